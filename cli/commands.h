@@ -1,0 +1,31 @@
+/* The subcommands of `allocprof`: one file cmd-<name>.c each, one entry
+ * signature. main.c holds the table. */
+#ifndef AP_COMMANDS_H
+#define AP_COMMANDS_H
+
+#include <stdio.h>
+
+#include "ap_util.h"
+
+int cmd_record(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+
+/* Prints "allocprof: <fmt>" and a newline to stderr. */
+void ap_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints the error in `err` with the "allocprof: " prefix. */
+void ap_print_error(const struct ap_error *err);
+
+/* For usage errors: prints "allocprof <cmd>: <msg>" and a hint to try -h;
+ * returns AP_EXIT_USAGE. */
+int ap_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* True when `fd` is a terminal and progress may be drawn on stderr. */
+int ap_progress_wanted(void);
+
+#endif

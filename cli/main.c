@@ -1,0 +1,148 @@
+/* allocprof: the command table and dispatch. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	/* Subcommands, in the order `allocprof --help` lists them. */
+	{ NULL, NULL, NULL },
+};
+
+void ap_die_msg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("allocprof: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void ap_print_error(const struct ap_error *err)
+{
+	fprintf(stderr, "allocprof: %s\n", err->msg);
+}
+
+int ap_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "allocprof: %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (see 'allocprof %s -h')\n", cmd);
+	va_end(ap);
+	return AP_EXIT_USAGE;
+}
+
+int ap_progress_wanted(void)
+{
+	return isatty(STDERR_FILENO) && !getenv("ALLOCPROF_NO_PROGRESS");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: allocprof <command> [options] [args]\n\n"
+		   "Allocation-hotspot profiler for native Linux programs.\n\n"
+		   "commands:\n");
+	for (size_t i = 0; commands[i].name; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'allocprof <command> -h' for a command's options.\n"
+		   "Typical use:\n"
+		   "  allocprof record -o app.trace ./app args...\n"
+		   "  allocprof top --alloc_objects app.trace\n"
+		   "  allocprof list 'parse_.*' app.trace\n"
+		   "  allocprof advise app.trace\n");
+}
+
+/* Levenshtein distance, small strings only (command names). */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return 64;
+	size_t d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb];
+}
+
+/* Results go to stdout; a write error there (disk full) must fail the
+ * command, but a closed pipe (`allocprof top | head`) is quiet. */
+static int finish_stdout(int rc)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno == EPIPE)
+			return rc;
+		ap_die_msg("write error on standard output: %s", strerror(errno));
+		return AP_EXIT_FAIL;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	/* A closed pipe must not kill us with SIGPIPE in the middle of output;
+	 * write errors are checked at the end instead. */
+	signal(SIGPIPE, SIG_IGN);
+
+	if (argc < 2) {
+		usage(stderr);
+		return AP_EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
+		if (!strcmp(name, "help") && argc > 2) {
+			char *hargv[] = { argv[2], (char *)"--help", NULL };
+			for (size_t i = 0; commands[i].name; i++)
+				if (!strcmp(commands[i].name, argv[2]))
+					return finish_stdout(commands[i].fn(2, hargv));
+		}
+		usage(stdout);
+		return finish_stdout(AP_EXIT_OK);
+	}
+	if (!strcmp(name, "--version") || !strcmp(name, "version")) {
+		printf("allocprof %s\n", AP_VERSION);
+		return finish_stdout(AP_EXIT_OK);
+	}
+	for (size_t i = 0; commands[i].name; i++)
+		if (!strcmp(commands[i].name, name))
+			return finish_stdout(commands[i].fn(argc - 1, argv + 1));
+
+	fprintf(stderr, "allocprof: '%s' is not an allocprof command", name);
+	const char *best = NULL;
+	size_t bestd = 3;
+	for (size_t i = 0; commands[i].name; i++) {
+		size_t dist = edit_distance(name, commands[i].name);
+		if (dist < bestd || (!strncmp(name, commands[i].name, strlen(name)) && strlen(name) >= 2)) {
+			bestd = dist;
+			best = commands[i].name;
+		}
+	}
+	if (best)
+		fprintf(stderr, ": did you mean '%s'?", best);
+	fprintf(stderr, " (see 'allocprof --help')\n");
+	return AP_EXIT_USAGE;
+}

@@ -1,0 +1,132 @@
+/* Reading allocprof traces (docs/trace-format.md): validates the framing,
+ * decodes every chunk, and hands the report side one in-memory trace with
+ * the events of all threads merged in time order. */
+#ifndef AP_TRACE_H
+#define AP_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_trace_enc.h"
+#include "ap_util.h"
+
+struct ap_segment {
+	uint64_t vaddr, memsz, offset;
+	uint32_t flags;
+};
+
+/* One loaded module as the sampler saw it. */
+struct ap_mapping {
+	uint64_t bias;		/* load bias (dlpi_addr) */
+	uint64_t start, end;	/* lowest and highest address of its segments */
+	char *path;
+	uint8_t build_id[64];
+	size_t build_id_len;
+	struct ap_segment *segs;
+	size_t nsegs;
+};
+
+struct ap_stack {
+	uint32_t depth;
+	uint64_t *pcs;		/* pcs[0] innermost; all return addresses */
+};
+
+struct ap_thread {
+	uint32_t tid;
+	char *name;		/* never NULL ("" when unknown) */
+	uint64_t events;	/* events recorded on this thread */
+};
+
+/* Event flags */
+#define AP_EVF_SAMPLED 1u	/* an allocation that is a sample: counts in alloc_* with its weight */
+#define AP_EVF_REALLOC 2u	/* ALLOC half of a realloc (the FREE half, if the old block was tracked, comes right before it) */
+#define AP_EVF_FROM_REALLOC 4u	/* FREE half of a realloc */
+
+/* One decoded event. A REALLOC record becomes two events: a FREE of the old
+ * block with AP_EVF_FROM_REALLOC (only if it was tracked), then an ALLOC of
+ * the new block with AP_EVF_REALLOC (sampled or not). */
+struct ap_event {
+	uint64_t ts;		/* CLOCK_MONOTONIC ns */
+	uint64_t addr;
+	uint64_t size;		/* ALLOC: requested size; FREE: 0 */
+	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0 */
+	uint16_t thread;	/* index into ap_trace.threads */
+	uint16_t cpu;
+	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
+	uint8_t kind;		/* enum ap_alloc_kind (ALLOC only) */
+	uint8_t flags;		/* AP_EVF_* */
+};
+
+struct ap_trace {
+	/* HEADER */
+	uint64_t rate;		/* 1 = every allocation */
+	uint64_t flags;		/* AP_HFLAG_* */
+	uint64_t pid, ppid;
+	char *exe;		/* never NULL */
+	char **argv;		/* argc entries, NULL-terminated */
+	size_t argc;
+	uint64_t cpus;
+	uint64_t start_realtime_ns, start_ns;
+	uint64_t max_depth;
+	uint64_t page_size;
+	char *sampler;		/* never NULL */
+	char *parent_trace;	/* NULL unless a forked child */
+
+	/* END (has_end false when the process did not end cleanly) */
+	bool has_end;
+	uint64_t end_ns;	/* END's time, else the last event's */
+	uint64_t end_reason, end_status;
+	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_end only) */
+
+	struct ap_mapping *maps;
+	size_t nmaps;
+	struct ap_stack *stacks; /* indexed by stack id; stacks[0] is empty */
+	size_t nstacks;		/* highest id + 1 */
+	struct ap_thread *threads;
+	size_t nthreads;
+	struct ap_event *ev;	/* all events, merged by ts (stable per thread) */
+	size_t nev;
+
+	/* Truncation: true when the file ends inside a chunk or has no END. */
+	bool truncated;
+	char truncated_why[256];
+	uint64_t file_size;
+	uint64_t bytes_used;	/* bytes of complete chunks */
+};
+
+/* Progress callback: called now and then with bytes done and total. */
+typedef void (*ap_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Reads the trace at `path`. On success returns 0 and *out owns a trace to
+ * release with ap_trace_free(). On failure (missing file, not a trace, bad
+ * version, corrupt chunk) returns -1 with err set to "<path>: <why>". A
+ * truncated file is not a failure: the trace says truncated and holds the
+ * complete prefix. `progress` may be NULL. */
+int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
+		  ap_progress_fn progress, void *progress_ctx);
+
+/* The same from memory (the buffer is not kept). `name` is used in errors. */
+int ap_trace_read_mem(const void *data, size_t len, const char *name,
+		      struct ap_trace **out, struct ap_error *err);
+
+void ap_trace_free(struct ap_trace *t);
+
+/* Weight of a sample of `size` bytes in this trace (1 with rate 1). */
+double ap_trace_weight(const struct ap_trace *t, uint64_t size);
+
+/* The mapping that holds `pc`, or NULL. */
+const struct ap_mapping *ap_trace_mapping_for(const struct ap_trace *t, uint64_t pc);
+
+/* Totals over the trace, weights applied (see `allocprof stats`). */
+struct ap_trace_totals {
+	double alloc_objects, alloc_space;
+	double free_objects;
+	double inuse_objects, inuse_space;	/* live at the end */
+	double peak_inuse_space;
+	uint64_t events;
+	uint64_t samples;
+};
+void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
+
+#endif

@@ -1,0 +1,202 @@
+/* Trace format constants and encoding primitives shared by the sampler and
+ * the reader. Header-only and allocation-free: the sampler includes it from
+ * inside malloc. docs/trace-format.md documents every constant here. */
+#ifndef AP_TRACE_ENC_H
+#define AP_TRACE_ENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AP_TRACE_MAGIC "ALLOCPRF"
+#define AP_TRACE_MAGIC_LEN 8
+#define AP_TRACE_VERSION 1u
+#define AP_TRACE_BOM 0x01020304u
+#define AP_TRACE_PREAMBLE_LEN 16
+
+#define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
+#define AP_CHUNK_HDR_LEN 24
+#define AP_CHUNK_MAX_PAYLOAD (16u << 20)
+
+enum ap_chunk_type {
+	AP_CHUNK_HEADER = 1,
+	AP_CHUNK_META = 2,
+	AP_CHUNK_EVENTS = 3,
+	AP_CHUNK_END = 4,
+};
+
+/* HEADER keys */
+enum {
+	AP_HK_RATE = 1,
+	AP_HK_FLAGS = 2,
+	AP_HK_PID = 3,
+	AP_HK_PPID = 4,
+	AP_HK_EXE = 5,
+	AP_HK_CMDLINE = 6,
+	AP_HK_CPUS = 7,
+	AP_HK_START_REALTIME_NS = 8,
+	AP_HK_START_NS = 9,
+	AP_HK_MAX_DEPTH = 10,
+	AP_HK_PAGE_SIZE = 11,
+	AP_HK_SAMPLER = 12,
+	AP_HK_PARENT_TRACE = 13,
+};
+#define AP_HFLAG_ALL 1u
+
+/* END keys */
+enum {
+	AP_EK_END_NS = 1,
+	AP_EK_REASON = 2,
+	AP_EK_STATUS = 3,
+	AP_EK_CALLS = 4,
+	AP_EK_BYTES = 5,
+};
+enum ap_end_reason {
+	AP_END_EXIT = 0,
+	AP_END_UNDERSCORE_EXIT = 1,
+	AP_END_SIGNAL = 2,
+	AP_END_EXEC = 3,
+};
+
+/* key/value kinds */
+#define AP_KV_UINT 0
+#define AP_KV_STR 1
+
+/* META tags */
+enum {
+	AP_META_MAPPING = 1,
+	AP_META_STACK = 2,
+	AP_META_THREAD = 3,
+};
+
+/* EVENTS: tag = type | kind << 4 | (cpu follows ? 0x80 : 0) */
+enum ap_ev_type {
+	AP_EV_ALLOC = 1,
+	AP_EV_FREE = 2,
+	AP_EV_REALLOC = 3,
+	AP_EV_TRACK = 4,
+};
+enum ap_alloc_kind {
+	AP_KIND_MALLOC = 0,
+	AP_KIND_CALLOC = 1,
+	AP_KIND_REALLOC = 2,
+	AP_KIND_ALIGNED = 3,
+	AP_KIND_REALLOCARRAY = 4,
+};
+#define AP_TAG_CPU 0x80u
+#define AP_TAG_TYPE(t) ((t) & 0x0fu)
+#define AP_TAG_KIND(t) (((t) >> 4) & 0x07u)
+#define AP_TAG(type, kind) ((uint8_t)((type) | ((kind) << 4)))
+
+#define AP_RF_NEW_SAMPLED 1u
+#define AP_RF_OLD_TRACKED 2u
+
+#define AP_VARINT_MAX 10
+
+/* Writes v as LEB128 at p; returns the number of bytes (1..10). */
+static inline size_t ap_put_uv(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static inline uint64_t ap_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t ap_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline size_t ap_put_sv(uint8_t *p, int64_t v)
+{
+	return ap_put_uv(p, ap_zigzag(v));
+}
+
+/* Reads a LEB128 varint from [*p, end). Returns 0 and advances *p, or -1 if
+ * the varint runs past end or is longer than 10 bytes. */
+static inline int ap_get_uv(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (q >= end)
+			return -1;
+		uint8_t b = *q++;
+		if (shift == 63 && b > 1)
+			return -1;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static inline int ap_get_sv(const uint8_t **p, const uint8_t *end, int64_t *out)
+{
+	uint64_t u;
+	if (ap_get_uv(p, end, &u) < 0)
+		return -1;
+	*out = ap_unzigzag(u);
+	return 0;
+}
+
+static inline void ap_put_u32le(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4); /* x86-64 only: little-endian */
+}
+
+static inline uint32_t ap_get_u32le(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline void ap_put_u64le(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static inline uint64_t ap_get_u64le(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* CRC-32C (Castagnoli), reflected, init/xorout 0xffffffff. Uses the SSE4.2
+ * instruction when the CPU has it, a table otherwise. Allocation-free. */
+uint32_t ap_crc32c(const void *data, size_t len);
+
+/* Fills a 24-byte chunk header for a payload already in place. */
+static inline void ap_chunk_header(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t type,
+				   uint32_t tid, const uint8_t *payload,
+				   uint32_t len)
+{
+	ap_put_u32le(hdr, AP_CHUNK_MAGIC);
+	hdr[4] = type;
+	hdr[5] = 0;
+	hdr[6] = 0;
+	hdr[7] = 0;
+	ap_put_u32le(hdr + 8, tid);
+	ap_put_u32le(hdr + 12, len);
+	ap_put_u32le(hdr + 16, ap_crc32c(payload, len));
+	ap_put_u32le(hdr + 20, ap_crc32c(hdr, 20));
+}
+
+/* The sampling weight of a sample of `size` bytes at mean interval `rate`:
+ * how many allocations it stands for (bytes: size times this). */
+double ap_sample_weight(uint64_t size, uint64_t rate);
+
+#endif

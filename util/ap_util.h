@@ -1,0 +1,83 @@
+/* Small shared utilities: error detail, growable byte buffer, array growth,
+ * checked allocation. Used by every library except the sampler. */
+#ifndef AP_UTIL_H
+#define AP_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes of the allocprof command (STYLE.md 8). */
+#define AP_EXIT_OK 0
+#define AP_EXIT_FAIL 1
+#define AP_EXIT_USAGE 2
+
+/* Error detail filled by library functions that fail. The message has the
+ * shape "<what>: <why>" without the "allocprof: " prefix; the command adds
+ * that when it prints. */
+struct ap_error {
+	char msg[1024];
+};
+
+/* Sets err->msg from a printf format; returns -1 so callers can
+ * `return ap_error_set(err, ...)`. err may be NULL. */
+int ap_error_set(struct ap_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Growable byte buffer (after git's strbuf): `buf` is never NULL and always
+ * NUL-terminated after ap_buf_init; ap_buf_detach hands the memory over. */
+struct ap_buf {
+	char *buf;
+	size_t len;
+	size_t alloc;
+};
+#define AP_BUF_INIT { ap_buf_empty, 0, 0 }
+extern char ap_buf_empty[];
+
+void ap_buf_init(struct ap_buf *b);
+void ap_buf_release(struct ap_buf *b);
+void ap_buf_grow(struct ap_buf *b, size_t extra);
+void ap_buf_add(struct ap_buf *b, const void *data, size_t len);
+void ap_buf_addstr(struct ap_buf *b, const char *s);
+void ap_buf_addf(struct ap_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void ap_buf_reset(struct ap_buf *b);
+char *ap_buf_detach(struct ap_buf *b, size_t *len);
+
+/* Allocation that aborts with a message on out-of-memory (report side only;
+ * never used in the sampler). */
+void *ap_xmalloc(size_t n);
+void *ap_xcalloc(size_t n, size_t size);
+void *ap_xrealloc(void *p, size_t n);
+char *ap_xstrdup(const char *s);
+
+/* Grows array `x` (of `alloc` elements) so that it holds at least `nr`. */
+#define AP_ALLOC_GROW(x, nr, alloc)                                          \
+	do {                                                                 \
+		if ((nr) > (alloc)) {                                        \
+			size_t ap_new_ = (alloc) < 16 ? 16 : (alloc) * 2;    \
+			if (ap_new_ < (nr))                                  \
+				ap_new_ = (nr);                              \
+			(x) = ap_xrealloc((x), ap_new_ * sizeof(*(x)));      \
+			(alloc) = ap_new_;                                   \
+		}                                                            \
+	} while (0)
+
+#define AP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Human-readable byte count as pprof prints it ("1.50MB", "512B"). */
+void ap_format_bytes(char *out, size_t outlen, double bytes);
+/* Human-readable count ("1234", "1.23M" not used: pprof prints plain). */
+
+/* Parses a byte size like "512K", "4MiB", "1m", "4096" into *out.
+ * Returns 0, or -1 if the text is not a size. */
+int ap_parse_size(const char *s, uint64_t *out);
+
+/* Parses a duration like "500ms", "2s", "100us", "1.5s" into nanoseconds. */
+int ap_parse_duration(const char *s, uint64_t *out_ns);
+
+/* Monotonic clock in ns. */
+uint64_t ap_now_ns(void);
+
+#endif

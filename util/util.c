@@ -1,0 +1,244 @@
+/* Shared utilities: error detail, growable buffer, checked allocation, units. */
+#include "ap_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+char ap_buf_empty[1];
+
+int ap_error_set(struct ap_error *err, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static void oom(size_t n)
+{
+	fprintf(stderr, "allocprof: out of memory: cannot allocate %zu bytes\n", n);
+	exit(AP_EXIT_FAIL);
+}
+
+void *ap_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *ap_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size);
+	return p;
+}
+
+void *ap_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom(n);
+	return q;
+}
+
+char *ap_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = ap_xmalloc(n);
+	memcpy(p, s, n);
+	return p;
+}
+
+void ap_buf_init(struct ap_buf *b)
+{
+	b->buf = ap_buf_empty;
+	b->len = 0;
+	b->alloc = 0;
+}
+
+void ap_buf_release(struct ap_buf *b)
+{
+	if (b->alloc)
+		free(b->buf);
+	ap_buf_init(b);
+}
+
+void ap_buf_grow(struct ap_buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+	if (need <= b->alloc)
+		return;
+	size_t n = b->alloc ? b->alloc * 2 : 64;
+	while (n < need)
+		n *= 2;
+	if (!b->alloc) {
+		b->buf = ap_xmalloc(n);
+		b->buf[0] = 0;
+	} else {
+		b->buf = ap_xrealloc(b->buf, n);
+	}
+	b->alloc = n;
+}
+
+void ap_buf_add(struct ap_buf *b, const void *data, size_t len)
+{
+	ap_buf_grow(b, len);
+	memcpy(b->buf + b->len, data, len);
+	b->len += len;
+	b->buf[b->len] = 0;
+}
+
+void ap_buf_addstr(struct ap_buf *b, const char *s)
+{
+	ap_buf_add(b, s, strlen(s));
+}
+
+void ap_buf_addf(struct ap_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	va_list ap2;
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n > 0) {
+		ap_buf_grow(b, (size_t)n);
+		vsnprintf(b->buf + b->len, (size_t)n + 1, fmt, ap2);
+		b->len += (size_t)n;
+	}
+	va_end(ap2);
+}
+
+void ap_buf_reset(struct ap_buf *b)
+{
+	b->len = 0;
+	if (b->alloc)
+		b->buf[0] = 0;
+}
+
+char *ap_buf_detach(struct ap_buf *b, size_t *len)
+{
+	char *r;
+	if (len)
+		*len = b->len;
+	if (!b->alloc) {
+		r = ap_xmalloc(1);
+		r[0] = 0;
+	} else {
+		r = b->buf;
+	}
+	ap_buf_init(b);
+	return r;
+}
+
+void ap_format_bytes(char *out, size_t outlen, double bytes)
+{
+	static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB" };
+	double v = bytes;
+	size_t u = 0;
+	double a = fabs(v);
+	while (a >= 1024 && u + 1 < AP_ARRAY_SIZE(units)) {
+		v /= 1024;
+		a /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, outlen, "%.0f%s", v, units[u]);
+	else
+		snprintf(out, outlen, "%.2f%s", v, units[u]);
+}
+
+int ap_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	double mult = 1;
+	char u = (char)tolower((unsigned char)*end);
+	if (*end) {
+		switch (u) {
+		case 'b':
+			mult = 1;
+			break;
+		case 'k':
+			mult = 1024.0;
+			break;
+		case 'm':
+			mult = 1024.0 * 1024;
+			break;
+		case 'g':
+			mult = 1024.0 * 1024 * 1024;
+			break;
+		case 't':
+			mult = 1024.0 * 1024 * 1024 * 1024;
+			break;
+		default:
+			return -1;
+		}
+		end++;
+		if (u != 'b') {
+			if (*end == 'i' || *end == 'I')
+				end++;
+			if (*end == 'b' || *end == 'B')
+				end++;
+		}
+		if (*end)
+			return -1;
+	}
+	double r = v * mult;
+	if (r >= 18446744073709551615.0)
+		return -1;
+	*out = (uint64_t)(r + 0.5);
+	return 0;
+}
+
+int ap_parse_duration(const char *s, uint64_t *out_ns)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	double mult;
+	if (!strcmp(end, "ns"))
+		mult = 1;
+	else if (!strcmp(end, "us") || !strcmp(end, "µs"))
+		mult = 1e3;
+	else if (!strcmp(end, "ms"))
+		mult = 1e6;
+	else if (!strcmp(end, "s") || !*end)
+		mult = 1e9;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		mult = 60e9;
+	else
+		return -1;
+	double r = v * mult;
+	if (r >= 1.8e19)
+		return -1;
+	*out_ns = (uint64_t)(r + 0.5);
+	return 0;
+}
+
+uint64_t ap_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
