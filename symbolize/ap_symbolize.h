@@ -1,0 +1,67 @@
+/* Offline symbolization of trace PCs with elfutils libdwfl: function, file,
+ * line, column and the chain of inlined frames, cached per unique PC; and the
+ * choice of the call site (the first frame below the allocator frames). */
+#ifndef AP_SYMBOLIZE_H
+#define AP_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_trace.h"
+#include "ap_util.h"
+
+/* One source-level frame. A PC expands to one or more frames: the inlined
+ * callees first (innermost), the real function last. All strings are owned
+ * by the symbolizer and live until ap_sym_free(). */
+struct ap_frame {
+	const char *func;	/* demangled name; "module+0xoff" when unknown */
+	const char *mangled;	/* linkage name as in the symbol table, or == func */
+	const char *file;	/* source file (absolute when DWARF says so), or NULL */
+	int line;		/* 0 when unknown */
+	int column;		/* 0 when unknown */
+	const char *module;	/* path of the module, or NULL when the PC is in none */
+	uint64_t module_offset;	/* pc - module bias */
+	uint64_t pc;		/* the PC this frame came from */
+	bool inlined;		/* an inlined callee (not the last frame of its PC) */
+	bool allocator;		/* an allocator frame (see ap_sym_stack) */
+};
+
+struct ap_sym_options {
+	const char *debug_dir;		/* extra directory for separate debug files, or NULL */
+	const char *drop_frames;	/* POSIX extended regex: more allocator frames, or NULL */
+	bool no_demangle;
+};
+
+struct ap_symbolizer;
+
+/* Builds a symbolizer for the mappings of `t` (which must outlive it).
+ * Modules whose build-id differs from the recorded one are not used: their
+ * PCs resolve to "module+0xoff" and a warning is queued (ap_sym_warnings).
+ * Returns NULL with err set on failure (bad drop_frames regex, libdwfl
+ * failure). */
+struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
+				 const struct ap_sym_options *opts,
+				 struct ap_error *err);
+void ap_sym_free(struct ap_symbolizer *s);
+
+/* The frames of one PC (a return address: looked up at pc-1), innermost
+ * first. *frames points into the symbolizer's cache. Never fails: an
+ * unknown PC gives one frame named "module+0xoff" or "0x<pc>". */
+size_t ap_sym_pc(struct ap_symbolizer *s, uint64_t pc, const struct ap_frame **frames);
+
+/* Expands a whole stack into source-level frames, innermost first, into an
+ * array owned by the caller (*out, *n; realloc'd as needed, free() it).
+ * Marks allocator frames (allocprof's own, the libc malloc family, C++
+ * operator new/new[], strdup/strndup and similar wrappers, and functions
+ * matching drop_frames) at the inner end of the stack with
+ * frame.allocator = true, and returns the index of the call site: the first
+ * frame that is not an allocator frame (or 0 when all are). */
+size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
+		    struct ap_frame **out, size_t *n, size_t *alloc);
+
+/* Warnings collected so far (build-id mismatches, missing files), one line
+ * each without prefix; NULL-terminated array owned by the symbolizer. */
+const char *const *ap_sym_warnings(const struct ap_symbolizer *s);
+
+#endif
