@@ -1,0 +1,91 @@
+/* The victim-cache pool model (/work/shared/POOL_MODEL.md §1-4): Go's
+ * sync.Pool reduced to which object each Get returns, what the pool holds
+ * and what it loses. Driven by get/put/cycle operations; knows nothing of
+ * traces. */
+#ifndef AP_POOL_H
+#define AP_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Where a Get found its object. */
+enum ap_pool_src {
+	AP_POOL_MISS = 0,	/* nothing found: the program allocates (Go: New) */
+	AP_POOL_PRIVATE,	/* this P's private slot */
+	AP_POOL_SHARED,		/* head of this P's shared deque */
+	AP_POOL_STOLEN,		/* tail of another P's shared deque */
+	AP_POOL_VICTIM,		/* the victim cache (private or any deque's tail) */
+	AP_POOL_NSRC
+};
+
+/* An object as the pool sees it: an identity chosen by the caller and its
+ * capacity in bytes. */
+struct ap_pool_obj {
+	uint64_t id;
+	uint64_t cap;
+};
+
+/* Put of this id is a Put of nil: dropped (§2.1). */
+#define AP_POOL_NIL UINT64_MAX
+
+struct ap_pool_stats {
+	uint64_t gets, puts;
+	uint64_t hits[AP_POOL_NSRC];	/* hits[AP_POOL_MISS] == misses */
+	uint64_t misses;
+	uint64_t cycles;
+	uint64_t dropped_nil;		/* Puts of nil */
+	uint64_t dropped_cap;		/* Puts above max_keep */
+	uint64_t dropped_cap_bytes;
+	/* Objects dropped with the victim at a cycle. */
+	uint64_t lost_cycle, lost_cycle_bytes;
+	/* Objects dropped with a primary replaced because a P id was not
+	 * below its size, or left in other Ps' victim private slots when a
+	 * failed victim search disabled the victim. */
+	uint64_t lost_pchange, lost_pchange_bytes;
+	uint64_t held_objects, held_bytes;	/* now: primary + victim */
+	uint64_t peak_held_objects, peak_held_bytes;
+	/* Time-weighted mean of held bytes between the first operation and
+	 * `t_end` of ap_pool_stats(); 0 if no time passed. */
+	double mean_held_bytes;
+};
+
+struct ap_pool;
+
+/* A new empty pool (no primary, no victim) for `nprocs` Ps (≥ 1).
+ * max_keep > 0 drops Puts of objects whose capacity is above it; 0 keeps
+ * everything. Free with ap_pool_free(). */
+struct ap_pool *ap_pool_new(unsigned nprocs, uint64_t max_keep);
+void ap_pool_free(struct ap_pool *pool);
+
+/* Empties the pool and zeroes its statistics, keeping its memory, for the
+ * next replay with the given parameters. */
+void ap_pool_reset(struct ap_pool *pool, unsigned nprocs, uint64_t max_keep);
+
+/* Changes the number of Ps (GOMAXPROCS). Nothing happens to the pool until
+ * a Get or Put on a P not below the primary's size replaces the primary. */
+void ap_pool_set_procs(struct ap_pool *pool, unsigned nprocs);
+unsigned ap_pool_procs(const struct ap_pool *pool);
+
+/* Get on P p (< the current number of Ps) at time t (any monotonic unit,
+ * used only for the mean of held bytes; t never decreases). Returns where
+ * the object came from and fills *out, or AP_POOL_MISS (out untouched). */
+enum ap_pool_src ap_pool_get(struct ap_pool *pool, unsigned p, uint64_t t,
+			     struct ap_pool_obj *out);
+
+/* Put of object (id, cap) on P p at time t. Returns false if the object was
+ * dropped (nil, or above max_keep). */
+bool ap_pool_put(struct ap_pool *pool, unsigned p, uint64_t t, uint64_t id,
+		 uint64_t cap);
+
+/* A collection cycle at time t: the victim is dropped, the primary becomes
+ * the victim, and there is no primary until the next Get or Put. */
+void ap_pool_cycle(struct ap_pool *pool, uint64_t t);
+
+/* Statistics so far; the time-weighted mean of held bytes runs to t_end. */
+void ap_pool_stats(const struct ap_pool *pool, uint64_t t_end,
+		   struct ap_pool_stats *out);
+
+/* Name of a source ("private", "shared", "stolen", "victim", "miss"). */
+const char *ap_pool_src_name(enum ap_pool_src src);
+
+#endif

@@ -1,0 +1,327 @@
+/* The victim-cache pool model: POOL_MODEL.md §1-4, Go's sync.Pool order of
+ * Get and Put on flat arrays and ring-buffer deques, with no allocation in
+ * steady state (three shard arrays are recycled between primary, victim and
+ * spare; a deque's ring only grows). */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_pool.h"
+#include "ap_util.h"
+
+/* One P's part of a shard array. The deque holds ring[tail..head) (free
+ * running counters, masked): the head is the newest end. */
+struct shard {
+	struct ap_pool_obj priv;
+	bool has_priv;
+	uint32_t head, tail, ringcap;	/* ringcap: 0 or a power of two */
+	struct ap_pool_obj *ring;
+};
+
+struct shards {
+	struct shard *sh;
+	unsigned size, alloc;
+	uint64_t nobjs, bytes;
+};
+
+#define NO_ARRAY (-1)
+
+struct ap_pool {
+	struct shards arr[3];
+	int primary, victim;	/* index into arr, or NO_ARRAY */
+	unsigned victim_size;	/* 0: skip the victim */
+	unsigned nprocs;
+	uint64_t max_keep;
+
+	bool started;
+	uint64_t t0, tlast;
+	double held_integral;	/* sum of held_bytes * dt */
+	struct ap_pool_stats st;
+};
+
+struct ap_pool *ap_pool_new(unsigned nprocs, uint64_t max_keep)
+{
+	struct ap_pool *pool = ap_xcalloc(1, sizeof(*pool));
+	ap_pool_reset(pool, nprocs, max_keep);
+	return pool;
+}
+
+void ap_pool_free(struct ap_pool *pool)
+{
+	if (!pool)
+		return;
+	for (int i = 0; i < 3; i++) {
+		for (unsigned j = 0; j < pool->arr[i].alloc; j++)
+			free(pool->arr[i].sh[j].ring);
+		free(pool->arr[i].sh);
+	}
+	free(pool);
+}
+
+void ap_pool_reset(struct ap_pool *pool, unsigned nprocs, uint64_t max_keep)
+{
+	assert(nprocs >= 1);
+	for (int i = 0; i < 3; i++)
+		pool->arr[i].nobjs = pool->arr[i].bytes = 0;
+	pool->primary = pool->victim = NO_ARRAY;
+	pool->victim_size = 0;
+	pool->nprocs = nprocs;
+	pool->max_keep = max_keep;
+	pool->started = false;
+	pool->t0 = pool->tlast = 0;
+	pool->held_integral = 0;
+	memset(&pool->st, 0, sizeof(pool->st));
+}
+
+void ap_pool_set_procs(struct ap_pool *pool, unsigned nprocs)
+{
+	assert(nprocs >= 1);
+	pool->nprocs = nprocs;
+}
+
+unsigned ap_pool_procs(const struct ap_pool *pool)
+{
+	return pool->nprocs;
+}
+
+const char *ap_pool_src_name(enum ap_pool_src src)
+{
+	static const char *const names[AP_POOL_NSRC] = {
+		"miss", "private", "shared", "stolen", "victim",
+	};
+	return (unsigned)src < AP_POOL_NSRC ? names[src] : "?";
+}
+
+/* Accumulates held bytes over the time since the last operation. */
+static inline void advance(struct ap_pool *pool, uint64_t t)
+{
+	if (!pool->started) {
+		pool->started = true;
+		pool->t0 = pool->tlast = t;
+		return;
+	}
+	if (t > pool->tlast) {
+		pool->held_integral += (double)pool->st.held_bytes * (double)(t - pool->tlast);
+		pool->tlast = t;
+	}
+}
+
+static inline void held_add(struct ap_pool *pool, struct shards *a, uint64_t cap)
+{
+	a->nobjs++;
+	a->bytes += cap;
+	pool->st.held_objects++;
+	pool->st.held_bytes += cap;
+	if (pool->st.held_bytes > pool->st.peak_held_bytes)
+		pool->st.peak_held_bytes = pool->st.held_bytes;
+	if (pool->st.held_objects > pool->st.peak_held_objects)
+		pool->st.peak_held_objects = pool->st.held_objects;
+}
+
+static inline void held_sub(struct ap_pool *pool, struct shards *a, uint64_t cap)
+{
+	a->nobjs--;
+	a->bytes -= cap;
+	pool->st.held_objects--;
+	pool->st.held_bytes -= cap;
+}
+
+/* Forgets everything array a holds (its memory is kept for reuse). */
+static void drop_array(struct ap_pool *pool, struct shards *a)
+{
+	pool->st.held_objects -= a->nobjs;
+	pool->st.held_bytes -= a->bytes;
+	a->nobjs = a->bytes = 0;
+}
+
+/* A new empty primary of nprocs shards in whichever array is free. */
+static struct shards *new_primary(struct ap_pool *pool)
+{
+	int i = 0;
+	while (i == pool->primary || i == pool->victim)
+		i++;
+	struct shards *a = &pool->arr[i];
+	if (a->alloc < pool->nprocs) {
+		a->sh = ap_xrealloc(a->sh, pool->nprocs * sizeof(*a->sh));
+		memset(a->sh + a->alloc, 0, (pool->nprocs - a->alloc) * sizeof(*a->sh));
+		a->alloc = pool->nprocs;
+	}
+	a->size = pool->nprocs;
+	for (unsigned j = 0; j < a->size; j++) {
+		a->sh[j].has_priv = false;
+		a->sh[j].head = a->sh[j].tail = 0;
+	}
+	a->nobjs = a->bytes = 0;
+	pool->primary = i;
+	return a;
+}
+
+/* Go's pin(): the primary, replaced by a new empty one when missing or when
+ * p is not below its size (what the old one held is lost). */
+static struct shards *pin(struct ap_pool *pool, unsigned p)
+{
+	if (pool->primary != NO_ARRAY) {
+		struct shards *a = &pool->arr[pool->primary];
+		if (p < a->size)
+			return a;
+		pool->st.lost_pchange += a->nobjs;
+		pool->st.lost_pchange_bytes += a->bytes;
+		drop_array(pool, a);
+		pool->primary = NO_ARRAY;
+	}
+	return new_primary(pool);
+}
+
+static void push_head(struct shard *s, uint64_t id, uint64_t cap)
+{
+	if (s->head - s->tail == s->ringcap) {
+		uint32_t ncap = s->ringcap ? s->ringcap * 2 : 8;
+		struct ap_pool_obj *ring = ap_xmalloc(ncap * sizeof(*ring));
+		uint32_t n = s->head - s->tail;
+		for (uint32_t k = 0; k < n; k++)
+			ring[k] = s->ring[(s->tail + k) & (s->ringcap - 1)];
+		free(s->ring);
+		s->ring = ring;
+		s->ringcap = ncap;
+		s->tail = 0;
+		s->head = n;
+	}
+	s->ring[s->head & (s->ringcap - 1)] = (struct ap_pool_obj){ id, cap };
+	s->head++;
+}
+
+static inline bool pop_head(struct shard *s, struct ap_pool_obj *out)
+{
+	if (s->head == s->tail)
+		return false;
+	s->head--;
+	*out = s->ring[s->head & (s->ringcap - 1)];
+	return true;
+}
+
+static inline bool pop_tail(struct shard *s, struct ap_pool_obj *out)
+{
+	if (s->head == s->tail)
+		return false;
+	*out = s->ring[s->tail & (s->ringcap - 1)];
+	s->tail++;
+	return true;
+}
+
+bool ap_pool_put(struct ap_pool *pool, unsigned p, uint64_t t, uint64_t id,
+		 uint64_t cap)
+{
+	assert(p < pool->nprocs);
+	advance(pool, t);
+	pool->st.puts++;
+	if (id == AP_POOL_NIL) {
+		pool->st.dropped_nil++;
+		return false;
+	}
+	if (pool->max_keep && cap > pool->max_keep) {
+		pool->st.dropped_cap++;
+		pool->st.dropped_cap_bytes += cap;
+		return false;
+	}
+	struct shards *a = pin(pool, p);
+	struct shard *s = &a->sh[p];
+	if (!s->has_priv) {
+		s->priv = (struct ap_pool_obj){ id, cap };
+		s->has_priv = true;
+	} else {
+		push_head(s, id, cap);
+	}
+	held_add(pool, a, cap);
+	return true;
+}
+
+/* Go's getSlow(): steal from the other Ps' tails, then the victim. */
+static enum ap_pool_src get_slow(struct ap_pool *pool, struct shards *a,
+				 unsigned p, struct ap_pool_obj *out)
+{
+	for (unsigned i = 0; i < a->size; i++) {
+		unsigned q = (p + i + 1) % a->size;
+		if (pop_tail(&a->sh[q], out)) {
+			held_sub(pool, a, out->cap);
+			return AP_POOL_STOLEN;
+		}
+	}
+	if (pool->victim == NO_ARRAY || p >= pool->victim_size)
+		return AP_POOL_MISS;
+	struct shards *v = &pool->arr[pool->victim];
+	if (v->sh[p].has_priv) {
+		*out = v->sh[p].priv;
+		v->sh[p].has_priv = false;
+		held_sub(pool, v, out->cap);
+		return AP_POOL_VICTIM;
+	}
+	for (unsigned i = 0; i < pool->victim_size; i++) {
+		unsigned q = (p + i) % pool->victim_size;
+		if (pop_tail(&v->sh[q], out)) {
+			held_sub(pool, v, out->cap);
+			return AP_POOL_VICTIM;
+		}
+	}
+	/* Later Gets skip the victim: what other Ps' private slots still hold
+	 * is unreachable (still held until the next cycle drops it). */
+	pool->victim_size = 0;
+	pool->st.lost_pchange += v->nobjs;
+	pool->st.lost_pchange_bytes += v->bytes;
+	return AP_POOL_MISS;
+}
+
+enum ap_pool_src ap_pool_get(struct ap_pool *pool, unsigned p, uint64_t t,
+			     struct ap_pool_obj *out)
+{
+	assert(p < pool->nprocs);
+	advance(pool, t);
+	pool->st.gets++;
+	struct shards *a = pin(pool, p);
+	struct shard *s = &a->sh[p];
+	enum ap_pool_src src;
+	if (s->has_priv) {
+		*out = s->priv;
+		s->has_priv = false;
+		held_sub(pool, a, out->cap);
+		src = AP_POOL_PRIVATE;
+	} else if (pop_head(s, out)) {
+		held_sub(pool, a, out->cap);
+		src = AP_POOL_SHARED;
+	} else {
+		src = get_slow(pool, a, p, out);
+	}
+	pool->st.hits[src]++;
+	if (src == AP_POOL_MISS)
+		pool->st.misses++;
+	return src;
+}
+
+void ap_pool_cycle(struct ap_pool *pool, uint64_t t)
+{
+	advance(pool, t);
+	pool->st.cycles++;
+	if (pool->victim != NO_ARRAY) {
+		struct shards *v = &pool->arr[pool->victim];
+		/* A disabled victim's remains were counted lost to P changes. */
+		if (pool->victim_size) {
+			pool->st.lost_cycle += v->nobjs;
+			pool->st.lost_cycle_bytes += v->bytes;
+		}
+		drop_array(pool, v);
+	}
+	pool->victim = pool->primary;
+	pool->victim_size = pool->primary != NO_ARRAY ? pool->arr[pool->primary].size : 0;
+	pool->primary = NO_ARRAY;
+}
+
+void ap_pool_stats(const struct ap_pool *pool, uint64_t t_end,
+		   struct ap_pool_stats *out)
+{
+	*out = pool->st;
+	double integral = pool->held_integral;
+	if (pool->started && t_end > pool->tlast)
+		integral += (double)pool->st.held_bytes * (double)(t_end - pool->tlast);
+	out->mean_held_bytes = 0;
+	if (pool->started && t_end > pool->t0)
+		out->mean_held_bytes = integral / (double)(t_end - pool->t0);
+}
