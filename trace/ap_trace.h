@@ -93,6 +93,13 @@ struct ap_trace {
 	char truncated_why[256];
 	uint64_t file_size;
 	uint64_t bytes_used;	/* bytes of complete chunks */
+
+	/* Records as written (a REALLOC counts once; ev holds two events for
+	 * it when the old block was tracked). */
+	uint64_t nrecords;
+	/* Private to the reader: the mapping lookup index. */
+	struct ap_map_range *map_index;
+	size_t nmap_index;
 };
 
 /* Progress callback: called now and then with bytes done and total. */
@@ -126,6 +133,9 @@ struct ap_trace_totals {
 	double peak_inuse_space;
 	uint64_t events;
 	uint64_t samples;
+	/* FREE events with no live block at their address (ignored above):
+	 * should be 0 for a sound trace. */
+	uint64_t unmatched_frees;
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
 

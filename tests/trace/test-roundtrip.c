@@ -1,0 +1,766 @@
+/* Unit tests of the trace reader against the test writer: what is written
+ * comes back exactly (header, mappings, stacks, threads, events in merged
+ * order, realloc splitting), totals equal values fixed by construction, and
+ * each class of bad input gives its error. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_trace.h"
+#include "ap_trace_writer.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			failures++;                                          \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+		}                                                            \
+	} while (0)
+
+#define CHECK_U(a, b)                                                        \
+	CHECK((uint64_t)(a) == (uint64_t)(b), "%s = %llu, expected %llu", #a, \
+	      (unsigned long long)(a), (unsigned long long)(b))
+
+#define CHECK_D(a, b)                                                        \
+	CHECK(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-9, \
+	      "%s = %.17g, expected %.17g", #a, (double)(a), (double)(b))
+
+static uint64_t rng_state = 0x1234567887654321ull;
+static uint64_t rnd(void)
+{
+	/* xorshift64*: a fixed seed, the same sequence on every run */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ull;
+}
+
+static struct ap_trace *read_back(struct ap_tw *tw, const char *name)
+{
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	if (ap_tw_close_mem(tw, &data, &len, &err) < 0) {
+		fprintf(stderr, "%s: writer: %s\n", name, err.msg);
+		failures++;
+		return NULL;
+	}
+	struct ap_trace *t = NULL;
+	if (ap_trace_read_mem(data, len, name, &t, &err) < 0) {
+		fprintf(stderr, "%s: reader: %s\n", name, err.msg);
+		failures++;
+		t = NULL;
+	}
+	free(data);
+	return t;
+}
+
+/* Reads `data` expecting failure with a message that contains `want`. */
+static void expect_error(const uint8_t *data, size_t len, const char *want)
+{
+	struct ap_trace *t = NULL;
+	struct ap_error err = { "" };
+	int rc = ap_trace_read_mem(data, len, "bad.trace", &t, &err);
+	CHECK(rc < 0, "expected failure with \"%s\", got success", want);
+	if (rc < 0)
+		CHECK(strstr(err.msg, want) != NULL, "error \"%s\" lacks \"%s\"", err.msg, want);
+	ap_trace_free(t);
+}
+
+static void test_header_and_meta(void)
+{
+	static const char *const argv[] = { "./app", "--flag", "", "last arg" };
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = 524288;
+	h.flags = 0;
+	h.pid = 4242;
+	h.ppid = 77;
+	h.exe = "/usr/bin/app";
+	h.argv = argv;
+	h.argc = 4;
+	h.cpus = 16;
+	h.start_realtime_ns = 1712345678901234567ull;
+	h.start_ns = 555000000000ull;
+	h.max_depth = 32;
+	h.page_size = 16384;
+	h.sampler = "allocprof 9.9";
+	h.parent_trace = "/tmp/parent.trace";
+	struct ap_tw *tw = ap_tw_new(&h);
+
+	uint8_t bid[20];
+	for (int i = 0; i < 20; i++)
+		bid[i] = (uint8_t)(0xa0 + i);
+	struct ap_segment segs[2] = {
+		{ .vaddr = 0, .memsz = 0x1000, .offset = 0, .flags = 4 },
+		{ .vaddr = 0x1000, .memsz = 0x2345, .offset = 0x1000, .flags = 5 },
+	};
+	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/app", bid, 20, segs, 2);
+	struct ap_segment libseg = { .vaddr = 0x20000, .memsz = 0x10000, .offset = 0x20000, .flags = 5 };
+	ap_tw_mapping(tw, 0x7f0000000000ull, "/lib/libc.so.6", NULL, 0, &libseg, 1);
+	/* a later library over part of libc's range: wins there */
+	struct ap_segment over = { .vaddr = 0x28000, .memsz = 0x1000, .offset = 0, .flags = 5 };
+	ap_tw_mapping(tw, 0x7f0000000000ull, "/tmp/late.so", NULL, 0, &over, 1);
+
+	uint64_t pcs1[] = { 0x555555555123ull, 0x555555555000ull, 0x7f0000021000ull };
+	uint64_t pcs2[] = { UINT64_MAX, 1, UINT64_MAX - 7 }; /* extreme deltas */
+	CHECK_U(ap_tw_stack(tw, pcs1, 3), 1);
+	CHECK_U(ap_tw_stack(tw, pcs2, 3), 2);
+	CHECK_U(ap_tw_stack(tw, pcs1, 3), 1); /* deduplicated */
+	CHECK_U(ap_tw_stack(tw, pcs1, 2), 3); /* a prefix is another stack */
+	CHECK_U(ap_tw_stack(tw, NULL, 0), 4);
+	ap_tw_thread(tw, 4242, "app");
+	ap_tw_thread(tw, 4243, "worker-1");
+	ap_tw_alloc(tw, 4243, 555000000100ull, 3, AP_KIND_MALLOC, 0x1000, 10, 1);
+	struct ap_tw_end end = { .end_ns = 555000009999ull, .reason = AP_END_SIGNAL,
+				 .status = 6, .calls = 123456789012ull, .bytes = 98765432109876ull };
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "header");
+	if (!t)
+		return;
+	CHECK_U(t->rate, 524288);
+	CHECK_U(t->flags, 0);
+	CHECK_U(t->pid, 4242);
+	CHECK_U(t->ppid, 77);
+	CHECK(!strcmp(t->exe, "/usr/bin/app"), "exe %s", t->exe);
+	CHECK_U(t->argc, 4);
+	for (size_t i = 0; i < 4 && i < t->argc; i++)
+		CHECK(!strcmp(t->argv[i], argv[i]), "argv[%zu] = \"%s\"", i, t->argv[i]);
+	CHECK(t->argv[t->argc] == NULL, "argv not NULL-terminated");
+	CHECK_U(t->cpus, 16);
+	CHECK_U(t->start_realtime_ns, 1712345678901234567ull);
+	CHECK_U(t->start_ns, 555000000000ull);
+	CHECK_U(t->max_depth, 32);
+	CHECK_U(t->page_size, 16384);
+	CHECK(!strcmp(t->sampler, "allocprof 9.9"), "sampler %s", t->sampler);
+	CHECK(t->parent_trace && !strcmp(t->parent_trace, "/tmp/parent.trace"), "parent_trace");
+	CHECK(t->has_end, "no end");
+	CHECK(!t->truncated, "truncated: %s", t->truncated_why);
+	CHECK_U(t->end_ns, 555000009999ull);
+	CHECK_U(t->end_reason, AP_END_SIGNAL);
+	CHECK_U(t->end_status, 6);
+	CHECK_U(t->calls, 123456789012ull);
+	CHECK_U(t->bytes, 98765432109876ull);
+	CHECK_U(t->bytes_used, t->file_size);
+
+	CHECK_U(t->nmaps, 3);
+	if (t->nmaps == 3) {
+		const struct ap_mapping *m = &t->maps[0];
+		CHECK_U(m->bias, 0x555555554000ull);
+		CHECK_U(m->start, 0x555555554000ull);
+		CHECK_U(m->end, 0x555555554000ull + 0x3345);
+		CHECK(!strcmp(m->path, "/usr/bin/app"), "path %s", m->path);
+		CHECK_U(m->build_id_len, 20);
+		CHECK(!memcmp(m->build_id, bid, 20), "build-id differs");
+		CHECK_U(m->nsegs, 2);
+		CHECK_U(m->segs[1].vaddr, 0x1000);
+		CHECK_U(m->segs[1].memsz, 0x2345);
+		CHECK_U(m->segs[1].offset, 0x1000);
+		CHECK_U(m->segs[1].flags, 5);
+		CHECK_U(t->maps[1].build_id_len, 0);
+		CHECK(ap_trace_mapping_for(t, 0x555555554000ull) == &t->maps[0], "map start");
+		CHECK(ap_trace_mapping_for(t, 0x555555557344ull) == &t->maps[0], "map last byte");
+		CHECK(ap_trace_mapping_for(t, 0x555555557345ull) == NULL, "map end");
+		CHECK(ap_trace_mapping_for(t, 0x555555553fffull) == NULL, "before map");
+		CHECK(ap_trace_mapping_for(t, 0) == NULL, "pc 0");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000020000ull) == &t->maps[1], "libc start");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000027fffull) == &t->maps[1], "libc before hole");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000028000ull) == &t->maps[2], "later wins");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000028fffull) == &t->maps[2], "later wins end");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000029000ull) == &t->maps[1], "libc after hole");
+		CHECK(ap_trace_mapping_for(t, 0x7f000002ffffull) == &t->maps[1], "libc last");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000030000ull) == NULL, "libc end");
+		CHECK(ap_trace_mapping_for(t, UINT64_MAX) == NULL, "max pc");
+	}
+	CHECK_U(t->nstacks, 5);
+	if (t->nstacks == 5) {
+		CHECK_U(t->stacks[0].depth, 0);
+		CHECK_U(t->stacks[1].depth, 3);
+		for (int i = 0; i < 3; i++) {
+			CHECK_U(t->stacks[1].pcs[i], pcs1[i]);
+			CHECK_U(t->stacks[2].pcs[i], pcs2[i]);
+		}
+		CHECK_U(t->stacks[3].depth, 2);
+		CHECK_U(t->stacks[4].depth, 0);
+	}
+	CHECK_U(t->nthreads, 2);
+	if (t->nthreads == 2) {
+		CHECK_U(t->threads[0].tid, 4242);
+		CHECK(!strcmp(t->threads[0].name, "app"), "name %s", t->threads[0].name);
+		CHECK_U(t->threads[0].events, 0);
+		CHECK_U(t->threads[1].tid, 4243);
+		CHECK(!strcmp(t->threads[1].name, "worker-1"), "name %s", t->threads[1].name);
+		CHECK_U(t->threads[1].events, 1);
+	}
+	CHECK_U(t->nev, 1);
+	if (t->nev == 1) {
+		CHECK_U(t->ev[0].cpu, 3);
+		CHECK_U(t->ev[0].thread, 1);
+	}
+	CHECK_D(ap_trace_weight(t, 0), 1.0 / (1.0 - exp(-1.0 / 524288.0)));
+	ap_trace_free(t);
+}
+
+/* Realloc splitting, kinds, cpu changes, extreme values, one thread. */
+static void test_events_single(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 16); /* a chunk every record or two */
+	uint64_t pc = 0x401000;
+	uint32_t s1 = ap_tw_stack(tw, &pc, 1);
+	uint64_t base = h.start_ns;
+	uint32_t tid = 1000;
+	ap_tw_alloc(tw, tid, base + 1, 0, AP_KIND_MALLOC, 0x10, 0, s1);			/* 0-size */
+	ap_tw_alloc(tw, tid, base + 1, 1, AP_KIND_CALLOC, UINT64_MAX - 15, UINT64_MAX, s1); /* huge */
+	ap_tw_alloc(tw, tid, base + 5, 65535, AP_KIND_ALIGNED, 0x20, 100, s1);
+	ap_tw_realloc(tw, tid, base + 6, 65535, AP_KIND_REALLOC, 0x20, 0x7fffffff0000ull, 200, s1,
+		      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
+	ap_tw_realloc(tw, tid, base + 7, 2, AP_KIND_REALLOCARRAY, 0x7fffffff0000ull, 0x30, 300, 0,
+		      AP_RF_OLD_TRACKED);
+	ap_tw_realloc(tw, tid, base + 8, 2, AP_KIND_REALLOC, 0, 0x40, 50, s1, AP_RF_NEW_SAMPLED);
+	ap_tw_free(tw, tid, base + 8, 2, 0x30);
+	ap_tw_free(tw, tid, UINT64_MAX, 0, 0x10); /* the largest time */
+	struct ap_tw_end end = { .end_ns = UINT64_MAX };
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "single");
+	if (!t)
+		return;
+	struct ap_event want[] = {
+		{ base + 1, 0x10, 0, s1, 0, 0, AP_EV_ALLOC, AP_KIND_MALLOC, AP_EVF_SAMPLED },
+		{ base + 1, UINT64_MAX - 15, UINT64_MAX, s1, 0, 1, AP_EV_ALLOC, AP_KIND_CALLOC, AP_EVF_SAMPLED },
+		{ base + 5, 0x20, 100, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_ALIGNED, AP_EVF_SAMPLED },
+		{ base + 6, 0x20, 0, 0, 0, 65535, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC },
+		{ base + 6, 0x7fffffff0000ull, 200, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_REALLOC,
+		  AP_EVF_SAMPLED | AP_EVF_REALLOC },
+		{ base + 7, 0x7fffffff0000ull, 0, 0, 0, 2, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC },
+		{ base + 7, 0x30, 300, 0, 0, 2, AP_EV_ALLOC, AP_KIND_REALLOCARRAY, AP_EVF_REALLOC },
+		{ base + 8, 0x40, 50, s1, 0, 2, AP_EV_ALLOC, AP_KIND_REALLOC, AP_EVF_SAMPLED | AP_EVF_REALLOC },
+		{ base + 8, 0x30, 0, 0, 0, 2, AP_EV_FREE, 0, 0 },
+		{ UINT64_MAX, 0x10, 0, 0, 0, 0, AP_EV_FREE, 0, 0 },
+	};
+	size_t n = AP_ARRAY_SIZE(want);
+	CHECK_U(t->nev, n);
+	for (size_t i = 0; i < n && i < t->nev; i++) {
+		const struct ap_event *g = &t->ev[i], *w = &want[i];
+		CHECK(g->ts == w->ts && g->addr == w->addr && g->size == w->size &&
+			      g->stack == w->stack && g->thread == w->thread && g->cpu == w->cpu &&
+			      g->type == w->type && g->kind == w->kind && g->flags == w->flags,
+		      "event %zu: got ts %llu addr %#llx size %llu stack %u thread %u cpu %u type %u kind %u flags %u",
+		      i, (unsigned long long)g->ts, (unsigned long long)g->addr,
+		      (unsigned long long)g->size, g->stack, g->thread, g->cpu, g->type, g->kind,
+		      g->flags);
+	}
+	CHECK_U(t->nrecords, 8);
+	CHECK_U(t->nthreads, 1);
+	if (t->nthreads)
+		CHECK_U(t->threads[0].events, 8);
+
+	/* Totals, rate 1: allocs 0x10(0) huge 0x20(100) 0x7fff..(200) 0x40(50) sampled;
+	 * 0x30(300) is a tracked, unsampled block. */
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	double huge = (double)UINT64_MAX;
+	CHECK_D(tot.alloc_objects, 5);
+	CHECK_D(tot.alloc_space, 0 + huge + 100 + 200 + 50);
+	/* frees: 0x20 (1), 0x7fff.. (1), 0x30 (unsampled: 0), 0x10 (1) */
+	CHECK_D(tot.free_objects, 3);
+	CHECK_D(tot.inuse_objects, 2); /* huge and 0x40 */
+	CHECK_D(tot.inuse_space, huge + 50);
+	CHECK_D(tot.peak_inuse_space, huge + 200); /* live peaks after the 200-byte realloc */
+	CHECK_U(tot.events, 8);
+	CHECK_U(tot.samples, 5);
+	CHECK_U(tot.unmatched_frees, 0);
+	ap_trace_free(t);
+}
+
+/* The peak and in-use with a sampling rate: weights computed here from the
+ * formula in the format doc. */
+static double weight(uint64_t size, uint64_t rate)
+{
+	return 1.0 / (1.0 - exp(-((double)size + 1.0) / (double)rate));
+}
+
+static void test_totals_weighted(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = 1000;
+	h.flags = 0;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	uint64_t ts = h.start_ns;
+	/* A at 0x100 (size 10), B at 0x200 (size 5000), free A, C at 0x100
+	 * (size 999), free of an unknown block, free B, a realloc of C to D
+	 * (size 3000, sampled), D stays live. */
+	ap_tw_alloc(tw, 1, ts + 1, 0, 0, 0x100, 10, s);
+	ap_tw_alloc(tw, 1, ts + 2, 0, 0, 0x200, 5000, s);
+	ap_tw_free(tw, 1, ts + 3, 0, 0x100);
+	ap_tw_alloc(tw, 1, ts + 4, 0, 0, 0x100, 999, s);
+	ap_tw_free(tw, 1, ts + 5, 0, 0x999);
+	ap_tw_free(tw, 1, ts + 6, 0, 0x200);
+	ap_tw_realloc(tw, 1, ts + 7, 0, AP_KIND_REALLOC, 0x100, 0x300, 3000, s,
+		      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
+	struct ap_tw_end end = { .end_ns = ts + 100 };
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "weighted");
+	if (!t)
+		return;
+	double wa = weight(10, 1000), wb = weight(5000, 1000), wc = weight(999, 1000),
+	       wd = weight(3000, 1000);
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	CHECK_D(tot.alloc_objects, wa + wb + wc + wd);
+	CHECK_D(tot.alloc_space, wa * 10 + wb * 5000 + wc * 999 + wd * 3000);
+	CHECK_D(tot.free_objects, wa + wb + wc);
+	CHECK_D(tot.inuse_objects, wd);
+	CHECK_D(tot.inuse_space, wd * 3000);
+	/* live after each step: A, A+B, B, B+C, (unmatched), C, D */
+	double peak = fmax(fmax(wa * 10 + wb * 5000, wb * 5000 + wc * 999), wd * 3000);
+	CHECK_D(tot.peak_inuse_space, peak);
+	CHECK_U(tot.unmatched_frees, 1);
+	CHECK_U(tot.samples, 4);
+	CHECK_U(tot.events, 7);
+	ap_trace_free(t);
+}
+
+/* Several threads, random times and chunk sizes: the reader's order must be
+ * the stable merge, ties by thread index. */
+struct gen_ev {
+	uint64_t ts, addr, size;
+	uint32_t tid_idx, cpu, stack, seq;
+	int type;
+};
+
+static int gen_cmp(const void *a, const void *b)
+{
+	const struct gen_ev *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->tid_idx != y->tid_idx)
+		return x->tid_idx < y->tid_idx ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, chunk);
+	uint32_t stacks[8];
+	for (int i = 0; i < 8; i++) {
+		uint64_t pcs[3] = { 0x400000 + rnd() % 0x10000, rnd(), rnd() % 100 };
+		stacks[i] = ap_tw_stack(tw, pcs, (uint32_t)(i % 4));
+	}
+	for (unsigned k = 0; k < nthreads; k++) {
+		char name[32];
+		snprintf(name, sizeof(name), "t%u", k);
+		ap_tw_thread(tw, 5000 + k * 7, name);
+	}
+	size_t total = (size_t)nthreads * per_thread;
+	struct gen_ev *ev = calloc(total, sizeof(*ev));
+	uint64_t *ts = calloc(nthreads, sizeof(*ts));
+	uint32_t *cpu = calloc(nthreads, sizeof(*cpu));
+	for (size_t i = 0; i < nthreads; i++)
+		ts[i] = h.start_ns;
+	size_t n = 0;
+	uint32_t *seq = calloc(nthreads, sizeof(*seq));
+	for (size_t i = 0; i < total; i++) {
+		uint32_t k = (uint32_t)(rnd() % nthreads);
+		if (seq[k] >= per_thread)
+			continue;
+		ts[k] += rnd() % 4; /* many ties */
+		if (rnd() % 5 == 0)
+			cpu[k] = (uint32_t)(rnd() % 8);
+		struct gen_ev *e = &ev[n++];
+		e->ts = ts[k];
+		e->tid_idx = k;
+		e->cpu = cpu[k];
+		e->seq = seq[k]++;
+		e->addr = (rnd() % 3 == 0) ? rnd() : 0x10000 + (rnd() % 1000) * 16;
+		e->type = rnd() % 3 ? AP_EV_ALLOC : AP_EV_FREE;
+		e->size = e->type == AP_EV_ALLOC ? (rnd() % 7 == 0 ? rnd() : rnd() % 5000) : 0;
+		e->stack = e->type == AP_EV_ALLOC ? stacks[rnd() % 8] : 0;
+		if (e->type == AP_EV_ALLOC)
+			ap_tw_alloc(tw, 5000 + k * 7, e->ts, e->cpu, AP_KIND_MALLOC, e->addr,
+				    e->size, e->stack);
+		else
+			ap_tw_free(tw, 5000 + k * 7, e->ts, e->cpu, e->addr);
+	}
+	struct ap_tw_end end = { .end_ns = h.start_ns + 1000000 };
+	ap_tw_end(tw, &end);
+	char name[64];
+	snprintf(name, sizeof(name), "merge-%u-%zu", nthreads, chunk);
+	struct ap_trace *t = read_back(tw, name);
+	if (t) {
+		qsort(ev, n, sizeof(*ev), gen_cmp);
+		CHECK_U(t->nev, n);
+		CHECK_U(t->nrecords, n);
+		CHECK_U(t->nthreads, nthreads);
+		size_t bad = 0;
+		for (size_t i = 0; i < n && i < t->nev; i++) {
+			const struct ap_event *g = &t->ev[i];
+			const struct gen_ev *w = &ev[i];
+			if (g->ts != w->ts || g->thread != w->tid_idx || g->addr != w->addr ||
+			    g->size != w->size || g->cpu != w->cpu || g->type != w->type ||
+			    g->stack != w->stack) {
+				if (bad++ < 5)
+					CHECK(0, "%s: event %zu: got ts %llu thread %u addr %#llx, want ts %llu thread %u addr %#llx",
+					      name, i, (unsigned long long)g->ts, g->thread,
+					      (unsigned long long)g->addr, (unsigned long long)w->ts,
+					      w->tid_idx, (unsigned long long)w->addr);
+			}
+		}
+		for (unsigned k = 0; k < nthreads && k < t->nthreads; k++) {
+			CHECK_U(t->threads[k].tid, 5000 + k * 7);
+			CHECK_U(t->threads[k].events, seq[k]);
+		}
+		ap_trace_free(t);
+	}
+	free(seq);
+	free(cpu);
+	free(ts);
+	free(ev);
+}
+
+static uint8_t *finish(struct ap_tw *tw, size_t *len)
+{
+	uint8_t *data;
+	struct ap_error err;
+	if (ap_tw_close_mem(tw, &data, len, &err) < 0) {
+		fprintf(stderr, "writer: %s\n", err.msg);
+		exit(1);
+	}
+	return data;
+}
+
+static struct ap_tw *small_trace(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	ap_tw_alloc(tw, 1000, h.start_ns + 10, 0, 0, 0x1000, 64, s);
+	return tw;
+}
+
+static void test_truncation(void)
+{
+	struct ap_tw *tw = small_trace();
+	struct ap_tw_end end = { .end_ns = 2000000000ull };
+	size_t len;
+	/* no END at all */
+	uint8_t *data = finish(tw, &len);
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	CHECK(ap_trace_read_mem(data, len, "noend", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		CHECK(t->truncated && !t->has_end, "not truncated");
+		CHECK(strstr(t->truncated_why, "no end record") != NULL, "why: %s", t->truncated_why);
+		CHECK_U(t->end_ns, 1000000010ull); /* the last event's time */
+		CHECK_U(t->nev, 1);
+		ap_trace_free(t);
+	}
+	free(data);
+
+	/* END, then the file cut in the middle of a following chunk */
+	tw = small_trace();
+	ap_tw_end(tw, &end);
+	size_t full = ap_tw_size(tw);
+	ap_tw_free(tw, 1000, 1000000020ull, 0, 0x1000);
+	ap_tw_flush(tw);
+	data = finish(tw, &len);
+	t = NULL;
+	CHECK(ap_trace_read_mem(data, len - 3, "cut", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		CHECK(t->truncated && t->has_end, "cut: truncated %d has_end %d", t->truncated, t->has_end);
+		char want[64];
+		snprintf(want, sizeof(want), "file ends inside a chunk at byte %zu", full);
+		CHECK(!strcmp(t->truncated_why, want), "why: %s", t->truncated_why);
+		CHECK_U(t->bytes_used, full);
+		CHECK_U(t->file_size, len - 3);
+		ap_trace_free(t);
+	}
+	/* the complete file: chunks after END are fine, the last END counts */
+	t = NULL;
+	CHECK(ap_trace_read_mem(data, len, "after-end", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		CHECK(!t->truncated && t->has_end, "after END: truncated %d", t->truncated);
+		CHECK_U(t->nev, 2);
+		ap_trace_free(t);
+	}
+	/* cut inside a header */
+	t = NULL;
+	CHECK(ap_trace_read_mem(data, full + 5, "cut-header", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		CHECK(t->truncated && t->has_end, "cut header");
+		ap_trace_free(t);
+	}
+	free(data);
+}
+
+static void test_errors(void)
+{
+	size_t len;
+	uint8_t *good = finish(small_trace(), &len);
+	uint8_t *d = malloc(len);
+
+	expect_error(good, 0, "bad.trace: not an allocprof trace");
+	expect_error((const uint8_t *)"hello world, this is text\n", 26, "bad.trace: not an allocprof trace");
+	expect_error(good, 12, "bad.trace: truncated trace: the file ends inside its preamble");
+	expect_error(good, 16, "bad.trace: no header chunk");
+	expect_error(good, 30, "bad.trace: no header chunk");
+
+	memcpy(d, good, len);
+	ap_put_u32le(d + 8, 7);
+	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 1");
+	memcpy(d, good, len);
+	ap_put_u32le(d + 12, 0x04030201);
+	expect_error(d, len, "bad.trace: wrong byte-order mark 0x04030201");
+
+	memcpy(d, good, len);
+	d[16] ^= 1; /* chunk magic */
+	expect_error(d, len, "bad.trace: corrupt chunk at byte 16: bad chunk magic");
+	memcpy(d, good, len);
+	d[16 + 9] ^= 1; /* tid: header crc */
+	expect_error(d, len, "bad.trace: corrupt chunk at byte 16: header checksum mismatch");
+	memcpy(d, good, len);
+	d[16 + 24] ^= 0x40; /* first payload byte */
+	expect_error(d, len, "bad.trace: corrupt chunk at byte 16: payload checksum mismatch");
+	free(d);
+	free(good);
+
+	/* chunk-level checks, with valid checksums */
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw;
+	uint8_t *data;
+	uint8_t p[64];
+
+	/* oversize length, recomputed header crc */
+	tw = ap_tw_new(&h);
+	data = finish(tw, &len);
+	d = malloc(len + 24);
+	memcpy(d, data, len);
+	ap_chunk_header(d + len, AP_CHUNK_META, 0, d, 0);
+	ap_put_u32le(d + len + 12, AP_CHUNK_MAX_PAYLOAD + 1);
+	ap_put_u32le(d + len + 20, ap_crc32c(d + len, 20));
+	char want[128];
+	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: payload length 16777217 exceeds", len);
+	expect_error(d, len + 24, want);
+	ap_chunk_header(d + len, 9, 0, d, 0);
+	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: unknown chunk type 9", len);
+	expect_error(d, len + 24, want);
+	free(d);
+	free(data);
+
+	/* first chunk not a HEADER */
+	{
+		uint8_t f[16 + 24];
+		memcpy(f, AP_TRACE_MAGIC, 8);
+		ap_put_u32le(f + 8, 1);
+		ap_put_u32le(f + 12, AP_TRACE_BOM);
+		ap_chunk_header(f + 16, AP_CHUNK_META, 0, f, 0);
+		expect_error(f, sizeof(f), "corrupt chunk at byte 16: the first chunk is not a HEADER");
+	}
+
+	/* a second HEADER */
+	tw = ap_tw_new(&h);
+	size_t off = ap_tw_size(tw);
+	ap_tw_raw_chunk(tw, AP_CHUNK_HEADER, 0, "\x01\x00\x01", 3);
+	data = finish(tw, &len);
+	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: a second HEADER chunk", off);
+	expect_error(data, len, want);
+	free(data);
+
+	/* header without rate; rate 0; unknown kind; string for a number */
+	struct {
+		const char *payload;
+		size_t len;
+		const char *why;
+	} hdrs[] = {
+		{ "\x03\x00\x05", 3, "the header has no sampling rate" },
+		{ "\x01\x00\x00", 3, "sampling rate is 0" },
+		{ "\x01\x00\x01\x63\x02\x00", 6, "key 99 has unknown kind 2" },
+		{ "\x01\x01\x01x", 4, "rate (key 1) is a string, expected a number" },
+		{ "\x01\x00\x01\x05\x01\x09xy", 8, "a string value of 9 bytes runs past the end" },
+		{ "\x01\x00\x81", 3, "bad varint for a value" },
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(hdrs); i++) {
+		uint8_t f[16 + 24 + 16];
+		memcpy(f, AP_TRACE_MAGIC, 8);
+		ap_put_u32le(f + 8, 1);
+		ap_put_u32le(f + 12, AP_TRACE_BOM);
+		memcpy(f + 40, hdrs[i].payload, hdrs[i].len);
+		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, f + 40, (uint32_t)hdrs[i].len);
+		expect_error(f, 40 + hdrs[i].len, hdrs[i].why);
+	}
+	/* unknown header keys are skipped, both kinds */
+	{
+		uint8_t f[16 + 24 + 16];
+		const char *pl = "\x63\x00\x05\x64\x01\x02zz\x01\x00\x07";
+		size_t pn = 11;
+		memcpy(f, AP_TRACE_MAGIC, 8);
+		ap_put_u32le(f + 8, 1);
+		ap_put_u32le(f + 12, AP_TRACE_BOM);
+		memcpy(f + 40, pl, pn);
+		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, f + 40, (uint32_t)pn);
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		CHECK(ap_trace_read_mem(f, 40 + pn, "keys", &t, &err) == 0, "%s", err.msg);
+		if (t) {
+			CHECK_U(t->rate, 7);
+			CHECK(!strcmp(t->exe, "") && !strcmp(t->sampler, "") && t->argc == 0 &&
+				      t->argv[0] == NULL && t->parent_trace == NULL,
+			      "defaults");
+			ap_trace_free(t);
+		}
+	}
+
+	/* META: stack ids must be dense from 1 */
+	struct {
+		const uint8_t *payload;
+		size_t len;
+		const char *why;
+	} metas[] = {
+		{ (const uint8_t *)"\x02\x02\x00", 3, "stack id 2 where 1 was next" },
+		{ (const uint8_t *)"\x02\x00\x00", 3, "stack id 0 where 1 was next" },
+		{ (const uint8_t *)"\x02\x01\x05\x01\x02", 5, "stack of depth 5 in 2 bytes" },
+		{ (const uint8_t *)"\x02\x01\x02\x01\x80", 5, "bad varint for a pc delta" },
+		{ (const uint8_t *)"\x09", 1, "unknown META record tag 9" },
+		{ (const uint8_t *)"\x01\x00\x01/\x00\x09\x00\x00", 8, "mapping with 9 segments in 2 bytes" },
+		{ (const uint8_t *)"\x01\x00\x01/\x41", 5, "a mapping's build-id of 65 bytes runs past" },
+		{ (const uint8_t *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x01\x02\x00\x00\x00", 18,
+		  "segment [0xffffffffffffffff + 0x2, size 0) wraps around" },
+		{ (const uint8_t *)"\x03\x80\x80\x80\x80\x10\x00", 7, "thread id 4294967296 does not fit" },
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(metas); i++) {
+		tw = ap_tw_new(&h);
+		off = ap_tw_size(tw);
+		ap_tw_raw_chunk(tw, AP_CHUNK_META, 0, metas[i].payload, metas[i].len);
+		data = finish(tw, &len);
+		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: %s", off, metas[i].why);
+		expect_error(data, len, want);
+		free(data);
+	}
+	/* an overlong build-id */
+	{
+		uint8_t m[80] = { 1, 0, 1, '/', 65 };
+		tw = ap_tw_new(&h);
+		off = ap_tw_size(tw);
+		ap_tw_raw_chunk(tw, AP_CHUNK_META, 0, m, 5 + 65 + 1);
+		data = finish(tw, &len);
+		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: build-id of 65 bytes (at most 64)", off);
+		expect_error(data, len, want);
+		free(data);
+	}
+
+	/* EVENTS: a stack used before its record, stack 0, bad tags */
+	struct {
+		const uint8_t *rec;
+		size_t len;
+		const char *why;
+	} evs[] = {
+		{ (const uint8_t *)"\x01\x00\x02\x08\x02", 5, "stack id used before its STACK record (record at byte" },
+		{ (const uint8_t *)"\x01\x00\x02\x08\x00", 5, "ALLOC with stack id 0" },
+		{ (const uint8_t *)"\x03\x00\x02\x02\x08\x00\x01", 7, "sampled REALLOC with stack id 0" },
+		{ (const uint8_t *)"\x05\x00", 2, "unknown event type" },
+		{ (const uint8_t *)"\x71\x00\x02\x08\x01", 5, "unknown allocation kind" },
+		{ (const uint8_t *)"\x81\x80\x80\x04\x00\x02\x08\x01", 8, "cpu number out of range" },
+		{ (const uint8_t *)"\x01\x00\x02\x08", 4, "ALLOC record runs past the end" },
+		{ (const uint8_t *)"\x02\x00\x80", 3, "FREE record runs past the end" },
+		{ (const uint8_t *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "bad time delta varint" },
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(evs); i++) {
+		tw = ap_tw_new(&h);
+		uint64_t pc = 1;
+		ap_tw_stack(tw, &pc, 1);
+		ap_tw_flush(tw);
+		off = ap_tw_size(tw);
+		memset(p, 0, 8);
+		memcpy(p + 8, evs[i].rec, evs[i].len);
+		ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 8 + evs[i].len);
+		data = finish(tw, &len);
+		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: %s", off, evs[i].why);
+		expect_error(data, len, want);
+		free(data);
+	}
+	/* EVENTS payload without base time */
+	tw = ap_tw_new(&h);
+	off = ap_tw_size(tw);
+	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 7);
+	data = finish(tw, &len);
+	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: EVENTS payload of 7 bytes has no base time", off);
+	expect_error(data, len, want);
+	free(data);
+
+	/* a TRACK record decodes (no event) and moves prev_addr; a 0 tag ends the payload */
+	tw = ap_tw_new(&h);
+	{
+		uint64_t pc = 1;
+		ap_tw_stack(tw, &pc, 1);
+	}
+	ap_tw_flush(tw);
+	memset(p, 0, 8);
+	ap_put_u64le(p, 5000);
+	static const uint8_t rec[] = { 0x04, 0x01, 0x20, 0x07, /* TRACK dt 1, addr 0x10, size 7 */
+				       0x02, 0x01, 0x00,	/* FREE dt 1, addr +0 */
+				       0x00, 0x05, 0x05 };	/* padding, then junk */
+	memcpy(p + 8, rec, sizeof(rec));
+	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 8 + sizeof(rec));
+	data = finish(tw, &len);
+	{
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		CHECK(ap_trace_read_mem(data, len, "track", &t, &err) == 0, "%s", err.msg);
+		if (t) {
+			CHECK_U(t->nev, 1);
+			CHECK_U(t->nrecords, 2);
+			if (t->nev == 1) {
+				CHECK_U(t->ev[0].addr, 0x10);
+				CHECK_U(t->ev[0].ts, 5002);
+			}
+			ap_trace_free(t);
+		}
+	}
+	free(data);
+}
+
+static void test_file_errors(void)
+{
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	CHECK(ap_trace_read("/nonexistent/x.trace", &t, &err, NULL, NULL) < 0, "missing file read");
+	CHECK(!strcmp(err.msg, "/nonexistent/x.trace: No such file or directory"), "msg: %s", err.msg);
+	CHECK(ap_trace_read("/", &t, &err, NULL, NULL) < 0, "directory read");
+	CHECK(!strcmp(err.msg, "/: Is a directory"), "msg: %s", err.msg);
+}
+
+int main(void)
+{
+	test_header_and_meta();
+	test_events_single();
+	test_totals_weighted();
+	test_merge(1, 2000, 64);
+	test_merge(3, 3000, 16);
+	test_merge(7, 2000, 200);
+	test_merge(40, 300, 1 << 16);
+	test_truncation();
+	test_errors();
+	test_file_errors();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all trace round-trip checks passed\n");
+	return 0;
+}

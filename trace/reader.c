@@ -1,0 +1,1047 @@
+/* The trace reader (ap_trace.h): validates the framing of a format-v1 trace,
+ * decodes its chunks and merges the threads' event streams by time.
+ *
+ * Two passes over the (mapped) file keep memory at one ap_event per event:
+ * pass 1 checks every chunk, decodes HEADER/META/END and decodes each EVENTS
+ * chunk only to validate and count it; pass 2 decodes the EVENTS chunks again
+ * straight into the final array, in a k-way merge of the threads' streams.
+ * Everything read from the file is bounds-checked against the bytes left
+ * before it is used, so a corrupt count can never make us allocate or read
+ * past the end. */
+#include "ap_trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* One entry of the mapping lookup index: disjoint, sorted by start. */
+struct ap_map_range {
+	uint64_t start, end;
+	size_t map;
+};
+
+/* An EVENTS chunk found in pass 1. */
+struct ev_chunk {
+	size_t off;		/* offset of the chunk header in the file */
+	uint32_t len;		/* payload length */
+	uint32_t thread;	/* thread index */
+};
+
+struct rd {
+	const uint8_t *data;
+	size_t size;
+	const char *name;
+	struct ap_error *err;
+	struct ap_trace *t;
+	ap_progress_fn progress;
+	void *progress_ctx;
+
+	size_t threads_alloc;
+	uint32_t *tid_hash;	/* thread index + 1, 0 empty */
+	size_t tid_hash_size;
+	uint64_t *thread_nev;	/* ap_events per thread (pass 1) */
+
+	uint64_t *pcs;		/* all stacks' pcs; stacks[i].pcs are offsets until the end */
+	size_t npcs, pcs_alloc;
+	size_t stacks_alloc;
+	size_t maps_alloc;
+
+	struct ev_chunk *chunks;
+	size_t nchunks, chunks_alloc;
+
+	size_t chunk_off;	/* header offset of the chunk being decoded */
+	bool have_header;
+	uint64_t last_ts;
+	bool any_event;
+};
+
+static int corrupt(struct rd *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int corrupt(struct rd *r, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return ap_error_set(r->err, "%s: corrupt chunk at byte %zu: %s", r->name,
+			    r->chunk_off, why);
+}
+
+/* ---- threads ---- */
+
+static uint32_t tid_slot_hash(uint32_t tid)
+{
+	return tid * 2654435761u;
+}
+
+static void tid_hash_put(struct rd *r, uint32_t tid, uint32_t idx1)
+{
+	size_t mask = r->tid_hash_size - 1;
+	size_t i = tid_slot_hash(tid) & mask;
+	while (r->tid_hash[i])
+		i = (i + 1) & mask;
+	r->tid_hash[i] = idx1;
+}
+
+/* Index of the thread `tid`, created if new; -1 (error set) if the trace
+ * has more threads than an event can name. */
+static long thread_index(struct rd *r, uint32_t tid)
+{
+	struct ap_trace *t = r->t;
+	if (r->tid_hash_size) {
+		size_t mask = r->tid_hash_size - 1;
+		for (size_t i = tid_slot_hash(tid) & mask; r->tid_hash[i];
+		     i = (i + 1) & mask)
+			if (t->threads[r->tid_hash[i] - 1].tid == tid)
+				return (long)r->tid_hash[i] - 1;
+	}
+	if (t->nthreads >= UINT16_MAX)
+		return corrupt(r, "more than %u threads", UINT16_MAX);
+	AP_ALLOC_GROW(t->threads, t->nthreads + 1, r->threads_alloc);
+	r->thread_nev = ap_xrealloc(r->thread_nev, r->threads_alloc * sizeof(*r->thread_nev));
+	struct ap_thread *th = &t->threads[t->nthreads];
+	th->tid = tid;
+	th->name = ap_xstrdup("");
+	th->events = 0;
+	r->thread_nev[t->nthreads] = 0;
+	t->nthreads++;
+	if (t->nthreads * 2 > r->tid_hash_size) {
+		free(r->tid_hash);
+		r->tid_hash_size = r->tid_hash_size ? r->tid_hash_size * 2 : 16;
+		r->tid_hash = ap_xcalloc(r->tid_hash_size, sizeof(*r->tid_hash));
+		for (size_t k = 0; k < t->nthreads; k++)
+			tid_hash_put(r, t->threads[k].tid, (uint32_t)k + 1);
+	} else {
+		tid_hash_put(r, tid, (uint32_t)t->nthreads);
+	}
+	return (long)t->nthreads - 1;
+}
+
+/* ---- primitive readers over a payload ---- */
+
+struct cur {
+	const uint8_t *p, *end;
+	const uint8_t *base;	/* start of the file, for offsets */
+};
+
+static int get_uv(struct rd *r, struct cur *c, uint64_t *v, const char *what)
+{
+	if (ap_get_uv(&c->p, c->end, v) < 0)
+		return corrupt(r, "bad varint for %s at byte %zu", what,
+			       (size_t)(c->p - c->base));
+	return 0;
+}
+
+/* A string: points into the payload, not NUL-terminated. */
+static int get_str(struct rd *r, struct cur *c, const uint8_t **s, size_t *len,
+		   const char *what)
+{
+	uint64_t n;
+	if (get_uv(r, c, &n, what) < 0)
+		return -1;
+	if (n > (uint64_t)(c->end - c->p))
+		return corrupt(r, "%s of %llu bytes runs past the end of the payload",
+			       what, (unsigned long long)n);
+	*s = c->p;
+	*len = (size_t)n;
+	c->p += n;
+	return 0;
+}
+
+static char *dup_str(const uint8_t *s, size_t len)
+{
+	char *p = ap_xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = 0;
+	return p;
+}
+
+/* ---- HEADER and END ---- */
+
+/* Calls `field` for each key/value; unknown keys are the callee's to skip. */
+struct kv {
+	uint64_t key, kind, u;
+	const uint8_t *s;
+	size_t len;
+};
+
+static int next_kv(struct rd *r, struct cur *c, struct kv *kv)
+{
+	if (get_uv(r, c, &kv->key, "a key") < 0 || get_uv(r, c, &kv->kind, "a kind") < 0)
+		return -1;
+	if (kv->kind == AP_KV_UINT)
+		return get_uv(r, c, &kv->u, "a value");
+	if (kv->kind == AP_KV_STR)
+		return get_str(r, c, &kv->s, &kv->len, "a string value");
+	return corrupt(r, "key %llu has unknown kind %llu",
+		       (unsigned long long)kv->key, (unsigned long long)kv->kind);
+}
+
+static int want_kind(struct rd *r, const struct kv *kv, uint64_t kind, const char *name)
+{
+	if (kv->kind != kind)
+		return corrupt(r, "%s (key %llu) is %s, expected %s", name,
+			       (unsigned long long)kv->key,
+			       kv->kind == AP_KV_STR ? "a string" : "a number",
+			       kind == AP_KV_STR ? "a string" : "a number");
+	return 0;
+}
+
+static void set_argv(struct ap_trace *t, const uint8_t *s, size_t len)
+{
+	for (size_t i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		if (!s[i] || i + 1 == len)
+			n++;
+	t->argv = ap_xcalloc(n + 1, sizeof(char *));
+	t->argc = 0;
+	size_t start = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!s[i] || i + 1 == len) {
+			size_t end = s[i] ? i + 1 : i;
+			t->argv[t->argc++] = dup_str(s + start, end - start);
+			start = i + 1;
+		}
+	}
+	t->argv[t->argc] = NULL;
+}
+
+static void set_str(char **dst, const struct kv *kv)
+{
+	free(*dst);
+	*dst = dup_str(kv->s, kv->len);
+}
+
+static int decode_header(struct rd *r, struct cur *c)
+{
+	struct ap_trace *t = r->t;
+	bool have_rate = false;
+	while (c->p < c->end) {
+		struct kv kv;
+		if (next_kv(r, c, &kv) < 0)
+			return -1;
+		const char *name = NULL;
+		uint64_t *num = NULL;
+		char **str = NULL;
+		switch (kv.key) {
+		case AP_HK_RATE: name = "rate"; num = &t->rate; have_rate = true; break;
+		case AP_HK_FLAGS: name = "flags"; num = &t->flags; break;
+		case AP_HK_PID: name = "pid"; num = &t->pid; break;
+		case AP_HK_PPID: name = "ppid"; num = &t->ppid; break;
+		case AP_HK_CPUS: name = "cpus"; num = &t->cpus; break;
+		case AP_HK_START_REALTIME_NS: name = "start_realtime_ns"; num = &t->start_realtime_ns; break;
+		case AP_HK_START_NS: name = "start_ns"; num = &t->start_ns; break;
+		case AP_HK_MAX_DEPTH: name = "max_depth"; num = &t->max_depth; break;
+		case AP_HK_PAGE_SIZE: name = "page_size"; num = &t->page_size; break;
+		case AP_HK_EXE: name = "exe"; str = &t->exe; break;
+		case AP_HK_SAMPLER: name = "sampler"; str = &t->sampler; break;
+		case AP_HK_PARENT_TRACE: name = "parent_trace"; str = &t->parent_trace; break;
+		case AP_HK_CMDLINE:
+			if (want_kind(r, &kv, AP_KV_STR, "cmdline") < 0)
+				return -1;
+			set_argv(t, kv.s, kv.len);
+			continue;
+		default:
+			continue; /* unknown key: skipped */
+		}
+		if (want_kind(r, &kv, num ? AP_KV_UINT : AP_KV_STR, name) < 0)
+			return -1;
+		if (num)
+			*num = kv.u;
+		else
+			set_str(str, &kv);
+	}
+	if (!have_rate)
+		return corrupt(r, "the header has no sampling rate");
+	if (t->rate == 0)
+		return corrupt(r, "the header's sampling rate is 0");
+	return 0;
+}
+
+static int decode_end(struct rd *r, struct cur *c)
+{
+	struct ap_trace *t = r->t;
+	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0;
+	while (c->p < c->end) {
+		struct kv kv;
+		if (next_kv(r, c, &kv) < 0)
+			return -1;
+		const char *name = NULL;
+		uint64_t *num = NULL;
+		switch (kv.key) {
+		case AP_EK_END_NS: name = "end_ns"; num = &end_ns; break;
+		case AP_EK_REASON: name = "reason"; num = &reason; break;
+		case AP_EK_STATUS: name = "status"; num = &status; break;
+		case AP_EK_CALLS: name = "calls"; num = &calls; break;
+		case AP_EK_BYTES: name = "bytes"; num = &bytes; break;
+		default:
+			continue;
+		}
+		if (want_kind(r, &kv, AP_KV_UINT, name) < 0)
+			return -1;
+		*num = kv.u;
+	}
+	/* The last END counts (an exec that failed lets the process go on). */
+	t->has_end = true;
+	t->end_ns = end_ns;
+	t->end_reason = reason;
+	t->end_status = status;
+	t->calls = calls;
+	t->bytes = bytes;
+	return 0;
+}
+
+/* ---- META ---- */
+
+static int decode_mapping(struct rd *r, struct cur *c)
+{
+	struct ap_trace *t = r->t;
+	uint64_t bias, nseg;
+	const uint8_t *path, *bid;
+	size_t path_len, bid_len;
+	if (get_uv(r, c, &bias, "a mapping's bias") < 0 ||
+	    get_str(r, c, &path, &path_len, "a mapping's path") < 0 ||
+	    get_str(r, c, &bid, &bid_len, "a mapping's build-id") < 0 ||
+	    get_uv(r, c, &nseg, "a mapping's segment count") < 0)
+		return -1;
+	if (bid_len > sizeof(t->maps[0].build_id))
+		return corrupt(r, "build-id of %zu bytes (at most %zu)", bid_len,
+			       sizeof(t->maps[0].build_id));
+	/* Each segment takes at least 4 bytes: bound the count before allocating. */
+	if (nseg > (uint64_t)(c->end - c->p) / 4)
+		return corrupt(r, "mapping with %llu segments in %zu bytes",
+			       (unsigned long long)nseg, (size_t)(c->end - c->p));
+	struct ap_segment *segs = ap_xcalloc(nseg ? nseg : 1, sizeof(*segs));
+	uint64_t start = UINT64_MAX, end = 0;
+	for (uint64_t i = 0; i < nseg; i++) {
+		uint64_t fl;
+		if (get_uv(r, c, &segs[i].vaddr, "a segment's vaddr") < 0 ||
+		    get_uv(r, c, &segs[i].memsz, "a segment's memsz") < 0 ||
+		    get_uv(r, c, &segs[i].offset, "a segment's offset") < 0 ||
+		    get_uv(r, c, &fl, "a segment's flags") < 0)
+			goto fail;
+		segs[i].flags = (uint32_t)fl;
+		uint64_t s = bias + segs[i].vaddr;
+		uint64_t e = s + segs[i].memsz;
+		if (s < bias || e < s) {
+			corrupt(r, "segment [%#llx + %#llx, size %#llx) wraps around",
+				(unsigned long long)bias,
+				(unsigned long long)segs[i].vaddr,
+				(unsigned long long)segs[i].memsz);
+			goto fail;
+		}
+		if (s < start)
+			start = s;
+		if (e > end)
+			end = e;
+	}
+	if (!nseg)
+		start = end = bias;
+	AP_ALLOC_GROW(t->maps, t->nmaps + 1, r->maps_alloc);
+	struct ap_mapping *m = &t->maps[t->nmaps++];
+	memset(m, 0, sizeof(*m));
+	m->bias = bias;
+	m->start = start;
+	m->end = end;
+	m->path = dup_str(path, path_len);
+	memcpy(m->build_id, bid, bid_len);
+	m->build_id_len = bid_len;
+	m->segs = segs;
+	m->nsegs = (size_t)nseg;
+	return 0;
+fail:
+	free(segs);
+	return -1;
+}
+
+static int decode_stack(struct rd *r, struct cur *c)
+{
+	struct ap_trace *t = r->t;
+	uint64_t id, depth;
+	if (get_uv(r, c, &id, "a stack id") < 0 || get_uv(r, c, &depth, "a stack depth") < 0)
+		return -1;
+	if (id != t->nstacks)
+		return corrupt(r, "stack id %llu where %zu was next (ids are dense from 1)",
+			       (unsigned long long)id, t->nstacks);
+	if (id > UINT32_MAX)
+		return corrupt(r, "stack id %llu does not fit 32 bits", (unsigned long long)id);
+	if (depth > (uint64_t)(c->end - c->p))
+		return corrupt(r, "stack of depth %llu in %zu bytes",
+			       (unsigned long long)depth, (size_t)(c->end - c->p));
+	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	uint64_t pc = 0;
+	for (uint64_t i = 0; i < depth; i++) {
+		if (i == 0) {
+			if (get_uv(r, c, &pc, "a pc") < 0)
+				return -1;
+		} else {
+			int64_t d;
+			if (ap_get_sv(&c->p, c->end, &d) < 0)
+				return corrupt(r, "bad varint for a pc delta at byte %zu",
+					       (size_t)(c->p - c->base));
+			pc += (uint64_t)d;
+		}
+		r->pcs[r->npcs + i] = pc;
+	}
+	AP_ALLOC_GROW(t->stacks, t->nstacks + 1, r->stacks_alloc);
+	t->stacks[t->nstacks].depth = (uint32_t)depth;
+	/* An offset into r->pcs until the pool stops moving (see finish). */
+	t->stacks[t->nstacks].pcs = (uint64_t *)(uintptr_t)r->npcs;
+	t->nstacks++;
+	r->npcs += depth;
+	return 0;
+}
+
+static int decode_thread(struct rd *r, struct cur *c)
+{
+	uint64_t tid;
+	const uint8_t *name;
+	size_t len;
+	if (get_uv(r, c, &tid, "a thread id") < 0 || get_str(r, c, &name, &len, "a thread name") < 0)
+		return -1;
+	if (tid > UINT32_MAX)
+		return corrupt(r, "thread id %llu does not fit 32 bits", (unsigned long long)tid);
+	long idx = thread_index(r, (uint32_t)tid);
+	if (idx < 0)
+		return -1;
+	struct ap_thread *th = &r->t->threads[idx];
+	free(th->name);
+	th->name = dup_str(name, len);
+	return 0;
+}
+
+static int decode_meta(struct rd *r, struct cur *c)
+{
+	while (c->p < c->end) {
+		uint8_t tag = *c->p++;
+		int rc;
+		switch (tag) {
+		case 0:
+			return 0; /* padding */
+		case AP_META_MAPPING:
+			rc = decode_mapping(r, c);
+			break;
+		case AP_META_STACK:
+			rc = decode_stack(r, c);
+			break;
+		case AP_META_THREAD:
+			rc = decode_thread(r, c);
+			break;
+		default:
+			return corrupt(r, "unknown META record tag %u at byte %zu", tag,
+				       (size_t)(c->p - 1 - c->base));
+		}
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- EVENTS ---- */
+
+struct evdec {
+	const uint8_t *p, *end;
+	uint64_t ts, addr;
+	uint32_t cpu;
+	uint16_t thread;
+};
+
+static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len,
+			uint16_t thread)
+{
+	d->ts = ap_get_u64le(payload);
+	d->p = payload + 8;
+	d->end = payload + len;
+	d->addr = 0;
+	d->cpu = 0;
+	d->thread = thread;
+}
+
+enum { DEC_END = -1, DEC_BAD = -2 };
+
+/* Decodes one record into ev[0..n). Returns n (0 for a TRACK record, 1 or
+ * 2), DEC_END at the end of the payload, or DEC_BAD with *why set. Stack ids
+ * must be below `nstacks`. */
+static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
+			     size_t nstacks, const char **why)
+{
+	if (d->p >= d->end || *d->p == 0)
+		return DEC_END;
+	uint8_t tag = *d->p++;
+	uint64_t u, dt;
+	int64_t s;
+	if (tag & AP_TAG_CPU) {
+		if (ap_get_uv(&d->p, d->end, &u) < 0)
+			return *why = "bad cpu varint", DEC_BAD;
+		if (u > UINT16_MAX)
+			return *why = "cpu number out of range", DEC_BAD;
+		d->cpu = (uint32_t)u;
+	}
+	if (ap_get_uv(&d->p, d->end, &dt) < 0)
+		return *why = "bad time delta varint", DEC_BAD;
+	d->ts += dt;
+	unsigned type = AP_TAG_TYPE(tag), kind = AP_TAG_KIND(tag);
+	struct ap_event *e = &ev[0];
+	e->ts = d->ts;
+	e->thread = d->thread;
+	e->cpu = (uint16_t)d->cpu;
+	switch (type) {
+	case AP_EV_ALLOC: {
+		uint64_t size, stack;
+		if (ap_get_sv(&d->p, d->end, &s) < 0 || ap_get_uv(&d->p, d->end, &size) < 0 ||
+		    ap_get_uv(&d->p, d->end, &stack) < 0)
+			return *why = "ALLOC record runs past the end of the payload or has a bad varint", DEC_BAD;
+		if (kind > AP_KIND_REALLOCARRAY)
+			return *why = "unknown allocation kind", DEC_BAD;
+		if (stack == 0)
+			return *why = "ALLOC with stack id 0", DEC_BAD;
+		if (stack >= nstacks)
+			return *why = "stack id used before its STACK record", DEC_BAD;
+		d->addr += (uint64_t)s;
+		e->addr = d->addr;
+		e->size = size;
+		e->stack = (uint32_t)stack;
+		e->type = AP_EV_ALLOC;
+		e->kind = (uint8_t)kind;
+		e->flags = AP_EVF_SAMPLED;
+		return 1;
+	}
+	case AP_EV_FREE:
+		if (ap_get_sv(&d->p, d->end, &s) < 0)
+			return *why = "FREE record runs past the end of the payload or has a bad varint", DEC_BAD;
+		d->addr += (uint64_t)s;
+		e->addr = d->addr;
+		e->size = 0;
+		e->stack = 0;
+		e->type = AP_EV_FREE;
+		e->kind = 0;
+		e->flags = 0;
+		return 1;
+	case AP_EV_REALLOC: {
+		int64_t dnew;
+		uint64_t size, stack, fl;
+		if (ap_get_sv(&d->p, d->end, &s) < 0 || ap_get_sv(&d->p, d->end, &dnew) < 0 ||
+		    ap_get_uv(&d->p, d->end, &size) < 0 || ap_get_uv(&d->p, d->end, &stack) < 0 ||
+		    ap_get_uv(&d->p, d->end, &fl) < 0)
+			return *why = "REALLOC record runs past the end of the payload or has a bad varint", DEC_BAD;
+		if (kind > AP_KIND_REALLOCARRAY)
+			return *why = "unknown allocation kind", DEC_BAD;
+		if (stack >= nstacks)
+			return *why = "stack id used before its STACK record", DEC_BAD;
+		if ((fl & AP_RF_NEW_SAMPLED) && stack == 0)
+			return *why = "sampled REALLOC with stack id 0", DEC_BAD;
+		uint64_t old = d->addr + (uint64_t)s;
+		d->addr = old + (uint64_t)dnew;
+		int n = 0;
+		if (fl & AP_RF_OLD_TRACKED) {
+			e->addr = old;
+			e->size = 0;
+			e->stack = 0;
+			e->type = AP_EV_FREE;
+			e->kind = 0;
+			e->flags = AP_EVF_FROM_REALLOC;
+			ev[1] = *e;
+			e = &ev[1];
+			n = 1;
+		}
+		e->addr = d->addr;
+		e->size = size;
+		e->stack = (uint32_t)stack;
+		e->type = AP_EV_ALLOC;
+		e->kind = (uint8_t)kind;
+		e->flags = AP_EVF_REALLOC | ((fl & AP_RF_NEW_SAMPLED) ? AP_EVF_SAMPLED : 0);
+		return n + 1;
+	}
+	case AP_EV_TRACK: {
+		uint64_t size;
+		if (ap_get_sv(&d->p, d->end, &s) < 0 || ap_get_uv(&d->p, d->end, &size) < 0)
+			return *why = "TRACK record runs past the end of the payload or has a bad varint", DEC_BAD;
+		d->addr += (uint64_t)s;
+		return 0; /* unused in v1: no event */
+	}
+	default:
+		return *why = "unknown event type", DEC_BAD;
+	}
+}
+
+/* Pass 1 for one EVENTS chunk: validate, count, remember. */
+static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *payload,
+		       uint32_t len)
+{
+	struct ap_trace *t = r->t;
+	if (len < 8)
+		return corrupt(r, "EVENTS payload of %u bytes has no base time", len);
+	long idx = thread_index(r, tid);
+	if (idx < 0)
+		return -1;
+	struct evdec d;
+	evdec_start(&d, payload, len, (uint16_t)idx);
+	struct ap_event ev[2];
+	uint64_t nev = 0, nrec = 0;
+	for (;;) {
+		const uint8_t *rec = d.p;
+		const char *why = NULL;
+		int n = evdec_next(&d, ev, t->nstacks, &why);
+		if (n == DEC_END)
+			break;
+		if (n == DEC_BAD)
+			return corrupt(r, "%s (record at byte %zu)", why,
+				       (size_t)(rec - r->data));
+		nev += (uint64_t)n;
+		nrec++;
+	}
+	if (nrec) {
+		if (!r->any_event || d.ts > r->last_ts)
+			r->last_ts = d.ts;
+		r->any_event = true;
+	}
+	t->threads[idx].events += nrec;
+	r->thread_nev[idx] += nev;
+	t->nrecords += nrec;
+	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
+	r->chunks[r->nchunks++] = (struct ev_chunk){ off, len, (uint32_t)idx };
+	return 0;
+}
+
+/* ---- pass 2: the k-way merge ---- */
+
+struct stream {
+	struct evdec d;
+	const uint32_t *chunk;	/* this thread's chunk indexes, file order */
+	size_t nchunk, ci;
+	struct ap_event buf[2];
+	int nbuf, bi;
+};
+
+/* Next event of stream s into *e; false when the stream is done. */
+static bool stream_next(struct rd *r, struct stream *s, struct ap_event *e)
+{
+	while (s->bi >= s->nbuf) {
+		const char *why;
+		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why) : DEC_END;
+		if (n == DEC_END || n == DEC_BAD) { /* DEC_BAD cannot happen: pass 1 checked */
+			if (s->ci >= s->nchunk)
+				return false;
+			const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
+			evdec_start(&s->d, r->data + c->off + AP_CHUNK_HDR_LEN, c->len,
+				    (uint16_t)c->thread);
+			continue;
+		}
+		s->nbuf = n;
+		s->bi = 0;
+	}
+	*e = s->buf[s->bi++];
+	return true;
+}
+
+static bool head_less(const struct ap_event *a, const struct ap_event *b)
+{
+	return a->ts < b->ts || (a->ts == b->ts && a->thread < b->thread);
+}
+
+static void merge_events(struct rd *r)
+{
+	struct ap_trace *t = r->t;
+	size_t nth = t->nthreads;
+	uint64_t total = 0;
+	for (size_t i = 0; i < nth; i++)
+		total += r->thread_nev[i];
+	t->ev = ap_xmalloc(total * sizeof(*t->ev));
+	t->nev = 0;
+
+	/* Group chunk indexes by thread, keeping file order (counting sort). */
+	size_t *start = ap_xcalloc(nth + 1, sizeof(*start));
+	for (size_t i = 0; i < r->nchunks; i++)
+		start[r->chunks[i].thread + 1]++;
+	for (size_t i = 0; i < nth; i++)
+		start[i + 1] += start[i];
+	uint32_t *order = ap_xmalloc((r->nchunks + 1) * sizeof(*order));
+	size_t *fill = ap_xmalloc((nth + 1) * sizeof(*fill));
+	memcpy(fill, start, (nth + 1) * sizeof(*fill));
+	for (size_t i = 0; i < r->nchunks; i++)
+		order[fill[r->chunks[i].thread]++] = (uint32_t)i;
+
+	struct stream *st = ap_xcalloc(nth ? nth : 1, sizeof(*st));
+	/* heap of stream indexes ordered by their head event */
+	size_t *heap = ap_xmalloc((nth ? nth : 1) * sizeof(*heap));
+	struct ap_event *head = ap_xmalloc((nth ? nth : 1) * sizeof(*head));
+	size_t nheap = 0;
+	for (size_t i = 0; i < nth; i++) {
+		st[i].chunk = order + start[i];
+		st[i].nchunk = start[i + 1] - start[i];
+		if (!stream_next(r, &st[i], &head[i]))
+			continue;
+		/* sift up */
+		size_t k = nheap++;
+		heap[k] = i;
+		while (k && head_less(&head[heap[k]], &head[heap[(k - 1) / 2]])) {
+			size_t p = (k - 1) / 2, tmp = heap[p];
+			heap[p] = heap[k];
+			heap[k] = tmp;
+			k = p;
+		}
+	}
+	while (nheap) {
+		size_t s = heap[0];
+		if (t->nev >= total)
+			break; /* cannot happen: pass 1 counted these */
+		t->ev[t->nev++] = head[s];
+		if (nheap == 1) {
+			/* The last stream left: copy the rest straight through. */
+			while (t->nev < total && stream_next(r, &st[s], &t->ev[t->nev]))
+				t->nev++;
+			break;
+		}
+		if (!stream_next(r, &st[s], &head[s]))
+			heap[0] = heap[--nheap];
+		/* sift down */
+		size_t k = 0;
+		for (;;) {
+			size_t a = 2 * k + 1, b = a + 1, m = k;
+			if (a < nheap && head_less(&head[heap[a]], &head[heap[m]]))
+				m = a;
+			if (b < nheap && head_less(&head[heap[b]], &head[heap[m]]))
+				m = b;
+			if (m == k)
+				break;
+			size_t tmp = heap[m];
+			heap[m] = heap[k];
+			heap[k] = tmp;
+			k = m;
+		}
+	}
+	free(head);
+	free(heap);
+	free(st);
+	free(fill);
+	free(order);
+	free(start);
+}
+
+/* ---- mappings ---- */
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct ap_map_range *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Builds the disjoint lookup index: each mapping in order cuts what it
+ * overlaps out of the ranges of the ones before it. */
+static void build_map_index(struct ap_trace *t)
+{
+	struct ap_map_range *ix = NULL;
+	size_t n = 0, alloc = 0;
+	for (size_t m = 0; m < t->nmaps; m++) {
+		uint64_t s = t->maps[m].start, e = t->maps[m].end;
+		if (s >= e)
+			continue;
+		size_t out = 0;
+		size_t nold = n;
+		AP_ALLOC_GROW(ix, n + 2, alloc);
+		for (size_t i = 0; i < nold; i++) {
+			struct ap_map_range x = ix[i];
+			if (x.end <= s || x.start >= e) {
+				ix[out++] = x;
+				continue;
+			}
+			if (x.start < s)
+				ix[out++] = (struct ap_map_range){ x.start, s, x.map };
+			if (x.end > e) {
+				/* a range cut in two: the right part goes at the end */
+				AP_ALLOC_GROW(ix, n + 2, alloc);
+				ix[n++] = (struct ap_map_range){ e, x.end, x.map };
+			}
+		}
+		/* move the right parts added past nold down after `out` */
+		size_t extra = n - nold;
+		memmove(ix + out, ix + nold, extra * sizeof(*ix));
+		n = out + extra;
+		AP_ALLOC_GROW(ix, n + 1, alloc);
+		ix[n++] = (struct ap_map_range){ s, e, m };
+	}
+	if (n)
+		qsort(ix, n, sizeof(*ix), range_cmp);
+	t->map_index = ix;
+	t->nmap_index = n;
+}
+
+const struct ap_mapping *ap_trace_mapping_for(const struct ap_trace *t, uint64_t pc)
+{
+	size_t lo = 0, hi = t->nmap_index;
+	while (lo < hi) { /* first range with start > pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->map_index[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct ap_map_range *x = &t->map_index[lo - 1];
+	return pc < x->end ? &t->maps[x->map] : NULL;
+}
+
+/* ---- the file ---- */
+
+static int read_preamble(struct rd *r)
+{
+	if (r->size < AP_TRACE_MAGIC_LEN || memcmp(r->data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
+		return ap_error_set(r->err, "%s: not an allocprof trace", r->name);
+	if (r->size < AP_TRACE_PREAMBLE_LEN)
+		return ap_error_set(r->err, "%s: truncated trace: the file ends inside its preamble",
+				    r->name);
+	uint32_t version = ap_get_u32le(r->data + 8);
+	uint32_t bom = ap_get_u32le(r->data + 12);
+	if (version != AP_TRACE_VERSION)
+		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u",
+				    r->name, version, AP_TRACE_VERSION);
+	if (bom != AP_TRACE_BOM)
+		return ap_error_set(r->err,
+				    "%s: wrong byte-order mark %#010x (expected %#010x): written on a machine of another byte order, or damaged",
+				    r->name, bom, AP_TRACE_BOM);
+	return 0;
+}
+
+static int read_chunks(struct rd *r)
+{
+	struct ap_trace *t = r->t;
+	size_t off = AP_TRACE_PREAMBLE_LEN;
+	size_t next_progress = 4u << 20;
+	bool cut = false;
+	while (off < r->size) {
+		r->chunk_off = off;
+		if (r->progress && off >= next_progress) {
+			r->progress(r->progress_ctx, off, r->size);
+			next_progress = off + (4u << 20);
+		}
+		size_t left = r->size - off;
+		const uint8_t *h = r->data + off;
+		if (left < AP_CHUNK_HDR_LEN) {
+			cut = true;
+			break;
+		}
+		if (ap_get_u32le(h) != AP_CHUNK_MAGIC)
+			return corrupt(r, "bad chunk magic %#010x", ap_get_u32le(h));
+		if (ap_crc32c(h, 20) != ap_get_u32le(h + 20))
+			return corrupt(r, "header checksum mismatch");
+		uint8_t type = h[4];
+		uint32_t tid = ap_get_u32le(h + 8);
+		uint32_t len = ap_get_u32le(h + 12);
+		if (len > AP_CHUNK_MAX_PAYLOAD)
+			return corrupt(r, "payload length %u exceeds %u", len, AP_CHUNK_MAX_PAYLOAD);
+		if (type < AP_CHUNK_HEADER || type > AP_CHUNK_END)
+			return corrupt(r, "unknown chunk type %u", type);
+		if (len > left - AP_CHUNK_HDR_LEN) {
+			cut = true;
+			break;
+		}
+		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
+		if (ap_crc32c(payload, len) != ap_get_u32le(h + 16))
+			return corrupt(r, "payload checksum mismatch");
+		if (!r->have_header && type != AP_CHUNK_HEADER)
+			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
+		struct cur c = { payload, payload + len, r->data };
+		int rc = 0;
+		switch (type) {
+		case AP_CHUNK_HEADER:
+			if (r->have_header)
+				return corrupt(r, "a second HEADER chunk");
+			r->have_header = true;
+			rc = decode_header(r, &c);
+			break;
+		case AP_CHUNK_META:
+			rc = decode_meta(r, &c);
+			break;
+		case AP_CHUNK_EVENTS:
+			rc = scan_events(r, off, tid, payload, len);
+			break;
+		case AP_CHUNK_END:
+			rc = decode_end(r, &c);
+			break;
+		}
+		if (rc < 0)
+			return -1;
+		off += AP_CHUNK_HDR_LEN + (size_t)len;
+	}
+	t->bytes_used = off;
+	if (!r->have_header)
+		return ap_error_set(r->err, "%s: no header chunk: the trace is empty or was cut before its header",
+				    r->name);
+	if (cut) {
+		t->truncated = true;
+		snprintf(t->truncated_why, sizeof(t->truncated_why),
+			 "file ends inside a chunk at byte %zu", off);
+	} else if (!t->has_end) {
+		t->truncated = true;
+		snprintf(t->truncated_why, sizeof(t->truncated_why),
+			 "no end record: the process was killed or is still running");
+	}
+	return 0;
+}
+
+static void trace_init(struct ap_trace *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->exe = ap_xstrdup("");
+	t->sampler = ap_xstrdup("");
+	t->argv = ap_xcalloc(1, sizeof(char *));
+	t->stacks = ap_xcalloc(1, sizeof(*t->stacks));
+	t->nstacks = 1; /* stacks[0]: no stack */
+}
+
+/* The pcs pool stopped growing: turn the stacks' offsets into pointers. */
+static void fix_stack_pointers(struct rd *r)
+{
+	struct ap_trace *t = r->t;
+	if (!r->pcs)
+		r->pcs = ap_xmalloc(sizeof(*r->pcs));
+	for (size_t i = 1; i < t->nstacks; i++)
+		t->stacks[i].pcs = r->pcs + (uintptr_t)t->stacks[i].pcs;
+	t->stacks[0].pcs = r->pcs;
+	r->pcs = NULL;
+}
+
+static int read_data(struct rd *r)
+{
+	r->t = ap_xmalloc(sizeof(*r->t));
+	trace_init(r->t);
+	r->t->file_size = r->size;
+	int rc = read_preamble(r);
+	if (!rc)
+		rc = read_chunks(r);
+	fix_stack_pointers(r);
+	if (!rc) {
+		struct ap_trace *t = r->t;
+		merge_events(r);
+		build_map_index(t);
+		if (!t->has_end)
+			t->end_ns = r->any_event ? r->last_ts : t->start_ns;
+		if (r->progress)
+			r->progress(r->progress_ctx, r->size, r->size);
+	}
+	free(r->tid_hash);
+	free(r->thread_nev);
+	free(r->chunks);
+	if (rc) {
+		ap_trace_free(r->t);
+		r->t = NULL;
+	}
+	return rc;
+}
+
+int ap_trace_read_mem(const void *data, size_t len, const char *name,
+		      struct ap_trace **out, struct ap_error *err)
+{
+	struct rd r = { .data = data, .size = len, .name = name, .err = err };
+	if (read_data(&r) < 0)
+		return -1;
+	*out = r.t;
+	return 0;
+}
+
+int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
+		  ap_progress_fn progress, void *progress_ctx)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ap_error_set(err, "%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return ap_error_set(err, "%s: %s", path, strerror(e));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return ap_error_set(err, "%s: %s", path, strerror(EISDIR));
+	}
+	void *map = NULL;
+	uint8_t *buf = NULL;
+	size_t size = 0;
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		size = (size_t)st.st_size;
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED)
+			map = NULL;
+	}
+	if (!map) {
+		/* Not mappable (a pipe, an empty file, procfs): read it all. */
+		size_t alloc = 0;
+		size = 0;
+		for (;;) {
+			AP_ALLOC_GROW(buf, size + 65536, alloc);
+			ssize_t n = read(fd, buf + size, alloc - size);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = errno;
+				free(buf);
+				close(fd);
+				return ap_error_set(err, "%s: %s", path, strerror(e));
+			}
+			if (n == 0)
+				break;
+			size += (size_t)n;
+		}
+	}
+	close(fd);
+	struct rd r = {
+		.data = map ? map : buf,
+		.size = size,
+		.name = path,
+		.err = err,
+		.progress = progress,
+		.progress_ctx = progress_ctx,
+	};
+	int rc = read_data(&r);
+	if (map)
+		munmap(map, size);
+	free(buf);
+	if (rc < 0)
+		return -1;
+	*out = r.t;
+	return 0;
+}
+
+void ap_trace_free(struct ap_trace *t)
+{
+	if (!t)
+		return;
+	free(t->exe);
+	for (size_t i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	free(t->sampler);
+	free(t->parent_trace);
+	for (size_t i = 0; i < t->nmaps; i++) {
+		free(t->maps[i].path);
+		free(t->maps[i].segs);
+	}
+	free(t->maps);
+	if (t->stacks)
+		free(t->stacks[0].pcs); /* the pool all stacks point into */
+	free(t->stacks);
+	for (size_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].name);
+	free(t->threads);
+	free(t->ev);
+	free(t->map_index);
+	free(t);
+}
+
+double ap_trace_weight(const struct ap_trace *t, uint64_t size)
+{
+	return ap_sample_weight(size, t->rate);
+}
