@@ -1,0 +1,718 @@
+/* Offline symbolizer over elfutils libdwfl (ap_symbolize.h): one Dwfl per
+ * recorded module, build-id checks, a per-PC cache of source-level frames
+ * (inline chains included), and the allocator-frame rules that choose the
+ * call site of an allocation. */
+#include "ap_symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libstdc++'s demangler; libdw has none (eu-addr2line uses the same). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* One function of a module's symbol table, at its absolute address. */
+struct sym_func {
+	uint64_t addr, size;
+	const char *name;	/* points into the module's ELF string table */
+	int rank;		/* binding preference among aliases */
+};
+
+enum { MOD_UNOPENED, MOD_OK, MOD_BAD };
+
+struct sym_module {
+	const struct ap_mapping *map;
+	const char *base;	/* basename of the path (interned) */
+	int state;
+	/* A Dwfl of its own: mappings recorded over a process's life may
+	 * overlap (dlclose, then dlopen of another library at the same
+	 * address), and one Dwfl cannot hold overlapping modules. */
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	struct sym_func *funcs;	/* sorted by addr, one per address */
+	size_t nfuncs;
+	bool funcs_built;
+};
+
+/* A cached PC: its frames, and whether each is an allocator frame. */
+struct pc_entry {
+	uint64_t pc;
+	struct ap_frame *frames;	/* NULL until resolved */
+	uint8_t *cls;			/* per frame: 0 unknown, 1 user, 2 allocator */
+	uint32_t nframes;
+	int32_t mod;			/* index into mods, -1 for none */
+	bool used;
+};
+
+/* Interned strings: open addressing over owned copies. */
+struct strtab {
+	char **slot;
+	size_t cap, n;
+};
+
+struct ap_symbolizer {
+	const struct ap_trace *t;
+	struct sym_module *mods;
+	size_t nmods;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+	regex_t drop;
+	bool has_drop;
+	bool no_demangle;
+	struct pc_entry *tab;
+	size_t tabcap, tabn;
+	struct strtab strs;
+	char **warnings;	/* NULL-terminated */
+	size_t nwarn, walloc;
+};
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static const char *intern(struct strtab *st, const char *s)
+{
+	if (!s)
+		return NULL;
+	if ((st->n + 1) * 2 > st->cap) {
+		size_t ncap = st->cap ? st->cap * 2 : 256;
+		char **nslot = ap_xcalloc(ncap, sizeof(*nslot));
+		for (size_t i = 0; i < st->cap; i++) {
+			if (!st->slot[i])
+				continue;
+			size_t j = hash_str(st->slot[i]) & (ncap - 1);
+			while (nslot[j])
+				j = (j + 1) & (ncap - 1);
+			nslot[j] = st->slot[i];
+		}
+		free(st->slot);
+		st->slot = nslot;
+		st->cap = ncap;
+	}
+	size_t j = hash_str(s) & (st->cap - 1);
+	while (st->slot[j]) {
+		if (!strcmp(st->slot[j], s))
+			return st->slot[j];
+		j = (j + 1) & (st->cap - 1);
+	}
+	st->slot[j] = ap_xstrdup(s);
+	st->n++;
+	return st->slot[j];
+}
+
+static void strtab_release(struct strtab *st)
+{
+	for (size_t i = 0; i < st->cap; i++)
+		free(st->slot[i]);
+	free(st->slot);
+}
+
+static void warn(struct ap_symbolizer *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void warn(struct ap_symbolizer *s, const char *fmt, ...)
+{
+	char tmp[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	AP_ALLOC_GROW(s->warnings, s->nwarn + 2, s->walloc);
+	s->warnings[s->nwarn++] = ap_xstrdup(tmp);
+	s->warnings[s->nwarn] = NULL;
+}
+
+static const char *path_base(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+/* The recorded mapping that holds pc: the latest record wins, as the trace
+ * format says a later overlapping record replaces an earlier one. */
+static int32_t find_module(const struct ap_symbolizer *s, uint64_t pc)
+{
+	for (size_t i = s->nmods; i-- > 0;) {
+		const struct ap_mapping *m = s->mods[i].map;
+		if (!m->nsegs) {
+			if (pc >= m->start && pc < m->end)
+				return (int32_t)i;
+			continue;
+		}
+		for (size_t k = 0; k < m->nsegs; k++) {
+			uint64_t lo = m->bias + m->segs[k].vaddr;
+			if (pc >= lo && pc - lo < m->segs[k].memsz)
+				return (int32_t)i;
+		}
+	}
+	return -1;
+}
+
+static struct pc_entry *entry_get(struct ap_symbolizer *s, uint64_t pc)
+{
+	if ((s->tabn + 1) * 2 > s->tabcap) {
+		size_t ncap = s->tabcap ? s->tabcap * 2 : 1024;
+		struct pc_entry *nt = ap_xcalloc(ncap, sizeof(*nt));
+		for (size_t i = 0; i < s->tabcap; i++) {
+			if (!s->tab[i].used)
+				continue;
+			size_t j = hash64(s->tab[i].pc) & (ncap - 1);
+			while (nt[j].used)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = s->tab[i];
+		}
+		free(s->tab);
+		s->tab = nt;
+		s->tabcap = ncap;
+	}
+	size_t j = hash64(pc) & (s->tabcap - 1);
+	while (s->tab[j].used) {
+		if (s->tab[j].pc == pc)
+			return &s->tab[j];
+		j = (j + 1) & (s->tabcap - 1);
+	}
+	struct pc_entry *e = &s->tab[j];
+	e->used = true;
+	e->pc = pc;
+	e->mod = find_module(s, pc);
+	s->tabn++;
+	return e;
+}
+
+static void build_id_hex(char *out, size_t outlen, const uint8_t *id, size_t len)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < len && o + 3 <= outlen; i++, o += 2)
+		snprintf(out + o, outlen - o, "%02x", id[i]);
+}
+
+/* Opens module i on first use: reports it to its Dwfl at the recorded bias
+ * and checks the build-id. A module that cannot be used gets a warning and
+ * address-only frames. */
+static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
+{
+	struct sym_module *m = &s->mods[i];
+	const struct ap_mapping *map = m->map;
+	if (m->state != MOD_UNOPENED)
+		return m;
+	m->state = MOD_BAD;
+	/* vdso and anonymous code have no file to read: addresses only. */
+	if (map->path[0] != '/')
+		return m;
+	m->dwfl = dwfl_begin(&s->cb);
+	if (!m->dwfl) {
+		warn(s, "%s: %s; its frames are shown as addresses", map->path,
+		     dwfl_errmsg(-1));
+		return m;
+	}
+	dwfl_report_begin(m->dwfl);
+	m->mod = dwfl_report_elf(m->dwfl, m->base, map->path, -1, map->bias, false);
+	const char *why = m->mod ? NULL : dwfl_errmsg(-1);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	if (!m->mod) {
+		warn(s, "%s: %s; its frames are shown as addresses", map->path, why);
+		return m;
+	}
+	if (map->build_id_len) {
+		const unsigned char *bits;
+		GElf_Addr vaddr;
+		int len = dwfl_module_build_id(m->mod, &bits, &vaddr);
+		if (len != (int)map->build_id_len || memcmp(bits, map->build_id, (size_t)len)) {
+			char want[130];
+			build_id_hex(want, sizeof(want), map->build_id, map->build_id_len);
+			warn(s, "%s: build-id differs from the recorded one %s (rebuilt since recording?); its frames are shown as addresses",
+			     map->path, want);
+			m->mod = NULL;
+			return m;
+		}
+	}
+	m->state = MOD_OK;
+	return m;
+}
+
+static int func_cmp(const void *a, const void *b)
+{
+	const struct sym_func *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* best alias first: global, then weak, then local; sized before unsized */
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	return (y->size != 0) - (x->size != 0);
+}
+
+/* Sorted function table from the symbol table (.symtab if present, else
+ * .dynsym): a binary search instead of dwfl_module_addrinfo's linear scan. */
+static void funcs_build(struct sym_module *m)
+{
+	m->funcs_built = true;
+	int n = dwfl_module_getsymtab(m->mod);
+	size_t alloc = 0;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr,
+							   &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		int bind = GELF_ST_BIND(sym.st_info);
+		AP_ALLOC_GROW(m->funcs, m->nfuncs + 1, alloc);
+		m->funcs[m->nfuncs++] = (struct sym_func){
+			.addr = addr, .size = sym.st_size, .name = name,
+			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
+		};
+	}
+	if (!m->nfuncs)
+		return;
+	qsort(m->funcs, m->nfuncs, sizeof(*m->funcs), func_cmp);
+	size_t o = 0;
+	for (size_t i = 0; i < m->nfuncs; i++)
+		if (!o || m->funcs[o - 1].addr != m->funcs[i].addr)
+			m->funcs[o++] = m->funcs[i];
+	m->nfuncs = o;
+}
+
+static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
+{
+	if (!m->funcs_built)
+		funcs_build(m);
+	size_t lo = 0, hi = m->nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct sym_func *f = &m->funcs[lo - 1];
+	if (f->size ? addr - f->addr < f->size : lo == m->nfuncs || addr < m->funcs[lo].addr)
+		return f->name;
+	return NULL;
+}
+
+/* Sets frame names from a linkage or plain name: demangled when it is a
+ * C++ name and demangling is on. */
+static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *name)
+{
+	f->mangled = intern(&s->strs, name);
+	f->func = f->mangled;
+	if (s->no_demangle || strncmp(name, "_Z", 2))
+		return;
+	int status = -1;
+	char *d = __cxa_demangle(name, NULL, NULL, &status);
+	if (d && status == 0)
+		f->func = intern(&s->strs, d);
+	free(d);
+}
+
+static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
+			  const struct sym_module *m)
+{
+	char tmp[4096];
+	if (m)
+		snprintf(tmp, sizeof(tmp), "%s+0x%" PRIx64, m->base, f->module_offset);
+	else
+		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, f->pc);
+	f->func = f->mangled = intern(&s->strs, tmp);
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	return name;
+}
+
+/* The DIEs of the subprogram and the inlined subroutines that contain pc,
+ * outermost first, found by descending the CU's DIE tree through every
+ * scope (lexical blocks too) and through namespaces and classes, which hold
+ * C++ member function definitions. Returns true when a scope was found. */
+static bool scope_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die **chain,
+			size_t *n, size_t *alloc)
+{
+	Dwarf_Die child;
+	if (dwarf_child(parent, &child) != 0)
+		return false;
+	do {
+		int tag = dwarf_tag(&child);
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_entry_point:
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_with_stmt:
+			if (dwarf_haspc(&child, pc) != 1)
+				break;
+			if (tag != DW_TAG_lexical_block && tag != DW_TAG_try_block &&
+			    tag != DW_TAG_catch_block && tag != DW_TAG_with_stmt) {
+				AP_ALLOC_GROW(*chain, *n + 1, *alloc);
+				(*chain)[(*n)++] = child;
+			}
+			scope_chain(&child, pc, chain, n, alloc);
+			return true;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_module:
+			if (scope_chain(&child, pc, chain, n, alloc))
+				return true;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* A source file name as eu-addr2line prints it: a relative name (meson and
+ * most builds compile "../src/x.c") is joined to the CU's DW_AT_comp_dir. */
+static const char *src_path(struct ap_symbolizer *s, const char *file, Dwarf_Die *cu)
+{
+	if (!file)
+		return NULL;
+	Dwarf_Attribute a;
+	const char *dir = file[0] != '/' && cu ?
+		dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)) : NULL;
+	if (!dir)
+		return intern(&s->strs, file);
+	struct ap_buf b = AP_BUF_INIT;
+	ap_buf_addf(&b, "%s/%s", dir, file);
+	const char *r = intern(&s->strs, b.buf);
+	ap_buf_release(&b);
+	return r;
+}
+
+struct srcloc {
+	const char *file;
+	int line, column;
+};
+
+static struct ap_frame *push_frame(struct ap_frame **fr, uint32_t *n, size_t *alloc,
+				   const struct ap_frame *proto, const struct srcloc *loc)
+{
+	AP_ALLOC_GROW(*fr, (size_t)*n + 1, *alloc);
+	struct ap_frame *f = &(*fr)[(*n)++];
+	*f = *proto;
+	f->file = loc->file;
+	f->line = loc->line;
+	f->column = loc->column;
+	return f;
+}
+
+/* The frames of a PC in a usable module: the inline chain from DWARF when
+ * the PC is in a CU with scopes, else one frame named from the symbol
+ * table, else module+0xoff. */
+static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m,
+			  struct pc_entry *e, const struct ap_frame *proto)
+{
+	Dwarf_Addr addr = e->pc - 1, bias = 0;
+	struct srcloc loc = { NULL, 0, 0 };
+	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
+	if (line) {
+		int lineno = 0, col = 0;
+		const char *file = dwfl_lineinfo(line, NULL, &lineno, &col, NULL, NULL);
+		if (file) {
+			loc.file = src_path(s, file, dwfl_linecu(line));
+			loc.line = lineno;
+			loc.column = col;
+		}
+	}
+
+	struct ap_frame *fr = NULL;
+	uint32_t n = 0;
+	size_t alloc = 0;
+	Dwarf_Die *chain = NULL;
+	size_t nchain = 0, chain_alloc = 0;
+	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
+	if (cudie)
+		scope_chain(cudie, addr - bias, &chain, &nchain, &chain_alloc);
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (nchain && dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+
+	bool have_outer = false;
+	for (size_t i = nchain; i-- > 0;) {
+		Dwarf_Die *die = &chain[i];
+		int tag = dwarf_tag(die);
+		const char *name = die_name(die);
+		struct ap_frame *f = push_frame(&fr, &n, &alloc, proto, &loc);
+		if (tag != DW_TAG_inlined_subroutine) {
+			const char *sym = name ? NULL : funcs_lookup(m, addr);
+			if (name || sym)
+				set_name(s, f, name ? name : sym);
+			else
+				set_addr_name(s, f, m);
+			have_outer = true;
+			break;
+		}
+		f->inlined = true;
+		if (name)
+			set_name(s, f, name);
+		else
+			set_addr_name(s, f, m);
+		/* the call site of this inlined callee is the location in the
+		 * next outer frame */
+		Dwarf_Attribute a;
+		Dwarf_Word val;
+		loc = (struct srcloc){ NULL, 0, 0 };
+		if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &val) == 0)
+			loc.file = src_path(s, dwarf_filesrc(files, val, NULL, NULL), cudie);
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &val) == 0)
+			loc.line = (int)val;
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_column, &a), &val) == 0)
+			loc.column = (int)val;
+	}
+	if (!have_outer) {
+		/* no subprogram DIE (no DWARF, or code outside any CU) */
+		struct ap_frame *f = push_frame(&fr, &n, &alloc, proto, &loc);
+		const char *sym = funcs_lookup(m, addr);
+		if (sym)
+			set_name(s, f, sym);
+		else
+			set_addr_name(s, f, m);
+	}
+	free(chain);
+	e->frames = fr;
+	e->nframes = n;
+}
+
+static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
+{
+	struct ap_frame proto = { .pc = e->pc };
+	struct sym_module *m = e->mod >= 0 ? module_get(s, e->mod) : NULL;
+	if (m) {
+		proto.module = m->map->path;
+		proto.module_offset = e->pc - m->map->bias;
+	} else {
+		proto.module_offset = e->pc;
+	}
+	if (m && m->state == MOD_OK) {
+		resolve_dwarf(s, m, e, &proto);
+	} else {
+		e->frames = ap_xmalloc(sizeof(*e->frames));
+		e->frames[0] = proto;
+		set_addr_name(s, &e->frames[0], m);
+		e->nframes = 1;
+	}
+	e->cls = ap_xcalloc(e->nframes, 1);
+}
+
+size_t ap_sym_pc(struct ap_symbolizer *s, uint64_t pc, const struct ap_frame **frames)
+{
+	struct pc_entry *e = entry_get(s, pc);
+	if (!e->frames)
+		resolve(s, e);
+	*frames = e->frames;
+	return e->nframes;
+}
+
+/* Allocator entry points and glibc internals, by exact name (a "__GI_"
+ * prefix of glibc's internal aliases is ignored). */
+static const char *const alloc_names[] = {
+	"malloc", "calloc", "realloc", "free", "reallocarray", "posix_memalign",
+	"aligned_alloc", "memalign", "valloc", "pvalloc", "cfree",
+	"__posix_memalign", "_mid_memalign", "sysmalloc", "tcache_init",
+	"malloc_hook_ini", "realloc_hook_ini", "memalign_hook_ini",
+	/* wrappers whose caller is the interesting site */
+	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "asprintf",
+	"vasprintf", "__asprintf", "___asprintf", "__vasprintf",
+	"__vasprintf_internal", "__asprintf_chk", "__vasprintf_chk",
+};
+
+/* The qualified name of a demangled function: without the return type a
+ * function template's demangled name starts with. */
+static const char *qualified_name(const char *name)
+{
+	const char *start = name;
+	int depth = 0;
+	for (const char *p = name; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>')
+			depth--;
+		else if (*p == '(' && depth == 0)
+			break;
+		else if (*p == ' ' && depth == 0)
+			start = p + 1;
+	}
+	return start;
+}
+
+static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f)
+{
+	if (f->module && !strncmp(path_base(f->module), "liballocprof", 12))
+		return true;
+	const char *name = f->func;
+	if (!strncmp(name, "operator new", 12))
+		return true;
+	const char *c = name;
+	if (!strncmp(c, "__GI_", 5))
+		c += 5;
+	if (!strncmp(c, "__libc_", 7) || !strncmp(c, "_int_", 5))
+		return true;
+	for (size_t i = 0; i < AP_ARRAY_SIZE(alloc_names); i++)
+		if (!strcmp(c, alloc_names[i]))
+			return true;
+	/* The C++ standard library between operator new and the user's code
+	 * (std::allocator, allocator_traits, vector growth, string
+	 * construction): the call site is the user's line that asked. */
+	const char *q = qualified_name(name);
+	if (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11))
+		return true;
+	if (s->has_drop && regexec(&s->drop, name, 0, NULL, 0) == 0)
+		return true;
+	return false;
+}
+
+size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
+		    struct ap_frame **out, size_t *n, size_t *alloc)
+{
+	*n = 0;
+	bool marking = true;
+	size_t site = 0;
+	for (uint32_t d = 0; d < st->depth; d++) {
+		struct pc_entry *e = entry_get(s, st->pcs[d]);
+		if (!e->frames)
+			resolve(s, e);
+		AP_ALLOC_GROW(*out, *n + e->nframes, *alloc);
+		for (uint32_t k = 0; k < e->nframes; k++) {
+			struct ap_frame *f = &(*out)[(*n)++];
+			*f = e->frames[k];
+			if (!marking)
+				continue;
+			if (!e->cls[k])
+				e->cls[k] = is_allocator(s, f) ? 2 : 1;
+			if (e->cls[k] == 2) {
+				f->allocator = true;
+			} else {
+				marking = false;
+				site = *n - 1;
+			}
+		}
+	}
+	return site;
+}
+
+const char *const *ap_sym_warnings(const struct ap_symbolizer *s)
+{
+	static const char *const none[] = { NULL };
+	return s->warnings ? (const char *const *)s->warnings : none;
+}
+
+struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
+				 const struct ap_sym_options *opts,
+				 struct ap_error *err)
+{
+	static const struct ap_sym_options no_opts;
+	if (!opts)
+		opts = &no_opts;
+	struct ap_symbolizer *s = ap_xcalloc(1, sizeof(*s));
+	s->t = t;
+	s->no_demangle = opts->no_demangle;
+	if (opts->drop_frames) {
+		int rc = regcomp(&s->drop, opts->drop_frames, REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			char why[256];
+			regerror(rc, &s->drop, why, sizeof(why));
+			ap_error_set(err, "--drop-frames '%s': %s", opts->drop_frames, why);
+			free(s);
+			return NULL;
+		}
+		s->has_drop = true;
+	}
+
+	/* Never reach out to debuginfod servers behind the user's back: a
+	 * missing debug file would cost a network timeout per module. */
+	const char *dbgd = getenv("ALLOCPROF_DEBUGINFOD");
+	if (!dbgd || strcmp(dbgd, "1"))
+		unsetenv("DEBUGINFOD_URLS");
+
+	struct ap_buf path = AP_BUF_INIT;
+	if (opts->debug_dir)
+		ap_buf_addf(&path, "%s:", opts->debug_dir);
+	/* elfutils' default: the module's directory, .debug, /usr/lib/debug */
+	ap_buf_addstr(&path, ":.debug:/usr/lib/debug");
+	s->debuginfo_path = ap_buf_detach(&path, NULL);
+	s->cb.find_elf = dwfl_build_id_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.section_address = dwfl_offline_section_address;
+	s->cb.debuginfo_path = &s->debuginfo_path;
+
+	s->nmods = t->nmaps;
+	s->mods = ap_xcalloc(s->nmods ? s->nmods : 1, sizeof(*s->mods));
+	for (size_t i = 0; i < s->nmods; i++) {
+		s->mods[i].map = &t->maps[i];
+		s->mods[i].base = intern(&s->strs, path_base(t->maps[i].path));
+	}
+
+	/* Open only the modules some stack references, now, so that their
+	 * warnings are known before any view prints. */
+	for (size_t i = 1; i < t->nstacks; i++) {
+		const struct ap_stack *st = &t->stacks[i];
+		for (uint32_t d = 0; d < st->depth; d++) {
+			struct pc_entry *e = entry_get(s, st->pcs[d]);
+			if (e->mod >= 0)
+				module_get(s, e->mod);
+		}
+	}
+	return s;
+}
+
+void ap_sym_free(struct ap_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->tabcap; i++) {
+		free(s->tab[i].frames);
+		free(s->tab[i].cls);
+	}
+	free(s->tab);
+	for (size_t i = 0; i < s->nmods; i++) {
+		if (s->mods[i].dwfl)
+			dwfl_end(s->mods[i].dwfl);
+		free(s->mods[i].funcs);
+	}
+	free(s->mods);
+	for (size_t i = 0; i < s->nwarn; i++)
+		free(s->warnings[i]);
+	free(s->warnings);
+	if (s->has_drop)
+		regfree(&s->drop);
+	strtab_release(&s->strs);
+	free(s->debuginfo_path);
+	free(s);
+}
