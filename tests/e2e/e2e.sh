@@ -1,0 +1,158 @@
+#!/bin/bash
+# End-to-end check of one testdata program (brief F, issue 2 "Done means"):
+#  1. run it natively and under `allocprof record --all`: same stdout, same
+#     exit status, and the status its expected file names;
+#  2. `allocprof stats --json` of the trace equals the by-construction totals
+#     in testdata/<name>.expected.json (alloc_objects, alloc_space,
+#     free_objects, inuse_objects, inuse_space);
+#  3. the same totals equal valgrind's heap summary for the same run
+#     ("total heap usage: N allocs, M frees, B bytes allocated" and "in use
+#     at exit: B bytes in N blocks"). Like is compared with like: the
+#     programs print with write(2), so libc allocates nothing for them before
+#     or after main; where libc's own allocations cannot be known in advance
+#     (thread setup, dlopen), the expected file names a baseline run and
+#     both sides are compared as differences.
+# Usage: e2e.sh NAME. Environment (set by tests/e2e/meson.build): ALLOCPROF,
+# TESTDATA_BUILD, TESTDATA_SRC, E2E_DIR, VALGRIND (empty: skip step 3).
+set -u
+name=$1
+exp=$TESTDATA_SRC/$name.expected.json
+prog=$TESTDATA_BUILD/$name
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-e2e-$name.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+py() { python3 "$E2E_DIR/e2e.py" "$@"; }
+fail() { echo "FAIL: $*"; failed=1; }
+# Reads the arguments of section $1 ("" = main) of the expected file.
+args_of() { mapfile -t args < <(py args "$exp" "$1" "$TESTDATA_BUILD"); }
+
+# record_and_stats TAG SECTION [ARGS...]: native run and recorded run of the
+# program with ARGS; compares stdout and status; leaves $tmp/TAG.trace and
+# $tmp/TAG.json (stats --json). Returns non-zero if it could not get stats.
+record_and_stats() {
+	local tag=$1 sec=$2
+	shift 2
+	local want st_native st_rec
+	want=$(py get "$exp" "${sec:+$sec.}status")
+	(cd "$tmp" && "$prog" "$@" >"$tag.native.out" 2>"$tag.native.err")
+	st_native=$?
+	"$ALLOCPROF" record --all -o "$tmp/$tag.trace" -- "$prog" "$@" \
+		>"$tmp/$tag.rec.out" 2>"$tmp/$tag.rec.err"
+	st_rec=$?
+	echo "$name $*: native status $st_native, recorded status $st_rec, expected ${want:-?}"
+	[ -n "$want" ] && [ "$st_native" != "$want" ] &&
+		fail "$name $*: native run exited $st_native, expected $want"
+	[ "$st_native" != "$st_rec" ] &&
+		fail "$name $*: exit status differs: native $st_native, under record $st_rec" &&
+		sed 's/^/  record stderr: /' "$tmp/$tag.rec.err"
+	if ! cmp -s "$tmp/$tag.native.out" "$tmp/$tag.rec.out"; then
+		fail "$name $*: stdout differs under record"
+		diff -u "$tmp/$tag.native.out" "$tmp/$tag.rec.out" | sed 's/^/  /'
+	fi
+	if [ ! -s "$tmp/$tag.trace" ]; then
+		fail "$name $*: no trace written"
+		sed 's/^/  record stderr: /' "$tmp/$tag.rec.err"
+		return 1
+	fi
+	if ! "$ALLOCPROF" stats --json "$tmp/$tag.trace" >"$tmp/$tag.json" 2>"$tmp/$tag.stats.err"; then
+		fail "$name $*: allocprof stats failed"
+		sed 's/^/  /' "$tmp/$tag.stats.err"
+		return 1
+	fi
+	return 0
+}
+
+# valgrind_log TAG [ARGS...]: valgrind's log of a native run in $tmp/TAG.vg.
+valgrind_log() {
+	local tag=$1
+	shift
+	(cd "$tmp" && "$VALGRIND" --trace-children=no "$prog" "$@" \
+		>/dev/null 2>"$tag.vg")
+	grep -q 'total heap usage' "$tmp/$tag.vg"
+}
+
+args_of ""
+record_and_stats main "" "${args[@]}" || exit 1
+base=-
+if [ -n "$(py get "$exp" baseline_args)" ]; then
+	mapfile -t bargs < <(py get "$exp" baseline_args | sed "s|@TESTDATA@|$TESTDATA_BUILD|")
+	record_and_stats base "" "${bargs[@]}" || exit 1
+	base=$tmp/base.json
+fi
+py totals "$tmp/main.json" "$base" "$exp" "" || fail "$name: totals differ from $exp"
+
+case $name in
+abort)
+	# A process that dies of a signal must leave a readable trace: stats
+	# succeeded above; it is either flagged truncated or ends with an END
+	# record whose reason is "fatal signal".
+	tr=$(py field "$tmp/main.json" truncated)
+	reason=$(py field "$tmp/main.json" end_reason)
+	echo "abort: truncated=$tr end_reason=${reason:-n/a}"
+	if [ "$tr" != true ] && [ "$tr" != false ]; then
+		fail "abort: stats --json has no boolean 'truncated'"
+	elif [ "$tr" = false ] && [ -n "$reason" ] && [ "$reason" != 2 ] && [ "$reason" != signal ]; then
+		fail "abort: trace complete but END reason is '$reason', not a fatal signal"
+	fi
+	;;
+forkexec)
+	# The forked child writes <trace>.<pid>; its exec'd image (same pid)
+	# is followed into the same name. The parent's trace holds only the
+	# parent's allocations (checked above).
+	children=("$tmp"/main.trace.*)
+	if [ ! -e "${children[0]}" ]; then
+		fail "forkexec: no child trace main.trace.<pid>"
+	else
+		cj=()
+		for c in "${children[@]}"; do
+			if "$ALLOCPROF" stats --json "$c" >"$c.json" 2>"$c.err"; then
+				cj+=("$c.json")
+			else
+				fail "forkexec: stats failed on child trace $(basename "$c")"
+				sed 's/^/  /' "$c.err"
+			fi
+		done
+		[ ${#cj[@]} -gt 0 ] && { py sum-totals "$exp" forked_child exec_image -- "${cj[@]}" ||
+			fail "forkexec: child traces do not add up to the forked child + exec'd image"; }
+	fi
+	# The exec'd image alone, recorded directly: exact, and (below)
+	# compared with valgrind.
+	args_of exec_image
+	if record_and_stats exec exec_image "${args[@]}"; then
+		py totals "$tmp/exec.json" - "$exp" exec_image || fail "forkexec exec: totals differ"
+	fi
+	;;
+esac
+
+if [ -z "${VALGRIND:-}" ]; then
+	echo "valgrind not found: skipping the valgrind comparison"
+	exit $failed
+fi
+vsec=""
+vstats=$tmp/main.json
+if [ -n "$(py get "$exp" valgrind_variant.args)" ]; then
+	# Valgrind cannot run the main variant as is (see the expected file):
+	# record the variant too and compare that, with valgrind and with its
+	# own by-construction totals.
+	vsec=valgrind_variant
+	args_of $vsec
+	record_and_stats vvar $vsec "${args[@]}" || exit 1
+	py totals "$tmp/vvar.json" - "$exp" $vsec || fail "$name ${args[*]}: totals differ"
+	vstats=$tmp/vvar.json
+else
+	args_of ""
+fi
+valgrind_log main "${args[@]}" || { fail "$name: valgrind gave no heap summary"; exit 1; }
+vbase=-
+if [ "$base" != - ]; then
+	valgrind_log base "${bargs[@]}" || { fail "$name: valgrind gave no heap summary"; exit 1; }
+	vbase=$tmp/base.vg
+fi
+py valgrind "$tmp/main.vg" "$vbase" "$vstats" "$base" "$exp" "$vsec" ||
+	fail "$name: allocprof and valgrind disagree"
+if [ "$name" = forkexec ]; then
+	valgrind_log exec exec && py valgrind "$tmp/exec.vg" - "$tmp/exec.json" - "$exp" exec_image ||
+		fail "forkexec exec: allocprof and valgrind disagree"
+fi
+exit $failed
