@@ -19,17 +19,23 @@ struct symtest_rec {
 	uint64_t pcs[SYMTEST_MAXSTACKS][SYMTEST_DEPTH];
 };
 
-/* Records the stack of the wrapper's caller: frame 0 of backtrace() is the
- * wrapper itself (this is always inlined into it), so it is skipped. */
+/* Records the stack of the wrapper's caller, from the wrapper's return
+ * address on (this is always inlined into the wrapper): the frames above
+ * it are the wrapper's own and, under ASan, its backtrace interceptor. */
 __attribute__((always_inline)) static inline void symtest_record(struct symtest_rec *r)
 {
 	if (!r->armed || r->n >= SYMTEST_MAXSTACKS)
 		return;
-	void *buf[SYMTEST_DEPTH + 1];
-	int d = backtrace(buf, SYMTEST_DEPTH + 1);
-	r->depth[r->n] = d > 1 ? (uint32_t)(d - 1) : 0;
-	for (int i = 1; i < d; i++)
-		r->pcs[r->n][i - 1] = (uint64_t)(uintptr_t)buf[i];
+	void *ra = __builtin_return_address(0);
+	void *buf[SYMTEST_DEPTH + 4];
+	int d = backtrace(buf, SYMTEST_DEPTH + 4);
+	int from = 0;
+	while (from < d && buf[from] != ra)
+		from++;
+	uint32_t n = 0;
+	for (int i = from; i < d && n < SYMTEST_DEPTH; i++)
+		r->pcs[r->n][n++] = (uint64_t)(uintptr_t)buf[i];
+	r->depth[r->n] = n;
 	r->n++;
 }
 
