@@ -17,6 +17,8 @@ struct command {
 
 static const struct command commands[] = {
 	/* Subcommands, in the order `allocprof --help` lists them. */
+	{ "top", cmd_top, "the hottest allocation sites, as pprof -top shows them" },
+	{ "list", cmd_list, "source of matching functions, each line annotated" },
 	{ NULL, NULL, NULL },
 };
 

@@ -1,0 +1,150 @@
+/* `allocprof list`: the source of matching functions, each line annotated
+ * with what it allocated, as pprof -list shows it. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "views.h"
+
+enum {
+	OPT_SOURCE_PATH = AP_VOPT_FIRST_OWN,
+};
+
+static void list_usage(FILE *f)
+{
+	fputs("usage: allocprof list [OPTIONS] REGEX TRACE\n\n"
+	      "For each function whose name matches REGEX (POSIX extended), its source\n"
+	      "lines with flat (allocated at this line) and cum (allocated at this line\n"
+	      "or in the functions it calls), as pprof -list shows them: from a few\n"
+	      "lines before the first line with allocations to a few after the last.\n\n"
+	      "options:\n"
+	      "  --source-path DIRS   where to look for sources that moved: each\n"
+	      "                       colon-separated DIR is tried with the recorded\n"
+	      "                       path's trailing components (DIR/a/b.c, DIR/b.c)\n"
+	      AP_VIEW_OPTIONS_HELP, f);
+}
+
+static void print_text(const struct ap_list *l)
+{
+	enum ap_sample_index si = l->sample_index;
+	char a[32], b[32], c[32];
+
+	ap_view_format(a, sizeof(a), si, l->total);
+	printf("Total: %s\n", a);
+	for (size_t i = 0; i < l->nfuncs; i++) {
+		const struct ap_list_func *f = &l->funcs[i];
+		printf("ROUTINE ======================== %s in %s\n", f->name,
+		       f->path ? f->path : f->file ? f->file : "<unknown file>");
+		ap_view_format(a, sizeof(a), si, f->flat);
+		ap_view_format(b, sizeof(b), si, f->cum);
+		ap_view_percent(c, sizeof(c), f->cum, l->total);
+		printf("%10s %10s (flat, cum) %s of Total\n", a, b, c);
+		if (!f->path)
+			printf(" note: %s; showing the lines with allocations only\n",
+			       f->file ? "source file not found (see --source-path)"
+				       : "no source file in the debug info");
+		for (size_t k = 0; k < f->nlines; k++) {
+			const struct ap_list_line *ln = &f->lines[k];
+			/* pprof shows a dot for a zero. */
+			if (ln->flat != 0)
+				ap_view_format(a, sizeof(a), si, ln->flat);
+			else
+				strcpy(a, ".");
+			if (ln->cum != 0)
+				ap_view_format(b, sizeof(b), si, ln->cum);
+			else
+				strcpy(b, ".");
+			printf("%10s %10s %6d:%s\n", a, b, ln->line, ln->source ? ln->source : "");
+		}
+	}
+}
+
+static int print_json(const struct ap_list *l, const struct ap_trace *t)
+{
+	json_t *funcs = json_array();
+	for (size_t i = 0; i < l->nfuncs; i++) {
+		const struct ap_list_func *f = &l->funcs[i];
+		json_t *lines = json_array();
+		for (size_t k = 0; k < f->nlines; k++) {
+			const struct ap_list_line *ln = &f->lines[k];
+			json_array_append_new(lines, json_pack("{s:i, s:I, s:I, s:o}",
+				"line", ln->line,
+				"flat", (json_int_t)ap_view_round(ln->flat),
+				"cum", (json_int_t)ap_view_round(ln->cum),
+				"source", ln->source ? json_string(ln->source) : json_null()));
+		}
+		json_array_append_new(funcs, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}",
+			"name", f->name,
+			"file", f->file ? json_string(f->file) : json_null(),
+			"path", f->path ? json_string(f->path) : json_null(),
+			"flat", (json_int_t)ap_view_round(f->flat),
+			"cum", (json_int_t)ap_view_round(f->cum),
+			"lines", lines));
+	}
+	json_t *root = ap_view_json_head(t, l->sample_index, l->total);
+	json_object_set_new(root, "functions", funcs);
+	return ap_view_json_print(root);
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		AP_VIEW_LONGOPTS,
+		{ "source-path", required_argument, NULL, OPT_SOURCE_PATH },
+		{ "source_path", required_argument, NULL, OPT_SOURCE_PATH },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ap_view_opts o;
+	const char *source_path = NULL;
+	int opt;
+
+	ap_view_opts_init(&o);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (ap_view_option(&o, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'h':
+			list_usage(stdout);
+			return AP_EXIT_OK;
+		case OPT_SOURCE_PATH:
+			source_path = optarg;
+			break;
+		default:
+			return ap_view_bad_option("list", opt, argv);
+		}
+	}
+	if (argc - optind != 2)
+		return ap_usage_error("list", argc - optind < 2 ? "need a REGEX and a TRACE"
+								: "too many arguments");
+	const char *regex = argv[optind];
+
+	struct ap_view v;
+	int rc = ap_view_load(&v, argv[optind + 1], &o);
+	if (rc)
+		return rc;
+	struct ap_error err;
+	struct ap_list *l = ap_list_new(v.trace, v.values, v.sym, &o.report, regex,
+					source_path, ap_view_progress_fn(),
+					ap_view_progress_ctx("symbolizing"), &err);
+	ap_view_progress_done();
+	ap_view_warnings(&v);
+	if (!l) {
+		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else if (!l->nfuncs) {
+		ap_die_msg("no function matches '%s'", regex);
+		rc = AP_EXIT_FAIL;
+	} else if (o.json) {
+		rc = print_json(l, v.trace);
+	} else {
+		print_text(l);
+	}
+	ap_list_free(l);
+	ap_view_release(&v);
+	return rc;
+}

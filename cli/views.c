@@ -1,0 +1,186 @@
+/* Shared by `top` and `list`: options, loading, progress, number formats. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "views.h"
+
+void ap_view_opts_init(struct ap_view_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->report.sample_index = AP_SI_ALLOC_SPACE;
+	o->report.granularity = AP_GRAN_FUNCTIONS;
+}
+
+bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg)
+{
+	switch (opt) {
+	case AP_VOPT_ALLOC_SPACE:
+		o->report.sample_index = AP_SI_ALLOC_SPACE;
+		return true;
+	case AP_VOPT_ALLOC_OBJECTS:
+		o->report.sample_index = AP_SI_ALLOC_OBJECTS;
+		return true;
+	case AP_VOPT_INUSE_SPACE:
+		o->report.sample_index = AP_SI_INUSE_SPACE;
+		return true;
+	case AP_VOPT_INUSE_OBJECTS:
+		o->report.sample_index = AP_SI_INUSE_OBJECTS;
+		return true;
+	case AP_VOPT_FOCUS:
+		o->report.focus = arg;
+		return true;
+	case AP_VOPT_IGNORE:
+		o->report.ignore = arg;
+		return true;
+	case AP_VOPT_DROP_FRAMES:
+		o->sym.drop_frames = arg;
+		return true;
+	case AP_VOPT_DEBUG_DIR:
+		o->sym.debug_dir = arg;
+		return true;
+	case AP_VOPT_JSON:
+		o->json = true;
+		return true;
+	}
+	return false;
+}
+
+int ap_view_bad_option(const char *cmd, int opt, char **argv)
+{
+	char shortopt[3] = { '-', (char)optopt, 0 };
+	const char *name = optopt > 0 && optopt < 128 ? shortopt : argv[optind - 1];
+	if (opt == ':')
+		return ap_usage_error(cmd, "option '%s' needs a value", name);
+	return ap_usage_error(cmd, "unknown option '%s'", name);
+}
+
+/* ---- progress on a terminal --------------------------------------------- */
+
+struct progress {
+	const char *what;
+	int last;	/* last percentage drawn, -1 before the first */
+	bool drawn;
+};
+
+static struct progress progress_state;
+
+static void progress_draw(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+	int pct = total ? (int)(done * 100 / total) : 100;
+	if (pct == p->last)
+		return;
+	p->last = pct;
+	p->drawn = true;
+	fprintf(stderr, "\r%s: %3d%%", p->what, pct);
+	fflush(stderr);
+}
+
+ap_report_progress_fn ap_view_progress_fn(void)
+{
+	return ap_progress_wanted() ? progress_draw : NULL;
+}
+
+void *ap_view_progress_ctx(const char *what)
+{
+	progress_state.what = what;
+	progress_state.last = -1;
+	return &progress_state;
+}
+
+void ap_view_progress_done(void)
+{
+	if (progress_state.drawn)
+		fputs("\r\033[K", stderr);
+	progress_state.drawn = false;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts *o)
+{
+	struct ap_error err;
+	memset(v, 0, sizeof(*v));
+	ap_progress_fn pfn = ap_progress_wanted() ? progress_draw : NULL;
+	int rc = ap_trace_read(path, &v->trace, &err, pfn, ap_view_progress_ctx("reading"));
+	ap_view_progress_done();
+	if (rc) {
+		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
+	if (v->trace->truncated)
+		ap_die_msg("warning: %s: truncated trace (%s); showing its complete part",
+			   path, v->trace->truncated_why);
+	v->sym = ap_sym_new(v->trace, &o->sym, &err);
+	if (!v->sym) {
+		ap_print_error(&err);
+		ap_view_release(v);
+		return AP_EXIT_FAIL;
+	}
+	v->values = ap_report_stack_values(v->trace);
+	return 0;
+}
+
+void ap_view_warnings(const struct ap_view *v)
+{
+	const char *const *w = ap_sym_warnings(v->sym);
+	for (; w && *w; w++)
+		ap_die_msg("warning: %s", *w);
+}
+
+void ap_view_release(struct ap_view *v)
+{
+	free(v->values);
+	ap_sym_free(v->sym);
+	ap_trace_free(v->trace);
+	memset(v, 0, sizeof(*v));
+}
+
+/* ---- numbers as pprof prints them --------------------------------------- */
+
+long long ap_view_round(double v)
+{
+	return llround(v);
+}
+
+void ap_view_format(char *out, size_t len, enum ap_sample_index si, double v)
+{
+	if (!ap_sample_index_is_bytes(si)) {
+		snprintf(out, len, "%lld", ap_view_round(v));
+		return;
+	}
+	ap_format_bytes(out, len, v);
+}
+
+void ap_view_percent(char *out, size_t len, double v, double total)
+{
+	double r = total != 0 ? fabs(v / total) * 100 : 0;
+	if (r >= 99.95 && r <= 100.05)
+		snprintf(out, len, "  100%%");
+	else if (r >= 1.0)
+		snprintf(out, len, "%5.2f%%", r);
+	else
+		snprintf(out, len, "%5.2g%%", r);
+}
+
+json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, double total)
+{
+	return json_pack("{s:s, s:s, s:s, s:I, s:I}",
+			 "program", t->exe,
+			 "sample_index", ap_sample_index_name(si),
+			 "unit", ap_sample_index_is_bytes(si) ? "bytes" : "count",
+			 "total", (json_int_t)ap_view_round(total),
+			 "rate", (json_int_t)t->rate);
+}
+
+int ap_view_json_print(json_t *root)
+{
+	int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	putchar('\n');
+	json_decref(root);
+	return rc ? AP_EXIT_FAIL : AP_EXIT_OK;
+}

@@ -1,0 +1,457 @@
+/* Aggregation for the views: events -> per-stack sums in one pass, then each
+ * distinct stack symbolized once and folded into flat/cum nodes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report-int.h"
+
+static const char *const si_names[AP_SI_COUNT] = {
+	"alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
+};
+
+const char *ap_sample_index_name(enum ap_sample_index si)
+{
+	return (unsigned)si < AP_SI_COUNT ? si_names[si] : "?";
+}
+
+bool ap_sample_index_is_bytes(enum ap_sample_index si)
+{
+	return si == AP_SI_ALLOC_SPACE || si == AP_SI_INUSE_SPACE;
+}
+
+/* ---- per-stack sums ------------------------------------------------------ */
+
+/* The live sampled blocks, by address: open addressing with linear probing
+ * and backward-shift deletion (no tombstones, so a long replay of
+ * alloc/free pairs does not degrade). Address 0 is never a live block. */
+struct live_block {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t stack;
+};
+
+struct live_set {
+	struct live_block *b;
+	size_t mask;	/* capacity - 1, capacity a power of two */
+	size_t n;
+};
+
+static size_t addr_hash(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdULL;
+	a ^= a >> 33;
+	return (size_t)a;
+}
+
+static void live_init(struct live_set *ls, size_t cap)
+{
+	ls->b = ap_xcalloc(cap, sizeof(*ls->b));
+	ls->mask = cap - 1;
+	ls->n = 0;
+}
+
+static void live_put(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack);
+
+static void live_grow(struct live_set *ls)
+{
+	struct live_set old = *ls;
+	live_init(ls, (old.mask + 1) * 2);
+	for (size_t i = 0; i <= old.mask; i++)
+		if (old.b[i].addr)
+			live_put(ls, old.b[i].addr, old.b[i].size, old.b[i].stack);
+	free(old.b);
+}
+
+/* Inserts the block at addr, or replaces the one there. */
+static void live_put(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	if ((ls->n + 1) * 2 > ls->mask + 1)
+		live_grow(ls);
+	size_t i = addr_hash(addr) & ls->mask;
+	while (ls->b[i].addr && ls->b[i].addr != addr)
+		i = (i + 1) & ls->mask;
+	if (!ls->b[i].addr)
+		ls->n++;
+	ls->b[i] = (struct live_block){ addr, size, stack };
+}
+
+static struct live_block *live_find(struct live_set *ls, uint64_t addr)
+{
+	if (!addr)
+		return NULL;
+	size_t i = addr_hash(addr) & ls->mask;
+	while (ls->b[i].addr) {
+		if (ls->b[i].addr == addr)
+			return &ls->b[i];
+		i = (i + 1) & ls->mask;
+	}
+	return NULL;
+}
+
+static void live_del(struct live_set *ls, struct live_block *slot)
+{
+	size_t i = (size_t)(slot - ls->b);
+	size_t j = i;
+	for (;;) {
+		j = (j + 1) & ls->mask;
+		if (!ls->b[j].addr)
+			break;
+		size_t home = addr_hash(ls->b[j].addr) & ls->mask;
+		/* Move b[j] into the hole at i unless its home lies cyclically
+		 * in (i, j]: then it must stay at or after its home. */
+		if ((j > i && (home <= i || home > j)) ||
+		    (j < i && (home <= i && home > j))) {
+			ls->b[i] = ls->b[j];
+			i = j;
+		}
+	}
+	ls->b[i].addr = 0;
+	ls->n--;
+}
+
+struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
+{
+	size_t ns = t->nstacks ? t->nstacks : 1;
+	struct ap_stack_values *sv = ap_xcalloc(ns, sizeof(*sv));
+	struct live_set ls;
+	live_init(&ls, 1024);
+	/* Blocks at one address form a stack, as in ap_trace_totals: an
+	 * allocation at a live address shadows the older block, a FREE ends
+	 * the most recent one and the older one is live again. Shadowing
+	 * happens only when frees were lost, so the older blocks wait in a
+	 * plain array, most recent last. */
+	struct live_block *shadowed = NULL;
+	size_t nshadowed = 0, ashadowed = 0;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		if (e->type == AP_EV_FREE) {
+			struct live_block *b = live_find(&ls, e->addr);
+			if (!b)
+				continue;
+			live_del(&ls, b);
+			for (size_t k = nshadowed; k-- > 0;) {
+				if (shadowed[k].addr != e->addr)
+					continue;
+				live_put(&ls, shadowed[k].addr, shadowed[k].size, shadowed[k].stack);
+				memmove(shadowed + k, shadowed + k + 1,
+					(nshadowed - k - 1) * sizeof(*shadowed));
+				nshadowed--;
+				break;
+			}
+			continue;
+		}
+		if (e->type != AP_EV_ALLOC)
+			continue;
+		/* An unsampled block (a realloc continuing a tracked chain) is
+		 * tracked so that its FREE matches, but weighs nothing: stack 0. */
+		uint32_t stack = 0;
+		if ((e->flags & AP_EVF_SAMPLED) && e->stack < t->nstacks) {
+			double w = ap_trace_weight(t, e->size);
+			sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += w;
+			sv[e->stack].v[AP_SI_ALLOC_SPACE] += w * (double)e->size;
+			stack = e->stack;
+		}
+		if (!e->addr)
+			continue;
+		struct live_block *old = live_find(&ls, e->addr);
+		if (old) {
+			AP_ALLOC_GROW(shadowed, nshadowed + 1, ashadowed);
+			shadowed[nshadowed++] = *old;
+		}
+		live_put(&ls, e->addr, e->size, stack);
+	}
+
+	for (size_t i = 0; i <= ls.mask + nshadowed; i++) {
+		const struct live_block *b = i <= ls.mask ? &ls.b[i] : &shadowed[i - ls.mask - 1];
+		if (!b->addr || !b->stack)
+			continue;
+		double w = ap_trace_weight(t, b->size);
+		sv[b->stack].v[AP_SI_INUSE_OBJECTS] += w;
+		sv[b->stack].v[AP_SI_INUSE_SPACE] += w * (double)b->size;
+	}
+	free(shadowed);
+	free(ls.b);
+	return sv;
+}
+
+/* ---- filters --------------------------------------------------------- */
+
+int ap_regex_compile(regex_t *re, const char *pattern, const char *what,
+		     struct ap_error *err)
+{
+	int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		char why[256];
+		regerror(rc, re, why, sizeof(why));
+		return ap_error_set(err, "%s: bad regex '%s': %s", what, pattern, why);
+	}
+	return 0;
+}
+
+int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts,
+		   struct ap_error *err)
+{
+	memset(f, 0, sizeof(*f));
+	f->match_files = opts->granularity != AP_GRAN_FUNCTIONS;
+	if (opts->focus) {
+		if (ap_regex_compile(&f->focus, opts->focus, "focus", err))
+			return -1;
+		f->has_focus = true;
+	}
+	if (opts->ignore) {
+		if (ap_regex_compile(&f->ignore, opts->ignore, "ignore", err)) {
+			ap_filter_release(f);
+			return -1;
+		}
+		f->has_ignore = true;
+	}
+	return 0;
+}
+
+void ap_filter_release(struct ap_filter *f)
+{
+	if (f->has_focus)
+		regfree(&f->focus);
+	if (f->has_ignore)
+		regfree(&f->ignore);
+	f->has_focus = f->has_ignore = false;
+}
+
+static bool frame_matches(const regex_t *re, const struct ap_frame *fr, bool files)
+{
+	if (!regexec(re, fr->func, 0, NULL, 0))
+		return true;
+	return files && fr->file && !regexec(re, fr->file, 0, NULL, 0);
+}
+
+static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr, size_t n)
+{
+	bool focused = !f->has_focus;
+	for (size_t i = 0; i < n; i++) {
+		if (f->has_ignore && frame_matches(&f->ignore, &fr[i], f->match_files))
+			return false;
+		if (!focused && frame_matches(&f->focus, &fr[i], f->match_files))
+			focused = true;
+	}
+	return focused;
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static void nodes_rehash(struct ap_nodes *ns)
+{
+	free(ns->slots);
+	ns->nslots = ns->nslots ? ns->nslots * 2 : 256;
+	ns->slots = ap_xcalloc(ns->nslots, sizeof(*ns->slots));
+	for (size_t k = 0; k < ns->n; k++) {
+		const char *key = ns->v[k].key;
+		size_t i = str_hash(key, strlen(key)) & (ns->nslots - 1);
+		while (ns->slots[i])
+			i = (i + 1) & (ns->nslots - 1);
+		ns->slots[i] = (uint32_t)k + 1;
+	}
+}
+
+static const char *const unknown_name = "<unknown>";
+
+/* The node for frame `fr` under `key`, created on first use. */
+static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
+				const struct ap_frame *fr, struct ap_buf *kb)
+{
+	const char *file = fr->file;
+	ap_buf_reset(kb);
+	switch (key) {
+	case AP_KEY_FUNC:
+		ap_buf_addstr(kb, fr->func);
+		break;
+	case AP_KEY_LINE:
+		/* pprof's "func file:line"; just "func" without line info. */
+		if (file)
+			ap_buf_addf(kb, "%s %s:%d", fr->func, file, fr->line);
+		else
+			ap_buf_addstr(kb, fr->func);
+		break;
+	case AP_KEY_FILE:
+		/* Without debug info the module is the best "file" there is. */
+		if (!file)
+			file = fr->module;
+		ap_buf_addstr(kb, file ? file : unknown_name);
+		break;
+	case AP_KEY_FUNC_FILE:
+		ap_buf_addf(kb, "%s%c%s", fr->func, 0x1f, file ? file : "");
+		break;
+	}
+
+	if ((ns->n + 1) * 2 > ns->nslots)
+		nodes_rehash(ns);
+	size_t i = str_hash(kb->buf, kb->len) & (ns->nslots - 1);
+	while (ns->slots[i]) {
+		struct ap_node *nd = &ns->v[ns->slots[i] - 1];
+		if (!strcmp(nd->key, kb->buf))
+			return nd;
+		i = (i + 1) & (ns->nslots - 1);
+	}
+	AP_ALLOC_GROW(ns->v, ns->n + 1, ns->alloc);
+	struct ap_node *nd = &ns->v[ns->n];
+	memset(nd, 0, sizeof(*nd));
+	nd->key = ap_xstrdup(kb->buf);
+	nd->func = key == AP_KEY_FILE ? NULL : ap_xstrdup(fr->func);
+	nd->file = file ? ap_xstrdup(file) : NULL;
+	nd->line = key == AP_KEY_LINE ? fr->line : 0;
+	ns->slots[i] = (uint32_t)++ns->n;
+	return nd;
+}
+
+void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
+		    const struct ap_stack_values *values,
+		    struct ap_symbolizer *sym, enum ap_sample_index si,
+		    enum ap_node_key key, const struct ap_filter *filter,
+		    ap_report_progress_fn progress, void *progress_ctx)
+{
+	struct ap_frame *frames = NULL;
+	size_t nframes = 0, aframes = 0;
+	struct ap_buf kb = AP_BUF_INIT;
+
+	memset(ns, 0, sizeof(*ns));
+	for (size_t id = 1; id < t->nstacks; id++) {
+		double v = values[id].v[si];
+		if (progress && (id & 1023) == 0)
+			progress(progress_ctx, id, t->nstacks);
+		if (v == 0)
+			continue;
+		ns->total += v;
+		ns->stacks++;
+
+		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
+		const struct ap_frame *fr = frames + site;
+		size_t n = nframes - site;
+		struct ap_frame unknown = { .func = unknown_name };
+		if (n == 0) {
+			fr = &unknown;
+			n = 1;
+		}
+		if (!filter_keeps(filter, fr, n))
+			continue;
+		ns->kept += v;
+		ns->kept_stacks++;
+
+		for (size_t i = 0; i < n; i++) {
+			struct ap_node *nd = node_get(ns, key, &fr[i], &kb);
+			if (i == 0)
+				nd->flat += v;
+			/* Recursion: a node counts once per stack. */
+			if (nd->stamp != id) {
+				nd->stamp = id;
+				nd->cum += v;
+			}
+		}
+	}
+	if (progress)
+		progress(progress_ctx, t->nstacks, t->nstacks);
+	free(frames);
+	ap_buf_release(&kb);
+}
+
+void ap_nodes_release(struct ap_nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++) {
+		free(ns->v[i].key);
+		free(ns->v[i].func);
+		free(ns->v[i].file);
+	}
+	free(ns->v);
+	free(ns->slots);
+	memset(ns, 0, sizeof(*ns));
+}
+
+/* ---- the top model ------------------------------------------------------ */
+
+struct ap_report *ap_report_new(const struct ap_trace *t,
+				const struct ap_stack_values *values,
+				struct ap_symbolizer *sym,
+				const struct ap_report_options *opts,
+				ap_report_progress_fn progress, void *progress_ctx,
+				struct ap_error *err)
+{
+	struct ap_filter filter;
+	if (ap_filter_init(&filter, opts, err))
+		return NULL;
+	struct ap_stack_values *own = NULL;
+	if (!values)
+		values = own = ap_report_stack_values(t);
+
+	struct ap_nodes ns;
+	ap_nodes_build(&ns, t, values, sym, opts->sample_index,
+		       (enum ap_node_key)opts->granularity, &filter, progress,
+		       progress_ctx);
+
+	struct ap_report *r = ap_xcalloc(1, sizeof(*r));
+	r->sample_index = opts->sample_index;
+	r->granularity = opts->granularity;
+	r->total = ns.total;
+	r->kept = ns.kept;
+	r->stacks = ns.stacks;
+	r->kept_stacks = ns.kept_stacks;
+	r->rows = ap_xcalloc(ns.n ? ns.n : 1, sizeof(*r->rows));
+	r->nrows = ns.n;
+	for (size_t i = 0; i < ns.n; i++) {
+		struct ap_node *nd = &ns.v[i];
+		r->rows[i] = (struct ap_report_row){
+			.name = nd->key, .func = nd->func, .file = nd->file,
+			.line = nd->line, .flat = nd->flat, .cum = nd->cum,
+		};
+		nd->key = nd->func = nd->file = NULL;
+	}
+	ap_nodes_release(&ns);
+	ap_filter_release(&filter);
+	free(own);
+	ap_report_sort(r, false);
+	return r;
+}
+
+static int cmp_flat(const void *a, const void *b)
+{
+	const struct ap_report_row *x = a, *y = b;
+	if (x->flat != y->flat)
+		return x->flat > y->flat ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_cum(const void *a, const void *b)
+{
+	const struct ap_report_row *x = a, *y = b;
+	if (x->cum != y->cum)
+		return x->cum > y->cum ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+void ap_report_sort(struct ap_report *r, bool by_cum)
+{
+	if (r->nrows)
+		qsort(r->rows, r->nrows, sizeof(*r->rows), by_cum ? cmp_cum : cmp_flat);
+}
+
+void ap_report_free(struct ap_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nrows; i++) {
+		free(r->rows[i].name);
+		free(r->rows[i].func);
+		free(r->rows[i].file);
+	}
+	free(r->rows);
+	free(r);
+}

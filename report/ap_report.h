@@ -1,0 +1,152 @@
+/* Aggregation of a trace into the views pprof users read (`top`, `list`):
+ * per-stack sums of the four sample indexes, then flat and cum per function,
+ * source line or file. The models here hold raw numbers only; the commands
+ * (cli/cmd-top.c, cli/cmd-list.c) render them as text or JSON. */
+#ifndef AP_REPORT_H
+#define AP_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_symbolize.h"
+#include "ap_trace.h"
+#include "ap_util.h"
+
+/* The sample indexes, in pprof's order for heap profiles. */
+enum ap_sample_index {
+	AP_SI_ALLOC_OBJECTS,
+	AP_SI_ALLOC_SPACE,
+	AP_SI_INUSE_OBJECTS,
+	AP_SI_INUSE_SPACE,
+	AP_SI_COUNT
+};
+
+/* "alloc_objects", "alloc_space", "inuse_objects", "inuse_space". */
+const char *ap_sample_index_name(enum ap_sample_index si);
+/* true for the *_space indexes (values are bytes), false for counts. */
+bool ap_sample_index_is_bytes(enum ap_sample_index si);
+
+/* The four values of one stack, weights applied, indexed by
+ * enum ap_sample_index. inuse_* are the blocks still live at the end of the
+ * trace. */
+struct ap_stack_values {
+	double v[AP_SI_COUNT];
+};
+
+/* One pass over the events of `t`: returns an array of t->nstacks entries
+ * (indexed by stack id; the caller frees it). Every SAMPLED allocation adds
+ * ap_trace_weight(t, size) objects and size times that in bytes to its
+ * stack; the in-use values replay the events in order, a FREE ending the
+ * most recent live block at its address (a realloc's FREE half ends the
+ * old block), exactly as ap_trace_totals() matches them. Never fails. */
+struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t);
+
+enum ap_granularity {
+	AP_GRAN_FUNCTIONS,	/* node = function name */
+	AP_GRAN_LINES,		/* node = (function, file, line) */
+	AP_GRAN_FILES,		/* node = file */
+};
+
+struct ap_report_options {
+	enum ap_sample_index sample_index;
+	enum ap_granularity granularity;
+	/* POSIX extended regexes or NULL. A stack is kept when some frame
+	 * matches focus (or focus is NULL) and no frame matches ignore, as
+	 * pprof does it. Frames are the shown ones (the call site and its
+	 * callers; allocator frames are not matched); a frame matches by its
+	 * function name, and with lines/files granularity also by its file. */
+	const char *focus;
+	const char *ignore;
+};
+
+/* One node of the top table. */
+struct ap_report_row {
+	char *name;	/* display name: "func", "func file:line" or "file" */
+	char *func;	/* function (NULL with files granularity) */
+	char *file;	/* source file, NULL when unknown */
+	int line;	/* lines granularity only, else 0 */
+	double flat;	/* this node is the call site */
+	double cum;	/* this node is on the stack (once per stack) */
+};
+
+struct ap_report {
+	enum ap_sample_index sample_index;
+	enum ap_granularity granularity;
+	double total;		/* sum over all stacks, before focus/ignore */
+	double kept;		/* sum over the stacks focus/ignore kept */
+	size_t stacks;		/* distinct stacks with a non-zero value */
+	size_t kept_stacks;	/* of those, the ones kept */
+	struct ap_report_row *rows;	/* sorted, see ap_report_sort */
+	size_t nrows;
+};
+
+/* Progress of the symbolizing pass: `done` of `total` stacks. */
+typedef void (*ap_report_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Builds the top model of `t`. `values` is ap_report_stack_values(t) (pass
+ * NULL to compute it here). Each distinct stack with a non-zero value is
+ * expanded once with ap_sym_stack; its call site is the first non-allocator
+ * frame and its callers count for cum. Rows are sorted by flat (see
+ * ap_report_sort). Returns NULL with err set on a bad focus/ignore regex.
+ * `progress` may be NULL. */
+struct ap_report *ap_report_new(const struct ap_trace *t,
+				const struct ap_stack_values *values,
+				struct ap_symbolizer *sym,
+				const struct ap_report_options *opts,
+				ap_report_progress_fn progress, void *progress_ctx,
+				struct ap_error *err);
+
+/* Sorts the rows by flat (by cum when `by_cum`), descending, ties by name. */
+void ap_report_sort(struct ap_report *r, bool by_cum);
+
+void ap_report_free(struct ap_report *r);
+
+/* The list model: per function (and source file), per line. */
+struct ap_list_line {
+	int line;
+	double flat, cum;
+	char *source;	/* the line's text (no newline), NULL when not found */
+};
+
+struct ap_list_func {
+	char *name;
+	char *file;	/* file as recorded in the debug info, NULL when unknown */
+	char *path;	/* where the source was read from, NULL when not found */
+	double flat, cum;
+	/* With the source found: every line from a few lines before the first
+	 * line with samples to a few after the last. Otherwise: the lines with
+	 * samples only. Ascending. */
+	struct ap_list_line *lines;
+	size_t nlines;
+};
+
+struct ap_list {
+	enum ap_sample_index sample_index;
+	double total;		/* sum over all stacks, before focus/ignore */
+	struct ap_list_func *funcs;	/* by name, then file */
+	size_t nfuncs;
+};
+
+/* Lines of context `list` shows before the first and after the last line
+ * with samples (pprof's margin). */
+#define AP_LIST_MARGIN 5
+
+/* Builds the list model for every function whose name matches the POSIX
+ * extended regex `func_regex` (opts->granularity is ignored). Source files
+ * are read from the recorded path, or, when that does not exist, from the
+ * directories in `source_path` (colon-separated, may be NULL), trying the
+ * recorded path's trailing components: dir/a/b/c.c, dir/b/c.c, dir/c.c.
+ * Returns NULL with err set on a bad regex; no matching function is not an
+ * error (nfuncs 0). */
+struct ap_list *ap_list_new(const struct ap_trace *t,
+			    const struct ap_stack_values *values,
+			    struct ap_symbolizer *sym,
+			    const struct ap_report_options *opts,
+			    const char *func_regex, const char *source_path,
+			    ap_report_progress_fn progress, void *progress_ctx,
+			    struct ap_error *err);
+
+void ap_list_free(struct ap_list *l);
+
+#endif

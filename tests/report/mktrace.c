@@ -1,0 +1,21 @@
+/* Writes the fixture trace (fixture.h) to a file, for the golden tests of
+ * `allocprof top` and `list`. usage: mktrace OUT [RATE] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fixture.h"
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: mktrace OUT [RATE]\n");
+		return 2;
+	}
+	uint64_t rate = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+	struct ap_error err;
+	if (ap_tw_close(fx_build(rate), argv[1], &err)) {
+		fprintf(stderr, "mktrace: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
