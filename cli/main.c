@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	/* Subcommands, in the order `allocprof --help` lists them. */
 	{ "top", cmd_top, "the hottest allocation sites, as pprof -top shows them" },
 	{ "list", cmd_list, "source of matching functions, each line annotated" },
+	{ "stats", cmd_stats, "summary of a trace: program, duration, rate, totals" },
 	{ NULL, NULL, NULL },
 };
 

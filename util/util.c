@@ -144,19 +144,29 @@ char *ap_buf_detach(struct ap_buf *b, size_t *len)
 
 void ap_format_bytes(char *out, size_t outlen, double bytes)
 {
+	/* As pprof's measurement.ScaledLabel: the value as an integer, the
+	 * largest 1024-based unit it reaches, "%.2f" with a trailing ".00"
+	 * dropped, and a bare "0" for zero. */
 	static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB" };
-	double v = bytes;
-	size_t u = 0;
-	double a = fabs(v);
-	while (a >= 1024 && u + 1 < AP_ARRAY_SIZE(units)) {
-		v /= 1024;
-		a /= 1024;
-		u++;
+	double v = round(bytes);
+	const char *sign = "";
+	if (v < 0) {
+		sign = "-";
+		v = -v;
 	}
-	if (u == 0)
-		snprintf(out, outlen, "%.0f%s", v, units[u]);
-	else
-		snprintf(out, outlen, "%.2f%s", v, units[u]);
+	if (v == 0) {
+		snprintf(out, outlen, "0");
+		return;
+	}
+	size_t u = 0;
+	while (u + 1 < AP_ARRAY_SIZE(units) && v >= ldexp(1.0, 10 * (int)(u + 1)))
+		u++;
+	char num[64];
+	snprintf(num, sizeof(num), "%.2f", v / ldexp(1.0, 10 * (int)u));
+	size_t n = strlen(num);
+	if (n > 3 && !strcmp(num + n - 3, ".00"))
+		num[n - 3] = 0;
+	snprintf(out, outlen, "%s%s%s", sign, num, units[u]);
 }
 
 int ap_parse_size(const char *s, uint64_t *out)

@@ -1,0 +1,263 @@
+/* `allocprof stats`: the summary of one trace (program, duration, rate,
+ * threads, events and the weighted totals), as text or one JSON object. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ap_trace.h"
+#include "commands.h"
+
+static void stats_usage(FILE *f)
+{
+	fputs("usage: allocprof stats [--json] TRACE\n\n"
+	      "The summary of a trace: program, pid, duration, sampling rate, threads,\n"
+	      "events, and the totals over the whole run: alloc_objects, alloc_space,\n"
+	      "free_objects, inuse_objects and inuse_space (live at the end),\n"
+	      "peak_inuse_space. Sampled traces show estimates scaled by the sampling\n"
+	      "weights; traces recorded with --all are exact. A truncated trace (the\n"
+	      "process was killed, or the file was cut) is summarized from its\n"
+	      "complete part, with a warning.\n\n"
+	      "options:\n"
+	      "  --json       print one JSON object (keys as the names above)\n"
+	      "  -h, --help   show this help\n",
+	      f);
+}
+
+/* ---- progress on a terminal ---- */
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+	const char *path = ctx;
+	if (total)
+		fprintf(stderr, "\rreading %s: %3u%%", path, (unsigned)(done * 100 / total));
+}
+
+/* A duration as pprof labels one: the largest unit it reaches, "%.2f",
+ * a trailing ".00" dropped. */
+static void format_duration(char *out, size_t len, uint64_t ns)
+{
+	static const struct {
+		const char *name;
+		double ns;
+	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "hrs", 3600e9 } };
+	if (!ns) {
+		snprintf(out, len, "0");
+		return;
+	}
+	size_t u = 0;
+	while (u + 1 < AP_ARRAY_SIZE(units) && (double)ns >= units[u + 1].ns)
+		u++;
+	char num[64];
+	snprintf(num, sizeof(num), "%.2f", (double)ns / units[u].ns);
+	size_t n = strlen(num);
+	if (n > 3 && !strcmp(num + n - 3, ".00"))
+		num[n - 3] = 0;
+	snprintf(out, len, "%s%s", num, units[u].name);
+}
+
+static uint64_t duration_ns(const struct ap_trace *t)
+{
+	return t->end_ns > t->start_ns ? t->end_ns - t->start_ns : 0;
+}
+
+/* The command line as one line: arguments with spaces or quotes quoted. */
+static void format_cmdline(struct ap_buf *b, const struct ap_trace *t)
+{
+	for (size_t i = 0; i < t->argc; i++) {
+		const char *a = t->argv[i];
+		if (i)
+			ap_buf_addstr(b, " ");
+		if (*a && !strpbrk(a, " \t\n'\"\\$`")) {
+			ap_buf_addstr(b, a);
+			continue;
+		}
+		ap_buf_addstr(b, "'");
+		for (; *a; a++) {
+			if (*a == '\'')
+				ap_buf_addstr(b, "'\\''");
+			else
+				ap_buf_add(b, a, 1);
+		}
+		ap_buf_addstr(b, "'");
+	}
+}
+
+static void print_count(const char *name, double v)
+{
+	printf("%-18s %.0f\n", name, v);
+}
+
+static void print_bytes(const char *name, double v)
+{
+	char b[64];
+	ap_format_bytes(b, sizeof(b), v);
+	printf("%-18s %s\n", name, b);
+}
+
+static void print_text(const struct ap_trace *t, const struct ap_trace_totals *tot)
+{
+	struct ap_buf cmd = AP_BUF_INIT;
+	char b[64];
+	format_cmdline(&cmd, t);
+	printf("%-18s %s\n", "program", t->exe);
+	printf("%-18s %s\n", "command", cmd.buf);
+	printf("%-18s %llu\n", "pid", (unsigned long long)t->pid);
+	format_duration(b, sizeof(b), duration_ns(t));
+	printf("%-18s %s%s\n", "duration", b, t->has_end ? "" : " (up to the last event)");
+	if (t->rate <= 1) {
+		printf("%-18s every allocation (exact)\n", "sampling");
+	} else {
+		ap_format_bytes(b, sizeof(b), (double)t->rate);
+		printf("%-18s one sample per %s allocated on average (estimates)\n", "sampling", b);
+	}
+	printf("%-18s %zu", "threads", t->nthreads);
+	for (size_t i = 0; i < t->nthreads; i++)
+		printf("%s%s[%u]", i ? ", " : " (", *t->threads[i].name ? t->threads[i].name : "?",
+		       t->threads[i].tid);
+	printf("%s\n", t->nthreads ? ")" : "");
+	printf("%-18s %llu\n", "events", (unsigned long long)tot->events);
+	printf("%-18s %llu\n", "samples", (unsigned long long)tot->samples);
+	if (t->has_end) {
+		/* the sampler counts every call, sampled or not */
+		printf("%-18s %llu (exact: every allocation call)\n", "calls",
+		       (unsigned long long)t->calls);
+		ap_format_bytes(b, sizeof(b), (double)t->bytes);
+		printf("%-18s %s (exact: bytes those calls requested)\n", "bytes", b);
+	}
+	print_count("alloc_objects", tot->alloc_objects);
+	print_bytes("alloc_space", tot->alloc_space);
+	print_count("free_objects", tot->free_objects);
+	print_count("inuse_objects", tot->inuse_objects);
+	print_bytes("inuse_space", tot->inuse_space);
+	print_bytes("peak_inuse_space", tot->peak_inuse_space);
+	if (tot->unmatched_frees)
+		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
+		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
+	if (t->truncated)
+		printf("%-18s yes: %s\n", "truncated", t->truncated_why);
+	else
+		printf("%-18s no\n", "truncated");
+	ap_buf_release(&cmd);
+}
+
+/* A weighted total as a JSON number: an integer (pprof's values are
+ * integers too; with rate 1 they are exact). */
+static json_t *json_total(double v)
+{
+	v = round(v);
+	if (fabs(v) < 9.0e18)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+static json_t *json_u64(uint64_t v)
+{
+	if (v <= (uint64_t)INT64_MAX)
+		return json_integer((json_int_t)v);
+	return json_real((double)v);
+}
+
+static int print_json(const struct ap_trace *t, const struct ap_trace_totals *tot)
+{
+	json_t *o = json_object();
+	json_t *argv = json_array();
+	for (size_t i = 0; i < t->argc; i++)
+		json_array_append_new(argv, json_string(t->argv[i]));
+	json_t *threads = json_array();
+	for (size_t i = 0; i < t->nthreads; i++)
+		json_array_append_new(threads, json_pack("{s:I,s:s,s:o}", "tid",
+							 (json_int_t)t->threads[i].tid, "name",
+							 t->threads[i].name, "events",
+							 json_u64(t->threads[i].events)));
+	json_object_set_new(o, "program", json_string(t->exe));
+	json_object_set_new(o, "argv", argv);
+	json_object_set_new(o, "pid", json_u64(t->pid));
+	json_object_set_new(o, "duration_ns", json_u64(duration_ns(t)));
+	json_object_set_new(o, "rate", json_u64(t->rate));
+	json_object_set_new(o, "exact", json_boolean(t->rate <= 1));
+	json_object_set_new(o, "threads", json_integer((json_int_t)t->nthreads));
+	json_object_set_new(o, "thread_list", threads);
+	json_object_set_new(o, "events", json_u64(tot->events));
+	json_object_set_new(o, "samples", json_u64(tot->samples));
+	json_object_set_new(o, "alloc_objects", json_total(tot->alloc_objects));
+	json_object_set_new(o, "alloc_space", json_total(tot->alloc_space));
+	json_object_set_new(o, "free_objects", json_total(tot->free_objects));
+	json_object_set_new(o, "inuse_objects", json_total(tot->inuse_objects));
+	json_object_set_new(o, "inuse_space", json_total(tot->inuse_space));
+	json_object_set_new(o, "peak_inuse_space", json_total(tot->peak_inuse_space));
+	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
+	json_object_set_new(o, "calls", t->has_end ? json_u64(t->calls) : json_null());
+	json_object_set_new(o, "bytes", t->has_end ? json_u64(t->bytes) : json_null());
+	json_object_set_new(o, "truncated", json_boolean(t->truncated));
+	json_object_set_new(o, "truncated_why",
+			    t->truncated ? json_string(t->truncated_why) : json_null());
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s) {
+		ap_die_msg("stats: cannot encode JSON");
+		return AP_EXIT_FAIL;
+	}
+	puts(s);
+	free(s);
+	return AP_EXIT_OK;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false;
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			stats_usage(stdout);
+			return AP_EXIT_OK;
+		case 'j':
+			json = true;
+			break;
+		default:
+			if (optopt)
+				return ap_usage_error("stats", "unknown option '-%c'", optopt);
+			return ap_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return ap_usage_error("stats", "no trace file given");
+	if (argc - optind > 1)
+		return ap_usage_error("stats", "one trace at a time ('%s' is extra)", argv[optind + 1]);
+	const char *path = argv[optind];
+
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	bool show = ap_progress_wanted();
+	int rc = ap_trace_read(path, &t, &err, show ? progress : NULL, (void *)path);
+	if (show)
+		fputs("\r\033[K", stderr);
+	if (rc < 0) {
+		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
+	if (t->truncated)
+		ap_die_msg("warning: %s: truncated trace (%s): the totals cover its complete part",
+			   path, t->truncated_why);
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	if (json)
+		rc = print_json(t, &tot);
+	else {
+		print_text(t, &tot);
+		rc = AP_EXIT_OK;
+	}
+	ap_trace_free(t);
+	return rc;
+}

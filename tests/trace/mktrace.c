@@ -1,0 +1,117 @@
+/* Writes the synthetic traces the `stats` tests read, with the test writer.
+ * usage: mktrace NAME OUT
+ * Each trace's content (and so its totals) is fixed here by construction;
+ * the comments give the values the expected files hold. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_trace_writer.h"
+
+static const char *const demo_argv[] = { "/usr/bin/demo", "--size", "big file" };
+
+static struct ap_tw *demo_writer(uint64_t rate)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = rate;
+	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
+	h.pid = 4242;
+	h.ppid = 1;
+	h.exe = "/usr/bin/demo";
+	h.argv = demo_argv;
+	h.argc = 3;
+	struct ap_tw *tw = ap_tw_new(&h);
+	struct ap_segment seg = { .vaddr = 0x1000, .memsz = 0x5000, .offset = 0x1000, .flags = 5 };
+	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/demo", (const uint8_t *)"\x12\x34", 2, &seg, 1);
+	ap_tw_thread(tw, 4242, "demo");
+	ap_tw_thread(tw, 4243, "worker");
+	return tw;
+}
+
+/* rate 1, two threads. By time: +10 A 100 B, +20 B 1000 B, +25 D 1 MiB
+ * (worker), +30 free A, +35 free D, +40 realloc B -> C 4000 B, +45 E 2048 B
+ * (worker), +50 calloc X 0 B, +55 free of 0x9999 (never allocated).
+ * alloc_objects 6, alloc_space 1055724, free_objects 3 (A, B, D),
+ * inuse 3 objects (C, E, X) 6048 B, peak 1049676 B (after D), events 9,
+ * samples 6, unmatched_frees 1. */
+static struct ap_tw *exact(void)
+{
+	struct ap_tw *tw = demo_writer(1);
+	uint64_t pcs[] = { 0x555555555123ull, 0x555555555456ull };
+	uint32_t s = ap_tw_stack(tw, pcs, 2);
+	uint64_t t0 = 1000000000ull;
+	ap_tw_alloc(tw, 4242, t0 + 10, 0, AP_KIND_MALLOC, 0x1000, 100, s);
+	ap_tw_alloc(tw, 4242, t0 + 20, 0, AP_KIND_MALLOC, 0x2000, 1000, s);
+	ap_tw_alloc(tw, 4243, t0 + 25, 1, AP_KIND_MALLOC, 0x5000, 1048576, s);
+	ap_tw_free(tw, 4242, t0 + 30, 0, 0x1000);
+	ap_tw_free(tw, 4243, t0 + 35, 1, 0x5000);
+	ap_tw_realloc(tw, 4242, t0 + 40, 1, AP_KIND_REALLOC, 0x2000, 0x3000, 4000, s,
+		      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
+	ap_tw_alloc(tw, 4243, t0 + 45, 1, AP_KIND_ALIGNED, 0x6000, 2048, s);
+	ap_tw_alloc(tw, 4242, t0 + 50, 1, AP_KIND_CALLOC, 0x4000, 0, s);
+	ap_tw_free(tw, 4243, t0 + 55, 0, 0x9999);
+	return tw;
+}
+
+/* rate 524288: three samples, 1 MiB at 0x1000 and 0x2000, 100 B at 0x3000;
+ * the first 1 MiB block is freed. Weights 1/(1-exp(-(s+1)/R)). */
+static struct ap_tw *sampled(void)
+{
+	struct ap_tw *tw = demo_writer(524288);
+	uint64_t pc = 0x555555555123ull;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	uint64_t t0 = 1000000000ull;
+	ap_tw_alloc(tw, 4242, t0 + 1000, 0, AP_KIND_MALLOC, 0x1000, 1048576, s);
+	ap_tw_alloc(tw, 4242, t0 + 2000, 0, AP_KIND_MALLOC, 0x2000, 1048576, s);
+	ap_tw_free(tw, 4242, t0 + 3000, 0, 0x1000);
+	ap_tw_alloc(tw, 4243, t0 + 4000, 0, AP_KIND_MALLOC, 0x3000, 100, s);
+	return tw;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n");
+		return 2;
+	}
+	const char *name = argv[1];
+	struct ap_tw *tw;
+	struct ap_tw_end end = { .end_ns = 2500000000ull, .reason = AP_END_EXIT,
+				 .calls = 10, .bytes = 1055800 };
+	size_t cut = 0;
+	if (!strcmp(name, "exact")) {
+		tw = exact();
+		ap_tw_end(tw, &end); /* duration 1.5 s */
+	} else if (!strcmp(name, "exact-noend")) {
+		tw = exact(); /* duration up to the last event: 55 ns */
+	} else if (!strcmp(name, "exact-cut")) {
+		/* everything, then END, then one more chunk cut short */
+		tw = exact();
+		ap_tw_end(tw, &end);
+		ap_tw_free(tw, 4242, 2600000000ull, 0, 0x3000);
+		ap_tw_flush(tw);
+		cut = 2;
+	} else if (!strcmp(name, "sampled")) {
+		tw = sampled();
+		end.end_ns = 1000000000ull + 3600000000000ull; /* one hour */
+		ap_tw_end(tw, &end);
+	} else {
+		fprintf(stderr, "mktrace: unknown trace '%s'\n", name);
+		return 2;
+	}
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	if (ap_tw_close_mem(tw, &data, &len, &err) < 0) {
+		fprintf(stderr, "mktrace: %s\n", err.msg);
+		return 1;
+	}
+	FILE *f = fopen(argv[2], "wb");
+	if (!f || fwrite(data, 1, len - cut, f) != len - cut || fclose(f) != 0) {
+		perror(argv[2]);
+		return 1;
+	}
+	free(data);
+	return 0;
+}

@@ -1,0 +1,128 @@
+#!/bin/bash
+# `allocprof stats` on traces made by the test writer (tests/trace/mktrace.c
+# says what each holds, so the values are fixed by construction): golden text
+# and JSON, sampled weights checked against the formula, one error line and
+# exit 1 for each class of bad input, a warning and exit 0 for truncated
+# traces, -h.
+# usage: test-stats.sh ALLOCPROF MKTRACE SRCDIR
+set -u
+AP=$(realpath "$1")
+MK=$(realpath "$2")
+SRC=$(realpath "$3")
+export LC_ALL=C ALLOCPROF_NO_PROGRESS=1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+# expect NAME RC ARGS...: runs stats, compares stdout with expected/NAME.out
+# and stderr with expected/NAME.err (empty when that file is absent).
+expect() {
+	local name=$1 rc=$2
+	shift 2
+	(cd "$T" && "$AP" stats "$@" >"$name.out" 2>"$name.err")
+	local got=$?
+	[ "$got" = "$rc" ] || bad "$name: exit $got, expected $rc"
+	diff -u "$SRC/expected/$name.out" "$T/$name.out" || bad "$name: stdout differs"
+	if [ -f "$SRC/expected/$name.err" ]; then
+		diff -u "$SRC/expected/$name.err" "$T/$name.err" || bad "$name: stderr differs"
+	else
+		[ -s "$T/$name.err" ] && { bad "$name: unexpected stderr:"; cat "$T/$name.err"; }
+	fi
+}
+
+# expect_err NAME LINE ARGS...: exit 1, nothing on stdout, exactly LINE on stderr.
+expect_err() {
+	local name=$1 line=$2
+	shift 2
+	(cd "$T" && "$AP" stats "$@" >"$name.out" 2>"$name.err")
+	local got=$?
+	[ "$got" = 1 ] || bad "$name: exit $got, expected 1"
+	[ -s "$T/$name.out" ] && bad "$name: stdout not empty"
+	printf '%s\n' "$line" | diff -u - "$T/$name.err" || bad "$name: stderr differs"
+}
+
+for n in exact exact-noend exact-cut sampled; do
+	"$MK" "$n" "$T/$n.trace" || bad "mktrace $n"
+done
+
+expect exact 0 exact.trace
+expect exact-json 0 --json exact.trace
+expect exact-noend 0 exact-noend.trace
+expect exact-noend-json 0 --json exact-noend.trace
+expect exact-cut 0 exact-cut.trace
+expect sampled 0 sampled.trace
+expect sampled-json 0 --json sampled.trace
+
+# The sampled estimates against the format doc's weight formula, computed
+# here independently of the C code.
+python3 - "$T/sampled-json.out" <<'EOF' || bad "sampled weights"
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+R = 524288
+w = lambda s: 1 / (1 - math.exp(-(s + 1) / R))
+big, small = w(1048576), w(100)
+want = {
+    "alloc_objects": 2 * big + small,
+    "alloc_space": 2 * big * 1048576 + small * 100,
+    "free_objects": big,
+    "inuse_objects": big + small,
+    "inuse_space": big * 1048576 + small * 100,
+    "peak_inuse_space": 2 * big * 1048576,
+}
+ok = True
+for k, v in want.items():
+    if abs(j[k] - v) > 0.5:
+        print(f"{k}: {j[k]}, expected {v:.3f}")
+        ok = False
+if j["exact"] or j["rate"] != R or j["samples"] != 3 or j["events"] != 4:
+    print("exact/rate/samples/events:", j["exact"], j["rate"], j["samples"], j["events"])
+    ok = False
+sys.exit(0 if ok else 1)
+EOF
+
+# Bad inputs: one line, exit 1.
+expect_err missing "allocprof: nothere.trace: No such file or directory" nothere.trace
+mkdir "$T/dir.trace"
+expect_err directory "allocprof: dir.trace: Is a directory" dir.trace
+: >"$T/empty.trace"
+expect_err empty "allocprof: empty.trace: not an allocprof trace" empty.trace
+echo "this is not a trace at all" >"$T/text.trace"
+expect_err text "allocprof: text.trace: not an allocprof trace" text.trace
+# version 2 (byte 8), then a big-endian byte-order mark (bytes 12..15)
+cp "$T/exact.trace" "$T/v2.trace"
+printf '\x02' | dd of="$T/v2.trace" bs=1 seek=8 conv=notrunc status=none
+expect_err version "allocprof: v2.trace: trace format version 2, this allocprof reads 1" v2.trace
+cp "$T/exact.trace" "$T/bom.trace"
+printf '\x01\x02\x03\x04' | dd of="$T/bom.trace" bs=1 seek=12 conv=notrunc status=none
+expect_err bom "allocprof: bom.trace: wrong byte-order mark 0x04030201 (expected 0x01020304): written on a machine of another byte order, or damaged" bom.trace
+# a flipped byte in the HEADER payload (byte 16 + 24 + 1)
+cp "$T/exact.trace" "$T/crc.trace"
+printf '\xee' | dd of="$T/crc.trace" bs=1 seek=41 conv=notrunc status=none
+expect_err crc "allocprof: crc.trace: corrupt chunk at byte 16: payload checksum mismatch" crc.trace
+# only the preamble: cut before the header
+head -c 16 "$T/exact.trace" >"$T/nohdr.trace"
+expect_err noheader "allocprof: nohdr.trace: no header chunk: the trace is empty or was cut before its header" nohdr.trace
+
+# Usage errors: exit 2.
+"$AP" stats >/dev/null 2>"$T/usage.err"
+[ $? = 2 ] || bad "stats without a trace: exit not 2"
+grep -q "^allocprof: stats: no trace file given (see 'allocprof stats -h')$" "$T/usage.err" || bad "usage message: $(cat "$T/usage.err")"
+"$AP" stats --bogus "$T/exact.trace" >/dev/null 2>"$T/usage2.err"
+[ $? = 2 ] || bad "stats --bogus: exit not 2"
+grep -q "unknown option '--bogus'" "$T/usage2.err" || bad "bogus option message: $(cat "$T/usage2.err")"
+"$AP" stats "$T/exact.trace" "$T/exact.trace" >/dev/null 2>&1
+[ $? = 2 ] || bad "two traces: exit not 2"
+
+# -h / --help: to stdout, exit 0.
+for h in -h --help; do
+	out=$("$AP" stats $h) || bad "stats $h: exit $?"
+	case $out in "usage: allocprof stats [--json] TRACE"*) ;; *) bad "stats $h: $out" ;; esac
+done
+
+[ $fail = 0 ] && echo "stats: all checks passed"
+exit $fail
