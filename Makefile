@@ -6,7 +6,7 @@ ALLOCPROF  := $(BUILD)/cli/allocprof
 
 DEBS := gcc g++ make meson ninja-build pkg-config python3 \
 	libunwind-dev libdw-dev libelf-dev libjansson-dev libncurses-dev zlib1g-dev \
-	elfutils binutils valgrind golang-go heaptrack sqlite3
+	elfutils binutils valgrind golang-go heaptrack sqlite3 libc6-dbg
 
 .PHONY: all deps build build-asan demo check bench clean
 

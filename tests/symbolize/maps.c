@@ -5,6 +5,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,4 +94,23 @@ struct ap_mapping *symtest_maps_copy(const struct ap_trace *t)
 		memcpy(c[i].segs, t->maps[i].segs, t->maps[i].nsegs * sizeof(*c[i].segs));
 	}
 	return c;
+}
+
+int symtest_site_line(const char *file, const char *name)
+{
+	char marker[128], line[1024];
+	int mlen = snprintf(marker, sizeof(marker), "SITE:%s", name);
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return -1;
+	int no = 0, found = -1;
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		no++;
+		/* the marker is followed by a blank or ends the line */
+		for (const char *p = strstr(line, marker); p; p = strstr(p + 1, marker))
+			if (p[mlen] == ' ' || p[mlen] == '\n' || p[mlen] == '\0')
+				found = no;
+	}
+	fclose(f);
+	return found;
 }

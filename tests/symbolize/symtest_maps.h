@@ -1,4 +1,5 @@
-/* Module list of the running process, as the sampler records it. */
+/* Module list of the running process, as the sampler records it, and
+ * source markers. */
 #ifndef SYMTEST_MAPS_H
 #define SYMTEST_MAPS_H
 
@@ -12,5 +13,9 @@ void symtest_maps_free(struct ap_trace *t);
 /* A deep copy of t->maps (t->nmaps entries), for tests that edit it;
  * release by putting it in a trace and calling symtest_maps_free. */
 struct ap_mapping *symtest_maps_copy(const struct ap_trace *t);
+
+/* The line of the comment "SITE:<name>" in a source file: expected call
+ * sites fixed by the source itself. -1 when absent. */
+int symtest_site_line(const char *file, const char *name);
 
 #endif

@@ -70,35 +70,6 @@ static const char *base_of(const char *p)
 	return b ? b + 1 : p;
 }
 
-/* The line of `marker` ("SITE:name") in a source file: the expectation is
- * fixed by the source itself. */
-static int site_line(const char *file, const char *name)
-{
-	char marker[128], line[1024];
-	snprintf(marker, sizeof(marker), "SITE:%s ", name);
-	size_t mlen = strlen(marker);
-	FILE *f = fopen(file, "r");
-	if (!f)
-		return -1;
-	int no = 0, found = -1;
-	while (fgets(line, sizeof(line), f)) {
-		no++;
-		/* the marker is followed by a space or the end of the line */
-		char *p = strstr(line, marker);
-		if (!p) {
-			marker[mlen - 1] = '\n';
-			p = strstr(line, marker);
-			marker[mlen - 1] = ' ';
-		}
-		if (p) {
-			found = no;
-			break;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 static const struct ap_mapping *mapping_of(const struct ap_trace *t, uint64_t pc)
 {
 	for (size_t i = t->nmaps; i-- > 0;) {
@@ -266,7 +237,7 @@ static void check_sites(struct ap_symbolizer *s, const struct ap_trace *t, size_
 			      f->func, f->file ? f->file : "??", f->line);
 			continue;
 		}
-		int line = f->file ? site_line(f->file, sites[j].site) : -1;
+		int line = f->file ? symtest_site_line(f->file, sites[j].site) : -1;
 		CHECK(line > 0 && f->line == line, "%s: %s at %s:%d, SITE:%s is line %d", what,
 		      f->func, f->file ? f->file : "??", f->line, sites[j].site, line);
 		sites[j].got++;
