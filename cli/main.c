@@ -17,6 +17,7 @@ struct command {
 
 static const struct command commands[] = {
 	/* Subcommands, in the order `allocprof --help` lists them. */
+	{ "record", cmd_record, "run a program and record its allocations into a trace" },
 	{ "top", cmd_top, "the hottest allocation sites, as pprof -top shows them" },
 	{ "list", cmd_list, "source of matching functions, each line annotated" },
 	{ "stats", cmd_stats, "summary of a trace: program, duration, rate, totals" },

@@ -1,0 +1,480 @@
+/* `allocprof record`: runs a program with liballocprof.so preloaded and
+ * says where its trace went. */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ap_trace.h"
+#include "commands.h"
+
+#define SAMPLER_SO "liballocprof.so"
+
+static void record_usage(FILE *f)
+{
+	fputs("usage: allocprof record [OPTIONS] [--] PROGRAM [ARGS...]\n\n"
+	      "Runs PROGRAM with the allocprof sampler preloaded (LD_PRELOAD) and\n"
+	      "writes its allocation trace. Options end at the first argument that\n"
+	      "is not one, so the program's own options pass through.\n\n"
+	      "options:\n"
+	      "  -o, --output PATH  trace file (default: allocprof.<program>.<pid>.trace\n"
+	      "                     in the current directory, <pid> the program's)\n"
+	      "      --rate BYTES   mean bytes between samples (default 512K; accepts\n"
+	      "                     suffixes K, M, G; 1 records every allocation)\n"
+	      "      --all          record every allocation and free (same as --rate 1)\n"
+	      "      --max-depth N  stack depth cap (default 64, at most 256)\n"
+	      "      --no-children  profile only PROGRAM, not the programs it runs\n"
+	      "                     nor the processes it forks\n"
+	      "  -q, --quiet        no summary line at the end\n"
+	      "  -h, --help         show this help\n\n"
+	      "Processes PROGRAM forks write <output>.<pid>; an image that replaced\n"
+	      "itself with exec after recording events leaves its trace, and the new\n"
+	      "image writes <trace>.exec<n>.\n\n"
+	      "Exit status: PROGRAM's own, 128+N if it died of signal N; 1 if it\n"
+	      "could not be run (not found, not executable, statically linked,\n"
+	      "setuid or setgid: LD_PRELOAD cannot reach those); 2 for bad usage.\n"
+	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
+	      "looked for.\n",
+	      f);
+}
+
+struct record_opts {
+	const char *output;
+	uint64_t rate;
+	unsigned max_depth;
+	bool no_children;
+	bool quiet;
+};
+
+/* Option value: "--opt VALUE" or "--opt=VALUE". */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (*i + 1 >= argc)
+		return NULL;
+	return argv[++*i];
+}
+
+static bool opt_is(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
+}
+
+static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
+{
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (a[0] != '-' || !a[1])
+			break;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			record_usage(stdout);
+			return -1;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else if (!strcmp(a, "--all")) {
+			o->rate = 1;
+		} else if (!strcmp(a, "--no-children")) {
+			o->no_children = true;
+		} else if (!strcmp(a, "-o") || opt_is(a, "--output")) {
+			if (!(v = opt_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output")) || !*v)
+				return ap_usage_error("record", "%s needs a path", a);
+			o->output = v;
+		} else if (!strncmp(a, "-o", 2)) {
+			o->output = a + 2;
+		} else if (opt_is(a, "--rate")) {
+			if (!(v = opt_value(argc, argv, &i, "--rate")))
+				return ap_usage_error("record", "--rate needs a size");
+			if (ap_parse_size(v, &o->rate) < 0 || o->rate == 0)
+				return ap_usage_error("record", "--rate: '%s' is not a size in bytes (like 512K)", v);
+		} else if (opt_is(a, "--max-depth")) {
+			uint64_t d;
+			char *end;
+			if (!(v = opt_value(argc, argv, &i, "--max-depth")))
+				return ap_usage_error("record", "--max-depth needs a number");
+			errno = 0;
+			d = strtoull(v, &end, 10);
+			if (errno || end == v || *end || d < 1 || d > 256)
+				return ap_usage_error("record", "--max-depth: '%s' is not a number from 1 to 256", v);
+			o->max_depth = (unsigned)d;
+		} else {
+			return ap_usage_error("record", "unknown option '%s'", a);
+		}
+	}
+	if (i >= argc)
+		return ap_usage_error("record", "no program to run");
+	*first = i;
+	return 0;
+}
+
+/* The program as execvp would find it: into `out`, or -1 with errno. */
+static int find_program(const char *prog, char *out, size_t len)
+{
+	if (strchr(prog, '/')) {
+		if (snprintf(out, len, "%s", prog) >= (int)len)
+			return errno = ENAMETOOLONG, -1;
+		return access(out, F_OK) == 0 ? 0 : -1;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	int saw_eacces = 0;
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t dl = colon ? (size_t)(colon - path) : strlen(path);
+		if (dl == 0)
+			snprintf(out, len, "%s", prog);
+		else
+			snprintf(out, len, "%.*s/%s", (int)dl, path, prog);
+		struct stat st;
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			saw_eacces = 1;
+		}
+		if (!colon)
+			break;
+		path = colon + 1;
+	}
+	if (saw_eacces) {
+		/* found, but not executable: report that one */
+		return errno = EACCES, -1;
+	}
+	return errno = ENOENT, -1;
+}
+
+/* Refuses programs LD_PRELOAD cannot reach. Returns 0, or -1 after one line
+ * on stderr. */
+static int check_program(const char *shown, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		ap_die_msg("%s: %s", shown, strerror(errno));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ap_die_msg("%s: is a directory", shown);
+		return -1;
+	}
+	if (access(path, X_OK) < 0) {
+		ap_die_msg("%s: not executable: %s", shown, strerror(errno));
+		return -1;
+	}
+	if (st.st_mode & (S_ISUID | S_ISGID)) {
+		ap_die_msg("%s: %s: secure-execution mode ignores LD_PRELOAD", shown,
+			   st.st_mode & S_ISUID ? "setuid" : "setgid");
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* execute-only: let exec decide */
+	Elf64_Ehdr eh;
+	ssize_t n = pread(fd, &eh, sizeof(eh), 0);
+	int rc = 0;
+	if (n >= 2 && !memcmp(&eh, "#!", 2)) {
+		rc = 0; /* a script: the interpreter is what gets profiled */
+	} else if (n == (ssize_t)sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+		if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+			ap_die_msg("%s: not an x86-64 ELF program: allocprof records x86-64 only", shown);
+			rc = -1;
+		} else {
+			bool interp = false;
+			for (unsigned i = 0; i < eh.e_phnum; i++) {
+				Elf64_Phdr ph;
+				if (pread(fd, &ph, sizeof(ph),
+					  (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+				    (ssize_t)sizeof(ph))
+					break;
+				if (ph.p_type == PT_INTERP)
+					interp = true;
+			}
+			if (!interp) {
+				ap_die_msg("%s: statically linked: LD_PRELOAD cannot interpose its allocator", shown);
+				rc = -1;
+			}
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+/* liballocprof.so: $ALLOCPROF_PRELOAD, next to the build tree's binary,
+ * or the installed copy. */
+static int find_sampler(char *out, size_t len)
+{
+	const char *env = getenv("ALLOCPROF_PRELOAD");
+	if (env && *env) {
+		if (access(env, R_OK) < 0) {
+			ap_die_msg("ALLOCPROF_PRELOAD=%s: %s", env, strerror(errno));
+			return -1;
+		}
+		if (!realpath(env, out))
+			snprintf(out, len, "%s", env);
+		return 0;
+	}
+	char self[PATH_MAX], cand[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			snprintf(cand, sizeof(cand), "%s/../sampler/" SAMPLER_SO, self);
+			if (access(cand, R_OK) == 0 && realpath(cand, out))
+				return 0;
+		}
+	}
+	snprintf(cand, sizeof(cand), "%s/" SAMPLER_SO, AP_PKGLIBDIR);
+	if (access(cand, R_OK) == 0 && strlen(cand) < len) {
+		memcpy(out, cand, strlen(cand) + 1);
+		return 0;
+	}
+	ap_die_msg("cannot find " SAMPLER_SO ": not next to this allocprof (../sampler/) "
+		   "nor in %s; set ALLOCPROF_PRELOAD to its path", AP_PKGLIBDIR);
+	return -1;
+}
+
+static pid_t child_pid;
+
+/* Signals sent to allocprof itself go on to the program. Those the terminal
+ * sends to the whole foreground group (Ctrl-C) reach the program directly:
+ * forwarding them too would deliver them twice. */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+	if (child_pid > 0 && (si->si_code == SI_USER || si->si_code == SI_QUEUE) &&
+	    si->si_pid != child_pid)
+		kill(child_pid, sig);
+}
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static void setenv_u64(const char *name, uint64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	setenv(name, buf, 1);
+}
+
+/* One trace's summary line. */
+static void summarize(const char *path, const char *what)
+{
+	struct ap_trace *t;
+	struct ap_error err;
+	struct stat st;
+	if (stat(path, &st) < 0 || st.st_size == 0) {
+		ap_die_msg("%s: no trace was written (%s): the program was not profiled "
+			   "(did it clear LD_PRELOAD, or is it statically linked?)",
+			   path, stat(path, &st) < 0 ? "missing" : "empty");
+		return;
+	}
+	if (ap_trace_read(path, &t, &err, NULL, NULL) < 0) {
+		ap_print_error(&err);
+		return;
+	}
+	fprintf(stderr, "allocprof: %s %s (%zu events, %zu thread%s%s%s)\n", what, path,
+		t->nev, t->nthreads, t->nthreads == 1 ? "" : "s",
+		t->truncated ? "; truncated: " : "", t->truncated ? t->truncated_why : "");
+	ap_trace_free(t);
+}
+
+/* <output>.<digits>[.exec<n>] and <output>.exec<n>: traces of the processes
+ * and images that followed the program, written since `since`. */
+static bool is_child_suffix(const char *s)
+{
+	const char *p = s;
+	if (*p != '.')
+		return false;
+	p++;
+	if (*p >= '0' && *p <= '9') {
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (!*p)
+			return true;
+		if (*p != '.')
+			return false;
+		p++;
+	}
+	if (strncmp(p, "exec", 4) || !p[4])
+		return false;
+	for (p += 4; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void summarize_children(const char *output, time_t since)
+{
+	char dir[PATH_MAX * 2 + 64];
+	snprintf(dir, sizeof(dir), "%s", output);
+	char *slash = strrchr(dir, '/');
+	const char *base = output;
+	if (slash) {
+		*slash = 0;
+		base = output + (slash - dir) + 1;
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+	}
+	DIR *d = opendir(dir[0] ? dir : "/");
+	if (!d)
+		return;
+	size_t bl = strlen(base), n = 0, alloc = 0;
+	char **names = NULL;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, base, bl) || !is_child_suffix(de->d_name + bl))
+			continue;
+		struct ap_buf p = AP_BUF_INIT;
+		ap_buf_addf(&p, "%s/%s", dir[0] ? dir : "", de->d_name);
+		struct stat st;
+		if (stat(p.buf, &st) < 0 || st.st_mtime < since) {
+			ap_buf_release(&p);
+			continue;
+		}
+		AP_ALLOC_GROW(names, n + 1, alloc);
+		names[n++] = ap_buf_detach(&p, NULL);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		summarize(slash ? names[i] : names[i] + 2, "child trace");
+		free(names[i]);
+	}
+	free(names);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = { NULL, 512 * 1024, 64, false, false };
+	int first = 0;
+	int rc = parse_opts(argc, argv, &o, &first);
+	if (rc)
+		return rc < 0 ? AP_EXIT_OK : rc;
+	const char *prog = argv[first];
+	char path[PATH_MAX], so[PATH_MAX];
+	if (find_program(prog, path, sizeof(path)) < 0) {
+		if (errno == ENOENT && !strchr(prog, '/'))
+			ap_die_msg("%s: command not found", prog);
+		else
+			ap_die_msg("%s: %s", prog, strerror(errno));
+		return AP_EXIT_FAIL;
+	}
+	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0)
+		return AP_EXIT_FAIL;
+
+	/* The child tells through this pipe (closed on exec) why exec failed. */
+	int sync[2];
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		ap_die_msg("pipe: %s", strerror(errno));
+		return AP_EXIT_FAIL;
+	}
+	struct sigaction sa, old[4];
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+
+	fflush(NULL);
+	time_t start = time(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		ap_die_msg("fork: %s", strerror(errno));
+		return AP_EXIT_FAIL;
+	}
+	/* The default name holds the program's pid: both sides compute it. */
+	char output[PATH_MAX + 64];
+	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+	pid_t target = pid ? pid : getpid();
+	if (o.output)
+		snprintf(output, sizeof(output), "%s", o.output);
+	else
+		snprintf(output, sizeof(output), "allocprof.%s.%d.trace", bn, (int)target);
+	char abs_out[PATH_MAX * 2 + 64];
+	if (output[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			snprintf(cwd, sizeof(cwd), ".");
+		snprintf(abs_out, sizeof(abs_out), "%s/%s", cwd, output);
+	} else {
+		snprintf(abs_out, sizeof(abs_out), "%s", output);
+	}
+
+	if (pid == 0) {
+		close(sync[0]);
+		unlink(abs_out); /* a stale trace must not pass for this run's */
+		const char *pre = getenv("LD_PRELOAD");
+		struct ap_buf lp = AP_BUF_INIT;
+		ap_buf_addstr(&lp, so);
+		if (pre && *pre)
+			ap_buf_addf(&lp, ":%s", pre);
+		setenv("LD_PRELOAD", lp.buf, 1);
+		setenv("ALLOCPROF_OUTPUT", abs_out, 1);
+		setenv_u64("ALLOCPROF_PID", (uint64_t)getpid());
+		setenv_u64("ALLOCPROF_RATE", o.rate);
+		setenv_u64("ALLOCPROF_MAX_DEPTH", o.max_depth);
+		if (o.no_children)
+			setenv("ALLOCPROF_NO_CHILDREN", "1", 1);
+		else
+			unsetenv("ALLOCPROF_NO_CHILDREN");
+		unsetenv("ALLOCPROF_EXEC");
+		execv(path, argv + first);
+		int e = errno;
+		ap_die_msg("%s: %s", prog, strerror(e));
+		if (write(sync[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	child_pid = pid;
+	close(sync[1]);
+	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+		sigaction(forwarded[i], &sa, &old[i]);
+	int exec_err = 0;
+	ssize_t got;
+	while ((got = read(sync[0], &exec_err, sizeof(exec_err))) < 0 && errno == EINTR)
+		;
+	close(sync[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			ap_die_msg("waitpid: %s", strerror(errno));
+			return AP_EXIT_FAIL;
+		}
+	}
+	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+		sigaction(forwarded[i], &old[i], NULL);
+	if (got == (ssize_t)sizeof(exec_err))
+		return AP_EXIT_FAIL; /* could not exec: the child said why */
+
+	struct stat st;
+	if (!o.quiet) {
+		summarize(output, "wrote");
+		summarize_children(output, start);
+	} else if (stat(output, &st) < 0 || st.st_size == 0) {
+		summarize(output, "wrote"); /* says plainly that nothing was written */
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return AP_EXIT_FAIL;
+}

@@ -1,0 +1,1895 @@
+/* liballocprof.so: the preloaded sampler. Interposes the malloc family,
+ * samples allocations by a Poisson process over bytes (or records every one
+ * with rate 1), unwinds sampled stacks with libunwind and writes the trace
+ * of docs/trace-format.md. Nothing here may call malloc on its own behalf:
+ * memory comes from mmap, output goes out with write(2), and whatever glibc
+ * or libunwind allocate for us passes through under the per-thread guard. */
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <limits.h>
+#include <link.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ap_trace_enc.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define DEFAULT_RATE 524288
+#define DEFAULT_DEPTH 64
+#define MAX_DEPTH_CAP 256
+#define OWN_FRAMES_SLACK 32	/* frames of ours (and libunwind's) to drop */
+#define THR_BUF_SIZE (64u << 10)
+#define META_BUF_SIZE (1u << 20)
+#define EV_HDR (AP_CHUNK_HDR_LEN + 8) /* chunk header + base_ns */
+#define EV_MAX_REC 64		/* largest EVENTS record: tag+5 varints */
+#define FLUSH_AGE_NS 1000000000ull
+#define FILTER_BITS 16
+#define MAX_MODULES 4096
+#define BOOT_ARENA_SIZE (64u << 10)
+
+enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
+
+/* ---- per-thread state: one small initial-exec TLS block ---------------- */
+
+struct ap_thr;
+
+struct ap_tls {
+	int64_t countdown;	/* bytes (+1 per call) until the next sample */
+	uint64_t calls;		/* allocation calls of this thread */
+	struct ap_thr *thr;	/* NULL until registered, &dead_thr after exit */
+	uint64_t rng;
+	uint64_t consumed;	/* size+1 counted in finished intervals */
+	int64_t interval;	/* length of the current interval */
+	uint32_t tid;
+	uint32_t guard;		/* inside the sampler: pass everything through */
+	uint32_t pid;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
+
+static __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
+
+/* A thread's event buffer (also used for the shared fallback buffer). The
+ * chunk header and base_ns are filled in place at flush time. */
+struct ap_thr {
+	struct ap_thr *next;	/* all buffers ever made */
+	struct ap_thr *next_free;
+	int lock;
+	int live;
+	uint32_t tid;
+	uint32_t cpu;
+	struct ap_tls *tls;	/* the owner's TLS block, while live */
+	uint64_t base_ts, prev_ts, prev_addr;
+	uint64_t events;	/* records appended since the trace started */
+	size_t len;
+	uint8_t *buf;		/* THR_BUF_SIZE bytes */
+};
+
+/* ---- global state ------------------------------------------------------ */
+
+static int ap_state = AP_INIT;
+static uint64_t ap_rate = DEFAULT_RATE;
+static int ap_all;
+static unsigned ap_max_depth = DEFAULT_DEPTH;
+static uint64_t ap_seed;
+static int ap_fd = -1;
+static pid_t ap_pid;
+static unsigned ap_gen;		/* exec generation of this pid (0: first image) */
+static int ap_no_children;
+static char ap_path[PATH_MAX];
+static char ap_base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
+static pthread_key_t thr_key;
+static uint64_t thr_seq;
+
+static int list_lock;
+static struct ap_thr *thr_all, *thr_free;
+static struct ap_thr dead_thr;	/* marker: the thread's key destructor ran */
+static struct ap_thr fallback;	/* events of threads past their destructor */
+static uint64_t exited_calls, exited_consumed;
+
+static int meta_lock;
+static uint8_t *meta_buf;	/* header room + META_BUF_SIZE */
+static size_t meta_len;
+
+static uint8_t ap_filter[1u << FILTER_BITS];
+
+/* Range of this library's image, to drop our own frames from stacks. */
+extern char __ehdr_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static inline void lk_lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			sched_yield();
+}
+
+/* For signal context: give up rather than wait forever on a lock the
+ * interrupted code may hold. */
+static int lk_trylock_bounded(int *l)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
+static inline void lk_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static void *map_mem(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t now_ns(int clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t sys_gettid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static pid_t sys_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
+static void write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static size_t str_len(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* Decimal digits of v at p; returns the count. */
+static size_t put_dec(char *p, uint64_t v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+static uint64_t parse_u64(const char *s, uint64_t dflt)
+{
+	if (!s || !*s)
+		return dflt;
+	uint64_t v = 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return dflt;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	return v;
+}
+
+/* One line on stderr without stdio: "allocprof: a: b". */
+static void say(const char *a, const char *b)
+{
+	char line[PATH_MAX + 256];
+	size_t n = 0;
+	const char *parts[] = { "allocprof: ", a, ": ", b, "\n" };
+	for (size_t i = 0; i < 5; i++) {
+		size_t l = str_len(parts[i]);
+		if (n + l >= sizeof(line))
+			l = sizeof(line) - n - 1;
+		memcpy(line + n, parts[i], l);
+		n += l;
+	}
+	write_all(STDERR_FILENO, line, n);
+}
+
+/* ---- resolving the real functions ------------------------------------- */
+
+/* Until dlsym has answered, allocations come from a static arena; blocks
+ * carry their size in a 16-byte header and are never given back. */
+static _Alignas(64) uint8_t boot_arena[BOOT_ARENA_SIZE];
+static size_t boot_used;
+static int resolving;
+
+static inline int is_boot(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_arena < sizeof(boot_arena);
+}
+
+static inline size_t filter_slot(const void *p)
+{
+	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >>
+			(64 - FILTER_BITS));
+}
+
+/* Bootstrap blocks must take the slow free path (which ignores them):
+ * their filter counters stay saturated. */
+static void boot_mark_filter(void)
+{
+	for (size_t off = 0; off < boot_used; off += 16)
+		ap_filter[filter_slot(boot_arena + off)] = 0xff;
+}
+
+static void *boot_alloc(size_t align, size_t n)
+{
+	if (align < 16)
+		align = 16;
+	size_t start = (boot_used + 16 + align - 1) & ~(align - 1);
+	if (n > sizeof(boot_arena) || start + n > sizeof(boot_arena))
+		return NULL;
+	memcpy(boot_arena + start - 8, &n, sizeof(n));
+	boot_used = start + n;
+	boot_mark_filter();
+	return boot_arena + start;
+}
+
+static size_t boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const uint8_t *)p - 8, sizeof(n));
+	return n;
+}
+
+static void *boot_malloc(size_t n);
+static void *boot_calloc(size_t a, size_t b);
+static void *boot_realloc(void *p, size_t n);
+static void boot_free(void *p);
+static int boot_posix_memalign(void **out, size_t al, size_t n);
+static void *boot_aligned_alloc(size_t al, size_t n);
+static void *boot_memalign(size_t al, size_t n);
+static void *boot_valloc(size_t n);
+static void *boot_pvalloc(size_t n);
+static void *boot_reallocarray(void *p, size_t a, size_t b);
+static size_t boot_usable_size(void *p);
+
+static void *(*real_malloc)(size_t) = boot_malloc;
+static void *(*real_calloc)(size_t, size_t) = boot_calloc;
+static void *(*real_realloc)(void *, size_t) = boot_realloc;
+static void (*real_free)(void *) = boot_free;
+static int (*real_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
+static void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
+static void *(*real_memalign)(size_t, size_t) = boot_memalign;
+static void *(*real_valloc)(size_t) = boot_valloc;
+static void *(*real_pvalloc)(size_t) = boot_pvalloc;
+static void *(*real_reallocarray)(void *, size_t, size_t) = boot_reallocarray;
+static size_t (*real_usable_size)(void *) = boot_usable_size;
+static void (*real__exit)(int);
+static void (*real__Exit)(int);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_fexecve)(int, char *const[], char *const[]);
+
+static void *must_sym(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+	if (!p) {
+		say(name, "not found by dlsym(RTLD_NEXT): cannot interpose");
+		abort();
+	}
+	return p;
+}
+
+static void resolve(void)
+{
+	if (real_malloc != boot_malloc)
+		return;
+	resolving = 1;
+	void *m = must_sym("malloc");
+	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
+	real_realloc = (void *(*)(void *, size_t))must_sym("realloc");
+	real_free = (void (*)(void *))must_sym("free");
+	real_posix_memalign = (int (*)(void **, size_t, size_t))must_sym("posix_memalign");
+	real_aligned_alloc = (void *(*)(size_t, size_t))must_sym("aligned_alloc");
+	real_memalign = (void *(*)(size_t, size_t))must_sym("memalign");
+	real_valloc = (void *(*)(size_t))must_sym("valloc");
+	real_pvalloc = (void *(*)(size_t))must_sym("pvalloc");
+	real_reallocarray = (void *(*)(void *, size_t, size_t))must_sym("reallocarray");
+	real_usable_size = (size_t (*)(void *))must_sym("malloc_usable_size");
+	real__exit = (void (*)(int))must_sym("_exit");
+	real__Exit = (void (*)(int))must_sym("_Exit");
+	real_execve = (int (*)(const char *, char *const[], char *const[]))must_sym("execve");
+	real_execvpe = (int (*)(const char *, char *const[], char *const[]))must_sym("execvpe");
+	real_fexecve = (int (*)(int, char *const[], char *const[]))must_sym("fexecve");
+	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
+	resolving = 0;
+}
+
+static void *boot_malloc(size_t n)
+{
+	if (resolving)
+		return boot_alloc(16, n);
+	resolve();
+	return real_malloc(n);
+}
+
+static void *boot_calloc(size_t a, size_t b)
+{
+	if (resolving) {
+		size_t n;
+		if (__builtin_mul_overflow(a, b, &n))
+			return NULL;
+		return boot_alloc(16, n); /* the arena is zeroed and never reused */
+	}
+	resolve();
+	return real_calloc(a, b);
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+	if (resolving) {
+		void *q = boot_alloc(16, n);
+		if (q && p)
+			memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+		return q;
+	}
+	resolve();
+	return real_realloc(p, n);
+}
+
+static void boot_free(void *p)
+{
+	if (resolving || !p || is_boot(p))
+		return;
+	resolve();
+	real_free(p);
+}
+
+static int boot_posix_memalign(void **out, size_t al, size_t n)
+{
+	resolve();
+	return real_posix_memalign(out, al, n);
+}
+
+static void *boot_aligned_alloc(size_t al, size_t n)
+{
+	if (resolving)
+		return boot_alloc(al, n);
+	resolve();
+	return real_aligned_alloc(al, n);
+}
+
+static void *boot_memalign(size_t al, size_t n)
+{
+	if (resolving)
+		return boot_alloc(al, n);
+	resolve();
+	return real_memalign(al, n);
+}
+
+static void *boot_valloc(size_t n)
+{
+	resolve();
+	return real_valloc(n);
+}
+
+static void *boot_pvalloc(size_t n)
+{
+	resolve();
+	return real_pvalloc(n);
+}
+
+static void *boot_reallocarray(void *p, size_t a, size_t b)
+{
+	resolve();
+	return real_reallocarray(p, a, b);
+}
+
+static size_t boot_usable_size(void *p)
+{
+	resolve();
+	return real_usable_size(p);
+}
+
+/* ---- the pointer set: which live blocks are tracked (sampled mode) ----- */
+
+/* A counting filter (ap_filter, one byte per slot, saturating) answers "not
+ * tracked" for almost every free without touching the set. The set itself
+ * is an open-addressing table of addresses under a lock; it grows instead of
+ * ever failing an insert. Keys: 0 empty, 1 deleted. */
+static int set_lock;
+static uint64_t *set_tab;
+static size_t set_cap, set_count, set_used;
+
+static void set_rehash(size_t cap)
+{
+	uint64_t *t = map_mem(cap * sizeof(uint64_t));
+	if (!t)
+		return; /* keep the old table: inserts still find room (see below) */
+	for (size_t i = 0; i < set_cap; i++) {
+		uint64_t k = set_tab[i];
+		if (k > 1) {
+			size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull;
+			for (j &= cap - 1; t[j]; j = (j + 1) & (cap - 1))
+				;
+			t[j] = k;
+		}
+	}
+	if (set_tab)
+		munmap(set_tab, set_cap * sizeof(uint64_t));
+	set_tab = t;
+	set_cap = cap;
+	set_used = set_count;
+}
+
+static void set_insert(const void *p)
+{
+	uint64_t k = (uint64_t)(uintptr_t)p;
+	lk_lock(&set_lock);
+	if ((set_used + 1) * 4 > set_cap * 3)
+		set_rehash(set_count * 2 + 2 > set_cap / 2 ? set_cap * 2 : set_cap);
+	/* If growing failed the table may be nearly full, but a free slot
+	 * always exists (rehash runs at 3/4 while it can). */
+	size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (set_cap - 1);
+	size_t tomb = SIZE_MAX;
+	for (;; j = (j + 1) & (set_cap - 1)) {
+		if (set_tab[j] == 1 && tomb == SIZE_MAX)
+			tomb = j;
+		if (set_tab[j] == 0 || set_tab[j] == k)
+			break;
+	}
+	if (set_tab[j] != k) {
+		if (tomb != SIZE_MAX) {
+			j = tomb;
+		} else {
+			set_used++;
+		}
+		set_tab[j] = k;
+		set_count++;
+		uint8_t *c = &ap_filter[filter_slot(p)];
+		if (*c != 0xff)
+			__atomic_store_n(c, (uint8_t)(*c + 1), __ATOMIC_RELAXED);
+	}
+	lk_unlock(&set_lock);
+}
+
+/* Removes p; returns 1 if it was tracked. */
+static int set_remove(const void *p)
+{
+	uint64_t k = (uint64_t)(uintptr_t)p;
+	int found = 0;
+	lk_lock(&set_lock);
+	if (set_count) {
+		size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (set_cap - 1);
+		for (; set_tab[j]; j = (j + 1) & (set_cap - 1))
+			if (set_tab[j] == k) {
+				set_tab[j] = 1;
+				set_count--;
+				found = 1;
+				uint8_t *c = &ap_filter[filter_slot(p)];
+				if (*c != 0xff && *c)
+					__atomic_store_n(c, (uint8_t)(*c - 1), __ATOMIC_RELAXED);
+				break;
+			}
+	}
+	lk_unlock(&set_lock);
+	return found;
+}
+
+static void set_reset(void)
+{
+	if (set_tab)
+		memset(set_tab, 0, set_cap * sizeof(uint64_t));
+	set_count = set_used = 0;
+	memset(ap_filter, ap_all ? 0xff : 0, sizeof(ap_filter));
+	boot_mark_filter();
+}
+
+/* ---- meta records (stacks, mappings, threads) -------------------------- */
+
+/* Writes out the pending META records; meta_lock held. */
+static void meta_flush_locked(void)
+{
+	if (!meta_len || ap_fd < 0)
+		return;
+	uint8_t *payload = meta_buf + AP_CHUNK_HDR_LEN;
+	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, payload,
+			(uint32_t)meta_len);
+	write_all(ap_fd, meta_buf, AP_CHUNK_HDR_LEN + meta_len);
+	meta_len = 0;
+}
+
+/* Room for n bytes of META records; meta_lock held. */
+static uint8_t *meta_reserve(size_t n)
+{
+	if (meta_len + n > META_BUF_SIZE)
+		meta_flush_locked();
+	return meta_buf + AP_CHUNK_HDR_LEN + meta_len;
+}
+
+static size_t put_str(uint8_t *p, const char *s, size_t n)
+{
+	size_t k = ap_put_uv(p, n);
+	memcpy(p + k, s, n);
+	return k + n;
+}
+
+static void meta_thread(uint32_t tid)
+{
+	char path[64] = "/proc/self/task/";
+	char name[64];
+	size_t n = 16;
+	n += put_dec(path + n, tid);
+	memcpy(path + n, "/comm", 6);
+	ssize_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, name, sizeof(name));
+		close(fd);
+	}
+	if (got < 0)
+		got = 0;
+	while (got > 0 && name[got - 1] == '\n')
+		got--;
+	lk_lock(&meta_lock);
+	uint8_t *p = meta_reserve(1 + AP_VARINT_MAX * 2 + sizeof(name));
+	size_t k = 0;
+	p[k++] = AP_META_THREAD;
+	k += ap_put_uv(p + k, tid);
+	k += put_str(p + k, name, (size_t)got);
+	meta_len += k;
+	lk_unlock(&meta_lock);
+}
+
+/* ---- modules ----------------------------------------------------------- */
+
+/* Modules already written as MAPPING records (meta_lock for writers;
+ * readers scan without it: entries are complete before mod_count grows). */
+struct mod {
+	uint64_t bias, start, end;
+	uint64_t name_hash;
+};
+static struct mod *mods;
+static size_t mod_count;
+
+static int pc_known(uint64_t pc)
+{
+	size_t n = __atomic_load_n(&mod_count, __ATOMIC_ACQUIRE);
+	for (size_t i = 0; i < n; i++)
+		if (pc >= mods[i].start && pc < mods[i].end)
+			return 1;
+	return 0;
+}
+
+/* A snapshot of dl_iterate_phdr, serialized into a scratch mapping:
+ * per module `struct snap_mod` then the MAPPING record bytes. */
+struct snap_mod {
+	struct mod m;
+	size_t rec_len;
+};
+struct snap {
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+static uint64_t hash_bytes(const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static size_t build_id_of(struct dl_phdr_info *info, uint8_t *out, size_t cap)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		size_t align = ph->p_align == 8 ? 8 : 4;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const uint8_t *name = p + sizeof(*nh);
+			const uint8_t *desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+			const uint8_t *next = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
+			if (next > end || next <= p)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4)) {
+				size_t n = nh->n_descsz < cap ? nh->n_descsz : cap;
+				memcpy(out, desc, n);
+				return n;
+			}
+			p = next;
+		}
+	}
+	return 0;
+}
+
+static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct snap *s = arg;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	char path[PATH_MAX];
+	size_t plen;
+	if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10))
+		return 0;
+	if (!*name) {
+		if (s->len) /* only the first empty name is the main program */
+			return 0;
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		plen = n > 0 ? (size_t)n : 0;
+	} else if (name[0] != '/' && realpath(name, path)) {
+		plen = str_len(path);
+	} else {
+		plen = str_len(name);
+		if (plen >= sizeof(path))
+			plen = sizeof(path) - 1;
+		memcpy(path, name, plen);
+	}
+	size_t need = sizeof(struct snap_mod) + 1 + 4 * AP_VARINT_MAX + plen + 64 +
+		      (size_t)info->dlpi_phnum * 4 * AP_VARINT_MAX;
+	if (s->len + need > s->cap)
+		return 1;
+	struct snap_mod *sm = (struct snap_mod *)(s->buf + s->len);
+	uint8_t *r = (uint8_t *)(sm + 1);
+	uint8_t bid[64];
+	size_t blen = build_id_of(info, bid, sizeof(bid));
+	size_t k = 0, nseg = 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD)
+			nseg++;
+	r[k++] = AP_META_MAPPING;
+	k += ap_put_uv(r + k, info->dlpi_addr);
+	k += put_str(r + k, path, plen);
+	k += ap_put_uv(r + k, blen);
+	memcpy(r + k, bid, blen);
+	k += blen;
+	k += ap_put_uv(r + k, nseg);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		k += ap_put_uv(r + k, ph->p_vaddr);
+		k += ap_put_uv(r + k, ph->p_memsz);
+		k += ap_put_uv(r + k, ph->p_offset);
+		k += ap_put_uv(r + k, ph->p_flags);
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	if (!nseg)
+		return 0;
+	sm->m.bias = info->dlpi_addr;
+	sm->m.start = lo;
+	sm->m.end = hi;
+	sm->m.name_hash = hash_bytes(path, plen);
+	sm->rec_len = k;
+	s->len += (sizeof(struct snap_mod) + k + 7) & ~(size_t)7;
+	return 0;
+}
+
+/* Emits MAPPING records for modules not written yet. Never called with a
+ * profiler lock held: dl_iterate_phdr takes the loader lock. */
+static void modules_snapshot(void)
+{
+	struct snap s = { map_mem(1u << 20), 0, 1u << 20 };
+	if (!s.buf)
+		return;
+	dl_iterate_phdr(snap_cb, &s);
+	lk_lock(&meta_lock);
+	for (size_t off = 0; off < s.len;) {
+		struct snap_mod *sm = (struct snap_mod *)(s.buf + off);
+		off += (sizeof(*sm) + sm->rec_len + 7) & ~(size_t)7;
+		int seen = 0;
+		for (size_t i = 0; i < mod_count; i++)
+			if (mods[i].bias == sm->m.bias && mods[i].start == sm->m.start &&
+			    mods[i].end == sm->m.end && mods[i].name_hash == sm->m.name_hash) {
+				seen = 1;
+				break;
+			}
+		if (seen || mod_count >= MAX_MODULES)
+			continue;
+		uint8_t *p = meta_reserve(sm->rec_len);
+		memcpy(p, sm + 1, sm->rec_len);
+		meta_len += sm->rec_len;
+		mods[mod_count] = sm->m;
+		__atomic_store_n(&mod_count, mod_count + 1, __ATOMIC_RELEASE);
+	}
+	lk_unlock(&meta_lock);
+	munmap(s.buf, s.cap);
+}
+
+/* ---- stacks ------------------------------------------------------------ */
+
+/* Interned stacks: lock-free lookup over a chain of open-addressing tables
+ * (newest first; a full table gets a bigger successor instead of being
+ * rehashed under readers), inserts under meta_lock. */
+struct stk_ent {
+	uint64_t hash;		/* 0: empty; published last */
+	uint32_t id, depth;
+	uint64_t *pcs;
+};
+struct stk_tab {
+	struct stk_tab *older;
+	size_t mask, count;
+	struct stk_ent e[];
+};
+static struct stk_tab *stk_cur;
+static uint32_t stk_next_id = 1;
+static uint64_t *pc_pool;
+static size_t pc_pool_left;
+
+static struct stk_tab *stk_tab_new(size_t cap, struct stk_tab *older)
+{
+	struct stk_tab *t = map_mem(sizeof(*t) + cap * sizeof(struct stk_ent));
+	if (!t)
+		return NULL;
+	t->older = older;
+	t->mask = cap - 1;
+	t->count = 0;
+	return t;
+}
+
+static uint64_t stack_hash(const uint64_t *pcs, unsigned depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+	for (unsigned i = 0; i < depth; i++) {
+		h ^= pcs[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h | 1;
+}
+
+static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth)
+{
+	for (struct stk_tab *t = __atomic_load_n(&stk_cur, __ATOMIC_ACQUIRE); t;
+	     t = t->older) {
+		for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+			struct stk_ent *e = &t->e[i];
+			uint64_t eh = __atomic_load_n(&e->hash, __ATOMIC_ACQUIRE);
+			if (!eh)
+				break;
+			if (eh == h && e->depth == depth &&
+			    !memcmp(e->pcs, pcs, depth * sizeof(uint64_t)))
+				return e->id;
+		}
+	}
+	return 0;
+}
+
+/* meta_lock held. Returns the new id, or 0 if memory ran out. */
+static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth)
+{
+	struct stk_tab *t = stk_cur;
+	if (!t || (t->count + 1) * 4 > (t->mask + 1) * 3) {
+		struct stk_tab *n = stk_tab_new(t ? (t->mask + 1) * 4 : 4096, t);
+		if (!n)
+			return 0;
+		__atomic_store_n(&stk_cur, n, __ATOMIC_RELEASE);
+		t = n;
+	}
+	if (pc_pool_left < depth) {
+		size_t n = (1u << 20) / sizeof(uint64_t);
+		uint64_t *pool = map_mem(n * sizeof(uint64_t));
+		if (!pool)
+			return 0;
+		pc_pool = pool;
+		pc_pool_left = n;
+	}
+	uint64_t *copy = pc_pool;
+	memcpy(copy, pcs, depth * sizeof(uint64_t));
+	pc_pool += depth;
+	pc_pool_left -= depth;
+
+	uint32_t id = stk_next_id++;
+	uint8_t *p = meta_reserve(1 + (2 + (size_t)depth) * AP_VARINT_MAX);
+	size_t k = 0;
+	p[k++] = AP_META_STACK;
+	k += ap_put_uv(p + k, id);
+	k += ap_put_uv(p + k, depth);
+	for (unsigned i = 0; i < depth; i++)
+		k += i ? ap_put_sv(p + k, (int64_t)(pcs[i] - pcs[i - 1]))
+		       : ap_put_uv(p + k, pcs[0]);
+	meta_len += k;
+
+	size_t i = h & t->mask;
+	while (t->e[i].hash)
+		i = (i + 1) & t->mask;
+	t->e[i].id = id;
+	t->e[i].depth = depth;
+	t->e[i].pcs = copy;
+	__atomic_store_n(&t->e[i].hash, h, __ATOMIC_RELEASE);
+	t->count++;
+	return id;
+}
+
+static uint32_t stack_intern(const uint64_t *pcs, unsigned depth)
+{
+	uint64_t h = stack_hash(pcs, depth);
+	uint32_t id = stk_find(h, pcs, depth);
+	if (id)
+		return id;
+	/* A new stack: every PC must be inside a module already described, or
+	 * something was loaded since the last snapshot (dlopen). */
+	for (unsigned i = 0; i < depth; i++)
+		if (!pc_known(pcs[i])) {
+			modules_snapshot();
+			break;
+		}
+	lk_lock(&meta_lock);
+	id = stk_find(h, pcs, depth);
+	if (!id)
+		id = stk_insert(h, pcs, depth);
+	lk_unlock(&meta_lock);
+	return id;
+}
+
+/* Unwinds the caller's stack into pcs; drops our own leading frames. */
+static __attribute__((noinline)) unsigned unwind(uint64_t *pcs)
+{
+	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
+	int n = unw_backtrace(raw, (int)(ap_max_depth + OWN_FRAMES_SLACK));
+	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
+	int i = 0;
+	/* Frames before ours (libunwind's own), then ours. */
+	int first = 0;
+	while (first < n && !((uintptr_t)raw[first] - lo < hi - lo))
+		first++;
+	if (first < n)
+		i = first;
+	while (i < n && (uintptr_t)raw[i] - lo < hi - lo)
+		i++;
+	unsigned d = 0;
+	for (; i < n && d < ap_max_depth; i++)
+		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
+	return d;
+}
+
+/* ---- event buffers ----------------------------------------------------- */
+
+/* Writes out a buffer's events (buffer lock held), META first so every id
+ * the events use is already in the file. */
+static void thr_flush_locked(struct ap_thr *b)
+{
+	if (b->len <= EV_HDR || ap_fd < 0) {
+		b->len = EV_HDR;
+		return;
+	}
+	lk_lock(&meta_lock);
+	meta_flush_locked();
+	lk_unlock(&meta_lock);
+	ap_put_u64le(b->buf + AP_CHUNK_HDR_LEN, b->base_ts);
+	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->buf + AP_CHUNK_HDR_LEN,
+			(uint32_t)(b->len - AP_CHUNK_HDR_LEN));
+	write_all(ap_fd, b->buf, b->len);
+	b->len = EV_HDR;
+}
+
+/* Appends one EVENTS record for the calling thread. */
+static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
+		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags,
+		 uint64_t ts)
+{
+	struct ap_thr *b = t->thr == &dead_thr ? &fallback : t->thr;
+	int c = sched_getcpu();
+	uint32_t cpu = c < 0 ? 0 : (uint32_t)c;
+	lk_lock(&b->lock);
+	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_RELAXED) != AP_ON)) {
+		lk_unlock(&b->lock);
+		return;
+	}
+	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE) {
+		thr_flush_locked(b);
+		b->tid = t->tid;
+	}
+	if (b->len == EV_HDR) {
+		b->base_ts = b->prev_ts = ts;
+		b->prev_addr = 0;
+		b->cpu = 0;
+	}
+	if (ts < b->prev_ts)
+		ts = b->prev_ts;
+	uint8_t *p = b->buf + b->len;
+	uint8_t tag = AP_TAG(type, kind);
+	if (cpu != b->cpu)
+		tag |= AP_TAG_CPU;
+	*p++ = tag;
+	if (tag & AP_TAG_CPU) {
+		p += ap_put_uv(p, cpu);
+		b->cpu = cpu;
+	}
+	p += ap_put_uv(p, ts - b->prev_ts);
+	b->prev_ts = ts;
+	p += ap_put_sv(p, (int64_t)(addr - b->prev_addr));
+	switch (type) {
+	case AP_EV_ALLOC:
+		p += ap_put_uv(p, size);
+		p += ap_put_uv(p, stack);
+		b->prev_addr = addr;
+		break;
+	case AP_EV_FREE:
+		b->prev_addr = addr;
+		break;
+	case AP_EV_REALLOC:
+		p += ap_put_sv(p, (int64_t)(addr2 - addr));
+		p += ap_put_uv(p, size);
+		p += ap_put_uv(p, stack);
+		p += ap_put_uv(p, flags);
+		b->prev_addr = addr2;
+		break;
+	}
+	b->len = (size_t)(p - b->buf);
+	b->events++;
+	if (ts - b->base_ts > FLUSH_AGE_NS)
+		thr_flush_locked(b);
+	lk_unlock(&b->lock);
+}
+
+static struct ap_thr *thr_new(void)
+{
+	struct ap_thr *b = thr_free;
+	if (b) {
+		thr_free = b->next_free;
+		return b;
+	}
+	size_t hdr = (sizeof(struct ap_thr) + 63) & ~(size_t)63;
+	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE);
+	if (!mem)
+		return NULL;
+	b = (struct ap_thr *)mem;
+	b->buf = mem + hdr;
+	b->next = thr_all;
+	thr_all = b;
+	return b;
+}
+
+static int64_t draw_interval(struct ap_tls *t)
+{
+	if (ap_rate <= 1)
+		return 0;
+	uint64_t x = t->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	uint64_t r = x * 0x2545f4914f6cdd1dull;
+	double u = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+	double v = -log(u) * (double)ap_rate;
+	if (v > 1e15)
+		v = 1e15;
+	return (int64_t)v;
+}
+
+/* First slow-path call of a thread: its buffer, its key, its countdown. */
+static void thr_register(struct ap_tls *t)
+{
+	t->tid = sys_gettid();
+	uint64_t seq = __atomic_fetch_add(&thr_seq, 1, __ATOMIC_RELAXED);
+	uint64_t seed = ap_seed ? ap_seed + seq * 0x9e3779b97f4a7c15ull
+				: now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)t->tid << 32) ^
+					  (uintptr_t)t;
+	seed = (seed ^ (seed >> 31)) * 0xbf58476d1ce4e5b9ull;
+	t->rng = seed ? seed : 1;
+	lk_lock(&list_lock);
+	struct ap_thr *b = thr_new();
+	if (b) {
+		b->tid = t->tid;
+		b->tls = t;
+		b->len = EV_HDR;
+		b->events = 0;
+		b->lock = 0;
+		__atomic_store_n(&b->live, 1, __ATOMIC_RELEASE);
+	}
+	lk_unlock(&list_lock);
+	t->thr = b ? b : &dead_thr;
+	if (b)
+		pthread_setspecific(thr_key, b);
+	/* The countdown ran from 0 until now: start a real interval. */
+	t->interval = draw_interval(t);
+	t->countdown += t->interval;
+	meta_thread(t->tid);
+}
+
+/* pthread key destructor: the thread is exiting. */
+static void thr_exit(void *arg)
+{
+	struct ap_thr *b = arg;
+	struct ap_tls *t = &tls;
+	t->guard++;
+	lk_lock(&b->lock);
+	thr_flush_locked(b);
+	lk_unlock(&b->lock);
+	__atomic_fetch_add(&exited_calls, t->calls, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&exited_consumed,
+			   t->consumed + (uint64_t)(t->interval - t->countdown),
+			   __ATOMIC_RELAXED);
+	t->calls = 0;
+	t->consumed = 0;
+	t->interval = t->countdown;
+	t->thr = &dead_thr;
+	lk_lock(&list_lock);
+	__atomic_store_n(&b->live, 0, __ATOMIC_RELEASE);
+	b->tls = NULL;
+	b->next_free = thr_free;
+	thr_free = b;
+	lk_unlock(&list_lock);
+	t->guard--;
+}
+
+/* ---- the sampled paths -------------------------------------------------- */
+
+static void record_alloc(struct ap_tls *t, void *p, size_t n, unsigned kind)
+{
+	uint64_t pcs[MAX_DEPTH_CAP];
+	unsigned depth = unwind(pcs);
+	uint32_t id = stack_intern(pcs, depth);
+	if (!id)
+		return;
+	if (!ap_all)
+		set_insert(p);
+	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0,
+	     now_ns(CLOCK_MONOTONIC));
+}
+
+/* The countdown went negative (or the thread is new, or the sampler is not
+ * running): decide, and record if sampled. */
+static __attribute__((noinline)) void *alloc_slow(void *p, size_t n, unsigned kind)
+{
+	struct ap_tls *t = &tls;
+	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
+	if (t->guard || st != AP_ON) {
+		if (st == AP_DISABLED) {
+			t->countdown = INT64_MAX / 2;
+		} else {
+			/* our own allocation, or not started yet: not counted */
+			t->countdown = (int64_t)((uint64_t)t->countdown + n + 1);
+			t->calls--;
+		}
+		return p;
+	}
+	int saved = errno;
+	t->guard = 1;
+	if (!t->thr)
+		thr_register(t);
+	if (t->countdown < 0) {
+		t->consumed += (uint64_t)(t->interval - t->countdown);
+		t->interval = draw_interval(t);
+		t->countdown = t->interval;
+		if (p)
+			record_alloc(t, p, n, kind);
+	}
+	t->guard = 0;
+	errno = saved;
+	return p;
+}
+
+static inline __attribute__((always_inline)) void *account(void *p, size_t n,
+							    unsigned kind)
+{
+	struct ap_tls *t = &tls;
+	t->calls++;
+	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
+	t->countdown = c;
+	if (UNLIKELY(c < 0))
+		return alloc_slow(p, n, kind);
+	return p;
+}
+
+/* A block is being freed: record it if it was tracked. Called before the
+ * real free so that a block reused at once by another thread is seen
+ * allocated after this free. */
+static __attribute__((noinline)) void free_slow(void *p)
+{
+	struct ap_tls *t = &tls;
+	if (!p || is_boot(p))
+		return;
+	if (t->guard || __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) != AP_ON) {
+		if (!ap_all)
+			set_remove(p);
+		real_free(p);
+		return;
+	}
+	int saved = errno;
+	t->guard = 1;
+	if (ap_all || set_remove(p)) {
+		if (!t->thr)
+			thr_register(t);
+		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0,
+		     now_ns(CLOCK_MONOTONIC));
+	}
+	t->guard = 0;
+	errno = saved;
+	real_free(p);
+}
+
+/* ---- the interposed entry points --------------------------------------- */
+
+EXPORT void *malloc(size_t n)
+{
+	return account(real_malloc(n), n, AP_KIND_MALLOC);
+}
+
+EXPORT void free(void *p)
+{
+	if (UNLIKELY(ap_filter[filter_slot(p)])) {
+		free_slow(p);
+		return;
+	}
+	real_free(p);
+}
+
+void cfree(void *p); /* obsolete, no longer declared by glibc */
+EXPORT void cfree(void *p)
+{
+	free(p);
+}
+
+EXPORT void *calloc(size_t a, size_t b)
+{
+	size_t n;
+	void *p = real_calloc(a, b);
+	if (UNLIKELY(__builtin_mul_overflow(a, b, &n)))
+		return p; /* real calloc failed with ENOMEM */
+	return account(p, n, AP_KIND_CALLOC);
+}
+
+/* realloc and reallocarray: the old block leaves the set before the real
+ * call (it may be reused by another thread as soon as it is freed) and
+ * goes back if the call fails. */
+static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
+			    unsigned kind)
+{
+	struct ap_tls *t = &tls;
+	if (!q) {
+		if (n == 0) {
+			/* glibc: realloc(p, 0) freed p */
+			if (was_tracked && !t->guard) {
+				int saved = errno;
+				t->guard = 1;
+				if (!t->thr)
+					thr_register(t);
+				emit(t, AP_EV_FREE, 0, (uintptr_t)old, 0, 0, 0, 0,
+				     now_ns(CLOCK_MONOTONIC));
+				t->guard = 0;
+				errno = saved;
+			}
+		} else if (was_tracked && !ap_all) {
+			set_insert(old); /* failed: old is still live */
+		}
+		return q;
+	}
+	t->calls++;
+	t->countdown = (int64_t)((uint64_t)t->countdown - n - 1);
+	if (LIKELY(t->countdown >= 0 && !was_tracked))
+		return q;
+	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
+	if (t->guard || st != AP_ON) {
+		if (t->countdown < 0)
+			alloc_slow(NULL, n, kind); /* undoes the countdown */
+		return q;
+	}
+	int saved = errno;
+	t->guard = 1;
+	if (!t->thr)
+		thr_register(t);
+	unsigned flags = was_tracked ? AP_RF_OLD_TRACKED : 0;
+	uint32_t id = 0;
+	if (t->countdown < 0) {
+		t->consumed += (uint64_t)(t->interval - t->countdown);
+		t->interval = draw_interval(t);
+		t->countdown = t->interval;
+		uint64_t pcs[MAX_DEPTH_CAP];
+		unsigned depth = unwind(pcs);
+		id = stack_intern(pcs, depth);
+		if (id)
+			flags |= AP_RF_NEW_SAMPLED;
+	}
+	if (flags) {
+		if (!ap_all)
+			set_insert(q);
+		emit(t, AP_EV_REALLOC, kind, (uintptr_t)old, (uintptr_t)q, n, id,
+		     flags, now_ns(CLOCK_MONOTONIC));
+	}
+	t->guard = 0;
+	errno = saved;
+	return q;
+}
+
+static inline int take_tracked(void *old)
+{
+	if (LIKELY(!ap_filter[filter_slot(old)]))
+		return 0;
+	if (ap_all)
+		return __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_ON &&
+		       !tls.guard;
+	return set_remove(old);
+}
+
+static void *boot_move(void *old, size_t n)
+{
+	void *q = real_malloc(n);
+	if (q)
+		memcpy(q, old, boot_size(old) < n ? boot_size(old) : n);
+	return q;
+}
+
+EXPORT void *realloc(void *old, size_t n)
+{
+	if (!old)
+		return account(real_realloc(NULL, n), n, AP_KIND_REALLOC);
+	if (UNLIKELY(is_boot(old)))
+		return boot_move(old, n);
+	int tracked = take_tracked(old);
+	return realloc_common(old, n, real_realloc(old, n), tracked,
+			      AP_KIND_REALLOC);
+}
+
+EXPORT void *reallocarray(void *old, size_t a, size_t b)
+{
+	size_t n;
+	if (__builtin_mul_overflow(a, b, &n))
+		return real_reallocarray(old, a, b); /* fails with ENOMEM */
+	if (!old)
+		return account(real_reallocarray(NULL, a, b), n,
+			       AP_KIND_REALLOCARRAY);
+	if (UNLIKELY(is_boot(old)))
+		return boot_move(old, n);
+	int tracked = take_tracked(old);
+	return realloc_common(old, n, real_reallocarray(old, a, b), tracked,
+			      AP_KIND_REALLOCARRAY);
+}
+
+EXPORT int posix_memalign(void **out, size_t al, size_t n)
+{
+	int rc = real_posix_memalign(out, al, n);
+	if (rc == 0)
+		account(*out, n, AP_KIND_ALIGNED);
+	return rc;
+}
+
+EXPORT void *aligned_alloc(size_t al, size_t n)
+{
+	void *p = real_aligned_alloc(al, n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT void *memalign(size_t al, size_t n)
+{
+	void *p = real_memalign(al, n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	void *p = real_valloc(n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	void *p = real_pvalloc(n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (UNLIKELY(is_boot(p)))
+		return boot_size(p);
+	return real_usable_size(p);
+}
+
+/* ---- the trace file ---------------------------------------------------- */
+
+static size_t kv_uint(uint8_t *p, unsigned key, uint64_t v)
+{
+	size_t k = ap_put_uv(p, key);
+	k += ap_put_uv(p + k, AP_KV_UINT);
+	return k + ap_put_uv(p + k, v);
+}
+
+static size_t kv_str(uint8_t *p, unsigned key, const char *s, size_t n)
+{
+	size_t k = ap_put_uv(p, key);
+	k += ap_put_uv(p + k, AP_KV_STR);
+	return k + put_str(p + k, s, n);
+}
+
+#define CMDLINE_MAX (256u << 10)
+
+/* Preamble and HEADER chunk, one write. */
+static void write_header(const char *parent)
+{
+	size_t cap = 2 * PATH_MAX + CMDLINE_MAX + 1024;
+	uint8_t *buf = map_mem(cap);
+	if (!buf)
+		return;
+	memcpy(buf, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
+	ap_put_u32le(buf + 8, AP_TRACE_VERSION);
+	ap_put_u32le(buf + 12, AP_TRACE_BOM);
+	uint8_t *hdr = buf + AP_TRACE_PREAMBLE_LEN;
+	uint8_t *p = hdr + AP_CHUNK_HDR_LEN;
+	size_t k = 0;
+	char exe[PATH_MAX];
+	ssize_t elen = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (elen < 0)
+		elen = 0;
+	char *cmd = (char *)buf + cap - CMDLINE_MAX;
+	ssize_t clen = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r;
+		while (clen < (ssize_t)CMDLINE_MAX &&
+		       (r = read(fd, cmd + clen, CMDLINE_MAX - (size_t)clen)) > 0)
+			clen += r;
+		close(fd);
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	k += kv_uint(p + k, AP_HK_RATE, ap_rate);
+	k += kv_uint(p + k, AP_HK_FLAGS, ap_all ? AP_HFLAG_ALL : 0);
+	k += kv_uint(p + k, AP_HK_PID, (uint64_t)ap_pid);
+	k += kv_uint(p + k, AP_HK_PPID, (uint64_t)getppid());
+	k += kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);
+	k += kv_str(p + k, AP_HK_CMDLINE, cmd, (size_t)clen);
+	k += kv_uint(p + k, AP_HK_CPUS, cpus > 0 ? (uint64_t)cpus : 1);
+	k += kv_uint(p + k, AP_HK_START_REALTIME_NS, now_ns(CLOCK_REALTIME));
+	k += kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
+	k += kv_uint(p + k, AP_HK_MAX_DEPTH, ap_max_depth);
+	k += kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
+	static const char ver[] = "allocprof-sampler " AP_VERSION;
+	k += kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
+	if (parent)
+		k += kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
+	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), p,
+			(uint32_t)k);
+	write_all(ap_fd, buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
+	munmap(buf, cap);
+}
+
+/* The path of this image's trace: ALLOCPROF_OUTPUT for the launched
+ * process, ALLOCPROF_OUTPUT.<pid> for the others, plus .exec<n> for the
+ * n-th image a process exec'd into after an image that recorded events. */
+static void make_path(char *out, unsigned gen)
+{
+	size_t n = str_len(ap_base);
+	memcpy(out, ap_base, n);
+	const char *want = getenv("ALLOCPROF_PID");
+	if (parse_u64(want, 0) != (uint64_t)ap_pid) {
+		out[n++] = '.';
+		n += put_dec(out + n, (uint64_t)ap_pid);
+	}
+	if (gen) {
+		memcpy(out + n, ".exec", 5);
+		n += 5;
+		n += put_dec(out + n, gen);
+	}
+	out[n] = 0;
+}
+
+static int open_trace(const char *parent)
+{
+	ap_fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+		     0644);
+	if (ap_fd < 0) {
+		say(ap_path, strerror(errno));
+		return -1;
+	}
+	write_header(parent);
+	return 0;
+}
+
+/* Flushes every buffer; with `sig` set, never waits on a lock for long. */
+static void flush_all(int sig)
+{
+	if (sig ? !lk_trylock_bounded(&list_lock) : (lk_lock(&list_lock), 0))
+		return;
+	for (struct ap_thr *b = thr_all; b; b = b->next) {
+		if (!__atomic_load_n(&b->live, __ATOMIC_ACQUIRE))
+			continue;
+		if (sig ? !lk_trylock_bounded(&b->lock) : (lk_lock(&b->lock), 0))
+			continue;
+		thr_flush_locked(b);
+		lk_unlock(&b->lock);
+	}
+	lk_unlock(&list_lock);
+	if (sig ? lk_trylock_bounded(&fallback.lock) : (lk_lock(&fallback.lock), 1)) {
+		thr_flush_locked(&fallback);
+		lk_unlock(&fallback.lock);
+	}
+	if (sig ? lk_trylock_bounded(&meta_lock) : (lk_lock(&meta_lock), 1)) {
+		meta_flush_locked();
+		lk_unlock(&meta_lock);
+	}
+}
+
+static uint64_t events_total(void)
+{
+	uint64_t n = fallback.events;
+	for (struct ap_thr *b = thr_all; b; b = b->next)
+		n += b->events;
+	return n;
+}
+
+/* Ends the trace: no more events, everything flushed, END written. Returns
+ * 0 if this call ended it, -1 if it was not running. */
+static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
+{
+	int on = AP_ON;
+	if (ap_pid != sys_getpid() ||
+	    !__atomic_compare_exchange_n(&ap_state, &on, AP_ENDED, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -1;
+	flush_all(sig);
+	uint64_t calls = exited_calls, consumed = exited_consumed;
+	for (struct ap_thr *b = thr_all; b; b = b->next) {
+		struct ap_tls *t = b->tls;
+		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t) {
+			calls += t->calls;
+			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
+		}
+	}
+	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX];
+	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
+	size_t k = 0;
+	k += kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
+	k += kv_uint(p + k, AP_EK_REASON, reason);
+	if (have_status)
+		k += kv_uint(p + k, AP_EK_STATUS, status);
+	k += kv_uint(p + k, AP_EK_CALLS, calls);
+	k += kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
+	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, p, (uint32_t)k);
+	write_all(ap_fd, buf, AP_CHUNK_HDR_LEN + k);
+	return 0;
+}
+
+/* ---- process lifecycle -------------------------------------------------- */
+
+__attribute__((destructor)) static void ap_fini(void)
+{
+	tls.guard++;
+	end_trace(AP_END_EXIT, 0, 0, 0);
+	tls.guard--;
+}
+
+EXPORT void _exit(int status)
+{
+	tls.guard++;
+	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(unsigned)status, 0);
+	if (!real__exit)
+		syscall(SYS_exit_group, status);
+	real__exit(status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	tls.guard++;
+	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(unsigned)status, 0);
+	if (!real__Exit)
+		syscall(SYS_exit_group, status);
+	real__Exit(status);
+	__builtin_unreachable();
+}
+
+static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
+static void on_fatal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	tls.guard++;
+	end_trace(AP_END_SIGNAL, 1, (uint64_t)sig, 1);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+	/* Pending until the handler returns, then the default action kills us
+	 * as it would have (a fault would also simply recur). */
+	raise(sig);
+	tls.guard--;
+	errno = saved;
+}
+
+static void install_signals(void)
+{
+	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++) {
+		struct sigaction old, sa;
+		if (sigaction(fatal_sigs[i], NULL, &old) < 0)
+			continue;
+		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue; /* the program's (or SIG_IGN): leave it */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_fatal;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_sigs[i], &sa, NULL);
+	}
+}
+
+/* fork: no profiler lock may be held across it, and the child starts a
+ * trace of its own. */
+static void fork_prepare(void)
+{
+	tls.guard++;
+	lk_lock(&list_lock);
+	lk_lock(&fallback.lock);
+	lk_lock(&meta_lock);
+	lk_lock(&set_lock);
+}
+
+static void fork_parent(void)
+{
+	lk_unlock(&set_lock);
+	lk_unlock(&meta_lock);
+	lk_unlock(&fallback.lock);
+	lk_unlock(&list_lock);
+	tls.guard--;
+}
+
+static void fork_child(void)
+{
+	struct ap_tls *t = &tls;
+	set_lock = meta_lock = fallback.lock = list_lock = 0;
+	int was_on = ap_state == AP_ON;
+	ap_pid = sys_getpid();
+	t->tid = sys_gettid();
+	t->pid = (uint32_t)ap_pid;
+	if (!was_on) {
+		t->guard--;
+		return;
+	}
+	if (ap_fd >= 0)
+		close(ap_fd);
+	ap_fd = -1;
+	if (ap_no_children) {
+		ap_state = AP_DISABLED;
+		t->guard--;
+		return;
+	}
+	char parent[PATH_MAX];
+	memcpy(parent, ap_path, sizeof(parent));
+	ap_gen = 0;
+	make_path(ap_path, 0);
+
+	/* Clean state: other threads are gone, their buffers are dropped. */
+	thr_free = NULL;
+	for (struct ap_thr *b = thr_all; b; b = b->next) {
+		b->lock = 0;
+		b->len = EV_HDR;
+		b->events = 0;
+		if (b == t->thr)
+			continue;
+		b->live = 0;
+		b->tls = NULL;
+		b->next_free = thr_free;
+		thr_free = b;
+	}
+	if (t->thr && t->thr != &dead_thr)
+		t->thr->tid = t->tid;
+	fallback.len = EV_HDR;
+	fallback.events = 0;
+	meta_len = 0;
+	stk_cur = NULL;
+	stk_next_id = 1;
+	mod_count = 0;
+	set_reset();
+	exited_calls = exited_consumed = 0;
+	t->calls = 0;
+	t->consumed = 0;
+	t->interval = t->countdown;
+
+	if (open_trace(parent) < 0) {
+		ap_state = AP_DISABLED;
+	} else if (t->thr && t->thr != &dead_thr) {
+		meta_thread(t->tid);
+	}
+	/* Mappings are written when the first stack needs them: the loader
+	 * lock is not ours to take here. */
+	t->guard--;
+}
+
+/* ---- exec ---------------------------------------------------------------- */
+
+/* Before exec replaces the image, its buffers must reach the file. If this
+ * image recorded no event its trace is worthless, and the next image (same
+ * pid, same path) simply overwrites it; otherwise the trace ends with
+ * reason exec and the next image writes <path>.exec<n>, told by
+ * ALLOCPROF_EXEC=<pid>.<n> in its environment. Returns the environment to
+ * pass (envp itself, or a mapping the caller releases if exec fails). */
+static char exec_marker[64];
+
+static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
+{
+	*ended = 0;
+	*mapped = 0;
+	if (ap_state != AP_ON || ap_pid != sys_getpid())
+		return envp; /* vfork child or not running: touch nothing */
+	tls.guard++;
+	unsigned gen = ap_gen;
+	if (events_total()) {
+		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
+			*ended = 1;
+		gen++;
+	}
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	size_t sz = (n + 2) * sizeof(char *);
+	char **env = map_mem(sz);
+	if (!env) {
+		tls.guard--;
+		return envp;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
+			env[k++] = envp[i];
+	if (gen) {
+		size_t m = 0;
+		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
+		m = 15;
+		m += put_dec(exec_marker + m, (uint64_t)ap_pid);
+		exec_marker[m++] = '.';
+		m += put_dec(exec_marker + m, gen);
+		exec_marker[m] = 0;
+		env[k++] = exec_marker;
+	}
+	env[k] = NULL;
+	*mapped = sz;
+	tls.guard--;
+	return env;
+}
+
+/* exec failed: this image goes on, and so does its trace (a reader takes
+ * chunks after an END as the continuation). */
+static void exec_failed(char *const *env, int ended, size_t mapped)
+{
+	int saved = errno;
+	if (mapped)
+		munmap((void *)env, mapped);
+	if (ended)
+		__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	int ended;
+	size_t mapped;
+	char *const *env = exec_prepare(envp, &ended, &mapped);
+	int rc = real_execve(path, argv, env);
+	exec_failed(env, ended, mapped);
+	return rc;
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	int ended;
+	size_t mapped;
+	char *const *env = exec_prepare(envp, &ended, &mapped);
+	int rc = real_execvpe(file, argv, env);
+	exec_failed(env, ended, mapped);
+	return rc;
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	int ended;
+	size_t mapped;
+	char *const *env = exec_prepare(envp, &ended, &mapped);
+	int rc = real_fexecve(fd, argv, env);
+	exec_failed(env, ended, mapped);
+	return rc;
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	extern char **environ;
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	extern char **environ;
+	return execvpe(file, argv, environ);
+}
+
+/* The execl family, with their argument lists gathered on the stack. */
+#define GATHER_ARGS(first, ap, argv, extra)                                   \
+	size_t argc_ = 1; /* glibc declares `arg` nonnull */                  \
+	va_start(ap, first);                                                  \
+	while (va_arg(ap, char *))                                            \
+		argc_++;                                                      \
+	va_end(ap);                                                           \
+	if (argc_ > 65536) {                                                  \
+		errno = E2BIG;                                                \
+		return -1;                                                    \
+	}                                                                     \
+	char *argv[argc_ + 1];                                                \
+	va_start(ap, first);                                                  \
+	argv[0] = (char *)(first);                                            \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                \
+		argv[i_] = va_arg(ap, char *);                                \
+	extra;                                                                \
+	va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	extern char **environ;
+	va_list ap;
+	GATHER_ARGS(arg, ap, argv, (void)0);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	extern char **environ;
+	va_list ap;
+	GATHER_ARGS(arg, ap, argv, (void)0);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	char **envp;
+	GATHER_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
+	return execve(path, argv, envp);
+}
+
+/* ---- init ---------------------------------------------------------------- */
+
+/* --no-children: take ourselves out of LD_PRELOAD so that programs this
+ * one runs are not profiled. Edited in place: no allocation. */
+static void strip_preload(void)
+{
+	extern char **environ;
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_PRELOAD=", 11))
+			continue;
+		char *s = *e + 11, *w = s;
+		while (*s) {
+			while (*s == ' ' || *s == ':')
+				s++;
+			char *tok = s;
+			while (*s && *s != ' ' && *s != ':')
+				s++;
+			size_t len = (size_t)(s - tok);
+			if (!len)
+				break;
+			const char *base = tok + len;
+			while (base > tok && base[-1] != '/')
+				base--;
+			if ((size_t)(tok + len - base) == 15 &&
+			    !strncmp(base, "liballocprof.so", 15))
+				continue;
+			if (w != *e + 11)
+				*w++ = ':';
+			memmove(w, tok, len);
+			w += len;
+		}
+		*w = 0;
+	}
+}
+
+__attribute__((constructor(101))) static void ap_init(void)
+{
+	struct ap_tls *t = &tls;
+	resolve();
+	t->guard++;
+	const char *out = getenv("ALLOCPROF_OUTPUT");
+	if (!out || !*out || str_len(out) >= PATH_MAX - 64) {
+		ap_state = AP_DISABLED;
+		t->guard--;
+		return;
+	}
+	memcpy(ap_base, out, str_len(out) + 1);
+	const char *nc = getenv("ALLOCPROF_NO_CHILDREN");
+	ap_no_children = nc && *nc && *nc != '0';
+	if (ap_no_children)
+		strip_preload();
+	ap_rate = parse_u64(getenv("ALLOCPROF_RATE"), DEFAULT_RATE);
+	if (ap_rate == 0)
+		ap_rate = 1;
+	ap_all = ap_rate == 1;
+	ap_max_depth = (unsigned)parse_u64(getenv("ALLOCPROF_MAX_DEPTH"), DEFAULT_DEPTH);
+	if (ap_max_depth < 1)
+		ap_max_depth = 1;
+	if (ap_max_depth > MAX_DEPTH_CAP)
+		ap_max_depth = MAX_DEPTH_CAP;
+	ap_seed = parse_u64(getenv("ALLOCPROF_TEST_SEED"), 0);
+	ap_pid = sys_getpid();
+	t->pid = (uint32_t)ap_pid;
+
+	/* ALLOCPROF_EXEC=<pid>.<gen>: an earlier image of this process wrote
+	 * its own trace. */
+	const char *ex = getenv("ALLOCPROF_EXEC");
+	char prev[PATH_MAX];
+	prev[0] = 0;
+	if (ex) {
+		const char *dot = strchr(ex, '.');
+		char pidtxt[24];
+		size_t pl = dot ? (size_t)(dot - ex) : 0;
+		if (dot && pl < sizeof(pidtxt)) {
+			memcpy(pidtxt, ex, pl);
+			pidtxt[pl] = 0;
+			if (parse_u64(pidtxt, 0) == (uint64_t)ap_pid) {
+				ap_gen = (unsigned)parse_u64(dot + 1, 0);
+				if (ap_gen)
+					make_path(prev, ap_gen - 1);
+			}
+		}
+	}
+	make_path(ap_path, ap_gen);
+
+	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
+	fallback.buf = map_mem(THR_BUF_SIZE);
+	mods = map_mem(MAX_MODULES * sizeof(struct mod));
+	set_cap = 4096;
+	set_tab = map_mem(set_cap * sizeof(uint64_t));
+	if (!meta_buf || !fallback.buf || !mods || !set_tab ||
+	    pthread_key_create(&thr_key, thr_exit) != 0) {
+		say(ap_path, "out of memory: profiling disabled");
+		ap_state = AP_DISABLED;
+		t->guard--;
+		return;
+	}
+	fallback.len = EV_HDR;
+	fallback.live = 0;
+	if (open_trace(prev[0] ? prev : NULL) < 0) {
+		ap_state = AP_DISABLED;
+		t->guard--;
+		return;
+	}
+	modules_snapshot();
+	if (ap_all)
+		memset(ap_filter, 0xff, sizeof(ap_filter));
+	install_signals();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
+	t->guard--;
+}
