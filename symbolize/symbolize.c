@@ -26,6 +26,21 @@ struct sym_func {
 
 enum { MOD_UNOPENED, MOD_OK, MOD_BAD };
 
+/* One address range of a subprogram defined in a CU. */
+struct cu_range {
+	Dwarf_Addr lo, hi;
+	Dwarf_Die die;
+};
+
+/* The subprograms of one CU by address, built on the CU's first lookup:
+ * walking the CU's DIE tree for every PC (what dwarf_getscopes does)
+ * costs ~100 us per PC in big CUs. */
+struct cu_cache {
+	Dwarf_Off off;
+	struct cu_range *r;
+	size_t n;
+};
+
 struct sym_module {
 	const struct ap_mapping *map;
 	const char *base;	/* basename of the path (interned) */
@@ -38,6 +53,9 @@ struct sym_module {
 	struct sym_func *funcs;	/* sorted by addr, one per address */
 	size_t nfuncs;
 	bool funcs_built;
+	struct cu_cache *cus;
+	size_t ncus, cus_alloc;
+	size_t last_cu;		/* the CU of the previous lookup */
 };
 
 /* A cached PC: its frames, and whether each is an allocator frame. */
@@ -353,10 +371,9 @@ static const char *die_name(Dwarf_Die *die)
 	return name;
 }
 
-/* The DIEs of the subprogram and the inlined subroutines that contain pc,
- * outermost first, found by descending the CU's DIE tree through every
- * scope (lexical blocks too) and through namespaces and classes, which hold
- * C++ member function definitions. Returns true when a scope was found. */
+/* The DIEs of the inlined subroutines (and nested subprograms) inside
+ * `parent` that contain pc, outermost first, found by descending through
+ * every scope (lexical blocks too). Returns true when a scope was found. */
 static bool scope_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die **chain,
 			size_t *n, size_t *alloc)
 {
@@ -415,6 +432,79 @@ static const char *src_path(struct ap_symbolizer *s, const char *file, Dwarf_Die
 	return r;
 }
 
+static void cu_collect(Dwarf_Die *parent, struct cu_cache *c, size_t *alloc)
+{
+	Dwarf_Die child;
+	if (dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_entry_point: {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				AP_ALLOC_GROW(c->r, c->n + 1, *alloc);
+				c->r[c->n++] = (struct cu_range){ lo, hi, child };
+			}
+			break;
+		}
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_module:
+			cu_collect(&child, c, alloc);
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The subprogram DIE of the CU that holds pc, or NULL. */
+static Dwarf_Die *cu_subprogram(struct sym_module *m, Dwarf_Die *cudie, Dwarf_Addr pc)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	struct cu_cache *c = NULL;
+	if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off)
+		c = &m->cus[m->last_cu];
+	for (size_t i = 0; !c && i < m->ncus; i++)
+		if (m->cus[i].off == off) {
+			c = &m->cus[i];
+			m->last_cu = i;
+		}
+	if (!c) {
+		AP_ALLOC_GROW(m->cus, m->ncus + 1, m->cus_alloc);
+		m->last_cu = m->ncus;
+		c = &m->cus[m->ncus++];
+		*c = (struct cu_cache){ .off = off };
+		size_t alloc = 0;
+		cu_collect(cudie, c, &alloc);
+		qsort(c->r, c->n, sizeof(*c->r), range_cmp);
+	}
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges of distinct subprograms do not overlap; scan back for
+	 * safety over a few empty or nested ones */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
+		if (pc >= c->r[i].lo && pc < c->r[i].hi)
+			return &c->r[i].die;
+	return NULL;
+}
+
 struct srcloc {
 	const char *file;
 	int line, column;
@@ -457,8 +547,12 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m,
 	Dwarf_Die *chain = NULL;
 	size_t nchain = 0, chain_alloc = 0;
 	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
-	if (cudie)
-		scope_chain(cudie, addr - bias, &chain, &nchain, &chain_alloc);
+	Dwarf_Die *sub = cudie ? cu_subprogram(m, cudie, addr - bias) : NULL;
+	if (sub) {
+		AP_ALLOC_GROW(chain, 1, chain_alloc);
+		chain[nchain++] = *sub;
+		scope_chain(sub, addr - bias, &chain, &nchain, &chain_alloc);
+	}
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	if (nchain && dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
@@ -705,6 +799,9 @@ void ap_sym_free(struct ap_symbolizer *s)
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
 		free(s->mods[i].funcs);
+		for (size_t k = 0; k < s->mods[i].ncus; k++)
+			free(s->mods[i].cus[k].r);
+		free(s->mods[i].cus);
 	}
 	free(s->mods);
 	for (size_t i = 0; i < s->nwarn; i++)
