@@ -1,0 +1,262 @@
+/* Robustness of the reader: a real trace (from the test writer) cut at every
+ * byte, with random bytes overwritten (checksums left wrong, and fixed up so
+ * the garbage reaches the payload decoders), with random chunk headers and
+ * random payloads. The reader must never crash or read out of bounds (the
+ * sanitized build runs this under ASan/UBSan), must fail with one message
+ * naming the file, and must succeed on every complete prefix. Fixed seed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_trace.h"
+#include "ap_trace_writer.h"
+
+static int failures;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ull;
+}
+
+static void fail(const char *what, size_t variant, const char *detail)
+{
+	if (failures++ < 20)
+		fprintf(stderr, "FAIL: %s (variant %zu): %s\n", what, variant, detail);
+}
+
+/* A trace with everything: mappings, deep stacks, named threads, every
+ * event type and kind, cpu changes, large addresses, small chunks. */
+static uint8_t *make_trace(size_t *len, size_t *nev)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = 4096;
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 300);
+	struct ap_segment segs[2] = { { 0, 0x1000, 0, 4 }, { 0x1000, 0x8000, 0x1000, 5 } };
+	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/app", (const uint8_t *)"\x01\x02\x03\x04", 4,
+		      segs, 2);
+	ap_tw_mapping(tw, 0x7f1234560000ull, "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0, segs, 2);
+	uint32_t stacks[6];
+	for (int i = 0; i < 6; i++) {
+		uint64_t pcs[20];
+		for (int k = 0; k < 20; k++)
+			pcs[k] = (k & 1 ? 0x7f1234561000ull : 0x555555555000ull) + rnd() % 0x7000;
+		stacks[i] = ap_tw_stack(tw, pcs, (uint32_t)(4 + i * 3));
+	}
+	uint32_t tids[3] = { 100, 101, 102 };
+	ap_tw_thread(tw, 100, "main");
+	ap_tw_thread(tw, 101, "worker-1");
+	uint64_t ts[3] = { h.start_ns, h.start_ns, h.start_ns };
+	uint64_t live[3][16] = { { 0 } };
+	for (int i = 0; i < 600; i++) {
+		int k = (int)(rnd() % 3);
+		ts[k] += rnd() % 1000;
+		uint32_t cpu = (uint32_t)(rnd() % 4);
+		int slot = (int)(rnd() % 16);
+		uint64_t addr = (k == 2 ? 0x7f0000000000ull : 0x560000000000ull) + (rnd() % 100000) * 16;
+		if (i == 300) {
+			/* a module loaded later, and a stack that uses it */
+			ap_tw_mapping(tw, 0x7f9999990000ull, "/tmp/plugin.so", NULL, 0, segs, 1);
+			uint64_t pc = 0x7f9999990100ull;
+			stacks[0] = ap_tw_stack(tw, &pc, 1);
+		}
+		if (live[k][slot]) {
+			if (rnd() % 2)
+				ap_tw_free(tw, tids[k], ts[k], cpu, live[k][slot]);
+			else
+				ap_tw_realloc(tw, tids[k], ts[k], cpu, AP_KIND_REALLOC, live[k][slot], addr,
+					      rnd() % 100000, stacks[rnd() % 6],
+					      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
+			live[k][slot] = rnd() % 2 ? 0 : addr;
+		} else {
+			ap_tw_alloc(tw, tids[k], ts[k], cpu, (unsigned)(rnd() % 5), addr,
+				    rnd() % 3 ? rnd() % 10000 : rnd(), stacks[rnd() % 6]);
+			live[k][slot] = addr;
+		}
+	}
+	struct ap_tw_end end = { ts[0] + 5000, 0, 0, 1234, 567890 };
+	ap_tw_end(tw, &end);
+	uint8_t *data;
+	struct ap_error err;
+	if (ap_tw_close_mem(tw, &data, len, &err) < 0) {
+		fprintf(stderr, "writer: %s\n", err.msg);
+		exit(1);
+	}
+	struct ap_trace *t;
+	if (ap_trace_read_mem(data, *len, "full", &t, &err) < 0) {
+		fprintf(stderr, "the full trace does not read: %s\n", err.msg);
+		exit(1);
+	}
+	*nev = t->nev;
+	ap_trace_free(t);
+	return data;
+}
+
+/* Reads a variant; returns 1 if it read, 0 if it failed properly. Touches
+ * everything a report would, so a bad pointer in the result shows too. */
+static int try_read(const uint8_t *data, size_t len, size_t variant)
+{
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	err.msg[0] = 0;
+	if (ap_trace_read_mem(data, len, "v.trace", &t, &err) < 0) {
+		if (strncmp(err.msg, "v.trace: ", 9) || strchr(err.msg, '\n'))
+			fail("error message", variant, err.msg);
+		if (t)
+			fail("failure left a trace", variant, err.msg);
+		return 0;
+	}
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		if (e->thread >= t->nthreads)
+			fail("event thread out of range", variant, "");
+		if (e->stack >= t->nstacks)
+			fail("event stack out of range", variant, "");
+		const struct ap_stack *s = &t->stacks[e->stack];
+		for (uint32_t k = 0; k < s->depth; k++)
+			sum += s->pcs[k] + (ap_trace_mapping_for(t, s->pcs[k]) != NULL);
+	}
+	for (size_t i = 0; i < t->nmaps; i++)
+		sum += strlen(t->maps[i].path) + t->maps[i].nsegs;
+	for (size_t i = 0; i < t->nthreads; i++)
+		sum += strlen(t->threads[i].name);
+	for (size_t i = 0; i < t->argc; i++)
+		sum += strlen(t->argv[i]);
+	if (t->bytes_used > t->file_size)
+		fail("bytes_used past the end", variant, "");
+	if (t->truncated && !t->truncated_why[0])
+		fail("truncated without a reason", variant, "");
+	ap_trace_free(t);
+	return sum == 42 ? 2 : 1; /* keep `sum` alive */
+}
+
+/* Offsets of the chunks of a well-formed trace. */
+static size_t chunk_offsets(const uint8_t *d, size_t len, size_t *off, size_t max)
+{
+	size_t n = 0;
+	for (size_t o = AP_TRACE_PREAMBLE_LEN; o + AP_CHUNK_HDR_LEN <= len && n < max;) {
+		off[n++] = o;
+		o += AP_CHUNK_HDR_LEN + ap_get_u32le(d + o + 12);
+	}
+	return n;
+}
+
+static void fix_crcs(uint8_t *d, size_t len, size_t o)
+{
+	uint32_t plen = ap_get_u32le(d + o + 12);
+	if (o + AP_CHUNK_HDR_LEN + plen <= len)
+		ap_put_u32le(d + o + 16, ap_crc32c(d + o + AP_CHUNK_HDR_LEN, plen));
+	ap_put_u32le(d + o + 20, ap_crc32c(d + o, 20));
+}
+
+int main(int argc, char **argv)
+{
+	size_t len, full_nev;
+	uint8_t *good = make_trace(&len, &full_nev);
+	uint8_t *d = malloc(len + 4096);
+	size_t variant = 0, ok = 0;
+	static size_t offs[4096];
+	size_t nchunks = chunk_offsets(good, len, offs, 4096);
+	if (nchunks < 3) {
+		fprintf(stderr, "the test trace has %zu chunks\n", nchunks);
+		return 1;
+	}
+	size_t header_end = offs[1]; /* a prefix without the complete HEADER fails */
+	unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 4000;
+
+	/* 1. Cut at every byte: a prefix reads (truncated) once it holds the
+	 * HEADER; before that it fails. Events only ever get fewer. */
+	for (size_t cut = 0; cut < len; cut++, variant++) {
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		int rc = ap_trace_read_mem(good, cut, "v.trace", &t, &err);
+		if ((rc == 0) != (cut >= header_end)) {
+			char msg[1200];
+			snprintf(msg, sizeof(msg), "cut at %zu: rc %d: %s", cut, rc, rc ? err.msg : "");
+			fail("prefix", variant, msg);
+		}
+		if (t) {
+			if (!t->truncated || t->nev > full_nev)
+				fail("prefix not truncated or too many events", variant, t->truncated_why);
+			ap_trace_free(t);
+		}
+	}
+
+	/* 2. Random bytes overwritten, checksums left as they are. */
+	for (unsigned i = 0; i < iters; i++, variant++) {
+		memcpy(d, good, len);
+		unsigned n = 1 + (unsigned)(rnd() % 8);
+		for (unsigned k = 0; k < n; k++)
+			d[rnd() % len] = (uint8_t)rnd();
+		ok += try_read(d, len, variant) > 0;
+	}
+
+	/* 3. The same inside one chunk, with its checksums fixed up so the
+	 * decoders see the garbage; sometimes the length or type too. */
+	for (unsigned i = 0; i < iters * 2; i++, variant++) {
+		memcpy(d, good, len);
+		size_t c = 1 + rnd() % (nchunks - 1);
+		if (i % 7 == 0)
+			c = 0; /* the HEADER */
+		size_t o = offs[c];
+		size_t plen = ap_get_u32le(d + o + 12);
+		unsigned n = 1 + (unsigned)(rnd() % 4);
+		for (unsigned k = 0; k < n && plen; k++) {
+			size_t at = o + AP_CHUNK_HDR_LEN + rnd() % plen;
+			switch (rnd() % 4) {
+			case 0:
+				d[at] = (uint8_t)rnd();
+				break;
+			case 1:
+				d[at] ^= (uint8_t)(1u << (rnd() % 8));
+				break;
+			case 2:
+				d[at] = 0xff; /* long varints */
+				break;
+			default:
+				d[at] = (uint8_t)(rnd() % 4); /* small tags and values */
+			}
+		}
+		if (rnd() % 10 == 0)
+			d[o + 4] = (uint8_t)(rnd() % 6);
+		if (rnd() % 10 == 0)
+			ap_put_u32le(d + o + 12, (uint32_t)(rnd() % (plen + 64)));
+		fix_crcs(d, len, o);
+		ok += try_read(d, len, variant) > 0;
+	}
+
+	/* 4. Whole random chunks of every type after a valid prefix. */
+	for (unsigned i = 0; i < iters; i++, variant++) {
+		size_t keep = offs[rnd() % nchunks];
+		if (keep < header_end)
+			keep = header_end;
+		memcpy(d, good, keep);
+		size_t plen = rnd() % 200;
+		uint8_t *p = d + keep + AP_CHUNK_HDR_LEN;
+		for (size_t k = 0; k < plen; k++)
+			p[k] = (uint8_t)(rnd() % 3 ? rnd() % 8 : rnd());
+		uint8_t type = (uint8_t)(1 + rnd() % 4);
+		if (type == AP_CHUNK_EVENTS && plen >= 8)
+			ap_put_u64le(p, rnd() % 2 ? rnd() : 1000000000ull);
+		ap_chunk_header(d + keep, type, (uint32_t)(rnd() % 4 + 100), p, (uint32_t)plen);
+		ok += try_read(d, keep + AP_CHUNK_HDR_LEN + plen, variant) > 0;
+	}
+
+	printf("%zu variants (%zu bytes, %zu chunks, %zu events): %zu read, %zu rejected\n",
+	       variant, len, nchunks, full_nev, ok + (len - header_end), variant - ok - (len - header_end));
+	free(d);
+	free(good);
+	if (failures) {
+		fprintf(stderr, "%d failure(s)\n", failures);
+		return 1;
+	}
+	return 0;
+}
