@@ -30,8 +30,12 @@ static NOINLINE uint32_t grab(void)
 	uint64_t pcs[64];
 	int n = backtrace(buf, 64);
 	uint32_t depth = 0;
-	/* buf[0] is in grab itself. */
-	for (int i = 1; i < n && buf[i] != fx.top; i++)
+	/* Start at grab's own return address: the frames before it are grab
+	 * itself and, under ASan, its backtrace interceptor. */
+	int i = 0;
+	while (i < n && buf[i] != __builtin_return_address(0))
+		i++;
+	for (; i < n && buf[i] != fx.top; i++)
 		pcs[depth++] = (uint64_t)(uintptr_t)buf[i];
 	return ap_tw_stack(fx.tw, pcs, depth);
 }

@@ -1,0 +1,70 @@
+#!/bin/sh
+# `allocprof top` and `list` as a user meets them: -h, and one clear line
+# with the right exit status for each kind of bad input (1 failure, 2 usage).
+# usage: cli.sh ALLOCPROF MKTRACE
+set -u
+ap=$1 mktrace=$2
+export LC_ALL=C ALLOCPROF_NO_PROGRESS=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+"$mktrace" "$tmp/fx.trace" || exit 1
+
+# expect STATUS STDERR_PATTERN ARGS...: exit status STATUS, and stderr is
+# one line matching the grep -E pattern (empty pattern: stderr empty).
+expect() {
+	want=$1 pat=$2
+	shift 2
+	"$ap" "$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	lines=$(wc -l <"$tmp/err")
+	if [ "$got" != "$want" ]; then
+		echo "FAIL allocprof $*: exit $got, expected $want"; cat "$tmp/err"; fail=1
+	elif [ -z "$pat" ] && [ -s "$tmp/err" ]; then
+		echo "FAIL allocprof $*: unexpected stderr:"; cat "$tmp/err"; fail=1
+	elif [ -n "$pat" ] && { [ "$lines" != 1 ] || ! grep -Eq "$pat" "$tmp/err"; }; then
+		echo "FAIL allocprof $*: stderr is not one line matching '$pat':"; cat "$tmp/err"; fail=1
+	fi
+}
+
+expect 0 '' top -h
+grep -q '^usage: allocprof top \[OPTIONS\] TRACE' "$tmp/out" || { echo "FAIL top -h: no usage line"; fail=1; }
+grep -q -- '--alloc_objects' "$tmp/out" || { echo "FAIL top -h: no --alloc_objects"; fail=1; }
+expect 0 '' list --help
+grep -q '^usage: allocprof list \[OPTIONS\] REGEX TRACE' "$tmp/out" || { echo "FAIL list -h: no usage line"; fail=1; }
+grep -q -- '--source-path' "$tmp/out" || { echo "FAIL list -h: no --source-path"; fail=1; }
+expect 0 '' help top
+grep -q '^usage: allocprof top' "$tmp/out" || { echo "FAIL help top"; fail=1; }
+
+# usage errors: exit 2
+expect 2 "^allocprof: top: unknown option '--bogus' \(see 'allocprof top -h'\)$" top --bogus "$tmp/fx.trace"
+expect 2 "^allocprof: top: unknown option '-x'" top -x "$tmp/fx.trace"
+expect 2 "^allocprof: top: option '-n' needs a value" top "$tmp/fx.trace" -n
+expect 2 "^allocprof: top: bad node count 'many'" top -n many "$tmp/fx.trace"
+expect 2 "^allocprof: top: no trace given" top
+expect 2 "^allocprof: top: too many arguments" top "$tmp/fx.trace" "$tmp/fx.trace"
+expect 2 "^allocprof: list: need a REGEX and a TRACE" list walk
+expect 2 "^allocprof: list: unknown option '--lines'" list --lines walk "$tmp/fx.trace"
+
+# failures: exit 1, one line
+expect 1 "^allocprof: $tmp/missing.trace: " top "$tmp/missing.trace"
+echo "not a trace at all" >"$tmp/text"
+expect 1 "^allocprof: $tmp/text: not an allocprof trace" top "$tmp/text"
+expect 1 "^allocprof: focus: bad regex '\(': " top --focus '(' "$tmp/fx.trace"
+expect 1 "^allocprof: ignore: bad regex '\[': " top --ignore '[' "$tmp/fx.trace"
+expect 1 "^allocprof: list: bad regex '\(': " list '(' "$tmp/fx.trace"
+expect 1 "^allocprof: no function matches 'no_such_function'$" list no_such_function "$tmp/fx.trace"
+expect 1 "^allocprof: $tmp/missing.trace: " list walk "$tmp/missing.trace"
+
+# A truncated trace (the END chunk cut off): a warning, then the views.
+size=$(wc -c <"$tmp/fx.trace")
+head -c $((size - 10)) "$tmp/fx.trace" >"$tmp/cut.trace"
+expect 0 "^allocprof: warning: $tmp/cut.trace: truncated trace" top "$tmp/cut.trace"
+grep -q ' alloc_big$' "$tmp/out" || { echo "FAIL truncated: no alloc_big row"; cat "$tmp/out"; fail=1; }
+
+# JSON parses, with numbers as numbers.
+"$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||
+	{ echo "FAIL top --json does not parse"; fail=1; }
+
+exit $fail
