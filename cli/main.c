@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{ "top", cmd_top, "the hottest allocation sites, as pprof -top shows them" },
 	{ "list", cmd_list, "source of matching functions, each line annotated" },
 	{ "stats", cmd_stats, "summary of a trace: program, duration, rate, totals" },
+	{ "advise", cmd_advise, "which allocation sites a pool would pay at, and why" },
+	{ "calibrate", cmd_calibrate, "measure allocation and pool costs for advise" },
 	{ NULL, NULL, NULL },
 };
 

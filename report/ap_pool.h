@@ -85,6 +85,9 @@ void ap_pool_cycle(struct ap_pool *pool, uint64_t t);
 void ap_pool_stats(const struct ap_pool *pool, uint64_t t_end,
 		   struct ap_pool_stats *out);
 
+/* Objects the pool holds now (primary + victim). */
+uint64_t ap_pool_held_objects(const struct ap_pool *pool);
+
 /* Name of a source ("private", "shared", "stolen", "victim", "miss"). */
 const char *ap_pool_src_name(enum ap_pool_src src);
 

@@ -84,6 +84,11 @@ unsigned ap_pool_procs(const struct ap_pool *pool)
 	return pool->nprocs;
 }
 
+uint64_t ap_pool_held_objects(const struct ap_pool *pool)
+{
+	return pool->st.held_objects;
+}
+
 const char *ap_pool_src_name(enum ap_pool_src src)
 {
 	static const char *const names[AP_POOL_NSRC] = {

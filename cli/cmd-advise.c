@@ -1,0 +1,342 @@
+/* `allocprof advise`: which allocation sites a pool would pay at, and why
+ * or why not (the replay and verdicts are in report/advise*.c; this file
+ * parses options, loads the cost table and renders the model). */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_advise.h"
+#include "commands.h"
+#include "views.h"
+
+enum {
+	OPT_MIN_SHARE = AP_VOPT_FIRST_OWN,
+	OPT_MAX_KEEP,
+	OPT_GC,
+	OPT_PROCS,
+	OPT_SITE,
+};
+
+static void advise_usage(FILE *f)
+{
+	fputs("usage: allocprof advise [OPTIONS] TRACE\n\n"
+	      "Replays each allocation site of TRACE through a model of Go's sync.Pool\n"
+	      "(per-P private slot and shared deque, stealing, a victim cache that keeps\n"
+	      "an object through one collection cycle) and tells, per site, whether a\n"
+	      "pool would pay and why: hits and misses, allocations, reallocs and bytes\n"
+	      "avoided, memory the pool would hold, estimated time saved, and a verdict:\n"
+	      "pool, pool with cap N, size classes, no: too rare, no: too small,\n"
+	      "no: escapes, no: little to gain. Sites are ranked by time saved.\n"
+	      "A sampled trace is replayed from a reconstruction: numbers are estimates.\n\n"
+	      "options:\n"
+	      "  -n N                 show the top N sites (default 10; 0: all)\n"
+	      "  --min-share PCT      leave out sites below PCT% of the bytes allocated\n"
+	      "  --max-keep BYTES     evaluate a pool that drops objects above BYTES on Put\n"
+	      "                       (default: a cap is found when sizes are skewed)\n"
+	      "  --gc=gogc:N          a cycle when the heap reaches max(live*(1+N/100), 4MiB)\n"
+	      "                       (default gogc:100, as Go)\n"
+	      "  --gc=interval:D      a cycle every D (e.g. 500ms) from the trace's start\n"
+	      "  --procs N            number of Ps (default: the trace's CPU count)\n"
+	      "  --site=callsite      one pool per call site (default)\n"
+	      "  --site=stack         one pool per whole stack\n"
+	      "  --drop-frames REGEX  treat functions matching REGEX as allocator wrappers\n"
+	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      "  --json               print JSON (see docs/json.md)\n"
+	      "  -h, --help           show this help\n\n"
+	      "The cost model comes from $XDG_CACHE_HOME/allocprof/costs.json (measured\n"
+	      "on first use; 'allocprof calibrate' redoes it), or from the file named\n"
+	      "by ALLOCPROF_TEST_COSTS.\n", f);
+}
+
+/* The cost table: ALLOCPROF_TEST_COSTS, else the cache, else measured now
+ * and cached. Returns 0 or prints the error and returns -1. */
+static int load_costs(struct ap_cost_table *c)
+{
+	struct ap_error err;
+	const char *fixed = getenv("ALLOCPROF_TEST_COSTS");
+	if (fixed && *fixed) {
+		if (ap_cost_load(fixed, c, &err) < 0) {
+			ap_print_error(&err);
+			return -1;
+		}
+		return 0;
+	}
+	char *path = ap_cost_cache_path();
+	if (path && ap_cost_load(path, c, &err) == 0) {
+		free(path);
+		return 0;
+	}
+	fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
+			"(cached in %s)\n", path ? path : "nowhere: no HOME");
+	ap_cost_measure(c);
+	if (path && ap_cost_save(path, c, &err) < 0)
+		ap_print_error(&err);
+	free(path);
+	return 0;
+}
+
+static void fmt_ns(char *out, size_t len, double ns)
+{
+	double a = fabs(ns);
+	if (a >= 1e9)
+		snprintf(out, len, "%.3gs", ns / 1e9);
+	else if (a >= 1e6)
+		snprintf(out, len, "%.3gms", ns / 1e6);
+	else if (a >= 1e3)
+		snprintf(out, len, "%.3gus", ns / 1e3);
+	else
+		snprintf(out, len, "%.0fns", ns);
+}
+
+static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
+{
+	char b1[32], b2[32], b3[32], d[32];
+	const char *exe = strrchr(t->exe, '/');
+	printf("File: %s\n", exe ? exe + 1 : t->exe);
+	if (a->gc_mode == AP_GC_GOGC)
+		printf("Cycles: gogc:%llu, %llu in the trace", (unsigned long long)a->gogc,
+		       (unsigned long long)a->cycles);
+	else {
+		fmt_ns(d, sizeof(d), (double)a->interval_ns);
+		printf("Cycles: every %s, %llu in the trace", d, (unsigned long long)a->cycles);
+	}
+	fmt_ns(d, sizeof(d), a->mean_cycle_ns);
+	printf(" (one every %s); %u Ps\n", d, a->procs);
+	if (a->sampled) {
+		ap_format_bytes(b1, sizeof(b1), (double)a->rate);
+		printf("Sampled (one sample per %s): results are estimates from a reconstruction,\n"
+		       "  with the relative uncertainty shown per site\n", b1);
+	}
+	if (!a->nsites) {
+		printf("No allocation sites%s.\n", a->hidden_sites ? " above --min-share" : "");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct ap_advise_site *s = &a->sites[i];
+		const struct ap_replay_result *r = &s->r;
+		printf("\n%zu. %s\n", i + 1, s->name);
+		ap_format_bytes(b1, sizeof(b1), s->alloc_space);
+		printf("   verdict: %s\n   %s\n", s->verdict_text, s->reasons);
+		printf("   allocated %s (%.1f%% of all), %.0f objects, sizes p50 %.0f p90 %.0f max %.0f",
+		       b1, 100 * s->share, s->alloc_objects, s->p50_size, s->p90_size, s->max_size);
+		if (a->sampled)
+			printf(", %llu samples, +-%.0f%%", (unsigned long long)s->samples, 100 * s->rel_error);
+		printf("\n");
+		printf("   gets %.0f: hits %.0f (private %.0f, shared %.0f, stolen %.0f, victim %.0f; %.0f too small),"
+		       " misses %.0f, hit rate %.1f%%\n",
+		       r->gets, r->gets - r->misses, r->hits[AP_POOL_PRIVATE], r->hits[AP_POOL_SHARED],
+		       r->hits[AP_POOL_STOLEN], r->hits[AP_POOL_VICTIM], r->small_hits, r->misses,
+		       100 * r->hit_rate);
+		ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
+		fmt_ns(d, sizeof(d), r->time_saved_ns);
+		printf("   avoided: %.0f allocations, %.0f of %.0f reallocs, %s; time saved %s\n",
+		       r->allocs_avoided, r->reallocs_avoided, r->reallocs, b1, d);
+		ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
+		ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
+		printf("   held: peak %s, mean %s; lost to cycles %.0f, to P changes %.0f; escaped %.0f\n",
+		       b2, b3, r->lost_cycle, r->lost_pchange, r->escaped);
+		if (s->capped) {
+			ap_format_bytes(b1, sizeof(b1), (double)s->cap);
+			ap_format_bytes(b2, sizeof(b2), s->rc.peak_held_bytes);
+			printf("   with cap %s: hit rate %.1f%%, held peak %s, %.0f dropped on Put\n",
+			       b1, 100 * s->rc.hit_rate, b2, s->rc.dropped_cap);
+		}
+	}
+	if (n < a->nsites)
+		printf("\n(%zu more sites; -n 0 shows all)\n", a->nsites - n);
+}
+
+static json_t *result_json(const struct ap_replay_result *r)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "gets", json_integer(ap_view_round(r->gets)));
+	json_t *h = json_object();
+	for (int s = AP_POOL_PRIVATE; s < AP_POOL_NSRC; s++)
+		json_object_set_new(h, ap_pool_src_name(s), json_integer(ap_view_round(r->hits[s])));
+	json_object_set_new(o, "hits", json_integer(ap_view_round(r->gets - r->misses)));
+	json_object_set_new(o, "hits_by_source", h);
+	json_object_set_new(o, "small_hits", json_integer(ap_view_round(r->small_hits)));
+	json_object_set_new(o, "misses", json_integer(ap_view_round(r->misses)));
+	json_object_set_new(o, "hit_rate", json_real(r->hit_rate));
+	json_object_set_new(o, "allocs_avoided", json_integer(ap_view_round(r->allocs_avoided)));
+	json_object_set_new(o, "bytes_avoided", json_integer(ap_view_round(r->bytes_avoided)));
+	json_object_set_new(o, "reallocs", json_integer(ap_view_round(r->reallocs)));
+	json_object_set_new(o, "reallocs_avoided", json_integer(ap_view_round(r->reallocs_avoided)));
+	json_object_set_new(o, "peak_held_bytes", json_integer(ap_view_round(r->peak_held_bytes)));
+	json_object_set_new(o, "mean_held_bytes", json_integer(ap_view_round(r->mean_held_bytes)));
+	json_object_set_new(o, "lost_to_cycles", json_integer(ap_view_round(r->lost_cycle)));
+	json_object_set_new(o, "lost_to_p_changes", json_integer(ap_view_round(r->lost_pchange)));
+	json_object_set_new(o, "escaped", json_integer(ap_view_round(r->escaped)));
+	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(r->dropped_cap)));
+	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(r->time_saved_ns)));
+	return o;
+}
+
+static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "program", json_string(t->exe));
+	json_object_set_new(root, "rate", json_integer((json_int_t)a->rate));
+	json_object_set_new(root, "estimates", json_boolean(a->sampled));
+	json_object_set_new(root, "procs", json_integer(a->procs));
+	json_t *gc = json_object();
+	json_object_set_new(gc, "mode", json_string(a->gc_mode == AP_GC_GOGC ? "gogc" : "interval"));
+	if (a->gc_mode == AP_GC_GOGC)
+		json_object_set_new(gc, "gogc", json_integer((json_int_t)a->gogc));
+	else
+		json_object_set_new(gc, "interval_ns", json_integer((json_int_t)a->interval_ns));
+	json_object_set_new(gc, "cycles", json_integer((json_int_t)a->cycles));
+	json_object_set_new(gc, "mean_cycle_ns", json_integer(ap_view_round(a->mean_cycle_ns)));
+	json_object_set_new(root, "gc", gc);
+	json_object_set_new(root, "total_alloc_space", json_integer(ap_view_round(a->total_alloc_space)));
+	json_object_set_new(root, "total_alloc_objects", json_integer(ap_view_round(a->total_alloc_objects)));
+	json_object_set_new(root, "hidden_sites", json_integer((json_int_t)a->hidden_sites));
+	json_t *sites = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct ap_advise_site *s = &a->sites[i];
+		json_t *o = result_json(&s->r);
+		json_object_set_new(o, "site", json_string(s->name));
+		json_object_set_new(o, "function", json_string(s->function));
+		json_object_set_new(o, "file", s->file ? json_string(s->file) : json_null());
+		json_object_set_new(o, "line", json_integer(s->line));
+		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
+		json_object_set_new(o, "verdict_text", json_string(s->verdict_text));
+		json_object_set_new(o, "reasons", json_string(s->reasons));
+		if (s->verdict == AP_VERDICT_POOL_CAP)
+			json_object_set_new(o, "cap", json_integer((json_int_t)s->cap));
+		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
+			json_t *cl = json_array();
+			for (size_t k = 0; k < s->nclasses; k++)
+				json_array_append_new(cl, json_integer((json_int_t)s->classes[k]));
+			json_object_set_new(o, "size_classes", cl);
+		}
+		json_object_set_new(o, "alloc_objects", json_integer(ap_view_round(s->alloc_objects)));
+		json_object_set_new(o, "alloc_space", json_integer(ap_view_round(s->alloc_space)));
+		json_object_set_new(o, "share", json_real(s->share));
+		json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
+		json_object_set_new(o, "rel_error", json_real(s->rel_error));
+		json_object_set_new(o, "p50_size", json_integer(ap_view_round(s->p50_size)));
+		json_object_set_new(o, "p90_size", json_integer(ap_view_round(s->p90_size)));
+		json_object_set_new(o, "max_size", json_integer(ap_view_round(s->max_size)));
+		json_object_set_new(o, "mean_gap_ns", json_integer(ap_view_round(s->mean_gap_ns)));
+		json_object_set_new(o, "mean_life_ns", json_integer(ap_view_round(s->mean_life_ns)));
+		if (s->capped) {
+			json_t *c = result_json(&s->rc);
+			json_object_set_new(c, "max_keep", json_integer((json_int_t)s->cap));
+			json_object_set_new(o, "with_cap", c);
+		}
+		json_array_append_new(sites, o);
+	}
+	json_object_set_new(root, "sites", sites);
+	return ap_view_json_print(root);
+}
+
+int cmd_advise(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "min-share", required_argument, NULL, OPT_MIN_SHARE },
+		{ "max-keep", required_argument, NULL, OPT_MAX_KEEP },
+		{ "gc", required_argument, NULL, OPT_GC },
+		{ "procs", required_argument, NULL, OPT_PROCS },
+		{ "site", required_argument, NULL, OPT_SITE },
+		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
+		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		{ "json", no_argument, NULL, AP_VOPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ap_view_opts vo;
+	ap_view_opts_init(&vo);
+	struct ap_advise_options ao;
+	ap_advise_options_init(&ao);
+	long nshow = 10;
+	bool by_stack = false;
+	int opt;
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'h':
+			advise_usage(stdout);
+			return AP_EXIT_OK;
+		case 'n':
+			nshow = strtol(optarg, &end, 10);
+			if (*end || end == optarg || nshow < 0)
+				return ap_usage_error("advise", "-n wants a count, not '%s'", optarg);
+			break;
+		case OPT_MIN_SHARE: {
+			double pct = strtod(optarg, &end);
+			if (*end == '%')
+				end++;
+			if (*end || end == optarg || pct < 0 || pct > 100)
+				return ap_usage_error("advise", "--min-share wants a percentage, not '%s'", optarg);
+			ao.min_share = pct / 100;
+			break;
+		}
+		case OPT_MAX_KEEP:
+			if (ap_parse_size(optarg, &ao.max_keep) < 0 || !ao.max_keep)
+				return ap_usage_error("advise", "--max-keep wants a size like 64K, not '%s'", optarg);
+			break;
+		case OPT_GC:
+			if (ap_advise_parse_gc(optarg, &ao) < 0)
+				return ap_usage_error("advise", "--gc wants gogc:N or interval:DURATION, not '%s'",
+						      optarg);
+			break;
+		case OPT_PROCS: {
+			long p = strtol(optarg, &end, 10);
+			if (*end || end == optarg || p < 1 || p > 4096)
+				return ap_usage_error("advise", "--procs wants a number from 1 to 4096, not '%s'",
+						      optarg);
+			ao.procs = (unsigned)p;
+			break;
+		}
+		case OPT_SITE:
+			if (!strcmp(optarg, "stack"))
+				by_stack = true;
+			else if (!strcmp(optarg, "callsite"))
+				by_stack = false;
+			else
+				return ap_usage_error("advise", "--site wants callsite or stack, not '%s'", optarg);
+			break;
+		default:
+			if (ap_view_option(&vo, opt, optarg))
+				break;
+			return ap_view_bad_option("advise", opt, argv);
+		}
+	}
+	if (optind + 1 != argc)
+		return ap_usage_error("advise", optind == argc ? "a TRACE file is needed" : "one TRACE file only");
+
+	struct ap_cost_table costs;
+	if (load_costs(&costs) < 0)
+		return AP_EXIT_FAIL;
+	ao.costs = &costs;
+
+	struct ap_view v;
+	if (ap_view_load(&v, argv[optind], &vo) != 0)
+		return AP_EXIT_FAIL;
+	struct ap_site_map m;
+	ap_advise_sites(v.trace, v.sym, by_stack, &m);
+	struct ap_error err;
+	struct ap_advice *a = ap_advise_run(v.trace, &m, &ao, &err);
+	ap_site_map_release(&m);
+	if (!a) {
+		ap_print_error(&err);
+		ap_view_release(&v);
+		return AP_EXIT_FAIL;
+	}
+	ap_view_warnings(&v);
+	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;
+	int rc = AP_EXIT_OK;
+	if (vo.json)
+		rc = print_json(a, v.trace, n);
+	else
+		print_text(a, v.trace, n);
+	ap_advice_free(a);
+	ap_view_release(&v);
+	return rc;
+}

@@ -1,0 +1,902 @@
+/* The pool advisor's replay: trace events to per-site pool operations
+ * (exactly with --all, from a reconstruction when sampled; ap_advise.h says
+ * how), the collection cycles, and the per-site results the verdicts are
+ * made from (advise_verdict.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_advise.h"
+#include "advise-int.h"
+
+void ap_advise_options_init(struct ap_advise_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->gc_mode = AP_GC_GOGC;
+	o->gogc = 100;
+	o->seed = 1;
+}
+
+int ap_advise_parse_gc(const char *s, struct ap_advise_options *o)
+{
+	if (!strncmp(s, "gogc:", 5)) {
+		char *end;
+		unsigned long long n = strtoull(s + 5, &end, 10);
+		if (end == s + 5 || *end || n == 0)
+			return -1;
+		o->gc_mode = AP_GC_GOGC;
+		o->gogc = n;
+		return 0;
+	}
+	if (!strncmp(s, "interval:", 9)) {
+		uint64_t ns;
+		if (ap_parse_duration(s + 9, &ns) < 0 || ns == 0)
+			return -1;
+		o->gc_mode = AP_GC_INTERVAL;
+		o->interval_ns = ns;
+		return 0;
+	}
+	return -1;
+}
+
+/* ---- address map: addr -> uint32, open addressing, linear probing ---- */
+
+void amap_init(struct amap *m)
+{
+	m->cap = 1024;
+	m->n = 0;
+	m->keys = ap_xcalloc(m->cap, sizeof(*m->keys));
+	m->vals = ap_xmalloc(m->cap * sizeof(*m->vals));
+}
+
+void amap_release(struct amap *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+static inline size_t amap_hash(uint64_t k, size_t mask)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k & mask;
+}
+
+static void amap_grow(struct amap *m)
+{
+	uint64_t *ok = m->keys;
+	uint32_t *ov = m->vals;
+	size_t ocap = m->cap;
+	m->cap *= 2;
+	m->keys = ap_xcalloc(m->cap, sizeof(*m->keys));
+	m->vals = ap_xmalloc(m->cap * sizeof(*m->vals));
+	for (size_t i = 0; i < ocap; i++)
+		if (ok[i]) {
+			size_t j = amap_hash(ok[i], m->cap - 1);
+			while (m->keys[j])
+				j = (j + 1) & (m->cap - 1);
+			m->keys[j] = ok[i];
+			m->vals[j] = ov[i];
+		}
+	free(ok);
+	free(ov);
+}
+
+/* Sets addr -> v (a newer block at a live address replaces the older). */
+void amap_put(struct amap *m, uint64_t addr, uint32_t v)
+{
+	if (2 * (m->n + 1) > m->cap)
+		amap_grow(m);
+	size_t mask = m->cap - 1, j = amap_hash(addr, mask);
+	while (m->keys[j] && m->keys[j] != addr)
+		j = (j + 1) & mask;
+	if (!m->keys[j])
+		m->n++;
+	m->keys[j] = addr;
+	m->vals[j] = v;
+}
+
+/* Removes addr; returns its value, or UINT32_MAX if absent. */
+uint32_t amap_take(struct amap *m, uint64_t addr)
+{
+	size_t mask = m->cap - 1, j = amap_hash(addr, mask);
+	while (m->keys[j] != addr) {
+		if (!m->keys[j])
+			return UINT32_MAX;
+		j = (j + 1) & mask;
+	}
+	uint32_t v = m->vals[j];
+	/* Backward-shift deletion keeps probe chains intact. */
+	size_t hole = j;
+	for (size_t k = (j + 1) & mask; m->keys[k]; k = (k + 1) & mask) {
+		size_t home = amap_hash(m->keys[k], mask);
+		if (((k - home) & mask) >= ((k - hole) & mask)) {
+			m->keys[hole] = m->keys[k];
+			m->vals[hole] = m->vals[k];
+			hole = k;
+		}
+	}
+	m->keys[hole] = 0;
+	m->n--;
+	return v;
+}
+
+/* ---- cycles ---- */
+
+static uint64_t trace_end(const struct ap_trace *t)
+{
+	uint64_t end = t->end_ns;
+	if (t->nev && t->ev[t->nev - 1].ts > end)
+		end = t->ev[t->nev - 1].ts;
+	return end;
+}
+
+static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
+{
+	return t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
+}
+
+uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+			   size_t *n)
+{
+	uint64_t *cyc = NULL;
+	size_t nc = 0, alloc = 0;
+	uint64_t end = trace_end(t);
+	if (o->gc_mode == AP_GC_INTERVAL) {
+		for (uint64_t ts = t->start_ns + o->interval_ns; ts < end; ts += o->interval_ns) {
+			AP_ALLOC_GROW(cyc, nc + 1, alloc);
+			cyc[nc++] = ts;
+		}
+		*n = nc;
+		return cyc;
+	}
+	/* gogc: live bytes (weighted) per tracked block, by address. */
+	struct amap m;
+	amap_init(&m);
+	double *ws = NULL;	/* weight of the block in a slot */
+	uint64_t *sz = NULL;	/* its size */
+	uint32_t *freel = NULL;
+	size_t nslots = 0, slots_alloc = 0, sz_alloc = 0, nfree = 0, free_alloc = 0;
+	/* Per thread: the weight of a chain whose realloc FREE half was just
+	 * seen; the ALLOC half continues it. */
+	double *pending = ap_xcalloc(t->nthreads + 1, sizeof(*pending));
+	double live = 0, live_at_cycle = 0, since = 0;
+	const double floor = 4.0 * 1024 * 1024;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		if (e->type == AP_EV_FREE) {
+			uint32_t s = amap_take(&m, e->addr);
+			if (s == UINT32_MAX)
+				continue;
+			live -= ws[s] * (double)sz[s];
+			if (e->flags & AP_EVF_FROM_REALLOC)
+				pending[e->thread] = ws[s];
+			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
+			freel[nfree++] = s;
+			continue;
+		}
+		if (e->type != AP_EV_ALLOC)
+			continue;
+		double w = 0;
+		if (e->flags & AP_EVF_SAMPLED) {
+			w = ev_weight(t, e);
+			since += w * (double)e->size;
+		} else if (e->flags & AP_EVF_REALLOC) {
+			w = pending[e->thread];
+		}
+		pending[e->thread] = 0;
+		uint32_t s;
+		if (nfree) {
+			s = freel[--nfree];
+		} else {
+			AP_ALLOC_GROW(ws, nslots + 1, slots_alloc);
+			AP_ALLOC_GROW(sz, nslots + 1, sz_alloc);
+			s = (uint32_t)nslots++;
+		}
+		ws[s] = w;
+		sz[s] = e->size;
+		live += w * (double)e->size;
+		amap_put(&m, e->addr, s);
+		double goal = live_at_cycle * (1.0 + (double)o->gogc / 100.0);
+		if (goal < floor)
+			goal = floor;
+		if (live_at_cycle + since >= goal) {
+			AP_ALLOC_GROW(cyc, nc + 1, alloc);
+			cyc[nc++] = e->ts;
+			live_at_cycle = live;
+			since = 0;
+		}
+	}
+	free(ws);
+	free(sz);
+	free(pending);
+	free(freel);
+	amap_release(&m);
+	*n = nc;
+	return cyc;
+}
+
+/* ---- size histogram ---- */
+
+unsigned size_bucket(uint64_t size)
+{
+	if (size < 4)
+		return (unsigned)size;
+	unsigned b = 63 - (unsigned)__builtin_clzll(size);
+	unsigned sub = (unsigned)((size >> (b - 2)) & 3);
+	unsigned idx = b * 4 + sub;
+	return idx < SIZE_BUCKETS ? idx : SIZE_BUCKETS - 1;
+}
+
+double size_bucket_value(unsigned idx)
+{
+	if (idx < 4)
+		return idx;
+	unsigned b = idx / 4, sub = idx % 4;
+	return ldexp(1.0 + sub / 4.0 + 0.125, (int)b);
+}
+
+/* ---- replay ---- */
+
+struct site_run {		/* one site in one replay pass */
+	struct ap_pool *pool;
+	size_t nc;		/* next cycle to apply */
+	bool active;
+	double scale;		/* sampled: estimated objects per replayed one */
+	struct ap_replay_result r;
+};
+
+struct site_info {		/* facts gathered once */
+	struct site_facts f;
+	double births, alloc_objects, alloc_space;
+	uint64_t samples;
+	uint64_t first_ts, last_ts;
+	double life_sum, life_w;
+};
+
+struct replay {
+	const struct ap_trace *t;
+	const struct ap_advise_options *o;
+	unsigned procs;
+	const uint64_t *cyc;
+	size_t ncyc;
+	uint64_t t_end;
+	struct site_run *runs;
+	size_t nsites;
+	double mf[65], pl[65], ft[65];	/* costs by power of two of the size */
+	uint64_t ops;
+};
+
+static inline unsigned pow2_bucket(uint64_t size)
+{
+	return size ? 63 - (unsigned)__builtin_clzll(size) : 0;
+}
+
+static void costs_by_bucket(struct replay *rp)
+{
+	for (unsigned b = 0; b < 65; b++) {
+		uint64_t s = b >= 63 ? UINT64_MAX / 2 : (uint64_t)1 << b;
+		s += s / 2;
+		rp->mf[b] = ap_cost_malloc_free(rp->o->costs, s);
+		rp->pl[b] = ap_cost_pool(rp->o->costs, s);
+		rp->ft[b] = ap_cost_first_touch(rp->o->costs, s);
+	}
+}
+
+/* Applies the cycles before ts to the site's pool. An empty pool cannot
+ * change by a cycle, so it skips ahead at once. */
+static inline void catch_up(struct replay *rp, struct site_run *s, uint64_t ts)
+{
+	while (s->nc < rp->ncyc && rp->cyc[s->nc] < ts) {
+		if (!ap_pool_held_objects(s->pool)) {
+			size_t lo = s->nc, hi = rp->ncyc;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (rp->cyc[mid] < ts)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			s->nc = lo;
+			return;
+		}
+		ap_pool_cycle(s->pool, rp->cyc[s->nc]);
+		s->nc++;
+	}
+}
+
+/* An allocation at the site: returns the object's capacity. */
+static inline uint64_t r_get(struct replay *rp, struct site_run *s, uint64_t ts,
+			     unsigned cpu, uint64_t size)
+{
+	catch_up(rp, s, ts);
+	rp->ops++;
+	struct ap_replay_result *r = &s->r;
+	struct ap_pool_obj o;
+	unsigned b = pow2_bucket(size);
+	r->gets++;
+	enum ap_pool_src src = ap_pool_get(s->pool, cpu % rp->procs, ts, &o);
+	r->hits[src]++;
+	if (src == AP_POOL_MISS) {
+		r->misses++;
+		r->time_saved_ns -= rp->pl[b];
+		return size;
+	}
+	if (o.cap >= size) {
+		r->allocs_avoided++;
+		r->alloc_bytes_avoided += (double)size;
+		r->time_saved_ns += rp->mf[b] + rp->ft[b] - rp->pl[b];
+		return o.cap;
+	}
+	r->small_hits++;
+	r->time_saved_ns -= rp->pl[b];
+	return size;
+}
+
+/* A realloc of an object of capacity *cap to size. */
+static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, uint64_t *cap)
+{
+	rp->ops++;
+	s->r.reallocs++;
+	if (size <= *cap) {
+		s->r.reallocs_avoided++;
+		s->r.realloc_bytes_avoided += (double)size;
+		s->r.time_saved_ns += rp->mf[pow2_bucket(size)];
+	} else {
+		*cap = size;
+	}
+}
+
+static inline void r_put(struct replay *rp, struct site_run *s, uint64_t ts,
+			 unsigned cpu, uint64_t cap)
+{
+	catch_up(rp, s, ts);
+	rp->ops++;
+	s->r.puts++;
+	if (!ap_pool_put(s->pool, cpu % rp->procs, ts, 0, cap))
+		s->r.dropped_cap++;
+}
+
+/* A live object of the exact replay. */
+struct live {
+	uint64_t cap, birth;
+	uint32_t site;
+};
+
+/* --all: every event replayed in trace order. `info` is filled on the first
+ * pass (NULL on later ones). */
+static void pass_exact(struct replay *rp, const uint32_t *site_of_stack,
+		       struct site_info *info)
+{
+	const struct ap_trace *t = rp->t;
+	struct amap m;
+	amap_init(&m);
+	struct live *lv = NULL;
+	uint32_t *freel = NULL;
+	size_t nlv = 0, lv_alloc = 0, nfree = 0, free_alloc = 0;
+	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
+	for (size_t i = 0; i <= t->nthreads; i++)
+		pending[i] = UINT32_MAX;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		if (e->type == AP_EV_FREE) {
+			uint32_t k = amap_take(&m, e->addr);
+			if (k == UINT32_MAX)
+				continue;
+			if (e->flags & AP_EVF_FROM_REALLOC) {
+				pending[e->thread] = k;
+				continue;
+			}
+			struct live *l = &lv[k];
+			if (l->site != UINT32_MAX) {
+				struct site_run *s = &rp->runs[l->site];
+				if (s->active)
+					r_put(rp, s, e->ts, e->cpu, l->cap);
+				if (info) {
+					info[l->site].life_sum += (double)(e->ts - l->birth);
+					info[l->site].life_w += 1;
+				}
+			}
+			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
+			freel[nfree++] = k;
+			continue;
+		}
+		if (e->type != AP_EV_ALLOC)
+			continue;
+		uint32_t k = pending[e->thread];
+		pending[e->thread] = UINT32_MAX;
+		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
+			struct live *l = &lv[k];
+			if (l->site != UINT32_MAX && rp->runs[l->site].active)
+				r_grow(rp, &rp->runs[l->site], e->size, &l->cap);
+			amap_put(&m, e->addr, k);
+			continue;
+		}
+		if (nfree) {
+			k = freel[--nfree];
+		} else {
+			AP_ALLOC_GROW(lv, nlv + 1, lv_alloc);
+			k = (uint32_t)nlv++;
+		}
+		struct live *l = &lv[k];
+		l->site = e->stack < t->nstacks ? site_of_stack[e->stack] : UINT32_MAX;
+		l->birth = e->ts;
+		l->cap = e->size;
+		if (l->site != UINT32_MAX) {
+			struct site_run *s = &rp->runs[l->site];
+			if (s->active)
+				l->cap = r_get(rp, s, e->ts, e->cpu, e->size);
+			if (info) {
+				struct site_info *si = &info[l->site];
+				if (!si->samples)
+					si->first_ts = e->ts;
+				si->last_ts = e->ts;
+				si->samples++;
+				si->births += 1;
+				si->f.hist[size_bucket(e->size)] += 1;
+			}
+		}
+		amap_put(&m, e->addr, k);
+	}
+	for (size_t j = 0; j < m.cap; j++)
+		if (m.keys[j]) {
+			uint32_t site = lv[m.vals[j]].site;
+			if (site != UINT32_MAX && rp->runs[site].active)
+				rp->runs[site].r.escaped++;
+		}
+	free(pending);
+	free(lv);
+	free(freel);
+	amap_release(&m);
+}
+
+/* ---- sampled traces: the reconstruction ---- */
+
+/* A sampled object from its first sample on. */
+struct srec {
+	uint64_t birth, death, size;
+	double w;
+	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
+	uint16_t cpu, dcpu;
+	bool freed;
+};
+
+struct sgrowth {
+	uint64_t ts, size;
+	uint32_t next;
+};
+
+enum { OP_GET, OP_GROW, OP_PUT };
+
+struct op {
+	uint64_t ts, size;
+	uint32_t obj, seq, site;
+	uint16_t cpu;
+	uint8_t type;
+};
+
+struct recon {
+	struct srec *rec;
+	size_t nrec, rec_alloc;
+	struct sgrowth *g;
+	size_t ng, g_alloc;
+	struct op *ops;
+	size_t nops, ops_alloc;
+	uint64_t *cap;		/* per clone */
+	size_t nclones;
+	double *escaped;	/* per site: copies never freed */
+};
+
+/* Collects the sampled objects and their growths and frees. */
+static void recon_collect(struct recon *rc, const struct ap_trace *t,
+			  const uint32_t *site_of_stack, struct site_info *info)
+{
+	struct amap m;
+	amap_init(&m);
+	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
+	for (size_t i = 0; i <= t->nthreads; i++)
+		pending[i] = UINT32_MAX;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		if (e->type == AP_EV_FREE) {
+			uint32_t k = amap_take(&m, e->addr);
+			if (k == UINT32_MAX)
+				continue;
+			if (e->flags & AP_EVF_FROM_REALLOC) {
+				pending[e->thread] = k;
+				continue;
+			}
+			if (k == UINT32_MAX - 1)
+				continue;
+			struct srec *r = &rc->rec[k];
+			r->freed = true;
+			r->death = e->ts;
+			r->dcpu = e->cpu;
+			info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
+			info[r->site].life_w += r->w;
+			continue;
+		}
+		if (e->type != AP_EV_ALLOC)
+			continue;
+		uint32_t k = pending[e->thread];
+		pending[e->thread] = UINT32_MAX;
+		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
+			if (k != UINT32_MAX - 1) {
+				AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
+				rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
+				struct srec *r = &rc->rec[k];
+				if (r->gtail == UINT32_MAX)
+					r->ghead = (uint32_t)rc->ng;
+				else
+					rc->g[r->gtail].next = (uint32_t)rc->ng;
+				r->gtail = (uint32_t)rc->ng++;
+			}
+			amap_put(&m, e->addr, k);
+			continue;
+		}
+		uint32_t site = e->stack < t->nstacks ? site_of_stack[e->stack] : UINT32_MAX;
+		if (site == UINT32_MAX || !(e->flags & AP_EVF_SAMPLED)) {
+			/* Tracked, but of no site: its free and growths are
+			 * followed and ignored. */
+			amap_put(&m, e->addr, UINT32_MAX - 1);
+			continue;
+		}
+		AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
+		struct srec *r = &rc->rec[rc->nrec];
+		*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(t, e),
+				    .site = site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
+				    .cpu = e->cpu };
+		struct site_info *si = &info[site];
+		if (!si->samples)
+			si->first_ts = e->ts;
+		si->last_ts = e->ts;
+		si->samples++;
+		si->births += r->w;
+		si->f.hist[size_bucket(e->size)] += r->w;
+		amap_put(&m, e->addr, (uint32_t)rc->nrec++);
+	}
+	free(pending);
+	amap_release(&m);
+}
+
+/* Objects replayed per site at most; a site over it replays its first
+ * samples only and scales (the rate and lifetimes stay as recorded). */
+#define SITE_BUDGET 2000000u
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static void add_op(struct recon *rc, uint64_t ts, uint64_t size, uint32_t obj,
+		   uint32_t site, uint16_t cpu, uint8_t type)
+{
+	AP_ALLOC_GROW(rc->ops, rc->nops + 1, rc->ops_alloc);
+	rc->ops[rc->nops] = (struct op){ ts, size, obj, (uint32_t)rc->nops, site, cpu, type };
+	rc->nops++;
+}
+
+static int op_cmp(const void *a, const void *b)
+{
+	const struct op *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Makes the copies of every sampled object and sorts their operations. */
+static void recon_build(struct recon *rc, struct replay *rp, struct site_info *info,
+			uint64_t seed)
+{
+	size_t ns = rp->nsites;
+	double *ksum = ap_xcalloc(ns, sizeof(*ksum));
+	double *kdone = ap_xcalloc(ns, sizeof(*kdone));
+	uint64_t *prev = ap_xcalloc(ns, sizeof(*prev));
+	bool *seen = ap_xcalloc(ns, sizeof(*seen));
+	uint64_t rs = seed * 0x9e3779b97f4a7c15ull + 0x1234567;
+	uint64_t dur = rp->t_end > rp->t->start_ns ? rp->t_end - rp->t->start_ns : 1;
+	rc->escaped = ap_xcalloc(ns, sizeof(*rc->escaped));
+
+	for (size_t i = 0; i < rc->nrec; i++) {
+		struct srec *r = &rc->rec[i];
+		double fl = floor(r->w);
+		double u = (double)(rng_next(&rs) >> 11) / 9007199254740992.0;
+		r->k = (uint32_t)fl + (u < r->w - fl);
+		if (!r->k)
+			r->k = 1;
+		ksum[r->site] += r->k;
+	}
+	for (size_t i = 0; i < rc->nrec; i++) {
+		struct srec *r = &rc->rec[i];
+		uint32_t s = r->site;
+		if (kdone[s] + r->k > SITE_BUDGET && kdone[s] > 0)
+			continue;
+		struct site_info *si = &info[s];
+		uint64_t gap;
+		if (seen[s])
+			gap = r->birth - prev[s];
+		else if (si->samples > 1)
+			gap = (si->last_ts - si->first_ts) / (si->samples - 1);
+		else
+			gap = (uint64_t)((double)dur / r->w);
+		seen[s] = true;
+		prev[s] = r->birth;
+		kdone[s] += r->k;
+		for (uint32_t j = 0; j < r->k; j++) {
+			uint64_t off = (uint64_t)((double)gap * (double)(r->k - 1 - j) / r->k);
+			if (off > r->birth)
+				off = r->birth;
+			uint32_t obj = (uint32_t)rc->nclones++;
+			add_op(rc, r->birth - off, r->size, obj, s, r->cpu, OP_GET);
+			for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
+				add_op(rc, rc->g[g].ts - off, rc->g[g].size, obj, s, 0, OP_GROW);
+			if (r->freed)
+				add_op(rc, r->death - off, 0, obj, s, r->dcpu, OP_PUT);
+			else
+				rc->escaped[s]++;
+		}
+	}
+	for (size_t s = 0; s < ns; s++)
+		rp->runs[s].scale = kdone[s] > 0 ? ksum[s] / kdone[s] : 1;
+	qsort(rc->ops, rc->nops, sizeof(*rc->ops), op_cmp);
+	rc->cap = ap_xmalloc((rc->nclones + 1) * sizeof(*rc->cap));
+	free(ksum);
+	free(kdone);
+	free(prev);
+	free(seen);
+}
+
+static void pass_recon(struct replay *rp, struct recon *rc)
+{
+	for (size_t i = 0; i < rc->nops; i++) {
+		const struct op *op = &rc->ops[i];
+		struct site_run *s = &rp->runs[op->site];
+		if (!s->active)
+			continue;
+		if (op->type == OP_GET)
+			rc->cap[op->obj] = r_get(rp, s, op->ts, op->cpu, op->size);
+		else if (op->type == OP_GROW)
+			r_grow(rp, s, op->size, &rc->cap[op->obj]);
+		else
+			r_put(rp, s, op->ts, op->cpu, rc->cap[op->obj]);
+	}
+	for (size_t s = 0; s < rp->nsites; s++)
+		if (rp->runs[s].active)
+			rp->runs[s].r.escaped += rc->escaped[s];
+}
+
+static void recon_release(struct recon *rc)
+{
+	free(rc->rec);
+	free(rc->g);
+	free(rc->ops);
+	free(rc->cap);
+	free(rc->escaped);
+}
+
+/* ---- the whole run ---- */
+
+static void scale_result(struct ap_replay_result *r, double k)
+{
+	double *counts[] = {
+		&r->gets, &r->misses, &r->small_hits, &r->allocs_avoided,
+		&r->alloc_bytes_avoided, &r->reallocs, &r->reallocs_avoided,
+		&r->realloc_bytes_avoided, &r->escaped, &r->puts, &r->dropped_cap,
+		&r->lost_cycle, &r->lost_pchange, &r->time_saved_ns,
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(counts); i++)
+		*counts[i] *= k;
+	for (int i = 0; i < AP_POOL_NSRC; i++)
+		r->hits[i] *= k;
+}
+
+/* One replay of the active sites, each with its cap. */
+static void replay_pass(struct replay *rp, const uint64_t *caps, const uint32_t *site_of_stack,
+			struct recon *rc, struct site_info *info)
+{
+	for (size_t s = 0; s < rp->nsites; s++) {
+		struct site_run *run = &rp->runs[s];
+		double scale = run->scale;
+		memset(&run->r, 0, sizeof(run->r));
+		run->scale = scale;
+		run->nc = 0;
+		if (run->active)
+			ap_pool_reset(run->pool, rp->procs, caps[s]);
+	}
+	if (rc)
+		pass_recon(rp, rc);
+	else
+		pass_exact(rp, site_of_stack, info);
+	for (size_t s = 0; s < rp->nsites; s++) {
+		struct site_run *run = &rp->runs[s];
+		if (!run->active)
+			continue;
+		struct ap_pool_stats st;
+		ap_pool_stats(run->pool, rp->t_end, &st);
+		struct ap_replay_result *r = &run->r;
+		r->lost_cycle = (double)st.lost_cycle;
+		r->lost_pchange = (double)st.lost_pchange;
+		r->peak_held_bytes = (double)st.peak_held_bytes;
+		r->mean_held_bytes = st.mean_held_bytes;
+		if (run->scale != 1)
+			scale_result(r, run->scale);
+		r->bytes_avoided = r->alloc_bytes_avoided + r->realloc_bytes_avoided;
+		double hits = r->gets - r->misses;
+		r->hit_rate = r->gets > 0 ? hits / r->gets : 0;
+	}
+}
+
+struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
+				const struct ap_advise_options *o, struct ap_error *err)
+{
+	if (!o->costs) {
+		ap_error_set(err, "advise: no cost table");
+		return NULL;
+	}
+	struct ap_advice *a = ap_xcalloc(1, sizeof(*a));
+	a->rate = t->rate;
+	a->sampled = t->rate > 1;
+	a->procs = o->procs ? o->procs : (unsigned)(t->cpus ? t->cpus : 1);
+	a->gc_mode = o->gc_mode;
+	a->gogc = o->gogc;
+	a->interval_ns = o->interval_ns;
+	a->events = t->nev;
+
+	struct replay rp = { .t = t, .o = o, .procs = a->procs, .nsites = m->nsites };
+	rp.t_end = trace_end(t);
+	a->duration_ns = rp.t_end > t->start_ns ? rp.t_end - t->start_ns : 0;
+	size_t ncyc;
+	uint64_t *cyc = ap_advise_cycles(t, o, &ncyc);
+	rp.cyc = cyc;
+	rp.ncyc = ncyc;
+	a->cycles = ncyc;
+	a->mean_cycle_ns = (double)a->duration_ns / (double)(ncyc + 1);
+	costs_by_bucket(&rp);
+
+	size_t ns = m->nsites;
+	struct site_info *info = ap_xcalloc(ns ? ns : 1, sizeof(*info));
+	rp.runs = ap_xcalloc(ns ? ns : 1, sizeof(*rp.runs));
+	uint64_t *caps = ap_xcalloc(ns ? ns : 1, sizeof(*caps));
+	for (size_t s = 0; s < ns; s++) {
+		rp.runs[s].pool = ap_pool_new(a->procs, 0);
+		rp.runs[s].active = true;
+		rp.runs[s].scale = 1;
+	}
+
+	/* The sites' share of allocation, pprof's way: each sampled
+	 * allocation (reallocs included) at the site of its own stack. */
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		if (e->type != AP_EV_ALLOC || !(e->flags & AP_EVF_SAMPLED))
+			continue;
+		double w = ev_weight(t, e);
+		a->total_alloc_objects += w;
+		a->total_alloc_space += w * (double)e->size;
+		uint32_t s = e->stack < t->nstacks ? m->site_of_stack[e->stack] : UINT32_MAX;
+		if (s != UINT32_MAX) {
+			info[s].alloc_objects += w;
+			info[s].alloc_space += w * (double)e->size;
+		}
+	}
+
+	struct recon rc = { 0 }, *rcp = NULL;
+	if (a->sampled) {
+		recon_collect(&rc, t, m->site_of_stack, info);
+		recon_build(&rc, &rp, info, o->seed);
+		rcp = &rc;
+	}
+	replay_pass(&rp, caps, m->site_of_stack, rcp, info);
+
+	a->sites = ap_xcalloc(ns ? ns : 1, sizeof(*a->sites));
+	for (size_t s = 0; s < ns; s++) {
+		struct ap_advise_site *site = &a->sites[s];
+		struct site_info *si = &info[s];
+		site->r = rp.runs[s].r;
+		site->alloc_objects = si->alloc_objects;
+		site->alloc_space = si->alloc_space;
+		site->share = a->total_alloc_space > 0 ? si->alloc_space / a->total_alloc_space : 0;
+		site->samples = si->samples;
+		site->rel_error = a->sampled && si->samples ? 1.0 / sqrt((double)si->samples) : 0;
+		site->mean_gap_ns = site->r.gets > 1 ? (double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
+		site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
+		double tot = 0, acc = 0, sum = 0, max = 0;
+		for (unsigned b = 0; b < SIZE_BUCKETS; b++) {
+			tot += si->f.hist[b];
+			sum += si->f.hist[b] * size_bucket_value(b);
+			if (si->f.hist[b] > 0)
+				max = size_bucket_value(b);
+		}
+		for (unsigned b = 0; b < SIZE_BUCKETS && tot > 0; b++) {
+			double before = acc;
+			acc += si->f.hist[b];
+			if (before < 0.5 * tot && acc >= 0.5 * tot)
+				site->p50_size = size_bucket_value(b);
+			if (before < 0.9 * tot && acc >= 0.9 * tot)
+				site->p90_size = size_bucket_value(b);
+		}
+		site->mean_size = tot > 0 ? sum / tot : 0;
+		site->max_size = max;
+		/* A cap to evaluate: the one asked for, or one found when the
+		 * capacities are skewed. */
+		uint64_t cap = o->max_keep ? o->max_keep : advise_pick_cap(&si->f, site->r.gets);
+		caps[s] = cap;
+		rp.runs[s].active = cap && site->r.gets > 0;
+		site->cap = cap;
+		site->capped = rp.runs[s].active;
+	}
+	bool any = false;
+	for (size_t s = 0; s < ns; s++)
+		any |= rp.runs[s].active;
+	if (any) {
+		replay_pass(&rp, caps, m->site_of_stack, rcp, NULL);
+		for (size_t s = 0; s < ns; s++)
+			if (rp.runs[s].active)
+				a->sites[s].rc = rp.runs[s].r;
+	}
+	a->pool_ops = rp.ops;
+
+	/* Judge, leave out the small ones, rank. */
+	size_t kept = 0;
+	for (size_t s = 0; s < ns; s++) {
+		struct ap_advise_site *site = &a->sites[s];
+		if (site->alloc_objects <= 0 && site->r.gets <= 0)
+			continue;
+		if (site->share < o->min_share) {
+			a->hidden_sites++;
+			continue;
+		}
+		site->name = ap_xstrdup(m->name[s]);
+		site->function = ap_xstrdup(m->function[s] ? m->function[s] : m->name[s]);
+		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
+		site->line = m->line[s];
+		advise_judge(a, site, &info[s].f, o);
+		a->sites[kept++] = *site;
+	}
+	a->nsites = kept;
+	advise_rank(a);
+
+	if (rcp)
+		recon_release(rcp);
+	for (size_t s = 0; s < ns; s++)
+		ap_pool_free(rp.runs[s].pool);
+	free(rp.runs);
+	free(caps);
+	free(info);
+	free(cyc);
+	return a;
+}
+
+void ap_advice_free(struct ap_advice *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nsites; i++) {
+		free(a->sites[i].name);
+		free(a->sites[i].function);
+		free(a->sites[i].file);
+		free(a->sites[i].verdict_text);
+		free(a->sites[i].reasons);
+	}
+	free(a->sites);
+	free(a);
+}
+
+void ap_site_map_release(struct ap_site_map *m)
+{
+	for (size_t i = 0; i < m->nsites; i++) {
+		free(m->name[i]);
+		free(m->function[i]);
+		free(m->file[i]);
+	}
+	free(m->name);
+	free(m->function);
+	free(m->file);
+	free(m->line);
+	free(m->site_of_stack);
+	memset(m, 0, sizeof(*m));
+}

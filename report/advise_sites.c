@@ -1,0 +1,93 @@
+/* Allocation sites for the advisor: stacks grouped by their call site (or
+ * each stack its own site), with readable names from the symbolizer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_advise.h"
+#include "ap_symbolize.h"
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void frame_name(struct ap_buf *b, const struct ap_frame *f)
+{
+	ap_buf_addstr(b, f->func);
+	if (f->file) {
+		const char *base = strrchr(f->file, '/');
+		ap_buf_addf(b, " %s:%d", base ? base + 1 : f->file, f->line);
+	}
+}
+
+void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
+		     struct ap_site_map *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->site_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
+	size_t alloc = 0, hcap = 64;
+	while (hcap < 2 * t->nstacks)
+		hcap *= 2;
+	/* key hash table: site index + 1, 0 = empty */
+	uint32_t *table = ap_xcalloc(hcap, sizeof(*table));
+	char **keys = NULL;
+	size_t keys_alloc = 0;
+	struct ap_frame *frames = NULL;
+	size_t nframes = 0, frames_alloc = 0;
+	struct ap_buf key = AP_BUF_INIT, name = AP_BUF_INIT;
+
+	for (size_t id = 0; id < t->nstacks; id++) {
+		out->site_of_stack[id] = UINT32_MAX;
+		if (!t->stacks[id].depth)
+			continue;
+		size_t cs = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &frames_alloc);
+		if (cs >= nframes)
+			continue;
+		const struct ap_frame *f = &frames[cs];
+		ap_buf_reset(&key);
+		ap_buf_reset(&name);
+		frame_name(&name, f);
+		if (by_stack) {
+			for (size_t j = cs + 1; j < nframes && j < cs + 4; j++) {
+				ap_buf_addstr(&name, " < ");
+				ap_buf_addstr(&name, frames[j].func);
+			}
+			if (nframes > cs + 4)
+				ap_buf_addstr(&name, " < ...");
+			ap_buf_addf(&key, "#%zu", id);
+		} else {
+			ap_buf_addf(&key, "%s\t%s\t%d", f->func, f->file ? f->file : "", f->line);
+		}
+		size_t j = str_hash(key.buf) & (hcap - 1);
+		while (table[j] && strcmp(keys[table[j] - 1], key.buf))
+			j = (j + 1) & (hcap - 1);
+		if (!table[j]) {
+			size_t s = out->nsites++;
+			AP_ALLOC_GROW(keys, s + 1, keys_alloc);
+			if (s + 1 > alloc) {
+				alloc = alloc ? alloc * 2 : 16;
+				out->name = ap_xrealloc(out->name, alloc * sizeof(*out->name));
+				out->function = ap_xrealloc(out->function, alloc * sizeof(*out->function));
+				out->file = ap_xrealloc(out->file, alloc * sizeof(*out->file));
+				out->line = ap_xrealloc(out->line, alloc * sizeof(*out->line));
+			}
+			keys[s] = ap_xstrdup(key.buf);
+			out->name[s] = ap_xstrdup(name.buf);
+			out->function[s] = ap_xstrdup(f->func);
+			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
+			out->line[s] = f->line;
+			table[j] = (uint32_t)s + 1;
+		}
+		out->site_of_stack[id] = table[j] - 1;
+	}
+	for (size_t s = 0; s < out->nsites; s++)
+		free(keys[s]);
+	free(keys);
+	free(table);
+	free(frames);
+	ap_buf_release(&key);
+	ap_buf_release(&name);
+}

@@ -1,0 +1,207 @@
+/* The pool advisor: replays each allocation site's allocations and frees
+ * through the pool model (ap_pool.h, POOL_MODEL.md) and judges, per site,
+ * whether a sync.Pool-style pool would pay. Also the cost model measured on
+ * this machine (cost.c). The result is a plain model; cli/cmd-advise.c
+ * renders it as text or JSON.
+ *
+ * How a trace becomes pool operations (POOL_MODEL.md §6):
+ * - An object is born by an allocation (ALLOC, or the ALLOC half of a
+ *   realloc that does not continue a tracked block) and belongs to the site
+ *   of its birth for life. Its birth is a Get on P = cpu % procs of the
+ *   pool of that site; its free is a Put on the P of the freeing CPU; a
+ *   realloc of it is a growth of the same object, not a Get.
+ * - Objects carry a capacity. A Get that hits takes the pooled object's
+ *   capacity: if that is at least the request, the allocation is avoided
+ *   (a "full hit"); if not (a "small hit"), the program still allocates the
+ *   request's size and the capacity becomes that size. A growth to a size
+ *   within the capacity is an avoided realloc; beyond it, a real one that
+ *   raises the capacity. Objects never freed escape: they are Gets only.
+ * - Cycles (POOL_MODEL.md §4): `gogc:N`, a cycle when live bytes after the
+ *   last cycle plus bytes allocated since reach max(live*(1+N/100), 4 MiB),
+ *   with live bytes replayed from the whole trace (weighted when sampled);
+ *   or `interval:D`, every D from the trace's start. Computed once, shared
+ *   by every site's pool.
+ *
+ * Sampled traces (rate > 1) are replayed from a reconstruction, and every
+ * number they give is an estimate:
+ * - Each sampled object (from its first sample: a sampled ALLOC, or a
+ *   sampled realloc not continuing a tracked block) with weight w stands for
+ *   w objects (w rounded at random, fixed seed, so the sum is unbiased): w
+ *   copies with its size, its growths, its lifetime and its CPUs.
+ * - The copies are spread evenly over the gap between the previous sampled
+ *   birth at the same site and this one (the first sample of a site uses
+ *   the site's mean gap, or the trace's duration over w when it is the
+ *   only one), the last copy at the sample's own time. This keeps the
+ *   site's estimated rate of requests and each object's lifetime, which is
+ *   what decides hits against cycles.
+ * - A growth chain is known from its first sampled block on; its earlier
+ *   blocks are represented by samples of their own, so in sampled mode the
+ *   split between allocations and reallocs avoided is approximate (their
+ *   sum is not).
+ * - The relative uncertainty of a site's counts is 1/sqrt(samples at the
+ *   site) (Poisson), reported as `rel_error`. */
+#ifndef AP_ADVISE_H
+#define AP_ADVISE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_pool.h"
+#include "ap_trace.h"
+#include "ap_util.h"
+
+/* ---- cost model (cost.c) ---- */
+
+/* Costs in ns by size class; values between classes are interpolated on a
+ * log scale of size, beyond the ends the end values are used (first-touch
+ * cost grows with the size, so it is extrapolated linearly). */
+#define AP_COST_MAX_CLASSES 32
+struct ap_cost_table {
+	size_t n;
+	uint64_t size[AP_COST_MAX_CLASSES];
+	double malloc_free_ns[AP_COST_MAX_CLASSES];	/* malloc(size) + free */
+	double pool_ns[AP_COST_MAX_CLASSES];		/* pool get + put */
+	/* Touching every page of a fresh block minus the same for a reused
+	 * one: what a pool saves in page faults. */
+	double first_touch_ns[AP_COST_MAX_CLASSES];
+};
+
+double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size);
+double ap_cost_pool(const struct ap_cost_table *c, uint64_t size);
+double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size);
+
+/* Measures the table on this machine (< 2 s). Never fails. */
+void ap_cost_measure(struct ap_cost_table *c);
+
+/* Reads / writes the JSON form of the table. Return 0, or -1 with err. */
+int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err);
+int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_error *err);
+
+/* The cache file: $XDG_CACHE_HOME/allocprof/costs.json, or
+ * ~/.cache/allocprof/costs.json. Returns a malloc'd path, or NULL when
+ * neither variable is set. */
+char *ap_cost_cache_path(void);
+
+/* ---- replay ---- */
+
+enum ap_gc_mode { AP_GC_GOGC, AP_GC_INTERVAL };
+
+struct ap_advise_options {
+	unsigned procs;			/* 0: the trace's CPU count */
+	enum ap_gc_mode gc_mode;
+	uint64_t gogc;			/* N of gogc:N (default 100) */
+	uint64_t interval_ns;		/* D of interval:D */
+	uint64_t max_keep;		/* cap to evaluate (0: find one when capacities are skewed) */
+	double min_share;		/* sites below this share (0..1) of alloc_space are left out */
+	const struct ap_cost_table *costs;	/* required */
+	uint64_t seed;			/* reconstruction of sampled traces */
+};
+
+/* Sets the defaults: gogc:100, everything else 0. */
+void ap_advise_options_init(struct ap_advise_options *o);
+
+/* Parses "gogc:N" or "interval:D" into o. Returns 0 or -1. */
+int ap_advise_parse_gc(const char *s, struct ap_advise_options *o);
+
+enum ap_verdict {
+	AP_VERDICT_POOL,
+	AP_VERDICT_POOL_CAP,
+	AP_VERDICT_SIZE_CLASSES,
+	AP_VERDICT_TOO_RARE,
+	AP_VERDICT_TOO_SMALL,
+	AP_VERDICT_ESCAPES,
+	AP_VERDICT_LITTLE_GAIN,
+};
+
+/* What the pool did at one site in one replay. Counts are estimates in a
+ * sampled trace (scaled by the reconstruction). */
+struct ap_replay_result {
+	double gets;
+	double hits[AP_POOL_NSRC];	/* by source; hits[AP_POOL_MISS] = misses */
+	double misses;
+	double small_hits;		/* hits whose object was too small */
+	double allocs_avoided, alloc_bytes_avoided;	/* full hits */
+	double reallocs, reallocs_avoided, realloc_bytes_avoided;
+	double bytes_avoided;		/* alloc_bytes_avoided + realloc_bytes_avoided */
+	double escaped;			/* objects never freed */
+	double puts;
+	double dropped_cap;		/* Puts dropped by the cap */
+	double lost_cycle, lost_pchange;
+	double peak_held_bytes, mean_held_bytes;
+	double time_saved_ns;		/* by the cost model; negative: the pool costs */
+	double hit_rate;		/* (hits) / gets */
+};
+
+struct ap_advise_site {
+	char *name;		/* "func file:line", or the stack's frames */
+	char *function, *file;	/* file may be NULL */
+	int line;
+	double alloc_objects, alloc_space;	/* the site's allocations (weighted) */
+	double share;		/* of the trace's alloc_space */
+	uint64_t samples;	/* sampled objects seen (== objects with --all) */
+	double rel_error;	/* 1/sqrt(samples) when sampled, else 0 */
+	double mean_size, p50_size, p90_size, max_size;	/* of requests */
+	double mean_gap_ns;	/* mean time between requests */
+	double mean_life_ns;	/* mean lifetime of freed objects */
+	struct ap_replay_result r;	/* with max_keep (or none) */
+	bool capped;		/* a replay with a cap was made */
+	uint64_t cap;		/* the cap of `rc` */
+	struct ap_replay_result rc;	/* replay with cap (when capped) */
+	uint64_t classes[4];	/* size classes, when verdict is SIZE_CLASSES */
+	size_t nclasses;
+	enum ap_verdict verdict;
+	char *verdict_text;	/* "pool", "pool with cap 64KiB", "size classes 1KiB, 64KiB", ... */
+	char *reasons;		/* one or two sentences */
+};
+
+struct ap_advice {
+	bool sampled;		/* rate > 1: results are estimates */
+	uint64_t rate;
+	unsigned procs;
+	enum ap_gc_mode gc_mode;
+	uint64_t gogc, interval_ns;
+	uint64_t cycles;	/* cycles in the trace */
+	double mean_cycle_ns;	/* trace duration / (cycles + 1) */
+	uint64_t duration_ns;
+	uint64_t events;	/* trace events replayed */
+	uint64_t pool_ops;	/* Get/Put/growth operations replayed */
+	double total_alloc_space, total_alloc_objects;
+	size_t hidden_sites;	/* below min_share */
+	struct ap_advise_site *sites;	/* ranked by time saved, then bytes */
+	size_t nsites;
+};
+
+/* Which site each stack belongs to. site_of_stack has t->nstacks entries
+ * (UINT32_MAX: no site); names describe the nsites sites. */
+struct ap_site_map {
+	uint32_t *site_of_stack;
+	size_t nsites;
+	char **name, **function, **file;
+	int *line;
+};
+
+/* Replays `t` with the site map `m` and judges every site. Returns NULL
+ * with err set on failure (bad options). The caller frees the result with
+ * ap_advice_free(). */
+struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
+				const struct ap_advise_options *o, struct ap_error *err);
+void ap_advice_free(struct ap_advice *a);
+
+/* The cycle times (ns, ascending) the options give for `t`; *n set.
+ * Exposed for tests. The caller frees the array. */
+uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+			   size_t *n);
+
+const char *ap_verdict_name(enum ap_verdict v);
+
+/* Builds the site map of `t`: sites are call sites (the frame
+ * ap_sym_stack picks: function, file and line), or whole stacks with
+ * by_stack (named by the call site and a few callers). Never fails. */
+struct ap_symbolizer;
+void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
+		     struct ap_site_map *out);
+
+void ap_site_map_release(struct ap_site_map *m);
+
+#endif
