@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Tests of `allocprof record` and liballocprof.so. One argument picks the
+# group: conform, lifecycle or errors. Environment (from meson): ALLOCPROF,
+# CONFORM, TESTDATA_BUILD, TESTDATA_SRC, STATIC_HELLO.
+set -u
+export LC_ALL=C
+group=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+# jget FILE KEY: one top-level value of a JSON file (stats --json output).
+jget() {
+	python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"
+}
+
+# stats TRACE OUT: stats --json into OUT; fails the test if stats fails.
+stats() {
+	if ! "$ALLOCPROF" stats --json "$1" >"$2" 2>"$2.err"; then
+		fail "stats $1: $(cat "$2.err")"
+		return 1
+	fi
+}
+
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+case $group in
+conform)
+	# The program must not be able to tell: same stdout, same exit status,
+	# in every mode (sampled, --all, a tiny rate that samples often and so
+	# exercises the tracked-pointer set on frees and reallocs).
+	"$CONFORM" >native.out 2>&1
+	native_rc=$?
+	expect_eq "native exit status" "$native_rc" 3
+	for mode in default all rate64 depth1; do
+		case $mode in
+		default) opts=() ;;
+		all) opts=(--all) ;;
+		rate64) opts=(--rate 64) ;;
+		depth1) opts=(--rate 1 --max-depth 1) ;;
+		esac
+		"$ALLOCPROF" record -q "${opts[@]}" -o "$mode.trace" "$CONFORM" >"$mode.out" 2>"$mode.err"
+		rc=$?
+		expect_eq "$mode: exit status" "$rc" "$native_rc"
+		if ! diff -u native.out "$mode.out"; then
+			fail "$mode: output differs from the native run"
+		fi
+		[ -s "$mode.err" ] && fail "$mode: unexpected stderr: $(cat "$mode.err")"
+		stats "$mode.trace" "$mode.json" || continue
+		expect_eq "$mode: truncated" "$(jget "$mode.json" truncated)" false
+	done
+	# --all: every call is an event; the burst alone is 20000 + 10000 allocations
+	if [ -s all.json ]; then
+		n=$(jget all.json alloc_objects)
+		[ "${n%.*}" -ge 30000 ] || fail "--all: alloc_objects $n < 30000"
+		expect_eq "--all: exact" "$(jget all.json exact)" true
+		# END's exact totals equal the replayed ones for every successful call
+		calls=$(jget all.json calls)
+		[ "$calls" -ge "${n%.*}" ] || fail "--all: END calls $calls < alloc_objects $n"
+		expect_eq "--all: unmatched frees" "$(jget all.json unmatched_frees)" 0
+	fi
+	# max depth 1: every stack has one frame; the trace still reads
+	[ -s depth1.json ] && expect_eq "depth1 exact" "$(jget depth1.json exact)" true
+
+	# A fixed seed makes the sampling decisions reproducible.
+	for i in 1 2; do
+		ALLOCPROF_TEST_SEED=42 "$ALLOCPROF" record -q --rate 4096 -o "seed$i.trace" \
+			"$CONFORM" >/dev/null 2>&1
+		stats "seed$i.trace" "seed$i.json"
+	done
+	s1=$(jget seed1.json samples)
+	s2=$(jget seed2.json samples)
+	expect_eq "seeded runs: same sample count" "$s1" "$s2"
+	[ "$s1" -gt 100 ] || fail "rate 4096: only $s1 samples"
+	;;
+
+lifecycle)
+	# threads: every thread's events arrive, names included. The expected
+	# totals are relative to the run with 0 blocks per thread, which creates
+	# the same threads (glibc's own per-thread allocations cancel out).
+	"$ALLOCPROF" record -q --all -o thr.trace "$TESTDATA_BUILD/threads" 2000 >thr.out
+	expect_eq "threads: exit status" $? 0
+	"$ALLOCPROF" record -q --all -o thr0.trace "$TESTDATA_BUILD/threads" 0 >/dev/null
+	if stats thr.trace thr.json && stats thr0.trace thr0.json; then
+		expect_eq "threads: thread count" "$(jget thr.json threads)" 5
+		expect_eq "threads: truncated" "$(jget thr.json truncated)" false
+		want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["alloc_objects"])' \
+			"$TESTDATA_SRC/threads.expected.json")
+		got=$(($(jget thr.json alloc_objects) - $(jget thr0.json alloc_objects)))
+		expect_eq "threads: alloc_objects over the baseline" "$got" "$want"
+	fi
+
+	# fork + exec: the parent's trace is complete, each child has its own
+	"$ALLOCPROF" record --all -o fe.trace "$TESTDATA_BUILD/forkexec" >fe.out 2>fe.err
+	expect_eq "forkexec: exit status" $? 0
+	stats fe.trace fe.json && expect_eq "forkexec parent: truncated" "$(jget fe.json truncated)" false
+	children=$(ls fe.trace.* 2>/dev/null | wc -l)
+	[ "$children" -ge 1 ] || fail "forkexec: no child trace (files: $(ls))"
+	for c in fe.trace.*; do
+		[ -e "$c" ] || continue
+		stats "$c" "$c.json" && expect_eq "$c: truncated" "$(jget "$c.json" truncated)" false
+		grep -q "child trace $c " fe.err || fail "record did not mention $c: $(cat fe.err)"
+	done
+	grep -q "allocprof: wrote fe.trace (" fe.err || fail "no summary line: $(cat fe.err)"
+
+	# --no-children: only the launched process is profiled
+	"$ALLOCPROF" record --all --no-children -o nc.trace "$TESTDATA_BUILD/forkexec" >nc.out 2>nc.err
+	expect_eq "--no-children: exit status" $? 0
+	cmp -s fe.out nc.out || fail "--no-children: program output differs"
+	stats nc.trace nc.json && expect_eq "--no-children: truncated" "$(jget nc.json truncated)" false
+	[ -z "$(ls nc.trace.* 2>/dev/null)" ] || fail "--no-children: child traces written: $(ls nc.trace.*)"
+
+	# _exit: END is written, the status passes through
+	"$ALLOCPROF" record -q --all -o ex.trace "$CONFORM" _exit >/dev/null
+	expect_eq "_exit: exit status" $? 5
+	stats ex.trace ex.json && expect_eq "_exit: truncated" "$(jget ex.json truncated)" false
+	[ -s ex.json ] && [ "$(jget ex.json alloc_objects)" -ge 64 ] || fail "_exit: events lost"
+
+	# exec of the same process: the first image's trace ends (reason exec),
+	# the new image writes <trace>.exec1
+	"$ALLOCPROF" record -q --all -o img.trace "$CONFORM" exec >img.out
+	expect_eq "exec: exit status" $? 5
+	stats img.trace img.json && expect_eq "exec: first image truncated" "$(jget img.json truncated)" false
+	if [ -e img.trace.exec1 ]; then
+		stats img.trace.exec1 img1.json &&
+			expect_eq "exec: second image truncated" "$(jget img1.json truncated)" false
+	else
+		fail "exec: no trace for the second image (files: $(ls))"
+	fi
+
+	# fatal signals: the program dies the same way, the trace is readable
+	"$ALLOCPROF" record -q --all -o ab.trace "$TESTDATA_BUILD/abort" >/dev/null 2>&1
+	expect_eq "abort: exit status" $? 134
+	stats ab.trace ab.json && expect_eq "abort: truncated" "$(jget ab.json truncated)" false
+	"$ALLOCPROF" record -q --all -o sg.trace "$CONFORM" segv >/dev/null 2>&1
+	expect_eq "segv: exit status" $? 139
+	stats sg.trace sg.json && expect_eq "segv: truncated" "$(jget sg.json truncated)" false
+
+	# signals sent to record go on to the program
+	"$ALLOCPROF" record -q -o sl.trace sleep 7.25 &
+	rec=$!
+	for _ in $(seq 100); do
+		[ -s sl.trace ] && break
+		sleep 0.05
+	done
+	[ -s sl.trace ] || fail "sleep: no trace after 5 s"
+	kill -TERM $rec
+	wait $rec
+	expect_eq "forwarded SIGTERM: exit status" $? 143
+	pgrep -f 'sleep 7.25' >/dev/null && fail "sleep survived the forwarded SIGTERM"
+
+	# 128+N for a program killed by a signal it did not catch
+	"$ALLOCPROF" record -q -o k.trace sh -c 'kill -KILL $$'
+	expect_eq "SIGKILL: exit status" $? 137
+
+	# the output cannot be written: one line, the program still runs
+	"$ALLOCPROF" record -q -o /nonexistent/dir/x.trace "$CONFORM" >no.out 2>no.err
+	expect_eq "unwritable output: exit status" $? 3
+	grep -q '^allocprof: /nonexistent/dir/x.trace: No such file or directory$' no.err ||
+		fail "unwritable output: message: $(cat no.err)"
+	;;
+
+errors)
+	# record -h
+	"$ALLOCPROF" record -h >h.out 2>h.err
+	expect_eq "record -h: exit status" $? 0
+	grep -q '^usage: allocprof record' h.out || fail "record -h: no usage on stdout"
+	[ -s h.err ] && fail "record -h wrote to stderr"
+
+	check_err() { # name want_rc regex cmd...
+		local name=$1 want=$2 re=$3
+		shift 3
+		"$ALLOCPROF" record -o e.trace "$@" >e.out 2>e.err
+		local rc=$?
+		expect_eq "$name: exit status" "$rc" "$want"
+		grep -Eq "$re" e.err || fail "$name: stderr '$(cat e.err)' does not match '$re'"
+		[ "$(wc -l <e.err)" -eq 1 ] || fail "$name: more than one line: $(cat e.err)"
+		[ -e e.trace ] && fail "$name: a trace was written"
+		rm -f e.trace
+	}
+	check_err "missing program" 1 '^allocprof: no-such-program-xyz: command not found$' no-such-program-xyz
+	check_err "missing path" 1 '^allocprof: ./nothere: No such file or directory$' ./nothere
+	printf '#!/bin/sh\necho hi\n' >noexec.sh
+	chmod 644 noexec.sh
+	check_err "not executable" 1 '^allocprof: ./noexec.sh: not executable' ./noexec.sh
+	check_err "directory" 1 '^allocprof: /tmp: is a directory$' /tmp
+	cp /bin/true suid-true
+	chmod u+s suid-true
+	check_err "setuid" 1 '^allocprof: ./suid-true: setuid: secure-execution mode ignores LD_PRELOAD$' ./suid-true
+	cp /bin/true sgid-true
+	chmod g+s sgid-true
+	check_err "setgid" 1 '^allocprof: ./sgid-true: setgid: secure-execution mode ignores LD_PRELOAD$' ./sgid-true
+	if [ -n "$STATIC_HELLO" ]; then
+		check_err "static" 1 ': statically linked: LD_PRELOAD cannot interpose its allocator$' "$STATIC_HELLO"
+	else
+		echo "SKIPPED: static binary case (no libc.a to link one)"
+	fi
+	check_err "bad rate" 2 "^allocprof: record: --rate: 'lots' is not a size" --rate lots true
+	check_err "no program" 2 '^allocprof: record: no program to run' --all
+	check_err "unknown option" 2 "^allocprof: record: unknown option '--bogus'" --bogus true
+	check_err "bad depth" 2 "^allocprof: record: --max-depth: '0' is not a number" --max-depth 0 true
+
+	# a script is fine: its interpreter is profiled; program options pass
+	printf '#!/bin/sh\necho "args: $*"\nexit 4\n' >script.sh
+	chmod 755 script.sh
+	"$ALLOCPROF" record -o s.trace ./script.sh -o --all x >s.out 2>s.err
+	expect_eq "script: exit status" $? 4
+	expect_eq "script: its own options" "$(cat s.out)" "args: -o --all x"
+	grep -q '^allocprof: wrote s.trace (' s.err || fail "script: summary: $(cat s.err)"
+
+	# a program that clears LD_PRELOAD's effect (static-like): said plainly
+	"$ALLOCPROF" record -o gone.trace sh -c 'rm -f gone.trace; exit 0' >/dev/null 2>g.err
+	expect_eq "trace removed: exit status" $? 0
+	grep -q 'gone.trace: no trace was written (missing)' g.err || fail "missing trace not reported: $(cat g.err)"
+
+	# the default output name carries the program name and its pid
+	"$ALLOCPROF" record true 2>d.err
+	ls allocprof.true.*.trace >/dev/null 2>&1 || fail "default output name: $(ls)"
+	grep -Eq '^allocprof: wrote allocprof\.true\.[0-9]+\.trace \(' d.err || fail "default name summary: $(cat d.err)"
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+
+[ $failed = 0 ] && echo "record $group: ok"
+exit $failed
