@@ -40,7 +40,7 @@ record_and_stats() {
 	"$ALLOCPROF" record --all -o "$tmp/$tag.trace" -- "$prog" "$@" \
 		>"$tmp/$tag.rec.out" 2>"$tmp/$tag.rec.err"
 	st_rec=$?
-	echo "$name $*: native status $st_native, recorded status $st_rec, expected ${want:-?}"
+	echo "$name${*:+ $*}: native status $st_native, recorded status $st_rec, expected ${want:-?}"
 	[ -n "$want" ] && [ "$st_native" != "$want" ] &&
 		fail "$name $*: native run exited $st_native, expected $want"
 	[ "$st_native" != "$st_rec" ] &&
@@ -97,31 +97,33 @@ abort)
 	fi
 	;;
 forkexec)
-	# The forked child writes <trace>.<pid>; its exec'd image (same pid)
-	# is followed into the same name. The parent's trace holds only the
+	# The forked child writes its own trace, <trace>.<pid>, and its exec'd
+	# image (same pid) is followed into another file next to it. Each
+	# child trace is told apart by its command line (stats' argv): the
+	# exec'd image runs `forkexec exec`. The parent's trace holds only the
 	# parent's allocations (checked above).
-	children=("$tmp"/main.trace.*)
-	if [ ! -e "${children[0]}" ]; then
-		fail "forkexec: no child trace main.trace.<pid>"
-	else
-		cj=()
-		for c in "${children[@]}"; do
-			if "$ALLOCPROF" stats --json "$c" >"$c.json" 2>"$c.err"; then
-				cj+=("$c.json")
-			else
-				fail "forkexec: stats failed on child trace $(basename "$c")"
-				sed 's/^/  /' "$c.err"
-			fi
-		done
-		[ ${#cj[@]} -gt 0 ] && { py sum-totals "$exp" forked_child exec_image -- "${cj[@]}" ||
-			fail "forkexec: child traces do not add up to the forked child + exec'd image"; }
-	fi
-	# The exec'd image alone, recorded directly: exact, and (below)
-	# compared with valgrind.
-	args_of exec_image
-	if record_and_stats exec exec_image "${args[@]}"; then
-		py totals "$tmp/exec.json" - "$exp" exec_image || fail "forkexec exec: totals differ"
-	fi
+	n=0
+	for c in "$tmp"/main.trace.*; do
+		[ -e "$c" ] || continue
+		n=$((n + 1))
+		if ! "$ALLOCPROF" stats --json "$c" >"$tmp/child$n.json" 2>"$tmp/child$n.err"; then
+			fail "forkexec: stats failed on child trace ${c##*/}"
+			sed 's/^/  /' "$tmp/child$n.err"
+			continue
+		fi
+		last=$(py field "$tmp/child$n.json" argv | tail -n 1)
+		if [ "$last" = exec ]; then
+			cp "$tmp/child$n.json" "$tmp/exec.json"
+			sec=exec_image
+		else
+			cp "$tmp/child$n.json" "$tmp/forked.json"
+			sec=forked_child
+		fi
+		echo "child trace ${c##*/}: the $sec"
+		py totals "$tmp/child$n.json" - "$exp" $sec || fail "forkexec: $sec: totals differ"
+	done
+	[ -e "$tmp/forked.json" ] || fail "forkexec: no trace of the forked child (<trace>.<pid>)"
+	[ -e "$tmp/exec.json" ] || fail "forkexec: no trace of the exec'd child"
 	;;
 esac
 
@@ -151,8 +153,10 @@ if [ "$base" != - ]; then
 fi
 py valgrind "$tmp/main.vg" "$vbase" "$vstats" "$base" "$exp" "$vsec" ||
 	fail "$name: allocprof and valgrind disagree"
-if [ "$name" = forkexec ]; then
-	valgrind_log exec exec && py valgrind "$tmp/exec.vg" - "$tmp/exec.json" - "$exp" exec_image ||
+if [ "$name" = forkexec ] && [ -e "$tmp/exec.json" ]; then
+	# The exec'd image's trace against valgrind running `forkexec exec`.
+	args_of exec_image
+	valgrind_log exec "${args[@]}" && py valgrind "$tmp/exec.vg" - "$tmp/exec.json" - "$exp" exec_image ||
 		fail "forkexec exec: allocprof and valgrind disagree"
 fi
 exit $failed
