@@ -458,7 +458,62 @@ int main(int argc, char **argv)
 		t.nmaps = nmaps;
 	}
 
-	/* 9. a module whose file is gone, and a PC in no module */
+	/* 9. separate debug info: a stripped copy of the library, its DWARF in
+	 * DEBUG_DIR/.build-id/xx/rest.debug, found through debug_dir; the
+	 * frames are the same as from the unstripped library */
+	if (cxx_path) {
+		char dbgdir[4096], idhex[130] = "";
+		snprintf(dbgdir, sizeof(dbgdir), "%s/debug", tmpdir);
+		t.maps = symtest_maps_copy(&(struct ap_trace){ .maps = orig, .nmaps = t.nmaps });
+		struct ap_mapping *lib = NULL;
+		for (size_t i = 0; i < t.nmaps; i++)
+			if (!strcmp(t.maps[i].path, cxx_path))
+				lib = &t.maps[i];
+		for (size_t i = 0; lib && i < lib->build_id_len; i++)
+			snprintf(idhex + 2 * i, 3, "%02x", lib->build_id[i]);
+		struct ap_buf sh = AP_BUF_INIT;
+		ap_buf_addf(&sh,
+			 "rm -rf '%s' && mkdir -p '%s/.build-id/%.2s' && "
+			 "objcopy --only-keep-debug '%s' '%s/.build-id/%.2s/%s.debug' && "
+			 "strip -o '%s/libsymtest_cxx.so' '%s'",
+			 dbgdir, dbgdir, idhex, cxx_path, dbgdir, idhex, idhex + 2, dbgdir, cxx_path);
+		CHECK(lib && lib->build_id_len && system(sh.buf) == 0, "%s failed", sh.buf);
+		ap_buf_release(&sh);
+		char stripped_lib[4200];
+		/* not in tmpdir: that may be where the library itself is */
+		snprintf(stripped_lib, sizeof(stripped_lib), "%s/libsymtest_cxx.so", dbgdir);
+		if (lib) {
+			free(lib->path);
+			lib->path = strdup(stripped_lib);
+		}
+		struct ap_trace full = t;
+		full.maps = orig;
+		struct ap_symbolizer *ref = ap_sym_new(&full, &opts, &err);
+		opts.debug_dir = dbgdir;
+		s = ap_sym_new(&t, &opts, &err);
+		opts.debug_dir = NULL;
+		size_t same = 0;
+		for (size_t i = cxx_from; i < cxx_to; i++) {
+			const struct ap_frame *a, *b;
+			size_t na = ap_sym_pc(s, t.stacks[i].pcs[0], &a);
+			size_t nb = ap_sym_pc(ref, t.stacks[i].pcs[0], &b);
+			bool eq = na == nb;
+			for (size_t k = 0; eq && k < na; k++)
+				eq = !strcmp(a[k].func, b[k].func) && streq(a[k].file, b[k].file) &&
+				     a[k].line == b[k].line && a[k].column == b[k].column;
+			CHECK(eq && a[0].file, "debug_dir: %s %s:%d, unstripped %s %s:%d", a[0].func,
+			      a[0].file ? a[0].file : "??", a[0].line, b[0].func,
+			      b[0].file ? b[0].file : "??", b[0].line);
+			same += eq;
+		}
+		CHECK(same == ncxx, "debug_dir: %zu of %zu stacks symbolized alike", same, ncxx);
+		ap_sym_free(s);
+		ap_sym_free(ref);
+		symtest_maps_free(&t);
+		t.nmaps = nmaps;
+	}
+
+	/* 10. a module whose file is gone, and a PC in no module */
 	{
 		struct ap_segment seg = { 0, 0x2000, 0, 5 };
 		struct ap_mapping gone = { .bias = 0x7f0000000000, .start = 0x7f0000000000,
