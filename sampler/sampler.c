@@ -4,12 +4,10 @@
  * of docs/trace-format.md. Nothing here may call malloc on its own behalf:
  * memory comes from mmap, output goes out with write(2), and whatever glibc
  * or libunwind allocate for us passes through under the per-thread guard. */
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libunwind.h>
 #include <limits.h>
 #include <link.h>
 #include <malloc.h>
@@ -870,11 +868,27 @@ static uint32_t stack_intern(const uint64_t *pcs, unsigned depth)
 	return id;
 }
 
+/* libunwind's unw_backtrace (its fast, cached trace), from a private
+ * dlopen: linked normally, libunwind.so would join the program's global
+ * symbol scope, and its _Unwind_* and backtrace definitions could then take
+ * the place of libgcc_s's for C++ code loaded later (a C program that
+ * dlopens a C++ plugin: exceptions would unwind through libunwind). */
+static int (*unw_bt)(void **, int);
+
+static void unwinder_load(void)
+{
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	if (!unw_bt)
+		say("libunwind.so.8", "not loadable: stacks will be empty");
+}
+
 /* Unwinds the caller's stack into pcs; drops our own leading frames. */
 static __attribute__((noinline)) unsigned unwind(uint64_t *pcs)
 {
 	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
-	int n = unw_backtrace(raw, (int)(ap_max_depth + OWN_FRAMES_SLACK));
+	int n = unw_bt ? unw_bt(raw, (int)(ap_max_depth + OWN_FRAMES_SLACK)) : 0;
 	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
 	int i = 0;
 	/* Frames before ours (libunwind's own), then ours. */
@@ -1880,6 +1894,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	}
 	fallback.len = EV_HDR;
 	fallback.live = 0;
+	unwinder_load();
 	if (open_trace(prev[0] ? prev : NULL) < 0) {
 		ap_state = AP_DISABLED;
 		t->guard--;
