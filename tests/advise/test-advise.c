@@ -1,0 +1,267 @@
+/* Unit tests of the advisor's replay on synthetic traces (trace writer):
+ * exact counts by construction with rate 1, the cycle rules, realloc
+ * growth, escapes, and the sampled reconstruction's estimates. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_advise.h"
+#include "ap_trace_writer.h"
+
+static int failures;
+
+#define CHECK(what, got, want)                                                         \
+	do {                                                                           \
+		double g_ = (double)(got), w_ = (double)(want);                        \
+		if (fabs(g_ - w_) > 1e-6 * fabs(w_) + 1e-9) {                          \
+			fprintf(stderr, "%s:%d: %s: got %.6g, want %.6g\n", __func__,  \
+				__LINE__, what, g_, w_);                               \
+			failures++;                                                    \
+		}                                                                      \
+	} while (0)
+
+#define MS 1000000ull
+#define START 1000000000ull
+
+static struct ap_trace *finish(struct ap_tw *tw, uint64_t end_ns)
+{
+	struct ap_tw_end end = { .end_ns = end_ns };
+	ap_tw_end(tw, &end);
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	struct ap_trace *t;
+	if (ap_tw_close_mem(tw, &data, &len, &err) < 0 ||
+	    ap_trace_read_mem(data, len, "synthetic", &t, &err) < 0) {
+		fprintf(stderr, "trace: %s\n", err.msg);
+		exit(1);
+	}
+	free(data);
+	return t;
+}
+
+/* Site i is stack id i+1 (the writer numbers stacks from 1). */
+static void site_map(const struct ap_trace *t, size_t nsites, struct ap_site_map *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->nsites = nsites;
+	m->site_of_stack = malloc(t->nstacks * sizeof(*m->site_of_stack));
+	for (size_t i = 0; i < t->nstacks; i++)
+		m->site_of_stack[i] = i >= 1 && i <= nsites ? (uint32_t)(i - 1) : UINT32_MAX;
+	m->name = calloc(nsites, sizeof(char *));
+	m->function = calloc(nsites, sizeof(char *));
+	m->file = calloc(nsites, sizeof(char *));
+	m->line = calloc(nsites, sizeof(int));
+	for (size_t i = 0; i < nsites; i++) {
+		char b[32];
+		snprintf(b, sizeof(b), "site%zu", i);
+		m->name[i] = strdup(b);
+		m->function[i] = strdup(b);
+		m->line[i] = (int)i;
+	}
+}
+
+static const struct ap_advise_site *find(const struct ap_advice *a, const char *name)
+{
+	for (size_t i = 0; i < a->nsites; i++)
+		if (!strcmp(a->sites[i].name, name))
+			return &a->sites[i];
+	fprintf(stderr, "no site %s\n", name);
+	failures++;
+	static struct ap_advise_site none;
+	return &none;
+}
+
+static struct ap_cost_table costs;
+
+static struct ap_advice *advise(const struct ap_trace *t, size_t nsites, const char *gc)
+{
+	struct ap_advise_options o;
+	ap_advise_options_init(&o);
+	o.costs = &costs;
+	if (gc && ap_advise_parse_gc(gc, &o) < 0) {
+		fprintf(stderr, "bad gc %s\n", gc);
+		exit(1);
+	}
+	struct ap_site_map m;
+	site_map(t, nsites, &m);
+	struct ap_error err;
+	struct ap_advice *a = ap_advise_run(t, &m, &o, &err);
+	ap_site_map_release(&m);
+	if (!a) {
+		fprintf(stderr, "advise: %s\n", err.msg);
+		exit(1);
+	}
+	return a;
+}
+
+/* Rate 1: every count is known by construction. */
+static void test_exact(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[3][1] = { { 0x1000 }, { 0x2000 }, { 0x3000 } };
+	uint32_t st[3];
+	for (int i = 0; i < 3; i++)
+		st[i] = ap_tw_stack(tw, pcs[i], 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+
+	/* site0: 10 requests of 32 KiB, 1 ms apart, each freed after 0.5 ms:
+	 * 1 miss, 9 hits (cycles every 10 ms cannot empty it). */
+	for (int i = 0; i < 10; i++) {
+		uint64_t a = 0x100000 + (uint64_t)i * 0x10000;
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, a, 32768, st[0]);
+		ap_tw_free(tw, 1000, ts + MS / 2, 0, a);
+		ts += MS;
+	}
+	/* site0 again: a growing object: 100 -> 200 by realloc, freed; then
+	 * 100 -> 200 again: the second is a full hit (capacity 32 KiB from the
+	 * pool) and its realloc fits. */
+	for (int i = 0; i < 2; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x900000, 100, st[0]);
+		ap_tw_realloc(tw, 1000, ts + 10, 0, AP_KIND_REALLOC, 0x900000, 0x910000, 200, st[0],
+			      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
+		ap_tw_free(tw, 1000, ts + 20, 0, 0x910000);
+		ts += MS;
+	}
+	/* site1: 5 requests 25 ms apart against cycles every 10 ms: none hits. */
+	for (int i = 0; i < 5; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0xa00000, 4096, st[1]);
+		ap_tw_free(tw, 1000, ts + 1000, 0, 0xa00000);
+		ts += 25 * MS;
+	}
+	/* site2: 3 results never freed. */
+	for (int i = 0; i < 3; i++)
+		ap_tw_alloc(tw, 1000, ts + (uint64_t)i, 0, AP_KIND_MALLOC, 0xb00000 + (uint64_t)i * 64, 64, st[2]);
+	struct ap_trace *t = finish(tw, ts + 10);
+
+	struct ap_advice *a = advise(t, 3, "interval:10ms");
+	CHECK("cycles", a->cycles, (ts + 10 - START - 1) / (10 * MS));
+	const struct ap_advise_site *s0 = find(a, "site0"), *s1 = find(a, "site1"), *s2 = find(a, "site2");
+	CHECK("site0 gets", s0->r.gets, 12);
+	CHECK("site0 misses", s0->r.misses, 1);
+	CHECK("site0 allocs avoided", s0->r.allocs_avoided, 11);
+	CHECK("site0 bytes avoided", s0->r.bytes_avoided, 9 * 32768 + 2 * 100 + 2 * 200);
+	CHECK("site0 reallocs", s0->r.reallocs, 2);
+	CHECK("site0 reallocs avoided", s0->r.reallocs_avoided, 2);
+	/* The cycle at 10 ms falls between the last Put of the loop and the
+	 * first growing object's Get: that one comes from the victim. */
+	CHECK("site0 private hits", s0->r.hits[AP_POOL_PRIVATE], 10);
+	CHECK("site0 victim hits", s0->r.hits[AP_POOL_VICTIM], 1);
+	CHECK("site0 peak held", s0->r.peak_held_bytes, 32768);
+	CHECK("site0 verdict", s0->verdict, AP_VERDICT_POOL);
+	CHECK("site1 hits", s1->r.gets - s1->r.misses, 0);
+	CHECK("site1 lost to cycles", s1->r.lost_cycle, 4);
+	CHECK("site1 verdict", s1->verdict, AP_VERDICT_TOO_RARE);
+	CHECK("site2 escaped", s2->r.escaped, 3);
+	CHECK("site2 verdict", s2->verdict, AP_VERDICT_ESCAPES);
+	CHECK("ranked first", a->sites[0].verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+
+	/* The same with 2 Ps and cycles far apart: still exact. */
+	a = advise(t, 3, "interval:1s");
+	CHECK("no cycles", a->cycles, 0);
+	s1 = find(a, "site1");
+	CHECK("site1 hits without cycles", s1->r.gets - s1->r.misses, 4);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* gogc:100: a cycle when live-after-last-cycle + allocated-since reaches
+ * max(2 * live, 4 MiB). 8 blocks of 1 MiB kept, then 16 freed at once:
+ * cycles at allocations 4 (4 MiB), 8 (goal 8 MiB), 16 (live 8, goal 16). */
+static void test_gogc(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START;
+	for (int i = 1; i <= 24; i++) {
+		uint64_t a = 0x10000000 + (uint64_t)i * 0x200000;
+		ap_tw_alloc(tw, 1000, ts + (uint64_t)i * 100, 0, AP_KIND_MALLOC, a, 1 << 20, st);
+		if (i > 8)
+			ap_tw_free(tw, 1000, ts + (uint64_t)i * 100 + 50, 0, a);
+	}
+	struct ap_trace *t = finish(tw, ts + 10000);
+	struct ap_advise_options o;
+	ap_advise_options_init(&o);
+	size_t n;
+	uint64_t *cyc = ap_advise_cycles(t, &o, &n);
+	CHECK("gogc cycles", n, 3);
+	static const int at[] = { 4, 8, 16 };
+	for (size_t i = 0; i < n && i < 3; i++)
+		CHECK("gogc cycle time", cyc[i], ts + (uint64_t)at[i] * 100);
+	free(cyc);
+	ap_trace_free(t);
+}
+
+/* Sampled: 2000 samples of 4 KiB at rate 4096 (weight 1/(1-e^-(4097/4096))
+ * each), one every ms, each living 0.1 ms. The reconstruction must estimate
+ * the count within its error and keep the pattern: nearly all hits. */
+static void test_sampled(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = 4096;
+	h.flags = 0;
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START;
+	for (int i = 0; i < 2000; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 4096, st);
+		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x100000);
+		ts += MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, "interval:100ms");
+	const struct ap_advise_site *s = find(a, "site0");
+	double w = ap_trace_weight(t, 4096), want = 2000 * w;
+	CHECK("sampled flag", a->sampled, 1);
+	CHECK("samples", s->samples, 2000);
+	CHECK("rel error", s->rel_error, 1 / sqrt(2000.0));
+	if (fabs(s->r.gets - want) > 3 * sqrt(2000 * 0.25)) {
+		fprintf(stderr, "sampled gets %.0f, want %.0f +- %.0f\n", s->r.gets, want,
+			3 * sqrt(2000 * 0.25));
+		failures++;
+	}
+	if (s->r.hit_rate < 0.95) {
+		fprintf(stderr, "sampled hit rate %.3f, want >= 0.95\n", s->r.hit_rate);
+		failures++;
+	}
+	CHECK("sampled verdict", s->verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+int main(void)
+{
+	const char *path = getenv("ALLOCPROF_TEST_COSTS");
+	struct ap_error err;
+	if (!path || ap_cost_load(path, &costs, &err) < 0) {
+		fprintf(stderr, "need ALLOCPROF_TEST_COSTS: %s\n", path ? err.msg : "unset");
+		return 1;
+	}
+	test_exact();
+	test_gogc();
+	test_sampled();
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("advise replay: all checks passed\n");
+	return 0;
+}
