@@ -29,7 +29,9 @@ struct ap_frame {
 
 struct ap_sym_options {
 	const char *debug_dir;		/* extra directory for separate debug files, or NULL */
-	const char *drop_frames;	/* POSIX extended regex: more allocator frames, or NULL */
+	/* POSIX extended regex: more allocator frames, or NULL. Searched
+	 * (unanchored, use ^...$ to anchor) in the demangled name. */
+	const char *drop_frames;
 	bool no_demangle;
 };
 
@@ -52,9 +54,12 @@ size_t ap_sym_pc(struct ap_symbolizer *s, uint64_t pc, const struct ap_frame **f
 
 /* Expands a whole stack into source-level frames, innermost first, into an
  * array owned by the caller (*out, *n; realloc'd as needed, free() it).
- * Marks allocator frames (allocprof's own, the libc malloc family, C++
- * operator new/new[], strdup/strndup and similar wrappers, and functions
- * matching drop_frames) at the inner end of the stack with
+ * Marks allocator frames (allocprof's own, the libc malloc family and its
+ * __libc_ / _int_ internals, C++ operator new/new[], strdup/strndup/
+ * asprintf and similar wrappers, C++ standard library frames (std::,
+ * __gnu_cxx::: allocator, allocator_traits, vector growth, string
+ * construction) and functions matching drop_frames) at the inner end of
+ * the stack with
  * frame.allocator = true, and returns the index of the call site: the first
  * frame that is not an allocator frame (or 0 when all are). */
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
