@@ -650,6 +650,22 @@ static bool head_less(const struct ap_event *a, const struct ap_event *b)
 	return a->ts < b->ts || (a->ts == b->ts && a->thread < b->thread);
 }
 
+/* The event array is the reader's one big allocation (40 B/event). Page
+ * faults on first touch dominated the merge (a fault costs microseconds in
+ * a VM): ask for transparent huge pages, 512 times fewer faults. */
+static struct ap_event *alloc_events(uint64_t n)
+{
+	size_t bytes = (size_t)n * sizeof(struct ap_event);
+	const size_t huge = 2u << 20;
+	if (bytes < 4 * huge)
+		return ap_xmalloc(bytes);
+	void *p;
+	if (posix_memalign(&p, huge, bytes) != 0)
+		return ap_xmalloc(bytes);
+	madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE); /* advice only: failure is fine */
+	return p;
+}
+
 static void merge_events(struct rd *r)
 {
 	struct ap_trace *t = r->t;
@@ -657,7 +673,7 @@ static void merge_events(struct rd *r)
 	uint64_t total = 0;
 	for (size_t i = 0; i < nth; i++)
 		total += r->thread_nev[i];
-	t->ev = ap_xmalloc(total * sizeof(*t->ev));
+	t->ev = alloc_events(total);
 	t->nev = 0;
 
 	/* Group chunk indexes by thread, keeping file order (counting sort). */
@@ -972,7 +988,8 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 	size_t size = 0;
 	if (S_ISREG(st.st_mode) && st.st_size > 0) {
 		size = (size_t)st.st_size;
-		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		/* MAP_POPULATE: one pass of read-ahead instead of a fault per page */
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 		if (map == MAP_FAILED)
 			map = NULL;
 	}

@@ -69,10 +69,47 @@ static struct ap_tw *sampled(void)
 	return tw;
 }
 
+/* For measuring the reader (not a golden): `n` records on 4 threads, like
+ * --all on a malloc/free loop: a window of 64 live blocks per thread, sizes
+ * 16..527, 16 stacks, timestamps 20..83 ns apart, a CPU change now and then. */
+static struct ap_tw *big(uint64_t n)
+{
+	struct ap_tw *tw = demo_writer(1);
+	uint32_t stacks[16];
+	for (int i = 0; i < 16; i++) {
+		uint64_t pcs[12];
+		for (int k = 0; k < 12; k++)
+			pcs[k] = 0x555555555000ull + (uint64_t)(i * 131 + k * 977) % 0x5000;
+		stacks[i] = ap_tw_stack(tw, pcs, 12);
+	}
+	uint64_t win[4][64] = { { 0 } };
+	uint64_t ts[4] = { 1000000000ull, 1000000000ull, 1000000000ull, 1000000000ull };
+	uint64_t x = 88172645463325252ull;
+	for (uint64_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned k = (unsigned)(i % 4), slot = (unsigned)(x % 64);
+		uint32_t tid = 4242 + k, cpu = (unsigned)((i >> 16) + k) % 2;
+		ts[k] += 20 + (x >> 58);
+		if (win[k][slot]) {
+			ap_tw_free(tw, tid, ts[k], cpu, win[k][slot]);
+			win[k][slot] = 0;
+		} else {
+			uint64_t addr = 0x7f0000000000ull + ((uint64_t)k << 32) + ((x >> 20) % 100000) * 32;
+			ap_tw_alloc(tw, tid, ts[k], cpu, AP_KIND_MALLOC, addr, 16 + (x >> 40) % 512,
+				    stacks[(x >> 8) % 16]);
+			win[k][slot] = addr;
+		}
+	}
+	return tw;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[1], "big"))) {
+		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n"
+				"       mktrace big OUT NRECORDS\n");
 		return 2;
 	}
 	const char *name = argv[1];
@@ -95,6 +132,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(name, "sampled")) {
 		tw = sampled();
 		end.end_ns = 1000000000ull + 3600000000000ull; /* one hour */
+		ap_tw_end(tw, &end);
+	} else if (!strcmp(name, "big")) {
+		tw = big(strtoull(argv[3], NULL, 10));
 		ap_tw_end(tw, &end);
 	} else {
 		fprintf(stderr, "mktrace: unknown trace '%s'\n", name);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ap_trace.h"
 #include "ap_trace_writer.h"
@@ -745,6 +746,61 @@ static void test_file_errors(void)
 	CHECK(!strcmp(err.msg, "/: Is a directory"), "msg: %s", err.msg);
 }
 
+struct progress_log {
+	unsigned calls;
+	uint64_t last_done, last_total;
+};
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress_log *p = ctx;
+	p->calls++;
+	p->last_done = done;
+	p->last_total = total;
+}
+
+/* ap_tw_close to a file, ap_trace_read from it (mmap path), progress. */
+static void test_file_roundtrip(void)
+{
+	char path[] = "/tmp/allocprof-rt-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp");
+	if (fd < 0)
+		return;
+	close(fd);
+	struct ap_tw *tw = small_trace();
+	struct ap_tw_end end = { .end_ns = 2000000000ull };
+	ap_tw_end(tw, &end);
+	size_t size = ap_tw_size(tw);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	struct ap_trace *t = NULL;
+	struct progress_log pl = { 0, 0, 0 };
+	CHECK(ap_trace_read(path, &t, &err, on_progress, &pl) == 0, "%s", err.msg);
+	if (t) {
+		CHECK_U(t->file_size, size);
+		CHECK_U(t->nev, 1);
+		CHECK(!t->truncated, "truncated: %s", t->truncated_why);
+		CHECK(pl.calls >= 1 && pl.last_done == size && pl.last_total == size,
+		      "progress: %u calls, last %llu of %llu", pl.calls,
+		      (unsigned long long)pl.last_done, (unsigned long long)pl.last_total);
+		ap_trace_free(t);
+	}
+	unlink(path);
+	tw = small_trace();
+	CHECK(ap_tw_close(tw, "/nonexistent/dir/x.trace", &err) < 0, "close to a bad path");
+	CHECK(!strcmp(err.msg, "/nonexistent/dir/x.trace: No such file or directory"), "msg: %s",
+	      err.msg);
+	/* a sticky writer error fails the close */
+	tw = small_trace();
+	CHECK(ap_tw_free(tw, 1000, 5, 0, 0x1000) < 0, "time going back accepted");
+	uint8_t *data;
+	size_t len;
+	CHECK(ap_tw_close_mem(tw, &data, &len, &err) < 0, "sticky error lost");
+	CHECK(strstr(err.msg, "tid 1000: timestamp 5 is before the previous one") != NULL, "msg: %s",
+	      err.msg);
+}
+
 int main(void)
 {
 	test_header_and_meta();
@@ -757,6 +813,7 @@ int main(void)
 	test_truncation();
 	test_errors();
 	test_file_errors();
+	test_file_roundtrip();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
