@@ -8,9 +8,12 @@
 #include "ap_advise.h"
 
 /* addr -> uint32 hash map (addresses are never 0). */
+struct amap_ent {
+	uint64_t key;
+	uint32_t val;
+};
 struct amap {
-	uint64_t *keys;
-	uint32_t *vals;
+	struct amap_ent *e;	/* key and value side by side: one cache miss */
 	size_t cap, n;
 };
 void amap_init(struct amap *m);

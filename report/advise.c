@@ -45,14 +45,12 @@ void amap_init(struct amap *m)
 {
 	m->cap = 1024;
 	m->n = 0;
-	m->keys = ap_xcalloc(m->cap, sizeof(*m->keys));
-	m->vals = ap_xmalloc(m->cap * sizeof(*m->vals));
+	m->e = ap_xcalloc(m->cap, sizeof(*m->e));
 }
 
 void amap_release(struct amap *m)
 {
-	free(m->keys);
-	free(m->vals);
+	free(m->e);
 }
 
 static inline size_t amap_hash(uint64_t k, size_t mask)
@@ -65,22 +63,18 @@ static inline size_t amap_hash(uint64_t k, size_t mask)
 
 static void amap_grow(struct amap *m)
 {
-	uint64_t *ok = m->keys;
-	uint32_t *ov = m->vals;
+	struct amap_ent *old = m->e;
 	size_t ocap = m->cap;
 	m->cap *= 2;
-	m->keys = ap_xcalloc(m->cap, sizeof(*m->keys));
-	m->vals = ap_xmalloc(m->cap * sizeof(*m->vals));
+	m->e = ap_xcalloc(m->cap, sizeof(*m->e));
 	for (size_t i = 0; i < ocap; i++)
-		if (ok[i]) {
-			size_t j = amap_hash(ok[i], m->cap - 1);
-			while (m->keys[j])
+		if (old[i].key) {
+			size_t j = amap_hash(old[i].key, m->cap - 1);
+			while (m->e[j].key)
 				j = (j + 1) & (m->cap - 1);
-			m->keys[j] = ok[i];
-			m->vals[j] = ov[i];
+			m->e[j] = old[i];
 		}
-	free(ok);
-	free(ov);
+	free(old);
 }
 
 /* Sets addr -> v (a newer block at a live address replaces the older). */
@@ -89,35 +83,34 @@ void amap_put(struct amap *m, uint64_t addr, uint32_t v)
 	if (2 * (m->n + 1) > m->cap)
 		amap_grow(m);
 	size_t mask = m->cap - 1, j = amap_hash(addr, mask);
-	while (m->keys[j] && m->keys[j] != addr)
+	while (m->e[j].key && m->e[j].key != addr)
 		j = (j + 1) & mask;
-	if (!m->keys[j])
+	if (!m->e[j].key)
 		m->n++;
-	m->keys[j] = addr;
-	m->vals[j] = v;
+	m->e[j].key = addr;
+	m->e[j].val = v;
 }
 
 /* Removes addr; returns its value, or UINT32_MAX if absent. */
 uint32_t amap_take(struct amap *m, uint64_t addr)
 {
 	size_t mask = m->cap - 1, j = amap_hash(addr, mask);
-	while (m->keys[j] != addr) {
-		if (!m->keys[j])
+	while (m->e[j].key != addr) {
+		if (!m->e[j].key)
 			return UINT32_MAX;
 		j = (j + 1) & mask;
 	}
-	uint32_t v = m->vals[j];
+	uint32_t v = m->e[j].val;
 	/* Backward-shift deletion keeps probe chains intact. */
 	size_t hole = j;
-	for (size_t k = (j + 1) & mask; m->keys[k]; k = (k + 1) & mask) {
-		size_t home = amap_hash(m->keys[k], mask);
+	for (size_t k = (j + 1) & mask; m->e[k].key; k = (k + 1) & mask) {
+		size_t home = amap_hash(m->e[k].key, mask);
 		if (((k - home) & mask) >= ((k - hole) & mask)) {
-			m->keys[hole] = m->keys[k];
-			m->vals[hole] = m->vals[k];
+			m->e[hole] = m->e[k];
 			hole = k;
 		}
 	}
-	m->keys[hole] = 0;
+	m->e[hole].key = 0;
 	m->n--;
 	return v;
 }
@@ -441,8 +434,8 @@ static void pass_exact(struct replay *rp, const uint32_t *site_of_stack,
 		amap_put(&m, e->addr, k);
 	}
 	for (size_t j = 0; j < m.cap; j++)
-		if (m.keys[j]) {
-			uint32_t site = lv[m.vals[j]].site;
+		if (m.e[j].key) {
+			uint32_t site = lv[m.e[j].val].site;
 			if (site != UINT32_MAX && rp->runs[site].active)
 				rp->runs[site].r.escaped++;
 		}
