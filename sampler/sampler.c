@@ -286,7 +286,6 @@ static void *boot_aligned_alloc(size_t al, size_t n);
 static void *boot_memalign(size_t al, size_t n);
 static void *boot_valloc(size_t n);
 static void *boot_pvalloc(size_t n);
-static void *boot_reallocarray(void *p, size_t a, size_t b);
 static size_t boot_usable_size(void *p);
 
 static void *(*real_malloc)(size_t) = boot_malloc;
@@ -298,7 +297,6 @@ static void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
 static void *(*real_memalign)(size_t, size_t) = boot_memalign;
 static void *(*real_valloc)(size_t) = boot_valloc;
 static void *(*real_pvalloc)(size_t) = boot_pvalloc;
-static void *(*real_reallocarray)(void *, size_t, size_t) = boot_reallocarray;
 static size_t (*real_usable_size)(void *) = boot_usable_size;
 static void (*real__exit)(int);
 static void (*real__Exit)(int);
@@ -330,7 +328,6 @@ static void resolve(void)
 	real_memalign = (void *(*)(size_t, size_t))must_sym("memalign");
 	real_valloc = (void *(*)(size_t))must_sym("valloc");
 	real_pvalloc = (void *(*)(size_t))must_sym("pvalloc");
-	real_reallocarray = (void *(*)(void *, size_t, size_t))must_sym("reallocarray");
 	real_usable_size = (size_t (*)(void *))must_sym("malloc_usable_size");
 	real__exit = (void (*)(int))must_sym("_exit");
 	real__Exit = (void (*)(int))must_sym("_Exit");
@@ -413,12 +410,6 @@ static void *boot_pvalloc(size_t n)
 {
 	resolve();
 	return real_pvalloc(n);
-}
-
-static void *boot_reallocarray(void *p, size_t a, size_t b)
-{
-	resolve();
-	return real_reallocarray(p, a, b);
 }
 
 static size_t boot_usable_size(void *p)
@@ -1284,18 +1275,22 @@ EXPORT void *realloc(void *old, size_t n)
 			      AP_KIND_REALLOC);
 }
 
+/* glibc's reallocarray is the overflow check followed by a call of realloc
+ * through the PLT, which would reach our realloc and count twice: do the
+ * same here, on the real realloc. */
 EXPORT void *reallocarray(void *old, size_t a, size_t b)
 {
 	size_t n;
-	if (__builtin_mul_overflow(a, b, &n))
-		return real_reallocarray(old, a, b); /* fails with ENOMEM */
+	if (__builtin_mul_overflow(a, b, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (!old)
-		return account(real_reallocarray(NULL, a, b), n,
-			       AP_KIND_REALLOCARRAY);
+		return account(real_realloc(NULL, n), n, AP_KIND_REALLOCARRAY);
 	if (UNLIKELY(is_boot(old)))
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
-	return realloc_common(old, n, real_reallocarray(old, a, b), tracked,
+	return realloc_common(old, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOCARRAY);
 }
 
@@ -1328,7 +1323,10 @@ EXPORT void *valloc(size_t n)
 EXPORT void *pvalloc(size_t n)
 {
 	void *p = real_pvalloc(n);
-	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+	/* pvalloc allocates n rounded up to a page (and valgrind counts that):
+	 * the rounded size is the request. */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return p ? account(p, (n + pg - 1) & ~(pg - 1), AP_KIND_ALIGNED) : p;
 }
 
 EXPORT size_t malloc_usable_size(void *p)
