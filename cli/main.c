@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "stats", cmd_stats, "summary of a trace: program, duration, rate, totals" },
 	{ "advise", cmd_advise, "which allocation sites a pool would pay at, and why" },
 	{ "calibrate", cmd_calibrate, "measure allocation and pool costs for advise" },
+	{ "export", cmd_export, "write a trace as pprof profile.proto, folded stacks or JSON" },
 	{ NULL, NULL, NULL },
 };
 

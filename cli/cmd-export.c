@@ -1,0 +1,212 @@
+/* `allocprof export`: a trace as a pprof profile, folded stacks or JSON. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ap_export.h"
+#include "commands.h"
+#include "views.h"
+
+enum format { FMT_PPROF, FMT_FOLDED, FMT_JSON };
+
+enum {
+	OPT_FORMAT = AP_VOPT_FIRST_OWN,
+	OPT_SAMPLE_INDEX,
+};
+
+static void export_usage(FILE *f)
+{
+	fputs("usage: allocprof export [--format=pprof|folded|json] [OPTIONS] TRACE\n\n"
+	      "Writes the allocation profile of TRACE for other tools:\n"
+	      "  pprof   gzip'd profile.proto, for go tool pprof, Pyroscope and Parca:\n"
+	      "          the four sample types of a Go heap profile (alloc_objects,\n"
+	      "          alloc_space, inuse_objects, inuse_space), one Location per\n"
+	      "          return address with its inlined frames, one Mapping per module;\n"
+	      "          allocator frames stay in the stacks and drop_frames names them,\n"
+	      "          so pprof shows the call site as the leaf, as `allocprof top` does\n"
+	      "  folded  folded stacks for flamegraph.pl and speedscope: one line\n"
+	      "          'caller;...;callsite VALUE' per distinct stack\n"
+	      "  json    every stack with its frames and four values (docs/json.md)\n\n"
+	      "options:\n"
+	      "  --format FMT         pprof (default), folded or json\n"
+	      "  -o, --output PATH    where to write ('-' is standard output); default:\n"
+	      "                       TRACE.pb.gz for pprof, standard output otherwise\n"
+	      "  --sample-index NAME  alloc_space (default), alloc_objects, inuse_space\n"
+	      "                       or inuse_objects: pprof's default sample type,\n"
+	      "                       the folded value, the order of the JSON stacks\n"
+	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
+	      "                       wrappers (the call site is below them)\n"
+	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      "  -h, --help           show this help\n", f);
+}
+
+static int parse_format(const char *s, enum format *out)
+{
+	static const char *const names[] = { "pprof", "folded", "json" };
+	for (size_t i = 0; i < AP_ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum format)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Writes the result; a file is replaced only once it is complete. */
+static int write_output(const char *path, const struct ap_buf *b)
+{
+	if (!strcmp(path, "-")) {
+		fwrite(b->buf, 1, b->len, stdout);
+		return 0;	/* main checks stdout at exit */
+	}
+	struct ap_buf tmp = AP_BUF_INIT;
+	ap_buf_addf(&tmp, "%s.tmp%ld", path, (long)getpid());
+	FILE *f = fopen(tmp.buf, "wb");
+	if (!f) {
+		ap_die_msg("%s: %s", path, strerror(errno));
+		ap_buf_release(&tmp);
+		return -1;
+	}
+	bool ok = fwrite(b->buf, 1, b->len, f) == b->len;
+	int saved = errno;
+	if (fclose(f) != 0 && ok) {
+		ok = false;
+		saved = errno;
+	}
+	if (ok && rename(tmp.buf, path) != 0) {
+		ok = false;
+		saved = errno;
+	}
+	if (!ok) {
+		ap_die_msg("%s: %s", path, strerror(saved));
+		unlink(tmp.buf);
+	}
+	ap_buf_release(&tmp);
+	return ok ? 0 : -1;
+}
+
+static int render(const struct ap_export *x, enum format fmt, enum ap_sample_index si,
+		  struct ap_buf *out, struct ap_buf *summary)
+{
+	struct ap_error err;
+	switch (fmt) {
+	case FMT_PPROF: {
+		struct ap_pprof_stats st;
+		if (ap_export_pprof(x, si, true, out, &st, &err)) {
+			ap_print_error(&err);
+			return -1;
+		}
+		ap_buf_addf(summary, "%zu samples, %zu locations, %zu functions, %zu mappings",
+			    st.samples, st.locations, st.functions, st.mappings);
+		if (st.stripped)
+			ap_buf_addf(summary, "; %zu samples without their allocator frames",
+				    st.stripped);
+		return 0;
+	}
+	case FMT_FOLDED:
+		ap_buf_addf(summary, "%zu stacks", ap_export_folded(x, si, out));
+		return 0;
+	case FMT_JSON:
+		if (ap_export_json(x, si, out, &err)) {
+			ap_print_error(&err);
+			return -1;
+		}
+		ap_buf_addf(summary, "%zu stacks", x->nstacks);
+		return 0;
+	}
+	return 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "sample-index", required_argument, NULL, OPT_SAMPLE_INDEX },
+		{ "sample_index", required_argument, NULL, OPT_SAMPLE_INDEX },
+		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
+		{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
+		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ap_view_opts o;
+	enum format fmt = FMT_PPROF;
+	enum ap_sample_index si = AP_SI_ALLOC_SPACE;
+	const char *output = NULL;
+	int opt;
+
+	ap_view_opts_init(&o);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		/* only --drop-frames and --debug-dir are in longopts */
+		if (ap_view_option(&o, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'h':
+			export_usage(stdout);
+			return AP_EXIT_OK;
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_FORMAT:
+			if (parse_format(optarg, &fmt))
+				return ap_usage_error("export", "unknown format '%s' (pprof, folded or json)",
+						      optarg);
+			break;
+		case OPT_SAMPLE_INDEX:
+			if (ap_export_parse_index(optarg, &si))
+				return ap_usage_error("export", "unknown sample index '%s' (alloc_space, "
+						      "alloc_objects, inuse_space or inuse_objects)", optarg);
+			break;
+		default:
+			return ap_view_bad_option("export", opt, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return ap_usage_error("export", argc == optind ? "no trace given" : "too many arguments");
+	const char *trace_path = argv[optind];
+
+	struct ap_buf defpath = AP_BUF_INIT;
+	if (!output) {
+		if (fmt == FMT_PPROF) {
+			ap_buf_addf(&defpath, "%s.pb.gz", trace_path);
+			output = defpath.buf;
+		} else {
+			output = "-";
+		}
+	}
+	if (fmt == FMT_PPROF && !strcmp(output, "-") && isatty(STDOUT_FILENO)) {
+		ap_die_msg("export: not writing a gzip'd profile to a terminal (use -o PATH)");
+		ap_buf_release(&defpath);
+		return AP_EXIT_FAIL;
+	}
+
+	struct ap_view v;
+	int rc = ap_view_load(&v, trace_path, &o);
+	if (rc) {
+		ap_buf_release(&defpath);
+		return rc;
+	}
+	struct ap_export *x = ap_export_new(v.trace, v.values, v.sym, ap_view_progress_fn(),
+					    ap_view_progress_ctx("symbolizing"));
+	ap_view_progress_done();
+	ap_view_warnings(&v);
+
+	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
+	rc = AP_EXIT_FAIL;
+	if (render(x, fmt, si, &out, &summary) == 0 && write_output(output, &out) == 0) {
+		rc = AP_EXIT_OK;
+		if (strcmp(output, "-"))
+			ap_die_msg("wrote %s (%s)", output, summary.buf);
+	}
+	ap_buf_release(&out);
+	ap_buf_release(&summary);
+	ap_export_free(x);
+	ap_view_release(&v);
+	ap_buf_release(&defpath);
+	return rc;
+}
