@@ -78,19 +78,6 @@ static int load_costs(struct ap_cost_table *c)
 	return 0;
 }
 
-static void fmt_ns(char *out, size_t len, double ns)
-{
-	double a = fabs(ns);
-	if (a >= 1e9)
-		snprintf(out, len, "%.3gs", ns / 1e9);
-	else if (a >= 1e6)
-		snprintf(out, len, "%.3gms", ns / 1e6);
-	else if (a >= 1e3)
-		snprintf(out, len, "%.3gus", ns / 1e3);
-	else
-		snprintf(out, len, "%.0fns", ns);
-}
-
 static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	char b1[32], b2[32], b3[32], d[32];
@@ -100,10 +87,10 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("Cycles: gogc:%llu, %llu in the trace", (unsigned long long)a->gogc,
 		       (unsigned long long)a->cycles);
 	else {
-		fmt_ns(d, sizeof(d), (double)a->interval_ns);
+		ap_advise_format_duration(d, sizeof(d), (double)a->interval_ns);
 		printf("Cycles: every %s, %llu in the trace", d, (unsigned long long)a->cycles);
 	}
-	fmt_ns(d, sizeof(d), a->mean_cycle_ns);
+	ap_advise_format_duration(d, sizeof(d), a->mean_cycle_ns);
 	printf(" (one every %s); %u Ps\n", d, a->procs);
 	if (a->sampled) {
 		ap_format_bytes(b1, sizeof(b1), (double)a->rate);
@@ -131,7 +118,7 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		       r->hits[AP_POOL_STOLEN], r->hits[AP_POOL_VICTIM], r->small_hits, r->misses,
 		       100 * r->hit_rate);
 		ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
-		fmt_ns(d, sizeof(d), r->time_saved_ns);
+		ap_advise_format_duration(d, sizeof(d), r->time_saved_ns);
 		printf("   avoided: %.0f allocations, %.0f of %.0f reallocs, %s; time saved %s\n",
 		       r->allocs_avoided, r->reallocs_avoided, r->reallocs, b1, d);
 		ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);

@@ -119,13 +119,14 @@ static size_t size_classes(const struct site_facts *f, uint64_t *classes, size_t
 	return n;
 }
 
-static void fmt_dur(char *out, size_t len, double ns)
+void ap_advise_format_duration(char *out, size_t len, double ns)
 {
-	if (ns >= 1e9)
+	double a = fabs(ns);
+	if (a >= 1e9)
 		snprintf(out, len, "%.3gs", ns / 1e9);
-	else if (ns >= 1e6)
+	else if (a >= 1e6)
 		snprintf(out, len, "%.3gms", ns / 1e6);
-	else if (ns >= 1e3)
+	else if (a >= 1e3)
 		snprintf(out, len, "%.3gus", ns / 1e3);
 	else
 		snprintf(out, len, "%.0fns", ns);
@@ -177,8 +178,8 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		s->reasons = xasprintf("Objects of %s cost %.0fns to malloc and free here, against %.0fns for a pool's "
 				       "get and put: keep malloc.", b1, saving, pool);
 	} else if (r->hit_rate < GOOD_HIT_RATE && s->mean_gap_ns >= 2 * a->mean_cycle_ns) {
-		fmt_dur(d1, sizeof(d1), s->mean_gap_ns);
-		fmt_dur(d2, sizeof(d2), a->mean_cycle_ns);
+		ap_advise_format_duration(d1, sizeof(d1), s->mean_gap_ns);
+		ap_advise_format_duration(d2, sizeof(d2), a->mean_cycle_ns);
 		s->verdict = AP_VERDICT_TOO_RARE;
 		s->reasons = xasprintf("Requests come every %s but a cycle runs every %s, so the pool is empty at "
 				       "most requests (hit rate %.0f%%).", d1, d2, hr);
@@ -209,14 +210,14 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		} else if (r->hit_rate >= GOOD_HIT_RATE && r->time_saved_ns > 0) {
 			fmt_bytes(b1, sizeof(b1), r->bytes_avoided);
 			fmt_bytes(b2, sizeof(b2), r->peak_held_bytes);
-			fmt_dur(d1, sizeof(d1), r->time_saved_ns);
+			ap_advise_format_duration(d1, sizeof(d1), r->time_saved_ns);
 			s->verdict = AP_VERDICT_POOL;
 			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f allocations "
 					       "and %.0f reallocs (%s, about %s); the pool would hold %s at peak.",
 					       hr, r->allocs_avoided, r->reallocs_avoided, b1, d1, b2);
 		} else {
-			fmt_dur(d1, sizeof(d1), s->mean_life_ns);
-			fmt_dur(d2, sizeof(d2), s->mean_gap_ns);
+			ap_advise_format_duration(d1, sizeof(d1), s->mean_life_ns);
+			ap_advise_format_duration(d2, sizeof(d2), s->mean_gap_ns);
 			s->verdict = AP_VERDICT_LITTLE_GAIN;
 			s->reasons = xasprintf("Only %.0f%% of requests would find a pooled object (objects live %s, "
 					       "requests come every %s): the pool would mostly add work.", hr, d1, d2);

@@ -195,6 +195,9 @@ uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_opti
 
 const char *ap_verdict_name(enum ap_verdict v);
 
+/* A duration for people: "1.3s", "400ms", "12.5us", "80ns". */
+void ap_advise_format_duration(char *out, size_t len, double ns);
+
 /* Builds the site map of `t`: sites are call sites (the frame
  * ap_sym_stack picks: function, file and line), or whole stacks with
  * by_stack (named by the call site and a few callers). Never fails. */
