@@ -8,9 +8,11 @@
  * With PER_THREAD = 2000, KEEP = 10: 8000 allocs, 2000*32*(1+2+3+4) = 640000
  * bytes, 4*(1000+990) = 7960 frees; at exit 40 blocks, 10*32*10 = 3200 bytes.
  * `threads 0` creates and joins the same threads and allocates nothing: the
- * baseline that holds what glibc itself allocates per thread (its dynamic
- * thread vector, one calloc per thread, freed at join; its size depends on
- * the number of loaded modules with TLS, so a preloaded library changes it). */
+ * baseline that holds what glibc itself allocates per thread: its dynamic
+ * thread vector, one calloc per thread, whose size depends on the number of
+ * loaded modules with TLS (a preloaded library adds to it), kept with the
+ * cached thread stack after the join and freed only by __libc_freeres, which
+ * valgrind runs at exit and a normal exit does not. */
 #include <pthread.h>
 #include <stdlib.h>
 
