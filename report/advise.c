@@ -226,8 +226,10 @@ double size_bucket_value(unsigned idx)
 {
 	if (idx < 4)
 		return idx;
+	/* The bucket's lower bound: exact for powers of two and for sizes a
+	 * quarter step apart. */
 	unsigned b = idx / 4, sub = idx % 4;
-	return ldexp(1.0 + sub / 4.0 + 0.125, (int)b);
+	return ldexp(1.0 + sub / 4.0, (int)b);
 }
 
 /* ---- replay ---- */
