@@ -900,13 +900,22 @@ static __attribute__((noinline)) unsigned unwind(uint64_t *pcs)
 
 /* Writes out a buffer's events (buffer lock held), META first so every id
  * the events use is already in the file. */
+static int in_signal;	/* flushing from a fatal-signal handler */
+
 static void thr_flush_locked(struct ap_thr *b)
 {
 	if (b->len <= EV_HDR || ap_fd < 0) {
 		b->len = EV_HDR;
 		return;
 	}
-	lk_lock(&meta_lock);
+	if (in_signal) {
+		/* The crashed code may hold meta_lock: without the META records
+		 * these events could name stacks the file lacks, so they stay. */
+		if (!lk_trylock_bounded(&meta_lock))
+			return;
+	} else {
+		lk_lock(&meta_lock);
+	}
 	meta_flush_locked();
 	lk_unlock(&meta_lock);
 	ap_put_u64le(b->buf + AP_CHUNK_HDR_LEN, b->base_ts);
@@ -1508,24 +1517,25 @@ __attribute__((destructor)) static void ap_fini(void)
 	tls.guard--;
 }
 
-EXPORT void _exit(int status)
+/* _exit and _Exit skip atexit and destructors: the trace ends here. */
+static __attribute__((noreturn)) void leave(void (*real)(int), int status)
 {
 	tls.guard++;
 	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(unsigned)status, 0);
-	if (!real__exit)
-		syscall(SYS_exit_group, status);
-	real__exit(status);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
+}
+
+EXPORT void _exit(int status)
+{
+	leave(real__exit, status);
 }
 
 EXPORT void _Exit(int status)
 {
-	tls.guard++;
-	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(unsigned)status, 0);
-	if (!real__Exit)
-		syscall(SYS_exit_group, status);
-	real__Exit(status);
-	__builtin_unreachable();
+	leave(real__Exit, status);
 }
 
 static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
@@ -1534,6 +1544,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 	tls.guard++;
+	in_signal = 1;
 	end_trace(AP_END_SIGNAL, 1, (uint64_t)sig, 1);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -1708,35 +1719,22 @@ static void exec_failed(char *const *env, int ended, size_t mapped)
 	errno = saved;
 }
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	int ended;
-	size_t mapped;
-	char *const *env = exec_prepare(envp, &ended, &mapped);
-	int rc = real_execve(path, argv, env);
-	exec_failed(env, ended, mapped);
-	return rc;
-}
+/* execve, execvpe, fexecve: the real call between exec_prepare and
+ * exec_failed. */
+#define EXEC_WRAPPER(name, first_t)                                           \
+	EXPORT int name(first_t first, char *const argv[], char *const envp[]) \
+	{                                                                     \
+		int ended;                                                    \
+		size_t mapped;                                                \
+		char *const *env = exec_prepare(envp, &ended, &mapped);        \
+		int rc = real_##name(first, argv, env);                        \
+		exec_failed(env, ended, mapped);                              \
+		return rc;                                                    \
+	}
 
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	int ended;
-	size_t mapped;
-	char *const *env = exec_prepare(envp, &ended, &mapped);
-	int rc = real_execvpe(file, argv, env);
-	exec_failed(env, ended, mapped);
-	return rc;
-}
-
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-	int ended;
-	size_t mapped;
-	char *const *env = exec_prepare(envp, &ended, &mapped);
-	int rc = real_fexecve(fd, argv, env);
-	exec_failed(env, ended, mapped);
-	return rc;
-}
+EXEC_WRAPPER(execve, const char *)
+EXEC_WRAPPER(execvpe, const char *)
+EXEC_WRAPPER(fexecve, int)
 
 EXPORT int execv(const char *path, char *const argv[])
 {
