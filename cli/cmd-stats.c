@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ap_trace.h"
 #include "commands.h"
@@ -98,6 +97,51 @@ static void print_bytes(const char *name, double v)
 	printf("%-18s %s\n", name, b);
 }
 
+/* The text line shows this many thread names; --json has them all. */
+#define MAX_THREADS_SHOWN 16
+
+static const char *end_reason_name(uint64_t reason)
+{
+	switch (reason) {
+	case AP_END_EXIT:
+		return "exit";
+	case AP_END_UNDERSCORE_EXIT:
+		return "_exit";
+	case AP_END_SIGNAL:
+		return "signal";
+	case AP_END_EXEC:
+		return "exec";
+	}
+	return "unknown";
+}
+
+static void print_end(const struct ap_trace *t)
+{
+	if (!t->has_end) {
+		printf("%-18s no end record (killed, or still running)\n", "ended");
+		return;
+	}
+	unsigned long long st = (unsigned long long)t->end_status;
+	switch (t->end_reason) {
+	case AP_END_EXIT:
+		printf("%-18s exit, status %llu\n", "ended", st);
+		break;
+	case AP_END_UNDERSCORE_EXIT:
+		printf("%-18s _exit, status %llu\n", "ended", st);
+		break;
+	case AP_END_SIGNAL:
+		printf("%-18s fatal signal %llu (SIG%s)\n", "ended", st,
+		       st < 65 && sigabbrev_np((int)st) ? sigabbrev_np((int)st) : "?");
+		break;
+	case AP_END_EXEC:
+		printf("%-18s exec (the program image was replaced)\n", "ended");
+		break;
+	default:
+		printf("%-18s reason %llu, status %llu\n", "ended",
+		       (unsigned long long)t->end_reason, st);
+	}
+}
+
 static void print_text(const struct ap_trace *t, const struct ap_trace_totals *tot)
 {
 	struct ap_buf cmd = AP_BUF_INIT;
@@ -115,10 +159,14 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		printf("%-18s one sample per %s allocated on average (estimates)\n", "sampling", b);
 	}
 	printf("%-18s %zu", "threads", t->nthreads);
-	for (size_t i = 0; i < t->nthreads; i++)
+	size_t shown = t->nthreads < MAX_THREADS_SHOWN ? t->nthreads : MAX_THREADS_SHOWN;
+	for (size_t i = 0; i < shown; i++)
 		printf("%s%s[%u]", i ? ", " : " (", *t->threads[i].name ? t->threads[i].name : "?",
 		       t->threads[i].tid);
+	if (shown < t->nthreads)
+		printf(", and %zu more", t->nthreads - shown);
 	printf("%s\n", t->nthreads ? ")" : "");
+	print_end(t);
 	printf("%-18s %llu\n", "events", (unsigned long long)tot->events);
 	printf("%-18s %llu\n", "samples", (unsigned long long)tot->samples);
 	if (t->has_end) {
@@ -190,6 +238,9 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "inuse_space", json_total(tot->inuse_space));
 	json_object_set_new(o, "peak_inuse_space", json_total(tot->peak_inuse_space));
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
+	json_object_set_new(o, "end_reason",
+			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
+	json_object_set_new(o, "end_status", t->has_end ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "calls", t->has_end ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_end ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));

@@ -132,6 +132,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(name, "sampled")) {
 		tw = sampled();
 		end.end_ns = 1000000000ull + 3600000000000ull; /* one hour */
+		end.reason = AP_END_SIGNAL; /* killed by SIGABRT */
+		end.status = 6;
 		ap_tw_end(tw, &end);
 	} else if (!strcmp(name, "big")) {
 		tw = big(strtoull(argv[3], NULL, 10));
