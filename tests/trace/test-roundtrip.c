@@ -801,6 +801,27 @@ static void test_file_roundtrip(void)
 	      err.msg);
 }
 
+/* ap_format_bytes against what pprof's measurement.ScaledLabel prints for
+ * the same values (cmd/vendor/github.com/google/pprof/internal/measurement). */
+static void test_format_bytes(void)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} cases[] = {
+		{ 0, "0" }, { 0.4, "0" }, { 1, "1B" }, { 512, "512B" }, { 1023, "1023B" },
+		{ 1024, "1kB" }, { 1536, "1.50kB" }, { 1048575, "1024kB" }, { 1048576, "1MB" },
+		{ 1055724, "1.01MB" }, { 6048, "5.91kB" }, { 3.5 * 1073741824.0, "3.50GB" },
+		{ 1099511627776.0, "1TB" }, { 1125899906842624.0 * 2000, "2000PB" }, { -2048, "-2kB" },
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(cases); i++) {
+		char b[64];
+		ap_format_bytes(b, sizeof(b), cases[i].v);
+		CHECK(!strcmp(b, cases[i].want), "ap_format_bytes(%.17g) = \"%s\", want \"%s\"",
+		      cases[i].v, b, cases[i].want);
+	}
+}
+
 int main(void)
 {
 	test_header_and_meta();
@@ -814,6 +835,7 @@ int main(void)
 	test_errors();
 	test_file_errors();
 	test_file_roundtrip();
+	test_format_bytes();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
