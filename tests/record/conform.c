@@ -4,10 +4,12 @@
  * a profiled program must not be able to tell. */
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 static void show(const char *what, const void *p, int err)
@@ -41,6 +43,19 @@ static int kept(const unsigned char *p, size_t n, unsigned char seed)
 	return 1;
 }
 
+/* Allocates until the process ends under it. */
+static void *churn(void *arg)
+{
+	for (unsigned long i = 0;; i++) {
+		void *p = malloc(i % 500 + 1);
+		*(volatile char *)p = 1;
+		free(p);
+		if (i == 1000)
+			__atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
 /* Other endings, for the lifecycle tests: allocate a little, then leave
  * by _exit, by exec'ing this program again, or by a crash. */
 static int other_ending(int argc, char **argv)
@@ -57,6 +72,17 @@ static int other_ending(int argc, char **argv)
 		execv(argv[0], args);
 		perror("execv");
 		return 1;
+	}
+	if (!strcmp(argv[1], "threads-alive")) {
+		/* exit while other threads are still allocating */
+		static int started[4];
+		pthread_t th;
+		for (int i = 0; i < 4; i++)
+			pthread_create(&th, NULL, churn, &started[i]);
+		for (int i = 0; i < 4; i++)
+			while (!__atomic_load_n(&started[i], __ATOMIC_ACQUIRE))
+				sched_yield();
+		exit(6);
 	}
 	if (!strcmp(argv[1], "segv")) {
 		volatile int *bad = (int *)(uintptr_t)keep[0] - (uintptr_t)keep[0];

@@ -124,6 +124,15 @@ lifecycle)
 	stats ex.trace ex.json && expect_eq "_exit: truncated" "$(jget ex.json truncated)" false
 	[ -s ex.json ] && [ "$(jget ex.json alloc_objects)" -ge 64 ] || fail "_exit: events lost"
 
+	# exit while other threads still allocate: their buffers are flushed
+	# under their locks, the file stays consistent and ends with END
+	for mode in --all "--rate 64"; do
+		"$ALLOCPROF" record -q $mode -o alive.trace "$CONFORM" threads-alive >/dev/null
+		expect_eq "threads-alive $mode: exit status" $? 6
+		stats alive.trace alive.json && expect_eq "threads-alive $mode: truncated" "$(jget alive.json truncated)" false
+		[ -s alive.json ] && [ "$(jget alive.json threads)" -ge 5 ] || fail "threads-alive $mode: threads lost"
+	done
+
 	# exec of the same process: the first image's trace ends (reason exec),
 	# the new image writes <trace>.exec1
 	"$ALLOCPROF" record -q --all -o img.trace "$CONFORM" exec >img.out
