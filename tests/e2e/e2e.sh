@@ -13,7 +13,8 @@
 #     (thread setup, dlopen), the expected file names a baseline run and
 #     both sides are compared as differences.
 # Usage: e2e.sh NAME. Environment (set by tests/e2e/meson.build): ALLOCPROF,
-# TESTDATA_BUILD, TESTDATA_SRC, E2E_DIR, VALGRIND (empty: skip step 3).
+# TESTDATA_BUILD, TESTDATA_SRC, E2E_DIR, E2E_PYTHON, VALGRIND (empty: skip
+# step 3).
 set -u
 name=$1
 exp=$TESTDATA_SRC/$name.expected.json
@@ -22,7 +23,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-e2e-$name.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 
-py() { python3 "$E2E_DIR/e2e.py" "$@"; }
+py() { "${E2E_PYTHON:-python3}" "$E2E_DIR/e2e.py" "$@"; }
 fail() { echo "FAIL: $*"; failed=1; }
 # Reads the arguments of section $1 ("" = main) of the expected file.
 args_of() { mapfile -t args < <(py args "$exp" "$1" "$TESTDATA_BUILD"); }

@@ -33,8 +33,8 @@ if ! "$ALLOCPROF" stats --json "$tmp/t.trace" >"$tmp/t.json" 2>"$tmp/stats.err";
 	cat "$tmp/rec.err" "$tmp/stats.err"
 	exit 1
 fi
-rate=$(python3 "$E2E_DIR/e2e.py" field "$tmp/t.json" rate)
-echo "trace rate: $rate (expected $want_rate); $(python3 "$E2E_DIR/e2e.py" field "$tmp/t.json" samples) samples, $(stat -c %s "$tmp/t.trace") bytes"
+rate=$("${E2E_PYTHON:-python3}" "$E2E_DIR/e2e.py" field "$tmp/t.json" rate)
+echo "trace rate: $rate (expected $want_rate); $("${E2E_PYTHON:-python3}" "$E2E_DIR/e2e.py" field "$tmp/t.json" samples) samples, $(stat -c %s "$tmp/t.trace") bytes"
 [ "$rate" = "$want_rate" ] || fail "trace says rate $rate, expected $want_rate"
-python3 "$E2E_DIR/e2e.py" sampled "$tmp/t.json" "$exp" "$rate" || fail "estimates outside 4 standard errors"
+"${E2E_PYTHON:-python3}" "$E2E_DIR/e2e.py" sampled "$tmp/t.json" "$exp" "$rate" || fail "estimates outside 4 standard errors"
 exit $failed
