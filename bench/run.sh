@@ -120,9 +120,12 @@ run_variant() {
 	case $1 in
 	all)
 		local ev
-		ev=$("$ap" stats --json "$out/run.trace" 2>/dev/null |
-			sed -n 's/.*"events": *\([0-9]*\).*/\1/p' | head -n 1)
-		echo "$(stat -c %s "$out/run.trace") ${ev:-0}" >"$out/all.size" ;;
+		ev=$("$ap" stats "$out/run.trace" 2>/dev/null | awk '$1 == "events" { print $2; exit }')
+		# heaptrack compresses its output with zstd while it runs; the
+		# same compression of our trace, for a like-for-like size.
+		local z=n/a
+		command -v zstd >/dev/null && z=$(zstd -q -3 -c "$out/run.trace" | wc -c)
+		echo "$(stat -c %s "$out/run.trace") ${ev:-0} $z" >"$out/all.size" ;;
 	heaptrack)
 		local f
 		f=$(ls "$out"/ht.* 2>/dev/null | head -n 1)
@@ -168,23 +171,24 @@ for w in "${all_workloads[@]}"; do
 		[ $v = heaptrack ] && row+=$(printf ' %10s' "$cell") || row+=$(printf ' %8s' "$cell")
 	done
 	echo "$row"
-	read -r tb ev 2>/dev/null <"$out/all.size" || { tb=""; ev=""; }
+	read -r tb ev zb 2>/dev/null <"$out/all.size" || { tb=""; ev=""; zb=""; }
 	hb=$(cat "$out/ht.size" 2>/dev/null || true)
-	sizes+=("$w ${tb:-n/a} ${ev:-n/a} ${hb:-n/a}")
+	sizes+=("$w ${tb:-n/a} ${ev:-n/a} ${zb:-n/a} ${hb:-n/a}")
 	unset times
 done
 
 echo
-echo "trace size of the last run: allocprof --all (bytes, events, bytes/event) vs heaptrack's file"
-printf '%-10s %14s %12s %9s %14s %9s\n' workload allocprof events B/event heaptrack ratio
+echo "trace size of the last run: allocprof --all (bytes, events, bytes/event, zstd -3 of it)"
+echo "vs heaptrack's file (zstd-compressed by heaptrack itself), and the ratio allocprof/heaptrack"
+printf '%-10s %12s %10s %8s %12s %12s %8s\n' workload allocprof events B/event "(zstd)" heaptrack ratio
 for s in "${sizes[@]}"; do
-	read -r w tb ev hb <<<"$s"
+	read -r w tb ev zb hb <<<"$s"
 	bpe=n/a
 	ratio=n/a
 	[[ $tb =~ ^[0-9]+$ && $ev =~ ^[0-9]+$ && $ev -gt 0 ]] &&
 		bpe=$(awk -v a="$tb" -v b="$ev" 'BEGIN { printf "%.2f", a / b }')
 	[[ $tb =~ ^[0-9]+$ && $hb =~ ^[0-9]+$ && $hb -gt 0 ]] &&
 		ratio=$(awk -v a="$tb" -v b="$hb" 'BEGIN { printf "%.2f", a / b }')
-	printf '%-10s %14s %12s %9s %14s %9s\n' "$w" "$tb" "$ev" "$bpe" "$hb" "$ratio"
+	printf '%-10s %12s %10s %8s %12s %12s %8s\n' "$w" "$tb" "$ev" "$bpe" "$zb" "$hb" "$ratio"
 done
 rm -f "$out"/run.trace "$out"/run.trace.* "$out"/ht.* "$out/err"
