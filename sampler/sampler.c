@@ -179,6 +179,27 @@ static void write_all(int fd, const void *data, size_t len)
 	}
 }
 
+/* The trace's descriptor sits high (the program's own open() calls get the
+ * numbers they would get without us), and every chunk checks it is still
+ * our file: a program that closes every descriptor and opens others must
+ * not get trace chunks written into its files. */
+#define TRACE_FD_MIN 700
+static dev_t trace_dev;
+static ino_t trace_ino;
+
+static void trace_write(const void *data, size_t len)
+{
+	struct stat st;
+	int fd = ap_fd;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+		ap_fd = -1; /* not ours any more: stop writing */
+		return;
+	}
+	write_all(fd, data, len);
+}
+
 static size_t str_len(const char *s)
 {
 	size_t n = 0;
@@ -303,6 +324,7 @@ static void (*real__Exit)(int);
 static int (*real_execve)(const char *, char *const[], char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
+static int (*real_pipe2)(int[2], int);
 
 static void *must_sym(const char *name)
 {
@@ -334,6 +356,7 @@ static void resolve(void)
 	real_execve = (int (*)(const char *, char *const[], char *const[]))must_sym("execve");
 	real_execvpe = (int (*)(const char *, char *const[], char *const[]))must_sym("execvpe");
 	real_fexecve = (int (*)(int, char *const[], char *const[]))must_sym("fexecve");
+	real_pipe2 = (int (*)(int[2], int))must_sym("pipe2");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 }
@@ -522,7 +545,7 @@ static void meta_flush_locked(void)
 	uint8_t *payload = meta_buf + AP_CHUNK_HDR_LEN;
 	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, payload,
 			(uint32_t)meta_len);
-	write_all(ap_fd, meta_buf, AP_CHUNK_HDR_LEN + meta_len);
+	trace_write(meta_buf, AP_CHUNK_HDR_LEN + meta_len);
 	meta_len = 0;
 }
 
@@ -875,6 +898,28 @@ static void unwinder_load(void)
 		say("libunwind.so.8", "not loadable: stacks will be empty");
 }
 
+/* libunwind opens a pipe at its first use (to validate addresses) and
+ * keeps it: made inside the sampler (guard set), it is moved to high
+ * descriptors, where it does not shift the numbers the program's own
+ * open() calls return. Everyone else's pipe2 passes straight through. */
+EXPORT int pipe2(int fds[2], int flags)
+{
+	if (!real_pipe2)
+		resolve();
+	int rc = real_pipe2(fds, flags);
+	if (rc == 0 && tls.guard) {
+		for (int i = 0; i < 2; i++) {
+			int high = fcntl(fds[i], (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD,
+					 TRACE_FD_MIN);
+			if (high >= 0) {
+				close(fds[i]);
+				fds[i] = high;
+			}
+		}
+	}
+	return rc;
+}
+
 /* Unwinds the caller's stack into pcs; drops our own leading frames. */
 static __attribute__((noinline)) unsigned unwind(uint64_t *pcs)
 {
@@ -921,7 +966,7 @@ static void thr_flush_locked(struct ap_thr *b)
 	ap_put_u64le(b->buf + AP_CHUNK_HDR_LEN, b->base_ts);
 	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->buf + AP_CHUNK_HDR_LEN,
 			(uint32_t)(b->len - AP_CHUNK_HDR_LEN));
-	write_all(ap_fd, b->buf, b->len);
+	trace_write(b->buf, b->len);
 	b->len = EV_HDR;
 }
 
@@ -1408,7 +1453,7 @@ static void write_header(const char *parent)
 		k += kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), p,
 			(uint32_t)k);
-	write_all(ap_fd, buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
+	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
 	munmap(buf, cap);
 }
 
@@ -1434,12 +1479,26 @@ static void make_path(char *out, unsigned gen)
 
 static int open_trace(const char *parent)
 {
-	ap_fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		     0644);
-	if (ap_fd < 0) {
+	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+		      0644);
+	if (fd < 0) {
 		say(ap_path, strerror(errno));
 		return -1;
 	}
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, TRACE_FD_MIN);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		say(ap_path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+	ap_fd = fd;
 	write_header(parent);
 	return 0;
 }
@@ -1504,7 +1563,7 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += kv_uint(p + k, AP_EK_CALLS, calls);
 	k += kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, p, (uint32_t)k);
-	write_all(ap_fd, buf, AP_CHUNK_HDR_LEN + k);
+	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
  * test runs it natively and under `allocprof record` and diffs the output:
  * a profiled program must not be able to tell. */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -271,5 +272,9 @@ int main(int argc, char **argv)
 	p = malloc(16);
 	free(p);
 	printf("errno after malloc+free=%d\n", errno);
+
+	/* the profiler's descriptors must not shift the program's numbers */
+	int fd = open("/dev/null", O_RDONLY);
+	printf("next descriptor=%d\n", fd);
 	return 3;
 }
