@@ -470,10 +470,59 @@ static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len,
 
 enum { DEC_END = -1, DEC_BAD = -2 };
 
+/* ap_get_uv, faster: the one-byte case first, and with 10 bytes left no
+ * bounds check per byte (varints were half of the decode time). */
+static inline int rd_uv(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	if (q < end && q[0] < 0x80) {
+		*v = q[0];
+		*p = q + 1;
+		return 0;
+	}
+	if (end - q < AP_VARINT_MAX)
+		return ap_get_uv(p, end, v);
+	/* two and three bytes (sizes, address deltas) unrolled */
+	uint64_t r = q[0] & 0x7f;
+	if (q[1] < 0x80) {
+		*v = r | (uint64_t)q[1] << 7;
+		*p = q + 2;
+		return 0;
+	}
+	r |= (uint64_t)(q[1] & 0x7f) << 7;
+	if (q[2] < 0x80) {
+		*v = r | (uint64_t)q[2] << 14;
+		*p = q + 3;
+		return 0;
+	}
+	r |= (uint64_t)(q[2] & 0x7f) << 14;
+	for (unsigned i = 3; i < AP_VARINT_MAX; i++) {
+		uint8_t b = q[i];
+		r |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			if (i == AP_VARINT_MAX - 1 && b > 1)
+				return -1;
+			*v = r;
+			*p = q + i + 1;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static inline int rd_sv(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	uint64_t u;
+	if (rd_uv(p, end, &u) < 0)
+		return -1;
+	*v = ap_unzigzag(u);
+	return 0;
+}
+
 /* Decodes one record into ev[0..n). Returns n (0 for a TRACK record, 1 or
  * 2), DEC_END at the end of the payload, or DEC_BAD with *why set. Stack ids
  * must be below `nstacks`. */
-static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
+static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, struct ap_event ev[2],
 			     size_t nstacks, const char **why)
 {
 	if (d->p >= d->end || *d->p == 0)
@@ -482,13 +531,13 @@ static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
 	uint64_t u, dt;
 	int64_t s;
 	if (tag & AP_TAG_CPU) {
-		if (ap_get_uv(&d->p, d->end, &u) < 0)
+		if (rd_uv(&d->p, d->end, &u) < 0)
 			return *why = "bad cpu varint", DEC_BAD;
 		if (u > UINT16_MAX)
 			return *why = "cpu number out of range", DEC_BAD;
 		d->cpu = (uint32_t)u;
 	}
-	if (ap_get_uv(&d->p, d->end, &dt) < 0)
+	if (rd_uv(&d->p, d->end, &dt) < 0)
 		return *why = "bad time delta varint", DEC_BAD;
 	d->ts += dt;
 	unsigned type = AP_TAG_TYPE(tag), kind = AP_TAG_KIND(tag);
@@ -499,8 +548,8 @@ static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
 	switch (type) {
 	case AP_EV_ALLOC: {
 		uint64_t size, stack;
-		if (ap_get_sv(&d->p, d->end, &s) < 0 || ap_get_uv(&d->p, d->end, &size) < 0 ||
-		    ap_get_uv(&d->p, d->end, &stack) < 0)
+		if (rd_sv(&d->p, d->end, &s) < 0 || rd_uv(&d->p, d->end, &size) < 0 ||
+		    rd_uv(&d->p, d->end, &stack) < 0)
 			return *why = "ALLOC record runs past the end of the payload or has a bad varint", DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
@@ -518,7 +567,7 @@ static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
 		return 1;
 	}
 	case AP_EV_FREE:
-		if (ap_get_sv(&d->p, d->end, &s) < 0)
+		if (rd_sv(&d->p, d->end, &s) < 0)
 			return *why = "FREE record runs past the end of the payload or has a bad varint", DEC_BAD;
 		d->addr += (uint64_t)s;
 		e->addr = d->addr;
@@ -531,9 +580,9 @@ static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
 	case AP_EV_REALLOC: {
 		int64_t dnew;
 		uint64_t size, stack, fl;
-		if (ap_get_sv(&d->p, d->end, &s) < 0 || ap_get_sv(&d->p, d->end, &dnew) < 0 ||
-		    ap_get_uv(&d->p, d->end, &size) < 0 || ap_get_uv(&d->p, d->end, &stack) < 0 ||
-		    ap_get_uv(&d->p, d->end, &fl) < 0)
+		if (rd_sv(&d->p, d->end, &s) < 0 || rd_sv(&d->p, d->end, &dnew) < 0 ||
+		    rd_uv(&d->p, d->end, &size) < 0 || rd_uv(&d->p, d->end, &stack) < 0 ||
+		    rd_uv(&d->p, d->end, &fl) < 0)
 			return *why = "REALLOC record runs past the end of the payload or has a bad varint", DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
@@ -565,7 +614,7 @@ static inline int evdec_next(struct evdec *d, struct ap_event ev[2],
 	}
 	case AP_EV_TRACK: {
 		uint64_t size;
-		if (ap_get_sv(&d->p, d->end, &s) < 0 || ap_get_uv(&d->p, d->end, &size) < 0)
+		if (rd_sv(&d->p, d->end, &s) < 0 || rd_uv(&d->p, d->end, &size) < 0)
 			return *why = "TRACK record runs past the end of the payload or has a bad varint", DEC_BAD;
 		d->addr += (uint64_t)s;
 		return 0; /* unused in v1: no event */
@@ -616,38 +665,66 @@ static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *pa
 
 /* ---- pass 2: the k-way merge ---- */
 
+/* One thread's events, decoded as the merge asks for them. */
 struct stream {
 	struct evdec d;
 	const uint32_t *chunk;	/* this thread's chunk indexes, file order */
 	size_t nchunk, ci;
-	struct ap_event buf[2];
-	int nbuf, bi;
+	struct ap_event buf[2];	/* the record being handed out (REALLOC: 2) */
+	int nbuf, bi;		/* buf[bi] is the stream's head */
 };
 
-/* Next event of stream s into *e; false when the stream is done. */
-static bool stream_next(struct rd *r, struct stream *s, struct ap_event *e)
+/* Moves s to its next event (s->buf[s->bi]); false when it has no more. */
+static bool stream_advance(struct rd *r, struct stream *s)
 {
-	while (s->bi >= s->nbuf) {
+	if (++s->bi < s->nbuf)
+		return true;
+	for (;;) {
 		const char *why;
 		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why) : DEC_END;
-		if (n == DEC_END || n == DEC_BAD) { /* DEC_BAD cannot happen: pass 1 checked */
-			if (s->ci >= s->nchunk)
-				return false;
-			const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
-			evdec_start(&s->d, r->data + c->off + AP_CHUNK_HDR_LEN, c->len,
-				    (uint16_t)c->thread);
-			continue;
+		if (n > 0) {
+			s->nbuf = n;
+			s->bi = 0;
+			return true;
 		}
-		s->nbuf = n;
-		s->bi = 0;
+		if (n == 0)
+			continue; /* a TRACK record */
+		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked) */
+		if (s->ci >= s->nchunk)
+			return false;
+		const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
+		evdec_start(&s->d, r->data + c->off + AP_CHUNK_HDR_LEN, c->len, (uint16_t)c->thread);
 	}
-	*e = s->buf[s->bi++];
-	return true;
 }
 
-static bool head_less(const struct ap_event *a, const struct ap_event *b)
+/* A heap entry: the stream's head time, and the stream (= thread index,
+ * which breaks ties). */
+struct hkey {
+	uint64_t ts;
+	size_t s;
+};
+
+static inline bool hkey_less(const struct hkey *a, const struct hkey *b)
 {
-	return a->ts < b->ts || (a->ts == b->ts && a->thread < b->thread);
+	return a->ts < b->ts || (a->ts == b->ts && a->s < b->s);
+}
+
+static void heap_down(struct hkey *h, size_t n)
+{
+	size_t k = 0;
+	struct hkey x = h[0];
+	for (;;) {
+		size_t c = 2 * k + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && hkey_less(&h[c + 1], &h[c]))
+			c++;
+		if (!hkey_less(&h[c], &x))
+			break;
+		h[k] = h[c];
+		k = c;
+	}
+	h[k] = x;
 }
 
 /* The event array is the reader's one big allocation (40 B/event). Page
@@ -689,55 +766,43 @@ static void merge_events(struct rd *r)
 		order[fill[r->chunks[i].thread]++] = (uint32_t)i;
 
 	struct stream *st = ap_xcalloc(nth ? nth : 1, sizeof(*st));
-	/* heap of stream indexes ordered by their head event */
-	size_t *heap = ap_xmalloc((nth ? nth : 1) * sizeof(*heap));
-	struct ap_event *head = ap_xmalloc((nth ? nth : 1) * sizeof(*head));
+	struct hkey *heap = ap_xmalloc((nth ? nth : 1) * sizeof(*heap));
 	size_t nheap = 0;
 	for (size_t i = 0; i < nth; i++) {
 		st[i].chunk = order + start[i];
 		st[i].nchunk = start[i + 1] - start[i];
-		if (!stream_next(r, &st[i], &head[i]))
+		st[i].bi = st[i].nbuf = 0;
+		if (!stream_advance(r, &st[i]))
 			continue;
-		/* sift up */
+		/* streams enter in index order: sift up */
 		size_t k = nheap++;
-		heap[k] = i;
-		while (k && head_less(&head[heap[k]], &head[heap[(k - 1) / 2]])) {
-			size_t p = (k - 1) / 2, tmp = heap[p];
-			heap[p] = heap[k];
+		heap[k] = (struct hkey){ st[i].buf[st[i].bi].ts, i };
+		while (k && hkey_less(&heap[k], &heap[(k - 1) / 2])) {
+			struct hkey tmp = heap[(k - 1) / 2];
+			heap[(k - 1) / 2] = heap[k];
 			heap[k] = tmp;
-			k = p;
+			k = (k - 1) / 2;
 		}
 	}
-	while (nheap) {
-		size_t s = heap[0];
-		if (t->nev >= total)
-			break; /* cannot happen: pass 1 counted these */
-		t->ev[t->nev++] = head[s];
-		if (nheap == 1) {
-			/* The last stream left: copy the rest straight through. */
-			while (t->nev < total && stream_next(r, &st[s], &t->ev[t->nev]))
-				t->nev++;
-			break;
-		}
-		if (!stream_next(r, &st[s], &head[s]))
+	struct ap_event *out = t->ev;
+	uint64_t nev = 0;
+	while (nheap > 1 && nev < total) {
+		struct stream *s = &st[heap[0].s];
+		out[nev++] = s->buf[s->bi];
+		if (stream_advance(r, s))
+			heap[0].ts = s->buf[s->bi].ts;
+		else
 			heap[0] = heap[--nheap];
-		/* sift down */
-		size_t k = 0;
-		for (;;) {
-			size_t a = 2 * k + 1, b = a + 1, m = k;
-			if (a < nheap && head_less(&head[heap[a]], &head[heap[m]]))
-				m = a;
-			if (b < nheap && head_less(&head[heap[b]], &head[heap[m]]))
-				m = b;
-			if (m == k)
-				break;
-			size_t tmp = heap[m];
-			heap[m] = heap[k];
-			heap[k] = tmp;
-			k = m;
-		}
+		heap_down(heap, nheap);
 	}
-	free(head);
+	if (nheap == 1) {
+		/* the last stream left: straight through */
+		struct stream *s = &st[heap[0].s];
+		do
+			out[nev++] = s->buf[s->bi];
+		while (nev < total && stream_advance(r, s));
+	}
+	t->nev = (size_t)nev;
 	free(heap);
 	free(st);
 	free(fill);
