@@ -78,9 +78,11 @@ void *calloc(size_t n, size_t size)
 void *realloc(void *p, size_t n)
 {
 	if (__builtin_expect(in_boot(p), 0)) {
+		/* A boot block's size is unknown: copy what can be there. */
+		size_t room = (size_t)(boot + sizeof(boot) - (char *)p);
 		void *q = malloc(n);
 		if (q)
-			memcpy(q, p, n < (size_t)(boot + sizeof(boot) - (char *)p) ? n : (size_t)(boot + sizeof(boot) - (char *)p));
+			memcpy(q, p, n < room ? n : room);
 		return q;
 	}
 	if (__builtin_expect(!real_realloc, 0))

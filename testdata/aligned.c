@@ -49,6 +49,15 @@ static void keep(void *p)
 	td_sink = p;
 }
 
+static const char *errname(int e)
+{
+	if (e == ENOMEM)
+		return "ENOMEM";
+	if (e == EINVAL)
+		return "EINVAL";
+	return e ? "other" : "0";
+}
+
 /* Prints one result: whether it succeeded, whether it is aligned to `align`,
  * and errno. Addresses are not printed: they differ between runs. */
 static void report(const char *what, const void *p, size_t align, int err)
@@ -57,26 +66,26 @@ static void report(const char *what, const void *p, size_t align, int err)
 		td_say("%-28s ok, %s\n", what,
 		       (uintptr_t)p % align == 0 ? "aligned" : "MISALIGNED");
 	else
-		td_say("%-28s NULL, errno %s\n", what, err == ENOMEM ? "ENOMEM" : err == EINVAL ? "EINVAL" : err ? "other" : "0");
+		td_say("%-28s NULL, errno %s\n", what, errname(err));
 }
 
+/* The same for posix_memalign, which returns the error instead. */
 static void report_rc(const char *what, int rc, const void *p, size_t align)
 {
 	if (rc == 0)
 		report(what, p, align, 0);
 	else
-		td_say("%-28s returned %s\n", what,
-		       rc == ENOMEM ? "ENOMEM" : rc == EINVAL ? "EINVAL" : "other");
+		td_say("%-28s returned %s\n", what, errname(rc));
 }
 
 /* One call: errno cleared before, the result and errno reported after. The
  * label is the call as written, with HUGE and BIG in place of the volatiles. */
-#define TRY(label, expr, align)                                   \
-	({                                                        \
-		errno = 0;                                        \
-		void *r_ = (expr);                                \
-		report(label, r_, align, errno);                  \
-		r_;                                               \
+#define TRY(label, expr, align)                                                                    \
+	({                                                                                         \
+		errno = 0;                                                                         \
+		void *r_ = (expr);                                                                 \
+		report(label, r_, align, errno);                                                   \
+		r_;                                                                                \
 	})
 
 int main(int argc, char **argv)

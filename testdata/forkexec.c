@@ -47,7 +47,7 @@ static void child(const char *self)
 		blocks[i] = alloc_n(200, i);
 	for (unsigned i = 0; i < 3; i++)
 		free(blocks[i]);
-	char *const args[] = { (char *)self, "exec", NULL };
+	char *const args[] = {(char *)self, "exec", NULL};
 	execvp(self, args);
 	td_say("forkexec: execv failed\n");
 	_exit(127);
