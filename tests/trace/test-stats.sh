@@ -108,6 +108,34 @@ expect_err crc "allocprof: crc.trace: corrupt chunk at byte 16: payload checksum
 head -c 16 "$T/exact.trace" >"$T/nohdr.trace"
 expect_err noheader "allocprof: nohdr.trace: no header chunk: the trace is empty or was cut before its header" nohdr.trace
 
+# Cuts of a trace (every byte of the first 48, then every 11th: the library
+# test covers every byte) and random overwritten bytes: stats exits 0 (a
+# truncated prefix, with one warning line) or 1 (one error line), never
+# anything else.
+check_one() {
+	"$AP" stats "$1" >"$T/v.out" 2>"$T/v.err"
+	local rc=$? lines
+	lines=$(wc -l <"$T/v.err")
+	case $rc in
+	0) [ "$lines" -le 1 ] || bad "$2: exit 0 with $lines stderr lines" ;;
+	1) [ "$lines" = 1 ] && [ ! -s "$T/v.out" ] || bad "$2: exit 1 with $lines stderr lines or stdout" ;;
+	*) bad "$2: exit $rc"; cat "$T/v.err" ;;
+	esac
+	grep -qv '^allocprof: ' "$T/v.err" && bad "$2: stderr: $(cat "$T/v.err")"
+}
+size=$(stat -c %s "$T/exact.trace")
+for ((cut = 0; cut < size; cut += (cut < 48 ? 1 : 11))); do
+	head -c "$cut" "$T/exact.trace" >"$T/cut.trace"
+	check_one "$T/cut.trace" "cut at $cut"
+done
+RANDOM=42
+for ((i = 0; i < 25; i++)); do
+	cp "$T/exact.trace" "$T/rnd.trace"
+	printf "\\x$(printf %02x $((RANDOM % 256)))" |
+		dd of="$T/rnd.trace" bs=1 seek=$((RANDOM % size)) conv=notrunc status=none
+	check_one "$T/rnd.trace" "random byte variant $i"
+done
+
 # Usage errors: exit 2.
 "$AP" stats >/dev/null 2>"$T/usage.err"
 [ $? = 2 ] || bad "stats without a trace: exit not 2"
