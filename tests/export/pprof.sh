@@ -1,0 +1,109 @@
+#!/bin/bash
+# allocprof export against go tool pprof (Debian golang-go): every exported
+# profile must be valid (`go tool pprof -raw` exits 0), pprof's -top must
+# show the same total, functions, flat and cum as `allocprof top --json` for
+# all four sample indexes (drop_frames leaves each call site as the leaf),
+# and the folded stacks must be the stacks pprof's -traces shows (for
+# alloc_space and inuse_objects: one count index, one byte index).
+#
+# usage: pprof.sh ALLOCPROF SRCDIR fixture|inline|record ARGS...
+#   fixture MKTRACE        tests/report's fixture trace, exact and sampled
+#   inline MKTRACE_INLINE  real inlined stacks of testdata/inline.c
+#   record DEMO INLINE CXX record the programs with --all (needs the sampler)
+set -u
+ap=$1 src=$2 mode=$3
+shift 3
+if ! command -v go >/dev/null 2>&1; then
+	echo "SKIP: go not found (install golang-go to compare with go tool pprof)"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export GOCACHE="$tmp/gocache" HOME="$tmp" GOFLAGS= LC_ALL=C ALLOCPROF_NO_PROGRESS=1
+fail=0
+
+pprof() {
+	go tool pprof -symbolize=none -unit=byte "$@"
+}
+
+# check NAME TRACE TOLERANCE [OPTIONS...]: export TRACE with OPTIONS
+# (--drop-frames), compare with top run with the same OPTIONS; TOLERANCE
+# is the rounding error allowed per sample (0 for exact traces)
+check() {
+	name=$1 trace=$2 tol=$3
+	shift 3
+	pb="$tmp/$name.pb.gz"
+	if ! "$ap" export "$@" -o "$pb" "$trace" 2>"$tmp/err"; then
+		echo "FAIL $name: allocprof export exited non-zero:"
+		cat "$tmp/err"
+		fail=1
+		return
+	fi
+	if ! pprof -raw "$pb" >"$tmp/raw" 2>&1; then
+		echo "FAIL $name: go tool pprof -raw rejects the profile:"
+		cat "$tmp/raw"
+		fail=1
+		return
+	fi
+	# sampled values are rounded once per sample in the profile: a sum of
+	# n samples may differ from top's rounded sum by n * tol
+	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3}: ' "$tmp/raw")
+	tol=$(python3 -c "print($tol * $n)")
+	for si in alloc_objects alloc_space inuse_objects inuse_space; do
+		"$ap" top --json --$si "$@" "$trace" >"$tmp/top.json" || fail=1
+		pprof -top -nodefraction=0 -nodecount=1000000 -sample_index=$si "$pb" \
+			>"$tmp/top.txt" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
+		python3 "$src/compare.py" top "$tmp/top.json" "$tmp/top.txt" "$tol" "$name $si" ||
+			fail=1
+		case $si in alloc_objects | inuse_space) continue ;; esac
+		"$ap" export --format=folded --sample-index=$si "$@" "$trace" >"$tmp/folded" || fail=1
+		pprof -traces -sample_index=$si "$pb" >"$tmp/traces" 2>"$tmp/err" ||
+			{ cat "$tmp/err"; fail=1; }
+		python3 "$src/compare.py" folded "$tmp/folded" "$tmp/traces" "$tmp/top.json" "$tol" \
+			"$name $si folded" || fail=1
+	done
+}
+
+case $mode in
+fixture)
+	mktrace=$1
+	"$mktrace" "$tmp/fx.trace" || exit 1
+	"$mktrace" "$tmp/fx-sampled.trace" 4096 || exit 1
+	check fixture "$tmp/fx.trace" 0
+	# an allocator wrapper; recursion through allocator frames; a
+	# function that is an allocator frame in one stack and a caller in
+	# another (its stack goes without allocator frames)
+	check fixture-wrap "$tmp/fx.trace" 0 --drop-frames wrap_alloc
+	check fixture-walk "$tmp/fx.trace" 0 --drop-frames walk
+	check fixture-conflict "$tmp/fx.trace" 0 --drop-frames 'wrap_alloc|parse'
+	# sampled: values are weighted estimates, rounded per sample in the
+	# profile and per node in top
+	check fixture-sampled "$tmp/fx-sampled.trace" 0.5 --drop-frames wrap_alloc
+	;;
+inline)
+	mkinline=$1
+	"$mkinline" "$tmp/inline.trace" >/dev/null || exit 1
+	check inline "$tmp/inline.trace" 0
+	# allocator frames inlined into the call site's own return address:
+	# pprof trims the location's lines instead of dropping it
+	check inline-zeroed "$tmp/inline.trace" 0 --drop-frames zeroed
+	check inline-table "$tmp/inline.trace" 0 --drop-frames 'zeroed|table|copy_name'
+	;;
+record)
+	for prog in "$@"; do
+		name=$(basename "$prog")
+		if ! "$ap" record --all -o "$tmp/$name.trace" "$prog" >/dev/null 2>"$tmp/err"; then
+			echo "FAIL $name: allocprof record --all exited non-zero:"
+			cat "$tmp/err"
+			fail=1
+			continue
+		fi
+		check "record-$name" "$tmp/$name.trace" 0
+	done
+	;;
+*)
+	echo "pprof.sh: unknown mode '$mode'" >&2
+	exit 2
+	;;
+esac
+exit $fail
