@@ -62,6 +62,16 @@ head -c $((size - 10)) "$tmp/fx.trace" >"$tmp/cut.trace"
 expect 0 "^allocprof: warning: $tmp/cut.trace: truncated trace" top "$tmp/cut.trace"
 grep -q ' alloc_big$' "$tmp/out" || { echo "FAIL truncated: no alloc_big row"; cat "$tmp/out"; fail=1; }
 
+# Progress: nothing when stderr is not a terminal; on a terminal (script(1)
+# gives one) the reading and symbolizing steps are drawn, then erased.
+env -u ALLOCPROF_NO_PROGRESS "$ap" top "$tmp/fx.trace" >/dev/null 2>"$tmp/err"
+[ -s "$tmp/err" ] && { echo "FAIL progress drawn without a terminal:"; cat "$tmp/err"; fail=1; }
+if command -v script >/dev/null; then
+	env -u ALLOCPROF_NO_PROGRESS script -qec "'$ap' top '$tmp/fx.trace' >/dev/null" /dev/null >"$tmp/tty" 2>&1
+	grep -q 'reading: 100%' "$tmp/tty" && grep -q 'symbolizing: 100%' "$tmp/tty" ||
+		{ echo "FAIL no progress on a terminal:"; od -c "$tmp/tty" | head; fail=1; }
+fi
+
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||
