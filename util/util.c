@@ -106,6 +106,8 @@ void ap_buf_addstr(struct ap_buf *b, const char *s)
 
 void ap_buf_addf(struct ap_buf *b, const char *fmt, ...)
 {
+	if (!fmt) /* never; but gcc -fsanitize=undefined warns (format-truncation) without it */
+		return;
 	va_list ap;
 	va_start(ap, fmt);
 	va_list ap2;
