@@ -154,13 +154,13 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_FORMAT:
 			if (parse_format(optarg, &fmt))
-				return ap_usage_error("export", "unknown format '%s' (pprof, folded or json)",
+				return ap_usage_error("export", "unknown format '%s', not pprof, folded or json",
 						      optarg);
 			break;
 		case OPT_SAMPLE_INDEX:
 			if (ap_export_parse_index(optarg, &si))
-				return ap_usage_error("export", "unknown sample index '%s' (alloc_space, "
-						      "alloc_objects, inuse_space or inuse_objects)", optarg);
+				return ap_usage_error("export", "unknown sample index '%s', not alloc_space, "
+						      "alloc_objects, inuse_space or inuse_objects", optarg);
 			break;
 		default:
 			return ap_view_bad_option("export", opt, argv);
