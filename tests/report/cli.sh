@@ -72,6 +72,12 @@ if command -v script >/dev/null; then
 		{ echo "FAIL no progress on a terminal:"; od -c "$tmp/tty" | head; fail=1; }
 fi
 
+# A binary rebuilt since recording: the symbolizer's warning, then the
+# views with addresses instead of names.
+"$mktrace" "$tmp/rebuilt.trace" 1 rebuilt || exit 1
+expect 0 "^allocprof: warning: .*: build-id differs from the recorded one" top "$tmp/rebuilt.trace"
+grep -q 'mktrace+0x' "$tmp/out" || { echo "FAIL rebuilt: no module+offset frames:"; cat "$tmp/out"; fail=1; }
+
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||

@@ -41,6 +41,10 @@
  * threads, and an END. Returns the writer for ap_tw_close[_mem]. */
 struct ap_tw *fx_build(uint64_t rate);
 
+/* When set before fx_build, the mapping records a build-id that differs
+ * from the executable's (as if it were rebuilt since recording). */
+extern int fx_fake_build_id;
+
 /* The line in fixture.c that carries the comment marker `tag` (e.g.
  * "L:small"), or -1. `src` is the path of fixture.c. */
 int fx_line(const char *src, const char *tag);

@@ -1,7 +1,9 @@
 /* Writes the fixture trace (fixture.h) to a file, for the golden tests of
- * `allocprof top` and `list`. usage: mktrace OUT [RATE] */
+ * `allocprof top` and `list`. usage: mktrace OUT [RATE [rebuilt]]
+ * ("rebuilt": record a build-id that differs from this executable's). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fixture.h"
 
@@ -12,6 +14,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint64_t rate = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+	fx_fake_build_id = argc > 3 && !strcmp(argv[3], "rebuilt");
 	struct ap_error err;
 	if (ap_tw_close(fx_build(rate), argv[1], &err)) {
 		fprintf(stderr, "mktrace: %s\n", err.msg);
