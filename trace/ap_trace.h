@@ -102,7 +102,10 @@ struct ap_trace {
 	size_t nmap_index;
 };
 
-/* Progress callback: called now and then with bytes done and total. */
+/* Progress callback: called now and then (every few MB) with how far the
+ * read is, in bytes of the file: `done` goes from 0 to `total`, the file's
+ * size (the first half checks and counts the chunks, the second merges the
+ * events); the last call has done == total. */
 typedef void (*ap_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* Reads the trace at `path`. On success returns 0 and *out owns a trace to

@@ -786,7 +786,15 @@ static void merge_events(struct rd *r)
 	}
 	struct ap_event *out = t->ev;
 	uint64_t nev = 0;
+	/* progress: the second half, every 1M events */
+	uint64_t next_progress = r->progress ? 1u << 20 : UINT64_MAX;
 	while (nheap > 1 && nev < total) {
+		if (nev >= next_progress) {
+			r->progress(r->progress_ctx,
+				    r->size / 2 + (uint64_t)((double)r->size / 2 * (double)nev / (double)total),
+				    r->size);
+			next_progress += 1u << 20;
+		}
 		struct stream *s = &st[heap[0].s];
 		out[nev++] = s->buf[s->bi];
 		if (stream_advance(r, s))
@@ -904,7 +912,8 @@ static int read_chunks(struct rd *r)
 	while (off < r->size) {
 		r->chunk_off = off;
 		if (r->progress && off >= next_progress) {
-			r->progress(r->progress_ctx, off, r->size);
+			/* pass 1 is the first half of the work, the merge the second */
+			r->progress(r->progress_ctx, off / 2, r->size);
 			next_progress = off + (4u << 20);
 		}
 		size_t left = r->size - off;
