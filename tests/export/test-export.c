@@ -279,6 +279,52 @@ static void test_unknown(void)
 	unload(&l);
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Thousands of stacks over hundreds of return addresses in this program
+ * (so they resolve to real functions): every distinct PC is one Location,
+ * every stack one sample, and the tables grow many times on the way. */
+static void test_many(void)
+{
+	struct ap_tw *tw = fx_build(1);
+	enum { NSTACKS = 3000, DEPTH = 3 };
+	static uint64_t all[NSTACKS * DEPTH];
+	uint64_t base = (uint64_t)(uintptr_t)&test_folded;
+	uint64_t ts = 2000000000;
+	for (uint32_t i = 0; i < NSTACKS; i++) {
+		uint64_t pcs[DEPTH] = { base + 1 + i % 700, base + 1 + (i * 7) % 301,
+					(uint64_t)(uintptr_t)&test_json + 1 + i / 1000 };
+		memcpy(all + i * DEPTH, pcs, sizeof(pcs));
+		uint32_t st = ap_tw_stack(tw, pcs, DEPTH);
+		ap_tw_alloc(tw, 1000, ts += 10, 0, AP_KIND_MALLOC, 0x100000000 + i * 64ULL,
+			    i % 5 + 1, st);
+	}
+	struct ap_tw_end end = { .end_ns = ts + 10, .reason = AP_END_EXIT };
+	ap_tw_end(tw, &end);
+	qsort(all, NSTACKS * DEPTH, sizeof(all[0]), u64_cmp);
+	size_t distinct = 0;
+	for (size_t i = 0; i < NSTACKS * DEPTH; i++)
+		distinct += i == 0 || all[i] != all[i - 1];
+
+	struct loaded l = load_tw(tw, NULL);
+	struct ap_buf b = AP_BUF_INIT;
+	struct ap_pprof_stats st;
+	struct ap_error err;
+	CHECK(ap_export_pprof(l.x, AP_SI_ALLOC_SPACE, true, &b, &st, &err) == 0, "%s", err.msg);
+	CHECK(st.samples == 8 + NSTACKS && st.locations == 17 + distinct,
+	      "many stacks: %zu samples, %zu locations; want %d, %zu", st.samples,
+	      st.locations, 8 + NSTACKS, 17 + distinct);
+	ap_buf_reset(&b);
+	size_t n = ap_export_folded(l.x, AP_SI_ALLOC_OBJECTS, &b);
+	CHECK(n > 7 && n <= 7 + NSTACKS, "many stacks: %zu folded lines", n);
+	ap_buf_release(&b);
+	unload(&l);
+}
+
 int main(void)
 {
 	test_folded();
@@ -287,6 +333,7 @@ int main(void)
 	test_pprof_counts();
 	test_json(FIXTURE_SRC);
 	test_unknown();
+	test_many();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	return failures != 0;
