@@ -17,9 +17,8 @@
 #   BUILD_DIR    the meson build directory with cli/allocprof (default build)
 # Environment: CC (default cc), BENCH_OUT (scratch directory, default
 # bench/out), HEAPTRACK, HEAPTRACK_PRINT (override the tools),
-# HEAPTRACK_TIMEOUT (seconds heaptrack may take to record, default 600:
-# heaptrack 1.4's heaptrack_interpret was seen to spin, growing to 12 GB,
-# on some runs of this workload).
+# HEAPTRACK_TIMEOUT (seconds heaptrack may take to record, default 300;
+# see top-stacks.c for a workload on which heaptrack 1.4 does not finish).
 set -u
 export LC_ALL=C ALLOCPROF_NO_PROGRESS=1
 
@@ -98,7 +97,7 @@ if [ -n "$skip_heaptrack" ]; then
 	:
 elif [ -n "$heaptrack" ] && [ -n "$heaptrack_print" ]; then
 	rm -f "$out"/top-stacks.heaptrack*
-	limit=${HEAPTRACK_TIMEOUT:-600}
+	limit=${HEAPTRACK_TIMEOUT:-300}
 	timeout -k 5 "$limit" "$heaptrack" -o "$out/top-stacks.heaptrack" "$prog" "$nallocs" "$depth" >/dev/null 2>&1
 	htfile=$(ls "$out"/top-stacks.heaptrack* 2>/dev/null | head -1)
 	if [ -n "$htfile" ] && [ -s "$htfile" ]; then
