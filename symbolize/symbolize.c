@@ -414,8 +414,43 @@ static bool scope_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die **chain,
 	return false;
 }
 
-/* A source file name as eu-addr2line prints it: a relative name (meson and
- * most builds compile "../src/x.c") is joined to the CU's DW_AT_comp_dir. */
+/* Folds "." and "dir/.." components of an absolute path in place, as a
+ * user reads it ("/src/build/../lib/x.c" is "/src/lib/x.c"). Lexical, like
+ * pprof's and perf's path cleaning: a symlinked dir/.. is not resolved. */
+static void clean_path(char *p)
+{
+	if (p[0] != '/')
+		return;
+	char *out = p + 1, *in = p + 1;
+	while (*in) {
+		char *end = strchr(in, '/');
+		size_t len = end ? (size_t)(end - in) : strlen(in);
+		bool last = !end; /* writing '/' below may overwrite the NUL */
+		if (len == 0 || (len == 1 && in[0] == '.')) {
+			/* skip "//" and "/./" */
+		} else if (len == 2 && in[0] == '.' && in[1] == '.') {
+			if (out > p + 1) {
+				out--; /* the '/' after the last kept component */
+				while (out > p + 1 && out[-1] != '/')
+					out--;
+			}
+		} else {
+			memmove(out, in, len);
+			out += len;
+			*out++ = '/';
+		}
+		if (last)
+			break;
+		in += len + 1;
+	}
+	if (out > p + 1)
+		out--; /* no trailing '/' */
+	*out = 0;
+}
+
+/* A source file name as a user wants to read it: a relative name (meson and
+ * most builds compile "../src/x.c") is joined to the CU's DW_AT_comp_dir,
+ * as eu-addr2line does, then "dir/.." is folded. */
 static const char *src_path(struct ap_symbolizer *s, const char *file, Dwarf_Die *cu)
 {
 	if (!file)
@@ -423,10 +458,12 @@ static const char *src_path(struct ap_symbolizer *s, const char *file, Dwarf_Die
 	Dwarf_Attribute a;
 	const char *dir = file[0] != '/' && cu ?
 		dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)) : NULL;
-	if (!dir)
-		return intern(&s->strs, file);
 	struct ap_buf b = AP_BUF_INIT;
-	ap_buf_addf(&b, "%s/%s", dir, file);
+	if (dir)
+		ap_buf_addf(&b, "%s/%s", dir, file);
+	else
+		ap_buf_addstr(&b, file);
+	clean_path(b.buf);
 	const char *r = intern(&s->strs, b.buf);
 	ap_buf_release(&b);
 	return r;

@@ -94,6 +94,37 @@ struct a2l_frame {
 /* Runs eu-addr2line -i -f -C on one module-relative address and parses its
  * pairs of lines: name (the first one "NAME inlined at ... in ..."), then
  * FILE:LINE[:COL] or ??:0. */
+/* allocprof shows source paths with "." and "dir/.." folded (as pprof and
+ * perf do); fold eu-addr2line's the same way, component by component. */
+static void normpath(const char *in, char *out, size_t outlen)
+{
+	if (in[0] != '/') {
+		snprintf(out, outlen, "%s", in);
+		return;
+	}
+	char tmp[1024];
+	snprintf(tmp, sizeof(tmp), "%s", in);
+	const char *parts[256];
+	int np = 0;
+	for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			if (np > 0)
+				np--;
+			continue;
+		}
+		if (np < 256)
+			parts[np++] = c;
+	}
+	size_t o = 0;
+	out[0] = 0;
+	for (int i = 0; i < np; i++)
+		o += (size_t)snprintf(out + o, o < outlen ? outlen - o : 0, "/%s", parts[i]);
+	if (np == 0)
+		snprintf(out, outlen, "/");
+}
+
 static int run_addr2line(const char *module, uint64_t addr, struct a2l_frame *out, int max)
 {
 	char cmd[4400];
@@ -134,7 +165,7 @@ static int run_addr2line(const char *module, uint64_t addr, struct a2l_frame *ou
 			f->line = atoi(c1 + 1);
 		}
 		if (strcmp(loc, "??"))
-			snprintf(f->file, sizeof(f->file), "%s", loc);
+			normpath(loc, f->file, sizeof(f->file));
 	}
 	int rc = pclose(p);
 	return rc == 0 ? n : -1;
