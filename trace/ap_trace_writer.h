@@ -21,8 +21,9 @@
  *
  * Layout decisions the writer makes for you, all as the sampler does them:
  * the preamble and the HEADER chunk come first; META records (mappings,
- * stacks, threads) collect in a buffer that becomes one META chunk, written
- * before any EVENTS chunk (so a stack is always defined before it is used);
+ * stacks, threads) collect in a buffer that becomes a META chunk before any
+ * EVENTS chunk is written (so a stack is always defined before it is used)
+ * or when it reaches the chunk size (and at least 64 KiB);
  * each tid has its own event buffer that becomes an EVENTS chunk when it
  * reaches the chunk size (ap_tw_set_chunk_size, default 64 KiB), when you
  * call ap_tw_flush, at ap_tw_end and at close. Thread buffers are flushed in
@@ -82,7 +83,7 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h);
 
 /* Target payload size of EVENTS chunks: a thread's buffer is written as a
  * chunk as soon as it holds at least `bytes` (the chunk may be larger by one
- * record). At least 16. */
+ * record). Clamped to 16 .. 16 MiB - 1 KiB. */
 void ap_tw_set_chunk_size(struct ap_tw *tw, size_t bytes);
 
 /* META: a MAPPING record. segs[i].vaddr/memsz/offset/flags as p_vaddr,

@@ -158,9 +158,13 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 	return tw;
 }
 
+/* A record is at most ~60 bytes: a chunk closed at this size stays under
+ * the format's 16 MiB payload limit. */
+#define TW_MAX_CHUNK (AP_CHUNK_MAX_PAYLOAD - 1024)
+
 void ap_tw_set_chunk_size(struct ap_tw *tw, size_t bytes)
 {
-	tw->chunk_size = bytes < 16 ? 16 : bytes;
+	tw->chunk_size = bytes < 16 ? 16 : bytes > TW_MAX_CHUNK ? TW_MAX_CHUNK : bytes;
 }
 
 static void flush_meta(struct ap_tw *tw)
@@ -169,6 +173,14 @@ static void flush_meta(struct ap_tw *tw)
 		return;
 	emit_chunk(tw, AP_CHUNK_META, 0, tw->meta.buf, tw->meta.len);
 	ap_buf_reset(&tw->meta);
+}
+
+/* META records written so far become a chunk once they fill one (a trace
+ * with very many stacks); earlier is always allowed. */
+static void meta_added(struct ap_tw *tw)
+{
+	if (tw->meta.len >= tw->chunk_size && tw->meta.len >= (64u << 10))
+		flush_meta(tw);
 }
 
 static void flush_thread(struct ap_tw *tw, struct tw_thread *t)
@@ -195,6 +207,7 @@ int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path,
 		put_uv(&tw->meta, segs[i].offset);
 		put_uv(&tw->meta, segs[i].flags);
 	}
+	meta_added(tw);
 	return 0;
 }
 
@@ -258,6 +271,7 @@ uint32_t ap_tw_stack(struct ap_tw *tw, const uint64_t *pcs, uint32_t depth)
 		else
 			put_sv(&tw->meta, (int64_t)(pcs[i] - pcs[i - 1]));
 	}
+	meta_added(tw);
 	return id;
 }
 
@@ -266,6 +280,7 @@ int ap_tw_thread(struct ap_tw *tw, uint32_t tid, const char *name)
 	put_u8(&tw->meta, AP_META_THREAD);
 	put_uv(&tw->meta, tid);
 	put_str(&tw->meta, name, strlen(name));
+	meta_added(tw);
 	return 0;
 }
 

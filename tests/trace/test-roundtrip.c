@@ -746,6 +746,56 @@ static void test_file_errors(void)
 	CHECK(!strcmp(err.msg, "/: Is a directory"), "msg: %s", err.msg);
 }
 
+/* Many stacks: the writer splits META into several chunks; every stack
+ * comes back, and events interleaved with new stacks find theirs. */
+static void test_many_stacks(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	const uint32_t n = 20000;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t pcs[8];
+		for (int k = 0; k < 8; k++)
+			pcs[k] = 0x400000 + i * 64 + (uint64_t)k * 0x100000;
+		uint32_t id = ap_tw_stack(tw, pcs, 8);
+		if (id != i + 1)
+			CHECK_U(id, i + 1);
+		if (i % 1000 == 0)
+			ap_tw_alloc(tw, 7, h.start_ns + i, 0, 0, 0x1000 + i, i, id);
+	}
+	size_t chunks = 0;
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	if (ap_tw_close_mem(tw, &data, &len, &err) < 0) {
+		CHECK(0, "%s", err.msg);
+		return;
+	}
+	for (size_t o = AP_TRACE_PREAMBLE_LEN; o + AP_CHUNK_HDR_LEN <= len;
+	     o += AP_CHUNK_HDR_LEN + ap_get_u32le(data + o + 12))
+		chunks += data[o + 4] == AP_CHUNK_META;
+	CHECK(chunks > 3, "%zu META chunks", chunks);
+	struct ap_trace *t = NULL;
+	CHECK(ap_trace_read_mem(data, len, "stacks", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		CHECK_U(t->nstacks, n + 1);
+		CHECK_U(t->nev, 20);
+		for (uint32_t i = 0; i < n && i + 1 < t->nstacks; i++) {
+			const struct ap_stack *st = &t->stacks[i + 1];
+			if (st->depth != 8 || st->pcs[0] != 0x400000 + i * 64 ||
+			    st->pcs[7] != 0x400000 + i * 64 + 7 * 0x100000ull) {
+				CHECK(0, "stack %u differs", i + 1);
+				break;
+			}
+		}
+		for (size_t i = 0; i < t->nev; i++)
+			CHECK_U(t->ev[i].stack, i * 1000 + 1);
+		ap_trace_free(t);
+	}
+	free(data);
+}
+
 struct progress_log {
 	unsigned calls;
 	uint64_t last_done, last_total;
@@ -836,6 +886,7 @@ int main(void)
 	test_file_errors();
 	test_file_roundtrip();
 	test_format_bytes();
+	test_many_stacks();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
