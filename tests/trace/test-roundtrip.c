@@ -796,6 +796,49 @@ static void test_many_stacks(void)
 	free(data);
 }
 
+/* ap_trace_mapping_for against a brute-force search (the latest mapping
+ * that covers the pc wins), on random overlapping mappings. */
+static void test_mapping_lookup(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	for (int i = 0; i < 300; i++) {
+		struct ap_segment seg[2];
+		uint64_t base = (rnd() % 64) << 16;
+		seg[0] = (struct ap_segment){ rnd() % 0x8000, 1 + rnd() % 0x40000, 0, 5 };
+		seg[1] = (struct ap_segment){ seg[0].vaddr + 0x50000, 1 + rnd() % 0x1000, 0, 4 };
+		char path[32];
+		snprintf(path, sizeof(path), "/lib/m%d.so", i);
+		ap_tw_mapping(tw, base, path, NULL, 0, seg, 1 + (size_t)(i % 2));
+	}
+	struct ap_trace *t = read_back(tw, "maps");
+	if (!t)
+		return;
+	CHECK_U(t->nmaps, 300);
+	size_t bad = 0;
+	for (int i = 0; i < 20000; i++) {
+		uint64_t pc;
+		if (i % 2) {
+			pc = rnd() % (70ull << 16);
+		} else { /* a boundary of some mapping, or one byte before it */
+			const struct ap_mapping *m = &t->maps[rnd() % t->nmaps];
+			pc = (rnd() % 2 ? m->start : m->end) - rnd() % 2;
+		}
+		const struct ap_mapping *want = NULL;
+		for (size_t k = t->nmaps; k-- > 0;)
+			if (pc >= t->maps[k].start && pc < t->maps[k].end) {
+				want = &t->maps[k];
+				break;
+			}
+		const struct ap_mapping *got = ap_trace_mapping_for(t, pc);
+		if (got != want && bad++ < 5)
+			CHECK(0, "pc %#llx: got %s, want %s", (unsigned long long)pc,
+			      got ? got->path : "none", want ? want->path : "none");
+	}
+	ap_trace_free(t);
+}
+
 struct progress_log {
 	unsigned calls;
 	uint64_t last_done, last_total;
@@ -887,6 +930,7 @@ int main(void)
 	test_file_roundtrip();
 	test_format_bytes();
 	test_many_stacks();
+	test_mapping_lookup();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
