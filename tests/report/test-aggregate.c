@@ -336,6 +336,79 @@ static void test_list(const char *src)
 	ap_trace_free(t);
 }
 
+/* A random trace with heavy churn on few addresses (collisions, shadowed
+ * blocks from lost frees, frees of unknown addresses, realloc chains with
+ * unsampled links): the per-stack sums must add up to the reader's own
+ * replay (ap_trace_totals), which matches frees independently. */
+static void test_replay_random(uint64_t rate)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = rate;
+	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint32_t stacks[50];
+	for (uint64_t i = 0; i < 50; i++) {
+		uint64_t pcs[3] = { 0x1000 + i, 0x2000 + i % 7, 0x3000 };
+		stacks[i] = ap_tw_stack(tw, pcs, 3);
+	}
+	uint64_t rng = 12345, ts = h.start_ns;
+	for (int i = 0; i < 200000; i++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		uint64_t addr = 0x10000 + (rng % 4096) * 16;
+		uint64_t size = (rng >> 20) % 5000;
+		uint32_t st = stacks[(rng >> 40) % 50];
+		switch ((rng >> 56) % 4) {
+		case 0:
+		case 1:
+			ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, addr, size, st);
+			break;
+		case 2:
+			ap_tw_free(tw, 1, ++ts, 0, addr);
+			break;
+		case 3: {
+			uint64_t to = 0x10000 + ((rng >> 8) % 4096) * 16;
+			bool sampled = (rng >> 50) & 1;
+			ap_tw_realloc(tw, 1, ++ts, 0, AP_KIND_REALLOC, addr, to, size,
+				      sampled ? st : 0,
+				      AP_RF_OLD_TRACKED | (sampled ? AP_RF_NEW_SAMPLED : 0));
+			break;
+		}
+		}
+	}
+	struct ap_tw_end end = { .end_ns = ts + 1 };
+	ap_tw_end(tw, &end);
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	struct ap_trace *t;
+	if (ap_tw_close_mem(tw, &data, &len, &err) ||
+	    ap_trace_read_mem(data, len, "random", &t, &err)) {
+		fprintf(stderr, "random trace: %s\n", err.msg);
+		exit(1);
+	}
+	free(data);
+	struct ap_stack_values *sv = ap_report_stack_values(t);
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	double sum[AP_SI_COUNT] = { 0 };
+	for (size_t i = 0; i < t->nstacks; i++)
+		for (int k = 0; k < AP_SI_COUNT; k++)
+			sum[k] += sv[i].v[k];
+	CHECK(tot.unmatched_frees > 0 && tot.inuse_objects > 0, "random trace: no churn");
+	CHECK(near(sum[AP_SI_ALLOC_OBJECTS], tot.alloc_objects) &&
+	      near(sum[AP_SI_ALLOC_SPACE], tot.alloc_space) &&
+	      near(sum[AP_SI_INUSE_OBJECTS], tot.inuse_objects) &&
+	      near(sum[AP_SI_INUSE_SPACE], tot.inuse_space),
+	      "random trace, rate %llu: sums %g %g %g %g, totals %g %g %g %g",
+	      (unsigned long long)rate, sum[0], sum[1], sum[2], sum[3], tot.alloc_objects,
+	      tot.alloc_space, tot.inuse_objects, tot.inuse_space);
+	free(sv);
+	ap_trace_free(t);
+}
+
 int main(int argc, char **argv)
 {
 	const char *src = argc > 1 ? argv[1] : FIXTURE_SRC;
@@ -344,6 +417,8 @@ int main(int argc, char **argv)
 	test_lines_files(src);
 	test_filters();
 	test_list(src);
+	test_replay_random(1);
+	test_replay_random(4096);
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
