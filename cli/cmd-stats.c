@@ -42,7 +42,7 @@ static void format_duration(char *out, size_t len, uint64_t ns)
 	static const struct {
 		const char *name;
 		double ns;
-	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "hrs", 3600e9 } };
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"hrs", 3600e9}};
 	if (!ns) {
 		snprintf(out, len, "0");
 		return;
@@ -260,9 +260,9 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	bool json = false;
 	int c;
@@ -285,7 +285,8 @@ int cmd_stats(int argc, char **argv)
 	if (optind >= argc)
 		return ap_usage_error("stats", "no trace file given");
 	if (argc - optind > 1)
-		return ap_usage_error("stats", "one trace at a time ('%s' is extra)", argv[optind + 1]);
+		return ap_usage_error("stats", "one trace at a time ('%s' is extra)",
+				      argv[optind + 1]);
 	const char *path = argv[optind];
 
 	struct ap_trace *t = NULL;

@@ -46,8 +46,8 @@
  * and sampler which are written as ""). argv has argc entries; they are
  * written as the cmdline key (each followed by a NUL). */
 struct ap_tw_header {
-	uint64_t rate;		/* 1 = every allocation */
-	uint64_t flags;		/* AP_HFLAG_*; ap_tw_header_init sets ALL when rate is 1 */
+	uint64_t rate;	/* 1 = every allocation */
+	uint64_t flags; /* AP_HFLAG_*; ap_tw_header_init sets ALL when rate is 1 */
 	uint64_t pid, ppid;
 	const char *exe;
 	const char *const *argv;
@@ -69,7 +69,7 @@ void ap_tw_header_init(struct ap_tw_header *h);
 /* END fields (see the format doc for reason codes). */
 struct ap_tw_end {
 	uint64_t end_ns;
-	uint64_t reason;	/* enum ap_end_reason */
+	uint64_t reason; /* enum ap_end_reason */
 	uint64_t status;
 	uint64_t calls, bytes;
 };
@@ -88,9 +88,8 @@ void ap_tw_set_chunk_size(struct ap_tw *tw, size_t bytes);
 
 /* META: a MAPPING record. segs[i].vaddr/memsz/offset/flags as p_vaddr,
  * p_memsz, p_offset, p_flags; build_id may be NULL when build_id_len is 0. */
-int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path,
-		  const uint8_t *build_id, size_t build_id_len,
-		  const struct ap_segment *segs, size_t nsegs);
+int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path, const uint8_t *build_id,
+		  size_t build_id_len, const struct ap_segment *segs, size_t nsegs);
 
 /* META: the id of the stack `pcs[0..depth)` (pcs[0] innermost). The same PC
  * array always gets the same id; a new one gets the next id (from 1) and a
@@ -104,15 +103,14 @@ int ap_tw_thread(struct ap_tw *tw, uint32_t tid, const char *name);
  * clock: start_ns and end_ns are on it too), `cpu` the CPU the record ran
  * on (written only when it changes within a chunk). `kind` is an
  * enum ap_alloc_kind. */
-int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-		unsigned kind, uint64_t addr, uint64_t size, uint32_t stack);
-int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-	       uint64_t addr);
+int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsigned kind,
+		uint64_t addr, uint64_t size, uint32_t stack);
+int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uint64_t addr);
 /* flags: AP_RF_NEW_SAMPLED and/or AP_RF_OLD_TRACKED; stack 0 unless the new
  * block is sampled. */
-int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-		  unsigned kind, uint64_t old_addr, uint64_t new_addr,
-		  uint64_t size, uint32_t stack, unsigned flags);
+int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsigned kind,
+		  uint64_t old_addr, uint64_t new_addr, uint64_t size, uint32_t stack,
+		  unsigned flags);
 
 /* Writes the pending META records and every thread's buffered events as
  * chunks now. */
@@ -124,8 +122,7 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end);
 
 /* Appends a raw chunk (any type, any payload) after flushing: for tests of
  * the reader's handling of odd files. */
-void ap_tw_raw_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid,
-		     const void *payload, size_t len);
+void ap_tw_raw_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid, const void *payload, size_t len);
 
 /* Bytes of the trace so far (complete chunks). */
 size_t ap_tw_size(const struct ap_tw *tw);
@@ -137,8 +134,7 @@ size_t ap_tw_size(const struct ap_tw *tw);
 int ap_tw_close(struct ap_tw *tw, const char *path, struct ap_error *err);
 
 /* The same into memory: *data (malloc'd, the caller frees) and *len. */
-int ap_tw_close_mem(struct ap_tw *tw, uint8_t **data, size_t *len,
-		    struct ap_error *err);
+int ap_tw_close_mem(struct ap_tw *tw, uint8_t **data, size_t *len, struct ap_error *err);
 
 /* Frees the writer without writing anything. NULL is fine. (ap_tw_free is
  * the FREE event, hence the name.) */

@@ -28,9 +28,9 @@ struct ap_map_range {
 
 /* An EVENTS chunk found in pass 1. */
 struct ev_chunk {
-	size_t off;		/* offset of the chunk header in the file */
-	uint32_t len;		/* payload length */
-	uint32_t thread;	/* thread index */
+	size_t off;	 /* offset of the chunk header in the file */
+	uint32_t len;	 /* payload length */
+	uint32_t thread; /* thread index */
 };
 
 struct rd {
@@ -43,11 +43,11 @@ struct rd {
 	void *progress_ctx;
 
 	size_t threads_alloc;
-	uint32_t *tid_hash;	/* thread index + 1, 0 empty */
+	uint32_t *tid_hash; /* thread index + 1, 0 empty */
 	size_t tid_hash_size;
-	uint64_t *thread_nev;	/* ap_events per thread (pass 1) */
+	uint64_t *thread_nev; /* ap_events per thread (pass 1) */
 
-	uint64_t *pcs;		/* all stacks' pcs; stacks[i].pcs are offsets until the end */
+	uint64_t *pcs; /* all stacks' pcs; stacks[i].pcs are offsets until the end */
 	size_t npcs, pcs_alloc;
 	size_t stacks_alloc;
 	size_t maps_alloc;
@@ -55,14 +55,13 @@ struct rd {
 	struct ev_chunk *chunks;
 	size_t nchunks, chunks_alloc;
 
-	size_t chunk_off;	/* header offset of the chunk being decoded */
+	size_t chunk_off; /* header offset of the chunk being decoded */
 	bool have_header;
 	uint64_t last_ts;
 	bool any_event;
 };
 
-static int corrupt(struct rd *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static int corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int corrupt(struct rd *r, const char *fmt, ...)
 {
@@ -71,8 +70,8 @@ static int corrupt(struct rd *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	return ap_error_set(r->err, "%s: corrupt chunk at byte %zu: %s", r->name,
-			    r->chunk_off, why);
+	return ap_error_set(r->err, "%s: corrupt chunk at byte %zu: %s", r->name, r->chunk_off,
+			    why);
 }
 
 /* ---- threads ---- */
@@ -98,8 +97,7 @@ static long thread_index(struct rd *r, uint32_t tid)
 	struct ap_trace *t = r->t;
 	if (r->tid_hash_size) {
 		size_t mask = r->tid_hash_size - 1;
-		for (size_t i = tid_slot_hash(tid) & mask; r->tid_hash[i];
-		     i = (i + 1) & mask)
+		for (size_t i = tid_slot_hash(tid) & mask; r->tid_hash[i]; i = (i + 1) & mask)
 			if (t->threads[r->tid_hash[i] - 1].tid == tid)
 				return (long)r->tid_hash[i] - 1;
 	}
@@ -129,27 +127,25 @@ static long thread_index(struct rd *r, uint32_t tid)
 
 struct cur {
 	const uint8_t *p, *end;
-	const uint8_t *base;	/* start of the file, for offsets */
+	const uint8_t *base; /* start of the file, for offsets */
 };
 
 static int get_uv(struct rd *r, struct cur *c, uint64_t *v, const char *what)
 {
 	if (ap_get_uv(&c->p, c->end, v) < 0)
-		return corrupt(r, "bad varint for %s at byte %zu", what,
-			       (size_t)(c->p - c->base));
+		return corrupt(r, "bad varint for %s at byte %zu", what, (size_t)(c->p - c->base));
 	return 0;
 }
 
 /* A string: points into the payload, not NUL-terminated. */
-static int get_str(struct rd *r, struct cur *c, const uint8_t **s, size_t *len,
-		   const char *what)
+static int get_str(struct rd *r, struct cur *c, const uint8_t **s, size_t *len, const char *what)
 {
 	uint64_t n;
 	if (get_uv(r, c, &n, what) < 0)
 		return -1;
 	if (n > (uint64_t)(c->end - c->p))
-		return corrupt(r, "%s of %llu bytes runs past the end of the payload",
-			       what, (unsigned long long)n);
+		return corrupt(r, "%s of %llu bytes runs past the end of the payload", what,
+			       (unsigned long long)n);
 	*s = c->p;
 	*len = (size_t)n;
 	c->p += n;
@@ -181,8 +177,8 @@ static int next_kv(struct rd *r, struct cur *c, struct kv *kv)
 		return get_uv(r, c, &kv->u, "a value");
 	if (kv->kind == AP_KV_STR)
 		return get_str(r, c, &kv->s, &kv->len, "a string value");
-	return corrupt(r, "key %llu has unknown kind %llu",
-		       (unsigned long long)kv->key, (unsigned long long)kv->kind);
+	return corrupt(r, "key %llu has unknown kind %llu", (unsigned long long)kv->key,
+		       (unsigned long long)kv->kind);
 }
 
 static int want_kind(struct rd *r, const struct kv *kv, uint64_t kind, const char *name)
@@ -235,18 +231,55 @@ static int decode_header(struct rd *r, struct cur *c)
 		uint64_t *num = NULL;
 		char **str = NULL;
 		switch (kv.key) {
-		case AP_HK_RATE: name = "rate"; num = &t->rate; have_rate = true; break;
-		case AP_HK_FLAGS: name = "flags"; num = &t->flags; break;
-		case AP_HK_PID: name = "pid"; num = &t->pid; break;
-		case AP_HK_PPID: name = "ppid"; num = &t->ppid; break;
-		case AP_HK_CPUS: name = "cpus"; num = &t->cpus; break;
-		case AP_HK_START_REALTIME_NS: name = "start_realtime_ns"; num = &t->start_realtime_ns; break;
-		case AP_HK_START_NS: name = "start_ns"; num = &t->start_ns; break;
-		case AP_HK_MAX_DEPTH: name = "max_depth"; num = &t->max_depth; break;
-		case AP_HK_PAGE_SIZE: name = "page_size"; num = &t->page_size; break;
-		case AP_HK_EXE: name = "exe"; str = &t->exe; break;
-		case AP_HK_SAMPLER: name = "sampler"; str = &t->sampler; break;
-		case AP_HK_PARENT_TRACE: name = "parent_trace"; str = &t->parent_trace; break;
+		case AP_HK_RATE:
+			name = "rate";
+			num = &t->rate;
+			have_rate = true;
+			break;
+		case AP_HK_FLAGS:
+			name = "flags";
+			num = &t->flags;
+			break;
+		case AP_HK_PID:
+			name = "pid";
+			num = &t->pid;
+			break;
+		case AP_HK_PPID:
+			name = "ppid";
+			num = &t->ppid;
+			break;
+		case AP_HK_CPUS:
+			name = "cpus";
+			num = &t->cpus;
+			break;
+		case AP_HK_START_REALTIME_NS:
+			name = "start_realtime_ns";
+			num = &t->start_realtime_ns;
+			break;
+		case AP_HK_START_NS:
+			name = "start_ns";
+			num = &t->start_ns;
+			break;
+		case AP_HK_MAX_DEPTH:
+			name = "max_depth";
+			num = &t->max_depth;
+			break;
+		case AP_HK_PAGE_SIZE:
+			name = "page_size";
+			num = &t->page_size;
+			break;
+		case AP_HK_EXE:
+			name = "exe";
+			str = &t->exe;
+			break;
+		case AP_HK_SAMPLER:
+			name = "sampler";
+			str = &t->sampler;
+			break;
+		case AP_HK_PARENT_TRACE:
+			name = "parent_trace";
+			str = &t->parent_trace;
+			break;
 		case AP_HK_CMDLINE:
 			if (want_kind(r, &kv, AP_KV_STR, "cmdline") < 0)
 				return -1;
@@ -280,11 +313,26 @@ static int decode_end(struct rd *r, struct cur *c)
 		const char *name = NULL;
 		uint64_t *num = NULL;
 		switch (kv.key) {
-		case AP_EK_END_NS: name = "end_ns"; num = &end_ns; break;
-		case AP_EK_REASON: name = "reason"; num = &reason; break;
-		case AP_EK_STATUS: name = "status"; num = &status; break;
-		case AP_EK_CALLS: name = "calls"; num = &calls; break;
-		case AP_EK_BYTES: name = "bytes"; num = &bytes; break;
+		case AP_EK_END_NS:
+			name = "end_ns";
+			num = &end_ns;
+			break;
+		case AP_EK_REASON:
+			name = "reason";
+			num = &reason;
+			break;
+		case AP_EK_STATUS:
+			name = "status";
+			num = &status;
+			break;
+		case AP_EK_CALLS:
+			name = "calls";
+			num = &calls;
+			break;
+		case AP_EK_BYTES:
+			name = "bytes";
+			num = &bytes;
+			break;
 		default:
 			continue;
 		}
@@ -336,8 +384,7 @@ static int decode_mapping(struct rd *r, struct cur *c)
 		uint64_t e = s + segs[i].memsz;
 		if (s < bias || e < s) {
 			corrupt(r, "segment [%#llx + %#llx, size %#llx) wraps around",
-				(unsigned long long)bias,
-				(unsigned long long)segs[i].vaddr,
+				(unsigned long long)bias, (unsigned long long)segs[i].vaddr,
 				(unsigned long long)segs[i].memsz);
 			goto fail;
 		}
@@ -377,8 +424,8 @@ static int decode_stack(struct rd *r, struct cur *c)
 	if (id > UINT32_MAX)
 		return corrupt(r, "stack id %llu does not fit 32 bits", (unsigned long long)id);
 	if (depth > (uint64_t)(c->end - c->p))
-		return corrupt(r, "stack of depth %llu in %zu bytes",
-			       (unsigned long long)depth, (size_t)(c->end - c->p));
+		return corrupt(r, "stack of depth %llu in %zu bytes", (unsigned long long)depth,
+			       (size_t)(c->end - c->p));
 	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
 	uint64_t pc = 0;
 	for (uint64_t i = 0; i < depth; i++) {
@@ -408,7 +455,8 @@ static int decode_thread(struct rd *r, struct cur *c)
 	uint64_t tid;
 	const uint8_t *name;
 	size_t len;
-	if (get_uv(r, c, &tid, "a thread id") < 0 || get_str(r, c, &name, &len, "a thread name") < 0)
+	if (get_uv(r, c, &tid, "a thread id") < 0 ||
+	    get_str(r, c, &name, &len, "a thread name") < 0)
 		return -1;
 	if (tid > UINT32_MAX)
 		return corrupt(r, "thread id %llu does not fit 32 bits", (unsigned long long)tid);
@@ -457,8 +505,7 @@ struct evdec {
 	uint16_t thread;
 };
 
-static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len,
-			uint16_t thread)
+static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread)
 {
 	d->ts = ap_get_u64le(payload);
 	d->p = payload + 8;
@@ -523,7 +570,7 @@ static inline int rd_sv(const uint8_t **p, const uint8_t *end, int64_t *v)
  * 2), DEC_END at the end of the payload, or DEC_BAD with *why set. Stack ids
  * must be below `nstacks`. */
 static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, struct ap_event ev[2],
-			     size_t nstacks, const char **why)
+							    size_t nstacks, const char **why)
 {
 	if (d->p >= d->end || *d->p == 0)
 		return DEC_END;
@@ -550,7 +597,9 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		uint64_t size, stack;
 		if (rd_sv(&d->p, d->end, &s) < 0 || rd_uv(&d->p, d->end, &size) < 0 ||
 		    rd_uv(&d->p, d->end, &stack) < 0)
-			return *why = "ALLOC record runs past the end of the payload or has a bad varint", DEC_BAD;
+			return *why = "ALLOC record runs past the end of the payload or has a bad "
+				      "varint",
+			       DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
 		if (stack == 0)
@@ -568,7 +617,9 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	}
 	case AP_EV_FREE:
 		if (rd_sv(&d->p, d->end, &s) < 0)
-			return *why = "FREE record runs past the end of the payload or has a bad varint", DEC_BAD;
+			return *why = "FREE record runs past the end of the payload or has a bad "
+				      "varint",
+			       DEC_BAD;
 		d->addr += (uint64_t)s;
 		e->addr = d->addr;
 		e->size = 0;
@@ -583,7 +634,9 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		if (rd_sv(&d->p, d->end, &s) < 0 || rd_sv(&d->p, d->end, &dnew) < 0 ||
 		    rd_uv(&d->p, d->end, &size) < 0 || rd_uv(&d->p, d->end, &stack) < 0 ||
 		    rd_uv(&d->p, d->end, &fl) < 0)
-			return *why = "REALLOC record runs past the end of the payload or has a bad varint", DEC_BAD;
+			return *why = "REALLOC record runs past the end of the payload or has a "
+				      "bad varint",
+			       DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
 		if (stack >= nstacks)
@@ -615,7 +668,9 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	case AP_EV_TRACK: {
 		uint64_t size;
 		if (rd_sv(&d->p, d->end, &s) < 0 || rd_uv(&d->p, d->end, &size) < 0)
-			return *why = "TRACK record runs past the end of the payload or has a bad varint", DEC_BAD;
+			return *why = "TRACK record runs past the end of the payload or has a bad "
+				      "varint",
+			       DEC_BAD;
 		d->addr += (uint64_t)s;
 		return 0; /* unused in v1: no event */
 	}
@@ -625,8 +680,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 }
 
 /* Pass 1 for one EVENTS chunk: validate, count, remember. */
-static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *payload,
-		       uint32_t len)
+static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *payload, uint32_t len)
 {
 	struct ap_trace *t = r->t;
 	if (len < 8)
@@ -645,8 +699,7 @@ static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *pa
 		if (n == DEC_END)
 			break;
 		if (n == DEC_BAD)
-			return corrupt(r, "%s (record at byte %zu)", why,
-				       (size_t)(rec - r->data));
+			return corrupt(r, "%s (record at byte %zu)", why, (size_t)(rec - r->data));
 		nev += (uint64_t)n;
 		nrec++;
 	}
@@ -659,7 +712,7 @@ static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *pa
 	r->thread_nev[idx] += nev;
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
-	r->chunks[r->nchunks++] = (struct ev_chunk){ off, len, (uint32_t)idx };
+	r->chunks[r->nchunks++] = (struct ev_chunk){off, len, (uint32_t)idx};
 	return 0;
 }
 
@@ -668,9 +721,9 @@ static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *pa
 /* One thread's events, decoded as the merge asks for them. */
 struct stream {
 	struct evdec d;
-	const uint32_t *chunk;	/* this thread's chunk indexes, file order */
+	const uint32_t *chunk; /* this thread's chunk indexes, file order */
 	size_t nchunk, ci;
-	struct ap_event buf[2];	/* the record being handed out (REALLOC: 2) */
+	struct ap_event buf[2]; /* the record being handed out (REALLOC: 2) */
 	int nbuf, bi;		/* buf[bi] is the stream's head */
 };
 
@@ -693,7 +746,8 @@ static bool stream_advance(struct rd *r, struct stream *s)
 		if (s->ci >= s->nchunk)
 			return false;
 		const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
-		evdec_start(&s->d, r->data + c->off + AP_CHUNK_HDR_LEN, c->len, (uint16_t)c->thread);
+		evdec_start(&s->d, r->data + c->off + AP_CHUNK_HDR_LEN, c->len,
+			    (uint16_t)c->thread);
 	}
 }
 
@@ -776,7 +830,7 @@ static void merge_events(struct rd *r)
 			continue;
 		/* streams enter in index order: sift up */
 		size_t k = nheap++;
-		heap[k] = (struct hkey){ st[i].buf[st[i].bi].ts, i };
+		heap[k] = (struct hkey){st[i].buf[st[i].bi].ts, i};
 		while (k && hkey_less(&heap[k], &heap[(k - 1) / 2])) {
 			struct hkey tmp = heap[(k - 1) / 2];
 			heap[(k - 1) / 2] = heap[k];
@@ -791,7 +845,8 @@ static void merge_events(struct rd *r)
 	while (nheap > 1 && nev < total) {
 		if (nev >= next_progress) {
 			r->progress(r->progress_ctx,
-				    r->size / 2 + (uint64_t)((double)r->size / 2 * (double)nev / (double)total),
+				    r->size / 2 + (uint64_t)((double)r->size / 2 * (double)nev /
+							     (double)total),
 				    r->size);
 			next_progress += 1u << 20;
 		}
@@ -846,11 +901,11 @@ static void build_map_index(struct ap_trace *t)
 				continue;
 			}
 			if (x.start < s)
-				ix[out++] = (struct ap_map_range){ x.start, s, x.map };
+				ix[out++] = (struct ap_map_range){x.start, s, x.map};
 			if (x.end > e) {
 				/* a range cut in two: the right part goes at the end */
 				AP_ALLOC_GROW(ix, n + 2, alloc);
-				ix[n++] = (struct ap_map_range){ e, x.end, x.map };
+				ix[n++] = (struct ap_map_range){e, x.end, x.map};
 			}
 		}
 		/* move the right parts added past nold down after `out` */
@@ -858,7 +913,7 @@ static void build_map_index(struct ap_trace *t)
 		memmove(ix + out, ix + nold, extra * sizeof(*ix));
 		n = out + extra;
 		AP_ALLOC_GROW(ix, n + 1, alloc);
-		ix[n++] = (struct ap_map_range){ s, e, m };
+		ix[n++] = (struct ap_map_range){s, e, m};
 	}
 	if (n)
 		qsort(ix, n, sizeof(*ix), range_cmp);
@@ -889,8 +944,8 @@ static int read_preamble(struct rd *r)
 	if (r->size < AP_TRACE_MAGIC_LEN || memcmp(r->data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
 		return ap_error_set(r->err, "%s: not an allocprof trace", r->name);
 	if (r->size < AP_TRACE_PREAMBLE_LEN)
-		return ap_error_set(r->err, "%s: truncated trace: the file ends inside its preamble",
-				    r->name);
+		return ap_error_set(
+		    r->err, "%s: truncated trace: the file ends inside its preamble", r->name);
 	uint32_t version = ap_get_u32le(r->data + 8);
 	uint32_t bom = ap_get_u32le(r->data + 12);
 	if (version != AP_TRACE_VERSION)
@@ -898,7 +953,8 @@ static int read_preamble(struct rd *r)
 				    r->name, version, AP_TRACE_VERSION);
 	if (bom != AP_TRACE_BOM)
 		return ap_error_set(r->err,
-				    "%s: wrong byte-order mark %#010x (expected %#010x): written on a machine of another byte order, or damaged",
+				    "%s: wrong byte-order mark %#010x (expected %#010x): written "
+				    "on a machine of another byte order, or damaged",
 				    r->name, bom, AP_TRACE_BOM);
 	return 0;
 }
@@ -930,7 +986,8 @@ static int read_chunks(struct rd *r)
 		uint32_t tid = ap_get_u32le(h + 8);
 		uint32_t len = ap_get_u32le(h + 12);
 		if (len > AP_CHUNK_MAX_PAYLOAD)
-			return corrupt(r, "payload length %u exceeds %u", len, AP_CHUNK_MAX_PAYLOAD);
+			return corrupt(r, "payload length %u exceeds %u", len,
+				       AP_CHUNK_MAX_PAYLOAD);
 		if (type < AP_CHUNK_HEADER || type > AP_CHUNK_END)
 			return corrupt(r, "unknown chunk type %u", type);
 		if (len > left - AP_CHUNK_HDR_LEN) {
@@ -942,7 +999,7 @@ static int read_chunks(struct rd *r)
 			return corrupt(r, "payload checksum mismatch");
 		if (!r->have_header && type != AP_CHUNK_HEADER)
 			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
-		struct cur c = { payload, payload + len, r->data };
+		struct cur c = {payload, payload + len, r->data};
 		int rc = 0;
 		switch (type) {
 		case AP_CHUNK_HEADER:
@@ -967,8 +1024,9 @@ static int read_chunks(struct rd *r)
 	}
 	t->bytes_used = off;
 	if (!r->have_header)
-		return ap_error_set(r->err, "%s: no header chunk: the trace is empty or was cut before its header",
-				    r->name);
+		return ap_error_set(
+		    r->err, "%s: no header chunk: the trace is empty or was cut before its header",
+		    r->name);
 	if (cut) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
@@ -1031,10 +1089,10 @@ static int read_data(struct rd *r)
 	return rc;
 }
 
-int ap_trace_read_mem(const void *data, size_t len, const char *name,
-		      struct ap_trace **out, struct ap_error *err)
+int ap_trace_read_mem(const void *data, size_t len, const char *name, struct ap_trace **out,
+		      struct ap_error *err)
 {
-	struct rd r = { .data = data, .size = len, .name = name, .err = err };
+	struct rd r = {.data = data, .size = len, .name = name, .err = err};
 	if (read_data(&r) < 0)
 		return -1;
 	*out = r.t;
@@ -1089,12 +1147,12 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 	}
 	close(fd);
 	struct rd r = {
-		.data = map ? map : buf,
-		.size = size,
-		.name = path,
-		.err = err,
-		.progress = progress,
-		.progress_ctx = progress_ctx,
+	    .data = map ? map : buf,
+	    .size = size,
+	    .name = path,
+	    .err = err,
+	    .progress = progress,
+	    .progress_ctx = progress_ctx,
 	};
 	int rc = read_data(&r);
 	if (map)

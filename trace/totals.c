@@ -8,15 +8,15 @@
 /* A live block. Blocks at one address form a list, most recent first: a
  * FREE releases the most recent one. */
 struct live {
-	double objects, space;	/* what the block's ALLOC added */
-	uint32_t next;		/* next older block at the address, or NONE */
+	double objects, space; /* what the block's ALLOC added */
+	uint32_t next;	       /* next older block at the address, or NONE */
 };
 #define NONE UINT32_MAX
 
 /* Open addressing, linear probing, backward-shift deletion. */
 struct slot {
 	uint64_t addr;
-	uint32_t head;		/* NONE = empty slot */
+	uint32_t head; /* NONE = empty slot */
 };
 
 struct live_map {
@@ -130,7 +130,7 @@ static bool map_pop(struct live_map *m, uint64_t addr, struct live *out)
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct live_map m = { .free_list = NONE };
+	struct live_map m = {.free_list = NONE};
 	map_resize(&m, 1024);
 	double live = 0, peak = 0;
 	for (size_t i = 0; i < t->nev; i++) {

@@ -12,10 +12,10 @@
 /* One tid's pending EVENTS payload and the delta state of that chunk. */
 struct tw_thread {
 	uint32_t tid;
-	struct ap_buf buf;	/* payload so far; empty = no chunk open */
+	struct ap_buf buf; /* payload so far; empty = no chunk open */
 	uint64_t prev_ts, prev_addr;
 	uint32_t cpu;
-	bool started;		/* an event was ever written (ts order check) */
+	bool started; /* an event was ever written (ts order check) */
 	uint64_t last_ts;
 };
 
@@ -25,20 +25,19 @@ struct tw_stack {
 };
 
 struct ap_tw {
-	struct ap_buf out;	/* the file so far */
-	struct ap_buf meta;	/* pending META payload */
+	struct ap_buf out;  /* the file so far */
+	struct ap_buf meta; /* pending META payload */
 	struct tw_thread *threads;
 	size_t nthreads, threads_alloc;
 	struct tw_stack *stacks; /* stacks[i] has id i + 1 */
 	size_t nstacks, stacks_alloc;
-	uint32_t *stack_hash;	/* open addressing: id, 0 empty */
+	uint32_t *stack_hash; /* open addressing: id, 0 empty */
 	size_t stack_hash_size;
 	size_t chunk_size;
-	char error[512];	/* first sticky error, "" if none */
+	char error[512]; /* first sticky error, "" if none */
 };
 
-static int tw_fail(struct ap_tw *tw, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static int tw_fail(struct ap_tw *tw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int tw_fail(struct ap_tw *tw, const char *fmt, ...)
 {
@@ -74,8 +73,8 @@ static void put_u8(struct ap_buf *b, uint8_t v)
 	ap_buf_add(b, &v, 1);
 }
 
-static void emit_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid,
-		       const void *payload, size_t len)
+static void emit_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid, const void *payload,
+		       size_t len)
 {
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
 	ap_chunk_header(hdr, type, tid, payload, (uint32_t)len);
@@ -85,7 +84,7 @@ static void emit_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid,
 
 void ap_tw_header_init(struct ap_tw_header *h)
 {
-	static const char *const argv[] = { "/bin/test" };
+	static const char *const argv[] = {"/bin/test"};
 	memset(h, 0, sizeof(*h));
 	h->rate = 1;
 	h->flags = AP_HFLAG_ALL;
@@ -151,8 +150,7 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 	kv_uint(&p, AP_HK_PAGE_SIZE, h->page_size);
 	kv_str(&p, AP_HK_SAMPLER, sampler, strlen(sampler));
 	if (h->parent_trace)
-		kv_str(&p, AP_HK_PARENT_TRACE, h->parent_trace,
-		       strlen(h->parent_trace));
+		kv_str(&p, AP_HK_PARENT_TRACE, h->parent_trace, strlen(h->parent_trace));
 	emit_chunk(tw, AP_CHUNK_HEADER, (uint32_t)h->pid, p.buf, p.len);
 	ap_buf_release(&p);
 	return tw;
@@ -192,9 +190,8 @@ static void flush_thread(struct ap_tw *tw, struct tw_thread *t)
 	ap_buf_reset(&t->buf);
 }
 
-int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path,
-		  const uint8_t *build_id, size_t build_id_len,
-		  const struct ap_segment *segs, size_t nsegs)
+int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path, const uint8_t *build_id,
+		  size_t build_id_len, const struct ap_segment *segs, size_t nsegs)
 {
 	put_u8(&tw->meta, AP_META_MAPPING);
 	put_uv(&tw->meta, bias);
@@ -299,13 +296,13 @@ static struct tw_thread *get_thread(struct ap_tw *tw, uint32_t tid)
 
 /* Opens the record: chunk base time if the chunk is new, the tag, the cpu
  * when it changes, dt. Returns NULL (sticky error) on a time going back. */
-static struct tw_thread *begin_record(struct ap_tw *tw, uint32_t tid,
-				      uint64_t ts, uint32_t cpu, uint8_t tag)
+static struct tw_thread *begin_record(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
+				      uint8_t tag)
 {
 	struct tw_thread *t = get_thread(tw, tid);
 	if (t->started && ts < t->last_ts) {
-		tw_fail(tw, "tid %u: timestamp %llu is before the previous one (%llu)",
-			tid, (unsigned long long)ts, (unsigned long long)t->last_ts);
+		tw_fail(tw, "tid %u: timestamp %llu is before the previous one (%llu)", tid,
+			(unsigned long long)ts, (unsigned long long)t->last_ts);
 		return NULL;
 	}
 	if (!t->buf.len) {
@@ -342,8 +339,8 @@ static int check_kind(struct ap_tw *tw, unsigned kind)
 	return 0;
 }
 
-int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-		unsigned kind, uint64_t addr, uint64_t size, uint32_t stack)
+int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsigned kind,
+		uint64_t addr, uint64_t size, uint32_t stack)
 {
 	if (check_kind(tw, kind) < 0)
 		return -1;
@@ -358,8 +355,7 @@ int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
 	return 0;
 }
 
-int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-	       uint64_t addr)
+int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uint64_t addr)
 {
 	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_FREE, 0));
 	if (!t)
@@ -370,9 +366,9 @@ int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
 	return 0;
 }
 
-int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-		  unsigned kind, uint64_t old_addr, uint64_t new_addr,
-		  uint64_t size, uint32_t stack, unsigned flags)
+int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsigned kind,
+		  uint64_t old_addr, uint64_t new_addr, uint64_t size, uint32_t stack,
+		  unsigned flags)
 {
 	if (check_kind(tw, kind) < 0)
 		return -1;
@@ -409,8 +405,7 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 	ap_buf_release(&p);
 }
 
-void ap_tw_raw_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid,
-		     const void *payload, size_t len)
+void ap_tw_raw_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid, const void *payload, size_t len)
 {
 	ap_tw_flush(tw);
 	emit_chunk(tw, type, tid, payload, len);
@@ -437,8 +432,7 @@ void ap_tw_discard(struct ap_tw *tw)
 	free(tw);
 }
 
-int ap_tw_close_mem(struct ap_tw *tw, uint8_t **data, size_t *len,
-		    struct ap_error *err)
+int ap_tw_close_mem(struct ap_tw *tw, uint8_t **data, size_t *len, struct ap_error *err)
 {
 	if (tw->error[0]) {
 		ap_error_set(err, "trace writer: %s", tw->error);

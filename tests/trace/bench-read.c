@@ -34,12 +34,12 @@ int main(int argc, char **argv)
 	ap_trace_totals(t, &tot);
 	uint64_t c2 = cpu_ns(), t2 = ap_now_ns();
 	double rs = (double)(t1 - t0) / 1e9, ts = (double)(t2 - t1) / 1e9;
-	printf("%zu events (%llu records) from %llu bytes (%.2f B/record) on %zu threads\n",
-	       t->nev, (unsigned long long)t->nrecords, (unsigned long long)t->file_size,
+	printf("%zu events (%llu records) from %llu bytes (%.2f B/record) on %zu threads\n", t->nev,
+	       (unsigned long long)t->nrecords, (unsigned long long)t->file_size,
 	       (double)t->file_size / (double)t->nrecords, t->nthreads);
 	double rc = (double)(c1 - c0) / 1e9, tc = (double)(c2 - c1) / 1e9;
-	printf("read:   %.3f s wall, %.3f s cpu: %.1f M events/s (cpu); %zu B per event held\n",
-	       rs, rc, (double)t->nev / rc / 1e6, sizeof(struct ap_event));
+	printf("read:   %.3f s wall, %.3f s cpu: %.1f M events/s (cpu); %zu B per event held\n", rs,
+	       rc, (double)t->nev / rc / 1e6, sizeof(struct ap_event));
 	printf("totals: %.3f s wall, %.3f s cpu: %.1f M events/s (cpu)\n", ts, tc,
 	       (double)t->nev / tc / 1e6);
 	ap_trace_free(t);

@@ -8,7 +8,7 @@
 
 #include "ap_trace_writer.h"
 
-static const char *const demo_argv[] = { "/usr/bin/demo", "--size", "big file" };
+static const char *const demo_argv[] = {"/usr/bin/demo", "--size", "big file"};
 
 static struct ap_tw *demo_writer(uint64_t rate)
 {
@@ -22,8 +22,9 @@ static struct ap_tw *demo_writer(uint64_t rate)
 	h.argv = demo_argv;
 	h.argc = 3;
 	struct ap_tw *tw = ap_tw_new(&h);
-	struct ap_segment seg = { .vaddr = 0x1000, .memsz = 0x5000, .offset = 0x1000, .flags = 5 };
-	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/demo", (const uint8_t *)"\x12\x34", 2, &seg, 1);
+	struct ap_segment seg = {.vaddr = 0x1000, .memsz = 0x5000, .offset = 0x1000, .flags = 5};
+	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/demo", (const uint8_t *)"\x12\x34", 2, &seg,
+		      1);
 	ap_tw_thread(tw, 4242, "demo");
 	ap_tw_thread(tw, 4243, "worker");
 	return tw;
@@ -38,7 +39,7 @@ static struct ap_tw *demo_writer(uint64_t rate)
 static struct ap_tw *exact(void)
 {
 	struct ap_tw *tw = demo_writer(1);
-	uint64_t pcs[] = { 0x555555555123ull, 0x555555555456ull };
+	uint64_t pcs[] = {0x555555555123ull, 0x555555555456ull};
 	uint32_t s = ap_tw_stack(tw, pcs, 2);
 	uint64_t t0 = 1000000000ull;
 	ap_tw_alloc(tw, 4242, t0 + 10, 0, AP_KIND_MALLOC, 0x1000, 100, s);
@@ -82,8 +83,8 @@ static struct ap_tw *big(uint64_t n)
 			pcs[k] = 0x555555555000ull + (uint64_t)(i * 131 + k * 977) % 0x5000;
 		stacks[i] = ap_tw_stack(tw, pcs, 12);
 	}
-	uint64_t win[4][64] = { { 0 } };
-	uint64_t ts[4] = { 1000000000ull, 1000000000ull, 1000000000ull, 1000000000ull };
+	uint64_t win[4][64] = {{0}};
+	uint64_t ts[4] = {1000000000ull, 1000000000ull, 1000000000ull, 1000000000ull};
 	uint64_t x = 88172645463325252ull;
 	for (uint64_t i = 0; i < n; i++) {
 		x ^= x << 13;
@@ -96,7 +97,8 @@ static struct ap_tw *big(uint64_t n)
 			ap_tw_free(tw, tid, ts[k], cpu, win[k][slot]);
 			win[k][slot] = 0;
 		} else {
-			uint64_t addr = 0x7f0000000000ull + ((uint64_t)k << 32) + ((x >> 20) % 100000) * 32;
+			uint64_t addr =
+			    0x7f0000000000ull + ((uint64_t)k << 32) + ((x >> 20) % 100000) * 32;
 			ap_tw_alloc(tw, tid, ts[k], cpu, AP_KIND_MALLOC, addr, 16 + (x >> 40) % 512,
 				    stacks[(x >> 8) % 16]);
 			win[k][slot] = addr;
@@ -114,8 +116,8 @@ int main(int argc, char **argv)
 	}
 	const char *name = argv[1];
 	struct ap_tw *tw;
-	struct ap_tw_end end = { .end_ns = 2500000000ull, .reason = AP_END_EXIT,
-				 .calls = 10, .bytes = 1055800 };
+	struct ap_tw_end end = {
+	    .end_ns = 2500000000ull, .reason = AP_END_EXIT, .calls = 10, .bytes = 1055800};
 	size_t cut = 0;
 	if (!strcmp(name, "exact")) {
 		tw = exact();
@@ -132,7 +134,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(name, "sampled")) {
 		tw = sampled();
 		end.end_ns = 1000000000ull + 3600000000000ull; /* one hour */
-		end.reason = AP_END_SIGNAL; /* killed by SIGABRT */
+		end.reason = AP_END_SIGNAL;		       /* killed by SIGABRT */
 		end.status = 6;
 		ap_tw_end(tw, &end);
 	} else if (!strcmp(name, "big")) {

@@ -37,7 +37,7 @@ static uint8_t *make_trace(size_t *len, size_t *nev)
 	h.rate = 4096;
 	struct ap_tw *tw = ap_tw_new(&h);
 	ap_tw_set_chunk_size(tw, 300);
-	struct ap_segment segs[2] = { { 0, 0x1000, 0, 4 }, { 0x1000, 0x8000, 0x1000, 5 } };
+	struct ap_segment segs[2] = {{0, 0x1000, 0, 4}, {0x1000, 0x8000, 0x1000, 5}};
 	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/app", (const uint8_t *)"\x01\x02\x03\x04", 4,
 		      segs, 2);
 	ap_tw_mapping(tw, 0x7f1234560000ull, "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0, segs, 2);
@@ -48,17 +48,18 @@ static uint8_t *make_trace(size_t *len, size_t *nev)
 			pcs[k] = (k & 1 ? 0x7f1234561000ull : 0x555555555000ull) + rnd() % 0x7000;
 		stacks[i] = ap_tw_stack(tw, pcs, (uint32_t)(4 + i * 3));
 	}
-	uint32_t tids[3] = { 100, 101, 102 };
+	uint32_t tids[3] = {100, 101, 102};
 	ap_tw_thread(tw, 100, "main");
 	ap_tw_thread(tw, 101, "worker-1");
-	uint64_t ts[3] = { h.start_ns, h.start_ns, h.start_ns };
-	uint64_t live[3][16] = { { 0 } };
+	uint64_t ts[3] = {h.start_ns, h.start_ns, h.start_ns};
+	uint64_t live[3][16] = {{0}};
 	for (int i = 0; i < 600; i++) {
 		int k = (int)(rnd() % 3);
 		ts[k] += rnd() % 1000;
 		uint32_t cpu = (uint32_t)(rnd() % 4);
 		int slot = (int)(rnd() % 16);
-		uint64_t addr = (k == 2 ? 0x7f0000000000ull : 0x560000000000ull) + (rnd() % 100000) * 16;
+		uint64_t addr =
+		    (k == 2 ? 0x7f0000000000ull : 0x560000000000ull) + (rnd() % 100000) * 16;
 		if (i == 300) {
 			/* a module loaded later, and a stack that uses it */
 			ap_tw_mapping(tw, 0x7f9999990000ull, "/tmp/plugin.so", NULL, 0, segs, 1);
@@ -69,8 +70,9 @@ static uint8_t *make_trace(size_t *len, size_t *nev)
 			if (rnd() % 2)
 				ap_tw_free(tw, tids[k], ts[k], cpu, live[k][slot]);
 			else
-				ap_tw_realloc(tw, tids[k], ts[k], cpu, AP_KIND_REALLOC, live[k][slot], addr,
-					      rnd() % 100000, stacks[rnd() % 6],
+				ap_tw_realloc(tw, tids[k], ts[k], cpu, AP_KIND_REALLOC,
+					      live[k][slot], addr, rnd() % 100000,
+					      stacks[rnd() % 6],
 					      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
 			live[k][slot] = rnd() % 2 ? 0 : addr;
 		} else {
@@ -79,7 +81,7 @@ static uint8_t *make_trace(size_t *len, size_t *nev)
 			live[k][slot] = addr;
 		}
 	}
-	struct ap_tw_end end = { ts[0] + 5000, 0, 0, 1234, 567890 };
+	struct ap_tw_end end = {ts[0] + 5000, 0, 0, 1234, 567890};
 	ap_tw_end(tw, &end);
 	uint8_t *data;
 	struct ap_error err;
@@ -180,12 +182,14 @@ int main(int argc, char **argv)
 		int rc = ap_trace_read_mem(good, cut, "v.trace", &t, &err);
 		if ((rc == 0) != (cut >= header_end)) {
 			char msg[1200];
-			snprintf(msg, sizeof(msg), "cut at %zu: rc %d: %s", cut, rc, rc ? err.msg : "");
+			snprintf(msg, sizeof(msg), "cut at %zu: rc %d: %s", cut, rc,
+				 rc ? err.msg : "");
 			fail("prefix", variant, msg);
 		}
 		if (t) {
 			if (!t->truncated || t->nev > full_nev)
-				fail("prefix not truncated or too many events", variant, t->truncated_why);
+				fail("prefix not truncated or too many events", variant,
+				     t->truncated_why);
 			ap_trace_free(t);
 		}
 	}
@@ -251,7 +255,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("%zu variants (%zu bytes, %zu chunks, %zu events): %zu read, %zu rejected\n",
-	       variant, len, nchunks, full_nev, ok + (len - header_end), variant - ok - (len - header_end));
+	       variant, len, nchunks, full_nev, ok + (len - header_end),
+	       variant - ok - (len - header_end));
 	free(d);
 	free(good);
 	if (failures) {

@@ -13,22 +13,22 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			failures++;                                          \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-		}                                                            \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                 \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_U(a, b)                                                        \
-	CHECK((uint64_t)(a) == (uint64_t)(b), "%s = %llu, expected %llu", #a, \
+#define CHECK_U(a, b)                                                                              \
+	CHECK((uint64_t)(a) == (uint64_t)(b), "%s = %llu, expected %llu", #a,                      \
 	      (unsigned long long)(a), (unsigned long long)(b))
 
-#define CHECK_D(a, b)                                                        \
-	CHECK(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-9, \
+#define CHECK_D(a, b)                                                                              \
+	CHECK(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-9,                  \
 	      "%s = %.17g, expected %.17g", #a, (double)(a), (double)(b))
 
 static uint64_t rng_state = 0x1234567887654321ull;
@@ -65,7 +65,7 @@ static struct ap_trace *read_back(struct ap_tw *tw, const char *name)
 static void expect_error(const uint8_t *data, size_t len, const char *want)
 {
 	struct ap_trace *t = NULL;
-	struct ap_error err = { "" };
+	struct ap_error err = {""};
 	int rc = ap_trace_read_mem(data, len, "bad.trace", &t, &err);
 	CHECK(rc < 0, "expected failure with \"%s\", got success", want);
 	if (rc < 0)
@@ -75,7 +75,7 @@ static void expect_error(const uint8_t *data, size_t len, const char *want)
 
 static void test_header_and_meta(void)
 {
-	static const char *const argv[] = { "./app", "--flag", "", "last arg" };
+	static const char *const argv[] = {"./app", "--flag", "", "last arg"};
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
 	h.rate = 524288;
@@ -98,18 +98,19 @@ static void test_header_and_meta(void)
 	for (int i = 0; i < 20; i++)
 		bid[i] = (uint8_t)(0xa0 + i);
 	struct ap_segment segs[2] = {
-		{ .vaddr = 0, .memsz = 0x1000, .offset = 0, .flags = 4 },
-		{ .vaddr = 0x1000, .memsz = 0x2345, .offset = 0x1000, .flags = 5 },
+	    {.vaddr = 0, .memsz = 0x1000, .offset = 0, .flags = 4},
+	    {.vaddr = 0x1000, .memsz = 0x2345, .offset = 0x1000, .flags = 5},
 	};
 	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/app", bid, 20, segs, 2);
-	struct ap_segment libseg = { .vaddr = 0x20000, .memsz = 0x10000, .offset = 0x20000, .flags = 5 };
+	struct ap_segment libseg = {
+	    .vaddr = 0x20000, .memsz = 0x10000, .offset = 0x20000, .flags = 5};
 	ap_tw_mapping(tw, 0x7f0000000000ull, "/lib/libc.so.6", NULL, 0, &libseg, 1);
 	/* a later library over part of libc's range: wins there */
-	struct ap_segment over = { .vaddr = 0x28000, .memsz = 0x1000, .offset = 0, .flags = 5 };
+	struct ap_segment over = {.vaddr = 0x28000, .memsz = 0x1000, .offset = 0, .flags = 5};
 	ap_tw_mapping(tw, 0x7f0000000000ull, "/tmp/late.so", NULL, 0, &over, 1);
 
-	uint64_t pcs1[] = { 0x555555555123ull, 0x555555555000ull, 0x7f0000021000ull };
-	uint64_t pcs2[] = { UINT64_MAX, 1, UINT64_MAX - 7 }; /* extreme deltas */
+	uint64_t pcs1[] = {0x555555555123ull, 0x555555555000ull, 0x7f0000021000ull};
+	uint64_t pcs2[] = {UINT64_MAX, 1, UINT64_MAX - 7}; /* extreme deltas */
 	CHECK_U(ap_tw_stack(tw, pcs1, 3), 1);
 	CHECK_U(ap_tw_stack(tw, pcs2, 3), 2);
 	CHECK_U(ap_tw_stack(tw, pcs1, 3), 1); /* deduplicated */
@@ -118,8 +119,11 @@ static void test_header_and_meta(void)
 	ap_tw_thread(tw, 4242, "app");
 	ap_tw_thread(tw, 4243, "worker-1");
 	ap_tw_alloc(tw, 4243, 555000000100ull, 3, AP_KIND_MALLOC, 0x1000, 10, 1);
-	struct ap_tw_end end = { .end_ns = 555000009999ull, .reason = AP_END_SIGNAL,
-				 .status = 6, .calls = 123456789012ull, .bytes = 98765432109876ull };
+	struct ap_tw_end end = {.end_ns = 555000009999ull,
+				.reason = AP_END_SIGNAL,
+				.status = 6,
+				.calls = 123456789012ull,
+				.bytes = 98765432109876ull};
 	ap_tw_end(tw, &end);
 	struct ap_trace *t = read_back(tw, "header");
 	if (!t)
@@ -170,7 +174,8 @@ static void test_header_and_meta(void)
 		CHECK(ap_trace_mapping_for(t, 0x555555553fffull) == NULL, "before map");
 		CHECK(ap_trace_mapping_for(t, 0) == NULL, "pc 0");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000020000ull) == &t->maps[1], "libc start");
-		CHECK(ap_trace_mapping_for(t, 0x7f0000027fffull) == &t->maps[1], "libc before hole");
+		CHECK(ap_trace_mapping_for(t, 0x7f0000027fffull) == &t->maps[1],
+		      "libc before hole");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000028000ull) == &t->maps[2], "later wins");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000028fffull) == &t->maps[2], "later wins end");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000029000ull) == &t->maps[1], "libc after hole");
@@ -218,8 +223,9 @@ static void test_events_single(void)
 	uint32_t s1 = ap_tw_stack(tw, &pc, 1);
 	uint64_t base = h.start_ns;
 	uint32_t tid = 1000;
-	ap_tw_alloc(tw, tid, base + 1, 0, AP_KIND_MALLOC, 0x10, 0, s1);			/* 0-size */
-	ap_tw_alloc(tw, tid, base + 1, 1, AP_KIND_CALLOC, UINT64_MAX - 15, UINT64_MAX, s1); /* huge */
+	ap_tw_alloc(tw, tid, base + 1, 0, AP_KIND_MALLOC, 0x10, 0, s1); /* 0-size */
+	ap_tw_alloc(tw, tid, base + 1, 1, AP_KIND_CALLOC, UINT64_MAX - 15, UINT64_MAX,
+		    s1); /* huge */
 	ap_tw_alloc(tw, tid, base + 5, 65535, AP_KIND_ALIGNED, 0x20, 100, s1);
 	ap_tw_realloc(tw, tid, base + 6, 65535, AP_KIND_REALLOC, 0x20, 0x7fffffff0000ull, 200, s1,
 		      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
@@ -228,32 +234,35 @@ static void test_events_single(void)
 	ap_tw_realloc(tw, tid, base + 8, 2, AP_KIND_REALLOC, 0, 0x40, 50, s1, AP_RF_NEW_SAMPLED);
 	ap_tw_free(tw, tid, base + 8, 2, 0x30);
 	ap_tw_free(tw, tid, UINT64_MAX, 0, 0x10); /* the largest time */
-	struct ap_tw_end end = { .end_ns = UINT64_MAX };
+	struct ap_tw_end end = {.end_ns = UINT64_MAX};
 	ap_tw_end(tw, &end);
 	struct ap_trace *t = read_back(tw, "single");
 	if (!t)
 		return;
 	struct ap_event want[] = {
-		{ base + 1, 0x10, 0, s1, 0, 0, AP_EV_ALLOC, AP_KIND_MALLOC, AP_EVF_SAMPLED },
-		{ base + 1, UINT64_MAX - 15, UINT64_MAX, s1, 0, 1, AP_EV_ALLOC, AP_KIND_CALLOC, AP_EVF_SAMPLED },
-		{ base + 5, 0x20, 100, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_ALIGNED, AP_EVF_SAMPLED },
-		{ base + 6, 0x20, 0, 0, 0, 65535, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC },
-		{ base + 6, 0x7fffffff0000ull, 200, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_REALLOC,
-		  AP_EVF_SAMPLED | AP_EVF_REALLOC },
-		{ base + 7, 0x7fffffff0000ull, 0, 0, 0, 2, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC },
-		{ base + 7, 0x30, 300, 0, 0, 2, AP_EV_ALLOC, AP_KIND_REALLOCARRAY, AP_EVF_REALLOC },
-		{ base + 8, 0x40, 50, s1, 0, 2, AP_EV_ALLOC, AP_KIND_REALLOC, AP_EVF_SAMPLED | AP_EVF_REALLOC },
-		{ base + 8, 0x30, 0, 0, 0, 2, AP_EV_FREE, 0, 0 },
-		{ UINT64_MAX, 0x10, 0, 0, 0, 0, AP_EV_FREE, 0, 0 },
+	    {base + 1, 0x10, 0, s1, 0, 0, AP_EV_ALLOC, AP_KIND_MALLOC, AP_EVF_SAMPLED},
+	    {base + 1, UINT64_MAX - 15, UINT64_MAX, s1, 0, 1, AP_EV_ALLOC, AP_KIND_CALLOC,
+	     AP_EVF_SAMPLED},
+	    {base + 5, 0x20, 100, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_ALIGNED, AP_EVF_SAMPLED},
+	    {base + 6, 0x20, 0, 0, 0, 65535, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC},
+	    {base + 6, 0x7fffffff0000ull, 200, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_REALLOC,
+	     AP_EVF_SAMPLED | AP_EVF_REALLOC},
+	    {base + 7, 0x7fffffff0000ull, 0, 0, 0, 2, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC},
+	    {base + 7, 0x30, 300, 0, 0, 2, AP_EV_ALLOC, AP_KIND_REALLOCARRAY, AP_EVF_REALLOC},
+	    {base + 8, 0x40, 50, s1, 0, 2, AP_EV_ALLOC, AP_KIND_REALLOC,
+	     AP_EVF_SAMPLED | AP_EVF_REALLOC},
+	    {base + 8, 0x30, 0, 0, 0, 2, AP_EV_FREE, 0, 0},
+	    {UINT64_MAX, 0x10, 0, 0, 0, 0, AP_EV_FREE, 0, 0},
 	};
 	size_t n = AP_ARRAY_SIZE(want);
 	CHECK_U(t->nev, n);
 	for (size_t i = 0; i < n && i < t->nev; i++) {
 		const struct ap_event *g = &t->ev[i], *w = &want[i];
 		CHECK(g->ts == w->ts && g->addr == w->addr && g->size == w->size &&
-			      g->stack == w->stack && g->thread == w->thread && g->cpu == w->cpu &&
-			      g->type == w->type && g->kind == w->kind && g->flags == w->flags,
-		      "event %zu: got ts %llu addr %#llx size %llu stack %u thread %u cpu %u type %u kind %u flags %u",
+			  g->stack == w->stack && g->thread == w->thread && g->cpu == w->cpu &&
+			  g->type == w->type && g->kind == w->kind && g->flags == w->flags,
+		      "event %zu: got ts %llu addr %#llx size %llu stack %u thread %u cpu %u type "
+		      "%u kind %u flags %u",
 		      i, (unsigned long long)g->ts, (unsigned long long)g->addr,
 		      (unsigned long long)g->size, g->stack, g->thread, g->cpu, g->type, g->kind,
 		      g->flags);
@@ -309,7 +318,7 @@ static void test_totals_weighted(void)
 	ap_tw_free(tw, 1, ts + 6, 0, 0x200);
 	ap_tw_realloc(tw, 1, ts + 7, 0, AP_KIND_REALLOC, 0x100, 0x300, 3000, s,
 		      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
-	struct ap_tw_end end = { .end_ns = ts + 100 };
+	struct ap_tw_end end = {.end_ns = ts + 100};
 	ap_tw_end(tw, &end);
 	struct ap_trace *t = read_back(tw, "weighted");
 	if (!t)
@@ -358,7 +367,7 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 	ap_tw_set_chunk_size(tw, chunk);
 	uint32_t stacks[8];
 	for (int i = 0; i < 8; i++) {
-		uint64_t pcs[3] = { 0x400000 + rnd() % 0x10000, rnd(), rnd() % 100 };
+		uint64_t pcs[3] = {0x400000 + rnd() % 0x10000, rnd(), rnd() % 100};
 		stacks[i] = ap_tw_stack(tw, pcs, (uint32_t)(i % 4));
 	}
 	for (unsigned k = 0; k < nthreads; k++) {
@@ -396,7 +405,7 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 		else
 			ap_tw_free(tw, 5000 + k * 7, e->ts, e->cpu, e->addr);
 	}
-	struct ap_tw_end end = { .end_ns = h.start_ns + 1000000 };
+	struct ap_tw_end end = {.end_ns = h.start_ns + 1000000};
 	ap_tw_end(tw, &end);
 	char name[64];
 	snprintf(name, sizeof(name), "merge-%u-%zu", nthreads, chunk);
@@ -414,10 +423,13 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 			    g->size != w->size || g->cpu != w->cpu || g->type != w->type ||
 			    g->stack != w->stack) {
 				if (bad++ < 5)
-					CHECK(0, "%s: event %zu: got ts %llu thread %u addr %#llx, want ts %llu thread %u addr %#llx",
+					CHECK(0,
+					      "%s: event %zu: got ts %llu thread %u addr %#llx, "
+					      "want ts %llu thread %u addr %#llx",
 					      name, i, (unsigned long long)g->ts, g->thread,
-					      (unsigned long long)g->addr, (unsigned long long)w->ts,
-					      w->tid_idx, (unsigned long long)w->addr);
+					      (unsigned long long)g->addr,
+					      (unsigned long long)w->ts, w->tid_idx,
+					      (unsigned long long)w->addr);
 			}
 		}
 		for (unsigned k = 0; k < nthreads && k < t->nthreads; k++) {
@@ -457,7 +469,7 @@ static struct ap_tw *small_trace(void)
 static void test_truncation(void)
 {
 	struct ap_tw *tw = small_trace();
-	struct ap_tw_end end = { .end_ns = 2000000000ull };
+	struct ap_tw_end end = {.end_ns = 2000000000ull};
 	size_t len;
 	/* no END at all */
 	uint8_t *data = finish(tw, &len);
@@ -466,7 +478,8 @@ static void test_truncation(void)
 	CHECK(ap_trace_read_mem(data, len, "noend", &t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK(t->truncated && !t->has_end, "not truncated");
-		CHECK(strstr(t->truncated_why, "no end record") != NULL, "why: %s", t->truncated_why);
+		CHECK(strstr(t->truncated_why, "no end record") != NULL, "why: %s",
+		      t->truncated_why);
 		CHECK_U(t->end_ns, 1000000010ull); /* the last event's time */
 		CHECK_U(t->nev, 1);
 		ap_trace_free(t);
@@ -483,7 +496,8 @@ static void test_truncation(void)
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, len - 3, "cut", &t, &err) == 0, "%s", err.msg);
 	if (t) {
-		CHECK(t->truncated && t->has_end, "cut: truncated %d has_end %d", t->truncated, t->has_end);
+		CHECK(t->truncated && t->has_end, "cut: truncated %d has_end %d", t->truncated,
+		      t->has_end);
 		char want[64];
 		snprintf(want, sizeof(want), "file ends inside a chunk at byte %zu", full);
 		CHECK(!strcmp(t->truncated_why, want), "why: %s", t->truncated_why);
@@ -516,7 +530,8 @@ static void test_errors(void)
 	uint8_t *d = malloc(len);
 
 	expect_error(good, 0, "bad.trace: not an allocprof trace");
-	expect_error((const uint8_t *)"hello world, this is text\n", 26, "bad.trace: not an allocprof trace");
+	expect_error((const uint8_t *)"hello world, this is text\n", 26,
+		     "bad.trace: not an allocprof trace");
 	expect_error(good, 12, "bad.trace: truncated trace: the file ends inside its preamble");
 	expect_error(good, 16, "bad.trace: no header chunk");
 	expect_error(good, 30, "bad.trace: no header chunk");
@@ -556,7 +571,8 @@ static void test_errors(void)
 	ap_put_u32le(d + len + 12, AP_CHUNK_MAX_PAYLOAD + 1);
 	ap_put_u32le(d + len + 20, ap_crc32c(d + len, 20));
 	char want[128];
-	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: payload length 16777217 exceeds", len);
+	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: payload length 16777217 exceeds",
+		 len);
 	expect_error(d, len + 24, want);
 	ap_chunk_header(d + len, 9, 0, d, 0);
 	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: unknown chunk type 9", len);
@@ -571,7 +587,8 @@ static void test_errors(void)
 		ap_put_u32le(f + 8, 1);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
 		ap_chunk_header(f + 16, AP_CHUNK_META, 0, f, 0);
-		expect_error(f, sizeof(f), "corrupt chunk at byte 16: the first chunk is not a HEADER");
+		expect_error(f, sizeof(f),
+			     "corrupt chunk at byte 16: the first chunk is not a HEADER");
 	}
 
 	/* a second HEADER */
@@ -589,12 +606,12 @@ static void test_errors(void)
 		size_t len;
 		const char *why;
 	} hdrs[] = {
-		{ "\x03\x00\x05", 3, "the header has no sampling rate" },
-		{ "\x01\x00\x00", 3, "sampling rate is 0" },
-		{ "\x01\x00\x01\x63\x02\x00", 6, "key 99 has unknown kind 2" },
-		{ "\x01\x01\x01x", 4, "rate (key 1) is a string, expected a number" },
-		{ "\x01\x00\x01\x05\x01\x09xy", 8, "a string value of 9 bytes runs past the end" },
-		{ "\x01\x00\x81", 3, "bad varint for a value" },
+	    {"\x03\x00\x05", 3, "the header has no sampling rate"},
+	    {"\x01\x00\x00", 3, "sampling rate is 0"},
+	    {"\x01\x00\x01\x63\x02\x00", 6, "key 99 has unknown kind 2"},
+	    {"\x01\x01\x01x", 4, "rate (key 1) is a string, expected a number"},
+	    {"\x01\x00\x01\x05\x01\x09xy", 8, "a string value of 9 bytes runs past the end"},
+	    {"\x01\x00\x81", 3, "bad varint for a value"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(hdrs); i++) {
 		uint8_t f[16 + 24 + 16];
@@ -621,7 +638,7 @@ static void test_errors(void)
 		if (t) {
 			CHECK_U(t->rate, 7);
 			CHECK(!strcmp(t->exe, "") && !strcmp(t->sampler, "") && t->argc == 0 &&
-				      t->argv[0] == NULL && t->parent_trace == NULL,
+				  t->argv[0] == NULL && t->parent_trace == NULL,
 			      "defaults");
 			ap_trace_free(t);
 		}
@@ -633,16 +650,19 @@ static void test_errors(void)
 		size_t len;
 		const char *why;
 	} metas[] = {
-		{ (const uint8_t *)"\x02\x02\x00", 3, "stack id 2 where 1 was next" },
-		{ (const uint8_t *)"\x02\x00\x00", 3, "stack id 0 where 1 was next" },
-		{ (const uint8_t *)"\x02\x01\x05\x01\x02", 5, "stack of depth 5 in 2 bytes" },
-		{ (const uint8_t *)"\x02\x01\x02\x01\x80", 5, "bad varint for a pc delta" },
-		{ (const uint8_t *)"\x09", 1, "unknown META record tag 9" },
-		{ (const uint8_t *)"\x01\x00\x01/\x00\x09\x00\x00", 8, "mapping with 9 segments in 2 bytes" },
-		{ (const uint8_t *)"\x01\x00\x01/\x41", 5, "a mapping's build-id of 65 bytes runs past" },
-		{ (const uint8_t *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x01\x02\x00\x00\x00", 18,
-		  "segment [0xffffffffffffffff + 0x2, size 0) wraps around" },
-		{ (const uint8_t *)"\x03\x80\x80\x80\x80\x10\x00", 7, "thread id 4294967296 does not fit" },
+	    {(const uint8_t *)"\x02\x02\x00", 3, "stack id 2 where 1 was next"},
+	    {(const uint8_t *)"\x02\x00\x00", 3, "stack id 0 where 1 was next"},
+	    {(const uint8_t *)"\x02\x01\x05\x01\x02", 5, "stack of depth 5 in 2 bytes"},
+	    {(const uint8_t *)"\x02\x01\x02\x01\x80", 5, "bad varint for a pc delta"},
+	    {(const uint8_t *)"\x09", 1, "unknown META record tag 9"},
+	    {(const uint8_t *)"\x01\x00\x01/\x00\x09\x00\x00", 8,
+	     "mapping with 9 segments in 2 bytes"},
+	    {(const uint8_t *)"\x01\x00\x01/\x41", 5, "a mapping's build-id of 65 bytes runs past"},
+	    {(const uint8_t
+		  *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x01\x02\x00\x00\x00",
+	     18, "segment [0xffffffffffffffff + 0x2, size 0) wraps around"},
+	    {(const uint8_t *)"\x03\x80\x80\x80\x80\x10\x00", 7,
+	     "thread id 4294967296 does not fit"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(metas); i++) {
 		tw = ap_tw_new(&h);
@@ -655,12 +675,13 @@ static void test_errors(void)
 	}
 	/* an overlong build-id */
 	{
-		uint8_t m[80] = { 1, 0, 1, '/', 65 };
+		uint8_t m[80] = {1, 0, 1, '/', 65};
 		tw = ap_tw_new(&h);
 		off = ap_tw_size(tw);
 		ap_tw_raw_chunk(tw, AP_CHUNK_META, 0, m, 5 + 65 + 1);
 		data = finish(tw, &len);
-		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: build-id of 65 bytes (at most 64)", off);
+		snprintf(want, sizeof(want),
+			 "corrupt chunk at byte %zu: build-id of 65 bytes (at most 64)", off);
 		expect_error(data, len, want);
 		free(data);
 	}
@@ -671,15 +692,17 @@ static void test_errors(void)
 		size_t len;
 		const char *why;
 	} evs[] = {
-		{ (const uint8_t *)"\x01\x00\x02\x08\x02", 5, "stack id used before its STACK record (record at byte" },
-		{ (const uint8_t *)"\x01\x00\x02\x08\x00", 5, "ALLOC with stack id 0" },
-		{ (const uint8_t *)"\x03\x00\x02\x02\x08\x00\x01", 7, "sampled REALLOC with stack id 0" },
-		{ (const uint8_t *)"\x05\x00", 2, "unknown event type" },
-		{ (const uint8_t *)"\x71\x00\x02\x08\x01", 5, "unknown allocation kind" },
-		{ (const uint8_t *)"\x81\x80\x80\x04\x00\x02\x08\x01", 8, "cpu number out of range" },
-		{ (const uint8_t *)"\x01\x00\x02\x08", 4, "ALLOC record runs past the end" },
-		{ (const uint8_t *)"\x02\x00\x80", 3, "FREE record runs past the end" },
-		{ (const uint8_t *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, "bad time delta varint" },
+	    {(const uint8_t *)"\x01\x00\x02\x08\x02", 5,
+	     "stack id used before its STACK record (record at byte"},
+	    {(const uint8_t *)"\x01\x00\x02\x08\x00", 5, "ALLOC with stack id 0"},
+	    {(const uint8_t *)"\x03\x00\x02\x02\x08\x00\x01", 7, "sampled REALLOC with stack id 0"},
+	    {(const uint8_t *)"\x05\x00", 2, "unknown event type"},
+	    {(const uint8_t *)"\x71\x00\x02\x08\x01", 5, "unknown allocation kind"},
+	    {(const uint8_t *)"\x81\x80\x80\x04\x00\x02\x08\x01", 8, "cpu number out of range"},
+	    {(const uint8_t *)"\x01\x00\x02\x08", 4, "ALLOC record runs past the end"},
+	    {(const uint8_t *)"\x02\x00\x80", 3, "FREE record runs past the end"},
+	    {(const uint8_t *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12,
+	     "bad time delta varint"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(evs); i++) {
 		tw = ap_tw_new(&h);
@@ -700,7 +723,8 @@ static void test_errors(void)
 	off = ap_tw_size(tw);
 	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 7);
 	data = finish(tw, &len);
-	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: EVENTS payload of 7 bytes has no base time", off);
+	snprintf(want, sizeof(want),
+		 "corrupt chunk at byte %zu: EVENTS payload of 7 bytes has no base time", off);
 	expect_error(data, len, want);
 	free(data);
 
@@ -713,9 +737,9 @@ static void test_errors(void)
 	ap_tw_flush(tw);
 	memset(p, 0, 8);
 	ap_put_u64le(p, 5000);
-	static const uint8_t rec[] = { 0x04, 0x01, 0x20, 0x07, /* TRACK dt 1, addr 0x10, size 7 */
-				       0x02, 0x01, 0x00,	/* FREE dt 1, addr +0 */
-				       0x00, 0x05, 0x05 };	/* padding, then junk */
+	static const uint8_t rec[] = {0x04, 0x01, 0x20, 0x07, /* TRACK dt 1, addr 0x10, size 7 */
+				      0x02, 0x01, 0x00,	      /* FREE dt 1, addr +0 */
+				      0x00, 0x05, 0x05};      /* padding, then junk */
 	memcpy(p + 8, rec, sizeof(rec));
 	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 8 + sizeof(rec));
 	data = finish(tw, &len);
@@ -741,7 +765,8 @@ static void test_file_errors(void)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read("/nonexistent/x.trace", &t, &err, NULL, NULL) < 0, "missing file read");
-	CHECK(!strcmp(err.msg, "/nonexistent/x.trace: No such file or directory"), "msg: %s", err.msg);
+	CHECK(!strcmp(err.msg, "/nonexistent/x.trace: No such file or directory"), "msg: %s",
+	      err.msg);
 	CHECK(ap_trace_read("/", &t, &err, NULL, NULL) < 0, "directory read");
 	CHECK(!strcmp(err.msg, "/: Is a directory"), "msg: %s", err.msg);
 }
@@ -806,8 +831,8 @@ static void test_mapping_lookup(void)
 	for (int i = 0; i < 300; i++) {
 		struct ap_segment seg[2];
 		uint64_t base = (rnd() % 64) << 16;
-		seg[0] = (struct ap_segment){ rnd() % 0x8000, 1 + rnd() % 0x40000, 0, 5 };
-		seg[1] = (struct ap_segment){ seg[0].vaddr + 0x50000, 1 + rnd() % 0x1000, 0, 4 };
+		seg[0] = (struct ap_segment){rnd() % 0x8000, 1 + rnd() % 0x40000, 0, 5};
+		seg[1] = (struct ap_segment){seg[0].vaddr + 0x50000, 1 + rnd() % 0x1000, 0, 4};
 		char path[32];
 		snprintf(path, sizeof(path), "/lib/m%d.so", i);
 		ap_tw_mapping(tw, base, path, NULL, 0, seg, 1 + (size_t)(i % 2));
@@ -862,13 +887,13 @@ static void test_file_roundtrip(void)
 		return;
 	close(fd);
 	struct ap_tw *tw = small_trace();
-	struct ap_tw_end end = { .end_ns = 2000000000ull };
+	struct ap_tw_end end = {.end_ns = 2000000000ull};
 	ap_tw_end(tw, &end);
 	size_t size = ap_tw_size(tw);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
 	struct ap_trace *t = NULL;
-	struct progress_log pl = { 0, 0, 0 };
+	struct progress_log pl = {0, 0, 0};
 	CHECK(ap_trace_read(path, &t, &err, on_progress, &pl) == 0, "%s", err.msg);
 	if (t) {
 		CHECK_U(t->file_size, size);
@@ -890,8 +915,8 @@ static void test_file_roundtrip(void)
 	uint8_t *data;
 	size_t len;
 	CHECK(ap_tw_close_mem(tw, &data, &len, &err) < 0, "sticky error lost");
-	CHECK(strstr(err.msg, "tid 1000: timestamp 5 is before the previous one") != NULL, "msg: %s",
-	      err.msg);
+	CHECK(strstr(err.msg, "tid 1000: timestamp 5 is before the previous one") != NULL,
+	      "msg: %s", err.msg);
 }
 
 /* ap_format_bytes against what pprof's measurement.ScaledLabel prints for
@@ -902,10 +927,21 @@ static void test_format_bytes(void)
 		double v;
 		const char *want;
 	} cases[] = {
-		{ 0, "0" }, { 0.4, "0" }, { 1, "1B" }, { 512, "512B" }, { 1023, "1023B" },
-		{ 1024, "1kB" }, { 1536, "1.50kB" }, { 1048575, "1024kB" }, { 1048576, "1MB" },
-		{ 1055724, "1.01MB" }, { 6048, "5.91kB" }, { 3.5 * 1073741824.0, "3.50GB" },
-		{ 1099511627776.0, "1TB" }, { 1125899906842624.0 * 2000, "2000PB" }, { -2048, "-2kB" },
+	    {0, "0"},
+	    {0.4, "0"},
+	    {1, "1B"},
+	    {512, "512B"},
+	    {1023, "1023B"},
+	    {1024, "1kB"},
+	    {1536, "1.50kB"},
+	    {1048575, "1024kB"},
+	    {1048576, "1MB"},
+	    {1055724, "1.01MB"},
+	    {6048, "5.91kB"},
+	    {3.5 * 1073741824.0, "3.50GB"},
+	    {1099511627776.0, "1TB"},
+	    {1125899906842624.0 * 2000, "2000PB"},
+	    {-2048, "-2kB"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(cases); i++) {
 		char b[64];
