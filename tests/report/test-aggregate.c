@@ -353,7 +353,7 @@ static void test_replay_random(uint64_t rate)
 		stacks[i] = ap_tw_stack(tw, pcs, 3);
 	}
 	uint64_t rng = 12345, ts = h.start_ns;
-	for (int i = 0; i < 200000; i++) {
+	for (int i = 0; i < 50000; i++) {
 		rng ^= rng << 13;
 		rng ^= rng >> 7;
 		rng ^= rng << 17;
