@@ -228,7 +228,6 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "rate", json_u64(t->rate));
 	json_object_set_new(o, "exact", json_boolean(t->rate <= 1));
 	json_object_set_new(o, "threads", json_integer((json_int_t)t->nthreads));
-	json_object_set_new(o, "thread_list", threads);
 	json_object_set_new(o, "events", json_u64(tot->events));
 	json_object_set_new(o, "samples", json_u64(tot->samples));
 	json_object_set_new(o, "alloc_objects", json_total(tot->alloc_objects));
@@ -246,6 +245,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));
 	json_object_set_new(o, "truncated_why",
 			    t->truncated ? json_string(t->truncated_why) : json_null());
+	/* last: its per-thread "events" must not come before the total's */
+	json_object_set_new(o, "thread_list", threads);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!s) {
