@@ -23,8 +23,9 @@ static void list_usage(FILE *f)
 	      "options:\n"
 	      "  --source-path DIRS   where to look for sources that moved: each\n"
 	      "                       colon-separated DIR is tried with the recorded\n"
-	      "                       path's trailing components (DIR/a/b.c, DIR/b.c)\n"
-	      AP_VIEW_OPTIONS_HELP, f);
+	      "                       path's trailing components (DIR/a/b.c, "
+	      "DIR/b.c)\n" AP_VIEW_OPTIONS_HELP,
+	      f);
 }
 
 static void print_text(const struct ap_list *l)
@@ -37,7 +38,9 @@ static void print_text(const struct ap_list *l)
 	for (size_t i = 0; i < l->nfuncs; i++) {
 		const struct ap_list_func *f = &l->funcs[i];
 		printf("ROUTINE ======================== %s in %s\n", f->name,
-		       f->path ? f->path : f->file ? f->file : "<unknown file>");
+		       f->path	 ? f->path
+		       : f->file ? f->file
+				 : "<unknown file>");
 		ap_view_format(a, sizeof(a), si, f->flat);
 		ap_view_format(b, sizeof(b), si, f->cum);
 		ap_view_percent(c, sizeof(c), f->cum, l->total);
@@ -70,19 +73,18 @@ static int print_json(const struct ap_list *l, const struct ap_trace *t)
 		json_t *lines = json_array();
 		for (size_t k = 0; k < f->nlines; k++) {
 			const struct ap_list_line *ln = &f->lines[k];
-			json_array_append_new(lines, json_pack("{s:i, s:I, s:I, s:o}",
-				"line", ln->line,
-				"flat", (json_int_t)ap_view_round(ln->flat),
-				"cum", (json_int_t)ap_view_round(ln->cum),
-				"source", ln->source ? json_string(ln->source) : json_null()));
+			json_array_append_new(
+			    lines, json_pack("{s:i, s:I, s:I, s:o}", "line", ln->line, "flat",
+					     (json_int_t)ap_view_round(ln->flat), "cum",
+					     (json_int_t)ap_view_round(ln->cum), "source",
+					     ln->source ? json_string(ln->source) : json_null()));
 		}
-		json_array_append_new(funcs, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}",
-			"name", f->name,
-			"file", f->file ? json_string(f->file) : json_null(),
-			"path", f->path ? json_string(f->path) : json_null(),
-			"flat", (json_int_t)ap_view_round(f->flat),
-			"cum", (json_int_t)ap_view_round(f->cum),
-			"lines", lines));
+		json_array_append_new(
+		    funcs, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}", "name", f->name, "file",
+				     f->file ? json_string(f->file) : json_null(), "path",
+				     f->path ? json_string(f->path) : json_null(), "flat",
+				     (json_int_t)ap_view_round(f->flat), "cum",
+				     (json_int_t)ap_view_round(f->cum), "lines", lines));
 	}
 	json_t *root = ap_view_json_head(t, l->sample_index, l->total);
 	json_object_set_new(root, "functions", funcs);
@@ -92,10 +94,10 @@ static int print_json(const struct ap_list *l, const struct ap_trace *t)
 int cmd_list(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		AP_VIEW_LONGOPTS,
-		{ "source-path", required_argument, NULL, OPT_SOURCE_PATH },
-		{ "source_path", required_argument, NULL, OPT_SOURCE_PATH },
-		{ NULL, 0, NULL, 0 },
+	    AP_VIEW_LONGOPTS,
+	    {"source-path", required_argument, NULL, OPT_SOURCE_PATH},
+	    {"source_path", required_argument, NULL, OPT_SOURCE_PATH},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ap_view_opts o;
 	const char *source_path = NULL;
@@ -128,9 +130,9 @@ int cmd_list(int argc, char **argv)
 	if (rc)
 		return rc;
 	struct ap_error err;
-	struct ap_list *l = ap_list_new(v.trace, v.values, v.sym, &o.report, regex,
-					source_path, ap_view_progress_fn(),
-					ap_view_progress_ctx("symbolizing"), &err);
+	struct ap_list *l =
+	    ap_list_new(v.trace, v.values, v.sym, &o.report, regex, source_path,
+			ap_view_progress_fn(), ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
 	if (!l) {

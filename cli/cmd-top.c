@@ -28,8 +28,8 @@ static void top_usage(FILE *f)
 	      "  --functions          one node per function (default)\n"
 	      "  --lines              one node per source line ('func file:line')\n"
 	      "  --files              one node per source file\n"
-	      "  --cum                sort by cum instead of flat\n"
-	      AP_VIEW_OPTIONS_HELP, f);
+	      "  --cum                sort by cum instead of flat\n" AP_VIEW_OPTIONS_HELP,
+	      f);
 }
 
 static const char *rate_text(const struct ap_trace *t, char *buf, size_t len)
@@ -105,14 +105,13 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, long 
 	json_t *rows = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_report_row *row = &r->rows[i];
-		json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:f}",
-				      "name", row->name,
-				      "flat", (json_int_t)ap_view_round(row->flat),
-				      "flat_pct", pct(row->flat, r->total),
-				      "cum", (json_int_t)ap_view_round(row->cum),
-				      "cum_pct", pct(row->cum, r->total));
+		json_t *o = json_pack(
+		    "{s:s, s:I, s:f, s:I, s:f}", "name", row->name, "flat",
+		    (json_int_t)ap_view_round(row->flat), "flat_pct", pct(row->flat, r->total),
+		    "cum", (json_int_t)ap_view_round(row->cum), "cum_pct", pct(row->cum, r->total));
 		if (r->granularity != AP_GRAN_FUNCTIONS)
-			json_object_set_new(o, "file", row->file ? json_string(row->file) : json_null());
+			json_object_set_new(o, "file",
+					    row->file ? json_string(row->file) : json_null());
 		if (r->granularity == AP_GRAN_LINES)
 			json_object_set_new(o, "line", json_integer(row->line));
 		json_array_append_new(rows, o);
@@ -126,13 +125,13 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, long 
 int cmd_top(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		AP_VIEW_LONGOPTS,
-		{ "nodecount", required_argument, NULL, 'n' },
-		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "files", no_argument, NULL, OPT_FILES },
-		{ "cum", no_argument, NULL, OPT_CUM },
-		{ NULL, 0, NULL, 0 },
+	    AP_VIEW_LONGOPTS,
+	    {"nodecount", required_argument, NULL, 'n'},
+	    {"functions", no_argument, NULL, OPT_FUNCTIONS},
+	    {"lines", no_argument, NULL, OPT_LINES},
+	    {"files", no_argument, NULL, OPT_FILES},
+	    {"cum", no_argument, NULL, OPT_CUM},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ap_view_opts o;
 	long nodecount = 0;
@@ -173,16 +172,17 @@ int cmd_top(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1)
-		return ap_usage_error("top", argc == optind ? "no trace given" : "too many arguments");
+		return ap_usage_error("top",
+				      argc == optind ? "no trace given" : "too many arguments");
 
 	struct ap_view v;
 	int rc = ap_view_load(&v, argv[optind], &o);
 	if (rc)
 		return rc;
 	struct ap_error err;
-	struct ap_report *r = ap_report_new(v.trace, v.values, v.sym, &o.report,
-					    ap_view_progress_fn(),
-					    ap_view_progress_ctx("symbolizing"), &err);
+	struct ap_report *r =
+	    ap_report_new(v.trace, v.values, v.sym, &o.report, ap_view_progress_fn(),
+			  ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
 	if (!r) {

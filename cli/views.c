@@ -51,7 +51,7 @@ bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg)
 
 int ap_view_bad_option(const char *cmd, int opt, char **argv)
 {
-	char shortopt[3] = { '-', (char)optopt, 0 };
+	char shortopt[3] = {'-', (char)optopt, 0};
 	const char *name = optopt > 0 && optopt < 128 ? shortopt : argv[optind - 1];
 	if (opt == ':')
 		return ap_usage_error(cmd, "option '%s' needs a value", name);
@@ -62,7 +62,7 @@ int ap_view_bad_option(const char *cmd, int opt, char **argv)
 
 struct progress {
 	const char *what;
-	int last;	/* last percentage drawn, -1 before the first */
+	int last; /* last percentage drawn, -1 before the first */
 	bool drawn;
 };
 
@@ -113,8 +113,8 @@ int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts 
 		return AP_EXIT_FAIL;
 	}
 	if (v->trace->truncated)
-		ap_die_msg("warning: %s: truncated trace (%s); showing its complete part",
-			   path, v->trace->truncated_why);
+		ap_die_msg("warning: %s: truncated trace (%s); showing its complete part", path,
+			   v->trace->truncated_why);
 	v->sym = ap_sym_new(v->trace, &o->sym, &err);
 	if (!v->sym) {
 		ap_print_error(&err);
@@ -169,12 +169,10 @@ void ap_view_percent(char *out, size_t len, double v, double total)
 
 json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, double total)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:I}",
-			 "program", t->exe,
-			 "sample_index", ap_sample_index_name(si),
-			 "unit", ap_sample_index_is_bytes(si) ? "bytes" : "count",
-			 "total", (json_int_t)ap_view_round(total),
-			 "rate", (json_int_t)t->rate);
+	return json_pack("{s:s, s:s, s:s, s:I, s:I}", "program", t->exe, "sample_index",
+			 ap_sample_index_name(si), "unit",
+			 ap_sample_index_is_bytes(si) ? "bytes" : "count", "total",
+			 (json_int_t)ap_view_round(total), "rate", (json_int_t)t->rate);
 }
 
 int ap_view_json_print(json_t *root)

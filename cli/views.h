@@ -22,36 +22,38 @@ enum {
 	AP_VOPT_DROP_FRAMES,
 	AP_VOPT_DEBUG_DIR,
 	AP_VOPT_JSON,
-	AP_VOPT_FIRST_OWN,	/* a command's own codes start here */
+	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
-/* The long options both commands take; a command copies them into its
- * own table. AP_VIEW_LONGOPTS_N entries, no sentinel. */
-#define AP_VIEW_LONGOPTS                                                        \
-	{ "alloc_space", no_argument, NULL, AP_VOPT_ALLOC_SPACE },           \
-	{ "alloc_objects", no_argument, NULL, AP_VOPT_ALLOC_OBJECTS },       \
-	{ "inuse_space", no_argument, NULL, AP_VOPT_INUSE_SPACE },           \
-	{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },       \
-	{ "focus", required_argument, NULL, AP_VOPT_FOCUS },                  \
-	{ "ignore", required_argument, NULL, AP_VOPT_IGNORE },                \
-	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },      \
-	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },      \
-	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },          \
-	{ "json", no_argument, NULL, AP_VOPT_JSON },                          \
+/* The long options both commands take; a command puts them first in its
+ * own table (no sentinel). */
+/* clang-format off */
+#define AP_VIEW_LONGOPTS                                                       \
+	{ "alloc_space", no_argument, NULL, AP_VOPT_ALLOC_SPACE },             \
+	{ "alloc_objects", no_argument, NULL, AP_VOPT_ALLOC_OBJECTS },         \
+	{ "inuse_space", no_argument, NULL, AP_VOPT_INUSE_SPACE },             \
+	{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },         \
+	{ "focus", required_argument, NULL, AP_VOPT_FOCUS },                    \
+	{ "ignore", required_argument, NULL, AP_VOPT_IGNORE },                  \
+	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
+	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
+	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
+	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
+/* clang-format on */
 
 /* The help text of those options. */
-#define AP_VIEW_OPTIONS_HELP                                                    \
-	"  --alloc_space        bytes allocated (default)\n"                   \
-	"  --alloc_objects      allocations made\n"                            \
-	"  --inuse_space        bytes still allocated at the end of the trace\n" \
-	"  --inuse_objects      allocations still live at the end of the trace\n" \
-	"  --focus REGEX        keep only stacks with a frame matching REGEX\n" \
-	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"     \
-	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n" \
-	"                       wrappers (the call site is below them)\n"      \
-	"  --debug-dir DIR      look for separate debug files in DIR too\n"    \
-	"  --json               print JSON (see docs/json.md)\n"               \
+#define AP_VIEW_OPTIONS_HELP                                                                       \
+	"  --alloc_space        bytes allocated (default)\n"                                       \
+	"  --alloc_objects      allocations made\n"                                                \
+	"  --inuse_space        bytes still allocated at the end of the trace\n"                   \
+	"  --inuse_objects      allocations still live at the end of the trace\n"                  \
+	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
+	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
+	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
+	"                       wrappers (the call site is below them)\n"                          \
+	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
+	"  --json               print JSON (see docs/json.md)\n"                                   \
 	"  -h, --help           show this help\n"
 
 struct ap_view_opts {

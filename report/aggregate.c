@@ -6,7 +6,10 @@
 #include "report-int.h"
 
 static const char *const si_names[AP_SI_COUNT] = {
-	"alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
+    "alloc_objects",
+    "alloc_space",
+    "inuse_objects",
+    "inuse_space",
 };
 
 const char *ap_sample_index_name(enum ap_sample_index si)
@@ -32,7 +35,7 @@ struct live_block {
 
 struct live_set {
 	struct live_block *b;
-	size_t mask;	/* capacity - 1, capacity a power of two */
+	size_t mask; /* capacity - 1, capacity a power of two */
 	size_t n;
 };
 
@@ -73,7 +76,7 @@ static void live_put(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t
 		i = (i + 1) & ls->mask;
 	if (!ls->b[i].addr)
 		ls->n++;
-	ls->b[i] = (struct live_block){ addr, size, stack };
+	ls->b[i] = (struct live_block){addr, size, stack};
 }
 
 static struct live_block *live_find(struct live_set *ls, uint64_t addr)
@@ -100,8 +103,7 @@ static void live_del(struct live_set *ls, struct live_block *slot)
 		size_t home = addr_hash(ls->b[j].addr) & ls->mask;
 		/* Move b[j] into the hole at i unless its home lies cyclically
 		 * in (i, j]: then it must stay at or after its home. */
-		if ((j > i && (home <= i || home > j)) ||
-		    (j < i && (home <= i && home > j))) {
+		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
 			ls->b[i] = ls->b[j];
 			i = j;
 		}
@@ -134,7 +136,8 @@ struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
 			for (size_t k = nshadowed; k-- > 0;) {
 				if (shadowed[k].addr != e->addr)
 					continue;
-				live_put(&ls, shadowed[k].addr, shadowed[k].size, shadowed[k].stack);
+				live_put(&ls, shadowed[k].addr, shadowed[k].size,
+					 shadowed[k].stack);
 				memmove(shadowed + k, shadowed + k + 1,
 					(nshadowed - k - 1) * sizeof(*shadowed));
 				nshadowed--;
@@ -178,8 +181,7 @@ struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
 
 /* ---- filters --------------------------------------------------------- */
 
-int ap_regex_compile(regex_t *re, const char *pattern, const char *what,
-		     struct ap_error *err)
+int ap_regex_compile(regex_t *re, const char *pattern, const char *what, struct ap_error *err)
 {
 	int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
 	if (rc) {
@@ -190,8 +192,7 @@ int ap_regex_compile(regex_t *re, const char *pattern, const char *what,
 	return 0;
 }
 
-int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts,
-		   struct ap_error *err)
+int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err)
 {
 	memset(f, 0, sizeof(*f));
 	f->match_files = opts->granularity != AP_GRAN_FUNCTIONS;
@@ -315,9 +316,8 @@ static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
 }
 
 void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
-		    const struct ap_stack_values *values,
-		    struct ap_symbolizer *sym, enum ap_sample_index si,
-		    enum ap_node_key key, const struct ap_filter *filter,
+		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
+		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
 		    ap_report_progress_fn progress, void *progress_ctx)
 {
 	struct ap_frame *frames = NULL;
@@ -337,7 +337,7 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
 		const struct ap_frame *fr = frames + site;
 		size_t n = nframes - site;
-		struct ap_frame unknown = { .func = unknown_name };
+		struct ap_frame unknown = {.func = unknown_name};
 		if (n == 0) {
 			fr = &unknown;
 			n = 1;
@@ -378,10 +378,8 @@ void ap_nodes_release(struct ap_nodes *ns)
 
 /* ---- the top model ------------------------------------------------------ */
 
-struct ap_report *ap_report_new(const struct ap_trace *t,
-				const struct ap_stack_values *values,
-				struct ap_symbolizer *sym,
-				const struct ap_report_options *opts,
+struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_values *values,
+				struct ap_symbolizer *sym, const struct ap_report_options *opts,
 				ap_report_progress_fn progress, void *progress_ctx,
 				struct ap_error *err)
 {
@@ -393,9 +391,8 @@ struct ap_report *ap_report_new(const struct ap_trace *t,
 		values = own = ap_report_stack_values(t);
 
 	struct ap_nodes ns;
-	ap_nodes_build(&ns, t, values, sym, opts->sample_index,
-		       (enum ap_node_key)opts->granularity, &filter, progress,
-		       progress_ctx);
+	ap_nodes_build(&ns, t, values, sym, opts->sample_index, (enum ap_node_key)opts->granularity,
+		       &filter, progress, progress_ctx);
 
 	struct ap_report *r = ap_xcalloc(1, sizeof(*r));
 	r->sample_index = opts->sample_index;
@@ -409,8 +406,12 @@ struct ap_report *ap_report_new(const struct ap_trace *t,
 	for (size_t i = 0; i < ns.n; i++) {
 		struct ap_node *nd = &ns.v[i];
 		r->rows[i] = (struct ap_report_row){
-			.name = nd->key, .func = nd->func, .file = nd->file,
-			.line = nd->line, .flat = nd->flat, .cum = nd->cum,
+		    .name = nd->key,
+		    .func = nd->func,
+		    .file = nd->file,
+		    .line = nd->line,
+		    .flat = nd->flat,
+		    .cum = nd->cum,
 		};
 		nd->key = nd->func = nd->file = NULL;
 	}

@@ -43,9 +43,9 @@ struct ap_stack_values {
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t);
 
 enum ap_granularity {
-	AP_GRAN_FUNCTIONS,	/* node = function name */
-	AP_GRAN_LINES,		/* node = (function, file, line) */
-	AP_GRAN_FILES,		/* node = file */
+	AP_GRAN_FUNCTIONS, /* node = function name */
+	AP_GRAN_LINES,	   /* node = (function, file, line) */
+	AP_GRAN_FILES,	   /* node = file */
 };
 
 struct ap_report_options {
@@ -62,22 +62,22 @@ struct ap_report_options {
 
 /* One node of the top table. */
 struct ap_report_row {
-	char *name;	/* display name: "func", "func file:line" or "file" */
-	char *func;	/* function (NULL with files granularity) */
-	char *file;	/* source file, NULL when unknown */
-	int line;	/* lines granularity only, else 0 */
-	double flat;	/* this node is the call site */
-	double cum;	/* this node is on the stack (once per stack) */
+	char *name;  /* display name: "func", "func file:line" or "file" */
+	char *func;  /* function (NULL with files granularity) */
+	char *file;  /* source file, NULL when unknown */
+	int line;    /* lines granularity only, else 0 */
+	double flat; /* this node is the call site */
+	double cum;  /* this node is on the stack (once per stack) */
 };
 
 struct ap_report {
 	enum ap_sample_index sample_index;
 	enum ap_granularity granularity;
-	double total;		/* sum over all stacks, before focus/ignore */
-	double kept;		/* sum over the stacks focus/ignore kept */
-	size_t stacks;		/* distinct stacks with a non-zero value */
-	size_t kept_stacks;	/* of those, the ones kept */
-	struct ap_report_row *rows;	/* sorted, see ap_report_sort */
+	double total;		    /* sum over all stacks, before focus/ignore */
+	double kept;		    /* sum over the stacks focus/ignore kept */
+	size_t stacks;		    /* distinct stacks with a non-zero value */
+	size_t kept_stacks;	    /* of those, the ones kept */
+	struct ap_report_row *rows; /* sorted, see ap_report_sort */
 	size_t nrows;
 };
 
@@ -90,10 +90,8 @@ typedef void (*ap_report_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * frame and its callers count for cum. Rows are sorted by flat (see
  * ap_report_sort). Returns NULL with err set on a bad focus/ignore regex.
  * `progress` may be NULL. */
-struct ap_report *ap_report_new(const struct ap_trace *t,
-				const struct ap_stack_values *values,
-				struct ap_symbolizer *sym,
-				const struct ap_report_options *opts,
+struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_values *values,
+				struct ap_symbolizer *sym, const struct ap_report_options *opts,
 				ap_report_progress_fn progress, void *progress_ctx,
 				struct ap_error *err);
 
@@ -106,13 +104,13 @@ void ap_report_free(struct ap_report *r);
 struct ap_list_line {
 	int line;
 	double flat, cum;
-	char *source;	/* the line's text (no newline), NULL when not found */
+	char *source; /* the line's text (no newline), NULL when not found */
 };
 
 struct ap_list_func {
 	char *name;
-	char *file;	/* file as recorded in the debug info, NULL when unknown */
-	char *path;	/* where the source was read from, NULL when not found */
+	char *file; /* file as recorded in the debug info, NULL when unknown */
+	char *path; /* where the source was read from, NULL when not found */
 	double flat, cum;
 	/* With the source found: every line from a few lines before the first
 	 * line with samples to a few after the last. Otherwise: the lines with
@@ -123,8 +121,8 @@ struct ap_list_func {
 
 struct ap_list {
 	enum ap_sample_index sample_index;
-	double total;		/* sum over all stacks, before focus/ignore */
-	struct ap_list_func *funcs;	/* by name, then file */
+	double total;		    /* sum over all stacks, before focus/ignore */
+	struct ap_list_func *funcs; /* by name, then file */
 	size_t nfuncs;
 };
 
@@ -139,10 +137,8 @@ struct ap_list {
  * recorded path's trailing components: dir/a/b/c.c, dir/b/c.c, dir/c.c.
  * Returns NULL with err set on a bad regex; no matching function is not an
  * error (nfuncs 0). */
-struct ap_list *ap_list_new(const struct ap_trace *t,
-			    const struct ap_stack_values *values,
-			    struct ap_symbolizer *sym,
-			    const struct ap_report_options *opts,
+struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_values *values,
+			    struct ap_symbolizer *sym, const struct ap_report_options *opts,
 			    const char *func_regex, const char *source_path,
 			    ap_report_progress_fn progress, void *progress_ctx,
 			    struct ap_error *err);

@@ -10,7 +10,7 @@
 
 /* A source file read into lines (line i is lines[i - 1]). */
 struct source {
-	char *path;		/* where it was found; NULL: not found */
+	char *path; /* where it was found; NULL: not found */
 	char *data;
 	char **lines;
 	size_t nlines;
@@ -182,13 +182,14 @@ static void fill_lines(struct ap_list_func *f, struct ap_node **lines, size_t n,
 	/* Line 0 (no line info) first, then the range, merging the nodes in. */
 	size_t k = 0;
 	while (k < n && lines[k]->line <= 0) {
-		f->lines[f->nlines++] = (struct ap_list_line){ 0, lines[k]->flat, lines[k]->cum, NULL };
+		f->lines[f->nlines++] =
+		    (struct ap_list_line){0, lines[k]->flat, lines[k]->cum, NULL};
 		k++;
 	}
 	if (to < from) {
 		for (; k < n; k++)
 			f->lines[f->nlines++] = (struct ap_list_line){
-				lines[k]->line, lines[k]->flat, lines[k]->cum, NULL };
+			    lines[k]->line, lines[k]->flat, lines[k]->cum, NULL};
 		return;
 	}
 	for (int ln = from; ln <= to; ln++) {
@@ -204,10 +205,8 @@ static void fill_lines(struct ap_list_func *f, struct ap_node **lines, size_t n,
 	}
 }
 
-struct ap_list *ap_list_new(const struct ap_trace *t,
-			    const struct ap_stack_values *values,
-			    struct ap_symbolizer *sym,
-			    const struct ap_report_options *opts,
+struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_values *values,
+			    struct ap_symbolizer *sym, const struct ap_report_options *opts,
 			    const char *func_regex, const char *source_path,
 			    ap_report_progress_fn progress, void *progress_ctx,
 			    struct ap_error *err)
@@ -227,17 +226,16 @@ struct ap_list *ap_list_new(const struct ap_trace *t,
 		values = own = ap_report_stack_values(t);
 
 	struct ap_nodes funcs, lines;
-	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE,
-		       &filter, progress, progress_ctx);
-	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE,
-		       &filter, NULL, NULL);
+	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, progress,
+		       progress_ctx);
+	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, NULL, NULL);
 
 	struct ap_list *l = ap_xcalloc(1, sizeof(*l));
 	l->sample_index = o.sample_index;
 	l->total = funcs.total;
 	struct ap_node **fv = sorted_nodes(&funcs);
 	struct ap_node **lv = sorted_nodes(&lines);
-	struct source_cache cache = { .dirs = source_path };
+	struct source_cache cache = {.dirs = source_path};
 	size_t alloc = 0, li = 0;
 	for (size_t i = 0; i < funcs.n; i++) {
 		const struct ap_node *fn = fv[i];

@@ -4,11 +4,10 @@
  * it is, how many allocations the line makes (flat; realloc counts as one),
  * how many pass through it (cum, when it differs: a call line; self=1 when
  * the call is recursive, so those are already counted in the function), and
- * how many of them are still live at exit (0 unless given). tests/report/e2e_views.py reads the markers,
- * records this program with --all and checks `top` and `list` against them.
- * Built with -fno-optimize-sibling-calls and noinline helpers so that every
- * call below is a real frame; output goes through write(2) so stdio's buffer
- * is not an extra allocation. */
+ * how many of them are still live at exit (0 unless given). tests/report/e2e_views.py reads the
+ * markers, records this program with --all and checks `top` and `list` against them. Built with
+ * -fno-optimize-sibling-calls and noinline helpers so that every call below is a real frame; output
+ * goes through write(2) so stdio's buffer is not an extra allocation. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,8 +36,9 @@ static NOINLINE void make_nodes(void)
 static NOINLINE void make_names(void)
 {
 	/* strdup is an allocator wrapper: the call site is this line. */
+	static const char *const label[2] = {"even name", "odd name"};
 	for (int i = 0; i < N_NAMES; i++)
-		names[i] = strdup(i % 2 ? "odd name" : "even name"); /* VIEWS func=make_names flat=300 */
+		names[i] = strdup(label[i % 2]); /* VIEWS func=make_names flat=300 */
 }
 
 static NOINLINE void make_table(void)
@@ -75,11 +75,11 @@ static NOINLINE int recurse(int depth)
 
 int main(void)
 {
-	make_nodes(); /* VIEWS func=main flat=0 cum=1000 */
-	make_names(); /* VIEWS func=main flat=0 cum=300 */
-	make_table(); /* VIEWS func=main flat=0 cum=200 */
+	make_nodes();		   /* VIEWS func=main flat=0 cum=1000 */
+	make_names();		   /* VIEWS func=main flat=0 cum=300 */
+	make_table();		   /* VIEWS func=main flat=0 cum=200 */
 	char *buf = grow_buffer(); /* VIEWS func=main flat=0 cum=10 */
-	int d = recurse(DEPTH); /* VIEWS func=main flat=0 cum=50 */
+	int d = recurse(DEPTH);	   /* VIEWS func=main flat=0 cum=50 */
 
 	for (int i = LIVE_NODES; i < N_NODES; i++)
 		free(nodes[i]);

@@ -18,7 +18,7 @@ static struct {
 	uint64_t ts;
 	uint64_t next_addr;
 	uint32_t tid;
-	void *top;	/* fx_build's return address: stacks end below it */
+	void *top; /* fx_build's return address: stacks end below it */
 } fx;
 
 /* The stack of the caller of grab()'s caller, as the sampler records it:
@@ -127,7 +127,7 @@ static int add_self(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
 	if (info->dlpi_name && info->dlpi_name[0])
-		return 0;	/* the main program has the empty name */
+		return 0; /* the main program has the empty name */
 	char path[4096];
 	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
 	if (n < 0)
@@ -140,8 +140,8 @@ static int add_self(struct dl_phdr_info *info, size_t size, void *data)
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_LOAD && nsegs < 16)
-			segs[nsegs++] = (struct ap_segment){ ph->p_vaddr, ph->p_memsz,
-							     ph->p_offset, ph->p_flags };
+			segs[nsegs++] = (struct ap_segment){ph->p_vaddr, ph->p_memsz, ph->p_offset,
+							    ph->p_flags};
 		if (ph->p_type != PT_NOTE)
 			continue;
 		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
@@ -174,7 +174,7 @@ NOINLINE struct ap_tw *fx_build(uint64_t rate)
 	h.rate = rate;
 	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
 	h.exe = "/usr/bin/fixture";
-	static const char *const argv[] = { "/usr/bin/fixture", "--serve" };
+	static const char *const argv[] = {"/usr/bin/fixture", "--serve"};
 	h.argv = argv;
 	h.argc = 2;
 	memset(&fx, 0, sizeof(fx));
@@ -195,7 +195,7 @@ NOINLINE struct ap_tw *fx_build(uint64_t rate)
 	use_wrapper();
 	grow();
 
-	struct ap_tw_end end = { .end_ns = fx.ts + 1000, .reason = AP_END_EXIT };
+	struct ap_tw_end end = {.end_ns = fx.ts + 1000, .reason = AP_END_EXIT};
 	ap_tw_end(fx.tw, &end);
 	return fx.tw;
 }

@@ -12,14 +12,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);        \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-			failures++;                                           \
-		}                                                             \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static bool near(double a, double b)
@@ -44,7 +44,7 @@ static struct ap_trace *load(uint64_t rate)
 
 static struct ap_symbolizer *symbolizer(const struct ap_trace *t, const char *drop)
 {
-	struct ap_sym_options so = { .drop_frames = drop };
+	struct ap_sym_options so = {.drop_frames = drop};
 	struct ap_error err;
 	struct ap_symbolizer *s = ap_sym_new(t, &so, &err);
 	if (!s) {
@@ -71,10 +71,10 @@ static const struct ap_report_row *line_row(const struct ap_report *r, const cha
 }
 
 static struct ap_report *report(const struct ap_trace *t, struct ap_symbolizer *s,
-				enum ap_sample_index si, enum ap_granularity g,
-				const char *focus, const char *ignore)
+				enum ap_sample_index si, enum ap_granularity g, const char *focus,
+				const char *ignore)
 {
-	struct ap_report_options o = { si, g, focus, ignore };
+	struct ap_report_options o = {si, g, focus, ignore};
 	struct ap_error err;
 	struct ap_report *r = ap_report_new(t, NULL, s, &o, NULL, NULL, &err);
 	if (!r) {
@@ -104,8 +104,8 @@ struct site_values {
 
 static void expect_functions(const struct ap_report *r, const struct site_values *v)
 {
-	double total = v->small + v->big + v->parse + v->token + v->walk + v->wrap +
-		       v->grow0 + v->grow12;
+	double total =
+	    v->small + v->big + v->parse + v->token + v->walk + v->wrap + v->grow0 + v->grow12;
 	CHECK(near(r->total, total), "%s total %g, expected %g",
 	      ap_sample_index_name(r->sample_index), r->total, total);
 	expect(r, "alloc_small", v->small, v->small);
@@ -137,21 +137,34 @@ static void site_values(struct site_values out[AP_SI_COUNT], uint64_t R)
 	double wp = weight(FX_SZ_PARSE, R), wt = weight(FX_SZ_TOKEN, R);
 	double ww = weight(FX_SZ_WALK, R), wr = weight(FX_SZ_WRAP, R);
 	double g0 = weight(FX_GROW0, R), g1 = weight(FX_GROW1, R), g2 = weight(FX_GROW2, R);
-	out[AP_SI_ALLOC_OBJECTS] = (struct site_values){
-		FX_N_SMALL * ws, FX_N_BIG * wb, FX_N_PARSE * wp, FX_N_TOKEN * wt,
-		FX_N_WALK * ww, FX_N_WRAP * wr, g0, g1 + g2 };
-	out[AP_SI_ALLOC_SPACE] = (struct site_values){
-		FX_N_SMALL * FX_SZ_SMALL * ws, FX_N_BIG * FX_SZ_BIG * wb,
-		FX_N_PARSE * FX_SZ_PARSE * wp, FX_N_TOKEN * FX_SZ_TOKEN * wt,
-		FX_N_WALK * FX_SZ_WALK * ww, FX_N_WRAP * FX_SZ_WRAP * wr,
-		FX_GROW0 * g0, FX_GROW1 * g1 + FX_GROW2 * g2 };
+	out[AP_SI_ALLOC_OBJECTS] = (struct site_values){FX_N_SMALL * ws,
+							FX_N_BIG * wb,
+							FX_N_PARSE * wp,
+							FX_N_TOKEN * wt,
+							FX_N_WALK * ww,
+							FX_N_WRAP * wr,
+							g0,
+							g1 + g2};
+	out[AP_SI_ALLOC_SPACE] = (struct site_values){FX_N_SMALL * FX_SZ_SMALL * ws,
+						      FX_N_BIG * FX_SZ_BIG * wb,
+						      FX_N_PARSE * FX_SZ_PARSE * wp,
+						      FX_N_TOKEN * FX_SZ_TOKEN * wt,
+						      FX_N_WALK * FX_SZ_WALK * ww,
+						      FX_N_WRAP * FX_SZ_WRAP * wr,
+						      FX_GROW0 * g0,
+						      FX_GROW1 * g1 + FX_GROW2 * g2};
 	/* Live at the end: FX_KEEP_SMALL small blocks, every big and walk
 	 * block, and the last block of the realloc chain. */
-	out[AP_SI_INUSE_OBJECTS] = (struct site_values){
-		FX_KEEP_SMALL * ws, FX_N_BIG * wb, 0, 0, FX_N_WALK * ww, 0, 0, g2 };
-	out[AP_SI_INUSE_SPACE] = (struct site_values){
-		FX_KEEP_SMALL * FX_SZ_SMALL * ws, FX_N_BIG * FX_SZ_BIG * wb, 0, 0,
-		FX_N_WALK * FX_SZ_WALK * ww, 0, 0, FX_GROW2 * g2 };
+	out[AP_SI_INUSE_OBJECTS] =
+	    (struct site_values){FX_KEEP_SMALL * ws, FX_N_BIG * wb, 0, 0, FX_N_WALK * ww, 0, 0, g2};
+	out[AP_SI_INUSE_SPACE] = (struct site_values){FX_KEEP_SMALL * FX_SZ_SMALL * ws,
+						      FX_N_BIG * FX_SZ_BIG * wb,
+						      0,
+						      0,
+						      FX_N_WALK * FX_SZ_WALK * ww,
+						      0,
+						      0,
+						      FX_GROW2 * g2};
 }
 
 static void test_functions(uint64_t rate)
@@ -170,7 +183,7 @@ static void test_functions(uint64_t rate)
 	struct ap_stack_values *sv = ap_report_stack_values(t);
 	struct ap_trace_totals tot;
 	ap_trace_totals(t, &tot);
-	double sum[AP_SI_COUNT] = { 0 };
+	double sum[AP_SI_COUNT] = {0};
 	for (size_t i = 0; i < t->nstacks; i++)
 		for (int k = 0; k < AP_SI_COUNT; k++)
 			sum[k] += sv[i].v[k];
@@ -199,29 +212,30 @@ static void test_lines_files(const char *src)
 		const char *func, *tag;
 		double flat, cum;
 	} want[] = {
-		{ "alloc_small", "L:small", FX_N_SMALL * FX_SZ_SMALL, FX_N_SMALL * FX_SZ_SMALL },
-		{ "alloc_big", "L:big", FX_N_BIG * FX_SZ_BIG, FX_N_BIG * FX_SZ_BIG },
-		{ "parse", "L:parse_self", FX_N_PARSE * FX_SZ_PARSE, FX_N_PARSE * FX_SZ_PARSE },
-		{ "parse", "L:parse_call", 0, FX_N_TOKEN * FX_SZ_TOKEN },
-		{ "make_token", "L:token", FX_N_TOKEN * FX_SZ_TOKEN, FX_N_TOKEN * FX_SZ_TOKEN },
-		{ "walk", "L:walk_alloc", FX_N_WALK * FX_SZ_WALK, FX_N_WALK * FX_SZ_WALK },
-		/* three recursive frames on this line, counted once */
-		{ "walk", "L:walk_rec", 0, FX_N_WALK * FX_SZ_WALK },
-		{ "use_wrapper", "L:use_wrapper", 0, FX_N_WRAP * FX_SZ_WRAP },
-		{ "grow", "L:grow_malloc", FX_GROW0, FX_GROW0 },
-		{ "grow", "L:grow_realloc", FX_GROW1 + FX_GROW2, FX_GROW1 + FX_GROW2 },
-		{ "fx_build", "L:call_small", 0, FX_N_SMALL * FX_SZ_SMALL },
+	    {"alloc_small", "L:small", FX_N_SMALL * FX_SZ_SMALL, FX_N_SMALL * FX_SZ_SMALL},
+	    {"alloc_big", "L:big", FX_N_BIG * FX_SZ_BIG, FX_N_BIG * FX_SZ_BIG},
+	    {"parse", "L:parse_self", FX_N_PARSE * FX_SZ_PARSE, FX_N_PARSE * FX_SZ_PARSE},
+	    {"parse", "L:parse_call", 0, FX_N_TOKEN * FX_SZ_TOKEN},
+	    {"make_token", "L:token", FX_N_TOKEN * FX_SZ_TOKEN, FX_N_TOKEN * FX_SZ_TOKEN},
+	    {"walk", "L:walk_alloc", FX_N_WALK * FX_SZ_WALK, FX_N_WALK * FX_SZ_WALK},
+	    /* three recursive frames on this line, counted once */
+	    {"walk", "L:walk_rec", 0, FX_N_WALK * FX_SZ_WALK},
+	    {"use_wrapper", "L:use_wrapper", 0, FX_N_WRAP * FX_SZ_WRAP},
+	    {"grow", "L:grow_malloc", FX_GROW0, FX_GROW0},
+	    {"grow", "L:grow_realloc", FX_GROW1 + FX_GROW2, FX_GROW1 + FX_GROW2},
+	    {"fx_build", "L:call_small", 0, FX_N_SMALL * FX_SZ_SMALL},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		int line = fx_line(src, want[i].tag);
 		const struct ap_report_row *w = line_row(r, want[i].func, line);
 		if (!w) {
-			CHECK(0, "lines: no row for %s line %d (%s)", want[i].func, line, want[i].tag);
+			CHECK(0, "lines: no row for %s line %d (%s)", want[i].func, line,
+			      want[i].tag);
 			continue;
 		}
 		CHECK(w->flat == want[i].flat && w->cum == want[i].cum,
-		      "lines: %s:%d flat %g cum %g, expected %g %g", want[i].func, line,
-		      w->flat, w->cum, want[i].flat, want[i].cum);
+		      "lines: %s:%d flat %g cum %g, expected %g %g", want[i].func, line, w->flat,
+		      w->cum, want[i].flat, want[i].cum);
 		CHECK(w->file && strstr(w->file, "fixture.c"), "lines: %s file %s", w->name,
 		      w->file ? w->file : "(null)");
 		char name[512];
@@ -231,9 +245,10 @@ static void test_lines_files(const char *src)
 	ap_report_free(r);
 
 	r = report(t, s, AP_SI_ALLOC_SPACE, AP_GRAN_FILES, NULL, NULL);
-	double total = b->small + b->big + b->parse + b->token + b->walk + b->wrap + b->grow0 + b->grow12;
-	CHECK(r->nrows == 1 && strstr(r->rows[0].name, "fixture.c") &&
-	      r->rows[0].flat == total && r->rows[0].cum == total,
+	double total =
+	    b->small + b->big + b->parse + b->token + b->walk + b->wrap + b->grow0 + b->grow12;
+	CHECK(r->nrows == 1 && strstr(r->rows[0].name, "fixture.c") && r->rows[0].flat == total &&
+		  r->rows[0].cum == total,
 	      "files: %zu rows, first %s", r->nrows, r->nrows ? r->rows[0].name : "-");
 	ap_report_free(r);
 	ap_sym_free(s);
@@ -257,8 +272,8 @@ static void test_filters(void)
 	ap_report_free(r);
 
 	r = report(t, s, AP_SI_ALLOC_SPACE, AP_GRAN_FUNCTIONS, NULL, "make_token");
-	CHECK(r->total == total && r->kept == total - token, "ignore: total %g kept %g",
-	      r->total, r->kept);
+	CHECK(r->total == total && r->kept == total - token, "ignore: total %g kept %g", r->total,
+	      r->kept);
 	expect(r, "parse", parse, parse);
 	expect(r, "make_token", 0, 0);
 	ap_report_free(r);
@@ -271,9 +286,10 @@ static void test_filters(void)
 	CHECK(r->kept == total - FX_N_WALK * FX_SZ_WALK, "files focus+ignore kept %g", r->kept);
 	ap_report_free(r);
 
-	struct ap_report_options o = { AP_SI_ALLOC_SPACE, AP_GRAN_FUNCTIONS, "(", NULL };
+	struct ap_report_options o = {AP_SI_ALLOC_SPACE, AP_GRAN_FUNCTIONS, "(", NULL};
 	struct ap_error err;
-	CHECK(!ap_report_new(t, NULL, s, &o, NULL, NULL, &err) && strstr(err.msg, "focus: bad regex '('"),
+	CHECK(!ap_report_new(t, NULL, s, &o, NULL, NULL, &err) &&
+		  strstr(err.msg, "focus: bad regex '('"),
 	      "bad focus regex: %s", err.msg);
 	ap_sym_free(s);
 
@@ -291,7 +307,7 @@ static void test_list(const char *src)
 {
 	struct ap_trace *t = load(1);
 	struct ap_symbolizer *s = symbolizer(t, NULL);
-	struct ap_report_options o = { .sample_index = AP_SI_ALLOC_SPACE };
+	struct ap_report_options o = {.sample_index = AP_SI_ALLOC_SPACE};
 	struct ap_error err;
 	struct ap_list *l = ap_list_new(t, NULL, s, &o, "^walk$", NULL, NULL, NULL, &err);
 	double walk = FX_N_WALK * FX_SZ_WALK;
@@ -304,7 +320,7 @@ static void test_list(const char *src)
 		      f->path ? f->path : "(null)");
 		/* The range: AP_LIST_MARGIN lines around the lines with samples. */
 		CHECK(f->nlines == (size_t)(la - lr + 1 + 2 * AP_LIST_MARGIN) &&
-		      f->lines[0].line == lr - AP_LIST_MARGIN,
+			  f->lines[0].line == lr - AP_LIST_MARGIN,
 		      "list walk: %zu lines from %d", f->nlines, f->nlines ? f->lines[0].line : 0);
 		for (size_t i = 0; i < f->nlines; i++) {
 			const struct ap_list_line *ln = &f->lines[i];
@@ -323,8 +339,8 @@ static void test_list(const char *src)
 	/* Several functions; by name. */
 	l = ap_list_new(t, NULL, s, &o, "^(parse|make_token)$", NULL, NULL, NULL, &err);
 	CHECK(l && l->nfuncs == 2 && !strcmp(l->funcs[0].name, "make_token") &&
-	      !strcmp(l->funcs[1].name, "parse") &&
-	      l->funcs[1].cum == FX_N_PARSE * FX_SZ_PARSE + FX_N_TOKEN * FX_SZ_TOKEN,
+		  !strcmp(l->funcs[1].name, "parse") &&
+		  l->funcs[1].cum == FX_N_PARSE * FX_SZ_PARSE + FX_N_TOKEN * FX_SZ_TOKEN,
 	      "list parse|make_token");
 	ap_list_free(l);
 
@@ -349,7 +365,7 @@ static void test_replay_random(uint64_t rate)
 	struct ap_tw *tw = ap_tw_new(&h);
 	uint32_t stacks[50];
 	for (uint64_t i = 0; i < 50; i++) {
-		uint64_t pcs[3] = { 0x1000 + i, 0x2000 + i % 7, 0x3000 };
+		uint64_t pcs[3] = {0x1000 + i, 0x2000 + i % 7, 0x3000};
 		stacks[i] = ap_tw_stack(tw, pcs, 3);
 	}
 	uint64_t rng = 12345, ts = h.start_ns;
@@ -378,7 +394,7 @@ static void test_replay_random(uint64_t rate)
 		}
 		}
 	}
-	struct ap_tw_end end = { .end_ns = ts + 1 };
+	struct ap_tw_end end = {.end_ns = ts + 1};
 	ap_tw_end(tw, &end);
 	uint8_t *data;
 	size_t len;
@@ -393,15 +409,15 @@ static void test_replay_random(uint64_t rate)
 	struct ap_stack_values *sv = ap_report_stack_values(t);
 	struct ap_trace_totals tot;
 	ap_trace_totals(t, &tot);
-	double sum[AP_SI_COUNT] = { 0 };
+	double sum[AP_SI_COUNT] = {0};
 	for (size_t i = 0; i < t->nstacks; i++)
 		for (int k = 0; k < AP_SI_COUNT; k++)
 			sum[k] += sv[i].v[k];
 	CHECK(tot.unmatched_frees > 0 && tot.inuse_objects > 0, "random trace: no churn");
 	CHECK(near(sum[AP_SI_ALLOC_OBJECTS], tot.alloc_objects) &&
-	      near(sum[AP_SI_ALLOC_SPACE], tot.alloc_space) &&
-	      near(sum[AP_SI_INUSE_OBJECTS], tot.inuse_objects) &&
-	      near(sum[AP_SI_INUSE_SPACE], tot.inuse_space),
+		  near(sum[AP_SI_ALLOC_SPACE], tot.alloc_space) &&
+		  near(sum[AP_SI_INUSE_OBJECTS], tot.inuse_objects) &&
+		  near(sum[AP_SI_INUSE_SPACE], tot.inuse_space),
 	      "random trace, rate %llu: sums %g %g %g %g, totals %g %g %g %g",
 	      (unsigned long long)rate, sum[0], sum[1], sum[2], sum[3], tot.alloc_objects,
 	      tot.alloc_space, tot.inuse_objects, tot.inuse_space);
