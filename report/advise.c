@@ -130,83 +130,188 @@ static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
 	return t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
 }
 
-uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-			   size_t *n)
+/* ---- matching: every event to its object, once ---- */
+
+struct site_info {		/* facts gathered once */
+	struct site_facts f;
+	double births, alloc_objects, alloc_space;
+	uint64_t samples;
+	uint64_t first_ts, last_ts;
+	double life_sum, life_w;
+};
+
+
+/* Per event of the trace, what it does to which object: the object's slot
+ * (objects live at once get distinct slots; a slot is reused after its
+ * object's free) and the kind. Events of objects of no site, and the FREE
+ * halves of reallocs (the ALLOC half continues the object), are M_NONE. */
+#define M_NONE 0u
+#define M_BIRTH (1u << 30)
+#define M_GROW (2u << 30)
+#define M_PUT (3u << 30)
+#define M_KIND (3u << 30)
+#define M_SLOT (M_BIRTH - 1)
+
+struct match {
+	uint32_t *tag;		/* per event */
+	size_t nslots;
+	uint32_t *end_live;	/* slots of site objects never freed */
+	size_t nend;
+	uint64_t *cyc;		/* gogc cycles */
+	size_t ncyc;
+};
+
+struct mslot {
+	double w;		/* weight for live bytes */
+	uint64_t size;
+	bool site;
+};
+
+/* One pass over the trace: matches every FREE and realloc to its object
+ * by address (the only hashing of the advisor), computes the gogc cycles
+ * from the weighted live bytes on the way, and, with `info`, the sites'
+ * share of allocation (pprof's way: each sampled allocation, reallocs
+ * included, at the site of its own stack). site_of_stack may be NULL (no
+ * sites: cycles only). */
+static void match_events(const struct ap_trace *t, const struct ap_advise_options *o,
+			 const uint32_t *site_of_stack, struct site_info *info,
+			 struct ap_advice *a, struct match *mt)
 {
-	uint64_t *cyc = NULL;
-	size_t nc = 0, alloc = 0;
-	uint64_t end = trace_end(t);
-	if (o->gc_mode == AP_GC_INTERVAL) {
-		for (uint64_t ts = t->start_ns + o->interval_ns; ts < end; ts += o->interval_ns) {
-			AP_ALLOC_GROW(cyc, nc + 1, alloc);
-			cyc[nc++] = ts;
-		}
-		*n = nc;
-		return cyc;
-	}
-	/* gogc: live bytes (weighted) per tracked block, by address. */
+	memset(mt, 0, sizeof(*mt));
+	bool gogc = o->gc_mode == AP_GC_GOGC;
+	size_t ncyc = 0, cyc_alloc = 0;
 	struct amap m;
 	amap_init(&m);
-	double *ws = NULL;	/* weight of the block in a slot */
-	uint64_t *sz = NULL;	/* its size */
+	struct mslot *sl = NULL;
 	uint32_t *freel = NULL;
-	size_t nslots = 0, slots_alloc = 0, sz_alloc = 0, nfree = 0, free_alloc = 0;
-	/* Per thread: the weight of a chain whose realloc FREE half was just
-	 * seen; the ALLOC half continues it. */
-	double *pending = ap_xcalloc(t->nthreads + 1, sizeof(*pending));
+	size_t nslots = 0, slots_alloc = 0, nfree = 0, free_alloc = 0, end_alloc = 0;
+	/* Per thread: the object whose realloc FREE half was just seen; the
+	 * ALLOC half continues it. */
+	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
+	for (size_t i = 0; i <= t->nthreads; i++)
+		pending[i] = UINT32_MAX;
+	uint32_t *tag = ap_xmalloc(t->nev * sizeof(*tag));
 	double live = 0, live_at_cycle = 0, since = 0;
-	const double floor = 4.0 * 1024 * 1024;
+	const double floor4m = 4.0 * 1024 * 1024;
+	const double growth = 1.0 + (double)o->gogc / 100.0;
+	double goal = floor4m;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
+		tag[i] = M_NONE;
 		if (e->type == AP_EV_FREE) {
 			uint32_t s = amap_take(&m, e->addr);
 			if (s == UINT32_MAX)
 				continue;
-			live -= ws[s] * (double)sz[s];
-			if (e->flags & AP_EVF_FROM_REALLOC)
-				pending[e->thread] = ws[s];
+			live -= sl[s].w * (double)sl[s].size;
+			if (e->flags & AP_EVF_FROM_REALLOC) {
+				pending[e->thread] = s;
+				continue;
+			}
+			if (sl[s].site)
+				tag[i] = M_PUT | s;
 			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
 			freel[nfree++] = s;
 			continue;
 		}
 		if (e->type != AP_EV_ALLOC)
 			continue;
+		uint32_t k = pending[e->thread];
+		pending[e->thread] = UINT32_MAX;
 		double w = 0;
+		uint32_t site = UINT32_MAX;
+		if (site_of_stack && e->stack < t->nstacks)
+			site = site_of_stack[e->stack];
 		if (e->flags & AP_EVF_SAMPLED) {
 			w = ev_weight(t, e);
 			since += w * (double)e->size;
-		} else if (e->flags & AP_EVF_REALLOC) {
-			w = pending[e->thread];
+			if (info) {
+				a->total_alloc_objects += w;
+				a->total_alloc_space += w * (double)e->size;
+				if (site != UINT32_MAX) {
+					info[site].alloc_objects += w;
+					info[site].alloc_space += w * (double)e->size;
+				}
+			}
 		}
-		pending[e->thread] = 0;
 		uint32_t s;
-		if (nfree) {
-			s = freel[--nfree];
+		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
+			/* A growth of the object: it keeps its slot and site. */
+			s = k;
+			if (!(e->flags & AP_EVF_SAMPLED))
+				w = sl[s].w;
+			if (sl[s].site)
+				tag[i] = M_GROW | s;
 		} else {
-			AP_ALLOC_GROW(ws, nslots + 1, slots_alloc);
-			AP_ALLOC_GROW(sz, nslots + 1, sz_alloc);
-			s = (uint32_t)nslots++;
+			if (nfree) {
+				s = freel[--nfree];
+			} else {
+				AP_ALLOC_GROW(sl, nslots + 1, slots_alloc);
+				s = (uint32_t)nslots++;
+			}
+			sl[s].site = site != UINT32_MAX;
+			if (sl[s].site)
+				tag[i] = M_BIRTH | s;
 		}
-		ws[s] = w;
-		sz[s] = e->size;
+		sl[s].w = w;
+		sl[s].size = e->size;
 		live += w * (double)e->size;
 		amap_put(&m, e->addr, s);
-		double goal = live_at_cycle * (1.0 + (double)o->gogc / 100.0);
-		if (goal < floor)
-			goal = floor;
-		if (live_at_cycle + since >= goal) {
-			AP_ALLOC_GROW(cyc, nc + 1, alloc);
-			cyc[nc++] = e->ts;
+		if (gogc && live_at_cycle + since >= goal) {
+			AP_ALLOC_GROW(mt->cyc, ncyc + 1, cyc_alloc);
+			mt->cyc[ncyc++] = e->ts;
 			live_at_cycle = live;
 			since = 0;
+			goal = live_at_cycle * growth;
+			if (goal < floor4m)
+				goal = floor4m;
 		}
 	}
-	free(ws);
-	free(sz);
+	for (size_t j = 0; j < m.cap; j++)
+		if (m.e[j].key && sl[m.e[j].val].site) {
+			AP_ALLOC_GROW(mt->end_live, mt->nend + 1, end_alloc);
+			mt->end_live[mt->nend++] = m.e[j].val;
+		}
+	mt->tag = tag;
+	mt->nslots = nslots;
+	mt->ncyc = ncyc;
+	free(sl);
 	free(pending);
 	free(freel);
 	amap_release(&m);
+}
+
+static void match_release(struct match *mt)
+{
+	free(mt->tag);
+	free(mt->end_live);
+	free(mt->cyc);
+}
+
+static uint64_t *interval_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+				 size_t *n)
+{
+	uint64_t *cyc = NULL;
+	size_t nc = 0, alloc = 0;
+	uint64_t end = trace_end(t);
+	for (uint64_t ts = t->start_ns + o->interval_ns; ts < end; ts += o->interval_ns) {
+		AP_ALLOC_GROW(cyc, nc + 1, alloc);
+		cyc[nc++] = ts;
+	}
 	*n = nc;
+	return cyc;
+}
+
+uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+			   size_t *n)
+{
+	if (o->gc_mode == AP_GC_INTERVAL)
+		return interval_cycles(t, o, n);
+	struct match mt;
+	match_events(t, o, NULL, NULL, NULL, &mt);
+	uint64_t *cyc = mt.cyc;
+	*n = mt.ncyc;
+	mt.cyc = NULL;
+	match_release(&mt);
 	return cyc;
 }
 
@@ -240,14 +345,6 @@ struct site_run {		/* one site in one replay pass */
 	bool active;
 	double scale;		/* sampled: estimated objects per replayed one */
 	struct ap_replay_result r;
-};
-
-struct site_info {		/* facts gathered once */
-	struct site_facts f;
-	double births, alloc_objects, alloc_space;
-	uint64_t samples;
-	uint64_t first_ts, last_ts;
-	double life_sum, life_w;
 };
 
 struct replay {
@@ -359,67 +456,25 @@ struct live {
 	uint32_t site;
 };
 
-/* --all: every event replayed in trace order. `info` is filled on the first
- * pass (NULL on later ones). */
-static void pass_exact(struct replay *rp, const uint32_t *site_of_stack,
+/* --all: every event replayed in trace order, objects as matched once by
+ * match_events. `info` is filled on the first pass (NULL on later ones). */
+static void pass_exact(struct replay *rp, const struct match *mt, const uint32_t *site_of_stack,
 		       struct site_info *info)
 {
 	const struct ap_trace *t = rp->t;
-	struct amap m;
-	amap_init(&m);
-	struct live *lv = NULL;
-	uint32_t *freel = NULL;
-	size_t nlv = 0, lv_alloc = 0, nfree = 0, free_alloc = 0;
-	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
-	for (size_t i = 0; i <= t->nthreads; i++)
-		pending[i] = UINT32_MAX;
-
+	const uint32_t *tag = mt->tag;
+	struct live *lv = ap_xmalloc(mt->nslots * sizeof(*lv));
 	for (size_t i = 0; i < t->nev; i++) {
+		uint32_t tg = tag[i];
+		if (tg == M_NONE)
+			continue;
 		const struct ap_event *e = &t->ev[i];
-		if (e->type == AP_EV_FREE) {
-			uint32_t k = amap_take(&m, e->addr);
-			if (k == UINT32_MAX)
-				continue;
-			if (e->flags & AP_EVF_FROM_REALLOC) {
-				pending[e->thread] = k;
-				continue;
-			}
-			struct live *l = &lv[k];
-			if (l->site != UINT32_MAX) {
-				struct site_run *s = &rp->runs[l->site];
-				if (s->active)
-					r_put(rp, s, e->ts, e->cpu, l->cap);
-				if (info) {
-					info[l->site].life_sum += (double)(e->ts - l->birth);
-					info[l->site].life_w += 1;
-				}
-			}
-			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
-			freel[nfree++] = k;
-			continue;
-		}
-		if (e->type != AP_EV_ALLOC)
-			continue;
-		uint32_t k = pending[e->thread];
-		pending[e->thread] = UINT32_MAX;
-		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
-			struct live *l = &lv[k];
-			if (l->site != UINT32_MAX && rp->runs[l->site].active)
-				r_grow(rp, &rp->runs[l->site], e->size, &l->cap);
-			amap_put(&m, e->addr, k);
-			continue;
-		}
-		if (nfree) {
-			k = freel[--nfree];
-		} else {
-			AP_ALLOC_GROW(lv, nlv + 1, lv_alloc);
-			k = (uint32_t)nlv++;
-		}
-		struct live *l = &lv[k];
-		l->site = e->stack < t->nstacks ? site_of_stack[e->stack] : UINT32_MAX;
-		l->birth = e->ts;
-		l->cap = e->size;
-		if (l->site != UINT32_MAX) {
+		struct live *l = &lv[tg & M_SLOT];
+		switch (tg & M_KIND) {
+		case M_BIRTH: {
+			l->site = site_of_stack[e->stack];
+			l->birth = e->ts;
+			l->cap = e->size;
 			struct site_run *s = &rp->runs[l->site];
 			if (s->active)
 				l->cap = r_get(rp, s, e->ts, e->cpu, e->size);
@@ -432,19 +487,30 @@ static void pass_exact(struct replay *rp, const uint32_t *site_of_stack,
 				si->births += 1;
 				si->f.hist[size_bucket(e->size)] += 1;
 			}
+			break;
 		}
-		amap_put(&m, e->addr, k);
+		case M_GROW:
+			if (rp->runs[l->site].active)
+				r_grow(rp, &rp->runs[l->site], e->size, &l->cap);
+			break;
+		default: {	/* M_PUT */
+			struct site_run *s = &rp->runs[l->site];
+			if (s->active)
+				r_put(rp, s, e->ts, e->cpu, l->cap);
+			if (info) {
+				info[l->site].life_sum += (double)(e->ts - l->birth);
+				info[l->site].life_w += 1;
+			}
+			break;
+		}
+		}
 	}
-	for (size_t j = 0; j < m.cap; j++)
-		if (m.e[j].key) {
-			uint32_t site = lv[m.e[j].val].site;
-			if (site != UINT32_MAX && rp->runs[site].active)
-				rp->runs[site].r.escaped++;
-		}
-	free(pending);
+	for (size_t j = 0; j < mt->nend; j++) {
+		uint32_t site = lv[mt->end_live[j]].site;
+		if (rp->runs[site].active)
+			rp->runs[site].r.escaped++;
+	}
 	free(lv);
-	free(freel);
-	amap_release(&m);
 }
 
 /* ---- sampled traces: the reconstruction ---- */
@@ -484,76 +550,60 @@ struct recon {
 	double *escaped;	/* per site: copies never freed */
 };
 
-/* Collects the sampled objects and their growths and frees. */
-static void recon_collect(struct recon *rc, const struct ap_trace *t,
+/* Collects the sampled objects (those born by a sampled allocation) and
+ * their growths and frees, objects as matched once by match_events. */
+static void recon_collect(struct recon *rc, const struct ap_trace *t, const struct match *mt,
 			  const uint32_t *site_of_stack, struct site_info *info)
 {
-	struct amap m;
-	amap_init(&m);
-	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
-	for (size_t i = 0; i <= t->nthreads; i++)
-		pending[i] = UINT32_MAX;
+	uint32_t *rec_of = ap_xmalloc(mt->nslots * sizeof(*rec_of));
 	for (size_t i = 0; i < t->nev; i++) {
+		uint32_t tg = mt->tag[i];
+		if (tg == M_NONE)
+			continue;
 		const struct ap_event *e = &t->ev[i];
-		if (e->type == AP_EV_FREE) {
-			uint32_t k = amap_take(&m, e->addr);
-			if (k == UINT32_MAX)
-				continue;
-			if (e->flags & AP_EVF_FROM_REALLOC) {
-				pending[e->thread] = k;
+		uint32_t slot = tg & M_SLOT;
+		if ((tg & M_KIND) == M_BIRTH) {
+			if (!(e->flags & AP_EVF_SAMPLED)) {
+				rec_of[slot] = UINT32_MAX;
 				continue;
 			}
-			if (k == UINT32_MAX - 1)
-				continue;
-			struct srec *r = &rc->rec[k];
-			r->freed = true;
-			r->death = e->ts;
-			r->dcpu = e->cpu;
-			info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
-			info[r->site].life_w += r->w;
+			uint32_t site = site_of_stack[e->stack];
+			AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
+			struct srec *r = &rc->rec[rc->nrec];
+			*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(t, e),
+					    .site = site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
+					    .cpu = e->cpu };
+			struct site_info *si = &info[site];
+			if (!si->samples)
+				si->first_ts = e->ts;
+			si->last_ts = e->ts;
+			si->samples++;
+			si->births += r->w;
+			si->f.hist[size_bucket(e->size)] += r->w;
+			rec_of[slot] = (uint32_t)rc->nrec++;
 			continue;
 		}
-		if (e->type != AP_EV_ALLOC)
+		uint32_t k = rec_of[slot];
+		if (k == UINT32_MAX)
 			continue;
-		uint32_t k = pending[e->thread];
-		pending[e->thread] = UINT32_MAX;
-		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
-			if (k != UINT32_MAX - 1) {
-				AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
-				rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
-				struct srec *r = &rc->rec[k];
-				if (r->gtail == UINT32_MAX)
-					r->ghead = (uint32_t)rc->ng;
-				else
-					rc->g[r->gtail].next = (uint32_t)rc->ng;
-				r->gtail = (uint32_t)rc->ng++;
-			}
-			amap_put(&m, e->addr, k);
+		struct srec *r = &rc->rec[k];
+		if ((tg & M_KIND) == M_GROW) {
+			AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
+			rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
+			if (r->gtail == UINT32_MAX)
+				r->ghead = (uint32_t)rc->ng;
+			else
+				rc->g[r->gtail].next = (uint32_t)rc->ng;
+			r->gtail = (uint32_t)rc->ng++;
 			continue;
 		}
-		uint32_t site = e->stack < t->nstacks ? site_of_stack[e->stack] : UINT32_MAX;
-		if (site == UINT32_MAX || !(e->flags & AP_EVF_SAMPLED)) {
-			/* Tracked, but of no site: its free and growths are
-			 * followed and ignored. */
-			amap_put(&m, e->addr, UINT32_MAX - 1);
-			continue;
-		}
-		AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
-		struct srec *r = &rc->rec[rc->nrec];
-		*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(t, e),
-				    .site = site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
-				    .cpu = e->cpu };
-		struct site_info *si = &info[site];
-		if (!si->samples)
-			si->first_ts = e->ts;
-		si->last_ts = e->ts;
-		si->samples++;
-		si->births += r->w;
-		si->f.hist[size_bucket(e->size)] += r->w;
-		amap_put(&m, e->addr, (uint32_t)rc->nrec++);
+		r->freed = true;
+		r->death = e->ts;
+		r->dcpu = e->cpu;
+		info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
+		info[r->site].life_w += r->w;
 	}
-	free(pending);
-	amap_release(&m);
+	free(rec_of);
 }
 
 /* Objects replayed per site at most; a site over it replays its first
@@ -692,7 +742,7 @@ static void scale_result(struct ap_replay_result *r, double k)
 
 /* One replay of the active sites, each with its cap. */
 static void replay_pass(struct replay *rp, const uint64_t *caps, const uint32_t *site_of_stack,
-			struct recon *rc, struct site_info *info)
+			const struct match *mt, struct recon *rc, struct site_info *info)
 {
 	for (size_t s = 0; s < rp->nsites; s++) {
 		struct site_run *run = &rp->runs[s];
@@ -706,7 +756,7 @@ static void replay_pass(struct replay *rp, const uint64_t *caps, const uint32_t 
 	if (rc)
 		pass_recon(rp, rc);
 	else
-		pass_exact(rp, site_of_stack, info);
+		pass_exact(rp, mt, site_of_stack, info);
 	for (size_t s = 0; s < rp->nsites; s++) {
 		struct site_run *run = &rp->runs[s];
 		if (!run->active)
@@ -745,12 +795,6 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .nsites = m->nsites };
 	rp.t_end = trace_end(t);
 	a->duration_ns = rp.t_end > t->start_ns ? rp.t_end - t->start_ns : 0;
-	size_t ncyc;
-	uint64_t *cyc = ap_advise_cycles(t, o, &ncyc);
-	rp.cyc = cyc;
-	rp.ncyc = ncyc;
-	a->cycles = ncyc;
-	a->mean_cycle_ns = (double)a->duration_ns / (double)(ncyc + 1);
 	costs_by_bucket(&rp);
 
 	size_t ns = m->nsites;
@@ -763,29 +807,27 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		rp.runs[s].scale = 1;
 	}
 
-	/* The sites' share of allocation, pprof's way: each sampled
-	 * allocation (reallocs included) at the site of its own stack. */
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct ap_event *e = &t->ev[i];
-		if (e->type != AP_EV_ALLOC || !(e->flags & AP_EVF_SAMPLED))
-			continue;
-		double w = ev_weight(t, e);
-		a->total_alloc_objects += w;
-		a->total_alloc_space += w * (double)e->size;
-		uint32_t s = e->stack < t->nstacks ? m->site_of_stack[e->stack] : UINT32_MAX;
-		if (s != UINT32_MAX) {
-			info[s].alloc_objects += w;
-			info[s].alloc_space += w * (double)e->size;
-		}
+	/* The objects, the sites' shares and (gogc) the cycles: one pass. */
+	struct match mt;
+	match_events(t, o, m->site_of_stack, info, a, &mt);
+	if (o->gc_mode == AP_GC_INTERVAL) {
+		free(mt.cyc);
+		mt.cyc = interval_cycles(t, o, &mt.ncyc);
 	}
+	rp.cyc = mt.cyc;
+	rp.ncyc = mt.ncyc;
+	a->cycles = mt.ncyc;
+	a->mean_cycle_ns = (double)a->duration_ns / (double)(mt.ncyc + 1);
 
 	struct recon rc = { 0 }, *rcp = NULL;
 	if (a->sampled) {
-		recon_collect(&rc, t, m->site_of_stack, info);
+		recon_collect(&rc, t, &mt, m->site_of_stack, info);
+		free(mt.tag);	/* the replays read the reconstruction */
+		mt.tag = NULL;
 		recon_build(&rc, &rp, info, o->seed);
 		rcp = &rc;
 	}
-	replay_pass(&rp, caps, m->site_of_stack, rcp, info);
+	replay_pass(&rp, caps, m->site_of_stack, &mt, rcp, info);
 
 	a->sites = ap_xcalloc(ns ? ns : 1, sizeof(*a->sites));
 	for (size_t s = 0; s < ns; s++) {
@@ -828,7 +870,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	for (size_t s = 0; s < ns; s++)
 		any |= rp.runs[s].active;
 	if (any) {
-		replay_pass(&rp, caps, m->site_of_stack, rcp, NULL);
+		replay_pass(&rp, caps, m->site_of_stack, &mt, rcp, NULL);
 		for (size_t s = 0; s < ns; s++)
 			if (rp.runs[s].active)
 				a->sites[s].rc = rp.runs[s].r;
@@ -862,7 +904,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	free(rp.runs);
 	free(caps);
 	free(info);
-	free(cyc);
+	match_release(&mt);
 	return a;
 }
 
