@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "advise", cmd_advise, "which allocation sites a pool would pay at, and why" },
 	{ "calibrate", cmd_calibrate, "measure allocation and pool costs for advise" },
 	{ "export", cmd_export, "write a trace as pprof profile.proto, folded stacks or JSON" },
+	{ "tui", cmd_tui, "browse top, list and advise interactively (ncurses)" },
 	{ NULL, NULL, NULL },
 };
 

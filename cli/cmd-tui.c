@@ -1,0 +1,293 @@
+/* `allocprof tui`: the top, list and advise views of a trace in one
+ * interactive ncurses browser (cli/tui.c), or, with --batch, the same keys
+ * applied without a terminal and the final screen printed as text. */
+#include <curses.h>
+#include <getopt.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "tui.h"
+
+enum {
+	OPT_FUNCTIONS = AP_VOPT_FIRST_OWN,
+	OPT_LINES,
+	OPT_FILES,
+	OPT_CUM,
+	OPT_SOURCE_PATH,
+	OPT_BATCH,
+	OPT_KEYS,
+	OPT_SIZE,
+};
+
+static void tui_usage(FILE *f)
+{
+	fputs("usage: allocprof tui [OPTIONS] TRACE\n\n"
+	      "Browses TRACE interactively: the top table (flat, flat%, sum%, cum,\n"
+	      "cum%), Enter on a function for its annotated source (as list), 'a' for\n"
+	      "the pool advisor (as advise), '?' for the keys. The options set where\n"
+	      "the browser starts; keys change them.\n\n"
+	      "options:\n"
+	      "  --functions          one node per function (default)\n"
+	      "  --lines              one node per source line\n"
+	      "  --files              one node per source file\n"
+	      "  --cum                sort by cum instead of flat\n"
+	      "  --source-path DIRS   where to look for sources that moved (as list)\n"
+	      "  --batch              no terminal: apply --keys, print the final screen\n"
+	      "  --keys KEYS          the keys for --batch: characters, and <up> <down>\n"
+	      "                       <left> <right> <pgup> <pgdn> <home> <end> <enter>\n"
+	      "                       <esc> <bs> <tab> <space> <lt> <resize:COLSxROWS>\n"
+	      "  --size COLSxROWS     the screen size of --batch (default 100x30)\n"
+	      "  --alloc_space        bytes allocated (default)\n"
+	      "  --alloc_objects      allocations made\n"
+	      "  --inuse_space        bytes still allocated at the end of the trace\n"
+	      "  --inuse_objects      allocations still live at the end of the trace\n"
+	      "  --focus REGEX        keep only stacks with a frame matching REGEX\n"
+	      "  --ignore REGEX       drop stacks with a frame matching REGEX\n"
+	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
+	      "                       wrappers (the call site is below them)\n"
+	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      "  -h, --help           show this help\n",
+	      f);
+}
+
+/* ---- the terminal ------------------------------------------------------- */
+
+static struct tui_screen term_screen;
+
+/* The pairs of the colour attributes, when the terminal has colours. */
+static chtype attr_of(int a, bool colors)
+{
+	switch (a) {
+	case TUI_TITLE:
+		return colors ? COLOR_PAIR(1) | A_BOLD : A_REVERSE | A_BOLD;
+	case TUI_BOLD:
+		return A_BOLD;
+	case TUI_CURSOR:
+		return A_REVERSE;
+	case TUI_GOOD:
+		return colors ? COLOR_PAIR(2) | A_BOLD : A_BOLD;
+	case TUI_BAD:
+		return colors ? COLOR_PAIR(3) : A_NORMAL;
+	case TUI_STATUS:
+		return colors ? COLOR_PAIR(1) : A_REVERSE;
+	}
+	return A_NORMAL;
+}
+
+/* Copies the screen model to curses, in runs of one attribute. */
+static void term_blit(const struct tui_screen *s, int cursor_col)
+{
+	bool colors = has_colors();
+	char run[4096];
+	for (int r = 0; r < s->rows; r++) {
+		const struct tui_cell *c = &s->cells[(size_t)r * (size_t)s->cols];
+		int x = 0;
+		move(r, 0);
+		while (x < s->cols) {
+			int a = c[x].attr;
+			size_t len = 0;
+			while (x < s->cols && c[x].attr == a && len + 4 < sizeof(run)) {
+				memcpy(run + len, c[x].ch, c[x].len);
+				len += c[x].len;
+				x++;
+			}
+			run[len] = 0;
+			attrset(attr_of(a, colors));
+			/* The bottom-right cell cannot be written without
+			 * scrolling; curses reports ERR for it, harmlessly. */
+			addstr(run);
+		}
+	}
+	attrset(A_NORMAL);
+	if (cursor_col >= 0) {
+		curs_set(1);
+		move(s->rows - 1, cursor_col < s->cols ? cursor_col : s->cols - 1);
+	} else {
+		curs_set(0);
+	}
+}
+
+static void term_draw(struct tui *t)
+{
+	int cursor;
+	tui_draw(t, &term_screen, &cursor);
+	term_blit(&term_screen, cursor);
+	refresh();
+}
+
+/* A long step is about to run: say so on the status line. */
+static void term_busy(struct tui *t, const char *what)
+{
+	snprintf(t->status, sizeof(t->status), "%s ...", what);
+	term_draw(t);
+	t->status[0] = 0;
+}
+
+static int run_terminal(struct tui *t)
+{
+	setlocale(LC_CTYPE, "");
+	SCREEN *scr = newterm(NULL, stdout, stdin);
+	if (!scr) {
+		const char *term = getenv("TERM");
+		ap_die_msg("tui: cannot use terminal type '%s'", term ? term : "");
+		return AP_EXIT_FAIL;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	set_escdelay(25);
+	if (has_colors()) {
+		start_color();
+		use_default_colors();
+		init_pair(1, COLOR_WHITE, COLOR_BLUE);
+		init_pair(2, COLOR_GREEN, -1);
+		init_pair(3, COLOR_RED, -1);
+	}
+	t->busy = term_busy;
+	tui_resize(t, LINES, COLS);
+	while (!t->quit) {
+		term_draw(t);
+		int key = getch();
+		if (key == ERR)
+			continue;
+		if (key == KEY_RESIZE)
+			tui_resize(t, LINES, COLS);
+		tui_key(t, key);
+	}
+	endwin();
+	delscreen(scr);
+	tui_screen_release(&term_screen);
+	return AP_EXIT_OK;
+}
+
+/* ---- batch -------------------------------------------------------------- */
+
+static int run_batch(struct tui *t, const int *keys, int nkeys, const int *sizes)
+{
+	struct tui_screen s = {0};
+	int cursor;
+	for (int i = 0; i < nkeys && !t->quit; i++) {
+		if (keys[i] == KEY_RESIZE) {
+			tui_resize(t, sizes[1], sizes[0]);
+			sizes += 2;
+		}
+		tui_key(t, keys[i]);
+	}
+	tui_draw(t, &s, &cursor);
+	tui_screen_print(&s, stdout);
+	tui_screen_release(&s);
+	return AP_EXIT_OK;
+}
+
+int cmd_tui(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    AP_VIEW_LONGOPTS,
+	    {"functions", no_argument, NULL, OPT_FUNCTIONS},
+	    {"lines", no_argument, NULL, OPT_LINES},
+	    {"files", no_argument, NULL, OPT_FILES},
+	    {"cum", no_argument, NULL, OPT_CUM},
+	    {"source-path", required_argument, NULL, OPT_SOURCE_PATH},
+	    {"source_path", required_argument, NULL, OPT_SOURCE_PATH},
+	    {"batch", no_argument, NULL, OPT_BATCH},
+	    {"keys", required_argument, NULL, OPT_KEYS},
+	    {"size", required_argument, NULL, OPT_SIZE},
+	    {NULL, 0, NULL, 0},
+	};
+	struct tui_options o = {0};
+	bool batch = false;
+	const char *keys_text = NULL;
+	int cols = 100, rows = 30, opt;
+
+	ap_view_opts_init(&o.view);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt != AP_VOPT_JSON && ap_view_option(&o.view, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'h':
+			tui_usage(stdout);
+			return AP_EXIT_OK;
+		case AP_VOPT_JSON:
+			return ap_usage_error("tui", "--json is for top, list and advise");
+		case OPT_FUNCTIONS:
+			o.view.report.granularity = AP_GRAN_FUNCTIONS;
+			break;
+		case OPT_LINES:
+			o.view.report.granularity = AP_GRAN_LINES;
+			break;
+		case OPT_FILES:
+			o.view.report.granularity = AP_GRAN_FILES;
+			break;
+		case OPT_CUM:
+			o.by_cum = true;
+			break;
+		case OPT_SOURCE_PATH:
+			o.source_path = optarg;
+			break;
+		case OPT_BATCH:
+			batch = true;
+			break;
+		case OPT_KEYS:
+			keys_text = optarg;
+			break;
+		case OPT_SIZE:
+			if (tui_parse_size(optarg, &cols, &rows))
+				return ap_usage_error("tui",
+						      "--size wants COLSxROWS, at least 20x5, "
+						      "not '%s'",
+						      optarg);
+			break;
+		default:
+			return ap_view_bad_option("tui", opt, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return ap_usage_error("tui",
+				      argc == optind ? "no trace given" : "too many arguments");
+	if (keys_text && !batch)
+		return ap_usage_error("tui", "--keys goes with --batch");
+
+	int *keys = NULL, *sizes = NULL, nkeys = 0;
+	if (batch) {
+		struct ap_error err;
+		nkeys = tui_parse_keys(keys_text ? keys_text : "", &keys, &sizes, &err);
+		if (nkeys < 0)
+			return ap_usage_error("tui", "--keys: %s", err.msg);
+	} else if (!isatty(STDOUT_FILENO)) {
+		ap_die_msg("tui: standard output is not a terminal (use top/list/advise, or "
+			   "--batch)");
+		return AP_EXIT_FAIL;
+	} else if (!isatty(STDIN_FILENO)) {
+		ap_die_msg("tui: standard input is not a terminal (use top/list/advise, or "
+			   "--batch)");
+		return AP_EXIT_FAIL;
+	}
+
+	struct ap_view v;
+	int rc = ap_view_load(&v, argv[optind], &o.view);
+	struct tui t;
+	if (!rc) {
+		rc = tui_init(&t, &v, &o, rows, cols);
+		ap_view_warnings(&v);
+		/* On a terminal the screen hides stderr: the first warning
+		 * goes to the status line too. */
+		const char *const *w = ap_sym_warnings(v.sym);
+		if (!rc && w && *w)
+			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
+		if (!rc) {
+			rc = batch ? run_batch(&t, keys, nkeys, sizes) : run_terminal(&t);
+			tui_release(&t);
+		}
+		ap_view_release(&v);
+	}
+	free(keys);
+	free(sizes);
+	return rc;
+}

@@ -1,0 +1,1041 @@
+/* The browser of `allocprof tui`: its state, its keys and its views (top,
+ * list, advise, one advise site, help), drawn into a struct tui_screen.
+ * The models come from report/ (ap_report_new, ap_list_new, ap_advise_run);
+ * this file only draws them and moves around in them. */
+#include <curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tui.h"
+
+#define KEY_ESC 27
+
+/* The order `s` cycles through, as the brief and pprof list them. */
+static const enum ap_sample_index si_cycle[] = {AP_SI_ALLOC_SPACE, AP_SI_ALLOC_OBJECTS,
+						AP_SI_INUSE_SPACE, AP_SI_INUSE_OBJECTS};
+static const char *const gran_names[] = {"functions", "lines", "files"};
+
+/* Columns of the top table before the name: "%10s %6s %6s %10s %6s  ". */
+#define TOP_FIXED 46
+/* Columns of a list line before the source: "%10s %10s %6d:". */
+#define LIST_FIXED 29
+
+/* ---- pages of text (list, one advise site, help) ------------------------ */
+
+static void page_add(struct tui_page *p, int attr, const char *fixed, const char *body)
+{
+	AP_ALLOC_GROW(p->lines, p->n + 1, p->alloc);
+	p->lines[p->n++] = (struct tui_line){
+	    .fixed = ap_xstrdup(fixed),
+	    .body = body ? ap_xstrdup(body) : NULL,
+	    .attr = attr,
+	};
+}
+
+static void page_addf(struct tui_page *p, int attr, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void page_addf(struct tui_page *p, int attr, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	page_add(p, attr, buf, NULL);
+}
+
+/* Adds `text` word-wrapped to `width` columns, each line after `indent`. */
+static void page_wrap(struct tui_page *p, int attr, const char *indent, const char *text, int width)
+{
+	if (width < 20)
+		width = 20;
+	struct ap_buf line = AP_BUF_INIT;
+	const char *s = text;
+	while (*s) {
+		while (*s == ' ')
+			s++;
+		size_t w = strcspn(s, " ");
+		if (line.len && line.len + 1 + w > (size_t)width) {
+			page_addf(p, attr, "%s%s", indent, line.buf);
+			ap_buf_reset(&line);
+		}
+		if (line.len)
+			ap_buf_addstr(&line, " ");
+		ap_buf_add(&line, s, w);
+		s += w;
+	}
+	if (line.len)
+		page_addf(p, attr, "%s%s", indent, line.buf);
+	ap_buf_release(&line);
+}
+
+static void page_release(struct tui_page *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->lines[i].fixed);
+		free(p->lines[i].body);
+	}
+	free(p->lines);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- scrolling ---------------------------------------------------------- */
+
+/* Rows each view has for its lines: the top view has four header lines,
+ * the advise view three, the pages one; all have the status line. */
+static size_t view_page(const struct tui *t, enum tui_view_kind k)
+{
+	int head = k == TUI_VIEW_TOP ? 4 : k == TUI_VIEW_ADVISE ? 3 : 1;
+	int n = t->rows - head - 1;
+	return n > 1 ? (size_t)n : 1;
+}
+
+/* Keeps a cursor view's cursor inside its n lines and on screen, or a
+ * page's first line inside its range. */
+static void pos_fix(struct tui_pos *p, size_t n, size_t page, bool cursor)
+{
+	if (!cursor) {
+		size_t max = n > page ? n - page : 0;
+		if (p->top > max)
+			p->top = max;
+		return;
+	}
+	if (n == 0) {
+		p->cur = p->top = 0;
+		return;
+	}
+	if (p->cur >= n)
+		p->cur = n - 1;
+	if (p->cur < p->top)
+		p->top = p->cur;
+	if (p->cur >= p->top + page)
+		p->top = p->cur - page + 1;
+	if (p->top + page > n)
+		p->top = n > page ? n - page : 0;
+}
+
+/* The movement keys; returns false for any other key. A cursor view moves
+ * its cursor, a page its first line. */
+static bool pos_key(struct tui_pos *p, size_t n, size_t page, bool cursor, int key)
+{
+	size_t *v = cursor ? &p->cur : &p->top;
+	switch (key) {
+	case KEY_DOWN:
+	case 'j':
+		(*v)++;
+		break;
+	case KEY_UP:
+	case 'k':
+		if (*v)
+			(*v)--;
+		break;
+	case KEY_NPAGE:
+	case ' ':
+		*v += page;
+		break;
+	case KEY_PPAGE:
+		*v = *v > page ? *v - page : 0;
+		break;
+	case KEY_HOME:
+		*v = 0;
+		break;
+	case KEY_END:
+		*v = n ? n - 1 : 0;
+		if (!cursor)
+			*v = n > page ? n - page : 0;
+		break;
+	case KEY_RIGHT:
+	case 'l':
+		p->hscroll += 8;
+		break;
+	case KEY_LEFT:
+	case 'h':
+		p->hscroll = p->hscroll > 8 ? p->hscroll - 8 : 0;
+		break;
+	default:
+		return false;
+	}
+	if (!cursor && *v + page > n)
+		*v = n > page ? n - page : 0;
+	pos_fix(p, n, page, cursor);
+	return true;
+}
+
+/* ---- the top model ------------------------------------------------------ */
+
+static void busy(struct tui *t, const char *what)
+{
+	if (t->busy)
+		t->busy(t, what);
+}
+
+static void set_status(struct tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_status(struct tui *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->status, sizeof(t->status), fmt, ap);
+	va_end(ap);
+}
+
+static size_t row_named(const struct ap_report *r, const char *name, size_t fallback)
+{
+	for (size_t i = 0; name && i < r->nrows; i++)
+		if (!strcmp(r->rows[i].name, name))
+			return i;
+	return fallback;
+}
+
+static char *current_name(const struct tui *t)
+{
+	const struct ap_report *r = t->report;
+	if (!r || t->top_pos.cur >= r->nrows)
+		return NULL;
+	return ap_xstrdup(r->rows[t->top_pos.cur].name);
+}
+
+/* Rebuilds the top model with the current options. On failure (a bad
+ * regex) the old model stays, the error goes to the status line and -1 is
+ * returned. The cursor stays on the same node when it still exists. */
+static int rebuild(struct tui *t)
+{
+	struct ap_error err;
+	busy(t, "symbolizing");
+	struct ap_report *r = ap_report_new(t->v->trace, t->v->values, t->v->sym, &t->o.view.report,
+					    NULL, NULL, &err);
+	if (!r) {
+		set_status(t, "%s", err.msg);
+		return -1;
+	}
+	if (t->o.by_cum)
+		ap_report_sort(r, true);
+	char *name = current_name(t);
+	t->top_pos.cur = row_named(r, name, t->top_pos.cur);
+	free(name);
+	ap_report_free(t->report);
+	t->report = r;
+	pos_fix(&t->top_pos, r->nrows, view_page(t, TUI_VIEW_TOP), true);
+	return 0;
+}
+
+static void next_sample_index(struct tui *t)
+{
+	enum ap_sample_index old = t->o.view.report.sample_index;
+	size_t i = 0;
+	while (i < AP_ARRAY_SIZE(si_cycle) && si_cycle[i] != old)
+		i++;
+	t->o.view.report.sample_index = si_cycle[(i + 1) % AP_ARRAY_SIZE(si_cycle)];
+	if (rebuild(t))
+		t->o.view.report.sample_index = old;
+}
+
+static void next_granularity(struct tui *t)
+{
+	enum ap_granularity old = t->o.view.report.granularity;
+	t->o.view.report.granularity = (enum ap_granularity)((old + 1) % 3);
+	if (rebuild(t))
+		t->o.view.report.granularity = old;
+}
+
+static void toggle_cum(struct tui *t)
+{
+	char *name = current_name(t);
+	t->o.by_cum = !t->o.by_cum;
+	ap_report_sort(t->report, t->o.by_cum);
+	t->top_pos.cur = row_named(t->report, name, t->top_pos.cur);
+	free(name);
+	pos_fix(&t->top_pos, t->report->nrows, view_page(t, TUI_VIEW_TOP), true);
+}
+
+/* Applies the prompt's text as the focus or ignore regex. */
+static void apply_filter(struct tui *t)
+{
+	char **slot = t->prompt == '/' ? &t->focus : &t->ignore;
+	const char **opt = t->prompt == '/' ? &t->o.view.report.focus : &t->o.view.report.ignore;
+	char *old = *slot;
+	*slot = t->input.len ? ap_xstrdup(t->input.buf) : NULL;
+	*opt = *slot;
+	if (rebuild(t)) {
+		free(*slot);
+		*slot = old;
+		*opt = old;
+		return;
+	}
+	free(old);
+}
+
+/* ---- the list view ------------------------------------------------------ */
+
+/* `s` as a POSIX extended regex matching exactly `s`. */
+static char *regex_exact(const char *s)
+{
+	struct ap_buf b = AP_BUF_INIT;
+	ap_buf_addstr(&b, "^");
+	for (; *s; s++) {
+		if (strchr(".[]()*+?{}|^$\\", *s))
+			ap_buf_addstr(&b, "\\");
+		ap_buf_add(&b, s, 1);
+	}
+	ap_buf_addstr(&b, "$");
+	return ap_buf_detach(&b, NULL);
+}
+
+static void fmt_value(char *out, size_t len, enum ap_sample_index si, double v)
+{
+	/* A dot for a zero, as pprof -list. */
+	if (v != 0)
+		ap_view_format(out, len, si, v);
+	else
+		snprintf(out, len, ".");
+}
+
+/* The lines of one function, as `allocprof list` prints them; returns the
+ * page index of line `mark` (or of the function's first line). */
+static size_t list_func_page(struct tui_page *p, const struct ap_list *l,
+			     const struct ap_list_func *f, int mark)
+{
+	enum ap_sample_index si = l->sample_index;
+	char a[32], b[32], c[32], fixed[96];
+	size_t at = p->n;
+	page_addf(p, TUI_BOLD, "ROUTINE ======================== %s in %s", f->name,
+		  f->path   ? f->path
+		  : f->file ? f->file
+			    : "<unknown file>");
+	ap_view_format(a, sizeof(a), si, f->flat);
+	ap_view_format(b, sizeof(b), si, f->cum);
+	ap_view_percent(c, sizeof(c), f->cum, l->total);
+	page_addf(p, TUI_NORMAL, "%10s %10s (flat, cum) %s of Total", a, b, c);
+	if (!f->path)
+		page_addf(p, TUI_NORMAL, " note: %s; showing the lines with allocations only",
+			  f->file ? "source file not found (see --source-path)"
+				  : "no source file in the debug info");
+	for (size_t k = 0; k < f->nlines; k++) {
+		const struct ap_list_line *ln = &f->lines[k];
+		fmt_value(a, sizeof(a), si, ln->flat);
+		fmt_value(b, sizeof(b), si, ln->cum);
+		snprintf(fixed, sizeof(fixed), "%10s %10s %6d:", a, b, ln->line);
+		int attr = ln->line == mark		   ? TUI_CURSOR
+			   : ln->flat != 0 || ln->cum != 0 ? TUI_BOLD
+							   : TUI_NORMAL;
+		if (ln->line == mark)
+			at = p->n;
+		page_add(p, attr, fixed, ln->source ? ln->source : "");
+	}
+	return at;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* Enter on a top row: the functions of that row (its function, or with
+ * files granularity every function of its file), annotated. */
+static void open_list(struct tui *t)
+{
+	const struct ap_report *r = t->report;
+	if (!r->nrows) {
+		set_status(t, "nothing to list");
+		return;
+	}
+	const struct ap_report_row *row = &r->rows[t->top_pos.cur];
+	if (!row->func && !row->file) {
+		set_status(t, "no function or file to list for '%s'", row->name);
+		return;
+	}
+	char *regex = row->func ? regex_exact(row->func) : ap_xstrdup(".*");
+	struct ap_error err;
+	busy(t, "reading sources");
+	struct ap_list *l = ap_list_new(t->v->trace, t->v->values, t->v->sym, &t->o.view.report,
+					regex, t->o.source_path, NULL, NULL, &err);
+	free(regex);
+	if (!l) {
+		set_status(t, "%s", err.msg);
+		return;
+	}
+	/* A function row shows every function of that name, but a line row
+	 * only the one in the row's file when there is such a one. */
+	bool by_file = !row->func || row->line;
+	size_t in_file = 0;
+	for (size_t i = 0; i < l->nfuncs; i++)
+		in_file += same_file(l->funcs[i].file, row->file);
+	if (row->func && !in_file)
+		by_file = false;
+
+	page_release(&t->list_page);
+	size_t mark_at = 0;
+	for (size_t i = 0; i < l->nfuncs; i++) {
+		if (by_file && !same_file(l->funcs[i].file, row->file))
+			continue;
+		if (t->list_page.n)
+			page_add(&t->list_page, TUI_NORMAL, "", NULL);
+		size_t at = list_func_page(&t->list_page, l, &l->funcs[i], row->line);
+		if (row->line && t->list_page.lines[at].attr == TUI_CURSOR)
+			mark_at = at;
+	}
+	bool empty = t->list_page.n == 0;
+	ap_list_free(l);
+	if (empty) {
+		set_status(t, "no source lines for '%s'", row->name);
+		return;
+	}
+	free(t->list_what);
+	t->list_what = ap_xstrdup(row->func ? row->func : row->file);
+	/* The marked line a third of the way down. */
+	size_t page = view_page(t, TUI_VIEW_LIST);
+	t->list_pos = (struct tui_pos){.top = mark_at > page / 3 ? mark_at - page / 3 : 0};
+	pos_fix(&t->list_pos, t->list_page.n, page, false);
+	t->stack[t->depth++] = TUI_VIEW_LIST;
+}
+
+/* ---- the advise views --------------------------------------------------- */
+
+/* The cost table as `advise` finds it: ALLOCPROF_TEST_COSTS, else the
+ * cache, else measured now and cached. */
+static int load_costs(struct tui *t)
+{
+	struct ap_error err;
+	const char *fixed = getenv("ALLOCPROF_TEST_COSTS");
+	char *path = fixed && *fixed ? ap_xstrdup(fixed) : ap_cost_cache_path();
+	int rc = path ? ap_cost_load(path, &t->costs, &err) : -1;
+	if (rc && fixed && *fixed) {
+		set_status(t, "%s", err.msg);
+		free(path);
+		return -1;
+	}
+	if (rc) {
+		busy(t, "measuring allocation costs on this machine once");
+		ap_cost_measure(&t->costs);
+		if (path && ap_cost_save(path, &t->costs, &err))
+			set_status(t, "%s", err.msg);
+	}
+	free(path);
+	return 0;
+}
+
+static void open_advise(struct tui *t)
+{
+	if (!t->advice) {
+		if (load_costs(t))
+			return;
+		struct ap_advise_options ao;
+		ap_advise_options_init(&ao);
+		ao.costs = &t->costs;
+		busy(t, "replaying the trace through the pool model");
+		struct ap_site_map m;
+		ap_advise_sites(t->v->trace, t->v->sym, false, &m);
+		struct ap_error err;
+		t->advice = ap_advise_run(t->v->trace, &m, &ao, &err);
+		ap_site_map_release(&m);
+		if (!t->advice) {
+			set_status(t, "%s", err.msg);
+			return;
+		}
+	}
+	t->stack[t->depth++] = TUI_VIEW_ADVISE;
+}
+
+static int verdict_attr(enum ap_verdict v)
+{
+	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES
+		   ? TUI_GOOD
+		   : TUI_BAD;
+}
+
+/* One site in full, as `advise` prints it, the reasons wrapped. */
+static void site_page(const struct tui *t, struct tui_page *p)
+{
+	const struct ap_advice *a = t->advice;
+	const struct ap_advise_site *s = &a->sites[t->advise_pos.cur];
+	const struct ap_replay_result *r = &s->r;
+	char b1[32], b2[32], d[32];
+
+	page_addf(p, TUI_BOLD, "%zu. %s", t->advise_pos.cur + 1, s->name);
+	page_addf(p, TUI_NORMAL, "   function %s, file %s, line %d", s->function,
+		  s->file ? s->file : "unknown", s->line);
+	page_addf(p, verdict_attr(s->verdict), "   verdict: %s", s->verdict_text);
+	page_wrap(p, TUI_NORMAL, "   ", s->reasons, t->cols - 4);
+	page_add(p, TUI_NORMAL, "", NULL);
+	ap_format_bytes(b1, sizeof(b1), s->alloc_space);
+	page_addf(p, TUI_NORMAL, "   allocated %s (%.1f%% of all), %.0f objects", b1,
+		  100 * s->share, s->alloc_objects);
+	page_addf(p, TUI_NORMAL, "   sizes: mean %.0f, p50 %.0f, p90 %.0f, max %.0f", s->mean_size,
+		  s->p50_size, s->p90_size, s->max_size);
+	if (a->sampled)
+		page_addf(p, TUI_NORMAL, "   %llu samples: estimates, +-%.0f%%",
+			  (unsigned long long)s->samples, 100 * s->rel_error);
+	ap_advise_format_duration(b1, sizeof(b1), s->mean_gap_ns);
+	ap_advise_format_duration(b2, sizeof(b2), s->mean_life_ns);
+	page_addf(p, TUI_NORMAL, "   a request every %s; objects live %s on average", b1, b2);
+	page_add(p, TUI_NORMAL, "", NULL);
+	page_addf(p, TUI_NORMAL, "   gets %.0f: hits %.0f, misses %.0f, hit rate %.1f%%", r->gets,
+		  r->gets - r->misses, r->misses, 100 * r->hit_rate);
+	page_addf(
+	    p, TUI_NORMAL,
+	    "   hits from: private %.0f, shared %.0f, stolen %.0f, victim %.0f; %.0f too small",
+	    r->hits[AP_POOL_PRIVATE], r->hits[AP_POOL_SHARED], r->hits[AP_POOL_STOLEN],
+	    r->hits[AP_POOL_VICTIM], r->small_hits);
+	ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
+	page_addf(p, TUI_NORMAL, "   avoided: %.0f allocations, %.0f of %.0f reallocs, %s",
+		  r->allocs_avoided, r->reallocs_avoided, r->reallocs, b1);
+	ap_advise_format_duration(d, sizeof(d), r->time_saved_ns);
+	page_addf(p, TUI_NORMAL, "   time saved: %s", d);
+	ap_format_bytes(b1, sizeof(b1), r->peak_held_bytes);
+	ap_format_bytes(b2, sizeof(b2), r->mean_held_bytes);
+	page_addf(p, TUI_NORMAL, "   held by the pool: peak %s, mean %s", b1, b2);
+	page_addf(p, TUI_NORMAL, "   lost to cycles %.0f, to P changes %.0f; escaped %.0f",
+		  r->lost_cycle, r->lost_pchange, r->escaped);
+	if (s->capped) {
+		ap_format_bytes(b1, sizeof(b1), (double)s->cap);
+		ap_format_bytes(b2, sizeof(b2), s->rc.peak_held_bytes);
+		page_addf(p, TUI_NORMAL,
+			  "   with cap %s: hit rate %.1f%%, held peak %s, %.0f dropped on Put", b1,
+			  100 * s->rc.hit_rate, b2, s->rc.dropped_cap);
+	}
+}
+
+/* ---- help --------------------------------------------------------------- */
+
+static const char *const help_lines[] = {
+    "Keys",
+    "",
+    "  Up/Down, j/k        move (in a page: scroll)",
+    "  PgUp/PgDn, Space    a page up or down",
+    "  Home/End            first or last line",
+    "  Left/Right, h/l     scroll names and source sideways",
+    "  Enter               top: list the selected function (source, flat and cum",
+    "                      per line); advise: the selected site in full",
+    "  Esc, q              back to the previous view (q on top: quit)",
+    "  ?                   this help",
+    "",
+    "Top view",
+    "",
+    "  s                   next sample index: alloc_space, alloc_objects,",
+    "                      inuse_space, inuse_objects",
+    "  g                   next granularity: functions, lines, files",
+    "  c                   sort by cum / by flat",
+    "  /                   focus: keep stacks with a frame matching a regex",
+    "                      (an empty regex clears it)",
+    "  \\                   ignore: drop stacks with a frame matching a regex",
+    "  a                   the pool advisor: which sites a pool would pay at",
+    "",
+    "Columns: flat is what a node allocated itself (it is the call site), cum",
+    "what it allocated with its callees; sum% adds up flat% down the table.",
+};
+
+/* ---- keys --------------------------------------------------------------- */
+
+static enum tui_view_kind view_of(const struct tui *t)
+{
+	return t->stack[t->depth - 1];
+}
+
+static void pop_view(struct tui *t)
+{
+	if (t->depth > 1)
+		t->depth--;
+	else
+		t->quit = true;
+}
+
+static void push_view(struct tui *t, enum tui_view_kind k)
+{
+	if (t->depth < (int)AP_ARRAY_SIZE(t->stack))
+		t->stack[t->depth++] = k;
+}
+
+static void prompt_key(struct tui *t, int key)
+{
+	switch (key) {
+	case '\n':
+	case '\r':
+	case KEY_ENTER:
+		apply_filter(t);
+		t->prompt = 0;
+		break;
+	case KEY_ESC:
+		t->prompt = 0;
+		break;
+	case KEY_BACKSPACE:
+	case 127:
+	case 8:
+		while (t->input.len && (t->input.buf[t->input.len - 1] & 0xc0) == 0x80)
+			t->input.len--; /* the rest of a UTF-8 character */
+		if (t->input.len)
+			t->input.len--;
+		t->input.buf[t->input.len] = 0;
+		break;
+	default:
+		if (key >= 0x20 && key < 0x100 && key != 0x7f) {
+			char c = (char)key;
+			ap_buf_add(&t->input, &c, 1);
+		}
+	}
+}
+
+static size_t lines_of(const struct tui *t, enum tui_view_kind k)
+{
+	switch (k) {
+	case TUI_VIEW_TOP:
+		return t->report->nrows;
+	case TUI_VIEW_LIST:
+		return t->list_page.n;
+	case TUI_VIEW_ADVISE:
+		return t->advice->nsites;
+	case TUI_VIEW_SITE: {
+		struct tui_page p = {0};
+		site_page(t, &p);
+		size_t n = p.n;
+		page_release(&p);
+		return n;
+	}
+	case TUI_VIEW_HELP:
+		return AP_ARRAY_SIZE(help_lines);
+	}
+	return 0;
+}
+
+static struct tui_pos *pos_of(struct tui *t, enum tui_view_kind k)
+{
+	switch (k) {
+	case TUI_VIEW_TOP:
+		return &t->top_pos;
+	case TUI_VIEW_LIST:
+		return &t->list_pos;
+	case TUI_VIEW_ADVISE:
+		return &t->advise_pos;
+	case TUI_VIEW_SITE:
+		return &t->site_pos;
+	case TUI_VIEW_HELP:
+		return &t->help_pos;
+	}
+	return &t->help_pos;
+}
+
+static bool is_cursor_view(enum tui_view_kind k)
+{
+	return k == TUI_VIEW_TOP || k == TUI_VIEW_ADVISE;
+}
+
+void tui_key(struct tui *t, int key)
+{
+	if (t->prompt) {
+		prompt_key(t, key);
+		return;
+	}
+	if (key == KEY_RESIZE)
+		return;
+	t->status[0] = 0;
+	enum tui_view_kind k = view_of(t);
+	if (pos_key(pos_of(t, k), lines_of(t, k), view_page(t, k), is_cursor_view(k), key))
+		return;
+	switch (key) {
+	case 'q':
+	case KEY_ESC:
+		if (k == TUI_VIEW_TOP && key == KEY_ESC)
+			set_status(t, "q quits");
+		else
+			pop_view(t);
+		return;
+	case '?':
+		if (k == TUI_VIEW_HELP) {
+			pop_view(t);
+		} else {
+			t->help_pos = (struct tui_pos){0};
+			push_view(t, TUI_VIEW_HELP);
+		}
+		return;
+	}
+	bool enter = key == '\n' || key == '\r' || key == KEY_ENTER;
+	if (k == TUI_VIEW_ADVISE && enter && t->advice->nsites) {
+		t->site_pos = (struct tui_pos){0};
+		push_view(t, TUI_VIEW_SITE);
+		return;
+	}
+	if (k != TUI_VIEW_TOP)
+		return;
+	switch (key) {
+	case 's':
+		next_sample_index(t);
+		break;
+	case 'g':
+		next_granularity(t);
+		break;
+	case 'c':
+		toggle_cum(t);
+		break;
+	case '/':
+	case '\\':
+		t->prompt = key;
+		ap_buf_reset(&t->input);
+		break;
+	case 'a':
+		open_advise(t);
+		break;
+	default:
+		if (enter)
+			open_list(t);
+	}
+}
+
+void tui_resize(struct tui *t, int rows, int cols)
+{
+	t->rows = rows;
+	t->cols = cols;
+	for (int i = 0; i < t->depth; i++) {
+		enum tui_view_kind k = t->stack[i];
+		pos_fix(pos_of(t, k), lines_of(t, k), view_page(t, k), is_cursor_view(k));
+	}
+}
+
+/* ---- drawing ------------------------------------------------------------ */
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* Row 0 of every view: the program, the sample index, the total, the rate. */
+static void draw_title(const struct tui *t, struct tui_screen *s, const char *view,
+		       const char *what)
+{
+	const struct ap_trace *tr = t->v->trace;
+	enum ap_sample_index si = t->report->sample_index;
+	char total[32], rate[64];
+	ap_view_format(total, sizeof(total), si, t->report->total);
+	if (tr->rate <= 1)
+		snprintf(rate, sizeof(rate), "every allocation");
+	else {
+		char b[24];
+		ap_format_bytes(b, sizeof(b), (double)tr->rate);
+		snprintf(rate, sizeof(rate), "1 per %s (estimates)", b);
+	}
+	tui_screen_row_attr(s, 0, TUI_TITLE);
+	tui_screen_putf(s, 0, 0, TUI_TITLE, "%s: %s   Type: %s   Total: %s   Sampling: %s", view,
+			what, ap_sample_index_name(si), total, rate);
+}
+
+/* Puts `text` right-aligned on `row` (a position counter). */
+static void draw_right(struct tui_screen *s, int row, int attr, const char *text)
+{
+	int col = s->cols - (int)strlen(text);
+	if (col > 0)
+		tui_screen_put(s, row, col, attr, text, 0);
+}
+
+static void draw_line(struct tui_screen *s, int row, int attr, const char *fixed, const char *body,
+		      int hscroll)
+{
+	if (attr == TUI_CURSOR)
+		tui_screen_row_attr(s, row, TUI_CURSOR);
+	int col = tui_screen_put(s, row, 0, attr, fixed, 0);
+	if (body)
+		tui_screen_put(s, row, col, attr, body, hscroll);
+}
+
+static void draw_top(struct tui *t, struct tui_screen *s)
+{
+	const struct ap_report *r = t->report;
+	enum ap_sample_index si = r->sample_index;
+	size_t page = view_page(t, TUI_VIEW_TOP);
+	char a[32], b[32], c[32], d[32], e[32], fixed[192];
+
+	draw_title(t, s, "allocprof", basename_of(t->v->trace->exe));
+	tui_screen_putf(s, 1, 0, TUI_NORMAL, "Granularity: %s   Sort: %s   Focus: %s   Ignore: %s",
+			gran_names[r->granularity], t->o.by_cum ? "cum" : "flat",
+			t->focus ? t->focus : "-", t->ignore ? t->ignore : "-");
+	double shown = 0;
+	for (size_t i = 0; i < r->nrows; i++)
+		shown += r->rows[i].flat;
+	ap_view_format(a, sizeof(a), si, shown);
+	ap_view_percent(b, sizeof(b), shown, r->total);
+	ap_view_format(c, sizeof(c), si, r->total);
+	tui_screen_putf(s, 2, 0, TUI_NORMAL, "Showing nodes accounting for %s, %s of %s total", a,
+			b + strspn(b, " "), c);
+	snprintf(d, sizeof(d), "%zu/%zu", r->nrows ? t->top_pos.cur + 1 : 0, r->nrows);
+	draw_right(s, 2, TUI_NORMAL, d);
+	tui_screen_put(s, 3, 0, TUI_BOLD, "      flat  flat%   sum%        cum   cum%  name", 0);
+	if (!r->nrows)
+		tui_screen_put(s, 4, 0, TUI_NORMAL,
+			       r->kept_stacks || !(t->focus || t->ignore)
+				   ? "  (no allocations)"
+				   : "  (no stack matches the focus and ignore regexes)",
+			       0);
+	/* sum% is over every row above, shown or scrolled away. */
+	double sum = 0;
+	for (size_t i = 0; i < r->nrows && i < t->top_pos.top + page; i++) {
+		const struct ap_report_row *row = &r->rows[i];
+		sum += row->flat;
+		if (i < t->top_pos.top)
+			continue;
+		ap_view_format(a, sizeof(a), si, row->flat);
+		ap_view_percent(b, sizeof(b), row->flat, r->total);
+		ap_view_percent(c, sizeof(c), sum, r->total);
+		ap_view_format(d, sizeof(d), si, row->cum);
+		ap_view_percent(e, sizeof(e), row->cum, r->total);
+		snprintf(fixed, sizeof(fixed), "%10s %s %s %10s %s  ", a, b, c, d, e);
+		draw_line(s, 4 + (int)(i - t->top_pos.top),
+			  i == t->top_pos.cur ? TUI_CURSOR : TUI_NORMAL, fixed, row->name,
+			  t->top_pos.hscroll);
+	}
+}
+
+static void draw_page(const struct tui *t, struct tui_screen *s, const struct tui_page *p,
+		      const struct tui_pos *pos, size_t page)
+{
+	for (size_t i = pos->top; i < p->n && i < pos->top + page; i++) {
+		const struct tui_line *l = &p->lines[i];
+		draw_line(s, 1 + (int)(i - pos->top), l->attr, l->fixed, l->body, pos->hscroll);
+	}
+}
+
+static void draw_advise(struct tui *t, struct tui_screen *s)
+{
+	const struct ap_advice *a = t->advice;
+	size_t page = view_page(t, TUI_VIEW_ADVISE);
+	char d[32], b[32];
+
+	tui_screen_row_attr(s, 0, TUI_TITLE);
+	if (a->gc_mode == AP_GC_GOGC)
+		snprintf(b, sizeof(b), "gogc:%llu", (unsigned long long)a->gogc);
+	else
+		ap_advise_format_duration(b, sizeof(b), (double)a->interval_ns);
+	ap_advise_format_duration(d, sizeof(d), a->mean_cycle_ns);
+	tui_screen_putf(s, 0, 0, TUI_TITLE,
+			"advise: %s   Cycles: %s%s, %llu in the trace (one every %s); %u Ps",
+			basename_of(t->v->trace->exe), a->gc_mode == AP_GC_GOGC ? "" : "every ", b,
+			(unsigned long long)a->cycles, d, a->procs);
+	if (a->sampled) {
+		ap_format_bytes(b, sizeof(b), (double)a->rate);
+		tui_screen_putf(s, 1, 0, TUI_NORMAL,
+				"Sampled (1 per %s): estimates from a reconstruction", b);
+	} else {
+		tui_screen_put(s, 1, 0, TUI_NORMAL, "Every allocation replayed", 0);
+	}
+	snprintf(d, sizeof(d), "%zu/%zu", a->nsites ? t->advise_pos.cur + 1 : 0, a->nsites);
+	draw_right(s, 1, TUI_NORMAL, d);
+	tui_screen_put(s, 2, 0, TUI_BOLD,
+		       "  #  verdict                  time saved  hit rate  allocated  site", 0);
+	if (!a->nsites)
+		tui_screen_put(s, 3, 0, TUI_NORMAL, "  (no allocation sites)", 0);
+	for (size_t i = t->advise_pos.top; i < a->nsites && i < t->advise_pos.top + page; i++) {
+		const struct ap_advise_site *site = &a->sites[i];
+		int row = 3 + (int)(i - t->advise_pos.top);
+		bool cur = i == t->advise_pos.cur;
+		char fixed[128], saved[32], space[32];
+		ap_advise_format_duration(saved, sizeof(saved), site->r.time_saved_ns);
+		ap_format_bytes(space, sizeof(space), site->alloc_space);
+		if (cur)
+			tui_screen_row_attr(s, row, TUI_CURSOR);
+		int col =
+		    tui_screen_putf(s, row, 0, cur ? TUI_CURSOR : TUI_NORMAL, "%3zu  ", i + 1);
+		snprintf(fixed, sizeof(fixed), "%-24.24s ", site->verdict_text);
+		col = tui_screen_put(s, row, col, cur ? TUI_CURSOR : verdict_attr(site->verdict),
+				     fixed, 0);
+		snprintf(fixed, sizeof(fixed), "%10s %8.1f%% %10s  ", saved, 100 * site->r.hit_rate,
+			 space);
+		col = tui_screen_put(s, row, col, cur ? TUI_CURSOR : TUI_NORMAL, fixed, 0);
+		tui_screen_put(s, row, col, cur ? TUI_CURSOR : TUI_NORMAL, site->name,
+			       t->advise_pos.hscroll);
+	}
+}
+
+static const char *status_keys(enum tui_view_kind k)
+{
+	switch (k) {
+	case TUI_VIEW_TOP:
+		return "q:quit ?:help Enter:list a:advise s:index g:granularity c:sort "
+		       "/:focus \\:ignore";
+	case TUI_VIEW_LIST:
+		return "q/Esc back  ? help  arrows/PgUp/PgDn scroll  Left/Right sideways";
+	case TUI_VIEW_ADVISE:
+		return "q/Esc back  ? help  Enter the site in full  arrows/PgUp/PgDn move";
+	case TUI_VIEW_SITE:
+		return "q/Esc back to the sites  ? help";
+	case TUI_VIEW_HELP:
+		return "q/Esc/? back";
+	}
+	return "";
+}
+
+void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
+{
+	*cursor_col = -1;
+	if (s->rows != t->rows || s->cols != t->cols)
+		tui_screen_resize(s, t->rows, t->cols);
+	tui_screen_clear(s);
+	if (t->rows < 6 || t->cols < 30) {
+		tui_screen_putf(s, 0, 0, TUI_NORMAL, "terminal too small (%dx%d); q quits", t->cols,
+				t->rows);
+		return;
+	}
+	enum tui_view_kind k = view_of(t);
+	size_t page = view_page(t, k);
+	struct tui_pos *pos = pos_of(t, k);
+	pos_fix(pos, lines_of(t, k), page, is_cursor_view(k));
+	char pos_text[48];
+	switch (k) {
+	case TUI_VIEW_TOP:
+		draw_top(t, s);
+		break;
+	case TUI_VIEW_ADVISE:
+		draw_advise(t, s);
+		break;
+	case TUI_VIEW_LIST:
+		draw_title(t, s, "list", t->list_what);
+		draw_page(t, s, &t->list_page, pos, page);
+		break;
+	case TUI_VIEW_SITE: {
+		struct tui_page p = {0};
+		site_page(t, &p);
+		tui_screen_row_attr(s, 0, TUI_TITLE);
+		tui_screen_putf(s, 0, 0, TUI_TITLE, "advise: site %zu of %zu",
+				t->advise_pos.cur + 1, t->advice->nsites);
+		draw_page(t, s, &p, pos, page);
+		page_release(&p);
+		break;
+	}
+	case TUI_VIEW_HELP: {
+		tui_screen_row_attr(s, 0, TUI_TITLE);
+		tui_screen_put(s, 0, 0, TUI_TITLE, "allocprof tui: help", 0);
+		for (size_t i = pos->top; i < AP_ARRAY_SIZE(help_lines) && i < pos->top + page; i++)
+			tui_screen_put(s, 1 + (int)(i - pos->top), 0, TUI_NORMAL, help_lines[i], 0);
+		break;
+	}
+	}
+	if (!is_cursor_view(k) && k != TUI_VIEW_HELP) {
+		size_t n = lines_of(t, k);
+		snprintf(pos_text, sizeof(pos_text), " %zu-%zu/%zu", n ? pos->top + 1 : 0,
+			 pos->top + page < n ? pos->top + page : n, n);
+		draw_right(s, 0, TUI_TITLE, pos_text);
+	}
+
+	int last = t->rows - 1;
+	tui_screen_row_attr(s, last, TUI_STATUS);
+	if (t->prompt) {
+		int col = tui_screen_put(s, last, 0, TUI_STATUS,
+					 t->prompt == '/' ? "focus regex (empty clears): "
+							  : "ignore regex (empty clears): ",
+					 0);
+		*cursor_col = tui_screen_put(s, last, col, TUI_STATUS, t->input.buf, 0);
+	} else {
+		tui_screen_put(s, last, 0, TUI_STATUS, t->status[0] ? t->status : status_keys(k),
+			       0);
+	}
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+int tui_init(struct tui *t, struct ap_view *v, const struct tui_options *o, int rows, int cols)
+{
+	memset(t, 0, sizeof(*t));
+	t->v = v;
+	t->o = *o;
+	t->focus = o->view.report.focus ? ap_xstrdup(o->view.report.focus) : NULL;
+	t->ignore = o->view.report.ignore ? ap_xstrdup(o->view.report.ignore) : NULL;
+	t->o.view.report.focus = t->focus;
+	t->o.view.report.ignore = t->ignore;
+	ap_buf_init(&t->input);
+	t->rows = rows;
+	t->cols = cols;
+	t->stack[t->depth++] = TUI_VIEW_TOP;
+	struct ap_error err;
+	t->report = ap_report_new(v->trace, v->values, v->sym, &t->o.view.report,
+				  ap_view_progress_fn(), ap_view_progress_ctx("symbolizing"), &err);
+	ap_view_progress_done();
+	if (!t->report) {
+		ap_print_error(&err);
+		tui_release(t);
+		return AP_EXIT_FAIL;
+	}
+	if (t->o.by_cum)
+		ap_report_sort(t->report, true);
+	return 0;
+}
+
+void tui_release(struct tui *t)
+{
+	ap_report_free(t->report);
+	ap_advice_free(t->advice);
+	page_release(&t->list_page);
+	free(t->list_what);
+	free(t->focus);
+	free(t->ignore);
+	ap_buf_release(&t->input);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- --keys and --size -------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int key;
+} key_names[] = {
+    {"up", KEY_UP},	 {"down", KEY_DOWN},  {"left", KEY_LEFT},    {"right", KEY_RIGHT},
+    {"pgup", KEY_PPAGE}, {"pgdn", KEY_NPAGE}, {"home", KEY_HOME},    {"end", KEY_END},
+    {"enter", '\n'},	 {"esc", KEY_ESC},    {"bs", KEY_BACKSPACE}, {"tab", '\t'},
+    {"space", ' '},	 {"lt", '<'},
+};
+
+int tui_parse_size(const char *s, int *cols, int *rows)
+{
+	char *end;
+	long c = strtol(s, &end, 10);
+	if (end == s || (*end != 'x' && *end != 'X'))
+		return -1;
+	const char *r0 = end + 1;
+	long r = strtol(r0, &end, 10);
+	if (end == r0 || *end || c < 20 || r < 5 || c > 1000 || r > 1000)
+		return -1;
+	*cols = (int)c;
+	*rows = (int)r;
+	return 0;
+}
+
+int tui_parse_keys(const char *s, int **keys, int **sizes, struct ap_error *err)
+{
+	size_t n = 0, alloc = 0, nsz = 0, szalloc = 0;
+	int *k = NULL, *sz = NULL;
+	while (*s) {
+		int key = (unsigned char)*s;
+		size_t len = 1;
+		if (*s == '<') {
+			const char *close = strchr(s, '>');
+			size_t nl = close ? (size_t)(close - s - 1) : 0;
+			key = -1;
+			for (size_t i = 0; close && i < AP_ARRAY_SIZE(key_names); i++)
+				if (strlen(key_names[i].name) == nl &&
+				    !strncmp(s + 1, key_names[i].name, nl))
+					key = key_names[i].key;
+			if (close && key < 0 && !strncmp(s + 1, "resize:", 7)) {
+				char buf[32];
+				int c, r;
+				snprintf(buf, sizeof(buf), "%.*s", (int)(nl - 7), s + 8);
+				if (nl - 7 < sizeof(buf) && !tui_parse_size(buf, &c, &r)) {
+					AP_ALLOC_GROW(sz, nsz + 2, szalloc);
+					sz[nsz++] = c;
+					sz[nsz++] = r;
+					key = KEY_RESIZE;
+				}
+			}
+			if (key < 0) {
+				free(k);
+				free(sz);
+				return ap_error_set(err,
+						    "unknown key '%.*s' (a literal '<' is <lt>)",
+						    close ? (int)(nl + 2) : (int)strlen(s), s);
+			}
+			len = nl + 2;
+		}
+		AP_ALLOC_GROW(k, n + 1, alloc);
+		k[n++] = key;
+		s += len;
+	}
+	*keys = k;
+	*sizes = sz;
+	return (int)n;
+}

@@ -1,0 +1,149 @@
+/* The interactive browser of `allocprof tui`: a text screen model that both
+ * the ncurses front end and the batch mode draw (tui-screen.c), and the
+ * browser's state, key handling and views (tui.c) over the report models
+ * of ap_report.h and ap_advise.h. cli/cmd-tui.c runs it. */
+#ifndef AP_TUI_H
+#define AP_TUI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "ap_advise.h"
+#include "ap_report.h"
+#include "views.h"
+
+/* ---- the screen (tui-screen.c) ----------------------------------------- */
+
+/* How a cell is drawn. The batch mode prints text only; ncurses maps these
+ * to attributes and, when the terminal has them, colours. */
+enum tui_attr {
+	TUI_NORMAL,
+	TUI_TITLE,  /* the header line of a view */
+	TUI_BOLD,   /* column headers, lines with allocations */
+	TUI_CURSOR, /* the selected row (A_REVERSE) */
+	TUI_GOOD,   /* a verdict that says pool */
+	TUI_BAD,    /* a verdict that says no */
+	TUI_STATUS, /* the bottom line */
+	TUI_NATTR
+};
+
+/* One cell: a UTF-8 character (1 to 4 bytes; wide characters are counted
+ * as one column) and its attribute. */
+struct tui_cell {
+	char ch[4];
+	unsigned char len;
+	unsigned char attr;
+};
+
+struct tui_screen {
+	int rows, cols;
+	struct tui_cell *cells; /* rows * cols */
+};
+
+/* Sets the size (at least 1x1) and clears. */
+void tui_screen_resize(struct tui_screen *s, int rows, int cols);
+void tui_screen_release(struct tui_screen *s);
+/* Every cell a blank TUI_NORMAL space. */
+void tui_screen_clear(struct tui_screen *s);
+/* Writes `text` at (row, col) with `attr`, after skipping its first `skip`
+ * columns, clipped at the right edge. Tabs advance to the next multiple of
+ * 8 columns counted from the start of `text`; other control characters and
+ * invalid UTF-8 show as '?'. Returns the column after the last one written
+ * (or that would have been). Rows outside the screen are ignored. */
+int tui_screen_put(struct tui_screen *s, int row, int col, int attr, const char *text, int skip);
+/* printf into the screen, no skip. */
+int tui_screen_putf(struct tui_screen *s, int row, int col, int attr, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Sets the attribute of a whole row (the cursor bar, the title line). */
+void tui_screen_row_attr(struct tui_screen *s, int row, int attr);
+/* Prints the screen as text, one line per row, trailing blanks dropped. */
+void tui_screen_print(const struct tui_screen *s, FILE *f);
+
+/* ---- the browser (tui.c) ------------------------------------------------ */
+
+enum tui_view_kind { TUI_VIEW_TOP, TUI_VIEW_LIST, TUI_VIEW_ADVISE, TUI_VIEW_SITE, TUI_VIEW_HELP };
+
+/* A scrollable list position: the selected line and the first one shown. */
+struct tui_pos {
+	size_t cur, top;
+	int hscroll; /* columns the long text column is scrolled left */
+};
+
+/* A line of a page of text: `fixed` stays put, `body` (may be NULL) after
+ * it scrolls sideways. */
+struct tui_line {
+	char *fixed, *body;
+	int attr;
+};
+
+struct tui_page {
+	struct tui_line *lines;
+	size_t n, alloc;
+};
+
+struct tui;
+
+/* Called before a step that may take a while (symbolizing, the advisor):
+ * the terminal front end shows `what` on the status line. May be NULL. */
+typedef void (*tui_busy_fn)(struct tui *t, const char *what);
+
+struct tui_options {
+	struct ap_view_opts view; /* sample index, granularity, focus, ignore */
+	bool by_cum;
+	const char *source_path; /* for list, may be NULL */
+};
+
+struct tui {
+	struct ap_view *v;
+	struct tui_options o;
+	char *focus, *ignore; /* owned copies; o.view.report points at them */
+	struct ap_report *report;
+	struct tui_pos top_pos;
+
+	enum tui_view_kind stack[8]; /* views, the current one last */
+	int depth;
+
+	struct tui_page list_page; /* the list view, rendered when opened */
+	char *list_what;	   /* the function or file it shows */
+	struct tui_pos list_pos;
+
+	struct ap_cost_table costs;
+	struct ap_advice *advice; /* computed on the first `a` */
+	struct tui_pos advise_pos, site_pos, help_pos;
+
+	int prompt;	     /* 0, or '/' (focus) or '\\' (ignore) being typed */
+	struct ap_buf input; /* the prompt's text */
+	char status[512];    /* a one-shot message for the bottom line */
+	int rows, cols;	     /* the screen size the keys scroll by */
+	bool quit;
+	tui_busy_fn busy;
+};
+
+/* Builds the top model (the only step that can fail: a bad focus or ignore
+ * regex, then prints the error and returns AP_EXIT_FAIL). `v` must outlive
+ * the browser. Returns 0. */
+int tui_init(struct tui *t, struct ap_view *v, const struct tui_options *o, int rows, int cols);
+void tui_release(struct tui *t);
+
+/* Handles one key: a character, an ncurses KEY_* code, or KEY_RESIZE after
+ * tui_resize. */
+void tui_key(struct tui *t, int key);
+void tui_resize(struct tui *t, int rows, int cols);
+/* Draws the current view into `s` (sized t->rows x t->cols). When the
+ * prompt is open, *cursor_col gets the column of the input cursor on the
+ * last row, else -1. */
+void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col);
+
+/* Parses a --keys string: characters stand for themselves, <name> for a
+ * special key (<up> <down> <left> <right> <pgup> <pgdn> <home> <end>
+ * <enter> <esc> <bs> <tab> <space> <lt>), <resize:COLSxROWS> for a resize.
+ * Returns the number of keys, *keys (malloc'd) the codes, and for each
+ * KEY_RESIZE the new size in *sizes (pairs cols, rows; malloc'd). Returns
+ * -1 with err set on an unknown name. */
+int tui_parse_keys(const char *s, int **keys, int **sizes, struct ap_error *err);
+
+/* Parses "COLSxROWS" (both at least 20x5 and at most 1000). */
+int tui_parse_size(const char *s, int *cols, int *rows);
+
+#endif
