@@ -370,8 +370,6 @@ static void open_list(struct tui *t)
 	for (size_t i = 0; i < l->nfuncs; i++) {
 		if (by_file && !same_file(l->funcs[i].file, row->file))
 			continue;
-		if (t->list_page.n)
-			page_add(&t->list_page, TUI_NORMAL, "", NULL);
 		size_t at = list_func_page(&t->list_page, l, &l->funcs[i], row->line);
 		if (row->line && t->list_page.lines[at].attr == TUI_CURSOR)
 			mark_at = at;
@@ -869,7 +867,7 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 		tui_screen_resize(s, t->rows, t->cols);
 	tui_screen_clear(s);
 	if (t->rows < 6 || t->cols < 30) {
-		tui_screen_putf(s, 0, 0, TUI_NORMAL, "terminal too small (%dx%d); q quits", t->cols,
+		tui_screen_putf(s, 0, 0, TUI_NORMAL, "too small (%dx%d); q quits", t->cols,
 				t->rows);
 		return;
 	}

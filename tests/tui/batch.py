@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""`allocprof tui --batch`: the screens after key sequences, against what the
+other views compute for the same trace. The top table must carry the numbers
+of `top --json` (and be the lines `top` prints), the list screen the lines of
+`list`, the advise screen the verdicts of `advise --json`; the keys must move,
+filter, resize and go back as documented; bad use gets one clear line.
+
+usage: batch.py ALLOCPROF MKTRACE"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+AP, MKTRACE = sys.argv[1], sys.argv[2]
+os.environ.update(LC_ALL="C", ALLOCPROF_NO_PROGRESS="1")
+failures = []
+
+SI_CYCLE = ["alloc_space", "alloc_objects", "inuse_space", "inuse_objects"]
+UNITS = {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+
+
+def fail(what, detail=""):
+    failures.append(what)
+    print("FAIL " + what)
+    if detail:
+        print(detail)
+
+
+def check(cond, what, detail=""):
+    if not cond:
+        fail(what, detail)
+    return cond
+
+
+def run(*args, ok=(0,)):
+    p = subprocess.run([AP] + list(args), capture_output=True, text=True)
+    if p.returncode not in ok:
+        fail("allocprof %s: exit %d" % (" ".join(args), p.returncode), p.stderr)
+    return p
+
+
+def screen(trace, keys="", size="100x30", *opts, final=None):
+    args = ["tui", "--batch", "--size", size, "--keys", keys] + list(opts) + [trace]
+    p = run(*args)
+    lines = p.stdout.split("\n")
+    assert lines[-1] == "", "no newline at the end"
+    lines = lines[:-1]
+    cols, rows = map(int, (final or size).split("x"))
+    check(len(lines) == rows, "tui %s: %d lines, not %d" % (keys, len(lines), rows), p.stdout)
+    check(all(len(l) <= cols for l in lines), "tui %s: a line wider than %d" % (keys, cols),
+          p.stdout)
+    return lines
+
+
+def top_json(trace, *opts):
+    return json.loads(run("top", "--json", *opts, trace).stdout)
+
+
+def top_text_rows(trace, *opts):
+    out = run("top", *opts, trace).stdout.split("\n")
+    i = next(k for k, l in enumerate(out) if l.startswith("      flat  flat%"))
+    return [l for l in out[i + 1:] if l]
+
+
+def parse_value(text, unit):
+    """A value as the screen shows it: bytes scaled as pprof, or a count."""
+    if unit == "count":
+        return int(text), 0.5
+    if text == "0":
+        return 0, 0.5
+    m = re.fullmatch(r"(-?[0-9.]+)(B|kB|MB|GB|TB)", text)
+    assert m, "not a byte value: %r" % text
+    scale = UNITS[m.group(2)]
+    return float(m.group(1)) * scale, 0.005 * scale + 0.5
+
+
+def table_rows(lines):
+    """The rows of the top table on a screen (between the header and the
+    status line)."""
+    i = next(k for k, l in enumerate(lines) if l.startswith("      flat  flat%"))
+    return [l for l in lines[i + 1:-1] if l and not l.startswith("  (")]
+
+
+ROW = re.compile(r"^ *(\S+) +(\S+)% +(\S+)% +(\S+) +(\S+)%  (.*)$")
+
+
+def compare_top(trace, keys, top_opts, what, size="200x40"):
+    """The whole table (the screen must be tall enough) against top --json
+    and top's text, for the same options."""
+    lines = screen(trace, keys, size)
+    rows = table_rows(lines)
+    j = top_json(trace, *top_opts)
+    check(j["nodes"] == len(rows), "%s: %d rows on screen, top has %d" % (what, len(rows), j["nodes"]),
+          "\n".join(lines))
+    check(("Type: %s " % j["sample_index"]) in lines[0], "%s: header without the index %s" %
+          (what, j["sample_index"]), lines[0])
+    total, tol = parse_value(re.search(r"Total: (\S+)", lines[0]).group(1), j["unit"])
+    check(abs(total - j["total"]) <= tol, "%s: total %s, top --json %d" % (what, total, j["total"]))
+    sum_pct = 0.0
+    for k, (line, jr) in enumerate(zip(rows, j["rows"])):
+        m = ROW.match(line)
+        if not check(m, "%s: row %d unreadable: %r" % (what, k, line)):
+            continue
+        flat, ft = parse_value(m.group(1), j["unit"])
+        cum, ct = parse_value(m.group(4), j["unit"])
+        sum_pct += jr["flat_pct"]
+        check(m.group(6) == jr["name"], "%s: row %d is %r, top says %r" % (what, k, m.group(6), jr["name"]))
+        check(abs(flat - jr["flat"]) <= ft and abs(cum - jr["cum"]) <= ct,
+              "%s: row %d %s: flat %s cum %s, top --json %d %d" %
+              (what, k, jr["name"], m.group(1), m.group(4), jr["flat"], jr["cum"]))
+        for got, want in ((m.group(2), jr["flat_pct"]), (m.group(3), sum_pct), (m.group(5), jr["cum_pct"])):
+            check(abs(float(got) - want) <= max(0.006, want * 0.006),
+                  "%s: row %d %s: %s%% on screen, %.4f%% from top --json" % (what, k, jr["name"], got, want))
+    check(rows == top_text_rows(trace, *top_opts), "%s: rows differ from top's" % what,
+          "\n".join(rows) + "\n--- top:\n" + "\n".join(top_text_rows(trace, *top_opts)))
+    return lines
+
+
+def position(lines, row=2):
+    m = re.search(r"(\d+)/(\d+)$", lines[row])
+    assert m, "no position on %r" % lines[row]
+    return int(m.group(1)), int(m.group(2))
+
+
+def list_body(trace, regex, *opts):
+    """`list`'s lines after its Total line, tabs expanded in the source as
+    the screen shows them."""
+    out = run("list", *opts, regex, trace).stdout.split("\n")[1:]
+    body = []
+    for l in out:
+        m = re.match(r"^( *\S+ +\S+ +\d+:)(.*)$", l)
+        if m and not l.startswith("ROUTINE"):
+            l = m.group(1) + m.group(2).expandtabs(8)
+        body.append(l.rstrip())
+    while body and not body[-1]:
+        body.pop()
+    return body
+
+
+def page_lines(lines):
+    return [l for l in lines[1:-1]]
+
+
+def main():
+    tmp = tempfile.mkdtemp()
+    exact = os.path.join(tmp, "fx.trace")
+    sampled = os.path.join(tmp, "fx-sampled.trace")
+    subprocess.run([MKTRACE, exact], check=True)
+    subprocess.run([MKTRACE, sampled, "4096"], check=True)
+
+    # -h
+    p = run("tui", "-h")
+    check(p.stdout.startswith("usage: allocprof tui [OPTIONS] TRACE") and "--batch" in p.stdout
+          and not p.stderr, "tui -h", p.stdout + p.stderr)
+
+    # The top table for every sample index (s cycles them), granularity (g)
+    # and sort (c), on an exact and a sampled trace.
+    for trace, name in ((exact, "exact"), (sampled, "sampled")):
+        for n, si in enumerate(SI_CYCLE):
+            compare_top(trace, "s" * n, ["--" + si], "%s %s" % (name, si))
+        compare_top(trace, "ssss", [], name + " s cycles back to alloc_space")
+        compare_top(trace, "g", ["--lines"], name + " lines")
+        compare_top(trace, "gg", ["--files"], name + " files")
+        compare_top(trace, "ggg", [], name + " g cycles back to functions")
+        compare_top(trace, "c", ["--cum"], name + " cum")
+        compare_top(trace, "sgc", ["--alloc_objects", "--lines", "--cum"], name + " objects lines cum")
+        compare_top(trace, "cc", [], name + " c toggles back")
+
+    # focus and ignore, typed at the prompt
+    compare_top(exact, "/pars<enter>", ["--focus", "pars"], "focus")
+    compare_top(exact, "\\make_tok<enter>", ["--ignore", "make_tok"], "ignore")
+    compare_top(exact, "/pars<enter>\\make<enter>", ["--focus", "pars", "--ignore", "make"], "focus+ignore")
+    compare_top(exact, "/pars<enter>/<enter>", [], "an empty focus clears it")
+    compare_top(exact, "/parx<bs>s<enter>", ["--focus", "pars"], "backspace in the prompt")
+    compare_top(exact, "/walk<esc>", [], "esc cancels the prompt")
+    l = screen(exact, "/walk")
+    check(l[-1] == "focus regex (empty clears): walk", "prompt shown while typing", l[-1])
+    l = compare_top(exact, "/pars<enter>/(<enter>", ["--focus", "pars"], "a bad regex keeps the focus")
+    check(l[-1].startswith("focus: bad regex '(': "), "bad regex on the status line", l[-1])
+    check("Focus: pars " in l[1], "focus shown in the header", l[1])
+    l = screen(exact, "/zzz<enter>")
+    check(l[4] == "  (no stack matches the focus and ignore regexes)", "empty focus result", "\n".join(l))
+    lines = screen(exact, "", "100x30", "--alloc_objects", "--focus", "walk")
+    j = top_json(exact, "--alloc_objects", "--focus", "walk")
+    check([ROW.match(r).group(6) for r in table_rows(lines)] == [r["name"] for r in j["rows"]],
+          "--alloc_objects --focus walk at the start", "\n".join(lines))
+
+    # Moving: the position counter and what Enter opens follow the cursor.
+    j = top_json(exact)
+    n = j["nodes"]
+    check(position(screen(exact)) == (1, n), "starts on row 1")
+    check(position(screen(exact, "jj<down>")) == (4, n), "j j down")
+    check(position(screen(exact, "jjjk<up>")) == (2, n), "k up")
+    check(position(screen(exact, "<end>")) == (n, n), "end")
+    check(position(screen(exact, "<end>j")) == (n, n), "down at the end stays")
+    check(position(screen(exact, "<end><home>")) == (1, n), "home")
+    check(position(screen(exact, "k")) == (1, n), "up at the top stays")
+    # 80x9: four table rows on screen; PgDn moves a page; the rows shown
+    # after scrolling are top's rows at that place, sum% counted from row 1.
+    small = screen(exact, "<pgdn>", "80x9")
+    check(position(small) == (5, n), "pgdn moves 4 rows in 80x9", "\n".join(small))
+    top_rows = top_text_rows(exact)
+    check(table_rows(small) == [r[:80] for r in top_rows[1:5]], "scrolled rows in 80x9",
+          "\n".join(small) + "\n---\n" + "\n".join(top_rows))
+    small = screen(exact, "<end>", "80x9")
+    check(table_rows(small) == [r[:80] for r in top_rows[n - 4:]], "end shows the last rows",
+          "\n".join(small))
+    check(position(screen(exact, "<end><pgup>", "80x9")) == (n - 4, n), "pgup")
+
+    # Enter: the list of the selected function, the lines `list` prints.
+    for k, row in enumerate(j["rows"]):
+        lines = screen(exact, "j" * k + "<enter>", "200x60")
+        body = list_body(exact, "^%s$" % re.escape(row["name"]))
+        check(lines[0].startswith("list: %s " % row["name"]), "list title for %s" % row["name"], lines[0])
+        got = page_lines(lines)[:len(body)]
+        check(got == body, "list screen of %s" % row["name"], "\n".join(got) + "\n--- list:\n" + "\n".join(body))
+        check(lines[-1].startswith("q/Esc back"), "list status line", lines[-1])
+    # The same on the objects index: the list follows the sample index.
+    jo = top_json(exact, "--alloc_objects")
+    names_o = [r["name"] for r in jo["rows"]]
+    lines = screen(exact, "s<home>" + "j" * names_o.index("parse") + "<enter>", "200x60")
+    body = list_body(exact, "^parse$", "--alloc_objects")
+    check(page_lines(lines)[:len(body)] == body, "list of parse by alloc_objects", "\n".join(lines))
+    # s, g and c keep the cursor on the same node where it still exists.
+    names = [r["name"] for r in j["rows"]]
+    k = names.index("wrap_alloc")
+    check(position(screen(exact, "j" * k + "s")) == (names_o.index("wrap_alloc") + 1, n),
+          "s keeps the cursor on wrap_alloc")
+    names_c = [r["name"] for r in top_json(exact, "--cum")["rows"]]
+    check(position(screen(exact, "j" * k + "c")) == (names_c.index("wrap_alloc") + 1, n),
+          "c keeps the cursor on wrap_alloc")
+    # Esc and q go back to the table where it was.
+    check(position(screen(exact, "jj<enter><esc>")) == (3, n), "esc back from list")
+    check(position(screen(exact, "jj<enter>q")) == (3, n), "q back from list")
+    # A list longer than the screen scrolls.
+    parse_row = [r["name"] for r in j["rows"]].index("parse")
+    lines = screen(exact, "j" * parse_row + "<enter>", "80x9")
+    body = list_body(exact, "^parse$")
+    check(page_lines(lines) == [b[:80] for b in body[:7]], "list in 80x9", "\n".join(lines))
+    lines = screen(exact, "j" * parse_row + "<enter>jj", "80x9")
+    check(page_lines(lines) == [b[:80] for b in body[2:9]], "list scrolled 2", "\n".join(lines))
+    lines = screen(exact, "j" * parse_row + "<enter><end>", "80x9")
+    check(page_lines(lines) == [b[:80] for b in body[-7:]], "list end", "\n".join(lines))
+    # Right scrolls the source sideways, the numbers stay.
+    lines = screen(exact, "j" * parse_row + "<enter><right>", "200x60")
+    src = [l for l in page_lines(lines) if re.match(r"^ +\S+ +\S+ +83:", l)]
+    check(len(src) == 1 and src[0].endswith(":uint32_t st = grab(); /* L:parse_self */"),
+          "right scrolls the source 8 columns", "\n".join(lines))
+    # With lines granularity, Enter lists the row's function.
+    jl = top_json(exact, "--lines")
+    k = [r["name"] for r in jl["rows"]].index(next(r["name"] for r in jl["rows"] if r["name"].startswith("make_token")))
+    lines = screen(exact, "g" + "j" * k + "<enter>", "200x60")
+    body = list_body(exact, "^make_token$")
+    check(page_lines(lines)[:len(body)] == body, "lines granularity: list of make_token", "\n".join(lines))
+    # With files granularity, Enter lists every function of the file.
+    lines = screen(exact, "gg<enter>", "200x200")
+    body = list_body(exact, ".*")
+    check(page_lines(lines)[:len(body)] == body, "files granularity: all functions of fixture.c",
+          "\n".join(lines))
+
+    # The advisor: the same verdicts, in the same order, as advise --json.
+    for trace, name in ((exact, "exact"), (sampled, "sampled")):
+        adv = json.loads(run("advise", "-n", "0", "--json", trace).stdout)
+        sites = adv["sites"]
+        lines = screen(trace, "a", "200x60")
+        check(lines[0].startswith("advise: fixture "), "advise title", lines[0])
+        rows = [l for l in lines[3:-1] if l]
+        check(len(rows) == len(sites), "%s advise: %d rows, advise has %d" % (name, len(rows), len(sites)),
+              "\n".join(lines))
+        for k, (line, s) in enumerate(zip(rows, sites)):
+            check(line.startswith("%3d  %-24.24s " % (k + 1, s["verdict_text"])) and line.endswith("  " + s["site"]),
+                  "%s advise row %d: want %s / %s" % (name, k + 1, s["verdict_text"], s["site"]), line)
+            hit = float(re.search(r" ([0-9.]+)% ", line).group(1))
+            check(abs(hit - 100 * s["hit_rate"]) <= 0.05, "%s advise row %d hit rate" % (name, k + 1), line)
+        # Enter on a site: its verdict and reasons in full.
+        for k, s in enumerate(sites):
+            lines = screen(trace, "a" + "j" * k + "<enter>", "100x40")
+            text = "\n".join(lines)
+            check(lines[1] == "%d. %s" % (k + 1, s["site"]), "%s site %d title" % (name, k + 1), text)
+            check("   verdict: %s" % s["verdict_text"] in lines, "%s site %d verdict" % (name, k + 1), text)
+            i = lines.index("   verdict: %s" % s["verdict_text"])
+            reasons = []
+            for l in lines[i + 1:]:
+                if not l:
+                    break
+                reasons.append(l.strip())
+            check(" ".join(reasons) == " ".join(s["reasons"].split()), "%s site %d reasons" % (name, k + 1),
+                  text + "\n--- advise: " + s["reasons"])
+            check("   gets %d: hits %d, misses %d, hit rate %.1f%%" % (s["gets"], s["hits"], s["misses"],
+                                                                      100 * s["hit_rate"]) in lines,
+                  "%s site %d gets/hits/misses" % (name, k + 1), text)
+        back = screen(trace, "ajj<enter>q", "200x60")
+        check(position(back, 1) == (3, len(sites)), "q from a site back to the sites", "\n".join(back))
+        check(position(screen(trace, "ajj<enter>qq")) == (1, top_json(trace)["nodes"]), "q q back to top")
+
+    # Help, and back.
+    lines = screen(exact, "?")
+    check(lines[0].startswith("allocprof tui: help") and any("focus" in l for l in lines), "help", "\n".join(lines))
+    check(screen(exact, "??") == screen(exact), "? closes help")
+    check(screen(exact, "?<esc>") == screen(exact), "esc closes help")
+
+    # Resizing: the screen takes the new size, the cursor stays visible.
+    lines = screen(exact, "<end><resize:80x6>", "100x30", final="80x6")
+    check(len(lines) == 6 and all(len(l) <= 80 for l in lines), "resize to 80x6", "\n".join(lines))
+    check(table_rows(lines) == [top_rows[-1][:80]], "resize keeps the cursor row on screen", "\n".join(lines))
+    lines = screen(exact, "<resize:30x5>", "100x30", final="30x5")
+    check(lines[0] == "too small (30x5); q quits" and len(lines) == 5, "too small", "\n".join(lines))
+    check(screen(exact, "<resize:30x5><resize:100x30>") == screen(exact), "resize back")
+
+    # q quits: later keys are not applied.
+    check(screen(exact, "qj") == screen(exact), "q quits")
+
+    # Bad use: one line, the right status.
+    def expect(status, pattern, *args, stdin=None):
+        p = subprocess.run([AP] + list(args), capture_output=True, text=True, stdin=stdin)
+        err = p.stderr.splitlines()
+        check(p.returncode == status and len(err) == 1 and re.search(pattern, err[0]),
+              "allocprof %s: want exit %d and /%s/, got %d %r" % (" ".join(args), status, pattern, p.returncode, p.stderr))
+
+    expect(1, r"^allocprof: tui: standard output is not a terminal \(use top/list/advise, or --batch\)$",
+           "tui", exact)
+    expect(2, r"^allocprof: tui: --keys goes with --batch", "tui", "--keys", "j", exact)
+    expect(2, r"^allocprof: tui: --keys: unknown key '<foo>'", "tui", "--batch", "--keys", "j<foo>", exact)
+    expect(2, r"^allocprof: tui: --keys: unknown key '<down'", "tui", "--batch", "--keys", "<down", exact)
+    expect(2, r"^allocprof: tui: --size wants COLSxROWS", "tui", "--batch", "--size", "100", exact)
+    expect(2, r"^allocprof: tui: --json is for top, list and advise", "tui", "--json", exact)
+    expect(2, r"^allocprof: tui: unknown option '--bogus'", "tui", "--bogus", exact)
+    expect(2, r"^allocprof: tui: no trace given", "tui", "--batch")
+    expect(1, r"^allocprof: focus: bad regex '\(': ", "tui", "--batch", "--focus", "(", exact)
+    expect(1, r"^allocprof: .*missing.trace: ", "tui", "--batch", os.path.join(tmp, "missing.trace"))
+    l = screen(exact, "<lt>")
+    check(l == screen(exact), "<lt> is a key that does nothing on top")
+
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
