@@ -7,20 +7,6 @@
 
 #include "ap_advise.h"
 
-/* addr -> uint32 hash map (addresses are never 0). */
-struct amap_ent {
-	uint64_t key;
-	uint32_t val;
-};
-struct amap {
-	struct amap_ent *e;	/* key and value side by side: one cache miss */
-	size_t cap, n;
-};
-void amap_init(struct amap *m);
-void amap_release(struct amap *m);
-void amap_put(struct amap *m, uint64_t addr, uint32_t v);
-uint32_t amap_take(struct amap *m, uint64_t addr);
-
 /* Request sizes of a site: a weighted histogram with 4 buckets per power
  * of two. */
 #define SIZE_BUCKETS 256

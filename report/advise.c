@@ -41,24 +41,35 @@ int ap_advise_parse_gc(const char *s, struct ap_advise_options *o)
 
 /* ---- address map: addr -> uint32, open addressing, linear probing ---- */
 
-void amap_init(struct amap *m)
+/* Addresses are never 0: key 0 marks an empty entry. */
+struct amap_ent {
+	uint64_t key;
+	uint32_t val;
+};
+struct amap {
+	struct amap_ent *e;	/* key and value side by side: one cache miss */
+	size_t cap, n;		/* cap: a power of two, 2^(64 - shift) */
+	unsigned shift;
+};
+
+static void amap_init(struct amap *m)
 {
 	m->cap = 1024;
+	m->shift = 64 - 10;
 	m->n = 0;
 	m->e = ap_xcalloc(m->cap, sizeof(*m->e));
 }
 
-void amap_release(struct amap *m)
+static void amap_release(struct amap *m)
 {
 	free(m->e);
 }
 
-static inline size_t amap_hash(uint64_t k, size_t mask)
+/* Fibonacci hashing of the address without its low 4 bits (malloc
+ * aligns to 16): the top bits of the product, as many as the mask has. */
+static inline size_t amap_hash(const struct amap *m, uint64_t k)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (size_t)k & mask;
+	return (size_t)(((k >> 4) * 0x9e3779b97f4a7c15ull) >> m->shift);
 }
 
 static void amap_grow(struct amap *m)
@@ -66,10 +77,11 @@ static void amap_grow(struct amap *m)
 	struct amap_ent *old = m->e;
 	size_t ocap = m->cap;
 	m->cap *= 2;
+	m->shift--;
 	m->e = ap_xcalloc(m->cap, sizeof(*m->e));
 	for (size_t i = 0; i < ocap; i++)
 		if (old[i].key) {
-			size_t j = amap_hash(old[i].key, m->cap - 1);
+			size_t j = amap_hash(m, old[i].key);
 			while (m->e[j].key)
 				j = (j + 1) & (m->cap - 1);
 			m->e[j] = old[i];
@@ -78,11 +90,11 @@ static void amap_grow(struct amap *m)
 }
 
 /* Sets addr -> v (a newer block at a live address replaces the older). */
-void amap_put(struct amap *m, uint64_t addr, uint32_t v)
+static inline void amap_put(struct amap *m, uint64_t addr, uint32_t v)
 {
 	if (2 * (m->n + 1) > m->cap)
 		amap_grow(m);
-	size_t mask = m->cap - 1, j = amap_hash(addr, mask);
+	size_t mask = m->cap - 1, j = amap_hash(m, addr);
 	while (m->e[j].key && m->e[j].key != addr)
 		j = (j + 1) & mask;
 	if (!m->e[j].key)
@@ -92,9 +104,9 @@ void amap_put(struct amap *m, uint64_t addr, uint32_t v)
 }
 
 /* Removes addr; returns its value, or UINT32_MAX if absent. */
-uint32_t amap_take(struct amap *m, uint64_t addr)
+static inline uint32_t amap_take(struct amap *m, uint64_t addr)
 {
-	size_t mask = m->cap - 1, j = amap_hash(addr, mask);
+	size_t mask = m->cap - 1, j = amap_hash(m, addr);
 	while (m->e[j].key != addr) {
 		if (!m->e[j].key)
 			return UINT32_MAX;
@@ -104,7 +116,7 @@ uint32_t amap_take(struct amap *m, uint64_t addr)
 	/* Backward-shift deletion keeps probe chains intact. */
 	size_t hole = j;
 	for (size_t k = (j + 1) & mask; m->e[k].key; k = (k + 1) & mask) {
-		size_t home = amap_hash(m->e[k].key, mask);
+		size_t home = amap_hash(m, m->e[k].key);
 		if (((k - home) & mask) >= ((k - hole) & mask)) {
 			m->e[hole] = m->e[k];
 			hole = k;
@@ -130,162 +142,7 @@ static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
 	return t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
 }
 
-/* ---- matching: every event to its object, once ---- */
-
-struct site_info {		/* facts gathered once */
-	struct site_facts f;
-	double births, alloc_objects, alloc_space;
-	uint64_t samples;
-	uint64_t first_ts, last_ts;
-	double life_sum, life_w;
-};
-
-
-/* Per event of the trace, what it does to which object: the object's slot
- * (objects live at once get distinct slots; a slot is reused after its
- * object's free) and the kind. Events of objects of no site, and the FREE
- * halves of reallocs (the ALLOC half continues the object), are M_NONE. */
-#define M_NONE 0u
-#define M_BIRTH (1u << 30)
-#define M_GROW (2u << 30)
-#define M_PUT (3u << 30)
-#define M_KIND (3u << 30)
-#define M_SLOT (M_BIRTH - 1)
-
-struct match {
-	uint32_t *tag;		/* per event */
-	size_t nslots;
-	uint32_t *end_live;	/* slots of site objects never freed */
-	size_t nend;
-	uint64_t *cyc;		/* gogc cycles */
-	size_t ncyc;
-};
-
-struct mslot {
-	double w;		/* weight for live bytes */
-	uint64_t size;
-	bool site;
-};
-
-/* One pass over the trace: matches every FREE and realloc to its object
- * by address (the only hashing of the advisor), computes the gogc cycles
- * from the weighted live bytes on the way, and, with `info`, the sites'
- * share of allocation (pprof's way: each sampled allocation, reallocs
- * included, at the site of its own stack). site_of_stack may be NULL (no
- * sites: cycles only). */
-static void match_events(const struct ap_trace *t, const struct ap_advise_options *o,
-			 const uint32_t *site_of_stack, struct site_info *info,
-			 struct ap_advice *a, struct match *mt)
-{
-	memset(mt, 0, sizeof(*mt));
-	bool gogc = o->gc_mode == AP_GC_GOGC;
-	size_t ncyc = 0, cyc_alloc = 0;
-	struct amap m;
-	amap_init(&m);
-	struct mslot *sl = NULL;
-	uint32_t *freel = NULL;
-	size_t nslots = 0, slots_alloc = 0, nfree = 0, free_alloc = 0, end_alloc = 0;
-	/* Per thread: the object whose realloc FREE half was just seen; the
-	 * ALLOC half continues it. */
-	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
-	for (size_t i = 0; i <= t->nthreads; i++)
-		pending[i] = UINT32_MAX;
-	uint32_t *tag = ap_xmalloc(t->nev * sizeof(*tag));
-	double live = 0, live_at_cycle = 0, since = 0;
-	const double floor4m = 4.0 * 1024 * 1024;
-	const double growth = 1.0 + (double)o->gogc / 100.0;
-	double goal = floor4m;
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct ap_event *e = &t->ev[i];
-		tag[i] = M_NONE;
-		if (e->type == AP_EV_FREE) {
-			uint32_t s = amap_take(&m, e->addr);
-			if (s == UINT32_MAX)
-				continue;
-			live -= sl[s].w * (double)sl[s].size;
-			if (e->flags & AP_EVF_FROM_REALLOC) {
-				pending[e->thread] = s;
-				continue;
-			}
-			if (sl[s].site)
-				tag[i] = M_PUT | s;
-			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
-			freel[nfree++] = s;
-			continue;
-		}
-		if (e->type != AP_EV_ALLOC)
-			continue;
-		uint32_t k = pending[e->thread];
-		pending[e->thread] = UINT32_MAX;
-		double w = 0;
-		uint32_t site = UINT32_MAX;
-		if (site_of_stack && e->stack < t->nstacks)
-			site = site_of_stack[e->stack];
-		if (e->flags & AP_EVF_SAMPLED) {
-			w = ev_weight(t, e);
-			since += w * (double)e->size;
-			if (info) {
-				a->total_alloc_objects += w;
-				a->total_alloc_space += w * (double)e->size;
-				if (site != UINT32_MAX) {
-					info[site].alloc_objects += w;
-					info[site].alloc_space += w * (double)e->size;
-				}
-			}
-		}
-		uint32_t s;
-		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
-			/* A growth of the object: it keeps its slot and site. */
-			s = k;
-			if (!(e->flags & AP_EVF_SAMPLED))
-				w = sl[s].w;
-			if (sl[s].site)
-				tag[i] = M_GROW | s;
-		} else {
-			if (nfree) {
-				s = freel[--nfree];
-			} else {
-				AP_ALLOC_GROW(sl, nslots + 1, slots_alloc);
-				s = (uint32_t)nslots++;
-			}
-			sl[s].site = site != UINT32_MAX;
-			if (sl[s].site)
-				tag[i] = M_BIRTH | s;
-		}
-		sl[s].w = w;
-		sl[s].size = e->size;
-		live += w * (double)e->size;
-		amap_put(&m, e->addr, s);
-		if (gogc && live_at_cycle + since >= goal) {
-			AP_ALLOC_GROW(mt->cyc, ncyc + 1, cyc_alloc);
-			mt->cyc[ncyc++] = e->ts;
-			live_at_cycle = live;
-			since = 0;
-			goal = live_at_cycle * growth;
-			if (goal < floor4m)
-				goal = floor4m;
-		}
-	}
-	for (size_t j = 0; j < m.cap; j++)
-		if (m.e[j].key && sl[m.e[j].val].site) {
-			AP_ALLOC_GROW(mt->end_live, mt->nend + 1, end_alloc);
-			mt->end_live[mt->nend++] = m.e[j].val;
-		}
-	mt->tag = tag;
-	mt->nslots = nslots;
-	mt->ncyc = ncyc;
-	free(sl);
-	free(pending);
-	free(freel);
-	amap_release(&m);
-}
-
-static void match_release(struct match *mt)
-{
-	free(mt->tag);
-	free(mt->end_live);
-	free(mt->cyc);
-}
+/* ---- cycles: interval ---- */
 
 static uint64_t *interval_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
 				 size_t *n)
@@ -298,20 +155,6 @@ static uint64_t *interval_cycles(const struct ap_trace *t, const struct ap_advis
 		cyc[nc++] = ts;
 	}
 	*n = nc;
-	return cyc;
-}
-
-uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-			   size_t *n)
-{
-	if (o->gc_mode == AP_GC_INTERVAL)
-		return interval_cycles(t, o, n);
-	struct match mt;
-	match_events(t, o, NULL, NULL, NULL, &mt);
-	uint64_t *cyc = mt.cyc;
-	*n = mt.ncyc;
-	mt.cyc = NULL;
-	match_release(&mt);
 	return cyc;
 }
 
@@ -351,8 +194,8 @@ struct replay {
 	const struct ap_trace *t;
 	const struct ap_advise_options *o;
 	unsigned procs;
-	const uint64_t *cyc;
-	size_t ncyc;
+	uint64_t *cyc;		/* cycle times; gogc: appended while matching */
+	size_t ncyc, cyc_alloc;
 	uint64_t t_end;
 	struct site_run *runs;
 	size_t nsites;
@@ -378,7 +221,7 @@ static void costs_by_bucket(struct replay *rp)
 
 /* Applies the cycles before ts to the site's pool. An empty pool cannot
  * change by a cycle, so it skips ahead at once. */
-static inline void catch_up(struct replay *rp, struct site_run *s, uint64_t ts)
+static void catch_up_slow(struct replay *rp, struct site_run *s, uint64_t ts)
 {
 	while (s->nc < rp->ncyc && rp->cyc[s->nc] < ts) {
 		if (!ap_pool_held_objects(s->pool)) {
@@ -398,6 +241,18 @@ static inline void catch_up(struct replay *rp, struct site_run *s, uint64_t ts)
 	}
 }
 
+static inline void catch_up(struct replay *rp, struct site_run *s, uint64_t ts)
+{
+	if (__builtin_expect(s->nc < rp->ncyc, 0) && rp->cyc[s->nc] < ts)
+		catch_up_slow(rp, s, ts);
+}
+
+/* The P of a CPU: cpu % procs, without a division in the usual case. */
+static inline unsigned cpu_p(const struct replay *rp, unsigned cpu)
+{
+	return __builtin_expect(cpu < rp->procs, 1) ? cpu : cpu % rp->procs;
+}
+
 /* An allocation at the site: returns the object's capacity. */
 static inline uint64_t r_get(struct replay *rp, struct site_run *s, uint64_t ts,
 			     unsigned cpu, uint64_t size)
@@ -408,7 +263,7 @@ static inline uint64_t r_get(struct replay *rp, struct site_run *s, uint64_t ts,
 	struct ap_pool_obj o;
 	unsigned b = pow2_bucket(size);
 	r->gets++;
-	enum ap_pool_src src = ap_pool_get(s->pool, cpu % rp->procs, ts, &o);
+	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
 	r->hits[src]++;
 	if (src == AP_POOL_MISS) {
 		r->misses++;
@@ -446,72 +301,18 @@ static inline void r_put(struct replay *rp, struct site_run *s, uint64_t ts,
 	catch_up(rp, s, ts);
 	rp->ops++;
 	s->r.puts++;
-	if (!ap_pool_put(s->pool, cpu % rp->procs, ts, 0, cap))
+	if (!ap_pool_put(s->pool, cpu_p(rp, cpu), ts, 0, cap))
 		s->r.dropped_cap++;
 }
 
-/* A live object of the exact replay. */
-struct live {
-	uint64_t cap, birth;
-	uint32_t site;
+struct site_info {		/* facts gathered once */
+	struct site_facts f;
+	double births, alloc_objects, alloc_space;
+	uint64_t samples;
+	uint64_t first_ts, last_ts;
+	double life_sum, life_w;
 };
 
-/* --all: every event replayed in trace order, objects as matched once by
- * match_events. `info` is filled on the first pass (NULL on later ones). */
-static void pass_exact(struct replay *rp, const struct match *mt, const uint32_t *site_of_stack,
-		       struct site_info *info)
-{
-	const struct ap_trace *t = rp->t;
-	const uint32_t *tag = mt->tag;
-	struct live *lv = ap_xmalloc(mt->nslots * sizeof(*lv));
-	for (size_t i = 0; i < t->nev; i++) {
-		uint32_t tg = tag[i];
-		if (tg == M_NONE)
-			continue;
-		const struct ap_event *e = &t->ev[i];
-		struct live *l = &lv[tg & M_SLOT];
-		switch (tg & M_KIND) {
-		case M_BIRTH: {
-			l->site = site_of_stack[e->stack];
-			l->birth = e->ts;
-			l->cap = e->size;
-			struct site_run *s = &rp->runs[l->site];
-			if (s->active)
-				l->cap = r_get(rp, s, e->ts, e->cpu, e->size);
-			if (info) {
-				struct site_info *si = &info[l->site];
-				if (!si->samples)
-					si->first_ts = e->ts;
-				si->last_ts = e->ts;
-				si->samples++;
-				si->births += 1;
-				si->f.hist[size_bucket(e->size)] += 1;
-			}
-			break;
-		}
-		case M_GROW:
-			if (rp->runs[l->site].active)
-				r_grow(rp, &rp->runs[l->site], e->size, &l->cap);
-			break;
-		default: {	/* M_PUT */
-			struct site_run *s = &rp->runs[l->site];
-			if (s->active)
-				r_put(rp, s, e->ts, e->cpu, l->cap);
-			if (info) {
-				info[l->site].life_sum += (double)(e->ts - l->birth);
-				info[l->site].life_w += 1;
-			}
-			break;
-		}
-		}
-	}
-	for (size_t j = 0; j < mt->nend; j++) {
-		uint32_t site = lv[mt->end_live[j]].site;
-		if (rp->runs[site].active)
-			rp->runs[site].r.escaped++;
-	}
-	free(lv);
-}
 
 /* ---- sampled traces: the reconstruction ---- */
 
@@ -550,60 +351,249 @@ struct recon {
 	double *escaped;	/* per site: copies never freed */
 };
 
-/* Collects the sampled objects (those born by a sampled allocation) and
- * their growths and frees, objects as matched once by match_events. */
-static void recon_collect(struct recon *rc, const struct ap_trace *t, const struct match *mt,
-			  const uint32_t *site_of_stack, struct site_info *info)
+/* ---- matching: every event to its object, in one place ---- */
+
+/* A live object: slots are reused after an object's free, so there are as
+ * many as objects live at once. */
+struct obj {
+	double w;		/* weight in live bytes (gogc cycles) */
+	uint64_t size;		/* its block's size */
+	uint64_t cap, birth;	/* exact replay */
+	uint32_t site;		/* UINT32_MAX: of no site */
+	uint32_t rec;		/* sampled: its record, or UINT32_MAX */
+};
+
+enum walk_mode {
+	W_CYCLES,		/* the gogc cycles only */
+	W_EXACT,		/* --all: replay every site event */
+	W_COLLECT,		/* sampled: collect the records of the reconstruction */
+};
+
+struct walk {
+	enum walk_mode mode;
+	const struct ap_trace *t;
+	const uint32_t *site_of_stack;	/* NULL: no sites */
+	struct replay *rp;	/* cycles go to rp->cyc; W_EXACT replays its runs */
+	bool cycles;		/* compute the gogc cycles (rp->cyc empty) */
+	double gogc;
+	/* First walk only (else NULL): the sites' shares and facts. */
+	struct site_info *info;
+	struct ap_advice *a;
+	struct recon *rc;	/* W_COLLECT */
+	bool unsorted;		/* out: an event earlier than the one before */
+};
+
+/* Site events of an object, by mode. */
+static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_event *e)
 {
-	uint32_t *rec_of = ap_xmalloc(mt->nslots * sizeof(*rec_of));
-	for (size_t i = 0; i < t->nev; i++) {
-		uint32_t tg = mt->tag[i];
-		if (tg == M_NONE)
-			continue;
-		const struct ap_event *e = &t->ev[i];
-		uint32_t slot = tg & M_SLOT;
-		if ((tg & M_KIND) == M_BIRTH) {
-			if (!(e->flags & AP_EVF_SAMPLED)) {
-				rec_of[slot] = UINT32_MAX;
-				continue;
-			}
-			uint32_t site = site_of_stack[e->stack];
-			AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
-			struct srec *r = &rc->rec[rc->nrec];
-			*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(t, e),
-					    .site = site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
-					    .cpu = e->cpu };
-			struct site_info *si = &info[site];
+	struct site_info *si = w->info ? &w->info[ob->site] : NULL;
+	if (w->mode == W_EXACT) {
+		struct replay *rp = w->rp;
+		ob->birth = e->ts;
+		ob->cap = e->size;
+		struct site_run *s = &rp->runs[ob->site];
+		if (s->active)
+			ob->cap = r_get(rp, s, e->ts, e->cpu, e->size);
+		if (si) {
 			if (!si->samples)
 				si->first_ts = e->ts;
 			si->last_ts = e->ts;
 			si->samples++;
-			si->births += r->w;
-			si->f.hist[size_bucket(e->size)] += r->w;
-			rec_of[slot] = (uint32_t)rc->nrec++;
-			continue;
+			si->births += 1;
+			si->f.hist[size_bucket(e->size)] += 1;
 		}
-		uint32_t k = rec_of[slot];
-		if (k == UINT32_MAX)
-			continue;
-		struct srec *r = &rc->rec[k];
-		if ((tg & M_KIND) == M_GROW) {
-			AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
-			rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
-			if (r->gtail == UINT32_MAX)
-				r->ghead = (uint32_t)rc->ng;
-			else
-				rc->g[r->gtail].next = (uint32_t)rc->ng;
-			r->gtail = (uint32_t)rc->ng++;
-			continue;
-		}
-		r->freed = true;
-		r->death = e->ts;
-		r->dcpu = e->cpu;
-		info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
-		info[r->site].life_w += r->w;
+		return;
 	}
-	free(rec_of);
+	/* W_COLLECT: the objects born by a sampled allocation. */
+	if (!(e->flags & AP_EVF_SAMPLED)) {
+		ob->rec = UINT32_MAX;
+		return;
+	}
+	struct recon *rc = w->rc;
+	AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
+	struct srec *r = &rc->rec[rc->nrec];
+	*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(w->t, e),
+			    .site = ob->site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
+			    .cpu = e->cpu };
+	if (!si->samples)
+		si->first_ts = e->ts;
+	si->last_ts = e->ts;
+	si->samples++;
+	si->births += r->w;
+	si->f.hist[size_bucket(e->size)] += r->w;
+	ob->rec = (uint32_t)rc->nrec++;
+}
+
+static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_event *e)
+{
+	if (w->mode == W_EXACT) {
+		struct site_run *s = &w->rp->runs[ob->site];
+		if (s->active)
+			r_grow(w->rp, s, e->size, &ob->cap);
+		return;
+	}
+	if (ob->rec == UINT32_MAX)
+		return;
+	struct recon *rc = w->rc;
+	struct srec *r = &rc->rec[ob->rec];
+	AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
+	rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
+	if (r->gtail == UINT32_MAX)
+		r->ghead = (uint32_t)rc->ng;
+	else
+		rc->g[r->gtail].next = (uint32_t)rc->ng;
+	r->gtail = (uint32_t)rc->ng++;
+}
+
+static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event *e)
+{
+	if (w->mode == W_EXACT) {
+		struct site_run *s = &w->rp->runs[ob->site];
+		if (s->active)
+			r_put(w->rp, s, e->ts, e->cpu, ob->cap);
+		if (w->info) {
+			w->info[ob->site].life_sum += (double)(e->ts - ob->birth);
+			w->info[ob->site].life_w += 1;
+		}
+		return;
+	}
+	if (ob->rec == UINT32_MAX)
+		return;
+	struct srec *r = &w->rc->rec[ob->rec];
+	r->freed = true;
+	r->death = e->ts;
+	r->dcpu = e->cpu;
+	w->info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
+	w->info[r->site].life_w += r->w;
+}
+
+/* One pass over the trace in order: matches every FREE and realloc to its
+ * object by address (an ALLOC starts an object, unless it is the ALLOC
+ * half of a realloc whose FREE half just ended a tracked one: then it
+ * continues that object), and hands each object's birth, growths and free
+ * to the mode. On the way: the gogc cycles from the weighted live bytes
+ * (a cycle found at an event applies to pool operations after its time,
+ * so the replay of a trace in time order can run in the same pass), and
+ * with `info` the sites' shares of allocation (pprof's way: each sampled
+ * allocation, reallocs included, at the site of its own stack). */
+static void walk_events(struct walk *w)
+{
+	const struct ap_trace *t = w->t;
+	struct replay *rp = w->rp;
+	struct amap m;
+	amap_init(&m);
+	struct obj *objs = NULL;
+	uint32_t *freel = NULL;
+	size_t nobjs = 0, objs_alloc = 0, nfree = 0, free_alloc = 0;
+	/* Per thread: the object whose realloc FREE half was just seen. */
+	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
+	for (size_t i = 0; i <= t->nthreads; i++)
+		pending[i] = UINT32_MAX;
+	double live = 0, live_at_cycle = 0, since = 0;
+	const double floor4m = 4.0 * 1024 * 1024;
+	double goal = floor4m;
+	uint64_t prev_ts = 0;
+	bool unsorted = false;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		unsorted |= e->ts < prev_ts;
+		prev_ts = e->ts;
+		if (e->type == AP_EV_FREE) {
+			uint32_t k = amap_take(&m, e->addr);
+			if (k == UINT32_MAX)
+				continue;
+			struct obj *ob = &objs[k];
+			live -= ob->w * (double)ob->size;
+			if (e->flags & AP_EVF_FROM_REALLOC) {
+				pending[e->thread] = k;
+				continue;
+			}
+			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
+			freel[nfree++] = k;
+			if (ob->site != UINT32_MAX)
+				obj_put(w, ob, e);
+			continue;
+		}
+		if (e->type != AP_EV_ALLOC)
+			continue;
+		uint32_t k = pending[e->thread];
+		pending[e->thread] = UINT32_MAX;
+		double wt = 0;
+		if (e->flags & AP_EVF_SAMPLED) {
+			wt = ev_weight(t, e);
+			since += wt * (double)e->size;
+			if (w->info) {
+				w->a->total_alloc_objects += wt;
+				w->a->total_alloc_space += wt * (double)e->size;
+				uint32_t site = e->stack < t->nstacks ? w->site_of_stack[e->stack] : UINT32_MAX;
+				if (site != UINT32_MAX) {
+					w->info[site].alloc_objects += wt;
+					w->info[site].alloc_space += wt * (double)e->size;
+				}
+			}
+		}
+		struct obj *ob;
+		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
+			/* A growth of the object: same slot, same site. */
+			ob = &objs[k];
+			if (!(e->flags & AP_EVF_SAMPLED))
+				wt = ob->w;
+			if (ob->site != UINT32_MAX)
+				obj_grow(w, ob, e);
+		} else {
+			if (nfree) {
+				k = freel[--nfree];
+			} else {
+				AP_ALLOC_GROW(objs, nobjs + 1, objs_alloc);
+				k = (uint32_t)nobjs++;
+			}
+			ob = &objs[k];
+			ob->site = w->site_of_stack && e->stack < t->nstacks ?
+					   w->site_of_stack[e->stack] : UINT32_MAX;
+			if (ob->site != UINT32_MAX)
+				obj_birth(w, ob, e);
+		}
+		ob->w = wt;
+		ob->size = e->size;
+		live += wt * (double)e->size;
+		amap_put(&m, e->addr, k);
+		if (w->cycles && live_at_cycle + since >= goal) {
+			AP_ALLOC_GROW(rp->cyc, rp->ncyc + 1, rp->cyc_alloc);
+			rp->cyc[rp->ncyc++] = e->ts;
+			live_at_cycle = live;
+			since = 0;
+			goal = live_at_cycle * w->gogc;
+			if (goal < floor4m)
+				goal = floor4m;
+		}
+	}
+	/* The objects still live at the end escape. */
+	if (w->mode == W_EXACT)
+		for (size_t j = 0; j < m.cap; j++) {
+			if (!m.e[j].key)
+				continue;
+			uint32_t site = objs[m.e[j].val].site;
+			if (site != UINT32_MAX && rp->runs[site].active)
+				rp->runs[site].r.escaped++;
+		}
+	w->unsorted = unsorted;
+	free(objs);
+	free(pending);
+	free(freel);
+	amap_release(&m);
+}
+
+uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+			   size_t *n)
+{
+	if (o->gc_mode == AP_GC_INTERVAL)
+		return interval_cycles(t, o, n);
+	struct replay rp = { .t = t, .o = o };
+	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp, .cycles = true,
+			  .gogc = 1.0 + (double)o->gogc / 100.0 };
+	walk_events(&w);
+	*n = rp.ncyc;
+	return rp.cyc;
 }
 
 /* Objects replayed per site at most; a site over it replays its first
@@ -740,9 +730,8 @@ static void scale_result(struct ap_replay_result *r, double k)
 		r->hits[i] *= k;
 }
 
-/* One replay of the active sites, each with its cap. */
-static void replay_pass(struct replay *rp, const uint64_t *caps, const uint32_t *site_of_stack,
-			const struct match *mt, struct recon *rc, struct site_info *info)
+/* Before a replay of the active sites: empty pools with their caps. */
+static void runs_reset(struct replay *rp, const uint64_t *caps)
 {
 	for (size_t s = 0; s < rp->nsites; s++) {
 		struct site_run *run = &rp->runs[s];
@@ -753,10 +742,11 @@ static void replay_pass(struct replay *rp, const uint64_t *caps, const uint32_t 
 		if (run->active)
 			ap_pool_reset(run->pool, rp->procs, caps[s]);
 	}
-	if (rc)
-		pass_recon(rp, rc);
-	else
-		pass_exact(rp, mt, site_of_stack, info);
+}
+
+/* After a replay: the pools' statistics into the results. */
+static void runs_finish(struct replay *rp)
+{
 	for (size_t s = 0; s < rp->nsites; s++) {
 		struct site_run *run = &rp->runs[s];
 		if (!run->active)
@@ -774,6 +764,60 @@ static void replay_pass(struct replay *rp, const uint64_t *caps, const uint32_t 
 		double hits = r->gets - r->misses;
 		r->hit_rate = r->gets > 0 ? hits / r->gets : 0;
 	}
+}
+
+/* The first replay. --all: matching, gogc cycles, shares, facts and the
+ * replay in one pass over the trace; if its events are not in time order
+ * (then a cycle found later may apply to an earlier event), the cycles
+ * are computed first and the replay redone. Sampled: one pass collects
+ * the reconstruction (and cycles, shares, facts), then its replay. */
+static void first_replay(struct replay *rp, const struct ap_site_map *m, struct site_info *info,
+			 struct ap_advice *a, struct recon *rc, const uint64_t *caps)
+{
+	const struct ap_trace *t = rp->t;
+	const struct ap_advise_options *o = rp->o;
+	bool gogc = o->gc_mode == AP_GC_GOGC;
+	if (!gogc)
+		rp->cyc = interval_cycles(t, o, &rp->ncyc);
+	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = t,
+			  .site_of_stack = m->site_of_stack, .rp = rp, .cycles = gogc,
+			  .gogc = 1.0 + (double)o->gogc / 100.0, .info = info, .a = a, .rc = rc };
+	runs_reset(rp, caps);
+	walk_events(&w);
+	if (!a->sampled && gogc && w.unsorted) {
+		memset(info, 0, m->nsites * sizeof(*info));
+		a->total_alloc_objects = a->total_alloc_space = 0;
+		rp->ncyc = 0;
+		rp->ops = 0;
+		w.mode = W_CYCLES;
+		w.info = NULL;
+		walk_events(&w);
+		w.mode = W_EXACT;
+		w.info = info;
+		w.cycles = false;
+		runs_reset(rp, caps);
+		walk_events(&w);
+	}
+	if (a->sampled) {
+		recon_build(rc, rp, info, o->seed);
+		pass_recon(rp, rc);
+	}
+	runs_finish(rp);
+}
+
+/* A replay again, with other caps. */
+static void next_replay(struct replay *rp, const struct ap_site_map *m, struct recon *rc,
+			const uint64_t *caps)
+{
+	runs_reset(rp, caps);
+	if (rc) {
+		pass_recon(rp, rc);
+	} else {
+		struct walk w = { .mode = W_EXACT, .t = rp->t, .site_of_stack = m->site_of_stack,
+				  .rp = rp };
+		walk_events(&w);
+	}
+	runs_finish(rp);
 }
 
 struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
@@ -807,27 +851,10 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		rp.runs[s].scale = 1;
 	}
 
-	/* The objects, the sites' shares and (gogc) the cycles: one pass. */
-	struct match mt;
-	match_events(t, o, m->site_of_stack, info, a, &mt);
-	if (o->gc_mode == AP_GC_INTERVAL) {
-		free(mt.cyc);
-		mt.cyc = interval_cycles(t, o, &mt.ncyc);
-	}
-	rp.cyc = mt.cyc;
-	rp.ncyc = mt.ncyc;
-	a->cycles = mt.ncyc;
-	a->mean_cycle_ns = (double)a->duration_ns / (double)(mt.ncyc + 1);
-
-	struct recon rc = { 0 }, *rcp = NULL;
-	if (a->sampled) {
-		recon_collect(&rc, t, &mt, m->site_of_stack, info);
-		free(mt.tag);	/* the replays read the reconstruction */
-		mt.tag = NULL;
-		recon_build(&rc, &rp, info, o->seed);
-		rcp = &rc;
-	}
-	replay_pass(&rp, caps, m->site_of_stack, &mt, rcp, info);
+	struct recon rc = { 0 };
+	first_replay(&rp, m, info, a, a->sampled ? &rc : NULL, caps);
+	a->cycles = rp.ncyc;
+	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.ncyc + 1);
 
 	a->sites = ap_xcalloc(ns ? ns : 1, sizeof(*a->sites));
 	for (size_t s = 0; s < ns; s++) {
@@ -870,7 +897,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	for (size_t s = 0; s < ns; s++)
 		any |= rp.runs[s].active;
 	if (any) {
-		replay_pass(&rp, caps, m->site_of_stack, &mt, rcp, NULL);
+		next_replay(&rp, m, a->sampled ? &rc : NULL, caps);
 		for (size_t s = 0; s < ns; s++)
 			if (rp.runs[s].active)
 				a->sites[s].rc = rp.runs[s].r;
@@ -897,14 +924,14 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->nsites = kept;
 	advise_rank(a);
 
-	if (rcp)
-		recon_release(rcp);
+	if (a->sampled)
+		recon_release(&rc);
 	for (size_t s = 0; s < ns; s++)
 		ap_pool_free(rp.runs[s].pool);
 	free(rp.runs);
 	free(caps);
 	free(info);
-	match_release(&mt);
+	free(rp.cyc);
 	return a;
 }
 

@@ -100,7 +100,7 @@ const char *ap_pool_src_name(enum ap_pool_src src)
 /* Accumulates held bytes over the time since the last operation. */
 static inline void advance(struct ap_pool *pool, uint64_t t)
 {
-	if (!pool->started) {
+	if (__builtin_expect(!pool->started, 0)) {
 		pool->started = true;
 		pool->t0 = pool->tlast = t;
 		return;
@@ -163,12 +163,10 @@ static struct shards *new_primary(struct ap_pool *pool)
 
 /* Go's pin(): the primary, replaced by a new empty one when missing or when
  * p is not below its size (what the old one held is lost). */
-static struct shards *pin(struct ap_pool *pool, unsigned p)
+static struct shards *pin_slow(struct ap_pool *pool, unsigned p)
 {
 	if (pool->primary != NO_ARRAY) {
 		struct shards *a = &pool->arr[pool->primary];
-		if (p < a->size)
-			return a;
 		pool->st.lost_pchange += a->nobjs;
 		pool->st.lost_pchange_bytes += a->bytes;
 		drop_array(pool, a);
@@ -177,20 +175,35 @@ static struct shards *pin(struct ap_pool *pool, unsigned p)
 	return new_primary(pool);
 }
 
-static void push_head(struct shard *s, uint64_t id, uint64_t cap)
+static inline struct shards *pin(struct ap_pool *pool, unsigned p)
 {
-	if (s->head - s->tail == s->ringcap) {
-		uint32_t ncap = s->ringcap ? s->ringcap * 2 : 8;
-		struct ap_pool_obj *ring = ap_xmalloc(ncap * sizeof(*ring));
-		uint32_t n = s->head - s->tail;
-		for (uint32_t k = 0; k < n; k++)
-			ring[k] = s->ring[(s->tail + k) & (s->ringcap - 1)];
-		free(s->ring);
-		s->ring = ring;
-		s->ringcap = ncap;
-		s->tail = 0;
-		s->head = n;
+	if (__builtin_expect(pool->primary != NO_ARRAY, 1)) {
+		struct shards *a = &pool->arr[pool->primary];
+		if (__builtin_expect(p < a->size, 1))
+			return a;
 	}
+	return pin_slow(pool, p);
+}
+
+/* Doubles the ring of a full deque (its objects keep their order). */
+static void ring_grow(struct shard *s)
+{
+	uint32_t ncap = s->ringcap ? s->ringcap * 2 : 8;
+	struct ap_pool_obj *ring = ap_xmalloc(ncap * sizeof(*ring));
+	uint32_t n = s->head - s->tail;
+	for (uint32_t k = 0; k < n; k++)
+		ring[k] = s->ring[(s->tail + k) & (s->ringcap - 1)];
+	free(s->ring);
+	s->ring = ring;
+	s->ringcap = ncap;
+	s->tail = 0;
+	s->head = n;
+}
+
+static inline void push_head(struct shard *s, uint64_t id, uint64_t cap)
+{
+	if (__builtin_expect(s->head - s->tail == s->ringcap, 0))
+		ring_grow(s);
 	s->ring[s->head & (s->ringcap - 1)] = (struct ap_pool_obj){ id, cap };
 	s->head++;
 }
