@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ap_trace.h"
+#include "ap_trace_compact.h"
 #include "commands.h"
 
 #define SAMPLER_SO "liballocprof.so"
@@ -271,126 +272,38 @@ static void setenv_u64(const char *name, uint64_t v)
 	setenv(name, buf, 1);
 }
 
-/* What the summary line says about a trace: counted by streaming over its
- * chunks (the reader would hold every event in memory, and an --all trace
- * of a long run holds hundreds of millions). */
-struct trace_count {
-	uint64_t events;
-	uint32_t *tids;
-	size_t ntids, alloc;
-	bool has_end;
-	char bad[160];		/* why the trace is unreadable, or "" */
-	char trunc[160];	/* why it is truncated, or "" */
-};
-
-/* Fields after dt of each EVENTS record type (every one a varint). */
-static const unsigned ev_fields[] = { 0, 3, 1, 5, 2 };
-
-static int count_events(const uint8_t *p, const uint8_t *end, uint64_t *n)
-{
-	uint64_t v;
-	p += 8; /* base_ns */
-	while (p < end) {
-		uint8_t tag = *p++;
-		unsigned type = AP_TAG_TYPE(tag);
-		if (!tag)
-			break;
-		if (type < 1 || type > 4)
-			return -1;
-		unsigned fields = ev_fields[type] + 1 + ((tag & AP_TAG_CPU) ? 1 : 0);
-		for (unsigned i = 0; i < fields; i++)
-			if (ap_get_uv(&p, end, &v) < 0)
-				return -1;
-		(*n)++;
-	}
-	return 0;
-}
-
-static void count_trace(int fd, struct trace_count *c)
-{
-	uint8_t pre[AP_TRACE_PREAMBLE_LEN], hdr[AP_CHUNK_HDR_LEN];
-	if (pread(fd, pre, sizeof(pre), 0) != (ssize_t)sizeof(pre) ||
-	    memcmp(pre, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN)) {
-		snprintf(c->bad, sizeof(c->bad), "not an allocprof trace");
-		return;
-	}
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	off_t off = AP_TRACE_PREAMBLE_LEN;
-	for (;;) {
-		ssize_t got = pread(fd, hdr, sizeof(hdr), off);
-		if (got == 0)
-			break;
-		if (got != (ssize_t)sizeof(hdr)) {
-			snprintf(c->trunc, sizeof(c->trunc), "file ends inside a chunk at byte %lld",
-				 (long long)off);
-			break;
-		}
-		uint32_t len = ap_get_u32le(hdr + 12);
-		if (ap_get_u32le(hdr) != AP_CHUNK_MAGIC || len > AP_CHUNK_MAX_PAYLOAD ||
-		    ap_get_u32le(hdr + 20) != ap_crc32c(hdr, 20)) {
-			snprintf(c->bad, sizeof(c->bad), "corrupt chunk header at byte %lld",
-				 (long long)off);
-			break;
-		}
-		AP_ALLOC_GROW(buf, len, cap);
-		if (pread(fd, buf, len, off + AP_CHUNK_HDR_LEN) != (ssize_t)len) {
-			snprintf(c->trunc, sizeof(c->trunc), "file ends inside a chunk at byte %lld",
-				 (long long)off);
-			break;
-		}
-		if (ap_get_u32le(hdr + 16) != ap_crc32c(buf, len)) {
-			snprintf(c->bad, sizeof(c->bad), "corrupt chunk at byte %lld: bad checksum",
-				 (long long)off);
-			break;
-		}
-		if (hdr[4] == AP_CHUNK_EVENTS) {
-			uint32_t tid = ap_get_u32le(hdr + 8);
-			size_t i;
-			for (i = 0; i < c->ntids && c->tids[i] != tid; i++)
-				;
-			if (i == c->ntids) {
-				AP_ALLOC_GROW(c->tids, c->ntids + 1, c->alloc);
-				c->tids[c->ntids++] = tid;
-			}
-			if (len < 8 || count_events(buf, buf + len, &c->events) < 0) {
-				snprintf(c->bad, sizeof(c->bad),
-					 "corrupt chunk at byte %lld: bad event record", (long long)off);
-				break;
-			}
-		}
-		c->has_end = hdr[4] == AP_CHUNK_END;
-		off += AP_CHUNK_HDR_LEN + len;
-	}
-	free(buf);
-	if (!c->bad[0] && !c->trunc[0] && !c->has_end)
-		snprintf(c->trunc, sizeof(c->trunc), "no end record: the process was killed");
-}
-
-/* One trace's summary line. */
-static void summarize(const char *path, const char *what)
+/* A finished trace: compressed in place (ap_trace_compact: the sampler
+ * writes small raw chunks, and compressing here, after the program has
+ * exited, costs the program nothing), then its summary line, counted on the
+ * way (the reader would hold every event in memory, and an --all trace of a
+ * long run holds hundreds of millions). A trace that cannot be compressed
+ * (corrupt) is left as it was and said so. */
+static void finish_trace(const char *path, const char *what, bool quiet)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size == 0) {
+	if (stat(path, &st) < 0 || st.st_size == 0) {
 		ap_die_msg("%s: no trace was written (%s): the program was not profiled "
 			   "(did it clear LD_PRELOAD, or is it statically linked?)",
-			   path, fd < 0 ? "missing" : "empty");
-		if (fd >= 0)
-			close(fd);
+			   path, errno == ENOENT ? "missing" : "empty");
 		return;
 	}
-	struct trace_count c;
-	memset(&c, 0, sizeof(c));
-	count_trace(fd, &c);
-	close(fd);
-	if (c.bad[0])
-		ap_die_msg("%s: %s", path, c.bad);
-	else
-		fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s)\n", what,
-			path, (unsigned long long)c.events, c.ntids, c.ntids == 1 ? "" : "s",
-			c.trunc[0] ? "; truncated: " : "", c.trunc);
-	free(c.tids);
+	struct ap_compact_stats c;
+	struct ap_error err;
+	if (ap_trace_compact(path, AP_COMPACT_LEVEL, &c, &err) < 0) {
+		ap_die_msg("%s", err.msg);
+		return;
+	}
+	if (quiet)
+		return;
+	char trunc[160] = "";
+	if (c.cut)
+		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
+			 (unsigned long long)c.cut_at);
+	else if (!c.has_end)
+		snprintf(trunc, sizeof(trunc), "no end record: the process was killed");
+	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s)\n", what, path,
+		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
+		trunc[0] ? "; truncated: " : "", trunc);
 }
 
 /* <output>.<digits>[.exec<n>] and <output>.exec<n>: traces of the processes
@@ -423,7 +336,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void summarize_children(const char *output, time_t since)
+static void finish_children(const char *output, time_t since, bool quiet)
 {
 	char dir[PATH_MAX * 2 + 64];
 	snprintf(dir, sizeof(dir), "%s", output);
@@ -457,7 +370,7 @@ static void summarize_children(const char *output, time_t since)
 	closedir(d);
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
-		summarize(slash ? names[i] : names[i] + 2, "child trace");
+		finish_trace(slash ? names[i] : names[i] + 2, "child trace", quiet);
 		free(names[i]);
 	}
 	free(names);
@@ -565,13 +478,8 @@ int cmd_record(int argc, char **argv)
 	if (got == (ssize_t)sizeof(exec_err))
 		return AP_EXIT_FAIL; /* could not exec: the child said why */
 
-	struct stat st;
-	if (!o.quiet) {
-		summarize(output, "wrote");
-		summarize_children(output, start);
-	} else if (stat(output, &st) < 0 || st.st_size == 0) {
-		summarize(output, "wrote"); /* says plainly that nothing was written */
-	}
+	finish_trace(output, "wrote", o.quiet);
+	finish_children(output, start, o.quiet);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))

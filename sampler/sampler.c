@@ -37,8 +37,8 @@
 #define OWN_FRAMES_SLACK 32	/* frames of ours (and libunwind's) to drop */
 #define THR_BUF_SIZE (64u << 10)
 #define META_BUF_SIZE (1u << 20)
-#define EV_HDR (AP_CHUNK_HDR_LEN + 8) /* chunk header + base_ns */
-#define EV_MAX_REC 64		/* largest EVENTS record: tag+5 varints */
+#define EV_HDR AP_CHUNK_HDR_LEN
+#define EV_MAX_REC 96		/* largest EVENTS records: TIME + tag + 6 fields */
 #define FLUSH_AGE_NS 1000000000ull
 #define FILTER_BITS 16
 #define MAX_MODULES 4096
@@ -76,10 +76,23 @@ struct ap_thr {
 	uint32_t tid;
 	uint32_t cpu;
 	struct ap_tls *tls;	/* the owner's TLS block, while live */
-	uint64_t base_ts, prev_ts, prev_addr;
+	uint64_t prev_addr;
+	uint64_t q;		/* quantum of the last TIME/SYNC record */
+	uint64_t q0;		/* quantum of the chunk's SYNC (flush by age) */
+	uint64_t tsc_next;	/* TSC at which the clock is read again */
+	uint64_t ord_all;	/* ALLOC records ever appended (ring ordinals) */
+	uint64_t ord_base;	/* ord_all when the chunk began */
 	uint64_t events;	/* records appended since the trace started */
 	size_t len;
 	uint8_t *buf;		/* THR_BUF_SIZE bytes */
+	struct ring_ent *ring;	/* AP_RING recent ALLOCs, by address hash */
+};
+
+/* A recent ALLOC of this buffer's chunk that a FREE can name by distance
+ * (AP_TAG_REF): direct-mapped by address, so a collision only costs a FREE
+ * written with its address. */
+struct ring_ent {
+	uint64_t addr, ord;
 };
 
 /* ---- global state ------------------------------------------------------ */
@@ -89,6 +102,8 @@ static uint64_t ap_rate = DEFAULT_RATE;
 static int ap_all;
 static unsigned ap_max_depth = DEFAULT_DEPTH;
 static uint64_t ap_seed;
+static uint64_t ap_quantum = AP_DEFAULT_QUANTUM_NS;
+static double tsc_per_ns;	/* 0: read the clock on every event */
 static int ap_fd = -1;
 static pid_t ap_pid;
 static unsigned ap_gen;		/* exec generation of this pid (0: first image) */
@@ -152,6 +167,30 @@ static uint64_t now_ns(int clk)
 	struct timespec ts;
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Events carry no time of their own: a TIME record precedes the first event
+ * of each new quantum. Knowing when a quantum ends takes a clock read per
+ * event; rdtsc (~11 ns here, constant and non-stop TSC) is checked against
+ * a deadline, and only a passed deadline reads CLOCK_MONOTONIC (vDSO,
+ * ~25 ns), which stays the one source of the times written. */
+static inline uint64_t rd_tsc(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+
+/* TSC ticks per ns, over 200 us of CLOCK_MONOTONIC at start. A TSC that
+ * does not advance steadily only makes TIME records come late, never
+ * wrong: the deadline is a hint, the time is the clock's. */
+static void tsc_calibrate(void)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = rd_tsc(), t1, c1;
+	do {
+		t1 = now_ns(CLOCK_MONOTONIC);
+		c1 = rd_tsc();
+	} while (t1 - t0 < 200000);
+	double r = (double)(c1 - c0) / (double)(t1 - t0);
+	tsc_per_ns = r > 0.05 && r < 100 ? r : 0;
 }
 
 static uint32_t sys_gettid(void)
@@ -963,17 +1002,56 @@ static void thr_flush_locked(struct ap_thr *b)
 	}
 	meta_flush_locked();
 	lk_unlock(&meta_lock);
-	ap_put_u64le(b->buf + AP_CHUNK_HDR_LEN, b->base_ts);
 	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->buf + AP_CHUNK_HDR_LEN,
 			(uint32_t)(b->len - AP_CHUNK_HDR_LEN));
 	trace_write(b->buf, b->len);
 	b->len = EV_HDR;
 }
 
-/* Appends one EVENTS record for the calling thread. */
+/* The ring entry of addr. */
+static inline struct ring_ent *ring_slot(struct ap_thr *b, uint64_t addr)
+{
+	return &b->ring[(addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)];
+}
+_Static_assert(AP_RING == 1u << 12, "ring_slot hashes to 12 bits");
+
+/* The distance (AP_TAG_REF) of the block at addr if it is one of the
+ * chunk's last AP_RING ALLOCs, else 0; the entry is used up. */
+static inline uint64_t ring_take(struct ap_thr *b, uint64_t addr)
+{
+	struct ring_ent *e = ring_slot(b, addr);
+	if (e->addr != addr || e->ord <= b->ord_base || b->ord_all - e->ord >= AP_RING)
+		return 0;
+	e->addr = 0;
+	return b->ord_all - e->ord + 1;
+}
+
+static inline void ring_put(struct ap_thr *b, uint64_t addr)
+{
+	struct ring_ent *e = ring_slot(b, addr);
+	e->addr = addr;
+	e->ord = ++b->ord_all;
+}
+
+/* The current quantum, from the clock only when the TSC deadline passed. */
+static inline uint64_t cur_quantum(struct ap_thr *b)
+{
+	uint64_t c = rd_tsc();
+	if (LIKELY(c < b->tsc_next))
+		return b->q;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / ap_quantum;
+	if (q < b->q)
+		q = b->q;
+	b->tsc_next = tsc_per_ns > 0
+			      ? c + (uint64_t)((double)((q + 1) * ap_quantum - now) * tsc_per_ns)
+			      : 0;
+	return q;
+}
+
+/* Appends one EVENTS record for the calling thread (a TIME or SYNC record
+ * first when the quantum changed or the chunk is new). */
 static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
-		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags,
-		 uint64_t ts)
+		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
 {
 	struct ap_thr *b = t->thr == &dead_thr ? &fallback : t->thr;
 	int c = sched_getcpu();
@@ -983,50 +1061,68 @@ static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		lk_unlock(&b->lock);
 		return;
 	}
-	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE) {
+	uint64_t q = cur_quantum(b);
+	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE ||
+	    (q != b->q && (q - b->q0) * ap_quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
 		b->tid = t->tid;
 	}
+	uint8_t *p = b->buf + b->len;
 	if (b->len == EV_HDR) {
-		b->base_ts = b->prev_ts = ts;
+		/* a new chunk: its state starts over */
+		*p++ = AP_EV_SYNC;
+		p += ap_put_uv(p, q);
+		b->q = b->q0 = q;
 		b->prev_addr = 0;
 		b->cpu = 0;
+		b->ord_base = b->ord_all;
+	} else if (q != b->q) {
+		*p++ = AP_EV_TIME;
+		p += ap_put_uv(p, q - b->q);
+		b->q = q;
 	}
-	if (ts < b->prev_ts)
-		ts = b->prev_ts;
-	uint8_t *p = b->buf + b->len;
 	uint8_t tag = AP_TAG(type, kind);
-	if (cpu != b->cpu)
+	uint8_t *tagp = p++;
+	if (cpu != b->cpu) {
 		tag |= AP_TAG_CPU;
-	*p++ = tag;
-	if (tag & AP_TAG_CPU) {
 		p += ap_put_uv(p, cpu);
 		b->cpu = cpu;
 	}
-	p += ap_put_uv(p, ts - b->prev_ts);
-	b->prev_ts = ts;
-	p += ap_put_sv(p, (int64_t)(addr - b->prev_addr));
+	uint64_t d;
 	switch (type) {
 	case AP_EV_ALLOC:
+		p += ap_put_addr(p, addr, b->prev_addr);
 		p += ap_put_uv(p, size);
 		p += ap_put_uv(p, stack);
-		b->prev_addr = addr;
+		ring_put(b, addr);
 		break;
 	case AP_EV_FREE:
-		b->prev_addr = addr;
+		if ((d = ring_take(b, addr))) {
+			tag |= AP_TAG_REF;
+			p += ap_put_uv(p, d);
+		} else {
+			p += ap_put_addr(p, addr, b->prev_addr);
+		}
 		break;
 	case AP_EV_REALLOC:
-		p += ap_put_sv(p, (int64_t)(addr2 - addr));
+		if ((flags & AP_RF_OLD_TRACKED) && (d = ring_take(b, addr))) {
+			tag |= AP_TAG_REF;
+			p += ap_put_uv(p, d);
+		} else {
+			p += ap_put_addr(p, addr, b->prev_addr);
+		}
+		p += ap_put_addr(p, addr2, addr);
 		p += ap_put_uv(p, size);
 		p += ap_put_uv(p, stack);
 		p += ap_put_uv(p, flags);
-		b->prev_addr = addr2;
+		ring_put(b, addr2);
+		addr = addr2;
 		break;
 	}
+	*tagp = tag;
+	b->prev_addr = addr;
 	b->len = (size_t)(p - b->buf);
 	b->events++;
-	if (ts - b->base_ts > FLUSH_AGE_NS)
-		thr_flush_locked(b);
 	lk_unlock(&b->lock);
 }
 
@@ -1038,11 +1134,12 @@ static struct ap_thr *thr_new(void)
 		return b;
 	}
 	size_t hdr = (sizeof(struct ap_thr) + 63) & ~(size_t)63;
-	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE);
+	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE + AP_RING * sizeof(struct ring_ent));
 	if (!mem)
 		return NULL;
 	b = (struct ap_thr *)mem;
 	b->buf = mem + hdr;
+	b->ring = (struct ring_ent *)(mem + hdr + THR_BUF_SIZE);
 	b->next = thr_all;
 	thr_all = b;
 	return b;
@@ -1132,8 +1229,7 @@ static void record_alloc(struct ap_tls *t, void *p, size_t n, unsigned kind)
 		return;
 	if (!ap_all)
 		set_insert(p);
-	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0,
-	     now_ns(CLOCK_MONOTONIC));
+	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
 
 /* The countdown went negative (or the thread is new, or the sampler is not
@@ -1199,8 +1295,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (ap_all || set_remove(p)) {
 		if (!t->thr)
 			thr_register(t);
-		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0,
-		     now_ns(CLOCK_MONOTONIC));
+		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
 	}
 	t->guard = 0;
 	errno = saved;
@@ -1253,8 +1348,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 				t->guard = 1;
 				if (!t->thr)
 					thr_register(t);
-				emit(t, AP_EV_FREE, 0, (uintptr_t)old, 0, 0, 0, 0,
-				     now_ns(CLOCK_MONOTONIC));
+				emit(t, AP_EV_FREE, 0, (uintptr_t)old, 0, 0, 0, 0);
 				t->guard = 0;
 				errno = saved;
 			}
@@ -1293,7 +1387,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 		if (!ap_all)
 			set_insert(q);
 		emit(t, AP_EV_REALLOC, kind, (uintptr_t)old, (uintptr_t)q, n, id,
-		     flags, now_ns(CLOCK_MONOTONIC));
+		     flags);
 	}
 	t->guard = 0;
 	errno = saved;
@@ -1447,6 +1541,7 @@ static void write_header(const char *parent)
 	k += kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
 	k += kv_uint(p + k, AP_HK_MAX_DEPTH, ap_max_depth);
 	k += kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
+	k += kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, ap_quantum);
 	static const char ver[] = "allocprof-sampler " AP_VERSION;
 	k += kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
@@ -1911,6 +2006,10 @@ __attribute__((constructor(101))) static void ap_init(void)
 	if (ap_max_depth > MAX_DEPTH_CAP)
 		ap_max_depth = MAX_DEPTH_CAP;
 	ap_seed = parse_u64(getenv("ALLOCPROF_TEST_SEED"), 0);
+	ap_quantum = parse_u64(getenv("ALLOCPROF_TIME_QUANTUM"), AP_DEFAULT_QUANTUM_NS);
+	if (ap_quantum < 1 || ap_quantum > 1000000000)
+		ap_quantum = AP_DEFAULT_QUANTUM_NS;
+	tsc_calibrate();
 	ap_pid = sys_getpid();
 	t->pid = (uint32_t)ap_pid;
 
@@ -1936,10 +2035,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 	make_path(ap_path, ap_gen);
 
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
-	fallback.buf = map_mem(THR_BUF_SIZE);
+	fallback.buf = map_mem(THR_BUF_SIZE + AP_RING * sizeof(struct ring_ent));
 	mods = map_mem(MAX_MODULES * sizeof(struct mod));
 	set_cap = 4096;
 	set_tab = map_mem(set_cap * sizeof(uint64_t));
+	if (fallback.buf)
+		fallback.ring = (struct ring_ent *)(fallback.buf + THR_BUF_SIZE);
 	if (!meta_buf || !fallback.buf || !mods || !set_tab ||
 	    pthread_key_create(&thr_key, thr_exit) != 0) {
 		say(ap_path, "out of memory: profiling disabled");

@@ -70,6 +70,7 @@ struct ap_trace {
 	uint64_t start_realtime_ns, start_ns;
 	uint64_t max_depth;
 	uint64_t page_size;
+	uint64_t time_quantum_ns; /* events' times are multiples of it (>= 1) */
 	char *sampler;		/* never NULL */
 	char *parent_trace;	/* NULL unless a forked child */
 

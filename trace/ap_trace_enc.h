@@ -10,13 +10,18 @@
 
 #define AP_TRACE_MAGIC "ALLOCPRF"
 #define AP_TRACE_MAGIC_LEN 8
-#define AP_TRACE_VERSION 1u
+#define AP_TRACE_VERSION 2u
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
 
 #define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
 #define AP_CHUNK_HDR_LEN 24
 #define AP_CHUNK_MAX_PAYLOAD (16u << 20)
+
+/* Chunk header byte 5: flags. ZSTD: the payload is `u32 raw_len` then one
+ * zstd frame that decompresses to exactly raw_len (at most
+ * AP_CHUNK_MAX_PAYLOAD) bytes, the chunk's real payload. */
+#define AP_CHUNK_F_ZSTD 1u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,
@@ -40,6 +45,7 @@ enum {
 	AP_HK_PAGE_SIZE = 11,
 	AP_HK_SAMPLER = 12,
 	AP_HK_PARENT_TRACE = 13,
+	AP_HK_TIME_QUANTUM_NS = 14,
 };
 #define AP_HFLAG_ALL 1u
 
@@ -69,12 +75,14 @@ enum {
 	AP_META_THREAD = 3,
 };
 
-/* EVENTS: tag = type | kind << 4 | (cpu follows ? 0x80 : 0) */
+/* EVENTS: tag = type | (ref ? 0x08 : 0) | kind << 4 | (cpu follows ? 0x80 : 0) */
 enum ap_ev_type {
 	AP_EV_ALLOC = 1,
 	AP_EV_FREE = 2,
 	AP_EV_REALLOC = 3,
 	AP_EV_TRACK = 4,
+	AP_EV_TIME = 5,
+	AP_EV_SYNC = 6,
 };
 enum ap_alloc_kind {
 	AP_KIND_MALLOC = 0,
@@ -84,7 +92,8 @@ enum ap_alloc_kind {
 	AP_KIND_REALLOCARRAY = 4,
 };
 #define AP_TAG_CPU 0x80u
-#define AP_TAG_TYPE(t) ((t) & 0x0fu)
+#define AP_TAG_REF 0x08u /* FREE / REALLOC: the (old) block by ring distance */
+#define AP_TAG_TYPE(t) ((t) & 0x07u)
 #define AP_TAG_KIND(t) (((t) >> 4) & 0x07u)
 #define AP_TAG(type, kind) ((uint8_t)((type) | ((kind) << 4)))
 
@@ -92,6 +101,11 @@ enum ap_alloc_kind {
 #define AP_RF_OLD_TRACKED 2u
 
 #define AP_VARINT_MAX 10
+
+/* Default time quantum of the sampler (HEADER time_quantum_ns). */
+#define AP_DEFAULT_QUANTUM_NS 1000000u
+/* Recent allocations a FREE can name by distance (1 = the last ALLOC). */
+#define AP_RING 4096u
 
 /* Writes v as LEB128 at p; returns the number of bytes (1..10). */
 static inline size_t ap_put_uv(uint8_t *p, uint64_t v)
@@ -175,24 +189,73 @@ static inline uint64_t ap_get_u64le(const uint8_t *p)
 	return v;
 }
 
+/* Address fields: the difference d = addr - prev as
+ * uv(zigzag(d >> 4) << 1 | (d & 15 ? 1 : 0)), then u8 (d & 15) if that bit
+ * is set. 16-byte aligned addresses (every malloc) cost no extra byte.
+ * Returns the bytes written (at most AP_VARINT_MAX + 1). */
+static inline size_t ap_put_addr(uint8_t *p, uint64_t addr, uint64_t prev)
+{
+	uint64_t d = addr - prev;
+	uint64_t lo = d & 15;
+	uint64_t v = ap_zigzag((int64_t)d >> 4);
+	size_t n = ap_put_uv(p, v << 1 | (lo != 0));
+	if (lo)
+		p[n++] = (uint8_t)lo;
+	return n;
+}
+
+/* The rest of an address field whose varint v was read: the low-nibble
+ * byte if v says so. Sets *out = prev + difference; -1 if the byte is
+ * missing or not 1..15. */
+static inline int ap_addr_finish(const uint8_t **p, const uint8_t *end, uint64_t v,
+				 uint64_t prev, uint64_t *out)
+{
+	uint64_t d = (uint64_t)ap_unzigzag(v >> 1) << 4;
+	if (v & 1) {
+		if (*p >= end || **p == 0 || **p > 15)
+			return -1;
+		d |= *(*p)++;
+	}
+	*out = prev + d;
+	return 0;
+}
+
+/* Reads an address field relative to prev; -1 if it runs past end or the
+ * varint is bad. */
+static inline int ap_get_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, uint64_t *out)
+{
+	uint64_t v;
+	if (ap_get_uv(p, end, &v) < 0)
+		return -1;
+	return ap_addr_finish(p, end, v, prev, out);
+}
+
 /* CRC-32C (Castagnoli), reflected, init/xorout 0xffffffff. Uses the SSE4.2
  * instruction when the CPU has it, a table otherwise. Allocation-free. */
 uint32_t ap_crc32c(const void *data, size_t len);
 
-/* Fills a 24-byte chunk header for a payload already in place. */
-static inline void ap_chunk_header(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t type,
-				   uint32_t tid, const uint8_t *payload,
-				   uint32_t len)
+/* Fills a 24-byte chunk header with flags (AP_CHUNK_F_*) for a payload
+ * already in place. */
+static inline void ap_chunk_header_flags(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t type,
+					 uint8_t flags, uint32_t tid,
+					 const uint8_t *payload, uint32_t len)
 {
 	ap_put_u32le(hdr, AP_CHUNK_MAGIC);
 	hdr[4] = type;
-	hdr[5] = 0;
+	hdr[5] = flags;
 	hdr[6] = 0;
 	hdr[7] = 0;
 	ap_put_u32le(hdr + 8, tid);
 	ap_put_u32le(hdr + 12, len);
 	ap_put_u32le(hdr + 16, ap_crc32c(payload, len));
 	ap_put_u32le(hdr + 20, ap_crc32c(hdr, 20));
+}
+
+static inline void ap_chunk_header(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t type,
+				   uint32_t tid, const uint8_t *payload,
+				   uint32_t len)
+{
+	ap_chunk_header_flags(hdr, type, 0, tid, payload, len);
 }
 
 /* The sampling weight of a sample of `size` bytes at mean interval `rate`:

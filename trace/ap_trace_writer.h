@@ -1,4 +1,4 @@
-/* A trace writer for tests and tools: builds byte-exact format-v1 traces
+/* A trace writer for tests and tools: builds byte-exact format-v2 traces
  * (docs/trace-format.md) from plain calls, in memory or into a file. It is
  * report-side code (it mallocs, aborts on out-of-memory through ap_xmalloc)
  * and is never used by the sampler. Golden tests build synthetic traces with
@@ -56,13 +56,15 @@ struct ap_tw_header {
 	uint64_t start_realtime_ns, start_ns;
 	uint64_t max_depth;
 	uint64_t page_size;
+	uint64_t time_quantum_ns; /* events' times are rounded down to multiples of it */
 	const char *sampler;
 	const char *parent_trace;
 };
 
 /* Fills defaults: rate 1, flags ALL, pid 1000, ppid 1, exe "/bin/test",
  * argv { "/bin/test" }, cpus 2, start_realtime_ns 1700000000000000000,
- * start_ns 1000000000, max_depth 64, page_size 4096, sampler "test",
+ * start_ns 1000000000, max_depth 64, page_size 4096, time_quantum_ns 1
+ * (every timestamp exact), sampler "test",
  * parent_trace NULL. */
 void ap_tw_header_init(struct ap_tw_header *h);
 

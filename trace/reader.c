@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 /* One entry of the mapping lookup index: disjoint, sorted by start. */
 struct ap_map_range {
@@ -28,9 +29,9 @@ struct ap_map_range {
 
 /* An EVENTS chunk found in pass 1. */
 struct ev_chunk {
-	size_t off;	 /* offset of the chunk header in the file */
-	uint32_t len;	 /* payload length */
-	uint32_t thread; /* thread index */
+	const uint8_t *payload; /* in the file, or decompressed (rd.owned) */
+	uint32_t len;		/* payload length */
+	uint32_t thread;	/* thread index */
 };
 
 struct rd {
@@ -54,6 +55,11 @@ struct rd {
 
 	struct ev_chunk *chunks;
 	size_t nchunks, chunks_alloc;
+	uint8_t **owned; /* decompressed payloads */
+	size_t nowned, owned_alloc;
+	ZSTD_DCtx *zd;
+	uint64_t *scan_ring; /* pass 1's decoder ring, reused */
+	size_t scan_ring_cap;
 
 	size_t chunk_off; /* header offset of the chunk being decoded */
 	bool have_header;
@@ -223,6 +229,7 @@ static int decode_header(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
 	bool have_rate = false;
+	t->time_quantum_ns = 1; /* without the key: every time exact */
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -268,6 +275,10 @@ static int decode_header(struct rd *r, struct cur *c)
 			name = "page_size";
 			num = &t->page_size;
 			break;
+		case AP_HK_TIME_QUANTUM_NS:
+			name = "time_quantum_ns";
+			num = &t->time_quantum_ns;
+			break;
 		case AP_HK_EXE:
 			name = "exe";
 			str = &t->exe;
@@ -299,6 +310,8 @@ static int decode_header(struct rd *r, struct cur *c)
 		return corrupt(r, "the header has no sampling rate");
 	if (t->rate == 0)
 		return corrupt(r, "the header's sampling rate is 0");
+	if (t->time_quantum_ns == 0)
+		return corrupt(r, "the header's time quantum is 0");
 	return 0;
 }
 
@@ -500,22 +513,39 @@ static int decode_meta(struct rd *r, struct cur *c)
 
 struct evdec {
 	const uint8_t *p, *end;
-	uint64_t ts, addr;
+	uint64_t q, quantum, addr;
 	uint32_t cpu;
 	uint16_t thread;
+	uint64_t nal;	 /* ALLOCs since the payload start or the last SYNC */
+	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
+	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
 };
 
-static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread)
+static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread,
+			uint64_t quantum)
 {
-	d->ts = ap_get_u64le(payload);
-	d->p = payload + 8;
+	d->q = 0;
+	d->quantum = quantum;
+	d->p = payload;
 	d->end = payload + len;
 	d->addr = 0;
 	d->cpu = 0;
 	d->thread = thread;
+	d->nal = 0;
 }
 
-enum { DEC_END = -1, DEC_BAD = -2 };
+/* Remembers the address of an ALLOC for FREEs by distance. */
+static inline void ring_push(struct evdec *d, uint64_t addr)
+{
+	if (d->nal == d->ring_cap && d->ring_cap < AP_RING) {
+		/* not wrapped yet: positions keep their slots */
+		d->ring_cap = d->ring_cap ? d->ring_cap * 2 : 64;
+		d->ring = ap_xrealloc(d->ring, d->ring_cap * sizeof(*d->ring));
+	}
+	d->ring[d->nal++ & (d->ring_cap - 1)] = addr;
+}
+
+enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
 
 /* ap_get_uv, faster: the one-byte case first, and with 10 bytes left no
  * bounds check per byte (varints were half of the decode time). */
@@ -566,17 +596,53 @@ static inline int rd_sv(const uint8_t **p, const uint8_t *end, int64_t *v)
 	return 0;
 }
 
+/* An address field (ap_put_addr) relative to prev. */
+static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, uint64_t *out)
+{
+	uint64_t v;
+	if (rd_uv(p, end, &v) < 0)
+		return -1;
+	return ap_addr_finish(p, end, v, prev, out);
+}
+
+/* A block named by distance (AP_TAG_REF): 1 is the last ALLOC. */
+static inline int rd_ref(struct evdec *d, uint64_t *out)
+{
+	uint64_t k;
+	if (rd_uv(&d->p, d->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
+		return -1;
+	*out = d->ring[(d->nal - k) & (d->ring_cap - 1)];
+	return 0;
+}
+
 /* Decodes one record into ev[0..n). Returns n (0 for a TRACK record, 1 or
- * 2), DEC_END at the end of the payload, or DEC_BAD with *why set. Stack ids
- * must be below `nstacks`. */
+ * 2), DEC_SKIP for TIME and SYNC, DEC_END at the end of the payload, or
+ * DEC_BAD with *why set. Stack ids must be below `nstacks`. */
 static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, struct ap_event ev[2],
 							    size_t nstacks, const char **why)
 {
 	if (d->p >= d->end || *d->p == 0)
 		return DEC_END;
 	uint8_t tag = *d->p++;
-	uint64_t u, dt;
-	int64_t s;
+	uint64_t u;
+	unsigned type = AP_TAG_TYPE(tag), kind = AP_TAG_KIND(tag);
+	if (type >= AP_EV_TIME) {
+		if (type == 7 || (tag & ~7u))
+			return *why = type == 7 ? "unknown event type" : "TIME or SYNC tag with flags",
+			       DEC_BAD;
+		if (rd_uv(&d->p, d->end, &u) < 0)
+			return *why = "bad time varint", DEC_BAD;
+		uint64_t q = type == AP_EV_TIME ? d->q + u : u;
+		if (q < u || q > UINT64_MAX / d->quantum)
+			return *why = "time out of range", DEC_BAD;
+		d->q = q;
+		if (type == AP_EV_SYNC) {
+			d->addr = 0;
+			d->cpu = 0;
+			d->nal = 0;
+		}
+		return DEC_SKIP;
+	}
 	if (tag & AP_TAG_CPU) {
 		if (rd_uv(&d->p, d->end, &u) < 0)
 			return *why = "bad cpu varint", DEC_BAD;
@@ -584,19 +650,17 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "cpu number out of range", DEC_BAD;
 		d->cpu = (uint32_t)u;
 	}
-	if (rd_uv(&d->p, d->end, &dt) < 0)
-		return *why = "bad time delta varint", DEC_BAD;
-	d->ts += dt;
-	unsigned type = AP_TAG_TYPE(tag), kind = AP_TAG_KIND(tag);
+	if ((tag & AP_TAG_REF) && type != AP_EV_FREE && type != AP_EV_REALLOC)
+		return *why = "distance flag on a record that names no freed block", DEC_BAD;
 	struct ap_event *e = &ev[0];
-	e->ts = d->ts;
+	e->ts = d->q * d->quantum;
 	e->thread = d->thread;
 	e->cpu = (uint16_t)d->cpu;
 	switch (type) {
 	case AP_EV_ALLOC: {
 		uint64_t size, stack;
-		if (rd_sv(&d->p, d->end, &s) < 0 || rd_uv(&d->p, d->end, &size) < 0 ||
-		    rd_uv(&d->p, d->end, &stack) < 0)
+		if (rd_addr(&d->p, d->end, d->addr, &d->addr) < 0 ||
+		    rd_uv(&d->p, d->end, &size) < 0 || rd_uv(&d->p, d->end, &stack) < 0)
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
@@ -606,7 +670,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC with stack id 0", DEC_BAD;
 		if (stack >= nstacks)
 			return *why = "stack id used before its STACK record", DEC_BAD;
-		d->addr += (uint64_t)s;
+		ring_push(d, d->addr);
 		e->addr = d->addr;
 		e->size = size;
 		e->stack = (uint32_t)stack;
@@ -616,11 +680,11 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		return 1;
 	}
 	case AP_EV_FREE:
-		if (rd_sv(&d->p, d->end, &s) < 0)
-			return *why = "FREE record runs past the end of the payload or has a bad "
-				      "varint",
+		if ((tag & AP_TAG_REF) ? rd_ref(d, &d->addr) < 0
+				       : rd_addr(&d->p, d->end, d->addr, &d->addr) < 0)
+			return *why = "FREE record runs past the end of the payload, has a bad "
+				      "varint or a distance past the chunk's allocations",
 			       DEC_BAD;
-		d->addr += (uint64_t)s;
 		e->addr = d->addr;
 		e->size = 0;
 		e->stack = 0;
@@ -629,13 +693,13 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		e->flags = 0;
 		return 1;
 	case AP_EV_REALLOC: {
-		int64_t dnew;
-		uint64_t size, stack, fl;
-		if (rd_sv(&d->p, d->end, &s) < 0 || rd_sv(&d->p, d->end, &dnew) < 0 ||
-		    rd_uv(&d->p, d->end, &size) < 0 || rd_uv(&d->p, d->end, &stack) < 0 ||
-		    rd_uv(&d->p, d->end, &fl) < 0)
-			return *why = "REALLOC record runs past the end of the payload or has a "
-				      "bad varint",
+		uint64_t size, stack, fl, old, addr;
+		if (((tag & AP_TAG_REF) ? rd_ref(d, &old) < 0
+					: rd_addr(&d->p, d->end, d->addr, &old) < 0) ||
+		    rd_addr(&d->p, d->end, old, &addr) < 0 || rd_uv(&d->p, d->end, &size) < 0 ||
+		    rd_uv(&d->p, d->end, &stack) < 0 || rd_uv(&d->p, d->end, &fl) < 0)
+			return *why = "REALLOC record runs past the end of the payload, has a bad "
+				      "varint or a distance past the chunk's allocations",
 			       DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
@@ -643,8 +707,10 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "stack id used before its STACK record", DEC_BAD;
 		if ((fl & AP_RF_NEW_SAMPLED) && stack == 0)
 			return *why = "sampled REALLOC with stack id 0", DEC_BAD;
-		uint64_t old = d->addr + (uint64_t)s;
-		d->addr = old + (uint64_t)dnew;
+		if ((tag & AP_TAG_REF) && !(fl & AP_RF_OLD_TRACKED))
+			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
+		d->addr = addr;
+		ring_push(d, addr);
 		int n = 0;
 		if (fl & AP_RF_OLD_TRACKED) {
 			e->addr = old;
@@ -657,7 +723,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			e = &ev[1];
 			n = 1;
 		}
-		e->addr = d->addr;
+		e->addr = addr;
 		e->size = size;
 		e->stack = (uint32_t)stack;
 		e->type = AP_EV_ALLOC;
@@ -667,12 +733,12 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	}
 	case AP_EV_TRACK: {
 		uint64_t size;
-		if (rd_sv(&d->p, d->end, &s) < 0 || rd_uv(&d->p, d->end, &size) < 0)
+		if (rd_addr(&d->p, d->end, d->addr, &d->addr) < 0 ||
+		    rd_uv(&d->p, d->end, &size) < 0)
 			return *why = "TRACK record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
-		d->addr += (uint64_t)s;
-		return 0; /* unused in v1: no event */
+		return 0; /* unused: no event */
 	}
 	default:
 		return *why = "unknown event type", DEC_BAD;
@@ -680,39 +746,48 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 }
 
 /* Pass 1 for one EVENTS chunk: validate, count, remember. */
-static int scan_events(struct rd *r, size_t off, uint32_t tid, const uint8_t *payload, uint32_t len)
+static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len)
 {
 	struct ap_trace *t = r->t;
-	if (len < 8)
-		return corrupt(r, "EVENTS payload of %u bytes has no base time", len);
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
-	struct evdec d;
-	evdec_start(&d, payload, len, (uint16_t)idx);
+	struct evdec d = {.ring = r->scan_ring, .ring_cap = r->scan_ring_cap};
+	evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns);
 	struct ap_event ev[2];
-	uint64_t nev = 0, nrec = 0;
+	uint64_t nev = 0, nrec = 0, last = 0;
+	int rc = 0;
 	for (;;) {
 		const uint8_t *rec = d.p;
 		const char *why = NULL;
 		int n = evdec_next(&d, ev, t->nstacks, &why);
 		if (n == DEC_END)
 			break;
-		if (n == DEC_BAD)
-			return corrupt(r, "%s (record at byte %zu)", why, (size_t)(rec - r->data));
+		if (n == DEC_SKIP)
+			continue;
+		if (n == DEC_BAD) {
+			rc = corrupt(r, "%s (record at byte %zu of the payload)", why,
+				     (size_t)(rec - payload));
+			break;
+		}
 		nev += (uint64_t)n;
 		nrec++;
+		last = ev[0].ts;
 	}
+	r->scan_ring = d.ring;
+	r->scan_ring_cap = d.ring_cap;
+	if (rc < 0)
+		return -1;
 	if (nrec) {
-		if (!r->any_event || d.ts > r->last_ts)
-			r->last_ts = d.ts;
+		if (!r->any_event || last > r->last_ts)
+			r->last_ts = last;
 		r->any_event = true;
 	}
 	t->threads[idx].events += nrec;
 	r->thread_nev[idx] += nev;
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
-	r->chunks[r->nchunks++] = (struct ev_chunk){off, len, (uint32_t)idx};
+	r->chunks[r->nchunks++] = (struct ev_chunk){payload, len, (uint32_t)idx};
 	return 0;
 }
 
@@ -740,14 +815,14 @@ static bool stream_advance(struct rd *r, struct stream *s)
 			s->bi = 0;
 			return true;
 		}
-		if (n == 0)
-			continue; /* a TRACK record */
+		if (n == 0 || n == DEC_SKIP)
+			continue; /* a TRACK, TIME or SYNC record */
 		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked) */
 		if (s->ci >= s->nchunk)
 			return false;
 		const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
-		evdec_start(&s->d, r->data + c->off + AP_CHUNK_HDR_LEN, c->len,
-			    (uint16_t)c->thread);
+		evdec_start(&s->d, c->payload, c->len, (uint16_t)c->thread,
+			    r->t->time_quantum_ns);
 	}
 }
 
@@ -797,6 +872,164 @@ static struct ap_event *alloc_events(uint64_t n)
 	return p;
 }
 
+static void heap_push(struct hkey *h, size_t *n, struct hkey x)
+{
+	size_t k = (*n)++;
+	while (k && hkey_less(&x, &h[(k - 1) / 2])) {
+		h[k] = h[(k - 1) / 2];
+		k = (k - 1) / 2;
+	}
+	h[k] = x;
+}
+
+/* ---- cross-thread order within a quantum ----
+ *
+ * Events carry the time of their quantum, so the merge cannot tell the
+ * order of two threads' events in one quantum: a FREE by thread B of a
+ * block thread A allocated in that quantum may come first. The merge keeps
+ * the addresses of live blocks; a stream whose head is a FREE of an address
+ * that is not live, or an ALLOC at an address that is, is held back while
+ * other streams still have events in the same quantum, and is let go right
+ * after the event that unblocks it (the ALLOC, or the FREE), or when the
+ * quantum is over (it was not an ordering problem: a free of a block
+ * allocated before the sampler started, say). Each thread's own order is
+ * kept. */
+struct live {
+	uint64_t *key;
+	uint32_t *cnt; /* 0: empty slot */
+	size_t mask, n;
+};
+
+static inline size_t live_slot(uint64_t a, size_t mask)
+{
+	return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 24) & mask;
+}
+
+static uint32_t live_count(const struct live *l, uint64_t a)
+{
+	for (size_t i = live_slot(a, l->mask); l->cnt[i]; i = (i + 1) & l->mask)
+		if (l->key[i] == a)
+			return l->cnt[i];
+	return 0;
+}
+
+static void live_add(struct live *l, uint64_t a)
+{
+	if ((l->n + 1) * 2 > l->mask + 1) {
+		struct live o = *l;
+		l->mask = o.mask * 2 + 1;
+		l->key = ap_xmalloc((l->mask + 1) * sizeof(*l->key));
+		l->cnt = ap_xcalloc(l->mask + 1, sizeof(*l->cnt));
+		for (size_t i = 0; i <= o.mask; i++) {
+			if (!o.cnt[i])
+				continue;
+			size_t j = live_slot(o.key[i], l->mask);
+			while (l->cnt[j])
+				j = (j + 1) & l->mask;
+			l->key[j] = o.key[i];
+			l->cnt[j] = o.cnt[i];
+		}
+		free(o.key);
+		free(o.cnt);
+	}
+	size_t i = live_slot(a, l->mask);
+	for (; l->cnt[i]; i = (i + 1) & l->mask)
+		if (l->key[i] == a) {
+			l->cnt[i]++;
+			return;
+		}
+	l->key[i] = a;
+	l->cnt[i] = 1;
+	l->n++;
+}
+
+/* One block at a fewer (none if absent); backward-shift deletion. */
+static void live_del(struct live *l, uint64_t a)
+{
+	size_t i = live_slot(a, l->mask);
+	for (; l->cnt[i]; i = (i + 1) & l->mask)
+		if (l->key[i] == a)
+			break;
+	if (!l->cnt[i] || --l->cnt[i])
+		return;
+	l->n--;
+	for (size_t j = (i + 1) & l->mask; l->cnt[j]; j = (j + 1) & l->mask) {
+		size_t home = live_slot(l->key[j], l->mask);
+		/* can j's entry move to the hole at i? (home not in (i, j]) */
+		if (((j - home) & l->mask) >= ((j - i) & l->mask)) {
+			l->key[i] = l->key[j];
+			l->cnt[i] = l->cnt[j];
+			l->cnt[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static inline bool ev_blocked(const struct live *l, const struct ap_event *e)
+{
+	uint32_t c = live_count(l, e->addr);
+	return e->type == AP_EV_FREE ? c == 0 : c != 0;
+}
+
+/* Would e unblock a head waiting on h? */
+static inline bool ev_unblocks(const struct ap_event *e, const struct ap_event *h)
+{
+	return e->addr == h->addr && e->type != h->type;
+}
+
+struct merge {
+	struct rd *r;
+	struct stream *st;
+	struct hkey *heap, *held; /* held: streams held back, key = head time */
+	size_t nheap, nheld;
+	struct live live;
+	bool track;
+	struct ap_event *out;
+	uint64_t nev;
+};
+
+/* Hands out stream si's head, then the heads of held streams it unblocks
+ * (and those theirs); each goes back into the heap with its next event.
+ * si must not be in the heap. */
+static void merge_emit(struct merge *m, size_t si)
+{
+	for (;;) {
+		struct stream *s = &m->st[si];
+		struct ap_event e = s->buf[s->bi];
+		m->out[m->nev++] = e;
+		if (m->track) {
+			if (e.type == AP_EV_ALLOC)
+				live_add(&m->live, e.addr);
+			else
+				live_del(&m->live, e.addr);
+		}
+		if (stream_advance(m->r, s))
+			heap_push(m->heap, &m->nheap, (struct hkey){s->buf[s->bi].ts, si});
+		size_t k;
+		for (k = 0; k < m->nheld; k++) {
+			struct stream *w = &m->st[m->held[k].s];
+			if (ev_unblocks(&e, &w->buf[w->bi]))
+				break;
+		}
+		if (k == m->nheld)
+			return;
+		si = m->held[k].s;
+		m->held[k] = m->held[--m->nheld];
+	}
+}
+
+/* Lets the earliest held stream go: its head is handed out as it is. */
+static void merge_release(struct merge *m)
+{
+	size_t best = 0;
+	for (size_t k = 1; k < m->nheld; k++)
+		if (hkey_less(&m->held[k], &m->held[best]))
+			best = k;
+	size_t si = m->held[best].s;
+	m->held[best] = m->held[--m->nheld];
+	merge_emit(m, si);
+}
+
 static void merge_events(struct rd *r)
 {
 	struct ap_trace *t = r->t;
@@ -819,55 +1052,73 @@ static void merge_events(struct rd *r)
 	for (size_t i = 0; i < r->nchunks; i++)
 		order[fill[r->chunks[i].thread]++] = (uint32_t)i;
 
-	struct stream *st = ap_xcalloc(nth ? nth : 1, sizeof(*st));
-	struct hkey *heap = ap_xmalloc((nth ? nth : 1) * sizeof(*heap));
-	size_t nheap = 0;
+	struct merge m = {.r = r, .out = t->ev};
+	m.st = ap_xcalloc(nth ? nth : 1, sizeof(*m.st));
+	m.heap = ap_xmalloc((nth ? nth : 1) * sizeof(*m.heap));
+	m.held = ap_xmalloc((nth ? nth : 1) * sizeof(*m.held));
 	for (size_t i = 0; i < nth; i++) {
-		st[i].chunk = order + start[i];
-		st[i].nchunk = start[i + 1] - start[i];
-		st[i].bi = st[i].nbuf = 0;
-		if (!stream_advance(r, &st[i]))
-			continue;
-		/* streams enter in index order: sift up */
-		size_t k = nheap++;
-		heap[k] = (struct hkey){st[i].buf[st[i].bi].ts, i};
-		while (k && hkey_less(&heap[k], &heap[(k - 1) / 2])) {
-			struct hkey tmp = heap[(k - 1) / 2];
-			heap[(k - 1) / 2] = heap[k];
-			heap[k] = tmp;
-			k = (k - 1) / 2;
-		}
+		m.st[i].chunk = order + start[i];
+		m.st[i].nchunk = start[i + 1] - start[i];
+		m.st[i].bi = m.st[i].nbuf = 0;
+		if (stream_advance(r, &m.st[i]))
+			heap_push(m.heap, &m.nheap, (struct hkey){m.st[i].buf[m.st[i].bi].ts, i});
 	}
-	struct ap_event *out = t->ev;
-	uint64_t nev = 0;
+	/* One thread needs no live set: nothing can be out of order. */
+	m.track = m.nheap > 1;
+	if (m.track) {
+		m.live.mask = 1023;
+		m.live.key = ap_xmalloc(1024 * sizeof(*m.live.key));
+		m.live.cnt = ap_xcalloc(1024, sizeof(*m.live.cnt));
+	}
 	/* progress: the second half, every 1M events */
 	uint64_t next_progress = r->progress ? 1u << 20 : UINT64_MAX;
-	while (nheap > 1 && nev < total) {
-		if (nev >= next_progress) {
+	while (m.nev < total) {
+		if (m.nev >= next_progress) {
 			r->progress(r->progress_ctx,
-				    r->size / 2 + (uint64_t)((double)r->size / 2 * (double)nev /
+				    r->size / 2 + (uint64_t)((double)r->size / 2 * (double)m.nev /
 							     (double)total),
 				    r->size);
 			next_progress += 1u << 20;
 		}
-		struct stream *s = &st[heap[0].s];
-		out[nev++] = s->buf[s->bi];
-		if (stream_advance(r, s))
-			heap[0].ts = s->buf[s->bi].ts;
-		else
-			heap[0] = heap[--nheap];
-		heap_down(heap, nheap);
+		if (m.nheld) {
+			/* held streams wait only while their quantum has other events */
+			uint64_t held_ts = m.held[0].ts;
+			for (size_t k = 1; k < m.nheld; k++)
+				if (m.held[k].ts < held_ts)
+					held_ts = m.held[k].ts;
+			if (!m.nheap || m.heap[0].ts > held_ts) {
+				merge_release(&m);
+				continue;
+			}
+		} else if (m.nheap == 1) {
+			/* the last stream left: straight through */
+			struct stream *s = &m.st[m.heap[0].s];
+			do
+				m.out[m.nev++] = s->buf[s->bi];
+			while (m.nev < total && stream_advance(r, s));
+			break;
+		}
+		if (!m.nheap)
+			break;
+		struct hkey top = m.heap[0];
+		m.heap[0] = m.heap[--m.nheap];
+		heap_down(m.heap, m.nheap);
+		struct stream *s = &m.st[top.s];
+		if (m.track && ev_blocked(&m.live, &s->buf[s->bi]) && m.nheap &&
+		    m.heap[0].ts == top.ts) {
+			m.held[m.nheld++] = top;
+			continue;
+		}
+		merge_emit(&m, top.s);
 	}
-	if (nheap == 1) {
-		/* the last stream left: straight through */
-		struct stream *s = &st[heap[0].s];
-		do
-			out[nev++] = s->buf[s->bi];
-		while (nev < total && stream_advance(r, s));
-	}
-	t->nev = (size_t)nev;
-	free(heap);
-	free(st);
+	t->nev = (size_t)m.nev;
+	for (size_t i = 0; i < nth; i++)
+		free(m.st[i].d.ring);
+	free(m.live.key);
+	free(m.live.cnt);
+	free(m.held);
+	free(m.heap);
+	free(m.st);
 	free(fill);
 	free(order);
 	free(start);
@@ -959,6 +1210,41 @@ static int read_preamble(struct rd *r)
 	return 0;
 }
 
+/* A compressed payload (AP_CHUNK_F_ZSTD): `u32 raw_len` and a zstd frame
+ * that must say, and give, exactly raw_len bytes. Nothing is allocated
+ * before the frame's own header agrees with raw_len, and raw_len is bounded
+ * like any payload. On success *payload and *len are the decompressed
+ * bytes, owned by r until the read ends. */
+static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len)
+{
+	if (*len < 4)
+		return corrupt(r, "compressed payload of %u bytes has no length", *len);
+	uint32_t raw = ap_get_u32le(*payload);
+	const uint8_t *z = *payload + 4;
+	size_t zlen = *len - 4;
+	if (raw > AP_CHUNK_MAX_PAYLOAD)
+		return corrupt(r, "decompressed length %u exceeds %u", raw, AP_CHUNK_MAX_PAYLOAD);
+	unsigned long long fcs = ZSTD_getFrameContentSize(z, zlen);
+	if (fcs != raw)
+		return corrupt(r, "compressed payload is not a zstd frame of %u bytes", raw);
+	if (ZSTD_findFrameCompressedSize(z, zlen) != zlen)
+		return corrupt(r, "compressed payload is not exactly one zstd frame");
+	if (!r->zd && !(r->zd = ZSTD_createDCtx()))
+		abort(); /* out of memory, as ap_xmalloc */
+	uint8_t *out = ap_xmalloc(raw ? raw : 1);
+	size_t got = ZSTD_decompressDCtx(r->zd, out, raw, z, zlen);
+	if (ZSTD_isError(got) || got != raw) {
+		free(out);
+		return corrupt(r, "compressed payload does not decompress: %s",
+			       ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+	}
+	AP_ALLOC_GROW(r->owned, r->nowned + 1, r->owned_alloc);
+	r->owned[r->nowned++] = out;
+	*payload = out;
+	*len = raw;
+	return 0;
+}
+
 static int read_chunks(struct rd *r)
 {
 	struct ap_trace *t = r->t;
@@ -999,7 +1285,18 @@ static int read_chunks(struct rd *r)
 			return corrupt(r, "payload checksum mismatch");
 		if (!r->have_header && type != AP_CHUNK_HEADER)
 			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
-		struct cur c = {payload, payload + len, r->data};
+		const uint8_t *base = r->data;
+		size_t next = off + AP_CHUNK_HDR_LEN + (size_t)len;
+		if (h[5]) {
+			if (h[5] != AP_CHUNK_F_ZSTD)
+				return corrupt(r, "unknown chunk flags %#x", h[5]);
+			if (type != AP_CHUNK_META && type != AP_CHUNK_EVENTS)
+				return corrupt(r, "a compressed chunk of type %u", type);
+			if (decompress(r, &payload, &len) < 0)
+				return -1;
+			base = payload; /* offsets in messages: within the payload */
+		}
+		struct cur c = {payload, payload + len, base};
 		int rc = 0;
 		switch (type) {
 		case AP_CHUNK_HEADER:
@@ -1012,7 +1309,7 @@ static int read_chunks(struct rd *r)
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			rc = scan_events(r, off, tid, payload, len);
+			rc = scan_events(r, tid, payload, len);
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
@@ -1020,7 +1317,7 @@ static int read_chunks(struct rd *r)
 		}
 		if (rc < 0)
 			return -1;
-		off += AP_CHUNK_HDR_LEN + (size_t)len;
+		off = next;
 	}
 	t->bytes_used = off;
 	if (!r->have_header)
@@ -1082,6 +1379,11 @@ static int read_data(struct rd *r)
 	free(r->tid_hash);
 	free(r->thread_nev);
 	free(r->chunks);
+	for (size_t i = 0; i < r->nowned; i++)
+		free(r->owned[i]);
+	free(r->owned);
+	free(r->scan_ring);
+	ZSTD_freeDCtx(r->zd);
 	if (rc) {
 		ap_trace_free(r->t);
 		r->t = NULL;

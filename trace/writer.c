@@ -1,5 +1,8 @@
-/* Trace writer for tests and tools (ap_trace_writer.h): encodes format v1
- * with the same primitives the sampler uses (ap_trace_enc.h). */
+/* Trace writer for tests and tools (ap_trace_writer.h): encodes format v2
+ * with the same primitives the sampler uses (ap_trace_enc.h), and the same
+ * choices: a SYNC record opens each chunk, a TIME record precedes the first
+ * event of a new quantum, and a FREE names one of the chunk's recent ALLOCs
+ * by distance when a direct-mapped table of them still holds it. */
 #include "ap_trace_writer.h"
 
 #include <errno.h>
@@ -13,8 +16,11 @@
 struct tw_thread {
 	uint32_t tid;
 	struct ap_buf buf; /* payload so far; empty = no chunk open */
-	uint64_t prev_ts, prev_addr;
+	uint64_t q, prev_addr;
 	uint32_t cpu;
+	uint64_t ord_all, ord_base; /* ALLOCs ever, and when the chunk began */
+	uint64_t *ring_addr, *ring_ord; /* AP_RING entries by address hash */
+	size_t tagpos; /* the open record's tag in buf */
 	bool started; /* an event was ever written (ts order check) */
 	uint64_t last_ts;
 };
@@ -34,6 +40,7 @@ struct ap_tw {
 	uint32_t *stack_hash; /* open addressing: id, 0 empty */
 	size_t stack_hash_size;
 	size_t chunk_size;
+	uint64_t quantum;
 	char error[512]; /* first sticky error, "" if none */
 };
 
@@ -98,6 +105,7 @@ void ap_tw_header_init(struct ap_tw_header *h)
 	h->start_ns = 1000000000ull;
 	h->max_depth = 64;
 	h->page_size = 4096;
+	h->time_quantum_ns = 1;
 	h->sampler = "test";
 }
 
@@ -121,6 +129,7 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 	ap_buf_init(&tw->out);
 	ap_buf_init(&tw->meta);
 	tw->chunk_size = 64 << 10;
+	tw->quantum = h->time_quantum_ns ? h->time_quantum_ns : 1;
 
 	uint8_t pre[AP_TRACE_PREAMBLE_LEN];
 	memcpy(pre, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
@@ -148,6 +157,7 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 	kv_uint(&p, AP_HK_START_NS, h->start_ns);
 	kv_uint(&p, AP_HK_MAX_DEPTH, h->max_depth);
 	kv_uint(&p, AP_HK_PAGE_SIZE, h->page_size);
+	kv_uint(&p, AP_HK_TIME_QUANTUM_NS, h->time_quantum_ns);
 	kv_str(&p, AP_HK_SAMPLER, sampler, strlen(sampler));
 	if (h->parent_trace)
 		kv_str(&p, AP_HK_PARENT_TRACE, h->parent_trace, strlen(h->parent_trace));
@@ -291,11 +301,14 @@ static struct tw_thread *get_thread(struct ap_tw *tw, uint32_t tid)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	ap_buf_init(&t->buf);
+	t->ring_addr = ap_xcalloc(AP_RING, sizeof(*t->ring_addr));
+	t->ring_ord = ap_xcalloc(AP_RING, sizeof(*t->ring_ord));
 	return t;
 }
 
-/* Opens the record: chunk base time if the chunk is new, the tag, the cpu
- * when it changes, dt. Returns NULL (sticky error) on a time going back. */
+/* Opens the record: SYNC if the chunk is new, else TIME if the quantum
+ * changed, then the tag and the cpu when it changes. Returns NULL (sticky
+ * error) on a time going back. */
 static struct tw_thread *begin_record(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
 				      uint8_t tag)
 {
@@ -305,25 +318,73 @@ static struct tw_thread *begin_record(struct ap_tw *tw, uint32_t tid, uint64_t t
 			(unsigned long long)ts, (unsigned long long)t->last_ts);
 		return NULL;
 	}
+	uint64_t q = ts / tw->quantum;
 	if (!t->buf.len) {
-		uint8_t base[8];
-		ap_put_u64le(base, ts);
-		ap_buf_add(&t->buf, base, 8);
-		t->prev_ts = ts;
+		put_u8(&t->buf, AP_EV_SYNC);
+		put_uv(&t->buf, q);
+		t->q = q;
 		t->prev_addr = 0;
 		t->cpu = 0;
+		t->ord_base = t->ord_all;
+	} else if (q != t->q) {
+		put_u8(&t->buf, AP_EV_TIME);
+		put_uv(&t->buf, q - t->q);
+		t->q = q;
 	}
 	bool cpu_change = cpu != t->cpu;
+	t->tagpos = t->buf.len;
 	put_u8(&t->buf, (uint8_t)(tag | (cpu_change ? AP_TAG_CPU : 0)));
 	if (cpu_change) {
 		put_uv(&t->buf, cpu);
 		t->cpu = cpu;
 	}
-	put_uv(&t->buf, ts - t->prev_ts);
-	t->prev_ts = ts;
 	t->last_ts = ts;
 	t->started = true;
 	return t;
+}
+
+static void put_addr(struct ap_buf *b, uint64_t addr, uint64_t prev)
+{
+	uint8_t tmp[AP_VARINT_MAX + 1];
+	ap_buf_add(b, tmp, ap_put_addr(tmp, addr, prev));
+}
+
+static size_t ring_slot(uint64_t addr)
+{
+	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)) & (AP_RING - 1);
+}
+
+static void ring_put(struct tw_thread *t, uint64_t addr)
+{
+	size_t i = ring_slot(addr);
+	t->ring_addr[i] = addr;
+	t->ring_ord[i] = ++t->ord_all;
+}
+
+/* The block at addr by distance if the chunk's table still has it (the
+ * entry is used up), else 0. */
+static uint64_t ring_take(struct tw_thread *t, uint64_t addr)
+{
+	size_t i = ring_slot(addr);
+	uint64_t o = t->ring_ord[i];
+	if (t->ring_addr[i] != addr || o <= t->ord_base || t->ord_all - o >= AP_RING)
+		return 0;
+	t->ring_addr[i] = 0;
+	t->ring_ord[i] = 0;
+	return t->ord_all - o + 1;
+}
+
+/* FREE's or REALLOC's block: by distance (sets AP_TAG_REF in the tag at
+ * `tagpos`) or by address. */
+static void put_block(struct tw_thread *t, size_t tagpos, uint64_t addr)
+{
+	uint64_t d = ring_take(t, addr);
+	if (d) {
+		t->buf.buf[tagpos] |= AP_TAG_REF;
+		put_uv(&t->buf, d);
+	} else {
+		put_addr(&t->buf, addr, t->prev_addr);
+	}
 }
 
 static void end_record(struct ap_tw *tw, struct tw_thread *t)
@@ -347,9 +408,10 @@ int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsig
 	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_ALLOC, kind));
 	if (!t)
 		return -1;
-	put_sv(&t->buf, (int64_t)(addr - t->prev_addr));
+	put_addr(&t->buf, addr, t->prev_addr);
 	put_uv(&t->buf, size);
 	put_uv(&t->buf, stack);
+	ring_put(t, addr);
 	t->prev_addr = addr;
 	end_record(tw, t);
 	return 0;
@@ -360,7 +422,7 @@ int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uint64
 	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_FREE, 0));
 	if (!t)
 		return -1;
-	put_sv(&t->buf, (int64_t)(addr - t->prev_addr));
+	put_block(t, t->tagpos, addr);
 	t->prev_addr = addr;
 	end_record(tw, t);
 	return 0;
@@ -375,8 +437,12 @@ int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uns
 	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_REALLOC, kind));
 	if (!t)
 		return -1;
-	put_sv(&t->buf, (int64_t)(old_addr - t->prev_addr));
-	put_sv(&t->buf, (int64_t)(new_addr - old_addr));
+	if (flags & AP_RF_OLD_TRACKED)
+		put_block(t, t->tagpos, old_addr);
+	else
+		put_addr(&t->buf, old_addr, t->prev_addr);
+	put_addr(&t->buf, new_addr, old_addr);
+	ring_put(t, new_addr);
 	put_uv(&t->buf, size);
 	put_uv(&t->buf, stack);
 	put_uv(&t->buf, flags);
@@ -422,8 +488,11 @@ void ap_tw_discard(struct ap_tw *tw)
 		return;
 	ap_buf_release(&tw->out);
 	ap_buf_release(&tw->meta);
-	for (size_t i = 0; i < tw->nthreads; i++)
+	for (size_t i = 0; i < tw->nthreads; i++) {
 		ap_buf_release(&tw->threads[i].buf);
+		free(tw->threads[i].ring_addr);
+		free(tw->threads[i].ring_ord);
+	}
 	free(tw->threads);
 	for (size_t i = 0; i < tw->nstacks; i++)
 		free(tw->stacks[i].pcs);

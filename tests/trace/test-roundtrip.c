@@ -10,6 +10,7 @@
 
 #include "ap_trace.h"
 #include "ap_trace_writer.h"
+#include <zstd.h>
 
 static int failures;
 
@@ -342,7 +343,10 @@ static void test_totals_weighted(void)
 }
 
 /* Several threads, random times and chunk sizes: the reader's order must be
- * the stable merge, ties by thread index. */
+ * the stable merge, ties by thread index. Each thread frees only blocks it
+ * allocated earlier, in its own address range, so no event is ever out of
+ * order and the merge has no reason to hold one back (test_cross_thread
+ * tests that). */
 struct gen_ev {
 	uint64_t ts, addr, size;
 	uint32_t tid_idx, cpu, stack, seq;
@@ -383,6 +387,10 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 		ts[i] = h.start_ns;
 	size_t n = 0;
 	uint32_t *seq = calloc(nthreads, sizeof(*seq));
+	uint64_t **live = calloc(nthreads, sizeof(*live));
+	size_t *nlive = calloc(nthreads, sizeof(*nlive));
+	for (size_t k = 0; k < nthreads; k++)
+		live[k] = calloc(per_thread, sizeof(**live));
 	for (size_t i = 0; i < total; i++) {
 		uint32_t k = (uint32_t)(rnd() % nthreads);
 		if (seq[k] >= per_thread)
@@ -395,8 +403,19 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 		e->tid_idx = k;
 		e->cpu = cpu[k];
 		e->seq = seq[k]++;
-		e->addr = (rnd() % 3 == 0) ? rnd() : 0x10000 + (rnd() % 1000) * 16;
-		e->type = rnd() % 3 ? AP_EV_ALLOC : AP_EV_FREE;
+		e->type = rnd() % 3 || !nlive[k] ? AP_EV_ALLOC : AP_EV_FREE;
+		if (e->type == AP_EV_FREE) {
+			size_t j = rnd() % nlive[k];
+			e->addr = live[k][j];
+			live[k][j] = live[k][--nlive[k]];
+		} else {
+			/* fresh: a sequence number in the thread's range, at
+			 * random low or high bits (small and 10-byte deltas) */
+			uint64_t fresh = (uint64_t)k << 32 | seq[k];
+			e->addr = (rnd() % 3 == 0) ? fresh << 24 | 0x8000000000000001ull
+						   : 0x10000 + fresh * 16;
+			live[k][nlive[k]++] = e->addr;
+		}
 		e->size = e->type == AP_EV_ALLOC ? (rnd() % 7 == 0 ? rnd() : rnd() % 5000) : 0;
 		e->stack = e->type == AP_EV_ALLOC ? stacks[rnd() % 8] : 0;
 		if (e->type == AP_EV_ALLOC)
@@ -438,10 +457,90 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 		}
 		ap_trace_free(t);
 	}
+	for (size_t k = 0; k < nthreads; k++)
+		free(live[k]);
+	free(live);
+	free(nlive);
 	free(seq);
 	free(cpu);
 	free(ts);
 	free(ev);
+}
+
+/* Events carry their quantum's time: within a quantum the merge cannot see
+ * which thread went first, and holds back a FREE of a block not yet
+ * allocated (or an ALLOC at a live address) until the event of another
+ * thread that explains it. Thread index 0 (tid 10) frees and reallocs what
+ * thread 1 (tid 20) allocates in the same quantum, and hands addresses
+ * back; whatever the ties, every FREE must find its block and every ALLOC a
+ * free address. */
+static void test_cross_thread(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 1000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 40);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 10, "a");
+	ap_tw_thread(tw, 20, "b");
+	uint64_t t0 = 5000000;
+	/* quantum 5000: b allocates x, a frees it (ts written later in the
+	 * quantum, yet a's stream has the lower index) */
+	ap_tw_alloc(tw, 20, t0 + 100, 0, 0, 0x1000, 64, s);
+	ap_tw_free(tw, 10, t0 + 900, 1, 0x1000);
+	/* quantum 5001: a allocates y; b frees y, allocates x again at once;
+	 * a reallocs x (old tracked) into z; b frees z */
+	ap_tw_alloc(tw, 10, t0 + 1000, 1, 0, 0x2000, 32, s);
+	ap_tw_free(tw, 20, t0 + 1100, 0, 0x2000);
+	ap_tw_alloc(tw, 20, t0 + 1200, 0, 0, 0x1000, 48, s);
+	ap_tw_realloc(tw, 10, t0 + 1300, 1, AP_KIND_REALLOC, 0x1000, 0x3000, 96, s,
+		      AP_RF_NEW_SAMPLED | AP_RF_OLD_TRACKED);
+	ap_tw_free(tw, 20, t0 + 1400, 0, 0x3000);
+	/* quantum 5002: a block freed by a thread that never saw it allocated
+	 * (before the sampler started): held, then let go, unmatched */
+	ap_tw_free(tw, 10, t0 + 2000, 1, 0x9000);
+	ap_tw_alloc(tw, 20, t0 + 2100, 0, 0, 0x4000, 8, s);
+	/* quantum 5003: a's ALLOC at an address b frees in the same quantum */
+	ap_tw_free(tw, 20, t0 + 3000, 0, 0x4000);
+	ap_tw_alloc(tw, 10, t0 + 3100, 1, 0, 0x4000, 16, s);
+	struct ap_tw_end end = {.end_ns = t0 + 10000};
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "cross-thread");
+	if (!t)
+		return;
+	static const struct {
+		uint64_t ts;
+		uint16_t thread;
+		uint8_t type;
+		uint64_t addr;
+	} want[] = {
+	    {5000000, 1, AP_EV_ALLOC, 0x1000}, {5000000, 0, AP_EV_FREE, 0x1000},
+	    {5001000, 0, AP_EV_ALLOC, 0x2000}, {5001000, 1, AP_EV_FREE, 0x2000},
+	    {5001000, 1, AP_EV_ALLOC, 0x1000}, {5001000, 0, AP_EV_FREE, 0x1000},
+	    {5001000, 0, AP_EV_ALLOC, 0x3000}, {5001000, 1, AP_EV_FREE, 0x3000},
+	    {5002000, 1, AP_EV_ALLOC, 0x4000}, {5002000, 0, AP_EV_FREE, 0x9000},
+	    {5003000, 1, AP_EV_FREE, 0x4000},  {5003000, 0, AP_EV_ALLOC, 0x4000},
+	};
+	CHECK_U(t->nev, AP_ARRAY_SIZE(want));
+	for (size_t i = 0; i < AP_ARRAY_SIZE(want) && i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		CHECK(e->ts == want[i].ts && e->thread == want[i].thread &&
+			  e->type == want[i].type && e->addr == want[i].addr,
+		      "cross-thread: event %zu: got ts %llu thread %u type %u addr %#llx, want ts "
+		      "%llu thread %u type %u addr %#llx",
+		      i, (unsigned long long)e->ts, e->thread, e->type, (unsigned long long)e->addr,
+		      (unsigned long long)want[i].ts, want[i].thread, want[i].type,
+		      (unsigned long long)want[i].addr);
+	}
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	CHECK_U(tot.unmatched_frees, 1);
+	CHECK_D(tot.alloc_objects, 6);
+	CHECK_D(tot.free_objects, 5);
+	CHECK_D(tot.inuse_space, 16);
+	ap_trace_free(t);
 }
 
 static uint8_t *finish(struct ap_tw *tw, size_t *len)
@@ -538,7 +637,7 @@ static void test_errors(void)
 
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 7);
-	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 1");
+	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 2");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
 	expect_error(d, len, "bad.trace: wrong byte-order mark 0x04030201");
@@ -584,7 +683,7 @@ static void test_errors(void)
 	{
 		uint8_t f[16 + 24];
 		memcpy(f, AP_TRACE_MAGIC, 8);
-		ap_put_u32le(f + 8, 1);
+		ap_put_u32le(f + 8, AP_TRACE_VERSION);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
 		ap_chunk_header(f + 16, AP_CHUNK_META, 0, f, 0);
 		expect_error(f, sizeof(f),
@@ -616,7 +715,7 @@ static void test_errors(void)
 	for (size_t i = 0; i < AP_ARRAY_SIZE(hdrs); i++) {
 		uint8_t f[16 + 24 + 16];
 		memcpy(f, AP_TRACE_MAGIC, 8);
-		ap_put_u32le(f + 8, 1);
+		ap_put_u32le(f + 8, AP_TRACE_VERSION);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
 		memcpy(f + 40, hdrs[i].payload, hdrs[i].len);
 		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, f + 40, (uint32_t)hdrs[i].len);
@@ -628,7 +727,7 @@ static void test_errors(void)
 		const char *pl = "\x63\x00\x05\x64\x01\x02zz\x01\x00\x07";
 		size_t pn = 11;
 		memcpy(f, AP_TRACE_MAGIC, 8);
-		ap_put_u32le(f + 8, 1);
+		ap_put_u32le(f + 8, AP_TRACE_VERSION);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
 		memcpy(f + 40, pl, pn);
 		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, f + 40, (uint32_t)pn);
@@ -692,17 +791,28 @@ static void test_errors(void)
 		size_t len;
 		const char *why;
 	} evs[] = {
-	    {(const uint8_t *)"\x01\x00\x02\x08\x02", 5,
-	     "stack id used before its STACK record (record at byte"},
-	    {(const uint8_t *)"\x01\x00\x02\x08\x00", 5, "ALLOC with stack id 0"},
-	    {(const uint8_t *)"\x03\x00\x02\x02\x08\x00\x01", 7, "sampled REALLOC with stack id 0"},
-	    {(const uint8_t *)"\x05\x00", 2, "unknown event type"},
-	    {(const uint8_t *)"\x71\x00\x02\x08\x01", 5, "unknown allocation kind"},
-	    {(const uint8_t *)"\x81\x80\x80\x04\x00\x02\x08\x01", 8, "cpu number out of range"},
-	    {(const uint8_t *)"\x01\x00\x02\x08", 4, "ALLOC record runs past the end"},
-	    {(const uint8_t *)"\x02\x00\x80", 3, "FREE record runs past the end"},
-	    {(const uint8_t *)"\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12,
-	     "bad time delta varint"},
+	    {(const uint8_t *)"\x01\x04\x08\x02", 4,
+	     "stack id used before its STACK record (record at byte 0 of the payload)"},
+	    {(const uint8_t *)"\x01\x04\x08\x00", 4, "ALLOC with stack id 0"},
+	    {(const uint8_t *)"\x03\x04\x00\x08\x00\x01", 6, "sampled REALLOC with stack id 0"},
+	    {(const uint8_t *)"\x07\x00", 2, "unknown event type"},
+	    {(const uint8_t *)"\x71\x04\x08\x01", 4, "unknown allocation kind"},
+	    {(const uint8_t *)"\x81\x80\x80\x04\x04\x08\x01", 7, "cpu number out of range"},
+	    {(const uint8_t *)"\x01\x04\x08", 3, "ALLOC record runs past the end"},
+	    {(const uint8_t *)"\x01\x05\x00\x08\x01", 5, "ALLOC record runs past the end"},
+	    {(const uint8_t *)"\x02\x80", 2, "FREE record runs past the end"},
+	    {(const uint8_t *)"\x05\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12,
+	     "bad time varint"},
+	    {(const uint8_t *)"\x86\x01", 2, "TIME or SYNC tag with flags"},
+	    {(const uint8_t *)"\x01\x04\x08\x01\x0a\x02", 6,
+	     "FREE record runs past the end of the payload, has a bad varint or a distance past "
+	     "the chunk's allocations (record at byte 4 of the payload)"},
+	    {(const uint8_t *)"\x01\x04\x08\x01\x06\x00\x0a\x01", 8,
+	     "FREE record runs past the end of the payload, has a bad varint or a distance past "
+	     "the chunk's allocations (record at byte 6"},
+	    {(const uint8_t *)"\x09\x04\x08\x01", 4, "distance flag on a record that names no"},
+	    {(const uint8_t *)"\x01\x04\x08\x01\x0b\x01\x00\x08\x00\x00", 10,
+	     "REALLOC names an untracked old block by distance"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(evs); i++) {
 		tw = ap_tw_new(&h);
@@ -710,23 +820,70 @@ static void test_errors(void)
 		ap_tw_stack(tw, &pc, 1);
 		ap_tw_flush(tw);
 		off = ap_tw_size(tw);
-		memset(p, 0, 8);
-		memcpy(p + 8, evs[i].rec, evs[i].len);
-		ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 8 + evs[i].len);
+		memcpy(p, evs[i].rec, evs[i].len);
+		ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, evs[i].len);
 		data = finish(tw, &len);
 		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: %s", off, evs[i].why);
 		expect_error(data, len, want);
 		free(data);
 	}
-	/* EVENTS payload without base time */
-	tw = ap_tw_new(&h);
-	off = ap_tw_size(tw);
-	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 7);
-	data = finish(tw, &len);
-	snprintf(want, sizeof(want),
-		 "corrupt chunk at byte %zu: EVENTS payload of 7 bytes has no base time", off);
-	expect_error(data, len, want);
-	free(data);
+	/* compressed chunks: flags, lengths, frames */
+	{
+		static const uint8_t notzstd[] = {8, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+		uint8_t frame[64 + 4];
+		static const uint8_t raw[] = {0x06, 0x01, 0x01, 0x04, 0x08, 0x01};
+		size_t z = ZSTD_compress(frame + 4, sizeof(frame) - 4, raw, sizeof(raw), 1);
+		ap_put_u32le(frame, sizeof(raw) + 1); /* a length the frame does not give */
+		struct {
+			uint8_t type, flags;
+			const uint8_t *payload;
+			size_t len;
+			const char *why;
+		} zs[] = {
+		    {AP_CHUNK_EVENTS, 2, notzstd, sizeof(notzstd), "unknown chunk flags 0x2"},
+		    {AP_CHUNK_END, 1, notzstd, sizeof(notzstd), "a compressed chunk of type 4"},
+		    {AP_CHUNK_EVENTS, 1, notzstd, 3, "compressed payload of 3 bytes has no length"},
+		    {AP_CHUNK_EVENTS, 1, (const uint8_t *)"\xff\xff\xff\x7f", 4,
+		     "decompressed length 2147483647 exceeds 16777216"},
+		    {AP_CHUNK_EVENTS, 1, notzstd, sizeof(notzstd),
+		     "compressed payload is not a zstd frame of 8 bytes"},
+		    {AP_CHUNK_META, 1, frame, z + 4, "compressed payload is not a zstd frame of 7"},
+		};
+		for (size_t i = 0; i < AP_ARRAY_SIZE(zs); i++) {
+			tw = ap_tw_new(&h);
+			uint64_t pc = 1;
+			ap_tw_stack(tw, &pc, 1);
+			ap_tw_flush(tw);
+			uint8_t *d0 = finish(tw, &len);
+			uint8_t *dz = malloc(len + AP_CHUNK_HDR_LEN + zs[i].len);
+			memcpy(dz, d0, len);
+			memcpy(dz + len + AP_CHUNK_HDR_LEN, zs[i].payload, zs[i].len);
+			ap_chunk_header_flags(dz + len, zs[i].type, zs[i].flags, 1000,
+					      dz + len + AP_CHUNK_HDR_LEN, (uint32_t)zs[i].len);
+			snprintf(want, sizeof(want), "corrupt chunk at byte %zu: %s", len, zs[i].why);
+			expect_error(dz, len + AP_CHUNK_HDR_LEN + zs[i].len, want);
+			/* the right length: it reads */
+			if (zs[i].payload == frame) {
+				ap_put_u32le(frame, sizeof(raw));
+				memcpy(dz + len + AP_CHUNK_HDR_LEN, frame, z + 4);
+				ap_chunk_header_flags(dz + len, AP_CHUNK_EVENTS, 1, 1000,
+						      dz + len + AP_CHUNK_HDR_LEN, (uint32_t)(z + 4));
+				struct ap_trace *t = NULL;
+				struct ap_error err;
+				CHECK(ap_trace_read_mem(dz, len + AP_CHUNK_HDR_LEN + z + 4, "z", &t,
+							&err) == 0,
+				      "%s", err.msg);
+				if (t) {
+					CHECK_U(t->nev, 1);
+					if (t->nev)
+						CHECK_U(t->ev[0].addr, 0x10);
+					ap_trace_free(t);
+				}
+			}
+			free(dz);
+			free(d0);
+		}
+	}
 
 	/* a TRACK record decodes (no event) and moves prev_addr; a 0 tag ends the payload */
 	tw = ap_tw_new(&h);
@@ -735,13 +892,12 @@ static void test_errors(void)
 		ap_tw_stack(tw, &pc, 1);
 	}
 	ap_tw_flush(tw);
-	memset(p, 0, 8);
-	ap_put_u64le(p, 5000);
-	static const uint8_t rec[] = {0x04, 0x01, 0x20, 0x07, /* TRACK dt 1, addr 0x10, size 7 */
-				      0x02, 0x01, 0x00,	      /* FREE dt 1, addr +0 */
-				      0x00, 0x05, 0x05};      /* padding, then junk */
-	memcpy(p + 8, rec, sizeof(rec));
-	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, p, 8 + sizeof(rec));
+	static const uint8_t rec[] = {0x06, 0x88, 0x27,	 /* SYNC at quantum 5000 */
+				      0x04, 0x04, 0x07,	 /* TRACK addr 0x10, size 7 */
+				      0x05, 0x02,	 /* TIME + 2 quanta */
+				      0x02, 0x00,	 /* FREE addr +0 */
+				      0x00, 0x05, 0x05}; /* padding, then junk */
+	ap_tw_raw_chunk(tw, AP_CHUNK_EVENTS, 1000, rec, sizeof(rec));
 	data = finish(tw, &len);
 	{
 		struct ap_trace *t = NULL;
@@ -752,7 +908,7 @@ static void test_errors(void)
 			CHECK_U(t->nrecords, 2);
 			if (t->nev == 1) {
 				CHECK_U(t->ev[0].addr, 0x10);
-				CHECK_U(t->ev[0].ts, 5002);
+				CHECK_U(t->ev[0].ts, 5002); /* quantum 1 ns */
 			}
 			ap_trace_free(t);
 		}
@@ -957,6 +1113,7 @@ int main(void)
 	test_events_single();
 	test_totals_weighted();
 	test_merge(1, 2000, 64);
+	test_cross_thread();
 	test_merge(3, 3000, 16);
 	test_merge(7, 2000, 200);
 	test_merge(40, 300, 1 << 16);

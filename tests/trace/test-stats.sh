@@ -93,10 +93,11 @@ expect_err directory "allocprof: dir.trace: Is a directory" dir.trace
 expect_err empty "allocprof: empty.trace: not an allocprof trace" empty.trace
 echo "this is not a trace at all" >"$T/text.trace"
 expect_err text "allocprof: text.trace: not an allocprof trace" text.trace
-# version 2 (byte 8), then a big-endian byte-order mark (bytes 12..15)
-cp "$T/exact.trace" "$T/v2.trace"
-printf '\x02' | dd of="$T/v2.trace" bs=1 seek=8 conv=notrunc status=none
-expect_err version "allocprof: v2.trace: trace format version 2, this allocprof reads 1" v2.trace
+# version 1 (byte 8: the format before time quanta), then a big-endian
+# byte-order mark (bytes 12..15)
+cp "$T/exact.trace" "$T/v1.trace"
+printf '\x01' | dd of="$T/v1.trace" bs=1 seek=8 conv=notrunc status=none
+expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 2" v1.trace
 cp "$T/exact.trace" "$T/bom.trace"
 printf '\x01\x02\x03\x04' | dd of="$T/bom.trace" bs=1 seek=12 conv=notrunc status=none
 expect_err bom "allocprof: bom.trace: wrong byte-order mark 0x04030201 (expected 0x01020304): written on a machine of another byte order, or damaged" bom.trace

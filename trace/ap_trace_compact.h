@@ -1,0 +1,36 @@
+/* Compacting a finished trace: `allocprof record` rewrites the trace the
+ * sampler wrote (docs/trace-format.md, "Compression") with each thread's
+ * EVENTS chunks joined into large zstd-compressed chunks and META chunks
+ * compressed. Report-side code: it mallocs. */
+#ifndef AP_TRACE_COMPACT_H
+#define AP_TRACE_COMPACT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_util.h"
+
+/* What the rewritten trace holds, counted on the way. */
+struct ap_compact_stats {
+	uint64_t events;	/* records of EVENTS chunks (a REALLOC once) */
+	size_t nthreads;	/* distinct tids of EVENTS chunks */
+	bool has_end;		/* the last complete chunk is END */
+	bool cut;		/* the file ends inside a chunk (kept as it was) */
+	uint64_t cut_at;	/* where that incomplete chunk starts, in the input */
+	uint64_t bytes_in, bytes_out;
+};
+
+/* Rewrites the trace at `path` in place (a temporary file in the same
+ * directory, renamed over it), compressing with zstd `level` (1..19).
+ * Chunks already compressed pass through; an incomplete last chunk is
+ * copied as it was, so the result is truncated where the input was. On
+ * failure (not a format-2 trace, a corrupt chunk, an I/O error) returns -1
+ * with err set to "<path>: <why>" and leaves the file untouched. */
+int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
+		     struct ap_error *err);
+
+/* The level `allocprof record` uses. */
+#define AP_COMPACT_LEVEL 3
+
+#endif
