@@ -84,11 +84,23 @@ static void page_release(struct tui_page *p)
 
 /* ---- scrolling ---------------------------------------------------------- */
 
+/* The advise view's pane under the table with the selected site's
+ * verdict and reasons: a heading and ADVISE_REASONS lines, on screens of
+ * at least ADVISE_PANE_MIN rows. */
+#define ADVISE_REASONS 3
+#define ADVISE_PANE_MIN 14
+
+static int advise_pane(const struct tui *t)
+{
+	return t->rows >= ADVISE_PANE_MIN ? 1 + ADVISE_REASONS : 0;
+}
+
 /* Rows each view has for its lines: the top view has four header lines,
- * the advise view three, the pages one; all have the status line. */
+ * the advise view three and its pane, the pages one; all have the status
+ * line. */
 static size_t view_page(const struct tui *t, enum tui_view_kind k)
 {
-	int head = k == TUI_VIEW_TOP ? 4 : k == TUI_VIEW_ADVISE ? 3 : 1;
+	int head = k == TUI_VIEW_TOP ? 4 : k == TUI_VIEW_ADVISE ? 3 + advise_pane(t) : 1;
 	int n = t->rows - head - 1;
 	return n > 1 ? (size_t)n : 1;
 }
@@ -816,8 +828,8 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 	}
 	snprintf(d, sizeof(d), "%zu/%zu", a->nsites ? t->advise_pos.cur + 1 : 0, a->nsites);
 	draw_right(s, 1, TUI_NORMAL, d);
-	tui_screen_put(s, 2, 0, TUI_BOLD,
-		       "  #  verdict                  time saved  hit rate  allocated  site", 0);
+	tui_screen_putf(s, 2, 0, TUI_BOLD, "%3s %-22s %8s %8s %10s  %s", "#", "verdict", "saved",
+			"hit rate", "allocated", "site");
 	if (!a->nsites)
 		tui_screen_put(s, 3, 0, TUI_NORMAL, "  (no allocation sites)", 0);
 	for (size_t i = t->advise_pos.top; i < a->nsites && i < t->advise_pos.top + page; i++) {
@@ -829,17 +841,27 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 		ap_format_bytes(space, sizeof(space), site->alloc_space);
 		if (cur)
 			tui_screen_row_attr(s, row, TUI_CURSOR);
-		int col =
-		    tui_screen_putf(s, row, 0, cur ? TUI_CURSOR : TUI_NORMAL, "%3zu  ", i + 1);
-		snprintf(fixed, sizeof(fixed), "%-24.24s ", site->verdict_text);
+		int col = tui_screen_putf(s, row, 0, cur ? TUI_CURSOR : TUI_NORMAL, "%3zu ", i + 1);
+		snprintf(fixed, sizeof(fixed), "%-22.22s ", site->verdict_text);
 		col = tui_screen_put(s, row, col, cur ? TUI_CURSOR : verdict_attr(site->verdict),
 				     fixed, 0);
-		snprintf(fixed, sizeof(fixed), "%10s %8.1f%% %10s  ", saved, 100 * site->r.hit_rate,
+		snprintf(fixed, sizeof(fixed), "%8s %7.1f%% %10s  ", saved, 100 * site->r.hit_rate,
 			 space);
 		col = tui_screen_put(s, row, col, cur ? TUI_CURSOR : TUI_NORMAL, fixed, 0);
 		tui_screen_put(s, row, col, cur ? TUI_CURSOR : TUI_NORMAL, site->name,
 			       t->advise_pos.hscroll);
 	}
+	if (!advise_pane(t) || !a->nsites)
+		return;
+	const struct ap_advise_site *site = &a->sites[t->advise_pos.cur];
+	int row = t->rows - 1 - advise_pane(t);
+	struct tui_page p = {0};
+	page_wrap(&p, TUI_NORMAL, "  ", site->reasons, t->cols - 3);
+	tui_screen_putf(s, row, 0, verdict_attr(site->verdict), "verdict: %s%s", site->verdict_text,
+			p.n > ADVISE_REASONS ? "   (more: Enter)" : "");
+	for (size_t i = 0; i < p.n && i < ADVISE_REASONS; i++)
+		tui_screen_put(s, row + 1 + (int)i, 0, TUI_NORMAL, p.lines[i].fixed, 0);
+	page_release(&p);
 }
 
 static const char *status_keys(enum tui_view_kind k)
