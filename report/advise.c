@@ -372,7 +372,7 @@ enum walk_mode {
 struct walk {
 	enum walk_mode mode;
 	const struct ap_trace *t;
-	const uint32_t *site_of_stack;	/* NULL: no sites */
+	const uint32_t *site_of_stack;	/* NULL: no sites (W_CYCLES) */
 	struct replay *rp;	/* cycles go to rp->cyc; W_EXACT replays its runs */
 	bool cycles;		/* compute the gogc cycles (rp->cyc empty) */
 	double gogc;
@@ -791,9 +791,11 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 		rp->ops = 0;
 		w.mode = W_CYCLES;
 		w.info = NULL;
+		w.site_of_stack = NULL;
 		walk_events(&w);
 		w.mode = W_EXACT;
 		w.info = info;
+		w.site_of_stack = m->site_of_stack;
 		w.cycles = false;
 		runs_reset(rp, caps);
 		walk_events(&w);

@@ -176,7 +176,7 @@ static void test_exact(void)
 /* gogc:100: a cycle when live-after-last-cycle + allocated-since reaches
  * max(2 * live, 4 MiB). 8 blocks of 1 MiB kept, then 16 freed at once:
  * cycles at allocations 4 (4 MiB), 8 (goal 8 MiB), 16 (live 8, goal 16). */
-static void test_gogc(void)
+static struct ap_trace *gogc_trace(void)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
@@ -192,7 +192,13 @@ static void test_gogc(void)
 		if (i > 8)
 			ap_tw_free(tw, 1000, ts + (uint64_t)i * 100 + 50, 0, a);
 	}
-	struct ap_trace *t = finish(tw, ts + 10000);
+	return finish(tw, ts + 10000);
+}
+
+static void test_gogc(void)
+{
+	struct ap_trace *t = gogc_trace();
+	uint64_t ts = START;
 	struct ap_advise_options o;
 	ap_advise_options_init(&o);
 	size_t n;
@@ -203,6 +209,34 @@ static void test_gogc(void)
 		CHECK("gogc cycle time", cyc[i], ts + (uint64_t)at[i] * 100);
 	free(cyc);
 	ap_trace_free(t);
+}
+
+/* The replay of the gogc trace: allocations 1-8 and 9 miss, 10-24 each
+ * take the block freed just before (the cycle at 16 meets an empty pool),
+ * 8 escape. Also with two events' times swapped (a trace not in time
+ * order: the cycles are then computed before the replay). */
+static void test_replay_order(void)
+{
+	for (int swapped = 0; swapped < 2; swapped++) {
+		struct ap_trace *t = gogc_trace();
+		if (swapped) {
+			/* events: alloc 1-9, free 9, alloc 10, ... */
+			uint64_t tmp = t->ev[9].ts;
+			t->ev[9].ts = t->ev[10].ts;
+			t->ev[10].ts = tmp;
+		}
+		struct ap_advice *a = advise(t, 1, NULL);
+		const struct ap_advise_site *s = find(a, "site0");
+		CHECK("cycles", a->cycles, 3);
+		CHECK("gets", s->r.gets, 24);
+		CHECK("misses", s->r.misses, 9);
+		CHECK("private hits", s->r.hits[AP_POOL_PRIVATE], 15);
+		CHECK("puts", s->r.puts, 16);
+		CHECK("escaped", s->r.escaped, 8);
+		CHECK("alloc_objects", s->alloc_objects, 24);
+		ap_advice_free(a);
+		ap_trace_free(t);
+	}
 }
 
 /* Sampled: 2000 samples of 4 KiB at rate 4096 (weight 1/(1-e^-(4097/4096))
@@ -257,6 +291,7 @@ int main(void)
 	}
 	test_exact();
 	test_gogc();
+	test_replay_order();
 	test_sampled();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
