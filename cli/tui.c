@@ -18,11 +18,6 @@ static const enum ap_sample_index si_cycle[] = {AP_SI_ALLOC_SPACE, AP_SI_ALLOC_O
 						AP_SI_INUSE_SPACE, AP_SI_INUSE_OBJECTS};
 static const char *const gran_names[] = {"functions", "lines", "files"};
 
-/* Columns of the top table before the name: "%10s %6s %6s %10s %6s  ". */
-#define TOP_FIXED 46
-/* Columns of a list line before the source: "%10s %10s %6d:". */
-#define LIST_FIXED 29
-
 /* ---- pages of text (list, one advise site, help) ------------------------ */
 
 static void page_add(struct tui_page *p, int attr, const char *fixed, const char *body)

@@ -218,6 +218,13 @@ def main():
           "\n".join(small))
     check(position(screen(exact, "<end><pgup>", "80x9")) == (n - 4, n), "pgup")
 
+    # Right scrolls the names sideways by 8 columns, the numbers stay; left
+    # comes back.
+    lines = screen(exact, "<right>", "200x40")
+    check([(r[:44] + r[52:]).rstrip() for r in top_rows] == table_rows(lines), "right on top",
+          "\n".join(lines))
+    check(screen(exact, "<right><left>") == screen(exact), "left after right")
+
     # Enter: the list of the selected function, the lines `list` prints.
     for k, row in enumerate(j["rows"]):
         lines = screen(exact, "j" * k + "<enter>", "200x60")
