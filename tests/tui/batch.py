@@ -353,6 +353,14 @@ def main():
     expect(2, r"^allocprof: tui: no trace given", "tui", "--batch")
     expect(1, r"^allocprof: focus: bad regex '\(': ", "tui", "--batch", "--focus", "(", exact)
     expect(1, r"^allocprof: .*missing.trace: ", "tui", "--batch", os.path.join(tmp, "missing.trace"))
+    # A binary rebuilt since recording: the symbolizer's warning on stderr
+    # and, since a terminal's screen would hide stderr, on the status line.
+    rebuilt = os.path.join(tmp, "rebuilt.trace")
+    subprocess.run([MKTRACE, rebuilt, "1", "rebuilt"], check=True)
+    p = run("tui", "--batch", rebuilt)
+    last = p.stdout.splitlines()[-1]
+    check(re.match(r"^allocprof: warning: .*build-id differs", p.stderr) and len(p.stderr.splitlines()) == 1
+          and last.startswith("warning: ") and last[9:] in p.stderr, "rebuilt binary warning", p.stdout + p.stderr)
     l = screen(exact, "<lt>")
     check(l == screen(exact), "<lt> is a key that does nothing on top")
 
