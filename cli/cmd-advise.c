@@ -78,6 +78,12 @@ static int load_costs(struct ap_cost_table *c)
 	return 0;
 }
 
+/* "s" unless n is 1 (as printed with %.0f). */
+static const char *plural(double n)
+{
+	return n >= 0.5 && n < 1.5 ? "" : "s";
+}
+
 static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	char b1[32], b2[32], b3[32], d[32];
@@ -90,8 +96,13 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		ap_advise_format_duration(d, sizeof(d), (double)a->interval_ns);
 		printf("Cycles: every %s, %llu in the trace", d, (unsigned long long)a->cycles);
 	}
-	ap_advise_format_duration(d, sizeof(d), a->mean_cycle_ns);
-	printf(" (one every %s); %u Ps\n", d, a->procs);
+	if (a->cycles) {
+		ap_advise_format_duration(d, sizeof(d), a->mean_cycle_ns);
+		printf(" (one every %s); %u P%s\n", d, a->procs, plural(a->procs));
+	} else {
+		ap_advise_format_duration(d, sizeof(d), (double)a->duration_ns);
+		printf(" (none in its %s); %u P%s\n", d, a->procs, plural(a->procs));
+	}
 	if (a->sampled) {
 		ap_format_bytes(b1, sizeof(b1), (double)a->rate);
 		printf("Sampled (one sample per %s): results are estimates from a reconstruction,\n"
@@ -107,10 +118,12 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("\n%zu. %s\n", i + 1, s->name);
 		ap_format_bytes(b1, sizeof(b1), s->alloc_space);
 		printf("   verdict: %s\n   %s\n", s->verdict_text, s->reasons);
-		printf("   allocated %s (%.1f%% of all), %.0f objects, sizes p50 %.0f p90 %.0f max %.0f",
-		       b1, 100 * s->share, s->alloc_objects, s->p50_size, s->p90_size, s->max_size);
+		printf("   allocated %s (%.1f%% of all), %.0f object%s, sizes p50 %.0f p90 %.0f max %.0f",
+		       b1, 100 * s->share, s->alloc_objects, plural(s->alloc_objects), s->p50_size,
+		       s->p90_size, s->max_size);
 		if (a->sampled)
-			printf(", %llu samples, +-%.0f%%", (unsigned long long)s->samples, 100 * s->rel_error);
+			printf(", %llu sample%s, +-%.0f%%", (unsigned long long)s->samples,
+			       plural((double)s->samples), 100 * s->rel_error);
 		printf("\n");
 		printf("   gets %.0f: hits %.0f (private %.0f, shared %.0f, stolen %.0f, victim %.0f; %.0f too small),"
 		       " misses %.0f, hit rate %.1f%%\n",
@@ -118,9 +131,19 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		       r->hits[AP_POOL_STOLEN], r->hits[AP_POOL_VICTIM], r->small_hits, r->misses,
 		       100 * r->hit_rate);
 		ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
-		ap_advise_format_duration(d, sizeof(d), r->time_saved_ns);
-		printf("   avoided: %.0f allocations, %.0f of %.0f reallocs, %s; time saved %s\n",
-		       r->allocs_avoided, r->reallocs_avoided, r->reallocs, b1, d);
+		printf("   avoided: %.0f allocation%s", r->allocs_avoided, plural(r->allocs_avoided));
+		if (r->reallocs > 0)
+			printf(", %.0f of %.0f realloc%s", r->reallocs_avoided, r->reallocs,
+			       plural(r->reallocs));
+		/* The cost model's balance: negative when the pool's own get and
+		 * put cost more than the allocations it avoids. */
+		if (r->bytes_avoided >= 0.5)
+			printf(", %s", b1);
+		ap_advise_format_duration(d, sizeof(d), fabs(r->time_saved_ns));
+		if (r->time_saved_ns >= 0)
+			printf("; time saved ~%s\n", d);
+		else
+			printf("; pooling would cost ~%s more\n", d);
 		ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 		ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
 		printf("   held: peak %s, mean %s; lost to cycles %.0f, to P changes %.0f; escaped %.0f\n",
@@ -133,7 +156,8 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		}
 	}
 	if (n < a->nsites)
-		printf("\n(%zu more sites; -n 0 shows all)\n", a->nsites - n);
+		printf("\n(%zu more site%s; -n 0 shows all)\n", a->nsites - n,
+		       plural((double)(a->nsites - n)));
 }
 
 static json_t *result_json(const struct ap_replay_result *r)

@@ -132,6 +132,12 @@ void ap_advise_format_duration(char *out, size_t len, double ns)
 		snprintf(out, len, "%.0fns", ns);
 }
 
+/* "s" unless n is 1 (as printed with %.0f). */
+static const char *plural(double n)
+{
+	return n >= 0.5 && n < 1.5 ? "" : "s";
+}
+
 static void fmt_bytes(char *out, size_t len, double b)
 {
 	ap_format_bytes(out, len, b);
@@ -212,9 +218,13 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			fmt_bytes(b2, sizeof(b2), r->peak_held_bytes);
 			ap_advise_format_duration(d1, sizeof(d1), r->time_saved_ns);
 			s->verdict = AP_VERDICT_POOL;
-			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f allocations "
-					       "and %.0f reallocs (%s, about %s); the pool would hold %s at peak.",
-					       hr, r->allocs_avoided, r->reallocs_avoided, b1, d1, b2);
+			char re[64] = "";
+			if (r->reallocs_avoided >= 0.5)
+				snprintf(re, sizeof(re), " and %.0f realloc%s", r->reallocs_avoided,
+					 plural(r->reallocs_avoided));
+			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f "
+					       "allocation%s%s (%s, about %s); the pool would hold %s at peak.",
+					       hr, r->allocs_avoided, plural(r->allocs_avoided), re, b1, d1, b2);
 		} else {
 			ap_advise_format_duration(d1, sizeof(d1), s->mean_life_ns);
 			ap_advise_format_duration(d2, sizeof(d2), s->mean_gap_ns);
