@@ -43,6 +43,8 @@
 #define FILTER_BITS 16
 #define MAX_MODULES 4096
 #define BOOT_ARENA_SIZE (64u << 10)
+#define RING_BITS 12		/* the ring table's size (AP_RING bounds distances) */
+#define RING_SIZE (1u << RING_BITS)
 
 enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
 
@@ -85,7 +87,7 @@ struct ap_thr {
 	uint64_t events;	/* records appended since the trace started */
 	size_t len;
 	uint8_t *buf;		/* THR_BUF_SIZE bytes */
-	struct ring_ent *ring;	/* AP_RING recent ALLOCs, by address hash */
+	struct ring_ent *ring;	/* RING_SIZE recent ALLOCs, by address hash */
 };
 
 /* A recent ALLOC of this buffer's chunk that a FREE can name by distance
@@ -1011,9 +1013,8 @@ static void thr_flush_locked(struct ap_thr *b)
 /* The ring entry of addr. */
 static inline struct ring_ent *ring_slot(struct ap_thr *b, uint64_t addr)
 {
-	return &b->ring[(addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)];
+	return &b->ring[(addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - RING_BITS)];
 }
-_Static_assert(AP_RING == 1u << 12, "ring_slot hashes to 12 bits");
 
 /* The distance (AP_TAG_REF) of the block at addr if it is one of the
  * chunk's last AP_RING ALLOCs, else 0; the entry is used up. */
@@ -1090,8 +1091,10 @@ static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 	}
 	uint64_t d;
 	switch (type) {
+	/* every address field moves prev_addr; a distance does not */
 	case AP_EV_ALLOC:
 		p += ap_put_addr(p, addr, b->prev_addr);
+		b->prev_addr = addr;
 		p += ap_put_uv(p, size);
 		p += ap_put_uv(p, stack);
 		ring_put(b, addr);
@@ -1102,6 +1105,7 @@ static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 			p += ap_put_uv(p, d);
 		} else {
 			p += ap_put_addr(p, addr, b->prev_addr);
+			b->prev_addr = addr;
 		}
 		break;
 	case AP_EV_REALLOC:
@@ -1110,17 +1114,17 @@ static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 			p += ap_put_uv(p, d);
 		} else {
 			p += ap_put_addr(p, addr, b->prev_addr);
+			b->prev_addr = addr;
 		}
-		p += ap_put_addr(p, addr2, addr);
+		p += ap_put_uv(p, flags);
+		p += ap_put_addr(p, addr2, b->prev_addr);
+		b->prev_addr = addr2;
 		p += ap_put_uv(p, size);
 		p += ap_put_uv(p, stack);
-		p += ap_put_uv(p, flags);
 		ring_put(b, addr2);
-		addr = addr2;
 		break;
 	}
 	*tagp = tag;
-	b->prev_addr = addr;
 	b->len = (size_t)(p - b->buf);
 	b->events++;
 	lk_unlock(&b->lock);
@@ -1134,7 +1138,7 @@ static struct ap_thr *thr_new(void)
 		return b;
 	}
 	size_t hdr = (sizeof(struct ap_thr) + 63) & ~(size_t)63;
-	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE + AP_RING * sizeof(struct ring_ent));
+	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
 	if (!mem)
 		return NULL;
 	b = (struct ap_thr *)mem;
@@ -2035,7 +2039,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	make_path(ap_path, ap_gen);
 
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
-	fallback.buf = map_mem(THR_BUF_SIZE + AP_RING * sizeof(struct ring_ent));
+	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
 	mods = map_mem(MAX_MODULES * sizeof(struct mod));
 	set_cap = 4096;
 	set_tab = map_mem(set_cap * sizeof(uint64_t));

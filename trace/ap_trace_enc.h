@@ -22,6 +22,14 @@
  * zstd frame that decompresses to exactly raw_len (at most
  * AP_CHUNK_MAX_PAYLOAD) bytes, the chunk's real payload. */
 #define AP_CHUNK_F_ZSTD 1u
+/* EVENTS, with or without ZSTD: the (decompressed) payload is in columns:
+ * `uv len1, uv len2, uv len3`, then column 0 (tags, cpus, SYNC/TIME values,
+ * stacks, REALLOC flags), column 1 (len1 bytes: addresses and distances),
+ * column 2 (len2 bytes: sizes), column 3 (len3 bytes: times, as pairs
+ * `uv skip, uv dq`: after `skip` more event records the quantum grows by
+ * dq). The records are the same; each field is read from its column, so
+ * zstd sees each kind of field apart. */
+#define AP_CHUNK_F_COLUMNS 2u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,
@@ -92,20 +100,28 @@ enum ap_alloc_kind {
 	AP_KIND_REALLOCARRAY = 4,
 };
 #define AP_TAG_CPU 0x80u
-#define AP_TAG_REF 0x08u /* FREE / REALLOC: the (old) block by ring distance */
+/* FREE / REALLOC: the (old) block by ring distance; ALLOC: an anonymous
+ * block (no address field: the reader gives it an identity of its own) */
+#define AP_TAG_REF 0x08u
 #define AP_TAG_TYPE(t) ((t) & 0x07u)
 #define AP_TAG_KIND(t) (((t) >> 4) & 0x07u)
 #define AP_TAG(type, kind) ((uint8_t)((type) | ((kind) << 4)))
 
 #define AP_RF_NEW_SAMPLED 1u
 #define AP_RF_OLD_TRACKED 2u
+#define AP_RF_NEW_ANON 4u /* the new block is anonymous: no new-address field */
+
+/* Identities the reader gives anonymous blocks: never a user-space
+ * address (x86-64 user space ends below 2^47). */
+#define AP_ANON_BASE 0xff00000000000000ull
 
 #define AP_VARINT_MAX 10
 
 /* Default time quantum of the sampler (HEADER time_quantum_ns). */
 #define AP_DEFAULT_QUANTUM_NS 1000000u
-/* Recent allocations a FREE can name by distance (1 = the last ALLOC). */
-#define AP_RING 4096u
+/* Recent allocations a FREE can name by distance (1 = the last ALLOC or
+ * REALLOC of the chunk, counted from its start or its last SYNC). */
+#define AP_RING 65536u
 
 /* Writes v as LEB128 at p; returns the number of bytes (1..10). */
 static inline size_t ap_put_uv(uint8_t *p, uint64_t v)

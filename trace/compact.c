@@ -1,11 +1,25 @@
 /* ap_trace_compact (ap_trace_compact.h): the trace `record` leaves behind,
- * compressed after the program exited. The sampler writes small
- * uncompressed chunks (64 KiB per thread, no allocation inside malloc);
- * here each thread's consecutive EVENTS payloads are joined up to the
- * payload limit and compressed as one zstd frame, so the records of a
- * repetitive workload, identical bytes from chunk to chunk, compress
- * across the whole run. Joining is exact because every sampler chunk
- * starts with a SYNC record (the decoding state starts over). */
+ * rewritten after the program exited. The sampler writes small raw chunks
+ * (64 KiB per thread, nothing allocated inside malloc, no time to model
+ * anything); here each thread's events are re-encoded in large chunks and
+ * compressed:
+ *
+ * - one chunk per thread covers up to COMPACT_INPUT bytes of the sampler's
+ *   chunks, with one SYNC, so a repetitive workload is one long run of
+ *   identical records;
+ * - a FREE names its block by distance whenever the block was allocated in
+ *   the same chunk within AP_RING allocations (exact, where the sampler's
+ *   table is direct-mapped);
+ * - an allocation freed that way by its own thread, at an address no other
+ *   thread ever names, is written without its address (anonymous): its
+ *   address only served to match the free, and addresses are most of the
+ *   entropy of a trace. Blocks that cross threads, live past their chunk or
+ *   are freed too far away keep their addresses;
+ * - the payload is split in columns (AP_CHUNK_F_COLUMNS) and compressed
+ *   with zstd.
+ *
+ * Chunks already compressed (a trace compacted before) are copied as they
+ * are, and the others then only compressed one by one. */
 #include "ap_trace_compact.h"
 
 #include <errno.h>
@@ -18,29 +32,118 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "ap_trace_enc.h"
+#include "ap_trace.h"
 
-/* A thread's events waiting to be compressed, in file order. */
+/* Input bytes per output chunk (the re-encoding is never longer than its
+ * input plus a few bytes: far under the format's limit). Larger chunks
+ * compressed loop64 no better and cost page faults for the events held. */
+#define COMPACT_INPUT (4u << 20)
+
+
+/* Which thread names an address: one tid, or several. */
+struct owner {
+	uint64_t addr;
+	uint32_t tid;
+	uint8_t used, shared;
+};
+
+struct owners {
+	struct owner *e;
+	size_t mask, n;
+};
+
+static inline size_t addr_slot(uint64_t a, size_t mask)
+{
+	return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 24) & mask;
+}
+
+static struct owner *owner_find(struct owners *o, uint64_t addr)
+{
+	size_t i = addr_slot(addr, o->mask);
+	while (o->e[i].used && o->e[i].addr != addr)
+		i = (i + 1) & o->mask;
+	return &o->e[i];
+}
+
+static void owner_note(struct owners *o, uint64_t addr, uint32_t tid)
+{
+	if ((o->n + 1) * 2 > o->mask + 1) {
+		struct owners old = *o;
+		o->mask = old.mask ? old.mask * 2 + 1 : 4095;
+		o->e = ap_xcalloc(o->mask + 1, sizeof(*o->e));
+		o->n = 0;
+		for (size_t i = 0; old.e && i <= old.mask; i++)
+			if (old.e[i].used) {
+				*owner_find(o, old.e[i].addr) = old.e[i];
+				o->n++;
+			}
+		free(old.e);
+	}
+	struct owner *e = owner_find(o, addr);
+	if (!e->used) {
+		*e = (struct owner){addr, tid, 1, 0};
+		o->n++;
+	} else if (e->tid != tid) {
+		e->shared = 1;
+	}
+}
+
+/* A thread's events waiting to be written, in file order. */
 struct pending {
 	uint32_t tid;
-	uint8_t *buf;
+	struct ap_event *ev;
+	size_t nev, alloc;
+	size_t input; /* bytes of the sampler's payloads they came from */
+};
+
+struct bytes {
+	uint8_t *b;
 	size_t len, alloc;
 };
+
+static void put_uv(struct bytes *o, uint64_t v)
+{
+	AP_ALLOC_GROW(o->b, o->len + AP_VARINT_MAX, o->alloc);
+	o->len += ap_put_uv(o->b + o->len, v);
+}
+
+static void put_u8(struct bytes *o, uint8_t v)
+{
+	AP_ALLOC_GROW(o->b, o->len + 1, o->alloc);
+	o->b[o->len++] = v;
+}
+
+static void put_addr(struct bytes *o, uint64_t addr, uint64_t *prev)
+{
+	AP_ALLOC_GROW(o->b, o->len + AP_VARINT_MAX + 1, o->alloc);
+	o->len += ap_put_addr(o->b + o->len, addr, *prev);
+	*prev = addr;
+}
 
 struct compactor {
 	const char *path;
 	struct ap_error *err;
 	int fd;
 	int level;
+	uint64_t quantum;
+	bool transcode; /* no chunk was compressed before: re-encode them all */
+	bool threads;	/* EVENTS of more than one tid: track who names what */
+	bool owners_all; /* the second look: note every chunk's addresses */
+	uint32_t *ref;	/* find_refs' results, c->nref entries */
+	uint8_t *anon;
+	size_t nref;
 	ZSTD_CCtx *zc;
 	uint8_t *zbuf;
 	size_t zcap;
 	struct pending *pend;
 	size_t npend, pend_alloc;
+	struct owners owners;
+	struct ap_event *scratch;
+	size_t nscratch, scratch_alloc;
+	struct bytes col[4], payload;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
 	struct ap_compact_stats *st;
-	bool failed;
 };
 
 static int cwrite(struct compactor *c, const void *data, size_t len)
@@ -70,8 +173,8 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
 }
 
 /* A payload, compressed when that makes it smaller. */
-static int write_compressed(struct compactor *c, uint8_t type, uint32_t tid, const uint8_t *raw,
-			    size_t len)
+static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
+			    const uint8_t *raw, size_t len)
 {
 	size_t bound = ZSTD_compressBound(len) + 4;
 	if (bound > c->zcap) {
@@ -81,18 +184,171 @@ static int write_compressed(struct compactor *c, uint8_t type, uint32_t tid, con
 	}
 	size_t z = ZSTD_compressCCtx(c->zc, c->zbuf + 4, c->zcap - 4, raw, len, c->level);
 	if (ZSTD_isError(z) || z + 4 >= len || z + 4 > AP_CHUNK_MAX_PAYLOAD)
-		return write_chunk(c, type, 0, tid, raw, len);
+		return write_chunk(c, type, flags, tid, raw, len);
 	ap_put_u32le(c->zbuf, (uint32_t)len);
-	return write_chunk(c, type, AP_CHUNK_F_ZSTD, tid, c->zbuf, z + 4);
+	return write_chunk(c, type, flags | AP_CHUNK_F_ZSTD, tid, c->zbuf, z + 4);
+}
+
+/* Where each FREE's block was allocated in this run of events: ref[i] the
+ * distance for FREE i (0: none), anon[j] for ALLOC j freed that way by its
+ * own thread at an address only this thread names. */
+struct alloc_at {
+	uint64_t addr;
+	size_t idx; /* SIZE_MAX: freed already */
+	uint64_t ord;
+	bool used;
+};
+
+static size_t alloc_at_slot(const struct alloc_at *m, size_t mask, uint64_t addr)
+{
+	size_t k = addr_slot(addr, mask);
+	while (m[k].used && m[k].addr != addr)
+		k = (k + 1) & mask;
+	return k;
+}
+
+static void find_refs(struct compactor *c, const struct pending *p, uint32_t *ref, uint8_t *anon)
+{
+	/* one entry per distinct address, growing with them */
+	size_t mask = 1023, n = 0;
+	struct alloc_at *m = ap_xcalloc(mask + 1, sizeof(*m));
+	uint64_t nal = 0;
+	for (size_t i = 0; i < p->nev; i++) {
+		const struct ap_event *e = &p->ev[i];
+		size_t k = alloc_at_slot(m, mask, e->addr);
+		if (e->type == AP_EV_ALLOC) {
+			if (!m[k].used && (n + 1) * 2 > mask + 1) {
+				struct alloc_at *o = m;
+				size_t omask = mask;
+				mask = mask * 2 + 1;
+				m = ap_xcalloc(mask + 1, sizeof(*m));
+				for (size_t j = 0; j <= omask; j++)
+					if (o[j].used)
+						m[alloc_at_slot(m, mask, o[j].addr)] = o[j];
+				free(o);
+				k = alloc_at_slot(m, mask, e->addr);
+			}
+			n += !m[k].used;
+			m[k] = (struct alloc_at){e->addr, i, ++nal, true};
+			continue;
+		}
+		if (!m[k].used || m[k].idx == SIZE_MAX || nal - m[k].ord >= AP_RING)
+			continue;
+		ref[i] = (uint32_t)(nal - m[k].ord + 1);
+		struct owner *o = c->threads ? owner_find(&c->owners, e->addr) : NULL;
+		if (!c->threads || (o->used && !o->shared))
+			anon[m[k].idx] = 1;
+		m[k].idx = SIZE_MAX;
+	}
+	free(m);
+}
+
+/* One thread's pending events as one EVENTS payload in columns. */
+static void encode(struct compactor *c, const struct pending *p)
+{
+	if (p->nev > c->nref) {
+		free(c->ref);
+		free(c->anon);
+		c->nref = p->nev;
+		c->ref = ap_xmalloc(c->nref * sizeof(*c->ref));
+		c->anon = ap_xmalloc(c->nref);
+	}
+	uint32_t *ref = c->ref;
+	uint8_t *anon = c->anon;
+	memset(ref, 0, p->nev * sizeof(*ref));
+	memset(anon, 0, p->nev);
+	find_refs(c, p, ref, anon);
+	struct bytes *c0 = &c->col[0], *c1 = &c->col[1], *c2 = &c->col[2], *c3 = &c->col[3];
+	c0->len = c1->len = c2->len = c3->len = 0;
+	size_t nrec = 0, last_step = 0;
+	uint64_t q = p->ev[0].ts / c->quantum, prev = 0;
+	uint32_t cpu = 0;
+	put_u8(c0, AP_EV_SYNC);
+	put_uv(c0, q);
+	for (size_t i = 0; i < p->nev; i++) {
+		const struct ap_event *e = &p->ev[i];
+		uint64_t eq = e->ts / c->quantum;
+		if (eq > q) { /* (a time going back stays at the later one) */
+			put_uv(c3, nrec - last_step);
+			put_uv(c3, eq - q);
+			last_step = nrec;
+			q = eq;
+		}
+		nrec++;
+		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
+		const struct ap_event *old = NULL, *a = e;
+		size_t ai = i;
+		if (e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) && i + 1 < p->nev &&
+		    (e[1].flags & AP_EVF_REALLOC)) {
+			old = e;
+			a = &e[1];
+			ai = ++i;
+		}
+		unsigned type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type;
+		uint8_t tag = AP_TAG(type, type == AP_EV_FREE ? 0 : a->kind);
+		if (e->cpu != cpu)
+			tag |= AP_TAG_CPU;
+		if ((type == AP_EV_ALLOC && anon[ai]) || (type == AP_EV_FREE && ref[ai]) ||
+		    (old && ref[ai - 1]))
+			tag |= AP_TAG_REF;
+		put_u8(c0, tag);
+		if (tag & AP_TAG_CPU) {
+			cpu = e->cpu;
+			put_uv(c0, cpu);
+		}
+		switch (type) {
+		case AP_EV_ALLOC:
+			if (!anon[ai])
+				put_addr(c1, a->addr, &prev);
+			put_uv(c2, a->size);
+			put_uv(c0, a->stack);
+			break;
+		case AP_EV_FREE:
+			if (ref[ai])
+				put_uv(c1, ref[ai]);
+			else
+				put_addr(c1, a->addr, &prev);
+			break;
+		case AP_EV_REALLOC: {
+			unsigned fl = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
+			if (old)
+				fl |= AP_RF_OLD_TRACKED;
+			if (anon[ai])
+				fl |= AP_RF_NEW_ANON;
+			if (old && ref[ai - 1])
+				put_uv(c1, ref[ai - 1]);
+			else /* an untracked old block: its address does not matter */
+				put_addr(c1, old ? old->addr : prev, &prev);
+			put_uv(c0, fl);
+			if (!anon[ai])
+				put_addr(c1, a->addr, &prev);
+			put_uv(c2, a->size);
+			put_uv(c0, a->stack);
+			break;
+		}
+		}
+	}
+	struct bytes *out = &c->payload;
+	out->len = 0;
+	put_uv(out, c1->len);
+	put_uv(out, c2->len);
+	put_uv(out, c3->len);
+	for (int k = 0; k < 4; k++) {
+		AP_ALLOC_GROW(out->b, out->len + c->col[k].len, out->alloc);
+		memcpy(out->b + out->len, c->col[k].b, c->col[k].len);
+		out->len += c->col[k].len;
+	}
 }
 
 static int flush_pending(struct compactor *c, struct pending *p)
 {
-	if (!p->len)
+	if (!p->nev)
 		return 0;
-	int rc = write_compressed(c, AP_CHUNK_EVENTS, p->tid, p->buf, p->len);
-	p->len = 0;
-	return rc;
+	encode(c, p);
+	p->nev = 0;
+	p->input = 0;
+	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS, p->tid, c->payload.b,
+				c->payload.len);
 }
 
 static int flush_all(struct compactor *c)
@@ -115,59 +371,6 @@ static struct pending *pending_for(struct compactor *c, uint32_t tid)
 	return p;
 }
 
-/* Counts the event records of an uncompressed EVENTS payload. *joinable:
- * it starts with SYNC and has no padding, so it can follow another
- * payload. -1 if a record does not decode. */
-static int count_records(const uint8_t *p, const uint8_t *end, uint64_t *n, bool *joinable)
-{
-	uint64_t v, a;
-	*joinable = p < end && *p == AP_EV_SYNC;
-	while (p < end) {
-		uint8_t tag = *p++;
-		unsigned type = AP_TAG_TYPE(tag);
-		if (!tag) {
-			*joinable = false;
-			return 0;
-		}
-		if (type >= AP_EV_TIME && type <= AP_EV_SYNC) {
-			if (ap_get_uv(&p, end, &v) < 0)
-				return -1;
-			continue;
-		}
-		if ((tag & AP_TAG_CPU) && ap_get_uv(&p, end, &v) < 0)
-			return -1;
-		int fields; /* varints after the first address */
-		switch (type) {
-		case AP_EV_ALLOC:
-			fields = 2;
-			break;
-		case AP_EV_FREE:
-			fields = 0;
-			break;
-		case AP_EV_REALLOC:
-			fields = 4; /* new address, size, stack, flags */
-			break;
-		case AP_EV_TRACK:
-			fields = 1;
-			break;
-		default:
-			return -1;
-		}
-		if ((tag & AP_TAG_REF) ? ap_get_uv(&p, end, &v) < 0 : ap_get_addr(&p, end, 0, &a) < 0)
-			return -1;
-		if (type == AP_EV_REALLOC) {
-			if (ap_get_addr(&p, end, 0, &a) < 0)
-				return -1;
-			fields--;
-		}
-		for (int i = 0; i < fields; i++)
-			if (ap_get_uv(&p, end, &v) < 0)
-				return -1;
-		(*n)++;
-	}
-	return 0;
-}
-
 static void note_tid(struct compactor *c, uint32_t tid)
 {
 	for (size_t i = 0; i < c->ntids; i++)
@@ -182,11 +385,25 @@ static int corrupt_at(struct compactor *c, size_t off, const char *why)
 	return ap_error_set(c->err, "%s: corrupt chunk at byte %zu: %s", c->path, off, why);
 }
 
-/* Every chunk of the input, rewritten. */
-static int compact_chunks(struct compactor *c, const uint8_t *data, size_t size)
+/* Decodes a raw EVENTS payload, appending to ev; counts its records. */
+static int decode_raw(struct compactor *c, size_t off, const uint8_t *payload, uint32_t len,
+		      struct ap_event **ev, size_t *nev, size_t *alloc)
+{
+	const char *why;
+	size_t from = *nev;
+	if (ap_trace_decode_events(payload, len, false, c->quantum, ev, nev, alloc, &why) < 0)
+		return corrupt_at(c, off, why);
+	for (size_t i = from; i < *nev; i++)
+		c->st->events += !((*ev)[i].flags & AP_EVF_FROM_REALLOC);
+	return 0;
+}
+
+/* One pass over the chunks: `emit` false only looks (compressed chunks,
+ * the time quantum, which thread names which address); true writes. */
+static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bool emit)
 {
 	size_t off = AP_TRACE_PREAMBLE_LEN;
-	if (cwrite(c, data, off) < 0)
+	if (emit && cwrite(c, data, off) < 0)
 		return -1;
 	while (off < size) {
 		const uint8_t *h = data + off;
@@ -199,7 +416,7 @@ static int compact_chunks(struct compactor *c, const uint8_t *data, size_t size)
 			/* the incomplete last chunk: kept as it was, after the rest */
 			c->st->cut = true;
 			c->st->cut_at = off;
-			if (flush_all(c) < 0 || cwrite(c, h, left) < 0)
+			if (emit && (flush_all(c) < 0 || cwrite(c, h, left) < 0))
 				return -1;
 			return 0;
 		}
@@ -212,43 +429,66 @@ static int compact_chunks(struct compactor *c, const uint8_t *data, size_t size)
 		uint8_t type = h[4], flags = h[5];
 		uint32_t tid = ap_get_u32le(h + 8);
 		int rc = 0;
-		if (type == AP_CHUNK_EVENTS && !flags) {
-			uint64_t n = 0;
-			bool joinable;
-			if (count_records(payload, payload + len, &n, &joinable) < 0)
-				return corrupt_at(c, off, "bad event record");
-			c->st->events += n;
+		if (!emit) {
+			if (type == AP_CHUNK_HEADER && off == AP_TRACE_PREAMBLE_LEN) {
+				/* the reader's own HEADER decoding, for the quantum */
+				struct ap_trace *t;
+				struct ap_error e;
+				if (ap_trace_read_mem(data, off + AP_CHUNK_HDR_LEN + len, c->path, &t,
+						      &e) < 0)
+					return ap_error_set(c->err, "%s", e.msg);
+				c->quantum = t->time_quantum_ns;
+				ap_trace_free(t);
+			} else if (type == AP_CHUNK_EVENTS && flags) {
+				c->transcode = false;
+			} else if (type == AP_CHUNK_EVENTS && !c->owners_all) {
+				/* the first look: one thread, or several? */
+				if (c->ntids && c->tids[0] != tid)
+					c->threads = true;
+				note_tid(c, tid);
+			} else if (type == AP_CHUNK_EVENTS) {
+				c->nscratch = 0;
+				if (decode_raw(c, off, payload, len, &c->scratch, &c->nscratch,
+					       &c->scratch_alloc) < 0)
+					return -1;
+				for (size_t i = 0; i < c->nscratch; i++)
+					owner_note(&c->owners, c->scratch[i].addr, tid);
+			}
+		} else if (type == AP_CHUNK_EVENTS && !flags) {
 			note_tid(c, tid);
-			struct pending *p = pending_for(c, tid);
-			if (!joinable || p->len + len > AP_CHUNK_MAX_PAYLOAD)
-				rc = flush_pending(c, p);
-			if (!rc && !joinable) {
-				rc = write_compressed(c, type, tid, payload, len);
-			} else if (!rc) {
-				AP_ALLOC_GROW(p->buf, p->len + len, p->alloc);
-				memcpy(p->buf + p->len, payload, len);
-				p->len += len;
+			if (!c->transcode) {
+				c->nscratch = 0;
+				rc = decode_raw(c, off, payload, len, &c->scratch, &c->nscratch,
+						&c->scratch_alloc);
+				if (!rc)
+					rc = write_compressed(c, type, 0, tid, payload, len);
+			} else {
+				struct pending *p = pending_for(c, tid);
+				if (p->input + len > COMPACT_INPUT)
+					rc = flush_pending(c, p);
+				if (!rc)
+					rc = decode_raw(c, off, payload, len, &p->ev, &p->nev, &p->alloc);
+				p->input += len;
 			}
 		} else if (type == AP_CHUNK_META && !flags) {
-			rc = write_compressed(c, type, tid, payload, len);
+			rc = write_compressed(c, type, 0, tid, payload, len);
 		} else {
 			/* HEADER, END, chunks compressed already: everything
 			 * before them stays before them */
-			if (type == AP_CHUNK_EVENTS) {
+			if (type == AP_CHUNK_EVENTS)
 				note_tid(c, tid);
-				rc = flush_pending(c, pending_for(c, tid));
-			} else if (type != AP_CHUNK_META) {
+			if (type != AP_CHUNK_META)
 				rc = flush_all(c);
-			}
 			if (!rc)
 				rc = write_chunk(c, type, flags, tid, payload, len);
 		}
 		if (rc < 0)
 			return -1;
-		c->st->has_end = type == AP_CHUNK_END;
+		if (emit)
+			c->st->has_end = type == AP_CHUNK_END;
 		off += AP_CHUNK_HDR_LEN + (size_t)len;
 	}
-	return flush_all(c);
+	return emit ? flush_all(c) : 0;
 }
 
 int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
@@ -273,7 +513,9 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	const uint8_t *data = map;
 	int rc = -1;
 	struct ap_buf tmp = AP_BUF_INIT;
-	struct compactor c = {.path = path, .err = err, .fd = -1, .level = level, .st = st};
+	struct compactor c = {
+	    .path = path, .err = err, .fd = -1, .level = level, .quantum = 1, .transcode = true,
+	    .st = st};
 	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN)) {
 		ap_error_set(err, "%s: not an allocprof trace", path);
 		goto out;
@@ -283,6 +525,18 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 			     ap_get_u32le(data + 8), AP_TRACE_VERSION);
 		goto out;
 	}
+	/* first: the quantum, compressed chunks, and whether several threads
+	 * write events; then, for several, which thread names which address */
+	if (walk_chunks(&c, data, size, false) < 0)
+		goto out;
+	c.ntids = 0;
+	if (c.threads && c.transcode) {
+		c.owners_all = true;
+		if (walk_chunks(&c, data, size, false) < 0)
+			goto out;
+	}
+	st->cut = false; /* counted again by the pass that writes */
+	st->events = 0;
 	ap_buf_addf(&tmp, "%s.compact.XXXXXX", path);
 	c.fd = mkostemp(tmp.buf, O_CLOEXEC);
 	if (c.fd < 0) {
@@ -292,7 +546,7 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	c.zc = ZSTD_createCCtx();
 	if (!c.zc)
 		abort(); /* out of memory, as ap_xmalloc */
-	if (compact_chunks(&c, data, size) < 0)
+	if (walk_chunks(&c, data, size, true) < 0)
 		goto out;
 	fchmod(c.fd, sb.st_mode & 07777);
 	if (close(c.fd) < 0) {
@@ -314,8 +568,15 @@ out:
 		unlink(tmp.buf);
 	ap_buf_release(&tmp);
 	for (size_t i = 0; i < c.npend; i++)
-		free(c.pend[i].buf);
+		free(c.pend[i].ev);
 	free(c.pend);
+	free(c.owners.e);
+	free(c.ref);
+	free(c.anon);
+	free(c.scratch);
+	for (int k = 0; k < 4; k++)
+		free(c.col[k].b);
+	free(c.payload.b);
 	free(c.tids);
 	free(c.zbuf);
 	ZSTD_freeCCtx(c.zc);

@@ -32,6 +32,7 @@ struct ev_chunk {
 	const uint8_t *payload; /* in the file, or decompressed (rd.owned) */
 	uint32_t len;		/* payload length */
 	uint32_t thread;	/* thread index */
+	bool columns;		/* AP_CHUNK_F_COLUMNS */
 };
 
 struct rd {
@@ -511,27 +512,75 @@ static int decode_meta(struct rd *r, struct cur *c)
 
 /* ---- EVENTS ---- */
 
-struct evdec {
+struct evcur {
 	const uint8_t *p, *end;
+};
+
+struct evdec {
+	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
+	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
+	uint64_t until, step;	     /* times column: records left before q += step */
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
 	uint16_t thread;
 	uint64_t nal;	 /* ALLOCs since the payload start or the last SYNC */
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
+	uint64_t anon;	 /* anonymous blocks of this thread so far */
 };
 
-static void evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread,
-			uint64_t quantum)
+/* The times column's next (records to skip, quanta to add) pair; none
+ * left: no more steps. */
+static inline int next_time(struct evdec *d)
+{
+	if (d->c3.p >= d->c3.end) {
+		d->until = UINT64_MAX;
+		return 0;
+	}
+	if (ap_get_uv(&d->c3.p, d->c3.end, &d->until) < 0 ||
+	    ap_get_uv(&d->c3.p, d->c3.end, &d->step) < 0)
+		return -1;
+	return 0;
+}
+
+/* Starts decoding a payload (in columns if `columns`). Returns -1 with
+ * *why set if the column lengths do not fit the payload. */
+static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread,
+		       uint64_t quantum, bool columns, const char **why)
 {
 	d->q = 0;
 	d->quantum = quantum;
-	d->p = payload;
-	d->end = payload + len;
+	d->c0 = (struct evcur){payload, payload + len};
+	d->ca = d->cs = &d->c0;
 	d->addr = 0;
 	d->cpu = 0;
 	d->thread = thread;
 	d->nal = 0;
+	d->until = UINT64_MAX;
+	d->c3 = (struct evcur){NULL, NULL};
+	if (!columns)
+		return 0;
+	uint64_t l1, l2, l3;
+	if (ap_get_uv(&d->c0.p, d->c0.end, &l1) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l2) < 0 ||
+	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 || l1 > (uint64_t)(d->c0.end - d->c0.p) ||
+	    l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
+	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2) {
+		*why = "column lengths run past the end of the payload";
+		return -1;
+	}
+	d->c3 = (struct evcur){d->c0.end - l3, d->c0.end};
+	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
+	d->c1 = (struct evcur){d->c2.p - l1, d->c2.p};
+	d->c0.end = d->c1.p;
+	d->ca = &d->c1;
+	d->cs = &d->c2;
+	return next_time(d) < 0 ? (*why = "bad varint in the times column", -1) : 0;
+}
+
+/* A fresh identity for an anonymous block. */
+static inline uint64_t anon_id(struct evdec *d)
+{
+	return AP_ANON_BASE | (uint64_t)d->thread << 40 | (d->anon++ & ((1ull << 40) - 1));
 }
 
 /* Remembers the address of an ALLOC for FREEs by distance. */
@@ -609,7 +658,7 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 static inline int rd_ref(struct evdec *d, uint64_t *out)
 {
 	uint64_t k;
-	if (rd_uv(&d->p, d->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
+	if (rd_uv(&d->ca->p, d->ca->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
 		return -1;
 	*out = d->ring[(d->nal - k) & (d->ring_cap - 1)];
 	return 0;
@@ -621,16 +670,17 @@ static inline int rd_ref(struct evdec *d, uint64_t *out)
 static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, struct ap_event ev[2],
 							    size_t nstacks, const char **why)
 {
-	if (d->p >= d->end || *d->p == 0)
+	struct evcur *c = &d->c0;
+	if (c->p >= c->end || *c->p == 0)
 		return DEC_END;
-	uint8_t tag = *d->p++;
+	uint8_t tag = *c->p++;
 	uint64_t u;
 	unsigned type = AP_TAG_TYPE(tag), kind = AP_TAG_KIND(tag);
 	if (type >= AP_EV_TIME) {
 		if (type == 7 || (tag & ~7u))
 			return *why = type == 7 ? "unknown event type" : "TIME or SYNC tag with flags",
 			       DEC_BAD;
-		if (rd_uv(&d->p, d->end, &u) < 0)
+		if (rd_uv(&c->p, c->end, &u) < 0)
 			return *why = "bad time varint", DEC_BAD;
 		uint64_t q = type == AP_EV_TIME ? d->q + u : u;
 		if (q < u || q > UINT64_MAX / d->quantum)
@@ -643,35 +693,46 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		}
 		return DEC_SKIP;
 	}
+	while (__builtin_expect(d->until == 0, 0)) { /* the times column says: a new quantum */
+		if (d->q + d->step < d->q || d->q + d->step > UINT64_MAX / d->quantum)
+			return *why = "time out of range", DEC_BAD;
+		d->q += d->step;
+		if (next_time(d) < 0)
+			return *why = "bad varint in the times column", DEC_BAD;
+	}
+	d->until--;
 	if (tag & AP_TAG_CPU) {
-		if (rd_uv(&d->p, d->end, &u) < 0)
+		if (rd_uv(&c->p, c->end, &u) < 0)
 			return *why = "bad cpu varint", DEC_BAD;
 		if (u > UINT16_MAX)
 			return *why = "cpu number out of range", DEC_BAD;
 		d->cpu = (uint32_t)u;
 	}
-	if ((tag & AP_TAG_REF) && type != AP_EV_FREE && type != AP_EV_REALLOC)
-		return *why = "distance flag on a record that names no freed block", DEC_BAD;
+	if ((tag & AP_TAG_REF) && type == AP_EV_TRACK)
+		return *why = "distance flag on a TRACK record", DEC_BAD;
 	struct ap_event *e = &ev[0];
 	e->ts = d->q * d->quantum;
 	e->thread = d->thread;
 	e->cpu = (uint16_t)d->cpu;
 	switch (type) {
 	case AP_EV_ALLOC: {
-		uint64_t size, stack;
-		if (rd_addr(&d->p, d->end, d->addr, &d->addr) < 0 ||
-		    rd_uv(&d->p, d->end, &size) < 0 || rd_uv(&d->p, d->end, &stack) < 0)
+		uint64_t size, stack, addr = 0;
+		if (((tag & AP_TAG_REF) ? (addr = anon_id(d), 0)
+					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
+		    rd_uv(&d->cs->p, d->cs->end, &size) < 0 || rd_uv(&c->p, c->end, &stack) < 0)
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
+		if (!(tag & AP_TAG_REF))
+			addr = d->addr;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
 		if (stack == 0)
 			return *why = "ALLOC with stack id 0", DEC_BAD;
 		if (stack >= nstacks)
 			return *why = "stack id used before its STACK record", DEC_BAD;
-		ring_push(d, d->addr);
-		e->addr = d->addr;
+		ring_push(d, addr);
+		e->addr = addr;
 		e->size = size;
 		e->stack = (uint32_t)stack;
 		e->type = AP_EV_ALLOC;
@@ -680,12 +741,14 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		return 1;
 	}
 	case AP_EV_FREE:
-		if ((tag & AP_TAG_REF) ? rd_ref(d, &d->addr) < 0
-				       : rd_addr(&d->p, d->end, d->addr, &d->addr) < 0)
+		/* every address field moves d->addr; a distance does not */
+		if ((tag & AP_TAG_REF) ? rd_ref(d, &e->addr) < 0
+				       : rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0)
 			return *why = "FREE record runs past the end of the payload, has a bad "
 				      "varint or a distance past the chunk's allocations",
 			       DEC_BAD;
-		e->addr = d->addr;
+		if (!(tag & AP_TAG_REF))
+			e->addr = d->addr;
 		e->size = 0;
 		e->stack = 0;
 		e->type = AP_EV_FREE;
@@ -693,11 +756,18 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		e->flags = 0;
 		return 1;
 	case AP_EV_REALLOC: {
-		uint64_t size, stack, fl, old, addr;
+		uint64_t size, stack, fl, old = 0, addr = 0;
 		if (((tag & AP_TAG_REF) ? rd_ref(d, &old) < 0
-					: rd_addr(&d->p, d->end, d->addr, &old) < 0) ||
-		    rd_addr(&d->p, d->end, old, &addr) < 0 || rd_uv(&d->p, d->end, &size) < 0 ||
-		    rd_uv(&d->p, d->end, &stack) < 0 || rd_uv(&d->p, d->end, &fl) < 0)
+					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
+		    rd_uv(&c->p, c->end, &fl) < 0)
+			return *why = "REALLOC record runs past the end of the payload, has a bad "
+				      "varint or a distance past the chunk's allocations",
+			       DEC_BAD;
+		if (!(tag & AP_TAG_REF))
+			old = d->addr;
+		if (((fl & AP_RF_NEW_ANON) ? (addr = anon_id(d), 0)
+					   : rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
+		    rd_uv(&d->cs->p, d->cs->end, &size) < 0 || rd_uv(&c->p, c->end, &stack) < 0)
 			return *why = "REALLOC record runs past the end of the payload, has a bad "
 				      "varint or a distance past the chunk's allocations",
 			       DEC_BAD;
@@ -709,7 +779,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "sampled REALLOC with stack id 0", DEC_BAD;
 		if ((tag & AP_TAG_REF) && !(fl & AP_RF_OLD_TRACKED))
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
-		d->addr = addr;
+		if (!(fl & AP_RF_NEW_ANON))
+			addr = d->addr;
 		ring_push(d, addr);
 		int n = 0;
 		if (fl & AP_RF_OLD_TRACKED) {
@@ -733,8 +804,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	}
 	case AP_EV_TRACK: {
 		uint64_t size;
-		if (rd_addr(&d->p, d->end, d->addr, &d->addr) < 0 ||
-		    rd_uv(&d->p, d->end, &size) < 0)
+		if (rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0 ||
+		    rd_uv(&d->cs->p, d->cs->end, &size) < 0)
 			return *why = "TRACK record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
@@ -746,19 +817,22 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 }
 
 /* Pass 1 for one EVENTS chunk: validate, count, remember. */
-static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len)
+static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len,
+		       bool columns)
 {
 	struct ap_trace *t = r->t;
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
 	struct evdec d = {.ring = r->scan_ring, .ring_cap = r->scan_ring_cap};
-	evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns);
+	const char *bad = NULL;
+	if (evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns, columns, &bad) < 0)
+		return corrupt(r, "%s", bad);
 	struct ap_event ev[2];
 	uint64_t nev = 0, nrec = 0, last = 0;
 	int rc = 0;
 	for (;;) {
-		const uint8_t *rec = d.p;
+		const uint8_t *rec = d.c0.p;
 		const char *why = NULL;
 		int n = evdec_next(&d, ev, t->nstacks, &why);
 		if (n == DEC_END)
@@ -778,6 +852,8 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	r->scan_ring_cap = d.ring_cap;
 	if (rc < 0)
 		return -1;
+	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end))
+		return corrupt(r, "columns of a size the records do not use");
 	if (nrec) {
 		if (!r->any_event || last > r->last_ts)
 			r->last_ts = last;
@@ -787,8 +863,35 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	r->thread_nev[idx] += nev;
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
-	r->chunks[r->nchunks++] = (struct ev_chunk){payload, len, (uint32_t)idx};
+	r->chunks[r->nchunks++] = (struct ev_chunk){payload, len, (uint32_t)idx, columns};
 	return 0;
+}
+
+int ap_trace_decode_events(const uint8_t *payload, size_t len, bool columns, uint64_t quantum,
+			   struct ap_event **ev, size_t *nev, size_t *alloc, const char **why)
+{
+	struct evdec d = {0};
+	int rc = 0;
+	if (len > UINT32_MAX || !quantum) {
+		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
+		return -1;
+	}
+	if (evdec_start(&d, payload, (uint32_t)len, 0, quantum, columns, why) < 0)
+		return -1;
+	for (;;) {
+		AP_ALLOC_GROW(*ev, *nev + 2, *alloc);
+		int n = evdec_next(&d, *ev + *nev, SIZE_MAX, why);
+		if (n == DEC_END)
+			break;
+		if (n == DEC_BAD) {
+			rc = -1;
+			break;
+		}
+		if (n > 0)
+			*nev += (size_t)n;
+	}
+	free(d.ring);
+	return rc;
 }
 
 /* ---- pass 2: the k-way merge ---- */
@@ -821,8 +924,9 @@ static bool stream_advance(struct rd *r, struct stream *s)
 		if (s->ci >= s->nchunk)
 			return false;
 		const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
+		const char *why_unused;
 		evdec_start(&s->d, c->payload, c->len, (uint16_t)c->thread,
-			    r->t->time_quantum_ns);
+			    r->t->time_quantum_ns, c->columns, &why_unused);
 	}
 }
 
@@ -1287,9 +1391,11 @@ static int read_chunks(struct rd *r)
 			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
 		const uint8_t *base = r->data;
 		size_t next = off + AP_CHUNK_HDR_LEN + (size_t)len;
-		if (h[5]) {
-			if (h[5] != AP_CHUNK_F_ZSTD)
-				return corrupt(r, "unknown chunk flags %#x", h[5]);
+		if (h[5] & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS))
+			return corrupt(r, "unknown chunk flags %#x", h[5]);
+		if ((h[5] & AP_CHUNK_F_COLUMNS) && type != AP_CHUNK_EVENTS)
+			return corrupt(r, "a chunk of type %u in columns", type);
+		if (h[5] & AP_CHUNK_F_ZSTD) {
 			if (type != AP_CHUNK_META && type != AP_CHUNK_EVENTS)
 				return corrupt(r, "a compressed chunk of type %u", type);
 			if (decompress(r, &payload, &len) < 0)
@@ -1309,7 +1415,7 @@ static int read_chunks(struct rd *r)
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			rc = scan_events(r, tid, payload, len);
+			rc = scan_events(r, tid, payload, len, h[5] & AP_CHUNK_F_COLUMNS);
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);

@@ -19,7 +19,7 @@ struct tw_thread {
 	uint64_t q, prev_addr;
 	uint32_t cpu;
 	uint64_t ord_all, ord_base; /* ALLOCs ever, and when the chunk began */
-	uint64_t *ring_addr, *ring_ord; /* AP_RING entries by address hash */
+	uint64_t *ring_addr, *ring_ord; /* 4096 recent ALLOCs by address hash */
 	size_t tagpos; /* the open record's tag in buf */
 	bool started; /* an event was ever written (ts order check) */
 	uint64_t last_ts;
@@ -301,8 +301,8 @@ static struct tw_thread *get_thread(struct ap_tw *tw, uint32_t tid)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	ap_buf_init(&t->buf);
-	t->ring_addr = ap_xcalloc(AP_RING, sizeof(*t->ring_addr));
-	t->ring_ord = ap_xcalloc(AP_RING, sizeof(*t->ring_ord));
+	t->ring_addr = ap_xcalloc(1u << 12, sizeof(*t->ring_addr));
+	t->ring_ord = ap_xcalloc(1u << 12, sizeof(*t->ring_ord));
 	return t;
 }
 
@@ -351,7 +351,7 @@ static void put_addr(struct ap_buf *b, uint64_t addr, uint64_t prev)
 
 static size_t ring_slot(uint64_t addr)
 {
-	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12)) & (AP_RING - 1);
+	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12));
 }
 
 static void ring_put(struct tw_thread *t, uint64_t addr)
@@ -384,6 +384,7 @@ static void put_block(struct tw_thread *t, size_t tagpos, uint64_t addr)
 		put_uv(&t->buf, d);
 	} else {
 		put_addr(&t->buf, addr, t->prev_addr);
+		t->prev_addr = addr; /* address fields move it, distances do not */
 	}
 }
 
@@ -423,7 +424,6 @@ int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uint64
 	if (!t)
 		return -1;
 	put_block(t, t->tagpos, addr);
-	t->prev_addr = addr;
 	end_record(tw, t);
 	return 0;
 }
@@ -437,15 +437,17 @@ int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uns
 	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_REALLOC, kind));
 	if (!t)
 		return -1;
-	if (flags & AP_RF_OLD_TRACKED)
+	if (flags & AP_RF_OLD_TRACKED) {
 		put_block(t, t->tagpos, old_addr);
-	else
+	} else {
 		put_addr(&t->buf, old_addr, t->prev_addr);
-	put_addr(&t->buf, new_addr, old_addr);
+		t->prev_addr = old_addr;
+	}
+	put_uv(&t->buf, flags & ~AP_RF_NEW_ANON);
+	put_addr(&t->buf, new_addr, t->prev_addr);
 	ring_put(t, new_addr);
 	put_uv(&t->buf, size);
 	put_uv(&t->buf, stack);
-	put_uv(&t->buf, flags);
 	t->prev_addr = new_addr;
 	end_record(tw, t);
 	return 0;

@@ -794,7 +794,7 @@ static void test_errors(void)
 	    {(const uint8_t *)"\x01\x04\x08\x02", 4,
 	     "stack id used before its STACK record (record at byte 0 of the payload)"},
 	    {(const uint8_t *)"\x01\x04\x08\x00", 4, "ALLOC with stack id 0"},
-	    {(const uint8_t *)"\x03\x04\x00\x08\x00\x01", 6, "sampled REALLOC with stack id 0"},
+	    {(const uint8_t *)"\x03\x04\x01\x00\x08\x00", 6, "sampled REALLOC with stack id 0"},
 	    {(const uint8_t *)"\x07\x00", 2, "unknown event type"},
 	    {(const uint8_t *)"\x71\x04\x08\x01", 4, "unknown allocation kind"},
 	    {(const uint8_t *)"\x81\x80\x80\x04\x04\x08\x01", 7, "cpu number out of range"},
@@ -810,8 +810,8 @@ static void test_errors(void)
 	    {(const uint8_t *)"\x01\x04\x08\x01\x06\x00\x0a\x01", 8,
 	     "FREE record runs past the end of the payload, has a bad varint or a distance past "
 	     "the chunk's allocations (record at byte 6"},
-	    {(const uint8_t *)"\x09\x04\x08\x01", 4, "distance flag on a record that names no"},
-	    {(const uint8_t *)"\x01\x04\x08\x01\x0b\x01\x00\x08\x00\x00", 10,
+	    {(const uint8_t *)"\x0c\x04\x07", 3, "distance flag on a TRACK record"},
+	    {(const uint8_t *)"\x01\x04\x08\x01\x0b\x01\x00\x00\x08\x00", 10,
 	     "REALLOC names an untracked old block by distance"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(evs); i++) {
@@ -840,7 +840,7 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 2, notzstd, sizeof(notzstd), "unknown chunk flags 0x2"},
+		    {AP_CHUNK_EVENTS, 4, notzstd, sizeof(notzstd), "unknown chunk flags 0x4"},
 		    {AP_CHUNK_END, 1, notzstd, sizeof(notzstd), "a compressed chunk of type 4"},
 		    {AP_CHUNK_EVENTS, 1, notzstd, 3, "compressed payload of 3 bytes has no length"},
 		    {AP_CHUNK_EVENTS, 1, (const uint8_t *)"\xff\xff\xff\x7f", 4,

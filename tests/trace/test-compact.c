@@ -1,0 +1,213 @@
+/* ap_trace_compact: a trace rewritten (joined, re-encoded in columns with
+ * anonymous blocks and distances, compressed) must read back as the same
+ * events: same times, threads, cpus, kinds, sizes, stacks, and the same
+ * blocks, whose identities may change (anonymous) but must match the same
+ * frees. Built with the test writer, so the expectation is the writer's own
+ * trace read back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ap_trace.h"
+#include "ap_trace_compact.h"
+#include "ap_trace_writer.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                            \
+	do {                                                                        \
+		if (!(cond)) {                                                      \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);  \
+			fprintf(stderr, __VA_ARGS__);                               \
+			fputc('\n', stderr);                                        \
+			failures++;                                                 \
+		}                                                                   \
+	} while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Three threads: private churn (frees near and far), realloc chains, and
+ * blocks one thread allocates and another frees, in 10 us quanta. */
+static void build(const char *path, size_t steps)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 10000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2] = {0x401000, 0x402000};
+	uint32_t st[3] = {ap_tw_stack(tw, pcs, 1), ap_tw_stack(tw, pcs, 2),
+			  ap_tw_stack(tw, pcs + 1, 1)};
+	for (uint32_t k = 0; k < 3; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "t%u", k);
+		ap_tw_thread(tw, 100 + k, name);
+	}
+	enum { WIN = 600 };
+	uint64_t live[3][WIN] = {{0}};
+	uint64_t ts[3] = {h.start_ns, h.start_ns, h.start_ns};
+	uint64_t handoff = 0; /* a block of thread 0 that thread 1 frees */
+	uint64_t next = 0x10000;
+	for (size_t i = 0; i < steps; i++) {
+		uint32_t k = (uint32_t)(rnd() % 3), tid = 100 + k, cpu = (uint32_t)(rnd() % 64 == 0);
+		ts[k] += rnd() % 3000;
+		size_t slot = rnd() % (i % 7 == 0 ? WIN : 8); /* mostly near, some far */
+		uint64_t *b = &live[k][slot];
+		unsigned r = (unsigned)(rnd() % 10);
+		if (r == 0 && *b) { /* realloc, moving or in place */
+			uint64_t to = rnd() % 2 ? *b : (next += 16);
+			ap_tw_realloc(tw, tid, ts[k], cpu, AP_KIND_REALLOC, *b, to, rnd() % 4096,
+				      st[1], AP_RF_NEW_SAMPLED | AP_RF_OLD_TRACKED);
+			*b = to;
+		} else if (r == 1 && k == 0 && !handoff) {
+			handoff = (next += 16);
+			ap_tw_alloc(tw, tid, ts[k], cpu, AP_KIND_MALLOC, handoff, 24, st[2]);
+		} else if (r == 1 && k == 1 && handoff && ts[1] >= ts[0]) {
+			ap_tw_free(tw, tid, ts[k], cpu, handoff);
+			handoff = 0;
+		} else if (*b) {
+			ap_tw_free(tw, tid, ts[k], cpu, *b);
+			*b = 0;
+		} else {
+			*b = (next += 16);
+			ap_tw_alloc(tw, tid, ts[k], cpu, (unsigned)(rnd() % 5), *b, 16 + rnd() % 500,
+				    st[rnd() % 2]);
+		}
+	}
+	struct ap_tw_end end = {.end_ns = ts[0] + ts[1] + ts[2]};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+}
+
+static struct ap_trace *load(const char *path)
+{
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "%s", err.msg);
+	return t;
+}
+
+/* Same events, same blocks (identities mapped on each ALLOC). */
+static void same_events(const struct ap_trace *a, const struct ap_trace *b, const char *what)
+{
+	CHECK(a->nev == b->nev, "%s: %zu events, want %zu", what, b->nev, a->nev);
+	CHECK(a->nrecords == b->nrecords, "%s: records differ", what);
+	size_t n = a->nev < b->nev ? a->nev : b->nev, bad = 0, anon = 0;
+	/* identity map: a's address -> b's identity of the block live there */
+	size_t cap = 1;
+	while (cap < 2 * n + 2)
+		cap *= 2;
+	uint64_t *key = calloc(cap, sizeof(*key)), *val = calloc(cap, sizeof(*val));
+	for (size_t i = 0; i < n; i++) {
+		const struct ap_event *x = &a->ev[i], *y = &b->ev[i];
+		size_t j = (size_t)(x->addr * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+		while (key[j] && key[j] != x->addr)
+			j = (j + 1) & (cap - 1);
+		bool ok = x->ts == y->ts && x->thread == y->thread && x->cpu == y->cpu &&
+			  x->type == y->type && x->kind == y->kind && x->flags == y->flags &&
+			  x->size == y->size && x->stack == y->stack;
+		if (x->type == AP_EV_ALLOC) {
+			ok = ok && (y->addr == x->addr || y->addr >= AP_ANON_BASE);
+			anon += y->addr >= AP_ANON_BASE;
+			key[j] = x->addr;
+			val[j] = y->addr;
+		} else {
+			ok = ok && y->addr == (key[j] ? val[j] : x->addr);
+		}
+		if (!ok && bad++ < 5)
+			CHECK(0, "%s: event %zu: ts %llu/%llu thread %u/%u type %u/%u addr %#llx/%#llx",
+			      what, i, (unsigned long long)x->ts, (unsigned long long)y->ts, x->thread,
+			      y->thread, x->type, y->type, (unsigned long long)x->addr,
+			      (unsigned long long)y->addr);
+	}
+	free(key);
+	free(val);
+	struct ap_trace_totals ta, tb;
+	ap_trace_totals(a, &ta);
+	ap_trace_totals(b, &tb);
+	CHECK(ta.alloc_objects == tb.alloc_objects && ta.free_objects == tb.free_objects &&
+		  ta.inuse_space == tb.inuse_space && ta.peak_inuse_space == tb.peak_inuse_space &&
+		  ta.unmatched_frees == tb.unmatched_frees,
+	      "%s: totals differ", what);
+	CHECK(!strcmp(what, "compacted") ? anon > n / 4 : 1, "%s: only %zu anonymous blocks",
+	      what, anon);
+}
+
+static size_t file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+int main(void)
+{
+	char path[] = "/tmp/allocprof-compact-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return 1;
+	close(fd);
+	build(path, 200000);
+	struct ap_trace *ref = load(path);
+	size_t raw = file_size(path);
+	struct ap_compact_stats st;
+	struct ap_error err;
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	CHECK(st.events == (ref ? ref->nrecords : 0), "counted %llu events",
+	      (unsigned long long)st.events);
+	CHECK(st.nthreads == 3 && st.has_end && !st.cut, "stats: %zu threads", st.nthreads);
+	CHECK(file_size(path) * 2 < raw, "compacted %zu bytes from %zu", file_size(path), raw);
+	struct ap_trace *t = load(path);
+	if (ref && t)
+		same_events(ref, t, "compacted");
+	ap_trace_free(t);
+	/* again: the compressed chunks pass through */
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	t = load(path);
+	if (ref && t)
+		same_events(ref, t, "compacted twice");
+	ap_trace_free(t);
+
+	/* a cut trace: complete chunks compacted, the tail kept, still cut */
+	build(path, 20000);
+	size_t full = file_size(path);
+	CHECK(truncate(path, (off_t)(full - 100)) == 0, "truncate");
+	struct ap_trace *cut = load(path);
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	CHECK(st.cut && !st.has_end, "cut not seen");
+	t = load(path);
+	if (cut && t) {
+		CHECK(t->truncated && strstr(t->truncated_why, "file ends inside a chunk"),
+		      "truncated: %s", t->truncated_why);
+		same_events(cut, t, "cut");
+	}
+	ap_trace_free(t);
+	ap_trace_free(cut);
+
+	/* a corrupt chunk: the file is left as it was */
+	build(path, 2000);
+	FILE *f = fopen(path, "r+b");
+	fseek(f, 300, SEEK_SET);
+	fputc(0x5a ^ fgetc(f), f);
+	fclose(f);
+	size_t before = file_size(path);
+	CHECK(ap_trace_compact(path, 3, &st, &err) < 0, "a corrupt trace compacted");
+	CHECK(strstr(err.msg, "corrupt chunk at byte") != NULL, "msg: %s", err.msg);
+	CHECK(file_size(path) == before, "the corrupt trace was rewritten");
+	ap_trace_free(ref);
+	unlink(path);
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	puts("all compaction checks passed");
+	return 0;
+}
