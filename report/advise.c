@@ -253,20 +253,17 @@ static inline unsigned cpu_p(const struct replay *rp, unsigned cpu)
 	return __builtin_expect(cpu < rp->procs, 1) ? cpu : cpu % rp->procs;
 }
 
-/* An allocation at the site: returns the object's capacity. */
+/* An allocation at the site: returns the object's capacity. (Gets, hits,
+ * misses, Puts and drops are the pool's own counts: runs_finish.) */
 static inline uint64_t r_get(struct replay *rp, struct site_run *s, uint64_t ts,
 			     unsigned cpu, uint64_t size)
 {
 	catch_up(rp, s, ts);
-	rp->ops++;
 	struct ap_replay_result *r = &s->r;
 	struct ap_pool_obj o;
 	unsigned b = pow2_bucket(size);
-	r->gets++;
 	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
-	r->hits[src]++;
 	if (src == AP_POOL_MISS) {
-		r->misses++;
 		r->time_saved_ns -= rp->pl[b];
 		return size;
 	}
@@ -284,7 +281,6 @@ static inline uint64_t r_get(struct replay *rp, struct site_run *s, uint64_t ts,
 /* A realloc of an object of capacity *cap to size. */
 static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, uint64_t *cap)
 {
-	rp->ops++;
 	s->r.reallocs++;
 	if (size <= *cap) {
 		s->r.reallocs_avoided++;
@@ -299,10 +295,7 @@ static inline void r_put(struct replay *rp, struct site_run *s, uint64_t ts,
 			 unsigned cpu, uint64_t cap)
 {
 	catch_up(rp, s, ts);
-	rp->ops++;
-	s->r.puts++;
-	if (!ap_pool_put(s->pool, cpu_p(rp, cpu), ts, 0, cap))
-		s->r.dropped_cap++;
+	ap_pool_put(s->pool, cpu_p(rp, cpu), ts, 0, cap);
 }
 
 struct site_info {		/* facts gathered once */
@@ -754,6 +747,13 @@ static void runs_finish(struct replay *rp)
 		struct ap_pool_stats st;
 		ap_pool_stats(run->pool, rp->t_end, &st);
 		struct ap_replay_result *r = &run->r;
+		rp->ops += st.gets + st.puts + (uint64_t)r->reallocs;
+		r->gets = (double)st.gets;
+		for (int i = 0; i < AP_POOL_NSRC; i++)
+			r->hits[i] = (double)st.hits[i];
+		r->misses = (double)st.misses;
+		r->puts = (double)st.puts;
+		r->dropped_cap = (double)st.dropped_cap;
 		r->lost_cycle = (double)st.lost_cycle;
 		r->lost_pchange = (double)st.lost_pchange;
 		r->peak_held_bytes = (double)st.peak_held_bytes;
