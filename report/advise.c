@@ -477,7 +477,7 @@ static void walk_events(struct walk *w)
 	amap_init(&m);
 	struct obj *objs = NULL;
 	uint32_t *freel = NULL;
-	size_t nobjs = 0, objs_alloc = 0, nfree = 0, free_alloc = 0;
+	size_t nobjs = 0, objs_alloc = 0, nfree = 0;
 	/* Per thread: the object whose realloc FREE half was just seen. */
 	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
 	for (size_t i = 0; i <= t->nthreads; i++)
@@ -501,7 +501,6 @@ static void walk_events(struct walk *w)
 				pending[e->thread] = k;
 				continue;
 			}
-			AP_ALLOC_GROW(freel, nfree + 1, free_alloc);
 			freel[nfree++] = k;
 			if (ob->site != UINT32_MAX)
 				obj_put(w, ob, e);
@@ -512,13 +511,14 @@ static void walk_events(struct walk *w)
 		uint32_t k = pending[e->thread];
 		pending[e->thread] = UINT32_MAX;
 		double wt = 0;
+		uint32_t site = w->site_of_stack && e->stack < t->nstacks ?
+					w->site_of_stack[e->stack] : UINT32_MAX;
 		if (e->flags & AP_EVF_SAMPLED) {
 			wt = ev_weight(t, e);
 			since += wt * (double)e->size;
 			if (w->info) {
 				w->a->total_alloc_objects += wt;
 				w->a->total_alloc_space += wt * (double)e->size;
-				uint32_t site = e->stack < t->nstacks ? w->site_of_stack[e->stack] : UINT32_MAX;
 				if (site != UINT32_MAX) {
 					w->info[site].alloc_objects += wt;
 					w->info[site].alloc_space += wt * (double)e->size;
@@ -537,13 +537,16 @@ static void walk_events(struct walk *w)
 			if (nfree) {
 				k = freel[--nfree];
 			} else {
-				AP_ALLOC_GROW(objs, nobjs + 1, objs_alloc);
+				if (nobjs == objs_alloc) {
+					/* The free list never holds more slots than exist. */
+					AP_ALLOC_GROW(objs, nobjs + 1, objs_alloc);
+					freel = ap_xrealloc(freel, objs_alloc * sizeof(*freel));
+				}
 				k = (uint32_t)nobjs++;
 			}
 			ob = &objs[k];
-			ob->site = w->site_of_stack && e->stack < t->nstacks ?
-					   w->site_of_stack[e->stack] : UINT32_MAX;
-			if (ob->site != UINT32_MAX)
+			ob->site = site;
+			if (site != UINT32_MAX)
 				obj_birth(w, ob, e);
 		}
 		ob->w = wt;
