@@ -163,7 +163,7 @@ static struct shards *new_primary(struct ap_pool *pool)
 
 /* Go's pin(): the primary, replaced by a new empty one when missing or when
  * p is not below its size (what the old one held is lost). */
-static struct shards *pin_slow(struct ap_pool *pool, unsigned p)
+__attribute__((cold, noinline)) static struct shards *pin_slow(struct ap_pool *pool, unsigned p)
 {
 	if (pool->primary != NO_ARRAY) {
 		struct shards *a = &pool->arr[pool->primary];
@@ -186,7 +186,7 @@ static inline struct shards *pin(struct ap_pool *pool, unsigned p)
 }
 
 /* Doubles the ring of a full deque (its objects keep their order). */
-static void ring_grow(struct shard *s)
+__attribute__((cold, noinline)) static void ring_grow(struct shard *s)
 {
 	uint32_t ncap = s->ringcap ? s->ringcap * 2 : 8;
 	struct ap_pool_obj *ring = ap_xmalloc(ncap * sizeof(*ring));
