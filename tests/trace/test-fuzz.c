@@ -3,12 +3,17 @@
  * the garbage reaches the payload decoders), with random chunk headers and
  * random payloads. The reader must never crash or read out of bounds (the
  * sanitized build runs this under ASan/UBSan), must fail with one message
- * naming the file, and must succeed on every complete prefix. Fixed seed. */
+ * naming the file, and must succeed on every complete prefix. All of it on
+ * the writer's raw trace and on the same trace compacted (zstd, columns,
+ * anonymous blocks). Fixed seed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ap_trace.h"
+#include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 
 static int failures;
@@ -159,20 +164,65 @@ static void fix_crcs(uint8_t *d, size_t len, size_t o)
 	ap_put_u32le(d + o + 20, ap_crc32c(d + o, 20));
 }
 
+/* The same trace as `record` leaves it (ap_trace_compact: joined,
+ * columns, anonymous blocks, zstd), so the fuzzing reaches the
+ * decompression and the column decoding too. */
+static uint8_t *compacted(const uint8_t *data, size_t len, size_t *out_len)
+{
+	char path[] = "/tmp/allocprof-fuzz-XXXXXX";
+	int fd = mkstemp(path);
+	struct ap_compact_stats st;
+	struct ap_error err;
+	struct stat sb;
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len || close(fd) < 0 ||
+	    ap_trace_compact(path, 3, &st, &err) < 0 || stat(path, &sb) < 0) {
+		fprintf(stderr, "compacting the test trace failed\n");
+		exit(1);
+	}
+	uint8_t *out = malloc((size_t)sb.st_size);
+	FILE *f = fopen(path, "rb");
+	if (!f || fread(out, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
+		fprintf(stderr, "reading the compacted trace failed\n");
+		exit(1);
+	}
+	fclose(f);
+	unlink(path);
+	*out_len = (size_t)sb.st_size;
+	return out;
+}
+
+static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned iters,
+		   size_t *variant_io, const char *name);
+
 int main(int argc, char **argv)
 {
-	size_t len, full_nev;
+	size_t len, full_nev, zlen, variant = 0;
 	uint8_t *good = make_trace(&len, &full_nev);
+	uint8_t *z = compacted(good, len, &zlen);
+	unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 4000;
+	fuzz(good, len, full_nev, iters, &variant, "raw");
+	fuzz(z, zlen, full_nev, iters, &variant, "compacted");
+	free(z);
+	free(good);
+	if (failures) {
+		fprintf(stderr, "%d failure(s)\n", failures);
+		return 1;
+	}
+	return 0;
+}
+
+static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned iters,
+		   size_t *variant_io, const char *name)
+{
 	uint8_t *d = malloc(len + 4096);
-	size_t variant = 0, ok = 0;
+	size_t variant = *variant_io, ok = 0;
 	static size_t offs[4096];
 	size_t nchunks = chunk_offsets(good, len, offs, 4096);
 	if (nchunks < 3) {
-		fprintf(stderr, "the test trace has %zu chunks\n", nchunks);
-		return 1;
+		fprintf(stderr, "the %s test trace has %zu chunks\n", name, nchunks);
+		exit(1);
 	}
 	size_t header_end = offs[1]; /* a prefix without the complete HEADER fails */
-	unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 4000;
 
 	/* 1. Cut at every byte: a prefix reads (truncated) once it holds the
 	 * HEADER; before that it fails. Events only ever get fewer. */
@@ -232,6 +282,8 @@ int main(int argc, char **argv)
 		if (rnd() % 10 == 0)
 			d[o + 4] = (uint8_t)(rnd() % 6);
 		if (rnd() % 10 == 0)
+			d[o + 5] = (uint8_t)(rnd() % 5); /* chunk flags */
+		if (rnd() % 10 == 0)
 			ap_put_u32le(d + o + 12, (uint32_t)(rnd() % (plen + 64)));
 		fix_crcs(d, len, o);
 		ok += try_read(d, len, variant) > 0;
@@ -250,18 +302,21 @@ int main(int argc, char **argv)
 		uint8_t type = (uint8_t)(1 + rnd() % 4);
 		if (type == AP_CHUNK_EVENTS && plen >= 8)
 			ap_put_u64le(p, rnd() % 2 ? rnd() : 1000000000ull);
-		ap_chunk_header(d + keep, type, (uint32_t)(rnd() % 4 + 100), p, (uint32_t)plen);
+		/* sometimes in columns, with small column lengths up front */
+		uint8_t flags = type == AP_CHUNK_EVENTS && rnd() % 3 == 0 ? AP_CHUNK_F_COLUMNS : 0;
+		if (flags && plen >= 3)
+			for (int k = 0; k < 3; k++)
+				p[k] = (uint8_t)(rnd() % (plen / 2 + 1) % 128);
+		ap_chunk_header_flags(d + keep, type, flags, (uint32_t)(rnd() % 4 + 100), p,
+				      (uint32_t)plen);
 		ok += try_read(d, keep + AP_CHUNK_HDR_LEN + plen, variant) > 0;
 	}
 
-	printf("%zu variants (%zu bytes, %zu chunks, %zu events): %zu read, %zu rejected\n",
-	       variant, len, nchunks, full_nev, ok + (len - header_end),
-	       variant - ok - (len - header_end));
+	size_t n = variant - *variant_io;
+	printf("%s: %zu variants (%zu bytes, %zu chunks, %zu events): %zu read, %zu rejected\n",
+	       name, n, len, nchunks, full_nev, ok + (len - header_end),
+	       n - ok - (len - header_end));
+	*variant_io = variant;
 	free(d);
-	free(good);
-	if (failures) {
-		fprintf(stderr, "%d failure(s)\n", failures);
-		return 1;
-	}
-	return 0;
+	return ok;
 }
