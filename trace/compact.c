@@ -38,6 +38,9 @@
  * input plus a few bytes: far under the format's limit). Larger chunks
  * compressed loop64 no better and cost page faults for the events held. */
 #define COMPACT_INPUT (4u << 20)
+/* Input held back over all threads: beyond it the biggest pending thread
+ * is written (many threads must not hold 4 MiB, 80 MB of events, each). */
+#define COMPACT_HELD (64u << 20)
 
 
 /* Which thread names an address: one tid, or several. */
@@ -137,6 +140,7 @@ struct compactor {
 	size_t zcap;
 	struct pending *pend;
 	size_t npend, pend_alloc;
+	size_t held; /* sum of the pending input */
 	struct owners owners;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
@@ -345,6 +349,7 @@ static int flush_pending(struct compactor *c, struct pending *p)
 	if (!p->nev)
 		return 0;
 	encode(c, p);
+	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
 	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS, p->tid, c->payload.b,
@@ -492,6 +497,14 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				if (!rc)
 					rc = decode_raw(c, off, payload, len, &p->ev, &p->nev, &p->alloc);
 				p->input += len;
+				c->held += len;
+				while (!rc && c->held > COMPACT_HELD) {
+					struct pending *big = &c->pend[0];
+					for (size_t i = 1; i < c->npend; i++)
+						if (c->pend[i].input > big->input)
+							big = &c->pend[i];
+					rc = flush_pending(c, big);
+				}
 			}
 		} else if (type == AP_CHUNK_META && !flags) {
 			rc = write_compressed(c, type, 0, tid, payload, len);
