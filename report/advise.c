@@ -316,6 +316,7 @@ struct srec {
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
 	uint16_t cpu, dcpu;
 	bool freed;
+	bool last_sampled;	/* its latest block is a sample (w is that block's weight) */
 };
 
 struct sgrowth {
@@ -379,9 +380,9 @@ struct walk {
 /* Site events of an object, by mode. */
 static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_event *e)
 {
-	struct site_info *si = w->info ? &w->info[ob->site] : NULL;
 	if (w->mode == W_EXACT) {
 		struct replay *rp = w->rp;
+		struct site_info *si = w->info ? &w->info[ob->site] : NULL;
 		ob->birth = e->ts;
 		ob->cap = e->size;
 		struct site_run *s = &rp->runs[ob->site];
@@ -407,13 +408,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 	struct srec *r = &rc->rec[rc->nrec];
 	*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(w->t, e),
 			    .site = ob->site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
-			    .cpu = e->cpu };
-	if (!si->samples)
-		si->first_ts = e->ts;
-	si->last_ts = e->ts;
-	si->samples++;
-	si->births += r->w;
-	si->f.hist[size_bucket(e->size)] += r->w;
+			    .cpu = e->cpu, .last_sampled = true };
 	ob->rec = (uint32_t)rc->nrec++;
 }
 
@@ -429,6 +424,9 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 		return;
 	struct recon *rc = w->rc;
 	struct srec *r = &rc->rec[ob->rec];
+	r->last_sampled = e->flags & AP_EVF_SAMPLED;
+	if (r->last_sampled)
+		r->w = ev_weight(w->t, e);
 	AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
 	rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
 	if (r->gtail == UINT32_MAX)
@@ -456,6 +454,8 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	r->freed = true;
 	r->death = e->ts;
 	r->dcpu = e->cpu;
+	if (!r->last_sampled)
+		return;		/* not replayed (recon_build) */
 	w->info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
 	w->info[r->site].life_w += r->w;
 }
@@ -637,15 +637,26 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 		struct srec *r = &rc->rec[i];
 		double fl = floor(r->w);
 		double u = (double)(rng_next(&rs) >> 11) / 9007199254740992.0;
+		if (!r->last_sampled) {
+			r->k = 0;	/* stood for by the objects whose last block is a sample */
+			continue;
+		}
 		r->k = (uint32_t)fl + (u < r->w - fl);
 		if (!r->k)
 			r->k = 1;
 		ksum[r->site] += r->k;
+		struct site_info *si = &info[r->site];
+		if (!si->samples)
+			si->first_ts = r->birth;
+		si->last_ts = r->birth;
+		si->samples++;
+		si->births += r->w;
+		si->f.hist[size_bucket(r->size)] += r->w;
 	}
 	for (size_t i = 0; i < rc->nrec; i++) {
 		struct srec *r = &rc->rec[i];
 		uint32_t s = r->site;
-		if (kdone[s] + r->k > SITE_BUDGET && kdone[s] > 0)
+		if (!r->k || (kdone[s] + r->k > SITE_BUDGET && kdone[s] > 0))
 			continue;
 		struct site_info *si = &info[s];
 		uint64_t gap;

@@ -24,20 +24,25 @@
  *
  * Sampled traces (rate > 1) are replayed from a reconstruction, and every
  * number they give is an estimate:
- * - Each sampled object (from its first sample: a sampled ALLOC, or a
- *   sampled realloc not continuing a tracked block) with weight w stands for
- *   w objects (w rounded at random, fixed seed, so the sum is unbiased): w
- *   copies with its size, its growths, its lifetime and its CPUs.
+ * - A sampled object is followed from its first sample (a sampled ALLOC,
+ *   or a sampled realloc not continuing a tracked block) to its free. It
+ *   stands for w objects, w the sample weight of its last block, only if
+ *   that last block is itself a sample (else it stands for none): every
+ *   object's last block is sampled on its own, so this counts objects
+ *   without bias also when a growth chain has several sampled blocks. (w
+ *   is rounded at random, fixed seed, so the sum is unbiased.) The w
+ *   copies have its first sampled size, its growths, its lifetime and its
+ *   CPUs.
  * - The copies are spread evenly over the gap between the previous sampled
  *   birth at the same site and this one (the first sample of a site uses
  *   the site's mean gap, or the trace's duration over w when it is the
  *   only one), the last copy at the sample's own time. This keeps the
  *   site's estimated rate of requests and each object's lifetime, which is
  *   what decides hits against cycles.
- * - A growth chain is known from its first sampled block on; its earlier
- *   blocks are represented by samples of their own, so in sampled mode the
- *   split between allocations and reallocs avoided is approximate (their
- *   sum is not).
+ * - A growth chain is known from its first sampled block on: the
+ *   reallocs before it are not seen, so with growth chains of small
+ *   blocks the reallocs and bytes avoided are underestimated (the objects,
+ *   Gets and hits are not).
  * - The relative uncertainty of a site's counts is 1/sqrt(samples at the
  *   site) (Poisson), reported as `rel_error`. */
 #ifndef AP_ADVISE_H

@@ -2,6 +2,7 @@
  * exact counts by construction with rate 1, the cycle rules, realloc
  * growth, escapes, and the sampled reconstruction's estimates. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +282,67 @@ static void test_sampled(void)
 	ap_trace_free(t);
 }
 
+/* Sampled growth chains: 3000 buffers of 512 B that double by realloc to
+ * 32 KiB and are freed, sampled here as the sampler would (each block with
+ * probability 1/weight at rate 16384, fixed seed; a chain is tracked from
+ * its first sampled block on). An object stands for 1/p of its last
+ * block, so the estimated Gets are the 3000 buffers (sd ~22), not one per
+ * chain per sampled block (~14500 when each first sampled block stood for
+ * 1/p of its own); and the bytes avoided stay below the bytes allocated. */
+static void test_sampled_growth(void)
+{
+	const uint64_t rate = 16384;
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = rate;
+	h.flags = 0;
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t x = 0x2545f4914f6cdd1dull, ts = START;
+	for (int i = 0; i < 3000; i++) {
+		bool tracked = false;
+		uint64_t addr = 0, t0 = ts;
+		for (uint64_t size = 512, b = 0; size <= 32768; size *= 2, b++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			bool sampled = (double)(x >> 11) / 9007199254740992.0 < 1 / ap_sample_weight(size, rate);
+			uint64_t na = 0x1000000 + b * 0x10000;
+			if (size == 512 && sampled)
+				ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_REALLOC, na, size, st);
+			else if (size > 512 && (tracked || sampled))
+				ap_tw_realloc(tw, 1000, ts, 0, AP_KIND_REALLOC, addr, na, size,
+					      sampled ? st : 0,
+					      (tracked ? AP_RF_OLD_TRACKED : 0) | (sampled ? AP_RF_NEW_SAMPLED : 0));
+			tracked |= sampled;
+			addr = na;
+			ts += 10;
+		}
+		if (tracked)
+			ap_tw_free(tw, 1000, ts, 0, addr);
+		ts = t0 + MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, "interval:100ms");
+	const struct ap_advise_site *s = find(a, "site0");
+	if (fabs(s->r.gets - 3000) > 90) {
+		fprintf(stderr, "sampled growth: gets %.0f, want 3000 +- 90\n", s->r.gets);
+		failures++;
+	}
+	if (s->r.bytes_avoided > s->alloc_space) {
+		fprintf(stderr, "sampled growth: %.0f bytes avoided of %.0f allocated\n",
+			s->r.bytes_avoided, s->alloc_space);
+		failures++;
+	}
+	CHECK("sampled growth verdict", s->verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* For tests/advise/text.sh: 1000 objects of 24 B at site 0, each freed
  * before the next (1 miss, 999 hits that each cost the pool 18 - 12 ns with
  * the test costs: -6012 ns), one object of 1 KiB at site 1 never freed,
@@ -324,6 +386,7 @@ int main(int argc, char **argv)
 	test_gogc();
 	test_replay_order();
 	test_sampled();
+	test_sampled_growth();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
