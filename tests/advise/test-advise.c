@@ -240,21 +240,31 @@ static void test_replay_order(void)
 	}
 }
 
+/* A writer for a trace at `rate` on 1 CPU with one thread and one stack
+ * (*st: site0). */
+static struct ap_tw *one_site_writer(uint64_t rate, uint32_t *st)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = rate;
+	if (rate > 1)
+		h.flags = 0;
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	*st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	return tw;
+}
+
 /* Sampled: 2000 samples of 4 KiB at rate 4096 (weight 1/(1-e^-(4097/4096))
  * each), one every ms, each living 0.1 ms. The reconstruction must estimate
  * the count within its error and keep the pattern: nearly all hits. */
 static void test_sampled(void)
 {
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	h.rate = 4096;
-	h.flags = 0;
-	h.cpus = 1;
-	h.start_ns = START;
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x1000;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 1000, "main");
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(4096, &st);
 	uint64_t ts = START;
 	for (int i = 0; i < 2000; i++) {
 		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 4096, st);
@@ -292,16 +302,8 @@ static void test_sampled(void)
 static void test_sampled_growth(void)
 {
 	const uint64_t rate = 16384;
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	h.rate = rate;
-	h.flags = 0;
-	h.cpus = 1;
-	h.start_ns = START;
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x1000;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 1000, "main");
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(rate, &st);
 	uint64_t x = 0x2545f4914f6cdd1dull, ts = START;
 	for (int i = 0; i < 3000; i++) {
 		bool tracked = false;
