@@ -39,8 +39,8 @@
  * compressed loop64 no better and cost page faults for the events held. */
 #define COMPACT_INPUT (4u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
- * is written (many threads must not hold 4 MiB, 80 MB of events, each). */
-#define COMPACT_HELD (64u << 20)
+ * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
+#define COMPACT_HELD (16u << 20)
 
 
 /* Which thread names an address: one tid, or several. */
