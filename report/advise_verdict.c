@@ -170,19 +170,22 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
 		s->reasons = xasprintf("No allocation here starts an object (only reallocs of objects born elsewhere).");
 	} else if (r->escaped >= ESCAPE_SHARE * r->gets) {
+		/* The order of the tests is the order of the reasons' force: an
+		 * object that is kept, or that is cheaper to malloc than to pool,
+		 * is no candidate whatever its share of the program. */
 		s->verdict = AP_VERDICT_ESCAPES;
 		s->reasons = xasprintf("%.0f%% of the objects are never freed: they are results the program keeps, "
 				       "so nothing comes back to a pool.", 100 * r->escaped / r->gets);
-	} else if (s->share < MIN_GAIN_SHARE) {
-		fmt_bytes(b1, sizeof(b1), s->alloc_space);
-		s->verdict = AP_VERDICT_LITTLE_GAIN;
-		s->reasons = xasprintf("The site allocates %s, %.2g%% of the program's bytes: too little to be worth "
-				       "the risks of pooling (stale data, use after return).", b1, 100 * s->share);
 	} else if (size <= SMALL_MAX && saving < SMALL_FACTOR * pool) {
 		fmt_bytes(b1, sizeof(b1), (double)size);
 		s->verdict = AP_VERDICT_TOO_SMALL;
 		s->reasons = xasprintf("Objects of %s cost %.0fns to malloc and free here, against %.0fns for a pool's "
 				       "get and put: keep malloc.", b1, saving, pool);
+	} else if (s->share < MIN_GAIN_SHARE) {
+		fmt_bytes(b1, sizeof(b1), s->alloc_space);
+		s->verdict = AP_VERDICT_LITTLE_GAIN;
+		s->reasons = xasprintf("The site allocates %s, %.2g%% of the program's bytes: too little to be worth "
+				       "the risks of pooling (stale data, use after return).", b1, 100 * s->share);
 	} else if (r->hit_rate < GOOD_HIT_RATE && s->mean_gap_ns >= 2 * a->mean_cycle_ns) {
 		ap_advise_format_duration(d1, sizeof(d1), s->mean_gap_ns);
 		ap_advise_format_duration(d2, sizeof(d2), a->mean_cycle_ns);
