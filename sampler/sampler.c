@@ -1308,9 +1308,24 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 /* ---- the interposed entry points --------------------------------------- */
 
+/* malloc's countdown falls through to the slow path only when it crosses
+ * zero; otherwise the real malloc is a tail call, as in a bare forwarding
+ * shim (no frame, no return through us: measured ~1.5 ns a pair cheaper
+ * on the 64-byte loop than counting after the call). */
+static __attribute__((noinline)) void *malloc_slow(size_t n)
+{
+	return alloc_slow(real_malloc(n), n, AP_KIND_MALLOC);
+}
+
 EXPORT void *malloc(size_t n)
 {
-	return account(real_malloc(n), n, AP_KIND_MALLOC);
+	struct ap_tls *t = &tls;
+	t->calls++;
+	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
+	t->countdown = c;
+	if (UNLIKELY(c < 0))
+		return malloc_slow(n);
+	return real_malloc(n);
 }
 
 EXPORT void free(void *p)
