@@ -31,6 +31,6 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 		     struct ap_error *err);
 
 /* The level `allocprof record` uses. */
-#define AP_COMPACT_LEVEL 6
+#define AP_COMPACT_LEVEL 10
 
 #endif
