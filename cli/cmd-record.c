@@ -44,8 +44,9 @@ static void record_usage(FILE *f)
 	      "could not be run (not found, not executable, statically linked,\n"
 	      "setuid or setgid: LD_PRELOAD cannot reach those); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
-	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19, default 10) is the zstd\n"
-	      "level of the finished trace.\n",
+	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19, default 10 for traces of\n"
+	      "2 MiB and more) is the zstd level of the finished trace, 0 leaves\n"
+	      "it uncompressed.\n",
 	      f);
 }
 
@@ -292,9 +293,9 @@ static void finish_trace(const char *path, const char *what, bool quiet)
 	struct ap_error err;
 	/* ALLOCPROF_COMPACT_LEVEL: the zstd level (1..19), for measuring the
 	 * trade between record's finishing time and the trace's size. */
-	int level = AP_COMPACT_LEVEL;
+	int level = (uint64_t)st.st_size < AP_COMPACT_MIN_BYTES ? 0 : AP_COMPACT_LEVEL;
 	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
-	if (lv && atoi(lv) >= 1 && atoi(lv) <= 19)
+	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
 		level = atoi(lv);
 	if (ap_trace_compact(path, level, &c, &err) < 0) {
 		ap_die_msg("%s", err.msg);

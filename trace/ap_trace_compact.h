@@ -23,6 +23,7 @@ struct ap_compact_stats {
 
 /* Rewrites the trace at `path` in place (a temporary file in the same
  * directory, renamed over it), compressing with zstd `level` (1..19).
+ * Level 0 only validates and counts (st filled, the file untouched).
  * Chunks already compressed pass through; an incomplete last chunk is
  * copied as it was, so the result is truncated where the input was. On
  * failure (not a format-2 trace, a corrupt chunk, an I/O error) returns -1
@@ -32,5 +33,10 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 
 /* The level `allocprof record` uses. */
 #define AP_COMPACT_LEVEL 10
+/* Below this many bytes `record` leaves a trace as the sampler wrote it:
+ * compacting has a fixed cost (zstd's tables, fresh pages: ~40-130 ms)
+ * that would dominate a short run, and a small trace's size does not
+ * matter. */
+#define AP_COMPACT_MIN_BYTES (2u << 20)
 
 #endif

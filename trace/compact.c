@@ -565,6 +565,13 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	 * write events; then, for several, which thread names which address */
 	if (walk_chunks(&c, data, size, false) < 0)
 		goto out;
+	if (level == 0) {
+		/* count only: the file stays as the sampler wrote it */
+		st->nthreads = c.ntids;
+		st->bytes_out = size;
+		rc = 0;
+		goto out;
+	}
 	c.ntids = 0;
 	if (c.threads && c.transcode) {
 		c.owners_all = true;
