@@ -147,6 +147,7 @@ struct compactor {
 	struct bytes col[4], payload;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
+	bool count_only;	/* level 0: count events and threads only */
 	struct ap_compact_stats *st;
 };
 
@@ -455,6 +456,20 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		uint8_t type = h[4], flags = h[5];
 		uint32_t tid = ap_get_u32le(h + 8);
 		int rc = 0;
+		if (!emit && c->count_only && type != AP_CHUNK_HEADER) {
+			/* level 0: what the summary line says, nothing written
+			 * (the HEADER, for the quantum, is read as below) */
+			if (type == AP_CHUNK_EVENTS) {
+				note_tid(c, tid);
+				c->nscratch = 0;
+				if (!flags && decode_raw(c, off, payload, len, &c->scratch,
+							 &c->nscratch, &c->scratch_alloc) < 0)
+					return -1;
+			}
+			c->st->has_end = type == AP_CHUNK_END;
+			off += AP_CHUNK_HDR_LEN + (size_t)len;
+			continue;
+		}
 		if (!emit) {
 			if (type == AP_CHUNK_HEADER && off == AP_TRACE_PREAMBLE_LEN) {
 				/* the reader's own HEADER decoding, for the quantum */
@@ -551,7 +566,7 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	struct ap_buf tmp = AP_BUF_INIT;
 	struct compactor c = {
 	    .path = path, .err = err, .fd = -1, .level = level, .quantum = 1, .transcode = true,
-	    .st = st};
+	    .st = st, .count_only = level == 0};
 	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN)) {
 		ap_error_set(err, "%s: not an allocprof trace", path);
 		goto out;

@@ -110,6 +110,14 @@ lifecycle)
 		grep -q "child trace $c " fe.err || fail "record did not mention $c: $(cat fe.err)"
 	done
 	grep -q "allocprof: wrote fe.trace (" fe.err || fail "no summary line: $(cat fe.err)"
+	# the summary's count is the trace's, both for a trace record leaves as
+	# written (small) and for one it compacts (forced by the level)
+	for lv in "" 10; do
+		ALLOCPROF_COMPACT_LEVEL=$lv "$ALLOCPROF" record --all -o sum.trace "$TESTDATA_BUILD/single" >/dev/null 2>sum.err
+		stats sum.trace sum.json
+		n=$(sed -n 's/^allocprof: wrote sum.trace (\([0-9]*\) events, 1 thread)$/\1/p' sum.err)
+		expect_eq "summary events (level '$lv')" "$n" "$(jget sum.json events)"
+	done
 
 	# --no-children: only the launched process is profiled
 	"$ALLOCPROF" record --all --no-children -o nc.trace "$TESTDATA_BUILD/forkexec" >nc.out 2>nc.err
