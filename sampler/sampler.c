@@ -127,6 +127,20 @@ static size_t meta_len;
 
 static uint8_t ap_filter[1u << FILTER_BITS];
 
+/* Allocations made before ap_init ran: libraries initialized before us
+ * (libstdc++'s emergency pool, in every C++ program) allocate from their
+ * constructors. Each is kept with its caller, its filter counter raised so
+ * its free comes to free_slow, and replayed through the sampling decision
+ * once the trace is open (pre_replay), as a one-frame stack. */
+#define PRE_MAX 256
+struct pre_alloc {
+	uint64_t addr, size, caller;
+	unsigned kind;
+};
+static struct pre_alloc pre_log[PRE_MAX];
+static unsigned pre_n;
+static int pre_lock;
+
 /* Range of this library's image, to drop our own frames from stacks. */
 extern char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
@@ -1240,10 +1254,42 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
 
+static void pre_note(void *p, size_t n, unsigned kind, uint64_t caller)
+{
+	lk_lock(&pre_lock);
+	if (pre_n < PRE_MAX) {
+		pre_log[pre_n++] = (struct pre_alloc){ (uintptr_t)p, n, caller, kind };
+		uint8_t *c = &ap_filter[filter_slot(p)];
+		if (*c < 0xff)
+			++*c;
+	}
+	lk_unlock(&pre_lock);
+}
+
+/* A block of the early log is freed (or realloc'd) before ap_init ran:
+ * forget it. Returns whether it was there. */
+static int pre_forget(const void *p)
+{
+	int found = 0;
+	lk_lock(&pre_lock);
+	for (unsigned i = 0; i < pre_n; i++)
+		if (pre_log[i].addr == (uintptr_t)p) {
+			pre_log[i] = pre_log[--pre_n];
+			uint8_t *c = &ap_filter[filter_slot(p)];
+			if (*c && *c < 0xff)
+				--*c;
+			found = 1;
+			break;
+		}
+	lk_unlock(&pre_lock);
+	return found;
+}
+
 /* The countdown went negative (or the thread is new, or the sampler is not
  * running): decide, and record if sampled. */
 static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size_t n,
-								    unsigned kind)
+								    unsigned kind,
+								    uint64_t caller)
 {
 	struct ap_tls *t = &tls;
 	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
@@ -1251,9 +1297,12 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 		if (st == AP_DISABLED) {
 			t->countdown = INT64_MAX / 2;
 		} else {
-			/* our own allocation, or not started yet: not counted */
+			/* our own allocation, or not started yet: not counted
+			 * now (pre_replay counts the program's early ones) */
 			t->countdown = (int64_t)((uint64_t)t->countdown + n + 1);
 			t->calls--;
+			if (st == AP_INIT && !t->guard && p && caller)
+				pre_note(p, n, kind, caller);
 		}
 		return p;
 	}
@@ -1275,7 +1324,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 
 static __attribute__((noinline)) void *alloc_slow(void *p, size_t n, unsigned kind)
 {
-	return alloc_slow_body(p, n, kind);
+	return alloc_slow_body(p, n, kind, 0);
 }
 
 static inline __attribute__((always_inline)) void *account(void *p, size_t n,
@@ -1298,8 +1347,11 @@ static __attribute__((noinline)) void free_slow(void *p)
 	struct ap_tls *t = &tls;
 	if (!p || is_boot(p))
 		return;
-	if (t->guard || __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) != AP_ON) {
-		if (!ap_all)
+	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
+	if (t->guard || st != AP_ON) {
+		if (st == AP_INIT && !t->guard)
+			pre_forget(p);
+		else if (!ap_all)
 			set_remove(p);
 		real_free(p);
 		return;
@@ -1324,7 +1376,9 @@ static __attribute__((noinline)) void free_slow(void *p)
  * on the 64-byte loop than counting after the call). */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
-	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC);
+	/* malloc tail-jumped here: our return address is the program's */
+	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
+			       (uint64_t)(uintptr_t)__builtin_return_address(0));
 }
 
 EXPORT void *malloc(size_t n)
@@ -1427,6 +1481,10 @@ static inline int take_tracked(void *old)
 {
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
+	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_INIT)) {
+		pre_forget(old);
+		return 0;
+	}
 	if (ap_all)
 		return __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;
@@ -2009,6 +2067,42 @@ static void strip_preload(void)
 	}
 }
 
+/* The early allocations, now that the trace is open: each goes through
+ * the countdown as if it happened now, and a sampled one is recorded with
+ * its caller as its stack. Runs with the guard set, in ap_init's thread. */
+static void pre_replay(struct ap_tls *t)
+{
+	lk_lock(&pre_lock);
+	unsigned n = pre_n;
+	pre_n = PRE_MAX; /* full: nothing more is noted */
+	lk_unlock(&pre_lock);
+	if (!n)
+		return;
+	if (!t->thr)
+		thr_register(t);
+	for (unsigned i = 0; i < n; i++) {
+		const struct pre_alloc *e = &pre_log[i];
+		if (!ap_all) {
+			uint8_t *c = &ap_filter[filter_slot((void *)(uintptr_t)e->addr)];
+			if (*c && *c < 0xff)
+				--*c;
+		}
+		t->calls++;
+		t->countdown = (int64_t)((uint64_t)t->countdown - e->size - 1);
+		if (t->countdown >= 0)
+			continue;
+		t->consumed += (uint64_t)(t->interval - t->countdown);
+		t->interval = draw_interval(t);
+		t->countdown = t->interval;
+		uint32_t id = stack_intern(&e->caller, 1);
+		if (!id)
+			continue;
+		if (!ap_all)
+			set_insert((void *)(uintptr_t)e->addr);
+		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
+	}
+}
+
 __attribute__((constructor(101))) static void ap_init(void)
 {
 	struct ap_tls *t = &tls;
@@ -2091,5 +2185,6 @@ __attribute__((constructor(101))) static void ap_init(void)
 	install_signals();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
+	pre_replay(t);
 	t->guard--;
 }

@@ -183,6 +183,22 @@ lifecycle)
 	expect_eq "unwritable output: exit status" $? 3
 	grep -q '^allocprof: /nonexistent/dir/x.trace: No such file or directory$' no.err ||
 		fail "unwritable output: message: $(cat no.err)"
+
+	# allocations made before the sampler's constructor runs (libstdc++'s
+	# emergency pool, from its own constructor) are recorded too: a C++
+	# program's totals equal valgrind's (its freeres hooks off, which would
+	# free what the program leaves)
+	if command -v valgrind >/dev/null && [ -x "$TESTDATA_BUILD/cxx" ]; then
+		"$ALLOCPROF" record -q --all -o cx.trace "$TESTDATA_BUILD/cxx" >/dev/null 2>&1
+		stats cx.trace cx.json
+		valgrind --run-cxx-freeres=no --run-libc-freeres=no "$TESTDATA_BUILD/cxx" \
+			>/dev/null 2>vg.err
+		vg=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes.*/\1 \2 \3/p' vg.err | tr -d ,)
+		expect_eq "cxx vs valgrind (allocs frees bytes)" \
+			"$(jget cx.json alloc_objects) $(jget cx.json free_objects) $(jget cx.json alloc_space)" "$vg"
+	else
+		echo "SKIP cxx vs valgrind: valgrind or testdata/cxx missing"
+	fi
 	;;
 
 errors)
