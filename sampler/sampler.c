@@ -136,6 +136,7 @@ static uint8_t ap_filter[1u << FILTER_BITS];
 struct pre_alloc {
 	uint64_t addr, size, caller;
 	unsigned kind;
+	int freed;	/* freed (or realloc'd away) before ap_init ran */
 };
 static struct pre_alloc pre_log[PRE_MAX];
 static unsigned pre_n;
@@ -1258,7 +1259,7 @@ static void pre_note(void *p, size_t n, unsigned kind, uint64_t caller)
 {
 	lk_lock(&pre_lock);
 	if (pre_n < PRE_MAX) {
-		pre_log[pre_n++] = (struct pre_alloc){ (uintptr_t)p, n, caller, kind };
+		pre_log[pre_n++] = (struct pre_alloc){ (uintptr_t)p, n, caller, kind, 0 };
 		uint8_t *c = &ap_filter[filter_slot(p)];
 		if (*c < 0xff)
 			++*c;
@@ -1267,14 +1268,15 @@ static void pre_note(void *p, size_t n, unsigned kind, uint64_t caller)
 }
 
 /* A block of the early log is freed (or realloc'd) before ap_init ran:
- * forget it. Returns whether it was there. */
+ * it is replayed as an allocation and its free, as valgrind counts it.
+ * Returns whether it was there. */
 static int pre_forget(const void *p)
 {
 	int found = 0;
 	lk_lock(&pre_lock);
 	for (unsigned i = 0; i < pre_n; i++)
-		if (pre_log[i].addr == (uintptr_t)p) {
-			pre_log[i] = pre_log[--pre_n];
+		if (pre_log[i].addr == (uintptr_t)p && !pre_log[i].freed) {
+			pre_log[i].freed = 1;
 			uint8_t *c = &ap_filter[filter_slot(p)];
 			if (*c && *c < 0xff)
 				--*c;
@@ -1322,9 +1324,10 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	return p;
 }
 
-static __attribute__((noinline)) void *alloc_slow(void *p, size_t n, unsigned kind)
+static __attribute__((noinline)) void *alloc_slow(void *p, size_t n, unsigned kind,
+						    uint64_t caller)
 {
-	return alloc_slow_body(p, n, kind, 0);
+	return alloc_slow_body(p, n, kind, caller);
 }
 
 static inline __attribute__((always_inline)) void *account(void *p, size_t n,
@@ -1334,8 +1337,8 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t n,
 	t->calls++;
 	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
 	t->countdown = c;
-	if (UNLIKELY(c < 0))
-		return alloc_slow(p, n, kind);
+	if (UNLIKELY(c < 0)) /* inlined: the return address is the entry point's */
+		return alloc_slow(p, n, kind, (uint64_t)(uintptr_t)__builtin_return_address(0));
 	return p;
 }
 
@@ -1420,9 +1423,15 @@ EXPORT void *calloc(size_t a, size_t b)
  * call (it may be reused by another thread as soon as it is freed) and
  * goes back if the call fails. */
 static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
-			    unsigned kind)
+			    unsigned kind, uint64_t caller)
 {
 	struct ap_tls *t = &tls;
+	if (was_tracked == 2) {
+		/* before ap_init: the early block's successor is early too */
+		if (q)
+			pre_note(q, n, kind, caller);
+		return q;
+	}
 	if (!q) {
 		if (n == 0) {
 			/* glibc: realloc(p, 0) freed p */
@@ -1447,7 +1456,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (t->countdown < 0)
-			alloc_slow(NULL, n, kind); /* undoes the countdown */
+			alloc_slow(NULL, n, kind, 0); /* undoes the countdown */
 		return q;
 	}
 	int saved = errno;
@@ -1481,10 +1490,8 @@ static inline int take_tracked(void *old)
 {
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
-	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_INIT)) {
-		pre_forget(old);
-		return 0;
-	}
+	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_INIT))
+		return tls.guard ? 0 : 2 * pre_forget(old); /* 2: an early block */
 	if (ap_all)
 		return __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;
@@ -1507,7 +1514,7 @@ EXPORT void *realloc(void *old, size_t n)
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
 	return realloc_common(old, n, real_realloc(old, n), tracked,
-			      AP_KIND_REALLOC);
+			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0));
 }
 
 /* glibc's reallocarray is the overflow check followed by a call of realloc
@@ -1526,7 +1533,7 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
 	return realloc_common(old, n, real_realloc(old, n), tracked,
-			      AP_KIND_REALLOCARRAY);
+			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0));
 }
 
 EXPORT int posix_memalign(void **out, size_t al, size_t n)
@@ -2082,7 +2089,7 @@ static void pre_replay(struct ap_tls *t)
 		thr_register(t);
 	for (unsigned i = 0; i < n; i++) {
 		const struct pre_alloc *e = &pre_log[i];
-		if (!ap_all) {
+		if (!ap_all && !e->freed) {
 			uint8_t *c = &ap_filter[filter_slot((void *)(uintptr_t)e->addr)];
 			if (*c && *c < 0xff)
 				--*c;
@@ -2097,9 +2104,11 @@ static void pre_replay(struct ap_tls *t)
 		uint32_t id = stack_intern(&e->caller, 1);
 		if (!id)
 			continue;
-		if (!ap_all)
+		if (!ap_all && !e->freed)
 			set_insert((void *)(uintptr_t)e->addr);
 		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
+		if (e->freed)
+			emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
 	}
 }
 
