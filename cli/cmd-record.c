@@ -267,13 +267,6 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
-static void setenv_u64(const char *name, uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	setenv(name, buf, 1);
-}
-
 /* A finished trace: compressed in place (ap_trace_compact: the sampler
  * writes small raw chunks, and compressing here, after the program has
  * exited, costs the program nothing), then its summary line, counted on the
@@ -449,14 +442,13 @@ int cmd_record(int argc, char **argv)
 		if (pre && *pre)
 			ap_buf_addf(&lp, ":%s", pre);
 		setenv("LD_PRELOAD", lp.buf, 1);
-		setenv("ALLOCPROF_OUTPUT", abs_out, 1);
-		setenv_u64("ALLOCPROF_PID", (uint64_t)getpid());
-		setenv_u64("ALLOCPROF_RATE", o.rate);
-		setenv_u64("ALLOCPROF_MAX_DEPTH", o.max_depth);
-		if (o.no_children)
-			setenv("ALLOCPROF_NO_CHILDREN", "1", 1);
-		else
-			unsetenv("ALLOCPROF_NO_CHILDREN");
+		/* one variable for all settings (sampler/README.md): the
+		 * program's environment grows as little as it can */
+		struct ap_buf cfgv = AP_BUF_INIT;
+		ap_buf_addf(&cfgv, "%llu:%llu:%u:%d:%s", (unsigned long long)getpid(),
+			    (unsigned long long)o.rate, (unsigned)o.max_depth,
+			    o.no_children ? 1 : 0, abs_out);
+		setenv("ALLOCPROF", cfgv.buf, 1);
 		unsetenv("ALLOCPROF_EXEC");
 		execv(path, argv + first);
 		int e = errno;

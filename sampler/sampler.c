@@ -291,6 +291,49 @@ static uint64_t parse_u64(const char *s, uint64_t dflt)
 	return v;
 }
 
+/* The settings. `allocprof record` passes them in one variable, so the
+ * program's environment grows by that entry and LD_PRELOAD only (as under
+ * valgrind; a program that copies its environment, like perl, allocates
+ * per entry): ALLOCPROF=<pid>:<rate>:<max_depth>:<no_children>:<output>.
+ * Without it the separate ALLOCPROF_PID, _RATE, _MAX_DEPTH, _NO_CHILDREN
+ * and _OUTPUT variables are read. */
+enum { CFG_PID, CFG_RATE, CFG_DEPTH, CFG_NO_CHILDREN, CFG_OUTPUT, CFG_N };
+static const char *const cfg_names[CFG_N] = {
+	"ALLOCPROF_PID", "ALLOCPROF_RATE", "ALLOCPROF_MAX_DEPTH", "ALLOCPROF_NO_CHILDREN",
+	"ALLOCPROF_OUTPUT",
+};
+static char cfg_field[CFG_OUTPUT][24];
+static const char *cfg_out;
+static int cfg_combined;
+
+static void cfg_load(void)
+{
+	const char *c = getenv("ALLOCPROF");
+	if (!c)
+		return;
+	for (int i = 0; i < CFG_OUTPUT; i++) {
+		size_t k = 0;
+		while (*c && *c != ':') {
+			if (k + 1 < sizeof(cfg_field[i]))
+				cfg_field[i][k++] = *c;
+			c++;
+		}
+		cfg_field[i][k] = 0;
+		if (*c != ':')
+			return; /* malformed: the sampler stays off */
+		c++;
+	}
+	cfg_out = c;
+	cfg_combined = 1;
+}
+
+static const char *cfg(int which)
+{
+	if (!cfg_combined)
+		return getenv(cfg_names[which]);
+	return which == CFG_OUTPUT ? cfg_out : cfg_field[which];
+}
+
 /* One line on stderr without stdio: "allocprof: a: b". */
 static void say(const char *a, const char *b)
 {
@@ -1653,7 +1696,7 @@ static void make_path(char *out, unsigned gen)
 {
 	size_t n = str_len(ap_base);
 	memcpy(out, ap_base, n);
-	const char *want = getenv("ALLOCPROF_PID");
+	const char *want = cfg(CFG_PID);
 	if (parse_u64(want, 0) != (uint64_t)ap_pid) {
 		out[n++] = '.';
 		n += put_dec(out + n, (uint64_t)ap_pid);
@@ -2117,22 +2160,23 @@ __attribute__((constructor(101))) static void ap_init(void)
 	struct ap_tls *t = &tls;
 	resolve();
 	t->guard++;
-	const char *out = getenv("ALLOCPROF_OUTPUT");
+	cfg_load();
+	const char *out = cfg(CFG_OUTPUT);
 	if (!out || !*out || str_len(out) >= PATH_MAX - 64) {
 		ap_state = AP_DISABLED;
 		t->guard--;
 		return;
 	}
 	memcpy(ap_base, out, str_len(out) + 1);
-	const char *nc = getenv("ALLOCPROF_NO_CHILDREN");
+	const char *nc = cfg(CFG_NO_CHILDREN);
 	ap_no_children = nc && *nc && *nc != '0';
 	if (ap_no_children)
 		strip_preload();
-	ap_rate = parse_u64(getenv("ALLOCPROF_RATE"), DEFAULT_RATE);
+	ap_rate = parse_u64(cfg(CFG_RATE), DEFAULT_RATE);
 	if (ap_rate == 0)
 		ap_rate = 1;
 	ap_all = ap_rate == 1;
-	ap_max_depth = (unsigned)parse_u64(getenv("ALLOCPROF_MAX_DEPTH"), DEFAULT_DEPTH);
+	ap_max_depth = (unsigned)parse_u64(cfg(CFG_DEPTH), DEFAULT_DEPTH);
 	if (ap_max_depth < 1)
 		ap_max_depth = 1;
 	if (ap_max_depth > MAX_DEPTH_CAP)
