@@ -104,7 +104,12 @@ static uint64_t ap_rate = DEFAULT_RATE;
 static int ap_all;
 static unsigned ap_max_depth = DEFAULT_DEPTH;
 static uint64_t ap_seed;
-static uint64_t ap_quantum = AP_DEFAULT_QUANTUM_NS;
+static uint64_t ap_quantum = AP_FINE_QUANTUM_NS;
+/* Quanta between TIME records while the process has one thread: its
+ * order needs no fine time, and coarse steps keep its trace small. Once
+ * a second thread records, every quantum counts, so that two threads'
+ * events are ordered as finely as the quantum (the reader's merge). */
+static uint64_t ap_coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS;
 static double tsc_per_ns;	/* 0: read the clock on every event */
 static int ap_fd = -1;
 static pid_t ap_pid;
@@ -1102,10 +1107,12 @@ static inline uint64_t cur_quantum(struct ap_thr *b)
 	if (LIKELY(c < b->tsc_next))
 		return b->q;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / ap_quantum;
+	uint64_t step = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1 ? 1 : ap_coarse_step;
+	q -= q % step;
 	if (q < b->q)
 		q = b->q;
 	b->tsc_next = tsc_per_ns > 0
-			      ? c + (uint64_t)((double)((q + 1) * ap_quantum - now) * tsc_per_ns)
+			      ? c + (uint64_t)((double)((q + step) * ap_quantum - now) * tsc_per_ns)
 			      : 0;
 	return q;
 }
@@ -2182,9 +2189,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 	if (ap_max_depth > MAX_DEPTH_CAP)
 		ap_max_depth = MAX_DEPTH_CAP;
 	ap_seed = parse_u64(getenv("ALLOCPROF_TEST_SEED"), 0);
-	ap_quantum = parse_u64(getenv("ALLOCPROF_TIME_QUANTUM"), AP_DEFAULT_QUANTUM_NS);
-	if (ap_quantum < 1 || ap_quantum > 1000000000)
-		ap_quantum = AP_DEFAULT_QUANTUM_NS;
+	ap_quantum = parse_u64(getenv("ALLOCPROF_TIME_QUANTUM"), 0);
+	if (ap_quantum >= 1 && ap_quantum <= 1000000000) {
+		ap_coarse_step = 1; /* the user's quantum, for every process */
+	} else {
+		ap_quantum = AP_FINE_QUANTUM_NS;
+	}
 	tsc_calibrate();
 	ap_pid = sys_getpid();
 	t->pid = (uint32_t)ap_pid;

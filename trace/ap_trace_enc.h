@@ -119,6 +119,9 @@ enum ap_alloc_kind {
 
 /* Default time quantum of the sampler (HEADER time_quantum_ns). */
 #define AP_DEFAULT_QUANTUM_NS 1000000u
+/* The quantum the sampler writes in HEADER: 10 us. A process with one
+ * thread steps its TIME records by AP_DEFAULT_QUANTUM_NS (1 ms) only. */
+#define AP_FINE_QUANTUM_NS 10000u
 /* Recent allocations a FREE can name by distance (1 = the last ALLOC or
  * REALLOC of the chunk, counted from its start or its last SYNC). */
 #define AP_RING 65536u
