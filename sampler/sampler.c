@@ -25,6 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#define UNW_LOCAL_ONLY
+#include <libunwind.h> /* types only: the functions come from a dlopen */
+#define AP_STACK_CACHE 1
+#endif
+
 #include "ap_trace_enc.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -88,6 +94,9 @@ struct ap_thr {
 	size_t len;
 	uint8_t *buf;		/* THR_BUF_SIZE bytes */
 	struct ring_ent *ring;	/* RING_SIZE recent ALLOCs, by address hash */
+	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
+	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
+	uint32_t sc_turn;	/* which way of a set is replaced next */
 };
 
 /* A recent ALLOC of this buffer's chunk that a FREE can name by distance
@@ -902,7 +911,8 @@ static uint64_t stack_hash(const uint64_t *pcs, unsigned depth)
 	return h | 1;
 }
 
-static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth)
+static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth,
+			 const uint64_t **frames)
 {
 	for (struct stk_tab *t = __atomic_load_n(&stk_cur, __ATOMIC_ACQUIRE); t;
 	     t = t->older) {
@@ -912,15 +922,18 @@ static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth)
 			if (!eh)
 				break;
 			if (eh == h && e->depth == depth &&
-			    !memcmp(e->pcs, pcs, depth * sizeof(uint64_t)))
+			    !memcmp(e->pcs, pcs, depth * sizeof(uint64_t))) {
+				*frames = e->pcs;
 				return e->id;
+			}
 		}
 	}
 	return 0;
 }
 
 /* meta_lock held. Returns the new id, or 0 if memory ran out. */
-static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth)
+static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
+			   const uint64_t **frames)
 {
 	struct stk_tab *t = stk_cur;
 	if (!t || (t->count + 1) * 4 > (t->mask + 1) * 3) {
@@ -962,13 +975,16 @@ static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth)
 	t->e[i].pcs = copy;
 	__atomic_store_n(&t->e[i].hash, h, __ATOMIC_RELEASE);
 	t->count++;
+	*frames = copy;
 	return id;
 }
 
-static uint32_t stack_intern(const uint64_t *pcs, unsigned depth)
+/* The id of the stack pcs[0..depth), interned if new; *frames points to
+ * the table's own copy of the frames. 0 if memory ran out. */
+static uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames)
 {
 	uint64_t h = stack_hash(pcs, depth);
-	uint32_t id = stk_find(h, pcs, depth);
+	uint32_t id = stk_find(h, pcs, depth, frames);
 	if (id)
 		return id;
 	/* A new stack: every PC must be inside a module already described, or
@@ -979,9 +995,9 @@ static uint32_t stack_intern(const uint64_t *pcs, unsigned depth)
 			break;
 		}
 	lk_lock(&meta_lock);
-	id = stk_find(h, pcs, depth);
+	id = stk_find(h, pcs, depth, frames);
 	if (!id)
-		id = stk_insert(h, pcs, depth);
+		id = stk_insert(h, pcs, depth, frames);
 	lk_unlock(&meta_lock);
 	return id;
 }
@@ -992,14 +1008,43 @@ static uint32_t stack_intern(const uint64_t *pcs, unsigned depth)
  * the place of libgcc_s's for C++ code loaded later (a C program that
  * dlopens a C++ plugin: exceptions would unwind through libunwind). */
 static int (*unw_bt)(void **, int);
+#ifdef AP_STACK_CACHE
+/* unw_getcontext, unw_init_local, unw_step, unw_get_reg,
+ * unw_is_signal_frame: the stepping unwinder, which also says where each
+ * frame's return address lives (to fill the stack cache, below). */
+static int (*unw_ctx)(unw_context_t *);
+static int (*unw_init)(unw_cursor_t *, unw_context_t *);
+static int (*unw_stp)(unw_cursor_t *);
+static int (*unw_reg)(unw_cursor_t *, int, unw_word_t *);
+static int (*unw_sig)(unw_cursor_t *);
+static int sc_on;		/* the stack cache is in use */
+#endif
 
 static void unwinder_load(void)
 {
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h)
 		unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-	if (!unw_bt)
+	if (!unw_bt) {
 		say("libunwind.so.8", "not loadable: stacks will be empty");
+		return;
+	}
+#ifdef AP_STACK_CACHE
+	unw_ctx = (int (*)(unw_context_t *))dlsym(h, "_Ux86_64_getcontext");
+	unw_init = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, "_ULx86_64_init_local");
+	unw_stp = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_step");
+	unw_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))dlsym(h, "_ULx86_64_get_reg");
+	unw_sig = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_is_signal_frame");
+	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
+		(int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(h, "_ULx86_64_set_caching_policy");
+	unw_addr_space_t *local = (unw_addr_space_t *)dlsym(h, "_ULx86_64_local_addr_space");
+	/* per-thread caches: the global one takes a lock (and masks signals)
+	 * on every step */
+	if (policy && local)
+		policy(*local, UNW_CACHE_PER_THREAD);
+	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig &&
+		parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1) != 0;
+#endif
 }
 
 /* libunwind opens a pipe at its first use (to validate addresses) and
@@ -1046,6 +1091,153 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 	for (; i < n && d < ap_max_depth; i++)
 		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
 	return d;
+}
+
+/* ---- the stack cache ---------------------------------------------------
+ *
+ * A loop that allocates calls malloc from the same place with the same
+ * stack over and over; unwinding it again each time is most of the cost of
+ * recording every allocation (~50 ns of libunwind per call on a short
+ * stack). Each thread keeps the stacks it saw, keyed by the program's
+ * return address and its CFA at the interposed call (the stack pointer
+ * before the call), with the offset from that CFA of the slot holding each
+ * outer frame's return address. A later call with the same key has the
+ * same stack exactly when every one of those slots still holds the same
+ * return address (the frame sizes follow from the PCs), which takes a load
+ * and a compare per frame instead of a walk through the unwind tables.
+ *
+ * Only stacks seen twice are filled in (by libunwind's stepping unwinder,
+ * slower than unw_backtrace but it reports each frame's stack pointer);
+ * stacks through a signal frame, deeper than SC_FRAMES or with slots not
+ * strictly above each other are never cached. ALLOCPROF_STACK_CACHE=0
+ * turns the cache off (the tests compare both ways). */
+#ifdef AP_STACK_CACHE
+#define SC_SETS 128		/* two ways each */
+#define SC_FRAMES 64
+enum { SC_SEEN, SC_FULL, SC_NEVER };
+struct sc_ent {
+	uint64_t cfa, ret;	/* the key */
+	const uint64_t *pcs;	/* the interned stack's frames (SC_FULL) */
+	uint32_t id, epoch;
+	uint16_t n, state;
+	uint32_t off[SC_FRAMES];	/* off[i]: frame i's return-address slot - cfa */
+};
+
+static inline size_t sc_set(uint64_t ret, uint64_t cfa)
+{
+	return (size_t)(((ret ^ (cfa << 7)) * 0x9e3779b97f4a7c15ull) >> 57) * 2;
+}
+
+/* Unwinds by steps from here, interns the stack and fills e if the stack
+ * can be checked by its slots. */
+static __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa)
+{
+	unw_context_t uc;
+	unw_cursor_t cur;
+	uint64_t pcs[MAX_DEPTH_CAP];
+	uint32_t off[SC_FRAMES];
+	unsigned d = 0;
+	int ok = 1;
+	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
+	if (unw_ctx(&uc) < 0 || unw_init(&cur, &uc) < 0)
+		return 0;
+	int steps = 0;
+	for (;;) {
+		unw_word_t ip = 0, sp = 0;
+		if (unw_reg(&cur, UNW_REG_IP, &ip) < 0 || unw_reg(&cur, UNW_REG_SP, &sp) < 0)
+			break;
+		if (d || !(ip - lo < hi - lo)) {
+			if (d == 0 && (ip != ret || sp != cfa))
+				ok = 0;
+			if (d >= 1 && d < SC_FRAMES) {
+				uint64_t slot = sp - 8;
+				if (slot <= cfa - 8 || slot - cfa > INT32_MAX ||
+				    (d > 1 && slot - cfa <= off[d - 1]) ||
+				    *(const uint64_t *)slot != ip)
+					ok = 0;
+				else
+					off[d] = (uint32_t)(slot - cfa);
+			}
+			pcs[d++] = ip;
+			if (d >= ap_max_depth)
+				break;
+			if (unw_sig(&cur) > 0)
+				ok = 0;
+		}
+		if (unw_stp(&cur) <= 0 || ++steps > (int)(MAX_DEPTH_CAP + OWN_FRAMES_SLACK))
+			break;
+	}
+	const uint64_t *frames = NULL;
+	uint32_t id = d ? stack_intern(pcs, d, &frames) : 0;
+	if (ok && id && d <= SC_FRAMES) {
+		e->pcs = frames;
+		e->id = id;
+		e->n = (uint16_t)d;
+		memcpy(e->off, off, d * sizeof(off[0]));
+		e->state = SC_FULL;
+	} else {
+		e->state = SC_NEVER;
+	}
+	return id;
+}
+
+/* The stack id for a call with this return address and CFA from b's
+ * cache; 0 if the caller has to unwind (and intern) as usual. */
+static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
+								 uint64_t cfa)
+{
+	if (!sc_on || !ret || !cfa)
+		return 0;
+	if (UNLIKELY(!b->sc)) {
+		b->sc = map_mem(SC_SETS * 2 * sizeof(struct sc_ent));
+		if (!b->sc)
+			return 0;
+	}
+	struct sc_ent *set = &b->sc[sc_set(ret, cfa)];
+	for (int w = 0; w < 2; w++) {
+		struct sc_ent *e = &set[w];
+		if (e->cfa != cfa || e->ret != ret || e->epoch != b->sc_epoch)
+			continue;
+		if (e->state == SC_FULL) {
+			unsigned i = 1;
+			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
+				i++;
+			if (i == e->n)
+				return e->id;
+			continue; /* another stack under the same key */
+		}
+		if (e->state == SC_SEEN)
+			return sc_fill(e, ret, cfa);
+		return 0; /* SC_NEVER */
+	}
+	/* not here: remember the key; filled if it comes again */
+	struct sc_ent *e = &set[b->sc_turn++ & 1];
+	e->cfa = cfa;
+	e->ret = ret;
+	e->epoch = b->sc_epoch;
+	e->state = SC_SEEN;
+	return 0;
+}
+#else
+static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
+{
+	(void)b, (void)ret, (void)cfa;
+	return 0;
+}
+#endif
+
+/* The id of the calling stack (ret and cfa: the program's return address
+ * and its CFA at the interposed call, 0 if unknown); 0 if out of memory. */
+static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
+								  uint64_t cfa)
+{
+	uint32_t id = t->thr != &dead_thr ? sc_lookup(t->thr, ret, cfa) : 0;
+	if (id)
+		return id;
+	uint64_t pcs[MAX_DEPTH_CAP];
+	const uint64_t *frames;
+	unsigned depth = unwind(pcs);
+	return stack_intern(pcs, depth, &frames);
 }
 
 /* ---- event buffers ----------------------------------------------------- */
@@ -1249,6 +1441,7 @@ static void thr_register(struct ap_tls *t)
 	if (b) {
 		b->tid = t->tid;
 		b->tls = t;
+		b->sc_epoch++; /* another thread, another stack */
 		b->len = EV_HDR;
 		b->events = 0;
 		b->lock = 0;
@@ -1293,11 +1486,10 @@ static void thr_exit(void *arg)
 /* ---- the sampled paths -------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t, void *p, size_t n,
-								unsigned kind)
+								unsigned kind, uint64_t ret,
+								uint64_t cfa)
 {
-	uint64_t pcs[MAX_DEPTH_CAP];
-	unsigned depth = unwind(pcs);
-	uint32_t id = stack_intern(pcs, depth);
+	uint32_t id = stack_here(t, ret, cfa);
 	if (!id)
 		return;
 	if (!ap_all)
@@ -1341,7 +1533,8 @@ static int pre_forget(const void *p)
  * running): decide, and record if sampled. */
 static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size_t n,
 								    unsigned kind,
-								    uint64_t caller)
+								    uint64_t caller,
+								    uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
 	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
@@ -1367,17 +1560,19 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 		t->interval = draw_interval(t);
 		t->countdown = t->interval;
 		if (p)
-			record_alloc(t, p, n, kind);
+			record_alloc(t, p, n, kind, caller, cfa);
 	}
 	t->guard = 0;
 	errno = saved;
 	return p;
 }
 
+/* caller and cfa: the program's return address and its CFA at the call of
+ * the entry point (0 if unknown) */
 static __attribute__((noinline)) void *alloc_slow(void *p, size_t n, unsigned kind,
-						    uint64_t caller)
+						    uint64_t caller, uint64_t cfa)
 {
-	return alloc_slow_body(p, n, kind, caller);
+	return alloc_slow_body(p, n, kind, caller, cfa);
 }
 
 static inline __attribute__((always_inline)) void *account(void *p, size_t n,
@@ -1388,7 +1583,8 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t n,
 	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
 	t->countdown = c;
 	if (UNLIKELY(c < 0)) /* inlined: the return address is the entry point's */
-		return alloc_slow(p, n, kind, (uint64_t)(uintptr_t)__builtin_return_address(0));
+		return alloc_slow(p, n, kind, (uint64_t)(uintptr_t)__builtin_return_address(0),
+				  (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 	return p;
 }
 
@@ -1431,7 +1627,8 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	/* malloc tail-jumped here: our return address is the program's */
 	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
-			       (uint64_t)(uintptr_t)__builtin_return_address(0));
+			       (uint64_t)(uintptr_t)__builtin_return_address(0),
+			       (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
 
 EXPORT void *malloc(size_t n)
@@ -1473,7 +1670,7 @@ EXPORT void *calloc(size_t a, size_t b)
  * call (it may be reused by another thread as soon as it is freed) and
  * goes back if the call fails. */
 static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
-			    unsigned kind, uint64_t caller)
+			    unsigned kind, uint64_t caller, uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
 	if (was_tracked == 2) {
@@ -1506,7 +1703,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (t->countdown < 0)
-			alloc_slow(NULL, n, kind, 0); /* undoes the countdown */
+			alloc_slow(NULL, n, kind, 0, 0); /* undoes the countdown */
 		return q;
 	}
 	int saved = errno;
@@ -1519,9 +1716,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 		t->consumed += (uint64_t)(t->interval - t->countdown);
 		t->interval = draw_interval(t);
 		t->countdown = t->interval;
-		uint64_t pcs[MAX_DEPTH_CAP];
-		unsigned depth = unwind(pcs);
-		id = stack_intern(pcs, depth);
+		id = stack_here(t, caller, cfa);
 		if (id)
 			flags |= AP_RF_NEW_SAMPLED;
 	}
@@ -1564,7 +1759,8 @@ EXPORT void *realloc(void *old, size_t n)
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
 	return realloc_common(old, n, real_realloc(old, n), tracked,
-			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0));
+			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0),
+			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
 
 /* glibc's reallocarray is the overflow check followed by a call of realloc
@@ -1583,7 +1779,8 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
 	return realloc_common(old, n, real_realloc(old, n), tracked,
-			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0));
+			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0),
+			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
 
 EXPORT int posix_memalign(void **out, size_t al, size_t n)
@@ -1929,8 +2126,10 @@ static void fork_child(void)
 		b->next_free = thr_free;
 		thr_free = b;
 	}
-	if (t->thr && t->thr != &dead_thr)
+	if (t->thr && t->thr != &dead_thr) {
 		t->thr->tid = t->tid;
+		t->thr->sc_epoch++; /* the cached ids are the parent's */
+	}
 	fallback.len = EV_HDR;
 	fallback.events = 0;
 	meta_len = 0;
@@ -2151,7 +2350,8 @@ static void pre_replay(struct ap_tls *t)
 		t->consumed += (uint64_t)(t->interval - t->countdown);
 		t->interval = draw_interval(t);
 		t->countdown = t->interval;
-		uint32_t id = stack_intern(&e->caller, 1);
+		const uint64_t *frames;
+		uint32_t id = stack_intern(&e->caller, 1, &frames);
 		if (!id)
 			continue;
 		if (!ap_all && !e->freed)
