@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,32 +267,93 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 		kill(child_pid, sig);
 }
 
+/* The zstd level for a trace of `size` bytes: AP_COMPACT_LEVEL from
+ * AP_COMPACT_MIN_BYTES on, else 0 (count only). ALLOCPROF_COMPACT_LEVEL
+ * (0..19) overrides it, for measuring the trade between record's
+ * finishing time and the trace's size. */
+static int compact_level(uint64_t size)
+{
+	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
+	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
+		return atoi(lv);
+	return size < AP_COMPACT_MIN_BYTES ? 0 : AP_COMPACT_LEVEL;
+}
+
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
+/* Waits for the program. Meanwhile, once its trace (NULL: none) is big
+ * enough to be compacted, compacts what the sampler appended, every 20 ms
+ * or so, on the core the program is not using: an --all trace grows by
+ * ~100 MB/s on a tight loop, and compacting it all after the exit took as
+ * long as the run. A pidfd wakes us the moment the program exits; without
+ * one (kernels before 5.3) this is a plain waitpid. *stream is the live
+ * stream at the end, or NULL (never started, or given up: see
+ * ap_compact_stream_feed). */
+static int wait_program(pid_t pid, int *status, const char *trace,
+			struct ap_compact_stream **stream)
+{
+	int level = trace ? compact_level(AP_COMPACT_MIN_BYTES) : 0;
+	int pfd = level > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	off_t fed = 0;
+	for (;;) {
+		pid_t w = waitpid(pid, status, pfd >= 0 ? WNOHANG : 0);
+		if (w == pid)
+			break;
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ap_die_msg("waitpid: %s", strerror(errno));
+			ap_compact_stream_abandon(*stream);
+			*stream = NULL;
+			if (pfd >= 0)
+				close(pfd);
+			return -1;
+		}
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		if (poll(&p, 1, 20) != 0)
+			continue; /* exited (or a signal): ask waitpid */
+		struct stat sb;
+		if (stat(trace, &sb) < 0 || sb.st_size < (off_t)AP_COMPACT_MIN_BYTES ||
+		    sb.st_size - fed < (off_t)(1u << 20))
+			continue;
+		if (!*stream)
+			*stream = ap_compact_stream_start(trace, level);
+		if (!*stream || ap_compact_stream_feed(*stream) < 0) {
+			/* after the exit, as a whole */
+			ap_compact_stream_abandon(*stream);
+			*stream = NULL;
+			close(pfd);
+			pfd = -1;
+			continue;
+		}
+		fed = sb.st_size;
+	}
+	if (pfd >= 0)
+		close(pfd);
+	return 0;
+}
+
 /* A finished trace: compressed in place (ap_trace_compact: the sampler
- * writes small raw chunks, and compressing here, after the program has
- * exited, costs the program nothing), then its summary line, counted on the
- * way (the reader would hold every event in memory, and an --all trace of a
- * long run holds hundreds of millions). A trace that cannot be compressed
- * (corrupt) is left as it was and said so. */
-static void finish_trace(const char *path, const char *what, bool quiet)
+ * writes small raw chunks; the program's own trace is mostly compressed
+ * already, by `stream`, while the program ran), then its summary line,
+ * counted on the way (the reader would hold every event in memory, and an
+ * --all trace of a long run holds hundreds of millions). A trace that
+ * cannot be compressed (corrupt) is left as it was and said so. */
+static void finish_trace(const char *path, const char *what, bool quiet,
+			 struct ap_compact_stream *stream)
 {
 	struct stat st;
 	if (stat(path, &st) < 0 || st.st_size == 0) {
 		ap_die_msg("%s: no trace was written (%s): the program was not profiled "
 			   "(did it clear LD_PRELOAD, or is it statically linked?)",
 			   path, errno == ENOENT ? "missing" : "empty");
+		ap_compact_stream_abandon(stream);
 		return;
 	}
 	struct ap_compact_stats c;
 	struct ap_error err;
-	/* ALLOCPROF_COMPACT_LEVEL: the zstd level (1..19), for measuring the
-	 * trade between record's finishing time and the trace's size. */
-	int level = (uint64_t)st.st_size < AP_COMPACT_MIN_BYTES ? 0 : AP_COMPACT_LEVEL;
-	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
-	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
-		level = atoi(lv);
-	if (ap_trace_compact(path, level, &c, &err) < 0) {
+	if (stream ? ap_compact_stream_finish(stream, &c, &err) < 0
+		   : ap_trace_compact(path, compact_level((uint64_t)st.st_size), &c, &err) < 0) {
 		ap_die_msg("%s", err.msg);
 		return;
 	}
@@ -371,7 +434,7 @@ static void finish_children(const char *output, time_t since, bool quiet)
 	closedir(d);
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
-		finish_trace(slash ? names[i] : names[i] + 2, "child trace", quiet);
+		finish_trace(slash ? names[i] : names[i] + 2, "child trace", quiet, NULL);
 		free(names[i]);
 	}
 	free(names);
@@ -467,18 +530,15 @@ int cmd_record(int argc, char **argv)
 		;
 	close(sync[0]);
 	int status;
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			ap_die_msg("waitpid: %s", strerror(errno));
-			return AP_EXIT_FAIL;
-		}
-	}
+	struct ap_compact_stream *stream = NULL;
+	if (wait_program(pid, &status, got ? NULL : abs_out, &stream) < 0)
+		return AP_EXIT_FAIL;
 	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
 	if (got == (ssize_t)sizeof(exec_err))
 		return AP_EXIT_FAIL; /* could not exec: the child said why */
 
-	finish_trace(output, "wrote", o.quiet);
+	finish_trace(output, "wrote", o.quiet, stream);
 	finish_children(output, start, o.quiet);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

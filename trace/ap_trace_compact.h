@@ -31,6 +31,28 @@ struct ap_compact_stats {
 int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 		     struct ap_error *err);
 
+/* Compacting while the program still writes the trace (on a core the
+ * program is not using): `record` starts a stream once the trace is
+ * AP_COMPACT_MIN_BYTES, feeds it what the sampler appended now and then,
+ * and finishes it when the program is gone. The result is the file
+ * ap_trace_compact would make of the finished trace.
+ *
+ * start: NULL if the file cannot be opened or level is 0.
+ * feed: compacts the complete chunks appended since the last call; -1 if
+ *   the stream cannot go on (a second thread's events, whose anonymous
+ *   blocks need a look at the whole trace first; a chunk compressed
+ *   already; an I/O error): abandon it and call ap_trace_compact once the
+ *   writer is done.
+ * finish: the writer is done: compacts the rest and replaces the file;
+ *   errors as ap_trace_compact's (the file then stays as it was). Frees s.
+ * abandon: drops the partial output. Frees s (NULL is fine). */
+struct ap_compact_stream;
+struct ap_compact_stream *ap_compact_stream_start(const char *path, int level);
+int ap_compact_stream_feed(struct ap_compact_stream *s);
+int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stats *st,
+			     struct ap_error *err);
+void ap_compact_stream_abandon(struct ap_compact_stream *s);
+
 /* The level `allocprof record` uses. */
 #define AP_COMPACT_LEVEL 10
 /* Below this many bytes `record` leaves a trace as the sampler wrote it:

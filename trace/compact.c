@@ -149,6 +149,11 @@ struct compactor {
 	size_t ntids, tids_alloc;
 	bool count_only;	/* level 0: count events and threads only */
 	struct ap_compact_stats *st;
+	/* streaming (ap_compact_stream_*): the file may still grow */
+	size_t off;	/* where the next chunk starts (0: the preamble is next) */
+	bool live;	/* an incomplete tail is not yet complete, not cut */
+	bool stream;	/* one pass, one thread: give up on anything else */
+	bool gave_up;
 };
 
 static int cwrite(struct compactor *c, const void *data, size_t len)
@@ -425,14 +430,29 @@ static int decode_raw(struct compactor *c, size_t off, const uint8_t *payload, u
 	return 0;
 }
 
+/* The time quantum, from the HEADER chunk (the reader's own decoding). */
+static int read_quantum(struct compactor *c, const uint8_t *data, size_t end)
+{
+	struct ap_trace *t;
+	struct ap_error e;
+	if (ap_trace_read_mem(data, end, c->path, &t, &e) < 0)
+		return ap_error_set(c->err, "%s", e.msg);
+	c->quantum = t->time_quantum_ns;
+	ap_trace_free(t);
+	return 0;
+}
+
 /* One pass over the chunks: `emit` false only looks (compressed chunks,
- * the time quantum, which thread names which address); true writes. */
+ * the time quantum, which thread names which address); true writes.
+ * Resumes at c->off; with c->live it stops, to come back later, at a chunk
+ * not yet complete (or not yet matching its checksum: being written). */
 static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bool emit)
 {
-	size_t off = AP_TRACE_PREAMBLE_LEN;
-	if (emit && cwrite(c, data, off) < 0)
+	size_t off = c->off ? c->off : AP_TRACE_PREAMBLE_LEN;
+	if (emit && !c->off && cwrite(c, data, off) < 0)
 		return -1;
 	while (off < size) {
+		c->off = off;
 		const uint8_t *h = data + off;
 		size_t left = size - off;
 		uint32_t len = left >= AP_CHUNK_HDR_LEN ? ap_get_u32le(h + 12) : 0;
@@ -440,6 +460,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 						 ap_crc32c(h, 20) == ap_get_u32le(h + 20) &&
 						 len <= AP_CHUNK_MAX_PAYLOAD &&
 						 len > left - AP_CHUNK_HDR_LEN)) {
+			if (c->live)
+				return 0;
 			/* the incomplete last chunk: kept as it was, after the rest */
 			c->st->cut = true;
 			c->st->cut_at = off;
@@ -449,13 +471,26 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		}
 		if (ap_get_u32le(h) != AP_CHUNK_MAGIC || ap_crc32c(h, 20) != ap_get_u32le(h + 20) ||
 		    len > AP_CHUNK_MAX_PAYLOAD)
-			return corrupt_at(c, off, "bad chunk header");
+			return c->live ? 0 : corrupt_at(c, off, "bad chunk header");
 		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
 		if (ap_crc32c(payload, len) != ap_get_u32le(h + 16))
-			return corrupt_at(c, off, "payload checksum mismatch");
+			return c->live ? 0 : corrupt_at(c, off, "payload checksum mismatch");
 		uint8_t type = h[4], flags = h[5];
 		uint32_t tid = ap_get_u32le(h + 8);
 		int rc = 0;
+		if (c->stream) {
+			/* one pass: the quantum here; anonymous blocks need to
+			 * know no other thread names them, which one pass over
+			 * one thread's events knows */
+			if (type == AP_CHUNK_EVENTS &&
+			    (flags || (c->ntids && c->tids[0] != tid))) {
+				c->gave_up = true;
+				return 0;
+			}
+			if (type == AP_CHUNK_HEADER && off == AP_TRACE_PREAMBLE_LEN &&
+			    read_quantum(c, data, off + AP_CHUNK_HDR_LEN + len) < 0)
+				return -1;
+		}
 		if (!emit && c->count_only && type != AP_CHUNK_HEADER) {
 			/* level 0: what the summary line says, nothing written
 			 * (the HEADER, for the quantum, is read as below) */
@@ -472,14 +507,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		}
 		if (!emit) {
 			if (type == AP_CHUNK_HEADER && off == AP_TRACE_PREAMBLE_LEN) {
-				/* the reader's own HEADER decoding, for the quantum */
-				struct ap_trace *t;
-				struct ap_error e;
-				if (ap_trace_read_mem(data, off + AP_CHUNK_HDR_LEN + len, c->path, &t,
-						      &e) < 0)
-					return ap_error_set(c->err, "%s", e.msg);
-				c->quantum = t->time_quantum_ns;
-				ap_trace_free(t);
+				if (read_quantum(c, data, off + AP_CHUNK_HDR_LEN + len) < 0)
+					return -1;
 			} else if (type == AP_CHUNK_EVENTS && flags) {
 				c->transcode = false;
 			} else if (type == AP_CHUNK_EVENTS && !c->owners_all) {
@@ -539,7 +568,91 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			c->st->has_end = type == AP_CHUNK_END;
 		off += AP_CHUNK_HDR_LEN + (size_t)len;
 	}
-	return emit ? flush_all(c) : 0;
+	c->off = off;
+	return emit && !c->live ? flush_all(c) : 0;
+}
+
+/* Checks the preamble of a trace. */
+static int check_preamble(const char *path, const uint8_t *data, size_t size,
+			  struct ap_error *err)
+{
+	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
+		return ap_error_set(err, "%s: not an allocprof trace", path);
+	if (ap_get_u32le(data + 8) != AP_TRACE_VERSION)
+		return ap_error_set(err, "%s: trace format version %u, this allocprof writes %u",
+				    path, ap_get_u32le(data + 8), AP_TRACE_VERSION);
+	return 0;
+}
+
+/* The temporary output next to path, and the compressor. */
+static int open_output(struct compactor *c, struct ap_buf *tmp)
+{
+	ap_buf_addf(tmp, "%s.compact.XXXXXX", c->path);
+	c->fd = mkostemp(tmp->buf, O_CLOEXEC);
+	if (c->fd < 0)
+		return ap_error_set(c->err, "%s: %s", tmp->buf, strerror(errno));
+	c->zc = ZSTD_createCCtx();
+	if (!c->zc)
+		abort(); /* out of memory, as ap_xmalloc */
+	return 0;
+}
+
+/* The output is complete: it takes the input's place. */
+static int replace_input(struct compactor *c, struct ap_buf *tmp, mode_t mode)
+{
+	fchmod(c->fd, mode & 07777);
+	int rc = close(c->fd);
+	c->fd = -1;
+	if (rc < 0)
+		return ap_error_set(c->err, "%s: %s", tmp->buf, strerror(errno));
+	if (rename(tmp->buf, c->path) < 0)
+		return ap_error_set(c->err, "%s: %s", c->path, strerror(errno));
+	c->st->nthreads = c->ntids;
+	return 0;
+}
+
+/* Frees what a compactor holds; removes its output if it did not replace
+ * the input. */
+static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (!done && tmp->len)
+		unlink(tmp->buf);
+	ap_buf_release(tmp);
+	for (size_t i = 0; i < c->npend; i++)
+		free(c->pend[i].ev);
+	free(c->pend);
+	free(c->owners.e);
+	free(c->ref);
+	free(c->anon);
+	free(c->scratch);
+	for (int k = 0; k < 4; k++)
+		free(c->col[k].b);
+	free(c->payload.b);
+	free(c->tids);
+	free(c->zbuf);
+	ZSTD_freeCCtx(c->zc);
+}
+
+/* The file's current contents, mapped. */
+static const uint8_t *map_file(int fd, const char *path, size_t *size, mode_t *mode,
+			       struct ap_error *err)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		int e = errno;
+		ap_error_set(err, "%s: %s", path, e ? strerror(e) : "not a regular file");
+		return NULL;
+	}
+	*size = (size_t)sb.st_size;
+	*mode = sb.st_mode;
+	void *map = *size ? mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (map == MAP_FAILED) {
+		ap_error_set(err, "%s: %s", path, *size ? strerror(errno) : "empty file");
+		return NULL;
+	}
+	return map;
 }
 
 int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
@@ -549,33 +662,20 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	int in = open(path, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return ap_error_set(err, "%s: %s", path, strerror(errno));
-	struct stat sb;
-	if (fstat(in, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		int e = errno;
-		close(in);
-		return ap_error_set(err, "%s: %s", path, e ? strerror(e) : "not a regular file");
-	}
-	size_t size = (size_t)sb.st_size;
-	st->bytes_in = size;
-	void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, in, 0) : MAP_FAILED;
+	size_t size;
+	mode_t mode;
+	const uint8_t *data = map_file(in, path, &size, &mode, err);
 	close(in);
-	if (map == MAP_FAILED)
-		return ap_error_set(err, "%s: %s", path, size ? strerror(errno) : "empty file");
-	const uint8_t *data = map;
+	if (!data)
+		return -1;
+	st->bytes_in = size;
 	int rc = -1;
 	struct ap_buf tmp = AP_BUF_INIT;
 	struct compactor c = {
 	    .path = path, .err = err, .fd = -1, .level = level, .quantum = 1, .transcode = true,
 	    .st = st, .count_only = level == 0};
-	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN)) {
-		ap_error_set(err, "%s: not an allocprof trace", path);
+	if (check_preamble(path, data, size, err) < 0)
 		goto out;
-	}
-	if (ap_get_u32le(data + 8) != AP_TRACE_VERSION) {
-		ap_error_set(err, "%s: trace format version %u, this allocprof writes %u", path,
-			     ap_get_u32le(data + 8), AP_TRACE_VERSION);
-		goto out;
-	}
 	/* first: the quantum, compressed chunks, and whether several threads
 	 * write events; then, for several, which thread names which address */
 	if (walk_chunks(&c, data, size, false) < 0)
@@ -590,54 +690,104 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	c.ntids = 0;
 	if (c.threads && c.transcode) {
 		c.owners_all = true;
+		c.off = 0;
 		if (walk_chunks(&c, data, size, false) < 0)
 			goto out;
 	}
 	st->cut = false; /* counted again by the pass that writes */
 	st->events = 0;
-	ap_buf_addf(&tmp, "%s.compact.XXXXXX", path);
-	c.fd = mkostemp(tmp.buf, O_CLOEXEC);
-	if (c.fd < 0) {
-		ap_error_set(err, "%s: %s", tmp.buf, strerror(errno));
+	c.off = 0;
+	if (open_output(&c, &tmp) < 0 || walk_chunks(&c, data, size, true) < 0 ||
+	    replace_input(&c, &tmp, mode) < 0)
 		goto out;
-	}
-	c.zc = ZSTD_createCCtx();
-	if (!c.zc)
-		abort(); /* out of memory, as ap_xmalloc */
-	if (walk_chunks(&c, data, size, true) < 0)
-		goto out;
-	fchmod(c.fd, sb.st_mode & 07777);
-	if (close(c.fd) < 0) {
-		c.fd = -1;
-		ap_error_set(err, "%s: %s", tmp.buf, strerror(errno));
-		goto out;
-	}
-	c.fd = -1;
-	if (rename(tmp.buf, path) < 0) {
-		ap_error_set(err, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	st->nthreads = c.ntids;
 	rc = 0;
 out:
-	if (c.fd >= 0)
-		close(c.fd);
-	if (rc < 0 && tmp.len)
-		unlink(tmp.buf);
-	ap_buf_release(&tmp);
-	for (size_t i = 0; i < c.npend; i++)
-		free(c.pend[i].ev);
-	free(c.pend);
-	free(c.owners.e);
-	free(c.ref);
-	free(c.anon);
-	free(c.scratch);
-	for (int k = 0; k < 4; k++)
-		free(c.col[k].b);
-	free(c.payload.b);
-	free(c.tids);
-	free(c.zbuf);
-	ZSTD_freeCCtx(c.zc);
-	munmap(map, size);
+	compactor_release(&c, &tmp, rc == 0);
+	munmap((void *)data, size);
 	return rc;
+}
+
+/* ---- compacting while the trace is written ----------------------------- */
+
+struct ap_compact_stream {
+	struct compactor c;
+	struct ap_compact_stats st;
+	struct ap_error err;
+	struct ap_buf tmp;
+	int in;
+	char *path;
+};
+
+struct ap_compact_stream *ap_compact_stream_start(const char *path, int level)
+{
+	if (level <= 0)
+		return NULL;
+	int in = open(path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return NULL;
+	struct ap_compact_stream *s = ap_xcalloc(1, sizeof(*s));
+	s->in = in;
+	s->path = ap_xstrdup(path);
+	s->tmp = (struct ap_buf)AP_BUF_INIT;
+	s->c = (struct compactor){
+	    .path = s->path, .err = &s->err, .fd = -1, .level = level, .quantum = 1,
+	    .transcode = true, .st = &s->st, .stream = true, .live = true};
+	if (open_output(&s->c, &s->tmp) < 0) {
+		ap_compact_stream_abandon(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Walks what the file holds now. */
+static int stream_walk(struct ap_compact_stream *s, mode_t *mode)
+{
+	size_t size;
+	mode_t m;
+	const uint8_t *data = map_file(s->in, s->path, &size, &m, &s->err);
+	if (!data)
+		return -1;
+	if (mode)
+		*mode = m;
+	s->st.bytes_in = size;
+	int rc = (s->c.off || check_preamble(s->path, data, size, &s->err) == 0) &&
+			 walk_chunks(&s->c, data, size, true) == 0 && !s->c.gave_up
+		     ? 0
+		     : -1;
+	munmap((void *)data, size);
+	return rc;
+}
+
+int ap_compact_stream_feed(struct ap_compact_stream *s)
+{
+	return stream_walk(s, NULL);
+}
+
+int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stats *st,
+			     struct ap_error *err)
+{
+	mode_t mode = 0;
+	s->c.live = false;
+	int rc = stream_walk(s, &mode);
+	if (rc == 0)
+		rc = replace_input(&s->c, &s->tmp, mode);
+	if (rc == 0)
+		*st = s->st;
+	else
+		*err = s->err;
+	compactor_release(&s->c, &s->tmp, rc == 0);
+	close(s->in);
+	free(s->path);
+	free(s);
+	return rc;
+}
+
+void ap_compact_stream_abandon(struct ap_compact_stream *s)
+{
+	if (!s)
+		return;
+	compactor_release(&s->c, &s->tmp, false);
+	close(s->in);
+	free(s->path);
+	free(s);
 }

@@ -119,6 +119,19 @@ lifecycle)
 		expect_eq "summary events (level '$lv')" "$n" "$(jget sum.json events)"
 	done
 
+	# a trace big enough to be compacted while the program runs (12 MB
+	# raw): the same totals as the raw trace of the same run
+	"$ALLOCPROF" record -q --all -o big.trace "$TESTDATA_BUILD/advise_tiny" >/dev/null 2>big.err
+	ALLOCPROF_COMPACT_LEVEL=0 "$ALLOCPROF" record -q --all -o big0.trace "$TESTDATA_BUILD/advise_tiny" >/dev/null 2>>big.err
+	if stats big.trace big.json && stats big0.trace big0.json; then
+		for k in events alloc_objects alloc_space free_objects inuse_objects inuse_space peak_inuse_space truncated; do
+			expect_eq "compacted while running: $k" "$(jget big.json $k)" "$(jget big0.json $k)"
+		done
+		[ "$(stat -c %s big.trace)" -lt "$(($(stat -c %s big0.trace) / 20))" ] ||
+			fail "compacted trace not small: $(stat -c %s big.trace) vs $(stat -c %s big0.trace) raw"
+	fi
+	[ -z "$(ls big.trace.compact.* 2>/dev/null)" ] || fail "temporary files left: $(ls big.trace.compact.*)"
+
 	# --no-children: only the launched process is profiled
 	"$ALLOCPROF" record --all --no-children -o nc.trace "$TESTDATA_BUILD/forkexec" >nc.out 2>nc.err
 	expect_eq "--no-children: exit status" $? 0

@@ -35,9 +35,10 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-/* Three threads: private churn (frees near and far), realloc chains, and
- * blocks one thread allocates and another frees, in 10 us quanta. */
-static void build(const char *path, size_t steps)
+/* nthr threads (1 or 3): private churn (frees near and far), realloc
+ * chains, and (with 3) blocks one thread allocates and another frees, in
+ * 10 us quanta. */
+static void build_n(const char *path, size_t steps, uint32_t nthr)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
@@ -46,7 +47,7 @@ static void build(const char *path, size_t steps)
 	uint64_t pcs[2] = {0x401000, 0x402000};
 	uint32_t st[3] = {ap_tw_stack(tw, pcs, 1), ap_tw_stack(tw, pcs, 2),
 			  ap_tw_stack(tw, pcs + 1, 1)};
-	for (uint32_t k = 0; k < 3; k++) {
+	for (uint32_t k = 0; k < nthr; k++) {
 		char name[8];
 		snprintf(name, sizeof(name), "t%u", k);
 		ap_tw_thread(tw, 100 + k, name);
@@ -57,7 +58,7 @@ static void build(const char *path, size_t steps)
 	uint64_t handoff = 0; /* a block of thread 0 that thread 1 frees */
 	uint64_t next = 0x10000;
 	for (size_t i = 0; i < steps; i++) {
-		uint32_t k = (uint32_t)(rnd() % 3), tid = 100 + k, cpu = (uint32_t)(rnd() % 64 == 0);
+		uint32_t k = (uint32_t)(rnd() % nthr), tid = 100 + k, cpu = (uint32_t)(rnd() % 64 == 0);
 		ts[k] += rnd() % 3000;
 		size_t slot = rnd() % (i % 7 == 0 ? WIN : 8); /* mostly near, some far */
 		uint64_t *b = &live[k][slot];
@@ -86,6 +87,11 @@ static void build(const char *path, size_t steps)
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+}
+
+static void build(const char *path, size_t steps)
+{
+	build_n(path, steps, 3);
 }
 
 static struct ap_trace *load(const char *path)
@@ -148,6 +154,122 @@ static size_t file_size(const char *path)
 	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
 }
 
+static uint8_t *slurp(const char *path, size_t *n)
+{
+	*n = file_size(path);
+	uint8_t *b = malloc(*n + 1);
+	FILE *f = fopen(path, "rb");
+	CHECK(f && fread(b, 1, *n, f) == *n, "read %s", path);
+	if (f)
+		fclose(f);
+	return b;
+}
+
+static void put_file(const char *path, const uint8_t *b, size_t n, const char *mode)
+{
+	FILE *f = fopen(path, mode);
+	CHECK(f && fwrite(b, 1, n, f) == n, "write %s", path);
+	if (f)
+		fclose(f);
+}
+
+static bool leftovers(const char *path)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "ls %s.compact.* >/dev/null 2>&1", path);
+	return system(cmd) == 0;
+}
+
+/* ap_compact_stream_*: the trace appended in random pieces (cut anywhere,
+ * inside chunk headers and payloads), fed between the pieces, must come
+ * out as ap_trace_compact makes it of the whole file, byte for byte. */
+static void stream_checks(const char *path)
+{
+	char whole[64];
+	snprintf(whole, sizeof(whole), "%s.whole", path);
+	build_n(whole, 300000, 1);
+	size_t n;
+	uint8_t *raw = slurp(whole, &n);
+	struct ap_trace *ref = load(whole);
+	struct ap_compact_stats want, st;
+	struct ap_error err;
+	CHECK(ap_trace_compact(whole, 3, &want, &err) == 0, "%s", err.msg);
+	size_t wn;
+	uint8_t *wb = slurp(whole, &wn);
+
+	put_file(path, raw, 5, "wb");
+	struct ap_compact_stream *s = ap_compact_stream_start(path, 3);
+	CHECK(s != NULL, "stream not started");
+	size_t at = 5;
+	int feeds = 0;
+	while (s && at < n) {
+		size_t piece = 1 + rnd() % (rnd() % 4 ? 9000 : 300000);
+		if (piece > n - at)
+			piece = n - at;
+		put_file(path, raw + at, piece, "ab");
+		at += piece;
+		CHECK(ap_compact_stream_feed(s) == 0, "feed at %zu of %zu", at, n);
+		feeds++;
+	}
+	CHECK(s && ap_compact_stream_finish(s, &st, &err) == 0, "finish: %s", err.msg);
+	size_t gn;
+	uint8_t *gb = slurp(path, &gn);
+	CHECK(gn == wn && !memcmp(gb, wb, wn),
+	      "streamed (%d feeds) %zu bytes, compacted as a whole %zu: they differ", feeds, gn,
+	      wn);
+	CHECK(st.events == want.events && st.nthreads == 1 && st.has_end && !st.cut,
+	      "stream stats: %llu events, want %llu", (unsigned long long)st.events,
+	      (unsigned long long)want.events);
+	struct ap_trace *t = load(path);
+	if (ref && t)
+		same_events(ref, t, "streamed");
+	ap_trace_free(t);
+	free(gb);
+	CHECK(!leftovers(path), "temporary file left");
+
+	/* the writer died inside a chunk: the stream's end is cut, as the
+	 * whole file's would be */
+	put_file(path, raw, n - 100, "wb");
+	s = ap_compact_stream_start(path, 3);
+	CHECK(s && ap_compact_stream_feed(s) == 0, "feed of a cut trace");
+	CHECK(s && ap_compact_stream_finish(s, &st, &err) == 0, "finish: %s", err.msg);
+	CHECK(st.cut && !st.has_end, "cut not seen by the stream");
+	t = load(path);
+	CHECK(t && t->truncated, "streamed cut trace not truncated");
+	ap_trace_free(t);
+
+	/* a corrupt chunk in the middle: fed as "not yet written", then an
+	 * error at the end, and the file as it was */
+	uint8_t *bad = malloc(n);
+	memcpy(bad, raw, n);
+	bad[n / 2] ^= 0x5a;
+	put_file(path, bad, n, "wb");
+	s = ap_compact_stream_start(path, 3);
+	CHECK(s && ap_compact_stream_feed(s) == 0, "feed of a corrupt trace");
+	CHECK(s && ap_compact_stream_finish(s, &st, &err) < 0, "a corrupt trace streamed");
+	CHECK(strstr(err.msg, "corrupt chunk at byte") != NULL, "msg: %s", err.msg);
+	size_t bn;
+	uint8_t *bb = slurp(path, &bn);
+	CHECK(bn == n && !memcmp(bb, bad, n), "the corrupt trace was rewritten");
+	CHECK(!leftovers(path), "temporary file left");
+	free(bb);
+	free(bad);
+
+	/* three threads: the stream gives up (the caller compacts after the
+	 * exit) and leaves nothing behind */
+	build_n(path, 20000, 3);
+	s = ap_compact_stream_start(path, 3);
+	CHECK(s && ap_compact_stream_feed(s) < 0, "the stream took several threads");
+	ap_compact_stream_abandon(s);
+	CHECK(!leftovers(path), "temporary file left");
+	CHECK(ap_compact_stream_start(path, 0) == NULL, "a stream at level 0");
+
+	ap_trace_free(ref);
+	free(raw);
+	free(wb);
+	unlink(whole);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/allocprof-compact-XXXXXX";
@@ -203,6 +325,7 @@ int main(void)
 	CHECK(strstr(err.msg, "corrupt chunk at byte") != NULL, "msg: %s", err.msg);
 	CHECK(file_size(path) == before, "the corrupt trace was rewritten");
 	ap_trace_free(ref);
+	stream_checks(path);
 	unlink(path);
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
