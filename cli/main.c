@@ -1,9 +1,17 @@
-/* allocprof: the command table and dispatch. */
+/* allocprof: the command table and dispatch.
+ *
+ * Built twice: as allocprof-report, every command in one binary, and with
+ * AP_LAUNCHER as `allocprof` itself, which runs `record` and hands every
+ * other command to allocprof-report (exec, same arguments). The launcher
+ * links libc, zstd and libm only: the report commands' libraries (libdw,
+ * libstdc++, jansson, ncurses) cost ~3 ms of loading and page faults at
+ * every start, which `record` would add to the run it measures. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,18 +23,67 @@ struct command {
 	const char *summary;
 };
 
+#ifdef AP_LAUNCHER
+#define REPORT_EXE "allocprof-report"
+static int run_report(int argc, char **argv);
+#define REPORT_CMD(fn) run_report
+#else
+#define REPORT_CMD(fn) fn
+#endif
+
 static const struct command commands[] = {
 	/* Subcommands, in the order `allocprof --help` lists them. */
 	{ "record", cmd_record, "run a program and record its allocations into a trace" },
-	{ "top", cmd_top, "the hottest allocation sites, as pprof -top shows them" },
-	{ "list", cmd_list, "source of matching functions, each line annotated" },
-	{ "stats", cmd_stats, "summary of a trace: program, duration, rate, totals" },
-	{ "advise", cmd_advise, "which allocation sites a pool would pay at, and why" },
-	{ "calibrate", cmd_calibrate, "measure allocation and pool costs for advise" },
-	{ "export", cmd_export, "write a trace as pprof profile.proto, folded stacks or JSON" },
-	{ "tui", cmd_tui, "browse top, list and advise interactively (ncurses)" },
+	{ "top", REPORT_CMD(cmd_top), "the hottest allocation sites, as pprof -top shows them" },
+	{ "list", REPORT_CMD(cmd_list), "source of matching functions, each line annotated" },
+	{ "stats", REPORT_CMD(cmd_stats), "summary of a trace: program, duration, rate, totals" },
+	{ "advise", REPORT_CMD(cmd_advise), "which allocation sites a pool would pay at, and why" },
+	{ "calibrate", REPORT_CMD(cmd_calibrate), "measure allocation and pool costs for advise" },
+	{ "export", REPORT_CMD(cmd_export),
+	  "write a trace as pprof profile.proto, folded stacks or JSON" },
+	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)" },
 	{ NULL, NULL, NULL },
 };
+
+#ifdef AP_LAUNCHER
+/* The command argv[0] with its arguments, in allocprof-report: next to
+ * this binary (the build tree, or a bindir that holds both), else in the
+ * install's pkglibdir; $ALLOCPROF_REPORT overrides. Returns only if it
+ * cannot. */
+static int run_report(int argc, char **argv)
+{
+	char path[PATH_MAX + 64];
+	const char *env = getenv("ALLOCPROF_REPORT");
+	path[0] = 0;
+	if (env && *env) {
+		snprintf(path, sizeof(path), "%s", env);
+	} else {
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
+		if (slash) {
+			*slash = 0;
+			snprintf(path, sizeof(path), "%s/" REPORT_EXE, self);
+		}
+		if (!path[0] || access(path, X_OK) != 0)
+			snprintf(path, sizeof(path), "%s/" REPORT_EXE, AP_PKGLIBDIR);
+	}
+	char **av = calloc((size_t)argc + 2, sizeof(*av));
+	if (!av) {
+		ap_die_msg("out of memory");
+		return AP_EXIT_FAIL;
+	}
+	av[0] = (char *)"allocprof";
+	for (int i = 0; i < argc; i++)
+		av[i + 1] = argv[i];
+	fflush(NULL);
+	execv(path, av);
+	ap_die_msg("%s: cannot run " REPORT_EXE " (%s): it holds every command but record; "
+		   "set ALLOCPROF_REPORT to its path", path, strerror(errno));
+	free(av);
+	return AP_EXIT_FAIL;
+}
+#endif
 
 void ap_die_msg(const char *fmt, ...)
 {

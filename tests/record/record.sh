@@ -276,6 +276,18 @@ errors)
 	"$ALLOCPROF" record true 2>d.err
 	ls allocprof.true.*.trace >/dev/null 2>&1 || fail "default output name: $(ls)"
 	grep -Eq '^allocprof: wrote allocprof\.true\.[0-9]+\.trace \(' d.err || fail "default name summary: $(cat d.err)"
+
+	# the other commands run in allocprof-report: through the launcher
+	# they behave as its own, and a missing one is one clear line
+	t=$(ls allocprof.true.*.trace | head -1)
+	"$ALLOCPROF" stats "$t" >st.out 2>st.err
+	expect_eq "stats through the launcher: exit status" $? 0
+	grep -q '^program ' st.out || fail "stats through the launcher: $(cat st.out st.err)"
+	ALLOCPROF_REPORT=/nonexistent/allocprof-report "$ALLOCPROF" stats "$t" >st.out 2>st.err
+	expect_eq "missing allocprof-report: exit status" $? 1
+	grep -q '^allocprof: /nonexistent/allocprof-report: cannot run allocprof-report (No such file or directory)' st.err ||
+		fail "missing allocprof-report: $(cat st.err)"
+	[ "$(wc -l <st.err)" -eq 1 ] || fail "missing allocprof-report: more than one line: $(cat st.err)"
 	;;
 *)
 	echo "unknown group $group"
