@@ -543,6 +543,69 @@ static void test_cross_thread(void)
 	ap_trace_free(t);
 }
 
+/* The same address reused within a quantum by a thread that frees some of
+ * its blocks itself and passes one on: another thread's FREE at that
+ * address is of the block passed on, not of one its own thread frees
+ * later in the quantum (a block is freed once). Thread a (index 0, first
+ * in ties) frees what b passes on; in quantum 7000 a's FREE waits from the
+ * start, in 7001 it comes after a FREE of its own that waited. */
+static void test_cross_thread_reuse(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 1000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 10, "a");
+	ap_tw_thread(tw, 20, "b");
+	uint64_t t0 = 7000000;
+	/* b: its own 8 bytes at x, freed; 16 bytes at x, passed to a */
+	ap_tw_free(tw, 10, t0 + 900, 0, 0x5000);
+	ap_tw_alloc(tw, 20, t0 + 100, 1, 0, 0x5000, 8, s);
+	ap_tw_free(tw, 20, t0 + 200, 1, 0x5000);
+	ap_tw_alloc(tw, 20, t0 + 300, 1, 0, 0x5000, 16, s);
+	/* quantum 7001: b allocates x (own), y (passed), frees x, allocates x
+	 * (passed); a frees y, then x */
+	ap_tw_free(tw, 10, t0 + 1800, 0, 0x6000);
+	ap_tw_free(tw, 10, t0 + 1900, 0, 0x5000);
+	ap_tw_alloc(tw, 20, t0 + 1100, 1, 0, 0x5000, 24, s);
+	ap_tw_alloc(tw, 20, t0 + 1200, 1, 0, 0x6000, 32, s);
+	ap_tw_free(tw, 20, t0 + 1300, 1, 0x5000);
+	ap_tw_alloc(tw, 20, t0 + 1400, 1, 0, 0x5000, 40, s);
+	struct ap_tw_end end = {.end_ns = t0 + 10000};
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "cross-thread reuse");
+	if (!t)
+		return;
+	static const struct {
+		uint16_t thread;
+		uint8_t type;
+		uint64_t addr, size;
+	} want[] = {
+	    {1, AP_EV_ALLOC, 0x5000, 8}, {1, AP_EV_FREE, 0x5000, 0},  {1, AP_EV_ALLOC, 0x5000, 16},
+	    {0, AP_EV_FREE, 0x5000, 0},  {1, AP_EV_ALLOC, 0x5000, 24}, {1, AP_EV_ALLOC, 0x6000, 32},
+	    {0, AP_EV_FREE, 0x6000, 0},  {1, AP_EV_FREE, 0x5000, 0},  {1, AP_EV_ALLOC, 0x5000, 40},
+	    {0, AP_EV_FREE, 0x5000, 0},
+	};
+	CHECK_U(t->nev, AP_ARRAY_SIZE(want));
+	for (size_t i = 0; i < AP_ARRAY_SIZE(want) && i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		CHECK(e->thread == want[i].thread && e->type == want[i].type &&
+			  e->addr == want[i].addr && e->size == want[i].size,
+		      "cross-thread reuse: event %zu: got thread %u type %u addr %#llx size %llu, "
+		      "want thread %u type %u addr %#llx size %llu",
+		      i, e->thread, e->type, (unsigned long long)e->addr,
+		      (unsigned long long)e->size, want[i].thread, want[i].type,
+		      (unsigned long long)want[i].addr, (unsigned long long)want[i].size);
+	}
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	CHECK_U(tot.unmatched_frees, 0);
+	CHECK_D(tot.inuse_objects, 0);
+	ap_trace_free(t);
+}
+
 static uint8_t *finish(struct ap_tw *tw, size_t *len)
 {
 	uint8_t *data;
@@ -1114,6 +1177,7 @@ int main(void)
 	test_totals_weighted();
 	test_merge(1, 2000, 64);
 	test_cross_thread();
+	test_cross_thread_reuse();
 	test_merge(3, 3000, 16);
 	test_merge(7, 2000, 200);
 	test_merge(40, 300, 1 << 16);

@@ -1,0 +1,56 @@
+#!/bin/bash
+# Blocks handed between threads (testdata/handoff.cpp): addresses reused
+# across threads within microseconds, the case the reader's merge has to
+# order right. Checks, for a recording with --all:
+#  1. the program prints the same and exits the same with and without
+#     record;
+#  2. every free finds its block (unmatched_frees 0), and what stays in
+#     use at exit is libc's own (thread vectors, stdout's buffer: a few
+#     blocks, where a misordered merge leaves dozens);
+#  3. allocations and bytes equal valgrind's, compared as differences to a
+#     run of the same threads with no iterations (thread setup inside libc
+#     differs under valgrind).
+# Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD, VALGRIND
+# (empty: step 3 skipped).
+set -u
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-handoff.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prog=$TESTDATA_BUILD/handoff
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+jget() { sed -n "s/.*\"$2\": *\([0-9a-z.]*\).*/\1/p" "$1" | head -1; }
+
+# rec N: record `handoff N`; stats in $tmp/N.json
+rec() {
+	"$prog" "$1" >"$tmp/$1.native" 2>&1
+	local st_native=$?
+	"$ALLOCPROF" record -q --all -o "$tmp/$1.trace" "$prog" "$1" >"$tmp/$1.out" 2>"$tmp/$1.err"
+	local st=$?
+	[ "$st" = "$st_native" ] || fail "handoff $1: exit status $st under record, $st_native without"
+	cmp -s "$tmp/$1.native" "$tmp/$1.out" || fail "handoff $1: output differs under record"
+	"$ALLOCPROF" stats --json "$tmp/$1.trace" >"$tmp/$1.json" || fail "handoff $1: stats failed"
+}
+rec 0
+rec 5000
+j=$tmp/5000.json
+echo "handoff 5000: $(jget "$j" alloc_objects) allocations, $(jget "$j" free_objects) frees, $(jget "$j" unmatched_frees) unmatched, $(jget "$j" inuse_objects) in use at exit"
+[ "$(jget "$j" unmatched_frees)" = 0 ] || fail "frees that found no block: $(jget "$j" unmatched_frees)"
+[ "$(jget "$j" inuse_objects)" -le "$(($(jget "$tmp/0.json" inuse_objects) + 2))" ] ||
+	fail "in use at exit: $(jget "$j" inuse_objects), the run without iterations: $(jget "$tmp/0.json" inuse_objects)"
+
+if [ -n "${VALGRIND:-}" ]; then
+	vg() { # N -> "allocs bytes"
+		"$VALGRIND" "$prog" "$1" 2>&1 >/dev/null |
+			sed -n 's/.*total heap usage: \([0-9,]*\) allocs, [0-9,]* frees, \([0-9,]*\) bytes allocated.*/\1 \2/p' | tr -d ,
+	}
+	read -r va0 vb0 < <(vg 0)
+	read -r va vb < <(vg 5000)
+	ga=$(($(jget "$j" alloc_objects) - $(jget "$tmp/0.json" alloc_objects)))
+	gb=$(($(jget "$j" alloc_space) - $(jget "$tmp/0.json" alloc_space)))
+	echo "over the baseline: allocprof $ga allocations, $gb bytes; valgrind $((va - va0)), $((vb - vb0))"
+	[ "$ga" = "$((va - va0))" ] || fail "allocations: $ga, valgrind $((va - va0))"
+	[ "$gb" = "$((vb - vb0))" ] || fail "bytes: $gb, valgrind $((vb - vb0))"
+else
+	echo "SKIPPED: valgrind comparison (no valgrind)"
+fi
+exit $failed
