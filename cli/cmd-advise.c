@@ -51,30 +51,24 @@ static void advise_usage(FILE *f)
 	      "by ALLOCPROF_TEST_COSTS.\n", f);
 }
 
-/* The cost table: ALLOCPROF_TEST_COSTS, else the cache, else measured now
- * and cached. Returns 0 or prints the error and returns -1. */
+static void say_measuring(void *ctx, const char *cache)
+{
+	(void)ctx;
+	fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
+			"(cached in %s)\n", cache ? cache : "nowhere: no HOME");
+}
+
+/* The cost table (ap_cost_get). Returns 0 or prints the error and returns
+ * -1. */
 static int load_costs(struct ap_cost_table *c)
 {
-	struct ap_error err;
-	const char *fixed = getenv("ALLOCPROF_TEST_COSTS");
-	if (fixed && *fixed) {
-		if (ap_cost_load(fixed, c, &err) < 0) {
-			ap_print_error(&err);
-			return -1;
-		}
-		return 0;
-	}
-	char *path = ap_cost_cache_path();
-	if (path && ap_cost_load(path, c, &err) == 0) {
-		free(path);
-		return 0;
-	}
-	fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
-			"(cached in %s)\n", path ? path : "nowhere: no HOME");
-	ap_cost_measure(c);
-	if (path && ap_cost_save(path, c, &err) < 0)
+	struct ap_error err, save_err;
+	if (ap_cost_get(c, say_measuring, NULL, &err, &save_err) < 0) {
 		ap_print_error(&err);
-	free(path);
+		return -1;
+	}
+	if (save_err.msg[0])
+		ap_print_error(&save_err);
 	return 0;
 }
 

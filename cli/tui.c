@@ -398,26 +398,22 @@ static void open_list(struct tui *t)
 
 /* ---- the advise views --------------------------------------------------- */
 
-/* The cost table as `advise` finds it: ALLOCPROF_TEST_COSTS, else the
- * cache, else measured now and cached. */
+static void busy_measuring(void *ctx, const char *cache)
+{
+	(void)cache;
+	busy(ctx, "measuring allocation costs on this machine once");
+}
+
+/* The cost table as `advise` finds it (ap_cost_get). */
 static int load_costs(struct tui *t)
 {
-	struct ap_error err;
-	const char *fixed = getenv("ALLOCPROF_TEST_COSTS");
-	char *path = fixed && *fixed ? ap_xstrdup(fixed) : ap_cost_cache_path();
-	int rc = path ? ap_cost_load(path, &t->costs, &err) : -1;
-	if (rc && fixed && *fixed) {
+	struct ap_error err, save_err;
+	if (ap_cost_get(&t->costs, busy_measuring, t, &err, &save_err) < 0) {
 		set_status(t, "%s", err.msg);
-		free(path);
 		return -1;
 	}
-	if (rc) {
-		busy(t, "measuring allocation costs on this machine once");
-		ap_cost_measure(&t->costs);
-		if (path && ap_cost_save(path, &t->costs, &err))
-			set_status(t, "%s", err.msg);
-	}
-	free(path);
+	if (save_err.msg[0])
+		set_status(t, "%s", save_err.msg);
 	return 0;
 }
 

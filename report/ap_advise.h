@@ -88,6 +88,15 @@ int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_erro
  * neither variable is set. */
 char *ap_cost_cache_path(void);
 
+/* The table `advise` and the tui use: the file ALLOCPROF_TEST_COSTS names,
+ * else the cache, else measured now (`measuring(ctx, cache path or NULL)`
+ * is called first: it takes a second or two) and saved to the cache.
+ * Returns 0, or -1 with err set when ALLOCPROF_TEST_COSTS names a file
+ * that cannot be read. A cache that cannot be written is not an error:
+ * *save_err (if not NULL) is set to why, else left empty. */
+int ap_cost_get(struct ap_cost_table *c, void (*measuring)(void *ctx, const char *cache),
+		void *ctx, struct ap_error *err, struct ap_error *save_err);
+
 /* ---- replay ---- */
 
 enum ap_gc_mode { AP_GC_GOGC, AP_GC_INTERVAL };

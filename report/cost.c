@@ -240,3 +240,26 @@ char *ap_cost_cache_path(void)
 		return NULL;
 	return ap_buf_detach(&b, NULL);
 }
+
+int ap_cost_get(struct ap_cost_table *c, void (*measuring)(void *ctx, const char *cache),
+		void *ctx, struct ap_error *err, struct ap_error *save_err)
+{
+	if (save_err)
+		save_err->msg[0] = 0;
+	const char *fixed = getenv("ALLOCPROF_TEST_COSTS");
+	if (fixed && *fixed)
+		return ap_cost_load(fixed, c, err) < 0 ? -1 : 0;
+	char *path = ap_cost_cache_path();
+	struct ap_error e;
+	if (path && ap_cost_load(path, c, &e) == 0) {
+		free(path);
+		return 0;
+	}
+	if (measuring)
+		measuring(ctx, path);
+	ap_cost_measure(c);
+	if (path && ap_cost_save(path, c, &e) < 0 && save_err)
+		*save_err = e;
+	free(path);
+	return 0;
+}
