@@ -46,9 +46,9 @@ static void record_usage(FILE *f)
 	      "could not be run (not found, not executable, statically linked,\n"
 	      "setuid or setgid: LD_PRELOAD cannot reach those); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
-	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19, default 10 for traces of\n"
-	      "2 MiB and more) is the zstd level of the finished trace, 0 leaves\n"
-	      "it uncompressed.\n",
+	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 10 for traces of\n"
+	      "2 MiB and more, 3 below) is the zstd level of the finished trace, 0\n"
+	      "leaves it as the sampler wrote it.\n",
 	      f);
 }
 
@@ -268,7 +268,8 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 }
 
 /* The zstd level for a trace of `size` bytes: AP_COMPACT_LEVEL from
- * AP_COMPACT_MIN_BYTES on, else 0 (count only). ALLOCPROF_COMPACT_LEVEL
+ * AP_COMPACT_MIN_BYTES on, else AP_COMPACT_SMALL_LEVEL (0: count only,
+ * the file as the sampler wrote it). ALLOCPROF_COMPACT_LEVEL
  * (0..19) overrides it, for measuring the trade between record's
  * finishing time and the trace's size. */
 static int compact_level(uint64_t size)
@@ -276,7 +277,7 @@ static int compact_level(uint64_t size)
 	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
 	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
 		return atoi(lv);
-	return size < AP_COMPACT_MIN_BYTES ? 0 : AP_COMPACT_LEVEL;
+	return size < AP_COMPACT_MIN_BYTES ? AP_COMPACT_SMALL_LEVEL : AP_COMPACT_LEVEL;
 }
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };

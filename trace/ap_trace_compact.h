@@ -53,12 +53,13 @@ int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stat
 			     struct ap_error *err);
 void ap_compact_stream_abandon(struct ap_compact_stream *s);
 
-/* The level `allocprof record` uses. */
+/* The levels `allocprof record` uses: AP_COMPACT_LEVEL for traces of
+ * AP_COMPACT_MIN_BYTES and more, AP_COMPACT_SMALL_LEVEL below (level 10's
+ * bigger tables cost ~10 ms more on a 500 kB trace for a few bytes; level
+ * 3 costs 0.5-6 ms on traces of 1-500 kB and makes them 3-400 times
+ * smaller, so a short run's trace is as small as heaptrack's too). */
 #define AP_COMPACT_LEVEL 10
-/* Below this many bytes `record` leaves a trace as the sampler wrote it:
- * compacting has a fixed cost (zstd's tables, fresh pages: ~40-130 ms)
- * that would dominate a short run, and a small trace's size does not
- * matter. */
+#define AP_COMPACT_SMALL_LEVEL 3
 #define AP_COMPACT_MIN_BYTES (2u << 20)
 
 #endif

@@ -111,13 +111,16 @@ lifecycle)
 	done
 	grep -q "allocprof: wrote fe.trace (" fe.err || fail "no summary line: $(cat fe.err)"
 	# the summary's count is the trace's, both for a trace record leaves as
-	# written (small) and for one it compacts (forced by the level)
-	for lv in "" 10; do
+	# written (level 0) and for ones it compacts (small: level 3; forced 10)
+	for lv in 0 "" 10; do
 		ALLOCPROF_COMPACT_LEVEL=$lv "$ALLOCPROF" record --all -o sum.trace "$TESTDATA_BUILD/single" >/dev/null 2>sum.err
 		stats sum.trace sum.json
 		n=$(sed -n 's/^allocprof: wrote sum.trace (\([0-9]*\) events, 1 thread)$/\1/p' sum.err)
 		expect_eq "summary events (level '$lv')" "$n" "$(jget sum.json events)"
+		sz[${lv:-3}]=$(stat -c %s sum.trace)
 	done
+	# a small trace is compacted too: single's 9.8 kB raw trace to ~3 kB
+	[ "${sz[3]}" -lt "$((${sz[0]} / 2))" ] || fail "small trace not compacted: ${sz[3]} bytes, raw ${sz[0]}"
 
 	# a trace big enough to be compacted while the program runs (12 MB
 	# raw): the same totals as the raw trace of the same run
