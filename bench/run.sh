@@ -143,11 +143,30 @@ run_variant() {
 	esac
 }
 
-# median (or min, with -m min) of the times on stdin
-median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk -v stat="$stat" '
+# median (or min, with -m min; or $1 if given) of the times on stdin
+median() { tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk -v stat="${1:-$stat}" '
 	{ v[NR] = $1 } END { if (!NR) { print "n/a"; exit }
 	  if (stat == "min") { print v[1]; exit }
 	  print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# row STAT WORKLOAD: the table row of the times in ${times[@]}
+row() {
+	local st=$1 nat m cell out
+	nat=$(echo "${times[native]}" | median "$st")
+	out=$(printf '%-10s %10s' "$2" "$nat")
+	for v in shim default all heaptrack; do
+		m=$(echo "${times[$v]}" | median "$st")
+		if [ "$m" = n/a ] || [ "$nat" = n/a ]; then
+			case ${times[$v]} in *fail*) m=fail ;; esac
+			cell=$m
+		else
+			cell=$(awk -v a="$m" -v b="$nat" 'BEGIN { printf "%.2fx", a / b }')
+		fi
+		[ $v = heaptrack ] && out+=$(printf ' %10s' "$cell") || out+=$(printf ' %8s' "$cell")
+	done
+	echo "$out"
+}
+other=$([ "$stat" = min ] && echo median || echo min)
 
 all_workloads=(loop64 loop64x2 mixed realloc python3 sqlite3)
 [ -n "$only" ] && IFS=, read -r -a all_workloads <<<"$only"
@@ -158,6 +177,7 @@ echo "wall time: $stat native seconds, then $stat of each variant's time / nativ
 echo
 printf '%-10s %10s %8s %8s %8s %10s\n' workload native shim default --all heaptrack
 sizes=()
+others=()
 for w in "${all_workloads[@]}"; do
 	if ! workload "$w"; then
 		printf '%-10s %10s %8s %8s %8s %10s\n' "$w" n/a n/a n/a n/a n/a
@@ -170,24 +190,17 @@ for w in "${all_workloads[@]}"; do
 			times[$v]+="$(run_variant "$v") "
 		done
 	done
-	nat=$(echo "${times[native]}" | median)
-	row=$(printf '%-10s %10s' "$w" "$nat")
-	for v in shim default all heaptrack; do
-		m=$(echo "${times[$v]}" | median)
-		if [ "$m" = n/a ] || [ "$nat" = n/a ]; then
-			case ${times[$v]} in *fail*) m=fail ;; esac
-			cell=$m
-		else
-			cell=$(awk -v a="$m" -v b="$nat" 'BEGIN { printf "%.2fx", a / b }')
-		fi
-		[ $v = heaptrack ] && row+=$(printf ' %10s' "$cell") || row+=$(printf ' %8s' "$cell")
-	done
-	echo "$row"
+	row "$stat" "$w"
+	others+=("$(row "$other" "$w")")
 	read -r tb ev zb 2>/dev/null <"$out/all.size" || { tb=""; ev=""; zb=""; }
 	hb=$(cat "$out/ht.size" 2>/dev/null || true)
 	sizes+=("$w ${tb:-n/a} ${ev:-n/a} ${zb:-n/a} ${hb:-n/a}")
 	unset times
 done
+
+echo
+echo "the same runs, $other:"
+for r in "${others[@]}"; do echo "$r"; done
 
 echo
 echo "trace size of the last run: allocprof --all (bytes, events, bytes/event, zstd -3 of it)"
