@@ -441,6 +441,112 @@ static void finish_children(const char *output, time_t since, bool quiet)
 	free(names);
 }
 
+/* What the vfork child of launch() needs, all prepared beforehand: it
+ * borrows our memory until execve, so it may not allocate. */
+struct launch {
+	const char *path;
+	char *const *argv;
+	char **sh_argv;		/* /bin/sh path args...: for a script without #! */
+	char **env;		/* holds cfg, which the child completes */
+	char *cfg;		/* room for "ALLOCPROF=<pid>" cfg_mid [<pid> out_suffix] */
+	const char *cfg_mid;
+	const char *out_suffix;	/* NULL: the output path holds no pid */
+	int sigpipe_default;
+	int err;		/* exec's errno, set by the child */
+};
+
+static void put_s(char **p, const char *s)
+{
+	while (*s)
+		*(*p)++ = *s++;
+}
+
+static void put_pid(char **p, long v)
+{
+	char d[24];
+	int n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*(*p)++ = d[--n];
+}
+
+/* Starts the program: vfork, not fork, whose copy of allocprof's page
+ * tables (and the copy-on-write faults after it) took 4 of the 12 ms of
+ * `record /bin/true` on this VM. The child writes its pid into the
+ * settings (the sampler's, and the default trace name), restores SIGPIPE
+ * (main() ignores it for allocprof's own output; the program must get it
+ * as allocprof did) and execs. Returns the pid, with L->err set if exec
+ * failed (the child has exited then), or -1. */
+static pid_t launch(struct launch *L)
+{
+	L->err = 0;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		long me = (long)getpid();
+		char *p = L->cfg;
+		put_s(&p, "ALLOCPROF=");
+		put_pid(&p, me);
+		put_s(&p, L->cfg_mid);
+		if (L->out_suffix) {
+			put_pid(&p, me);
+			put_s(&p, L->out_suffix);
+		}
+		*p = 0;
+		if (L->sigpipe_default)
+			signal(SIGPIPE, SIG_DFL);
+		execve(L->path, L->argv, L->env);
+		int e = errno;
+		if (e == ENOEXEC) /* what execvp and the shells do with a script without #! */
+			execve("/bin/sh", L->sh_argv, L->env);
+		L->err = e;
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The program's environment: ours, with the sampler first in LD_PRELOAD
+ * and the settings in one variable, ALLOCPROF (the string cfg, which
+ * launch() completes), in the places setenv would put them;
+ * ALLOCPROF_EXEC (the sampler's own, for exec'd images) dropped. */
+static char **program_env(const char *so, char *cfg)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = ap_xmalloc((n + 3) * sizeof(*env));
+	static char *preload;
+	const char *pre = getenv("LD_PRELOAD");
+	struct ap_buf lp = AP_BUF_INIT;
+	ap_buf_addf(&lp, "LD_PRELOAD=%s", so);
+	if (pre && *pre)
+		ap_buf_addf(&lp, ":%s", pre);
+	free(preload);
+	preload = ap_buf_detach(&lp, NULL);
+	size_t k = 0;
+	bool have_pre = false, have_cfg = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "LD_PRELOAD=", 11)) {
+			if (!have_pre)
+				env[k++] = preload;
+			have_pre = true;
+		} else if (!strncmp(environ[i], "ALLOCPROF=", 10)) {
+			if (!have_cfg)
+				env[k++] = cfg;
+			have_cfg = true;
+		} else if (strncmp(environ[i], "ALLOCPROF_EXEC=", 15)) {
+			env[k++] = environ[i];
+		}
+	}
+	if (!have_pre)
+		env[k++] = preload;
+	if (!have_cfg)
+		env[k++] = cfg;
+	env[k] = NULL;
+	return env;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { NULL, 512 * 1024, 64, false, false };
@@ -460,84 +566,80 @@ int cmd_record(int argc, char **argv)
 	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0)
 		return AP_EXIT_FAIL;
 
-	/* The child tells through this pipe (closed on exec) why exec failed. */
-	int sync[2];
-	if (pipe2(sync, O_CLOEXEC) < 0) {
-		ap_die_msg("pipe: %s", strerror(errno));
-		return AP_EXIT_FAIL;
-	}
 	struct sigaction sa, old[4];
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward_signal;
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 
+	/* The trace's path; the default name holds the program's pid, which
+	 * the vfork child fills in (launch_child). */
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), ".");
+	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+	struct ap_buf out_pre = AP_BUF_INIT, cfg_mid = AP_BUF_INIT;
+	if (o.output && o.output[0] == '/')
+		ap_buf_addstr(&out_pre, o.output);
+	else if (o.output)
+		ap_buf_addf(&out_pre, "%s/%s", cwd, o.output);
+	else
+		ap_buf_addf(&out_pre, "%s/allocprof.%s.", cwd, bn);
+	if (o.output)
+		unlink(out_pre.buf); /* a stale trace must not pass for this run's */
+	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
+	ap_buf_addf(&cfg_mid, ":%llu:%u:%d:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
+		    o.no_children ? 1 : 0, out_pre.buf);
+	struct launch L = {
+		.path = path,
+		.argv = argv + first,
+		.cfg_mid = cfg_mid.buf,
+		.out_suffix = o.output ? NULL : ".trace",
+		.sigpipe_default = !ap_sigpipe_ignored,
+	};
+	L.cfg = ap_xmalloc(cfg_mid.len + 64);
+	L.env = program_env(so, L.cfg);
+	int nargs = argc - first;
+	L.sh_argv = ap_xmalloc(((size_t)nargs + 2) * sizeof(*L.sh_argv));
+	L.sh_argv[0] = (char *)"/bin/sh";
+	L.sh_argv[1] = (char *)path;
+	for (int i = 1; i <= nargs; i++)
+		L.sh_argv[i + 1] = argv[first + i];
+
 	fflush(NULL);
 	time_t start = time(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		ap_die_msg("fork: %s", strerror(errno));
+	pid_t pid = launch(&L);
+	int e = L.err;
+	free(L.sh_argv);
+	free(L.env);
+	free(L.cfg);
+	ap_buf_release(&cfg_mid);
+	if (pid < 0 || e) {
+		ap_die_msg("%s: %s", prog, strerror(pid < 0 ? errno : e));
+		ap_buf_release(&out_pre);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
 		return AP_EXIT_FAIL;
 	}
-	/* The default name holds the program's pid: both sides compute it. */
-	char output[PATH_MAX + 64];
-	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
-	pid_t target = pid ? pid : getpid();
+	child_pid = pid;
+	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+		sigaction(forwarded[i], &sa, &old[i]);
+	char output[PATH_MAX + 64], abs_out[PATH_MAX * 2 + 64];
 	if (o.output)
 		snprintf(output, sizeof(output), "%s", o.output);
 	else
-		snprintf(output, sizeof(output), "allocprof.%s.%d.trace", bn, (int)target);
-	char abs_out[PATH_MAX * 2 + 64];
-	if (output[0] != '/') {
-		char cwd[PATH_MAX];
-		if (!getcwd(cwd, sizeof(cwd)))
-			snprintf(cwd, sizeof(cwd), ".");
-		snprintf(abs_out, sizeof(abs_out), "%s/%s", cwd, output);
-	} else {
-		snprintf(abs_out, sizeof(abs_out), "%s", output);
-	}
-
-	if (pid == 0) {
-		close(sync[0]);
-		unlink(abs_out); /* a stale trace must not pass for this run's */
-		const char *pre = getenv("LD_PRELOAD");
-		struct ap_buf lp = AP_BUF_INIT;
-		ap_buf_addstr(&lp, so);
-		if (pre && *pre)
-			ap_buf_addf(&lp, ":%s", pre);
-		setenv("LD_PRELOAD", lp.buf, 1);
-		/* one variable for all settings (sampler/README.md): the
-		 * program's environment grows as little as it can */
-		struct ap_buf cfgv = AP_BUF_INIT;
-		ap_buf_addf(&cfgv, "%llu:%llu:%u:%d:%s", (unsigned long long)getpid(),
-			    (unsigned long long)o.rate, (unsigned)o.max_depth,
-			    o.no_children ? 1 : 0, abs_out);
-		setenv("ALLOCPROF", cfgv.buf, 1);
-		unsetenv("ALLOCPROF_EXEC");
-		execv(path, argv + first);
-		int e = errno;
-		ap_die_msg("%s: %s", prog, strerror(e));
-		if (write(sync[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	child_pid = pid;
-	close(sync[1]);
-	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-		sigaction(forwarded[i], &sa, &old[i]);
-	int exec_err = 0;
-	ssize_t got;
-	while ((got = read(sync[0], &exec_err, sizeof(exec_err))) < 0 && errno == EINTR)
-		;
-	close(sync[0]);
+		snprintf(output, sizeof(output), "allocprof.%s.%d.trace", bn, (int)pid);
+	if (o.output)
+		snprintf(abs_out, sizeof(abs_out), "%s", out_pre.buf);
+	else
+		snprintf(abs_out, sizeof(abs_out), "%s%d.trace", out_pre.buf, (int)pid);
+	ap_buf_release(&out_pre);
 	int status;
 	struct ap_compact_stream *stream = NULL;
-	if (wait_program(pid, &status, got ? NULL : abs_out, &stream) < 0)
+	if (wait_program(pid, &status, abs_out, &stream) < 0)
 		return AP_EXIT_FAIL;
 	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
-	if (got == (ssize_t)sizeof(exec_err))
-		return AP_EXIT_FAIL; /* could not exec: the child said why */
 
 	finish_trace(output, "wrote", o.quiet, stream);
 	finish_children(output, start, o.quiet);

@@ -27,6 +27,10 @@ void ap_print_error(const struct ap_error *err);
 int ap_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* SIGPIPE was ignored when allocprof started (main() ignores it for its
+ * own output; `record` gives the program the disposition found). */
+extern int ap_sigpipe_ignored;
+
 /* True when `fd` is a terminal and progress may be drawn on stderr. */
 int ap_progress_wanted(void);
 

@@ -17,6 +17,8 @@
 
 #include "commands.h"
 
+int ap_sigpipe_ignored;
+
 struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -171,6 +173,9 @@ int main(int argc, char **argv)
 {
 	/* A closed pipe must not kill us with SIGPIPE in the middle of output;
 	 * write errors are checked at the end instead. */
+	struct sigaction pipe_was;
+	ap_sigpipe_ignored = sigaction(SIGPIPE, NULL, &pipe_was) == 0 &&
+			     pipe_was.sa_handler == SIG_IGN;
 	signal(SIGPIPE, SIG_IGN);
 
 	if (argc < 2) {

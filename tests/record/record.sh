@@ -270,6 +270,26 @@ errors)
 	expect_eq "script: its own options" "$(cat s.out)" "args: -o --all x"
 	grep -q '^allocprof: wrote s.trace (' s.err || fail "script: summary: $(cat s.err)"
 
+	# a script without #! runs under /bin/sh, as the shells and execvp do
+	printf 'echo "no shebang: $*"\nexit 3\n' >noshebang.sh
+	chmod 755 noshebang.sh
+	"$ALLOCPROF" record -q -o ns.trace ./noshebang.sh x y >ns.out 2>ns.err
+	expect_eq "script without #!: exit status" $? 3
+	expect_eq "script without #!: output" "$(cat ns.out)" "no shebang: x y"
+
+	# SIGPIPE reaches the program as it reached allocprof (which ignores it
+	# for its own output): default, a reader that goes away kills `yes`
+	# (141); ignored, yes sees EPIPE and exits 1, as without record
+	for how in default ignored; do
+		[ $how = ignored ] && trap '' PIPE
+		yes | head -n 1 >/dev/null
+		want=${PIPESTATUS[0]}
+		"$ALLOCPROF" record -q -o yes.trace yes 2>/dev/null | head -n 1 >/dev/null
+		got=${PIPESTATUS[0]}
+		trap - PIPE
+		expect_eq "SIGPIPE $how: yes's status under record" "$got" "$want"
+	done
+
 	# a program that clears LD_PRELOAD's effect (static-like): said plainly
 	"$ALLOCPROF" record -o gone.trace sh -c 'rm -f gone.trace; exit 0' >/dev/null 2>g.err
 	expect_eq "trace removed: exit status" $? 0
