@@ -573,7 +573,7 @@ int cmd_record(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 
 	/* The trace's path; the default name holds the program's pid, which
-	 * the vfork child fills in (launch_child). */
+	 * the vfork child fills in (launch). */
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), ".");
