@@ -507,23 +507,15 @@ static pid_t launch(struct launch *L)
 }
 
 /* The program's environment: ours, with the sampler first in LD_PRELOAD
- * and the settings in one variable, ALLOCPROF (the string cfg, which
- * launch() completes), in the places setenv would put them;
- * ALLOCPROF_EXEC (the sampler's own, for exec'd images) dropped. */
-static char **program_env(const char *so, char *cfg)
+ * (the string preload) and the settings in one variable, ALLOCPROF (the
+ * string cfg, which launch() completes), in the places setenv would put
+ * them; ALLOCPROF_EXEC (the sampler's own, for exec'd images) dropped. */
+static char **program_env(char *preload, char *cfg)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
 	char **env = ap_xmalloc((n + 3) * sizeof(*env));
-	static char *preload;
-	const char *pre = getenv("LD_PRELOAD");
-	struct ap_buf lp = AP_BUF_INIT;
-	ap_buf_addf(&lp, "LD_PRELOAD=%s", so);
-	if (pre && *pre)
-		ap_buf_addf(&lp, ":%s", pre);
-	free(preload);
-	preload = ap_buf_detach(&lp, NULL);
 	size_t k = 0;
 	bool have_pre = false, have_cfg = false;
 	for (size_t i = 0; i < n; i++) {
@@ -555,6 +547,8 @@ int cmd_record(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? AP_EXIT_OK : rc;
 	const char *prog = argv[first];
+	if (!*prog)
+		return ap_usage_error("record", "the program's name is empty");
 	char path[PATH_MAX], so[PATH_MAX];
 	if (find_program(prog, path, sizeof(path)) < 0) {
 		if (errno == ENOENT && !strchr(prog, '/'))
@@ -598,7 +592,10 @@ int cmd_record(int argc, char **argv)
 		.sigpipe_default = !ap_sigpipe_ignored,
 	};
 	L.cfg = ap_xmalloc(cfg_mid.len + 64);
-	L.env = program_env(so, L.cfg);
+	const char *pre = getenv("LD_PRELOAD");
+	struct ap_buf preload = AP_BUF_INIT;
+	ap_buf_addf(&preload, "LD_PRELOAD=%s%s%s", so, pre && *pre ? ":" : "", pre ? pre : "");
+	L.env = program_env(preload.buf, L.cfg);
 	int nargs = argc - first;
 	L.sh_argv = ap_xmalloc(((size_t)nargs + 2) * sizeof(*L.sh_argv));
 	L.sh_argv[0] = (char *)"/bin/sh";
@@ -613,6 +610,7 @@ int cmd_record(int argc, char **argv)
 	free(L.sh_argv);
 	free(L.env);
 	free(L.cfg);
+	ap_buf_release(&preload);
 	ap_buf_release(&cfg_mid);
 	if (pid < 0 || e) {
 		ap_die_msg("%s: %s", prog, strerror(pid < 0 ? errno : e));

@@ -259,6 +259,7 @@ errors)
 	fi
 	check_err "bad rate" 2 "^allocprof: record: --rate: 'lots' is not a size" --rate lots true
 	check_err "no program" 2 '^allocprof: record: no program to run' --all
+	check_err "empty program name" 2 "^allocprof: record: the program's name is empty" ''
 	check_err "unknown option" 2 "^allocprof: record: unknown option '--bogus'" --bogus true
 	check_err "bad depth" 2 "^allocprof: record: --max-depth: '0' is not a number" --max-depth 0 true
 
