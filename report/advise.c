@@ -127,7 +127,74 @@ static inline uint32_t amap_take(struct amap *m, uint64_t addr)
 	return v;
 }
 
+/* ---- where in the run: positions ---- */
+
+/* A point of the run, for ordering pool operations against cycles: `v`,
+ * the bytes allocated before it (weighted in a sampled trace, where a
+ * sampled allocation stands for the stretch of allocation it was drawn
+ * from and comes at the stretch's end), then `tb`, its place in the merged
+ * event stream (event i at i). Pool operations are replayed in this order;
+ * a cycle applies to the operations after it. Volume, not time, because a
+ * gogc cycle is made by allocation, and times are quantized (thousands of
+ * cycles can fall in one clock tick); and because the copies of a sample
+ * in the reconstruction are spread over the volume it stands for. */
+struct pos {
+	double v, tb;
+};
+
+static inline bool pos_lt(struct pos a, struct pos b)
+{
+	return a.v < b.v || (a.v == b.v && a.tb < b.tb);
+}
+
+static inline struct pos pos_minus(struct pos a, double dv)
+{
+	return (struct pos){ a.v - dv, a.tb };
+}
+
 /* ---- cycles ---- */
+
+struct cyc {
+	struct pos pos;
+	uint64_t cum;		/* cycles up to and including this one */
+};
+
+struct cycles {
+	struct cyc *c;
+	size_t n, alloc;
+	uint64_t count;
+};
+
+/* k cycles in a row at pos. Only two are kept: the second already empties
+ * the pool (primary and victim), so a third changes nothing but the count. */
+static void cycles_add(struct cycles *cs, struct pos pos, uint64_t k)
+{
+	uint64_t keep = k < 2 ? k : 2;
+	for (uint64_t j = 0; j < keep; j++) {
+		AP_ALLOC_GROW(cs->c, cs->n + 1, cs->alloc);
+		cs->c[cs->n].pos = pos;
+		cs->c[cs->n].cum = cs->count + (j + 1 == keep ? k : j + 1);
+		cs->n++;
+	}
+	cs->count += k;
+}
+
+/* Interval cycles: every D from the trace's start, each at the position
+ * before the first event later than it. */
+struct interval_clock {
+	uint64_t next, every;	/* every == 0: not interval mode */
+};
+
+/* The cycles due before an event at ts, placed at pos. */
+static inline void interval_before(struct interval_clock *ic, struct cycles *cs, uint64_t ts,
+				   struct pos pos)
+{
+	if (!ic->every || ts <= ic->next)
+		return;
+	uint64_t k = (ts - 1 - ic->next) / ic->every + 1;
+	cycles_add(cs, pos, k);
+	ic->next += k * ic->every;
+}
 
 static uint64_t trace_end(const struct ap_trace *t)
 {
@@ -140,22 +207,6 @@ static uint64_t trace_end(const struct ap_trace *t)
 static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
 {
 	return t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
-}
-
-/* ---- cycles: interval ---- */
-
-static uint64_t *interval_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-				 size_t *n)
-{
-	uint64_t *cyc = NULL;
-	size_t nc = 0, alloc = 0;
-	uint64_t end = trace_end(t);
-	for (uint64_t ts = t->start_ns + o->interval_ns; ts < end; ts += o->interval_ns) {
-		AP_ALLOC_GROW(cyc, nc + 1, alloc);
-		cyc[nc++] = ts;
-	}
-	*n = nc;
-	return cyc;
 }
 
 /* ---- size histogram ---- */
@@ -180,13 +231,65 @@ double size_bucket_value(unsigned idx)
 	return ldexp(1.0 + sub / 4.0, (int)b);
 }
 
+void size_hist_add(struct size_hist *h, uint64_t size, double w)
+{
+	unsigned b = size_bucket(size);
+	if (!h->w[b] || (double)size < h->lo[b])
+		h->lo[b] = (double)size;
+	h->w[b] += w;
+	h->total += w;
+	h->sum += w * (double)size;
+	if ((double)size > h->max)
+		h->max = (double)size;
+}
+
+double size_hist_quantile(const struct size_hist *h, double q)
+{
+	double acc = 0;
+	for (unsigned b = 0; b < SIZE_BUCKETS && h->total > 0; b++) {
+		acc += h->w[b];
+		if (h->w[b] > 0 && acc >= q * h->total)
+			return h->lo[b];
+	}
+	return 0;
+}
+
+/* ---- costs ---- */
+
+/* The cost model at one size, looked up again only when the size changes
+ * (a site's sizes repeat). */
+struct costc {
+	uint64_t size;
+	double mf, ft, pl;
+};
+
+static inline const struct costc *cost_at(const struct ap_cost_table *t, struct costc *c,
+					  uint64_t size)
+{
+	if (c->size != size) {
+		c->size = size;
+		c->mf = ap_cost_malloc_free(t, size);
+		c->ft = ap_cost_first_touch(t, size);
+		c->pl = ap_cost_pool(t, size);
+	}
+	return c;
+}
+
+static void costc_reset(struct costc *c)
+{
+	c->size = UINT64_MAX;
+}
+
 /* ---- replay ---- */
 
 struct site_run {		/* one site in one replay pass */
 	struct ap_pool *pool;
-	size_t nc;		/* next cycle to apply */
+	size_t nc;		/* cycle entries before the last operation */
 	bool active;
+	bool had_get;
+	uint64_t prev_get_cum;	/* cycles before the previous Get */
 	double scale;		/* sampled: estimated objects per replayed one */
+	struct costc get_c, grow_c;
 	struct ap_replay_result r;
 };
 
@@ -194,41 +297,26 @@ struct replay {
 	const struct ap_trace *t;
 	const struct ap_advise_options *o;
 	unsigned procs;
-	uint64_t *cyc;		/* cycle times; gogc: appended while matching */
-	size_t ncyc, cyc_alloc;
+	bool one_p;		/* every event on P 0 */
+	struct cycles cyc;	/* gogc: appended while matching */
 	uint64_t t_end;
+	double vol_end;		/* the volume clock at the end (struct pos) */
 	struct site_run *runs;
 	size_t nsites;
-	double mf[65], pl[65], ft[65];	/* costs by power of two of the size */
 	uint64_t ops;
 };
 
-static inline unsigned pow2_bucket(uint64_t size)
-{
-	return size ? 63 - (unsigned)__builtin_clzll(size) : 0;
-}
-
-static void costs_by_bucket(struct replay *rp)
-{
-	for (unsigned b = 0; b < 65; b++) {
-		uint64_t s = b >= 63 ? UINT64_MAX / 2 : (uint64_t)1 << b;
-		s += s / 2;
-		rp->mf[b] = ap_cost_malloc_free(rp->o->costs, s);
-		rp->pl[b] = ap_cost_pool(rp->o->costs, s);
-		rp->ft[b] = ap_cost_first_touch(rp->o->costs, s);
-	}
-}
-
-/* Applies the cycles before ts to the site's pool. An empty pool cannot
+/* Applies the cycles before pos to the site's pool. An empty pool cannot
  * change by a cycle, so it skips ahead at once. */
-static void catch_up_slow(struct replay *rp, struct site_run *s, uint64_t ts)
+static void catch_up_slow(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts)
 {
-	while (s->nc < rp->ncyc && rp->cyc[s->nc] < ts) {
+	const struct cyc *c = rp->cyc.c;
+	while (s->nc < rp->cyc.n && pos_lt(c[s->nc].pos, pos)) {
 		if (!ap_pool_held_objects(s->pool)) {
-			size_t lo = s->nc, hi = rp->ncyc;
+			size_t lo = s->nc, hi = rp->cyc.n;
 			while (lo < hi) {
 				size_t mid = lo + (hi - lo) / 2;
-				if (rp->cyc[mid] < ts)
+				if (pos_lt(c[mid].pos, pos))
 					lo = mid + 1;
 				else
 					hi = mid;
@@ -236,45 +324,56 @@ static void catch_up_slow(struct replay *rp, struct site_run *s, uint64_t ts)
 			s->nc = lo;
 			return;
 		}
-		ap_pool_cycle(s->pool, rp->cyc[s->nc]);
+		ap_pool_cycle(s->pool, ts);
 		s->nc++;
 	}
 }
 
-static inline void catch_up(struct replay *rp, struct site_run *s, uint64_t ts)
+static inline void catch_up(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts)
 {
-	if (__builtin_expect(s->nc < rp->ncyc, 0) && rp->cyc[s->nc] < ts)
-		catch_up_slow(rp, s, ts);
+	if (__builtin_expect(s->nc < rp->cyc.n, 0) && pos_lt(rp->cyc.c[s->nc].pos, pos))
+		catch_up_slow(rp, s, pos, ts);
 }
 
 /* The P of a CPU: cpu % procs, without a division in the usual case. */
 static inline unsigned cpu_p(const struct replay *rp, unsigned cpu)
 {
+	if (rp->one_p)
+		return 0;
 	return __builtin_expect(cpu < rp->procs, 1) ? cpu : cpu % rp->procs;
 }
 
 /* An allocation at the site: returns the object's capacity. (Gets, hits,
  * misses, Puts and drops are the pool's own counts: runs_finish.) */
-static inline uint64_t r_get(struct replay *rp, struct site_run *s, uint64_t ts,
+static inline uint64_t r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts,
 			     unsigned cpu, uint64_t size)
 {
-	catch_up(rp, s, ts);
+	catch_up(rp, s, pos, ts);
 	struct ap_replay_result *r = &s->r;
+	uint64_t cum = s->nc ? rp->cyc.c[s->nc - 1].cum : 0;
+	if (s->had_get) {
+		r->gaps++;
+		r->gap_cycles += (double)(cum - s->prev_get_cum);
+		if (cum - s->prev_get_cum >= 2)
+			r->far_gaps++;
+	}
+	s->had_get = true;
+	s->prev_get_cum = cum;
 	struct ap_pool_obj o;
-	unsigned b = pow2_bucket(size);
+	const struct costc *c = cost_at(rp->o->costs, &s->get_c, size);
 	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
 	if (src == AP_POOL_MISS) {
-		r->time_saved_ns -= rp->pl[b];
+		r->time_saved_ns -= c->pl;
 		return size;
 	}
 	if (o.cap >= size) {
 		r->allocs_avoided++;
 		r->alloc_bytes_avoided += (double)size;
-		r->time_saved_ns += rp->mf[b] + rp->ft[b] - rp->pl[b];
+		r->time_saved_ns += c->mf + c->ft - c->pl;
 		return o.cap;
 	}
 	r->small_hits++;
-	r->time_saved_ns -= rp->pl[b];
+	r->time_saved_ns -= c->pl;
 	return size;
 }
 
@@ -285,48 +384,128 @@ static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, 
 	if (size <= *cap) {
 		s->r.reallocs_avoided++;
 		s->r.realloc_bytes_avoided += (double)size;
-		s->r.time_saved_ns += rp->mf[pow2_bucket(size)];
+		s->r.time_saved_ns += cost_at(rp->o->costs, &s->grow_c, size)->mf;
 	} else {
 		*cap = size;
 	}
 }
 
-static inline void r_put(struct replay *rp, struct site_run *s, uint64_t ts,
+static inline void r_put(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts,
 			 unsigned cpu, uint64_t cap)
 {
-	catch_up(rp, s, ts);
+	catch_up(rp, s, pos, ts);
 	ap_pool_put(s->pool, cpu_p(rp, cpu), ts, 0, cap);
 }
 
 struct site_info {		/* facts gathered once */
 	struct site_facts f;
 	double births, alloc_objects, alloc_space;
+	double reallocs;	/* of the site's objects */
+	double life_cost;	/* their lives' cost through malloc (weighted sum) */
+	double life_space;	/* their lives' bytes: requests and reallocs (weighted) */
+	double seen_growing;	/* sampled: objects first seen in a realloc here */
+	uint64_t births_seen;	/* sampled: records started here, replayed or not */
 	uint64_t samples;
 	uint64_t first_ts, last_ts;
 	double life_sum, life_w;
+	struct costc birth_c, grow_c;
 };
 
+/* What an object's birth and growth cost through malloc. */
+static void info_birth(struct site_info *si, const struct ap_cost_table *costs, uint64_t size,
+		       double w)
+{
+	const struct costc *c = cost_at(costs, &si->birth_c, size);
+	si->life_cost += w * (c->mf + c->ft);
+	si->life_space += w * (double)size;
+	si->births += w;
+	size_hist_add(&si->f.req, size, w);
+}
+
+static void info_growth(struct site_info *si, const struct ap_cost_table *costs, uint64_t size,
+			double w)
+{
+	si->life_cost += w * cost_at(costs, &si->grow_c, size)->mf;
+	si->life_space += w * (double)size;
+	si->reallocs += w;
+}
+
+/* ---- growth across sites: (birth site, growth site) -> weight ---- */
+
+struct links {
+	struct amap m;		/* (birth + 1) << 32 | (growth + 1) -> index */
+	uint64_t *key;
+	double *w;
+	size_t n, alloc;
+};
+
+static void links_add(struct links *l, uint32_t birth, uint32_t growth, double w)
+{
+	uint64_t key = ((uint64_t)birth + 1) << 32 | ((uint64_t)growth + 1);
+	uint32_t k = amap_take(&l->m, key);
+	if (k == UINT32_MAX) {
+		if (l->n + 1 > l->alloc) {
+			l->alloc = l->alloc ? 2 * l->alloc : 16;
+			l->key = ap_xrealloc(l->key, l->alloc * sizeof(*l->key));
+			l->w = ap_xrealloc(l->w, l->alloc * sizeof(*l->w));
+		}
+		k = (uint32_t)l->n++;
+		l->key[k] = key;
+		l->w[k] = 0;
+	}
+	l->w[k] += w;
+	amap_put(&l->m, key, k);
+}
+
+/* For every site, the partner site of the heaviest link where it is the
+ * birth site (grows[]) and where it is the growth site (born[]);
+ * UINT32_MAX when it has none. */
+static void links_best(const struct links *l, size_t nsites, uint32_t *grows, uint32_t *born)
+{
+	double *gw = ap_xcalloc(nsites ? nsites : 1, sizeof(*gw));
+	double *bw = ap_xcalloc(nsites ? nsites : 1, sizeof(*bw));
+	for (size_t s = 0; s < nsites; s++)
+		grows[s] = born[s] = UINT32_MAX;
+	for (size_t i = 0; i < l->n; i++) {
+		uint32_t b = (uint32_t)(l->key[i] >> 32) - 1, g = (uint32_t)l->key[i] - 1;
+		if (l->w[i] > gw[b]) {
+			gw[b] = l->w[i];
+			grows[b] = g;
+		}
+		if (l->w[i] > bw[g]) {
+			bw[g] = l->w[i];
+			born[g] = b;
+		}
+	}
+	free(gw);
+	free(bw);
+}
 
 /* ---- sampled traces: the reconstruction ---- */
 
-/* A sampled object from its first sample on. */
+/* A sampled object from its first sample on. Positions are in the merged
+ * event stream (the clock cycles are placed on). */
 struct srec {
-	uint64_t birth, death, size;
+	uint64_t birth, death, size;	/* times */
+	struct pos bpos, dpos;
 	double w;
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
 	uint16_t cpu, dcpu;
 	bool freed;
 	bool last_sampled;	/* its latest block is a sample (w is that block's weight) */
+	bool seen_growing;	/* first seen in a realloc: its birth was not sampled */
 };
 
 struct sgrowth {
 	uint64_t ts, size;
+	struct pos pos;
 	uint32_t next;
 };
 
 enum { OP_GET, OP_GROW, OP_PUT };
 
 struct op {
+	struct pos pos;
 	uint64_t ts, size;
 	uint32_t obj, seq, site;
 	uint16_t cpu;
@@ -353,12 +532,13 @@ struct obj {
 	double w;		/* weight in live bytes (gogc cycles) */
 	uint64_t size;		/* its block's size */
 	uint64_t cap, birth;	/* exact replay */
+	uint64_t maxsize;	/* the largest size it reached */
 	uint32_t site;		/* UINT32_MAX: of no site */
 	uint32_t rec;		/* sampled: its record, or UINT32_MAX */
 };
 
 enum walk_mode {
-	W_CYCLES,		/* the gogc cycles only */
+	W_CYCLES,		/* the cycles only */
 	W_EXACT,		/* --all: replay every site event */
 	W_COLLECT,		/* sampled: collect the records of the reconstruction */
 };
@@ -368,17 +548,25 @@ struct walk {
 	const struct ap_trace *t;
 	const uint32_t *site_of_stack;	/* NULL: no sites (W_CYCLES) */
 	struct replay *rp;	/* cycles go to rp->cyc; W_EXACT replays its runs */
-	bool cycles;		/* compute the gogc cycles (rp->cyc empty) */
-	double gogc;
+	bool cycles;		/* compute the cycles (rp->cyc empty) */
+	double gogc;		/* 0: interval cycles */
+	uint64_t interval_ns;
 	/* First walk only (else NULL): the sites' shares and facts. */
 	struct site_info *info;
+	struct links *links;
 	struct ap_advice *a;
 	struct recon *rc;	/* W_COLLECT */
-	bool unsorted;		/* out: an event earlier than the one before */
 };
 
+static inline uint32_t event_site(const struct walk *w, const struct ap_event *e)
+{
+	return w->site_of_stack && e->stack < w->t->nstacks ? w->site_of_stack[e->stack]
+							     : UINT32_MAX;
+}
+
 /* Site events of an object, by mode. */
-static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_event *e)
+static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_event *e, struct pos pos,
+			     bool seen_growing)
 {
 	if (w->mode == W_EXACT) {
 		struct replay *rp = w->rp;
@@ -387,14 +575,13 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 		ob->cap = e->size;
 		struct site_run *s = &rp->runs[ob->site];
 		if (s->active)
-			ob->cap = r_get(rp, s, e->ts, e->cpu, e->size);
+			ob->cap = r_get(rp, s, pos, e->ts, e->cpu, e->size);
 		if (si) {
 			if (!si->samples)
 				si->first_ts = e->ts;
 			si->last_ts = e->ts;
 			si->samples++;
-			si->births += 1;
-			si->f.hist[size_bucket(e->size)] += 1;
+			info_birth(si, rp->o->costs, e->size, 1);
 		}
 		return;
 	}
@@ -405,19 +592,23 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 	}
 	struct recon *rc = w->rc;
 	AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
+	if (w->info)
+		w->info[ob->site].births_seen++;
 	struct srec *r = &rc->rec[rc->nrec];
-	*r = (struct srec){ .birth = e->ts, .size = e->size, .w = ev_weight(w->t, e),
+	*r = (struct srec){ .birth = e->ts, .bpos = pos, .size = e->size, .w = ev_weight(w->t, e),
 			    .site = ob->site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
-			    .cpu = e->cpu, .last_sampled = true };
+			    .cpu = e->cpu, .last_sampled = true, .seen_growing = seen_growing };
 	ob->rec = (uint32_t)rc->nrec++;
 }
 
-static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_event *e)
+static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_event *e, struct pos pos)
 {
 	if (w->mode == W_EXACT) {
 		struct site_run *s = &w->rp->runs[ob->site];
 		if (s->active)
 			r_grow(w->rp, s, e->size, &ob->cap);
+		if (w->info)
+			info_growth(&w->info[ob->site], w->rp->o->costs, e->size, 1);
 		return;
 	}
 	if (ob->rec == UINT32_MAX)
@@ -428,7 +619,7 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 	if (r->last_sampled)
 		r->w = ev_weight(w->t, e);
 	AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
-	rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, UINT32_MAX };
+	rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, pos, UINT32_MAX };
 	if (r->gtail == UINT32_MAX)
 		r->ghead = (uint32_t)rc->ng;
 	else
@@ -436,15 +627,17 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 	r->gtail = (uint32_t)rc->ng++;
 }
 
-static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event *e)
+static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event *e, struct pos pos)
 {
 	if (w->mode == W_EXACT) {
 		struct site_run *s = &w->rp->runs[ob->site];
 		if (s->active)
-			r_put(w->rp, s, e->ts, e->cpu, ob->cap);
+			r_put(w->rp, s, pos, e->ts, e->cpu, ob->cap);
 		if (w->info) {
-			w->info[ob->site].life_sum += (double)(e->ts - ob->birth);
-			w->info[ob->site].life_w += 1;
+			struct site_info *si = &w->info[ob->site];
+			si->life_sum += (double)(e->ts - ob->birth);
+			si->life_w += 1;
+			size_hist_add(&si->f.cap, ob->maxsize, 1);
 		}
 		return;
 	}
@@ -453,22 +646,26 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	struct srec *r = &w->rc->rec[ob->rec];
 	r->freed = true;
 	r->death = e->ts;
+	r->dpos = pos;
 	r->dcpu = e->cpu;
 	if (!r->last_sampled)
 		return;		/* not replayed (recon_build) */
-	w->info[r->site].life_sum += r->w * (double)(e->ts - r->birth);
-	w->info[r->site].life_w += r->w;
+	struct site_info *si = &w->info[r->site];
+	si->life_sum += r->w * (double)(e->ts - r->birth);
+	si->life_w += r->w;
+	size_hist_add(&si->f.cap, ob->maxsize, r->w);
 }
 
 /* One pass over the trace in order: matches every FREE and realloc to its
  * object by address (an ALLOC starts an object, unless it is the ALLOC
  * half of a realloc whose FREE half just ended a tracked one: then it
  * continues that object), and hands each object's birth, growths and free
- * to the mode. On the way: the gogc cycles from the weighted live bytes
- * (a cycle found at an event applies to pool operations after its time,
- * so the replay of a trace in time order can run in the same pass), and
- * with `info` the sites' shares of allocation (pprof's way: each sampled
- * allocation, reallocs included, at the site of its own stack). */
+ * to the mode, each at its position (struct pos). On the
+ * way: the cycles (gogc from the weighted live bytes, right after the
+ * allocation that reaches the goal; interval before the first event past
+ * each time), and with `info` the sites' shares of allocation (pprof's
+ * way: each sampled allocation, reallocs included, at the site of its own
+ * stack) and the links between birth and growth sites. */
 static void walk_events(struct walk *w)
 {
 	const struct ap_trace *t = w->t;
@@ -485,12 +682,15 @@ static void walk_events(struct walk *w)
 	double live = 0, live_at_cycle = 0, since = 0;
 	const double floor4m = 4.0 * 1024 * 1024;
 	double goal = floor4m;
-	uint64_t prev_ts = 0;
-	bool unsorted = false;
+	struct interval_clock ic = { 0, 0 };
+	if (w->cycles && !w->gogc)
+		ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
+	double vol = 0;		/* bytes allocated before this event (weighted) */
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
-		unsorted |= e->ts < prev_ts;
-		prev_ts = e->ts;
+		struct pos pos = { vol, (double)i };
+		if (w->cycles)
+			interval_before(&ic, &rp->cyc, e->ts, (struct pos){ vol, (double)i - 0.5 });
 		if (e->type == AP_EV_FREE) {
 			uint32_t k = amap_take(&m, e->addr);
 			if (k == UINT32_MAX)
@@ -503,7 +703,7 @@ static void walk_events(struct walk *w)
 			}
 			freel[nfree++] = k;
 			if (ob->site != UINT32_MAX)
-				obj_put(w, ob, e);
+				obj_put(w, ob, e, pos);
 			continue;
 		}
 		if (e->type != AP_EV_ALLOC)
@@ -511,11 +711,12 @@ static void walk_events(struct walk *w)
 		uint32_t k = pending[e->thread];
 		pending[e->thread] = UINT32_MAX;
 		double wt = 0;
-		uint32_t site = w->site_of_stack && e->stack < t->nstacks ?
-					w->site_of_stack[e->stack] : UINT32_MAX;
+		uint32_t site = event_site(w, e);
 		if (e->flags & AP_EVF_SAMPLED) {
 			wt = ev_weight(t, e);
 			since += wt * (double)e->size;
+			vol += wt * (double)e->size;
+			pos.v = vol;
 			if (w->info) {
 				w->a->total_alloc_objects += wt;
 				w->a->total_alloc_space += wt * (double)e->size;
@@ -531,8 +732,13 @@ static void walk_events(struct walk *w)
 			ob = &objs[k];
 			if (!(e->flags & AP_EVF_SAMPLED))
 				wt = ob->w;
-			if (ob->site != UINT32_MAX)
-				obj_grow(w, ob, e);
+			if (e->size > ob->maxsize)
+				ob->maxsize = e->size;
+			if (ob->site != UINT32_MAX) {
+				obj_grow(w, ob, e, pos);
+				if (w->links && site != UINT32_MAX && site != ob->site)
+					links_add(w->links, ob->site, site, wt);
+			}
 		} else {
 			if (nfree) {
 				k = freel[--nfree];
@@ -546,16 +752,16 @@ static void walk_events(struct walk *w)
 			}
 			ob = &objs[k];
 			ob->site = site;
+			ob->maxsize = e->size;
 			if (site != UINT32_MAX)
-				obj_birth(w, ob, e);
+				obj_birth(w, ob, e, pos, (e->flags & AP_EVF_REALLOC) != 0);
 		}
 		ob->w = wt;
 		ob->size = e->size;
 		live += wt * (double)e->size;
 		amap_put(&m, e->addr, k);
-		if (w->cycles && live_at_cycle + since >= goal) {
-			AP_ALLOC_GROW(rp->cyc, rp->ncyc + 1, rp->cyc_alloc);
-			rp->cyc[rp->ncyc++] = e->ts;
+		if (w->cycles && w->gogc && live_at_cycle + since >= goal) {
+			cycles_add(&rp->cyc, (struct pos){ vol, (double)i + 0.5 }, 1);
 			live_at_cycle = live;
 			since = 0;
 			goal = live_at_cycle * w->gogc;
@@ -563,6 +769,9 @@ static void walk_events(struct walk *w)
 				goal = floor4m;
 		}
 	}
+	if (w->cycles)
+		interval_before(&ic, &rp->cyc, rp->t_end, (struct pos){ vol, (double)t->nev - 0.5 });
+	rp->vol_end = vol;
 	/* The objects still live at the end escape. */
 	if (w->mode == W_EXACT)
 		for (size_t j = 0; j < m.cap; j++) {
@@ -572,24 +781,35 @@ static void walk_events(struct walk *w)
 			if (site != UINT32_MAX && rp->runs[site].active)
 				rp->runs[site].r.escaped++;
 		}
-	w->unsorted = unsorted;
 	free(objs);
 	free(pending);
 	free(freel);
 	amap_release(&m);
 }
 
-uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-			   size_t *n)
+static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
 {
-	if (o->gc_mode == AP_GC_INTERVAL)
-		return interval_cycles(t, o, n);
-	struct replay rp = { .t = t, .o = o };
-	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp, .cycles = true,
-			  .gogc = 1.0 + (double)o->gogc / 100.0 };
+	w->cycles = true;
+	if (o->gc_mode == AP_GC_GOGC)
+		w->gogc = 1.0 + (double)o->gogc / 100.0;
+	else
+		w->interval_ns = o->interval_ns;
+}
+
+double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+			 size_t *n, uint64_t *count)
+{
+	struct replay rp = { .t = t, .o = o, .t_end = trace_end(t) };
+	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp };
+	walk_cycles_init(&w, o);
 	walk_events(&w);
-	*n = rp.ncyc;
-	return rp.cyc;
+	double *pos = ap_xmalloc((rp.cyc.n ? rp.cyc.n : 1) * sizeof(*pos));
+	for (size_t i = 0; i < rp.cyc.n; i++)
+		pos[i] = rp.cyc.c[i].pos.tb;
+	*n = rp.cyc.n;
+	*count = rp.cyc.count;
+	free(rp.cyc.c);
+	return pos;
 }
 
 /* Objects replayed per site at most; a site over it replays its first
@@ -604,30 +824,39 @@ static uint64_t rng_next(uint64_t *s)
 	return *s * 2685821657736338717ull;
 }
 
-static void add_op(struct recon *rc, uint64_t ts, uint64_t size, uint32_t obj,
+static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
 		   uint32_t site, uint16_t cpu, uint8_t type)
 {
 	AP_ALLOC_GROW(rc->ops, rc->nops + 1, rc->ops_alloc);
-	rc->ops[rc->nops] = (struct op){ ts, size, obj, (uint32_t)rc->nops, site, cpu, type };
+	rc->ops[rc->nops] = (struct op){ pos, ts, size, obj, (uint32_t)rc->nops, site, cpu, type };
 	rc->nops++;
 }
 
 static int op_cmp(const void *a, const void *b)
 {
 	const struct op *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
+	if (pos_lt(x->pos, y->pos))
+		return -1;
+	if (pos_lt(y->pos, x->pos))
+		return 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Makes the copies of every sampled object and sorts their operations. */
+/* Makes the copies of every sampled object and sorts their operations.
+ * The copies of a sample are spread evenly over the stretch of the stream
+ * (and of time) since the site's previous sample, the last at the sample
+ * itself, so that the site's requests keep their rate against the cycles
+ * and every copy its lifetime. */
 static void recon_build(struct recon *rc, struct replay *rp, struct site_info *info,
 			uint64_t seed)
 {
 	size_t ns = rp->nsites;
+	const struct ap_cost_table *costs = rp->o->costs;
 	double *ksum = ap_xcalloc(ns, sizeof(*ksum));
 	double *kdone = ap_xcalloc(ns, sizeof(*kdone));
 	uint64_t *prev = ap_xcalloc(ns, sizeof(*prev));
+	double *prevp = ap_xcalloc(ns, sizeof(*prevp));
+	double *firstp = ap_xcalloc(ns, sizeof(*firstp)), *lastp = ap_xcalloc(ns, sizeof(*lastp));
 	bool *seen = ap_xcalloc(ns, sizeof(*seen));
 	uint64_t rs = seed * 0x9e3779b97f4a7c15ull + 0x1234567;
 	uint64_t dur = rp->t_end > rp->t->start_ns ? rp->t_end - rp->t->start_ns : 1;
@@ -646,12 +875,18 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			r->k = 1;
 		ksum[r->site] += r->k;
 		struct site_info *si = &info[r->site];
-		if (!si->samples)
+		if (!si->samples) {
 			si->first_ts = r->birth;
+			firstp[r->site] = r->bpos.v;
+		}
 		si->last_ts = r->birth;
+		lastp[r->site] = r->bpos.v;
 		si->samples++;
-		si->births += r->w;
-		si->f.hist[size_bucket(r->size)] += r->w;
+		info_birth(si, costs, r->size, r->w);
+		for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
+			info_growth(si, costs, rc->g[g].size, r->w);
+		if (r->seen_growing)
+			si->seen_growing += r->w;
 	}
 	for (size_t i = 0; i < rc->nrec; i++) {
 		struct srec *r = &rc->rec[i];
@@ -660,25 +895,36 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			continue;
 		struct site_info *si = &info[s];
 		uint64_t gap;
-		if (seen[s])
+		double gapp;
+		if (seen[s]) {
 			gap = r->birth - prev[s];
-		else if (si->samples > 1)
+			gapp = r->bpos.v - prevp[s];
+		} else if (si->samples > 1) {
 			gap = (si->last_ts - si->first_ts) / (si->samples - 1);
-		else
+			gapp = (lastp[s] - firstp[s]) / (double)(si->samples - 1);
+		} else {
 			gap = (uint64_t)((double)dur / r->w);
+			gapp = rp->vol_end / r->w;
+		}
 		seen[s] = true;
 		prev[s] = r->birth;
+		prevp[s] = r->bpos.v;
 		kdone[s] += r->k;
 		for (uint32_t j = 0; j < r->k; j++) {
-			uint64_t off = (uint64_t)((double)gap * (double)(r->k - 1 - j) / r->k);
+			double frac = (double)(r->k - 1 - j) / r->k;
+			uint64_t off = (uint64_t)((double)gap * frac);
+			double offp = gapp * frac;
 			if (off > r->birth)
 				off = r->birth;
+			if (offp > r->bpos.v)
+				offp = r->bpos.v;
 			uint32_t obj = (uint32_t)rc->nclones++;
-			add_op(rc, r->birth - off, r->size, obj, s, r->cpu, OP_GET);
+			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, r->cpu, OP_GET);
 			for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
-				add_op(rc, rc->g[g].ts - off, rc->g[g].size, obj, s, 0, OP_GROW);
+				add_op(rc, pos_minus(rc->g[g].pos, offp), rc->g[g].ts - off, rc->g[g].size, obj, s, 0,
+				       OP_GROW);
 			if (r->freed)
-				add_op(rc, r->death - off, 0, obj, s, r->dcpu, OP_PUT);
+				add_op(rc, pos_minus(r->dpos, offp), r->death - off, 0, obj, s, r->dcpu, OP_PUT);
 			else
 				rc->escaped[s]++;
 		}
@@ -690,6 +936,9 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 	free(ksum);
 	free(kdone);
 	free(prev);
+	free(prevp);
+	free(firstp);
+	free(lastp);
 	free(seen);
 }
 
@@ -701,11 +950,11 @@ static void pass_recon(struct replay *rp, struct recon *rc)
 		if (!s->active)
 			continue;
 		if (op->type == OP_GET)
-			rc->cap[op->obj] = r_get(rp, s, op->ts, op->cpu, op->size);
+			rc->cap[op->obj] = r_get(rp, s, op->pos, op->ts, op->cpu, op->size);
 		else if (op->type == OP_GROW)
 			r_grow(rp, s, op->size, &rc->cap[op->obj]);
 		else
-			r_put(rp, s, op->ts, op->cpu, rc->cap[op->obj]);
+			r_put(rp, s, op->pos, op->ts, op->cpu, rc->cap[op->obj]);
 	}
 	for (size_t s = 0; s < rp->nsites; s++)
 		if (rp->runs[s].active)
@@ -730,6 +979,7 @@ static void scale_result(struct ap_replay_result *r, double k)
 		&r->alloc_bytes_avoided, &r->reallocs, &r->reallocs_avoided,
 		&r->realloc_bytes_avoided, &r->escaped, &r->puts, &r->dropped_cap,
 		&r->lost_cycle, &r->lost_pchange, &r->time_saved_ns,
+		&r->gaps, &r->gap_cycles, &r->far_gaps,
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(counts); i++)
 		*counts[i] *= k;
@@ -746,6 +996,10 @@ static void runs_reset(struct replay *rp, const uint64_t *caps)
 		memset(&run->r, 0, sizeof(run->r));
 		run->scale = scale;
 		run->nc = 0;
+		run->had_get = false;
+		run->prev_get_cum = 0;
+		costc_reset(&run->get_c);
+		costc_reset(&run->grow_c);
 		if (run->active)
 			ap_pool_reset(run->pool, rp->procs, caps[s]);
 	}
@@ -780,42 +1034,27 @@ static void runs_finish(struct replay *rp)
 	}
 }
 
-/* The first replay. --all: matching, gogc cycles, shares, facts and the
- * replay in one pass over the trace; if its events are not in time order
- * (then a cycle found later may apply to an earlier event), the cycles
- * are computed first and the replay redone. Sampled: one pass collects
- * the reconstruction (and cycles, shares, facts), then its replay. */
+/* The first replay. --all: matching, cycles, shares, facts and the replay
+ * in one pass over the trace (a cycle found at an event applies to the
+ * operations after it, which come later in the same pass). Sampled: one
+ * pass collects the reconstruction (and cycles, shares, facts), then its
+ * replay. */
 static void first_replay(struct replay *rp, const struct ap_site_map *m, struct site_info *info,
-			 struct ap_advice *a, struct recon *rc, const uint64_t *caps)
+			 struct links *links, struct ap_advice *a, struct recon *rc,
+			 const uint64_t *caps)
 {
-	const struct ap_trace *t = rp->t;
-	const struct ap_advise_options *o = rp->o;
-	bool gogc = o->gc_mode == AP_GC_GOGC;
-	if (!gogc)
-		rp->cyc = interval_cycles(t, o, &rp->ncyc);
-	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = t,
-			  .site_of_stack = m->site_of_stack, .rp = rp, .cycles = gogc,
-			  .gogc = 1.0 + (double)o->gogc / 100.0, .info = info, .a = a, .rc = rc };
+	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = rp->t,
+			  .site_of_stack = m->site_of_stack, .rp = rp, .info = info,
+			  .links = links, .a = a, .rc = rc };
+	walk_cycles_init(&w, rp->o);
+	for (size_t s = 0; s < m->nsites; s++) {
+		costc_reset(&info[s].birth_c);
+		costc_reset(&info[s].grow_c);
+	}
 	runs_reset(rp, caps);
 	walk_events(&w);
-	if (!a->sampled && gogc && w.unsorted) {
-		memset(info, 0, m->nsites * sizeof(*info));
-		a->total_alloc_objects = a->total_alloc_space = 0;
-		rp->ncyc = 0;
-		rp->ops = 0;
-		w.mode = W_CYCLES;
-		w.info = NULL;
-		w.site_of_stack = NULL;
-		walk_events(&w);
-		w.mode = W_EXACT;
-		w.info = info;
-		w.site_of_stack = m->site_of_stack;
-		w.cycles = false;
-		runs_reset(rp, caps);
-		walk_events(&w);
-	}
 	if (a->sampled) {
-		recon_build(rc, rp, info, o->seed);
+		recon_build(rc, rp, info, rp->o->seed);
 		pass_recon(rp, rc);
 	}
 	runs_finish(rp);
@@ -836,6 +1075,35 @@ static void next_replay(struct replay *rp, const struct ap_site_map *m, struct r
 	runs_finish(rp);
 }
 
+/* A site's facts into its public description. */
+static void describe_site(struct ap_advise_site *site, const struct site_info *si,
+			  const struct ap_advice *a, const struct ap_cost_table *costs)
+{
+	const struct size_hist *req = &si->f.req, *cap = &si->f.cap;
+	site->alloc_objects = si->alloc_objects;
+	site->alloc_space = si->alloc_space;
+	site->share = a->total_alloc_space > 0 ? si->alloc_space / a->total_alloc_space : 0;
+	site->life_share = a->total_alloc_space > 0 ? si->life_space / a->total_alloc_space : 0;
+	site->samples = si->samples;
+	site->rel_error = a->sampled && si->samples ? 1.0 / sqrt((double)si->samples) : 0;
+	site->mean_gap_ns = site->r.gets > 1.5 && si->samples > 1 ?
+		(double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
+	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
+	site->mean_size = req->total > 0 ? req->sum / req->total : 0;
+	site->p50_size = size_hist_quantile(req, 0.5);
+	site->p90_size = size_hist_quantile(req, 0.9);
+	site->max_size = req->max;
+	site->p50_cap = size_hist_quantile(cap, 0.5);
+	site->p90_cap = size_hist_quantile(cap, 0.9);
+	site->max_cap = cap->max;
+	site->reallocs_per_object = si->births > 0 ? si->reallocs / si->births : 0;
+	site->life_cost_ns = si->births > 0 ? si->life_cost / si->births : 0;
+	double c = site->p50_cap > 0 ? site->p50_cap : site->p50_size;
+	site->pool_cost_ns = ap_cost_pool(costs, (uint64_t)c);
+	site->seen_growing = si->seen_growing;
+	site->births_seen = si->births_seen;
+}
+
 struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
 				const struct ap_advise_options *o, struct ap_error *err)
 {
@@ -846,16 +1114,17 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	struct ap_advice *a = ap_xcalloc(1, sizeof(*a));
 	a->rate = t->rate;
 	a->sampled = t->rate > 1;
-	a->procs = o->procs ? o->procs : (unsigned)(t->cpus ? t->cpus : 1);
+	a->procs = o->procs ? o->procs : (unsigned)(t->cpus && t->cpus <= 4096 ? t->cpus : 1);
+	a->one_p = t->nthreads <= 1;
 	a->gc_mode = o->gc_mode;
 	a->gogc = o->gogc;
 	a->interval_ns = o->interval_ns;
 	a->events = t->nev;
 
-	struct replay rp = { .t = t, .o = o, .procs = a->procs, .nsites = m->nsites };
+	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
+			     .nsites = m->nsites };
 	rp.t_end = trace_end(t);
 	a->duration_ns = rp.t_end > t->start_ns ? rp.t_end - t->start_ns : 0;
-	costs_by_bucket(&rp);
 
 	size_t ns = m->nsites;
 	struct site_info *info = ap_xcalloc(ns ? ns : 1, sizeof(*info));
@@ -868,42 +1137,23 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	}
 
 	struct recon rc = { 0 };
-	first_replay(&rp, m, info, a, a->sampled ? &rc : NULL, caps);
-	a->cycles = rp.ncyc;
-	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.ncyc + 1);
+	struct links links = { 0 };
+	amap_init(&links.m);
+	first_replay(&rp, m, info, &links, a, a->sampled ? &rc : NULL, caps);
+	a->cycles = rp.cyc.count;
+	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.cyc.count + 1);
+	uint32_t *grows = ap_xmalloc((ns ? ns : 1) * sizeof(*grows));
+	uint32_t *born = ap_xmalloc((ns ? ns : 1) * sizeof(*born));
+	links_best(&links, ns, grows, born);
 
 	a->sites = ap_xcalloc(ns ? ns : 1, sizeof(*a->sites));
 	for (size_t s = 0; s < ns; s++) {
 		struct ap_advise_site *site = &a->sites[s];
-		struct site_info *si = &info[s];
 		site->r = rp.runs[s].r;
-		site->alloc_objects = si->alloc_objects;
-		site->alloc_space = si->alloc_space;
-		site->share = a->total_alloc_space > 0 ? si->alloc_space / a->total_alloc_space : 0;
-		site->samples = si->samples;
-		site->rel_error = a->sampled && si->samples ? 1.0 / sqrt((double)si->samples) : 0;
-		site->mean_gap_ns = site->r.gets > 1 ? (double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
-		site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
-		double tot = 0, acc = 0, sum = 0, max = 0;
-		for (unsigned b = 0; b < SIZE_BUCKETS; b++) {
-			tot += si->f.hist[b];
-			sum += si->f.hist[b] * size_bucket_value(b);
-			if (si->f.hist[b] > 0)
-				max = size_bucket_value(b);
-		}
-		for (unsigned b = 0; b < SIZE_BUCKETS && tot > 0; b++) {
-			double before = acc;
-			acc += si->f.hist[b];
-			if (before < 0.5 * tot && acc >= 0.5 * tot)
-				site->p50_size = size_bucket_value(b);
-			if (before < 0.9 * tot && acc >= 0.9 * tot)
-				site->p90_size = size_bucket_value(b);
-		}
-		site->mean_size = tot > 0 ? sum / tot : 0;
-		site->max_size = max;
+		describe_site(site, &info[s], a, o->costs);
 		/* A cap to evaluate: the one asked for, or one found when the
 		 * capacities are skewed. */
-		uint64_t cap = o->max_keep ? o->max_keep : advise_pick_cap(&si->f, site->r.gets);
+		uint64_t cap = o->max_keep ? o->max_keep : advise_pick_cap(&info[s].f, site->r.gets);
 		caps[s] = cap;
 		rp.runs[s].active = cap && site->r.gets > 0;
 		site->cap = cap;
@@ -934,6 +1184,10 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->function = ap_xstrdup(m->function[s] ? m->function[s] : m->name[s]);
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
 		site->line = m->line[s];
+		if (grows[s] != UINT32_MAX)
+			site->grows_at = ap_xstrdup(m->name[grows[s]]);
+		if (born[s] != UINT32_MAX)
+			site->born_at = ap_xstrdup(m->name[born[s]]);
 		advise_judge(a, site, &info[s].f, o);
 		a->sites[kept++] = *site;
 	}
@@ -944,10 +1198,15 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		recon_release(&rc);
 	for (size_t s = 0; s < ns; s++)
 		ap_pool_free(rp.runs[s].pool);
+	amap_release(&links.m);
+	free(links.key);
+	free(links.w);
+	free(grows);
+	free(born);
 	free(rp.runs);
 	free(caps);
 	free(info);
-	free(rp.cyc);
+	free(rp.cyc.c);
 	return a;
 }
 
@@ -959,6 +1218,8 @@ void ap_advice_free(struct ap_advice *a)
 		free(a->sites[i].name);
 		free(a->sites[i].function);
 		free(a->sites[i].file);
+		free(a->sites[i].grows_at);
+		free(a->sites[i].born_at);
 		free(a->sites[i].verdict_text);
 		free(a->sites[i].reasons);
 	}

@@ -14,23 +14,32 @@
 #define MIN_GAIN_SHARE 0.02
 /* A pool pays from this hit rate on. */
 #define GOOD_HIT_RATE 0.5
-/* "too small": malloc+free (and first touch) saves less than this many
- * times the pool's own get+put, for objects up to SMALL_MAX bytes (glibc's
- * tcache and fastbin sizes, where malloc is at its cheapest: a noisy
- * calibration must not call a 32 KiB buffer small). */
+/* "too rare": at least this share of the requests come two or more cycles
+ * after the one before (the pool is empty then). */
+#define RARE_SHARE 0.5
+/* "too small": an object's whole life through malloc (allocation, first
+ * touch, reallocs) costs less than this many times the pool's get+put,
+ * for objects whose capacity is up to SMALL_MAX bytes (glibc's tcache and
+ * fastbin sizes, where malloc is at its cheapest: a noisy calibration must
+ * not call a 32 KiB buffer small). */
 #define SMALL_FACTOR 2.0
 #define SMALL_MAX 1024
-/* Capacities are skewed when the largest request is this many times the
- * 90th percentile... */
+/* Capacities are skewed when the largest is this many times the 90th
+ * percentile... */
 #define SKEW_FACTOR 16.0
 /* ...and a cap is worth it when it cuts the peak held bytes this much. */
 #define CAP_GAIN 4.0
 /* The smallest cap suggested (what Go's fmt uses). */
 #define MIN_CAP (64u << 10)
-/* Size classes: clusters of sizes at least this far apart, each with at
- * least this share of the requests. */
+/* Size classes: clusters of capacities at least this far apart, each with
+ * at least this share of the objects. */
 #define CLASS_RATIO 4.0
 #define CLASS_SHARE 0.1
+/* Sampled traces: below this many sampled objects a site's replay is too
+ * uncertain for a verdict (1/sqrt(30): +-18%); the --rate suggested then
+ * would give about WANT_SAMPLES. */
+#define MIN_SAMPLES 30
+#define WANT_SAMPLES 100
 
 const char *ap_verdict_name(enum ap_verdict v)
 {
@@ -49,6 +58,10 @@ const char *ap_verdict_name(enum ap_verdict v)
 		return "no: escapes";
 	case AP_VERDICT_LITTLE_GAIN:
 		return "no: little to gain";
+	case AP_VERDICT_UNSURE:
+		return "unsure: too few samples";
+	case AP_VERDICT_ELSEWHERE:
+		return "elsewhere";
 	}
 	return "?";
 }
@@ -61,28 +74,16 @@ static uint64_t pow2_ceil(double x)
 	return p;
 }
 
-static double hist_quantile(const struct site_facts *f, double q, double *max)
+/* The capacities when any object came back, else the requests. */
+static const struct size_hist *cap_hist(const struct site_facts *f)
 {
-	double tot = 0, acc = 0, v = 0;
-	*max = 0;
-	for (unsigned b = 0; b < SIZE_BUCKETS; b++) {
-		tot += f->hist[b];
-		if (f->hist[b] > 0)
-			*max = size_bucket_value(b);
-	}
-	for (unsigned b = 0; b < SIZE_BUCKETS && tot > 0; b++) {
-		acc += f->hist[b];
-		if (acc >= q * tot) {
-			v = size_bucket_value(b);
-			break;
-		}
-	}
-	return v;
+	return f->cap.total > 0 ? &f->cap : &f->req;
 }
 
 uint64_t advise_pick_cap(const struct site_facts *f, double gets)
 {
-	double max, p90 = hist_quantile(f, 0.9, &max);
+	const struct size_hist *h = cap_hist(f);
+	double max = h->max, p90 = size_hist_quantile(h, 0.9);
 	if (gets <= 0 || p90 <= 0 || max < SKEW_FACTOR * p90)
 		return 0;
 	uint64_t cap = pow2_ceil(4 * p90);
@@ -91,29 +92,27 @@ uint64_t advise_pick_cap(const struct site_facts *f, double gets)
 	return (double)cap < max ? cap : 0;
 }
 
-/* Clusters of request sizes: runs of non-empty buckets whose neighbours
- * are less than CLASS_RATIO apart. Fills the upper size of each cluster
- * with at least CLASS_SHARE of the requests; returns how many. */
+/* Clusters of capacities: runs of non-empty buckets whose neighbours are
+ * less than CLASS_RATIO apart. Fills the upper size of each cluster with at
+ * least CLASS_SHARE of the objects; returns how many. */
 static size_t size_classes(const struct site_facts *f, uint64_t *classes, size_t max)
 {
-	double tot = 0;
-	for (unsigned b = 0; b < SIZE_BUCKETS; b++)
-		tot += f->hist[b];
+	const struct size_hist *h = cap_hist(f);
 	size_t n = 0;
 	double w = 0, last = 0;
 	for (unsigned b = 0; b <= SIZE_BUCKETS; b++) {
 		bool end = b == SIZE_BUCKETS;
-		if (!end && f->hist[b] <= 0)
+		if (!end && h->w[b] <= 0)
 			continue;
 		double v = end ? 0 : size_bucket_value(b);
 		if (w > 0 && (end || v >= CLASS_RATIO * last)) {
-			if (w >= CLASS_SHARE * tot && n < max)
+			if (w >= CLASS_SHARE * h->total && n < max)
 				classes[n++] = pow2_ceil(last);
 			w = 0;
 		}
 		if (end)
 			break;
-		w += f->hist[b];
+		w += h->w[b];
 		last = v;
 	}
 	return n;
@@ -156,42 +155,124 @@ static char *xasprintf(const char *fmt, ...)
 	return ap_buf_detach(&b, NULL);
 }
 
+/* A --rate that gives about WANT_SAMPLES samples at a site of n objects
+ * of mean size `size` (a sample of size s is taken with probability
+ * 1 - exp(-s/R)); 0 when only --all would. */
+static uint64_t rate_for(double n, double size)
+{
+	if (n <= WANT_SAMPLES || size <= 0)
+		return 0;
+	double r = -size / log1p(-WANT_SAMPLES / n);
+	uint64_t p = 1;
+	while ((double)(p * 2) <= r && p < (UINT64_C(1) << 40))
+		p *= 2;
+	return p >= 256 ? p : 0;
+}
+
+/* "24B", or "16B that grow to 2kB (7 reallocs each)". */
+static void object_words(char *out, size_t len, const struct ap_advise_site *s)
+{
+	char b1[32], b2[32];
+	fmt_bytes(b1, sizeof(b1), s->p50_size);
+	if (s->reallocs_per_object >= 0.5 && s->p50_cap > s->p50_size) {
+		fmt_bytes(b2, sizeof(b2), s->p50_cap);
+		snprintf(out, len, "%s that grow to %s (%.2g realloc%s each)", b1, b2,
+			 s->reallocs_per_object, plural(s->reallocs_per_object));
+	} else {
+		snprintf(out, len, "%s", b1);
+	}
+}
+
+/* How often requests come, for people: "every 3.4ms, 200 cycles apart". */
+static void spacing_words(char *out, size_t len, const struct ap_advise_site *s,
+			  const struct ap_advice *a)
+{
+	char d1[32], d2[32];
+	const struct ap_replay_result *r = &s->r;
+	double apart = r->gaps > 0 ? r->gap_cycles / r->gaps : 0;
+	ap_advise_format_duration(d1, sizeof(d1), s->mean_gap_ns);
+	ap_advise_format_duration(d2, sizeof(d2), a->mean_cycle_ns);
+	if (s->mean_gap_ns > 0)
+		snprintf(out, len, "Requests come every %s, %.3g collection cycles apart on average "
+			 "(a cycle every %s)", d1, apart, d2);
+	else
+		snprintf(out, len, "Requests come %.3g collection cycles apart on average "
+			 "(a cycle every %s)", apart, d2);
+}
+
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		  const struct site_facts *f, const struct ap_advise_options *o)
 {
+	(void)o;
 	const struct ap_replay_result *r = &s->r;
-	char b1[32], b2[32], b3[32], d1[32], d2[32];
+	char b1[32], b2[32], b3[32], b4[32], d1[32], d2[32], obj[160], sp[256];
 	double hr = r->hit_rate * 100;
-	uint64_t size = (uint64_t)(s->p50_size > 0 ? s->p50_size : s->mean_size);
-	double saving = ap_cost_malloc_free(o->costs, size) + ap_cost_first_touch(o->costs, size);
-	double pool = ap_cost_pool(o->costs, size);
+	bool few = a->sampled && s->samples < MIN_SAMPLES;
+	object_words(obj, sizeof(obj), s);
 
+	/* The order is the order of the reasons' force: first what makes a
+	 * pool impossible here (nothing born here, too little known, objects
+	 * kept, the pool empty at each request), then what makes it not worth
+	 * it (cheaper through malloc, too small a share), then the kinds of
+	 * pool. */
 	if (r->gets <= 0) {
-		s->verdict = AP_VERDICT_LITTLE_GAIN;
-		s->reasons = xasprintf("No allocation here starts an object (only reallocs of objects born elsewhere).");
+		s->verdict = AP_VERDICT_ELSEWHERE;
+		if (s->born_at)
+			s->reasons = xasprintf("Objects born at %s grow here by realloc: a pool belongs where "
+					       "they are born (see that site), and keeps them at the size they "
+					       "grow to.", s->born_at);
+		else if (a->sampled && s->births_seen)
+			s->reasons = xasprintf("The %llu sample%s here saw the birth of objects that later grow "
+					       "by realloc%s%s; an object is counted once, by its last block, so "
+					       "these are counted where their growth was sampled.",
+					       (unsigned long long)s->births_seen,
+					       plural((double)s->births_seen), s->grows_at ? " at " : "",
+					       s->grows_at ? s->grows_at : "");
+		else
+			s->reasons = xasprintf("Only reallocs of objects born elsewhere%s: a pool belongs where "
+					       "they are born.", a->sampled ? " (no sample saw where)" : "");
+	} else if (few && s->life_share >= MIN_GAIN_SHARE) {
+		double n = s->alloc_objects > 0 ? s->alloc_objects : r->gets;
+		s->suggest_rate = rate_for(n, s->alloc_space / (n > 0 ? n : 1));
+		s->verdict = AP_VERDICT_UNSURE;
+		if (s->suggest_rate) {
+			fmt_bytes(b1, sizeof(b1), (double)s->suggest_rate);
+			snprintf(b2, sizeof(b2), "--rate %llu", (unsigned long long)s->suggest_rate);
+			s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
+					       "(the replay says hit rate %.0f%%). Record with %s (one sample "
+					       "per %s: about %d here) or --all to decide.",
+					       (unsigned long long)s->samples, plural((double)s->samples),
+					       100 * s->rel_error, hr, b2, b1, WANT_SAMPLES);
+		} else {
+			s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
+					       "(the replay says hit rate %.0f%%). Record with --all to decide.",
+					       (unsigned long long)s->samples, plural((double)s->samples),
+					       100 * s->rel_error, hr);
+		}
 	} else if (r->escaped >= ESCAPE_SHARE * r->gets) {
-		/* The order of the tests is the order of the reasons' force: an
-		 * object that is kept, or that is cheaper to malloc than to pool,
-		 * is no candidate whatever its share of the program. */
 		s->verdict = AP_VERDICT_ESCAPES;
 		s->reasons = xasprintf("%.0f%% of the objects are never freed: they are results the program keeps, "
 				       "so nothing comes back to a pool.", 100 * r->escaped / r->gets);
-	} else if (size <= SMALL_MAX && saving < SMALL_FACTOR * pool) {
-		fmt_bytes(b1, sizeof(b1), (double)size);
-		s->verdict = AP_VERDICT_TOO_SMALL;
-		s->reasons = xasprintf("Objects of %s cost %.0fns to malloc and free here, against %.0fns for a pool's "
-				       "get and put: keep malloc.", b1, saving, pool);
-	} else if (s->share < MIN_GAIN_SHARE) {
-		fmt_bytes(b1, sizeof(b1), s->alloc_space);
-		s->verdict = AP_VERDICT_LITTLE_GAIN;
-		s->reasons = xasprintf("The site allocates %s, %.2g%% of the program's bytes: too little to be worth "
-				       "the risks of pooling (stale data, use after return).", b1, 100 * s->share);
-	} else if (r->hit_rate < GOOD_HIT_RATE && s->mean_gap_ns >= 2 * a->mean_cycle_ns) {
-		ap_advise_format_duration(d1, sizeof(d1), s->mean_gap_ns);
-		ap_advise_format_duration(d2, sizeof(d2), a->mean_cycle_ns);
+	} else if (r->gets < 1.5) {
 		s->verdict = AP_VERDICT_TOO_RARE;
-		s->reasons = xasprintf("Requests come every %s but a cycle runs every %s, so the pool is empty at "
-				       "most requests (hit rate %.0f%%).", d1, d2, hr);
+		s->reasons = xasprintf("One request in the whole run: a pool would have nothing to hand back.");
+	} else if (r->hit_rate < GOOD_HIT_RATE && r->gaps > 0 && r->far_gaps >= RARE_SHARE * r->gaps) {
+		spacing_words(sp, sizeof(sp), s, a);
+		s->verdict = AP_VERDICT_TOO_RARE;
+		s->reasons = xasprintf("%s: a pooled object is dropped at the second cycle after its Put, so "
+				       "the pool is empty at %.0f%% of requests (hit rate %.0f%%).",
+				       sp, 100 * r->far_gaps / r->gaps, hr);
+	} else if (s->p50_cap <= SMALL_MAX && s->life_cost_ns < SMALL_FACTOR * s->pool_cost_ns) {
+		s->verdict = AP_VERDICT_TOO_SMALL;
+		s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
+				       "%.0fns for a pool's get and put: keep malloc.",
+				       obj, s->life_cost_ns, s->pool_cost_ns);
+	} else if (s->life_share < MIN_GAIN_SHARE) {
+		fmt_bytes(b1, sizeof(b1), s->life_share * a->total_alloc_space);
+		s->verdict = AP_VERDICT_LITTLE_GAIN;
+		s->reasons = xasprintf("The site's objects take %s, %.2g%% of the program's bytes: too little to be "
+				       "worth the risks of pooling (stale data, use after return).",
+				       b1, 100 * s->life_share);
 	} else {
 		uint64_t cl[4];
 		size_t ncl = size_classes(f, cl, 4);
@@ -203,43 +284,92 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			s->nclasses = ncl;
 			fmt_bytes(b1, sizeof(b1), (double)cl[0]);
 			fmt_bytes(b2, sizeof(b2), (double)cl[ncl - 1]);
-			s->reasons = xasprintf("Requests cluster at %zu sizes (%s ... %s), each common: one pool hands "
+			s->reasons = xasprintf("Objects cluster at %zu sizes (%s ... %s), each common: one pool hands "
 					       "small objects to big requests (%.0f%% of hits too small); use a pool per class.",
 					       ncl, b1, b2, 100 * r->small_hits / (r->gets - r->misses));
 		} else if (bloated) {
-			char b4[32];
 			fmt_bytes(b1, sizeof(b1), r->peak_held_bytes);
 			fmt_bytes(b2, sizeof(b2), s->rc.peak_held_bytes);
 			fmt_bytes(b3, sizeof(b3), (double)s->cap);
-			fmt_bytes(b4, sizeof(b4), s->max_size);
 			s->verdict = AP_VERDICT_POOL_CAP;
-			s->reasons = xasprintf("A few requests of up to %s make the pool hold %s at peak; dropping "
-					       "objects above %s on Put holds %s and still hits %.0f%%.",
-					       b4, b1, b3, b2, s->rc.hit_rate * 100);
+			if (s->max_cap > 1.5 * s->max_size) {
+				fmt_bytes(b4, sizeof(b4), s->max_cap);
+				fmt_bytes(d1, sizeof(d1), s->p90_cap);
+				s->reasons = xasprintf("A few objects grow by realloc to up to %s (90%% stay within %s) "
+						       "and, taken and returned again and again, make the pool hold %s "
+						       "at peak; dropping objects above %s on Put holds %s and still "
+						       "hits %.0f%%.", b4, d1, b1, b3, b2, s->rc.hit_rate * 100);
+			} else {
+				fmt_bytes(b4, sizeof(b4), s->max_size);
+				fmt_bytes(d1, sizeof(d1), s->p90_size);
+				s->reasons = xasprintf("A few requests of up to %s (90%% are within %s) make the pool "
+						       "hold %s at peak; dropping objects above %s on Put holds %s and "
+						       "still hits %.0f%%.", b4, d1, b1, b3, b2, s->rc.hit_rate * 100);
+			}
 		} else if (r->hit_rate >= GOOD_HIT_RATE && r->time_saved_ns > 0) {
 			fmt_bytes(b1, sizeof(b1), r->bytes_avoided);
 			fmt_bytes(b2, sizeof(b2), r->peak_held_bytes);
 			ap_advise_format_duration(d1, sizeof(d1), r->time_saved_ns);
 			s->verdict = AP_VERDICT_POOL;
-			char re[64] = "";
-			if (r->reallocs_avoided >= 0.5)
-				snprintf(re, sizeof(re), " and %.0f realloc%s", r->reallocs_avoided,
-					 plural(r->reallocs_avoided));
+			char re[160] = "";
+			if (r->reallocs_avoided >= 0.5) {
+				fmt_bytes(b3, sizeof(b3), s->p50_cap);
+				snprintf(re, sizeof(re), " and %.0f realloc%s (a pooled object keeps the %s it grew "
+					 "to, so it grows once, not at every request)",
+					 r->reallocs_avoided, plural(r->reallocs_avoided), b3);
+			}
 			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f "
 					       "allocation%s%s (%s, about %s); the pool would hold %s at peak.",
 					       hr, r->allocs_avoided, plural(r->allocs_avoided), re, b1, d1, b2);
+		} else if (r->hit_rate >= GOOD_HIT_RATE) {
+			s->verdict = AP_VERDICT_TOO_SMALL;
+			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
+					       "%.0fns for a pool's get and put: the pool would cost more than "
+					       "it saves.", obj, s->life_cost_ns, s->pool_cost_ns);
 		} else {
 			ap_advise_format_duration(d1, sizeof(d1), s->mean_life_ns);
-			ap_advise_format_duration(d2, sizeof(d2), s->mean_gap_ns);
+			spacing_words(sp, sizeof(sp), s, a);
 			s->verdict = AP_VERDICT_LITTLE_GAIN;
-			s->reasons = xasprintf("Only %.0f%% of requests would find a pooled object (objects live %s, "
-					       "requests come every %s): the pool would mostly add work.", hr, d1, d2);
+			s->reasons = xasprintf("Only %.0f%% of requests would find a pooled object (objects live %s; "
+					       "%s): the pool would mostly add work.", hr, d1, sp);
 		}
 	}
+	(void)d2;
 
+	/* Where the objects grow, or are born. */
 	struct ap_buf t = AP_BUF_INIT;
+	ap_buf_addstr(&t, s->reasons);
+	if (s->verdict != AP_VERDICT_ELSEWHERE) {
+		if (a->sampled && r->gets > 0 && s->seen_growing >= 0.5 * r->gets) {
+			if (s->born_at)
+				ap_buf_addf(&t, " These are buffers that grow here, born elsewhere (at %s, "
+					    "where the samples that saw a birth put it).", s->born_at);
+			else
+				ap_buf_addf(&t, " These are buffers that grow here, born elsewhere (no sample "
+					    "saw where).");
+			ap_buf_addf(&t, " Reallocs before a buffer's first sample are not seen: the "
+				    "reallocs avoided are a lower bound.");
+		} else if (s->grows_at) {
+			ap_buf_addf(&t, " Its objects grow by realloc at %s (%.2g realloc%s per object).",
+				    s->grows_at, s->reallocs_per_object, plural(s->reallocs_per_object));
+		}
+	}
+	free(s->reasons);
+	s->reasons = ap_buf_detach(&t, NULL);
+
+	t = (struct ap_buf)AP_BUF_INIT;
 	ap_buf_addstr(&t, ap_verdict_name(s->verdict));
-	if (s->verdict == AP_VERDICT_POOL_CAP) {
+	if (s->verdict == AP_VERDICT_ELSEWHERE) {
+		ap_buf_reset(&t);
+		if (s->born_at)
+			ap_buf_addf(&t, "see %s", s->born_at);
+		else if (s->births_seen && s->grows_at)
+			ap_buf_addf(&t, "see %s", s->grows_at);
+		else if (s->births_seen)
+			ap_buf_addstr(&t, "see the sites where they grow");
+		else
+			ap_buf_addstr(&t, "see the sites where they are born");
+	} else if (s->verdict == AP_VERDICT_POOL_CAP) {
 		fmt_bytes(b1, sizeof(b1), (double)s->cap);
 		ap_buf_addf(&t, " %s", b1);
 	} else if (s->verdict == AP_VERDICT_SIZE_CLASSES) {

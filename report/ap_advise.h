@@ -126,6 +126,8 @@ enum ap_verdict {
 	AP_VERDICT_TOO_SMALL,
 	AP_VERDICT_ESCAPES,
 	AP_VERDICT_LITTLE_GAIN,
+	AP_VERDICT_UNSURE,		/* too few samples to judge */
+	AP_VERDICT_ELSEWHERE,		/* no pool here: its objects are judged at another site */
 };
 
 /* What the pool did at one site in one replay. Counts are estimates in a
@@ -145,6 +147,11 @@ struct ap_replay_result {
 	double peak_held_bytes, mean_held_bytes;
 	double time_saved_ns;		/* by the cost model; negative: the pool costs */
 	double hit_rate;		/* (hits) / gets */
+	/* Collection cycles between consecutive requests: over `gaps`
+	 * requests after the first, `gap_cycles` cycles fell in between, and
+	 * `far_gaps` of them came two or more cycles after the one before
+	 * (the pool is empty then, whatever it held). */
+	double gaps, gap_cycles, far_gaps;
 };
 
 struct ap_advise_site {
@@ -153,11 +160,33 @@ struct ap_advise_site {
 	int line;
 	double alloc_objects, alloc_space;	/* the site's allocations (weighted) */
 	double share;		/* of the trace's alloc_space */
+	/* Of the trace's alloc_space, what this site's objects account for
+	 * over their lives: their requests and every realloc of them,
+	 * wherever it is (the bytes a pool here could save). */
+	double life_share;
 	uint64_t samples;	/* sampled objects seen (== objects with --all) */
 	double rel_error;	/* 1/sqrt(samples) when sampled, else 0 */
-	double mean_size, p50_size, p90_size, max_size;	/* of requests */
-	double mean_gap_ns;	/* mean time between requests */
+	double mean_size, p50_size, p90_size, max_size;	/* of requests (max: the real one) */
+	/* Capacities: the largest size each freed object reached (its request,
+	 * or what it grew to by realloc): what a pool would hold. */
+	double p50_cap, p90_cap, max_cap;
+	double reallocs_per_object;	/* reallocs of its objects, per object */
+	/* What one object's life costs through malloc (its allocation, first
+	 * touch and reallocs) and through the pool (get + put), by the cost
+	 * model; mean over the site's objects. */
+	double life_cost_ns, pool_cost_ns;
+	double mean_gap_ns;	/* mean time between requests (0: one request) */
 	double mean_life_ns;	/* mean lifetime of freed objects */
+	/* Growth across sites: the site where most of this site's objects grow
+	 * by realloc (grows_at, NULL if none), and the site where most of the
+	 * objects that grow here are born (born_at, NULL if none or unknown).
+	 * Sampled: objects first seen here in a realloc (their birth was not
+	 * sampled) are `seen_growing` (weighted), and born_at names the birth
+	 * site the samples that saw one show. */
+	char *grows_at, *born_at;
+	double seen_growing;
+	uint64_t births_seen;	/* sampled: objects whose first sample is here, counted or not */
+	uint64_t suggest_rate;	/* AP_VERDICT_UNSURE: a --rate that would decide (0: --all) */
 	struct ap_replay_result r;	/* with max_keep (or none) */
 	bool capped;		/* a replay with a cap was made */
 	uint64_t cap;		/* the cap of `rc` */
@@ -176,6 +205,7 @@ struct ap_advice {
 	enum ap_gc_mode gc_mode;
 	uint64_t gogc, interval_ns;
 	uint64_t cycles;	/* cycles in the trace */
+	bool one_p;		/* a single-threaded trace: every event on P 0 */
 	double mean_cycle_ns;	/* trace duration / (cycles + 1) */
 	uint64_t duration_ns;
 	uint64_t events;	/* trace events replayed */
@@ -202,10 +232,16 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 				const struct ap_advise_options *o, struct ap_error *err);
 void ap_advice_free(struct ap_advice *a);
 
-/* The cycle times (ns, ascending) the options give for `t`; *n set.
- * Exposed for tests. The caller frees the array. */
-uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-			   size_t *n);
+/* Where the cycles the options give for `t` fall in its merged event
+ * stream, ascending: a cycle at position p comes after event floor(p) and
+ * before event ceil(p) (p = i + 0.5 after event i; -0.5 before the first).
+ * gogc cycles fall right after the allocation that reaches the goal;
+ * interval cycles before the first event later than their time. Of
+ * several cycles in a row at one position only two are listed (a third
+ * changes nothing); *count is how many there are. Exposed for tests. The
+ * caller frees the array. */
+double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
+			 size_t *n, uint64_t *count);
 
 const char *ap_verdict_name(enum ap_verdict v);
 

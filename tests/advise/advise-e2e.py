@@ -3,12 +3,26 @@
 
 usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPTIONS]
        advise-e2e.py pooled PROGRAM POOLED_PROGRAM
+       advise-e2e.py capheld PROGRAM MAX_BYTES
+       advise-e2e.py rare PROGRAM
+       advise-e2e.py repeat PROGRAM
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
 with the fixed cost table, and checks that the site marked `/* SITE: ... */`
 in the program's source gets the EXPECTED verdict in both, and that the
-sampled run saw at least 50 samples there.
+sampled run saw at least 50 samples there. In the sampled run a growing
+buffer may be judged where it grows, the line marked `/* GROWS: ... */`:
+one of the two sites must get the verdict, with its 50 samples. With the
+record options `-- none` only the --all run is made.
+
+capheld: advise with --all finds a cap by itself, and the pool's peak held
+bytes after it stay within MAX_BYTES (the steady load's needs, times 2).
+
+rare: advise with --all says no: too rare, with a hit rate under 10%.
+
+repeat: three --all recordings of PROGRAM get identical gets, hits,
+misses and verdicts at every site.
 
 pooled: the reduction in allocation calls and bytes that advise predicts for
 PROGRAM (recorded with --all) must match, within 10%, what `stats --json`
@@ -41,19 +55,28 @@ def record(tmp, prog, tag, opts):
     return out
 
 
-def site_line(prog):
+def site_line(prog, marker="SITE"):
     with open(os.path.join(SRC, prog + ".c")) as f:
         for n, line in enumerate(f, 1):
-            if re.search(r"/\* SITE: " + re.escape(prog) + r" \*/", line):
+            if re.search(r"/\* " + marker + ": " + re.escape(prog) + r" \*/", line):
                 return n
+    if marker != "SITE":
+        return None
     sys.exit("FAIL: no SITE marker in %s.c" % prog)
+
+
+def find_site(advice, prog, line):
+    for s in advice["sites"]:
+        if s["file"] and s["file"].endswith("/" + prog + ".c") and s["line"] == line:
+            return s
+    return None
 
 
 def the_site(advice, prog):
     line = site_line(prog)
-    for s in advice["sites"]:
-        if s["file"] and s["file"].endswith("/" + prog + ".c") and s["line"] == line:
-            return s
+    s = find_site(advice, prog, line)
+    if s:
+        return s
     names = ", ".join(s["site"] for s in advice["sites"])
     sys.exit("FAIL: %s: no site at %s.c:%d among: %s" % (prog, prog, line, names))
 
@@ -69,10 +92,21 @@ def verdict(prog, expected, rest):
     else:
         aopts, ropts = rest, []
     fails = []
+    runs = [("all", ["--all"])]
+    if ropts != ["none"]:
+        runs.append(("sampled", ropts))
     with tempfile.TemporaryDirectory() as tmp:
-        for tag, opts in (("all", ["--all"]), ("sampled", ropts)):
+        for tag, opts in runs:
             adv = advise(record(tmp, prog, tag, opts), aopts)
-            s = the_site(adv, prog)
+            grows = site_line(prog, "GROWS")
+            if tag == "sampled" and grows:
+                s = find_site(adv, prog, site_line(prog))
+                if not s or s["verdict"] != expected or s["samples"] < 50:
+                    print("%s sampled: birth site %s; judged where it grows"
+                          % (prog, "%s, %d samples" % (s["verdict_text"], s["samples"]) if s else "not seen"))
+                    s = find_site(adv, prog, grows) or the_site(adv, prog)
+            else:
+                s = the_site(adv, prog)
             print("%s %s: %s (%s) gets %d hit_rate %.3f samples %d: %s" %
                   (prog, tag, s["verdict_text"], s["verdict"], s["gets"], s["hit_rate"],
                    s["samples"], s["reasons"]))
@@ -113,11 +147,50 @@ def pooled(prog, twin):
         sys.exit("FAIL: " + "; ".join(fails))
 
 
+def capheld(prog, max_bytes):
+    with tempfile.TemporaryDirectory() as tmp:
+        s = the_site(advise(record(tmp, prog, "all", ["--all"]), []), prog)
+    print("%s: %s; held peak %d without the cap" % (prog, s["verdict_text"], s["peak_held_bytes"]))
+    if s["verdict"] != "pool with cap" or "with_cap" not in s:
+        sys.exit("FAIL: %s: verdict %r, want 'pool with cap' by default" % (prog, s["verdict"]))
+    held = s["with_cap"]["peak_held_bytes"]
+    print("%s: with cap %d: held peak %d, hit rate %.3f" % (prog, s["cap"], held, s["with_cap"]["hit_rate"]))
+    if held > max_bytes:
+        sys.exit("FAIL: %s: the pool holds %d bytes after the cap, want at most %d" % (prog, held, max_bytes))
+
+
+def rare(prog):
+    with tempfile.TemporaryDirectory() as tmp:
+        s = the_site(advise(record(tmp, prog, "all", ["--all"]), []), prog)
+    print("%s: %s, hit rate %.3f: %s" % (prog, s["verdict"], s["hit_rate"], s["reasons"]))
+    if s["verdict"] != "no: too rare" or s["hit_rate"] >= 0.1:
+        sys.exit("FAIL: %s: want no: too rare with a hit rate under 10%%" % prog)
+
+
+def repeat(prog):
+    seen = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(3):
+            adv = advise(record(tmp, prog, "all%d" % k, ["--all"]), [])
+            seen.append(sorted((s["site"], s["gets"], s["hits"], s["misses"], s["verdict_text"])
+                               for s in adv["sites"]))
+    for k in (1, 2):
+        if seen[k] != seen[0]:
+            sys.exit("FAIL: %s: run %d differs from run 1:\n%s\n%s" % (prog, k + 1, seen[k], seen[0]))
+    print("%s: 3 runs, %d sites, identical" % (prog, len(seen[0])))
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif len(sys.argv) == 4 and sys.argv[1] == "pooled":
         pooled(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "capheld":
+        capheld(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "rare":
+        rare(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
+        repeat(sys.argv[2])
     else:
         sys.exit(__doc__)
 

@@ -203,11 +203,16 @@ static void test_gogc(void)
 	struct ap_advise_options o;
 	ap_advise_options_init(&o);
 	size_t n;
-	uint64_t *cyc = ap_advise_cycles(t, &o, &n);
+	uint64_t count;
+	double *cyc = ap_advise_cycles(t, &o, &n, &count);
 	CHECK("gogc cycles", n, 3);
-	static const int at[] = { 4, 8, 16 };
+	CHECK("gogc cycle count", count, 3);
+	/* Right after the allocation that reaches the goal: allocations 1-8
+	 * are events 0-7, allocation k > 8 is event 8 + 2 (k - 9). */
+	static const double at[] = { 3.5, 7.5, 22.5 };
 	for (size_t i = 0; i < n && i < 3; i++)
-		CHECK("gogc cycle time", cyc[i], ts + (uint64_t)at[i] * 100);
+		CHECK("gogc cycle position", cyc[i], at[i]);
+	(void)ts;
 	free(cyc);
 	ap_trace_free(t);
 }
@@ -345,6 +350,75 @@ static void test_sampled_growth(void)
 	ap_trace_free(t);
 }
 
+/* Sampled, 10 samples of 64 KiB at rate 1 MiB (each stands for ~16.5
+ * objects), short-lived, 1 ms apart: the replay would hit, but 10 samples
+ * are too few for a verdict; the rate suggested gives ~100 samples:
+ * 1 - exp(-64K/R) = 100/165 -> R = 70.4 KiB, rounded down to 64 KiB. */
+static void test_few_samples(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(1 << 20, &st);
+	uint64_t ts = START;
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 65536, st);
+		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x100000);
+		ts += MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, NULL);
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("few samples: samples", s->samples, 10);
+	CHECK("few samples: verdict", s->verdict, AP_VERDICT_UNSURE);
+	CHECK("few samples: rate", s->suggest_rate, 65536);
+	if (s->r.hit_rate < 0.9) {
+		fprintf(stderr, "few samples: hit rate %.3f, want the replay's >= 0.9\n", s->r.hit_rate);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* gogc cycles in a fast program: 64 KiB blocks allocated and freed, one
+ * cycle per 64 of them (4 MiB), all within one clock tick; a second site
+ * requested every 640 of them (10 cycles apart) never hits, however the
+ * times collapse. */
+static void test_fast_cycles(void)
+{
+	uint32_t st[2];
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2] = { 0x1000, 0x2000 };
+	st[0] = ap_tw_stack(tw, &pcs[0], 1);
+	st[1] = ap_tw_stack(tw, &pcs[1], 1);
+	ap_tw_thread(tw, 1000, "main");
+	for (int r = 0; r < 20; r++) {
+		ap_tw_alloc(tw, 1000, START, 0, AP_KIND_MALLOC, 0x200000, 32768, st[1]);
+		ap_tw_free(tw, 1000, START, 0, 0x200000);
+		for (int i = 0; i < 640; i++) {
+			ap_tw_alloc(tw, 1000, START, 0, AP_KIND_MALLOC, 0x100000, 65536, st[0]);
+			ap_tw_free(tw, 1000, START, 0, 0x100000);
+		}
+	}
+	struct ap_trace *t = finish(tw, START + 1);
+	struct ap_advice *a = advise(t, 2, NULL);
+	const struct ap_advise_site *s = find(a, "site1");
+	/* One cycle per 4 MiB allocated less the 64 KiB live at the cycle:
+	 * 63 blocks, so 203 in the 12800 blocks (and 20 small requests). */
+	CHECK("fast: cycles", a->cycles, 203);
+	CHECK("fast: rare site hits", s->r.gets - s->r.misses, 0);
+	CHECK("fast: rare site verdict", s->verdict, AP_VERDICT_TOO_RARE);
+	if (s->r.gaps != 19 || s->r.gap_cycles / s->r.gaps < 10) {
+		fprintf(stderr, "fast: rare site: %.0f gaps, %.3g cycles apart, want 19, >= 10\n",
+			s->r.gaps, s->r.gap_cycles / s->r.gaps);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* For tests/advise/text.sh: 1000 objects of 24 B at site 0, each freed
  * before the next (1 miss, 999 hits that each cost the pool 18 - 12 ns with
  * the test costs: -6012 ns), one object of 1 KiB at site 1 never freed,
@@ -389,6 +463,8 @@ int main(int argc, char **argv)
 	test_replay_order();
 	test_sampled();
 	test_sampled_growth();
+	test_few_samples();
+	test_fast_cycles();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
