@@ -10,6 +10,7 @@
 
 #include "ap_advise.h"
 #include "commands.h"
+#include "render.h"
 #include "views.h"
 
 enum {
@@ -78,9 +79,15 @@ static const char *plural(double n)
 	return n >= 0.5 && n < 1.5 ? "" : "s";
 }
 
+static void print_line(void *ctx, enum ap_line_kind kind, const char *text)
+{
+	(void)ctx;
+	printf("%s%s\n", kind == AP_LINE_WRAP ? "   " : "", text);
+}
+
 static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
-	char b1[32], b2[32], b3[32], d[32];
+	char b1[32], d[32];
 	const char *exe = strrchr(t->exe, '/');
 	printf("File: %s\n", exe ? exe + 1 : t->exe);
 	if (a->gc_mode == AP_GC_GOGC)
@@ -107,47 +114,8 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct ap_advise_site *s = &a->sites[i];
-		const struct ap_replay_result *r = &s->r;
-		printf("\n%zu. %s\n", i + 1, s->name);
-		ap_format_bytes(b1, sizeof(b1), s->alloc_space);
-		printf("   verdict: %s\n   %s\n", s->verdict_text, s->reasons);
-		printf("   allocated %s (%.1f%% of all), %.0f object%s, sizes p50 %.0f p90 %.0f max %.0f",
-		       b1, 100 * s->share, s->alloc_objects, plural(s->alloc_objects), s->p50_size,
-		       s->p90_size, s->max_size);
-		if (a->sampled)
-			printf(", %llu sample%s, +-%.0f%%", (unsigned long long)s->samples,
-			       plural((double)s->samples), 100 * s->rel_error);
 		printf("\n");
-		printf("   gets %.0f: hits %.0f (private %.0f, shared %.0f, stolen %.0f, victim %.0f; %.0f too small),"
-		       " misses %.0f, hit rate %.1f%%\n",
-		       r->gets, r->gets - r->misses, r->hits[AP_POOL_PRIVATE], r->hits[AP_POOL_SHARED],
-		       r->hits[AP_POOL_STOLEN], r->hits[AP_POOL_VICTIM], r->small_hits, r->misses,
-		       100 * r->hit_rate);
-		ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
-		printf("   avoided: %.0f allocation%s", r->allocs_avoided, plural(r->allocs_avoided));
-		if (r->reallocs > 0)
-			printf(", %.0f of %.0f realloc%s", r->reallocs_avoided, r->reallocs,
-			       plural(r->reallocs));
-		/* The cost model's balance: negative when the pool's own get and
-		 * put cost more than the allocations it avoids. */
-		if (r->bytes_avoided >= 0.5)
-			printf(", %s", b1);
-		ap_advise_format_duration(d, sizeof(d), fabs(r->time_saved_ns));
-		if (r->time_saved_ns >= 0)
-			printf("; time saved ~%s\n", d);
-		else
-			printf("; pooling would cost ~%s more\n", d);
-		ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
-		ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
-		printf("   held: peak %s, mean %s; lost to cycles %.0f, to P changes %.0f; escaped %.0f\n",
-		       b2, b3, r->lost_cycle, r->lost_pchange, r->escaped);
-		if (s->capped) {
-			ap_format_bytes(b1, sizeof(b1), (double)s->cap);
-			ap_format_bytes(b2, sizeof(b2), s->rc.peak_held_bytes);
-			printf("   with cap %s: hit rate %.1f%%, held peak %s, %.0f dropped on Put\n",
-			       b1, 100 * s->rc.hit_rate, b2, s->rc.dropped_cap);
-		}
+		ap_render_advise_site(a, i, print_line, NULL);
 	}
 	if (n < a->nsites)
 		printf("\n(%zu more site%s; -n 0 shows all)\n", a->nsites - n,
@@ -177,6 +145,8 @@ static json_t *result_json(const struct ap_replay_result *r)
 	json_object_set_new(o, "escaped", json_integer(ap_view_round(r->escaped)));
 	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(r->dropped_cap)));
 	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(r->time_saved_ns)));
+	json_object_set_new(o, "cycles_apart", json_real(r->gaps > 0 ? r->gap_cycles / r->gaps : 0));
+	json_object_set_new(o, "far_requests", json_real(r->gaps > 0 ? r->far_gaps / r->gaps : 0));
 	return o;
 }
 
@@ -187,6 +157,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_object_set_new(root, "rate", json_integer((json_int_t)a->rate));
 	json_object_set_new(root, "estimates", json_boolean(a->sampled));
 	json_object_set_new(root, "procs", json_integer(a->procs));
+	json_object_set_new(root, "one_p", json_boolean(a->one_p));
 	json_t *gc = json_object();
 	json_object_set_new(gc, "mode", json_string(a->gc_mode == AP_GC_GOGC ? "gogc" : "interval"));
 	if (a->gc_mode == AP_GC_GOGC)
@@ -221,11 +192,24 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "alloc_objects", json_integer(ap_view_round(s->alloc_objects)));
 		json_object_set_new(o, "alloc_space", json_integer(ap_view_round(s->alloc_space)));
 		json_object_set_new(o, "share", json_real(s->share));
+		json_object_set_new(o, "life_share", json_real(s->life_share));
 		json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
 		json_object_set_new(o, "rel_error", json_real(s->rel_error));
 		json_object_set_new(o, "p50_size", json_integer(ap_view_round(s->p50_size)));
 		json_object_set_new(o, "p90_size", json_integer(ap_view_round(s->p90_size)));
 		json_object_set_new(o, "max_size", json_integer(ap_view_round(s->max_size)));
+		json_object_set_new(o, "p50_cap", json_integer(ap_view_round(s->p50_cap)));
+		json_object_set_new(o, "p90_cap", json_integer(ap_view_round(s->p90_cap)));
+		json_object_set_new(o, "max_cap", json_integer(ap_view_round(s->max_cap)));
+		json_object_set_new(o, "reallocs_per_object", json_real(s->reallocs_per_object));
+		json_object_set_new(o, "life_cost_ns", json_real(s->life_cost_ns));
+		json_object_set_new(o, "pool_cost_ns", json_real(s->pool_cost_ns));
+		json_object_set_new(o, "grows_at", s->grows_at ? json_string(s->grows_at) : json_null());
+		json_object_set_new(o, "born_at", s->born_at ? json_string(s->born_at) : json_null());
+		if (a->sampled)
+			json_object_set_new(o, "seen_growing", json_integer(ap_view_round(s->seen_growing)));
+		if (s->verdict == AP_VERDICT_UNSURE)
+			json_object_set_new(o, "suggest_rate", json_integer((json_int_t)s->suggest_rate));
 		json_object_set_new(o, "mean_gap_ns", json_integer(ap_view_round(s->mean_gap_ns)));
 		json_object_set_new(o, "mean_life_ns", json_integer(ap_view_round(s->mean_life_ns)));
 		if (s->capped) {

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "tui.h"
+#include "render.h"
 
 #define KEY_ESC 27
 
@@ -441,61 +442,42 @@ static void open_advise(struct tui *t)
 
 static int verdict_attr(enum ap_verdict v)
 {
-	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES
-		   ? TUI_GOOD
-		   : TUI_BAD;
+	return ap_render_verdict_good(v) ? TUI_GOOD : TUI_BAD;
+}
+
+struct site_page_ctx {
+	struct tui_page *p;
+	int width;
+};
+
+static void site_page_line(void *ctx, enum ap_line_kind kind, const char *text)
+{
+	struct site_page_ctx *c = ctx;
+	switch (kind) {
+	case AP_LINE_TITLE:
+		page_add(c->p, TUI_BOLD, text, NULL);
+		break;
+	case AP_LINE_GOOD:
+		page_add(c->p, TUI_GOOD, text, NULL);
+		break;
+	case AP_LINE_BAD:
+		page_add(c->p, TUI_BAD, text, NULL);
+		break;
+	case AP_LINE_WRAP:
+		page_wrap(c->p, TUI_NORMAL, "   ", text, c->width);
+		page_add(c->p, TUI_NORMAL, "", NULL);
+		break;
+	case AP_LINE_TEXT:
+		page_add(c->p, TUI_NORMAL, text, NULL);
+		break;
+	}
 }
 
 /* One site in full, as `advise` prints it, the reasons wrapped. */
 static void site_page(const struct tui *t, struct tui_page *p)
 {
-	const struct ap_advice *a = t->advice;
-	const struct ap_advise_site *s = &a->sites[t->advise_pos.cur];
-	const struct ap_replay_result *r = &s->r;
-	char b1[32], b2[32], d[32];
-
-	page_addf(p, TUI_BOLD, "%zu. %s", t->advise_pos.cur + 1, s->name);
-	page_addf(p, TUI_NORMAL, "   function %s, file %s, line %d", s->function,
-		  s->file ? s->file : "unknown", s->line);
-	page_addf(p, verdict_attr(s->verdict), "   verdict: %s", s->verdict_text);
-	page_wrap(p, TUI_NORMAL, "   ", s->reasons, t->cols - 4);
-	page_add(p, TUI_NORMAL, "", NULL);
-	ap_format_bytes(b1, sizeof(b1), s->alloc_space);
-	page_addf(p, TUI_NORMAL, "   allocated %s (%.1f%% of all), %.0f objects", b1,
-		  100 * s->share, s->alloc_objects);
-	page_addf(p, TUI_NORMAL, "   sizes: mean %.0f, p50 %.0f, p90 %.0f, max %.0f", s->mean_size,
-		  s->p50_size, s->p90_size, s->max_size);
-	if (a->sampled)
-		page_addf(p, TUI_NORMAL, "   %llu samples: estimates, +-%.0f%%",
-			  (unsigned long long)s->samples, 100 * s->rel_error);
-	ap_advise_format_duration(b1, sizeof(b1), s->mean_gap_ns);
-	ap_advise_format_duration(b2, sizeof(b2), s->mean_life_ns);
-	page_addf(p, TUI_NORMAL, "   a request every %s; objects live %s on average", b1, b2);
-	page_add(p, TUI_NORMAL, "", NULL);
-	page_addf(p, TUI_NORMAL, "   gets %.0f: hits %.0f, misses %.0f, hit rate %.1f%%", r->gets,
-		  r->gets - r->misses, r->misses, 100 * r->hit_rate);
-	page_addf(
-	    p, TUI_NORMAL,
-	    "   hits from: private %.0f, shared %.0f, stolen %.0f, victim %.0f; %.0f too small",
-	    r->hits[AP_POOL_PRIVATE], r->hits[AP_POOL_SHARED], r->hits[AP_POOL_STOLEN],
-	    r->hits[AP_POOL_VICTIM], r->small_hits);
-	ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
-	page_addf(p, TUI_NORMAL, "   avoided: %.0f allocations, %.0f of %.0f reallocs, %s",
-		  r->allocs_avoided, r->reallocs_avoided, r->reallocs, b1);
-	ap_advise_format_duration(d, sizeof(d), r->time_saved_ns);
-	page_addf(p, TUI_NORMAL, "   time saved: %s", d);
-	ap_format_bytes(b1, sizeof(b1), r->peak_held_bytes);
-	ap_format_bytes(b2, sizeof(b2), r->mean_held_bytes);
-	page_addf(p, TUI_NORMAL, "   held by the pool: peak %s, mean %s", b1, b2);
-	page_addf(p, TUI_NORMAL, "   lost to cycles %.0f, to P changes %.0f; escaped %.0f",
-		  r->lost_cycle, r->lost_pchange, r->escaped);
-	if (s->capped) {
-		ap_format_bytes(b1, sizeof(b1), (double)s->cap);
-		ap_format_bytes(b2, sizeof(b2), s->rc.peak_held_bytes);
-		page_addf(p, TUI_NORMAL,
-			  "   with cap %s: hit rate %.1f%%, held peak %s, %.0f dropped on Put", b1,
-			  100 * s->rc.hit_rate, b2, s->rc.dropped_cap);
-	}
+	struct site_page_ctx c = { p, t->cols - 4 };
+	ap_render_advise_site(t->advice, t->advise_pos.cur, site_page_line, &c);
 }
 
 /* ---- help --------------------------------------------------------------- */
