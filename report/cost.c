@@ -1,6 +1,9 @@
 /* The cost model: malloc+free against a pool's get+put, and the page faults
  * a fresh large block costs on first touch, measured on this machine by
- * size class; cached as JSON (`allocprof calibrate`). */
+ * size class; cached as JSON (`allocprof calibrate`). The pool priced is
+ * the C pool the advice means, pool/vpool.h (per-CPU private slot with
+ * its atomic exchange, shared deque under a lock, victim), not the
+ * replay's model of it. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -10,7 +13,7 @@
 #include <unistd.h>
 
 #include "ap_advise.h"
-#include "ap_pool.h"
+#include "vpool.h"
 
 /* Interpolates column `v` at `size` on a log scale. */
 static double interp(const struct ap_cost_table *c, const double *v, uint64_t size, bool grow)
@@ -71,11 +74,13 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 {
 	double best = INFINITY;
 	uint64_t start = ap_now_ns();
-	struct ap_pool *pool = NULL;
+	struct vpool pool = { 0 };
 	char *reused = NULL;
 	if (w == POOL_GETPUT) {
-		pool = ap_pool_new(1, 0);
-		ap_pool_put(pool, 0, 0, 1, size);
+		if (vpool_init(&pool, 0, NULL, NULL) < 0)
+			return 0;
+		static long obj;
+		vpool_put(&pool, &obj);
 	} else if (w == REUSED_TOUCH) {
 		reused = malloc(size);
 		if (!reused)
@@ -105,9 +110,11 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 			} else if (w == REUSED_TOUCH) {
 				touch(reused, size, page);
 			} else {
-				struct ap_pool_obj o;
-				ap_pool_get(pool, 0, (uint64_t)i, &o);
-				ap_pool_put(pool, 0, (uint64_t)i, o.id, o.cap);
+				/* What a hit costs: the Get that finds the
+				 * object and the Put that returns it. */
+				void *o = vpool_get(&pool);
+				escape(o);
+				vpool_put(&pool, o);
 			}
 			if ((i & 15) == 15 && ap_now_ns() - start > BUDGET_NS) {
 				i++;
@@ -122,7 +129,8 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 	}
 	for (unsigned k = 0; k < nwin; k++)
 		free(win[k]);
-	ap_pool_free(pool);
+	if (w == POOL_GETPUT)
+		vpool_destroy(&pool);
 	free(reused);
 	return best;
 }

@@ -1,27 +1,32 @@
-/* advise testdata: advise_win.c with a hand-written free list of buffers:
- * what `advise` predicts for advise_win, measured (tests/advise). */
+/* advise testdata: advise_win.c with its buffers from the pool advise
+ * means (pool/vpool.h): what `advise` predicts for advise_win, measured
+ * (tests/advise for the allocations, bench/advise-time.sh for the time). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tdutil.h"
+#include "vpool.h"
 
 #define BUF_SIZE (32 * 1024)
 
-static void *free_list[16];
-static unsigned nfree;
+static struct vpool bufs;
+
+static void buf_free(void *b, void *ctx)
+{
+	(void)ctx;
+	free(b);
+}
 
 static char *buf_get(void)
 {
-	return nfree ? free_list[--nfree] : malloc(BUF_SIZE);
+	char *b = vpool_get(&bufs);
+	return b ? b : malloc(BUF_SIZE);
 }
 
 static void buf_put(char *b)
 {
-	if (nfree < 16)
-		free_list[nfree++] = b;
-	else
-		free(b);
+	vpool_put(&bufs, b);
 }
 
 static uint32_t handle(unsigned req)
@@ -40,10 +45,11 @@ int main(int argc, char **argv)
 {
 	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 4000;
 	uint32_t sum = 0;
+	if (vpool_init(&bufs, 0, buf_free, NULL) < 0)
+		return 1;
 	for (unsigned r = 0; r < n; r++)
 		sum += handle(r);
-	while (nfree)
-		free(free_list[--nfree]);
+	vpool_destroy(&bufs);
 	td_say("advise_win_pooled: %u requests, checksum %u\n", n, sum);
 	return 0;
 }
