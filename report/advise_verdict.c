@@ -1,4 +1,4 @@
-/* The advisor's verdicts (POOL_MODEL.md §8): from a site's replay results
+/* The advisor's verdicts (docs/pool-model.md §8): from a site's replay results
  * and statistics to one verdict and the sentences that explain it. The
  * thresholds are here, named, in one place. */
 #include <math.h>

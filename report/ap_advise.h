@@ -1,10 +1,10 @@
 /* The pool advisor: replays each allocation site's allocations and frees
- * through the pool model (ap_pool.h, POOL_MODEL.md) and judges, per site,
+ * through the pool model (ap_pool.h, docs/pool-model.md) and judges, per site,
  * whether a sync.Pool-style pool would pay. Also the cost model measured on
  * this machine (cost.c). The result is a plain model; cli/cmd-advise.c
  * renders it as text or JSON.
  *
- * How a trace becomes pool operations (POOL_MODEL.md §6):
+ * How a trace becomes pool operations (docs/pool-model.md §6):
  * - An object is born by an allocation (ALLOC, or the ALLOC half of a
  *   realloc that does not continue a tracked block) and belongs to the site
  *   of its birth for life. Its birth is a Get on P = cpu % procs of the
@@ -16,11 +16,16 @@
  *   request's size and the capacity becomes that size. A growth to a size
  *   within the capacity is an avoided realloc; beyond it, a real one that
  *   raises the capacity. Objects never freed escape: they are Gets only.
- * - Cycles (POOL_MODEL.md §4): `gogc:N`, a cycle when live bytes after the
- *   last cycle plus bytes allocated since reach max(live*(1+N/100), 4 MiB),
- *   with live bytes replayed from the whole trace (weighted when sampled);
- *   or `interval:D`, every D from the trace's start. Computed once, shared
- *   by every site's pool.
+ * - Cycles (docs/pool-model.md §4): `gogc:N`, a cycle when live bytes after
+ *   the last cycle plus bytes allocated since reach max(live*(1+N/100),
+ *   4 MiB), with live bytes replayed from the whole trace (weighted when
+ *   sampled), placed right after the allocation that reaches the goal; or
+ *   `interval:D`, every D from the trace's start, placed before the first
+ *   event later than it. Computed once, shared by every site's pool.
+ *   Operations and cycles are ordered by where they fall in the run (the
+ *   bytes allocated before them, then the merged stream), never by time
+ *   alone: event times are quantized.
+ * - A single-threaded trace is replayed on P 0.
  *
  * Sampled traces (rate > 1) are replayed from a reconstruction, and every
  * number they give is an estimate:
@@ -33,16 +38,19 @@
  *   is rounded at random, fixed seed, so the sum is unbiased.) The w
  *   copies have its first sampled size, its growths, its lifetime and its
  *   CPUs.
- * - The copies are spread evenly over the gap between the previous sampled
- *   birth at the same site and this one (the first sample of a site uses
- *   the site's mean gap, or the trace's duration over w when it is the
- *   only one), the last copy at the sample's own time. This keeps the
- *   site's estimated rate of requests and each object's lifetime, which is
- *   what decides hits against cycles.
+ * - The copies are spread evenly over the stretch of the run (bytes
+ *   allocated, and time) between the previous sampled birth at the same
+ *   site and this one (the first sample of a site uses the site's mean
+ *   stretch, or the whole run over w when it is the only one), the last
+ *   copy at the sample itself, each shifted with its growths and free.
+ *   This keeps the site's rate of requests against the cycles and each
+ *   object's lifetime, which is what decides hits. A sampled allocation
+ *   comes at the end of the stretch it stands for.
  * - A growth chain is known from its first sampled block on: the
  *   reallocs before it are not seen, so with growth chains of small
  *   blocks the reallocs and bytes avoided are underestimated (the objects,
- *   Gets and hits are not).
+ *   Gets and hits are not), and a chain whose birth was not sampled
+ *   belongs to the site of its first sampled realloc (`seen_growing`).
  * - The relative uncertainty of a site's counts is 1/sqrt(samples at the
  *   site) (Poisson), reported as `rel_error`. */
 #ifndef AP_ADVISE_H

@@ -1,4 +1,4 @@
-/* The victim-cache pool model (/work/shared/POOL_MODEL.md §1-4): Go's
+/* The victim-cache pool model (docs/pool-model.md §1-4): Go's
  * sync.Pool reduced to which object each Get returns, what the pool holds
  * and what it loses. Driven by get/put/cycle operations; knows nothing of
  * traces. */

@@ -1,4 +1,4 @@
-/* The victim-cache pool model: POOL_MODEL.md §1-4, Go's sync.Pool order of
+/* The victim-cache pool model: docs/pool-model.md §1-4, Go's sync.Pool order of
  * Get and Put on flat arrays and ring-buffer deques, with no allocation in
  * steady state (three shard arrays are recycled between primary, victim and
  * spare; a deque's ring only grows). */

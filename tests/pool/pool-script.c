@@ -1,7 +1,7 @@
 /* Scripts of get/put/gc on one P, for comparing the pool model with Go's
  * sync.Pool (syncpool_ref.go reads the same scripts and prints the same
  * lines):
- *   pool-script fixed           the one-P scripts of POOL_MODEL.md §5 and §7
+ *   pool-script fixed           the one-P scripts of docs/pool-model.md §5 and §7
  *   pool-script random SEED N   N random scripts from a fixed seed
  *   pool-script run             reads scripts on stdin, prints what each Get
  *                               returns through the model */

@@ -1,4 +1,4 @@
-/* Unit tests of the pool model: every behaviour of POOL_MODEL.md §5 and §7,
+/* Unit tests of the pool model: every behaviour of docs/pool-model.md §5 and §7,
  * with the object each Get must return fixed by the rules of §2-4. */
 #include <inttypes.h>
 #include <stdio.h>

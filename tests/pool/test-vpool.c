@@ -1,5 +1,5 @@
 /* Unit tests of pool/vpool.h, the C pool advise means: on one shard it
- * hands out objects in the order of the model (POOL_MODEL.md §5, the
+ * hands out objects in the order of the model (docs/pool-model.md §5, the
  * one-P orders that tests/pool checks against Go's sync.Pool), releases
  * what two cycles age out, and under threads loses and duplicates
  * nothing. */

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""README.md's demo excerpt is what the commands print.
+
+usage: readme.py README ALLOCPROF DEMO_PROGRAM SOURCE_ROOT
+
+Records DEMO_PROGRAM 20000 with --all as `make demo` does, then runs every
+`$ allocprof ...` command of the block between <!-- demo:begin --> and
+<!-- demo:end --> (build/demo.trace is the fresh trace) and checks that the
+lines under it are its output: in order, `...` standing for any number of
+lines left out, and without one the lines adjacent. Durations are
+machine-dependent (the test runs with ALLOCPROF_TEST_COSTS, but lifetimes,
+request spacing and held means are times), so every duration and a held
+mean compare as placeholders; /path/to/allocprof stands for SOURCE_ROOT.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+DUR = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:ns|us|ms|s)\b")
+MEAN = re.compile(r"mean [0-9.]+(?:[kMGT]?B)")
+
+
+def norm(line, root):
+    line = line.replace(root, "/path/to/allocprof")
+    line = DUR.sub("<t>", line)
+    return MEAN.sub("mean <b>", line).rstrip()
+
+
+def blocks(readme):
+    text = open(readme).read()
+    m = re.search(r"<!-- demo:begin -->\n```\n(.*?)```\n<!-- demo:end -->", text, re.S)
+    if not m:
+        sys.exit("FAIL: no demo block in %s" % readme)
+    cmd, want = None, []
+    for line in m.group(1).split("\n"):
+        if line.startswith("$ allocprof "):
+            if cmd:
+                yield cmd, want
+            cmd, want = line[2:], []
+        elif cmd is not None:
+            want.append(line)
+    if cmd:
+        yield cmd, want
+
+
+def matches(want, got):
+    """Segments of `want` between `...` lines appear in `got` in order; the
+    first at the start unless `want` starts with `...`."""
+    while want and want[-1] == "":
+        want = want[:-1]
+    segs, cur = [], []
+    for w in want:
+        if w == "...":
+            segs.append(cur)
+            cur = []
+        else:
+            cur.append(w)
+    segs.append(cur)
+    pos = 0
+    for k, seg in enumerate(segs):
+        if not seg:
+            continue
+        if k == 0:
+            if got[:len(seg)] != seg:
+                return "the output does not start with:\n  " + "\n  ".join(seg)
+            pos = len(seg)
+            continue
+        for j in range(pos, len(got) - len(seg) + 1):
+            if got[j:j + len(seg)] == seg:
+                pos = j + len(seg)
+                break
+        else:
+            return "not found in order:\n  " + "\n  ".join(seg)
+    return None
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    readme, ap, demo, root = sys.argv[1:]
+    root = os.path.realpath(root)
+    fails = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "demo.trace")
+        subprocess.run([ap, "record", "-q", "--all", "-o", trace, demo, "20000"], check=True,
+                       stdout=subprocess.DEVNULL)
+        n = 0
+        for cmd, want in blocks(readme):
+            n += 1
+            args = [a if a != "build/demo.trace" else trace for a in shlex.split(cmd)]
+            p = subprocess.run([ap] + args[1:], capture_output=True, text=True)
+            if p.returncode:
+                print("FAIL: %s exited %d: %s" % (cmd, p.returncode, p.stderr))
+                fails += 1
+                continue
+            got = [norm(l, root) for l in p.stdout.split("\n")]
+            why = matches([norm(l, root) for l in want], got)
+            if why:
+                print("FAIL: %s: %s\n--- it printed:\n%s" % (cmd, why, p.stdout))
+                fails += 1
+            else:
+                print("ok: %s" % cmd)
+    if not n:
+        sys.exit("FAIL: no commands in the demo block")
+    sys.exit(1 if fails else 0)
+
+
+main()
