@@ -404,6 +404,7 @@ struct site_info {		/* facts gathered once */
 	double life_cost;	/* their lives' cost through malloc (weighted sum) */
 	double life_space;	/* their lives' bytes: requests and reallocs (weighted) */
 	double seen_growing;	/* sampled: objects first seen in a realloc here */
+	double adopted;		/* sampled: objects first seen growing elsewhere, born here */
 	uint64_t births_seen;	/* sampled: records started here, replayed or not */
 	uint64_t samples;
 	uint64_t first_ts, last_ts;
@@ -486,7 +487,8 @@ static void links_best(const struct links *l, size_t nsites, uint32_t *grows, ui
 /* A sampled object from its first sample on. Positions are in the merged
  * event stream (the clock cycles are placed on). */
 struct srec {
-	uint64_t birth, death, size;	/* times */
+	uint64_t birth, death, size;	/* times; size: the first sampled block's */
+	uint64_t maxsize;		/* the largest size it reached */
 	struct pos bpos, dpos;
 	double w;
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
@@ -494,6 +496,7 @@ struct srec {
 	bool freed;
 	bool last_sampled;	/* its latest block is a sample (w is that block's weight) */
 	bool seen_growing;	/* first seen in a realloc: its birth was not sampled */
+	bool adopted;		/* seen growing, replayed at the site where such are born */
 };
 
 struct sgrowth {
@@ -592,10 +595,11 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 	}
 	struct recon *rc = w->rc;
 	AP_ALLOC_GROW(rc->rec, rc->nrec + 1, rc->rec_alloc);
-	if (w->info)
+	if (w->info && !seen_growing)
 		w->info[ob->site].births_seen++;
 	struct srec *r = &rc->rec[rc->nrec];
-	*r = (struct srec){ .birth = e->ts, .bpos = pos, .size = e->size, .w = ev_weight(w->t, e),
+	*r = (struct srec){ .birth = e->ts, .bpos = pos, .size = e->size, .maxsize = e->size,
+			    .w = ev_weight(w->t, e),
 			    .site = ob->site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
 			    .cpu = e->cpu, .last_sampled = true, .seen_growing = seen_growing };
 	ob->rec = (uint32_t)rc->nrec++;
@@ -615,6 +619,8 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 		return;
 	struct recon *rc = w->rc;
 	struct srec *r = &rc->rec[ob->rec];
+	if (e->size > r->maxsize)
+		r->maxsize = e->size;
 	r->last_sampled = e->flags & AP_EVF_SAMPLED;
 	if (r->last_sampled)
 		r->w = ev_weight(w->t, e);
@@ -648,12 +654,6 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	r->death = e->ts;
 	r->dpos = pos;
 	r->dcpu = e->cpu;
-	if (!r->last_sampled)
-		return;		/* not replayed (recon_build) */
-	struct site_info *si = &w->info[r->site];
-	si->life_sum += r->w * (double)(e->ts - r->birth);
-	si->life_w += r->w;
-	size_hist_add(&si->f.cap, ob->maxsize, r->w);
 }
 
 /* One pass over the trace in order: matches every FREE and realloc to its
@@ -848,7 +848,7 @@ static int op_cmp(const void *a, const void *b)
  * itself, so that the site's requests keep their rate against the cycles
  * and every copy its lifetime. */
 static void recon_build(struct recon *rc, struct replay *rp, struct site_info *info,
-			uint64_t seed)
+			const uint32_t *born, uint64_t seed)
 {
 	size_t ns = rp->nsites;
 	const struct ap_cost_table *costs = rp->o->costs;
@@ -873,6 +873,13 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 		r->k = (uint32_t)fl + (u < r->w - fl);
 		if (!r->k)
 			r->k = 1;
+		/* A buffer first seen growing belongs to the pool of the site
+		 * where such buffers are born, when a sample saw one born. */
+		bool adopted = r->seen_growing && born[r->site] != UINT32_MAX;
+		if (adopted) {
+			r->site = born[r->site];
+			r->adopted = true;
+		}
 		ksum[r->site] += r->k;
 		struct site_info *si = &info[r->site];
 		if (!si->samples) {
@@ -882,17 +889,36 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 		si->last_ts = r->birth;
 		lastp[r->site] = r->bpos.v;
 		si->samples++;
-		info_birth(si, costs, r->size, r->w);
+		if (adopted) {
+			/* Its birth was not seen: the request and its size are
+			 * the site's (below); what was seen is growth. */
+			si->births += r->w;
+			info_growth(si, costs, r->size, r->w);
+		} else {
+			info_birth(si, costs, r->size, r->w);
+		}
 		for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
 			info_growth(si, costs, rc->g[g].size, r->w);
-		if (r->seen_growing)
+		if (adopted)
+			si->adopted += r->w;
+		else if (r->seen_growing)
 			si->seen_growing += r->w;
+		if (r->freed) {
+			si->life_sum += r->w * (double)(r->death - r->birth);
+			si->life_w += r->w;
+			size_hist_add(&si->f.cap, r->maxsize, r->w);
+		}
 	}
+	/* The request size of an adopted buffer: the site's median. */
+	uint64_t *req = ap_xcalloc(ns ? ns : 1, sizeof(*req));
+	for (size_t s = 0; s < ns; s++)
+		req[s] = (uint64_t)size_hist_quantile(&info[s].f.req, 0.5);
 	for (size_t i = 0; i < rc->nrec; i++) {
 		struct srec *r = &rc->rec[i];
 		uint32_t s = r->site;
 		if (!r->k || (kdone[s] + r->k > SITE_BUDGET && kdone[s] > 0))
 			continue;
+		uint64_t birth_size = r->adopted && req[s] && req[s] < r->size ? req[s] : r->size;
 		struct site_info *si = &info[s];
 		uint64_t gap;
 		double gapp;
@@ -919,7 +945,9 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			if (offp > r->bpos.v)
 				offp = r->bpos.v;
 			uint32_t obj = (uint32_t)rc->nclones++;
-			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, r->cpu, OP_GET);
+			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, birth_size, obj, s, r->cpu, OP_GET);
+			if (birth_size != r->size)
+				add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, 0, OP_GROW);
 			for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
 				add_op(rc, pos_minus(rc->g[g].pos, offp), rc->g[g].ts - off, rc->g[g].size, obj, s, 0,
 				       OP_GROW);
@@ -933,6 +961,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 		rp->runs[s].scale = kdone[s] > 0 ? ksum[s] / kdone[s] : 1;
 	qsort(rc->ops, rc->nops, sizeof(*rc->ops), op_cmp);
 	rc->cap = ap_xmalloc((rc->nclones + 1) * sizeof(*rc->cap));
+	free(req);
 	free(ksum);
 	free(kdone);
 	free(prev);
@@ -1040,8 +1069,8 @@ static void runs_finish(struct replay *rp)
  * pass collects the reconstruction (and cycles, shares, facts), then its
  * replay. */
 static void first_replay(struct replay *rp, const struct ap_site_map *m, struct site_info *info,
-			 struct links *links, struct ap_advice *a, struct recon *rc,
-			 const uint64_t *caps)
+			 struct links *links, uint32_t *grows, uint32_t *born, struct ap_advice *a,
+			 struct recon *rc, const uint64_t *caps)
 {
 	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = rp->t,
 			  .site_of_stack = m->site_of_stack, .rp = rp, .info = info,
@@ -1053,8 +1082,9 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 	}
 	runs_reset(rp, caps);
 	walk_events(&w);
+	links_best(links, m->nsites, grows, born);
 	if (a->sampled) {
-		recon_build(rc, rp, info, rp->o->seed);
+		recon_build(rc, rp, info, born, rp->o->seed);
 		pass_recon(rp, rc);
 	}
 	runs_finish(rp);
@@ -1101,6 +1131,7 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	double c = site->p50_cap > 0 ? site->p50_cap : site->p50_size;
 	site->pool_cost_ns = ap_cost_pool(costs, (uint64_t)c);
 	site->seen_growing = si->seen_growing;
+	site->adopted = si->adopted;
 	site->births_seen = si->births_seen;
 }
 
@@ -1139,12 +1170,11 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	struct recon rc = { 0 };
 	struct links links = { 0 };
 	amap_init(&links.m);
-	first_replay(&rp, m, info, &links, a, a->sampled ? &rc : NULL, caps);
-	a->cycles = rp.cyc.count;
-	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.cyc.count + 1);
 	uint32_t *grows = ap_xmalloc((ns ? ns : 1) * sizeof(*grows));
 	uint32_t *born = ap_xmalloc((ns ? ns : 1) * sizeof(*born));
-	links_best(&links, ns, grows, born);
+	first_replay(&rp, m, info, &links, grows, born, a, a->sampled ? &rc : NULL, caps);
+	a->cycles = rp.cyc.count;
+	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.cyc.count + 1);
 
 	a->sites = ap_xcalloc(ns ? ns : 1, sizeof(*a->sites));
 	for (size_t s = 0; s < ns; s++) {

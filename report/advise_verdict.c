@@ -231,7 +231,14 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		else
 			s->reasons = xasprintf("Only reallocs of objects born elsewhere%s: a pool belongs where "
 					       "they are born.", a->sampled ? " (no sample saw where)" : "");
-	} else if (few && s->life_share >= MIN_GAIN_SHARE) {
+	} else if (few && s->life_share < MIN_GAIN_SHARE) {
+		fmt_bytes(b1, sizeof(b1), s->life_share * a->total_alloc_space);
+		s->verdict = AP_VERDICT_LITTLE_GAIN;
+		s->reasons = xasprintf("The site's objects take about %s, %.2g%% of the program's bytes "
+				       "(from %llu sample%s): too little to be worth the risks of pooling.",
+				       b1, 100 * s->life_share, (unsigned long long)s->samples,
+				       plural((double)s->samples));
+	} else if (few) {
 		double n = s->alloc_objects > 0 ? s->alloc_objects : r->gets;
 		s->suggest_rate = rate_for(n, s->alloc_space / (n > 0 ? n : 1));
 		s->verdict = AP_VERDICT_UNSURE;
@@ -330,8 +337,8 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			ap_advise_format_duration(d1, sizeof(d1), s->mean_life_ns);
 			spacing_words(sp, sizeof(sp), s, a);
 			s->verdict = AP_VERDICT_LITTLE_GAIN;
-			s->reasons = xasprintf("Only %.0f%% of requests would find a pooled object (objects live %s; "
-					       "%s): the pool would mostly add work.", hr, d1, sp);
+			s->reasons = xasprintf("Only %.0f%% of requests would find a pooled object (objects live %s). "
+					       "%s: the pool would mostly add work.", hr, d1, sp);
 		}
 	}
 	(void)d2;
@@ -340,7 +347,13 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	struct ap_buf t = AP_BUF_INIT;
 	ap_buf_addstr(&t, s->reasons);
 	if (s->verdict != AP_VERDICT_ELSEWHERE) {
-		if (a->sampled && r->gets > 0 && s->seen_growing >= 0.5 * r->gets) {
+		if (a->sampled && r->gets > 0 && s->adopted >= 0.1 * r->gets) {
+			ap_buf_addf(&t, " %.0f%% of these objects were first seen growing by realloc%s%s "
+				    "(their birth was not sampled): the reallocs before a buffer's first "
+				    "sample are not seen, so the reallocs avoided are a lower bound.",
+				    100 * s->adopted / r->gets, s->grows_at ? " at " : "",
+				    s->grows_at ? s->grows_at : "");
+		} else if (a->sampled && r->gets > 0 && s->seen_growing >= 0.5 * r->gets) {
 			if (s->born_at)
 				ap_buf_addf(&t, " These are buffers that grow here, born elsewhere (at %s, "
 					    "where the samples that saw a birth put it).", s->born_at);

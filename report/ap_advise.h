@@ -50,7 +50,9 @@
  *   reallocs before it are not seen, so with growth chains of small
  *   blocks the reallocs and bytes avoided are underestimated (the objects,
  *   Gets and hits are not), and a chain whose birth was not sampled
- *   belongs to the site of its first sampled realloc (`seen_growing`).
+ *   belongs to the site where such chains are born when a sample saw one
+ *   born there and grow at its site (`adopted`), else to the site of its
+ *   first sampled realloc (`seen_growing`).
  * - The relative uncertainty of a site's counts is 1/sqrt(samples at the
  *   site) (Poisson), reported as `rel_error`. */
 #ifndef AP_ADVISE_H
@@ -193,6 +195,7 @@ struct ap_advise_site {
 	 * site the samples that saw one show. */
 	char *grows_at, *born_at;
 	double seen_growing;
+	double adopted;		/* sampled: objects first seen growing elsewhere, judged here */
 	uint64_t births_seen;	/* sampled: objects whose first sample is here, counted or not */
 	uint64_t suggest_rate;	/* AP_VERDICT_UNSURE: a --rate that would decide (0: --all) */
 	struct ap_replay_result r;	/* with max_keep (or none) */
