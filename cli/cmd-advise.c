@@ -109,10 +109,12 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	}
 	if (a->cycles) {
 		ap_advise_format_duration(d, sizeof(d), a->mean_cycle_ns);
-		printf(" (one every %s); %u P%s\n", d, a->procs, plural(a->procs));
+		printf(" (one every %s); %u P%s%s\n", d, a->procs, plural(a->procs),
+		       a->one_p ? ", one thread: replayed on one" : "");
 	} else {
 		ap_advise_format_duration(d, sizeof(d), (double)a->duration_ns);
-		printf(" (none in its %s); %u P%s\n", d, a->procs, plural(a->procs));
+		printf(" (none in its %s); %u P%s%s\n", d, a->procs, plural(a->procs),
+		       a->one_p ? ", one thread: replayed on one" : "");
 	}
 	if (a->sampled) {
 		ap_format_bytes(b1, sizeof(b1), (double)a->rate);

@@ -16,7 +16,7 @@ expect() {
 		fail=1
 	fi
 }
-expect "Cycles: gogc:100, 0 in the trace (none in its 1ms); 1 P"
+expect "Cycles: gogc:100, 0 in the trace (none in its 1ms); 1 P, one thread: replayed on one"
 expect "   avoided: 999 allocations, 23.41kB; pooling would cost ~6.01us more"
 expect "(1 more site; -n 0 shows all)"
 if grep -q -- "-[0-9]" "$tmp/out"; then
