@@ -12,6 +12,8 @@
 #define ESCAPE_SHARE 0.5
 /* Below this share of all allocated bytes a site is "little to gain". */
 #define MIN_GAIN_SHARE 0.02
+/* ...or when the time a pool saves is below this share of the run. */
+#define MIN_GAIN_TIME 0.0001
 /* A pool pays from this hit rate on. */
 #define GOOD_HIT_RATE 0.5
 /* "too rare": at least this share of the requests come two or more cycles
@@ -280,6 +282,15 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		s->reasons = xasprintf("The site's objects take %s, %.2g%% of the program's bytes: too little to be "
 				       "worth the risks of pooling (stale data, use after return).",
 				       b1, 100 * s->life_share);
+	} else if (r->hit_rate >= GOOD_HIT_RATE && r->time_saved_ns > 0 &&
+		   r->time_saved_ns < MIN_GAIN_TIME * (double)a->duration_ns) {
+		ap_advise_format_duration(d1, sizeof(d1), r->time_saved_ns);
+		ap_advise_format_duration(d2, sizeof(d2), (double)a->duration_ns);
+		s->verdict = AP_VERDICT_LITTLE_GAIN;
+		s->reasons = xasprintf("A pool would hit %.0f%% of requests but save only about %s in a run "
+				       "of %s (%.2g%%): too little to be worth the risks of pooling (stale "
+				       "data, use after return).", hr, d1, d2,
+				       100 * r->time_saved_ns / (double)a->duration_ns);
 	} else {
 		uint64_t cl[4];
 		size_t ncl = size_classes(f, cl, 4);

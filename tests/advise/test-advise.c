@@ -156,13 +156,15 @@ static void test_exact(void)
 	CHECK("site0 private hits", s0->r.hits[AP_POOL_PRIVATE], 10);
 	CHECK("site0 victim hits", s0->r.hits[AP_POOL_VICTIM], 1);
 	CHECK("site0 peak held", s0->r.peak_held_bytes, 32768);
-	CHECK("site0 verdict", s0->verdict, AP_VERDICT_POOL);
+	/* It would hit, but 12 requests save ~1.3 us in a run of 125 ms. */
+	CHECK("site0 verdict", s0->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (!strstr(s0->reasons, "save only about"))
+		fprintf(stderr, "site0 reasons: %s\n", s0->reasons), failures++;
 	CHECK("site1 hits", s1->r.gets - s1->r.misses, 0);
 	CHECK("site1 lost to cycles", s1->r.lost_cycle, 4);
 	CHECK("site1 verdict", s1->verdict, AP_VERDICT_TOO_RARE);
 	CHECK("site2 escaped", s2->r.escaped, 3);
 	CHECK("site2 verdict", s2->verdict, AP_VERDICT_ESCAPES);
-	CHECK("ranked first", a->sites[0].verdict, AP_VERDICT_POOL);
 	ap_advice_free(a);
 
 	/* The same with 2 Ps and cycles far apart: still exact. */
@@ -264,8 +266,9 @@ static struct ap_tw *one_site_writer(uint64_t rate, uint32_t *st)
 }
 
 /* Sampled: 2000 samples of 4 KiB at rate 4096 (weight 1/(1-e^-(4097/4096))
- * each), one every ms, each living 0.1 ms. The reconstruction must estimate
- * the count within its error and keep the pattern: nearly all hits. */
+ * each), one every 10 us, each living 1 us. The reconstruction must
+ * estimate the count within its error and keep the pattern: nearly all
+ * hits. */
 static void test_sampled(void)
 {
 	uint32_t st;
@@ -273,11 +276,11 @@ static void test_sampled(void)
 	uint64_t ts = START;
 	for (int i = 0; i < 2000; i++) {
 		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 4096, st);
-		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x100000);
-		ts += MS;
+		ap_tw_free(tw, 1000, ts + MS / 1000, 0, 0x100000);
+		ts += MS / 100;
 	}
 	struct ap_trace *t = finish(tw, ts);
-	struct ap_advice *a = advise(t, 1, "interval:100ms");
+	struct ap_advice *a = advise(t, 1, "interval:1ms");
 	const struct ap_advise_site *s = find(a, "site0");
 	double w = ap_trace_weight(t, 4096), want = 2000 * w;
 	CHECK("sampled flag", a->sampled, 1);
@@ -331,10 +334,10 @@ static void test_sampled_growth(void)
 		}
 		if (tracked)
 			ap_tw_free(tw, 1000, ts, 0, addr);
-		ts = t0 + MS;
+		ts = t0 + MS / 100;
 	}
 	struct ap_trace *t = finish(tw, ts);
-	struct ap_advice *a = advise(t, 1, "interval:100ms");
+	struct ap_advice *a = advise(t, 1, "interval:1ms");
 	const struct ap_advise_site *s = find(a, "site0");
 	if (fabs(s->r.gets - 3000) > 90) {
 		fprintf(stderr, "sampled growth: gets %.0f, want 3000 +- 90\n", s->r.gets);
