@@ -19,11 +19,12 @@
 /* "too rare": at least this share of the requests come two or more cycles
  * after the one before (the pool is empty then). */
 #define RARE_SHARE 0.5
-/* "too small": an object's whole life through malloc (allocation, first
- * touch, reallocs) costs less than this many times the pool's get+put,
- * for objects whose capacity is up to SMALL_MAX bytes (glibc's tcache and
- * fastbin sizes, where malloc is at its cheapest: a noisy calibration must
- * not call a 32 KiB buffer small). */
+/* "too small": what a pool saves on a request (an object's allocation,
+ * first touch and reallocs through malloc, less the pool's get+put) is
+ * below (SMALL_FACTOR - 1) times the pool's get+put, for objects whose
+ * capacity is up to SMALL_MAX bytes (glibc's tcache and fastbin sizes,
+ * where malloc is at its cheapest: a noisy calibration must not call a
+ * 32 KiB buffer small). */
 #define SMALL_FACTOR 2.0
 #define SMALL_MAX 1024
 /* Capacities are skewed when the largest is this many times the 90th
@@ -271,11 +272,18 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		s->reasons = xasprintf("%s: a pooled object is dropped at the second cycle after its Put, so "
 				       "the pool is empty at %.0f%% of requests (hit rate %.0f%%).",
 				       sp, 100 * r->far_gaps / r->gaps, hr);
-	} else if (s->p50_cap <= SMALL_MAX && s->life_cost_ns < SMALL_FACTOR * s->pool_cost_ns) {
+	} else if (s->p50_cap <= SMALL_MAX && r->time_saved_ns < (SMALL_FACTOR - 1) * s->pool_cost_ns * r->gets) {
+		double net = r->time_saved_ns / r->gets;
 		s->verdict = AP_VERDICT_TOO_SMALL;
-		s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
-				       "%.0fns for a pool's get and put: keep malloc.",
-				       obj, s->life_cost_ns, s->pool_cost_ns);
+		if (net <= 0)
+			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
+					       "%.0fns for a pool's get and put: keep malloc.",
+					       obj, s->life_cost_ns, s->pool_cost_ns);
+		else
+			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, and a "
+					       "pool's get and put %.0fns: a pool would save about %.0fns a request, "
+					       "less than its own cost and within the cost model's error: keep "
+					       "malloc.", obj, s->life_cost_ns, s->pool_cost_ns, net);
 	} else if (s->life_share < MIN_GAIN_SHARE) {
 		fmt_bytes(b1, sizeof(b1), s->life_share * a->total_alloc_space);
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
