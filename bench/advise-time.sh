@@ -5,7 +5,9 @@
 # model (allocprof calibrate); then advise_win and advise_win_pooled (the
 # same program with its buffers from pool/vpool.h, the pool the advice
 # means) run natively, interleaved, and the difference of their times is
-# the measured saving. Not a test: nothing here asserts a time.
+# the measured saving: CPU time (perf stat's task-clock, which a busy
+# machine disturbs less) when perf is there, and wall time. Not a test:
+# nothing here asserts a time.
 #
 # Usage: bench/advise-time.sh [BUILD] [REQUESTS] [ROUNDS]
 #        (defaults: build 400000 15)
@@ -19,21 +21,35 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$ap" record -q --all -o "$tmp/w.trace" "$td/advise_win" "$n" >/dev/null
 "$ap" advise --json -n 0 "$tmp/w.trace" >"$tmp/a.json"
-out=$(bench/ab.sh "$rounds" plain "$td/advise_win $n" pooled "$td/advise_win_pooled $n")
-echo "$out"
-/usr/bin/python3 - "$tmp/a.json" "$n" "$out" <<'PY'
-import json, re, sys
-a = json.load(open(sys.argv[1]))
-site = next(s for s in a["sites"] if s["function"] == "handle")
+/usr/bin/python3 - "$tmp/a.json" "$n" "$rounds" "$td/advise_win" "$td/advise_win_pooled" <<'PY'
+import json, shutil, statistics, subprocess, sys, time
+adv, n, rounds, plain, pooled = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+site = next(s for s in json.load(open(adv))["sites"] if s["function"] == "handle")
 pred = site["time_saved_ns"] / 1e6
-t = {}
-for line in sys.argv[3].splitlines():
-    m = re.match(r"(\S+)\s+min ([0-9.]+) s\s+median ([0-9.]+) s", line)
-    t[m.group(1)] = (float(m.group(2)), float(m.group(3)))
-dmin = (t["plain"][0] - t["pooled"][0]) * 1e3
-dmed = (t["plain"][1] - t["pooled"][1]) * 1e3
+perf = shutil.which("perf")
+cpu = {plain: [], pooled: []}
+wall = {plain: [], pooled: []}
+for _ in range(rounds):
+    for prog in (plain, pooled):
+        if perf:
+            t0 = time.perf_counter()
+            p = subprocess.run([perf, "stat", "-x,", "-e", "task-clock", prog, n],
+                               capture_output=True, text=True, check=True)
+            wall[prog].append(time.perf_counter() - t0)
+            cpu[prog].append(float(p.stderr.strip().splitlines()[-1].split(",")[0]) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            subprocess.run([prog, n], stdout=subprocess.DEVNULL, check=True)
+            wall[prog].append(time.perf_counter() - t0)
 print("requests %s: advise predicts %.2f ms saved (verdict %s, %d allocations avoided)"
-      % (sys.argv[2], pred, site["verdict"], site["allocs_avoided"]))
-print("measured: %.2f ms (min), %.2f ms (median); predicted/measured %.2f (min), %.2f (median)"
-      % (dmin, dmed, pred / dmin if dmin else float("nan"), pred / dmed if dmed else float("nan")))
+      % (n, pred, site["verdict"], site["allocs_avoided"]))
+for what, t in (("cpu time", cpu), ("wall time", wall)):
+    if not t[plain]:
+        continue
+    dmin = (min(t[plain]) - min(t[pooled])) * 1e3
+    dmed = (statistics.median(t[plain]) - statistics.median(t[pooled])) * 1e3
+    print("%s over %d rounds: plain min %.2f ms, pooled min %.2f ms; measured saving %.2f ms (min), "
+          "%.2f ms (median); predicted/measured %.2f (min), %.2f (median)"
+          % (what, rounds, min(t[plain]) * 1e3, min(t[pooled]) * 1e3, dmin, dmed,
+             pred / dmin if dmin else float("nan"), pred / dmed if dmed else float("nan")))
 PY
