@@ -70,9 +70,10 @@ static void touch(char *p, uint64_t size, long page)
 
 enum what { MALLOC_FREE, FRESH_TOUCH, REUSED_TOUCH, POOL_GETPUT, WRITE_ONLY };
 
-/* The bytes a request writes into its object in the pool's measurement:
- * a Put's atomic instruction waits for the writes before it to drain, a
- * cost a tight get/put loop would not see. */
+/* The bytes a request writes into its object in the pool's measurement,
+ * so that get+put is priced as a request meets it (a locked instruction
+ * after the writes would wait for them to drain, a cost a tight get/put
+ * loop does not show). */
 static size_t request_writes(uint64_t size)
 {
 	return size < 4096 ? (size_t)size : 4096;
