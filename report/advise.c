@@ -406,6 +406,7 @@ struct site_info {		/* facts gathered once */
 	double seen_growing;	/* sampled: objects first seen in a realloc here */
 	double adopted;		/* sampled: objects first seen growing elsewhere, born here */
 	uint64_t births_seen;	/* sampled: records started here, replayed or not */
+	double w2;		/* sampled: sum of w(w-1) of the counted records */
 	uint64_t samples;
 	uint64_t first_ts, last_ts;
 	double life_sum, life_w;
@@ -889,6 +890,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 		si->last_ts = r->birth;
 		lastp[r->site] = r->bpos.v;
 		si->samples++;
+		si->w2 += r->w * (r->w - 1);
 		if (adopted) {
 			/* Its birth was not seen: the request and its size are
 			 * the site's (below); what was seen is growth. */
@@ -1115,7 +1117,11 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->share = a->total_alloc_space > 0 ? si->alloc_space / a->total_alloc_space : 0;
 	site->life_share = a->total_alloc_space > 0 ? si->life_space / a->total_alloc_space : 0;
 	site->samples = si->samples;
-	site->rel_error = a->sampled && si->samples ? 1.0 / sqrt((double)si->samples) : 0;
+	/* The object count is a sum of sample weights w, each sample taken with
+	 * probability 1/w: its variance is the sum of w(w-1) (Horvitz-Thompson),
+	 * about births/samples for small objects, and 0 for blocks so big that
+	 * every one is sampled. */
+	site->rel_error = a->sampled && si->births > 0 ? sqrt(si->w2) / si->births : 0;
 	site->mean_gap_ns = site->r.gets > 1.5 && si->samples > 1 ?
 		(double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
 	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;

@@ -38,9 +38,10 @@
  * at least this share of the objects. */
 #define CLASS_RATIO 4.0
 #define CLASS_SHARE 0.1
-/* Sampled traces: below this many sampled objects a site's replay is too
- * uncertain for a verdict (1/sqrt(30): +-18%); the --rate suggested then
- * would give about WANT_SAMPLES. */
+/* Sampled traces: a site whose object count is less certain than 30
+ * small samples would make it (a relative error above 1/sqrt(30), 18%) is
+ * too uncertain for a verdict; the --rate suggested then would give about
+ * WANT_SAMPLES. */
 #define MIN_SAMPLES 30
 #define WANT_SAMPLES 100
 
@@ -210,7 +211,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	const struct ap_replay_result *r = &s->r;
 	char b1[32], b2[32], b3[32], b4[32], d1[32], d2[32], obj[160], sp[256];
 	double hr = r->hit_rate * 100;
-	bool few = a->sampled && s->samples < MIN_SAMPLES;
+	bool few = a->sampled && s->rel_error > 1 / sqrt((double)MIN_SAMPLES);
 	object_words(obj, sizeof(obj), s);
 
 	/* The order is the order of the reasons' force: first what makes a

@@ -54,7 +54,9 @@
  *   born there and grow at its site (`adopted`), else to the site of its
  *   first sampled realloc (`seen_growing`).
  * - The relative uncertainty of a site's counts is 1/sqrt(samples at the
- *   site) (Poisson), reported as `rel_error`. */
+ *   site) for small objects, less for big ones (every block above the
+ *   rate is sampled): sqrt(sum of w(w-1)) / sum of w, reported as
+ *   `rel_error`. */
 #ifndef AP_ADVISE_H
 #define AP_ADVISE_H
 
@@ -175,7 +177,7 @@ struct ap_advise_site {
 	 * wherever it is (the bytes a pool here could save). */
 	double life_share;
 	uint64_t samples;	/* sampled objects seen (== objects with --all) */
-	double rel_error;	/* 1/sqrt(samples) when sampled, else 0 */
+	double rel_error;	/* sampled: relative standard error of the object count, else 0 */
 	double mean_size, p50_size, p90_size, max_size;	/* of requests (max: the real one) */
 	/* Capacities: the largest size each freed object reached (its request,
 	 * or what it grew to by realloc): what a pool would hold. */

@@ -285,7 +285,8 @@ static void test_sampled(void)
 	double w = ap_trace_weight(t, 4096), want = 2000 * w;
 	CHECK("sampled flag", a->sampled, 1);
 	CHECK("samples", s->samples, 2000);
-	CHECK("rel error", s->rel_error, 1 / sqrt(2000.0));
+	/* Horvitz-Thompson: sqrt(2000 w (w - 1)) / (2000 w). */
+	CHECK("rel error", s->rel_error, sqrt((w - 1) / (2000 * w)));
 	if (fabs(s->r.gets - want) > 3 * sqrt(2000 * 0.25)) {
 		fprintf(stderr, "sampled gets %.0f, want %.0f +- %.0f\n", s->r.gets, want,
 			3 * sqrt(2000 * 0.25));
