@@ -204,6 +204,32 @@ static void spacing_words(char *out, size_t len, const struct ap_advise_site *s,
 			 "(a cycle every %s)", apart, d2);
 }
 
+/* No verdict from too few samples: say so, and the rate that would give
+ * one. */
+static void judge_unsure(struct ap_advise_site *s)
+{
+	const struct ap_replay_result *r = &s->r;
+	char b1[32], b2[32];
+	double hr = r->hit_rate * 100;
+	double n = s->alloc_objects > 0 ? s->alloc_objects : r->gets;
+	s->suggest_rate = rate_for(n, s->alloc_space / (n > 0 ? n : 1));
+	s->verdict = AP_VERDICT_UNSURE;
+	if (s->suggest_rate) {
+		fmt_bytes(b1, sizeof(b1), (double)s->suggest_rate);
+		snprintf(b2, sizeof(b2), "--rate %llu", (unsigned long long)s->suggest_rate);
+		s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
+				       "(the replay says hit rate %.0f%%). Record with %s (one sample "
+				       "per %s: about %d here) or --all to decide.",
+				       (unsigned long long)s->samples, plural((double)s->samples),
+				       100 * s->rel_error, hr, b2, b1, WANT_SAMPLES);
+	} else {
+		s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
+				       "(the replay says hit rate %.0f%%). Record with --all to decide.",
+				       (unsigned long long)s->samples, plural((double)s->samples),
+				       100 * s->rel_error, hr);
+	}
+}
+
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		  const struct site_facts *f, const struct ap_advise_options *o)
 {
@@ -243,23 +269,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				       b1, 100 * s->life_share, (unsigned long long)s->samples,
 				       plural((double)s->samples));
 	} else if (few) {
-		double n = s->alloc_objects > 0 ? s->alloc_objects : r->gets;
-		s->suggest_rate = rate_for(n, s->alloc_space / (n > 0 ? n : 1));
-		s->verdict = AP_VERDICT_UNSURE;
-		if (s->suggest_rate) {
-			fmt_bytes(b1, sizeof(b1), (double)s->suggest_rate);
-			snprintf(b2, sizeof(b2), "--rate %llu", (unsigned long long)s->suggest_rate);
-			s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
-					       "(the replay says hit rate %.0f%%). Record with %s (one sample "
-					       "per %s: about %d here) or --all to decide.",
-					       (unsigned long long)s->samples, plural((double)s->samples),
-					       100 * s->rel_error, hr, b2, b1, WANT_SAMPLES);
-		} else {
-			s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
-					       "(the replay says hit rate %.0f%%). Record with --all to decide.",
-					       (unsigned long long)s->samples, plural((double)s->samples),
-					       100 * s->rel_error, hr);
-		}
+		judge_unsure(s);
 	} else if (r->escaped >= ESCAPE_SHARE * r->gets) {
 		s->verdict = AP_VERDICT_ESCAPES;
 		s->reasons = xasprintf("%.0f%% of the objects are never freed: they are results the program keeps, "
@@ -300,6 +310,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				       "of %s (%.2g%%): too little to be worth the risks of pooling (stale "
 				       "data, use after return).", hr, d1, d2,
 				       100 * r->time_saved_ns / (double)a->duration_ns);
+	} else if (a->sampled && s->samples < MIN_SAMPLES) {
+		/* Certain counts (big blocks), but no pool from a handful. */
+		judge_unsure(s);
 	} else {
 		uint64_t cl[4];
 		size_t ncl = size_classes(f, cl, 4);
