@@ -871,9 +871,13 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			r->k = 0;	/* stood for by the objects whose last block is a sample */
 			continue;
 		}
-		r->k = (uint32_t)fl + (u < r->w - fl);
-		if (!r->k)
-			r->k = 1;
+		/* A sample may stand for more objects than a site replays (a
+		 * huge rate in a damaged trace): the site's scale makes up for
+		 * the rest. */
+		double k = fl + (u < r->w - fl);
+		if (k < 1)
+			k = 1;
+		r->k = k > SITE_BUDGET ? SITE_BUDGET : (uint32_t)k;
 		/* A buffer first seen growing belongs to the pool of the site
 		 * where such buffers are born, when a sample saw one born. */
 		bool adopted = r->seen_growing && born[r->site] != UINT32_MAX;
@@ -881,7 +885,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			r->site = born[r->site];
 			r->adopted = true;
 		}
-		ksum[r->site] += r->k;
+		ksum[r->site] += k;
 		struct site_info *si = &info[r->site];
 		if (!si->samples) {
 			si->first_ts = r->birth;
