@@ -507,6 +507,8 @@ static int (*real_execve)(const char *, char *const[], char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
 static int (*real_pipe2)(int[2], int);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_sigaltstack)(const stack_t *, stack_t *);
 
 static void *must_sym(const char *name)
 {
@@ -539,6 +541,8 @@ static void resolve(void)
 	real_execvpe = (int (*)(const char *, char *const[], char *const[]))must_sym("execvpe");
 	real_fexecve = (int (*)(int, char *const[], char *const[]))must_sym("fexecve");
 	real_pipe2 = (int (*)(int[2], int))must_sym("pipe2");
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))must_sym("sigaction");
+	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 }
@@ -1496,6 +1500,10 @@ static int64_t draw_interval(struct ap_tls *t)
 	return (int64_t)v;
 }
 
+static int sig_on;
+static void alt_install(void);
+static void alt_remove(void);
+
 /* First slow-path call of a thread: its buffer, its key, its countdown. */
 static void thr_register(struct ap_tls *t)
 {
@@ -1521,6 +1529,8 @@ static void thr_register(struct ap_tls *t)
 	t->thr = b ? b : &dead_thr;
 	if (b)
 		pthread_setspecific(thr_key, b);
+	if (sig_on)
+		alt_install();
 	/* The countdown ran from 0 until now: start a real interval. */
 	t->interval = draw_interval(t);
 	t->countdown += t->interval;
@@ -1550,6 +1560,7 @@ static void thr_exit(void *arg)
 	b->next_free = thr_free;
 	thr_free = b;
 	lk_unlock(&list_lock);
+	alt_remove();
 	t->guard--;
 }
 
@@ -2017,6 +2028,13 @@ static void flush_all(int sig)
 	for (struct ap_thr *b = thr_all; b; b = b->next) {
 		if (!__atomic_load_n(&b->live, __ATOMIC_ACQUIRE))
 			continue;
+		if (b == tls.thr && asym) {
+			/* Ours: if a signal interrupted this thread inside emit, the
+			 * events up to len are complete, and the interrupted code
+			 * never resumes (the process is ending). */
+			thr_flush_locked(b);
+			continue;
+		}
 		if (!remote_enter(b, sig))
 			continue;
 		thr_flush_locked(b);
@@ -2103,39 +2121,268 @@ EXPORT void _Exit(int status)
 	leave(real__Exit, status);
 }
 
-static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+/* Fatal signals. Every signal whose default action ends the process gets
+ * our handler (sig_entry) for real, while the program sees and sets its
+ * own disposition (sig_view) through the interposed sigaction and the
+ * signal() family: sig_entry runs the program's handler when it has one,
+ * and when the program's disposition is the default it ends the trace,
+ * restores the default and re-raises, so that the process dies of the same
+ * signal (core dump included). A program's handler that restores SIG_DFL
+ * and re-raises therefore reaches the flush too. SIG_IGN is set for real
+ * (it is inherited across exec). The handler runs on an alternate stack of
+ * ours (sig_altstack) so that a stack overflow is flushed too; the program
+ * sees only its own alternate stack. */
+static int sig_on;		/* dispositions are managed (sig_install ran) */
+static int sig_lock;
+static struct sigaction sig_view[NSIG];	/* the program's dispositions */
+static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
+static __thread void *alt_mine __attribute__((tls_model("initial-exec")));
 
-static void on_fatal(int sig, siginfo_t *si, void *uc)
+/* Signals whose default action terminates (with or without a core). */
+static int sig_fatal(int s)
+{
+	switch (s) {
+	case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP:
+	case SIGABRT: case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV:
+	case SIGUSR2: case SIGPIPE: case SIGALRM: case SIGTERM: case SIGSTKFLT:
+	case SIGXCPU: case SIGXFSZ: case SIGVTALRM: case SIGPROF: case SIGIO:
+	case SIGPWR: case SIGSYS:
+		return 1;
+	}
+	return s >= SIGRTMIN && s <= SIGRTMAX;
+}
+
+static int sig_managed(int s)
+{
+	return sig_on && s > 0 && s < NSIG && sig_fatal(s) && ap_pid == sys_getpid();
+}
+
+static void sig_entry(int s, siginfo_t *si, void *uc);
+
+/* Puts the real disposition of s in line with sig_view[s]. */
+static void sig_apply(int s)
+{
+	const struct sigaction *v = &sig_view[s];
+	struct sigaction k;
+	memset(&k, 0, sizeof(k));
+	if (v->sa_handler == SIG_IGN) {
+		k.sa_handler = SIG_IGN;
+		real_sigaction(s, &k, NULL);
+		sig_ours[s] = 0;
+		return;
+	}
+	k.sa_sigaction = sig_entry;
+	if (v->sa_handler == SIG_DFL) {
+		k.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigfillset(&k.sa_mask);
+	} else {
+		/* the program's mask and flags; SA_RESETHAND is done by sig_entry,
+		 * which must stay installed to see the re-raise */
+		k.sa_flags = (v->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+		k.sa_mask = v->sa_mask;
+	}
+	real_sigaction(s, &k, NULL);
+	sig_ours[s] = 1;
+}
+
+/* The default action, after the trace has ended: the process dies of s as
+ * it would have without us (a fault simply recurs on return). */
+static void sig_die(int s)
 {
 	int saved = errno;
 	tls.guard++;
 	in_signal = 1;
-	end_trace(AP_END_SIGNAL, 1, (uint64_t)sig, 1);
+	end_trace(AP_END_SIGNAL, 1, (uint64_t)s, 1);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
-	sigaction(sig, &sa, NULL);
-	/* Pending until the handler returns, then the default action kills us
-	 * as it would have (a fault would also simply recur). */
-	raise(sig);
+	real_sigaction(s, &sa, NULL);
+	/* pending until the handler returns and the mask is restored */
+	raise(s);
 	tls.guard--;
 	errno = saved;
 }
 
-static void install_signals(void)
+static void sig_entry(int s, siginfo_t *si, void *uc)
 {
-	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++) {
-		struct sigaction old, sa;
-		if (sigaction(fatal_sigs[i], NULL, &old) < 0)
-			continue;
-		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-			continue; /* the program's (or SIG_IGN): leave it */
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_fatal;
-		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-		sigemptyset(&sa.sa_mask);
-		sigaction(fatal_sigs[i], &sa, NULL);
+	struct sigaction *v = &sig_view[s];
+	void (*h)(int) = v->sa_handler;
+	if (h == SIG_DFL) {
+		sig_die(s);
+		return;
 	}
+	if (h == SIG_IGN)
+		return; /* changed under us */
+	int flags = v->sa_flags;
+	void (*act)(int, siginfo_t *, void *) = v->sa_sigaction;
+	if (flags & SA_RESETHAND) {
+		/* as the kernel does: the handler becomes SIG_DFL, flags stay */
+		v->sa_handler = SIG_DFL;
+		sig_apply(s);
+	}
+	if (flags & SA_SIGINFO)
+		act(s, si, uc);
+	else
+		h(s);
+}
+
+/* Our alternate signal stack for the calling thread, if it has none. */
+#define ALT_SIZE (64u << 10)
+static void alt_install(void)
+{
+	stack_t cur;
+	if (alt_mine || real_sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+		return;
+	uint8_t *m = mmap(NULL, ALT_SIZE + 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	mprotect(m, 4096, PROT_NONE); /* overflowing it faults, not corrupts */
+	stack_t ss = { .ss_sp = m + 4096, .ss_size = ALT_SIZE, .ss_flags = 0 };
+	if (real_sigaltstack(&ss, NULL) == 0)
+		alt_mine = m + 4096;
+	else
+		munmap(m, ALT_SIZE + 4096);
+}
+
+/* The thread is exiting: its stack of ours goes (if the program has not
+ * replaced it). */
+static void alt_remove(void)
+{
+	stack_t cur;
+	if (!alt_mine)
+		return;
+	if (real_sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt_mine &&
+	    !(cur.ss_flags & SS_ONSTACK)) {
+		stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+		real_sigaltstack(&off, NULL);
+		munmap((uint8_t *)alt_mine - 4096, ALT_SIZE + 4096);
+	}
+	alt_mine = NULL;
+}
+
+static void sig_install(void)
+{
+	for (int s = 1; s < NSIG; s++) {
+		if (!sig_fatal(s) || real_sigaction(s, NULL, &sig_view[s]) < 0)
+			continue;
+		sig_apply(s);
+	}
+	alt_install();
+	sig_on = 1;
+}
+
+/* Program-visible calls. Signals are blocked while the view changes: a
+ * handler of the program may call sigaction itself. */
+EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction)
+		resolve();
+	if (!sig_managed(s))
+		return real_sigaction(s, act, old);
+	sigset_t all, mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
+	lk_lock(&sig_lock);
+	struct sigaction prev = sig_view[s];
+	int rc = 0;
+	if (act) {
+		/* the kernel's own reading of act (mask without SIGKILL and
+		 * SIGSTOP, the flags it knows, glibc's restorer) is what a
+		 * query returns */
+		rc = real_sigaction(s, act, NULL);
+		if (rc == 0) {
+			real_sigaction(s, NULL, &sig_view[s]);
+			sig_apply(s);
+		}
+	}
+	lk_unlock(&sig_lock);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	errno = e;
+	if (rc == 0 && old)
+		*old = prev;
+	return rc;
+}
+
+/* signal() and its variants as glibc defines them, through sigaction. */
+static sighandler_t set_handler(int s, sighandler_t h, int flags, int mask_self)
+{
+	struct sigaction sa, old;
+	if (h == SIG_ERR || s < 1 || s >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (mask_self)
+		sigaddset(&sa.sa_mask, s);
+	sa.sa_flags = flags;
+	if (sigaction(s, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, SA_RESTART, 1);
+}
+
+sighandler_t bsd_signal(int s, sighandler_t h); /* not declared by glibc */
+EXPORT sighandler_t bsd_signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, SA_RESTART, 1);
+}
+
+EXPORT sighandler_t sysv_signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, (int)(SA_RESETHAND | SA_NODEFER), 0);
+}
+
+EXPORT int siginterrupt(int s, int flag)
+{
+	struct sigaction sa;
+	if (sigaction(s, NULL, &sa) < 0)
+		return -1;
+	if (flag)
+		sa.sa_flags &= ~SA_RESTART;
+	else
+		sa.sa_flags |= SA_RESTART;
+	return sigaction(s, &sa, NULL);
+}
+
+/* The program sees its own alternate stack, or none: never ours. Setting
+ * one replaces ours for real; disabling its own puts ours back. */
+EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	if (!real_sigaltstack)
+		resolve();
+	stack_t cur;
+	if (!sig_on || !alt_mine || real_sigaltstack(NULL, &cur) < 0)
+		return real_sigaltstack(ss, old);
+	if (cur.ss_sp != alt_mine || (cur.ss_flags & SS_DISABLE)) {
+		/* the program's own (or none) */
+		int rc = real_sigaltstack(ss, old);
+		if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE)) {
+			stack_t mine = { .ss_sp = alt_mine, .ss_size = ALT_SIZE, .ss_flags = 0 };
+			real_sigaltstack(&mine, NULL);
+		}
+		return rc;
+	}
+	int rc = 0;
+	if (ss && !(ss->ss_flags & SS_DISABLE)) {
+		rc = real_sigaltstack(ss, NULL);
+	} else if (ss && ss->ss_flags != SS_DISABLE) {
+		errno = EINVAL;
+		rc = -1;
+	}
+	if (rc == 0 && old) {
+		old->ss_sp = NULL;
+		old->ss_size = 0;
+		old->ss_flags = SS_DISABLE;
+	}
+	return rc;
 }
 
 /* fork: no profiler lock may be held across it, and the child starts a
@@ -2517,7 +2764,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	modules_snapshot();
 	if (ap_all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
-	install_signals();
+	sig_install();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);

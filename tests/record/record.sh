@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests of `allocprof record` and liballocprof.so. One argument picks the
-# group: conform, lifecycle or errors. Environment (from meson): ALLOCPROF,
+# group: conform, lifecycle, errors or ending. Environment (from meson): ALLOCPROF,
 # CONFORM, TESTDATA_BUILD, TESTDATA_SRC, STATIC_HELLO.
 set -u
 export LC_ALL=C
@@ -185,10 +185,14 @@ lifecycle)
 		sleep 0.05
 	done
 	[ -s sl.trace ] || fail "sleep: no trace after 5 s"
+	# this run's sleep, by its parent: other runs of this test may be
+	# sleeping 7.25 s at the same time
+	slp=$(pgrep -P $rec -x sleep)
 	kill -TERM $rec
 	wait $rec
 	expect_eq "forwarded SIGTERM: exit status" $? 143
-	pgrep -f 'sleep 7.25' >/dev/null && fail "sleep survived the forwarded SIGTERM"
+	[ -n "$slp" ] || fail "sleep: not found as record's child"
+	[ -n "$slp" ] && kill -0 "$slp" 2>/dev/null && fail "sleep survived the forwarded SIGTERM"
 
 	# 128+N for a program killed by a signal it did not catch
 	"$ALLOCPROF" record -q -o k.trace sh -c 'kill -KILL $$'
@@ -312,6 +316,79 @@ errors)
 	grep -q '^allocprof: /nonexistent/allocprof-report: cannot run allocprof-report (No such file or directory)' st.err ||
 		fail "missing allocprof-report: $(cat st.err)"
 	[ "$(wc -l <st.err)" -eq 1 ] || fail "missing allocprof-report: more than one line: $(cat st.err)"
+	;;
+ending)
+	# How a process ends (testdata/lifecycle.c): whatever ends it, the
+	# program ends as without the sampler and its --all trace holds all its
+	# allocations, with END.
+	L=$TESTDATA_BUILD/lifecycle
+	# ended KEY TRACE ALLOCS REASON: stats of TRACE show ALLOCS allocations
+	# and an END of REASON
+	ended() {
+		stats "$2" "$2.json" || return
+		expect_eq "$1: alloc_objects" "$(jget "$2.json" alloc_objects)" "$3"
+		expect_eq "$1: end reason" "$(jget "$2.json" end_reason)" "$4"
+		expect_eq "$1: truncated" "$(jget "$2.json" truncated)" false
+	}
+	for m in "raise 15" "raise 2" "raise 1" "raise 10" "raise 34" pipe rehandler overflow resethand; do
+		"$L" $m >native.out 2>&1
+		want=$?
+		"$ALLOCPROF" record -q --all -o end.trace "$L" $m >rec.out 2>&1
+		expect_eq "$m: exit status" $? "$want"
+		diff -u native.out rec.out || fail "$m: output differs from the native run"
+		ended "$m" end.trace 5000 signal
+	done
+
+	# what the program sees of its signals is its own
+	"$L" query >native.out 2>&1
+	"$ALLOCPROF" record -q --all -o q.trace "$L" query >rec.out 2>&1
+	diff -u native.out rec.out || fail "query: sigaction, signal or sigaltstack differ from the native run"
+
+	# the raw wait status, core-dump bit included, with and without the
+	# sampler (no record in between)
+	(
+		ulimit -c unlimited 2>/dev/null
+		/usr/bin/python3 - "$L" "$(dirname "$(dirname "$ALLOCPROF")")/sampler/liballocprof.so" <<'PY'
+import os, sys
+prog, so = sys.argv[1], sys.argv[2]
+def run(args, env):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1); os.dup2(fd, 2)
+        os.execve(prog, [prog] + args, env)
+    return os.waitpid(pid, 0)[1]
+pre = dict(os.environ, LD_PRELOAD=so, ALLOCPROF_OUTPUT=os.path.abspath("raw.trace"), ALLOCPROF_RATE="1")
+for args in (["raise", "3"], ["overflow"], ["rehandler"], ["raise", "15"]):
+    a, b = run(args, dict(os.environ)), run(args, pre)
+    if a != b:
+        print("FAIL: %s: wait status %#x under the sampler, %#x without" % (" ".join(args), b, a))
+PY
+	) >raw.out
+	rm -f core core.*
+	[ -s raw.out ] && fail "$(cat raw.out)"
+
+	# timeout's SIGTERM goes through record to the program
+	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
+	expect_eq "timeout: exit status" $? 124
+	ended timeout to.trace 5000 signal
+
+	# Ctrl-C: SIGINT to the whole process group, record and the program
+	# (in a group of their own, SIGINT at its default: a background job of
+	# a script starts with SIGINT ignored)
+	/usr/bin/python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.setpgid(0, 0)
+os.execv(sys.argv[1], sys.argv[1:])' "$ALLOCPROF" record -q --all -o ci.trace "$L" wait >ci.out 2>&1 &
+	ci=$!
+	for _ in $(seq 100); do
+		grep -q ready ci.out && break
+		sleep 0.05
+	done
+	kill -INT -- -"$ci"
+	wait $ci
+	expect_eq "Ctrl-C: exit status" $? 130
+	ended Ctrl-C ci.trace 5000 signal
 	;;
 *)
 	echo "unknown group $group"
