@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -320,23 +321,110 @@ static void write_all(int fd, const void *data, size_t len)
 
 /* The trace's descriptor sits high (the program's own open() calls get the
  * numbers they would get without us), and every chunk checks it is still
- * our file: a program that closes every descriptor and opens others must
- * not get trace chunks written into its files. */
+ * our file: a program that closes every descriptor, or puts another file
+ * in its place, never gets trace chunks written into its files, and the
+ * trace goes on through the same file opened again by its path. The
+ * program's close, close_range, closefrom, dup2 and dup3 are interposed
+ * so that it cannot close the trace's descriptor: as without us, it is
+ * not open (EBADF), and a dup2 onto its number moves the trace away and
+ * gives the program that number. Raw system calls are caught by the check. */
 #define TRACE_FD_MIN 700
+#define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
 static dev_t trace_dev;
 static ino_t trace_ino;
+static int trace_lock;
+static uint32_t trace_owner;	/* tid holding trace_lock (a handler may nest) */
+static int unw_pipe[2] = { -1, -1 };	/* libunwind's, moved by pipe2 */
+static int in_signal;	/* flushing from a fatal-signal handler */
+
+static int sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+/* The lowest descriptor the sampler takes: TRACE_FD_MIN, or the top
+ * FD_TOP under a lower soft limit (F_DUPFD cannot go past it); -1 when
+ * the limit leaves no room. */
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > TRACE_FD_MIN + FD_TOP)
+		return TRACE_FD_MIN;
+	return rl.rlim_cur > 2 * FD_TOP ? (int)rl.rlim_cur - FD_TOP : -1;
+}
+
+/* fd moved into the sampler's range (the original closed), or fd itself
+ * if it cannot move. */
+static int fd_high(int fd, int cloexec)
+{
+	int floor = fd_floor();
+	if (floor < 0 || fd >= floor)
+		return fd;
+	int high = fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+	if (high < 0)
+		return fd;
+	sys_close(fd);
+	return high;
+}
+
+static int is_own_fd(int fd)
+{
+	return fd >= 0 && (fd == __atomic_load_n(&ap_fd, __ATOMIC_RELAXED) ||
+			   fd == unw_pipe[0] || fd == unw_pipe[1]);
+}
+
+/* trace_lock, re-entered by a signal handler of the thread holding it;
+ * returns whether it was taken (0: nested or given up, in a handler). */
+static int trace_enter(int *nested)
+{
+	uint32_t me = sys_gettid();
+	*nested = __atomic_load_n(&trace_owner, __ATOMIC_RELAXED) == me;
+	if (*nested)
+		return 1;
+	if (in_signal ? !lk_trylock_bounded(&trace_lock) : (lk_lock(&trace_lock), 0))
+		return 0;
+	__atomic_store_n(&trace_owner, me, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void trace_leave(int nested)
+{
+	if (nested)
+		return;
+	__atomic_store_n(&trace_owner, 0, __ATOMIC_RELAXED);
+	lk_unlock(&trace_lock);
+}
+
+/* The trace opened again by its path, appending, if the path still names
+ * it; -1 otherwise (then the trace stops). */
+static int trace_reopen(void)
+{
+	int fd = open(ap_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+		sys_close(fd);
+		return -1;
+	}
+	return fd_high(fd, 1);
+}
 
 static void trace_write(const void *data, size_t len)
 {
-	struct stat st;
+	int nested;
+	if (ap_fd < 0 || !trace_enter(&nested))
+		return;
 	int fd = ap_fd;
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
-		ap_fd = -1; /* not ours any more: stop writing */
-		return;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+		fd = trace_reopen(); /* closed, or another file now: not ours */
+		__atomic_store_n(&ap_fd, fd, __ATOMIC_RELAXED);
 	}
-	write_all(fd, data, len);
+	if (fd >= 0)
+		write_all(fd, data, len);
+	trace_leave(nested);
 }
 
 static size_t str_len(const char *s)
@@ -508,6 +596,7 @@ static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
 static int (*real_pipe2)(int[2], int);
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_close)(int);
 static int (*real_sigaltstack)(const stack_t *, stack_t *);
 
 static void *must_sym(const char *name)
@@ -541,6 +630,7 @@ static void resolve(void)
 	real_execvpe = (int (*)(const char *, char *const[], char *const[]))must_sym("execvpe");
 	real_fexecve = (int (*)(int, char *const[], char *const[]))must_sym("fexecve");
 	real_pipe2 = (int (*)(int[2], int))must_sym("pipe2");
+	real_close = (int (*)(int))must_sym("close");
 	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))must_sym("sigaction");
 	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
@@ -1131,15 +1221,109 @@ EXPORT int pipe2(int fds[2], int flags)
 	int rc = real_pipe2(fds, flags);
 	if (rc == 0 && tls.guard) {
 		for (int i = 0; i < 2; i++) {
-			int high = fcntl(fds[i], (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD,
-					 TRACE_FD_MIN);
-			if (high >= 0) {
-				close(fds[i]);
-				fds[i] = high;
-			}
+			fds[i] = fd_high(fds[i], flags & O_CLOEXEC);
+			unw_pipe[i] = fds[i];
 		}
 	}
 	return rc;
+}
+
+/* The program's descriptor calls: the sampler's own descriptors are not
+ * open as far as the program can tell (see trace_write). */
+EXPORT int close(int fd)
+{
+	if (!real_close)
+		resolve();
+	if (is_own_fd(fd) && !tls.guard) { /* libunwind may close its pipe */
+		errno = EBADF;
+		return -1;
+	}
+	return real_close(fd);
+}
+
+/* close_range over [first, last] without the sampler's descriptors. */
+static int close_range_skip(unsigned first, unsigned last, int flags)
+{
+	int own[3] = { ap_fd, unw_pipe[0], unw_pipe[1] };
+	for (int i = 1; i < 3; i++) /* ascending (three elements) */
+		for (int j = i; j > 0 && own[j - 1] > own[j]; j--) {
+			int t = own[j];
+			own[j] = own[j - 1];
+			own[j - 1] = t;
+		}
+	if (first > last)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	unsigned lo = first;
+	for (int i = 0; i < 3; i++) {
+		if (own[i] < 0 || (unsigned)own[i] < lo || (unsigned)own[i] > last)
+			continue;
+		if ((unsigned)own[i] > lo && syscall(SYS_close_range, lo, (unsigned)own[i] - 1, flags) < 0)
+			return -1;
+		lo = (unsigned)own[i] + 1;
+		if (lo == 0)
+			return 0;
+	}
+	return lo > last ? 0 : (int)syscall(SYS_close_range, lo, last, flags);
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	return close_range_skip(first, last, flags);
+}
+
+EXPORT void closefrom(int low)
+{
+	if (low < 0)
+		low = 0;
+	if (close_range_skip((unsigned)low, ~0u, 0) == 0 || errno != ENOSYS)
+		return;
+	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+	if (real)
+		real(low); /* no close_range: glibc's fallback, catching ours by fstat */
+}
+
+/* The trace's descriptor moves out of the way of a dup2 onto its number.
+ * libunwind's pipe cannot move (libunwind keeps the numbers): the number
+ * becomes the program's, and is no longer protected. */
+static void fd_evict(int fd)
+{
+	int nested;
+	for (int i = 0; i < 2; i++)
+		if (fd == unw_pipe[i])
+			unw_pipe[i] = -1;
+	if (fd != ap_fd || !trace_enter(&nested))
+		return;
+	if (fd == ap_fd) {
+		int floor = fd_floor();
+		int to = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+		if (to >= 0) {
+			__atomic_store_n(&ap_fd, to, __ATOMIC_RELAXED);
+			sys_close(fd);
+		}
+	}
+	trace_leave(nested);
+}
+
+EXPORT int dup2(int old, int fd)
+{
+	if (is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != fd)
+		fd_evict(fd);
+	return (int)syscall(SYS_dup2, old, fd);
+}
+
+EXPORT int dup3(int old, int fd, int flags)
+{
+	if (is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != fd)
+		fd_evict(fd);
+	return (int)syscall(SYS_dup3, old, fd, flags);
 }
 
 /* Unwinds the caller's stack into pcs; drops our own leading frames. */
@@ -1317,8 +1501,6 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 
 /* Writes out a buffer's events (buffer lock held), META first so every id
  * the events use is already in the file. */
-static int in_signal;	/* flushing from a fatal-signal handler */
-
 static void thr_flush_locked(struct ap_thr *b)
 {
 	if (b->len <= EV_HDR || ap_fd < 0) {
@@ -2002,15 +2184,11 @@ static int open_trace(const char *parent)
 		say(ap_path, strerror(errno));
 		return -1;
 	}
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, TRACE_FD_MIN);
-	if (high >= 0) {
-		close(fd);
-		fd = high;
-	}
+	fd = fd_high(fd, 1);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(ap_path, strerror(errno));
-		close(fd);
+		sys_close(fd);
 		return -1;
 	}
 	trace_dev = st.st_dev;
@@ -2419,7 +2597,7 @@ static void fork_child(void)
 		return;
 	}
 	if (ap_fd >= 0)
-		close(ap_fd);
+		sys_close(ap_fd);
 	ap_fd = -1;
 	if (ap_no_children) {
 		ap_state = AP_DISABLED;

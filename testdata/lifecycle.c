@@ -11,6 +11,8 @@
  *   closerange  close_range(3, ~0U, 0), 100 more blocks, exit 0
  *   closeloop   close() of every fd from 3 to 1023, 100 more, exit 0
  *   dup2loop    dup2 of /dev/null onto fds 3..1000, 100 more, exit 0
+ *   fdtruth F   close(700), dup2 and dup3 of file F onto 700 and 701,
+ *               100 more, close_range(3, ~0U): prints what each returned
  *   envexec     execle(argv[0], "child") with an empty environment; the
  *               child allocates 300 blocks and exits 4
  *   umask       umask(0777), fork; the child allocates 100 and exits
@@ -21,6 +23,7 @@
  * program, for comparison with a run without the sampler:
  *   query       dispositions of every signal, a handler installed and
  *               run (SIGUSR1 three times), the alternate stack */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -195,6 +198,16 @@ int main(int argc, char **argv)
 			if (fd != nul)
 				dup2(nul, fd);
 		alloc_blocks(NBLOCKS, 100);
+		return 0;
+	} else if (!strcmp(mode, "fdtruth") && argc > 2) {
+		int r = close(700);
+		td_say("close(700): %d %s\n", r, r < 0 && errno == EBADF ? "EBADF" : "");
+		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		td_say("dup2(fd, 700): %d\n", dup2(fd, 700));
+		td_say("dup3(fd, 701): %d\n", dup3(fd, 701, O_CLOEXEC));
+		alloc_blocks(NBLOCKS, 100);
+		r = close_range(3, ~0u, 0);
+		td_say("close_range: %d, 700 open: %d\n", r, fcntl(700, F_GETFD) >= 0);
 		return 0;
 	} else if (!strcmp(mode, "envexec")) {
 		char *const env[] = { NULL };

@@ -368,6 +368,24 @@ PY
 	rm -f core core.*
 	[ -s raw.out ] && fail "$(cat raw.out)"
 
+	# descriptors closed or replaced by the program: the trace goes on, and
+	# the program never gets its chunks in its own files
+	for m in closerange closeloop dup2loop; do
+		"$ALLOCPROF" record -q --all -o fd.trace "$L" $m >/dev/null 2>&1
+		expect_eq "$m: exit status" $? 0
+		ended "$m" fd.trace 5100 exit
+	done
+	"$L" fdtruth f.native >native.out 2>&1
+	"$ALLOCPROF" record -q --all -o fd.trace "$L" fdtruth f.rec >rec.out 2>&1
+	diff -u native.out rec.out || fail "fdtruth: close, dup2, dup3 or close_range differ from the native run"
+	[ -f f.rec ] && [ ! -s f.rec ] || fail "fdtruth: the program's file got $(stat -c %s f.rec) bytes"
+	ended fdtruth fd.trace 5100 exit
+	# a low descriptor limit: the program's first open() still gets 3
+	for n in 700 64; do
+		"$ALLOCPROF" record -q --all -o fd.trace sh -c "ulimit -n $n && exec '$L' fds" >rec.out 2>&1
+		expect_eq "ulimit -n $n: first descriptor" "$(cat rec.out)" "first open: 3"
+	done
+
 	# timeout's SIGTERM goes through record to the program
 	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
