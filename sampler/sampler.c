@@ -2271,10 +2271,36 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 
 /* ---- process lifecycle -------------------------------------------------- */
 
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso); /* glibc's, not declared */
+
+/* The end of a normal exit. Registered by ap_fini while exit() runs the
+ * ELF destructors (_dl_fini, itself the first exit handler registered and
+ * so the last to run): glibc runs a handler registered meanwhile after
+ * _dl_fini returns, that is after every library's destructor. */
+static void ap_last(void *unused)
+{
+	(void)unused;
+	tls.guard++;
+	end_trace(AP_END_EXIT, 0, 0, 0);
+	tls.guard--;
+}
+
+/* Destructors run in the reverse of the initialization order, and the
+ * preloaded library is initialized after the libraries the program links:
+ * theirs run after this one, and their frees are part of the program's
+ * life. So recording goes on: everything so far is flushed (a crash in a
+ * later destructor keeps it) and the trace ends in ap_last. */
 __attribute__((destructor)) static void ap_fini(void)
 {
 	tls.guard++;
-	end_trace(AP_END_EXIT, 0, 0, 0);
+	if (ap_state == AP_ON && ap_pid == sys_getpid()) {
+		flush_all(0);
+		/* not atexit(): that names this library's handle, and this
+		 * library's own __cxa_finalize (its last destructor) would run
+		 * ap_last right away */
+		if (__cxa_atexit(ap_last, NULL, NULL) != 0)
+			end_trace(AP_END_EXIT, 0, 0, 0);
+	}
 	tls.guard--;
 }
 

@@ -386,6 +386,22 @@ PY
 		expect_eq "ulimit -n $n: first descriptor" "$(cat rec.out)" "first open: 3"
 	done
 
+	# frees in a library's destructor (after the program's own exit path)
+	# are counted: 210 allocations, 210 frees, nothing in use, as valgrind
+	"$ALLOCPROF" record -q --all -o dt.trace "$TESTDATA_BUILD/dtor_main" >/dev/null 2>&1
+	expect_eq "library destructor: exit status" $? 0
+	ended "library destructor" dt.trace 210 exit
+	if [ -s dt.trace.json ]; then
+		want_free=210 want_inuse=0
+		if command -v valgrind >/dev/null; then
+			vg=$(valgrind "$TESTDATA_BUILD/dtor_main" 2>&1)
+			want_free=$(echo "$vg" | sed -n 's/.*total heap usage: [0-9,]* allocs, \([0-9,]*\) frees.*/\1/p' | tr -d ,)
+			want_inuse=$(echo "$vg" | sed -n 's/.*in use at exit: [0-9,]* bytes in \([0-9,]*\) blocks.*/\1/p' | tr -d ,)
+		fi
+		expect_eq "library destructor: free_objects" "$(jget dt.trace.json free_objects)" "$want_free"
+		expect_eq "library destructor: inuse_objects" "$(jget dt.trace.json inuse_objects)" "$want_inuse"
+	fi
+
 	# timeout's SIGTERM goes through record to the program
 	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
