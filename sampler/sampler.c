@@ -2176,14 +2176,33 @@ static void make_path(char *out, unsigned gen)
 	out[n] = 0;
 }
 
+/* The mode of every trace of the run: that of the launched process's
+ * trace, 0644 under the umask record ran with (the first image creates it
+ * before its main runs; record removed any older file of that name),
+ * never the umask the program set since. Forked children inherit it. */
+static mode_t trace_mode = 0644;
+
+static void trace_mode_init(void)
+{
+	struct stat st;
+	if (stat(ap_base, &st) == 0 && S_ISREG(st.st_mode)) {
+		trace_mode = st.st_mode & 0777;
+	} else {
+		mode_t m = umask(0);
+		umask(m);
+		trace_mode = 0644 & ~m;
+	}
+}
+
 static int open_trace(const char *parent)
 {
 	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		      0644);
+		      trace_mode);
 	if (fd < 0) {
 		say(ap_path, strerror(errno));
 		return -1;
 	}
+	fchmod(fd, trace_mode); /* whatever the umask is now */
 	fd = fd_high(fd, 1);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
@@ -2684,6 +2703,65 @@ static void fork_child(void)
  * pass (envp itself, or a mapping the caller releases if exec fails). */
 static char exec_marker[64];
 
+/* What an exec'd image needs to be profiled, saved at start (the program
+ * may clear its environment: `env -i`, execle with an empty one): this
+ * library's path for LD_PRELOAD, and every ALLOCPROF* setting but
+ * ALLOCPROF_EXEC, as "NAME=value" strings one after another. */
+static char self_path[PATH_MAX];
+static char *saved_cfg;
+static size_t saved_cfg_len;
+
+static void exec_save_settings(void)
+{
+	extern char **environ;
+	Dl_info di;
+	if (dladdr((void *)exec_save_settings, &di) && di.dli_fname &&
+	    str_len(di.dli_fname) < sizeof(self_path))
+		memcpy(self_path, di.dli_fname, str_len(di.dli_fname) + 1);
+	size_t need = 0;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15))
+			need += str_len(*e) + 1;
+	if (!need || !(saved_cfg = map_mem(need)))
+		return;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15)) {
+			size_t l = str_len(*e) + 1;
+			memcpy(saved_cfg + saved_cfg_len, *e, l);
+			saved_cfg_len += l;
+		}
+}
+
+/* Whether env has a variable of the name that "NAME=..." entry has. */
+static int env_has(char *const *env, size_t n, const char *entry)
+{
+	size_t k = 0;
+	while (entry[k] && entry[k] != '=')
+		k++;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(env[i], entry, k + 1))
+			return 1;
+	return 0;
+}
+
+/* Whether an LD_PRELOAD value names liballocprof.so. */
+static int preload_has_self(const char *v)
+{
+	while (*v) {
+		while (*v == ' ' || *v == ':')
+			v++;
+		const char *tok = v;
+		while (*v && *v != ' ' && *v != ':')
+			v++;
+		const char *base = v;
+		while (base > tok && base[-1] != '/')
+			base--;
+		if (v - base == 15 && !strncmp(base, "liballocprof.so", 15))
+			return 1;
+	}
+	return 0;
+}
+
 static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 {
 	*ended = 0;
@@ -2697,19 +2775,55 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 			*ended = 1;
 		gen++;
 	}
-	size_t n = 0;
-	while (envp && envp[n])
+	size_t n = 0, pre_len = 0;
+	while (envp && envp[n]) {
+		if (!strncmp(envp[n], "LD_PRELOAD=", 11))
+			pre_len = str_len(envp[n]);
 		n++;
-	size_t sz = (n + 2) * sizeof(char *);
+	}
+	size_t nsaved = 0;
+	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+		nsaved++;
+	size_t ptrs = (n + nsaved + 3) * sizeof(char *);
+	size_t sz = ptrs + pre_len + str_len(self_path) + 16;
 	char **env = map_mem(sz);
 	if (!env) {
 		tls.guard--;
 		return envp;
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
-			env[k++] = envp[i];
+	int have_pre = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
+			continue;
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !have_pre && self_path[0] &&
+		    !preload_has_self(envp[i] + 11)) {
+			/* the program set a preload of its own: ours first */
+			char *v = (char *)env + ptrs;
+			size_t m = str_len(self_path);
+			memcpy(v, "LD_PRELOAD=", 11);
+			memcpy(v + 11, self_path, m);
+			v[11 + m] = ':';
+			memcpy(v + 12 + m, envp[i] + 11, pre_len - 11 + 1);
+			env[k++] = v;
+			have_pre = 1;
+			continue;
+		}
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			have_pre = 1;
+		env[k++] = envp[i];
+	}
+	/* an environment without us: the preload and settings go back in */
+	if (!have_pre && self_path[0]) {
+		char *v = (char *)env + ptrs;
+		memcpy(v, "LD_PRELOAD=", 11);
+		memcpy(v + 11, self_path, str_len(self_path) + 1);
+		env[k++] = v;
+	}
+	size_t k0 = k;
+	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+		if (!env_has(env, k0, saved_cfg + o))
+			env[k++] = saved_cfg + o;
 	if (gen) {
 		size_t m = 0;
 		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
@@ -2901,6 +3015,8 @@ __attribute__((constructor(101))) static void ap_init(void)
 	ap_no_children = nc && *nc && *nc != '0';
 	if (ap_no_children)
 		strip_preload();
+	else
+		exec_save_settings();
 	ap_rate = parse_u64(cfg(CFG_RATE), DEFAULT_RATE);
 	if (ap_rate == 0)
 		ap_rate = 1;
@@ -2941,6 +3057,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 		}
 	}
 	make_path(ap_path, ap_gen);
+	trace_mode_init();
 
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
 	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));

@@ -402,6 +402,33 @@ PY
 		expect_eq "library destructor: inuse_objects" "$(jget dt.trace.json inuse_objects)" "$want_inuse"
 	fi
 
+	# exec with an empty environment is followed: the new image writes
+	# <trace>.exec1 with its 300 allocations
+	"$ALLOCPROF" record -q --all -o ee.trace "$L" envexec >/dev/null 2>&1
+	expect_eq "execle, empty environment: exit status" $? 4
+	if [ -e ee.trace.exec1 ]; then
+		ended "execle, empty environment" ee.trace.exec1 300 exit
+	else
+		fail "execle, empty environment: no trace of the new image (files: $(ls ee.trace*))"
+	fi
+	"$ALLOCPROF" record -q --all -o ei.trace env -i "$L" child >/dev/null 2>&1
+	expect_eq "env -i: exit status" $? 4
+	if [ -e ei.trace.exec1 ]; then
+		ended "env -i" ei.trace.exec1 300 exit
+	else
+		fail "env -i: no trace of the new image (files: $(ls ei.trace*))"
+	fi
+
+	# the program's umask(0777) does not make its child's trace unreadable
+	(
+		umask 027
+		"$ALLOCPROF" record -q --all -o um.trace "$L" umask >/dev/null 2>&1
+	)
+	for t in um.trace.*; do
+		[ -e "$t" ] || fail "umask: no child trace"
+		[ -e "$t" ] && expect_eq "umask: mode of $t" "$(stat -c %a "$t")" 640
+	done
+
 	# timeout's SIGTERM goes through record to the program
 	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
