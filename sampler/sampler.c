@@ -304,7 +304,8 @@ static pid_t sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-static void write_all(int fd, const void *data, size_t len)
+/* Returns 0, or the errno of the write that failed. */
+static int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 	while (len) {
@@ -312,11 +313,12 @@ static void write_all(int fd, const void *data, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return errno;
 		}
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 
 /* The trace's descriptor sits high (the program's own open() calls get the
@@ -411,6 +413,10 @@ static int trace_reopen(void)
 	return fd_high(fd, 1);
 }
 
+/* Set while this thread writes the trace: a SIGXFSZ then is ours (the
+ * program's RLIMIT_FSIZE reached by the trace), and sig_entry drops it. */
+static __thread int in_trace_write __attribute__((tls_model("initial-exec")));
+
 static void trace_write(const void *data, size_t len)
 {
 	int nested;
@@ -422,8 +428,22 @@ static void trace_write(const void *data, size_t len)
 		fd = trace_reopen(); /* closed, or another file now: not ours */
 		__atomic_store_n(&ap_fd, fd, __ATOMIC_RELAXED);
 	}
-	if (fd >= 0)
-		write_all(fd, data, len);
+	if (fd >= 0) {
+		in_trace_write++;
+		if (write_all(fd, data, len) == EFBIG) {
+			/* the file size limit: the trace ends here, truncated (no
+			 * END fits); a SIGXFSZ left pending where the program
+			 * blocks it is ours too */
+			__atomic_store_n(&ap_fd, -1, __ATOMIC_RELAXED);
+			sigset_t x, pend;
+			sigemptyset(&x);
+			sigaddset(&x, SIGXFSZ);
+			const struct timespec zero = { 0, 0 };
+			if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
+				sigtimedwait(&x, NULL, &zero);
+		}
+		in_trace_write--;
+	}
 	trace_leave(nested);
 }
 
@@ -2428,6 +2448,8 @@ static void sig_die(int s)
 
 static void sig_entry(int s, siginfo_t *si, void *uc)
 {
+	if (s == SIGXFSZ && in_trace_write)
+		return; /* our write, not the program's: it gets EFBIG */
 	struct sigaction *v = &sig_view[s];
 	void (*h)(int) = v->sa_handler;
 	if (h == SIG_DFL) {

@@ -16,7 +16,7 @@
  *   envexec     execle(argv[0], "child") with an empty environment; the
  *               child allocates 300 blocks and exits 4
  *   umask       umask(0777), fork; the child allocates 100 and exits
- *   fsize       RLIMIT_FSIZE 512 KiB, 100000 malloc/free pairs, exit 0;
+ *   fsize       RLIMIT_FSIZE 512 KiB, 300000 malloc/free pairs, exit 0;
  *               with an argument: then writes 600 KiB to that file itself
  *   fds         prints the descriptor its first open() gets
  * The query mode prints what sigaction, signal and sigaltstack tell the
@@ -137,7 +137,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "fsize")) {
 		struct rlimit rl = { 512 << 10, 512 << 10 };
 		setrlimit(RLIMIT_FSIZE, &rl);
-		for (unsigned i = 0; i < 100000; i++) {
+		for (unsigned i = 0; i < 300000; i++) {
 			void *p = malloc(16 + i % 64);
 			td_sink = p;
 			free(p);

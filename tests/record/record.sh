@@ -429,6 +429,20 @@ PY
 		[ -e "$t" ] && expect_eq "umask: mode of $t" "$(stat -c %a "$t")" 640
 	done
 
+	# RLIMIT_FSIZE set by the program: the trace stops at the limit
+	# (truncated, readable), the program does not die of SIGXFSZ for it,
+	# and its own writes past the limit still do
+	"$L" fsize >native.out 2>&1
+	want=$?
+	"$ALLOCPROF" record -q --all -o fs.trace "$L" fsize >rec.out 2>&1
+	expect_eq "RLIMIT_FSIZE: exit status" $? "$want"
+	diff -u native.out rec.out || fail "RLIMIT_FSIZE: output differs from the native run"
+	stats fs.trace fs.json && expect_eq "RLIMIT_FSIZE: truncated" "$(jget fs.json truncated)" true
+	"$L" fsize own.native >/dev/null 2>&1
+	want=$?
+	"$ALLOCPROF" record -q --all -o fs.trace "$L" fsize own.rec >/dev/null 2>&1
+	expect_eq "RLIMIT_FSIZE, the program's own write: exit status" $? "$want"
+
 	# timeout's SIGTERM goes through record to the program
 	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
