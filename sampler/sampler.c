@@ -525,9 +525,29 @@ static const char *cfg(int which)
 	return which == CFG_OUTPUT ? cfg_out : cfg_field[which];
 }
 
-/* One line on stderr without stdio: "allocprof: a: b". */
+/* stderr as the process started with it (fstat of fd 2 in ap_init): a
+ * program that closes it may open a file of its own as fd 2, and our
+ * messages must not land there. */
+static int err_state;		/* 0: not known yet, 1: open, -1: closed */
+static dev_t err_dev;
+static ino_t err_ino;
+
+static void err_init(void)
+{
+	struct stat st;
+	err_state = fstat(STDERR_FILENO, &st) == 0 ? 1 : -1;
+	err_dev = st.st_dev;
+	err_ino = st.st_ino;
+}
+
+/* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is
+ * no longer the stderr the process started with. */
 static void say(const char *a, const char *b)
 {
+	struct stat st;
+	if (err_state < 0 || (err_state > 0 && (fstat(STDERR_FILENO, &st) < 0 ||
+						 st.st_dev != err_dev || st.st_ino != err_ino)))
+		return;
 	char line[PATH_MAX + 256];
 	size_t n = 0;
 	const char *parts[] = { "allocprof: ", a, ": ", b, "\n" };
@@ -3023,6 +3043,7 @@ static void pre_replay(struct ap_tls *t)
 __attribute__((constructor(101))) static void ap_init(void)
 {
 	struct ap_tls *t = &tls;
+	err_init();
 	resolve();
 	t->guard++;
 	cfg_load();

@@ -13,6 +13,8 @@
  *   dup2loop    dup2 of /dev/null onto fds 3..1000, 100 more, exit 0
  *   fdtruth F   close(700), dup2 and dup3 of file F onto 700 and 701,
  *               100 more, close_range(3, ~0U): prints what each returned
+ *   stderr F    closes fd 2, opens F (fd 2), limits descriptors to 3
+ *               and forks (the child cannot open a file); exits with F's fd
  *   envexec     execle(argv[0], "child") with an empty environment; the
  *               child allocates 300 blocks and exits 4
  *   umask       umask(0777), fork; the child allocates 100 and exits
@@ -209,6 +211,19 @@ int main(int argc, char **argv)
 		r = close_range(3, ~0u, 0);
 		td_say("close_range: %d, 700 open: %d\n", r, fcntl(700, F_GETFD) >= 0);
 		return 0;
+	} else if (!strcmp(mode, "stderr") && argc > 2) {
+		close(2);
+		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		struct rlimit rl = { 3, 3 };
+		setrlimit(RLIMIT_NOFILE, &rl);
+		pid_t pid = fork();
+		if (pid == 0) {
+			alloc_blocks(NBLOCKS, 100);
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		return fd;
 	} else if (!strcmp(mode, "envexec")) {
 		char *const env[] = { NULL };
 		execle(argv[0], argv[0], "child", (char *)NULL, env);

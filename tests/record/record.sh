@@ -443,6 +443,20 @@ PY
 	"$ALLOCPROF" record -q --all -o fs.trace "$L" fsize own.rec >/dev/null 2>&1
 	expect_eq "RLIMIT_FSIZE, the program's own write: exit status" $? "$want"
 
+	# stderr closed by the program and fd 2 reused for a file of its own:
+	# a message of the sampler (the forked child cannot open its trace)
+	# does not land in that file; nor when record ran with stderr closed
+	for how in open closed; do
+		rm -f se.rec
+		if [ $how = open ]; then
+			"$ALLOCPROF" record -q --all -o se.trace "$L" stderr se.rec >/dev/null 2>se.err
+		else
+			"$ALLOCPROF" record -q --all -o se.trace "$L" stderr se.rec >/dev/null 2>&-
+		fi
+		expect_eq "stderr reused ($how): exit status" $? 2
+		[ -f se.rec ] && [ ! -s se.rec ] || fail "stderr reused ($how): the program's file holds: $(cat se.rec)"
+	done
+
 	# timeout's SIGTERM goes through record to the program
 	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
