@@ -116,6 +116,18 @@ static void query(void)
 	td_say("altstack: flags %d size %zu\n", ss.ss_flags, ss.ss_size);
 }
 
+/* A forked child that allocates 100 blocks; returns once it has exited. */
+static void fork_child(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		alloc_blocks(NBLOCKS, 100);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+}
+
 static int child_image(void)
 {
 	alloc_blocks(0, 300);
@@ -216,13 +228,7 @@ int main(int argc, char **argv)
 		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		struct rlimit rl = { 3, 3 };
 		setrlimit(RLIMIT_NOFILE, &rl);
-		pid_t pid = fork();
-		if (pid == 0) {
-			alloc_blocks(NBLOCKS, 100);
-			_exit(0);
-		}
-		int st;
-		waitpid(pid, &st, 0);
+		fork_child();
 		return fd;
 	} else if (!strcmp(mode, "envexec")) {
 		char *const env[] = { NULL };
@@ -230,13 +236,7 @@ int main(int argc, char **argv)
 		return 99;
 	} else if (!strcmp(mode, "umask")) {
 		umask(0777);
-		pid_t pid = fork();
-		if (pid == 0) {
-			alloc_blocks(NBLOCKS, 100);
-			_exit(0);
-		}
-		int st;
-		waitpid(pid, &st, 0);
+		fork_child();
 		return 0;
 	}
 	td_say("lifecycle: %s: did not end\n", mode);
