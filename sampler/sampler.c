@@ -1722,7 +1722,7 @@ static int64_t draw_interval(struct ap_tls *t)
 	return (int64_t)v;
 }
 
-static int sig_on;
+static int sig_on;		/* dispositions are managed (sig_install ran) */
 static void alt_install(void);
 static void alt_remove(void);
 
@@ -2395,7 +2395,6 @@ EXPORT void _Exit(int status)
  * (it is inherited across exec). The handler runs on an alternate stack of
  * ours (sig_altstack) so that a stack overflow is flushed too; the program
  * sees only its own alternate stack. */
-static int sig_on;		/* dispositions are managed (sig_install ran) */
 static int sig_lock;
 static struct sigaction sig_view[NSIG];	/* the program's dispositions */
 static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
