@@ -2616,6 +2616,40 @@ EXPORT int siginterrupt(int s, int flag)
 	return sigaction(s, &sa, NULL);
 }
 
+/* glibc's sigset and sigignore call its sigaction internally, past ours:
+ * the same, through ours. */
+EXPORT sighandler_t sigset(int s, sighandler_t h)
+{
+	sigset_t one, mask;
+	struct sigaction sa, old;
+	if (h == SIG_ERR || s < 1 || s >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	if (h == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &mask) < 0 || sigaction(s, NULL, &old) < 0)
+			return SIG_ERR;
+		return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(s, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &mask) < 0)
+		return SIG_ERR;
+	return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
+}
+
+EXPORT int sigignore(int s)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(s, &sa, NULL);
+}
+
 /* The program sees its own alternate stack, or none: never ours. Setting
  * one replaces ours for real; disabling its own puts ours back. */
 EXPORT int sigaltstack(const stack_t *ss, stack_t *old)

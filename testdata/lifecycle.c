@@ -24,7 +24,8 @@
  * The query mode prints what sigaction, signal and sigaltstack tell the
  * program, for comparison with a run without the sampler:
  *   query       dispositions of every signal, a handler installed and
- *               run (SIGUSR1 three times), the alternate stack */
+ *               run (SIGUSR1 three times), signal, sigset and sigignore,
+ *               the alternate stack */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -111,6 +112,16 @@ static void query(void)
 	td_say("signal(SIGHUP) returned %s\n", prev == SIG_DFL ? "default" : "other");
 	prev = signal(SIGHUP, SIG_DFL);
 	td_say("then %s\n", prev == SIG_IGN ? "ignored" : "other");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	prev = sigset(SIGUSR2, term_once);
+	td_say("sigset(SIGUSR2) returned %s\n", prev == SIG_DFL ? "default" : "other");
+	sigignore(SIGALRM);
+#pragma GCC diagnostic pop
+	sigaction(SIGUSR2, NULL, &old);
+	td_say("usr2: ours %d\n", old.sa_handler == term_once);
+	sigaction(SIGALRM, NULL, &old);
+	td_say("alrm: ignored %d\n", old.sa_handler == SIG_IGN);
 	stack_t ss;
 	sigaltstack(NULL, &ss);
 	td_say("altstack: flags %d size %zu\n", ss.ss_flags, ss.ss_size);
