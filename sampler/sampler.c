@@ -540,13 +540,20 @@ static void err_init(void)
 	err_ino = st.st_ino;
 }
 
+/* Whether fd 2 is still the stderr the process started with. */
+static int err_usable(void)
+{
+	struct stat st;
+	return err_state == 0 ||
+	       (err_state > 0 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev &&
+		st.st_ino == err_ino);
+}
+
 /* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is
  * no longer the stderr the process started with. */
 static void say(const char *a, const char *b)
 {
-	struct stat st;
-	if (err_state < 0 || (err_state > 0 && (fstat(STDERR_FILENO, &st) < 0 ||
-						 st.st_dev != err_dev || st.st_ino != err_ino)))
+	if (!err_usable())
 		return;
 	char line[PATH_MAX + 256];
 	size_t n = 0;
@@ -2899,13 +2906,19 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
 		if (!env_has(env, k0, saved_cfg + o))
 			env[k++] = saved_cfg + o;
-	if (gen) {
+	/* ":q": fd 2 is not the run's stderr, the next image stays quiet */
+	int quiet = !err_usable();
+	if (gen || quiet) {
 		size_t m = 0;
 		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
 		m = 15;
 		m += put_dec(exec_marker + m, (uint64_t)ap_pid);
 		exec_marker[m++] = '.';
 		m += put_dec(exec_marker + m, gen);
+		if (quiet) {
+			memcpy(exec_marker + m, ":q", 2);
+			m += 2;
+		}
 		exec_marker[m] = 0;
 		env[k++] = exec_marker;
 	}
@@ -3113,22 +3126,29 @@ __attribute__((constructor(101))) static void ap_init(void)
 	ap_pid = sys_getpid();
 	t->pid = (uint32_t)ap_pid;
 
-	/* ALLOCPROF_EXEC=<pid>.<gen>: an earlier image of this process wrote
-	 * its own trace. */
+	/* ALLOCPROF_EXEC=<pid>.<gen>[:q]: an earlier image of this process
+	 * wrote its own trace (gen > 0), or its fd 2 was no longer the run's
+	 * stderr (:q). */
 	const char *ex = getenv("ALLOCPROF_EXEC");
 	char prev[PATH_MAX];
 	prev[0] = 0;
 	if (ex) {
 		const char *dot = strchr(ex, '.');
-		char pidtxt[24];
+		const char *colon = dot ? strchr(dot, ':') : NULL;
+		char pidtxt[24], gentxt[24];
 		size_t pl = dot ? (size_t)(dot - ex) : 0;
-		if (dot && pl < sizeof(pidtxt)) {
+		size_t gl = dot ? (colon ? (size_t)(colon - dot - 1) : str_len(dot + 1)) : 0;
+		if (dot && pl < sizeof(pidtxt) && gl < sizeof(gentxt)) {
 			memcpy(pidtxt, ex, pl);
 			pidtxt[pl] = 0;
+			memcpy(gentxt, dot + 1, gl);
+			gentxt[gl] = 0;
 			if (parse_u64(pidtxt, 0) == (uint64_t)ap_pid) {
-				ap_gen = (unsigned)parse_u64(dot + 1, 0);
+				ap_gen = (unsigned)parse_u64(gentxt, 0);
 				if (ap_gen)
 					make_path(prev, ap_gen - 1);
+				if (colon && colon[1] == 'q')
+					err_state = -1;
 			}
 		}
 	}

@@ -15,6 +15,7 @@
  *               100 more, close_range(3, ~0U): prints what each returned
  *   stderr F    closes fd 2, opens F (fd 2), limits descriptors to 3
  *               and forks (the child cannot open a file); exits with F's fd
+ *   stderrexec F  closes fd 2, opens F (fd 2) and execs itself as child
  *   envexec     execle(argv[0], "child") with an empty environment; the
  *               child allocates 300 blocks and exits 4
  *   umask       umask(0777), fork; the child allocates 100 and exits
@@ -241,6 +242,11 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 		fork_child();
 		return fd;
+	} else if (!strcmp(mode, "stderrexec") && argc > 2) {
+		close(2);
+		open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		execl(argv[0], argv[0], "child", (char *)NULL);
+		return 99;
 	} else if (!strcmp(mode, "envexec")) {
 		char *const env[] = { NULL };
 		execle(argv[0], argv[0], "child", (char *)NULL, env);

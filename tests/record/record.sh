@@ -457,6 +457,14 @@ PY
 		[ -f se.rec ] && [ ! -s se.rec ] || fail "stderr reused ($how): the program's file holds: $(cat se.rec)"
 	done
 
+	# the same in an exec'd image (its trace cannot be opened: a directory
+	# is in the way)
+	rm -rf se.rec se2.trace.exec1
+	mkdir se2.trace.exec1
+	"$ALLOCPROF" record -q --all -o se2.trace "$L" stderrexec se.rec >/dev/null 2>se.err
+	expect_eq "stderr reused, exec: exit status" $? 4
+	[ -f se.rec ] && [ ! -s se.rec ] || fail "stderr reused, exec: the program's file holds: $(cat se.rec)"
+
 	# timeout's SIGTERM goes through record to the program
 	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
