@@ -2714,6 +2714,9 @@ static void fork_child(void)
 {
 	struct ap_tls *t = &tls;
 	set_lock = meta_lock = fallback.lock = list_lock = 0;
+	/* held by another thread of the parent, perhaps: not by this one */
+	trace_lock = sig_lock = 0;
+	trace_owner = 0;
 	asym_register(); /* the child's address space is a new one */
 	int was_on = ap_state == AP_ON;
 	ap_pid = sys_getpid();
