@@ -466,7 +466,7 @@ PY
 	[ -f se.rec ] && [ ! -s se.rec ] || fail "stderr reused, exec: the program's file holds: $(cat se.rec)"
 
 	# timeout's SIGTERM goes through record to the program
-	timeout 1 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
+	timeout 2 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
 	expect_eq "timeout: exit status" $? 124
 	ended timeout to.trace 5000 signal
 
