@@ -42,6 +42,9 @@ static void record_usage(FILE *f)
 	      "Processes PROGRAM forks write <output>.<pid>; an image that replaced\n"
 	      "itself with exec after recording events leaves its trace, and the new\n"
 	      "image writes <trace>.exec<n>.\n\n"
+	      "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to allocprof go on to\n"
+	      "PROGRAM; a program ended by a signal (Ctrl-C, timeout, SIGPIPE, a\n"
+	      "crash) leaves a complete trace of what it did until then.\n\n"
 	      "Exit status: PROGRAM's own, 128+N if it died of signal N; 1 if it\n"
 	      "could not be run (not found, not executable, statically linked,\n"
 	      "setuid or setgid: LD_PRELOAD cannot reach those); 2 for bad usage.\n"
@@ -256,6 +259,7 @@ static int find_sampler(char *out, size_t len)
 }
 
 static pid_t child_pid;
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 /* Signals sent to allocprof itself go on to the program. Those the terminal
  * sends to the whole foreground group (Ctrl-C) reach the program directly:
@@ -280,7 +284,6 @@ static int compact_level(uint64_t size)
 	return size < AP_COMPACT_MIN_BYTES ? AP_COMPACT_SMALL_LEVEL : AP_COMPACT_LEVEL;
 }
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 /* Waits for the program. Meanwhile, once its trace (NULL: none) is big
  * enough to be compacted, compacts what the sampler appended, every 20 ms
@@ -452,6 +455,8 @@ struct launch {
 	const char *cfg_mid;
 	const char *out_suffix;	/* NULL: the output path holds no pid */
 	int sigpipe_default;
+	const struct sigaction *fwd_old;	/* forwarded[]'s dispositions before ours */
+	const sigset_t *mask;	/* the signal mask to exec with */
 	int err;		/* exec's errno, set by the child */
 };
 
@@ -477,7 +482,8 @@ static void put_pid(char **p, long v)
  * `record /bin/true` on this VM. The child writes its pid into the
  * settings (the sampler's, and the default trace name), restores SIGPIPE
  * (main() ignores it for allocprof's own output; the program must get it
- * as allocprof did) and execs. Returns the pid, with L->err set if exec
+ * as allocprof did), the forwarded signals' dispositions and the signal
+ * mask (the caller blocks those signals around launch) and execs. Returns the pid, with L->err set if exec
  * failed (the child has exited then), or -1. */
 static pid_t launch(struct launch *L)
 {
@@ -496,6 +502,11 @@ static pid_t launch(struct launch *L)
 		*p = 0;
 		if (L->sigpipe_default)
 			signal(SIGPIPE, SIG_DFL);
+		/* the dispositions and mask allocprof was given, before a
+		 * signal can arrive */
+		for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+			sigaction(forwarded[i], &L->fwd_old[i], NULL);
+		sigprocmask(SIG_SETMASK, L->mask, NULL);
 		execve(L->path, L->argv, L->env);
 		int e = errno;
 		if (e == ENOEXEC) /* what execvp and the shells do with a script without #! */
@@ -603,6 +614,20 @@ int cmd_record(int argc, char **argv)
 	for (int i = 1; i <= nargs; i++)
 		L.sh_argv[i + 1] = argv[first + i];
 
+	/* Forwarding is in place before the program starts, with the
+	 * forwarded signals blocked until its pid is known: a SIGTERM sent to
+	 * us right after the launch must reach the program, not end us and
+	 * leave it running. */
+	sigset_t fwd_set, mask;
+	sigemptyset(&fwd_set);
+	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+		sigaddset(&fwd_set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &fwd_set, &mask);
+	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+		sigaction(forwarded[i], &sa, &old[i]);
+	L.fwd_old = old;
+	L.mask = &mask;
+
 	fflush(NULL);
 	time_t start = time(NULL);
 	pid_t pid = launch(&L);
@@ -613,15 +638,18 @@ int cmd_record(int argc, char **argv)
 	ap_buf_release(&preload);
 	ap_buf_release(&cfg_mid);
 	if (pid < 0 || e) {
-		ap_die_msg("%s: %s", prog, strerror(pid < 0 ? errno : e));
+		int err = pid < 0 ? errno : e;
+		for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
+			sigaction(forwarded[i], &old[i], NULL);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+		ap_die_msg("%s: %s", prog, strerror(err));
 		ap_buf_release(&out_pre);
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		return AP_EXIT_FAIL;
 	}
 	child_pid = pid;
-	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-		sigaction(forwarded[i], &sa, &old[i]);
+	sigprocmask(SIG_SETMASK, &mask, NULL); /* what came meanwhile goes on now */
 	char output[PATH_MAX + 64], abs_out[PATH_MAX * 2 + 64];
 	if (o.output)
 		snprintf(output, sizeof(output), "%s", o.output);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -303,7 +304,8 @@ static pid_t sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-static void write_all(int fd, const void *data, size_t len)
+/* Returns 0, or the errno of the write that failed. */
+static int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 	while (len) {
@@ -311,32 +313,138 @@ static void write_all(int fd, const void *data, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return errno;
 		}
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 
 /* The trace's descriptor sits high (the program's own open() calls get the
  * numbers they would get without us), and every chunk checks it is still
- * our file: a program that closes every descriptor and opens others must
- * not get trace chunks written into its files. */
+ * our file: a program that closes every descriptor, or puts another file
+ * in its place, never gets trace chunks written into its files, and the
+ * trace goes on through the same file opened again by its path. The
+ * program's close, close_range, closefrom, dup2 and dup3 are interposed
+ * so that it cannot close the trace's descriptor: as without us, it is
+ * not open (EBADF), and a dup2 onto its number moves the trace away and
+ * gives the program that number. Raw system calls are caught by the check. */
 #define TRACE_FD_MIN 700
+#define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
 static dev_t trace_dev;
 static ino_t trace_ino;
+static int trace_lock;
+static uint32_t trace_owner;	/* tid holding trace_lock (a handler may nest) */
+static int unw_pipe[2] = { -1, -1 };	/* libunwind's, moved by pipe2 */
+static int in_signal;	/* flushing from a fatal-signal handler */
+
+static int sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+/* The lowest descriptor the sampler takes: TRACE_FD_MIN, or the top
+ * FD_TOP under a lower soft limit (F_DUPFD cannot go past it); -1 when
+ * the limit leaves no room. */
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > TRACE_FD_MIN + FD_TOP)
+		return TRACE_FD_MIN;
+	return rl.rlim_cur > 2 * FD_TOP ? (int)rl.rlim_cur - FD_TOP : -1;
+}
+
+/* fd moved into the sampler's range (the original closed), or fd itself
+ * if it cannot move. */
+static int fd_high(int fd, int cloexec)
+{
+	int floor = fd_floor();
+	if (floor < 0 || fd >= floor)
+		return fd;
+	int high = fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+	if (high < 0)
+		return fd;
+	sys_close(fd);
+	return high;
+}
+
+static int is_own_fd(int fd)
+{
+	return fd >= 0 && (fd == __atomic_load_n(&ap_fd, __ATOMIC_RELAXED) ||
+			   fd == unw_pipe[0] || fd == unw_pipe[1]);
+}
+
+/* trace_lock, re-entered by a signal handler of the thread holding it;
+ * returns whether it was taken (0: nested or given up, in a handler). */
+static int trace_enter(int *nested)
+{
+	uint32_t me = sys_gettid();
+	*nested = __atomic_load_n(&trace_owner, __ATOMIC_RELAXED) == me;
+	if (*nested)
+		return 1;
+	if (in_signal ? !lk_trylock_bounded(&trace_lock) : (lk_lock(&trace_lock), 0))
+		return 0;
+	__atomic_store_n(&trace_owner, me, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void trace_leave(int nested)
+{
+	if (nested)
+		return;
+	__atomic_store_n(&trace_owner, 0, __ATOMIC_RELAXED);
+	lk_unlock(&trace_lock);
+}
+
+/* The trace opened again by its path, appending, if the path still names
+ * it; -1 otherwise (then the trace stops). */
+static int trace_reopen(void)
+{
+	int fd = open(ap_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+		sys_close(fd);
+		return -1;
+	}
+	return fd_high(fd, 1);
+}
+
+/* Set while this thread writes the trace: a SIGXFSZ then is ours (the
+ * program's RLIMIT_FSIZE reached by the trace), and sig_entry drops it. */
+static __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 
 static void trace_write(const void *data, size_t len)
 {
-	struct stat st;
+	int nested;
+	if (ap_fd < 0 || !trace_enter(&nested))
+		return;
 	int fd = ap_fd;
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
-		ap_fd = -1; /* not ours any more: stop writing */
-		return;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+		fd = trace_reopen(); /* closed, or another file now: not ours */
+		__atomic_store_n(&ap_fd, fd, __ATOMIC_RELAXED);
 	}
-	write_all(fd, data, len);
+	if (fd >= 0) {
+		in_trace_write++;
+		if (write_all(fd, data, len) == EFBIG) {
+			/* the file size limit: the trace ends here, truncated (no
+			 * END fits); a SIGXFSZ left pending where the program
+			 * blocks it is ours too */
+			__atomic_store_n(&ap_fd, -1, __ATOMIC_RELAXED);
+			sigset_t x, pend;
+			sigemptyset(&x);
+			sigaddset(&x, SIGXFSZ);
+			const struct timespec zero = { 0, 0 };
+			if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
+				sigtimedwait(&x, NULL, &zero);
+		}
+		in_trace_write--;
+	}
+	trace_leave(nested);
 }
 
 static size_t str_len(const char *s)
@@ -417,9 +525,36 @@ static const char *cfg(int which)
 	return which == CFG_OUTPUT ? cfg_out : cfg_field[which];
 }
 
-/* One line on stderr without stdio: "allocprof: a: b". */
+/* stderr as the process started with it (fstat of fd 2 in ap_init): a
+ * program that closes it may open a file of its own as fd 2, and our
+ * messages must not land there. */
+static int err_state;		/* 0: not known yet, 1: open, -1: closed */
+static dev_t err_dev;
+static ino_t err_ino;
+
+static void err_init(void)
+{
+	struct stat st;
+	err_state = fstat(STDERR_FILENO, &st) == 0 ? 1 : -1;
+	err_dev = st.st_dev;
+	err_ino = st.st_ino;
+}
+
+/* Whether fd 2 is still the stderr the process started with. */
+static int err_usable(void)
+{
+	struct stat st;
+	return err_state == 0 ||
+	       (err_state > 0 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev &&
+		st.st_ino == err_ino);
+}
+
+/* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is
+ * no longer the stderr the process started with. */
 static void say(const char *a, const char *b)
 {
+	if (!err_usable())
+		return;
 	char line[PATH_MAX + 256];
 	size_t n = 0;
 	const char *parts[] = { "allocprof: ", a, ": ", b, "\n" };
@@ -507,6 +642,9 @@ static int (*real_execve)(const char *, char *const[], char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
 static int (*real_pipe2)(int[2], int);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_close)(int);
+static int (*real_sigaltstack)(const stack_t *, stack_t *);
 
 static void *must_sym(const char *name)
 {
@@ -539,6 +677,9 @@ static void resolve(void)
 	real_execvpe = (int (*)(const char *, char *const[], char *const[]))must_sym("execvpe");
 	real_fexecve = (int (*)(int, char *const[], char *const[]))must_sym("fexecve");
 	real_pipe2 = (int (*)(int[2], int))must_sym("pipe2");
+	real_close = (int (*)(int))must_sym("close");
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))must_sym("sigaction");
+	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 }
@@ -1127,15 +1268,109 @@ EXPORT int pipe2(int fds[2], int flags)
 	int rc = real_pipe2(fds, flags);
 	if (rc == 0 && tls.guard) {
 		for (int i = 0; i < 2; i++) {
-			int high = fcntl(fds[i], (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD,
-					 TRACE_FD_MIN);
-			if (high >= 0) {
-				close(fds[i]);
-				fds[i] = high;
-			}
+			fds[i] = fd_high(fds[i], flags & O_CLOEXEC);
+			unw_pipe[i] = fds[i];
 		}
 	}
 	return rc;
+}
+
+/* The program's descriptor calls: the sampler's own descriptors are not
+ * open as far as the program can tell (see trace_write). */
+EXPORT int close(int fd)
+{
+	if (!real_close)
+		resolve();
+	if (is_own_fd(fd) && !tls.guard) { /* libunwind may close its pipe */
+		errno = EBADF;
+		return -1;
+	}
+	return real_close(fd);
+}
+
+/* close_range over [first, last] without the sampler's descriptors. */
+static int close_range_skip(unsigned first, unsigned last, int flags)
+{
+	int own[3] = { ap_fd, unw_pipe[0], unw_pipe[1] };
+	for (int i = 1; i < 3; i++) /* ascending (three elements) */
+		for (int j = i; j > 0 && own[j - 1] > own[j]; j--) {
+			int t = own[j];
+			own[j] = own[j - 1];
+			own[j - 1] = t;
+		}
+	if (first > last)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	unsigned lo = first;
+	for (int i = 0; i < 3; i++) {
+		if (own[i] < 0 || (unsigned)own[i] < lo || (unsigned)own[i] > last)
+			continue;
+		if ((unsigned)own[i] > lo && syscall(SYS_close_range, lo, (unsigned)own[i] - 1, flags) < 0)
+			return -1;
+		lo = (unsigned)own[i] + 1;
+		if (lo == 0)
+			return 0;
+	}
+	return lo > last ? 0 : (int)syscall(SYS_close_range, lo, last, flags);
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	return close_range_skip(first, last, flags);
+}
+
+EXPORT void closefrom(int low)
+{
+	if (low < 0)
+		low = 0;
+	if (close_range_skip((unsigned)low, ~0u, 0) == 0 || errno != ENOSYS)
+		return;
+	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+	if (real)
+		real(low); /* no close_range: glibc's fallback, catching ours by fstat */
+}
+
+/* The trace's descriptor moves out of the way of a dup2 onto its number.
+ * libunwind's pipe cannot move (libunwind keeps the numbers): the number
+ * becomes the program's, and is no longer protected. */
+static void fd_evict(int fd)
+{
+	int nested;
+	for (int i = 0; i < 2; i++)
+		if (fd == unw_pipe[i])
+			unw_pipe[i] = -1;
+	if (fd != ap_fd || !trace_enter(&nested))
+		return;
+	if (fd == ap_fd) {
+		int floor = fd_floor();
+		int to = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+		if (to >= 0) {
+			__atomic_store_n(&ap_fd, to, __ATOMIC_RELAXED);
+			sys_close(fd);
+		}
+	}
+	trace_leave(nested);
+}
+
+EXPORT int dup2(int old, int fd)
+{
+	if (is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != fd)
+		fd_evict(fd);
+	return (int)syscall(SYS_dup2, old, fd);
+}
+
+EXPORT int dup3(int old, int fd, int flags)
+{
+	if (is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != fd)
+		fd_evict(fd);
+	return (int)syscall(SYS_dup3, old, fd, flags);
 }
 
 /* Unwinds the caller's stack into pcs; drops our own leading frames. */
@@ -1313,8 +1548,6 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 
 /* Writes out a buffer's events (buffer lock held), META first so every id
  * the events use is already in the file. */
-static int in_signal;	/* flushing from a fatal-signal handler */
-
 static void thr_flush_locked(struct ap_thr *b)
 {
 	if (b->len <= EV_HDR || ap_fd < 0) {
@@ -1496,6 +1729,10 @@ static int64_t draw_interval(struct ap_tls *t)
 	return (int64_t)v;
 }
 
+static int sig_on;		/* dispositions are managed (sig_install ran) */
+static void alt_install(void);
+static void alt_remove(void);
+
 /* First slow-path call of a thread: its buffer, its key, its countdown. */
 static void thr_register(struct ap_tls *t)
 {
@@ -1521,6 +1758,8 @@ static void thr_register(struct ap_tls *t)
 	t->thr = b ? b : &dead_thr;
 	if (b)
 		pthread_setspecific(thr_key, b);
+	if (sig_on)
+		alt_install();
 	/* The countdown ran from 0 until now: start a real interval. */
 	t->interval = draw_interval(t);
 	t->countdown += t->interval;
@@ -1550,6 +1789,7 @@ static void thr_exit(void *arg)
 	b->next_free = thr_free;
 	thr_free = b;
 	lk_unlock(&list_lock);
+	alt_remove();
 	t->guard--;
 }
 
@@ -1983,23 +2223,38 @@ static void make_path(char *out, unsigned gen)
 	out[n] = 0;
 }
 
+/* The mode of every trace of the run: that of the launched process's
+ * trace, 0644 under the umask record ran with (the first image creates it
+ * before its main runs; record removed any older file of that name),
+ * never the umask the program set since. Forked children inherit it. */
+static mode_t trace_mode = 0644;
+
+static void trace_mode_init(void)
+{
+	struct stat st;
+	if (stat(ap_base, &st) == 0 && S_ISREG(st.st_mode)) {
+		trace_mode = st.st_mode & 0777;
+	} else {
+		mode_t m = umask(0);
+		umask(m);
+		trace_mode = 0644 & ~m;
+	}
+}
+
 static int open_trace(const char *parent)
 {
 	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		      0644);
+		      trace_mode);
 	if (fd < 0) {
 		say(ap_path, strerror(errno));
 		return -1;
 	}
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, TRACE_FD_MIN);
-	if (high >= 0) {
-		close(fd);
-		fd = high;
-	}
+	fchmod(fd, trace_mode); /* whatever the umask is now */
+	fd = fd_high(fd, 1);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(ap_path, strerror(errno));
-		close(fd);
+		sys_close(fd);
 		return -1;
 	}
 	trace_dev = st.st_dev;
@@ -2017,6 +2272,13 @@ static void flush_all(int sig)
 	for (struct ap_thr *b = thr_all; b; b = b->next) {
 		if (!__atomic_load_n(&b->live, __ATOMIC_ACQUIRE))
 			continue;
+		if (b == tls.thr && asym) {
+			/* Ours: if a signal interrupted this thread inside emit, the
+			 * events up to len are complete, and the interrupted code
+			 * never resumes (the process is ending). */
+			thr_flush_locked(b);
+			continue;
+		}
 		if (!remote_enter(b, sig))
 			continue;
 		thr_flush_locked(b);
@@ -2075,10 +2337,36 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 
 /* ---- process lifecycle -------------------------------------------------- */
 
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso); /* glibc's, not declared */
+
+/* The end of a normal exit. Registered by ap_fini while exit() runs the
+ * ELF destructors (_dl_fini, itself the first exit handler registered and
+ * so the last to run): glibc runs a handler registered meanwhile after
+ * _dl_fini returns, that is after every library's destructor. */
+static void ap_last(void *unused)
+{
+	(void)unused;
+	tls.guard++;
+	end_trace(AP_END_EXIT, 0, 0, 0);
+	tls.guard--;
+}
+
+/* Destructors run in the reverse of the initialization order, and the
+ * preloaded library is initialized after the libraries the program links:
+ * theirs run after this one, and their frees are part of the program's
+ * life. So recording goes on: everything so far is flushed (a crash in a
+ * later destructor keeps it) and the trace ends in ap_last. */
 __attribute__((destructor)) static void ap_fini(void)
 {
 	tls.guard++;
-	end_trace(AP_END_EXIT, 0, 0, 0);
+	if (ap_state == AP_ON && ap_pid == sys_getpid()) {
+		flush_all(0);
+		/* not atexit(): that names this library's handle, and this
+		 * library's own __cxa_finalize (its last destructor) would run
+		 * ap_last right away */
+		if (__cxa_atexit(ap_last, NULL, NULL) != 0)
+			end_trace(AP_END_EXIT, 0, 0, 0);
+	}
 	tls.guard--;
 }
 
@@ -2103,39 +2391,303 @@ EXPORT void _Exit(int status)
 	leave(real__Exit, status);
 }
 
-static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+/* Fatal signals. Every signal whose default action ends the process gets
+ * our handler (sig_entry) for real, while the program sees and sets its
+ * own disposition (sig_view) through the interposed sigaction and the
+ * signal() family: sig_entry runs the program's handler when it has one,
+ * and when the program's disposition is the default it ends the trace,
+ * restores the default and re-raises, so that the process dies of the same
+ * signal (core dump included). A program's handler that restores SIG_DFL
+ * and re-raises therefore reaches the flush too. SIG_IGN is set for real
+ * (it is inherited across exec). The handler runs on an alternate stack of
+ * ours (sig_altstack) so that a stack overflow is flushed too; the program
+ * sees only its own alternate stack. */
+static int sig_lock;
+static struct sigaction sig_view[NSIG];	/* the program's dispositions */
+static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
+static __thread void *alt_mine __attribute__((tls_model("initial-exec")));
 
-static void on_fatal(int sig, siginfo_t *si, void *uc)
+/* Signals whose default action terminates (with or without a core). */
+static int sig_fatal(int s)
+{
+	switch (s) {
+	case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP:
+	case SIGABRT: case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV:
+	case SIGUSR2: case SIGPIPE: case SIGALRM: case SIGTERM: case SIGSTKFLT:
+	case SIGXCPU: case SIGXFSZ: case SIGVTALRM: case SIGPROF: case SIGIO:
+	case SIGPWR: case SIGSYS:
+		return 1;
+	}
+	return s >= SIGRTMIN && s <= SIGRTMAX;
+}
+
+static int sig_managed(int s)
+{
+	return sig_on && s > 0 && s < NSIG && sig_fatal(s) && ap_pid == sys_getpid();
+}
+
+static void sig_entry(int s, siginfo_t *si, void *uc);
+
+/* Puts the real disposition of s in line with sig_view[s]. */
+static void sig_apply(int s)
+{
+	const struct sigaction *v = &sig_view[s];
+	struct sigaction k;
+	memset(&k, 0, sizeof(k));
+	if (v->sa_handler == SIG_IGN) {
+		k.sa_handler = SIG_IGN;
+		real_sigaction(s, &k, NULL);
+		sig_ours[s] = 0;
+		return;
+	}
+	k.sa_sigaction = sig_entry;
+	if (v->sa_handler == SIG_DFL) {
+		k.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigfillset(&k.sa_mask);
+	} else {
+		/* the program's mask and flags; SA_RESETHAND is done by sig_entry,
+		 * which must stay installed to see the re-raise */
+		k.sa_flags = (v->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+		k.sa_mask = v->sa_mask;
+	}
+	real_sigaction(s, &k, NULL);
+	sig_ours[s] = 1;
+}
+
+/* The default action, after the trace has ended: the process dies of s as
+ * it would have without us (a fault simply recurs on return). */
+static void sig_die(int s)
 {
 	int saved = errno;
 	tls.guard++;
 	in_signal = 1;
-	end_trace(AP_END_SIGNAL, 1, (uint64_t)sig, 1);
+	end_trace(AP_END_SIGNAL, 1, (uint64_t)s, 1);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
-	sigaction(sig, &sa, NULL);
-	/* Pending until the handler returns, then the default action kills us
-	 * as it would have (a fault would also simply recur). */
-	raise(sig);
+	real_sigaction(s, &sa, NULL);
+	/* pending until the handler returns and the mask is restored */
+	raise(s);
 	tls.guard--;
 	errno = saved;
 }
 
-static void install_signals(void)
+static void sig_entry(int s, siginfo_t *si, void *uc)
 {
-	for (size_t i = 0; i < sizeof(fatal_sigs) / sizeof(fatal_sigs[0]); i++) {
-		struct sigaction old, sa;
-		if (sigaction(fatal_sigs[i], NULL, &old) < 0)
-			continue;
-		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-			continue; /* the program's (or SIG_IGN): leave it */
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_fatal;
-		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-		sigemptyset(&sa.sa_mask);
-		sigaction(fatal_sigs[i], &sa, NULL);
+	if (s == SIGXFSZ && in_trace_write)
+		return; /* our write, not the program's: it gets EFBIG */
+	struct sigaction *v = &sig_view[s];
+	void (*h)(int) = v->sa_handler;
+	if (h == SIG_DFL) {
+		sig_die(s);
+		return;
 	}
+	if (h == SIG_IGN)
+		return; /* changed under us */
+	int flags = v->sa_flags;
+	void (*act)(int, siginfo_t *, void *) = v->sa_sigaction;
+	if (flags & SA_RESETHAND) {
+		/* as the kernel does: the handler becomes SIG_DFL, flags stay */
+		v->sa_handler = SIG_DFL;
+		sig_apply(s);
+	}
+	if (flags & SA_SIGINFO)
+		act(s, si, uc);
+	else
+		h(s);
+}
+
+/* Our alternate signal stack for the calling thread, if it has none. */
+#define ALT_SIZE (64u << 10)
+static void alt_install(void)
+{
+	stack_t cur;
+	if (alt_mine || real_sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+		return;
+	uint8_t *m = mmap(NULL, ALT_SIZE + 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	mprotect(m, 4096, PROT_NONE); /* overflowing it faults, not corrupts */
+	stack_t ss = { .ss_sp = m + 4096, .ss_size = ALT_SIZE, .ss_flags = 0 };
+	if (real_sigaltstack(&ss, NULL) == 0)
+		alt_mine = m + 4096;
+	else
+		munmap(m, ALT_SIZE + 4096);
+}
+
+/* The thread is exiting: its stack of ours goes (if the program has not
+ * replaced it). */
+static void alt_remove(void)
+{
+	stack_t cur;
+	if (!alt_mine)
+		return;
+	if (real_sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt_mine &&
+	    !(cur.ss_flags & SS_ONSTACK)) {
+		stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+		real_sigaltstack(&off, NULL);
+		munmap((uint8_t *)alt_mine - 4096, ALT_SIZE + 4096);
+	}
+	alt_mine = NULL;
+}
+
+static void sig_install(void)
+{
+	for (int s = 1; s < NSIG; s++) {
+		if (!sig_fatal(s) || real_sigaction(s, NULL, &sig_view[s]) < 0)
+			continue;
+		sig_apply(s);
+	}
+	alt_install();
+	sig_on = 1;
+}
+
+/* Program-visible calls. Signals are blocked while the view changes: a
+ * handler of the program may call sigaction itself. */
+EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction)
+		resolve();
+	if (!sig_managed(s))
+		return real_sigaction(s, act, old);
+	sigset_t all, mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
+	lk_lock(&sig_lock);
+	struct sigaction prev = sig_view[s];
+	int rc = 0;
+	if (act) {
+		/* the kernel's own reading of act (mask without SIGKILL and
+		 * SIGSTOP, the flags it knows, glibc's restorer) is what a
+		 * query returns */
+		rc = real_sigaction(s, act, NULL);
+		if (rc == 0) {
+			real_sigaction(s, NULL, &sig_view[s]);
+			sig_apply(s);
+		}
+	}
+	lk_unlock(&sig_lock);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	errno = e;
+	if (rc == 0 && old)
+		*old = prev;
+	return rc;
+}
+
+/* signal() and its variants as glibc defines them, through sigaction. */
+static sighandler_t set_handler(int s, sighandler_t h, int flags, int mask_self)
+{
+	struct sigaction sa, old;
+	if (h == SIG_ERR || s < 1 || s >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (mask_self)
+		sigaddset(&sa.sa_mask, s);
+	sa.sa_flags = flags;
+	if (sigaction(s, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, SA_RESTART, 1);
+}
+
+sighandler_t bsd_signal(int s, sighandler_t h); /* not declared by glibc */
+EXPORT sighandler_t bsd_signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, SA_RESTART, 1);
+}
+
+EXPORT sighandler_t sysv_signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, (int)(SA_RESETHAND | SA_NODEFER), 0);
+}
+
+EXPORT int siginterrupt(int s, int flag)
+{
+	struct sigaction sa;
+	if (sigaction(s, NULL, &sa) < 0)
+		return -1;
+	if (flag)
+		sa.sa_flags &= ~SA_RESTART;
+	else
+		sa.sa_flags |= SA_RESTART;
+	return sigaction(s, &sa, NULL);
+}
+
+/* glibc's sigset and sigignore call its sigaction internally, past ours:
+ * the same, through ours. */
+EXPORT sighandler_t sigset(int s, sighandler_t h)
+{
+	sigset_t one, mask;
+	struct sigaction sa, old;
+	if (h == SIG_ERR || s < 1 || s >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	if (h == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &mask) < 0 || sigaction(s, NULL, &old) < 0)
+			return SIG_ERR;
+		return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(s, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &mask) < 0)
+		return SIG_ERR;
+	return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
+}
+
+EXPORT int sigignore(int s)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(s, &sa, NULL);
+}
+
+/* The program sees its own alternate stack, or none: never ours. Setting
+ * one replaces ours for real; disabling its own puts ours back. */
+EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	if (!real_sigaltstack)
+		resolve();
+	stack_t cur;
+	if (!sig_on || !alt_mine || real_sigaltstack(NULL, &cur) < 0)
+		return real_sigaltstack(ss, old);
+	if (cur.ss_sp != alt_mine || (cur.ss_flags & SS_DISABLE)) {
+		/* the program's own (or none) */
+		int rc = real_sigaltstack(ss, old);
+		if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE)) {
+			stack_t mine = { .ss_sp = alt_mine, .ss_size = ALT_SIZE, .ss_flags = 0 };
+			real_sigaltstack(&mine, NULL);
+		}
+		return rc;
+	}
+	int rc = 0;
+	if (ss && !(ss->ss_flags & SS_DISABLE)) {
+		rc = real_sigaltstack(ss, NULL);
+	} else if (ss && ss->ss_flags != SS_DISABLE) {
+		errno = EINVAL;
+		rc = -1;
+	}
+	if (rc == 0 && old) {
+		old->ss_sp = NULL;
+		old->ss_size = 0;
+		old->ss_flags = SS_DISABLE;
+	}
+	return rc;
 }
 
 /* fork: no profiler lock may be held across it, and the child starts a
@@ -2162,6 +2714,9 @@ static void fork_child(void)
 {
 	struct ap_tls *t = &tls;
 	set_lock = meta_lock = fallback.lock = list_lock = 0;
+	/* held by another thread of the parent, perhaps: not by this one */
+	trace_lock = sig_lock = 0;
+	trace_owner = 0;
 	asym_register(); /* the child's address space is a new one */
 	int was_on = ap_state == AP_ON;
 	ap_pid = sys_getpid();
@@ -2172,7 +2727,7 @@ static void fork_child(void)
 		return;
 	}
 	if (ap_fd >= 0)
-		close(ap_fd);
+		sys_close(ap_fd);
 	ap_fd = -1;
 	if (ap_no_children) {
 		ap_state = AP_DISABLED;
@@ -2233,6 +2788,65 @@ static void fork_child(void)
  * pass (envp itself, or a mapping the caller releases if exec fails). */
 static char exec_marker[64];
 
+/* What an exec'd image needs to be profiled, saved at start (the program
+ * may clear its environment: `env -i`, execle with an empty one): this
+ * library's path for LD_PRELOAD, and every ALLOCPROF* setting but
+ * ALLOCPROF_EXEC, as "NAME=value" strings one after another. */
+static char self_path[PATH_MAX];
+static char *saved_cfg;
+static size_t saved_cfg_len;
+
+static void exec_save_settings(void)
+{
+	extern char **environ;
+	Dl_info di;
+	if (dladdr((void *)exec_save_settings, &di) && di.dli_fname &&
+	    str_len(di.dli_fname) < sizeof(self_path))
+		memcpy(self_path, di.dli_fname, str_len(di.dli_fname) + 1);
+	size_t need = 0;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15))
+			need += str_len(*e) + 1;
+	if (!need || !(saved_cfg = map_mem(need)))
+		return;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15)) {
+			size_t l = str_len(*e) + 1;
+			memcpy(saved_cfg + saved_cfg_len, *e, l);
+			saved_cfg_len += l;
+		}
+}
+
+/* Whether env has a variable of the name that "NAME=..." entry has. */
+static int env_has(char *const *env, size_t n, const char *entry)
+{
+	size_t k = 0;
+	while (entry[k] && entry[k] != '=')
+		k++;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(env[i], entry, k + 1))
+			return 1;
+	return 0;
+}
+
+/* Whether an LD_PRELOAD value names liballocprof.so. */
+static int preload_has_self(const char *v)
+{
+	while (*v) {
+		while (*v == ' ' || *v == ':')
+			v++;
+		const char *tok = v;
+		while (*v && *v != ' ' && *v != ':')
+			v++;
+		const char *base = v;
+		while (base > tok && base[-1] != '/')
+			base--;
+		if (v - base == 15 && !strncmp(base, "liballocprof.so", 15))
+			return 1;
+	}
+	return 0;
+}
+
 static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 {
 	*ended = 0;
@@ -2246,26 +2860,68 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 			*ended = 1;
 		gen++;
 	}
-	size_t n = 0;
-	while (envp && envp[n])
+	size_t n = 0, pre_len = 0;
+	while (envp && envp[n]) {
+		if (!strncmp(envp[n], "LD_PRELOAD=", 11))
+			pre_len = str_len(envp[n]);
 		n++;
-	size_t sz = (n + 2) * sizeof(char *);
+	}
+	size_t nsaved = 0;
+	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+		nsaved++;
+	size_t ptrs = (n + nsaved + 3) * sizeof(char *);
+	size_t sz = ptrs + pre_len + str_len(self_path) + 16;
 	char **env = map_mem(sz);
 	if (!env) {
 		tls.guard--;
 		return envp;
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
-			env[k++] = envp[i];
-	if (gen) {
+	int have_pre = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
+			continue;
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !have_pre && self_path[0] &&
+		    !preload_has_self(envp[i] + 11)) {
+			/* the program set a preload of its own: ours first */
+			char *v = (char *)env + ptrs;
+			size_t m = str_len(self_path);
+			memcpy(v, "LD_PRELOAD=", 11);
+			memcpy(v + 11, self_path, m);
+			v[11 + m] = ':';
+			memcpy(v + 12 + m, envp[i] + 11, pre_len - 11 + 1);
+			env[k++] = v;
+			have_pre = 1;
+			continue;
+		}
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			have_pre = 1;
+		env[k++] = envp[i];
+	}
+	/* an environment without us: the preload and settings go back in */
+	if (!have_pre && self_path[0]) {
+		char *v = (char *)env + ptrs;
+		memcpy(v, "LD_PRELOAD=", 11);
+		memcpy(v + 11, self_path, str_len(self_path) + 1);
+		env[k++] = v;
+	}
+	size_t k0 = k;
+	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+		if (!env_has(env, k0, saved_cfg + o))
+			env[k++] = saved_cfg + o;
+	/* ":q": fd 2 is not the run's stderr, the next image stays quiet */
+	int quiet = !err_usable();
+	if (gen || quiet) {
 		size_t m = 0;
 		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
 		m = 15;
 		m += put_dec(exec_marker + m, (uint64_t)ap_pid);
 		exec_marker[m++] = '.';
 		m += put_dec(exec_marker + m, gen);
+		if (quiet) {
+			memcpy(exec_marker + m, ":q", 2);
+			m += 2;
+		}
 		exec_marker[m] = 0;
 		env[k++] = exec_marker;
 	}
@@ -2436,6 +3092,7 @@ static void pre_replay(struct ap_tls *t)
 __attribute__((constructor(101))) static void ap_init(void)
 {
 	struct ap_tls *t = &tls;
+	err_init();
 	resolve();
 	t->guard++;
 	cfg_load();
@@ -2450,6 +3107,8 @@ __attribute__((constructor(101))) static void ap_init(void)
 	ap_no_children = nc && *nc && *nc != '0';
 	if (ap_no_children)
 		strip_preload();
+	else
+		exec_save_settings();
 	ap_rate = parse_u64(cfg(CFG_RATE), DEFAULT_RATE);
 	if (ap_rate == 0)
 		ap_rate = 1;
@@ -2470,26 +3129,34 @@ __attribute__((constructor(101))) static void ap_init(void)
 	ap_pid = sys_getpid();
 	t->pid = (uint32_t)ap_pid;
 
-	/* ALLOCPROF_EXEC=<pid>.<gen>: an earlier image of this process wrote
-	 * its own trace. */
+	/* ALLOCPROF_EXEC=<pid>.<gen>[:q]: an earlier image of this process
+	 * wrote its own trace (gen > 0), or its fd 2 was no longer the run's
+	 * stderr (:q). */
 	const char *ex = getenv("ALLOCPROF_EXEC");
 	char prev[PATH_MAX];
 	prev[0] = 0;
 	if (ex) {
 		const char *dot = strchr(ex, '.');
-		char pidtxt[24];
+		const char *colon = dot ? strchr(dot, ':') : NULL;
+		char pidtxt[24], gentxt[24];
 		size_t pl = dot ? (size_t)(dot - ex) : 0;
-		if (dot && pl < sizeof(pidtxt)) {
+		size_t gl = dot ? (colon ? (size_t)(colon - dot - 1) : str_len(dot + 1)) : 0;
+		if (dot && pl < sizeof(pidtxt) && gl < sizeof(gentxt)) {
 			memcpy(pidtxt, ex, pl);
 			pidtxt[pl] = 0;
+			memcpy(gentxt, dot + 1, gl);
+			gentxt[gl] = 0;
 			if (parse_u64(pidtxt, 0) == (uint64_t)ap_pid) {
-				ap_gen = (unsigned)parse_u64(dot + 1, 0);
+				ap_gen = (unsigned)parse_u64(gentxt, 0);
 				if (ap_gen)
 					make_path(prev, ap_gen - 1);
+				if (colon && colon[1] == 'q')
+					err_state = -1;
 			}
 		}
 	}
 	make_path(ap_path, ap_gen);
+	trace_mode_init();
 
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
 	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
@@ -2517,7 +3184,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	modules_snapshot();
 	if (ap_all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
-	install_signals();
+	sig_install();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests of `allocprof record` and liballocprof.so. One argument picks the
-# group: conform, lifecycle or errors. Environment (from meson): ALLOCPROF,
+# group: conform, lifecycle, errors or ending. Environment (from meson): ALLOCPROF,
 # CONFORM, TESTDATA_BUILD, TESTDATA_SRC, STATIC_HELLO.
 set -u
 export LC_ALL=C
@@ -185,10 +185,14 @@ lifecycle)
 		sleep 0.05
 	done
 	[ -s sl.trace ] || fail "sleep: no trace after 5 s"
+	# this run's sleep, by its parent: other runs of this test may be
+	# sleeping 7.25 s at the same time
+	slp=$(pgrep -P $rec -x sleep)
 	kill -TERM $rec
 	wait $rec
 	expect_eq "forwarded SIGTERM: exit status" $? 143
-	pgrep -f 'sleep 7.25' >/dev/null && fail "sleep survived the forwarded SIGTERM"
+	[ -n "$slp" ] || fail "sleep: not found as record's child"
+	[ -n "$slp" ] && kill -0 "$slp" 2>/dev/null && fail "sleep survived the forwarded SIGTERM"
 
 	# 128+N for a program killed by a signal it did not catch
 	"$ALLOCPROF" record -q -o k.trace sh -c 'kill -KILL $$'
@@ -312,6 +316,176 @@ errors)
 	grep -q '^allocprof: /nonexistent/allocprof-report: cannot run allocprof-report (No such file or directory)' st.err ||
 		fail "missing allocprof-report: $(cat st.err)"
 	[ "$(wc -l <st.err)" -eq 1 ] || fail "missing allocprof-report: more than one line: $(cat st.err)"
+	;;
+ending)
+	# How a process ends (testdata/lifecycle.c): whatever ends it, the
+	# program ends as without the sampler and its --all trace holds all its
+	# allocations, with END.
+	L=$TESTDATA_BUILD/lifecycle
+	# ended KEY TRACE ALLOCS REASON: stats of TRACE show ALLOCS allocations
+	# and an END of REASON
+	ended() {
+		stats "$2" "$2.json" || return
+		expect_eq "$1: alloc_objects" "$(jget "$2.json" alloc_objects)" "$3"
+		expect_eq "$1: end reason" "$(jget "$2.json" end_reason)" "$4"
+		expect_eq "$1: truncated" "$(jget "$2.json" truncated)" false
+	}
+	for m in "raise 15" "raise 2" "raise 1" "raise 10" "raise 34" pipe rehandler overflow resethand; do
+		"$L" $m >native.out 2>&1
+		want=$?
+		"$ALLOCPROF" record -q --all -o end.trace "$L" $m >rec.out 2>&1
+		expect_eq "$m: exit status" $? "$want"
+		diff -u native.out rec.out || fail "$m: output differs from the native run"
+		ended "$m" end.trace 5000 signal
+	done
+
+	# what the program sees of its signals is its own
+	"$L" query >native.out 2>&1
+	"$ALLOCPROF" record -q --all -o q.trace "$L" query >rec.out 2>&1
+	diff -u native.out rec.out || fail "query: sigaction, signal or sigaltstack differ from the native run"
+
+	# the raw wait status, core-dump bit included, with and without the
+	# sampler (no record in between)
+	(
+		ulimit -c unlimited 2>/dev/null
+		/usr/bin/python3 - "$L" "$(dirname "$(dirname "$ALLOCPROF")")/sampler/liballocprof.so" <<'PY'
+import os, sys
+prog, so = sys.argv[1], sys.argv[2]
+def run(args, env):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1); os.dup2(fd, 2)
+        os.execve(prog, [prog] + args, env)
+    return os.waitpid(pid, 0)[1]
+pre = dict(os.environ, LD_PRELOAD=so, ALLOCPROF_OUTPUT=os.path.abspath("raw.trace"), ALLOCPROF_RATE="1")
+for args in (["raise", "3"], ["overflow"], ["rehandler"], ["raise", "15"]):
+    a, b = run(args, dict(os.environ)), run(args, pre)
+    if a != b:
+        print("FAIL: %s: wait status %#x under the sampler, %#x without" % (" ".join(args), b, a))
+PY
+	) >raw.out
+	rm -f core core.*
+	[ -s raw.out ] && fail "$(cat raw.out)"
+
+	# descriptors closed or replaced by the program: the trace goes on, and
+	# the program never gets its chunks in its own files
+	for m in closerange closeloop dup2loop; do
+		"$ALLOCPROF" record -q --all -o fd.trace "$L" $m >/dev/null 2>&1
+		expect_eq "$m: exit status" $? 0
+		ended "$m" fd.trace 5100 exit
+	done
+	"$L" fdtruth f.native >native.out 2>&1
+	"$ALLOCPROF" record -q --all -o fd.trace "$L" fdtruth f.rec >rec.out 2>&1
+	diff -u native.out rec.out || fail "fdtruth: close, dup2, dup3 or close_range differ from the native run"
+	[ -f f.rec ] && [ ! -s f.rec ] || fail "fdtruth: the program's file got $(stat -c %s f.rec) bytes"
+	ended fdtruth fd.trace 5100 exit
+	# a low descriptor limit: the program's first open() still gets 3
+	for n in 700 64; do
+		"$ALLOCPROF" record -q --all -o fd.trace sh -c "ulimit -n $n && exec '$L' fds" >rec.out 2>&1
+		expect_eq "ulimit -n $n: first descriptor" "$(cat rec.out)" "first open: 3"
+	done
+
+	# frees in a library's destructor (after the program's own exit path)
+	# are counted: 210 allocations, 210 frees, nothing in use, as valgrind
+	"$ALLOCPROF" record -q --all -o dt.trace "$TESTDATA_BUILD/dtor_main" >/dev/null 2>&1
+	expect_eq "library destructor: exit status" $? 0
+	ended "library destructor" dt.trace 210 exit
+	if [ -s dt.trace.json ]; then
+		want_free=210 want_inuse=0
+		if command -v valgrind >/dev/null; then
+			vg=$(valgrind "$TESTDATA_BUILD/dtor_main" 2>&1)
+			want_free=$(echo "$vg" | sed -n 's/.*total heap usage: [0-9,]* allocs, \([0-9,]*\) frees.*/\1/p' | tr -d ,)
+			want_inuse=$(echo "$vg" | sed -n 's/.*in use at exit: [0-9,]* bytes in \([0-9,]*\) blocks.*/\1/p' | tr -d ,)
+		fi
+		expect_eq "library destructor: free_objects" "$(jget dt.trace.json free_objects)" "$want_free"
+		expect_eq "library destructor: inuse_objects" "$(jget dt.trace.json inuse_objects)" "$want_inuse"
+	fi
+
+	# exec with an empty environment is followed: the new image writes
+	# <trace>.exec1 with its 300 allocations
+	"$ALLOCPROF" record -q --all -o ee.trace "$L" envexec >/dev/null 2>&1
+	expect_eq "execle, empty environment: exit status" $? 4
+	if [ -e ee.trace.exec1 ]; then
+		ended "execle, empty environment" ee.trace.exec1 300 exit
+	else
+		fail "execle, empty environment: no trace of the new image (files: $(ls ee.trace*))"
+	fi
+	"$ALLOCPROF" record -q --all -o ei.trace env -i "$L" child >/dev/null 2>&1
+	expect_eq "env -i: exit status" $? 4
+	if [ -e ei.trace.exec1 ]; then
+		ended "env -i" ei.trace.exec1 300 exit
+	else
+		fail "env -i: no trace of the new image (files: $(ls ei.trace*))"
+	fi
+
+	# the program's umask(0777) does not make its child's trace unreadable
+	(
+		umask 027
+		"$ALLOCPROF" record -q --all -o um.trace "$L" umask >/dev/null 2>&1
+	)
+	for t in um.trace.*; do
+		[ -e "$t" ] || fail "umask: no child trace"
+		[ -e "$t" ] && expect_eq "umask: mode of $t" "$(stat -c %a "$t")" 640
+	done
+
+	# RLIMIT_FSIZE set by the program: the trace stops at the limit
+	# (truncated, readable), the program does not die of SIGXFSZ for it,
+	# and its own writes past the limit still do
+	"$L" fsize >native.out 2>&1
+	want=$?
+	"$ALLOCPROF" record -q --all -o fs.trace "$L" fsize >rec.out 2>&1
+	expect_eq "RLIMIT_FSIZE: exit status" $? "$want"
+	diff -u native.out rec.out || fail "RLIMIT_FSIZE: output differs from the native run"
+	stats fs.trace fs.json && expect_eq "RLIMIT_FSIZE: truncated" "$(jget fs.json truncated)" true
+	"$L" fsize own.native >/dev/null 2>&1
+	want=$?
+	"$ALLOCPROF" record -q --all -o fs.trace "$L" fsize own.rec >/dev/null 2>&1
+	expect_eq "RLIMIT_FSIZE, the program's own write: exit status" $? "$want"
+
+	# stderr closed by the program and fd 2 reused for a file of its own:
+	# a message of the sampler (the forked child cannot open its trace)
+	# does not land in that file; nor when record ran with stderr closed
+	for how in open closed; do
+		rm -f se.rec
+		if [ $how = open ]; then
+			"$ALLOCPROF" record -q --all -o se.trace "$L" stderr se.rec >/dev/null 2>se.err
+		else
+			"$ALLOCPROF" record -q --all -o se.trace "$L" stderr se.rec >/dev/null 2>&-
+		fi
+		expect_eq "stderr reused ($how): exit status" $? 2
+		[ -f se.rec ] && [ ! -s se.rec ] || fail "stderr reused ($how): the program's file holds: $(cat se.rec)"
+	done
+
+	# the same in an exec'd image (its trace cannot be opened: a directory
+	# is in the way)
+	rm -rf se.rec se2.trace.exec1
+	mkdir se2.trace.exec1
+	"$ALLOCPROF" record -q --all -o se2.trace "$L" stderrexec se.rec >/dev/null 2>se.err
+	expect_eq "stderr reused, exec: exit status" $? 4
+	[ -f se.rec ] && [ ! -s se.rec ] || fail "stderr reused, exec: the program's file holds: $(cat se.rec)"
+
+	# timeout's SIGTERM goes through record to the program
+	timeout 2 "$ALLOCPROF" record -q --all -o to.trace "$L" wait >/dev/null 2>&1
+	expect_eq "timeout: exit status" $? 124
+	ended timeout to.trace 5000 signal
+
+	# Ctrl-C: SIGINT to the whole process group, record and the program
+	# (in a group of their own, SIGINT at its default: a background job of
+	# a script starts with SIGINT ignored)
+	/usr/bin/python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.setpgid(0, 0)
+os.execv(sys.argv[1], sys.argv[1:])' "$ALLOCPROF" record -q --all -o ci.trace "$L" wait >ci.out 2>&1 &
+	ci=$!
+	for _ in $(seq 100); do
+		grep -q ready ci.out && break
+		sleep 0.05
+	done
+	kill -INT -- -"$ci"
+	wait $ci
+	expect_eq "Ctrl-C: exit status" $? 130
+	ended Ctrl-C ci.trace 5000 signal
 	;;
 *)
 	echo "unknown group $group"
