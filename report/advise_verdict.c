@@ -412,9 +412,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		else if (s->births_seen && s->grows_at)
 			ap_buf_addf(&t, "see %s", s->grows_at);
 		else if (s->births_seen)
-			ap_buf_addstr(&t, "see the sites where they grow");
+			ap_buf_addstr(&t, "see where they grow");
 		else
-			ap_buf_addstr(&t, "see the sites where they are born");
+			ap_buf_addstr(&t, "see where they are born");
 	} else if (s->verdict == AP_VERDICT_POOL_CAP) {
 		fmt_bytes(b1, sizeof(b1), (double)s->cap);
 		ap_buf_addf(&t, " %s", b1);
