@@ -207,8 +207,11 @@ int cmd_tui(int argc, char **argv)
 	ap_view_opts_init(&o.view);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt != AP_VOPT_JSON && ap_view_option(&o.view, opt, optarg))
+	while ((opt = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
+		int shared = opt == AP_VOPT_JSON ? 0 : ap_view_option_of(&o.view, "tui", opt, optarg);
+		if (shared < 0)
+			return AP_EXIT_USAGE;
+		if (shared)
 			continue;
 		switch (opt) {
 		case 'h':

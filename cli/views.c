@@ -1,10 +1,11 @@
-/* Shared by `top` and `list`: options, loading, progress, number formats. */
+/* Shared by the views: options, loading, progress, number formats. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ap_export.h"
 #include "commands.h"
 #include "views.h"
 
@@ -15,38 +16,75 @@ void ap_view_opts_init(struct ap_view_opts *o)
 	o->report.granularity = AP_GRAN_FUNCTIONS;
 }
 
-bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg)
+int ap_view_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	return getopt_long_only(argc, argv, shortopts, longopts, NULL);
+}
+
+int ap_view_parse_count(const char *cmd, const char *what, const char *arg, long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*end || end == arg || v < 0) {
+		ap_usage_error(cmd, "bad %s '%s'", what, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const char *arg)
 {
 	switch (opt) {
 	case AP_VOPT_ALLOC_SPACE:
 		o->report.sample_index = AP_SI_ALLOC_SPACE;
-		return true;
+		return 1;
 	case AP_VOPT_ALLOC_OBJECTS:
 		o->report.sample_index = AP_SI_ALLOC_OBJECTS;
-		return true;
+		return 1;
 	case AP_VOPT_INUSE_SPACE:
 		o->report.sample_index = AP_SI_INUSE_SPACE;
-		return true;
+		return 1;
 	case AP_VOPT_INUSE_OBJECTS:
 		o->report.sample_index = AP_SI_INUSE_OBJECTS;
-		return true;
+		return 1;
+	case AP_VOPT_SAMPLE_INDEX:
+		if (ap_export_parse_index(arg, &o->report.sample_index)) {
+			ap_usage_error(cmd,
+				       "unknown sample index '%s', not alloc_space, "
+				       "alloc_objects, inuse_space or inuse_objects",
+				       arg);
+			return -1;
+		}
+		return 1;
 	case AP_VOPT_FOCUS:
 		o->report.focus = arg;
-		return true;
+		return 1;
 	case AP_VOPT_IGNORE:
 		o->report.ignore = arg;
-		return true;
+		return 1;
+	case AP_VOPT_SHOW:
+		o->report.show = arg;
+		return 1;
+	case AP_VOPT_HIDE:
+		o->report.hide = arg;
+		return 1;
 	case AP_VOPT_DROP_FRAMES:
 		o->sym.drop_frames = arg;
-		return true;
+		return 1;
 	case AP_VOPT_DEBUG_DIR:
 		o->sym.debug_dir = arg;
-		return true;
+		return 1;
 	case AP_VOPT_JSON:
 		o->json = true;
-		return true;
+		return 1;
 	}
-	return false;
+	return 0;
+}
+
+bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg)
+{
+	return ap_view_option_of(o, "allocprof", opt, arg) != 0;
 }
 
 int ap_view_bad_option(const char *cmd, int opt, char **argv)
@@ -154,6 +192,33 @@ void ap_view_format(char *out, size_t len, enum ap_sample_index si, double v)
 		return;
 	}
 	ap_format_bytes(out, len, v);
+}
+
+void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v, int unit)
+{
+	if (!ap_sample_index_is_bytes(si)) {
+		snprintf(out, len, "%lld", ap_view_round(v));
+		return;
+	}
+	ap_format_bytes_in(out, len, v, unit);
+}
+
+int ap_view_table_unit(const struct ap_report *r)
+{
+	double min = 0, max = fabs(round(r->total));
+	for (size_t i = 0; i < r->nrows; i++) {
+		double v = fabs(round(r->rows[i].flat));
+		if (v == 0)
+			v = fabs(round(r->rows[i].cum));
+		if (v > 0 && (min == 0 || v < min))
+			min = v;
+	}
+	if (min == 0)
+		min = max;
+	int unit = ap_bytes_unit(min);
+	if (unit != ap_bytes_unit(max) && min * 100 < max)
+		unit = ap_bytes_unit(min * 100);
+	return unit;
 }
 
 void ap_view_percent(char *out, size_t len, double v, double total)

@@ -29,7 +29,7 @@ struct ap_frame {
 
 struct ap_sym_options {
 	const char *debug_dir;		/* extra directory for separate debug files, or NULL */
-	/* POSIX extended regex: more allocator frames, or NULL. Searched
+	/* A regex (ap_regex.h): more allocator frames, or NULL. Searched
 	 * (unanchored, use ^...$ to anchor) in the demangled name. */
 	const char *drop_frames;
 	bool no_demangle;

@@ -3,13 +3,13 @@
  * (inline chains included), and the allocator-frame rules that choose the
  * call site of an allocation. */
 #include "ap_symbolize.h"
+#include "ap_regex.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <inttypes.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +80,7 @@ struct ap_symbolizer {
 	size_t nmods;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
-	regex_t drop;
-	bool has_drop;
+	struct ap_regex *drop; /* --drop-frames, or NULL */
 	bool no_demangle;
 	struct pc_entry *tab;
 	size_t tabcap, tabn;
@@ -724,7 +723,7 @@ static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f
 	const char *q = qualified_name(name);
 	if (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11))
 		return true;
-	if (s->has_drop && regexec(&s->drop, name, 0, NULL, 0) == 0)
+	if (s->drop && ap_regex_match(s->drop, name))
 		return true;
 	return false;
 }
@@ -775,15 +774,11 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	s->t = t;
 	s->no_demangle = opts->no_demangle;
 	if (opts->drop_frames) {
-		int rc = regcomp(&s->drop, opts->drop_frames, REG_EXTENDED | REG_NOSUB);
-		if (rc) {
-			char why[256];
-			regerror(rc, &s->drop, why, sizeof(why));
-			ap_error_set(err, "--drop-frames '%s': %s", opts->drop_frames, why);
+		s->drop = ap_regex_new(opts->drop_frames, "--drop-frames", err);
+		if (!s->drop) {
 			free(s);
 			return NULL;
 		}
-		s->has_drop = true;
 	}
 
 	/* Never reach out to debuginfod servers behind the user's back: a
@@ -844,8 +839,7 @@ void ap_sym_free(struct ap_symbolizer *s)
 	for (size_t i = 0; i < s->nwarn; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
-	if (s->has_drop)
-		regfree(&s->drop);
+	ap_regex_free(s->drop);
 	strtab_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);

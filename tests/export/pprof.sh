@@ -26,6 +26,28 @@ pprof() {
 	go tool pprof -symbolize=none -unit=byte "$@"
 }
 
+# text NAME TRACE PB ARGS...: `allocprof top ARGS` and `go tool pprof -top
+# ARGS` on the export print the same table: the same nodes after pprof's
+# default nodefraction, the same "Dropped" and "Showing top" lines, the
+# same (inline) marks. Each flag is passed to both in pprof's spelling.
+text() {
+	name=$1 trace=$2 pb=$3
+	shift 3
+	"$ap" top "$@" "$trace" 2>"$tmp/err" | sed -n '/^Active filters:\|^Showing nodes/,$p' \
+		>"$tmp/ap.txt" || fail=1
+	go tool pprof -symbolize=none -top "$@" "$pb" 2>"$tmp/err" |
+		sed -n '/^Active filters:\|^Showing nodes/,$p' >"$tmp/pprof.txt"
+	if ! [ -s "$tmp/ap.txt" ] || ! diff -u "$tmp/pprof.txt" "$tmp/ap.txt"; then
+		echo "FAIL $name: allocprof top $* differs from go tool pprof -top $*"
+		cat "$tmp/err"
+		fail=1
+	else
+		echo "ok $name: top $* = pprof -top ($(grep -c '%' "$tmp/ap.txt") rows)"
+		grep -q '^Dropped [0-9]* nodes\? (cum <= ' "$tmp/ap.txt" && dropped=$((dropped + 1))
+	fi
+}
+dropped=0
+
 # check NAME TRACE TOLERANCE [OPTIONS...]: export TRACE with OPTIONS
 # (--drop-frames), compare with top run with the same OPTIONS; TOLERANCE
 # is the rounding error allowed per sample (0 for exact traces)
@@ -47,10 +69,16 @@ check() {
 	fi
 	# sampled values are rounded once per sample in the profile: a sum of
 	# n samples may differ from top's rounded sum by n * tol
+	if [ "$tol" = 0 ] && [ $# = 0 ]; then
+		text "$name" "$trace" "$pb"
+		text "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=3
+		text "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0.05
+		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
+	fi
 	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3}: ' "$tmp/raw")
 	tol=$(python3 -c "print($tol * $n)")
 	for si in alloc_objects alloc_space inuse_objects inuse_space; do
-		"$ap" top --json --$si "$@" "$trace" >"$tmp/top.json" || fail=1
+		"$ap" top --json --nodefraction=0 --$si "$@" "$trace" >"$tmp/top.json" || fail=1
 		pprof -top -nodefraction=0 -nodecount=1000000 -sample_index=$si "$pb" \
 			>"$tmp/top.txt" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
 		python3 "$src/compare.py" top "$tmp/top.json" "$tmp/top.txt" "$tol" "$name $si" ||
@@ -106,4 +134,10 @@ record)
 	exit 2
 	;;
 esac
+# the default nodefraction must have dropped nodes somewhere, or the
+# "Dropped" line was never compared
+if [ "$dropped" = 0 ]; then
+	echo "FAIL $mode: no table compared had a Dropped line"
+	fail=1
+fi
 exit $fail
