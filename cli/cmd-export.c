@@ -200,6 +200,7 @@ int cmd_export(int argc, char **argv)
 					    ap_view_progress_ctx("symbolizing"));
 	ap_view_progress_done();
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
 
 	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
 	rc = AP_EXIT_FAIL;

@@ -138,6 +138,7 @@ int cmd_list(int argc, char **argv)
 			ap_view_progress_fn(), ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
 	if (!l) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;

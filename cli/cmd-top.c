@@ -239,6 +239,9 @@ int cmd_top(int argc, char **argv)
 			  ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
+	if (r)
+		ap_view_symbols_hint(&v, o.report.sample_index);
 	if (!r) {
 		ap_print_error(&err);
 		ap_view_release(&v);

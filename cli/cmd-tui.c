@@ -279,6 +279,7 @@ int cmd_tui(int argc, char **argv)
 	if (!rc) {
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
+		ap_view_sampling_hint(v.trace);
 		/* On a terminal the screen hides stderr: the first warning
 		 * goes to the status line too. */
 		const char *const *w = ap_sym_warnings(v.sym);

@@ -170,6 +170,63 @@ void ap_view_warnings(const struct ap_view *v)
 		ap_die_msg("warning: %s", *w);
 }
 
+void ap_view_sampling_hint(const struct ap_trace *t)
+{
+	if (t->rate <= 1)
+		return;
+	uint64_t samples = 0;
+	for (size_t i = 0; i < t->nev; i++)
+		samples += t->ev[i].type == AP_EV_ALLOC && (t->ev[i].flags & AP_EVF_SAMPLED);
+	if (samples >= AP_VIEW_FEW_SAMPLES)
+		return;
+	char rate[32], bytes[32], what[64];
+	ap_format_bytes(rate, sizeof(rate), (double)t->rate);
+	if (samples)
+		snprintf(what, sizeof(what), "only %llu allocation%s sampled",
+			 (unsigned long long)samples, samples > 1 ? "s were" : " was");
+	else
+		snprintf(what, sizeof(what), "no allocation was sampled");
+	if (!t->has_end) {
+		ap_die_msg("note: %s at one sample per %s on average; record with --all "
+			   "(every allocation) or a smaller --rate",
+			   what, rate);
+		return;
+	}
+	if (!t->calls) {
+		ap_die_msg("note: the program called no allocation function");
+		return;
+	}
+	ap_format_bytes(bytes, sizeof(bytes), (double)t->bytes);
+	ap_die_msg("note: %s: the program allocated %s in %llu calls, %s one sample per %s on "
+		   "average; record with --all (every allocation) or a smaller --rate",
+		   what, bytes, (unsigned long long)t->calls,
+		   t->bytes < t->rate ? "under" : "at", rate);
+}
+
+void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
+{
+	struct ap_unsym_module *m;
+	double any, total;
+	size_t n = ap_report_unsymbolized(v->trace, v->values, v->sym, si, &m, &any, &total);
+	if (total > 0 && any >= total * AP_VIEW_UNSYM_SHARE) {
+		struct ap_buf b = AP_BUF_INIT;
+		ap_buf_addf(&b, "note: %.0f%% of %s goes through frames without symbols, in ",
+			    any / total * 100, ap_sample_index_name(si));
+		for (size_t i = 0; i < n && i < 3; i++)
+			ap_buf_addf(&b, "%s%s (%.0f%%)", i ? ", " : "", m[i].module,
+				    m[i].value / total * 100);
+		if (n > 3)
+			ap_buf_addf(&b, " and %zu more", n - 3);
+		ap_buf_addstr(&b, ": install their -dbgsym packages (Debian's debian-debug "
+				  "archive), point --debug-dir at their separate debug files, or "
+				  "let debuginfod fetch them (ALLOCPROF_DEBUGINFOD=1 with "
+				  "DEBUGINFOD_URLS set)");
+		ap_die_msg("%s", b.buf);
+		ap_buf_release(&b);
+	}
+	free(m);
+}
+
 void ap_view_release(struct ap_view *v)
 {
 	free(v->values);

@@ -115,6 +115,22 @@ struct ap_view {
  * 0, or prints the error and returns AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts *o);
 
+/* First-run hints, one line each on stderr ("allocprof: note: ..."):
+ *
+ * A sampled trace with fewer than AP_VIEW_FEW_SAMPLES sampled allocations:
+ * what the program allocated (the END record's exact calls and bytes),
+ * against the rate, and to record with --all or a smaller --rate. Nothing
+ * for a trace recorded with --all or with enough samples. For every view
+ * (advise included). */
+#define AP_VIEW_FEW_SAMPLES 50
+void ap_view_sampling_hint(const struct ap_trace *t);
+
+/* When at least AP_VIEW_UNSYM_SHARE of the total of `si` goes through
+ * frames without symbols: which modules (the biggest shares first) and
+ * how to get their symbols (-dbgsym packages, --debug-dir, debuginfod). */
+#define AP_VIEW_UNSYM_SHARE 0.05
+void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si);
+
 /* Prints the symbolizer's warnings on stderr. */
 void ap_view_warnings(const struct ap_view *v);
 

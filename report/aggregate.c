@@ -625,3 +625,62 @@ void ap_report_free(struct ap_report *r)
 	free(r->rows);
 	free(r);
 }
+
+/* ---- frames without symbols ---------------------------------------------- */
+
+static int cmp_unsym(const void *a, const void *b)
+{
+	const struct ap_unsym_module *x = a, *y = b;
+	return cmp_order(x->value, y->value, x->module, y->module);
+}
+
+size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_values *values,
+			      struct ap_symbolizer *sym, enum ap_sample_index si,
+			      struct ap_unsym_module **out, double *any, double *total)
+{
+	struct ap_stack_values *own = NULL;
+	if (!values)
+		values = own = ap_report_stack_values(t);
+	struct ap_frame *frames = NULL;
+	size_t nframes = 0, aframes = 0;
+	struct ap_unsym_module *m = NULL;
+	size_t *stamp = NULL; /* per module: the last stack counted, + 1 */
+	size_t n = 0, alloc = 0, salloc = 0;
+	*any = *total = 0;
+	for (size_t id = 1; id < t->nstacks; id++) {
+		double v = values[id].v[si];
+		if (v == 0)
+			continue;
+		*total += v;
+		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
+		bool counted = false;
+		for (size_t k = site; k < nframes; k++) {
+			if (!frames[k].unsymbolized || frames[k].module_unusable)
+				continue;
+			const char *mod = frames[k].module;
+			size_t i = 0; /* few modules: a linear search */
+			while (i < n && strcmp(m[i].module, mod))
+				i++;
+			if (i == n) {
+				AP_ALLOC_GROW(m, n + 1, alloc);
+				AP_ALLOC_GROW(stamp, n + 1, salloc);
+				m[n] = (struct ap_unsym_module){mod, 0};
+				stamp[n++] = 0;
+			}
+			if (stamp[i] != id) {
+				stamp[i] = id;
+				m[i].value += v;
+			}
+			counted = true;
+		}
+		if (counted)
+			*any += v;
+	}
+	free(frames);
+	free(stamp);
+	free(own);
+	if (n)
+		qsort(m, n, sizeof(*m), cmp_unsym);
+	*out = m;
+	return n;
+}

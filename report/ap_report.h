@@ -125,6 +125,24 @@ void ap_report_sort(struct ap_report *r, bool by_cum);
 
 void ap_report_free(struct ap_report *r);
 
+/* A module whose frames have no symbols, and the value of the stacks
+ * that go through such a frame (counted once per stack). */
+struct ap_unsym_module {
+	const char *module; /* the mapping's path; owned by sym */
+	double value;
+};
+
+/* For the first-run hint of `top`: the modules with unsymbolized shown
+ * frames (the call site and its callers) whose file was read (not
+ * missing, not rebuilt: ap_frame.module_unusable) in the stacks with a non-zero
+ * value of `si`, by value descending, into *out (free() it; NULL when
+ * none). Returns how many; *any is set to the value of the stacks with
+ * at least one such frame, *total to the value of all. `values` as for
+ * ap_report_new (NULL to compute them). Never fails. */
+size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_values *values,
+			      struct ap_symbolizer *sym, enum ap_sample_index si,
+			      struct ap_unsym_module **out, double *any, double *total);
+
 /* The list model: per function (and source file), per line. */
 struct ap_list_line {
 	int line;

@@ -24,6 +24,10 @@ struct ap_frame {
 	uint64_t module_offset;	/* pc - module bias */
 	uint64_t pc;		/* the PC this frame came from */
 	bool inlined;		/* an inlined callee (not the last frame of its PC) */
+	bool unsymbolized;	/* no name was found: func is "module+0xoff" or "0x<pc>" */
+	bool module_unusable;	/* unsymbolized because the module's file is missing
+				 * or rebuilt (a warning says which), or the PC is
+				 * in no module; false when the file was read */
 	bool allocator;		/* an allocator frame (see ap_sym_stack) */
 };
 

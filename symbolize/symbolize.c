@@ -357,6 +357,7 @@ static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
 	else
 		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, f->pc);
 	f->func = f->mangled = intern(&s->strs, tmp);
+	f->unsymbolized = true;
 }
 
 static const char *die_name(Dwarf_Die *die)
@@ -656,6 +657,7 @@ static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 		e->frames = ap_xmalloc(sizeof(*e->frames));
 		e->frames[0] = proto;
 		set_addr_name(s, &e->frames[0], m);
+		e->frames[0].module_unusable = true;
 		e->nframes = 1;
 	}
 	e->cls = ap_xcalloc(e->nframes, 1);
