@@ -24,6 +24,8 @@ static void export_usage(FILE *f)
 	      "          the four sample types of a Go heap profile (alloc_objects,\n"
 	      "          alloc_space, inuse_objects, inuse_space), one Location per\n"
 	      "          return address with its inlined frames, one Mapping per module;\n"
+	      "          C++ functions named as pprof shows them (geo::detail::make_point),\n"
+	      "          the mangled name in system_name;\n"
 	      "          allocator frames stay in the stacks and drop_frames names them,\n"
 	      "          so pprof shows the call site as the leaf, as `allocprof top` does\n"
 	      "  folded  folded stacks for flamegraph.pl and speedscope: one line\n"

@@ -159,6 +159,110 @@ void ap_export_pprof_simplify(const char *name, struct ap_buf *out)
 	ap_buf_add(out, s, i);
 }
 
+/* ---- Function.name -------------------------------------------------------- */
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The operator tokens after "operator", longest first. */
+static const char *const op_tokens[] = {
+	"<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=", "==", "!=", "&&",
+	"||", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "->", "<", ">",
+	"+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "=", ",",
+};
+
+void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out)
+{
+	/* Only names we demangled: C names, module+0xoff and names already
+	 * short stay as they are. */
+	if (!mangled || strncmp(mangled, "_Z", 2) || !strcmp(func, mangled)) {
+		ap_buf_addstr(out, func);
+		return;
+	}
+	size_t start = out->len; /* where the name proper begins (after a return type) */
+	size_t base = out->len;
+	int angle = 0, paren = 0;
+	const char *s = func;
+	while (*s) {
+		if (!angle && !paren && starts(s, "(anonymous namespace)")) {
+			ap_buf_addstr(out, "(anonymous namespace)");
+			s += strlen("(anonymous namespace)");
+			continue;
+		}
+		if (!angle && !paren && *s == '{') {
+			/* {lambda(int)#1}, {unnamed type#1}: one name, verbatim */
+			const char *e = strchr(s, '}');
+			size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+			ap_buf_add(out, s, n);
+			s += n;
+			continue;
+		}
+		if (!angle && !paren && starts(s, "operator") &&
+		    (s == func || s[-1] == ':' || s[-1] == ' ')) {
+			ap_buf_addstr(out, "operator");
+			s += strlen("operator");
+			size_t i;
+			for (i = 0; i < AP_ARRAY_SIZE(op_tokens); i++)
+				if (starts(s, op_tokens[i]))
+					break;
+			if (i < AP_ARRAY_SIZE(op_tokens)) {
+				ap_buf_addstr(out, op_tokens[i]);
+				s += strlen(op_tokens[i]);
+			} else if (*s == ' ') {
+				/* operator new, operator delete[], conversions:
+				 * the word (and a []) is part of the name */
+				ap_buf_addstr(out, " ");
+				s++;
+				while (*s && *s != '(' && *s != '<')
+					ap_buf_add(out, s++, 1);
+			}
+			continue;
+		}
+		char c = *s++;
+		if (c == '<' && !paren)
+			angle++;
+		else if (c == '>' && !paren && angle)
+			angle--;
+		else if (c == '(' && !angle)
+			paren++;
+		else if (c == ')' && !angle && paren)
+			paren--;
+		else if (!angle && !paren) {
+			/* A space at the top level ends a return type, unless
+			 * what follows is a qualifier of the function
+			 * (" const", " &&") or the name is over (clone
+			 * suffix). */
+			if (c == ' ' && (starts(s, "const") || starts(s, "volatile") || *s == '&' ||
+					 starts(s, "[clone") || starts(s, "noexcept")))
+				break;
+			if (c == ' ') {
+				start = out->len + 1;
+				ap_buf_addstr(out, " ");
+				continue;
+			}
+			ap_buf_add(out, &c, 1);
+		}
+	}
+	/* drop the return type */
+	if (start > base) {
+		memmove(out->buf + base, out->buf + start, out->len - start);
+		out->len -= start - base;
+		out->buf[out->len] = 0;
+	}
+}
+
+/* The name pprof's Prune matches drop_frames against: simplifyFunc of
+ * the frame's Function.name. `scratch` is overwritten. */
+static void drop_key(const struct ap_frame *f, struct ap_buf *scratch, struct ap_buf *out)
+{
+	ap_buf_reset(scratch);
+	ap_export_pprof_name(f->func, f->mangled, scratch);
+	ap_buf_reset(out);
+	ap_export_pprof_simplify(scratch->buf, out);
+}
+
 /* The names pprof may drop (R): simplified names of allocator frames that
  * never appear from a call site outwards, nor in a stack of allocator
  * frames only. */
@@ -166,13 +270,12 @@ static void drop_names(const struct ap_export *x, struct intern *r)
 {
 	struct intern alloc = INTERN_INIT;
 	struct intern user = INTERN_INIT;
-	struct ap_buf b = AP_BUF_INIT;
+	struct ap_buf b = AP_BUF_INIT, scratch = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		for (size_t k = 0; k < s->nframes; k++) {
 			bool in_alloc = !s->all_allocator && k < s->site;
-			ap_buf_reset(&b);
-			ap_export_pprof_simplify(s->frames[k].func, &b);
+			drop_key(&s->frames[k], &scratch, &b);
 			intern_add(in_alloc ? &alloc : &user, b.buf, b.len, NULL);
 		}
 	}
@@ -182,6 +285,7 @@ static void drop_names(const struct ap_export *x, struct intern *r)
 	intern_release(&alloc);
 	intern_release(&user);
 	ap_buf_release(&b);
+	ap_buf_release(&scratch);
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -252,7 +356,9 @@ static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
 	if (added) {
 		size_t m = ap_pb_begin(&p->funcs, PROFILE_FUNCTION);
 		ap_pb_uint(&p->funcs, FUNCTION_ID, id);
-		ap_pb_uint(&p->funcs, FUNCTION_NAME, str_id(p, f->func));
+		ap_buf_reset(&p->simple);
+		ap_export_pprof_name(f->func, f->mangled, &p->simple);
+		ap_pb_uint(&p->funcs, FUNCTION_NAME, str_id(p, p->simple.buf));
 		ap_pb_uint(&p->funcs, FUNCTION_SYSTEM_NAME, str_id(p, f->mangled));
 		ap_pb_uint(&p->funcs, FUNCTION_FILENAME, str_id(p, file));
 		ap_pb_end(&p->funcs, m);
@@ -346,8 +452,7 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 			p->offs[d + 1] = p->offs[d] + ap_sym_pc(p->x->sym, st->pcs[d], &fr);
 		}
 		for (size_t k = 0; k < s->nframes; k++) {
-			ap_buf_reset(&p->simple);
-			ap_export_pprof_simplify(s->frames[k].func, &p->simple);
+			drop_key(&s->frames[k], &p->key, &p->simple);
 			p->in_drop[k] = intern_find(&p->drop, p->simple.buf, p->simple.len) != SIZE_MAX;
 		}
 		stripped = pprof_leaf(p, st->depth) != s->site;

@@ -48,6 +48,41 @@ text() {
 }
 dropped=0
 
+# cxxnames NAME TRACE PB: the C++ functions of the export are named as
+# Go's pprof names them (its default demangling of system_name, run with
+# the demangle package of Go's own tree), and pprof's -top, which shows
+# one node per short name, has the values of allocprof's rows for the
+# instances it merges.
+cxxnames() {
+	name=$1 trace=$2 pb=$3
+	pprof -raw "$pb" >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; fail=1; return; }
+	python3 "$src/compare.py" pprofnames "$tmp/raw" | sort -u >"$tmp/names"
+	if ! [ -s "$tmp/names" ]; then
+		echo "FAIL $name: no C++ function in the export"
+		fail=1
+		return
+	fi
+	gopath="$tmp/gopath/src/github.com/ianlancetaylor"
+	mkdir -p "$gopath"
+	ln -sfn "$(go env GOROOT)/src/cmd/vendor/github.com/ianlancetaylor/demangle" "$gopath/demangle"
+	cut -f1 "$tmp/names" | (cd "$src" && GO111MODULE=off GOPATH="$tmp/gopath" \
+		go run demangle_ref.go) >"$tmp/ref" || { fail=1; return; }
+	if ! diff -u <(cut -f1 "$tmp/names" | paste - "$tmp/ref") "$tmp/names"; then
+		echo "FAIL $name: Function.name is not what Go's pprof demangles system_name to"
+		fail=1
+	else
+		echo "ok $name: $(wc -l <"$tmp/names") C++ functions named as Go's pprof names them"
+	fi
+	for si in alloc_objects alloc_space; do
+		"$ap" top --json --nodefraction=0 --$si "$trace" >"$tmp/top.json" || fail=1
+		pprof -top -nodefraction=0 -sample_index=$si "$pb" >"$tmp/top.txt" 2>&1 || fail=1
+		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
+			'geo::detail::make_point<' geo::detail::make_point "$name $si" || fail=1
+		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
+			'geo::Cloud<float>::add(' geo::Cloud::add "$name $si" || fail=1
+	done
+}
+
 # check NAME TRACE TOLERANCE [OPTIONS...]: export TRACE with OPTIONS
 # (--drop-frames), compare with top run with the same OPTIONS; TOLERANCE
 # is the rounding error allowed per sample (0 for exact traces)
@@ -124,6 +159,14 @@ record)
 			echo "FAIL $name: allocprof record --all exited non-zero:"
 			cat "$tmp/err"
 			fail=1
+			continue
+		fi
+		if [ "$name" = cxx ]; then
+			# pprof names C++ functions by their short names, and
+			# merges what allocprof shows apart (make_point<int>,
+			# make_point<double>): compared by cxxnames instead
+			"$ap" export -o "$tmp/cxx.pb.gz" "$tmp/cxx.trace" 2>/dev/null || fail=1
+			cxxnames record-cxx "$tmp/cxx.trace" "$tmp/cxx.pb.gz"
 			continue
 		fi
 		check "record-$name" "$tmp/$name.trace" 0
