@@ -332,6 +332,7 @@ struct pprof {
 	struct intern strings, functions, locations, drop;
 	struct ap_buf locs, funcs;	/* encoded Location and Function messages */
 	uint64_t *map_id;		/* per trace mapping */
+	bool *map_unsym;		/* per trace mapping: no PC has a name */
 	struct ap_buf key, simple;	/* scratch */
 	size_t *offs;			/* scratch: first frame of each depth */
 	size_t aoffs;
@@ -386,7 +387,12 @@ static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, bool un
 	const struct ap_mapping *map = unknown ? NULL : ap_trace_mapping_for(t, pc);
 	if (map)
 		ap_pb_uint(b, LOCATION_MAPPING_ID, p->map_id[map - t->maps]);
-	ap_pb_uint(b, LOCATION_ADDRESS, pc);
+	/* A return address, except in an unsymbolized mapping: there the
+	 * call's own address (pc - 1), since pprof hands the address to
+	 * addr2line as it is and the instruction after a call may be in
+	 * another line, inline scope or even function. */
+	bool unsym = map && p->map_unsym[map - t->maps];
+	ap_pb_uint(b, LOCATION_ADDRESS, unsym && pc ? pc - 1 : pc);
 	const struct ap_frame *fr;
 	struct ap_frame none = { .func = AP_EXPORT_UNKNOWN, .mangled = AP_EXPORT_UNKNOWN };
 	size_t n = 1;
@@ -394,6 +400,10 @@ static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, bool un
 		fr = &none;
 	else
 		n = ap_sym_pc(p->x->sym, pc, &fr);
+	/* An address only, in a mapping marked unsymbolized: pprof
+	 * -symbolize (or a profiler's debuginfo upload) can name it later. */
+	if (unsym)
+		n = 0;
 	/* Innermost first: line[0] is the inlined callee, the last one the
 	 * function it was inlined into. */
 	for (size_t k = skip; k < n; k++) {
@@ -491,6 +501,39 @@ static void add_value_type(struct pprof *p, struct ap_buf *b, unsigned field,
 	ap_pb_end(b, m);
 }
 
+/* The mappings whose PCs (those of the exported stacks) all went without
+ * a name -- a binary rebuilt since recording, a file gone, one without
+ * any symbols: exported unsymbolized, as addresses, for pprof to
+ * symbolize once the binary is there. pprof symbolizes only a mapping
+ * with none of has_functions, has_filenames, has_line_numbers, so a
+ * mapping where some PCs have names keeps the names it has. */
+static void find_unsymbolized(struct pprof *p)
+{
+	const struct ap_trace *t = p->x->trace;
+	bool *named = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*named));
+	for (size_t i = 0; i < p->x->nstacks; i++) {
+		const struct ap_stack *st = &t->stacks[p->x->stacks[i].id];
+		for (uint32_t d = 0; d < st->depth; d++) {
+			const struct ap_mapping *map = ap_trace_mapping_for(t, st->pcs[d]);
+			if (!map)
+				continue;
+			size_t m = (size_t)(map - t->maps);
+			const struct ap_frame *fr;
+			size_t n = ap_sym_pc(p->x->sym, st->pcs[d], &fr);
+			bool any = false;
+			for (size_t k = 0; k < n; k++)
+				any |= !fr[k].unsymbolized;
+			if (any)
+				named[m] = true;
+			else if (!named[m])
+				p->map_unsym[m] = true;
+		}
+	}
+	for (size_t m = 0; m < t->nmaps; m++)
+		p->map_unsym[m] &= !named[m];
+	free(named);
+}
+
 /* One Mapping per recorded module, the main program first (pprof takes the
  * first mapping for the main binary). */
 static size_t add_mappings(struct pprof *p, struct ap_buf *b)
@@ -507,27 +550,43 @@ static size_t add_mappings(struct pprof *p, struct ap_buf *b)
 		const struct ap_mapping *map = &t->maps[order[k]];
 		p->map_id[order[k]] = k + 1;
 		/* The file offset at memory_start: its lowest segment's. */
-		uint64_t off = 0, low = UINT64_MAX;
+		uint64_t off = 0, low = UINT64_MAX, start = map->start, limit = map->end;
 		for (size_t s = 0; s < map->nsegs; s++)
 			if (map->segs[s].vaddr < low) {
 				low = map->segs[s].vaddr;
 				off = map->segs[s].offset;
 			}
+		/* pprof symbolizes a mapping as /proc/PID/maps has it: the
+		 * executable segment, page-aligned (binutils' GetBase wants
+		 * one program header for it), where the code and so every
+		 * return address is. */
+		for (size_t s = 0; p->map_unsym[order[k]] && s < map->nsegs; s++) {
+			const struct ap_segment *sg = &map->segs[s];
+			if (!(sg->flags & 1 /* PF_X */))
+				continue;
+			uint64_t pg = t->page_size ? t->page_size : 4096;
+			start = (map->bias + sg->vaddr) & ~(pg - 1);
+			limit = (map->bias + sg->vaddr + sg->memsz + pg - 1) & ~(pg - 1);
+			off = sg->offset & ~(pg - 1);
+			break;
+		}
 		ap_buf_reset(&hex);
 		for (size_t i = 0; i < map->build_id_len; i++)
 			ap_buf_addf(&hex, "%02x", map->build_id[i]);
 		size_t m = ap_pb_begin(b, PROFILE_MAPPING);
 		ap_pb_uint(b, MAPPING_ID, k + 1);
-		ap_pb_uint(b, MAPPING_MEMORY_START, map->start);
-		ap_pb_uint(b, MAPPING_MEMORY_LIMIT, map->end);
+		ap_pb_uint(b, MAPPING_MEMORY_START, start);
+		ap_pb_uint(b, MAPPING_MEMORY_LIMIT, limit);
 		ap_pb_uint(b, MAPPING_FILE_OFFSET, off);
 		ap_pb_uint(b, MAPPING_FILENAME, str_id(p, map->path));
 		ap_pb_uint(b, MAPPING_BUILD_ID, str_id(p, hex.buf));
-		/* Symbolized here: pprof must not symbolize again. */
-		ap_pb_bool(b, MAPPING_HAS_FUNCTIONS, true);
-		ap_pb_bool(b, MAPPING_HAS_FILENAMES, true);
-		ap_pb_bool(b, MAPPING_HAS_LINE_NUMBERS, true);
-		ap_pb_bool(b, MAPPING_HAS_INLINE_FRAMES, true);
+		/* Symbolized here: pprof must not symbolize again; an
+		 * unsymbolized mapping is left for pprof to do. */
+		bool sym = !p->map_unsym[order[k]];
+		ap_pb_bool(b, MAPPING_HAS_FUNCTIONS, sym);
+		ap_pb_bool(b, MAPPING_HAS_FILENAMES, sym);
+		ap_pb_bool(b, MAPPING_HAS_LINE_NUMBERS, sym);
+		ap_pb_bool(b, MAPPING_HAS_INLINE_FRAMES, sym);
 		ap_pb_end(b, m);
 	}
 	ap_buf_release(&hex);
@@ -549,6 +608,8 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_init(&p.key);
 	ap_buf_init(&p.simple);
 	p.map_id = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_id));
+	p.map_unsym = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_unsym));
+	find_unsymbolized(&p);
 	str_id(&p, "");	/* string_table[0] must be "" */
 
 	struct ap_buf b = AP_BUF_INIT;
@@ -616,6 +677,7 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_release(&p.key);
 	ap_buf_release(&p.simple);
 	free(p.map_id);
+	free(p.map_unsym);
 	free(p.offs);
 	free(p.in_drop);
 	return rc;

@@ -14,6 +14,13 @@ exported profile.
   compare.py pprofnames PPROF_RAW
       prints "SYSTEM_NAME<tab>NAME" for every function of `go tool pprof
       -raw`'s locations whose system name is mangled C++ (_Z...).
+  compare.py relocal RAW_LOCAL RAW_GOOD MAPPING_FILE
+      `go tool pprof -raw -symbolize=local` of an export made while the
+      binary at MAPPING_FILE was a rebuilt one (its mapping unsymbolized)
+      against `-raw` of the export made with the original binary: the same
+      locations, and each one of that mapping named by pprof as allocprof
+      names it (its outermost function: Go's pprof reports no inlined
+      frames for C), except where Go finds no DWARF subprogram (_start).
   compare.py grouped TOP_JSON PPROF_TOP PREFIX SHORT LABEL
       the flat and cum of pprof's node SHORT against the sums over
       allocprof's rows whose name contains PREFIX (the overloads or
@@ -84,6 +91,62 @@ def pprof_names(path):
         if m and m.group(4) and m.group(4).startswith("_Z"):
             out.append((m.group(4), m.group(1)))
     return out
+
+
+def raw_locations(path):
+    """{id: (mapping file, [function names, innermost first])} of -raw."""
+    locs, maps, cur = {}, {}, None
+    section = None
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line in ("Locations", "Mappings"):
+            section = line
+            continue
+        if section == "Locations":
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ M=(\d+) ?(.*)$", line)
+            if m:
+                cur = int(m.group(1))
+                locs[cur] = [m.group(2), []]
+                rest = m.group(3)
+            else:
+                rest = line.strip()
+            n = re.match(r"^(.*) (\S*):(\d+) s=\d+", rest)
+            if n and cur is not None:
+                locs[cur][1].append(n.group(1))
+        elif section == "Mappings":
+            m = re.match(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+)", line)
+            if m:
+                maps[m.group(1)] = m.group(2)
+    return {k: (maps.get(v[0]), v[1]) for k, v in locs.items()}
+
+
+def relocal(raw_local, raw_good, mapping_file):
+    local, good = raw_locations(raw_local), raw_locations(raw_good)
+    ok = True
+    if set(local) != set(good):
+        print("FAIL relocal: the two exports have different locations")
+        return False
+    named = 0
+    for lid in sorted(good):
+        gm, gnames = good[lid]
+        if gm != mapping_file:
+            continue
+        want = gnames[-1] if gnames else None
+        got = local[lid][1]
+        if want == "_start" and not got:
+            continue
+        if len(got) != 1 or got[0] != want:
+            print("FAIL relocal: location %d: pprof -symbolize=local says %r, allocprof %r" %
+                  (lid, got, want))
+            ok = False
+        else:
+            named += 1
+    if not named:
+        print("FAIL relocal: no location of %s" % mapping_file)
+        return False
+    if ok:
+        print("ok relocal: %d locations of %s named by pprof as by allocprof" % (named, mapping_file))
+    return ok
 
 
 def parse_traces(path):
@@ -201,6 +264,8 @@ def main(argv):
         return cmp_top(argv[2], argv[3], float(argv[4]), argv[5])
     if len(argv) == 7 and argv[1] == "folded":
         return cmp_folded(argv[2], argv[3], argv[4], float(argv[5]), argv[6])
+    if len(argv) == 5 and argv[1] == "relocal":
+        return relocal(argv[2], argv[3], argv[4])
     if len(argv) == 3 and argv[1] == "pprofnames":
         for system, name in pprof_names(argv[2]):
             print("%s\t%s" % (system, name))
