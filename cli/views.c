@@ -299,7 +299,7 @@ json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, dou
 
 int ap_view_json_print(json_t *root)
 {
-	int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	int rc = json_dumpf(root, stdout, AP_JSON_FLAGS);
 	putchar('\n');
 	json_decref(root);
 	return rc ? AP_EXIT_FAIL : AP_EXIT_OK;
