@@ -367,15 +367,23 @@ static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
 	return id;
 }
 
+/* What a Location stands for: a PC, or one of the frames without one. */
+enum loc_kind {
+	LOC_PC,
+	LOC_UNKNOWN,   /* the only frame of an empty stack */
+	LOC_TRUNCATED, /* the AP_SYM_TRUNCATED marker of a cut stack */
+};
+
 /* The Location of `pc` with its lines from the `skip`th on (skip > 0 only
- * for samples emitted without their allocator frames). `unknown` makes the
- * location of an empty stack. */
-static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, bool unknown)
+ * for samples emitted without their allocator frames), or of a frame of
+ * another `kind` (pc 0). */
+static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, enum loc_kind kind)
 {
 	uint8_t key[13];
+	bool unknown = kind != LOC_PC;
 	memcpy(key, &pc, 8);
 	memcpy(key + 8, &skip, 4);
-	key[12] = unknown;
+	key[12] = (uint8_t)kind;
 	bool added;
 	uint64_t id = intern_add(&p->locations, key, sizeof(key), &added) + 1;
 	if (!added)
@@ -395,6 +403,8 @@ static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, bool un
 	ap_pb_uint(b, LOCATION_ADDRESS, unsym && pc ? pc - 1 : pc);
 	const struct ap_frame *fr;
 	struct ap_frame none = { .func = AP_EXPORT_UNKNOWN, .mangled = AP_EXPORT_UNKNOWN };
+	if (kind == LOC_TRUNCATED)
+		none.func = none.mangled = AP_SYM_TRUNCATED;
 	size_t n = 1;
 	if (unknown)
 		fr = &none;
@@ -452,7 +462,7 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 	bool stripped = false;
 	if (!s->nframes) {
 		AP_ALLOC_GROW(*ids, 1, *aids);
-		(*ids)[nids++] = location_id(p, 0, 0, true);
+		(*ids)[nids++] = location_id(p, 0, 0, LOC_UNKNOWN);
 	} else {
 		AP_ALLOC_GROW(p->offs, st->depth + 1, p->aoffs);
 		AP_ALLOC_GROW(p->in_drop, s->nframes, p->adrop);
@@ -472,7 +482,12 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 				continue;	/* only allocator frames */
 			uint32_t skip = stripped && p->offs[d] < s->site ?
 					(uint32_t)(s->site - p->offs[d]) : 0;
-			(*ids)[nids++] = location_id(p, st->pcs[d], skip, false);
+			(*ids)[nids++] = location_id(p, st->pcs[d], skip, LOC_PC);
+		}
+		/* the marker frame of a cut stack, outermost (ap_sym_stack) */
+		if (s->frames[s->nframes - 1].truncated) {
+			AP_ALLOC_GROW(*ids, nids + 1, *aids);
+			(*ids)[nids++] = location_id(p, 0, 0, LOC_TRUNCATED);
 		}
 	}
 

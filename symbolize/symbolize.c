@@ -730,6 +730,19 @@ static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f
 	return false;
 }
 
+/* A process's or thread's first frame: a stack that reaches one is whole,
+ * however deep. */
+static bool is_entry(const struct ap_frame *f)
+{
+	static const char *const entries[] = {
+		"_start", "start_thread", "clone", "clone3", "__clone", "__clone3",
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(entries); i++)
+		if (!strcmp(f->func, entries[i]))
+			return true;
+	return false;
+}
+
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		    struct ap_frame **out, size_t *n, size_t *alloc)
 {
@@ -755,6 +768,14 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 				site = *n - 1;
 			}
 		}
+	}
+	if (s->t->max_depth && st->depth >= s->t->max_depth && !(*n && is_entry(&(*out)[*n - 1]))) {
+		AP_ALLOC_GROW(*out, *n + 1, *alloc);
+		(*out)[(*n)++] = (struct ap_frame){
+			.func = AP_SYM_TRUNCATED,
+			.mangled = AP_SYM_TRUNCATED,
+			.truncated = true,
+		};
 	}
 	return site;
 }

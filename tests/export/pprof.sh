@@ -171,6 +171,31 @@ record)
 		fi
 		check "record-$name" "$tmp/$name.trace" 0
 	done
+	# Stacks cut at --max-depth end in the [truncated] marker in every
+	# view and export (and the checks above compare them with pprof);
+	# whole stacks (they reach _start) never do.
+	demo=$1
+	"$ap" record --all --max-depth 3 -o "$tmp/cut.trace" "$demo" >/dev/null 2>&1 || fail=1
+	check record-max-depth-3 "$tmp/cut.trace" 0
+	"$ap" export --format=folded "$tmp/cut.trace" >"$tmp/cut.folded" || fail=1
+	"$ap" export --format=folded "$tmp/demo.trace" >"$tmp/whole.folded" || fail=1
+	if grep -qv '^\[truncated\];' "$tmp/cut.folded" || grep -q 'truncated' "$tmp/whole.folded"; then
+		echo "FAIL max-depth: folded stacks without the marker (or a whole one with it):"
+		cat "$tmp/cut.folded" "$tmp/whole.folded"
+		fail=1
+	fi
+	"$ap" export --format=json "$tmp/cut.trace" >"$tmp/cut.json" || fail=1
+	python3 -c '
+import json, sys
+st = json.load(open(sys.argv[1]))["stacks"]
+bad = [s["id"] for s in st if s["frames"][-1]["function"] != "[truncated]"]
+sys.exit(1 if bad or not st else 0)' "$tmp/cut.json" || { echo "FAIL max-depth: JSON stacks without the marker"; fail=1; }
+	"$ap" top "$tmp/cut.trace" >"$tmp/cut.top" 2>/dev/null || fail=1
+	grep -q '   100%  \[truncated\]$' "$tmp/cut.top" ||
+		{ echo "FAIL max-depth: top has no [truncated] node at 100%:"; cat "$tmp/cut.top"; fail=1; }
+	go tool pprof -symbolize=none -traces "$tmp/record-max-depth-3.pb.gz" 2>/dev/null >"$tmp/cut.traces"
+	[ "$(grep -c '^             \[truncated\]$' "$tmp/cut.traces")" = "$(grep -c '^-----------+-' "$tmp/cut.traces" | awk '{print $1 - 1}')" ] ||
+		{ echo "FAIL max-depth: pprof -traces: not every sample ends in [truncated]"; cat "$tmp/cut.traces"; fail=1; }
 	;;
 *)
 	echo "pprof.sh: unknown mode '$mode'" >&2
