@@ -212,11 +212,15 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
 		struct ap_buf b = AP_BUF_INIT;
 		ap_buf_addf(&b, "note: %.0f%% of %s goes through frames without symbols, in ",
 			    any / total * 100, ap_sample_index_name(si));
-		for (size_t i = 0; i < n && i < 3; i++)
+		/* the biggest three, and those of 1% at least */
+		size_t named = 0;
+		while (named < n && named < 3 && (!named || m[named].value >= total / 100))
+			named++;
+		for (size_t i = 0; i < named; i++)
 			ap_buf_addf(&b, "%s%s (%.0f%%)", i ? ", " : "", m[i].module,
 				    m[i].value / total * 100);
-		if (n > 3)
-			ap_buf_addf(&b, " and %zu more", n - 3);
+		if (n > named)
+			ap_buf_addf(&b, " and %zu more", n - named);
 		ap_buf_addstr(&b, ": install their -dbgsym packages (Debian's debian-debug "
 				  "archive), point --debug-dir at their separate debug files, or "
 				  "let debuginfod fetch them (ALLOCPROF_DEBUGINFOD=1 with "
