@@ -5,7 +5,7 @@ BUILD_ASAN ?= build-asan
 ALLOCPROF  := $(BUILD)/cli/allocprof
 
 DEBS := gcc g++ make meson ninja-build pkg-config python3 \
-	libunwind-dev libdw-dev libelf-dev libjansson-dev libncurses-dev zlib1g-dev libzstd-dev \
+	libunwind-dev libdw-dev libelf-dev libjansson-dev libncurses-dev zlib1g-dev libzstd-dev libpcre2-dev \
 	elfutils binutils valgrind golang-go heaptrack sqlite3 libc6-dbg
 
 .PHONY: all deps build build-asan demo check bench clean

@@ -14,7 +14,6 @@ enum format { FMT_PPROF, FMT_FOLDED, FMT_JSON };
 
 enum {
 	OPT_FORMAT = AP_VOPT_FIRST_OWN,
-	OPT_SAMPLE_INDEX,
 };
 
 static void export_usage(FILE *f)
@@ -25,6 +24,10 @@ static void export_usage(FILE *f)
 	      "          the four sample types of a Go heap profile (alloc_objects,\n"
 	      "          alloc_space, inuse_objects, inuse_space), one Location per\n"
 	      "          return address with its inlined frames, one Mapping per module;\n"
+	      "          C++ functions named as pprof shows them (geo::detail::make_point),\n"
+	      "          the mangled name in system_name; a module without any names\n"
+	      "          (rebuilt, missing, stripped) as addresses in an unsymbolized\n"
+	      "          mapping, for pprof -symbolize=local to name later;\n"
 	      "          allocator frames stay in the stacks and drop_frames names them,\n"
 	      "          so pprof shows the call site as the leaf, as `allocprof top` does\n"
 	      "  folded  folded stacks for flamegraph.pl and speedscope: one line\n"
@@ -35,12 +38,15 @@ static void export_usage(FILE *f)
 	      "  -o, --output PATH    where to write ('-' is standard output); default:\n"
 	      "                       TRACE.pb.gz for pprof, standard output otherwise\n"
 	      "  --sample-index NAME  alloc_space (default), alloc_objects, inuse_space\n"
-	      "                       or inuse_objects: pprof's default sample type,\n"
-	      "                       the folded value, the order of the JSON stacks\n"
+	      "                       or inuse_objects (or --alloc_objects, ...): pprof's\n"
+	      "                       default sample type, the folded value, the order\n"
+	      "                       of the JSON stacks\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
-	      "  -h, --help           show this help\n", f);
+	      "  -h, --help           show this help\n"
+	      "Options are spelled as pprof's too: one dash or two, the value after '='\n"
+	      "or as the next argument.\n", f);
 }
 
 static int parse_format(const char *s, enum format *out)
@@ -124,26 +130,34 @@ int cmd_export(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
-		{ "sample-index", required_argument, NULL, OPT_SAMPLE_INDEX },
-		{ "sample_index", required_argument, NULL, OPT_SAMPLE_INDEX },
+		{ "sample-index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },
+		{ "sample_index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },
+		{ "alloc_space", no_argument, NULL, AP_VOPT_ALLOC_SPACE },
+		{ "alloc_objects", no_argument, NULL, AP_VOPT_ALLOC_OBJECTS },
+		{ "inuse_space", no_argument, NULL, AP_VOPT_INUSE_SPACE },
+		{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ap_view_opts o;
 	enum format fmt = FMT_PPROF;
-	enum ap_sample_index si = AP_SI_ALLOC_SPACE;
 	const char *output = NULL;
 	int opt;
 
 	ap_view_opts_init(&o);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		/* only --drop-frames and --debug-dir are in longopts */
-		if (ap_view_option(&o, opt, optarg))
+	while ((opt = ap_view_getopt(argc, argv, ":ho:", longopts)) != -1) {
+		/* of the shared options, only the sample index, --drop-frames
+		 * and --debug-dir are in longopts */
+		int shared = ap_view_option_of(&o, "export", opt, optarg);
+		if (shared < 0)
+			return AP_EXIT_USAGE;
+		if (shared)
 			continue;
 		switch (opt) {
 		case 'h':
@@ -156,11 +170,6 @@ int cmd_export(int argc, char **argv)
 			if (parse_format(optarg, &fmt))
 				return ap_usage_error("export", "unknown format '%s', not pprof, folded or json",
 						      optarg);
-			break;
-		case OPT_SAMPLE_INDEX:
-			if (ap_export_parse_index(optarg, &si))
-				return ap_usage_error("export", "unknown sample index '%s', not alloc_space, "
-						      "alloc_objects, inuse_space or inuse_objects", optarg);
 			break;
 		default:
 			return ap_view_bad_option("export", opt, argv);
@@ -195,10 +204,11 @@ int cmd_export(int argc, char **argv)
 					    ap_view_progress_ctx("symbolizing"));
 	ap_view_progress_done();
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
 
 	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
 	rc = AP_EXIT_FAIL;
-	if (render(x, fmt, si, &out, &summary) == 0 && write_output(output, &out) == 0) {
+	if (render(x, fmt, o.report.sample_index, &out, &summary) == 0 && write_output(output, &out) == 0) {
 		rc = AP_EXIT_OK;
 		if (strcmp(output, "-"))
 			ap_die_msg("wrote %s (%s)", output, summary.buf);

@@ -16,7 +16,7 @@ enum {
 static void list_usage(FILE *f)
 {
 	fputs("usage: allocprof list [OPTIONS] REGEX TRACE\n\n"
-	      "For each function whose name matches REGEX (POSIX extended), its source\n"
+	      "For each function whose name matches REGEX (pprof's syntax), its source\n"
 	      "lines with flat (allocated at this line) and cum (allocated at this line\n"
 	      "or in the functions it calls), as pprof -list shows them: from a few\n"
 	      "lines before the first line with allocations to a few after the last.\n\n"
@@ -106,8 +106,11 @@ int cmd_list(int argc, char **argv)
 	ap_view_opts_init(&o);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (ap_view_option(&o, opt, optarg))
+	while ((opt = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
+		int shared = ap_view_option_of(&o, "list", opt, optarg);
+		if (shared < 0)
+			return AP_EXIT_USAGE;
+		if (shared)
 			continue;
 		switch (opt) {
 		case 'h':
@@ -135,6 +138,7 @@ int cmd_list(int argc, char **argv)
 			ap_view_progress_fn(), ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
 	if (!l) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;

@@ -247,7 +247,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 			    t->truncated ? json_string(t->truncated_why) : json_null());
 	/* last: its per-thread "events" must not come before the total's */
 	json_object_set_new(o, "thread_list", threads);
-	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *s = json_dumps(o, AP_JSON_FLAGS);
 	json_decref(o);
 	if (!s) {
 		ap_die_msg("stats: cannot encode JSON");

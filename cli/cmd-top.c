@@ -13,7 +13,12 @@ enum {
 	OPT_LINES,
 	OPT_FILES,
 	OPT_CUM,
+	OPT_NODEFRACTION,
+	OPT_TRIM,
 };
+
+/* pprof's default -nodefraction. */
+#define TOP_NODE_FRACTION 0.005
 
 static void top_usage(FILE *f)
 {
@@ -25,6 +30,10 @@ static void top_usage(FILE *f)
 	      "frame below them. Sampled traces show weighted estimates.\n\n"
 	      "options:\n"
 	      "  -n, --nodecount N    show the top N nodes (default: all, as pprof -top)\n"
+	      "  --nodefraction F     drop nodes whose cum is under F of the total\n"
+	      "                       (default 0.005, as pprof; 0 keeps every node;\n"
+	      "                       --json keeps every node unless F is given)\n"
+	      "  --trim=false         keep every node (nodefraction and nodecount 0)\n"
 	      "  --functions          one node per function (default)\n"
 	      "  --lines              one node per source line ('func file:line')\n"
 	      "  --files              one node per source file\n"
@@ -48,49 +57,57 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-static size_t shown_rows(const struct ap_report *r, long nodecount)
-{
-	return nodecount > 0 && (size_t)nodecount < r->nrows ? (size_t)nodecount : r->nrows;
-}
-
 static void print_text(const struct ap_report *r, const struct ap_trace *t,
-		       const struct ap_view_opts *o, long nodecount)
+		       const struct ap_view_opts *o)
 {
 	enum ap_sample_index si = r->sample_index;
-	size_t n = shown_rows(r, nodecount);
+	size_t n = r->nrows;
 	char rb[128], a[32], b[32], c[32], d[32], e[32];
+	int unit = ap_view_table_unit(r);
 
 	printf("File: %s\n", basename_of(t->exe));
 	printf("Type: %s\n", ap_sample_index_name(si));
 	printf("Sampling: %s\n", rate_text(t, rb, sizeof(rb)));
-	if (o->report.focus || o->report.ignore) {
-		printf("Active filters:\n");
-		if (o->report.focus)
-			printf("   focus=%s\n", o->report.focus);
-		if (o->report.ignore)
-			printf("   ignore=%s\n", o->report.ignore);
+	/* pprof's order of the filters. */
+	const char *const fname[] = {"focus", "ignore", "hide", "show"};
+	const char *const fval[] = {o->report.focus, o->report.ignore, o->report.hide,
+				    o->report.show};
+	bool filters = false;
+	for (size_t i = 0; i < AP_ARRAY_SIZE(fval); i++) {
+		if (!fval[i])
+			continue;
+		if (!filters)
+			printf("Active filters:\n");
+		filters = true;
+		printf("   %s=%s\n", fname[i], fval[i]);
 	}
 	double shown = 0;
 	for (size_t i = 0; i < n; i++)
 		shown += r->rows[i].flat;
-	ap_view_format(a, sizeof(a), si, shown);
+	ap_view_format_in(a, sizeof(a), si, shown, unit);
 	ap_view_percent(b, sizeof(b), shown, r->total);
-	ap_view_format(c, sizeof(c), si, r->total);
+	ap_view_format_in(c, sizeof(c), si, r->total, unit);
 	printf("Showing nodes accounting for %s, %s of %s total\n", a, b + strspn(b, " "), c);
-	if (n < r->nrows)
-		printf("Showing top %zu nodes out of %zu\n", n, r->nrows);
+	if (r->total != 0 && r->dropped) {
+		ap_view_format_in(a, sizeof(a), si, r->dropped_cutoff, unit);
+		printf("Dropped %zu node%s (cum <= %s)\n", r->dropped, r->dropped > 1 ? "s" : "",
+		       a);
+	}
+	if (r->total != 0 && n < r->nodes)
+		printf("Showing top %zu nodes out of %zu\n", n, r->nodes);
 
 	printf("      flat  flat%%   sum%%        cum   cum%%\n");
 	double sum = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_report_row *row = &r->rows[i];
 		sum += row->flat;
-		ap_view_format(a, sizeof(a), si, row->flat);
+		ap_view_format_in(a, sizeof(a), si, row->flat, unit);
 		ap_view_percent(b, sizeof(b), row->flat, r->total);
 		ap_view_percent(c, sizeof(c), sum, r->total);
-		ap_view_format(d, sizeof(d), si, row->cum);
+		ap_view_format_in(d, sizeof(d), si, row->cum, unit);
 		ap_view_percent(e, sizeof(e), row->cum, r->total);
-		printf("%10s %s %s %10s %s  %s\n", a, b, c, d, e, row->name);
+		printf("%10s %s %s %10s %s  %s%s%s\n", a, b, c, d, e, row->name,
+		       row->inline_mark ? " " : "", row->inline_mark ? row->inline_mark : "");
 	}
 }
 
@@ -99,9 +116,9 @@ static double pct(double v, double total)
 	return total != 0 ? v / total * 100 : 0;
 }
 
-static int print_json(const struct ap_report *r, const struct ap_trace *t, long nodecount)
+static int print_json(const struct ap_report *r, const struct ap_trace *t)
 {
-	size_t n = shown_rows(r, nodecount);
+	size_t n = r->nrows;
 	json_t *rows = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_report_row *row = &r->rows[i];
@@ -114,10 +131,15 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, long 
 					    row->file ? json_string(row->file) : json_null());
 		if (r->granularity == AP_GRAN_LINES)
 			json_object_set_new(o, "line", json_integer(row->line));
+		if (row->inline_mark) /* "(inline)" -> "inline" */
+			json_object_set_new(o, "inline",
+					    json_stringn(row->inline_mark + 1,
+							 strlen(row->inline_mark) - 2));
 		json_array_append_new(rows, o);
 	}
 	json_t *root = ap_view_json_head(t, r->sample_index, r->total);
-	json_object_set_new(root, "nodes", json_integer((json_int_t)r->nrows));
+	json_object_set_new(root, "nodes", json_integer((json_int_t)r->nodes));
+	json_object_set_new(root, "dropped", json_integer((json_int_t)r->dropped));
 	json_object_set_new(root, "rows", rows);
 	return ap_view_json_print(root);
 }
@@ -127,6 +149,8 @@ int cmd_top(int argc, char **argv)
 	static const struct option longopts[] = {
 	    AP_VIEW_LONGOPTS,
 	    {"nodecount", required_argument, NULL, 'n'},
+	    {"nodefraction", required_argument, NULL, OPT_NODEFRACTION},
+	    {"trim", optional_argument, NULL, OPT_TRIM},
 	    {"functions", no_argument, NULL, OPT_FUNCTIONS},
 	    {"lines", no_argument, NULL, OPT_LINES},
 	    {"files", no_argument, NULL, OPT_FILES},
@@ -135,26 +159,46 @@ int cmd_top(int argc, char **argv)
 	};
 	struct ap_view_opts o;
 	long nodecount = 0;
-	bool by_cum = false;
+	bool by_cum = false, trim = true;
 	int opt;
 
 	ap_view_opts_init(&o);
+	o.report.node_fraction = -1; /* not given */
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
-		if (ap_view_option(&o, opt, optarg))
+	while ((opt = ap_view_getopt(argc, argv, ":hn:", longopts)) != -1) {
+		int shared = ap_view_option_of(&o, "top", opt, optarg);
+		if (shared < 0)
+			return AP_EXIT_USAGE;
+		if (shared)
 			continue;
 		switch (opt) {
 		case 'h':
 			top_usage(stdout);
 			return AP_EXIT_OK;
-		case 'n': {
+		case 'n':
+			if (ap_view_parse_count("top", "node count", optarg, &nodecount))
+				return AP_EXIT_USAGE;
+			break;
+		case OPT_NODEFRACTION: {
 			char *end;
-			nodecount = strtol(optarg, &end, 10);
-			if (*end || end == optarg || nodecount < 0)
-				return ap_usage_error("top", "bad node count '%s'", optarg);
+			double f = strtod(optarg, &end);
+			if (*end || end == optarg || !(f >= 0 && f <= 1))
+				return ap_usage_error("top", "bad node fraction '%s', not a number "
+							     "from 0 to 1", optarg);
+			o.report.node_fraction = f;
 			break;
 		}
+		case OPT_TRIM:
+			/* pprof's boolean flag: -trim, -trim=true, -trim=false */
+			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
+				trim = true;
+			else if (!strcmp(optarg, "false") || !strcmp(optarg, "0"))
+				trim = false;
+			else
+				return ap_usage_error("top", "bad --trim value '%s', not true or false",
+						      optarg);
+			break;
 		case OPT_FUNCTIONS:
 			o.report.granularity = AP_GRAN_FUNCTIONS;
 			break;
@@ -171,6 +215,16 @@ int cmd_top(int argc, char **argv)
 			return ap_view_bad_option("top", opt, argv);
 		}
 	}
+	/* The table is for reading and drops what pprof -top drops; JSON is
+	 * for scripts and has every node unless asked otherwise. */
+	if (o.report.node_fraction < 0)
+		o.report.node_fraction = o.json ? 0 : TOP_NODE_FRACTION;
+	if (!trim) {
+		o.report.node_fraction = 0;
+		nodecount = 0;
+	}
+	o.report.node_count = (size_t)nodecount;
+	o.report.cum_sort = by_cum;
 	if (argc - optind != 1)
 		return ap_usage_error("top",
 				      argc == optind ? "no trace given" : "too many arguments");
@@ -185,17 +239,18 @@ int cmd_top(int argc, char **argv)
 			  ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
+	if (r)
+		ap_view_symbols_hint(&v, o.report.sample_index);
 	if (!r) {
 		ap_print_error(&err);
 		ap_view_release(&v);
 		return AP_EXIT_FAIL;
 	}
-	if (by_cum)
-		ap_report_sort(r, true);
 	if (o.json)
-		rc = print_json(r, v.trace, nodecount);
+		rc = print_json(r, v.trace);
 	else
-		print_text(r, v.trace, &o, nodecount);
+		print_text(r, v.trace, &o);
 	ap_report_free(r);
 	ap_view_release(&v);
 	return rc;

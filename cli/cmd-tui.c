@@ -207,8 +207,11 @@ int cmd_tui(int argc, char **argv)
 	ap_view_opts_init(&o.view);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt != AP_VOPT_JSON && ap_view_option(&o.view, opt, optarg))
+	while ((opt = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
+		int shared = opt == AP_VOPT_JSON ? 0 : ap_view_option_of(&o.view, "tui", opt, optarg);
+		if (shared < 0)
+			return AP_EXIT_USAGE;
+		if (shared)
 			continue;
 		switch (opt) {
 		case 'h':
@@ -276,6 +279,7 @@ int cmd_tui(int argc, char **argv)
 	if (!rc) {
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
+		ap_view_sampling_hint(v.trace);
 		/* On a terminal the screen hides stderr: the first warning
 		 * goes to the status line too. */
 		const char *const *w = ap_sym_warnings(v.sym);

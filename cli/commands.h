@@ -34,4 +34,9 @@ extern int ap_sigpipe_ignored;
 /* True when `fd` is a terminal and progress may be drawn on stderr. */
 int ap_progress_wanted(void);
 
+/* How every command prints JSON (jansson flags): indented, keys in order,
+ * reals with 15 significant digits -- all a double has without binary
+ * noise (0.99955, not 0.99955000000000005). */
+#define AP_JSON_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
 #endif

@@ -726,6 +726,8 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 	enum ap_sample_index si = r->sample_index;
 	size_t page = view_page(t, TUI_VIEW_TOP);
 	char a[32], b[32], c[32], d[32], e[32], fixed[192];
+	int unit = ap_view_table_unit(r); /* one unit for the table, as top's */
+	struct ap_buf name = AP_BUF_INIT;
 
 	draw_title(t, s, "allocprof", basename_of(t->v->trace->exe));
 	tui_screen_putf(s, 1, 0, TUI_NORMAL, "Granularity: %s   Sort: %s   Focus: %s   Ignore: %s",
@@ -734,9 +736,9 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 	double shown = 0;
 	for (size_t i = 0; i < r->nrows; i++)
 		shown += r->rows[i].flat;
-	ap_view_format(a, sizeof(a), si, shown);
+	ap_view_format_in(a, sizeof(a), si, shown, unit);
 	ap_view_percent(b, sizeof(b), shown, r->total);
-	ap_view_format(c, sizeof(c), si, r->total);
+	ap_view_format_in(c, sizeof(c), si, r->total, unit);
 	tui_screen_putf(s, 2, 0, TUI_NORMAL, "Showing nodes accounting for %s, %s of %s total", a,
 			b + strspn(b, " "), c);
 	snprintf(d, sizeof(d), "%zu/%zu", r->nrows ? t->top_pos.cur + 1 : 0, r->nrows);
@@ -755,16 +757,21 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 		sum += row->flat;
 		if (i < t->top_pos.top)
 			continue;
-		ap_view_format(a, sizeof(a), si, row->flat);
+		ap_view_format_in(a, sizeof(a), si, row->flat, unit);
 		ap_view_percent(b, sizeof(b), row->flat, r->total);
 		ap_view_percent(c, sizeof(c), sum, r->total);
-		ap_view_format(d, sizeof(d), si, row->cum);
+		ap_view_format_in(d, sizeof(d), si, row->cum, unit);
 		ap_view_percent(e, sizeof(e), row->cum, r->total);
 		snprintf(fixed, sizeof(fixed), "%10s %s %s %10s %s  ", a, b, c, d, e);
+		ap_buf_reset(&name);
+		ap_buf_addstr(&name, row->name);
+		if (row->inline_mark)
+			ap_buf_addf(&name, " %s", row->inline_mark);
 		draw_line(s, 4 + (int)(i - t->top_pos.top),
-			  i == t->top_pos.cur ? TUI_CURSOR : TUI_NORMAL, fixed, row->name,
+			  i == t->top_pos.cur ? TUI_CURSOR : TUI_NORMAL, fixed, name.buf,
 			  t->top_pos.hscroll);
 	}
+	ap_buf_release(&name);
 }
 
 static void draw_page(const struct tui *t, struct tui_screen *s, const struct tui_page *p,

@@ -1,10 +1,11 @@
-/* Shared by `top` and `list`: options, loading, progress, number formats. */
+/* Shared by the views: options, loading, progress, number formats. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ap_export.h"
 #include "commands.h"
 #include "views.h"
 
@@ -15,38 +16,75 @@ void ap_view_opts_init(struct ap_view_opts *o)
 	o->report.granularity = AP_GRAN_FUNCTIONS;
 }
 
-bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg)
+int ap_view_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	return getopt_long_only(argc, argv, shortopts, longopts, NULL);
+}
+
+int ap_view_parse_count(const char *cmd, const char *what, const char *arg, long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*end || end == arg || v < 0) {
+		ap_usage_error(cmd, "bad %s '%s'", what, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const char *arg)
 {
 	switch (opt) {
 	case AP_VOPT_ALLOC_SPACE:
 		o->report.sample_index = AP_SI_ALLOC_SPACE;
-		return true;
+		return 1;
 	case AP_VOPT_ALLOC_OBJECTS:
 		o->report.sample_index = AP_SI_ALLOC_OBJECTS;
-		return true;
+		return 1;
 	case AP_VOPT_INUSE_SPACE:
 		o->report.sample_index = AP_SI_INUSE_SPACE;
-		return true;
+		return 1;
 	case AP_VOPT_INUSE_OBJECTS:
 		o->report.sample_index = AP_SI_INUSE_OBJECTS;
-		return true;
+		return 1;
+	case AP_VOPT_SAMPLE_INDEX:
+		if (ap_export_parse_index(arg, &o->report.sample_index)) {
+			ap_usage_error(cmd,
+				       "unknown sample index '%s', not alloc_space, "
+				       "alloc_objects, inuse_space or inuse_objects",
+				       arg);
+			return -1;
+		}
+		return 1;
 	case AP_VOPT_FOCUS:
 		o->report.focus = arg;
-		return true;
+		return 1;
 	case AP_VOPT_IGNORE:
 		o->report.ignore = arg;
-		return true;
+		return 1;
+	case AP_VOPT_SHOW:
+		o->report.show = arg;
+		return 1;
+	case AP_VOPT_HIDE:
+		o->report.hide = arg;
+		return 1;
 	case AP_VOPT_DROP_FRAMES:
 		o->sym.drop_frames = arg;
-		return true;
+		return 1;
 	case AP_VOPT_DEBUG_DIR:
 		o->sym.debug_dir = arg;
-		return true;
+		return 1;
 	case AP_VOPT_JSON:
 		o->json = true;
-		return true;
+		return 1;
 	}
-	return false;
+	return 0;
+}
+
+bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg)
+{
+	return ap_view_option_of(o, "allocprof", opt, arg) != 0;
 }
 
 int ap_view_bad_option(const char *cmd, int opt, char **argv)
@@ -132,6 +170,67 @@ void ap_view_warnings(const struct ap_view *v)
 		ap_die_msg("warning: %s", *w);
 }
 
+void ap_view_sampling_hint(const struct ap_trace *t)
+{
+	if (t->rate <= 1)
+		return;
+	uint64_t samples = 0;
+	for (size_t i = 0; i < t->nev; i++)
+		samples += t->ev[i].type == AP_EV_ALLOC && (t->ev[i].flags & AP_EVF_SAMPLED);
+	if (samples >= AP_VIEW_FEW_SAMPLES)
+		return;
+	char rate[32], bytes[32], what[64];
+	ap_format_bytes(rate, sizeof(rate), (double)t->rate);
+	if (samples)
+		snprintf(what, sizeof(what), "only %llu allocation%s sampled",
+			 (unsigned long long)samples, samples > 1 ? "s were" : " was");
+	else
+		snprintf(what, sizeof(what), "no allocation was sampled");
+	if (!t->has_end) {
+		ap_die_msg("note: %s at one sample per %s on average; record with --all "
+			   "(every allocation) or a smaller --rate",
+			   what, rate);
+		return;
+	}
+	if (!t->calls) {
+		ap_die_msg("note: the program called no allocation function");
+		return;
+	}
+	ap_format_bytes(bytes, sizeof(bytes), (double)t->bytes);
+	ap_die_msg("note: %s: the program allocated %s in %llu calls, %s one sample per %s on "
+		   "average; record with --all (every allocation) or a smaller --rate",
+		   what, bytes, (unsigned long long)t->calls,
+		   t->bytes < t->rate ? "under" : "at", rate);
+}
+
+void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
+{
+	struct ap_unsym_module *m;
+	double any, total;
+	size_t n = ap_report_unsymbolized(v->trace, v->values, v->sym, si, &m, &any, &total);
+	if (total > 0 && any >= total * AP_VIEW_UNSYM_SHARE) {
+		struct ap_buf b = AP_BUF_INIT;
+		ap_buf_addf(&b, "note: %.0f%% of %s goes through frames without symbols, in ",
+			    any / total * 100, ap_sample_index_name(si));
+		/* the biggest three, and those of 1% at least */
+		size_t named = 0;
+		while (named < n && named < 3 && (!named || m[named].value >= total / 100))
+			named++;
+		for (size_t i = 0; i < named; i++)
+			ap_buf_addf(&b, "%s%s (%.0f%%)", i ? ", " : "", m[i].module,
+				    m[i].value / total * 100);
+		if (n > named)
+			ap_buf_addf(&b, " and %zu more", n - named);
+		ap_buf_addstr(&b, ": install their -dbgsym packages (Debian's debian-debug "
+				  "archive), point --debug-dir at their separate debug files, or "
+				  "let debuginfod fetch them (ALLOCPROF_DEBUGINFOD=1 with "
+				  "DEBUGINFOD_URLS set)");
+		ap_die_msg("%s", b.buf);
+		ap_buf_release(&b);
+	}
+	free(m);
+}
+
 void ap_view_release(struct ap_view *v)
 {
 	free(v->values);
@@ -156,6 +255,33 @@ void ap_view_format(char *out, size_t len, enum ap_sample_index si, double v)
 	ap_format_bytes(out, len, v);
 }
 
+void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v, int unit)
+{
+	if (!ap_sample_index_is_bytes(si)) {
+		snprintf(out, len, "%lld", ap_view_round(v));
+		return;
+	}
+	ap_format_bytes_in(out, len, v, unit);
+}
+
+int ap_view_table_unit(const struct ap_report *r)
+{
+	double min = 0, max = fabs(round(r->total));
+	for (size_t i = 0; i < r->nrows; i++) {
+		double v = fabs(round(r->rows[i].flat));
+		if (v == 0)
+			v = fabs(round(r->rows[i].cum));
+		if (v > 0 && (min == 0 || v < min))
+			min = v;
+	}
+	if (min == 0)
+		min = max;
+	int unit = ap_bytes_unit(min);
+	if (unit != ap_bytes_unit(max) && min * 100 < max)
+		unit = ap_bytes_unit(min * 100);
+	return unit;
+}
+
 void ap_view_percent(char *out, size_t len, double v, double total)
 {
 	double r = total != 0 ? fabs(v / total) * 100 : 0;
@@ -177,7 +303,7 @@ json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, dou
 
 int ap_view_json_print(json_t *root)
 {
-	int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	int rc = json_dumpf(root, stdout, AP_JSON_FLAGS);
 	putchar('\n');
 	json_decref(root);
 	return rc ? AP_EXIT_FAIL : AP_EXIT_OK;

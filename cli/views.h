@@ -1,5 +1,6 @@
-/* What `top` and `list` share: their common options, loading a trace with
- * its symbolizer (progress, warnings), and pprof's number formats. */
+/* What the views (`top`, `list`, `tui`, `export`) share: one option parser
+ * with pprof's spellings, loading a trace with its symbolizer (progress,
+ * warnings, the first-run hints), and pprof's number formats. */
 #ifndef AP_VIEWS_H
 #define AP_VIEWS_H
 
@@ -17,27 +18,36 @@ enum {
 	AP_VOPT_ALLOC_OBJECTS,
 	AP_VOPT_INUSE_SPACE,
 	AP_VOPT_INUSE_OBJECTS,
+	AP_VOPT_SAMPLE_INDEX,
 	AP_VOPT_FOCUS,
 	AP_VOPT_IGNORE,
+	AP_VOPT_SHOW,
+	AP_VOPT_HIDE,
 	AP_VOPT_DROP_FRAMES,
 	AP_VOPT_DEBUG_DIR,
 	AP_VOPT_JSON,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
-/* The long options both commands take; a command puts them first in its
- * own table (no sentinel). */
+/* The long options every view takes; a command puts them first in its
+ * own table (no sentinel). Each is also spelled as pprof spells it
+ * (sample_index, drop_frames, debug_dir); see ap_view_getopt. */
 /* clang-format off */
 #define AP_VIEW_LONGOPTS                                                       \
 	{ "alloc_space", no_argument, NULL, AP_VOPT_ALLOC_SPACE },             \
 	{ "alloc_objects", no_argument, NULL, AP_VOPT_ALLOC_OBJECTS },         \
 	{ "inuse_space", no_argument, NULL, AP_VOPT_INUSE_SPACE },             \
 	{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },         \
+	{ "sample_index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },      \
+	{ "sample-index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },      \
 	{ "focus", required_argument, NULL, AP_VOPT_FOCUS },                    \
 	{ "ignore", required_argument, NULL, AP_VOPT_IGNORE },                  \
+	{ "show", required_argument, NULL, AP_VOPT_SHOW },                      \
+	{ "hide", required_argument, NULL, AP_VOPT_HIDE },                      \
 	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
+	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
 	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
 /* clang-format on */
@@ -48,13 +58,19 @@ enum {
 	"  --alloc_objects      allocations made\n"                                                \
 	"  --inuse_space        bytes still allocated at the end of the trace\n"                   \
 	"  --inuse_objects      allocations still live at the end of the trace\n"                  \
+	"  --sample_index NAME  one of the four above, by name\n"                                  \
 	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
+	"  --show REGEX         keep only the frames matching REGEX in each stack\n"               \
+	"  --hide REGEX         take the frames matching REGEX out of each stack\n"                \
 	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
 	"                       wrappers (the call site is below them)\n"                          \
 	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
 	"  --json               print JSON (see docs/json.md)\n"                                   \
-	"  -h, --help           show this help\n"
+	"  -h, --help           show this help\n"                                                  \
+	"Options are spelled as pprof's too: one dash or two, the value after '='\n"              \
+	"or as the next argument (-nodecount=3, --sample_index alloc_objects).\n"                  \
+	"REGEXes are pprof's (RE2) syntax, matched with PCRE2: (?i)render works.\n"
 
 struct ap_view_opts {
 	struct ap_report_options report;
@@ -64,8 +80,24 @@ struct ap_view_opts {
 
 void ap_view_opts_init(struct ap_view_opts *o);
 
-/* Handles a shared option code; returns true when `opt` was one. */
+/* getopt_long_only with the views' conventions: pprof's -name and --name,
+ * a value after '=' or as the next argument; a single letter that is in
+ * `shortopts` stays a short option (-n 3, -o FILE, -h). `shortopts` starts
+ * with ':'; set optind = 1 and opterr = 0 before the first call. */
+int ap_view_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/* Handles a shared option code: returns 1 when `opt` was one, 0 when it
+ * is not, -1 after printing `cmd`'s usage error for a bad value (return
+ * AP_EXIT_USAGE then). */
+int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const char *arg);
+
+/* The same for a command whose table has no option with a value that can
+ * be bad (no --sample_index): returns true when `opt` was one. */
 bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg);
+
+/* Parses pprof's -nodecount value into *out (>= 0). Returns 0, or prints
+ * the usage error and returns -1. */
+int ap_view_parse_count(const char *cmd, const char *what, const char *arg, long *out);
 
 /* For getopt_long's '?' and ':' (the command's optstring starts with ':'
  * and opterr is 0): prints the usage error, returns AP_EXIT_USAGE. */
@@ -83,6 +115,22 @@ struct ap_view {
  * 0, or prints the error and returns AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts *o);
 
+/* First-run hints, one line each on stderr ("allocprof: note: ..."):
+ *
+ * A sampled trace with fewer than AP_VIEW_FEW_SAMPLES sampled allocations:
+ * what the program allocated (the END record's exact calls and bytes),
+ * against the rate, and to record with --all or a smaller --rate. Nothing
+ * for a trace recorded with --all or with enough samples. For every view
+ * (advise included). */
+#define AP_VIEW_FEW_SAMPLES 50
+void ap_view_sampling_hint(const struct ap_trace *t);
+
+/* When at least AP_VIEW_UNSYM_SHARE of the total of `si` goes through
+ * frames without symbols: which modules (the biggest shares first) and
+ * how to get their symbols (-dbgsym packages, --debug-dir, debuginfod). */
+#define AP_VIEW_UNSYM_SHARE 0.05
+void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si);
+
 /* Prints the symbolizer's warnings on stderr. */
 void ap_view_warnings(const struct ap_view *v);
 
@@ -99,6 +147,16 @@ void ap_view_progress_done(void);
 /* A value of `si` as pprof prints it: bytes scaled ("1.50MB", "512B",
  * "0"), counts as rounded integers. */
 void ap_view_format(char *out, size_t len, enum ap_sample_index si, double v);
+
+/* The same in a fixed byte unit (ap_bytes_unit; ignored for counts), as
+ * pprof prints a table whose unit it chose once (ap_view_table_unit). */
+void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v, int unit);
+
+/* The unit pprof's selectOutputUnit chooses for a table of `rows`
+ * (-top): that of the smallest non-zero node value (its flat, else its
+ * cum), or of 100 times it when the total would be in another unit and
+ * is more than 100 times larger. */
+int ap_view_table_unit(const struct ap_report *r);
 
 /* pprof's percentage column: "  100%", "12.34%", " 0.05%". */
 void ap_view_percent(char *out, size_t len, double v, double total);

@@ -1,5 +1,6 @@
 /* Aggregation for the views: events -> per-stack sums in one pass, then each
  * distinct stack symbolized once and folded into flat/cum nodes. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,62 +182,60 @@ struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
 
 /* ---- filters --------------------------------------------------------- */
 
-int ap_regex_compile(regex_t *re, const char *pattern, const char *what, struct ap_error *err)
-{
-	int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
-	if (rc) {
-		char why[256];
-		regerror(rc, re, why, sizeof(why));
-		return ap_error_set(err, "%s: bad regex '%s': %s", what, pattern, why);
-	}
-	return 0;
-}
-
 int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err)
 {
+	const char *const pat[] = {opts->focus, opts->ignore, opts->show, opts->hide};
+	static const char *const what[] = {"focus", "ignore", "show", "hide"};
+	struct ap_regex **re[] = {&f->focus, &f->ignore, &f->show, &f->hide};
 	memset(f, 0, sizeof(*f));
 	f->match_files = opts->granularity != AP_GRAN_FUNCTIONS;
-	if (opts->focus) {
-		if (ap_regex_compile(&f->focus, opts->focus, "focus", err))
-			return -1;
-		f->has_focus = true;
-	}
-	if (opts->ignore) {
-		if (ap_regex_compile(&f->ignore, opts->ignore, "ignore", err)) {
+	for (size_t i = 0; i < AP_ARRAY_SIZE(re); i++) {
+		if (!pat[i])
+			continue;
+		*re[i] = ap_regex_new(pat[i], what[i], err);
+		if (!*re[i]) {
 			ap_filter_release(f);
 			return -1;
 		}
-		f->has_ignore = true;
 	}
 	return 0;
 }
 
 void ap_filter_release(struct ap_filter *f)
 {
-	if (f->has_focus)
-		regfree(&f->focus);
-	if (f->has_ignore)
-		regfree(&f->ignore);
-	f->has_focus = f->has_ignore = false;
+	ap_regex_free(f->focus);
+	ap_regex_free(f->ignore);
+	ap_regex_free(f->show);
+	ap_regex_free(f->hide);
+	f->focus = f->ignore = f->show = f->hide = NULL;
 }
 
-static bool frame_matches(const regex_t *re, const struct ap_frame *fr, bool files)
+static bool frame_matches(const struct ap_regex *re, const struct ap_frame *fr, bool files)
 {
-	if (!regexec(re, fr->func, 0, NULL, 0))
+	if (ap_regex_match(re, fr->func))
 		return true;
-	return files && fr->file && !regexec(re, fr->file, 0, NULL, 0);
+	return files && fr->file && ap_regex_match(re, fr->file);
 }
 
 static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr, size_t n)
 {
-	bool focused = !f->has_focus;
+	bool focused = !f->focus;
 	for (size_t i = 0; i < n; i++) {
-		if (f->has_ignore && frame_matches(&f->ignore, &fr[i], f->match_files))
+		if (f->ignore && frame_matches(f->ignore, &fr[i], f->match_files))
 			return false;
-		if (!focused && frame_matches(&f->focus, &fr[i], f->match_files))
+		if (!focused && frame_matches(f->focus, &fr[i], f->match_files))
 			focused = true;
 	}
 	return focused;
+}
+
+/* pprof's show and hide: a frame stays in the stack when it matches show
+ * (or show is not given) and does not match hide. */
+static bool filter_shows(const struct ap_filter *f, const struct ap_frame *fr)
+{
+	if (f->hide && frame_matches(f->hide, fr, f->match_files))
+		return false;
+	return !f->show || frame_matches(f->show, fr, f->match_files);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -267,9 +266,9 @@ static void nodes_rehash(struct ap_nodes *ns)
 
 static const char *const unknown_name = "<unknown>";
 
-/* The node for frame `fr` under `key`, created on first use. */
-static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
-				const struct ap_frame *fr, struct ap_buf *kb)
+/* Writes the key of frame `fr`'s node under `key` into kb; returns the
+ * node's file. */
+static const char *node_key(enum ap_node_key key, const struct ap_frame *fr, struct ap_buf *kb)
 {
 	const char *file = fr->file;
 	ap_buf_reset(kb);
@@ -294,16 +293,27 @@ static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
 		ap_buf_addf(kb, "%s%c%s", fr->func, 0x1f, file ? file : "");
 		break;
 	}
+	return file;
+}
 
+/* The slot of the node keyed kb, or of the empty slot where it goes. */
+static size_t node_slot(const struct ap_nodes *ns, const struct ap_buf *kb)
+{
+	size_t i = str_hash(kb->buf, kb->len) & (ns->nslots - 1);
+	while (ns->slots[i] && strcmp(ns->v[ns->slots[i] - 1].key, kb->buf))
+		i = (i + 1) & (ns->nslots - 1);
+	return i;
+}
+
+/* The node keyed kb (see node_key) for frame `fr`, created on first use. */
+static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
+				const struct ap_frame *fr, const char *file, struct ap_buf *kb)
+{
 	if ((ns->n + 1) * 2 > ns->nslots)
 		nodes_rehash(ns);
-	size_t i = str_hash(kb->buf, kb->len) & (ns->nslots - 1);
-	while (ns->slots[i]) {
-		struct ap_node *nd = &ns->v[ns->slots[i] - 1];
-		if (!strcmp(nd->key, kb->buf))
-			return nd;
-		i = (i + 1) & (ns->nslots - 1);
-	}
+	size_t i = node_slot(ns, kb);
+	if (ns->slots[i])
+		return &ns->v[ns->slots[i] - 1];
 	AP_ALLOC_GROW(ns->v, ns->n + 1, ns->alloc);
 	struct ap_node *nd = &ns->v[ns->n];
 	memset(nd, 0, sizeof(*nd));
@@ -315,13 +325,70 @@ static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
 	return nd;
 }
 
+/* Whether the node keyed kb is in `keep` with its keep flag set. */
+static bool node_kept(const struct ap_nodes *keep, const struct ap_buf *kb)
+{
+	if (!keep->nslots)
+		return false;
+	size_t i = node_slot(keep, kb);
+	return keep->slots[i] && keep->v[keep->slots[i] - 1].keep;
+}
+
+static void edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl);
+
+static void edges_rehash(struct ap_nodes *ns)
+{
+	struct ap_edge *old = ns->edges;
+	size_t nold = ns->edge_slots;
+	ns->edge_slots = nold ? nold * 2 : 256;
+	ns->edges = ap_xcalloc(ns->edge_slots, sizeof(*ns->edges));
+	ns->nedges = 0;
+	for (size_t i = 0; i < nold; i++)
+		if (old[i].from)
+			edge_put(ns, old[i].from, old[i].to, old[i].inl);
+	free(old);
+}
+
+/* Records the edge from node index `from` to `to`; an edge is inline
+ * only while every occurrence is (pprof's AddToEdgeDiv). */
+static void edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl)
+{
+	if ((ns->nedges + 1) * 2 > ns->edge_slots)
+		edges_rehash(ns);
+	from++, to++;
+	uint64_t k = (uint64_t)from << 32 | to;
+	size_t i = (size_t)(k * 0x9e3779b97f4a7c15ULL >> 20) & (ns->edge_slots - 1);
+	while (ns->edges[i].from && (ns->edges[i].from != from || ns->edges[i].to != to))
+		i = (i + 1) & (ns->edge_slots - 1);
+	if (!ns->edges[i].from) {
+		ns->edges[i] = (struct ap_edge){from, to, inl};
+		ns->nedges++;
+	} else if (!inl) {
+		ns->edges[i].inl = false;
+	}
+}
+
+/* Whether shown[i] is inlined into a frame still shown: its PC's frames
+ * run from it to the first one that is not inlined, and the next shown
+ * frame must be among them (pprof: not the last line left in its
+ * location once hide took lines out). */
+static bool inlined_shown(const struct ap_frame *const *shown, size_t n, size_t i)
+{
+	const struct ap_frame *last = shown[i];
+	while (last->inlined)
+		last++;
+	return i + 1 < n && shown[i + 1] <= last;
+}
+
 void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    ap_report_progress_fn progress, void *progress_ctx)
+		    const struct ap_nodes *keep, ap_report_progress_fn progress, void *progress_ctx)
 {
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, aframes = 0;
+	const struct ap_frame **shown = NULL;
+	size_t ashown = 0;
 	struct ap_buf kb = AP_BUF_INIT;
 
 	memset(ns, 0, sizeof(*ns));
@@ -344,11 +411,29 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		}
 		if (!filter_keeps(filter, fr, n))
 			continue;
+		/* show/hide take frames out; a stack left without any is
+		 * dropped, as pprof does. */
+		AP_ALLOC_GROW(shown, n, ashown);
+		size_t ns_shown = 0;
+		for (size_t i = 0; i < n; i++)
+			if (filter_shows(filter, &fr[i]))
+				shown[ns_shown++] = &fr[i];
+		if (!ns_shown)
+			continue;
 		ns->kept += v;
 		ns->kept_stacks++;
 
-		for (size_t i = 0; i < n; i++) {
-			struct ap_node *nd = node_get(ns, key, &fr[i], &kb);
+		/* From the outermost caller in, as pprof walks a sample. A
+		 * frame whose node is not kept is left out: the edge goes
+		 * over it, and the stack's flat is lost when it is the leaf
+		 * (pprof's residual). */
+		uint32_t parent = UINT32_MAX;
+		for (size_t i = ns_shown; i-- > 0;) {
+			const char *file = node_key(key, shown[i], &kb);
+			if (keep && !node_kept(keep, &kb))
+				continue;
+			struct ap_node *nd = node_get(ns, key, shown[i], file, &kb);
+			uint32_t idx = (uint32_t)(nd - ns->v);
 			if (i == 0)
 				nd->flat += v;
 			/* Recursion: a node counts once per stack. */
@@ -356,11 +441,24 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 				nd->stamp = id;
 				nd->cum += v;
 			}
+			if (parent != UINT32_MAX && parent != idx)
+				edge_put(ns, parent, idx, inlined_shown(shown, ns_shown, i));
+			parent = idx;
 		}
+	}
+	for (size_t i = 0; i < ns->edge_slots; i++) {
+		const struct ap_edge *e = &ns->edges[i];
+		if (!e->from)
+			continue;
+		if (e->inl)
+			ns->v[e->to - 1].in_inline = true;
+		else
+			ns->v[e->to - 1].in_call = true;
 	}
 	if (progress)
 		progress(progress_ctx, t->nstacks, t->nstacks);
 	free(frames);
+	free(shown);
 	ap_buf_release(&kb);
 }
 
@@ -373,10 +471,55 @@ void ap_nodes_release(struct ap_nodes *ns)
 	}
 	free(ns->v);
 	free(ns->slots);
+	free(ns->edges);
 	memset(ns, 0, sizeof(*ns));
 }
 
 /* ---- the top model ------------------------------------------------------ */
+
+/* Builds *ns again from its nodes with the keep flag set. */
+static void nodes_rebuild(struct ap_nodes *ns, const struct ap_trace *t,
+			  const struct ap_stack_values *values, struct ap_symbolizer *sym,
+			  enum ap_sample_index si, enum ap_node_key key,
+			  const struct ap_filter *filter)
+{
+	struct ap_nodes kept;
+	ap_nodes_build(&kept, t, values, sym, si, key, filter, ns, NULL, NULL);
+	ap_nodes_release(ns);
+	*ns = kept;
+}
+
+/* The order of the rows: value descending, ties by name. */
+static int cmp_order(double x, double y, const char *xname, const char *yname)
+{
+	if (x != y)
+		return x > y ? -1 : 1;
+	return strcmp(xname, yname);
+}
+
+static int cmp_node_flat(const void *a, const void *b)
+{
+	const struct ap_node *x = *(const struct ap_node *const *)a;
+	const struct ap_node *y = *(const struct ap_node *const *)b;
+	return cmp_order(x->flat, y->flat, x->key, y->key);
+}
+
+static int cmp_node_cum(const void *a, const void *b)
+{
+	const struct ap_node *x = *(const struct ap_node *const *)a;
+	const struct ap_node *y = *(const struct ap_node *const *)b;
+	return cmp_order(x->cum, y->cum, x->key, y->key);
+}
+
+/* The nodes in the order of the rows (ap_report_sort); free() it. */
+static struct ap_node **nodes_in_row_order(struct ap_nodes *ns, bool by_cum)
+{
+	struct ap_node **v = ap_xcalloc(ns->n ? ns->n : 1, sizeof(*v));
+	for (size_t i = 0; i < ns->n; i++)
+		v[i] = &ns->v[i];
+	qsort(v, ns->n, sizeof(*v), by_cum ? cmp_node_cum : cmp_node_flat);
+	return v;
+}
 
 struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_values *values,
 				struct ap_symbolizer *sym, const struct ap_report_options *opts,
@@ -390,9 +533,10 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	if (!values)
 		values = own = ap_report_stack_values(t);
 
+	enum ap_node_key key = (enum ap_node_key)opts->granularity;
 	struct ap_nodes ns;
-	ap_nodes_build(&ns, t, values, sym, opts->sample_index, (enum ap_node_key)opts->granularity,
-		       &filter, progress, progress_ctx);
+	ap_nodes_build(&ns, t, values, sym, opts->sample_index, key, &filter, NULL, progress,
+		       progress_ctx);
 
 	struct ap_report *r = ap_xcalloc(1, sizeof(*r));
 	r->sample_index = opts->sample_index;
@@ -401,6 +545,32 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	r->kept = ns.kept;
 	r->stacks = ns.stacks;
 	r->kept_stacks = ns.kept_stacks;
+
+	/* pprof's newTrimmedGraph: nodes whose cum is under the cutoff go,
+	 * then all but the first node_count; each time the graph is built
+	 * again from the nodes kept, which moves edges (and so the inline
+	 * marks) and loses the flat of a dropped leaf. The cutoff is on the
+	 * kept total, the "Dropped" line names the fraction of the whole
+	 * total; values are integers there. */
+	double cutoff = trunc(ns.kept * opts->node_fraction);
+	r->dropped_cutoff = trunc(ns.total * opts->node_fraction);
+	if (cutoff > 0) {
+		for (size_t i = 0; i < ns.n; i++) {
+			ns.v[i].keep = fabs(ns.v[i].cum) >= cutoff;
+			r->dropped += !ns.v[i].keep;
+		}
+		if (r->dropped)
+			nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter);
+	}
+	r->nodes = ns.n;
+	if (opts->node_count && ns.n > opts->node_count) {
+		struct ap_node **order = nodes_in_row_order(&ns, opts->cum_sort);
+		for (size_t i = 0; i < ns.n; i++)
+			order[i]->keep = i < opts->node_count;
+		free(order);
+		nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter);
+	}
+
 	r->rows = ap_xcalloc(ns.n ? ns.n : 1, sizeof(*r->rows));
 	r->nrows = ns.n;
 	for (size_t i = 0; i < ns.n; i++) {
@@ -412,30 +582,29 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 		    .line = nd->line,
 		    .flat = nd->flat,
 		    .cum = nd->cum,
+		    .inline_mark = !nd->in_inline ? NULL
+				   : nd->in_call  ? "(partial-inline)"
+						  : "(inline)",
 		};
 		nd->key = nd->func = nd->file = NULL;
 	}
 	ap_nodes_release(&ns);
 	ap_filter_release(&filter);
 	free(own);
-	ap_report_sort(r, false);
+	ap_report_sort(r, opts->cum_sort);
 	return r;
 }
 
 static int cmp_flat(const void *a, const void *b)
 {
 	const struct ap_report_row *x = a, *y = b;
-	if (x->flat != y->flat)
-		return x->flat > y->flat ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return cmp_order(x->flat, y->flat, x->name, y->name);
 }
 
 static int cmp_cum(const void *a, const void *b)
 {
 	const struct ap_report_row *x = a, *y = b;
-	if (x->cum != y->cum)
-		return x->cum > y->cum ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return cmp_order(x->cum, y->cum, x->name, y->name);
 }
 
 void ap_report_sort(struct ap_report *r, bool by_cum)
@@ -455,4 +624,63 @@ void ap_report_free(struct ap_report *r)
 	}
 	free(r->rows);
 	free(r);
+}
+
+/* ---- frames without symbols ---------------------------------------------- */
+
+static int cmp_unsym(const void *a, const void *b)
+{
+	const struct ap_unsym_module *x = a, *y = b;
+	return cmp_order(x->value, y->value, x->module, y->module);
+}
+
+size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_values *values,
+			      struct ap_symbolizer *sym, enum ap_sample_index si,
+			      struct ap_unsym_module **out, double *any, double *total)
+{
+	struct ap_stack_values *own = NULL;
+	if (!values)
+		values = own = ap_report_stack_values(t);
+	struct ap_frame *frames = NULL;
+	size_t nframes = 0, aframes = 0;
+	struct ap_unsym_module *m = NULL;
+	size_t *stamp = NULL; /* per module: the last stack counted, + 1 */
+	size_t n = 0, alloc = 0, salloc = 0;
+	*any = *total = 0;
+	for (size_t id = 1; id < t->nstacks; id++) {
+		double v = values[id].v[si];
+		if (v == 0)
+			continue;
+		*total += v;
+		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
+		bool counted = false;
+		for (size_t k = site; k < nframes; k++) {
+			if (!frames[k].unsymbolized || frames[k].module_unusable)
+				continue;
+			const char *mod = frames[k].module;
+			size_t i = 0; /* few modules: a linear search */
+			while (i < n && strcmp(m[i].module, mod))
+				i++;
+			if (i == n) {
+				AP_ALLOC_GROW(m, n + 1, alloc);
+				AP_ALLOC_GROW(stamp, n + 1, salloc);
+				m[n] = (struct ap_unsym_module){mod, 0};
+				stamp[n++] = 0;
+			}
+			if (stamp[i] != id) {
+				stamp[i] = id;
+				m[i].value += v;
+			}
+			counted = true;
+		}
+		if (counted)
+			*any += v;
+	}
+	free(frames);
+	free(stamp);
+	free(own);
+	if (n)
+		qsort(m, n, sizeof(*m), cmp_unsym);
+	*out = m;
+	return n;
 }

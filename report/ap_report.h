@@ -51,13 +51,30 @@ enum ap_granularity {
 struct ap_report_options {
 	enum ap_sample_index sample_index;
 	enum ap_granularity granularity;
-	/* POSIX extended regexes or NULL. A stack is kept when some frame
-	 * matches focus (or focus is NULL) and no frame matches ignore, as
-	 * pprof does it. Frames are the shown ones (the call site and its
-	 * callers; allocator frames are not matched); a frame matches by its
-	 * function name, and with lines/files granularity also by its file. */
+	/* Regexes in pprof's dialect (ap_regex.h) or NULL. A stack is kept
+	 * when some frame matches focus (or focus is NULL) and no frame
+	 * matches ignore, as pprof does it. Frames are the shown ones (the
+	 * call site and its callers; allocator frames are not matched); a
+	 * frame matches by its function name, and with lines/files
+	 * granularity also by its file. */
 	const char *focus;
 	const char *ignore;
+	/* pprof's show and hide: of the kept stacks' frames, only those
+	 * matching show (when given) and not matching hide stay; the first
+	 * one left is the node with the flat value. A stack left without
+	 * frames is dropped. NULL when not given. */
+	const char *show;
+	const char *hide;
+	/* pprof's nodefraction (`top` only; 0 keeps every node): nodes whose
+	 * cum is under node_fraction times the kept total (truncated to an
+	 * integer, as pprof does) are dropped from the rows. */
+	double node_fraction;
+	/* pprof's nodecount: after node_fraction, only the first node_count
+	 * nodes in the order of the rows (0: all). */
+	size_t node_count;
+	/* Rows by cum instead of flat (see ap_report_sort); node_count takes
+	 * the first ones in that order. */
+	bool cum_sort;
 };
 
 /* One node of the top table. */
@@ -68,6 +85,9 @@ struct ap_report_row {
 	int line;    /* lines granularity only, else 0 */
 	double flat; /* this node is the call site */
 	double cum;  /* this node is on the stack (once per stack) */
+	/* pprof's mark: "(inline)" when every caller inlined this node,
+	 * "(partial-inline)" when some did, NULL otherwise. Static. */
+	const char *inline_mark;
 };
 
 struct ap_report {
@@ -79,6 +99,11 @@ struct ap_report {
 	size_t kept_stacks;	    /* of those, the ones kept */
 	struct ap_report_row *rows; /* sorted, see ap_report_sort */
 	size_t nrows;
+	size_t nodes;		    /* nodes after node_fraction, before node_count */
+	size_t dropped;		    /* nodes under the node fraction, not in rows */
+	/* pprof's "(cum <= X)" of its "Dropped" line: node_fraction times
+	 * total (before focus), truncated. */
+	double dropped_cutoff;
 };
 
 /* Progress of the symbolizing pass: `done` of `total` stacks. */
@@ -99,6 +124,24 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 void ap_report_sort(struct ap_report *r, bool by_cum);
 
 void ap_report_free(struct ap_report *r);
+
+/* A module whose frames have no symbols, and the value of the stacks
+ * that go through such a frame (counted once per stack). */
+struct ap_unsym_module {
+	const char *module; /* the mapping's path; owned by sym */
+	double value;
+};
+
+/* For the first-run hint of `top`: the modules with unsymbolized shown
+ * frames (the call site and its callers) whose file was read (not
+ * missing, not rebuilt: ap_frame.module_unusable) in the stacks with a non-zero
+ * value of `si`, by value descending, into *out (free() it; NULL when
+ * none). Returns how many; *any is set to the value of the stacks with
+ * at least one such frame, *total to the value of all. `values` as for
+ * ap_report_new (NULL to compute them). Never fails. */
+size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_values *values,
+			      struct ap_symbolizer *sym, enum ap_sample_index si,
+			      struct ap_unsym_module **out, double *any, double *total);
 
 /* The list model: per function (and source file), per line. */
 struct ap_list_line {
@@ -130,8 +173,8 @@ struct ap_list {
  * with samples (pprof's margin). */
 #define AP_LIST_MARGIN 5
 
-/* Builds the list model for every function whose name matches the POSIX
- * extended regex `func_regex` (opts->granularity is ignored). Source files
+/* Builds the list model for every function whose name matches the regex
+ * `func_regex` (ap_regex.h) (opts->granularity is ignored). Source files
  * are read from the recorded path, or, when that does not exist, from the
  * directories in `source_path` (colon-separated, may be NULL), trying the
  * recorded path's trailing components: dir/a/b/c.c, dir/b/c.c, dir/c.c.

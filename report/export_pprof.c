@@ -159,6 +159,110 @@ void ap_export_pprof_simplify(const char *name, struct ap_buf *out)
 	ap_buf_add(out, s, i);
 }
 
+/* ---- Function.name -------------------------------------------------------- */
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The operator tokens after "operator", longest first. */
+static const char *const op_tokens[] = {
+	"<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=", "==", "!=", "&&",
+	"||", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "->", "<", ">",
+	"+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "=", ",",
+};
+
+void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out)
+{
+	/* Only names we demangled: C names, module+0xoff and names already
+	 * short stay as they are. */
+	if (!mangled || strncmp(mangled, "_Z", 2) || !strcmp(func, mangled)) {
+		ap_buf_addstr(out, func);
+		return;
+	}
+	size_t start = out->len; /* where the name proper begins (after a return type) */
+	size_t base = out->len;
+	int angle = 0, paren = 0;
+	const char *s = func;
+	while (*s) {
+		if (!angle && !paren && starts(s, "(anonymous namespace)")) {
+			ap_buf_addstr(out, "(anonymous namespace)");
+			s += strlen("(anonymous namespace)");
+			continue;
+		}
+		if (!angle && !paren && *s == '{') {
+			/* {lambda(int)#1}, {unnamed type#1}: one name, verbatim */
+			const char *e = strchr(s, '}');
+			size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+			ap_buf_add(out, s, n);
+			s += n;
+			continue;
+		}
+		if (!angle && !paren && starts(s, "operator") &&
+		    (s == func || s[-1] == ':' || s[-1] == ' ')) {
+			ap_buf_addstr(out, "operator");
+			s += strlen("operator");
+			size_t i;
+			for (i = 0; i < AP_ARRAY_SIZE(op_tokens); i++)
+				if (starts(s, op_tokens[i]))
+					break;
+			if (i < AP_ARRAY_SIZE(op_tokens)) {
+				ap_buf_addstr(out, op_tokens[i]);
+				s += strlen(op_tokens[i]);
+			} else if (*s == ' ') {
+				/* operator new, operator delete[], conversions:
+				 * the word (and a []) is part of the name */
+				ap_buf_addstr(out, " ");
+				s++;
+				while (*s && *s != '(' && *s != '<')
+					ap_buf_add(out, s++, 1);
+			}
+			continue;
+		}
+		char c = *s++;
+		if (c == '<' && !paren)
+			angle++;
+		else if (c == '>' && !paren && angle)
+			angle--;
+		else if (c == '(' && !angle)
+			paren++;
+		else if (c == ')' && !angle && paren)
+			paren--;
+		else if (!angle && !paren) {
+			/* A space at the top level ends a return type, unless
+			 * what follows is a qualifier of the function
+			 * (" const", " &&") or the name is over (clone
+			 * suffix). */
+			if (c == ' ' && (starts(s, "const") || starts(s, "volatile") || *s == '&' ||
+					 starts(s, "[clone") || starts(s, "noexcept")))
+				break;
+			if (c == ' ') {
+				start = out->len + 1;
+				ap_buf_addstr(out, " ");
+				continue;
+			}
+			ap_buf_add(out, &c, 1);
+		}
+	}
+	/* drop the return type */
+	if (start > base) {
+		memmove(out->buf + base, out->buf + start, out->len - start);
+		out->len -= start - base;
+		out->buf[out->len] = 0;
+	}
+}
+
+/* The name pprof's Prune matches drop_frames against: simplifyFunc of
+ * the frame's Function.name. `scratch` is overwritten. */
+static void drop_key(const struct ap_frame *f, struct ap_buf *scratch, struct ap_buf *out)
+{
+	ap_buf_reset(scratch);
+	ap_export_pprof_name(f->func, f->mangled, scratch);
+	ap_buf_reset(out);
+	ap_export_pprof_simplify(scratch->buf, out);
+}
+
 /* The names pprof may drop (R): simplified names of allocator frames that
  * never appear from a call site outwards, nor in a stack of allocator
  * frames only. */
@@ -166,13 +270,12 @@ static void drop_names(const struct ap_export *x, struct intern *r)
 {
 	struct intern alloc = INTERN_INIT;
 	struct intern user = INTERN_INIT;
-	struct ap_buf b = AP_BUF_INIT;
+	struct ap_buf b = AP_BUF_INIT, scratch = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		for (size_t k = 0; k < s->nframes; k++) {
 			bool in_alloc = !s->all_allocator && k < s->site;
-			ap_buf_reset(&b);
-			ap_export_pprof_simplify(s->frames[k].func, &b);
+			drop_key(&s->frames[k], &scratch, &b);
 			intern_add(in_alloc ? &alloc : &user, b.buf, b.len, NULL);
 		}
 	}
@@ -182,6 +285,7 @@ static void drop_names(const struct ap_export *x, struct intern *r)
 	intern_release(&alloc);
 	intern_release(&user);
 	ap_buf_release(&b);
+	ap_buf_release(&scratch);
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -228,6 +332,7 @@ struct pprof {
 	struct intern strings, functions, locations, drop;
 	struct ap_buf locs, funcs;	/* encoded Location and Function messages */
 	uint64_t *map_id;		/* per trace mapping */
+	bool *map_unsym;		/* per trace mapping: no PC has a name */
 	struct ap_buf key, simple;	/* scratch */
 	size_t *offs;			/* scratch: first frame of each depth */
 	size_t aoffs;
@@ -252,7 +357,9 @@ static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
 	if (added) {
 		size_t m = ap_pb_begin(&p->funcs, PROFILE_FUNCTION);
 		ap_pb_uint(&p->funcs, FUNCTION_ID, id);
-		ap_pb_uint(&p->funcs, FUNCTION_NAME, str_id(p, f->func));
+		ap_buf_reset(&p->simple);
+		ap_export_pprof_name(f->func, f->mangled, &p->simple);
+		ap_pb_uint(&p->funcs, FUNCTION_NAME, str_id(p, p->simple.buf));
 		ap_pb_uint(&p->funcs, FUNCTION_SYSTEM_NAME, str_id(p, f->mangled));
 		ap_pb_uint(&p->funcs, FUNCTION_FILENAME, str_id(p, file));
 		ap_pb_end(&p->funcs, m);
@@ -260,15 +367,23 @@ static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
 	return id;
 }
 
+/* What a Location stands for: a PC, or one of the frames without one. */
+enum loc_kind {
+	LOC_PC,
+	LOC_UNKNOWN,   /* the only frame of an empty stack */
+	LOC_TRUNCATED, /* the AP_SYM_TRUNCATED marker of a cut stack */
+};
+
 /* The Location of `pc` with its lines from the `skip`th on (skip > 0 only
- * for samples emitted without their allocator frames). `unknown` makes the
- * location of an empty stack. */
-static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, bool unknown)
+ * for samples emitted without their allocator frames), or of a frame of
+ * another `kind` (pc 0). */
+static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, enum loc_kind kind)
 {
 	uint8_t key[13];
+	bool unknown = kind != LOC_PC;
 	memcpy(key, &pc, 8);
 	memcpy(key + 8, &skip, 4);
-	key[12] = unknown;
+	key[12] = (uint8_t)kind;
 	bool added;
 	uint64_t id = intern_add(&p->locations, key, sizeof(key), &added) + 1;
 	if (!added)
@@ -280,14 +395,25 @@ static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, bool un
 	const struct ap_mapping *map = unknown ? NULL : ap_trace_mapping_for(t, pc);
 	if (map)
 		ap_pb_uint(b, LOCATION_MAPPING_ID, p->map_id[map - t->maps]);
-	ap_pb_uint(b, LOCATION_ADDRESS, pc);
+	/* A return address, except in an unsymbolized mapping: there the
+	 * call's own address (pc - 1), since pprof hands the address to
+	 * addr2line as it is and the instruction after a call may be in
+	 * another line, inline scope or even function. */
+	bool unsym = map && p->map_unsym[map - t->maps];
+	ap_pb_uint(b, LOCATION_ADDRESS, unsym && pc ? pc - 1 : pc);
 	const struct ap_frame *fr;
 	struct ap_frame none = { .func = AP_EXPORT_UNKNOWN, .mangled = AP_EXPORT_UNKNOWN };
+	if (kind == LOC_TRUNCATED)
+		none.func = none.mangled = AP_SYM_TRUNCATED;
 	size_t n = 1;
 	if (unknown)
 		fr = &none;
 	else
 		n = ap_sym_pc(p->x->sym, pc, &fr);
+	/* An address only, in a mapping marked unsymbolized: pprof
+	 * -symbolize (or a profiler's debuginfo upload) can name it later. */
+	if (unsym)
+		n = 0;
 	/* Innermost first: line[0] is the inlined callee, the last one the
 	 * function it was inlined into. */
 	for (size_t k = skip; k < n; k++) {
@@ -336,7 +462,7 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 	bool stripped = false;
 	if (!s->nframes) {
 		AP_ALLOC_GROW(*ids, 1, *aids);
-		(*ids)[nids++] = location_id(p, 0, 0, true);
+		(*ids)[nids++] = location_id(p, 0, 0, LOC_UNKNOWN);
 	} else {
 		AP_ALLOC_GROW(p->offs, st->depth + 1, p->aoffs);
 		AP_ALLOC_GROW(p->in_drop, s->nframes, p->adrop);
@@ -346,8 +472,7 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 			p->offs[d + 1] = p->offs[d] + ap_sym_pc(p->x->sym, st->pcs[d], &fr);
 		}
 		for (size_t k = 0; k < s->nframes; k++) {
-			ap_buf_reset(&p->simple);
-			ap_export_pprof_simplify(s->frames[k].func, &p->simple);
+			drop_key(&s->frames[k], &p->key, &p->simple);
 			p->in_drop[k] = intern_find(&p->drop, p->simple.buf, p->simple.len) != SIZE_MAX;
 		}
 		stripped = pprof_leaf(p, st->depth) != s->site;
@@ -357,7 +482,12 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 				continue;	/* only allocator frames */
 			uint32_t skip = stripped && p->offs[d] < s->site ?
 					(uint32_t)(s->site - p->offs[d]) : 0;
-			(*ids)[nids++] = location_id(p, st->pcs[d], skip, false);
+			(*ids)[nids++] = location_id(p, st->pcs[d], skip, LOC_PC);
+		}
+		/* the marker frame of a cut stack, outermost (ap_sym_stack) */
+		if (s->frames[s->nframes - 1].truncated) {
+			AP_ALLOC_GROW(*ids, nids + 1, *aids);
+			(*ids)[nids++] = location_id(p, 0, 0, LOC_TRUNCATED);
 		}
 	}
 
@@ -386,6 +516,39 @@ static void add_value_type(struct pprof *p, struct ap_buf *b, unsigned field,
 	ap_pb_end(b, m);
 }
 
+/* The mappings whose PCs (those of the exported stacks) all went without
+ * a name -- a binary rebuilt since recording, a file gone, one without
+ * any symbols: exported unsymbolized, as addresses, for pprof to
+ * symbolize once the binary is there. pprof symbolizes only a mapping
+ * with none of has_functions, has_filenames, has_line_numbers, so a
+ * mapping where some PCs have names keeps the names it has. */
+static void find_unsymbolized(struct pprof *p)
+{
+	const struct ap_trace *t = p->x->trace;
+	bool *named = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*named));
+	for (size_t i = 0; i < p->x->nstacks; i++) {
+		const struct ap_stack *st = &t->stacks[p->x->stacks[i].id];
+		for (uint32_t d = 0; d < st->depth; d++) {
+			const struct ap_mapping *map = ap_trace_mapping_for(t, st->pcs[d]);
+			if (!map)
+				continue;
+			size_t m = (size_t)(map - t->maps);
+			const struct ap_frame *fr;
+			size_t n = ap_sym_pc(p->x->sym, st->pcs[d], &fr);
+			bool any = false;
+			for (size_t k = 0; k < n; k++)
+				any |= !fr[k].unsymbolized;
+			if (any)
+				named[m] = true;
+			else if (!named[m])
+				p->map_unsym[m] = true;
+		}
+	}
+	for (size_t m = 0; m < t->nmaps; m++)
+		p->map_unsym[m] &= !named[m];
+	free(named);
+}
+
 /* One Mapping per recorded module, the main program first (pprof takes the
  * first mapping for the main binary). */
 static size_t add_mappings(struct pprof *p, struct ap_buf *b)
@@ -402,27 +565,43 @@ static size_t add_mappings(struct pprof *p, struct ap_buf *b)
 		const struct ap_mapping *map = &t->maps[order[k]];
 		p->map_id[order[k]] = k + 1;
 		/* The file offset at memory_start: its lowest segment's. */
-		uint64_t off = 0, low = UINT64_MAX;
+		uint64_t off = 0, low = UINT64_MAX, start = map->start, limit = map->end;
 		for (size_t s = 0; s < map->nsegs; s++)
 			if (map->segs[s].vaddr < low) {
 				low = map->segs[s].vaddr;
 				off = map->segs[s].offset;
 			}
+		/* pprof symbolizes a mapping as /proc/PID/maps has it: the
+		 * executable segment, page-aligned (binutils' GetBase wants
+		 * one program header for it), where the code and so every
+		 * return address is. */
+		for (size_t s = 0; p->map_unsym[order[k]] && s < map->nsegs; s++) {
+			const struct ap_segment *sg = &map->segs[s];
+			if (!(sg->flags & 1 /* PF_X */))
+				continue;
+			uint64_t pg = t->page_size ? t->page_size : 4096;
+			start = (map->bias + sg->vaddr) & ~(pg - 1);
+			limit = (map->bias + sg->vaddr + sg->memsz + pg - 1) & ~(pg - 1);
+			off = sg->offset & ~(pg - 1);
+			break;
+		}
 		ap_buf_reset(&hex);
 		for (size_t i = 0; i < map->build_id_len; i++)
 			ap_buf_addf(&hex, "%02x", map->build_id[i]);
 		size_t m = ap_pb_begin(b, PROFILE_MAPPING);
 		ap_pb_uint(b, MAPPING_ID, k + 1);
-		ap_pb_uint(b, MAPPING_MEMORY_START, map->start);
-		ap_pb_uint(b, MAPPING_MEMORY_LIMIT, map->end);
+		ap_pb_uint(b, MAPPING_MEMORY_START, start);
+		ap_pb_uint(b, MAPPING_MEMORY_LIMIT, limit);
 		ap_pb_uint(b, MAPPING_FILE_OFFSET, off);
 		ap_pb_uint(b, MAPPING_FILENAME, str_id(p, map->path));
 		ap_pb_uint(b, MAPPING_BUILD_ID, str_id(p, hex.buf));
-		/* Symbolized here: pprof must not symbolize again. */
-		ap_pb_bool(b, MAPPING_HAS_FUNCTIONS, true);
-		ap_pb_bool(b, MAPPING_HAS_FILENAMES, true);
-		ap_pb_bool(b, MAPPING_HAS_LINE_NUMBERS, true);
-		ap_pb_bool(b, MAPPING_HAS_INLINE_FRAMES, true);
+		/* Symbolized here: pprof must not symbolize again; an
+		 * unsymbolized mapping is left for pprof to do. */
+		bool sym = !p->map_unsym[order[k]];
+		ap_pb_bool(b, MAPPING_HAS_FUNCTIONS, sym);
+		ap_pb_bool(b, MAPPING_HAS_FILENAMES, sym);
+		ap_pb_bool(b, MAPPING_HAS_LINE_NUMBERS, sym);
+		ap_pb_bool(b, MAPPING_HAS_INLINE_FRAMES, sym);
 		ap_pb_end(b, m);
 	}
 	ap_buf_release(&hex);
@@ -444,6 +623,8 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_init(&p.key);
 	ap_buf_init(&p.simple);
 	p.map_id = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_id));
+	p.map_unsym = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_unsym));
+	find_unsymbolized(&p);
 	str_id(&p, "");	/* string_table[0] must be "" */
 
 	struct ap_buf b = AP_BUF_INIT;
@@ -511,6 +692,7 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_release(&p.key);
 	ap_buf_release(&p.simple);
 	free(p.map_id);
+	free(p.map_unsym);
 	free(p.offs);
 	free(p.in_drop);
 	return rc;

@@ -211,14 +211,14 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 			    ap_report_progress_fn progress, void *progress_ctx,
 			    struct ap_error *err)
 {
-	regex_t re;
-	if (ap_regex_compile(&re, func_regex, "list", err))
+	struct ap_regex *re = ap_regex_new(func_regex, "list", err);
+	if (!re)
 		return NULL;
 	struct ap_report_options o = *opts;
 	o.granularity = AP_GRAN_LINES;
 	struct ap_filter filter;
 	if (ap_filter_init(&filter, &o, err)) {
-		regfree(&re);
+		ap_regex_free(re);
 		return NULL;
 	}
 	struct ap_stack_values *own = NULL;
@@ -226,9 +226,9 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 		values = own = ap_report_stack_values(t);
 
 	struct ap_nodes funcs, lines;
-	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, progress,
+	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, NULL, progress,
 		       progress_ctx);
-	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, NULL, NULL);
+	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, NULL, NULL, NULL);
 
 	struct ap_list *l = ap_xcalloc(1, sizeof(*l));
 	l->sample_index = o.sample_index;
@@ -239,7 +239,7 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 	size_t alloc = 0, li = 0;
 	for (size_t i = 0; i < funcs.n; i++) {
 		const struct ap_node *fn = fv[i];
-		if (regexec(&re, fn->func, 0, NULL, 0))
+		if (!ap_regex_match(re, fn->func))
 			continue;
 		/* Both arrays are in (func, file) order: skip to this group. */
 		while (li < lines.n && (strcmp(lv[li]->func, fn->func) < 0 ||
@@ -271,7 +271,7 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 	ap_nodes_release(&funcs);
 	ap_nodes_release(&lines);
 	ap_filter_release(&filter);
-	regfree(&re);
+	ap_regex_free(re);
 	free(own);
 	return l;
 }

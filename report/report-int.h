@@ -3,8 +3,7 @@
 #ifndef AP_REPORT_INT_H
 #define AP_REPORT_INT_H
 
-#include <regex.h>
-
+#include "ap_regex.h"
 #include "ap_report.h"
 
 /* Node keys: the public granularities plus (function, file), which `list`
@@ -23,6 +22,18 @@ struct ap_node {
 	int line;   /* AP_KEY_LINE only */
 	double flat, cum;
 	size_t stamp; /* last stack counted in cum, + 1 */
+	/* pprof's (inline) marks: some edge from a caller node is inline
+	 * (this frame was inlined into the caller's code at every such
+	 * call), some is not. */
+	bool in_inline, in_call;
+	bool keep; /* set by the caller: kept for a rebuild (ap_nodes_build) */
+};
+
+/* A caller -> callee edge between nodes, as pprof's graph has it: inline
+ * when the callee was inlined at every occurrence of the edge. */
+struct ap_edge {
+	uint32_t from, to; /* node index + 1; from 0 = empty slot */
+	bool inl;
 };
 
 struct ap_nodes {
@@ -30,32 +41,35 @@ struct ap_nodes {
 	size_t n, alloc;
 	uint32_t *slots; /* open addressing: node index + 1, 0 = empty */
 	size_t nslots;
+	struct ap_edge *edges; /* open addressing */
+	size_t nedges, edge_slots;
 	double total, kept;
 	size_t stacks, kept_stacks;
 };
 
-/* Compiled focus/ignore filter. */
+/* Compiled focus/ignore/show/hide filter; a NULL regex is not given. */
 struct ap_filter {
-	regex_t focus, ignore;
-	bool has_focus, has_ignore;
+	struct ap_regex *focus, *ignore, *show, *hide;
 	bool match_files;
 };
 
-/* Compiles opts->focus / opts->ignore; -1 with err set on a bad regex. */
+/* Compiles the regexes of `opts`; -1 with err set on a bad one. */
 int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err);
 void ap_filter_release(struct ap_filter *f);
 
 /* Aggregates the stacks of `t` with non-zero `values[id].v[si]` into nodes
- * keyed by `key`. Never fails. */
+ * keyed by `key`. With `keep` (a previous build, same key, its nodes'
+ * keep flags set) only the kept nodes are built, as pprof rebuilds its
+ * graph from the kept nodes: other frames are skipped, a stack whose
+ * leaf is skipped adds no flat, and edges join the nearest kept frames.
+ * Never fails. */
 void ap_nodes_build(struct ap_nodes *out, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    ap_report_progress_fn progress, void *progress_ctx);
+		    const struct ap_nodes *keep, ap_report_progress_fn progress,
+		    void *progress_ctx);
 /* Frees the nodes' table; the nodes' strings are freed too unless they
  * were taken (set to NULL) by the caller. */
 void ap_nodes_release(struct ap_nodes *nodes);
-
-/* Compiles a POSIX ERE; `what` names it in the error. */
-int ap_regex_compile(regex_t *re, const char *pattern, const char *what, struct ap_error *err);
 
 #endif

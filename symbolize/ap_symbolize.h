@@ -24,12 +24,21 @@ struct ap_frame {
 	uint64_t module_offset;	/* pc - module bias */
 	uint64_t pc;		/* the PC this frame came from */
 	bool inlined;		/* an inlined callee (not the last frame of its PC) */
+	bool unsymbolized;	/* no name was found: func is "module+0xoff" or "0x<pc>" */
+	bool module_unusable;	/* unsymbolized because the module's file is missing
+				 * or rebuilt (a warning says which), or the PC is
+				 * in no module; false when the file was read */
 	bool allocator;		/* an allocator frame (see ap_sym_stack) */
+	bool truncated;		/* the AP_SYM_TRUNCATED marker (pc 0, no module) */
 };
+
+/* Name of the marker frame ap_sym_stack puts outermost on a stack that was
+ * cut at the trace's max_depth: its callers are missing. */
+#define AP_SYM_TRUNCATED "[truncated]"
 
 struct ap_sym_options {
 	const char *debug_dir;		/* extra directory for separate debug files, or NULL */
-	/* POSIX extended regex: more allocator frames, or NULL. Searched
+	/* A regex (ap_regex.h): more allocator frames, or NULL. Searched
 	 * (unanchored, use ^...$ to anchor) in the demangled name. */
 	const char *drop_frames;
 	bool no_demangle;
@@ -61,7 +70,12 @@ size_t ap_sym_pc(struct ap_symbolizer *s, uint64_t pc, const struct ap_frame **f
  * construction) and functions matching drop_frames) at the inner end of
  * the stack with
  * frame.allocator = true, and returns the index of the call site: the first
- * frame that is not an allocator frame (or 0 when all are). */
+ * frame that is not an allocator frame (or 0 when all are). A stack as
+ * deep as the trace's max_depth was cut there by the sampler (or is
+ * exactly that deep) unless its outermost frame is a process or thread
+ * entry (_start, start_thread, clone, clone3): it ends with
+ * one more frame, the AP_SYM_TRUNCATED marker (frame.truncated; never an
+ * allocator frame, never the call site of a stack with other frames). */
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		    struct ap_frame **out, size_t *n, size_t *alloc);
 

@@ -3,13 +3,13 @@
  * (inline chains included), and the allocator-frame rules that choose the
  * call site of an allocation. */
 #include "ap_symbolize.h"
+#include "ap_regex.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <inttypes.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +80,7 @@ struct ap_symbolizer {
 	size_t nmods;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
-	regex_t drop;
-	bool has_drop;
+	struct ap_regex *drop; /* --drop-frames, or NULL */
 	bool no_demangle;
 	struct pc_entry *tab;
 	size_t tabcap, tabn;
@@ -358,6 +357,7 @@ static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
 	else
 		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, f->pc);
 	f->func = f->mangled = intern(&s->strs, tmp);
+	f->unsymbolized = true;
 }
 
 static const char *die_name(Dwarf_Die *die)
@@ -657,6 +657,7 @@ static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 		e->frames = ap_xmalloc(sizeof(*e->frames));
 		e->frames[0] = proto;
 		set_addr_name(s, &e->frames[0], m);
+		e->frames[0].module_unusable = true;
 		e->nframes = 1;
 	}
 	e->cls = ap_xcalloc(e->nframes, 1);
@@ -724,8 +725,21 @@ static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f
 	const char *q = qualified_name(name);
 	if (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11))
 		return true;
-	if (s->has_drop && regexec(&s->drop, name, 0, NULL, 0) == 0)
+	if (s->drop && ap_regex_match(s->drop, name))
 		return true;
+	return false;
+}
+
+/* A process's or thread's first frame: a stack that reaches one is whole,
+ * however deep. */
+static bool is_entry(const struct ap_frame *f)
+{
+	static const char *const entries[] = {
+		"_start", "start_thread", "clone", "clone3", "__clone", "__clone3",
+	};
+	for (size_t i = 0; i < AP_ARRAY_SIZE(entries); i++)
+		if (!strcmp(f->func, entries[i]))
+			return true;
 	return false;
 }
 
@@ -755,6 +769,14 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 			}
 		}
 	}
+	if (s->t->max_depth && st->depth >= s->t->max_depth && !(*n && is_entry(&(*out)[*n - 1]))) {
+		AP_ALLOC_GROW(*out, *n + 1, *alloc);
+		(*out)[(*n)++] = (struct ap_frame){
+			.func = AP_SYM_TRUNCATED,
+			.mangled = AP_SYM_TRUNCATED,
+			.truncated = true,
+		};
+	}
 	return site;
 }
 
@@ -775,15 +797,11 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	s->t = t;
 	s->no_demangle = opts->no_demangle;
 	if (opts->drop_frames) {
-		int rc = regcomp(&s->drop, opts->drop_frames, REG_EXTENDED | REG_NOSUB);
-		if (rc) {
-			char why[256];
-			regerror(rc, &s->drop, why, sizeof(why));
-			ap_error_set(err, "--drop-frames '%s': %s", opts->drop_frames, why);
+		s->drop = ap_regex_new(opts->drop_frames, "--drop-frames", err);
+		if (!s->drop) {
 			free(s);
 			return NULL;
 		}
-		s->has_drop = true;
 	}
 
 	/* Never reach out to debuginfod servers behind the user's back: a
@@ -844,8 +862,7 @@ void ap_sym_free(struct ap_symbolizer *s)
 	for (size_t i = 0; i < s->nwarn; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
-	if (s->has_drop)
-		regfree(&s->drop);
+	ap_regex_free(s->drop);
 	strtab_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);

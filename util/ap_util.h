@@ -68,6 +68,14 @@ char *ap_xstrdup(const char *s);
 
 /* Human-readable byte count as pprof prints it ("1.50MB", "512B"). */
 void ap_format_bytes(char *out, size_t outlen, double bytes);
+
+/* pprof's byte units: 0 "B", 1 "kB", ... 5 "PB" (1024-based). The unit
+ * pprof's autoScale picks for `bytes` (the largest it reaches; "B" for
+ * less than 1). */
+int ap_bytes_unit(double bytes);
+/* `bytes` in `unit` as pprof's ScaledLabel prints it: "%.2f" with a
+ * trailing ".00" dropped, "0" when that rounds to zero ("3.13MB", "0"). */
+void ap_format_bytes_in(char *out, size_t outlen, double bytes, int unit);
 /* Human-readable count ("1234", "1.23M" not used: pprof prints plain). */
 
 /* Parses a byte size like "512K", "4MiB", "1m", "4096" into *out.

@@ -144,31 +144,37 @@ char *ap_buf_detach(struct ap_buf *b, size_t *len)
 	return r;
 }
 
-void ap_format_bytes(char *out, size_t outlen, double bytes)
+static const char *const byte_units[] = { "B", "kB", "MB", "GB", "TB", "PB" };
+
+int ap_bytes_unit(double bytes)
 {
-	/* As pprof's measurement.ScaledLabel: the value as an integer, the
-	 * largest 1024-based unit it reaches, "%.2f" with a trailing ".00"
-	 * dropped, and a bare "0" for zero. */
-	static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB" };
-	double v = round(bytes);
-	const char *sign = "";
-	if (v < 0) {
-		sign = "-";
-		v = -v;
-	}
-	if (v == 0) {
-		snprintf(out, outlen, "0");
-		return;
-	}
-	size_t u = 0;
-	while (u + 1 < AP_ARRAY_SIZE(units) && v >= ldexp(1.0, 10 * (int)(u + 1)))
+	double v = fabs(round(bytes));
+	int u = 0;
+	while (u + 1 < (int)AP_ARRAY_SIZE(byte_units) && v >= ldexp(1.0, 10 * (u + 1)))
 		u++;
+	return u;
+}
+
+void ap_format_bytes_in(char *out, size_t outlen, double bytes, int unit)
+{
+	/* As pprof's measurement.ScaledLabel: the value as an integer,
+	 * scaled, "%.2f" with a trailing ".00" dropped, and a bare "0" for
+	 * what prints as zero. */
 	char num[64];
-	snprintf(num, sizeof(num), "%.2f", v / ldexp(1.0, 10 * (int)u));
+	snprintf(num, sizeof(num), "%.2f", round(bytes) / ldexp(1.0, 10 * unit));
 	size_t n = strlen(num);
 	if (n > 3 && !strcmp(num + n - 3, ".00"))
 		num[n - 3] = 0;
-	snprintf(out, outlen, "%s%s%s", sign, num, units[u]);
+	if (!strcmp(num, "0") || !strcmp(num, "-0")) {
+		snprintf(out, outlen, "0");
+		return;
+	}
+	snprintf(out, outlen, "%s%s", num, byte_units[unit]);
+}
+
+void ap_format_bytes(char *out, size_t outlen, double bytes)
+{
+	ap_format_bytes_in(out, outlen, bytes, ap_bytes_unit(bytes));
 }
 
 int ap_parse_size(const char *s, uint64_t *out)

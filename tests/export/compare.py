@@ -11,6 +11,22 @@ exported profile.
       root first, with the same values; one line per distinct stack; the
       values sum to allocprof's total.
 
+  compare.py pprofnames PPROF_RAW
+      prints "SYSTEM_NAME<tab>NAME" for every function of `go tool pprof
+      -raw`'s locations whose system name is mangled C++ (_Z...).
+  compare.py relocal RAW_LOCAL RAW_GOOD MAPPING_FILE
+      `go tool pprof -raw -symbolize=local` of an export made while the
+      binary at MAPPING_FILE was a rebuilt one (its mapping unsymbolized)
+      against `-raw` of the export made with the original binary: the same
+      locations, and each one of that mapping named by pprof as allocprof
+      names it (its outermost function: Go's pprof reports no inlined
+      frames for C), except where Go finds no DWARF subprogram (_start).
+  compare.py grouped TOP_JSON PPROF_TOP PREFIX SHORT LABEL
+      the flat and cum of pprof's node SHORT against the sums over
+      allocprof's rows whose name contains PREFIX (the overloads or
+      template instances pprof shows as one node; they must be on
+      disjoint stacks for cum to add up).
+
 TOLERANCE is the largest difference allowed per value (0 for traces
 recorded with --all; sampled values are rounded per sample in the profile,
 per node in top, so pprof.sh allows 0.5 per sample). Prints what differs
@@ -56,6 +72,81 @@ def parse_top(path):
     if total is None:
         raise ValueError("no total line in %s" % path)
     return total, rows
+
+
+def pprof_names(path):
+    """(system_name, name) of every location line of `pprof -raw`."""
+    out = []
+    in_locs = False
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line == "Locations":
+            in_locs = True
+            continue
+        if line == "Mappings":
+            break
+        if not in_locs:
+            continue
+        m = re.match(r"^\s*(?:\d+: 0x[0-9a-f]+ M=\d+ )?(.*) (\S*):(\d+) s=\d+(?:\((.*)\))?$", line)
+        if m and m.group(4) and m.group(4).startswith("_Z"):
+            out.append((m.group(4), m.group(1)))
+    return out
+
+
+def raw_locations(path):
+    """{id: (mapping file, [function names, innermost first])} of -raw."""
+    locs, maps, cur = {}, {}, None
+    section = None
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line in ("Locations", "Mappings"):
+            section = line
+            continue
+        if section == "Locations":
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ M=(\d+) ?(.*)$", line)
+            if m:
+                cur = int(m.group(1))
+                locs[cur] = [m.group(2), []]
+                rest = m.group(3)
+            else:
+                rest = line.strip()
+            n = re.match(r"^(.*) (\S*):(\d+) s=\d+", rest)
+            if n and cur is not None:
+                locs[cur][1].append(n.group(1))
+        elif section == "Mappings":
+            m = re.match(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+)", line)
+            if m:
+                maps[m.group(1)] = m.group(2)
+    return {k: (maps.get(v[0]), v[1]) for k, v in locs.items()}
+
+
+def relocal(raw_local, raw_good, mapping_file):
+    local, good = raw_locations(raw_local), raw_locations(raw_good)
+    ok = True
+    if set(local) != set(good):
+        print("FAIL relocal: the two exports have different locations")
+        return False
+    named = 0
+    for lid in sorted(good):
+        gm, gnames = good[lid]
+        if gm != mapping_file:
+            continue
+        want = gnames[-1] if gnames else None
+        got = local[lid][1]
+        if want == "_start" and not got:
+            continue
+        if len(got) != 1 or got[0] != want:
+            print("FAIL relocal: location %d: pprof -symbolize=local says %r, allocprof %r" %
+                  (lid, got, want))
+            ok = False
+        else:
+            named += 1
+    if not named:
+        print("FAIL relocal: no location of %s" % mapping_file)
+        return False
+    if ok:
+        print("ok relocal: %d locations of %s named by pprof as by allocprof" % (named, mapping_file))
+    return ok
 
 
 def parse_traces(path):
@@ -154,11 +245,33 @@ def cmp_folded(folded, pprof_traces, top_json, tol, label):
     return True
 
 
+def grouped(top_json, pprof_top, prefix, short, label):
+    j = json.load(open(top_json))
+    flat = sum(r["flat"] for r in j["rows"] if prefix in r["name"])
+    cum = sum(r["cum"] for r in j["rows"] if prefix in r["name"])
+    _, rows = parse_top(pprof_top)
+    got = rows.get(short)
+    if got is None or got != (flat, cum):
+        print("FAIL %s: pprof's %r is %r, allocprof's rows with %r sum to %r" %
+              (label, short, got, prefix, (flat, cum)))
+        return False
+    print("ok %s: pprof's %r = allocprof's %r rows (%d, %d)" % (label, short, prefix, flat, cum))
+    return True
+
+
 def main(argv):
     if len(argv) == 6 and argv[1] == "top":
         return cmp_top(argv[2], argv[3], float(argv[4]), argv[5])
     if len(argv) == 7 and argv[1] == "folded":
         return cmp_folded(argv[2], argv[3], argv[4], float(argv[5]), argv[6])
+    if len(argv) == 5 and argv[1] == "relocal":
+        return relocal(argv[2], argv[3], argv[4])
+    if len(argv) == 3 and argv[1] == "pprofnames":
+        for system, name in pprof_names(argv[2]):
+            print("%s\t%s" % (system, name))
+        return True
+    if len(argv) == 7 and argv[1] == "grouped":
+        return grouped(argv[2], argv[3], argv[4], argv[5], argv[6])
     sys.stderr.write(__doc__)
     return False
 

@@ -26,6 +26,63 @@ pprof() {
 	go tool pprof -symbolize=none -unit=byte "$@"
 }
 
+# text NAME TRACE PB ARGS...: `allocprof top ARGS` and `go tool pprof -top
+# ARGS` on the export print the same table: the same nodes after pprof's
+# default nodefraction, the same "Dropped" and "Showing top" lines, the
+# same (inline) marks. Each flag is passed to both in pprof's spelling.
+text() {
+	name=$1 trace=$2 pb=$3
+	shift 3
+	"$ap" top "$@" "$trace" 2>"$tmp/err" | sed -n '/^Active filters:\|^Showing nodes/,$p' \
+		>"$tmp/ap.txt" || fail=1
+	go tool pprof -symbolize=none -top "$@" "$pb" 2>"$tmp/err" |
+		sed -n '/^Active filters:\|^Showing nodes/,$p' >"$tmp/pprof.txt"
+	if ! [ -s "$tmp/ap.txt" ] || ! diff -u "$tmp/pprof.txt" "$tmp/ap.txt"; then
+		echo "FAIL $name: allocprof top $* differs from go tool pprof -top $*"
+		cat "$tmp/err"
+		fail=1
+	else
+		echo "ok $name: top $* = pprof -top ($(grep -c '%' "$tmp/ap.txt") rows)"
+		grep -q '^Dropped [0-9]* nodes\? (cum <= ' "$tmp/ap.txt" && dropped=$((dropped + 1))
+	fi
+}
+dropped=0
+
+# cxxnames NAME TRACE PB: the C++ functions of the export are named as
+# Go's pprof names them (its default demangling of system_name, run with
+# the demangle package of Go's own tree), and pprof's -top, which shows
+# one node per short name, has the values of allocprof's rows for the
+# instances it merges.
+cxxnames() {
+	name=$1 trace=$2 pb=$3
+	pprof -raw "$pb" >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; fail=1; return; }
+	python3 "$src/compare.py" pprofnames "$tmp/raw" | sort -u >"$tmp/names"
+	if ! [ -s "$tmp/names" ]; then
+		echo "FAIL $name: no C++ function in the export"
+		fail=1
+		return
+	fi
+	gopath="$tmp/gopath/src/github.com/ianlancetaylor"
+	mkdir -p "$gopath"
+	ln -sfn "$(go env GOROOT)/src/cmd/vendor/github.com/ianlancetaylor/demangle" "$gopath/demangle"
+	cut -f1 "$tmp/names" | (cd "$src" && GO111MODULE=off GOPATH="$tmp/gopath" \
+		go run demangle_ref.go) >"$tmp/ref" || { fail=1; return; }
+	if ! diff -u <(cut -f1 "$tmp/names" | paste - "$tmp/ref") "$tmp/names"; then
+		echo "FAIL $name: Function.name is not what Go's pprof demangles system_name to"
+		fail=1
+	else
+		echo "ok $name: $(wc -l <"$tmp/names") C++ functions named as Go's pprof names them"
+	fi
+	for si in alloc_objects alloc_space; do
+		"$ap" top --json --nodefraction=0 --$si "$trace" >"$tmp/top.json" || fail=1
+		pprof -top -nodefraction=0 -sample_index=$si "$pb" >"$tmp/top.txt" 2>&1 || fail=1
+		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
+			'geo::detail::make_point<' geo::detail::make_point "$name $si" || fail=1
+		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
+			'geo::Cloud<float>::add(' geo::Cloud::add "$name $si" || fail=1
+	done
+}
+
 # check NAME TRACE TOLERANCE [OPTIONS...]: export TRACE with OPTIONS
 # (--drop-frames), compare with top run with the same OPTIONS; TOLERANCE
 # is the rounding error allowed per sample (0 for exact traces)
@@ -47,10 +104,16 @@ check() {
 	fi
 	# sampled values are rounded once per sample in the profile: a sum of
 	# n samples may differ from top's rounded sum by n * tol
+	if [ "$tol" = 0 ] && [ $# = 0 ]; then
+		text "$name" "$trace" "$pb"
+		text "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=3
+		text "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0.05
+		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
+	fi
 	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3}: ' "$tmp/raw")
 	tol=$(python3 -c "print($tol * $n)")
 	for si in alloc_objects alloc_space inuse_objects inuse_space; do
-		"$ap" top --json --$si "$@" "$trace" >"$tmp/top.json" || fail=1
+		"$ap" top --json --nodefraction=0 --$si "$@" "$trace" >"$tmp/top.json" || fail=1
 		pprof -top -nodefraction=0 -nodecount=1000000 -sample_index=$si "$pb" \
 			>"$tmp/top.txt" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
 		python3 "$src/compare.py" top "$tmp/top.json" "$tmp/top.txt" "$tol" "$name $si" ||
@@ -98,12 +161,51 @@ record)
 			fail=1
 			continue
 		fi
+		if [ "$name" = cxx ]; then
+			# pprof names C++ functions by their short names, and
+			# merges what allocprof shows apart (make_point<int>,
+			# make_point<double>): compared by cxxnames instead
+			"$ap" export -o "$tmp/cxx.pb.gz" "$tmp/cxx.trace" 2>/dev/null || fail=1
+			cxxnames record-cxx "$tmp/cxx.trace" "$tmp/cxx.pb.gz"
+			continue
+		fi
 		check "record-$name" "$tmp/$name.trace" 0
 	done
+	# Stacks cut at --max-depth end in the [truncated] marker in every
+	# view and export (and the checks above compare them with pprof);
+	# whole stacks (they reach _start) never do.
+	demo=$1
+	"$ap" record --all --max-depth 3 -o "$tmp/cut.trace" "$demo" >/dev/null 2>&1 || fail=1
+	check record-max-depth-3 "$tmp/cut.trace" 0
+	"$ap" export --format=folded "$tmp/cut.trace" >"$tmp/cut.folded" || fail=1
+	"$ap" export --format=folded "$tmp/demo.trace" >"$tmp/whole.folded" || fail=1
+	if grep -qv '^\[truncated\];' "$tmp/cut.folded" || grep -q 'truncated' "$tmp/whole.folded"; then
+		echo "FAIL max-depth: folded stacks without the marker (or a whole one with it):"
+		cat "$tmp/cut.folded" "$tmp/whole.folded"
+		fail=1
+	fi
+	"$ap" export --format=json "$tmp/cut.trace" >"$tmp/cut.json" || fail=1
+	python3 -c '
+import json, sys
+st = json.load(open(sys.argv[1]))["stacks"]
+bad = [s["id"] for s in st if s["frames"][-1]["function"] != "[truncated]"]
+sys.exit(1 if bad or not st else 0)' "$tmp/cut.json" || { echo "FAIL max-depth: JSON stacks without the marker"; fail=1; }
+	"$ap" top "$tmp/cut.trace" >"$tmp/cut.top" 2>/dev/null || fail=1
+	grep -q '   100%  \[truncated\]$' "$tmp/cut.top" ||
+		{ echo "FAIL max-depth: top has no [truncated] node at 100%:"; cat "$tmp/cut.top"; fail=1; }
+	go tool pprof -symbolize=none -traces "$tmp/record-max-depth-3.pb.gz" 2>/dev/null >"$tmp/cut.traces"
+	[ "$(grep -c '^             \[truncated\]$' "$tmp/cut.traces")" = "$(grep -c '^-----------+-' "$tmp/cut.traces" | awk '{print $1 - 1}')" ] ||
+		{ echo "FAIL max-depth: pprof -traces: not every sample ends in [truncated]"; cat "$tmp/cut.traces"; fail=1; }
 	;;
 *)
 	echo "pprof.sh: unknown mode '$mode'" >&2
 	exit 2
 	;;
 esac
+# the default nodefraction must have dropped nodes somewhere, or the
+# "Dropped" line was never compared
+if [ "$dropped" = 0 ]; then
+	echo "FAIL $mode: no table compared had a Dropped line"
+	fail=1
+fi
 exit $fail

@@ -123,6 +123,58 @@ static void test_simplify(void)
 	ap_buf_release(&b);
 }
 
+static void test_pprof_name(void)
+{
+	/* {mangled, as __cxa_demangle (c++filt) prints it, what Go's pprof
+	 * shows: demangle.Filter(mangled, NoParams, NoTemplateParams) run
+	 * by Go 1.19's vendored github.com/ianlancetaylor/demangle} */
+	static const char *const cases[][3] = {
+		{ "_ZN3geo6detail10make_pointIdEEPNS_5PointIT_EES3_",
+		  "geo::Point<double>* geo::detail::make_point<double>(double)",
+		  "geo::detail::make_point" },
+		{ "_Znwm", "operator new(unsigned long)", "operator new" },
+		{ "_ZNSt6vectorIN3geo5PointIfEESaIS2_EE17_M_realloc_insertIJS2_EEEvN9__gnu_cxx17__"
+		  "normal_iteratorIPS2_S4_EEDpOT_",
+		  "void std::vector<geo::Point<float>, std::allocator<geo::Point<float> > >::_M_"
+		  "realloc_insert<geo::Point<float> >(__gnu_cxx::__normal_iterator<geo::Point<float>*"
+		  ", std::vector<geo::Point<float>, std::allocator<geo::Point<float> > > >, "
+		  "geo::Point<float>&&)",
+		  "std::vector::_M_realloc_insert" },
+		{ "_ZN5names10make_labelB5cxx11Ei", "names::make_label[abi:cxx11](int)",
+		  "names::make_label[abi:cxx11]" },
+		{ "_ZNK3foo3barEv", "foo::bar() const", "foo::bar" },
+		{ "_ZN12_GLOBAL__N_13fooEv", "(anonymous namespace)::foo()",
+		  "(anonymous namespace)::foo" },
+		{ "_ZZ4mainENKUlvE_clEv", "main::{lambda()#1}::operator()() const",
+		  "main::{lambda()#1}::operator()" },
+		{ "_ZdlPvm", "operator delete(void*, unsigned long)", "operator delete" },
+		{ "_ZN3fooltERKS_", "foo::operator<(foo const&)", "foo::operator<" },
+		{ "_ZN3foocviEv", "foo::operator int()", "foo::operator int" },
+		{ "_ZNSt8functionIFviEEclEi", "std::function<void (int)>::operator()(int)",
+		  "std::function::operator()" },
+		{ "_ZN3fooaSEOS_", "foo::operator=(foo&&)", "foo::operator=" },
+		{ "_ZN1AIiE1fIdEEvT_", "void A<int>::f<double>(double)", "A::f" },
+		{ "_ZN3foo3bazEv.cold", "foo::baz() [clone .cold]", "foo::baz" },
+		{ "_ZnamRKSt9nothrow_t", "operator new[](unsigned long, std::nothrow_t const&)",
+		  "operator new[]" },
+		/* not demangled: as they are */
+		{ "main", "main", "main" },
+		{ "demo+0x12d8", "demo+0x12d8", "demo+0x12d8" },
+	};
+	struct ap_buf b = AP_BUF_INIT;
+	for (size_t i = 0; i < AP_ARRAY_SIZE(cases); i++) {
+		ap_buf_reset(&b);
+		ap_buf_addstr(&b, "x"); /* appends */
+		ap_export_pprof_name(cases[i][1], cases[i][0], &b);
+		if (strcmp(b.buf + 1, cases[i][2]) || b.buf[0] != 'x') {
+			failures++;
+			fprintf(stderr, "FAIL pprof name '%s': got '%s', want '%s'\n", cases[i][1],
+				b.buf, cases[i][2]);
+		}
+	}
+	ap_buf_release(&b);
+}
+
 static void gunzip_check(const char *what, const void *data, size_t len, int level)
 {
 	struct ap_buf gz = AP_BUF_INIT;
@@ -185,6 +237,7 @@ int main(void)
 {
 	test_encoding_guide();
 	test_simplify();
+	test_pprof_name();
 	test_gzip();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);

@@ -41,6 +41,11 @@ expect 2 "^allocprof: top: unknown option '--bogus' \(see 'allocprof top -h'\)$"
 expect 2 "^allocprof: top: unknown option '-x'" top -x "$tmp/fx.trace"
 expect 2 "^allocprof: top: option '-n' needs a value" top "$tmp/fx.trace" -n
 expect 2 "^allocprof: top: bad node count 'many'" top -n many "$tmp/fx.trace"
+expect 2 "^allocprof: top: bad node count 'x'" top -nodecount=x "$tmp/fx.trace"
+expect 2 "^allocprof: top: unknown sample index 'bytes'" top --sample_index bytes "$tmp/fx.trace"
+expect 2 "^allocprof: list: unknown sample index 'bytes'" list -sample_index=bytes walk "$tmp/fx.trace"
+expect 2 "^allocprof: top: bad node fraction '2'" top --nodefraction 2 "$tmp/fx.trace"
+expect 2 "^allocprof: top: bad --trim value 'maybe'" top -trim=maybe "$tmp/fx.trace"
 expect 2 "^allocprof: top: no trace given" top
 expect 2 "^allocprof: top: too many arguments" top "$tmp/fx.trace" "$tmp/fx.trace"
 expect 2 "^allocprof: list: need a REGEX and a TRACE" list walk
@@ -53,6 +58,31 @@ expect 1 "^allocprof: $tmp/text: not an allocprof trace" top "$tmp/text"
 expect 1 "^allocprof: focus: bad regex '\(': " top --focus '(' "$tmp/fx.trace"
 expect 1 "^allocprof: ignore: bad regex '\[': " top --ignore '[' "$tmp/fx.trace"
 expect 1 "^allocprof: list: bad regex '\(': " list '(' "$tmp/fx.trace"
+expect 1 "^allocprof: hide: bad regex '\(\?<': " top --hide '(?<' "$tmp/fx.trace"
+
+# pprof's spellings: one dash or two, '=' or the next argument, one
+# parser for every view (values checked in golden.sh)
+for args in "-nodecount=3" "--nodecount=3" "-nodecount 3" "-n 3" "-n3"; do
+	# shellcheck disable=SC2086
+	"$ap" top $args "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
+		grep -q '^Showing top 3 nodes' "$tmp/out" || { echo "FAIL top $args"; cat "$tmp/out"; fail=1; }
+done
+for args in "--sample_index=alloc_objects" "--sample_index alloc_objects" \
+	"-sample_index=alloc_objects" "--sample-index alloc_objects" "-alloc_objects"; do
+	# shellcheck disable=SC2086
+	for cmd in top "list walk"; do
+		"$ap" $cmd $args "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
+			grep -Eq '^(Type: alloc_objects|Total: 159)$' "$tmp/out" ||
+			{ echo "FAIL $cmd $args"; cat "$tmp/out"; fail=1; }
+	done
+done
+# pprof's regex dialect (RE2), in every regex option
+"$ap" top --focus '(?i)^WALK$' "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
+	grep -q '  walk$' "$tmp/out" || { echo "FAIL top --focus (?i)"; cat "$tmp/out"; fail=1; }
+"$ap" list '(?i)^WALK$' "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
+	grep -q '^ROUTINE =* walk ' "$tmp/out" || { echo "FAIL list (?i)"; cat "$tmp/out"; fail=1; }
+"$ap" top --drop-frames '(?i)^WRAP_ALLOC$' "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
+	! grep -q 'wrap_alloc' "$tmp/out" || { echo "FAIL top --drop-frames (?i)"; cat "$tmp/out"; fail=1; }
 expect 1 "^allocprof: no function matches 'no_such_function'$" list no_such_function "$tmp/fx.trace"
 expect 1 "^allocprof: $tmp/missing.trace: " list walk "$tmp/missing.trace"
 

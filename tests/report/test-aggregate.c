@@ -74,7 +74,7 @@ static struct ap_report *report(const struct ap_trace *t, struct ap_symbolizer *
 				enum ap_sample_index si, enum ap_granularity g, const char *focus,
 				const char *ignore)
 {
-	struct ap_report_options o = {si, g, focus, ignore};
+	struct ap_report_options o = {.sample_index = si, .granularity = g, .focus = focus, .ignore = ignore};
 	struct ap_error err;
 	struct ap_report *r = ap_report_new(t, NULL, s, &o, NULL, NULL, &err);
 	if (!r) {
@@ -286,7 +286,7 @@ static void test_filters(void)
 	CHECK(r->kept == total - FX_N_WALK * FX_SZ_WALK, "files focus+ignore kept %g", r->kept);
 	ap_report_free(r);
 
-	struct ap_report_options o = {AP_SI_ALLOC_SPACE, AP_GRAN_FUNCTIONS, "(", NULL};
+	struct ap_report_options o = {.sample_index = AP_SI_ALLOC_SPACE, .focus = "("};
 	struct ap_error err;
 	CHECK(!ap_report_new(t, NULL, s, &o, NULL, NULL, &err) &&
 		  strstr(err.msg, "focus: bad regex '('"),

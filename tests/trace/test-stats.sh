@@ -85,6 +85,27 @@ if j["exact"] or j["rate"] != R or j["samples"] != 3 or j["events"] != 4:
 sys.exit(0 if ok else 1)
 EOF
 
+# docs/json.md documents every key `stats --json` prints, in that order.
+python3 - "$T/exact-json.out" "$T/exact-noend-json.out" "$SRC/../../docs/json.md" <<'EOF' || bad "stats --json keys vs docs/json.md"
+import json, re, sys
+doc = open(sys.argv[3]).read()
+sec = doc.split("## `allocprof stats --json TRACE`", 1)
+if len(sec) < 2:
+    print("docs/json.md has no stats section")
+    sys.exit(1)
+sec = sec[1].split("\n## ", 1)[0]
+documented = []
+for row in re.findall(r"^\| (`[^|]*`) \|", sec, re.M):
+    documented += re.findall(r"`([a-z_]+)`", row)
+ok = True
+for path in sys.argv[1:3]:
+    keys = list(json.load(open(path)).keys())
+    if keys != documented:
+        print(f"{path}: keys {keys}\n  documented {documented}")
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+
 # Bad inputs: one line, exit 1.
 expect_err missing "allocprof: nothere.trace: No such file or directory" nothere.trace
 mkdir "$T/dir.trace"

@@ -67,7 +67,8 @@ def top_json(trace, *opts):
 
 
 def top_text_rows(trace, *opts):
-    out = run("top", *opts, trace).stdout.split("\n")
+    # the TUI shows every node: top without its default nodefraction
+    out = run("top", "--nodefraction=0", *opts, trace).stdout.split("\n")
     i = next(k for k, l in enumerate(out) if l.startswith("      flat  flat%"))
     return [l for l in out[i + 1:] if l]
 

@@ -1,0 +1,52 @@
+#!/bin/bash
+# First-run hints (issue 12 §3), one "allocprof: note:" line on stderr:
+# - a sampled trace of a program that allocates less than the rate
+#   (`ls`): top, list, export and tui say what the program allocated (the
+#   END record's exact calls and bytes, as `stats` shows them) and to
+#   record with --all or --rate; a --all trace gets no such note;
+# - a stripped binary: top names the module whose frames lack symbols and
+#   says how to get them; the unstripped binary gets no note.
+# Environment as for e2e.sh.
+set -u
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-hints.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+py=${E2E_PYTHON:-python3}
+
+"$ALLOCPROF" record -o "$tmp/ls.trace" -- ls / >/dev/null 2>&1 || fail "record ls"
+"$ALLOCPROF" stats --json "$tmp/ls.trace" >"$tmp/ls.json" || fail "stats"
+calls=$("$py" "$E2E_DIR/e2e.py" field "$tmp/ls.json" calls)
+samples=$("$py" "$E2E_DIR/e2e.py" field "$tmp/ls.json" samples)
+echo "ls: $calls calls, $samples samples"
+[ "$calls" -gt 0 ] || fail "ls made no allocation call?"
+want="^allocprof: note: (no allocation was sampled|only $samples allocations? w[a-z]* sampled): the program allocated [0-9.]+[kM]?B in $calls calls, (under|at) one sample per 512kB on average; record with --all \(every allocation\) or a smaller --rate$"
+for cmd in top "list main" "export --format=folded" "tui --batch --keys q"; do
+	# shellcheck disable=SC2086
+	"$ALLOCPROF" $cmd "$tmp/ls.trace" >/dev/null 2>"$tmp/err"
+	st=$?
+	# list finds no function in a trace without samples (exit 1, its
+	# error line after the note); the others succeed
+	case $cmd in list*) want_st=1 ;; *) want_st=0 ;; esac
+	[ "$st" = "$want_st" ] || fail "$cmd: exit $st, expected $want_st"
+	grep -Eq "$want" "$tmp/err" || { fail "$cmd: no sampling note"; cat "$tmp/err"; }
+	[ "$(grep -c 'note:' "$tmp/err")" = 1 ] || { fail "$cmd: not one note"; cat "$tmp/err"; }
+done
+
+"$ALLOCPROF" record --all -o "$tmp/ls-all.trace" -- ls / >/dev/null 2>&1 || fail "record --all ls"
+"$ALLOCPROF" top "$tmp/ls-all.trace" >/dev/null 2>"$tmp/err" || fail "top ls --all"
+grep -q 'sampled' "$tmp/err" && { fail "a --all trace got the sampling note"; cat "$tmp/err"; }
+
+demo=$TESTDATA_BUILD/demo
+"$ALLOCPROF" record --all -o "$tmp/demo.trace" -- "$demo" >/dev/null 2>&1 || fail "record demo"
+"$ALLOCPROF" top "$tmp/demo.trace" >/dev/null 2>"$tmp/err" || fail "top demo"
+[ -s "$tmp/err" ] && { fail "top on the unstripped demo printed a note"; cat "$tmp/err"; }
+objcopy --strip-all "$demo" "$tmp/demo-stripped"
+"$ALLOCPROF" record --all -o "$tmp/stripped.trace" -- "$tmp/demo-stripped" >/dev/null 2>&1 ||
+	fail "record stripped demo"
+"$ALLOCPROF" top "$tmp/stripped.trace" >"$tmp/out" 2>"$tmp/err" || fail "top stripped"
+grep -Eq "^allocprof: note: [0-9]+% of alloc_space goes through frames without symbols, in $tmp/demo-stripped \([0-9]+%\)(, .*)?: install their -dbgsym packages .*--debug-dir.*debuginfod" "$tmp/err" ||
+	{ fail "top on a stripped binary: no symbols note"; cat "$tmp/err"; }
+grep -q 'demo-stripped+0x' "$tmp/out" || fail "the stripped demo's frames have names?"
+exit $failed
