@@ -332,6 +332,7 @@ int cmd_advise(int argc, char **argv)
 		return AP_EXIT_FAIL;
 	}
 	ap_view_warnings(&v);
+	ap_view_sampling_hint(v.trace);
 	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;
 	int rc = AP_EXIT_OK;
 	if (vo.json)

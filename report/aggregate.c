@@ -188,7 +188,6 @@ int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, st
 	static const char *const what[] = {"focus", "ignore", "show", "hide"};
 	struct ap_regex **re[] = {&f->focus, &f->ignore, &f->show, &f->hide};
 	memset(f, 0, sizeof(*f));
-	f->match_files = opts->granularity != AP_GRAN_FUNCTIONS;
 	for (size_t i = 0; i < AP_ARRAY_SIZE(re); i++) {
 		if (!pat[i])
 			continue;
@@ -210,20 +209,21 @@ void ap_filter_release(struct ap_filter *f)
 	f->focus = f->ignore = f->show = f->hide = NULL;
 }
 
-static bool frame_matches(const struct ap_regex *re, const struct ap_frame *fr, bool files)
+/* pprof's rule (profile/filter.go matchesName): a frame matches by its
+ * function's name, its source file or its module's path. */
+static bool frame_matches(const struct ap_regex *re, const struct ap_frame *fr)
 {
-	if (ap_regex_match(re, fr->func))
-		return true;
-	return files && fr->file && ap_regex_match(re, fr->file);
+	return ap_regex_match(re, fr->func) || (fr->file && ap_regex_match(re, fr->file)) ||
+	       (fr->module && ap_regex_match(re, fr->module));
 }
 
 static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr, size_t n)
 {
 	bool focused = !f->focus;
 	for (size_t i = 0; i < n; i++) {
-		if (f->ignore && frame_matches(f->ignore, &fr[i], f->match_files))
+		if (f->ignore && frame_matches(f->ignore, &fr[i]))
 			return false;
-		if (!focused && frame_matches(f->focus, &fr[i], f->match_files))
+		if (!focused && frame_matches(f->focus, &fr[i]))
 			focused = true;
 	}
 	return focused;
@@ -233,9 +233,9 @@ static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr, s
  * (or show is not given) and does not match hide. */
 static bool filter_shows(const struct ap_filter *f, const struct ap_frame *fr)
 {
-	if (f->hide && frame_matches(f->hide, fr, f->match_files))
+	if (f->hide && frame_matches(f->hide, fr))
 		return false;
-	return !f->show || frame_matches(f->show, fr, f->match_files);
+	return !f->show || frame_matches(f->show, fr);
 }
 
 /* ---- nodes -------------------------------------------------------------- */

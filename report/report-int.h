@@ -50,7 +50,6 @@ struct ap_nodes {
 /* Compiled focus/ignore/show/hide filter; a NULL regex is not given. */
 struct ap_filter {
 	struct ap_regex *focus, *ignore, *show, *hide;
-	bool match_files;
 };
 
 /* Compiles the regexes of `opts`; -1 with err set on a bad one. */

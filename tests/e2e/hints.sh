@@ -3,7 +3,7 @@
 # - a sampled trace of a program that allocates less than the rate
 #   (`ls`): top, list, export and tui say what the program allocated (the
 #   END record's exact calls and bytes, as `stats` shows them) and to
-#   record with --all or --rate; a --all trace gets no such note;
+#   record with --all or --rate (advise too); a --all trace gets no such note;
 # - a stripped binary: top names the module whose frames lack symbols and
 #   says how to get them; the unstripped binary gets no note.
 # Environment as for e2e.sh.
@@ -22,7 +22,7 @@ samples=$("$py" "$E2E_DIR/e2e.py" field "$tmp/ls.json" samples)
 echo "ls: $calls calls, $samples samples"
 [ "$calls" -gt 0 ] || fail "ls made no allocation call?"
 want="^allocprof: note: (no allocation was sampled|only $samples allocations? w[a-z]* sampled): the program allocated [0-9.]+[kM]?B in $calls calls, (under|at) one sample per 512kB on average; record with --all \(every allocation\) or a smaller --rate$"
-for cmd in top "list main" "export --format=folded" "tui --batch --keys q"; do
+for cmd in top "list main" "export --format=folded" "tui --batch --keys q" advise; do
 	# shellcheck disable=SC2086
 	"$ALLOCPROF" $cmd "$tmp/ls.trace" >/dev/null 2>"$tmp/err"
 	st=$?
