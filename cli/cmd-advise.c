@@ -90,12 +90,6 @@ static const char *plural(double n)
 	return n >= 0.5 && n < 1.5 ? "" : "s";
 }
 
-static void print_line(void *ctx, enum ap_line_kind kind, const char *text)
-{
-	(void)ctx;
-	printf("%s%s\n", kind == AP_LINE_WRAP ? "   " : "", text);
-}
-
 static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	char b1[32], d[32];
@@ -128,7 +122,7 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	}
 	for (size_t i = 0; i < n; i++) {
 		printf("\n");
-		ap_render_advise_site(a, i, print_line, NULL);
+		ap_render_advise_site(a, i, ap_render_print, NULL);
 	}
 	if (n < a->nsites)
 		printf("\n(%zu more site%s; -n 0 shows all)\n", a->nsites - n,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "render.h"
 #include "views.h"
 
 enum {
@@ -30,39 +31,11 @@ static void list_usage(FILE *f)
 
 static void print_text(const struct ap_list *l)
 {
-	enum ap_sample_index si = l->sample_index;
-	char a[32], b[32], c[32];
-
-	ap_view_format(a, sizeof(a), si, l->total);
+	char a[32];
+	ap_view_format(a, sizeof(a), l->sample_index, l->total);
 	printf("Total: %s\n", a);
-	for (size_t i = 0; i < l->nfuncs; i++) {
-		const struct ap_list_func *f = &l->funcs[i];
-		printf("ROUTINE ======================== %s in %s\n", f->name,
-		       f->path	 ? f->path
-		       : f->file ? f->file
-				 : "<unknown file>");
-		ap_view_format(a, sizeof(a), si, f->flat);
-		ap_view_format(b, sizeof(b), si, f->cum);
-		ap_view_percent(c, sizeof(c), f->cum, l->total);
-		printf("%10s %10s (flat, cum) %s of Total\n", a, b, c);
-		if (!f->path)
-			printf(" note: %s; showing the lines with allocations only\n",
-			       f->file ? "source file not found (see --source-path)"
-				       : "no source file in the debug info");
-		for (size_t k = 0; k < f->nlines; k++) {
-			const struct ap_list_line *ln = &f->lines[k];
-			/* pprof shows a dot for a zero. */
-			if (ln->flat != 0)
-				ap_view_format(a, sizeof(a), si, ln->flat);
-			else
-				strcpy(a, ".");
-			if (ln->cum != 0)
-				ap_view_format(b, sizeof(b), si, ln->cum);
-			else
-				strcpy(b, ".");
-			printf("%10s %10s %6d:%s\n", a, b, ln->line, ln->source ? ln->source : "");
-		}
-	}
+	for (size_t i = 0; i < l->nfuncs; i++)
+		ap_render_list_func(l, &l->funcs[i], ap_render_print, NULL);
 }
 
 static int print_json(const struct ap_list *l, const struct ap_trace *t)

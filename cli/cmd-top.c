@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "render.h"
 #include "views.h"
 
 enum {
@@ -62,7 +63,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 {
 	enum ap_sample_index si = r->sample_index;
 	size_t n = r->nrows;
-	char rb[128], a[32], b[32], c[32], d[32], e[32];
+	char rb[192], a[32];
 	int unit = ap_view_table_unit(r);
 
 	printf("File: %s\n", basename_of(t->exe));
@@ -81,13 +82,8 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		filters = true;
 		printf("   %s=%s\n", fname[i], fval[i]);
 	}
-	double shown = 0;
-	for (size_t i = 0; i < n; i++)
-		shown += r->rows[i].flat;
-	ap_view_format_in(a, sizeof(a), si, shown, unit);
-	ap_view_percent(b, sizeof(b), shown, r->total);
-	ap_view_format_in(c, sizeof(c), si, r->total, unit);
-	printf("Showing nodes accounting for %s, %s of %s total\n", a, b + strspn(b, " "), c);
+	ap_render_top_showing(r, unit, rb, sizeof(rb));
+	printf("%s\n", rb);
 	if (r->total != 0 && r->dropped) {
 		ap_view_format_in(a, sizeof(a), si, r->dropped_cutoff, unit);
 		printf("Dropped %zu node%s (cum <= %s)\n", r->dropped, r->dropped > 1 ? "s" : "",
@@ -98,17 +94,13 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 
 	printf("      flat  flat%%   sum%%        cum   cum%%\n");
 	double sum = 0;
+	struct ap_buf name = AP_BUF_INIT;
 	for (size_t i = 0; i < n; i++) {
-		const struct ap_report_row *row = &r->rows[i];
-		sum += row->flat;
-		ap_view_format_in(a, sizeof(a), si, row->flat, unit);
-		ap_view_percent(b, sizeof(b), row->flat, r->total);
-		ap_view_percent(c, sizeof(c), sum, r->total);
-		ap_view_format_in(d, sizeof(d), si, row->cum, unit);
-		ap_view_percent(e, sizeof(e), row->cum, r->total);
-		printf("%10s %s %s %10s %s  %s%s%s\n", a, b, c, d, e, row->name,
-		       row->inline_mark ? " " : "", row->inline_mark ? row->inline_mark : "");
+		sum += r->rows[i].flat;
+		ap_render_top_row(r, i, sum, unit, rb, sizeof(rb), &name);
+		printf("%s%s\n", rb, name.buf);
 	}
+	ap_buf_release(&name);
 }
 
 static double pct(double v, double total)

@@ -1,28 +1,55 @@
 /* Renderers: each view's text is made once, as lines, and drawn by the
- * command's stdout and by the TUI alike. */
+ * command's stdout and by the TUI alike (the TUI adds its cursor, its
+ * scrolling and its attributes; stdout prints the lines as they are). */
 #ifndef AP_RENDER_H
 #define AP_RENDER_H
 
 #include <stddef.h>
 
 #include "ap_advise.h"
+#include "ap_report.h"
 
-/* What a line is, for the TUI's attributes; stdout prints them all as
- * they are, AP_LINE_WRAP after an indent of three spaces. */
+/* What a line is, for the TUI's attributes. */
 enum ap_line_kind {
-	AP_LINE_TITLE,		/* a site's number and name */
+	AP_LINE_TITLE,		/* a site's or a function's heading */
 	AP_LINE_GOOD,		/* a verdict for a pool */
 	AP_LINE_BAD,		/* a verdict against */
-	AP_LINE_WRAP,		/* prose: the TUI wraps it (after three spaces) */
+	AP_LINE_WRAP,		/* prose: the TUI wraps it; stdout indents it by three spaces */
 	AP_LINE_TEXT,		/* everything else, as it is */
+	AP_LINE_SOURCE,		/* a source line of `list`: fixed columns, then the source */
 };
 
-typedef void (*ap_line_fn)(void *ctx, enum ap_line_kind kind, const char *text);
+struct ap_line {
+	enum ap_line_kind kind;
+	const char *text;	/* the line (AP_LINE_SOURCE: its fixed columns) */
+	const char *body;	/* AP_LINE_SOURCE: the source text, else NULL */
+	int lineno;		/* AP_LINE_SOURCE: the source line's number */
+	int hot;		/* AP_LINE_SOURCE: it has a flat or cum value */
+};
+
+typedef void (*ap_line_fn)(void *ctx, const struct ap_line *line);
 
 /* Site i of `a` as `advise` shows it. */
 void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line, void *ctx);
 
 /* True for the verdicts that advise a pool. */
 int ap_render_verdict_good(enum ap_verdict v);
+
+/* One function of a `list` model, as pprof -list prints it. */
+void ap_render_list_func(const struct ap_list *l, const struct ap_list_func *f, ap_line_fn line,
+			 void *ctx);
+
+/* "Showing nodes accounting for X, P% of T total" of a top model, in the
+ * table's unit (ap_view_table_unit). */
+void ap_render_top_showing(const struct ap_report *r, int unit, char *out, size_t len);
+
+/* Row i of a top model: its numeric columns ("flat flat% sum% cum cum%  ",
+ * sum the flat of the rows up to and including it, in the table's unit)
+ * into `fixed`, its name (with pprof's inline mark) into `name`. */
+void ap_render_top_row(const struct ap_report *r, size_t i, double sum, int unit, char *fixed,
+		       size_t len, struct ap_buf *name);
+
+/* Prints a line to stdout (the ap_line_fn of the commands). */
+void ap_render_print(void *ctx, const struct ap_line *line);
 
 #endif

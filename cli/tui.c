@@ -291,13 +291,23 @@ static char *regex_exact(const char *s)
 	return ap_buf_detach(&b, NULL);
 }
 
-static void fmt_value(char *out, size_t len, enum ap_sample_index si, double v)
+struct list_page_ctx {
+	struct tui_page *p;
+	int mark;
+	size_t at;		/* the page index of line `mark` */
+};
+
+static void list_page_line(void *ctx, const struct ap_line *line)
 {
-	/* A dot for a zero, as pprof -list. */
-	if (v != 0)
-		ap_view_format(out, len, si, v);
-	else
-		snprintf(out, len, ".");
+	struct list_page_ctx *c = ctx;
+	if (line->kind != AP_LINE_SOURCE) {
+		page_add(c->p, line->kind == AP_LINE_TITLE ? TUI_BOLD : TUI_NORMAL, line->text, NULL);
+		return;
+	}
+	int attr = line->lineno == c->mark ? TUI_CURSOR : line->hot ? TUI_BOLD : TUI_NORMAL;
+	if (line->lineno == c->mark)
+		c->at = c->p->n;
+	page_add(c->p, attr, line->text, line->body);
 }
 
 /* The lines of one function, as `allocprof list` prints them; returns the
@@ -305,34 +315,9 @@ static void fmt_value(char *out, size_t len, enum ap_sample_index si, double v)
 static size_t list_func_page(struct tui_page *p, const struct ap_list *l,
 			     const struct ap_list_func *f, int mark)
 {
-	enum ap_sample_index si = l->sample_index;
-	char a[32], b[32], c[32], fixed[96];
-	size_t at = p->n;
-	page_addf(p, TUI_BOLD, "ROUTINE ======================== %s in %s", f->name,
-		  f->path   ? f->path
-		  : f->file ? f->file
-			    : "<unknown file>");
-	ap_view_format(a, sizeof(a), si, f->flat);
-	ap_view_format(b, sizeof(b), si, f->cum);
-	ap_view_percent(c, sizeof(c), f->cum, l->total);
-	page_addf(p, TUI_NORMAL, "%10s %10s (flat, cum) %s of Total", a, b, c);
-	if (!f->path)
-		page_addf(p, TUI_NORMAL, " note: %s; showing the lines with allocations only",
-			  f->file ? "source file not found (see --source-path)"
-				  : "no source file in the debug info");
-	for (size_t k = 0; k < f->nlines; k++) {
-		const struct ap_list_line *ln = &f->lines[k];
-		fmt_value(a, sizeof(a), si, ln->flat);
-		fmt_value(b, sizeof(b), si, ln->cum);
-		snprintf(fixed, sizeof(fixed), "%10s %10s %6d:", a, b, ln->line);
-		int attr = ln->line == mark		   ? TUI_CURSOR
-			   : ln->flat != 0 || ln->cum != 0 ? TUI_BOLD
-							   : TUI_NORMAL;
-		if (ln->line == mark)
-			at = p->n;
-		page_add(p, attr, fixed, ln->source ? ln->source : "");
-	}
-	return at;
+	struct list_page_ctx c = { p, mark, p->n };
+	ap_render_list_func(l, f, list_page_line, &c);
+	return c.at;
 }
 
 static bool same_file(const char *a, const char *b)
@@ -450,25 +435,26 @@ struct site_page_ctx {
 	int width;
 };
 
-static void site_page_line(void *ctx, enum ap_line_kind kind, const char *text)
+static void site_page_line(void *ctx, const struct ap_line *line)
 {
 	struct site_page_ctx *c = ctx;
-	switch (kind) {
+	switch (line->kind) {
 	case AP_LINE_TITLE:
-		page_add(c->p, TUI_BOLD, text, NULL);
+		page_add(c->p, TUI_BOLD, line->text, NULL);
 		break;
 	case AP_LINE_GOOD:
-		page_add(c->p, TUI_GOOD, text, NULL);
+		page_add(c->p, TUI_GOOD, line->text, NULL);
 		break;
 	case AP_LINE_BAD:
-		page_add(c->p, TUI_BAD, text, NULL);
+		page_add(c->p, TUI_BAD, line->text, NULL);
 		break;
 	case AP_LINE_WRAP:
-		page_wrap(c->p, TUI_NORMAL, "   ", text, c->width);
+		page_wrap(c->p, TUI_NORMAL, "   ", line->text, c->width);
 		page_add(c->p, TUI_NORMAL, "", NULL);
 		break;
 	case AP_LINE_TEXT:
-		page_add(c->p, TUI_NORMAL, text, NULL);
+	case AP_LINE_SOURCE:
+		page_add(c->p, TUI_NORMAL, line->text, line->body);
 		break;
 	}
 }
@@ -723,9 +709,8 @@ static void draw_line(struct tui_screen *s, int row, int attr, const char *fixed
 static void draw_top(struct tui *t, struct tui_screen *s)
 {
 	const struct ap_report *r = t->report;
-	enum ap_sample_index si = r->sample_index;
 	size_t page = view_page(t, TUI_VIEW_TOP);
-	char a[32], b[32], c[32], d[32], e[32], fixed[192];
+	char d[32], fixed[192];
 	int unit = ap_view_table_unit(r); /* one unit for the table, as top's */
 	struct ap_buf name = AP_BUF_INIT;
 
@@ -733,14 +718,8 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 	tui_screen_putf(s, 1, 0, TUI_NORMAL, "Granularity: %s   Sort: %s   Focus: %s   Ignore: %s",
 			gran_names[r->granularity], t->o.by_cum ? "cum" : "flat",
 			t->focus ? t->focus : "-", t->ignore ? t->ignore : "-");
-	double shown = 0;
-	for (size_t i = 0; i < r->nrows; i++)
-		shown += r->rows[i].flat;
-	ap_view_format_in(a, sizeof(a), si, shown, unit);
-	ap_view_percent(b, sizeof(b), shown, r->total);
-	ap_view_format_in(c, sizeof(c), si, r->total, unit);
-	tui_screen_putf(s, 2, 0, TUI_NORMAL, "Showing nodes accounting for %s, %s of %s total", a,
-			b + strspn(b, " "), c);
+	ap_render_top_showing(r, unit, fixed, sizeof(fixed));
+	tui_screen_put(s, 2, 0, TUI_NORMAL, fixed, 0);
 	snprintf(d, sizeof(d), "%zu/%zu", r->nrows ? t->top_pos.cur + 1 : 0, r->nrows);
 	draw_right(s, 2, TUI_NORMAL, d);
 	tui_screen_put(s, 3, 0, TUI_BOLD, "      flat  flat%   sum%        cum   cum%  name", 0);
@@ -757,16 +736,7 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 		sum += row->flat;
 		if (i < t->top_pos.top)
 			continue;
-		ap_view_format_in(a, sizeof(a), si, row->flat, unit);
-		ap_view_percent(b, sizeof(b), row->flat, r->total);
-		ap_view_percent(c, sizeof(c), sum, r->total);
-		ap_view_format_in(d, sizeof(d), si, row->cum, unit);
-		ap_view_percent(e, sizeof(e), row->cum, r->total);
-		snprintf(fixed, sizeof(fixed), "%10s %s %s %10s %s  ", a, b, c, d, e);
-		ap_buf_reset(&name);
-		ap_buf_addstr(&name, row->name);
-		if (row->inline_mark)
-			ap_buf_addf(&name, " %s", row->inline_mark);
+		ap_render_top_row(r, i, sum, unit, fixed, sizeof(fixed), &name);
 		draw_line(s, 4 + (int)(i - t->top_pos.top),
 			  i == t->top_pos.cur ? TUI_CURSOR : TUI_NORMAL, fixed, name.buf,
 			  t->top_pos.hscroll);

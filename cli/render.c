@@ -1,11 +1,18 @@
-/* One advise site as lines (render.h): the text of `advise` and of the
- * TUI's site page. */
+/* The views as lines (render.h): an advise site, a list function, top's
+ * rows; the text of the commands and of the TUI. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
 
 #include "render.h"
+#include "views.h"
+
+static void emit(ap_line_fn line, void *ctx, enum ap_line_kind kind, const char *text)
+{
+	struct ap_line l = { .kind = kind, .text = text };
+	line(ctx, &l);
+}
 
 __attribute__((format(printf, 4, 5))) static void linef(ap_line_fn line, void *ctx,
 							 enum ap_line_kind kind, const char *fmt, ...)
@@ -15,7 +22,7 @@ __attribute__((format(printf, 4, 5))) static void linef(ap_line_fn line, void *c
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	line(ctx, kind, buf);
+	emit(line, ctx, kind, buf);
 }
 
 /* "s" unless n is 1 (as printed with %.0f). */
@@ -37,7 +44,7 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	linef(line, ctx, AP_LINE_TITLE, "%zu. %s", i + 1, s->name);
 	linef(line, ctx, ap_render_verdict_good(s->verdict) ? AP_LINE_GOOD : AP_LINE_BAD,
 	      "   verdict: %s", s->verdict_text);
-	line(ctx, AP_LINE_WRAP, s->reasons);
+	emit(line, ctx, AP_LINE_WRAP, s->reasons);
 	if (a->sampled)
 		snprintf(smp, sizeof(smp), ", %llu sample%s, +-%.0f%%", (unsigned long long)s->samples,
 			 plural((double)s->samples), 100 * s->rel_error);
@@ -89,7 +96,7 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		snprintf(av + n, sizeof(av) - (size_t)n, "; time saved ~%s", d);
 	else
 		snprintf(av + n, sizeof(av) - (size_t)n, "; pooling would cost ~%s more", d);
-	line(ctx, AP_LINE_TEXT, av);
+	emit(line, ctx, AP_LINE_TEXT, av);
 	ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 	ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
 	linef(line, ctx, AP_LINE_TEXT,
@@ -103,4 +110,80 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		      "   with cap %s: hit rate %.1f%%, held peak %s, mean %s; %.0f dropped on Put", b1,
 		      100 * s->rc.hit_rate, b2, b3, s->rc.dropped_cap);
 	}
+}
+
+void ap_render_print(void *ctx, const struct ap_line *line)
+{
+	(void)ctx;
+	if (line->kind == AP_LINE_SOURCE)
+		printf("%s%s\n", line->text, line->body ? line->body : "");
+	else
+		printf("%s%s\n", line->kind == AP_LINE_WRAP ? "   " : "", line->text);
+}
+
+/* A value of `list`, or pprof's dot for a zero. */
+static void list_value(char *out, size_t len, enum ap_sample_index si, double v)
+{
+	if (v != 0)
+		ap_view_format(out, len, si, v);
+	else
+		snprintf(out, len, ".");
+}
+
+void ap_render_list_func(const struct ap_list *l, const struct ap_list_func *f, ap_line_fn line,
+			 void *ctx)
+{
+	enum ap_sample_index si = l->sample_index;
+	char a[32], b[32], c[32], fixed[96];
+	linef(line, ctx, AP_LINE_TITLE, "ROUTINE ======================== %s in %s", f->name,
+	      f->path ? f->path : f->file ? f->file : "<unknown file>");
+	ap_view_format(a, sizeof(a), si, f->flat);
+	ap_view_format(b, sizeof(b), si, f->cum);
+	ap_view_percent(c, sizeof(c), f->cum, l->total);
+	linef(line, ctx, AP_LINE_TEXT, "%10s %10s (flat, cum) %s of Total", a, b, c);
+	if (!f->path)
+		linef(line, ctx, AP_LINE_TEXT, " note: %s; showing the lines with allocations only",
+		      f->file ? "source file not found (see --source-path)"
+			      : "no source file in the debug info");
+	for (size_t k = 0; k < f->nlines; k++) {
+		const struct ap_list_line *ln = &f->lines[k];
+		list_value(a, sizeof(a), si, ln->flat);
+		list_value(b, sizeof(b), si, ln->cum);
+		snprintf(fixed, sizeof(fixed), "%10s %10s %6d:", a, b, ln->line);
+		struct ap_line out = { .kind = AP_LINE_SOURCE, .text = fixed,
+				       .body = ln->source ? ln->source : "", .lineno = ln->line,
+				       .hot = ln->flat != 0 || ln->cum != 0 };
+		line(ctx, &out);
+	}
+}
+
+void ap_render_top_showing(const struct ap_report *r, int unit, char *out, size_t len)
+{
+	enum ap_sample_index si = r->sample_index;
+	char a[32], b[32], c[32];
+	double shown = 0;
+	for (size_t i = 0; i < r->nrows; i++)
+		shown += r->rows[i].flat;
+	ap_view_format_in(a, sizeof(a), si, shown, unit);
+	ap_view_percent(b, sizeof(b), shown, r->total);
+	ap_view_format_in(c, sizeof(c), si, r->total, unit);
+	snprintf(out, len, "Showing nodes accounting for %s, %s of %s total", a, b + strspn(b, " "), c);
+}
+
+void ap_render_top_row(const struct ap_report *r, size_t i, double sum, int unit, char *fixed,
+		       size_t len, struct ap_buf *name)
+{
+	enum ap_sample_index si = r->sample_index;
+	const struct ap_report_row *row = &r->rows[i];
+	char a[32], b[32], c[32], d[32], e[32];
+	ap_view_format_in(a, sizeof(a), si, row->flat, unit);
+	ap_view_percent(b, sizeof(b), row->flat, r->total);
+	ap_view_percent(c, sizeof(c), sum, r->total);
+	ap_view_format_in(d, sizeof(d), si, row->cum, unit);
+	ap_view_percent(e, sizeof(e), row->cum, r->total);
+	snprintf(fixed, len, "%10s %s %s %10s %s  ", a, b, c, d, e);
+	ap_buf_reset(name);
+	ap_buf_addstr(name, row->name);
+	if (row->inline_mark)
+		ap_buf_addf(name, " %s", row->inline_mark);
 }
