@@ -13,12 +13,13 @@ DEBS := gcc g++ make meson ninja-build pkg-config python3 \
 # What `make check` adds: the tools tests compare with or drive. Every test
 # that would skip without a tool has it here, so a fresh machine skips none:
 # eu-addr2line (symbolize), valgrind (e2e, record, handoff), go (pprof
-# export, sync.Pool model), tmux (tui on a terminal), groff (man pages).
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base
+# export, sync.Pool model), tmux (tui on a terminal, completion), groff
+# (man pages), debhelper (the package).
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base $(DEB_DEBS)
+# What `make deb` adds: the Debian packaging tools.
+DEB_DEBS := debhelper dpkg-dev
 # What `make bench` adds: the tools it measures against.
 BENCH_DEBS := heaptrack sqlite3 zstd
-# What `make deb` adds: the Debian packaging tools.
-DEB_DEBS := debhelper dpkg-dev fakeroot
 
 # install-missing PACKAGES: apt-get installs those not installed yet.
 define install-missing
@@ -33,7 +34,7 @@ define install-missing
 	fi
 endef
 
-.PHONY: all deps check-deps bench-deps build build-asan demo check bench clean
+.PHONY: all deps check-deps bench-deps deb-deps build build-asan demo check bench deb clean
 
 all: build
 
@@ -45,6 +46,9 @@ check-deps:
 
 bench-deps:
 	$(call install-missing,$(DEBS) $(BENCH_DEBS))
+
+deb-deps:
+	$(call install-missing,$(DEBS) $(DEB_DEBS))
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) -Dwerror=true
@@ -66,6 +70,13 @@ check: check-deps build build-asan
 
 bench: bench-deps build
 	@sh bench/run.sh $(BUILD)
+
+# `make deb`: the package, built by dpkg-buildpackage from the tracked
+# files (as a clean clone has them) into $(BUILD)/deb, and checked
+# (tools/check-deb.sh: contents, and record + top from the unpacked files).
+deb: deb-deps build
+	@deb=$$(sh tools/build-deb.sh $(BUILD)/deb) && echo "built $$deb" && \
+		sh tools/check-deb.sh $$deb $(BUILD)/testdata/single make_node
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
