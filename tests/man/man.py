@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The man pages against the commands they document.
 
-usage: man.py ALLOCPROF MANDIR GROFF
+usage: man.py ALLOCPROF MANDIR
+
+groff is looked up in PATH when the test runs (make check installs it
+after the build directory may have been configured).
 
 - every command of `allocprof --help` has MANDIR/allocprof-CMD.1, and
   allocprof(1) lists every command;
@@ -12,6 +15,7 @@ usage: man.py ALLOCPROF MANDIR GROFF
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -100,7 +104,8 @@ def man_options(text):
 
 
 def main():
-    ap, mandir, groff = sys.argv[1:4]
+    ap, mandir = sys.argv[1:3]
+    groff = shutil.which("groff")
     if not groff:
         sys.exit("FAIL groff not found: install groff-base (make check does)")
     fail = []
