@@ -10,13 +10,14 @@ ALLOCPROF  := $(BUILD)/cli/allocprof
 DEBS := gcc g++ make meson ninja-build pkg-config python3 \
 	libunwind-dev libdw-dev libelf-dev libjansson-dev libncurses-dev zlib1g-dev libzstd-dev \
 	libc6-dbg
-# What `make deb` adds: the Debian packaging tools.
-DEB_DEBS := debhelper dpkg-dev
+# What `make deb` adds: the Debian packaging tools, and git, whose list of
+# files is what the package is built from.
+DEB_DEBS := debhelper dpkg-dev git
 # What `make check` adds: the tools tests compare with or drive. Every test
 # that would skip without a tool has it here, so a fresh machine skips none:
 # eu-addr2line (symbolize), valgrind (e2e, record, handoff), go (pprof
 # export, sync.Pool model), tmux (tui on a terminal, completion), groff
-# (man pages), debhelper (the package).
+# (man pages), debhelper (the package). tests/deps holds the tests to it.
 CHECK_DEBS := elfutils valgrind golang-go tmux groff-base $(DEB_DEBS)
 # What `make bench` adds: the tools it measures against.
 BENCH_DEBS := heaptrack sqlite3 zstd

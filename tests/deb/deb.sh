@@ -5,9 +5,13 @@
 # dpkg-dev, which make check installs.
 # usage: deb.sh SINGLE   (testdata/single, whose make_node() allocates)
 set -u
-for t in dpkg-buildpackage dh git; do
-	command -v $t >/dev/null || { echo "FAIL $t not found (make check installs debhelper, dpkg-dev)"; exit 1; }
-done
+# (each looked up by name: tests/deps checks that make check installs them)
+need() {
+	[ -n "$1" ] || { echo "FAIL $2 not found (make check installs it)"; exit 1; }
+}
+need "$(command -v dpkg-buildpackage)" dpkg-buildpackage
+need "$(command -v dh)" dh
+need "$(command -v git)" git
 tools=$(cd "$(dirname "$0")/../../tools" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
