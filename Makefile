@@ -72,8 +72,8 @@ check: check-deps build build-asan
 bench: bench-deps build
 	@sh bench/run.sh $(BUILD)
 
-# `make deb`: the package, built by dpkg-buildpackage from the tracked
-# files (as a clean clone has them) into $(BUILD)/deb, and checked
+# `make deb`: the package, built by dpkg-buildpackage from the source
+# files a clean clone has (tools/build-deb.sh) into $(BUILD)/deb, and checked
 # (tools/check-deb.sh: contents, and record + top from the unpacked files).
 deb: deb-deps build
 	@deb=$$(sh tools/build-deb.sh $(BUILD)/deb) && echo "built $$deb" && \
