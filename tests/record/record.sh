@@ -178,18 +178,28 @@ lifecycle)
 	expect_eq "segv: exit status" $? 139
 	stats sg.trace sg.json && expect_eq "segv: truncated" "$(jget sg.json truncated)" false
 
-	# signals sent to record go on to the program
-	"$ALLOCPROF" record -q -o sl.trace sleep 7.25 &
+	# signals sent to record go on to the program. The sleep is told
+	# apart by a duration unique to this run (other runs of this test may
+	# share the machine), found in /proc (procps is not on every machine).
+	naps="7.25$$"
+	napping() {
+		for f in /proc/[0-9]*/cmdline; do
+			[ "$(tr '\0' ' ' 2>/dev/null <"$f")" = "sleep $naps " ] && return 0
+		done
+		return 1
+	}
+	"$ALLOCPROF" record -q -o sl.trace sleep "$naps" &
 	rec=$!
 	for _ in $(seq 100); do
 		[ -s sl.trace ] && break
 		sleep 0.05
 	done
 	[ -s sl.trace ] || fail "sleep: no trace after 5 s"
+	napping || fail "sleep $naps: not found running in /proc"
 	kill -TERM $rec
 	wait $rec
 	expect_eq "forwarded SIGTERM: exit status" $? 143
-	pgrep -f 'sleep 7.25' >/dev/null && fail "sleep survived the forwarded SIGTERM"
+	napping && fail "sleep survived the forwarded SIGTERM"
 
 	# 128+N for a program killed by a signal it did not catch
 	"$ALLOCPROF" record -q -o k.trace sh -c 'kill -KILL $$'
