@@ -1,19 +1,30 @@
-# Entry points for a fresh machine. `make demo` and `make check` install what
-# is missing (Debian packages), build, and run.
+# Entry points for a fresh machine. `make demo`, `make check`, `make bench`
+# and `make deb` install what is missing (Debian packages), build, and run;
+# each installs only what it needs.
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 ALLOCPROF  := $(BUILD)/cli/allocprof
 
+# Building and `make demo`: compilers, meson, the libraries, and glibc's
+# debug symbols so that the frames under main have names.
 DEBS := gcc g++ make meson ninja-build pkg-config python3 \
 	libunwind-dev libdw-dev libelf-dev libjansson-dev libncurses-dev zlib1g-dev libzstd-dev libpcre2-dev \
-	elfutils binutils valgrind golang-go heaptrack sqlite3 libc6-dbg
+	libc6-dbg
+# What `make deb` adds: the Debian packaging tools, and git, whose list of
+# files is what the package is built from.
+DEB_DEBS := debhelper dpkg-dev git
+# What `make check` adds: the tools tests compare with or drive. Every test
+# that would skip without a tool has it here, so a fresh machine skips none:
+# eu-addr2line (symbolize), valgrind (e2e, record, handoff), go (pprof
+# export, sync.Pool model), tmux (tui on a terminal, completion), groff
+# (man pages), debhelper (the package). tests/deps holds the tests to it.
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base $(DEB_DEBS)
+# What `make bench` adds: the tools it measures against.
+BENCH_DEBS := heaptrack sqlite3 zstd
 
-.PHONY: all deps build build-asan demo check bench clean
-
-all: build
-
-deps:
-	@missing=""; for p in $(DEBS); do \
+# install-missing PACKAGES: apt-get installs those not installed yet.
+define install-missing
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -22,6 +33,23 @@ deps:
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+.PHONY: all deps check-deps bench-deps deb-deps build build-asan demo check bench deb clean
+
+all: build
+
+deps:
+	$(call install-missing,$(DEBS))
+
+check-deps:
+	$(call install-missing,$(DEBS) $(CHECK_DEBS))
+
+bench-deps:
+	$(call install-missing,$(DEBS) $(BENCH_DEBS))
+
+deb-deps:
+	$(call install-missing,$(DEBS) $(DEB_DEBS))
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) -Dwerror=true
@@ -38,11 +66,18 @@ build-asan: deps $(BUILD_ASAN)/build.ninja
 demo: build
 	@sh tools/demo.sh $(BUILD)
 
-check: build build-asan
+check: check-deps build build-asan
 	@python3 tools/run-tests.py $(BUILD) $(BUILD_ASAN)
 
-bench: build
+bench: bench-deps build
 	@sh bench/run.sh $(BUILD)
+
+# `make deb`: the package, built by dpkg-buildpackage from the source
+# files a clean clone has (tools/build-deb.sh) into $(BUILD)/deb, and checked
+# (tools/check-deb.sh: contents, and record + top from the unpacked files).
+deb: deb-deps build
+	@deb=$$(sh tools/build-deb.sh $(BUILD)/deb) && echo "built $$deb" && \
+		sh tools/check-deb.sh $$deb $(BUILD)/testdata/single make_node
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -50,13 +50,20 @@ static void tui_usage(FILE *f)
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
-	      "  -h, --help           show this help\n",
+	      "  -h, --help           show this help\n\n"
+	      "Environment: NO_COLOR set and not empty draws without colours, in bold\n"
+	      "and reverse video only (https://no-color.org).\n",
 	      f);
 }
 
 /* ---- the terminal ------------------------------------------------------- */
 
 static struct tui_screen term_screen;
+
+/* Colours are used when the terminal has them and the user has not asked
+ * for none: NO_COLOR set to anything but the empty string
+ * (https://no-color.org). Set once by run_terminal(). */
+static bool term_colors;
 
 /* The pairs of the colour attributes, when the terminal has colours. */
 static chtype attr_of(int a, bool colors)
@@ -81,7 +88,6 @@ static chtype attr_of(int a, bool colors)
 /* Copies the screen model to curses, in runs of one attribute. */
 static void term_blit(const struct tui_screen *s, int cursor_col)
 {
-	bool colors = has_colors();
 	char run[4096];
 	for (int r = 0; r < s->rows; r++) {
 		const struct tui_cell *c = &s->cells[(size_t)r * (size_t)s->cols];
@@ -96,7 +102,7 @@ static void term_blit(const struct tui_screen *s, int cursor_col)
 				x++;
 			}
 			run[len] = 0;
-			attrset(attr_of(a, colors));
+			attrset(attr_of(a, term_colors));
 			/* The bottom-right cell cannot be written without
 			 * scrolling; curses reports ERR for it, harmlessly. */
 			addstr(run);
@@ -141,7 +147,9 @@ static int run_terminal(struct tui *t)
 	nonl();
 	keypad(stdscr, TRUE);
 	set_escdelay(25);
-	if (has_colors()) {
+	const char *no_color = getenv("NO_COLOR");
+	term_colors = has_colors() && !(no_color && *no_color);
+	if (term_colors) {
 		start_color();
 		use_default_colors();
 		init_pair(1, COLOR_WHITE, COLOR_BLUE);

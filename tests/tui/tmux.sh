@@ -6,27 +6,7 @@
 # Then q must end it with status 0 and nothing on stderr.
 # Skipped (exit 77) when tmux is not installed.
 # usage: tmux.sh ALLOCPROF MKTRACE
-set -u
-ap=$1 mktrace=$2
-if ! command -v tmux >/dev/null; then
-	echo "SKIP: tmux is not installed"
-	exit 77
-fi
-tmp=$(mktemp -d)
-sock="allocprof-tui-test-$$"
-cleanup() {
-	tmux -L "$sock" kill-server 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$mktrace" "$tmp/fx.trace" || exit 1
-fail=0
-
-cat >"$tmp/tmux.conf" <<EOF
-set -g status off
-set -g default-terminal screen
-set -g remain-on-exit on
-EOF
+. "$(dirname "$0")/tmux-setup.sh"
 tmux -L "$sock" -f "$tmp/tmux.conf" new-session -d -s t -x 100 -y 30 \
 	"env LC_ALL=C ALLOCPROF_NO_PROGRESS=1 ALLOCPROF_TEST_COSTS='${ALLOCPROF_TEST_COSTS:-}' \
 	'$ap' tui '$tmp/fx.trace' 2>'$tmp/err'; echo \$? >'$tmp/rc'" || exit 1
