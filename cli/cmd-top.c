@@ -33,7 +33,7 @@ static void top_usage(FILE *f)
 	      "  -n, --nodecount N    show the top N nodes (default: all, as pprof -top)\n"
 	      "  --nodefraction F     drop nodes whose cum is under F of the total\n"
 	      "                       (default 0.005, as pprof; 0 keeps every node;\n"
-	      "                       --json keeps every node unless F is given)\n"
+	      "                       with --json every node is kept unless F is given)\n"
 	      "  --trim=false         keep every node (nodefraction and nodecount 0)\n"
 	      "  --functions          one node per function (default)\n"
 	      "  --lines              one node per source line ('func file:line')\n"
