@@ -41,7 +41,9 @@ static void record_usage(FILE *f)
 	      "  -h, --help         show this help\n\n"
 	      "Processes PROGRAM forks write <output>.<pid>; an image that replaced\n"
 	      "itself with exec after recording events leaves its trace, and the new\n"
-	      "image writes <trace>.exec<n>.\n\n"
+	      "image writes <trace>.exec<n>. A process still running when PROGRAM\n"
+	      "exits (a daemon) keeps writing its trace: record names it and leaves\n"
+	      "it as it is; it is complete once that process exits.\n\n"
 	      "Exit status: PROGRAM's own, 128+N if it died of signal N; 1 if it\n"
 	      "could not be run (not found, not executable, statically linked,\n"
 	      "setuid or setgid: LD_PRELOAD cannot reach those); 2 for bad usage.\n"
@@ -371,6 +373,55 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 		trunc[0] ? "; truncated: " : "", trunc);
 }
 
+/* A trace is live while some process holds the writer's lock the sampler
+ * takes on it: an OFD lock on its open file, which a forked child shares
+ * until it has opened a trace of its own, and which goes when the last
+ * process holding the file exits or execs. Never rewrite a live trace:
+ * its writer would go on appending to the file the rename unlinked. */
+static bool trace_is_live(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+	bool live = fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+	close(fd);
+	return live;
+}
+
+/* How long a trace whose own process is gone may stay live: a forked
+ * child holds its parent's trace only until it has opened its own. */
+#define RELEASE_WAIT_MS 2000
+
+/* Waits up to RELEASE_WAIT_MS for `path` to stop being live; true if it
+ * is not live (any more). */
+static bool wait_released(const char *path)
+{
+	for (int ms = 0; ms < RELEASE_WAIT_MS; ms += 2) {
+		if (!trace_is_live(path))
+			return true;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return !trace_is_live(path);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Tells where the trace of a process that outlived the program is. */
+static void say_live(const char *path, const char *what, pid_t pid)
+{
+	if (pid_alive(pid))
+		ap_die_msg("%s %s: process %d is still running and writing it; the trace is "
+			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
+	else
+		ap_die_msg("%s %s: still open in a process the program started; the trace is "
+			   "complete once that process exits (stats, top read it then)", what, path);
+}
+
 /* <output>.<digits>[.exec<n>] and <output>.exec<n>: traces of the processes
  * and images that followed the program, written since `since`. */
 static bool is_child_suffix(const char *s)
@@ -401,7 +452,11 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void finish_children(const char *output, time_t since, bool quiet)
+/* The traces of the processes and images that followed the program
+ * (is_child_suffix), written since `since`, sorted, as paths of the form
+ * <output><suffix>, into *out (the strings and the array are the
+ * caller's); returns the count. */
+static size_t child_traces(const char *output, time_t since, char ***out)
 {
 	char dir[PATH_MAX * 2 + 64];
 	snprintf(dir, sizeof(dir), "%s", output);
@@ -410,12 +465,11 @@ static void finish_children(const char *output, time_t since, bool quiet)
 	if (slash) {
 		*slash = 0;
 		base = output + (slash - dir) + 1;
-	} else {
-		snprintf(dir, sizeof(dir), ".");
 	}
-	DIR *d = opendir(dir[0] ? dir : "/");
+	*out = NULL;
+	DIR *d = opendir(!slash ? "." : dir[0] ? dir : "/");
 	if (!d)
-		return;
+		return 0;
 	size_t bl = strlen(base), n = 0, alloc = 0;
 	char **names = NULL;
 	struct dirent *de;
@@ -423,7 +477,10 @@ static void finish_children(const char *output, time_t since, bool quiet)
 		if (strncmp(de->d_name, base, bl) || !is_child_suffix(de->d_name + bl))
 			continue;
 		struct ap_buf p = AP_BUF_INIT;
-		ap_buf_addf(&p, "%s/%s", dir[0] ? dir : "", de->d_name);
+		if (slash)
+			ap_buf_addf(&p, "%s/%s", dir, de->d_name);
+		else
+			ap_buf_addstr(&p, de->d_name);
 		struct stat st;
 		if (stat(p.buf, &st) < 0 || st.st_mtime < since) {
 			ap_buf_release(&p);
@@ -434,11 +491,64 @@ static void finish_children(const char *output, time_t since, bool quiet)
 	}
 	closedir(d);
 	qsort(names, n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		finish_trace(slash ? names[i] : names[i] + 2, "child trace", quiet, NULL);
-		free(names[i]);
+	*out = names;
+	return n;
+}
+
+/* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
+ * image of the program itself, `main_pid`. */
+static pid_t suffix_pid(const char *suffix, pid_t main_pid)
+{
+	if (suffix[1] < '0' || suffix[1] > '9')
+		return main_pid;
+	return (pid_t)strtol(suffix + 1, NULL, 10);
+}
+
+static bool listed(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+/* Finishes the child traces of `output` except live ones
+ * (trace_is_live), which are named instead. A live trace whose process
+ * is gone is held by a child of that process which has not opened its
+ * own trace yet: once it is released, the directory is read again for
+ * that child's trace. */
+static void finish_children(const char *output, time_t since, bool quiet, pid_t main_pid)
+{
+	char **done = NULL;
+	size_t ndone = 0, done_alloc = 0;
+	size_t olen = strlen(output);
+	for (bool again = true; again;) {
+		again = false;
+		char **names;
+		size_t n = child_traces(output, since, &names);
+		for (size_t i = 0; i < n; i++) {
+			if (listed(done, ndone, names[i])) {
+				free(names[i]);
+				continue;
+			}
+			pid_t who = suffix_pid(names[i] + olen, main_pid);
+			bool live = trace_is_live(names[i]);
+			if (live && !pid_alive(who) && wait_released(names[i])) {
+				live = false;
+				again = true;
+			}
+			if (live)
+				say_live(names[i], "child trace", who);
+			else
+				finish_trace(names[i], "child trace", quiet, NULL);
+			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
+			done[ndone++] = names[i];
+		}
+		free(names);
 	}
-	free(names);
+	for (size_t i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
 }
 
 /* What the vfork child of launch() needs, all prepared beforehand: it
@@ -639,8 +749,15 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
 
-	finish_trace(output, "wrote", o.quiet, stream);
-	finish_children(output, start, o.quiet);
+	/* Until the program's forked children have opened their own traces
+	 * they hold its trace too (trace_is_live). */
+	if (wait_released(output)) {
+		finish_trace(output, "wrote", o.quiet, stream);
+	} else {
+		ap_compact_stream_abandon(stream);
+		say_live(output, "trace", -1);
+	}
+	finish_children(output, start, o.quiet, pid);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))

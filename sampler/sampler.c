@@ -1996,6 +1996,12 @@ static int open_trace(const char *parent)
 		close(fd);
 		fd = high;
 	}
+	/* The writer's lock (docs/trace-format.md, "Live traces"): an OFD
+	 * lock belongs to this open file, so a forked child shares it until
+	 * it has opened its own trace, and it goes when the last process
+	 * holding the file exits or execs. */
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	fcntl(fd, F_OFD_SETLK, &lk);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(ap_path, strerror(errno));
@@ -2171,10 +2177,14 @@ static void fork_child(void)
 		t->guard--;
 		return;
 	}
-	if (ap_fd >= 0)
-		close(ap_fd);
+	/* The parent's trace stays open (and its writer's lock held) until
+	 * this process has a trace of its own: record waits for that lock to
+	 * go before it looks for the traces of forked children. */
+	int parent_fd = ap_fd;
 	ap_fd = -1;
 	if (ap_no_children) {
+		if (parent_fd >= 0)
+			close(parent_fd);
 		ap_state = AP_DISABLED;
 		t->guard--;
 		return;
@@ -2218,6 +2228,8 @@ static void fork_child(void)
 	} else if (t->thr && t->thr != &dead_thr) {
 		meta_thread(t->tid);
 	}
+	if (parent_fd >= 0)
+		close(parent_fd);
 	/* Mappings are written when the first stack needs them: the loader
 	 * lock is not ours to take here. */
 	t->guard--;

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Tests of where `allocprof record` writes and what it leaves there (issue 9,
+# brief 9c): traces of processes that outlive the program, output paths
+# that are not trace files, checks made before the program starts, the
+# END's status. One argument picks the group. Environment (from meson):
+# ALLOCPROF, TESTDATA_BUILD.
+set -u
+export LC_ALL=C
+group=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+# jget FILE KEY: one top-level value of a stats --json output.
+jget() {
+	/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"
+}
+
+# wait_gone PID: until the process has exited (at most 10 s).
+wait_gone() {
+	for _ in $(seq 1 1000); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.01
+	done
+	fail "process $1 did not exit"
+}
+
+case $group in
+daemon)
+	# The program forks a daemon and exits; the daemon allocates 2000
+	# blocks after record has returned. record must leave the daemon's
+	# trace alone, say where it is, and the trace must be complete once
+	# the daemon exits.
+	"$ALLOCPROF" record --all -o d.trace "$TESTDATA_BUILD/daemon" 300 pid >out 2>err
+	expect_eq "record exit status" "$?" 0
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	grep -q "child trace d.trace.$dpid: process $dpid is still running" err ||
+		fail "record did not name the daemon's live trace: $(cat err)"
+	wait_gone "$dpid"
+	if "$ALLOCPROF" stats --json "d.trace.$dpid" >d.json 2>d.err; then
+		expect_eq "daemon: alloc_objects" "$(jget d.json alloc_objects)" 2000
+		expect_eq "daemon: free_objects" "$(jget d.json free_objects)" 2000
+		expect_eq "daemon: alloc_space" "$(jget d.json alloc_space)" 128000
+		expect_eq "daemon: end_reason" "$(jget d.json end_reason)" exit
+		expect_eq "daemon: truncated" "$(jget d.json truncated)" false
+	else
+		fail "stats of the daemon's trace: $(cat d.err)"
+	fi
+	# The program's own trace is finished as usual.
+	grep -q "wrote d.trace " err || fail "no summary for the program's trace: $(cat err)"
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+exit $failed
