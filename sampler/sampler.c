@@ -99,6 +99,8 @@ struct ap_thr {
 	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
 	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
 	uint32_t sc_turn;	/* which way of a set is replaced next */
+	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
+	uint32_t nchunks;	/* chunks written into that stream */
 };
 
 /* A recent ALLOC of this buffer's chunk that a FREE can name by distance
@@ -135,6 +137,8 @@ static int list_lock;
 static struct ap_thr *thr_all, *thr_free;
 static struct ap_thr dead_thr;	/* marker: the thread's key destructor ran */
 static struct ap_thr fallback;	/* events of threads past their destructor */
+static uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
+static uint32_t meta_nchunks;	/* META chunks written (meta_lock) */
 static uint64_t exited_calls, exited_consumed;
 
 static int meta_lock;
@@ -303,7 +307,8 @@ static pid_t sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-static void write_all(int fd, const void *data, size_t len)
+/* Returns 0 once every byte is written, else -1. */
+static int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 	while (len) {
@@ -311,11 +316,12 @@ static void write_all(int fd, const void *data, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return -1;
 		}
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 
 /* The trace's descriptor sits high (the program's own open() calls get the
@@ -326,17 +332,30 @@ static void write_all(int fd, const void *data, size_t len)
 static dev_t trace_dev;
 static ino_t trace_ino;
 
-static void trace_write(const void *data, size_t len)
+/* META and EVENTS chunks written whole: END says how many
+ * (docs/trace-format.md, "Streams"). */
+static uint64_t data_chunks;
+
+/* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
+ * file whole, else -1. */
+static int trace_write(const void *data, size_t len)
 {
 	struct stat st;
 	int fd = ap_fd;
 	if (fd < 0)
-		return;
+		return -1;
 	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
 		ap_fd = -1; /* not ours any more: stop writing */
-		return;
+		return -1;
 	}
-	write_all(fd, data, len);
+	return write_all(fd, data, len);
+}
+
+/* A META or EVENTS chunk, counted once it is written. */
+static void trace_write_data(const void *data, size_t len)
+{
+	if (trace_write(data, len) == 0)
+		__atomic_add_fetch(&data_chunks, 1, __ATOMIC_RELAXED);
 }
 
 static size_t str_len(const char *s)
@@ -725,9 +744,9 @@ static void meta_flush_locked(void)
 	if (!meta_len || ap_fd < 0)
 		return;
 	uint8_t *payload = meta_buf + AP_CHUNK_HDR_LEN;
-	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, payload,
+	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, AP_STREAM_META, meta_nchunks++, payload,
 			(uint32_t)meta_len);
-	trace_write(meta_buf, AP_CHUNK_HDR_LEN + meta_len);
+	trace_write_data(meta_buf, AP_CHUNK_HDR_LEN + meta_len);
 	meta_len = 0;
 }
 
@@ -1331,9 +1350,13 @@ static void thr_flush_locked(struct ap_thr *b)
 	}
 	meta_flush_locked();
 	lk_unlock(&meta_lock);
-	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->buf + AP_CHUNK_HDR_LEN,
-			(uint32_t)(b->len - AP_CHUNK_HDR_LEN));
-	trace_write(b->buf, b->len);
+	/* One stream per buffer: its chunks are written in order, under its
+	 * lock, whichever thread it serves (docs/trace-format.md, "Streams") */
+	if (!b->stream)
+		b->stream = __atomic_add_fetch(&nstreams, 1, __ATOMIC_RELAXED);
+	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->stream, b->nchunks++,
+			b->buf + AP_CHUNK_HDR_LEN, (uint32_t)(b->len - AP_CHUNK_HDR_LEN));
+	trace_write_data(b->buf, b->len);
 	b->len = EV_HDR;
 }
 
@@ -1957,8 +1980,8 @@ static void write_header(const char *parent)
 	k += kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
 		k += kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
-	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), p,
-			(uint32_t)k);
+	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
+			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
 	munmap(buf, cap);
 }
@@ -2074,7 +2097,8 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 		k += kv_uint(p + k, AP_EK_STATUS, status);
 	k += kv_uint(p + k, AP_EK_CALLS, calls);
 	k += kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
-	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, p, (uint32_t)k);
+	k += kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&data_chunks, __ATOMIC_RELAXED));
+	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	return 0;
 }
@@ -2200,6 +2224,7 @@ static void fork_child(void)
 		b->lock = b->busy = b->claim = 0;
 		b->len = EV_HDR;
 		b->events = 0;
+		b->stream = b->nchunks = 0; /* a new file: its streams start over */
 		if (b == t->thr)
 			continue;
 		b->live = 0;
@@ -2213,7 +2238,11 @@ static void fork_child(void)
 	}
 	fallback.len = EV_HDR;
 	fallback.events = 0;
+	fallback.stream = fallback.nchunks = 0;
+	nstreams = 0;
+	data_chunks = 0;
 	meta_len = 0;
+	meta_nchunks = 0;
 	stk_cur = NULL;
 	stk_next_id = 1;
 	mod_count = 0;

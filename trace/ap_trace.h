@@ -152,4 +152,38 @@ struct ap_trace_totals {
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
 
+/* Chunk streams (docs/trace-format.md, "Streams"): the next index of each
+ * stream seen. Writers ask it for the index of their next chunk; readers
+ * check that every stream's chunks come 0, 1, 2, ... in file order, which
+ * finds a duplicated or a missing chunk. Zero-initialised is empty. */
+struct ap_streams {
+	uint32_t *id;		/* open addressing over id, AP_STREAM_NONE = free */
+	uint32_t *next;
+	size_t mask, n;
+};
+
+void ap_streams_release(struct ap_streams *s);
+
+/* The index the next chunk of `stream` gets, counted as written. */
+uint32_t ap_streams_next(struct ap_streams *s, uint32_t stream);
+
+/* Checks chunk `index` of `stream` for a chunk of `type`: HEADER and END
+ * are in no stream (AP_STREAM_NONE, index 0), every other chunk in one,
+ * with the index the stream is at. Returns 0 and counts the chunk, or -1
+ * with *why set to what is wrong (a duplicated chunk, missing chunks). */
+int ap_streams_check(struct ap_streams *s, uint8_t type, uint32_t stream, uint32_t index,
+		     char *why, size_t whylen);
+
+/* The stream writers other than the sampler (the test writer, the
+ * compactor) put a chunk in: META chunks in AP_STREAM_META, a thread's
+ * EVENTS in a stream of its own. */
+static inline uint32_t ap_stream_of(uint8_t type, uint32_t tid)
+{
+	if (type == AP_CHUNK_META)
+		return AP_STREAM_META;
+	if (type == AP_CHUNK_EVENTS)
+		return tid + 1 == AP_STREAM_NONE ? AP_STREAM_NONE - 1 : tid + 1;
+	return AP_STREAM_NONE;
+}
+
 #endif

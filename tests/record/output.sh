@@ -60,6 +60,58 @@ daemon)
 	# The program's own trace is finished as usual.
 	grep -q "wrote d.trace " err || fail "no summary for the program's trace: $(cat err)"
 	;;
+chunks)
+	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
+	# chunk would make 10000 of them, a deleted one 6000: the reader must
+	# refuse both and say where, in the trace as record leaves it
+	# (compacted) and as the sampler writes it.
+	for level in default 0; do
+		if [ $level = default ]; then
+			"$ALLOCPROF" record -q --all -o th.trace "$TESTDATA_BUILD/threads" >/dev/null 2>&1
+		else
+			ALLOCPROF_COMPACT_LEVEL=0 "$ALLOCPROF" record -q --all -o th.trace \
+				"$TESTDATA_BUILD/threads" >/dev/null 2>&1
+		fi
+		"$ALLOCPROF" stats --json th.trace >th.json 2>th.err || fail "stats: $(cat th.err)"
+		n=$(jget th.json alloc_objects)
+		[ "$n" -ge 8000 ] || fail "level $level: alloc_objects $n < 8000"
+		# bad.trace: th.trace with its second EVENTS chunk twice or
+		# gone; $at: the offset the reader must name
+		for mode in dup del; do
+			at=$(/usr/bin/python3 - th.trace "$mode" bad.trace <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+hl = 24 if struct.unpack_from('<I', d, 8)[0] < 3 else 32
+chunks, o = [], 16
+while o + hl <= len(d):
+    n = struct.unpack_from('<I', d, o + 12)[0]
+    chunks.append((o, d[o + 4], hl + n))
+    o += hl + n
+ev = [c for c in chunks if c[1] == 3]
+o, _, n = ev[1]
+if sys.argv[2] == 'dup':
+    out = d[:o + n] + d[o:o + n] + d[o + n:]
+    at = o + n
+else:
+    out = d[:o] + d[o + n:]
+    # the END (the last chunk, type 4) names what it misses
+    at = [c for c in chunks if c[1] == 4][-1][0] - n
+open(sys.argv[3], 'wb').write(out)
+print(at)
+PY
+)
+			if "$ALLOCPROF" stats --json bad.trace >bad.json 2>bad.err; then
+				fail "level $level, $mode: stats read it: alloc_objects $(jget bad.json alloc_objects)"
+				continue
+			fi
+			case $mode in
+			dup) want="corrupt chunk at byte $at: duplicated chunk: chunk 0 of stream" ;;
+			del) want="corrupt chunk at byte $at: missing chunks" ;;
+			esac
+			grep -q "bad.trace: $want" bad.err || fail "level $level, $mode: $(cat bad.err), want '$want'"
+		done
+	done
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
