@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +31,10 @@ static void record_usage(FILE *f)
 	      "is not one, so the program's own options pass through.\n\n"
 	      "options:\n"
 	      "  -o, --output PATH  trace file (default: allocprof.<program>.<pid>.trace\n"
-	      "                     in the current directory, <pid> the program's)\n"
+	      "                     in the current directory, <pid> the program's); an\n"
+	      "                     existing trace or empty file is replaced, a symbolic\n"
+	      "                     link followed, /dev/null discards the trace, anything\n"
+	      "                     else is refused\n"
 	      "      --rate BYTES   mean bytes between samples (default 512K; accepts\n"
 	      "                     suffixes K, M, G; 1 records every allocation)\n"
 	      "      --all          record every allocation and free (same as --rate 1)\n"
@@ -255,6 +259,161 @@ static int find_sampler(char *out, size_t len)
 	ap_die_msg("cannot find " SAMPLER_SO ": not next to this allocprof (../sampler/) "
 		   "nor in %s; set ALLOCPROF_PRELOAD to its path", AP_PKGLIBDIR);
 	return -1;
+}
+
+/* LD_PRELOAD splits its value at spaces and colons: a sampler path with
+ * one would not load, and the program would run unprofiled. Returns 0, or
+ * -1 after one line. */
+static int check_preload_path(const char *so)
+{
+	const char *bad = strpbrk(so, " :");
+	if (!bad)
+		return 0;
+	ap_die_msg("%s: LD_PRELOAD cannot name this path: it holds a %s, which LD_PRELOAD "
+		   "takes for a separator (install allocprof elsewhere, or set ALLOCPROF_PRELOAD "
+		   "to a copy of " SAMPLER_SO " at a path without one)",
+		   so, *bad == ' ' ? "space" : "colon");
+	return -1;
+}
+
+/* Whether the regular file at `path` starts like an allocprof trace. */
+static bool is_trace_file(const char *path)
+{
+	char magic[AP_TRACE_MAGIC_LEN];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	bool yes = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+		   !memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
+	close(fd);
+	return yes;
+}
+
+/* The directory that will hold the trace at `path` (and its children's
+ * traces, and record's temporary file when it compacts): it must exist
+ * and be writable. Returns 0, or -1 after one line. */
+static int check_trace_dir(const char *path)
+{
+	struct ap_buf dir = AP_BUF_INIT;
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		ap_buf_addstr(&dir, ".");
+	else if (slash == path)
+		ap_buf_addstr(&dir, "/");
+	else
+		ap_buf_add(&dir, path, (size_t)(slash - path));
+	int rc = 0;
+	struct stat st;
+	if (stat(dir.buf, &st) < 0) {
+		ap_die_msg("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
+		rc = -1;
+	} else if (!S_ISDIR(st.st_mode)) {
+		ap_die_msg("%s: cannot write the trace there: not a directory", dir.buf);
+		rc = -1;
+	} else if (access(dir.buf, W_OK | X_OK) < 0) {
+		ap_die_msg("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
+		rc = -1;
+	}
+	ap_buf_release(&dir);
+	return rc;
+}
+
+/* The file a symbolic link names when that file does not exist yet: its
+ * directory resolved, its name as the link says (malloc'd), or NULL. */
+static char *link_target(const char *link)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = 0;
+	struct ap_buf full = AP_BUF_INIT;
+	const char *slash = strrchr(link, '/');
+	if (target[0] != '/' && slash)
+		ap_buf_add(&full, link, (size_t)(slash - link + 1));
+	ap_buf_addstr(&full, target);
+	char *name = strrchr(full.buf, '/');
+	char *dir = NULL;
+	if (!name)
+		dir = realpath(".", NULL);
+	else if (name == full.buf)
+		dir = realpath("/", NULL);
+	else {
+		*name = 0;
+		dir = realpath(full.buf, NULL);
+		*name = '/';
+	}
+	char *out = NULL;
+	if (dir && *(name ? name + 1 : full.buf)) {
+		struct ap_buf b = AP_BUF_INIT;
+		ap_buf_addf(&b, "%s/%s", strcmp(dir, "/") ? dir : "", name ? name + 1 : full.buf);
+		out = ap_buf_detach(&b, NULL);
+	}
+	free(dir);
+	ap_buf_release(&full);
+	if (!out)
+		errno = ENOENT;
+	return out;
+}
+
+/* What the output names, checked before the program starts. A missing
+ * file, an empty one or an allocprof trace is (re)written (a trace is
+ * replaced: a stale one must not pass for this run's); a symbolic link is
+ * followed, and the trace goes where it points (*resolved: the target, to
+ * free; the link stays); /dev/null, under any name, discards the trace
+ * (*discard); anything else (a device, a FIFO, a directory, a file that is
+ * not a trace) is refused and left as it is. Returns 0, or -1 after one
+ * line. */
+static int check_output(const char *path, bool *discard, char **resolved)
+{
+	struct stat st;
+	*discard = false;
+	*resolved = NULL;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		char *r = realpath(path, NULL);
+		if (!r && errno == ENOENT)
+			r = link_target(path);
+		if (!r) {
+			ap_die_msg("%s: a symbolic link that leads nowhere (%s): not replaced; give "
+				   "the trace's own path", path, strerror(errno));
+			return -1;
+		}
+		*resolved = r;
+		path = r;
+	}
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT) {
+			ap_die_msg("%s: %s", path, strerror(errno));
+			return -1;
+		}
+		return check_trace_dir(path);
+	}
+	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) {
+		*discard = true;
+		return 0;
+	}
+	const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+			   : S_ISCHR(st.st_mode)  ? "a character device"
+			   : S_ISBLK(st.st_mode)  ? "a block device"
+			   : S_ISFIFO(st.st_mode) ? "a FIFO"
+			   : S_ISSOCK(st.st_mode) ? "a socket"
+			   : st.st_size > 0 && !is_trace_file(path)
+				   ? "a file that is not an allocprof trace"
+				   : NULL;
+	if (what) {
+		ap_die_msg("%s: is %s: not overwritten (remove it or choose another -o; "
+			   "-o /dev/null discards the trace)", path, what);
+		return -1;
+	}
+	if (access(path, W_OK) < 0) {
+		ap_die_msg("%s: cannot write the trace: %s", path, strerror(errno));
+		return -1;
+	}
+	if (check_trace_dir(path) < 0)
+		return -1;
+	if (st.st_size > 0)
+		unlink(path); /* a stale trace must not pass for this run's */
+	return 0;
 }
 
 static pid_t child_pid;
@@ -667,7 +826,8 @@ int cmd_record(int argc, char **argv)
 			ap_die_msg("%s: %s", prog, strerror(errno));
 		return AP_EXIT_FAIL;
 	}
-	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0)
+	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0 ||
+	    check_preload_path(so) < 0)
 		return AP_EXIT_FAIL;
 
 	struct sigaction sa, old[4];
@@ -683,14 +843,22 @@ int cmd_record(int argc, char **argv)
 		snprintf(cwd, sizeof(cwd), ".");
 	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
 	struct ap_buf out_pre = AP_BUF_INIT, cfg_mid = AP_BUF_INIT;
+	bool discard = false;
+	char *resolved = NULL;
+	if (o.output && check_output(o.output, &discard, &resolved) < 0)
+		return AP_EXIT_FAIL;
+	if (resolved)
+		o.output = resolved; /* the link's target, where the trace goes */
 	if (o.output && o.output[0] == '/')
 		ap_buf_addstr(&out_pre, o.output);
 	else if (o.output)
 		ap_buf_addf(&out_pre, "%s/%s", cwd, o.output);
 	else
 		ap_buf_addf(&out_pre, "%s/allocprof.%s.", cwd, bn);
-	if (o.output)
-		unlink(out_pre.buf); /* a stale trace must not pass for this run's */
+	if (!o.output && check_trace_dir(out_pre.buf) < 0) {
+		ap_buf_release(&out_pre);
+		return AP_EXIT_FAIL;
+	}
 	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
 	ap_buf_addf(&cfg_mid, ":%llu:%u:%d:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    o.no_children ? 1 : 0, out_pre.buf);
@@ -725,6 +893,7 @@ int cmd_record(int argc, char **argv)
 	if (pid < 0 || e) {
 		ap_die_msg("%s: %s", prog, strerror(pid < 0 ? errno : e));
 		ap_buf_release(&out_pre);
+		free(resolved);
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		return AP_EXIT_FAIL;
@@ -744,20 +913,28 @@ int cmd_record(int argc, char **argv)
 	ap_buf_release(&out_pre);
 	int status;
 	struct ap_compact_stream *stream = NULL;
-	if (wait_program(pid, &status, abs_out, &stream) < 0)
-		return AP_EXIT_FAIL;
+	int wrc = wait_program(pid, &status, discard ? NULL : abs_out, &stream);
 	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
+	if (wrc < 0) {
+		free(resolved);
+		return AP_EXIT_FAIL;
+	}
 
-	/* Until the program's forked children have opened their own traces
-	 * they hold its trace too (trace_is_live). */
-	if (wait_released(output)) {
+	if (discard) {
+		if (!o.quiet)
+			fprintf(stderr, "allocprof: trace discarded (%s)\n", output);
+	} else if (wait_released(output)) {
+		/* until the program's forked children have opened their own
+		 * traces they hold its trace too (trace_is_live) */
 		finish_trace(output, "wrote", o.quiet, stream);
 	} else {
 		ap_compact_stream_abandon(stream);
 		say_live(output, "trace", -1);
 	}
-	finish_children(output, start, o.quiet, pid);
+	if (!discard)
+		finish_children(output, start, o.quiet, pid);
+	free(resolved);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))

@@ -1993,6 +1993,13 @@ static void make_path(char *out, unsigned gen)
 {
 	size_t n = str_len(ap_base);
 	memcpy(out, ap_base, n);
+	/* A device (record -o /dev/null: discard) takes every trace as it is:
+	 * /dev/null.<pid> would be a file in /dev. */
+	struct stat st;
+	if (stat(ap_base, &st) == 0 && S_ISCHR(st.st_mode)) {
+		out[n] = 0;
+		return;
+	}
 	const char *want = cfg(CFG_PID);
 	if (parse_u64(want, 0) != (uint64_t)ap_pid) {
 		out[n++] = '.';

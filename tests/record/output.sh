@@ -112,6 +112,96 @@ PY
 		done
 	done
 	;;
+output)
+	# -o never removes what is not a trace: a device node (here a twin of
+	# /dev/null: the real one must not be put at risk), a FIFO, a
+	# directory, a file that holds something else. /dev/null under any
+	# name discards the trace; a symbolic link is followed and kept.
+	prog="$TESTDATA_BUILD/single"
+	mknod null c 1 3 || fail "mknod"
+	"$ALLOCPROF" record --all -o null "$prog" >out 2>err
+	expect_eq "-o null: exit status" "$?" 0
+	[ -c null ] || fail "-o null: the device node was replaced: $(ls -l null)"
+	grep -q "trace discarded" err || fail "-o null: $(cat err)"
+	ls null.* >/dev/null 2>&1 && fail "-o null: child traces next to it: $(ls null.*)"
+	# forkexec's child and the image it execs are discarded too
+	"$ALLOCPROF" record -q --all -o null "$TESTDATA_BUILD/forkexec" >/dev/null 2>&1
+	[ -c null ] || fail "-o null, forkexec: the device node was replaced"
+	ls null.* >/dev/null 2>&1 && fail "-o null, forkexec: child traces: $(ls null.*)"
+
+	echo "my notes" >notes.txt
+	mkfifo fifo
+	mkdir dir
+	for target in notes.txt fifo dir; do
+		"$ALLOCPROF" record -o "$target" "$prog" >out 2>err
+		expect_eq "-o $target: exit status" "$?" 1
+		[ -s out ] && fail "-o $target: the program ran: $(cat out)"
+		expect_eq "-o $target: stderr lines" "$(wc -l <err)" 1
+		grep -q "^allocprof: $target: is .*: not overwritten" err || fail "-o $target: $(cat err)"
+	done
+	expect_eq "-o notes.txt: contents" "$(cat notes.txt)" "my notes"
+	[ -p fifo ] || fail "-o fifo: the FIFO was replaced"
+
+	# a trace, and an empty file, are overwritten
+	"$ALLOCPROF" record -q --all -o again.trace "$prog" >/dev/null 2>&1
+	"$ALLOCPROF" record -q --all -o again.trace "$prog" >/dev/null 2>&1
+	expect_eq "-o again.trace: exit status" "$?" 0
+	: >empty.trace
+	"$ALLOCPROF" record -q --all -o empty.trace "$prog" >/dev/null 2>&1
+	for t in again empty; do
+		"$ALLOCPROF" stats --json $t.trace >$t.json 2>/dev/null || fail "$t: stats failed"
+		expect_eq "$t: alloc_objects" "$(jget $t.json alloc_objects)" 1221
+	done
+
+	# a symbolic link: the trace goes where it points, the link stays
+	mkdir store
+	ln -s store/real.trace link.trace
+	"$ALLOCPROF" record --all -o link.trace "$prog" >/dev/null 2>err
+	[ -L link.trace ] || fail "-o link.trace: the link was replaced"
+	if "$ALLOCPROF" stats --json store/real.trace >real.json 2>/dev/null; then
+		expect_eq "link: alloc_objects" "$(jget real.json alloc_objects)" 1221
+	else
+		fail "-o link.trace: no trace where it points: $(cat err)"
+	fi
+	;;
+precheck)
+	# What would make the program run unprofiled is found before it runs,
+	# in one line: a missing or unwritable output directory, a sampler
+	# path LD_PRELOAD would split.
+	prog="$TESTDATA_BUILD/single"
+	"$ALLOCPROF" record -o missing/t.trace "$prog" >out 2>err
+	expect_eq "missing dir: exit status" "$?" 1
+	[ -s out ] && fail "missing dir: the program ran"
+	expect_eq "missing dir: stderr" "$(cat err)" \
+		"allocprof: missing: cannot write the trace there: No such file or directory"
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		mkdir ro && chmod 555 ro
+		chmod 755 "$work"
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$ALLOCPROF" record -o ro/t.trace "$prog" >out 2>err
+		expect_eq "read-only dir: exit status" "$?" 1
+		[ -s out ] && fail "read-only dir: the program ran"
+		expect_eq "read-only dir: stderr" "$(cat err)" \
+			"allocprof: ro: cannot write the trace there: Permission denied"
+		# the default output goes in the current directory
+		(cd ro && setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$ALLOCPROF" record "$prog" >../out 2>../err)
+		expect_eq "read-only cwd: exit status" "$?" 1
+		[ -s out ] && fail "read-only cwd: the program ran"
+		grep -q "^allocprof: .*/ro: cannot write the trace there: Permission denied$" err ||
+			fail "read-only cwd: $(cat err)"
+	fi
+	so="$(dirname "$(dirname "$ALLOCPROF")")/sampler/liballocprof.so"
+	for dir in "with space" "with:colon"; do
+		mkdir "$dir"
+		cp "$so" "$dir/"
+		ALLOCPROF_PRELOAD="$work/$dir/liballocprof.so" "$ALLOCPROF" record -o t.trace "$prog" >out 2>err
+		expect_eq "sampler in '$dir': exit status" "$?" 1
+		[ -s out ] && fail "sampler in '$dir': the program ran"
+		expect_eq "sampler in '$dir': stderr lines" "$(wc -l <err)" 1
+		grep -q "LD_PRELOAD cannot name this path" err || fail "sampler in '$dir': $(cat err)"
+	done
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
