@@ -500,9 +500,10 @@ static int wait_program(pid_t pid, int *status, const char *trace,
  * already, by `stream`, while the program ran), then its summary line,
  * counted on the way (the reader would hold every event in memory, and an
  * --all trace of a long run holds hundreds of millions). A trace that
- * cannot be compressed (corrupt) is left as it was and said so. */
+ * cannot be compressed (corrupt) is left as it was and said so. `status`:
+ * the wait status of the process that wrote it, if known (the program). */
 static void finish_trace(const char *path, const char *what, bool quiet,
-			 struct ap_compact_stream *stream)
+			 struct ap_compact_stream *stream, const int *status)
 {
 	struct stat st;
 	if (stat(path, &st) < 0 || st.st_size == 0) {
@@ -525,8 +526,15 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
+	else if (!c.has_end && status && WIFSIGNALED(*status))
+		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s",
+			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?");
+	else if (!c.has_end && status)
+		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
+			 "with status %d", WEXITSTATUS(*status));
 	else if (!c.has_end)
-		snprintf(trunc, sizeof(trunc), "no end record: the process was killed");
+		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
+			 "sampler cannot see (SIGKILL, say)");
 	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s)\n", what, path,
 		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
 		trunc[0] ? "; truncated: " : "", trunc);
@@ -699,7 +707,7 @@ static void finish_children(const char *output, time_t since, bool quiet, pid_t 
 			if (live)
 				say_live(names[i], "child trace", who);
 			else
-				finish_trace(names[i], "child trace", quiet, NULL);
+				finish_trace(names[i], "child trace", quiet, NULL, NULL);
 			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
 			done[ndone++] = names[i];
 		}
@@ -927,7 +935,7 @@ int cmd_record(int argc, char **argv)
 	} else if (wait_released(output)) {
 		/* until the program's forked children have opened their own
 		 * traces they hold its trace too (trace_is_live) */
-		finish_trace(output, "wrote", o.quiet, stream);
+		finish_trace(output, "wrote", o.quiet, stream, &status);
 	} else {
 		ap_compact_stream_abandon(stream);
 		say_live(output, "trace", -1);

@@ -118,16 +118,20 @@ static const char *end_reason_name(uint64_t reason)
 static void print_end(const struct ap_trace *t)
 {
 	if (!t->has_end) {
-		printf("%-18s no end record (killed, or still running)\n", "ended");
+		printf("%-18s unknown: no end record (still running, or ended in a way the "
+		       "sampler cannot see, such as SIGKILL)\n", "ended");
 		return;
 	}
 	unsigned long long st = (unsigned long long)t->end_status;
+	char status[48] = ", status not recorded";
+	if (t->end_status_known)
+		snprintf(status, sizeof(status), ", status %llu", st);
 	switch (t->end_reason) {
 	case AP_END_EXIT:
-		printf("%-18s exit, status %llu\n", "ended", st);
+		printf("%-18s exit%s\n", "ended", status);
 		break;
 	case AP_END_UNDERSCORE_EXIT:
-		printf("%-18s _exit, status %llu\n", "ended", st);
+		printf("%-18s _exit%s\n", "ended", status);
 		break;
 	case AP_END_SIGNAL:
 		printf("%-18s fatal signal %llu (SIG%s)\n", "ended", st,
@@ -239,7 +243,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
-	json_object_set_new(o, "end_status", t->has_end ? json_u64(t->end_status) : json_null());
+	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
+						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "calls", t->has_end ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_end ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));

@@ -2112,10 +2112,46 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 
 /* ---- process lifecycle -------------------------------------------------- */
 
+/* exit()'s status, for END: on_exit hands it over (a return from main is
+ * an exit too), before the destructors run. */
+static int exit_seen;
+static int exit_status;
+
+static void note_exit(int status, void *arg)
+{
+	exit_status = status;
+	exit_seen = 1;
+}
+
+/* on_exit handlers run last registered first, and __libc_start_main
+ * registers the loader's destructor pass (which runs ap_fini) after the
+ * preloaded libraries' constructors: note_exit is registered from the
+ * program's main, through __libc_start_main, so that it runs before. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	on_exit(note_exit, NULL);
+	return real_main(argc, argv, envp); /* a tail call: no frame of ours */
+}
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+
+EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+			     void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	int (*real)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
+		    void *) = must_sym("__libc_start_main");
+	real_main = main;
+	return real(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
 __attribute__((destructor)) static void ap_fini(void)
 {
 	tls.guard++;
-	end_trace(AP_END_EXIT, 0, 0, 0);
+	end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
 	tls.guard--;
 }
 
@@ -2123,7 +2159,7 @@ __attribute__((destructor)) static void ap_fini(void)
 static __attribute__((noreturn)) void leave(void (*real)(int), int status)
 {
 	tls.guard++;
-	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(unsigned)status, 0);
+	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(status & 0xff), 0);
 	if (real)
 		real(status);
 	syscall(SYS_exit_group, status);

@@ -78,6 +78,7 @@ struct ap_trace {
 	bool has_end;
 	uint64_t end_ns;	/* END's time, else the last event's */
 	uint64_t end_reason, end_status;
+	bool end_status_known;	/* END has a status (0 is a status too) */
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_end only) */
 
 	struct ap_mapping *maps;

@@ -322,6 +322,7 @@ static int decode_end(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0;
+	bool has_status = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -340,6 +341,7 @@ static int decode_end(struct rd *r, struct cur *c)
 		case AP_EK_STATUS:
 			name = "status";
 			num = &status;
+			has_status = true;
 			break;
 		case AP_EK_CALLS:
 			name = "calls";
@@ -371,6 +373,7 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->end_ns = end_ns;
 	t->end_reason = reason;
 	t->end_status = status;
+	t->end_status_known = has_status;
 	t->calls = calls;
 	t->bytes = bytes;
 	return 0;
@@ -1547,7 +1550,8 @@ static int read_chunks(struct rd *r)
 	} else if (!t->has_end) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
-			 "no end record: the process was killed or is still running");
+			 "no end record: the process is still running, or it ended in a way "
+			 "the sampler cannot see (SIGKILL, say)");
 	}
 	return 0;
 }

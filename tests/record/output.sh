@@ -202,6 +202,27 @@ precheck)
 		grep -q "LD_PRELOAD cannot name this path" err || fail "sampler in '$dir': $(cat err)"
 	done
 	;;
+status)
+	# END says how the program ended and with which status, and stats
+	# says what END says; without END it says only what is known.
+	for how in return exit; do
+		for n in 0 1 3; do
+			"$ALLOCPROF" record -q --all -o s.trace "$TESTDATA_BUILD/exitcode" $how $n
+			expect_eq "$how $n: exit status" "$?" "$n"
+			"$ALLOCPROF" stats --json s.trace >s.json 2>s.err || fail "$how $n: $(cat s.err)"
+			expect_eq "$how $n: end_reason" "$(jget s.json end_reason)" exit
+			expect_eq "$how $n: end_status" "$(jget s.json end_status)" "$n"
+			"$ALLOCPROF" stats s.trace >s.txt 2>&1
+			grep -q "^ended  *exit, status $n$" s.txt || fail "$how $n: $(grep ended s.txt)"
+		done
+	done
+	"$ALLOCPROF" record --all -o k.trace sh -c 'kill -KILL $$' 2>err
+	grep -q "truncated: no end record: the program was killed by SIGKILL" err ||
+		fail "SIGKILL: record said: $(cat err)"
+	"$ALLOCPROF" stats k.trace >k.txt 2>&1
+	grep -q "killed" k.txt && ! grep -q "ended in a way the sampler cannot see" k.txt &&
+		fail "SIGKILL: stats claims to know: $(cat k.txt)"
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
