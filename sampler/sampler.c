@@ -307,10 +307,12 @@ static pid_t sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-/* Returns 0 once every byte is written, else -1. */
-static int write_all(int fd, const void *data, size_t len)
+/* Returns 0 once every byte is written, else -1 with errno set and *done
+ * the bytes that were. */
+static int write_some(int fd, const void *data, size_t len, size_t *done)
 {
 	const char *p = data;
+	*done = 0;
 	while (len) {
 		ssize_t n = write(fd, p, len);
 		if (n < 0) {
@@ -320,8 +322,16 @@ static int write_all(int fd, const void *data, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+		*done += (size_t)n;
 	}
 	return 0;
+}
+
+/* Returns 0 once every byte is written, else -1. */
+static int write_all(int fd, const void *data, size_t len)
+{
+	size_t done;
+	return write_some(fd, data, len, &done);
 }
 
 /* The trace's descriptor sits high (the program's own open() calls get the
@@ -331,6 +341,33 @@ static int write_all(int fd, const void *data, size_t len)
 #define TRACE_FD_MIN 700
 static dev_t trace_dev;
 static ino_t trace_ino;
+
+/* A chunk did not fit (disk full, file size limit, I/O error): the
+ * trace ends with the chunks before it. Its first `done` bytes go, so
+ * that the file holds whole chunks only, and nothing more is written: a
+ * chunk after a lost one would be out of its stream's order, and the
+ * reader would call the file corrupt (docs/trace-format.md, "Streams").
+ * The descriptor stays open: another thread may be about to write to
+ * it, and its number must not pass to a file of the program's. */
+static size_t str_len(const char *s);
+static void say(const char *a, const char *b);
+
+static void trace_write_failed(int fd, size_t done, int err)
+{
+	ap_fd = -1;
+	struct stat st;
+	if (done && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= done)
+		(void)!ftruncate(fd, st.st_size - (off_t)done);
+	char why[160];
+	const char *e = strerror(err);
+	static const char tail[] = ": the trace ends here; the program goes on";
+	size_t n = str_len(e);
+	if (n > sizeof(why) - sizeof(tail))
+		n = sizeof(why) - sizeof(tail);
+	memcpy(why, e, n);
+	memcpy(why + n, tail, sizeof(tail));
+	say(ap_path, why);
+}
 
 /* META and EVENTS chunks written whole: END says how many
  * (docs/trace-format.md, "Streams"). */
@@ -348,7 +385,11 @@ static int trace_write(const void *data, size_t len)
 		ap_fd = -1; /* not ours any more: stop writing */
 		return -1;
 	}
-	return write_all(fd, data, len);
+	size_t done;
+	if (write_some(fd, data, len, &done) == 0)
+		return 0;
+	trace_write_failed(fd, done, errno);
+	return -1;
 }
 
 /* A META or EVENTS chunk, counted once it is written. */

@@ -7,6 +7,7 @@
 set -u
 export LC_ALL=C
 group=$1
+self=$(readlink -f "$0")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -222,6 +223,41 @@ status)
 	"$ALLOCPROF" stats k.trace >k.txt 2>&1
 	grep -q "killed" k.txt && ! grep -q "ended in a way the sampler cannot see" k.txt &&
 		fail "SIGKILL: stats claims to know: $(cat k.txt)"
+	;;
+diskfull)
+	# The disk fills up while the program runs, then has room again: the
+	# trace must read, holding its chunks up to the first that did not
+	# fit. A small tmpfs of its own, in a mount namespace of its own.
+	if [ -z "${OUTPUT_SH_NS:-}" ]; then
+		[ "$(id -u)" = 0 ] && command -v unshare >/dev/null || exit 77
+		OUTPUT_SH_NS=1 unshare -m bash "$self" diskfull
+		exit $?
+	fi
+	mkdir mnt
+	mount -t tmpfs -o size=1m tmpfs mnt 2>/dev/null || exit 77
+	for level in default 0; do
+		rm -f mnt/*
+		if [ $level = default ]; then
+			"$ALLOCPROF" record --all -o mnt/t.trace "$TESTDATA_BUILD/diskfull" mnt/filler \
+				>out 2>err
+		else
+			ALLOCPROF_COMPACT_LEVEL=0 "$ALLOCPROF" record --all -o mnt/t.trace \
+				"$TESTDATA_BUILD/diskfull" mnt/filler >out 2>err
+		fi
+		expect_eq "level $level: exit status" "$?" 0
+		expect_eq "level $level: output" "$(cat out)" "diskfull: filled"
+		grep -q "t.trace: No space left on device: the trace ends here" err ||
+			fail "level $level: the sampler did not say: $(cat err)"
+		if "$ALLOCPROF" stats --json mnt/t.trace >s.json 2>s.err; then
+			expect_eq "level $level: truncated" "$(jget s.json truncated)" true
+			n=$(jget s.json alloc_objects)
+			[ "$n" -ge 1000 ] && [ "$n" -le 20000 ] ||
+				fail "level $level: alloc_objects $n: not the first phase's"
+		else
+			fail "level $level: the trace does not read: $(cat s.err)"
+		fi
+	done
+	umount mnt
 	;;
 *)
 	echo "unknown group $group"
