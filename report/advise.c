@@ -144,17 +144,43 @@ static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
 
 /* ---- cycles: interval ---- */
 
+/* The cycles at start + k * interval (k >= 1) before the trace's end that
+ * can change a pool, for a replay of operations at the `n` times (in the
+ * replay's order) at `ts`, `stride` bytes apart: the trace's events, or a
+ * sampled trace's reconstruction. A cycle applies before the operations
+ * later than it, so between two operations only the first two count:
+ * nothing reaches a pool in between, and two cycles empty it (the second
+ * drops what the first moved to the victim cache). The rest are left out,
+ * which keeps --gc=interval:1ns to a few entries per operation; *total is
+ * how many cycles there are in all. */
 static uint64_t *interval_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-				 size_t *n)
+				 const uint64_t *ts, size_t n, size_t stride, size_t *ncyc,
+				 uint64_t *total)
 {
 	uint64_t *cyc = NULL;
 	size_t nc = 0, alloc = 0;
-	uint64_t end = trace_end(t);
-	for (uint64_t ts = t->start_ns + o->interval_ns; ts < end; ts += o->interval_ns) {
-		AP_ALLOC_GROW(cyc, nc + 1, alloc);
-		cyc[nc++] = ts;
+	uint64_t end = trace_end(t), start = t->start_ns, iv = o->interval_ns;
+	uint64_t from = start; /* cycles at or after this time are next */
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t at = i < n ? *(const uint64_t *)((const char *)ts + i * stride) : end;
+		if (at > end)
+			at = end;
+		if (at <= from && i < n)
+			continue;
+		/* the first cycle at or after `from` */
+		uint64_t k = (from - start) / iv + ((from - start) % iv != 0);
+		if (!k)
+			k = 1;
+		for (int j = 0; j < 2; j++, k++) {
+			if (k > (UINT64_MAX - start) / iv || start + k * iv >= at)
+				break;
+			AP_ALLOC_GROW(cyc, nc + 1, alloc);
+			cyc[nc++] = start + k * iv;
+		}
+		from = at;
 	}
-	*n = nc;
+	*ncyc = nc;
+	*total = end > start ? (end - start - 1) / iv : 0;
 	return cyc;
 }
 
@@ -196,6 +222,7 @@ struct replay {
 	unsigned procs;
 	uint64_t *cyc;		/* cycle times; gogc: appended while matching */
 	size_t ncyc, cyc_alloc;
+	uint64_t ncyc_all;	/* interval: cycles in all (cyc: those that matter) */
 	uint64_t t_end;
 	struct site_run *runs;
 	size_t nsites;
@@ -582,8 +609,10 @@ static void walk_events(struct walk *w)
 uint64_t *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
 			   size_t *n)
 {
+	uint64_t total;
 	if (o->gc_mode == AP_GC_INTERVAL)
-		return interval_cycles(t, o, n);
+		return interval_cycles(t, o, t->nev ? &t->ev[0].ts : NULL, t->nev,
+				       sizeof(*t->ev), n, &total);
 	struct replay rp = { .t = t, .o = o };
 	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp, .cycles = true,
 			  .gogc = 1.0 + (double)o->gogc / 100.0 };
@@ -641,10 +670,13 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			r->k = 0;	/* stood for by the objects whose last block is a sample */
 			continue;
 		}
-		r->k = (uint32_t)fl + (u < r->w - fl);
-		if (!r->k)
-			r->k = 1;
-		ksum[r->site] += r->k;
+		/* a sample may stand for more objects than a site replays
+		 * (a huge rate): the site's scale makes up for the rest */
+		double k = fl + (u < r->w - fl);
+		if (k < 1)
+			k = 1;
+		ksum[r->site] += k;
+		r->k = k > SITE_BUDGET ? SITE_BUDGET : (uint32_t)k;
 		struct site_info *si = &info[r->site];
 		if (!si->samples)
 			si->first_ts = r->birth;
@@ -791,8 +823,9 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 	const struct ap_trace *t = rp->t;
 	const struct ap_advise_options *o = rp->o;
 	bool gogc = o->gc_mode == AP_GC_GOGC;
-	if (!gogc)
-		rp->cyc = interval_cycles(t, o, &rp->ncyc);
+	if (!gogc && !a->sampled)
+		rp->cyc = interval_cycles(t, o, t->nev ? &t->ev[0].ts : NULL, t->nev,
+					  sizeof(*t->ev), &rp->ncyc, &rp->ncyc_all);
 	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = t,
 			  .site_of_stack = m->site_of_stack, .rp = rp, .cycles = gogc,
 			  .gogc = 1.0 + (double)o->gogc / 100.0, .info = info, .a = a, .rc = rc };
@@ -816,6 +849,10 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 	}
 	if (a->sampled) {
 		recon_build(rc, rp, info, o->seed);
+		/* the replay is of the reconstruction's operations */
+		if (!gogc)
+			rp->cyc = interval_cycles(t, o, rc->nops ? &rc->ops[0].ts : NULL, rc->nops,
+						  sizeof(*rc->ops), &rp->ncyc, &rp->ncyc_all);
 		pass_recon(rp, rc);
 	}
 	runs_finish(rp);
@@ -869,8 +906,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 
 	struct recon rc = { 0 };
 	first_replay(&rp, m, info, a, a->sampled ? &rc : NULL, caps);
-	a->cycles = rp.ncyc;
-	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.ncyc + 1);
+	a->cycles = o->gc_mode == AP_GC_INTERVAL ? rp.ncyc_all : rp.ncyc;
+	a->mean_cycle_ns = (double)a->duration_ns / (double)(a->cycles + 1);
 
 	a->sites = ap_xcalloc(ns ? ns : 1, sizeof(*a->sites));
 	for (size_t s = 0; s < ns; s++) {

@@ -126,6 +126,9 @@ enum ap_alloc_kind {
 
 #define AP_VARINT_MAX 10
 
+/* CPUs a trace can have: an event's cpu is at most 65535. */
+#define AP_MAX_CPUS 65536u
+
 /* Default time quantum of the sampler (HEADER time_quantum_ns). */
 #define AP_DEFAULT_QUANTUM_NS 1000000u
 /* The quantum the sampler writes in HEADER: 10 us. A process with one

@@ -315,6 +315,11 @@ static int decode_header(struct rd *r, struct cur *c)
 		return corrupt(r, "the header's sampling rate is 0");
 	if (t->time_quantum_ns == 0)
 		return corrupt(r, "the header's time quantum is 0");
+	/* events name their CPU in 16 bits: more CPUs than that is damage,
+	 * and consumers size per-CPU tables by it */
+	if (t->cpus > AP_MAX_CPUS)
+		return corrupt(r, "the header's CPU count %llu is more than %u",
+			       (unsigned long long)t->cpus, AP_MAX_CPUS);
 	return 0;
 }
 
