@@ -144,7 +144,12 @@ struct ap_trace_totals {
 	double alloc_objects, alloc_space;
 	double free_objects;
 	double inuse_objects, inuse_space;	/* live at the end */
-	double peak_inuse_space;
+	/* The largest live-bytes value after any event. Sampled, it is the
+	 * largest of many estimates, so it is biased upward (one live 4 kB
+	 * sample at the default rate reads 512 kB); peak_inuse_space_sd is
+	 * the standard deviation of the estimate at that point (0 with
+	 * rate 1, where the peak is exact). */
+	double peak_inuse_space, peak_inuse_space_sd;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):

@@ -63,7 +63,9 @@ static struct ap_tw *exact(void)
 }
 
 /* rate 524288: three samples, 1 MiB at 0x1000 and 0x2000, 100 B at 0x3000;
- * the first 1 MiB block is freed. Weights 1/(1-exp(-(s+1)/R)). */
+ * the first 1 MiB block is freed. Weights 1/(1-exp(-(s+1)/R)). The peak,
+ * both 1 MiB blocks live, is 2 w MiB = 2425393 B with the standard
+ * deviation sqrt(2 w (w - 1)) MiB = 630917 B (w the weight of 1 MiB). */
 static struct ap_tw *sampled(void)
 {
 	struct ap_tw *tw = demo_writer(524288);
