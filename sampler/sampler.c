@@ -342,6 +342,9 @@ static int write_all(int fd, const void *data, size_t len)
 static dev_t trace_dev;
 static ino_t trace_ino;
 
+static size_t str_len(const char *s);
+static void say(const char *a, const char *b);
+
 /* A chunk did not fit (disk full, file size limit, I/O error): the
  * trace ends with the chunks before it. Its first `done` bytes go, so
  * that the file holds whole chunks only, and nothing more is written: a
@@ -349,9 +352,6 @@ static ino_t trace_ino;
  * reader would call the file corrupt (docs/trace-format.md, "Streams").
  * The descriptor stays open: another thread may be about to write to
  * it, and its number must not pass to a file of the program's. */
-static size_t str_len(const char *s);
-static void say(const char *a, const char *b);
-
 static void trace_write_failed(int fd, size_t done, int err)
 {
 	ap_fd = -1;
