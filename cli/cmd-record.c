@@ -579,6 +579,31 @@ static bool pid_alive(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/* Whether the trace at `path` has an END chunk: its process ended, or
+ * exec'd into an image with a trace of its own. Reads only the chunk
+ * headers. */
+static bool trace_has_end(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	bool end = false;
+	uint8_t h[AP_CHUNK_HDR_LEN];
+	for (off_t off = AP_TRACE_PREAMBLE_LEN; !end && off + AP_CHUNK_HDR_LEN <= st.st_size;) {
+		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
+		    ap_get_u32le(h) != AP_CHUNK_MAGIC)
+			break;
+		end = h[4] == AP_CHUNK_END;
+		off += AP_CHUNK_HDR_LEN + (off_t)ap_get_u32le(h + 12);
+	}
+	close(fd);
+	return end;
+}
+
 /* Tells where the trace of a process that outlived the program is. */
 static void say_live(const char *path, const char *what, pid_t pid)
 {
@@ -681,7 +706,8 @@ static bool listed(char **names, size_t n, const char *name)
 }
 
 /* Finishes the child traces of `output` except live ones
- * (trace_is_live), which are named instead. A live trace whose process
+ * (trace_is_live, or without END while their process runs), which are
+ * named instead. A live trace whose process
  * is gone is held by a child of that process which has not opened its
  * own trace yet: once it is released, the directory is read again for
  * that child's trace. */
@@ -705,6 +731,10 @@ static void finish_children(const char *output, time_t since, bool quiet, pid_t 
 				live = false;
 				again = true;
 			}
+			/* a process that closed every descriptor holds no lock,
+			 * but may open its trace again to go on */
+			if (!live && who != main_pid && pid_alive(who) && !trace_has_end(names[i]))
+				live = true;
 			if (live)
 				say_live(names[i], "child trace", who);
 			else

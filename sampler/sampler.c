@@ -2054,6 +2054,17 @@ static void make_path(char *out, unsigned gen)
 	out[n] = 0;
 }
 
+/* The writer's lock on a trace descriptor (docs/trace-format.md, "Live
+ * traces"): an OFD lock belongs to the open file, so a forked child
+ * shares it until it has opened its own trace, and it goes when the last
+ * process holding the file exits, execs or closes it. A trace opened
+ * again takes it again. */
+static void trace_lock(int fd)
+{
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	fcntl(fd, F_OFD_SETLK, &lk);
+}
+
 static int open_trace(const char *parent)
 {
 	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
@@ -2067,12 +2078,7 @@ static int open_trace(const char *parent)
 		close(fd);
 		fd = high;
 	}
-	/* The writer's lock (docs/trace-format.md, "Live traces"): an OFD
-	 * lock belongs to this open file, so a forked child shares it until
-	 * it has opened its own trace, and it goes when the last process
-	 * holding the file exits or execs. */
-	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	fcntl(fd, F_OFD_SETLK, &lk);
+	trace_lock(fd);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(ap_path, strerror(errno));

@@ -2,11 +2,14 @@
  * once; the child (a new session, like a daemon) waits for `delay_ms`
  * (argv[1], default 300) so that `allocprof record` has returned, then
  * makes 2000 malloc(64) calls, frees them and exits 0. argv[2], if given,
- * is a file the child writes its pid to before it starts.
+ * is a file the child writes its pid to before it starts; argv[3]
+ * "closefds": the child first closes every descriptor from 3 on, as many
+ * daemons do.
  * Child totals: 2000 allocs, 128000 bytes, 2000 frees. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +35,9 @@ int main(int argc, char **argv)
 	if (pid > 0)
 		return 0;
 	setsid();
+	if (argc > 3 && !strcmp(argv[3], "closefds"))
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
 	if (argc > 2) {
 		/* no stdio: its FILE would be one more allocation */
 		char line[32];

@@ -60,6 +60,16 @@ daemon)
 	fi
 	# The program's own trace is finished as usual.
 	grep -q "wrote d.trace " err || fail "no summary for the program's trace: $(cat err)"
+	# A daemon that closes every descriptor (the sampler's too, and with
+	# it the writer's lock) is still running, and its trace still open to
+	# more: record must not rewrite it either.
+	rm -f pid
+	"$ALLOCPROF" record --all -o c.trace "$TESTDATA_BUILD/daemon" 300 pid closefds >out 2>err
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	grep -q "child trace c.trace.$dpid: process $dpid is still running" err ||
+		fail "closefds: record did not name the daemon's trace: $(cat err)"
+	wait_gone "$dpid"
 	;;
 chunks)
 	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
