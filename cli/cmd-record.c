@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +31,10 @@ static void record_usage(FILE *f)
 	      "is not one, so the program's own options pass through.\n\n"
 	      "options:\n"
 	      "  -o, --output PATH  trace file (default: allocprof.<program>.<pid>.trace\n"
-	      "                     in the current directory, <pid> the program's)\n"
+	      "                     in the current directory, <pid> the program's); an\n"
+	      "                     existing trace or empty file is replaced, a symbolic\n"
+	      "                     link followed, /dev/null discards the trace, anything\n"
+	      "                     else is refused\n"
 	      "      --rate BYTES   mean bytes between samples (default 512K; accepts\n"
 	      "                     suffixes K, M, G; 1 records every allocation)\n"
 	      "      --all          record every allocation and free (same as --rate 1)\n"
@@ -41,13 +45,16 @@ static void record_usage(FILE *f)
 	      "  -h, --help         show this help\n\n"
 	      "Processes PROGRAM forks write <output>.<pid>; an image that replaced\n"
 	      "itself with exec after recording events leaves its trace, and the new\n"
-	      "image writes <trace>.exec<n>.\n\n"
+	      "image writes <trace>.exec<n>. A process still running when PROGRAM\n"
+	      "exits (a daemon) keeps writing its trace: record names it and leaves\n"
+	      "it as it is; it is complete once that process exits.\n\n"
 	      "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to allocprof go on to\n"
 	      "PROGRAM; a program ended by a signal (Ctrl-C, timeout, SIGPIPE, a\n"
 	      "crash) leaves a complete trace of what it did until then.\n\n"
 	      "Exit status: PROGRAM's own, 128+N if it died of signal N; 1 if it\n"
 	      "could not be run (not found, not executable, statically linked,\n"
-	      "setuid or setgid: LD_PRELOAD cannot reach those); 2 for bad usage.\n"
+	      "setuid or setgid: LD_PRELOAD cannot reach those) or its trace could\n"
+	      "not be written (see -o); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
 	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 10 for traces of\n"
 	      "2 MiB and more, 3 below) is the zstd level of the finished trace, 0\n"
@@ -258,6 +265,161 @@ static int find_sampler(char *out, size_t len)
 	return -1;
 }
 
+/* LD_PRELOAD splits its value at spaces and colons: a sampler path with
+ * one would not load, and the program would run unprofiled. Returns 0, or
+ * -1 after one line. */
+static int check_preload_path(const char *so)
+{
+	const char *bad = strpbrk(so, " :");
+	if (!bad)
+		return 0;
+	ap_die_msg("%s: LD_PRELOAD cannot name this path: it holds a %s, which LD_PRELOAD "
+		   "takes for a separator (install allocprof elsewhere, or set ALLOCPROF_PRELOAD "
+		   "to a copy of " SAMPLER_SO " at a path without one)",
+		   so, *bad == ' ' ? "space" : "colon");
+	return -1;
+}
+
+/* Whether the regular file at `path` starts like an allocprof trace. */
+static bool is_trace_file(const char *path)
+{
+	char magic[AP_TRACE_MAGIC_LEN];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	bool yes = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+		   !memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
+	close(fd);
+	return yes;
+}
+
+/* The directory that will hold the trace at `path` (and its children's
+ * traces, and record's temporary file when it compacts): it must exist
+ * and be writable. Returns 0, or -1 after one line. */
+static int check_trace_dir(const char *path)
+{
+	struct ap_buf dir = AP_BUF_INIT;
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		ap_buf_addstr(&dir, ".");
+	else if (slash == path)
+		ap_buf_addstr(&dir, "/");
+	else
+		ap_buf_add(&dir, path, (size_t)(slash - path));
+	int rc = 0;
+	struct stat st;
+	if (stat(dir.buf, &st) < 0) {
+		ap_die_msg("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
+		rc = -1;
+	} else if (!S_ISDIR(st.st_mode)) {
+		ap_die_msg("%s: cannot write the trace there: not a directory", dir.buf);
+		rc = -1;
+	} else if (access(dir.buf, W_OK | X_OK) < 0) {
+		ap_die_msg("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
+		rc = -1;
+	}
+	ap_buf_release(&dir);
+	return rc;
+}
+
+/* The file a symbolic link names when that file does not exist yet: its
+ * directory resolved, its name as the link says (malloc'd), or NULL. */
+static char *link_target(const char *link)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = 0;
+	struct ap_buf full = AP_BUF_INIT;
+	const char *slash = strrchr(link, '/');
+	if (target[0] != '/' && slash)
+		ap_buf_add(&full, link, (size_t)(slash - link + 1));
+	ap_buf_addstr(&full, target);
+	char *name = strrchr(full.buf, '/');
+	char *dir = NULL;
+	if (!name)
+		dir = realpath(".", NULL);
+	else if (name == full.buf)
+		dir = realpath("/", NULL);
+	else {
+		*name = 0;
+		dir = realpath(full.buf, NULL);
+		*name = '/';
+	}
+	char *out = NULL;
+	if (dir && *(name ? name + 1 : full.buf)) {
+		struct ap_buf b = AP_BUF_INIT;
+		ap_buf_addf(&b, "%s/%s", strcmp(dir, "/") ? dir : "", name ? name + 1 : full.buf);
+		out = ap_buf_detach(&b, NULL);
+	}
+	free(dir);
+	ap_buf_release(&full);
+	if (!out)
+		errno = ENOENT;
+	return out;
+}
+
+/* What the output names, checked before the program starts. A missing
+ * file, an empty one or an allocprof trace is (re)written (a trace is
+ * replaced: a stale one must not pass for this run's); a symbolic link is
+ * followed, and the trace goes where it points (*resolved: the target, to
+ * free; the link stays); /dev/null, under any name, discards the trace
+ * (*discard); anything else (a device, a FIFO, a directory, a file that is
+ * not a trace) is refused and left as it is. Returns 0, or -1 after one
+ * line. */
+static int check_output(const char *path, bool *discard, char **resolved)
+{
+	struct stat st;
+	*discard = false;
+	*resolved = NULL;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		char *r = realpath(path, NULL);
+		if (!r && errno == ENOENT)
+			r = link_target(path);
+		if (!r) {
+			ap_die_msg("%s: a symbolic link that leads nowhere (%s): not replaced; give "
+				   "the trace's own path", path, strerror(errno));
+			return -1;
+		}
+		*resolved = r;
+		path = r;
+	}
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT) {
+			ap_die_msg("%s: %s", path, strerror(errno));
+			return -1;
+		}
+		return check_trace_dir(path);
+	}
+	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) {
+		*discard = true;
+		return 0;
+	}
+	const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+			   : S_ISCHR(st.st_mode)  ? "a character device"
+			   : S_ISBLK(st.st_mode)  ? "a block device"
+			   : S_ISFIFO(st.st_mode) ? "a FIFO"
+			   : S_ISSOCK(st.st_mode) ? "a socket"
+			   : st.st_size > 0 && !is_trace_file(path)
+				   ? "a file that is not an allocprof trace"
+				   : NULL;
+	if (what) {
+		ap_die_msg("%s: is %s: not overwritten (remove it or choose another -o; "
+			   "-o /dev/null discards the trace)", path, what);
+		return -1;
+	}
+	if (access(path, W_OK) < 0) {
+		ap_die_msg("%s: cannot write the trace: %s", path, strerror(errno));
+		return -1;
+	}
+	if (check_trace_dir(path) < 0)
+		return -1;
+	if (st.st_size > 0)
+		unlink(path); /* a stale trace must not pass for this run's */
+	return 0;
+}
+
 static pid_t child_pid;
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
@@ -342,9 +504,10 @@ static int wait_program(pid_t pid, int *status, const char *trace,
  * already, by `stream`, while the program ran), then its summary line,
  * counted on the way (the reader would hold every event in memory, and an
  * --all trace of a long run holds hundreds of millions). A trace that
- * cannot be compressed (corrupt) is left as it was and said so. */
+ * cannot be compressed (corrupt) is left as it was and said so. `status`:
+ * the wait status of the process that wrote it, if known (the program). */
 static void finish_trace(const char *path, const char *what, bool quiet,
-			 struct ap_compact_stream *stream)
+			 struct ap_compact_stream *stream, const int *status)
 {
 	struct stat st;
 	if (stat(path, &st) < 0 || st.st_size == 0) {
@@ -367,11 +530,92 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
+	else if (!c.has_end && status && WIFSIGNALED(*status))
+		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s",
+			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?");
+	else if (!c.has_end && status)
+		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
+			 "with status %d", WEXITSTATUS(*status));
 	else if (!c.has_end)
-		snprintf(trunc, sizeof(trunc), "no end record: the process was killed");
+		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
+			 "sampler cannot see (SIGKILL, say)");
 	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s)\n", what, path,
 		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
 		trunc[0] ? "; truncated: " : "", trunc);
+}
+
+/* A trace is live while some process holds the writer's lock the sampler
+ * takes on it: an OFD lock on its open file, which a forked child shares
+ * until it has opened a trace of its own, and which goes when the last
+ * process holding the file exits or execs. Never rewrite a live trace:
+ * its writer would go on appending to the file the rename unlinked. */
+static bool trace_is_live(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+	bool live = fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+	close(fd);
+	return live;
+}
+
+/* How long a trace whose own process is gone may stay live: a forked
+ * child holds its parent's trace only until it has opened its own. */
+#define RELEASE_WAIT_MS 2000
+
+/* Waits up to RELEASE_WAIT_MS for `path` to stop being live; true if it
+ * is not live (any more). */
+static bool wait_released(const char *path)
+{
+	for (int ms = 0; ms < RELEASE_WAIT_MS; ms += 2) {
+		if (!trace_is_live(path))
+			return true;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return !trace_is_live(path);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Whether the trace at `path` has an END chunk: its process ended, or
+ * exec'd into an image with a trace of its own. Reads only the chunk
+ * headers. */
+static bool trace_has_end(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	bool end = false;
+	uint8_t h[AP_CHUNK_HDR_LEN];
+	for (off_t off = AP_TRACE_PREAMBLE_LEN; !end && off + AP_CHUNK_HDR_LEN <= st.st_size;) {
+		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
+		    ap_get_u32le(h) != AP_CHUNK_MAGIC)
+			break;
+		end = h[4] == AP_CHUNK_END;
+		off += AP_CHUNK_HDR_LEN + (off_t)ap_get_u32le(h + 12);
+	}
+	close(fd);
+	return end;
+}
+
+/* Tells where the trace of a process that outlived the program is. */
+static void say_live(const char *path, const char *what, pid_t pid)
+{
+	if (pid_alive(pid))
+		ap_die_msg("%s %s: process %d is still running and writing it; the trace is "
+			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
+	else
+		ap_die_msg("%s %s: still open in a process the program started; the trace is "
+			   "complete once that process exits (stats, top read it then)", what, path);
 }
 
 /* <output>.<digits>[.exec<n>] and <output>.exec<n>: traces of the processes
@@ -404,7 +648,11 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void finish_children(const char *output, time_t since, bool quiet)
+/* The traces of the processes and images that followed the program
+ * (is_child_suffix), written since `since`, sorted, as paths of the form
+ * <output><suffix>, into *out (the strings and the array are the
+ * caller's); returns the count. */
+static size_t child_traces(const char *output, time_t since, char ***out)
 {
 	char dir[PATH_MAX * 2 + 64];
 	snprintf(dir, sizeof(dir), "%s", output);
@@ -413,12 +661,11 @@ static void finish_children(const char *output, time_t since, bool quiet)
 	if (slash) {
 		*slash = 0;
 		base = output + (slash - dir) + 1;
-	} else {
-		snprintf(dir, sizeof(dir), ".");
 	}
-	DIR *d = opendir(dir[0] ? dir : "/");
+	*out = NULL;
+	DIR *d = opendir(!slash ? "." : dir[0] ? dir : "/");
 	if (!d)
-		return;
+		return 0;
 	size_t bl = strlen(base), n = 0, alloc = 0;
 	char **names = NULL;
 	struct dirent *de;
@@ -426,7 +673,10 @@ static void finish_children(const char *output, time_t since, bool quiet)
 		if (strncmp(de->d_name, base, bl) || !is_child_suffix(de->d_name + bl))
 			continue;
 		struct ap_buf p = AP_BUF_INIT;
-		ap_buf_addf(&p, "%s/%s", dir[0] ? dir : "", de->d_name);
+		if (slash)
+			ap_buf_addf(&p, "%s/%s", dir, de->d_name);
+		else
+			ap_buf_addstr(&p, de->d_name);
 		struct stat st;
 		if (stat(p.buf, &st) < 0 || st.st_mtime < since) {
 			ap_buf_release(&p);
@@ -437,11 +687,69 @@ static void finish_children(const char *output, time_t since, bool quiet)
 	}
 	closedir(d);
 	qsort(names, n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		finish_trace(slash ? names[i] : names[i] + 2, "child trace", quiet, NULL);
-		free(names[i]);
+	*out = names;
+	return n;
+}
+
+/* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
+ * image of the program itself, `main_pid`. */
+static pid_t suffix_pid(const char *suffix, pid_t main_pid)
+{
+	if (suffix[1] < '0' || suffix[1] > '9')
+		return main_pid;
+	return (pid_t)strtol(suffix + 1, NULL, 10);
+}
+
+static bool listed(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+/* Finishes the child traces of `output` except live ones
+ * (trace_is_live, or without END while their process runs), which are
+ * named instead. A live trace whose process
+ * is gone is held by a child of that process which has not opened its
+ * own trace yet: once it is released, the directory is read again for
+ * that child's trace. */
+static void finish_children(const char *output, time_t since, bool quiet, pid_t main_pid)
+{
+	char **done = NULL;
+	size_t ndone = 0, done_alloc = 0;
+	size_t olen = strlen(output);
+	for (bool again = true; again;) {
+		again = false;
+		char **names;
+		size_t n = child_traces(output, since, &names);
+		for (size_t i = 0; i < n; i++) {
+			if (listed(done, ndone, names[i])) {
+				free(names[i]);
+				continue;
+			}
+			pid_t who = suffix_pid(names[i] + olen, main_pid);
+			bool live = trace_is_live(names[i]);
+			if (live && !pid_alive(who) && wait_released(names[i])) {
+				live = false;
+				again = true;
+			}
+			/* a process that closed every descriptor holds no lock,
+			 * but may open its trace again to go on */
+			if (!live && who != main_pid && pid_alive(who) && !trace_has_end(names[i]))
+				live = true;
+			if (live)
+				say_live(names[i], "child trace", who);
+			else
+				finish_trace(names[i], "child trace", quiet, NULL, NULL);
+			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
+			done[ndone++] = names[i];
+		}
+		free(names);
 	}
-	free(names);
+	for (size_t i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
 }
 
 /* What the vfork child of launch() needs, all prepared beforehand: it
@@ -568,7 +876,8 @@ int cmd_record(int argc, char **argv)
 			ap_die_msg("%s: %s", prog, strerror(errno));
 		return AP_EXIT_FAIL;
 	}
-	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0)
+	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0 ||
+	    check_preload_path(so) < 0)
 		return AP_EXIT_FAIL;
 
 	struct sigaction sa, old[4];
@@ -584,14 +893,22 @@ int cmd_record(int argc, char **argv)
 		snprintf(cwd, sizeof(cwd), ".");
 	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
 	struct ap_buf out_pre = AP_BUF_INIT, cfg_mid = AP_BUF_INIT;
+	bool discard = false;
+	char *resolved = NULL;
+	if (o.output && check_output(o.output, &discard, &resolved) < 0)
+		return AP_EXIT_FAIL;
+	if (resolved)
+		o.output = resolved; /* the link's target, where the trace goes */
 	if (o.output && o.output[0] == '/')
 		ap_buf_addstr(&out_pre, o.output);
 	else if (o.output)
 		ap_buf_addf(&out_pre, "%s/%s", cwd, o.output);
 	else
 		ap_buf_addf(&out_pre, "%s/allocprof.%s.", cwd, bn);
-	if (o.output)
-		unlink(out_pre.buf); /* a stale trace must not pass for this run's */
+	if (!o.output && check_trace_dir(out_pre.buf) < 0) {
+		ap_buf_release(&out_pre);
+		return AP_EXIT_FAIL;
+	}
 	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
 	ap_buf_addf(&cfg_mid, ":%llu:%u:%d:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    o.no_children ? 1 : 0, out_pre.buf);
@@ -644,6 +961,7 @@ int cmd_record(int argc, char **argv)
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		ap_die_msg("%s: %s", prog, strerror(err));
 		ap_buf_release(&out_pre);
+		free(resolved);
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		return AP_EXIT_FAIL;
@@ -662,13 +980,28 @@ int cmd_record(int argc, char **argv)
 	ap_buf_release(&out_pre);
 	int status;
 	struct ap_compact_stream *stream = NULL;
-	if (wait_program(pid, &status, abs_out, &stream) < 0)
-		return AP_EXIT_FAIL;
+	int wrc = wait_program(pid, &status, discard ? NULL : abs_out, &stream);
 	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
+	if (wrc < 0) {
+		free(resolved);
+		return AP_EXIT_FAIL;
+	}
 
-	finish_trace(output, "wrote", o.quiet, stream);
-	finish_children(output, start, o.quiet);
+	if (discard) {
+		if (!o.quiet)
+			fprintf(stderr, "allocprof: trace discarded (%s)\n", output);
+	} else if (wait_released(output)) {
+		/* until the program's forked children have opened their own
+		 * traces they hold its trace too (trace_is_live) */
+		finish_trace(output, "wrote", o.quiet, stream, &status);
+	} else {
+		ap_compact_stream_abandon(stream);
+		say_live(output, "trace", -1);
+	}
+	if (!discard)
+		finish_children(output, start, o.quiet, pid);
+	free(resolved);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))

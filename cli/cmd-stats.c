@@ -17,9 +17,11 @@ static void stats_usage(FILE *f)
 	      "events, and the totals over the whole run: alloc_objects, alloc_space,\n"
 	      "free_objects, inuse_objects and inuse_space (live at the end),\n"
 	      "peak_inuse_space. Sampled traces show estimates scaled by the sampling\n"
-	      "weights; traces recorded with --all are exact. A truncated trace (the\n"
-	      "process was killed, or the file was cut) is summarized from its\n"
-	      "complete part, with a warning.\n\n"
+	      "weights; traces recorded with --all are exact. A sampled peak is the\n"
+	      "largest of the in-use estimates over the run, so it is biased upward:\n"
+	      "it comes with the standard deviation of the estimate at that point.\n"
+	      "A truncated trace (the process was killed or is still running, or the\n"
+	      "file was cut) is summarized from its complete part, with a warning.\n\n"
 	      "options:\n"
 	      "  --json       print one JSON object (keys as the names above)\n"
 	      "  -h, --help   show this help\n",
@@ -118,16 +120,20 @@ static const char *end_reason_name(uint64_t reason)
 static void print_end(const struct ap_trace *t)
 {
 	if (!t->has_end) {
-		printf("%-18s no end record (killed, or still running)\n", "ended");
+		printf("%-18s unknown: no end record (still running, or ended in a way the "
+		       "sampler cannot see, such as SIGKILL)\n", "ended");
 		return;
 	}
 	unsigned long long st = (unsigned long long)t->end_status;
+	char status[48] = ", status not recorded";
+	if (t->end_status_known)
+		snprintf(status, sizeof(status), ", status %llu", st);
 	switch (t->end_reason) {
 	case AP_END_EXIT:
-		printf("%-18s exit, status %llu\n", "ended", st);
+		printf("%-18s exit%s\n", "ended", status);
 		break;
 	case AP_END_UNDERSCORE_EXIT:
-		printf("%-18s _exit, status %llu\n", "ended", st);
+		printf("%-18s _exit%s\n", "ended", status);
 		break;
 	case AP_END_SIGNAL:
 		printf("%-18s fatal signal %llu (SIG%s)\n", "ended", st,
@@ -181,7 +187,17 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	print_count("free_objects", tot->free_objects);
 	print_count("inuse_objects", tot->inuse_objects);
 	print_bytes("inuse_space", tot->inuse_space);
-	print_bytes("peak_inuse_space", tot->peak_inuse_space);
+	if (t->rate <= 1) {
+		print_bytes("peak_inuse_space", tot->peak_inuse_space);
+	} else {
+		/* the largest of many estimates: say how far off it may be */
+		char sd[64];
+		ap_format_bytes(b, sizeof(b), tot->peak_inuse_space);
+		ap_format_bytes(sd, sizeof(sd), tot->peak_inuse_space_sd);
+		printf("%-18s %s ± %s (the largest in-use estimate over the run: biased "
+		       "upward, record with --all for the exact peak)\n",
+		       "peak_inuse_space", b, sd);
+	}
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
 		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
@@ -236,10 +252,12 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "inuse_objects", json_total(tot->inuse_objects));
 	json_object_set_new(o, "inuse_space", json_total(tot->inuse_space));
 	json_object_set_new(o, "peak_inuse_space", json_total(tot->peak_inuse_space));
+	json_object_set_new(o, "peak_inuse_space_sd", json_total(tot->peak_inuse_space_sd));
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
-	json_object_set_new(o, "end_status", t->has_end ? json_u64(t->end_status) : json_null());
+	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
+						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "calls", t->has_end ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_end ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));

@@ -100,6 +100,8 @@ struct ap_thr {
 	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
 	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
 	uint32_t sc_turn;	/* which way of a set is replaced next */
+	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
+	uint32_t nchunks;	/* chunks written into that stream */
 };
 
 /* A recent ALLOC of this buffer's chunk that a FREE can name by distance
@@ -136,6 +138,8 @@ static int list_lock;
 static struct ap_thr *thr_all, *thr_free;
 static struct ap_thr dead_thr;	/* marker: the thread's key destructor ran */
 static struct ap_thr fallback;	/* events of threads past their destructor */
+static uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
+static uint32_t meta_nchunks;	/* META chunks written (meta_lock) */
 static uint64_t exited_calls, exited_consumed;
 
 static int meta_lock;
@@ -304,10 +308,12 @@ static pid_t sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-/* Returns 0, or the errno of the write that failed. */
-static int write_all(int fd, const void *data, size_t len)
+/* Returns 0 once every byte is written, else the errno of the write that
+ * failed, with *done the bytes that were. */
+static int write_some(int fd, const void *data, size_t len, size_t *done)
 {
 	const char *p = data;
+	*done = 0;
 	while (len) {
 		ssize_t n = write(fd, p, len);
 		if (n < 0) {
@@ -317,8 +323,16 @@ static int write_all(int fd, const void *data, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+		*done += (size_t)n;
 	}
 	return 0;
+}
+
+/* Returns 0 once every byte is written, else the errno. */
+static int write_all(int fd, const void *data, size_t len)
+{
+	size_t done;
+	return write_some(fd, data, len, &done);
 }
 
 /* The trace's descriptor sits high (the program's own open() calls get the
@@ -398,6 +412,8 @@ static void trace_leave(int nested)
 	lk_unlock(&trace_lock);
 }
 
+static void trace_flock(int fd);
+
 /* The trace opened again by its path, appending, if the path still names
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
@@ -410,41 +426,90 @@ static int trace_reopen(void)
 		sys_close(fd);
 		return -1;
 	}
-	return fd_high(fd, 1);
+	fd = fd_high(fd, 1);
+	trace_flock(fd);
+	return fd;
 }
 
 /* Set while this thread writes the trace: a SIGXFSZ then is ours (the
  * program's RLIMIT_FSIZE reached by the trace), and sig_entry drops it. */
 static __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 
-static void trace_write(const void *data, size_t len)
+static size_t str_len(const char *s);
+static void say(const char *a, const char *b);
+
+/* A chunk did not fit (disk full, file size limit, I/O error): the
+ * trace ends with the chunks before it. Its first `done` bytes go, so
+ * that the file holds whole chunks only, and nothing more is written: a
+ * chunk after a lost one would be out of its stream's order, and the
+ * reader would call the file corrupt (docs/trace-format.md, "Streams").
+ * The descriptor stays open: another thread may be about to write to
+ * it, and its number must not pass to a file of the program's. */
+static void trace_write_failed(int fd, size_t done, int err)
+{
+	__atomic_store_n(&ap_fd, -1, __ATOMIC_RELAXED);
+	struct stat st;
+	if (done && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= done)
+		(void)!ftruncate(fd, st.st_size - (off_t)done);
+	char why[160];
+	const char *e = strerror(err);
+	static const char tail[] = ": the trace ends here; the program goes on";
+	size_t n = str_len(e);
+	if (n > sizeof(why) - sizeof(tail))
+		n = sizeof(why) - sizeof(tail);
+	memcpy(why, e, n);
+	memcpy(why + n, tail, sizeof(tail));
+	say(ap_path, why);
+}
+
+/* META and EVENTS chunks written whole: END says how many
+ * (docs/trace-format.md, "Streams"). */
+static uint64_t data_chunks;
+
+/* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
+ * file whole, else -1. */
+static int trace_write(const void *data, size_t len)
 {
 	int nested;
 	if (ap_fd < 0 || !trace_enter(&nested))
-		return;
+		return -1;
 	int fd = ap_fd;
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
 		fd = trace_reopen(); /* closed, or another file now: not ours */
 		__atomic_store_n(&ap_fd, fd, __ATOMIC_RELAXED);
 	}
+	int rc = -1;
 	if (fd >= 0) {
+		size_t done;
 		in_trace_write++;
-		if (write_all(fd, data, len) == EFBIG) {
-			/* the file size limit: the trace ends here, truncated (no
-			 * END fits); a SIGXFSZ left pending where the program
-			 * blocks it is ours too */
-			__atomic_store_n(&ap_fd, -1, __ATOMIC_RELAXED);
-			sigset_t x, pend;
-			sigemptyset(&x);
-			sigaddset(&x, SIGXFSZ);
-			const struct timespec zero = { 0, 0 };
-			if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
-				sigtimedwait(&x, NULL, &zero);
+		int err = write_some(fd, data, len, &done);
+		if (!err) {
+			rc = 0;
+		} else {
+			if (err == EFBIG) {
+				/* the file size limit: a SIGXFSZ left pending
+				 * where the program blocks it is ours too */
+				sigset_t x, pend;
+				sigemptyset(&x);
+				sigaddset(&x, SIGXFSZ);
+				const struct timespec zero = { 0, 0 };
+				if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
+					sigtimedwait(&x, NULL, &zero);
+			}
+			trace_write_failed(fd, done, err);
 		}
 		in_trace_write--;
 	}
 	trace_leave(nested);
+	return rc;
+}
+
+/* A META or EVENTS chunk, counted once it is written. */
+static void trace_write_data(const void *data, size_t len)
+{
+	if (trace_write(data, len) == 0)
+		__atomic_add_fetch(&data_chunks, 1, __ATOMIC_RELAXED);
 }
 
 static size_t str_len(const char *s)
@@ -866,9 +931,9 @@ static void meta_flush_locked(void)
 	if (!meta_len || ap_fd < 0)
 		return;
 	uint8_t *payload = meta_buf + AP_CHUNK_HDR_LEN;
-	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, payload,
+	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, AP_STREAM_META, meta_nchunks++, payload,
 			(uint32_t)meta_len);
-	trace_write(meta_buf, AP_CHUNK_HDR_LEN + meta_len);
+	trace_write_data(meta_buf, AP_CHUNK_HDR_LEN + meta_len);
 	meta_len = 0;
 }
 
@@ -1564,9 +1629,13 @@ static void thr_flush_locked(struct ap_thr *b)
 	}
 	meta_flush_locked();
 	lk_unlock(&meta_lock);
-	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->buf + AP_CHUNK_HDR_LEN,
-			(uint32_t)(b->len - AP_CHUNK_HDR_LEN));
-	trace_write(b->buf, b->len);
+	/* One stream per buffer: its chunks are written in order, under its
+	 * lock, whichever thread it serves (docs/trace-format.md, "Streams") */
+	if (!b->stream)
+		b->stream = __atomic_add_fetch(&nstreams, 1, __ATOMIC_RELAXED);
+	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->stream, b->nchunks++,
+			b->buf + AP_CHUNK_HDR_LEN, (uint32_t)(b->len - AP_CHUNK_HDR_LEN));
+	trace_write_data(b->buf, b->len);
 	b->len = EV_HDR;
 }
 
@@ -2197,8 +2266,8 @@ static void write_header(const char *parent)
 	k += kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
 		k += kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
-	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), p,
-			(uint32_t)k);
+	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
+			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
 	munmap(buf, cap);
 }
@@ -2210,6 +2279,13 @@ static void make_path(char *out, unsigned gen)
 {
 	size_t n = str_len(ap_base);
 	memcpy(out, ap_base, n);
+	/* A device (record -o /dev/null: discard) takes every trace as it is:
+	 * /dev/null.<pid> would be a file in /dev. */
+	struct stat st;
+	if (stat(ap_base, &st) == 0 && S_ISCHR(st.st_mode)) {
+		out[n] = 0;
+		return;
+	}
 	const char *want = cfg(CFG_PID);
 	if (parse_u64(want, 0) != (uint64_t)ap_pid) {
 		out[n++] = '.';
@@ -2241,6 +2317,17 @@ static void trace_mode_init(void)
 	}
 }
 
+/* The writer's lock on a trace descriptor (docs/trace-format.md, "Live
+ * traces"): an OFD lock belongs to the open file, so a forked child
+ * shares it until it has opened its own trace, and it goes when the last
+ * process holding the file exits, execs or closes it. A trace opened
+ * again takes it again. */
+static void trace_flock(int fd)
+{
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	fcntl(fd, F_OFD_SETLK, &lk);
+}
+
 static int open_trace(const char *parent)
 {
 	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
@@ -2251,6 +2338,7 @@ static int open_trace(const char *parent)
 	}
 	fchmod(fd, trace_mode); /* whatever the umask is now */
 	fd = fd_high(fd, 1);
+	trace_flock(fd);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(ap_path, strerror(errno));
@@ -2330,12 +2418,49 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 		k += kv_uint(p + k, AP_EK_STATUS, status);
 	k += kv_uint(p + k, AP_EK_CALLS, calls);
 	k += kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
-	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, p, (uint32_t)k);
+	k += kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&data_chunks, __ATOMIC_RELAXED));
+	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	return 0;
 }
 
 /* ---- process lifecycle -------------------------------------------------- */
+
+/* exit()'s status, for END: on_exit hands it over (a return from main is
+ * an exit too), before the destructors run. */
+static int exit_seen;
+static int exit_status;
+
+static void note_exit(int status, void *arg)
+{
+	exit_status = status;
+	exit_seen = 1;
+}
+
+/* on_exit handlers run last registered first, and __libc_start_main
+ * registers the loader's destructor pass (which runs ap_fini) after the
+ * preloaded libraries' constructors: note_exit is registered from the
+ * program's main, through __libc_start_main, so that it runs before. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	on_exit(note_exit, NULL);
+	return real_main(argc, argv, envp); /* a tail call: no frame of ours */
+}
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+
+EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+			     void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	int (*real)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
+		    void *) = must_sym("__libc_start_main");
+	real_main = main;
+	return real(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
 
 int __cxa_atexit(void (*fn)(void *), void *arg, void *dso); /* glibc's, not declared */
 
@@ -2347,7 +2472,7 @@ static void ap_last(void *unused)
 {
 	(void)unused;
 	tls.guard++;
-	end_trace(AP_END_EXIT, 0, 0, 0);
+	end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
 	tls.guard--;
 }
 
@@ -2365,7 +2490,7 @@ __attribute__((destructor)) static void ap_fini(void)
 		 * library's own __cxa_finalize (its last destructor) would run
 		 * ap_last right away */
 		if (__cxa_atexit(ap_last, NULL, NULL) != 0)
-			end_trace(AP_END_EXIT, 0, 0, 0);
+			end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
 	}
 	tls.guard--;
 }
@@ -2374,7 +2499,7 @@ __attribute__((destructor)) static void ap_fini(void)
 static __attribute__((noreturn)) void leave(void (*real)(int), int status)
 {
 	tls.guard++;
-	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(unsigned)status, 0);
+	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(status & 0xff), 0);
 	if (real)
 		real(status);
 	syscall(SYS_exit_group, status);
@@ -2726,10 +2851,14 @@ static void fork_child(void)
 		t->guard--;
 		return;
 	}
-	if (ap_fd >= 0)
-		sys_close(ap_fd);
+	/* The parent's trace stays open (and its writer's lock held) until
+	 * this process has a trace of its own: record waits for that lock to
+	 * go before it looks for the traces of forked children. */
+	int parent_fd = ap_fd;
 	ap_fd = -1;
 	if (ap_no_children) {
+		if (parent_fd >= 0)
+			sys_close(parent_fd);
 		ap_state = AP_DISABLED;
 		t->guard--;
 		return;
@@ -2745,6 +2874,7 @@ static void fork_child(void)
 		b->lock = b->busy = b->claim = 0;
 		b->len = EV_HDR;
 		b->events = 0;
+		b->stream = b->nchunks = 0; /* a new file: its streams start over */
 		if (b == t->thr)
 			continue;
 		b->live = 0;
@@ -2758,7 +2888,11 @@ static void fork_child(void)
 	}
 	fallback.len = EV_HDR;
 	fallback.events = 0;
+	fallback.stream = fallback.nchunks = 0;
+	nstreams = 0;
+	data_chunks = 0;
 	meta_len = 0;
+	meta_nchunks = 0;
 	stk_cur = NULL;
 	stk_next_id = 1;
 	mod_count = 0;
@@ -2773,6 +2907,8 @@ static void fork_child(void)
 	} else if (t->thr && t->thr != &dead_thr) {
 		meta_thread(t->tid);
 	}
+	if (parent_fd >= 0)
+		sys_close(parent_fd);
 	/* Mappings are written when the first stack needs them: the loader
 	 * lock is not ours to take here. */
 	t->guard--;

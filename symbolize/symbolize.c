@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* libstdc++'s demangler; libdw has none (eu-addr2line uses the same). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -237,6 +238,14 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 	/* vdso and anonymous code have no file to read: addresses only. */
 	if (map->path[0] != '/')
 		return m;
+	/* Only a regular file can be the module: opening a FIFO that took
+	 * its path since would wait for a writer forever. */
+	struct stat st;
+	if (stat(map->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		warn(s, "%s: not a regular file (any more); its frames are shown as addresses",
+		     map->path);
+		return m;
+	}
 	m->dwfl = dwfl_begin(&s->cb);
 	if (!m->dwfl) {
 		warn(s, "%s: %s; its frames are shown as addresses", map->path,

@@ -78,6 +78,7 @@ struct ap_trace {
 	bool has_end;
 	uint64_t end_ns;	/* END's time, else the last event's */
 	uint64_t end_reason, end_status;
+	bool end_status_known;	/* END has a status (0 is a status too) */
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_end only) */
 
 	struct ap_mapping *maps;
@@ -143,7 +144,12 @@ struct ap_trace_totals {
 	double alloc_objects, alloc_space;
 	double free_objects;
 	double inuse_objects, inuse_space;	/* live at the end */
-	double peak_inuse_space;
+	/* The largest live-bytes value after any event. Sampled, it is the
+	 * largest of many estimates, so it is biased upward (one live 4 kB
+	 * sample at the default rate reads 512 kB); peak_inuse_space_sd is
+	 * the standard deviation of the estimate at that point (0 with
+	 * rate 1, where the peak is exact). */
+	double peak_inuse_space, peak_inuse_space_sd;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):
@@ -151,5 +157,39 @@ struct ap_trace_totals {
 	uint64_t unmatched_frees;
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
+
+/* Chunk streams (docs/trace-format.md, "Streams"): the next index of each
+ * stream seen. Writers ask it for the index of their next chunk; readers
+ * check that every stream's chunks come 0, 1, 2, ... in file order, which
+ * finds a duplicated or a missing chunk. Zero-initialised is empty. */
+struct ap_streams {
+	uint32_t *id;		/* open addressing over id, AP_STREAM_NONE = free */
+	uint32_t *next;
+	size_t mask, n;
+};
+
+void ap_streams_release(struct ap_streams *s);
+
+/* The index the next chunk of `stream` gets, counted as written. */
+uint32_t ap_streams_next(struct ap_streams *s, uint32_t stream);
+
+/* Checks chunk `index` of `stream` for a chunk of `type`: HEADER and END
+ * are in no stream (AP_STREAM_NONE, index 0), every other chunk in one,
+ * with the index the stream is at. Returns 0 and counts the chunk, or -1
+ * with *why set to what is wrong (a duplicated chunk, missing chunks). */
+int ap_streams_check(struct ap_streams *s, uint8_t type, uint32_t stream, uint32_t index,
+		     char *why, size_t whylen);
+
+/* The stream writers other than the sampler (the test writer, the
+ * compactor) put a chunk in: META chunks in AP_STREAM_META, a thread's
+ * EVENTS in a stream of its own. */
+static inline uint32_t ap_stream_of(uint8_t type, uint32_t tid)
+{
+	if (type == AP_CHUNK_META)
+		return AP_STREAM_META;
+	if (type == AP_CHUNK_EVENTS)
+		return tid + 1 == AP_STREAM_NONE ? AP_STREAM_NONE - 1 : tid + 1;
+	return AP_STREAM_NONE;
+}
 
 #endif

@@ -10,12 +10,20 @@
 
 #define AP_TRACE_MAGIC "ALLOCPRF"
 #define AP_TRACE_MAGIC_LEN 8
-#define AP_TRACE_VERSION 2u
+#define AP_TRACE_VERSION 3u
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
 
 #define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
-#define AP_CHUNK_HDR_LEN 24
+#define AP_CHUNK_HDR_LEN 32
+/* Where the header's own CRC-32C sits; it covers the bytes before it. */
+#define AP_CHUNK_HDR_CRC_OFF 28
+/* The stream of HEADER and END chunks: none (docs/trace-format.md,
+ * "Streams"). */
+#define AP_STREAM_NONE 0xffffffffu
+/* The stream of the sampler's META chunks; its thread buffers are
+ * streams 1, 2, ... */
+#define AP_STREAM_META 0u
 #define AP_CHUNK_MAX_PAYLOAD (16u << 20)
 
 /* Chunk header byte 5: flags. ZSTD: the payload is `u32 raw_len` then one
@@ -64,6 +72,7 @@ enum {
 	AP_EK_STATUS = 3,
 	AP_EK_CALLS = 4,
 	AP_EK_BYTES = 5,
+	AP_EK_CHUNKS = 6,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,
@@ -116,6 +125,9 @@ enum ap_alloc_kind {
 #define AP_ANON_BASE 0xff00000000000000ull
 
 #define AP_VARINT_MAX 10
+
+/* CPUs a trace can have: an event's cpu is at most 65535. */
+#define AP_MAX_CPUS 65536u
 
 /* Default time quantum of the sampler (HEADER time_quantum_ns). */
 #define AP_DEFAULT_QUANTUM_NS 1000000u
@@ -253,11 +265,12 @@ static inline int ap_get_addr(const uint8_t **p, const uint8_t *end, uint64_t pr
  * instruction when the CPU has it, a table otherwise. Allocation-free. */
 uint32_t ap_crc32c(const void *data, size_t len);
 
-/* Fills a 24-byte chunk header with flags (AP_CHUNK_F_*) for a payload
- * already in place. */
+/* Fills a chunk header with flags (AP_CHUNK_F_*) for a payload already in
+ * place: chunk `index` (0, 1, 2, ...) of stream `stream` (AP_STREAM_NONE
+ * for HEADER and END, with index 0). */
 static inline void ap_chunk_header_flags(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t type,
-					 uint8_t flags, uint32_t tid,
-					 const uint8_t *payload, uint32_t len)
+					 uint8_t flags, uint32_t tid, uint32_t stream,
+					 uint32_t index, const uint8_t *payload, uint32_t len)
 {
 	ap_put_u32le(hdr, AP_CHUNK_MAGIC);
 	hdr[4] = type;
@@ -267,14 +280,22 @@ static inline void ap_chunk_header_flags(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t 
 	ap_put_u32le(hdr + 8, tid);
 	ap_put_u32le(hdr + 12, len);
 	ap_put_u32le(hdr + 16, ap_crc32c(payload, len));
-	ap_put_u32le(hdr + 20, ap_crc32c(hdr, 20));
+	ap_put_u32le(hdr + 20, stream);
+	ap_put_u32le(hdr + 24, index);
+	ap_put_u32le(hdr + AP_CHUNK_HDR_CRC_OFF, ap_crc32c(hdr, AP_CHUNK_HDR_CRC_OFF));
 }
 
 static inline void ap_chunk_header(uint8_t hdr[AP_CHUNK_HDR_LEN], uint8_t type,
-				   uint32_t tid, const uint8_t *payload,
-				   uint32_t len)
+				   uint32_t tid, uint32_t stream, uint32_t index,
+				   const uint8_t *payload, uint32_t len)
 {
-	ap_chunk_header_flags(hdr, type, 0, tid, payload, len);
+	ap_chunk_header_flags(hdr, type, 0, tid, stream, index, payload, len);
+}
+
+/* Whether a chunk header's own checksum holds. */
+static inline int ap_chunk_header_ok(const uint8_t hdr[AP_CHUNK_HDR_LEN])
+{
+	return ap_crc32c(hdr, AP_CHUNK_HDR_CRC_OFF) == ap_get_u32le(hdr + AP_CHUNK_HDR_CRC_OFF);
 }
 
 /* The sampling weight of a sample of `size` bytes at mean interval `rate`:

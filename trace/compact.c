@@ -154,6 +154,9 @@ struct compactor {
 	bool live;	/* an incomplete tail is not yet complete, not cut */
 	bool stream;	/* one pass, one thread: give up on anything else */
 	bool gave_up;
+	struct ap_streams in_streams, out_streams; /* checked; written */
+	uint64_t data_chunks;	/* META and EVENTS chunks written */
+	uint64_t in_data_chunks; /* ... and read */
 };
 
 static int cwrite(struct compactor *c, const void *data, size_t len)
@@ -176,7 +179,10 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
 		       const uint8_t *payload, size_t len)
 {
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
-	ap_chunk_header_flags(hdr, type, flags, tid, payload, (uint32_t)len);
+	uint32_t stream = ap_stream_of(type, tid);
+	c->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
+	ap_chunk_header_flags(hdr, type, flags, tid, stream, ap_streams_next(&c->out_streams, stream),
+			      payload, (uint32_t)len);
 	if (cwrite(c, hdr, sizeof(hdr)) < 0)
 		return -1;
 	return cwrite(c, payload, len);
@@ -417,6 +423,42 @@ static int corrupt_at(struct compactor *c, size_t off, const char *why)
 	return ap_error_set(c->err, "%s: corrupt chunk at byte %zu: %s", c->path, off, why);
 }
 
+/* An END with the chunk count of the output (AP_EK_CHUNKS): its other
+ * fields as they were, in their order. */
+static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		     size_t len)
+{
+	uint8_t *out = ap_xmalloc(len + 3 * AP_VARINT_MAX);
+	size_t n = 0;
+	const uint8_t *p = payload, *end = payload + len;
+	while (p < end) {
+		const uint8_t *at = p;
+		uint64_t key, kind, v;
+		if (ap_get_uv(&p, end, &key) < 0 || ap_get_uv(&p, end, &kind) < 0 || kind > AP_KV_STR ||
+		    ap_get_uv(&p, end, &v) < 0 || (kind == AP_KV_STR && v > (uint64_t)(end - p))) {
+			free(out);
+			return corrupt_at(c, off, "END record does not decode");
+		}
+		if (kind == AP_KV_STR)
+			p += v;
+		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT && v > c->in_data_chunks) {
+			free(out);
+			return corrupt_at(c, off, "missing chunks: the END counts more META and "
+					  "EVENTS chunks than the file holds before it");
+		}
+		if (key != AP_EK_CHUNKS) {
+			memcpy(out + n, at, (size_t)(p - at));
+			n += (size_t)(p - at);
+		}
+	}
+	n += ap_put_uv(out + n, AP_EK_CHUNKS);
+	n += ap_put_uv(out + n, AP_KV_UINT);
+	n += ap_put_uv(out + n, c->data_chunks);
+	int rc = write_chunk(c, AP_CHUNK_END, 0, tid, out, n);
+	free(out);
+	return rc;
+}
+
 /* Decodes a raw EVENTS payload, appending to ev; counts its records. */
 static int decode_raw(struct compactor *c, size_t off, const uint8_t *payload, uint32_t len,
 		      struct ap_event **ev, size_t *nev, size_t *alloc)
@@ -457,7 +499,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		size_t left = size - off;
 		uint32_t len = left >= AP_CHUNK_HDR_LEN ? ap_get_u32le(h + 12) : 0;
 		if (left < AP_CHUNK_HDR_LEN || (ap_get_u32le(h) == AP_CHUNK_MAGIC &&
-						 ap_crc32c(h, 20) == ap_get_u32le(h + 20) &&
+						 ap_chunk_header_ok(h) &&
 						 len <= AP_CHUNK_MAX_PAYLOAD &&
 						 len > left - AP_CHUNK_HDR_LEN)) {
 			if (c->live)
@@ -469,7 +511,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				return -1;
 			return 0;
 		}
-		if (ap_get_u32le(h) != AP_CHUNK_MAGIC || ap_crc32c(h, 20) != ap_get_u32le(h + 20) ||
+		if (ap_get_u32le(h) != AP_CHUNK_MAGIC || !ap_chunk_header_ok(h) ||
 		    len > AP_CHUNK_MAX_PAYLOAD)
 			return c->live ? 0 : corrupt_at(c, off, "bad chunk header");
 		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
@@ -478,6 +520,13 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		uint8_t type = h[4], flags = h[5];
 		uint32_t tid = ap_get_u32le(h + 8);
 		int rc = 0;
+		char why[160];
+		/* a chunk twice or one missing: the trace is corrupt, left as it is */
+		if (emit && ap_streams_check(&c->in_streams, type, ap_get_u32le(h + 20),
+					     ap_get_u32le(h + 24), why, sizeof(why)) < 0)
+			return corrupt_at(c, off, why);
+		if (emit)
+			c->in_data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
 		if (c->stream) {
 			/* one pass: the quantum here; anonymous blocks need to
 			 * know no other thread names them, which one pass over
@@ -559,7 +608,9 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				note_tid(c, tid);
 			if (type != AP_CHUNK_META)
 				rc = flush_all(c);
-			if (!rc)
+			if (!rc && type == AP_CHUNK_END)
+				rc = write_end(c, off, tid, payload, len);
+			else if (!rc)
 				rc = write_chunk(c, type, flags, tid, payload, len);
 		}
 		if (rc < 0)
@@ -633,6 +684,8 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	free(c->tids);
 	free(c->zbuf);
 	ZSTD_freeCCtx(c->zc);
+	ap_streams_release(&c->in_streams);
+	ap_streams_release(&c->out_streams);
 }
 
 /* The file's current contents, mapped. */

@@ -36,6 +36,8 @@ struct ev_chunk {
 };
 
 struct rd {
+	struct ap_streams streams; /* where each chunk stream is */
+	uint64_t data_chunks;	   /* META and EVENTS chunks so far */
 	const uint8_t *data;
 	size_t size;
 	const char *name;
@@ -313,13 +315,19 @@ static int decode_header(struct rd *r, struct cur *c)
 		return corrupt(r, "the header's sampling rate is 0");
 	if (t->time_quantum_ns == 0)
 		return corrupt(r, "the header's time quantum is 0");
+	/* events name their CPU in 16 bits: more CPUs than that is damage,
+	 * and consumers size per-CPU tables by it */
+	if (t->cpus > AP_MAX_CPUS)
+		return corrupt(r, "the header's CPU count %llu is more than %u",
+			       (unsigned long long)t->cpus, AP_MAX_CPUS);
 	return 0;
 }
 
 static int decode_end(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
-	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0;
+	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0;
+	bool has_status = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -338,6 +346,7 @@ static int decode_end(struct rd *r, struct cur *c)
 		case AP_EK_STATUS:
 			name = "status";
 			num = &status;
+			has_status = true;
 			break;
 		case AP_EK_CALLS:
 			name = "calls";
@@ -347,6 +356,10 @@ static int decode_end(struct rd *r, struct cur *c)
 			name = "bytes";
 			num = &bytes;
 			break;
+		case AP_EK_CHUNKS:
+			name = "chunks";
+			num = &chunks;
+			break;
 		default:
 			continue;
 		}
@@ -354,11 +367,18 @@ static int decode_end(struct rd *r, struct cur *c)
 			return -1;
 		*num = kv.u;
 	}
+	/* Chunks written after the writer counted may come before the END
+	 * too; fewer than it counted were deleted or lost. */
+	if (chunks > r->data_chunks)
+		return corrupt(r, "missing chunks: the writer wrote %llu META and EVENTS chunks "
+			       "before this END, the file holds %llu (deleted or lost)",
+			       (unsigned long long)chunks, (unsigned long long)r->data_chunks);
 	/* The last END counts (an exec that failed lets the process go on). */
 	t->has_end = true;
 	t->end_ns = end_ns;
 	t->end_reason = reason;
 	t->end_status = status;
+	t->end_status_known = has_status;
 	t->calls = calls;
 	t->bytes = bytes;
 	return 0;
@@ -1393,8 +1413,11 @@ static int read_preamble(struct rd *r)
 	uint32_t version = ap_get_u32le(r->data + 8);
 	uint32_t bom = ap_get_u32le(r->data + 12);
 	if (version != AP_TRACE_VERSION)
-		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u",
-				    r->name, version, AP_TRACE_VERSION);
+		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u: "
+				    "recorded by %s allocprof%s",
+				    r->name, version, AP_TRACE_VERSION,
+				    version < AP_TRACE_VERSION ? "an older" : "a newer",
+				    version < AP_TRACE_VERSION ? " (record it again)" : "");
 	if (bom != AP_TRACE_BOM)
 		return ap_error_set(r->err,
 				    "%s: wrong byte-order mark %#010x (expected %#010x): written "
@@ -1459,7 +1482,7 @@ static int read_chunks(struct rd *r)
 		}
 		if (ap_get_u32le(h) != AP_CHUNK_MAGIC)
 			return corrupt(r, "bad chunk magic %#010x", ap_get_u32le(h));
-		if (ap_crc32c(h, 20) != ap_get_u32le(h + 20))
+		if (!ap_chunk_header_ok(h))
 			return corrupt(r, "header checksum mismatch");
 		uint8_t type = h[4];
 		uint32_t tid = ap_get_u32le(h + 8);
@@ -1478,6 +1501,10 @@ static int read_chunks(struct rd *r)
 			return corrupt(r, "payload checksum mismatch");
 		if (!r->have_header && type != AP_CHUNK_HEADER)
 			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
+		char why[160];
+		if (ap_streams_check(&r->streams, type, ap_get_u32le(h + 20), ap_get_u32le(h + 24),
+				     why, sizeof(why)) < 0)
+			return corrupt(r, "%s", why);
 		const uint8_t *base = r->data;
 		size_t next = off + AP_CHUNK_HDR_LEN + (size_t)len;
 		if (h[5] & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS))
@@ -1501,9 +1528,11 @@ static int read_chunks(struct rd *r)
 			rc = decode_header(r, &c);
 			break;
 		case AP_CHUNK_META:
+			r->data_chunks++;
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
+			r->data_chunks++;
 			rc = scan_events(r, tid, payload, len, h[5] & AP_CHUNK_F_COLUMNS);
 			break;
 		case AP_CHUNK_END:
@@ -1526,7 +1555,8 @@ static int read_chunks(struct rd *r)
 	} else if (!t->has_end) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
-			 "no end record: the process was killed or is still running");
+			 "no end record: the process is still running, or it ended in a way "
+			 "the sampler cannot see (SIGKILL, say)");
 	}
 	return 0;
 }
@@ -1579,6 +1609,7 @@ static int read_data(struct rd *r)
 	free(r->owned);
 	free(r->scan_ring);
 	ZSTD_freeDCtx(r->zd);
+	ap_streams_release(&r->streams);
 	if (rc) {
 		ap_trace_free(r->t);
 		r->t = NULL;

@@ -2,6 +2,7 @@
  * live blocks they release, and sums the weighted totals `stats` prints. */
 #include "ap_trace.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,12 +128,22 @@ static bool map_pop(struct live_map *m, uint64_t addr, struct live *out)
 	return true;
 }
 
+/* What a live block of weight w and weighted bytes `space` (w * size)
+ * adds to the variance of the live-bytes estimate: w(w-1)size^2. */
+static double block_var(double w, double space)
+{
+	return w > 1 ? (w - 1) / w * space * space : 0;
+}
+
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct live_map m = {.free_list = NONE};
 	map_resize(&m, 1024);
-	double live = 0, peak = 0;
+	/* live_var: the variance of `live` as an estimate (Horvitz-Thompson:
+	 * a block of s bytes sampled with weight w adds w(w-1)s^2), at the
+	 * peak: peak_var */
+	double live = 0, peak = 0, live_var = 0, peak_var = 0;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
 		if (e->type == AP_EV_ALLOC) {
@@ -144,8 +155,11 @@ void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 				out->alloc_space += space;
 				out->samples++;
 				live += space;
-				if (live > peak)
+				live_var += block_var(w, space);
+				if (live > peak) {
 					peak = live;
+					peak_var = live_var;
+				}
 			}
 			/* unsampled blocks (a realloc continuing a tracked chain)
 			 * are tracked so their free matches, but weigh nothing */
@@ -158,6 +172,7 @@ void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 			}
 			out->free_objects += b.objects;
 			live -= b.space;
+			live_var -= block_var(b.objects, b.space);
 		}
 	}
 	/* What is still live: sum the blocks left rather than trusting the
@@ -168,6 +183,7 @@ void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 			out->inuse_space += m.blocks[b].space;
 		}
 	out->peak_inuse_space = peak;
+	out->peak_inuse_space_sd = peak_var > 0 ? sqrt(peak_var) : 0;
 	out->events = t->nrecords;
 	free(m.slots);
 	free(m.blocks);

@@ -41,6 +41,8 @@ struct ap_tw {
 	size_t stack_hash_size;
 	size_t chunk_size;
 	uint64_t quantum;
+	struct ap_streams streams; /* chunk indices (ap_stream_of) */
+	uint64_t data_chunks;	   /* META and EVENTS chunks written (END's count) */
 	char error[512]; /* first sticky error, "" if none */
 };
 
@@ -84,7 +86,10 @@ static void emit_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid, const void 
 		       size_t len)
 {
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
-	ap_chunk_header(hdr, type, tid, payload, (uint32_t)len);
+	uint32_t stream = ap_stream_of(type, tid);
+	tw->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
+	ap_chunk_header(hdr, type, tid, stream, ap_streams_next(&tw->streams, stream), payload,
+			(uint32_t)len);
 	ap_buf_add(&tw->out, hdr, sizeof(hdr));
 	ap_buf_add(&tw->out, payload, len);
 }
@@ -469,6 +474,7 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 	kv_uint(&p, AP_EK_STATUS, end->status);
 	kv_uint(&p, AP_EK_CALLS, end->calls);
 	kv_uint(&p, AP_EK_BYTES, end->bytes);
+	kv_uint(&p, AP_EK_CHUNKS, tw->data_chunks);
 	emit_chunk(tw, AP_CHUNK_END, 0, p.buf, p.len);
 	ap_buf_release(&p);
 }
@@ -489,6 +495,7 @@ void ap_tw_discard(struct ap_tw *tw)
 	if (!tw)
 		return;
 	ap_buf_release(&tw->out);
+	ap_streams_release(&tw->streams);
 	ap_buf_release(&tw->meta);
 	for (size_t i = 0; i < tw->nthreads; i++) {
 		ap_buf_release(&tw->threads[i].buf);

@@ -1,12 +1,13 @@
 /* libFuzzer target for the trace reader (optional, not built by meson, not
  * in CI). Each input is read as it is, then again with every chunk's
- * checksums recomputed so that the fuzzer's mutations reach the payload
- * decoders instead of stopping at a CRC mismatch.
+ * checksums recomputed and its stream indices put in order, so that the
+ * fuzzer's mutations reach the payload decoders instead of stopping at a
+ * CRC mismatch or a chunk out of its stream's order.
  *
  * Build and run (clang):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
  *     -Itrace -Iutil tests/trace/fuzz-reader.c trace/reader.c trace/totals.c \
- *     trace/crc32c.c util/util.c -lm -o /tmp/fuzz-reader
+ *     trace/streams.c trace/crc32c.c util/util.c -lzstd -lm -o /tmp/fuzz-reader
  *   mkdir -p /tmp/corpus && build/tests/trace/mktrace exact /tmp/corpus/exact
  *   /tmp/fuzz-reader -max_total_time=60 /tmp/corpus
  */
@@ -38,15 +39,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		return 0;
 	uint8_t *d = malloc(len);
 	memcpy(d, data, len);
+	struct ap_streams streams = {0};
 	for (size_t o = AP_TRACE_PREAMBLE_LEN; o + AP_CHUNK_HDR_LEN <= len;) {
 		uint32_t plen = ap_get_u32le(d + o + 12);
 		if (plen > len - o - AP_CHUNK_HDR_LEN)
 			break;
 		ap_put_u32le(d + o, AP_CHUNK_MAGIC);
+		/* chunk indices in order (docs/trace-format.md, "Streams") */
+		uint32_t stream = d[o + 4] == AP_CHUNK_HEADER || d[o + 4] == AP_CHUNK_END
+					  ? AP_STREAM_NONE
+					  : ap_get_u32le(d + o + 20) == AP_STREAM_NONE
+						? AP_STREAM_META
+						: ap_get_u32le(d + o + 20);
+		ap_put_u32le(d + o + 20, stream);
+		ap_put_u32le(d + o + 24, ap_streams_next(&streams, stream));
 		ap_put_u32le(d + o + 16, ap_crc32c(d + o + AP_CHUNK_HDR_LEN, plen));
-		ap_put_u32le(d + o + 20, ap_crc32c(d + o, 20));
+		ap_put_u32le(d + o + AP_CHUNK_HDR_CRC_OFF, ap_crc32c(d + o, AP_CHUNK_HDR_CRC_OFF));
 		o += AP_CHUNK_HDR_LEN + plen;
 	}
+	ap_streams_release(&streams);
 	read_once(d, len);
 	free(d);
 	return 0;

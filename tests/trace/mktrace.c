@@ -10,11 +10,18 @@
 
 static const char *const demo_argv[] = {"/usr/bin/demo", "--size", "big file"};
 
+/* Damaged headers and moved modules (the "damaged-*" traces): when set,
+ * they replace the CPU count, the rate and the program's module path. */
+static uint64_t over_cpus, over_rate;
+static const char *over_module;
+
 static struct ap_tw *demo_writer(uint64_t rate)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
-	h.rate = rate;
+	h.rate = over_rate ? over_rate : rate;
+	if (over_cpus)
+		h.cpus = over_cpus;
 	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
 	h.pid = 4242;
 	h.ppid = 1;
@@ -23,8 +30,8 @@ static struct ap_tw *demo_writer(uint64_t rate)
 	h.argc = 3;
 	struct ap_tw *tw = ap_tw_new(&h);
 	struct ap_segment seg = {.vaddr = 0x1000, .memsz = 0x5000, .offset = 0x1000, .flags = 5};
-	ap_tw_mapping(tw, 0x555555554000ull, "/usr/bin/demo", (const uint8_t *)"\x12\x34", 2, &seg,
-		      1);
+	ap_tw_mapping(tw, 0x555555554000ull, over_module ? over_module : "/usr/bin/demo",
+		      (const uint8_t *)"\x12\x34", 2, &seg, 1);
 	ap_tw_thread(tw, 4242, "demo");
 	ap_tw_thread(tw, 4243, "worker");
 	return tw;
@@ -56,7 +63,9 @@ static struct ap_tw *exact(void)
 }
 
 /* rate 524288: three samples, 1 MiB at 0x1000 and 0x2000, 100 B at 0x3000;
- * the first 1 MiB block is freed. Weights 1/(1-exp(-(s+1)/R)). */
+ * the first 1 MiB block is freed. Weights 1/(1-exp(-(s+1)/R)). The peak,
+ * both 1 MiB blocks live, is 2 w MiB = 2425393 B with the standard
+ * deviation sqrt(2 w (w - 1)) MiB = 630917 B (w the weight of 1 MiB). */
 static struct ap_tw *sampled(void)
 {
 	struct ap_tw *tw = demo_writer(524288);
@@ -109,12 +118,27 @@ static struct ap_tw *big(uint64_t n)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 && !(argc == 4 && !strcmp(argv[1], "big"))) {
+	if (argc != 3 && !(argc == 4 && (!strcmp(argv[1], "big") ||
+					 !strcmp(argv[1], "damaged-module")))) {
 		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n"
+				"       mktrace damaged-cpus|damaged-rate OUT\n"
+				"       mktrace damaged-module OUT MODULE_PATH\n"
 				"       mktrace big OUT NRECORDS\n");
 		return 2;
 	}
 	const char *name = argv[1];
+	/* exact, with 2^32 CPUs; with a rate of 2^62; with its program's
+	 * module at MODULE_PATH */
+	if (!strcmp(name, "damaged-cpus")) {
+		over_cpus = 1ull << 32;
+		name = "exact";
+	} else if (!strcmp(name, "damaged-rate")) {
+		over_rate = 1ull << 62;
+		name = "exact";
+	} else if (!strcmp(name, "damaged-module")) {
+		over_module = argv[3];
+		name = "exact";
+	}
 	struct ap_tw *tw;
 	struct ap_tw_end end = {
 	    .end_ns = 2500000000ull, .reason = AP_END_EXIT, .calls = 10, .bytes = 1055800};

@@ -161,7 +161,7 @@ static void fix_crcs(uint8_t *d, size_t len, size_t o)
 	uint32_t plen = ap_get_u32le(d + o + 12);
 	if (o + AP_CHUNK_HDR_LEN + plen <= len)
 		ap_put_u32le(d + o + 16, ap_crc32c(d + o + AP_CHUNK_HDR_LEN, plen));
-	ap_put_u32le(d + o + 20, ap_crc32c(d + o, 20));
+	ap_put_u32le(d + o + AP_CHUNK_HDR_CRC_OFF, ap_crc32c(d + o, AP_CHUNK_HDR_CRC_OFF));
 }
 
 /* The same trace as `record` leaves it (ap_trace_compact: joined,
@@ -307,8 +307,10 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 		if (flags && plen >= 3)
 			for (int k = 0; k < 3; k++)
 				p[k] = (uint8_t)(rnd() % (plen / 2 + 1) % 128);
-		ap_chunk_header_flags(d + keep, type, flags, (uint32_t)(rnd() % 4 + 100), p,
-				      (uint32_t)plen);
+		/* mostly in a stream where it may come (index 0 of a new one) */
+		uint32_t tid = (uint32_t)(rnd() % 4 + 100);
+		ap_chunk_header_flags(d + keep, type, flags, tid, ap_stream_of(type, tid + 50),
+				      rnd() % 4 ? 0 : (uint32_t)(rnd() % 3), p, (uint32_t)plen);
 		ok += try_read(d, keep + AP_CHUNK_HDR_LEN + plen, variant) > 0;
 	}
 

@@ -700,7 +700,7 @@ static void test_errors(void)
 
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 7);
-	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 2");
+	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
 	expect_error(d, len, "bad.trace: wrong byte-order mark 0x04030201");
@@ -712,7 +712,7 @@ static void test_errors(void)
 	d[16 + 9] ^= 1; /* tid: header crc */
 	expect_error(d, len, "bad.trace: corrupt chunk at byte 16: header checksum mismatch");
 	memcpy(d, good, len);
-	d[16 + 24] ^= 0x40; /* first payload byte */
+	d[16 + AP_CHUNK_HDR_LEN] ^= 0x40; /* first payload byte */
 	expect_error(d, len, "bad.trace: corrupt chunk at byte 16: payload checksum mismatch");
 	free(d);
 	free(good);
@@ -727,28 +727,28 @@ static void test_errors(void)
 	/* oversize length, recomputed header crc */
 	tw = ap_tw_new(&h);
 	data = finish(tw, &len);
-	d = malloc(len + 24);
+	d = malloc(len + AP_CHUNK_HDR_LEN);
 	memcpy(d, data, len);
-	ap_chunk_header(d + len, AP_CHUNK_META, 0, d, 0);
+	ap_chunk_header(d + len, AP_CHUNK_META, 0, AP_STREAM_META, 0, d, 0);
 	ap_put_u32le(d + len + 12, AP_CHUNK_MAX_PAYLOAD + 1);
-	ap_put_u32le(d + len + 20, ap_crc32c(d + len, 20));
+	ap_put_u32le(d + len + AP_CHUNK_HDR_CRC_OFF, ap_crc32c(d + len, AP_CHUNK_HDR_CRC_OFF));
 	char want[128];
 	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: payload length 16777217 exceeds",
 		 len);
-	expect_error(d, len + 24, want);
-	ap_chunk_header(d + len, 9, 0, d, 0);
+	expect_error(d, len + AP_CHUNK_HDR_LEN, want);
+	ap_chunk_header(d + len, 9, 0, AP_STREAM_META, 0, d, 0);
 	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: unknown chunk type 9", len);
-	expect_error(d, len + 24, want);
+	expect_error(d, len + AP_CHUNK_HDR_LEN, want);
 	free(d);
 	free(data);
 
 	/* first chunk not a HEADER */
 	{
-		uint8_t f[16 + 24];
+		uint8_t f[16 + AP_CHUNK_HDR_LEN];
 		memcpy(f, AP_TRACE_MAGIC, 8);
 		ap_put_u32le(f + 8, AP_TRACE_VERSION);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
-		ap_chunk_header(f + 16, AP_CHUNK_META, 0, f, 0);
+		ap_chunk_header(f + 16, AP_CHUNK_META, 0, AP_STREAM_META, 0, f, 0);
 		expect_error(f, sizeof(f),
 			     "corrupt chunk at byte 16: the first chunk is not a HEADER");
 	}
@@ -776,27 +776,30 @@ static void test_errors(void)
 	    {"\x01\x00\x81", 3, "bad varint for a value"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(hdrs); i++) {
-		uint8_t f[16 + 24 + 16];
+		uint8_t f[16 + AP_CHUNK_HDR_LEN + 16];
 		memcpy(f, AP_TRACE_MAGIC, 8);
 		ap_put_u32le(f + 8, AP_TRACE_VERSION);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
-		memcpy(f + 40, hdrs[i].payload, hdrs[i].len);
-		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, f + 40, (uint32_t)hdrs[i].len);
-		expect_error(f, 40 + hdrs[i].len, hdrs[i].why);
+		memcpy(f + 16 + AP_CHUNK_HDR_LEN, hdrs[i].payload, hdrs[i].len);
+		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, AP_STREAM_NONE, 0, f + 16 + AP_CHUNK_HDR_LEN,
+				(uint32_t)hdrs[i].len);
+		expect_error(f, 16 + AP_CHUNK_HDR_LEN + hdrs[i].len, hdrs[i].why);
 	}
 	/* unknown header keys are skipped, both kinds */
 	{
-		uint8_t f[16 + 24 + 16];
+		uint8_t f[16 + AP_CHUNK_HDR_LEN + 16];
 		const char *pl = "\x63\x00\x05\x64\x01\x02zz\x01\x00\x07";
 		size_t pn = 11;
 		memcpy(f, AP_TRACE_MAGIC, 8);
 		ap_put_u32le(f + 8, AP_TRACE_VERSION);
 		ap_put_u32le(f + 12, AP_TRACE_BOM);
-		memcpy(f + 40, pl, pn);
-		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, f + 40, (uint32_t)pn);
+		memcpy(f + 16 + AP_CHUNK_HDR_LEN, pl, pn);
+		ap_chunk_header(f + 16, AP_CHUNK_HEADER, 0, AP_STREAM_NONE, 0, f + 16 + AP_CHUNK_HDR_LEN,
+				(uint32_t)pn);
 		struct ap_trace *t = NULL;
 		struct ap_error err;
-		CHECK(ap_trace_read_mem(f, 40 + pn, "keys", &t, &err) == 0, "%s", err.msg);
+		CHECK(ap_trace_read_mem(f, 16 + AP_CHUNK_HDR_LEN + pn, "keys", &t, &err) == 0, "%s",
+		      err.msg);
 		if (t) {
 			CHECK_U(t->rate, 7);
 			CHECK(!strcmp(t->exe, "") && !strcmp(t->sampler, "") && t->argc == 0 &&
@@ -921,7 +924,10 @@ static void test_errors(void)
 			uint8_t *dz = malloc(len + AP_CHUNK_HDR_LEN + zs[i].len);
 			memcpy(dz, d0, len);
 			memcpy(dz + len + AP_CHUNK_HDR_LEN, zs[i].payload, zs[i].len);
+			/* the writer wrote META chunk 0 */
 			ap_chunk_header_flags(dz + len, zs[i].type, zs[i].flags, 1000,
+					      ap_stream_of(zs[i].type, 1000),
+					      zs[i].type == AP_CHUNK_META ? 1 : 0,
 					      dz + len + AP_CHUNK_HDR_LEN, (uint32_t)zs[i].len);
 			snprintf(want, sizeof(want), "corrupt chunk at byte %zu: %s", len, zs[i].why);
 			expect_error(dz, len + AP_CHUNK_HDR_LEN + zs[i].len, want);
@@ -930,6 +936,7 @@ static void test_errors(void)
 				ap_put_u32le(frame, sizeof(raw));
 				memcpy(dz + len + AP_CHUNK_HDR_LEN, frame, z + 4);
 				ap_chunk_header_flags(dz + len, AP_CHUNK_EVENTS, 1, 1000,
+						      ap_stream_of(AP_CHUNK_EVENTS, 1000), 0,
 						      dz + len + AP_CHUNK_HDR_LEN, (uint32_t)(z + 4));
 				struct ap_trace *t = NULL;
 				struct ap_error err;
@@ -988,6 +995,91 @@ static void test_file_errors(void)
 	      err.msg);
 	CHECK(ap_trace_read("/", &t, &err, NULL, NULL) < 0, "directory read");
 	CHECK(!strcmp(err.msg, "/: Is a directory"), "msg: %s", err.msg);
+}
+
+/* A duplicated or a deleted EVENTS chunk (docs/trace-format.md,
+ * "Streams"): the counts would silently change; the reader names the
+ * chunk and its offset instead. Two threads, 4000 allocations and frees
+ * each, in chunks of about 1 kB. */
+static void test_streams(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 1024);
+	uint64_t pc = 0x401000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	for (uint64_t i = 0; i < 4000; i++)
+		for (uint32_t tid = 10; tid <= 11; tid++) {
+			uint64_t a = 0x100000 * tid + i * 64;
+			ap_tw_alloc(tw, tid, h.start_ns + 2 * i, 0, AP_KIND_MALLOC, a, 32, st);
+			ap_tw_free(tw, tid, h.start_ns + 2 * i + 1, 0, a);
+		}
+	struct ap_tw_end end = {.end_ns = h.start_ns + 10000};
+	ap_tw_end(tw, &end);
+	size_t len;
+	uint8_t *good = finish(tw, &len);
+	size_t off[256], n = 0;
+	for (size_t o = AP_TRACE_PREAMBLE_LEN; o + AP_CHUNK_HDR_LEN <= len && n < 256;
+	     o += AP_CHUNK_HDR_LEN + ap_get_u32le(good + o + 12))
+		off[n++] = o;
+	/* an EVENTS chunk of thread 10 with another one of it later */
+	size_t k = 0, later = 0;
+	for (size_t i = 0; i < n && !later; i++) {
+		if (good[off[i] + 4] != AP_CHUNK_EVENTS || ap_get_u32le(good + off[i] + 8) != 10)
+			continue;
+		if (!k && i > 4)
+			k = i;
+		else if (k)
+			later = i;
+	}
+	CHECK(k && later, "no two EVENTS chunks of thread 10 in %zu chunks", n);
+	if (!later) {
+		free(good);
+		return;
+	}
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	CHECK(ap_trace_read_mem(good, len, "good", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		struct ap_trace_totals tot;
+		ap_trace_totals(t, &tot);
+		CHECK(tot.alloc_objects == 8000 && tot.free_objects == 8000, "good: %g allocs, %g frees",
+		      tot.alloc_objects, tot.free_objects);
+	}
+	ap_trace_free(t);
+	size_t clen = off[k + 1] - off[k];
+	uint32_t idx = ap_get_u32le(good + off[k] + 24);
+	uint32_t stream = ap_get_u32le(good + off[k] + 20);
+	uint8_t *d = malloc(len + clen);
+	char want[256];
+
+	/* chunk k twice in a row: the copy is at off[k + 1] */
+	memcpy(d, good, off[k + 1]);
+	memcpy(d + off[k + 1], good + off[k], clen);
+	memcpy(d + off[k + 1] + clen, good + off[k + 1], len - off[k + 1]);
+	snprintf(want, sizeof(want),
+		 "bad.trace: corrupt chunk at byte %zu: duplicated chunk: chunk %u of stream %u "
+		 "again (the stream is at chunk %u)",
+		 off[k + 1], idx, stream, idx + 1);
+	expect_error(d, len + clen, want);
+
+	/* chunk k once more at the end, after END */
+	memcpy(d, good, len);
+	memcpy(d + len, good + off[k], clen);
+	snprintf(want, sizeof(want), "bad.trace: corrupt chunk at byte %zu: duplicated chunk", len);
+	expect_error(d, len + clen, want);
+
+	/* chunk k deleted: its stream's next chunk names the gap */
+	memcpy(d, good, off[k]);
+	memcpy(d + off[k], good + off[k + 1], len - off[k + 1]);
+	snprintf(want, sizeof(want),
+		 "bad.trace: corrupt chunk at byte %zu: missing chunk: chunk %u of stream %u comes "
+		 "before this one, chunk %u (deleted or lost)",
+		 off[later] - clen, idx, stream, idx + 1);
+	expect_error(d, len - clen, want);
+	free(d);
+	free(good);
 }
 
 /* Many stacks: the writer splits META into several chunks; every stack
@@ -1187,6 +1279,7 @@ int main(void)
 	test_file_roundtrip();
 	test_format_bytes();
 	test_many_stacks();
+	test_streams();
 	test_mapping_lookup();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

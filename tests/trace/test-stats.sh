@@ -118,13 +118,13 @@ expect_err text "allocprof: text.trace: not an allocprof trace" text.trace
 # byte-order mark (bytes 12..15)
 cp "$T/exact.trace" "$T/v1.trace"
 printf '\x01' | dd of="$T/v1.trace" bs=1 seek=8 conv=notrunc status=none
-expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 2" v1.trace
+expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 3: recorded by an older allocprof (record it again)" v1.trace
 cp "$T/exact.trace" "$T/bom.trace"
 printf '\x01\x02\x03\x04' | dd of="$T/bom.trace" bs=1 seek=12 conv=notrunc status=none
 expect_err bom "allocprof: bom.trace: wrong byte-order mark 0x04030201 (expected 0x01020304): written on a machine of another byte order, or damaged" bom.trace
-# a flipped byte in the HEADER payload (byte 16 + 24 + 1)
+# a flipped byte in the HEADER payload (byte 16 + 32 + 1)
 cp "$T/exact.trace" "$T/crc.trace"
-printf '\xee' | dd of="$T/crc.trace" bs=1 seek=41 conv=notrunc status=none
+printf '\xee' | dd of="$T/crc.trace" bs=1 seek=49 conv=notrunc status=none
 expect_err crc "allocprof: crc.trace: corrupt chunk at byte 16: payload checksum mismatch" crc.trace
 # only the preamble: cut before the header
 head -c 16 "$T/exact.trace" >"$T/nohdr.trace"

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# Tests of where `allocprof record` writes and what it leaves there (issue 9,
+# brief 9c): traces of processes that outlive the program, output paths
+# that are not trace files, checks made before the program starts, the
+# END's status. One argument picks the group. Environment (from meson):
+# ALLOCPROF, TESTDATA_BUILD.
+set -u
+export LC_ALL=C
+group=$1
+self=$(readlink -f "$0")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+# jget FILE KEY: one top-level value of a stats --json output.
+jget() {
+	/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"
+}
+
+# wait_gone PID: until the process has exited (at most 10 s).
+wait_gone() {
+	for _ in $(seq 1 1000); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.01
+	done
+	fail "process $1 did not exit"
+}
+
+case $group in
+daemon)
+	# The program forks a daemon and exits; the daemon allocates 2000
+	# blocks after record has returned. record must leave the daemon's
+	# trace alone, say where it is, and the trace must be complete once
+	# the daemon exits.
+	"$ALLOCPROF" record --all -o d.trace "$TESTDATA_BUILD/daemon" 300 pid >out 2>err
+	expect_eq "record exit status" "$?" 0
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	grep -q "child trace d.trace.$dpid: process $dpid is still running" err ||
+		fail "record did not name the daemon's live trace: $(cat err)"
+	wait_gone "$dpid"
+	if "$ALLOCPROF" stats --json "d.trace.$dpid" >d.json 2>d.err; then
+		expect_eq "daemon: alloc_objects" "$(jget d.json alloc_objects)" 2000
+		expect_eq "daemon: free_objects" "$(jget d.json free_objects)" 2000
+		expect_eq "daemon: alloc_space" "$(jget d.json alloc_space)" 128000
+		expect_eq "daemon: end_reason" "$(jget d.json end_reason)" exit
+		expect_eq "daemon: truncated" "$(jget d.json truncated)" false
+	else
+		fail "stats of the daemon's trace: $(cat d.err)"
+	fi
+	# The program's own trace is finished as usual.
+	grep -q "wrote d.trace " err || fail "no summary for the program's trace: $(cat err)"
+	# A daemon that closes every descriptor (the sampler's too, and with
+	# it the writer's lock) is still running, and its trace still open to
+	# more: record must not rewrite it either.
+	rm -f pid
+	"$ALLOCPROF" record --all -o c.trace "$TESTDATA_BUILD/daemon" 300 pid closefds >out 2>err
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	grep -q "child trace c.trace.$dpid: process $dpid is still running" err ||
+		fail "closefds: record did not name the daemon's trace: $(cat err)"
+	wait_gone "$dpid"
+	;;
+chunks)
+	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
+	# chunk would make 10000 of them, a deleted one 6000: the reader must
+	# refuse both and say where, in the trace as record leaves it
+	# (compacted) and as the sampler writes it.
+	for level in default 0; do
+		if [ $level = default ]; then
+			"$ALLOCPROF" record -q --all -o th.trace "$TESTDATA_BUILD/threads" >/dev/null 2>&1
+		else
+			ALLOCPROF_COMPACT_LEVEL=0 "$ALLOCPROF" record -q --all -o th.trace \
+				"$TESTDATA_BUILD/threads" >/dev/null 2>&1
+		fi
+		"$ALLOCPROF" stats --json th.trace >th.json 2>th.err || fail "stats: $(cat th.err)"
+		n=$(jget th.json alloc_objects)
+		[ "$n" -ge 8000 ] || fail "level $level: alloc_objects $n < 8000"
+		# bad.trace: th.trace with its second EVENTS chunk twice or
+		# gone; $at: the offset the reader must name
+		for mode in dup del; do
+			at=$(/usr/bin/python3 - th.trace "$mode" bad.trace <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+hl = 24 if struct.unpack_from('<I', d, 8)[0] < 3 else 32
+chunks, o = [], 16
+while o + hl <= len(d):
+    n = struct.unpack_from('<I', d, o + 12)[0]
+    chunks.append((o, d[o + 4], hl + n))
+    o += hl + n
+ev = [c for c in chunks if c[1] == 3]
+o, _, n = ev[1]
+if sys.argv[2] == 'dup':
+    out = d[:o + n] + d[o:o + n] + d[o + n:]
+    at = o + n
+else:
+    out = d[:o] + d[o + n:]
+    # the END (the last chunk, type 4) names what it misses
+    at = [c for c in chunks if c[1] == 4][-1][0] - n
+open(sys.argv[3], 'wb').write(out)
+print(at)
+PY
+)
+			if "$ALLOCPROF" stats --json bad.trace >bad.json 2>bad.err; then
+				fail "level $level, $mode: stats read it: alloc_objects $(jget bad.json alloc_objects)"
+				continue
+			fi
+			case $mode in
+			dup) want="corrupt chunk at byte $at: duplicated chunk: chunk 0 of stream" ;;
+			del) want="corrupt chunk at byte $at: missing chunks" ;;
+			esac
+			grep -q "bad.trace: $want" bad.err || fail "level $level, $mode: $(cat bad.err), want '$want'"
+		done
+	done
+	;;
+output)
+	# -o never removes what is not a trace: a device node (here a twin of
+	# /dev/null: the real one must not be put at risk), a FIFO, a
+	# directory, a file that holds something else. /dev/null under any
+	# name discards the trace; a symbolic link is followed and kept.
+	prog="$TESTDATA_BUILD/single"
+	mknod null c 1 3 || fail "mknod"
+	"$ALLOCPROF" record --all -o null "$prog" >out 2>err
+	expect_eq "-o null: exit status" "$?" 0
+	[ -c null ] || fail "-o null: the device node was replaced: $(ls -l null)"
+	grep -q "trace discarded" err || fail "-o null: $(cat err)"
+	ls null.* >/dev/null 2>&1 && fail "-o null: child traces next to it: $(ls null.*)"
+	# forkexec's child and the image it execs are discarded too
+	"$ALLOCPROF" record -q --all -o null "$TESTDATA_BUILD/forkexec" >/dev/null 2>&1
+	[ -c null ] || fail "-o null, forkexec: the device node was replaced"
+	ls null.* >/dev/null 2>&1 && fail "-o null, forkexec: child traces: $(ls null.*)"
+
+	echo "my notes" >notes.txt
+	mkfifo fifo
+	mkdir dir
+	for target in notes.txt fifo dir; do
+		"$ALLOCPROF" record -o "$target" "$prog" >out 2>err
+		expect_eq "-o $target: exit status" "$?" 1
+		[ -s out ] && fail "-o $target: the program ran: $(cat out)"
+		expect_eq "-o $target: stderr lines" "$(wc -l <err)" 1
+		grep -q "^allocprof: $target: is .*: not overwritten" err || fail "-o $target: $(cat err)"
+	done
+	expect_eq "-o notes.txt: contents" "$(cat notes.txt)" "my notes"
+	[ -p fifo ] || fail "-o fifo: the FIFO was replaced"
+
+	# a trace, and an empty file, are overwritten
+	"$ALLOCPROF" record -q --all -o again.trace "$prog" >/dev/null 2>&1
+	"$ALLOCPROF" record -q --all -o again.trace "$prog" >/dev/null 2>&1
+	expect_eq "-o again.trace: exit status" "$?" 0
+	: >empty.trace
+	"$ALLOCPROF" record -q --all -o empty.trace "$prog" >/dev/null 2>&1
+	for t in again empty; do
+		"$ALLOCPROF" stats --json $t.trace >$t.json 2>/dev/null || fail "$t: stats failed"
+		expect_eq "$t: alloc_objects" "$(jget $t.json alloc_objects)" 1221
+	done
+
+	# a symbolic link: the trace goes where it points, the link stays
+	mkdir store
+	ln -s store/real.trace link.trace
+	"$ALLOCPROF" record --all -o link.trace "$prog" >/dev/null 2>err
+	[ -L link.trace ] || fail "-o link.trace: the link was replaced"
+	if "$ALLOCPROF" stats --json store/real.trace >real.json 2>/dev/null; then
+		expect_eq "link: alloc_objects" "$(jget real.json alloc_objects)" 1221
+	else
+		fail "-o link.trace: no trace where it points: $(cat err)"
+	fi
+	;;
+precheck)
+	# What would make the program run unprofiled is found before it runs,
+	# in one line: a missing or unwritable output directory, a sampler
+	# path LD_PRELOAD would split.
+	prog="$TESTDATA_BUILD/single"
+	"$ALLOCPROF" record -o missing/t.trace "$prog" >out 2>err
+	expect_eq "missing dir: exit status" "$?" 1
+	[ -s out ] && fail "missing dir: the program ran"
+	expect_eq "missing dir: stderr" "$(cat err)" \
+		"allocprof: missing: cannot write the trace there: No such file or directory"
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		mkdir ro && chmod 555 ro
+		chmod 755 "$work"
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$ALLOCPROF" record -o ro/t.trace "$prog" >out 2>err
+		expect_eq "read-only dir: exit status" "$?" 1
+		[ -s out ] && fail "read-only dir: the program ran"
+		expect_eq "read-only dir: stderr" "$(cat err)" \
+			"allocprof: ro: cannot write the trace there: Permission denied"
+		# the default output goes in the current directory
+		(cd ro && setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$ALLOCPROF" record "$prog" >../out 2>../err)
+		expect_eq "read-only cwd: exit status" "$?" 1
+		[ -s out ] && fail "read-only cwd: the program ran"
+		grep -q "^allocprof: .*/ro: cannot write the trace there: Permission denied$" err ||
+			fail "read-only cwd: $(cat err)"
+	fi
+	so="$(dirname "$(dirname "$ALLOCPROF")")/sampler/liballocprof.so"
+	for dir in "with space" "with:colon"; do
+		mkdir "$dir"
+		cp "$so" "$dir/"
+		ALLOCPROF_PRELOAD="$work/$dir/liballocprof.so" "$ALLOCPROF" record -o t.trace "$prog" >out 2>err
+		expect_eq "sampler in '$dir': exit status" "$?" 1
+		[ -s out ] && fail "sampler in '$dir': the program ran"
+		expect_eq "sampler in '$dir': stderr lines" "$(wc -l <err)" 1
+		grep -q "LD_PRELOAD cannot name this path" err || fail "sampler in '$dir': $(cat err)"
+	done
+	;;
+status)
+	# END says how the program ended and with which status, and stats
+	# says what END says; without END it says only what is known.
+	for how in return exit; do
+		for n in 0 1 3; do
+			"$ALLOCPROF" record -q --all -o s.trace "$TESTDATA_BUILD/exitcode" $how $n
+			expect_eq "$how $n: exit status" "$?" "$n"
+			"$ALLOCPROF" stats --json s.trace >s.json 2>s.err || fail "$how $n: $(cat s.err)"
+			expect_eq "$how $n: end_reason" "$(jget s.json end_reason)" exit
+			expect_eq "$how $n: end_status" "$(jget s.json end_status)" "$n"
+			"$ALLOCPROF" stats s.trace >s.txt 2>&1
+			grep -q "^ended  *exit, status $n$" s.txt || fail "$how $n: $(grep ended s.txt)"
+		done
+	done
+	"$ALLOCPROF" record --all -o k.trace sh -c 'kill -KILL $$' 2>err
+	grep -q "truncated: no end record: the program was killed by SIGKILL" err ||
+		fail "SIGKILL: record said: $(cat err)"
+	"$ALLOCPROF" stats k.trace >k.txt 2>&1
+	grep -q "killed" k.txt && ! grep -q "ended in a way the sampler cannot see" k.txt &&
+		fail "SIGKILL: stats claims to know: $(cat k.txt)"
+	;;
+diskfull)
+	# The disk fills up while the program runs, then has room again: the
+	# trace must read, holding its chunks up to the first that did not
+	# fit. A small tmpfs of its own, in a mount namespace of its own.
+	if [ -z "${OUTPUT_SH_NS:-}" ]; then
+		[ "$(id -u)" = 0 ] && command -v unshare >/dev/null || exit 77
+		OUTPUT_SH_NS=1 unshare -m bash "$self" diskfull
+		exit $?
+	fi
+	mkdir mnt
+	mount -t tmpfs -o size=1m tmpfs mnt 2>/dev/null || exit 77
+	for level in default 0; do
+		rm -f mnt/*
+		if [ $level = default ]; then
+			"$ALLOCPROF" record --all -o mnt/t.trace "$TESTDATA_BUILD/diskfull" mnt/filler \
+				>out 2>err
+		else
+			ALLOCPROF_COMPACT_LEVEL=0 "$ALLOCPROF" record --all -o mnt/t.trace \
+				"$TESTDATA_BUILD/diskfull" mnt/filler >out 2>err
+		fi
+		expect_eq "level $level: exit status" "$?" 0
+		expect_eq "level $level: output" "$(cat out)" "diskfull: filled"
+		grep -q "t.trace: No space left on device: the trace ends here" err ||
+			fail "level $level: the sampler did not say: $(cat err)"
+		if "$ALLOCPROF" stats --json mnt/t.trace >s.json 2>s.err; then
+			expect_eq "level $level: truncated" "$(jget s.json truncated)" true
+			n=$(jget s.json alloc_objects)
+			[ "$n" -ge 1000 ] && [ "$n" -le 20000 ] ||
+				fail "level $level: alloc_objects $n: not the first phase's"
+		else
+			fail "level $level: the trace does not read: $(cat s.err)"
+		fi
+	done
+	umount mnt
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+exit $failed
