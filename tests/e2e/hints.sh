@@ -27,11 +27,14 @@ for cmd in top "list main" "export --format=folded" "tui --batch --keys q" advis
 	"$ALLOCPROF" $cmd "$tmp/ls.trace" >/dev/null 2>"$tmp/err"
 	st=$?
 	# list finds no function in a trace without samples (exit 1, its
-	# error line after the note); the others succeed
-	case $cmd in list*) want_st=1 ;; *) want_st=0 ;; esac
-	[ "$st" = "$want_st" ] || fail "$cmd: exit $st, expected $want_st"
+	# error line after the note), or main when ls's one sample is there;
+	# the others succeed
+	case $cmd in list*) [ "$st" = 0 ] || [ "$st" = 1 ] ;; *) [ "$st" = 0 ] ;; esac ||
+		fail "$cmd: exit $st"
 	grep -Eq "$want" "$tmp/err" || { fail "$cmd: no sampling note"; cat "$tmp/err"; }
-	[ "$(grep -c 'note:' "$tmp/err")" = 1 ] || { fail "$cmd: not one note"; cat "$tmp/err"; }
+	# one sampling note (top adds the symbols note when ls's sample has no
+	# symbols: /usr/bin/ls is stripped)
+	[ "$(grep -c 'note: .* sampled:' "$tmp/err")" = 1 ] || { fail "$cmd: not one sampling note"; cat "$tmp/err"; }
 done
 
 "$ALLOCPROF" record --all -o "$tmp/ls-all.trace" -- ls / >/dev/null 2>&1 || fail "record --all ls"
