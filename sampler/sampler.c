@@ -75,6 +75,25 @@ _Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
 
 static __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
+/* What glibc or libunwind allocate for us inside the guard is not the
+ * program's: calls and countdown are put back after the code that may
+ * allocate (a guarded call that took the fast path would stay counted). */
+struct ap_hold {
+	uint64_t calls;
+	int64_t countdown;
+};
+
+static inline struct ap_hold hold(const struct ap_tls *t)
+{
+	return (struct ap_hold){ t->calls, t->countdown };
+}
+
+static inline void unhold(struct ap_tls *t, struct ap_hold h)
+{
+	t->calls = h.calls;
+	t->countdown = h.countdown;
+}
+
 /* A thread's event buffer (also used for the shared fallback buffer). The
  * chunk header and base_ns are filled in place at flush time. */
 struct ap_thr {
@@ -143,19 +162,24 @@ static size_t meta_len;
 
 static uint8_t ap_filter[1u << FILTER_BITS];
 
-/* Allocations made before ap_init ran: libraries initialized before us
- * (libstdc++'s emergency pool, in every C++ program) allocate from their
- * constructors. Each is kept with its caller, its filter counter raised so
- * its free comes to free_slow, and replayed through the sampling decision
- * once the trace is open (pre_replay), as a one-frame stack. */
-#define PRE_MAX 256
-struct pre_alloc {
+/* Allocations and frees made before ap_init ran: libraries initialized
+ * before us (libstdc++'s emergency pool in every C++ program, LLVM's and
+ * gnutls' static constructors) allocate and free from their constructors.
+ * Until ap_init the filter is all ones, so that every free reaches
+ * free_slow, and every call is logged in order, without a bound, in mmap'd
+ * memory; once the trace is open the log is replayed through the sampling
+ * decision (pre_replay), each allocation with its immediate caller as a
+ * one-frame stack: no unwinder can be loaded from inside a malloc that the
+ * loader or a constructor called. */
+enum { PRE_ALLOC, PRE_FREE };
+struct pre_ev {
 	uint64_t addr, size, caller;
-	unsigned kind;
-	int freed;	/* freed (or realloc'd away) before ap_init ran */
+	uint32_t type, kind;
 };
-static struct pre_alloc pre_log[PRE_MAX];
-static unsigned pre_n;
+static struct pre_ev *pre_log;
+static size_t pre_n, pre_cap;
+static int pre_closed;		/* ap_init has begun: nothing more is logged */
+static uint64_t pre_lost;	/* events dropped: no memory for the log */
 static int pre_lock;
 
 /* Range of this library's image, to drop our own frames from stacks. */
@@ -186,6 +210,22 @@ static int lk_trylock_bounded(int *l)
 static inline void lk_unlock(int *l)
 {
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* The locks that a malloc, free or realloc on the same thread can take
+ * again from a signal handler (the pointer set, the early log, and every
+ * lock the fork handlers hold across fork) are held with all signals
+ * blocked: the handler runs once they are released. */
+static inline void sig_block(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old); /* returns its error, errno stays */
+}
+
+static inline void sig_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 /* A thread's buffer is written by its owner on every event, and by
@@ -522,6 +562,7 @@ static void resolve(void)
 {
 	if (real_malloc != boot_malloc)
 		return;
+	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see pre_log */
 	resolving = 1;
 	void *m = must_sym("malloc");
 	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
@@ -628,18 +669,32 @@ static size_t boot_usable_size(void *p)
 /* A counting filter (ap_filter, one byte per slot, saturating) answers "not
  * tracked" for almost every free without touching the set. The set itself
  * is an open-addressing table of addresses under a lock; it grows instead of
- * ever failing an insert. Keys: 0 empty, 1 deleted. */
-static int set_lock;
-static uint64_t *set_tab;
-static size_t set_cap, set_count, set_used;
+ * ever failing an insert. Keys: 0 empty, 1 deleted. The same structure,
+ * with a filter of its own, holds the blocks glibc and libunwind allocated
+ * for us (own_blocks, below). */
+struct ptr_set {
+	int lock;
+	uint64_t *tab;
+	size_t cap, count, used;
+	uint8_t *filter;
+};
+static struct ptr_set tracked_set = { .filter = ap_filter };
 
-static void set_rehash(size_t cap)
+/* With --all, blocks allocated inside the guard while recording (the
+ * dynamic TLS block of libunwind, made on a thread's first unwind): glibc
+ * frees that one later from whichever thread reuses the dead thread's
+ * stack, outside the guard, and the free must not be recorded: the block is
+ * no allocation of the program's (nor does valgrind see it). */
+static uint8_t own_filter[1u << FILTER_BITS];
+static struct ptr_set own_blocks = { .filter = own_filter };
+
+static void set_rehash(struct ptr_set *s, size_t cap)
 {
 	uint64_t *t = map_mem(cap * sizeof(uint64_t));
 	if (!t)
 		return; /* keep the old table: inserts still find room (see below) */
-	for (size_t i = 0; i < set_cap; i++) {
-		uint64_t k = set_tab[i];
+	for (size_t i = 0; i < s->cap; i++) {
+		uint64_t k = s->tab[i];
 		if (k > 1) {
 			size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull;
 			for (j &= cap - 1; t[j]; j = (j + 1) & (cap - 1))
@@ -647,72 +702,94 @@ static void set_rehash(size_t cap)
 			t[j] = k;
 		}
 	}
-	if (set_tab)
-		munmap(set_tab, set_cap * sizeof(uint64_t));
-	set_tab = t;
-	set_cap = cap;
-	set_used = set_count;
+	if (s->tab)
+		munmap(s->tab, s->cap * sizeof(uint64_t));
+	s->tab = t;
+	s->cap = cap;
+	s->used = s->count;
 }
 
-static void set_insert(const void *p)
+static void ps_insert(struct ptr_set *s, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p;
-	lk_lock(&set_lock);
-	if ((set_used + 1) * 4 > set_cap * 3)
-		set_rehash(set_count * 2 + 2 > set_cap / 2 ? set_cap * 2 : set_cap);
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&s->lock);
+	if ((s->used + 1) * 4 > s->cap * 3)
+		set_rehash(s, !s->cap ? 64 : s->count * 2 + 2 > s->cap / 2 ? s->cap * 2 : s->cap);
 	/* If growing failed the table may be nearly full, but a free slot
 	 * always exists (rehash runs at 3/4 while it can). */
-	size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (set_cap - 1);
+	size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (s->cap - 1);
 	size_t tomb = SIZE_MAX;
-	for (;; j = (j + 1) & (set_cap - 1)) {
-		if (set_tab[j] == 1 && tomb == SIZE_MAX)
+	for (; s->tab; j = (j + 1) & (s->cap - 1)) {
+		if (s->tab[j] == 1 && tomb == SIZE_MAX)
 			tomb = j;
-		if (set_tab[j] == 0 || set_tab[j] == k)
+		if (s->tab[j] == 0 || s->tab[j] == k)
 			break;
 	}
-	if (set_tab[j] != k) {
+	if (s->tab && s->tab[j] != k) {
 		if (tomb != SIZE_MAX) {
 			j = tomb;
 		} else {
-			set_used++;
+			s->used++;
 		}
-		set_tab[j] = k;
-		set_count++;
-		uint8_t *c = &ap_filter[filter_slot(p)];
+		s->tab[j] = k;
+		s->count++;
+		uint8_t *c = &s->filter[filter_slot(p)];
 		if (*c != 0xff)
 			__atomic_store_n(c, (uint8_t)(*c + 1), __ATOMIC_RELAXED);
 	}
-	lk_unlock(&set_lock);
+	lk_unlock(&s->lock);
+	sig_restore(&mask);
 }
 
-/* Removes p; returns 1 if it was tracked. */
-static int set_remove(const void *p)
+/* Removes p; returns 1 if it was in the set. */
+static int ps_remove(struct ptr_set *s, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p;
 	int found = 0;
-	lk_lock(&set_lock);
-	if (set_count) {
-		size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (set_cap - 1);
-		for (; set_tab[j]; j = (j + 1) & (set_cap - 1))
-			if (set_tab[j] == k) {
-				set_tab[j] = 1;
-				set_count--;
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&s->lock);
+	if (s->count) {
+		size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (s->cap - 1);
+		for (; s->tab[j]; j = (j + 1) & (s->cap - 1))
+			if (s->tab[j] == k) {
+				s->tab[j] = 1;
+				s->count--;
 				found = 1;
-				uint8_t *c = &ap_filter[filter_slot(p)];
+				uint8_t *c = &s->filter[filter_slot(p)];
 				if (*c != 0xff && *c)
 					__atomic_store_n(c, (uint8_t)(*c - 1), __ATOMIC_RELAXED);
 				break;
 			}
 	}
-	lk_unlock(&set_lock);
+	lk_unlock(&s->lock);
+	sig_restore(&mask);
 	return found;
+}
+
+static void set_insert(const void *p)
+{
+	ps_insert(&tracked_set, p);
+}
+
+static int set_remove(const void *p)
+{
+	return ps_remove(&tracked_set, p);
+}
+
+/* p is being freed (or realloc'd): 1 if it was one of own_blocks. */
+static inline int own_forget(const void *p)
+{
+	return UNLIKELY(own_filter[filter_slot(p)]) && ps_remove(&own_blocks, p);
 }
 
 static void set_reset(void)
 {
-	if (set_tab)
-		memset(set_tab, 0, set_cap * sizeof(uint64_t));
-	set_count = set_used = 0;
+	if (tracked_set.tab)
+		memset(tracked_set.tab, 0, tracked_set.cap * sizeof(uint64_t));
+	tracked_set.count = tracked_set.used = 0;
 	memset(ap_filter, ap_all ? 0xff : 0, sizeof(ap_filter));
 	boot_mark_filter();
 }
@@ -1060,7 +1137,9 @@ static uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t
 	 * something was loaded since the last snapshot (dlopen). */
 	for (unsigned i = 0; i < depth; i++)
 		if (!pc_known(pcs[i])) {
+			struct ap_hold held = hold(&tls);
 			modules_snapshot();
+			unhold(&tls, held);
 			break;
 		}
 	lk_lock(&meta_lock);
@@ -1300,13 +1379,16 @@ static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
 static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
 								  uint64_t cfa)
 {
+	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
 	uint32_t id = t->thr != &dead_thr ? sc_lookup(t->thr, ret, cfa) : 0;
-	if (id)
-		return id;
-	uint64_t pcs[MAX_DEPTH_CAP];
-	const uint64_t *frames;
-	unsigned depth = unwind(pcs);
-	return stack_intern(pcs, depth, &frames);
+	if (!id) {
+		uint64_t pcs[MAX_DEPTH_CAP];
+		const uint64_t *frames;
+		unsigned depth = unwind(pcs);
+		id = stack_intern(pcs, depth, &frames);
+	}
+	unhold(t, h);
+	return id;
 }
 
 /* ---- event buffers ----------------------------------------------------- */
@@ -1519,12 +1601,14 @@ static void thr_register(struct ap_tls *t)
 	}
 	lk_unlock(&list_lock);
 	t->thr = b ? b : &dead_thr;
+	struct ap_hold h = hold(t);
 	if (b)
-		pthread_setspecific(thr_key, b);
+		pthread_setspecific(thr_key, b); /* may allocate the key's page */
+	meta_thread(t->tid);
+	unhold(t, h);
 	/* The countdown ran from 0 until now: start a real interval. */
 	t->interval = draw_interval(t);
 	t->countdown += t->interval;
-	meta_thread(t->tid);
 }
 
 /* pthread key destructor: the thread is exiting. */
@@ -1567,36 +1651,34 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
 
-static void pre_note(void *p, size_t n, unsigned kind, uint64_t caller)
+/* Logs an early allocation or free (see pre_log). */
+static void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
 {
+	int saved = errno;
+	sigset_t mask;
+	sig_block(&mask);
 	lk_lock(&pre_lock);
-	if (pre_n < PRE_MAX) {
-		pre_log[pre_n++] = (struct pre_alloc){ (uintptr_t)p, n, caller, kind, 0 };
-		uint8_t *c = &ap_filter[filter_slot(p)];
-		if (*c < 0xff)
-			++*c;
-	}
-	lk_unlock(&pre_lock);
-}
-
-/* A block of the early log is freed (or realloc'd) before ap_init ran:
- * it is replayed as an allocation and its free, as valgrind counts it.
- * Returns whether it was there. */
-static int pre_forget(const void *p)
-{
-	int found = 0;
-	lk_lock(&pre_lock);
-	for (unsigned i = 0; i < pre_n; i++)
-		if (pre_log[i].addr == (uintptr_t)p && !pre_log[i].freed) {
-			pre_log[i].freed = 1;
-			uint8_t *c = &ap_filter[filter_slot(p)];
-			if (*c && *c < 0xff)
-				--*c;
-			found = 1;
-			break;
+	if (!pre_closed && pre_n == pre_cap) {
+		size_t cap = pre_cap ? pre_cap * 2 : 4096;
+		struct pre_ev *l = map_mem(cap * sizeof(*l));
+		if (l) {
+			if (pre_log) {
+				memcpy(l, pre_log, pre_n * sizeof(*l));
+				munmap(pre_log, pre_cap * sizeof(*l));
+			}
+			pre_log = l;
+			pre_cap = cap;
 		}
+	}
+	if (pre_closed)
+		;
+	else if (pre_n < pre_cap)
+		pre_log[pre_n++] = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
+	else
+		pre_lost++;
 	lk_unlock(&pre_lock);
-	return found;
+	sig_restore(&mask);
+	errno = saved;
 }
 
 /* The countdown went negative (or the thread is new, or the sampler is not
@@ -1616,8 +1698,10 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 			 * now (pre_replay counts the program's early ones) */
 			t->countdown = (int64_t)((uint64_t)t->countdown + n + 1);
 			t->calls--;
-			if (st == AP_INIT && !t->guard && p && caller)
-				pre_note(p, n, kind, caller);
+			if (st == AP_INIT && !t->guard && p)
+				pre_add(PRE_ALLOC, p, n, kind, caller);
+			else if (st == AP_ON && ap_all && p)
+				ps_insert(&own_blocks, p);
 		}
 		return p;
 	}
@@ -1669,15 +1753,17 @@ static __attribute__((noinline)) void free_slow(void *p)
 	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
-			pre_forget(p);
+			pre_add(PRE_FREE, p, 0, 0, 0);
 		else if (!ap_all)
 			set_remove(p);
+		else
+			own_forget(p);
 		real_free(p);
 		return;
 	}
 	int saved = errno;
 	t->guard = 1;
-	if (ap_all || set_remove(p)) {
+	if (ap_all ? !own_forget(p) : set_remove(p)) {
 		if (!t->thr)
 			thr_register(t);
 		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
@@ -1689,27 +1775,13 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 /* ---- the interposed entry points --------------------------------------- */
 
-/* malloc's countdown falls through to the slow path only when it crosses
- * zero; otherwise the real malloc is a tail call, as in a bare forwarding
- * shim (no frame, no return through us: measured ~1.5 ns a pair cheaper
- * on the 64-byte loop than counting after the call). */
-static __attribute__((noinline)) void *malloc_slow(size_t n)
-{
-	/* malloc tail-jumped here: our return address is the program's */
-	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
-			       (uint64_t)(uintptr_t)__builtin_return_address(0),
-			       (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
-}
-
+/* Only calls that succeed are counted (a NULL from the real malloc is not an
+ * allocation, and valgrind does not count it either), so the result is
+ * checked before the countdown: the real malloc is not a tail call. */
 EXPORT void *malloc(size_t n)
 {
-	struct ap_tls *t = &tls;
-	t->calls++;
-	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
-	t->countdown = c;
-	if (UNLIKELY(c < 0))
-		return malloc_slow(n);
-	return real_malloc(n);
+	void *p = real_malloc(n);
+	return LIKELY(p != NULL) ? account(p, n, AP_KIND_MALLOC) : p;
 }
 
 EXPORT void free(void *p)
@@ -1731,8 +1803,8 @@ EXPORT void *calloc(size_t a, size_t b)
 {
 	size_t n;
 	void *p = real_calloc(a, b);
-	if (UNLIKELY(__builtin_mul_overflow(a, b, &n)))
-		return p; /* real calloc failed with ENOMEM */
+	if (UNLIKELY(!p || __builtin_mul_overflow(a, b, &n)))
+		return p; /* failed (ENOMEM, also on overflow): not counted */
 	return account(p, n, AP_KIND_CALLOC);
 }
 
@@ -1744,9 +1816,12 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 {
 	struct ap_tls *t = &tls;
 	if (was_tracked == 2) {
-		/* before ap_init: the early block's successor is early too */
+		/* before ap_init: logged as the free of old and an allocation,
+		 * which is how valgrind counts a realloc */
+		if (q || n == 0)
+			pre_add(PRE_FREE, old, 0, 0, 0);
 		if (q)
-			pre_note(q, n, kind, caller);
+			pre_add(PRE_ALLOC, q, n, kind, caller);
 		return q;
 	}
 	if (!q) {
@@ -1774,6 +1849,8 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	if (t->guard || st != AP_ON) {
 		if (t->countdown < 0)
 			alloc_slow(NULL, n, kind, 0, 0); /* undoes the countdown */
+		if (st == AP_ON && ap_all && own_forget(old))
+			ps_insert(&own_blocks, q);
 		return q;
 	}
 	int saved = errno;
@@ -1806,7 +1883,7 @@ static inline int take_tracked(void *old)
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_INIT))
-		return tls.guard ? 0 : 2 * pre_forget(old); /* 2: an early block */
+		return tls.guard ? 0 : 2; /* 2: an early block (see pre_log) */
 	if (ap_all)
 		return __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;
@@ -1823,8 +1900,10 @@ static void *boot_move(void *old, size_t n)
 
 EXPORT void *realloc(void *old, size_t n)
 {
-	if (!old)
-		return account(real_realloc(NULL, n), n, AP_KIND_REALLOC);
+	if (!old) {
+		void *p = real_realloc(NULL, n);
+		return p ? account(p, n, AP_KIND_REALLOC) : p;
+	}
 	if (UNLIKELY(is_boot(old)))
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
@@ -1843,8 +1922,10 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!old)
-		return account(real_realloc(NULL, n), n, AP_KIND_REALLOCARRAY);
+	if (!old) {
+		void *p = real_realloc(NULL, n);
+		return p ? account(p, n, AP_KIND_REALLOCARRAY) : p;
+	}
 	if (UNLIKELY(is_boot(old)))
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
@@ -2140,29 +2221,36 @@ static void install_signals(void)
 
 /* fork: no profiler lock may be held across it, and the child starts a
  * trace of its own. */
+static sigset_t fork_mask;	/* the forking thread's mask (list_lock held) */
+
 static void fork_prepare(void)
 {
+	sigset_t mask;
+	sig_block(&mask);
 	tls.guard++;
 	lk_lock(&list_lock);
 	lk_lock(&fallback.lock);
 	lk_lock(&meta_lock);
-	lk_lock(&set_lock);
+	lk_lock(&tracked_set.lock);
+	lk_lock(&own_blocks.lock);
+	fork_mask = mask;
 }
 
 static void fork_parent(void)
 {
-	lk_unlock(&set_lock);
+	sigset_t mask = fork_mask;
+	lk_unlock(&own_blocks.lock);
+	lk_unlock(&tracked_set.lock);
 	lk_unlock(&meta_lock);
 	lk_unlock(&fallback.lock);
 	lk_unlock(&list_lock);
 	tls.guard--;
+	sig_restore(&mask);
 }
 
-static void fork_child(void)
+/* The child, with signals still blocked as fork_prepare left them. */
+static void fork_child_body(struct ap_tls *t)
 {
-	struct ap_tls *t = &tls;
-	set_lock = meta_lock = fallback.lock = list_lock = 0;
-	asym_register(); /* the child's address space is a new one */
 	int was_on = ap_state == AP_ON;
 	ap_pid = sys_getpid();
 	t->tid = sys_gettid();
@@ -2221,6 +2309,15 @@ static void fork_child(void)
 	/* Mappings are written when the first stack needs them: the loader
 	 * lock is not ours to take here. */
 	t->guard--;
+}
+
+static void fork_child(void)
+{
+	struct ap_tls *t = &tls;
+	own_blocks.lock = tracked_set.lock = meta_lock = fallback.lock = list_lock = 0;
+	asym_register(); /* the child's address space is a new one */
+	fork_child_body(t);
+	sig_restore(&fork_mask);
 }
 
 /* ---- exec ---------------------------------------------------------------- */
@@ -2394,25 +2491,47 @@ static void strip_preload(void)
 	}
 }
 
-/* The early allocations, now that the trace is open: each goes through
+/* ap_init has begun: the early log is complete, and the filter goes back
+ * to what the mode needs (ap_init raises it again for --all). */
+static void pre_close(void)
+{
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&pre_lock);
+	pre_closed = 1;
+	lk_unlock(&pre_lock);
+	sig_restore(&mask);
+	memset(ap_filter, 0, sizeof(ap_filter));
+	boot_mark_filter();
+}
+
+static void pre_release(void)
+{
+	if (pre_log)
+		munmap(pre_log, pre_cap * sizeof(*pre_log));
+	pre_log = NULL;
+	pre_n = pre_cap = 0;
+}
+
+/* The early log, now that the trace is open: each allocation goes through
  * the countdown as if it happened now, and a sampled one is recorded with
- * its caller as its stack. Runs with the guard set, in ap_init's thread. */
+ * its caller as its stack; each free is recorded if its block is tracked.
+ * Runs with the guard set, in ap_init's thread. */
 static void pre_replay(struct ap_tls *t)
 {
-	lk_lock(&pre_lock);
-	unsigned n = pre_n;
-	pre_n = PRE_MAX; /* full: nothing more is noted */
-	lk_unlock(&pre_lock);
-	if (!n)
+	if (!pre_n) {
+		pre_release();
 		return;
+	}
 	if (!t->thr)
 		thr_register(t);
-	for (unsigned i = 0; i < n; i++) {
-		const struct pre_alloc *e = &pre_log[i];
-		if (!ap_all && !e->freed) {
-			uint8_t *c = &ap_filter[filter_slot((void *)(uintptr_t)e->addr)];
-			if (*c && *c < 0xff)
-				--*c;
+	for (size_t i = 0; i < pre_n; i++) {
+		const struct pre_ev *e = &pre_log[i];
+		void *addr = (void *)(uintptr_t)e->addr;
+		if (e->type == PRE_FREE) {
+			if (ap_all || set_remove(addr))
+				emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
+			continue;
 		}
 		t->calls++;
 		t->countdown = (int64_t)((uint64_t)t->countdown - e->size - 1);
@@ -2422,14 +2541,18 @@ static void pre_replay(struct ap_tls *t)
 		t->interval = draw_interval(t);
 		t->countdown = t->interval;
 		const uint64_t *frames;
-		uint32_t id = stack_intern(&e->caller, 1, &frames);
+		uint32_t id = stack_intern(&e->caller, e->caller ? 1 : 0, &frames);
 		if (!id)
 			continue;
-		if (!ap_all && !e->freed)
-			set_insert((void *)(uintptr_t)e->addr);
+		if (!ap_all)
+			set_insert(addr);
 		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
-		if (e->freed)
-			emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
+	}
+	pre_release();
+	if (pre_lost) {
+		char num[24];
+		num[put_dec(num, pre_lost)] = 0;
+		say("allocations before start not recorded (out of memory)", num);
 	}
 }
 
@@ -2438,13 +2561,11 @@ __attribute__((constructor(101))) static void ap_init(void)
 	struct ap_tls *t = &tls;
 	resolve();
 	t->guard++;
+	pre_close();
 	cfg_load();
 	const char *out = cfg(CFG_OUTPUT);
-	if (!out || !*out || str_len(out) >= PATH_MAX - 64) {
-		ap_state = AP_DISABLED;
-		t->guard--;
-		return;
-	}
+	if (!out || !*out || str_len(out) >= PATH_MAX - 64)
+		goto off;
 	memcpy(ap_base, out, str_len(out) + 1);
 	const char *nc = cfg(CFG_NO_CHILDREN);
 	ap_no_children = nc && *nc && *nc != '0';
@@ -2494,26 +2615,21 @@ __attribute__((constructor(101))) static void ap_init(void)
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
 	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
 	mods = map_mem(MAX_MODULES * sizeof(struct mod));
-	set_cap = 4096;
-	set_tab = map_mem(set_cap * sizeof(uint64_t));
+	tracked_set.cap = 4096;
+	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
 	if (fallback.buf)
 		fallback.ring = (struct ring_ent *)(fallback.buf + THR_BUF_SIZE);
-	if (!meta_buf || !fallback.buf || !mods || !set_tab ||
+	if (!meta_buf || !fallback.buf || !mods || !tracked_set.tab ||
 	    pthread_key_create(&thr_key, thr_exit) != 0) {
 		say(ap_path, "out of memory: profiling disabled");
-		ap_state = AP_DISABLED;
-		t->guard--;
-		return;
+		goto off;
 	}
 	fallback.len = EV_HDR;
 	fallback.live = 0;
 	unwinder_load();
 	asym_register();
-	if (open_trace(prev[0] ? prev : NULL) < 0) {
-		ap_state = AP_DISABLED;
-		t->guard--;
-		return;
-	}
+	if (open_trace(prev[0] ? prev : NULL) < 0)
+		goto off;
 	modules_snapshot();
 	if (ap_all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
@@ -2521,5 +2637,11 @@ __attribute__((constructor(101))) static void ap_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);
+	t->guard--;
+	return;
+
+off:
+	ap_state = AP_DISABLED;
+	pre_release();
 	t->guard--;
 }
