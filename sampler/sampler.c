@@ -118,6 +118,9 @@ struct ap_thr {
 	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
 	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
 	uint32_t sc_turn;	/* which way of a set is replaced next */
+	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
+	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
+	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
 };
 
 /* A recent ALLOC of this buffer's chunk that a FREE can name by distance
@@ -1166,6 +1169,7 @@ static int (*unw_stp)(unw_cursor_t *);
 static int (*unw_reg)(unw_cursor_t *, int, unw_word_t *);
 static int (*unw_sig)(unw_cursor_t *);
 static int sc_on;		/* the stack cache is in use */
+static int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
 #endif
 
 static void unwinder_load(void)
@@ -1190,8 +1194,9 @@ static void unwinder_load(void)
 	 * on every step */
 	if (policy && local)
 		policy(*local, UNW_CACHE_PER_THREAD);
-	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig &&
-		parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1) != 0;
+	uint64_t mode = parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1);
+	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0;
+	sc_always = mode == 2;
 #endif
 }
 
@@ -1255,25 +1260,47 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
  * and a compare per frame instead of a walk through the unwind tables.
  *
  * Only stacks seen twice are filled in (by libunwind's stepping unwinder,
- * slower than unw_backtrace but it reports each frame's stack pointer);
+ * which reports each frame's stack pointer but costs 40 to 90 times what
+ * unw_backtrace does here);
  * stacks through a signal frame, deeper than SC_FRAMES or with slots not
  * strictly above each other are never cached. ALLOCPROF_STACK_CACHE=0
- * turns the cache off (the tests compare both ways). */
+ * turns the cache off, =2 fills every key seen twice whatever it costs
+ * (the tests compare the three).
+ *
+ * The cache must never cost more than it saves (a leaf reached with a few
+ * hundred keys in turn would otherwise fill entries that are evicted before
+ * their first hit). Each thread keeps a bank of TSC ticks: a hit earns the
+ * cost of one unwind (timed on one unwind in SC_TIME_EVERY), a fill spends
+ * what it took, and is made only while the bank is positive; every unwind
+ * the cache did not spare earns 1/2^SC_PROBE_SHIFT of its cost, so that a
+ * cache that never hits spends at most that share on fills. A new key
+ * takes a way that holds a stale entry or a key seen once; a cached stack
+ * used since the set last needed room gets a second chance. */
 #ifdef AP_STACK_CACHE
-#define SC_SETS 128		/* two ways each */
+#define SC_SET_BITS 7
+#define SC_SETS (1u << SC_SET_BITS)	/* two ways each */
 #define SC_FRAMES 64
+#define SC_TIME_EVERY 16	/* one unwind in this many is timed */
+#define SC_PROBE_SHIFT 5	/* an unwind earns 1/32 of its cost for fills */
+#define SC_BANK_UNWINDS 4096	/* savings kept, in unwinds */
 enum { SC_SEEN, SC_FULL, SC_NEVER };
 struct sc_ent {
 	uint64_t cfa, ret;	/* the key */
 	const uint64_t *pcs;	/* the interned stack's frames (SC_FULL) */
 	uint32_t id, epoch;
-	uint16_t n, state;
+	uint16_t n;
+	uint8_t state;
+	uint8_t ref;		/* used since the set last had to make room */
 	uint32_t off[SC_FRAMES];	/* off[i]: frame i's return-address slot - cfa */
 };
 
+/* Return addresses and stack pointers both step by small strides: they are
+ * mixed, not XORed, or a few sets take most of the keys. */
 static inline size_t sc_set(uint64_t ret, uint64_t cfa)
 {
-	return (size_t)(((ret ^ (cfa << 7)) * 0x9e3779b97f4a7c15ull) >> 57) * 2;
+	uint64_t x = ret * 0x9e3779b97f4a7c15ull + cfa;
+	x = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
+	return (size_t)(x >> (64 - SC_SET_BITS)) * 2;
 }
 
 /* Unwinds by steps from here, interns the stack and fills e if the stack
@@ -1329,6 +1356,20 @@ static __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret
 	return id;
 }
 
+/* The way of set that a new key may take, or NULL to keep both. */
+static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
+{
+	for (unsigned w = 0; w < 2; w++)
+		if (set[w].epoch != b->sc_epoch)
+			return &set[w];
+	unsigned w = b->sc_turn++ & 1;
+	for (unsigned k = 0; k < 2; k++)
+		if (set[w ^ k].state == SC_SEEN || !set[w ^ k].ref)
+			return &set[w ^ k];
+	set[0].ref = set[1].ref = 0;
+	return NULL;
+}
+
 /* The stack id for a call with this return address and CFA from b's
  * cache; 0 if the caller has to unwind (and intern) as usual. */
 static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
@@ -1350,27 +1391,68 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b
 			unsigned i = 1;
 			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
 				i++;
-			if (i == e->n)
-				return e->id;
-			continue; /* another stack under the same key */
+			if (i < e->n)
+				continue; /* another stack under the same key */
+			e->ref = 1;
+			if (b->sc_bank < (int64_t)b->sc_unw * SC_BANK_UNWINDS)
+				b->sc_bank += b->sc_unw;
+			return e->id;
 		}
-		if (e->state == SC_SEEN)
-			return sc_fill(e, ret, cfa);
-		return 0; /* SC_NEVER */
+		e->ref = 1;
+		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
+			uint64_t c0 = rd_tsc();
+			uint32_t id = sc_fill(e, ret, cfa);
+			b->sc_bank -= (int64_t)(rd_tsc() - c0);
+			return id;
+		}
+		return 0; /* SC_NEVER, or no fill affordable now */
 	}
 	/* not here: remember the key; filled if it comes again */
-	struct sc_ent *e = &set[b->sc_turn++ & 1];
-	e->cfa = cfa;
-	e->ret = ret;
-	e->epoch = b->sc_epoch;
-	e->state = SC_SEEN;
+	struct sc_ent *e = sc_victim(b, set);
+	if (e) {
+		e->cfa = cfa;
+		e->ret = ret;
+		e->epoch = b->sc_epoch;
+		e->state = SC_SEEN;
+		e->ref = 0;
+	}
 	return 0;
+}
+/* Whether this unwind of b's thread is one to time. */
+static inline int sc_timed(struct ap_thr *b)
+{
+	return sc_on && b && (++b->sc_tick & (SC_TIME_EVERY - 1)) == 0;
+}
+
+/* b's thread unwound (ticks: what it took, if timed): the running mean,
+ * and the share of it the cache may spend on fills. */
+static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
+{
+	if (ticks) {
+		/* a preempted or cold unwind must not inflate what hits earn */
+		uint64_t cap = b->sc_unw ? 2ull * b->sc_unw : 1u << 20;
+		if (ticks > cap)
+			ticks = cap;
+		b->sc_unw = b->sc_unw ? (uint32_t)((b->sc_unw * 7ull + ticks) / 8) : (uint32_t)ticks;
+	}
+	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
 }
 #else
 static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
 {
 	(void)b, (void)ret, (void)cfa;
 	return 0;
+}
+
+static inline int sc_timed(struct ap_thr *b)
+{
+	(void)b;
+	return 0;
+}
+
+static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
+{
+	(void)b, (void)ticks;
 }
 #endif
 
@@ -1380,12 +1462,17 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 								  uint64_t cfa)
 {
 	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
-	uint32_t id = t->thr != &dead_thr ? sc_lookup(t->thr, ret, cfa) : 0;
+	struct ap_thr *b = t->thr != &dead_thr ? t->thr : NULL;
+	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
 	if (!id) {
 		uint64_t pcs[MAX_DEPTH_CAP];
 		const uint64_t *frames;
+		int timed = sc_timed(b);
+		uint64_t c0 = timed ? rd_tsc() : 0;
 		unsigned depth = unwind(pcs);
 		id = stack_intern(pcs, depth, &frames);
+		if (b)
+			sc_unwound(b, timed ? rd_tsc() - c0 : 0);
 	}
 	unhold(t, h);
 	return id;
@@ -1594,6 +1681,7 @@ static void thr_register(struct ap_tls *t)
 		b->tid = t->tid;
 		b->tls = t;
 		b->sc_epoch++; /* another thread, another stack */
+		b->sc_bank = 0;
 		b->len = EV_HDR;
 		b->events = 0;
 		b->lock = b->busy = b->claim = 0;
