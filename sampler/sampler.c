@@ -1731,6 +1731,10 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 								unsigned kind, uint64_t ret,
 								uint64_t cfa)
 {
+	/* an address the program now owns is not ours, even if its free
+	 * reached glibc without passing through us */
+	if (ap_all)
+		own_forget(p);
 	uint32_t id = stack_here(t, ret, cfa);
 	if (!id)
 		return;
