@@ -1280,8 +1280,8 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 #define SC_SET_BITS 7
 #define SC_SETS (1u << SC_SET_BITS)	/* two ways each */
 #define SC_FRAMES 64
-#define SC_TIME_EVERY 16	/* one unwind in this many is timed */
-#define SC_PROBE_SHIFT 5	/* an unwind earns 1/32 of its cost for fills */
+#define SC_TIME_EVERY 64	/* one unwind in this many is timed */
+#define SC_PROBE_SHIFT 6	/* an unwind earns 1/64 of its cost for fills */
 #define SC_BANK_UNWINDS 4096	/* savings kept, in unwinds */
 enum { SC_SEEN, SC_FULL, SC_NEVER };
 struct sc_ent {
