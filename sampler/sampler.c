@@ -1418,6 +1418,7 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b
 	}
 	return 0;
 }
+
 /* Whether this unwind of b's thread is one to time. */
 static inline int sc_timed(struct ap_thr *b)
 {
@@ -1762,11 +1763,9 @@ static void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uin
 			pre_cap = cap;
 		}
 	}
-	if (pre_closed)
-		;
-	else if (pre_n < pre_cap)
+	if (!pre_closed && pre_n < pre_cap)
 		pre_log[pre_n++] = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
-	else
+	else if (!pre_closed)
 		pre_lost++;
 	lk_unlock(&pre_lock);
 	sig_restore(&mask);
