@@ -76,6 +76,25 @@ _Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
 
 static __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
+/* What glibc or libunwind allocate for us inside the guard is not the
+ * program's: calls and countdown are put back after the code that may
+ * allocate (a guarded call that took the fast path would stay counted). */
+struct ap_hold {
+	uint64_t calls;
+	int64_t countdown;
+};
+
+static inline struct ap_hold hold(const struct ap_tls *t)
+{
+	return (struct ap_hold){ t->calls, t->countdown };
+}
+
+static inline void unhold(struct ap_tls *t, struct ap_hold h)
+{
+	t->calls = h.calls;
+	t->countdown = h.countdown;
+}
+
 /* A thread's event buffer (also used for the shared fallback buffer). The
  * chunk header and base_ns are filled in place at flush time. */
 struct ap_thr {
@@ -102,6 +121,9 @@ struct ap_thr {
 	uint32_t sc_turn;	/* which way of a set is replaced next */
 	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
 	uint32_t nchunks;	/* chunks written into that stream */
+	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
+	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
+	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
 };
 
 /* A recent ALLOC of this buffer's chunk that a FREE can name by distance
@@ -148,19 +170,24 @@ static size_t meta_len;
 
 static uint8_t ap_filter[1u << FILTER_BITS];
 
-/* Allocations made before ap_init ran: libraries initialized before us
- * (libstdc++'s emergency pool, in every C++ program) allocate from their
- * constructors. Each is kept with its caller, its filter counter raised so
- * its free comes to free_slow, and replayed through the sampling decision
- * once the trace is open (pre_replay), as a one-frame stack. */
-#define PRE_MAX 256
-struct pre_alloc {
+/* Allocations and frees made before ap_init ran: libraries initialized
+ * before us (libstdc++'s emergency pool in every C++ program, LLVM's and
+ * gnutls' static constructors) allocate and free from their constructors.
+ * Until ap_init the filter is all ones, so that every free reaches
+ * free_slow, and every call is logged in order, without a bound, in mmap'd
+ * memory; once the trace is open the log is replayed through the sampling
+ * decision (pre_replay), each allocation with its immediate caller as a
+ * one-frame stack: no unwinder can be loaded from inside a malloc that the
+ * loader or a constructor called. */
+enum { PRE_ALLOC, PRE_FREE };
+struct pre_ev {
 	uint64_t addr, size, caller;
-	unsigned kind;
-	int freed;	/* freed (or realloc'd away) before ap_init ran */
+	uint32_t type, kind;
 };
-static struct pre_alloc pre_log[PRE_MAX];
-static unsigned pre_n;
+static struct pre_ev *pre_log;
+static size_t pre_n, pre_cap;
+static int pre_closed;		/* ap_init has begun: nothing more is logged */
+static uint64_t pre_lost;	/* events dropped: no memory for the log */
 static int pre_lock;
 
 /* Range of this library's image, to drop our own frames from stacks. */
@@ -191,6 +218,22 @@ static int lk_trylock_bounded(int *l)
 static inline void lk_unlock(int *l)
 {
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* The locks that a malloc, free or realloc on the same thread can take
+ * again from a signal handler (the pointer set, the early log, and every
+ * lock the fork handlers hold across fork) are held with all signals
+ * blocked: the handler runs once they are released. */
+static inline void sig_block(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old); /* returns its error, errno stays */
+}
+
+static inline void sig_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 /* A thread's buffer is written by its owner on every event, and by
@@ -725,6 +768,7 @@ static void resolve(void)
 {
 	if (real_malloc != boot_malloc)
 		return;
+	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see pre_log */
 	resolving = 1;
 	void *m = must_sym("malloc");
 	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
@@ -834,18 +878,32 @@ static size_t boot_usable_size(void *p)
 /* A counting filter (ap_filter, one byte per slot, saturating) answers "not
  * tracked" for almost every free without touching the set. The set itself
  * is an open-addressing table of addresses under a lock; it grows instead of
- * ever failing an insert. Keys: 0 empty, 1 deleted. */
-static int set_lock;
-static uint64_t *set_tab;
-static size_t set_cap, set_count, set_used;
+ * ever failing an insert. Keys: 0 empty, 1 deleted. The same structure,
+ * with a filter of its own, holds the blocks glibc and libunwind allocated
+ * for us (own_blocks, below). */
+struct ptr_set {
+	int lock;
+	uint64_t *tab;
+	size_t cap, count, used;
+	uint8_t *filter;
+};
+static struct ptr_set tracked_set = { .filter = ap_filter };
 
-static void set_rehash(size_t cap)
+/* With --all, blocks allocated inside the guard while recording (the
+ * dynamic TLS block of libunwind, made on a thread's first unwind): glibc
+ * frees that one later from whichever thread reuses the dead thread's
+ * stack, outside the guard, and the free must not be recorded: the block is
+ * no allocation of the program's (nor does valgrind see it). */
+static uint8_t own_filter[1u << FILTER_BITS];
+static struct ptr_set own_blocks = { .filter = own_filter };
+
+static void set_rehash(struct ptr_set *s, size_t cap)
 {
 	uint64_t *t = map_mem(cap * sizeof(uint64_t));
 	if (!t)
 		return; /* keep the old table: inserts still find room (see below) */
-	for (size_t i = 0; i < set_cap; i++) {
-		uint64_t k = set_tab[i];
+	for (size_t i = 0; i < s->cap; i++) {
+		uint64_t k = s->tab[i];
 		if (k > 1) {
 			size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull;
 			for (j &= cap - 1; t[j]; j = (j + 1) & (cap - 1))
@@ -853,72 +911,94 @@ static void set_rehash(size_t cap)
 			t[j] = k;
 		}
 	}
-	if (set_tab)
-		munmap(set_tab, set_cap * sizeof(uint64_t));
-	set_tab = t;
-	set_cap = cap;
-	set_used = set_count;
+	if (s->tab)
+		munmap(s->tab, s->cap * sizeof(uint64_t));
+	s->tab = t;
+	s->cap = cap;
+	s->used = s->count;
 }
 
-static void set_insert(const void *p)
+static void ps_insert(struct ptr_set *s, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p;
-	lk_lock(&set_lock);
-	if ((set_used + 1) * 4 > set_cap * 3)
-		set_rehash(set_count * 2 + 2 > set_cap / 2 ? set_cap * 2 : set_cap);
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&s->lock);
+	if ((s->used + 1) * 4 > s->cap * 3)
+		set_rehash(s, !s->cap ? 64 : s->count * 2 + 2 > s->cap / 2 ? s->cap * 2 : s->cap);
 	/* If growing failed the table may be nearly full, but a free slot
 	 * always exists (rehash runs at 3/4 while it can). */
-	size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (set_cap - 1);
+	size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (s->cap - 1);
 	size_t tomb = SIZE_MAX;
-	for (;; j = (j + 1) & (set_cap - 1)) {
-		if (set_tab[j] == 1 && tomb == SIZE_MAX)
+	for (; s->tab; j = (j + 1) & (s->cap - 1)) {
+		if (s->tab[j] == 1 && tomb == SIZE_MAX)
 			tomb = j;
-		if (set_tab[j] == 0 || set_tab[j] == k)
+		if (s->tab[j] == 0 || s->tab[j] == k)
 			break;
 	}
-	if (set_tab[j] != k) {
+	if (s->tab && s->tab[j] != k) {
 		if (tomb != SIZE_MAX) {
 			j = tomb;
 		} else {
-			set_used++;
+			s->used++;
 		}
-		set_tab[j] = k;
-		set_count++;
-		uint8_t *c = &ap_filter[filter_slot(p)];
+		s->tab[j] = k;
+		s->count++;
+		uint8_t *c = &s->filter[filter_slot(p)];
 		if (*c != 0xff)
 			__atomic_store_n(c, (uint8_t)(*c + 1), __ATOMIC_RELAXED);
 	}
-	lk_unlock(&set_lock);
+	lk_unlock(&s->lock);
+	sig_restore(&mask);
 }
 
-/* Removes p; returns 1 if it was tracked. */
-static int set_remove(const void *p)
+/* Removes p; returns 1 if it was in the set. */
+static int ps_remove(struct ptr_set *s, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p;
 	int found = 0;
-	lk_lock(&set_lock);
-	if (set_count) {
-		size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (set_cap - 1);
-		for (; set_tab[j]; j = (j + 1) & (set_cap - 1))
-			if (set_tab[j] == k) {
-				set_tab[j] = 1;
-				set_count--;
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&s->lock);
+	if (s->count) {
+		size_t j = (size_t)(k >> 4) * 0x9e3779b97f4a7c15ull & (s->cap - 1);
+		for (; s->tab[j]; j = (j + 1) & (s->cap - 1))
+			if (s->tab[j] == k) {
+				s->tab[j] = 1;
+				s->count--;
 				found = 1;
-				uint8_t *c = &ap_filter[filter_slot(p)];
+				uint8_t *c = &s->filter[filter_slot(p)];
 				if (*c != 0xff && *c)
 					__atomic_store_n(c, (uint8_t)(*c - 1), __ATOMIC_RELAXED);
 				break;
 			}
 	}
-	lk_unlock(&set_lock);
+	lk_unlock(&s->lock);
+	sig_restore(&mask);
 	return found;
+}
+
+static void set_insert(const void *p)
+{
+	ps_insert(&tracked_set, p);
+}
+
+static int set_remove(const void *p)
+{
+	return ps_remove(&tracked_set, p);
+}
+
+/* p is being freed (or realloc'd): 1 if it was one of own_blocks. */
+static inline int own_forget(const void *p)
+{
+	return UNLIKELY(own_filter[filter_slot(p)]) && ps_remove(&own_blocks, p);
 }
 
 static void set_reset(void)
 {
-	if (set_tab)
-		memset(set_tab, 0, set_cap * sizeof(uint64_t));
-	set_count = set_used = 0;
+	if (tracked_set.tab)
+		memset(tracked_set.tab, 0, tracked_set.cap * sizeof(uint64_t));
+	tracked_set.count = tracked_set.used = 0;
 	memset(ap_filter, ap_all ? 0xff : 0, sizeof(ap_filter));
 	boot_mark_filter();
 }
@@ -1266,7 +1346,9 @@ static uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t
 	 * something was loaded since the last snapshot (dlopen). */
 	for (unsigned i = 0; i < depth; i++)
 		if (!pc_known(pcs[i])) {
+			struct ap_hold held = hold(&tls);
 			modules_snapshot();
+			unhold(&tls, held);
 			break;
 		}
 	lk_lock(&meta_lock);
@@ -1293,6 +1375,7 @@ static int (*unw_stp)(unw_cursor_t *);
 static int (*unw_reg)(unw_cursor_t *, int, unw_word_t *);
 static int (*unw_sig)(unw_cursor_t *);
 static int sc_on;		/* the stack cache is in use */
+static int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
 #endif
 
 static void unwinder_load(void)
@@ -1317,8 +1400,9 @@ static void unwinder_load(void)
 	 * on every step */
 	if (policy && local)
 		policy(*local, UNW_CACHE_PER_THREAD);
-	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig &&
-		parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1) != 0;
+	uint64_t mode = parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1);
+	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0;
+	sc_always = mode == 2;
 #endif
 }
 
@@ -1476,25 +1560,47 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
  * and a compare per frame instead of a walk through the unwind tables.
  *
  * Only stacks seen twice are filled in (by libunwind's stepping unwinder,
- * slower than unw_backtrace but it reports each frame's stack pointer);
+ * which reports each frame's stack pointer but costs 40 to 90 times what
+ * unw_backtrace does here);
  * stacks through a signal frame, deeper than SC_FRAMES or with slots not
  * strictly above each other are never cached. ALLOCPROF_STACK_CACHE=0
- * turns the cache off (the tests compare both ways). */
+ * turns the cache off, =2 fills every key seen twice whatever it costs
+ * (the tests compare the three).
+ *
+ * The cache must never cost more than it saves (a leaf reached with a few
+ * hundred keys in turn would otherwise fill entries that are evicted before
+ * their first hit). Each thread keeps a bank of TSC ticks: a hit earns the
+ * cost of one unwind (timed on one unwind in SC_TIME_EVERY), a fill spends
+ * what it took, and is made only while the bank is positive; every unwind
+ * the cache did not spare earns 1/2^SC_PROBE_SHIFT of its cost, so that a
+ * cache that never hits spends at most that share on fills. A new key
+ * takes a way that holds a stale entry or a key seen once; a cached stack
+ * used since the set last needed room gets a second chance. */
 #ifdef AP_STACK_CACHE
-#define SC_SETS 128		/* two ways each */
+#define SC_SET_BITS 7
+#define SC_SETS (1u << SC_SET_BITS)	/* two ways each */
 #define SC_FRAMES 64
+#define SC_TIME_EVERY 64	/* one unwind in this many is timed */
+#define SC_PROBE_SHIFT 6	/* an unwind earns 1/64 of its cost for fills */
+#define SC_BANK_UNWINDS 4096	/* savings kept, in unwinds */
 enum { SC_SEEN, SC_FULL, SC_NEVER };
 struct sc_ent {
 	uint64_t cfa, ret;	/* the key */
 	const uint64_t *pcs;	/* the interned stack's frames (SC_FULL) */
 	uint32_t id, epoch;
-	uint16_t n, state;
+	uint16_t n;
+	uint8_t state;
+	uint8_t ref;		/* used since the set last had to make room */
 	uint32_t off[SC_FRAMES];	/* off[i]: frame i's return-address slot - cfa */
 };
 
+/* Return addresses and stack pointers both step by small strides: they are
+ * mixed, not XORed, or a few sets take most of the keys. */
 static inline size_t sc_set(uint64_t ret, uint64_t cfa)
 {
-	return (size_t)(((ret ^ (cfa << 7)) * 0x9e3779b97f4a7c15ull) >> 57) * 2;
+	uint64_t x = ret * 0x9e3779b97f4a7c15ull + cfa;
+	x = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
+	return (size_t)(x >> (64 - SC_SET_BITS)) * 2;
 }
 
 /* Unwinds by steps from here, interns the stack and fills e if the stack
@@ -1550,6 +1656,20 @@ static __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret
 	return id;
 }
 
+/* The way of set that a new key may take, or NULL to keep both. */
+static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
+{
+	for (unsigned w = 0; w < 2; w++)
+		if (set[w].epoch != b->sc_epoch)
+			return &set[w];
+	unsigned w = b->sc_turn++ & 1;
+	for (unsigned k = 0; k < 2; k++)
+		if (set[w ^ k].state == SC_SEEN || !set[w ^ k].ref)
+			return &set[w ^ k];
+	set[0].ref = set[1].ref = 0;
+	return NULL;
+}
+
 /* The stack id for a call with this return address and CFA from b's
  * cache; 0 if the caller has to unwind (and intern) as usual. */
 static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
@@ -1571,27 +1691,69 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b
 			unsigned i = 1;
 			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
 				i++;
-			if (i == e->n)
-				return e->id;
-			continue; /* another stack under the same key */
+			if (i < e->n)
+				continue; /* another stack under the same key */
+			e->ref = 1;
+			if (b->sc_bank < (int64_t)b->sc_unw * SC_BANK_UNWINDS)
+				b->sc_bank += b->sc_unw;
+			return e->id;
 		}
-		if (e->state == SC_SEEN)
-			return sc_fill(e, ret, cfa);
-		return 0; /* SC_NEVER */
+		e->ref = 1;
+		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
+			uint64_t c0 = rd_tsc();
+			uint32_t id = sc_fill(e, ret, cfa);
+			b->sc_bank -= (int64_t)(rd_tsc() - c0);
+			return id;
+		}
+		return 0; /* SC_NEVER, or no fill affordable now */
 	}
 	/* not here: remember the key; filled if it comes again */
-	struct sc_ent *e = &set[b->sc_turn++ & 1];
-	e->cfa = cfa;
-	e->ret = ret;
-	e->epoch = b->sc_epoch;
-	e->state = SC_SEEN;
+	struct sc_ent *e = sc_victim(b, set);
+	if (e) {
+		e->cfa = cfa;
+		e->ret = ret;
+		e->epoch = b->sc_epoch;
+		e->state = SC_SEEN;
+		e->ref = 0;
+	}
 	return 0;
+}
+
+/* Whether this unwind of b's thread is one to time. */
+static inline int sc_timed(struct ap_thr *b)
+{
+	return sc_on && b && (++b->sc_tick & (SC_TIME_EVERY - 1)) == 0;
+}
+
+/* b's thread unwound (ticks: what it took, if timed): the running mean,
+ * and the share of it the cache may spend on fills. */
+static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
+{
+	if (ticks) {
+		/* a preempted or cold unwind must not inflate what hits earn */
+		uint64_t cap = b->sc_unw ? 2ull * b->sc_unw : 1u << 20;
+		if (ticks > cap)
+			ticks = cap;
+		b->sc_unw = b->sc_unw ? (uint32_t)((b->sc_unw * 7ull + ticks) / 8) : (uint32_t)ticks;
+	}
+	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
 }
 #else
 static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
 {
 	(void)b, (void)ret, (void)cfa;
 	return 0;
+}
+
+static inline int sc_timed(struct ap_thr *b)
+{
+	(void)b;
+	return 0;
+}
+
+static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
+{
+	(void)b, (void)ticks;
 }
 #endif
 
@@ -1600,13 +1762,21 @@ static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
 static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
 								  uint64_t cfa)
 {
-	uint32_t id = t->thr != &dead_thr ? sc_lookup(t->thr, ret, cfa) : 0;
-	if (id)
-		return id;
-	uint64_t pcs[MAX_DEPTH_CAP];
-	const uint64_t *frames;
-	unsigned depth = unwind(pcs);
-	return stack_intern(pcs, depth, &frames);
+	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
+	struct ap_thr *b = t->thr != &dead_thr ? t->thr : NULL;
+	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
+	if (!id) {
+		uint64_t pcs[MAX_DEPTH_CAP];
+		const uint64_t *frames;
+		int timed = sc_timed(b);
+		uint64_t c0 = timed ? rd_tsc() : 0;
+		unsigned depth = unwind(pcs);
+		id = stack_intern(pcs, depth, &frames);
+		if (b)
+			sc_unwound(b, timed ? rd_tsc() - c0 : 0);
+	}
+	unhold(t, h);
+	return id;
 }
 
 /* ---- event buffers ----------------------------------------------------- */
@@ -1818,6 +1988,7 @@ static void thr_register(struct ap_tls *t)
 		b->tid = t->tid;
 		b->tls = t;
 		b->sc_epoch++; /* another thread, another stack */
+		b->sc_bank = 0;
 		b->len = EV_HDR;
 		b->events = 0;
 		b->lock = b->busy = b->claim = 0;
@@ -1825,14 +1996,16 @@ static void thr_register(struct ap_tls *t)
 	}
 	lk_unlock(&list_lock);
 	t->thr = b ? b : &dead_thr;
+	struct ap_hold h = hold(t);
 	if (b)
-		pthread_setspecific(thr_key, b);
+		pthread_setspecific(thr_key, b); /* may allocate the key's page */
 	if (sig_on)
 		alt_install();
+	meta_thread(t->tid);
+	unhold(t, h);
 	/* The countdown ran from 0 until now: start a real interval. */
 	t->interval = draw_interval(t);
 	t->countdown += t->interval;
-	meta_thread(t->tid);
 }
 
 /* pthread key destructor: the thread is exiting. */
@@ -1868,6 +2041,10 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 								unsigned kind, uint64_t ret,
 								uint64_t cfa)
 {
+	/* an address the program now owns is not ours, even if its free
+	 * reached glibc without passing through us */
+	if (ap_all)
+		own_forget(p);
 	uint32_t id = stack_here(t, ret, cfa);
 	if (!id)
 		return;
@@ -1876,36 +2053,32 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
 
-static void pre_note(void *p, size_t n, unsigned kind, uint64_t caller)
+/* Logs an early allocation or free (see pre_log). */
+static void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
 {
+	int saved = errno;
+	sigset_t mask;
+	sig_block(&mask);
 	lk_lock(&pre_lock);
-	if (pre_n < PRE_MAX) {
-		pre_log[pre_n++] = (struct pre_alloc){ (uintptr_t)p, n, caller, kind, 0 };
-		uint8_t *c = &ap_filter[filter_slot(p)];
-		if (*c < 0xff)
-			++*c;
-	}
-	lk_unlock(&pre_lock);
-}
-
-/* A block of the early log is freed (or realloc'd) before ap_init ran:
- * it is replayed as an allocation and its free, as valgrind counts it.
- * Returns whether it was there. */
-static int pre_forget(const void *p)
-{
-	int found = 0;
-	lk_lock(&pre_lock);
-	for (unsigned i = 0; i < pre_n; i++)
-		if (pre_log[i].addr == (uintptr_t)p && !pre_log[i].freed) {
-			pre_log[i].freed = 1;
-			uint8_t *c = &ap_filter[filter_slot(p)];
-			if (*c && *c < 0xff)
-				--*c;
-			found = 1;
-			break;
+	if (!pre_closed && pre_n == pre_cap) {
+		size_t cap = pre_cap ? pre_cap * 2 : 4096;
+		struct pre_ev *l = map_mem(cap * sizeof(*l));
+		if (l) {
+			if (pre_log) {
+				memcpy(l, pre_log, pre_n * sizeof(*l));
+				munmap(pre_log, pre_cap * sizeof(*l));
+			}
+			pre_log = l;
+			pre_cap = cap;
 		}
+	}
+	if (!pre_closed && pre_n < pre_cap)
+		pre_log[pre_n++] = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
+	else if (!pre_closed)
+		pre_lost++;
 	lk_unlock(&pre_lock);
-	return found;
+	sig_restore(&mask);
+	errno = saved;
 }
 
 /* The countdown went negative (or the thread is new, or the sampler is not
@@ -1925,8 +2098,10 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 			 * now (pre_replay counts the program's early ones) */
 			t->countdown = (int64_t)((uint64_t)t->countdown + n + 1);
 			t->calls--;
-			if (st == AP_INIT && !t->guard && p && caller)
-				pre_note(p, n, kind, caller);
+			if (st == AP_INIT && !t->guard && p)
+				pre_add(PRE_ALLOC, p, n, kind, caller);
+			else if (st == AP_ON && ap_all && p)
+				ps_insert(&own_blocks, p);
 		}
 		return p;
 	}
@@ -1978,15 +2153,17 @@ static __attribute__((noinline)) void free_slow(void *p)
 	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
-			pre_forget(p);
+			pre_add(PRE_FREE, p, 0, 0, 0);
 		else if (!ap_all)
 			set_remove(p);
+		else
+			own_forget(p);
 		real_free(p);
 		return;
 	}
 	int saved = errno;
 	t->guard = 1;
-	if (ap_all || set_remove(p)) {
+	if (ap_all ? !own_forget(p) : set_remove(p)) {
 		if (!t->thr)
 			thr_register(t);
 		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
@@ -1998,20 +2175,34 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 /* ---- the interposed entry points --------------------------------------- */
 
-/* malloc's countdown falls through to the slow path only when it crosses
- * zero; otherwise the real malloc is a tail call, as in a bare forwarding
- * shim (no frame, no return through us: measured ~1.5 ns a pair cheaper
- * on the 64-byte loop than counting after the call). */
+/* Only calls that succeed are counted (a NULL is no allocation, and
+ * valgrind does not count it either). A request below MALLOC_CHECK_MIN
+ * fails only when the heap cannot grow at all (the process is out of
+ * memory), and its fast path stays what a bare forwarding shim does: the
+ * countdown, then the real malloc as a tail call (no frame, no return
+ * through us; checking the result costs ~1.3 ns a pair on the 64-byte
+ * loop, as much as the rest of the fast path). A larger one, which may
+ * simply be too large, is checked first. */
+#define MALLOC_CHECK_MIN 4096
+
+/* malloc tail-jumped here: our return address is the program's */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
-	/* malloc tail-jumped here: our return address is the program's */
 	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
 			       (uint64_t)(uintptr_t)__builtin_return_address(0),
 			       (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
 
+static __attribute__((noinline)) void *malloc_checked(size_t n)
+{
+	void *p = real_malloc(n);
+	return LIKELY(p != NULL) ? account(p, n, AP_KIND_MALLOC) : p;
+}
+
 EXPORT void *malloc(size_t n)
 {
+	if (UNLIKELY(n >= MALLOC_CHECK_MIN))
+		return malloc_checked(n);
 	struct ap_tls *t = &tls;
 	t->calls++;
 	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
@@ -2040,8 +2231,8 @@ EXPORT void *calloc(size_t a, size_t b)
 {
 	size_t n;
 	void *p = real_calloc(a, b);
-	if (UNLIKELY(__builtin_mul_overflow(a, b, &n)))
-		return p; /* real calloc failed with ENOMEM */
+	if (UNLIKELY(!p || __builtin_mul_overflow(a, b, &n)))
+		return p; /* failed (ENOMEM, also on overflow): not counted */
 	return account(p, n, AP_KIND_CALLOC);
 }
 
@@ -2053,9 +2244,12 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 {
 	struct ap_tls *t = &tls;
 	if (was_tracked == 2) {
-		/* before ap_init: the early block's successor is early too */
+		/* before ap_init: logged as the free of old and an allocation,
+		 * which is how valgrind counts a realloc */
+		if (q || n == 0)
+			pre_add(PRE_FREE, old, 0, 0, 0);
 		if (q)
-			pre_note(q, n, kind, caller);
+			pre_add(PRE_ALLOC, q, n, kind, caller);
 		return q;
 	}
 	if (!q) {
@@ -2083,6 +2277,8 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	if (t->guard || st != AP_ON) {
 		if (t->countdown < 0)
 			alloc_slow(NULL, n, kind, 0, 0); /* undoes the countdown */
+		if (st == AP_ON && ap_all && own_forget(old))
+			ps_insert(&own_blocks, q);
 		return q;
 	}
 	int saved = errno;
@@ -2115,7 +2311,7 @@ static inline int take_tracked(void *old)
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_INIT))
-		return tls.guard ? 0 : 2 * pre_forget(old); /* 2: an early block */
+		return tls.guard ? 0 : 2; /* 2: an early block (see pre_log) */
 	if (ap_all)
 		return __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;
@@ -2132,8 +2328,10 @@ static void *boot_move(void *old, size_t n)
 
 EXPORT void *realloc(void *old, size_t n)
 {
-	if (!old)
-		return account(real_realloc(NULL, n), n, AP_KIND_REALLOC);
+	if (!old) {
+		void *p = real_realloc(NULL, n);
+		return p ? account(p, n, AP_KIND_REALLOC) : p;
+	}
 	if (UNLIKELY(is_boot(old)))
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
@@ -2152,8 +2350,10 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!old)
-		return account(real_realloc(NULL, n), n, AP_KIND_REALLOCARRAY);
+	if (!old) {
+		void *p = real_realloc(NULL, n);
+		return p ? account(p, n, AP_KIND_REALLOCARRAY) : p;
+	}
 	if (UNLIKELY(is_boot(old)))
 		return boot_move(old, n);
 	int tracked = take_tracked(old);
@@ -2817,32 +3017,36 @@ EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 
 /* fork: no profiler lock may be held across it, and the child starts a
  * trace of its own. */
+static sigset_t fork_mask;	/* the forking thread's mask (list_lock held) */
+
 static void fork_prepare(void)
 {
+	sigset_t mask;
+	sig_block(&mask);
 	tls.guard++;
 	lk_lock(&list_lock);
 	lk_lock(&fallback.lock);
 	lk_lock(&meta_lock);
-	lk_lock(&set_lock);
+	lk_lock(&tracked_set.lock);
+	lk_lock(&own_blocks.lock);
+	fork_mask = mask;
 }
 
 static void fork_parent(void)
 {
-	lk_unlock(&set_lock);
+	sigset_t mask = fork_mask;
+	lk_unlock(&own_blocks.lock);
+	lk_unlock(&tracked_set.lock);
 	lk_unlock(&meta_lock);
 	lk_unlock(&fallback.lock);
 	lk_unlock(&list_lock);
 	tls.guard--;
+	sig_restore(&mask);
 }
 
-static void fork_child(void)
+/* The child, with signals still blocked as fork_prepare left them. */
+static void fork_child_body(struct ap_tls *t)
 {
-	struct ap_tls *t = &tls;
-	set_lock = meta_lock = fallback.lock = list_lock = 0;
-	/* held by another thread of the parent, perhaps: not by this one */
-	trace_lock = sig_lock = 0;
-	trace_owner = 0;
-	asym_register(); /* the child's address space is a new one */
 	int was_on = ap_state == AP_ON;
 	ap_pid = sys_getpid();
 	t->tid = sys_gettid();
@@ -2912,6 +3116,18 @@ static void fork_child(void)
 	/* Mappings are written when the first stack needs them: the loader
 	 * lock is not ours to take here. */
 	t->guard--;
+}
+
+static void fork_child(void)
+{
+	struct ap_tls *t = &tls;
+	own_blocks.lock = tracked_set.lock = meta_lock = fallback.lock = list_lock = 0;
+	/* held by another thread of the parent, perhaps: not by this one */
+	trace_lock = sig_lock = 0;
+	trace_owner = 0;
+	asym_register(); /* the child's address space is a new one */
+	fork_child_body(t);
+	sig_restore(&fork_mask);
 }
 
 /* ---- exec ---------------------------------------------------------------- */
@@ -3186,25 +3402,47 @@ static void strip_preload(void)
 	}
 }
 
-/* The early allocations, now that the trace is open: each goes through
+/* ap_init has begun: the early log is complete, and the filter goes back
+ * to what the mode needs (ap_init raises it again for --all). */
+static void pre_close(void)
+{
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&pre_lock);
+	pre_closed = 1;
+	lk_unlock(&pre_lock);
+	sig_restore(&mask);
+	memset(ap_filter, 0, sizeof(ap_filter));
+	boot_mark_filter();
+}
+
+static void pre_release(void)
+{
+	if (pre_log)
+		munmap(pre_log, pre_cap * sizeof(*pre_log));
+	pre_log = NULL;
+	pre_n = pre_cap = 0;
+}
+
+/* The early log, now that the trace is open: each allocation goes through
  * the countdown as if it happened now, and a sampled one is recorded with
- * its caller as its stack. Runs with the guard set, in ap_init's thread. */
+ * its caller as its stack; each free is recorded if its block is tracked.
+ * Runs with the guard set, in ap_init's thread. */
 static void pre_replay(struct ap_tls *t)
 {
-	lk_lock(&pre_lock);
-	unsigned n = pre_n;
-	pre_n = PRE_MAX; /* full: nothing more is noted */
-	lk_unlock(&pre_lock);
-	if (!n)
+	if (!pre_n) {
+		pre_release();
 		return;
+	}
 	if (!t->thr)
 		thr_register(t);
-	for (unsigned i = 0; i < n; i++) {
-		const struct pre_alloc *e = &pre_log[i];
-		if (!ap_all && !e->freed) {
-			uint8_t *c = &ap_filter[filter_slot((void *)(uintptr_t)e->addr)];
-			if (*c && *c < 0xff)
-				--*c;
+	for (size_t i = 0; i < pre_n; i++) {
+		const struct pre_ev *e = &pre_log[i];
+		void *addr = (void *)(uintptr_t)e->addr;
+		if (e->type == PRE_FREE) {
+			if (ap_all || set_remove(addr))
+				emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
+			continue;
 		}
 		t->calls++;
 		t->countdown = (int64_t)((uint64_t)t->countdown - e->size - 1);
@@ -3214,14 +3452,18 @@ static void pre_replay(struct ap_tls *t)
 		t->interval = draw_interval(t);
 		t->countdown = t->interval;
 		const uint64_t *frames;
-		uint32_t id = stack_intern(&e->caller, 1, &frames);
+		uint32_t id = stack_intern(&e->caller, e->caller ? 1 : 0, &frames);
 		if (!id)
 			continue;
-		if (!ap_all && !e->freed)
-			set_insert((void *)(uintptr_t)e->addr);
+		if (!ap_all)
+			set_insert(addr);
 		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
-		if (e->freed)
-			emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
+	}
+	pre_release();
+	if (pre_lost) {
+		char num[24];
+		num[put_dec(num, pre_lost)] = 0;
+		say("allocations before start not recorded (out of memory)", num);
 	}
 }
 
@@ -3231,13 +3473,11 @@ __attribute__((constructor(101))) static void ap_init(void)
 	err_init();
 	resolve();
 	t->guard++;
+	pre_close();
 	cfg_load();
 	const char *out = cfg(CFG_OUTPUT);
-	if (!out || !*out || str_len(out) >= PATH_MAX - 64) {
-		ap_state = AP_DISABLED;
-		t->guard--;
-		return;
-	}
+	if (!out || !*out || str_len(out) >= PATH_MAX - 64)
+		goto off;
 	memcpy(ap_base, out, str_len(out) + 1);
 	const char *nc = cfg(CFG_NO_CHILDREN);
 	ap_no_children = nc && *nc && *nc != '0';
@@ -3297,26 +3537,21 @@ __attribute__((constructor(101))) static void ap_init(void)
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
 	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
 	mods = map_mem(MAX_MODULES * sizeof(struct mod));
-	set_cap = 4096;
-	set_tab = map_mem(set_cap * sizeof(uint64_t));
+	tracked_set.cap = 4096;
+	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
 	if (fallback.buf)
 		fallback.ring = (struct ring_ent *)(fallback.buf + THR_BUF_SIZE);
-	if (!meta_buf || !fallback.buf || !mods || !set_tab ||
+	if (!meta_buf || !fallback.buf || !mods || !tracked_set.tab ||
 	    pthread_key_create(&thr_key, thr_exit) != 0) {
 		say(ap_path, "out of memory: profiling disabled");
-		ap_state = AP_DISABLED;
-		t->guard--;
-		return;
+		goto off;
 	}
 	fallback.len = EV_HDR;
 	fallback.live = 0;
 	unwinder_load();
 	asym_register();
-	if (open_trace(prev[0] ? prev : NULL) < 0) {
-		ap_state = AP_DISABLED;
-		t->guard--;
-		return;
-	}
+	if (open_trace(prev[0] ? prev : NULL) < 0)
+		goto off;
 	modules_snapshot();
 	if (ap_all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
@@ -3324,5 +3559,11 @@ __attribute__((constructor(101))) static void ap_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);
+	t->guard--;
+	return;
+
+off:
+	ap_state = AP_DISABLED;
+	pre_release();
 	t->guard--;
 }

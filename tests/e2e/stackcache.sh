@@ -5,7 +5,8 @@
 # from threads that reuse each other's stacks. The folded stacks of a
 # recording (--all) must be the by-construction counts, and a recording
 # with ALLOCPROF_STACK_CACHE=0 must give the same stacks, with --all and
-# sampled (same seed).
+# sampled (same seed), and so must one with ALLOCPROF_STACK_CACHE=2 (every
+# key seen twice filled, whatever it costs).
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD.
 set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-sc.XXXXXX")
@@ -56,8 +57,19 @@ cmp -s "$tmp/all.folded" "$tmp/all-nocache.folded" || {
 	fail "stackcache --all: the cache changes the stacks (-off +on)"
 	diff -u "$tmp/all-nocache.folded" "$tmp/all.folded" | sed 's/^/  /'
 }
+# =2: every key seen twice is filled, as if the cache always paid (by
+# default fills wait until hits have paid for them, and this small
+# program may make few)
+ALLOCPROF_STACK_CACHE=2 folded all-always --all || exit 1
+cmp -s "$tmp/all-always.folded" "$tmp/all-nocache.folded" || {
+	fail "stackcache --all: the cache filling every key changes the stacks (-off +on)"
+	diff -u "$tmp/all-nocache.folded" "$tmp/all-always.folded" | sed 's/^/  /'
+}
 ALLOCPROF_TEST_SEED=11 folded sampled --rate 256 || exit 1
 ALLOCPROF_TEST_SEED=11 ALLOCPROF_STACK_CACHE=0 folded sampled-nocache --rate 256 || exit 1
+ALLOCPROF_TEST_SEED=11 ALLOCPROF_STACK_CACHE=2 folded sampled-always --rate 256 || exit 1
+cmp -s "$tmp/sampled-always.folded" "$tmp/sampled-nocache.folded" ||
+	fail "stackcache --rate 256: the cache filling every key changes the stacks"
 if [ ! -s "$tmp/sampled.folded" ]; then
 	fail "stackcache --rate 256: no stacks"
 elif ! cmp -s "$tmp/sampled.folded" "$tmp/sampled-nocache.folded"; then

@@ -1,0 +1,74 @@
+#!/bin/bash
+# Exact counts against valgrind (issue 9): `record --all` of testdata/NAME
+# must give valgrind's totals (allocs, frees, bytes allocated, in use at
+# exit) with no unmatched frees, and the END counts (`calls`, `bytes`) must
+# be the same successful calls in --all and in a sampled recording.
+# Both run `NAME ARGS...`; valgrind's run gets one more argument with
+# --vg-arg (to leave out what valgrind itself counts differently), and
+# --run-libc-freeres=no: libc's exit-time frees come after the trace ends.
+# With --preload, valgrind's run has the sampler (inactive) and libunwind
+# preloaded, as the recording has: each library with thread-local storage
+# makes glibc's per-thread DTV, which the program's thread creation
+# allocates, 16 bytes longer.
+# Usage: exact.sh [--preload] [--vg-arg ARG] NAME [ARGS...]. Environment
+# (tests/e2e/meson.build): ALLOCPROF, SAMPLER, TESTDATA_BUILD, E2E_PYTHON,
+# VALGRIND (empty: skip).
+set -u
+preload= vg_arg=()
+while :; do
+	case $1 in
+	--preload) preload="$SAMPLER libunwind.so.8"; shift ;;
+	--vg-arg) vg_arg=("$2"); shift 2 ;;
+	*) break ;;
+	esac
+done
+name=$1
+shift
+prog=$TESTDATA_BUILD/$name
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-exact-$name.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+field() { "${E2E_PYTHON:-python3}" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+if [ -z "${VALGRIND:-}" ]; then
+	echo "valgrind not found: skipping"
+	exit 77
+fi
+"$VALGRIND" --run-libc-freeres=no --run-cxx-freeres=no --trace-children=yes \
+	env ${preload:+LD_PRELOAD="$preload"} "$prog" "$@" "${vg_arg[@]}" >/dev/null 2>"$tmp/vg" ||
+	fail "$name: failed under valgrind"
+read -r v_allocs v_frees v_bytes < <(sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$tmp/vg" | tr -d ,)
+read -r v_inuse v_blocks < <(sed -n 's/.*in use at exit: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1 \2/p' "$tmp/vg" | tr -d ,)
+[ -n "${v_allocs:-}" ] && [ -n "${v_blocks:-}" ] || { fail "$name: no heap summary from valgrind"; cat "$tmp/vg"; exit 1; }
+echo "valgrind: $v_allocs allocs, $v_frees frees, $v_bytes bytes; in use at exit $v_inuse bytes in $v_blocks blocks"
+
+"$prog" "$@" >"$tmp/native.out" 2>&1
+st_native=$?
+# check TAG KEY WANT: stats field KEY of TAG's trace is WANT
+check() {
+	local got
+	got=$(field "$tmp/$1.json" "$2")
+	[ "$got" = "$3" ] || fail "$name $1: $2 is $got, valgrind $3"
+}
+for mode in all sampled; do
+	if [ $mode = all ]; then opt=--all; else opt="--rate 4096"; fi
+	ALLOCPROF_TEST_SEED=7 "$ALLOCPROF" record -q $opt -o "$tmp/$mode.trace" -- "$prog" "$@" >"$tmp/$mode.out" 2>&1
+	st=$?
+	[ "$st" = "$st_native" ] || fail "$name $mode: exit status $st, natively $st_native"
+	cmp -s "$tmp/native.out" "$tmp/$mode.out" || fail "$name $mode: output differs under record"
+	"$ALLOCPROF" stats --json "$tmp/$mode.trace" >"$tmp/$mode.json" || { fail "$name $mode: stats failed"; continue; }
+	echo "$name $mode: calls $(field "$tmp/$mode.json" calls), bytes $(field "$tmp/$mode.json" bytes)," \
+		"alloc_objects $(field "$tmp/$mode.json" alloc_objects), free_objects $(field "$tmp/$mode.json" free_objects)," \
+		"unmatched_frees $(field "$tmp/$mode.json" unmatched_frees)"
+	check $mode calls "$v_allocs"
+	check $mode bytes "$v_bytes"
+	[ $mode = all ] || continue
+	check all alloc_objects "$v_allocs"
+	check all free_objects "$v_frees"
+	check all alloc_space "$v_bytes"
+	check all inuse_objects "$v_blocks"
+	check all inuse_space "$v_inuse"
+	check all unmatched_frees 0
+done
+exit $failed
