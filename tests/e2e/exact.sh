@@ -12,7 +12,7 @@
 # allocates, 16 bytes longer.
 # Usage: exact.sh [--preload] [--vg-arg ARG] NAME [ARGS...]. Environment
 # (tests/e2e/meson.build): ALLOCPROF, SAMPLER, TESTDATA_BUILD, E2E_PYTHON,
-# VALGRIND (empty: skip).
+# VALGRIND, else the valgrind in PATH when the test runs (none: skip).
 set -u
 preload= vg_arg=()
 while :; do
@@ -31,7 +31,8 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 field() { "${E2E_PYTHON:-python3}" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
-if [ -z "${VALGRIND:-}" ]; then
+VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
+if [ -z "$VALGRIND" ]; then
 	echo "valgrind not found: skipping"
 	exit 77
 fi
