@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ap_advise.h"
+#include "ap_replay.h"
 #include "advise-int.h"
 
 void ap_advise_options_init(struct ap_advise_options *o)
@@ -657,135 +658,169 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	r->dcpu = e->cpu;
 }
 
-/* One pass over the trace in order: matches every FREE and realloc to its
- * object by address (an ALLOC starts an object, unless it is the ALLOC
- * half of a realloc whose FREE half just ended a tracked one: then it
- * continues that object), and hands each object's birth, growths and free
- * to the mode, each at its position (struct pos). On the
+/* The replay's consumer (ap_replay.h: the replay matches every FREE and
+ * realloc to its object, an ALLOC starts an object unless it is the ALLOC
+ * half of a realloc of a tracked block): hands each object's birth,
+ * growths and free to the mode, each at its position (struct pos). On the
  * way: the cycles (gogc from the weighted live bytes, right after the
  * allocation that reaches the goal; interval before the first event past
  * each time), and with `info` the sites' shares of allocation (pprof's
  * way: each sampled allocation, reallocs included, at the site of its own
  * stack) and the links between birth and growth sites. */
+struct walk_state {
+	struct walk *w;
+	struct obj *objs;	/* by the replay's object id */
+	size_t nobjs;
+	double live, live_at_cycle, since, goal, vol;
+	struct interval_clock ic;
+};
+
+static struct obj *ws_obj(struct walk_state *S, uint32_t id)
+{
+	if (id >= S->nobjs) {
+		size_t n = S->nobjs ? S->nobjs : 1024;
+		while (n <= id)
+			n *= 2;
+		S->objs = ap_xrealloc(S->objs, n * sizeof(*S->objs));
+		memset(S->objs + S->nobjs, 0, (n - S->nobjs) * sizeof(*S->objs));
+		S->nobjs = n;
+	}
+	return &S->objs[id];
+}
+
+/* Every event: the interval cycles due before it. */
+static void ws_event(struct walk_state *S, size_t i, const struct ap_event *e)
+{
+	if (S->w->cycles)
+		interval_before(&S->ic, &S->w->rp->cyc, e->ts, (struct pos){ S->vol, (double)i - 0.5 });
+}
+
+/* An allocation (a birth or a growth): its weight in the shares and the
+ * volume clock; returns its position. */
+static struct pos ws_allocated(struct walk_state *S, size_t i, const struct ap_event *e,
+			       const struct ap_replay_block *b)
+{
+	struct walk *w = S->w;
+	if (e->flags & AP_EVF_SAMPLED) {
+		double sp = b->w * (double)e->size;
+		S->since += sp;
+		S->vol += sp;
+		if (w->info) {
+			uint32_t site = event_site(w, e);
+			w->a->total_alloc_objects += b->w;
+			w->a->total_alloc_space += sp;
+			if (site != UINT32_MAX) {
+				w->info[site].alloc_objects += b->w;
+				w->info[site].alloc_space += sp;
+			}
+		}
+	}
+	return (struct pos){ S->vol, (double)i };
+}
+
+/* After an allocation: the object is live with its block, and a gogc
+ * cycle falls right after the one that reaches the goal. */
+static void ws_live(struct walk_state *S, size_t i, struct obj *ob, const struct ap_event *e,
+		    double wt)
+{
+	struct walk *w = S->w;
+	ob->w = wt;
+	ob->size = e->size;
+	S->live += wt * (double)e->size;
+	if (w->cycles && w->gogc && S->live_at_cycle + S->since >= S->goal) {
+		cycles_add(&w->rp->cyc, (struct pos){ S->vol, (double)i + 0.5 }, 1);
+		S->live_at_cycle = S->live;
+		S->since = 0;
+		S->goal = S->live_at_cycle * w->gogc;
+		if (S->goal < 4.0 * 1024 * 1024)
+			S->goal = 4.0 * 1024 * 1024;
+	}
+}
+
+static void ws_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct walk_state *S = ctx;
+	ws_event(S, i, e);
+	struct pos pos = ws_allocated(S, i, e, b);
+	struct obj *ob = ws_obj(S, b->obj);
+	ob->site = event_site(S->w, e);
+	ob->maxsize = e->size;
+	if (ob->site != UINT32_MAX)
+		obj_birth(S->w, ob, e, pos, (e->flags & AP_EVF_REALLOC) != 0);
+	ws_live(S, i, ob, e, b->w);
+}
+
+static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		    const struct ap_replay_block *b)
+{
+	struct walk_state *S = ctx;
+	(void)old;
+	ws_event(S, i, e);
+	struct obj *ob = ws_obj(S, b->obj);
+	S->live -= ob->w * (double)ob->size;
+	struct pos pos = ws_allocated(S, i, e, b);
+	/* An unsampled block continuing a tracked chain weighs what the
+	 * chain did, in live bytes. */
+	double wt = (e->flags & AP_EVF_SAMPLED) ? b->w : ob->w;
+	if (e->size > ob->maxsize)
+		ob->maxsize = e->size;
+	if (ob->site != UINT32_MAX) {
+		uint32_t site = event_site(S->w, e);
+		obj_grow(S->w, ob, e, pos);
+		if (S->w->links && site != UINT32_MAX && site != ob->site)
+			links_add(S->w->links, ob->site, site, wt);
+	}
+	ws_live(S, i, ob, e, wt);
+}
+
+static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct walk_state *S = ctx;
+	ws_event(S, i, e);
+	struct obj *ob = ws_obj(S, b->obj);
+	S->live -= ob->w * (double)ob->size;
+	if (ob->site != UINT32_MAX)
+		obj_put(S->w, ob, e, (struct pos){ S->vol, (double)i });
+}
+
+static void ws_unmatched(void *ctx, size_t i, const struct ap_event *e)
+{
+	ws_event(ctx, i, e);
+}
+
+/* The objects still live at the end escape. */
+static void ws_end(void *ctx, const struct ap_replay_block *b)
+{
+	struct walk_state *S = ctx;
+	struct walk *w = S->w;
+	if (w->mode != W_EXACT)
+		return;
+	uint32_t site = ws_obj(S, b->obj)->site;
+	if (site != UINT32_MAX && w->rp->runs[site].active)
+		w->rp->runs[site].r.escaped++;
+}
+
+static const struct ap_replay_ops walk_ops = {
+	.alloc = ws_alloc,
+	.grow = ws_grow,
+	.free = ws_free,
+	.unmatched = ws_unmatched,
+	.live_at_end = ws_end,
+};
+
 static void walk_events(struct walk *w)
 {
 	const struct ap_trace *t = w->t;
-	struct replay *rp = w->rp;
-	struct amap m;
-	amap_init(&m);
-	struct obj *objs = NULL;
-	uint32_t *freel = NULL;
-	size_t nobjs = 0, objs_alloc = 0, nfree = 0;
-	/* Per thread: the object whose realloc FREE half was just seen. */
-	uint32_t *pending = ap_xmalloc((t->nthreads + 1) * sizeof(*pending));
-	for (size_t i = 0; i <= t->nthreads; i++)
-		pending[i] = UINT32_MAX;
-	double live = 0, live_at_cycle = 0, since = 0;
-	const double floor4m = 4.0 * 1024 * 1024;
-	double goal = floor4m;
-	struct interval_clock ic = { 0, 0 };
+	struct walk_state S = { .w = w, .goal = 4.0 * 1024 * 1024 };
 	if (w->cycles && !w->gogc)
-		ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
-	double vol = 0;		/* bytes allocated before this event (weighted) */
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct ap_event *e = &t->ev[i];
-		struct pos pos = { vol, (double)i };
-		if (w->cycles)
-			interval_before(&ic, &rp->cyc, e->ts, (struct pos){ vol, (double)i - 0.5 });
-		if (e->type == AP_EV_FREE) {
-			uint32_t k = amap_take(&m, e->addr);
-			if (k == UINT32_MAX)
-				continue;
-			struct obj *ob = &objs[k];
-			live -= ob->w * (double)ob->size;
-			if (e->flags & AP_EVF_FROM_REALLOC) {
-				pending[e->thread] = k;
-				continue;
-			}
-			freel[nfree++] = k;
-			if (ob->site != UINT32_MAX)
-				obj_put(w, ob, e, pos);
-			continue;
-		}
-		if (e->type != AP_EV_ALLOC)
-			continue;
-		uint32_t k = pending[e->thread];
-		pending[e->thread] = UINT32_MAX;
-		double wt = 0;
-		uint32_t site = event_site(w, e);
-		if (e->flags & AP_EVF_SAMPLED) {
-			wt = ev_weight(t, e);
-			since += wt * (double)e->size;
-			vol += wt * (double)e->size;
-			pos.v = vol;
-			if (w->info) {
-				w->a->total_alloc_objects += wt;
-				w->a->total_alloc_space += wt * (double)e->size;
-				if (site != UINT32_MAX) {
-					w->info[site].alloc_objects += wt;
-					w->info[site].alloc_space += wt * (double)e->size;
-				}
-			}
-		}
-		struct obj *ob;
-		if ((e->flags & AP_EVF_REALLOC) && k != UINT32_MAX) {
-			/* A growth of the object: same slot, same site. */
-			ob = &objs[k];
-			if (!(e->flags & AP_EVF_SAMPLED))
-				wt = ob->w;
-			if (e->size > ob->maxsize)
-				ob->maxsize = e->size;
-			if (ob->site != UINT32_MAX) {
-				obj_grow(w, ob, e, pos);
-				if (w->links && site != UINT32_MAX && site != ob->site)
-					links_add(w->links, ob->site, site, wt);
-			}
-		} else {
-			if (nfree) {
-				k = freel[--nfree];
-			} else {
-				if (nobjs == objs_alloc) {
-					/* The free list never holds more slots than exist. */
-					AP_ALLOC_GROW(objs, nobjs + 1, objs_alloc);
-					freel = ap_xrealloc(freel, objs_alloc * sizeof(*freel));
-				}
-				k = (uint32_t)nobjs++;
-			}
-			ob = &objs[k];
-			ob->site = site;
-			ob->maxsize = e->size;
-			if (site != UINT32_MAX)
-				obj_birth(w, ob, e, pos, (e->flags & AP_EVF_REALLOC) != 0);
-		}
-		ob->w = wt;
-		ob->size = e->size;
-		live += wt * (double)e->size;
-		amap_put(&m, e->addr, k);
-		if (w->cycles && w->gogc && live_at_cycle + since >= goal) {
-			cycles_add(&rp->cyc, (struct pos){ vol, (double)i + 0.5 }, 1);
-			live_at_cycle = live;
-			since = 0;
-			goal = live_at_cycle * w->gogc;
-			if (goal < floor4m)
-				goal = floor4m;
-		}
-	}
+		S.ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
+	struct ap_replay_consumer c = { &walk_ops, &S };
+	ap_replay(t, &c, 1, NULL);
 	if (w->cycles)
-		interval_before(&ic, &rp->cyc, rp->t_end, (struct pos){ vol, (double)t->nev - 0.5 });
-	rp->vol_end = vol;
-	/* The objects still live at the end escape. */
-	if (w->mode == W_EXACT)
-		for (size_t j = 0; j < m.cap; j++) {
-			if (!m.e[j].key)
-				continue;
-			uint32_t site = objs[m.e[j].val].site;
-			if (site != UINT32_MAX && rp->runs[site].active)
-				rp->runs[site].r.escaped++;
-		}
-	free(objs);
-	free(pending);
-	free(freel);
-	amap_release(&m);
+		interval_before(&S.ic, &w->rp->cyc, w->rp->t_end,
+				(struct pos){ S.vol, (double)t->nev - 0.5 });
+	w->rp->vol_end = S.vol;
+	free(S.objs);
 }
 
 static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)

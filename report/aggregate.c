@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ap_replay.h"
 #include "report-int.h"
 
 static const char *const si_names[AP_SI_COUNT] = {
@@ -25,159 +26,53 @@ bool ap_sample_index_is_bytes(enum ap_sample_index si)
 
 /* ---- per-stack sums ------------------------------------------------------ */
 
-/* The live sampled blocks, by address: open addressing with linear probing
- * and backward-shift deletion (no tombstones, so a long replay of
- * alloc/free pairs does not degrade). Address 0 is never a live block. */
-struct live_block {
-	uint64_t addr;
-	uint64_t size;
-	uint32_t stack;
+/* Per stack: allocation values of every sampled allocation (reallocs
+ * included, pprof's way: each at its own stack), in-use values of the
+ * blocks live at the end; a consumer of the replay (ap_replay.h). */
+struct values {
+	const struct ap_trace *t;
+	struct ap_stack_values *sv;
 };
 
-struct live_set {
-	struct live_block *b;
-	size_t mask; /* capacity - 1, capacity a power of two */
-	size_t n;
+static void v_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct values *V = ctx;
+	(void)i;
+	if (!(e->flags & AP_EVF_SAMPLED) || e->stack >= V->t->nstacks)
+		return;
+	V->sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += b->w;
+	V->sv[e->stack].v[AP_SI_ALLOC_SPACE] += b->w * (double)b->size;
+}
+
+static void v_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		   const struct ap_replay_block *b)
+{
+	(void)old;
+	v_alloc(ctx, i, e, b);
+}
+
+static void v_live(void *ctx, const struct ap_replay_block *b)
+{
+	struct values *V = ctx;
+	if (!b->stack || b->stack >= V->t->nstacks)
+		return;
+	V->sv[b->stack].v[AP_SI_INUSE_OBJECTS] += b->w;
+	V->sv[b->stack].v[AP_SI_INUSE_SPACE] += b->w * (double)b->size;
+}
+
+static const struct ap_replay_ops values_ops = {
+	.alloc = v_alloc,
+	.grow = v_grow,
+	.live_at_end = v_live,
 };
-
-static size_t addr_hash(uint64_t a)
-{
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdULL;
-	a ^= a >> 33;
-	return (size_t)a;
-}
-
-static void live_init(struct live_set *ls, size_t cap)
-{
-	ls->b = ap_xcalloc(cap, sizeof(*ls->b));
-	ls->mask = cap - 1;
-	ls->n = 0;
-}
-
-static void live_put(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack);
-
-static void live_grow(struct live_set *ls)
-{
-	struct live_set old = *ls;
-	live_init(ls, (old.mask + 1) * 2);
-	for (size_t i = 0; i <= old.mask; i++)
-		if (old.b[i].addr)
-			live_put(ls, old.b[i].addr, old.b[i].size, old.b[i].stack);
-	free(old.b);
-}
-
-/* Inserts the block at addr, or replaces the one there. */
-static void live_put(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack)
-{
-	if ((ls->n + 1) * 2 > ls->mask + 1)
-		live_grow(ls);
-	size_t i = addr_hash(addr) & ls->mask;
-	while (ls->b[i].addr && ls->b[i].addr != addr)
-		i = (i + 1) & ls->mask;
-	if (!ls->b[i].addr)
-		ls->n++;
-	ls->b[i] = (struct live_block){addr, size, stack};
-}
-
-static struct live_block *live_find(struct live_set *ls, uint64_t addr)
-{
-	if (!addr)
-		return NULL;
-	size_t i = addr_hash(addr) & ls->mask;
-	while (ls->b[i].addr) {
-		if (ls->b[i].addr == addr)
-			return &ls->b[i];
-		i = (i + 1) & ls->mask;
-	}
-	return NULL;
-}
-
-static void live_del(struct live_set *ls, struct live_block *slot)
-{
-	size_t i = (size_t)(slot - ls->b);
-	size_t j = i;
-	for (;;) {
-		j = (j + 1) & ls->mask;
-		if (!ls->b[j].addr)
-			break;
-		size_t home = addr_hash(ls->b[j].addr) & ls->mask;
-		/* Move b[j] into the hole at i unless its home lies cyclically
-		 * in (i, j]: then it must stay at or after its home. */
-		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-			ls->b[i] = ls->b[j];
-			i = j;
-		}
-	}
-	ls->b[i].addr = 0;
-	ls->n--;
-}
 
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
 {
 	size_t ns = t->nstacks ? t->nstacks : 1;
-	struct ap_stack_values *sv = ap_xcalloc(ns, sizeof(*sv));
-	struct live_set ls;
-	live_init(&ls, 1024);
-	/* Blocks at one address form a stack, as in ap_trace_totals: an
-	 * allocation at a live address shadows the older block, a FREE ends
-	 * the most recent one and the older one is live again. Shadowing
-	 * happens only when frees were lost, so the older blocks wait in a
-	 * plain array, most recent last. */
-	struct live_block *shadowed = NULL;
-	size_t nshadowed = 0, ashadowed = 0;
-
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct ap_event *e = &t->ev[i];
-		if (e->type == AP_EV_FREE) {
-			struct live_block *b = live_find(&ls, e->addr);
-			if (!b)
-				continue;
-			live_del(&ls, b);
-			for (size_t k = nshadowed; k-- > 0;) {
-				if (shadowed[k].addr != e->addr)
-					continue;
-				live_put(&ls, shadowed[k].addr, shadowed[k].size,
-					 shadowed[k].stack);
-				memmove(shadowed + k, shadowed + k + 1,
-					(nshadowed - k - 1) * sizeof(*shadowed));
-				nshadowed--;
-				break;
-			}
-			continue;
-		}
-		if (e->type != AP_EV_ALLOC)
-			continue;
-		/* An unsampled block (a realloc continuing a tracked chain) is
-		 * tracked so that its FREE matches, but weighs nothing: stack 0. */
-		uint32_t stack = 0;
-		if ((e->flags & AP_EVF_SAMPLED) && e->stack < t->nstacks) {
-			double w = ap_trace_weight(t, e->size);
-			sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += w;
-			sv[e->stack].v[AP_SI_ALLOC_SPACE] += w * (double)e->size;
-			stack = e->stack;
-		}
-		if (!e->addr)
-			continue;
-		struct live_block *old = live_find(&ls, e->addr);
-		if (old) {
-			AP_ALLOC_GROW(shadowed, nshadowed + 1, ashadowed);
-			shadowed[nshadowed++] = *old;
-		}
-		live_put(&ls, e->addr, e->size, stack);
-	}
-
-	for (size_t i = 0; i <= ls.mask + nshadowed; i++) {
-		const struct live_block *b = i <= ls.mask ? &ls.b[i] : &shadowed[i - ls.mask - 1];
-		if (!b->addr || !b->stack)
-			continue;
-		double w = ap_trace_weight(t, b->size);
-		sv[b->stack].v[AP_SI_INUSE_OBJECTS] += w;
-		sv[b->stack].v[AP_SI_INUSE_SPACE] += w * (double)b->size;
-	}
-	free(shadowed);
-	free(ls.b);
-	return sv;
+	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)) };
+	struct ap_replay_consumer c = { &values_ops, &V };
+	ap_replay(t, &c, 1, NULL);
+	return V.sv;
 }
 
 /* ---- filters --------------------------------------------------------- */

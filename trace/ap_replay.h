@@ -1,0 +1,66 @@
+/* The replay: one pass over a trace's merged events that matches every
+ * FREE and realloc to the block it ends, once, in one place, and calls
+ * its consumers back. Every report that needs to know which blocks are
+ * live (stats, top/list's in-use values, advise) is a consumer of it.
+ *
+ * The rules:
+ * - An ALLOC starts a block at its address. A FREE ends the most recent
+ *   live block at its address (blocks at one address form a list: a second
+ *   ALLOC at a live address happens only when a free was lost, and the
+ *   older block is live again once the newer one is freed). A FREE that
+ *   finds no block is unmatched.
+ * - A realloc is the FREE half of the old block (AP_EVF_FROM_REALLOC)
+ *   followed by the ALLOC half of the new one (AP_EVF_REALLOC) on the same
+ *   thread: the two are one growth of the same object. An object is a
+ *   block and every block it grew into by realloc; it has an id (`obj`),
+ *   dense, reused once the object is freed, so consumers can keep their
+ *   per-object state in arrays indexed by it.
+ * - An unsampled block (the ALLOC half of a realloc continuing a tracked
+ *   chain in a sampled trace) is tracked so that its FREE matches, with
+ *   weight 0 and stack 0.
+ * Events are handed over in the trace's order, with their index. */
+#ifndef AP_REPLAY_H
+#define AP_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_trace.h"
+
+struct ap_replay_block {
+	uint64_t addr, size;
+	uint32_t stack;		/* 0 for an unsampled block */
+	double w;		/* its sample weight (1 with --all), 0 unsampled */
+	uint32_t obj;		/* the object it belongs to */
+};
+
+/* A consumer: any callback may be NULL. `e` is the event, `i` its index
+ * in the trace. */
+struct ap_replay_ops {
+	/* A block that starts an object. */
+	void (*alloc)(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b);
+	/* A realloc: `old` ended, `b` (the same object) began. A realloc
+	 * whose old block was not tracked is an alloc. */
+	void (*grow)(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		     const struct ap_replay_block *b);
+	/* The object's last block was freed. */
+	void (*free)(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b);
+	/* A FREE that found no live block. */
+	void (*unmatched)(void *ctx, size_t i, const struct ap_event *e);
+	/* After the last event, once per block still live (most recent
+	 * first at an address). */
+	void (*live_at_end)(void *ctx, const struct ap_replay_block *b);
+};
+
+struct ap_replay_consumer {
+	const struct ap_replay_ops *ops;
+	void *ctx;
+};
+
+/* Replays `t` once, calling every consumer for every event, in the order
+ * given. The largest object id used + 1 is returned in *nobj (may be
+ * NULL). */
+void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
+	       size_t *nobj);
+
+#endif

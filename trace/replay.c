@@ -1,0 +1,226 @@
+/* The replay (ap_replay.h): matches every FREE and realloc of a trace to
+ * its block, in one place, and calls the consumers back. */
+#include "ap_replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+struct rblock {
+	struct ap_replay_block b;
+	uint32_t next;		/* next older block at the address, or free-list link */
+};
+
+/* addr -> most recent live block: open addressing, linear probing,
+ * backward-shift deletion (no tombstones, so a long replay of alloc/free
+ * pairs does not degrade). */
+struct slot {
+	uint64_t addr;
+	uint32_t head;		/* NONE: empty */
+};
+
+struct rmap {
+	struct slot *slots;
+	size_t size, used;
+	struct rblock *blocks;
+	size_t nblocks, blocks_alloc;
+	uint32_t free_blocks;
+	uint32_t *free_objs;	/* object ids to reuse */
+	size_t nfree_objs, free_objs_alloc;
+	uint32_t nobj;		/* ids handed out so far */
+};
+
+static size_t addr_hash(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdull;
+	a ^= a >> 33;
+	return (size_t)a;
+}
+
+static void map_resize(struct rmap *m, size_t size)
+{
+	struct slot *old = m->slots;
+	size_t oldsize = m->size;
+	m->slots = ap_xmalloc(size * sizeof(*m->slots));
+	for (size_t i = 0; i < size; i++)
+		m->slots[i].head = NONE;
+	m->size = size;
+	for (size_t i = 0; i < oldsize; i++) {
+		if (old[i].head == NONE)
+			continue;
+		size_t j = addr_hash(old[i].addr) & (size - 1);
+		while (m->slots[j].head != NONE)
+			j = (j + 1) & (size - 1);
+		m->slots[j] = old[i];
+	}
+	free(old);
+}
+
+static struct slot *map_find(struct rmap *m, uint64_t addr)
+{
+	size_t mask = m->size - 1;
+	for (size_t i = addr_hash(addr) & mask; m->slots[i].head != NONE; i = (i + 1) & mask)
+		if (m->slots[i].addr == addr)
+			return &m->slots[i];
+	return NULL;
+}
+
+static void map_delete(struct rmap *m, struct slot *s)
+{
+	size_t mask = m->size - 1;
+	size_t i = (size_t)(s - m->slots);
+	m->slots[i].head = NONE;
+	for (size_t j = (i + 1) & mask; m->slots[j].head != NONE; j = (j + 1) & mask) {
+		size_t want = addr_hash(m->slots[j].addr) & mask;
+		/* can slot j move back to the hole at i? (its home is not in (i, j]) */
+		if (((j - want) & mask) >= ((j - i) & mask)) {
+			m->slots[i] = m->slots[j];
+			m->slots[j].head = NONE;
+			i = j;
+		}
+	}
+	m->used--;
+}
+
+static void map_push(struct rmap *m, const struct ap_replay_block *blk)
+{
+	uint32_t b;
+	if (m->free_blocks != NONE) {
+		b = m->free_blocks;
+		m->free_blocks = m->blocks[b].next;
+	} else {
+		AP_ALLOC_GROW(m->blocks, m->nblocks + 1, m->blocks_alloc);
+		b = (uint32_t)m->nblocks++;
+	}
+	m->blocks[b].b = *blk;
+	struct slot *s = map_find(m, blk->addr);
+	if (s) {
+		m->blocks[b].next = s->head;
+		s->head = b;
+		return;
+	}
+	if ((m->used + 1) * 2 > m->size)
+		map_resize(m, m->size * 2);
+	size_t mask = m->size - 1;
+	size_t i = addr_hash(blk->addr) & mask;
+	while (m->slots[i].head != NONE)
+		i = (i + 1) & mask;
+	m->blocks[b].next = NONE;
+	m->slots[i].addr = blk->addr;
+	m->slots[i].head = b;
+	m->used++;
+}
+
+/* Ends the most recent live block at addr into *out; false if none. */
+static bool map_pop(struct rmap *m, uint64_t addr, struct ap_replay_block *out)
+{
+	struct slot *s = map_find(m, addr);
+	if (!s)
+		return false;
+	uint32_t b = s->head;
+	*out = m->blocks[b].b;
+	if (m->blocks[b].next == NONE)
+		map_delete(m, s);
+	else
+		s->head = m->blocks[b].next;
+	m->blocks[b].next = m->free_blocks;
+	m->free_blocks = b;
+	return true;
+}
+
+static uint32_t obj_new(struct rmap *m)
+{
+	if (m->nfree_objs)
+		return m->free_objs[--m->nfree_objs];
+	return m->nobj++;
+}
+
+static void obj_release(struct rmap *m, uint32_t obj)
+{
+	AP_ALLOC_GROW(m->free_objs, m->nfree_objs + 1, m->free_objs_alloc);
+	m->free_objs[m->nfree_objs++] = obj;
+}
+
+/* Per thread: the old block of a realloc whose FREE half was just seen. */
+struct pending {
+	struct ap_replay_block b;
+	size_t i;
+	const struct ap_event *e;
+	bool set;
+};
+
+#define EACH(c, nc, op, ...)                                                 \
+	do {                                                                 \
+		for (size_t k_ = 0; k_ < (nc); k_++)                         \
+			if ((c)[k_].ops->op)                                 \
+				(c)[k_].ops->op((c)[k_].ctx, __VA_ARGS__);   \
+	} while (0)
+
+/* A realloc's FREE half that no ALLOC half followed: a free after all. */
+static void pending_flush(struct rmap *m, struct pending *p, const struct ap_replay_consumer *c,
+			  size_t nc)
+{
+	if (!p->set)
+		return;
+	p->set = false;
+	EACH(c, nc, free, p->i, p->e, &p->b);
+	obj_release(m, p->b.obj);
+}
+
+void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
+	       size_t *nobj)
+{
+	struct rmap m = { .free_blocks = NONE };
+	map_resize(&m, 1024);
+	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		struct pending *p = &pend[e->thread <= t->nthreads ? e->thread : t->nthreads];
+		if (e->type == AP_EV_FREE) {
+			pending_flush(&m, p, c, nc);
+			struct ap_replay_block b;
+			if (!map_pop(&m, e->addr, &b)) {
+				EACH(c, nc, unmatched, i, e);
+				continue;
+			}
+			if (e->flags & AP_EVF_FROM_REALLOC) {
+				*p = (struct pending){ b, i, e, true };
+				continue;
+			}
+			EACH(c, nc, free, i, e, &b);
+			obj_release(&m, b.obj);
+			continue;
+		}
+		if (e->type != AP_EV_ALLOC)
+			continue;
+		struct ap_replay_block b = { .addr = e->addr, .size = e->size };
+		if (e->flags & AP_EVF_SAMPLED) {
+			b.w = ap_trace_weight(t, e->size);
+			b.stack = e->stack;
+		}
+		if ((e->flags & AP_EVF_REALLOC) && p->set) {
+			p->set = false;
+			b.obj = p->b.obj;
+			map_push(&m, &b);
+			EACH(c, nc, grow, i, e, &p->b, &b);
+			continue;
+		}
+		pending_flush(&m, p, c, nc);
+		b.obj = obj_new(&m);
+		map_push(&m, &b);
+		EACH(c, nc, alloc, i, e, &b);
+	}
+	for (size_t k = 0; k <= t->nthreads; k++)
+		pending_flush(&m, &pend[k], c, nc);
+	for (size_t s = 0; s < m.size; s++)
+		for (uint32_t b = m.slots[s].head; b != NONE; b = m.blocks[b].next)
+			EACH(c, nc, live_at_end, &m.blocks[b].b);
+	if (nobj)
+		*nobj = m.nobj;
+	free(pend);
+	free(m.slots);
+	free(m.blocks);
+	free(m.free_objs);
+}
