@@ -6,8 +6,10 @@
 # same program with its buffers from pool/vpool.h, the pool the advice
 # means) run natively, interleaved, and the difference of their times is
 # the measured saving: CPU time (perf stat's task-clock, which a busy
-# machine disturbs less) when perf is there, and wall time. Not a test:
-# nothing here asserts a time.
+# machine disturbs less) when perf is there, and wall time. Both programs
+# run pinned to one CPU (taskset -c 0, BENCH_CPU to choose): the CPUs of
+# this VM run the same loop at different speeds. Not a test: nothing here
+# asserts a time.
 #
 # Usage: bench/advise-time.sh [BUILD] [REQUESTS] [ROUNDS]
 #        (defaults: build 400000 15)
@@ -22,24 +24,25 @@ trap 'rm -rf "$tmp"' EXIT
 "$ap" record -q --all -o "$tmp/w.trace" "$td/advise_win" "$n" >/dev/null
 "$ap" advise --json -n 0 "$tmp/w.trace" >"$tmp/a.json"
 /usr/bin/python3 - "$tmp/a.json" "$n" "$rounds" "$td/advise_win" "$td/advise_win_pooled" <<'PY'
-import json, shutil, statistics, subprocess, sys, time
+import json, os, shutil, statistics, subprocess, sys, time
 adv, n, rounds, plain, pooled = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 site = next(s for s in json.load(open(adv))["sites"] if s["function"] == "handle")
 pred = site["time_saved_ns"] / 1e6
 perf = shutil.which("perf")
+pin = ["taskset", "-c", os.environ.get("BENCH_CPU", "0")] if shutil.which("taskset") else []
 cpu = {plain: [], pooled: []}
 wall = {plain: [], pooled: []}
 for _ in range(rounds):
     for prog in (plain, pooled):
         if perf:
             t0 = time.perf_counter()
-            p = subprocess.run([perf, "stat", "-x,", "-e", "task-clock", prog, n],
+            p = subprocess.run(pin + [perf, "stat", "-x,", "-e", "task-clock", prog, n],
                                capture_output=True, text=True, check=True)
             wall[prog].append(time.perf_counter() - t0)
             cpu[prog].append(float(p.stderr.strip().splitlines()[-1].split(",")[0]) / 1e3)
         else:
             t0 = time.perf_counter()
-            subprocess.run([prog, n], stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(pin + [prog, n], stdout=subprocess.DEVNULL, check=True)
             wall[prog].append(time.perf_counter() - t0)
 print("requests %s: advise predicts %.2f ms saved (verdict %s, %d allocations avoided)"
       % (n, pred, site["verdict"], site["allocs_avoided"]))

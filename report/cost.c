@@ -184,6 +184,14 @@ void ap_cost_measure(struct ap_cost_table *c)
 			c->first_touch_ns[k] = c->first_touch_ns[k - 1] * (double)size / (double)c->size[k - 1];
 			continue;
 		}
+		/* Below glibc's mmap threshold (128 KiB to start with) a freed
+		 * block stays in the heap and the next one reuses its pages:
+		 * there is nothing to save, and the difference below is noise
+		 * that the clamp at 0 would only bias upwards. */
+		if (size < (128u << 10)) {
+			c->first_touch_ns[k] = 0;
+			continue;
+		}
 		double fresh = measure(FRESH_TOUCH, size, titers, page);
 		double reused = measure(REUSED_TOUCH, size, titers, page);
 		double ft = fresh - mf - reused;
