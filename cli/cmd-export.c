@@ -22,7 +22,8 @@ static void export_usage(FILE *f)
 	      "Writes the allocation profile of TRACE for other tools:\n"
 	      "  pprof   gzip'd profile.proto, for go tool pprof, Pyroscope and Parca:\n"
 	      "          the four sample types of a Go heap profile (alloc_objects,\n"
-	      "          alloc_space, inuse_objects, inuse_space), one Location per\n"
+	      "          alloc_space, inuse_objects, inuse_space) and peak_objects,\n"
+	      "          peak_space (live at the peak), one Location per\n"
 	      "          return address with its inlined frames, one Mapping per module;\n"
 	      "          C++ functions named as pprof shows them (geo::detail::make_point),\n"
 	      "          the mangled name in system_name; a module without any names\n"
@@ -37,8 +38,9 @@ static void export_usage(FILE *f)
 	      "  --format FMT         pprof (default), folded or json\n"
 	      "  -o, --output PATH    where to write ('-' is standard output); default:\n"
 	      "                       TRACE.pb.gz for pprof, standard output otherwise\n"
-	      "  --sample-index NAME  alloc_space (default), alloc_objects, inuse_space\n"
-	      "                       or inuse_objects (or --alloc_objects, ...): pprof's\n"
+	      "  --sample-index NAME  alloc_space (default), alloc_objects, inuse_space,\n"
+	      "                       inuse_objects, peak_space or peak_objects (or the\n"
+	      "                       flag of that name): pprof's\n"
 	      "                       default sample type, the folded value, the order\n"
 	      "                       of the JSON stacks\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
@@ -136,6 +138,8 @@ int cmd_export(int argc, char **argv)
 		{ "alloc_objects", no_argument, NULL, AP_VOPT_ALLOC_OBJECTS },
 		{ "inuse_space", no_argument, NULL, AP_VOPT_INUSE_SPACE },
 		{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },
+		{ "peak_space", no_argument, NULL, AP_VOPT_PEAK_SPACE },
+		{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },

@@ -16,7 +16,8 @@
 
 /* The order `s` cycles through, as the brief and pprof list them. */
 static const enum ap_sample_index si_cycle[] = {AP_SI_ALLOC_SPACE, AP_SI_ALLOC_OBJECTS,
-						AP_SI_INUSE_SPACE, AP_SI_INUSE_OBJECTS};
+						AP_SI_INUSE_SPACE, AP_SI_INUSE_OBJECTS,
+						AP_SI_PEAK_SPACE, AP_SI_PEAK_OBJECTS};
 static const char *const gran_names[] = {"functions", "lines", "files"};
 
 /* ---- pages of text (list, one advise site, help) ------------------------ */
@@ -483,7 +484,7 @@ static const char *const help_lines[] = {
     "Top view",
     "",
     "  s                   next sample index: alloc_space, alloc_objects,",
-    "                      inuse_space, inuse_objects",
+    "                      inuse_space, inuse_objects, peak_space, peak_objects",
     "  g                   next granularity: functions, lines, files",
     "  c                   sort by cum / by flat",
     "  /                   focus: keep stacks with a frame matching a regex",

@@ -48,11 +48,18 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 	case AP_VOPT_INUSE_OBJECTS:
 		o->report.sample_index = AP_SI_INUSE_OBJECTS;
 		return 1;
+	case AP_VOPT_PEAK_SPACE:
+		o->report.sample_index = AP_SI_PEAK_SPACE;
+		return 1;
+	case AP_VOPT_PEAK_OBJECTS:
+		o->report.sample_index = AP_SI_PEAK_OBJECTS;
+		return 1;
 	case AP_VOPT_SAMPLE_INDEX:
 		if (ap_export_parse_index(arg, &o->report.sample_index)) {
 			ap_usage_error(cmd,
 				       "unknown sample index '%s', not alloc_space, "
-				       "alloc_objects, inuse_space or inuse_objects",
+				       "alloc_objects, inuse_space, inuse_objects, peak_space "
+				       "or peak_objects",
 				       arg);
 			return -1;
 		}

@@ -18,6 +18,8 @@ enum {
 	AP_VOPT_ALLOC_OBJECTS,
 	AP_VOPT_INUSE_SPACE,
 	AP_VOPT_INUSE_OBJECTS,
+	AP_VOPT_PEAK_SPACE,
+	AP_VOPT_PEAK_OBJECTS,
 	AP_VOPT_SAMPLE_INDEX,
 	AP_VOPT_FOCUS,
 	AP_VOPT_IGNORE,
@@ -38,6 +40,8 @@ enum {
 	{ "alloc_objects", no_argument, NULL, AP_VOPT_ALLOC_OBJECTS },         \
 	{ "inuse_space", no_argument, NULL, AP_VOPT_INUSE_SPACE },             \
 	{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },         \
+	{ "peak_space", no_argument, NULL, AP_VOPT_PEAK_SPACE },               \
+	{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },           \
 	{ "sample_index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },      \
 	{ "sample-index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },      \
 	{ "focus", required_argument, NULL, AP_VOPT_FOCUS },                    \
@@ -58,7 +62,10 @@ enum {
 	"  --alloc_objects      allocations made\n"                                                \
 	"  --inuse_space        bytes still allocated at the end of the trace\n"                   \
 	"  --inuse_objects      allocations still live at the end of the trace\n"                  \
-	"  --sample_index NAME  one of the four above, by name\n"                                  \
+	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                    \
+	"                       stats reports; an estimate when sampled)\n"                        \
+	"  --peak_objects       allocations live at that moment\n"                                 \
+	"  --sample_index NAME  one of the six above, by name\n"                                   \
 	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
 	"  --show REGEX         keep only the frames matching REGEX in each stack\n"               \

@@ -12,6 +12,8 @@ static const char *const si_names[AP_SI_COUNT] = {
     "alloc_space",
     "inuse_objects",
     "inuse_space",
+    "peak_objects",
+    "peak_space",
 };
 
 const char *ap_sample_index_name(enum ap_sample_index si)
@@ -21,7 +23,7 @@ const char *ap_sample_index_name(enum ap_sample_index si)
 
 bool ap_sample_index_is_bytes(enum ap_sample_index si)
 {
-	return si == AP_SI_ALLOC_SPACE || si == AP_SI_INUSE_SPACE;
+	return si == AP_SI_ALLOC_SPACE || si == AP_SI_INUSE_SPACE || si == AP_SI_PEAK_SPACE;
 }
 
 /* ---- per-stack sums ------------------------------------------------------ */
@@ -32,22 +34,44 @@ bool ap_sample_index_is_bytes(enum ap_sample_index si)
 struct values {
 	const struct ap_trace *t;
 	struct ap_stack_values *sv;
+	size_t peak_at;		/* the event after which live bytes peak (SIZE_MAX: none) */
+	double *live_o, *live_s;	/* per stack, live now */
 };
+
+static void v_live_add(struct values *V, const struct ap_replay_block *b, double sign)
+{
+	if (!b->stack || b->stack >= V->t->nstacks)
+		return;
+	V->live_o[b->stack] += sign * b->w;
+	V->live_s[b->stack] += sign * b->w * (double)b->size;
+}
 
 static void v_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	struct values *V = ctx;
+	if ((e->flags & AP_EVF_SAMPLED) && e->stack < V->t->nstacks) {
+		V->sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += b->w;
+		V->sv[e->stack].v[AP_SI_ALLOC_SPACE] += b->w * (double)b->size;
+	}
+	v_live_add(V, b, 1);
+	if (i == V->peak_at)
+		for (size_t s = 0; s < V->t->nstacks; s++) {
+			V->sv[s].v[AP_SI_PEAK_OBJECTS] = V->live_o[s];
+			V->sv[s].v[AP_SI_PEAK_SPACE] = V->live_s[s];
+		}
+}
+
+static void v_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
 	(void)i;
-	if (!(e->flags & AP_EVF_SAMPLED) || e->stack >= V->t->nstacks)
-		return;
-	V->sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += b->w;
-	V->sv[e->stack].v[AP_SI_ALLOC_SPACE] += b->w * (double)b->size;
+	(void)e;
+	v_live_add(ctx, b, -1);
 }
 
 static void v_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
 		   const struct ap_replay_block *b)
 {
-	(void)old;
+	v_free(ctx, i, e, old);
 	v_alloc(ctx, i, e, b);
 }
 
@@ -63,15 +87,62 @@ static void v_live(void *ctx, const struct ap_replay_block *b)
 static const struct ap_replay_ops values_ops = {
 	.alloc = v_alloc,
 	.grow = v_grow,
+	.free = v_free,
 	.live_at_end = v_live,
+};
+
+/* The first pass: where the weighted live bytes are highest, counted as
+ * ap_trace_totals counts peak_inuse_space. */
+struct peak {
+	double live, peak;
+	size_t at;
+};
+
+static void p_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct peak *P = ctx;
+	if (!(e->flags & AP_EVF_SAMPLED))
+		return;
+	P->live += b->w * (double)b->size;
+	if (P->live > P->peak) {
+		P->peak = P->live;
+		P->at = i;
+	}
+}
+
+static void p_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct peak *P = ctx;
+	(void)i;
+	(void)e;
+	P->live -= b->w * (double)b->size;
+}
+
+static void p_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		   const struct ap_replay_block *b)
+{
+	p_free(ctx, i, e, old);
+	p_alloc(ctx, i, e, b);
+}
+
+static const struct ap_replay_ops peak_ops = {
+	.alloc = p_alloc,
+	.grow = p_grow,
+	.free = p_free,
 };
 
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
 {
 	size_t ns = t->nstacks ? t->nstacks : 1;
-	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)) };
+	struct peak P = { .at = SIZE_MAX };
+	struct ap_replay_consumer pc = { &peak_ops, &P };
+	ap_replay(t, &pc, 1, NULL);
+	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)), P.at, ap_xcalloc(ns, sizeof(double)),
+			    ap_xcalloc(ns, sizeof(double)) };
 	struct ap_replay_consumer c = { &values_ops, &V };
 	ap_replay(t, &c, 1, NULL);
+	free(V.live_o);
+	free(V.live_s);
 	return V.sv;
 }
 

@@ -19,22 +19,27 @@ enum ap_sample_index {
 	AP_SI_ALLOC_SPACE,
 	AP_SI_INUSE_OBJECTS,
 	AP_SI_INUSE_SPACE,
+	AP_SI_PEAK_OBJECTS,	/* live when in-use bytes peaked (massif's peak snapshot) */
+	AP_SI_PEAK_SPACE,
 	AP_SI_COUNT
 };
 
-/* "alloc_objects", "alloc_space", "inuse_objects", "inuse_space". */
+/* "alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
+ * "peak_objects", "peak_space". */
 const char *ap_sample_index_name(enum ap_sample_index si);
 /* true for the *_space indexes (values are bytes), false for counts. */
 bool ap_sample_index_is_bytes(enum ap_sample_index si);
 
-/* The four values of one stack, weights applied, indexed by
- * enum ap_sample_index. inuse_* are the blocks still live at the end of the
- * trace. */
+/* The values of one stack, weights applied, indexed by enum
+ * ap_sample_index. inuse_* are the blocks still live at the end of the
+ * trace, peak_* those live right after the allocation at which the live
+ * bytes were highest (the moment of stats' peak_inuse_space). */
 struct ap_stack_values {
 	double v[AP_SI_COUNT];
 };
 
-/* One pass over the events of `t`: returns an array of t->nstacks entries
+/* Two passes over the events of `t` (the peak's moment, then the values):
+ * returns an array of t->nstacks entries
  * (indexed by stack id; the caller frees it). Every SAMPLED allocation adds
  * ap_trace_weight(t, size) objects and size times that in bytes to its
  * stack; the in-use values replay the events in order, a FREE ending the

@@ -61,22 +61,27 @@ check "folded: alloc_space by default" grep -qx 'fx_build;alloc_big 20480' "$tmp
 expect 0 '' export --format=folded --sample-index=alloc_objects --drop-frames wrap_alloc "$tmp/fx.trace"
 check "folded --drop-frames" grep -qx 'fx_build;use_wrapper 4' "$tmp/out"
 expect 0 "^allocprof: wrote $tmp/f\.txt \(7 stacks\)$" export --format=folded -o "$tmp/f.txt" "$tmp/fx.trace"
+"$ap" stats --json "$tmp/fx.trace" >"$tmp/stats.json"
 expect 0 '' export --format=json "$tmp/fx.trace"
 check "json: keys and values" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
+peak = json.load(open(sys.argv[2]))["peak_inuse_space"]
 assert list(d) == ["program", "rate", "sample_types", "totals", "stacks"], list(d)
-assert d["totals"] == {"alloc_objects": 159, "alloc_space": 26300,
-                       "inuse_objects": 23, "inuse_space": 21936}, d["totals"]
-assert [t["type"] for t in d["sample_types"]] == ["alloc_objects", "alloc_space",
-                                                 "inuse_objects", "inuse_space"]
+t = dict(d["totals"])
+assert t.pop("peak_space") == peak, (d["totals"], peak)
+assert t.pop("peak_objects") > 0, d["totals"]
+assert t == {"alloc_objects": 159, "alloc_space": 26300,
+             "inuse_objects": 23, "inuse_space": 21936}, d["totals"]
+keys = ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space", "peak_objects", "peak_space"]
+assert [t["type"] for t in d["sample_types"]] == keys
 assert len(d["stacks"]) == 8
-for key in ("alloc_objects", "alloc_space", "inuse_objects", "inuse_space"):
+for key in keys:
     assert sum(s[key] for s in d["stacks"]) == d["totals"][key], key
 f = d["stacks"][0]["frames"]
 assert [x["function"] for x in f] == ["alloc_big", "fx_build"], f
 assert set(f[0]) == {"function", "file", "line", "inlined", "module"}, f[0]
-' "$tmp/out"
+' "$tmp/out" "$tmp/stats.json"
 
 # usage errors: exit 2
 expect 2 "^allocprof: export: unknown format 'svg', not pprof, folded or json \(see 'allocprof export -h'\)$" \

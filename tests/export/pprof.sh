@@ -110,7 +110,7 @@ check() {
 		text "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0.05
 		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
 	fi
-	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3}: ' "$tmp/raw")
+	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3,}: ' "$tmp/raw")
 	tol=$(python3 -c "print($tol * $n)")
 	for si in alloc_objects alloc_space inuse_objects inuse_space; do
 		"$ap" top --json --nodefraction=0 --$si "$@" "$trace" >"$tmp/top.json" || fail=1

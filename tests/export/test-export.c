@@ -228,7 +228,7 @@ static void test_json(const char *src)
 	      "json totals.alloc_objects %lld", (long long)total);
 	CHECK(json_array_size(stacks) == 8, "json: %zu stacks", json_array_size(stacks));
 	CHECK(json_integer_value(json_object_get(root, "rate")) == 1, "json rate");
-	CHECK(json_array_size(json_object_get(root, "sample_types")) == 4, "json sample_types");
+	CHECK(json_array_size(json_object_get(root, "sample_types")) == AP_SI_COUNT, "json sample_types");
 	/* sorted by alloc_space: alloc_big first */
 	json_t *s0 = json_array_get(stacks, 0);
 	json_t *f0 = json_array_get(json_object_get(s0, "frames"), 0);

@@ -173,7 +173,9 @@ static void test_functions(uint64_t rate)
 	struct ap_symbolizer *s = symbolizer(t, NULL);
 	struct site_values v[AP_SI_COUNT];
 	site_values(v, rate);
-	for (int si = 0; si < AP_SI_COUNT; si++) {
+	/* The four indexes known by construction (the peak's are checked
+	 * against the totals below). */
+	for (int si = 0; si < AP_SI_PEAK_OBJECTS; si++) {
 		struct ap_report *r = report(t, s, si, AP_GRAN_FUNCTIONS, NULL, NULL);
 		expect_functions(r, &v[si]);
 		ap_report_free(r);
@@ -195,6 +197,10 @@ static void test_functions(uint64_t rate)
 	      sum[AP_SI_INUSE_OBJECTS], tot.inuse_objects);
 	CHECK(near(sum[AP_SI_INUSE_SPACE], tot.inuse_space), "inuse_space %g vs totals %g",
 	      sum[AP_SI_INUSE_SPACE], tot.inuse_space);
+	/* What was live at the peak adds up to stats' peak_inuse_space. */
+	CHECK(near(sum[AP_SI_PEAK_SPACE], tot.peak_inuse_space), "peak_space %g vs totals %g",
+	      sum[AP_SI_PEAK_SPACE], tot.peak_inuse_space);
+	CHECK(sum[AP_SI_PEAK_OBJECTS] > 0, "peak_objects %g", sum[AP_SI_PEAK_OBJECTS]);
 	free(sv);
 	ap_sym_free(s);
 	ap_trace_free(t);
@@ -418,7 +424,8 @@ static void test_replay_random(uint64_t rate)
 	CHECK(near(sum[AP_SI_ALLOC_OBJECTS], tot.alloc_objects) &&
 		  near(sum[AP_SI_ALLOC_SPACE], tot.alloc_space) &&
 		  near(sum[AP_SI_INUSE_OBJECTS], tot.inuse_objects) &&
-		  near(sum[AP_SI_INUSE_SPACE], tot.inuse_space),
+		  near(sum[AP_SI_INUSE_SPACE], tot.inuse_space) &&
+		  near(sum[AP_SI_PEAK_SPACE], tot.peak_inuse_space),
 	      "random trace, rate %llu: sums %g %g %g %g, totals %g %g %g %g",
 	      (unsigned long long)rate, sum[0], sum[1], sum[2], sum[3], tot.alloc_objects,
 	      tot.alloc_space, tot.inuse_objects, tot.inuse_space);

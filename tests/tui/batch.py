@@ -17,7 +17,7 @@ AP, MKTRACE = sys.argv[1], sys.argv[2]
 os.environ.update(LC_ALL="C", ALLOCPROF_NO_PROGRESS="1")
 failures = []
 
-SI_CYCLE = ["alloc_space", "alloc_objects", "inuse_space", "inuse_objects"]
+SI_CYCLE = ["alloc_space", "alloc_objects", "inuse_space", "inuse_objects", "peak_space", "peak_objects"]
 UNITS = {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
 
 
@@ -171,7 +171,7 @@ def main():
         for n, si in enumerate(SI_CYCLE):
             compare_top(trace, "s" * n, ["--" + si], "%s %s" % (name, si))
         compare_top(trace, "sgc", ["--alloc_objects", "--lines", "--cum"], name + " objects lines cum")
-    compare_top(exact, "ssss", [], "s cycles back to alloc_space")
+    compare_top(exact, "s" * len(SI_CYCLE), [], "s cycles back to alloc_space")
     compare_top(exact, "g", ["--lines"], "lines")
     compare_top(exact, "gg", ["--files"], "files")
     compare_top(exact, "ggg", [], "g cycles back to functions")
