@@ -17,10 +17,12 @@ DEB_DEBS := debhelper dpkg-dev git
 # that would skip without a tool has it here, so a fresh machine skips none:
 # eu-addr2line (symbolize), valgrind (e2e, record, handoff), go (pprof
 # export, sync.Pool model), tmux (tui on a terminal, completion), groff
-# (man pages), debhelper (the package). tests/deps holds the tests to it.
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base $(DEB_DEBS)
-# What `make bench` adds: the tools it measures against.
-BENCH_DEBS := heaptrack sqlite3 zstd
+# (man pages), heaptrack (temporary allocations), debhelper (the package).
+# tests/deps holds the tests to it.
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack $(DEB_DEBS)
+# What `make bench` adds to those: the tools it measures against (heaptrack
+# comes with CHECK_DEBS).
+BENCH_DEBS := sqlite3 zstd
 
 # install-missing PACKAGES: apt-get installs those not installed yet.
 define install-missing
@@ -46,7 +48,7 @@ check-deps:
 	$(call install-missing,$(DEBS) $(CHECK_DEBS))
 
 bench-deps:
-	$(call install-missing,$(DEBS) $(BENCH_DEBS))
+	$(call install-missing,$(DEBS) heaptrack $(BENCH_DEBS))
 
 deb-deps:
 	$(call install-missing,$(DEBS) $(DEB_DEBS))

@@ -23,7 +23,7 @@ static void export_usage(FILE *f)
 	      "  pprof   gzip'd profile.proto, for go tool pprof, Pyroscope and Parca:\n"
 	      "          the four sample types of a Go heap profile (alloc_objects,\n"
 	      "          alloc_space, inuse_objects, inuse_space) and peak_objects,\n"
-	      "          peak_space (live at the peak), one Location per\n"
+	      "          peak_space (live at the peak), temporary, one Location per\n"
 	      "          return address with its inlined frames, one Mapping per module;\n"
 	      "          C++ functions named as pprof shows them (geo::detail::make_point),\n"
 	      "          the mangled name in system_name; a module without any names\n"
@@ -39,7 +39,8 @@ static void export_usage(FILE *f)
 	      "  -o, --output PATH    where to write ('-' is standard output); default:\n"
 	      "                       TRACE.pb.gz for pprof, standard output otherwise\n"
 	      "  --sample-index NAME  alloc_space (default), alloc_objects, inuse_space,\n"
-	      "                       inuse_objects, peak_space or peak_objects (or the\n"
+	      "                       inuse_objects, peak_space, peak_objects or\n"
+	      "                       temporary (or the\n"
 	      "                       flag of that name): pprof's\n"
 	      "                       default sample type, the folded value, the order\n"
 	      "                       of the JSON stacks\n"
@@ -140,6 +141,7 @@ int cmd_export(int argc, char **argv)
 		{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },
 		{ "peak_space", no_argument, NULL, AP_VOPT_PEAK_SPACE },
 		{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },
+		{ "temporary", no_argument, NULL, AP_VOPT_TEMPORARY },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },

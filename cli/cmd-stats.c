@@ -198,6 +198,11 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		       "upward, record with --all for the exact peak)\n",
 		       "peak_inuse_space", b, sd);
 	}
+	if (t->rate <= 1)
+		print_count("temporary", tot->temporary);
+	else
+		printf("%-18s n/a (allocations freed by their thread's next event: a sampled "
+		       "trace does not hold the events between; record with --all)\n", "temporary");
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
 		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
@@ -253,6 +258,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "inuse_space", json_total(tot->inuse_space));
 	json_object_set_new(o, "peak_inuse_space", json_total(tot->peak_inuse_space));
 	json_object_set_new(o, "peak_inuse_space_sd", json_total(tot->peak_inuse_space_sd));
+	json_object_set_new(o, "temporary", t->rate <= 1 ? json_total(tot->temporary) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());

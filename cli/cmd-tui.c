@@ -47,6 +47,7 @@ static void tui_usage(FILE *f)
 	      "  --inuse_objects      allocations still live at the end of the trace\n"
 	      "  --peak_space         bytes live when in-use bytes peaked\n"
 	      "  --peak_objects       allocations live at that moment\n"
+	      "  --temporary          allocations freed by their thread's next event\n"
 	      "  --focus REGEX        keep only stacks with a frame matching REGEX\n"
 	      "  --ignore REGEX       drop stacks with a frame matching REGEX\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"

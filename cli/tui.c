@@ -17,7 +17,8 @@
 /* The order `s` cycles through, as the brief and pprof list them. */
 static const enum ap_sample_index si_cycle[] = {AP_SI_ALLOC_SPACE, AP_SI_ALLOC_OBJECTS,
 						AP_SI_INUSE_SPACE, AP_SI_INUSE_OBJECTS,
-						AP_SI_PEAK_SPACE, AP_SI_PEAK_OBJECTS};
+						AP_SI_PEAK_SPACE, AP_SI_PEAK_OBJECTS,
+						AP_SI_TEMPORARY};
 static const char *const gran_names[] = {"functions", "lines", "files"};
 
 /* ---- pages of text (list, one advise site, help) ------------------------ */
@@ -236,7 +237,11 @@ static void next_sample_index(struct tui *t)
 	size_t i = 0;
 	while (i < AP_ARRAY_SIZE(si_cycle) && si_cycle[i] != old)
 		i++;
-	t->o.view.report.sample_index = si_cycle[(i + 1) % AP_ARRAY_SIZE(si_cycle)];
+	enum ap_sample_index next = si_cycle[(i + 1) % AP_ARRAY_SIZE(si_cycle)];
+	/* temporaries need every event: a sampled trace skips them */
+	if (next == AP_SI_TEMPORARY && t->v->trace->rate > 1)
+		next = si_cycle[(i + 2) % AP_ARRAY_SIZE(si_cycle)];
+	t->o.view.report.sample_index = next;
 	if (rebuild(t))
 		t->o.view.report.sample_index = old;
 }
@@ -484,7 +489,8 @@ static const char *const help_lines[] = {
     "Top view",
     "",
     "  s                   next sample index: alloc_space, alloc_objects,",
-    "                      inuse_space, inuse_objects, peak_space, peak_objects",
+    "                      inuse_space, inuse_objects, peak_space, peak_objects,",
+    "                      temporary (with --all traces)",
     "  g                   next granularity: functions, lines, files",
     "  c                   sort by cum / by flat",
     "  /                   focus: keep stacks with a frame matching a regex",

@@ -54,12 +54,15 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 	case AP_VOPT_PEAK_OBJECTS:
 		o->report.sample_index = AP_SI_PEAK_OBJECTS;
 		return 1;
+	case AP_VOPT_TEMPORARY:
+		o->report.sample_index = AP_SI_TEMPORARY;
+		return 1;
 	case AP_VOPT_SAMPLE_INDEX:
 		if (ap_export_parse_index(arg, &o->report.sample_index)) {
 			ap_usage_error(cmd,
 				       "unknown sample index '%s', not alloc_space, "
-				       "alloc_objects, inuse_space, inuse_objects, peak_space "
-				       "or peak_objects",
+				       "alloc_objects, inuse_space, inuse_objects, peak_space, "
+				       "peak_objects or temporary",
 				       arg);
 			return -1;
 		}
@@ -155,6 +158,13 @@ int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts 
 	ap_view_progress_done();
 	if (rc) {
 		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
+	if (o->report.sample_index == AP_SI_TEMPORARY && v->trace->rate > 1) {
+		ap_die_msg("%s: temporary allocations need a trace recorded with --all: a "
+			   "sampled trace does not hold the events between an allocation and its "
+			   "free", path);
+		ap_view_release(v);
 		return AP_EXIT_FAIL;
 	}
 	if (v->trace->truncated)

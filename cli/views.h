@@ -20,6 +20,7 @@ enum {
 	AP_VOPT_INUSE_OBJECTS,
 	AP_VOPT_PEAK_SPACE,
 	AP_VOPT_PEAK_OBJECTS,
+	AP_VOPT_TEMPORARY,
 	AP_VOPT_SAMPLE_INDEX,
 	AP_VOPT_FOCUS,
 	AP_VOPT_IGNORE,
@@ -42,6 +43,7 @@ enum {
 	{ "inuse_objects", no_argument, NULL, AP_VOPT_INUSE_OBJECTS },         \
 	{ "peak_space", no_argument, NULL, AP_VOPT_PEAK_SPACE },               \
 	{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },           \
+	{ "temporary", no_argument, NULL, AP_VOPT_TEMPORARY },                 \
 	{ "sample_index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },      \
 	{ "sample-index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },      \
 	{ "focus", required_argument, NULL, AP_VOPT_FOCUS },                    \
@@ -65,7 +67,9 @@ enum {
 	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                    \
 	"                       stats reports; an estimate when sampled)\n"                        \
 	"  --peak_objects       allocations live at that moment\n"                                 \
-	"  --sample_index NAME  one of the six above, by name\n"                                   \
+	"  --temporary          allocations freed by their thread's next event\n"                  \
+	"                       (heaptrack's temporary allocations; needs --all)\n"                \
+	"  --sample_index NAME  one of the seven above, by name\n"                                 \
 	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
 	"  --show REGEX         keep only the frames matching REGEX in each stack\n"               \

@@ -14,6 +14,7 @@ static const char *const si_names[AP_SI_COUNT] = {
     "inuse_space",
     "peak_objects",
     "peak_space",
+    "temporary",
 };
 
 const char *ap_sample_index_name(enum ap_sample_index si)
@@ -63,9 +64,12 @@ static void v_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 
 static void v_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
+	struct values *V = ctx;
 	(void)i;
 	(void)e;
-	v_live_add(ctx, b, -1);
+	v_live_add(V, b, -1);
+	if (b->temporary && b->stack && b->stack < V->t->nstacks)
+		V->sv[b->stack].v[AP_SI_TEMPORARY] += b->w;
 }
 
 static void v_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,

@@ -21,11 +21,12 @@ enum ap_sample_index {
 	AP_SI_INUSE_SPACE,
 	AP_SI_PEAK_OBJECTS,	/* live when in-use bytes peaked (massif's peak snapshot) */
 	AP_SI_PEAK_SPACE,
+	AP_SI_TEMPORARY,	/* allocations freed by their thread's next event (heaptrack's) */
 	AP_SI_COUNT
 };
 
 /* "alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
- * "peak_objects", "peak_space". */
+ * "peak_objects", "peak_space", "temporary". */
 const char *ap_sample_index_name(enum ap_sample_index si);
 /* true for the *_space indexes (values are bytes), false for counts. */
 bool ap_sample_index_is_bytes(enum ap_sample_index si);

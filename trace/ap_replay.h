@@ -18,6 +18,11 @@
  * - An unsampled block (the ALLOC half of a realloc continuing a tracked
  *   chain in a sampled trace) is tracked so that its FREE matches, with
  *   weight 0 and stack 0.
+ * - A block is temporary, as heaptrack counts them, when the FREE that
+ *   ends it (a realloc's FREE half included) is its thread's next event
+ *   after the ALLOC that made it: nothing allocated or freed by that
+ *   thread in between. Meaningful with --all only (a sampled trace does
+ *   not hold the events in between).
  * Events are handed over in the trace's order, with their index. */
 #ifndef AP_REPLAY_H
 #define AP_REPLAY_H
@@ -32,6 +37,7 @@ struct ap_replay_block {
 	uint32_t stack;		/* 0 for an unsampled block */
 	double w;		/* its sample weight (1 with --all), 0 unsampled */
 	uint32_t obj;		/* the object it belongs to */
+	bool temporary;		/* ended blocks (free, grow's old): see above */
 };
 
 /* A consumer: any callback may be NULL. `e` is the event, `i` its index

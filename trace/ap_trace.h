@@ -150,6 +150,10 @@ struct ap_trace_totals {
 	 * the standard deviation of the estimate at that point (0 with
 	 * rate 1, where the peak is exact). */
 	double peak_inuse_space, peak_inuse_space_sd;
+	/* Allocations freed by their thread's next event (heaptrack's
+	 * "temporary allocations"; ap_replay.h), weighted; exact with
+	 * rate 1 only, where every event is in the trace. */
+	double temporary;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):

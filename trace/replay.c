@@ -143,12 +143,15 @@ static void obj_release(struct rmap *m, uint32_t obj)
 	m->free_objs[m->nfree_objs++] = obj;
 }
 
-/* Per thread: the old block of a realloc whose FREE half was just seen. */
+/* Per thread: the old block of a realloc whose FREE half was just seen,
+ * and the block of the thread's last event if that was an allocation. */
 struct pending {
 	struct ap_replay_block b;
 	size_t i;
 	const struct ap_event *e;
 	bool set;
+	uint64_t last_addr;
+	bool last_alloc;
 };
 
 #define EACH(c, nc, op, ...)                                                 \
@@ -181,12 +184,18 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 		if (e->type == AP_EV_FREE) {
 			pending_flush(&m, p, c, nc);
 			struct ap_replay_block b;
+			bool temp = p->last_alloc && p->last_addr == e->addr;
+			p->last_alloc = false;
 			if (!map_pop(&m, e->addr, &b)) {
 				EACH(c, nc, unmatched, i, e);
 				continue;
 			}
+			b.temporary = temp;
 			if (e->flags & AP_EVF_FROM_REALLOC) {
-				*p = (struct pending){ b, i, e, true };
+				p->b = b;
+				p->i = i;
+				p->e = e;
+				p->set = true;
 				continue;
 			}
 			EACH(c, nc, free, i, e, &b);
@@ -196,6 +205,8 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 		if (e->type != AP_EV_ALLOC)
 			continue;
 		struct ap_replay_block b = { .addr = e->addr, .size = e->size };
+		p->last_alloc = true;
+		p->last_addr = e->addr;
 		if (e->flags & AP_EVF_SAMPLED) {
 			b.w = ap_trace_weight(t, e->size);
 			b.stack = e->stack;

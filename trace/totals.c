@@ -47,6 +47,8 @@ static void t_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	(void)e;
 	double space = b->w * (double)b->size;
 	T->out->free_objects += b->w;
+	if (b->temporary)
+		T->out->temporary += b->w;
 	T->live -= space;
 	T->live_var -= block_var(b->w, space);
 }

@@ -71,9 +71,11 @@ assert list(d) == ["program", "rate", "sample_types", "totals", "stacks"], list(
 t = dict(d["totals"])
 assert t.pop("peak_space") == peak, (d["totals"], peak)
 assert t.pop("peak_objects") > 0, d["totals"]
+assert t.pop("temporary") == json.load(open(sys.argv[2]))["temporary"], d["totals"]
 assert t == {"alloc_objects": 159, "alloc_space": 26300,
              "inuse_objects": 23, "inuse_space": 21936}, d["totals"]
-keys = ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space", "peak_objects", "peak_space"]
+keys = ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space", "peak_objects", "peak_space",
+        "temporary"]
 assert [t["type"] for t in d["sample_types"]] == keys
 assert len(d["stacks"]) == 8
 for key in keys:

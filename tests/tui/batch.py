@@ -17,7 +17,8 @@ AP, MKTRACE = sys.argv[1], sys.argv[2]
 os.environ.update(LC_ALL="C", ALLOCPROF_NO_PROGRESS="1")
 failures = []
 
-SI_CYCLE = ["alloc_space", "alloc_objects", "inuse_space", "inuse_objects", "peak_space", "peak_objects"]
+SI_CYCLE = ["alloc_space", "alloc_objects", "inuse_space", "inuse_objects", "peak_space", "peak_objects",
+            "temporary"]
 UNITS = {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
 
 
@@ -168,7 +169,9 @@ def main():
     # The top table for every sample index (s cycles them), granularity (g)
     # and sort (c), on an exact and a sampled trace.
     for trace, name in ((exact, "exact"), (sampled, "sampled")):
-        for n, si in enumerate(SI_CYCLE):
+        # a sampled trace has no temporaries: s skips them
+        cycle = SI_CYCLE if trace == exact else [si for si in SI_CYCLE if si != "temporary"]
+        for n, si in enumerate(cycle):
             compare_top(trace, "s" * n, ["--" + si], "%s %s" % (name, si))
         compare_top(trace, "sgc", ["--alloc_objects", "--lines", "--cum"], name + " objects lines cum")
     compare_top(exact, "s" * len(SI_CYCLE), [], "s cycles back to alloc_space")

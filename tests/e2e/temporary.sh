@@ -1,0 +1,52 @@
+#!/bin/bash
+# Temporary allocations (issue 11 §3): testdata/temporary makes 2500
+# temporaries of 4500 allocations by construction (1000 in pairs(), 1500 in
+# chains()). stats and top --temporary count them, a sampled trace refuses
+# the index, and heaptrack, when there, counts the same at the program's
+# own sites. Environment as for e2e.sh.
+set -u
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-temp.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+expect() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
+py=${E2E_PYTHON:-python3}
+prog=$TESTDATA_BUILD/temporary
+"$ALLOCPROF" record -q --all -o "$tmp/t.trace" -- "$prog" >/dev/null || fail "record"
+"$ALLOCPROF" stats --json "$tmp/t.trace" >"$tmp/s.json" || fail "stats"
+expect "stats temporary" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary)" 2500
+"$ALLOCPROF" top --json --temporary "$tmp/t.trace" >"$tmp/top.json" || fail "top --temporary"
+flat() { "$py" -c 'import json,sys; print(int(next((r["flat"] for r in json.load(open(sys.argv[1]))["rows"] if r["name"] == sys.argv[2]), -1)))' "$tmp/top.json" "$1"; }
+expect "top --temporary pairs" "$(flat pairs)" 1000
+expect "top --temporary chains" "$(flat chains)" 1500
+"$ALLOCPROF" record -q -o "$tmp/s.trace" -- "$prog" >/dev/null || fail "record sampled"
+"$ALLOCPROF" top --temporary "$tmp/s.trace" >/dev/null 2>"$tmp/err" && fail "a sampled trace gave temporaries"
+grep -q "^allocprof: .*: temporary allocations need a trace recorded with --all" "$tmp/err" ||
+	{ fail "sampled --temporary: no clear line"; cat "$tmp/err"; }
+"$ALLOCPROF" stats "$tmp/s.trace" | grep -q '^temporary  *n/a' || fail "sampled stats: temporary not n/a"
+
+HEAPTRACK=${HEAPTRACK:-$(command -v heaptrack || true)}
+if [ -z "$HEAPTRACK" ] || ! command -v heaptrack_print >/dev/null; then
+	echo "heaptrack not found: comparison left out"
+	[ $failed = 0 ] && exit 77
+	exit $failed
+fi
+(cd "$tmp" && "$HEAPTRACK" -o "$tmp/ht" "$prog" >/dev/null 2>&1) || fail "heaptrack"
+# heaptrack_print's temporary sites in the program's own binary (its own
+# preloaded library adds libstdc++'s emergency pool, one temporary more)
+ht=$(heaptrack_print "$tmp"/ht.*zst 2>/dev/null | "$py" -c '
+import re, sys
+lines = sys.stdin.read().split("\n")
+i = lines.index("MOST TEMPORARY ALLOCATIONS")
+total = 0
+for k in range(i + 1, len(lines)):
+    if lines[k].startswith("MOST ") or lines[k].startswith("PEAK"):
+        break
+    m = re.match(r"(\d+) temporary allocations of \d+ allocations in total .* from$", lines[k])
+    if m and k + 3 < len(lines) and lines[k + 3].strip() == "in " + sys.argv[1]:
+        total += int(m.group(1))
+print(total)' "$prog")
+echo "heaptrack: $ht temporary allocations at the program's sites"
+expect "temporary vs heaptrack" "$ht" 2500
+exit $failed
