@@ -1,0 +1,362 @@
+/* `allocprof diff BASE NEW`: what changed between two traces, per node
+ * (function, line or file), in every sample index; the text shows one
+ * index, sorted by the size of the change, and --fail-above turns a rise
+ * into a non-zero exit for CI. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_export.h"
+#include "commands.h"
+#include "views.h"
+
+enum {
+	OPT_FUNCTIONS = AP_VOPT_FIRST_OWN,
+	OPT_LINES,
+	OPT_FILES,
+	OPT_CUM,
+	OPT_FAIL_ABOVE,
+};
+
+static void diff_usage(FILE *f)
+{
+	fputs("usage: allocprof diff [OPTIONS] BASE NEW\n\n"
+	      "What changed from trace BASE to trace NEW, per node, as pprof's\n"
+	      "-diff_base compares two profiles: the value in BASE, in NEW, the\n"
+	      "change and the change relative to BASE, sorted by the size of the\n"
+	      "change (flat: the node as the call site; --cum: anywhere on the stack).\n"
+	      "The text shows one sample index; --json has every index.\n\n"
+	      "options:\n"
+	      "  -n, --nodecount N    show the N largest changes (default: all)\n"
+	      "  --functions          one node per function (default)\n"
+	      "  --lines              one node per source line\n"
+	      "  --files              one node per source file\n"
+	      "  --cum                compare cum values instead of flat\n"
+	      "  --fail-above INDEX=+P%  exit 1, naming the nodes, where NEW's flat\n"
+	      "                       value of INDEX exceeds BASE's by more than P%\n"
+	      "                       (INDEX=+N: by more than N); may be repeated\n" AP_VIEW_OPTIONS_HELP
+	      "Exit status: 0, 1 when a --fail-above limit is passed or a trace cannot\n"
+	      "be read, 2 for bad usage.\n",
+	      f);
+}
+
+/* --fail-above INDEX=+P% or INDEX=+N */
+struct limit {
+	enum ap_sample_index si;
+	double v;
+	bool pct;
+};
+
+static int parse_limit(const char *arg, struct limit *l)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || eq[1] != '+')
+		return -1;
+	char name[32];
+	size_t n = (size_t)(eq - arg);
+	if (n >= sizeof(name))
+		return -1;
+	memcpy(name, arg, n);
+	name[n] = 0;
+	if (ap_export_parse_index(name, &l->si))
+		return -1;
+	char *end;
+	l->v = strtod(eq + 2, &end);
+	if (end == eq + 2 || !(l->v >= 0))
+		return -1;
+	l->pct = *end == '%';
+	if (l->pct)
+		end++;
+	return *end ? -1 : 0;
+}
+
+/* One node in both traces, for one sample index. */
+struct drow {
+	char *name;
+	double base_flat, new_flat, base_cum, new_cum;
+};
+
+struct dtable {
+	struct drow *rows;
+	size_t n, alloc;
+	double base_total, new_total;
+};
+
+static struct drow *drow_of(struct dtable *d, const char *name)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (!strcmp(d->rows[i].name, name))
+			return &d->rows[i];
+	AP_ALLOC_GROW(d->rows, d->n + 1, d->alloc);
+	struct drow *r = &d->rows[d->n++];
+	memset(r, 0, sizeof(*r));
+	r->name = ap_xstrdup(name);
+	return r;
+}
+
+/* The top model of a view for one index, every node. */
+static struct ap_report *model(const struct ap_view *v, const struct ap_report_options *base,
+			       enum ap_sample_index si, struct ap_error *err)
+{
+	struct ap_report_options o = *base;
+	o.sample_index = si;
+	o.node_fraction = 0;
+	o.node_count = 0;
+	return ap_report_new(v->trace, v->values, v->sym, &o, NULL, NULL, err);
+}
+
+static int build_table(const struct ap_view *bv, const struct ap_view *nv,
+		       const struct ap_report_options *opts, enum ap_sample_index si,
+		       struct dtable *d)
+{
+	struct ap_error err;
+	memset(d, 0, sizeof(*d));
+	for (int k = 0; k < 2; k++) {
+		struct ap_report *r = model(k ? nv : bv, opts, si, &err);
+		if (!r) {
+			ap_print_error(&err);
+			return -1;
+		}
+		if (k)
+			d->new_total = r->total;
+		else
+			d->base_total = r->total;
+		for (size_t i = 0; i < r->nrows; i++) {
+			struct drow *row = drow_of(d, r->rows[i].name);
+			*(k ? &row->new_flat : &row->base_flat) = r->rows[i].flat;
+			*(k ? &row->new_cum : &row->base_cum) = r->rows[i].cum;
+		}
+		ap_report_free(r);
+	}
+	return 0;
+}
+
+static void table_free(struct dtable *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		free(d->rows[i].name);
+	free(d->rows);
+}
+
+static bool by_cum;
+
+static int drow_cmp(const void *x, const void *y)
+{
+	const struct drow *a = x, *b = y;
+	double da = by_cum ? a->new_cum - a->base_cum : a->new_flat - a->base_flat;
+	double db = by_cum ? b->new_cum - b->base_cum : b->new_flat - b->base_flat;
+	if (fabs(da) != fabs(db))
+		return fabs(da) > fabs(db) ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* "+12.5%", "-100%", "new" when the base is 0. */
+static void change_pct(char *out, size_t len, double base, double delta)
+{
+	if (base == 0)
+		snprintf(out, len, delta != 0 ? "new" : "0%%");
+	else
+		snprintf(out, len, "%+.3g%%", 100 * delta / base);
+}
+
+static void signed_value(char *out, size_t len, enum ap_sample_index si, double v)
+{
+	char b[24];
+	ap_view_format(b, sizeof(b), si, fabs(v));
+	snprintf(out, len, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", b);
+}
+
+static void print_text(const struct dtable *d, enum ap_sample_index si, const char *base,
+		       const char *new, size_t nshow)
+{
+	char a[32], b[32], c[40], p[32];
+	printf("Base: %s\nNew: %s\nType: %s (%s)\n", base, new, ap_sample_index_name(si),
+	       by_cum ? "cum" : "flat");
+	ap_view_format(a, sizeof(a), si, d->base_total);
+	ap_view_format(b, sizeof(b), si, d->new_total);
+	signed_value(c, sizeof(c), si, d->new_total - d->base_total);
+	change_pct(p, sizeof(p), d->base_total, d->new_total - d->base_total);
+	printf("Total: %s -> %s (%s, %s)\n", a, b, c, p);
+	printf("%10s %10s %10s %8s  %s\n", "base", "new", "delta", "delta%", "name");
+	size_t shown = 0;
+	for (size_t i = 0; i < d->n && (!nshow || shown < nshow); i++) {
+		const struct drow *r = &d->rows[i];
+		double bv = by_cum ? r->base_cum : r->base_flat, nv = by_cum ? r->new_cum : r->new_flat;
+		if (bv == nv)
+			continue;
+		ap_view_format(a, sizeof(a), si, bv);
+		ap_view_format(b, sizeof(b), si, nv);
+		signed_value(c, sizeof(c), si, nv - bv);
+		change_pct(p, sizeof(p), bv, nv - bv);
+		printf("%10s %10s %10s %8s  %s\n", a, b, c, p, r->name);
+		shown++;
+	}
+	if (!shown)
+		printf("(no node changed)\n");
+}
+
+static json_t *table_json(const struct dtable *d)
+{
+	json_t *o = json_object(), *rows = json_array();
+	json_object_set_new(o, "base_total", json_real(d->base_total));
+	json_object_set_new(o, "new_total", json_real(d->new_total));
+	for (size_t i = 0; i < d->n; i++) {
+		const struct drow *r = &d->rows[i];
+		json_t *x = json_object();
+		json_object_set_new(x, "name", json_string(r->name));
+		json_object_set_new(x, "base_flat", json_real(r->base_flat));
+		json_object_set_new(x, "new_flat", json_real(r->new_flat));
+		json_object_set_new(x, "delta_flat", json_real(r->new_flat - r->base_flat));
+		json_object_set_new(x, "base_cum", json_real(r->base_cum));
+		json_object_set_new(x, "new_cum", json_real(r->new_cum));
+		json_object_set_new(x, "delta_cum", json_real(r->new_cum - r->base_cum));
+		json_array_append_new(rows, x);
+	}
+	json_object_set_new(o, "rows", rows);
+	return o;
+}
+
+/* The nodes past a limit, one line each on stderr; returns how many. */
+static size_t check_limit(const struct dtable *d, const struct limit *l, const char *spec)
+{
+	size_t n = 0;
+	char a[32], b[32], p[32];
+	for (size_t i = 0; i < d->n; i++) {
+		const struct drow *r = &d->rows[i];
+		double delta = r->new_flat - r->base_flat;
+		bool over = l->pct ? delta > 0 && (r->base_flat == 0 || 100 * delta / r->base_flat > l->v)
+				   : delta > l->v;
+		if (!over)
+			continue;
+		ap_view_format(a, sizeof(a), l->si, r->base_flat);
+		ap_view_format(b, sizeof(b), l->si, r->new_flat);
+		change_pct(p, sizeof(p), r->base_flat, delta);
+		ap_die_msg("diff: %s: %s rose from %s to %s (%s), above %s", r->name,
+			   ap_sample_index_name(l->si), a, b, p, spec);
+		n++;
+	}
+	return n;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		AP_VIEW_LONGOPTS,
+		{ "nodecount", required_argument, NULL, 'n' },
+		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
+		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "files", no_argument, NULL, OPT_FILES },
+		{ "cum", no_argument, NULL, OPT_CUM },
+		{ "fail-above", required_argument, NULL, OPT_FAIL_ABOVE },
+		{ "fail_above", required_argument, NULL, OPT_FAIL_ABOVE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ap_view_opts o;
+	ap_view_opts_init(&o);
+	long nshow = 0;
+	struct limit limits[16];
+	const char *specs[16];
+	size_t nlimits = 0;
+	int opt;
+	by_cum = false;
+	optind = 1;
+	opterr = 0;
+	while ((opt = ap_view_getopt(argc, argv, ":hn:", longopts)) != -1) {
+		int shared = ap_view_option_of(&o, "diff", opt, optarg);
+		if (shared < 0)
+			return AP_EXIT_USAGE;
+		if (shared)
+			continue;
+		switch (opt) {
+		case 'h':
+			diff_usage(stdout);
+			return AP_EXIT_OK;
+		case 'n':
+			if (ap_view_parse_count("diff", "node count", optarg, &nshow))
+				return AP_EXIT_USAGE;
+			break;
+		case OPT_FUNCTIONS:
+			o.report.granularity = AP_GRAN_FUNCTIONS;
+			break;
+		case OPT_LINES:
+			o.report.granularity = AP_GRAN_LINES;
+			break;
+		case OPT_FILES:
+			o.report.granularity = AP_GRAN_FILES;
+			break;
+		case OPT_CUM:
+			by_cum = true;
+			break;
+		case OPT_FAIL_ABOVE:
+			if (nlimits == AP_ARRAY_SIZE(limits))
+				return ap_usage_error("diff", "at most %zu --fail-above limits",
+						      AP_ARRAY_SIZE(limits));
+			if (parse_limit(optarg, &limits[nlimits]))
+				return ap_usage_error("diff", "--fail-above wants INDEX=+P%% or "
+							      "INDEX=+N (e.g. alloc_objects=+10%%), not '%s'",
+						      optarg);
+			specs[nlimits++] = optarg;
+			break;
+		default:
+			return ap_view_bad_option("diff", opt, argv);
+		}
+	}
+	if (argc - optind != 2)
+		return ap_usage_error("diff", argc - optind < 2 ? "two traces are needed, BASE and NEW"
+								: "too many arguments");
+	struct ap_view bv, nv;
+	int rc = ap_view_load(&bv, argv[optind], &o);
+	if (rc)
+		return rc;
+	if ((rc = ap_view_load(&nv, argv[optind + 1], &o))) {
+		ap_view_release(&bv);
+		return rc;
+	}
+	ap_view_warnings(&bv);
+	ap_view_warnings(&nv);
+	rc = AP_EXIT_OK;
+	json_t *root = o.json ? json_object() : NULL;
+	if (root) {
+		json_object_set_new(root, "base", json_string(argv[optind]));
+		json_object_set_new(root, "new", json_string(argv[optind + 1]));
+	}
+	size_t failed = 0;
+	for (int i = 0; i < AP_SI_COUNT; i++) {
+		enum ap_sample_index si = (enum ap_sample_index)i;
+		bool limited = false;
+		for (size_t k = 0; k < nlimits; k++)
+			limited |= limits[k].si == si;
+		/* temporaries need --all traces; the others always work */
+		if (si == AP_SI_TEMPORARY && (bv.trace->rate > 1 || nv.trace->rate > 1) &&
+		    !limited && o.report.sample_index != si)
+			continue;
+		if (!root && !limited && si != o.report.sample_index)
+			continue;
+		struct dtable d;
+		if (build_table(&bv, &nv, &o.report, si, &d)) {
+			rc = AP_EXIT_FAIL;
+			break;
+		}
+		qsort(d.rows, d.n, sizeof(*d.rows), drow_cmp);
+		for (size_t k = 0; k < nlimits; k++)
+			if (limits[k].si == si)
+				failed += check_limit(&d, &limits[k], specs[k]);
+		if (root)
+			json_object_set_new(root, ap_sample_index_name(si), table_json(&d));
+		else if (si == o.report.sample_index)
+			print_text(&d, si, argv[optind], argv[optind + 1], (size_t)nshow);
+		table_free(&d);
+	}
+	if (root && rc == AP_EXIT_OK)
+		rc = ap_view_json_print(root);
+	else if (root)
+		json_decref(root);
+	if (rc == AP_EXIT_OK && failed)
+		rc = AP_EXIT_FAIL;
+	ap_view_release(&bv);
+	ap_view_release(&nv);
+	return rc;
+}
