@@ -14,10 +14,7 @@
 #include "views.h"
 
 enum {
-	OPT_FUNCTIONS = AP_VOPT_FIRST_OWN,
-	OPT_LINES,
-	OPT_FILES,
-	OPT_CUM,
+	OPT_CUM = AP_VOPT_FIRST_OWN,
 	OPT_FAIL_ABOVE,
 };
 
@@ -246,9 +243,7 @@ int cmd_diff(int argc, char **argv)
 	static const struct option longopts[] = {
 		AP_VIEW_LONGOPTS,
 		{ "nodecount", required_argument, NULL, 'n' },
-		{ "functions", no_argument, NULL, OPT_FUNCTIONS },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "files", no_argument, NULL, OPT_FILES },
+		AP_VIEW_GRAN_LONGOPTS,
 		{ "cum", no_argument, NULL, OPT_CUM },
 		{ "fail-above", required_argument, NULL, OPT_FAIL_ABOVE },
 		{ "fail_above", required_argument, NULL, OPT_FAIL_ABOVE },
@@ -277,15 +272,6 @@ int cmd_diff(int argc, char **argv)
 		case 'n':
 			if (ap_view_parse_count("diff", "node count", optarg, &nshow))
 				return AP_EXIT_USAGE;
-			break;
-		case OPT_FUNCTIONS:
-			o.report.granularity = AP_GRAN_FUNCTIONS;
-			break;
-		case OPT_LINES:
-			o.report.granularity = AP_GRAN_LINES;
-			break;
-		case OPT_FILES:
-			o.report.granularity = AP_GRAN_FILES;
 			break;
 		case OPT_CUM:
 			by_cum = true;

@@ -10,10 +10,7 @@
 #include "views.h"
 
 enum {
-	OPT_FUNCTIONS = AP_VOPT_FIRST_OWN,
-	OPT_LINES,
-	OPT_FILES,
-	OPT_CUM,
+	OPT_CUM = AP_VOPT_FIRST_OWN,
 	OPT_NODEFRACTION,
 	OPT_TRIM,
 };
@@ -143,9 +140,7 @@ int cmd_top(int argc, char **argv)
 	    {"nodecount", required_argument, NULL, 'n'},
 	    {"nodefraction", required_argument, NULL, OPT_NODEFRACTION},
 	    {"trim", optional_argument, NULL, OPT_TRIM},
-	    {"functions", no_argument, NULL, OPT_FUNCTIONS},
-	    {"lines", no_argument, NULL, OPT_LINES},
-	    {"files", no_argument, NULL, OPT_FILES},
+	    AP_VIEW_GRAN_LONGOPTS,
 	    {"cum", no_argument, NULL, OPT_CUM},
 	    {NULL, 0, NULL, 0},
 	};
@@ -190,15 +185,6 @@ int cmd_top(int argc, char **argv)
 			else
 				return ap_usage_error("top", "bad --trim value '%s', not true or false",
 						      optarg);
-			break;
-		case OPT_FUNCTIONS:
-			o.report.granularity = AP_GRAN_FUNCTIONS;
-			break;
-		case OPT_LINES:
-			o.report.granularity = AP_GRAN_LINES;
-			break;
-		case OPT_FILES:
-			o.report.granularity = AP_GRAN_FILES;
 			break;
 		case OPT_CUM:
 			by_cum = true;

@@ -67,6 +67,15 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 			return -1;
 		}
 		return 1;
+	case AP_VOPT_FUNCTIONS:
+		o->report.granularity = AP_GRAN_FUNCTIONS;
+		return 1;
+	case AP_VOPT_LINES:
+		o->report.granularity = AP_GRAN_LINES;
+		return 1;
+	case AP_VOPT_FILES:
+		o->report.granularity = AP_GRAN_FILES;
+		return 1;
 	case AP_VOPT_FOCUS:
 		o->report.focus = arg;
 		return 1;

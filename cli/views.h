@@ -29,6 +29,9 @@ enum {
 	AP_VOPT_DROP_FRAMES,
 	AP_VOPT_DEBUG_DIR,
 	AP_VOPT_JSON,
+	AP_VOPT_FUNCTIONS, /* AP_VIEW_GRAN_LONGOPTS */
+	AP_VOPT_LINES,
+	AP_VOPT_FILES,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -57,6 +60,13 @@ enum {
 	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
 /* clang-format on */
+
+/* The granularity options of the views that aggregate into nodes (top,
+ * diff), handled by ap_view_option_of too. */
+#define AP_VIEW_GRAN_LONGOPTS                                                  \
+	{ "functions", no_argument, NULL, AP_VOPT_FUNCTIONS },                 \
+	{ "lines", no_argument, NULL, AP_VOPT_LINES },                         \
+	{ "files", no_argument, NULL, AP_VOPT_FILES }
 
 /* The help text of those options. */
 #define AP_VIEW_OPTIONS_HELP                                                                       \
