@@ -257,14 +257,8 @@ int cmd_diff(int argc, char **argv)
 	size_t nlimits = 0;
 	int opt;
 	by_cum = false;
-	optind = 1;
-	opterr = 0;
-	while ((opt = ap_view_getopt(argc, argv, ":hn:", longopts)) != -1) {
-		int shared = ap_view_option_of(&o, "diff", opt, optarg);
-		if (shared < 0)
-			return AP_EXIT_USAGE;
-		if (shared)
-			continue;
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "diff", argc, argv, ":hn:", longopts)) >= 0) {
 		switch (opt) {
 		case 'h':
 			diff_usage(stdout);
@@ -290,6 +284,8 @@ int cmd_diff(int argc, char **argv)
 			return ap_view_bad_option("diff", opt, argv);
 		}
 	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
 	if (argc - optind != 2)
 		return ap_usage_error("diff", argc - optind < 2 ? "two traces are needed, BASE and NEW"
 								: "too many arguments");

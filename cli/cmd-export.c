@@ -142,10 +142,7 @@ int cmd_export(int argc, char **argv)
 		{ "peak_space", no_argument, NULL, AP_VOPT_PEAK_SPACE },
 		{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },
 		{ "temporary", no_argument, NULL, AP_VOPT_TEMPORARY },
-		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
-		{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
-		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
-		{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		AP_VIEW_SYM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -155,16 +152,10 @@ int cmd_export(int argc, char **argv)
 	int opt;
 
 	ap_view_opts_init(&o);
-	optind = 1;
-	opterr = 0;
-	while ((opt = ap_view_getopt(argc, argv, ":ho:", longopts)) != -1) {
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "export", argc, argv, ":ho:", longopts)) >= 0) {
 		/* of the shared options, only the sample index, --drop-frames
 		 * and --debug-dir are in longopts */
-		int shared = ap_view_option_of(&o, "export", opt, optarg);
-		if (shared < 0)
-			return AP_EXIT_USAGE;
-		if (shared)
-			continue;
 		switch (opt) {
 		case 'h':
 			export_usage(stdout);
@@ -181,6 +172,8 @@ int cmd_export(int argc, char **argv)
 			return ap_view_bad_option("export", opt, argv);
 		}
 	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
 	if (argc - optind != 1)
 		return ap_usage_error("export", argc == optind ? "no trace given" : "too many arguments");
 	const char *trace_path = argv[optind];

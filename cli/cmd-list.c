@@ -77,14 +77,8 @@ int cmd_list(int argc, char **argv)
 	int opt;
 
 	ap_view_opts_init(&o);
-	optind = 1;
-	opterr = 0;
-	while ((opt = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
-		int shared = ap_view_option_of(&o, "list", opt, optarg);
-		if (shared < 0)
-			return AP_EXIT_USAGE;
-		if (shared)
-			continue;
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "list", argc, argv, ":h", longopts)) >= 0) {
 		switch (opt) {
 		case 'h':
 			list_usage(stdout);
@@ -96,6 +90,8 @@ int cmd_list(int argc, char **argv)
 			return ap_view_bad_option("list", opt, argv);
 		}
 	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
 	if (argc - optind != 2)
 		return ap_usage_error("list", argc - optind < 2 ? "need a REGEX and a TRACE"
 								: "too many arguments");

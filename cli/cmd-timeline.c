@@ -305,10 +305,7 @@ int cmd_timeline(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "buckets", required_argument, NULL, OPT_BUCKETS },
 		{ "sites", required_argument, NULL, OPT_SITES },
-		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
-		{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
-		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
-		{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		AP_VIEW_SYM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -318,14 +315,8 @@ int cmd_timeline(int argc, char **argv)
 	const char *out = NULL;
 	long nbuckets = 0, nsites = 5;
 	int opt;
-	optind = 1;
-	opterr = 0;
-	while ((opt = ap_view_getopt(argc, argv, ":ho:", longopts)) != -1) {
-		int shared = ap_view_option_of(&o, "timeline", opt, optarg);
-		if (shared < 0)
-			return AP_EXIT_USAGE;
-		if (shared)
-			continue;
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "timeline", argc, argv, ":ho:", longopts)) >= 0) {
 		switch (opt) {
 		case 'h':
 			timeline_usage(stdout);
@@ -362,6 +353,8 @@ int cmd_timeline(int argc, char **argv)
 			return ap_view_bad_option("timeline", opt, argv);
 		}
 	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
 	if (argc - optind != 1)
 		return ap_usage_error("timeline", argc == optind ? "no trace given" : "too many arguments");
 	if (!nbuckets)

@@ -151,14 +151,8 @@ int cmd_top(int argc, char **argv)
 
 	ap_view_opts_init(&o);
 	o.report.node_fraction = -1; /* not given */
-	optind = 1;
-	opterr = 0;
-	while ((opt = ap_view_getopt(argc, argv, ":hn:", longopts)) != -1) {
-		int shared = ap_view_option_of(&o, "top", opt, optarg);
-		if (shared < 0)
-			return AP_EXIT_USAGE;
-		if (shared)
-			continue;
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "top", argc, argv, ":hn:", longopts)) >= 0) {
 		switch (opt) {
 		case 'h':
 			top_usage(stdout);
@@ -193,6 +187,8 @@ int cmd_top(int argc, char **argv)
 			return ap_view_bad_option("top", opt, argv);
 		}
 	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
 	/* The table is for reading and drops what pprof -top drops; JSON is
 	 * for scripts and has every node unless asked otherwise. */
 	if (o.report.node_fraction < 0)

@@ -21,6 +21,24 @@ int ap_view_getopt(int argc, char **argv, const char *shortopts, const struct op
 	return getopt_long_only(argc, argv, shortopts, longopts, NULL);
 }
 
+int ap_view_next_option(struct ap_view_opts *o, const char *cmd, int argc, char **argv,
+			const char *shortopts, const struct option *longopts)
+{
+	if (optind == 0) {
+		optind = 1;
+		opterr = 0;
+	}
+	int opt;
+	while ((opt = ap_view_getopt(argc, argv, shortopts, longopts)) != -1) {
+		int shared = ap_view_option_of(o, cmd, opt, optarg);
+		if (shared < 0)
+			return AP_VIEW_BAD_USAGE;
+		if (!shared)
+			return opt;
+	}
+	return -1;
+}
+
 int ap_view_parse_count(const char *cmd, const char *what, const char *arg, long *out)
 {
 	char *end;

@@ -35,6 +35,14 @@ enum {
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
+/* The symbolizer's options, as the views spell them (also in
+ * AP_VIEW_LONGOPTS). */
+#define AP_VIEW_SYM_LONGOPTS                                                   \
+	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
+	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
+	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
+	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR }
+
 /* The long options every view takes; a command puts them first in its
  * own table (no sentinel). Each is also spelled as pprof spells it
  * (sample_index, drop_frames, debug_dir); see ap_view_getopt. */
@@ -53,10 +61,7 @@ enum {
 	{ "ignore", required_argument, NULL, AP_VOPT_IGNORE },                  \
 	{ "show", required_argument, NULL, AP_VOPT_SHOW },                      \
 	{ "hide", required_argument, NULL, AP_VOPT_HIDE },                      \
-	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
-	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
-	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
-	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
+	AP_VIEW_SYM_LONGOPTS,                                                  \
 	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
 /* clang-format on */
@@ -106,6 +111,15 @@ void ap_view_opts_init(struct ap_view_opts *o);
  * `shortopts` stays a short option (-n 3, -o FILE, -h). `shortopts` starts
  * with ':'; set optind = 1 and opterr = 0 before the first call. */
 int ap_view_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/* The next option the command `cmd` handles itself: ap_view_getopt with
+ * the shared view options applied to `o` (ap_view_option_of) and skipped.
+ * Returns the option, -1 at the end, or AP_VIEW_BAD_USAGE after a usage
+ * error was printed. Sets optind and opterr first when optind is 0; the
+ * caller sets optind = 0 before the first call. */
+#define AP_VIEW_BAD_USAGE (-2)
+int ap_view_next_option(struct ap_view_opts *o, const char *cmd, int argc, char **argv,
+			const char *shortopts, const struct option *longopts);
 
 /* Handles a shared option code: returns 1 when `opt` was one, 0 when it
  * is not, -1 after printing `cmd`'s usage error for a bad value (return
