@@ -19,14 +19,17 @@
 /* "too rare": at least this share of the requests come two or more cycles
  * after the one before (the pool is empty then). */
 #define RARE_SHARE 0.5
-/* "too small": what a pool saves on a request (an object's allocation,
- * first touch and reallocs through malloc, less the pool's get+put) is
- * below (SMALL_FACTOR - 1) times the pool's get+put, for objects whose
- * capacity is up to SMALL_MAX bytes (glibc's tcache and fastbin sizes,
- * where malloc is at its cheapest: a noisy calibration must not call a
- * 32 KiB buffer small). */
+/* "too small": objects whose capacity is up to SMALL_MAX bytes (glibc's
+ * tcache sizes, where malloc is itself a per-thread cache of free blocks,
+ * at its cheapest) whose requests save through a pool (allocation, first
+ * touch and reallocs through malloc, less the pool's get+put) less than
+ * (SMALL_FACTOR - 1) times the pool's get+put. Bigger objects are never
+ * "too small": a noisy calibration must not call a 32 KiB buffer small. */
 #define SMALL_FACTOR 2.0
 #define SMALL_MAX 1024
+/* ...and objects up to TINY_MAX bytes that do not grow are "too small"
+ * outright: glibc's tcache is already a per-thread cache of such blocks. */
+#define TINY_MAX 256
 /* Capacities are skewed when the largest is this many times the 90th
  * percentile... */
 #define SKEW_FACTOR 16.0
@@ -283,6 +286,19 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		s->reasons = xasprintf("%s: a pooled object is dropped at the second cycle after its Put, so "
 				       "the pool is empty at %.0f%% of requests (hit rate %.0f%%).",
 				       sp, 100 * r->far_gaps / r->gaps, hr);
+	} else if (s->p50_cap <= TINY_MAX && s->reallocs_per_object < 0.5) {
+		s->verdict = AP_VERDICT_TOO_SMALL;
+		if (s->life_cost_ns <= s->pool_cost_ns)
+			s->reasons = xasprintf("Objects of %s are what glibc's malloc already keeps in a "
+					       "per-thread cache (tcache): malloc and free cost %.0fns here, "
+					       "no more than the %.0fns of a pool's get and put: keep malloc.",
+					       obj, s->life_cost_ns, s->pool_cost_ns);
+		else
+			s->reasons = xasprintf("Objects of %s are what glibc's malloc already keeps in a "
+					       "per-thread cache (tcache): malloc and free cost %.0fns here "
+					       "against %.0fns for a pool's get and put, too small a difference "
+					       "for a pool of your own: keep malloc.",
+					       obj, s->life_cost_ns, s->pool_cost_ns);
 	} else if (s->p50_cap <= SMALL_MAX && r->time_saved_ns < (SMALL_FACTOR - 1) * s->pool_cost_ns * r->gets) {
 		double net = r->time_saved_ns / r->gets;
 		s->verdict = AP_VERDICT_TOO_SMALL;
