@@ -322,7 +322,8 @@ int cmd_diff(int argc, char **argv)
 			rc = AP_EXIT_FAIL;
 			break;
 		}
-		qsort(d.rows, d.n, sizeof(*d.rows), drow_cmp);
+		if (d.n)
+			qsort(d.rows, d.n, sizeof(*d.rows), drow_cmp);
 		for (size_t k = 0; k < nlimits; k++)
 			if (limits[k].si == si)
 				failed += check_limit(&d, &limits[k], specs[k]);

@@ -1000,7 +1000,8 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 	}
 	for (size_t s = 0; s < ns; s++)
 		rp->runs[s].scale = kdone[s] > 0 ? ksum[s] / kdone[s] : 1;
-	qsort(rc->ops, rc->nops, sizeof(*rc->ops), op_cmp);
+	if (rc->nops)
+		qsort(rc->ops, rc->nops, sizeof(*rc->ops), op_cmp);
 	rc->cap = ap_xmalloc((rc->nclones + 1) * sizeof(*rc->cap));
 	free(req);
 	free(ksum);

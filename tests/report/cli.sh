@@ -108,6 +108,20 @@ fi
 expect 0 "^allocprof: warning: .*: build-id differs from the recorded one" top "$tmp/rebuilt.trace"
 grep -q 'mktrace+0x' "$tmp/out" || { echo "FAIL rebuilt: no module+offset frames:"; cat "$tmp/out"; fail=1; }
 
+# timeline and diff on the fixture (here also under ASan/UBSan): every
+# format; a trace against itself changes nothing and passes any gate.
+expect 0 '' timeline "$tmp/fx.trace"
+grep -q "^In use over time (peak " "$tmp/out" || { echo "FAIL timeline text"; cat "$tmp/out"; fail=1; }
+for f in csv json svg; do
+	expect 0 '' timeline --format=$f --buckets 7 "$tmp/fx.trace"
+done
+[ "$(grep -c . "$tmp/out")" -gt 5 ] || { echo "FAIL timeline svg: too short"; fail=1; }
+expect 2 "^allocprof: timeline: --buckets wants 1 to 100000, not '0' \(see 'allocprof timeline -h'\)$" timeline --buckets 0 "$tmp/fx.trace"
+expect 0 '' diff --fail-above alloc_objects=+0% "$tmp/fx.trace" "$tmp/fx.trace"
+grep -q '^(no node changed)$' "$tmp/out" || { echo "FAIL diff of a trace with itself"; cat "$tmp/out"; fail=1; }
+expect 0 '' diff --json --lines "$tmp/fx.trace" "$tmp/fx.trace"
+expect 2 "^allocprof: diff: two traces are needed, BASE and NEW \(see 'allocprof diff -h'\)$" diff "$tmp/fx.trace"
+
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||
