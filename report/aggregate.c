@@ -304,7 +304,7 @@ static bool node_kept(const struct ap_nodes *keep, const struct ap_buf *kb)
 	return keep->slots[i] && keep->v[keep->slots[i] - 1].keep;
 }
 
-static void edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl);
+static struct ap_edge *edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl);
 
 static void edges_rehash(struct ap_nodes *ns)
 {
@@ -314,14 +314,18 @@ static void edges_rehash(struct ap_nodes *ns)
 	ns->edges = ap_xcalloc(ns->edge_slots, sizeof(*ns->edges));
 	ns->nedges = 0;
 	for (size_t i = 0; i < nold; i++)
-		if (old[i].from)
-			edge_put(ns, old[i].from, old[i].to, old[i].inl);
+		if (old[i].from) {
+			/* (stored as index + 1) */
+			struct ap_edge *e = edge_put(ns, old[i].from - 1, old[i].to - 1, old[i].inl);
+			e->w = old[i].w;
+			e->stamp = old[i].stamp;
+		}
 	free(old);
 }
 
 /* Records the edge from node index `from` to `to`; an edge is inline
- * only while every occurrence is (pprof's AddToEdgeDiv). */
-static void edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl)
+ * only while every occurrence is (pprof's AddToEdgeDiv). Returns it. */
+static struct ap_edge *edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl)
 {
 	if ((ns->nedges + 1) * 2 > ns->edge_slots)
 		edges_rehash(ns);
@@ -331,11 +335,12 @@ static void edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl)
 	while (ns->edges[i].from && (ns->edges[i].from != from || ns->edges[i].to != to))
 		i = (i + 1) & (ns->edge_slots - 1);
 	if (!ns->edges[i].from) {
-		ns->edges[i] = (struct ap_edge){from, to, inl};
+		ns->edges[i] = (struct ap_edge){from, to, inl, 0, 0};
 		ns->nedges++;
 	} else if (!inl) {
 		ns->edges[i].inl = false;
 	}
+	return &ns->edges[i];
 }
 
 /* Whether shown[i] is inlined into a frame still shown: its PC's frames
@@ -411,8 +416,14 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 				nd->stamp = id;
 				nd->cum += v;
 			}
-			if (parent != UINT32_MAX && parent != idx)
-				edge_put(ns, parent, idx, inlined_shown(shown, ns_shown, i));
+			if (parent != UINT32_MAX && parent != idx) {
+				struct ap_edge *e = edge_put(ns, parent, idx, inlined_shown(shown, ns_shown, i));
+				/* Recursion: an edge counts once per stack too. */
+				if (e->stamp != id) {
+					e->stamp = id;
+					e->w += v;
+				}
+			}
 			parent = idx;
 		}
 	}
@@ -543,6 +554,13 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 
 	r->rows = ap_xcalloc(ns.n ? ns.n : 1, sizeof(*r->rows));
 	r->nrows = ns.n;
+	r->edges = ap_xcalloc(ns.nedges ? ns.nedges : 1, sizeof(*r->edges));
+	for (size_t i = 0; i < ns.edge_slots; i++) {
+		const struct ap_edge *e = &ns.edges[i];
+		if (e->from)
+			r->edges[r->nedges++] = (struct ap_report_edge){ ns.v[e->from - 1].key,
+									 ns.v[e->to - 1].key, e->w, e->inl };
+	}
 	for (size_t i = 0; i < ns.n; i++) {
 		struct ap_node *nd = &ns.v[i];
 		r->rows[i] = (struct ap_report_row){
@@ -593,6 +611,7 @@ void ap_report_free(struct ap_report *r)
 		free(r->rows[i].file);
 	}
 	free(r->rows);
+	free(r->edges);
 	free(r);
 }
 

@@ -96,6 +96,15 @@ struct ap_report_row {
 	const char *inline_mark;
 };
 
+/* A caller -> callee edge between two rows (the pointers are the rows'
+ * names, valid as long as the report): the value of the stacks through
+ * it, once per stack; inline when the callee was inlined at every one. */
+struct ap_report_edge {
+	const char *from, *to;
+	double value;
+	bool inl;
+};
+
 struct ap_report {
 	enum ap_sample_index sample_index;
 	enum ap_granularity granularity;
@@ -105,6 +114,8 @@ struct ap_report {
 	size_t kept_stacks;	    /* of those, the ones kept */
 	struct ap_report_row *rows; /* sorted, see ap_report_sort */
 	size_t nrows;
+	struct ap_report_edge *edges; /* between the rows, in no order */
+	size_t nedges;
 	size_t nodes;		    /* nodes after node_fraction, before node_count */
 	size_t dropped;		    /* nodes under the node fraction, not in rows */
 	/* pprof's "(cum <= X)" of its "Dropped" line: node_fraction times

@@ -34,6 +34,8 @@ struct ap_node {
 struct ap_edge {
 	uint32_t from, to; /* node index + 1; from 0 = empty slot */
 	bool inl;
+	double w;	   /* the value of the stacks through it, once per stack */
+	size_t stamp;	   /* the last stack counted */
 };
 
 struct ap_nodes {

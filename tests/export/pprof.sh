@@ -26,6 +26,17 @@ pprof() {
 	go tool pprof -symbolize=none -unit=byte "$@"
 }
 
+# same WHAT: $tmp/ap.txt (allocprof's) is not empty and equals
+# $tmp/pprof.txt (go tool pprof's); WHAT names the two commands.
+same() {
+	if ! [ -s "$tmp/ap.txt" ] || ! diff -u "$tmp/pprof.txt" "$tmp/ap.txt"; then
+		echo "FAIL $name: $1 differ"
+		cat "$tmp/err"
+		fail=1
+		return 1
+	fi
+}
+
 # text NAME TRACE PB ARGS...: `allocprof top ARGS` and `go tool pprof -top
 # ARGS` on the export print the same table: the same nodes after pprof's
 # default nodefraction, the same "Dropped" and "Showing top" lines, the
@@ -37,16 +48,23 @@ text() {
 		>"$tmp/ap.txt" || fail=1
 	go tool pprof -symbolize=none -top "$@" "$pb" 2>"$tmp/err" |
 		sed -n '/^Active filters:\|^Showing nodes/,$p' >"$tmp/pprof.txt"
-	if ! [ -s "$tmp/ap.txt" ] || ! diff -u "$tmp/pprof.txt" "$tmp/ap.txt"; then
-		echo "FAIL $name: allocprof top $* differs from go tool pprof -top $*"
-		cat "$tmp/err"
-		fail=1
-	else
-		echo "ok $name: top $* = pprof -top ($(grep -c '%' "$tmp/ap.txt") rows)"
-		grep -q '^Dropped [0-9]* nodes\? (cum <= ' "$tmp/ap.txt" && dropped=$((dropped + 1))
-	fi
+	same "allocprof top $* and go tool pprof -top $*" || return
+	echo "ok $name: top $* = pprof -top ($(grep -c '%' "$tmp/ap.txt") rows)"
+	grep -q '^Dropped [0-9]* nodes\? (cum <= ' "$tmp/ap.txt" && dropped=$((dropped + 1))
 }
 dropped=0
+
+# peek NAME TRACE PB REGEX [ARGS...]: allocprof peek prints what
+# go tool pprof -peek prints on the export, from "Showing nodes" on.
+peek() {
+	name=$1 trace=$2 pb=$3 re=$4
+	shift 4
+	"$ap" peek "$@" "$re" "$trace" 2>"$tmp/err" | sed -n '/^Showing nodes/,$p' >"$tmp/ap.txt" || fail=1
+	go tool pprof -symbolize=none -peek "$re" "$@" "$pb" 2>"$tmp/err" |
+		sed -n '/^Showing nodes/,$p' >"$tmp/pprof.txt"
+	same "allocprof peek $re $* and go tool pprof -peek" || return
+	echo "ok $name: peek $re $* = pprof -peek ($(grep -c '| ' "$tmp/ap.txt") lines)"
+}
 
 # cxxnames NAME TRACE PB: the C++ functions of the export are named as
 # Go's pprof names them (its default demangling of system_name, run with
@@ -109,6 +127,8 @@ check() {
 		text "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=3
 		text "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0.05
 		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
+		peek "$name" "$trace" "$pb" '.'
+		peek "$name" "$trace" "$pb" '^main$|build' -sample_index=alloc_objects
 	fi
 	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3,}: ' "$tmp/raw")
 	tol=$(python3 -c "print($tol * $n)")

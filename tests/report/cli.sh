@@ -122,6 +122,12 @@ grep -q '^(no node changed)$' "$tmp/out" || { echo "FAIL diff of a trace with it
 expect 0 '' diff --json --lines "$tmp/fx.trace" "$tmp/fx.trace"
 expect 2 "^allocprof: diff: two traces are needed, BASE and NEW \(see 'allocprof diff -h'\)$" diff "$tmp/fx.trace"
 
+expect 0 '' peek alloc_big "$tmp/fx.trace"
+grep -q '| alloc_big$' "$tmp/out" || { echo "FAIL peek: no alloc_big line"; cat "$tmp/out"; fail=1; }
+expect 0 '' peek --json --lines . "$tmp/fx.trace"
+expect 2 "^allocprof: peek: a REGEX and a TRACE are needed \(see 'allocprof peek -h'\)$" peek "$tmp/fx.trace"
+expect 2 "^allocprof: peek: bad regex" peek '(' "$tmp/fx.trace"
+
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||

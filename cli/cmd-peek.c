@@ -1,0 +1,199 @@
+/* `allocprof peek REGEX TRACE`: the callers and callees of the matching
+ * nodes, with the value that flows through each edge, as pprof -peek
+ * prints them. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_regex.h"
+#include "commands.h"
+#include "render.h"
+#include "views.h"
+
+static void peek_usage(FILE *f)
+{
+	fputs("usage: allocprof peek [OPTIONS] REGEX TRACE\n\n"
+	      "For every node (function, line or file) whose name matches REGEX, the\n"
+	      "nodes that call it and those it calls, each with what flows through the\n"
+	      "edge and its share of the node's cum, as pprof -peek prints them.\n\n"
+	      "options:\n"
+	      "  --functions          one node per function (default)\n"
+	      "  --lines              one node per source line\n"
+	      "  --files              one node per source file\n" AP_VIEW_OPTIONS_HELP
+	      "REGEXes are pprof's (RE2) syntax, matched with PCRE2.\n",
+	      f);
+}
+
+struct ctx_line {
+	const char *name;
+	double value;
+	bool inl;
+};
+
+static int ctx_cmp(const void *a, const void *b)
+{
+	const struct ctx_line *x = a, *y = b;
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The edges into (callers) or out of (callees) the row named `name`,
+ * sorted by value. */
+static size_t context(const struct ap_report *r, const char *name, bool callers,
+		      struct ctx_line **out)
+{
+	size_t n = 0;
+	*out = ap_xmalloc((r->nedges ? r->nedges : 1) * sizeof(**out));
+	for (size_t i = 0; i < r->nedges; i++) {
+		const struct ap_report_edge *e = &r->edges[i];
+		if ((callers ? e->to : e->from) == name)
+			(*out)[n++] = (struct ctx_line){ callers ? e->from : e->to, e->value, e->inl };
+	}
+	if (n)
+		qsort(*out, n, sizeof(**out), ctx_cmp);
+	return n;
+}
+
+static const char sep[] = "----------------------------------------------------------+-------------\n";
+
+static void print_ctx(const struct ap_report *r, const struct ap_report_row *row,
+		      const struct ctx_line *c, size_t n, int unit)
+{
+	char v[32], p[32];
+	for (size_t k = 0; k < n; k++) {
+		ap_view_format_in(v, sizeof(v), r->sample_index, c[k].value, unit);
+		ap_view_percent(p, sizeof(p), c[k].value, row->cum);
+		printf("%50s %s |   %s%s\n", v, p, c[k].name, c[k].inl ? " (inline)" : "");
+	}
+}
+
+static void print_text(const struct ap_report *r, const struct ap_trace *t,
+		       const struct ap_regex *re)
+{
+	int unit = ap_view_table_unit(r);
+	char a[32], b[32], c[32], d[32], e[32], line[192];
+	const char *exe = strrchr(t->exe, '/');
+	printf("File: %s\nType: %s\n", exe ? exe + 1 : t->exe, ap_sample_index_name(r->sample_index));
+	ap_render_top_showing(r, unit, line, sizeof(line));
+	printf("%s\n%s", line, sep);
+	printf("      flat  flat%%   sum%%        cum   cum%%   calls calls%% + context \t \t \n%s", sep);
+	double sum = 0;
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct ap_report_row *row = &r->rows[i];
+		if (!ap_regex_match(re, row->name))
+			continue;
+		sum += row->flat;
+		struct ctx_line *in, *outl;
+		size_t nin = context(r, row->name, true, &in), nout = context(r, row->name, false, &outl);
+		print_ctx(r, row, in, nin, unit);
+		ap_view_format_in(a, sizeof(a), r->sample_index, row->flat, unit);
+		ap_view_percent(b, sizeof(b), row->flat, r->total);
+		ap_view_percent(c, sizeof(c), sum, r->total);
+		ap_view_format_in(d, sizeof(d), r->sample_index, row->cum, unit);
+		ap_view_percent(e, sizeof(e), row->cum, r->total);
+		printf("%10s %s %s %10s %s                | %s\n", a, b, c, d, e, row->name);
+		print_ctx(r, row, outl, nout, unit);
+		printf("%s", sep);
+		free(in);
+		free(outl);
+	}
+}
+
+static json_t *ctx_json(const struct ctx_line *c, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t k = 0; k < n; k++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(c[k].name));
+		json_object_set_new(o, "value", json_real(c[k].value));
+		json_object_set_new(o, "inline", json_boolean(c[k].inl));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static int print_json(const struct ap_report *r, const struct ap_trace *t, const struct ap_regex *re)
+{
+	json_t *root = json_object(), *nodes = json_array();
+	json_object_set_new(root, "program", json_string(t->exe));
+	json_object_set_new(root, "sample_index", json_string(ap_sample_index_name(r->sample_index)));
+	json_object_set_new(root, "total", json_real(r->total));
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct ap_report_row *row = &r->rows[i];
+		if (!ap_regex_match(re, row->name))
+			continue;
+		struct ctx_line *in, *outl;
+		size_t nin = context(r, row->name, true, &in), nout = context(r, row->name, false, &outl);
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(row->name));
+		json_object_set_new(o, "flat", json_real(row->flat));
+		json_object_set_new(o, "cum", json_real(row->cum));
+		json_object_set_new(o, "callers", ctx_json(in, nin));
+		json_object_set_new(o, "callees", ctx_json(outl, nout));
+		json_array_append_new(nodes, o);
+		free(in);
+		free(outl);
+	}
+	json_object_set_new(root, "nodes", nodes);
+	return ap_view_json_print(root);
+}
+
+int cmd_peek(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		AP_VIEW_LONGOPTS,
+		AP_VIEW_GRAN_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ap_view_opts o;
+	ap_view_opts_init(&o);
+	int opt;
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "peek", argc, argv, ":h", longopts)) >= 0) {
+		switch (opt) {
+		case 'h':
+			peek_usage(stdout);
+			return AP_EXIT_OK;
+		default:
+			return ap_view_bad_option("peek", opt, argv);
+		}
+	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
+	if (argc - optind != 2)
+		return ap_usage_error("peek", argc - optind < 2 ? "a REGEX and a TRACE are needed"
+								: "too many arguments");
+	struct ap_error err;
+	struct ap_regex *re = ap_regex_new(argv[optind], "peek", &err);
+	if (!re) {
+		ap_print_error(&err);
+		return AP_EXIT_USAGE;
+	}
+	struct ap_view v;
+	int rc = ap_view_load(&v, argv[optind + 1], &o);
+	if (rc) {
+		ap_regex_free(re);
+		return rc;
+	}
+	o.report.node_fraction = 0;
+	o.report.node_count = 0;
+	struct ap_report *r = ap_report_new(v.trace, v.values, v.sym, &o.report, ap_view_progress_fn(),
+					    ap_view_progress_ctx("symbolizing"), &err);
+	ap_view_progress_done();
+	ap_view_warnings(&v);
+	if (!r) {
+		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else if (o.json) {
+		rc = print_json(r, v.trace, re);
+	} else {
+		print_text(r, v.trace, re);
+	}
+	ap_report_free(r);
+	ap_regex_free(re);
+	ap_view_release(&v);
+	return rc;
+}
