@@ -1,6 +1,8 @@
-/* `allocprof peek REGEX TRACE`: the callers and callees of the matching
- * nodes, with the value that flows through each edge, as pprof -peek
- * prints them. */
+/* `allocprof peek REGEX TRACE` and `allocprof tree TRACE`: the callers
+ * and callees of the matching nodes (of every node kept, for tree), with
+ * the value that flows through each edge, as pprof -peek and -tree print
+ * them. */
+#include <math.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -41,14 +43,17 @@ static int ctx_cmp(const void *a, const void *b)
 }
 
 /* The edges into (callers) or out of (callees) the row named `name`,
- * sorted by value. */
-static size_t context(const struct ap_report *r, const char *name, bool callers,
+ * sorted by value, leaving out those under `cutoff` (pprof's edge
+ * fraction). */
+static size_t context(const struct ap_report *r, const char *name, bool callers, double cutoff,
 		      struct ctx_line **out)
 {
 	size_t n = 0;
 	*out = ap_xmalloc((r->nedges ? r->nedges : 1) * sizeof(**out));
 	for (size_t i = 0; i < r->nedges; i++) {
 		const struct ap_report_edge *e = &r->edges[i];
+		if (fabs(e->value) < cutoff)
+			continue;
 		if ((callers ? e->to : e->from) == name)
 			(*out)[n++] = (struct ctx_line){ callers ? e->from : e->to, e->value, e->inl };
 	}
@@ -70,24 +75,31 @@ static void print_ctx(const struct ap_report *r, const struct ap_report_row *row
 	}
 }
 
+/* The rows matching `re` (every row when NULL), each between its callers
+ * and callees. */
 static void print_text(const struct ap_report *r, const struct ap_trace *t,
-		       const struct ap_regex *re)
+		       const struct ap_regex *re, double cutoff)
 {
 	int unit = ap_view_table_unit(r);
-	char a[32], b[32], c[32], d[32], e[32], line[192];
+	char a[32], b[32], c[32], d[32], e[32];
 	const char *exe = strrchr(t->exe, '/');
 	printf("File: %s\nType: %s\n", exe ? exe + 1 : t->exe, ap_sample_index_name(r->sample_index));
-	ap_render_top_showing(r, unit, line, sizeof(line));
-	printf("%s\n%s", line, sep);
-	printf("      flat  flat%%   sum%%        cum   cum%%   calls calls%% + context \t \t \n%s", sep);
+	ap_render_top_head(r, unit);
+	printf("%s", sep);
+	/* as pprof: a rule before each node and one after the last */
+	printf("      flat  flat%%   sum%%        cum   cum%%   calls calls%% + context \t \t \n");
 	double sum = 0;
+	bool any = false;
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct ap_report_row *row = &r->rows[i];
-		if (!ap_regex_match(re, row->name))
+		if (re && !ap_regex_match(re, row->name))
 			continue;
 		sum += row->flat;
+		any = true;
+		printf("%s", sep);
 		struct ctx_line *in, *outl;
-		size_t nin = context(r, row->name, true, &in), nout = context(r, row->name, false, &outl);
+		size_t nin = context(r, row->name, true, cutoff, &in);
+		size_t nout = context(r, row->name, false, cutoff, &outl);
 		print_ctx(r, row, in, nin, unit);
 		ap_view_format_in(a, sizeof(a), r->sample_index, row->flat, unit);
 		ap_view_percent(b, sizeof(b), row->flat, r->total);
@@ -96,10 +108,11 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		ap_view_percent(e, sizeof(e), row->cum, r->total);
 		printf("%10s %s %s %10s %s                | %s\n", a, b, c, d, e, row->name);
 		print_ctx(r, row, outl, nout, unit);
-		printf("%s", sep);
 		free(in);
 		free(outl);
 	}
+	if (any)
+		printf("%s", sep);
 }
 
 static json_t *ctx_json(const struct ctx_line *c, size_t n)
@@ -115,7 +128,8 @@ static json_t *ctx_json(const struct ctx_line *c, size_t n)
 	return a;
 }
 
-static int print_json(const struct ap_report *r, const struct ap_trace *t, const struct ap_regex *re)
+static int print_json(const struct ap_report *r, const struct ap_trace *t, const struct ap_regex *re,
+		      double cutoff)
 {
 	json_t *root = json_object(), *nodes = json_array();
 	json_object_set_new(root, "program", json_string(t->exe));
@@ -123,10 +137,11 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, const
 	json_object_set_new(root, "total", json_real(r->total));
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct ap_report_row *row = &r->rows[i];
-		if (!ap_regex_match(re, row->name))
+		if (re && !ap_regex_match(re, row->name))
 			continue;
 		struct ctx_line *in, *outl;
-		size_t nin = context(r, row->name, true, &in), nout = context(r, row->name, false, &outl);
+		size_t nin = context(r, row->name, true, cutoff, &in);
+		size_t nout = context(r, row->name, false, cutoff, &outl);
 		json_t *o = json_object();
 		json_object_set_new(o, "name", json_string(row->name));
 		json_object_set_new(o, "flat", json_real(row->flat));
@@ -188,12 +203,108 @@ int cmd_peek(int argc, char **argv)
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
 	} else if (o.json) {
-		rc = print_json(r, v.trace, re);
+		rc = print_json(r, v.trace, re, 0);
 	} else {
-		print_text(r, v.trace, re);
+		print_text(r, v.trace, re, 0);
 	}
 	ap_report_free(r);
 	ap_regex_free(re);
+	ap_view_release(&v);
+	return rc;
+}
+
+static void tree_usage(FILE *f)
+{
+	fputs("usage: allocprof tree [OPTIONS] TRACE\n\n"
+	      "Every node kept (as top keeps them), in top's order, between its callers\n"
+	      "and its callees, with what flows through each edge, as pprof -tree\n"
+	      "prints them.\n\n"
+	      "options:\n"
+	      "  -n, --nodecount N    show the top N nodes (default: all)\n"
+	      "  --nodefraction F     drop nodes whose cum is under F of the total\n"
+	      "                       (default 0.005, as pprof)\n"
+	      "  --edgefraction F     drop edges under F of the total (default 0.001)\n"
+	      "  --functions          one node per function (default)\n"
+	      "  --lines              one node per source line\n"
+	      "  --files              one node per source file\n" AP_VIEW_OPTIONS_HELP,
+	      f);
+}
+
+enum { OPT_NODEFRACTION = AP_VOPT_FIRST_OWN, OPT_EDGEFRACTION };
+
+static int parse_fraction(const char *what, const char *arg, double *out)
+{
+	char *end;
+	double f = strtod(arg, &end);
+	if (*end || end == arg || !(f >= 0 && f <= 1))
+		return ap_usage_error("tree", "bad %s '%s', not a number from 0 to 1", what, arg);
+	*out = f;
+	return 0;
+}
+
+int cmd_tree(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		AP_VIEW_LONGOPTS,
+		AP_VIEW_GRAN_LONGOPTS,
+		{ "nodecount", required_argument, NULL, 'n' },
+		{ "nodefraction", required_argument, NULL, OPT_NODEFRACTION },
+		{ "edgefraction", required_argument, NULL, OPT_EDGEFRACTION },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ap_view_opts o;
+	ap_view_opts_init(&o);
+	double nodefraction = 0.005, edgefraction = 0.001;
+	long nodecount = 0;
+	int opt;
+	optind = 0;
+	while ((opt = ap_view_next_option(&o, "tree", argc, argv, ":hn:", longopts)) >= 0) {
+		switch (opt) {
+		case 'h':
+			tree_usage(stdout);
+			return AP_EXIT_OK;
+		case 'n':
+			if (ap_view_parse_count("tree", "node count", optarg, &nodecount))
+				return AP_EXIT_USAGE;
+			break;
+		case OPT_NODEFRACTION:
+			if (parse_fraction("node fraction", optarg, &nodefraction))
+				return AP_EXIT_USAGE;
+			break;
+		case OPT_EDGEFRACTION:
+			if (parse_fraction("edge fraction", optarg, &edgefraction))
+				return AP_EXIT_USAGE;
+			break;
+		default:
+			return ap_view_bad_option("tree", opt, argv);
+		}
+	}
+	if (opt == AP_VIEW_BAD_USAGE)
+		return AP_EXIT_USAGE;
+	if (argc - optind != 1)
+		return ap_usage_error("tree", argc == optind ? "no trace given" : "too many arguments");
+	struct ap_view v;
+	int rc = ap_view_load(&v, argv[optind], &o);
+	if (rc)
+		return rc;
+	o.report.node_fraction = nodefraction;
+	o.report.node_count = (size_t)nodecount;
+	struct ap_error err;
+	struct ap_report *r = ap_report_new(v.trace, v.values, v.sym, &o.report, ap_view_progress_fn(),
+					    ap_view_progress_ctx("symbolizing"), &err);
+	ap_view_progress_done();
+	ap_view_warnings(&v);
+	if (!r) {
+		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else {
+		double cutoff = r->total * edgefraction;
+		if (o.json)
+			rc = print_json(r, v.trace, NULL, cutoff);
+		else
+			print_text(r, v.trace, NULL, cutoff);
+	}
+	ap_report_free(r);
 	ap_view_release(&v);
 	return rc;
 }

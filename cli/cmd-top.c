@@ -60,7 +60,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 {
 	enum ap_sample_index si = r->sample_index;
 	size_t n = r->nrows;
-	char rb[192], a[32];
+	char rb[192];
 	int unit = ap_view_table_unit(r);
 
 	printf("File: %s\n", basename_of(t->exe));
@@ -79,15 +79,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		filters = true;
 		printf("   %s=%s\n", fname[i], fval[i]);
 	}
-	ap_render_top_showing(r, unit, rb, sizeof(rb));
-	printf("%s\n", rb);
-	if (r->total != 0 && r->dropped) {
-		ap_view_format_in(a, sizeof(a), si, r->dropped_cutoff, unit);
-		printf("Dropped %zu node%s (cum <= %s)\n", r->dropped, r->dropped > 1 ? "s" : "",
-		       a);
-	}
-	if (r->total != 0 && n < r->nodes)
-		printf("Showing top %zu nodes out of %zu\n", n, r->nodes);
+	ap_render_top_head(r, unit);
 
 	printf("      flat  flat%%   sum%%        cum   cum%%\n");
 	double sum = 0;

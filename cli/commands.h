@@ -18,6 +18,7 @@ int cmd_tui(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_peek(int argc, char **argv);
+int cmd_tree(int argc, char **argv);
 
 /* Prints "allocprof: <fmt>" and a newline to stderr. */
 void ap_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

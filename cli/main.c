@@ -44,6 +44,7 @@ static const struct command commands[] = {
 	{ "export", REPORT_CMD(cmd_export),
 	  "write a trace as pprof profile.proto, folded stacks or JSON" },
 	{ "peek", REPORT_CMD(cmd_peek), "callers and callees of matching functions, as pprof -peek" },
+	{ "tree", REPORT_CMD(cmd_tree), "every node between its callers and callees, as pprof -tree" },
 	{ "timeline", REPORT_CMD(cmd_timeline), "in-use bytes over time, the top call sites stacked" },
 	{ "diff", REPORT_CMD(cmd_diff), "what changed between two traces, per call site (and a CI gate)" },
 	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)" },

@@ -187,3 +187,16 @@ void ap_render_top_row(const struct ap_report *r, size_t i, double sum, int unit
 	if (row->inline_mark)
 		ap_buf_addf(name, " %s", row->inline_mark);
 }
+
+void ap_render_top_head(const struct ap_report *r, int unit)
+{
+	char line[192], a[32];
+	ap_render_top_showing(r, unit, line, sizeof(line));
+	printf("%s\n", line);
+	if (r->total != 0 && r->dropped) {
+		ap_view_format_in(a, sizeof(a), r->sample_index, r->dropped_cutoff, unit);
+		printf("Dropped %zu node%s (cum <= %s)\n", r->dropped, r->dropped > 1 ? "s" : "", a);
+	}
+	if (r->total != 0 && r->nrows < r->nodes)
+		printf("Showing top %zu nodes out of %zu\n", r->nrows, r->nodes);
+}

@@ -49,6 +49,11 @@ void ap_render_top_showing(const struct ap_report *r, int unit, char *out, size_
 void ap_render_top_row(const struct ap_report *r, size_t i, double sum, int unit, char *fixed,
 		       size_t len, struct ap_buf *name);
 
+/* Prints pprof's lines above a node table to stdout: "Showing nodes
+ * accounting for ...", "Dropped N nodes (cum <= X)" and "Showing top N
+ * nodes out of M" when they apply. */
+void ap_render_top_head(const struct ap_report *r, int unit);
+
 /* Prints a line to stdout (the ap_line_fn of the commands). */
 void ap_render_print(void *ctx, const struct ap_line *line);
 

@@ -236,6 +236,43 @@ static void nodes_rehash(struct ap_nodes *ns)
 
 static const char *const unknown_name = "<unknown>";
 
+/* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
+ * names line and file nodes so): no "." elements, no "dir/..", no
+ * repeated '/'; "./csu/../csu/libc-start.c" is "csu/libc-start.c". */
+static void add_clean_path(struct ap_buf *kb, const char *path)
+{
+	size_t start = kb->len;
+	bool rooted = path[0] == '/';
+	if (rooted)
+		ap_buf_addstr(kb, "/");
+	size_t base = kb->len, dotdot = base; /* out[base, dotdot) is "../" only */
+	for (const char *s = path; *s;) {
+		while (*s == '/')
+			s++;
+		const char *e = strchrnul(s, '/');
+		size_t n = (size_t)(e - s);
+		if (n == 0 || (n == 1 && s[0] == '.')) {
+			/* nothing */
+		} else if (n == 2 && s[0] == '.' && s[1] == '.') {
+			if (kb->len > dotdot) {
+				size_t k = kb->len;
+				while (k > dotdot && kb->buf[k - 1] != '/')
+					k--;
+				kb->len = k > dotdot ? k - 1 : dotdot;
+				kb->buf[kb->len] = 0;
+			} else if (!rooted) {
+				ap_buf_addf(kb, "%s..", kb->len > base ? "/" : "");
+				dotdot = kb->len;
+			}
+		} else {
+			ap_buf_addf(kb, "%s%.*s", kb->len > base ? "/" : "", (int)n, s);
+		}
+		s = e;
+	}
+	if (kb->len == start)
+		ap_buf_addstr(kb, ".");
+}
+
 /* Writes the key of frame `fr`'s node under `key` into kb; returns the
  * node's file. */
 static const char *node_key(enum ap_node_key key, const struct ap_frame *fr, struct ap_buf *kb)
@@ -248,15 +285,20 @@ static const char *node_key(enum ap_node_key key, const struct ap_frame *fr, str
 		break;
 	case AP_KEY_LINE:
 		/* pprof's "func file:line"; just "func" without line info. */
-		if (file)
-			ap_buf_addf(kb, "%s %s:%d", fr->func, file, fr->line);
-		else
+		if (file) {
+			ap_buf_addf(kb, "%s ", fr->func);
+			add_clean_path(kb, file);
+			ap_buf_addf(kb, ":%d", fr->line);
+		} else
 			ap_buf_addstr(kb, fr->func);
 		break;
 	case AP_KEY_FILE:
 		/* Without debug info the module is the best "file" there is. */
-		if (!file)
-			file = fr->module;
+		if (file) {
+			add_clean_path(kb, file);
+			break;
+		}
+		file = fr->module;
 		ap_buf_addstr(kb, file ? file : unknown_name);
 		break;
 	case AP_KEY_FUNC_FILE:

@@ -62,7 +62,7 @@ for c in record top list stats advise calibrate export tui; do
 done
 expect "commands" "$(comp "$ap ")" "$(printf '%s\n' $cmds help | sort | tr '\n' ' ' | sed 's/ $//')"
 expect "command prefix" "$(comp "$ap st")" "stats"
-expect "help CMD" "$(comp "$ap help t")" "timeline top tui"
+expect "help CMD" "$(comp "$ap help t")" "timeline top tree tui"
 
 # 2. Options: every option in a command's --help, nothing else.
 for c in $cmds; do

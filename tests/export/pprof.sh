@@ -66,6 +66,18 @@ peek() {
 	echo "ok $name: peek $re $* = pprof -peek ($(grep -c '| ' "$tmp/ap.txt") lines)"
 }
 
+# tree NAME TRACE PB [ARGS...]: allocprof tree prints what go tool pprof
+# -tree prints on the export, from "Showing nodes" on.
+tree() {
+	name=$1 trace=$2 pb=$3
+	shift 3
+	"$ap" tree "$@" "$trace" 2>"$tmp/err" | sed -n '/^Showing nodes/,$p' >"$tmp/ap.txt" || fail=1
+	go tool pprof -symbolize=none -tree "$@" "$pb" 2>"$tmp/err" |
+		sed -n '/^Showing nodes/,$p' >"$tmp/pprof.txt"
+	same "allocprof tree $* and go tool pprof -tree" || return
+	echo "ok $name: tree $* = pprof -tree ($(grep -c '| ' "$tmp/ap.txt") lines)"
+}
+
 # cxxnames NAME TRACE PB: the C++ functions of the export are named as
 # Go's pprof names them (its default demangling of system_name, run with
 # the demangle package of Go's own tree), and pprof's -top, which shows
@@ -129,6 +141,10 @@ check() {
 		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
 		peek "$name" "$trace" "$pb" '.'
 		peek "$name" "$trace" "$pb" '^main$|build' -sample_index=alloc_objects
+		text "$name" "$trace" "$pb" -lines
+		tree "$name" "$trace" "$pb"
+		tree "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=4 -edgefraction=0.05
+		tree "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0 -edgefraction=0
 	fi
 	n=$(grep -cE '^ *-?[0-9]+( +-?[0-9]+){3,}: ' "$tmp/raw")
 	tol=$(python3 -c "print($tol * $n)")

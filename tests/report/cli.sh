@@ -127,6 +127,11 @@ grep -q '| alloc_big$' "$tmp/out" || { echo "FAIL peek: no alloc_big line"; cat 
 expect 0 '' peek --json --lines . "$tmp/fx.trace"
 expect 2 "^allocprof: peek: a REGEX and a TRACE are needed \(see 'allocprof peek -h'\)$" peek "$tmp/fx.trace"
 expect 2 "^allocprof: peek: bad regex" peek '(' "$tmp/fx.trace"
+expect 0 '' tree "$tmp/fx.trace"
+grep -q '| alloc_big$' "$tmp/out" || { echo "FAIL tree: no alloc_big line"; cat "$tmp/out"; fail=1; }
+expect 0 '' tree --json --files -n 1 "$tmp/fx.trace"
+expect 2 "^allocprof: tree: no trace given \(see 'allocprof tree -h'\)$" tree
+expect 2 "^allocprof: tree: bad edge fraction 'x'" tree --edgefraction=x "$tmp/fx.trace"
 
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
