@@ -220,7 +220,7 @@ static void tree_usage(FILE *f)
 	      "and its callees, with what flows through each edge, as pprof -tree\n"
 	      "prints them.\n\n"
 	      "options:\n"
-	      "  -n, --nodecount N    show the top N nodes (default: all)\n"
+	      "  -n, --nodecount N    show the top N nodes (default 80, as pprof)\n"
 	      "  --nodefraction F     drop nodes whose cum is under F of the total\n"
 	      "                       (default 0.005, as pprof)\n"
 	      "  --edgefraction F     drop edges under F of the total (default 0.001)\n"
@@ -255,7 +255,7 @@ int cmd_tree(int argc, char **argv)
 	struct ap_view_opts o;
 	ap_view_opts_init(&o);
 	double nodefraction = 0.005, edgefraction = 0.001;
-	long nodecount = 0;
+	long nodecount = 80; /* pprof -tree shows 80 nodes unless told */
 	int opt;
 	optind = 0;
 	while ((opt = ap_view_next_option(&o, "tree", argc, argv, ":hn:", longopts)) >= 0) {
