@@ -364,7 +364,7 @@ static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
 	if (m)
 		snprintf(tmp, sizeof(tmp), "%s+0x%" PRIx64, m->base, f->module_offset);
 	else
-		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, f->pc);
+		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, ap_run_addr(f->pc));
 	f->func = f->mangled = intern(&s->strs, tmp);
 	f->unsymbolized = true;
 }
