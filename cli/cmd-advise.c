@@ -23,7 +23,7 @@ enum {
 
 static void advise_usage(FILE *f)
 {
-	fputs("usage: allocprof advise [OPTIONS] TRACE\n\n"
+	fputs("usage: allocprof advise [OPTIONS] TRACE...\n\n"
 	      "Replays each allocation site of TRACE through a model of a victim-cache\n"
 	      "pool (Go's sync.Pool; pool/vpool.h is the same pool in C) and tells, per\n"
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
@@ -31,7 +31,9 @@ static void advise_usage(FILE *f)
 	      "saved, and a verdict: pool, pool with cap N, size classes, no: too rare,\n"
 	      "no: too small, no: escapes, no: little to gain, unsure: too few samples,\n"
 	      "elsewhere. Sites are ranked by time saved.\n"
-	      "A sampled trace is replayed from a reconstruction: numbers are estimates.\n\n"
+	      "A sampled trace is replayed from a reconstruction: numbers are estimates.\n"
+	      "A run of several processes (TRACE and its child traces, or several\n"
+	      "TRACEs) is advised process by process: a pool does not cross processes.\n\n"
 	      "The words, in C terms:\n"
 	      "  P        what owns a private slot and a shared list of the pool: in\n"
 	      "           vpool.h a thread's slot and a CPU's list; each event runs on\n"
@@ -56,6 +58,7 @@ static void advise_usage(FILE *f)
 	      "  --site=stack         one pool per whole stack\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator wrappers\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_RUN_HELP
 	      "  --json               print JSON (see docs/json.md)\n"
 	      "  -h, --help           show this help\n\n"
 	      "The model and the verdicts: docs/pool-model.md. The cost model comes from\n"
@@ -230,6 +233,16 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	return ap_view_json_print(root);
 }
 
+static bool has_children(const char *path)
+{
+	char **kids;
+	size_t n = ap_trace_children(path, 0, &kids);
+	for (size_t i = 0; i < n; i++)
+		free(kids[i]);
+	free(kids);
+	return n > 0;
+}
+
 int cmd_advise(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -240,6 +253,7 @@ int cmd_advise(int argc, char **argv)
 		{ "site", required_argument, NULL, OPT_SITE },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		AP_VIEW_RUN_LONGOPTS,
 		{ "json", no_argument, NULL, AP_VOPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -304,8 +318,10 @@ int cmd_advise(int argc, char **argv)
 			return ap_view_bad_option("advise", opt, argv);
 		}
 	}
-	if (optind + 1 != argc)
-		return ap_usage_error("advise", optind == argc ? "a TRACE file is needed" : "one TRACE file only");
+	if (optind == argc)
+		return ap_usage_error("advise", "a TRACE file is needed");
+	if (vo.by_process || argc - optind > 1 || (!vo.no_children && has_children(argv[optind])))
+		return ap_view_by_process(cmd_advise, argc, argv, optind, &vo);
 
 	struct ap_cost_table costs;
 	if (load_costs(&costs) < 0)
@@ -313,7 +329,7 @@ int cmd_advise(int argc, char **argv)
 	ao.costs = &costs;
 
 	struct ap_view v;
-	if (ap_view_load(&v, argv[optind], &vo) != 0)
+	if (ap_view_load(&v, argv + optind, 1, &vo) != 0)
 		return AP_EXIT_FAIL;
 	struct ap_site_map m;
 	ap_advise_sites(v.trace, v.sym, by_stack, &m);

@@ -290,10 +290,13 @@ int cmd_diff(int argc, char **argv)
 		return ap_usage_error("diff", argc - optind < 2 ? "two traces are needed, BASE and NEW"
 								: "too many arguments");
 	struct ap_view bv, nv;
-	int rc = ap_view_load(&bv, argv[optind], &o);
+	if (o.by_process)
+		return ap_usage_error("diff", "--by-process: diff compares two runs; diff a "
+				      "process's traces with --no-children");
+	int rc = ap_view_load(&bv, argv + optind, 1, &o);
 	if (rc)
 		return rc;
-	if ((rc = ap_view_load(&nv, argv[optind + 1], &o))) {
+	if ((rc = ap_view_load(&nv, argv + optind + 1, 1, &o))) {
 		ap_view_release(&bv);
 		return rc;
 	}

@@ -18,7 +18,7 @@ enum {
 
 static void export_usage(FILE *f)
 {
-	fputs("usage: allocprof export [--format=pprof|folded|json] [OPTIONS] TRACE\n\n"
+	fputs("usage: allocprof export [--format=pprof|folded|json] [OPTIONS] TRACE...\n\n"
 	      "Writes the allocation profile of TRACE for other tools:\n"
 	      "  pprof   gzip'd profile.proto, for go tool pprof, Pyroscope and Parca:\n"
 	      "          the four sample types of a Go heap profile (alloc_objects,\n"
@@ -47,9 +47,11 @@ static void export_usage(FILE *f)
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      "  --no-children        read only the trace files given, not their child traces\n"
 	      "  -h, --help           show this help\n"
 	      "Options are spelled as pprof's too: one dash or two, the value after '='\n"
-	      "or as the next argument.\n", f);
+	      "or as the next argument.\n"
+	      AP_VIEW_RUN_TEXT, f);
 }
 
 static int parse_format(const char *s, enum format *out)
@@ -143,6 +145,7 @@ int cmd_export(int argc, char **argv)
 		{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },
 		{ "temporary", no_argument, NULL, AP_VOPT_TEMPORARY },
 		AP_VIEW_SYM_LONGOPTS,
+		AP_VIEW_RUN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -174,8 +177,11 @@ int cmd_export(int argc, char **argv)
 	}
 	if (opt == AP_VIEW_BAD_USAGE)
 		return AP_EXIT_USAGE;
-	if (argc - optind != 1)
-		return ap_usage_error("export", argc == optind ? "no trace given" : "too many arguments");
+	if (argc == optind)
+		return ap_usage_error("export", "no trace given");
+	if (o.by_process)
+		return ap_usage_error("export", "--by-process: export writes one profile; export "
+				      "each trace with --no-children");
 	const char *trace_path = argv[optind];
 
 	struct ap_buf defpath = AP_BUF_INIT;
@@ -194,7 +200,7 @@ int cmd_export(int argc, char **argv)
 	}
 
 	struct ap_view v;
-	int rc = ap_view_load(&v, trace_path, &o);
+	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc) {
 		ap_buf_release(&defpath);
 		return rc;

@@ -16,7 +16,7 @@ enum {
 
 static void list_usage(FILE *f)
 {
-	fputs("usage: allocprof list [OPTIONS] REGEX TRACE\n\n"
+	fputs("usage: allocprof list [OPTIONS] REGEX TRACE...\n\n"
 	      "For each function whose name matches REGEX (pprof's syntax), its source\n"
 	      "lines with flat (allocated at this line) and cum (allocated at this line\n"
 	      "or in the functions it calls), as pprof -list shows them: from a few\n"
@@ -92,13 +92,14 @@ int cmd_list(int argc, char **argv)
 	}
 	if (opt == AP_VIEW_BAD_USAGE)
 		return AP_EXIT_USAGE;
-	if (argc - optind != 2)
-		return ap_usage_error("list", argc - optind < 2 ? "need a REGEX and a TRACE"
-								: "too many arguments");
+	if (argc - optind < 2)
+		return ap_usage_error("list", "need a REGEX and a TRACE");
 	const char *regex = argv[optind];
+	if (o.by_process)
+		return ap_view_by_process(cmd_list, argc, argv, optind + 1, &o);
 
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv[optind + 1], &o);
+	int rc = ap_view_load(&v, argv + optind + 1, (size_t)(argc - optind - 1), &o);
 	if (rc)
 		return rc;
 	struct ap_error err;

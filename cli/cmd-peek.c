@@ -16,7 +16,7 @@
 
 static void peek_usage(FILE *f)
 {
-	fputs("usage: allocprof peek [OPTIONS] REGEX TRACE\n\n"
+	fputs("usage: allocprof peek [OPTIONS] REGEX TRACE...\n\n"
 	      "For every node (function, line or file) whose name matches REGEX, the\n"
 	      "nodes that call it and those it calls, each with what flows through the\n"
 	      "edge and its share of the node's cum, as pprof -peek prints them.\n\n"
@@ -178,9 +178,10 @@ int cmd_peek(int argc, char **argv)
 	}
 	if (opt == AP_VIEW_BAD_USAGE)
 		return AP_EXIT_USAGE;
-	if (argc - optind != 2)
-		return ap_usage_error("peek", argc - optind < 2 ? "a REGEX and a TRACE are needed"
-								: "too many arguments");
+	if (argc - optind < 2)
+		return ap_usage_error("peek", "a REGEX and a TRACE are needed");
+	if (o.by_process)
+		return ap_view_by_process(cmd_peek, argc, argv, optind + 1, &o);
 	struct ap_error err;
 	struct ap_regex *re = ap_regex_new(argv[optind], "peek", &err);
 	if (!re) {
@@ -188,7 +189,7 @@ int cmd_peek(int argc, char **argv)
 		return AP_EXIT_USAGE;
 	}
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv[optind + 1], &o);
+	int rc = ap_view_load(&v, argv + optind + 1, (size_t)(argc - optind - 1), &o);
 	if (rc) {
 		ap_regex_free(re);
 		return rc;
@@ -215,7 +216,7 @@ int cmd_peek(int argc, char **argv)
 
 static void tree_usage(FILE *f)
 {
-	fputs("usage: allocprof tree [OPTIONS] TRACE\n\n"
+	fputs("usage: allocprof tree [OPTIONS] TRACE...\n\n"
 	      "Every node kept (as top keeps them), in top's order, between its callers\n"
 	      "and its callees, with what flows through each edge, as pprof -tree\n"
 	      "prints them.\n\n"
@@ -281,10 +282,12 @@ int cmd_tree(int argc, char **argv)
 	}
 	if (opt == AP_VIEW_BAD_USAGE)
 		return AP_EXIT_USAGE;
-	if (argc - optind != 1)
-		return ap_usage_error("tree", argc == optind ? "no trace given" : "too many arguments");
+	if (argc == optind)
+		return ap_usage_error("tree", "no trace given");
+	if (o.by_process)
+		return ap_view_by_process(cmd_tree, argc, argv, optind, &o);
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv[optind], &o);
+	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc)
 		return rc;
 	o.report.node_fraction = nodefraction;

@@ -1,6 +1,5 @@
 /* `allocprof record`: runs a program with liballocprof.so preloaded and
  * says where its trace went. */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -618,79 +617,6 @@ static void say_live(const char *path, const char *what, pid_t pid)
 			   "complete once that process exits (stats, top read it then)", what, path);
 }
 
-/* <output>.<digits>[.exec<n>] and <output>.exec<n>: traces of the processes
- * and images that followed the program, written since `since`. */
-static bool is_child_suffix(const char *s)
-{
-	const char *p = s;
-	if (*p != '.')
-		return false;
-	p++;
-	if (*p >= '0' && *p <= '9') {
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (!*p)
-			return true;
-		if (*p != '.')
-			return false;
-		p++;
-	}
-	if (strncmp(p, "exec", 4) || !p[4])
-		return false;
-	for (p += 4; *p; p++)
-		if (*p < '0' || *p > '9')
-			return false;
-	return true;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The traces of the processes and images that followed the program
- * (is_child_suffix), written since `since`, sorted, as paths of the form
- * <output><suffix>, into *out (the strings and the array are the
- * caller's); returns the count. */
-static size_t child_traces(const char *output, time_t since, char ***out)
-{
-	char dir[PATH_MAX * 2 + 64];
-	snprintf(dir, sizeof(dir), "%s", output);
-	char *slash = strrchr(dir, '/');
-	const char *base = output;
-	if (slash) {
-		*slash = 0;
-		base = output + (slash - dir) + 1;
-	}
-	*out = NULL;
-	DIR *d = opendir(!slash ? "." : dir[0] ? dir : "/");
-	if (!d)
-		return 0;
-	size_t bl = strlen(base), n = 0, alloc = 0;
-	char **names = NULL;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, base, bl) || !is_child_suffix(de->d_name + bl))
-			continue;
-		struct ap_buf p = AP_BUF_INIT;
-		if (slash)
-			ap_buf_addf(&p, "%s/%s", dir, de->d_name);
-		else
-			ap_buf_addstr(&p, de->d_name);
-		struct stat st;
-		if (stat(p.buf, &st) < 0 || st.st_mtime < since) {
-			ap_buf_release(&p);
-			continue;
-		}
-		AP_ALLOC_GROW(names, n + 1, alloc);
-		names[n++] = ap_buf_detach(&p, NULL);
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	*out = names;
-	return n;
-}
-
 /* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
  * image of the program itself, `main_pid`. */
 static pid_t suffix_pid(const char *suffix, pid_t main_pid)
@@ -713,8 +639,8 @@ static bool listed(char **names, size_t n, const char *name)
  * named instead. A live trace whose process
  * is gone is held by a child of that process which has not opened its
  * own trace yet: once it is released, the directory is read again for
- * that child's trace. */
-static void finish_children(const char *output, time_t since, bool quiet, pid_t main_pid)
+ * that child's trace. Returns how many child traces there were. */
+static size_t finish_children(const char *output, time_t since, bool quiet, pid_t main_pid)
 {
 	char **done = NULL;
 	size_t ndone = 0, done_alloc = 0;
@@ -722,7 +648,7 @@ static void finish_children(const char *output, time_t since, bool quiet, pid_t 
 	for (bool again = true; again;) {
 		again = false;
 		char **names;
-		size_t n = child_traces(output, since, &names);
+		size_t n = ap_trace_children(output, since, &names);
 		for (size_t i = 0; i < n; i++) {
 			if (listed(done, ndone, names[i])) {
 				free(names[i]);
@@ -750,6 +676,7 @@ static void finish_children(const char *output, time_t since, bool quiet, pid_t 
 	for (size_t i = 0; i < ndone; i++)
 		free(done[i]);
 	free(done);
+	return ndone;
 }
 
 /* What the vfork child of launch() needs, all prepared beforehand: it
@@ -999,8 +926,12 @@ int cmd_record(int argc, char **argv)
 		ap_compact_stream_abandon(stream);
 		say_live(output, "trace", -1);
 	}
-	if (!discard)
-		finish_children(output, start, o.quiet, pid);
+	if (!discard && finish_children(output, start, o.quiet, pid) && !o.quiet)
+		fprintf(stderr,
+			"allocprof: the reports read %s with its child traces as one run "
+			"(allocprof top %s); --by-process shows each process, "
+			"--no-children the program's trace alone\n",
+			output, output);
 	free(resolved);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -9,10 +9,11 @@
 
 #include "ap_trace.h"
 #include "commands.h"
+#include "views.h"
 
 static void stats_usage(FILE *f)
 {
-	fputs("usage: allocprof stats [--json] TRACE\n\n"
+	fputs("usage: allocprof stats [--json] [--no-children|--by-process] TRACE...\n\n"
 	      "The summary of a trace: program, pid, duration, sampling rate, threads,\n"
 	      "events, and the totals over the whole run: alloc_objects, alloc_space,\n"
 	      "free_objects, inuse_objects and inuse_space (live at the end),\n"
@@ -21,20 +22,15 @@ static void stats_usage(FILE *f)
 	      "largest of the in-use estimates over the run, so it is biased upward:\n"
 	      "it comes with the standard deviation of the estimate at that point.\n"
 	      "A truncated trace (the process was killed or is still running, or the\n"
-	      "file was cut) is summarized from its complete part, with a warning.\n\n"
+	      "file was cut) is summarized from its complete part, with a warning.\n"
+	      AP_VIEW_RUN_TEXT
+	      "A run of several processes is summed over them, on one time line (its\n"
+	      "peak is the largest sum of the processes' in-use bytes at one time).\n\n"
 	      "options:\n"
-	      "  --json       print one JSON object (keys as the names above)\n"
-	      "  -h, --help   show this help\n",
+	      "  --json               print one JSON object (keys as the names above)\n"
+	      AP_VIEW_RUN_HELP
+	      "  -h, --help           show this help\n",
 	      f);
-}
-
-/* ---- progress on a terminal ---- */
-
-static void progress(void *ctx, uint64_t done, uint64_t total)
-{
-	const char *path = ctx;
-	if (total)
-		fprintf(stderr, "\rreading %s: %3u%%", path, (unsigned)(done * 100 / total));
 }
 
 /* A duration as pprof labels one: the largest unit it reaches, "%.2f",
@@ -156,6 +152,13 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	printf("%-18s %s\n", "program", t->exe);
 	printf("%-18s %s\n", "command", cmd.buf);
 	printf("%-18s %llu\n", "pid", (unsigned long long)t->pid);
+	if (t->nprocs) {
+		printf("%-18s %zu (%s)\n", "processes", t->nprocs,
+		       "TRACE and its child traces, or the TRACEs given: --by-process shows each");
+		for (size_t i = 0; i < t->nprocs; i++)
+			printf("%-18s pid %llu: %s\n", "", (unsigned long long)t->procs[i].pid,
+			       t->procs[i].cmdline);
+	}
 	format_duration(b, sizeof(b), duration_ns(t));
 	printf("%-18s %s%s\n", "duration", b, t->has_end ? "" : " (up to the last event)");
 	if (t->rate <= 1) {
@@ -245,6 +248,25 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "program", json_string(t->exe));
 	json_object_set_new(o, "argv", argv);
 	json_object_set_new(o, "pid", json_u64(t->pid));
+	if (t->nprocs) {
+		json_t *ps = json_array();
+		for (size_t i = 0; i < t->nprocs; i++) {
+			const struct ap_process *p = &t->procs[i];
+			json_t *x = json_object();
+			json_object_set_new(x, "trace", json_string(p->path));
+			json_object_set_new(x, "pid", json_u64(p->pid));
+			json_object_set_new(x, "ppid", json_u64(p->ppid));
+			json_object_set_new(x, "command", json_string(p->cmdline));
+			json_object_set_new(x, "threads", json_u64(p->nthreads));
+			json_object_set_new(x, "events", json_u64(p->events));
+			if (p->has_end) {
+				json_object_set_new(x, "calls", json_u64(p->calls));
+				json_object_set_new(x, "bytes", json_u64(p->bytes));
+			}
+			json_array_append_new(ps, x);
+		}
+		json_object_set_new(o, "processes", ps);
+	}
 	json_object_set_new(o, "duration_ns", json_u64(duration_ns(t)));
 	json_object_set_new(o, "rate", json_u64(t->rate));
 	json_object_set_new(o, "exact", json_boolean(t->rate <= 1));
@@ -286,10 +308,13 @@ int cmd_stats(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"json", no_argument, NULL, 'j'},
+	    AP_VIEW_RUN_LONGOPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	bool json = false;
+	struct ap_view_opts vo;
+	ap_view_opts_init(&vo);
 	int c;
 	opterr = 0;
 	optind = 1;
@@ -300,6 +325,11 @@ int cmd_stats(int argc, char **argv)
 			return AP_EXIT_OK;
 		case 'j':
 			json = true;
+			vo.json = true;
+			break;
+		case AP_VOPT_NO_CHILDREN:
+		case AP_VOPT_BY_PROCESS:
+			ap_view_option(&vo, c, optarg);
 			break;
 		default:
 			if (optopt)
@@ -309,24 +339,14 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return ap_usage_error("stats", "no trace file given");
-	if (argc - optind > 1)
-		return ap_usage_error("stats", "one trace at a time ('%s' is extra)",
-				      argv[optind + 1]);
-	const char *path = argv[optind];
+	if (vo.by_process)
+		return ap_view_by_process(cmd_stats, argc, argv, optind, &vo);
 
 	struct ap_trace *t = NULL;
-	struct ap_error err;
-	bool show = ap_progress_wanted();
-	int rc = ap_trace_read(path, &t, &err, show ? progress : NULL, (void *)path);
-	if (show)
-		fputs("\r\033[K", stderr);
-	if (rc < 0) {
-		ap_print_error(&err);
+	int rc;
+	if (ap_view_read(&t, argv + optind, (size_t)(argc - optind), &vo,
+			 ": the totals cover its complete part"))
 		return AP_EXIT_FAIL;
-	}
-	if (t->truncated)
-		ap_die_msg("warning: %s: truncated trace (%s): the totals cover its complete part",
-			   path, t->truncated_why);
 	struct ap_trace_totals tot;
 	ap_trace_totals(t, &tot);
 	if (json)

@@ -25,7 +25,7 @@ enum fmt { FMT_TEXT, FMT_CSV, FMT_JSON, FMT_SVG };
 
 static void timeline_usage(FILE *f)
 {
-	fputs("usage: allocprof timeline [OPTIONS] TRACE\n\n"
+	fputs("usage: allocprof timeline [OPTIONS] TRACE...\n\n"
 	      "In-use bytes over the run: for each of N equal stretches of time the\n"
 	      "highest in-use bytes reached in it (so the chart's top is the peak\n"
 	      "`stats` reports), split into the top call sites (by what they held at\n"
@@ -39,7 +39,9 @@ static void timeline_usage(FILE *f)
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
-	      "  -h, --help           show this help\n",
+	      AP_VIEW_RUN_HELP
+	      "  -h, --help           show this help\n"
+	      AP_VIEW_RUN_TEXT,
 	      f);
 }
 
@@ -306,6 +308,7 @@ int cmd_timeline(int argc, char **argv)
 		{ "buckets", required_argument, NULL, OPT_BUCKETS },
 		{ "sites", required_argument, NULL, OPT_SITES },
 		AP_VIEW_SYM_LONGOPTS,
+		AP_VIEW_RUN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -355,13 +358,15 @@ int cmd_timeline(int argc, char **argv)
 	}
 	if (opt == AP_VIEW_BAD_USAGE)
 		return AP_EXIT_USAGE;
-	if (argc - optind != 1)
-		return ap_usage_error("timeline", argc == optind ? "no trace given" : "too many arguments");
+	if (argc == optind)
+		return ap_usage_error("timeline", "no trace given");
+	if (o.by_process)
+		return ap_view_by_process(cmd_timeline, argc, argv, optind, &o);
 	if (!nbuckets)
 		nbuckets = fmt == FMT_TEXT ? 60 : 200;
 
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv[optind], &o);
+	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc)
 		return rc;
 	ap_view_warnings(&v);

@@ -20,7 +20,7 @@ enum {
 
 static void top_usage(FILE *f)
 {
-	fputs("usage: allocprof top [OPTIONS] TRACE\n\n"
+	fputs("usage: allocprof top [OPTIONS] TRACE...\n\n"
 	      "The allocation call sites of TRACE, hottest first, as pprof -top shows\n"
 	      "them: flat is what a node allocated itself (it is the call site), cum\n"
 	      "what it allocated including its callees. Allocator frames (malloc,\n"
@@ -191,12 +191,13 @@ int cmd_top(int argc, char **argv)
 	}
 	o.report.node_count = (size_t)nodecount;
 	o.report.cum_sort = by_cum;
-	if (argc - optind != 1)
-		return ap_usage_error("top",
-				      argc == optind ? "no trace given" : "too many arguments");
+	if (argc == optind)
+		return ap_usage_error("top", "no trace given");
+	if (o.by_process)
+		return ap_view_by_process(cmd_top, argc, argv, optind, &o);
 
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv[optind], &o);
+	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc)
 		return rc;
 	struct ap_error err;

@@ -25,7 +25,7 @@ enum {
 
 static void tui_usage(FILE *f)
 {
-	fputs("usage: allocprof tui [OPTIONS] TRACE\n\n"
+	fputs("usage: allocprof tui [OPTIONS] TRACE...\n\n"
 	      "Browses TRACE interactively: the top table (flat, flat%, sum%, cum,\n"
 	      "cum%), Enter on a function for its annotated source (as list), 'a' for\n"
 	      "the pool advisor (as advise), '?' for the keys. The options set where\n"
@@ -53,6 +53,7 @@ static void tui_usage(FILE *f)
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      "  --no-children        read only the trace files given, not their child traces\n"
 	      "  -h, --help           show this help\n\n"
 	      "Environment: NO_COLOR set and not empty draws without colours, in bold\n"
 	      "and reverse video only (https://no-color.org).\n",
@@ -262,9 +263,11 @@ int cmd_tui(int argc, char **argv)
 			return ap_view_bad_option("tui", opt, argv);
 		}
 	}
-	if (argc - optind != 1)
-		return ap_usage_error("tui",
-				      argc == optind ? "no trace given" : "too many arguments");
+	if (argc == optind)
+		return ap_usage_error("tui", "no trace given");
+	if (o.view.by_process)
+		return ap_usage_error("tui", "--by-process: the TUI shows one run; open a "
+				      "process's trace with --no-children");
 	if (keys_text && !batch)
 		return ap_usage_error("tui", "--keys goes with --batch");
 
@@ -285,7 +288,7 @@ int cmd_tui(int argc, char **argv)
 	}
 
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv[optind], &o.view);
+	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o.view);
 	struct tui t;
 	if (!rc) {
 		rc = tui_init(&t, &v, &o, rows, cols);

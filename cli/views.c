@@ -9,6 +9,9 @@
 #include "commands.h"
 #include "views.h"
 
+/* Inside ap_view_by_process's runs. */
+static int by_process_depth;
+
 void ap_view_opts_init(struct ap_view_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -115,6 +118,13 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 	case AP_VOPT_JSON:
 		o->json = true;
 		return 1;
+	case AP_VOPT_NO_CHILDREN:
+		o->no_children = true;
+		return 1;
+	case AP_VOPT_BY_PROCESS:
+		/* the runs of ap_view_by_process are one process each */
+		o->by_process = !by_process_depth;
+		return 1;
 	}
 	return 0;
 }
@@ -176,27 +186,44 @@ void ap_view_progress_done(void)
 
 /* ---- loading ------------------------------------------------------------ */
 
-int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts *o)
+int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const struct ap_view_opts *o,
+		 const char *covers)
 {
 	struct ap_error err;
-	memset(v, 0, sizeof(*v));
+	struct ap_run run;
 	ap_progress_fn pfn = ap_progress_wanted() ? progress_draw : NULL;
-	int rc = ap_trace_read(path, &v->trace, &err, pfn, ap_view_progress_ctx("reading"));
+	int rc = ap_run_read(&run, (const char *const *)paths, n, !o->no_children, &err, pfn,
+			     ap_view_progress_ctx("reading"));
 	ap_view_progress_done();
 	if (rc) {
 		ap_print_error(&err);
 		return AP_EXIT_FAIL;
 	}
+	for (size_t i = 0; i < run.n; i++)
+		if (run.traces[i]->truncated)
+			ap_die_msg("warning: %s: truncated trace (%s)%s", run.paths[i],
+				   run.traces[i]->truncated_why, covers);
+	if (ap_run_merge(&run, out, &err)) {
+		ap_print_error(&err);
+		ap_run_release(&run);
+		return AP_EXIT_FAIL;
+	}
+	return 0;
+}
+
+int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o)
+{
+	struct ap_error err;
+	memset(v, 0, sizeof(*v));
+	if (ap_view_read(&v->trace, paths, n, o, "; showing its complete part"))
+		return AP_EXIT_FAIL;
 	if (o->report.sample_index == AP_SI_TEMPORARY && v->trace->rate > 1) {
 		ap_die_msg("%s: temporary allocations need a trace recorded with --all: a "
 			   "sampled trace does not hold the events between an allocation and its "
-			   "free", path);
+			   "free", paths[0]);
 		ap_view_release(v);
 		return AP_EXIT_FAIL;
 	}
-	if (v->trace->truncated)
-		ap_die_msg("warning: %s: truncated trace (%s); showing its complete part", path,
-			   v->trace->truncated_why);
 	v->sym = ap_sym_new(v->trace, &o->sym, &err);
 	if (!v->sym) {
 		ap_print_error(&err);
@@ -205,6 +232,70 @@ int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts 
 	}
 	v->values = ap_report_stack_values(v->trace);
 	return 0;
+}
+
+int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first,
+		       const struct ap_view_opts *o)
+{
+	struct ap_error err;
+	struct ap_run run;
+	if (ap_run_read(&run, (const char *const *)argv + first, (size_t)(argc - first),
+			!o->no_children, &err, NULL, NULL)) {
+		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
+	/* the headings: what each trace is, before the runs free them */
+	char **heading = ap_xcalloc(run.n, sizeof(*heading));
+	for (size_t i = 0; i < run.n; i++) {
+		const struct ap_trace *t = run.traces[i];
+		struct ap_buf b = AP_BUF_INIT;
+		ap_buf_addf(&b, "==> %s: pid %llu,", run.paths[i], (unsigned long long)t->pid);
+		for (size_t k = 0; k < t->argc; k++)
+			ap_buf_addf(&b, " %s", t->argv[k]);
+		if (!t->argc)
+			ap_buf_addf(&b, " %s", t->exe);
+		ap_buf_addstr(&b, " <==");
+		heading[i] = ap_buf_detach(&b, NULL);
+		ap_trace_free(run.traces[i]);
+		run.traces[i] = NULL;
+	}
+	int nopt = optind, rc = 0;
+	size_t nargs = (size_t)nopt + 3 + (size_t)(first - optind) + 2;
+	char **args = ap_xcalloc(nargs, sizeof(*args));
+	by_process_depth++;
+	if (o->json && run.n > 1)
+		puts("[");
+	for (size_t i = 0; i < run.n; i++) {
+		size_t k = 0;
+		for (int j = 0; j < nopt; j++)
+			args[k++] = argv[j];
+		args[k++] = "--no-children";
+		args[k++] = "--";
+		for (int j = nopt; j < first; j++)
+			args[k++] = argv[j];
+		args[k++] = run.paths[i];
+		args[k] = NULL;
+		if (run.n > 1) {
+			if (o->json)
+				fputs(i ? ",\n" : "", stdout);
+			else
+				printf("%s%s\n\n", i ? "\n" : "", heading[i]);
+			fflush(stdout);
+		}
+		int r = fn((int)k, args);
+		fflush(stdout);
+		if (r && !rc)
+			rc = r;
+	}
+	if (o->json && run.n > 1)
+		puts("]");
+	by_process_depth--;
+	free(args);
+	for (size_t i = 0; i < run.n; i++)
+		free(heading[i]);
+	free(heading);
+	ap_run_release(&run);
+	return rc;
 }
 
 void ap_view_warnings(const struct ap_view *v)

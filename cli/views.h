@@ -32,6 +32,8 @@ enum {
 	AP_VOPT_FUNCTIONS, /* AP_VIEW_GRAN_LONGOPTS */
 	AP_VOPT_LINES,
 	AP_VOPT_FILES,
+	AP_VOPT_NO_CHILDREN, /* AP_VIEW_RUN_LONGOPTS */
+	AP_VOPT_BY_PROCESS,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -42,6 +44,20 @@ enum {
 	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
 	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR }
+
+/* How the traces given are read (also in AP_VIEW_LONGOPTS). */
+#define AP_VIEW_RUN_LONGOPTS                                                   \
+	{ "no-children", no_argument, NULL, AP_VOPT_NO_CHILDREN },             \
+	{ "no_children", no_argument, NULL, AP_VOPT_NO_CHILDREN },             \
+	{ "by-process", no_argument, NULL, AP_VOPT_BY_PROCESS },               \
+	{ "by_process", no_argument, NULL, AP_VOPT_BY_PROCESS }
+
+/* Their help text. */
+#define AP_VIEW_RUN_HELP                                                                           \
+	"  --no-children        read only the trace files given, not the traces of the\n"          \
+	"                       processes and images that followed them (TRACE.<pid>,\n"           \
+	"                       TRACE.exec<n>)\n"                                                  \
+	"  --by-process         one report per process instead of one for the run\n"
 
 /* The long options every view takes; a command puts them first in its
  * own table (no sentinel). Each is also spelled as pprof spells it
@@ -62,6 +78,7 @@ enum {
 	{ "show", required_argument, NULL, AP_VOPT_SHOW },                      \
 	{ "hide", required_argument, NULL, AP_VOPT_HIDE },                      \
 	AP_VIEW_SYM_LONGOPTS,                                                  \
+	AP_VIEW_RUN_LONGOPTS,                                                  \
 	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
 /* clang-format on */
@@ -92,16 +109,26 @@ enum {
 	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
 	"                       wrappers (the call site is below them)\n"                          \
 	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
+	AP_VIEW_RUN_HELP                                                                           \
 	"  --json               print JSON (see docs/json.md)\n"                                   \
 	"  -h, --help           show this help\n"                                                  \
 	"Options are spelled as pprof's too: one dash or two, the value after '='\n"              \
 	"or as the next argument (-nodecount=3, --sample_index alloc_objects).\n"                  \
-	"REGEXes are pprof's (RE2) syntax, matched with PCRE2: (?i)render works.\n"
+	"REGEXes are pprof's (RE2) syntax, matched with PCRE2: (?i)render works.\n"              \
+	AP_VIEW_RUN_TEXT
+
+/* What the help says of several traces and whole runs. */
+#define AP_VIEW_RUN_TEXT                                                                           \
+	"Several TRACEs are read as one, as pprof merges profiles. A TRACE is read\n"               \
+	"with the traces of the processes its program started and the programs\n"                  \
+	"they exec'd (TRACE.<pid>, TRACE.exec<n>): the whole run.\n"
 
 struct ap_view_opts {
 	struct ap_report_options report;
 	struct ap_sym_options sym;
 	bool json;
+	bool no_children;	/* --no-children */
+	bool by_process;	/* --by-process */
 };
 
 void ap_view_opts_init(struct ap_view_opts *o);
@@ -145,10 +172,28 @@ struct ap_view {
 	struct ap_stack_values *values;
 };
 
-/* Reads the trace at `path` (progress on a terminal), warns on stderr when
- * it is truncated, builds the symbolizer and the per-stack values. Returns
- * 0, or prints the error and returns AP_EXIT_FAIL. */
-int ap_view_load(struct ap_view *v, const char *path, const struct ap_view_opts *o);
+/* Reads the traces at `paths` (n >= 1) as one (each with its child
+ * traces unless o->no_children; ap_run_read, ap_run_merge), progress on a
+ * terminal, a warning on stderr when one is truncated ("...: truncated
+ * trace (why)" then `covers`, what is shown of it). Returns 0, or prints
+ * the error and returns AP_EXIT_FAIL. */
+int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const struct ap_view_opts *o,
+		 const char *covers);
+
+/* ap_view_read, then the symbolizer and the per-stack values. Returns 0,
+ * or prints the error and returns AP_EXIT_FAIL. */
+int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
+
+/* --by-process: runs the command `fn` (its cmd_* entry, given the argv it
+ * was given) once per process of the run that the traces argv[first..argc)
+ * make, each on that process's trace alone (--no-children), under a
+ * heading "==> TRACE: pid N, CMDLINE <==" (with --json: an array of the
+ * command's objects). A run of one process is run once, without a
+ * heading. argv[1..optind) are the options (getopt moved them first),
+ * argv[optind..first) the command's other arguments (list's REGEX).
+ * Returns the first non-zero status of the runs, else 0. */
+int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first,
+		       const struct ap_view_opts *o);
 
 /* First-run hints, one line each on stderr ("allocprof: note: ..."):
  *

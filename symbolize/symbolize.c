@@ -57,6 +57,11 @@ struct sym_module {
 	struct cu_cache *cus;
 	size_t ncus, cus_alloc;
 	size_t last_cu;		/* the CU of the previous lookup */
+	/* The module resolving this one's PCs, -1 for itself: in a whole
+	 * run (ap_run_merge) every process maps libc, each at its own
+	 * address; one file (path, build-id and segments alike) is opened
+	 * once, at its first mapping, and the others' PCs translated. */
+	int32_t canon;
 };
 
 /* A cached PC: its frames, and whether each is an allocator frame. */
@@ -225,6 +230,46 @@ static void build_id_hex(char *out, size_t outlen, const uint8_t *id, size_t len
 		snprintf(out + o, outlen - o, "%02x", id[i]);
 }
 
+static bool same_file(const struct ap_mapping *a, const struct ap_mapping *b)
+{
+	if (strcmp(a->path, b->path) || a->build_id_len != b->build_id_len ||
+	    memcmp(a->build_id, b->build_id, a->build_id_len) || a->nsegs != b->nsegs ||
+	    a->end - a->start != b->end - b->start || a->start - a->bias != b->start - b->bias)
+		return false;
+	for (size_t k = 0; k < a->nsegs; k++)
+		if (a->segs[k].vaddr != b->segs[k].vaddr || a->segs[k].memsz != b->segs[k].memsz ||
+		    a->segs[k].offset != b->segs[k].offset)
+			return false;
+	return true;
+}
+
+/* Sets canon for the mappings of a whole run: the first mapping of the
+ * same file in another process (files only: the vdso and anonymous code
+ * have no file to share). A hash of the path keeps it linear. */
+static void find_canon(struct ap_symbolizer *s)
+{
+	size_t cap = 64;
+	while (cap < s->nmods * 2)
+		cap *= 2;
+	int32_t *first = ap_xmalloc(cap * sizeof(*first));
+	for (size_t j = 0; j < cap; j++)
+		first[j] = -1;
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct ap_mapping *map = s->mods[i].map;
+		if (map->path[0] != '/')
+			continue;
+		size_t j = hash_str(map->path) & (cap - 1);
+		for (; first[j] >= 0; j = (j + 1) & (cap - 1))
+			if (same_file(s->mods[first[j]].map, map))
+				break;
+		if (first[j] >= 0)
+			s->mods[i].canon = first[j];
+		else
+			first[j] = (int32_t)i;
+	}
+	free(first);
+}
+
 /* Opens module i on first use: reports it to its Dwfl at the recorded bias
  * and checks the build-id. A module that cannot be used gets a warning and
  * address-only frames. */
@@ -234,6 +279,10 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 	const struct ap_mapping *map = m->map;
 	if (m->state != MOD_UNOPENED)
 		return m;
+	if (m->canon >= 0) {
+		m->state = module_get(s, m->canon)->state;
+		return m;
+	}
 	m->state = MOD_BAD;
 	/* vdso and anonymous code have no file to read: addresses only. */
 	if (map->path[0] != '/')
@@ -364,7 +413,7 @@ static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
 	if (m)
 		snprintf(tmp, sizeof(tmp), "%s+0x%" PRIx64, m->base, f->module_offset);
 	else
-		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, f->pc);
+		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, ap_run_addr(f->pc));
 	f->func = f->mangled = intern(&s->strs, tmp);
 	f->unsymbolized = true;
 }
@@ -571,10 +620,10 @@ static struct ap_frame *push_frame(struct ap_frame **fr, uint32_t *n, size_t *al
 /* The frames of a PC in a usable module: the inline chain from DWARF when
  * the PC is in a CU with scopes, else one frame named from the symbol
  * table, else module+0xoff. */
-static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m,
+static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_t pc,
 			  struct pc_entry *e, const struct ap_frame *proto)
 {
-	Dwarf_Addr addr = e->pc - 1, bias = 0;
+	Dwarf_Addr addr = pc - 1, bias = 0;
 	struct srcloc loc = { NULL, 0, 0 };
 	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
 	if (line) {
@@ -661,7 +710,8 @@ static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 		proto.module_offset = e->pc;
 	}
 	if (m && m->state == MOD_OK) {
-		resolve_dwarf(s, m, e, &proto);
+		struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
+		resolve_dwarf(s, c, e->pc - m->map->bias + c->map->bias, e, &proto);
 	} else {
 		e->frames = ap_xmalloc(sizeof(*e->frames));
 		e->frames[0] = proto;
@@ -835,7 +885,10 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	for (size_t i = 0; i < s->nmods; i++) {
 		s->mods[i].map = &t->maps[i];
 		s->mods[i].base = intern(&s->strs, path_base(t->maps[i].path));
+		s->mods[i].canon = -1;
 	}
+	if (t->nprocs)
+		find_canon(s);
 
 	/* Open only the modules some stack references, now, so that their
 	 * warnings are known before any view prints. */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ap_trace_enc.h"
 #include "ap_util.h"
@@ -36,6 +37,20 @@ struct ap_thread {
 	uint32_t tid;
 	char *name;		/* never NULL ("" when unknown) */
 	uint64_t events;	/* events recorded on this thread */
+	uint32_t proc;		/* its process in a whole run (ap_trace.procs), else 0 */
+};
+
+/* One process of a whole run (ap_run_merge). */
+struct ap_process {
+	char *path;		/* its trace file */
+	uint64_t pid, ppid;
+	char *exe, *cmdline;	/* cmdline: argv joined by spaces */
+	size_t first_thread, nthreads; /* its threads in ap_trace.threads */
+	uint64_t events;
+	bool has_end;
+	uint64_t calls, bytes;	/* exact totals (has_end only) */
+	uint64_t end_reason, end_status;
+	bool end_status_known;
 };
 
 /* Event flags */
@@ -99,6 +114,11 @@ struct ap_trace {
 	/* Records as written (a REALLOC counts once; ev holds two events for
 	 * it when the old block was tracked). */
 	uint64_t nrecords;
+	/* A whole run of several processes (ap_run_merge), in the order
+	 * read; NULL and 0 for a single trace. The header fields above are
+	 * the first process's, the END totals the sums. */
+	struct ap_process *procs;
+	size_t nprocs;
 	/* Private to the reader: the mapping lookup index. */
 	struct ap_map_range *map_index;
 	size_t nmap_index;
@@ -161,6 +181,57 @@ struct ap_trace_totals {
 	uint64_t unmatched_frees;
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
+
+/* ---- Whole runs ----
+ * `record` writes one trace per process and per exec'd image: the
+ * program's at PATH, then PATH.<pid> for the processes it started (and
+ * theirs), PATH.<pid>.exec<n> and PATH.exec<n> for the images a process
+ * exec'd into. A whole run is those traces read as one: one time line,
+ * every process's allocations and stacks, each process's addresses kept
+ * apart by putting process i's (code and heap) at i << AP_RUN_SHIFT
+ * (user addresses are below 2^47 on x86-64 and 2^48 on arm64); frames are
+ * named by module and offset, which the shift does not change. */
+#define AP_RUN_SHIFT 48
+#define AP_RUN_MAX_PROCS 65535
+/* An address of a whole run's trace as its process saw it. */
+static inline uint64_t ap_run_addr(uint64_t a)
+{
+	return a & ((UINT64_C(1) << AP_RUN_SHIFT) - 1);
+}
+
+/* True when `s` is the suffix of a child trace: .<pid>, .<pid>.exec<n> or
+ * .exec<n>. */
+bool ap_trace_is_child_suffix(const char *s);
+
+/* The traces of the processes and images that followed the program whose
+ * trace is `path` (PATH + a child suffix), regular files modified at
+ * `since` or later, sorted by name, as paths into *out (the strings and
+ * the array are the caller's); returns their count. */
+size_t ap_trace_children(const char *path, time_t since, char ***out);
+
+/* Several traces read for one report: paths[i] is the file traces[i] was
+ * read from. */
+struct ap_run {
+	struct ap_trace **traces;
+	char **paths;
+	size_t n;
+};
+
+/* Reads each of `paths` and, when `children`, the child traces of each
+ * (ap_trace_children) that began after it (older ones are left from an
+ * earlier run written to the same path); a path given twice is read once.
+ * Returns 0, or -1 with err set (nothing to release then). */
+int ap_run_read(struct ap_run *run, const char *const *paths, size_t n, bool children,
+		struct ap_error *err, ap_progress_fn progress, void *progress_ctx);
+
+/* Merges the traces of `run` into one (*out), consuming them (`run` is
+ * released): the events of all merged by time, threads, stacks and
+ * mappings renumbered, procs filled in. One trace is handed over as it
+ * is, without procs. Fails (-1, err set; `run` untouched) when the traces
+ * were recorded at different rates or hold too many threads. */
+int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err);
+
+void ap_run_release(struct ap_run *run);
 
 /* Chunk streams (docs/trace-format.md, "Streams"): the next index of each
  * stream seen. Writers ask it for the index of their next chunk; readers

@@ -9,6 +9,7 @@
  * before it is used, so a corrupt count can never make us allocate or read
  * past the end. */
 #include "ap_trace.h"
+#include "trace-int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1347,7 +1348,7 @@ static int range_cmp(const void *a, const void *b)
 
 /* Builds the disjoint lookup index: each mapping in order cuts what it
  * overlaps out of the ranges of the ones before it. */
-static void build_map_index(struct ap_trace *t)
+void ap_trace_index_maps(struct ap_trace *t)
 {
 	struct ap_map_range *ix = NULL;
 	size_t n = 0, alloc = 0;
@@ -1595,7 +1596,7 @@ static int read_data(struct rd *r)
 	if (!rc) {
 		struct ap_trace *t = r->t;
 		merge_events(r);
-		build_map_index(t);
+		ap_trace_index_maps(t);
 		if (!t->has_end)
 			t->end_ns = r->any_event ? r->last_ts : t->start_ns;
 		if (r->progress)
@@ -1715,6 +1716,12 @@ void ap_trace_free(struct ap_trace *t)
 	free(t->threads);
 	free(t->ev);
 	free(t->map_index);
+	for (size_t i = 0; i < t->nprocs; i++) {
+		free(t->procs[i].path);
+		free(t->procs[i].exe);
+		free(t->procs[i].cmdline);
+	}
+	free(t->procs);
 	free(t);
 }
 

@@ -58,7 +58,7 @@ record_and_stats() {
 		sed 's/^/  record stderr: /' "$tmp/$tag.rec.err"
 		return 1
 	fi
-	if ! "$ALLOCPROF" stats --json "$tmp/$tag.trace" >"$tmp/$tag.json" 2>"$tmp/$tag.stats.err"; then
+	if ! "$ALLOCPROF" stats --json --no-children "$tmp/$tag.trace" >"$tmp/$tag.json" 2>"$tmp/$tag.stats.err"; then
 		fail "$name $*: allocprof stats failed"
 		sed 's/^/  /' "$tmp/$tag.stats.err"
 		return 1
@@ -110,7 +110,7 @@ forkexec)
 	for c in "$tmp"/main.trace.*; do
 		[ -e "$c" ] || continue
 		n=$((n + 1))
-		if ! "$ALLOCPROF" stats --json "$c" >"$tmp/child$n.json" 2>"$tmp/child$n.err"; then
+		if ! "$ALLOCPROF" stats --json --no-children "$c" >"$tmp/child$n.json" 2>"$tmp/child$n.err"; then
 			fail "forkexec: stats failed on child trace ${c##*/}"
 			sed 's/^/  /' "$tmp/child$n.err"
 			continue
@@ -128,6 +128,26 @@ forkexec)
 	done
 	[ -e "$tmp/forked.json" ] || fail "forkexec: no trace of the forked child (<trace>.<pid>)"
 	[ -e "$tmp/exec.json" ] || fail "forkexec: no trace of the exec'd child"
+	# Read as a whole run (the default), the trace is the three processes'
+	# sum, on one time line.
+	"$ALLOCPROF" stats --json "$tmp/main.trace" >"$tmp/run.json" || fail "forkexec: stats of the run failed"
+	"${E2E_PYTHON:-python3}" - "$tmp/run.json" "$tmp/main.json" "$tmp/forked.json" "$tmp/exec.json" <<'PY' || fail "forkexec: the whole run is not the sum of its processes"
+import json, sys
+run, *parts = [json.load(open(p)) for p in sys.argv[1:]]
+ok = len(run.get("processes", [])) == 3
+for k in ("alloc_objects", "alloc_space", "free_objects", "inuse_objects", "inuse_space", "calls", "bytes"):
+    want = sum(p[k] for p in parts)
+    print(f"whole run: {k} {run[k]}, sum of the processes {want}")
+    ok = ok and run[k] == want
+sys.exit(0 if ok else 1)
+PY
+	# The same path recorded again by a program without children: the
+	# child traces left from the first run are older, and not read.
+	"$ALLOCPROF" record -q --all -o "$tmp/main.trace" -- "$TESTDATA_BUILD/single" >/dev/null 2>&1 ||
+		fail "forkexec: recording single over the trace failed"
+	"$ALLOCPROF" stats --json "$tmp/main.trace" >"$tmp/again.json" || fail "forkexec: stats after the second record failed"
+	[ -z "$(py field "$tmp/again.json" processes)" ] ||
+		fail "forkexec: the second run's trace was read with the first run's children"
 	;;
 esac
 

@@ -10,14 +10,21 @@
 # preloaded, as the recording has: each library with thread-local storage
 # makes glibc's per-thread DTV, which the program's thread creation
 # allocates, 16 bytes longer.
-# Usage: exact.sh [--preload] [--vg-arg ARG] NAME [ARGS...]. Environment
+# With --children, NAME runs other programs (through sh -c): valgrind's
+# heap summaries, one per process image that exits, are summed, and `stats`
+# reads the whole run (the trace and its child traces). A shell's
+# allocations depend on its environment, and valgrind's variables are not
+# record's: such a program gives its shell only those variables
+# (testdata/shkids.c), and each run gets the ones the other adds.
+# Usage: exact.sh [--preload] [--children] [--vg-arg ARG] NAME [ARGS...]. Environment
 # (tests/e2e/meson.build): ALLOCPROF, SAMPLER, TESTDATA_BUILD, E2E_PYTHON,
 # VALGRIND, else the valgrind in PATH when the test runs (none: skip).
 set -u
-preload= vg_arg=()
+preload= vg_arg=() children=
 while :; do
 	case $1 in
 	--preload) preload="$SAMPLER libunwind.so.8"; shift ;;
+	--children) children=1; shift ;;
 	--vg-arg) vg_arg=("$2"); shift 2 ;;
 	*) break ;;
 	esac
@@ -36,11 +43,21 @@ if [ -z "$VALGRIND" ]; then
 	echo "valgrind not found: skipping"
 	exit 77
 fi
-"$VALGRIND" --run-libc-freeres=no --run-cxx-freeres=no --trace-children=yes \
+vg_env=() rec_env=()
+if [ -n "$children" ]; then
+	vg_env=(ALLOCPROF=1 ALLOCPROF_TEST_SEED=7)
+	rec_env=(VALGRIND_LIB=1 LD_LIBRARY_PATH=1 GLIBCPP_FORCE_NEW=1 GLIBCXX_FORCE_NEW=1)
+fi
+env "${vg_env[@]}" "$VALGRIND" --run-libc-freeres=no --run-cxx-freeres=no --trace-children=yes \
 	env ${preload:+LD_PRELOAD="$preload"} "$prog" "$@" "${vg_arg[@]}" >/dev/null 2>"$tmp/vg" ||
 	fail "$name: failed under valgrind"
-read -r v_allocs v_frees v_bytes < <(sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$tmp/vg" | tr -d ,)
-read -r v_inuse v_blocks < <(sed -n 's/.*in use at exit: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1 \2/p' "$tmp/vg" | tr -d ,)
+# the first summary (the program's), or with --children the sum of all
+sum=1
+[ -n "$children" ] && sum=1000000
+read -r v_allocs v_frees v_bytes < <(sed -n 's/.*total heap usage: \([0-9,]*\) allocs, \([0-9,]*\) frees, \([0-9,]*\) bytes allocated.*/\1 \2 \3/p' "$tmp/vg" | tr -d , |
+	awk -v n=$sum 'NR <= n { a += $1; f += $2; b += $3 } END { if (NR) print a, f, b }')
+read -r v_inuse v_blocks < <(sed -n 's/.*in use at exit: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\1 \2/p' "$tmp/vg" | tr -d , |
+	awk -v n=$sum 'NR <= n { u += $1; k += $2 } END { if (NR) print u, k }')
 [ -n "${v_allocs:-}" ] && [ -n "${v_blocks:-}" ] || { fail "$name: no heap summary from valgrind"; cat "$tmp/vg"; exit 1; }
 echo "valgrind: $v_allocs allocs, $v_frees frees, $v_bytes bytes; in use at exit $v_inuse bytes in $v_blocks blocks"
 
@@ -54,7 +71,7 @@ check() {
 }
 for mode in all sampled; do
 	if [ $mode = all ]; then opt=--all; else opt="--rate 4096"; fi
-	ALLOCPROF_TEST_SEED=7 "$ALLOCPROF" record -q $opt -o "$tmp/$mode.trace" -- "$prog" "$@" >"$tmp/$mode.out" 2>&1
+	env "${rec_env[@]}" ALLOCPROF_TEST_SEED=7 "$ALLOCPROF" record -q $opt -o "$tmp/$mode.trace" -- "$prog" "$@" >"$tmp/$mode.out" 2>&1
 	st=$?
 	[ "$st" = "$st_native" ] || fail "$name $mode: exit status $st, natively $st_native"
 	cmp -s "$tmp/native.out" "$tmp/$mode.out" || fail "$name $mode: output differs under record"
@@ -71,5 +88,12 @@ for mode in all sampled; do
 	check all inuse_objects "$v_blocks"
 	check all inuse_space "$v_inuse"
 	check all unmatched_frees 0
+	if [ -n "$children" ]; then
+		for si in alloc_objects:$v_allocs alloc_space:$v_bytes inuse_objects:$v_blocks inuse_space:$v_inuse; do
+			got=$("$ALLOCPROF" top --json --${si%%:*} "$tmp/all.trace" |
+				"${E2E_PYTHON:-python3}" -c 'import json,sys; print(int(json.load(sys.stdin)["total"]))')
+			[ "$got" = "${si#*:}" ] || fail "$name: top --${si%%:*} total is $got, valgrind ${si#*:}"
+		done
+	fi
 done
 exit $failed

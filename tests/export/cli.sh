@@ -92,7 +92,7 @@ expect 2 "^allocprof: export: unknown sample index 'objects'" export --sample-in
 expect 2 "^allocprof: export: unknown option '--json'" export --json "$tmp/fx.trace"
 expect 2 "^allocprof: export: option '-o' needs a value" export "$tmp/fx.trace" -o
 expect 2 "^allocprof: export: no trace given" export
-expect 2 "^allocprof: export: too many arguments" export "$tmp/fx.trace" "$tmp/fx.trace"
+expect 2 "^allocprof: export: --by-process: " export --by-process "$tmp/fx.trace"
 
 # failures: exit 1, one line
 expect 1 "^allocprof: $tmp/missing.trace: " export "$tmp/missing.trace"

@@ -47,7 +47,16 @@ expect 2 "^allocprof: list: unknown sample index 'bytes'" list -sample_index=byt
 expect 2 "^allocprof: top: bad node fraction '2'" top --nodefraction 2 "$tmp/fx.trace"
 expect 2 "^allocprof: top: bad --trim value 'maybe'" top -trim=maybe "$tmp/fx.trace"
 expect 2 "^allocprof: top: no trace given" top
-expect 2 "^allocprof: top: too many arguments" top "$tmp/fx.trace" "$tmp/fx.trace"
+# several traces are one run; a path given twice is read once
+cp "$tmp/fx.trace" "$tmp/fx2.trace"
+expect 0 '' top --json "$tmp/fx.trace" "$tmp/fx2.trace"
+two=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["total"]))' "$tmp/out")
+expect 0 '' top --json "$tmp/fx.trace" "$tmp/fx.trace"
+one=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["total"]))' "$tmp/out")
+[ "$two" = "$((2 * one))" ] || { echo "FAIL top of two traces: total $two, one trace $one"; fail=1; }
+expect 0 '' top --by-process "$tmp/fx.trace" "$tmp/fx2.trace"
+[ "$(grep -c '^==> .*fx2\?\.trace: pid ' "$tmp/out")" = 2 ] || { echo "FAIL top --by-process: no two headings"; cat "$tmp/out"; fail=1; }
+expect 2 "^allocprof: tui: --by-process: " tui --by-process "$tmp/fx.trace"
 expect 2 "^allocprof: list: need a REGEX and a TRACE" list walk
 expect 2 "^allocprof: list: unknown option '--lines'" list --lines walk "$tmp/fx.trace"
 

@@ -165,13 +165,18 @@ grep -q "^allocprof: stats: no trace file given (see 'allocprof stats -h')$" "$T
 "$AP" stats --bogus "$T/exact.trace" >/dev/null 2>"$T/usage2.err"
 [ $? = 2 ] || bad "stats --bogus: exit not 2"
 grep -q "unknown option '--bogus'" "$T/usage2.err" || bad "bogus option message: $(cat "$T/usage2.err")"
-"$AP" stats "$T/exact.trace" "$T/exact.trace" >/dev/null 2>&1
-[ $? = 2 ] || bad "two traces: exit not 2"
+# Two traces are read as one run: their totals add up, each is a process.
+cp "$T/exact.trace" "$T/exact2.trace"
+one=$("$AP" stats --json "$T/exact.trace" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["alloc_objects"], d["alloc_space"], d["inuse_space"], len(d.get("processes", [])))')
+two=$("$AP" stats --json "$T/exact.trace" "$T/exact2.trace" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["alloc_objects"], d["alloc_space"], d["inuse_space"], len(d["processes"]))')
+read -r a b c n <<<"$one"
+[ "$two" = "$((2 * a)) $((2 * b)) $((2 * c)) 2" ] || bad "two traces: '$two', one is '$one'"
+[ "$n" = 0 ] || bad "one trace has a process list: '$one'"
 
 # -h / --help: to stdout, exit 0.
 for h in -h --help; do
 	out=$("$AP" stats $h) || bad "stats $h: exit $?"
-	case $out in "usage: allocprof stats [--json] TRACE"*) ;; *) bad "stats $h: $out" ;; esac
+	case $out in "usage: allocprof stats [--json] [--no-children|--by-process] TRACE..."*) ;; *) bad "stats $h: $out" ;; esac
 done
 
 [ $fail = 0 ] && echo "stats: all checks passed"

@@ -1,0 +1,370 @@
+/* Whole runs: a trace and the traces of the processes and images that
+ * followed it, read as one (ap_trace.h, "Whole runs"). */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ap_trace.h"
+#include "trace-int.h"
+
+bool ap_trace_is_child_suffix(const char *s)
+{
+	const char *p = s;
+	if (*p != '.')
+		return false;
+	p++;
+	if (*p >= '0' && *p <= '9') {
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (!*p)
+			return true;
+		if (*p != '.')
+			return false;
+		p++;
+	}
+	if (strncmp(p, "exec", 4) || !p[4])
+		return false;
+	for (p += 4; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t ap_trace_children(const char *path, time_t since, char ***out)
+{
+	char dir[PATH_MAX * 2 + 64];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	const char *base = path;
+	if (slash) {
+		*slash = 0;
+		base = path + (slash - dir) + 1;
+	}
+	*out = NULL;
+	DIR *d = opendir(!slash ? "." : dir[0] ? dir : "/");
+	if (!d)
+		return 0;
+	size_t bl = strlen(base), n = 0, alloc = 0;
+	char **names = NULL;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, base, bl) || !ap_trace_is_child_suffix(de->d_name + bl))
+			continue;
+		struct ap_buf p = AP_BUF_INIT;
+		if (slash)
+			ap_buf_addf(&p, "%s/%s", dir, de->d_name);
+		else
+			ap_buf_addstr(&p, de->d_name);
+		struct stat st;
+		if (stat(p.buf, &st) < 0 || !S_ISREG(st.st_mode) || st.st_mtime < since) {
+			ap_buf_release(&p);
+			continue;
+		}
+		AP_ALLOC_GROW(names, n + 1, alloc);
+		names[n++] = ap_buf_detach(&p, NULL);
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
+	*out = names;
+	return n;
+}
+
+void ap_run_release(struct ap_run *run)
+{
+	for (size_t i = 0; i < run->n; i++) {
+		ap_trace_free(run->traces[i]);
+		free(run->paths[i]);
+	}
+	free(run->traces);
+	free(run->paths);
+	memset(run, 0, sizeof(*run));
+}
+
+static bool run_has(const struct ap_run *run, const char *path)
+{
+	for (size_t i = 0; i < run->n; i++)
+		if (!strcmp(run->paths[i], path))
+			return true;
+	return false;
+}
+
+static void run_add(struct ap_run *run, size_t *alloc, char *path, struct ap_trace *t)
+{
+	if (run->n + 1 > *alloc) {
+		*alloc = *alloc ? *alloc * 2 : 4;
+		run->traces = ap_xrealloc(run->traces, *alloc * sizeof(*run->traces));
+		run->paths = ap_xrealloc(run->paths, *alloc * sizeof(*run->paths));
+	}
+	run->traces[run->n] = t;
+	run->paths[run->n++] = path;
+}
+
+int ap_run_read(struct ap_run *run, const char *const *paths, size_t n, bool children,
+		struct ap_error *err, ap_progress_fn progress, void *progress_ctx)
+{
+	memset(run, 0, sizeof(*run));
+	size_t alloc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (run_has(run, paths[i]))
+			continue;
+		struct ap_trace *t;
+		if (ap_trace_read(paths[i], &t, err, progress, progress_ctx) < 0)
+			goto fail;
+		run_add(run, &alloc, ap_xstrdup(paths[i]), t);
+		if (!children)
+			continue;
+		uint64_t began = t->start_realtime_ns;
+		char **kids;
+		size_t nk = ap_trace_children(paths[i], 0, &kids);
+		for (size_t k = 0; k < nk; k++) {
+			struct ap_trace *c = NULL;
+			if (run_has(run, kids[k]) ||
+			    ap_trace_read(kids[k], &c, err, progress, progress_ctx) < 0) {
+				bool failed = !run_has(run, kids[k]);
+				for (size_t j = k; j < nk; j++)
+					free(kids[j]);
+				free(kids);
+				if (failed)
+					goto fail;
+				break;
+			}
+			/* A child trace that began before the trace itself is
+			 * left from an earlier run written to the same path. */
+			if (c->start_realtime_ns < began) {
+				ap_trace_free(c);
+				free(kids[k]);
+				continue;
+			}
+			run_add(run, &alloc, kids[k], c);
+		}
+		free(kids);
+	}
+	return 0;
+fail:
+	ap_run_release(run);
+	return -1;
+}
+
+/* ---- merging ---- */
+
+/* The merged trace's events, by time: a binary heap of the next event of
+ * each process (ties go to the earlier process, then its own order). */
+struct head {
+	uint64_t ts;
+	size_t proc, i;
+};
+
+static bool head_less(const struct head *a, const struct head *b)
+{
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	return a->proc < b->proc;
+}
+
+static void heap_sift(struct head *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < n && head_less(&h[l], &h[m]))
+			m = l;
+		if (l + 1 < n && head_less(&h[l + 1], &h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct head x = h[i];
+		h[i] = h[m];
+		h[m] = x;
+		i = m;
+	}
+}
+
+static char *join_argv(const struct ap_trace *t)
+{
+	struct ap_buf b = AP_BUF_INIT;
+	for (size_t i = 0; i < t->argc; i++)
+		ap_buf_addf(&b, "%s%s", i ? " " : "", t->argv[i]);
+	if (!t->argc)
+		ap_buf_addstr(&b, t->exe);
+	return ap_buf_detach(&b, NULL);
+}
+
+int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err)
+{
+	if (run->n > AP_RUN_MAX_PROCS)
+		return ap_error_set(err, "%s: %zu traces in one run; at most %d can be read together",
+				    run->paths[0], run->n, AP_RUN_MAX_PROCS);
+	size_t nthreads = 0, nstacks = 1, npcs = 0, nmaps = 0, nev = 0;
+	for (size_t p = 0; p < run->n; p++) {
+		const struct ap_trace *t = run->traces[p];
+		if (t->rate != run->traces[0]->rate)
+			return ap_error_set(err,
+					    "%s, %s: recorded at different rates (%llu, %llu); "
+					    "traces read together need one rate",
+					    run->paths[0], run->paths[p],
+					    (unsigned long long)run->traces[0]->rate,
+					    (unsigned long long)t->rate);
+		nthreads += t->nthreads;
+		nstacks += t->nstacks - 1;
+		for (size_t s = 1; s < t->nstacks; s++)
+			npcs += t->stacks[s].depth;
+		nmaps += t->nmaps;
+		nev += t->nev;
+	}
+	if (nthreads > UINT16_MAX)
+		return ap_error_set(err, "%s: %zu threads in one run; at most %d can be read together",
+				    run->paths[0], nthreads, UINT16_MAX);
+	if (run->n == 1) {
+		*out = run->traces[0];
+		run->traces[0] = NULL;
+		ap_run_release(run);
+		return 0;
+	}
+
+	struct ap_trace *m = ap_xcalloc(1, sizeof(*m));
+	struct ap_trace *root = run->traces[0];
+	/* The root's identity, moved over. */
+	*m = *root;
+	root->exe = NULL;
+	root->argv = NULL;
+	root->argc = 0;
+	root->sampler = NULL;
+	root->parent_trace = NULL;
+	m->maps = ap_xcalloc(nmaps ? nmaps : 1, sizeof(*m->maps));
+	m->nmaps = 0;
+	m->threads = ap_xcalloc(nthreads ? nthreads : 1, sizeof(*m->threads));
+	m->nthreads = 0;
+	m->stacks = ap_xcalloc(nstacks, sizeof(*m->stacks));
+	m->nstacks = 1;
+	uint64_t *pool = ap_xmalloc((npcs ? npcs : 1) * sizeof(*pool));
+	m->stacks[0].pcs = pool;
+	m->ev = ap_xmalloc((nev ? nev : 1) * sizeof(*m->ev));
+	m->nev = 0;
+	m->procs = ap_xcalloc(run->n, sizeof(*m->procs));
+	m->nprocs = run->n;
+	m->map_index = NULL;
+	m->nmap_index = 0;
+	m->has_end = true;
+	m->calls = m->bytes = 0;
+	m->truncated = false;
+	m->file_size = m->bytes_used = m->nrecords = 0;
+
+	size_t *thread_base = ap_xcalloc(run->n, sizeof(*thread_base));
+	size_t *stack_base = ap_xcalloc(run->n, sizeof(*stack_base));
+	size_t pcs_used = 0;
+	for (size_t p = 0; p < run->n; p++) {
+		struct ap_trace *t = run->traces[p];
+		uint64_t shift = (uint64_t)p << AP_RUN_SHIFT;
+		struct ap_process *pr = &m->procs[p];
+		pr->path = ap_xstrdup(run->paths[p]);
+		pr->pid = t->pid;
+		pr->ppid = t->ppid;
+		pr->cmdline = join_argv(t == root ? m : t);
+		pr->exe = ap_xstrdup(t == root ? m->exe : t->exe);
+		pr->first_thread = m->nthreads;
+		pr->nthreads = t->nthreads;
+		pr->events = t->nev;
+		pr->has_end = t->has_end;
+		pr->calls = t->calls;
+		pr->bytes = t->bytes;
+		pr->end_reason = t->end_reason;
+		pr->end_status = t->end_status;
+		pr->end_status_known = t->end_status_known;
+
+		thread_base[p] = m->nthreads;
+		for (size_t i = 0; i < t->nthreads; i++) {
+			m->threads[m->nthreads] = t->threads[i];
+			m->threads[m->nthreads++].proc = (uint32_t)p;
+			t->threads[i].name = NULL;
+		}
+		t->nthreads = 0;
+		stack_base[p] = m->nstacks - 1;
+		for (size_t s = 1; s < t->nstacks; s++) {
+			struct ap_stack *d = &m->stacks[m->nstacks++];
+			d->depth = t->stacks[s].depth;
+			d->pcs = pool + pcs_used;
+			for (uint32_t k = 0; k < d->depth; k++)
+				d->pcs[k] = t->stacks[s].pcs[k] + shift;
+			pcs_used += d->depth;
+		}
+		for (size_t i = 0; i < t->nmaps; i++) {
+			struct ap_mapping *d = &m->maps[m->nmaps++];
+			*d = t->maps[i];
+			d->bias += shift;
+			d->start += shift;
+			d->end += shift;
+		}
+		t->nmaps = 0;
+
+		if (t->start_ns < m->start_ns) {
+			m->start_ns = t->start_ns;
+			m->start_realtime_ns = t->start_realtime_ns;
+		}
+		if (t->end_ns > m->end_ns)
+			m->end_ns = t->end_ns;
+		if (t->cpus > m->cpus)
+			m->cpus = t->cpus;
+		if (t->max_depth > m->max_depth)
+			m->max_depth = t->max_depth;
+		if (t->time_quantum_ns > m->time_quantum_ns)
+			m->time_quantum_ns = t->time_quantum_ns;
+		m->has_end = m->has_end && t->has_end;
+		m->calls += t->calls;
+		m->bytes += t->bytes;
+		if (t->truncated && !m->truncated) {
+			m->truncated = true;
+			struct ap_buf why = AP_BUF_INIT;
+			ap_buf_addf(&why, "%s: %s", run->paths[p], t->truncated_why);
+			snprintf(m->truncated_why, sizeof(m->truncated_why), "%.*s",
+				 (int)(sizeof(m->truncated_why) - 1), why.buf);
+			ap_buf_release(&why);
+		}
+		m->file_size += t->file_size;
+		m->bytes_used += t->bytes_used;
+		m->nrecords += t->nrecords;
+	}
+	if (!m->has_end)
+		m->calls = m->bytes = 0;
+	/* The root's end is the run's (its exit status is record's). */
+	m->end_reason = root->end_reason;
+	m->end_status = root->end_status;
+	m->end_status_known = root->end_status_known;
+
+	struct head *h = ap_xmalloc(run->n * sizeof(*h));
+	size_t nh = 0;
+	for (size_t p = 0; p < run->n; p++)
+		if (run->traces[p]->nev)
+			h[nh++] = (struct head){run->traces[p]->ev[0].ts, p, 0};
+	for (size_t i = nh / 2; i-- > 0;)
+		heap_sift(h, nh, i);
+	while (nh) {
+		struct head *x = &h[0];
+		const struct ap_trace *t = run->traces[x->proc];
+		struct ap_event e = t->ev[x->i];
+		e.addr += (uint64_t)x->proc << AP_RUN_SHIFT;
+		e.thread = (uint16_t)(e.thread + thread_base[x->proc]);
+		if (e.stack)
+			e.stack = (uint32_t)(e.stack + stack_base[x->proc]);
+		m->ev[m->nev++] = e;
+		if (++x->i < t->nev)
+			x->ts = t->ev[x->i].ts;
+		else
+			h[0] = h[--nh];
+		heap_sift(h, nh, 0);
+	}
+	free(h);
+	free(thread_base);
+	free(stack_base);
+	ap_trace_index_maps(m);
+	ap_run_release(run);
+	*out = m;
+	return 0;
+}
