@@ -3,7 +3,7 @@
 a real browser.
 
 usage: flamegraph.py ALLOCPROF MKTRACE
-       flamegraph.py ALLOCPROF --record VIEWS CXX
+       flamegraph.py ALLOCPROF --record VIEWS CXX ODDNAME
 
 The first form (every build, the sanitized one too) takes the fixture
 traces of tests/report (exact, and sampled): for each sample index the SVG
@@ -14,10 +14,11 @@ function) add up to `top --json`'s cum of it, their self values to its
 flat; focus/ignore/show/hide give what top gives; --min-width leaves out
 exactly the boxes under it; --json holds the same tree; -h and the errors.
 
-The second form records testdata/views and testdata/cxx with --all: the
-same checks, C++ names (< > &) escaped, then headless Chromium renders the
-SVG (a screenshot, kept in $FLAMEGRAPH_SHOTS when set) and runs its script
-on a copy with a test harness: a click on a box zooms (its subtree fills
+The second form records testdata/views, testdata/cxx and testdata/oddname
+with --all: the same checks, C++ names (< > &) escaped, a symbol that is
+not UTF-8 replaced so that the SVG and the JSON stay well-formed; then
+headless Chromium renders the SVG (a screenshot, kept in $FLAMEGRAPH_SHOTS
+when set) and runs its script on a copy with a test harness: a click on a box zooms (its subtree fills
 the width, its ancestors span it, the rest hidden), Reset zoom restores
 the boxes, Ctrl-F with a regex highlights the matching boxes and prints
 their share, Search again resets it.
@@ -397,7 +398,7 @@ def check_script(svgfile, tmp, target_name, regex):
     check(out["matched_after"].strip() == "", "search reset: %r" % out["matched_after"])
 
 
-def record_mode(ap, views, cxx):
+def record_mode(ap, views, cxx, odd):
     with tempfile.TemporaryDirectory() as tmp:
         trace = tmp + "/views.trace"
         run(ap, "record", "--all", "-o", trace, views)
@@ -410,6 +411,22 @@ def record_mode(ap, views, cxx):
         check(any("<" in b.name and ">" in b.name for b in cboxes),
               "cxx: no template name among %r" % [b.name for b in cboxes])
         check_index(ap, ctrace, "alloc_space", "cxx")
+        # A symbol with a byte that is not UTF-8, a control character and
+        # markup: well-formed XML and JSON, U+FFFD for what XML cannot hold.
+        otrace = tmp + "/odd.trace"
+        run(ap, "record", "--all", "-o", otrace, odd)
+        _, oboxes = parse_svg(run(ap, "flamegraph", otrace).stdout, "oddname")
+        odd_name = "odd\ufffd<&>\ufffdname"  # (the debug info quotes it)
+        check([b.v for b in oboxes if odd_name in b.name] == [100.0],
+              "oddname: boxes %r" % [(b.name, b.v) for b in oboxes])
+        names = []
+
+        def walk(n):
+            names.append(n["name"])
+            for c in n["children"]:
+                walk(c)
+        walk(json.loads(run(ap, "flamegraph", "--json", otrace).stdout)["root"])
+        check(any(odd_name in n for n in names), "oddname: --json names %r" % names)
 
         svg = tmp + "/views.svg"
         run(ap, "flamegraph", "--min-width=0", "-o", svg, trace)
@@ -426,7 +443,7 @@ def record_mode(ap, views, cxx):
 def main():
     ap = sys.argv[1]
     if sys.argv[2] == "--record":
-        record_mode(ap, sys.argv[3], sys.argv[4])
+        record_mode(ap, *sys.argv[3:6])
     else:
         fixture_mode(ap, sys.argv[2])
     for f in failures[:40]:
