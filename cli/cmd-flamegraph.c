@@ -277,10 +277,9 @@ static void put_svg(struct ap_buf *b, const struct ap_flame *f, const struct svg
 				put_box(b, f, &f->nodes[i], so, depth);
 	ap_buf_addstr(b, "</g>\n");
 	if (!(f->kept > 0))
-		ap_buf_addf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no %s "
-			       "in this trace%s</text>\n", W / 2, FG_TOP + FG_FRAME_H - 4.5,
-			    ap_sample_index_name(f->sample_index),
-			    f->total > 0 ? " passes the filters" : "");
+		ap_buf_addf(b, "<text id=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+			       "nothing to draw: %s</text>\n", W / 2, FG_TOP + FG_FRAME_H - 4.5,
+			    f->total > 0 ? "no stack passes the filters" : "the total is 0");
 	ap_buf_addstr(b, "</svg>\n");
 }
 

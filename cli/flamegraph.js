@@ -29,13 +29,15 @@ function ap_fit(name, w) {
 	return name.substring(0, n - 2) + "..";
 }
 
-// Draws box b at pixel offset px, width w (display none when w is null).
-function ap_place(b, px, w) {
+// Draws box b at pixel offset px, width w (display none when w is null),
+// faded when it is an ancestor of the zoomed box (not to scale).
+function ap_place(b, px, w, faded) {
 	if (w === null) {
 		b.g.style.display = "none";
 		return;
 	}
 	b.g.style.display = "";
+	b.g.style.opacity = faded ? "0.6" : "";
 	b.rect.setAttribute("x", px.toFixed(2));
 	b.rect.setAttribute("width", w.toFixed(2));
 	b.text.setAttribute("x", (px + 3).toFixed(2));
@@ -56,7 +58,7 @@ function zoom(z) {
 		if (ap_contains(z, b))
 			ap_place(b, ap.pad + (b.x - z.x) / z.v * ap.width, b.v / z.v * ap.width);
 		else if (ap_contains(b, z))
-			ap_place(b, ap.pad, ap.width);
+			ap_place(b, ap.pad, ap.width, true);
 		else
 			ap_place(b, 0, null);
 	}
@@ -157,6 +159,8 @@ function ap_init() {
 		g.ap = b;
 		ap.boxes.push(b);
 	}
+	if (!ap.boxes.length)
+		return; // nothing drawn
 	ap.root = ap.boxes[0];
 	ap.total = ap.root.v;
 	var frames = document.getElementById("frames");

@@ -259,6 +259,11 @@ def check_cli(ap, trace, tmp):
     err(1, r"^allocprof: focus: bad regex '\(': ", "--focus", "(", trace)
     err(1, r"^allocprof: %s: " % re.escape(tmp + "/missing"), tmp + "/missing")
     err(1, r"^allocprof: %s: " % re.escape(tmp + "/no/such.svg"), "-o", tmp + "/no/such.svg", trace)
+    # nothing kept: no box, a line that says why
+    root, boxes = parse_svg(run(ap, "flamegraph", "--focus", "^nomatch$", trace).stdout, "empty")
+    empty = [e.text for e in root.iter(SVG + "text") if e.get("id") == "empty"]
+    check(not boxes and empty == ["nothing to draw: no stack passes the filters"],
+          "--focus matching nothing: %d boxes, %r" % (len(boxes), empty))
     # -o: the file, and one line saying so
     p = run(ap, "flamegraph", "-o", tmp + "/out.svg", trace)
     check(p.stderr.decode() == "allocprof: wrote %s/out.svg\n" % tmp and not p.stdout,
@@ -298,7 +303,7 @@ window.addEventListener("load", function () {
 			var r = g.querySelector("rect");
 			return [g.style.display, parseFloat(r.getAttribute("x")),
 				parseFloat(r.getAttribute("width")), r.getAttribute("fill"),
-				g.querySelector("text").textContent];
+				g.querySelector("text").textContent, g.style.opacity];
 		});
 	}
 	function click(el) {
@@ -312,6 +317,8 @@ window.addEventListener("load", function () {
 	click(document.getElementById("unzoom"));
 	out.reset = snap();
 	out.unzoom_after = document.getElementById("unzoom").style.display;
+	target.querySelector("rect").dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+	out.details = document.getElementById("details").textContent;
 	window.prompt = function () { return "@REGEX@"; };
 	window.dispatchEvent(new KeyboardEvent("keydown", { key: "f", ctrlKey: true }));
 	out.search = snap();
@@ -354,28 +361,35 @@ def check_script(svgfile, tmp, target_name, regex):
     out = json.loads(m.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
                      .replace("&quot;", '"'))
     # zoom
-    for b, (disp, x, w, fill, label) in zip(boxes, out["zoom"]):
+    for b, (disp, x, w, fill, label, opacity) in zip(boxes, out["zoom"]):
         inside = b.d >= zb.d and b.x >= zb.x - 1e-9 and b.x + b.v <= zb.x + zb.v + 1e-9
         above = b.d < zb.d and b.x <= zb.x + 1e-9 and zb.x + zb.v <= b.x + b.v + 1e-9
         if inside:
             ex, ew = pad + (b.x - zb.x) / zb.v * width, b.v / zb.v * width
             check(disp == "" and abs(x - ex) < 0.011 and abs(w - ew) < 0.011 and
-                  label == fit(b.name, ew, cw),
+                  label == fit(b.name, ew, cw) and opacity == "",
                   "zoom: %s at %r+%r %r, expected %r+%r %r" % (b.path(), x, w, label, ex, ew,
                                                                  fit(b.name, ew, cw)))
         elif above:
-            check(disp == "" and abs(x - pad) < 0.011 and abs(w - width) < 0.011,
-                  "zoom: ancestor %s at %r+%r, expected the full width" % (b.path(), x, w))
+            check(disp == "" and abs(x - pad) < 0.011 and abs(w - width) < 0.011 and
+                  opacity == "0.6",
+                  "zoom: ancestor %s at %r+%r opacity %r, expected the full width, faded" %
+                  (b.path(), x, w, opacity))
         else:
             check(disp == "none", "zoom: %s still shown" % (b.path(),))
     check(len(out["zoom"]) == len(boxes), "zoom: %d boxes, expected %d" % (len(out["zoom"]), len(boxes)))
     check(out["unzoom_display"] == "" and out["unzoom_after"] == "none",
           "zoom: Reset zoom shown %r, after it %r" % (out["unzoom_display"], out["unzoom_after"]))
     # reset zoom: every box where it was drawn
-    for b, (disp, x, w, fill, label) in zip(boxes, out["reset"]):
-        check(disp == "" and abs(x - b.px) < 0.011 and abs(w - b.pw) < 0.011 and label == b.label,
+    for b, (disp, x, w, fill, label, opacity) in zip(boxes, out["reset"]):
+        check(disp == "" and abs(x - b.px) < 0.011 and abs(w - b.pw) < 0.011 and
+              label == b.label and opacity == "",
               "reset zoom: %s at %r+%r %r, drawn at %r+%r %r" % (b.path(), x, w, label, b.px, b.pw,
                                                                  b.label))
+    # hover: the box's title on the details line
+    title = zb.g.find(SVG + "title").text
+    check(out["details"] == title.replace("\n", " \u2014 "),
+          "hover: details %r, title %r" % (out["details"], title))
     # search
     rx = re.compile(regex)
     hits = [b for b in boxes if rx.search(b.name)]
@@ -390,10 +404,10 @@ def check_script(svgfile, tmp, target_name, regex):
                                           "" if len(hits) == 1 else "es")
     check(out["matched"] == want, "search: %r, expected %r" % (out["matched"], want))
     check(out["button"] == "Reset search", "search: button %r" % out["button"])
-    for b, (disp, x, w, fill, label) in zip(boxes, out["search"]):
+    for b, (disp, x, w, fill, label, opacity) in zip(boxes, out["search"]):
         check(fill == (HIGHLIGHT if b in hits else b.fill),
               "search: %s filled %r" % (b.path(), fill))
-    for b, (disp, x, w, fill, label) in zip(boxes, out["cleared"]):
+    for b, (disp, x, w, fill, label, opacity) in zip(boxes, out["cleared"]):
         check(fill == b.fill, "search reset: %s filled %r" % (b.path(), fill))
     check(out["matched_after"].strip() == "", "search reset: %r" % out["matched_after"])
 
