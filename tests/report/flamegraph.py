@@ -133,7 +133,19 @@ def check_tree(what, root, boxes, total):
     rootbox = boxes[0]
     check(close(rootbox.v, total), "%s: root %r, total %r" % (what, rootbox.v, total))
     pad, width = float(root.get("data-pad")), float(root.get("data-width"))
+    cw = float(root.get("data-cw"))
+    fills = {}
     for b in boxes:
+        # a warm colour per name (grey without symbols), a label that fits
+        m = re.fullmatch(r"rgb\((\d+),(\d+),(\d+)\)", b.fill or "")
+        check(m and (b.fill == "rgb(190,190,190)" or
+                     (int(m.group(1)) >= 205 and int(m.group(2)) <= 230 and int(m.group(3)) <= 55)),
+              "%s: %s: fill %r is not warm" % (what, b.path(), b.fill))
+        check(fills.setdefault(b.name, b.fill) == b.fill,
+              "%s: %s: fill %r, another box of it %r" % (what, b.path(), b.fill, fills[b.name]))
+        check(b.label == fit(b.name, b.pw, cw) and
+              (not b.label or len(b.label) * cw <= b.pw - 6 + 1e-9),
+              "%s: %s: label %r in %r px" % (what, b.path(), b.label, b.pw))
         kids = sum(c.v for c in b.children)
         check(close(b.v, b.self + kids),
               "%s: %s: value %r != self %r + children %r" % (what, b.path(), b.v, b.self, kids))
