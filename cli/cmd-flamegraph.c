@@ -27,7 +27,7 @@ enum {
 #define FG_BOTTOM 30.0	 /* the details line */
 #define FG_FONT 12.0
 #define FG_CHAR_W (FG_FONT * 0.6) /* monospace advance */
-#define FG_MIN_WIDTH 0.1 /* percent of the total, as flamegraph.pl's 0.1 px */
+#define FG_MIN_WIDTH 0.1 /* percent of the total (flamegraph.pl: 0.1 px) */
 
 static void flamegraph_usage(FILE *f)
 {
