@@ -16,8 +16,8 @@
 #define AP_FLAME_ROOT "all"
 
 struct ap_flame_node {
-	const char *func;	/* function name; lives as long as the export
-				 * model (AP_FLAME_ROOT for the root) */
+	const char *func;	/* function name, owned by the export model's
+				 * symbolizer (AP_FLAME_ROOT for the root) */
 	double value;		/* the stacks through this path */
 	double self;		/* the stacks whose call site ends this path */
 	double x;		/* offset from the left edge, in value units:
@@ -48,8 +48,8 @@ struct ap_flame {
  * frames as the folded export drops or keeps them), filtered by
  * opts->focus, ignore, show and hide as `top` filters them
  * (ap_report_options; the other fields are ignored), from the outermost
- * caller in. Returns NULL with err set on a bad regex. `x` must outlive
- * the model. */
+ * caller in. Returns NULL with err set on a bad regex. `x` and its
+ * symbolizer must outlive the model. */
 struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_options *opts,
 			      struct ap_error *err);
 void ap_flame_free(struct ap_flame *f);
