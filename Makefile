@@ -17,9 +17,10 @@ DEB_DEBS := debhelper dpkg-dev git
 # that would skip without a tool has it here, so a fresh machine skips none:
 # eu-addr2line (symbolize), valgrind (e2e, record, handoff), go (pprof
 # export, sync.Pool model), tmux (tui on a terminal, completion), groff
-# (man pages), heaptrack (temporary allocations), debhelper (the package).
+# (man pages), heaptrack (temporary allocations), debhelper (the package),
+# chromium (the flame graph's script, headless).
 # tests/deps holds the tests to it.
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack $(DEB_DEBS)
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd

@@ -1,5 +1,6 @@
 #!/bin/bash
-# bench/top.sh: how long `allocprof top` takes, and how much memory, on a
+# bench/top.sh: how long `allocprof top` takes (and flamegraph, and the
+# folded export it draws), and how much memory, on a
 # trace of >= 10 M events from >= 10 k distinct stacks (issue 3), next to
 # `heaptrack_print` on the heaptrack file of the very same workload.
 #
@@ -92,6 +93,8 @@ printf '\n%-28s %10s %12s\n' "report" "wall" "peak RSS"
 measure "allocprof top" "$ap" top "$trace"
 measure "allocprof top --lines" "$ap" top --lines "$trace"
 measure "allocprof top --inuse_space" "$ap" top --inuse_space "$trace"
+measure "allocprof flamegraph" "$ap" flamegraph "$trace"
+measure "allocprof export folded" "$ap" export --format=folded "$trace"
 
 if [ -n "$skip_heaptrack" ]; then
 	:

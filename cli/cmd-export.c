@@ -65,8 +65,7 @@ static int parse_format(const char *s, enum format *out)
 	return -1;
 }
 
-/* Writes the result; a file is replaced only once it is complete. */
-static int write_output(const char *path, const struct ap_buf *b)
+int ap_write_output(const char *path, const struct ap_buf *b)
 {
 	if (!strcmp(path, "-")) {
 		fwrite(b->buf, 1, b->len, stdout);
@@ -213,7 +212,7 @@ int cmd_export(int argc, char **argv)
 
 	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
 	rc = AP_EXIT_FAIL;
-	if (render(x, fmt, o.report.sample_index, &out, &summary) == 0 && write_output(output, &out) == 0) {
+	if (render(x, fmt, o.report.sample_index, &out, &summary) == 0 && ap_write_output(output, &out) == 0) {
 		rc = AP_EXIT_OK;
 		if (strcmp(output, "-"))
 			ap_die_msg("wrote %s (%s)", output, summary.buf);

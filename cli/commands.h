@@ -19,6 +19,12 @@ int cmd_diff(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_peek(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+
+/* Writes b to `path` ("-": standard output, checked by main at exit); a
+ * file is replaced only once it is complete. Returns 0, or -1 after
+ * printing the error. */
+int ap_write_output(const char *path, const struct ap_buf *b);
 
 /* Prints "allocprof: <fmt>" and a newline to stderr. */
 void ap_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

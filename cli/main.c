@@ -46,6 +46,7 @@ static const struct command commands[] = {
 	{ "peek", REPORT_CMD(cmd_peek), "callers and callees of matching functions, as pprof -peek" },
 	{ "tree", REPORT_CMD(cmd_tree), "every node between its callers and callees, as pprof -tree" },
 	{ "timeline", REPORT_CMD(cmd_timeline), "in-use bytes over time, the top call sites stacked" },
+	{ "flamegraph", REPORT_CMD(cmd_flamegraph), "an interactive flame graph (SVG) of the call paths" },
 	{ "diff", REPORT_CMD(cmd_diff), "what changed between two traces, per call site (and a CI gate)" },
 	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)" },
 	{ NULL, NULL, NULL },
@@ -128,7 +129,7 @@ static void usage(FILE *f)
 		   "Allocation-hotspot profiler for native Linux programs.\n\n"
 		   "commands:\n");
 	for (size_t i = 0; commands[i].name; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nRun 'allocprof <command> -h' for a command's options.\n"
 		   "Typical use:\n"
 		   "  allocprof record -o app.trace ./app args...\n"

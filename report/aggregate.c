@@ -208,6 +208,18 @@ static bool filter_shows(const struct ap_filter *f, const struct ap_frame *fr)
 	return !f->show || frame_matches(f->show, fr);
 }
 
+size_t ap_filter_stack(const struct ap_filter *f, const struct ap_frame *fr, size_t n,
+		       const struct ap_frame **shown)
+{
+	if (!filter_keeps(f, fr, n))
+		return 0;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (filter_shows(f, &fr[i]))
+			shown[k++] = &fr[i];
+	return k;
+}
+
 /* ---- nodes -------------------------------------------------------------- */
 
 static uint64_t str_hash(const char *s, size_t len)
@@ -426,15 +438,8 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			fr = &unknown;
 			n = 1;
 		}
-		if (!filter_keeps(filter, fr, n))
-			continue;
-		/* show/hide take frames out; a stack left without any is
-		 * dropped, as pprof does. */
 		AP_ALLOC_GROW(shown, n, ashown);
-		size_t ns_shown = 0;
-		for (size_t i = 0; i < n; i++)
-			if (filter_shows(filter, &fr[i]))
-				shown[ns_shown++] = &fr[i];
+		size_t ns_shown = ap_filter_stack(filter, fr, n, shown);
 		if (!ns_shown)
 			continue;
 		ns->kept += v;

@@ -40,6 +40,12 @@ struct ap_export {
 /* Name of a frame-less (depth 0) stack's only node, as `top` shows it. */
 #define AP_EXPORT_UNKNOWN "<unknown>"
 
+/* The frames the views show of `s`, the call site first: frames[site..)
+ * (an all-allocator stack keeps its allocator frames), or for a frame-less
+ * stack one frame named AP_EXPORT_UNKNOWN (no file, line 0, no module).
+ * Sets *n (at least 1); the frames live as long as the model. */
+const struct ap_frame *ap_export_stack_frames(const struct ap_export_stack *s, size_t *n);
+
 /* Builds the model of `t`: `values` is ap_report_stack_values(t) (NULL to
  * compute it here); every stack with a non-zero value is expanded with
  * ap_sym_stack. `t` and `sym` must outlive the model. `progress` may be

@@ -110,6 +110,17 @@ void ap_export_free(struct ap_export *x)
 	free(x);
 }
 
+const struct ap_frame *ap_export_stack_frames(const struct ap_export_stack *s, size_t *n)
+{
+	static const struct ap_frame unknown = { .func = AP_EXPORT_UNKNOWN };
+	if (!s->nframes) {
+		*n = 1;
+		return &unknown;
+	}
+	*n = s->nframes - s->site;
+	return s->frames + s->site;
+}
+
 /* ---- folded stacks --------------------------------------------------------- */
 
 struct folded_line {
@@ -142,11 +153,11 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		if (s->v[si] == 0)
 			continue;
 		ap_buf_reset(&b);
-		if (!s->nframes)
-			ap_buf_addstr(&b, AP_EXPORT_UNKNOWN);
-		for (size_t k = s->nframes; k-- > s->site;) {
-			add_folded_name(&b, s->frames[k].func);
-			if (k > s->site)
+		size_t nf;
+		const struct ap_frame *fr = ap_export_stack_frames(s, &nf);
+		for (size_t k = nf; k-- > 0;) {
+			add_folded_name(&b, fr[k].func);
+			if (k > 0)
 				ap_buf_addstr(&b, ";");
 		}
 		lines[n].text = ap_xstrdup(b.buf);
@@ -190,13 +201,10 @@ static int stack_cmp(const void *a, const void *b, void *ctx)
 static json_t *json_frames(const struct ap_export_stack *s)
 {
 	json_t *a = json_array();
-	if (!s->nframes)
-		json_array_append_new(a, json_pack("{s:s, s:n, s:i, s:b, s:n}",
-						   "function", AP_EXPORT_UNKNOWN,
-						   "file", "line", 0, "inlined", 0,
-						   "module"));
-	for (size_t k = s->site; k < s->nframes; k++) {
-		const struct ap_frame *f = &s->frames[k];
+	size_t nf;
+	const struct ap_frame *fr = ap_export_stack_frames(s, &nf);
+	for (size_t k = 0; k < nf; k++) {
+		const struct ap_frame *f = &fr[k];
 		json_array_append_new(a, json_pack("{s:s, s:o, s:i, s:b, s:o}",
 			"function", f->func,
 			"file", f->file ? json_string(f->file) : json_null(),

@@ -58,6 +58,13 @@ struct ap_filter {
 int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err);
 void ap_filter_release(struct ap_filter *f);
 
+/* The frames of a stack (fr[0..n), the call site first) that the views
+ * show: none when focus/ignore drop the stack, else those show/hide leave
+ * (pprof's rules; a stack left without frames is dropped too), in the
+ * same order, into shown[] (room for n). Returns how many. */
+size_t ap_filter_stack(const struct ap_filter *f, const struct ap_frame *fr, size_t n,
+		       const struct ap_frame **shown);
+
 /* Aggregates the stacks of `t` with non-zero `values[id].v[si]` into nodes
  * keyed by `key`. With `keep` (a previous build, same key, its nodes'
  * keep flags set) only the kept nodes are built, as pprof rebuilds its
