@@ -329,6 +329,7 @@ int cmd_advise(int argc, char **argv)
 	ao.costs = &costs;
 
 	struct ap_view v;
+	vo.no_values = true; /* the advisor replays the trace itself */
 	if (ap_view_load(&v, argv + optind, 1, &vo) != 0)
 		return AP_EXIT_FAIL;
 	struct ap_site_map m;

@@ -230,7 +230,8 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 		ap_view_release(v);
 		return AP_EXIT_FAIL;
 	}
-	v->values = ap_report_stack_values(v->trace);
+	if (!o->no_values)
+		v->values = ap_report_stack_values(v->trace);
 	return 0;
 }
 

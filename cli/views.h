@@ -129,6 +129,7 @@ struct ap_view_opts {
 	bool json;
 	bool no_children;	/* --no-children */
 	bool by_process;	/* --by-process */
+	bool no_values;		/* ap_view_load: the command needs no per-stack values */
 };
 
 void ap_view_opts_init(struct ap_view_opts *o);
@@ -180,8 +181,9 @@ struct ap_view {
 int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const struct ap_view_opts *o,
 		 const char *covers);
 
-/* ap_view_read, then the symbolizer and the per-stack values. Returns 0,
- * or prints the error and returns AP_EXIT_FAIL. */
+/* ap_view_read, then the symbolizer and the per-stack values (a replay of
+ * the trace; left NULL with o->no_values). Returns 0, or prints the error
+ * and returns AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
 
 /* --by-process: runs the command `fn` (its cmd_* entry, given the argv it
