@@ -163,7 +163,7 @@ static json_t *result_json(const struct ap_replay_result *r)
 static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	json_t *root = json_object();
-	json_object_set_new(root, "program", json_string(t->exe));
+	json_object_set_new(root, "program", ap_json_text(t->exe));
 	json_object_set_new(root, "rate", json_integer((json_int_t)a->rate));
 	json_object_set_new(root, "estimates", json_boolean(a->sampled));
 	json_object_set_new(root, "procs", json_integer(a->procs));
@@ -184,13 +184,13 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_advise_site *s = &a->sites[i];
 		json_t *o = result_json(&s->r);
-		json_object_set_new(o, "site", json_string(s->name));
-		json_object_set_new(o, "function", json_string(s->function));
-		json_object_set_new(o, "file", s->file ? json_string(s->file) : json_null());
+		json_object_set_new(o, "site", ap_json_text(s->name));
+		json_object_set_new(o, "function", ap_json_text(s->function));
+		json_object_set_new(o, "file", ap_json_text(s->file));
 		json_object_set_new(o, "line", json_integer(s->line));
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
-		json_object_set_new(o, "verdict_text", json_string(s->verdict_text));
-		json_object_set_new(o, "reasons", json_string(s->reasons));
+		json_object_set_new(o, "verdict_text", ap_json_text(s->verdict_text));
+		json_object_set_new(o, "reasons", ap_json_text(s->reasons));
 		if (s->verdict == AP_VERDICT_POOL_CAP)
 			json_object_set_new(o, "cap", json_integer((json_int_t)s->cap));
 		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
@@ -214,8 +214,8 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "reallocs_per_object", json_real(s->reallocs_per_object));
 		json_object_set_new(o, "life_cost_ns", json_real(s->life_cost_ns));
 		json_object_set_new(o, "pool_cost_ns", json_real(s->pool_cost_ns));
-		json_object_set_new(o, "grows_at", s->grows_at ? json_string(s->grows_at) : json_null());
-		json_object_set_new(o, "born_at", s->born_at ? json_string(s->born_at) : json_null());
+		json_object_set_new(o, "grows_at", ap_json_text(s->grows_at));
+		json_object_set_new(o, "born_at", ap_json_text(s->born_at));
 		if (a->sampled)
 			json_object_set_new(o, "seen_growing", json_integer(ap_view_round(s->seen_growing)));
 		if (s->verdict == AP_VERDICT_UNSURE)

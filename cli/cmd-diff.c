@@ -203,7 +203,7 @@ static json_t *table_json(const struct dtable *d)
 	for (size_t i = 0; i < d->n; i++) {
 		const struct drow *r = &d->rows[i];
 		json_t *x = json_object();
-		json_object_set_new(x, "name", json_string(r->name));
+		json_object_set_new(x, "name", ap_json_text(r->name));
 		json_object_set_new(x, "base_flat", json_real(r->base_flat));
 		json_object_set_new(x, "new_flat", json_real(r->new_flat));
 		json_object_set_new(x, "delta_flat", json_real(r->new_flat - r->base_flat));
@@ -305,8 +305,8 @@ int cmd_diff(int argc, char **argv)
 	rc = AP_EXIT_OK;
 	json_t *root = o.json ? json_object() : NULL;
 	if (root) {
-		json_object_set_new(root, "base", json_string(argv[optind]));
-		json_object_set_new(root, "new", json_string(argv[optind + 1]));
+		json_object_set_new(root, "base", ap_json_text(argv[optind]));
+		json_object_set_new(root, "new", ap_json_text(argv[optind + 1]));
 	}
 	size_t failed = 0;
 	for (int i = 0; i < AP_SI_COUNT; i++) {

@@ -63,18 +63,9 @@ static size_t xml_char_len(const unsigned char *s)
 {
 	if (s[0] < 0x80)
 		return s[0] >= 0x20 || s[0] == '\t' ? 1 : 0;
-	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
-	if (!n || s[0] > 0xf4)
-		return 0;
-	uint32_t c = s[0] & (0x7f >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe ||
-	    c == 0xffff)
+	size_t n = ap_utf8_len(s);
+	/* U+FFFE and U+FFFF: EF BF BE, EF BF BF */
+	if (n == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
 		return 0;
 	return n;
 }

@@ -50,12 +50,11 @@ static int print_json(const struct ap_list *l, const struct ap_trace *t)
 			    lines, json_pack("{s:i, s:I, s:I, s:o}", "line", ln->line, "flat",
 					     (json_int_t)ap_view_round(ln->flat), "cum",
 					     (json_int_t)ap_view_round(ln->cum), "source",
-					     ln->source ? json_string(ln->source) : json_null()));
+					     ap_json_text(ln->source)));
 		}
 		json_array_append_new(
-		    funcs, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}", "name", f->name, "file",
-				     f->file ? json_string(f->file) : json_null(), "path",
-				     f->path ? json_string(f->path) : json_null(), "flat",
+		    funcs, json_pack("{s:o, s:o, s:o, s:I, s:I, s:o}", "name", ap_json_text(f->name),
+				     "file", ap_json_text(f->file), "path", ap_json_text(f->path), "flat",
 				     (json_int_t)ap_view_round(f->flat), "cum",
 				     (json_int_t)ap_view_round(f->cum), "lines", lines));
 	}

@@ -238,14 +238,14 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_t *o = json_object();
 	json_t *argv = json_array();
 	for (size_t i = 0; i < t->argc; i++)
-		json_array_append_new(argv, json_string(t->argv[i]));
+		json_array_append_new(argv, ap_json_text(t->argv[i]));
 	json_t *threads = json_array();
 	for (size_t i = 0; i < t->nthreads; i++)
-		json_array_append_new(threads, json_pack("{s:I,s:s,s:o}", "tid",
+		json_array_append_new(threads, json_pack("{s:I,s:o,s:o}", "tid",
 							 (json_int_t)t->threads[i].tid, "name",
-							 t->threads[i].name, "events",
+							 ap_json_text(t->threads[i].name), "events",
 							 json_u64(t->threads[i].events)));
-	json_object_set_new(o, "program", json_string(t->exe));
+	json_object_set_new(o, "program", ap_json_text(t->exe));
 	json_object_set_new(o, "argv", argv);
 	json_object_set_new(o, "pid", json_u64(t->pid));
 	if (t->nprocs) {
@@ -253,10 +253,10 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 		for (size_t i = 0; i < t->nprocs; i++) {
 			const struct ap_process *p = &t->procs[i];
 			json_t *x = json_object();
-			json_object_set_new(x, "trace", json_string(p->path));
+			json_object_set_new(x, "trace", ap_json_text(p->path));
 			json_object_set_new(x, "pid", json_u64(p->pid));
 			json_object_set_new(x, "ppid", json_u64(p->ppid));
-			json_object_set_new(x, "command", json_string(p->cmdline));
+			json_object_set_new(x, "command", ap_json_text(p->cmdline));
 			json_object_set_new(x, "threads", json_u64(p->nthreads));
 			json_object_set_new(x, "events", json_u64(p->events));
 			if (p->has_end) {
@@ -290,7 +290,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "bytes", t->has_end ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));
 	json_object_set_new(o, "truncated_why",
-			    t->truncated ? json_string(t->truncated_why) : json_null());
+			    t->truncated ? ap_json_text(t->truncated_why) : json_null());
 	/* last: its per-thread "events" must not come before the total's */
 	json_object_set_new(o, "thread_list", threads);
 	char *s = json_dumps(o, AP_JSON_FLAGS);

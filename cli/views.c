@@ -431,7 +431,7 @@ void ap_view_percent(char *out, size_t len, double v, double total)
 
 json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, double total)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:I}", "program", t->exe, "sample_index",
+	return json_pack("{s:o, s:s, s:s, s:I, s:I}", "program", ap_json_text(t->exe), "sample_index",
 			 ap_sample_index_name(si), "unit",
 			 ap_sample_index_is_bytes(si) ? "bytes" : "count", "total",
 			 (json_int_t)ap_view_round(total), "rate", (json_int_t)t->rate);

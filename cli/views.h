@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "ap_export.h"
 #include "ap_report.h"
 #include "ap_symbolize.h"
 #include "ap_trace.h"

@@ -60,6 +60,11 @@ void ap_export_free(struct ap_export *x);
  * `name` is none of the four. */
 int ap_export_parse_index(const char *name, enum ap_sample_index *out);
 
+/* A JSON string of s as UTF-8 can hold it (ap_buf_add_utf8: jansson
+ * refuses other bytes, and a json_pack of them fails); null for NULL. */
+struct json_t;
+struct json_t *ap_json_text(const char *s);
+
 /* What ap_export_pprof wrote, for the command's summary line. */
 struct ap_pprof_stats {
 	size_t samples, locations, functions, mappings, strings;

@@ -18,6 +18,19 @@ int ap_export_parse_index(const char *name, enum ap_sample_index *out)
 	return -1;
 }
 
+json_t *ap_json_text(const char *s)
+{
+	if (!s)
+		return json_null();
+	if (ap_utf8_valid(s))
+		return json_string(s);
+	struct ap_buf b = AP_BUF_INIT;
+	ap_buf_add_utf8(&b, s);
+	json_t *j = json_string(b.buf);
+	ap_buf_release(&b);
+	return j;
+}
+
 /* ---- the model ----------------------------------------------------------- */
 
 enum { SIZE_NONE, SIZE_ONE, SIZE_MIXED };
@@ -205,12 +218,12 @@ static json_t *json_frames(const struct ap_export_stack *s)
 	const struct ap_frame *fr = ap_export_stack_frames(s, &nf);
 	for (size_t k = 0; k < nf; k++) {
 		const struct ap_frame *f = &fr[k];
-		json_array_append_new(a, json_pack("{s:s, s:o, s:i, s:b, s:o}",
-			"function", f->func,
-			"file", f->file ? json_string(f->file) : json_null(),
+		json_array_append_new(a, json_pack("{s:o, s:o, s:i, s:b, s:o}",
+			"function", ap_json_text(f->func),
+			"file", ap_json_text(f->file),
 			"line", f->line,
 			"inlined", f->inlined,
-			"module", f->module ? json_string(f->module) : json_null()));
+			"module", ap_json_text(f->module)));
 	}
 	return a;
 }
@@ -248,8 +261,8 @@ int ap_export_json(const struct ap_export *x, enum ap_sample_index si,
 	}
 	free(order);
 
-	json_t *root = json_pack("{s:s, s:I, s:o, s:o, s:o}",
-				 "program", t->exe,
+	json_t *root = json_pack("{s:o, s:I, s:o, s:o, s:o}",
+				 "program", ap_json_text(t->exe),
 				 "rate", (json_int_t)t->rate,
 				 "sample_types", types,
 				 "totals", totals,

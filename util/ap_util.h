@@ -88,4 +88,18 @@ int ap_parse_duration(const char *s, uint64_t *out_ns);
 /* Monotonic clock in ns. */
 uint64_t ap_now_ns(void);
 
+/* The length of the well-formed UTF-8 sequence at s (1 for ASCII, NUL
+ * and control characters included; up to 4), 0 when the bytes there are
+ * not one (a stray continuation byte, an overlong form, a surrogate, past
+ * U+10FFFF, a sequence cut short). */
+size_t ap_utf8_len(const unsigned char *s);
+
+/* Whether s is well-formed UTF-8 throughout. */
+bool ap_utf8_valid(const char *s);
+
+/* Appends s with every byte that does not start a well-formed UTF-8
+ * sequence replaced by U+FFFD: what JSON, XML and protobuf strings can
+ * hold, whatever a symbol, a path or a thread name holds. */
+void ap_buf_add_utf8(struct ap_buf *b, const char *s);
+
 #endif

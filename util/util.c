@@ -260,3 +260,45 @@ uint64_t ap_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+size_t ap_utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (!n || s[0] > 0xf4)
+		return 0;
+	uint32_t c = s[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	return n;
+}
+
+bool ap_utf8_valid(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = ap_utf8_len(p);
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+void ap_buf_add_utf8(struct ap_buf *b, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = ap_utf8_len(p);
+		if (n)
+			ap_buf_add(b, p, n);
+		else
+			ap_buf_addstr(b, "\xef\xbf\xbd");
+		p += n ? n : 1;
+	}
+}
