@@ -458,8 +458,7 @@ static void site_page_line(void *ctx, const struct ap_line *line)
 		page_wrap(c->p, TUI_NORMAL, "   ", line->text, c->width);
 		page_add(c->p, TUI_NORMAL, "", NULL);
 		break;
-	case AP_LINE_TEXT:
-	case AP_LINE_SOURCE:
+	default:
 		page_add(c->p, TUI_NORMAL, line->text, line->body);
 		break;
 	}
