@@ -9,6 +9,7 @@
 
 #include "ap_advise.h"
 #include "ap_report.h"
+#include "timeline.h"
 
 /* What a line is, for the TUI's attributes. */
 enum ap_line_kind {
@@ -84,5 +85,13 @@ size_t ap_peek_context(const struct ap_report *r, const char *name, bool callers
  * `sum` as sum%, cum, cum%, in the table's unit), AP_LINE_CALLEE lines. */
 void ap_render_peek_node(const struct ap_report *r, size_t i, double sum, double cutoff, int unit,
 			 ap_line_fn line, void *ctx);
+
+/* The terminal chart of a timeline, as ms_print draws massif's: "In use
+ * over time (peak ...)", a blank, `rows` (at least 2) rows of columns of
+ * '#' scaled to the peak with '@' in the peak's column and bytes on the
+ * left, the time axis, a blank, "At the peak:" and each site's share
+ * then, the rest last. Each line is T->nbuckets + 11 columns wide, the
+ * axis a few more. */
+void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, void *ctx);
 
 #endif
