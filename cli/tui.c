@@ -936,7 +936,8 @@ void tui_resize(struct tui *t, int rows, int cols)
 {
 	t->rows = rows;
 	t->cols = cols;
-	if (t->timeline_page.n)
+	/* elsewhere the timeline is made again when it is opened */
+	if (view_of(t) == TUI_VIEW_TIMELINE)
 		timeline_refresh(t);
 	for (int i = 0; i < t->depth; i++) {
 		enum tui_view_kind k = t->stack[i];
