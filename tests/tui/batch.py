@@ -409,6 +409,17 @@ def main():
     lines = screen(exact, start + "k<enter>", "200x60")
     check(lines[0].startswith("list: fx_build "), "Enter on the node itself lists it", lines[0])
     check(screen(exact, "j" * fb + "L", "200x60") == lines, "L on top lists too")
+    # A page longer than the screen scrolls with the cursor (100x8: five
+    # lines under the column header).
+    block = peek_block(exact, "fx_build")
+    lines = screen(exact, start + "jjjjj", "100x8")
+    check(page_lines(lines)[1:] == block[1:6], "call page scrolled to the fifth callee",
+          "\n".join(lines) + "\n--- peek:\n" + "\n".join(block))
+    check(screen(exact, start + "jjjjj<enter>", "100x8")[0].startswith("peek: %s " % block[5].split("|   ")[1]),
+          "Enter on the fifth callee after scrolling")
+    lines = screen(exact, start + "jjjjj<home>", "100x8")
+    check(page_lines(lines)[1:4] == ["callers", "  (none)", block[0]], "home: back to the page's head",
+          "\n".join(lines))
 
     # T: the timeline, its peak stats' peak_inuse_space, its chart
     # `timeline`'s for the window's width (a column per bucket, 23 columns
