@@ -28,52 +28,7 @@ static void peek_usage(FILE *f)
 	      f);
 }
 
-struct ctx_line {
-	const char *name;
-	double value;
-	bool inl;
-};
-
-static int ctx_cmp(const void *a, const void *b)
-{
-	const struct ctx_line *x = a, *y = b;
-	if (x->value != y->value)
-		return x->value > y->value ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* The edges into (callers) or out of (callees) the row named `name`,
- * sorted by value, leaving out those under `cutoff` (pprof's edge
- * fraction). */
-static size_t context(const struct ap_report *r, const char *name, bool callers, double cutoff,
-		      struct ctx_line **out)
-{
-	size_t n = 0;
-	*out = ap_xmalloc((r->nedges ? r->nedges : 1) * sizeof(**out));
-	for (size_t i = 0; i < r->nedges; i++) {
-		const struct ap_report_edge *e = &r->edges[i];
-		if (fabs(e->value) < cutoff)
-			continue;
-		if ((callers ? e->to : e->from) == name)
-			(*out)[n++] = (struct ctx_line){ callers ? e->from : e->to, e->value, e->inl };
-	}
-	if (n)
-		qsort(*out, n, sizeof(**out), ctx_cmp);
-	return n;
-}
-
 static const char sep[] = "----------------------------------------------------------+-------------\n";
-
-static void print_ctx(const struct ap_report *r, const struct ap_report_row *row,
-		      const struct ctx_line *c, size_t n, int unit)
-{
-	char v[32], p[32];
-	for (size_t k = 0; k < n; k++) {
-		ap_view_format_in(v, sizeof(v), r->sample_index, c[k].value, unit);
-		ap_view_percent(p, sizeof(p), c[k].value, row->cum);
-		printf("%50s %s |   %s%s\n", v, p, c[k].name, c[k].inl ? " (inline)" : "");
-	}
-}
 
 /* The rows matching `re` (every row when NULL), each between its callers
  * and callees. */
@@ -81,7 +36,6 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		       const struct ap_regex *re, double cutoff)
 {
 	int unit = ap_view_table_unit(r);
-	char a[32], b[32], c[32], d[32], e[32];
 	const char *exe = strrchr(t->exe, '/');
 	printf("File: %s\nType: %s\n", exe ? exe + 1 : t->exe, ap_sample_index_name(r->sample_index));
 	ap_render_top_head(r, unit);
@@ -97,25 +51,13 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		sum += row->flat;
 		any = true;
 		printf("%s", sep);
-		struct ctx_line *in, *outl;
-		size_t nin = context(r, row->name, true, cutoff, &in);
-		size_t nout = context(r, row->name, false, cutoff, &outl);
-		print_ctx(r, row, in, nin, unit);
-		ap_view_format_in(a, sizeof(a), r->sample_index, row->flat, unit);
-		ap_view_percent(b, sizeof(b), row->flat, r->total);
-		ap_view_percent(c, sizeof(c), sum, r->total);
-		ap_view_format_in(d, sizeof(d), r->sample_index, row->cum, unit);
-		ap_view_percent(e, sizeof(e), row->cum, r->total);
-		printf("%10s %s %s %10s %s                | %s\n", a, b, c, d, e, row->name);
-		print_ctx(r, row, outl, nout, unit);
-		free(in);
-		free(outl);
+		ap_render_peek_node(r, i, sum, cutoff, unit, ap_render_print, NULL);
 	}
 	if (any)
 		printf("%s", sep);
 }
 
-static json_t *ctx_json(const struct ctx_line *c, size_t n)
+static json_t *ctx_json(const struct ap_peek_edge *c, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t k = 0; k < n; k++) {
@@ -139,9 +81,9 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, const
 		const struct ap_report_row *row = &r->rows[i];
 		if (re && !ap_regex_match(re, row->name))
 			continue;
-		struct ctx_line *in, *outl;
-		size_t nin = context(r, row->name, true, cutoff, &in);
-		size_t nout = context(r, row->name, false, cutoff, &outl);
+		struct ap_peek_edge *in, *outl;
+		size_t nin = ap_peek_context(r, row->name, true, cutoff, &in);
+		size_t nout = ap_peek_context(r, row->name, false, cutoff, &outl);
 		json_t *o = json_object();
 		json_object_set_new(o, "name", json_string(row->name));
 		json_object_set_new(o, "flat", json_real(row->flat));

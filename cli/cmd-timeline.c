@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ap_advise.h"
-#include "ap_replay.h"
 #include "commands.h"
+#include "render.h"
+#include "timeline.h"
 #include "views.h"
 
 enum {
@@ -45,100 +45,7 @@ static void timeline_usage(FILE *f)
 	      f);
 }
 
-struct tl {
-	const struct ap_trace *t;
-	const uint32_t *slot_of_stack;	/* stack -> 0..nsites-1, nsites: the rest */
-	size_t nsites, nbuckets;
-	uint64_t start, span;
-	double live, *live_site;	/* now */
-	double *max;			/* per bucket: highest total */
-	double *at_max;			/* per bucket x (nsites + 1): the split then */
-	double *last;			/* per bucket x (nsites + 1): the split at its end */
-	bool *seen;			/* the bucket had an event */
-	size_t peak_bucket;
-	double peak;
-};
-
-static size_t bucket_of(const struct tl *T, uint64_t ts)
-{
-	uint64_t d = ts > T->start ? ts - T->start : 0;
-	size_t b = T->span ? (size_t)((double)d / (double)T->span * (double)T->nbuckets) : 0;
-	return b < T->nbuckets ? b : T->nbuckets - 1;
-}
-
-static void tl_note(struct tl *T, const struct ap_event *e)
-{
-	size_t b = bucket_of(T, e->ts);
-	memcpy(T->last + b * (T->nsites + 1), T->live_site, (T->nsites + 1) * sizeof(double));
-	if (!T->seen[b] || T->live > T->max[b]) {
-		T->seen[b] = true;
-		T->max[b] = T->live;
-		memcpy(T->at_max + b * (T->nsites + 1), T->live_site, (T->nsites + 1) * sizeof(double));
-	}
-	if (T->live > T->peak) {
-		T->peak = T->live;
-		T->peak_bucket = b;
-	}
-}
-
-static void tl_add(struct tl *T, const struct ap_replay_block *b, double sign)
-{
-	double sp = sign * b->w * (double)b->size;
-	T->live += sp;
-	size_t s = b->stack < T->t->nstacks ? T->slot_of_stack[b->stack] : T->nsites;
-	T->live_site[s] += sp;
-}
-
-static void tl_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
-{
-	(void)i;
-	tl_add(ctx, b, 1);
-	tl_note(ctx, e);
-}
-
-static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
-{
-	(void)i;
-	tl_add(ctx, b, -1);
-	tl_note(ctx, e);
-}
-
-static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
-		    const struct ap_replay_block *b)
-{
-	(void)i;
-	tl_add(ctx, old, -1);
-	tl_add(ctx, b, 1);
-	tl_note(ctx, e);
-}
-
-static const struct ap_replay_ops tl_ops = {
-	.alloc = tl_alloc,
-	.grow = tl_grow,
-	.free = tl_free,
-};
-
-/* Buckets without an event hold what the one before ended with. */
-static void tl_fill(struct tl *T)
-{
-	size_t w = T->nsites + 1;
-	for (size_t b = 1; b < T->nbuckets; b++)
-		if (!T->seen[b]) {
-			double sum = 0;
-			for (size_t s = 0; s < w; s++)
-				sum += T->last[(b - 1) * w + s];
-			T->max[b] = sum;
-			memcpy(T->at_max + b * w, T->last + (b - 1) * w, w * sizeof(double));
-			memcpy(T->last + b * w, T->last + (b - 1) * w, w * sizeof(double));
-		}
-}
-
-static double bucket_time(const struct tl *T, size_t b)
-{
-	return (double)T->span * (double)(b + 1) / (double)T->nbuckets / 1e9;
-}
-
-static void put_csv(FILE *f, const struct tl *T, char **names)
+static void put_csv(FILE *f, const struct ap_timeline *T, char *const *names)
 {
 	fprintf(f, "time_s,total");
 	for (size_t s = 0; s < T->nsites; s++) {
@@ -149,27 +56,27 @@ static void put_csv(FILE *f, const struct tl *T, char **names)
 	}
 	fprintf(f, ",other\n");
 	for (size_t b = 0; b < T->nbuckets; b++) {
-		fprintf(f, "%.6f,%.0f", bucket_time(T, b), T->max[b]);
+		fprintf(f, "%.6f,%.0f", ap_timeline_bucket_time(T, b), T->max[b]);
 		for (size_t s = 0; s <= T->nsites; s++)
 			fprintf(f, ",%.0f", T->at_max[b * (T->nsites + 1) + s]);
 		fputc('\n', f);
 	}
 }
 
-static int put_json(FILE *f, const struct tl *T, char **names)
+static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 {
 	json_t *root = json_object(), *sites = json_array(), *rows = json_array();
 	json_object_set_new(root, "program", json_string(T->t->exe));
 	json_object_set_new(root, "rate", json_integer((json_int_t)T->t->rate));
 	json_object_set_new(root, "duration_ns", json_integer((json_int_t)T->span));
 	json_object_set_new(root, "peak_bytes", json_real(T->peak));
-	json_object_set_new(root, "peak_time_s", json_real(bucket_time(T, T->peak_bucket)));
+	json_object_set_new(root, "peak_time_s", json_real(ap_timeline_bucket_time(T, T->peak_bucket)));
 	for (size_t s = 0; s < T->nsites; s++)
 		json_array_append_new(sites, json_string(names[s]));
 	json_object_set_new(root, "sites", sites);
 	for (size_t b = 0; b < T->nbuckets; b++) {
 		json_t *r = json_object(), *split = json_array();
-		json_object_set_new(r, "time_s", json_real(bucket_time(T, b)));
+		json_object_set_new(r, "time_s", json_real(ap_timeline_bucket_time(T, b)));
 		json_object_set_new(r, "total", json_real(T->max[b]));
 		for (size_t s = 0; s <= T->nsites; s++)
 			json_array_append_new(split, json_real(T->at_max[b * (T->nsites + 1) + s]));
@@ -183,39 +90,12 @@ static int put_json(FILE *f, const struct tl *T, char **names)
 	return rc;
 }
 
-/* A chart like ms_print's: columns of '#' scaled to the peak, '@' in the
- * peak's column, bytes on the left, time below. */
-static void put_text(FILE *f, const struct tl *T, char **names)
+/* The chart, under the program's name. */
+static void put_text(FILE *f, const struct ap_timeline *T)
 {
-	enum { ROWS = 16 };
-	char b1[32], b2[32];
-	ap_format_bytes(b1, sizeof(b1), T->peak);
 	const char *exe = strrchr(T->t->exe, '/');
-	fprintf(f, "File: %s\nIn use over time (peak %s at %.3gs, '@')%s\n\n", exe ? exe + 1 : T->t->exe, b1,
-		bucket_time(T, T->peak_bucket), T->t->rate > 1 ? "; estimates" : "");
-	for (int row = ROWS; row >= 1; row--) {
-		double level = T->peak * row / ROWS;
-		if (row == ROWS || row == ROWS / 2)
-			ap_format_bytes(b2, sizeof(b2), level);
-		else
-			b2[0] = 0;
-		fprintf(f, "%9s |", b2);
-		for (size_t b = 0; b < T->nbuckets; b++)
-			fputc(T->peak > 0 && T->max[b] >= level - T->peak / ROWS / 2
-				  ? (b == T->peak_bucket ? '@' : '#') : ' ', f);
-		fputc('\n', f);
-	}
-	fprintf(f, "%9s +", "0");
-	for (size_t b = 0; b < T->nbuckets; b++)
-		fputc('-', f);
-	fprintf(f, "> %.3gs\n\n", (double)T->span / 1e9);
-	fprintf(f, "At the peak:\n");
-	const double *split = T->at_max + T->peak_bucket * (T->nsites + 1);
-	for (size_t s = 0; s <= T->nsites; s++) {
-		ap_format_bytes(b1, sizeof(b1), split[s]);
-		fprintf(f, "%10s %5.1f%%  %s\n", b1, T->peak > 0 ? 100 * split[s] / T->peak : 0,
-			s < T->nsites ? names[s] : "(other sites)");
-	}
+	fprintf(f, "File: %s\n", exe ? exe + 1 : T->t->exe);
+	ap_render_timeline(T, 16, ap_render_print, f);
 }
 
 static void xml_text(FILE *f, const char *s)
@@ -232,7 +112,7 @@ static void xml_text(FILE *f, const char *s)
 }
 
 /* A stacked area chart, one polygon per band, a legend, the peak marked. */
-static void put_svg(FILE *f, const struct tl *T, char **names)
+static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 {
 	static const char *const colour[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
 					      "#59a14f", "#edc948", "#b07aa1", "#9c755f" };
@@ -285,19 +165,6 @@ static void put_svg(FILE *f, const struct tl *T, char **names)
 		fprintf(f, "</text>\n");
 	}
 	fprintf(f, "</svg>\n");
-}
-
-struct site_rank {
-	uint32_t site;
-	double at_peak;
-};
-
-static int rank_cmp(const void *a, const void *b)
-{
-	const struct site_rank *x = a, *y = b;
-	if (x->at_peak != y->at_peak)
-		return x->at_peak > y->at_peak ? -1 : 1;
-	return x->site < y->site ? -1 : x->site > y->site;
 }
 
 int cmd_timeline(int argc, char **argv)
@@ -370,46 +237,11 @@ int cmd_timeline(int argc, char **argv)
 	if (rc)
 		return rc;
 	ap_view_warnings(&v);
-	const struct ap_trace *t = v.trace;
-	struct ap_site_map m;
-	ap_advise_sites(t, v.sym, false, &m);
-	/* The sites shown: the largest at the peak. */
-	struct site_rank *rank = ap_xcalloc(m.nsites ? m.nsites : 1, sizeof(*rank));
-	for (size_t s = 0; s < m.nsites; s++)
-		rank[s].site = (uint32_t)s;
-	for (size_t st = 0; st < t->nstacks; st++)
-		if (m.site_of_stack[st] != UINT32_MAX)
-			rank[m.site_of_stack[st]].at_peak += v.values[st].v[AP_SI_PEAK_SPACE];
-	qsort(rank, m.nsites, sizeof(*rank), rank_cmp);
-	size_t shown = 0;
-	while (shown < (size_t)nsites && shown < m.nsites && rank[shown].at_peak > 0)
-		shown++;
-	uint32_t *slot_of_site = ap_xmalloc((m.nsites ? m.nsites : 1) * sizeof(uint32_t));
-	for (size_t s = 0; s < m.nsites; s++)
-		slot_of_site[s] = (uint32_t)shown;
-	char **names = ap_xcalloc(shown ? shown : 1, sizeof(char *));
-	for (size_t k = 0; k < shown; k++) {
-		slot_of_site[rank[k].site] = (uint32_t)k;
-		names[k] = m.name[rank[k].site];
-	}
-	uint32_t *slot_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
-	for (size_t st = 0; st < t->nstacks; st++)
-		slot_of_stack[st] = m.site_of_stack[st] == UINT32_MAX ? (uint32_t)shown
-								       : slot_of_site[m.site_of_stack[st]];
-	uint64_t end = t->end_ns;
-	if (t->nev && t->ev[t->nev - 1].ts > end)
-		end = t->ev[t->nev - 1].ts;
-	struct tl T = { .t = t, .slot_of_stack = slot_of_stack, .nsites = shown,
-			.nbuckets = (size_t)nbuckets, .start = t->start_ns,
-			.span = end > t->start_ns ? end - t->start_ns : 1 };
-	T.live_site = ap_xcalloc(shown + 1, sizeof(double));
-	T.max = ap_xcalloc(T.nbuckets, sizeof(double));
-	T.at_max = ap_xcalloc(T.nbuckets * (shown + 1), sizeof(double));
-	T.last = ap_xcalloc(T.nbuckets * (shown + 1), sizeof(double));
-	T.seen = ap_xcalloc(T.nbuckets, sizeof(bool));
-	struct ap_replay_consumer c = { &tl_ops, &T };
-	ap_replay(t, &c, 1, NULL);
-	tl_fill(&T);
+	struct ap_timeline_sites sites;
+	ap_timeline_sites_init(&sites, &v, (size_t)nsites);
+	struct ap_timeline T;
+	ap_timeline_init(&T, v.trace, &sites, (size_t)nbuckets);
+	char *const *names = sites.names;
 
 	FILE *f = stdout;
 	if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
@@ -423,7 +255,7 @@ int cmd_timeline(int argc, char **argv)
 		else if (fmt == FMT_SVG)
 			put_svg(f, &T, names);
 		else
-			put_text(f, &T, names);
+			put_text(f, &T);
 		if (f != stdout && fclose(f)) {
 			ap_die_msg("%s: cannot write: %s", out, strerror(errno));
 			rc = AP_EXIT_FAIL;
@@ -431,16 +263,8 @@ int cmd_timeline(int argc, char **argv)
 			ap_die_msg("wrote %s", out);
 		}
 	}
-	free(T.live_site);
-	free(T.max);
-	free(T.at_max);
-	free(T.last);
-	free(T.seen);
-	free(slot_of_stack);
-	free(slot_of_site);
-	free(names);
-	free(rank);
-	ap_site_map_release(&m);
+	ap_timeline_release(&T);
+	ap_timeline_sites_release(&sites);
 	ap_view_release(&v);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* `allocprof tui`: the top, list and advise views of a trace in one
+/* `allocprof tui`: the top, peek, list, timeline and advise views of a trace in one
  * interactive ncurses browser (cli/tui.c), or, with --batch, the same keys
  * applied without a terminal and the final screen printed as text. */
 #include <curses.h>
@@ -27,9 +27,11 @@ static void tui_usage(FILE *f)
 {
 	fputs("usage: allocprof tui [OPTIONS] TRACE...\n\n"
 	      "Browses TRACE interactively: the top table (flat, flat%, sum%, cum,\n"
-	      "cum%), Enter on a function for its annotated source (as list), 'a' for\n"
-	      "the pool advisor (as advise), '?' for the keys. The options set where\n"
-	      "the browser starts; keys change them.\n\n"
+	      "cum%), Enter on a node for its callers and callees (as peek; Enter\n"
+	      "there goes to one, Backspace back), 'L' for its annotated source (as\n"
+	      "list), 'T' for in-use bytes over time (as timeline), 'a' for the pool\n"
+	      "advisor (as advise), '?' for the keys. The options set where the\n"
+	      "browser starts; keys change them.\n\n"
 	      "options:\n"
 	      "  --functions          one node per function (default)\n"
 	      "  --lines              one node per source line\n"

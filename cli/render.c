@@ -114,11 +114,8 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 
 void ap_render_print(void *ctx, const struct ap_line *line)
 {
-	(void)ctx;
-	if (line->kind == AP_LINE_SOURCE)
-		printf("%s%s\n", line->text, line->body ? line->body : "");
-	else
-		printf("%s%s\n", line->kind == AP_LINE_WRAP ? "   " : "", line->text);
+	fprintf(ctx ? ctx : stdout, "%s%s%s\n", line->kind == AP_LINE_WRAP ? "   " : "", line->text,
+		line->body ? line->body : "");
 }
 
 /* A value of `list`, or pprof's dot for a zero. */

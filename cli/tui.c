@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "tui.h"
 #include "render.h"
+#include "timeline.h"
+#include "tui.h"
 
 #define KEY_ESC 27
 
@@ -23,14 +24,21 @@ static const char *const gran_names[] = {"functions", "lines", "files"};
 
 /* ---- pages of text (list, one advise site, help) ------------------------ */
 
-static void page_add(struct tui_page *p, int attr, const char *fixed, const char *body)
+static void page_add_target(struct tui_page *p, int attr, const char *fixed, const char *body,
+			    const char *target)
 {
 	AP_ALLOC_GROW(p->lines, p->n + 1, p->alloc);
 	p->lines[p->n++] = (struct tui_line){
 	    .fixed = ap_xstrdup(fixed),
 	    .body = body ? ap_xstrdup(body) : NULL,
+	    .target = target ? ap_xstrdup(target) : NULL,
 	    .attr = attr,
 	};
+}
+
+static void page_add(struct tui_page *p, int attr, const char *fixed, const char *body)
+{
+	page_add_target(p, attr, fixed, body, NULL);
 }
 
 static void page_addf(struct tui_page *p, int attr, const char *fmt, ...)
@@ -75,6 +83,7 @@ static void page_release(struct tui_page *p)
 	for (size_t i = 0; i < p->n; i++) {
 		free(p->lines[i].fixed);
 		free(p->lines[i].body);
+		free(p->lines[i].target);
 	}
 	free(p->lines);
 	memset(p, 0, sizeof(*p));
@@ -94,11 +103,14 @@ static int advise_pane(const struct tui *t)
 }
 
 /* Rows each view has for its lines: the top view has four header lines,
- * the advise view three and its pane, the pages one; all have the status
- * line. */
+ * the advise view three and its pane, the call pages two, the other pages
+ * one; all have the status line. */
 static size_t view_page(const struct tui *t, enum tui_view_kind k)
 {
-	int head = k == TUI_VIEW_TOP ? 4 : k == TUI_VIEW_ADVISE ? 3 + advise_pane(t) : 1;
+	int head = k == TUI_VIEW_TOP	  ? 4
+		   : k == TUI_VIEW_ADVISE ? 3 + advise_pane(t)
+		   : k == TUI_VIEW_PEEK	  ? 2
+					  : 1;
 	int n = t->rows - head - 1;
 	return n > 1 ? (size_t)n : 1;
 }
@@ -207,27 +219,50 @@ static char *current_name(const struct tui *t)
 	return ap_xstrdup(r->rows[t->top_pos.cur].name);
 }
 
-/* Rebuilds the top model with the current options. On failure (a bad
- * regex) the old model stays, the error goes to the status line and -1 is
- * returned. The cursor stays on the same node when it still exists. */
-static int rebuild(struct tui *t)
+static void peek_refresh(struct tui *t);
+
+static void reports_clear(struct tui *t)
 {
-	struct ap_error err;
-	busy(t, "symbolizing");
-	struct ap_report *r = ap_report_new(t->v->trace, t->v->values, t->v->sym, &t->o.view.report,
-					    NULL, NULL, &err);
+	for (size_t si = 0; si < AP_SI_COUNT; si++)
+		for (size_t g = 0; g < AP_ARRAY_SIZE(t->reports[si]); g++) {
+			ap_report_free(t->reports[si][g]);
+			t->reports[si][g] = NULL;
+		}
+	t->report = NULL;
+}
+
+/* Makes the top model of the current options current: the one made
+ * before for this sample index and granularity, unless the focus or
+ * ignore regex changed (`filter`: then every model made so far goes).
+ * On failure (a bad regex) the old model stays, the error goes to the
+ * status line and -1 is returned. The cursor stays on the same node when
+ * it still exists. */
+static int rebuild(struct tui *t, bool filter)
+{
+	struct ap_report **slot =
+	    &t->reports[t->o.view.report.sample_index][t->o.view.report.granularity];
+	struct ap_report *r = filter ? NULL : *slot;
 	if (!r) {
-		set_status(t, "%s", err.msg);
-		return -1;
+		struct ap_error err;
+		busy(t, "symbolizing");
+		r = ap_report_new(t->v->trace, t->v->values, t->v->sym, &t->o.view.report, NULL,
+				  NULL, &err);
+		if (!r) {
+			set_status(t, "%s", err.msg);
+			return -1;
+		}
 	}
-	if (t->o.by_cum)
-		ap_report_sort(r, true);
+	/* a model made before may be in the other order */
+	ap_report_sort(r, t->o.by_cum);
 	char *name = current_name(t);
 	t->top_pos.cur = row_named(r, name, t->top_pos.cur);
 	free(name);
-	ap_report_free(t->report);
+	if (filter)
+		reports_clear(t);
+	*slot = r;
 	t->report = r;
 	pos_fix(&t->top_pos, r->nrows, view_page(t, TUI_VIEW_TOP), true);
+	peek_refresh(t);
 	return 0;
 }
 
@@ -242,7 +277,7 @@ static void next_sample_index(struct tui *t)
 	if (next == AP_SI_TEMPORARY && t->v->trace->rate > 1)
 		next = si_cycle[(i + 2) % AP_ARRAY_SIZE(si_cycle)];
 	t->o.view.report.sample_index = next;
-	if (rebuild(t))
+	if (rebuild(t, false))
 		t->o.view.report.sample_index = old;
 }
 
@@ -250,7 +285,7 @@ static void next_granularity(struct tui *t)
 {
 	enum ap_granularity old = t->o.view.report.granularity;
 	t->o.view.report.granularity = (enum ap_granularity)((old + 1) % 3);
-	if (rebuild(t))
+	if (rebuild(t, false))
 		t->o.view.report.granularity = old;
 }
 
@@ -272,7 +307,7 @@ static void apply_filter(struct tui *t)
 	char *old = *slot;
 	*slot = t->input.len ? ap_xstrdup(t->input.buf) : NULL;
 	*opt = *slot;
-	if (rebuild(t)) {
+	if (rebuild(t, true)) {
 		free(*slot);
 		*slot = old;
 		*opt = old;
@@ -331,16 +366,14 @@ static bool same_file(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
-/* Enter on a top row: the functions of that row (its function, or with
- * files granularity every function of its file), annotated. */
-static void open_list(struct tui *t)
+/* The functions of a row of the top model (its function, or with files
+ * granularity every function of its file), annotated. */
+static void open_list(struct tui *t, const struct ap_report_row *row)
 {
-	const struct ap_report *r = t->report;
-	if (!r->nrows) {
+	if (!row) {
 		set_status(t, "nothing to list");
 		return;
 	}
-	const struct ap_report_row *row = &r->rows[t->top_pos.cur];
 	if (!row->func && !row->file) {
 		set_status(t, "no function or file to list for '%s'", row->name);
 		return;
@@ -386,6 +419,201 @@ static void open_list(struct tui *t)
 	t->list_pos = (struct tui_pos){.top = mark_at > page / 3 ? mark_at - page / 3 : 0};
 	pos_fix(&t->list_pos, t->list_page.n, page, false);
 	t->stack[t->depth++] = TUI_VIEW_LIST;
+}
+
+/* ---- the call pages ----------------------------------------------------- */
+
+/* The row of the top model named `name`, or NULL. */
+static const struct ap_report_row *row_of(const struct tui *t, const char *name)
+{
+	size_t i = row_named(t->report, name, SIZE_MAX);
+	return i == SIZE_MAX ? NULL : &t->report->rows[i];
+}
+
+static const char *peek_name(const struct tui *t)
+{
+	return t->peek[t->npeek - 1].name;
+}
+
+struct peek_page_ctx {
+	struct tui_page *p;
+	int last; /* the kind of the line before, -1 at the start */
+	size_t node_at;
+};
+
+/* pprof -peek's lines of one node, under a "callers" and a "callees"
+ * heading; Enter on a line goes to the node it names. */
+static void peek_page_line(void *ctx, const struct ap_line *line)
+{
+	struct peek_page_ctx *c = ctx;
+	switch (line->kind) {
+	case AP_LINE_CALLER:
+		if (c->last != AP_LINE_CALLER)
+			page_add(c->p, TUI_BOLD, "callers", NULL);
+		page_add_target(c->p, TUI_NORMAL, line->text, line->body, line->node);
+		break;
+	case AP_LINE_NODE:
+		if (c->last != AP_LINE_CALLER) {
+			page_add(c->p, TUI_BOLD, "callers", NULL);
+			page_add(c->p, TUI_NORMAL, "  (none)", NULL);
+		}
+		c->node_at = c->p->n;
+		page_add_target(c->p, TUI_BOLD, line->text, line->body, line->node);
+		break;
+	case AP_LINE_CALLEE:
+		if (c->last == AP_LINE_NODE)
+			page_add(c->p, TUI_BOLD, "callees", NULL);
+		page_add_target(c->p, TUI_NORMAL, line->text, line->body, line->node);
+		break;
+	default:
+		page_add(c->p, TUI_NORMAL, line->text, line->body);
+	}
+	c->last = (int)line->kind;
+}
+
+/* Makes the page of the current node again, from the current model (sum%
+ * is the node's own flat%, as `peek` of that one node prints it). */
+static void peek_refresh(struct tui *t)
+{
+	page_release(&t->peek_page);
+	t->peek_node_at = 0;
+	if (!t->npeek)
+		return;
+	const struct ap_report *r = t->report;
+	size_t i = row_named(r, peek_name(t), SIZE_MAX);
+	if (i == SIZE_MAX) {
+		page_addf(&t->peek_page, TUI_NORMAL, "  (no node '%s' with this sample index, focus and ignore)",
+			  peek_name(t));
+		return;
+	}
+	struct peek_page_ctx c = { &t->peek_page, -1, 0 };
+	ap_render_peek_node(r, i, r->rows[i].flat, 0, ap_view_table_unit(r), peek_page_line, &c);
+	if (c.last == AP_LINE_NODE) {
+		page_add(&t->peek_page, TUI_BOLD, "callees", NULL);
+		page_add(&t->peek_page, TUI_NORMAL, "  (none)", NULL);
+	}
+	t->peek_node_at = c.node_at;
+}
+
+static void push_view(struct tui *t, enum tui_view_kind k);
+
+/* Shows `name` between its callers and callees, the cursor on it; the
+ * node shown before stays in the history. */
+static void open_peek(struct tui *t, const char *name)
+{
+	if (!name) {
+		set_status(t, "no node here");
+		return;
+	}
+	AP_ALLOC_GROW(t->peek, t->npeek + 1, t->peek_alloc);
+	t->peek[t->npeek++] = (struct tui_peek_step){ .name = ap_xstrdup(name) };
+	peek_refresh(t);
+	t->peek[t->npeek - 1].pos.cur = t->peek_node_at;
+	pos_fix(&t->peek[t->npeek - 1].pos, t->peek_page.n, view_page(t, TUI_VIEW_PEEK), true);
+	if (t->stack[t->depth - 1] != TUI_VIEW_PEEK)
+		push_view(t, TUI_VIEW_PEEK);
+}
+
+static void pop_view(struct tui *t);
+
+/* Back to the node shown before, or out of the call pages. */
+static void peek_back(struct tui *t)
+{
+	free(t->peek[--t->npeek].name);
+	if (t->npeek)
+		peek_refresh(t);
+	else
+		pop_view(t);
+}
+
+/* After a move, the cursor on the nearest line that names a node, in the
+ * direction it moved (from `old`). */
+static void peek_skip(struct tui *t, size_t old)
+{
+	const struct tui_page *p = &t->peek_page;
+	struct tui_pos *pos = &t->peek[t->npeek - 1].pos;
+	if (!p->n || p->lines[pos->cur].target)
+		return;
+	size_t cur = pos->cur;
+	int dir = cur >= old ? 1 : -1;
+	for (int pass = 0; pass < 2; pass++, dir = -dir)
+		for (size_t i = cur; i < p->n; i += (size_t)dir)
+			if (p->lines[i].target) {
+				pos->cur = i;
+				pos_fix(pos, p->n, view_page(t, TUI_VIEW_PEEK), true);
+				return;
+			}
+	pos->cur = old;
+}
+
+/* Enter on a call page: to the caller or callee under the cursor, or on
+ * the node itself its source, as the list view shows it. */
+static void peek_enter(struct tui *t)
+{
+	const struct tui_page *p = &t->peek_page;
+	size_t cur = t->peek[t->npeek - 1].pos.cur;
+	if (cur >= p->n || !p->lines[cur].target)
+		return;
+	if (!strcmp(p->lines[cur].target, peek_name(t)))
+		open_list(t, row_of(t, peek_name(t)));
+	else
+		open_peek(t, p->lines[cur].target);
+}
+
+/* ---- the timeline ------------------------------------------------------- */
+
+/* The sites shown on their own, as `timeline` shows them by default. */
+#define TIMELINE_SITES 5
+
+struct tui_timeline {
+	struct ap_timeline_sites sites;
+	struct ap_timeline T; /* for T.nbuckets columns; nbuckets 0: none yet */
+};
+
+static void timeline_page_line(void *ctx, const struct ap_line *line)
+{
+	page_add(ctx, TUI_NORMAL, line->text, line->body);
+}
+
+/* Makes the timeline page for the screen: a column per bucket in the
+ * width, the chart's rows what the height leaves. The sites are chosen
+ * once; a new width replays the trace again, the same width only draws. */
+static void timeline_refresh(struct tui *t)
+{
+	if (!t->timeline) {
+		busy(t, "finding the call sites");
+		t->timeline = ap_xcalloc(1, sizeof(*t->timeline));
+		ap_timeline_sites_init(&t->timeline->sites, t->v, TIMELINE_SITES);
+	}
+	struct tui_timeline *tl = t->timeline;
+	/* the axis label takes 11 columns, the time at the end about 12 */
+	size_t nb = t->cols > 33 ? (size_t)t->cols - 23 : 10;
+	if (tl->T.nbuckets != nb) {
+		busy(t, "replaying the trace");
+		ap_timeline_release(&tl->T);
+		ap_timeline_init(&tl->T, t->v->trace, &tl->sites, nb);
+	}
+	/* around the chart: the title and status lines, and the renderer's
+	 * five lines and one per site and the rest */
+	int rows = t->rows - 2 - 5 - (int)(tl->sites.shown + 1);
+	page_release(&t->timeline_page);
+	ap_render_timeline(&tl->T, rows < 2 ? 2 : rows, timeline_page_line, &t->timeline_page);
+}
+
+static void timeline_free(struct tui_timeline *tl)
+{
+	if (!tl)
+		return;
+	ap_timeline_release(&tl->T);
+	ap_timeline_sites_release(&tl->sites);
+	free(tl);
+}
+
+static void open_timeline(struct tui *t)
+{
+	timeline_refresh(t);
+	t->timeline_pos = (struct tui_pos){0};
+	push_view(t, TUI_VIEW_TIMELINE);
 }
 
 /* ---- the advise views --------------------------------------------------- */
@@ -458,8 +686,7 @@ static void site_page_line(void *ctx, const struct ap_line *line)
 		page_wrap(c->p, TUI_NORMAL, "   ", line->text, c->width);
 		page_add(c->p, TUI_NORMAL, "", NULL);
 		break;
-	case AP_LINE_TEXT:
-	case AP_LINE_SOURCE:
+	default:
 		page_add(c->p, TUI_NORMAL, line->text, line->body);
 		break;
 	}
@@ -481,16 +708,22 @@ static const char *const help_lines[] = {
     "  PgUp/PgDn, Space    a page up or down",
     "  Home/End            first or last line",
     "  Left/Right, h/l     scroll names and source sideways",
-    "  Enter               top: list the selected function (source, flat and cum",
-    "                      per line); advise: the selected site in full",
-    "  Esc, q              back to the previous view (q on top: quit)",
+    "  Enter               top: the selected node between its callers and",
+    "                      callees (as peek); there: go to the caller or callee",
+    "                      under the cursor, or on the node itself its source;",
+    "                      advise: the selected site in full",
+    "  L                   top and callers/callees: list the function (source,",
+    "                      flat and cum per line)",
+    "  T                   top and callers/callees: in-use bytes over time (as",
+    "                      timeline), the peak marked '@'",
+    "  Esc, q, Backspace   back to the previous view or node (q on top: quit)",
     "  ?                   this help",
     "",
     "Top view",
     "",
-    "  s                   next sample index: alloc_space, alloc_objects,",
-    "                      inuse_space, inuse_objects, peak_space, peak_objects,",
-    "                      temporary (with --all traces)",
+    "  s                   next sample index (here and on callers/callees):",
+    "                      alloc_space, alloc_objects, inuse_space, inuse_objects,",
+    "                      peak_space, peak_objects, temporary (with --all traces)",
     "  g                   next granularity: functions, lines, files",
     "  c                   sort by cum / by flat",
     "  /                   focus: keep stacks with a frame matching a regex",
@@ -570,6 +803,10 @@ static size_t lines_of(const struct tui *t, enum tui_view_kind k)
 	}
 	case TUI_VIEW_HELP:
 		return AP_ARRAY_SIZE(help_lines);
+	case TUI_VIEW_PEEK:
+		return t->peek_page.n;
+	case TUI_VIEW_TIMELINE:
+		return t->timeline_page.n;
 	}
 	return 0;
 }
@@ -587,13 +824,17 @@ static struct tui_pos *pos_of(struct tui *t, enum tui_view_kind k)
 		return &t->site_pos;
 	case TUI_VIEW_HELP:
 		return &t->help_pos;
+	case TUI_VIEW_PEEK:
+		return &t->peek[t->npeek - 1].pos;
+	case TUI_VIEW_TIMELINE:
+		return &t->timeline_pos;
 	}
 	return &t->help_pos;
 }
 
 static bool is_cursor_view(enum tui_view_kind k)
 {
-	return k == TUI_VIEW_TOP || k == TUI_VIEW_ADVISE;
+	return k == TUI_VIEW_TOP || k == TUI_VIEW_ADVISE || k == TUI_VIEW_PEEK;
 }
 
 void tui_key(struct tui *t, int key)
@@ -606,14 +847,25 @@ void tui_key(struct tui *t, int key)
 		return;
 	t->status[0] = 0;
 	enum tui_view_kind k = view_of(t);
-	if (pos_key(pos_of(t, k), lines_of(t, k), view_page(t, k), is_cursor_view(k), key))
+	size_t old = pos_of(t, k)->cur;
+	if (pos_key(pos_of(t, k), lines_of(t, k), view_page(t, k), is_cursor_view(k), key)) {
+		if (k == TUI_VIEW_PEEK)
+			peek_skip(t, old);
 		return;
+	}
+	bool enter = key == '\n' || key == '\r' || key == KEY_ENTER;
+	bool back = key == KEY_BACKSPACE || key == 127 || key == 8;
 	switch (key) {
 	case 'q':
 	case KEY_ESC:
+	case KEY_BACKSPACE:
+	case 127:
+	case 8:
 		if (k == TUI_VIEW_TOP && key == KEY_ESC)
 			set_status(t, "q quits");
-		else
+		else if (k == TUI_VIEW_PEEK)
+			peek_back(t);
+		else if (k != TUI_VIEW_TOP || !back)
 			pop_view(t);
 		return;
 	case '?':
@@ -625,14 +877,27 @@ void tui_key(struct tui *t, int key)
 		}
 		return;
 	}
-	bool enter = key == '\n' || key == '\r' || key == KEY_ENTER;
 	if (k == TUI_VIEW_ADVISE && enter && t->advice->nsites) {
 		t->site_pos = (struct tui_pos){0};
 		push_view(t, TUI_VIEW_SITE);
 		return;
 	}
+	if (k == TUI_VIEW_PEEK) {
+		if (enter)
+			peek_enter(t);
+		else if (key == 's') {
+			next_sample_index(t);
+			t->peek[t->npeek - 1].pos.cur = t->peek_node_at;
+		}
+		else if (key == 'L')
+			open_list(t, row_of(t, peek_name(t)));
+		else if (key == 'T')
+			open_timeline(t);
+		return;
+	}
 	if (k != TUI_VIEW_TOP)
 		return;
+	char *name = NULL;
 	switch (key) {
 	case 's':
 		next_sample_index(t);
@@ -651,16 +916,29 @@ void tui_key(struct tui *t, int key)
 	case 'a':
 		open_advise(t);
 		break;
+	case 'T':
+		open_timeline(t);
+		break;
+	case 'L':
+		name = current_name(t);
+		open_list(t, row_of(t, name));
+		break;
 	default:
-		if (enter)
-			open_list(t);
+		if (enter) {
+			name = current_name(t);
+			open_peek(t, name);
+		}
 	}
+	free(name);
 }
 
 void tui_resize(struct tui *t, int rows, int cols)
 {
 	t->rows = rows;
 	t->cols = cols;
+	/* elsewhere the timeline is made again when it is opened */
+	if (view_of(t) == TUI_VIEW_TIMELINE)
+		timeline_refresh(t);
 	for (int i = 0; i < t->depth; i++) {
 		enum tui_view_kind k = t->stack[i];
 		pos_fix(pos_of(t, k), lines_of(t, k), view_page(t, k), is_cursor_view(k));
@@ -751,12 +1029,16 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 	ap_buf_release(&name);
 }
 
+/* The lines of a page from screen row `first`; with `cursor`, the line
+ * at pos->cur in the cursor bar. */
 static void draw_page(const struct tui *t, struct tui_screen *s, const struct tui_page *p,
-		      const struct tui_pos *pos, size_t page)
+		      const struct tui_pos *pos, size_t page, int first, bool cursor)
 {
 	for (size_t i = pos->top; i < p->n && i < pos->top + page; i++) {
 		const struct tui_line *l = &p->lines[i];
-		draw_line(s, 1 + (int)(i - pos->top), l->attr, l->fixed, l->body, pos->hscroll);
+		draw_line(s, first + (int)(i - pos->top),
+			  cursor && i == pos->cur ? TUI_CURSOR : l->attr, l->fixed, l->body,
+			  pos->hscroll);
 	}
 }
 
@@ -821,12 +1103,31 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 	page_release(&p);
 }
 
+/* Row 0 of the timeline: the program, the peak (also in bytes, exact as
+ * stats prints it) and when, the rate. */
+static void draw_timeline_title(const struct tui *t, struct tui_screen *s)
+{
+	const struct ap_timeline *T = &t->timeline->T;
+	char peak[32];
+	ap_format_bytes(peak, sizeof(peak), T->peak);
+	tui_screen_row_attr(s, 0, TUI_TITLE);
+	tui_screen_putf(s, 0, 0, TUI_TITLE, "timeline: %s   Peak: %s (%.0f B) at %.3gs   %s",
+			basename_of(t->v->trace->exe), peak, T->peak,
+			ap_timeline_bucket_time(T, T->peak_bucket),
+			t->v->trace->rate > 1 ? "Sampled: estimates" : "Every allocation");
+}
+
 static const char *status_keys(enum tui_view_kind k)
 {
 	switch (k) {
 	case TUI_VIEW_TOP:
-		return "q:quit ?:help Enter:list a:advise s:index g:granularity c:sort "
-		       "/:focus \\:ignore";
+		return "q:quit ?:help Enter:calls L:list a:advise T:timeline s:index g:granularity "
+		       "c:sort /:focus \\:ignore";
+	case TUI_VIEW_PEEK:
+		return "Enter: go to caller/callee (on the node: list)  Bksp/Esc/q back  s index  "
+		       "L list  T timeline  ? help";
+	case TUI_VIEW_TIMELINE:
+		return "q/Esc back  ? help  arrows/PgUp/PgDn scroll";
 	case TUI_VIEW_LIST:
 		return "q/Esc back  ? help  arrows/PgUp/PgDn scroll  Left/Right sideways";
 	case TUI_VIEW_ADVISE:
@@ -864,7 +1165,7 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 		break;
 	case TUI_VIEW_LIST:
 		draw_title(t, s, "list", t->list_what);
-		draw_page(t, s, &t->list_page, pos, page);
+		draw_page(t, s, &t->list_page, pos, page, 1, false);
 		break;
 	case TUI_VIEW_SITE: {
 		struct tui_page p = {0};
@@ -872,10 +1173,20 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 		tui_screen_row_attr(s, 0, TUI_TITLE);
 		tui_screen_putf(s, 0, 0, TUI_TITLE, "advise: site %zu of %zu",
 				t->advise_pos.cur + 1, t->advice->nsites);
-		draw_page(t, s, &p, pos, page);
+		draw_page(t, s, &p, pos, page, 1, false);
 		page_release(&p);
 		break;
 	}
+	case TUI_VIEW_PEEK:
+		draw_title(t, s, "peek", peek_name(t));
+		tui_screen_put(s, 1, 0, TUI_BOLD,
+			       "      flat  flat%   sum%        cum   cum%   calls calls% + context", 0);
+		draw_page(t, s, &t->peek_page, pos, page, 2, true);
+		break;
+	case TUI_VIEW_TIMELINE:
+		draw_timeline_title(t, s);
+		draw_page(t, s, &t->timeline_page, pos, page, 1, false);
+		break;
 	case TUI_VIEW_HELP: {
 		tui_screen_row_attr(s, 0, TUI_TITLE);
 		tui_screen_put(s, 0, 0, TUI_TITLE, "allocprof tui: help", 0);
@@ -921,6 +1232,8 @@ int tui_init(struct tui *t, struct ap_view *v, const struct tui_options *o, int 
 	t->cols = cols;
 	t->stack[t->depth++] = TUI_VIEW_TOP;
 	struct ap_error err;
+	struct ap_report **slot =
+	    &t->reports[t->o.view.report.sample_index][t->o.view.report.granularity];
 	t->report = ap_report_new(v->trace, v->values, v->sym, &t->o.view.report,
 				  ap_view_progress_fn(), ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
@@ -931,12 +1244,19 @@ int tui_init(struct tui *t, struct ap_view *v, const struct tui_options *o, int 
 	}
 	if (t->o.by_cum)
 		ap_report_sort(t->report, true);
+	*slot = t->report;
 	return 0;
 }
 
 void tui_release(struct tui *t)
 {
-	ap_report_free(t->report);
+	reports_clear(t);
+	while (t->npeek)
+		free(t->peek[--t->npeek].name);
+	free(t->peek);
+	page_release(&t->peek_page);
+	timeline_free(t->timeline);
+	page_release(&t->timeline_page);
 	ap_advice_free(t->advice);
 	page_release(&t->list_page);
 	free(t->list_what);

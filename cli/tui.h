@@ -62,7 +62,15 @@ void tui_screen_print(const struct tui_screen *s, FILE *f);
 
 /* ---- the browser (tui.c) ------------------------------------------------ */
 
-enum tui_view_kind { TUI_VIEW_TOP, TUI_VIEW_LIST, TUI_VIEW_ADVISE, TUI_VIEW_SITE, TUI_VIEW_HELP };
+enum tui_view_kind {
+	TUI_VIEW_TOP,
+	TUI_VIEW_LIST,
+	TUI_VIEW_ADVISE,
+	TUI_VIEW_SITE,
+	TUI_VIEW_HELP,
+	TUI_VIEW_PEEK,	   /* a node between its callers and callees */
+	TUI_VIEW_TIMELINE, /* in-use bytes over time */
+};
 
 /* A scrollable list position: the selected line and the first one shown. */
 struct tui_pos {
@@ -71,9 +79,10 @@ struct tui_pos {
 };
 
 /* A line of a page of text: `fixed` stays put, `body` (may be NULL) after
- * it scrolls sideways. */
+ * it scrolls sideways; `target` (may be NULL) is the node Enter on the
+ * line goes to (a peek page's callers and callees). */
 struct tui_line {
-	char *fixed, *body;
+	char *fixed, *body, *target;
 	int attr;
 };
 
@@ -81,6 +90,15 @@ struct tui_page {
 	struct tui_line *lines;
 	size_t n, alloc;
 };
+
+/* One step of the call pages' history: the node shown and where the
+ * cursor was. */
+struct tui_peek_step {
+	char *name;
+	struct tui_pos pos;
+};
+
+struct tui_timeline; /* tui.c: the timeline model, for one width */
 
 struct tui;
 
@@ -99,6 +117,10 @@ struct tui {
 	struct tui_options o;
 	char *focus, *ignore; /* owned copies; o.view.report points at them */
 	struct ap_report *report;
+	/* The top models made so far for the current focus and ignore, by
+	 * sample index and granularity (report is one of them): switching
+	 * back is instant. */
+	struct ap_report *reports[AP_SI_COUNT][3];
 	struct tui_pos top_pos;
 
 	enum tui_view_kind stack[8]; /* views, the current one last */
@@ -107,6 +129,18 @@ struct tui {
 	struct tui_page list_page; /* the list view, rendered when opened */
 	char *list_what;	   /* the function or file it shows */
 	struct tui_pos list_pos;
+
+	/* The call pages: the history of nodes visited (the current one
+	 * last), and the current one's page, made again when the model
+	 * changes. */
+	struct tui_peek_step *peek;
+	size_t npeek, peek_alloc;
+	struct tui_page peek_page;
+	size_t peek_node_at; /* the page index of the node's own line */
+
+	struct tui_timeline *timeline; /* made on the first `T`, again on a width change */
+	struct tui_page timeline_page;
+	struct tui_pos timeline_pos;
 
 	struct ap_cost_table costs;
 	struct ap_advice *advice; /* computed on the first `a` */

@@ -2,7 +2,9 @@
 """`allocprof tui --batch`: the screens after key sequences, against what the
 other views compute for the same trace. The top table must carry the numbers
 of `top --json` (and be the lines `top` prints), the list screen the lines of
-`list`, the advise screen the verdicts of `advise --json`; the keys must move,
+`list`, the call pages the lines of `peek`, the timeline the chart of
+`timeline` and the peak of `stats`, the advise screen the verdicts of
+`advise --json`; the keys must move,
 filter, resize and go back as documented; bad use gets one clear line.
 
 usage: batch.py ALLOCPROF MKTRACE"""
@@ -154,6 +156,37 @@ def page_lines(lines):
     return [l for l in lines[1:-1]]
 
 
+def peek_block(trace, name, *opts):
+    """The lines `peek '^NAME$'` prints for NAME: its callers, its own
+    line, its callees (between the rules)."""
+    out = run("peek", *opts, "^%s$" % re.escape(name), trace).stdout.split("\n")
+    rules = [k for k, l in enumerate(out) if l.startswith("-------")]
+    return [l.rstrip() for l in out[rules[-2] + 1:rules[-1]]]
+
+
+def peek_screen(lines):
+    """A call page: (callers, node line, callees) as the lines peek prints,
+    after checking its headings."""
+    body = page_lines(lines)[1:]
+    while body and not body[-1]:
+        body.pop()
+    if not check(len(body) >= 4 and body[0] == "callers" and "callees" in body,
+                 "call page without callers/callees headings", "\n".join(lines)):
+        return [], "", []
+    k = body.index("callees")
+    callers, callees = body[1:k - 1], body[k + 1:]
+    return ([] if callers == ["  (none)"] else callers), body[k - 1], ([] if callees == ["  (none)"] else callees)
+
+
+def stats_peak(trace):
+    return json.loads(run("stats", "--json", trace).stdout)["peak_inuse_space"]
+
+
+def timeline_text(trace, buckets):
+    """`timeline --buckets N`'s chart, without its File line."""
+    return [l.rstrip() for l in run("timeline", "--buckets", str(buckets), trace).stdout.rstrip("\n").split("\n")[1:]]
+
+
 def main():
     tmp = tempfile.mkdtemp()
     exact = os.path.join(tmp, "fx.trace")
@@ -229,9 +262,9 @@ def main():
           "\n".join(lines))
     check(screen(exact, "<right><left>") == screen(exact), "left after right")
 
-    # Enter: the list of the selected function, the lines `list` prints.
+    # L: the list of the selected function, the lines `list` prints.
     for k, row in enumerate(j["rows"]):
-        lines = screen(exact, "j" * k + "<enter>", "200x60")
+        lines = screen(exact, "j" * k + "L", "200x60")
         body = list_body(exact, "^%s$" % re.escape(row["name"]))
         check(lines[0].startswith("list: %s " % row["name"]), "list title for %s" % row["name"], lines[0])
         got = page_lines(lines)[:len(body)]
@@ -240,7 +273,7 @@ def main():
     # The same on the objects index: the list follows the sample index.
     jo = top_json(exact, "--alloc_objects")
     names_o = [r["name"] for r in jo["rows"]]
-    lines = screen(exact, "s<home>" + "j" * names_o.index("parse") + "<enter>", "200x60")
+    lines = screen(exact, "s<home>" + "j" * names_o.index("parse") + "L", "200x60")
     body = list_body(exact, "^parse$", "--alloc_objects")
     check(page_lines(lines)[:len(body)] == body, "list of parse by alloc_objects", "\n".join(lines))
     # s, g and c keep the cursor on the same node where it still exists.
@@ -252,30 +285,30 @@ def main():
     check(position(screen(exact, "j" * k + "c")) == (names_c.index("wrap_alloc") + 1, n),
           "c keeps the cursor on wrap_alloc")
     # Esc and q go back to the table where it was.
-    check(position(screen(exact, "jj<enter><esc>")) == (3, n), "esc back from list")
-    check(position(screen(exact, "jj<enter>q")) == (3, n), "q back from list")
+    check(position(screen(exact, "jjL<esc>")) == (3, n), "esc back from list")
+    check(position(screen(exact, "jjLq")) == (3, n), "q back from list")
     # A list longer than the screen scrolls.
     parse_row = [r["name"] for r in j["rows"]].index("parse")
-    lines = screen(exact, "j" * parse_row + "<enter>", "80x9")
+    lines = screen(exact, "j" * parse_row + "L", "80x9")
     body = list_body(exact, "^parse$")
     check(page_lines(lines) == [b[:80] for b in body[:7]], "list in 80x9", "\n".join(lines))
-    lines = screen(exact, "j" * parse_row + "<enter>jj", "80x9")
+    lines = screen(exact, "j" * parse_row + "Ljj", "80x9")
     check(page_lines(lines) == [b[:80] for b in body[2:9]], "list scrolled 2", "\n".join(lines))
-    lines = screen(exact, "j" * parse_row + "<enter><end>", "80x9")
+    lines = screen(exact, "j" * parse_row + "L<end>", "80x9")
     check(page_lines(lines) == [b[:80] for b in body[-7:]], "list end", "\n".join(lines))
     # Right scrolls the source sideways, the numbers stay.
-    lines = screen(exact, "j" * parse_row + "<enter><right>", "200x60")
+    lines = screen(exact, "j" * parse_row + "L<right>", "200x60")
     src = [l for l in page_lines(lines) if re.match(r"^ +\S+ +\S+ +83:", l)]
     check(len(src) == 1 and src[0].endswith(":uint32_t st = grab(); /* L:parse_self */"),
           "right scrolls the source 8 columns", "\n".join(lines))
-    # With lines granularity, Enter lists the row's function.
+    # With lines granularity, L lists the row's function.
     jl = top_json(exact, "--lines")
     k = [r["name"] for r in jl["rows"]].index(next(r["name"] for r in jl["rows"] if r["name"].startswith("make_token")))
-    lines = screen(exact, "g" + "j" * k + "<enter>", "200x60")
+    lines = screen(exact, "g" + "j" * k + "L", "200x60")
     body = list_body(exact, "^make_token$")
     check(page_lines(lines)[:len(body)] == body, "lines granularity: list of make_token", "\n".join(lines))
-    # With files granularity, Enter lists every function of the file.
-    lines = screen(exact, "gg<enter>", "200x200")
+    # With files granularity, L lists every function of the file.
+    lines = screen(exact, "ggL", "200x200")
     body = list_body(exact, ".*")
     check(page_lines(lines)[:len(body)] == body, "files granularity: all functions of fixture.c",
           "\n".join(lines))
@@ -323,6 +356,105 @@ def main():
         back = screen(trace, "ajj<enter>q", "200x60")
         check(position(back, 1) == (3, len(sites)), "q from a site back to the sites", "\n".join(back))
         check(position(screen(trace, "ajj<enter>qq")) == (1, top_json(trace)["nodes"]), "q q back to top")
+
+
+    # Enter on a top row: the node between its callers and callees, the
+    # lines `peek` prints for it, in the current sample index.
+    for trace, name in ((exact, "exact"), (sampled, "sampled")):
+        for opts, keys in (([], ""), (["--alloc_objects"], "s<home>")):
+            jr = top_json(trace, *opts)["rows"]
+            for k, row in enumerate(jr):
+                lines = screen(trace, keys + "j" * k + "<enter>", "200x60")
+                check(lines[0].startswith("peek: %s " % row["name"]) and
+                      (" Type: %s " % (opts[0][2:] if opts else "alloc_space")) in lines[0],
+                      "%s %s: call page title of %s" % (name, opts, row["name"]), lines[0])
+                callers, node, callees = peek_screen(lines)
+                want = peek_block(trace, row["name"], *opts)
+                check(callers + [node] + callees == want, "%s %s: call page of %s" % (name, opts, row["name"]),
+                      "\n".join(lines) + "\n--- peek:\n" + "\n".join(want))
+                check(lines[-1].startswith("Enter: go to caller/callee"), "call page status line", lines[-1])
+    # s on a call page recomputes it in the next sample index.
+    names = [r["name"] for r in j["rows"]]
+    k = names.index("parse")
+    callers, node, callees = peek_screen(screen(exact, "j" * k + "<enter>s", "200x60"))
+    check(callers + [node] + callees == peek_block(exact, "parse", "--alloc_objects"),
+          "s on the call page of parse", "\n".join([node] + callees))
+    # Enter on a callee goes to it, Enter on a caller too; Backspace, Esc
+    # and q come back through the history, to the same line.
+    fb = names.index("fx_build")
+    first_callee = peek_block(exact, "fx_build")[1].split("|   ")[1]
+    start = "j" * fb + "<enter>"
+    lines = screen(exact, start + "j<enter>", "200x60")
+    check(lines[0].startswith("peek: %s " % first_callee), "Enter on the first callee of fx_build goes to "
+          + first_callee, lines[0])
+    callers, node, callees = peek_screen(lines)
+    check(callers + [node] + callees == peek_block(exact, first_callee), "the callee's call page",
+          "\n".join(lines))
+    for back in ("<bs>", "<esc>", "q"):
+        check(screen(exact, start + "j<enter>" + back, "200x60") == screen(exact, start + "j", "200x60"),
+              back + " from the callee back to fx_build's page")
+    # two steps in and out: fx_build -> its second callee -> its caller (fx_build)
+    second = peek_block(exact, "fx_build")[2].split("|   ")[1]
+    lines = screen(exact, start + "jj<enter>k<enter>", "200x60")
+    check(lines[0].startswith("peek: fx_build "), "Enter on a caller goes to it", lines[0])
+    check(screen(exact, start + "jj<enter>k<enter><bs>", "200x60") == screen(exact, start + "jj<enter>k", "200x60")
+          and screen(exact, start + "jj<enter>k", "200x60")[0].startswith("peek: %s " % second),
+          "back one step", "")
+    check(screen(exact, start + "jj<enter>k<enter><bs><bs>", "200x60") == screen(exact, start + "jj", "200x60"),
+          "back two steps")
+    check(position(screen(exact, start + "jj<enter>k<enter><bs><bs><bs>")) == (fb + 1, n),
+          "back three steps: the table, on fx_build")
+    # The cursor skips the headings: k from fx_build's own line (no
+    # callers) stays, so Enter lists fx_build.
+    lines = screen(exact, start + "k<enter>", "200x60")
+    check(lines[0].startswith("list: fx_build "), "Enter on the node itself lists it", lines[0])
+    check(screen(exact, "j" * fb + "L", "200x60") == lines, "L on top lists too")
+    # A page longer than the screen scrolls with the cursor (100x8: five
+    # lines under the column header).
+    block = peek_block(exact, "fx_build")
+    lines = screen(exact, start + "jjjjj", "100x8")
+    check(page_lines(lines)[1:] == block[1:6], "call page scrolled to the fifth callee",
+          "\n".join(lines) + "\n--- peek:\n" + "\n".join(block))
+    check(screen(exact, start + "jjjjj<enter>", "100x8")[0].startswith("peek: %s " % block[5].split("|   ")[1]),
+          "Enter on the fifth callee after scrolling")
+    lines = screen(exact, start + "jjjjj<home>", "100x8")
+    check(page_lines(lines)[1:4] == ["callers", "  (none)", block[0]], "home: back to the page's head",
+          "\n".join(lines))
+
+    # T: the timeline, its peak stats' peak_inuse_space, its chart
+    # `timeline`'s for the window's width (a column per bucket, 23 columns
+    # for the axes) and what the height leaves (title, status, five lines
+    # and the sites': 16 rows, as `timeline`, at 23 rows plus the sites'),
+    # and after a resize.
+    for trace, name in ((exact, "exact"), (sampled, "sampled")):
+        peak = stats_peak(trace)
+        nsites = len(timeline_text(trace, 77)) - 16 - 5
+        h = 23 + nsites
+        for keys, size, final, buckets in (("T", "100x%d" % h, None, 77),
+                                           ("T<resize:80x40>", "100x%d" % h, "80x40", 57),
+                                           ("<enter>T", "100x%d" % h, None, 77)):
+            lines = screen(trace, keys, size, final=final)
+            m = re.match(r"^timeline: fixture   Peak: \S+ \((\d+) B\) at ", lines[0])
+            check(m and int(m.group(1)) == peak, "%s %s: timeline peak, stats says %d" % (name, keys, peak),
+                  lines[0])
+            check(m and "'@'" in lines[1] and sum("@" in l for l in lines[3:]) >= 1,
+                  "%s %s: the peak marked" % (name, keys), "\n".join(lines))
+            want = timeline_text(trace, buckets)
+            got = page_lines(lines)
+            while got and not got[-1]:
+                got.pop()
+            if final:
+                rows = 40 - 7 - nsites
+                check(len(got) == rows + 5 + nsites and got[:2] == want[:2] and got[rows + 2:] == want[18:]
+                      and got[2].startswith(want[2][:11]),
+                      "%s %s: resized timeline, %d rows" % (name, keys, rows),
+                      "\n".join(got) + "\n---\n" + "\n".join(want))
+            else:
+                check(got == want, "%s %s: timeline screen is timeline --buckets %d" % (name, keys, buckets),
+                      "\n".join(got) + "\n--- timeline:\n" + "\n".join(want))
+    check(position(screen(exact, "jjTq")) == (3, n), "q from the timeline back to the table")
+    check(screen(exact, "<enter>T<esc>") == screen(exact, "<enter>"), "esc from the timeline back to the call page")
+    check(any(l.startswith("  T ") for l in screen(exact, "?", "100x60")), "T in the help")
 
     # Help, and back.
     lines = screen(exact, "?")

@@ -37,20 +37,34 @@ keys() {
 }
 
 expect_screen "start" ""
-keys j j Enter
-expect_screen "list" "jj<enter>"
+keys j j L
+expect_screen "list" "jjL"
 keys Escape
-expect_screen "back" "jj<enter><esc>"
+expect_screen "back" "jjL<esc>"
+keys Enter
+expect_screen "callers and callees" "jjL<esc><enter>"
+keys Up Enter
+expect_screen "to the caller" "jjL<esc><enter>k<enter>"
+keys BSpace
+expect_screen "backspace" "jjL<esc><enter>k<enter><bs>"
+keys T
+expect_screen "timeline" "jjL<esc><enter>k<enter><bs>T"
+keys q q
+expect_screen "back to the table" "jjL<esc><enter>k<enter><bs>Tqq"
+P="jjL<esc><enter>k<enter><bs>Tqq"
 keys a Down Enter
-expect_screen "advise site" "jj<enter><esc>aj<enter>"
+expect_screen "advise site" "${P}aj<enter>"
 keys q q s g
-expect_screen "index and granularity" "jj<enter><esc>aj<enter>qqsg"
+expect_screen "index and granularity" "${P}aj<enter>qqsg"
 keys / p a r s Enter
-expect_screen "focus" "jj<enter><esc>aj<enter>qqsg/pars<enter>"
+expect_screen "focus" "${P}aj<enter>qqsg/pars<enter>"
 tmux -L "$sock" resize-window -t t -x 80 -y 24
-expect_screen "resized" "jj<enter><esc>aj<enter>qqsg/pars<enter><resize:80x24>" 80x24
+expect_screen "resized" "${P}aj<enter>qqsg/pars<enter><resize:80x24>" 80x24
 keys NPage End Up
-expect_screen "moved" "jj<enter><esc>aj<enter>qqsg/pars<enter><resize:80x24><pgdn><end><up>" 80x24
+expect_screen "moved" "${P}aj<enter>qqsg/pars<enter><resize:80x24><pgdn><end><up>" 80x24
+keys T
+expect_screen "timeline resized" "${P}aj<enter>qqsg/pars<enter><resize:80x24><pgdn><end><up>T" 80x24
+keys q
 keys q
 i=0
 while [ ! -s "$tmp/rc" ] && [ $i -lt 200 ]; do

@@ -1,0 +1,176 @@
+/* The timeline model (timeline.h): a consumer of the replay that keeps,
+ * per stretch of time, the highest in-use bytes and their split by site. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_replay.h"
+#include "timeline.h"
+
+static size_t bucket_of(const struct ap_timeline *T, uint64_t ts)
+{
+	uint64_t d = ts > T->start ? ts - T->start : 0;
+	size_t b = T->span ? (size_t)((double)d / (double)T->span * (double)T->nbuckets) : 0;
+	return b < T->nbuckets ? b : T->nbuckets - 1;
+}
+
+static void tl_note(struct ap_timeline *T, const struct ap_event *e)
+{
+	size_t b = bucket_of(T, e->ts);
+	memcpy(T->last + b * (T->nsites + 1), T->live_site, (T->nsites + 1) * sizeof(double));
+	if (!T->seen[b] || T->live > T->max[b]) {
+		T->seen[b] = true;
+		T->max[b] = T->live;
+		memcpy(T->at_max + b * (T->nsites + 1), T->live_site, (T->nsites + 1) * sizeof(double));
+	}
+	if (T->live > T->peak) {
+		T->peak = T->live;
+		T->peak_bucket = b;
+	}
+}
+
+static void tl_add(struct ap_timeline *T, const struct ap_replay_block *b, double sign)
+{
+	double sp = sign * b->w * (double)b->size;
+	T->live += sp;
+	size_t s = b->stack < T->t->nstacks ? T->slot_of_stack[b->stack] : T->nsites;
+	T->live_site[s] += sp;
+}
+
+static void tl_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	(void)i;
+	tl_add(ctx, b, 1);
+	tl_note(ctx, e);
+}
+
+static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	(void)i;
+	tl_add(ctx, b, -1);
+	tl_note(ctx, e);
+}
+
+static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		    const struct ap_replay_block *b)
+{
+	(void)i;
+	tl_add(ctx, old, -1);
+	tl_add(ctx, b, 1);
+	tl_note(ctx, e);
+}
+
+static const struct ap_replay_ops tl_ops = {
+	.alloc = tl_alloc,
+	.grow = tl_grow,
+	.free = tl_free,
+};
+
+/* Buckets without an event hold what the one before ended with. */
+static void tl_fill(struct ap_timeline *T)
+{
+	size_t w = T->nsites + 1;
+	for (size_t b = 1; b < T->nbuckets; b++)
+		if (!T->seen[b]) {
+			double sum = 0;
+			for (size_t s = 0; s < w; s++)
+				sum += T->last[(b - 1) * w + s];
+			T->max[b] = sum;
+			memcpy(T->at_max + b * w, T->last + (b - 1) * w, w * sizeof(double));
+			memcpy(T->last + b * w, T->last + (b - 1) * w, w * sizeof(double));
+		}
+}
+
+double ap_timeline_bucket_time(const struct ap_timeline *T, size_t b)
+{
+	return (double)T->span * (double)(b + 1) / (double)T->nbuckets / 1e9;
+}
+
+struct site_rank {
+	uint32_t site;
+	double at_peak;
+};
+
+static int rank_cmp(const void *a, const void *b)
+{
+	const struct site_rank *x = a, *y = b;
+	if (x->at_peak != y->at_peak)
+		return x->at_peak > y->at_peak ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+void ap_timeline_sites_init(struct ap_timeline_sites *s, const struct ap_view *v, size_t nsites)
+{
+	const struct ap_trace *t = v->trace;
+	struct ap_site_map *m = &s->m;
+	ap_advise_sites(t, v->sym, false, m);
+	/* The sites shown: the largest at the peak. */
+	struct site_rank *rank = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*rank));
+	for (size_t k = 0; k < m->nsites; k++)
+		rank[k].site = (uint32_t)k;
+	for (size_t st = 0; st < t->nstacks; st++)
+		if (m->site_of_stack[st] != UINT32_MAX)
+			rank[m->site_of_stack[st]].at_peak += v->values[st].v[AP_SI_PEAK_SPACE];
+	qsort(rank, m->nsites, sizeof(*rank), rank_cmp);
+	size_t shown = 0;
+	while (shown < nsites && shown < m->nsites && rank[shown].at_peak > 0)
+		shown++;
+	uint32_t *slot_of_site = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(uint32_t));
+	for (size_t k = 0; k < m->nsites; k++)
+		slot_of_site[k] = (uint32_t)shown;
+	s->names = ap_xcalloc(shown ? shown : 1, sizeof(char *));
+	for (size_t k = 0; k < shown; k++) {
+		slot_of_site[rank[k].site] = (uint32_t)k;
+		s->names[k] = m->name[rank[k].site];
+	}
+	s->slot_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
+	for (size_t st = 0; st < t->nstacks; st++)
+		s->slot_of_stack[st] = m->site_of_stack[st] == UINT32_MAX
+					   ? (uint32_t)shown
+					   : slot_of_site[m->site_of_stack[st]];
+	s->shown = shown;
+	free(slot_of_site);
+	free(rank);
+}
+
+void ap_timeline_sites_release(struct ap_timeline_sites *s)
+{
+	if (!s)
+		return;
+	free(s->names);
+	free(s->slot_of_stack);
+	ap_site_map_release(&s->m);
+	memset(s, 0, sizeof(*s));
+}
+
+void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
+		      const struct ap_timeline_sites *s, size_t nbuckets)
+{
+	uint64_t end = t->end_ns;
+	if (t->nev && t->ev[t->nev - 1].ts > end)
+		end = t->ev[t->nev - 1].ts;
+	size_t w = s->shown + 1;
+	*T = (struct ap_timeline){ .t = t, .slot_of_stack = s->slot_of_stack, .names = s->names,
+				   .nsites = s->shown, .nbuckets = nbuckets ? nbuckets : 1,
+				   .start = t->start_ns,
+				   .span = end > t->start_ns ? end - t->start_ns : 1 };
+	T->live_site = ap_xcalloc(w, sizeof(double));
+	T->max = ap_xcalloc(T->nbuckets, sizeof(double));
+	T->at_max = ap_xcalloc(T->nbuckets * w, sizeof(double));
+	T->last = ap_xcalloc(T->nbuckets * w, sizeof(double));
+	T->seen = ap_xcalloc(T->nbuckets, sizeof(bool));
+	struct ap_replay_consumer c = { &tl_ops, T };
+	ap_replay(t, &c, 1, NULL);
+	tl_fill(T);
+}
+
+void ap_timeline_release(struct ap_timeline *T)
+{
+	if (!T)
+		return;
+	free(T->live_site);
+	free(T->max);
+	free(T->at_max);
+	free(T->last);
+	free(T->seen);
+	memset(T, 0, sizeof(*T));
+}
