@@ -6,6 +6,8 @@
 #include <string.h>
 
 #define NONE UINT32_MAX
+/* How many events ahead ap_replay prefetches map slots. */
+#define PREFETCH_AHEAD 16
 
 struct rblock {
 	struct ap_replay_block b;
@@ -180,6 +182,19 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
+		/* The map is far bigger than the caches on a long trace, and
+		 * each event's probe is a miss: ask for the slot of an event
+		 * a few ahead while this one is handled. */
+		if (i + PREFETCH_AHEAD < t->nev)
+			__builtin_prefetch(
+			    &m.slots[addr_hash(t->ev[i + PREFETCH_AHEAD].addr) & (m.size - 1)]);
+		/* then, the slot in the cache by now, the block a FREE ends */
+		if (i + PREFETCH_AHEAD / 2 < t->nev &&
+		    t->ev[i + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
+			const struct slot *ps = map_find(&m, t->ev[i + PREFETCH_AHEAD / 2].addr);
+			if (ps)
+				__builtin_prefetch(&m.blocks[ps->head]);
+		}
 		struct pending *p = &pend[e->thread <= t->nthreads ? e->thread : t->nthreads];
 		if (e->type == AP_EV_FREE) {
 			pending_flush(&m, p, c, nc);
