@@ -66,13 +66,13 @@ static void put_csv(FILE *f, const struct ap_timeline *T, char *const *names)
 static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 {
 	json_t *root = json_object(), *sites = json_array(), *rows = json_array();
-	json_object_set_new(root, "program", json_string(T->t->exe));
+	json_object_set_new(root, "program", ap_json_text(T->t->exe));
 	json_object_set_new(root, "rate", json_integer((json_int_t)T->t->rate));
 	json_object_set_new(root, "duration_ns", json_integer((json_int_t)T->span));
 	json_object_set_new(root, "peak_bytes", json_real(T->peak));
 	json_object_set_new(root, "peak_time_s", json_real(ap_timeline_bucket_time(T, T->peak_bucket)));
 	for (size_t s = 0; s < T->nsites; s++)
-		json_array_append_new(sites, json_string(names[s]));
+		json_array_append_new(sites, ap_json_text(names[s]));
 	json_object_set_new(root, "sites", sites);
 	for (size_t b = 0; b < T->nbuckets; b++) {
 		json_t *r = json_object(), *split = json_array();
