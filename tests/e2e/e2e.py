@@ -10,13 +10,17 @@ logs, and compares them. Every check prints what differed and exits 1.
                                             valgrind's heap summary vs stats
   e2e.py sampled STATS EXPECTED RATE        sampled estimates within 4 SE
   e2e.py field STATS KEY                    a field of a stats --json object
+  e2e.py pixels PNG R,G,B...                of a screenshot, the share of pixels
+                                            within 40 of each colour given
 
 BASE / BASELOG are "-" when the expectation is not a difference.
 """
 import json
 import math
 import re
+import struct
 import sys
+import zlib
 
 KEYS = ("alloc_objects", "alloc_space", "free_objects", "inuse_objects",
         "inuse_space")
@@ -221,6 +225,59 @@ def cmd_field(stats_path, key):
         print(v)
 
 
+def png_pixels(path):
+    """The (r, g, b) of every pixel of an 8-bit RGB or RGBA PNG, as
+    Chromium writes its screenshots (no interlace)."""
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or ctype not in (2, 6) or interlace:
+                raise ValueError("PNG not 8-bit RGB(A) non-interlaced")
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    prev = bytearray(stride)
+    out = []
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pr = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pr) & 255
+        out.extend(tuple(line[x:x + 3]) for x in range(0, stride, bpp))
+        prev = line
+    return out
+
+
+def cmd_pixels(png, *colours):
+    px = png_pixels(png)
+    for col in colours:
+        want = [int(v) for v in col.split(",")]
+        near = sum(1 for p in px if all(abs(p[k] - want[k]) <= 40 for k in range(3)))
+        print("%.4f" % (near / len(px)))
+
+
 def main(argv):
     cmd, rest = argv[1], argv[2:]
     if cmd == "args":
@@ -229,6 +286,8 @@ def main(argv):
         cmd_get(*rest)
     elif cmd == "field":
         cmd_field(*rest)
+    elif cmd == "pixels":
+        cmd_pixels(*rest)
     elif cmd == "totals":
         return 0 if cmd_totals(*rest) else 1
     elif cmd == "valgrind":

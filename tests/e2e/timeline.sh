@@ -2,7 +2,9 @@
 # allocprof timeline (issue 11 §2) on testdata/peak (64 MiB built and
 # freed, 488,000 bytes leaked): the CSV's highest total is stats'
 # peak_inuse_space, its last row the leak; the split names build(); the
-# JSON agrees; the SVG is well-formed XML; the text chart marks the peak.
+# JSON agrees; the SVG is well-formed XML and shows in Chromium (build()'s
+# area in its colour over a good part of the picture, and dark text);
+# the text chart marks the peak.
 # Environment as for e2e.sh.
 set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-timeline.XXXXXX")
@@ -38,6 +40,27 @@ assert len(root.findall("{http://www.w3.org/2000/svg}polygon")) == len(head) - 2
 txt = open(d + "/t.txt").read()
 assert "peak 64MB" in txt and "@" in txt and "build peak.c:" in txt, txt
 PY
+# Chromium draws the SVG: a screenshot holds build()'s area in its colour
+# (the first polygon's fill over white at its opacity) and the labels.
+if command -v chromium >/dev/null; then
+	chromium --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/chromium" \
+		--screenshot="$tmp/t.png" --window-size=1000,600 "file://$tmp/t.svg" >/dev/null 2>&1 ||
+		fail "chromium could not draw the SVG"
+	rgb=$("$py" - "$tmp/t.svg" <<'PY'
+import re, sys
+svg = open(sys.argv[1]).read()
+m = re.search(r'<polygon fill="#([0-9a-f]{6})" fill-opacity="([0-9.]+)"', svg)
+c, a = m.group(1), float(m.group(2))
+print(",".join(str(round(a * int(c[i:i + 2], 16) + (1 - a) * 255)) for i in (0, 2, 4)))
+PY
+)
+	read -r area text < <("$py" "$E2E_DIR/e2e.py" pixels "$tmp/t.png" "$rgb" 0,0,0 | tr '\n' ' ')
+	echo "screenshot: build()'s colour $rgb on $area of the pixels, dark text on $text"
+	awk -v a="$area" -v t="$text" 'BEGIN { exit !(a > 0.05 && t > 0.0002) }' ||
+		fail "the screenshot does not show the chart (colour $rgb on $area, text on $text)"
+else
+	fail "chromium is not installed (make check installs it)"
+fi
 "$ALLOCPROF" timeline --format=bogus "$tmp/p.trace" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^allocprof: timeline: --format wants" "$tmp/err" || fail "bad --format"
 exit $failed
