@@ -19,6 +19,7 @@ enum {
 	OPT_FORMAT = AP_VOPT_FIRST_OWN,
 	OPT_BUCKETS,
 	OPT_SITES,
+	OPT_TIME_UNIT,
 };
 
 enum fmt { FMT_TEXT, FMT_CSV, FMT_JSON, FMT_SVG };
@@ -36,6 +37,9 @@ static void timeline_usage(FILE *f)
 	      "  -o, --output PATH    write there instead of standard output\n"
 	      "  --buckets N          stretches of time (default 60 for text, 200 else)\n"
 	      "  --sites N            call sites shown on their own (default 5)\n"
+	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
+	      "                       allocated, massif's --time-unit=B: a short run's\n"
+	      "                       events share a few clock ticks)\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
@@ -47,7 +51,7 @@ static void timeline_usage(FILE *f)
 
 static void put_csv(FILE *f, const struct ap_timeline *T, char *const *names)
 {
-	fprintf(f, "time_s,total");
+	fprintf(f, "%s,total", T->by_bytes ? "bytes_allocated" : "time_s");
 	for (size_t s = 0; s < T->nsites; s++) {
 		fputs(",\"", f);
 		for (const char *c = names[s]; *c; c++)
@@ -56,7 +60,10 @@ static void put_csv(FILE *f, const struct ap_timeline *T, char *const *names)
 	}
 	fprintf(f, ",other\n");
 	for (size_t b = 0; b < T->nbuckets; b++) {
-		fprintf(f, "%.6f,%.0f", ap_timeline_bucket_time(T, b), T->max[b]);
+		if (T->by_bytes)
+			fprintf(f, "%.0f,%.0f", ap_timeline_bucket_x(T, b), T->max[b]);
+		else
+			fprintf(f, "%.6f,%.0f", ap_timeline_bucket_x(T, b), T->max[b]);
 		for (size_t s = 0; s <= T->nsites; s++)
 			fprintf(f, ",%.0f", T->at_max[b * (T->nsites + 1) + s]);
 		fputc('\n', f);
@@ -70,13 +77,16 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 	json_object_set_new(root, "rate", json_integer((json_int_t)T->t->rate));
 	json_object_set_new(root, "duration_ns", json_integer((json_int_t)T->span));
 	json_object_set_new(root, "peak_bytes", json_real(T->peak));
-	json_object_set_new(root, "peak_time_s", json_real(ap_timeline_bucket_time(T, T->peak_bucket)));
+	const char *xkey = T->by_bytes ? "bytes_allocated" : "time_s";
+	json_object_set_new(root, "x_unit", json_string(T->by_bytes ? "B" : "s"));
+	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated" : "peak_time_s",
+			    json_real(ap_timeline_bucket_x(T, T->peak_bucket)));
 	for (size_t s = 0; s < T->nsites; s++)
 		json_array_append_new(sites, ap_json_text(names[s]));
 	json_object_set_new(root, "sites", sites);
 	for (size_t b = 0; b < T->nbuckets; b++) {
 		json_t *r = json_object(), *split = json_array();
-		json_object_set_new(r, "time_s", json_real(ap_timeline_bucket_time(T, b)));
+		json_object_set_new(r, xkey, json_real(ap_timeline_bucket_x(T, b)));
 		json_object_set_new(r, "total", json_real(T->max[b]));
 		for (size_t s = 0; s <= T->nsites; s++)
 			json_array_append_new(split, json_real(T->at_max[b * (T->nsites + 1) + s]));
@@ -155,8 +165,10 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 		px, Y0, px, Y0 + H, px, Y0 - 5, b1);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n", X0 - 5, Y0 + 10, b1);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">0</text>\n", X0 - 5, Y0 + H);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.3gs</text>\n", X0 + W, Y0 + H + 16,
-		(double)T->span / 1e9);
+	char xl[32];
+	ap_timeline_format_x(xl, sizeof(xl), T, T->xspan);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s%s</text>\n", X0 + W,
+		Y0 + H + 16, xl, T->by_bytes ? " allocated" : "");
 	for (size_t s = 0; s <= T->nsites; s++) {
 		double y = Y0 + H + 40 + 18.0 * (double)s;
 		fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n<text x=\"%.0f\" "
@@ -174,6 +186,8 @@ int cmd_timeline(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "buckets", required_argument, NULL, OPT_BUCKETS },
 		{ "sites", required_argument, NULL, OPT_SITES },
+		{ "time-unit", required_argument, NULL, OPT_TIME_UNIT },
+		{ "time_unit", required_argument, NULL, OPT_TIME_UNIT },
 		AP_VIEW_SYM_LONGOPTS,
 		AP_VIEW_RUN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -184,6 +198,7 @@ int cmd_timeline(int argc, char **argv)
 	enum fmt fmt = FMT_TEXT;
 	const char *out = NULL;
 	long nbuckets = 0, nsites = 5;
+	bool by_bytes = false;
 	int opt;
 	optind = 0;
 	while ((opt = ap_view_next_option(&o, "timeline", argc, argv, ":ho:", longopts)) >= 0) {
@@ -213,6 +228,15 @@ int cmd_timeline(int argc, char **argv)
 			if (nbuckets < 1 || nbuckets > 100000)
 				return ap_usage_error("timeline", "--buckets wants 1 to 100000, not '%s'", optarg);
 			break;
+		case OPT_TIME_UNIT:
+			if (!strcmp(optarg, "B"))
+				by_bytes = true;
+			else if (!strcmp(optarg, "s") || !strcmp(optarg, "ms"))
+				by_bytes = false;
+			else
+				return ap_usage_error("timeline", "--time-unit wants s (time) or B "
+						      "(bytes allocated), not '%s'", optarg);
+			break;
 		case OPT_SITES:
 			if (ap_view_parse_count("timeline", "site count", optarg, &nsites))
 				return AP_EXIT_USAGE;
@@ -240,7 +264,7 @@ int cmd_timeline(int argc, char **argv)
 	struct ap_timeline_sites sites;
 	ap_timeline_sites_init(&sites, &v, (size_t)nsites);
 	struct ap_timeline T;
-	ap_timeline_init(&T, v.trace, &sites, (size_t)nbuckets);
+	ap_timeline_init(&T, v.trace, &sites, (size_t)nbuckets, by_bytes);
 	char *const *names = sites.names;
 
 	FILE *f = stdout;

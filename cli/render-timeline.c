@@ -14,12 +14,14 @@ static void put(ap_line_fn line, void *ctx, const char *text)
 
 void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, void *ctx)
 {
-	char b1[32], b2[32], head[160];
+	char b1[32], b2[32], x[32], head[200];
 	if (rows < 2)
 		rows = 2;
 	ap_format_bytes(b1, sizeof(b1), T->peak);
-	snprintf(head, sizeof(head), "In use over time (peak %s at %.3gs, '@')%s", b1,
-		 ap_timeline_bucket_time(T, T->peak_bucket), T->t->rate > 1 ? "; estimates" : "");
+	ap_timeline_format_x(x, sizeof(x), T, ap_timeline_bucket_x(T, T->peak_bucket));
+	snprintf(head, sizeof(head), "In use over %s (peak %s at %s%s, '@')%s",
+		 T->by_bytes ? "the bytes allocated" : "time", b1, x,
+		 T->by_bytes ? " allocated" : "", T->t->rate > 1 ? "; estimates" : "");
 	put(line, ctx, head);
 	put(line, ctx, "");
 	/* a row: the axis label (11 columns), a column per bucket, "> TIME" */
@@ -42,7 +44,8 @@ void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, 
 	int n = snprintf(row, width, "%9s +", "0");
 	for (size_t b = 0; b < T->nbuckets; b++)
 		row[n++] = '-';
-	snprintf(row + n, width - (size_t)n, "> %.3gs", (double)T->span / 1e9);
+	ap_timeline_format_x(x, sizeof(x), T, T->xspan);
+	snprintf(row + n, width - (size_t)n, "> %s", x);
 	put(line, ctx, row);
 	free(row);
 	put(line, ctx, "");

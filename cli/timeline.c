@@ -8,8 +8,8 @@
 
 static size_t bucket_of(const struct ap_timeline *T, uint64_t ts)
 {
-	uint64_t d = ts > T->start ? ts - T->start : 0;
-	size_t b = T->span ? (size_t)((double)d / (double)T->span * (double)T->nbuckets) : 0;
+	double d = T->by_bytes ? T->pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
+	size_t b = T->xspan > 0 ? (size_t)(d / T->xspan * (double)T->nbuckets) : 0;
 	return b < T->nbuckets ? b : T->nbuckets - 1;
 }
 
@@ -38,7 +38,9 @@ static void tl_add(struct ap_timeline *T, const struct ap_replay_block *b, doubl
 
 static void tl_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
+	struct ap_timeline *T = ctx;
 	(void)i;
+	T->pos += b->w * (double)b->size;
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
 }
@@ -53,7 +55,9 @@ static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
 		    const struct ap_replay_block *b)
 {
+	struct ap_timeline *T = ctx;
 	(void)i;
+	T->pos += b->w * (double)b->size;
 	tl_add(ctx, old, -1);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
@@ -80,9 +84,17 @@ static void tl_fill(struct ap_timeline *T)
 		}
 }
 
-double ap_timeline_bucket_time(const struct ap_timeline *T, size_t b)
+double ap_timeline_bucket_x(const struct ap_timeline *T, size_t b)
 {
-	return (double)T->span * (double)(b + 1) / (double)T->nbuckets / 1e9;
+	return T->xspan * (double)(b + 1) / (double)T->nbuckets;
+}
+
+void ap_timeline_format_x(char *out, size_t len, const struct ap_timeline *T, double x)
+{
+	if (T->by_bytes)
+		ap_format_bytes(out, len, x);
+	else
+		snprintf(out, len, "%.3gs", x);
 }
 
 struct site_rank {
@@ -143,7 +155,7 @@ void ap_timeline_sites_release(struct ap_timeline_sites *s)
 }
 
 void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
-		      const struct ap_timeline_sites *s, size_t nbuckets)
+		      const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes)
 {
 	uint64_t end = t->end_ns;
 	if (t->nev && t->ev[t->nev - 1].ts > end)
@@ -152,7 +164,17 @@ void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 	*T = (struct ap_timeline){ .t = t, .slot_of_stack = s->slot_of_stack, .names = s->names,
 				   .nsites = s->shown, .nbuckets = nbuckets ? nbuckets : 1,
 				   .start = t->start_ns,
-				   .span = end > t->start_ns ? end - t->start_ns : 1 };
+				   .span = end > t->start_ns ? end - t->start_ns : 1,
+				   .by_bytes = by_bytes };
+	T->xspan = (double)T->span / 1e9;
+	if (by_bytes) {
+		/* what the replay will count: every sampled block, reallocs'
+		 * new blocks included, at its weight */
+		T->xspan = 0;
+		for (size_t i = 0; i < t->nev; i++)
+			if (t->ev[i].type == AP_EV_ALLOC && (t->ev[i].flags & AP_EVF_SAMPLED))
+				T->xspan += ap_trace_weight(t, t->ev[i].size) * (double)t->ev[i].size;
+	}
 	T->live_site = ap_xcalloc(w, sizeof(double));
 	T->max = ap_xcalloc(T->nbuckets, sizeof(double));
 	T->at_max = ap_xcalloc(T->nbuckets * w, sizeof(double));

@@ -32,7 +32,13 @@ struct ap_timeline {
 	const uint32_t *slot_of_stack;	/* of the sites */
 	char *const *names;		/* of the sites: nsites names */
 	size_t nsites, nbuckets;
-	uint64_t start, span;
+	uint64_t start, span;		/* of the run, in ns */
+	/* The x axis: time (seconds), or with by_bytes the bytes allocated
+	 * since the start, as massif's --time-unit=B (a short run's events
+	 * share a few clock ticks; its allocations still tell its story). */
+	bool by_bytes;
+	double xspan;			/* the whole axis: seconds or bytes */
+	double pos;			/* while replaying: bytes allocated so far */
 	double live, *live_site;	/* while replaying: now */
 	double *max;			/* per bucket: highest total */
 	double *at_max;			/* per bucket x (nsites + 1): the split then */
@@ -42,13 +48,18 @@ struct ap_timeline {
 	double peak;			/* the highest in-use bytes of the run */
 };
 
-/* Replays `t` into `nbuckets` (at least 1) stretches of its run, split by
- * the sites `s` (which must outlive T). Never fails. */
+/* Replays `t` into `nbuckets` (at least 1) stretches of its run (of time,
+ * or of the bytes allocated with `by_bytes`), split by the sites `s`
+ * (which must outlive T). Never fails. */
 void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
-		      const struct ap_timeline_sites *s, size_t nbuckets);
+		      const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes);
 void ap_timeline_release(struct ap_timeline *T);
 
-/* The end of bucket b, in seconds from the start of the run. */
-double ap_timeline_bucket_time(const struct ap_timeline *T, size_t b);
+/* The end of bucket b on the x axis: seconds from the start of the run,
+ * or bytes allocated by then. */
+double ap_timeline_bucket_x(const struct ap_timeline *T, size_t b);
+
+/* A place on the x axis as the charts label it: "0.0194s", "64MB". */
+void ap_timeline_format_x(char *out, size_t len, const struct ap_timeline *T, double x);
 
 #endif

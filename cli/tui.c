@@ -591,7 +591,7 @@ static void timeline_refresh(struct tui *t)
 	if (tl->T.nbuckets != nb) {
 		busy(t, "replaying the trace");
 		ap_timeline_release(&tl->T);
-		ap_timeline_init(&tl->T, t->v->trace, &tl->sites, nb);
+		ap_timeline_init(&tl->T, t->v->trace, &tl->sites, nb, false);
 	}
 	/* around the chart: the title and status lines, and the renderer's
 	 * five lines and one per site and the rest */
@@ -1113,7 +1113,7 @@ static void draw_timeline_title(const struct tui *t, struct tui_screen *s)
 	tui_screen_row_attr(s, 0, TUI_TITLE);
 	tui_screen_putf(s, 0, 0, TUI_TITLE, "timeline: %s   Peak: %s (%.0f B) at %.3gs   %s",
 			basename_of(t->v->trace->exe), peak, T->peak,
-			ap_timeline_bucket_time(T, T->peak_bucket),
+			ap_timeline_bucket_x(T, T->peak_bucket),
 			t->v->trace->rate > 1 ? "Sampled: estimates" : "Every allocation");
 }
 

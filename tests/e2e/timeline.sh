@@ -61,6 +61,31 @@ PY
 else
 	fail "chromium is not installed (make check installs it)"
 fi
+# --time-unit=B: the x axis in bytes allocated (massif's). build() makes
+# 64 MiB in 1 MiB blocks before anything is freed, so the in-use bytes
+# climb with the bytes allocated: each bucket's total is its x less at
+# most one block, the peak is at 64 MiB allocated, and the axis ends at
+# stats' alloc_space.
+"$ALLOCPROF" timeline --time-unit=B --format=csv --buckets 32 "$tmp/p.trace" >"$tmp/b.csv" || fail "timeline --time-unit=B"
+"$py" - "$tmp" <<'PY' || fail "timeline --time-unit=B values"
+import csv, json, sys
+d = sys.argv[1]
+st = json.load(open(d + "/s.json"))
+rows = list(csv.reader(open(d + "/b.csv")))
+assert rows[0][0] == "bytes_allocated", rows[0]
+xs = [float(r[0]) for r in rows[1:]]
+tot = [float(r[1]) for r in rows[1:]]
+assert abs(xs[-1] - st["alloc_space"]) <= 1, (xs[-1], st["alloc_space"])
+assert max(tot) == st["peak_inuse_space"], (max(tot), st["peak_inuse_space"])
+peak_at = xs[tot.index(max(tot))]
+assert 64 << 20 <= peak_at < (64 << 20) + xs[0] + 1, peak_at
+for x, t in zip(xs, tot):
+    if x < 64 << 20:
+        assert x - (1 << 20) <= t <= x, (x, t)
+print("--time-unit=B: peak at %d bytes allocated, axis to %d" % (peak_at, xs[-1]))
+PY
+"$ALLOCPROF" timeline --time-unit=i "$tmp/p.trace" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "^allocprof: timeline: --time-unit wants" "$tmp/err" || fail "bad --time-unit"
 "$ALLOCPROF" timeline --format=bogus "$tmp/p.trace" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^allocprof: timeline: --format wants" "$tmp/err" || fail "bad --format"
 exit $failed
