@@ -62,6 +62,15 @@ static size_t context(const struct ap_report *r, const char *name, bool callers,
 	return n;
 }
 
+/* Whether some row's name matches `re`. */
+static bool any_match(const struct ap_report *r, const struct ap_regex *re)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		if (ap_regex_match(re, r->rows[i].name))
+			return true;
+	return false;
+}
+
 static const char sep[] = "----------------------------------------------------------+-------------\n";
 
 static void print_ctx(const struct ap_report *r, const struct ap_report_row *row,
@@ -201,6 +210,10 @@ int cmd_peek(int argc, char **argv)
 	ap_view_warnings(&v);
 	if (!r) {
 		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else if (!any_match(r, re)) {
+		/* pprof's error, and like pprof nothing on stdout */
+		ap_die_msg("no matches found for regexp: %s", argv[optind]);
 		rc = AP_EXIT_FAIL;
 	} else if (o.json) {
 		rc = print_json(r, v.trace, re, 0);

@@ -55,15 +55,44 @@ text() {
 dropped=0
 
 # peek NAME TRACE PB REGEX [ARGS...]: allocprof peek prints what
-# go tool pprof -peek prints on the export, from "Showing nodes" on.
+# go tool pprof -peek prints on the export, from "Showing nodes" on; a
+# REGEX that matches no node fails both with pprof's words.
 peek() {
 	name=$1 trace=$2 pb=$3 re=$4
 	shift 4
+	if ! go tool pprof -symbolize=none -peek "$re" "$@" "$pb" >"$tmp/pprof.out" 2>"$tmp/pprof.err"; then
+		nomatch "$name" "$re" "$tmp/pprof.out" "$tmp/pprof.err" peek "$@" "$re" "$trace"
+		return
+	fi
+	sed -n '/^Showing nodes/,$p' "$tmp/pprof.out" >"$tmp/pprof.txt"
 	"$ap" peek "$@" "$re" "$trace" 2>"$tmp/err" | sed -n '/^Showing nodes/,$p' >"$tmp/ap.txt" || fail=1
-	go tool pprof -symbolize=none -peek "$re" "$@" "$pb" 2>"$tmp/err" |
-		sed -n '/^Showing nodes/,$p' >"$tmp/pprof.txt"
 	same "allocprof peek $re $* and go tool pprof -peek" || return
 	echo "ok $name: peek $re $* = pprof -peek ($(grep -c '| ' "$tmp/ap.txt") lines)"
+}
+
+# nomatch NAME REGEX PPROF_STDOUT PPROF_STDERR ARGS...: go tool pprof
+# failed on REGEX, printing nothing and "no matches found for regexp:
+# REGEX"; `allocprof ARGS` must fail the same way (exit 1, stdout empty,
+# that line with our prefix).
+nomatch() {
+	name=$1 re=$2 pout=$3 perr=$4
+	shift 4
+	want="no matches found for regexp: $re"
+	if [ -s "$pout" ] || [ "$(cat "$perr")" != "$want" ]; then
+		echo "FAIL $name: go tool pprof failed otherwise than '$want':"
+		cat "$pout" "$perr"
+		fail=1
+		return
+	fi
+	"$ap" "$@" >"$tmp/ap.out" 2>"$tmp/ap.err"
+	rc=$?
+	if [ $rc != 1 ] || [ -s "$tmp/ap.out" ] || [ "$(cat "$tmp/ap.err")" != "allocprof: $want" ]; then
+		echo "FAIL $name: allocprof $* exited $rc, not 1 with 'allocprof: $want' alone:"
+		cat "$tmp/ap.out" "$tmp/ap.err"
+		fail=1
+		return
+	fi
+	echo "ok $name: $1 $re fails as pprof -$1 does"
 }
 
 # tree NAME TRACE PB [ARGS...]: allocprof tree prints what go tool pprof
@@ -141,6 +170,13 @@ check() {
 		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
 		peek "$name" "$trace" "$pb" '.'
 		peek "$name" "$trace" "$pb" '^main$|build' -sample_index=alloc_objects
+		peek "$name" "$trace" "$pb" 'NOMATCH'
+		if go tool pprof -symbolize=none -list NOMATCH "$pb" >"$tmp/pprof.out" 2>"$tmp/pprof.err"; then
+			echo "FAIL $name: go tool pprof -list NOMATCH succeeded"
+			fail=1
+		else
+			nomatch "$name" NOMATCH "$tmp/pprof.out" "$tmp/pprof.err" list NOMATCH "$trace"
+		fi
 		text "$name" "$trace" "$pb" -lines
 		tree "$name" "$trace" "$pb"
 		tree "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=4 -edgefraction=0.05

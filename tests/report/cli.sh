@@ -83,7 +83,7 @@ done
 	grep -q '^ROUTINE =* walk ' "$tmp/out" || { echo "FAIL list (?i)"; cat "$tmp/out"; fail=1; }
 "$ap" top --drop-frames '(?i)^WRAP_ALLOC$' "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
 	! grep -q 'wrap_alloc' "$tmp/out" || { echo "FAIL top --drop-frames (?i)"; cat "$tmp/out"; fail=1; }
-expect 1 "^allocprof: no function matches 'no_such_function'$" list no_such_function "$tmp/fx.trace"
+expect 1 "^allocprof: no matches found for regexp: no_such_function$" list no_such_function "$tmp/fx.trace"
 expect 1 "^allocprof: $tmp/missing.trace: " list walk "$tmp/missing.trace"
 
 # A truncated trace (the END chunk cut off): a warning, then the views.
