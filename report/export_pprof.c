@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ap_export.h"
+#include "report-int.h"
 
 /* profile.proto field numbers */
 enum {
@@ -524,29 +525,11 @@ static void add_value_type(struct pprof *p, struct ap_buf *b, unsigned field,
  * mapping where some PCs have names keeps the names it has. */
 static void find_unsymbolized(struct pprof *p)
 {
-	const struct ap_trace *t = p->x->trace;
-	bool *named = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*named));
-	for (size_t i = 0; i < p->x->nstacks; i++) {
-		const struct ap_stack *st = &t->stacks[p->x->stacks[i].id];
-		for (uint32_t d = 0; d < st->depth; d++) {
-			const struct ap_mapping *map = ap_trace_mapping_for(t, st->pcs[d]);
-			if (!map)
-				continue;
-			size_t m = (size_t)(map - t->maps);
-			const struct ap_frame *fr;
-			size_t n = ap_sym_pc(p->x->sym, st->pcs[d], &fr);
-			bool any = false;
-			for (size_t k = 0; k < n; k++)
-				any |= !fr[k].unsymbolized;
-			if (any)
-				named[m] = true;
-			else if (!named[m])
-				p->map_unsym[m] = true;
-		}
-	}
-	for (size_t m = 0; m < t->nmaps; m++)
-		p->map_unsym[m] &= !named[m];
-	free(named);
+	uint32_t *ids = ap_xcalloc(p->x->nstacks ? p->x->nstacks : 1, sizeof(*ids));
+	for (size_t i = 0; i < p->x->nstacks; i++)
+		ids[i] = p->x->stacks[i].id;
+	p->map_unsym = ap_report_unnamed_maps(p->x->trace, p->x->sym, ids, p->x->nstacks);
+	free(ids);
 }
 
 /* One Mapping per recorded module, the main program first (pprof takes the
@@ -623,7 +606,6 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_init(&p.key);
 	ap_buf_init(&p.simple);
 	p.map_id = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_id));
-	p.map_unsym = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_unsym));
 	find_unsymbolized(&p);
 	str_id(&p, "");	/* string_table[0] must be "" */
 

@@ -15,6 +15,10 @@ enum ap_node_key {
 	AP_KEY_FUNC_FILE,
 };
 
+/* Separates, in a node's key, the name pprof prints from the rest of
+ * what tells the node apart (see node_key in aggregate.c). */
+#define AP_KEY_SEP '\x1f'
+
 struct ap_node {
 	char *key;  /* unique per node */
 	char *func; /* NULL for AP_KEY_FILE */
@@ -58,8 +62,18 @@ struct ap_filter {
 int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err);
 void ap_filter_release(struct ap_filter *f);
 
+/* Per mapping of `t` (t->nmaps entries; free() it): true when the
+ * stacks `ids[0..nids)` have PCs in it and none of them got a name.
+ * The pprof export leaves such a mapping unsymbolized (addresses only,
+ * for pprof -symbolize to name later), and pprof shows all of its
+ * addresses as one node, "[module]"; the views do the same. */
+bool *ap_report_unnamed_maps(const struct ap_trace *t, struct ap_symbolizer *sym,
+			     const uint32_t *ids, size_t nids);
+
 /* Aggregates the stacks of `t` with non-zero `values[id].v[si]` into nodes
- * keyed by `key`. With `keep` (a previous build, same key, its nodes'
+ * keyed by `key`. Frames in a mapping with `unnamed[m]` set (NULL: none)
+ * are their mapping's one node, as pprof shows an unsymbolized mapping
+ * (not for AP_KEY_FUNC_FILE). With `keep` (a previous build, same key, its nodes'
  * keep flags set) only the kept nodes are built, as pprof rebuilds its
  * graph from the kept nodes: other frames are skipped, a stack whose
  * leaf is skipped adds no flat, and edges join the nearest kept frames.
@@ -67,7 +81,7 @@ void ap_filter_release(struct ap_filter *f);
 void ap_nodes_build(struct ap_nodes *out, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    const struct ap_nodes *keep, ap_report_progress_fn progress,
+		    const bool *unnamed, const struct ap_nodes *keep, ap_report_progress_fn progress,
 		    void *progress_ctx);
 /* Frees the nodes' table; the nodes' strings are freed too unless they
  * were taken (set to NULL) by the caller. */

@@ -9,7 +9,10 @@ exported profile.
       `allocprof export --format=folded` against `go tool pprof -traces`
       (the samples as pprof sees them after drop_frames): the same stacks,
       root first, with the same values; one line per distinct stack; the
-      values sum to allocprof's total.
+      values sum to allocprof's total. A frame without a name is
+      "module+0xoff" in the folded stacks, where pprof shows an address of
+      a mapping without symbols as "[module]": both sides are compared
+      with every "module+0xoff" read as "[module]".
 
   compare.py pprofnames PPROF_RAW
       prints "SYSTEM_NAME<tab>NAME" for every function of `go tool pprof
@@ -216,17 +219,31 @@ def cmp_top(top_json, pprof_top, tol, label):
     return True
 
 
+ADDRESS = re.compile(r"^(.+)\+0x[0-9a-f]+$")
+
+
+def as_module(stack):
+    """The stack with each "module+0xoff" frame read as "[module]"."""
+    return tuple(re.sub(ADDRESS, r"[\1]", f) for f in stack)
+
+
 def cmp_folded(folded, pprof_traces, top_json, tol, label):
     lines = [l.rstrip("\n") for l in open(folded) if l.strip()]
-    ours = {}
+    ours, seen = {}, set()
     for l in lines:
         stack, _, v = l.rpartition(" ")
         key = tuple(stack.split(";"))
-        if key in ours:
+        if key in seen:
             print("FAIL %s: folded line for %s twice" % (label, stack))
             return False
-        ours[key] = float(v)
-    theirs = {k: v for k, v in parse_traces(pprof_traces).items() if round(v[0]) != 0}
+        seen.add(key)
+        ours[as_module(key)] = ours.get(as_module(key), 0) + float(v)
+    theirs = {}
+    for k, v in parse_traces(pprof_traces).items():
+        acc = theirs.setdefault(as_module(k), [0, 0])
+        acc[0] += v[0]
+        acc[1] += v[1]
+    theirs = {k: v for k, v in theirs.items() if round(v[0]) != 0}
     total = json.load(open(top_json))["total"]
     bad = []
     for k in sorted(set(ours) | set(theirs)):

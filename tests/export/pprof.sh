@@ -178,6 +178,7 @@ check() {
 			nomatch "$name" NOMATCH "$tmp/pprof.out" "$tmp/pprof.err" list NOMATCH "$trace"
 		fi
 		text "$name" "$trace" "$pb" -lines
+		text "$name" "$trace" "$pb" -files
 		tree "$name" "$trace" "$pb"
 		tree "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=4 -edgefraction=0.05
 		tree "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0 -edgefraction=0
@@ -243,10 +244,26 @@ record)
 		fi
 		check "record-$name" "$tmp/$name.trace" 0
 	done
+	# The demo without symbols (pprof shows every address of a mapping
+	# without any name as one node, [demo-stripped]) and without debug
+	# info (its functions have no file: pprof -files names them by
+	# their module, [demo-nodebug]).
+	demo=$1
+	objcopy --strip-all "$demo" "$tmp/demo-stripped" || fail=1
+	objcopy --strip-debug "$demo" "$tmp/demo-nodebug" || fail=1
+	for prog in demo-stripped demo-nodebug; do
+		"$ap" record --all -o "$tmp/$prog.trace" "$tmp/$prog" >/dev/null 2>"$tmp/err" ||
+			{ echo "FAIL $prog: allocprof record --all exited non-zero:"; cat "$tmp/err"; fail=1; }
+		check "record-$prog" "$tmp/$prog.trace" 0
+	done
+	# (what the comparisons above compared: those nodes are there)
+	"$ap" top "$tmp/demo-stripped.trace" 2>/dev/null | grep -q '%  \[demo-stripped\]$' ||
+		{ echo "FAIL demo-stripped: top has no [demo-stripped] node"; fail=1; }
+	"$ap" top --files "$tmp/demo-nodebug.trace" 2>/dev/null | grep -q '%  \[demo-nodebug\]$' ||
+		{ echo "FAIL demo-nodebug: top --files has no [demo-nodebug] node"; fail=1; }
 	# Stacks cut at --max-depth end in the [truncated] marker in every
 	# view and export (and the checks above compare them with pprof);
 	# whole stacks (they reach _start) never do.
-	demo=$1
 	"$ap" record --all --max-depth 3 -o "$tmp/cut.trace" "$demo" >/dev/null 2>&1 || fail=1
 	check record-max-depth-3 "$tmp/cut.trace" 0
 	"$ap" export --format=folded "$tmp/cut.trace" >"$tmp/cut.folded" || fail=1
