@@ -2,7 +2,6 @@
  * and callees of the matching nodes (of every node kept, for tree), with
  * the value that flows through each edge, as pprof -peek and -tree print
  * them. */
-#include <math.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -43,17 +42,15 @@ static int ctx_cmp(const void *a, const void *b)
 }
 
 /* The edges into (callers) or out of (callees) the row named `name`,
- * sorted by value, leaving out those under `cutoff` (pprof's edge
+ * sorted by value (the report has left out those under the edge
  * fraction). */
-static size_t context(const struct ap_report *r, const char *name, bool callers, double cutoff,
+static size_t context(const struct ap_report *r, const char *name, bool callers,
 		      struct ctx_line **out)
 {
 	size_t n = 0;
 	*out = ap_xmalloc((r->nedges ? r->nedges : 1) * sizeof(**out));
 	for (size_t i = 0; i < r->nedges; i++) {
 		const struct ap_report_edge *e = &r->edges[i];
-		if (fabs(e->value) < cutoff)
-			continue;
 		if ((callers ? e->to : e->from) == name)
 			(*out)[n++] = (struct ctx_line){ callers ? e->from : e->to, e->value, e->inl };
 	}
@@ -87,7 +84,7 @@ static void print_ctx(const struct ap_report *r, const struct ap_report_row *row
 /* The rows matching `re` (every row when NULL), each between its callers
  * and callees. */
 static void print_text(const struct ap_report *r, const struct ap_trace *t,
-		       const struct ap_regex *re, double cutoff)
+		       const struct ap_regex *re)
 {
 	int unit = ap_view_table_unit(r);
 	char a[32], b[32], c[32], d[32], e[32];
@@ -107,8 +104,8 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		any = true;
 		printf("%s", sep);
 		struct ctx_line *in, *outl;
-		size_t nin = context(r, row->name, true, cutoff, &in);
-		size_t nout = context(r, row->name, false, cutoff, &outl);
+		size_t nin = context(r, row->name, true, &in);
+		size_t nout = context(r, row->name, false, &outl);
 		print_ctx(r, row, in, nin, unit);
 		ap_view_format_in(a, sizeof(a), r->sample_index, row->flat, unit);
 		ap_view_percent(b, sizeof(b), row->flat, r->total);
@@ -137,8 +134,8 @@ static json_t *ctx_json(const struct ctx_line *c, size_t n)
 	return a;
 }
 
-static int print_json(const struct ap_report *r, const struct ap_trace *t, const struct ap_regex *re,
-		      double cutoff)
+static int print_json(const struct ap_report *r, const struct ap_trace *t,
+		      const struct ap_regex *re)
 {
 	json_t *root = json_object(), *nodes = json_array();
 	json_object_set_new(root, "program", json_string(t->exe));
@@ -149,8 +146,8 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, const
 		if (re && !ap_regex_match(re, row->name))
 			continue;
 		struct ctx_line *in, *outl;
-		size_t nin = context(r, row->name, true, cutoff, &in);
-		size_t nout = context(r, row->name, false, cutoff, &outl);
+		size_t nin = context(r, row->name, true, &in);
+		size_t nout = context(r, row->name, false, &outl);
 		json_t *o = json_object();
 		json_object_set_new(o, "name", json_string(row->name));
 		json_object_set_new(o, "flat", json_real(row->flat));
@@ -216,9 +213,9 @@ int cmd_peek(int argc, char **argv)
 		ap_die_msg("no matches found for regexp: %s", argv[optind]);
 		rc = AP_EXIT_FAIL;
 	} else if (o.json) {
-		rc = print_json(r, v.trace, re, 0);
+		rc = print_json(r, v.trace, re);
 	} else {
-		print_text(r, v.trace, re, 0);
+		print_text(r, v.trace, re);
 	}
 	ap_report_free(r);
 	ap_regex_free(re);
@@ -244,16 +241,6 @@ static void tree_usage(FILE *f)
 }
 
 enum { OPT_NODEFRACTION = AP_VOPT_FIRST_OWN, OPT_EDGEFRACTION };
-
-static int parse_fraction(const char *what, const char *arg, double *out)
-{
-	char *end;
-	double f = strtod(arg, &end);
-	if (*end || end == arg || !(f >= 0 && f <= 1))
-		return ap_usage_error("tree", "bad %s '%s', not a number from 0 to 1", what, arg);
-	*out = f;
-	return 0;
-}
 
 int cmd_tree(int argc, char **argv)
 {
@@ -281,11 +268,11 @@ int cmd_tree(int argc, char **argv)
 				return AP_EXIT_USAGE;
 			break;
 		case OPT_NODEFRACTION:
-			if (parse_fraction("node fraction", optarg, &nodefraction))
+			if (ap_view_parse_fraction("tree", "node fraction", optarg, &nodefraction))
 				return AP_EXIT_USAGE;
 			break;
 		case OPT_EDGEFRACTION:
-			if (parse_fraction("edge fraction", optarg, &edgefraction))
+			if (ap_view_parse_fraction("tree", "edge fraction", optarg, &edgefraction))
 				return AP_EXIT_USAGE;
 			break;
 		default:
@@ -301,6 +288,7 @@ int cmd_tree(int argc, char **argv)
 	if (rc)
 		return rc;
 	o.report.node_fraction = nodefraction;
+	o.report.edge_fraction = edgefraction;
 	o.report.node_count = (size_t)nodecount;
 	struct ap_error err;
 	struct ap_report *r = ap_report_new(v.trace, v.values, v.sym, &o.report, ap_view_progress_fn(),
@@ -310,12 +298,10 @@ int cmd_tree(int argc, char **argv)
 	if (!r) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
+	} else if (o.json) {
+		rc = print_json(r, v.trace, NULL);
 	} else {
-		double cutoff = r->total * edgefraction;
-		if (o.json)
-			rc = print_json(r, v.trace, NULL, cutoff);
-		else
-			print_text(r, v.trace, NULL, cutoff);
+		print_text(r, v.trace, NULL);
 	}
 	ap_report_free(r);
 	ap_view_release(&v);

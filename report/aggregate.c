@@ -481,8 +481,8 @@ static void nodes_mark_inline(struct ap_nodes *ns)
 void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    const bool *unnamed, const struct ap_nodes *keep, ap_report_progress_fn progress,
-		    void *progress_ctx)
+		    const bool *unnamed, const struct ap_nodes *keep,
+		    ap_report_progress_fn progress, void *progress_ctx)
 {
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, aframes = 0;
@@ -512,7 +512,8 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		}
 		AP_ALLOC_GROW(maps, n, amaps);
 		for (size_t i = 0; i < n; i++) {
-			const struct ap_mapping *m = fr[i].pc ? ap_trace_mapping_for(t, fr[i].pc) : NULL;
+			const struct ap_mapping *m =
+			    fr[i].pc ? ap_trace_mapping_for(t, fr[i].pc) : NULL;
 			maps[i] = m && unnamed && unnamed[m - t->maps] ? m : NULL;
 		}
 		if (!filter_keeps(filter, fr, maps, n))
@@ -656,8 +657,8 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 
 	enum ap_node_key key = (enum ap_node_key)opts->granularity;
 	struct ap_nodes ns;
-	ap_nodes_build(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed, NULL, progress,
-		       progress_ctx);
+	ap_nodes_build(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed, NULL,
+		       progress, progress_ctx);
 
 	struct ap_report *r = ap_xcalloc(1, sizeof(*r));
 	r->sample_index = opts->sample_index;
@@ -681,7 +682,8 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 			r->dropped += !ns.v[i].keep;
 		}
 		if (r->dropped)
-			nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed);
+			nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter,
+				      unnamed);
 	}
 	r->nodes = ns.n;
 	if (opts->node_count && ns.n > opts->node_count) {
@@ -690,6 +692,19 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 			order[i]->keep = i < opts->node_count;
 		free(order);
 		nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed);
+	}
+
+	/* pprof's last step: edges under the edge cutoff go (and with
+	 * them the inline marks they gave). No edge is looked up after
+	 * this, so the slots are just emptied. */
+	double edge_cutoff = trunc(ns.kept * opts->edge_fraction);
+	if (edge_cutoff > 0) {
+		for (size_t i = 0; i < ns.edge_slots; i++)
+			if (ns.edges[i].from && fabs(ns.edges[i].w) < edge_cutoff) {
+				ns.edges[i].from = 0;
+				ns.nedges--;
+			}
+		nodes_mark_inline(&ns);
 	}
 
 	r->rows = ap_xcalloc(ns.n ? ns.n : 1, sizeof(*r->rows));

@@ -78,6 +78,10 @@ struct ap_report_options {
 	/* pprof's nodecount: after node_fraction, only the first node_count
 	 * nodes in the order of the rows (0: all). */
 	size_t node_count;
+	/* pprof's edgefraction: edges whose value is under edge_fraction
+	 * times the kept total (truncated) are dropped from the edges, and
+	 * so from the inline marks (0 keeps every edge). */
+	double edge_fraction;
 	/* Rows by cum instead of flat (see ap_report_sort); node_count takes
 	 * the first ones in that order. */
 	bool cum_sort;

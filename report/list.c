@@ -226,9 +226,10 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 		values = own = ap_report_stack_values(t);
 
 	struct ap_nodes funcs, lines;
-	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, NULL, NULL, progress,
-		       progress_ctx);
-	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, NULL, NULL, NULL, NULL);
+	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, NULL,
+		       NULL, progress, progress_ctx);
+	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, NULL, NULL,
+		       NULL, NULL);
 
 	struct ap_list *l = ap_xcalloc(1, sizeof(*l));
 	l->sample_index = o.sample_index;

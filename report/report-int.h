@@ -81,8 +81,8 @@ bool *ap_report_unnamed_maps(const struct ap_trace *t, struct ap_symbolizer *sym
 void ap_nodes_build(struct ap_nodes *out, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    const bool *unnamed, const struct ap_nodes *keep, ap_report_progress_fn progress,
-		    void *progress_ctx);
+		    const bool *unnamed, const struct ap_nodes *keep,
+		    ap_report_progress_fn progress, void *progress_ctx);
 /* Frees the nodes' table; the nodes' strings are freed too unless they
  * were taken (set to NULL) by the caller. */
 void ap_nodes_release(struct ap_nodes *nodes);

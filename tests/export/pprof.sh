@@ -179,6 +179,8 @@ check() {
 		fi
 		text "$name" "$trace" "$pb" -lines
 		text "$name" "$trace" "$pb" -files
+		text "$name" "$trace" "$pb" -nodefraction=0
+		text "$name" "$trace" "$pb" -files -nodefraction=0 -edgefraction=0.01
 		tree "$name" "$trace" "$pb"
 		tree "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=4 -edgefraction=0.05
 		tree "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0 -edgefraction=0
@@ -244,6 +246,8 @@ record)
 		fi
 		check "record-$name" "$tmp/$name.trace" 0
 	done
+	# a focus on a small site: the edge fraction is of what focus kept
+	tree record-demo "$tmp/demo.trace" "$tmp/record-demo.pb.gz" --focus=cache_result
 	# The demo without symbols (pprof shows every address of a mapping
 	# without any name as one node, [demo-stripped]) and without debug
 	# info (its functions have no file: pprof -files names them by
