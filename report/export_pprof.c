@@ -238,6 +238,9 @@ void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *
 			if (c == ' ' && (starts(s, "const") || starts(s, "volatile") || *s == '&' ||
 					 starts(s, "[clone") || starts(s, "noexcept")))
 				break;
+			/* "operator<< <T>": the name's template arguments */
+			if (c == ' ' && *s == '<')
+				continue;
 			if (c == ' ') {
 				start = out->len + 1;
 				ap_buf_addstr(out, " ");
