@@ -272,10 +272,7 @@ static void nodes_rehash(struct ap_nodes *ns)
 
 static const char *const unknown_name = "<unknown>";
 
-/* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
- * names line and file nodes so): no "." elements, no "dir/..", no
- * repeated '/'; "./csu/../csu/libc-start.c" is "csu/libc-start.c". */
-static void add_clean_path(struct ap_buf *kb, const char *path)
+void ap_report_clean_path(struct ap_buf *kb, const char *path)
 {
 	size_t start = kb->len;
 	bool rooted = path[0] == '/';
@@ -316,6 +313,22 @@ static void add_module_name(struct ap_buf *kb, const char *path)
 	ap_buf_addf(kb, "[%s]", base ? base + 1 : path);
 }
 
+bool *ap_report_unnamed_of(const struct ap_trace *t, const struct ap_stack_values *values,
+			   struct ap_symbolizer *sym)
+{
+	uint32_t *ids = ap_xcalloc(t->nstacks ? t->nstacks : 1, sizeof(*ids));
+	size_t nids = 0;
+	for (size_t id = 1; id < t->nstacks; id++)
+		for (int i = 0; i < AP_SI_COUNT; i++)
+			if (values[id].v[i] != 0) {
+				ids[nids++] = (uint32_t)id;
+				break;
+			}
+	bool *unnamed = ap_report_unnamed_maps(t, sym, ids, nids);
+	free(ids);
+	return unnamed;
+}
+
 /* Writes the key of frame `fr`'s node under `key` into kb; returns the
  * node's file. The keys are pprof's graph nodes (graph.go's NodeInfo
  * after the granularity's Profile.Aggregate) as they come out of our
@@ -331,9 +344,11 @@ static const char *node_key(enum ap_node_key key, const struct ap_frame *fr,
 {
 	const char *file = fr->file;
 	ap_buf_reset(kb);
-	if (unnamed && key != AP_KEY_FUNC_FILE) {
-		add_module_name(kb, map->path);
-		if (key == AP_KEY_FILE)
+	if (unnamed) {
+		/* no function: list has no routine for it (an empty name) */
+		if (key != AP_KEY_FUNC_FILE)
+			add_module_name(kb, map->path);
+		if (key == AP_KEY_FILE || key == AP_KEY_FUNC_FILE)
 			ap_buf_addf(kb, "%c%s", AP_KEY_SEP, map->path);
 		return key == AP_KEY_FILE ? fr->module : file;
 	}
@@ -346,7 +361,7 @@ static const char *node_key(enum ap_node_key key, const struct ap_frame *fr,
 		 * just "func" without a file. */
 		if (file) {
 			ap_buf_addf(kb, "%s ", fr->func);
-			add_clean_path(kb, file);
+			ap_report_clean_path(kb, file);
 			if (fr->line)
 				ap_buf_addf(kb, ":%d", fr->line);
 		} else
@@ -355,7 +370,7 @@ static const char *node_key(enum ap_node_key key, const struct ap_frame *fr,
 	case AP_KEY_FILE:
 		/* Without debug info pprof names the module: "[base]". */
 		if (file)
-			add_clean_path(kb, file);
+			ap_report_clean_path(kb, file);
 		else if (map)
 			add_module_name(kb, map->path);
 		else
@@ -542,7 +557,8 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			const char *file = node_key(key, f, m, un, &kb);
 			if (keep && !node_kept(keep, &kb))
 				continue;
-			struct ap_node *nd = node_get(ns, key, un ? kb.buf : f->func, f, file, &kb);
+			const char *func = !un ? f->func : key == AP_KEY_FUNC_FILE ? "" : kb.buf;
+			struct ap_node *nd = node_get(ns, key, func, f, file, &kb);
 			uint32_t idx = (uint32_t)(nd - ns->v);
 			if (i == 0)
 				nd->flat += v;
@@ -642,18 +658,7 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	if (!values)
 		values = own = ap_report_stack_values(t);
 
-	/* The mappings the export leaves unnamed: over the stacks it
-	 * exports, those with a value in some sample index. */
-	uint32_t *ids = ap_xcalloc(t->nstacks ? t->nstacks : 1, sizeof(*ids));
-	size_t nids = 0;
-	for (size_t id = 1; id < t->nstacks; id++)
-		for (int i = 0; i < AP_SI_COUNT; i++)
-			if (values[id].v[i] != 0) {
-				ids[nids++] = (uint32_t)id;
-				break;
-			}
-	bool *unnamed = ap_report_unnamed_maps(t, sym, ids, nids);
-	free(ids);
+	bool *unnamed = ap_report_unnamed_of(t, values, sym);
 
 	enum ap_node_key key = (enum ap_node_key)opts->granularity;
 	struct ap_nodes ns;

@@ -127,6 +127,12 @@ struct ap_report {
 	double dropped_cutoff;
 };
 
+/* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
+ * names line and file nodes, and list's routines, so): no "." elements,
+ * no "dir/..", no repeated '/'; "./csu/../csu/libc-start.c" is
+ * "csu/libc-start.c". */
+void ap_report_clean_path(struct ap_buf *kb, const char *path);
+
 /* Progress of the symbolizing pass: `done` of `total` stacks. */
 typedef void (*ap_report_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
@@ -186,7 +192,7 @@ struct ap_list_func {
 struct ap_list {
 	enum ap_sample_index sample_index;
 	double total;		    /* sum over all stacks, before focus/ignore */
-	struct ap_list_func *funcs; /* by name, then file */
+	struct ap_list_func *funcs; /* by name, then file (no file first) */
 	size_t nfuncs;
 };
 

@@ -70,14 +70,19 @@ void ap_filter_release(struct ap_filter *f);
 bool *ap_report_unnamed_maps(const struct ap_trace *t, struct ap_symbolizer *sym,
 			     const uint32_t *ids, size_t nids);
 
+/* ap_report_unnamed_maps over the stacks the export exports: those with
+ * a value in some sample index. */
+bool *ap_report_unnamed_of(const struct ap_trace *t, const struct ap_stack_values *values,
+			   struct ap_symbolizer *sym);
+
 /* Aggregates the stacks of `t` with non-zero `values[id].v[si]` into nodes
  * keyed by `key`. Frames in a mapping with `unnamed[m]` set (NULL: none)
  * are their mapping's one node, as pprof shows an unsymbolized mapping
- * (not for AP_KEY_FUNC_FILE). With `keep` (a previous build, same key, its nodes'
- * keep flags set) only the kept nodes are built, as pprof rebuilds its
- * graph from the kept nodes: other frames are skipped, a stack whose
- * leaf is skipped adds no flat, and edges join the nearest kept frames.
- * Never fails. */
+ * (for AP_KEY_FUNC_FILE, a node with the empty name ""). With `keep`
+ * (a previous build, same key, its nodes' keep flags set) only the kept
+ * nodes are built, as pprof rebuilds its graph from the kept nodes: other
+ * frames are skipped, a stack whose leaf is skipped adds no flat, and
+ * edges join the nearest kept frames. Never fails. */
 void ap_nodes_build(struct ap_nodes *out, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,

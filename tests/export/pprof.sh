@@ -70,6 +70,22 @@ peek() {
 	echo "ok $name: peek $re $* = pprof -peek ($(grep -c '| ' "$tmp/ap.txt") lines)"
 }
 
+# list NAME TRACE PB REGEX: allocprof list prints what go tool pprof
+# -list prints on the export, except for a routine whose source file is
+# not found: pprof prints an error there, allocprof a note and the lines
+# with allocations (both are left out of the comparison).
+list() {
+	name=$1 trace=$2 pb=$3 re=$4
+	"$ap" list "$re" "$trace" 2>"$tmp/err" |
+		awk '/^ note: source file not found/ { skip = 1; next } /^ROUTINE|^No source/ { skip = 0 } !skip' \
+			>"$tmp/ap.txt" || fail=1
+	go tool pprof -symbolize=none -list "$re" "$pb" 2>"$tmp/err" |
+		grep -v '^ Error: could not find file ' >"$tmp/pprof.txt"
+	same "allocprof list $re and go tool pprof -list" || return
+	echo "ok $name: list $re = pprof -list ($(grep -c '^ROUTINE' "$tmp/ap.txt") routines," \
+		"$(grep -c '^No source' "$tmp/ap.txt") without a file)"
+}
+
 # nomatch NAME REGEX PPROF_STDOUT PPROF_STDERR ARGS...: go tool pprof
 # failed on REGEX, printing nothing and "no matches found for regexp:
 # REGEX"; `allocprof ARGS` must fail the same way (exit 1, stdout empty,
@@ -179,6 +195,7 @@ check() {
 		fi
 		text "$name" "$trace" "$pb" -lines
 		text "$name" "$trace" "$pb" -files
+		list "$name" "$trace" "$pb" .
 		text "$name" "$trace" "$pb" -nodefraction=0
 		text "$name" "$trace" "$pb" -files -nodefraction=0 -edgefraction=0.01
 		tree "$name" "$trace" "$pb"
