@@ -477,6 +477,58 @@ static bool inlined_shown(const struct ap_frame *const *shown, size_t n, size_t 
 	return i + 1 < n && shown[i + 1] <= last;
 }
 
+/* The names pprof shows for the export's functions (ap_export_pprof_name:
+ * a C++ function's short name), by the symbolizer's name string: each
+ * name is simplified once per build. */
+struct short_names {
+	const char **keys; /* the symbolizer's func pointers; NULL = empty slot */
+	char **names;
+	size_t n, nslots;
+};
+
+static const char *short_name(struct short_names *c, const struct ap_frame *fr)
+{
+	if (!fr->mangled || strncmp(fr->mangled, "_Z", 2) || fr->func == fr->mangled)
+		return fr->func; /* not demangled: as it is */
+	if ((c->n + 1) * 2 > c->nslots) {
+		size_t old = c->nslots;
+		const char **keys = c->keys;
+		char **names = c->names;
+		c->nslots = old ? old * 2 : 256;
+		c->keys = ap_xcalloc(c->nslots, sizeof(*c->keys));
+		c->names = ap_xcalloc(c->nslots, sizeof(*c->names));
+		for (size_t i = 0; i < old; i++)
+			if (keys[i]) {
+				size_t k = ((uintptr_t)keys[i] >> 4) & (c->nslots - 1);
+				while (c->keys[k])
+					k = (k + 1) & (c->nslots - 1);
+				c->keys[k] = keys[i];
+				c->names[k] = names[i];
+			}
+		free(keys);
+		free(names);
+	}
+	size_t k = ((uintptr_t)fr->func >> 4) & (c->nslots - 1);
+	while (c->keys[k] && c->keys[k] != fr->func)
+		k = (k + 1) & (c->nslots - 1);
+	if (!c->keys[k]) {
+		struct ap_buf b = AP_BUF_INIT;
+		ap_export_pprof_name(fr->func, fr->mangled, &b);
+		c->keys[k] = fr->func;
+		c->names[k] = ap_buf_detach(&b, NULL);
+		c->n++;
+	}
+	return c->names[k];
+}
+
+static void short_names_release(struct short_names *c)
+{
+	for (size_t i = 0; i < c->nslots; i++)
+		free(c->names[i]);
+	free(c->keys);
+	free(c->names);
+}
+
 /* Sets each node's in_inline and in_call from the edges into it. */
 static void nodes_mark_inline(struct ap_nodes *ns)
 {
@@ -505,6 +557,7 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 	size_t ashown = 0;
 	const struct ap_mapping **maps = NULL; /* per frame: its mapping when unnamed */
 	size_t amaps = 0;
+	struct short_names names = {0};
 	struct ap_buf kb = AP_BUF_INIT;
 
 	memset(ns, 0, sizeof(*ns));
@@ -518,6 +571,10 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		ns->stacks++;
 
 		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
+		/* Frames are named as pprof names the export's functions:
+		 * the nodes, and what focus and the others match. */
+		for (size_t k = site; k < nframes; k++)
+			frames[k].func = short_name(&names, &frames[k]);
 		const struct ap_frame *fr = frames + site;
 		size_t n = nframes - site;
 		struct ap_frame unknown = {.func = unknown_name};
@@ -584,6 +641,7 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 	free(frames);
 	free(shown);
 	free(maps);
+	short_names_release(&names);
 	ap_buf_release(&kb);
 }
 

@@ -136,7 +136,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 {
 	struct folded_line *lines = ap_xcalloc(x->nstacks ? x->nstacks : 1, sizeof(*lines));
 	size_t n = 0;
-	struct ap_buf b = AP_BUF_INIT;
+	struct ap_buf b = AP_BUF_INIT, name = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		if (s->v[si] == 0)
@@ -145,7 +145,10 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		if (!s->nframes)
 			ap_buf_addstr(&b, AP_EXPORT_UNKNOWN);
 		for (size_t k = s->nframes; k-- > s->site;) {
-			add_folded_name(&b, s->frames[k].func);
+			/* named as pprof and the views name them */
+			ap_buf_reset(&name);
+			ap_export_pprof_name(s->frames[k].func, s->frames[k].mangled, &name);
+			add_folded_name(&b, name.buf);
 			if (k > s->site)
 				ap_buf_addstr(&b, ";");
 		}
@@ -171,6 +174,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		free(lines[i].text);
 	free(lines);
 	ap_buf_release(&b);
+	ap_buf_release(&name);
 	return written;
 }
 

@@ -24,11 +24,6 @@ exported profile.
       locations, and each one of that mapping named by pprof as allocprof
       names it (its outermost function: Go's pprof reports no inlined
       frames for C), except where Go finds no DWARF subprogram (_start).
-  compare.py grouped TOP_JSON PPROF_TOP PREFIX SHORT LABEL
-      the flat and cum of pprof's node SHORT against the sums over
-      allocprof's rows whose name contains PREFIX (the overloads or
-      template instances pprof shows as one node; they must be on
-      disjoint stacks for cum to add up).
 
 TOLERANCE is the largest difference allowed per value (0 for traces
 recorded with --all; sampled values are rounded per sample in the profile,
@@ -262,20 +257,6 @@ def cmp_folded(folded, pprof_traces, top_json, tol, label):
     return True
 
 
-def grouped(top_json, pprof_top, prefix, short, label):
-    j = json.load(open(top_json))
-    flat = sum(r["flat"] for r in j["rows"] if prefix in r["name"])
-    cum = sum(r["cum"] for r in j["rows"] if prefix in r["name"])
-    _, rows = parse_top(pprof_top)
-    got = rows.get(short)
-    if got is None or got != (flat, cum):
-        print("FAIL %s: pprof's %r is %r, allocprof's rows with %r sum to %r" %
-              (label, short, got, prefix, (flat, cum)))
-        return False
-    print("ok %s: pprof's %r = allocprof's %r rows (%d, %d)" % (label, short, prefix, flat, cum))
-    return True
-
-
 def main(argv):
     if len(argv) == 6 and argv[1] == "top":
         return cmp_top(argv[2], argv[3], float(argv[4]), argv[5])
@@ -287,8 +268,6 @@ def main(argv):
         for system, name in pprof_names(argv[2]):
             print("%s\t%s" % (system, name))
         return True
-    if len(argv) == 7 and argv[1] == "grouped":
-        return grouped(argv[2], argv[3], argv[4], argv[5], argv[6])
     sys.stderr.write(__doc__)
     return False
 

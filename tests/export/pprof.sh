@@ -125,9 +125,7 @@ tree() {
 
 # cxxnames NAME TRACE PB: the C++ functions of the export are named as
 # Go's pprof names them (its default demangling of system_name, run with
-# the demangle package of Go's own tree), and pprof's -top, which shows
-# one node per short name, has the values of allocprof's rows for the
-# instances it merges.
+# the demangle package of Go's own tree); the views name their nodes so.
 cxxnames() {
 	name=$1 trace=$2 pb=$3
 	pprof -raw "$pb" >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; fail=1; return; }
@@ -148,14 +146,6 @@ cxxnames() {
 	else
 		echo "ok $name: $(wc -l <"$tmp/names") C++ functions named as Go's pprof names them"
 	fi
-	for si in alloc_objects alloc_space; do
-		"$ap" top --json --nodefraction=0 --$si "$trace" >"$tmp/top.json" || fail=1
-		pprof -top -nodefraction=0 -sample_index=$si "$pb" >"$tmp/top.txt" 2>&1 || fail=1
-		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
-			'geo::detail::make_point<' geo::detail::make_point "$name $si" || fail=1
-		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
-			'geo::Cloud<float>::add(' geo::Cloud::add "$name $si" || fail=1
-	done
 }
 
 # check NAME TRACE TOLERANCE [OPTIONS...]: export TRACE with OPTIONS
@@ -253,15 +243,10 @@ record)
 			fail=1
 			continue
 		fi
-		if [ "$name" = cxx ]; then
-			# pprof names C++ functions by their short names, and
-			# merges what allocprof shows apart (make_point<int>,
-			# make_point<double>): compared by cxxnames instead
-			"$ap" export -o "$tmp/cxx.pb.gz" "$tmp/cxx.trace" 2>/dev/null || fail=1
-			cxxnames record-cxx "$tmp/cxx.trace" "$tmp/cxx.pb.gz"
-			continue
-		fi
 		check "record-$name" "$tmp/$name.trace" 0
+		# C++ functions by their short names, as pprof shows them
+		# (make_point<int> and make_point<double> are one node)
+		[ "$name" = cxx ] && cxxnames record-cxx "$tmp/cxx.trace" "$tmp/record-cxx.pb.gz"
 	done
 	# a focus on a small site: the edge fraction is of what focus kept
 	tree record-demo "$tmp/demo.trace" "$tmp/record-demo.pb.gz" --focus=cache_result
