@@ -2,7 +2,6 @@
  * and callees of the matching nodes (of every node kept, for tree), with
  * the value that flows through each edge, as pprof -peek and -tree print
  * them. */
-#include <math.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -28,12 +27,21 @@ static void peek_usage(FILE *f)
 	      f);
 }
 
+/* Whether some row's name matches `re`. */
+static bool any_match(const struct ap_report *r, const struct ap_regex *re)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		if (ap_regex_match(re, r->rows[i].name))
+			return true;
+	return false;
+}
+
 static const char sep[] = "----------------------------------------------------------+-------------\n";
 
 /* The rows matching `re` (every row when NULL), each between its callers
  * and callees. */
 static void print_text(const struct ap_report *r, const struct ap_trace *t,
-		       const struct ap_regex *re, double cutoff)
+		       const struct ap_regex *re)
 {
 	int unit = ap_view_table_unit(r);
 	const char *exe = strrchr(t->exe, '/');
@@ -51,7 +59,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		sum += row->flat;
 		any = true;
 		printf("%s", sep);
-		ap_render_peek_node(r, i, sum, cutoff, unit, ap_render_print, NULL);
+		ap_render_peek_node(r, i, sum, unit, ap_render_print, NULL);
 	}
 	if (any)
 		printf("%s", sep);
@@ -62,7 +70,7 @@ static json_t *ctx_json(const struct ap_peek_edge *c, size_t n)
 	json_t *a = json_array();
 	for (size_t k = 0; k < n; k++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "name", json_string(c[k].name));
+		json_object_set_new(o, "name", ap_json_text(c[k].name));
 		json_object_set_new(o, "value", json_real(c[k].value));
 		json_object_set_new(o, "inline", json_boolean(c[k].inl));
 		json_array_append_new(a, o);
@@ -70,11 +78,11 @@ static json_t *ctx_json(const struct ap_peek_edge *c, size_t n)
 	return a;
 }
 
-static int print_json(const struct ap_report *r, const struct ap_trace *t, const struct ap_regex *re,
-		      double cutoff)
+static int print_json(const struct ap_report *r, const struct ap_trace *t,
+		      const struct ap_regex *re)
 {
 	json_t *root = json_object(), *nodes = json_array();
-	json_object_set_new(root, "program", json_string(t->exe));
+	json_object_set_new(root, "program", ap_json_text(t->exe));
 	json_object_set_new(root, "sample_index", json_string(ap_sample_index_name(r->sample_index)));
 	json_object_set_new(root, "total", json_real(r->total));
 	for (size_t i = 0; i < r->nrows; i++) {
@@ -82,10 +90,10 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t, const
 		if (re && !ap_regex_match(re, row->name))
 			continue;
 		struct ap_peek_edge *in, *outl;
-		size_t nin = ap_peek_context(r, row->name, true, cutoff, &in);
-		size_t nout = ap_peek_context(r, row->name, false, cutoff, &outl);
+		size_t nin = ap_peek_context(r, row->name, true, &in);
+		size_t nout = ap_peek_context(r, row->name, false, &outl);
 		json_t *o = json_object();
-		json_object_set_new(o, "name", json_string(row->name));
+		json_object_set_new(o, "name", ap_json_text(row->name));
 		json_object_set_new(o, "flat", json_real(row->flat));
 		json_object_set_new(o, "cum", json_real(row->cum));
 		json_object_set_new(o, "callers", ctx_json(in, nin));
@@ -145,10 +153,14 @@ int cmd_peek(int argc, char **argv)
 	if (!r) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
+	} else if (!any_match(r, re)) {
+		/* pprof's error, and like pprof nothing on stdout */
+		ap_die_msg("no matches found for regexp: %s", argv[optind]);
+		rc = AP_EXIT_FAIL;
 	} else if (o.json) {
-		rc = print_json(r, v.trace, re, 0);
+		rc = print_json(r, v.trace, re);
 	} else {
-		print_text(r, v.trace, re, 0);
+		print_text(r, v.trace, re);
 	}
 	ap_report_free(r);
 	ap_regex_free(re);
@@ -174,16 +186,6 @@ static void tree_usage(FILE *f)
 }
 
 enum { OPT_NODEFRACTION = AP_VOPT_FIRST_OWN, OPT_EDGEFRACTION };
-
-static int parse_fraction(const char *what, const char *arg, double *out)
-{
-	char *end;
-	double f = strtod(arg, &end);
-	if (*end || end == arg || !(f >= 0 && f <= 1))
-		return ap_usage_error("tree", "bad %s '%s', not a number from 0 to 1", what, arg);
-	*out = f;
-	return 0;
-}
 
 int cmd_tree(int argc, char **argv)
 {
@@ -211,11 +213,11 @@ int cmd_tree(int argc, char **argv)
 				return AP_EXIT_USAGE;
 			break;
 		case OPT_NODEFRACTION:
-			if (parse_fraction("node fraction", optarg, &nodefraction))
+			if (ap_view_parse_fraction("tree", "node fraction", optarg, &nodefraction))
 				return AP_EXIT_USAGE;
 			break;
 		case OPT_EDGEFRACTION:
-			if (parse_fraction("edge fraction", optarg, &edgefraction))
+			if (ap_view_parse_fraction("tree", "edge fraction", optarg, &edgefraction))
 				return AP_EXIT_USAGE;
 			break;
 		default:
@@ -233,6 +235,7 @@ int cmd_tree(int argc, char **argv)
 	if (rc)
 		return rc;
 	o.report.node_fraction = nodefraction;
+	o.report.edge_fraction = edgefraction;
 	o.report.node_count = (size_t)nodecount;
 	struct ap_error err;
 	struct ap_report *r = ap_report_new(v.trace, v.values, v.sym, &o.report, ap_view_progress_fn(),
@@ -242,12 +245,10 @@ int cmd_tree(int argc, char **argv)
 	if (!r) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
+	} else if (o.json) {
+		rc = print_json(r, v.trace, NULL);
 	} else {
-		double cutoff = r->total * edgefraction;
-		if (o.json)
-			rc = print_json(r, v.trace, NULL, cutoff);
-		else
-			print_text(r, v.trace, NULL, cutoff);
+		print_text(r, v.trace, NULL);
 	}
 	ap_report_free(r);
 	ap_view_release(&v);

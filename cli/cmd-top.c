@@ -12,11 +12,13 @@
 enum {
 	OPT_CUM = AP_VOPT_FIRST_OWN,
 	OPT_NODEFRACTION,
+	OPT_EDGEFRACTION,
 	OPT_TRIM,
 };
 
-/* pprof's default -nodefraction. */
+/* pprof's default -nodefraction and -edgefraction. */
 #define TOP_NODE_FRACTION 0.005
+#define TOP_EDGE_FRACTION 0.001
 
 static void top_usage(FILE *f)
 {
@@ -31,7 +33,11 @@ static void top_usage(FILE *f)
 	      "  --nodefraction F     drop nodes whose cum is under F of the total\n"
 	      "                       (default 0.005, as pprof; 0 keeps every node;\n"
 	      "                       with --json every node is kept unless F is given)\n"
-	      "  --trim=false         keep every node (nodefraction and nodecount 0)\n"
+	      "  --edgefraction F     leave out of the (inline) marks the callers whose\n"
+	      "                       edge is under F of the total (default 0.001, as\n"
+	      "                       pprof; with --json every edge counts unless given)\n"
+	      "  --trim=false         keep every node and edge (nodefraction, edgefraction\n"
+	      "                       and nodecount 0)\n"
 	      "  --functions          one node per function (default)\n"
 	      "  --lines              one node per source line ('func file:line')\n"
 	      "  --files              one node per source file\n"
@@ -131,6 +137,7 @@ int cmd_top(int argc, char **argv)
 	    AP_VIEW_LONGOPTS,
 	    {"nodecount", required_argument, NULL, 'n'},
 	    {"nodefraction", required_argument, NULL, OPT_NODEFRACTION},
+	    {"edgefraction", required_argument, NULL, OPT_EDGEFRACTION},
 	    {"trim", optional_argument, NULL, OPT_TRIM},
 	    AP_VIEW_GRAN_LONGOPTS,
 	    {"cum", no_argument, NULL, OPT_CUM},
@@ -143,6 +150,7 @@ int cmd_top(int argc, char **argv)
 
 	ap_view_opts_init(&o);
 	o.report.node_fraction = -1; /* not given */
+	o.report.edge_fraction = -1;
 	optind = 0;
 	while ((opt = ap_view_next_option(&o, "top", argc, argv, ":hn:", longopts)) >= 0) {
 		switch (opt) {
@@ -153,15 +161,16 @@ int cmd_top(int argc, char **argv)
 			if (ap_view_parse_count("top", "node count", optarg, &nodecount))
 				return AP_EXIT_USAGE;
 			break;
-		case OPT_NODEFRACTION: {
-			char *end;
-			double f = strtod(optarg, &end);
-			if (*end || end == optarg || !(f >= 0 && f <= 1))
-				return ap_usage_error("top", "bad node fraction '%s', not a number "
-							     "from 0 to 1", optarg);
-			o.report.node_fraction = f;
+		case OPT_NODEFRACTION:
+			if (ap_view_parse_fraction("top", "node fraction", optarg,
+						   &o.report.node_fraction))
+				return AP_EXIT_USAGE;
 			break;
-		}
+		case OPT_EDGEFRACTION:
+			if (ap_view_parse_fraction("top", "edge fraction", optarg,
+						   &o.report.edge_fraction))
+				return AP_EXIT_USAGE;
+			break;
 		case OPT_TRIM:
 			/* pprof's boolean flag: -trim, -trim=true, -trim=false */
 			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
@@ -185,8 +194,11 @@ int cmd_top(int argc, char **argv)
 	 * for scripts and has every node unless asked otherwise. */
 	if (o.report.node_fraction < 0)
 		o.report.node_fraction = o.json ? 0 : TOP_NODE_FRACTION;
+	if (o.report.edge_fraction < 0)
+		o.report.edge_fraction = o.json ? 0 : TOP_EDGE_FRACTION;
 	if (!trim) {
 		o.report.node_fraction = 0;
+		o.report.edge_fraction = 0;
 		nodecount = 0;
 	}
 	o.report.node_count = (size_t)nodecount;

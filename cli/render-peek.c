@@ -16,15 +16,13 @@ static int edge_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-size_t ap_peek_context(const struct ap_report *r, const char *name, bool callers, double cutoff,
+size_t ap_peek_context(const struct ap_report *r, const char *name, bool callers,
 		       struct ap_peek_edge **out)
 {
 	size_t n = 0;
 	*out = ap_xmalloc((r->nedges ? r->nedges : 1) * sizeof(**out));
 	for (size_t i = 0; i < r->nedges; i++) {
 		const struct ap_report_edge *e = &r->edges[i];
-		if (fabs(e->value) < cutoff)
-			continue;
 		/* the edges point at the rows' own names */
 		if ((callers ? e->to : e->from) == name)
 			(*out)[n++] = (struct ap_peek_edge){ callers ? e->from : e->to, e->value, e->inl };
@@ -52,14 +50,14 @@ static void peek_edges(const struct ap_report *r, const struct ap_report_row *ro
 	ap_buf_release(&name);
 }
 
-void ap_render_peek_node(const struct ap_report *r, size_t i, double sum, double cutoff, int unit,
+void ap_render_peek_node(const struct ap_report *r, size_t i, double sum, int unit,
 			 ap_line_fn line, void *ctx)
 {
 	const struct ap_report_row *row = &r->rows[i];
 	char a[32], b[32], c[32], d[32], e[32], fixed[192];
 	struct ap_peek_edge *in, *out;
-	size_t nin = ap_peek_context(r, row->name, true, cutoff, &in);
-	size_t nout = ap_peek_context(r, row->name, false, cutoff, &out);
+	size_t nin = ap_peek_context(r, row->name, true, &in);
+	size_t nout = ap_peek_context(r, row->name, false, &out);
 	peek_edges(r, row, in, nin, unit, AP_LINE_CALLER, line, ctx);
 	ap_view_format_in(a, sizeof(a), r->sample_index, row->flat, unit);
 	ap_view_percent(b, sizeof(b), row->flat, r->total);

@@ -132,16 +132,37 @@ void ap_render_list_func(const struct ap_list *l, const struct ap_list_func *f, 
 {
 	enum ap_sample_index si = l->sample_index;
 	char a[32], b[32], c[32], fixed[96];
+	if (!f->file) {
+		/* As pprof -list: one line, and none at all when the
+		 * function also has a file (its entry follows: by name,
+		 * then file, no file first). */
+		size_t i = (size_t)(f - l->funcs);
+		if (i + 1 < l->nfuncs && !strcmp(l->funcs[i + 1].name, f->name))
+			return;
+		linef(line, ctx, AP_LINE_TITLE, "No source information for %s", f->name);
+		return;
+	}
+	/* pprof names the recorded file, cleaned, wherever it was read */
+	struct ap_buf file = AP_BUF_INIT;
+	ap_report_clean_path(&file, f->file);
 	linef(line, ctx, AP_LINE_TITLE, "ROUTINE ======================== %s in %s", f->name,
-	      f->path ? f->path : f->file ? f->file : "<unknown file>");
-	ap_view_format(a, sizeof(a), si, f->flat);
-	ap_view_format(b, sizeof(b), si, f->cum);
-	ap_view_percent(c, sizeof(c), f->cum, l->total);
+	      file.buf);
+	ap_buf_release(&file);
+	/* pprof's totals are the sums over the routine's lines: a stack
+	 * through two of its lines (recursion) counts in both */
+	double flat = 0, cum = 0;
+	for (size_t k = 0; k < f->nlines; k++) {
+		flat += f->lines[k].flat;
+		cum += f->lines[k].cum;
+	}
+	ap_view_format(a, sizeof(a), si, flat);
+	ap_view_format(b, sizeof(b), si, cum);
+	ap_view_percent(c, sizeof(c), cum, l->total);
 	linef(line, ctx, AP_LINE_TEXT, "%10s %10s (flat, cum) %s of Total", a, b, c);
 	if (!f->path)
-		linef(line, ctx, AP_LINE_TEXT, " note: %s; showing the lines with allocations only",
-		      f->file ? "source file not found (see --source-path)"
-			      : "no source file in the debug info");
+		linef(line, ctx, AP_LINE_TEXT,
+		      " note: source file not found (see --source-path); showing the lines with "
+		      "allocations only");
 	for (size_t k = 0; k < f->nlines; k++) {
 		const struct ap_list_line *ln = &f->lines[k];
 		list_value(a, sizeof(a), si, ln->flat);

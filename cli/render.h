@@ -74,16 +74,17 @@ struct ap_peek_edge {
 };
 
 /* The edges into (`callers`) or out of the row named `name` (a row's own
- * name pointer, compared by address), those under `cutoff` in absolute
- * value left out (pprof's edge fraction), by value descending, ties by
- * name, into *out (free() it; never NULL). Returns how many. */
-size_t ap_peek_context(const struct ap_report *r, const char *name, bool callers, double cutoff,
+ * name pointer, compared by address) that the report kept (those under
+ * its edge fraction are left out when it is built, as pprof does), by
+ * value descending, ties by name, into *out (free() it; never NULL).
+ * Returns how many. */
+size_t ap_peek_context(const struct ap_report *r, const char *name, bool callers,
 		       struct ap_peek_edge **out);
 
 /* Row i of a top model between its callers and callees, as pprof -peek
  * prints it: AP_LINE_CALLER lines, one AP_LINE_NODE line (its flat, flat%,
  * `sum` as sum%, cum, cum%, in the table's unit), AP_LINE_CALLEE lines. */
-void ap_render_peek_node(const struct ap_report *r, size_t i, double sum, double cutoff, int unit,
+void ap_render_peek_node(const struct ap_report *r, size_t i, double sum, int unit,
 			 ap_line_fn line, void *ctx);
 
 /* The terminal chart of a timeline, as ms_print draws massif's: "In use

@@ -487,7 +487,7 @@ static void peek_refresh(struct tui *t)
 		return;
 	}
 	struct peek_page_ctx c = { &t->peek_page, -1, 0 };
-	ap_render_peek_node(r, i, r->rows[i].flat, 0, ap_view_table_unit(r), peek_page_line, &c);
+	ap_render_peek_node(r, i, r->rows[i].flat, ap_view_table_unit(r), peek_page_line, &c);
 	if (c.last == AP_LINE_NODE) {
 		page_add(&t->peek_page, TUI_BOLD, "callees", NULL);
 		page_add(&t->peek_page, TUI_NORMAL, "  (none)", NULL);

@@ -54,6 +54,18 @@ int ap_view_parse_count(const char *cmd, const char *what, const char *arg, long
 	return 0;
 }
 
+int ap_view_parse_fraction(const char *cmd, const char *what, const char *arg, double *out)
+{
+	char *end;
+	double f = strtod(arg, &end);
+	if (*end || end == arg || !(f >= 0 && f <= 1)) {
+		ap_usage_error(cmd, "bad %s '%s', not a number from 0 to 1", what, arg);
+		return -1;
+	}
+	*out = f;
+	return 0;
+}
+
 int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const char *arg)
 {
 	switch (opt) {

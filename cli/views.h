@@ -163,6 +163,10 @@ bool ap_view_option(struct ap_view_opts *o, int opt, const char *arg);
  * the usage error and returns -1. */
 int ap_view_parse_count(const char *cmd, const char *what, const char *arg, long *out);
 
+/* The same for pprof's -nodefraction/-edgefraction (a number from 0 to
+ * 1). */
+int ap_view_parse_fraction(const char *cmd, const char *what, const char *arg, double *out);
+
 /* For getopt_long's '?' and ':' (the command's optstring starts with ':'
  * and opterr is 0): prints the usage error, returns AP_EXIT_USAGE. */
 int ap_view_bad_option(const char *cmd, int opt, char **argv);

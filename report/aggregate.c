@@ -180,20 +180,26 @@ void ap_filter_release(struct ap_filter *f)
 }
 
 /* pprof's rule (profile/filter.go matchesName): a frame matches by its
- * function's name, its source file or its module's path. */
-static bool frame_matches(const struct ap_regex *re, const struct ap_frame *fr)
+ * function's name, its source file or its module's path; in a mapping
+ * pprof sees unnamed (`unnamed`, else NULL) it has only the mapping's. */
+static bool frame_matches(const struct ap_regex *re, const struct ap_frame *fr,
+			  const struct ap_mapping *unnamed)
 {
+	if (unnamed)
+		return ap_regex_match(re, unnamed->path);
 	return ap_regex_match(re, fr->func) || (fr->file && ap_regex_match(re, fr->file)) ||
 	       (fr->module && ap_regex_match(re, fr->module));
 }
 
-static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr, size_t n)
+static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr,
+			 const struct ap_mapping *const *unnamed, size_t n)
 {
 	bool focused = !f->focus;
 	for (size_t i = 0; i < n; i++) {
-		if (f->ignore && frame_matches(f->ignore, &fr[i]))
+		const struct ap_mapping *u = unnamed ? unnamed[i] : NULL;
+		if (f->ignore && frame_matches(f->ignore, &fr[i], u))
 			return false;
-		if (!focused && frame_matches(f->focus, &fr[i]))
+		if (!focused && frame_matches(f->focus, &fr[i], u))
 			focused = true;
 	}
 	return focused;
@@ -201,26 +207,57 @@ static bool filter_keeps(const struct ap_filter *f, const struct ap_frame *fr, s
 
 /* pprof's show and hide: a frame stays in the stack when it matches show
  * (or show is not given) and does not match hide. */
-static bool filter_shows(const struct ap_filter *f, const struct ap_frame *fr)
+static bool filter_shows(const struct ap_filter *f, const struct ap_frame *fr,
+			 const struct ap_mapping *unnamed)
 {
-	if (f->hide && frame_matches(f->hide, fr))
+	if (f->hide && frame_matches(f->hide, fr, unnamed))
 		return false;
-	return !f->show || frame_matches(f->show, fr);
+	/* An address only has no lines for show to keep. */
+	return !f->show || (!unnamed && frame_matches(f->show, fr, unnamed));
 }
 
-size_t ap_filter_stack(const struct ap_filter *f, const struct ap_frame *fr, size_t n,
-		       const struct ap_frame **shown)
+size_t ap_filter_stack(const struct ap_filter *f, const struct ap_frame *fr,
+		       const struct ap_mapping *const *unnamed, size_t n, const struct ap_frame **shown)
 {
-	if (!filter_keeps(f, fr, n))
+	if (!filter_keeps(f, fr, unnamed, n))
 		return 0;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (filter_shows(f, &fr[i]))
+		if (filter_shows(f, &fr[i], unnamed ? unnamed[i] : NULL))
 			shown[k++] = &fr[i];
 	return k;
 }
 
 /* ---- nodes -------------------------------------------------------------- */
+
+bool *ap_report_unnamed_maps(const struct ap_trace *t, struct ap_symbolizer *sym,
+			     const uint32_t *ids, size_t nids)
+{
+	size_t nm = t->nmaps ? t->nmaps : 1;
+	bool *unnamed = ap_xcalloc(nm, sizeof(*unnamed)), *named = ap_xcalloc(nm, sizeof(*named));
+	for (size_t i = 0; i < nids; i++) {
+		const struct ap_stack *st = &t->stacks[ids[i]];
+		for (uint32_t d = 0; d < st->depth; d++) {
+			const struct ap_mapping *map = ap_trace_mapping_for(t, st->pcs[d]);
+			if (!map)
+				continue;
+			size_t m = (size_t)(map - t->maps);
+			const struct ap_frame *fr;
+			size_t n = ap_sym_pc(sym, st->pcs[d], &fr);
+			bool any = false;
+			for (size_t k = 0; k < n; k++)
+				any |= !fr[k].unsymbolized;
+			if (any)
+				named[m] = true;
+			else
+				unnamed[m] = true;
+		}
+	}
+	for (size_t m = 0; m < t->nmaps; m++)
+		unnamed[m] &= !named[m];
+	free(named);
+	return unnamed;
+}
 
 static uint64_t str_hash(const char *s, size_t len)
 {
@@ -248,10 +285,7 @@ static void nodes_rehash(struct ap_nodes *ns)
 
 static const char *const unknown_name = "<unknown>";
 
-/* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
- * names line and file nodes so): no "." elements, no "dir/..", no
- * repeated '/'; "./csu/../csu/libc-start.c" is "csu/libc-start.c". */
-static void add_clean_path(struct ap_buf *kb, const char *path)
+void ap_report_clean_path(struct ap_buf *kb, const char *path)
 {
 	size_t start = kb->len;
 	bool rooted = path[0] == '/';
@@ -285,36 +319,82 @@ static void add_clean_path(struct ap_buf *kb, const char *path)
 		ap_buf_addstr(kb, ".");
 }
 
+/* Appends pprof's name of a node known only by its module: "[base]". */
+static void add_module_name(struct ap_buf *kb, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	ap_buf_addf(kb, "[%s]", base ? base + 1 : path);
+}
+
+bool *ap_report_unnamed_of(const struct ap_trace *t, const struct ap_stack_values *values,
+			   struct ap_symbolizer *sym)
+{
+	uint32_t *ids = ap_xcalloc(t->nstacks ? t->nstacks : 1, sizeof(*ids));
+	size_t nids = 0;
+	for (size_t id = 1; id < t->nstacks; id++)
+		for (int i = 0; i < AP_SI_COUNT; i++)
+			if (values[id].v[i] != 0) {
+				ids[nids++] = (uint32_t)id;
+				break;
+			}
+	bool *unnamed = ap_report_unnamed_maps(t, sym, ids, nids);
+	free(ids);
+	return unnamed;
+}
+
 /* Writes the key of frame `fr`'s node under `key` into kb; returns the
- * node's file. */
-static const char *node_key(enum ap_node_key key, const struct ap_frame *fr, struct ap_buf *kb)
+ * node's file. The keys are pprof's graph nodes (graph.go's NodeInfo
+ * after the granularity's Profile.Aggregate) as they come out of our
+ * export: `map` is the frame's mapping (NULL when in none); `unnamed`
+ * says pprof sees it without symbols (ap_report_unnamed_maps), where a
+ * location is an address only and every address of the mapping is one
+ * node once the granularity clears addresses. A file node is keyed by
+ * its file and its mapping (pprof's Objfile, set when the aggregation
+ * clears the function names): AP_KEY_SEP separates the name pprof prints
+ * from the rest of the key. */
+static const char *node_key(enum ap_node_key key, const struct ap_frame *fr,
+			    const struct ap_mapping *map, bool unnamed, struct ap_buf *kb)
 {
 	const char *file = fr->file;
 	ap_buf_reset(kb);
+	if (unnamed) {
+		/* no function: list has no routine for it (an empty name) */
+		if (key != AP_KEY_FUNC_FILE)
+			add_module_name(kb, map->path);
+		if (key == AP_KEY_FILE || key == AP_KEY_FUNC_FILE)
+			ap_buf_addf(kb, "%c%s", AP_KEY_SEP, map->path);
+		return key == AP_KEY_FILE ? fr->module : file;
+	}
 	switch (key) {
 	case AP_KEY_FUNC:
 		ap_buf_addstr(kb, fr->func);
 		break;
 	case AP_KEY_LINE:
-		/* pprof's "func file:line"; just "func" without line info. */
+		/* pprof's "func file:line"; "func file" without a line,
+		 * just "func" without a file. */
 		if (file) {
 			ap_buf_addf(kb, "%s ", fr->func);
-			add_clean_path(kb, file);
-			ap_buf_addf(kb, ":%d", fr->line);
+			ap_report_clean_path(kb, file);
+			if (fr->line)
+				ap_buf_addf(kb, ":%d", fr->line);
 		} else
 			ap_buf_addstr(kb, fr->func);
 		break;
 	case AP_KEY_FILE:
-		/* Without debug info the module is the best "file" there is. */
-		if (file) {
-			add_clean_path(kb, file);
-			break;
-		}
-		file = fr->module;
-		ap_buf_addstr(kb, file ? file : unknown_name);
+		/* Without debug info pprof names the module: "[base]". */
+		if (file)
+			ap_report_clean_path(kb, file);
+		else if (map)
+			add_module_name(kb, map->path);
+		else
+			ap_buf_addstr(kb, unknown_name);
+		if (map)
+			ap_buf_addf(kb, "%c%s", AP_KEY_SEP, map->path);
+		if (!file)
+			file = fr->module;
 		break;
 	case AP_KEY_FUNC_FILE:
-		ap_buf_addf(kb, "%s%c%s", fr->func, 0x1f, file ? file : "");
+		ap_buf_addf(kb, "%s%c%s", fr->func, AP_KEY_SEP, file ? file : "");
 		break;
 	}
 	return file;
@@ -329,8 +409,9 @@ static size_t node_slot(const struct ap_nodes *ns, const struct ap_buf *kb)
 	return i;
 }
 
-/* The node keyed kb (see node_key) for frame `fr`, created on first use. */
-static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
+/* The node keyed kb (see node_key) for frame `fr`, created on first use;
+ * `func` is its function's name. */
+static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key, const char *func,
 				const struct ap_frame *fr, const char *file, struct ap_buf *kb)
 {
 	if ((ns->n + 1) * 2 > ns->nslots)
@@ -342,7 +423,7 @@ static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key,
 	struct ap_node *nd = &ns->v[ns->n];
 	memset(nd, 0, sizeof(*nd));
 	nd->key = ap_xstrdup(kb->buf);
-	nd->func = key == AP_KEY_FILE ? NULL : ap_xstrdup(fr->func);
+	nd->func = key == AP_KEY_FILE ? NULL : ap_xstrdup(func);
 	nd->file = file ? ap_xstrdup(file) : NULL;
 	nd->line = key == AP_KEY_LINE ? fr->line : 0;
 	ns->slots[i] = (uint32_t)++ns->n;
@@ -409,15 +490,78 @@ static bool inlined_shown(const struct ap_frame *const *shown, size_t n, size_t 
 	return i + 1 < n && shown[i + 1] <= last;
 }
 
+const char *ap_short_name(struct ap_short_names *c, const struct ap_frame *fr)
+{
+	if (!fr->mangled || strncmp(fr->mangled, "_Z", 2) || fr->func == fr->mangled)
+		return fr->func; /* not demangled: as it is */
+	if ((c->n + 1) * 2 > c->nslots) {
+		size_t old = c->nslots;
+		const char **keys = c->keys;
+		char **names = c->names;
+		c->nslots = old ? old * 2 : 256;
+		c->keys = ap_xcalloc(c->nslots, sizeof(*c->keys));
+		c->names = ap_xcalloc(c->nslots, sizeof(*c->names));
+		for (size_t i = 0; i < old; i++)
+			if (keys[i]) {
+				size_t k = ((uintptr_t)keys[i] >> 4) & (c->nslots - 1);
+				while (c->keys[k])
+					k = (k + 1) & (c->nslots - 1);
+				c->keys[k] = keys[i];
+				c->names[k] = names[i];
+			}
+		free(keys);
+		free(names);
+	}
+	size_t k = ((uintptr_t)fr->func >> 4) & (c->nslots - 1);
+	while (c->keys[k] && c->keys[k] != fr->func)
+		k = (k + 1) & (c->nslots - 1);
+	if (!c->keys[k]) {
+		struct ap_buf b = AP_BUF_INIT;
+		ap_export_pprof_name(fr->func, fr->mangled, &b);
+		c->keys[k] = fr->func;
+		c->names[k] = ap_buf_detach(&b, NULL);
+		c->n++;
+	}
+	return c->names[k];
+}
+
+void ap_short_names_release(struct ap_short_names *c)
+{
+	for (size_t i = 0; i < c->nslots; i++)
+		free(c->names[i]);
+	free(c->keys);
+	free(c->names);
+}
+
+/* Sets each node's in_inline and in_call from the edges into it. */
+static void nodes_mark_inline(struct ap_nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		ns->v[i].in_inline = ns->v[i].in_call = false;
+	for (size_t i = 0; i < ns->edge_slots; i++) {
+		const struct ap_edge *e = &ns->edges[i];
+		if (!e->from)
+			continue;
+		if (e->inl)
+			ns->v[e->to - 1].in_inline = true;
+		else
+			ns->v[e->to - 1].in_call = true;
+	}
+}
+
 void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    const struct ap_nodes *keep, ap_report_progress_fn progress, void *progress_ctx)
+		    const bool *unnamed, const struct ap_nodes *keep,
+		    ap_report_progress_fn progress, void *progress_ctx)
 {
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, aframes = 0;
 	const struct ap_frame **shown = NULL;
 	size_t ashown = 0;
+	const struct ap_mapping **maps = NULL; /* per frame: its mapping when unnamed */
+	size_t amaps = 0;
+	struct ap_short_names names = {0};
 	struct ap_buf kb = AP_BUF_INIT;
 
 	memset(ns, 0, sizeof(*ns));
@@ -431,6 +575,10 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		ns->stacks++;
 
 		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
+		/* Frames are named as pprof names the export's functions:
+		 * the nodes, and what focus and the others match. */
+		for (size_t k = site; k < nframes; k++)
+			frames[k].func = ap_short_name(&names, &frames[k]);
 		const struct ap_frame *fr = frames + site;
 		size_t n = nframes - site;
 		struct ap_frame unknown = {.func = unknown_name};
@@ -438,8 +586,16 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			fr = &unknown;
 			n = 1;
 		}
+		AP_ALLOC_GROW(maps, n, amaps);
+		for (size_t i = 0; i < n; i++) {
+			const struct ap_mapping *m =
+			    fr[i].pc ? ap_trace_mapping_for(t, fr[i].pc) : NULL;
+			maps[i] = m && unnamed && unnamed[m - t->maps] ? m : NULL;
+		}
+		/* show/hide take frames out; a stack left without any is
+		 * dropped, as pprof does. */
 		AP_ALLOC_GROW(shown, n, ashown);
-		size_t ns_shown = ap_filter_stack(filter, fr, n, shown);
+		size_t ns_shown = ap_filter_stack(filter, fr, maps, n, shown);
 		if (!ns_shown)
 			continue;
 		ns->kept += v;
@@ -451,10 +607,14 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		 * (pprof's residual). */
 		uint32_t parent = UINT32_MAX;
 		for (size_t i = ns_shown; i-- > 0;) {
-			const char *file = node_key(key, shown[i], &kb);
+			const struct ap_frame *f = shown[i];
+			const struct ap_mapping *m = f->pc ? ap_trace_mapping_for(t, f->pc) : NULL;
+			bool un = maps[f - fr] != NULL;
+			const char *file = node_key(key, f, m, un, &kb);
 			if (keep && !node_kept(keep, &kb))
 				continue;
-			struct ap_node *nd = node_get(ns, key, shown[i], file, &kb);
+			const char *func = !un ? f->func : key == AP_KEY_FUNC_FILE ? "" : kb.buf;
+			struct ap_node *nd = node_get(ns, key, func, f, file, &kb);
 			uint32_t idx = (uint32_t)(nd - ns->v);
 			if (i == 0)
 				nd->flat += v;
@@ -474,19 +634,13 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			parent = idx;
 		}
 	}
-	for (size_t i = 0; i < ns->edge_slots; i++) {
-		const struct ap_edge *e = &ns->edges[i];
-		if (!e->from)
-			continue;
-		if (e->inl)
-			ns->v[e->to - 1].in_inline = true;
-		else
-			ns->v[e->to - 1].in_call = true;
-	}
+	nodes_mark_inline(ns);
 	if (progress)
 		progress(progress_ctx, t->nstacks, t->nstacks);
 	free(frames);
 	free(shown);
+	free(maps);
+	ap_short_names_release(&names);
 	ap_buf_release(&kb);
 }
 
@@ -509,10 +663,10 @@ void ap_nodes_release(struct ap_nodes *ns)
 static void nodes_rebuild(struct ap_nodes *ns, const struct ap_trace *t,
 			  const struct ap_stack_values *values, struct ap_symbolizer *sym,
 			  enum ap_sample_index si, enum ap_node_key key,
-			  const struct ap_filter *filter)
+			  const struct ap_filter *filter, const bool *unnamed)
 {
 	struct ap_nodes kept;
-	ap_nodes_build(&kept, t, values, sym, si, key, filter, ns, NULL, NULL);
+	ap_nodes_build(&kept, t, values, sym, si, key, filter, unnamed, ns, NULL, NULL);
 	ap_nodes_release(ns);
 	*ns = kept;
 }
@@ -561,10 +715,12 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	if (!values)
 		values = own = ap_report_stack_values(t);
 
+	bool *unnamed = ap_report_unnamed_of(t, values, sym);
+
 	enum ap_node_key key = (enum ap_node_key)opts->granularity;
 	struct ap_nodes ns;
-	ap_nodes_build(&ns, t, values, sym, opts->sample_index, key, &filter, NULL, progress,
-		       progress_ctx);
+	ap_nodes_build(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed, NULL,
+		       progress, progress_ctx);
 
 	struct ap_report *r = ap_xcalloc(1, sizeof(*r));
 	r->sample_index = opts->sample_index;
@@ -588,7 +744,8 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 			r->dropped += !ns.v[i].keep;
 		}
 		if (r->dropped)
-			nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter);
+			nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter,
+				      unnamed);
 	}
 	r->nodes = ns.n;
 	if (opts->node_count && ns.n > opts->node_count) {
@@ -596,7 +753,20 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 		for (size_t i = 0; i < ns.n; i++)
 			order[i]->keep = i < opts->node_count;
 		free(order);
-		nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter);
+		nodes_rebuild(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed);
+	}
+
+	/* pprof's last step: edges under the edge cutoff go (and with
+	 * them the inline marks they gave). No edge is looked up after
+	 * this, so the slots are just emptied. */
+	double edge_cutoff = trunc(ns.kept * opts->edge_fraction);
+	if (edge_cutoff > 0) {
+		for (size_t i = 0; i < ns.edge_slots; i++)
+			if (ns.edges[i].from && fabs(ns.edges[i].w) < edge_cutoff) {
+				ns.edges[i].from = 0;
+				ns.nedges--;
+			}
+		nodes_mark_inline(&ns);
 	}
 
 	r->rows = ap_xcalloc(ns.n ? ns.n : 1, sizeof(*r->rows));
@@ -621,9 +791,14 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 				   : nd->in_call  ? "(partial-inline)"
 						  : "(inline)",
 		};
+		/* the row's name is what pprof prints of the key */
+		char *sep = strchr(nd->key, AP_KEY_SEP);
+		if (sep)
+			*sep = 0;
 		nd->key = nd->func = nd->file = NULL;
 	}
 	ap_nodes_release(&ns);
+	free(unnamed);
 	ap_filter_release(&filter);
 	free(own);
 	ap_report_sort(r, opts->cum_sort);

@@ -94,13 +94,7 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
  * frames. Appends to `out` (nothing when there are no allocator frames). */
 void ap_export_drop_frames(const struct ap_export *x, struct ap_buf *out);
 
-/* The Function.name of a frame in the pprof export: for a C++ name that
- * was demangled (`mangled` starts with _Z and differs from `func`), the
- * short name Go's pprof shows (its default demangling: no return type,
- * no template arguments, no parameters, no const/& qualifiers:
- * "geo::detail::make_point"); any other name as it is. system_name gets
- * the mangled name. Appends to `out`. */
-void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out);
+/* ap_export_pprof_name (ap_report.h) names the export's functions. */
 
 /* pprof's simplifyFunc (profile/prune.go): drops a leading '.' and the
  * argument list from the first '(' that is not part of "(anonymous

@@ -78,6 +78,10 @@ struct ap_report_options {
 	/* pprof's nodecount: after node_fraction, only the first node_count
 	 * nodes in the order of the rows (0: all). */
 	size_t node_count;
+	/* pprof's edgefraction: edges whose value is under edge_fraction
+	 * times the kept total (truncated) are dropped from the edges, and
+	 * so from the inline marks (0 keeps every edge). */
+	double edge_fraction;
 	/* Rows by cum instead of flat (see ap_report_sort); node_count takes
 	 * the first ones in that order. */
 	bool cum_sort;
@@ -122,6 +126,21 @@ struct ap_report {
 	 * total (before focus), truncated. */
 	double dropped_cutoff;
 };
+
+/* The Function.name of a frame in the pprof export: for a C++ name that
+ * was demangled (`mangled` starts with _Z and differs from `func`), the
+ * short name Go's pprof shows (its default demangling: no return type,
+ * no template arguments, no parameters, no const/& qualifiers:
+ * "geo::detail::make_point"); any other name as it is. system_name gets
+ * the mangled name. Appends to `out`.
+ * The views name their function nodes so too (report/pprof_name.c). */
+void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out);
+
+/* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
+ * names line and file nodes, and list's routines, so): no "." elements,
+ * no "dir/..", no repeated '/'; "./csu/../csu/libc-start.c" is
+ * "csu/libc-start.c". */
+void ap_report_clean_path(struct ap_buf *kb, const char *path);
 
 /* Progress of the symbolizing pass: `done` of `total` stacks. */
 typedef void (*ap_report_progress_fn)(void *ctx, uint64_t done, uint64_t total);
@@ -182,7 +201,7 @@ struct ap_list_func {
 struct ap_list {
 	enum ap_sample_index sample_index;
 	double total;		    /* sum over all stacks, before focus/ignore */
-	struct ap_list_func *funcs; /* by name, then file */
+	struct ap_list_func *funcs; /* by name, then file (no file first) */
 	size_t nfuncs;
 };
 

@@ -160,7 +160,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 {
 	struct folded_line *lines = ap_xcalloc(x->nstacks ? x->nstacks : 1, sizeof(*lines));
 	size_t n = 0;
-	struct ap_buf b = AP_BUF_INIT;
+	struct ap_buf b = AP_BUF_INIT, name = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		if (s->v[si] == 0)
@@ -169,7 +169,10 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		size_t nf;
 		const struct ap_frame *fr = ap_export_stack_frames(s, &nf);
 		for (size_t k = nf; k-- > 0;) {
-			add_folded_name(&b, fr[k].func);
+			/* named as pprof and the views name them */
+			ap_buf_reset(&name);
+			ap_export_pprof_name(fr[k].func, fr[k].mangled, &name);
+			add_folded_name(&b, name.buf);
 			if (k > 0)
 				ap_buf_addstr(&b, ";");
 		}
@@ -195,6 +198,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		free(lines[i].text);
 	free(lines);
 	ap_buf_release(&b);
+	ap_buf_release(&name);
 	return written;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ap_export.h"
+#include "report-int.h"
 
 /* profile.proto field numbers */
 enum {
@@ -157,100 +158,6 @@ void ap_export_pprof_simplify(const char *name, struct ap_buf *out)
 		i++;
 	}
 	ap_buf_add(out, s, i);
-}
-
-/* ---- Function.name -------------------------------------------------------- */
-
-static bool starts(const char *s, const char *prefix)
-{
-	return !strncmp(s, prefix, strlen(prefix));
-}
-
-/* The operator tokens after "operator", longest first. */
-static const char *const op_tokens[] = {
-	"<=>", "<<=", ">>=", "->*", "()", "[]", "<<", ">>", "<=", ">=", "==", "!=", "&&",
-	"||", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "->", "<", ">",
-	"+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "=", ",",
-};
-
-void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out)
-{
-	/* Only names we demangled: C names, module+0xoff and names already
-	 * short stay as they are. */
-	if (!mangled || strncmp(mangled, "_Z", 2) || !strcmp(func, mangled)) {
-		ap_buf_addstr(out, func);
-		return;
-	}
-	size_t start = out->len; /* where the name proper begins (after a return type) */
-	size_t base = out->len;
-	int angle = 0, paren = 0;
-	const char *s = func;
-	while (*s) {
-		if (!angle && !paren && starts(s, "(anonymous namespace)")) {
-			ap_buf_addstr(out, "(anonymous namespace)");
-			s += strlen("(anonymous namespace)");
-			continue;
-		}
-		if (!angle && !paren && *s == '{') {
-			/* {lambda(int)#1}, {unnamed type#1}: one name, verbatim */
-			const char *e = strchr(s, '}');
-			size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
-			ap_buf_add(out, s, n);
-			s += n;
-			continue;
-		}
-		if (!angle && !paren && starts(s, "operator") &&
-		    (s == func || s[-1] == ':' || s[-1] == ' ')) {
-			ap_buf_addstr(out, "operator");
-			s += strlen("operator");
-			size_t i;
-			for (i = 0; i < AP_ARRAY_SIZE(op_tokens); i++)
-				if (starts(s, op_tokens[i]))
-					break;
-			if (i < AP_ARRAY_SIZE(op_tokens)) {
-				ap_buf_addstr(out, op_tokens[i]);
-				s += strlen(op_tokens[i]);
-			} else if (*s == ' ') {
-				/* operator new, operator delete[], conversions:
-				 * the word (and a []) is part of the name */
-				ap_buf_addstr(out, " ");
-				s++;
-				while (*s && *s != '(' && *s != '<')
-					ap_buf_add(out, s++, 1);
-			}
-			continue;
-		}
-		char c = *s++;
-		if (c == '<' && !paren)
-			angle++;
-		else if (c == '>' && !paren && angle)
-			angle--;
-		else if (c == '(' && !angle)
-			paren++;
-		else if (c == ')' && !angle && paren)
-			paren--;
-		else if (!angle && !paren) {
-			/* A space at the top level ends a return type, unless
-			 * what follows is a qualifier of the function
-			 * (" const", " &&") or the name is over (clone
-			 * suffix). */
-			if (c == ' ' && (starts(s, "const") || starts(s, "volatile") || *s == '&' ||
-					 starts(s, "[clone") || starts(s, "noexcept")))
-				break;
-			if (c == ' ') {
-				start = out->len + 1;
-				ap_buf_addstr(out, " ");
-				continue;
-			}
-			ap_buf_add(out, &c, 1);
-		}
-	}
-	/* drop the return type */
-	if (start > base) {
-		memmove(out->buf + base, out->buf + start, out->len - start);
-		out->len -= start - base;
-		out->buf[out->len] = 0;
-	}
 }
 
 /* The name pprof's Prune matches drop_frames against: simplifyFunc of
@@ -524,29 +431,11 @@ static void add_value_type(struct pprof *p, struct ap_buf *b, unsigned field,
  * mapping where some PCs have names keeps the names it has. */
 static void find_unsymbolized(struct pprof *p)
 {
-	const struct ap_trace *t = p->x->trace;
-	bool *named = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*named));
-	for (size_t i = 0; i < p->x->nstacks; i++) {
-		const struct ap_stack *st = &t->stacks[p->x->stacks[i].id];
-		for (uint32_t d = 0; d < st->depth; d++) {
-			const struct ap_mapping *map = ap_trace_mapping_for(t, st->pcs[d]);
-			if (!map)
-				continue;
-			size_t m = (size_t)(map - t->maps);
-			const struct ap_frame *fr;
-			size_t n = ap_sym_pc(p->x->sym, st->pcs[d], &fr);
-			bool any = false;
-			for (size_t k = 0; k < n; k++)
-				any |= !fr[k].unsymbolized;
-			if (any)
-				named[m] = true;
-			else if (!named[m])
-				p->map_unsym[m] = true;
-		}
-	}
-	for (size_t m = 0; m < t->nmaps; m++)
-		p->map_unsym[m] &= !named[m];
-	free(named);
+	uint32_t *ids = ap_xcalloc(p->x->nstacks ? p->x->nstacks : 1, sizeof(*ids));
+	for (size_t i = 0; i < p->x->nstacks; i++)
+		ids[i] = p->x->stacks[i].id;
+	p->map_unsym = ap_report_unnamed_maps(p->x->trace, p->x->sym, ids, p->x->nstacks);
+	free(ids);
 }
 
 /* One Mapping per recorded module, the main program first (pprof takes the
@@ -623,7 +512,6 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_init(&p.key);
 	ap_buf_init(&p.simple);
 	p.map_id = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_id));
-	p.map_unsym = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*p.map_unsym));
 	find_unsymbolized(&p);
 	str_id(&p, "");	/* string_table[0] must be "" */
 

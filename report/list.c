@@ -225,10 +225,14 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 	if (!values)
 		values = own = ap_report_stack_values(t);
 
+	/* pprof -list has no routine for an address of an unnamed mapping */
+	bool *unnamed = ap_report_unnamed_of(t, values, sym);
 	struct ap_nodes funcs, lines;
-	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, NULL, progress,
-		       progress_ctx);
-	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, NULL, NULL, NULL);
+	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, unnamed,
+		       NULL, progress, progress_ctx);
+	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, unnamed, NULL,
+		       NULL, NULL);
+	free(unnamed);
 
 	struct ap_list *l = ap_xcalloc(1, sizeof(*l));
 	l->sample_index = o.sample_index;

@@ -15,6 +15,10 @@ enum ap_node_key {
 	AP_KEY_FUNC_FILE,
 };
 
+/* Separates, in a node's key, the name pprof prints from the rest of
+ * what tells the node apart (see node_key in aggregate.c). */
+#define AP_KEY_SEP '\x1f'
+
 struct ap_node {
 	char *key;  /* unique per node */
 	char *func; /* NULL for AP_KEY_FILE */
@@ -54,6 +58,19 @@ struct ap_filter {
 	struct ap_regex *focus, *ignore, *show, *hide;
 };
 
+/* The names pprof shows for the export's functions (ap_export_pprof_name:
+ * a C++ function's short name), by the symbolizer's name string: each
+ * name is simplified once. Zero-initialised is empty. */
+struct ap_short_names {
+	const char **keys; /* the symbolizer's func pointers; NULL = empty slot */
+	char **names;
+	size_t n, nslots;
+};
+
+/* fr->func as pprof names it (valid until the cache is released). */
+const char *ap_short_name(struct ap_short_names *c, const struct ap_frame *fr);
+void ap_short_names_release(struct ap_short_names *c);
+
 /* Compiles the regexes of `opts`; -1 with err set on a bad one. */
 int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err);
 void ap_filter_release(struct ap_filter *f);
@@ -61,21 +78,39 @@ void ap_filter_release(struct ap_filter *f);
 /* The frames of a stack (fr[0..n), the call site first) that the views
  * show: none when focus/ignore drop the stack, else those show/hide leave
  * (pprof's rules; a stack left without frames is dropped too), in the
- * same order, into shown[] (room for n). Returns how many. */
-size_t ap_filter_stack(const struct ap_filter *f, const struct ap_frame *fr, size_t n,
-		       const struct ap_frame **shown);
+ * same order, into shown[] (room for n). unnamed[i] (`unnamed` may be
+ * NULL) is frame i's mapping when pprof sees it without names
+ * (ap_report_unnamed_maps), else NULL: such a frame matches by the
+ * mapping's path alone, and show never keeps it. Returns how many. */
+size_t ap_filter_stack(const struct ap_filter *f, const struct ap_frame *fr,
+		       const struct ap_mapping *const *unnamed, size_t n, const struct ap_frame **shown);
+
+/* Per mapping of `t` (t->nmaps entries; free() it): true when the
+ * stacks `ids[0..nids)` have PCs in it and none of them got a name.
+ * The pprof export leaves such a mapping unsymbolized (addresses only,
+ * for pprof -symbolize to name later), and pprof shows all of its
+ * addresses as one node, "[module]"; the views do the same. */
+bool *ap_report_unnamed_maps(const struct ap_trace *t, struct ap_symbolizer *sym,
+			     const uint32_t *ids, size_t nids);
+
+/* ap_report_unnamed_maps over the stacks the export exports: those with
+ * a value in some sample index. */
+bool *ap_report_unnamed_of(const struct ap_trace *t, const struct ap_stack_values *values,
+			   struct ap_symbolizer *sym);
 
 /* Aggregates the stacks of `t` with non-zero `values[id].v[si]` into nodes
- * keyed by `key`. With `keep` (a previous build, same key, its nodes'
- * keep flags set) only the kept nodes are built, as pprof rebuilds its
- * graph from the kept nodes: other frames are skipped, a stack whose
- * leaf is skipped adds no flat, and edges join the nearest kept frames.
- * Never fails. */
+ * keyed by `key`. Frames in a mapping with `unnamed[m]` set (NULL: none)
+ * are their mapping's one node, as pprof shows an unsymbolized mapping
+ * (for AP_KEY_FUNC_FILE, a node with the empty name ""). With `keep`
+ * (a previous build, same key, its nodes' keep flags set) only the kept
+ * nodes are built, as pprof rebuilds its graph from the kept nodes: other
+ * frames are skipped, a stack whose leaf is skipped adds no flat, and
+ * edges join the nearest kept frames. Never fails. */
 void ap_nodes_build(struct ap_nodes *out, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
-		    const struct ap_nodes *keep, ap_report_progress_fn progress,
-		    void *progress_ctx);
+		    const bool *unnamed, const struct ap_nodes *keep,
+		    ap_report_progress_fn progress, void *progress_ctx);
 /* Frees the nodes' table; the nodes' strings are freed too unless they
  * were taken (set to NULL) by the caller. */
 void ap_nodes_release(struct ap_nodes *nodes);

@@ -51,5 +51,6 @@ objcopy --strip-all "$demo" "$tmp/demo-stripped"
 "$ALLOCPROF" top "$tmp/stripped.trace" >"$tmp/out" 2>"$tmp/err" || fail "top stripped"
 grep -Eq "^allocprof: note: [0-9]+% of alloc_space goes through frames without symbols, in $tmp/demo-stripped \([0-9]+%\)(, .*)?: install their -dbgsym packages .*--debug-dir.*debuginfod" "$tmp/err" ||
 	{ fail "top on a stripped binary: no symbols note"; cat "$tmp/err"; }
-grep -q 'demo-stripped+0x' "$tmp/out" || fail "the stripped demo's frames have names?"
+# (its addresses are one node, as pprof shows a mapping without names)
+grep -q '%  \[demo-stripped\]$' "$tmp/out" || fail "the stripped demo's frames are not one [demo-stripped] node"
 exit $failed

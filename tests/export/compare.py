@@ -9,7 +9,10 @@ exported profile.
       `allocprof export --format=folded` against `go tool pprof -traces`
       (the samples as pprof sees them after drop_frames): the same stacks,
       root first, with the same values; one line per distinct stack; the
-      values sum to allocprof's total.
+      values sum to allocprof's total. A frame without a name is
+      "module+0xoff" in the folded stacks, where pprof shows an address of
+      a mapping without symbols as "[module]": both sides are compared
+      with every "module+0xoff" read as "[module]".
 
   compare.py pprofnames PPROF_RAW
       prints "SYSTEM_NAME<tab>NAME" for every function of `go tool pprof
@@ -21,11 +24,6 @@ exported profile.
       locations, and each one of that mapping named by pprof as allocprof
       names it (its outermost function: Go's pprof reports no inlined
       frames for C), except where Go finds no DWARF subprogram (_start).
-  compare.py grouped TOP_JSON PPROF_TOP PREFIX SHORT LABEL
-      the flat and cum of pprof's node SHORT against the sums over
-      allocprof's rows whose name contains PREFIX (the overloads or
-      template instances pprof shows as one node; they must be on
-      disjoint stacks for cum to add up).
 
 TOLERANCE is the largest difference allowed per value (0 for traces
 recorded with --all; sampled values are rounded per sample in the profile,
@@ -216,17 +214,31 @@ def cmp_top(top_json, pprof_top, tol, label):
     return True
 
 
+ADDRESS = re.compile(r"^(.+)\+0x[0-9a-f]+$")
+
+
+def as_module(stack):
+    """The stack with each "module+0xoff" frame read as "[module]"."""
+    return tuple(re.sub(ADDRESS, r"[\1]", f) for f in stack)
+
+
 def cmp_folded(folded, pprof_traces, top_json, tol, label):
     lines = [l.rstrip("\n") for l in open(folded) if l.strip()]
-    ours = {}
+    ours, seen = {}, set()
     for l in lines:
         stack, _, v = l.rpartition(" ")
         key = tuple(stack.split(";"))
-        if key in ours:
+        if key in seen:
             print("FAIL %s: folded line for %s twice" % (label, stack))
             return False
-        ours[key] = float(v)
-    theirs = {k: v for k, v in parse_traces(pprof_traces).items() if round(v[0]) != 0}
+        seen.add(key)
+        ours[as_module(key)] = ours.get(as_module(key), 0) + float(v)
+    theirs = {}
+    for k, v in parse_traces(pprof_traces).items():
+        acc = theirs.setdefault(as_module(k), [0, 0])
+        acc[0] += v[0]
+        acc[1] += v[1]
+    theirs = {k: v for k, v in theirs.items() if round(v[0]) != 0}
     total = json.load(open(top_json))["total"]
     bad = []
     for k in sorted(set(ours) | set(theirs)):
@@ -245,20 +257,6 @@ def cmp_folded(folded, pprof_traces, top_json, tol, label):
     return True
 
 
-def grouped(top_json, pprof_top, prefix, short, label):
-    j = json.load(open(top_json))
-    flat = sum(r["flat"] for r in j["rows"] if prefix in r["name"])
-    cum = sum(r["cum"] for r in j["rows"] if prefix in r["name"])
-    _, rows = parse_top(pprof_top)
-    got = rows.get(short)
-    if got is None or got != (flat, cum):
-        print("FAIL %s: pprof's %r is %r, allocprof's rows with %r sum to %r" %
-              (label, short, got, prefix, (flat, cum)))
-        return False
-    print("ok %s: pprof's %r = allocprof's %r rows (%d, %d)" % (label, short, prefix, flat, cum))
-    return True
-
-
 def main(argv):
     if len(argv) == 6 and argv[1] == "top":
         return cmp_top(argv[2], argv[3], float(argv[4]), argv[5])
@@ -270,8 +268,6 @@ def main(argv):
         for system, name in pprof_names(argv[2]):
             print("%s\t%s" % (system, name))
         return True
-    if len(argv) == 7 and argv[1] == "grouped":
-        return grouped(argv[2], argv[3], argv[4], argv[5], argv[6])
     sys.stderr.write(__doc__)
     return False
 

@@ -55,15 +55,60 @@ text() {
 dropped=0
 
 # peek NAME TRACE PB REGEX [ARGS...]: allocprof peek prints what
-# go tool pprof -peek prints on the export, from "Showing nodes" on.
+# go tool pprof -peek prints on the export, from "Showing nodes" on; a
+# REGEX that matches no node fails both with pprof's words.
 peek() {
 	name=$1 trace=$2 pb=$3 re=$4
 	shift 4
+	if ! go tool pprof -symbolize=none -peek "$re" "$@" "$pb" >"$tmp/pprof.out" 2>"$tmp/pprof.err"; then
+		nomatch "$name" "$re" "$tmp/pprof.out" "$tmp/pprof.err" peek "$@" "$re" "$trace"
+		return
+	fi
+	sed -n '/^Showing nodes/,$p' "$tmp/pprof.out" >"$tmp/pprof.txt"
 	"$ap" peek "$@" "$re" "$trace" 2>"$tmp/err" | sed -n '/^Showing nodes/,$p' >"$tmp/ap.txt" || fail=1
-	go tool pprof -symbolize=none -peek "$re" "$@" "$pb" 2>"$tmp/err" |
-		sed -n '/^Showing nodes/,$p' >"$tmp/pprof.txt"
 	same "allocprof peek $re $* and go tool pprof -peek" || return
 	echo "ok $name: peek $re $* = pprof -peek ($(grep -c '| ' "$tmp/ap.txt") lines)"
+}
+
+# list NAME TRACE PB REGEX: allocprof list prints what go tool pprof
+# -list prints on the export, except for a routine whose source file is
+# not found: pprof prints an error there, allocprof a note and the lines
+# with allocations (both are left out of the comparison).
+list() {
+	name=$1 trace=$2 pb=$3 re=$4
+	"$ap" list "$re" "$trace" 2>"$tmp/err" |
+		awk '/^ note: source file not found/ { skip = 1; next } /^ROUTINE|^No source/ { skip = 0 } !skip' \
+			>"$tmp/ap.txt" || fail=1
+	go tool pprof -symbolize=none -list "$re" "$pb" 2>"$tmp/err" |
+		grep -v '^ Error: could not find file ' >"$tmp/pprof.txt"
+	same "allocprof list $re and go tool pprof -list" || return
+	echo "ok $name: list $re = pprof -list ($(grep -c '^ROUTINE' "$tmp/ap.txt") routines," \
+		"$(grep -c '^No source' "$tmp/ap.txt") without a file)"
+}
+
+# nomatch NAME REGEX PPROF_STDOUT PPROF_STDERR ARGS...: go tool pprof
+# failed on REGEX, printing nothing and "no matches found for regexp:
+# REGEX"; `allocprof ARGS` must fail the same way (exit 1, stdout empty,
+# that line with our prefix).
+nomatch() {
+	name=$1 re=$2 pout=$3 perr=$4
+	shift 4
+	want="no matches found for regexp: $re"
+	if [ -s "$pout" ] || [ "$(cat "$perr")" != "$want" ]; then
+		echo "FAIL $name: go tool pprof failed otherwise than '$want':"
+		cat "$pout" "$perr"
+		fail=1
+		return
+	fi
+	"$ap" "$@" >"$tmp/ap.out" 2>"$tmp/ap.err"
+	rc=$?
+	if [ $rc != 1 ] || [ -s "$tmp/ap.out" ] || [ "$(cat "$tmp/ap.err")" != "allocprof: $want" ]; then
+		echo "FAIL $name: allocprof $* exited $rc, not 1 with 'allocprof: $want' alone:"
+		cat "$tmp/ap.out" "$tmp/ap.err"
+		fail=1
+		return
+	fi
+	echo "ok $name: $1 $re fails as pprof -$1 does"
 }
 
 # tree NAME TRACE PB [ARGS...]: allocprof tree prints what go tool pprof
@@ -80,9 +125,7 @@ tree() {
 
 # cxxnames NAME TRACE PB: the C++ functions of the export are named as
 # Go's pprof names them (its default demangling of system_name, run with
-# the demangle package of Go's own tree), and pprof's -top, which shows
-# one node per short name, has the values of allocprof's rows for the
-# instances it merges.
+# the demangle package of Go's own tree); the views name their nodes so.
 cxxnames() {
 	name=$1 trace=$2 pb=$3
 	pprof -raw "$pb" >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; fail=1; return; }
@@ -103,14 +146,6 @@ cxxnames() {
 	else
 		echo "ok $name: $(wc -l <"$tmp/names") C++ functions named as Go's pprof names them"
 	fi
-	for si in alloc_objects alloc_space; do
-		"$ap" top --json --nodefraction=0 --$si "$trace" >"$tmp/top.json" || fail=1
-		pprof -top -nodefraction=0 -sample_index=$si "$pb" >"$tmp/top.txt" 2>&1 || fail=1
-		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
-			'geo::detail::make_point<' geo::detail::make_point "$name $si" || fail=1
-		python3 "$src/compare.py" grouped "$tmp/top.json" "$tmp/top.txt" \
-			'geo::Cloud<float>::add(' geo::Cloud::add "$name $si" || fail=1
-	done
 }
 
 # check NAME TRACE TOLERANCE [OPTIONS...]: export TRACE with OPTIONS
@@ -141,7 +176,18 @@ check() {
 		text "$name" "$trace" "$pb" --focus='(?i)MAIN' -hide=main
 		peek "$name" "$trace" "$pb" '.'
 		peek "$name" "$trace" "$pb" '^main$|build' -sample_index=alloc_objects
+		peek "$name" "$trace" "$pb" 'NOMATCH'
+		if go tool pprof -symbolize=none -list NOMATCH "$pb" >"$tmp/pprof.out" 2>"$tmp/pprof.err"; then
+			echo "FAIL $name: go tool pprof -list NOMATCH succeeded"
+			fail=1
+		else
+			nomatch "$name" NOMATCH "$tmp/pprof.out" "$tmp/pprof.err" list NOMATCH "$trace"
+		fi
 		text "$name" "$trace" "$pb" -lines
+		text "$name" "$trace" "$pb" -files
+		list "$name" "$trace" "$pb" .
+		text "$name" "$trace" "$pb" -nodefraction=0
+		text "$name" "$trace" "$pb" -files -nodefraction=0 -edgefraction=0.01
 		tree "$name" "$trace" "$pb"
 		tree "$name" "$trace" "$pb" -sample_index=alloc_objects -nodecount=4 -edgefraction=0.05
 		tree "$name" "$trace" "$pb" -sample_index=inuse_space -nodefraction=0 -edgefraction=0
@@ -197,20 +243,33 @@ record)
 			fail=1
 			continue
 		fi
-		if [ "$name" = cxx ]; then
-			# pprof names C++ functions by their short names, and
-			# merges what allocprof shows apart (make_point<int>,
-			# make_point<double>): compared by cxxnames instead
-			"$ap" export -o "$tmp/cxx.pb.gz" "$tmp/cxx.trace" 2>/dev/null || fail=1
-			cxxnames record-cxx "$tmp/cxx.trace" "$tmp/cxx.pb.gz"
-			continue
-		fi
 		check "record-$name" "$tmp/$name.trace" 0
+		# C++ functions by their short names, as pprof shows them
+		# (make_point<int> and make_point<double> are one node)
+		[ "$name" = cxx ] && cxxnames record-cxx "$tmp/cxx.trace" "$tmp/record-cxx.pb.gz"
 	done
+	# a focus on a small site: the edge fraction is of what focus kept
+	tree record-demo "$tmp/demo.trace" "$tmp/record-demo.pb.gz" --focus=cache_result
+	# The demo without symbols (pprof shows every address of a mapping
+	# without any name as one node, [demo-stripped]) and without debug
+	# info (its functions have no file: pprof -files names them by
+	# their module, [demo-nodebug]).
+	demo=$1
+	objcopy --strip-all "$demo" "$tmp/demo-stripped" || fail=1
+	objcopy --strip-debug "$demo" "$tmp/demo-nodebug" || fail=1
+	for prog in demo-stripped demo-nodebug; do
+		"$ap" record --all -o "$tmp/$prog.trace" "$tmp/$prog" >/dev/null 2>"$tmp/err" ||
+			{ echo "FAIL $prog: allocprof record --all exited non-zero:"; cat "$tmp/err"; fail=1; }
+		check "record-$prog" "$tmp/$prog.trace" 0
+	done
+	# (what the comparisons above compared: those nodes are there)
+	"$ap" top "$tmp/demo-stripped.trace" 2>/dev/null | grep -q '%  \[demo-stripped\]$' ||
+		{ echo "FAIL demo-stripped: top has no [demo-stripped] node"; fail=1; }
+	"$ap" top --files "$tmp/demo-nodebug.trace" 2>/dev/null | grep -q '%  \[demo-nodebug\]$' ||
+		{ echo "FAIL demo-nodebug: top --files has no [demo-nodebug] node"; fail=1; }
 	# Stacks cut at --max-depth end in the [truncated] marker in every
 	# view and export (and the checks above compare them with pprof);
 	# whole stacks (they reach _start) never do.
-	demo=$1
 	"$ap" record --all --max-depth 3 -o "$tmp/cut.trace" "$demo" >/dev/null 2>&1 || fail=1
 	check record-max-depth-3 "$tmp/cut.trace" 0
 	"$ap" export --format=folded "$tmp/cut.trace" >"$tmp/cut.folded" || fail=1

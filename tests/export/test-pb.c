@@ -157,6 +157,12 @@ static void test_pprof_name(void)
 		{ "_ZN3foo3bazEv.cold", "foo::baz() [clone .cold]", "foo::baz" },
 		{ "_ZnamRKSt9nothrow_t", "operator new[](unsigned long, std::nothrow_t const&)",
 		  "operator new[]" },
+		/* a template operator: c++filt writes a space before its
+		 * arguments (found in clang++ 14's libLLVM) */
+		{ "_ZN4llvmlsIRNS_18raw_string_ostreamEEERT_OS3_RKNS_10InlineCostE",
+		  "llvm::raw_string_ostream& llvm::operator<< <llvm::raw_string_ostream&>"
+		  "(llvm::raw_string_ostream&, llvm::InlineCost const&)",
+		  "llvm::operator<<" },
 		/* not demangled: as they are */
 		{ "main", "main", "main" },
 		{ "demo+0x12d8", "demo+0x12d8", "demo+0x12d8" },

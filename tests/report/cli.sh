@@ -92,7 +92,7 @@ done
 	grep -q '^ROUTINE =* walk ' "$tmp/out" || { echo "FAIL list (?i)"; cat "$tmp/out"; fail=1; }
 "$ap" top --drop-frames '(?i)^WRAP_ALLOC$' "$tmp/fx.trace" >"$tmp/out" 2>&1 &&
 	! grep -q 'wrap_alloc' "$tmp/out" || { echo "FAIL top --drop-frames (?i)"; cat "$tmp/out"; fail=1; }
-expect 1 "^allocprof: no function matches 'no_such_function'$" list no_such_function "$tmp/fx.trace"
+expect 1 "^allocprof: no matches found for regexp: no_such_function$" list no_such_function "$tmp/fx.trace"
 expect 1 "^allocprof: $tmp/missing.trace: " list walk "$tmp/missing.trace"
 
 # A truncated trace (the END chunk cut off): a warning, then the views.
@@ -112,10 +112,11 @@ if command -v script >/dev/null; then
 fi
 
 # A binary rebuilt since recording: the symbolizer's warning, then the
-# views with addresses instead of names.
+# views without its names: all of its addresses are one node, [mktrace],
+# as pprof shows the export's unsymbolized mapping.
 "$mktrace" "$tmp/rebuilt.trace" 1 rebuilt || exit 1
 expect 0 "^allocprof: warning: .*: build-id differs from the recorded one" top "$tmp/rebuilt.trace"
-grep -q 'mktrace+0x' "$tmp/out" || { echo "FAIL rebuilt: no module+offset frames:"; cat "$tmp/out"; fail=1; }
+grep -q '%  \[mktrace\]$' "$tmp/out" || { echo "FAIL rebuilt: no [mktrace] node:"; cat "$tmp/out"; fail=1; }
 
 # timeline and diff on the fixture (here also under ASan/UBSan): every
 # format; a trace against itself changes nothing and passes any gate.
