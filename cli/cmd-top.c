@@ -110,12 +110,11 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t)
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_report_row *row = &r->rows[i];
 		json_t *o = json_pack(
-		    "{s:s, s:I, s:f, s:I, s:f}", "name", row->name, "flat",
+		    "{s:o, s:I, s:f, s:I, s:f}", "name", ap_json_text(row->name), "flat",
 		    (json_int_t)ap_view_round(row->flat), "flat_pct", pct(row->flat, r->total),
 		    "cum", (json_int_t)ap_view_round(row->cum), "cum_pct", pct(row->cum, r->total));
 		if (r->granularity != AP_GRAN_FUNCTIONS)
-			json_object_set_new(o, "file",
-					    row->file ? json_string(row->file) : json_null());
+			json_object_set_new(o, "file", ap_json_text(row->file));
 		if (r->granularity == AP_GRAN_LINES)
 			json_object_set_new(o, "line", json_integer(row->line));
 		if (row->inline_mark) /* "(inline)" -> "inline" */

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Every view's JSON holds a name that is not UTF-8 (testdata/oddname: a
+# symbol with a 0xff byte, a control character and <&>), written with
+# U+FFFD, instead of failing or leaving the row out (jansson refuses such
+# strings). Usage: jsontext.sh ALLOCPROF ODDNAME
+set -u
+ap=$1 prog=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-jsontext.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export ALLOCPROF_NO_PROGRESS=1
+fail=0
+"$ap" record -q --all -o "$tmp/odd.trace" -- "$prog" || { echo "FAIL record"; exit 1; }
+while read -r what; do
+	# shellcheck disable=SC2086
+	if ! "$ap" $what "$tmp/odd.trace" >"$tmp/out.json" 2>"$tmp/err"; then
+		echo "FAIL allocprof $what: exit $?"; cat "$tmp/err"; fail=1; continue
+	fi
+	/usr/bin/python3 - "$tmp/out.json" "$what" <<'PY' || fail=1
+import json, sys
+what = sys.argv[2]
+try:
+    text = json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False)
+except Exception as e:
+    sys.exit("FAIL allocprof %s: not JSON: %s" % (what, e))
+if "odd\ufffd<&>" not in text:
+    sys.exit("FAIL allocprof %s: no odd\\ufffd<&>name in its JSON" % what)
+print("ok: allocprof %s" % what)
+PY
+done <<EOF2
+top --json
+top --json --lines
+list --json odd
+peek --json odd
+tree --json
+diff --json $tmp/odd.trace
+advise --json
+export --format=json
+timeline --format=json --sites 3
+flamegraph --json
+EOF2
+exit $fail
