@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ap_advise.h"
+#include "ap_hash.h"
 #include "ap_replay.h"
 #include "advise-int.h"
 
@@ -38,94 +39,6 @@ int ap_advise_parse_gc(const char *s, struct ap_advise_options *o)
 		return 0;
 	}
 	return -1;
-}
-
-/* ---- address map: addr -> uint32, open addressing, linear probing ---- */
-
-/* Addresses are never 0: key 0 marks an empty entry. */
-struct amap_ent {
-	uint64_t key;
-	uint32_t val;
-};
-struct amap {
-	struct amap_ent *e;	/* key and value side by side: one cache miss */
-	size_t cap, n;		/* cap: a power of two, 2^(64 - shift) */
-	unsigned shift;
-};
-
-static void amap_init(struct amap *m)
-{
-	m->cap = 1024;
-	m->shift = 64 - 10;
-	m->n = 0;
-	m->e = ap_xcalloc(m->cap, sizeof(*m->e));
-}
-
-static void amap_release(struct amap *m)
-{
-	free(m->e);
-}
-
-/* Fibonacci hashing of the address without its low 4 bits (malloc
- * aligns to 16): the top bits of the product, as many as the mask has. */
-static inline size_t amap_hash(const struct amap *m, uint64_t k)
-{
-	return (size_t)(((k >> 4) * 0x9e3779b97f4a7c15ull) >> m->shift);
-}
-
-static void amap_grow(struct amap *m)
-{
-	struct amap_ent *old = m->e;
-	size_t ocap = m->cap;
-	m->cap *= 2;
-	m->shift--;
-	m->e = ap_xcalloc(m->cap, sizeof(*m->e));
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i].key) {
-			size_t j = amap_hash(m, old[i].key);
-			while (m->e[j].key)
-				j = (j + 1) & (m->cap - 1);
-			m->e[j] = old[i];
-		}
-	free(old);
-}
-
-/* Sets addr -> v (a newer block at a live address replaces the older). */
-static inline void amap_put(struct amap *m, uint64_t addr, uint32_t v)
-{
-	if (2 * (m->n + 1) > m->cap)
-		amap_grow(m);
-	size_t mask = m->cap - 1, j = amap_hash(m, addr);
-	while (m->e[j].key && m->e[j].key != addr)
-		j = (j + 1) & mask;
-	if (!m->e[j].key)
-		m->n++;
-	m->e[j].key = addr;
-	m->e[j].val = v;
-}
-
-/* Removes addr; returns its value, or UINT32_MAX if absent. */
-static inline uint32_t amap_take(struct amap *m, uint64_t addr)
-{
-	size_t mask = m->cap - 1, j = amap_hash(m, addr);
-	while (m->e[j].key != addr) {
-		if (!m->e[j].key)
-			return UINT32_MAX;
-		j = (j + 1) & mask;
-	}
-	uint32_t v = m->e[j].val;
-	/* Backward-shift deletion keeps probe chains intact. */
-	size_t hole = j;
-	for (size_t k = (j + 1) & mask; m->e[k].key; k = (k + 1) & mask) {
-		size_t home = amap_hash(m, m->e[k].key);
-		if (((k - home) & mask) >= ((k - hole) & mask)) {
-			m->e[hole] = m->e[k];
-			hole = k;
-		}
-	}
-	m->e[hole].key = 0;
-	m->n--;
-	return v;
 }
 
 /* ---- where in the run: positions ---- */
@@ -436,7 +349,7 @@ static void info_growth(struct site_info *si, const struct ap_cost_table *costs,
 /* ---- growth across sites: (birth site, growth site) -> weight ---- */
 
 struct links {
-	struct amap m;		/* (birth + 1) << 32 | (growth + 1) -> index */
+	struct ap_u64map m;	/* (birth + 1) << 32 | (growth + 1) -> index */
 	uint64_t *key;
 	double *w;
 	size_t n, alloc;
@@ -445,8 +358,8 @@ struct links {
 static void links_add(struct links *l, uint32_t birth, uint32_t growth, double w)
 {
 	uint64_t key = ((uint64_t)birth + 1) << 32 | ((uint64_t)growth + 1);
-	uint32_t k = amap_take(&l->m, key);
-	if (k == UINT32_MAX) {
+	uint32_t k = ap_u64map_get(&l->m, key);
+	if (k == AP_U64MAP_NONE) {
 		if (l->n + 1 > l->alloc) {
 			l->alloc = l->alloc ? 2 * l->alloc : 16;
 			l->key = ap_xrealloc(l->key, l->alloc * sizeof(*l->key));
@@ -457,7 +370,7 @@ static void links_add(struct links *l, uint32_t birth, uint32_t growth, double w
 		l->w[k] = 0;
 	}
 	l->w[k] += w;
-	amap_put(&l->m, key, k);
+	ap_u64map_put(&l->m, key, k);
 }
 
 /* For every site, the partner site of the heaviest link where it is the
@@ -1215,7 +1128,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 
 	struct recon rc = { 0 };
 	struct links links = { 0 };
-	amap_init(&links.m);
+	ap_u64map_init(&links.m, 64);
 	uint32_t *grows = ap_xmalloc((ns ? ns : 1) * sizeof(*grows));
 	uint32_t *born = ap_xmalloc((ns ? ns : 1) * sizeof(*born));
 	first_replay(&rp, m, info, &links, grows, born, a, a->sampled ? &rc : NULL, caps);
@@ -1274,7 +1187,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		recon_release(&rc);
 	for (size_t s = 0; s < ns; s++)
 		ap_pool_free(rp.runs[s].pool);
-	amap_release(&links.m);
+	ap_u64map_release(&links.m);
 	free(links.key);
 	free(links.w);
 	free(grows);

@@ -4,14 +4,13 @@
 #include <string.h>
 
 #include "ap_advise.h"
+#include "ap_hash.h"
 #include "ap_symbolize.h"
 
-static uint64_t str_hash(const char *s)
+static bool key_is(const void *ctx, uint32_t i, const void *key)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	char *const *keys = *(char **const *)ctx;
+	return !strcmp(keys[i], key);
 }
 
 static void frame_name(struct ap_buf *b, const struct ap_frame *f)
@@ -28,11 +27,8 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 {
 	memset(out, 0, sizeof(*out));
 	out->site_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
-	size_t alloc = 0, hcap = 64;
-	while (hcap < 2 * t->nstacks)
-		hcap *= 2;
-	/* key hash table: site index + 1, 0 = empty */
-	uint32_t *table = ap_xcalloc(hcap, sizeof(*table));
+	size_t alloc = 0;
+	struct ap_index index = { 0 }; /* key -> site */
 	char **keys = NULL;
 	size_t keys_alloc = 0;
 	struct ap_frame *frames = NULL;
@@ -61,10 +57,10 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		} else {
 			ap_buf_addf(&key, "%s\t%s\t%d", f->func, f->file ? f->file : "", f->line);
 		}
-		size_t j = str_hash(key.buf) & (hcap - 1);
-		while (table[j] && strcmp(keys[table[j] - 1], key.buf))
-			j = (j + 1) & (hcap - 1);
-		if (!table[j]) {
+		bool added;
+		uint32_t site = ap_index_add(&index, ap_hash_str(key.buf), key_is, &keys, key.buf,
+					     (uint32_t)out->nsites, &added);
+		if (added) {
 			size_t s = out->nsites++;
 			AP_ALLOC_GROW(keys, s + 1, keys_alloc);
 			if (s + 1 > alloc) {
@@ -79,14 +75,13 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->function[s] = ap_xstrdup(f->func);
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
 			out->line[s] = f->line;
-			table[j] = (uint32_t)s + 1;
 		}
-		out->site_of_stack[id] = table[j] - 1;
+		out->site_of_stack[id] = site;
 	}
 	for (size_t s = 0; s < out->nsites; s++)
 		free(keys[s]);
 	free(keys);
-	free(table);
+	ap_index_release(&index);
 	free(frames);
 	ap_buf_release(&key);
 	ap_buf_release(&name);

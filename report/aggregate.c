@@ -259,28 +259,10 @@ bool *ap_report_unnamed_maps(const struct ap_trace *t, struct ap_symbolizer *sym
 	return unnamed;
 }
 
-static uint64_t str_hash(const char *s, size_t len)
+static bool node_has_key(const void *ctx, uint32_t i, const void *key)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-static void nodes_rehash(struct ap_nodes *ns)
-{
-	free(ns->slots);
-	ns->nslots = ns->nslots ? ns->nslots * 2 : 256;
-	ns->slots = ap_xcalloc(ns->nslots, sizeof(*ns->slots));
-	for (size_t k = 0; k < ns->n; k++) {
-		const char *key = ns->v[k].key;
-		size_t i = str_hash(key, strlen(key)) & (ns->nslots - 1);
-		while (ns->slots[i])
-			i = (i + 1) & (ns->nslots - 1);
-		ns->slots[i] = (uint32_t)k + 1;
-	}
+	const struct ap_nodes *ns = ctx;
+	return !strcmp(ns->v[i].key, key);
 }
 
 static const char *const unknown_name = "<unknown>";
@@ -400,25 +382,16 @@ static const char *node_key(enum ap_node_key key, const struct ap_frame *fr,
 	return file;
 }
 
-/* The slot of the node keyed kb, or of the empty slot where it goes. */
-static size_t node_slot(const struct ap_nodes *ns, const struct ap_buf *kb)
-{
-	size_t i = str_hash(kb->buf, kb->len) & (ns->nslots - 1);
-	while (ns->slots[i] && strcmp(ns->v[ns->slots[i] - 1].key, kb->buf))
-		i = (i + 1) & (ns->nslots - 1);
-	return i;
-}
-
 /* The node keyed kb (see node_key) for frame `fr`, created on first use;
  * `func` is its function's name. */
 static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key, const char *func,
 				const struct ap_frame *fr, const char *file, struct ap_buf *kb)
 {
-	if ((ns->n + 1) * 2 > ns->nslots)
-		nodes_rehash(ns);
-	size_t i = node_slot(ns, kb);
-	if (ns->slots[i])
-		return &ns->v[ns->slots[i] - 1];
+	bool added;
+	uint32_t i = ap_index_add(&ns->index, ap_hash_bytes(kb->buf, kb->len), node_has_key, ns,
+				  kb->buf, (uint32_t)ns->n, &added);
+	if (!added)
+		return &ns->v[i];
 	AP_ALLOC_GROW(ns->v, ns->n + 1, ns->alloc);
 	struct ap_node *nd = &ns->v[ns->n];
 	memset(nd, 0, sizeof(*nd));
@@ -426,17 +399,16 @@ static struct ap_node *node_get(struct ap_nodes *ns, enum ap_node_key key, const
 	nd->func = key == AP_KEY_FILE ? NULL : ap_xstrdup(func);
 	nd->file = file ? ap_xstrdup(file) : NULL;
 	nd->line = key == AP_KEY_LINE ? fr->line : 0;
-	ns->slots[i] = (uint32_t)++ns->n;
+	ns->n++;
 	return nd;
 }
 
 /* Whether the node keyed kb is in `keep` with its keep flag set. */
 static bool node_kept(const struct ap_nodes *keep, const struct ap_buf *kb)
 {
-	if (!keep->nslots)
-		return false;
-	size_t i = node_slot(keep, kb);
-	return keep->slots[i] && keep->v[keep->slots[i] - 1].keep;
+	uint32_t i = ap_index_find(&keep->index, ap_hash_bytes(kb->buf, kb->len), node_has_key, keep,
+				   kb->buf);
+	return i != UINT32_MAX && keep->v[i].keep;
 }
 
 static struct ap_edge *edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl);
@@ -652,7 +624,7 @@ void ap_nodes_release(struct ap_nodes *ns)
 		free(ns->v[i].file);
 	}
 	free(ns->v);
-	free(ns->slots);
+	ap_index_release(&ns->index);
 	free(ns->edges);
 	memset(ns, 0, sizeof(*ns));
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ap_export.h"
+#include "ap_hash.h"
 #include "report-int.h"
 
 /* profile.proto field numbers */
@@ -54,86 +55,60 @@ struct intern {
 	struct ap_buf bytes;		/* every key, each followed by a NUL */
 	struct intern_key *keys;
 	size_t n, alloc;
-	uint32_t *slots;		/* open addressing: index + 1, 0 = empty */
-	size_t nslots;
+	struct ap_index index;		/* key -> its index */
 };
-
-static uint64_t hash_bytes(const void *p, size_t len)
-{
-	const uint8_t *s = p;
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ s[i]) * 0x100000001b3ULL;
-	return h;
-}
 
 static const char *intern_key(const struct intern *m, size_t i)
 {
 	return m->bytes.buf + m->keys[i].off;
 }
 
-#define INTERN_INIT { AP_BUF_INIT, NULL, 0, 0, NULL, 0 }
+#define INTERN_INIT { AP_BUF_INIT, NULL, 0, 0, { NULL, 0, 0 } }
 
-/* Sets *slot to the slot of `key`, or to the empty slot where it goes. */
-static void intern_slot(const struct intern *m, const void *key, size_t len,
-			size_t *slot)
-{
-	size_t i = hash_bytes(key, len) & (m->nslots - 1);
-	while (m->slots[i]) {
-		const struct intern_key *k = &m->keys[m->slots[i] - 1];
-		if (k->len == len && !memcmp(m->bytes.buf + k->off, key, len))
-			break;
-		i = (i + 1) & (m->nslots - 1);
-	}
-	*slot = i;
-}
+/* A key as the index looks it up: its bytes and their length. */
+struct intern_probe {
+	const void *p;
+	size_t len;
+};
 
-static void intern_rehash(struct intern *m)
+static bool intern_has(const void *ctx, uint32_t i, const void *key)
 {
-	free(m->slots);
-	m->nslots = m->nslots ? m->nslots * 2 : 64;
-	m->slots = ap_xcalloc(m->nslots, sizeof(*m->slots));
-	for (size_t k = 0; k < m->n; k++) {
-		size_t i;
-		intern_slot(m, intern_key(m, k), m->keys[k].len, &i);
-		m->slots[i] = (uint32_t)(k + 1);
-	}
+	const struct intern *m = ctx;
+	const struct intern_probe *k = key;
+	return m->keys[i].len == k->len && !memcmp(intern_key(m, i), k->p, k->len);
 }
 
 /* The index of `key`, or SIZE_MAX when it is not there. */
 static size_t intern_find(const struct intern *m, const void *key, size_t len)
 {
-	if (!m->nslots)
-		return SIZE_MAX;
-	size_t i;
-	intern_slot(m, key, len, &i);
-	return m->slots[i] ? m->slots[i] - 1 : SIZE_MAX;
+	struct intern_probe k = { key, len };
+	uint32_t i = ap_index_find(&m->index, ap_hash_bytes(key, len), intern_has, m, &k);
+	return i == UINT32_MAX ? SIZE_MAX : i;
 }
 
 /* The index of `key`, added when new (*added says so; may be NULL). */
 static size_t intern_add(struct intern *m, const void *key, size_t len, bool *added)
 {
-	if ((m->n + 1) * 2 > m->nslots)
-		intern_rehash(m);
-	size_t i;
-	intern_slot(m, key, len, &i);
+	struct intern_probe k = { key, len };
+	bool is_new;
+	uint32_t i = ap_index_add(&m->index, ap_hash_bytes(key, len), intern_has, m, &k,
+				  (uint32_t)m->n, &is_new);
 	if (added)
-		*added = !m->slots[i];
-	if (m->slots[i])
-		return m->slots[i] - 1;
+		*added = is_new;
+	if (!is_new)
+		return i;
 	AP_ALLOC_GROW(m->keys, m->n + 1, m->alloc);
 	m->keys[m->n] = (struct intern_key){ m->bytes.len, len };
 	ap_buf_add(&m->bytes, key, len);
 	ap_buf_add(&m->bytes, "", 1);
-	m->slots[i] = (uint32_t)++m->n;
-	return m->n - 1;
+	return m->n++;
 }
 
 static void intern_release(struct intern *m)
 {
 	ap_buf_release(&m->bytes);
 	free(m->keys);
-	free(m->slots);
+	ap_index_release(&m->index);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -4,6 +4,7 @@
 #define AP_REPORT_INT_H
 
 #include "ap_regex.h"
+#include "ap_hash.h"
 #include "ap_report.h"
 
 /* Node keys: the public granularities plus (function, file), which `list`
@@ -45,8 +46,7 @@ struct ap_edge {
 struct ap_nodes {
 	struct ap_node *v;
 	size_t n, alloc;
-	uint32_t *slots; /* open addressing: node index + 1, 0 = empty */
-	size_t nslots;
+	struct ap_index index; /* key -> node */
 	struct ap_edge *edges; /* open addressing */
 	size_t nedges, edge_slots;
 	double total, kept;

@@ -3,6 +3,7 @@
  * (inline chains included), and the allocator-frame rules that choose the
  * call site of an allocation. */
 #include "ap_symbolize.h"
+#include "ap_hash.h"
 #include "ap_regex.h"
 
 #include <dwarf.h>
@@ -74,10 +75,11 @@ struct pc_entry {
 	bool used;
 };
 
-/* Interned strings: open addressing over owned copies. */
+/* Interned strings: owned copies, found by ap_hash.h's index. */
 struct strtab {
-	char **slot;
-	size_t cap, n;
+	char **str;
+	size_t n, alloc;
+	struct ap_index index;
 };
 
 struct ap_symbolizer {
@@ -88,66 +90,39 @@ struct ap_symbolizer {
 	Dwfl_Callbacks cb;
 	struct ap_regex *drop; /* --drop-frames, or NULL */
 	bool no_demangle;
-	struct pc_entry *tab;
-	size_t tabcap, tabn;
+	struct pc_entry *tab;	/* the PCs seen, in order */
+	size_t tabn, taballoc;
+	struct ap_u64map pcs;	/* pc -> its entry */
 	struct strtab strs;
 	char **warnings;	/* NULL-terminated */
 	size_t nwarn, walloc;
 };
 
-static uint64_t hash64(uint64_t x)
+static bool str_is(const void *ctx, uint32_t i, const void *key)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
+	const struct strtab *st = ctx;
+	return !strcmp(st->str[i], key);
 }
 
 static const char *intern(struct strtab *st, const char *s)
 {
 	if (!s)
 		return NULL;
-	if ((st->n + 1) * 2 > st->cap) {
-		size_t ncap = st->cap ? st->cap * 2 : 256;
-		char **nslot = ap_xcalloc(ncap, sizeof(*nslot));
-		for (size_t i = 0; i < st->cap; i++) {
-			if (!st->slot[i])
-				continue;
-			size_t j = hash_str(st->slot[i]) & (ncap - 1);
-			while (nslot[j])
-				j = (j + 1) & (ncap - 1);
-			nslot[j] = st->slot[i];
-		}
-		free(st->slot);
-		st->slot = nslot;
-		st->cap = ncap;
+	bool added;
+	uint32_t i = ap_index_add(&st->index, ap_hash_str(s), str_is, st, s, (uint32_t)st->n, &added);
+	if (added) {
+		AP_ALLOC_GROW(st->str, st->n + 1, st->alloc);
+		st->str[st->n++] = ap_xstrdup(s);
 	}
-	size_t j = hash_str(s) & (st->cap - 1);
-	while (st->slot[j]) {
-		if (!strcmp(st->slot[j], s))
-			return st->slot[j];
-		j = (j + 1) & (st->cap - 1);
-	}
-	st->slot[j] = ap_xstrdup(s);
-	st->n++;
-	return st->slot[j];
+	return st->str[i];
 }
 
 static void strtab_release(struct strtab *st)
 {
-	for (size_t i = 0; i < st->cap; i++)
-		free(st->slot[i]);
-	free(st->slot);
+	for (size_t i = 0; i < st->n; i++)
+		free(st->str[i]);
+	free(st->str);
+	ap_index_release(&st->index);
 }
 
 static void warn(struct ap_symbolizer *s, const char *fmt, ...)
@@ -191,34 +166,20 @@ static int32_t find_module(const struct ap_symbolizer *s, uint64_t pc)
 	return -1;
 }
 
+/* The entry of pc, made on first use (a pointer into s->tab: valid until
+ * the next entry_get). */
 static struct pc_entry *entry_get(struct ap_symbolizer *s, uint64_t pc)
 {
-	if ((s->tabn + 1) * 2 > s->tabcap) {
-		size_t ncap = s->tabcap ? s->tabcap * 2 : 1024;
-		struct pc_entry *nt = ap_xcalloc(ncap, sizeof(*nt));
-		for (size_t i = 0; i < s->tabcap; i++) {
-			if (!s->tab[i].used)
-				continue;
-			size_t j = hash64(s->tab[i].pc) & (ncap - 1);
-			while (nt[j].used)
-				j = (j + 1) & (ncap - 1);
-			nt[j] = s->tab[i];
-		}
-		free(s->tab);
-		s->tab = nt;
-		s->tabcap = ncap;
-	}
-	size_t j = hash64(pc) & (s->tabcap - 1);
-	while (s->tab[j].used) {
-		if (s->tab[j].pc == pc)
-			return &s->tab[j];
-		j = (j + 1) & (s->tabcap - 1);
-	}
-	struct pc_entry *e = &s->tab[j];
+	uint32_t i = ap_u64map_get(&s->pcs, pc);
+	if (i != AP_U64MAP_NONE)
+		return &s->tab[i];
+	AP_ALLOC_GROW(s->tab, s->tabn + 1, s->taballoc);
+	struct pc_entry *e = &s->tab[s->tabn];
+	memset(e, 0, sizeof(*e));
 	e->used = true;
 	e->pc = pc;
 	e->mod = find_module(s, pc);
-	s->tabn++;
+	ap_u64map_put(&s->pcs, pc, (uint32_t)s->tabn++);
 	return e;
 }
 
@@ -243,31 +204,28 @@ static bool same_file(const struct ap_mapping *a, const struct ap_mapping *b)
 	return true;
 }
 
+static bool mod_same_file(const void *ctx, uint32_t i, const void *key)
+{
+	const struct ap_symbolizer *s = ctx;
+	return same_file(s->mods[i].map, key);
+}
+
 /* Sets canon for the mappings of a whole run: the first mapping of the
  * same file in another process (files only: the vdso and anonymous code
- * have no file to share). A hash of the path keeps it linear. */
+ * have no file to share), found by its path's hash. */
 static void find_canon(struct ap_symbolizer *s)
 {
-	size_t cap = 64;
-	while (cap < s->nmods * 2)
-		cap *= 2;
-	int32_t *first = ap_xmalloc(cap * sizeof(*first));
-	for (size_t j = 0; j < cap; j++)
-		first[j] = -1;
+	struct ap_index first = { 0 };
 	for (size_t i = 0; i < s->nmods; i++) {
 		const struct ap_mapping *map = s->mods[i].map;
 		if (map->path[0] != '/')
 			continue;
-		size_t j = hash_str(map->path) & (cap - 1);
-		for (; first[j] >= 0; j = (j + 1) & (cap - 1))
-			if (same_file(s->mods[first[j]].map, map))
-				break;
-		if (first[j] >= 0)
-			s->mods[i].canon = first[j];
-		else
-			first[j] = (int32_t)i;
+		uint32_t c = ap_index_add(&first, ap_hash_str(map->path), mod_same_file, s, map,
+					  (uint32_t)i, NULL);
+		if (c != i)
+			s->mods[i].canon = (int32_t)c;
 	}
-	free(first);
+	ap_index_release(&first);
 }
 
 /* Opens module i on first use: reports it to its Dwfl at the recorded bias
@@ -853,11 +811,13 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	if (!opts)
 		opts = &no_opts;
 	struct ap_symbolizer *s = ap_xcalloc(1, sizeof(*s));
+	ap_u64map_init(&s->pcs, 1024);
 	s->t = t;
 	s->no_demangle = opts->no_demangle;
 	if (opts->drop_frames) {
 		s->drop = ap_regex_new(opts->drop_frames, "--drop-frames", err);
 		if (!s->drop) {
+			ap_u64map_release(&s->pcs);
 			free(s);
 			return NULL;
 		}
@@ -907,11 +867,12 @@ void ap_sym_free(struct ap_symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->tabcap; i++) {
+	for (size_t i = 0; i < s->tabn; i++) {
 		free(s->tab[i].frames);
 		free(s->tab[i].cls);
 	}
 	free(s->tab);
+	ap_u64map_release(&s->pcs);
 	for (size_t i = 0; i < s->nmods; i++) {
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);

@@ -1,6 +1,7 @@
 /* The replay (ap_replay.h): matches every FREE and realloc of a trace to
  * its block, in one place, and calls the consumers back. */
 #include "ap_replay.h"
+#include "ap_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +15,10 @@ struct rblock {
 	uint32_t next;		/* next older block at the address, or free-list link */
 };
 
-/* addr -> most recent live block: open addressing, linear probing,
- * backward-shift deletion (no tombstones, so a long replay of alloc/free
- * pairs does not degrade). */
-struct slot {
-	uint64_t addr;
-	uint32_t head;		/* NONE: empty */
-};
-
+/* addr -> most recent live block (ap_hash.h's map; the blocks at one
+ * address are a list through `next`). */
 struct rmap {
-	struct slot *slots;
-	size_t size, used;
+	struct ap_u64map map;
 	struct rblock *blocks;
 	size_t nblocks, blocks_alloc;
 	uint32_t free_blocks;
@@ -32,59 +26,6 @@ struct rmap {
 	size_t nfree_objs, free_objs_alloc;
 	uint32_t nobj;		/* ids handed out so far */
 };
-
-static size_t addr_hash(uint64_t a)
-{
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdull;
-	a ^= a >> 33;
-	return (size_t)a;
-}
-
-static void map_resize(struct rmap *m, size_t size)
-{
-	struct slot *old = m->slots;
-	size_t oldsize = m->size;
-	m->slots = ap_xmalloc(size * sizeof(*m->slots));
-	for (size_t i = 0; i < size; i++)
-		m->slots[i].head = NONE;
-	m->size = size;
-	for (size_t i = 0; i < oldsize; i++) {
-		if (old[i].head == NONE)
-			continue;
-		size_t j = addr_hash(old[i].addr) & (size - 1);
-		while (m->slots[j].head != NONE)
-			j = (j + 1) & (size - 1);
-		m->slots[j] = old[i];
-	}
-	free(old);
-}
-
-static struct slot *map_find(struct rmap *m, uint64_t addr)
-{
-	size_t mask = m->size - 1;
-	for (size_t i = addr_hash(addr) & mask; m->slots[i].head != NONE; i = (i + 1) & mask)
-		if (m->slots[i].addr == addr)
-			return &m->slots[i];
-	return NULL;
-}
-
-static void map_delete(struct rmap *m, struct slot *s)
-{
-	size_t mask = m->size - 1;
-	size_t i = (size_t)(s - m->slots);
-	m->slots[i].head = NONE;
-	for (size_t j = (i + 1) & mask; m->slots[j].head != NONE; j = (j + 1) & mask) {
-		size_t want = addr_hash(m->slots[j].addr) & mask;
-		/* can slot j move back to the hole at i? (its home is not in (i, j]) */
-		if (((j - want) & mask) >= ((j - i) & mask)) {
-			m->slots[i] = m->slots[j];
-			m->slots[j].head = NONE;
-			i = j;
-		}
-	}
-	m->used--;
-}
 
 static void map_push(struct rmap *m, const struct ap_replay_block *blk)
 {
@@ -97,36 +38,28 @@ static void map_push(struct rmap *m, const struct ap_replay_block *blk)
 		b = (uint32_t)m->nblocks++;
 	}
 	m->blocks[b].b = *blk;
-	struct slot *s = map_find(m, blk->addr);
+	struct ap_u64map_slot *s = ap_u64map_find(&m->map, blk->addr);
 	if (s) {
-		m->blocks[b].next = s->head;
-		s->head = b;
+		m->blocks[b].next = s->val;
+		s->val = b;
 		return;
 	}
-	if ((m->used + 1) * 2 > m->size)
-		map_resize(m, m->size * 2);
-	size_t mask = m->size - 1;
-	size_t i = addr_hash(blk->addr) & mask;
-	while (m->slots[i].head != NONE)
-		i = (i + 1) & mask;
 	m->blocks[b].next = NONE;
-	m->slots[i].addr = blk->addr;
-	m->slots[i].head = b;
-	m->used++;
+	ap_u64map_put(&m->map, blk->addr, b);
 }
 
 /* Ends the most recent live block at addr into *out; false if none. */
 static bool map_pop(struct rmap *m, uint64_t addr, struct ap_replay_block *out)
 {
-	struct slot *s = map_find(m, addr);
+	struct ap_u64map_slot *s = ap_u64map_find(&m->map, addr);
 	if (!s)
 		return false;
-	uint32_t b = s->head;
+	uint32_t b = s->val;
 	*out = m->blocks[b].b;
 	if (m->blocks[b].next == NONE)
-		map_delete(m, s);
+		ap_u64map_delete(&m->map, s);
 	else
-		s->head = m->blocks[b].next;
+		s->val = m->blocks[b].next;
 	m->blocks[b].next = m->free_blocks;
 	m->free_blocks = b;
 	return true;
@@ -178,7 +111,7 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	       size_t *nobj)
 {
 	struct rmap m = { .free_blocks = NONE };
-	map_resize(&m, 1024);
+	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
@@ -186,14 +119,14 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 		 * each event's probe is a miss: ask for the slot of an event
 		 * a few ahead while this one is handled. */
 		if (i + PREFETCH_AHEAD < t->nev)
-			__builtin_prefetch(
-			    &m.slots[addr_hash(t->ev[i + PREFETCH_AHEAD].addr) & (m.size - 1)]);
+			ap_u64map_prefetch(&m.map, t->ev[i + PREFETCH_AHEAD].addr);
 		/* then, the slot in the cache by now, the block a FREE ends */
 		if (i + PREFETCH_AHEAD / 2 < t->nev &&
 		    t->ev[i + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
-			const struct slot *ps = map_find(&m, t->ev[i + PREFETCH_AHEAD / 2].addr);
+			const struct ap_u64map_slot *ps =
+			    ap_u64map_find(&m.map, t->ev[i + PREFETCH_AHEAD / 2].addr);
 			if (ps)
-				__builtin_prefetch(&m.blocks[ps->head]);
+				ap_prefetch(&m.blocks[ps->val]);
 		}
 		struct pending *p = &pend[e->thread <= t->nthreads ? e->thread : t->nthreads];
 		if (e->type == AP_EV_FREE) {
@@ -240,13 +173,13 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	}
 	for (size_t k = 0; k <= t->nthreads; k++)
 		pending_flush(&m, &pend[k], c, nc);
-	for (size_t s = 0; s < m.size; s++)
-		for (uint32_t b = m.slots[s].head; b != NONE; b = m.blocks[b].next)
+	for (size_t s = 0; s <= m.map.mask; s++)
+		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next)
 			EACH(c, nc, live_at_end, &m.blocks[b].b);
 	if (nobj)
 		*nobj = m.nobj;
 	free(pend);
-	free(m.slots);
+	ap_u64map_release(&m.map);
 	free(m.blocks);
 	free(m.free_objs);
 }
