@@ -411,39 +411,20 @@ static bool node_kept(const struct ap_nodes *keep, const struct ap_buf *kb)
 	return i != UINT32_MAX && keep->v[i].keep;
 }
 
-static struct ap_edge *edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl);
-
-static void edges_rehash(struct ap_nodes *ns)
-{
-	struct ap_edge *old = ns->edges;
-	size_t nold = ns->edge_slots;
-	ns->edge_slots = nold ? nold * 2 : 256;
-	ns->edges = ap_xcalloc(ns->edge_slots, sizeof(*ns->edges));
-	ns->nedges = 0;
-	for (size_t i = 0; i < nold; i++)
-		if (old[i].from) {
-			/* (stored as index + 1) */
-			struct ap_edge *e = edge_put(ns, old[i].from - 1, old[i].to - 1, old[i].inl);
-			e->w = old[i].w;
-			e->stamp = old[i].stamp;
-		}
-	free(old);
-}
-
 /* Records the edge from node index `from` to `to`; an edge is inline
  * only while every occurrence is (pprof's AddToEdgeDiv). Returns it. */
 static struct ap_edge *edge_put(struct ap_nodes *ns, uint32_t from, uint32_t to, bool inl)
 {
-	if ((ns->nedges + 1) * 2 > ns->edge_slots)
-		edges_rehash(ns);
+	if (!ns->edge_index.slot)
+		ap_u64map_init(&ns->edge_index, 128);
 	from++, to++;
 	uint64_t k = (uint64_t)from << 32 | to;
-	size_t i = (size_t)(k * 0x9e3779b97f4a7c15ULL >> 20) & (ns->edge_slots - 1);
-	while (ns->edges[i].from && (ns->edges[i].from != from || ns->edges[i].to != to))
-		i = (i + 1) & (ns->edge_slots - 1);
-	if (!ns->edges[i].from) {
+	uint32_t i = ap_u64map_get(&ns->edge_index, k);
+	if (i == AP_U64MAP_NONE) {
+		AP_ALLOC_GROW(ns->edges, ns->nedges + 1, ns->edge_alloc);
+		i = (uint32_t)ns->nedges++;
 		ns->edges[i] = (struct ap_edge){from, to, inl, 0, 0};
-		ns->nedges++;
+		ap_u64map_put(&ns->edge_index, k, i);
 	} else if (!inl) {
 		ns->edges[i].inl = false;
 	}
@@ -466,43 +447,26 @@ const char *ap_short_name(struct ap_short_names *c, const struct ap_frame *fr)
 {
 	if (!fr->mangled || strncmp(fr->mangled, "_Z", 2) || fr->func == fr->mangled)
 		return fr->func; /* not demangled: as it is */
-	if ((c->n + 1) * 2 > c->nslots) {
-		size_t old = c->nslots;
-		const char **keys = c->keys;
-		char **names = c->names;
-		c->nslots = old ? old * 2 : 256;
-		c->keys = ap_xcalloc(c->nslots, sizeof(*c->keys));
-		c->names = ap_xcalloc(c->nslots, sizeof(*c->names));
-		for (size_t i = 0; i < old; i++)
-			if (keys[i]) {
-				size_t k = ((uintptr_t)keys[i] >> 4) & (c->nslots - 1);
-				while (c->keys[k])
-					k = (k + 1) & (c->nslots - 1);
-				c->keys[k] = keys[i];
-				c->names[k] = names[i];
-			}
-		free(keys);
-		free(names);
-	}
-	size_t k = ((uintptr_t)fr->func >> 4) & (c->nslots - 1);
-	while (c->keys[k] && c->keys[k] != fr->func)
-		k = (k + 1) & (c->nslots - 1);
-	if (!c->keys[k]) {
-		struct ap_buf b = AP_BUF_INIT;
-		ap_export_pprof_name(fr->func, fr->mangled, &b);
-		c->keys[k] = fr->func;
-		c->names[k] = ap_buf_detach(&b, NULL);
-		c->n++;
-	}
-	return c->names[k];
+	if (!c->by_func.slot)
+		ap_u64map_init(&c->by_func, 256);
+	uint64_t key = (uint64_t)(uintptr_t)fr->func;
+	uint32_t i = ap_u64map_get(&c->by_func, key);
+	if (i != AP_U64MAP_NONE)
+		return c->names[i];
+	struct ap_buf b = AP_BUF_INIT;
+	ap_export_pprof_name(fr->func, fr->mangled, &b);
+	AP_ALLOC_GROW(c->names, c->n + 1, c->alloc);
+	c->names[c->n] = ap_buf_detach(&b, NULL);
+	ap_u64map_put(&c->by_func, key, (uint32_t)c->n);
+	return c->names[c->n++];
 }
 
 void ap_short_names_release(struct ap_short_names *c)
 {
-	for (size_t i = 0; i < c->nslots; i++)
+	for (size_t i = 0; i < c->n; i++)
 		free(c->names[i]);
-	free(c->keys);
 	free(c->names);
+	ap_u64map_release(&c->by_func);
 }
 
 /* Sets each node's in_inline and in_call from the edges into it. */
@@ -510,7 +474,7 @@ static void nodes_mark_inline(struct ap_nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++)
 		ns->v[i].in_inline = ns->v[i].in_call = false;
-	for (size_t i = 0; i < ns->edge_slots; i++) {
+	for (size_t i = 0; i < ns->nedges; i++) {
 		const struct ap_edge *e = &ns->edges[i];
 		if (!e->from)
 			continue;
@@ -626,6 +590,8 @@ void ap_nodes_release(struct ap_nodes *ns)
 	free(ns->v);
 	ap_index_release(&ns->index);
 	free(ns->edges);
+	if (ns->edge_index.slot)
+		ap_u64map_release(&ns->edge_index);
 	memset(ns, 0, sizeof(*ns));
 }
 
@@ -730,21 +696,22 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 
 	/* pprof's last step: edges under the edge cutoff go (and with
 	 * them the inline marks they gave). No edge is looked up after
-	 * this, so the slots are just emptied. */
+	 * this, so they are just marked gone (from 0). */
 	double edge_cutoff = trunc(ns.kept * opts->edge_fraction);
+	size_t kept_edges = ns.nedges;
 	if (edge_cutoff > 0) {
-		for (size_t i = 0; i < ns.edge_slots; i++)
+		for (size_t i = 0; i < ns.nedges; i++)
 			if (ns.edges[i].from && fabs(ns.edges[i].w) < edge_cutoff) {
 				ns.edges[i].from = 0;
-				ns.nedges--;
+				kept_edges--;
 			}
 		nodes_mark_inline(&ns);
 	}
 
 	r->rows = ap_xcalloc(ns.n ? ns.n : 1, sizeof(*r->rows));
 	r->nrows = ns.n;
-	r->edges = ap_xcalloc(ns.nedges ? ns.nedges : 1, sizeof(*r->edges));
-	for (size_t i = 0; i < ns.edge_slots; i++) {
+	r->edges = ap_xcalloc(kept_edges ? kept_edges : 1, sizeof(*r->edges));
+	for (size_t i = 0; i < ns.nedges; i++) {
 		const struct ap_edge *e = &ns.edges[i];
 		if (e->from)
 			r->edges[r->nedges++] = (struct ap_report_edge){ ns.v[e->from - 1].key,

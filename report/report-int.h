@@ -47,8 +47,9 @@ struct ap_nodes {
 	struct ap_node *v;
 	size_t n, alloc;
 	struct ap_index index; /* key -> node */
-	struct ap_edge *edges; /* open addressing */
-	size_t nedges, edge_slots;
+	struct ap_edge *edges; /* in order of first use; from 0: dropped */
+	size_t nedges, edge_alloc;
+	struct ap_u64map edge_index; /* from << 32 | to (indices + 1) -> edge */
 	double total, kept;
 	size_t stacks, kept_stacks;
 };
@@ -62,9 +63,9 @@ struct ap_filter {
  * a C++ function's short name), by the symbolizer's name string: each
  * name is simplified once. Zero-initialised is empty. */
 struct ap_short_names {
-	const char **keys; /* the symbolizer's func pointers; NULL = empty slot */
+	struct ap_u64map by_func; /* the symbolizer's func pointer -> its name */
 	char **names;
-	size_t n, nslots;
+	size_t n, alloc;
 };
 
 /* fr->func as pprof names it (valid until the cache is released). */
