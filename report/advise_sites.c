@@ -7,11 +7,6 @@
 #include "ap_hash.h"
 #include "ap_symbolize.h"
 
-static bool key_is(const void *ctx, uint32_t i, const void *key)
-{
-	char *const *keys = *(char **const *)ctx;
-	return !strcmp(keys[i], key);
-}
 
 static void frame_name(struct ap_buf *b, const struct ap_frame *f)
 {
@@ -28,9 +23,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 	memset(out, 0, sizeof(*out));
 	out->site_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
 	size_t alloc = 0;
-	struct ap_index index = { 0 }; /* key -> site */
-	char **keys = NULL;
-	size_t keys_alloc = 0;
+	struct ap_intern keys = { 0 }; /* site i's key is number i */
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, frames_alloc = 0;
 	struct ap_buf key = AP_BUF_INIT, name = AP_BUF_INIT;
@@ -58,11 +51,9 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			ap_buf_addf(&key, "%s\t%s\t%d", f->func, f->file ? f->file : "", f->line);
 		}
 		bool added;
-		uint32_t site = ap_index_add(&index, ap_hash_str(key.buf), key_is, &keys, key.buf,
-					     (uint32_t)out->nsites, &added);
+		uint32_t site = ap_intern_add(&keys, key.buf, key.len, &added);
 		if (added) {
 			size_t s = out->nsites++;
-			AP_ALLOC_GROW(keys, s + 1, keys_alloc);
 			if (s + 1 > alloc) {
 				alloc = alloc ? alloc * 2 : 16;
 				out->name = ap_xrealloc(out->name, alloc * sizeof(*out->name));
@@ -70,7 +61,6 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				out->file = ap_xrealloc(out->file, alloc * sizeof(*out->file));
 				out->line = ap_xrealloc(out->line, alloc * sizeof(*out->line));
 			}
-			keys[s] = ap_xstrdup(key.buf);
 			out->name[s] = ap_xstrdup(name.buf);
 			out->function[s] = ap_xstrdup(f->func);
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
@@ -78,10 +68,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		}
 		out->site_of_stack[id] = site;
 	}
-	for (size_t s = 0; s < out->nsites; s++)
-		free(keys[s]);
-	free(keys);
-	ap_index_release(&index);
+	ap_intern_release(&keys);
 	free(frames);
 	ap_buf_release(&key);
 	ap_buf_release(&name);

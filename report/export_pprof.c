@@ -45,73 +45,6 @@ enum { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_
 enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
 enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4 };
 
-/* ---- interning: byte strings to dense indexes, in order of first use ---- */
-
-struct intern_key {
-	size_t off, len;
-};
-
-struct intern {
-	struct ap_buf bytes;		/* every key, each followed by a NUL */
-	struct intern_key *keys;
-	size_t n, alloc;
-	struct ap_index index;		/* key -> its index */
-};
-
-static const char *intern_key(const struct intern *m, size_t i)
-{
-	return m->bytes.buf + m->keys[i].off;
-}
-
-#define INTERN_INIT { AP_BUF_INIT, NULL, 0, 0, { NULL, 0, 0 } }
-
-/* A key as the index looks it up: its bytes and their length. */
-struct intern_probe {
-	const void *p;
-	size_t len;
-};
-
-static bool intern_has(const void *ctx, uint32_t i, const void *key)
-{
-	const struct intern *m = ctx;
-	const struct intern_probe *k = key;
-	return m->keys[i].len == k->len && !memcmp(intern_key(m, i), k->p, k->len);
-}
-
-/* The index of `key`, or SIZE_MAX when it is not there. */
-static size_t intern_find(const struct intern *m, const void *key, size_t len)
-{
-	struct intern_probe k = { key, len };
-	uint32_t i = ap_index_find(&m->index, ap_hash_bytes(key, len), intern_has, m, &k);
-	return i == UINT32_MAX ? SIZE_MAX : i;
-}
-
-/* The index of `key`, added when new (*added says so; may be NULL). */
-static size_t intern_add(struct intern *m, const void *key, size_t len, bool *added)
-{
-	struct intern_probe k = { key, len };
-	bool is_new;
-	uint32_t i = ap_index_add(&m->index, ap_hash_bytes(key, len), intern_has, m, &k,
-				  (uint32_t)m->n, &is_new);
-	if (added)
-		*added = is_new;
-	if (!is_new)
-		return i;
-	AP_ALLOC_GROW(m->keys, m->n + 1, m->alloc);
-	m->keys[m->n] = (struct intern_key){ m->bytes.len, len };
-	ap_buf_add(&m->bytes, key, len);
-	ap_buf_add(&m->bytes, "", 1);
-	return m->n++;
-}
-
-static void intern_release(struct intern *m)
-{
-	ap_buf_release(&m->bytes);
-	free(m->keys);
-	ap_index_release(&m->index);
-	memset(m, 0, sizeof(*m));
-}
-
 /* ---- drop_frames ---------------------------------------------------------- */
 
 void ap_export_pprof_simplify(const char *name, struct ap_buf *out)
@@ -148,24 +81,24 @@ static void drop_key(const struct ap_frame *f, struct ap_buf *scratch, struct ap
 /* The names pprof may drop (R): simplified names of allocator frames that
  * never appear from a call site outwards, nor in a stack of allocator
  * frames only. */
-static void drop_names(const struct ap_export *x, struct intern *r)
+static void drop_names(const struct ap_export *x, struct ap_intern *r)
 {
-	struct intern alloc = INTERN_INIT;
-	struct intern user = INTERN_INIT;
+	struct ap_intern alloc = { 0 };
+	struct ap_intern user = { 0 };
 	struct ap_buf b = AP_BUF_INIT, scratch = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		for (size_t k = 0; k < s->nframes; k++) {
 			bool in_alloc = !s->all_allocator && k < s->site;
 			drop_key(&s->frames[k], &scratch, &b);
-			intern_add(in_alloc ? &alloc : &user, b.buf, b.len, NULL);
+			ap_intern_add(in_alloc ? &alloc : &user, b.buf, b.len, NULL);
 		}
 	}
 	for (size_t k = 0; k < alloc.n; k++)
-		if (intern_find(&user, intern_key(&alloc, k), alloc.keys[k].len) == SIZE_MAX)
-			intern_add(r, intern_key(&alloc, k), alloc.keys[k].len, NULL);
-	intern_release(&alloc);
-	intern_release(&user);
+		if (ap_intern_find(&user, alloc.str[k], alloc.len[k]) == UINT32_MAX)
+			ap_intern_add(r, alloc.str[k], alloc.len[k], NULL);
+	ap_intern_release(&alloc);
+	ap_intern_release(&user);
 	ap_buf_release(&b);
 	ap_buf_release(&scratch);
 }
@@ -185,11 +118,11 @@ static void add_quoted(struct ap_buf *out, const char *s)
 	}
 }
 
-static void drop_regex(const struct intern *r, struct ap_buf *out)
+static void drop_regex(const struct ap_intern *r, struct ap_buf *out)
 {
 	const char **names = ap_xcalloc(r->n ? r->n : 1, sizeof(*names));
 	for (size_t i = 0; i < r->n; i++)
-		names[i] = intern_key(r, i);
+		names[i] = r->str[i];
 	qsort(names, r->n, sizeof(*names), str_cmp);
 	for (size_t i = 0; i < r->n; i++) {
 		if (i)
@@ -201,17 +134,17 @@ static void drop_regex(const struct intern *r, struct ap_buf *out)
 
 void ap_export_drop_frames(const struct ap_export *x, struct ap_buf *out)
 {
-	struct intern r = INTERN_INIT;
+	struct ap_intern r = { 0 };
 	drop_names(x, &r);
 	drop_regex(&r, out);
-	intern_release(&r);
+	ap_intern_release(&r);
 }
 
 /* ---- the profile ---------------------------------------------------------- */
 
 struct pprof {
 	const struct ap_export *x;
-	struct intern strings, functions, locations, drop;
+	struct ap_intern strings, functions, locations, drop;
 	struct ap_buf locs, funcs;	/* encoded Location and Function messages */
 	uint64_t *map_id;		/* per trace mapping */
 	bool *map_unsym;		/* per trace mapping: no PC has a name */
@@ -224,7 +157,7 @@ struct pprof {
 
 static uint64_t str_id(struct pprof *p, const char *s)
 {
-	return intern_add(&p->strings, s, strlen(s), NULL);
+	return ap_intern_add(&p->strings, s, strlen(s), NULL);
 }
 
 static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
@@ -235,7 +168,7 @@ static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
 	ap_buf_add(&p->key, f->mangled, strlen(f->mangled) + 1);
 	ap_buf_addstr(&p->key, file);
 	bool added;
-	uint64_t id = intern_add(&p->functions, p->key.buf, p->key.len, &added) + 1;
+	uint64_t id = ap_intern_add(&p->functions, p->key.buf, p->key.len, &added) + 1;
 	if (added) {
 		size_t m = ap_pb_begin(&p->funcs, PROFILE_FUNCTION);
 		ap_pb_uint(&p->funcs, FUNCTION_ID, id);
@@ -267,7 +200,7 @@ static uint64_t location_id(struct pprof *p, uint64_t pc, uint32_t skip, enum lo
 	memcpy(key + 8, &skip, 4);
 	key[12] = (uint8_t)kind;
 	bool added;
-	uint64_t id = intern_add(&p->locations, key, sizeof(key), &added) + 1;
+	uint64_t id = ap_intern_add(&p->locations, key, sizeof(key), &added) + 1;
 	if (!added)
 		return id;
 	const struct ap_trace *t = p->x->trace;
@@ -355,7 +288,7 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 		}
 		for (size_t k = 0; k < s->nframes; k++) {
 			drop_key(&s->frames[k], &p->key, &p->simple);
-			p->in_drop[k] = intern_find(&p->drop, p->simple.buf, p->simple.len) != SIZE_MAX;
+			p->in_drop[k] = ap_intern_find(&p->drop, p->simple.buf, p->simple.len) != UINT32_MAX;
 		}
 		stripped = pprof_leaf(p, st->depth) != s->site;
 		AP_ALLOC_GROW(*ids, st->depth, *aids);
@@ -481,7 +414,7 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	struct pprof p;
 	memset(&p, 0, sizeof(p));
 	p.x = x;
-	p.strings = p.functions = p.locations = p.drop = (struct intern)INTERN_INIT;
+	p.strings = p.functions = p.locations = p.drop = (struct ap_intern){ 0 };
 	ap_buf_init(&p.locs);
 	ap_buf_init(&p.funcs);
 	ap_buf_init(&p.key);
@@ -529,8 +462,7 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 	ap_buf_release(&text);
 	/* Last: every string is interned by now. */
 	for (size_t i = 0; i < p.strings.n; i++)
-		ap_pb_bytes(&b, PROFILE_STRING_TABLE, intern_key(&p.strings, i),
-			    p.strings.keys[i].len);
+		ap_pb_bytes(&b, PROFILE_STRING_TABLE, p.strings.str[i], p.strings.len[i]);
 
 	if (stats)
 		*stats = (struct ap_pprof_stats){
@@ -546,10 +478,10 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
 		ap_buf_add(out, b.buf, b.len);
 
 	ap_buf_release(&b);
-	intern_release(&p.strings);
-	intern_release(&p.functions);
-	intern_release(&p.locations);
-	intern_release(&p.drop);
+	ap_intern_release(&p.strings);
+	ap_intern_release(&p.functions);
+	ap_intern_release(&p.locations);
+	ap_intern_release(&p.drop);
 	ap_buf_release(&p.locs);
 	ap_buf_release(&p.funcs);
 	ap_buf_release(&p.key);

@@ -75,13 +75,6 @@ struct pc_entry {
 	bool used;
 };
 
-/* Interned strings: owned copies, found by ap_hash.h's index. */
-struct strtab {
-	char **str;
-	size_t n, alloc;
-	struct ap_index index;
-};
-
 struct ap_symbolizer {
 	const struct ap_trace *t;
 	struct sym_module *mods;
@@ -93,36 +86,14 @@ struct ap_symbolizer {
 	struct pc_entry *tab;	/* the PCs seen, in order */
 	size_t tabn, taballoc;
 	struct ap_u64map pcs;	/* pc -> its entry */
-	struct strtab strs;
+	struct ap_intern strs;	/* names, files, modules: the frames' strings */
 	char **warnings;	/* NULL-terminated */
 	size_t nwarn, walloc;
 };
 
-static bool str_is(const void *ctx, uint32_t i, const void *key)
+static const char *intern(struct ap_intern *st, const char *s)
 {
-	const struct strtab *st = ctx;
-	return !strcmp(st->str[i], key);
-}
-
-static const char *intern(struct strtab *st, const char *s)
-{
-	if (!s)
-		return NULL;
-	bool added;
-	uint32_t i = ap_index_add(&st->index, ap_hash_str(s), str_is, st, s, (uint32_t)st->n, &added);
-	if (added) {
-		AP_ALLOC_GROW(st->str, st->n + 1, st->alloc);
-		st->str[st->n++] = ap_xstrdup(s);
-	}
-	return st->str[i];
-}
-
-static void strtab_release(struct strtab *st)
-{
-	for (size_t i = 0; i < st->n; i++)
-		free(st->str[i]);
-	free(st->str);
-	ap_index_release(&st->index);
+	return ap_intern_str(st, s);
 }
 
 static void warn(struct ap_symbolizer *s, const char *fmt, ...)
@@ -886,7 +857,7 @@ void ap_sym_free(struct ap_symbolizer *s)
 		free(s->warnings[i]);
 	free(s->warnings);
 	ap_regex_free(s->drop);
-	strtab_release(&s->strs);
+	ap_intern_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);
 }

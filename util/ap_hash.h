@@ -149,4 +149,28 @@ uint32_t ap_index_add(struct ap_index *ix, uint64_t h, ap_index_eq_fn eq, const 
 
 void ap_index_release(struct ap_index *ix);
 
+/* ---- interned strings ------------------------------------------------- */
+
+/* Byte strings (NUL-terminated copies, which never move) numbered 0, 1,
+ * 2, ... in order of first use. Zero-initialised is empty. */
+struct ap_intern {
+	char **str;
+	size_t *len;
+	size_t n, alloc;
+	struct ap_index index;
+};
+
+/* The number of the `len` bytes at p, added when new (*added says so; may
+ * be NULL). */
+uint32_t ap_intern_add(struct ap_intern *t, const void *p, size_t len, bool *added);
+
+/* The number of the bytes at p, or UINT32_MAX when they are not there. */
+uint32_t ap_intern_find(const struct ap_intern *t, const void *p, size_t len);
+
+/* The copy of s, added when new: a pointer that stays valid until the
+ * table is released (NULL for NULL). */
+const char *ap_intern_str(struct ap_intern *t, const char *s);
+
+void ap_intern_release(struct ap_intern *t);
+
 #endif

@@ -1,5 +1,6 @@
 /* The report side's hash tables (ap_hash.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ap_hash.h"
 #include "ap_util.h"
@@ -116,4 +117,64 @@ void ap_index_release(struct ap_index *ix)
 	free(ix->slot);
 	ix->slot = NULL;
 	ix->mask = ix->n = 0;
+}
+
+/* A key as the intern table looks it up. */
+struct intern_probe {
+	const void *p;
+	size_t len;
+};
+
+static bool intern_is(const void *ctx, uint32_t i, const void *key)
+{
+	const struct ap_intern *t = ctx;
+	const struct intern_probe *k = key;
+	return t->len[i] == k->len && !memcmp(t->str[i], k->p, k->len);
+}
+
+uint32_t ap_intern_add(struct ap_intern *t, const void *p, size_t len, bool *added)
+{
+	struct intern_probe k = { p, len };
+	bool is_new;
+	uint32_t i = ap_index_add(&t->index, ap_hash_bytes(p, len), intern_is, t, &k,
+				  (uint32_t)t->n, &is_new);
+	if (added)
+		*added = is_new;
+	if (!is_new)
+		return i;
+	if (t->n + 1 > t->alloc) {
+		t->alloc = t->alloc ? t->alloc * 2 : 64;
+		t->str = ap_xrealloc(t->str, t->alloc * sizeof(*t->str));
+		t->len = ap_xrealloc(t->len, t->alloc * sizeof(*t->len));
+	}
+	char *copy = ap_xmalloc(len + 1);
+	memcpy(copy, p, len);
+	copy[len] = 0;
+	t->str[t->n] = copy;
+	t->len[t->n] = len;
+	return (uint32_t)t->n++;
+}
+
+uint32_t ap_intern_find(const struct ap_intern *t, const void *p, size_t len)
+{
+	struct intern_probe k = { p, len };
+	return ap_index_find(&t->index, ap_hash_bytes(p, len), intern_is, t, &k);
+}
+
+const char *ap_intern_str(struct ap_intern *t, const char *s)
+{
+	if (!s)
+		return NULL;
+	uint32_t i = ap_intern_add(t, s, strlen(s), NULL); /* before t->str: it may move */
+	return t->str[i];
+}
+
+void ap_intern_release(struct ap_intern *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->str[i]);
+	free(t->str);
+	free(t->len);
+	ap_index_release(&t->index);
+	memset(t, 0, sizeof(*t));
 }
