@@ -33,6 +33,7 @@
 #include <zstd.h>
 
 #include "ap_trace.h"
+#include "ap_trace_encode.h"
 
 /* Input bytes per output chunk (the re-encoding is never longer than its
  * input plus a few bytes: far under the format's limit). Larger chunks
@@ -104,23 +105,16 @@ struct bytes {
 	size_t len, alloc;
 };
 
+/* Room for n more bytes at the end of o, for an encoder's cursor. */
+static uint8_t *room(struct bytes *o, size_t n)
+{
+	AP_ALLOC_GROW(o->b, o->len + n, o->alloc);
+	return o->b + o->len;
+}
+
 static void put_uv(struct bytes *o, uint64_t v)
 {
-	AP_ALLOC_GROW(o->b, o->len + AP_VARINT_MAX, o->alloc);
-	o->len += ap_put_uv(o->b + o->len, v);
-}
-
-static void put_u8(struct bytes *o, uint8_t v)
-{
-	AP_ALLOC_GROW(o->b, o->len + 1, o->alloc);
-	o->b[o->len++] = v;
-}
-
-static void put_addr(struct bytes *o, uint64_t addr, uint64_t *prev)
-{
-	AP_ALLOC_GROW(o->b, o->len + AP_VARINT_MAX + 1, o->alloc);
-	o->len += ap_put_addr(o->b + o->len, addr, *prev);
-	*prev = addr;
+	o->len += ap_put_uv(room(o, AP_VARINT_MAX), v);
 }
 
 struct compactor {
@@ -274,21 +268,19 @@ static void encode(struct compactor *c, const struct pending *p)
 	memset(ref, 0, p->nev * sizeof(*ref));
 	memset(anon, 0, p->nev);
 	find_refs(c, p, ref, anon);
-	struct bytes *c0 = &c->col[0], *c1 = &c->col[1], *c2 = &c->col[2], *c3 = &c->col[3];
-	c0->len = c1->len = c2->len = c3->len = 0;
+	struct bytes *col = c->col;
+	for (int k = 0; k < 4; k++)
+		col[k].len = 0;
 	size_t nrec = 0, last_step = 0;
-	uint64_t q = p->ev[0].ts / c->quantum, prev = 0;
-	uint32_t cpu = 0;
-	put_u8(c0, AP_EV_SYNC);
-	put_uv(c0, q);
+	struct ap_evenc enc;
+	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), p->ev[0].ts / c->quantum);
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct ap_event *e = &p->ev[i];
 		uint64_t eq = e->ts / c->quantum;
-		if (eq > q) { /* (a time going back stays at the later one) */
-			put_uv(c3, nrec - last_step);
-			put_uv(c3, eq - q);
+		if (eq > enc.q) { /* (a time going back stays at the later one) */
+			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
+						      nrec - last_step, eq);
 			last_step = nrec;
-			q = eq;
 		}
 		nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
@@ -300,55 +292,42 @@ static void encode(struct compactor *c, const struct pending *p)
 			a = &e[1];
 			ai = ++i;
 		}
-		unsigned type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type;
-		uint8_t tag = AP_TAG(type, type == AP_EV_FREE ? 0 : a->kind);
-		if (e->cpu != cpu)
-			tag |= AP_TAG_CPU;
-		if ((type == AP_EV_ALLOC && anon[ai]) || (type == AP_EV_FREE && ref[ai]) ||
-		    (old && ref[ai - 1]))
-			tag |= AP_TAG_REF;
-		put_u8(c0, tag);
-		if (tag & AP_TAG_CPU) {
-			cpu = e->cpu;
-			put_uv(c0, cpu);
-		}
-		switch (type) {
+		struct ap_evrec r = {.type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type,
+				     .cpu = e->cpu, .addr = a->addr, .size = a->size,
+				     .stack = a->stack};
+		switch (r.type) {
 		case AP_EV_ALLOC:
-			if (!anon[ai])
-				put_addr(c1, a->addr, &prev);
-			put_uv(c2, a->size);
-			put_uv(c0, a->stack);
+			r.kind = a->kind;
+			r.anon = anon[ai];
 			break;
 		case AP_EV_FREE:
-			if (ref[ai])
-				put_uv(c1, ref[ai]);
-			else
-				put_addr(c1, a->addr, &prev);
+			r.ref = ref[ai];
 			break;
-		case AP_EV_REALLOC: {
-			unsigned fl = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
+		case AP_EV_REALLOC:
+			r.kind = a->kind;
+			r.flags = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
 			if (old)
-				fl |= AP_RF_OLD_TRACKED;
-			if (anon[ai])
-				fl |= AP_RF_NEW_ANON;
-			if (old && ref[ai - 1])
-				put_uv(c1, ref[ai - 1]);
-			else /* an untracked old block: its address does not matter */
-				put_addr(c1, old ? old->addr : prev, &prev);
-			put_uv(c0, fl);
-			if (!anon[ai])
-				put_addr(c1, a->addr, &prev);
-			put_uv(c2, a->size);
-			put_uv(c0, a->stack);
+				r.flags |= AP_RF_OLD_TRACKED;
+			r.anon = anon[ai];
+			r.ref = old ? ref[ai - 1] : 0;
+			/* an untracked old block: its address does not matter */
+			r.addr = old ? old->addr : enc.prev_addr;
+			r.addr2 = a->addr;
 			break;
 		}
-		}
+		uint8_t *c0 = room(&col[0], AP_EV_MAX_REC), *s0 = c0;
+		uint8_t *c1 = room(&col[1], AP_EV_MAX_REC), *s1 = c1;
+		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
+		ap_enc_event(&enc, &c0, &c1, &c2, &r);
+		col[0].len += (size_t)(c0 - s0);
+		col[1].len += (size_t)(c1 - s1);
+		col[2].len += (size_t)(c2 - s2);
 	}
 	struct bytes *out = &c->payload;
 	out->len = 0;
-	put_uv(out, c1->len);
-	put_uv(out, c2->len);
-	put_uv(out, c3->len);
+	put_uv(out, col[1].len);
+	put_uv(out, col[2].len);
+	put_uv(out, col[3].len);
 	for (int k = 0; k < 4; k++) {
 		AP_ALLOC_GROW(out->b, out->len + c->col[k].len, out->alloc);
 		memcpy(out->b + out->len, c->col[k].b, c->col[k].len);
@@ -428,7 +407,7 @@ static int corrupt_at(struct compactor *c, size_t off, const char *why)
 static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		     size_t len)
 {
-	uint8_t *out = ap_xmalloc(len + 3 * AP_VARINT_MAX);
+	uint8_t *out = ap_xmalloc(len + AP_KV_UINT_MAX);
 	size_t n = 0;
 	const uint8_t *p = payload, *end = payload + len;
 	while (p < end) {
@@ -451,9 +430,7 @@ static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_
 			n += (size_t)(p - at);
 		}
 	}
-	n += ap_put_uv(out + n, AP_EK_CHUNKS);
-	n += ap_put_uv(out + n, AP_KV_UINT);
-	n += ap_put_uv(out + n, c->data_chunks);
+	n += ap_put_kv_uint(out + n, AP_EK_CHUNKS, c->data_chunks);
 	int rc = write_chunk(c, AP_CHUNK_END, 0, tid, out, n);
 	free(out);
 	return rc;
