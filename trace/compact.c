@@ -148,9 +148,9 @@ struct compactor {
 	bool live;	/* an incomplete tail is not yet complete, not cut */
 	bool stream;	/* one pass, one thread: give up on anything else */
 	bool gave_up;
-	struct ap_streams in_streams, out_streams; /* checked; written */
+	struct ap_chunk_walk walk; /* the input's chunks, checked */
+	struct ap_streams out_streams; /* the output's chunk indices */
 	uint64_t data_chunks;	/* META and EVENTS chunks written */
-	uint64_t in_data_chunks; /* ... and read */
 };
 
 static int cwrite(struct compactor *c, const void *data, size_t len)
@@ -420,7 +420,7 @@ static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_
 		}
 		if (kind == AP_KV_STR)
 			p += v;
-		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT && v > c->in_data_chunks) {
+		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT && v > c->walk.data_chunks) {
 			free(out);
 			return corrupt_at(c, off, "missing chunks: the END counts more META and "
 					  "EVENTS chunks than the file holds before it");
@@ -467,43 +467,40 @@ static int read_quantum(struct compactor *c, const uint8_t *data, size_t end)
  * not yet complete (or not yet matching its checksum: being written). */
 static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bool emit)
 {
-	size_t off = c->off ? c->off : AP_TRACE_PREAMBLE_LEN;
-	if (emit && !c->off && cwrite(c, data, off) < 0)
-		return -1;
-	while (off < size) {
-		c->off = off;
-		const uint8_t *h = data + off;
-		size_t left = size - off;
-		uint32_t len = left >= AP_CHUNK_HDR_LEN ? ap_get_u32le(h + 12) : 0;
-		if (left < AP_CHUNK_HDR_LEN || (ap_get_u32le(h) == AP_CHUNK_MAGIC &&
-						 ap_chunk_header_ok(h) &&
-						 len <= AP_CHUNK_MAX_PAYLOAD &&
-						 len > left - AP_CHUNK_HDR_LEN)) {
+	if (!c->off) {
+		ap_chunk_walk_release(&c->walk);
+		ap_chunk_walk_init(&c->walk, data, size);
+		if (emit && cwrite(c, data, AP_TRACE_PREAMBLE_LEN) < 0)
+			return -1;
+	}
+	c->walk.data = data; /* (mapped again, maybe longer) */
+	c->walk.size = size;
+	for (;;) {
+		c->off = c->walk.off;
+		struct ap_chunk ch;
+		char why[160];
+		enum ap_chunk_result res = ap_chunk_next(&c->walk, &ch, why, sizeof(why));
+		if (res == AP_CHUNK_EOF)
+			break;
+		if (res == AP_CHUNK_CUT) {
 			if (c->live)
 				return 0;
 			/* the incomplete last chunk: kept as it was, after the rest */
 			c->st->cut = true;
-			c->st->cut_at = off;
-			if (emit && (flush_all(c) < 0 || cwrite(c, h, left) < 0))
+			c->st->cut_at = c->off;
+			if (emit && (flush_all(c) < 0 || cwrite(c, data + c->off, size - c->off) < 0))
 				return -1;
 			return 0;
 		}
-		if (ap_get_u32le(h) != AP_CHUNK_MAGIC || !ap_chunk_header_ok(h) ||
-		    len > AP_CHUNK_MAX_PAYLOAD)
-			return c->live ? 0 : corrupt_at(c, off, "bad chunk header");
-		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
-		if (ap_crc32c(payload, len) != ap_get_u32le(h + 16))
-			return c->live ? 0 : corrupt_at(c, off, "payload checksum mismatch");
-		uint8_t type = h[4], flags = h[5];
-		uint32_t tid = ap_get_u32le(h + 8);
+		/* a corrupt chunk: the trace is left as it is; while the trace
+		 * is written, bytes that may be a chunk not yet whole wait */
+		if (res == AP_CHUNK_BAD)
+			return c->live && c->walk.maybe_unwritten ? 0 : corrupt_at(c, c->off, why);
+		size_t off = ch.off;
+		const uint8_t *payload = ch.payload;
+		uint32_t len = ch.len, tid = ch.tid;
+		uint8_t type = ch.type, flags = ch.flags;
 		int rc = 0;
-		char why[160];
-		/* a chunk twice or one missing: the trace is corrupt, left as it is */
-		if (emit && ap_streams_check(&c->in_streams, type, ap_get_u32le(h + 20),
-					     ap_get_u32le(h + 24), why, sizeof(why)) < 0)
-			return corrupt_at(c, off, why);
-		if (emit)
-			c->in_data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
 		if (c->stream) {
 			/* one pass: the quantum here; anonymous blocks need to
 			 * know no other thread names them, which one pass over
@@ -528,7 +525,6 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 					return -1;
 			}
 			c->st->has_end = type == AP_CHUNK_END;
-			off += AP_CHUNK_HDR_LEN + (size_t)len;
 			continue;
 		}
 		if (!emit) {
@@ -594,9 +590,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			return -1;
 		if (emit)
 			c->st->has_end = type == AP_CHUNK_END;
-		off += AP_CHUNK_HDR_LEN + (size_t)len;
 	}
-	c->off = off;
+	c->off = c->walk.off;
 	return emit && !c->live ? flush_all(c) : 0;
 }
 
@@ -661,7 +656,7 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	free(c->tids);
 	free(c->zbuf);
 	ZSTD_freeCCtx(c->zc);
-	ap_streams_release(&c->in_streams);
+	ap_chunk_walk_release(&c->walk);
 	ap_streams_release(&c->out_streams);
 }
 

@@ -36,8 +36,7 @@ struct ev_chunk {
 };
 
 struct rd {
-	struct ap_streams streams; /* where each chunk stream is */
-	uint64_t data_chunks;	   /* META and EVENTS chunks so far */
+	struct ap_chunk_walk walk; /* the chunks, checked (chunk.c) */
 	const uint8_t *data;
 	size_t size;
 	const char *name;
@@ -65,7 +64,6 @@ struct rd {
 	size_t scan_ring_cap;
 
 	size_t chunk_off; /* header offset of the chunk being decoded */
-	bool have_header;
 	uint64_t last_ts;
 	bool any_event;
 };
@@ -369,10 +367,11 @@ static int decode_end(struct rd *r, struct cur *c)
 	}
 	/* Chunks written after the writer counted may come before the END
 	 * too; fewer than it counted were deleted or lost. */
-	if (chunks > r->data_chunks)
+	if (chunks > r->walk.data_chunks)
 		return corrupt(r, "missing chunks: the writer wrote %llu META and EVENTS chunks "
 			       "before this END, the file holds %llu (deleted or lost)",
-			       (unsigned long long)chunks, (unsigned long long)r->data_chunks);
+			       (unsigned long long)chunks,
+			       (unsigned long long)r->walk.data_chunks);
 	/* The last END counts (an exec that failed lets the process go on). */
 	t->has_end = true;
 	t->end_ns = end_ns;
@@ -1464,76 +1463,42 @@ static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len)
 static int read_chunks(struct rd *r)
 {
 	struct ap_trace *t = r->t;
-	size_t off = AP_TRACE_PREAMBLE_LEN;
+	struct ap_chunk_walk *w = &r->walk;
 	size_t next_progress = 4u << 20;
-	bool cut = false;
-	while (off < r->size) {
-		r->chunk_off = off;
-		if (r->progress && off >= next_progress) {
+	enum ap_chunk_result res;
+	struct ap_chunk ch;
+	char why[160];
+	ap_chunk_walk_init(w, r->data, r->size);
+	for (;;) {
+		r->chunk_off = w->off;
+		if (r->progress && w->off >= next_progress) {
 			/* pass 1 is the first half of the work, the merge the second */
-			r->progress(r->progress_ctx, off / 2, r->size);
-			next_progress = off + (4u << 20);
+			r->progress(r->progress_ctx, w->off / 2, r->size);
+			next_progress = w->off + (4u << 20);
 		}
-		size_t left = r->size - off;
-		const uint8_t *h = r->data + off;
-		if (left < AP_CHUNK_HDR_LEN) {
-			cut = true;
-			break;
-		}
-		if (ap_get_u32le(h) != AP_CHUNK_MAGIC)
-			return corrupt(r, "bad chunk magic %#010x", ap_get_u32le(h));
-		if (!ap_chunk_header_ok(h))
-			return corrupt(r, "header checksum mismatch");
-		uint8_t type = h[4];
-		uint32_t tid = ap_get_u32le(h + 8);
-		uint32_t len = ap_get_u32le(h + 12);
-		if (len > AP_CHUNK_MAX_PAYLOAD)
-			return corrupt(r, "payload length %u exceeds %u", len,
-				       AP_CHUNK_MAX_PAYLOAD);
-		if (type < AP_CHUNK_HEADER || type > AP_CHUNK_END)
-			return corrupt(r, "unknown chunk type %u", type);
-		if (len > left - AP_CHUNK_HDR_LEN) {
-			cut = true;
-			break;
-		}
-		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
-		if (ap_crc32c(payload, len) != ap_get_u32le(h + 16))
-			return corrupt(r, "payload checksum mismatch");
-		if (!r->have_header && type != AP_CHUNK_HEADER)
-			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
-		char why[160];
-		if (ap_streams_check(&r->streams, type, ap_get_u32le(h + 20), ap_get_u32le(h + 24),
-				     why, sizeof(why)) < 0)
+		res = ap_chunk_next(w, &ch, why, sizeof(why));
+		if (res == AP_CHUNK_BAD)
 			return corrupt(r, "%s", why);
-		const uint8_t *base = r->data;
-		size_t next = off + AP_CHUNK_HDR_LEN + (size_t)len;
-		if (h[5] & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS))
-			return corrupt(r, "unknown chunk flags %#x", h[5]);
-		if ((h[5] & AP_CHUNK_F_COLUMNS) && type != AP_CHUNK_EVENTS)
-			return corrupt(r, "a chunk of type %u in columns", type);
-		if (h[5] & AP_CHUNK_F_ZSTD) {
-			if (type != AP_CHUNK_META && type != AP_CHUNK_EVENTS)
-				return corrupt(r, "a compressed chunk of type %u", type);
+		if (res != AP_CHUNK_OK)
+			break;
+		const uint8_t *payload = ch.payload, *base = r->data;
+		uint32_t len = ch.len;
+		if (ch.flags & AP_CHUNK_F_ZSTD) {
 			if (decompress(r, &payload, &len) < 0)
 				return -1;
 			base = payload; /* offsets in messages: within the payload */
 		}
 		struct cur c = {payload, payload + len, base};
 		int rc = 0;
-		switch (type) {
+		switch (ch.type) {
 		case AP_CHUNK_HEADER:
-			if (r->have_header)
-				return corrupt(r, "a second HEADER chunk");
-			r->have_header = true;
 			rc = decode_header(r, &c);
 			break;
 		case AP_CHUNK_META:
-			r->data_chunks++;
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			r->data_chunks++;
-			rc = scan_events(r, tid, payload, len, h[5] & AP_CHUNK_F_COLUMNS);
+			rc = scan_events(r, ch.tid, payload, len, ch.flags & AP_CHUNK_F_COLUMNS);
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
@@ -1541,17 +1506,16 @@ static int read_chunks(struct rd *r)
 		}
 		if (rc < 0)
 			return -1;
-		off = next;
 	}
-	t->bytes_used = off;
-	if (!r->have_header)
+	t->bytes_used = w->off;
+	if (!w->have_header)
 		return ap_error_set(
 		    r->err, "%s: no header chunk: the trace is empty or was cut before its header",
 		    r->name);
-	if (cut) {
+	if (res == AP_CHUNK_CUT) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
-			 "file ends inside a chunk at byte %zu", off);
+			 "file ends inside a chunk at byte %zu", w->off);
 	} else if (!t->has_end) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
@@ -1609,7 +1573,7 @@ static int read_data(struct rd *r)
 	free(r->owned);
 	free(r->scan_ring);
 	ZSTD_freeDCtx(r->zd);
-	ap_streams_release(&r->streams);
+	ap_chunk_walk_release(&r->walk);
 	if (rc) {
 		ap_trace_free(r->t);
 		r->t = NULL;
