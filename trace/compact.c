@@ -9,7 +9,8 @@
  *   identical records;
  * - a FREE names its block by distance whenever the block was allocated in
  *   the same chunk within AP_RING allocations (exact, where the sampler's
- *   table is direct-mapped);
+ *   table is direct-mapped), or within 256 where that compresses better
+ *   (dist_limits);
  * - an allocation freed that way by its own thread, at an address no other
  *   thread ever names, is written without its address (anonymous): its
  *   address only served to match the free, and addresses are most of the
@@ -126,7 +127,8 @@ struct compactor {
 	bool transcode; /* no chunk was compressed before: re-encode them all */
 	bool threads;	/* EVENTS of more than one tid: track who names what */
 	bool owners_all; /* the second look: note every chunk's addresses */
-	uint32_t *ref;	/* find_refs' results, c->nref entries */
+	uint32_t *dist, *from; /* find_refs' results, c->nref entries */
+	uint32_t *ref;	/* limit_refs' results */
 	uint8_t *anon;
 	size_t nref;
 	ZSTD_CCtx *zc;
@@ -199,9 +201,24 @@ static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, ui
 	return write_chunk(c, type, flags | AP_CHUNK_F_ZSTD, tid, c->zbuf, z + 4);
 }
 
-/* Where each FREE's block was allocated in this run of events: ref[i] the
- * distance for FREE i (0: none), anon[j] for ALLOC j freed that way by its
- * own thread at an address only this thread names. */
+/* The size of raw compressed at level 1 (a trial: which of two payloads
+ * compresses better); SIZE_MAX if zstd fails. */
+static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
+{
+	size_t bound = ZSTD_compressBound(len) + 4;
+	if (bound > c->zcap) {
+		free(c->zbuf);
+		c->zcap = bound;
+		c->zbuf = ap_xmalloc(c->zcap);
+	}
+	size_t z = ZSTD_compressCCtx(c->zc, c->zbuf, c->zcap, raw, len, 1);
+	return ZSTD_isError(z) ? SIZE_MAX : z;
+}
+
+/* Where each FREE's block was allocated in this run of events: dist[i]
+ * the distance for FREE i (0: none, or past AP_RING), from[i] its ALLOC's
+ * index + 1 if that ALLOC may be anonymous (freed by its own thread, at an
+ * address only this thread names), else 0. */
 struct alloc_at {
 	uint64_t addr;
 	size_t idx; /* SIZE_MAX: freed already */
@@ -217,7 +234,8 @@ static size_t alloc_at_slot(const struct alloc_at *m, size_t mask, uint64_t addr
 	return k;
 }
 
-static void find_refs(struct compactor *c, const struct pending *p, uint32_t *ref, uint8_t *anon)
+static void find_refs(struct compactor *c, const struct pending *p, uint32_t *dist,
+		      uint32_t *from)
 {
 	/* one entry per distinct address, growing with them */
 	size_t mask = 1023, n = 0;
@@ -244,30 +262,46 @@ static void find_refs(struct compactor *c, const struct pending *p, uint32_t *re
 		}
 		if (!m[k].used || m[k].idx == SIZE_MAX || nal - m[k].ord >= AP_RING)
 			continue;
-		ref[i] = (uint32_t)(nal - m[k].ord + 1);
+		dist[i] = (uint32_t)(nal - m[k].ord + 1);
 		struct owner *o = c->threads ? owner_find(&c->owners, e->addr) : NULL;
 		if (!c->threads || (o->used && !o->shared))
-			anon[m[k].idx] = 1;
+			from[i] = (uint32_t)m[k].idx + 1;
 		m[k].idx = SIZE_MAX;
 	}
 	free(m);
 }
 
-/* One thread's pending events as one EVENTS payload in columns. */
-static void encode(struct compactor *c, const struct pending *p)
+/* find_refs for p's events, into c->dist and c->from. */
+static void match_frees(struct compactor *c, const struct pending *p)
 {
 	if (p->nev > c->nref) {
+		free(c->dist);
+		free(c->from);
 		free(c->ref);
 		free(c->anon);
 		c->nref = p->nev;
+		c->dist = ap_xmalloc(c->nref * sizeof(*c->dist));
+		c->from = ap_xmalloc(c->nref * sizeof(*c->from));
 		c->ref = ap_xmalloc(c->nref * sizeof(*c->ref));
 		c->anon = ap_xmalloc(c->nref);
 	}
+	memset(c->dist, 0, p->nev * sizeof(*c->dist));
+	memset(c->from, 0, p->nev * sizeof(*c->from));
+	find_refs(c, p, c->dist, c->from);
+}
+
+/* One thread's pending events (match_frees done) as one EVENTS payload
+ * in columns, with frees by distance up to dmax (at most AP_RING). */
+static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
+{
 	uint32_t *ref = c->ref;
 	uint8_t *anon = c->anon;
-	memset(ref, 0, p->nev * sizeof(*ref));
 	memset(anon, 0, p->nev);
-	find_refs(c, p, ref, anon);
+	for (size_t i = 0; i < p->nev; i++) {
+		ref[i] = c->dist[i] <= dmax ? c->dist[i] : 0;
+		if (ref[i] && c->from[i])
+			anon[c->from[i] - 1] = 1;
+	}
 	struct bytes *col = c->col;
 	for (int k = 0; k < 4; k++)
 		col[k].len = 0;
@@ -335,11 +369,42 @@ static void encode(struct compactor *c, const struct pending *p)
 	}
 }
 
+/* The longest distance a FREE is written with. A distance makes its
+ * block anonymous, which pays where addresses are random (a window of
+ * live blocks, freed in any order) and frees come soon; where blocks are
+ * allocated and freed in order, far apart (a list built, then dropped),
+ * their addresses step evenly and compress to almost nothing, while the
+ * distances vary with what else was allocated in between, and cost more
+ * than the addresses they save (python3 building JSON: 3.7 times). So
+ * each chunk is written with the limit whose addresses and distances (the
+ * column the choice changes, besides REF bits) compress best at level 1,
+ * in a quick trial, of these two (4096 was never the best of the three on
+ * the bench's and python's traces); the last one tried is the usual
+ * winner, whose encoding is then kept. */
+static const uint64_t dist_limits[] = {256, AP_RING};
+/* Chunks of fewer events are written with AP_RING (no trial). */
+#define TRIAL_MIN_EVENTS 4096
+
 static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
 		return 0;
-	encode(c, p);
+	uint64_t dmax = AP_RING;
+	size_t nlim = sizeof(dist_limits) / sizeof(dist_limits[0]);
+	match_frees(c, p);
+	if (p->nev >= TRIAL_MIN_EVENTS) {
+		size_t best = SIZE_MAX;
+		for (size_t k = 0; k < nlim; k++) {
+			encode(c, p, dist_limits[k]);
+			size_t z = trial_size(c, c->col[1].b, c->col[1].len);
+			if (z < best) {
+				best = z;
+				dmax = dist_limits[k];
+			}
+		}
+	}
+	if (dmax != dist_limits[nlim - 1] || p->nev < TRIAL_MIN_EVENTS)
+		encode(c, p, dmax);
 	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
@@ -647,6 +712,8 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 		free(c->pend[i].ev);
 	free(c->pend);
 	free(c->owners.e);
+	free(c->dist);
+	free(c->from);
 	free(c->ref);
 	free(c->anon);
 	free(c->scratch);

@@ -300,6 +300,56 @@ static size_t insert_copy(uint8_t *bad, const uint8_t *good, size_t n, size_t at
 	return n + len;
 }
 
+/* A list built, then dropped, again and again (python3 building JSON
+ * does this): 2000 blocks allocated at even steps, 0 to 2 short-lived
+ * temporaries after each, then freed in order. The frees' distances vary
+ * with the temporaries, the addresses step evenly: the compactor writes
+ * the list by address, and the trace costs under 0.4 byte per event (by
+ * distance it took 0.44; the order of the temporaries is most of the
+ * rest). The events stay the same. */
+static void lists_dropped(const char *path)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 1000000; /* (times cost nothing here) */
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2] = {0x401000, 0x402000};
+	uint32_t st = ap_tw_stack(tw, pcs, 2), tmp = ap_tw_stack(tw, pcs, 1);
+	uint64_t ts = h.start_ns, nev = 0;
+	for (int round = 0; round < 150; round++) {
+		uint64_t n = 2000;
+		uint64_t base = 0x7f0000000000ull + (uint64_t)(round % 2) * 0x1000000;
+		for (uint64_t i = 0; i < n; i++) {
+			ap_tw_alloc(tw, 7, ts++, 0, AP_KIND_MALLOC, base + 64 * i, 48, st);
+			nev++;
+			for (uint64_t k = rnd() % 3; k > 0; k--) {
+				uint64_t t = 0x5000000 + 16 * (rnd() % 64);
+				ap_tw_alloc(tw, 7, ts++, 0, AP_KIND_MALLOC, t, 24, tmp);
+				ap_tw_free(tw, 7, ts++, 0, t);
+				nev += 2;
+			}
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			ap_tw_free(tw, 7, ts++, 0, base + 64 * i);
+			nev++;
+		}
+	}
+	struct ap_tw_end end = {.end_ns = ts};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	struct ap_trace *before = load(path);
+	struct ap_compact_stats st_;
+	CHECK(ap_trace_compact(path, 3, &st_, &err) == 0, "%s", err.msg);
+	size_t size = file_size(path);
+	CHECK(size < nev * 2 / 5, "%zu bytes for %llu events", size, (unsigned long long)nev);
+	struct ap_trace *after = load(path);
+	if (before && after)
+		same_events(before, after, "lists dropped");
+	ap_trace_free(before);
+	ap_trace_free(after);
+}
+
 /* The compactor walks chunks with the reader's walker: a trace whose
  * framing the reader refuses is refused, left as it is, with the reader's
  * message (bad magic, checksums, flags, a second HEADER, chunks out of
@@ -433,6 +483,7 @@ int main(void)
 	CHECK(file_size(path) == before, "the corrupt trace was rewritten");
 	ap_trace_free(ref);
 	same_verdict(path);
+	lists_dropped(path);
 	stream_checks(path);
 	unlink(path);
 	if (failures) {
