@@ -363,6 +363,8 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
 	for (int k = 0; k < 4; k++) {
+		if (!c->col[k].len) /* (b may be NULL: memcpy must not see it) */
+			continue;
 		AP_ALLOC_GROW(out->b, out->len + c->col[k].len, out->alloc);
 		memcpy(out->b + out->len, c->col[k].b, c->col[k].len);
 		out->len += c->col[k].len;
