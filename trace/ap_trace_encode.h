@@ -93,6 +93,24 @@ static inline size_t ap_put_stack(uint8_t *p, uint32_t id, const uint64_t *pcs, 
 	return k;
 }
 
+/* STACK_SHARED (version 4): the stack `id` of `depth` frames whose
+ * outermost `shared` frames are those of stack `base`; its own innermost
+ * depth - shared PCs follow as in STACK. At most
+ * AP_META_STACK_MAX(depth - shared) + 2 * AP_VARINT_MAX bytes. */
+static inline size_t ap_put_stack_shared(uint8_t *p, uint32_t id, const uint64_t *pcs,
+					 uint32_t depth, uint32_t base, uint32_t shared)
+{
+	size_t k = 0;
+	p[k++] = AP_META_STACK_SHARED;
+	k += ap_put_uv(p + k, id);
+	k += ap_put_uv(p + k, depth);
+	k += ap_put_uv(p + k, base);
+	k += ap_put_uv(p + k, shared);
+	for (uint32_t i = 0; i < depth - shared; i++)
+		k += i ? ap_put_sv(p + k, (int64_t)(pcs[i] - pcs[i - 1])) : ap_put_uv(p + k, pcs[0]);
+	return k;
+}
+
 static inline size_t ap_put_thread(uint8_t *p, uint32_t tid, const char *name, size_t n)
 {
 	size_t k = 0;

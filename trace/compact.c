@@ -118,6 +118,26 @@ static void put_uv(struct bytes *o, uint64_t v)
 	o->len += ap_put_uv(room(o, AP_VARINT_MAX), v);
 }
 
+/* The stacks of the META records re-encoded so far, for STACK_SHARED:
+ * each stack's PCs by id, and every suffix (outermost frames) of each, by
+ * hash, to the first stack that has it. */
+struct suffix {
+	uint64_t h;
+	uint32_t id, len; /* len 0: empty slot */
+};
+
+struct stack_table {
+	uint64_t *pcs;
+	size_t npcs, pcs_alloc;
+	size_t *off;	 /* off[id]: its PCs in pcs */
+	uint32_t *depth; /* depth[id]; 0: not known (not re-encoded here) */
+	size_t nids, ids_alloc; /* ids 1 .. nids - 1 seen */
+	struct suffix *sfx;
+	size_t mask, nsfx;
+	uint64_t shared_pcs, meta_bytes; /* as the reader counts them */
+	bool lost; /* a META chunk was copied unread: ids and counts unknown */
+};
+
 struct compactor {
 	const char *path;
 	struct ap_error *err;
@@ -140,7 +160,8 @@ struct compactor {
 	struct owners owners;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
-	struct bytes col[4], payload;
+	struct bytes col[4], payload, meta;
+	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
 	bool count_only;	/* level 0: count events and threads only */
@@ -469,6 +490,174 @@ static int corrupt_at(struct compactor *c, size_t off, const char *why)
 	return ap_error_set(c->err, "%s: corrupt chunk at byte %zu: %s", c->path, off, why);
 }
 
+/* ---- META: stacks that share their outer frames ---------------------- */
+
+static uint64_t suffix_hash(uint64_t h, uint64_t pc)
+{
+	h ^= pc;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static struct suffix *suffix_slot(struct stack_table *s, uint64_t h, uint32_t len)
+{
+	size_t i = (size_t)(h ^ len) & s->mask;
+	while (s->sfx[i].len && (s->sfx[i].h != h || s->sfx[i].len != len))
+		i = (i + 1) & s->mask;
+	return &s->sfx[i];
+}
+
+static void suffix_grow(struct stack_table *s)
+{
+	struct suffix *old = s->sfx;
+	size_t omask = s->mask;
+	s->mask = old ? omask * 2 + 1 : 1023;
+	s->sfx = ap_xcalloc(s->mask + 1, sizeof(*s->sfx));
+	for (size_t i = 0; old && i <= omask; i++)
+		if (old[i].len)
+			*suffix_slot(s, old[i].h, old[i].len) = old[i];
+	free(old);
+}
+
+/* Stack `id` (the next one) of `depth` PCs: the earlier stack whose
+ * outermost frames are its longest suffix (*shared of them, 0: none),
+ * and the stack remembered with its suffixes. */
+static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *pcs,
+			    uint32_t depth, uint32_t *shared)
+{
+	AP_ALLOC_GROW(s->off, id + 1, s->ids_alloc);
+	s->depth = ap_xrealloc(s->depth, s->ids_alloc * sizeof(*s->depth));
+	s->nids = id + 1;
+	s->depth[id] = 0;
+	*shared = 0;
+	if (depth == 0 || depth > AP_MAX_DEPTH_CAP)
+		return 0;
+	uint64_t h[AP_MAX_DEPTH_CAP + 1];
+	h[depth] = 0x2545f4914f6cdd1dull;
+	for (uint32_t k = depth; k-- > 0;)
+		h[k] = suffix_hash(h[k + 1], pcs[k]);
+	if ((s->nsfx + depth) * 2 > s->mask + 1 || !s->sfx)
+		while ((s->nsfx + depth) * 2 > s->mask + 1 || !s->sfx)
+			suffix_grow(s);
+	uint32_t base = 0;
+	for (uint32_t k = 0; k < depth && !base; k++) {
+		const struct suffix *e = suffix_slot(s, h[k], depth - k);
+		if (!e->len)
+			continue;
+		const uint64_t *b = s->pcs + s->off[e->id] + s->depth[e->id] - e->len;
+		if (!memcmp(b, pcs + k, e->len * sizeof(*pcs))) {
+			base = e->id;
+			*shared = e->len;
+		}
+	}
+	AP_ALLOC_GROW(s->pcs, s->npcs + depth, s->pcs_alloc);
+	memcpy(s->pcs + s->npcs, pcs, depth * sizeof(*pcs));
+	s->off[id] = s->npcs;
+	s->depth[id] = depth;
+	s->npcs += depth;
+	for (uint32_t k = 0; k < depth; k++) {
+		struct suffix *e = suffix_slot(s, h[k], depth - k);
+		if (!e->len) {
+			*e = (struct suffix){h[k], id, depth - k};
+			s->nsfx++;
+		}
+	}
+	return base;
+}
+
+static void stack_table_release(struct stack_table *s)
+{
+	free(s->pcs);
+	free(s->off);
+	free(s->depth);
+	free(s->sfx);
+}
+
+/* A raw META payload with each STACK that shares two or more outer frames
+ * with an earlier stack written as STACK_SHARED (MAPPING, THREAD and
+ * what is not understood here copied as they are; the reader checks them),
+ * then compressed. Never more shared frames than the reader takes per
+ * byte of META (AP_SHARED_PCS_PER_BYTE). */
+static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		      size_t len)
+{
+	struct stack_table *s = &c->stacks;
+	struct bytes *o = &c->meta;
+	o->len = 0;
+	const uint8_t *p = payload, *end = payload + len;
+	uint64_t pcs[AP_MAX_DEPTH_CAP];
+	while (p < end) {
+		const uint8_t *rec = p;
+		uint8_t tag = *p++;
+		uint64_t v[4], n;
+		bool ok = true;
+		if (tag == 0) {
+			p = rec; /* padding: copied */
+			break;
+		} else if (tag == AP_META_MAPPING) {
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
+			     n <= (uint64_t)(end - p);
+			p += ok ? n : 0;
+			ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
+			p += ok ? n : 0;
+			ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
+			for (uint64_t i = 0; ok && i < 4 * n; i++)
+				ok = !ap_get_uv(&p, end, &v[0]);
+		} else if (tag == AP_META_THREAD) {
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
+			     n <= (uint64_t)(end - p);
+			p += ok ? n : 0;
+		} else if (tag == AP_META_STACK) {
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]);
+			uint64_t pc = 0;
+			bool keep = ok && !s->lost && v[0] == (s->nids ? s->nids : 1) &&
+				    v[0] < UINT32_MAX && v[1] <= AP_MAX_DEPTH_CAP;
+			for (uint64_t i = 0; ok && i < v[1]; i++) {
+				int64_t d = 0;
+				ok = i ? !ap_get_sv(&p, end, &d) : !ap_get_uv(&p, end, &pc);
+				pc += (uint64_t)d;
+				if (keep)
+					pcs[i] = pc;
+			}
+			if (ok && keep) {
+				uint32_t shared, base = stack_share(s, (uint32_t)v[0], pcs,
+								    (uint32_t)v[1], &shared);
+				uint64_t cap = AP_SHARED_PCS_PER_BYTE * (s->meta_bytes + o->len) +
+						AP_SHARED_PCS_SLACK;
+				if (base && shared >= 2 && s->shared_pcs + shared <= cap) {
+					s->shared_pcs += shared;
+					o->len += ap_put_stack_shared(
+					    room(o, AP_META_STACK_MAX(v[1]) + 2 * AP_VARINT_MAX),
+					    (uint32_t)v[0], pcs, (uint32_t)v[1], base, shared);
+					continue;
+				}
+			} else if (ok && v[0] == (s->nids ? s->nids : 1)) {
+				s->nids = v[0] + 1; /* ids stay in step; not shared */
+			}
+		} else if (tag == AP_META_STACK_SHARED) {
+			/* (written by an earlier compaction; kept, not shared) */
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]) &&
+			     !ap_get_uv(&p, end, &v[2]) && !ap_get_uv(&p, end, &v[3]) &&
+			     v[3] <= v[1];
+			for (uint64_t i = 0; ok && i < v[1] - v[3]; i++)
+				ok = !ap_get_uv(&p, end, &n);
+			if (ok && v[0] == (s->nids ? s->nids : 1))
+				s->nids = v[0] + 1;
+			s->shared_pcs += ok ? v[3] : 0;
+		} else {
+			ok = false;
+		}
+		if (!ok)
+			return corrupt_at(c, off, "META record does not decode");
+		memcpy(room(o, (size_t)(p - rec)), rec, (size_t)(p - rec));
+		o->len += (size_t)(p - rec);
+	}
+	memcpy(room(o, (size_t)(end - p)), p, (size_t)(end - p));
+	o->len += (size_t)(end - p);
+	s->meta_bytes += o->len;
+	return write_compressed(c, AP_CHUNK_META, 0, tid, o->b, o->len);
+}
+
 /* An END with the chunk count of the output (AP_EK_CHUNKS): its other
  * fields as they were, in their order. */
 static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
@@ -537,7 +726,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 	if (!c->off) {
 		ap_chunk_walk_release(&c->walk);
 		ap_chunk_walk_init(&c->walk, data, size);
-		if (emit && cwrite(c, data, AP_TRACE_PREAMBLE_LEN) < 0)
+		uint8_t pre[AP_TRACE_PREAMBLE_LEN];
+		if (emit && cwrite(c, pre, ap_put_preamble(pre)) < 0)
 			return -1;
 	}
 	c->walk.data = data; /* (mapped again, maybe longer) */
@@ -640,12 +830,14 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				}
 			}
 		} else if (type == AP_CHUNK_META && !flags) {
-			rc = write_compressed(c, type, 0, tid, payload, len);
+			rc = write_meta(c, off, tid, payload, len);
 		} else {
 			/* HEADER, END, chunks compressed already: everything
 			 * before them stays before them */
 			if (type == AP_CHUNK_EVENTS)
 				note_tid(c, tid);
+			if (type == AP_CHUNK_META)
+				c->stacks.lost = true;
 			if (type != AP_CHUNK_META)
 				rc = flush_all(c);
 			if (!rc && type == AP_CHUNK_END)
@@ -668,9 +860,10 @@ static int check_preamble(const char *path, const uint8_t *data, size_t size,
 {
 	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
 		return ap_error_set(err, "%s: not an allocprof trace", path);
-	if (ap_get_u32le(data + 8) != AP_TRACE_VERSION)
-		return ap_error_set(err, "%s: trace format version %u, this allocprof writes %u",
-				    path, ap_get_u32le(data + 8), AP_TRACE_VERSION);
+	uint32_t version = ap_get_u32le(data + 8);
+	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
+		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u and %u",
+				    path, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION);
 	return 0;
 }
 
@@ -722,6 +915,8 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	for (int k = 0; k < 4; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
+	free(c->meta.b);
+	stack_table_release(&c->stacks);
 	free(c->tids);
 	free(c->zbuf);
 	ZSTD_freeCCtx(c->zc);

@@ -66,6 +66,9 @@ struct rd {
 	size_t chunk_off; /* header offset of the chunk being decoded */
 	uint64_t last_ts;
 	bool any_event;
+	uint32_t version;     /* the preamble's */
+	uint64_t meta_bytes;  /* META payload bytes read (decompressed) */
+	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
 };
 
 static int corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -445,23 +448,28 @@ fail:
 	return -1;
 }
 
-static int decode_stack(struct rd *r, struct cur *c)
+/* The start of a STACK or STACK_SHARED record: its id, which must be
+ * the next one. */
+static int stack_id(struct rd *r, struct cur *c, uint64_t *depth)
 {
 	struct ap_trace *t = r->t;
-	uint64_t id, depth;
-	if (get_uv(r, c, &id, "a stack id") < 0 || get_uv(r, c, &depth, "a stack depth") < 0)
+	uint64_t id;
+	if (get_uv(r, c, &id, "a stack id") < 0 || get_uv(r, c, depth, "a stack depth") < 0)
 		return -1;
 	if (id != t->nstacks)
 		return corrupt(r, "stack id %llu where %zu was next (ids are dense from 1)",
 			       (unsigned long long)id, t->nstacks);
 	if (id > UINT32_MAX)
 		return corrupt(r, "stack id %llu does not fit 32 bits", (unsigned long long)id);
-	if (depth > (uint64_t)(c->end - c->p))
-		return corrupt(r, "stack of depth %llu in %zu bytes", (unsigned long long)depth,
-			       (size_t)(c->end - c->p));
-	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	return 0;
+}
+
+/* `n` PCs (the first as uv, each next as an sv delta) into r->pcs at
+ * r->npcs, room made by the caller. */
+static int stack_pcs(struct rd *r, struct cur *c, uint64_t n)
+{
 	uint64_t pc = 0;
-	for (uint64_t i = 0; i < depth; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		if (i == 0) {
 			if (get_uv(r, c, &pc, "a pc") < 0)
 				return -1;
@@ -474,12 +482,67 @@ static int decode_stack(struct rd *r, struct cur *c)
 		}
 		r->pcs[r->npcs + i] = pc;
 	}
+	return 0;
+}
+
+/* The stack whose PCs are at r->npcs, `depth` of them, is the next one. */
+static void stack_add(struct rd *r, uint64_t depth)
+{
+	struct ap_trace *t = r->t;
 	AP_ALLOC_GROW(t->stacks, t->nstacks + 1, r->stacks_alloc);
 	t->stacks[t->nstacks].depth = (uint32_t)depth;
 	/* An offset into r->pcs until the pool stops moving (see finish). */
 	t->stacks[t->nstacks].pcs = (uint64_t *)(uintptr_t)r->npcs;
 	t->nstacks++;
 	r->npcs += depth;
+}
+
+static int decode_stack(struct rd *r, struct cur *c)
+{
+	uint64_t depth;
+	if (stack_id(r, c, &depth) < 0)
+		return -1;
+	if (depth > (uint64_t)(c->end - c->p))
+		return corrupt(r, "stack of depth %llu in %zu bytes", (unsigned long long)depth,
+			       (size_t)(c->end - c->p));
+	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	if (stack_pcs(r, c, depth) < 0)
+		return -1;
+	stack_add(r, depth);
+	return 0;
+}
+
+static int decode_stack_shared(struct rd *r, struct cur *c)
+{
+	struct ap_trace *t = r->t;
+	uint64_t depth, base, shared;
+	if (stack_id(r, c, &depth) < 0 || get_uv(r, c, &base, "a base stack id") < 0 ||
+	    get_uv(r, c, &shared, "a count of shared frames") < 0)
+		return -1;
+	if (base == 0 || base >= t->nstacks)
+		return corrupt(r, "shared stack %zu names stack %llu, which is not before it",
+			       t->nstacks, (unsigned long long)base);
+	uint32_t bdepth = t->stacks[base].depth;
+	if (shared == 0 || shared > depth || shared > bdepth)
+		return corrupt(r, "shared stack %zu of depth %llu shares %llu frames of stack "
+			       "%llu (depth %u)",
+			       t->nstacks, (unsigned long long)depth, (unsigned long long)shared,
+			       (unsigned long long)base, bdepth);
+	if (depth - shared > (uint64_t)(c->end - c->p) || depth > UINT32_MAX)
+		return corrupt(r, "stack of depth %llu (%llu shared) in %zu bytes",
+			       (unsigned long long)depth, (unsigned long long)shared,
+			       (size_t)(c->end - c->p));
+	r->shared_pcs += shared;
+	if (r->shared_pcs > AP_SHARED_PCS_PER_BYTE * r->meta_bytes + AP_SHARED_PCS_SLACK)
+		return corrupt(r, "shared stacks of %llu frames in %llu bytes of META records",
+			       (unsigned long long)r->shared_pcs,
+			       (unsigned long long)r->meta_bytes);
+	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	if (stack_pcs(r, c, depth - shared) < 0)
+		return -1;
+	size_t from = (size_t)(uintptr_t)t->stacks[base].pcs + bdepth - shared;
+	memcpy(r->pcs + r->npcs + (depth - shared), r->pcs + from, shared * sizeof(*r->pcs));
+	stack_add(r, depth);
 	return 0;
 }
 
@@ -516,10 +579,16 @@ static int decode_meta(struct rd *r, struct cur *c)
 		case AP_META_STACK:
 			rc = decode_stack(r, c);
 			break;
+		case AP_META_STACK_SHARED:
+			if (r->version < 4)
+				goto unknown;
+			rc = decode_stack_shared(r, c);
+			break;
 		case AP_META_THREAD:
 			rc = decode_thread(r, c);
 			break;
 		default:
+		unknown:
 			return corrupt(r, "unknown META record tag %u at byte %zu", tag,
 				       (size_t)(c->p - 1 - c->base));
 		}
@@ -1411,12 +1480,13 @@ static int read_preamble(struct rd *r)
 		    r->err, "%s: truncated trace: the file ends inside its preamble", r->name);
 	uint32_t version = ap_get_u32le(r->data + 8);
 	uint32_t bom = ap_get_u32le(r->data + 12);
-	if (version != AP_TRACE_VERSION)
-		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u: "
-				    "recorded by %s allocprof%s",
-				    r->name, version, AP_TRACE_VERSION,
+	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
+		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u "
+				    "and %u: recorded by %s allocprof%s",
+				    r->name, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION,
 				    version < AP_TRACE_VERSION ? "an older" : "a newer",
 				    version < AP_TRACE_VERSION ? " (record it again)" : "");
+	r->version = version;
 	if (bom != AP_TRACE_BOM)
 		return ap_error_set(r->err,
 				    "%s: wrong byte-order mark %#010x (expected %#010x): written "
@@ -1495,6 +1565,7 @@ static int read_chunks(struct rd *r)
 			rc = decode_header(r, &c);
 			break;
 		case AP_CHUNK_META:
+			r->meta_bytes += len;
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:

@@ -295,12 +295,107 @@ static void test_meta(void)
 	ap_trace_free(t);
 }
 
+/* A trace of a HEADER and one META chunk holding `meta` (n bytes), in
+ * format `version`, read; returns the trace or NULL with *err set. */
+static struct ap_trace *read_meta(const uint8_t *meta, size_t n, uint32_t version,
+				  struct ap_error *err)
+{
+	static uint8_t file[65536];
+	uint8_t *p = file;
+	p += ap_put_preamble(p);
+	ap_put_u32le(file + 8, version);
+	uint8_t *h = p, *q = h + AP_CHUNK_HDR_LEN;
+	q += ap_put_kv_uint(q, AP_HK_RATE, 1);
+	ap_chunk_header(h, AP_CHUNK_HEADER, 5, AP_STREAM_NONE, 0, h + AP_CHUNK_HDR_LEN,
+			(uint32_t)(q - h - AP_CHUNK_HDR_LEN));
+	h = q;
+	memcpy(h + AP_CHUNK_HDR_LEN, meta, n);
+	ap_chunk_header(h, AP_CHUNK_META, 5, AP_STREAM_META, 0, h + AP_CHUNK_HDR_LEN, (uint32_t)n);
+	struct ap_trace *t = NULL;
+	if (ap_trace_read_mem(file, (size_t)(h + AP_CHUNK_HDR_LEN + n - file), "shared", &t, err) < 0)
+		return NULL;
+	return t;
+}
+
+/* STACK_SHARED (version 4): a stack made of its own inner frames and an
+ * earlier stack's outer ones; every bad base or count is corrupt, and a
+ * version 3 trace has no such records. */
+static void test_shared(void)
+{
+	uint64_t a[] = {0x1000, 0x2000, 0x3000, 0x4000};	  /* stack 1 */
+	uint64_t b[] = {0x1111, 0x2222, 0x3000, 0x4000};	  /* 2: shares 2 of 1 */
+	uint64_t c[] = {0x5555, 0x1111, 0x2222, 0x3000, 0x4000}; /* 3: shares 4 of 2 */
+	uint8_t meta[512], *p = meta;
+	p += ap_put_stack(p, 1, a, 4);
+	p += ap_put_stack_shared(p, 2, b, 4, 1, 2);
+	p += ap_put_stack_shared(p, 3, c, 5, 2, 4);
+	p += ap_put_stack_shared(p, 4, a, 4, 1, 4); /* all shared */
+	struct ap_error err;
+	struct ap_trace *t = read_meta(meta, (size_t)(p - meta), 4, &err);
+	CHECK(t != NULL, "%s", err.msg);
+	if (t) {
+		CHECK(t->nstacks == 5, "%zu stacks", t->nstacks);
+		CHECK(t->stacks[2].depth == 4 && !memcmp(t->stacks[2].pcs, b, sizeof(b)), "stack 2");
+		CHECK(t->stacks[3].depth == 5 && !memcmp(t->stacks[3].pcs, c, sizeof(c)), "stack 3");
+		CHECK(t->stacks[4].depth == 4 && !memcmp(t->stacks[4].pcs, a, sizeof(a)), "stack 4");
+		ap_trace_free(t);
+	}
+	CHECK(!read_meta(meta, (size_t)(p - meta), 3, &err) &&
+		  strstr(err.msg, "unknown META record tag 4"),
+	      "version 3: %s", err.msg);
+	static const struct {
+		uint32_t base, shared, depth;
+		const char *msg;
+	} bad[] = {
+	    {0, 2, 4, "names stack 0, which is not before it"},
+	    {2, 2, 4, "names stack 2, which is not before it"},
+	    {1, 5, 4, "of depth 4 shares 5 frames"},
+	    {1, 5, 6, "of depth 6 shares 5 frames of stack 1 (depth 4)"},
+	    {1, 0, 4, "shares 0 frames"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = meta;
+		p += ap_put_stack(p, 1, a, 4);
+		uint64_t pcs[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+		/* the own PCs only: write the record by hand past depth */
+		p += ap_put_stack_shared(p, 2, pcs, bad[i].depth,
+					 bad[i].base, bad[i].shared > bad[i].depth ? 0 : bad[i].shared);
+		if (bad[i].shared > bad[i].depth || bad[i].shared == 0) {
+			/* rewrite the shared count (the encoder wrote 0) */
+			p = meta + ap_put_stack(meta, 1, a, 4);
+			*p++ = AP_META_STACK_SHARED;
+			p += ap_put_uv(p, 2);
+			p += ap_put_uv(p, bad[i].depth);
+			p += ap_put_uv(p, bad[i].base);
+			p += ap_put_uv(p, bad[i].shared);
+			for (uint32_t k = 0; k < bad[i].depth; k++)
+				p += ap_put_uv(p, 1);
+		}
+		CHECK(!read_meta(meta, (size_t)(p - meta), 4, &err) && strstr(err.msg, bad[i].msg),
+		      "bad %zu: %s", i, err.msg);
+	}
+	/* shared frames past AP_SHARED_PCS_PER_BYTE per byte: corrupt. A
+	 * chain of stacks, each one frame deeper than the one it shares all
+	 * frames of, would hold n^2 / 2 frames for 10 n bytes */
+	static uint8_t big[60000];
+	uint64_t one = 0x401000;
+	p = big;
+	p += ap_put_stack(p, 1, &one, 1);
+	for (uint32_t id = 2; p + 32 < big + sizeof(big); id++)
+		p += ap_put_stack_shared(p, id, &one, id, id - 1, id - 1);
+	t = read_meta(big, (size_t)(p - big), 4, &err);
+	CHECK(!t && strstr(err.msg, "shared stacks of"), "a META bomb: %s",
+	      t ? "read" : err.msg);
+	ap_trace_free(t);
+}
+
 int main(void)
 {
 	make_events();
 	test_rows();
 	test_columns();
 	test_meta();
+	test_shared();
 	if (failures) {
 		fprintf(stderr, "test-encode: %d failures\n", failures);
 		return 1;
