@@ -113,6 +113,14 @@ static uint8_t *room(struct bytes *o, size_t n)
 	return o->b + o->len;
 }
 
+static void put_bytes(struct bytes *o, const uint8_t *src, size_t n)
+{
+	if (!n) /* (o->b may be NULL, src too) */
+		return;
+	memcpy(room(o, n), src, n);
+	o->len += n;
+}
+
 static void put_uv(struct bytes *o, uint64_t v)
 {
 	o->len += ap_put_uv(room(o, AP_VARINT_MAX), v);
@@ -383,13 +391,8 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 	put_uv(out, col[1].len);
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
-	for (int k = 0; k < 4; k++) {
-		if (!c->col[k].len) /* (b may be NULL: memcpy must not see it) */
-			continue;
-		AP_ALLOC_GROW(out->b, out->len + c->col[k].len, out->alloc);
-		memcpy(out->b + out->len, c->col[k].b, c->col[k].len);
-		out->len += c->col[k].len;
-	}
+	for (int k = 0; k < 4; k++)
+		put_bytes(out, c->col[k].b, c->col[k].len);
 }
 
 /* The longest distance a FREE is written with. A distance makes its
@@ -649,23 +652,23 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 		}
 		if (!ok)
 			return corrupt_at(c, off, "META record does not decode");
-		memcpy(room(o, (size_t)(p - rec)), rec, (size_t)(p - rec));
-		o->len += (size_t)(p - rec);
+		put_bytes(o, rec, (size_t)(p - rec));
 	}
-	memcpy(room(o, (size_t)(end - p)), p, (size_t)(end - p));
-	o->len += (size_t)(end - p);
+	put_bytes(o, p, (size_t)(end - p));
 	s->meta_bytes += o->len;
 	return write_compressed(c, AP_CHUNK_META, 0, tid, o->b, o->len);
 }
 
 /* An END with the chunk count of the output (AP_EK_CHUNKS): its other
- * fields as they were, in their order. */
+ * fields as they were, in their order. The input's count is checked as
+ * the reader checks it: its last value, if it has one. */
 static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		     size_t len)
 {
 	uint8_t *out = ap_xmalloc(len + AP_KV_UINT_MAX);
 	size_t n = 0;
 	const uint8_t *p = payload, *end = payload + len;
+	uint64_t chunks = 0;
 	while (p < end) {
 		const uint8_t *at = p;
 		uint64_t key, kind, v;
@@ -676,15 +679,17 @@ static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_
 		}
 		if (kind == AP_KV_STR)
 			p += v;
-		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT && v > c->walk.data_chunks) {
-			free(out);
-			return corrupt_at(c, off, "missing chunks: the END counts more META and "
-					  "EVENTS chunks than the file holds before it");
-		}
+		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT)
+			chunks = v;
 		if (key != AP_EK_CHUNKS) {
 			memcpy(out + n, at, (size_t)(p - at));
 			n += (size_t)(p - at);
 		}
+	}
+	if (chunks > c->walk.data_chunks) {
+		free(out);
+		return corrupt_at(c, off, "missing chunks: the END counts more META and "
+				  "EVENTS chunks than the file holds before it");
 	}
 	n += ap_put_kv_uint(out + n, AP_EK_CHUNKS, c->data_chunks);
 	int rc = write_chunk(c, AP_CHUNK_END, 0, tid, out, n);

@@ -306,6 +306,43 @@ static size_t insert_copy(uint8_t *bad, const uint8_t *good, size_t n, size_t at
 	return n + len;
 }
 
+/* An END whose chunk count comes twice, too large and then right: the
+ * reader keeps the last value, and so does the compactor (it refused the
+ * trace; found by fuzz-reader). */
+static void end_count_twice(const char *path)
+{
+	build(path, 2000);
+	size_t n;
+	uint8_t *d = slurp(path, &n);
+	size_t off[64], nch = chunk_offsets(d, n, off, 64), e = off[nch - 1];
+	CHECK(d[e + 4] == AP_CHUNK_END, "the last chunk is not END");
+	uint32_t len = ap_get_u32le(d + e + 12);
+	uint8_t *out = malloc(n + 16);
+	memcpy(out, d, e + AP_CHUNK_HDR_LEN);
+	size_t k = e + AP_CHUNK_HDR_LEN;
+	k += ap_put_uv(out + k, AP_EK_CHUNKS);
+	k += ap_put_uv(out + k, AP_KV_UINT);
+	k += ap_put_uv(out + k, 999999);
+	memcpy(out + k, d + e + AP_CHUNK_HDR_LEN, len);
+	k += len;
+	uint32_t nlen = (uint32_t)(k - e - AP_CHUNK_HDR_LEN);
+	ap_chunk_header(out + e, AP_CHUNK_END, ap_get_u32le(d + e + 8), AP_STREAM_NONE, 0,
+			out + e + AP_CHUNK_HDR_LEN, nlen);
+	put_file(path, out, k, "wb");
+	struct ap_trace *t = load(path);
+	CHECK(t != NULL, "the reader refuses it");
+	struct ap_compact_stats st;
+	struct ap_error err;
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	struct ap_trace *u = load(path);
+	if (t && u)
+		same_events(t, u, "END count twice");
+	ap_trace_free(t);
+	ap_trace_free(u);
+	free(out);
+	free(d);
+}
+
 /* Ends tw's trace at `ts` into path, compacts it, checks that it holds
  * the same events and stacks; returns the compacted size. */
 static size_t close_compact(struct ap_tw *tw, const char *path, uint64_t ts, const char *what)
@@ -524,6 +561,7 @@ int main(void)
 	CHECK(file_size(path) == before, "the corrupt trace was rewritten");
 	ap_trace_free(ref);
 	same_verdict(path);
+	end_count_twice(path);
 	lists_dropped(path);
 	stacks_shared(path);
 	stream_checks(path);
