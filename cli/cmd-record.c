@@ -18,6 +18,7 @@
 
 #include "ap_trace.h"
 #include "ap_trace_compact.h"
+#include "ap_trace_encode.h"
 #include "commands.h"
 
 #define SAMPLER_SO "liballocprof.so"
@@ -124,7 +125,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 				return ap_usage_error("record", "--max-depth needs a number");
 			errno = 0;
 			d = strtoull(v, &end, 10);
-			if (errno || end == v || *end || d < 1 || d > 256)
+			if (errno || end == v || *end || d < 1 || d > AP_MAX_DEPTH_CAP)
 				return ap_usage_error("record", "--max-depth: '%s' is not a number from 1 to 256", v);
 			o->max_depth = (unsigned)d;
 		} else {
@@ -787,7 +788,7 @@ static char **program_env(char *preload, char *cfg)
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { NULL, 512 * 1024, 64, false, false };
+	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false };
 	int first = 0;
 	int rc = parse_opts(argc, argv, &o, &first);
 	if (rc)

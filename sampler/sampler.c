@@ -33,26 +33,25 @@
 #define AP_STACK_CACHE 1
 #endif
 
-#include "ap_trace_enc.h"
+#include "ap_trace_encode.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-#define DEFAULT_RATE 524288
-#define DEFAULT_DEPTH 64
-#define MAX_DEPTH_CAP 256
+#define DEFAULT_RATE AP_DEFAULT_RATE
+#define DEFAULT_DEPTH AP_DEFAULT_DEPTH
+#define MAX_DEPTH_CAP AP_MAX_DEPTH_CAP
 #define OWN_FRAMES_SLACK 32	/* frames of ours (and libunwind's) to drop */
-#define THR_BUF_SIZE (64u << 10)
-#define META_BUF_SIZE (1u << 20)
+#define THR_BUF_SIZE AP_SAMPLER_CHUNK
+#define META_BUF_SIZE AP_SAMPLER_META_CHUNK
 #define EV_HDR AP_CHUNK_HDR_LEN
-#define EV_MAX_REC 96		/* largest EVENTS records: TIME + tag + 6 fields */
+#define EV_MAX_REC AP_EV_MAX_REC
 #define FLUSH_AGE_NS 1000000000ull
 #define FILTER_BITS 16
 #define MAX_MODULES 4096
 #define BOOT_ARENA_SIZE (64u << 10)
-#define RING_BITS 12		/* the ring table's size (AP_RING bounds distances) */
-#define RING_SIZE (1u << RING_BITS)
+#define RING_SIZE AP_RING_TABLE_SIZE
 
 enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
 
@@ -104,18 +103,14 @@ struct ap_thr {
 	int busy, claim;	/* the owner's fast lock (own_enter) */
 	int live;
 	uint32_t tid;
-	uint32_t cpu;
 	struct ap_tls *tls;	/* the owner's TLS block, while live */
-	uint64_t prev_addr;
-	uint64_t q;		/* quantum of the last TIME/SYNC record */
+	struct ap_evenc enc;	/* the chunk's delta state: quantum, address, cpu */
 	uint64_t q0;		/* quantum of the chunk's SYNC (flush by age) */
 	uint64_t tsc_next;	/* TSC at which the clock is read again */
-	uint64_t ord_all;	/* ALLOC records ever appended (ring ordinals) */
-	uint64_t ord_base;	/* ord_all when the chunk began */
 	uint64_t events;	/* records appended since the trace started */
 	size_t len;
 	uint8_t *buf;		/* THR_BUF_SIZE bytes */
-	struct ring_ent *ring;	/* RING_SIZE recent ALLOCs, by address hash */
+	struct ap_ring ring;	/* RING_SIZE recent ALLOCs, by address hash */
 	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
 	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
 	uint32_t sc_turn;	/* which way of a set is replaced next */
@@ -124,13 +119,6 @@ struct ap_thr {
 	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
 	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
 	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
-};
-
-/* A recent ALLOC of this buffer's chunk that a FREE can name by distance
- * (AP_TAG_REF): direct-mapped by address, so a collision only costs a FREE
- * written with its address. */
-struct ring_ent {
-	uint64_t addr, ord;
 };
 
 /* ---- global state ------------------------------------------------------ */
@@ -1025,13 +1013,6 @@ static uint8_t *meta_reserve(size_t n)
 	return meta_buf + AP_CHUNK_HDR_LEN + meta_len;
 }
 
-static size_t put_str(uint8_t *p, const char *s, size_t n)
-{
-	size_t k = ap_put_uv(p, n);
-	memcpy(p + k, s, n);
-	return k + n;
-}
-
 static void meta_thread(uint32_t tid)
 {
 	char path[64] = "/proc/self/task/";
@@ -1050,12 +1031,8 @@ static void meta_thread(uint32_t tid)
 	while (got > 0 && name[got - 1] == '\n')
 		got--;
 	lk_lock(&meta_lock);
-	uint8_t *p = meta_reserve(1 + AP_VARINT_MAX * 2 + sizeof(name));
-	size_t k = 0;
-	p[k++] = AP_META_THREAD;
-	k += ap_put_uv(p + k, tid);
-	k += put_str(p + k, name, (size_t)got);
-	meta_len += k;
+	uint8_t *p = meta_reserve(AP_META_THREAD_MAX(sizeof(name)));
+	meta_len += ap_put_thread(p, tid, name, (size_t)got);
 	lk_unlock(&meta_lock);
 }
 
@@ -1148,8 +1125,8 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			plen = sizeof(path) - 1;
 		memcpy(path, name, plen);
 	}
-	size_t need = sizeof(struct snap_mod) + 1 + 4 * AP_VARINT_MAX + plen + 64 +
-		      (size_t)info->dlpi_phnum * 4 * AP_VARINT_MAX;
+	size_t need = sizeof(struct snap_mod) + AP_META_MAPPING_MAX(plen, 64) +
+		      (size_t)info->dlpi_phnum * AP_META_SEGMENT_MAX;
 	if (s->len + need > s->cap)
 		return 1;
 	struct snap_mod *sm = (struct snap_mod *)(s->buf + s->len);
@@ -1161,21 +1138,12 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD)
 			nseg++;
-	r[k++] = AP_META_MAPPING;
-	k += ap_put_uv(r + k, info->dlpi_addr);
-	k += put_str(r + k, path, plen);
-	k += ap_put_uv(r + k, blen);
-	memcpy(r + k, bid, blen);
-	k += blen;
-	k += ap_put_uv(r + k, nseg);
+	k += ap_put_mapping(r, info->dlpi_addr, path, plen, bid, blen, nseg);
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
 			continue;
-		k += ap_put_uv(r + k, ph->p_vaddr);
-		k += ap_put_uv(r + k, ph->p_memsz);
-		k += ap_put_uv(r + k, ph->p_offset);
-		k += ap_put_uv(r + k, ph->p_flags);
+		k += ap_put_segment(r + k, ph->p_vaddr, ph->p_memsz, ph->p_offset, ph->p_flags);
 		uint64_t a = info->dlpi_addr + ph->p_vaddr;
 		if (a < lo)
 			lo = a;
@@ -1312,15 +1280,8 @@ static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
 	pc_pool_left -= depth;
 
 	uint32_t id = stk_next_id++;
-	uint8_t *p = meta_reserve(1 + (2 + (size_t)depth) * AP_VARINT_MAX);
-	size_t k = 0;
-	p[k++] = AP_META_STACK;
-	k += ap_put_uv(p + k, id);
-	k += ap_put_uv(p + k, depth);
-	for (unsigned i = 0; i < depth; i++)
-		k += i ? ap_put_sv(p + k, (int64_t)(pcs[i] - pcs[i - 1]))
-		       : ap_put_uv(p + k, pcs[0]);
-	meta_len += k;
+	uint8_t *p = meta_reserve(AP_META_STACK_MAX(depth));
+	meta_len += ap_put_stack(p, id, pcs, depth);
 
 	size_t i = h & t->mask;
 	while (t->e[i].hash)
@@ -1809,41 +1770,17 @@ static void thr_flush_locked(struct ap_thr *b)
 	b->len = EV_HDR;
 }
 
-/* The ring entry of addr. */
-static inline struct ring_ent *ring_slot(struct ap_thr *b, uint64_t addr)
-{
-	return &b->ring[(addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - RING_BITS)];
-}
-
-/* The distance (AP_TAG_REF) of the block at addr if it is one of the
- * chunk's last AP_RING ALLOCs, else 0; the entry is used up. */
-static inline uint64_t ring_take(struct ap_thr *b, uint64_t addr)
-{
-	struct ring_ent *e = ring_slot(b, addr);
-	if (e->addr != addr || e->ord <= b->ord_base || b->ord_all - e->ord >= AP_RING)
-		return 0;
-	e->addr = 0;
-	return b->ord_all - e->ord + 1;
-}
-
-static inline void ring_put(struct ap_thr *b, uint64_t addr)
-{
-	struct ring_ent *e = ring_slot(b, addr);
-	e->addr = addr;
-	e->ord = ++b->ord_all;
-}
-
 /* The current quantum, from the clock only when the TSC deadline passed. */
 static inline uint64_t cur_quantum(struct ap_thr *b)
 {
 	uint64_t c = rd_tsc();
 	if (LIKELY(c < b->tsc_next))
-		return b->q;
+		return b->enc.q;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / ap_quantum;
 	uint64_t step = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1 ? 1 : ap_coarse_step;
 	q -= q % step;
-	if (q < b->q)
-		q = b->q;
+	if (q < b->enc.q)
+		q = b->enc.q;
 	b->tsc_next = tsc_per_ns > 0
 			      ? c + (uint64_t)((double)((q + step) * ap_quantum - now) * tsc_per_ns)
 			      : 0;
@@ -1866,67 +1803,22 @@ static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 	}
 	uint64_t q = cur_quantum(b);
 	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE ||
-	    (q != b->q && (q - b->q0) * ap_quantum > FLUSH_AGE_NS)) {
+	    (q != b->enc.q && (q - b->q0) * ap_quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
 		b->tid = t->tid;
 	}
 	uint8_t *p = b->buf + b->len;
 	if (b->len == EV_HDR) {
 		/* a new chunk: its state starts over */
-		*p++ = AP_EV_SYNC;
-		p += ap_put_uv(p, q);
-		b->q = b->q0 = q;
-		b->prev_addr = 0;
-		b->cpu = 0;
-		b->ord_base = b->ord_all;
-	} else if (q != b->q) {
-		*p++ = AP_EV_TIME;
-		p += ap_put_uv(p, q - b->q);
-		b->q = q;
+		p += ap_enc_sync(&b->enc, p, q);
+		b->q0 = q;
+		ap_ring_sync(&b->ring);
+	} else if (q != b->enc.q) {
+		p += ap_enc_time(&b->enc, p, q);
 	}
-	uint8_t tag = AP_TAG(type, kind);
-	uint8_t *tagp = p++;
-	if (cpu != b->cpu) {
-		tag |= AP_TAG_CPU;
-		p += ap_put_uv(p, cpu);
-		b->cpu = cpu;
-	}
-	uint64_t d;
-	switch (type) {
-	/* every address field moves prev_addr; a distance does not */
-	case AP_EV_ALLOC:
-		p += ap_put_addr(p, addr, b->prev_addr);
-		b->prev_addr = addr;
-		p += ap_put_uv(p, size);
-		p += ap_put_uv(p, stack);
-		ring_put(b, addr);
-		break;
-	case AP_EV_FREE:
-		if ((d = ring_take(b, addr))) {
-			tag |= AP_TAG_REF;
-			p += ap_put_uv(p, d);
-		} else {
-			p += ap_put_addr(p, addr, b->prev_addr);
-			b->prev_addr = addr;
-		}
-		break;
-	case AP_EV_REALLOC:
-		if ((flags & AP_RF_OLD_TRACKED) && (d = ring_take(b, addr))) {
-			tag |= AP_TAG_REF;
-			p += ap_put_uv(p, d);
-		} else {
-			p += ap_put_addr(p, addr, b->prev_addr);
-			b->prev_addr = addr;
-		}
-		p += ap_put_uv(p, flags);
-		p += ap_put_addr(p, addr2, b->prev_addr);
-		b->prev_addr = addr2;
-		p += ap_put_uv(p, size);
-		p += ap_put_uv(p, stack);
-		ring_put(b, addr2);
-		break;
-	}
-	*tagp = tag;
+	struct ap_evrec r = {.type = type, .kind = kind, .cpu = cpu, .addr = addr,
+			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
+	p += ap_enc_event_ring(&b->enc, &b->ring, p, &r);
 	b->len = (size_t)(p - b->buf);
 	b->events++;
 	own_leave(b, locked);
@@ -1940,12 +1832,12 @@ static struct ap_thr *thr_new(void)
 		return b;
 	}
 	size_t hdr = (sizeof(struct ap_thr) + 63) & ~(size_t)63;
-	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
+	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
 	if (!mem)
 		return NULL;
 	b = (struct ap_thr *)mem;
 	b->buf = mem + hdr;
-	b->ring = (struct ring_ent *)(mem + hdr + THR_BUF_SIZE);
+	b->ring.ent = (struct ap_ring_ent *)(mem + hdr + THR_BUF_SIZE);
 	b->next = thr_all;
 	thr_all = b;
 	return b;
@@ -2406,20 +2298,6 @@ EXPORT size_t malloc_usable_size(void *p)
 
 /* ---- the trace file ---------------------------------------------------- */
 
-static size_t kv_uint(uint8_t *p, unsigned key, uint64_t v)
-{
-	size_t k = ap_put_uv(p, key);
-	k += ap_put_uv(p + k, AP_KV_UINT);
-	return k + ap_put_uv(p + k, v);
-}
-
-static size_t kv_str(uint8_t *p, unsigned key, const char *s, size_t n)
-{
-	size_t k = ap_put_uv(p, key);
-	k += ap_put_uv(p + k, AP_KV_STR);
-	return k + put_str(p + k, s, n);
-}
-
 #define CMDLINE_MAX (256u << 10)
 
 /* Preamble and HEADER chunk, one write. */
@@ -2429,9 +2307,7 @@ static void write_header(const char *parent)
 	uint8_t *buf = map_mem(cap);
 	if (!buf)
 		return;
-	memcpy(buf, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
-	ap_put_u32le(buf + 8, AP_TRACE_VERSION);
-	ap_put_u32le(buf + 12, AP_TRACE_BOM);
+	ap_put_preamble(buf);
 	uint8_t *hdr = buf + AP_TRACE_PREAMBLE_LEN;
 	uint8_t *p = hdr + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
@@ -2450,22 +2326,22 @@ static void write_header(const char *parent)
 		close(fd);
 	}
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
-	k += kv_uint(p + k, AP_HK_RATE, ap_rate);
-	k += kv_uint(p + k, AP_HK_FLAGS, ap_all ? AP_HFLAG_ALL : 0);
-	k += kv_uint(p + k, AP_HK_PID, (uint64_t)ap_pid);
-	k += kv_uint(p + k, AP_HK_PPID, (uint64_t)getppid());
-	k += kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);
-	k += kv_str(p + k, AP_HK_CMDLINE, cmd, (size_t)clen);
-	k += kv_uint(p + k, AP_HK_CPUS, cpus > 0 ? (uint64_t)cpus : 1);
-	k += kv_uint(p + k, AP_HK_START_REALTIME_NS, now_ns(CLOCK_REALTIME));
-	k += kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
-	k += kv_uint(p + k, AP_HK_MAX_DEPTH, ap_max_depth);
-	k += kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
-	k += kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, ap_quantum);
+	k += ap_put_kv_uint(p + k, AP_HK_RATE, ap_rate);
+	k += ap_put_kv_uint(p + k, AP_HK_FLAGS, ap_all ? AP_HFLAG_ALL : 0);
+	k += ap_put_kv_uint(p + k, AP_HK_PID, (uint64_t)ap_pid);
+	k += ap_put_kv_uint(p + k, AP_HK_PPID, (uint64_t)getppid());
+	k += ap_put_kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);
+	k += ap_put_kv_str(p + k, AP_HK_CMDLINE, cmd, (size_t)clen);
+	k += ap_put_kv_uint(p + k, AP_HK_CPUS, cpus > 0 ? (uint64_t)cpus : 1);
+	k += ap_put_kv_uint(p + k, AP_HK_START_REALTIME_NS, now_ns(CLOCK_REALTIME));
+	k += ap_put_kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
+	k += ap_put_kv_uint(p + k, AP_HK_MAX_DEPTH, ap_max_depth);
+	k += ap_put_kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
+	k += ap_put_kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, ap_quantum);
 	static const char ver[] = "allocprof-sampler " AP_VERSION;
-	k += kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
+	k += ap_put_kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
-		k += kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
+		k += ap_put_kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
 			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
@@ -2612,13 +2488,13 @@ static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
-	k += kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
-	k += kv_uint(p + k, AP_EK_REASON, reason);
+	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
+	k += ap_put_kv_uint(p + k, AP_EK_REASON, reason);
 	if (have_status)
-		k += kv_uint(p + k, AP_EK_STATUS, status);
-	k += kv_uint(p + k, AP_EK_CALLS, calls);
-	k += kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
-	k += kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&data_chunks, __ATOMIC_RELAXED));
+		k += ap_put_kv_uint(p + k, AP_EK_STATUS, status);
+	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
+	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
+	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&data_chunks, __ATOMIC_RELAXED));
 	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	return 0;
@@ -3535,12 +3411,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 	trace_mode_init();
 
 	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
-	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ring_ent));
+	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
 	mods = map_mem(MAX_MODULES * sizeof(struct mod));
 	tracked_set.cap = 4096;
 	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
 	if (fallback.buf)
-		fallback.ring = (struct ring_ent *)(fallback.buf + THR_BUF_SIZE);
+		fallback.ring.ent = (struct ap_ring_ent *)(fallback.buf + THR_BUF_SIZE);
 	if (!meta_buf || !fallback.buf || !mods || !tracked_set.tab ||
 	    pthread_key_create(&thr_key, thr_exit) != 0) {
 		say(ap_path, "out of memory: profiling disabled");

@@ -267,4 +267,46 @@ static inline uint32_t ap_stream_of(uint8_t type, uint32_t tid)
 	return AP_STREAM_NONE;
 }
 
+/* The chunk walker: one chunk after another from a trace in memory,
+ * each checked as docs/trace-format.md ("Reading a trace", step 2) says
+ * (framing, checksums, flags, the first chunk HEADER and only one, stream
+ * order), for the reader and the compactor alike. Payloads are handed out
+ * as stored (compressed or not). */
+struct ap_chunk {
+	size_t off;		/* of its header in the file */
+	uint8_t type, flags;	/* AP_CHUNK_*, AP_CHUNK_F_* */
+	uint32_t tid, stream, index;
+	const uint8_t *payload; /* in the file */
+	uint32_t len;
+};
+
+struct ap_chunk_walk {
+	const uint8_t *data;	/* the file, `size` bytes (may grow between calls) */
+	size_t size;
+	size_t off;		/* where the next chunk starts */
+	bool have_header;
+	uint64_t data_chunks;	/* META and EVENTS chunks handed out */
+	struct ap_streams streams;
+	/* after AP_CHUNK_BAD: the bytes may be a chunk still being written
+	 * (a bad magic or checksum), not one written wrong */
+	bool maybe_unwritten;
+};
+
+enum ap_chunk_result {
+	AP_CHUNK_OK = 0,    /* *c is the next chunk; w->off is past it */
+	AP_CHUNK_EOF = 1,   /* the file ends where the last chunk ended */
+	AP_CHUNK_CUT = 2,   /* the truncated tail starts at w->off */
+	AP_CHUNK_BAD = -1,  /* corrupt at w->off: why (no "corrupt chunk" prefix) */
+};
+
+/* Starts a walk over data[0, size) at the first chunk (after the
+ * preamble, which the caller checks). */
+void ap_chunk_walk_init(struct ap_chunk_walk *w, const uint8_t *data, size_t size);
+void ap_chunk_walk_release(struct ap_chunk_walk *w);
+/* The next chunk; see enum ap_chunk_result. After CUT or BAD, w->off stays
+ * at that chunk, and a call with more of the file (w->data, w->size
+ * updated) tries it again. */
+enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, char *why,
+				   size_t whylen);
+
 #endif

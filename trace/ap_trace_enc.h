@@ -10,7 +10,10 @@
 
 #define AP_TRACE_MAGIC "ALLOCPRF"
 #define AP_TRACE_MAGIC_LEN 8
-#define AP_TRACE_VERSION 3u
+/* The version written; the reader reads AP_TRACE_VERSION_MIN too (3: no
+ * STACK_SHARED records). */
+#define AP_TRACE_VERSION 4u
+#define AP_TRACE_VERSION_MIN 3u
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
 
@@ -90,6 +93,7 @@ enum {
 	AP_META_MAPPING = 1,
 	AP_META_STACK = 2,
 	AP_META_THREAD = 3,
+	AP_META_STACK_SHARED = 4, /* version 4 */
 };
 
 /* EVENTS: tag = type | (ref ? 0x08 : 0) | kind << 4 | (cpu follows ? 0x80 : 0) */
@@ -119,6 +123,15 @@ enum ap_alloc_kind {
 #define AP_RF_NEW_SAMPLED 1u
 #define AP_RF_OLD_TRACKED 2u
 #define AP_RF_NEW_ANON 4u /* the new block is anonymous: no new-address field */
+
+/* The PCs STACK_SHARED records of a trace may copy from earlier stacks,
+ * in all: AP_SHARED_PCS_PER_BYTE per byte of META payload (decompressed)
+ * up to and including the record's chunk, plus AP_SHARED_PCS_SLACK (a
+ * deep recursion's stacks, which differ in their innermost frame only,
+ * take about 20 per byte), so that a small file cannot make the reader
+ * hold much more. */
+#define AP_SHARED_PCS_PER_BYTE 32u
+#define AP_SHARED_PCS_SLACK 65536u
 
 /* Identities the reader gives anonymous blocks: never a user-space
  * address (x86-64 user space ends below 2^47). */

@@ -9,7 +9,8 @@
  *   identical records;
  * - a FREE names its block by distance whenever the block was allocated in
  *   the same chunk within AP_RING allocations (exact, where the sampler's
- *   table is direct-mapped);
+ *   table is direct-mapped), or within 256 where that compresses better
+ *   (dist_limits);
  * - an allocation freed that way by its own thread, at an address no other
  *   thread ever names, is written without its address (anonymous): its
  *   address only served to match the free, and addresses are most of the
@@ -33,6 +34,7 @@
 #include <zstd.h>
 
 #include "ap_trace.h"
+#include "ap_trace_encode.h"
 
 /* Input bytes per output chunk (the re-encoding is never longer than its
  * input plus a few bytes: far under the format's limit). Larger chunks
@@ -97,6 +99,8 @@ struct pending {
 	struct ap_event *ev;
 	size_t nev, alloc;
 	size_t input; /* bytes of the sampler's payloads they came from */
+	uint64_t dmax;	  /* the distance limit of its last trial (0: none yet) */
+	unsigned chunks; /* chunks written since that trial */
 };
 
 struct bytes {
@@ -104,24 +108,45 @@ struct bytes {
 	size_t len, alloc;
 };
 
+/* Room for n more bytes at the end of o, for an encoder's cursor. */
+static uint8_t *room(struct bytes *o, size_t n)
+{
+	AP_ALLOC_GROW(o->b, o->len + n, o->alloc);
+	return o->b + o->len;
+}
+
+static void put_bytes(struct bytes *o, const uint8_t *src, size_t n)
+{
+	if (!n) /* (o->b may be NULL, src too) */
+		return;
+	memcpy(room(o, n), src, n);
+	o->len += n;
+}
+
 static void put_uv(struct bytes *o, uint64_t v)
 {
-	AP_ALLOC_GROW(o->b, o->len + AP_VARINT_MAX, o->alloc);
-	o->len += ap_put_uv(o->b + o->len, v);
+	o->len += ap_put_uv(room(o, AP_VARINT_MAX), v);
 }
 
-static void put_u8(struct bytes *o, uint8_t v)
-{
-	AP_ALLOC_GROW(o->b, o->len + 1, o->alloc);
-	o->b[o->len++] = v;
-}
+/* The stacks of the META records re-encoded so far, for STACK_SHARED:
+ * each stack's PCs by id, and every suffix (outermost frames) of each, by
+ * hash, to the first stack that has it. */
+struct suffix {
+	uint64_t h;
+	uint32_t id, len; /* len 0: empty slot */
+};
 
-static void put_addr(struct bytes *o, uint64_t addr, uint64_t *prev)
-{
-	AP_ALLOC_GROW(o->b, o->len + AP_VARINT_MAX + 1, o->alloc);
-	o->len += ap_put_addr(o->b + o->len, addr, *prev);
-	*prev = addr;
-}
+struct stack_table {
+	uint64_t *pcs;
+	size_t npcs, pcs_alloc;
+	size_t *off;	 /* off[id]: its PCs in pcs */
+	uint32_t *depth; /* depth[id]; 0: not known (not re-encoded here) */
+	size_t nids, ids_alloc; /* ids 1 .. nids - 1 seen */
+	struct suffix *sfx;
+	size_t mask, nsfx;
+	uint64_t shared_pcs, meta_bytes; /* as the reader counts them */
+	bool lost; /* a META chunk was copied unread: ids and counts unknown */
+};
 
 struct compactor {
 	const char *path;
@@ -132,7 +157,8 @@ struct compactor {
 	bool transcode; /* no chunk was compressed before: re-encode them all */
 	bool threads;	/* EVENTS of more than one tid: track who names what */
 	bool owners_all; /* the second look: note every chunk's addresses */
-	uint32_t *ref;	/* find_refs' results, c->nref entries */
+	uint32_t *dist, *from; /* find_refs' results, c->nref entries */
+	uint32_t *ref;	/* limit_refs' results */
 	uint8_t *anon;
 	size_t nref;
 	ZSTD_CCtx *zc;
@@ -144,7 +170,8 @@ struct compactor {
 	struct owners owners;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
-	struct bytes col[4], payload;
+	struct bytes col[4], payload, meta;
+	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
 	bool count_only;	/* level 0: count events and threads only */
@@ -154,9 +181,9 @@ struct compactor {
 	bool live;	/* an incomplete tail is not yet complete, not cut */
 	bool stream;	/* one pass, one thread: give up on anything else */
 	bool gave_up;
-	struct ap_streams in_streams, out_streams; /* checked; written */
+	struct ap_chunk_walk walk; /* the input's chunks, checked */
+	struct ap_streams out_streams; /* the output's chunk indices */
 	uint64_t data_chunks;	/* META and EVENTS chunks written */
-	uint64_t in_data_chunks; /* ... and read */
 };
 
 static int cwrite(struct compactor *c, const void *data, size_t len)
@@ -205,9 +232,24 @@ static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, ui
 	return write_chunk(c, type, flags | AP_CHUNK_F_ZSTD, tid, c->zbuf, z + 4);
 }
 
-/* Where each FREE's block was allocated in this run of events: ref[i] the
- * distance for FREE i (0: none), anon[j] for ALLOC j freed that way by its
- * own thread at an address only this thread names. */
+/* The size of raw compressed at level 1 (a trial: which of two payloads
+ * compresses better); SIZE_MAX if zstd fails. */
+static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
+{
+	size_t bound = ZSTD_compressBound(len) + 4;
+	if (bound > c->zcap) {
+		free(c->zbuf);
+		c->zcap = bound;
+		c->zbuf = ap_xmalloc(c->zcap);
+	}
+	size_t z = ZSTD_compressCCtx(c->zc, c->zbuf, c->zcap, raw, len, 1);
+	return ZSTD_isError(z) ? SIZE_MAX : z;
+}
+
+/* Where each FREE's block was allocated in this run of events: dist[i]
+ * the distance for FREE i (0: none, or past AP_RING), from[i] its ALLOC's
+ * index + 1 if that ALLOC may be anonymous (freed by its own thread, at an
+ * address only this thread names), else 0. */
 struct alloc_at {
 	uint64_t addr;
 	size_t idx; /* SIZE_MAX: freed already */
@@ -223,7 +265,8 @@ static size_t alloc_at_slot(const struct alloc_at *m, size_t mask, uint64_t addr
 	return k;
 }
 
-static void find_refs(struct compactor *c, const struct pending *p, uint32_t *ref, uint8_t *anon)
+static void find_refs(struct compactor *c, const struct pending *p, uint32_t *dist,
+		      uint32_t *from)
 {
 	/* one entry per distinct address, growing with them */
 	size_t mask = 1023, n = 0;
@@ -250,45 +293,59 @@ static void find_refs(struct compactor *c, const struct pending *p, uint32_t *re
 		}
 		if (!m[k].used || m[k].idx == SIZE_MAX || nal - m[k].ord >= AP_RING)
 			continue;
-		ref[i] = (uint32_t)(nal - m[k].ord + 1);
+		dist[i] = (uint32_t)(nal - m[k].ord + 1);
 		struct owner *o = c->threads ? owner_find(&c->owners, e->addr) : NULL;
 		if (!c->threads || (o->used && !o->shared))
-			anon[m[k].idx] = 1;
+			from[i] = (uint32_t)m[k].idx + 1;
 		m[k].idx = SIZE_MAX;
 	}
 	free(m);
 }
 
-/* One thread's pending events as one EVENTS payload in columns. */
-static void encode(struct compactor *c, const struct pending *p)
+/* find_refs for p's events, into c->dist and c->from. */
+static void match_frees(struct compactor *c, const struct pending *p)
 {
 	if (p->nev > c->nref) {
+		free(c->dist);
+		free(c->from);
 		free(c->ref);
 		free(c->anon);
 		c->nref = p->nev;
+		c->dist = ap_xmalloc(c->nref * sizeof(*c->dist));
+		c->from = ap_xmalloc(c->nref * sizeof(*c->from));
 		c->ref = ap_xmalloc(c->nref * sizeof(*c->ref));
 		c->anon = ap_xmalloc(c->nref);
 	}
+	memset(c->dist, 0, p->nev * sizeof(*c->dist));
+	memset(c->from, 0, p->nev * sizeof(*c->from));
+	find_refs(c, p, c->dist, c->from);
+}
+
+/* One thread's pending events (match_frees done) as one EVENTS payload
+ * in columns, with frees by distance up to dmax (at most AP_RING). */
+static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
+{
 	uint32_t *ref = c->ref;
 	uint8_t *anon = c->anon;
-	memset(ref, 0, p->nev * sizeof(*ref));
 	memset(anon, 0, p->nev);
-	find_refs(c, p, ref, anon);
-	struct bytes *c0 = &c->col[0], *c1 = &c->col[1], *c2 = &c->col[2], *c3 = &c->col[3];
-	c0->len = c1->len = c2->len = c3->len = 0;
+	for (size_t i = 0; i < p->nev; i++) {
+		ref[i] = c->dist[i] <= dmax ? c->dist[i] : 0;
+		if (ref[i] && c->from[i])
+			anon[c->from[i] - 1] = 1;
+	}
+	struct bytes *col = c->col;
+	for (int k = 0; k < 4; k++)
+		col[k].len = 0;
 	size_t nrec = 0, last_step = 0;
-	uint64_t q = p->ev[0].ts / c->quantum, prev = 0;
-	uint32_t cpu = 0;
-	put_u8(c0, AP_EV_SYNC);
-	put_uv(c0, q);
+	struct ap_evenc enc;
+	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), p->ev[0].ts / c->quantum);
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct ap_event *e = &p->ev[i];
 		uint64_t eq = e->ts / c->quantum;
-		if (eq > q) { /* (a time going back stays at the later one) */
-			put_uv(c3, nrec - last_step);
-			put_uv(c3, eq - q);
+		if (eq > enc.q) { /* (a time going back stays at the later one) */
+			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
+						      nrec - last_step, eq);
 			last_step = nrec;
-			q = eq;
 		}
 		nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
@@ -300,67 +357,91 @@ static void encode(struct compactor *c, const struct pending *p)
 			a = &e[1];
 			ai = ++i;
 		}
-		unsigned type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type;
-		uint8_t tag = AP_TAG(type, type == AP_EV_FREE ? 0 : a->kind);
-		if (e->cpu != cpu)
-			tag |= AP_TAG_CPU;
-		if ((type == AP_EV_ALLOC && anon[ai]) || (type == AP_EV_FREE && ref[ai]) ||
-		    (old && ref[ai - 1]))
-			tag |= AP_TAG_REF;
-		put_u8(c0, tag);
-		if (tag & AP_TAG_CPU) {
-			cpu = e->cpu;
-			put_uv(c0, cpu);
-		}
-		switch (type) {
+		struct ap_evrec r = {.type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type,
+				     .cpu = e->cpu, .addr = a->addr, .size = a->size,
+				     .stack = a->stack};
+		switch (r.type) {
 		case AP_EV_ALLOC:
-			if (!anon[ai])
-				put_addr(c1, a->addr, &prev);
-			put_uv(c2, a->size);
-			put_uv(c0, a->stack);
+			r.kind = a->kind;
+			r.anon = anon[ai];
 			break;
 		case AP_EV_FREE:
-			if (ref[ai])
-				put_uv(c1, ref[ai]);
-			else
-				put_addr(c1, a->addr, &prev);
+			r.ref = ref[ai];
 			break;
-		case AP_EV_REALLOC: {
-			unsigned fl = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
+		case AP_EV_REALLOC:
+			r.kind = a->kind;
+			r.flags = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
 			if (old)
-				fl |= AP_RF_OLD_TRACKED;
-			if (anon[ai])
-				fl |= AP_RF_NEW_ANON;
-			if (old && ref[ai - 1])
-				put_uv(c1, ref[ai - 1]);
-			else /* an untracked old block: its address does not matter */
-				put_addr(c1, old ? old->addr : prev, &prev);
-			put_uv(c0, fl);
-			if (!anon[ai])
-				put_addr(c1, a->addr, &prev);
-			put_uv(c2, a->size);
-			put_uv(c0, a->stack);
+				r.flags |= AP_RF_OLD_TRACKED;
+			r.anon = anon[ai];
+			r.ref = old ? ref[ai - 1] : 0;
+			/* an untracked old block: its address does not matter */
+			r.addr = old ? old->addr : enc.prev_addr;
+			r.addr2 = a->addr;
 			break;
 		}
-		}
+		uint8_t *c0 = room(&col[0], AP_EV_MAX_REC), *s0 = c0;
+		uint8_t *c1 = room(&col[1], AP_EV_MAX_REC), *s1 = c1;
+		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
+		ap_enc_event(&enc, &c0, &c1, &c2, &r);
+		col[0].len += (size_t)(c0 - s0);
+		col[1].len += (size_t)(c1 - s1);
+		col[2].len += (size_t)(c2 - s2);
 	}
 	struct bytes *out = &c->payload;
 	out->len = 0;
-	put_uv(out, c1->len);
-	put_uv(out, c2->len);
-	put_uv(out, c3->len);
-	for (int k = 0; k < 4; k++) {
-		AP_ALLOC_GROW(out->b, out->len + c->col[k].len, out->alloc);
-		memcpy(out->b + out->len, c->col[k].b, c->col[k].len);
-		out->len += c->col[k].len;
-	}
+	put_uv(out, col[1].len);
+	put_uv(out, col[2].len);
+	put_uv(out, col[3].len);
+	for (int k = 0; k < 4; k++)
+		put_bytes(out, c->col[k].b, c->col[k].len);
 }
+
+/* The longest distance a FREE is written with. A distance makes its
+ * block anonymous, which pays where addresses are random (a window of
+ * live blocks, freed in any order) and frees come soon; where blocks are
+ * allocated and freed in order, far apart (a list built, then dropped),
+ * their addresses step evenly and compress to almost nothing, while the
+ * distances vary with what else was allocated in between, and cost more
+ * than the addresses they save (python3 building JSON: 3.7 times). So
+ * each chunk is written with the limit whose addresses and distances (the
+ * column the choice changes, besides REF bits) compress best at level 1,
+ * in a quick trial, of these two (4096 was never the best of the three on
+ * the bench's and python's traces); the last one tried is the usual
+ * winner, whose encoding is then kept. */
+static const uint64_t dist_limits[] = {256, AP_RING};
+/* Chunks of fewer events are written with AP_RING (no trial). A trial
+ * costs an encoding (on every chunk, loop64 --all compacted in 1.42 s
+ * instead of 0.78 s): a thread's chunks are written with its last
+ * trial's limit, tried again every TRIAL_EVERY chunks (0.90 s; a
+ * program's phases change more slowly than 8 chunks of 4 MiB). */
+#define TRIAL_MIN_EVENTS 4096
+#define TRIAL_EVERY 8
 
 static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
 		return 0;
-	encode(c, p);
+	uint64_t dmax = p->dmax ? p->dmax : AP_RING;
+	size_t nlim = sizeof(dist_limits) / sizeof(dist_limits[0]);
+	bool trial = p->nev >= TRIAL_MIN_EVENTS && (!p->dmax || p->chunks >= TRIAL_EVERY);
+	match_frees(c, p);
+	p->chunks++;
+	if (trial) {
+		size_t best = SIZE_MAX;
+		p->chunks = 1;
+		for (size_t k = 0; k < nlim; k++) {
+			encode(c, p, dist_limits[k]);
+			size_t z = trial_size(c, c->col[1].b, c->col[1].len);
+			if (z < best) {
+				best = z;
+				dmax = dist_limits[k];
+			}
+		}
+		p->dmax = dmax;
+	}
+	if (!trial || dmax != dist_limits[nlim - 1])
+		encode(c, p, dmax);
 	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
@@ -423,14 +504,182 @@ static int corrupt_at(struct compactor *c, size_t off, const char *why)
 	return ap_error_set(c->err, "%s: corrupt chunk at byte %zu: %s", c->path, off, why);
 }
 
+/* ---- META: stacks that share their outer frames ---------------------- */
+
+static uint64_t suffix_hash(uint64_t h, uint64_t pc)
+{
+	h ^= pc;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static struct suffix *suffix_slot(struct stack_table *s, uint64_t h, uint32_t len)
+{
+	size_t i = (size_t)(h ^ len) & s->mask;
+	while (s->sfx[i].len && (s->sfx[i].h != h || s->sfx[i].len != len))
+		i = (i + 1) & s->mask;
+	return &s->sfx[i];
+}
+
+static void suffix_grow(struct stack_table *s)
+{
+	struct suffix *old = s->sfx;
+	size_t omask = s->mask;
+	s->mask = old ? omask * 2 + 1 : 1023;
+	s->sfx = ap_xcalloc(s->mask + 1, sizeof(*s->sfx));
+	for (size_t i = 0; old && i <= omask; i++)
+		if (old[i].len)
+			*suffix_slot(s, old[i].h, old[i].len) = old[i];
+	free(old);
+}
+
+/* Stack `id` (the next one) of `depth` PCs: the earlier stack whose
+ * outermost frames are its longest suffix (*shared of them, 0: none),
+ * and the stack remembered with its suffixes. */
+static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *pcs,
+			    uint32_t depth, uint32_t *shared)
+{
+	AP_ALLOC_GROW(s->off, id + 1, s->ids_alloc);
+	s->depth = ap_xrealloc(s->depth, s->ids_alloc * sizeof(*s->depth));
+	s->nids = id + 1;
+	s->depth[id] = 0;
+	*shared = 0;
+	if (depth == 0 || depth > AP_MAX_DEPTH_CAP)
+		return 0;
+	uint64_t h[AP_MAX_DEPTH_CAP + 1];
+	h[depth] = 0x2545f4914f6cdd1dull;
+	for (uint32_t k = depth; k-- > 0;)
+		h[k] = suffix_hash(h[k + 1], pcs[k]);
+	if ((s->nsfx + depth) * 2 > s->mask + 1 || !s->sfx)
+		while ((s->nsfx + depth) * 2 > s->mask + 1 || !s->sfx)
+			suffix_grow(s);
+	uint32_t base = 0;
+	for (uint32_t k = 0; k < depth && !base; k++) {
+		const struct suffix *e = suffix_slot(s, h[k], depth - k);
+		if (!e->len)
+			continue;
+		const uint64_t *b = s->pcs + s->off[e->id] + s->depth[e->id] - e->len;
+		if (!memcmp(b, pcs + k, e->len * sizeof(*pcs))) {
+			base = e->id;
+			*shared = e->len;
+		}
+	}
+	AP_ALLOC_GROW(s->pcs, s->npcs + depth, s->pcs_alloc);
+	memcpy(s->pcs + s->npcs, pcs, depth * sizeof(*pcs));
+	s->off[id] = s->npcs;
+	s->depth[id] = depth;
+	s->npcs += depth;
+	for (uint32_t k = 0; k < depth; k++) {
+		struct suffix *e = suffix_slot(s, h[k], depth - k);
+		if (!e->len) {
+			*e = (struct suffix){h[k], id, depth - k};
+			s->nsfx++;
+		}
+	}
+	return base;
+}
+
+static void stack_table_release(struct stack_table *s)
+{
+	free(s->pcs);
+	free(s->off);
+	free(s->depth);
+	free(s->sfx);
+}
+
+/* A raw META payload with each STACK that shares two or more outer frames
+ * with an earlier stack written as STACK_SHARED (MAPPING, THREAD and
+ * what is not understood here copied as they are; the reader checks them),
+ * then compressed. Never more shared frames than the reader takes per
+ * byte of META (AP_SHARED_PCS_PER_BYTE). */
+static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		      size_t len)
+{
+	struct stack_table *s = &c->stacks;
+	struct bytes *o = &c->meta;
+	o->len = 0;
+	const uint8_t *p = payload, *end = payload + len;
+	uint64_t pcs[AP_MAX_DEPTH_CAP];
+	while (p < end) {
+		const uint8_t *rec = p;
+		uint8_t tag = *p++;
+		uint64_t v[4], n;
+		bool ok = true;
+		if (tag == 0) {
+			p = rec; /* padding: copied */
+			break;
+		} else if (tag == AP_META_MAPPING) {
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
+			     n <= (uint64_t)(end - p);
+			p += ok ? n : 0;
+			ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
+			p += ok ? n : 0;
+			ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
+			for (uint64_t i = 0; ok && i < 4 * n; i++)
+				ok = !ap_get_uv(&p, end, &v[0]);
+		} else if (tag == AP_META_THREAD) {
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
+			     n <= (uint64_t)(end - p);
+			p += ok ? n : 0;
+		} else if (tag == AP_META_STACK) {
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]);
+			uint64_t pc = 0;
+			bool keep = ok && !s->lost && v[0] == (s->nids ? s->nids : 1) &&
+				    v[0] < UINT32_MAX && v[1] <= AP_MAX_DEPTH_CAP;
+			for (uint64_t i = 0; ok && i < v[1]; i++) {
+				int64_t d = 0;
+				ok = i ? !ap_get_sv(&p, end, &d) : !ap_get_uv(&p, end, &pc);
+				pc += (uint64_t)d;
+				if (keep)
+					pcs[i] = pc;
+			}
+			if (ok && keep) {
+				uint32_t shared, base = stack_share(s, (uint32_t)v[0], pcs,
+								    (uint32_t)v[1], &shared);
+				uint64_t cap = AP_SHARED_PCS_PER_BYTE * (s->meta_bytes + o->len) +
+						AP_SHARED_PCS_SLACK;
+				if (base && shared >= 2 && s->shared_pcs + shared <= cap) {
+					s->shared_pcs += shared;
+					o->len += ap_put_stack_shared(
+					    room(o, AP_META_STACK_MAX(v[1]) + 2 * AP_VARINT_MAX),
+					    (uint32_t)v[0], pcs, (uint32_t)v[1], base, shared);
+					continue;
+				}
+			} else if (ok && v[0] == (s->nids ? s->nids : 1)) {
+				s->nids = v[0] + 1; /* ids stay in step; not shared */
+			}
+		} else if (tag == AP_META_STACK_SHARED) {
+			/* (written by an earlier compaction; kept, not shared) */
+			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]) &&
+			     !ap_get_uv(&p, end, &v[2]) && !ap_get_uv(&p, end, &v[3]) &&
+			     v[3] <= v[1];
+			for (uint64_t i = 0; ok && i < v[1] - v[3]; i++)
+				ok = !ap_get_uv(&p, end, &n);
+			if (ok && v[0] == (s->nids ? s->nids : 1))
+				s->nids = v[0] + 1;
+			s->shared_pcs += ok ? v[3] : 0;
+		} else {
+			ok = false;
+		}
+		if (!ok)
+			return corrupt_at(c, off, "META record does not decode");
+		put_bytes(o, rec, (size_t)(p - rec));
+	}
+	put_bytes(o, p, (size_t)(end - p));
+	s->meta_bytes += o->len;
+	return write_compressed(c, AP_CHUNK_META, 0, tid, o->b, o->len);
+}
+
 /* An END with the chunk count of the output (AP_EK_CHUNKS): its other
- * fields as they were, in their order. */
+ * fields as they were, in their order. The input's count is checked as
+ * the reader checks it: its last value, if it has one. */
 static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		     size_t len)
 {
-	uint8_t *out = ap_xmalloc(len + 3 * AP_VARINT_MAX);
+	uint8_t *out = ap_xmalloc(len + AP_KV_UINT_MAX);
 	size_t n = 0;
 	const uint8_t *p = payload, *end = payload + len;
+	uint64_t chunks = 0;
 	while (p < end) {
 		const uint8_t *at = p;
 		uint64_t key, kind, v;
@@ -441,19 +690,19 @@ static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_
 		}
 		if (kind == AP_KV_STR)
 			p += v;
-		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT && v > c->in_data_chunks) {
-			free(out);
-			return corrupt_at(c, off, "missing chunks: the END counts more META and "
-					  "EVENTS chunks than the file holds before it");
-		}
+		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT)
+			chunks = v;
 		if (key != AP_EK_CHUNKS) {
 			memcpy(out + n, at, (size_t)(p - at));
 			n += (size_t)(p - at);
 		}
 	}
-	n += ap_put_uv(out + n, AP_EK_CHUNKS);
-	n += ap_put_uv(out + n, AP_KV_UINT);
-	n += ap_put_uv(out + n, c->data_chunks);
+	if (chunks > c->walk.data_chunks) {
+		free(out);
+		return corrupt_at(c, off, "missing chunks: the END counts more META and "
+				  "EVENTS chunks than the file holds before it");
+	}
+	n += ap_put_kv_uint(out + n, AP_EK_CHUNKS, c->data_chunks);
 	int rc = write_chunk(c, AP_CHUNK_END, 0, tid, out, n);
 	free(out);
 	return rc;
@@ -490,43 +739,41 @@ static int read_quantum(struct compactor *c, const uint8_t *data, size_t end)
  * not yet complete (or not yet matching its checksum: being written). */
 static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bool emit)
 {
-	size_t off = c->off ? c->off : AP_TRACE_PREAMBLE_LEN;
-	if (emit && !c->off && cwrite(c, data, off) < 0)
-		return -1;
-	while (off < size) {
-		c->off = off;
-		const uint8_t *h = data + off;
-		size_t left = size - off;
-		uint32_t len = left >= AP_CHUNK_HDR_LEN ? ap_get_u32le(h + 12) : 0;
-		if (left < AP_CHUNK_HDR_LEN || (ap_get_u32le(h) == AP_CHUNK_MAGIC &&
-						 ap_chunk_header_ok(h) &&
-						 len <= AP_CHUNK_MAX_PAYLOAD &&
-						 len > left - AP_CHUNK_HDR_LEN)) {
+	if (!c->off) {
+		ap_chunk_walk_release(&c->walk);
+		ap_chunk_walk_init(&c->walk, data, size);
+		uint8_t pre[AP_TRACE_PREAMBLE_LEN];
+		if (emit && cwrite(c, pre, ap_put_preamble(pre)) < 0)
+			return -1;
+	}
+	c->walk.data = data; /* (mapped again, maybe longer) */
+	c->walk.size = size;
+	for (;;) {
+		c->off = c->walk.off;
+		struct ap_chunk ch;
+		char why[160];
+		enum ap_chunk_result res = ap_chunk_next(&c->walk, &ch, why, sizeof(why));
+		if (res == AP_CHUNK_EOF)
+			break;
+		if (res == AP_CHUNK_CUT) {
 			if (c->live)
 				return 0;
 			/* the incomplete last chunk: kept as it was, after the rest */
 			c->st->cut = true;
-			c->st->cut_at = off;
-			if (emit && (flush_all(c) < 0 || cwrite(c, h, left) < 0))
+			c->st->cut_at = c->off;
+			if (emit && (flush_all(c) < 0 || cwrite(c, data + c->off, size - c->off) < 0))
 				return -1;
 			return 0;
 		}
-		if (ap_get_u32le(h) != AP_CHUNK_MAGIC || !ap_chunk_header_ok(h) ||
-		    len > AP_CHUNK_MAX_PAYLOAD)
-			return c->live ? 0 : corrupt_at(c, off, "bad chunk header");
-		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
-		if (ap_crc32c(payload, len) != ap_get_u32le(h + 16))
-			return c->live ? 0 : corrupt_at(c, off, "payload checksum mismatch");
-		uint8_t type = h[4], flags = h[5];
-		uint32_t tid = ap_get_u32le(h + 8);
+		/* a corrupt chunk: the trace is left as it is; while the trace
+		 * is written, bytes that may be a chunk not yet whole wait */
+		if (res == AP_CHUNK_BAD)
+			return c->live && c->walk.maybe_unwritten ? 0 : corrupt_at(c, c->off, why);
+		size_t off = ch.off;
+		const uint8_t *payload = ch.payload;
+		uint32_t len = ch.len, tid = ch.tid;
+		uint8_t type = ch.type, flags = ch.flags;
 		int rc = 0;
-		char why[160];
-		/* a chunk twice or one missing: the trace is corrupt, left as it is */
-		if (emit && ap_streams_check(&c->in_streams, type, ap_get_u32le(h + 20),
-					     ap_get_u32le(h + 24), why, sizeof(why)) < 0)
-			return corrupt_at(c, off, why);
-		if (emit)
-			c->in_data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
 		if (c->stream) {
 			/* one pass: the quantum here; anonymous blocks need to
 			 * know no other thread names them, which one pass over
@@ -551,7 +798,6 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 					return -1;
 			}
 			c->st->has_end = type == AP_CHUNK_END;
-			off += AP_CHUNK_HDR_LEN + (size_t)len;
 			continue;
 		}
 		if (!emit) {
@@ -600,12 +846,14 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				}
 			}
 		} else if (type == AP_CHUNK_META && !flags) {
-			rc = write_compressed(c, type, 0, tid, payload, len);
+			rc = write_meta(c, off, tid, payload, len);
 		} else {
 			/* HEADER, END, chunks compressed already: everything
 			 * before them stays before them */
 			if (type == AP_CHUNK_EVENTS)
 				note_tid(c, tid);
+			if (type == AP_CHUNK_META)
+				c->stacks.lost = true;
 			if (type != AP_CHUNK_META)
 				rc = flush_all(c);
 			if (!rc && type == AP_CHUNK_END)
@@ -617,9 +865,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			return -1;
 		if (emit)
 			c->st->has_end = type == AP_CHUNK_END;
-		off += AP_CHUNK_HDR_LEN + (size_t)len;
 	}
-	c->off = off;
+	c->off = c->walk.off;
 	return emit && !c->live ? flush_all(c) : 0;
 }
 
@@ -629,9 +876,10 @@ static int check_preamble(const char *path, const uint8_t *data, size_t size,
 {
 	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
 		return ap_error_set(err, "%s: not an allocprof trace", path);
-	if (ap_get_u32le(data + 8) != AP_TRACE_VERSION)
-		return ap_error_set(err, "%s: trace format version %u, this allocprof writes %u",
-				    path, ap_get_u32le(data + 8), AP_TRACE_VERSION);
+	uint32_t version = ap_get_u32le(data + 8);
+	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
+		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u and %u",
+				    path, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION);
 	return 0;
 }
 
@@ -675,16 +923,20 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 		free(c->pend[i].ev);
 	free(c->pend);
 	free(c->owners.e);
+	free(c->dist);
+	free(c->from);
 	free(c->ref);
 	free(c->anon);
 	free(c->scratch);
 	for (int k = 0; k < 4; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
+	free(c->meta.b);
+	stack_table_release(&c->stacks);
 	free(c->tids);
 	free(c->zbuf);
 	ZSTD_freeCCtx(c->zc);
-	ap_streams_release(&c->in_streams);
+	ap_chunk_walk_release(&c->walk);
 	ap_streams_release(&c->out_streams);
 }
 

@@ -37,8 +37,7 @@ struct ev_chunk {
 };
 
 struct rd {
-	struct ap_streams streams; /* where each chunk stream is */
-	uint64_t data_chunks;	   /* META and EVENTS chunks so far */
+	struct ap_chunk_walk walk; /* the chunks, checked (chunk.c) */
 	const uint8_t *data;
 	size_t size;
 	const char *name;
@@ -66,9 +65,11 @@ struct rd {
 	size_t scan_ring_cap;
 
 	size_t chunk_off; /* header offset of the chunk being decoded */
-	bool have_header;
 	uint64_t last_ts;
 	bool any_event;
+	uint32_t version;     /* the preamble's */
+	uint64_t meta_bytes;  /* META payload bytes read (decompressed) */
+	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
 };
 
 static int corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -370,10 +371,11 @@ static int decode_end(struct rd *r, struct cur *c)
 	}
 	/* Chunks written after the writer counted may come before the END
 	 * too; fewer than it counted were deleted or lost. */
-	if (chunks > r->data_chunks)
+	if (chunks > r->walk.data_chunks)
 		return corrupt(r, "missing chunks: the writer wrote %llu META and EVENTS chunks "
 			       "before this END, the file holds %llu (deleted or lost)",
-			       (unsigned long long)chunks, (unsigned long long)r->data_chunks);
+			       (unsigned long long)chunks,
+			       (unsigned long long)r->walk.data_chunks);
 	/* The last END counts (an exec that failed lets the process go on). */
 	t->has_end = true;
 	t->end_ns = end_ns;
@@ -447,23 +449,28 @@ fail:
 	return -1;
 }
 
-static int decode_stack(struct rd *r, struct cur *c)
+/* The start of a STACK or STACK_SHARED record: its id, which must be
+ * the next one. */
+static int stack_id(struct rd *r, struct cur *c, uint64_t *depth)
 {
 	struct ap_trace *t = r->t;
-	uint64_t id, depth;
-	if (get_uv(r, c, &id, "a stack id") < 0 || get_uv(r, c, &depth, "a stack depth") < 0)
+	uint64_t id;
+	if (get_uv(r, c, &id, "a stack id") < 0 || get_uv(r, c, depth, "a stack depth") < 0)
 		return -1;
 	if (id != t->nstacks)
 		return corrupt(r, "stack id %llu where %zu was next (ids are dense from 1)",
 			       (unsigned long long)id, t->nstacks);
 	if (id > UINT32_MAX)
 		return corrupt(r, "stack id %llu does not fit 32 bits", (unsigned long long)id);
-	if (depth > (uint64_t)(c->end - c->p))
-		return corrupt(r, "stack of depth %llu in %zu bytes", (unsigned long long)depth,
-			       (size_t)(c->end - c->p));
-	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	return 0;
+}
+
+/* `n` PCs (the first as uv, each next as an sv delta) into r->pcs at
+ * r->npcs, room made by the caller. */
+static int stack_pcs(struct rd *r, struct cur *c, uint64_t n)
+{
 	uint64_t pc = 0;
-	for (uint64_t i = 0; i < depth; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		if (i == 0) {
 			if (get_uv(r, c, &pc, "a pc") < 0)
 				return -1;
@@ -476,12 +483,67 @@ static int decode_stack(struct rd *r, struct cur *c)
 		}
 		r->pcs[r->npcs + i] = pc;
 	}
+	return 0;
+}
+
+/* The stack whose PCs are at r->npcs, `depth` of them, is the next one. */
+static void stack_add(struct rd *r, uint64_t depth)
+{
+	struct ap_trace *t = r->t;
 	AP_ALLOC_GROW(t->stacks, t->nstacks + 1, r->stacks_alloc);
 	t->stacks[t->nstacks].depth = (uint32_t)depth;
 	/* An offset into r->pcs until the pool stops moving (see finish). */
 	t->stacks[t->nstacks].pcs = (uint64_t *)(uintptr_t)r->npcs;
 	t->nstacks++;
 	r->npcs += depth;
+}
+
+static int decode_stack(struct rd *r, struct cur *c)
+{
+	uint64_t depth;
+	if (stack_id(r, c, &depth) < 0)
+		return -1;
+	if (depth > (uint64_t)(c->end - c->p))
+		return corrupt(r, "stack of depth %llu in %zu bytes", (unsigned long long)depth,
+			       (size_t)(c->end - c->p));
+	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	if (stack_pcs(r, c, depth) < 0)
+		return -1;
+	stack_add(r, depth);
+	return 0;
+}
+
+static int decode_stack_shared(struct rd *r, struct cur *c)
+{
+	struct ap_trace *t = r->t;
+	uint64_t depth, base, shared;
+	if (stack_id(r, c, &depth) < 0 || get_uv(r, c, &base, "a base stack id") < 0 ||
+	    get_uv(r, c, &shared, "a count of shared frames") < 0)
+		return -1;
+	if (base == 0 || base >= t->nstacks)
+		return corrupt(r, "shared stack %zu names stack %llu, which is not before it",
+			       t->nstacks, (unsigned long long)base);
+	uint32_t bdepth = t->stacks[base].depth;
+	if (shared == 0 || shared > depth || shared > bdepth)
+		return corrupt(r, "shared stack %zu of depth %llu shares %llu frames of stack "
+			       "%llu (depth %u)",
+			       t->nstacks, (unsigned long long)depth, (unsigned long long)shared,
+			       (unsigned long long)base, bdepth);
+	if (depth - shared > (uint64_t)(c->end - c->p) || depth > UINT32_MAX)
+		return corrupt(r, "stack of depth %llu (%llu shared) in %zu bytes",
+			       (unsigned long long)depth, (unsigned long long)shared,
+			       (size_t)(c->end - c->p));
+	r->shared_pcs += shared;
+	if (r->shared_pcs > AP_SHARED_PCS_PER_BYTE * r->meta_bytes + AP_SHARED_PCS_SLACK)
+		return corrupt(r, "shared stacks of %llu frames in %llu bytes of META records",
+			       (unsigned long long)r->shared_pcs,
+			       (unsigned long long)r->meta_bytes);
+	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
+	if (stack_pcs(r, c, depth - shared) < 0)
+		return -1;
+	size_t from = (size_t)(uintptr_t)t->stacks[base].pcs + bdepth - shared;
+	memcpy(r->pcs + r->npcs + (depth - shared), r->pcs + from, shared * sizeof(*r->pcs));
+	stack_add(r, depth);
 	return 0;
 }
 
@@ -518,10 +580,16 @@ static int decode_meta(struct rd *r, struct cur *c)
 		case AP_META_STACK:
 			rc = decode_stack(r, c);
 			break;
+		case AP_META_STACK_SHARED:
+			if (r->version < 4)
+				goto unknown;
+			rc = decode_stack_shared(r, c);
+			break;
 		case AP_META_THREAD:
 			rc = decode_thread(r, c);
 			break;
 		default:
+		unknown:
 			return corrupt(r, "unknown META record tag %u at byte %zu", tag,
 				       (size_t)(c->p - 1 - c->base));
 		}
@@ -1413,12 +1481,13 @@ static int read_preamble(struct rd *r)
 		    r->err, "%s: truncated trace: the file ends inside its preamble", r->name);
 	uint32_t version = ap_get_u32le(r->data + 8);
 	uint32_t bom = ap_get_u32le(r->data + 12);
-	if (version != AP_TRACE_VERSION)
-		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u: "
-				    "recorded by %s allocprof%s",
-				    r->name, version, AP_TRACE_VERSION,
+	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
+		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u "
+				    "and %u: recorded by %s allocprof%s",
+				    r->name, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION,
 				    version < AP_TRACE_VERSION ? "an older" : "a newer",
 				    version < AP_TRACE_VERSION ? " (record it again)" : "");
+	r->version = version;
 	if (bom != AP_TRACE_BOM)
 		return ap_error_set(r->err,
 				    "%s: wrong byte-order mark %#010x (expected %#010x): written "
@@ -1465,76 +1534,43 @@ static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len)
 static int read_chunks(struct rd *r)
 {
 	struct ap_trace *t = r->t;
-	size_t off = AP_TRACE_PREAMBLE_LEN;
+	struct ap_chunk_walk *w = &r->walk;
 	size_t next_progress = 4u << 20;
-	bool cut = false;
-	while (off < r->size) {
-		r->chunk_off = off;
-		if (r->progress && off >= next_progress) {
+	enum ap_chunk_result res;
+	struct ap_chunk ch;
+	char why[160];
+	ap_chunk_walk_init(w, r->data, r->size);
+	for (;;) {
+		r->chunk_off = w->off;
+		if (r->progress && w->off >= next_progress) {
 			/* pass 1 is the first half of the work, the merge the second */
-			r->progress(r->progress_ctx, off / 2, r->size);
-			next_progress = off + (4u << 20);
+			r->progress(r->progress_ctx, w->off / 2, r->size);
+			next_progress = w->off + (4u << 20);
 		}
-		size_t left = r->size - off;
-		const uint8_t *h = r->data + off;
-		if (left < AP_CHUNK_HDR_LEN) {
-			cut = true;
-			break;
-		}
-		if (ap_get_u32le(h) != AP_CHUNK_MAGIC)
-			return corrupt(r, "bad chunk magic %#010x", ap_get_u32le(h));
-		if (!ap_chunk_header_ok(h))
-			return corrupt(r, "header checksum mismatch");
-		uint8_t type = h[4];
-		uint32_t tid = ap_get_u32le(h + 8);
-		uint32_t len = ap_get_u32le(h + 12);
-		if (len > AP_CHUNK_MAX_PAYLOAD)
-			return corrupt(r, "payload length %u exceeds %u", len,
-				       AP_CHUNK_MAX_PAYLOAD);
-		if (type < AP_CHUNK_HEADER || type > AP_CHUNK_END)
-			return corrupt(r, "unknown chunk type %u", type);
-		if (len > left - AP_CHUNK_HDR_LEN) {
-			cut = true;
-			break;
-		}
-		const uint8_t *payload = h + AP_CHUNK_HDR_LEN;
-		if (ap_crc32c(payload, len) != ap_get_u32le(h + 16))
-			return corrupt(r, "payload checksum mismatch");
-		if (!r->have_header && type != AP_CHUNK_HEADER)
-			return corrupt(r, "the first chunk is not a HEADER (type %u)", type);
-		char why[160];
-		if (ap_streams_check(&r->streams, type, ap_get_u32le(h + 20), ap_get_u32le(h + 24),
-				     why, sizeof(why)) < 0)
+		res = ap_chunk_next(w, &ch, why, sizeof(why));
+		if (res == AP_CHUNK_BAD)
 			return corrupt(r, "%s", why);
-		const uint8_t *base = r->data;
-		size_t next = off + AP_CHUNK_HDR_LEN + (size_t)len;
-		if (h[5] & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS))
-			return corrupt(r, "unknown chunk flags %#x", h[5]);
-		if ((h[5] & AP_CHUNK_F_COLUMNS) && type != AP_CHUNK_EVENTS)
-			return corrupt(r, "a chunk of type %u in columns", type);
-		if (h[5] & AP_CHUNK_F_ZSTD) {
-			if (type != AP_CHUNK_META && type != AP_CHUNK_EVENTS)
-				return corrupt(r, "a compressed chunk of type %u", type);
+		if (res != AP_CHUNK_OK)
+			break;
+		const uint8_t *payload = ch.payload, *base = r->data;
+		uint32_t len = ch.len;
+		if (ch.flags & AP_CHUNK_F_ZSTD) {
 			if (decompress(r, &payload, &len) < 0)
 				return -1;
 			base = payload; /* offsets in messages: within the payload */
 		}
 		struct cur c = {payload, payload + len, base};
 		int rc = 0;
-		switch (type) {
+		switch (ch.type) {
 		case AP_CHUNK_HEADER:
-			if (r->have_header)
-				return corrupt(r, "a second HEADER chunk");
-			r->have_header = true;
 			rc = decode_header(r, &c);
 			break;
 		case AP_CHUNK_META:
-			r->data_chunks++;
+			r->meta_bytes += len;
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			r->data_chunks++;
-			rc = scan_events(r, tid, payload, len, h[5] & AP_CHUNK_F_COLUMNS);
+			rc = scan_events(r, ch.tid, payload, len, ch.flags & AP_CHUNK_F_COLUMNS);
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
@@ -1542,17 +1578,16 @@ static int read_chunks(struct rd *r)
 		}
 		if (rc < 0)
 			return -1;
-		off = next;
 	}
-	t->bytes_used = off;
-	if (!r->have_header)
+	t->bytes_used = w->off;
+	if (!w->have_header)
 		return ap_error_set(
 		    r->err, "%s: no header chunk: the trace is empty or was cut before its header",
 		    r->name);
-	if (cut) {
+	if (res == AP_CHUNK_CUT) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
-			 "file ends inside a chunk at byte %zu", off);
+			 "file ends inside a chunk at byte %zu", w->off);
 	} else if (!t->has_end) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
@@ -1610,7 +1645,7 @@ static int read_data(struct rd *r)
 	free(r->owned);
 	free(r->scan_ring);
 	ZSTD_freeDCtx(r->zd);
-	ap_streams_release(&r->streams);
+	ap_chunk_walk_release(&r->walk);
 	if (rc) {
 		ap_trace_free(r->t);
 		r->t = NULL;

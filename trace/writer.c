@@ -1,8 +1,8 @@
-/* Trace writer for tests and tools (ap_trace_writer.h): encodes format v2
- * with the same primitives the sampler uses (ap_trace_enc.h), and the same
+/* Trace writer for tests and tools (ap_trace_writer.h): the sampler's
+ * records from the sampler's encoder (ap_trace_encode.h), with the same
  * choices: a SYNC record opens each chunk, a TIME record precedes the first
  * event of a new quantum, and a FREE names one of the chunk's recent ALLOCs
- * by distance when a direct-mapped table of them still holds it. */
+ * by distance when the sampler's table of them (struct ap_ring) holds it. */
 #include "ap_trace_writer.h"
 
 #include <errno.h>
@@ -12,15 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ap_trace_encode.h"
+
 /* One tid's pending EVENTS payload and the delta state of that chunk. */
 struct tw_thread {
 	uint32_t tid;
 	struct ap_buf buf; /* payload so far; empty = no chunk open */
-	uint64_t q, prev_addr;
-	uint32_t cpu;
-	uint64_t ord_all, ord_base; /* ALLOCs ever, and when the chunk began */
-	uint64_t *ring_addr, *ring_ord; /* 4096 recent ALLOCs by address hash */
-	size_t tagpos; /* the open record's tag in buf */
+	struct ap_evenc enc;
+	struct ap_ring ring;
 	bool started; /* an event was ever written (ts order check) */
 	uint64_t last_ts;
 };
@@ -59,27 +58,18 @@ static int tw_fail(struct ap_tw *tw, const char *fmt, ...)
 	return -1;
 }
 
-static void put_uv(struct ap_buf *b, uint64_t v)
+/* Room for n more bytes at the end of b, for an encoder to write; then
+ * buf_commit with what it wrote. */
+static uint8_t *buf_room(struct ap_buf *b, size_t n)
 {
-	uint8_t tmp[AP_VARINT_MAX];
-	ap_buf_add(b, tmp, ap_put_uv(tmp, v));
+	ap_buf_grow(b, n);
+	return (uint8_t *)b->buf + b->len;
 }
 
-static void put_sv(struct ap_buf *b, int64_t v)
+static void buf_commit(struct ap_buf *b, size_t n)
 {
-	put_uv(b, ap_zigzag(v));
-}
-
-static void put_str(struct ap_buf *b, const char *s, size_t len)
-{
-	put_uv(b, len);
-	if (len) /* s may be NULL for an empty string (memcpy must not see it) */
-		ap_buf_add(b, s, len);
-}
-
-static void put_u8(struct ap_buf *b, uint8_t v)
-{
-	ap_buf_add(b, &v, 1);
+	b->len += n;
+	b->buf[b->len] = 0;
 }
 
 static void emit_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid, const void *payload,
@@ -108,24 +98,20 @@ void ap_tw_header_init(struct ap_tw_header *h)
 	h->cpus = 2;
 	h->start_realtime_ns = 1700000000000000000ull;
 	h->start_ns = 1000000000ull;
-	h->max_depth = 64;
+	h->max_depth = AP_DEFAULT_DEPTH;
 	h->page_size = 4096;
 	h->time_quantum_ns = 1;
 	h->sampler = "test";
 }
 
-static void kv_uint(struct ap_buf *b, uint64_t key, uint64_t v)
+static void kv_uint(struct ap_buf *b, unsigned key, uint64_t v)
 {
-	put_uv(b, key);
-	put_uv(b, AP_KV_UINT);
-	put_uv(b, v);
+	buf_commit(b, ap_put_kv_uint(buf_room(b, AP_KV_UINT_MAX), key, v));
 }
 
-static void kv_str(struct ap_buf *b, uint64_t key, const char *s, size_t len)
+static void kv_str(struct ap_buf *b, unsigned key, const char *s, size_t len)
 {
-	put_uv(b, key);
-	put_uv(b, AP_KV_STR);
-	put_str(b, s, len);
+	buf_commit(b, ap_put_kv_str(buf_room(b, 2 * AP_VARINT_MAX + AP_STR_MAX(len)), key, s, len));
 }
 
 struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
@@ -133,14 +119,10 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 	struct ap_tw *tw = ap_xcalloc(1, sizeof(*tw));
 	ap_buf_init(&tw->out);
 	ap_buf_init(&tw->meta);
-	tw->chunk_size = 64 << 10;
+	tw->chunk_size = AP_SAMPLER_CHUNK;
 	tw->quantum = h->time_quantum_ns ? h->time_quantum_ns : 1;
 
-	uint8_t pre[AP_TRACE_PREAMBLE_LEN];
-	memcpy(pre, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
-	ap_put_u32le(pre + 8, AP_TRACE_VERSION);
-	ap_put_u32le(pre + 12, AP_TRACE_BOM);
-	ap_buf_add(&tw->out, pre, sizeof(pre));
+	buf_commit(&tw->out, ap_put_preamble(buf_room(&tw->out, AP_TRACE_PREAMBLE_LEN)));
 
 	struct ap_buf p = AP_BUF_INIT;
 	const char *exe = h->exe ? h->exe : "";
@@ -208,17 +190,14 @@ static void flush_thread(struct ap_tw *tw, struct tw_thread *t)
 int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path, const uint8_t *build_id,
 		  size_t build_id_len, const struct ap_segment *segs, size_t nsegs)
 {
-	put_u8(&tw->meta, AP_META_MAPPING);
-	put_uv(&tw->meta, bias);
-	put_str(&tw->meta, path, strlen(path));
-	put_str(&tw->meta, (const char *)build_id, build_id_len);
-	put_uv(&tw->meta, nsegs);
-	for (size_t i = 0; i < nsegs; i++) {
-		put_uv(&tw->meta, segs[i].vaddr);
-		put_uv(&tw->meta, segs[i].memsz);
-		put_uv(&tw->meta, segs[i].offset);
-		put_uv(&tw->meta, segs[i].flags);
-	}
+	size_t plen = strlen(path);
+	buf_commit(&tw->meta,
+		   ap_put_mapping(buf_room(&tw->meta, AP_META_MAPPING_MAX(plen, build_id_len)), bias,
+				  path, plen, build_id, build_id_len, nsegs));
+	for (size_t i = 0; i < nsegs; i++)
+		buf_commit(&tw->meta, ap_put_segment(buf_room(&tw->meta, AP_META_SEGMENT_MAX),
+						     segs[i].vaddr, segs[i].memsz, segs[i].offset,
+						     segs[i].flags));
 	meta_added(tw);
 	return 0;
 }
@@ -274,24 +253,16 @@ uint32_t ap_tw_stack(struct ap_tw *tw, const uint64_t *pcs, uint32_t depth)
 		stack_hash_insert(tw, id);
 	}
 
-	put_u8(&tw->meta, AP_META_STACK);
-	put_uv(&tw->meta, id);
-	put_uv(&tw->meta, depth);
-	for (uint32_t i = 0; i < depth; i++) {
-		if (i == 0)
-			put_uv(&tw->meta, pcs[0]);
-		else
-			put_sv(&tw->meta, (int64_t)(pcs[i] - pcs[i - 1]));
-	}
+	buf_commit(&tw->meta, ap_put_stack(buf_room(&tw->meta, AP_META_STACK_MAX(depth)), id, pcs,
+					   depth));
 	meta_added(tw);
 	return id;
 }
 
 int ap_tw_thread(struct ap_tw *tw, uint32_t tid, const char *name)
 {
-	put_u8(&tw->meta, AP_META_THREAD);
-	put_uv(&tw->meta, tid);
-	put_str(&tw->meta, name, strlen(name));
+	size_t n = strlen(name);
+	buf_commit(&tw->meta, ap_put_thread(buf_room(&tw->meta, AP_META_THREAD_MAX(n)), tid, name, n));
 	meta_added(tw);
 	return 0;
 }
@@ -306,156 +277,59 @@ static struct tw_thread *get_thread(struct ap_tw *tw, uint32_t tid)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	ap_buf_init(&t->buf);
-	t->ring_addr = ap_xcalloc(1u << 12, sizeof(*t->ring_addr));
-	t->ring_ord = ap_xcalloc(1u << 12, sizeof(*t->ring_ord));
+	t->ring.ent = ap_xcalloc(AP_RING_TABLE_SIZE, sizeof(*t->ring.ent));
 	return t;
 }
 
-/* Opens the record: SYNC if the chunk is new, else TIME if the quantum
- * changed, then the tag and the cpu when it changes. Returns NULL (sticky
- * error) on a time going back. */
-static struct tw_thread *begin_record(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu,
-				      uint8_t tag)
+/* Appends record r of tid at time ts: SYNC first if the chunk is new, else
+ * TIME if the quantum changed. Fails (sticky error) on a time going back. */
+static int put_record(struct ap_tw *tw, uint32_t tid, uint64_t ts, struct ap_evrec *r)
 {
+	if (r->kind > 7)
+		return tw_fail(tw, "allocation kind %u does not fit in 3 bits", r->kind);
 	struct tw_thread *t = get_thread(tw, tid);
-	if (t->started && ts < t->last_ts) {
-		tw_fail(tw, "tid %u: timestamp %llu is before the previous one (%llu)", tid,
-			(unsigned long long)ts, (unsigned long long)t->last_ts);
-		return NULL;
-	}
+	if (t->started && ts < t->last_ts)
+		return tw_fail(tw, "tid %u: timestamp %llu is before the previous one (%llu)", tid,
+			       (unsigned long long)ts, (unsigned long long)t->last_ts);
 	uint64_t q = ts / tw->quantum;
+	uint8_t *p = buf_room(&t->buf, AP_EV_MAX_REC), *start = p;
 	if (!t->buf.len) {
-		put_u8(&t->buf, AP_EV_SYNC);
-		put_uv(&t->buf, q);
-		t->q = q;
-		t->prev_addr = 0;
-		t->cpu = 0;
-		t->ord_base = t->ord_all;
-	} else if (q != t->q) {
-		put_u8(&t->buf, AP_EV_TIME);
-		put_uv(&t->buf, q - t->q);
-		t->q = q;
+		p += ap_enc_sync(&t->enc, p, q);
+		ap_ring_sync(&t->ring);
+	} else if (q != t->enc.q) {
+		p += ap_enc_time(&t->enc, p, q);
 	}
-	bool cpu_change = cpu != t->cpu;
-	t->tagpos = t->buf.len;
-	put_u8(&t->buf, (uint8_t)(tag | (cpu_change ? AP_TAG_CPU : 0)));
-	if (cpu_change) {
-		put_uv(&t->buf, cpu);
-		t->cpu = cpu;
-	}
+	p += ap_enc_event_ring(&t->enc, &t->ring, p, r);
+	buf_commit(&t->buf, (size_t)(p - start));
 	t->last_ts = ts;
 	t->started = true;
-	return t;
-}
-
-static void put_addr(struct ap_buf *b, uint64_t addr, uint64_t prev)
-{
-	uint8_t tmp[AP_VARINT_MAX + 1];
-	ap_buf_add(b, tmp, ap_put_addr(tmp, addr, prev));
-}
-
-static size_t ring_slot(uint64_t addr)
-{
-	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> (64 - 12));
-}
-
-static void ring_put(struct tw_thread *t, uint64_t addr)
-{
-	size_t i = ring_slot(addr);
-	t->ring_addr[i] = addr;
-	t->ring_ord[i] = ++t->ord_all;
-}
-
-/* The block at addr by distance if the chunk's table still has it (the
- * entry is used up), else 0. */
-static uint64_t ring_take(struct tw_thread *t, uint64_t addr)
-{
-	size_t i = ring_slot(addr);
-	uint64_t o = t->ring_ord[i];
-	if (t->ring_addr[i] != addr || o <= t->ord_base || t->ord_all - o >= AP_RING)
-		return 0;
-	t->ring_addr[i] = 0;
-	t->ring_ord[i] = 0;
-	return t->ord_all - o + 1;
-}
-
-/* FREE's or REALLOC's block: by distance (sets AP_TAG_REF in the tag at
- * `tagpos`) or by address. */
-static void put_block(struct tw_thread *t, size_t tagpos, uint64_t addr)
-{
-	uint64_t d = ring_take(t, addr);
-	if (d) {
-		t->buf.buf[tagpos] |= AP_TAG_REF;
-		put_uv(&t->buf, d);
-	} else {
-		put_addr(&t->buf, addr, t->prev_addr);
-		t->prev_addr = addr; /* address fields move it, distances do not */
-	}
-}
-
-static void end_record(struct ap_tw *tw, struct tw_thread *t)
-{
 	if (t->buf.len >= tw->chunk_size)
 		flush_thread(tw, t);
-}
-
-static int check_kind(struct ap_tw *tw, unsigned kind)
-{
-	if (kind > 7)
-		return tw_fail(tw, "allocation kind %u does not fit in 3 bits", kind);
 	return 0;
 }
 
 int ap_tw_alloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsigned kind,
 		uint64_t addr, uint64_t size, uint32_t stack)
 {
-	if (check_kind(tw, kind) < 0)
-		return -1;
-	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_ALLOC, kind));
-	if (!t)
-		return -1;
-	put_addr(&t->buf, addr, t->prev_addr);
-	put_uv(&t->buf, size);
-	put_uv(&t->buf, stack);
-	ring_put(t, addr);
-	t->prev_addr = addr;
-	end_record(tw, t);
-	return 0;
+	struct ap_evrec r = {.type = AP_EV_ALLOC, .kind = kind, .cpu = cpu, .addr = addr,
+			     .size = size, .stack = stack};
+	return put_record(tw, tid, ts, &r);
 }
 
 int ap_tw_free(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uint64_t addr)
 {
-	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_FREE, 0));
-	if (!t)
-		return -1;
-	put_block(t, t->tagpos, addr);
-	end_record(tw, t);
-	return 0;
+	struct ap_evrec r = {.type = AP_EV_FREE, .cpu = cpu, .addr = addr};
+	return put_record(tw, tid, ts, &r);
 }
 
 int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, unsigned kind,
 		  uint64_t old_addr, uint64_t new_addr, uint64_t size, uint32_t stack,
 		  unsigned flags)
 {
-	if (check_kind(tw, kind) < 0)
-		return -1;
-	struct tw_thread *t = begin_record(tw, tid, ts, cpu, AP_TAG(AP_EV_REALLOC, kind));
-	if (!t)
-		return -1;
-	if (flags & AP_RF_OLD_TRACKED) {
-		put_block(t, t->tagpos, old_addr);
-	} else {
-		put_addr(&t->buf, old_addr, t->prev_addr);
-		t->prev_addr = old_addr;
-	}
-	put_uv(&t->buf, flags & ~AP_RF_NEW_ANON);
-	put_addr(&t->buf, new_addr, t->prev_addr);
-	ring_put(t, new_addr);
-	put_uv(&t->buf, size);
-	put_uv(&t->buf, stack);
-	t->prev_addr = new_addr;
-	end_record(tw, t);
-	return 0;
+	struct ap_evrec r = {.type = AP_EV_REALLOC, .kind = kind, .cpu = cpu, .addr = old_addr,
+			     .addr2 = new_addr, .size = size, .stack = stack,
+			     .flags = flags & ~AP_RF_NEW_ANON};
+	return put_record(tw, tid, ts, &r);
 }
 
 void ap_tw_flush(struct ap_tw *tw)
@@ -499,8 +373,7 @@ void ap_tw_discard(struct ap_tw *tw)
 	ap_buf_release(&tw->meta);
 	for (size_t i = 0; i < tw->nthreads; i++) {
 		ap_buf_release(&tw->threads[i].buf);
-		free(tw->threads[i].ring_addr);
-		free(tw->threads[i].ring_ord);
+		free(tw->threads[i].ring.ent);
 	}
 	free(tw->threads);
 	for (size_t i = 0; i < tw->nstacks; i++)

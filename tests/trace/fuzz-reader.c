@@ -1,20 +1,27 @@
-/* libFuzzer target for the trace reader (optional, not built by meson, not
- * in CI). Each input is read as it is, then again with every chunk's
- * checksums recomputed and its stream indices put in order, so that the
- * fuzzer's mutations reach the payload decoders instead of stopping at a
- * CRC mismatch or a chunk out of its stream's order.
+/* libFuzzer target for the trace reader and the compactor (optional, not
+ * built by meson, not in CI). Each input is read as it is, then again with
+ * every chunk's checksums recomputed and its stream indices put in order,
+ * so that the fuzzer's mutations reach the payload decoders instead of
+ * stopping at a CRC mismatch or a chunk out of its stream's order. A
+ * trace the reader takes is then compacted (ap_trace_compact, into
+ * /dev/shm), which must succeed, and the result must read back with the
+ * same totals; anything else aborts (a finding).
  *
  * Build and run (clang):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
  *     -Itrace -Iutil tests/trace/fuzz-reader.c trace/reader.c trace/totals.c \
- *     trace/streams.c trace/crc32c.c util/util.c -lzstd -lm -o /tmp/fuzz-reader
+ *     trace/replay.c trace/chunk.c trace/compact.c trace/streams.c \
+ *     trace/crc32c.c util/util.c -lzstd -lm -o /tmp/fuzz-reader
  *   mkdir -p /tmp/corpus && build/tests/trace/mktrace exact /tmp/corpus/exact
  *   /tmp/fuzz-reader -max_total_time=60 /tmp/corpus
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ap_trace.h"
+#include "ap_trace_compact.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
@@ -30,6 +37,41 @@ static void read_once(const uint8_t *data, size_t len)
 		for (uint32_t k = 0; k < t->stacks[i].depth; k++)
 			(void)ap_trace_mapping_for(t, t->stacks[i].pcs[k]);
 	ap_trace_free(t);
+}
+
+/* A trace the reader takes compacts, and reads back the same. */
+static void compact_once(const uint8_t *data, size_t len)
+{
+	struct ap_trace *t = NULL, *u = NULL;
+	struct ap_error err;
+	if (ap_trace_read_mem(data, len, "fuzz", &t, &err) < 0)
+		return;
+	char path[64];
+	snprintf(path, sizeof(path), "/dev/shm/fuzz-compact-%d", (int)getpid());
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+		abort();
+	struct ap_compact_stats st;
+	if (ap_trace_compact(path, 3, &st, &err) < 0) {
+		fprintf(stderr, "a trace the reader takes does not compact: %s\n", err.msg);
+		abort();
+	}
+	if (ap_trace_read(path, &u, &err, NULL, NULL) < 0) {
+		fprintf(stderr, "a compacted trace does not read: %s\n", err.msg);
+		abort();
+	}
+	unlink(path);
+	struct ap_trace_totals a, b;
+	ap_trace_totals(t, &a);
+	ap_trace_totals(u, &b);
+	if (t->nev != u->nev || a.alloc_objects != b.alloc_objects ||
+	    a.free_objects != b.free_objects || a.inuse_space != b.inuse_space ||
+	    a.unmatched_frees != b.unmatched_frees || t->truncated != u->truncated) {
+		fprintf(stderr, "compacted: %zu events (was %zu), totals differ\n", u->nev, t->nev);
+		abort();
+	}
+	ap_trace_free(t);
+	ap_trace_free(u);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
@@ -59,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	}
 	ap_streams_release(&streams);
 	read_once(d, len);
+	compact_once(d, len);
 	free(d);
 	return 0;
 }

@@ -700,7 +700,12 @@ static void test_errors(void)
 
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 7);
-	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3");
+	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3 and 4");
+	memcpy(d, good, len);
+	ap_put_u32le(d + 8, 2);
+	expect_error(d, len,
+		     "bad.trace: trace format version 2, this allocprof reads 3 and 4: recorded "
+		     "by an older allocprof (record it again)");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
 	expect_error(d, len, "bad.trace: wrong byte-order mark 0x04030201");

@@ -1,0 +1,405 @@
+/* The record encoder (trace/ap_trace_encode.h) against the reader's
+ * decoder: random records, written in rows with the sampler's table of
+ * recent ALLOCs (ap_enc_event_ring) and in columns with exact distances
+ * and anonymous blocks (ap_enc_event, as the compactor does), decode to
+ * the events they were made from; and the META and key/value records
+ * read back through ap_trace_read_mem. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_trace.h"
+#include "ap_trace_encode.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                           \
+	do {                                                                       \
+		if (!(cond)) {                                                     \
+			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);           \
+			fprintf(stderr, __VA_ARGS__);                              \
+			fputc('\n', stderr);                                       \
+			failures++;                                                \
+		}                                                                  \
+	} while (0)
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(uint64_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng % n;
+}
+
+/* A random stream of events as the reader hands them out: ALLOCs, FREEs
+ * of live blocks (or of unknown ones), REALLOCs (a FREE with
+ * FROM_REALLOC then the ALLOC), one quantum step now and then. Live
+ * blocks in live[], addresses from a small heap so that they repeat. */
+#define NEV 20000
+static struct ap_event want[2 * NEV];
+static size_t nwant;
+
+static void make_events(void)
+{
+	uint64_t live[512];
+	size_t nlive = 0;
+	uint64_t q = 7;
+	uint16_t cpu = 0;
+	for (size_t i = 0; i < NEV; i++) {
+		if (rnd(10) == 0)
+			q += 1 + rnd(300);
+		if (rnd(20) == 0)
+			cpu = (uint16_t)rnd(300);
+		struct ap_event e = {.ts = q * 10, .cpu = cpu};
+		unsigned what = (unsigned)rnd(10);
+		uint64_t addr = 0x10000 + 16 * rnd(4096) + (rnd(50) == 0 ? rnd(16) : 0);
+		if (what < 4 || !nlive) {
+			e.type = AP_EV_ALLOC;
+			e.addr = addr;
+			e.size = rnd(8) ? rnd(600) : rnd(1u << 30);
+			e.stack = 1 + (uint32_t)rnd(40);
+			e.kind = (uint8_t)rnd(5);
+			e.flags = AP_EVF_SAMPLED;
+			want[nwant++] = e;
+			if (nlive < 512)
+				live[nlive++] = addr;
+		} else if (what < 8) {
+			e.type = AP_EV_FREE;
+			size_t k = rnd(nlive);
+			e.addr = rnd(30) ? live[k] : addr; /* sometimes a block not seen */
+			live[k] = live[--nlive];
+			want[nwant++] = e;
+		} else {
+			size_t k = rnd(nlive);
+			bool tracked = rnd(4) != 0;
+			if (tracked) {
+				e.type = AP_EV_FREE;
+				e.addr = live[k];
+				e.flags = AP_EVF_FROM_REALLOC;
+				want[nwant++] = e;
+				live[k] = addr;
+			} else if (nlive < 512) {
+				live[nlive++] = addr;
+			}
+			struct ap_event a = e;
+			a.type = AP_EV_ALLOC;
+			a.addr = addr;
+			a.size = rnd(100000);
+			a.kind = rnd(2) ? AP_KIND_REALLOC : AP_KIND_REALLOCARRAY;
+			a.flags = AP_EVF_REALLOC | (rnd(3) ? AP_EVF_SAMPLED : 0);
+			a.stack = (a.flags & AP_EVF_SAMPLED) ? 1 + (uint32_t)rnd(40) : 0;
+			a.addr = addr;
+			want[nwant++] = a;
+		}
+	}
+}
+
+/* The record for want[*i] (and want[*i + 1] for a REALLOC); the old
+ * block's address of an untracked REALLOC is given as `untracked_old`. */
+static struct ap_evrec record_at(size_t *i, uint64_t untracked_old)
+{
+	const struct ap_event *e = &want[*i], *a = e, *old = NULL;
+	if ((e->flags & AP_EVF_FROM_REALLOC) && *i + 1 < nwant) {
+		old = e;
+		a = &want[++*i];
+	}
+	struct ap_evrec r = {.type = a->type, .kind = a->kind, .cpu = e->cpu, .addr = a->addr,
+			     .size = a->size, .stack = a->stack};
+	if (a->flags & AP_EVF_REALLOC) {
+		r.type = AP_EV_REALLOC;
+		r.flags = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
+		r.flags |= old ? AP_RF_OLD_TRACKED : 0;
+		r.addr = old ? old->addr : untracked_old;
+		r.addr2 = a->addr;
+	}
+	if (r.type == AP_EV_FREE)
+		r.kind = 0;
+	(*i)++;
+	return r;
+}
+
+static void compare(const char *what, const struct ap_event *got, size_t ngot, bool anon)
+{
+	CHECK(ngot == nwant, "%s: %zu events decoded, %zu written", what, ngot, nwant);
+	size_t mism = 0;
+	for (size_t i = 0; i < ngot && i < nwant; i++) {
+		const struct ap_event *g = &got[i], *w = &want[i];
+		bool addr_ok = g->addr == w->addr || (anon && (g->addr & AP_ANON_BASE) == AP_ANON_BASE);
+		if (g->ts != w->ts || !addr_ok || g->size != w->size || g->stack != w->stack ||
+		    g->cpu != w->cpu || g->type != w->type || g->kind != w->kind ||
+		    g->flags != w->flags) {
+			if (!mism++)
+				CHECK(0, "%s: event %zu: ts %llu addr %#llx size %llu stack %u cpu %u "
+					 "type %u kind %u flags %#x, written ts %llu addr %#llx size "
+					 "%llu stack %u cpu %u type %u kind %u flags %#x",
+				      what, i, (unsigned long long)g->ts, (unsigned long long)g->addr,
+				      (unsigned long long)g->size, g->stack, g->cpu, g->type, g->kind,
+				      g->flags, (unsigned long long)w->ts, (unsigned long long)w->addr,
+				      (unsigned long long)w->size, w->stack, w->cpu, w->type, w->kind,
+				      w->flags);
+		}
+	}
+	CHECK(mism == 0, "%s: %zu events differ", what, mism);
+}
+
+/* Rows, as the sampler writes them: SYNC, TIME per quantum, distances
+ * from the direct-mapped table. */
+static void test_rows(void)
+{
+	uint8_t *buf = malloc(2 * NEV * AP_EV_MAX_REC), *p = buf;
+	struct ap_ring ring = {.ent = calloc(AP_RING_TABLE_SIZE, sizeof(struct ap_ring_ent))};
+	struct ap_evenc enc;
+	size_t nref = 0;
+	p += ap_enc_sync(&enc, p, want[0].ts / 10);
+	ap_ring_sync(&ring);
+	for (size_t i = 0; i < nwant;) {
+		if (want[i].ts / 10 != enc.q)
+			p += ap_enc_time(&enc, p, want[i].ts / 10);
+		struct ap_evrec r = record_at(&i, enc.prev_addr);
+		size_t n = ap_enc_event_ring(&enc, &ring, p, &r);
+		CHECK(n <= AP_EV_MAX_REC, "a record of %zu bytes", n);
+		nref += r.ref != 0;
+		p += n;
+	}
+	CHECK(nref > 1000, "only %zu blocks named by distance", nref);
+	struct ap_event *got = NULL;
+	size_t ngot = 0, alloc = 0;
+	const char *why = "";
+	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), false, 10, &got, &ngot, &alloc, &why) ==
+		  0,
+	      "rows do not decode: %s", why);
+	compare("rows", got, ngot, false);
+	free(got);
+	free(ring.ent);
+	free(buf);
+}
+
+/* Columns, as the compactor writes them: every FREE of a block allocated
+ * since the SYNC by exact distance, such blocks anonymous. */
+static void test_columns(void)
+{
+	uint8_t *col[4];
+	for (int k = 0; k < 4; k++)
+		col[k] = malloc(2 * NEV * AP_EV_MAX_REC);
+	uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3];
+	struct ap_evenc enc;
+	c0 += ap_enc_sync(&enc, c0, want[0].ts / 10);
+	/* exact distances: the index of each address's last allocation */
+	uint64_t *ord = calloc(nwant + 1, sizeof(*ord)), nal = 0;
+	size_t nrec = 0, last_step = 0, nanon = 0;
+	for (size_t i = 0; i < nwant;) {
+		if (want[i].ts / 10 != enc.q) {
+			c3 += ap_enc_time_col(&enc, c3, nrec - last_step, want[i].ts / 10);
+			last_step = nrec;
+		}
+		nrec++;
+		size_t first = i;
+		struct ap_evrec r = record_at(&i, enc.prev_addr);
+		/* the (old) block's distance: its last ALLOC, if still unfreed */
+		if (r.type != AP_EV_ALLOC && (r.type == AP_EV_FREE || (r.flags & AP_RF_OLD_TRACKED))) {
+			for (size_t j = first; j-- > 0;)
+				if (want[j].type == AP_EV_ALLOC && want[j].addr == r.addr) {
+					bool freed = false;
+					for (size_t k = j + 1; k < first; k++)
+						freed |= want[k].type == AP_EV_FREE &&
+							 want[k].addr == r.addr;
+					if (!freed && nal - ord[j] < AP_RING)
+						r.ref = nal - ord[j] + 1;
+					break;
+				}
+		}
+		/* new blocks never named by address later: anonymous (the
+		 * decoder gives them identities; compare() accepts those) */
+		if (r.type != AP_EV_FREE && rnd(3) == 0) {
+			r.anon = true;
+			nanon++;
+		}
+		ap_enc_event(&enc, &c0, &c1, &c2, &r);
+		if (r.type != AP_EV_FREE)
+			ord[i - 1] = ++nal;
+	}
+	CHECK(nanon > 1000, "only %zu anonymous blocks", nanon);
+	size_t l[4] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2]),
+		       (size_t)(c3 - col[3])};
+	uint8_t *buf = malloc(3 * AP_VARINT_MAX + l[0] + l[1] + l[2] + l[3]), *p = buf;
+	p += ap_put_uv(p, l[1]);
+	p += ap_put_uv(p, l[2]);
+	p += ap_put_uv(p, l[3]);
+	for (int k = 0; k < 4; k++) {
+		memcpy(p, col[k], l[k]);
+		p += l[k];
+		free(col[k]);
+	}
+	struct ap_event *got = NULL;
+	size_t ngot = 0, alloc = 0;
+	const char *why = "";
+	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), true, 10, &got, &ngot, &alloc, &why) ==
+		  0,
+	      "columns do not decode: %s", why);
+	/* an anonymous block freed by distance: the FREE gets the identity
+	 * its ALLOC got, never the address */
+	compare("columns", got, ngot, true);
+	free(got);
+	free(ord);
+	free(buf);
+}
+
+/* HEADER, META (mapping, stack, thread) and END through the reader. */
+static void test_meta(void)
+{
+	uint8_t file[4096], *p = file;
+	p += ap_put_preamble(p);
+	uint8_t *h = p, *q = h + AP_CHUNK_HDR_LEN;
+	q += ap_put_kv_uint(q, AP_HK_RATE, 4096);
+	q += ap_put_kv_str(q, AP_HK_EXE, "/bin/x", 6);
+	q += ap_put_kv_uint(q, AP_HK_CPUS, 3);
+	ap_chunk_header(h, AP_CHUNK_HEADER, 5, AP_STREAM_NONE, 0, h + AP_CHUNK_HDR_LEN,
+			(uint32_t)(q - h - AP_CHUNK_HDR_LEN));
+	p = q;
+	h = p;
+	q = h + AP_CHUNK_HDR_LEN;
+	static const uint8_t bid[] = {0xde, 0xad, 0xbe, 0xef};
+	q += ap_put_mapping(q, 0x400000, "/bin/x", 6, bid, sizeof(bid), 2);
+	q += ap_put_segment(q, 0, 0x1000, 0, 5);
+	q += ap_put_segment(q, 0x2000, 0x800, 0x2000, 6);
+	uint64_t pcs[] = {0x400123, 0x400040, 0xffffffffff600000ull, 0x400000};
+	q += ap_put_stack(q, 1, pcs, 4);
+	q += ap_put_thread(q, 5, "worker", 6);
+	ap_chunk_header(h, AP_CHUNK_META, 5, AP_STREAM_META, 0, h + AP_CHUNK_HDR_LEN,
+			(uint32_t)(q - h - AP_CHUNK_HDR_LEN));
+	p = q;
+	h = p;
+	q = h + AP_CHUNK_HDR_LEN;
+	q += ap_put_kv_uint(q, AP_EK_REASON, AP_END_EXIT);
+	q += ap_put_kv_uint(q, AP_EK_CALLS, 99);
+	ap_chunk_header(h, AP_CHUNK_END, 5, AP_STREAM_NONE, 0, h + AP_CHUNK_HDR_LEN,
+			(uint32_t)(q - h - AP_CHUNK_HDR_LEN));
+	p = q;
+	struct ap_trace *t;
+	struct ap_error err;
+	if (ap_trace_read_mem(file, (size_t)(p - file), "meta", &t, &err) < 0) {
+		CHECK(0, "%s", err.msg);
+		return;
+	}
+	CHECK(t->rate == 4096 && t->cpus == 3 && !strcmp(t->exe, "/bin/x"), "header fields");
+	CHECK(t->nmaps == 1 && t->maps[0].bias == 0x400000 && t->maps[0].build_id_len == 4 &&
+		  !memcmp(t->maps[0].build_id, bid, 4) && t->maps[0].nsegs == 2 &&
+		  t->maps[0].segs[1].vaddr == 0x2000 && t->maps[0].segs[1].memsz == 0x800 &&
+		  t->maps[0].segs[1].offset == 0x2000 && t->maps[0].segs[1].flags == 6,
+	      "mapping");
+	CHECK(t->nstacks == 2 && t->stacks[1].depth == 4 && !memcmp(t->stacks[1].pcs, pcs, sizeof(pcs)),
+	      "stack");
+	CHECK(t->nthreads == 1 && t->threads[0].tid == 5 && !strcmp(t->threads[0].name, "worker"),
+	      "thread");
+	CHECK(t->has_end && t->calls == 99, "end");
+	ap_trace_free(t);
+}
+
+/* A trace of a HEADER and one META chunk holding `meta` (n bytes), in
+ * format `version`, read; returns the trace or NULL with *err set. */
+static struct ap_trace *read_meta(const uint8_t *meta, size_t n, uint32_t version,
+				  struct ap_error *err)
+{
+	static uint8_t file[65536];
+	uint8_t *p = file;
+	p += ap_put_preamble(p);
+	ap_put_u32le(file + 8, version);
+	uint8_t *h = p, *q = h + AP_CHUNK_HDR_LEN;
+	q += ap_put_kv_uint(q, AP_HK_RATE, 1);
+	ap_chunk_header(h, AP_CHUNK_HEADER, 5, AP_STREAM_NONE, 0, h + AP_CHUNK_HDR_LEN,
+			(uint32_t)(q - h - AP_CHUNK_HDR_LEN));
+	h = q;
+	memcpy(h + AP_CHUNK_HDR_LEN, meta, n);
+	ap_chunk_header(h, AP_CHUNK_META, 5, AP_STREAM_META, 0, h + AP_CHUNK_HDR_LEN, (uint32_t)n);
+	struct ap_trace *t = NULL;
+	if (ap_trace_read_mem(file, (size_t)(h + AP_CHUNK_HDR_LEN + n - file), "shared", &t, err) < 0)
+		return NULL;
+	return t;
+}
+
+/* STACK_SHARED (version 4): a stack made of its own inner frames and an
+ * earlier stack's outer ones; every bad base or count is corrupt, and a
+ * version 3 trace has no such records. */
+static void test_shared(void)
+{
+	uint64_t a[] = {0x1000, 0x2000, 0x3000, 0x4000};	  /* stack 1 */
+	uint64_t b[] = {0x1111, 0x2222, 0x3000, 0x4000};	  /* 2: shares 2 of 1 */
+	uint64_t c[] = {0x5555, 0x1111, 0x2222, 0x3000, 0x4000}; /* 3: shares 4 of 2 */
+	uint8_t meta[512], *p = meta;
+	p += ap_put_stack(p, 1, a, 4);
+	p += ap_put_stack_shared(p, 2, b, 4, 1, 2);
+	p += ap_put_stack_shared(p, 3, c, 5, 2, 4);
+	p += ap_put_stack_shared(p, 4, a, 4, 1, 4); /* all shared */
+	struct ap_error err;
+	struct ap_trace *t = read_meta(meta, (size_t)(p - meta), 4, &err);
+	CHECK(t != NULL, "%s", err.msg);
+	if (t) {
+		CHECK(t->nstacks == 5, "%zu stacks", t->nstacks);
+		CHECK(t->stacks[2].depth == 4 && !memcmp(t->stacks[2].pcs, b, sizeof(b)), "stack 2");
+		CHECK(t->stacks[3].depth == 5 && !memcmp(t->stacks[3].pcs, c, sizeof(c)), "stack 3");
+		CHECK(t->stacks[4].depth == 4 && !memcmp(t->stacks[4].pcs, a, sizeof(a)), "stack 4");
+		ap_trace_free(t);
+	}
+	CHECK(!read_meta(meta, (size_t)(p - meta), 3, &err) &&
+		  strstr(err.msg, "unknown META record tag 4"),
+	      "version 3: %s", err.msg);
+	static const struct {
+		uint32_t base, shared, depth;
+		const char *msg;
+	} bad[] = {
+	    {0, 2, 4, "names stack 0, which is not before it"},
+	    {2, 2, 4, "names stack 2, which is not before it"},
+	    {1, 5, 4, "of depth 4 shares 5 frames"},
+	    {1, 5, 6, "of depth 6 shares 5 frames of stack 1 (depth 4)"},
+	    {1, 0, 4, "shares 0 frames"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = meta;
+		p += ap_put_stack(p, 1, a, 4);
+		uint64_t pcs[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+		/* the own PCs only: write the record by hand past depth */
+		p += ap_put_stack_shared(p, 2, pcs, bad[i].depth,
+					 bad[i].base, bad[i].shared > bad[i].depth ? 0 : bad[i].shared);
+		if (bad[i].shared > bad[i].depth || bad[i].shared == 0) {
+			/* rewrite the shared count (the encoder wrote 0) */
+			p = meta + ap_put_stack(meta, 1, a, 4);
+			*p++ = AP_META_STACK_SHARED;
+			p += ap_put_uv(p, 2);
+			p += ap_put_uv(p, bad[i].depth);
+			p += ap_put_uv(p, bad[i].base);
+			p += ap_put_uv(p, bad[i].shared);
+			for (uint32_t k = 0; k < bad[i].depth; k++)
+				p += ap_put_uv(p, 1);
+		}
+		CHECK(!read_meta(meta, (size_t)(p - meta), 4, &err) && strstr(err.msg, bad[i].msg),
+		      "bad %zu: %s", i, err.msg);
+	}
+	/* shared frames past AP_SHARED_PCS_PER_BYTE per byte: corrupt. A
+	 * chain of stacks, each one frame deeper than the one it shares all
+	 * frames of, would hold n^2 / 2 frames for 10 n bytes */
+	static uint8_t big[60000];
+	uint64_t one = 0x401000;
+	p = big;
+	p += ap_put_stack(p, 1, &one, 1);
+	for (uint32_t id = 2; p + 32 < big + sizeof(big); id++)
+		p += ap_put_stack_shared(p, id, &one, id, id - 1, id - 1);
+	t = read_meta(big, (size_t)(p - big), 4, &err);
+	CHECK(!t && strstr(err.msg, "shared stacks of"), "a META bomb: %s",
+	      t ? "read" : err.msg);
+	ap_trace_free(t);
+}
+
+int main(void)
+{
+	make_events();
+	test_rows();
+	test_columns();
+	test_meta();
+	test_shared();
+	if (failures) {
+		fprintf(stderr, "test-encode: %d failures\n", failures);
+		return 1;
+	}
+	printf("test-encode: ok (%zu events)\n", nwant);
+	return 0;
+}
