@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ap_trace_enc.h"
+#include "ap_hash.h"
 #include "ap_util.h"
 
 struct ap_segment {
@@ -238,9 +239,7 @@ void ap_run_release(struct ap_run *run);
  * check that every stream's chunks come 0, 1, 2, ... in file order, which
  * finds a duplicated or a missing chunk. Zero-initialised is empty. */
 struct ap_streams {
-	uint32_t *id;		/* open addressing over id, AP_STREAM_NONE = free */
-	uint32_t *next;
-	size_t mask, n;
+	struct ap_u64map next;	/* stream -> its next index (ap_hash.h; slot NULL: empty) */
 };
 
 void ap_streams_release(struct ap_streams *s);

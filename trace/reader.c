@@ -47,8 +47,7 @@ struct rd {
 	void *progress_ctx;
 
 	size_t threads_alloc;
-	uint32_t *tid_hash; /* thread index + 1, 0 empty */
-	size_t tid_hash_size;
+	struct ap_u64map tid_index; /* tid -> thread index (slot NULL until the first) */
 	uint64_t *thread_nev; /* ap_events per thread (pass 1) */
 
 	uint64_t *pcs; /* all stacks' pcs; stacks[i].pcs are offsets until the end */
@@ -87,31 +86,16 @@ static int corrupt(struct rd *r, const char *fmt, ...)
 
 /* ---- threads ---- */
 
-static uint32_t tid_slot_hash(uint32_t tid)
-{
-	return tid * 2654435761u;
-}
-
-static void tid_hash_put(struct rd *r, uint32_t tid, uint32_t idx1)
-{
-	size_t mask = r->tid_hash_size - 1;
-	size_t i = tid_slot_hash(tid) & mask;
-	while (r->tid_hash[i])
-		i = (i + 1) & mask;
-	r->tid_hash[i] = idx1;
-}
-
 /* Index of the thread `tid`, created if new; -1 (error set) if the trace
  * has more threads than an event can name. */
 static long thread_index(struct rd *r, uint32_t tid)
 {
 	struct ap_trace *t = r->t;
-	if (r->tid_hash_size) {
-		size_t mask = r->tid_hash_size - 1;
-		for (size_t i = tid_slot_hash(tid) & mask; r->tid_hash[i]; i = (i + 1) & mask)
-			if (t->threads[r->tid_hash[i] - 1].tid == tid)
-				return (long)r->tid_hash[i] - 1;
-	}
+	if (!r->tid_index.slot)
+		ap_u64map_init(&r->tid_index, 16);
+	uint32_t known = ap_u64map_get(&r->tid_index, tid);
+	if (known != AP_U64MAP_NONE)
+		return (long)known;
 	if (t->nthreads >= UINT16_MAX)
 		return corrupt(r, "more than %u threads", UINT16_MAX);
 	AP_ALLOC_GROW(t->threads, t->nthreads + 1, r->threads_alloc);
@@ -121,16 +105,8 @@ static long thread_index(struct rd *r, uint32_t tid)
 	th->name = ap_xstrdup("");
 	th->events = 0;
 	r->thread_nev[t->nthreads] = 0;
+	ap_u64map_put(&r->tid_index, tid, (uint32_t)t->nthreads);
 	t->nthreads++;
-	if (t->nthreads * 2 > r->tid_hash_size) {
-		free(r->tid_hash);
-		r->tid_hash_size = r->tid_hash_size ? r->tid_hash_size * 2 : 16;
-		r->tid_hash = ap_xcalloc(r->tid_hash_size, sizeof(*r->tid_hash));
-		for (size_t k = 0; k < t->nthreads; k++)
-			tid_hash_put(r, t->threads[k].tid, (uint32_t)k + 1);
-	} else {
-		tid_hash_put(r, tid, (uint32_t)t->nthreads);
-	}
 	return (long)t->nthreads - 1;
 }
 
@@ -1637,7 +1613,7 @@ static int read_data(struct rd *r)
 		if (r->progress)
 			r->progress(r->progress_ctx, r->size, r->size);
 	}
-	free(r->tid_hash);
+	ap_u64map_release(&r->tid_index);
 	free(r->thread_nev);
 	free(r->chunks);
 	for (size_t i = 0; i < r->nowned; i++)

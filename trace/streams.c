@@ -9,54 +9,22 @@
 
 void ap_streams_release(struct ap_streams *s)
 {
-	if (!s)
-		return;
-	free(s->id);
-	free(s->next);
-	memset(s, 0, sizeof(*s));
+	if (s && s->next.slot)
+		ap_u64map_release(&s->next);
 }
 
-static size_t stream_hash(uint32_t id, size_t mask)
-{
-	return (size_t)((id * 2654435761u) >> 7) & mask;
-}
-
-static void streams_grow(struct ap_streams *s)
-{
-	size_t cap = s->id ? (s->mask + 1) * 2 : 16;
-	uint32_t *id = ap_xmalloc(cap * sizeof(*id));
-	uint32_t *next = ap_xmalloc(cap * sizeof(*next));
-	memset(id, 0xff, cap * sizeof(*id));
-	for (size_t i = 0; s->id && i <= s->mask; i++) {
-		if (s->id[i] == AP_STREAM_NONE)
-			continue;
-		size_t j = stream_hash(s->id[i], cap - 1);
-		while (id[j] != AP_STREAM_NONE)
-			j = (j + 1) & (cap - 1);
-		id[j] = s->id[i];
-		next[j] = s->next[i];
-	}
-	free(s->id);
-	free(s->next);
-	s->id = id;
-	s->next = next;
-	s->mask = cap - 1;
-}
-
-/* The slot of `stream` (a new one at index 0 if it was not seen). */
+/* The next index of `stream` (a new one at index 0 if it was not seen),
+ * in the map: valid until the next call. */
 static uint32_t *stream_slot(struct ap_streams *s, uint32_t stream)
 {
-	if (!s->id || (s->n + 1) * 2 > s->mask + 1)
-		streams_grow(s);
-	size_t j = stream_hash(stream, s->mask);
-	while (s->id[j] != AP_STREAM_NONE && s->id[j] != stream)
-		j = (j + 1) & s->mask;
-	if (s->id[j] == AP_STREAM_NONE) {
-		s->id[j] = stream;
-		s->next[j] = 0;
-		s->n++;
+	if (!s->next.slot)
+		ap_u64map_init(&s->next, 8);
+	struct ap_u64map_slot *e = ap_u64map_find(&s->next, stream);
+	if (!e) {
+		ap_u64map_put(&s->next, stream, 0);
+		e = ap_u64map_find(&s->next, stream);
 	}
-	return &s->next[j];
+	return &e->val;
 }
 
 uint32_t ap_streams_next(struct ap_streams *s, uint32_t stream)

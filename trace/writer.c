@@ -36,8 +36,7 @@ struct ap_tw {
 	size_t nthreads, threads_alloc;
 	struct tw_stack *stacks; /* stacks[i] has id i + 1 */
 	size_t nstacks, stacks_alloc;
-	uint32_t *stack_hash; /* open addressing: id, 0 empty */
-	size_t stack_hash_size;
+	struct ap_index stack_index; /* pcs -> stack (id - 1) */
 	size_t chunk_size;
 	uint64_t quantum;
 	struct ap_streams streams; /* chunk indices (ap_stream_of) */
@@ -202,39 +201,28 @@ int ap_tw_mapping(struct ap_tw *tw, uint64_t bias, const char *path, const uint8
 	return 0;
 }
 
-static uint64_t hash_pcs(const uint64_t *pcs, uint32_t depth)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
-	for (uint32_t i = 0; i < depth; i++) {
-		h ^= pcs[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	return h;
-}
+/* A stack as the index looks it up. */
+struct stack_probe {
+	const uint64_t *pcs;
+	uint32_t depth;
+};
 
-static void stack_hash_insert(struct ap_tw *tw, uint32_t id)
+static bool stack_is(const void *ctx, uint32_t i, const void *key)
 {
-	const struct tw_stack *s = &tw->stacks[id - 1];
-	size_t mask = tw->stack_hash_size - 1;
-	size_t i = hash_pcs(s->pcs, s->depth) & mask;
-	while (tw->stack_hash[i])
-		i = (i + 1) & mask;
-	tw->stack_hash[i] = id;
+	const struct ap_tw *tw = ctx;
+	const struct stack_probe *k = key;
+	const struct tw_stack *s = &tw->stacks[i];
+	return s->depth == k->depth && (!k->depth || !memcmp(s->pcs, k->pcs, k->depth * sizeof(*k->pcs)));
 }
 
 uint32_t ap_tw_stack(struct ap_tw *tw, const uint64_t *pcs, uint32_t depth)
 {
-	if (tw->stack_hash_size) {
-		size_t mask = tw->stack_hash_size - 1;
-		for (size_t i = hash_pcs(pcs, depth) & mask; tw->stack_hash[i];
-		     i = (i + 1) & mask) {
-			const struct tw_stack *s = &tw->stacks[tw->stack_hash[i] - 1];
-			if (s->depth == depth &&
-			    (!depth || !memcmp(s->pcs, pcs, depth * sizeof(*pcs))))
-				return tw->stack_hash[i];
-		}
-	}
+	struct stack_probe k = { pcs, depth };
+	bool added;
+	uint32_t i = ap_index_add(&tw->stack_index, ap_hash_bytes(pcs, depth * sizeof(*pcs)), stack_is,
+				  tw, &k, (uint32_t)tw->nstacks, &added);
+	if (!added)
+		return i + 1;
 	AP_ALLOC_GROW(tw->stacks, tw->nstacks + 1, tw->stacks_alloc);
 	struct tw_stack *s = &tw->stacks[tw->nstacks++];
 	s->depth = depth;
@@ -242,16 +230,6 @@ uint32_t ap_tw_stack(struct ap_tw *tw, const uint64_t *pcs, uint32_t depth)
 	if (depth)
 		memcpy(s->pcs, pcs, depth * sizeof(*pcs));
 	uint32_t id = (uint32_t)tw->nstacks;
-
-	if (tw->nstacks * 2 > tw->stack_hash_size) {
-		free(tw->stack_hash);
-		tw->stack_hash_size = tw->stack_hash_size ? tw->stack_hash_size * 2 : 64;
-		tw->stack_hash = ap_xcalloc(tw->stack_hash_size, sizeof(uint32_t));
-		for (uint32_t k = 1; k <= id; k++)
-			stack_hash_insert(tw, k);
-	} else {
-		stack_hash_insert(tw, id);
-	}
 
 	buf_commit(&tw->meta, ap_put_stack(buf_room(&tw->meta, AP_META_STACK_MAX(depth)), id, pcs,
 					   depth));
@@ -379,7 +357,7 @@ void ap_tw_discard(struct ap_tw *tw)
 	for (size_t i = 0; i < tw->nstacks; i++)
 		free(tw->stacks[i].pcs);
 	free(tw->stacks);
-	free(tw->stack_hash);
+	ap_index_release(&tw->stack_index);
 	free(tw);
 }
 
