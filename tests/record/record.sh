@@ -111,6 +111,9 @@ lifecycle)
 		grep -q "child trace $c " fe.err || fail "record did not mention $c: $(cat fe.err)"
 	done
 	grep -q "allocprof: wrote fe.trace (" fe.err || fail "no summary line: $(cat fe.err)"
+	# and how to read the whole run (the reports read the children too)
+	grep -q "^allocprof: the reports read fe.trace with its child traces as one run (allocprof top fe.trace)" fe.err ||
+		fail "no whole-run line: $(cat fe.err)"
 	# the summary's count is the trace's, both for a trace record leaves as
 	# written (level 0) and for ones it compacts (small: level 3; forced 10)
 	for lv in 0 "" 10; do
