@@ -155,9 +155,14 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	if (t->nprocs) {
 		printf("%-18s %zu (%s)\n", "processes", t->nprocs,
 		       "TRACE and its child traces, or the TRACEs given: --by-process shows each");
-		for (size_t i = 0; i < t->nprocs; i++)
+		struct ap_buf line = AP_BUF_INIT;
+		for (size_t i = 0; i < t->nprocs; i++) {
+			ap_buf_reset(&line);
+			ap_view_add_cmdline(&line, t->procs[i].cmdline);
 			printf("%-18s pid %llu: %s\n", "", (unsigned long long)t->procs[i].pid,
-			       t->procs[i].cmdline);
+			       line.buf);
+		}
+		ap_buf_release(&line);
 	}
 	format_duration(b, sizeof(b), duration_ns(t));
 	printf("%-18s %s%s\n", "duration", b, t->has_end ? "" : " (up to the last event)");

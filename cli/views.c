@@ -247,6 +247,21 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 	return 0;
 }
 
+void ap_view_add_cmdline(struct ap_buf *b, const char *cmdline)
+{
+	size_t n = 0;
+	const unsigned char *p = (const unsigned char *)cmdline;
+	while (p[n]) {
+		size_t k = ap_utf8_len(p + n);
+		if (n + (k ? k : 1) > AP_VIEW_CMDLINE_MAX)
+			break;
+		n += k ? k : 1;
+	}
+	ap_buf_add(b, cmdline, n);
+	if (p[n])
+		ap_buf_addstr(b, "...");
+}
+
 int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first,
 		       const struct ap_view_opts *o)
 {
@@ -259,19 +274,21 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
 	}
 	/* the headings: what each trace is, before the runs free them */
 	char **heading = ap_xcalloc(run.n, sizeof(*heading));
+	struct ap_buf cmd = AP_BUF_INIT;
 	for (size_t i = 0; i < run.n; i++) {
 		const struct ap_trace *t = run.traces[i];
 		struct ap_buf b = AP_BUF_INIT;
-		ap_buf_addf(&b, "==> %s: pid %llu,", run.paths[i], (unsigned long long)t->pid);
+		ap_buf_addf(&b, "==> %s: pid %llu, ", run.paths[i], (unsigned long long)t->pid);
+		ap_buf_reset(&cmd);
 		for (size_t k = 0; k < t->argc; k++)
-			ap_buf_addf(&b, " %s", t->argv[k]);
-		if (!t->argc)
-			ap_buf_addf(&b, " %s", t->exe);
+			ap_buf_addf(&cmd, "%s%s", k ? " " : "", t->argv[k]);
+		ap_view_add_cmdline(&b, t->argc ? cmd.buf : t->exe);
 		ap_buf_addstr(&b, " <==");
 		heading[i] = ap_buf_detach(&b, NULL);
 		ap_trace_free(run.traces[i]);
 		run.traces[i] = NULL;
 	}
+	ap_buf_release(&cmd);
 	int nopt = optind, rc = 0;
 	size_t nargs = (size_t)nopt + 3 + (size_t)(first - optind) + 2;
 	char **args = ap_xcalloc(nargs, sizeof(*args));

@@ -191,6 +191,12 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
  * and returns AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
 
+/* Appends a command line as the text views show it: its first
+ * AP_VIEW_CMDLINE_MAX bytes (whole characters), then "..." when it is
+ * longer (a compiler's driver runs commands of kilobytes). */
+#define AP_VIEW_CMDLINE_MAX 120
+void ap_view_add_cmdline(struct ap_buf *b, const char *cmdline);
+
 /* --by-process: runs the command `fn` (its cmd_* entry, given the argv it
  * was given) once per process of the run that the traces argv[first..argc)
  * make, each on that process's trace alone (--no-children), under a
