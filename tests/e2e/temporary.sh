@@ -34,8 +34,10 @@ if [ -z "$HEAPTRACK" ] || ! command -v heaptrack_print >/dev/null; then
 fi
 (cd "$tmp" && "$HEAPTRACK" -o "$tmp/ht" "$prog" >/dev/null 2>&1) || fail "heaptrack"
 # heaptrack_print's temporary sites in the program's own binary (its own
-# preloaded library adds libstdc++'s emergency pool, one temporary more)
-ht=$(heaptrack_print "$tmp"/ht.*zst 2>/dev/null | "$py" -c '
+# preloaded library adds libstdc++'s emergency pool, one temporary more).
+# heaptrack writes ht.zst, or ht.gz where zstd is not installed.
+htfile=$(ls "$tmp"/ht.* 2>/dev/null | head -n 1)
+ht=$(heaptrack_print "$htfile" 2>/dev/null | "$py" -c '
 import re, sys
 lines = sys.stdin.read().split("\n")
 i = lines.index("MOST TEMPORARY ALLOCATIONS")
