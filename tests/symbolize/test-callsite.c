@@ -15,6 +15,7 @@
 #include "ap_symbolize.h"
 #include "symtest.h"
 #include "symtest_maps.h"
+#include "ap_check.h"
 
 /* testdata/cxx.cpp's main, compiled with -Dmain=cxx_main (C++ linkage) */
 int cxx_main(void) __asm__("_Z8cxx_mainv");
@@ -60,17 +61,6 @@ void free(void *p)
 	__libc_free(p);
 }
 
-static int failures;
-
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-			failures++;                                           \
-		}                                                             \
-	} while (0)
 
 /* A user's allocation wrapper, for --drop-frames. */
 __attribute__((noinline)) static void *xmalloc(size_t n)

@@ -17,6 +17,7 @@
 #include "ap_symbolize.h"
 #include "symtest.h"
 #include "symtest_maps.h"
+#include "ap_check.h"
 
 int inline_main(void);
 
@@ -47,17 +48,6 @@ char *__wrap_strdup(const char *s)
 	return __real_strdup(s);
 }
 
-static int failures;
-
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-			failures++;                                           \
-		}                                                             \
-	} while (0)
 
 static bool streq(const char *a, const char *b)
 {

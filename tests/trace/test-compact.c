@@ -13,26 +13,13 @@
 #include "ap_trace.h"
 #include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
+#include "ap_check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                            \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-			fprintf(stderr, __VA_ARGS__);                               \
-			fputc('\n', stderr);                                        \
-			failures++;                                                 \
-		}                                                                   \
-	} while (0)
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return ap_test_next(&rng);
 }
 
 /* nthr threads (1 or 3): private churn (frees near and far), realloc

@@ -10,25 +10,13 @@
 
 #include "ap_trace.h"
 #include "ap_trace_encode.h"
+#include "ap_check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                           \
-	do {                                                                       \
-		if (!(cond)) {                                                     \
-			fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);           \
-			fprintf(stderr, __VA_ARGS__);                              \
-			fputc('\n', stderr);                                       \
-			failures++;                                                \
-		}                                                                  \
-	} while (0)
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(uint64_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng % n;
+	return ap_test_next(&rng) % n;
 }
 
 /* A random stream of events as the reader hands them out: ALLOCs, FREEs
