@@ -127,15 +127,21 @@ int ap_run_read(struct ap_run *run, const char *const *paths, size_t n, bool chi
 		size_t nk = ap_trace_children(paths[i], 0, &kids);
 		for (size_t k = 0; k < nk; k++) {
 			struct ap_trace *c = NULL;
-			if (run_has(run, kids[k]) ||
-			    ap_trace_read(kids[k], &c, err, progress, progress_ctx) < 0) {
-				bool failed = !run_has(run, kids[k]);
+			if (run_has(run, kids[k])) { /* given too */
+				free(kids[k]);
+				continue;
+			}
+			if (ap_trace_read(kids[k], &c, err, progress, progress_ctx) < 0) {
+				/* say why a file the user did not name was read */
+				struct ap_buf m = AP_BUF_INIT;
+				ap_buf_addf(&m, "%s (a child trace of %s; --no-children reads %s alone)",
+					    err->msg, paths[i], paths[i]);
+				ap_error_set(err, "%s", m.buf);
+				ap_buf_release(&m);
 				for (size_t j = k; j < nk; j++)
 					free(kids[j]);
 				free(kids);
-				if (failed)
-					goto fail;
-				break;
+				goto fail;
 			}
 			/* A child trace that began before the trace itself is
 			 * left from an earlier run written to the same path. */

@@ -141,6 +141,12 @@ for k in ("alloc_objects", "alloc_space", "free_objects", "inuse_objects", "inus
     ok = ok and run[k] == want
 sys.exit(0 if ok else 1)
 PY
+	# A child given as well as its parent is read once, and the other
+	# children still are.
+	"$ALLOCPROF" stats --json "$(ls "$tmp"/main.trace.* | grep -v '\.exec[0-9]*$' | head -n 1)" "$tmp/main.trace" >"$tmp/run2.json" ||
+		fail "forkexec: stats of a child and the run failed"
+	[ "$(py field "$tmp/run2.json" alloc_objects)" = "$(py field "$tmp/run.json" alloc_objects)" ] ||
+		fail "forkexec: a child given with its run: $(py field "$tmp/run2.json" alloc_objects) allocations, the run $(py field "$tmp/run.json" alloc_objects)"
 	# The same path recorded again by a program without children: the
 	# child traces left from the first run are older, and not read.
 	"$ALLOCPROF" record -q --all -o "$tmp/main.trace" -- "$TESTDATA_BUILD/single" >/dev/null 2>&1 ||

@@ -57,6 +57,11 @@ one=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]
 expect 0 '' top --by-process "$tmp/fx.trace" "$tmp/fx2.trace"
 [ "$(grep -c '^==> .*fx2\?\.trace: pid ' "$tmp/out")" = 2 ] || { echo "FAIL top --by-process: no two headings"; cat "$tmp/out"; fail=1; }
 expect 2 "^allocprof: tui: --by-process: " tui --by-process "$tmp/fx.trace"
+# a child trace that cannot be read is named, with the way out
+printf 'not a trace' >"$tmp/fx.trace.4242"
+expect 1 "^allocprof: .*/fx.trace.4242: not an allocprof trace \(a child trace of .*/fx.trace; --no-children reads .*/fx.trace alone\)$" top "$tmp/fx.trace"
+expect 0 '' top --no-children "$tmp/fx.trace"
+rm "$tmp/fx.trace.4242"
 expect 2 "^allocprof: list: need a REGEX and a TRACE" list walk
 expect 2 "^allocprof: list: unknown option '--lines'" list --lines walk "$tmp/fx.trace"
 
