@@ -257,7 +257,10 @@ void ap_view_add_cmdline(struct ap_buf *b, const char *cmdline)
 			break;
 		n += k ? k : 1;
 	}
-	ap_buf_add(b, cmdline, n);
+	/* one line: a newline or a tab inside an argument (python3 -c '...')
+	 * is shown as a space */
+	for (size_t i = 0; i < n; i++)
+		ap_buf_add(b, p[i] < 0x20 || p[i] == 0x7f ? " " : (const char *)p + i, 1);
 	if (p[n])
 		ap_buf_addstr(b, "...");
 }

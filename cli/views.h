@@ -191,9 +191,10 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
  * and returns AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
 
-/* Appends a command line as the text views show it: its first
- * AP_VIEW_CMDLINE_MAX bytes (whole characters), then "..." when it is
- * longer (a compiler's driver runs commands of kilobytes). */
+/* Appends a command line as the text views show it, on one line: its
+ * first AP_VIEW_CMDLINE_MAX bytes (whole characters; control characters
+ * as spaces), then "..." when it is longer (a compiler's driver runs
+ * commands of kilobytes). */
 #define AP_VIEW_CMDLINE_MAX 120
 void ap_view_add_cmdline(struct ap_buf *b, const char *cmdline);
 
