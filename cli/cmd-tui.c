@@ -302,6 +302,8 @@ int cmd_tui(int argc, char **argv)
 		if (!rc && w && *w)
 			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
 		if (!rc) {
+			/* the screen is the terminal's now: no progress on stderr */
+			ap_events_progress(v.trace, NULL, NULL);
 			rc = batch ? run_batch(&t, keys, nkeys, sizes) : run_terminal(&t);
 			tui_release(&t);
 		}

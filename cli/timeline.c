@@ -157,9 +157,7 @@ void ap_timeline_sites_release(struct ap_timeline_sites *s)
 void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 		      const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes)
 {
-	uint64_t end = t->end_ns;
-	if (t->nev && t->ev[t->nev - 1].ts > end)
-		end = t->ev[t->nev - 1].ts;
+	uint64_t end = ap_trace_end_ns(t);
 	size_t w = s->shown + 1;
 	*T = (struct ap_timeline){ .t = t, .slot_of_stack = s->slot_of_stack, .names = s->names,
 				   .nsites = s->shown, .nbuckets = nbuckets ? nbuckets : 1,
@@ -171,9 +169,13 @@ void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 		/* what the replay will count: every sampled block, reallocs'
 		 * new blocks included, at its weight */
 		T->xspan = 0;
-		for (size_t i = 0; i < t->nev; i++)
-			if (t->ev[i].type == AP_EV_ALLOC && (t->ev[i].flags & AP_EVF_SAMPLED))
-				T->xspan += ap_trace_weight(t, t->ev[i].size) * (double)t->ev[i].size;
+		struct ap_events *it = ap_events_open(t);
+		const struct ap_event *ev;
+		for (size_t n; (n = ap_events_next(it, &ev));)
+			for (size_t i = 0; i < n; i++)
+				if (ev[i].type == AP_EV_ALLOC && (ev[i].flags & AP_EVF_SAMPLED))
+					T->xspan += ap_trace_weight(t, ev[i].size) * (double)ev[i].size;
+		ap_events_close(it);
 	}
 	T->live_site = ap_xcalloc(w, sizeof(double));
 	T->max = ap_xcalloc(T->nbuckets, sizeof(double));

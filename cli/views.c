@@ -196,6 +196,23 @@ void ap_view_progress_done(void)
 	progress_state.drawn = false;
 }
 
+/* Each pass over the events (a replay) of a trace being read: drawn, and
+ * wiped at its end. */
+static struct progress events_state = { "replaying", -1, false };
+
+static void events_draw(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+	if (done < total) {
+		progress_draw(p, done, total);
+		return;
+	}
+	if (p->drawn)
+		fputs("\r\033[K", stderr);
+	p->drawn = false;
+	p->last = -1;
+}
+
 /* ---- loading ------------------------------------------------------------ */
 
 int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const struct ap_view_opts *o,
@@ -220,6 +237,8 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 		ap_run_release(&run);
 		return AP_EXIT_FAIL;
 	}
+	if (pfn)
+		ap_events_progress(*out, events_draw, &events_state);
 	return 0;
 }
 
@@ -343,8 +362,12 @@ void ap_view_sampling_hint(const struct ap_trace *t)
 	if (t->rate <= 1)
 		return;
 	uint64_t samples = 0;
-	for (size_t i = 0; i < t->nev; i++)
-		samples += t->ev[i].type == AP_EV_ALLOC && (t->ev[i].flags & AP_EVF_SAMPLED);
+	struct ap_events *it = ap_events_open(t);
+	const struct ap_event *ev;
+	for (size_t n; (n = ap_events_next(it, &ev));)
+		for (size_t i = 0; i < n; i++)
+			samples += ev[i].type == AP_EV_ALLOC && (ev[i].flags & AP_EVF_SAMPLED);
+	ap_events_close(it);
 	if (samples >= AP_VIEW_FEW_SAMPLES)
 		return;
 	char rate[32], bytes[32], what[64];

@@ -110,14 +110,6 @@ static inline void interval_before(struct interval_clock *ic, struct cycles *cs,
 	ic->next += k * ic->every;
 }
 
-static uint64_t trace_end(const struct ap_trace *t)
-{
-	uint64_t end = t->end_ns;
-	if (t->nev && t->ev[t->nev - 1].ts > end)
-		end = t->ev[t->nev - 1].ts;
-	return end;
-}
-
 static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
 {
 	return t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
@@ -748,7 +740,7 @@ static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
 double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
 			 size_t *n, uint64_t *count)
 {
-	struct replay rp = { .t = t, .o = o, .t_end = trace_end(t) };
+	struct replay rp = { .t = t, .o = o, .t_end = ap_trace_end_ns(t) };
 	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp };
 	walk_cycles_init(&w, o);
 	walk_events(&w);
@@ -1113,7 +1105,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
 			     .nsites = m->nsites };
-	rp.t_end = trace_end(t);
+	rp.t_end = ap_trace_end_ns(t);
 	a->duration_ns = rp.t_end > t->start_ns ? rp.t_end - t->start_ns : 0;
 
 	size_t ns = m->nsites;

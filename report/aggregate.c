@@ -31,35 +31,54 @@ bool ap_sample_index_is_bytes(enum ap_sample_index si)
 
 /* Per stack: allocation values of every sampled allocation (reallocs
  * included, pprof's way: each at its own stack), in-use values of the
- * blocks live at the end; a consumer of the replay (ap_replay.h). */
+ * blocks live at the end, and the live values at the moment the weighted
+ * live bytes peak (counted as ap_trace_totals counts peak_inuse_space);
+ * a consumer of the replay (ap_replay.h).
+ *
+ * The peak is found in the same pass: each new highest live total starts
+ * an epoch, in which every stack's peak values are, lazily, its live
+ * values then; a stack saves them (into sv) before its first change in
+ * the epoch, and one that did not change since the last epoch began
+ * still holds them live. */
 struct values {
 	const struct ap_trace *t;
 	struct ap_stack_values *sv;
-	size_t peak_at;		/* the event after which live bytes peak (SIZE_MAX: none) */
 	double *live_o, *live_s;	/* per stack, live now */
+	double live, peak;	/* weighted live bytes: now, the highest after any event */
+	uint64_t epoch;		/* new highest totals so far (0: none) */
+	uint64_t *saved;	/* per stack: the epoch its sv peak values are of */
 };
 
 static void v_live_add(struct values *V, const struct ap_replay_block *b, double sign)
 {
 	if (!b->stack || b->stack >= V->t->nstacks)
 		return;
-	V->live_o[b->stack] += sign * b->w;
-	V->live_s[b->stack] += sign * b->w * (double)b->size;
+	uint32_t s = b->stack;
+	if (V->saved[s] != V->epoch) {
+		V->saved[s] = V->epoch;
+		V->sv[s].v[AP_SI_PEAK_OBJECTS] = V->live_o[s];
+		V->sv[s].v[AP_SI_PEAK_SPACE] = V->live_s[s];
+	}
+	V->live_o[s] += sign * b->w;
+	V->live_s[s] += sign * b->w * (double)b->size;
 }
 
 static void v_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	struct values *V = ctx;
+	(void)i;
+	v_live_add(V, b, 1);
 	if ((e->flags & AP_EVF_SAMPLED) && e->stack < V->t->nstacks) {
 		V->sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += b->w;
 		V->sv[e->stack].v[AP_SI_ALLOC_SPACE] += b->w * (double)b->size;
 	}
-	v_live_add(V, b, 1);
-	if (i == V->peak_at)
-		for (size_t s = 0; s < V->t->nstacks; s++) {
-			V->sv[s].v[AP_SI_PEAK_OBJECTS] = V->live_o[s];
-			V->sv[s].v[AP_SI_PEAK_SPACE] = V->live_s[s];
+	if (e->flags & AP_EVF_SAMPLED) {
+		V->live += b->w * (double)b->size;
+		if (V->live > V->peak) {
+			V->peak = V->live;
+			V->epoch++;
 		}
+	}
 }
 
 static void v_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
@@ -68,6 +87,7 @@ static void v_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	(void)i;
 	(void)e;
 	v_live_add(V, b, -1);
+	V->live -= b->w * (double)b->size;
 	if (b->temporary && b->stack && b->stack < V->t->nstacks)
 		V->sv[b->stack].v[AP_SI_TEMPORARY] += b->w;
 }
@@ -95,56 +115,21 @@ static const struct ap_replay_ops values_ops = {
 	.live_at_end = v_live,
 };
 
-/* The first pass: where the weighted live bytes are highest, counted as
- * ap_trace_totals counts peak_inuse_space. */
-struct peak {
-	double live, peak;
-	size_t at;
-};
-
-static void p_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
-{
-	struct peak *P = ctx;
-	if (!(e->flags & AP_EVF_SAMPLED))
-		return;
-	P->live += b->w * (double)b->size;
-	if (P->live > P->peak) {
-		P->peak = P->live;
-		P->at = i;
-	}
-}
-
-static void p_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
-{
-	struct peak *P = ctx;
-	(void)i;
-	(void)e;
-	P->live -= b->w * (double)b->size;
-}
-
-static void p_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
-		   const struct ap_replay_block *b)
-{
-	p_free(ctx, i, e, old);
-	p_alloc(ctx, i, e, b);
-}
-
-static const struct ap_replay_ops peak_ops = {
-	.alloc = p_alloc,
-	.grow = p_grow,
-	.free = p_free,
-};
-
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
 {
 	size_t ns = t->nstacks ? t->nstacks : 1;
-	struct peak P = { .at = SIZE_MAX };
-	struct ap_replay_consumer pc = { &peak_ops, &P };
-	ap_replay(t, &pc, 1, NULL);
-	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)), P.at, ap_xcalloc(ns, sizeof(double)),
-			    ap_xcalloc(ns, sizeof(double)) };
+	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)), ap_xcalloc(ns, sizeof(double)),
+			    ap_xcalloc(ns, sizeof(double)), 0, 0, 0,
+			    ap_xcalloc(ns, sizeof(uint64_t)) };
 	struct ap_replay_consumer c = { &values_ops, &V };
 	ap_replay(t, &c, 1, NULL);
+	if (V.epoch)
+		for (size_t s = 1; s < t->nstacks; s++)
+			if (V.saved[s] != V.epoch) {
+				V.sv[s].v[AP_SI_PEAK_OBJECTS] = V.live_o[s];
+				V.sv[s].v[AP_SI_PEAK_SPACE] = V.live_s[s];
+			}
+	free(V.saved);
 	free(V.live_o);
 	free(V.live_s);
 	return V.sv;

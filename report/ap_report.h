@@ -39,8 +39,8 @@ struct ap_stack_values {
 	double v[AP_SI_COUNT];
 };
 
-/* Two passes over the events of `t` (the peak's moment, then the values):
- * returns an array of t->nstacks entries
+/* One pass over the events of `t` (a replay): returns an array of
+ * t->nstacks entries
  * (indexed by stack id; the caller frees it). Every SAMPLED allocation adds
  * ap_trace_weight(t, size) objects and size times that in bytes to its
  * stack; the in-use values replay the events in order, a FREE ending the

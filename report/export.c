@@ -40,18 +40,22 @@ enum { SIZE_NONE, SIZE_ONE, SIZE_MIXED };
  * allocations differ in size gets no label rather than an average. */
 static void stack_sizes(const struct ap_trace *t, uint64_t *size, uint8_t *state)
 {
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct ap_event *e = &t->ev[i];
-		if (e->type != AP_EV_ALLOC || !(e->flags & AP_EVF_SAMPLED) ||
-		    e->stack >= t->nstacks)
-			continue;
-		if (state[e->stack] == SIZE_NONE) {
-			state[e->stack] = SIZE_ONE;
-			size[e->stack] = e->size;
-		} else if (size[e->stack] != e->size) {
-			state[e->stack] = SIZE_MIXED;
+	struct ap_events *it = ap_events_open(t);
+	const struct ap_event *ev;
+	for (size_t n; (n = ap_events_next(it, &ev));)
+		for (size_t i = 0; i < n; i++) {
+			const struct ap_event *e = &ev[i];
+			if (e->type != AP_EV_ALLOC || !(e->flags & AP_EVF_SAMPLED) ||
+			    e->stack >= t->nstacks)
+				continue;
+			if (state[e->stack] == SIZE_NONE) {
+				state[e->stack] = SIZE_ONE;
+				size[e->stack] = e->size;
+			} else if (size[e->stack] != e->size) {
+				state[e->stack] = SIZE_MIXED;
+			}
 		}
-	}
+	ap_events_close(it);
 }
 
 struct ap_export *ap_export_new(const struct ap_trace *t,

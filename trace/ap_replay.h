@@ -40,8 +40,8 @@ struct ap_replay_block {
 	bool temporary;		/* ended blocks (free, grow's old): see above */
 };
 
-/* A consumer: any callback may be NULL. `e` is the event, `i` its index
- * in the trace. */
+/* A consumer: any callback may be NULL. `e` is the event (valid during
+ * the call only), `i` its index in the trace. */
 struct ap_replay_ops {
 	/* A block that starts an object. */
 	void (*alloc)(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b);

@@ -13,6 +13,10 @@
 #include "ap_hash.h"
 #include "ap_util.h"
 
+/* Progress callback: called now and then with how far a piece of work
+ * is: `done` goes from 0 to `total`; the last call has done == total. */
+typedef void (*ap_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
 struct ap_segment {
 	uint64_t vaddr, memsz, offset;
 	uint32_t flags;
@@ -103,8 +107,14 @@ struct ap_trace {
 	size_t nstacks;		/* highest id + 1 */
 	struct ap_thread *threads;
 	size_t nthreads;
-	struct ap_event *ev;	/* all events, merged by ts (stable per thread) */
+	/* The events are read by ap_events_open/next (below), streamed from
+	 * the file: nev counts them, last_ts is the latest one's time (0
+	 * with none). `ev` is NULL from the reader; code that builds a trace
+	 * in memory (tests) may set ev[0, nev) instead, and then those are
+	 * the events. */
+	struct ap_event *ev;
 	size_t nev;
+	uint64_t last_ts;
 
 	/* Truncation: true when the file ends inside a chunk or has no END. */
 	bool truncated;
@@ -120,18 +130,52 @@ struct ap_trace {
 	 * the first process's, the END totals the sums. */
 	struct ap_process *procs;
 	size_t nprocs;
-	/* Private to the reader: the mapping lookup index. */
+	/* Private to the reader: the mapping lookup index, and where the
+	 * events come from. */
 	struct ap_map_range *map_index;
 	size_t nmap_index;
+	struct ap_evsrc *src;
+	ap_progress_fn events_progress; /* ap_events_progress */
+	void *events_progress_ctx;
 };
 
-/* Progress callback: called now and then (every few MB) with how far the
- * read is, in bytes of the file: `done` goes from 0 to `total`, the file's
- * size (the first half checks and counts the chunks, the second merges the
- * events); the last call has done == total. */
-typedef void (*ap_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/* The latest time in the trace: END's, or its last event's if later. */
+static inline uint64_t ap_trace_end_ns(const struct ap_trace *t)
+{
+	return t->last_ts > t->end_ns ? t->last_ts : t->end_ns;
+}
 
-/* Reads the trace at `path`. On success returns 0 and *out owns a trace to
+/* ---- The events ----
+ * A trace's events in order: every thread's merged by time, each
+ * thread's own order kept, decoded from the file a batch at a time, so
+ * memory does not grow with the trace (each thread being merged holds one
+ * decoded chunk). Any number of iterations may run, one after another or
+ * at once. The order is the same every time; event i is the i-th handed
+ * out. */
+struct ap_events;
+
+/* Starts an iteration over t's events (t must outlive it). */
+struct ap_events *ap_events_open(const struct ap_trace *t);
+/* The next events: *out points at up to a few thousand of them, valid
+ * until the next call; returns how many, 0 at the end. */
+size_t ap_events_next(struct ap_events *it, const struct ap_event **out);
+void ap_events_close(struct ap_events *it);
+
+/* Progress of iterations: `fn` is called now and then with the events
+ * handed out so far and t->nev (the last call with done == total) by
+ * every iteration over t started after this call; NULL stops it. */
+void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx);
+
+/* Decodes every event into t->ev (random access, for tests and tools:
+ * memory grows with the events; the commands never call it). NULL: no
+ * trace, nothing done. */
+void ap_trace_load_events(struct ap_trace *t);
+
+
+/* Reads the trace at `path`: checks every chunk, decodes the header,
+ * metadata and end, and counts the events (which ap_events_open then
+ * streams from the file, kept mapped). `progress` is told how far, in
+ * bytes of the file. On success returns 0 and *out owns a trace to
  * release with ap_trace_free(). On failure (missing file, not a trace, bad
  * version, corrupt chunk) returns -1 with err set to "<path>: <why>". A
  * truncated file is not a failure: the trace says truncated and holds the

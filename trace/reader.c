@@ -1,10 +1,11 @@
-/* The trace reader (ap_trace.h): validates the framing of a format-v1 trace,
- * decodes its chunks and merges the threads' event streams by time.
+/* The trace reader (ap_trace.h): validates the framing of a trace, decodes
+ * its chunks and merges the threads' event streams by time.
  *
- * Two passes over the (mapped) file keep memory at one ap_event per event:
- * pass 1 checks every chunk, decodes HEADER/META/END and decodes each EVENTS
- * chunk only to validate and count it; pass 2 decodes the EVENTS chunks again
- * straight into the final array, in a k-way merge of the threads' streams.
+ * Two passes over the (mapped) file keep memory independent of the events:
+ * pass 1 (ap_trace_read) checks every chunk, decodes HEADER/META/END and
+ * decodes each EVENTS chunk only to validate and count it; pass 2 (each
+ * iteration, ap_events_open) decodes the EVENTS chunks again, a batch at a
+ * time, in a k-way merge of the threads' streams.
  * Everything read from the file is bounds-checked against the bytes left
  * before it is used, so a corrupt count can never make us allocate or read
  * past the end. */
@@ -34,12 +35,16 @@ struct ev_chunk {
 	uint32_t len;		/* payload length */
 	uint32_t thread;	/* thread index */
 	bool columns;		/* AP_CHUNK_F_COLUMNS */
+	bool zstd;		/* AP_CHUNK_F_ZSTD: payload is as stored */
 };
 
 struct rd {
 	struct ap_chunk_walk walk; /* the chunks, checked (chunk.c) */
 	const uint8_t *data;
 	size_t size;
+	void *map;	 /* data, if mapped */
+	uint8_t *buf;	 /* data, if read into memory (the reader's) */
+	size_t dropped;	 /* pages before it let go (drop_behind) */
 	const char *name;
 	struct ap_error *err;
 	struct ap_trace *t;
@@ -59,6 +64,8 @@ struct rd {
 	size_t nchunks, chunks_alloc;
 	uint8_t **owned; /* decompressed payloads */
 	size_t nowned, owned_alloc;
+	uint8_t *scratch; /* an EVENTS payload, decompressed for pass 1 */
+	size_t scratch_cap;
 	ZSTD_DCtx *zd;
 	uint64_t *scan_ring; /* pass 1's decoder ring, reused */
 	size_t scan_ring_cap;
@@ -928,7 +935,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	r->thread_nev[idx] += nev;
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
-	r->chunks[r->nchunks++] = (struct ev_chunk){payload, len, (uint32_t)idx, columns};
+	r->chunks[r->nchunks++] = (struct ev_chunk){payload, len, (uint32_t)idx, columns, false};
 	return 0;
 }
 
@@ -959,7 +966,27 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, bool columns, uin
 	return rc;
 }
 
-/* ---- pass 2: the k-way merge ---- */
+/* ---- pass 2: the k-way merge, streamed ----
+ *
+ * The reader keeps the file (mapped, or read into memory) and the list of
+ * EVENTS chunks pass 1 checked; each iteration over the events (events.c)
+ * merges the threads' chunks again, a batch at a time, decoding one chunk
+ * per thread at a time (decompressing it into the thread's buffer). */
+
+/* The events of a file the reader checked (ap_trace.src). */
+struct file_src {
+	struct ap_evsrc base;
+	const uint8_t *data;	/* the file */
+	size_t size;
+	void *map;		/* data, mapped (else data is `buf`) */
+	uint8_t *buf;
+	struct ev_chunk *chunks;
+	size_t nchunks;
+	uint32_t *order;	/* chunk indexes grouped by thread, file order */
+	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
+	size_t nthreads;
+	uint64_t quantum;
+};
 
 /* One thread's events, decoded as the merge asks for them. */
 struct stream {
@@ -968,32 +995,43 @@ struct stream {
 	size_t nchunk, ci;
 	struct ap_event buf[2]; /* the record being handed out (REALLOC: 2) */
 	int nbuf, bi;		/* buf[bi] is the stream's head */
+	uint8_t *raw;		/* the current chunk, decompressed */
+	size_t raw_cap;
 };
 
-/* Moves s to its next event (s->buf[s->bi]); false when it has no more. */
-static bool stream_advance(struct rd *r, struct stream *s)
+/* The pages of the mapped file (map, size bytes; NULL: not mapped) that
+ * lie wholly inside [p, p + len) are not needed again by this pass: let
+ * them go from the process (they stay in the page cache), so that memory
+ * does not grow with the file. */
+static void drop_mapped(const uint8_t *map, size_t size, const uint8_t *p, size_t len)
 {
-	if (++s->bi < s->nbuf)
-		return true;
-	for (;;) {
-		const char *why;
-		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why) : DEC_END;
-		if (n > 0) {
-			s->nbuf = n;
-			s->bi = 0;
-			return true;
-		}
-		if (n == 0 || n == DEC_SKIP)
-			continue; /* a TRACK, TIME or SYNC record */
-		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked) */
-		if (s->ci >= s->nchunk)
-			return false;
-		const struct ev_chunk *c = &r->chunks[s->chunk[s->ci++]];
-		const char *why_unused;
-		evdec_start(&s->d, c->payload, c->len, (uint16_t)c->thread,
-			    r->t->time_quantum_ns, c->columns, &why_unused);
-	}
+	if (!map || p < map || len > size || p > map + size - len)
+		return;
+	static size_t page;
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice only */
 }
+
+static void drop_pages(const struct file_src *f, const uint8_t *p, size_t len)
+{
+	drop_mapped(f->map ? f->data : NULL, f->size, p, len);
+}
+
+/* Decompresses an AP_CHUNK_F_ZSTD payload pass 1 checked into *raw. */
+static bool unzstd(ZSTD_DCtx *zd, const struct ev_chunk *c, uint8_t **raw, size_t *cap,
+		   uint32_t *len)
+{
+	uint32_t n = ap_get_u32le(c->payload);
+	AP_ALLOC_GROW(*raw, n ? n : 1, *cap);
+	size_t got = ZSTD_decompressDCtx(zd, *raw, n, c->payload + 4, c->len - 4);
+	*len = n;
+	return !ZSTD_isError(got) && got == n;
+}
+
 
 /* A heap entry: the stream's head time, and the stream (= thread index,
  * which breaks ties). */
@@ -1023,22 +1061,6 @@ static void heap_down(struct hkey *h, size_t n)
 		k = c;
 	}
 	h[k] = x;
-}
-
-/* The event array is the reader's one big allocation (40 B/event). Page
- * faults on first touch dominated the merge (a fault costs microseconds in
- * a VM): ask for transparent huge pages, 512 times fewer faults. */
-static struct ap_event *alloc_events(uint64_t n)
-{
-	size_t bytes = (size_t)n * sizeof(struct ap_event);
-	const size_t huge = 2u << 20;
-	if (bytes < 4 * huge)
-		return ap_xmalloc(bytes);
-	void *p;
-	if (posix_memalign(&p, huge, bytes) != 0)
-		return ap_xmalloc(bytes);
-	madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE); /* advice only: failure is fine */
-	return p;
 }
 
 static void heap_push(struct hkey *h, size_t *n, struct hkey x)
@@ -1217,15 +1239,55 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 }
 
 struct merge {
-	struct rd *r;
+	struct file_src *f;
+	ZSTD_DCtx *zd;
 	struct stream *st;
 	struct hkey *heap, *held; /* held: streams held back, key = head time */
 	size_t nheap, nheld;
 	struct live live;
 	bool track;
-	struct ap_event *out;
-	uint64_t nev;
+	struct ap_event *out;	/* the batch: room for AP_EVENTS_BATCH + a chain */
+	size_t nout;
 };
+
+/* Moves s to its next event (s->buf[s->bi]); false when it has no more. */
+static bool stream_advance(struct merge *m, struct stream *s)
+{
+	if (++s->bi < s->nbuf)
+		return true;
+	for (;;) {
+		const char *why;
+		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why) : DEC_END;
+		if (n > 0) {
+			s->nbuf = n;
+			s->bi = 0;
+			return true;
+		}
+		if (n == 0 || n == DEC_SKIP)
+			continue; /* a TRACK, TIME or SYNC record */
+		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked) */
+		if (s->ci)
+			drop_pages(m->f, m->f->chunks[s->chunk[s->ci - 1]].payload,
+				   m->f->chunks[s->chunk[s->ci - 1]].len);
+		if (s->ci >= s->nchunk) {
+			free(s->raw);
+			s->raw = NULL;
+			s->raw_cap = 0;
+			return false;
+		}
+		const struct ev_chunk *c = &m->f->chunks[s->chunk[s->ci++]];
+		const uint8_t *payload = c->payload;
+		uint32_t len = c->len;
+		if (c->zstd) {
+			if (!unzstd(m->zd, c, &s->raw, &s->raw_cap, &len))
+				abort(); /* pass 1 decompressed the same bytes */
+			payload = s->raw;
+		}
+		const char *why_unused;
+		evdec_start(&s->d, payload, len, (uint16_t)c->thread, m->f->quantum, c->columns,
+			    &why_unused);
+	}
+}
 
 /* Hands out stream si's head, then the heads of held streams it unblocks
  * (and those theirs); each goes back into the heap with its next event.
@@ -1235,14 +1297,14 @@ static void merge_emit(struct merge *m, size_t si)
 	for (;;) {
 		struct stream *s = &m->st[si];
 		struct ap_event e = s->buf[s->bi];
-		m->out[m->nev++] = e;
+		m->out[m->nout++] = e;
 		if (m->track) {
 			if (e.type == AP_EV_ALLOC)
 				live_add(&m->live, e.addr, (uint32_t)si);
 			else
 				live_del(&m->live, e.addr);
 		}
-		bool more = stream_advance(m->r, s);
+		bool more = stream_advance(m, s);
 		if (more)
 			heap_push(m->heap, &m->nheap, (struct hkey){s->buf[s->bi].ts, si});
 		size_t k;
@@ -1289,97 +1351,162 @@ static void merge_release(struct merge *m)
 	merge_emit(m, si);
 }
 
-static void merge_events(struct rd *r)
+static void *file_open(struct ap_evsrc *src)
+{
+	struct file_src *f = (struct file_src *)src;
+	size_t nth = f->nthreads;
+	struct merge *m = ap_xcalloc(1, sizeof(*m));
+	m->f = f;
+	if (!(m->zd = ZSTD_createDCtx()))
+		abort(); /* out of memory, as ap_xmalloc */
+	m->st = ap_xcalloc(nth ? nth : 1, sizeof(*m->st));
+	m->heap = ap_xmalloc((nth ? nth : 1) * sizeof(*m->heap));
+	m->held = ap_xmalloc((nth ? nth : 1) * sizeof(*m->held));
+	/* a chain of unblocked held streams is emitted whole */
+	m->out = ap_xmalloc((AP_EVENTS_BATCH + nth + 2) * sizeof(*m->out));
+	for (size_t i = 0; i < nth; i++) {
+		m->st[i].chunk = f->order + f->start[i];
+		m->st[i].nchunk = f->start[i + 1] - f->start[i];
+		if (stream_advance(m, &m->st[i]))
+			heap_push(m->heap, &m->nheap, (struct hkey){m->st[i].buf[m->st[i].bi].ts, i});
+	}
+	/* One thread needs no live set: nothing can be out of order. */
+	m->track = m->nheap > 1;
+	if (m->track)
+		live_alloc(&m->live, 1024);
+	return m;
+}
+
+static size_t file_next(void *state, const struct ap_event **out)
+{
+	struct merge *m = state;
+	m->nout = 0;
+	*out = m->out;
+	while (m->nout < AP_EVENTS_BATCH) {
+		if (m->nheld) {
+			/* held streams wait only while their quantum has other events */
+			uint64_t held_ts = m->held[0].ts;
+			for (size_t k = 1; k < m->nheld; k++)
+				if (m->held[k].ts < held_ts)
+					held_ts = m->held[k].ts;
+			if (!m->nheap || m->heap[0].ts > held_ts) {
+				merge_release(m);
+				continue;
+			}
+		} else if (m->nheap == 1) {
+			/* the last stream left: straight through, decoded into
+			 * the batch (its head, then record after record) */
+			struct stream *s = &m->st[m->heap[0].s];
+			bool more = true;
+			for (; s->bi < s->nbuf; s->bi++)
+				m->out[m->nout++] = s->buf[s->bi];
+			while (m->nout + 2 <= AP_EVENTS_BATCH) {
+				const char *why;
+				int n = evdec_next(&s->d, m->out + m->nout, SIZE_MAX, &why);
+				if (n > 0) {
+					m->nout += (size_t)n;
+					continue;
+				}
+				if (n == 0 || n == DEC_SKIP)
+					continue;
+				/* the chunk's end: the next one's first record */
+				if (!(more = stream_advance(m, s)))
+					break;
+				for (; s->bi < s->nbuf; s->bi++)
+					m->out[m->nout++] = s->buf[s->bi];
+			}
+			/* the batch is full: the stream's next head, if any */
+			if (more)
+				more = stream_advance(m, s);
+			if (!more)
+				m->nheap = 0;
+			else
+				m->heap[0].ts = s->buf[s->bi].ts;
+			continue;
+		}
+		if (!m->nheap)
+			break;
+		struct hkey top = m->heap[0];
+		m->heap[0] = m->heap[--m->nheap];
+		heap_down(m->heap, m->nheap);
+		struct stream *s = &m->st[top.s];
+		if (m->track && m->nheap && m->heap[0].ts == top.ts &&
+		    ev_blocked(m, top.s, &s->buf[s->bi])) {
+			m->held[m->nheld++] = top;
+			continue;
+		}
+		merge_emit(m, top.s);
+	}
+	return m->nout;
+}
+
+static void file_close(void *state)
+{
+	struct merge *m = state;
+	for (size_t i = 0; i < m->f->nthreads; i++) {
+		free(m->st[i].d.ring);
+		free(m->st[i].raw);
+	}
+	ZSTD_freeDCtx(m->zd);
+	free(m->live.key);
+	free(m->live.cnt);
+	free(m->live.own);
+	free(m->held);
+	free(m->heap);
+	free(m->st);
+	free(m->out);
+	free(m);
+}
+
+static void file_release(struct ap_evsrc *src)
+{
+	struct file_src *f = (struct file_src *)src;
+	if (f->map)
+		munmap(f->map, f->size);
+	free(f->buf);
+	free(f->chunks);
+	free(f->order);
+	free(f->start);
+	free(f);
+}
+
+static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release};
+
+/* After pass 1: the source of r's events, the file handed over to it
+ * (data, mapped or read). */
+static void make_source(struct rd *r)
 {
 	struct ap_trace *t = r->t;
 	size_t nth = t->nthreads;
+	struct file_src *f = ap_xcalloc(1, sizeof(*f));
+	f->base.ops = &file_ops;
+	f->data = r->data;
+	f->size = r->size;
+	f->map = r->map;
+	f->buf = r->buf;
+	f->nthreads = nth;
+	f->quantum = t->time_quantum_ns;
+	f->chunks = r->chunks;
+	f->nchunks = r->nchunks;
+	r->chunks = NULL;
+	/* Group chunk indexes by thread, keeping file order (counting sort). */
+	f->start = ap_xcalloc(nth + 1, sizeof(*f->start));
+	for (size_t i = 0; i < f->nchunks; i++)
+		f->start[f->chunks[i].thread + 1]++;
+	for (size_t i = 0; i < nth; i++)
+		f->start[i + 1] += f->start[i];
+	f->order = ap_xmalloc((f->nchunks + 1) * sizeof(*f->order));
+	size_t *fill = ap_xmalloc((nth + 1) * sizeof(*fill));
+	memcpy(fill, f->start, (nth + 1) * sizeof(*fill));
+	for (size_t i = 0; i < f->nchunks; i++)
+		f->order[fill[f->chunks[i].thread]++] = (uint32_t)i;
+	free(fill);
+	t->src = &f->base;
 	uint64_t total = 0;
 	for (size_t i = 0; i < nth; i++)
 		total += r->thread_nev[i];
-	t->ev = alloc_events(total);
-	t->nev = 0;
-
-	/* Group chunk indexes by thread, keeping file order (counting sort). */
-	size_t *start = ap_xcalloc(nth + 1, sizeof(*start));
-	for (size_t i = 0; i < r->nchunks; i++)
-		start[r->chunks[i].thread + 1]++;
-	for (size_t i = 0; i < nth; i++)
-		start[i + 1] += start[i];
-	uint32_t *order = ap_xmalloc((r->nchunks + 1) * sizeof(*order));
-	size_t *fill = ap_xmalloc((nth + 1) * sizeof(*fill));
-	memcpy(fill, start, (nth + 1) * sizeof(*fill));
-	for (size_t i = 0; i < r->nchunks; i++)
-		order[fill[r->chunks[i].thread]++] = (uint32_t)i;
-
-	struct merge m = {.r = r, .out = t->ev};
-	m.st = ap_xcalloc(nth ? nth : 1, sizeof(*m.st));
-	m.heap = ap_xmalloc((nth ? nth : 1) * sizeof(*m.heap));
-	m.held = ap_xmalloc((nth ? nth : 1) * sizeof(*m.held));
-	for (size_t i = 0; i < nth; i++) {
-		m.st[i].chunk = order + start[i];
-		m.st[i].nchunk = start[i + 1] - start[i];
-		m.st[i].bi = m.st[i].nbuf = 0;
-		if (stream_advance(r, &m.st[i]))
-			heap_push(m.heap, &m.nheap, (struct hkey){m.st[i].buf[m.st[i].bi].ts, i});
-	}
-	/* One thread needs no live set: nothing can be out of order. */
-	m.track = m.nheap > 1;
-	if (m.track) {
-		live_alloc(&m.live, 1024);
-	}
-	/* progress: the second half, every 1M events */
-	uint64_t next_progress = r->progress ? 1u << 20 : UINT64_MAX;
-	while (m.nev < total) {
-		if (m.nev >= next_progress) {
-			r->progress(r->progress_ctx,
-				    r->size / 2 + (uint64_t)((double)r->size / 2 * (double)m.nev /
-							     (double)total),
-				    r->size);
-			next_progress += 1u << 20;
-		}
-		if (m.nheld) {
-			/* held streams wait only while their quantum has other events */
-			uint64_t held_ts = m.held[0].ts;
-			for (size_t k = 1; k < m.nheld; k++)
-				if (m.held[k].ts < held_ts)
-					held_ts = m.held[k].ts;
-			if (!m.nheap || m.heap[0].ts > held_ts) {
-				merge_release(&m);
-				continue;
-			}
-		} else if (m.nheap == 1) {
-			/* the last stream left: straight through */
-			struct stream *s = &m.st[m.heap[0].s];
-			do
-				m.out[m.nev++] = s->buf[s->bi];
-			while (m.nev < total && stream_advance(r, s));
-			break;
-		}
-		if (!m.nheap)
-			break;
-		struct hkey top = m.heap[0];
-		m.heap[0] = m.heap[--m.nheap];
-		heap_down(m.heap, m.nheap);
-		struct stream *s = &m.st[top.s];
-		if (m.track && m.nheap && m.heap[0].ts == top.ts &&
-		    ev_blocked(&m, top.s, &s->buf[s->bi])) {
-			m.held[m.nheld++] = top;
-			continue;
-		}
-		merge_emit(&m, top.s);
-	}
-	t->nev = (size_t)m.nev;
-	for (size_t i = 0; i < nth; i++)
-		free(m.st[i].d.ring);
-	free(m.live.key);
-	free(m.live.cnt);
-	free(m.live.own);
-	free(m.held);
-	free(m.heap);
-	free(m.st);
-	free(fill);
-	free(order);
-	free(start);
+	t->nev = (size_t)total;
+	t->last_ts = r->any_event ? r->last_ts : 0;
 }
 
 /* ---- mappings ---- */
@@ -1476,8 +1603,9 @@ static int read_preamble(struct rd *r)
  * that must say, and give, exactly raw_len bytes. Nothing is allocated
  * before the frame's own header agrees with raw_len, and raw_len is bounded
  * like any payload. On success *payload and *len are the decompressed
- * bytes, owned by r until the read ends. */
-static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len)
+ * bytes: in r's scratch buffer (until the next call) if `scratch`, else
+ * owned by r until the read ends. */
+static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len, bool scratch)
 {
 	if (*len < 4)
 		return corrupt(r, "compressed payload of %u bytes has no length", *len);
@@ -1493,18 +1621,35 @@ static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len)
 		return corrupt(r, "compressed payload is not exactly one zstd frame");
 	if (!r->zd && !(r->zd = ZSTD_createDCtx()))
 		abort(); /* out of memory, as ap_xmalloc */
-	uint8_t *out = ap_xmalloc(raw ? raw : 1);
+	uint8_t *out;
+	if (scratch) {
+		AP_ALLOC_GROW(r->scratch, raw ? raw : 1, r->scratch_cap);
+		out = r->scratch;
+	} else {
+		out = ap_xmalloc(raw ? raw : 1);
+	}
 	size_t got = ZSTD_decompressDCtx(r->zd, out, raw, z, zlen);
 	if (ZSTD_isError(got) || got != raw) {
-		free(out);
+		if (!scratch)
+			free(out);
 		return corrupt(r, "compressed payload does not decompress: %s",
 			       ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
 	}
-	AP_ALLOC_GROW(r->owned, r->nowned + 1, r->owned_alloc);
-	r->owned[r->nowned++] = out;
+	if (!scratch) {
+		AP_ALLOC_GROW(r->owned, r->nowned + 1, r->owned_alloc);
+		r->owned[r->nowned++] = out;
+	}
 	*payload = out;
 	*len = raw;
 	return 0;
+}
+
+/* Pass 1 is past `off`: what it needs from before is copied out, or
+ * kept as chunk offsets pass 2 maps in again. */
+static void drop_behind(struct rd *r, size_t off)
+{
+	drop_mapped(r->map, r->size, r->data + r->dropped, off - r->dropped);
+	r->dropped = off;
 }
 
 static int read_chunks(struct rd *r)
@@ -1518,9 +1663,11 @@ static int read_chunks(struct rd *r)
 	ap_chunk_walk_init(w, r->data, r->size);
 	for (;;) {
 		r->chunk_off = w->off;
-		if (r->progress && w->off >= next_progress) {
-			/* pass 1 is the first half of the work, the merge the second */
-			r->progress(r->progress_ctx, w->off / 2, r->size);
+		if (w->off >= next_progress) {
+			if (r->progress)
+				r->progress(r->progress_ctx, w->off, r->size);
+			/* what is behind is copied out or kept as chunk offsets */
+			drop_behind(r, w->off);
 			next_progress = w->off + (4u << 20);
 		}
 		res = ap_chunk_next(w, &ch, why, sizeof(why));
@@ -1531,7 +1678,7 @@ static int read_chunks(struct rd *r)
 		const uint8_t *payload = ch.payload, *base = r->data;
 		uint32_t len = ch.len;
 		if (ch.flags & AP_CHUNK_F_ZSTD) {
-			if (decompress(r, &payload, &len) < 0)
+			if (decompress(r, &payload, &len, ch.type == AP_CHUNK_EVENTS) < 0)
 				return -1;
 			base = payload; /* offsets in messages: within the payload */
 		}
@@ -1547,6 +1694,12 @@ static int read_chunks(struct rd *r)
 			break;
 		case AP_CHUNK_EVENTS:
 			rc = scan_events(r, ch.tid, payload, len, ch.flags & AP_CHUNK_F_COLUMNS);
+			if (!rc && (ch.flags & AP_CHUNK_F_ZSTD)) {
+				/* pass 2 decompresses it again, when it comes */
+				r->chunks[r->nchunks - 1].payload = ch.payload;
+				r->chunks[r->nchunks - 1].len = ch.len;
+				r->chunks[r->nchunks - 1].zstd = true;
+			}
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
@@ -1595,6 +1748,8 @@ static void fix_stack_pointers(struct rd *r)
 	r->pcs = NULL;
 }
 
+/* Reads r->data; on success the trace owns it (r->map or r->buf), else
+ * the caller still does. */
 static int read_data(struct rd *r)
 {
 	r->t = ap_xmalloc(sizeof(*r->t));
@@ -1606,7 +1761,8 @@ static int read_data(struct rd *r)
 	fix_stack_pointers(r);
 	if (!rc) {
 		struct ap_trace *t = r->t;
-		merge_events(r);
+		drop_behind(r, r->size);
+		make_source(r);
 		ap_trace_index_maps(t);
 		if (!t->has_end)
 			t->end_ns = r->any_event ? r->last_ts : t->start_ns;
@@ -1619,6 +1775,7 @@ static int read_data(struct rd *r)
 	for (size_t i = 0; i < r->nowned; i++)
 		free(r->owned[i]);
 	free(r->owned);
+	free(r->scratch);
 	free(r->scan_ring);
 	ZSTD_freeDCtx(r->zd);
 	ap_chunk_walk_release(&r->walk);
@@ -1632,12 +1789,22 @@ static int read_data(struct rd *r)
 int ap_trace_read_mem(const void *data, size_t len, const char *name, struct ap_trace **out,
 		      struct ap_error *err)
 {
-	struct rd r = {.data = data, .size = len, .name = name, .err = err};
-	if (read_data(&r) < 0)
+	/* the events are read from it later: a copy of our own */
+	uint8_t *copy = ap_xmalloc(len ? len : 1);
+	if (len)
+		memcpy(copy, data, len);
+	struct rd r = {.data = copy, .size = len, .buf = copy, .name = name, .err = err};
+	if (read_data(&r) < 0) {
+		free(copy);
 		return -1;
+	}
 	*out = r.t;
 	return 0;
 }
+
+/* Files up to this size are read ahead whole when mapped; bigger ones are
+ * faulted in as the passes walk them (and let go behind them). */
+#define POPULATE_MAX (64u << 20)
 
 int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 		  ap_progress_fn progress, void *progress_ctx)
@@ -1661,9 +1828,12 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 	if (S_ISREG(st.st_mode) && st.st_size > 0) {
 		size = (size_t)st.st_size;
 		/* MAP_POPULATE: one pass of read-ahead instead of a fault per page */
-		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		map = mmap(NULL, size, PROT_READ,
+			   MAP_PRIVATE | (size <= POPULATE_MAX ? MAP_POPULATE : 0), fd, 0);
 		if (map == MAP_FAILED)
 			map = NULL;
+		else if (size > POPULATE_MAX)
+			madvise(map, size, MADV_SEQUENTIAL); /* advice only */
 	}
 	if (!map) {
 		/* Not mappable (a pipe, an empty file, procfs): read it all. */
@@ -1689,17 +1859,19 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 	struct rd r = {
 	    .data = map ? map : buf,
 	    .size = size,
+	    .map = map,
+	    .buf = map ? NULL : buf,
 	    .name = path,
 	    .err = err,
 	    .progress = progress,
 	    .progress_ctx = progress_ctx,
 	};
-	int rc = read_data(&r);
-	if (map)
-		munmap(map, size);
-	free(buf);
-	if (rc < 0)
+	if (read_data(&r) < 0) {
+		if (map)
+			munmap(map, size);
+		free(buf);
 		return -1;
+	}
 	*out = r.t;
 	return 0;
 }
@@ -1726,6 +1898,8 @@ void ap_trace_free(struct ap_trace *t)
 		free(t->threads[i].name);
 	free(t->threads);
 	free(t->ev);
+	if (t->src)
+		t->src->ops->release(t->src);
 	free(t->map_index);
 	for (size_t i = 0; i < t->nprocs; i++) {
 		free(t->procs[i].path);

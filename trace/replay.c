@@ -83,7 +83,7 @@ static void obj_release(struct rmap *m, uint32_t obj)
 struct pending {
 	struct ap_replay_block b;
 	size_t i;
-	const struct ap_event *e;
+	struct ap_event e;	/* a copy: the batch it came in may be gone */
 	bool set;
 	uint64_t last_addr;
 	bool last_alloc;
@@ -103,8 +103,56 @@ static void pending_flush(struct rmap *m, struct pending *p, const struct ap_rep
 	if (!p->set)
 		return;
 	p->set = false;
-	EACH(c, nc, free, p->i, p->e, &p->b);
+	EACH(c, nc, free, p->i, &p->e, &p->b);
 	obj_release(m, p->b.obj);
+}
+
+/* Event i, e, on the thread whose pending state is p. */
+static inline void replay_one(struct rmap *m, struct pending *p, const struct ap_trace *t,
+			      const struct ap_replay_consumer *c, size_t nc, size_t i,
+			      const struct ap_event *e)
+{
+	if (e->type == AP_EV_FREE) {
+		pending_flush(m, p, c, nc);
+		struct ap_replay_block b;
+		bool temp = p->last_alloc && p->last_addr == e->addr;
+		p->last_alloc = false;
+		if (!map_pop(m, e->addr, &b)) {
+			EACH(c, nc, unmatched, i, e);
+			return;
+		}
+		b.temporary = temp;
+		if (e->flags & AP_EVF_FROM_REALLOC) {
+			p->b = b;
+			p->i = i;
+			p->e = *e;
+			p->set = true;
+			return;
+		}
+		EACH(c, nc, free, i, e, &b);
+		obj_release(m, b.obj);
+		return;
+	}
+	if (e->type != AP_EV_ALLOC)
+		return;
+	struct ap_replay_block b = { .addr = e->addr, .size = e->size };
+	p->last_alloc = true;
+	p->last_addr = e->addr;
+	if (e->flags & AP_EVF_SAMPLED) {
+		b.w = ap_trace_weight(t, e->size);
+		b.stack = e->stack;
+	}
+	if ((e->flags & AP_EVF_REALLOC) && p->set) {
+		p->set = false;
+		b.obj = p->b.obj;
+		map_push(m, &b);
+		EACH(c, nc, grow, i, e, &p->b, &b);
+		return;
+	}
+	pending_flush(m, p, c, nc);
+	b.obj = obj_new(m);
+	map_push(m, &b);
+	EACH(c, nc, alloc, i, e, &b);
 }
 
 void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
@@ -113,64 +161,29 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	struct rmap m = { .free_blocks = NONE };
 	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct ap_event *e = &t->ev[i];
-		/* The map is far bigger than the caches on a long trace, and
-		 * each event's probe is a miss: ask for the slot of an event
-		 * a few ahead while this one is handled. */
-		if (i + PREFETCH_AHEAD < t->nev)
-			ap_u64map_prefetch(&m.map, t->ev[i + PREFETCH_AHEAD].addr);
-		/* then, the slot in the cache by now, the block a FREE ends */
-		if (i + PREFETCH_AHEAD / 2 < t->nev &&
-		    t->ev[i + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
-			const struct ap_u64map_slot *ps =
-			    ap_u64map_find(&m.map, t->ev[i + PREFETCH_AHEAD / 2].addr);
-			if (ps)
-				ap_prefetch(&m.blocks[ps->val]);
-		}
-		struct pending *p = &pend[e->thread <= t->nthreads ? e->thread : t->nthreads];
-		if (e->type == AP_EV_FREE) {
-			pending_flush(&m, p, c, nc);
-			struct ap_replay_block b;
-			bool temp = p->last_alloc && p->last_addr == e->addr;
-			p->last_alloc = false;
-			if (!map_pop(&m, e->addr, &b)) {
-				EACH(c, nc, unmatched, i, e);
-				continue;
+	struct ap_events *it = ap_events_open(t);
+	const struct ap_event *ev;
+	size_t n, base = 0;
+	for (; (n = ap_events_next(it, &ev)); base += n)
+		for (size_t j = 0; j < n; j++) {
+			const struct ap_event *e = &ev[j];
+			size_t i = base + j;
+			/* The map is far bigger than the caches on a long trace, and
+			 * each event's probe is a miss: ask for the slot of an event
+			 * a few ahead (in this batch) while this one is handled. */
+			if (j + PREFETCH_AHEAD < n)
+				ap_u64map_prefetch(&m.map, ev[j + PREFETCH_AHEAD].addr);
+			/* then, the slot in the cache by now, the block a FREE ends */
+			if (j + PREFETCH_AHEAD / 2 < n && ev[j + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
+				const struct ap_u64map_slot *ps =
+				    ap_u64map_find(&m.map, ev[j + PREFETCH_AHEAD / 2].addr);
+				if (ps)
+					ap_prefetch(&m.blocks[ps->val]);
 			}
-			b.temporary = temp;
-			if (e->flags & AP_EVF_FROM_REALLOC) {
-				p->b = b;
-				p->i = i;
-				p->e = e;
-				p->set = true;
-				continue;
-			}
-			EACH(c, nc, free, i, e, &b);
-			obj_release(&m, b.obj);
-			continue;
+			replay_one(&m, &pend[e->thread <= t->nthreads ? e->thread : t->nthreads], t,
+				   c, nc, i, e);
 		}
-		if (e->type != AP_EV_ALLOC)
-			continue;
-		struct ap_replay_block b = { .addr = e->addr, .size = e->size };
-		p->last_alloc = true;
-		p->last_addr = e->addr;
-		if (e->flags & AP_EVF_SAMPLED) {
-			b.w = ap_trace_weight(t, e->size);
-			b.stack = e->stack;
-		}
-		if ((e->flags & AP_EVF_REALLOC) && p->set) {
-			p->set = false;
-			b.obj = p->b.obj;
-			map_push(&m, &b);
-			EACH(c, nc, grow, i, e, &p->b, &b);
-			continue;
-		}
-		pending_flush(&m, p, c, nc);
-		b.obj = obj_new(&m);
-		map_push(&m, &b);
-		EACH(c, nc, alloc, i, e, &b);
-	}
+	ap_events_close(it);
 	for (size_t k = 0; k <= t->nthreads; k++)
 		pending_flush(&m, &pend[k], c, nc);
 	for (size_t s = 0; s <= m.map.mask; s++)

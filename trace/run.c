@@ -162,11 +162,36 @@ fail:
 
 /* ---- merging ---- */
 
-/* The merged trace's events, by time: a binary heap of the next event of
- * each process (ties go to the earlier process, then its own order). */
+/* The merged trace's events (its ap_trace.src): the traces of the run,
+ * kept, and where each one's threads and stacks start in the merged
+ * numbering. */
+struct run_src {
+	struct ap_evsrc base;
+	struct ap_trace **traces;
+	size_t n;
+	size_t *thread_base, *stack_base;
+};
+
+/* An iteration: the processes' own, merged by time through a binary heap
+ * of the next event of each (ties go to the earlier process, then its own
+ * order). */
 struct head {
 	uint64_t ts;
 	size_t proc, i;
+};
+
+struct proc_it {
+	struct ap_events *it;
+	const struct ap_event *ev; /* its batch: ev[i, n) not handed out yet */
+	size_t n;
+};
+
+struct run_it {
+	const struct run_src *r;
+	struct proc_it *p;
+	struct head *h;
+	size_t nh;
+	struct ap_event out[AP_EVENTS_BATCH];
 };
 
 static bool head_less(const struct head *a, const struct head *b)
@@ -192,6 +217,82 @@ static void heap_sift(struct head *h, size_t n, size_t i)
 		i = m;
 	}
 }
+
+/* Fills x's batch if it is used up; false when x has no more. */
+static bool proc_fill(struct proc_it *x, size_t *i)
+{
+	if (*i < x->n)
+		return true;
+	*i = 0;
+	x->n = ap_events_next(x->it, &x->ev);
+	return x->n > 0;
+}
+
+static void *run_open(struct ap_evsrc *src)
+{
+	struct run_src *r = (struct run_src *)src;
+	struct run_it *m = ap_xcalloc(1, sizeof(*m));
+	m->r = r;
+	m->p = ap_xcalloc(r->n, sizeof(*m->p));
+	m->h = ap_xmalloc(r->n * sizeof(*m->h));
+	for (size_t p = 0; p < r->n; p++) {
+		m->p[p].it = ap_events_open(r->traces[p]);
+		size_t i = 0;
+		if (proc_fill(&m->p[p], &i))
+			m->h[m->nh++] = (struct head){m->p[p].ev[0].ts, p, 0};
+	}
+	for (size_t i = m->nh / 2; i-- > 0;)
+		heap_sift(m->h, m->nh, i);
+	return m;
+}
+
+static size_t run_next(void *state, const struct ap_event **out)
+{
+	struct run_it *m = state;
+	const struct run_src *r = m->r;
+	size_t n = 0;
+	*out = m->out;
+	while (m->nh && n < AP_EVENTS_BATCH) {
+		struct head *x = &m->h[0];
+		struct proc_it *pi = &m->p[x->proc];
+		struct ap_event e = pi->ev[x->i];
+		e.addr += (uint64_t)x->proc << AP_RUN_SHIFT;
+		e.thread = (uint16_t)(e.thread + r->thread_base[x->proc]);
+		if (e.stack)
+			e.stack = (uint32_t)(e.stack + r->stack_base[x->proc]);
+		m->out[n++] = e;
+		x->i++;
+		if (proc_fill(pi, &x->i))
+			x->ts = pi->ev[x->i].ts;
+		else
+			m->h[0] = m->h[--m->nh];
+		heap_sift(m->h, m->nh, 0);
+	}
+	return n;
+}
+
+static void run_close(void *state)
+{
+	struct run_it *m = state;
+	for (size_t p = 0; p < m->r->n; p++)
+		ap_events_close(m->p[p].it);
+	free(m->p);
+	free(m->h);
+	free(m);
+}
+
+static void run_src_release(struct ap_evsrc *src)
+{
+	struct run_src *r = (struct run_src *)src;
+	for (size_t p = 0; p < r->n; p++)
+		ap_trace_free(r->traces[p]);
+	free(r->traces);
+	free(r->thread_base);
+	free(r->stack_base);
+	free(r);
+}
+
+static const struct ap_evsrc_ops run_ops = {run_open, run_next, run_close, run_src_release};
 
 static char *join_argv(const struct ap_trace *t)
 {
@@ -252,8 +353,11 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->nstacks = 1;
 	uint64_t *pool = ap_xmalloc((npcs ? npcs : 1) * sizeof(*pool));
 	m->stacks[0].pcs = pool;
-	m->ev = ap_xmalloc((nev ? nev : 1) * sizeof(*m->ev));
-	m->nev = 0;
+	m->ev = NULL;
+	m->nev = nev;
+	m->last_ts = 0;
+	m->src = NULL;
+	m->events_progress = NULL;
 	m->procs = ap_xcalloc(run->n, sizeof(*m->procs));
 	m->nprocs = run->n;
 	m->map_index = NULL;
@@ -316,6 +420,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		}
 		if (t->end_ns > m->end_ns)
 			m->end_ns = t->end_ns;
+		if (t->last_ts > m->last_ts)
+			m->last_ts = t->last_ts;
 		if (t->cpus > m->cpus)
 			m->cpus = t->cpus;
 		if (t->max_depth > m->max_depth)
@@ -344,31 +450,15 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->end_status = root->end_status;
 	m->end_status_known = root->end_status_known;
 
-	struct head *h = ap_xmalloc(run->n * sizeof(*h));
-	size_t nh = 0;
-	for (size_t p = 0; p < run->n; p++)
-		if (run->traces[p]->nev)
-			h[nh++] = (struct head){run->traces[p]->ev[0].ts, p, 0};
-	for (size_t i = nh / 2; i-- > 0;)
-		heap_sift(h, nh, i);
-	while (nh) {
-		struct head *x = &h[0];
-		const struct ap_trace *t = run->traces[x->proc];
-		struct ap_event e = t->ev[x->i];
-		e.addr += (uint64_t)x->proc << AP_RUN_SHIFT;
-		e.thread = (uint16_t)(e.thread + thread_base[x->proc]);
-		if (e.stack)
-			e.stack = (uint32_t)(e.stack + stack_base[x->proc]);
-		m->ev[m->nev++] = e;
-		if (++x->i < t->nev)
-			x->ts = t->ev[x->i].ts;
-		else
-			h[0] = h[--nh];
-		heap_sift(h, nh, 0);
-	}
-	free(h);
-	free(thread_base);
-	free(stack_base);
+	/* The traces stay, as the source of the events. */
+	struct run_src *src = ap_xcalloc(1, sizeof(*src));
+	src->base.ops = &run_ops;
+	src->traces = run->traces;
+	src->n = run->n;
+	src->thread_base = thread_base;
+	src->stack_base = stack_base;
+	m->src = &src->base;
+	run->traces = ap_xcalloc(run->n, sizeof(*run->traces));
 	ap_trace_index_maps(m);
 	ap_run_release(run);
 	*out = m;

@@ -9,4 +9,23 @@
  * overlaps out of the ranges of the ones before it. */
 void ap_trace_index_maps(struct ap_trace *t);
 
+/* Where a trace's events come from (ap_trace.src): a file the reader
+ * checked (reader.c) or the traces of a whole run (run.c). A source
+ * hands out iterations; `open` returns one's state, which `next` fills
+ * batches from (as ap_events_next) and `close` releases. `release` frees
+ * the source itself. */
+struct ap_evsrc;
+struct ap_evsrc_ops {
+	void *(*open)(struct ap_evsrc *src);
+	size_t (*next)(void *state, const struct ap_event **out);
+	void (*close)(void *state);
+	void (*release)(struct ap_evsrc *src);
+};
+struct ap_evsrc {
+	const struct ap_evsrc_ops *ops;
+};
+
+/* Events an iteration hands out at a time (at most). */
+#define AP_EVENTS_BATCH 4096
+
 #endif

@@ -229,6 +229,7 @@ static void test_replay_order(void)
 		struct ap_trace *t = gogc_trace();
 		if (swapped) {
 			/* events: alloc 1-9, free 9, alloc 10, ... */
+			ap_trace_load_events(t);
 			uint64_t tmp = t->ev[9].ts;
 			t->ev[9].ts = t->ev[10].ts;
 			t->ev[10].ts = tmp;

@@ -86,6 +86,7 @@ static struct ap_trace *load(const char *path)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	return t;
 }
 

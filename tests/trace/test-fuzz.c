@@ -120,6 +120,7 @@ static int try_read(const uint8_t *data, size_t len, size_t variant)
 	}
 	struct ap_trace_totals tot;
 	ap_trace_totals(t, &tot);
+	ap_trace_load_events(t);
 	uint64_t sum = 0;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
@@ -230,6 +231,7 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 		struct ap_trace *t = NULL;
 		struct ap_error err;
 		int rc = ap_trace_read_mem(good, cut, "v.trace", &t, &err);
+		ap_trace_load_events(t);
 		if ((rc == 0) != (cut >= header_end)) {
 			char msg[1200];
 			snprintf(msg, sizeof(msg), "cut at %zu: rc %d: %s", cut, rc,

@@ -58,6 +58,7 @@ static struct ap_trace *read_back(struct ap_tw *tw, const char *name)
 		failures++;
 		t = NULL;
 	}
+	ap_trace_load_events(t);
 	free(data);
 	return t;
 }
@@ -68,6 +69,7 @@ static void expect_error(const uint8_t *data, size_t len, const char *want)
 	struct ap_trace *t = NULL;
 	struct ap_error err = {""};
 	int rc = ap_trace_read_mem(data, len, "bad.trace", &t, &err);
+	ap_trace_load_events(t);
 	CHECK(rc < 0, "expected failure with \"%s\", got success", want);
 	if (rc < 0)
 		CHECK(strstr(err.msg, want) != NULL, "error \"%s\" lacks \"%s\"", err.msg, want);
@@ -363,6 +365,13 @@ static int gen_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static bool same_event(const struct ap_event *a, const struct ap_event *b)
+{
+	return a->ts == b->ts && a->addr == b->addr && a->size == b->size &&
+	       a->stack == b->stack && a->thread == b->thread && a->cpu == b->cpu &&
+	       a->type == b->type && a->kind == b->kind && a->flags == b->flags;
+}
+
 static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 {
 	struct ap_tw_header h;
@@ -451,6 +460,32 @@ static void test_merge(unsigned nthreads, unsigned per_thread, size_t chunk)
 					      (unsigned long long)w->addr);
 			}
 		}
+		/* two iterations from the file at once, in turns, batch by
+		 * batch: the same events as the whole read */
+		struct ap_event *all = t->ev;
+		t->ev = NULL;
+		struct ap_events *it[2] = { ap_events_open(t), ap_events_open(t) };
+		size_t got[2] = { 0, 0 }, batches = 0;
+		for (bool more = true; more;) {
+			more = false;
+			for (int j = 0; j < 2; j++) {
+				const struct ap_event *b;
+				size_t k = ap_events_next(it[j], &b);
+				for (size_t x = 0; x < k && got[j] + x < t->nev; x++)
+					if (!same_event(&b[x], &all[got[j] + x]) && bad++ < 5)
+						CHECK(0, "%s: iteration %d: event %zu differs", name, j,
+						      got[j] + x);
+				got[j] += k;
+				batches += k > 0;
+				more = more || k;
+			}
+		}
+		CHECK(got[0] == t->nev && got[1] == t->nev, "%s: iterations gave %zu and %zu of %zu",
+		      name, got[0], got[1], t->nev);
+		CHECK(batches >= 2 * ((t->nev + 4095) / 4096), "%s: %zu batches", name, batches);
+		ap_events_close(it[0]);
+		ap_events_close(it[1]);
+		t->ev = all;
 		for (unsigned k = 0; k < nthreads && k < t->nthreads; k++) {
 			CHECK_U(t->threads[k].tid, 5000 + k * 7);
 			CHECK_U(t->threads[k].events, seq[k]);
@@ -638,6 +673,7 @@ static void test_truncation(void)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read_mem(data, len, "noend", &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		CHECK(t->truncated && !t->has_end, "not truncated");
 		CHECK(strstr(t->truncated_why, "no end record") != NULL, "why: %s",
@@ -657,6 +693,7 @@ static void test_truncation(void)
 	data = finish(tw, &len);
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, len - 3, "cut", &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		CHECK(t->truncated && t->has_end, "cut: truncated %d has_end %d", t->truncated,
 		      t->has_end);
@@ -670,6 +707,7 @@ static void test_truncation(void)
 	/* the complete file: chunks after END are fine, the last END counts */
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, len, "after-end", &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		CHECK(!t->truncated && t->has_end, "after END: truncated %d", t->truncated);
 		CHECK_U(t->nev, 2);
@@ -678,6 +716,7 @@ static void test_truncation(void)
 	/* cut inside a header */
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, full + 5, "cut-header", &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		CHECK(t->truncated && t->has_end, "cut header");
 		ap_trace_free(t);
@@ -805,6 +844,7 @@ static void test_errors(void)
 		struct ap_error err;
 		CHECK(ap_trace_read_mem(f, 16 + AP_CHUNK_HDR_LEN + pn, "keys", &t, &err) == 0, "%s",
 		      err.msg);
+		ap_trace_load_events(t);
 		if (t) {
 			CHECK_U(t->rate, 7);
 			CHECK(!strcmp(t->exe, "") && !strcmp(t->sampler, "") && t->argc == 0 &&
@@ -948,6 +988,7 @@ static void test_errors(void)
 				CHECK(ap_trace_read_mem(dz, len + AP_CHUNK_HDR_LEN + z + 4, "z", &t,
 							&err) == 0,
 				      "%s", err.msg);
+				ap_trace_load_events(t);
 				if (t) {
 					CHECK_U(t->nev, 1);
 					if (t->nev)
@@ -978,6 +1019,7 @@ static void test_errors(void)
 		struct ap_trace *t = NULL;
 		struct ap_error err;
 		CHECK(ap_trace_read_mem(data, len, "track", &t, &err) == 0, "%s", err.msg);
+		ap_trace_load_events(t);
 		if (t) {
 			CHECK_U(t->nev, 1);
 			CHECK_U(t->nrecords, 2);
@@ -1046,6 +1088,7 @@ static void test_streams(void)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read_mem(good, len, "good", &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		struct ap_trace_totals tot;
 		ap_trace_totals(t, &tot);
@@ -1119,6 +1162,7 @@ static void test_many_stacks(void)
 	CHECK(chunks > 3, "%zu META chunks", chunks);
 	struct ap_trace *t = NULL;
 	CHECK(ap_trace_read_mem(data, len, "stacks", &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		CHECK_U(t->nstacks, n + 1);
 		CHECK_U(t->nev, 20);
@@ -1211,6 +1255,7 @@ static void test_file_roundtrip(void)
 	struct ap_trace *t = NULL;
 	struct progress_log pl = {0, 0, 0};
 	CHECK(ap_trace_read(path, &t, &err, on_progress, &pl) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (t) {
 		CHECK_U(t->file_size, size);
 		CHECK_U(t->nev, 1);

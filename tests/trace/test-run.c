@@ -96,6 +96,7 @@ int main(int argc, char **argv)
 	CHECK(run.n == 2, "traces read: %zu (the old one must be left out)", run.n);
 	struct ap_trace *t = NULL;
 	CHECK(ap_run_merge(&run, &t, &err) == 0, "%s", err.msg);
+	ap_trace_load_events(t);
 	if (!t)
 		return 1;
 	CHECK(t->nprocs == 2 && t->procs[0].pid == 1000 && t->procs[1].pid == 2000, "procs");
