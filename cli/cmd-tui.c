@@ -164,8 +164,13 @@ static int run_terminal(struct tui *t)
 	}
 	t->busy = term_busy;
 	tui_resize(t, LINES, COLS);
+	tui_start_work(t);
+	bool pending = true;
 	while (!t->quit) {
+		tui_poll(t, false, &pending);
 		term_draw(t);
+		/* while work runs, wake now and then to show how far it is */
+		timeout(pending ? 250 : -1);
 		int key = getch();
 		if (key == ERR)
 			continue;
@@ -185,12 +190,15 @@ static int run_batch(struct tui *t, const int *keys, int nkeys, const int *sizes
 {
 	struct tui_screen s = {0};
 	int cursor;
+	tui_start_work(t);
 	for (int i = 0; i < nkeys && !t->quit; i++) {
 		if (keys[i] == KEY_RESIZE) {
 			tui_resize(t, sizes[1], sizes[0]);
 			sizes += 2;
 		}
 		tui_key(t, keys[i]);
+		/* a view that waits for its work opens before the next key */
+		tui_poll(t, true, NULL);
 	}
 	tui_draw(t, &s, &cursor);
 	tui_screen_print(&s, stdout);

@@ -3,6 +3,7 @@
  * The models come from report/ (ap_report_new, ap_list_new, ap_advise_run);
  * this file only draws them and moves around in them. */
 #include <curses.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -609,8 +610,12 @@ static void timeline_free(struct tui_timeline *tl)
 	free(tl);
 }
 
+static bool work_wait(struct tui *t, enum tui_view_kind k);
+
 static void open_timeline(struct tui *t)
 {
+	if (work_wait(t, TUI_VIEW_TIMELINE))
+		return;
 	timeline_refresh(t);
 	t->timeline_pos = (struct tui_pos){0};
 	push_view(t, TUI_VIEW_TIMELINE);
@@ -639,6 +644,8 @@ static int load_costs(struct tui *t)
 
 static void open_advise(struct tui *t)
 {
+	if (work_wait(t, TUI_VIEW_ADVISE))
+		return;
 	if (!t->advice) {
 		if (load_costs(t))
 			return;
@@ -1216,6 +1223,201 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 	}
 }
 
+/* ---- the work done while the user browses -------------------------------
+ *
+ * On a long trace the advisor's and the timeline's replays take seconds.
+ * A worker thread runs them from the start (tui_start_work): `a` and `T`
+ * then open at once, or, asked for before their work is done, open when
+ * it is, while the other views stay usable. The worker reads only the
+ * trace, the site maps and the cost table, made before it starts (the
+ * symbolizer is not thread-safe); what it makes is taken over under the
+ * lock by tui_poll. */
+struct tui_work {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ap_trace *trace;
+	struct ap_site_map sites;
+	struct ap_advise_options ao;
+	struct tui_timeline *timeline; /* sites chosen; T made by the worker */
+	size_t nb;
+	bool have_costs, joined;
+	/* under mu */
+	bool advice_done, timeline_done;
+	struct ap_advice *advice;
+	struct ap_error err;
+	/* the replay running now: events done of total */
+	uint64_t done, total;
+	bool advice_taken, timeline_taken;
+	int wait_depth;	/* t->depth when the view waited for was asked for */
+};
+
+static void work_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct tui_work *w = ctx;
+	__atomic_store_n(&w->total, total, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->done, done, __ATOMIC_RELAXED);
+}
+
+static void *work_main(void *arg)
+{
+	struct tui_work *w = arg;
+	struct ap_error err = {{0}};
+	struct ap_advice *a = NULL;
+	if (w->have_costs)
+		a = ap_advise_run(w->trace, &w->sites, &w->ao, &err);
+	pthread_mutex_lock(&w->mu);
+	w->advice = a;
+	w->err = err;
+	w->advice_done = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	ap_timeline_init(&w->timeline->T, w->trace, &w->timeline->sites, w->nb, false);
+	pthread_mutex_lock(&w->mu);
+	w->timeline_done = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+void tui_start_work(struct tui *t)
+{
+	if (t->work)
+		return;
+	struct tui_work *w = ap_xcalloc(1, sizeof(*w));
+	w->trace = t->v->trace;
+	busy(t, "finding the call sites");
+	w->have_costs = load_costs(t) == 0;
+	ap_advise_options_init(&w->ao);
+	w->ao.costs = &t->costs;
+	ap_advise_sites(w->trace, t->v->sym, false, &w->sites);
+	w->timeline = ap_xcalloc(1, sizeof(*w->timeline));
+	ap_timeline_sites_init(&w->timeline->sites, t->v, TIMELINE_SITES);
+	/* as timeline_refresh sizes it */
+	w->nb = t->cols > 33 ? (size_t)t->cols - 23 : 10;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	ap_events_progress(w->trace, work_progress, w);
+	if (pthread_create(&w->th, NULL, work_main, w) != 0) {
+		/* no thread: the views are made when asked for, as without */
+		ap_events_progress(w->trace, NULL, NULL);
+		ap_site_map_release(&w->sites);
+		timeline_free(w->timeline);
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+		return;
+	}
+	t->work = w;
+}
+
+static bool work_done_for(const struct tui_work *w, enum tui_view_kind k)
+{
+	return k == TUI_VIEW_ADVISE ? w->advice_done : w->timeline_done;
+}
+
+/* Before view k opens: true if it must wait for its work (then it opens
+ * from tui_poll). */
+static bool work_wait(struct tui *t, enum tui_view_kind k)
+{
+	struct tui_work *w = t->work;
+	if (!w)
+		return false;
+	tui_poll(t, false, NULL);
+	pthread_mutex_lock(&w->mu);
+	bool done = work_done_for(w, k);
+	pthread_mutex_unlock(&w->mu);
+	if (done)
+		return false;
+	t->waiting = true;
+	t->wait_for = k;
+	w->wait_depth = t->depth;
+	return true;
+}
+
+bool tui_poll(struct tui *t, bool block, bool *pending)
+{
+	struct tui_work *w = t->work;
+	if (pending)
+		*pending = false;
+	if (!w)
+		return false;
+	bool changed = false;
+	pthread_mutex_lock(&w->mu);
+	while (block && t->waiting && !work_done_for(w, t->wait_for))
+		pthread_cond_wait(&w->cv, &w->mu);
+	if (w->advice_done && !w->advice_taken) {
+		w->advice_taken = true;
+		if (!t->advice)
+			t->advice = w->advice;
+		else
+			ap_advice_free(w->advice);
+		if (!w->advice && w->have_costs)
+			set_status(t, "%s", w->err.msg);
+		w->advice = NULL;
+	}
+	if (w->timeline_done && !w->timeline_taken) {
+		w->timeline_taken = true;
+		if (!t->timeline)
+			t->timeline = w->timeline;
+		else
+			timeline_free(w->timeline);
+		w->timeline = NULL;
+	}
+	bool running = !(w->advice_done && w->timeline_done);
+	bool ready = t->waiting && work_done_for(w, t->wait_for);
+	pthread_mutex_unlock(&w->mu);
+	if (!running && !w->joined) {
+		pthread_join(w->th, NULL);
+		w->joined = true;
+		ap_events_progress(w->trace, NULL, NULL);
+	}
+	if (ready) {
+		t->waiting = false;
+		t->status[0] = 0;
+		/* opened from where it was asked for, else only made */
+		if (t->depth == w->wait_depth) {
+			if (t->wait_for == TUI_VIEW_ADVISE)
+				open_advise(t);
+			else
+				open_timeline(t);
+		}
+		changed = true;
+	} else if (t->waiting) {
+		uint64_t done = __atomic_load_n(&w->done, __ATOMIC_RELAXED);
+		uint64_t total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
+		set_status(t, "%s: %d%% (it opens when done; the other views work meanwhile)",
+			   t->wait_for == TUI_VIEW_ADVISE
+			       ? "replaying the trace through the pool model"
+			       : "replaying the trace for the timeline",
+			   total ? (int)(done * 100 / total) : 0);
+		changed = true;
+	}
+	if (pending)
+		*pending = running;
+	return changed;
+}
+
+static void work_release(struct tui *t)
+{
+	struct tui_work *w = t->work;
+	if (!w)
+		return;
+	if (!w->joined) {
+		/* its results are not wanted: end its replay early */
+		ap_events_stop(w->trace);
+		pthread_join(w->th, NULL);
+		ap_events_progress(w->trace, NULL, NULL);
+	}
+	ap_advice_free(w->advice);
+	timeline_free(w->timeline);
+	ap_site_map_release(&w->sites);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	free(w);
+	t->work = NULL;
+}
+
 /* ---- life cycle --------------------------------------------------------- */
 
 int tui_init(struct tui *t, struct ap_view *v, const struct tui_options *o, int rows, int cols)
@@ -1250,6 +1452,7 @@ int tui_init(struct tui *t, struct ap_view *v, const struct tui_options *o, int 
 
 void tui_release(struct tui *t)
 {
+	work_release(t);
 	reports_clear(t);
 	while (t->npeek)
 		free(t->peek[--t->npeek].name);

@@ -99,6 +99,7 @@ struct tui_peek_step {
 };
 
 struct tui_timeline; /* tui.c: the timeline model, for one width */
+struct tui_work;     /* tui.c: the replays run while the user browses */
 
 struct tui;
 
@@ -152,6 +153,10 @@ struct tui {
 	int rows, cols;	     /* the screen size the keys scroll by */
 	bool quit;
 	tui_busy_fn busy;
+
+	struct tui_work *work; /* tui_start_work; NULL: none (made when asked) */
+	bool waiting;	       /* `wait_for` opens when its work is done */
+	enum tui_view_kind wait_for;
 };
 
 /* Builds the top model (the only step that can fail: a bad focus or ignore
@@ -163,6 +168,18 @@ void tui_release(struct tui *t);
 /* Handles one key: a character, an ncurses KEY_* code, or KEY_RESIZE after
  * tui_resize. */
 void tui_key(struct tui *t, int key);
+
+/* Starts the advisor's and the timeline's replays (the timeline for the
+ * current width) on a thread of their own, so that `a` and `T` need not
+ * wait for them: a view asked for before its work is done opens when it
+ * is (tui_poll), and the others stay usable meanwhile. Their inputs are
+ * made first, on the calling thread (the symbolizer is not thread-safe).
+ * Without it the views are made when first asked for. */
+void tui_start_work(struct tui *t);
+/* Takes over the work done since the last call (opening the view waited
+ * for, if it is done; a key waits with `block`) and returns true if the
+ * screen changed. *pending is set to whether work is still running. */
+bool tui_poll(struct tui *t, bool block, bool *pending);
 void tui_resize(struct tui *t, int rows, int cols);
 /* Draws the current view into `s` (sized t->rows x t->cols). When the
  * prompt is open, *cursor_col gets the column of the input cursor on the

@@ -137,6 +137,7 @@ struct ap_trace {
 	struct ap_evsrc *src;
 	ap_progress_fn events_progress; /* ap_events_progress */
 	void *events_progress_ctx;
+	int events_stop;	/* ap_events_stop (atomic) */
 };
 
 /* The latest time in the trace: END's, or its last event's if later. */
@@ -165,6 +166,11 @@ void ap_events_close(struct ap_events *it);
  * handed out so far and t->nev (the last call with done == total) by
  * every iteration over t started after this call; NULL stops it. */
 void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx);
+
+/* Ends every iteration over t at its next batch, as if the events ended
+ * there, from any thread: for one that must stop a replay running on
+ * another, whose results it will not use. */
+void ap_events_stop(struct ap_trace *t);
 
 /* Decodes every event into t->ev (random access, for tests and tools:
  * memory grows with the events; the commands never call it). NULL: no

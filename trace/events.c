@@ -32,7 +32,9 @@ size_t ap_events_next(struct ap_events *it, const struct ap_event **out)
 {
 	const struct ap_trace *t = it->t;
 	size_t n = 0;
-	if (it->state) {
+	if (__atomic_load_n(&t->events_stop, __ATOMIC_RELAXED)) {
+		/* stopped: no more */
+	} else if (it->state) {
 		n = t->src->ops->next(it->state, out);
 	} else if (t->ev && it->pos < t->nev) {
 		n = t->nev - it->pos < AP_EVENTS_BATCH ? t->nev - it->pos : AP_EVENTS_BATCH;
@@ -59,6 +61,11 @@ void ap_events_close(struct ap_events *it)
 	if (it->state)
 		it->t->src->ops->close(it->state);
 	free(it);
+}
+
+void ap_events_stop(struct ap_trace *t)
+{
+	__atomic_store_n(&t->events_stop, 1, __ATOMIC_RELAXED);
 }
 
 void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx)

@@ -1007,9 +1007,7 @@ static void drop_mapped(const uint8_t *map, size_t size, const uint8_t *p, size_
 {
 	if (!map || p < map || len > size || p > map + size - len)
 		return;
-	static size_t page;
-	if (!page)
-		page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
 	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
 	if (hi > lo)
