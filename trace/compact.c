@@ -170,7 +170,7 @@ struct compactor {
 	struct owners owners;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
-	struct bytes col[4], payload, meta;
+	struct bytes col[5], payload, meta;
 	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
@@ -322,7 +322,8 @@ static void match_frees(struct compactor *c, const struct pending *p)
 }
 
 /* One thread's pending events (match_frees done) as one EVENTS payload
- * in columns, with frees by distance up to dmax (at most AP_RING). */
+ * in five columns (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS), with frees by
+ * distance up to dmax (at most AP_RING). */
 static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 {
 	uint32_t *ref = c->ref;
@@ -334,7 +335,7 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 			anon[c->from[i] - 1] = 1;
 	}
 	struct bytes *col = c->col;
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0;
 	struct ap_evenc enc;
@@ -383,17 +384,20 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 		uint8_t *c0 = room(&col[0], AP_EV_MAX_REC), *s0 = c0;
 		uint8_t *c1 = room(&col[1], AP_EV_MAX_REC), *s1 = c1;
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
-		ap_enc_event(&enc, &c0, &c1, &c2, &r);
+		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
+		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
 		col[0].len += (size_t)(c0 - s0);
 		col[1].len += (size_t)(c1 - s1);
 		col[2].len += (size_t)(c2 - s2);
+		col[4].len += (size_t)(c4 - s4);
 	}
 	struct bytes *out = &c->payload;
 	out->len = 0;
 	put_uv(out, col[1].len);
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
-	for (int k = 0; k < 4; k++)
+	put_uv(out, col[4].len);
+	for (int k = 0; k < 5; k++)
 		put_bytes(out, c->col[k].b, c->col[k].len);
 }
 
@@ -432,7 +436,9 @@ static int flush_pending(struct compactor *c, struct pending *p)
 		p->chunks = 1;
 		for (size_t k = 0; k < nlim; k++) {
 			encode(c, p, dist_limits[k]);
-			size_t z = trial_size(c, c->col[1].b, c->col[1].len);
+			size_t za = trial_size(c, c->col[1].b, c->col[1].len);
+			size_t zr = trial_size(c, c->col[4].b, c->col[4].len);
+			size_t z = za == SIZE_MAX || zr == SIZE_MAX ? SIZE_MAX : za + zr;
 			if (z < best) {
 				best = z;
 				dmax = dist_limits[k];
@@ -445,8 +451,8 @@ static int flush_pending(struct compactor *c, struct pending *p)
 	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
-	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS, p->tid, c->payload.b,
-				c->payload.len);
+	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS, p->tid,
+				c->payload.b, c->payload.len);
 }
 
 static int flush_all(struct compactor *c)
@@ -714,7 +720,7 @@ static int decode_raw(struct compactor *c, size_t off, const uint8_t *payload, u
 {
 	const char *why;
 	size_t from = *nev;
-	if (ap_trace_decode_events(payload, len, false, c->quantum, ev, nev, alloc, &why) < 0)
+	if (ap_trace_decode_events(payload, len, 0, c->quantum, ev, nev, alloc, &why) < 0)
 		return corrupt_at(c, off, why);
 	for (size_t i = from; i < *nev; i++)
 		c->st->events += !((*ev)[i].flags & AP_EVF_FROM_REALLOC);
@@ -878,7 +884,7 @@ static int check_preamble(const char *path, const uint8_t *data, size_t size,
 		return ap_error_set(err, "%s: not an allocprof trace", path);
 	uint32_t version = ap_get_u32le(data + 8);
 	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
-		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u and %u",
+		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u to %u",
 				    path, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION);
 	return 0;
 }
@@ -928,7 +934,7 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	free(c->ref);
 	free(c->anon);
 	free(c->scratch);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
 	free(c->meta.b);
