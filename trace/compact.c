@@ -43,6 +43,12 @@
 /* Input held back over all threads: beyond it the biggest pending thread
  * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
 #define COMPACT_HELD (16u << 20)
+/* META records held back: the sampler's META chunks are joined into one
+ * until an EVENTS chunk (or HEADER, END, a copied chunk) is written, up to
+ * this many bytes. Stacks share much across chunks, which zstd finds only
+ * within one (level 10: python3 52 KB of stacks in 7 chunks, 49 KB in 3;
+ * cppcheck 993 KB in 359, 873 KB in 18). */
+#define COMPACT_META (4u << 20)
 
 
 /* Which thread names an address: one tid, or several. */
@@ -170,7 +176,9 @@ struct compactor {
 	struct owners owners;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
-	struct bytes col[5], payload, meta;
+	struct bytes col[5], payload;
+	struct bytes meta; /* META records not written yet (COMPACT_META) */
+	uint32_t meta_tid; /* the tid of their first chunk */
 	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
@@ -202,9 +210,15 @@ static int cwrite(struct compactor *c, const void *data, size_t len)
 	return 0;
 }
 
+static int flush_meta(struct compactor *c);
+
+/* Writes one chunk, after the META records held back (which every chunk
+ * after them in the input came after, too). */
 static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 		       const uint8_t *payload, size_t len)
 {
+	if (c->meta.len && flush_meta(c) < 0)
+		return -1;
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
 	uint32_t stream = ap_stream_of(type, tid);
 	c->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
@@ -219,6 +233,9 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
 static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			    const uint8_t *raw, size_t len)
 {
+	/* first: the META held back is compressed into the same buffer */
+	if (c->meta.len && flush_meta(c) < 0)
+		return -1;
 	size_t bound = ZSTD_compressBound(len) + 4;
 	if (bound > c->zcap) {
 		free(c->zbuf);
@@ -455,12 +472,22 @@ static int flush_pending(struct compactor *c, struct pending *p)
 				c->payload.b, c->payload.len);
 }
 
+/* The META records held back, as one chunk. */
+static int flush_meta(struct compactor *c)
+{
+	size_t len = c->meta.len;
+	if (!len)
+		return 0;
+	c->meta.len = 0; /* (so that write_chunk does not come back here) */
+	return write_compressed(c, AP_CHUNK_META, 0, c->meta_tid, c->meta.b, len);
+}
+
 static int flush_all(struct compactor *c)
 {
 	for (size_t i = 0; i < c->npend; i++)
 		if (flush_pending(c, &c->pend[i]) < 0)
 			return -1;
-	return 0;
+	return flush_meta(c);
 }
 
 /* Room for `n` events in p->ev. Page faults were a quarter of the time
@@ -596,14 +623,19 @@ static void stack_table_release(struct stack_table *s)
 /* A raw META payload with each STACK that shares two or more outer frames
  * with an earlier stack written as STACK_SHARED (MAPPING, THREAD and
  * what is not understood here copied as they are; the reader checks them),
- * then compressed. Never more shared frames than the reader takes per
- * byte of META (AP_SHARED_PCS_PER_BYTE). */
+ * added to the META records held back (its padding left out: padding ends
+ * a payload). Never more shared frames than the reader takes per byte of
+ * META (AP_SHARED_PCS_PER_BYTE). */
 static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		      size_t len)
 {
 	struct stack_table *s = &c->stacks;
 	struct bytes *o = &c->meta;
-	o->len = 0;
+	if (o->len && o->len + len > COMPACT_META && flush_meta(c) < 0)
+		return -1;
+	if (!o->len)
+		c->meta_tid = tid;
+	size_t start = o->len;
 	const uint8_t *p = payload, *end = payload + len;
 	uint64_t pcs[AP_MAX_DEPTH_CAP];
 	while (p < end) {
@@ -642,8 +674,9 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 			if (ok && keep) {
 				uint32_t shared, base = stack_share(s, (uint32_t)v[0], pcs,
 								    (uint32_t)v[1], &shared);
-				uint64_t cap = AP_SHARED_PCS_PER_BYTE * (s->meta_bytes + o->len) +
-						AP_SHARED_PCS_SLACK;
+				uint64_t cap = AP_SHARED_PCS_PER_BYTE *
+						   (s->meta_bytes + o->len - start) +
+					       AP_SHARED_PCS_SLACK;
 				if (base && shared >= 2 && s->shared_pcs + shared <= cap) {
 					s->shared_pcs += shared;
 					o->len += ap_put_stack_shared(
@@ -671,9 +704,8 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 			return corrupt_at(c, off, "META record does not decode");
 		put_bytes(o, rec, (size_t)(p - rec));
 	}
-	put_bytes(o, p, (size_t)(end - p));
-	s->meta_bytes += o->len;
-	return write_compressed(c, AP_CHUNK_META, 0, tid, o->b, o->len);
+	s->meta_bytes += o->len - start;
+	return 0;
 }
 
 /* An END with the chunk count of the output (AP_EK_CHUNKS): its other

@@ -415,6 +415,59 @@ static void stacks_shared(const char *path)
 	CHECK(size < 25000, "%zu bytes", size);
 }
 
+/* Stacks defined between events, in many small META chunks (as the
+ * sampler writes them, one per 64 KiB of records or before its thread
+ * buffers): compacted, the META records before one EVENTS chunk are one
+ * chunk (zstd finds what stacks share only within one), and the stacks
+ * and events read the same. */
+static void meta_joined(const char *path)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 512);
+	uint64_t ts = h.start_ns;
+	for (int i = 0; i < 3000; i++) {
+		uint64_t pcs[20];
+		for (int f = 0; f < 20; f++)
+			pcs[f] = 0x400000 + 0x10 * (uint64_t)(f * 7 + (f < 3 ? i : 0));
+		uint32_t st = ap_tw_stack(tw, pcs, 20);
+		ap_tw_alloc(tw, 7, ts++, 0, AP_KIND_MALLOC, 0x10000 + 16 * (uint64_t)i, 32, st);
+		if (i % 50 == 49)
+			ap_tw_flush(tw);
+	}
+	struct ap_tw_end end = {.end_ns = ts};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	size_t n;
+	uint8_t *d = slurp(path, &n);
+	size_t off[4096], nch = chunk_offsets(d, n, off, 4096), nmeta = 0;
+	for (size_t i = 0; i < nch; i++)
+		nmeta += d[off[i] + 4] == AP_CHUNK_META;
+	free(d);
+	CHECK(nmeta >= 50, "the writer wrote only %zu META chunks", nmeta);
+	struct ap_trace *before = load(path);
+	struct ap_compact_stats st;
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	struct ap_trace *after = load(path);
+	if (before && after)
+		same_events(before, after, "META joined");
+	ap_trace_free(before);
+	ap_trace_free(after);
+	d = slurp(path, &n);
+	nch = chunk_offsets(d, n, off, 4096);
+	size_t meta = 0, events = 0;
+	for (size_t i = 0; i < nch; i++) {
+		meta += d[off[i] + 4] == AP_CHUNK_META;
+		events += d[off[i] + 4] == AP_CHUNK_EVENTS;
+		if (d[off[i] + 4] == AP_CHUNK_EVENTS)
+			CHECK(meta == 1, "EVENTS chunk %zu after %zu META chunks", events, meta);
+	}
+	CHECK(meta == 1 && events == 1, "compacted: %zu META chunks, %zu EVENTS", meta, events);
+	free(d);
+}
+
 /* The compactor walks chunks with the reader's walker: a trace whose
  * framing the reader refuses is refused, left as it is, with the reader's
  * message (bad magic, checksums, flags, a second HEADER, chunks out of
@@ -551,6 +604,7 @@ int main(void)
 	end_count_twice(path);
 	lists_dropped(path);
 	stacks_shared(path);
+	meta_joined(path);
 	stream_checks(path);
 	unlink(path);
 	if (failures) {
