@@ -18,9 +18,11 @@ DEB_DEBS := debhelper dpkg-dev git
 # eu-addr2line (symbolize), valgrind (e2e, record, handoff), go (pprof
 # export, sync.Pool model), tmux (tui on a terminal, completion), groff
 # (man pages), heaptrack (temporary allocations), debhelper (the package),
-# chromium (the flame graph's script, headless).
+# chromium (the flame graph's script, headless), clang (the reader's
+# libFuzzer target, which meson defines when clang is there: `make fuzz`).
 # tests/deps holds the tests to it.
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium $(DEB_DEBS)
+FUZZ_DEBS := clang
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd
@@ -38,7 +40,7 @@ define install-missing
 	fi
 endef
 
-.PHONY: all deps check-deps bench-deps deb-deps build build-asan demo check bench deb clean
+.PHONY: all deps check-deps bench-deps deb-deps build build-asan demo check bench deb fuzz clean
 
 all: build
 
@@ -81,6 +83,24 @@ bench: bench-deps build
 deb: deb-deps build
 	@deb=$$(sh tools/build-deb.sh $(BUILD)/deb) && echo "built $$deb" && \
 		sh tools/check-deb.sh $$deb $(BUILD)/testdata/single make_node
+
+# `make fuzz`: the reader's libFuzzer target (tests/trace/fuzz-reader.c,
+# clang with ASan and UBSan) for FUZZ_SECONDS, from seeds made of the
+# synthetic and testdata traces (tests/trace/fuzz-seeds.sh) and the kept
+# inputs (tests/trace/fuzz-corpus/). New inputs go to $(FUZZ_DIR)/corpus,
+# a finding to $(FUZZ_DIR)/crash-*: copy it into tests/trace/fuzz-corpus/
+# with its fix, and the suite runs it from then on.
+FUZZ_SECONDS ?= 60
+FUZZ_DIR     ?= $(BUILD)/fuzz
+fuzz: build
+	$(call install-missing,$(FUZZ_DEBS))
+	@[ -f $(BUILD)/build.ninja ] && grep -q fuzz-reader $(BUILD)/build.ninja || meson setup --reconfigure $(BUILD)
+	ninja -C $(BUILD) tests/trace/fuzz-reader
+	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/corpus
+	sh tests/trace/fuzz-seeds.sh $(BUILD)/tests/trace/fuzz-driver $(BUILD)/tests/trace/mktrace \
+		$(FUZZ_DIR)/seeds $(ALLOCPROF) $(BUILD)/testdata
+	$(BUILD)/tests/trace/fuzz-reader -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds tests/trace/fuzz-corpus
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -197,11 +197,11 @@ void ap_trace_free(struct ap_trace *t);
 
 /* Decodes one (decompressed) EVENTS payload on its own, for tools that
  * rewrite traces (trace/compact.c): its events, thread 0, are appended to
- * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `columns`: the
- * payload is in columns (AP_CHUNK_F_COLUMNS); `quantum` the HEADER's
+ * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's
+ * AP_CHUNK_F_COLUMNS and AP_CHUNK_F_REFS (0: rows); `quantum` the HEADER's
  * time_quantum_ns. Stack ids are not checked. Returns 0, or -1 with *why
  * set (a static string). */
-int ap_trace_decode_events(const uint8_t *payload, size_t len, bool columns, uint64_t quantum,
+int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
 			   struct ap_event **ev, size_t *nev, size_t *alloc, const char **why);
 
 /* Weight of a sample of `size` bytes in this trace (1 with rate 1). */

@@ -10,9 +10,10 @@
 
 #define AP_TRACE_MAGIC "ALLOCPRF"
 #define AP_TRACE_MAGIC_LEN 8
-/* The version written; the reader reads AP_TRACE_VERSION_MIN too (3: no
- * STACK_SHARED records). */
-#define AP_TRACE_VERSION 4u
+/* The version written; the reader reads every version from
+ * AP_TRACE_VERSION_MIN (3: no STACK_SHARED records; 4: no chunks with
+ * AP_CHUNK_F_REFS). */
+#define AP_TRACE_VERSION 5u
 #define AP_TRACE_VERSION_MIN 3u
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
@@ -41,6 +42,13 @@
  * dq). The records are the same; each field is read from its column, so
  * zstd sees each kind of field apart. */
 #define AP_CHUNK_F_COLUMNS 2u
+/* EVENTS in columns (version 5): a fifth column holds the distances (REF
+ * fields of FREE and REALLOC) apart from the address fields, `uv len4`
+ * after len3 and the column after column 3. Distances are small numbers
+ * that repeat, addresses are not; zstd packs each better alone (the
+ * addresses and distances of python3 with PYTHONMALLOC=malloc: 146 KB
+ * together, 100 KB apart). */
+#define AP_CHUNK_F_REFS 4u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,

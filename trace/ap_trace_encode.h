@@ -198,13 +198,14 @@ struct ap_evrec {
 };
 
 /* Writes record r: the tag, cpu, stack and REALLOC flags at *c0, address
- * fields and distances at *ca, sizes at *cs, advancing each. A payload in
- * rows passes the same cursor three times; in columns (AP_CHUNK_F_COLUMNS)
- * each cursor has its column, and each takes at most AP_EV_MAX_REC bytes.
+ * fields at *ca, distances at *cr, sizes at *cs, advancing each. A payload
+ * in rows passes the same cursor four times; in columns
+ * (AP_CHUNK_F_COLUMNS) each cursor has its column (cr the same as ca
+ * without AP_CHUNK_F_REFS), and each takes at most AP_EV_MAX_REC bytes.
  * TIME and SYNC come before, from ap_enc_time / ap_enc_sync (rows) or the
  * times column (columns). */
 static inline __attribute__((always_inline)) void
-ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cs,
+ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8_t **cs,
 	     const struct ap_evrec *r)
 {
 	uint8_t tag = AP_TAG(r->type, r->kind);
@@ -231,7 +232,7 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cs,
 	case AP_EV_FREE:
 	case AP_EV_REALLOC:
 		if (r->ref) {
-			*ca += ap_put_uv(*ca, r->ref);
+			*cr += ap_put_uv(*cr, r->ref);
 		} else {
 			*ca += ap_put_addr(*ca, r->addr, e->prev_addr);
 			e->prev_addr = r->addr;
@@ -308,7 +309,7 @@ ap_enc_event_ring(struct ap_evenc *e, struct ap_ring *ring, uint8_t *p, struct a
 	r->ref = 0;
 	if (r->type == AP_EV_FREE || (r->type == AP_EV_REALLOC && (r->flags & AP_RF_OLD_TRACKED)))
 		r->ref = ap_ring_take(ring, r->addr);
-	ap_enc_event(e, &q, &q, &q, r);
+	ap_enc_event(e, &q, &q, &q, &q, r);
 	if (r->type != AP_EV_FREE)
 		ap_ring_put(ring, r->type == AP_EV_ALLOC ? r->addr : r->addr2);
 	return (size_t)(q - p);

@@ -37,12 +37,20 @@
 #include "ap_trace_encode.h"
 
 /* Input bytes per output chunk (the re-encoding is never longer than its
- * input plus a few bytes: far under the format's limit). Larger chunks
- * compressed loop64 no better and cost page faults for the events held. */
-#define COMPACT_INPUT (4u << 20)
+ * input plus a few bytes: under the format's limit). A block freed in a
+ * later chunk than its allocation's costs its address twice: python3
+ * with PYTHONMALLOC=malloc took 217 KB with 4 MiB, 198 KB with 8, 191 KB
+ * with 12, where the events held cost 142, 199 and 261 MB of RSS. */
+#define COMPACT_INPUT (8u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
- * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
+ * is written (many threads must not hold 8 MiB, ~100 MB of events, each). */
 #define COMPACT_HELD (16u << 20)
+/* META records held back: the sampler's META chunks are joined into one
+ * until an EVENTS chunk (or HEADER, END, a copied chunk) is written, up to
+ * this many bytes. Stacks share much across chunks, which zstd finds only
+ * within one (level 10: python3 52 KB of stacks in 7 chunks, 49 KB in 3;
+ * cppcheck 993 KB in 359, 873 KB in 18). */
+#define COMPACT_META (4u << 20)
 
 
 /* Which thread names an address: one tid, or several. */
@@ -170,7 +178,9 @@ struct compactor {
 	struct owners owners;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
-	struct bytes col[4], payload, meta;
+	struct bytes col[5], payload;
+	struct bytes meta; /* META records not written yet (COMPACT_META) */
+	uint32_t meta_tid; /* the tid of their first chunk */
 	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
@@ -202,9 +212,15 @@ static int cwrite(struct compactor *c, const void *data, size_t len)
 	return 0;
 }
 
+static int flush_meta(struct compactor *c);
+
+/* Writes one chunk, after the META records held back (which every chunk
+ * after them in the input came after, too). */
 static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 		       const uint8_t *payload, size_t len)
 {
+	if (c->meta.len && flush_meta(c) < 0)
+		return -1;
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
 	uint32_t stream = ap_stream_of(type, tid);
 	c->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
@@ -219,6 +235,9 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
 static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			    const uint8_t *raw, size_t len)
 {
+	/* first: the META held back is compressed into the same buffer */
+	if (c->meta.len && flush_meta(c) < 0)
+		return -1;
 	size_t bound = ZSTD_compressBound(len) + 4;
 	if (bound > c->zcap) {
 		free(c->zbuf);
@@ -322,7 +341,8 @@ static void match_frees(struct compactor *c, const struct pending *p)
 }
 
 /* One thread's pending events (match_frees done) as one EVENTS payload
- * in columns, with frees by distance up to dmax (at most AP_RING). */
+ * in five columns (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS), with frees by
+ * distance up to dmax (at most AP_RING). */
 static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 {
 	uint32_t *ref = c->ref;
@@ -334,7 +354,7 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 			anon[c->from[i] - 1] = 1;
 	}
 	struct bytes *col = c->col;
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0;
 	struct ap_evenc enc;
@@ -383,17 +403,20 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 		uint8_t *c0 = room(&col[0], AP_EV_MAX_REC), *s0 = c0;
 		uint8_t *c1 = room(&col[1], AP_EV_MAX_REC), *s1 = c1;
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
-		ap_enc_event(&enc, &c0, &c1, &c2, &r);
+		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
+		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
 		col[0].len += (size_t)(c0 - s0);
 		col[1].len += (size_t)(c1 - s1);
 		col[2].len += (size_t)(c2 - s2);
+		col[4].len += (size_t)(c4 - s4);
 	}
 	struct bytes *out = &c->payload;
 	out->len = 0;
 	put_uv(out, col[1].len);
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
-	for (int k = 0; k < 4; k++)
+	put_uv(out, col[4].len);
+	for (int k = 0; k < 5; k++)
 		put_bytes(out, c->col[k].b, c->col[k].len);
 }
 
@@ -414,9 +437,10 @@ static const uint64_t dist_limits[] = {256, AP_RING};
  * costs an encoding (on every chunk, loop64 --all compacted in 1.42 s
  * instead of 0.78 s): a thread's chunks are written with its last
  * trial's limit, tried again every TRIAL_EVERY chunks (0.90 s; a
- * program's phases change more slowly than 8 chunks of 4 MiB). */
+ * program's phases change more slowly than 32 MiB of the sampler's
+ * chunks: 8 chunks of 4 MiB, 4 of COMPACT_INPUT). */
 #define TRIAL_MIN_EVENTS 4096
-#define TRIAL_EVERY 8
+#define TRIAL_EVERY 4
 
 static int flush_pending(struct compactor *c, struct pending *p)
 {
@@ -432,7 +456,9 @@ static int flush_pending(struct compactor *c, struct pending *p)
 		p->chunks = 1;
 		for (size_t k = 0; k < nlim; k++) {
 			encode(c, p, dist_limits[k]);
-			size_t z = trial_size(c, c->col[1].b, c->col[1].len);
+			size_t za = trial_size(c, c->col[1].b, c->col[1].len);
+			size_t zr = trial_size(c, c->col[4].b, c->col[4].len);
+			size_t z = za == SIZE_MAX || zr == SIZE_MAX ? SIZE_MAX : za + zr;
 			if (z < best) {
 				best = z;
 				dmax = dist_limits[k];
@@ -445,8 +471,18 @@ static int flush_pending(struct compactor *c, struct pending *p)
 	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
-	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS, p->tid, c->payload.b,
-				c->payload.len);
+	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS, p->tid,
+				c->payload.b, c->payload.len);
+}
+
+/* The META records held back, as one chunk. */
+static int flush_meta(struct compactor *c)
+{
+	size_t len = c->meta.len;
+	if (!len)
+		return 0;
+	c->meta.len = 0; /* (so that write_chunk does not come back here) */
+	return write_compressed(c, AP_CHUNK_META, 0, c->meta_tid, c->meta.b, len);
 }
 
 static int flush_all(struct compactor *c)
@@ -454,7 +490,7 @@ static int flush_all(struct compactor *c)
 	for (size_t i = 0; i < c->npend; i++)
 		if (flush_pending(c, &c->pend[i]) < 0)
 			return -1;
-	return 0;
+	return flush_meta(c);
 }
 
 /* Room for `n` events in p->ev. Page faults were a quarter of the time
@@ -590,14 +626,19 @@ static void stack_table_release(struct stack_table *s)
 /* A raw META payload with each STACK that shares two or more outer frames
  * with an earlier stack written as STACK_SHARED (MAPPING, THREAD and
  * what is not understood here copied as they are; the reader checks them),
- * then compressed. Never more shared frames than the reader takes per
- * byte of META (AP_SHARED_PCS_PER_BYTE). */
+ * added to the META records held back (its padding left out: padding ends
+ * a payload). Never more shared frames than the reader takes per byte of
+ * META (AP_SHARED_PCS_PER_BYTE). */
 static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		      size_t len)
 {
 	struct stack_table *s = &c->stacks;
 	struct bytes *o = &c->meta;
-	o->len = 0;
+	if (o->len && o->len + len > COMPACT_META && flush_meta(c) < 0)
+		return -1;
+	if (!o->len)
+		c->meta_tid = tid;
+	size_t start = o->len;
 	const uint8_t *p = payload, *end = payload + len;
 	uint64_t pcs[AP_MAX_DEPTH_CAP];
 	while (p < end) {
@@ -636,8 +677,9 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 			if (ok && keep) {
 				uint32_t shared, base = stack_share(s, (uint32_t)v[0], pcs,
 								    (uint32_t)v[1], &shared);
-				uint64_t cap = AP_SHARED_PCS_PER_BYTE * (s->meta_bytes + o->len) +
-						AP_SHARED_PCS_SLACK;
+				uint64_t cap = AP_SHARED_PCS_PER_BYTE *
+						   (s->meta_bytes + o->len - start) +
+					       AP_SHARED_PCS_SLACK;
 				if (base && shared >= 2 && s->shared_pcs + shared <= cap) {
 					s->shared_pcs += shared;
 					o->len += ap_put_stack_shared(
@@ -665,9 +707,8 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 			return corrupt_at(c, off, "META record does not decode");
 		put_bytes(o, rec, (size_t)(p - rec));
 	}
-	put_bytes(o, p, (size_t)(end - p));
-	s->meta_bytes += o->len;
-	return write_compressed(c, AP_CHUNK_META, 0, tid, o->b, o->len);
+	s->meta_bytes += o->len - start;
+	return 0;
 }
 
 /* An END with the chunk count of the output (AP_EK_CHUNKS): its other
@@ -714,7 +755,7 @@ static int decode_raw(struct compactor *c, size_t off, const uint8_t *payload, u
 {
 	const char *why;
 	size_t from = *nev;
-	if (ap_trace_decode_events(payload, len, false, c->quantum, ev, nev, alloc, &why) < 0)
+	if (ap_trace_decode_events(payload, len, 0, c->quantum, ev, nev, alloc, &why) < 0)
 		return corrupt_at(c, off, why);
 	for (size_t i = from; i < *nev; i++)
 		c->st->events += !((*ev)[i].flags & AP_EVF_FROM_REALLOC);
@@ -878,7 +919,7 @@ static int check_preamble(const char *path, const uint8_t *data, size_t size,
 		return ap_error_set(err, "%s: not an allocprof trace", path);
 	uint32_t version = ap_get_u32le(data + 8);
 	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
-		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u and %u",
+		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u to %u",
 				    path, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION);
 	return 0;
 }
@@ -928,7 +969,7 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	free(c->ref);
 	free(c->anon);
 	free(c->scratch);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
 	free(c->meta.b);

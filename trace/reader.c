@@ -31,10 +31,10 @@ struct ap_map_range {
 
 /* An EVENTS chunk found in pass 1. */
 struct ev_chunk {
-	const uint8_t *payload; /* in the file, or decompressed (rd.owned) */
+	const uint8_t *payload; /* in the file (compressed, if zstd) */
 	uint32_t len;		/* payload length */
 	uint32_t thread;	/* thread index */
-	bool columns;		/* AP_CHUNK_F_COLUMNS */
+	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS and AP_CHUNK_F_REFS */
 	bool zstd;		/* AP_CHUNK_F_ZSTD: payload is as stored */
 };
 
@@ -590,7 +590,10 @@ struct evcur {
 
 struct evdec {
 	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
+	struct evcur c4;	     /* distances (AP_CHUNK_F_REFS) */
 	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
+	bool refs;		     /* distances from c4, else from *ca (a flag, not a
+				      * pointer: copies of a decoder fix up ca and cs only) */
 	uint64_t until, step;	     /* times column: records left before q += step */
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
@@ -615,10 +618,12 @@ static inline int next_time(struct evdec *d)
 	return 0;
 }
 
-/* Starts decoding a payload (in columns if `columns`). Returns -1 with
- * *why set if the column lengths do not fit the payload. */
+/* Starts decoding a payload: `columns` is its chunk's flags
+ * AP_CHUNK_F_COLUMNS (in columns) and AP_CHUNK_F_REFS (with the distances
+ * column), or 0 (rows). Returns -1 with *why set if the column lengths do
+ * not fit the payload. */
 static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread,
-		       uint64_t quantum, bool columns, const char **why)
+		       uint64_t quantum, unsigned columns, const char **why)
 {
 	d->q = 0;
 	d->quantum = quantum;
@@ -629,18 +634,23 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	d->thread = thread;
 	d->nal = 0;
 	d->until = UINT64_MAX;
-	d->c3 = (struct evcur){NULL, NULL};
-	if (!columns)
+	d->c3 = d->c4 = (struct evcur){NULL, NULL};
+	d->refs = false;
+	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
-	uint64_t l1, l2, l3;
+	uint64_t l1, l2, l3, l4 = 0;
 	if (ap_get_uv(&d->c0.p, d->c0.end, &l1) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l2) < 0 ||
-	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 || l1 > (uint64_t)(d->c0.end - d->c0.p) ||
-	    l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
-	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2) {
+	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 ||
+	    ((columns & AP_CHUNK_F_REFS) && ap_get_uv(&d->c0.p, d->c0.end, &l4) < 0) ||
+	    l1 > (uint64_t)(d->c0.end - d->c0.p) || l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
+	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 ||
+	    l4 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3) {
 		*why = "column lengths run past the end of the payload";
 		return -1;
 	}
-	d->c3 = (struct evcur){d->c0.end - l3, d->c0.end};
+	d->refs = columns & AP_CHUNK_F_REFS;
+	d->c4 = (struct evcur){d->c0.end - l4, d->c0.end};
+	d->c3 = (struct evcur){d->c4.p - l3, d->c4.p};
 	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
 	d->c1 = (struct evcur){d->c2.p - l1, d->c2.p};
 	d->c0.end = d->c1.p;
@@ -730,7 +740,8 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 static inline int rd_ref(struct evdec *d, uint64_t *out)
 {
 	uint64_t k;
-	if (rd_uv(&d->ca->p, d->ca->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
+	struct evcur *c = d->refs ? &d->c4 : d->ca;
+	if (rd_uv(&c->p, c->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
 		return -1;
 	*out = d->ring[(d->nal - k) & (d->ring_cap - 1)];
 	return 0;
@@ -890,9 +901,12 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 
 /* Pass 1 for one EVENTS chunk: validate, count, remember. */
 static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len,
-		       bool columns)
+		       unsigned columns)
 {
 	struct ap_trace *t = r->t;
+	if ((columns & AP_CHUNK_F_REFS) && r->version < 5)
+		return corrupt(r, "a distances column (chunk flag %#x) in a version %u trace",
+			       AP_CHUNK_F_REFS, r->version);
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
@@ -924,7 +938,8 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	r->scan_ring_cap = d.ring_cap;
 	if (rc < 0)
 		return -1;
-	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end))
+	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
+			d.c4.p != d.c4.end))
 		return corrupt(r, "columns of a size the records do not use");
 	if (nrec) {
 		if (!r->any_event || last > r->last_ts)
@@ -935,11 +950,12 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	r->thread_nev[idx] += nev;
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
-	r->chunks[r->nchunks++] = (struct ev_chunk){payload, len, (uint32_t)idx, columns, false};
+	r->chunks[r->nchunks++] =
+	    (struct ev_chunk){payload, len, (uint32_t)idx, (uint8_t)columns, false};
 	return 0;
 }
 
-int ap_trace_decode_events(const uint8_t *payload, size_t len, bool columns, uint64_t quantum,
+int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
 			   struct ap_event **ev, size_t *nev, size_t *alloc, const char **why)
 {
 	struct evdec d = {0};
@@ -948,7 +964,8 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, bool columns, uin
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
-	if (evdec_start(&d, payload, (uint32_t)len, 0, quantum, columns, why) < 0)
+	if (evdec_start(&d, payload, (uint32_t)len, 0, quantum,
+			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS), why) < 0)
 		return -1;
 	for (;;) {
 		AP_ALLOC_GROW(*ev, *nev + 2, *alloc);
@@ -1584,7 +1601,7 @@ static int read_preamble(struct rd *r)
 	uint32_t bom = ap_get_u32le(r->data + 12);
 	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
 		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u "
-				    "and %u: recorded by %s allocprof%s",
+				    "to %u: recorded by %s allocprof%s",
 				    r->name, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION,
 				    version < AP_TRACE_VERSION ? "an older" : "a newer",
 				    version < AP_TRACE_VERSION ? " (record it again)" : "");
@@ -1691,7 +1708,8 @@ static int read_chunks(struct rd *r)
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			rc = scan_events(r, ch.tid, payload, len, ch.flags & AP_CHUNK_F_COLUMNS);
+			rc = scan_events(r, ch.tid, payload, len,
+					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS));
 			if (!rc && (ch.flags & AP_CHUNK_F_ZSTD)) {
 				/* pass 2 decompresses it again, when it comes */
 				r->chunks[r->nchunks - 1].payload = ch.payload;

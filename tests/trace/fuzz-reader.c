@@ -1,19 +1,16 @@
-/* libFuzzer target for the trace reader and the compactor (optional, not
- * built by meson, not in CI). Each input is read as it is, then again with
- * every chunk's checksums recomputed and its stream indices put in order,
- * so that the fuzzer's mutations reach the payload decoders instead of
- * stopping at a CRC mismatch or a chunk out of its stream's order. A
- * trace the reader takes is then compacted (ap_trace_compact, into
- * /dev/shm), which must succeed, and the result must read back with the
- * same totals; anything else aborts (a finding).
+/* libFuzzer target for the trace reader and the compactor. Each input is
+ * read as it is, then again with every chunk's checksums recomputed and
+ * its stream indices put in order, so that the fuzzer's mutations reach
+ * the payload decoders instead of stopping at a CRC mismatch or a chunk
+ * out of its stream's order. A trace the reader takes is then compacted
+ * (ap_trace_compact, into /dev/shm), which must succeed, and the result
+ * must read back with the same totals; anything else aborts (a finding).
  *
- * Build and run (clang):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -Itrace -Iutil tests/trace/fuzz-reader.c trace/reader.c trace/totals.c \
- *     trace/replay.c trace/chunk.c trace/compact.c trace/streams.c \
- *     trace/crc32c.c util/util.c -lzstd -lm -o /tmp/fuzz-reader
- *   mkdir -p /tmp/corpus && build/tests/trace/mktrace exact /tmp/corpus/exact
- *   /tmp/fuzz-reader -max_total_time=60 /tmp/corpus
+ * Built with clang by the meson target tests/trace/fuzz-reader (not by
+ * default; option `fuzz`) and run by `make fuzz` (FUZZ_SECONDS, seeds from
+ * tests/trace/fuzz-seeds.sh and tests/trace/fuzz-corpus/). fuzz-driver.c
+ * calls the same entry point without libFuzzer: the suite's
+ * trace-fuzz-corpus test.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -416,6 +416,109 @@ static void stacks_shared(const char *path)
 	CHECK(size < 25000, "%zu bytes", size);
 }
 
+/* Stacks defined between events, in many small META chunks (as the
+ * sampler writes them, one per 64 KiB of records or before its thread
+ * buffers): compacted, the META records before one EVENTS chunk are one
+ * chunk (zstd finds what stacks share only within one), and the stacks
+ * and events read the same. */
+static void meta_joined(const char *path)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 512);
+	uint64_t ts = h.start_ns;
+	for (int i = 0; i < 3000; i++) {
+		uint64_t pcs[20];
+		for (int f = 0; f < 20; f++)
+			pcs[f] = 0x400000 + 0x10 * (uint64_t)(f * 7 + (f < 3 ? i : 0));
+		uint32_t st = ap_tw_stack(tw, pcs, 20);
+		ap_tw_alloc(tw, 7, ts++, 0, AP_KIND_MALLOC, 0x10000 + 16 * (uint64_t)i, 32, st);
+		if (i % 50 == 49)
+			ap_tw_flush(tw);
+	}
+	struct ap_tw_end end = {.end_ns = ts};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	size_t n;
+	uint8_t *d = slurp(path, &n);
+	size_t off[4096], nch = chunk_offsets(d, n, off, 4096), nmeta = 0;
+	for (size_t i = 0; i < nch; i++)
+		nmeta += d[off[i] + 4] == AP_CHUNK_META;
+	free(d);
+	CHECK(nmeta >= 50, "the writer wrote only %zu META chunks", nmeta);
+	struct ap_trace *before = load(path);
+	struct ap_compact_stats st;
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	struct ap_trace *after = load(path);
+	if (before && after)
+		same_events(before, after, "META joined");
+	ap_trace_free(before);
+	ap_trace_free(after);
+	d = slurp(path, &n);
+	nch = chunk_offsets(d, n, off, 4096);
+	size_t meta = 0, events = 0;
+	for (size_t i = 0; i < nch; i++) {
+		meta += d[off[i] + 4] == AP_CHUNK_META;
+		events += d[off[i] + 4] == AP_CHUNK_EVENTS;
+		if (d[off[i] + 4] == AP_CHUNK_EVENTS)
+			CHECK(meta == 1, "EVENTS chunk %zu after %zu META chunks", events, meta);
+	}
+	CHECK(meta == 1 && events == 1, "compacted: %zu META chunks, %zu EVENTS", meta, events);
+	free(d);
+}
+
+/* One thread's 6 MiB of the sampler's chunks become one EVENTS chunk
+ * (up to COMPACT_INPUT, 8 MiB): the blocks live across where a chunk
+ * of 4 MiB ended are then freed by distance and anonymous too, instead of
+ * being named by their addresses twice, in two chunks. Each block lives
+ * for the next 1000 allocations, and all are freed; the addresses are
+ * scattered (so that distances pay: the trial picks them). */
+static void one_chunk(const char *path)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000, ts = h.start_ns;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	const uint64_t n = 600000, live = 1000;
+#define SCATTER(i) (0x10000 + 16 * (((i) * 0x9e3779b1u) & ((1u << 20) - 1)))
+	for (uint64_t i = 0; i < n + live; i++, ts++) {
+		if (i < n)
+			ap_tw_alloc(tw, 7, ts, 0, AP_KIND_MALLOC, SCATTER(i), 32, st);
+		if (i >= live)
+			ap_tw_free(tw, 7, ts, 0, SCATTER(i - live));
+	}
+#undef SCATTER
+	struct ap_tw_end end = {.end_ns = ts};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	size_t raw = file_size(path);
+	CHECK(raw > (5u << 20) && raw < (7u << 20), "%zu bytes raw", raw);
+	struct ap_trace *before = load(path);
+	struct ap_compact_stats cst;
+	CHECK(ap_trace_compact(path, 3, &cst, &err) == 0, "%s", err.msg);
+	struct ap_trace *after = load(path);
+	if (before && after) {
+		same_events(before, after, "one chunk");
+		size_t named = 0;
+		for (size_t i = 0; i < after->nev; i++)
+			named += after->ev[i].type == AP_EV_ALLOC && after->ev[i].addr < AP_ANON_BASE;
+		CHECK(named == 0, "%zu blocks keep their addresses", named);
+	}
+	ap_trace_free(before);
+	ap_trace_free(after);
+	size_t len;
+	uint8_t *d = slurp(path, &len);
+	size_t off[64], nch = chunk_offsets(d, len, off, 64), events = 0;
+	for (size_t i = 0; i < nch; i++)
+		events += d[off[i] + 4] == AP_CHUNK_EVENTS;
+	CHECK(events == 1, "%zu EVENTS chunks", events);
+	free(d);
+}
+
 /* The compactor walks chunks with the reader's walker: a trace whose
  * framing the reader refuses is refused, left as it is, with the reader's
  * message (bad magic, checksums, flags, a second HEADER, chunks out of
@@ -552,6 +655,8 @@ int main(void)
 	end_count_twice(path);
 	lists_dropped(path);
 	stacks_shared(path);
+	meta_joined(path);
+	one_chunk(path);
 	stream_checks(path);
 	unlink(path);
 	if (failures) {

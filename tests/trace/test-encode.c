@@ -153,7 +153,7 @@ static void test_rows(void)
 	struct ap_event *got = NULL;
 	size_t ngot = 0, alloc = 0;
 	const char *why = "";
-	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), false, 10, &got, &ngot, &alloc, &why) ==
+	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), 0, 10, &got, &ngot, &alloc, &why) ==
 		  0,
 	      "rows do not decode: %s", why);
 	compare("rows", got, ngot, false);
@@ -163,13 +163,15 @@ static void test_rows(void)
 }
 
 /* Columns, as the compactor writes them: every FREE of a block allocated
- * since the SYNC by exact distance, such blocks anonymous. */
-static void test_columns(void)
+ * since the SYNC by exact distance, such blocks anonymous; with `refs`
+ * the distances in a column of their own (AP_CHUNK_F_REFS, version 5),
+ * else among the addresses (version 4). */
+static void test_columns(bool refs)
 {
-	uint8_t *col[4];
-	for (int k = 0; k < 4; k++)
+	uint8_t *col[5];
+	for (int k = 0; k < 5; k++)
 		col[k] = malloc(2 * NEV * AP_EV_MAX_REC);
-	uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3];
+	uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3], *c4 = col[4];
 	struct ap_evenc enc;
 	c0 += ap_enc_sync(&enc, c0, want[0].ts / 10);
 	/* exact distances: the index of each address's last allocation */
@@ -202,18 +204,21 @@ static void test_columns(void)
 			r.anon = true;
 			nanon++;
 		}
-		ap_enc_event(&enc, &c0, &c1, &c2, &r);
+		ap_enc_event(&enc, &c0, &c1, refs ? &c4 : &c1, &c2, &r);
 		if (r.type != AP_EV_FREE)
 			ord[i - 1] = ++nal;
 	}
 	CHECK(nanon > 1000, "only %zu anonymous blocks", nanon);
-	size_t l[4] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2]),
-		       (size_t)(c3 - col[3])};
-	uint8_t *buf = malloc(3 * AP_VARINT_MAX + l[0] + l[1] + l[2] + l[3]), *p = buf;
+	size_t l[5] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2]),
+		       (size_t)(c3 - col[3]), (size_t)(c4 - col[4])};
+	CHECK(refs ? l[4] > 1000 : l[4] == 0, "distances column of %zu bytes", l[4]);
+	uint8_t *buf = malloc(4 * AP_VARINT_MAX + l[0] + l[1] + l[2] + l[3] + l[4]), *p = buf;
 	p += ap_put_uv(p, l[1]);
 	p += ap_put_uv(p, l[2]);
 	p += ap_put_uv(p, l[3]);
-	for (int k = 0; k < 4; k++) {
+	if (refs)
+		p += ap_put_uv(p, l[4]);
+	for (int k = 0; k < 5; k++) {
 		memcpy(p, col[k], l[k]);
 		p += l[k];
 		free(col[k]);
@@ -221,12 +226,25 @@ static void test_columns(void)
 	struct ap_event *got = NULL;
 	size_t ngot = 0, alloc = 0;
 	const char *why = "";
-	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), true, 10, &got, &ngot, &alloc, &why) ==
+	unsigned flags = AP_CHUNK_F_COLUMNS | (refs ? AP_CHUNK_F_REFS : 0);
+	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), flags, 10, &got, &ngot, &alloc, &why) ==
 		  0,
 	      "columns do not decode: %s", why);
 	/* an anonymous block freed by distance: the FREE gets the identity
 	 * its ALLOC got, never the address */
-	compare("columns", got, ngot, true);
+	compare(refs ? "columns with distances apart" : "columns", got, ngot, true);
+	free(got);
+	/* the flag says the layout: read with the other one, the payload
+	 * fails or gives other events */
+	got = NULL;
+	ngot = alloc = 0;
+	if (ap_trace_decode_events(buf, (size_t)(p - buf), flags ^ AP_CHUNK_F_REFS, 10, &got, &ngot,
+				   &alloc, &why) == 0 && ngot == nwant) {
+		size_t same = 0;
+		for (size_t i = 0; i < ngot; i++)
+			same += got[i].addr == want[i].addr && got[i].size == want[i].size;
+		CHECK(same < ngot, "layout %#x reads as %#x too", flags, flags ^ AP_CHUNK_F_REFS);
+	}
 	free(got);
 	free(ord);
 	free(buf);
@@ -381,7 +399,8 @@ int main(void)
 {
 	make_events();
 	test_rows();
-	test_columns();
+	test_columns(false);
+	test_columns(true);
 	test_meta();
 	test_shared();
 	if (failures) {

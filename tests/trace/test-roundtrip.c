@@ -739,11 +739,11 @@ static void test_errors(void)
 
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 7);
-	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3 and 4");
+	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3 to 5");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 2);
 	expect_error(d, len,
-		     "bad.trace: trace format version 2, this allocprof reads 3 and 4: recorded "
+		     "bad.trace: trace format version 2, this allocprof reads 3 to 5: recorded "
 		     "by an older allocprof (record it again)");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
@@ -951,7 +951,8 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 4, notzstd, sizeof(notzstd), "unknown chunk flags 0x4"},
+		    {AP_CHUNK_EVENTS, 8, notzstd, sizeof(notzstd), "unknown chunk flags 0x8"},
+		    {AP_CHUNK_EVENTS, 4, notzstd, sizeof(notzstd), "a distances column without columns"},
 		    {AP_CHUNK_END, 1, notzstd, sizeof(notzstd), "a compressed chunk of type 4"},
 		    {AP_CHUNK_EVENTS, 1, notzstd, 3, "compressed payload of 3 bytes has no length"},
 		    {AP_CHUNK_EVENTS, 1, (const uint8_t *)"\xff\xff\xff\x7f", 4,
@@ -999,6 +1000,48 @@ static void test_errors(void)
 			free(dz);
 			free(d0);
 		}
+	}
+	/* the distances column (version 5): an ALLOC and its FREE by distance
+	 * read back; the same chunk in a version 4 trace is refused */
+	{
+		static const uint8_t cols[] = {1, 1, 0, 1,	      /* len1, len2, len3, len4 */
+					       0x01, 0x01, 0x0a,      /* ALLOC stack 1, FREE|REF */
+					       0x04,		      /* addr 0x10 */
+					       0x08,		      /* size 8 */
+					       0x01};		      /* distance 1 */
+		tw = ap_tw_new(&h);
+		uint64_t pc = 1;
+		ap_tw_stack(tw, &pc, 1);
+		ap_tw_flush(tw);
+		uint8_t *d0 = finish(tw, &len);
+		uint8_t *dc = malloc(len + AP_CHUNK_HDR_LEN + sizeof(cols));
+		memcpy(dc, d0, len);
+		memcpy(dc + len + AP_CHUNK_HDR_LEN, cols, sizeof(cols));
+		ap_chunk_header_flags(dc + len, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS,
+				      1000, ap_stream_of(AP_CHUNK_EVENTS, 1000), 0,
+				      dc + len + AP_CHUNK_HDR_LEN, sizeof(cols));
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		CHECK(ap_trace_read_mem(dc, len + AP_CHUNK_HDR_LEN + sizeof(cols), "c", &t, &err) == 0,
+		      "%s", err.msg);
+		ap_trace_load_events(t);
+		if (t) {
+			CHECK_U(t->nev, 2);
+			if (t->nev == 2) {
+				CHECK_U(t->ev[0].addr, 0x10);
+				CHECK_U(t->ev[0].size, 8);
+				CHECK_U(t->ev[1].type, AP_EV_FREE);
+				CHECK_U(t->ev[1].addr, 0x10);
+			}
+			ap_trace_free(t);
+		}
+		ap_put_u32le(dc + 8, 4);
+		snprintf(want, sizeof(want),
+			 "corrupt chunk at byte %zu: a distances column (chunk flag 0x4) in a "
+			 "version 4 trace", len);
+		expect_error(dc, len + AP_CHUNK_HDR_LEN + sizeof(cols), want);
+		free(dc);
+		free(d0);
 	}
 
 	/* a TRACK record decodes (no event) and moves prev_addr; a 0 tag ends the payload */
