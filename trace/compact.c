@@ -37,13 +37,11 @@
 #include "ap_trace_encode.h"
 
 /* Input bytes per output chunk (the re-encoding is never longer than its
- * input plus a few bytes: under the format's limit). A block freed in a
- * later chunk than its allocation's costs its address twice: python3
- * with PYTHONMALLOC=malloc took 217 KB with 4 MiB, 198 KB with 8, 191 KB
- * with 12, where the events held cost 142, 199 and 261 MB of RSS. */
-#define COMPACT_INPUT (8u << 20)
+ * input plus a few bytes: far under the format's limit). Larger chunks
+ * compressed loop64 no better and cost page faults for the events held. */
+#define COMPACT_INPUT (4u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
- * is written (many threads must not hold 8 MiB, ~100 MB of events, each). */
+ * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
 #define COMPACT_HELD (16u << 20)
 /* META records held back: the sampler's META chunks are joined into one
  * until an EVENTS chunk (or HEADER, END, a copied chunk) is written, up to
@@ -437,10 +435,9 @@ static const uint64_t dist_limits[] = {256, AP_RING};
  * costs an encoding (on every chunk, loop64 --all compacted in 1.42 s
  * instead of 0.78 s): a thread's chunks are written with its last
  * trial's limit, tried again every TRIAL_EVERY chunks (0.90 s; a
- * program's phases change more slowly than 32 MiB of the sampler's
- * chunks: 8 chunks of 4 MiB, 4 of COMPACT_INPUT). */
+ * program's phases change more slowly than 8 chunks of 4 MiB). */
 #define TRIAL_MIN_EVENTS 4096
-#define TRIAL_EVERY 4
+#define TRIAL_EVERY 8
 
 static int flush_pending(struct compactor *c, struct pending *p)
 {

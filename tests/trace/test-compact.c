@@ -469,56 +469,6 @@ static void meta_joined(const char *path)
 	free(d);
 }
 
-/* One thread's 6 MiB of the sampler's chunks become one EVENTS chunk
- * (up to COMPACT_INPUT, 8 MiB): the blocks live across where a chunk
- * of 4 MiB ended are then freed by distance and anonymous too, instead of
- * being named by their addresses twice, in two chunks. Each block lives
- * for the next 1000 allocations, and all are freed; the addresses are
- * scattered (so that distances pay: the trial picks them). */
-static void one_chunk(const char *path)
-{
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x401000, ts = h.start_ns;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
-	const uint64_t n = 600000, live = 1000;
-#define SCATTER(i) (0x10000 + 16 * (((i) * 0x9e3779b1u) & ((1u << 20) - 1)))
-	for (uint64_t i = 0; i < n + live; i++, ts++) {
-		if (i < n)
-			ap_tw_alloc(tw, 7, ts, 0, AP_KIND_MALLOC, SCATTER(i), 32, st);
-		if (i >= live)
-			ap_tw_free(tw, 7, ts, 0, SCATTER(i - live));
-	}
-#undef SCATTER
-	struct ap_tw_end end = {.end_ns = ts};
-	ap_tw_end(tw, &end);
-	struct ap_error err;
-	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
-	size_t raw = file_size(path);
-	CHECK(raw > (5u << 20) && raw < (7u << 20), "%zu bytes raw", raw);
-	struct ap_trace *before = load(path);
-	struct ap_compact_stats cst;
-	CHECK(ap_trace_compact(path, 3, &cst, &err) == 0, "%s", err.msg);
-	struct ap_trace *after = load(path);
-	if (before && after) {
-		same_events(before, after, "one chunk");
-		size_t named = 0;
-		for (size_t i = 0; i < after->nev; i++)
-			named += after->ev[i].type == AP_EV_ALLOC && after->ev[i].addr < AP_ANON_BASE;
-		CHECK(named == 0, "%zu blocks keep their addresses", named);
-	}
-	ap_trace_free(before);
-	ap_trace_free(after);
-	size_t len;
-	uint8_t *d = slurp(path, &len);
-	size_t off[64], nch = chunk_offsets(d, len, off, 64), events = 0;
-	for (size_t i = 0; i < nch; i++)
-		events += d[off[i] + 4] == AP_CHUNK_EVENTS;
-	CHECK(events == 1, "%zu EVENTS chunks", events);
-	free(d);
-}
-
 /* The compactor walks chunks with the reader's walker: a trace whose
  * framing the reader refuses is refused, left as it is, with the reader's
  * message (bad magic, checksums, flags, a second HEADER, chunks out of
@@ -656,7 +606,6 @@ int main(void)
 	lists_dropped(path);
 	stacks_shared(path);
 	meta_joined(path);
-	one_chunk(path);
 	stream_checks(path);
 	unlink(path);
 	if (failures) {
