@@ -4,159 +4,50 @@
  * of docs/trace-format.md. Nothing here may call malloc on its own behalf:
  * memory comes from mmap, output goes out with write(2), and whatever glibc
  * or libunwind allocate for us passes through under the per-thread guard. */
-#include <dlfcn.h>
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <link.h>
-#include <malloc.h>
-#include <math.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+#include "stacks.h"
+__thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
-#if defined(__x86_64__)
-#define UNW_LOCAL_ONLY
-#include <libunwind.h> /* types only: the functions come from a dlopen */
-#define AP_STACK_CACHE 1
-#endif
+int ap_state = AP_INIT;
 
-#include "ap_trace_encode.h"
-
-#define EXPORT __attribute__((visibility("default")))
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-#define DEFAULT_RATE AP_DEFAULT_RATE
-#define DEFAULT_DEPTH AP_DEFAULT_DEPTH
-#define MAX_DEPTH_CAP AP_MAX_DEPTH_CAP
-#define OWN_FRAMES_SLACK 32	/* frames of ours (and libunwind's) to drop */
-#define THR_BUF_SIZE AP_SAMPLER_CHUNK
-#define META_BUF_SIZE AP_SAMPLER_META_CHUNK
-#define EV_HDR AP_CHUNK_HDR_LEN
-#define EV_MAX_REC AP_EV_MAX_REC
-#define FLUSH_AGE_NS 1000000000ull
-#define FILTER_BITS 16
-#define MAX_MODULES 4096
-#define BOOT_ARENA_SIZE (64u << 10)
-#define RING_SIZE AP_RING_TABLE_SIZE
-
-enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
-
-/* ---- per-thread state: one small initial-exec TLS block ---------------- */
-
-struct ap_thr;
-
-struct ap_tls {
-	int64_t countdown;	/* bytes (+1 per call) until the next sample */
-	uint64_t calls;		/* allocation calls of this thread */
-	struct ap_thr *thr;	/* NULL until registered, &dead_thr after exit */
-	uint64_t rng;
-	uint64_t consumed;	/* size+1 counted in finished intervals */
-	int64_t interval;	/* length of the current interval */
-	uint32_t tid;
-	uint32_t guard;		/* inside the sampler: pass everything through */
-	uint32_t pid;
-	uint32_t pad;
-};
-_Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
-
-static __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
-
-/* What glibc or libunwind allocate for us inside the guard is not the
- * program's: calls and countdown are put back after the code that may
- * allocate (a guarded call that took the fast path would stay counted). */
-struct ap_hold {
-	uint64_t calls;
-	int64_t countdown;
-};
-
-static inline struct ap_hold hold(const struct ap_tls *t)
-{
-	return (struct ap_hold){ t->calls, t->countdown };
-}
-
-static inline void unhold(struct ap_tls *t, struct ap_hold h)
-{
-	t->calls = h.calls;
-	t->countdown = h.countdown;
-}
-
-/* A thread's event buffer (also used for the shared fallback buffer). The
- * chunk header and base_ns are filled in place at flush time. */
-struct ap_thr {
-	struct ap_thr *next;	/* all buffers ever made */
-	struct ap_thr *next_free;
-	int lock;
-	int busy, claim;	/* the owner's fast lock (own_enter) */
-	int live;
-	uint32_t tid;
-	struct ap_tls *tls;	/* the owner's TLS block, while live */
-	struct ap_evenc enc;	/* the chunk's delta state: quantum, address, cpu */
-	uint64_t q0;		/* quantum of the chunk's SYNC (flush by age) */
-	uint64_t tsc_next;	/* TSC at which the clock is read again */
-	uint64_t events;	/* records appended since the trace started */
-	size_t len;
-	uint8_t *buf;		/* THR_BUF_SIZE bytes */
-	struct ap_ring ring;	/* RING_SIZE recent ALLOCs, by address hash */
-	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
-	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
-	uint32_t sc_turn;	/* which way of a set is replaced next */
-	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
-	uint32_t nchunks;	/* chunks written into that stream */
-	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
-	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
-	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
-};
-
-/* ---- global state ------------------------------------------------------ */
-
-static int ap_state = AP_INIT;
-static uint64_t ap_rate = DEFAULT_RATE;
-static int ap_all;
-static unsigned ap_max_depth = DEFAULT_DEPTH;
-static uint64_t ap_seed;
-static uint64_t ap_quantum = AP_FINE_QUANTUM_NS;
+uint64_t ap_rate = DEFAULT_RATE;
+int ap_all;
+unsigned ap_max_depth = DEFAULT_DEPTH;
+uint64_t ap_seed;
+uint64_t ap_quantum = AP_FINE_QUANTUM_NS;
 /* Quanta between TIME records while the process has one thread: its
  * order needs no fine time, and coarse steps keep its trace small. Once
  * a second thread records, every quantum counts, so that two threads'
  * events are ordered as finely as the quantum (the reader's merge). */
-static uint64_t ap_coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS;
+uint64_t ap_coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS;
+
 static double tsc_per_ns;	/* 0: read the clock on every event */
-static int ap_fd = -1;
-static pid_t ap_pid;
-static unsigned ap_gen;		/* exec generation of this pid (0: first image) */
-static int ap_no_children;
-static char ap_path[PATH_MAX];
-static char ap_base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
-static pthread_key_t thr_key;
+
+int ap_fd = -1;
+
+pid_t ap_pid;
+unsigned ap_gen;		/* exec generation of this pid (0: first image) */
+
+int ap_no_children;
+
+char ap_path[PATH_MAX];
+char ap_base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
+
+pthread_key_t thr_key;
 static uint64_t thr_seq;
 
-static int list_lock;
-static struct ap_thr *thr_all, *thr_free;
-static struct ap_thr dead_thr;	/* marker: the thread's key destructor ran */
-static struct ap_thr fallback;	/* events of threads past their destructor */
-static uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
-static uint32_t meta_nchunks;	/* META chunks written (meta_lock) */
-static uint64_t exited_calls, exited_consumed;
+int list_lock;
+struct ap_thr *thr_all, *thr_free;
+struct ap_thr dead_thr;	/* marker: the thread's key destructor ran */
+struct ap_thr fallback;	/* events of threads past their destructor */
+uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
+uint32_t meta_nchunks;	/* META chunks written (meta_lock) */
+uint64_t exited_calls, exited_consumed;
 
-static int meta_lock;
-static uint8_t *meta_buf;	/* header room + META_BUF_SIZE */
-static size_t meta_len;
+int meta_lock;
+uint8_t *meta_buf;	/* header room + META_BUF_SIZE */
+size_t meta_len;
 
-static uint8_t ap_filter[1u << FILTER_BITS];
+uint8_t ap_filter[1u << FILTER_BITS];
 
 /* Allocations and frees made before ap_init ran: libraries initialized
  * before us (libstdc++'s emergency pool in every C++ program, LLVM's and
@@ -167,7 +58,7 @@ static uint8_t ap_filter[1u << FILTER_BITS];
  * decision (pre_replay), each allocation with its immediate caller as a
  * one-frame stack: no unwinder can be loaded from inside a malloc that the
  * loader or a constructor called. */
-enum { PRE_ALLOC, PRE_FREE };
+
 struct pre_ev {
 	uint64_t addr, size, caller;
 	uint32_t type, kind;
@@ -178,22 +69,9 @@ static int pre_closed;		/* ap_init has begun: nothing more is logged */
 static uint64_t pre_lost;	/* events dropped: no memory for the log */
 static int pre_lock;
 
-/* Range of this library's image, to drop our own frames from stacks. */
-extern char __ehdr_start[] __attribute__((visibility("hidden")));
-extern char _end[] __attribute__((visibility("hidden")));
-
-/* ---- small helpers ----------------------------------------------------- */
-
-static inline void lk_lock(int *l)
-{
-	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			sched_yield();
-}
-
 /* For signal context: give up rather than wait forever on a lock the
  * interrupted code may hold. */
-static int lk_trylock_bounded(int *l)
+int lk_trylock_bounded(int *l)
 {
 	for (int i = 0; i < 2000; i++) {
 		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
@@ -201,27 +79,6 @@ static int lk_trylock_bounded(int *l)
 		sched_yield();
 	}
 	return 0;
-}
-
-static inline void lk_unlock(int *l)
-{
-	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
-/* The locks that a malloc, free or realloc on the same thread can take
- * again from a signal handler (the pointer set, the early log, and every
- * lock the fork handlers hold across fork) are held with all signals
- * blocked: the handler runs once they are released. */
-static inline void sig_block(sigset_t *old)
-{
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, old); /* returns its error, errno stays */
-}
-
-static inline void sig_restore(const sigset_t *old)
-{
-	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 /* A thread's buffer is written by its owner on every event, and by
@@ -236,7 +93,7 @@ static inline void sig_restore(const sigset_t *old)
  * every allocation of the 64-byte loop. */
 static int asym;		/* membarrier is registered */
 
-static void asym_register(void)
+void asym_register(void)
 {
 	asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
@@ -291,34 +148,17 @@ static void remote_leave(struct ap_thr *b)
 	lk_unlock(&b->lock);
 }
 
-static void *map_mem(size_t n)
-{
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static uint64_t now_ns(int clk)
+uint64_t now_ns(int clk)
 {
 	struct timespec ts;
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Events carry no time of their own: a TIME record precedes the first event
- * of each new quantum. Knowing when a quantum ends takes a clock read per
- * event; rdtsc (~11 ns here, constant and non-stop TSC) is checked against
- * a deadline, and only a passed deadline reads CLOCK_MONOTONIC (vDSO,
- * ~25 ns), which stays the one source of the times written. */
-static inline uint64_t rd_tsc(void)
-{
-	return __builtin_ia32_rdtsc();
-}
-
 /* TSC ticks per ns, over 200 us of CLOCK_MONOTONIC at start. A TSC that
  * does not advance steadily only makes TIME records come late, never
  * wrong: the deadline is a hint, the time is the clock's. */
-static void tsc_calibrate(void)
+void tsc_calibrate(void)
 {
 	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = rd_tsc(), t1, c1;
 	do {
@@ -329,19 +169,19 @@ static void tsc_calibrate(void)
 	tsc_per_ns = r > 0.05 && r < 100 ? r : 0;
 }
 
-static uint32_t sys_gettid(void)
+uint32_t sys_gettid(void)
 {
 	return (uint32_t)syscall(SYS_gettid);
 }
 
-static pid_t sys_getpid(void)
+pid_t sys_getpid(void)
 {
 	return (pid_t)syscall(SYS_getpid);
 }
 
 /* Returns 0 once every byte is written, else the errno of the write that
  * failed, with *done the bytes that were. */
-static int write_some(int fd, const void *data, size_t len, size_t *done)
+int write_some(int fd, const void *data, size_t len, size_t *done)
 {
 	const char *p = data;
 	*done = 0;
@@ -379,12 +219,12 @@ static int write_all(int fd, const void *data, size_t len)
 #define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
 static dev_t trace_dev;
 static ino_t trace_ino;
-static int trace_lock;
-static uint32_t trace_owner;	/* tid holding trace_lock (a handler may nest) */
+int trace_lock;
+uint32_t trace_owner;	/* tid holding trace_lock (a handler may nest) */
 static int unw_pipe[2] = { -1, -1 };	/* libunwind's, moved by pipe2 */
-static int in_signal;	/* flushing from a fatal-signal handler */
+int in_signal;	/* flushing from a fatal-signal handler */
 
-static int sys_close(int fd)
+int sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
 }
@@ -464,10 +304,7 @@ static int trace_reopen(void)
 
 /* Set while this thread writes the trace: a SIGXFSZ then is ours (the
  * program's RLIMIT_FSIZE reached by the trace), and sig_entry drops it. */
-static __thread int in_trace_write __attribute__((tls_model("initial-exec")));
-
-static size_t str_len(const char *s);
-static void say(const char *a, const char *b);
+__thread int in_trace_write __attribute__((tls_model("initial-exec")));
 
 /* A chunk did not fit (disk full, file size limit, I/O error): the
  * trace ends with the chunks before it. Its first `done` bytes go, so
@@ -495,7 +332,7 @@ static void trace_write_failed(int fd, size_t done, int err)
 
 /* META and EVENTS chunks written whole: END says how many
  * (docs/trace-format.md, "Streams"). */
-static uint64_t data_chunks;
+uint64_t data_chunks;
 
 /* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
  * file whole, else -1. */
@@ -537,13 +374,13 @@ static int trace_write(const void *data, size_t len)
 }
 
 /* A META or EVENTS chunk, counted once it is written. */
-static void trace_write_data(const void *data, size_t len)
+void trace_write_data(const void *data, size_t len)
 {
 	if (trace_write(data, len) == 0)
 		__atomic_add_fetch(&data_chunks, 1, __ATOMIC_RELAXED);
 }
 
-static size_t str_len(const char *s)
+size_t str_len(const char *s)
 {
 	size_t n = 0;
 	while (s[n])
@@ -552,7 +389,7 @@ static size_t str_len(const char *s)
 }
 
 /* Decimal digits of v at p; returns the count. */
-static size_t put_dec(char *p, uint64_t v)
+size_t put_dec(char *p, uint64_t v)
 {
 	char tmp[24];
 	size_t n = 0;
@@ -565,7 +402,7 @@ static size_t put_dec(char *p, uint64_t v)
 	return n;
 }
 
-static uint64_t parse_u64(const char *s, uint64_t dflt)
+uint64_t parse_u64(const char *s, uint64_t dflt)
 {
 	if (!s || !*s)
 		return dflt;
@@ -578,13 +415,6 @@ static uint64_t parse_u64(const char *s, uint64_t dflt)
 	return v;
 }
 
-/* The settings. `allocprof record` passes them in one variable, so the
- * program's environment grows by that entry and LD_PRELOAD only (as under
- * valgrind; a program that copies its environment, like perl, allocates
- * per entry): ALLOCPROF=<pid>:<rate>:<max_depth>:<no_children>:<output>.
- * Without it the separate ALLOCPROF_PID, _RATE, _MAX_DEPTH, _NO_CHILDREN
- * and _OUTPUT variables are read. */
-enum { CFG_PID, CFG_RATE, CFG_DEPTH, CFG_NO_CHILDREN, CFG_OUTPUT, CFG_N };
 static const char *const cfg_names[CFG_N] = {
 	"ALLOCPROF_PID", "ALLOCPROF_RATE", "ALLOCPROF_MAX_DEPTH", "ALLOCPROF_NO_CHILDREN",
 	"ALLOCPROF_OUTPUT",
@@ -593,7 +423,7 @@ static char cfg_field[CFG_OUTPUT][24];
 static const char *cfg_out;
 static int cfg_combined;
 
-static void cfg_load(void)
+void cfg_load(void)
 {
 	const char *c = getenv("ALLOCPROF");
 	if (!c)
@@ -614,7 +444,7 @@ static void cfg_load(void)
 	cfg_combined = 1;
 }
 
-static const char *cfg(int which)
+const char *cfg(int which)
 {
 	if (!cfg_combined)
 		return getenv(cfg_names[which]);
@@ -624,11 +454,11 @@ static const char *cfg(int which)
 /* stderr as the process started with it (fstat of fd 2 in ap_init): a
  * program that closes it may open a file of its own as fd 2, and our
  * messages must not land there. */
-static int err_state;		/* 0: not known yet, 1: open, -1: closed */
+int err_state;		/* 0: not known yet, 1: open, -1: closed */
 static dev_t err_dev;
 static ino_t err_ino;
 
-static void err_init(void)
+void err_init(void)
 {
 	struct stat st;
 	err_state = fstat(STDERR_FILENO, &st) == 0 ? 1 : -1;
@@ -637,7 +467,7 @@ static void err_init(void)
 }
 
 /* Whether fd 2 is still the stderr the process started with. */
-static int err_usable(void)
+int err_usable(void)
 {
 	struct stat st;
 	return err_state == 0 ||
@@ -647,7 +477,7 @@ static int err_usable(void)
 
 /* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is
  * no longer the stderr the process started with. */
-static void say(const char *a, const char *b)
+void say(const char *a, const char *b)
 {
 	if (!err_usable())
 		return;
@@ -668,24 +498,13 @@ static void say(const char *a, const char *b)
 
 /* Until dlsym has answered, allocations come from a static arena; blocks
  * carry their size in a 16-byte header and are never given back. */
-static _Alignas(64) uint8_t boot_arena[BOOT_ARENA_SIZE];
+_Alignas(64) uint8_t boot_arena[BOOT_ARENA_SIZE];
 static size_t boot_used;
 static int resolving;
 
-static inline int is_boot(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)boot_arena < sizeof(boot_arena);
-}
-
-static inline size_t filter_slot(const void *p)
-{
-	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >>
-			(64 - FILTER_BITS));
-}
-
 /* Bootstrap blocks must take the slow free path (which ignores them):
  * their filter counters stay saturated. */
-static void boot_mark_filter(void)
+void boot_mark_filter(void)
 {
 	for (size_t off = 0; off < boot_used; off += 16)
 		ap_filter[filter_slot(boot_arena + off)] = 0xff;
@@ -704,13 +523,6 @@ static void *boot_alloc(size_t align, size_t n)
 	return boot_arena + start;
 }
 
-static size_t boot_size(const void *p)
-{
-	size_t n;
-	memcpy(&n, (const uint8_t *)p - 8, sizeof(n));
-	return n;
-}
-
 static void *boot_malloc(size_t n);
 static void *boot_calloc(size_t a, size_t b);
 static void *boot_realloc(void *p, size_t n);
@@ -722,27 +534,27 @@ static void *boot_valloc(size_t n);
 static void *boot_pvalloc(size_t n);
 static size_t boot_usable_size(void *p);
 
-static void *(*real_malloc)(size_t) = boot_malloc;
-static void *(*real_calloc)(size_t, size_t) = boot_calloc;
-static void *(*real_realloc)(void *, size_t) = boot_realloc;
-static void (*real_free)(void *) = boot_free;
-static int (*real_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
-static void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
-static void *(*real_memalign)(size_t, size_t) = boot_memalign;
-static void *(*real_valloc)(size_t) = boot_valloc;
-static void *(*real_pvalloc)(size_t) = boot_pvalloc;
-static size_t (*real_usable_size)(void *) = boot_usable_size;
-static void (*real__exit)(int);
-static void (*real__Exit)(int);
-static int (*real_execve)(const char *, char *const[], char *const[]);
-static int (*real_execvpe)(const char *, char *const[], char *const[]);
-static int (*real_fexecve)(int, char *const[], char *const[]);
-static int (*real_pipe2)(int[2], int);
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static int (*real_close)(int);
-static int (*real_sigaltstack)(const stack_t *, stack_t *);
+void *(*real_malloc)(size_t) = boot_malloc;
+void *(*real_calloc)(size_t, size_t) = boot_calloc;
+void *(*real_realloc)(void *, size_t) = boot_realloc;
+void (*real_free)(void *) = boot_free;
+int (*real_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
+void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
+void *(*real_memalign)(size_t, size_t) = boot_memalign;
+void *(*real_valloc)(size_t) = boot_valloc;
+void *(*real_pvalloc)(size_t) = boot_pvalloc;
+size_t (*real_usable_size)(void *) = boot_usable_size;
+void (*real__exit)(int);
+void (*real__Exit)(int);
+int (*real_execve)(const char *, char *const[], char *const[]);
+int (*real_execvpe)(const char *, char *const[], char *const[]);
+int (*real_fexecve)(int, char *const[], char *const[]);
+int (*real_pipe2)(int[2], int);
+int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+int (*real_close)(int);
+int (*real_sigaltstack)(const stack_t *, stack_t *);
 
-static void *must_sym(const char *name)
+void *must_sym(const char *name)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 	if (!p) {
@@ -752,7 +564,7 @@ static void *must_sym(const char *name)
 	return p;
 }
 
-static void resolve(void)
+void resolve(void)
 {
 	if (real_malloc != boot_malloc)
 		return;
@@ -861,29 +673,15 @@ static size_t boot_usable_size(void *p)
 	return real_usable_size(p);
 }
 
-/* ---- the pointer set: which live blocks are tracked (sampled mode) ----- */
-
-/* A counting filter (ap_filter, one byte per slot, saturating) answers "not
- * tracked" for almost every free without touching the set. The set itself
- * is an open-addressing table of addresses under a lock; it grows instead of
- * ever failing an insert. Keys: 0 empty, 1 deleted. The same structure,
- * with a filter of its own, holds the blocks glibc and libunwind allocated
- * for us (own_blocks, below). */
-struct ptr_set {
-	int lock;
-	uint64_t *tab;
-	size_t cap, count, used;
-	uint8_t *filter;
-};
-static struct ptr_set tracked_set = { .filter = ap_filter };
+struct ptr_set tracked_set = { .filter = ap_filter };
 
 /* With --all, blocks allocated inside the guard while recording (the
  * dynamic TLS block of libunwind, made on a thread's first unwind): glibc
  * frees that one later from whichever thread reuses the dead thread's
  * stack, outside the guard, and the free must not be recorded: the block is
  * no allocation of the program's (nor does valgrind see it). */
-static uint8_t own_filter[1u << FILTER_BITS];
-static struct ptr_set own_blocks = { .filter = own_filter };
+uint8_t own_filter[1u << FILTER_BITS];
+struct ptr_set own_blocks = { .filter = own_filter };
 
 static void set_rehash(struct ptr_set *s, size_t cap)
 {
@@ -906,7 +704,7 @@ static void set_rehash(struct ptr_set *s, size_t cap)
 	s->used = s->count;
 }
 
-static void ps_insert(struct ptr_set *s, const void *p)
+void ps_insert(struct ptr_set *s, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p;
 	sigset_t mask;
@@ -941,7 +739,7 @@ static void ps_insert(struct ptr_set *s, const void *p)
 }
 
 /* Removes p; returns 1 if it was in the set. */
-static int ps_remove(struct ptr_set *s, const void *p)
+int ps_remove(struct ptr_set *s, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p;
 	int found = 0;
@@ -966,23 +764,7 @@ static int ps_remove(struct ptr_set *s, const void *p)
 	return found;
 }
 
-static void set_insert(const void *p)
-{
-	ps_insert(&tracked_set, p);
-}
-
-static int set_remove(const void *p)
-{
-	return ps_remove(&tracked_set, p);
-}
-
-/* p is being freed (or realloc'd): 1 if it was one of own_blocks. */
-static inline int own_forget(const void *p)
-{
-	return UNLIKELY(own_filter[filter_slot(p)]) && ps_remove(&own_blocks, p);
-}
-
-static void set_reset(void)
+void set_reset(void)
 {
 	if (tracked_set.tab)
 		memset(tracked_set.tab, 0, tracked_set.cap * sizeof(uint64_t));
@@ -990,8 +772,6 @@ static void set_reset(void)
 	memset(ap_filter, ap_all ? 0xff : 0, sizeof(ap_filter));
 	boot_mark_filter();
 }
-
-/* ---- meta records (stacks, mappings, threads) -------------------------- */
 
 /* Writes out the pending META records; meta_lock held. */
 static void meta_flush_locked(void)
@@ -1006,14 +786,14 @@ static void meta_flush_locked(void)
 }
 
 /* Room for n bytes of META records; meta_lock held. */
-static uint8_t *meta_reserve(size_t n)
+uint8_t *meta_reserve(size_t n)
 {
 	if (meta_len + n > META_BUF_SIZE)
 		meta_flush_locked();
 	return meta_buf + AP_CHUNK_HDR_LEN + meta_len;
 }
 
-static void meta_thread(uint32_t tid)
+void meta_thread(uint32_t tid)
 {
 	char path[64] = "/proc/self/task/";
 	char name[64];
@@ -1036,18 +816,10 @@ static void meta_thread(uint32_t tid)
 	lk_unlock(&meta_lock);
 }
 
-/* ---- modules ----------------------------------------------------------- */
+struct mod *mods;
+size_t mod_count;
 
-/* Modules already written as MAPPING records (meta_lock for writers;
- * readers scan without it: entries are complete before mod_count grows). */
-struct mod {
-	uint64_t bias, start, end;
-	uint64_t name_hash;
-};
-static struct mod *mods;
-static size_t mod_count;
-
-static int pc_known(uint64_t pc)
+int pc_known(uint64_t pc)
 {
 	size_t n = __atomic_load_n(&mod_count, __ATOMIC_ACQUIRE);
 	for (size_t i = 0; i < n; i++)
@@ -1163,7 +935,7 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* Emits MAPPING records for modules not written yet. Never called with a
  * profiler lock held: dl_iterate_phdr takes the loader lock. */
-static void modules_snapshot(void)
+void modules_snapshot(void)
 {
 	struct snap s = { map_mem(1u << 20), 0, 1u << 20 };
 	if (!s.buf)
@@ -1207,8 +979,8 @@ struct stk_tab {
 	size_t mask, count;
 	struct stk_ent e[];
 };
-static struct stk_tab *stk_cur;
-static uint32_t stk_next_id = 1;
+struct stk_tab *stk_cur;
+uint32_t stk_next_id = 1;
 static uint64_t *pc_pool;
 static size_t pc_pool_left;
 
@@ -1297,7 +1069,7 @@ static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
 
 /* The id of the stack pcs[0..depth), interned if new; *frames points to
  * the table's own copy of the frames. 0 if memory ran out. */
-static uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames)
+uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames)
 {
 	uint64_t h = stack_hash(pcs, depth);
 	uint32_t id = stk_find(h, pcs, depth, frames);
@@ -1325,7 +1097,7 @@ static uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t
  * symbol scope, and its _Unwind_* and backtrace definitions could then take
  * the place of libgcc_s's for C++ code loaded later (a C program that
  * dlopens a C++ plugin: exceptions would unwind through libunwind). */
-static int (*unw_bt)(void **, int);
+int (*unw_bt)(void **, int);
 #ifdef AP_STACK_CACHE
 /* unw_getcontext, unw_init_local, unw_step, unw_get_reg,
  * unw_is_signal_frame: the stepping unwinder, which also says where each
@@ -1335,11 +1107,11 @@ static int (*unw_init)(unw_cursor_t *, unw_context_t *);
 static int (*unw_stp)(unw_cursor_t *);
 static int (*unw_reg)(unw_cursor_t *, int, unw_word_t *);
 static int (*unw_sig)(unw_cursor_t *);
-static int sc_on;		/* the stack cache is in use */
-static int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
+int sc_on;		/* the stack cache is in use */
+int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
 #endif
 
-static void unwinder_load(void)
+void unwinder_load(void)
 {
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h)
@@ -1483,90 +1255,10 @@ EXPORT int dup3(int old, int fd, int flags)
 	return (int)syscall(SYS_dup3, old, fd, flags);
 }
 
-/* Unwinds the caller's stack into pcs; drops our own leading frames. */
-/* Inlined into the slow paths: every frame of ours between the program's
- * call and unw_backtrace is one more frame libunwind has to step through
- * (~7 ns each) on every recorded allocation. */
-static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
-{
-	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
-	int n = unw_bt ? unw_bt(raw, (int)(ap_max_depth + OWN_FRAMES_SLACK)) : 0;
-	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
-	int i = 0;
-	/* Frames before ours (libunwind's own), then ours. */
-	int first = 0;
-	while (first < n && !((uintptr_t)raw[first] - lo < hi - lo))
-		first++;
-	if (first < n)
-		i = first;
-	while (i < n && (uintptr_t)raw[i] - lo < hi - lo)
-		i++;
-	unsigned d = 0;
-	for (; i < n && d < ap_max_depth; i++)
-		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
-	return d;
-}
-
-/* ---- the stack cache ---------------------------------------------------
- *
- * A loop that allocates calls malloc from the same place with the same
- * stack over and over; unwinding it again each time is most of the cost of
- * recording every allocation (~50 ns of libunwind per call on a short
- * stack). Each thread keeps the stacks it saw, keyed by the program's
- * return address and its CFA at the interposed call (the stack pointer
- * before the call), with the offset from that CFA of the slot holding each
- * outer frame's return address. A later call with the same key has the
- * same stack exactly when every one of those slots still holds the same
- * return address (the frame sizes follow from the PCs), which takes a load
- * and a compare per frame instead of a walk through the unwind tables.
- *
- * Only stacks seen twice are filled in (by libunwind's stepping unwinder,
- * which reports each frame's stack pointer but costs 40 to 90 times what
- * unw_backtrace does here);
- * stacks through a signal frame, deeper than SC_FRAMES or with slots not
- * strictly above each other are never cached. ALLOCPROF_STACK_CACHE=0
- * turns the cache off, =2 fills every key seen twice whatever it costs
- * (the tests compare the three).
- *
- * The cache must never cost more than it saves (a leaf reached with a few
- * hundred keys in turn would otherwise fill entries that are evicted before
- * their first hit). Each thread keeps a bank of TSC ticks: a hit earns the
- * cost of one unwind (timed on one unwind in SC_TIME_EVERY), a fill spends
- * what it took, and is made only while the bank is positive; every unwind
- * the cache did not spare earns 1/2^SC_PROBE_SHIFT of its cost, so that a
- * cache that never hits spends at most that share on fills. A new key
- * takes a way that holds a stale entry or a key seen once; a cached stack
- * used since the set last needed room gets a second chance. */
 #ifdef AP_STACK_CACHE
-#define SC_SET_BITS 7
-#define SC_SETS (1u << SC_SET_BITS)	/* two ways each */
-#define SC_FRAMES 64
-#define SC_TIME_EVERY 64	/* one unwind in this many is timed */
-#define SC_PROBE_SHIFT 6	/* an unwind earns 1/64 of its cost for fills */
-#define SC_BANK_UNWINDS 4096	/* savings kept, in unwinds */
-enum { SC_SEEN, SC_FULL, SC_NEVER };
-struct sc_ent {
-	uint64_t cfa, ret;	/* the key */
-	const uint64_t *pcs;	/* the interned stack's frames (SC_FULL) */
-	uint32_t id, epoch;
-	uint16_t n;
-	uint8_t state;
-	uint8_t ref;		/* used since the set last had to make room */
-	uint32_t off[SC_FRAMES];	/* off[i]: frame i's return-address slot - cfa */
-};
-
-/* Return addresses and stack pointers both step by small strides: they are
- * mixed, not XORed, or a few sets take most of the keys. */
-static inline size_t sc_set(uint64_t ret, uint64_t cfa)
-{
-	uint64_t x = ret * 0x9e3779b97f4a7c15ull + cfa;
-	x = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
-	return (size_t)(x >> (64 - SC_SET_BITS)) * 2;
-}
-
 /* Unwinds by steps from here, interns the stack and fills e if the stack
  * can be checked by its slots. */
-static __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa)
+__attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa)
 {
 	unw_context_t uc;
 	unw_cursor_t cur;
@@ -1617,128 +1309,7 @@ static __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret
 	return id;
 }
 
-/* The way of set that a new key may take, or NULL to keep both. */
-static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
-{
-	for (unsigned w = 0; w < 2; w++)
-		if (set[w].epoch != b->sc_epoch)
-			return &set[w];
-	unsigned w = b->sc_turn++ & 1;
-	for (unsigned k = 0; k < 2; k++)
-		if (set[w ^ k].state == SC_SEEN || !set[w ^ k].ref)
-			return &set[w ^ k];
-	set[0].ref = set[1].ref = 0;
-	return NULL;
-}
-
-/* The stack id for a call with this return address and CFA from b's
- * cache; 0 if the caller has to unwind (and intern) as usual. */
-static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
-								 uint64_t cfa)
-{
-	if (!sc_on || !ret || !cfa)
-		return 0;
-	if (UNLIKELY(!b->sc)) {
-		b->sc = map_mem(SC_SETS * 2 * sizeof(struct sc_ent));
-		if (!b->sc)
-			return 0;
-	}
-	struct sc_ent *set = &b->sc[sc_set(ret, cfa)];
-	for (int w = 0; w < 2; w++) {
-		struct sc_ent *e = &set[w];
-		if (e->cfa != cfa || e->ret != ret || e->epoch != b->sc_epoch)
-			continue;
-		if (e->state == SC_FULL) {
-			unsigned i = 1;
-			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
-				i++;
-			if (i < e->n)
-				continue; /* another stack under the same key */
-			e->ref = 1;
-			if (b->sc_bank < (int64_t)b->sc_unw * SC_BANK_UNWINDS)
-				b->sc_bank += b->sc_unw;
-			return e->id;
-		}
-		e->ref = 1;
-		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
-			uint64_t c0 = rd_tsc();
-			uint32_t id = sc_fill(e, ret, cfa);
-			b->sc_bank -= (int64_t)(rd_tsc() - c0);
-			return id;
-		}
-		return 0; /* SC_NEVER, or no fill affordable now */
-	}
-	/* not here: remember the key; filled if it comes again */
-	struct sc_ent *e = sc_victim(b, set);
-	if (e) {
-		e->cfa = cfa;
-		e->ret = ret;
-		e->epoch = b->sc_epoch;
-		e->state = SC_SEEN;
-		e->ref = 0;
-	}
-	return 0;
-}
-
-/* Whether this unwind of b's thread is one to time. */
-static inline int sc_timed(struct ap_thr *b)
-{
-	return sc_on && b && (++b->sc_tick & (SC_TIME_EVERY - 1)) == 0;
-}
-
-/* b's thread unwound (ticks: what it took, if timed): the running mean,
- * and the share of it the cache may spend on fills. */
-static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
-{
-	if (ticks) {
-		/* a preempted or cold unwind must not inflate what hits earn */
-		uint64_t cap = b->sc_unw ? 2ull * b->sc_unw : 1u << 20;
-		if (ticks > cap)
-			ticks = cap;
-		b->sc_unw = b->sc_unw ? (uint32_t)((b->sc_unw * 7ull + ticks) / 8) : (uint32_t)ticks;
-	}
-	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
-}
-#else
-static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
-{
-	(void)b, (void)ret, (void)cfa;
-	return 0;
-}
-
-static inline int sc_timed(struct ap_thr *b)
-{
-	(void)b;
-	return 0;
-}
-
-static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
-{
-	(void)b, (void)ticks;
-}
 #endif
-
-/* The id of the calling stack (ret and cfa: the program's return address
- * and its CFA at the interposed call, 0 if unknown); 0 if out of memory. */
-static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
-								  uint64_t cfa)
-{
-	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
-	struct ap_thr *b = t->thr != &dead_thr ? t->thr : NULL;
-	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
-	if (!id) {
-		uint64_t pcs[MAX_DEPTH_CAP];
-		const uint64_t *frames;
-		int timed = sc_timed(b);
-		uint64_t c0 = timed ? rd_tsc() : 0;
-		unsigned depth = unwind(pcs);
-		id = stack_intern(pcs, depth, &frames);
-		if (b)
-			sc_unwound(b, timed ? rd_tsc() - c0 : 0);
-	}
-	unhold(t, h);
-	return id;
-}
 
 /* ---- event buffers ----------------------------------------------------- */
 
@@ -1789,7 +1360,7 @@ static inline uint64_t cur_quantum(struct ap_thr *b)
 
 /* Appends one EVENTS record for the calling thread (a TIME or SYNC record
  * first when the quantum changed or the chunk is new). */
-static void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
+void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
 {
 	int shared = t->thr == &dead_thr;
@@ -1843,7 +1414,7 @@ static struct ap_thr *thr_new(void)
 	return b;
 }
 
-static int64_t draw_interval(struct ap_tls *t)
+int64_t draw_interval(struct ap_tls *t)
 {
 	if (ap_rate <= 1)
 		return 0;
@@ -1860,12 +1431,8 @@ static int64_t draw_interval(struct ap_tls *t)
 	return (int64_t)v;
 }
 
-static int sig_on;		/* dispositions are managed (sig_install ran) */
-static void alt_install(void);
-static void alt_remove(void);
-
 /* First slow-path call of a thread: its buffer, its key, its countdown. */
-static void thr_register(struct ap_tls *t)
+void thr_register(struct ap_tls *t)
 {
 	t->tid = sys_gettid();
 	uint64_t seq = __atomic_fetch_add(&thr_seq, 1, __ATOMIC_RELAXED);
@@ -1901,7 +1468,7 @@ static void thr_register(struct ap_tls *t)
 }
 
 /* pthread key destructor: the thread is exiting. */
-static void thr_exit(void *arg)
+void thr_exit(void *arg)
 {
 	struct ap_thr *b = arg;
 	struct ap_tls *t = &tls;
@@ -1946,7 +1513,7 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 }
 
 /* Logs an early allocation or free (see pre_log). */
-static void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
+void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
 {
 	int saved = errno;
 	sigset_t mask;
@@ -2210,7 +1777,7 @@ static inline int take_tracked(void *old)
 	return set_remove(old);
 }
 
-static void *boot_move(void *old, size_t n)
+void *boot_move(void *old, size_t n)
 {
 	void *q = real_malloc(n);
 	if (q)
@@ -2351,7 +1918,7 @@ static void write_header(const char *parent)
 /* The path of this image's trace: ALLOCPROF_OUTPUT for the launched
  * process, ALLOCPROF_OUTPUT.<pid> for the others, plus .exec<n> for the
  * n-th image a process exec'd into after an image that recorded events. */
-static void make_path(char *out, unsigned gen)
+void make_path(char *out, unsigned gen)
 {
 	size_t n = str_len(ap_base);
 	memcpy(out, ap_base, n);
@@ -2381,7 +1948,7 @@ static void make_path(char *out, unsigned gen)
  * never the umask the program set since. Forked children inherit it. */
 static mode_t trace_mode = 0644;
 
-static void trace_mode_init(void)
+void trace_mode_init(void)
 {
 	struct stat st;
 	if (stat(ap_base, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -2404,7 +1971,7 @@ static void trace_flock(int fd)
 	fcntl(fd, F_OFD_SETLK, &lk);
 }
 
-static int open_trace(const char *parent)
+int open_trace(const char *parent)
 {
 	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      trace_mode);
@@ -2429,7 +1996,7 @@ static int open_trace(const char *parent)
 }
 
 /* Flushes every buffer; with `sig` set, never waits on a lock for long. */
-static void flush_all(int sig)
+void flush_all(int sig)
 {
 	if (sig ? !lk_trylock_bounded(&list_lock) : (lk_lock(&list_lock), 0))
 		return;
@@ -2459,7 +2026,7 @@ static void flush_all(int sig)
 	}
 }
 
-static uint64_t events_total(void)
+uint64_t events_total(void)
 {
 	uint64_t n = fallback.events;
 	for (struct ap_thr *b = thr_all; b; b = b->next)
@@ -2469,7 +2036,7 @@ static uint64_t events_total(void)
 
 /* Ends the trace: no more events, everything flushed, END written. Returns
  * 0 if this call ended it, -1 if it was not running. */
-static int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
+int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 {
 	int on = AP_ON;
 	if (ap_pid != sys_getpid() ||
@@ -2603,10 +2170,12 @@ EXPORT void _Exit(int status)
  * (it is inherited across exec). The handler runs on an alternate stack of
  * ours (sig_altstack) so that a stack overflow is flushed too; the program
  * sees only its own alternate stack. */
-static int sig_lock;
+int sig_lock;
 static struct sigaction sig_view[NSIG];	/* the program's dispositions */
 static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
 static __thread void *alt_mine __attribute__((tls_model("initial-exec")));
+
+int sig_on;		/* dispositions are managed (sig_install ran) */
 
 /* Signals whose default action terminates (with or without a core). */
 static int sig_fatal(int s)
@@ -2700,7 +2269,7 @@ static void sig_entry(int s, siginfo_t *si, void *uc)
 
 /* Our alternate signal stack for the calling thread, if it has none. */
 #define ALT_SIZE (64u << 10)
-static void alt_install(void)
+void alt_install(void)
 {
 	stack_t cur;
 	if (alt_mine || real_sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
@@ -2719,7 +2288,7 @@ static void alt_install(void)
 
 /* The thread is exiting: its stack of ours goes (if the program has not
  * replaced it). */
-static void alt_remove(void)
+void alt_remove(void)
 {
 	stack_t cur;
 	if (!alt_mine)
@@ -2733,7 +2302,7 @@ static void alt_remove(void)
 	alt_mine = NULL;
 }
 
-static void sig_install(void)
+void sig_install(void)
 {
 	for (int s = 1; s < NSIG; s++) {
 		if (!sig_fatal(s) || real_sigaction(s, NULL, &sig_view[s]) < 0)
@@ -3024,7 +2593,7 @@ static char self_path[PATH_MAX];
 static char *saved_cfg;
 static size_t saved_cfg_len;
 
-static void exec_save_settings(void)
+void exec_save_settings(void)
 {
 	extern char **environ;
 	Dl_info di;
@@ -3243,11 +2812,9 @@ EXPORT int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
-/* ---- init ---------------------------------------------------------------- */
-
 /* --no-children: take ourselves out of LD_PRELOAD so that programs this
  * one runs are not profiled. Edited in place: no allocation. */
-static void strip_preload(void)
+void strip_preload(void)
 {
 	extern char **environ;
 	for (char **e = environ; e && *e; e++) {
@@ -3280,7 +2847,7 @@ static void strip_preload(void)
 
 /* ap_init has begun: the early log is complete, and the filter goes back
  * to what the mode needs (ap_init raises it again for --all). */
-static void pre_close(void)
+void pre_close(void)
 {
 	sigset_t mask;
 	sig_block(&mask);
@@ -3292,7 +2859,7 @@ static void pre_close(void)
 	boot_mark_filter();
 }
 
-static void pre_release(void)
+void pre_release(void)
 {
 	if (pre_log)
 		munmap(pre_log, pre_cap * sizeof(*pre_log));
@@ -3304,7 +2871,7 @@ static void pre_release(void)
  * the countdown as if it happened now, and a sampled one is recorded with
  * its caller as its stack; each free is recorded if its block is tracked.
  * Runs with the guard set, in ap_init's thread. */
-static void pre_replay(struct ap_tls *t)
+void pre_replay(struct ap_tls *t)
 {
 	if (!pre_n) {
 		pre_release();
