@@ -9,25 +9,12 @@ __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
 int ap_state = AP_INIT;
 
-uint64_t ap_rate = DEFAULT_RATE;
-int ap_all;
-unsigned ap_max_depth = DEFAULT_DEPTH;
-uint64_t ap_seed;
-uint64_t ap_quantum = AP_FINE_QUANTUM_NS;
-/* Quanta between TIME records while the process has one thread: its
- * order needs no fine time, and coarse steps keep its trace small. Once
- * a second thread records, every quantum counts, so that two threads'
- * events are ordered as finely as the quantum (the reader's merge). */
-uint64_t ap_coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS;
-
 static double tsc_per_ns;	/* 0: read the clock on every event */
 
 int ap_fd = -1;
 
 pid_t ap_pid;
 unsigned ap_gen;		/* exec generation of this pid (0: first image) */
-
-int ap_no_children;
 
 char ap_path[PATH_MAX];
 char ap_base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
@@ -317,42 +304,6 @@ void trace_write_data(const void *data, size_t len)
 {
 	if (trace_write(data, len) == 0)
 		__atomic_add_fetch(&data_chunks, 1, __ATOMIC_RELAXED);
-}
-
-static const char *const cfg_names[CFG_N] = {
-	"ALLOCPROF_PID", "ALLOCPROF_RATE", "ALLOCPROF_MAX_DEPTH", "ALLOCPROF_NO_CHILDREN",
-	"ALLOCPROF_OUTPUT",
-};
-static char cfg_field[CFG_OUTPUT][24];
-static const char *cfg_out;
-static int cfg_combined;
-
-void cfg_load(void)
-{
-	const char *c = getenv("ALLOCPROF");
-	if (!c)
-		return;
-	for (int i = 0; i < CFG_OUTPUT; i++) {
-		size_t k = 0;
-		while (*c && *c != ':') {
-			if (k + 1 < sizeof(cfg_field[i]))
-				cfg_field[i][k++] = *c;
-			c++;
-		}
-		cfg_field[i][k] = 0;
-		if (*c != ':')
-			return; /* malformed: the sampler stays off */
-		c++;
-	}
-	cfg_out = c;
-	cfg_combined = 1;
-}
-
-const char *cfg(int which)
-{
-	if (!cfg_combined)
-		return getenv(cfg_names[which]);
-	return which == CFG_OUTPUT ? cfg_out : cfg_field[which];
 }
 
 /* ---- resolving the real functions ------------------------------------- */

@@ -1,0 +1,54 @@
+/* config.c: the settings (rate, stack depth, seed, time quantum,
+ * children), read from ALLOCPROF or the separate ALLOCPROF_* variables.
+ * ap_init fills the values in once, before the sampler turns on; every
+ * file reads them, none writes them after that. */
+#include "sampler-int.h"
+uint64_t ap_rate = DEFAULT_RATE;
+int ap_all;
+unsigned ap_max_depth = DEFAULT_DEPTH;
+uint64_t ap_seed;
+uint64_t ap_quantum = AP_FINE_QUANTUM_NS;
+/* Quanta between TIME records while the process has one thread: its
+ * order needs no fine time, and coarse steps keep its trace small. Once
+ * a second thread records, every quantum counts, so that two threads'
+ * events are ordered as finely as the quantum (the reader's merge). */
+uint64_t ap_coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS;
+
+int ap_no_children;
+
+static const char *const cfg_names[CFG_N] = {
+	"ALLOCPROF_PID", "ALLOCPROF_RATE", "ALLOCPROF_MAX_DEPTH", "ALLOCPROF_NO_CHILDREN",
+	"ALLOCPROF_OUTPUT",
+};
+static char cfg_field[CFG_OUTPUT][24];
+static const char *cfg_out;
+static int cfg_combined;
+
+void cfg_load(void)
+{
+	const char *c = getenv("ALLOCPROF");
+	if (!c)
+		return;
+	for (int i = 0; i < CFG_OUTPUT; i++) {
+		size_t k = 0;
+		while (*c && *c != ':') {
+			if (k + 1 < sizeof(cfg_field[i]))
+				cfg_field[i][k++] = *c;
+			c++;
+		}
+		cfg_field[i][k] = 0;
+		if (*c != ':')
+			return; /* malformed: the sampler stays off */
+		c++;
+	}
+	cfg_out = c;
+	cfg_combined = 1;
+}
+
+const char *cfg(int which)
+{
+	if (!cfg_combined)
+		return getenv(cfg_names[which]);
+	return which == CFG_OUTPUT ? cfg_out : cfg_field[which];
+}
+
