@@ -1,9 +1,11 @@
-/* liballocprof.so: the preloaded sampler. Interposes the malloc family,
- * samples allocations by a Poisson process over bytes (or records every one
- * with rate 1), unwinds sampled stacks with libunwind and writes the trace
- * of docs/trace-format.md. Nothing here may call malloc on its own behalf:
- * memory comes from mmap, output goes out with write(2), and whatever glibc
- * or libunwind allocate for us passes through under the per-thread guard. */
+/* interpose.c: the interposed malloc family and the hot path. malloc and
+ * free are one screen: a countdown per thread over the bytes allocated
+ * (malloc) and a filter probe (free), then a tail call of glibc's; only a
+ * sample (the countdown went negative) or a tracked block takes the slow
+ * path, where the sampling decision is made and the event recorded. Every
+ * helper the fast and slow paths need is inline here or in sampler-int.h
+ * and stacks.h: no calls across files on those paths (LTO is not used).
+ * Owns the TLS block. */
 #include "stacks.h"
 __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
