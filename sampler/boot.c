@@ -279,7 +279,7 @@ void pre_replay(struct ap_tls *t)
 		const struct pre_ev *e = &pre_log[i];
 		void *addr = (void *)(uintptr_t)e->addr;
 		if (e->type == PRE_FREE) {
-			if (ap_all || set_remove(addr))
+			if (settings.all || set_remove(addr))
 				emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
 			continue;
 		}
@@ -294,7 +294,7 @@ void pre_replay(struct ap_tls *t)
 		uint32_t id = stack_intern(&e->caller, e->caller ? 1 : 0, &frames);
 		if (!id)
 			continue;
-		if (!ap_all)
+		if (!settings.all)
 			set_insert(addr);
 		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
 	}

@@ -8,20 +8,9 @@
 #include "sampler-int.h"
 static double tsc_per_ns;	/* 0: read the clock on every event */
 
-pthread_key_t thr_key;
 static uint64_t thr_seq;
-
-int list_lock;
-struct ap_thr *thr_all, *thr_free;
-struct ap_thr dead_thr;	/* marker: the thread's key destructor ran */
-struct ap_thr fallback;	/* events of threads past their destructor */
-uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
-uint32_t meta_nchunks;	/* META chunks written (meta_lock) */
-uint64_t exited_calls, exited_consumed;
-
-int meta_lock;
-uint8_t *meta_buf;	/* header room + META_BUF_SIZE */
-size_t meta_len;
+struct ap_threads threads;
+struct ap_meta meta;
 
 /* A thread's buffer is written by its owner on every event, and by
  * another thread only in flush_all (exit, _exit, exec, fatal signals).
@@ -104,24 +93,24 @@ void tsc_calibrate(void)
 	tsc_per_ns = r > 0.05 && r < 100 ? r : 0;
 }
 
-/* Writes out the pending META records; meta_lock held. */
+/* Writes out the pending META records; meta.lock held. */
 static void meta_flush_locked(void)
 {
-	if (!meta_len || ap_fd < 0)
+	if (!meta.len || tfile.fd < 0)
 		return;
-	uint8_t *payload = meta_buf + AP_CHUNK_HDR_LEN;
-	ap_chunk_header(meta_buf, AP_CHUNK_META, tls.tid, AP_STREAM_META, meta_nchunks++, payload,
-			(uint32_t)meta_len);
-	trace_write_data(meta_buf, AP_CHUNK_HDR_LEN + meta_len);
-	meta_len = 0;
+	uint8_t *payload = meta.buf + AP_CHUNK_HDR_LEN;
+	ap_chunk_header(meta.buf, AP_CHUNK_META, tls.tid, AP_STREAM_META, meta.nchunks++, payload,
+			(uint32_t)meta.len);
+	trace_write_data(meta.buf, AP_CHUNK_HDR_LEN + meta.len);
+	meta.len = 0;
 }
 
-/* Room for n bytes of META records; meta_lock held. */
+/* Room for n bytes of META records; meta.lock held. */
 uint8_t *meta_reserve(size_t n)
 {
-	if (meta_len + n > META_BUF_SIZE)
+	if (meta.len + n > META_BUF_SIZE)
 		meta_flush_locked();
-	return meta_buf + AP_CHUNK_HDR_LEN + meta_len;
+	return meta.buf + AP_CHUNK_HDR_LEN + meta.len;
 }
 
 void meta_thread(uint32_t tid)
@@ -141,10 +130,10 @@ void meta_thread(uint32_t tid)
 		got = 0;
 	while (got > 0 && name[got - 1] == '\n')
 		got--;
-	lk_lock(&meta_lock);
+	lk_lock(&meta.lock);
 	uint8_t *p = meta_reserve(AP_META_THREAD_MAX(sizeof(name)));
-	meta_len += ap_put_thread(p, tid, name, (size_t)got);
-	lk_unlock(&meta_lock);
+	meta.len += ap_put_thread(p, tid, name, (size_t)got);
+	lk_unlock(&meta.lock);
 }
 
 /* ---- event buffers ----------------------------------------------------- */
@@ -153,24 +142,24 @@ void meta_thread(uint32_t tid)
  * the events use is already in the file. */
 static void thr_flush_locked(struct ap_thr *b)
 {
-	if (b->len <= EV_HDR || ap_fd < 0) {
+	if (b->len <= EV_HDR || tfile.fd < 0) {
 		b->len = EV_HDR;
 		return;
 	}
-	if (in_signal) {
-		/* The crashed code may hold meta_lock: without the META records
+	if (tfile.in_signal) {
+		/* The crashed code may hold meta.lock: without the META records
 		 * these events could name stacks the file lacks, so they stay. */
-		if (!lk_trylock_bounded(&meta_lock))
+		if (!lk_trylock_bounded(&meta.lock))
 			return;
 	} else {
-		lk_lock(&meta_lock);
+		lk_lock(&meta.lock);
 	}
 	meta_flush_locked();
-	lk_unlock(&meta_lock);
+	lk_unlock(&meta.lock);
 	/* One stream per buffer: its chunks are written in order, under its
 	 * lock, whichever thread it serves (docs/trace-format.md, "Streams") */
 	if (!b->stream)
-		b->stream = __atomic_add_fetch(&nstreams, 1, __ATOMIC_RELAXED);
+		b->stream = __atomic_add_fetch(&threads.nstreams, 1, __ATOMIC_RELAXED);
 	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->stream, b->nchunks++,
 			b->buf + AP_CHUNK_HDR_LEN, (uint32_t)(b->len - AP_CHUNK_HDR_LEN));
 	trace_write_data(b->buf, b->len);
@@ -183,13 +172,13 @@ static inline uint64_t cur_quantum(struct ap_thr *b)
 	uint64_t c = rd_tsc();
 	if (LIKELY(c < b->tsc_next))
 		return b->enc.q;
-	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / ap_quantum;
-	uint64_t step = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1 ? 1 : ap_coarse_step;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / settings.quantum;
+	uint64_t step = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1 ? 1 : settings.coarse_step;
 	q -= q % step;
 	if (q < b->enc.q)
 		q = b->enc.q;
 	b->tsc_next = tsc_per_ns > 0
-			      ? c + (uint64_t)((double)((q + step) * ap_quantum - now) * tsc_per_ns)
+			      ? c + (uint64_t)((double)((q + step) * settings.quantum - now) * tsc_per_ns)
 			      : 0;
 	return q;
 }
@@ -199,18 +188,18 @@ static inline uint64_t cur_quantum(struct ap_thr *b)
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
 {
-	int shared = t->thr == &dead_thr;
-	struct ap_thr *b = shared ? &fallback : t->thr;
+	int shared = t->thr == &threads.dead;
+	struct ap_thr *b = shared ? &threads.fallback : t->thr;
 	int c = sched_getcpu();
 	uint32_t cpu = c < 0 ? 0 : (uint32_t)c;
 	int locked = own_enter(b, shared);
-	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_RELAXED) != AP_ON)) {
+	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_RELAXED) != AP_ON)) {
 		own_leave(b, locked);
 		return;
 	}
 	uint64_t q = cur_quantum(b);
 	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE ||
-	    (q != b->enc.q && (q - b->q0) * ap_quantum > FLUSH_AGE_NS)) {
+	    (q != b->enc.q && (q - b->q0) * settings.quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
 		b->tid = t->tid;
 	}
@@ -233,9 +222,9 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 
 static struct ap_thr *thr_new(void)
 {
-	struct ap_thr *b = thr_free;
+	struct ap_thr *b = threads.free_list;
 	if (b) {
-		thr_free = b->next_free;
+		threads.free_list = b->next_free;
 		return b;
 	}
 	size_t hdr = (sizeof(struct ap_thr) + 63) & ~(size_t)63;
@@ -245,8 +234,8 @@ static struct ap_thr *thr_new(void)
 	b = (struct ap_thr *)mem;
 	b->buf = mem + hdr;
 	b->ring.ent = (struct ap_ring_ent *)(mem + hdr + THR_BUF_SIZE);
-	b->next = thr_all;
-	thr_all = b;
+	b->next = threads.all;
+	threads.all = b;
 	return b;
 }
 
@@ -255,12 +244,12 @@ void thr_register(struct ap_tls *t)
 {
 	t->tid = sys_gettid();
 	uint64_t seq = __atomic_fetch_add(&thr_seq, 1, __ATOMIC_RELAXED);
-	uint64_t seed = ap_seed ? ap_seed + seq * 0x9e3779b97f4a7c15ull
+	uint64_t seed = settings.seed ? settings.seed + seq * 0x9e3779b97f4a7c15ull
 				: now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)t->tid << 32) ^
 					  (uintptr_t)t;
 	seed = (seed ^ (seed >> 31)) * 0xbf58476d1ce4e5b9ull;
 	t->rng = seed ? seed : 1;
-	lk_lock(&list_lock);
+	lk_lock(&threads.lock);
 	struct ap_thr *b = thr_new();
 	if (b) {
 		b->tid = t->tid;
@@ -272,11 +261,11 @@ void thr_register(struct ap_tls *t)
 		b->lock = b->busy = b->claim = 0;
 		__atomic_store_n(&b->live, 1, __ATOMIC_RELEASE);
 	}
-	lk_unlock(&list_lock);
-	t->thr = b ? b : &dead_thr;
+	lk_unlock(&threads.lock);
+	t->thr = b ? b : &threads.dead;
 	struct ap_hold h = hold(t);
 	if (b)
-		pthread_setspecific(thr_key, b); /* may allocate the key's page */
+		pthread_setspecific(threads.key, b); /* may allocate the key's page */
 	if (sig_on)
 		alt_install();
 	meta_thread(t->tid);
@@ -295,20 +284,20 @@ void thr_exit(void *arg)
 	int locked = own_enter(b, 0);
 	thr_flush_locked(b);
 	own_leave(b, locked);
-	__atomic_fetch_add(&exited_calls, t->calls, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&exited_consumed,
+	__atomic_fetch_add(&threads.exited_calls, t->calls, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&threads.exited_consumed,
 			   t->consumed + (uint64_t)(t->interval - t->countdown),
 			   __ATOMIC_RELAXED);
 	t->calls = 0;
 	t->consumed = 0;
 	t->interval = t->countdown;
-	t->thr = &dead_thr;
-	lk_lock(&list_lock);
+	t->thr = &threads.dead;
+	lk_lock(&threads.lock);
 	__atomic_store_n(&b->live, 0, __ATOMIC_RELEASE);
 	b->tls = NULL;
-	b->next_free = thr_free;
-	thr_free = b;
-	lk_unlock(&list_lock);
+	b->next_free = threads.free_list;
+	threads.free_list = b;
+	lk_unlock(&threads.lock);
 	alt_remove();
 	t->guard--;
 }
@@ -316,9 +305,9 @@ void thr_exit(void *arg)
 /* Flushes every buffer; with `sig` set, never waits on a lock for long. */
 void flush_all(int sig)
 {
-	if (sig ? !lk_trylock_bounded(&list_lock) : (lk_lock(&list_lock), 0))
+	if (sig ? !lk_trylock_bounded(&threads.lock) : (lk_lock(&threads.lock), 0))
 		return;
-	for (struct ap_thr *b = thr_all; b; b = b->next) {
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
 		if (!__atomic_load_n(&b->live, __ATOMIC_ACQUIRE))
 			continue;
 		if (b == tls.thr && asym) {
@@ -333,21 +322,21 @@ void flush_all(int sig)
 		thr_flush_locked(b);
 		remote_leave(b);
 	}
-	lk_unlock(&list_lock);
-	if (sig ? lk_trylock_bounded(&fallback.lock) : (lk_lock(&fallback.lock), 1)) {
-		thr_flush_locked(&fallback);
-		lk_unlock(&fallback.lock);
+	lk_unlock(&threads.lock);
+	if (sig ? lk_trylock_bounded(&threads.fallback.lock) : (lk_lock(&threads.fallback.lock), 1)) {
+		thr_flush_locked(&threads.fallback);
+		lk_unlock(&threads.fallback.lock);
 	}
-	if (sig ? lk_trylock_bounded(&meta_lock) : (lk_lock(&meta_lock), 1)) {
+	if (sig ? lk_trylock_bounded(&meta.lock) : (lk_lock(&meta.lock), 1)) {
 		meta_flush_locked();
-		lk_unlock(&meta_lock);
+		lk_unlock(&meta.lock);
 	}
 }
 
 uint64_t events_total(void)
 {
-	uint64_t n = fallback.events;
-	for (struct ap_thr *b = thr_all; b; b = b->next)
+	uint64_t n = threads.fallback.events;
+	for (struct ap_thr *b = threads.all; b; b = b->next)
 		n += b->events;
 	return n;
 }

@@ -3,18 +3,12 @@
  * ap_init fills the values in once, before the sampler turns on; every
  * file reads them, none writes them after that. */
 #include "sampler-int.h"
-uint64_t ap_rate = DEFAULT_RATE;
-int ap_all;
-unsigned ap_max_depth = DEFAULT_DEPTH;
-uint64_t ap_seed;
-uint64_t ap_quantum = AP_FINE_QUANTUM_NS;
-/* Quanta between TIME records while the process has one thread: its
- * order needs no fine time, and coarse steps keep its trace small. Once
- * a second thread records, every quantum counts, so that two threads'
- * events are ordered as finely as the quantum (the reader's merge). */
-uint64_t ap_coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS;
-
-int ap_no_children;
+struct ap_settings settings = {
+	.rate = DEFAULT_RATE,
+	.max_depth = DEFAULT_DEPTH,
+	.quantum = AP_FINE_QUANTUM_NS,
+	.coarse_step = AP_DEFAULT_QUANTUM_NS / AP_FINE_QUANTUM_NS,
+};
 
 static const char *const cfg_names[CFG_N] = {
 	"ALLOCPROF_PID", "ALLOCPROF_RATE", "ALLOCPROF_MAX_DEPTH", "ALLOCPROF_NO_CHILDREN",

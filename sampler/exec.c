@@ -76,10 +76,10 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 {
 	*ended = 0;
 	*mapped = 0;
-	if (ap_state != AP_ON || ap_pid != sys_getpid())
+	if (proc.state != AP_ON || proc.pid != sys_getpid())
 		return envp; /* vfork child or not running: touch nothing */
 	tls.guard++;
-	unsigned gen = ap_gen;
+	unsigned gen = proc.gen;
 	if (events_total()) {
 		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
 			*ended = 1;
@@ -140,7 +140,7 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 		size_t m = 0;
 		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
 		m = 15;
-		m += put_dec(exec_marker + m, (uint64_t)ap_pid);
+		m += put_dec(exec_marker + m, (uint64_t)proc.pid);
 		exec_marker[m++] = '.';
 		m += put_dec(exec_marker + m, gen);
 		if (quiet) {
@@ -164,7 +164,7 @@ static void exec_failed(char *const *env, int ended, size_t mapped)
 	if (mapped)
 		munmap((void *)env, mapped);
 	if (ended)
-		__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
+		__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
 	errno = saved;
 }
 

@@ -11,7 +11,7 @@ __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
 int64_t draw_interval(struct ap_tls *t)
 {
-	if (ap_rate <= 1)
+	if (settings.rate <= 1)
 		return 0;
 	uint64_t x = t->rng;
 	x ^= x >> 12;
@@ -20,7 +20,7 @@ int64_t draw_interval(struct ap_tls *t)
 	t->rng = x;
 	uint64_t r = x * 0x2545f4914f6cdd1dull;
 	double u = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-	double v = -log(u) * (double)ap_rate;
+	double v = -log(u) * (double)settings.rate;
 	if (v > 1e15)
 		v = 1e15;
 	return (int64_t)v;
@@ -34,12 +34,12 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 {
 	/* an address the program now owns is not ours, even if its free
 	 * reached glibc without passing through us */
-	if (ap_all)
+	if (settings.all)
 		own_forget(p);
 	uint32_t id = stack_here(t, ret, cfa);
 	if (!id)
 		return;
-	if (!ap_all)
+	if (!settings.all)
 		set_insert(p);
 	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
@@ -52,7 +52,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 								    uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
-	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_DISABLED) {
 			t->countdown = INT64_MAX / 2;
@@ -63,7 +63,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 			t->calls--;
 			if (st == AP_INIT && !t->guard && p)
 				pre_add(PRE_ALLOC, p, n, kind, caller);
-			else if (st == AP_ON && ap_all && p)
+			else if (st == AP_ON && settings.all && p)
 				ps_insert(&own_blocks, p);
 		}
 		return p;
@@ -113,11 +113,11 @@ static __attribute__((noinline)) void free_slow(void *p)
 	struct ap_tls *t = &tls;
 	if (!p || is_boot(p))
 		return;
-	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
 			pre_add(PRE_FREE, p, 0, 0, 0);
-		else if (!ap_all)
+		else if (!settings.all)
 			set_remove(p);
 		else
 			own_forget(p);
@@ -126,7 +126,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	}
 	int saved = errno;
 	t->guard = 1;
-	if (ap_all ? !own_forget(p) : set_remove(p)) {
+	if (settings.all ? !own_forget(p) : set_remove(p)) {
 		if (!t->thr)
 			thr_register(t);
 		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
@@ -227,7 +227,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 				t->guard = 0;
 				errno = saved;
 			}
-		} else if (was_tracked && !ap_all) {
+		} else if (was_tracked && !settings.all) {
 			set_insert(old); /* failed: old is still live */
 		}
 		return q;
@@ -236,11 +236,11 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	t->countdown = (int64_t)((uint64_t)t->countdown - n - 1);
 	if (LIKELY(t->countdown >= 0 && !was_tracked))
 		return q;
-	int st = __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE);
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (t->countdown < 0)
 			alloc_slow(NULL, n, kind, 0, 0); /* undoes the countdown */
-		if (st == AP_ON && ap_all && own_forget(old))
+		if (st == AP_ON && settings.all && own_forget(old))
 			ps_insert(&own_blocks, q);
 		return q;
 	}
@@ -259,7 +259,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 			flags |= AP_RF_NEW_SAMPLED;
 	}
 	if (flags) {
-		if (!ap_all)
+		if (!settings.all)
 			set_insert(q);
 		emit(t, AP_EV_REALLOC, kind, (uintptr_t)old, (uintptr_t)q, n, id,
 		     flags);
@@ -273,10 +273,10 @@ static inline int take_tracked(void *old)
 {
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
-	if (UNLIKELY(__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_INIT))
+	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT))
 		return tls.guard ? 0 : 2; /* 2: an early block (see pre_log) */
-	if (ap_all)
-		return __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) == AP_ON &&
+	if (settings.all)
+		return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;
 	return set_remove(old);
 }

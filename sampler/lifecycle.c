@@ -2,12 +2,10 @@
  * constructor: settings, buffers, trace, handlers, then on), the end of a
  * normal exit (after every library's destructor), _exit and _Exit, the
  * exit status through __libc_start_main, and fork (no lock held across
- * it; the child starts a trace of its own). Owns ap_state. */
+ * it; the child starts a trace of its own). Owns proc: the state, the
+ * pid, the exec generation. */
 #include "sampler-int.h"
-int ap_state = AP_INIT;
-
-pid_t ap_pid;
-unsigned ap_gen;		/* exec generation of this pid (0: first image) */
+struct ap_proc proc = { .state = AP_INIT };
 
 /* ---- process lifecycle -------------------------------------------------- */
 
@@ -69,7 +67,7 @@ static void ap_last(void *unused)
 __attribute__((destructor)) static void ap_fini(void)
 {
 	tls.guard++;
-	if (ap_state == AP_ON && ap_pid == sys_getpid()) {
+	if (proc.state == AP_ON && proc.pid == sys_getpid()) {
 		flush_all(0);
 		/* not atexit(): that names this library's handle, and this
 		 * library's own __cxa_finalize (its last destructor) would run
@@ -103,16 +101,16 @@ EXPORT void _Exit(int status)
 
 /* fork: no profiler lock may be held across it, and the child starts a
  * trace of its own. */
-static sigset_t fork_mask;	/* the forking thread's mask (list_lock held) */
+static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
 
 static void fork_prepare(void)
 {
 	sigset_t mask;
 	sig_block(&mask);
 	tls.guard++;
-	lk_lock(&list_lock);
-	lk_lock(&fallback.lock);
-	lk_lock(&meta_lock);
+	lk_lock(&threads.lock);
+	lk_lock(&threads.fallback.lock);
+	lk_lock(&meta.lock);
 	lk_lock(&tracked_set.lock);
 	lk_lock(&own_blocks.lock);
 	fork_mask = mask;
@@ -123,9 +121,9 @@ static void fork_parent(void)
 	sigset_t mask = fork_mask;
 	lk_unlock(&own_blocks.lock);
 	lk_unlock(&tracked_set.lock);
-	lk_unlock(&meta_lock);
-	lk_unlock(&fallback.lock);
-	lk_unlock(&list_lock);
+	lk_unlock(&meta.lock);
+	lk_unlock(&threads.fallback.lock);
+	lk_unlock(&threads.lock);
 	tls.guard--;
 	sig_restore(&mask);
 }
@@ -133,10 +131,10 @@ static void fork_parent(void)
 /* The child, with signals still blocked as fork_prepare left them. */
 static void fork_child_body(struct ap_tls *t)
 {
-	int was_on = ap_state == AP_ON;
-	ap_pid = sys_getpid();
+	int was_on = proc.state == AP_ON;
+	proc.pid = sys_getpid();
 	t->tid = sys_gettid();
-	t->pid = (uint32_t)ap_pid;
+	t->pid = (uint32_t)proc.pid;
 	if (!was_on) {
 		t->guard--;
 		return;
@@ -144,23 +142,23 @@ static void fork_child_body(struct ap_tls *t)
 	/* The parent's trace stays open (and its writer's lock held) until
 	 * this process has a trace of its own: record waits for that lock to
 	 * go before it looks for the traces of forked children. */
-	int parent_fd = ap_fd;
-	ap_fd = -1;
-	if (ap_no_children) {
+	int parent_fd = tfile.fd;
+	tfile.fd = -1;
+	if (settings.no_children) {
 		if (parent_fd >= 0)
 			sys_close(parent_fd);
-		ap_state = AP_DISABLED;
+		proc.state = AP_DISABLED;
 		t->guard--;
 		return;
 	}
 	char parent[PATH_MAX];
-	memcpy(parent, ap_path, sizeof(parent));
-	ap_gen = 0;
-	make_path(ap_path, 0);
+	memcpy(parent, tfile.path, sizeof(parent));
+	proc.gen = 0;
+	make_path(tfile.path, 0);
 
 	/* Clean state: other threads are gone, their buffers are dropped. */
-	thr_free = NULL;
-	for (struct ap_thr *b = thr_all; b; b = b->next) {
+	threads.free_list = NULL;
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
 		b->lock = b->busy = b->claim = 0;
 		b->len = EV_HDR;
 		b->events = 0;
@@ -169,32 +167,32 @@ static void fork_child_body(struct ap_tls *t)
 			continue;
 		b->live = 0;
 		b->tls = NULL;
-		b->next_free = thr_free;
-		thr_free = b;
+		b->next_free = threads.free_list;
+		threads.free_list = b;
 	}
-	if (t->thr && t->thr != &dead_thr) {
+	if (t->thr && t->thr != &threads.dead) {
 		t->thr->tid = t->tid;
 		t->thr->sc_epoch++; /* the cached ids are the parent's */
 	}
-	fallback.len = EV_HDR;
-	fallback.events = 0;
-	fallback.stream = fallback.nchunks = 0;
-	nstreams = 0;
-	data_chunks = 0;
-	meta_len = 0;
-	meta_nchunks = 0;
+	threads.fallback.len = EV_HDR;
+	threads.fallback.events = 0;
+	threads.fallback.stream = threads.fallback.nchunks = 0;
+	threads.nstreams = 0;
+	tfile.chunks = 0;
+	meta.len = 0;
+	meta.nchunks = 0;
 	stk_cur = NULL;
 	stk_next_id = 1;
 	mod_count = 0;
 	set_reset();
-	exited_calls = exited_consumed = 0;
+	threads.exited_calls = threads.exited_consumed = 0;
 	t->calls = 0;
 	t->consumed = 0;
 	t->interval = t->countdown;
 
 	if (open_trace(parent) < 0) {
-		ap_state = AP_DISABLED;
-	} else if (t->thr && t->thr != &dead_thr) {
+		proc.state = AP_DISABLED;
+	} else if (t->thr && t->thr != &threads.dead) {
 		meta_thread(t->tid);
 	}
 	if (parent_fd >= 0)
@@ -207,10 +205,10 @@ static void fork_child_body(struct ap_tls *t)
 static void fork_child(void)
 {
 	struct ap_tls *t = &tls;
-	own_blocks.lock = tracked_set.lock = meta_lock = fallback.lock = list_lock = 0;
+	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
 	/* held by another thread of the parent, perhaps: not by this one */
-	trace_lock = sig_lock = 0;
-	trace_owner = 0;
+	tfile.lock = sig_lock = 0;
+	tfile.owner = 0;
 	asym_register(); /* the child's address space is a new one */
 	fork_child_body(t);
 	sig_restore(&fork_mask);
@@ -227,32 +225,32 @@ __attribute__((constructor(101))) static void ap_init(void)
 	const char *out = cfg(CFG_OUTPUT);
 	if (!out || !*out || str_len(out) >= PATH_MAX - 64)
 		goto off;
-	memcpy(ap_base, out, str_len(out) + 1);
+	memcpy(tfile.base, out, str_len(out) + 1);
 	const char *nc = cfg(CFG_NO_CHILDREN);
-	ap_no_children = nc && *nc && *nc != '0';
-	if (ap_no_children)
+	settings.no_children = nc && *nc && *nc != '0';
+	if (settings.no_children)
 		strip_preload();
 	else
 		exec_save_settings();
-	ap_rate = parse_u64(cfg(CFG_RATE), DEFAULT_RATE);
-	if (ap_rate == 0)
-		ap_rate = 1;
-	ap_all = ap_rate == 1;
-	ap_max_depth = (unsigned)parse_u64(cfg(CFG_DEPTH), DEFAULT_DEPTH);
-	if (ap_max_depth < 1)
-		ap_max_depth = 1;
-	if (ap_max_depth > MAX_DEPTH_CAP)
-		ap_max_depth = MAX_DEPTH_CAP;
-	ap_seed = parse_u64(getenv("ALLOCPROF_TEST_SEED"), 0);
-	ap_quantum = parse_u64(getenv("ALLOCPROF_TIME_QUANTUM"), 0);
-	if (ap_quantum >= 1 && ap_quantum <= 1000000000) {
-		ap_coarse_step = 1; /* the user's quantum, for every process */
+	settings.rate = parse_u64(cfg(CFG_RATE), DEFAULT_RATE);
+	if (settings.rate == 0)
+		settings.rate = 1;
+	settings.all = settings.rate == 1;
+	settings.max_depth = (unsigned)parse_u64(cfg(CFG_DEPTH), DEFAULT_DEPTH);
+	if (settings.max_depth < 1)
+		settings.max_depth = 1;
+	if (settings.max_depth > MAX_DEPTH_CAP)
+		settings.max_depth = MAX_DEPTH_CAP;
+	settings.seed = parse_u64(getenv("ALLOCPROF_TEST_SEED"), 0);
+	settings.quantum = parse_u64(getenv("ALLOCPROF_TIME_QUANTUM"), 0);
+	if (settings.quantum >= 1 && settings.quantum <= 1000000000) {
+		settings.coarse_step = 1; /* the user's quantum, for every process */
 	} else {
-		ap_quantum = AP_FINE_QUANTUM_NS;
+		settings.quantum = AP_FINE_QUANTUM_NS;
 	}
 	tsc_calibrate();
-	ap_pid = sys_getpid();
-	t->pid = (uint32_t)ap_pid;
+	proc.pid = sys_getpid();
+	t->pid = (uint32_t)proc.pid;
 
 	/* ALLOCPROF_EXEC=<pid>.<gen>[:q]: an earlier image of this process
 	 * wrote its own trace (gen > 0), or its fd 2 was no longer the run's
@@ -271,48 +269,48 @@ __attribute__((constructor(101))) static void ap_init(void)
 			pidtxt[pl] = 0;
 			memcpy(gentxt, dot + 1, gl);
 			gentxt[gl] = 0;
-			if (parse_u64(pidtxt, 0) == (uint64_t)ap_pid) {
-				ap_gen = (unsigned)parse_u64(gentxt, 0);
-				if (ap_gen)
-					make_path(prev, ap_gen - 1);
+			if (parse_u64(pidtxt, 0) == (uint64_t)proc.pid) {
+				proc.gen = (unsigned)parse_u64(gentxt, 0);
+				if (proc.gen)
+					make_path(prev, proc.gen - 1);
 				if (colon && colon[1] == 'q')
 					err_state = -1;
 			}
 		}
 	}
-	make_path(ap_path, ap_gen);
+	make_path(tfile.path, proc.gen);
 	trace_mode_init();
 
-	meta_buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
-	fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
+	meta.buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
+	threads.fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
 	mods = map_mem(MAX_MODULES * sizeof(struct mod));
 	tracked_set.cap = 4096;
 	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
-	if (fallback.buf)
-		fallback.ring.ent = (struct ap_ring_ent *)(fallback.buf + THR_BUF_SIZE);
-	if (!meta_buf || !fallback.buf || !mods || !tracked_set.tab ||
-	    pthread_key_create(&thr_key, thr_exit) != 0) {
-		say(ap_path, "out of memory: profiling disabled");
+	if (threads.fallback.buf)
+		threads.fallback.ring.ent = (struct ap_ring_ent *)(threads.fallback.buf + THR_BUF_SIZE);
+	if (!meta.buf || !threads.fallback.buf || !mods || !tracked_set.tab ||
+	    pthread_key_create(&threads.key, thr_exit) != 0) {
+		say(tfile.path, "out of memory: profiling disabled");
 		goto off;
 	}
-	fallback.len = EV_HDR;
-	fallback.live = 0;
+	threads.fallback.len = EV_HDR;
+	threads.fallback.live = 0;
 	unwinder_load();
 	asym_register();
 	if (open_trace(prev[0] ? prev : NULL) < 0)
 		goto off;
 	modules_snapshot();
-	if (ap_all)
+	if (settings.all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
 	sig_install();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	__atomic_store_n(&ap_state, AP_ON, __ATOMIC_RELEASE);
+	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);
 	t->guard--;
 	return;
 
 off:
-	ap_state = AP_DISABLED;
+	proc.state = AP_DISABLED;
 	pre_release();
 	t->guard--;
 }

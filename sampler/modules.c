@@ -128,7 +128,7 @@ void modules_snapshot(void)
 	if (!s.buf)
 		return;
 	dl_iterate_phdr(snap_cb, &s);
-	lk_lock(&meta_lock);
+	lk_lock(&meta.lock);
 	for (size_t off = 0; off < s.len;) {
 		struct snap_mod *sm = (struct snap_mod *)(s.buf + off);
 		off += (sizeof(*sm) + sm->rec_len + 7) & ~(size_t)7;
@@ -143,11 +143,11 @@ void modules_snapshot(void)
 			continue;
 		uint8_t *p = meta_reserve(sm->rec_len);
 		memcpy(p, sm + 1, sm->rec_len);
-		meta_len += sm->rec_len;
+		meta.len += sm->rec_len;
 		mods[mod_count] = sm->m;
 		__atomic_store_n(&mod_count, mod_count + 1, __ATOMIC_RELEASE);
 	}
-	lk_unlock(&meta_lock);
+	lk_unlock(&meta.lock);
 	munmap(s.buf, s.cap);
 }
 

@@ -103,7 +103,7 @@ void set_reset(void)
 	if (tracked_set.tab)
 		memset(tracked_set.tab, 0, tracked_set.cap * sizeof(uint64_t));
 	tracked_set.count = tracked_set.used = 0;
-	memset(ap_filter, ap_all ? 0xff : 0, sizeof(ap_filter));
+	memset(ap_filter, settings.all ? 0xff : 0, sizeof(ap_filter));
 	boot_mark_filter();
 }
 

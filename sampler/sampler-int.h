@@ -68,7 +68,7 @@ struct ap_thr;
 struct ap_tls {
 	int64_t countdown;	/* bytes (+1 per call) until the next sample */
 	uint64_t calls;		/* allocation calls of this thread */
-	struct ap_thr *thr;	/* NULL until registered, &dead_thr after exit */
+	struct ap_thr *thr;	/* NULL until registered, &threads.dead after exit */
 	uint64_t rng;
 	uint64_t consumed;	/* size+1 counted in finished intervals */
 	int64_t interval;	/* length of the current interval */
@@ -98,7 +98,7 @@ static inline void unhold(struct ap_tls *t, struct ap_hold h)
 	t->countdown = h.countdown;
 }
 
-/* A thread's event buffer (also used for the shared fallback buffer). The
+/* A thread's event buffer (also used for the shared threads.fallback buffer). The
  * chunk header and base_ns are filled in place at flush time. */
 struct ap_thr {
 	struct ap_thr *next;	/* all buffers ever made */
@@ -143,20 +143,31 @@ int err_usable(void);
 void say(const char *a, const char *b);
 
 /* config.c */
-extern uint64_t ap_rate;
-extern int ap_all;
-extern unsigned ap_max_depth;
-extern uint64_t ap_seed;
-extern uint64_t ap_quantum;
-extern uint64_t ap_coarse_step;
-extern int ap_no_children;
+struct ap_settings {
+	uint64_t rate;		/* mean bytes between samples (1: every call) */
+	int all;		/* rate 1: every allocation and free, no pointer set */
+	unsigned max_depth;	/* frames kept per stack, 1..MAX_DEPTH_CAP */
+	uint64_t seed;		/* ALLOCPROF_TEST_SEED, 0: none */
+	uint64_t quantum;	/* ns per time quantum */
+	/* Quanta between TIME records while the process has one thread: its
+	 * order needs no fine time, and coarse steps keep its trace small.
+	 * Once a second thread records, every quantum counts, so that two
+	 * threads' events are ordered as finely as the quantum (the
+	 * reader's merge). */
+	uint64_t coarse_step;
+	int no_children;	/* --no-children */
+};
+extern struct ap_settings settings;	/* written by ap_init only */
 void cfg_load(void);
 const char *cfg(int which);
 
 /* lifecycle.c */
-extern int ap_state;
-extern pid_t ap_pid;
-extern unsigned ap_gen;
+struct ap_proc {
+	int state;		/* AP_INIT, AP_ON, ...: read with acquire */
+	pid_t pid;		/* this process (a vfork child is not it) */
+	unsigned gen;		/* exec generation of this pid (0: first image) */
+};
+extern struct ap_proc proc;
 
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
@@ -221,15 +232,24 @@ int pc_known(uint64_t pc);
 void modules_snapshot(void);
 
 /* buffer.c */
-extern pthread_key_t thr_key;
-extern int list_lock;
-extern struct ap_thr *thr_all, *thr_free;
-extern struct ap_thr dead_thr, fallback;
-extern uint32_t nstreams, meta_nchunks;
-extern uint64_t exited_calls, exited_consumed;
-extern int meta_lock;
-extern uint8_t *meta_buf;
-extern size_t meta_len;
+struct ap_threads {
+	pthread_key_t key;	/* its destructor is thr_exit */
+	int lock;		/* all, free_list, every buffer's live and tls */
+	struct ap_thr *all;	/* every buffer ever made */
+	struct ap_thr *free_list;	/* buffers of exited threads, for reuse */
+	struct ap_thr dead;	/* marker: the thread's key destructor ran */
+	struct ap_thr fallback;	/* events of threads past their destructor */
+	uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
+	uint64_t exited_calls, exited_consumed;	/* counts of exited threads */
+};
+extern struct ap_threads threads;
+struct ap_meta {
+	int lock;		/* the buffer, and inserts into the stack table */
+	uint8_t *buf;		/* header room + META_BUF_SIZE */
+	size_t len;
+	uint32_t nchunks;	/* META chunks written */
+};
+extern struct ap_meta meta;
 void asym_register(void);
 void tsc_calibrate(void);
 uint8_t *meta_reserve(size_t n);
@@ -242,13 +262,17 @@ void flush_all(int sig);
 uint64_t events_total(void);
 
 /* tracefile.c */
-extern int ap_fd;
-extern char ap_path[PATH_MAX], ap_base[PATH_MAX];
-extern int trace_lock;
-extern uint32_t trace_owner;
-extern int in_signal;
+struct ap_tracefile {
+	int fd;			/* -1: not open, or the trace has ended */
+	int lock;		/* trace_enter: writes, moving the descriptor */
+	uint32_t owner;		/* tid holding lock (a handler may nest) */
+	int in_signal;		/* flushing from a fatal-signal handler */
+	uint64_t chunks;	/* META and EVENTS chunks written whole, for END */
+	char path[PATH_MAX];	/* this image's trace */
+	char base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
+};
+extern struct ap_tracefile tfile;
 extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
-extern uint64_t data_chunks;
 void trace_write_data(const void *data, size_t len);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
@@ -371,7 +395,7 @@ static inline int own_forget(const void *p)
 	return UNLIKELY(own_filter[filter_slot(p)]) && ps_remove(&own_blocks, p);
 }
 
-/* Modules already written as MAPPING records (meta_lock for writers;
+/* Modules already written as MAPPING records (meta.lock for writers;
  * readers scan without it: entries are complete before mod_count grows). */
 struct mod {
 	uint64_t bias, start, end;

@@ -38,7 +38,7 @@ static int sig_fatal(int s)
 
 static int sig_managed(int s)
 {
-	return sig_on && s > 0 && s < NSIG && sig_fatal(s) && ap_pid == sys_getpid();
+	return sig_on && s > 0 && s < NSIG && sig_fatal(s) && proc.pid == sys_getpid();
 }
 
 static void sig_entry(int s, siginfo_t *si, void *uc);
@@ -75,7 +75,7 @@ static void sig_die(int s)
 {
 	int saved = errno;
 	tls.guard++;
-	in_signal = 1;
+	tfile.in_signal = 1;
 	end_trace(AP_END_SIGNAL, 1, (uint64_t)s, 1);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));

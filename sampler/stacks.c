@@ -1,5 +1,5 @@
 /* stacks.c: stacks as ids. Interns PC arrays (lock-free lookup in a chain
- * of tables, inserts under meta_lock, each new stack written once as a
+ * of tables, inserts under meta.lock, each new stack written once as a
  * META record), loads libunwind privately, and fills the per-thread stack
  * cache; the inline lookup and the unwind itself are in stacks.h. */
 #include "stacks.h"
@@ -7,7 +7,7 @@
 
 /* Interned stacks: lock-free lookup over a chain of open-addressing tables
  * (newest first; a full table gets a bigger successor instead of being
- * rehashed under readers), inserts under meta_lock. */
+ * rehashed under readers), inserts under meta.lock. */
 struct stk_ent {
 	uint64_t hash;		/* 0: empty; published last */
 	uint32_t id, depth;
@@ -65,7 +65,7 @@ static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth,
 	return 0;
 }
 
-/* meta_lock held. Returns the new id, or 0 if memory ran out. */
+/* meta.lock held. Returns the new id, or 0 if memory ran out. */
 static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
 			   const uint64_t **frames)
 {
@@ -92,7 +92,7 @@ static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
 
 	uint32_t id = stk_next_id++;
 	uint8_t *p = meta_reserve(AP_META_STACK_MAX(depth));
-	meta_len += ap_put_stack(p, id, pcs, depth);
+	meta.len += ap_put_stack(p, id, pcs, depth);
 
 	size_t i = h & t->mask;
 	while (t->e[i].hash)
@@ -123,11 +123,11 @@ uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **fram
 			unhold(&tls, held);
 			break;
 		}
-	lk_lock(&meta_lock);
+	lk_lock(&meta.lock);
 	id = stk_find(h, pcs, depth, frames);
 	if (!id)
 		id = stk_insert(h, pcs, depth, frames);
-	lk_unlock(&meta_lock);
+	lk_unlock(&meta.lock);
 	return id;
 }
 
@@ -210,7 +210,7 @@ __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint6
 					off[d] = (uint32_t)(slot - cfa);
 			}
 			pcs[d++] = ip;
-			if (d >= ap_max_depth)
+			if (d >= settings.max_depth)
 				break;
 			if (unw_sig(&cur) > 0)
 				ok = 0;

@@ -14,7 +14,7 @@
 static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 {
 	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
-	int n = unw_bt ? unw_bt(raw, (int)(ap_max_depth + OWN_FRAMES_SLACK)) : 0;
+	int n = unw_bt ? unw_bt(raw, (int)(settings.max_depth + OWN_FRAMES_SLACK)) : 0;
 	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
 	int i = 0;
 	/* Frames before ours (libunwind's own), then ours. */
@@ -26,7 +26,7 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 	while (i < n && (uintptr_t)raw[i] - lo < hi - lo)
 		i++;
 	unsigned d = 0;
-	for (; i < n && d < ap_max_depth; i++)
+	for (; i < n && d < settings.max_depth; i++)
 		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
 	return d;
 }
@@ -197,7 +197,7 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 								  uint64_t cfa)
 {
 	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
-	struct ap_thr *b = t->thr != &dead_thr ? t->thr : NULL;
+	struct ap_thr *b = t->thr != &threads.dead ? t->thr : NULL;
 	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
 	if (!id) {
 		uint64_t pcs[MAX_DEPTH_CAP];

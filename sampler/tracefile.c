@@ -5,10 +5,7 @@
  * pipe2, close, close_range, closefrom, dup2 and dup3, through which the
  * program can neither see nor close it. */
 #include "sampler-int.h"
-int ap_fd = -1;
-
-char ap_path[PATH_MAX];
-char ap_base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
+struct ap_tracefile tfile = { .fd = -1 };
 
 /* The trace's descriptor sits high (the program's own open() calls get the
  * numbers they would get without us), and every chunk checks it is still
@@ -23,10 +20,7 @@ char ap_base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
 #define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
 static dev_t trace_dev;
 static ino_t trace_ino;
-int trace_lock;
-uint32_t trace_owner;	/* tid holding trace_lock (a handler may nest) */
 static int unw_pipe[2] = { -1, -1 };	/* libunwind's, moved by pipe2 */
-int in_signal;	/* flushing from a fatal-signal handler */
 
 /* The lowest descriptor the sampler takes: TRACE_FD_MIN, or the top
  * FD_TOP under a lower soft limit (F_DUPFD cannot go past it); -1 when
@@ -56,21 +50,21 @@ static int fd_high(int fd, int cloexec)
 
 static int is_own_fd(int fd)
 {
-	return fd >= 0 && (fd == __atomic_load_n(&ap_fd, __ATOMIC_RELAXED) ||
+	return fd >= 0 && (fd == __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED) ||
 			   fd == unw_pipe[0] || fd == unw_pipe[1]);
 }
 
-/* trace_lock, re-entered by a signal handler of the thread holding it;
+/* tfile.lock, re-entered by a signal handler of the thread holding it;
  * returns whether it was taken (0: nested or given up, in a handler). */
 static int trace_enter(int *nested)
 {
 	uint32_t me = sys_gettid();
-	*nested = __atomic_load_n(&trace_owner, __ATOMIC_RELAXED) == me;
+	*nested = __atomic_load_n(&tfile.owner, __ATOMIC_RELAXED) == me;
 	if (*nested)
 		return 1;
-	if (in_signal ? !lk_trylock_bounded(&trace_lock) : (lk_lock(&trace_lock), 0))
+	if (tfile.in_signal ? !lk_trylock_bounded(&tfile.lock) : (lk_lock(&tfile.lock), 0))
 		return 0;
-	__atomic_store_n(&trace_owner, me, __ATOMIC_RELAXED);
+	__atomic_store_n(&tfile.owner, me, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -78,8 +72,8 @@ static void trace_leave(int nested)
 {
 	if (nested)
 		return;
-	__atomic_store_n(&trace_owner, 0, __ATOMIC_RELAXED);
-	lk_unlock(&trace_lock);
+	__atomic_store_n(&tfile.owner, 0, __ATOMIC_RELAXED);
+	lk_unlock(&tfile.lock);
 }
 
 static void trace_flock(int fd);
@@ -88,7 +82,7 @@ static void trace_flock(int fd);
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
-	int fd = open(ap_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -114,7 +108,7 @@ __thread int in_trace_write __attribute__((tls_model("initial-exec")));
  * it, and its number must not pass to a file of the program's. */
 static void trace_write_failed(int fd, size_t done, int err)
 {
-	__atomic_store_n(&ap_fd, -1, __ATOMIC_RELAXED);
+	__atomic_store_n(&tfile.fd, -1, __ATOMIC_RELAXED);
 	struct stat st;
 	if (done && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= done)
 		(void)!ftruncate(fd, st.st_size - (off_t)done);
@@ -126,25 +120,21 @@ static void trace_write_failed(int fd, size_t done, int err)
 		n = sizeof(why) - sizeof(tail);
 	memcpy(why, e, n);
 	memcpy(why + n, tail, sizeof(tail));
-	say(ap_path, why);
+	say(tfile.path, why);
 }
-
-/* META and EVENTS chunks written whole: END says how many
- * (docs/trace-format.md, "Streams"). */
-uint64_t data_chunks;
 
 /* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
  * file whole, else -1. */
 static int trace_write(const void *data, size_t len)
 {
 	int nested;
-	if (ap_fd < 0 || !trace_enter(&nested))
+	if (tfile.fd < 0 || !trace_enter(&nested))
 		return -1;
-	int fd = ap_fd;
+	int fd = tfile.fd;
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
 		fd = trace_reopen(); /* closed, or another file now: not ours */
-		__atomic_store_n(&ap_fd, fd, __ATOMIC_RELAXED);
+		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
 	}
 	int rc = -1;
 	if (fd >= 0) {
@@ -176,7 +166,7 @@ static int trace_write(const void *data, size_t len)
 void trace_write_data(const void *data, size_t len)
 {
 	if (trace_write(data, len) == 0)
-		__atomic_add_fetch(&data_chunks, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&tfile.chunks, 1, __ATOMIC_RELAXED);
 }
 
 /* libunwind opens a pipe at its first use (to validate addresses) and
@@ -213,7 +203,7 @@ EXPORT int close(int fd)
 /* close_range over [first, last] without the sampler's descriptors. */
 static int close_range_skip(unsigned first, unsigned last, int flags)
 {
-	int own[3] = { ap_fd, unw_pipe[0], unw_pipe[1] };
+	int own[3] = { tfile.fd, unw_pipe[0], unw_pipe[1] };
 	for (int i = 1; i < 3; i++) /* ascending (three elements) */
 		for (int j = i; j > 0 && own[j - 1] > own[j]; j--) {
 			int t = own[j];
@@ -248,7 +238,7 @@ EXPORT void closefrom(int low)
 		return;
 	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
 	if (real)
-		real(low); /* no close_range: glibc's fallback, catching ours by fstat */
+		real(low); /* no close_range: glibc's threads.fallback, catching ours by fstat */
 }
 
 /* The trace's descriptor moves out of the way of a dup2 onto its number.
@@ -260,13 +250,13 @@ static void fd_evict(int fd)
 	for (int i = 0; i < 2; i++)
 		if (fd == unw_pipe[i])
 			unw_pipe[i] = -1;
-	if (fd != ap_fd || !trace_enter(&nested))
+	if (fd != tfile.fd || !trace_enter(&nested))
 		return;
-	if (fd == ap_fd) {
+	if (fd == tfile.fd) {
 		int floor = fd_floor();
 		int to = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
 		if (to >= 0) {
-			__atomic_store_n(&ap_fd, to, __ATOMIC_RELAXED);
+			__atomic_store_n(&tfile.fd, to, __ATOMIC_RELAXED);
 			sys_close(fd);
 		}
 	}
@@ -325,18 +315,18 @@ static void write_header(const char *parent)
 		close(fd);
 	}
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
-	k += ap_put_kv_uint(p + k, AP_HK_RATE, ap_rate);
-	k += ap_put_kv_uint(p + k, AP_HK_FLAGS, ap_all ? AP_HFLAG_ALL : 0);
-	k += ap_put_kv_uint(p + k, AP_HK_PID, (uint64_t)ap_pid);
+	k += ap_put_kv_uint(p + k, AP_HK_RATE, settings.rate);
+	k += ap_put_kv_uint(p + k, AP_HK_FLAGS, settings.all ? AP_HFLAG_ALL : 0);
+	k += ap_put_kv_uint(p + k, AP_HK_PID, (uint64_t)proc.pid);
 	k += ap_put_kv_uint(p + k, AP_HK_PPID, (uint64_t)getppid());
 	k += ap_put_kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);
 	k += ap_put_kv_str(p + k, AP_HK_CMDLINE, cmd, (size_t)clen);
 	k += ap_put_kv_uint(p + k, AP_HK_CPUS, cpus > 0 ? (uint64_t)cpus : 1);
 	k += ap_put_kv_uint(p + k, AP_HK_START_REALTIME_NS, now_ns(CLOCK_REALTIME));
 	k += ap_put_kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
-	k += ap_put_kv_uint(p + k, AP_HK_MAX_DEPTH, ap_max_depth);
+	k += ap_put_kv_uint(p + k, AP_HK_MAX_DEPTH, settings.max_depth);
 	k += ap_put_kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
-	k += ap_put_kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, ap_quantum);
+	k += ap_put_kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, settings.quantum);
 	static const char ver[] = "allocprof-sampler " AP_VERSION;
 	k += ap_put_kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
@@ -352,19 +342,19 @@ static void write_header(const char *parent)
  * n-th image a process exec'd into after an image that recorded events. */
 void make_path(char *out, unsigned gen)
 {
-	size_t n = str_len(ap_base);
-	memcpy(out, ap_base, n);
+	size_t n = str_len(tfile.base);
+	memcpy(out, tfile.base, n);
 	/* A device (record -o /dev/null: discard) takes every trace as it is:
 	 * /dev/null.<pid> would be a file in /dev. */
 	struct stat st;
-	if (stat(ap_base, &st) == 0 && S_ISCHR(st.st_mode)) {
+	if (stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
 		out[n] = 0;
 		return;
 	}
 	const char *want = cfg(CFG_PID);
-	if (parse_u64(want, 0) != (uint64_t)ap_pid) {
+	if (parse_u64(want, 0) != (uint64_t)proc.pid) {
 		out[n++] = '.';
-		n += put_dec(out + n, (uint64_t)ap_pid);
+		n += put_dec(out + n, (uint64_t)proc.pid);
 	}
 	if (gen) {
 		memcpy(out + n, ".exec", 5);
@@ -383,7 +373,7 @@ static mode_t trace_mode = 0644;
 void trace_mode_init(void)
 {
 	struct stat st;
-	if (stat(ap_base, &st) == 0 && S_ISREG(st.st_mode)) {
+	if (stat(tfile.base, &st) == 0 && S_ISREG(st.st_mode)) {
 		trace_mode = st.st_mode & 0777;
 	} else {
 		mode_t m = umask(0);
@@ -405,10 +395,10 @@ static void trace_flock(int fd)
 
 int open_trace(const char *parent)
 {
-	int fd = open(ap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+	int fd = open(tfile.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      trace_mode);
 	if (fd < 0) {
-		say(ap_path, strerror(errno));
+		say(tfile.path, strerror(errno));
 		return -1;
 	}
 	fchmod(fd, trace_mode); /* whatever the umask is now */
@@ -416,13 +406,13 @@ int open_trace(const char *parent)
 	trace_flock(fd);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
-		say(ap_path, strerror(errno));
+		say(tfile.path, strerror(errno));
 		sys_close(fd);
 		return -1;
 	}
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;
-	ap_fd = fd;
+	tfile.fd = fd;
 	write_header(parent);
 	return 0;
 }
@@ -432,13 +422,13 @@ int open_trace(const char *parent)
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 {
 	int on = AP_ON;
-	if (ap_pid != sys_getpid() ||
-	    !__atomic_compare_exchange_n(&ap_state, &on, AP_ENDED, 0,
+	if (proc.pid != sys_getpid() ||
+	    !__atomic_compare_exchange_n(&proc.state, &on, AP_ENDED, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return -1;
 	flush_all(sig);
-	uint64_t calls = exited_calls, consumed = exited_consumed;
-	for (struct ap_thr *b = thr_all; b; b = b->next) {
+	uint64_t calls = threads.exited_calls, consumed = threads.exited_consumed;
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
 		struct ap_tls *t = b->tls;
 		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t) {
 			calls += t->calls;
@@ -454,7 +444,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 		k += ap_put_kv_uint(p + k, AP_EK_STATUS, status);
 	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
-	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&data_chunks, __ATOMIC_RELAXED));
+	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	return 0;
