@@ -275,6 +275,37 @@ void thr_register(struct ap_tls *t)
 	t->countdown += t->interval;
 }
 
+/* A forked child (the calling thread t is its only one): the other
+ * threads' buffers are free again, and every buffer, with the META
+ * buffer, starts over in the child's new file (its streams too). */
+void buffers_forget(struct ap_tls *t)
+{
+	threads.free_list = NULL;
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
+		b->lock = b->busy = b->claim = 0;
+		b->len = EV_HDR;
+		b->events = 0;
+		b->stream = b->nchunks = 0; /* a new file: its streams start over */
+		if (b == t->thr)
+			continue;
+		b->live = 0;
+		b->tls = NULL;
+		b->next_free = threads.free_list;
+		threads.free_list = b;
+	}
+	if (t->thr && t->thr != &threads.dead) {
+		t->thr->tid = t->tid;
+		t->thr->sc_epoch++; /* the cached ids are the parent's */
+	}
+	threads.fallback.len = EV_HDR;
+	threads.fallback.events = 0;
+	threads.fallback.stream = threads.fallback.nchunks = 0;
+	threads.nstreams = 0;
+	threads.exited_calls = threads.exited_consumed = 0;
+	meta.len = 0;
+	meta.nchunks = 0;
+}
+
 /* pthread key destructor: the thread is exiting. */
 void thr_exit(void *arg)
 {

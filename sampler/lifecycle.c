@@ -157,35 +157,11 @@ static void fork_child_body(struct ap_tls *t)
 	make_path(tfile.path, 0);
 
 	/* Clean state: other threads are gone, their buffers are dropped. */
-	threads.free_list = NULL;
-	for (struct ap_thr *b = threads.all; b; b = b->next) {
-		b->lock = b->busy = b->claim = 0;
-		b->len = EV_HDR;
-		b->events = 0;
-		b->stream = b->nchunks = 0; /* a new file: its streams start over */
-		if (b == t->thr)
-			continue;
-		b->live = 0;
-		b->tls = NULL;
-		b->next_free = threads.free_list;
-		threads.free_list = b;
-	}
-	if (t->thr && t->thr != &threads.dead) {
-		t->thr->tid = t->tid;
-		t->thr->sc_epoch++; /* the cached ids are the parent's */
-	}
-	threads.fallback.len = EV_HDR;
-	threads.fallback.events = 0;
-	threads.fallback.stream = threads.fallback.nchunks = 0;
-	threads.nstreams = 0;
+	buffers_forget(t);
 	tfile.chunks = 0;
-	meta.len = 0;
-	meta.nchunks = 0;
-	stk_cur = NULL;
-	stk_next_id = 1;
-	mod_count = 0;
+	stacks_forget();
+	modules_forget();
 	set_reset();
-	threads.exited_calls = threads.exited_consumed = 0;
 	t->calls = 0;
 	t->consumed = 0;
 	t->interval = t->countdown;
@@ -283,12 +259,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 
 	meta.buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
 	threads.fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
-	mods = map_mem(MAX_MODULES * sizeof(struct mod));
+	int have_mods = modules_init() == 0;
 	tracked_set.cap = 4096;
 	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
 	if (threads.fallback.buf)
 		threads.fallback.ring.ent = (struct ap_ring_ent *)(threads.fallback.buf + THR_BUF_SIZE);
-	if (!meta.buf || !threads.fallback.buf || !mods || !tracked_set.tab ||
+	if (!meta.buf || !threads.fallback.buf || !have_mods || !tracked_set.tab ||
 	    pthread_key_create(&threads.key, thr_exit) != 0) {
 		say(tfile.path, "out of memory: profiling disabled");
 		goto off;

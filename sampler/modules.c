@@ -3,8 +3,28 @@
  * and writes the modules not written yet; pc_known says whether a PC lies
  * in one already described. */
 #include "sampler-int.h"
-struct mod *mods;
-size_t mod_count;
+
+/* Modules already written as MAPPING records (meta.lock for writers;
+ * readers scan without it: entries are complete before mod_count grows). */
+struct mod {
+	uint64_t bias, start, end;
+	uint64_t name_hash;
+};
+static struct mod *mods;
+static size_t mod_count;
+
+/* The list's memory, at start: 0, or -1 if there is none. */
+int modules_init(void)
+{
+	mods = map_mem(MAX_MODULES * sizeof(struct mod));
+	return mods ? 0 : -1;
+}
+
+/* A forked child's trace is a new file: it describes every module again. */
+void modules_forget(void)
+{
+	mod_count = 0;
+}
 
 int pc_known(uint64_t pc)
 {

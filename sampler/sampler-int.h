@@ -214,20 +214,17 @@ int ps_remove(struct ptr_set *s, const void *p);
 void set_reset(void);
 
 /* stacks.c */
-struct stk_tab;
 extern int (*unw_bt)(void **, int);
 #ifdef AP_STACK_CACHE
 extern int sc_on, sc_always;
 #endif
-extern struct stk_tab *stk_cur;
-extern uint32_t stk_next_id;
+void stacks_forget(void);
 uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames);
 void unwinder_load(void);
 
 /* modules.c */
-struct mod;
-extern struct mod *mods;
-extern size_t mod_count;
+int modules_init(void);
+void modules_forget(void);
 int pc_known(uint64_t pc);
 void modules_snapshot(void);
 
@@ -258,6 +255,7 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr, uint64_
 	  uint64_t size, uint32_t stack, unsigned flags);
 void thr_register(struct ap_tls *t);
 void thr_exit(void *arg);
+void buffers_forget(struct ap_tls *t);
 void flush_all(int sig);
 uint64_t events_total(void);
 
@@ -394,12 +392,5 @@ static inline int own_forget(const void *p)
 {
 	return UNLIKELY(own_filter[filter_slot(p)]) && ps_remove(&own_blocks, p);
 }
-
-/* Modules already written as MAPPING records (meta.lock for writers;
- * readers scan without it: entries are complete before mod_count grows). */
-struct mod {
-	uint64_t bias, start, end;
-	uint64_t name_hash;
-};
 #pragma GCC visibility pop
 #endif

@@ -18,10 +18,18 @@ struct stk_tab {
 	size_t mask, count;
 	struct stk_ent e[];
 };
-struct stk_tab *stk_cur;
-uint32_t stk_next_id = 1;
+static struct stk_tab *stk_cur;
+static uint32_t stk_next_id = 1;
 static uint64_t *pc_pool;
 static size_t pc_pool_left;
+
+/* A forked child's trace is a new file: its stacks get ids (and STACK
+ * records) anew. The parent's tables are left to the child's memory. */
+void stacks_forget(void)
+{
+	stk_cur = NULL;
+	stk_next_id = 1;
+}
 
 static struct stk_tab *stk_tab_new(size_t cap, struct stk_tab *older)
 {
