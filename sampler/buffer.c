@@ -6,6 +6,7 @@
  * that lets the owner append without an atomic instruction is described
  * at own_enter. */
 #include "sampler-int.h"
+
 static double tsc_per_ns;	/* 0: read the clock on every event */
 
 static uint64_t thr_seq;

@@ -3,6 +3,8 @@
  * ap_init fills the values in once, before the sampler turns on; every
  * file reads them, none writes them after that. */
 #include "sampler-int.h"
+
+/* The defaults, until ap_init has read the environment. */
 struct ap_settings settings = {
 	.rate = DEFAULT_RATE,
 	.max_depth = DEFAULT_DEPTH,

@@ -3,7 +3,6 @@
  * profile it too (the preload and settings put back, ALLOCPROF_EXEC
  * naming its trace); --no-children takes the preload out instead. */
 #include "sampler-int.h"
-/* ---- exec ---------------------------------------------------------------- */
 
 /* Before exec replaces the image, its buffers must reach the file. If this
  * image recorded no event its trace is worthless, and the next image (same

@@ -7,8 +7,12 @@
  * and stacks.h: no calls across files on those paths (LTO is not used).
  * Owns the TLS block. */
 #include "stacks.h"
+
+/* The calling thread's state (struct ap_tls, sampler-int.h). */
 __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
+/* The next interval between samples, in bytes (+1 per call): exponential
+ * of mean settings.rate; 0 with --all. Advances t's generator. */
 int64_t draw_interval(struct ap_tls *t)
 {
 	if (settings.rate <= 1)

@@ -5,9 +5,9 @@
  * it; the child starts a trace of its own). Owns proc: the state, the
  * pid, the exec generation. */
 #include "sampler-int.h"
+
 struct ap_proc proc = { .state = AP_INIT };
 
-/* ---- process lifecycle -------------------------------------------------- */
 
 /* exit()'s status, for END: on_exit hands it over (a return from main is
  * an exit too), before the destructors run. */

@@ -4,6 +4,7 @@
  * while fd 2 is still the stderr the process started with. Safe inside
  * malloc and, but for say's fstat, in a signal handler. */
 #include "sampler-int.h"
+
 /* For signal context: give up rather than wait forever on a lock the
  * interrupted code may hold. */
 int lk_trylock_bounded(int *l)

@@ -4,6 +4,7 @@
  * only its own dispositions and alternate stack (the interposed sigaction,
  * signal family and sigaltstack). */
 #include "sampler-int.h"
+
 /* Fatal signals. Every signal whose default action ends the process gets
  * our handler (sig_entry) for real, while the program sees and sets its
  * own disposition (sig_view) through the interposed sigaction and the

@@ -3,7 +3,6 @@
  * META record), loads libunwind privately, and fills the per-thread stack
  * cache; the inline lookup and the unwind itself are in stacks.h. */
 #include "stacks.h"
-/* ---- stacks ------------------------------------------------------------ */
 
 /* Interned stacks: lock-free lookup over a chain of open-addressing tables
  * (newest first; a full table gets a bigger successor instead of being

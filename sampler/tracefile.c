@@ -5,6 +5,7 @@
  * pipe2, close, close_range, closefrom, dup2 and dup3, through which the
  * program can neither see nor close it. */
 #include "sampler-int.h"
+
 struct ap_tracefile tfile = { .fd = -1 };
 
 /* The trace's descriptor sits high (the program's own open() calls get the
