@@ -8,7 +8,6 @@
 
 struct ap_proc proc = { .state = AP_INIT };
 
-
 /* exit()'s status, for END: on_exit hands it over (a return from main is
  * an exit too), before the destructors run. */
 static int exit_seen;
