@@ -127,6 +127,10 @@ struct ap_thr {
 
 /* ---- state and functions by owner --------------------------------- */
 
+/* What each file lets the others use, under its name. A function's
+ * contract is the comment at its definition; a struct's members say what
+ * they hold and under which lock. */
+
 /* nolibc.c */
 int lk_trylock_bounded(int *l);
 uint64_t now_ns(int clk);
@@ -137,7 +141,7 @@ int write_some(int fd, const void *data, size_t len, size_t *done);
 size_t str_len(const char *s);
 size_t put_dec(char *p, uint64_t v);
 uint64_t parse_u64(const char *s, uint64_t dflt);
-extern int err_state;
+extern int err_state;	/* ap_init sets -1 when told fd 2 is not the run's */
 void err_init(void);
 int err_usable(void);
 void say(const char *a, const char *b);
@@ -241,7 +245,7 @@ struct ap_threads {
 };
 extern struct ap_threads threads;
 struct ap_meta {
-	int lock;		/* the buffer, and inserts into the stack table */
+	int lock;		/* the buffer, stack table inserts, the module list */
 	uint8_t *buf;		/* header room + META_BUF_SIZE */
 	size_t len;
 	uint32_t nchunks;	/* META chunks written */
@@ -261,7 +265,7 @@ uint64_t events_total(void);
 
 /* tracefile.c */
 struct ap_tracefile {
-	int fd;			/* -1: not open, or the trace has ended */
+	int fd;			/* -1: not open, or a write failed (the trace stops) */
 	int lock;		/* trace_enter: writes, moving the descriptor */
 	uint32_t owner;		/* tid holding lock (a handler may nest) */
 	int in_signal;		/* flushing from a fatal-signal handler */
