@@ -17,13 +17,6 @@ int lk_trylock_bounded(int *l)
 	return 0;
 }
 
-uint64_t now_ns(int clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 uint32_t sys_gettid(void)
 {
 	return (uint32_t)syscall(SYS_gettid);

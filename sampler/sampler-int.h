@@ -133,7 +133,6 @@ struct ap_thr {
 
 /* nolibc.c */
 int lk_trylock_bounded(int *l);
-uint64_t now_ns(int clk);
 uint32_t sys_gettid(void);
 pid_t sys_getpid(void);
 int sys_close(int fd);
@@ -328,6 +327,15 @@ static inline void *map_mem(size_t n)
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The clock clk in ns. Inline: emit reads CLOCK_MONOTONIC here each
+ * time a quantum ends. */
+static inline uint64_t now_ns(int clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Events carry no time of their own: a TIME record precedes the first event
