@@ -7,7 +7,7 @@
 #            stack pointer) keys in turn (20 leaves x 20 depths), 2 M calls
 #   sckeys60 the same with 3 depths (60 keys), 300 k calls
 #   loop64   bench/loop64.c, 20 M pairs: the loop the cache wins on
-#   cppcheck `cppcheck -q sampler/sampler.c` (if installed)
+#   cppcheck `cppcheck -q sampler/` (the sampler's sources) (if installed)
 #   clang    `clang++ -O1 -c testdata/handoff.cpp` (if installed)
 # Usage: bench/stackcache.sh [-n ROUNDS] [-w LIST] [BUILD_DIR]
 #   -n ROUNDS  interleaved rounds (default 5)
@@ -39,7 +39,7 @@ declare -A cmd=(
 	[sckeys]="$out/sckeys 5000"
 	[sckeys60]="$out/sckeys 5000 3"
 	[loop64]="$out/loop64 20000000"
-	[cppcheck]="cppcheck -q $src/sampler/sampler.c"
+	[cppcheck]="cppcheck -q $src/sampler/"
 	[clang]="clang++ -O1 -c $src/testdata/handoff.cpp -o $out/handoff.o"
 )
 for w in ${only//,/ }; do

@@ -1,5 +1,5 @@
-/* The cases the sampler's stack cache must tell apart (sampler.c, "the
- * stack cache"): the same return address at the same stack pointer under
+/* The cases the sampler's stack cache must tell apart (sampler/stacks.h,
+ * "the stack cache"): the same return address at the same stack pointer under
  * different callers, recursion (the same call site at many depths),
  * threads whose stacks reuse the same addresses one after the other, and
  * realloc and calloc through the same machinery. Every count is known by

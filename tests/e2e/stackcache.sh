@@ -1,5 +1,5 @@
 #!/bin/bash
-# The sampler's stack cache (sampler.c) against construction and against
+# The sampler's stack cache (sampler/stacks.h) against construction and against
 # unwinding every time: testdata/stackcache reaches one call site along
 # paths that share its return address and stack pointer, recursively, and
 # from threads that reuse each other's stacks. The folded stacks of a

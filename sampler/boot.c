@@ -1,0 +1,308 @@
+/* boot.c: everything before the trace opens. Resolves the real malloc
+ * family and the other wrapped functions with dlsym(RTLD_NEXT); while dlsym
+ * itself allocates, serves it from a static arena whose blocks are never
+ * given back (is_boot tells them). Logs the allocations and frees made
+ * before ap_init (the early log), and replays them into the trace once it
+ * is open. */
+#include "sampler-int.h"
+
+/* Allocations and frees made before ap_init ran: libraries initialized
+ * before us (libstdc++'s emergency pool in every C++ program, LLVM's and
+ * gnutls' static constructors) allocate and free from their constructors.
+ * Until ap_init the filter is all ones, so that every free reaches
+ * free_slow, and every call is logged in order, without a bound, in mmap'd
+ * memory; once the trace is open the log is replayed through the sampling
+ * decision (pre_replay), each allocation with its immediate caller as a
+ * one-frame stack: no unwinder can be loaded from inside a malloc that the
+ * loader or a constructor called. */
+
+struct pre_ev {
+	uint64_t addr, size, caller;
+	uint32_t type, kind;
+};
+static struct pre_ev *pre_log;
+static size_t pre_n, pre_cap;
+static int pre_closed;		/* ap_init has begun: nothing more is logged */
+static uint64_t pre_lost;	/* events dropped: no memory for the log */
+static int pre_lock;
+
+/* ---- resolving the real functions ------------------------------------- */
+
+/* Until dlsym has answered, allocations come from a static arena; blocks
+ * carry their size in a 16-byte header and are never given back. */
+_Alignas(64) uint8_t boot_arena[BOOT_ARENA_SIZE];
+static size_t boot_used;
+static int resolving;
+
+/* Bootstrap blocks must take the slow free path (which ignores them):
+ * their filter counters stay saturated. */
+void boot_mark_filter(void)
+{
+	for (size_t off = 0; off < boot_used; off += 16)
+		ap_filter[filter_slot(boot_arena + off)] = 0xff;
+}
+
+static void *boot_alloc(size_t align, size_t n)
+{
+	if (align < 16)
+		align = 16;
+	size_t start = (boot_used + 16 + align - 1) & ~(align - 1);
+	if (n > sizeof(boot_arena) || start + n > sizeof(boot_arena))
+		return NULL;
+	memcpy(boot_arena + start - 8, &n, sizeof(n));
+	boot_used = start + n;
+	boot_mark_filter();
+	return boot_arena + start;
+}
+
+static void *boot_malloc(size_t n);
+static void *boot_calloc(size_t a, size_t b);
+static void *boot_realloc(void *p, size_t n);
+static void boot_free(void *p);
+static int boot_posix_memalign(void **out, size_t al, size_t n);
+static void *boot_aligned_alloc(size_t al, size_t n);
+static void *boot_memalign(size_t al, size_t n);
+static void *boot_valloc(size_t n);
+static void *boot_pvalloc(size_t n);
+static size_t boot_usable_size(void *p);
+
+void *(*real_malloc)(size_t) = boot_malloc;
+void *(*real_calloc)(size_t, size_t) = boot_calloc;
+void *(*real_realloc)(void *, size_t) = boot_realloc;
+void (*real_free)(void *) = boot_free;
+int (*real_posix_memalign)(void **, size_t, size_t) = boot_posix_memalign;
+void *(*real_aligned_alloc)(size_t, size_t) = boot_aligned_alloc;
+void *(*real_memalign)(size_t, size_t) = boot_memalign;
+void *(*real_valloc)(size_t) = boot_valloc;
+void *(*real_pvalloc)(size_t) = boot_pvalloc;
+size_t (*real_usable_size)(void *) = boot_usable_size;
+void (*real__exit)(int);
+void (*real__Exit)(int);
+int (*real_execve)(const char *, char *const[], char *const[]);
+int (*real_execvpe)(const char *, char *const[], char *const[]);
+int (*real_fexecve)(int, char *const[], char *const[]);
+int (*real_pipe2)(int[2], int);
+int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+int (*real_close)(int);
+int (*real_sigaltstack)(const stack_t *, stack_t *);
+
+void *must_sym(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+	if (!p) {
+		say(name, "not found by dlsym(RTLD_NEXT): cannot interpose");
+		abort();
+	}
+	return p;
+}
+
+void resolve(void)
+{
+	if (real_malloc != boot_malloc)
+		return;
+	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see pre_log */
+	resolving = 1;
+	void *m = must_sym("malloc");
+	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
+	real_realloc = (void *(*)(void *, size_t))must_sym("realloc");
+	real_free = (void (*)(void *))must_sym("free");
+	real_posix_memalign = (int (*)(void **, size_t, size_t))must_sym("posix_memalign");
+	real_aligned_alloc = (void *(*)(size_t, size_t))must_sym("aligned_alloc");
+	real_memalign = (void *(*)(size_t, size_t))must_sym("memalign");
+	real_valloc = (void *(*)(size_t))must_sym("valloc");
+	real_pvalloc = (void *(*)(size_t))must_sym("pvalloc");
+	real_usable_size = (size_t (*)(void *))must_sym("malloc_usable_size");
+	real__exit = (void (*)(int))must_sym("_exit");
+	real__Exit = (void (*)(int))must_sym("_Exit");
+	real_execve = (int (*)(const char *, char *const[], char *const[]))must_sym("execve");
+	real_execvpe = (int (*)(const char *, char *const[], char *const[]))must_sym("execvpe");
+	real_fexecve = (int (*)(int, char *const[], char *const[]))must_sym("fexecve");
+	real_pipe2 = (int (*)(int[2], int))must_sym("pipe2");
+	real_close = (int (*)(int))must_sym("close");
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))must_sym("sigaction");
+	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
+	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
+	resolving = 0;
+}
+
+static void *boot_malloc(size_t n)
+{
+	if (resolving)
+		return boot_alloc(16, n);
+	resolve();
+	return real_malloc(n);
+}
+
+static void *boot_calloc(size_t a, size_t b)
+{
+	if (resolving) {
+		size_t n;
+		if (__builtin_mul_overflow(a, b, &n))
+			return NULL;
+		return boot_alloc(16, n); /* the arena is zeroed and never reused */
+	}
+	resolve();
+	return real_calloc(a, b);
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+	if (resolving) {
+		void *q = boot_alloc(16, n);
+		if (q && p)
+			memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+		return q;
+	}
+	resolve();
+	return real_realloc(p, n);
+}
+
+static void boot_free(void *p)
+{
+	if (resolving || !p || is_boot(p))
+		return;
+	resolve();
+	real_free(p);
+}
+
+static int boot_posix_memalign(void **out, size_t al, size_t n)
+{
+	resolve();
+	return real_posix_memalign(out, al, n);
+}
+
+static void *boot_aligned_alloc(size_t al, size_t n)
+{
+	if (resolving)
+		return boot_alloc(al, n);
+	resolve();
+	return real_aligned_alloc(al, n);
+}
+
+static void *boot_memalign(size_t al, size_t n)
+{
+	if (resolving)
+		return boot_alloc(al, n);
+	resolve();
+	return real_memalign(al, n);
+}
+
+static void *boot_valloc(size_t n)
+{
+	resolve();
+	return real_valloc(n);
+}
+
+static void *boot_pvalloc(size_t n)
+{
+	resolve();
+	return real_pvalloc(n);
+}
+
+static size_t boot_usable_size(void *p)
+{
+	resolve();
+	return real_usable_size(p);
+}
+
+/* Logs an early allocation or free (see pre_log). */
+void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
+{
+	int saved = errno;
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&pre_lock);
+	if (!pre_closed && pre_n == pre_cap) {
+		size_t cap = pre_cap ? pre_cap * 2 : 4096;
+		struct pre_ev *l = map_mem(cap * sizeof(*l));
+		if (l) {
+			if (pre_log) {
+				memcpy(l, pre_log, pre_n * sizeof(*l));
+				munmap(pre_log, pre_cap * sizeof(*l));
+			}
+			pre_log = l;
+			pre_cap = cap;
+		}
+	}
+	if (!pre_closed && pre_n < pre_cap)
+		pre_log[pre_n++] = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
+	else if (!pre_closed)
+		pre_lost++;
+	lk_unlock(&pre_lock);
+	sig_restore(&mask);
+	errno = saved;
+}
+
+void *boot_move(void *old, size_t n)
+{
+	void *q = real_malloc(n);
+	if (q)
+		memcpy(q, old, boot_size(old) < n ? boot_size(old) : n);
+	return q;
+}
+
+/* ap_init has begun: the early log is complete, and the filter goes back
+ * to what the mode needs (ap_init raises it again for --all). */
+void pre_close(void)
+{
+	sigset_t mask;
+	sig_block(&mask);
+	lk_lock(&pre_lock);
+	pre_closed = 1;
+	lk_unlock(&pre_lock);
+	sig_restore(&mask);
+	memset(ap_filter, 0, sizeof(ap_filter));
+	boot_mark_filter();
+}
+
+void pre_release(void)
+{
+	if (pre_log)
+		munmap(pre_log, pre_cap * sizeof(*pre_log));
+	pre_log = NULL;
+	pre_n = pre_cap = 0;
+}
+
+/* The early log, now that the trace is open: each allocation goes through
+ * the countdown as if it happened now, and a sampled one is recorded with
+ * its caller as its stack; each free is recorded if its block is tracked.
+ * Runs with the guard set, in ap_init's thread. */
+void pre_replay(struct ap_tls *t)
+{
+	if (!pre_n) {
+		pre_release();
+		return;
+	}
+	if (!t->thr)
+		thr_register(t);
+	for (size_t i = 0; i < pre_n; i++) {
+		const struct pre_ev *e = &pre_log[i];
+		void *addr = (void *)(uintptr_t)e->addr;
+		if (e->type == PRE_FREE) {
+			if (settings.all || set_remove(addr))
+				emit(t, AP_EV_FREE, 0, e->addr, 0, 0, 0, 0);
+			continue;
+		}
+		t->calls++;
+		t->countdown = (int64_t)((uint64_t)t->countdown - e->size - 1);
+		if (t->countdown >= 0)
+			continue;
+		t->consumed += (uint64_t)(t->interval - t->countdown);
+		t->interval = draw_interval(t);
+		t->countdown = t->interval;
+		const uint64_t *frames;
+		uint32_t id = stack_intern(&e->caller, e->caller ? 1 : 0, &frames);
+		if (!id)
+			continue;
+		if (!settings.all)
+			set_insert(addr);
+		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
+	}
+	pre_release();
+	if (pre_lost) {
+		char num[24];
+		num[put_dec(num, pre_lost)] = 0;
+		say("allocations before start not recorded (out of memory)", num);
+	}
+}
+

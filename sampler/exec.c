@@ -1,0 +1,274 @@
+/* exec.c: the exec family. Before an exec replaces the image, its
+ * buffers reach the trace, and the next image's environment is made to
+ * profile it too (the preload and settings put back, ALLOCPROF_EXEC
+ * naming its trace); --no-children takes the preload out instead. */
+#include "sampler-int.h"
+
+/* Before exec replaces the image, its buffers must reach the file. If this
+ * image recorded no event its trace is worthless, and the next image (same
+ * pid, same path) simply overwrites it; otherwise the trace ends with
+ * reason exec and the next image writes <path>.exec<n>, told by
+ * ALLOCPROF_EXEC=<pid>.<n> in its environment. Returns the environment to
+ * pass (envp itself, or a mapping the caller releases if exec fails). */
+static char exec_marker[64];
+
+/* What an exec'd image needs to be profiled, saved at start (the program
+ * may clear its environment: `env -i`, execle with an empty one): this
+ * library's path for LD_PRELOAD, and every ALLOCPROF* setting but
+ * ALLOCPROF_EXEC, as "NAME=value" strings one after another. */
+static char self_path[PATH_MAX];
+static char *saved_cfg;
+static size_t saved_cfg_len;
+
+void exec_save_settings(void)
+{
+	extern char **environ;
+	Dl_info di;
+	if (dladdr((void *)exec_save_settings, &di) && di.dli_fname &&
+	    str_len(di.dli_fname) < sizeof(self_path))
+		memcpy(self_path, di.dli_fname, str_len(di.dli_fname) + 1);
+	size_t need = 0;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15))
+			need += str_len(*e) + 1;
+	if (!need || !(saved_cfg = map_mem(need)))
+		return;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15)) {
+			size_t l = str_len(*e) + 1;
+			memcpy(saved_cfg + saved_cfg_len, *e, l);
+			saved_cfg_len += l;
+		}
+}
+
+/* Whether env has a variable of the name that "NAME=..." entry has. */
+static int env_has(char *const *env, size_t n, const char *entry)
+{
+	size_t k = 0;
+	while (entry[k] && entry[k] != '=')
+		k++;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(env[i], entry, k + 1))
+			return 1;
+	return 0;
+}
+
+/* Whether an LD_PRELOAD value names liballocprof.so. */
+static int preload_has_self(const char *v)
+{
+	while (*v) {
+		while (*v == ' ' || *v == ':')
+			v++;
+		const char *tok = v;
+		while (*v && *v != ' ' && *v != ':')
+			v++;
+		const char *base = v;
+		while (base > tok && base[-1] != '/')
+			base--;
+		if (v - base == 15 && !strncmp(base, "liballocprof.so", 15))
+			return 1;
+	}
+	return 0;
+}
+
+static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
+{
+	*ended = 0;
+	*mapped = 0;
+	if (proc.state != AP_ON || proc.pid != sys_getpid())
+		return envp; /* vfork child or not running: touch nothing */
+	tls.guard++;
+	unsigned gen = proc.gen;
+	if (events_total()) {
+		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
+			*ended = 1;
+		gen++;
+	}
+	size_t n = 0, pre_len = 0;
+	while (envp && envp[n]) {
+		if (!strncmp(envp[n], "LD_PRELOAD=", 11))
+			pre_len = str_len(envp[n]);
+		n++;
+	}
+	size_t nsaved = 0;
+	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+		nsaved++;
+	size_t ptrs = (n + nsaved + 3) * sizeof(char *);
+	size_t sz = ptrs + pre_len + str_len(self_path) + 16;
+	char **env = map_mem(sz);
+	if (!env) {
+		tls.guard--;
+		return envp;
+	}
+	size_t k = 0;
+	int have_pre = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
+			continue;
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !have_pre && self_path[0] &&
+		    !preload_has_self(envp[i] + 11)) {
+			/* the program set a preload of its own: ours first */
+			char *v = (char *)env + ptrs;
+			size_t m = str_len(self_path);
+			memcpy(v, "LD_PRELOAD=", 11);
+			memcpy(v + 11, self_path, m);
+			v[11 + m] = ':';
+			memcpy(v + 12 + m, envp[i] + 11, pre_len - 11 + 1);
+			env[k++] = v;
+			have_pre = 1;
+			continue;
+		}
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			have_pre = 1;
+		env[k++] = envp[i];
+	}
+	/* an environment without us: the preload and settings go back in */
+	if (!have_pre && self_path[0]) {
+		char *v = (char *)env + ptrs;
+		memcpy(v, "LD_PRELOAD=", 11);
+		memcpy(v + 11, self_path, str_len(self_path) + 1);
+		env[k++] = v;
+	}
+	size_t k0 = k;
+	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+		if (!env_has(env, k0, saved_cfg + o))
+			env[k++] = saved_cfg + o;
+	/* ":q": fd 2 is not the run's stderr, the next image stays quiet */
+	int quiet = !err_usable();
+	if (gen || quiet) {
+		size_t m = 0;
+		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
+		m = 15;
+		m += put_dec(exec_marker + m, (uint64_t)proc.pid);
+		exec_marker[m++] = '.';
+		m += put_dec(exec_marker + m, gen);
+		if (quiet) {
+			memcpy(exec_marker + m, ":q", 2);
+			m += 2;
+		}
+		exec_marker[m] = 0;
+		env[k++] = exec_marker;
+	}
+	env[k] = NULL;
+	*mapped = sz;
+	tls.guard--;
+	return env;
+}
+
+/* exec failed: this image goes on, and so does its trace (a reader takes
+ * chunks after an END as the continuation). */
+static void exec_failed(char *const *env, int ended, size_t mapped)
+{
+	int saved = errno;
+	if (mapped)
+		munmap((void *)env, mapped);
+	if (ended)
+		__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+/* execve, execvpe, fexecve: the real call between exec_prepare and
+ * exec_failed. */
+#define EXEC_WRAPPER(name, first_t)                                           \
+	EXPORT int name(first_t first, char *const argv[], char *const envp[]) \
+	{                                                                     \
+		int ended;                                                    \
+		size_t mapped;                                                \
+		char *const *env = exec_prepare(envp, &ended, &mapped);        \
+		int rc = real_##name(first, argv, env);                        \
+		exec_failed(env, ended, mapped);                              \
+		return rc;                                                    \
+	}
+
+EXEC_WRAPPER(execve, const char *)
+EXEC_WRAPPER(execvpe, const char *)
+EXEC_WRAPPER(fexecve, int)
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	extern char **environ;
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	extern char **environ;
+	return execvpe(file, argv, environ);
+}
+
+/* The execl family, with their argument lists gathered on the stack. */
+#define GATHER_ARGS(first, ap, argv, extra)                                   \
+	size_t argc_ = 1; /* glibc declares `arg` nonnull */                  \
+	va_start(ap, first);                                                  \
+	while (va_arg(ap, char *))                                            \
+		argc_++;                                                      \
+	va_end(ap);                                                           \
+	if (argc_ > 65536) {                                                  \
+		errno = E2BIG;                                                \
+		return -1;                                                    \
+	}                                                                     \
+	char *argv[argc_ + 1];                                                \
+	va_start(ap, first);                                                  \
+	argv[0] = (char *)(first);                                            \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                                \
+		argv[i_] = va_arg(ap, char *);                                \
+	extra;                                                                \
+	va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	extern char **environ;
+	va_list ap;
+	GATHER_ARGS(arg, ap, argv, (void)0);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	extern char **environ;
+	va_list ap;
+	GATHER_ARGS(arg, ap, argv, (void)0);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	char **envp;
+	GATHER_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
+	return execve(path, argv, envp);
+}
+
+/* --no-children: take ourselves out of LD_PRELOAD so that programs this
+ * one runs are not profiled. Edited in place: no allocation. */
+void strip_preload(void)
+{
+	extern char **environ;
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_PRELOAD=", 11))
+			continue;
+		char *s = *e + 11, *w = s;
+		while (*s) {
+			while (*s == ' ' || *s == ':')
+				s++;
+			char *tok = s;
+			while (*s && *s != ' ' && *s != ':')
+				s++;
+			size_t len = (size_t)(s - tok);
+			if (!len)
+				break;
+			const char *base = tok + len;
+			while (base > tok && base[-1] != '/')
+				base--;
+			if ((size_t)(tok + len - base) == 15 &&
+			    !strncmp(base, "liballocprof.so", 15))
+				continue;
+			if (w != *e + 11)
+				*w++ = ':';
+			memmove(w, tok, len);
+			w += len;
+		}
+		*w = 0;
+	}
+}
+

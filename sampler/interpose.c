@@ -1,0 +1,365 @@
+/* interpose.c: the interposed malloc family and the hot path. malloc and
+ * free are one screen: a countdown per thread over the bytes allocated
+ * (malloc) and a filter probe (free), then a tail call of glibc's; only a
+ * sample (the countdown went negative) or a tracked block takes the slow
+ * path, where the sampling decision is made and the event recorded. Every
+ * helper the fast and slow paths need is inline here or in sampler-int.h
+ * and stacks.h: no calls across files on those paths (LTO is not used).
+ * Owns the TLS block. */
+#include "stacks.h"
+
+/* The calling thread's state (struct ap_tls, sampler-int.h). */
+__thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
+
+/* The next interval between samples, in bytes (+1 per call): exponential
+ * of mean settings.rate; 0 with --all. Advances t's generator. */
+int64_t draw_interval(struct ap_tls *t)
+{
+	if (settings.rate <= 1)
+		return 0;
+	uint64_t x = t->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	uint64_t r = x * 0x2545f4914f6cdd1dull;
+	double u = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+	double v = -log(u) * (double)settings.rate;
+	if (v > 1e15)
+		v = 1e15;
+	return (int64_t)v;
+}
+
+/* ---- the sampled paths -------------------------------------------------- */
+
+static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t, void *p, size_t n,
+								unsigned kind, uint64_t ret,
+								uint64_t cfa)
+{
+	/* an address the program now owns is not ours, even if its free
+	 * reached glibc without passing through us */
+	if (settings.all)
+		own_forget(p);
+	uint32_t id = stack_here(t, ret, cfa);
+	if (!id)
+		return;
+	if (!settings.all)
+		set_insert(p);
+	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
+}
+
+/* The countdown went negative (or the thread is new, or the sampler is not
+ * running): decide, and record if sampled. */
+static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size_t n,
+								    unsigned kind,
+								    uint64_t caller,
+								    uint64_t cfa)
+{
+	struct ap_tls *t = &tls;
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	if (t->guard || st != AP_ON) {
+		if (st == AP_DISABLED) {
+			t->countdown = INT64_MAX / 2;
+		} else {
+			/* our own allocation, or not started yet: not counted
+			 * now (pre_replay counts the program's early ones) */
+			t->countdown = (int64_t)((uint64_t)t->countdown + n + 1);
+			t->calls--;
+			if (st == AP_INIT && !t->guard && p)
+				pre_add(PRE_ALLOC, p, n, kind, caller);
+			else if (st == AP_ON && settings.all && p)
+				ps_insert(&own_blocks, p);
+		}
+		return p;
+	}
+	int saved = errno;
+	t->guard = 1;
+	if (!t->thr)
+		thr_register(t);
+	if (t->countdown < 0) {
+		t->consumed += (uint64_t)(t->interval - t->countdown);
+		t->interval = draw_interval(t);
+		t->countdown = t->interval;
+		if (p)
+			record_alloc(t, p, n, kind, caller, cfa);
+	}
+	t->guard = 0;
+	errno = saved;
+	return p;
+}
+
+/* caller and cfa: the program's return address and its CFA at the call of
+ * the entry point (0 if unknown) */
+static __attribute__((noinline)) void *alloc_slow(void *p, size_t n, unsigned kind,
+						    uint64_t caller, uint64_t cfa)
+{
+	return alloc_slow_body(p, n, kind, caller, cfa);
+}
+
+static inline __attribute__((always_inline)) void *account(void *p, size_t n,
+							    unsigned kind)
+{
+	struct ap_tls *t = &tls;
+	t->calls++;
+	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
+	t->countdown = c;
+	if (UNLIKELY(c < 0)) /* inlined: the return address is the entry point's */
+		return alloc_slow(p, n, kind, (uint64_t)(uintptr_t)__builtin_return_address(0),
+				  (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
+	return p;
+}
+
+/* A block is being freed: record it if it was tracked. Called before the
+ * real free so that a block reused at once by another thread is seen
+ * allocated after this free. */
+static __attribute__((noinline)) void free_slow(void *p)
+{
+	struct ap_tls *t = &tls;
+	if (!p || is_boot(p))
+		return;
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	if (t->guard || st != AP_ON) {
+		if (st == AP_INIT && !t->guard)
+			pre_add(PRE_FREE, p, 0, 0, 0);
+		else if (!settings.all)
+			set_remove(p);
+		else
+			own_forget(p);
+		real_free(p);
+		return;
+	}
+	int saved = errno;
+	t->guard = 1;
+	if (settings.all ? !own_forget(p) : set_remove(p)) {
+		if (!t->thr)
+			thr_register(t);
+		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
+	}
+	t->guard = 0;
+	errno = saved;
+	real_free(p);
+}
+
+/* ---- the interposed entry points --------------------------------------- */
+
+/* Only calls that succeed are counted (a NULL is no allocation, and
+ * valgrind does not count it either). A request below MALLOC_CHECK_MIN
+ * fails only when the heap cannot grow at all (the process is out of
+ * memory), and its fast path stays what a bare forwarding shim does: the
+ * countdown, then the real malloc as a tail call (no frame, no return
+ * through us; checking the result costs ~1.3 ns a pair on the 64-byte
+ * loop, as much as the rest of the fast path). A larger one, which may
+ * simply be too large, is checked first. */
+#define MALLOC_CHECK_MIN 4096
+
+/* malloc tail-jumped here: our return address is the program's */
+static __attribute__((noinline)) void *malloc_slow(size_t n)
+{
+	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
+			       (uint64_t)(uintptr_t)__builtin_return_address(0),
+			       (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
+}
+
+static __attribute__((noinline)) void *malloc_checked(size_t n)
+{
+	void *p = real_malloc(n);
+	return LIKELY(p != NULL) ? account(p, n, AP_KIND_MALLOC) : p;
+}
+
+EXPORT void *malloc(size_t n)
+{
+	if (UNLIKELY(n >= MALLOC_CHECK_MIN))
+		return malloc_checked(n);
+	struct ap_tls *t = &tls;
+	t->calls++;
+	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
+	t->countdown = c;
+	if (UNLIKELY(c < 0))
+		return malloc_slow(n);
+	return real_malloc(n);
+}
+
+EXPORT void free(void *p)
+{
+	if (UNLIKELY(ap_filter[filter_slot(p)])) {
+		free_slow(p);
+		return;
+	}
+	real_free(p);
+}
+
+void cfree(void *p); /* obsolete, no longer declared by glibc */
+EXPORT void cfree(void *p)
+{
+	free(p);
+}
+
+EXPORT void *calloc(size_t a, size_t b)
+{
+	size_t n;
+	void *p = real_calloc(a, b);
+	if (UNLIKELY(!p || __builtin_mul_overflow(a, b, &n)))
+		return p; /* failed (ENOMEM, also on overflow): not counted */
+	return account(p, n, AP_KIND_CALLOC);
+}
+
+/* realloc and reallocarray: the old block leaves the set before the real
+ * call (it may be reused by another thread as soon as it is freed) and
+ * goes back if the call fails. */
+static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
+			    unsigned kind, uint64_t caller, uint64_t cfa)
+{
+	struct ap_tls *t = &tls;
+	if (was_tracked == 2) {
+		/* before ap_init: logged as the free of old and an allocation,
+		 * which is how valgrind counts a realloc */
+		if (q || n == 0)
+			pre_add(PRE_FREE, old, 0, 0, 0);
+		if (q)
+			pre_add(PRE_ALLOC, q, n, kind, caller);
+		return q;
+	}
+	if (!q) {
+		if (n == 0) {
+			/* glibc: realloc(p, 0) freed p */
+			if (was_tracked && !t->guard) {
+				int saved = errno;
+				t->guard = 1;
+				if (!t->thr)
+					thr_register(t);
+				emit(t, AP_EV_FREE, 0, (uintptr_t)old, 0, 0, 0, 0);
+				t->guard = 0;
+				errno = saved;
+			}
+		} else if (was_tracked && !settings.all) {
+			set_insert(old); /* failed: old is still live */
+		}
+		return q;
+	}
+	t->calls++;
+	t->countdown = (int64_t)((uint64_t)t->countdown - n - 1);
+	if (LIKELY(t->countdown >= 0 && !was_tracked))
+		return q;
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	if (t->guard || st != AP_ON) {
+		if (t->countdown < 0)
+			alloc_slow(NULL, n, kind, 0, 0); /* undoes the countdown */
+		if (st == AP_ON && settings.all && own_forget(old))
+			ps_insert(&own_blocks, q);
+		return q;
+	}
+	int saved = errno;
+	t->guard = 1;
+	if (!t->thr)
+		thr_register(t);
+	unsigned flags = was_tracked ? AP_RF_OLD_TRACKED : 0;
+	uint32_t id = 0;
+	if (t->countdown < 0) {
+		t->consumed += (uint64_t)(t->interval - t->countdown);
+		t->interval = draw_interval(t);
+		t->countdown = t->interval;
+		id = stack_here(t, caller, cfa);
+		if (id)
+			flags |= AP_RF_NEW_SAMPLED;
+	}
+	if (flags) {
+		if (!settings.all)
+			set_insert(q);
+		emit(t, AP_EV_REALLOC, kind, (uintptr_t)old, (uintptr_t)q, n, id,
+		     flags);
+	}
+	t->guard = 0;
+	errno = saved;
+	return q;
+}
+
+static inline int take_tracked(void *old)
+{
+	if (LIKELY(!ap_filter[filter_slot(old)]))
+		return 0;
+	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT))
+		return tls.guard ? 0 : 2; /* 2: an early block (see pre_log) */
+	if (settings.all)
+		return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON &&
+		       !tls.guard;
+	return set_remove(old);
+}
+
+EXPORT void *realloc(void *old, size_t n)
+{
+	if (!old) {
+		void *p = real_realloc(NULL, n);
+		return p ? account(p, n, AP_KIND_REALLOC) : p;
+	}
+	if (UNLIKELY(is_boot(old)))
+		return boot_move(old, n);
+	int tracked = take_tracked(old);
+	return realloc_common(old, n, real_realloc(old, n), tracked,
+			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0),
+			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
+}
+
+/* glibc's reallocarray is the overflow check followed by a call of realloc
+ * through the PLT, which would reach our realloc and count twice: do the
+ * same here, on the real realloc. */
+EXPORT void *reallocarray(void *old, size_t a, size_t b)
+{
+	size_t n;
+	if (__builtin_mul_overflow(a, b, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!old) {
+		void *p = real_realloc(NULL, n);
+		return p ? account(p, n, AP_KIND_REALLOCARRAY) : p;
+	}
+	if (UNLIKELY(is_boot(old)))
+		return boot_move(old, n);
+	int tracked = take_tracked(old);
+	return realloc_common(old, n, real_realloc(old, n), tracked,
+			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0),
+			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
+}
+
+EXPORT int posix_memalign(void **out, size_t al, size_t n)
+{
+	int rc = real_posix_memalign(out, al, n);
+	if (rc == 0)
+		account(*out, n, AP_KIND_ALIGNED);
+	return rc;
+}
+
+EXPORT void *aligned_alloc(size_t al, size_t n)
+{
+	void *p = real_aligned_alloc(al, n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT void *memalign(size_t al, size_t n)
+{
+	void *p = real_memalign(al, n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	void *p = real_valloc(n);
+	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	void *p = real_pvalloc(n);
+	/* pvalloc allocates n rounded up to a page (and valgrind counts that):
+	 * the rounded size is the request. */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return p ? account(p, (n + pg - 1) & ~(pg - 1), AP_KIND_ALIGNED) : p;
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (UNLIKELY(is_boot(p)))
+		return boot_size(p);
+	return real_usable_size(p);
+}
+

@@ -1,0 +1,291 @@
+/* lifecycle.c: the process's life as the sampler sees it. ap_init (the
+ * constructor: settings, buffers, trace, handlers, then on), the end of a
+ * normal exit (after every library's destructor), _exit and _Exit, the
+ * exit status through __libc_start_main, and fork (no lock held across
+ * it; the child starts a trace of its own). Owns proc: the state, the
+ * pid, the exec generation. */
+#include "sampler-int.h"
+
+struct ap_proc proc = { .state = AP_INIT };
+
+/* exit()'s status, for END: on_exit hands it over (a return from main is
+ * an exit too), before the destructors run. */
+static int exit_seen;
+static int exit_status;
+
+static void note_exit(int status, void *arg)
+{
+	exit_status = status;
+	exit_seen = 1;
+}
+
+/* on_exit handlers run last registered first, and __libc_start_main
+ * registers the loader's destructor pass (which runs ap_fini) after the
+ * preloaded libraries' constructors: note_exit is registered from the
+ * program's main, through __libc_start_main, so that it runs before. */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	on_exit(note_exit, NULL);
+	return real_main(argc, argv, envp); /* a tail call: no frame of ours */
+}
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+		      void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+
+EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+			     void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	int (*real)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
+		    void *) = must_sym("__libc_start_main");
+	real_main = main;
+	return real(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso); /* glibc's, not declared */
+
+/* The end of a normal exit. Registered by ap_fini while exit() runs the
+ * ELF destructors (_dl_fini, itself the first exit handler registered and
+ * so the last to run): glibc runs a handler registered meanwhile after
+ * _dl_fini returns, that is after every library's destructor. */
+static void ap_last(void *unused)
+{
+	(void)unused;
+	tls.guard++;
+	end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
+	tls.guard--;
+}
+
+/* Destructors run in the reverse of the initialization order, and the
+ * preloaded library is initialized after the libraries the program links:
+ * theirs run after this one, and their frees are part of the program's
+ * life. So recording goes on: everything so far is flushed (a crash in a
+ * later destructor keeps it) and the trace ends in ap_last. */
+__attribute__((destructor)) static void ap_fini(void)
+{
+	tls.guard++;
+	if (proc.state == AP_ON && proc.pid == sys_getpid()) {
+		flush_all(0);
+		/* not atexit(): that names this library's handle, and this
+		 * library's own __cxa_finalize (its last destructor) would run
+		 * ap_last right away */
+		if (__cxa_atexit(ap_last, NULL, NULL) != 0)
+			end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
+	}
+	tls.guard--;
+}
+
+/* _exit and _Exit skip atexit and destructors: the trace ends here. */
+static __attribute__((noreturn)) void leave(void (*real)(int), int status)
+{
+	tls.guard++;
+	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(status & 0xff), 0);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _exit(int status)
+{
+	leave(real__exit, status);
+}
+
+EXPORT void _Exit(int status)
+{
+	leave(real__Exit, status);
+}
+
+/* fork: no profiler lock may be held across it, and the child starts a
+ * trace of its own. */
+static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
+
+static void fork_prepare(void)
+{
+	sigset_t mask;
+	sig_block(&mask);
+	tls.guard++;
+	lk_lock(&threads.lock);
+	lk_lock(&threads.fallback.lock);
+	lk_lock(&meta.lock);
+	lk_lock(&tracked_set.lock);
+	lk_lock(&own_blocks.lock);
+	fork_mask = mask;
+}
+
+static void fork_parent(void)
+{
+	sigset_t mask = fork_mask;
+	lk_unlock(&own_blocks.lock);
+	lk_unlock(&tracked_set.lock);
+	lk_unlock(&meta.lock);
+	lk_unlock(&threads.fallback.lock);
+	lk_unlock(&threads.lock);
+	tls.guard--;
+	sig_restore(&mask);
+}
+
+/* The child, with signals still blocked as fork_prepare left them. */
+static void fork_child_body(struct ap_tls *t)
+{
+	int was_on = proc.state == AP_ON;
+	proc.pid = sys_getpid();
+	t->tid = sys_gettid();
+	t->pid = (uint32_t)proc.pid;
+	if (!was_on) {
+		t->guard--;
+		return;
+	}
+	/* The parent's trace stays open (and its writer's lock held) until
+	 * this process has a trace of its own: record waits for that lock to
+	 * go before it looks for the traces of forked children. */
+	int parent_fd = tfile.fd;
+	tfile.fd = -1;
+	if (settings.no_children) {
+		if (parent_fd >= 0)
+			sys_close(parent_fd);
+		proc.state = AP_DISABLED;
+		t->guard--;
+		return;
+	}
+	char parent[PATH_MAX];
+	memcpy(parent, tfile.path, sizeof(parent));
+	proc.gen = 0;
+	make_path(tfile.path, 0);
+
+	/* Clean state: other threads are gone, their buffers are dropped. */
+	buffers_forget(t);
+	tfile.chunks = 0;
+	stacks_forget();
+	modules_forget();
+	set_reset();
+	t->calls = 0;
+	t->consumed = 0;
+	t->interval = t->countdown;
+
+	if (open_trace(parent) < 0) {
+		proc.state = AP_DISABLED;
+	} else if (t->thr && t->thr != &threads.dead) {
+		meta_thread(t->tid);
+	}
+	if (parent_fd >= 0)
+		sys_close(parent_fd);
+	/* Mappings are written when the first stack needs them: the loader
+	 * lock is not ours to take here. */
+	t->guard--;
+}
+
+static void fork_child(void)
+{
+	struct ap_tls *t = &tls;
+	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
+	/* held by another thread of the parent, perhaps: not by this one */
+	tfile.lock = sig_lock = 0;
+	tfile.owner = 0;
+	asym_register(); /* the child's address space is a new one */
+	fork_child_body(t);
+	sig_restore(&fork_mask);
+}
+
+__attribute__((constructor(101))) static void ap_init(void)
+{
+	struct ap_tls *t = &tls;
+	err_init();
+	resolve();
+	t->guard++;
+	pre_close();
+	cfg_load();
+	const char *out = cfg(CFG_OUTPUT);
+	if (!out || !*out || str_len(out) >= PATH_MAX - 64)
+		goto off;
+	memcpy(tfile.base, out, str_len(out) + 1);
+	const char *nc = cfg(CFG_NO_CHILDREN);
+	settings.no_children = nc && *nc && *nc != '0';
+	if (settings.no_children)
+		strip_preload();
+	else
+		exec_save_settings();
+	settings.rate = parse_u64(cfg(CFG_RATE), DEFAULT_RATE);
+	if (settings.rate == 0)
+		settings.rate = 1;
+	settings.all = settings.rate == 1;
+	settings.max_depth = (unsigned)parse_u64(cfg(CFG_DEPTH), DEFAULT_DEPTH);
+	if (settings.max_depth < 1)
+		settings.max_depth = 1;
+	if (settings.max_depth > MAX_DEPTH_CAP)
+		settings.max_depth = MAX_DEPTH_CAP;
+	settings.seed = parse_u64(getenv("ALLOCPROF_TEST_SEED"), 0);
+	settings.quantum = parse_u64(getenv("ALLOCPROF_TIME_QUANTUM"), 0);
+	if (settings.quantum >= 1 && settings.quantum <= 1000000000) {
+		settings.coarse_step = 1; /* the user's quantum, for every process */
+	} else {
+		settings.quantum = AP_FINE_QUANTUM_NS;
+	}
+	tsc_calibrate();
+	proc.pid = sys_getpid();
+	t->pid = (uint32_t)proc.pid;
+
+	/* ALLOCPROF_EXEC=<pid>.<gen>[:q]: an earlier image of this process
+	 * wrote its own trace (gen > 0), or its fd 2 was no longer the run's
+	 * stderr (:q). */
+	const char *ex = getenv("ALLOCPROF_EXEC");
+	char prev[PATH_MAX];
+	prev[0] = 0;
+	if (ex) {
+		const char *dot = strchr(ex, '.');
+		const char *colon = dot ? strchr(dot, ':') : NULL;
+		char pidtxt[24], gentxt[24];
+		size_t pl = dot ? (size_t)(dot - ex) : 0;
+		size_t gl = dot ? (colon ? (size_t)(colon - dot - 1) : str_len(dot + 1)) : 0;
+		if (dot && pl < sizeof(pidtxt) && gl < sizeof(gentxt)) {
+			memcpy(pidtxt, ex, pl);
+			pidtxt[pl] = 0;
+			memcpy(gentxt, dot + 1, gl);
+			gentxt[gl] = 0;
+			if (parse_u64(pidtxt, 0) == (uint64_t)proc.pid) {
+				proc.gen = (unsigned)parse_u64(gentxt, 0);
+				if (proc.gen)
+					make_path(prev, proc.gen - 1);
+				if (colon && colon[1] == 'q')
+					err_state = -1;
+			}
+		}
+	}
+	make_path(tfile.path, proc.gen);
+	trace_mode_init();
+
+	meta.buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
+	threads.fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
+	int have_mods = modules_init() == 0;
+	tracked_set.cap = 4096;
+	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
+	if (threads.fallback.buf)
+		threads.fallback.ring.ent = (struct ap_ring_ent *)(threads.fallback.buf + THR_BUF_SIZE);
+	if (!meta.buf || !threads.fallback.buf || !have_mods || !tracked_set.tab ||
+	    pthread_key_create(&threads.key, thr_exit) != 0) {
+		say(tfile.path, "out of memory: profiling disabled");
+		goto off;
+	}
+	threads.fallback.len = EV_HDR;
+	threads.fallback.live = 0;
+	unwinder_load();
+	asym_register();
+	if (open_trace(prev[0] ? prev : NULL) < 0)
+		goto off;
+	modules_snapshot();
+	if (settings.all)
+		memset(ap_filter, 0xff, sizeof(ap_filter));
+	sig_install();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
+	pre_replay(t);
+	t->guard--;
+	return;
+
+off:
+	proc.state = AP_DISABLED;
+	pre_release();
+	t->guard--;
+}

@@ -1,0 +1,173 @@
+/* modules.c: the loaded modules as MAPPING records. Snapshots
+ * dl_iterate_phdr (never under a profiler lock: it takes the loader's)
+ * and writes the modules not written yet; pc_known says whether a PC lies
+ * in one already described. */
+#include "sampler-int.h"
+
+/* Modules already written as MAPPING records (meta.lock for writers;
+ * readers scan without it: entries are complete before mod_count grows). */
+struct mod {
+	uint64_t bias, start, end;
+	uint64_t name_hash;
+};
+static struct mod *mods;
+static size_t mod_count;
+
+/* The list's memory, at start: 0, or -1 if there is none. */
+int modules_init(void)
+{
+	mods = map_mem(MAX_MODULES * sizeof(struct mod));
+	return mods ? 0 : -1;
+}
+
+/* A forked child's trace is a new file: it describes every module again. */
+void modules_forget(void)
+{
+	mod_count = 0;
+}
+
+int pc_known(uint64_t pc)
+{
+	size_t n = __atomic_load_n(&mod_count, __ATOMIC_ACQUIRE);
+	for (size_t i = 0; i < n; i++)
+		if (pc >= mods[i].start && pc < mods[i].end)
+			return 1;
+	return 0;
+}
+
+/* A snapshot of dl_iterate_phdr, serialized into a scratch mapping:
+ * per module `struct snap_mod` then the MAPPING record bytes. */
+struct snap_mod {
+	struct mod m;
+	size_t rec_len;
+};
+struct snap {
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+static uint64_t hash_bytes(const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static size_t build_id_of(struct dl_phdr_info *info, uint8_t *out, size_t cap)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		size_t align = ph->p_align == 8 ? 8 : 4;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const uint8_t *name = p + sizeof(*nh);
+			const uint8_t *desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+			const uint8_t *next = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
+			if (next > end || next <= p)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4)) {
+				size_t n = nh->n_descsz < cap ? nh->n_descsz : cap;
+				memcpy(out, desc, n);
+				return n;
+			}
+			p = next;
+		}
+	}
+	return 0;
+}
+
+static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct snap *s = arg;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	char path[PATH_MAX];
+	size_t plen;
+	if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10))
+		return 0;
+	if (!*name) {
+		if (s->len) /* only the first empty name is the main program */
+			return 0;
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		plen = n > 0 ? (size_t)n : 0;
+	} else if (name[0] != '/' && realpath(name, path)) {
+		plen = str_len(path);
+	} else {
+		plen = str_len(name);
+		if (plen >= sizeof(path))
+			plen = sizeof(path) - 1;
+		memcpy(path, name, plen);
+	}
+	size_t need = sizeof(struct snap_mod) + AP_META_MAPPING_MAX(plen, 64) +
+		      (size_t)info->dlpi_phnum * AP_META_SEGMENT_MAX;
+	if (s->len + need > s->cap)
+		return 1;
+	struct snap_mod *sm = (struct snap_mod *)(s->buf + s->len);
+	uint8_t *r = (uint8_t *)(sm + 1);
+	uint8_t bid[64];
+	size_t blen = build_id_of(info, bid, sizeof(bid));
+	size_t k = 0, nseg = 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD)
+			nseg++;
+	k += ap_put_mapping(r, info->dlpi_addr, path, plen, bid, blen, nseg);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		k += ap_put_segment(r + k, ph->p_vaddr, ph->p_memsz, ph->p_offset, ph->p_flags);
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	if (!nseg)
+		return 0;
+	sm->m.bias = info->dlpi_addr;
+	sm->m.start = lo;
+	sm->m.end = hi;
+	sm->m.name_hash = hash_bytes(path, plen);
+	sm->rec_len = k;
+	s->len += (sizeof(struct snap_mod) + k + 7) & ~(size_t)7;
+	return 0;
+}
+
+/* Emits MAPPING records for modules not written yet. Never called with a
+ * profiler lock held: dl_iterate_phdr takes the loader lock. */
+void modules_snapshot(void)
+{
+	struct snap s = { map_mem(1u << 20), 0, 1u << 20 };
+	if (!s.buf)
+		return;
+	dl_iterate_phdr(snap_cb, &s);
+	lk_lock(&meta.lock);
+	for (size_t off = 0; off < s.len;) {
+		struct snap_mod *sm = (struct snap_mod *)(s.buf + off);
+		off += (sizeof(*sm) + sm->rec_len + 7) & ~(size_t)7;
+		int seen = 0;
+		for (size_t i = 0; i < mod_count; i++)
+			if (mods[i].bias == sm->m.bias && mods[i].start == sm->m.start &&
+			    mods[i].end == sm->m.end && mods[i].name_hash == sm->m.name_hash) {
+				seen = 1;
+				break;
+			}
+		if (seen || mod_count >= MAX_MODULES)
+			continue;
+		uint8_t *p = meta_reserve(sm->rec_len);
+		memcpy(p, sm + 1, sm->rec_len);
+		meta.len += sm->rec_len;
+		mods[mod_count] = sm->m;
+		__atomic_store_n(&mod_count, mod_count + 1, __ATOMIC_RELEASE);
+	}
+	lk_unlock(&meta.lock);
+	munmap(s.buf, s.cap);
+}
+

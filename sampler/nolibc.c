@@ -1,0 +1,139 @@
+/* nolibc.c: the sampler's helpers that stand in for libc where libc
+ * might allocate: mmap'd memory, raw system calls, decimal conversion, and
+ * the one-line messages on stderr (say), written with write(2) and only
+ * while fd 2 is still the stderr the process started with. Safe inside
+ * malloc and, but for say's fstat, in a signal handler. */
+#include "sampler-int.h"
+
+/* For signal context: give up rather than wait forever on a lock the
+ * interrupted code may hold. */
+int lk_trylock_bounded(int *l)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
+uint32_t sys_gettid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+pid_t sys_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
+/* Returns 0 once every byte is written, else the errno of the write that
+ * failed, with *done the bytes that were. */
+int write_some(int fd, const void *data, size_t len, size_t *done)
+{
+	const char *p = data;
+	*done = 0;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		p += n;
+		len -= (size_t)n;
+		*done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Returns 0 once every byte is written, else the errno. */
+static int write_all(int fd, const void *data, size_t len)
+{
+	size_t done;
+	return write_some(fd, data, len, &done);
+}
+
+int sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+size_t str_len(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* Decimal digits of v at p; returns the count. */
+size_t put_dec(char *p, uint64_t v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+uint64_t parse_u64(const char *s, uint64_t dflt)
+{
+	if (!s || !*s)
+		return dflt;
+	uint64_t v = 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return dflt;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	return v;
+}
+
+/* stderr as the process started with it (fstat of fd 2 in ap_init): a
+ * program that closes it may open a file of its own as fd 2, and our
+ * messages must not land there. */
+int err_state;		/* 0: not known yet, 1: open, -1: closed */
+static dev_t err_dev;
+static ino_t err_ino;
+
+void err_init(void)
+{
+	struct stat st;
+	err_state = fstat(STDERR_FILENO, &st) == 0 ? 1 : -1;
+	err_dev = st.st_dev;
+	err_ino = st.st_ino;
+}
+
+/* Whether fd 2 is still the stderr the process started with. */
+int err_usable(void)
+{
+	struct stat st;
+	return err_state == 0 ||
+	       (err_state > 0 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev &&
+		st.st_ino == err_ino);
+}
+
+/* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is
+ * no longer the stderr the process started with. */
+void say(const char *a, const char *b)
+{
+	if (!err_usable())
+		return;
+	char line[PATH_MAX + 256];
+	size_t n = 0;
+	const char *parts[] = { "allocprof: ", a, ": ", b, "\n" };
+	for (size_t i = 0; i < 5; i++) {
+		size_t l = str_len(parts[i]);
+		if (n + l >= sizeof(line))
+			l = sizeof(line) - n - 1;
+		memcpy(line + n, parts[i], l);
+		n += l;
+	}
+	write_all(STDERR_FILENO, line, n);
+}
+

@@ -1,0 +1,408 @@
+/* sampler-int.h: what the sampler's files share. The TLS block and a
+ * thread's event buffer, the locks, the state each file owns and lets the
+ * others read (declared here under the name of its owner), and the small
+ * inline helpers the interposed entry points need: the hot path is one
+ * translation unit (interpose.c) with no calls across files, and nothing
+ * here may call malloc or stdio (memory from mmap, output by write(2)).
+ * Internal to liballocprof.so: everything declared here is hidden, and
+ * sampler.map exports only the interposed entry points. */
+#ifndef AP_SAMPLER_INT_H
+#define AP_SAMPLER_INT_H
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define UNW_LOCAL_ONLY
+#include <libunwind.h> /* types only: the functions come from a dlopen */
+#define AP_STACK_CACHE 1
+#endif
+
+#include "ap_trace_encode.h"
+
+#pragma GCC visibility push(hidden) /* extern declarations too: no GOT loads */
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define DEFAULT_RATE AP_DEFAULT_RATE
+#define DEFAULT_DEPTH AP_DEFAULT_DEPTH
+#define MAX_DEPTH_CAP AP_MAX_DEPTH_CAP
+#define OWN_FRAMES_SLACK 32	/* frames of ours (and libunwind's) to drop */
+#define THR_BUF_SIZE AP_SAMPLER_CHUNK
+#define META_BUF_SIZE AP_SAMPLER_META_CHUNK
+#define EV_HDR AP_CHUNK_HDR_LEN
+#define EV_MAX_REC AP_EV_MAX_REC
+#define FLUSH_AGE_NS 1000000000ull
+#define FILTER_BITS 16
+#define MAX_MODULES 4096
+#define BOOT_ARENA_SIZE (64u << 10)
+#define RING_SIZE AP_RING_TABLE_SIZE
+
+enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
+
+/* ---- per-thread state: one small initial-exec TLS block ---------------- */
+
+struct ap_thr;
+
+struct ap_tls {
+	int64_t countdown;	/* bytes (+1 per call) until the next sample */
+	uint64_t calls;		/* allocation calls of this thread */
+	struct ap_thr *thr;	/* NULL until registered, &threads.dead after exit */
+	uint64_t rng;
+	uint64_t consumed;	/* size+1 counted in finished intervals */
+	int64_t interval;	/* length of the current interval */
+	uint32_t tid;
+	uint32_t guard;		/* inside the sampler: pass everything through */
+	uint32_t pid;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
+
+/* What glibc or libunwind allocate for us inside the guard is not the
+ * program's: calls and countdown are put back after the code that may
+ * allocate (a guarded call that took the fast path would stay counted). */
+struct ap_hold {
+	uint64_t calls;
+	int64_t countdown;
+};
+
+static inline struct ap_hold hold(const struct ap_tls *t)
+{
+	return (struct ap_hold){ t->calls, t->countdown };
+}
+
+static inline void unhold(struct ap_tls *t, struct ap_hold h)
+{
+	t->calls = h.calls;
+	t->countdown = h.countdown;
+}
+
+/* A thread's event buffer (also used for the shared threads.fallback buffer). The
+ * chunk header and base_ns are filled in place at flush time. */
+struct ap_thr {
+	struct ap_thr *next;	/* all buffers ever made */
+	struct ap_thr *next_free;
+	int lock;
+	int busy, claim;	/* the owner's fast lock (own_enter) */
+	int live;
+	uint32_t tid;
+	struct ap_tls *tls;	/* the owner's TLS block, while live */
+	struct ap_evenc enc;	/* the chunk's delta state: quantum, address, cpu */
+	uint64_t q0;		/* quantum of the chunk's SYNC (flush by age) */
+	uint64_t tsc_next;	/* TSC at which the clock is read again */
+	uint64_t events;	/* records appended since the trace started */
+	size_t len;
+	uint8_t *buf;		/* THR_BUF_SIZE bytes */
+	struct ap_ring ring;	/* RING_SIZE recent ALLOCs, by address hash */
+	struct sc_ent *sc;	/* the owner's stack cache (SC_SETS * 2), or NULL */
+	uint32_t sc_epoch;	/* bumped when the buffer passes to a new thread */
+	uint32_t sc_turn;	/* which way of a set is replaced next */
+	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
+	uint32_t nchunks;	/* chunks written into that stream */
+	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
+	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
+	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
+};
+
+/* ---- state and functions by owner --------------------------------- */
+
+/* What each file lets the others use, under its name. A function's
+ * contract is the comment at its definition; a struct's members say what
+ * they hold and under which lock. */
+
+/* nolibc.c */
+int lk_trylock_bounded(int *l);
+uint32_t sys_gettid(void);
+pid_t sys_getpid(void);
+int sys_close(int fd);
+int write_some(int fd, const void *data, size_t len, size_t *done);
+size_t str_len(const char *s);
+size_t put_dec(char *p, uint64_t v);
+uint64_t parse_u64(const char *s, uint64_t dflt);
+extern int err_state;	/* ap_init sets -1 when told fd 2 is not the run's */
+void err_init(void);
+int err_usable(void);
+void say(const char *a, const char *b);
+
+/* config.c */
+struct ap_settings {
+	uint64_t rate;		/* mean bytes between samples (1: every call) */
+	int all;		/* rate 1: every allocation and free, no pointer set */
+	unsigned max_depth;	/* frames kept per stack, 1..MAX_DEPTH_CAP */
+	uint64_t seed;		/* ALLOCPROF_TEST_SEED, 0: none */
+	uint64_t quantum;	/* ns per time quantum */
+	/* Quanta between TIME records while the process has one thread: its
+	 * order needs no fine time, and coarse steps keep its trace small.
+	 * Once a second thread records, every quantum counts, so that two
+	 * threads' events are ordered as finely as the quantum (the
+	 * reader's merge). */
+	uint64_t coarse_step;
+	int no_children;	/* --no-children */
+};
+extern struct ap_settings settings;	/* written by ap_init only */
+void cfg_load(void);
+const char *cfg(int which);
+
+/* lifecycle.c */
+struct ap_proc {
+	int state;		/* AP_INIT, AP_ON, ...: read with acquire */
+	pid_t pid;		/* this process (a vfork child is not it) */
+	unsigned gen;		/* exec generation of this pid (0: first image) */
+};
+extern struct ap_proc proc;
+
+/* interpose.c */
+extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
+int64_t draw_interval(struct ap_tls *t);
+
+/* boot.c */
+extern uint8_t boot_arena[BOOT_ARENA_SIZE];
+extern void *(*real_malloc)(size_t);
+extern void *(*real_calloc)(size_t, size_t);
+extern void *(*real_realloc)(void *, size_t);
+extern void (*real_free)(void *);
+extern int (*real_posix_memalign)(void **, size_t, size_t);
+extern void *(*real_aligned_alloc)(size_t, size_t);
+extern void *(*real_memalign)(size_t, size_t);
+extern void *(*real_valloc)(size_t);
+extern void *(*real_pvalloc)(size_t);
+extern size_t (*real_usable_size)(void *);
+extern void (*real__exit)(int);
+extern void (*real__Exit)(int);
+extern int (*real_execve)(const char *, char *const[], char *const[]);
+extern int (*real_execvpe)(const char *, char *const[], char *const[]);
+extern int (*real_fexecve)(int, char *const[], char *const[]);
+extern int (*real_pipe2)(int[2], int);
+extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+extern int (*real_close)(int);
+extern int (*real_sigaltstack)(const stack_t *, stack_t *);
+void *must_sym(const char *name);
+void resolve(void);
+void boot_mark_filter(void);
+void *boot_move(void *old, size_t n);
+enum { PRE_ALLOC, PRE_FREE };
+void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller);
+void pre_close(void);
+void pre_release(void);
+void pre_replay(struct ap_tls *t);
+
+/* ptrset.c */
+struct ptr_set;
+extern uint8_t ap_filter[1u << FILTER_BITS];
+extern uint8_t own_filter[1u << FILTER_BITS];
+extern struct ptr_set tracked_set, own_blocks;
+void ps_insert(struct ptr_set *s, const void *p);
+int ps_remove(struct ptr_set *s, const void *p);
+void set_reset(void);
+
+/* stacks.c */
+extern int (*unw_bt)(void **, int);
+#ifdef AP_STACK_CACHE
+extern int sc_on, sc_always;
+#endif
+void stacks_forget(void);
+uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames);
+void unwinder_load(void);
+
+/* modules.c */
+int modules_init(void);
+void modules_forget(void);
+int pc_known(uint64_t pc);
+void modules_snapshot(void);
+
+/* buffer.c */
+struct ap_threads {
+	pthread_key_t key;	/* its destructor is thr_exit */
+	int lock;		/* all, free_list, every buffer's live and tls */
+	struct ap_thr *all;	/* every buffer ever made */
+	struct ap_thr *free_list;	/* buffers of exited threads, for reuse */
+	struct ap_thr dead;	/* marker: the thread's key destructor ran */
+	struct ap_thr fallback;	/* events of threads past their destructor */
+	uint32_t nstreams;	/* EVENTS streams given (META is stream 0) */
+	uint64_t exited_calls, exited_consumed;	/* counts of exited threads */
+};
+extern struct ap_threads threads;
+struct ap_meta {
+	int lock;		/* the buffer, stack table inserts, the module list */
+	uint8_t *buf;		/* header room + META_BUF_SIZE */
+	size_t len;
+	uint32_t nchunks;	/* META chunks written */
+};
+extern struct ap_meta meta;
+void asym_register(void);
+void tsc_calibrate(void);
+uint8_t *meta_reserve(size_t n);
+void meta_thread(uint32_t tid);
+void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr, uint64_t addr2,
+	  uint64_t size, uint32_t stack, unsigned flags);
+void thr_register(struct ap_tls *t);
+void thr_exit(void *arg);
+void buffers_forget(struct ap_tls *t);
+void flush_all(int sig);
+uint64_t events_total(void);
+
+/* tracefile.c */
+struct ap_tracefile {
+	int fd;			/* -1: not open, or a write failed (the trace stops) */
+	int lock;		/* trace_enter: writes, moving the descriptor */
+	uint32_t owner;		/* tid holding lock (a handler may nest) */
+	int in_signal;		/* flushing from a fatal-signal handler */
+	uint64_t chunks;	/* META and EVENTS chunks written whole, for END */
+	char path[PATH_MAX];	/* this image's trace */
+	char base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
+};
+extern struct ap_tracefile tfile;
+extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
+void trace_write_data(const void *data, size_t len);
+void make_path(char *out, unsigned gen);
+void trace_mode_init(void);
+int open_trace(const char *parent);
+int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
+
+/* signals.c */
+extern int sig_on, sig_lock;
+void alt_install(void);
+void alt_remove(void);
+void sig_install(void);
+
+/* exec.c */
+void exec_save_settings(void);
+void strip_preload(void);
+
+/* Range of this library's image, to drop our own frames from stacks. */
+extern char __ehdr_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+
+static inline void lk_lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			sched_yield();
+}
+
+static inline void lk_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* The locks that a malloc, free or realloc on the same thread can take
+ * again from a signal handler (the pointer set, the early log, and every
+ * lock the fork handlers hold across fork) are held with all signals
+ * blocked: the handler runs once they are released. */
+static inline void sig_block(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old); /* returns its error, errno stays */
+}
+
+static inline void sig_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static inline void *map_mem(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The clock clk in ns. Inline: emit reads CLOCK_MONOTONIC here each
+ * time a quantum ends. */
+static inline uint64_t now_ns(int clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Events carry no time of their own: a TIME record precedes the first event
+ * of each new quantum. Knowing when a quantum ends takes a clock read per
+ * event; rdtsc (~11 ns here, constant and non-stop TSC) is checked against
+ * a deadline, and only a passed deadline reads CLOCK_MONOTONIC (vDSO,
+ * ~25 ns), which stays the one source of the times written. */
+static inline uint64_t rd_tsc(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+
+/* The settings. `allocprof record` passes them in one variable, so the
+ * program's environment grows by that entry and LD_PRELOAD only (as under
+ * valgrind; a program that copies its environment, like perl, allocates
+ * per entry): ALLOCPROF=<pid>:<rate>:<max_depth>:<no_children>:<output>.
+ * Without it the separate ALLOCPROF_PID, _RATE, _MAX_DEPTH, _NO_CHILDREN
+ * and _OUTPUT variables are read. */
+enum { CFG_PID, CFG_RATE, CFG_DEPTH, CFG_NO_CHILDREN, CFG_OUTPUT, CFG_N };
+
+static inline int is_boot(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_arena < sizeof(boot_arena);
+}
+
+static inline size_t filter_slot(const void *p)
+{
+	return (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >>
+			(64 - FILTER_BITS));
+}
+
+static inline size_t boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const uint8_t *)p - 8, sizeof(n));
+	return n;
+}
+
+/* ---- the pointer set: which live blocks are tracked (sampled mode) ----- */
+
+/* A counting filter (ap_filter, one byte per slot, saturating) answers "not
+ * tracked" for almost every free without touching the set. The set itself
+ * is an open-addressing table of addresses under a lock; it grows instead of
+ * ever failing an insert. Keys: 0 empty, 1 deleted. The same structure,
+ * with a filter of its own, holds the blocks glibc and libunwind allocated
+ * for us (own_blocks, below). */
+struct ptr_set {
+	int lock;
+	uint64_t *tab;
+	size_t cap, count, used;
+	uint8_t *filter;
+};
+
+static inline void set_insert(const void *p)
+{
+	ps_insert(&tracked_set, p);
+}
+
+static inline int set_remove(const void *p)
+{
+	return ps_remove(&tracked_set, p);
+}
+
+/* p is being freed (or realloc'd): 1 if it was one of own_blocks. */
+static inline int own_forget(const void *p)
+{
+	return UNLIKELY(own_filter[filter_slot(p)]) && ps_remove(&own_blocks, p);
+}
+#pragma GCC visibility pop
+#endif

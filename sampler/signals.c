@@ -1,0 +1,308 @@
+/* signals.c: fatal signals. Puts the sampler's handler under every signal
+ * whose default action ends the process, so that the trace is flushed and
+ * ended before the process dies of it, while the program sees and sets
+ * only its own dispositions and alternate stack (the interposed sigaction,
+ * signal family and sigaltstack). */
+#include "sampler-int.h"
+
+/* Fatal signals. Every signal whose default action ends the process gets
+ * our handler (sig_entry) for real, while the program sees and sets its
+ * own disposition (sig_view) through the interposed sigaction and the
+ * signal() family: sig_entry runs the program's handler when it has one,
+ * and when the program's disposition is the default it ends the trace,
+ * restores the default and re-raises, so that the process dies of the same
+ * signal (core dump included). A program's handler that restores SIG_DFL
+ * and re-raises therefore reaches the flush too. SIG_IGN is set for real
+ * (it is inherited across exec). The handler runs on an alternate stack of
+ * ours (sig_altstack) so that a stack overflow is flushed too; the program
+ * sees only its own alternate stack. */
+int sig_lock;
+static struct sigaction sig_view[NSIG];	/* the program's dispositions */
+static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
+static __thread void *alt_mine __attribute__((tls_model("initial-exec")));
+
+int sig_on;		/* dispositions are managed (sig_install ran) */
+
+/* Signals whose default action terminates (with or without a core). */
+static int sig_fatal(int s)
+{
+	switch (s) {
+	case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP:
+	case SIGABRT: case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV:
+	case SIGUSR2: case SIGPIPE: case SIGALRM: case SIGTERM: case SIGSTKFLT:
+	case SIGXCPU: case SIGXFSZ: case SIGVTALRM: case SIGPROF: case SIGIO:
+	case SIGPWR: case SIGSYS:
+		return 1;
+	}
+	return s >= SIGRTMIN && s <= SIGRTMAX;
+}
+
+static int sig_managed(int s)
+{
+	return sig_on && s > 0 && s < NSIG && sig_fatal(s) && proc.pid == sys_getpid();
+}
+
+static void sig_entry(int s, siginfo_t *si, void *uc);
+
+/* Puts the real disposition of s in line with sig_view[s]. */
+static void sig_apply(int s)
+{
+	const struct sigaction *v = &sig_view[s];
+	struct sigaction k;
+	memset(&k, 0, sizeof(k));
+	if (v->sa_handler == SIG_IGN) {
+		k.sa_handler = SIG_IGN;
+		real_sigaction(s, &k, NULL);
+		sig_ours[s] = 0;
+		return;
+	}
+	k.sa_sigaction = sig_entry;
+	if (v->sa_handler == SIG_DFL) {
+		k.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigfillset(&k.sa_mask);
+	} else {
+		/* the program's mask and flags; SA_RESETHAND is done by sig_entry,
+		 * which must stay installed to see the re-raise */
+		k.sa_flags = (v->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+		k.sa_mask = v->sa_mask;
+	}
+	real_sigaction(s, &k, NULL);
+	sig_ours[s] = 1;
+}
+
+/* The default action, after the trace has ended: the process dies of s as
+ * it would have without us (a fault simply recurs on return). */
+static void sig_die(int s)
+{
+	int saved = errno;
+	tls.guard++;
+	tfile.in_signal = 1;
+	end_trace(AP_END_SIGNAL, 1, (uint64_t)s, 1);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	real_sigaction(s, &sa, NULL);
+	/* pending until the handler returns and the mask is restored */
+	raise(s);
+	tls.guard--;
+	errno = saved;
+}
+
+static void sig_entry(int s, siginfo_t *si, void *uc)
+{
+	if (s == SIGXFSZ && in_trace_write)
+		return; /* our write, not the program's: it gets EFBIG */
+	struct sigaction *v = &sig_view[s];
+	void (*h)(int) = v->sa_handler;
+	if (h == SIG_DFL) {
+		sig_die(s);
+		return;
+	}
+	if (h == SIG_IGN)
+		return; /* changed under us */
+	int flags = v->sa_flags;
+	void (*act)(int, siginfo_t *, void *) = v->sa_sigaction;
+	if (flags & SA_RESETHAND) {
+		/* as the kernel does: the handler becomes SIG_DFL, flags stay */
+		v->sa_handler = SIG_DFL;
+		sig_apply(s);
+	}
+	if (flags & SA_SIGINFO)
+		act(s, si, uc);
+	else
+		h(s);
+}
+
+/* Our alternate signal stack for the calling thread, if it has none. */
+#define ALT_SIZE (64u << 10)
+void alt_install(void)
+{
+	stack_t cur;
+	if (alt_mine || real_sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+		return;
+	uint8_t *m = mmap(NULL, ALT_SIZE + 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	mprotect(m, 4096, PROT_NONE); /* overflowing it faults, not corrupts */
+	stack_t ss = { .ss_sp = m + 4096, .ss_size = ALT_SIZE, .ss_flags = 0 };
+	if (real_sigaltstack(&ss, NULL) == 0)
+		alt_mine = m + 4096;
+	else
+		munmap(m, ALT_SIZE + 4096);
+}
+
+/* The thread is exiting: its stack of ours goes (if the program has not
+ * replaced it). */
+void alt_remove(void)
+{
+	stack_t cur;
+	if (!alt_mine)
+		return;
+	if (real_sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt_mine &&
+	    !(cur.ss_flags & SS_ONSTACK)) {
+		stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+		real_sigaltstack(&off, NULL);
+		munmap((uint8_t *)alt_mine - 4096, ALT_SIZE + 4096);
+	}
+	alt_mine = NULL;
+}
+
+void sig_install(void)
+{
+	for (int s = 1; s < NSIG; s++) {
+		if (!sig_fatal(s) || real_sigaction(s, NULL, &sig_view[s]) < 0)
+			continue;
+		sig_apply(s);
+	}
+	alt_install();
+	sig_on = 1;
+}
+
+/* Program-visible calls. Signals are blocked while the view changes: a
+ * handler of the program may call sigaction itself. */
+EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction)
+		resolve();
+	if (!sig_managed(s))
+		return real_sigaction(s, act, old);
+	sigset_t all, mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
+	lk_lock(&sig_lock);
+	struct sigaction prev = sig_view[s];
+	int rc = 0;
+	if (act) {
+		/* the kernel's own reading of act (mask without SIGKILL and
+		 * SIGSTOP, the flags it knows, glibc's restorer) is what a
+		 * query returns */
+		rc = real_sigaction(s, act, NULL);
+		if (rc == 0) {
+			real_sigaction(s, NULL, &sig_view[s]);
+			sig_apply(s);
+		}
+	}
+	lk_unlock(&sig_lock);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	errno = e;
+	if (rc == 0 && old)
+		*old = prev;
+	return rc;
+}
+
+/* signal() and its variants as glibc defines them, through sigaction. */
+static sighandler_t set_handler(int s, sighandler_t h, int flags, int mask_self)
+{
+	struct sigaction sa, old;
+	if (h == SIG_ERR || s < 1 || s >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (mask_self)
+		sigaddset(&sa.sa_mask, s);
+	sa.sa_flags = flags;
+	if (sigaction(s, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, SA_RESTART, 1);
+}
+
+sighandler_t bsd_signal(int s, sighandler_t h); /* not declared by glibc */
+EXPORT sighandler_t bsd_signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, SA_RESTART, 1);
+}
+
+EXPORT sighandler_t sysv_signal(int s, sighandler_t h)
+{
+	return set_handler(s, h, (int)(SA_RESETHAND | SA_NODEFER), 0);
+}
+
+EXPORT int siginterrupt(int s, int flag)
+{
+	struct sigaction sa;
+	if (sigaction(s, NULL, &sa) < 0)
+		return -1;
+	if (flag)
+		sa.sa_flags &= ~SA_RESTART;
+	else
+		sa.sa_flags |= SA_RESTART;
+	return sigaction(s, &sa, NULL);
+}
+
+/* glibc's sigset and sigignore call its sigaction internally, past ours:
+ * the same, through ours. */
+EXPORT sighandler_t sigset(int s, sighandler_t h)
+{
+	sigset_t one, mask;
+	struct sigaction sa, old;
+	if (h == SIG_ERR || s < 1 || s >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	if (h == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &mask) < 0 || sigaction(s, NULL, &old) < 0)
+			return SIG_ERR;
+		return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(s, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &mask) < 0)
+		return SIG_ERR;
+	return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
+}
+
+EXPORT int sigignore(int s)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(s, &sa, NULL);
+}
+
+/* The program sees its own alternate stack, or none: never ours. Setting
+ * one replaces ours for real; disabling its own puts ours back. */
+EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	if (!real_sigaltstack)
+		resolve();
+	stack_t cur;
+	if (!sig_on || !alt_mine || real_sigaltstack(NULL, &cur) < 0)
+		return real_sigaltstack(ss, old);
+	if (cur.ss_sp != alt_mine || (cur.ss_flags & SS_DISABLE)) {
+		/* the program's own (or none) */
+		int rc = real_sigaltstack(ss, old);
+		if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE)) {
+			stack_t mine = { .ss_sp = alt_mine, .ss_size = ALT_SIZE, .ss_flags = 0 };
+			real_sigaltstack(&mine, NULL);
+		}
+		return rc;
+	}
+	int rc = 0;
+	if (ss && !(ss->ss_flags & SS_DISABLE)) {
+		rc = real_sigaltstack(ss, NULL);
+	} else if (ss && ss->ss_flags != SS_DISABLE) {
+		errno = EINVAL;
+		rc = -1;
+	}
+	if (rc == 0 && old) {
+		old->ss_sp = NULL;
+		old->ss_size = 0;
+		old->ss_flags = SS_DISABLE;
+	}
+	return rc;
+}
+

@@ -1,0 +1,241 @@
+/* stacks.c: stacks as ids. Interns PC arrays (lock-free lookup in a chain
+ * of tables, inserts under meta.lock, each new stack written once as a
+ * META record), loads libunwind privately, and fills the per-thread stack
+ * cache; the inline lookup and the unwind itself are in stacks.h. */
+#include "stacks.h"
+
+/* Interned stacks: lock-free lookup over a chain of open-addressing tables
+ * (newest first; a full table gets a bigger successor instead of being
+ * rehashed under readers), inserts under meta.lock. */
+struct stk_ent {
+	uint64_t hash;		/* 0: empty; published last */
+	uint32_t id, depth;
+	uint64_t *pcs;
+};
+struct stk_tab {
+	struct stk_tab *older;
+	size_t mask, count;
+	struct stk_ent e[];
+};
+static struct stk_tab *stk_cur;
+static uint32_t stk_next_id = 1;
+static uint64_t *pc_pool;
+static size_t pc_pool_left;
+
+/* A forked child's trace is a new file: its stacks get ids (and STACK
+ * records) anew. The parent's tables are left to the child's memory. */
+void stacks_forget(void)
+{
+	stk_cur = NULL;
+	stk_next_id = 1;
+}
+
+static struct stk_tab *stk_tab_new(size_t cap, struct stk_tab *older)
+{
+	struct stk_tab *t = map_mem(sizeof(*t) + cap * sizeof(struct stk_ent));
+	if (!t)
+		return NULL;
+	t->older = older;
+	t->mask = cap - 1;
+	t->count = 0;
+	return t;
+}
+
+static uint64_t stack_hash(const uint64_t *pcs, unsigned depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+	for (unsigned i = 0; i < depth; i++) {
+		h ^= pcs[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h | 1;
+}
+
+static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth,
+			 const uint64_t **frames)
+{
+	for (struct stk_tab *t = __atomic_load_n(&stk_cur, __ATOMIC_ACQUIRE); t;
+	     t = t->older) {
+		for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+			struct stk_ent *e = &t->e[i];
+			uint64_t eh = __atomic_load_n(&e->hash, __ATOMIC_ACQUIRE);
+			if (!eh)
+				break;
+			if (eh == h && e->depth == depth &&
+			    !memcmp(e->pcs, pcs, depth * sizeof(uint64_t))) {
+				*frames = e->pcs;
+				return e->id;
+			}
+		}
+	}
+	return 0;
+}
+
+/* meta.lock held. Returns the new id, or 0 if memory ran out. */
+static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
+			   const uint64_t **frames)
+{
+	struct stk_tab *t = stk_cur;
+	if (!t || (t->count + 1) * 4 > (t->mask + 1) * 3) {
+		struct stk_tab *n = stk_tab_new(t ? (t->mask + 1) * 4 : 4096, t);
+		if (!n)
+			return 0;
+		__atomic_store_n(&stk_cur, n, __ATOMIC_RELEASE);
+		t = n;
+	}
+	if (pc_pool_left < depth) {
+		size_t n = (1u << 20) / sizeof(uint64_t);
+		uint64_t *pool = map_mem(n * sizeof(uint64_t));
+		if (!pool)
+			return 0;
+		pc_pool = pool;
+		pc_pool_left = n;
+	}
+	uint64_t *copy = pc_pool;
+	memcpy(copy, pcs, depth * sizeof(uint64_t));
+	pc_pool += depth;
+	pc_pool_left -= depth;
+
+	uint32_t id = stk_next_id++;
+	uint8_t *p = meta_reserve(AP_META_STACK_MAX(depth));
+	meta.len += ap_put_stack(p, id, pcs, depth);
+
+	size_t i = h & t->mask;
+	while (t->e[i].hash)
+		i = (i + 1) & t->mask;
+	t->e[i].id = id;
+	t->e[i].depth = depth;
+	t->e[i].pcs = copy;
+	__atomic_store_n(&t->e[i].hash, h, __ATOMIC_RELEASE);
+	t->count++;
+	*frames = copy;
+	return id;
+}
+
+/* The id of the stack pcs[0..depth), interned if new; *frames points to
+ * the table's own copy of the frames. 0 if memory ran out. */
+uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames)
+{
+	uint64_t h = stack_hash(pcs, depth);
+	uint32_t id = stk_find(h, pcs, depth, frames);
+	if (id)
+		return id;
+	/* A new stack: every PC must be inside a module already described, or
+	 * something was loaded since the last snapshot (dlopen). */
+	for (unsigned i = 0; i < depth; i++)
+		if (!pc_known(pcs[i])) {
+			struct ap_hold held = hold(&tls);
+			modules_snapshot();
+			unhold(&tls, held);
+			break;
+		}
+	lk_lock(&meta.lock);
+	id = stk_find(h, pcs, depth, frames);
+	if (!id)
+		id = stk_insert(h, pcs, depth, frames);
+	lk_unlock(&meta.lock);
+	return id;
+}
+
+/* libunwind's unw_backtrace (its fast, cached trace), from a private
+ * dlopen: linked normally, libunwind.so would join the program's global
+ * symbol scope, and its _Unwind_* and backtrace definitions could then take
+ * the place of libgcc_s's for C++ code loaded later (a C program that
+ * dlopens a C++ plugin: exceptions would unwind through libunwind). */
+int (*unw_bt)(void **, int);
+#ifdef AP_STACK_CACHE
+/* unw_getcontext, unw_init_local, unw_step, unw_get_reg,
+ * unw_is_signal_frame: the stepping unwinder, which also says where each
+ * frame's return address lives (to fill the stack cache, below). */
+static int (*unw_ctx)(unw_context_t *);
+static int (*unw_init)(unw_cursor_t *, unw_context_t *);
+static int (*unw_stp)(unw_cursor_t *);
+static int (*unw_reg)(unw_cursor_t *, int, unw_word_t *);
+static int (*unw_sig)(unw_cursor_t *);
+int sc_on;		/* the stack cache is in use */
+int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
+#endif
+
+void unwinder_load(void)
+{
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	if (!unw_bt) {
+		say("libunwind.so.8", "not loadable: stacks will be empty");
+		return;
+	}
+#ifdef AP_STACK_CACHE
+	unw_ctx = (int (*)(unw_context_t *))dlsym(h, "_Ux86_64_getcontext");
+	unw_init = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, "_ULx86_64_init_local");
+	unw_stp = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_step");
+	unw_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))dlsym(h, "_ULx86_64_get_reg");
+	unw_sig = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_is_signal_frame");
+	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
+		(int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(h, "_ULx86_64_set_caching_policy");
+	unw_addr_space_t *local = (unw_addr_space_t *)dlsym(h, "_ULx86_64_local_addr_space");
+	/* per-thread caches: the global one takes a lock (and masks signals)
+	 * on every step */
+	if (policy && local)
+		policy(*local, UNW_CACHE_PER_THREAD);
+	uint64_t mode = parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1);
+	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0;
+	sc_always = mode == 2;
+#endif
+}
+
+#ifdef AP_STACK_CACHE
+/* Unwinds by steps from here, interns the stack and fills e if the stack
+ * can be checked by its slots. */
+__attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa)
+{
+	unw_context_t uc;
+	unw_cursor_t cur;
+	uint64_t pcs[MAX_DEPTH_CAP];
+	uint32_t off[SC_FRAMES];
+	unsigned d = 0;
+	int ok = 1;
+	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
+	if (unw_ctx(&uc) < 0 || unw_init(&cur, &uc) < 0)
+		return 0;
+	int steps = 0;
+	for (;;) {
+		unw_word_t ip = 0, sp = 0;
+		if (unw_reg(&cur, UNW_REG_IP, &ip) < 0 || unw_reg(&cur, UNW_REG_SP, &sp) < 0)
+			break;
+		if (d || !(ip - lo < hi - lo)) {
+			if (d == 0 && (ip != ret || sp != cfa))
+				ok = 0;
+			if (d >= 1 && d < SC_FRAMES) {
+				uint64_t slot = sp - 8;
+				if (slot <= cfa - 8 || slot - cfa > INT32_MAX ||
+				    (d > 1 && slot - cfa <= off[d - 1]) ||
+				    *(const uint64_t *)slot != ip)
+					ok = 0;
+				else
+					off[d] = (uint32_t)(slot - cfa);
+			}
+			pcs[d++] = ip;
+			if (d >= settings.max_depth)
+				break;
+			if (unw_sig(&cur) > 0)
+				ok = 0;
+		}
+		if (unw_stp(&cur) <= 0 || ++steps > (int)(MAX_DEPTH_CAP + OWN_FRAMES_SLACK))
+			break;
+	}
+	const uint64_t *frames = NULL;
+	uint32_t id = d ? stack_intern(pcs, d, &frames) : 0;
+	if (ok && id && d <= SC_FRAMES) {
+		e->pcs = frames;
+		e->id = id;
+		e->n = (uint16_t)d;
+		memcpy(e->off, off, d * sizeof(off[0]));
+		e->state = SC_FULL;
+	} else {
+		e->state = SC_NEVER;
+	}
+	return id;
+}
+#endif

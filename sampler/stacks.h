@@ -1,0 +1,216 @@
+/* stacks.h: the stack of a sampled call, inline. interpose.c's slow path
+ * calls stack_here, which is inlined with everything under it (the stack
+ * cache lookup, the unwind): every frame of ours between the program's
+ * call and unw_backtrace is one more frame for libunwind to step through.
+ * stacks.c owns the state (the interned stacks, the unwinder, the cache's
+ * switches) and the out-of-line parts (interning, filling the cache). */
+#ifndef AP_SAMPLER_STACKS_H
+#define AP_SAMPLER_STACKS_H
+#include "sampler-int.h"
+/* Unwinds the caller's stack into pcs; drops our own leading frames. */
+/* Inlined into the slow paths: every frame of ours between the program's
+ * call and unw_backtrace is one more frame libunwind has to step through
+ * (~7 ns each) on every recorded allocation. */
+static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
+{
+	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
+	int n = unw_bt ? unw_bt(raw, (int)(settings.max_depth + OWN_FRAMES_SLACK)) : 0;
+	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
+	int i = 0;
+	/* Frames before ours (libunwind's own), then ours. */
+	int first = 0;
+	while (first < n && !((uintptr_t)raw[first] - lo < hi - lo))
+		first++;
+	if (first < n)
+		i = first;
+	while (i < n && (uintptr_t)raw[i] - lo < hi - lo)
+		i++;
+	unsigned d = 0;
+	for (; i < n && d < settings.max_depth; i++)
+		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
+	return d;
+}
+
+/* ---- the stack cache ---------------------------------------------------
+ *
+ * A loop that allocates calls malloc from the same place with the same
+ * stack over and over; unwinding it again each time is most of the cost of
+ * recording every allocation (~50 ns of libunwind per call on a short
+ * stack). Each thread keeps the stacks it saw, keyed by the program's
+ * return address and its CFA at the interposed call (the stack pointer
+ * before the call), with the offset from that CFA of the slot holding each
+ * outer frame's return address. A later call with the same key has the
+ * same stack exactly when every one of those slots still holds the same
+ * return address (the frame sizes follow from the PCs), which takes a load
+ * and a compare per frame instead of a walk through the unwind tables.
+ *
+ * Only stacks seen twice are filled in (by libunwind's stepping unwinder,
+ * which reports each frame's stack pointer but costs 40 to 90 times what
+ * unw_backtrace does here);
+ * stacks through a signal frame, deeper than SC_FRAMES or with slots not
+ * strictly above each other are never cached. ALLOCPROF_STACK_CACHE=0
+ * turns the cache off, =2 fills every key seen twice whatever it costs
+ * (the tests compare the three).
+ *
+ * The cache must never cost more than it saves (a leaf reached with a few
+ * hundred keys in turn would otherwise fill entries that are evicted before
+ * their first hit). Each thread keeps a bank of TSC ticks: a hit earns the
+ * cost of one unwind (timed on one unwind in SC_TIME_EVERY), a fill spends
+ * what it took, and is made only while the bank is positive; every unwind
+ * the cache did not spare earns 1/2^SC_PROBE_SHIFT of its cost, so that a
+ * cache that never hits spends at most that share on fills. A new key
+ * takes a way that holds a stale entry or a key seen once; a cached stack
+ * used since the set last needed room gets a second chance. */
+#ifdef AP_STACK_CACHE
+#define SC_SET_BITS 7
+#define SC_SETS (1u << SC_SET_BITS)	/* two ways each */
+#define SC_FRAMES 64
+#define SC_TIME_EVERY 64	/* one unwind in this many is timed */
+#define SC_PROBE_SHIFT 6	/* an unwind earns 1/64 of its cost for fills */
+#define SC_BANK_UNWINDS 4096	/* savings kept, in unwinds */
+enum { SC_SEEN, SC_FULL, SC_NEVER };
+struct sc_ent {
+	uint64_t cfa, ret;	/* the key */
+	const uint64_t *pcs;	/* the interned stack's frames (SC_FULL) */
+	uint32_t id, epoch;
+	uint16_t n;
+	uint8_t state;
+	uint8_t ref;		/* used since the set last had to make room */
+	uint32_t off[SC_FRAMES];	/* off[i]: frame i's return-address slot - cfa */
+};
+
+uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa);
+
+/* Return addresses and stack pointers both step by small strides: they are
+ * mixed, not XORed, or a few sets take most of the keys. */
+static inline size_t sc_set(uint64_t ret, uint64_t cfa)
+{
+	uint64_t x = ret * 0x9e3779b97f4a7c15ull + cfa;
+	x = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
+	return (size_t)(x >> (64 - SC_SET_BITS)) * 2;
+}
+
+/* The way of set that a new key may take, or NULL to keep both. */
+static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
+{
+	for (unsigned w = 0; w < 2; w++)
+		if (set[w].epoch != b->sc_epoch)
+			return &set[w];
+	unsigned w = b->sc_turn++ & 1;
+	for (unsigned k = 0; k < 2; k++)
+		if (set[w ^ k].state == SC_SEEN || !set[w ^ k].ref)
+			return &set[w ^ k];
+	set[0].ref = set[1].ref = 0;
+	return NULL;
+}
+
+/* The stack id for a call with this return address and CFA from b's
+ * cache; 0 if the caller has to unwind (and intern) as usual. */
+static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
+								 uint64_t cfa)
+{
+	if (!sc_on || !ret || !cfa)
+		return 0;
+	if (UNLIKELY(!b->sc)) {
+		b->sc = map_mem(SC_SETS * 2 * sizeof(struct sc_ent));
+		if (!b->sc)
+			return 0;
+	}
+	struct sc_ent *set = &b->sc[sc_set(ret, cfa)];
+	for (int w = 0; w < 2; w++) {
+		struct sc_ent *e = &set[w];
+		if (e->cfa != cfa || e->ret != ret || e->epoch != b->sc_epoch)
+			continue;
+		if (e->state == SC_FULL) {
+			unsigned i = 1;
+			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
+				i++;
+			if (i < e->n)
+				continue; /* another stack under the same key */
+			e->ref = 1;
+			if (b->sc_bank < (int64_t)b->sc_unw * SC_BANK_UNWINDS)
+				b->sc_bank += b->sc_unw;
+			return e->id;
+		}
+		e->ref = 1;
+		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
+			uint64_t c0 = rd_tsc();
+			uint32_t id = sc_fill(e, ret, cfa);
+			b->sc_bank -= (int64_t)(rd_tsc() - c0);
+			return id;
+		}
+		return 0; /* SC_NEVER, or no fill affordable now */
+	}
+	/* not here: remember the key; filled if it comes again */
+	struct sc_ent *e = sc_victim(b, set);
+	if (e) {
+		e->cfa = cfa;
+		e->ret = ret;
+		e->epoch = b->sc_epoch;
+		e->state = SC_SEEN;
+		e->ref = 0;
+	}
+	return 0;
+}
+
+/* Whether this unwind of b's thread is one to time. */
+static inline int sc_timed(struct ap_thr *b)
+{
+	return sc_on && b && (++b->sc_tick & (SC_TIME_EVERY - 1)) == 0;
+}
+
+/* b's thread unwound (ticks: what it took, if timed): the running mean,
+ * and the share of it the cache may spend on fills. */
+static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
+{
+	if (ticks) {
+		/* a preempted or cold unwind must not inflate what hits earn */
+		uint64_t cap = b->sc_unw ? 2ull * b->sc_unw : 1u << 20;
+		if (ticks > cap)
+			ticks = cap;
+		b->sc_unw = b->sc_unw ? (uint32_t)((b->sc_unw * 7ull + ticks) / 8) : (uint32_t)ticks;
+	}
+	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
+}
+#else
+static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
+{
+	(void)b, (void)ret, (void)cfa;
+	return 0;
+}
+
+static inline int sc_timed(struct ap_thr *b)
+{
+	(void)b;
+	return 0;
+}
+
+static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
+{
+	(void)b, (void)ticks;
+}
+#endif
+
+/* The id of the calling stack (ret and cfa: the program's return address
+ * and its CFA at the interposed call, 0 if unknown); 0 if out of memory. */
+static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
+								  uint64_t cfa)
+{
+	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
+	struct ap_thr *b = t->thr != &threads.dead ? t->thr : NULL;
+	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
+	if (!id) {
+		uint64_t pcs[MAX_DEPTH_CAP];
+		const uint64_t *frames;
+		int timed = sc_timed(b);
+		uint64_t c0 = timed ? rd_tsc() : 0;
+		unsigned depth = unwind(pcs);
+		id = stack_intern(pcs, depth, &frames);
+		if (b)
+			sc_unwound(b, timed ? rd_tsc() - c0 : 0);
+	}
+	unhold(t, h);
+	return id;
+}
+
+#endif

@@ -1,0 +1,453 @@
+/* tracefile.c: the trace file and its descriptor. Opens the trace (path,
+ * mode, the writer's OFD lock, the HEADER), writes chunks whole or ends
+ * the trace (trace_write), writes END (end_trace), and keeps the
+ * descriptor out of the program's way: high numbers, and the interposed
+ * pipe2, close, close_range, closefrom, dup2 and dup3, through which the
+ * program can neither see nor close it. */
+#include "sampler-int.h"
+
+struct ap_tracefile tfile = { .fd = -1 };
+
+/* The trace's descriptor sits high (the program's own open() calls get the
+ * numbers they would get without us), and every chunk checks it is still
+ * our file: a program that closes every descriptor, or puts another file
+ * in its place, never gets trace chunks written into its files, and the
+ * trace goes on through the same file opened again by its path. The
+ * program's close, close_range, closefrom, dup2 and dup3 are interposed
+ * so that it cannot close the trace's descriptor: as without us, it is
+ * not open (EBADF), and a dup2 onto its number moves the trace away and
+ * gives the program that number. Raw system calls are caught by the check. */
+#define TRACE_FD_MIN 700
+#define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
+static dev_t trace_dev;
+static ino_t trace_ino;
+static int unw_pipe[2] = { -1, -1 };	/* libunwind's, moved by pipe2 */
+
+/* The lowest descriptor the sampler takes: TRACE_FD_MIN, or the top
+ * FD_TOP under a lower soft limit (F_DUPFD cannot go past it); -1 when
+ * the limit leaves no room. */
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > TRACE_FD_MIN + FD_TOP)
+		return TRACE_FD_MIN;
+	return rl.rlim_cur > 2 * FD_TOP ? (int)rl.rlim_cur - FD_TOP : -1;
+}
+
+/* fd moved into the sampler's range (the original closed), or fd itself
+ * if it cannot move. */
+static int fd_high(int fd, int cloexec)
+{
+	int floor = fd_floor();
+	if (floor < 0 || fd >= floor)
+		return fd;
+	int high = fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+	if (high < 0)
+		return fd;
+	sys_close(fd);
+	return high;
+}
+
+static int is_own_fd(int fd)
+{
+	return fd >= 0 && (fd == __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED) ||
+			   fd == unw_pipe[0] || fd == unw_pipe[1]);
+}
+
+/* tfile.lock, re-entered by a signal handler of the thread holding it;
+ * returns whether it was taken (0: nested or given up, in a handler). */
+static int trace_enter(int *nested)
+{
+	uint32_t me = sys_gettid();
+	*nested = __atomic_load_n(&tfile.owner, __ATOMIC_RELAXED) == me;
+	if (*nested)
+		return 1;
+	if (tfile.in_signal ? !lk_trylock_bounded(&tfile.lock) : (lk_lock(&tfile.lock), 0))
+		return 0;
+	__atomic_store_n(&tfile.owner, me, __ATOMIC_RELAXED);
+	return 1;
+}
+
+static void trace_leave(int nested)
+{
+	if (nested)
+		return;
+	__atomic_store_n(&tfile.owner, 0, __ATOMIC_RELAXED);
+	lk_unlock(&tfile.lock);
+}
+
+static void trace_flock(int fd);
+
+/* The trace opened again by its path, appending, if the path still names
+ * it; -1 otherwise (then the trace stops). */
+static int trace_reopen(void)
+{
+	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+		sys_close(fd);
+		return -1;
+	}
+	fd = fd_high(fd, 1);
+	trace_flock(fd);
+	return fd;
+}
+
+/* Set while this thread writes the trace: a SIGXFSZ then is ours (the
+ * program's RLIMIT_FSIZE reached by the trace), and sig_entry drops it. */
+__thread int in_trace_write __attribute__((tls_model("initial-exec")));
+
+/* A chunk did not fit (disk full, file size limit, I/O error): the
+ * trace ends with the chunks before it. Its first `done` bytes go, so
+ * that the file holds whole chunks only, and nothing more is written: a
+ * chunk after a lost one would be out of its stream's order, and the
+ * reader would call the file corrupt (docs/trace-format.md, "Streams").
+ * The descriptor stays open: another thread may be about to write to
+ * it, and its number must not pass to a file of the program's. */
+static void trace_write_failed(int fd, size_t done, int err)
+{
+	__atomic_store_n(&tfile.fd, -1, __ATOMIC_RELAXED);
+	struct stat st;
+	if (done && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= done)
+		(void)!ftruncate(fd, st.st_size - (off_t)done);
+	char why[160];
+	const char *e = strerror(err);
+	static const char tail[] = ": the trace ends here; the program goes on";
+	size_t n = str_len(e);
+	if (n > sizeof(why) - sizeof(tail))
+		n = sizeof(why) - sizeof(tail);
+	memcpy(why, e, n);
+	memcpy(why + n, tail, sizeof(tail));
+	say(tfile.path, why);
+}
+
+/* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
+ * file whole, else -1. */
+static int trace_write(const void *data, size_t len)
+{
+	int nested;
+	if (tfile.fd < 0 || !trace_enter(&nested))
+		return -1;
+	int fd = tfile.fd;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+		fd = trace_reopen(); /* closed, or another file now: not ours */
+		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
+	}
+	int rc = -1;
+	if (fd >= 0) {
+		size_t done;
+		in_trace_write++;
+		int err = write_some(fd, data, len, &done);
+		if (!err) {
+			rc = 0;
+		} else {
+			if (err == EFBIG) {
+				/* the file size limit: a SIGXFSZ left pending
+				 * where the program blocks it is ours too */
+				sigset_t x, pend;
+				sigemptyset(&x);
+				sigaddset(&x, SIGXFSZ);
+				const struct timespec zero = { 0, 0 };
+				if (sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
+					sigtimedwait(&x, NULL, &zero);
+			}
+			trace_write_failed(fd, done, err);
+		}
+		in_trace_write--;
+	}
+	trace_leave(nested);
+	return rc;
+}
+
+/* A META or EVENTS chunk, counted once it is written. */
+void trace_write_data(const void *data, size_t len)
+{
+	if (trace_write(data, len) == 0)
+		__atomic_add_fetch(&tfile.chunks, 1, __ATOMIC_RELAXED);
+}
+
+/* libunwind opens a pipe at its first use (to validate addresses) and
+ * keeps it: made inside the sampler (guard set), it is moved to high
+ * descriptors, where it does not shift the numbers the program's own
+ * open() calls return. Everyone else's pipe2 passes straight through. */
+EXPORT int pipe2(int fds[2], int flags)
+{
+	if (!real_pipe2)
+		resolve();
+	int rc = real_pipe2(fds, flags);
+	if (rc == 0 && tls.guard) {
+		for (int i = 0; i < 2; i++) {
+			fds[i] = fd_high(fds[i], flags & O_CLOEXEC);
+			unw_pipe[i] = fds[i];
+		}
+	}
+	return rc;
+}
+
+/* The program's descriptor calls: the sampler's own descriptors are not
+ * open as far as the program can tell (see trace_write). */
+EXPORT int close(int fd)
+{
+	if (!real_close)
+		resolve();
+	if (is_own_fd(fd) && !tls.guard) { /* libunwind may close its pipe */
+		errno = EBADF;
+		return -1;
+	}
+	return real_close(fd);
+}
+
+/* close_range over [first, last] without the sampler's descriptors. */
+static int close_range_skip(unsigned first, unsigned last, int flags)
+{
+	int own[3] = { tfile.fd, unw_pipe[0], unw_pipe[1] };
+	for (int i = 1; i < 3; i++) /* ascending (three elements) */
+		for (int j = i; j > 0 && own[j - 1] > own[j]; j--) {
+			int t = own[j];
+			own[j] = own[j - 1];
+			own[j - 1] = t;
+		}
+	if (first > last)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	unsigned lo = first;
+	for (int i = 0; i < 3; i++) {
+		if (own[i] < 0 || (unsigned)own[i] < lo || (unsigned)own[i] > last)
+			continue;
+		if ((unsigned)own[i] > lo && syscall(SYS_close_range, lo, (unsigned)own[i] - 1, flags) < 0)
+			return -1;
+		lo = (unsigned)own[i] + 1;
+		if (lo == 0)
+			return 0;
+	}
+	return lo > last ? 0 : (int)syscall(SYS_close_range, lo, last, flags);
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	return close_range_skip(first, last, flags);
+}
+
+EXPORT void closefrom(int low)
+{
+	if (low < 0)
+		low = 0;
+	if (close_range_skip((unsigned)low, ~0u, 0) == 0 || errno != ENOSYS)
+		return;
+	void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+	if (real)
+		real(low); /* no close_range: glibc's threads.fallback, catching ours by fstat */
+}
+
+/* The trace's descriptor moves out of the way of a dup2 onto its number.
+ * libunwind's pipe cannot move (libunwind keeps the numbers): the number
+ * becomes the program's, and is no longer protected. */
+static void fd_evict(int fd)
+{
+	int nested;
+	for (int i = 0; i < 2; i++)
+		if (fd == unw_pipe[i])
+			unw_pipe[i] = -1;
+	if (fd != tfile.fd || !trace_enter(&nested))
+		return;
+	if (fd == tfile.fd) {
+		int floor = fd_floor();
+		int to = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+		if (to >= 0) {
+			__atomic_store_n(&tfile.fd, to, __ATOMIC_RELAXED);
+			sys_close(fd);
+		}
+	}
+	trace_leave(nested);
+}
+
+EXPORT int dup2(int old, int fd)
+{
+	if (is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != fd)
+		fd_evict(fd);
+	return (int)syscall(SYS_dup2, old, fd);
+}
+
+EXPORT int dup3(int old, int fd, int flags)
+{
+	if (is_own_fd(old)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (old != fd)
+		fd_evict(fd);
+	return (int)syscall(SYS_dup3, old, fd, flags);
+}
+
+/* ---- the trace file ---------------------------------------------------- */
+
+#define CMDLINE_MAX (256u << 10)
+
+/* Preamble and HEADER chunk, one write. */
+static void write_header(const char *parent)
+{
+	size_t cap = 2 * PATH_MAX + CMDLINE_MAX + 1024;
+	uint8_t *buf = map_mem(cap);
+	if (!buf)
+		return;
+	ap_put_preamble(buf);
+	uint8_t *hdr = buf + AP_TRACE_PREAMBLE_LEN;
+	uint8_t *p = hdr + AP_CHUNK_HDR_LEN;
+	size_t k = 0;
+	char exe[PATH_MAX];
+	ssize_t elen = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (elen < 0)
+		elen = 0;
+	char *cmd = (char *)buf + cap - CMDLINE_MAX;
+	ssize_t clen = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r;
+		while (clen < (ssize_t)CMDLINE_MAX &&
+		       (r = read(fd, cmd + clen, CMDLINE_MAX - (size_t)clen)) > 0)
+			clen += r;
+		close(fd);
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	k += ap_put_kv_uint(p + k, AP_HK_RATE, settings.rate);
+	k += ap_put_kv_uint(p + k, AP_HK_FLAGS, settings.all ? AP_HFLAG_ALL : 0);
+	k += ap_put_kv_uint(p + k, AP_HK_PID, (uint64_t)proc.pid);
+	k += ap_put_kv_uint(p + k, AP_HK_PPID, (uint64_t)getppid());
+	k += ap_put_kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);
+	k += ap_put_kv_str(p + k, AP_HK_CMDLINE, cmd, (size_t)clen);
+	k += ap_put_kv_uint(p + k, AP_HK_CPUS, cpus > 0 ? (uint64_t)cpus : 1);
+	k += ap_put_kv_uint(p + k, AP_HK_START_REALTIME_NS, now_ns(CLOCK_REALTIME));
+	k += ap_put_kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
+	k += ap_put_kv_uint(p + k, AP_HK_MAX_DEPTH, settings.max_depth);
+	k += ap_put_kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
+	k += ap_put_kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, settings.quantum);
+	static const char ver[] = "allocprof-sampler " AP_VERSION;
+	k += ap_put_kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
+	if (parent)
+		k += ap_put_kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
+	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
+			p, (uint32_t)k);
+	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
+	munmap(buf, cap);
+}
+
+/* The path of this image's trace: ALLOCPROF_OUTPUT for the launched
+ * process, ALLOCPROF_OUTPUT.<pid> for the others, plus .exec<n> for the
+ * n-th image a process exec'd into after an image that recorded events. */
+void make_path(char *out, unsigned gen)
+{
+	size_t n = str_len(tfile.base);
+	memcpy(out, tfile.base, n);
+	/* A device (record -o /dev/null: discard) takes every trace as it is:
+	 * /dev/null.<pid> would be a file in /dev. */
+	struct stat st;
+	if (stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
+		out[n] = 0;
+		return;
+	}
+	const char *want = cfg(CFG_PID);
+	if (parse_u64(want, 0) != (uint64_t)proc.pid) {
+		out[n++] = '.';
+		n += put_dec(out + n, (uint64_t)proc.pid);
+	}
+	if (gen) {
+		memcpy(out + n, ".exec", 5);
+		n += 5;
+		n += put_dec(out + n, gen);
+	}
+	out[n] = 0;
+}
+
+/* The mode of every trace of the run: that of the launched process's
+ * trace, 0644 under the umask record ran with (the first image creates it
+ * before its main runs; record removed any older file of that name),
+ * never the umask the program set since. Forked children inherit it. */
+static mode_t trace_mode = 0644;
+
+void trace_mode_init(void)
+{
+	struct stat st;
+	if (stat(tfile.base, &st) == 0 && S_ISREG(st.st_mode)) {
+		trace_mode = st.st_mode & 0777;
+	} else {
+		mode_t m = umask(0);
+		umask(m);
+		trace_mode = 0644 & ~m;
+	}
+}
+
+/* The writer's lock on a trace descriptor (docs/trace-format.md, "Live
+ * traces"): an OFD lock belongs to the open file, so a forked child
+ * shares it until it has opened its own trace, and it goes when the last
+ * process holding the file exits, execs or closes it. A trace opened
+ * again takes it again. */
+static void trace_flock(int fd)
+{
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	fcntl(fd, F_OFD_SETLK, &lk);
+}
+
+int open_trace(const char *parent)
+{
+	int fd = open(tfile.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+		      trace_mode);
+	if (fd < 0) {
+		say(tfile.path, strerror(errno));
+		return -1;
+	}
+	fchmod(fd, trace_mode); /* whatever the umask is now */
+	fd = fd_high(fd, 1);
+	trace_flock(fd);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		say(tfile.path, strerror(errno));
+		sys_close(fd);
+		return -1;
+	}
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+	tfile.fd = fd;
+	write_header(parent);
+	return 0;
+}
+
+/* Ends the trace: no more events, everything flushed, END written. Returns
+ * 0 if this call ended it, -1 if it was not running. */
+int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
+{
+	int on = AP_ON;
+	if (proc.pid != sys_getpid() ||
+	    !__atomic_compare_exchange_n(&proc.state, &on, AP_ENDED, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -1;
+	flush_all(sig);
+	uint64_t calls = threads.exited_calls, consumed = threads.exited_consumed;
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
+		struct ap_tls *t = b->tls;
+		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t) {
+			calls += t->calls;
+			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
+		}
+	}
+	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX];
+	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
+	size_t k = 0;
+	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
+	k += ap_put_kv_uint(p + k, AP_EK_REASON, reason);
+	if (have_status)
+		k += ap_put_kv_uint(p + k, AP_EK_STATUS, status);
+	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
+	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
+	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
+	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
+	trace_write(buf, AP_CHUNK_HDR_LEN + k);
+	return 0;
+}
+
