@@ -1246,8 +1246,9 @@ struct tui_work {
 	bool advice_done, timeline_done;
 	struct ap_advice *advice;
 	struct ap_error err;
-	/* the replay running now: events done of total */
-	uint64_t done, total;
+	/* the replay running now: events done of total, and how many
+	 * replays began before it (the advisor may replay more than once) */
+	uint64_t done, total, passes;
 	bool advice_taken, timeline_taken;
 	int wait_depth;	/* t->depth when the view waited for was asked for */
 };
@@ -1255,6 +1256,8 @@ struct tui_work {
 static void work_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct tui_work *w = ctx;
+	if (done < __atomic_load_n(&w->done, __ATOMIC_RELAXED))
+		__atomic_fetch_add(&w->passes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->total, total, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->done, done, __ATOMIC_RELAXED);
 }
@@ -1262,6 +1265,12 @@ static void work_progress(void *ctx, uint64_t done, uint64_t total)
 static void *work_main(void *arg)
 {
 	struct tui_work *w = arg;
+	/* the timeline first: one replay, where the advisor may make several */
+	ap_timeline_init(&w->timeline->T, w->trace, &w->timeline->sites, w->nb, false);
+	pthread_mutex_lock(&w->mu);
+	w->timeline_done = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
 	struct ap_error err = {{0}};
 	struct ap_advice *a = NULL;
 	if (w->have_costs)
@@ -1270,11 +1279,6 @@ static void *work_main(void *arg)
 	w->advice = a;
 	w->err = err;
 	w->advice_done = true;
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-	ap_timeline_init(&w->timeline->T, w->trace, &w->timeline->sites, w->nb, false);
-	pthread_mutex_lock(&w->mu);
-	w->timeline_done = true;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -1386,11 +1390,19 @@ bool tui_poll(struct tui *t, bool block, bool *pending)
 	} else if (t->waiting) {
 		uint64_t done = __atomic_load_n(&w->done, __ATOMIC_RELAXED);
 		uint64_t total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
+		/* the timeline's is the first replay, the advisor's the rest */
+		uint64_t pass = __atomic_load_n(&w->passes, __ATOMIC_RELAXED);
+		char what[96] = "replaying the trace for the timeline";
+		if (t->wait_for == TUI_VIEW_ADVISE) {
+			if (pass < 1)
+				snprintf(what, sizeof(what), "waiting for the timeline's replay");
+			else
+				snprintf(what, sizeof(what),
+					 "replaying the trace through the pool model (pass %llu)",
+					 (unsigned long long)pass);
+		}
 		set_status(t, "%s: %d%% (it opens when done; the other views work meanwhile)",
-			   t->wait_for == TUI_VIEW_ADVISE
-			       ? "replaying the trace through the pool model"
-			       : "replaying the trace for the timeline",
-			   total ? (int)(done * 100 / total) : 0);
+			   what, total ? (int)(done * 100 / total) : 0);
 		changed = true;
 	}
 	if (pending)

@@ -9,6 +9,8 @@
 #define NONE UINT32_MAX
 /* How many events ahead ap_replay prefetches map slots. */
 #define PREFETCH_AHEAD 16
+/* From how many map slots on (16 B each: 256 KiB, a core's L2) it does. */
+#define PREFETCH_MIN_SLOTS (16u << 10)
 
 struct rblock {
 	struct ap_replay_block b;
@@ -170,15 +172,19 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 			size_t i = base + j;
 			/* The map is far bigger than the caches on a long trace, and
 			 * each event's probe is a miss: ask for the slot of an event
-			 * a few ahead (in this batch) while this one is handled. */
-			if (j + PREFETCH_AHEAD < n)
-				ap_u64map_prefetch(&m.map, ev[j + PREFETCH_AHEAD].addr);
-			/* then, the slot in the cache by now, the block a FREE ends */
-			if (j + PREFETCH_AHEAD / 2 < n && ev[j + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
-				const struct ap_u64map_slot *ps =
-				    ap_u64map_find(&m.map, ev[j + PREFETCH_AHEAD / 2].addr);
-				if (ps)
-					ap_prefetch(&m.blocks[ps->val]);
+			 * a few ahead (in this batch) while this one is handled;
+			 * then, the slot in the cache by now, the block a FREE
+			 * ends. A map that fits in the caches needs none of it. */
+			if (m.map.mask >= PREFETCH_MIN_SLOTS) {
+				if (j + PREFETCH_AHEAD < n)
+					ap_u64map_prefetch(&m.map, ev[j + PREFETCH_AHEAD].addr);
+				if (j + PREFETCH_AHEAD / 2 < n &&
+				    ev[j + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
+					const struct ap_u64map_slot *ps =
+					    ap_u64map_find(&m.map, ev[j + PREFETCH_AHEAD / 2].addr);
+					if (ps)
+						ap_prefetch(&m.blocks[ps->val]);
+				}
 			}
 			replay_one(&m, &pend[e->thread <= t->nthreads ? e->thread : t->nthreads], t,
 				   c, nc, i, e);
