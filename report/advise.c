@@ -320,7 +320,7 @@ struct site_info {		/* facts gathered once */
 };
 
 /* What an object's birth and growth cost through malloc. */
-static void info_birth(struct site_info *si, const struct ap_cost_table *costs, uint64_t size,
+static inline void info_birth(struct site_info *si, const struct ap_cost_table *costs, uint64_t size,
 		       double w)
 {
 	const struct costc *c = cost_at(costs, &si->birth_c, size);
@@ -580,7 +580,7 @@ struct walk_state {
 	struct interval_clock ic;
 };
 
-static struct obj *ws_obj(struct walk_state *S, uint32_t id)
+static inline struct obj *ws_obj(struct walk_state *S, uint32_t id)
 {
 	if (id >= S->nobjs) {
 		size_t n = S->nobjs ? S->nobjs : 1024;
@@ -594,7 +594,7 @@ static struct obj *ws_obj(struct walk_state *S, uint32_t id)
 }
 
 /* Every event: the interval cycles due before it. */
-static void ws_event(struct walk_state *S, size_t i, const struct ap_event *e)
+static inline void ws_event(struct walk_state *S, size_t i, const struct ap_event *e)
 {
 	if (S->w->cycles)
 		interval_before(&S->ic, &S->w->rp->cyc, e->ts, (struct pos){ S->vol, (double)i - 0.5 });
@@ -602,7 +602,7 @@ static void ws_event(struct walk_state *S, size_t i, const struct ap_event *e)
 
 /* An allocation (a birth or a growth): its weight in the shares and the
  * volume clock; returns its position. */
-static struct pos ws_allocated(struct walk_state *S, size_t i, const struct ap_event *e,
+static inline struct pos ws_allocated(struct walk_state *S, size_t i, const struct ap_event *e,
 			       const struct ap_replay_block *b)
 {
 	struct walk *w = S->w;
@@ -625,7 +625,7 @@ static struct pos ws_allocated(struct walk_state *S, size_t i, const struct ap_e
 
 /* After an allocation: the object is live with its block, and a gogc
  * cycle falls right after the one that reaches the goal. */
-static void ws_live(struct walk_state *S, size_t i, struct obj *ob, const struct ap_event *e,
+static inline void ws_live(struct walk_state *S, size_t i, struct obj *ob, const struct ap_event *e,
 		    double wt)
 {
 	struct walk *w = S->w;

@@ -40,14 +40,10 @@ static void map_push(struct rmap *m, const struct ap_replay_block *blk)
 		b = (uint32_t)m->nblocks++;
 	}
 	m->blocks[b].b = *blk;
-	struct ap_u64map_slot *s = ap_u64map_find(&m->map, blk->addr);
-	if (s) {
-		m->blocks[b].next = s->val;
-		s->val = b;
-		return;
-	}
-	m->blocks[b].next = NONE;
-	ap_u64map_put(&m->map, blk->addr, b);
+	bool made;
+	struct ap_u64map_slot *s = ap_u64map_slot_of(&m->map, blk->addr, &made);
+	m->blocks[b].next = made ? NONE : s->val;
+	s->val = b;
 }
 
 /* Ends the most recent live block at addr into *out; false if none. */
@@ -141,7 +137,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	p->last_alloc = true;
 	p->last_addr = e->addr;
 	if (e->flags & AP_EVF_SAMPLED) {
-		b.w = ap_trace_weight(t, e->size);
+		b.w = t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
 		b.stack = e->stack;
 	}
 	if ((e->flags & AP_EVF_REALLOC) && p->set) {

@@ -88,6 +88,25 @@ static inline void ap_u64map_put(struct ap_u64map *m, uint64_t key, uint32_t val
 	m->slot[i].val = val;
 }
 
+/* The slot of `key`, made if there is none (then *made is true and its
+ * val AP_U64MAP_NONE, which the caller must set before any other call):
+ * one probe where find and put would make two. */
+static inline struct ap_u64map_slot *ap_u64map_slot_of(struct ap_u64map *m, uint64_t key,
+						       bool *made)
+{
+	if ((m->n + 1) * 2 > m->mask + 1)
+		ap_u64map_grow(m);
+	size_t i = ap_hash_u64(key) & m->mask;
+	while (m->slot[i].val != AP_U64MAP_NONE && m->slot[i].key != key)
+		i = (i + 1) & m->mask;
+	*made = m->slot[i].val == AP_U64MAP_NONE;
+	if (*made) {
+		m->n++;
+		m->slot[i].key = key;
+	}
+	return &m->slot[i];
+}
+
 /* Empties slot `s` (from ap_u64map_find). */
 void ap_u64map_delete(struct ap_u64map *m, struct ap_u64map_slot *s);
 
