@@ -67,8 +67,6 @@ struct rd {
 	uint8_t *scratch; /* an EVENTS payload, decompressed for pass 1 */
 	size_t scratch_cap;
 	ZSTD_DCtx *zd;
-	uint64_t *scan_ring; /* pass 1's decoder ring, reused */
-	size_t scan_ring_cap;
 
 	size_t chunk_off; /* header offset of the chunk being decoded */
 	uint64_t last_ts;
@@ -665,9 +663,15 @@ static inline uint64_t anon_id(struct evdec *d)
 	return AP_ANON_BASE | (uint64_t)d->thread << 40 | (d->anon++ & ((1ull << 40) - 1));
 }
 
-/* Remembers the address of an ALLOC for FREEs by distance. */
-static inline void ring_push(struct evdec *d, uint64_t addr)
+/* Remembers the address of an ALLOC for FREEs by distance (`scan`: only
+ * counts it; see evdec_next). */
+static inline __attribute__((always_inline)) void ring_push(struct evdec *d, uint64_t addr,
+							    bool scan)
 {
+	if (scan) {
+		d->nal++;
+		return;
+	}
 	if (d->nal == d->ring_cap && d->ring_cap < AP_RING) {
 		/* not wrapped yet: positions keep their slots */
 		d->ring_cap = d->ring_cap ? d->ring_cap * 2 : 64;
@@ -736,22 +740,26 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 	return ap_addr_finish(p, end, v, prev, out);
 }
 
-/* A block named by distance (AP_TAG_REF): 1 is the last ALLOC. */
-static inline int rd_ref(struct evdec *d, uint64_t *out)
+/* A block named by distance (AP_TAG_REF): 1 is the last ALLOC (`scan`:
+ * checked, not looked up). */
+static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_t *out, bool scan)
 {
 	uint64_t k;
 	struct evcur *c = d->refs ? &d->c4 : d->ca;
 	if (rd_uv(&c->p, c->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
 		return -1;
-	*out = d->ring[(d->nal - k) & (d->ring_cap - 1)];
+	*out = scan ? 0 : d->ring[(d->nal - k) & (d->ring_cap - 1)];
 	return 0;
 }
 
 /* Decodes one record into ev[0..n). Returns n (0 for a TRACK record, 1 or
  * 2), DEC_SKIP for TIME and SYNC, DEC_END at the end of the payload, or
- * DEC_BAD with *why set. Stack ids must be below `nstacks`. */
+ * DEC_BAD with *why set. Stack ids must be below `nstacks`. `scan` (pass
+ * 1, a constant): every check is made, but the addresses of blocks named
+ * by distance are not looked up (they are 0) and the ring is not kept. */
 static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, struct ap_event ev[2],
-							    size_t nstacks, const char **why)
+							    size_t nstacks, const char **why,
+							    bool scan)
 {
 	struct evcur *c = &d->c0;
 	if (c->p >= c->end || *c->p == 0)
@@ -814,7 +822,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC with stack id 0", DEC_BAD;
 		if (stack >= nstacks)
 			return *why = "stack id used before its STACK record", DEC_BAD;
-		ring_push(d, addr);
+		ring_push(d, addr, scan);
 		e->addr = addr;
 		e->size = size;
 		e->stack = (uint32_t)stack;
@@ -825,7 +833,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	}
 	case AP_EV_FREE:
 		/* every address field moves d->addr; a distance does not */
-		if ((tag & AP_TAG_REF) ? rd_ref(d, &e->addr) < 0
+		if ((tag & AP_TAG_REF) ? rd_ref(d, &e->addr, scan) < 0
 				       : rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0)
 			return *why = "FREE record runs past the end of the payload, has a bad "
 				      "varint or a distance past the chunk's allocations",
@@ -840,7 +848,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		return 1;
 	case AP_EV_REALLOC: {
 		uint64_t size, stack, fl, old = 0, addr = 0;
-		if (((tag & AP_TAG_REF) ? rd_ref(d, &old) < 0
+		if (((tag & AP_TAG_REF) ? rd_ref(d, &old, scan) < 0
 					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&c->p, c->end, &fl) < 0)
 			return *why = "REALLOC record runs past the end of the payload, has a bad "
@@ -864,7 +872,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
 		if (!(fl & AP_RF_NEW_ANON))
 			addr = d->addr;
-		ring_push(d, addr);
+		ring_push(d, addr, scan);
 		int n = 0;
 		if (fl & AP_RF_OLD_TRACKED) {
 			e->addr = old;
@@ -910,7 +918,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
-	struct evdec d = {.ring = r->scan_ring, .ring_cap = r->scan_ring_cap};
+	struct evdec d = {0}; /* scanning: no ring */
 	const char *bad = NULL;
 	if (evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns, columns, &bad) < 0)
 		return corrupt(r, "%s", bad);
@@ -920,7 +928,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	for (;;) {
 		const uint8_t *rec = d.c0.p;
 		const char *why = NULL;
-		int n = evdec_next(&d, ev, t->nstacks, &why);
+		int n = evdec_next(&d, ev, t->nstacks, &why, true);
 		if (n == DEC_END)
 			break;
 		if (n == DEC_SKIP)
@@ -934,8 +942,6 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 		nrec++;
 		last = ev[0].ts;
 	}
-	r->scan_ring = d.ring;
-	r->scan_ring_cap = d.ring_cap;
 	if (rc < 0)
 		return -1;
 	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
@@ -969,7 +975,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		return -1;
 	for (;;) {
 		AP_ALLOC_GROW(*ev, *nev + 2, *alloc);
-		int n = evdec_next(&d, *ev + *nev, SIZE_MAX, why);
+		int n = evdec_next(&d, *ev + *nev, SIZE_MAX, why, false);
 		if (n == DEC_END)
 			break;
 		if (n == DEC_BAD) {
@@ -1232,7 +1238,7 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 		uint64_t nal = d.nal, old = d.ring[slot];
 		struct ap_event ev[2];
 		const char *why;
-		int n = evdec_next(&d, ev, SIZE_MAX, &why);
+		int n = evdec_next(&d, ev, SIZE_MAX, &why, false);
 		if (d.nal != nal)
 			saved[nsaved++] = (typeof(saved[0])){slot, old};
 		if (n == 0 || n == DEC_SKIP)
@@ -1272,7 +1278,7 @@ static bool stream_advance(struct merge *m, struct stream *s)
 		return true;
 	for (;;) {
 		const char *why;
-		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why) : DEC_END;
+		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why, false) : DEC_END;
 		if (n > 0) {
 			s->nbuf = n;
 			s->bi = 0;
@@ -1417,7 +1423,7 @@ static size_t file_next(void *state, const struct ap_event **out)
 				m->out[m->nout++] = s->buf[s->bi];
 			while (m->nout + 2 <= AP_EVENTS_BATCH) {
 				const char *why;
-				int n = evdec_next(&s->d, m->out + m->nout, SIZE_MAX, &why);
+				int n = evdec_next(&s->d, m->out + m->nout, SIZE_MAX, &why, false);
 				if (n > 0) {
 					m->nout += (size_t)n;
 					continue;
@@ -1792,7 +1798,6 @@ static int read_data(struct rd *r)
 		free(r->owned[i]);
 	free(r->owned);
 	free(r->scratch);
-	free(r->scan_ring);
 	ZSTD_freeDCtx(r->zd);
 	ap_chunk_walk_release(&r->walk);
 	if (rc) {
