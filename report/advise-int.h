@@ -17,8 +17,6 @@ struct size_hist {
 	double total, sum, max;
 };
 double size_bucket_value(unsigned b);
-unsigned size_bucket(uint64_t size);
-void size_hist_add(struct size_hist *h, uint64_t size, double w);
 /* The smallest size of the bucket holding quantile q (0 when empty). */
 double size_hist_quantile(const struct size_hist *h, double q);
 

@@ -117,7 +117,7 @@ static double ev_weight(const struct ap_trace *t, const struct ap_event *e)
 
 /* ---- size histogram ---- */
 
-unsigned size_bucket(uint64_t size)
+static inline unsigned size_bucket(uint64_t size)
 {
 	if (size < 4)
 		return (unsigned)size;
@@ -137,7 +137,7 @@ double size_bucket_value(unsigned idx)
 	return ldexp(1.0 + sub / 4.0, (int)b);
 }
 
-void size_hist_add(struct size_hist *h, uint64_t size, double w)
+static inline void size_hist_add(struct size_hist *h, uint64_t size, double w)
 {
 	unsigned b = size_bucket(size);
 	if (!h->w[b] || (double)size < h->lo[b])
