@@ -579,6 +579,12 @@ static void timeline_page_line(void *ctx, const struct ap_line *line)
 /* Makes the timeline page for the screen: a column per bucket in the
  * width, the chart's rows what the height leaves. The sites are chosen
  * once; a new width replays the trace again, the same width only draws. */
+static bool tljob_start(struct tui *t, size_t nb);
+static bool tljob_poll(struct tui *t, bool block);
+/* The status line while it runs. */
+#define TLJOB_STATUS "replaying the trace for the new width ..."
+
+
 static void timeline_refresh(struct tui *t)
 {
 	if (!t->timeline) {
@@ -589,7 +595,8 @@ static void timeline_refresh(struct tui *t)
 	struct tui_timeline *tl = t->timeline;
 	/* the axis label takes 11 columns, the time at the end about 12 */
 	size_t nb = t->cols > 33 ? (size_t)t->cols - 23 : 10;
-	if (tl->T.nbuckets != nb) {
+	if (tl->T.nbuckets != nb && !(t->work && tl->T.nbuckets && tljob_start(t, nb))) {
+		/* (with work, the old width stays shown until the new one is made) */
 		busy(t, "replaying the trace");
 		ap_timeline_release(&tl->T);
 		ap_timeline_init(&tl->T, t->v->trace, &tl->sites, nb, false);
@@ -1346,7 +1353,11 @@ bool tui_poll(struct tui *t, bool block, bool *pending)
 		*pending = false;
 	if (!w)
 		return false;
-	bool changed = false;
+	bool changed = tljob_poll(t, block);
+	if (t->tljob && view_of(t) == TUI_VIEW_TIMELINE && !t->waiting) {
+		set_status(t, "%s", TLJOB_STATUS);
+		changed = true;
+	}
 	pthread_mutex_lock(&w->mu);
 	while (block && t->waiting && !work_done_for(w, t->wait_for))
 		pthread_cond_wait(&w->cv, &w->mu);
@@ -1406,12 +1417,77 @@ bool tui_poll(struct tui *t, bool block, bool *pending)
 		changed = true;
 	}
 	if (pending)
-		*pending = running;
+		*pending = running || t->tljob;
 	return changed;
+}
+
+/* The timeline of a new width, replayed on a thread of its own (as the
+ * worker's, from the trace and the chosen sites only) while the old one
+ * stays shown; tui_poll takes it over. */
+struct tui_tljob {
+	pthread_t th;
+	struct ap_trace *trace;
+	const struct ap_timeline_sites *sites;
+	struct ap_timeline T;
+	size_t nb;
+	int done; /* atomic */
+};
+
+static void *tljob_main(void *arg)
+{
+	struct tui_tljob *j = arg;
+	ap_timeline_init(&j->T, j->trace, j->sites, j->nb, false);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Makes the timeline of width nb on a thread; false if it cannot (then
+ * the caller makes it). One running for another width is let finish:
+ * tui_poll then starts the width wanted. */
+static bool tljob_start(struct tui *t, size_t nb)
+{
+	if (t->tljob)
+		return true;
+	struct tui_tljob *j = ap_xcalloc(1, sizeof(*j));
+	j->trace = t->v->trace;
+	j->sites = &t->timeline->sites;
+	j->nb = nb;
+	if (pthread_create(&j->th, NULL, tljob_main, j) != 0) {
+		free(j);
+		return false;
+	}
+	t->tljob = j;
+	return true;
+}
+
+/* Takes over a finished timeline job (waits for it with `block`); true
+ * if it did. */
+static bool tljob_poll(struct tui *t, bool block)
+{
+	struct tui_tljob *j = t->tljob;
+	if (!j || (!block && !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE)))
+		return false;
+	pthread_join(j->th, NULL);
+	if (!strcmp(t->status, TLJOB_STATUS))
+		t->status[0] = 0;
+	ap_timeline_release(&t->timeline->T);
+	t->timeline->T = j->T;
+	free(j);
+	t->tljob = NULL;
+	if (view_of(t) == TUI_VIEW_TIMELINE)
+		timeline_refresh(t); /* draws it, or starts the width wanted now */
+	return true;
 }
 
 static void work_release(struct tui *t)
 {
+	if (t->tljob) {
+		ap_events_stop(t->tljob->trace);
+		pthread_join(t->tljob->th, NULL);
+		ap_timeline_release(&t->tljob->T);
+		free(t->tljob);
+		t->tljob = NULL;
+	}
 	struct tui_work *w = t->work;
 	if (!w)
 		return;

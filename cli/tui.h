@@ -100,6 +100,7 @@ struct tui_peek_step {
 
 struct tui_timeline; /* tui.c: the timeline model, for one width */
 struct tui_work;     /* tui.c: the replays run while the user browses */
+struct tui_tljob;    /* tui.c: the timeline for a new width, being made */
 
 struct tui;
 
@@ -155,6 +156,7 @@ struct tui {
 	tui_busy_fn busy;
 
 	struct tui_work *work; /* tui_start_work; NULL: none (made when asked) */
+	struct tui_tljob *tljob; /* with work: a resized timeline being replayed */
 	bool waiting;	       /* `wait_for` opens when its work is done */
 	enum tui_view_kind wait_for;
 };
