@@ -65,7 +65,17 @@ static void test_u64map(void)
 			switch (next() % 3) {
 			case 0: {
 				uint32_t v = (uint32_t)(next() % 1000000);
-				ap_u64map_put(&m, keys[k], v);
+				if (next() % 2) {
+					ap_u64map_put(&m, keys[k], v);
+				} else {
+					/* one probe: made iff it was not there */
+					bool made;
+					struct ap_u64map_slot *s = ap_u64map_slot_of(&m, keys[k], &made);
+					CHECK(made == (ref[k] == AP_U64MAP_NONE) && s->key == keys[k] &&
+						      (made || s->val == ref[k]),
+					      "slot_of %zu: made %d", k, made);
+					s->val = v;
+				}
 				ref[k] = v;
 				break;
 			}
