@@ -360,6 +360,6 @@ int cmd_stats(int argc, char **argv)
 		print_text(t, &tot);
 		rc = AP_EXIT_OK;
 	}
-	ap_trace_free(t);
+	ap_view_trace_done(t);
 	return rc;
 }

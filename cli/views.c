@@ -422,11 +422,19 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
 	free(m);
 }
 
+void ap_view_trace_done(struct ap_trace *t)
+{
+	if (t && ap_trace_changed(t))
+		ap_die_msg("warning: a trace file changed while it was being read (truncated or "
+			   "overwritten): what is shown above is short of what it held");
+	ap_trace_free(t);
+}
+
 void ap_view_release(struct ap_view *v)
 {
 	free(v->values);
 	ap_sym_free(v->sym);
-	ap_trace_free(v->trace);
+	ap_view_trace_done(v->trace);
 	memset(v, 0, sizeof(*v));
 }
 

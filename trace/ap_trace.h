@@ -167,6 +167,11 @@ void ap_events_close(struct ap_events *it);
  * every iteration over t started after this call; NULL stops it. */
 void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx);
 
+/* True when a pass over the events found the file changed since it was
+ * read (truncated, or overwritten in place): that thread's events ended
+ * there, and what the reports count is short. */
+bool ap_trace_changed(const struct ap_trace *t);
+
 /* Ends every iteration over t at its next batch, as if the events ended
  * there, from any thread: for one that must stop a replay running on
  * another, whose results it will not use. */
@@ -180,7 +185,7 @@ void ap_trace_load_events(struct ap_trace *t);
 
 /* Reads the trace at `path`: checks every chunk, decodes the header,
  * metadata and end, and counts the events (which ap_events_open then
- * streams from the file, kept mapped). `progress` is told how far, in
+ * streams from the file, kept open). `progress` is told how far, in
  * bytes of the file. On success returns 0 and *out owns a trace to
  * release with ap_trace_free(). On failure (missing file, not a trace, bad
  * version, corrupt chunk) returns -1 with err set to "<path>: <why>". A

@@ -1,7 +1,7 @@
 /* The trace reader (ap_trace.h): validates the framing of a trace, decodes
  * its chunks and merges the threads' event streams by time.
  *
- * Two passes over the (mapped) file keep memory independent of the events:
+ * Two passes over the file keep memory independent of the events:
  * pass 1 (ap_trace_read) checks every chunk, decodes HEADER/META/END and
  * decodes each EVENTS chunk only to validate and count it; pass 2 (each
  * iteration, ap_events_open) decodes the EVENTS chunks again, a batch at a
@@ -36,13 +36,16 @@ struct ev_chunk {
 	uint32_t thread;	/* thread index */
 	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS and AP_CHUNK_F_REFS */
 	bool zstd;		/* AP_CHUNK_F_ZSTD: payload is as stored */
+	uint64_t off;		/* of the stored payload in the file */
+	uint32_t crc;		/* the stored payload's, from its header */
 };
 
 struct rd {
 	struct ap_chunk_walk walk; /* the chunks, checked (chunk.c) */
 	const uint8_t *data;
 	size_t size;
-	void *map;	 /* data, if mapped */
+	void *map;	 /* data, if mapped (pass 1 only) */
+	int fd;		 /* the file, with map: pass 2 reads it again */
 	uint8_t *buf;	 /* data, if read into memory (the reader's) */
 	size_t dropped;	 /* pages before it let go (drop_behind) */
 	const char *name;
@@ -957,7 +960,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
 	r->chunks[r->nchunks++] =
-	    (struct ev_chunk){payload, len, (uint32_t)idx, (uint8_t)columns, false};
+	    (struct ev_chunk){payload, len, (uint32_t)idx, (uint8_t)columns, false, 0, 0};
 	return 0;
 }
 
@@ -991,18 +994,22 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 
 /* ---- pass 2: the k-way merge, streamed ----
  *
- * The reader keeps the file (mapped, or read into memory) and the list of
+ * The reader keeps the file (open, or read into memory) and the list of
  * EVENTS chunks pass 1 checked; each iteration over the events (events.c)
  * merges the threads' chunks again, a batch at a time, decoding one chunk
  * per thread at a time (decompressing it into the thread's buffer). */
 
-/* The events of a file the reader checked (ap_trace.src). */
+/* The events of a file the reader checked (ap_trace.src): read again
+ * from the file, a chunk at a time (fd), or from the reader's copy of it
+ * (buf). A file is not kept mapped: another process truncating it would
+ * make a mapping fault; a chunk that reads short or with another checksum
+ * than pass 1 saw ends its thread's events there and marks the trace
+ * changed (ap_trace_changed). */
 struct file_src {
 	struct ap_evsrc base;
-	const uint8_t *data;	/* the file */
-	size_t size;
-	void *map;		/* data, mapped (else data is `buf`) */
+	int fd;			/* the file; -1: in buf */
 	uint8_t *buf;
+	int changed;		/* atomic */
 	struct ev_chunk *chunks;
 	size_t nchunks;
 	uint32_t *order;	/* chunk indexes grouped by thread, file order */
@@ -1020,12 +1027,14 @@ struct stream {
 	int nbuf, bi;		/* buf[bi] is the stream's head */
 	uint8_t *raw;		/* the current chunk, decompressed */
 	size_t raw_cap;
+	uint8_t *in;		/* the current chunk as stored, read from the file */
+	size_t in_cap;
 };
 
 /* The pages of the mapped file (map, size bytes; NULL: not mapped) that
- * lie wholly inside [p, p + len) are not needed again by this pass: let
- * them go from the process (they stay in the page cache), so that memory
- * does not grow with the file. */
+ * lie wholly inside [p, p + len) are not needed again by pass 1: let them
+ * go from the process (they stay in the page cache), so that memory does
+ * not grow with the file. */
 static void drop_mapped(const uint8_t *map, size_t size, const uint8_t *p, size_t len)
 {
 	if (!map || p < map || len > size || p > map + size - len)
@@ -1037,20 +1046,35 @@ static void drop_mapped(const uint8_t *map, size_t size, const uint8_t *p, size_
 		madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice only */
 }
 
-static void drop_pages(const struct file_src *f, const uint8_t *p, size_t len)
+/* Decompresses an AP_CHUNK_F_ZSTD payload (z, len bytes) pass 1 checked
+ * into *raw. */
+static bool unzstd(ZSTD_DCtx *zd, const uint8_t *z, uint32_t len, uint8_t **raw, size_t *cap,
+		   uint32_t *rawlen)
 {
-	drop_mapped(f->map ? f->data : NULL, f->size, p, len);
+	uint32_t n = ap_get_u32le(z);
+	AP_ALLOC_GROW(*raw, n ? n : 1, *cap);
+	size_t got = ZSTD_decompressDCtx(zd, *raw, n, z + 4, len - 4);
+	*rawlen = n;
+	return !ZSTD_isError(got) && got == n;
 }
 
-/* Decompresses an AP_CHUNK_F_ZSTD payload pass 1 checked into *raw. */
-static bool unzstd(ZSTD_DCtx *zd, const struct ev_chunk *c, uint8_t **raw, size_t *cap,
-		   uint32_t *len)
+/* Chunk c as stored: in the reader's copy, or read into s->in again and
+ * checked against pass 1's checksum. NULL: the file changed. */
+static const uint8_t *chunk_bytes(struct file_src *f, struct stream *s, const struct ev_chunk *c)
 {
-	uint32_t n = ap_get_u32le(c->payload);
-	AP_ALLOC_GROW(*raw, n ? n : 1, *cap);
-	size_t got = ZSTD_decompressDCtx(zd, *raw, n, c->payload + 4, c->len - 4);
-	*len = n;
-	return !ZSTD_isError(got) && got == n;
+	if (f->fd < 0)
+		return f->buf + c->off;
+	AP_ALLOC_GROW(s->in, c->len ? c->len : 1, s->in_cap);
+	size_t got = 0;
+	while (got < c->len) {
+		ssize_t n = pread(f->fd, s->in + got, c->len - got, (off_t)(c->off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		got += (size_t)n;
+	}
+	return ap_crc32c(s->in, c->len) == c->crc ? s->in : NULL;
 }
 
 
@@ -1286,23 +1310,25 @@ static bool stream_advance(struct merge *m, struct stream *s)
 		}
 		if (n == 0 || n == DEC_SKIP)
 			continue; /* a TRACK, TIME or SYNC record */
-		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked) */
-		if (s->ci)
-			drop_pages(m->f, m->f->chunks[s->chunk[s->ci - 1]].payload,
-				   m->f->chunks[s->chunk[s->ci - 1]].len);
-		if (s->ci >= s->nchunk) {
-			free(s->raw);
-			s->raw = NULL;
-			s->raw_cap = 0;
-			return false;
+		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked
+		 * the same bytes) */
+		const struct ev_chunk *c =
+		    s->ci < s->nchunk ? &m->f->chunks[s->chunk[s->ci++]] : NULL;
+		const uint8_t *payload = c ? chunk_bytes(m->f, s, c) : NULL;
+		uint32_t len = c ? c->len : 0;
+		if (payload && c->zstd) {
+			payload = unzstd(m->zd, payload, len, &s->raw, &s->raw_cap, &len) ? s->raw
+											    : NULL;
 		}
-		const struct ev_chunk *c = &m->f->chunks[s->chunk[s->ci++]];
-		const uint8_t *payload = c->payload;
-		uint32_t len = c->len;
-		if (c->zstd) {
-			if (!unzstd(m->zd, c, &s->raw, &s->raw_cap, &len))
-				abort(); /* pass 1 decompressed the same bytes */
-			payload = s->raw;
+		if (!payload) {
+			if (c)
+				__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
+			s->ci = s->nchunk;
+			free(s->raw);
+			free(s->in);
+			s->raw = s->in = NULL;
+			s->raw_cap = s->in_cap = 0;
+			return false;
 		}
 		const char *why_unused;
 		evdec_start(&s->d, payload, len, (uint16_t)c->thread, m->f->quantum, c->columns,
@@ -1467,6 +1493,7 @@ static void file_close(void *state)
 	for (size_t i = 0; i < m->f->nthreads; i++) {
 		free(m->st[i].d.ring);
 		free(m->st[i].raw);
+		free(m->st[i].in);
 	}
 	ZSTD_freeDCtx(m->zd);
 	free(m->live.key);
@@ -1482,8 +1509,8 @@ static void file_close(void *state)
 static void file_release(struct ap_evsrc *src)
 {
 	struct file_src *f = (struct file_src *)src;
-	if (f->map)
-		munmap(f->map, f->size);
+	if (f->fd >= 0)
+		close(f->fd);
 	free(f->buf);
 	free(f->chunks);
 	free(f->order);
@@ -1491,25 +1518,31 @@ static void file_release(struct ap_evsrc *src)
 	free(f);
 }
 
-static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release};
+static bool file_changed(const struct ap_evsrc *src)
+{
+	return __atomic_load_n(&((const struct file_src *)src)->changed, __ATOMIC_RELAXED);
+}
+
+static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release,
+					     file_changed};
 
 /* After pass 1: the source of r's events, the file handed over to it
- * (data, mapped or read). */
+ * (its descriptor, or the reader's copy). */
 static void make_source(struct rd *r)
 {
 	struct ap_trace *t = r->t;
 	size_t nth = t->nthreads;
 	struct file_src *f = ap_xcalloc(1, sizeof(*f));
 	f->base.ops = &file_ops;
-	f->data = r->data;
-	f->size = r->size;
-	f->map = r->map;
+	f->fd = r->fd;
 	f->buf = r->buf;
 	f->nthreads = nth;
 	f->quantum = t->time_quantum_ns;
 	f->chunks = r->chunks;
 	f->nchunks = r->nchunks;
 	r->chunks = NULL;
+	for (size_t i = 0; i < f->nchunks; i++)
+		f->chunks[i].payload = NULL; /* read again from f->off */
 	/* Group chunk indexes by thread, keeping file order (counting sort). */
 	f->start = ap_xcalloc(nth + 1, sizeof(*f->start));
 	for (size_t i = 0; i < f->nchunks; i++)
@@ -1716,11 +1749,14 @@ static int read_chunks(struct rd *r)
 		case AP_CHUNK_EVENTS:
 			rc = scan_events(r, ch.tid, payload, len,
 					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS));
-			if (!rc && (ch.flags & AP_CHUNK_F_ZSTD)) {
-				/* pass 2 decompresses it again, when it comes */
-				r->chunks[r->nchunks - 1].payload = ch.payload;
-				r->chunks[r->nchunks - 1].len = ch.len;
-				r->chunks[r->nchunks - 1].zstd = true;
+			if (!rc) {
+				/* pass 2 reads it again as stored (and decompresses
+				 * it), when it comes */
+				struct ev_chunk *e = &r->chunks[r->nchunks - 1];
+				e->off = (uint64_t)(ch.payload - r->data);
+				e->len = ch.len;
+				e->crc = ap_get_u32le(r->data + ch.off + 16);
+				e->zstd = ch.flags & AP_CHUNK_F_ZSTD;
 			}
 			break;
 		case AP_CHUNK_END:
@@ -1814,7 +1850,7 @@ int ap_trace_read_mem(const void *data, size_t len, const char *name, struct ap_
 	uint8_t *copy = ap_xmalloc(len ? len : 1);
 	if (len)
 		memcpy(copy, data, len);
-	struct rd r = {.data = copy, .size = len, .buf = copy, .name = name, .err = err};
+	struct rd r = {.data = copy, .size = len, .fd = -1, .buf = copy, .name = name, .err = err};
 	if (read_data(&r) < 0) {
 		free(copy);
 		return -1;
@@ -1876,25 +1912,37 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 			size += (size_t)n;
 		}
 	}
-	close(fd);
+	if (!map) {
+		close(fd);
+		fd = -1;
+	}
 	struct rd r = {
 	    .data = map ? map : buf,
 	    .size = size,
 	    .map = map,
+	    .fd = fd,
 	    .buf = map ? NULL : buf,
 	    .name = path,
 	    .err = err,
 	    .progress = progress,
 	    .progress_ctx = progress_ctx,
 	};
-	if (read_data(&r) < 0) {
-		if (map)
-			munmap(map, size);
+	int rc = read_data(&r);
+	if (map)
+		munmap(map, size); /* pass 2 reads the file (fd, the trace's now) */
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
 		free(buf);
 		return -1;
 	}
 	*out = r.t;
 	return 0;
+}
+
+bool ap_trace_changed(const struct ap_trace *t)
+{
+	return t->src && t->src->ops->changed(t->src);
 }
 
 void ap_trace_free(struct ap_trace *t)

@@ -292,7 +292,17 @@ static void run_src_release(struct ap_evsrc *src)
 	free(r);
 }
 
-static const struct ap_evsrc_ops run_ops = {run_open, run_next, run_close, run_src_release};
+static bool run_changed(const struct ap_evsrc *src)
+{
+	const struct run_src *r = (const struct run_src *)src;
+	for (size_t p = 0; p < r->n; p++)
+		if (ap_trace_changed(r->traces[p]))
+			return true;
+	return false;
+}
+
+static const struct ap_evsrc_ops run_ops = {run_open, run_next, run_close, run_src_release,
+					    run_changed};
 
 static char *join_argv(const struct ap_trace *t)
 {

@@ -20,6 +20,7 @@ struct ap_evsrc_ops {
 	size_t (*next)(void *state, const struct ap_event **out);
 	void (*close)(void *state);
 	void (*release)(struct ap_evsrc *src);
+	bool (*changed)(const struct ap_evsrc *src); /* ap_trace_changed */
 };
 struct ap_evsrc {
 	const struct ap_evsrc_ops *ops;
