@@ -29,13 +29,13 @@ struct ap_map_range {
 	size_t map;
 };
 
-/* An EVENTS chunk found in pass 1. */
+/* An EVENTS chunk found in pass 1, as pass 2 reads it again. */
 struct ev_chunk {
-	const uint8_t *payload; /* in the file (compressed, if zstd) */
-	uint32_t len;		/* payload length */
+	const uint8_t *payload; /* where pass 1 decoded it (not kept after) */
+	uint32_t len;		/* the stored payload's length */
 	uint32_t thread;	/* thread index */
 	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS and AP_CHUNK_F_REFS */
-	bool zstd;		/* AP_CHUNK_F_ZSTD: payload is as stored */
+	bool zstd;		/* AP_CHUNK_F_ZSTD: stored compressed */
 	uint64_t off;		/* of the stored payload in the file */
 	uint32_t crc;		/* the stored payload's, from its header */
 };
