@@ -1385,7 +1385,8 @@ bool tui_poll(struct tui *t, bool block, bool *pending)
 	if (!running && !w->joined) {
 		pthread_join(w->th, NULL);
 		w->joined = true;
-		ap_events_progress(w->trace, NULL, NULL);
+		/* the progress function stays: a resize's job may be reading it
+		 * (it goes with the work, in work_release) */
 	}
 	if (ready) {
 		t->waiting = false;
@@ -1495,8 +1496,8 @@ static void work_release(struct tui *t)
 		/* its results are not wanted: end its replay early */
 		ap_events_stop(w->trace);
 		pthread_join(w->th, NULL);
-		ap_events_progress(w->trace, NULL, NULL);
 	}
+	ap_events_progress(w->trace, NULL, NULL);
 	ap_advice_free(w->advice);
 	timeline_free(w->timeline);
 	ap_site_map_release(&w->sites);
