@@ -41,6 +41,7 @@ for v in "$runs" "$nallocs" "$depth"; do
 done
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/timev.sh"
 build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "bench/top: no build directory '${1:-build}'" >&2; exit 1; }
 ap=$build/cli/allocprof
 [ -x "$ap" ] || { echo "bench/top: no $ap (build first)" >&2; exit 1; }
@@ -66,11 +67,7 @@ measure() {
 			cat "$out/stderr.txt" "$out/time.txt" >&2
 			return 1
 		fi
-		t=$(awk -F': ' '/Elapsed \(wall clock\)/ {
-			n = split($2, p, ":"); s = 0
-			for (i = 1; i <= n; i++) s = s * 60 + p[i]
-			print s }' "$out/time.txt")
-		r=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$out/time.txt")
+		read -r t _ r <<<"$(timev_fields "$out/time.txt")"
 		if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
 			best=$t
 		fi

@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include "commands.h"
+#ifndef AP_LAUNCHER
+#include "views.h"
+#endif
 
 int ap_sigpipe_ignored;
 
@@ -165,6 +168,10 @@ static size_t edit_distance(const char *a, const char *b)
  * command, but a closed pipe (`allocprof top | head`) is quiet. */
 static int finish_stdout(int rc)
 {
+#ifndef AP_LAUNCHER
+	if (rc == AP_EXIT_OK && ap_view_read_short())
+		rc = AP_EXIT_FAIL;
+#endif
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno == EPIPE)
 			return rc;

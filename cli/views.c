@@ -422,12 +422,21 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
 	free(m);
 }
 
+static bool read_short;
+
 void ap_view_trace_done(struct ap_trace *t)
 {
-	if (t && ap_trace_changed(t))
-		ap_die_msg("warning: a trace file changed while it was being read (truncated or "
+	if (t && ap_trace_changed(t)) {
+		ap_die_msg("a trace file changed while it was being read (truncated or "
 			   "overwritten): what is shown above is short of what it held");
+		read_short = true;
+	}
 	ap_trace_free(t);
+}
+
+bool ap_view_read_short(void)
+{
+	return read_short;
 }
 
 void ap_view_release(struct ap_view *v)

@@ -229,9 +229,12 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si);
 void ap_view_warnings(const struct ap_view *v);
 
 void ap_view_release(struct ap_view *v);
-/* Frees a trace the view read, first warning if a pass over its events
+/* Frees a trace the view read, first saying so if a pass over its events
  * found the file changed since it was read (ap_trace_changed). */
 void ap_view_trace_done(struct ap_trace *t);
+/* True once ap_view_trace_done found such a trace: the command then
+ * exits with a failure, its output being short. */
+bool ap_view_read_short(void);
 
 /* Progress of the symbolizing pass, for ap_report_new / ap_list_new:
  * pass ap_view_progress_fn() and ap_view_progress_ctx(). NULL when no
