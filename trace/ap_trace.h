@@ -200,14 +200,24 @@ int ap_trace_read_mem(const void *data, size_t len, const char *name,
 
 void ap_trace_free(struct ap_trace *t);
 
-/* Decodes one (decompressed) EVENTS payload on its own, for tools that
- * rewrite traces (trace/compact.c): its events, thread 0, are appended to
+/* What one thread's EVENTS payloads carry over to its next: its number
+ * (in anonymous blocks' identities), its allocations so far and the index
+ * after the one its last REF named (docs/trace-format.md). Zero before its
+ * first payload. */
+struct ap_decode_thread {
+	uint16_t thread;
+	uint64_t nalloc, next;
+};
+
+/* Decodes one (decompressed) EVENTS payload of thread `th` (updated), for
+ * tools that rewrite traces (trace/compact.c): its events are appended to
  * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's
- * AP_CHUNK_F_COLUMNS and AP_CHUNK_F_REFS (0: rows); `quantum` the HEADER's
+ * AP_CHUNK_F_COLUMNS, _REFS and _INDEX (0: rows); `quantum` the HEADER's
  * time_quantum_ns. Stack ids are not checked. Returns 0, or -1 with *why
  * set (a static string). */
 int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
-			   struct ap_event **ev, size_t *nev, size_t *alloc, const char **why);
+			   struct ap_decode_thread *th, struct ap_event **ev, size_t *nev,
+			   size_t *alloc, const char **why);
 
 /* Weight of a sample of `size` bytes in this trace (1 with rate 1). */
 double ap_trace_weight(const struct ap_trace *t, uint64_t size);

@@ -12,8 +12,8 @@
 #define AP_TRACE_MAGIC_LEN 8
 /* The version written; the reader reads every version from
  * AP_TRACE_VERSION_MIN (3: no STACK_SHARED records; 4: no chunks with
- * AP_CHUNK_F_REFS). */
-#define AP_TRACE_VERSION 5u
+ * AP_CHUNK_F_REFS; 5: none with AP_CHUNK_F_INDEX). */
+#define AP_TRACE_VERSION 6u
 #define AP_TRACE_VERSION_MIN 3u
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
@@ -49,6 +49,14 @@
  * addresses and distances of python3 with PYTHONMALLOC=malloc: 146 KB
  * together, 100 KB apart). */
 #define AP_CHUNK_F_REFS 4u
+/* EVENTS in columns with the distances column (version 6): a REF names
+ * its block by the thread's allocation index, not by distance: the field
+ * is zigzag(index - the thread's previous REF's index), and the block is
+ * the anonymous one the thread's index-th allocation made. Indexes count
+ * across the thread's chunks, so a block freed long after its allocation
+ * (a document built, then dropped) still needs no address; frees in the
+ * order of the allocations cost a repeated small step. */
+#define AP_CHUNK_F_INDEX 8u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,
@@ -142,8 +150,12 @@ enum ap_alloc_kind {
 #define AP_SHARED_PCS_SLACK 65536u
 
 /* Identities the reader gives anonymous blocks: never a user-space
- * address (x86-64 user space ends below 2^47). */
+ * address (x86-64 user space ends below 2^47). The thread's index-th
+ * allocation (ALLOC or REALLOC, from 0, over all its chunks) is
+ * AP_ANON_BASE | thread << 40 | index, so a thread makes at most
+ * AP_THREAD_ALLOCS_MAX allocations. */
 #define AP_ANON_BASE 0xff00000000000000ull
+#define AP_THREAD_ALLOCS_MAX (1ull << 40)
 
 #define AP_VARINT_MAX 10
 

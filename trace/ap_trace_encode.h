@@ -193,7 +193,8 @@ struct ap_evrec {
 	uint64_t size;
 	uint32_t stack;
 	unsigned flags; /* REALLOC: AP_RF_NEW_SAMPLED, AP_RF_OLD_TRACKED */
-	uint64_t ref;	/* FREE, REALLOC: the (old) block's distance, 0: by address */
+	bool by_ref;	/* FREE, REALLOC: the (old) block is named by `ref`, not its address */
+	uint64_t ref;	/* its distance, or (AP_CHUNK_F_INDEX) its index step */
 	bool anon;	/* ALLOC, REALLOC: the new block is anonymous (no address) */
 };
 
@@ -212,7 +213,7 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 	bool cpu_change = r->cpu != e->cpu;
 	if (cpu_change)
 		tag |= AP_TAG_CPU;
-	if (r->type == AP_EV_ALLOC ? r->anon : r->ref != 0)
+	if (r->type == AP_EV_ALLOC ? r->anon : r->by_ref)
 		tag |= AP_TAG_REF;
 	*(*c0)++ = tag;
 	if (cpu_change) {
@@ -231,7 +232,7 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 		break;
 	case AP_EV_FREE:
 	case AP_EV_REALLOC:
-		if (r->ref) {
+		if (r->by_ref) {
 			*cr += ap_put_uv(*cr, r->ref);
 		} else {
 			*ca += ap_put_addr(*ca, r->addr, e->prev_addr);
@@ -309,6 +310,7 @@ ap_enc_event_ring(struct ap_evenc *e, struct ap_ring *ring, uint8_t *p, struct a
 	r->ref = 0;
 	if (r->type == AP_EV_FREE || (r->type == AP_EV_REALLOC && (r->flags & AP_RF_OLD_TRACKED)))
 		r->ref = ap_ring_take(ring, r->addr);
+	r->by_ref = r->ref != 0;
 	ap_enc_event(e, &q, &q, &q, &q, r);
 	if (r->type != AP_EV_FREE)
 		ap_ring_put(ring, r->type == AP_EV_ALLOC ? r->addr : r->addr2);

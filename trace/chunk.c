@@ -74,12 +74,17 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 	 * that the stream counted it does not matter */
 	if (ap_streams_check(&w->streams, c->type, c->stream, c->index, why, whylen) < 0)
 		return AP_CHUNK_BAD;
-	if (c->flags & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS)) {
+	if (c->flags &
+	    ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX)) {
 		snprintf(why, whylen, "unknown chunk flags %#x", c->flags);
 		return AP_CHUNK_BAD;
 	}
 	if ((c->flags & AP_CHUNK_F_REFS) && !(c->flags & AP_CHUNK_F_COLUMNS)) {
 		snprintf(why, whylen, "a distances column without columns");
+		return AP_CHUNK_BAD;
+	}
+	if ((c->flags & AP_CHUNK_F_INDEX) && !(c->flags & AP_CHUNK_F_REFS)) {
+		snprintf(why, whylen, "allocation indexes without a distances column");
 		return AP_CHUNK_BAD;
 	}
 	if ((c->flags & AP_CHUNK_F_COLUMNS) && c->type != AP_CHUNK_EVENTS) {

@@ -34,6 +34,8 @@
 #include <zstd.h>
 
 #include "ap_trace.h"
+#include "ap_hash.h"
+#include "ap_replay.h"
 #include "ap_trace_encode.h"
 
 /* Input bytes per output chunk (the re-encoding is never longer than its
@@ -51,53 +53,36 @@
 #define COMPACT_META (4u << 20)
 
 
-/* Which thread names an address: one tid, or several. */
-struct owner {
-	uint64_t addr;
-	uint32_t tid;
-	uint8_t used, shared;
+/* A bit per allocation of a thread. */
+struct bits {
+	uint64_t *w;
+	size_t n; /* words */
 };
 
-struct owners {
-	struct owner *e;
-	size_t mask, n;
+static void bits_set(struct bits *b, uint64_t i)
+{
+	if (i / 64 >= b->n) {
+		size_t n = b->n ? b->n : 64;
+		while (i / 64 >= n)
+			n *= 2;
+		b->w = ap_xrealloc(b->w, n * sizeof(*b->w));
+		memset(b->w + b->n, 0, (n - b->n) * sizeof(*b->w));
+		b->n = n;
+	}
+	b->w[i / 64] |= 1ull << (i % 64);
+}
+
+static bool bits_get(const struct bits *b, uint64_t i)
+{
+	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
+}
+
+/* A live anonymous block: its allocation index, and the position of the
+ * block live at the same address before it (UINT32_MAX: none). */
+struct live_at {
+	uint64_t index;
+	uint32_t older;
 };
-
-static inline size_t addr_slot(uint64_t a, size_t mask)
-{
-	return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 24) & mask;
-}
-
-static struct owner *owner_find(struct owners *o, uint64_t addr)
-{
-	size_t i = addr_slot(addr, o->mask);
-	while (o->e[i].used && o->e[i].addr != addr)
-		i = (i + 1) & o->mask;
-	return &o->e[i];
-}
-
-static void owner_note(struct owners *o, uint64_t addr, uint32_t tid)
-{
-	if ((o->n + 1) * 2 > o->mask + 1) {
-		struct owners old = *o;
-		o->mask = old.mask ? old.mask * 2 + 1 : 4095;
-		o->e = ap_xcalloc(o->mask + 1, sizeof(*o->e));
-		o->n = 0;
-		for (size_t i = 0; old.e && i <= old.mask; i++)
-			if (old.e[i].used) {
-				*owner_find(o, old.e[i].addr) = old.e[i];
-				o->n++;
-			}
-		free(old.e);
-	}
-	struct owner *e = owner_find(o, addr);
-	if (!e->used) {
-		*e = (struct owner){addr, tid, 1, 0};
-		o->n++;
-	} else if (e->tid != tid) {
-		e->shared = 1;
-	}
-}
 
 /* A thread's events waiting to be written, in file order. */
 struct pending {
@@ -105,8 +90,17 @@ struct pending {
 	struct ap_event *ev;
 	size_t nev, alloc;
 	size_t input; /* bytes of the sampler's payloads they came from */
-	uint64_t dmax;	  /* the distance limit of its last trial (0: none yet) */
-	unsigned chunks; /* chunks written since that trial */
+	/* what its chunks carry over (AP_CHUNK_F_INDEX): its allocations so
+	 * far, the index after its last REF's, and its live anonymous blocks:
+	 * address -> position in at[] of the latest (spare: positions free
+	 * again) */
+	uint64_t nalloc, next;
+	const struct bits *shared; /* its allocations another thread ends */
+	struct ap_u64map live;
+	struct live_at *at;
+	size_t nat, at_alloc;
+	uint32_t *spare;
+	size_t nspare, spare_alloc;
 };
 
 struct bytes {
@@ -162,18 +156,17 @@ struct compactor {
 	uint64_t quantum;
 	bool transcode; /* no chunk was compressed before: re-encode them all */
 	bool threads;	/* EVENTS of more than one tid: track who names what */
-	bool owners_all; /* the second look: note every chunk's addresses */
-	uint32_t *dist, *from; /* find_refs' results, c->nref entries */
-	uint32_t *ref;	/* limit_refs' results */
-	uint8_t *anon;
-	size_t nref;
 	ZSTD_CCtx *zc;
 	uint8_t *zbuf;
 	size_t zcap;
 	struct pending *pend;
 	size_t npend, pend_alloc;
 	size_t held; /* sum of the pending input */
-	struct owners owners;
+	/* several threads: the allocations another thread ends (by tid:
+	 * bit i of shared[k] for tids_shared[k]'s allocation i) */
+	uint32_t *shared_tid;
+	struct bits *shared;
+	size_t nshared;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
 	struct bytes col[5], payload;
@@ -182,6 +175,9 @@ struct compactor {
 	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
+	/* decoding tids[i]'s raw chunks in this walk: what they carry over */
+	struct ap_decode_thread *dec;
+	size_t dec_alloc;
 	bool count_only;	/* level 0: count events and threads only */
 	struct ap_compact_stats *st;
 	/* streaming (ap_compact_stream_*): the file may still grow */
@@ -249,108 +245,81 @@ static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, ui
 	return write_chunk(c, type, flags | AP_CHUNK_F_ZSTD, tid, c->zbuf, z + 4);
 }
 
-/* The size of raw compressed at level 1 (a trial: which of two payloads
- * compresses better); SIZE_MAX if zstd fails. */
-static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
+/* May the thread's allocation `index` be anonymous? Only if no other
+ * thread ends it (find_shared). */
+static bool anon_ok(const struct pending *p, uint64_t index)
 {
-	size_t bound = ZSTD_compressBound(len) + 4;
-	if (bound > c->zcap) {
-		free(c->zbuf);
-		c->zcap = bound;
-		c->zbuf = ap_xmalloc(c->zcap);
-	}
-	size_t z = ZSTD_compressCCtx(c->zc, c->zbuf, c->zcap, raw, len, 1);
-	return ZSTD_isError(z) ? SIZE_MAX : z;
+	return !p->shared || !bits_get(p->shared, index);
 }
 
-/* Where each FREE's block was allocated in this run of events: dist[i]
- * the distance for FREE i (0: none, or past AP_RING), from[i] its ALLOC's
- * index + 1 if that ALLOC may be anonymous (freed by its own thread, at an
- * address only this thread names), else 0. */
-struct alloc_at {
-	uint64_t addr;
-	size_t idx; /* SIZE_MAX: freed already */
-	uint64_t ord;
-	bool used;
-};
-
-static size_t alloc_at_slot(const struct alloc_at *m, size_t mask, uint64_t addr)
+/* The block at addr was the thread's allocation `index`: it is anonymous
+ * (anon_ok), and its FREE will name it by that index. */
+static void live_put(struct pending *p, uint64_t addr, uint64_t index)
 {
-	size_t k = addr_slot(addr, mask);
-	while (m[k].used && m[k].addr != addr)
-		k = (k + 1) & mask;
-	return k;
+	if (!p->live.slot)
+		ap_u64map_init(&p->live, 1024);
+	uint32_t pos;
+	if (p->nspare) {
+		pos = p->spare[--p->nspare];
+	} else {
+		AP_ALLOC_GROW(p->at, p->nat + 1, p->at_alloc);
+		pos = (uint32_t)p->nat++;
+	}
+	bool made;
+	struct ap_u64map_slot *sl = ap_u64map_slot_of(&p->live, addr, &made);
+	/* another block live at addr (a FREE the sampler did not see): a
+	 * FREE ends the latest, the next one the one before */
+	p->at[pos] = (struct live_at){index, made ? UINT32_MAX : sl->val};
+	sl->val = pos;
 }
 
-static void find_refs(struct compactor *c, const struct pending *p, uint32_t *dist,
-		      uint32_t *from)
+/* The index of the thread's latest live anonymous block at addr, which is
+ * freed now; false if there is none (it is named by its address). */
+static bool live_take(struct pending *p, uint64_t addr, uint64_t *index)
 {
-	/* one entry per distinct address, growing with them */
-	size_t mask = 1023, n = 0;
-	struct alloc_at *m = ap_xcalloc(mask + 1, sizeof(*m));
-	uint64_t nal = 0;
-	for (size_t i = 0; i < p->nev; i++) {
-		const struct ap_event *e = &p->ev[i];
-		size_t k = alloc_at_slot(m, mask, e->addr);
-		if (e->type == AP_EV_ALLOC) {
-			if (!m[k].used && (n + 1) * 2 > mask + 1) {
-				struct alloc_at *o = m;
-				size_t omask = mask;
-				mask = mask * 2 + 1;
-				m = ap_xcalloc(mask + 1, sizeof(*m));
-				for (size_t j = 0; j <= omask; j++)
-					if (o[j].used)
-						m[alloc_at_slot(m, mask, o[j].addr)] = o[j];
-				free(o);
-				k = alloc_at_slot(m, mask, e->addr);
-			}
-			n += !m[k].used;
-			m[k] = (struct alloc_at){e->addr, i, ++nal, true};
-			continue;
-		}
-		if (!m[k].used || m[k].idx == SIZE_MAX || nal - m[k].ord >= AP_RING)
-			continue;
-		dist[i] = (uint32_t)(nal - m[k].ord + 1);
-		struct owner *o = c->threads ? owner_find(&c->owners, e->addr) : NULL;
-		if (!c->threads || (o->used && !o->shared))
-			from[i] = (uint32_t)m[k].idx + 1;
-		m[k].idx = SIZE_MAX;
-	}
-	free(m);
+	struct ap_u64map_slot *sl = p->live.slot ? ap_u64map_find(&p->live, addr) : NULL;
+	if (!sl)
+		return false;
+	uint32_t pos = sl->val;
+	*index = p->at[pos].index;
+	if (p->at[pos].older != UINT32_MAX)
+		sl->val = p->at[pos].older;
+	else
+		ap_u64map_delete(&p->live, sl);
+	AP_ALLOC_GROW(p->spare, p->nspare + 1, p->spare_alloc);
+	p->spare[p->nspare++] = pos;
+	return true;
 }
 
-/* find_refs for p's events, into c->dist and c->from. */
-static void match_frees(struct compactor *c, const struct pending *p)
+/* The REF of a FREE of the thread's block at addr, if it is a live
+ * anonymous one: its index, as a step from the thread's `next`. */
+static void free_ref(struct pending *p, uint64_t addr, struct ap_evrec *r)
 {
-	if (p->nev > c->nref) {
-		free(c->dist);
-		free(c->from);
-		free(c->ref);
-		free(c->anon);
-		c->nref = p->nev;
-		c->dist = ap_xmalloc(c->nref * sizeof(*c->dist));
-		c->from = ap_xmalloc(c->nref * sizeof(*c->from));
-		c->ref = ap_xmalloc(c->nref * sizeof(*c->ref));
-		c->anon = ap_xmalloc(c->nref);
-	}
-	memset(c->dist, 0, p->nev * sizeof(*c->dist));
-	memset(c->from, 0, p->nev * sizeof(*c->from));
-	find_refs(c, p, c->dist, c->from);
+	uint64_t index;
+	r->by_ref = live_take(p, addr, &index);
+	if (!r->by_ref)
+		return;
+	r->ref = ap_zigzag((int64_t)(index - p->next));
+	p->next = index + 1;
 }
 
-/* One thread's pending events (match_frees done) as one EVENTS payload
- * in five columns (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS), with frees by
- * distance up to dmax (at most AP_RING). */
-static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
+/* A new block of the thread at addr: anonymous when anon_ok, and its
+ * index counted either way. */
+static bool new_block(struct pending *p, uint64_t addr)
 {
-	uint32_t *ref = c->ref;
-	uint8_t *anon = c->anon;
-	memset(anon, 0, p->nev);
-	for (size_t i = 0; i < p->nev; i++) {
-		ref[i] = c->dist[i] <= dmax ? c->dist[i] : 0;
-		if (ref[i] && c->from[i])
-			anon[c->from[i] - 1] = 1;
-	}
+	uint64_t index = p->nalloc++;
+	if (!anon_ok(p, index))
+		return false;
+	live_put(p, addr, index);
+	return true;
+}
+
+/* One thread's pending events as one EVENTS payload in five columns
+ * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX): every block
+ * only its own thread names is anonymous, and its FREE, in this chunk or
+ * a later one, names it by its index. */
+static void encode(struct compactor *c, struct pending *p)
+{
 	struct bytes *col = c->col;
 	for (int k = 0; k < 5; k++)
 		col[k].len = 0;
@@ -368,12 +337,11 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 		nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
 		const struct ap_event *old = NULL, *a = e;
-		size_t ai = i;
 		if (e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) && i + 1 < p->nev &&
 		    (e[1].flags & AP_EVF_REALLOC)) {
 			old = e;
 			a = &e[1];
-			ai = ++i;
+			i++;
 		}
 		struct ap_evrec r = {.type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type,
 				     .cpu = e->cpu, .addr = a->addr, .size = a->size,
@@ -381,18 +349,19 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 		switch (r.type) {
 		case AP_EV_ALLOC:
 			r.kind = a->kind;
-			r.anon = anon[ai];
+			r.anon = new_block(p, a->addr);
 			break;
 		case AP_EV_FREE:
-			r.ref = ref[ai];
+			free_ref(p, a->addr, &r);
 			break;
 		case AP_EV_REALLOC:
 			r.kind = a->kind;
 			r.flags = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
-			if (old)
+			if (old) {
 				r.flags |= AP_RF_OLD_TRACKED;
-			r.anon = anon[ai];
-			r.ref = old ? ref[ai - 1] : 0;
+				free_ref(p, old->addr, &r);
+			}
+			r.anon = new_block(p, a->addr);
 			/* an untracked old block: its address does not matter */
 			r.addr = old ? old->addr : enc.prev_addr;
 			r.addr2 = a->addr;
@@ -418,57 +387,16 @@ static void encode(struct compactor *c, const struct pending *p, uint64_t dmax)
 		put_bytes(out, c->col[k].b, c->col[k].len);
 }
 
-/* The longest distance a FREE is written with. A distance makes its
- * block anonymous, which pays where addresses are random (a window of
- * live blocks, freed in any order) and frees come soon; where blocks are
- * allocated and freed in order, far apart (a list built, then dropped),
- * their addresses step evenly and compress to almost nothing, while the
- * distances vary with what else was allocated in between, and cost more
- * than the addresses they save (python3 building JSON: 3.7 times). So
- * each chunk is written with the limit whose addresses and distances (the
- * column the choice changes, besides REF bits) compress best at level 1,
- * in a quick trial, of these two (4096 was never the best of the three on
- * the bench's and python's traces); the last one tried is the usual
- * winner, whose encoding is then kept. */
-static const uint64_t dist_limits[] = {256, AP_RING};
-/* Chunks of fewer events are written with AP_RING (no trial). A trial
- * costs an encoding (on every chunk, loop64 --all compacted in 1.42 s
- * instead of 0.78 s): a thread's chunks are written with its last
- * trial's limit, tried again every TRIAL_EVERY chunks (0.90 s; a
- * program's phases change more slowly than 8 chunks of 4 MiB). */
-#define TRIAL_MIN_EVENTS 4096
-#define TRIAL_EVERY 8
-
 static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
 		return 0;
-	uint64_t dmax = p->dmax ? p->dmax : AP_RING;
-	size_t nlim = sizeof(dist_limits) / sizeof(dist_limits[0]);
-	bool trial = p->nev >= TRIAL_MIN_EVENTS && (!p->dmax || p->chunks >= TRIAL_EVERY);
-	match_frees(c, p);
-	p->chunks++;
-	if (trial) {
-		size_t best = SIZE_MAX;
-		p->chunks = 1;
-		for (size_t k = 0; k < nlim; k++) {
-			encode(c, p, dist_limits[k]);
-			size_t za = trial_size(c, c->col[1].b, c->col[1].len);
-			size_t zr = trial_size(c, c->col[4].b, c->col[4].len);
-			size_t z = za == SIZE_MAX || zr == SIZE_MAX ? SIZE_MAX : za + zr;
-			if (z < best) {
-				best = z;
-				dmax = dist_limits[k];
-			}
-		}
-		p->dmax = dmax;
-	}
-	if (!trial || dmax != dist_limits[nlim - 1])
-		encode(c, p, dmax);
+	encode(c, p);
 	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
-	return write_compressed(c, AP_CHUNK_EVENTS, AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS, p->tid,
+	return write_compressed(c, AP_CHUNK_EVENTS,
+				AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, p->tid,
 				c->payload.b, c->payload.len);
 }
 
@@ -520,16 +448,23 @@ static struct pending *pending_for(struct compactor *c, uint32_t tid)
 	struct pending *p = &c->pend[c->npend++];
 	memset(p, 0, sizeof(*p));
 	p->tid = tid;
+	for (size_t i = 0; i < c->nshared; i++)
+		if (c->shared_tid[i] == tid)
+			p->shared = &c->shared[i];
 	return p;
 }
 
-static void note_tid(struct compactor *c, uint32_t tid)
+/* tid's index in c->tids, added if new. */
+static size_t note_tid(struct compactor *c, uint32_t tid)
 {
 	for (size_t i = 0; i < c->ntids; i++)
 		if (c->tids[i] == tid)
-			return;
+			return i;
 	AP_ALLOC_GROW(c->tids, c->ntids + 1, c->tids_alloc);
+	AP_ALLOC_GROW(c->dec, c->ntids + 1, c->dec_alloc);
+	c->dec[c->ntids] = (struct ap_decode_thread){(uint16_t)c->ntids, 0, 0};
 	c->tids[c->ntids++] = tid;
+	return c->ntids - 1;
 }
 
 static int corrupt_at(struct compactor *c, size_t off, const char *why)
@@ -746,13 +681,15 @@ static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_
 	return rc;
 }
 
-/* Decodes a raw EVENTS payload, appending to ev; counts its records. */
-static int decode_raw(struct compactor *c, size_t off, const uint8_t *payload, uint32_t len,
-		      struct ap_event **ev, size_t *nev, size_t *alloc)
+/* Decodes a raw EVENTS payload of tid, appending to ev; counts its
+ * records. */
+static int decode_raw(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		      uint32_t len, struct ap_event **ev, size_t *nev, size_t *alloc)
 {
 	const char *why;
 	size_t from = *nev;
-	if (ap_trace_decode_events(payload, len, 0, c->quantum, ev, nev, alloc, &why) < 0)
+	struct ap_decode_thread *th = &c->dec[note_tid(c, tid)];
+	if (ap_trace_decode_events(payload, len, 0, c->quantum, th, ev, nev, alloc, &why) < 0)
 		return corrupt_at(c, off, why);
 	for (size_t i = from; i < *nev; i++)
 		c->st->events += !((*ev)[i].flags & AP_EVF_FROM_REALLOC);
@@ -778,6 +715,9 @@ static int read_quantum(struct compactor *c, const uint8_t *data, size_t end)
 static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bool emit)
 {
 	if (!c->off) {
+		/* each walk decodes the threads' chunks from their first */
+		for (size_t i = 0; i < c->ntids; i++)
+			c->dec[i] = (struct ap_decode_thread){(uint16_t)i, 0, 0};
 		ap_chunk_walk_release(&c->walk);
 		ap_chunk_walk_init(&c->walk, data, size);
 		uint8_t pre[AP_TRACE_PREAMBLE_LEN];
@@ -831,7 +771,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			if (type == AP_CHUNK_EVENTS) {
 				note_tid(c, tid);
 				c->nscratch = 0;
-				if (!flags && decode_raw(c, off, payload, len, &c->scratch,
+				if (!flags && decode_raw(c, off, tid, payload, len, &c->scratch,
 							 &c->nscratch, &c->scratch_alloc) < 0)
 					return -1;
 			}
@@ -844,24 +784,17 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 					return -1;
 			} else if (type == AP_CHUNK_EVENTS && flags) {
 				c->transcode = false;
-			} else if (type == AP_CHUNK_EVENTS && !c->owners_all) {
+			} else if (type == AP_CHUNK_EVENTS) {
 				/* the first look: one thread, or several? */
 				if (c->ntids && c->tids[0] != tid)
 					c->threads = true;
 				note_tid(c, tid);
-			} else if (type == AP_CHUNK_EVENTS) {
-				c->nscratch = 0;
-				if (decode_raw(c, off, payload, len, &c->scratch, &c->nscratch,
-					       &c->scratch_alloc) < 0)
-					return -1;
-				for (size_t i = 0; i < c->nscratch; i++)
-					owner_note(&c->owners, c->scratch[i].addr, tid);
 			}
 		} else if (type == AP_CHUNK_EVENTS && !flags) {
 			note_tid(c, tid);
 			if (!c->transcode) {
 				c->nscratch = 0;
-				rc = decode_raw(c, off, payload, len, &c->scratch, &c->nscratch,
+				rc = decode_raw(c, off, tid, payload, len, &c->scratch, &c->nscratch,
 						&c->scratch_alloc);
 				if (!rc)
 					rc = write_compressed(c, type, 0, tid, payload, len);
@@ -872,7 +805,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				/* every event record takes 2 bytes or more */
 				reserve_events(p, p->nev + len / 2 + 2);
 				if (!rc)
-					rc = decode_raw(c, off, payload, len, &p->ev, &p->nev, &p->alloc);
+					rc = decode_raw(c, off, tid, payload, len, &p->ev, &p->nev, &p->alloc);
 				p->input += len;
 				c->held += len;
 				while (!rc && c->held > COMPACT_HELD) {
@@ -906,6 +839,144 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 	}
 	c->off = c->walk.off;
 	return emit && !c->live ? flush_all(c) : 0;
+}
+
+/* ---- several threads: which blocks another thread ends ---------------- */
+
+/* A replay consumer: the allocations of each thread (counted in its own
+ * order, as the compactor counts them) and, per object, the thread and
+ * index of its current block. An allocation keeps its address (its bit
+ * set) when another thread frees or reallocs it (that thread's record
+ * names it by address), or when another thread's record names its
+ * address in the quantum of its allocation or of its free: the reader's
+ * merge orders the threads' events within a quantum by what addresses
+ * are live (a block freed and its address taken by another thread), and
+ * an anonymous block would no longer tell it. */
+struct blk {
+	uint32_t thread;
+	uint64_t index;
+};
+
+struct shared_scan {
+	uint64_t *nalloc; /* per thread index */
+	struct bits *bits;
+	struct blk *obj;  /* per object id: its current block */
+	size_t obj_alloc;
+	/* the addresses named in the current quantum: the last record's
+	 * thread and block (thread UINT32_MAX: a FREE that ended none) */
+	uint64_t quantum;
+	struct ap_u64map seen;
+	struct {
+		uint64_t addr;
+		uint32_t thread;
+		struct blk b;
+	} *rec;
+	size_t nrec, rec_alloc;
+};
+
+static void scan_mark(struct shared_scan *s, struct blk b)
+{
+	if (b.thread != UINT32_MAX)
+		bits_set(&s->bits[b.thread], b.index);
+}
+
+/* Thread `thread`'s record names addr, for block b, at time ts. */
+static void scan_named(struct shared_scan *s, uint64_t ts, uint64_t addr, uint32_t thread,
+		       struct blk b)
+{
+	if (ts != s->quantum) {
+		for (size_t k = 0; k < s->nrec; k++)
+			ap_u64map_delete(&s->seen, ap_u64map_find(&s->seen, s->rec[k].addr));
+		s->nrec = 0;
+		s->quantum = ts;
+	}
+	bool made;
+	struct ap_u64map_slot *sl = ap_u64map_slot_of(&s->seen, addr, &made);
+	if (made) {
+		AP_ALLOC_GROW(s->rec, s->nrec + 1, s->rec_alloc);
+		sl->val = (uint32_t)s->nrec++;
+	} else if (s->rec[sl->val].thread != thread) {
+		scan_mark(s, s->rec[sl->val].b);
+		scan_mark(s, b);
+	}
+	s->rec[sl->val].addr = addr;
+	s->rec[sl->val].thread = thread;
+	s->rec[sl->val].b = b;
+}
+
+static void scan_began(struct shared_scan *s, const struct ap_event *e, uint32_t obj)
+{
+	AP_ALLOC_GROW(s->obj, (size_t)obj + 1, s->obj_alloc);
+	s->obj[obj] = (struct blk){e->thread, s->nalloc[e->thread]++};
+	scan_named(s, e->ts, e->addr, e->thread, s->obj[obj]);
+}
+
+static void scan_ended(struct shared_scan *s, const struct ap_event *e, uint64_t addr,
+		       uint32_t obj)
+{
+	if (s->obj[obj].thread != e->thread)
+		scan_mark(s, s->obj[obj]);
+	scan_named(s, e->ts, addr, e->thread, s->obj[obj]);
+}
+
+static void scan_alloc(void *ctx, size_t i, const struct ap_event *e,
+		       const struct ap_replay_block *b)
+{
+	scan_began(ctx, e, b->obj);
+}
+
+static void scan_grow(void *ctx, size_t i, const struct ap_event *e,
+		      const struct ap_replay_block *old, const struct ap_replay_block *b)
+{
+	scan_ended(ctx, e, old->addr, old->obj);
+	scan_began(ctx, e, b->obj);
+}
+
+static void scan_free(void *ctx, size_t i, const struct ap_event *e,
+		      const struct ap_replay_block *b)
+{
+	scan_ended(ctx, e, e->addr, b->obj);
+}
+
+static void scan_unmatched(void *ctx, size_t i, const struct ap_event *e)
+{
+	scan_named(ctx, e->ts, e->addr, e->thread, (struct blk){UINT32_MAX, 0});
+}
+
+/* The trace's events matched as every report matches them (ap_replay):
+ * an allocation that another thread frees or reallocs keeps its address,
+ * since that thread's record names it by address; every other one may be
+ * anonymous. */
+static int find_shared(struct compactor *c)
+{
+	struct ap_trace *t;
+	struct ap_error e;
+	if (ap_trace_read(c->path, &t, &e, NULL, NULL) < 0)
+		return ap_error_set(c->err, "%s", e.msg);
+	struct shared_scan s = {.quantum = UINT64_MAX};
+	s.nalloc = ap_xcalloc(t->nthreads + 1, sizeof(*s.nalloc));
+	s.bits = ap_xcalloc(t->nthreads + 1, sizeof(*s.bits));
+	ap_u64map_init(&s.seen, 64);
+	static const struct ap_replay_ops ops = {.alloc = scan_alloc,
+						 .grow = scan_grow,
+						 .free = scan_free,
+						 .unmatched = scan_unmatched};
+	struct ap_replay_consumer con = {&ops, &s};
+	ap_replay(t, &con, 1, NULL);
+	c->nshared = t->nthreads;
+	c->shared = s.bits;
+	c->shared_tid = ap_xmalloc((t->nthreads + 1) * sizeof(*c->shared_tid));
+	for (size_t k = 0; k < t->nthreads; k++)
+		c->shared_tid[k] = t->threads[k].tid;
+	int changed = ap_trace_changed(t);
+	ap_trace_free(t);
+	free(s.nalloc);
+	free(s.obj);
+	free(s.rec);
+	ap_u64map_release(&s.seen);
+	if (changed)
+		return ap_error_set(c->err, "%s: the trace changed while it was compacted", c->path);
+	return 0;
 }
 
 /* Checks the preamble of a trace. */
@@ -957,14 +1028,19 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	if (!done && tmp->len)
 		unlink(tmp->buf);
 	ap_buf_release(tmp);
-	for (size_t i = 0; i < c->npend; i++)
+	for (size_t i = 0; i < c->npend; i++) {
 		free(c->pend[i].ev);
+		if (c->pend[i].live.slot)
+			ap_u64map_release(&c->pend[i].live);
+		free(c->pend[i].at);
+		free(c->pend[i].spare);
+	}
 	free(c->pend);
-	free(c->owners.e);
-	free(c->dist);
-	free(c->from);
-	free(c->ref);
-	free(c->anon);
+	free(c->dec);
+	for (size_t i = 0; i < c->nshared; i++)
+		free(c->shared[i].w);
+	free(c->shared);
+	free(c->shared_tid);
 	free(c->scratch);
 	for (int k = 0; k < 5; k++)
 		free(c->col[k].b);
@@ -1031,12 +1107,8 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 		goto out;
 	}
 	c.ntids = 0;
-	if (c.threads && c.transcode) {
-		c.owners_all = true;
-		c.off = 0;
-		if (walk_chunks(&c, data, size, false) < 0)
-			goto out;
-	}
+	if (c.threads && c.transcode && find_shared(&c) < 0)
+		goto out;
 	st->cut = false; /* counted again by the pass that writes */
 	st->events = 0;
 	c.off = 0;

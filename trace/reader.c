@@ -34,10 +34,18 @@ struct ev_chunk {
 	const uint8_t *payload; /* where pass 1 decoded it (not kept after) */
 	uint32_t len;		/* the stored payload's length */
 	uint32_t thread;	/* thread index */
-	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS and AP_CHUNK_F_REFS */
+	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS, _REFS and _INDEX */
 	bool zstd;		/* AP_CHUNK_F_ZSTD: stored compressed */
 	uint64_t off;		/* of the stored payload in the file */
 	uint32_t crc;		/* the stored payload's, from its header */
+};
+
+/* What a thread's chunks carry over, one to the next: its allocations so
+ * far (the next one's index, which names an anonymous block) and the
+ * index after the one its last REF named (AP_CHUNK_F_INDEX), from which
+ * the next REF steps. */
+struct thread_refs {
+	uint64_t nalloc, next;
 };
 
 struct rd {
@@ -57,6 +65,7 @@ struct rd {
 	size_t threads_alloc;
 	struct ap_u64map tid_index; /* tid -> thread index (slot NULL until the first) */
 	uint64_t *thread_nev; /* ap_events per thread (pass 1) */
+	struct thread_refs *thread_refs; /* per thread, carried across its chunks */
 
 	uint64_t *pcs; /* all stacks' pcs; stacks[i].pcs are offsets until the end */
 	size_t npcs, pcs_alloc;
@@ -108,6 +117,8 @@ static long thread_index(struct rd *r, uint32_t tid)
 		return corrupt(r, "more than %u threads", UINT16_MAX);
 	AP_ALLOC_GROW(t->threads, t->nthreads + 1, r->threads_alloc);
 	r->thread_nev = ap_xrealloc(r->thread_nev, r->threads_alloc * sizeof(*r->thread_nev));
+	r->thread_refs = ap_xrealloc(r->thread_refs, r->threads_alloc * sizeof(*r->thread_refs));
+	r->thread_refs[t->nthreads] = (struct thread_refs){0, 0};
 	struct ap_thread *th = &t->threads[t->nthreads];
 	th->tid = tid;
 	th->name = ap_xstrdup("");
@@ -595,6 +606,7 @@ struct evdec {
 	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
 	bool refs;		     /* distances from c4, else from *ca (a flag, not a
 				      * pointer: copies of a decoder fix up ca and cs only) */
+	bool index;		     /* REFs are allocation indexes (AP_CHUNK_F_INDEX) */
 	uint64_t until, step;	     /* times column: records left before q += step */
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
@@ -602,7 +614,7 @@ struct evdec {
 	uint64_t nal;	 /* ALLOCs since the payload start or the last SYNC */
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
-	uint64_t anon;	 /* anonymous blocks of this thread so far */
+	struct thread_refs th; /* the thread's, across its payloads */
 };
 
 /* The times column's next (records to skip, quanta to add) pair; none
@@ -636,7 +648,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	d->nal = 0;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = (struct evcur){NULL, NULL};
-	d->refs = false;
+	d->refs = d->index = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
 	uint64_t l1, l2, l3, l4 = 0;
@@ -650,6 +662,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 		return -1;
 	}
 	d->refs = columns & AP_CHUNK_F_REFS;
+	d->index = columns & AP_CHUNK_F_INDEX;
 	d->c4 = (struct evcur){d->c0.end - l4, d->c0.end};
 	d->c3 = (struct evcur){d->c4.p - l3, d->c4.p};
 	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
@@ -660,18 +673,20 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	return next_time(d) < 0 ? (*why = "bad varint in the times column", -1) : 0;
 }
 
-/* A fresh identity for an anonymous block. */
-static inline uint64_t anon_id(struct evdec *d)
+/* The identity of the thread's index-th allocation when it is anonymous. */
+static inline uint64_t anon_id(const struct evdec *d, uint64_t index)
 {
-	return AP_ANON_BASE | (uint64_t)d->thread << 40 | (d->anon++ & ((1ull << 40) - 1));
+	return AP_ANON_BASE | (uint64_t)d->thread << 40 | index;
 }
 
-/* Remembers the address of an ALLOC for FREEs by distance (`scan`: only
- * counts it; see evdec_next). */
+/* Counts an ALLOC (or a REALLOC's new block) and remembers its address
+ * for FREEs by distance (`scan`, or REFs by index: only counts it; see
+ * evdec_next). The caller checked th.nalloc < AP_THREAD_ALLOCS_MAX. */
 static inline __attribute__((always_inline)) void ring_push(struct evdec *d, uint64_t addr,
 							    bool scan)
 {
-	if (scan) {
+	d->th.nalloc++;
+	if (scan || d->index) {
 		d->nal++;
 		return;
 	}
@@ -744,12 +759,27 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 }
 
 /* A block named by distance (AP_TAG_REF): 1 is the last ALLOC (`scan`:
- * checked, not looked up). */
+ * checked, not looked up); or, in a chunk with AP_CHUNK_F_INDEX, by the
+ * thread's allocation index, relative to its last REF's. */
 static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_t *out, bool scan)
 {
 	uint64_t k;
 	struct evcur *c = d->refs ? &d->c4 : d->ca;
-	if (rd_uv(&c->p, c->end, &k) < 0 || k == 0 || k > d->nal || k > AP_RING)
+	if (rd_uv(&c->p, c->end, &k) < 0)
+		return -1;
+	if (d->index) {
+		/* index = next + step, below the allocations so far
+		 * (next <= nalloc) */
+		int64_t step = ap_unzigzag(k);
+		uint64_t mag = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
+		if (step < 0 ? mag > d->th.next : mag >= d->th.nalloc - d->th.next)
+			return -1;
+		uint64_t idx = d->th.next + (uint64_t)step;
+		d->th.next = idx + 1;
+		*out = anon_id(d, idx);
+		return 0;
+	}
+	if (k == 0 || k > d->nal || k > AP_RING)
 		return -1;
 	*out = scan ? 0 : d->ring[(d->nal - k) & (d->ring_cap - 1)];
 	return 0;
@@ -811,7 +841,9 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	switch (type) {
 	case AP_EV_ALLOC: {
 		uint64_t size, stack, addr = 0;
-		if (((tag & AP_TAG_REF) ? (addr = anon_id(d), 0)
+		if (d->th.nalloc >= AP_THREAD_ALLOCS_MAX)
+			return *why = "more than 2^40 allocations in one thread", DEC_BAD;
+		if (((tag & AP_TAG_REF) ? (addr = anon_id(d, d->th.nalloc), 0)
 					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&d->cs->p, d->cs->end, &size) < 0 || rd_uv(&c->p, c->end, &stack) < 0)
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
@@ -839,7 +871,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		if ((tag & AP_TAG_REF) ? rd_ref(d, &e->addr, scan) < 0
 				       : rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0)
 			return *why = "FREE record runs past the end of the payload, has a bad "
-				      "varint or a distance past the chunk's allocations",
+				      "varint or names a block not allocated before it",
 			       DEC_BAD;
 		if (!(tag & AP_TAG_REF))
 			e->addr = d->addr;
@@ -855,15 +887,17 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&c->p, c->end, &fl) < 0)
 			return *why = "REALLOC record runs past the end of the payload, has a bad "
-				      "varint or a distance past the chunk's allocations",
+				      "varint or names a block not allocated before it",
 			       DEC_BAD;
 		if (!(tag & AP_TAG_REF))
 			old = d->addr;
-		if (((fl & AP_RF_NEW_ANON) ? (addr = anon_id(d), 0)
+		if (d->th.nalloc >= AP_THREAD_ALLOCS_MAX)
+			return *why = "more than 2^40 allocations in one thread", DEC_BAD;
+		if (((fl & AP_RF_NEW_ANON) ? (addr = anon_id(d, d->th.nalloc), 0)
 					   : rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&d->cs->p, d->cs->end, &size) < 0 || rd_uv(&c->p, c->end, &stack) < 0)
 			return *why = "REALLOC record runs past the end of the payload, has a bad "
-				      "varint or a distance past the chunk's allocations",
+				      "varint or names a block not allocated before it",
 			       DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
@@ -918,10 +952,14 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	if ((columns & AP_CHUNK_F_REFS) && r->version < 5)
 		return corrupt(r, "a distances column (chunk flag %#x) in a version %u trace",
 			       AP_CHUNK_F_REFS, r->version);
+	if ((columns & AP_CHUNK_F_INDEX) && r->version < 6)
+		return corrupt(r, "allocation indexes (chunk flag %#x) in a version %u trace",
+			       AP_CHUNK_F_INDEX, r->version);
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
 	struct evdec d = {0}; /* scanning: no ring */
+	d.th = r->thread_refs[idx];
 	const char *bad = NULL;
 	if (evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns, columns, &bad) < 0)
 		return corrupt(r, "%s", bad);
@@ -947,6 +985,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	}
 	if (rc < 0)
 		return -1;
+	r->thread_refs[idx] = d.th;
 	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
 			d.c4.p != d.c4.end))
 		return corrupt(r, "columns of a size the records do not use");
@@ -965,7 +1004,8 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 }
 
 int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
-			   struct ap_event **ev, size_t *nev, size_t *alloc, const char **why)
+			   struct ap_decode_thread *th, struct ap_event **ev, size_t *nev,
+			   size_t *alloc, const char **why)
 {
 	struct evdec d = {0};
 	int rc = 0;
@@ -973,9 +1013,10 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
-	if (evdec_start(&d, payload, (uint32_t)len, 0, quantum,
-			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS), why) < 0)
+	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
+			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX), why) < 0)
 		return -1;
+	d.th = (struct thread_refs){th->nalloc, th->next};
 	for (;;) {
 		AP_ALLOC_GROW(*ev, *nev + 2, *alloc);
 		int n = evdec_next(&d, *ev + *nev, SIZE_MAX, why, false);
@@ -989,6 +1030,8 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 			*nev += (size_t)n;
 	}
 	free(d.ring);
+	th->nalloc = d.th.nalloc;
+	th->next = d.th.next;
 	return rc;
 }
 
@@ -1255,15 +1298,16 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 	int nsaved = 0;
 	bool own = false;
 	for (int steps = 0; steps < OWN_LOOKAHEAD; steps++) {
-		/* an ALLOC next would grow the ring (reallocating it): stop */
-		if (d.nal == d.ring_cap && d.ring_cap < AP_RING)
+		/* an ALLOC next would grow the ring (reallocating it): stop
+		 * (REFs by index use no ring) */
+		if (!d.index && d.nal == d.ring_cap && d.ring_cap < AP_RING)
 			break;
-		size_t slot = d.nal & (d.ring_cap - 1);
-		uint64_t nal = d.nal, old = d.ring[slot];
+		size_t slot = d.index ? 0 : d.nal & (d.ring_cap - 1);
+		uint64_t nal = d.nal, old = d.index ? 0 : d.ring[slot];
 		struct ap_event ev[2];
 		const char *why;
 		int n = evdec_next(&d, ev, SIZE_MAX, &why, false);
-		if (d.nal != nal)
+		if (!d.index && d.nal != nal)
 			saved[nsaved++] = (typeof(saved[0])){slot, old};
 		if (n == 0 || n == DEC_SKIP)
 			continue;
@@ -1748,7 +1792,8 @@ static int read_chunks(struct rd *r)
 			break;
 		case AP_CHUNK_EVENTS:
 			rc = scan_events(r, ch.tid, payload, len,
-					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS));
+					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
+						     AP_CHUNK_F_INDEX));
 			if (!rc) {
 				/* pass 2 reads it again as stored (and decompresses
 				 * it), when it comes */
@@ -1829,6 +1874,7 @@ static int read_data(struct rd *r)
 	}
 	ap_u64map_release(&r->tid_index);
 	free(r->thread_nev);
+	free(r->thread_refs);
 	free(r->chunks);
 	for (size_t i = 0; i < r->nowned; i++)
 		free(r->owned[i]);

@@ -146,14 +146,15 @@ static void test_rows(void)
 		struct ap_evrec r = record_at(&i, enc.prev_addr);
 		size_t n = ap_enc_event_ring(&enc, &ring, p, &r);
 		CHECK(n <= AP_EV_MAX_REC, "a record of %zu bytes", n);
-		nref += r.ref != 0;
+		nref += r.by_ref;
 		p += n;
 	}
 	CHECK(nref > 1000, "only %zu blocks named by distance", nref);
 	struct ap_event *got = NULL;
 	size_t ngot = 0, alloc = 0;
 	const char *why = "";
-	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), 0, 10, &got, &ngot, &alloc, &why) ==
+	struct ap_decode_thread th = {0};
+	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), 0, 10, &th, &got, &ngot, &alloc, &why) ==
 		  0,
 	      "rows do not decode: %s", why);
 	compare("rows", got, ngot, false);
@@ -193,8 +194,10 @@ static void test_columns(bool refs)
 					for (size_t k = j + 1; k < first; k++)
 						freed |= want[k].type == AP_EV_FREE &&
 							 want[k].addr == r.addr;
-					if (!freed && nal - ord[j] < AP_RING)
+					if (!freed && nal - ord[j] < AP_RING) {
 						r.ref = nal - ord[j] + 1;
+						r.by_ref = true;
+					}
 					break;
 				}
 		}
@@ -227,8 +230,9 @@ static void test_columns(bool refs)
 	size_t ngot = 0, alloc = 0;
 	const char *why = "";
 	unsigned flags = AP_CHUNK_F_COLUMNS | (refs ? AP_CHUNK_F_REFS : 0);
-	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), flags, 10, &got, &ngot, &alloc, &why) ==
-		  0,
+	struct ap_decode_thread th = {0};
+	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), flags, 10, &th, &got, &ngot, &alloc,
+				     &why) == 0,
 	      "columns do not decode: %s", why);
 	/* an anonymous block freed by distance: the FREE gets the identity
 	 * its ALLOC got, never the address */
@@ -238,8 +242,10 @@ static void test_columns(bool refs)
 	 * fails or gives other events */
 	got = NULL;
 	ngot = alloc = 0;
-	if (ap_trace_decode_events(buf, (size_t)(p - buf), flags ^ AP_CHUNK_F_REFS, 10, &got, &ngot,
-				   &alloc, &why) == 0 && ngot == nwant) {
+	th = (struct ap_decode_thread){0};
+	if (ap_trace_decode_events(buf, (size_t)(p - buf), flags ^ AP_CHUNK_F_REFS, 10, &th, &got,
+				   &ngot, &alloc, &why) == 0 &&
+	    ngot == nwant) {
 		size_t same = 0;
 		for (size_t i = 0; i < ngot; i++)
 			same += got[i].addr == want[i].addr && got[i].size == want[i].size;
@@ -248,6 +254,151 @@ static void test_columns(bool refs)
 	free(got);
 	free(ord);
 	free(buf);
+}
+
+/* Allocation indexes (AP_CHUNK_F_INDEX, version 6), as the compactor
+ * writes them: the events split in three payloads of one thread, decoded
+ * one after the other with what they carry over; the blocks at addresses
+ * the "thread" alone names (here: two in three) anonymous, and every FREE
+ * of such a block, in its payload or a later one, by its index. Checked
+ * strictly: each FREE's event names exactly the identity the latest live
+ * ALLOC at its address got. */
+#define ADDR_SPAN 0x30000
+static bool anon_addr(uint64_t a)
+{
+	return (a >> 4) % 3 != 0;
+}
+
+static void test_index(void)
+{
+	/* per address, the live blocks: (allocation index) newest first */
+	uint64_t *live_idx = calloc(2 * NEV, sizeof(*live_idx));
+	int64_t *older = calloc(2 * NEV, sizeof(*older));
+	int64_t *top = malloc(ADDR_SPAN * sizeof(*top));
+	for (size_t a = 0; a < ADDR_SPAN; a++)
+		top[a] = -1;
+	uint64_t nalloc = 0, next = 0;
+	size_t nref = 0, cross = 0, payload_of[2 * NEV];
+	struct ap_event *got = NULL;
+	size_t ngot = 0, alloc = 0;
+	struct ap_decode_thread th = {.thread = 3};
+	const size_t cut[] = {0, nwant / 3, 2 * nwant / 3, nwant};
+	uint8_t *col[5];
+	for (int k = 0; k < 5; k++)
+		col[k] = malloc(2 * NEV * AP_EV_MAX_REC);
+	uint8_t *buf = malloc(10 * NEV * AP_EV_MAX_REC);
+	size_t i = 0;
+	for (int part = 0; part < 3; part++) {
+		uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3], *c4 = col[4];
+		struct ap_evenc enc;
+		c0 += ap_enc_sync(&enc, c0, want[i].ts / 10);
+		size_t nrec = 0, last_step = 0;
+		while (i < cut[part + 1]) {
+			if (want[i].ts / 10 != enc.q) {
+				c3 += ap_enc_time_col(&enc, c3, nrec - last_step, want[i].ts / 10);
+				last_step = nrec;
+			}
+			nrec++;
+			struct ap_evrec r = record_at(&i, enc.prev_addr);
+			if (r.type != AP_EV_ALLOC && (r.type == AP_EV_FREE || (r.flags & AP_RF_OLD_TRACKED)) &&
+			    top[r.addr] >= 0) {
+				int64_t b = top[r.addr];
+				top[r.addr] = older[b];
+				r.by_ref = true;
+				r.ref = ap_zigzag((int64_t)(live_idx[b] - next));
+				next = live_idx[b] + 1;
+				nref++;
+				cross += payload_of[b] != (size_t)part;
+			}
+			if (r.type != AP_EV_FREE) {
+				uint64_t a = r.type == AP_EV_ALLOC ? r.addr : r.addr2;
+				uint64_t idx = nalloc++;
+				r.anon = anon_addr(a);
+				if (r.anon) {
+					live_idx[idx] = idx;
+					older[idx] = top[a];
+					payload_of[idx] = (size_t)part;
+					top[a] = (int64_t)idx;
+				}
+			}
+			ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
+		}
+		size_t l[5] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2]),
+			       (size_t)(c3 - col[3]), (size_t)(c4 - col[4])};
+		uint8_t *p = buf;
+		for (int k = 1; k < 5; k++)
+			p += ap_put_uv(p, l[k]);
+		for (int k = 0; k < 5; k++) {
+			memcpy(p, col[k], l[k]);
+			p += l[k];
+		}
+		const char *why = "";
+		CHECK(ap_trace_decode_events(buf, (size_t)(p - buf),
+					     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX,
+					     10, &th, &got, &ngot, &alloc, &why) == 0,
+		      "payload %d with indexes does not decode: %s", part, why);
+	}
+	CHECK(nref > 1000 && cross > 100, "only %zu blocks named by index, %zu from an earlier "
+	      "payload", nref, cross);
+	CHECK(th.nalloc == nalloc, "%llu allocations carried over, %llu written",
+	      (unsigned long long)th.nalloc, (unsigned long long)nalloc);
+	/* the pairing, from the decoded events alone: every FREE of an
+	 * anonymous address names the identity of the latest live ALLOC
+	 * there, which is the index the encoder counted */
+	CHECK(ngot == nwant, "indexes: %zu events decoded, %zu written", ngot, nwant);
+	for (size_t a = 0; a < ADDR_SPAN; a++)
+		top[a] = -1;
+	uint64_t n = 0;
+	size_t bad = 0;
+	for (size_t k = 0; k < ngot && k < nwant; k++) {
+		const struct ap_event *g = &got[k], *w = &want[k];
+		uint64_t expect = w->addr;
+		if (w->type == AP_EV_ALLOC) {
+			uint64_t idx = n++;
+			if (anon_addr(w->addr)) {
+				expect = AP_ANON_BASE | 3ull << 40 | idx;
+				older[idx] = top[w->addr];
+				top[w->addr] = (int64_t)idx;
+			}
+		} else if (top[w->addr] >= 0) {
+			int64_t b = top[w->addr];
+			expect = AP_ANON_BASE | 3ull << 40 | (uint64_t)b;
+			top[w->addr] = older[b];
+		}
+		if (g->addr != expect || g->ts != w->ts || g->size != w->size ||
+		    g->stack != w->stack || g->type != w->type || g->flags != w->flags) {
+			if (!bad++)
+				CHECK(0, "indexes: event %zu: addr %#llx type %u, expected %#llx type %u",
+				      k, (unsigned long long)g->addr, g->type,
+				      (unsigned long long)expect, w->type);
+		}
+	}
+	CHECK(bad == 0, "indexes: %zu events differ", bad);
+	/* an index past the allocations so far is corrupt: a payload of one
+	 * FREE by index 0 in a thread that allocated nothing */
+	uint8_t one[] = {0, 0, 0, 1, AP_EV_SYNC, 0, AP_EV_FREE | AP_TAG_REF, 0};
+	struct ap_decode_thread fresh = {0};
+	const char *why = NULL;
+	size_t n0 = 0;
+	CHECK(ap_trace_decode_events(one, sizeof(one),
+				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     &fresh, &got, &n0, &alloc, &why) < 0 && why,
+	      "a FREE by an index not allocated yet decodes");
+	fresh.nalloc = 1;
+	n0 = 0;
+	CHECK(ap_trace_decode_events(one, sizeof(one),
+				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     &fresh, &got, &n0, &alloc, &why) == 0 && n0 == 1 &&
+		  got[0].addr == AP_ANON_BASE && fresh.next == 1,
+	      "a FREE by index 0 after one allocation: %zu events, addr %#llx", n0,
+	      n0 ? (unsigned long long)got[0].addr : 0ull);
+	for (int k = 0; k < 5; k++)
+		free(col[k]);
+	free(buf);
+	free(got);
+	free(live_idx);
+	free(older);
+	free(top);
 }
 
 /* HEADER, META (mapping, stack, thread) and END through the reader. */
@@ -401,6 +552,7 @@ int main(void)
 	test_rows();
 	test_columns(false);
 	test_columns(true);
+	test_index();
 	test_meta();
 	test_shared();
 	if (failures) {

@@ -741,11 +741,11 @@ static void test_errors(void)
 
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 7);
-	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3 to 5");
+	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3 to 6");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 2);
 	expect_error(d, len,
-		     "bad.trace: trace format version 2, this allocprof reads 3 to 5: recorded "
+		     "bad.trace: trace format version 2, this allocprof reads 3 to 6: recorded "
 		     "by an older allocprof (record it again)");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
@@ -778,7 +778,7 @@ static void test_errors(void)
 	ap_chunk_header(d + len, AP_CHUNK_META, 0, AP_STREAM_META, 0, d, 0);
 	ap_put_u32le(d + len + 12, AP_CHUNK_MAX_PAYLOAD + 1);
 	ap_put_u32le(d + len + AP_CHUNK_HDR_CRC_OFF, ap_crc32c(d + len, AP_CHUNK_HDR_CRC_OFF));
-	char want[128];
+	char want[256];
 	snprintf(want, sizeof(want), "corrupt chunk at byte %zu: payload length 16777217 exceeds",
 		 len);
 	expect_error(d, len + AP_CHUNK_HDR_LEN, want);
@@ -918,11 +918,11 @@ static void test_errors(void)
 	     "bad time varint"},
 	    {(const uint8_t *)"\x86\x01", 2, "TIME or SYNC tag with flags"},
 	    {(const uint8_t *)"\x01\x04\x08\x01\x0a\x02", 6,
-	     "FREE record runs past the end of the payload, has a bad varint or a distance past "
-	     "the chunk's allocations (record at byte 4 of the payload)"},
+	     "FREE record runs past the end of the payload, has a bad varint or names a block "
+	     "not allocated before it (record at byte 4 of the payload)"},
 	    {(const uint8_t *)"\x01\x04\x08\x01\x06\x00\x0a\x01", 8,
-	     "FREE record runs past the end of the payload, has a bad varint or a distance past "
-	     "the chunk's allocations (record at byte 6"},
+	     "FREE record runs past the end of the payload, has a bad varint or names a block "
+	     "not allocated before it (record at byte 6"},
 	    {(const uint8_t *)"\x0c\x04\x07", 3, "distance flag on a TRACK record"},
 	    {(const uint8_t *)"\x01\x04\x08\x01\x0b\x01\x00\x00\x08\x00", 10,
 	     "REALLOC names an untracked old block by distance"},
@@ -953,7 +953,11 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 8, notzstd, sizeof(notzstd), "unknown chunk flags 0x8"},
+		    {AP_CHUNK_EVENTS, 16, notzstd, sizeof(notzstd), "unknown chunk flags 0x10"},
+		    {AP_CHUNK_EVENTS, 8, notzstd, sizeof(notzstd),
+		     "allocation indexes without a distances column"},
+		    {AP_CHUNK_EVENTS, 8 | 4, notzstd, sizeof(notzstd),
+		     "a distances column without columns"},
 		    {AP_CHUNK_EVENTS, 4, notzstd, sizeof(notzstd), "a distances column without columns"},
 		    {AP_CHUNK_END, 1, notzstd, sizeof(notzstd), "a compressed chunk of type 4"},
 		    {AP_CHUNK_EVENTS, 1, notzstd, 3, "compressed payload of 3 bytes has no length"},
@@ -1044,6 +1048,75 @@ static void test_errors(void)
 		expect_error(dc, len + AP_CHUNK_HDR_LEN + sizeof(cols), want);
 		free(dc);
 		free(d0);
+	}
+
+	/* allocation indexes (version 6): two anonymous ALLOCs in one chunk,
+	 * their FREEs by index in the thread's next chunk, in the other
+	 * order; the same chunks in a version 5 trace are refused, and an
+	 * index past the thread's allocations is corrupt */
+	{
+		static const uint8_t a[] = {0, 2, 0, 0,		/* len1..len4 */
+					    0x09, 0x01, 0x09, 0x01, /* ALLOC|REF stack 1, twice */
+					    0x08, 0x10};	/* sizes 8, 16 */
+		static const uint8_t b[] = {0, 0, 0, 2, 0x0a, 0x0a, /* FREE|REF twice */
+					    0x02, 0x03};	      /* index 0+1, then 2-2 */
+		static const uint8_t past[] = {0, 0, 0, 1, 0x0a, 0x04}; /* index 2+2 */
+		for (int round = 0; round < 3; round++) {
+			tw = ap_tw_new(&h);
+			uint64_t pc = 1;
+			ap_tw_stack(tw, &pc, 1);
+			ap_tw_flush(tw);
+			uint8_t *d0 = finish(tw, &len);
+			const uint8_t *second = round == 2 ? past : b;
+			size_t n2 = round == 2 ? sizeof(past) : sizeof(b);
+			size_t total = len + 2 * AP_CHUNK_HDR_LEN + sizeof(a) + n2;
+			uint8_t *dc = malloc(total), *q = dc + len;
+			memcpy(dc, d0, len);
+			const unsigned fl = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX;
+			memcpy(q + AP_CHUNK_HDR_LEN, a, sizeof(a));
+			ap_chunk_header_flags(q, AP_CHUNK_EVENTS, fl, 1000,
+					      ap_stream_of(AP_CHUNK_EVENTS, 1000), 0,
+					      q + AP_CHUNK_HDR_LEN, sizeof(a));
+			q += AP_CHUNK_HDR_LEN + sizeof(a);
+			memcpy(q + AP_CHUNK_HDR_LEN, second, n2);
+			ap_chunk_header_flags(q, AP_CHUNK_EVENTS, fl, 1000,
+					      ap_stream_of(AP_CHUNK_EVENTS, 1000), 1,
+					      q + AP_CHUNK_HDR_LEN, (uint32_t)n2);
+			if (round == 0) {
+				struct ap_trace *t = NULL;
+				struct ap_error err;
+				CHECK(ap_trace_read_mem(dc, total, "idx", &t, &err) == 0, "%s",
+				      err.msg);
+				ap_trace_load_events(t);
+				if (t) {
+					CHECK_U(t->nev, 4);
+					if (t->nev == 4) {
+						CHECK_U(t->ev[0].addr, AP_ANON_BASE);
+						CHECK_U(t->ev[1].addr, AP_ANON_BASE | 1);
+						CHECK_U(t->ev[1].size, 16);
+						CHECK_U(t->ev[2].type, AP_EV_FREE);
+						CHECK_U(t->ev[2].addr, AP_ANON_BASE | 1);
+						CHECK_U(t->ev[3].addr, AP_ANON_BASE);
+					}
+					ap_trace_free(t);
+				}
+			} else if (round == 1) {
+				ap_put_u32le(dc + 8, 5);
+				snprintf(want, sizeof(want),
+					 "corrupt chunk at byte %zu: allocation indexes (chunk flag "
+					 "0x8) in a version 5 trace", len);
+				expect_error(dc, total, want);
+			} else {
+				snprintf(want, sizeof(want),
+					 "corrupt chunk at byte %zu: FREE record runs past the end of "
+					 "the payload, has a bad varint or names a block not allocated "
+					 "before it (record at byte 4",
+					 len + AP_CHUNK_HDR_LEN + sizeof(a));
+				expect_error(dc, total, want);
+			}
+			free(dc);
+			free(d0);
+		}
 	}
 
 	/* a TRACK record decodes (no event) and moves prev_addr; a 0 tag ends the payload */
