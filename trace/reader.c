@@ -611,7 +611,7 @@ struct evdec {
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
 	uint16_t thread;
-	uint64_t nal;	 /* ALLOCs since the payload start or the last SYNC */
+	uint64_t sync_base; /* th.nalloc at the payload start or the last SYNC */
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
 	struct thread_refs th; /* the thread's, across its payloads */
@@ -645,7 +645,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	d->addr = 0;
 	d->cpu = 0;
 	d->thread = thread;
-	d->nal = 0;
+	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = (struct evcur){NULL, NULL};
 	d->refs = d->index = false;
@@ -679,23 +679,28 @@ static inline uint64_t anon_id(const struct evdec *d, uint64_t index)
 	return AP_ANON_BASE | (uint64_t)d->thread << 40 | index;
 }
 
+/* ALLOCs since the payload start or the last SYNC. */
+static inline uint64_t ring_count(const struct evdec *d)
+{
+	return d->th.nalloc - d->sync_base;
+}
+
 /* Counts an ALLOC (or a REALLOC's new block) and remembers its address
  * for FREEs by distance (`scan`, or REFs by index: only counts it; see
- * evdec_next). The caller checked th.nalloc < AP_THREAD_ALLOCS_MAX. */
+ * evdec_next). */
 static inline __attribute__((always_inline)) void ring_push(struct evdec *d, uint64_t addr,
 							    bool scan)
 {
+	uint64_t nal = ring_count(d);
 	d->th.nalloc++;
-	if (scan || d->index) {
-		d->nal++;
+	if (scan || d->index)
 		return;
-	}
-	if (d->nal == d->ring_cap && d->ring_cap < AP_RING) {
+	if (nal == d->ring_cap && d->ring_cap < AP_RING) {
 		/* not wrapped yet: positions keep their slots */
 		d->ring_cap = d->ring_cap ? d->ring_cap * 2 : 64;
 		d->ring = ap_xrealloc(d->ring, d->ring_cap * sizeof(*d->ring));
 	}
-	d->ring[d->nal++ & (d->ring_cap - 1)] = addr;
+	d->ring[nal & (d->ring_cap - 1)] = addr;
 }
 
 enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
@@ -779,9 +784,10 @@ static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_
 		*out = anon_id(d, idx);
 		return 0;
 	}
-	if (k == 0 || k > d->nal || k > AP_RING)
+	uint64_t nal = ring_count(d);
+	if (k == 0 || k > nal || k > AP_RING)
 		return -1;
-	*out = scan ? 0 : d->ring[(d->nal - k) & (d->ring_cap - 1)];
+	*out = scan ? 0 : d->ring[(nal - k) & (d->ring_cap - 1)];
 	return 0;
 }
 
@@ -813,7 +819,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		if (type == AP_EV_SYNC) {
 			d->addr = 0;
 			d->cpu = 0;
-			d->nal = 0;
+			d->sync_base = d->th.nalloc;
 		}
 		return DEC_SKIP;
 	}
@@ -841,9 +847,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	switch (type) {
 	case AP_EV_ALLOC: {
 		uint64_t size, stack, addr = 0;
-		if (d->th.nalloc >= AP_THREAD_ALLOCS_MAX)
-			return *why = "more than 2^40 allocations in one thread", DEC_BAD;
-		if (((tag & AP_TAG_REF) ? (addr = anon_id(d, d->th.nalloc), 0)
+		if (((tag & AP_TAG_REF) ? (addr = scan ? 0 : anon_id(d, d->th.nalloc), 0)
 					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&d->cs->p, d->cs->end, &size) < 0 || rd_uv(&c->p, c->end, &stack) < 0)
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
@@ -891,9 +895,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			       DEC_BAD;
 		if (!(tag & AP_TAG_REF))
 			old = d->addr;
-		if (d->th.nalloc >= AP_THREAD_ALLOCS_MAX)
-			return *why = "more than 2^40 allocations in one thread", DEC_BAD;
-		if (((fl & AP_RF_NEW_ANON) ? (addr = anon_id(d, d->th.nalloc), 0)
+		if (((fl & AP_RF_NEW_ANON) ? (addr = scan ? 0 : anon_id(d, d->th.nalloc), 0)
 					   : rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&d->cs->p, d->cs->end, &size) < 0 || rd_uv(&c->p, c->end, &stack) < 0)
 			return *why = "REALLOC record runs past the end of the payload, has a bad "
@@ -958,8 +960,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
-	struct evdec d = {0}; /* scanning: no ring */
-	d.th = r->thread_refs[idx];
+	struct evdec d = {.th = r->thread_refs[idx]}; /* scanning: no ring */
 	const char *bad = NULL;
 	if (evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns, columns, &bad) < 0)
 		return corrupt(r, "%s", bad);
@@ -985,6 +986,10 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	}
 	if (rc < 0)
 		return -1;
+	/* (identities have 40 bits for the index; the decoder does not
+	 * check each ALLOC) */
+	if (d.th.nalloc > AP_THREAD_ALLOCS_MAX)
+		return corrupt(r, "more than 2^40 allocations in one thread");
 	r->thread_refs[idx] = d.th;
 	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
 			d.c4.p != d.c4.end))
@@ -1013,10 +1018,10 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
+	d.th = (struct thread_refs){th->nalloc, th->next};
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
 			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX), why) < 0)
 		return -1;
-	d.th = (struct thread_refs){th->nalloc, th->next};
 	for (;;) {
 		AP_ALLOC_GROW(*ev, *nev + 2, *alloc);
 		int n = evdec_next(&d, *ev + *nev, SIZE_MAX, why, false);
@@ -1032,6 +1037,10 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 	free(d.ring);
 	th->nalloc = d.th.nalloc;
 	th->next = d.th.next;
+	if (!rc && th->nalloc > AP_THREAD_ALLOCS_MAX) {
+		*why = "more than 2^40 allocations in one thread";
+		rc = -1;
+	}
 	return rc;
 }
 
@@ -1300,14 +1309,14 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 	for (int steps = 0; steps < OWN_LOOKAHEAD; steps++) {
 		/* an ALLOC next would grow the ring (reallocating it): stop
 		 * (REFs by index use no ring) */
-		if (!d.index && d.nal == d.ring_cap && d.ring_cap < AP_RING)
+		if (!d.index && ring_count(&d) == d.ring_cap && d.ring_cap < AP_RING)
 			break;
-		size_t slot = d.index ? 0 : d.nal & (d.ring_cap - 1);
-		uint64_t nal = d.nal, old = d.index ? 0 : d.ring[slot];
+		size_t slot = d.index ? 0 : ring_count(&d) & (d.ring_cap - 1);
+		uint64_t nal = d.th.nalloc, old = d.index ? 0 : d.ring[slot];
 		struct ap_event ev[2];
 		const char *why;
 		int n = evdec_next(&d, ev, SIZE_MAX, &why, false);
-		if (!d.index && d.nal != nal)
+		if (!d.index && d.th.nalloc != nal)
 			saved[nsaved++] = (typeof(saved[0])){slot, old};
 		if (n == 0 || n == DEC_SKIP)
 			continue;

@@ -392,6 +392,23 @@ static void test_index(void)
 		  got[0].addr == AP_ANON_BASE && fresh.next == 1,
 	      "a FREE by index 0 after one allocation: %zu events, addr %#llx", n0,
 	      n0 ? (unsigned long long)got[0].addr : 0ull);
+	/* identities hold 40 bits of index: a thread's 2^40th allocation
+	 * (two anonymous ALLOCs after 2^40 - 1) is corrupt */
+	uint8_t two[] = {0, 2, 0, 0, AP_EV_SYNC, 0, AP_EV_ALLOC | AP_TAG_REF, 1,
+			 AP_EV_ALLOC | AP_TAG_REF, 1, 8, 8};
+	fresh = (struct ap_decode_thread){.nalloc = AP_THREAD_ALLOCS_MAX - 2};
+	n0 = 0;
+	CHECK(ap_trace_decode_events(two, sizeof(two),
+				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     &fresh, &got, &n0, &alloc, &why) == 0 && n0 == 2 &&
+		  got[1].addr == (AP_ANON_BASE | (AP_THREAD_ALLOCS_MAX - 1)),
+	      "the last allocation index a thread has");
+	n0 = 0;
+	CHECK(ap_trace_decode_events(two, sizeof(two),
+				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     &fresh, &got, &n0, &alloc, &why) < 0 &&
+		  strstr(why, "2^40"),
+	      "more than 2^40 allocations in one thread decode");
 	for (int k = 0; k < 5; k++)
 		free(col[k]);
 	free(buf);
