@@ -7,15 +7,13 @@
  * - one chunk per thread covers up to COMPACT_INPUT bytes of the sampler's
  *   chunks, with one SYNC, so a repetitive workload is one long run of
  *   identical records;
- * - a FREE names its block by distance whenever the block was allocated in
- *   the same chunk within AP_RING allocations (exact, where the sampler's
- *   table is direct-mapped), or within 256 where that compresses better
- *   (dist_limits);
- * - an allocation freed that way by its own thread, at an address no other
- *   thread ever names, is written without its address (anonymous): its
- *   address only served to match the free, and addresses are most of the
- *   entropy of a trace. Blocks that cross threads, live past their chunk or
- *   are freed too far away keep their addresses;
+ * - every block is written without its address (anonymous), and its FREE
+ *   names it by the thread's allocation index (AP_CHUNK_F_INDEX), however
+ *   far away, in whatever later chunk: addresses are most of the entropy
+ *   of a trace and only served to match the frees. With several threads
+ *   a replay first finds the blocks that must keep their address
+ *   (find_shared): those another thread frees, or whose address another
+ *   thread names in the same quantum;
  * - the payload is split in columns (AP_CHUNK_F_COLUMNS) and compressed
  *   with zstd.
  *
