@@ -1377,6 +1377,12 @@ static bool stream_advance(struct merge *m, struct stream *s)
 			if (c)
 				__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
 			s->ci = s->nchunk;
+			/* the decoder points into what is freed here: an empty
+			 * payload instead, for frees_own_later, which may look
+			 * at a stream that has ended */
+			static const uint8_t none[1];
+			const char *why_unused;
+			evdec_start(&s->d, none, 0, s->d.thread, m->f->quantum, 0, &why_unused);
 			free(s->raw);
 			free(s->in);
 			s->raw = s->in = NULL;
