@@ -57,6 +57,13 @@
  * (a document built, then dropped) still needs no address; frees in the
  * order of the allocations cost a repeated small step. */
 #define AP_CHUNK_F_INDEX 8u
+/* EVENTS in columns (version 6): the size field of ALLOC and REALLOC is
+ * zigzag(size - the size the last such record of the payload with the
+ * same stack gave), where struct ap_size_pred still holds that stack (0
+ * where it does not). A call site allocates the same size, or one a
+ * step from the last: threads that run the same loops wrote their sizes
+ * column apart as 46 KB each (handoff), 0.3 KB predicted. */
+#define AP_CHUNK_F_SIZES 16u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,
@@ -170,6 +177,44 @@ enum ap_alloc_kind {
 /* Recent allocations a FREE can name by distance (1 = the last ALLOC or
  * REALLOC of the chunk, counted from its start or its last SYNC). */
 #define AP_RING 65536u
+
+/* The sizes of AP_CHUNK_F_SIZES: a direct-mapped table of the payload's
+ * last size per stack id, AP_SIZE_PRED entries by stack & (entries - 1).
+ * Both the compactor and the reader keep one; a generation empties it
+ * (at a payload's start and at SYNC) without touching its 64 KiB. */
+#define AP_SIZE_PRED_BITS 12
+#define AP_SIZE_PRED (1u << AP_SIZE_PRED_BITS)
+
+struct ap_size_pred {
+	struct {
+		uint32_t stack, gen;
+		uint64_t size;
+	} e[AP_SIZE_PRED];
+	uint32_t gen; /* entries of another generation are empty */
+};
+
+static inline void ap_size_pred_reset(struct ap_size_pred *p)
+{
+	if (++p->gen == 0) { /* (after 2^32 resets: empty them for real) */
+		memset(p->e, 0, sizeof(p->e));
+		p->gen = 1;
+	}
+}
+
+/* The size predicted for the next record at `stack`. */
+static inline uint64_t ap_size_pred_get(const struct ap_size_pred *p, uint32_t stack)
+{
+	const uint32_t k = stack & (AP_SIZE_PRED - 1);
+	return p->e[k].gen == p->gen && p->e[k].stack == stack ? p->e[k].size : 0;
+}
+
+static inline void ap_size_pred_put(struct ap_size_pred *p, uint32_t stack, uint64_t size)
+{
+	const uint32_t k = stack & (AP_SIZE_PRED - 1);
+	p->e[k].stack = stack;
+	p->e[k].gen = p->gen;
+	p->e[k].size = size;
+}
 
 /* Writes v as LEB128 at p; returns the number of bytes (1..10). */
 static inline size_t ap_put_uv(uint8_t *p, uint64_t v)

@@ -147,6 +147,7 @@ struct ap_evenc {
 	uint64_t q;	    /* the quantum of the last SYNC or TIME */
 	uint64_t prev_addr; /* the last address field */
 	uint32_t cpu;
+	struct ap_size_pred *sizes; /* AP_CHUNK_F_SIZES, else NULL */
 };
 
 /* The largest record: TIME, tag, cpu and six fields. */
@@ -159,6 +160,8 @@ static inline size_t ap_enc_sync(struct ap_evenc *e, uint8_t *p, uint64_t q)
 	e->q = q;
 	e->prev_addr = 0;
 	e->cpu = 0;
+	if (e->sizes)
+		ap_size_pred_reset(e->sizes);
 	return 1 + ap_put_uv(p + 1, q);
 }
 
@@ -198,6 +201,19 @@ struct ap_evrec {
 	bool anon;	/* ALLOC, REALLOC: the new block is anonymous (no address) */
 };
 
+/* The size field of r at *cs: the size, or (e->sizes) its difference
+ * from the size predicted at its stack. */
+static inline __attribute__((always_inline)) void ap_enc_size(struct ap_evenc *e, uint8_t **cs,
+							       const struct ap_evrec *r)
+{
+	if (!e->sizes) {
+		*cs += ap_put_uv(*cs, r->size);
+		return;
+	}
+	*cs += ap_put_sv(*cs, (int64_t)(r->size - ap_size_pred_get(e->sizes, r->stack)));
+	ap_size_pred_put(e->sizes, r->stack, r->size);
+}
+
 /* Writes record r: the tag, cpu, stack and REALLOC flags at *c0, address
  * fields at *ca, distances at *cr, sizes at *cs, advancing each. A payload
  * in rows passes the same cursor four times; in columns
@@ -227,7 +243,7 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 			*ca += ap_put_addr(*ca, r->addr, e->prev_addr);
 			e->prev_addr = r->addr;
 		}
-		*cs += ap_put_uv(*cs, r->size);
+		ap_enc_size(e, cs, r);
 		*c0 += ap_put_uv(*c0, r->stack);
 		break;
 	case AP_EV_FREE:
@@ -245,7 +261,7 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 			*ca += ap_put_addr(*ca, r->addr2, e->prev_addr);
 			e->prev_addr = r->addr2;
 		}
-		*cs += ap_put_uv(*cs, r->size);
+		ap_enc_size(e, cs, r);
 		*c0 += ap_put_uv(*c0, r->stack);
 		break;
 	}

@@ -167,7 +167,8 @@ struct compactor {
 	size_t nshared;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
-	struct bytes col[5], payload;
+	struct bytes col[6], payload; /* col[5]: the sizes, not predicted */
+	struct ap_size_pred *sizes; /* the encoder's (AP_CHUNK_F_SIZES) */
 	struct bytes meta; /* META records not written yet (COMPACT_META) */
 	uint32_t meta_tid; /* the tid of their first chunk */
 	struct stack_table stacks;
@@ -312,17 +313,37 @@ static bool new_block(struct pending *p, uint64_t addr)
 	return true;
 }
 
+/* The size of raw compressed at level 1: a trial of two columns. */
+static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
+{
+	size_t bound = ZSTD_compressBound(len);
+	if (bound > c->zcap) {
+		free(c->zbuf);
+		c->zcap = bound;
+		c->zbuf = ap_xmalloc(c->zcap);
+	}
+	size_t z = ZSTD_compressCCtx(c->zc, c->zbuf, c->zcap, raw, len, 1);
+	return ZSTD_isError(z) ? SIZE_MAX : z;
+}
+
 /* One thread's pending events as one EVENTS payload in five columns
  * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX): every block
  * only its own thread names is anonymous, and its FREE, in this chunk or
- * a later one, names it by its index. */
-static void encode(struct compactor *c, struct pending *p)
+ * a later one, names it by its index. The sizes are written both ways,
+ * predicted by stack (col[2]) and not (col[5]); the payload takes the
+ * column that compresses smaller in a trial, and returns the chunk's
+ * flags (AP_CHUNK_F_SIZES with the first). A call site's sizes repeat or
+ * step (3 KB instead of 184 KB on handoff), random sizes do not (a
+ * difference of two random sizes costs more than either). */
+static unsigned encode(struct compactor *c, struct pending *p)
 {
 	struct bytes *col = c->col;
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 6; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0;
-	struct ap_evenc enc;
+	if (!c->sizes)
+		c->sizes = ap_xcalloc(1, sizeof(*c->sizes));
+	struct ap_evenc enc = {.sizes = c->sizes};
 	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), p->ev[0].ts / c->quantum);
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct ap_event *e = &p->ev[i];
@@ -370,10 +391,19 @@ static void encode(struct compactor *c, struct pending *p)
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
 		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
 		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
+		if (r.type != AP_EV_FREE)
+			col[5].len += ap_put_uv(room(&col[5], AP_VARINT_MAX), r.size);
 		col[0].len += (size_t)(c0 - s0);
 		col[1].len += (size_t)(c1 - s1);
 		col[2].len += (size_t)(c2 - s2);
 		col[4].len += (size_t)(c4 - s4);
+	}
+	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES;
+	if (trial_size(c, col[5].b, col[5].len) < trial_size(c, col[2].b, col[2].len)) {
+		struct bytes plain = col[5];
+		col[5] = col[2];
+		col[2] = plain;
+		flags &= ~AP_CHUNK_F_SIZES;
 	}
 	struct bytes *out = &c->payload;
 	out->len = 0;
@@ -383,19 +413,19 @@ static void encode(struct compactor *c, struct pending *p)
 	put_uv(out, col[4].len);
 	for (int k = 0; k < 5; k++)
 		put_bytes(out, c->col[k].b, c->col[k].len);
+	return flags;
 }
 
 static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
 		return 0;
-	encode(c, p);
+	unsigned flags = encode(c, p);
 	c->held -= p->input;
 	p->nev = 0;
 	p->input = 0;
-	return write_compressed(c, AP_CHUNK_EVENTS,
-				AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, p->tid,
-				c->payload.b, c->payload.len);
+	return write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, c->payload.b,
+				c->payload.len);
 }
 
 /* The META records held back, as one chunk. */
@@ -1040,9 +1070,10 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	free(c->shared);
 	free(c->shared_tid);
 	free(c->scratch);
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 6; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
+	free(c->sizes);
 	free(c->meta.b);
 	stack_table_release(&c->stacks);
 	free(c->tids);

@@ -607,6 +607,9 @@ struct evdec {
 	bool refs;		     /* distances from c4, else from *ca (a flag, not a
 				      * pointer: copies of a decoder fix up ca and cs only) */
 	bool index;		     /* REFs are allocation indexes (AP_CHUNK_F_INDEX) */
+	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
+	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
+				    * which reads the fields and needs no sizes) */
 	uint64_t until, step;	     /* times column: records left before q += step */
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
@@ -648,7 +651,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = (struct evcur){NULL, NULL};
-	d->refs = d->index = false;
+	d->refs = d->index = d->sized = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
 	uint64_t l1, l2, l3, l4 = 0;
@@ -663,6 +666,9 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	}
 	d->refs = columns & AP_CHUNK_F_REFS;
 	d->index = columns & AP_CHUNK_F_INDEX;
+	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
+	if (d->sized)
+		ap_size_pred_reset(d->pred);
 	d->c4 = (struct evcur){d->c0.end - l4, d->c0.end};
 	d->c3 = (struct evcur){d->c4.p - l3, d->c4.p};
 	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
@@ -701,6 +707,14 @@ static inline __attribute__((always_inline)) void ring_push(struct evdec *d, uin
 		d->ring = ap_xrealloc(d->ring, d->ring_cap * sizeof(*d->ring));
 	}
 	d->ring[nal & (d->ring_cap - 1)] = addr;
+}
+
+/* A size field v of a payload with AP_CHUNK_F_SIZES: the size. */
+static inline uint64_t predicted_size(struct evdec *d, uint32_t stack, uint64_t v)
+{
+	uint64_t size = ap_size_pred_get(d->pred, stack) + (uint64_t)ap_unzigzag(v);
+	ap_size_pred_put(d->pred, stack, size);
+	return size;
 }
 
 enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
@@ -820,6 +834,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			d->addr = 0;
 			d->cpu = 0;
 			d->sync_base = d->th.nalloc;
+			if (d->sized)
+				ap_size_pred_reset(d->pred);
 		}
 		return DEC_SKIP;
 	}
@@ -861,6 +877,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC with stack id 0", DEC_BAD;
 		if (stack >= nstacks)
 			return *why = "stack id used before its STACK record", DEC_BAD;
+		if (d->sized)
+			size = predicted_size(d, (uint32_t)stack, size);
 		ring_push(d, addr, scan);
 		e->addr = addr;
 		e->size = size;
@@ -909,6 +927,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "sampled REALLOC with stack id 0", DEC_BAD;
 		if ((tag & AP_TAG_REF) && !(fl & AP_RF_OLD_TRACKED))
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
+		if (d->sized)
+			size = predicted_size(d, (uint32_t)stack, size);
 		if (!(fl & AP_RF_NEW_ANON))
 			addr = d->addr;
 		ring_push(d, addr, scan);
@@ -957,6 +977,9 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	if ((columns & AP_CHUNK_F_INDEX) && r->version < 6)
 		return corrupt(r, "allocation indexes (chunk flag %#x) in a version %u trace",
 			       AP_CHUNK_F_INDEX, r->version);
+	if ((columns & AP_CHUNK_F_SIZES) && r->version < 6)
+		return corrupt(r, "sizes by stack (chunk flag %#x) in a version %u trace",
+			       AP_CHUNK_F_SIZES, r->version);
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
@@ -1019,9 +1042,15 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		return -1;
 	}
 	d.th = (struct thread_refs){th->nalloc, th->next};
+	if (flags & AP_CHUNK_F_SIZES)
+		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
-			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX), why) < 0)
+			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+				 AP_CHUNK_F_SIZES),
+			why) < 0) {
+		free(d.pred);
 		return -1;
+	}
 	for (;;) {
 		AP_ALLOC_GROW(*ev, *nev + 2, *alloc);
 		int n = evdec_next(&d, *ev + *nev, SIZE_MAX, why, false);
@@ -1035,6 +1064,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 			*nev += (size_t)n;
 	}
 	free(d.ring);
+	free(d.pred);
 	th->nalloc = d.th.nalloc;
 	th->next = d.th.next;
 	if (!rc && th->nalloc > AP_THREAD_ALLOCS_MAX) {
@@ -1297,6 +1327,7 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 			return e->type == AP_EV_FREE;
 	}
 	struct evdec d = s->d;
+	d.sized = false; /* (sizes are not looked at: the table stays as it is) */
 	/* ca and cs point into the decoder itself */
 	d.ca = s->d.ca == &s->d.c1 ? &d.c1 : &d.c0;
 	d.cs = s->d.cs == &s->d.c2 ? &d.c2 : &d.c0;
@@ -1389,6 +1420,8 @@ static bool stream_advance(struct merge *m, struct stream *s)
 			s->raw_cap = s->in_cap = 0;
 			return false;
 		}
+		if ((c->columns & AP_CHUNK_F_SIZES) && !s->d.pred)
+			s->d.pred = ap_xcalloc(1, sizeof(*s->d.pred));
 		const char *why_unused;
 		evdec_start(&s->d, payload, len, (uint16_t)c->thread, m->f->quantum, c->columns,
 			    &why_unused);
@@ -1551,6 +1584,7 @@ static void file_close(void *state)
 	struct merge *m = state;
 	for (size_t i = 0; i < m->f->nthreads; i++) {
 		free(m->st[i].d.ring);
+		free(m->st[i].d.pred);
 		free(m->st[i].raw);
 		free(m->st[i].in);
 	}
@@ -1808,7 +1842,7 @@ static int read_chunks(struct rd *r)
 		case AP_CHUNK_EVENTS:
 			rc = scan_events(r, ch.tid, payload, len,
 					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-						     AP_CHUNK_F_INDEX));
+						     AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES));
 			if (!rc) {
 				/* pass 2 reads it again as stored (and decompresses
 				 * it), when it comes */

@@ -136,7 +136,7 @@ static void test_rows(void)
 {
 	uint8_t *buf = malloc(2 * NEV * AP_EV_MAX_REC), *p = buf;
 	struct ap_ring ring = {.ent = calloc(AP_RING_TABLE_SIZE, sizeof(struct ap_ring_ent))};
-	struct ap_evenc enc;
+	struct ap_evenc enc = {0};
 	size_t nref = 0;
 	p += ap_enc_sync(&enc, p, want[0].ts / 10);
 	ap_ring_sync(&ring);
@@ -173,7 +173,7 @@ static void test_columns(bool refs)
 	for (int k = 0; k < 5; k++)
 		col[k] = malloc(2 * NEV * AP_EV_MAX_REC);
 	uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3], *c4 = col[4];
-	struct ap_evenc enc;
+	struct ap_evenc enc = {0};
 	c0 += ap_enc_sync(&enc, c0, want[0].ts / 10);
 	/* exact distances: the index of each address's last allocation */
 	uint64_t *ord = calloc(nwant + 1, sizeof(*ord)), nal = 0;
@@ -256,8 +256,8 @@ static void test_columns(bool refs)
 	free(buf);
 }
 
-/* Allocation indexes (AP_CHUNK_F_INDEX, version 6), as the compactor
- * writes them: the events split in three payloads of one thread, decoded
+/* Allocation indexes (AP_CHUNK_F_INDEX, version 6) and sizes by stack
+ * (AP_CHUNK_F_SIZES), as the compactor writes them: the events split in three payloads of one thread, decoded
  * one after the other with what they carry over; the blocks at addresses
  * the "thread" alone names (here: two in three) anonymous, and every FREE
  * of such a block, in its payload or a later one, by its index. Checked
@@ -287,10 +287,12 @@ static void test_index(void)
 	for (int k = 0; k < 5; k++)
 		col[k] = malloc(2 * NEV * AP_EV_MAX_REC);
 	uint8_t *buf = malloc(10 * NEV * AP_EV_MAX_REC);
+	/* sizes by stack too (AP_CHUNK_F_SIZES) */
+	static struct ap_size_pred pred;
 	size_t i = 0;
 	for (int part = 0; part < 3; part++) {
 		uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3], *c4 = col[4];
-		struct ap_evenc enc;
+		struct ap_evenc enc = {.sizes = &pred};
 		c0 += ap_enc_sync(&enc, c0, want[i].ts / 10);
 		size_t nrec = 0, last_step = 0;
 		while (i < cut[part + 1]) {
@@ -334,7 +336,8 @@ static void test_index(void)
 		}
 		const char *why = "";
 		CHECK(ap_trace_decode_events(buf, (size_t)(p - buf),
-					     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX,
+					     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+						 AP_CHUNK_F_SIZES,
 					     10, &th, &got, &ngot, &alloc, &why) == 0,
 		      "payload %d with indexes does not decode: %s", part, why);
 	}

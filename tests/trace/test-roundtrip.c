@@ -953,7 +953,8 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 16, notzstd, sizeof(notzstd), "unknown chunk flags 0x10"},
+		    {AP_CHUNK_EVENTS, 32, notzstd, sizeof(notzstd), "unknown chunk flags 0x20"},
+		    {AP_CHUNK_EVENTS, 16, notzstd, sizeof(notzstd), "sizes by stack without columns"},
 		    {AP_CHUNK_EVENTS, 8, notzstd, sizeof(notzstd),
 		     "allocation indexes without a distances column"},
 		    {AP_CHUNK_EVENTS, 8 | 4, notzstd, sizeof(notzstd),
@@ -1050,14 +1051,14 @@ static void test_errors(void)
 		free(d0);
 	}
 
-	/* allocation indexes (version 6): two anonymous ALLOCs in one chunk,
-	 * their FREEs by index in the thread's next chunk, in the other
-	 * order; the same chunks in a version 5 trace are refused, and an
+	/* allocation indexes and sizes by stack (version 6): two anonymous
+	 * ALLOCs in one chunk, their FREEs by index in the thread's next
+	 * chunk, in the other order; the same chunks in a version 5 trace are refused, and an
 	 * index past the thread's allocations is corrupt */
 	{
 		static const uint8_t a[] = {0, 2, 0, 0,		/* len1..len4 */
 					    0x09, 0x01, 0x09, 0x01, /* ALLOC|REF stack 1, twice */
-					    0x08, 0x10};	/* sizes 8, 16 */
+					    0x10, 0x10};	/* sizes 0+8, 8+8 (by stack) */
 		static const uint8_t b[] = {0, 0, 0, 2, 0x0a, 0x0a, /* FREE|REF twice */
 					    0x02, 0x03};	      /* index 0+1, then 2-2 */
 		static const uint8_t past[] = {0, 0, 0, 1, 0x0a, 0x04}; /* index 2+2 */
@@ -1072,7 +1073,8 @@ static void test_errors(void)
 			size_t total = len + 2 * AP_CHUNK_HDR_LEN + sizeof(a) + n2;
 			uint8_t *dc = malloc(total), *q = dc + len;
 			memcpy(dc, d0, len);
-			const unsigned fl = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX;
+			const unsigned fl = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+					    AP_CHUNK_F_SIZES;
 			memcpy(q + AP_CHUNK_HDR_LEN, a, sizeof(a));
 			ap_chunk_header_flags(q, AP_CHUNK_EVENTS, fl, 1000,
 					      ap_stream_of(AP_CHUNK_EVENTS, 1000), 0,
@@ -1092,6 +1094,7 @@ static void test_errors(void)
 					CHECK_U(t->nev, 4);
 					if (t->nev == 4) {
 						CHECK_U(t->ev[0].addr, AP_ANON_BASE);
+						CHECK_U(t->ev[0].size, 8);
 						CHECK_U(t->ev[1].addr, AP_ANON_BASE | 1);
 						CHECK_U(t->ev[1].size, 16);
 						CHECK_U(t->ev[2].type, AP_EV_FREE);
