@@ -313,6 +313,11 @@ static bool new_block(struct pending *p, uint64_t addr)
 	return true;
 }
 
+/* Prefetching the live map's slots pays from this many slots on, this
+ * many events ahead. */
+#define LIVE_PREFETCH_MIN (1u << 16)
+#define LIVE_PREFETCH 16
+
 /* The size of raw compressed at level 1: a trial of two columns. */
 static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
 {
@@ -347,6 +352,10 @@ static unsigned encode(struct compactor *c, struct pending *p)
 	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), p->ev[0].ts / c->quantum);
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct ap_event *e = &p->ev[i];
+		/* a map of many live blocks misses the caches at every probe:
+		 * ask for the slot of an event a few ahead (as ap_replay does) */
+		if (p->live.slot && p->live.mask >= LIVE_PREFETCH_MIN && i + LIVE_PREFETCH < p->nev)
+			ap_u64map_prefetch(&p->live, p->ev[i + LIVE_PREFETCH].addr);
 		uint64_t eq = e->ts / c->quantum;
 		if (eq > enc.q) { /* (a time going back stays at the later one) */
 			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
