@@ -3,6 +3,7 @@
 # the same workload, both recording every allocation (record --all;
 # heaptrack -o, which compresses with zstd). Workloads: python3 building
 # and parsing JSON (PYTHONMALLOC=malloc, so that every object is a malloc),
+# python3 threads handing objects to each other (with and without it),
 # bench/alloc_heavy.py with and without it, cppcheck and git on allocprof's
 # own sources, clang++, testdata/handoff (threads passing blocks), and the
 # bench's mixed and loop64. A workload whose program is not installed is
@@ -55,6 +56,25 @@ d = [{"k%d" % i: [i, str(i)]} for i in range(int(sys.argv[1]))]
 e = json.loads(json.dumps(d))'
 PYTHONMALLOC=malloc run json160k /usr/bin/python3 -c "$json" 160000
 [ -n "${JSON_ITEMS:-}" ] && PYTHONMALLOC=malloc run json$JSON_ITEMS /usr/bin/python3 -c "$json" "$JSON_ITEMS"
+# two producer threads hand lists of dicts to two consumers through a queue
+threads='import json, queue, threading
+q = queue.Queue()
+def prod(n):
+    for i in range(n):
+        q.put([{"k%d" % j: str(j)} for j in range(i % 50)])
+    q.put(None)
+def cons():
+    while True:
+        x = q.get()
+        if x is None:
+            break
+        json.loads(json.dumps(x))
+ts = [threading.Thread(target=prod, args=(20000,)), threading.Thread(target=cons),
+      threading.Thread(target=prod, args=(20000,)), threading.Thread(target=cons)]
+[t.start() for t in ts]
+[t.join() for t in ts]'
+run pythreads /usr/bin/python3 -c "$threads"
+PYTHONMALLOC=malloc run pythreads-m /usr/bin/python3 -c "$threads"
 PYTHONMALLOC=malloc run pymalloc10k /usr/bin/python3 "$here/alloc_heavy.py" 10000
 run pyheavy200k /usr/bin/python3 "$here/alloc_heavy.py" 200000
 run cppcheck cppcheck -q "$root/sampler" "$root/trace"

@@ -206,7 +206,7 @@ void ap_trace_free(struct ap_trace *t);
  * first payload. */
 struct ap_decode_thread {
 	uint16_t thread;
-	uint64_t nalloc, next;
+	uint64_t nalloc, next, xnext;
 };
 
 /* Decodes one (decompressed) EVENTS payload of thread `th` (updated), for

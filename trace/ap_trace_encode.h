@@ -198,6 +198,8 @@ struct ap_evrec {
 	unsigned flags; /* REALLOC: AP_RF_NEW_SAMPLED, AP_RF_OLD_TRACKED */
 	bool by_ref;	/* FREE, REALLOC: the (old) block is named by `ref`, not its address */
 	uint64_t ref;	/* its distance, or (AP_CHUNK_F_INDEX) its index step */
+	bool ref_tid;	/* (AP_CHUNK_F_INDEX) another thread's: its tid follows */
+	uint32_t tid;
 	bool anon;	/* ALLOC, REALLOC: the new block is anonymous (no address) */
 };
 
@@ -250,6 +252,8 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 	case AP_EV_REALLOC:
 		if (r->by_ref) {
 			*cr += ap_put_uv(*cr, r->ref);
+			if (r->ref_tid)
+				*cr += ap_put_uv(*cr, r->tid);
 		} else {
 			*ca += ap_put_addr(*ca, r->addr, e->prev_addr);
 			e->prev_addr = r->addr;

@@ -8,12 +8,14 @@
  *   chunks, with one SYNC, so a repetitive workload is one long run of
  *   identical records;
  * - every block is written without its address (anonymous), and its FREE
- *   names it by the thread's allocation index (AP_CHUNK_F_INDEX), however
- *   far away, in whatever later chunk: addresses are most of the entropy
- *   of a trace and only served to match the frees. With several threads
- *   a replay first finds the blocks that must keep their address
- *   (find_shared): those another thread frees, or whose address another
- *   thread names in the same quantum;
+ *   names it by the allocating thread's allocation index
+ *   (AP_CHUNK_F_INDEX), however far away, in whatever later chunk, on
+ *   whichever thread (then with the allocating thread's tid): addresses
+ *   are most of the entropy of a trace and only served to match the
+ *   frees. With several threads a replay first finds which FREE ends
+ *   which thread's block, and the blocks that must keep their address
+ *   (find_shared): those whose address another thread names in the same
+ *   quantum;
  * - the payload is split in columns (AP_CHUNK_F_COLUMNS) and compressed
  *   with zstd.
  *
@@ -75,6 +77,23 @@ static bool bits_get(const struct bits *b, uint64_t i)
 	return i / 64 < b->n && (b->w[i / 64] >> (i % 64) & 1);
 }
 
+/* A FREE (or realloc) of one thread that ends another thread's block:
+ * the thread's FREE records are counted (`ordinal`), and this one names
+ * allocation `index` of thread plan[`plan`]. */
+struct xfree {
+	uint64_t ordinal, index;
+	uint32_t plan;
+};
+
+/* What the replay (find_shared) found for one thread of several. */
+struct thread_plan {
+	uint32_t tid;
+	struct bits keep;    /* its allocations that keep their address */
+	struct bits xfreed;  /* those another thread ends */
+	struct xfree *x;     /* its FREEs of other threads' blocks, in order */
+	size_t nx, x_alloc;
+};
+
 /* A live anonymous block: its allocation index, and the position of the
  * block live at the same address before it (UINT32_MAX: none). */
 struct live_at {
@@ -93,7 +112,11 @@ struct pending {
 	 * address -> position in at[] of the latest (spare: positions free
 	 * again) */
 	uint64_t nalloc, next;
-	const struct bits *shared; /* its allocations another thread ends */
+	/* several threads: its plan, the next of its xfree entries, its FREE
+	 * records so far, and `next` for REFs across threads */
+	const struct thread_plan *plan;
+	size_t xpos;
+	uint64_t nfrees, xnext;
 	struct ap_u64map live;
 	struct live_at *at;
 	size_t nat, at_alloc;
@@ -160,11 +183,9 @@ struct compactor {
 	struct pending *pend;
 	size_t npend, pend_alloc;
 	size_t held; /* sum of the pending input */
-	/* several threads: the allocations another thread ends (by tid:
-	 * bit i of shared[k] for tids_shared[k]'s allocation i) */
-	uint32_t *shared_tid;
-	struct bits *shared;
-	size_t nshared;
+	/* several threads: what find_shared found, per thread */
+	struct thread_plan *plan;
+	size_t nplan;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
 	struct bytes col[6], payload; /* col[5]: the sizes, not predicted */
@@ -244,12 +265,6 @@ static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, ui
 	return write_chunk(c, type, flags | AP_CHUNK_F_ZSTD, tid, c->zbuf, z + 4);
 }
 
-/* May the thread's allocation `index` be anonymous? Only if no other
- * thread ends it (find_shared). */
-static bool anon_ok(const struct pending *p, uint64_t index)
-{
-	return !p->shared || !bits_get(p->shared, index);
-}
 
 /* The block at addr was the thread's allocation `index`: it is anonymous
  * (anon_ok), and its FREE will name it by that index. */
@@ -290,26 +305,44 @@ static bool live_take(struct pending *p, uint64_t addr, uint64_t *index)
 	return true;
 }
 
-/* The REF of a FREE of the thread's block at addr, if it is a live
- * anonymous one: its index, as a step from the thread's `next`. */
-static void free_ref(struct pending *p, uint64_t addr, struct ap_evrec *r)
+/* The REF of a FREE record of the thread at addr (AP_CHUNK_F_INDEX):
+ * of another thread's anonymous block, that thread's tid and the index
+ * as a step from the thread's `xnext`; of its own live anonymous one, the
+ * index as a step from its `next`; else none (by address). Bit 0 of the
+ * field says which. */
+static void free_ref(const struct compactor *c, struct pending *p, uint64_t addr,
+		     struct ap_evrec *r)
 {
-	uint64_t index;
-	r->by_ref = live_take(p, addr, &index);
-	if (!r->by_ref)
+	uint64_t ord = p->nfrees++, index;
+	r->by_ref = r->ref_tid = false;
+	if (p->plan && p->xpos < p->plan->nx && p->plan->x[p->xpos].ordinal == ord) {
+		const struct xfree *x = &p->plan->x[p->xpos++];
+		const struct thread_plan *owner = &c->plan[x->plan];
+		if (bits_get(&owner->keep, x->index))
+			return;
+		r->by_ref = r->ref_tid = true;
+		r->tid = owner->tid;
+		r->ref = ap_zigzag((int64_t)(x->index - p->xnext)) << 1 | 1;
+		p->xnext = x->index + 1;
 		return;
-	r->ref = ap_zigzag((int64_t)(index - p->next));
+	}
+	if (!live_take(p, addr, &index))
+		return;
+	r->by_ref = true;
+	r->ref = ap_zigzag((int64_t)(index - p->next)) << 1;
 	p->next = index + 1;
 }
 
-/* A new block of the thread at addr: anonymous when anon_ok, and its
- * index counted either way. */
+/* A new block of the thread at addr, its index counted: anonymous unless
+ * the plan keeps its address; in the live map unless another thread
+ * ends it. */
 static bool new_block(struct pending *p, uint64_t addr)
 {
 	uint64_t index = p->nalloc++;
-	if (!anon_ok(p, index))
+	if (p->plan && bits_get(&p->plan->keep, index))
 		return false;
-	live_put(p, addr, index);
+	if (!p->plan || !bits_get(&p->plan->xfreed, index))
+		live_put(p, addr, index);
 	return true;
 }
 
@@ -380,14 +413,14 @@ static unsigned encode(struct compactor *c, struct pending *p)
 			r.anon = new_block(p, a->addr);
 			break;
 		case AP_EV_FREE:
-			free_ref(p, a->addr, &r);
+			free_ref(c, p, a->addr, &r);
 			break;
 		case AP_EV_REALLOC:
 			r.kind = a->kind;
 			r.flags = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
 			if (old) {
 				r.flags |= AP_RF_OLD_TRACKED;
-				free_ref(p, old->addr, &r);
+				free_ref(c, p, old->addr, &r);
 			}
 			r.anon = new_block(p, a->addr);
 			/* an untracked old block: its address does not matter */
@@ -485,9 +518,9 @@ static struct pending *pending_for(struct compactor *c, uint32_t tid)
 	struct pending *p = &c->pend[c->npend++];
 	memset(p, 0, sizeof(*p));
 	p->tid = tid;
-	for (size_t i = 0; i < c->nshared; i++)
-		if (c->shared_tid[i] == tid)
-			p->shared = &c->shared[i];
+	for (size_t i = 0; i < c->nplan; i++)
+		if (c->plan[i].tid == tid)
+			p->plan = &c->plan[i];
 	return p;
 }
 
@@ -499,7 +532,7 @@ static size_t note_tid(struct compactor *c, uint32_t tid)
 			return i;
 	AP_ALLOC_GROW(c->tids, c->ntids + 1, c->tids_alloc);
 	AP_ALLOC_GROW(c->dec, c->ntids + 1, c->dec_alloc);
-	c->dec[c->ntids] = (struct ap_decode_thread){(uint16_t)c->ntids, 0, 0};
+	c->dec[c->ntids] = (struct ap_decode_thread){.thread = (uint16_t)c->ntids};
 	c->tids[c->ntids++] = tid;
 	return c->ntids - 1;
 }
@@ -754,7 +787,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 	if (!c->off) {
 		/* each walk decodes the threads' chunks from their first */
 		for (size_t i = 0; i < c->ntids; i++)
-			c->dec[i] = (struct ap_decode_thread){(uint16_t)i, 0, 0};
+			c->dec[i] = (struct ap_decode_thread){.thread = (uint16_t)i};
 		ap_chunk_walk_release(&c->walk);
 		ap_chunk_walk_init(&c->walk, data, size);
 		uint8_t pre[AP_TRACE_PREAMBLE_LEN];
@@ -882,13 +915,14 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 
 /* A replay consumer: the allocations of each thread (counted in its own
  * order, as the compactor counts them) and, per object, the thread and
- * index of its current block. An allocation keeps its address (its bit
- * set) when another thread frees or reallocs it (that thread's record
- * names it by address), or when another thread's record names its
- * address in the quantum of its allocation or of its free: the reader's
- * merge orders the threads' events within a quantum by what addresses
- * are live (a block freed and its address taken by another thread), and
- * an anonymous block would no longer tell it. */
+ * index of its current block. A FREE or realloc by another thread is
+ * noted (struct xfree): that thread's record names the block by (tid,
+ * index). An allocation keeps its address (its keep bit) when another
+ * thread's record names its address in the quantum of its allocation or
+ * of its free: the reader's merge orders the threads' events within a
+ * quantum by what addresses are live (a block freed and its address
+ * taken by another thread), and an anonymous block would no longer tell
+ * it. */
 struct blk {
 	uint32_t thread;
 	uint64_t index;
@@ -896,7 +930,8 @@ struct blk {
 
 struct shared_scan {
 	uint64_t *nalloc; /* per thread index */
-	struct bits *bits;
+	uint64_t *nfrees; /* per thread index: its FREE records so far */
+	struct thread_plan *plan; /* per thread index */
 	struct blk *obj;  /* per object id: its current block */
 	size_t obj_alloc;
 	/* the addresses named in the current quantum: the last record's
@@ -914,7 +949,7 @@ struct shared_scan {
 static void scan_mark(struct shared_scan *s, struct blk b)
 {
 	if (b.thread != UINT32_MAX)
-		bits_set(&s->bits[b.thread], b.index);
+		bits_set(&s->plan[b.thread].keep, b.index);
 }
 
 /* Thread `thread`'s record names addr, for block b, at time ts. */
@@ -951,9 +986,15 @@ static void scan_began(struct shared_scan *s, const struct ap_event *e, uint32_t
 static void scan_ended(struct shared_scan *s, const struct ap_event *e, uint64_t addr,
 		       uint32_t obj)
 {
-	if (s->obj[obj].thread != e->thread)
-		scan_mark(s, s->obj[obj]);
-	scan_named(s, e->ts, addr, e->thread, s->obj[obj]);
+	uint64_t ord = s->nfrees[e->thread]++;
+	struct blk b = s->obj[obj];
+	if (b.thread != e->thread) {
+		struct thread_plan *pl = &s->plan[e->thread];
+		bits_set(&s->plan[b.thread].xfreed, b.index);
+		AP_ALLOC_GROW(pl->x, pl->nx + 1, pl->x_alloc);
+		pl->x[pl->nx++] = (struct xfree){ord, b.index, b.thread};
+	}
+	scan_named(s, e->ts, addr, e->thread, b);
 }
 
 static void scan_alloc(void *ctx, size_t i, const struct ap_event *e,
@@ -977,13 +1018,14 @@ static void scan_free(void *ctx, size_t i, const struct ap_event *e,
 
 static void scan_unmatched(void *ctx, size_t i, const struct ap_event *e)
 {
-	scan_named(ctx, e->ts, e->addr, e->thread, (struct blk){UINT32_MAX, 0});
+	struct shared_scan *s = ctx;
+	s->nfrees[e->thread]++;
+	scan_named(s, e->ts, e->addr, e->thread, (struct blk){UINT32_MAX, 0});
 }
 
-/* The trace's events matched as every report matches them (ap_replay):
- * an allocation that another thread frees or reallocs keeps its address,
- * since that thread's record names it by address; every other one may be
- * anonymous. */
+/* The trace's events matched as every report matches them (ap_replay),
+ * into c->plan: which allocations keep their address, and which FREEs
+ * name another thread's block. */
 static int find_shared(struct compactor *c)
 {
 	struct ap_trace *t;
@@ -992,7 +1034,8 @@ static int find_shared(struct compactor *c)
 		return ap_error_set(c->err, "%s", e.msg);
 	struct shared_scan s = {.quantum = UINT64_MAX};
 	s.nalloc = ap_xcalloc(t->nthreads + 1, sizeof(*s.nalloc));
-	s.bits = ap_xcalloc(t->nthreads + 1, sizeof(*s.bits));
+	s.nfrees = ap_xcalloc(t->nthreads + 1, sizeof(*s.nfrees));
+	s.plan = ap_xcalloc(t->nthreads + 1, sizeof(*s.plan));
 	ap_u64map_init(&s.seen, 64);
 	static const struct ap_replay_ops ops = {.alloc = scan_alloc,
 						 .grow = scan_grow,
@@ -1000,14 +1043,14 @@ static int find_shared(struct compactor *c)
 						 .unmatched = scan_unmatched};
 	struct ap_replay_consumer con = {&ops, &s};
 	ap_replay(t, &con, 1, NULL);
-	c->nshared = t->nthreads;
-	c->shared = s.bits;
-	c->shared_tid = ap_xmalloc((t->nthreads + 1) * sizeof(*c->shared_tid));
+	c->nplan = t->nthreads;
+	c->plan = s.plan;
 	for (size_t k = 0; k < t->nthreads; k++)
-		c->shared_tid[k] = t->threads[k].tid;
+		c->plan[k].tid = t->threads[k].tid;
 	int changed = ap_trace_changed(t);
 	ap_trace_free(t);
 	free(s.nalloc);
+	free(s.nfrees);
 	free(s.obj);
 	free(s.rec);
 	ap_u64map_release(&s.seen);
@@ -1074,10 +1117,12 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	}
 	free(c->pend);
 	free(c->dec);
-	for (size_t i = 0; i < c->nshared; i++)
-		free(c->shared[i].w);
-	free(c->shared);
-	free(c->shared_tid);
+	for (size_t i = 0; i < c->nplan; i++) {
+		free(c->plan[i].keep.w);
+		free(c->plan[i].xfreed.w);
+		free(c->plan[i].x);
+	}
+	free(c->plan);
 	free(c->scratch);
 	for (int k = 0; k < 6; k++)
 		free(c->col[k].b);

@@ -46,6 +46,7 @@ struct ev_chunk {
  * the next REF steps. */
 struct thread_refs {
 	uint64_t nalloc, next;
+	uint64_t xnext; /* the same for REFs to another thread's allocations */
 };
 
 struct rd {
@@ -118,7 +119,7 @@ static long thread_index(struct rd *r, uint32_t tid)
 	AP_ALLOC_GROW(t->threads, t->nthreads + 1, r->threads_alloc);
 	r->thread_nev = ap_xrealloc(r->thread_nev, r->threads_alloc * sizeof(*r->thread_nev));
 	r->thread_refs = ap_xrealloc(r->thread_refs, r->threads_alloc * sizeof(*r->thread_refs));
-	r->thread_refs[t->nthreads] = (struct thread_refs){0, 0};
+	r->thread_refs[t->nthreads] = (struct thread_refs){0, 0, 0};
 	struct ap_thread *th = &t->threads[t->nthreads];
 	th->tid = tid;
 	th->name = ap_xstrdup("");
@@ -618,6 +619,8 @@ struct evdec {
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
 	struct thread_refs th; /* the thread's, across its payloads */
+	const struct ap_u64map *tids; /* tid -> thread index (pass 2: another
+				       * thread's allocations; NULL: none known) */
 };
 
 /* The times column's next (records to skip, quanta to add) pair; none
@@ -777,6 +780,30 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 	return ap_addr_finish(p, end, v, prev, out);
 }
 
+/* A REF to another thread's allocation: `uv tid` follows in column c;
+ * index = xnext + step (the other thread's chunks may come later in the
+ * file, so the index is only checked against the 2^40 an identity holds).
+ * A tid the trace does not know names no block (thread bits 0xffff: no
+ * thread has that index). */
+static int rd_xref(struct evdec *d, struct evcur *c, int64_t step, uint64_t mag, uint64_t *out,
+		   bool scan)
+{
+	uint64_t tid;
+	if (rd_uv(&c->p, c->end, &tid) < 0 || tid > UINT32_MAX)
+		return -1;
+	if (step < 0 ? mag > d->th.xnext : mag >= AP_THREAD_ALLOCS_MAX - d->th.xnext)
+		return -1;
+	uint64_t idx = d->th.xnext + (uint64_t)step;
+	d->th.xnext = idx + 1;
+	if (scan) {
+		*out = 0;
+		return 0;
+	}
+	uint32_t ti = d->tids ? ap_u64map_get(d->tids, tid) : AP_U64MAP_NONE;
+	*out = AP_ANON_BASE | (uint64_t)(ti == AP_U64MAP_NONE ? 0xffffu : ti) << 40 | idx;
+	return 0;
+}
+
 /* A block named by distance (AP_TAG_REF): 1 is the last ALLOC (`scan`:
  * checked, not looked up); or, in a chunk with AP_CHUNK_F_INDEX, by the
  * thread's allocation index, relative to its last REF's. */
@@ -787,10 +814,14 @@ static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_
 	if (rd_uv(&c->p, c->end, &k) < 0)
 		return -1;
 	if (d->index) {
+		/* bit 0: another thread's allocation (its tid follows);
+		 * the rest zigzag(index - next) */
+		int64_t step = ap_unzigzag(k >> 1);
+		uint64_t mag = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
+		if (k & 1)
+			return rd_xref(d, c, step, mag, out, scan);
 		/* index = next + step, below the allocations so far
 		 * (next <= nalloc) */
-		int64_t step = ap_unzigzag(k);
-		uint64_t mag = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
 		if (step < 0 ? mag > d->th.next : mag >= d->th.nalloc - d->th.next)
 			return -1;
 		uint64_t idx = d->th.next + (uint64_t)step;
@@ -1041,7 +1072,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
-	d.th = (struct thread_refs){th->nalloc, th->next};
+	d.th = (struct thread_refs){th->nalloc, th->next, th->xnext};
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
@@ -1067,6 +1098,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 	free(d.pred);
 	th->nalloc = d.th.nalloc;
 	th->next = d.th.next;
+	th->xnext = d.th.xnext;
 	if (!rc && th->nalloc > AP_THREAD_ALLOCS_MAX) {
 		*why = "more than 2^40 allocations in one thread";
 		rc = -1;
@@ -1098,6 +1130,7 @@ struct file_src {
 	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
 	size_t nthreads;
 	uint64_t quantum;
+	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
 };
 
 /* One thread's events, decoded as the merge asks for them. */
@@ -1505,6 +1538,7 @@ static void *file_open(struct ap_evsrc *src)
 	m->out = ap_xmalloc((AP_EVENTS_BATCH + nth + 2) * sizeof(*m->out));
 	for (size_t i = 0; i < nth; i++) {
 		m->st[i].chunk = f->order + f->start[i];
+		m->st[i].d.tids = &f->tids;
 		m->st[i].nchunk = f->start[i + 1] - f->start[i];
 		if (stream_advance(m, &m->st[i]))
 			heap_push(m->heap, &m->nheap, (struct hkey){m->st[i].buf[m->st[i].bi].ts, i});
@@ -1608,6 +1642,7 @@ static void file_release(struct ap_evsrc *src)
 	free(f->chunks);
 	free(f->order);
 	free(f->start);
+	ap_u64map_release(&f->tids);
 	free(f);
 }
 
@@ -1631,6 +1666,9 @@ static void make_source(struct rd *r)
 	f->buf = r->buf;
 	f->nthreads = nth;
 	f->quantum = t->time_quantum_ns;
+	ap_u64map_init(&f->tids, nth + 1);
+	for (size_t i = 0; i < nth; i++)
+		ap_u64map_put(&f->tids, t->threads[i].tid, (uint32_t)i);
 	f->chunks = r->chunks;
 	f->nchunks = r->nchunks;
 	r->chunks = NULL;

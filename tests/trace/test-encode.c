@@ -307,7 +307,7 @@ static void test_index(void)
 				int64_t b = top[r.addr];
 				top[r.addr] = older[b];
 				r.by_ref = true;
-				r.ref = ap_zigzag((int64_t)(live_idx[b] - next));
+				r.ref = ap_zigzag((int64_t)(live_idx[b] - next)) << 1;
 				next = live_idx[b] + 1;
 				nref++;
 				cross += payload_of[b] != (size_t)part;

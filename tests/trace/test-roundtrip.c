@@ -1060,8 +1060,8 @@ static void test_errors(void)
 					    0x09, 0x01, 0x09, 0x01, /* ALLOC|REF stack 1, twice */
 					    0x10, 0x10};	/* sizes 0+8, 8+8 (by stack) */
 		static const uint8_t b[] = {0, 0, 0, 2, 0x0a, 0x0a, /* FREE|REF twice */
-					    0x02, 0x03};	      /* index 0+1, then 2-2 */
-		static const uint8_t past[] = {0, 0, 0, 1, 0x0a, 0x04}; /* index 2+2 */
+					    0x04, 0x06}; /* index 0+1, then 2-2 (bit 0: own) */
+		static const uint8_t past[] = {0, 0, 0, 1, 0x0a, 0x08}; /* index 2+2 */
 		for (int round = 0; round < 3; round++) {
 			tw = ap_tw_new(&h);
 			uint64_t pc = 1;
@@ -1120,6 +1120,56 @@ static void test_errors(void)
 			free(dc);
 			free(d0);
 		}
+	}
+
+	/* a REF to another thread's allocation (version 6): thread 1000
+	 * allocates two anonymous blocks, thread 2000 frees the second, then
+	 * the first, by (tid, index), and a third FREE names a tid no thread
+	 * has (it matches nothing) */
+	{
+		static const uint8_t a[] = {0, 2, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
+		static const uint8_t b[] = {0, 0, 0, 8, 0x0a, 0x0a, 0x0a,
+					    0x05, 0xe8, 0x07,  /* other: step +1, tid 1000 */
+					    0x07, 0xe8, 0x07,  /* other: step -2 */
+					    0x01, 0x05};       /* other: step 0, tid 5 */
+		tw = ap_tw_new(&h);
+		uint64_t pc = 1;
+		ap_tw_stack(tw, &pc, 1);
+		ap_tw_flush(tw);
+		uint8_t *d0 = finish(tw, &len);
+		size_t total = len + 2 * AP_CHUNK_HDR_LEN + sizeof(a) + sizeof(b);
+		uint8_t *dc = malloc(total), *q = dc + len;
+		memcpy(dc, d0, len);
+		const unsigned fl = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX;
+		memcpy(q + AP_CHUNK_HDR_LEN, a, sizeof(a));
+		ap_chunk_header_flags(q, AP_CHUNK_EVENTS, fl, 1000, ap_stream_of(AP_CHUNK_EVENTS, 1000),
+				      0, q + AP_CHUNK_HDR_LEN, sizeof(a));
+		q += AP_CHUNK_HDR_LEN + sizeof(a);
+		memcpy(q + AP_CHUNK_HDR_LEN, b, sizeof(b));
+		ap_chunk_header_flags(q, AP_CHUNK_EVENTS, fl, 2000, ap_stream_of(AP_CHUNK_EVENTS, 2000),
+				      0, q + AP_CHUNK_HDR_LEN, sizeof(b));
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		CHECK(ap_trace_read_mem(dc, total, "xref", &t, &err) == 0, "%s", err.msg);
+		if (t) {
+			struct ap_trace_totals tot;
+			ap_trace_totals(t, &tot);
+			CHECK(tot.free_objects == 2 && tot.unmatched_frees == 1 &&
+				  tot.inuse_objects == 0,
+			      "frees across threads: %g freed, %g unmatched, %g live",
+			      tot.free_objects, (double)tot.unmatched_frees, tot.inuse_objects);
+			ap_trace_load_events(t);
+			CHECK_U(t->nev, 5);
+			if (t->nev == 5) {
+				/* thread 1000 is index 0 (its chunk comes first) */
+				CHECK_U(t->ev[2].addr, AP_ANON_BASE | 1);
+				CHECK_U(t->ev[3].addr, AP_ANON_BASE);
+				CHECK_U(t->ev[4].addr, AP_ANON_BASE | 0xffffull << 40 | 1);
+			}
+			ap_trace_free(t);
+		}
+		free(dc);
+		free(d0);
 	}
 
 	/* a TRACK record decodes (no event) and moves prev_addr; a 0 tag ends the payload */
