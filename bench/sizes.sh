@@ -73,8 +73,10 @@ ts = [threading.Thread(target=prod, args=(20000,)), threading.Thread(target=cons
       threading.Thread(target=prod, args=(20000,)), threading.Thread(target=cons)]
 [t.start() for t in ts]
 [t.join() for t in ts]'
-run pythreads /usr/bin/python3 -c "$threads"
-PYTHONMALLOC=malloc run pythreads-m /usr/bin/python3 -c "$threads"
+# (from a file: heaptrack's launcher loses this -c argument)
+printf '%s\n' "$threads" >"$tmp/threads.py"
+run pythreads /usr/bin/python3 "$tmp/threads.py"
+PYTHONMALLOC=malloc run pythreads-m /usr/bin/python3 "$tmp/threads.py"
 PYTHONMALLOC=malloc run pymalloc10k /usr/bin/python3 "$here/alloc_heavy.py" 10000
 run pyheavy200k /usr/bin/python3 "$here/alloc_heavy.py" 200000
 run cppcheck cppcheck -q "$root/sampler" "$root/trace"
