@@ -814,6 +814,12 @@ static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_
 	if (rd_uv(&c->p, c->end, &k) < 0)
 		return -1;
 	if (d->index) {
+		if (k == 0) { /* the common case: the allocation after the last */
+			if (d->th.next >= d->th.nalloc)
+				return -1;
+			*out = anon_id(d, d->th.next++);
+			return 0;
+		}
 		/* bit 0: another thread's allocation (its tid follows);
 		 * the rest zigzag(index - next) */
 		int64_t step = ap_unzigzag(k >> 1);
