@@ -95,7 +95,7 @@ struct thread_plan {
 };
 
 /* A live anonymous block: its allocation index, and the position of the
- * block live at the same address before it (UINT32_MAX: none). */
+ * block live at the same address before it (AP_U64MAP_NONE: none). */
 struct live_at {
 	uint64_t index;
 	uint32_t older;
@@ -279,12 +279,9 @@ static void live_put(struct pending *p, uint64_t addr, uint64_t index)
 		AP_ALLOC_GROW(p->at, p->nat + 1, p->at_alloc);
 		pos = (uint32_t)p->nat++;
 	}
-	bool made;
-	struct ap_u64map_slot *sl = ap_u64map_slot_of(&p->live, addr, &made);
 	/* another block live at addr (a FREE the sampler did not see): a
 	 * FREE ends the latest, the next one the one before */
-	p->at[pos] = (struct live_at){index, made ? UINT32_MAX : sl->val};
-	sl->val = pos;
+	p->at[pos] = (struct live_at){index, ap_u64map_push(&p->live, addr, pos)};
 }
 
 /* The index of the thread's latest live anonymous block at addr, which is
@@ -296,10 +293,7 @@ static bool live_take(struct pending *p, uint64_t addr, uint64_t *index)
 		return false;
 	uint32_t pos = sl->val;
 	*index = p->at[pos].index;
-	if (p->at[pos].older != UINT32_MAX)
-		sl->val = p->at[pos].older;
-	else
-		ap_u64map_delete(&p->live, sl);
+	ap_u64map_pop(&p->live, sl, p->at[pos].older);
 	AP_ALLOC_GROW(p->spare, p->nspare + 1, p->spare_alloc);
 	p->spare[p->nspare++] = pos;
 	return true;

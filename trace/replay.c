@@ -40,10 +40,7 @@ static void map_push(struct rmap *m, const struct ap_replay_block *blk)
 		b = (uint32_t)m->nblocks++;
 	}
 	m->blocks[b].b = *blk;
-	bool made;
-	struct ap_u64map_slot *s = ap_u64map_slot_of(&m->map, blk->addr, &made);
-	m->blocks[b].next = made ? NONE : s->val;
-	s->val = b;
+	m->blocks[b].next = ap_u64map_push(&m->map, blk->addr, b);
 }
 
 /* Ends the most recent live block at addr into *out; false if none. */
@@ -54,10 +51,7 @@ static bool map_pop(struct rmap *m, uint64_t addr, struct ap_replay_block *out)
 		return false;
 	uint32_t b = s->val;
 	*out = m->blocks[b].b;
-	if (m->blocks[b].next == NONE)
-		ap_u64map_delete(&m->map, s);
-	else
-		s->val = m->blocks[b].next;
+	ap_u64map_pop(&m->map, s, m->blocks[b].next);
 	m->blocks[b].next = m->free_blocks;
 	m->free_blocks = b;
 	return true;

@@ -110,6 +110,31 @@ static inline struct ap_u64map_slot *ap_u64map_slot_of(struct ap_u64map *m, uint
 /* Empties slot `s` (from ap_u64map_find). */
 void ap_u64map_delete(struct ap_u64map *m, struct ap_u64map_slot *s);
 
+/* Several values at one key, the most recent first: the map holds the
+ * head of a list the caller keeps (each element's `next`, AP_U64MAP_NONE
+ * at its end). "A FREE ends the most recent live block at its address,
+ * and the one before is live again": the replay's blocks and the
+ * compactor's anonymous ones. Makes val the head at key and returns the
+ * head before it (AP_U64MAP_NONE: none), the caller's next for val. */
+static inline uint32_t ap_u64map_push(struct ap_u64map *m, uint64_t key, uint32_t val)
+{
+	bool made;
+	struct ap_u64map_slot *s = ap_u64map_slot_of(m, key, &made);
+	uint32_t older = made ? AP_U64MAP_NONE : s->val;
+	s->val = val;
+	return older;
+}
+
+/* Takes the head off slot s (from ap_u64map_find): `next` (the head's
+ * next) becomes the head, or the key goes with the last. */
+static inline void ap_u64map_pop(struct ap_u64map *m, struct ap_u64map_slot *s, uint32_t next)
+{
+	if (next == AP_U64MAP_NONE)
+		ap_u64map_delete(m, s);
+	else
+		s->val = next;
+}
+
 /* Removes `key`; returns its value, or AP_U64MAP_NONE when absent. */
 static inline uint32_t ap_u64map_take(struct ap_u64map *m, uint64_t key)
 {

@@ -173,9 +173,49 @@ static void test_hashes(void)
 	CHECK(ap_hash_u64(16) != ap_hash_u64(32) && ap_hash_u64(0) == 0, "u64 mix");
 }
 
+/* ap_u64map_push/pop: per key, the most recent value first, and the one
+ * before it back once that is taken; checked against plain stacks. */
+#define LIFO_KEYS 64
+#define LIFO_DEPTH 8
+static void test_lifo(void)
+{
+	uint32_t stack[LIFO_KEYS][LIFO_DEPTH], depth[LIFO_KEYS] = {0};
+	static uint32_t next_of[20000];
+	struct ap_u64map m;
+	ap_u64map_init(&m, 4);
+	size_t bad = 0, pops = 0;
+	for (uint32_t v = 0; v < 20000; v++) {
+		size_t k = next() % LIFO_KEYS;
+		uint64_t key = 0x7f0000001000ull + 16 * k;
+		if (next() % 2 && depth[k] < LIFO_DEPTH) {
+			next_of[v] = ap_u64map_push(&m, key, v);
+			bad += next_of[v] != (depth[k] ? stack[k][depth[k] - 1] : AP_U64MAP_NONE);
+			stack[k][depth[k]++] = v;
+			continue;
+		}
+		struct ap_u64map_slot *sl = ap_u64map_find(&m, key);
+		if (!depth[k]) {
+			bad += sl != NULL;
+			continue;
+		}
+		bad += !sl || sl->val != stack[k][depth[k] - 1];
+		if (sl)
+			ap_u64map_pop(&m, sl, next_of[sl->val]);
+		depth[k]--;
+		pops++;
+	}
+	size_t live = 0;
+	for (size_t k = 0; k < LIFO_KEYS; k++)
+		live += depth[k] != 0;
+	CHECK(bad == 0 && pops > 1000, "lifo: %zu wrong heads in %zu pops", bad, pops);
+	CHECK(m.n == live, "lifo: %zu keys held, %zu with values", m.n, live);
+	ap_u64map_release(&m);
+}
+
 int main(void)
 {
 	test_hashes();
+	test_lifo();
 	test_u64map();
 	test_index();
 	test_intern();
