@@ -328,6 +328,9 @@ static void write_header(const char *parent)
 	k += ap_put_kv_uint(p + k, AP_HK_MAX_DEPTH, settings.max_depth);
 	k += ap_put_kv_uint(p + k, AP_HK_PAGE_SIZE, (uint64_t)sysconf(_SC_PAGESIZE));
 	k += ap_put_kv_uint(p + k, AP_HK_TIME_QUANTUM_NS, settings.quantum);
+	/* the step of a process with one thread: the compactor may round
+	 * the times where no other thread is near as coarsely */
+	k += ap_put_kv_uint(p + k, AP_HK_TIME_STEP_NS, settings.quantum * settings.coarse_step);
 	static const char ver[] = "allocprof-sampler " AP_VERSION;
 	k += ap_put_kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)

@@ -43,6 +43,9 @@ struct ap_replay_block {
 /* A consumer: any callback may be NULL. `e` is the event (valid during
  * the call only), `i` its index in the trace. */
 struct ap_replay_ops {
+	/* Every event, first, in the trace's order (a realloc's two halves
+	 * included). */
+	void (*event)(void *ctx, size_t i, const struct ap_event *e);
 	/* A block that starts an object. */
 	void (*alloc)(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b);
 	/* A realloc: `old` ended, `b` (the same object) began. A realloc

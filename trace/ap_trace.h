@@ -91,6 +91,8 @@ struct ap_trace {
 	uint64_t max_depth;
 	uint64_t page_size;
 	uint64_t time_quantum_ns; /* events' times are multiples of it (>= 1) */
+	uint64_t time_step_ns;	/* the writer's step where times need no finer
+				 * one (a multiple of the quantum; 0: not said) */
 	char *sampler;		/* never NULL */
 	char *parent_trace;	/* NULL unless a forked child */
 

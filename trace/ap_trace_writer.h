@@ -57,6 +57,7 @@ struct ap_tw_header {
 	uint64_t max_depth;
 	uint64_t page_size;
 	uint64_t time_quantum_ns; /* events' times are rounded down to multiples of it */
+	uint64_t time_step_ns;	  /* HEADER time_step_ns, written if not 0 */
 	const char *sampler;
 	const char *parent_trace;
 };
@@ -64,7 +65,7 @@ struct ap_tw_header {
 /* Fills defaults: rate 1, flags ALL, pid 1000, ppid 1, exe "/bin/test",
  * argv { "/bin/test" }, cpus 2, start_realtime_ns 1700000000000000000,
  * start_ns 1000000000, max_depth 64, page_size 4096, time_quantum_ns 1
- * (every timestamp exact), sampler "test",
+ * (every timestamp exact), time_step_ns 0 (not written), sampler "test",
  * parent_trace NULL. */
 void ap_tw_header_init(struct ap_tw_header *h);
 

@@ -85,6 +85,22 @@ struct xfree {
 	uint32_t plan;
 };
 
+/* A run: a thread's events that no other thread's event comes between,
+ * in the merged order. Its events are written in a quantum of their own
+ * (see coarse_q); struct thread_plan keeps one record per run, as
+ * varints: `n` (its events), flags (RUN_HEAD: its first quantum is the
+ * last of the event before it, of another thread; RUN_TAIL: its last
+ * quantum is the first of the event after it), vm - the thread's last
+ * run's vm, then qh - (vm - 1) with RUN_HEAD, qt - vm and vt - vm with
+ * RUN_TAIL. */
+#define RUN_HEAD 1u
+#define RUN_TAIL 2u
+struct run {
+	uint64_t to; /* the thread's events up to and with the run */
+	uint64_t vm, qh, qt, vt;
+	unsigned flags;
+};
+
 /* What the replay (find_shared) found for one thread of several. */
 struct thread_plan {
 	uint32_t tid;
@@ -92,6 +108,8 @@ struct thread_plan {
 	struct bits xfreed;  /* those another thread ends */
 	struct xfree *x;     /* its FREEs of other threads' blocks, in order */
 	size_t nx, x_alloc;
+	uint8_t *runs;	     /* its runs (struct run), in order */
+	size_t nruns, runs_alloc; /* (bytes) */
 };
 
 /* A live anonymous block: its allocation index, and the position of the
@@ -117,6 +135,11 @@ struct pending {
 	const struct thread_plan *plan;
 	size_t xpos;
 	uint64_t nfrees, xnext;
+	/* its events before p->ev[0], and its current run (coarse_q) and
+	 * where the next one is in plan->runs */
+	uint64_t base;
+	struct run run;
+	size_t rpos;
 	struct ap_u64map live;
 	struct live_at *at;
 	size_t nat, at_alloc;
@@ -175,6 +198,7 @@ struct compactor {
 	int fd;
 	int level;
 	uint64_t quantum;
+	uint64_t step; /* HEADER time_step_ns in quanta (1: times kept) */
 	bool transcode; /* no chunk was compressed before: re-encode them all */
 	bool threads;	/* EVENTS of more than one tid: track who names what */
 	ZSTD_CCtx *zc;
@@ -358,6 +382,61 @@ static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
 	return ZSTD_isError(z) ? SIZE_MAX : z;
 }
 
+/* The quantum written for event `o` of p's thread (in its order), whose
+ * quantum is q. The sampler's quantum (10 us) is fine enough for the
+ * merge to order the events of several threads; the times themselves
+ * need no more than the step the sampler keeps with one thread (HEADER
+ * time_step_ns, 1 ms), and the merge needs only how the events of
+ * different threads compare: <, = or >. So the events get new quanta,
+ * computed over the merged order by find_shared: never later than their
+ * own, never a step earlier or more (rounded down to a step, but not
+ * below the quantum after the event before them), equal across threads
+ * where they were equal (a run's head and tail), and one more than the
+ * event before at every switch of thread. Two threads taking turns then
+ * step by 2, and a TIME costs little (what is left is how many events
+ * each turn has): python3's threads under
+ * its GIL wrote 38 K of times per thread, now 12 K. With one thread
+ * every time is rounded down to a step. The merge orders every event as
+ * before (its decisions compare times of different threads only). */
+static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q)
+{
+	if (c->step <= 1)
+		return q;
+	uint64_t r = q - q % c->step;
+	if (!c->threads)
+		return r;
+	const struct thread_plan *pl = p->plan;
+	struct run *run = &p->run;
+	while (o >= run->to) {
+		/* the thread's next run */
+		if (!pl || p->rpos >= pl->nruns)
+			return q; /* (no runs: times kept) */
+		const uint8_t *at = pl->runs + p->rpos, *end = pl->runs + pl->nruns;
+		uint64_t n = 0, f = 0, d = 0, qh = 0, qt = 0, vt = 0;
+		ap_get_uv(&at, end, &n);
+		ap_get_uv(&at, end, &f);
+		ap_get_uv(&at, end, &d);
+		if (f & RUN_HEAD)
+			ap_get_uv(&at, end, &qh);
+		if (f & RUN_TAIL) {
+			ap_get_uv(&at, end, &qt);
+			ap_get_uv(&at, end, &vt);
+		}
+		p->rpos = (size_t)(at - pl->runs);
+		run->to += n;
+		run->vm += d;
+		run->flags = (unsigned)f;
+		run->qh = run->vm - 1 + qh;
+		run->qt = run->vm + qt;
+		run->vt = run->vm + vt;
+	}
+	if ((run->flags & RUN_HEAD) && q == run->qh)
+		return run->vm - 1;
+	if ((run->flags & RUN_TAIL) && q == run->qt)
+		return run->vt;
+	return r > run->vm ? r : run->vm;
+}
+
 /* One thread's pending events as one EVENTS payload in five columns
  * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX): every block
  * only its own thread names is anonymous, and its FREE, in this chunk or
@@ -376,14 +455,15 @@ static unsigned encode(struct compactor *c, struct pending *p)
 	if (!c->sizes)
 		c->sizes = ap_xcalloc(1, sizeof(*c->sizes));
 	struct ap_evenc enc = {.sizes = c->sizes};
-	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), p->ev[0].ts / c->quantum);
+	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC),
+				  coarse_q(c, p, p->base, p->ev[0].ts / c->quantum));
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct ap_event *e = &p->ev[i];
 		/* a map of many live blocks misses the caches at every probe:
 		 * ask for the slot of an event a few ahead (as ap_replay does) */
 		if (p->live.slot && p->live.mask >= LIVE_PREFETCH_MIN && i + LIVE_PREFETCH < p->nev)
 			ap_u64map_prefetch(&p->live, p->ev[i + LIVE_PREFETCH].addr);
-		uint64_t eq = e->ts / c->quantum;
+		uint64_t eq = coarse_q(c, p, p->base + i, e->ts / c->quantum);
 		if (eq > enc.q) { /* (a time going back stays at the later one) */
 			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
 						      nrec - last_step, eq);
@@ -458,6 +538,7 @@ static int flush_pending(struct compactor *c, struct pending *p)
 		return 0;
 	unsigned flags = encode(c, p);
 	c->held -= p->input;
+	p->base += p->nev;
 	p->nev = 0;
 	p->input = 0;
 	return write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, c->payload.b,
@@ -768,6 +849,7 @@ static int read_quantum(struct compactor *c, const uint8_t *data, size_t end)
 	if (ap_trace_read_mem(data, end, c->path, &t, &e) < 0)
 		return ap_error_set(c->err, "%s", e.msg);
 	c->quantum = t->time_quantum_ns;
+	c->step = t->time_step_ns > t->time_quantum_ns ? t->time_step_ns / t->time_quantum_ns : 1;
 	ap_trace_free(t);
 	return 0;
 }
@@ -938,6 +1020,18 @@ struct shared_scan {
 		struct blk b;
 	} *rec;
 	size_t nrec, rec_alloc;
+	/* the runs (struct run, coarse_q): every thread's events so far and
+	 * its last run's vm; the current run's thread (UINT32_MAX: none yet),
+	 * first event, flags, qh and vm; the last event's quantum, and the
+	 * new quantum of it and of the run's last event before the current
+	 * quantum; whether a time went back (then no run is written) */
+	uint64_t *nev, *last_vm;
+	uint32_t run_thread;
+	uint64_t run_from, run_qh, run_vm;
+	unsigned run_flags;
+	uint64_t last_q, last_v, before_v;
+	bool back;
+	uint64_t tq, step; /* the trace's quantum (ns), the compactor's step */
 };
 
 static void scan_mark(struct shared_scan *s, struct blk b)
@@ -991,6 +1085,69 @@ static void scan_ended(struct shared_scan *s, const struct ap_event *e, uint64_t
 	scan_named(s, e->ts, addr, e->thread, b);
 }
 
+/* The current run ends before an event (of another thread) in quantum
+ * qn (UINT64_MAX: the trace's end). */
+static void scan_run_end(struct shared_scan *s, uint64_t qn)
+{
+	uint32_t th = s->run_thread;
+	if (th == UINT32_MAX)
+		return;
+	struct thread_plan *pl = &s->plan[th];
+	unsigned f = s->run_flags;
+	uint64_t vt = 0;
+	if (qn == s->last_q && !((f & RUN_HEAD) && s->last_q == s->run_qh)) {
+		/* its last quantum is shared with the next event's: above the
+		 * run's earlier ones */
+		f |= RUN_TAIL;
+		vt = s->last_q - s->last_q % s->step;
+		if (vt < s->before_v + 1)
+			vt = s->before_v + 1;
+		s->last_v = vt;
+	}
+	AP_ALLOC_GROW(pl->runs, pl->nruns + 5 * AP_VARINT_MAX, pl->runs_alloc);
+	uint8_t *p = pl->runs + pl->nruns;
+	p += ap_put_uv(p, s->nev[th] - s->run_from);
+	p += ap_put_uv(p, f);
+	p += ap_put_uv(p, s->run_vm - s->last_vm[th]);
+	if (f & RUN_HEAD)
+		p += ap_put_uv(p, s->run_qh - (s->run_vm - 1));
+	if (f & RUN_TAIL) {
+		p += ap_put_uv(p, s->last_q - s->run_vm);
+		p += ap_put_uv(p, vt - s->run_vm);
+	}
+	pl->nruns = (size_t)(p - pl->runs);
+	s->last_vm[th] = s->run_vm;
+}
+
+/* Every event: the runs, and the new quantum (coarse_q) of each. */
+static void scan_event(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct shared_scan *s = ctx;
+	uint64_t q = e->ts / s->tq;
+	bool first = s->run_thread == UINT32_MAX;
+	if (!first && q < s->last_q)
+		s->back = true;
+	if (e->thread != s->run_thread) {
+		scan_run_end(s, q);
+		s->run_thread = e->thread;
+		s->run_from = s->nev[e->thread];
+		s->run_flags = !first && q == s->last_q ? RUN_HEAD : 0;
+		s->run_qh = s->last_q;
+		s->run_vm = first ? 0 : s->last_v + 1;
+		s->before_v = s->last_v;
+	} else if (q != s->last_q) {
+		s->before_v = s->last_v;
+	}
+	uint64_t v = q - q % s->step;
+	if ((s->run_flags & RUN_HEAD) && q == s->run_qh)
+		v = s->run_vm - 1;
+	else if (v < s->run_vm)
+		v = s->run_vm;
+	s->last_q = q;
+	s->last_v = v;
+	s->nev[e->thread]++;
+}
+
 static void scan_alloc(void *ctx, size_t i, const struct ap_event *e,
 		       const struct ap_replay_block *b)
 {
@@ -1026,17 +1183,25 @@ static int find_shared(struct compactor *c)
 	struct ap_error e;
 	if (ap_trace_read(c->path, &t, &e, NULL, NULL) < 0)
 		return ap_error_set(c->err, "%s", e.msg);
-	struct shared_scan s = {.quantum = UINT64_MAX};
+	struct shared_scan s = {.quantum = UINT64_MAX, .run_thread = UINT32_MAX,
+				.tq = c->quantum, .step = c->step};
 	s.nalloc = ap_xcalloc(t->nthreads + 1, sizeof(*s.nalloc));
 	s.nfrees = ap_xcalloc(t->nthreads + 1, sizeof(*s.nfrees));
+	s.nev = ap_xcalloc(t->nthreads + 1, sizeof(*s.nev));
+	s.last_vm = ap_xcalloc(t->nthreads + 1, sizeof(*s.last_vm));
 	s.plan = ap_xcalloc(t->nthreads + 1, sizeof(*s.plan));
 	ap_u64map_init(&s.seen, 64);
-	static const struct ap_replay_ops ops = {.alloc = scan_alloc,
-						 .grow = scan_grow,
-						 .free = scan_free,
-						 .unmatched = scan_unmatched};
+	/* (the runs only when coarse_q has a step to round to) */
+	const struct ap_replay_ops ops = {.event = c->step > 1 ? scan_event : NULL,
+					  .alloc = scan_alloc,
+					  .grow = scan_grow,
+					  .free = scan_free,
+					  .unmatched = scan_unmatched};
 	struct ap_replay_consumer con = {&ops, &s};
 	ap_replay(t, &con, 1, NULL);
+	scan_run_end(&s, UINT64_MAX);
+	for (size_t k = 0; s.back && k <= t->nthreads; k++)
+		s.plan[k].nruns = 0; /* (a time went back: kept, every one) */
 	c->nplan = t->nthreads;
 	c->plan = s.plan;
 	for (size_t k = 0; k < t->nthreads; k++)
@@ -1045,6 +1210,8 @@ static int find_shared(struct compactor *c)
 	ap_trace_free(t);
 	free(s.nalloc);
 	free(s.nfrees);
+	free(s.nev);
+	free(s.last_vm);
 	free(s.obj);
 	free(s.rec);
 	ap_u64map_release(&s.seen);
@@ -1115,6 +1282,7 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 		free(c->plan[i].keep.w);
 		free(c->plan[i].xfreed.w);
 		free(c->plan[i].x);
+		free(c->plan[i].runs);
 	}
 	free(c->plan);
 	free(c->scratch);

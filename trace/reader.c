@@ -280,6 +280,10 @@ static int decode_header(struct rd *r, struct cur *c)
 			name = "time_quantum_ns";
 			num = &t->time_quantum_ns;
 			break;
+		case AP_HK_TIME_STEP_NS:
+			name = "time_step_ns";
+			num = &t->time_step_ns;
+			break;
 		case AP_HK_EXE:
 			name = "exe";
 			str = &t->exe;
@@ -313,6 +317,10 @@ static int decode_header(struct rd *r, struct cur *c)
 		return corrupt(r, "the header's sampling rate is 0");
 	if (t->time_quantum_ns == 0)
 		return corrupt(r, "the header's time quantum is 0");
+	if (t->time_step_ns % t->time_quantum_ns)
+		return corrupt(r, "the header's time step %llu ns is not a multiple of its "
+			       "quantum %llu ns", (unsigned long long)t->time_step_ns,
+			       (unsigned long long)t->time_quantum_ns);
 	/* events name their CPU in 16 bits: more CPUs than that is damage,
 	 * and consumers size per-CPU tables by it */
 	if (t->cpus > AP_MAX_CPUS)

@@ -153,6 +153,9 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	struct rmap m = { .free_blocks = NONE };
 	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
+	bool each_event = false;
+	for (size_t k = 0; k < nc; k++)
+		each_event |= c[k].ops->event != NULL;
 	struct ap_events *it = ap_events_open(t);
 	const struct ap_event *ev;
 	size_t n, base = 0;
@@ -160,6 +163,8 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 		for (size_t j = 0; j < n; j++) {
 			const struct ap_event *e = &ev[j];
 			size_t i = base + j;
+			if (each_event)
+				EACH(c, nc, event, i, e);
 			/* The map is far bigger than the caches on a long trace, and
 			 * each event's probe is a miss: ask for the slot of an event
 			 * a few ahead (in this batch) while this one is handled;

@@ -144,6 +144,8 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 	kv_uint(&p, AP_HK_MAX_DEPTH, h->max_depth);
 	kv_uint(&p, AP_HK_PAGE_SIZE, h->page_size);
 	kv_uint(&p, AP_HK_TIME_QUANTUM_NS, h->time_quantum_ns);
+	if (h->time_step_ns)
+		kv_uint(&p, AP_HK_TIME_STEP_NS, h->time_step_ns);
 	kv_str(&p, AP_HK_SAMPLER, sampler, strlen(sampler));
 	if (h->parent_trace)
 		kv_str(&p, AP_HK_PARENT_TRACE, h->parent_trace, strlen(h->parent_trace));

@@ -24,12 +24,15 @@ static uint64_t rnd(void)
 
 /* nthr threads (1 or 3): private churn (frees near and far), realloc
  * chains, and (with 3) blocks one thread allocates and another frees, in
- * 10 us quanta. */
-static void build_n(const char *path, size_t steps, uint32_t nthr)
+ * 10 us quanta; HEADER time_step_ns `step` (0: none). With `bursty`,
+ * threads take turns (as under a lock, or python3's GIL), each for up to
+ * a few hundred events, on one clock. */
+static void build_gen(const char *path, size_t steps, uint32_t nthr, uint64_t step, bool bursty)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
 	h.time_quantum_ns = 10000;
+	h.time_step_ns = step;
 	struct ap_tw *tw = ap_tw_new(&h);
 	uint64_t pcs[2] = {0x401000, 0x402000};
 	uint32_t st[3] = {ap_tw_stack(tw, pcs, 1), ap_tw_stack(tw, pcs, 2),
@@ -43,10 +46,20 @@ static void build_n(const char *path, size_t steps, uint32_t nthr)
 	uint64_t live[3][WIN] = {{0}};
 	uint64_t ts[3] = {h.start_ns, h.start_ns, h.start_ns};
 	uint64_t handoff = 0; /* a block of thread 0 that thread 1 frees */
-	uint64_t next = 0x10000;
+	uint64_t next = 0x10000, clock = h.start_ns;
+	uint32_t k = 0, burst = 0;
 	for (size_t i = 0; i < steps; i++) {
-		uint32_t k = (uint32_t)(rnd() % nthr), tid = 100 + k, cpu = (uint32_t)(rnd() % 64 == 0);
-		ts[k] += rnd() % 3000;
+		if (!bursty) {
+			k = (uint32_t)(rnd() % nthr);
+		} else if (!burst--) {
+			k = (uint32_t)(rnd() % nthr);
+			burst = (uint32_t)(rnd() % 300);
+		}
+		uint32_t tid = 100 + k, cpu = (uint32_t)(rnd() % 64 == 0);
+		if (!bursty)
+			ts[k] += rnd() % 3000;
+		else
+			ts[k] = clock += rnd() % 3000;
 		size_t slot = rnd() % (i % 7 == 0 ? WIN : 8); /* mostly near, some far */
 		uint64_t *b = &live[k][slot];
 		unsigned r = (unsigned)(rnd() % 10);
@@ -76,6 +89,11 @@ static void build_n(const char *path, size_t steps, uint32_t nthr)
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
 }
 
+static void build_n(const char *path, size_t steps, uint32_t nthr)
+{
+	build_gen(path, steps, nthr, 0, false);
+}
+
 static void build(const char *path, size_t steps)
 {
 	build_n(path, steps, 3);
@@ -90,8 +108,63 @@ static struct ap_trace *load(const char *path)
 	return t;
 }
 
+static void same_events_step(const struct ap_trace *a, const struct ap_trace *b, uint64_t step,
+			     const char *what);
+
+/* The times of b, a's events compacted with HEADER time_step_ns `step`:
+ * each at most a step earlier, never later, a multiple of the quantum;
+ * in order; a function of the old time; and wherever two events of
+ * different threads compared <, = or >, they still do (checked against
+ * each other thread's last event before, which is enough once the new
+ * times are in order and equal where the old were). With one thread,
+ * exactly rounded down to the step. */
+static void coarse_times(const struct ap_trace *a, const struct ap_trace *b, uint64_t step,
+			 const char *what)
+{
+	size_t n = a->nev < b->nev ? a->nev : b->nev, bad = 0, moved = 0;
+	enum { NT = 8 };
+	size_t last[NT];
+	for (size_t k = 0; k < NT; k++)
+		last[k] = SIZE_MAX;
+	for (size_t i = 0; i < n && bad < 5; i++) {
+		uint64_t x = a->ev[i].ts, y = b->ev[i].ts;
+		unsigned th = a->ev[i].thread;
+		bool ok = y <= x && x - y < step && y % a->time_quantum_ns == 0 && th < NT;
+		if (a->nthreads == 1)
+			ok = ok && y == x - x % step;
+		if (i && ok) {
+			const struct ap_event *px = &a->ev[i - 1], *py = &b->ev[i - 1];
+			ok = py->ts <= y && (px->ts != x || py->ts == y);
+		}
+		for (unsigned k = 0; ok && k < NT; k++) {
+			if (k == th || last[k] == SIZE_MAX)
+				continue;
+			uint64_t lx = a->ev[last[k]].ts, ly = b->ev[last[k]].ts;
+			ok = (lx < x) == (ly < y) && (lx == x) == (ly == y);
+		}
+		if (!ok) {
+			bad++;
+			CHECK(0, "%s: event %zu (thread %u): time %llu, was %llu", what, i, th,
+			      (unsigned long long)y, (unsigned long long)x);
+		}
+		moved += x != y;
+		if (th < NT)
+			last[th] = i;
+	}
+	/* (the run has most of its times off the step) */
+	CHECK(moved > n / 2, "%s: %zu of %zu times moved", what, moved, n);
+}
+
 /* Same events, same blocks (identities mapped on each ALLOC). */
 static void same_events(const struct ap_trace *a, const struct ap_trace *b, const char *what)
+{
+	same_events_step(a, b, 0, what);
+}
+
+/* ...with times as compacted with HEADER time_step_ns `step` (0: the
+ * same times). */
+static void same_events_step(const struct ap_trace *a, const struct ap_trace *b, uint64_t step,
+			     const char *what)
 {
 	CHECK(a->nev == b->nev, "%s: %zu events, want %zu", what, b->nev, a->nev);
 	CHECK(a->nstacks == b->nstacks, "%s: %zu stacks, want %zu", what, b->nstacks, a->nstacks);
@@ -112,7 +185,7 @@ static void same_events(const struct ap_trace *a, const struct ap_trace *b, cons
 		size_t j = (size_t)(x->addr * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
 		while (key[j] && key[j] != x->addr)
 			j = (j + 1) & (cap - 1);
-		bool ok = x->ts == y->ts && x->thread == y->thread && x->cpu == y->cpu &&
+		bool ok = (step || x->ts == y->ts) && x->thread == y->thread && x->cpu == y->cpu &&
 			  x->type == y->type && x->kind == y->kind && x->flags == y->flags &&
 			  x->size == y->size && x->stack == y->stack;
 		if (x->type == AP_EV_ALLOC) {
@@ -131,6 +204,8 @@ static void same_events(const struct ap_trace *a, const struct ap_trace *b, cons
 	}
 	free(key);
 	free(val);
+	if (step)
+		coarse_times(a, b, step, what);
 	struct ap_trace_totals ta, tb;
 	ap_trace_totals(a, &ta);
 	ap_trace_totals(b, &tb);
@@ -483,7 +558,7 @@ static void same_verdict(const char *path)
 	size_t off[64];
 	size_t nch = chunk_offsets(good, n, off, 64);
 	CHECK(nch >= 6, "only %zu chunks", nch);
-	uint8_t *bad = malloc(n + 4096);
+	uint8_t *bad = malloc(2 * n); /* (room for a copy of any chunk) */
 	for (int kind = 0; kind < 9; kind++) {
 		memcpy(bad, good, n);
 		size_t len = n;
@@ -546,6 +621,32 @@ static void same_verdict(const char *path)
 	free(good);
 }
 
+/* HEADER time_step_ns: the times coarsened (coarse_times), the events
+ * the same, in the same order; smaller than without. */
+static void coarse(const char *path)
+{
+	for (uint32_t nthr = 1; nthr <= 3; nthr += 2) {
+		char what[32];
+		size_t size[2];
+		for (int with = 0; with < 2; with++) {
+			build_gen(path, 100000, nthr, with ? 1000000 : 0, true);
+			struct ap_trace *ref = load(path);
+			struct ap_compact_stats st;
+			struct ap_error err;
+			CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+			size[with] = file_size(path);
+			struct ap_trace *t = load(path);
+			snprintf(what, sizeof(what), "%u threads, step %s", nthr, with ? "1 ms" : "none");
+			if (ref && t)
+				same_events_step(ref, t, with ? 1000000 : 0, what);
+			ap_trace_free(t);
+			ap_trace_free(ref);
+		}
+		CHECK(size[1] < size[0], "%u threads: %zu bytes with the step, %zu without", nthr,
+		      size[1], size[0]);
+	}
+}
+
 int main(void)
 {
 	char path[] = "/tmp/allocprof-compact-XXXXXX";
@@ -601,6 +702,7 @@ int main(void)
 	CHECK(strstr(err.msg, "corrupt chunk at byte") != NULL, "msg: %s", err.msg);
 	CHECK(file_size(path) == before, "the corrupt trace was rewritten");
 	ap_trace_free(ref);
+	coarse(path);
 	same_verdict(path);
 	end_count_twice(path);
 	lists_dropped(path);

@@ -820,6 +820,8 @@ static void test_errors(void)
 	    {"\x01\x01\x01x", 4, "rate (key 1) is a string, expected a number"},
 	    {"\x01\x00\x01\x05\x01\x09xy", 8, "a string value of 9 bytes runs past the end"},
 	    {"\x01\x00\x81", 3, "bad varint for a value"},
+	    {"\x01\x00\x01\x0e\x00\x03\x0f\x00\x07", 9,
+	     "the header's time step 7 ns is not a multiple of its quantum 3 ns"},
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(hdrs); i++) {
 		uint8_t f[16 + AP_CHUNK_HDR_LEN + 16];
