@@ -59,6 +59,9 @@ void ap_compact_stream_abandon(struct ap_compact_stream *s);
  * 3 costs 0.5-6 ms on traces of 1-500 kB and makes them 3-400 times
  * smaller, so a short run's trace is as small as heaptrack's too). */
 #define AP_COMPACT_LEVEL 10
+/* ...and where level 10 packs a chunk to an eighth or less, this one is
+ * tried too (trace/compact.c, write_compressed). */
+#define AP_COMPACT_DENSE_LEVEL 16
 #define AP_COMPACT_SMALL_LEVEL 3
 #define AP_COMPACT_MIN_BYTES (2u << 20)
 
