@@ -209,6 +209,7 @@ void ap_trace_free(struct ap_trace *t);
 struct ap_decode_thread {
 	uint16_t thread;
 	uint64_t nalloc, next, xnext;
+	struct ap_xowners xo; /* (AP_CHUNK_F_XOWN) */
 };
 
 /* Decodes one (decompressed) EVENTS payload of thread `th` (updated), for

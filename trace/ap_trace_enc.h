@@ -64,6 +64,14 @@
  * step from the last: threads that run the same loops wrote their sizes
  * column apart as 46 KB each (handoff), 0.3 KB predicted. */
 #define AP_CHUNK_F_SIZES 16u
+/* EVENTS with AP_CHUNK_F_INDEX (version 6): a REF of another thread's
+ * allocation steps from the index after the last one the thread named of
+ * that same thread (struct ap_xowners), and bit 1 of its field says the
+ * tid is the one of the thread's last such REF (then it is not written).
+ * python3's consumer threads, freeing what two producers made, named
+ * them with one `xnext` for both: a step across the two at every switch;
+ * 13 % less of the REF column. */
+#define AP_CHUNK_F_XOWN 32u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,
@@ -215,6 +223,41 @@ static inline void ap_size_pred_put(struct ap_size_pred *p, uint32_t stack, uint
 	p->e[k].stack = stack;
 	p->e[k].gen = p->gen;
 	p->e[k].size = size;
+}
+
+/* AP_CHUNK_F_XOWN: of the AP_XOWNERS other threads a thread named last
+ * (tid[0] the last), the index after the last allocation of each it
+ * named. Naming another one forgets the least recent (a thread it names
+ * again starts from 0). The compactor and the reader keep one per
+ * thread, never reset. */
+#define AP_XOWNERS 8
+
+struct ap_xowners {
+	uint32_t tid[AP_XOWNERS];
+	uint64_t next[AP_XOWNERS];
+	unsigned n; /* entries used */
+};
+
+/* Owner tid's `next`, its entry made the most recent first. */
+static inline uint64_t *ap_xowners_use(struct ap_xowners *x, uint32_t tid)
+{
+	unsigned k = 0;
+	while (k < x->n && x->tid[k] != tid)
+		k++;
+	uint64_t next = 0;
+	if (k < x->n)
+		next = x->next[k];
+	else if (x->n < AP_XOWNERS)
+		k = x->n++;
+	else
+		k = AP_XOWNERS - 1;
+	for (; k > 0; k--) {
+		x->tid[k] = x->tid[k - 1];
+		x->next[k] = x->next[k - 1];
+	}
+	x->tid[0] = tid;
+	x->next[0] = next;
+	return &x->next[0];
 }
 
 /* Writes v as LEB128 at p; returns the number of bytes (1..10). */

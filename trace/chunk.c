@@ -75,7 +75,7 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 	if (ap_streams_check(&w->streams, c->type, c->stream, c->index, why, whylen) < 0)
 		return AP_CHUNK_BAD;
 	if (c->flags & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-			 AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES)) {
+			 AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN)) {
 		snprintf(why, whylen, "unknown chunk flags %#x", c->flags);
 		return AP_CHUNK_BAD;
 	}
@@ -85,6 +85,10 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 	}
 	if ((c->flags & AP_CHUNK_F_INDEX) && !(c->flags & AP_CHUNK_F_REFS)) {
 		snprintf(why, whylen, "allocation indexes without a distances column");
+		return AP_CHUNK_BAD;
+	}
+	if ((c->flags & AP_CHUNK_F_XOWN) && !(c->flags & AP_CHUNK_F_INDEX)) {
+		snprintf(why, whylen, "steps by owner without allocation indexes");
 		return AP_CHUNK_BAD;
 	}
 	if ((c->flags & AP_CHUNK_F_SIZES) && !(c->flags & AP_CHUNK_F_COLUMNS)) {

@@ -133,10 +133,12 @@ struct pending {
 	 * again) */
 	uint64_t nalloc, next;
 	/* several threads: its plan, the next of its xfree entries, its FREE
-	 * records so far, and `next` for REFs across threads */
+	 * records so far, and `next` for REFs to each other thread
+	 * (AP_CHUNK_F_XOWN) */
 	const struct thread_plan *plan;
 	size_t xpos;
-	uint64_t nfrees, xnext;
+	uint64_t nfrees;
+	struct ap_xowners xo;
 	/* its events before p->ev[0], and its current run (coarse_q) and
 	 * where the next one is in plan->runs */
 	uint64_t base;
@@ -353,10 +355,11 @@ static bool live_take(struct pending *p, uint64_t addr, uint64_t *index)
 }
 
 /* The REF of a FREE record of the thread at addr (AP_CHUNK_F_INDEX):
- * of another thread's anonymous block, that thread's tid and the index
- * as a step from the thread's `xnext`; of its own live anonymous one, the
- * index as a step from its `next`; else none (by address). Bit 0 of the
- * field says which. */
+ * of another thread's anonymous block, that thread's tid (unless it is
+ * the last one's: bit 1) and the index as a step from the index after
+ * the last one this thread named of it (AP_CHUNK_F_XOWN); of its own
+ * live anonymous one, the index as a step from its `next`; else none (by
+ * address). Bit 0 of the field says which. */
 static void free_ref(const struct compactor *c, struct pending *p, uint64_t addr,
 		     struct ap_evrec *r)
 {
@@ -367,10 +370,13 @@ static void free_ref(const struct compactor *c, struct pending *p, uint64_t addr
 		const struct thread_plan *owner = &c->plan[x->plan];
 		if (bits_get(&owner->keep, x->index))
 			return;
-		r->by_ref = r->ref_tid = true;
+		bool same = p->xo.n && p->xo.tid[0] == owner->tid;
+		uint64_t *next = ap_xowners_use(&p->xo, owner->tid);
+		r->by_ref = true;
+		r->ref_tid = !same;
 		r->tid = owner->tid;
-		r->ref = ap_zigzag((int64_t)(x->index - p->xnext)) << 1 | 1;
-		p->xnext = x->index + 1;
+		r->ref = ap_zigzag((int64_t)(x->index - *next)) << 2 | (same ? 2 : 0) | 1;
+		*next = x->index + 1;
 		return;
 	}
 	if (!live_take(p, addr, &index))
@@ -460,7 +466,8 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 }
 
 /* One thread's pending events as one EVENTS payload in five columns
- * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX): every block
+ * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+ * AP_CHUNK_F_XOWN): every block
  * only its own thread names is anonymous, and its FREE, in this chunk or
  * a later one, names it by its index. The sizes are written both ways,
  * predicted by stack (col[2]) and not (col[5]); the payload takes the
@@ -536,7 +543,8 @@ static unsigned encode(struct compactor *c, struct pending *p)
 		col[2].len += (size_t)(c2 - s2);
 		col[4].len += (size_t)(c4 - s4);
 	}
-	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES;
+	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
+			 AP_CHUNK_F_XOWN;
 	if (trial_size(c, col[5].b, col[5].len) < trial_size(c, col[2].b, col[2].len)) {
 		struct bytes plain = col[5];
 		col[5] = col[2];

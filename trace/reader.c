@@ -47,6 +47,7 @@ struct ev_chunk {
 struct thread_refs {
 	uint64_t nalloc, next;
 	uint64_t xnext; /* the same for REFs to another thread's allocations */
+	struct ap_xowners xo; /* ...of each of the last ones (AP_CHUNK_F_XOWN) */
 };
 
 struct rd {
@@ -119,7 +120,7 @@ static long thread_index(struct rd *r, uint32_t tid)
 	AP_ALLOC_GROW(t->threads, t->nthreads + 1, r->threads_alloc);
 	r->thread_nev = ap_xrealloc(r->thread_nev, r->threads_alloc * sizeof(*r->thread_nev));
 	r->thread_refs = ap_xrealloc(r->thread_refs, r->threads_alloc * sizeof(*r->thread_refs));
-	r->thread_refs[t->nthreads] = (struct thread_refs){0, 0, 0};
+	r->thread_refs[t->nthreads] = (struct thread_refs){0};
 	struct ap_thread *th = &t->threads[t->nthreads];
 	th->tid = tid;
 	th->name = ap_xstrdup("");
@@ -616,6 +617,7 @@ struct evdec {
 	bool refs;		     /* distances from c4, else from *ca (a flag, not a
 				      * pointer: copies of a decoder fix up ca and cs only) */
 	bool index;		     /* REFs are allocation indexes (AP_CHUNK_F_INDEX) */
+	bool xown;		     /* ...stepping by owner (AP_CHUNK_F_XOWN) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
 				    * which reads the fields and needs no sizes) */
@@ -662,7 +664,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = (struct evcur){NULL, NULL};
-	d->refs = d->index = d->sized = false;
+	d->refs = d->index = d->xown = d->sized = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
 	uint64_t l1, l2, l3, l4 = 0;
@@ -677,6 +679,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 	}
 	d->refs = columns & AP_CHUNK_F_REFS;
 	d->index = columns & AP_CHUNK_F_INDEX;
+	d->xown = columns & AP_CHUNK_F_XOWN;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
 	if (d->sized)
 		ap_size_pred_reset(d->pred);
@@ -788,21 +791,30 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 	return ap_addr_finish(p, end, v, prev, out);
 }
 
-/* A REF to another thread's allocation: `uv tid` follows in column c;
- * index = xnext + step (the other thread's chunks may come later in the
- * file, so the index is only checked against the 2^40 an identity holds).
- * A tid the trace does not know names no block (thread bits 0xffff: no
- * thread has that index). */
-static int rd_xref(struct evdec *d, struct evcur *c, int64_t step, uint64_t mag, uint64_t *out,
-		   bool scan)
+/* A REF to another thread's allocation, field k (bit 0 set): `uv tid`
+ * follows in column c; index = xnext + step (the other thread's chunks
+ * may come later in the file, so the index is only checked against the
+ * 2^40 an identity holds). With AP_CHUNK_F_XOWN, bit 1 says the tid is
+ * the last one's (none follows), and the step is from that owner's
+ * `next` (struct ap_xowners). A tid the trace does not know names no
+ * block (thread bits 0xffff: no thread has that index). */
+static int rd_xref(struct evdec *d, struct evcur *c, uint64_t k, uint64_t *out, bool scan)
 {
 	uint64_t tid;
-	if (rd_uv(&c->p, c->end, &tid) < 0 || tid > UINT32_MAX)
+	if (d->xown && (k & 2)) {
+		if (!d->th.xo.n)
+			return -1; /* (no last tid) */
+		tid = d->th.xo.tid[0];
+	} else if (rd_uv(&c->p, c->end, &tid) < 0 || tid > UINT32_MAX) {
 		return -1;
-	if (step < 0 ? mag > d->th.xnext : mag >= AP_THREAD_ALLOCS_MAX - d->th.xnext)
+	}
+	int64_t step = ap_unzigzag(k >> (d->xown ? 2 : 1));
+	uint64_t mag = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
+	uint64_t *next = d->xown ? ap_xowners_use(&d->th.xo, (uint32_t)tid) : &d->th.xnext;
+	if (step < 0 ? mag > *next : mag >= AP_THREAD_ALLOCS_MAX - *next)
 		return -1;
-	uint64_t idx = d->th.xnext + (uint64_t)step;
-	d->th.xnext = idx + 1;
+	uint64_t idx = *next + (uint64_t)step;
+	*next = idx + 1;
 	if (scan) {
 		*out = 0;
 		return 0;
@@ -830,10 +842,10 @@ static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_
 		}
 		/* bit 0: another thread's allocation (its tid follows);
 		 * the rest zigzag(index - next) */
+		if (k & 1)
+			return rd_xref(d, c, k, out, scan);
 		int64_t step = ap_unzigzag(k >> 1);
 		uint64_t mag = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
-		if (k & 1)
-			return rd_xref(d, c, step, mag, out, scan);
 		/* index = next + step, below the allocations so far
 		 * (next <= nalloc) */
 		if (step < 0 ? mag > d->th.next : mag >= d->th.nalloc - d->th.next)
@@ -1025,6 +1037,9 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	if ((columns & AP_CHUNK_F_SIZES) && r->version < 6)
 		return corrupt(r, "sizes by stack (chunk flag %#x) in a version %u trace",
 			       AP_CHUNK_F_SIZES, r->version);
+	if ((columns & AP_CHUNK_F_XOWN) && r->version < 6)
+		return corrupt(r, "steps by owner (chunk flag %#x) in a version %u trace",
+			       AP_CHUNK_F_XOWN, r->version);
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
@@ -1086,12 +1101,12 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
-	d.th = (struct thread_refs){th->nalloc, th->next, th->xnext};
+	d.th = (struct thread_refs){th->nalloc, th->next, th->xnext, th->xo};
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
 			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-				 AP_CHUNK_F_SIZES),
+				 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN),
 			why) < 0) {
 		free(d.pred);
 		return -1;
@@ -1113,6 +1128,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 	th->nalloc = d.th.nalloc;
 	th->next = d.th.next;
 	th->xnext = d.th.xnext;
+	th->xo = d.th.xo;
 	if (!rc && th->nalloc > AP_THREAD_ALLOCS_MAX) {
 		*why = "more than 2^40 allocations in one thread";
 		rc = -1;
@@ -1894,7 +1910,8 @@ static int read_chunks(struct rd *r)
 		case AP_CHUNK_EVENTS:
 			rc = scan_events(r, ch.tid, payload, len,
 					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-						     AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES));
+						     AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
+						     AP_CHUNK_F_XOWN));
 			if (!rc) {
 				/* pass 2 reads it again as stored (and decompresses
 				 * it), when it comes */

@@ -621,6 +621,54 @@ static void same_verdict(const char *path)
 	free(good);
 }
 
+/* Eleven threads: ten allocate, the eleventh frees their blocks in
+ * turn, so that its REFs name more owners than it keeps steps for
+ * (AP_XOWNERS): every FREE still ends its block, compacted. */
+static void many_owners(const char *path)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 10000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	enum { OWNERS = AP_XOWNERS + 2 };
+	for (uint32_t k = 0; k <= OWNERS; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "t%u", k);
+		ap_tw_thread(tw, 100 + k, name);
+	}
+	uint64_t ts = h.start_ns, next = 0x10000, blk[OWNERS];
+	for (int round = 0; round < 300; round++) {
+		for (uint32_t k = 0; k < OWNERS; k++) {
+			blk[k] = next += 32;
+			ap_tw_alloc(tw, 101 + k, ts += 20000, 0, AP_KIND_MALLOC, blk[k], 24, st);
+		}
+		for (uint32_t k = 0; k < OWNERS; k++) {
+			uint32_t j = (uint32_t)(round % 3 ? k : OWNERS - 1 - k);
+			ap_tw_free(tw, 100, ts += 20000, 0, blk[j]);
+		}
+	}
+	struct ap_tw_end end = {.end_ns = ts + 1};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	struct ap_trace *ref = load(path);
+	struct ap_compact_stats cst;
+	CHECK(ap_trace_compact(path, 3, &cst, &err) == 0, "%s", err.msg);
+	struct ap_trace *t = load(path);
+	if (ref && t) {
+		same_events(ref, t, "many owners");
+		struct ap_trace_totals tot;
+		ap_trace_totals(t, &tot);
+		CHECK(tot.free_objects == 300 * OWNERS && tot.unmatched_frees == 0,
+		      "many owners: %g freed, %llu unmatched", tot.free_objects,
+		      (unsigned long long)tot.unmatched_frees);
+	}
+	ap_trace_free(t);
+	ap_trace_free(ref);
+}
+
 /* HEADER time_step_ns: the times coarsened (coarse_times), the events
  * the same, in the same order; smaller than without. */
 static void coarse(const char *path)
@@ -703,6 +751,7 @@ int main(void)
 	CHECK(file_size(path) == before, "the corrupt trace was rewritten");
 	ap_trace_free(ref);
 	coarse(path);
+	many_owners(path);
 	same_verdict(path);
 	end_count_twice(path);
 	lists_dropped(path);

@@ -955,7 +955,9 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 32, notzstd, sizeof(notzstd), "unknown chunk flags 0x20"},
+		    {AP_CHUNK_EVENTS, 64, notzstd, sizeof(notzstd), "unknown chunk flags 0x40"},
+		    {AP_CHUNK_EVENTS, 32 | 3, notzstd, sizeof(notzstd),
+		     "steps by owner without allocation indexes"},
 		    {AP_CHUNK_EVENTS, 16, notzstd, sizeof(notzstd), "sizes by stack without columns"},
 		    {AP_CHUNK_EVENTS, 8, notzstd, sizeof(notzstd),
 		     "allocation indexes without a distances column"},
@@ -1172,6 +1174,87 @@ static void test_errors(void)
 		}
 		free(dc);
 		free(d0);
+	}
+
+	/* steps by owner (AP_CHUNK_F_XOWN): threads 1000 and 3000 allocate two
+	 * anonymous blocks each; thread 2000 frees 1000's second (step +1, tid),
+	 * 3000's first (step 0, tid), 3000's second (the same tid: bit 1, no tid
+	 * written), 1000's first (-2 from the 2 after its last); a second
+	 * payload starts with the same-tid bit of a thread that named none */
+	for (int bad = 0; bad < 2; bad++) {
+		static const uint8_t a[] = {0, 2, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
+		static const uint8_t b[] = {0, 0, 0, 10, 0x0a, 0x0a, 0x0a, 0x0a,
+					    0x09, 0xe8, 0x07,	/* 1000: +1 */
+					    0x01, 0xb8, 0x17,	/* 3000: 0 */
+					    0x03,		/* the same: 0 */
+					    0x0d, 0xe8, 0x07};	/* 1000: -2 */
+		static const uint8_t c[] = {0, 0, 0, 1, 0x0a, 0x03};
+		const uint8_t *fr = bad ? c : b;
+		size_t frn = bad ? sizeof(c) : sizeof(b);
+		tw = ap_tw_new(&h);
+		uint64_t pc = 1;
+		ap_tw_stack(tw, &pc, 1);
+		ap_tw_flush(tw);
+		uint8_t *d0 = finish(tw, &len);
+		size_t total = len + 3 * AP_CHUNK_HDR_LEN + 2 * sizeof(a) + frn;
+		uint8_t *dc = malloc(total), *q = dc + len;
+		memcpy(dc, d0, len);
+		const unsigned fl = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX;
+		const uint32_t tids[3] = {1000, 3000, 2000};
+		for (int k = 0; k < 3; k++) {
+			const uint8_t *pl = k < 2 ? a : fr;
+			size_t pn = k < 2 ? sizeof(a) : frn;
+			memcpy(q + AP_CHUNK_HDR_LEN, pl, pn);
+			ap_chunk_header_flags(q, AP_CHUNK_EVENTS, k < 2 ? fl : fl | AP_CHUNK_F_XOWN,
+					      tids[k], ap_stream_of(AP_CHUNK_EVENTS, tids[k]), 0,
+					      q + AP_CHUNK_HDR_LEN, (uint32_t)pn);
+			q += AP_CHUNK_HDR_LEN + pn;
+		}
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		int rc = ap_trace_read_mem(dc, total, "xown", &t, &err);
+		if (bad) {
+			CHECK(rc < 0 && strstr(err.msg, "FREE record runs past the end of the payload"),
+			      "same tid with none before: %s", rc < 0 ? err.msg : "read");
+		} else {
+			CHECK(rc == 0, "%s", err.msg);
+		}
+		if (t && !bad) {
+			struct ap_trace_totals tot;
+			ap_trace_totals(t, &tot);
+			CHECK(tot.free_objects == 4 && tot.unmatched_frees == 0 &&
+				  tot.inuse_objects == 0,
+			      "frees by owner: %g freed, %g unmatched, %g live", tot.free_objects,
+			      (double)tot.unmatched_frees, tot.inuse_objects);
+			ap_trace_load_events(t);
+			CHECK_U(t->nev, 8);
+			if (t->nev == 8) {
+				CHECK_U(t->ev[4].addr, AP_ANON_BASE | 1);
+				CHECK_U(t->ev[5].addr, AP_ANON_BASE | 1ull << 40);
+				CHECK_U(t->ev[6].addr, AP_ANON_BASE | 1ull << 40 | 1);
+				CHECK_U(t->ev[7].addr, AP_ANON_BASE);
+			}
+		}
+		ap_trace_free(t);
+		free(dc);
+		free(d0);
+	}
+	/* the owners kept: the AP_XOWNERS last, most recent first */
+	{
+		struct ap_xowners xo = {0};
+		for (uint32_t tid = 1; tid <= AP_XOWNERS + 1; tid++)
+			*ap_xowners_use(&xo, tid) = 100 + tid;
+		CHECK(xo.n == AP_XOWNERS && xo.tid[0] == AP_XOWNERS + 1 && xo.tid[AP_XOWNERS - 1] == 2,
+		      "owners: %u, first %u, last %u", xo.n, xo.tid[0], xo.tid[AP_XOWNERS - 1]);
+		CHECK_U(*ap_xowners_use(&xo, 5), 105); /* kept, and now the first */
+		/* 9 8 7 6 5 4 3 2, then 5 9 8 7 6 4 3 2 */
+		CHECK(xo.tid[0] == 5 && xo.tid[1] == AP_XOWNERS + 1 && xo.tid[4] == 6 &&
+			  xo.tid[5] == 4 && xo.tid[7] == 2,
+		      "order after a use: %u %u %u %u %u", xo.tid[0], xo.tid[1], xo.tid[4], xo.tid[5],
+		      xo.tid[7]);
+		CHECK_U(*ap_xowners_use(&xo, 1), 0); /* forgotten: from 0 */
+		CHECK(xo.tid[AP_XOWNERS - 1] == 3 && xo.tid[0] == 1, "after a new one: last %u",
+		      xo.tid[AP_XOWNERS - 1]);
 	}
 
 	/* a TRACK record decodes (no event) and moves prev_addr; a 0 tag ends the payload */
