@@ -12,8 +12,9 @@
 #define AP_TRACE_MAGIC_LEN 8
 /* The version written; the reader reads every version from
  * AP_TRACE_VERSION_MIN (3: no STACK_SHARED records; 4: no chunks with
- * AP_CHUNK_F_REFS; 5: none with AP_CHUNK_F_INDEX). */
-#define AP_TRACE_VERSION 6u
+ * AP_CHUNK_F_REFS; 5: none with AP_CHUNK_F_INDEX; 6: none with
+ * AP_CHUNK_F_XOWN). */
+#define AP_TRACE_VERSION 7u
 #define AP_TRACE_VERSION_MIN 3u
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
@@ -64,7 +65,7 @@
  * step from the last: threads that run the same loops wrote their sizes
  * column apart as 46 KB each (handoff), 0.3 KB predicted. */
 #define AP_CHUNK_F_SIZES 16u
-/* EVENTS with AP_CHUNK_F_INDEX (version 6): a REF of another thread's
+/* EVENTS with AP_CHUNK_F_INDEX (version 7): a REF of another thread's
  * allocation steps from the index after the last one the thread named of
  * that same thread (struct ap_xowners), and bit 1 of its field says the
  * tid is the one of the thread's last such REF (then it is not written).

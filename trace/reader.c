@@ -1037,7 +1037,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	if ((columns & AP_CHUNK_F_SIZES) && r->version < 6)
 		return corrupt(r, "sizes by stack (chunk flag %#x) in a version %u trace",
 			       AP_CHUNK_F_SIZES, r->version);
-	if ((columns & AP_CHUNK_F_XOWN) && r->version < 6)
+	if ((columns & AP_CHUNK_F_XOWN) && r->version < 7)
 		return corrupt(r, "steps by owner (chunk flag %#x) in a version %u trace",
 			       AP_CHUNK_F_XOWN, r->version);
 	long idx = thread_index(r, tid);

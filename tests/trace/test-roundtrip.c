@@ -740,12 +740,12 @@ static void test_errors(void)
 	expect_error(good, 30, "bad.trace: no header chunk");
 
 	memcpy(d, good, len);
-	ap_put_u32le(d + 8, 7);
-	expect_error(d, len, "bad.trace: trace format version 7, this allocprof reads 3 to 6");
+	ap_put_u32le(d + 8, 8);
+	expect_error(d, len, "bad.trace: trace format version 8, this allocprof reads 3 to 7");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 2);
 	expect_error(d, len,
-		     "bad.trace: trace format version 2, this allocprof reads 3 to 6: recorded "
+		     "bad.trace: trace format version 2, this allocprof reads 3 to 7: recorded "
 		     "by an older allocprof (record it again)");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
@@ -1180,8 +1180,9 @@ static void test_errors(void)
 	 * anonymous blocks each; thread 2000 frees 1000's second (step +1, tid),
 	 * 3000's first (step 0, tid), 3000's second (the same tid: bit 1, no tid
 	 * written), 1000's first (-2 from the 2 after its last); a second
-	 * payload starts with the same-tid bit of a thread that named none */
-	for (int bad = 0; bad < 2; bad++) {
+	 * payload starts with the same-tid bit of a thread that named none; a
+	 * third trace says version 6 */
+	for (int bad = 0; bad < 3; bad++) {
 		static const uint8_t a[] = {0, 2, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
 		static const uint8_t b[] = {0, 0, 0, 10, 0x0a, 0x0a, 0x0a, 0x0a,
 					    0x09, 0xe8, 0x07,	/* 1000: +1 */
@@ -1189,8 +1190,8 @@ static void test_errors(void)
 					    0x03,		/* the same: 0 */
 					    0x0d, 0xe8, 0x07};	/* 1000: -2 */
 		static const uint8_t c[] = {0, 0, 0, 1, 0x0a, 0x03};
-		const uint8_t *fr = bad ? c : b;
-		size_t frn = bad ? sizeof(c) : sizeof(b);
+		const uint8_t *fr = bad == 1 ? c : b;
+		size_t frn = bad == 1 ? sizeof(c) : sizeof(b);
 		tw = ap_tw_new(&h);
 		uint64_t pc = 1;
 		ap_tw_stack(tw, &pc, 1);
@@ -1212,8 +1213,14 @@ static void test_errors(void)
 		}
 		struct ap_trace *t = NULL;
 		struct ap_error err;
+		if (bad == 2)
+			ap_put_u32le(dc + 8, 6);
 		int rc = ap_trace_read_mem(dc, total, "xown", &t, &err);
-		if (bad) {
+		if (bad == 2) {
+			CHECK(rc < 0 && strstr(err.msg, "steps by owner (chunk flag 0x20) in a version 6 "
+							"trace"),
+			      "XOWN in version 6: %s", rc < 0 ? err.msg : "read");
+		} else if (bad) {
 			CHECK(rc < 0 && strstr(err.msg, "FREE record runs past the end of the payload"),
 			      "same tid with none before: %s", rc < 0 ? err.msg : "read");
 		} else {

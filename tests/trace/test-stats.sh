@@ -118,7 +118,7 @@ expect_err text "allocprof: text.trace: not an allocprof trace" text.trace
 # byte-order mark (bytes 12..15)
 cp "$T/exact.trace" "$T/v1.trace"
 printf '\x01' | dd of="$T/v1.trace" bs=1 seek=8 conv=notrunc status=none
-expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 3 to 6: recorded by an older allocprof (record it again)" v1.trace
+expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 3 to 7: recorded by an older allocprof (record it again)" v1.trace
 # version 3 (before STACK_SHARED records): read as it is
 cp "$T/exact.trace" "$T/v3.trace"
 printf '\x03' | dd of="$T/v3.trace" bs=1 seek=8 conv=notrunc status=none
