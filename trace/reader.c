@@ -1203,23 +1203,37 @@ static bool unzstd(ZSTD_DCtx *zd, const uint8_t *z, uint32_t len, uint8_t **raw,
 	return !ZSTD_isError(got) && got == n;
 }
 
-/* Chunk c as stored: in the reader's copy, or read into s->in again and
+/* Chunk c as stored: in the reader's copy, or read into *in again and
  * checked against pass 1's checksum. NULL: the file changed. */
-static const uint8_t *chunk_bytes(struct file_src *f, struct stream *s, const struct ev_chunk *c)
+static const uint8_t *chunk_bytes(struct file_src *f, uint8_t **in, size_t *cap,
+				  const struct ev_chunk *c)
 {
 	if (f->fd < 0)
 		return f->buf + c->off;
-	AP_ALLOC_GROW(s->in, c->len ? c->len : 1, s->in_cap);
+	AP_ALLOC_GROW(*in, c->len ? c->len : 1, *cap);
 	size_t got = 0;
 	while (got < c->len) {
-		ssize_t n = pread(f->fd, s->in + got, c->len - got, (off_t)(c->off + got));
+		ssize_t n = pread(f->fd, *in + got, c->len - got, (off_t)(c->off + got));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return NULL;
 		got += (size_t)n;
 	}
-	return ap_crc32c(s->in, c->len) == c->crc ? s->in : NULL;
+	return ap_crc32c(*in, c->len) == c->crc ? *in : NULL;
+}
+
+/* Chunk c's payload, decompressed if it is, read with the buffers given
+ * (NULL: the file changed); *len its length. */
+static const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const struct ev_chunk *c,
+				    uint8_t **in, size_t *in_cap, uint8_t **raw, size_t *raw_cap,
+				    uint32_t *len)
+{
+	const uint8_t *payload = chunk_bytes(f, in, in_cap, c);
+	*len = c->len;
+	if (payload && c->zstd)
+		payload = unzstd(zd, payload, c->len, raw, raw_cap, len) ? *raw : NULL;
+	return payload;
 }
 
 
@@ -1368,7 +1382,23 @@ static inline bool ev_unblocks(const struct ap_event *e, const struct ap_event *
 	return e->addr == h->addr && e->type != h->type;
 }
 
-/* How far frees_own_later looks: records of the stream's current chunk. */
+struct merge {
+	struct file_src *f;
+	ZSTD_DCtx *zd;
+	struct stream *st;
+	struct hkey *heap, *held; /* held: streams held back, key = head time */
+	size_t nheap, nheld;
+	struct live live;
+	bool track;
+	struct ap_event *out;	/* the batch: room for AP_EVENTS_BATCH + a chain */
+	size_t nout;
+	/* frees_own_later's: a stream's next chunk, as stored and decompressed */
+	uint8_t *la_in, *la_raw;
+	size_t la_in_cap, la_raw_cap;
+};
+
+/* How far frees_own_later looks: records of the stream (its current
+ * chunk and the ones after it). */
 #define OWN_LOOKAHEAD 256
 
 /* Stream s (its head onwards) in quantum ts: does it free the block at addr
@@ -1380,7 +1410,7 @@ static inline bool ev_unblocks(const struct ap_event *e, const struct ap_event *
  * 1 free in 4,000 unmatched on a 4-thread C++ program.) Looks ahead
  * without consuming: on a copy of the decoder, whose ring slots it writes
  * are put back afterwards (the ring is shared with the real decoder). */
-static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
+static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, uint64_t ts)
 {
 	for (int i = s->bi; i < s->nbuf; i++) {
 		const struct ap_event *e = &s->buf[i];
@@ -1400,6 +1430,7 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 	} saved[OWN_LOOKAHEAD];
 	int nsaved = 0;
 	bool own = false;
+	size_t ci = s->ci; /* the stream's next chunk */
 	for (int steps = 0; steps < OWN_LOOKAHEAD; steps++) {
 		/* an ALLOC next would grow the ring (reallocating it): stop
 		 * (REFs by index use no ring) */
@@ -1414,6 +1445,21 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 			saved[nsaved++] = (typeof(saved[0])){slot, old};
 		if (n == 0 || n == DEC_SKIP)
 			continue;
+		if (n == DEC_END && ci < s->nchunk) {
+			/* on into the thread's next chunk, read apart (where
+			 * a chunk ends must not change the merge's order) */
+			const struct ev_chunk *c = &m->f->chunks[s->chunk[ci++]];
+			uint32_t len;
+			const uint8_t *payload = chunk_payload(m->f, m->zd, c, &m->la_in,
+							       &m->la_in_cap, &m->la_raw,
+							       &m->la_raw_cap, &len);
+			const char *why_unused;
+			d.pred = NULL; /* (the stream's size table stays as it is) */
+			if (payload && evdec_start(&d, payload, len, (uint16_t)c->thread,
+						   m->f->quantum, c->columns, &why_unused) == 0)
+				continue;
+			break;
+		}
 		if (n < 0)
 			break;
 		int k;
@@ -1430,17 +1476,6 @@ static bool frees_own_later(struct stream *s, uint64_t addr, uint64_t ts)
 	return own;
 }
 
-struct merge {
-	struct file_src *f;
-	ZSTD_DCtx *zd;
-	struct stream *st;
-	struct hkey *heap, *held; /* held: streams held back, key = head time */
-	size_t nheap, nheld;
-	struct live live;
-	bool track;
-	struct ap_event *out;	/* the batch: room for AP_EVENTS_BATCH + a chain */
-	size_t nout;
-};
 
 /* Moves s to its next event (s->buf[s->bi]); false when it has no more. */
 static bool stream_advance(struct merge *m, struct stream *s)
@@ -1461,12 +1496,10 @@ static bool stream_advance(struct merge *m, struct stream *s)
 		 * the same bytes) */
 		const struct ev_chunk *c =
 		    s->ci < s->nchunk ? &m->f->chunks[s->chunk[s->ci++]] : NULL;
-		const uint8_t *payload = c ? chunk_bytes(m->f, s, c) : NULL;
-		uint32_t len = c ? c->len : 0;
-		if (payload && c->zstd) {
-			payload = unzstd(m->zd, payload, len, &s->raw, &s->raw_cap, &len) ? s->raw
-											    : NULL;
-		}
+		uint32_t len = 0;
+		const uint8_t *payload =
+		    c ? chunk_payload(m->f, m->zd, c, &s->in, &s->in_cap, &s->raw, &s->raw_cap, &len)
+		      : NULL;
 		if (!payload) {
 			if (c)
 				__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
@@ -1518,7 +1551,7 @@ static void merge_emit(struct merge *m, size_t si)
 			if (e.type != AP_EV_ALLOC)
 				break;
 			if (own < 0)
-				own = more && frees_own_later(s, e.addr, e.ts);
+				own = more && frees_own_later(m, s, e.addr, e.ts);
 			if (!own)
 				break;
 		}
@@ -1538,7 +1571,7 @@ static bool ev_blocked(struct merge *m, size_t si, const struct ap_event *e)
 	uint32_t c = live_count(&m->live, e->addr, &own);
 	if (e->type != AP_EV_FREE)
 		return c != 0;
-	return c == 0 || (own != si && frees_own_later(&m->st[own], e->addr, e->ts));
+	return c == 0 || (own != si && frees_own_later(m, &m->st[own], e->addr, e->ts));
 }
 
 /* Lets the earliest held stream go: its head is handed out as it is. */
@@ -1657,6 +1690,8 @@ static void file_close(void *state)
 	free(m->live.cnt);
 	free(m->live.own);
 	free(m->held);
+	free(m->la_in);
+	free(m->la_raw);
 	free(m->heap);
 	free(m->st);
 	free(m->out);

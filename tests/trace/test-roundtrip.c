@@ -643,6 +643,61 @@ static void test_cross_thread_reuse(void)
 	ap_trace_free(t);
 }
 
+/* The merge's order does not depend on where a thread's chunks end: in
+ * quantum 7001 thread b allocates x, and a block z it frees at once,
+ * then frees x itself and allocates x again, which it passes to a; a's
+ * FREE of x waits for b's own FREE of x, which b's lookahead finds past
+ * z, with b's chunk ending before its FREE of x (`split`) or not. */
+static void test_reuse_across_chunks(bool split)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 1000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 10, "a");
+	ap_tw_thread(tw, 20, "b");
+	uint64_t t0 = 7001000;
+	ap_tw_free(tw, 10, t0 + 900, 0, 0x5000);
+	ap_tw_alloc(tw, 20, t0 + 100, 1, 0, 0x5000, 24, s);
+	ap_tw_alloc(tw, 20, t0 + 200, 1, 0, 0x7000, 8, s);
+	ap_tw_free(tw, 20, t0 + 300, 1, 0x7000);
+	if (split)
+		ap_tw_flush(tw);
+	ap_tw_free(tw, 20, t0 + 400, 1, 0x5000);
+	ap_tw_alloc(tw, 20, t0 + 500, 1, 0, 0x5000, 40, s);
+	struct ap_tw_end end = {.end_ns = t0 + 10000};
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "reuse across chunks");
+	if (!t)
+		return;
+	static const struct {
+		uint16_t thread;
+		uint8_t type;
+		uint64_t size;
+	} want[] = {
+	    {1, AP_EV_ALLOC, 24}, {1, AP_EV_ALLOC, 8}, {1, AP_EV_FREE, 0},
+	    {1, AP_EV_FREE, 0},	  {1, AP_EV_ALLOC, 40}, {0, AP_EV_FREE, 0},
+	};
+	CHECK_U(t->nev, AP_ARRAY_SIZE(want));
+	for (size_t i = 0; i < AP_ARRAY_SIZE(want) && i < t->nev; i++) {
+		const struct ap_event *e = &t->ev[i];
+		CHECK(e->thread == want[i].thread && e->type == want[i].type &&
+			  e->size == want[i].size,
+		      "reuse across chunks (split %d): event %zu: got thread %u type %u size %llu, "
+		      "want thread %u type %u size %llu",
+		      split, i, e->thread, e->type, (unsigned long long)e->size, want[i].thread,
+		      want[i].type, (unsigned long long)want[i].size);
+	}
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	CHECK(tot.unmatched_frees == 0 && tot.inuse_objects == 0,
+	      "reuse across chunks (split %d): %llu unmatched, %g live", split,
+	      (unsigned long long)tot.unmatched_frees, tot.inuse_objects);
+	ap_trace_free(t);
+}
+
 static uint8_t *finish(struct ap_tw *tw, size_t *len)
 {
 	uint8_t *data;
@@ -1646,6 +1701,8 @@ int main(void)
 	test_merge(1, 2000, 64);
 	test_cross_thread();
 	test_cross_thread_reuse();
+	test_reuse_across_chunks(false);
+	test_reuse_across_chunks(true);
 	test_merge(3, 3000, 16);
 	test_merge(7, 2000, 200);
 	test_merge(40, 300, 1 << 16);
