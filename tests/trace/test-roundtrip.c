@@ -580,6 +580,21 @@ static void test_cross_thread(void)
 	ap_trace_free(t);
 }
 
+/* A writer of 1 us quanta with threads a (tid 10) and b (20) and one
+ * stack, *s. */
+static struct ap_tw *two_threads(uint32_t *s)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 1000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	*s = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 10, "a");
+	ap_tw_thread(tw, 20, "b");
+	return tw;
+}
+
 /* The same address reused within a quantum by a thread that frees some of
  * its blocks itself and passes one on: another thread's FREE at that
  * address is of the block passed on, not of one its own thread frees
@@ -588,14 +603,8 @@ static void test_cross_thread(void)
  * start, in 7001 it comes after a FREE of its own that waited. */
 static void test_cross_thread_reuse(void)
 {
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	h.time_quantum_ns = 1000;
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x401000;
-	uint32_t s = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 10, "a");
-	ap_tw_thread(tw, 20, "b");
+	uint32_t s;
+	struct ap_tw *tw = two_threads(&s);
 	uint64_t t0 = 7000000;
 	/* b: its own 8 bytes at x, freed; 16 bytes at x, passed to a */
 	ap_tw_free(tw, 10, t0 + 900, 0, 0x5000);
@@ -650,14 +659,8 @@ static void test_cross_thread_reuse(void)
  * z, with b's chunk ending before its FREE of x (`split`) or not. */
 static void test_reuse_across_chunks(bool split)
 {
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	h.time_quantum_ns = 1000;
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x401000;
-	uint32_t s = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 10, "a");
-	ap_tw_thread(tw, 20, "b");
+	uint32_t s;
+	struct ap_tw *tw = two_threads(&s);
 	uint64_t t0 = 7001000;
 	ap_tw_free(tw, 10, t0 + 900, 0, 0x5000);
 	ap_tw_alloc(tw, 20, t0 + 100, 1, 0, 0x5000, 24, s);
