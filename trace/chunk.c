@@ -19,6 +19,39 @@ void ap_chunk_walk_release(struct ap_chunk_walk *w)
 		ap_streams_release(&w->streams);
 }
 
+/* The EVENTS flags that need another flag, and a format version: the
+ * walker checks the one, the reader (ap_chunk_flags_since) the other, in
+ * this order. */
+static const struct {
+	unsigned flag, needs;
+	uint32_t since;
+	const char *name;
+} flag_rules[] = {
+	{AP_CHUNK_F_REFS, AP_CHUNK_F_COLUMNS, 5, "a distances column"},
+	{AP_CHUNK_F_INDEX, AP_CHUNK_F_REFS, 6, "allocation indexes"},
+	{AP_CHUNK_F_XOWN, AP_CHUNK_F_INDEX, 7, "steps by owner"},
+	{AP_CHUNK_F_SIZES, AP_CHUNK_F_COLUMNS, 6, "sizes by stack"},
+};
+
+static const char *flag_name(unsigned flag)
+{
+	for (size_t i = 0; i < sizeof(flag_rules) / sizeof(flag_rules[0]); i++)
+		if (flag_rules[i].flag == flag)
+			return flag_rules[i].name;
+	return "columns"; /* (AP_CHUNK_F_COLUMNS, which needs nothing) */
+}
+
+int ap_chunk_flags_since(unsigned flags, uint32_t version, char *why, size_t whylen)
+{
+	for (size_t i = 0; i < sizeof(flag_rules) / sizeof(flag_rules[0]); i++)
+		if ((flags & flag_rules[i].flag) && version < flag_rules[i].since) {
+			snprintf(why, whylen, "%s (chunk flag %#x) in a version %u trace",
+				 flag_rules[i].name, flag_rules[i].flag, version);
+			return -1;
+		}
+	return 0;
+}
+
 /* The order of the checks is the one docs/trace-format.md gives: what a
  * message names first is what was found wrong first. */
 enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, char *why,
@@ -79,22 +112,12 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 		snprintf(why, whylen, "unknown chunk flags %#x", c->flags);
 		return AP_CHUNK_BAD;
 	}
-	if ((c->flags & AP_CHUNK_F_REFS) && !(c->flags & AP_CHUNK_F_COLUMNS)) {
-		snprintf(why, whylen, "a distances column without columns");
-		return AP_CHUNK_BAD;
-	}
-	if ((c->flags & AP_CHUNK_F_INDEX) && !(c->flags & AP_CHUNK_F_REFS)) {
-		snprintf(why, whylen, "allocation indexes without a distances column");
-		return AP_CHUNK_BAD;
-	}
-	if ((c->flags & AP_CHUNK_F_XOWN) && !(c->flags & AP_CHUNK_F_INDEX)) {
-		snprintf(why, whylen, "steps by owner without allocation indexes");
-		return AP_CHUNK_BAD;
-	}
-	if ((c->flags & AP_CHUNK_F_SIZES) && !(c->flags & AP_CHUNK_F_COLUMNS)) {
-		snprintf(why, whylen, "sizes by stack without columns");
-		return AP_CHUNK_BAD;
-	}
+	for (size_t i = 0; i < sizeof(flag_rules) / sizeof(flag_rules[0]); i++)
+		if ((c->flags & flag_rules[i].flag) && !(c->flags & flag_rules[i].needs)) {
+			snprintf(why, whylen, "%s without %s", flag_rules[i].name,
+				 flag_name(flag_rules[i].needs));
+			return AP_CHUNK_BAD;
+		}
 	if ((c->flags & AP_CHUNK_F_COLUMNS) && c->type != AP_CHUNK_EVENTS) {
 		snprintf(why, whylen, "a chunk of type %u in columns", c->type);
 		return AP_CHUNK_BAD;

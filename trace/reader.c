@@ -1028,18 +1028,9 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 		       unsigned columns)
 {
 	struct ap_trace *t = r->t;
-	if ((columns & AP_CHUNK_F_REFS) && r->version < 5)
-		return corrupt(r, "a distances column (chunk flag %#x) in a version %u trace",
-			       AP_CHUNK_F_REFS, r->version);
-	if ((columns & AP_CHUNK_F_INDEX) && r->version < 6)
-		return corrupt(r, "allocation indexes (chunk flag %#x) in a version %u trace",
-			       AP_CHUNK_F_INDEX, r->version);
-	if ((columns & AP_CHUNK_F_SIZES) && r->version < 6)
-		return corrupt(r, "sizes by stack (chunk flag %#x) in a version %u trace",
-			       AP_CHUNK_F_SIZES, r->version);
-	if ((columns & AP_CHUNK_F_XOWN) && r->version < 7)
-		return corrupt(r, "steps by owner (chunk flag %#x) in a version %u trace",
-			       AP_CHUNK_F_XOWN, r->version);
+	char newer[128];
+	if (ap_chunk_flags_since(columns, r->version, newer, sizeof(newer)) < 0)
+		return corrupt(r, "%s", newer);
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
@@ -1392,9 +1383,13 @@ struct merge {
 	bool track;
 	struct ap_event *out;	/* the batch: room for AP_EVENTS_BATCH + a chain */
 	size_t nout;
-	/* frees_own_later's: a stream's next chunk, as stored and decompressed */
+	/* frees_own_later's: a stream's next chunk, as stored and decompressed
+	 * (chunk la_chunk - 1 of the file, 0: none), kept for the next ask */
 	uint8_t *la_in, *la_raw;
 	size_t la_in_cap, la_raw_cap;
+	size_t la_chunk;
+	const uint8_t *la_payload;
+	uint32_t la_len;
 };
 
 /* How far frees_own_later looks: records of the stream (its current
@@ -1448,15 +1443,21 @@ static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, ui
 		if (n == DEC_END && ci < s->nchunk) {
 			/* on into the thread's next chunk, read apart (where
 			 * a chunk ends must not change the merge's order) */
-			const struct ev_chunk *c = &m->f->chunks[s->chunk[ci++]];
-			uint32_t len;
-			const uint8_t *payload = chunk_payload(m->f, m->zd, c, &m->la_in,
-							       &m->la_in_cap, &m->la_raw,
-							       &m->la_raw_cap, &len);
+			const struct ev_chunk *c = &m->f->chunks[s->chunk[ci]];
+			if (m->la_chunk != s->chunk[ci] + 1) {
+				/* (a FREE after another at the chunk's end asks
+				 * again: read it once) */
+				m->la_payload = chunk_payload(m->f, m->zd, c, &m->la_in,
+							      &m->la_in_cap, &m->la_raw,
+							      &m->la_raw_cap, &m->la_len);
+				m->la_chunk = m->la_payload ? s->chunk[ci] + 1 : 0;
+			}
+			ci++;
 			const char *why_unused;
 			d.pred = NULL; /* (the stream's size table stays as it is) */
-			if (payload && evdec_start(&d, payload, len, (uint16_t)c->thread,
-						   m->f->quantum, c->columns, &why_unused) == 0)
+			if (m->la_payload &&
+			    evdec_start(&d, m->la_payload, m->la_len, (uint16_t)c->thread,
+					m->f->quantum, c->columns, &why_unused) == 0)
 				continue;
 			break;
 		}
