@@ -269,6 +269,8 @@ struct ap_tracefile {
 	uint32_t owner;		/* tid holding lock (a handler may nest) */
 	int in_signal;		/* flushing from a fatal-signal handler */
 	uint64_t chunks;	/* META and EVENTS chunks written whole, for END */
+	uint32_t ender;		/* the thread in end_trace (0: none yet) */
+	int end_done;		/* END written, or given up: read with acquire */
 	char path[PATH_MAX];	/* this image's trace */
 	char base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
 };
@@ -279,6 +281,7 @@ void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
 int open_trace(const char *parent);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
+void end_wait(void);
 
 /* signals.c */
 extern int sig_on, sig_lock;

@@ -77,7 +77,8 @@ static void sig_die(int s)
 	int saved = errno;
 	tls.guard++;
 	tfile.in_signal = 1;
-	end_trace(AP_END_SIGNAL, 1, (uint64_t)s, 1);
+	if (end_trace(AP_END_SIGNAL, 1, (uint64_t)s, 1) < 0)
+		end_wait();
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;

@@ -430,6 +430,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	    !__atomic_compare_exchange_n(&proc.state, &on, AP_ENDED, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return -1;
+	__atomic_store_n(&tfile.ender, (uint32_t)sys_gettid(), __ATOMIC_RELEASE);
 	flush_all(sig);
 	uint64_t calls = threads.exited_calls, consumed = threads.exited_consumed;
 	for (struct ap_thr *b = threads.all; b; b = b->next) {
@@ -451,6 +452,26 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
+	__atomic_store_n(&tfile.end_done, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* A fatal signal found the trace ending in another thread (a second
+ * SIGTERM, say: record forwards one while `pkill` or a process group's
+ * kill sends the same one straight to the program): waits, up to 2 s,
+ * for it to write END, since dying now would cut the trace before it.
+ * The process dies of the signal after that, as it would have. */
+void end_wait(void)
+{
+	uint32_t me = (uint32_t)sys_gettid();
+	for (int i = 0; i < 2000; i++) {
+		if (proc.pid != sys_getpid() ||
+		    __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != AP_ENDED ||
+		    __atomic_load_n(&tfile.end_done, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&tfile.ender, __ATOMIC_ACQUIRE) == me)
+			return;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 }
 

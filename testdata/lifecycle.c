@@ -8,6 +8,7 @@
  *   resethand   a SIGTERM handler with SA_RESETHAND; raised twice
  *   overflow    recursion until the stack overflows (SIGSEGV)
  *   wait        prints "ready", then waits for a signal (pause)
+ *   threadwait  3 threads allocate 100 blocks each (kept); then as wait
  *   closerange  close_range(3, ~0U, 0), 100 more blocks, exit 0
  *   closeloop   close() of every fd from 3 to 1023, 100 more, exit 0
  *   dup2loop    dup2 of /dev/null onto fds 3..1000, 100 more, exit 0
@@ -29,6 +30,7 @@
  *               the alternate stack */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,17 @@ __attribute__((noinline)) static void alloc_blocks(unsigned from, unsigned n)
 		blocks[i] = malloc(32);
 		td_touch(blocks[i], 32, (unsigned char)i);
 	}
+}
+
+static pthread_barrier_t wait_barrier;
+
+static void *wait_thread(void *arg)
+{
+	alloc_blocks(NBLOCKS + 100 * (unsigned)(size_t)arg, 100);
+	pthread_barrier_wait(&wait_barrier);
+	for (;;)
+		pause();
+	return NULL;
 }
 
 static void segv_rehandler(int sig)
@@ -205,7 +218,14 @@ int main(int argc, char **argv)
 		raise(SIGTERM);
 	} else if (!strcmp(mode, "overflow")) {
 		return recurse(0);
-	} else if (!strcmp(mode, "wait")) {
+	} else if (!strcmp(mode, "wait") || !strcmp(mode, "threadwait")) {
+		if (!strcmp(mode, "threadwait")) {
+			pthread_barrier_init(&wait_barrier, NULL, 4);
+			pthread_t t;
+			for (size_t k = 0; k < 3; k++)
+				pthread_create(&t, NULL, wait_thread, (void *)k);
+			pthread_barrier_wait(&wait_barrier);
+		}
 		td_say("ready\n");
 		for (;;)
 			pause();
