@@ -18,9 +18,13 @@ struct rblock {
 };
 
 /* addr -> most recent live block (ap_hash.h's map; the blocks at one
- * address are a list through `next`). */
+ * address are a list through `next`). The block of the last ALLOC waits
+ * in `held`, not yet in the map, until the next event: most blocks are
+ * freed by the event right after the one that made them (heaptrack's
+ * temporary allocations), and those then never touch the map. */
 struct rmap {
 	struct ap_u64map map;
+	uint32_t held;		/* NONE, or the last ALLOC's block, not in the map */
 	struct rblock *blocks;
 	size_t nblocks, blocks_alloc;
 	uint32_t free_blocks;
@@ -29,8 +33,20 @@ struct rmap {
 	uint32_t nobj;		/* ids handed out so far */
 };
 
-static void map_push(struct rmap *m, const struct ap_replay_block *blk)
+/* The held block goes into the map. */
+static inline void map_settle(struct rmap *m)
 {
+	if (m->held == NONE)
+		return;
+	uint32_t b = m->held;
+	m->held = NONE;
+	m->blocks[b].next = ap_u64map_push(&m->map, m->blocks[b].b.addr, b);
+}
+
+/* A new block, the most recent at its address: held (map_settle). */
+static inline void map_push(struct rmap *m, const struct ap_replay_block *blk)
+{
+	map_settle(m);
 	uint32_t b;
 	if (m->free_blocks != NONE) {
 		b = m->free_blocks;
@@ -40,12 +56,23 @@ static void map_push(struct rmap *m, const struct ap_replay_block *blk)
 		b = (uint32_t)m->nblocks++;
 	}
 	m->blocks[b].b = *blk;
-	m->blocks[b].next = ap_u64map_push(&m->map, blk->addr, b);
+	m->held = b;
 }
 
 /* Ends the most recent live block at addr into *out; false if none. */
-static bool map_pop(struct rmap *m, uint64_t addr, struct ap_replay_block *out)
+static inline bool map_pop(struct rmap *m, uint64_t addr, struct ap_replay_block *out)
 {
+	if (m->held != NONE) {
+		uint32_t h = m->held;
+		if (m->blocks[h].b.addr == addr) {
+			*out = m->blocks[h].b;
+			m->held = NONE;
+			m->blocks[h].next = m->free_blocks;
+			m->free_blocks = h;
+			return true;
+		}
+		map_settle(m);
+	}
 	struct ap_u64map_slot *s = ap_u64map_find(&m->map, addr);
 	if (!s)
 		return false;
@@ -150,7 +177,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
 	       size_t *nobj)
 {
-	struct rmap m = { .free_blocks = NONE };
+	struct rmap m = { .held = NONE, .free_blocks = NONE };
 	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
 	bool each_event = false;
@@ -187,6 +214,7 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	ap_events_close(it);
 	for (size_t k = 0; k <= t->nthreads; k++)
 		pending_flush(&m, &pend[k], c, nc);
+	map_settle(&m);
 	for (size_t s = 0; s <= m.map.mask; s++)
 		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next)
 			EACH(c, nc, live_at_end, &m.blocks[b].b);
