@@ -105,6 +105,7 @@ struct pending {
 	struct ap_event e;	/* a copy: the batch it came in may be gone */
 	bool set;
 	uint64_t last_addr;
+	uint32_t last_obj;
 	bool last_alloc;
 };
 
@@ -134,13 +135,15 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	if (e->type == AP_EV_FREE) {
 		pending_flush(m, p, c, nc);
 		struct ap_replay_block b;
-		bool temp = p->last_alloc && p->last_addr == e->addr;
+		bool last = p->last_alloc && p->last_addr == e->addr;
 		p->last_alloc = false;
 		if (!map_pop(m, e->addr, &b)) {
 			EACH(c, nc, unmatched, i, e);
 			return;
 		}
-		b.temporary = temp;
+		/* the block the thread's last event made (not another
+		 * thread's, later, at the same address) */
+		b.temporary = last && b.obj == p->last_obj;
 		if (e->flags & AP_EVF_FROM_REALLOC) {
 			p->b = b;
 			p->i = i;
@@ -163,13 +166,13 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	}
 	if ((e->flags & AP_EVF_REALLOC) && p->set) {
 		p->set = false;
-		b.obj = p->b.obj;
+		b.obj = p->last_obj = p->b.obj;
 		map_push(m, &b);
 		EACH(c, nc, grow, i, e, &p->b, &b);
 		return;
 	}
 	pending_flush(m, p, c, nc);
-	b.obj = obj_new(m);
+	b.obj = p->last_obj = obj_new(m);
 	map_push(m, &b);
 	EACH(c, nc, alloc, i, e, &b);
 }

@@ -1,0 +1,154 @@
+/* The replay's rules (trace/ap_replay.h) on a trace of two threads built
+ * by the test writer: a FREE ends the most recent live block at its
+ * address, on whichever thread; a lost free leaves the older block live
+ * again; a realloc is one growth of the same object; a FREE with no block
+ * is unmatched; a block freed by its thread's next event is temporary;
+ * the blocks live at the end are handed over, most recent first at an
+ * address. Each callback is logged and the log compared whole. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_check.h"
+#include "ap_replay.h"
+#include "ap_trace.h"
+#include "ap_trace_writer.h"
+
+struct logged {
+	char op;		/* a alloc, g grow, f free, u unmatched, l live at end */
+	size_t i;
+	uint64_t addr, size;
+	uint32_t obj;
+	bool temporary;
+};
+
+struct log {
+	struct logged e[64];
+	size_t n;
+};
+
+static void add(struct log *l, char op, size_t i, const struct ap_replay_block *b, uint64_t addr)
+{
+	CHECK(l->n < AP_ARRAY_SIZE(l->e), "log full");
+	l->e[l->n++] = (struct logged){ op, i, addr, b ? b->size : 0, b ? b->obj : UINT32_MAX,
+					 b && b->temporary };
+}
+
+static void c_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	add(ctx, 'a', i, b, b->addr);
+}
+static void c_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		   const struct ap_replay_block *b)
+{
+	CHECK(old->obj == b->obj, "a growth keeps its object (%u, %u)", old->obj, b->obj);
+	add(ctx, 'g', i, old, old->addr);
+	add(ctx, 'G', i, b, b->addr);
+}
+static void c_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	add(ctx, 'f', i, b, b->addr);
+}
+static void c_unmatched(void *ctx, size_t i, const struct ap_event *e)
+{
+	add(ctx, 'u', i, NULL, e->addr);
+}
+static void c_live(void *ctx, const struct ap_replay_block *b)
+{
+	add(ctx, 'l', 0, b, b->addr);
+}
+
+int main(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[] = { 0x401000 };
+	uint32_t st = ap_tw_stack(tw, pcs, 1);
+	ap_tw_thread(tw, 1, "one");
+	ap_tw_thread(tw, 2, "two");
+	uint64_t ts = h.start_ns;
+	/* event index: what it is */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x1000, 16, st);	/* 0 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x1000);				/* 1: temporary */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x2000, 24, st);	/* 2 */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x2000, 32, st);	/* 3: 2's free lost */
+	ap_tw_free(tw, 1, ++ts, 0, 0x2000);				/* 4: ends 3 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x2000);				/* 5: ends 2 */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x3000, 40, st);	/* 6 */
+	ap_tw_free(tw, 2, ++ts, 1, 0x3000);				/* 7: another thread's */
+	ap_tw_free(tw, 1, ++ts, 0, 0x9000);				/* 8: unmatched */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x4000, 10, st);	/* 9 */
+	ap_tw_realloc(tw, 1, ++ts, 0, AP_KIND_REALLOC, 0x4000, 0x5000, 20, st,
+		      AP_RF_NEW_SAMPLED | AP_RF_OLD_TRACKED);		/* 10, 11 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x5000);				/* 12 */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x7000, 48, st);	/* 13 */
+	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x7000, 56, st);	/* 14 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x7000);				/* 15: ends 14 */
+	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x6000, 64, st);	/* 16 */
+	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x6000, 72, st);	/* 17 */
+	struct ap_tw_end end = { ++ts, AP_END_EXIT, 0, 14, 0 };
+	ap_tw_end(tw, &end);
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	CHECK(ap_tw_close_mem(tw, &data, &len, &err) == 0, "%s", err.msg);
+	struct ap_trace *t;
+	CHECK(ap_trace_read_mem(data, len, "replay", &t, &err) == 0, "%s", err.msg);
+	free(data);
+	CHECK(t->nev == 18, "events: %zu", t->nev);
+
+	struct log l = { .n = 0 };
+	static const struct ap_replay_ops ops = { .alloc = c_alloc, .grow = c_grow, .free = c_free,
+						  .unmatched = c_unmatched, .live_at_end = c_live };
+	struct ap_replay_consumer c = { &ops, &l };
+	size_t nobj = 0;
+	ap_replay(t, &c, 1, &nobj);
+	/* objects: ids are reused once freed, so compare them by what they
+	 * must equal */
+	static const struct logged want[] = {
+		{ 'a', 0, 0x1000, 16, 0, false },  { 'f', 1, 0x1000, 16, 0, true },
+		{ 'a', 2, 0x2000, 24, 0, false },  { 'a', 3, 0x2000, 32, 1, false },
+		{ 'f', 4, 0x2000, 32, 1, true },  { 'f', 5, 0x2000, 24, 0, false },
+		{ 'a', 6, 0x3000, 40, 0, false },  { 'f', 7, 0x3000, 40, 0, false },
+		{ 'u', 8, 0x9000, 0, UINT32_MAX, false },
+		{ 'a', 9, 0x4000, 10, 0, false },  { 'g', 11, 0x4000, 10, 0, true },
+		{ 'G', 11, 0x5000, 20, 0, false }, { 'f', 12, 0x5000, 20, 0, true },
+		{ 'a', 13, 0x7000, 48, 0, false }, { 'a', 14, 0x7000, 56, 1, false },
+		{ 'f', 15, 0x7000, 56, 1, false }, { 'a', 16, 0x6000, 64, 1, false },
+		{ 'a', 17, 0x6000, 72, 2, false },
+	};
+	size_t nw = AP_ARRAY_SIZE(want);
+	CHECK(l.n == nw + 3, "callbacks: %zu, want %zu", l.n, nw + 3);
+	for (size_t k = 0; k < nw && k < l.n; k++) {
+		const struct logged *g = &l.e[k], *w = &want[k];
+		CHECK(g->op == w->op && g->i == w->i && g->addr == w->addr && g->size == w->size &&
+			  g->obj == w->obj && g->temporary == w->temporary,
+		      "callback %zu: %c %zu %#llx %llu obj %u temp %d, want %c %zu %#llx %llu obj %u "
+		      "temp %d",
+		      k, g->op, g->i, (unsigned long long)g->addr, (unsigned long long)g->size,
+		      g->obj, g->temporary, w->op, w->i, (unsigned long long)w->addr,
+		      (unsigned long long)w->size, w->obj, w->temporary);
+	}
+	/* live at the end: 13 (0x7000), and at 0x6000 17 before 16 */
+	uint64_t live_sizes[3] = { 0 };
+	size_t nl = 0;
+	for (size_t k = nw; k < l.n; k++)
+		if (l.e[k].op == 'l' && nl < 3)
+			live_sizes[nl++] = l.e[k].size;
+	bool seen48 = false;
+	int i72 = -1, i64 = -1;
+	for (size_t k = 0; k < nl; k++) {
+		seen48 |= live_sizes[k] == 48;
+		if (live_sizes[k] == 72)
+			i72 = (int)k;
+		if (live_sizes[k] == 64)
+			i64 = (int)k;
+	}
+	CHECK(nl == 3 && seen48 && i72 >= 0 && i64 > i72, "live at the end: %llu %llu %llu",
+	      (unsigned long long)live_sizes[0], (unsigned long long)live_sizes[1],
+	      (unsigned long long)live_sizes[2]);
+	CHECK(nobj == 3, "object ids: %zu", nobj);
+	ap_trace_free(t);
+	return failures ? 1 : 0;
+}
