@@ -43,8 +43,10 @@ static inline void map_settle(struct rmap *m)
 	m->blocks[b].next = ap_u64map_push(&m->map, m->blocks[b].b.addr, b);
 }
 
-/* A new block, the most recent at its address: held (map_settle). */
-static inline void map_push(struct rmap *m, const struct ap_replay_block *blk)
+/* A new block, the most recent at its address: held (map_settle). The
+ * caller fills it in place (a copy made from fields just stored would
+ * wait on them: the loads do not forward from the narrower stores). */
+static inline struct ap_replay_block *map_push(struct rmap *m)
 {
 	map_settle(m);
 	uint32_t b;
@@ -55,33 +57,28 @@ static inline void map_push(struct rmap *m, const struct ap_replay_block *blk)
 		AP_ALLOC_GROW(m->blocks, m->nblocks + 1, m->blocks_alloc);
 		b = (uint32_t)m->nblocks++;
 	}
-	m->blocks[b].b = *blk;
 	m->held = b;
+	return &m->blocks[b].b;
 }
 
-/* Ends the most recent live block at addr into *out; false if none. */
-static inline bool map_pop(struct rmap *m, uint64_t addr, struct ap_replay_block *out)
+/* Ends the most recent live block at addr: returns it (valid until the
+ * next map_push), or NULL if none. */
+static inline struct ap_replay_block *map_pop(struct rmap *m, uint64_t addr)
 {
-	if (m->held != NONE) {
-		uint32_t h = m->held;
-		if (m->blocks[h].b.addr == addr) {
-			*out = m->blocks[h].b;
-			m->held = NONE;
-			m->blocks[h].next = m->free_blocks;
-			m->free_blocks = h;
-			return true;
-		}
+	uint32_t b = m->held;
+	if (b != NONE && m->blocks[b].b.addr == addr) {
+		m->held = NONE;
+	} else {
 		map_settle(m);
+		struct ap_u64map_slot *s = ap_u64map_find(&m->map, addr);
+		if (!s)
+			return NULL;
+		b = s->val;
+		ap_u64map_pop(&m->map, s, m->blocks[b].next);
 	}
-	struct ap_u64map_slot *s = ap_u64map_find(&m->map, addr);
-	if (!s)
-		return false;
-	uint32_t b = s->val;
-	*out = m->blocks[b].b;
-	ap_u64map_pop(&m->map, s, m->blocks[b].next);
 	m->blocks[b].next = m->free_blocks;
 	m->free_blocks = b;
-	return true;
+	return &m->blocks[b].b;
 }
 
 static uint32_t obj_new(struct rmap *m)
@@ -91,7 +88,7 @@ static uint32_t obj_new(struct rmap *m)
 	return m->nobj++;
 }
 
-static void obj_release(struct rmap *m, uint32_t obj)
+static inline void obj_release(struct rmap *m, uint32_t obj)
 {
 	AP_ALLOC_GROW(m->free_objs, m->nfree_objs + 1, m->free_objs_alloc);
 	m->free_objs[m->nfree_objs++] = obj;
@@ -134,47 +131,48 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 {
 	if (e->type == AP_EV_FREE) {
 		pending_flush(m, p, c, nc);
-		struct ap_replay_block b;
 		bool last = p->last_alloc && p->last_addr == e->addr;
 		p->last_alloc = false;
-		if (!map_pop(m, e->addr, &b)) {
+		struct ap_replay_block *b = map_pop(m, e->addr);
+		if (!b) {
 			EACH(c, nc, unmatched, i, e);
 			return;
 		}
 		/* the block the thread's last event made (not another
 		 * thread's, later, at the same address) */
-		b.temporary = last && b.obj == p->last_obj;
+		b->temporary = last && b->obj == p->last_obj;
 		if (e->flags & AP_EVF_FROM_REALLOC) {
-			p->b = b;
+			p->b = *b;
 			p->i = i;
 			p->e = *e;
 			p->set = true;
 			return;
 		}
-		EACH(c, nc, free, i, e, &b);
-		obj_release(m, b.obj);
+		EACH(c, nc, free, i, e, b);
+		obj_release(m, b->obj);
 		return;
 	}
 	if (e->type != AP_EV_ALLOC)
 		return;
-	struct ap_replay_block b = { .addr = e->addr, .size = e->size };
 	p->last_alloc = true;
 	p->last_addr = e->addr;
+	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
+	if (!grows)
+		pending_flush(m, p, c, nc);
+	struct ap_replay_block *b = map_push(m);
+	*b = (struct ap_replay_block){ .addr = e->addr, .size = e->size };
 	if (e->flags & AP_EVF_SAMPLED) {
-		b.w = t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
-		b.stack = e->stack;
+		b->w = t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
+		b->stack = e->stack;
 	}
-	if ((e->flags & AP_EVF_REALLOC) && p->set) {
+	if (grows) {
 		p->set = false;
-		b.obj = p->last_obj = p->b.obj;
-		map_push(m, &b);
-		EACH(c, nc, grow, i, e, &p->b, &b);
+		b->obj = p->last_obj = p->b.obj;
+		EACH(c, nc, grow, i, e, &p->b, b);
 		return;
 	}
-	pending_flush(m, p, c, nc);
-	b.obj = p->last_obj = obj_new(m);
-	map_push(m, &b);
-	EACH(c, nc, alloc, i, e, &b);
+	b->obj = p->last_obj = obj_new(m);
+	EACH(c, nc, alloc, i, e, b);
 }
 
 void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
