@@ -251,8 +251,9 @@ static inline unsigned cpu_p(const struct replay *rp, unsigned cpu)
 
 /* An allocation at the site: returns the object's capacity. (Gets, hits,
  * misses, Puts and drops are the pool's own counts: runs_finish.) */
-static inline uint64_t r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts,
-			     unsigned cpu, uint64_t size)
+static inline __attribute__((always_inline)) uint64_t
+r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsigned cpu,
+      uint64_t size)
 {
 	catch_up(rp, s, pos, ts);
 	struct ap_replay_result *r = &s->r;
@@ -593,10 +594,11 @@ static inline struct obj *ws_obj(struct walk_state *S, uint32_t id)
 	return &S->objs[id];
 }
 
-/* Every event: the interval cycles due before it. */
+/* Every event: the interval cycles due before it (S->ic is set only
+ * when the walk computes interval cycles). */
 static inline void ws_event(struct walk_state *S, size_t i, const struct ap_event *e)
 {
-	if (S->w->cycles)
+	if (__builtin_expect(S->ic.every != 0, 0))
 		interval_before(&S->ic, &S->w->rp->cyc, e->ts, (struct pos){ S->vol, (double)i - 0.5 });
 }
 
