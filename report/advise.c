@@ -169,14 +169,37 @@ struct costc {
 	double mf, ft, pl;
 };
 
-static inline const struct costc *cost_at(const struct ap_cost_table *t, struct costc *c,
-					  uint64_t size)
+/* The table at the sizes a run meets, direct-mapped by size: sizes vary
+ * from one allocation to the next, and a look-up costs three log2. Slot k
+ * starts with key k + 1, a size that does not map to it. */
+#define COST_MEMO 1024u
+struct cost_memo {
+	const struct ap_cost_table *t;
+	uint64_t key[COST_MEMO];
+	struct ap_cost_point v[COST_MEMO];
+};
+
+static struct cost_memo *cost_memo_new(const struct ap_cost_table *t)
+{
+	struct cost_memo *mm = ap_xmalloc(sizeof(*mm));
+	mm->t = t;
+	for (uint64_t k = 0; k < COST_MEMO; k++)
+		mm->key[k] = k + 1;
+	return mm;
+}
+
+static inline const struct costc *cost_at(struct cost_memo *mm, struct costc *c, uint64_t size)
 {
 	if (c->size != size) {
+		unsigned k = (unsigned)size & (COST_MEMO - 1);
+		if (mm->key[k] != size) {
+			ap_cost_all(mm->t, size, &mm->v[k]);
+			mm->key[k] = size;
+		}
 		c->size = size;
-		c->mf = ap_cost_malloc_free(t, size);
-		c->ft = ap_cost_first_touch(t, size);
-		c->pl = ap_cost_pool(t, size);
+		c->mf = mm->v[k].malloc_free_ns;
+		c->ft = mm->v[k].first_touch_ns;
+		c->pl = mm->v[k].pool_ns;
 	}
 	return c;
 }
@@ -210,6 +233,7 @@ struct replay {
 	struct site_run *runs;
 	size_t nsites;
 	uint64_t ops;
+	struct cost_memo *costs;
 };
 
 /* Applies the cycles before pos to the site's pool. An empty pool cannot
@@ -267,7 +291,7 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsign
 	s->had_get = true;
 	s->prev_get_cum = cum;
 	struct ap_pool_obj o;
-	const struct costc *c = cost_at(rp->o->costs, &s->get_c, size);
+	const struct costc *c = cost_at(rp->costs, &s->get_c, size);
 	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
 	if (src == AP_POOL_MISS) {
 		r->time_saved_ns -= c->pl;
@@ -291,7 +315,7 @@ static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, 
 	if (size <= *cap) {
 		s->r.reallocs_avoided++;
 		s->r.realloc_bytes_avoided += (double)size;
-		s->r.time_saved_ns += cost_at(rp->o->costs, &s->grow_c, size)->mf;
+		s->r.time_saved_ns += cost_at(rp->costs, &s->grow_c, size)->mf;
 	} else {
 		*cap = size;
 	}
@@ -321,7 +345,7 @@ struct site_info {		/* facts gathered once */
 };
 
 /* What an object's birth and growth cost through malloc. */
-static inline void info_birth(struct site_info *si, const struct ap_cost_table *costs, uint64_t size,
+static inline void info_birth(struct site_info *si, struct cost_memo *costs, uint64_t size,
 		       double w)
 {
 	const struct costc *c = cost_at(costs, &si->birth_c, size);
@@ -331,7 +355,7 @@ static inline void info_birth(struct site_info *si, const struct ap_cost_table *
 	size_hist_add(&si->f.req, size, w);
 }
 
-static void info_growth(struct site_info *si, const struct ap_cost_table *costs, uint64_t size,
+static void info_growth(struct site_info *si, struct cost_memo *costs, uint64_t size,
 			double w)
 {
 	si->life_cost += w * cost_at(costs, &si->grow_c, size)->mf;
@@ -492,7 +516,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 				si->first_ts = e->ts;
 			si->last_ts = e->ts;
 			si->samples++;
-			info_birth(si, rp->o->costs, e->size, 1);
+			info_birth(si, rp->costs, e->size, 1);
 		}
 		return;
 	}
@@ -520,7 +544,7 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 		if (s->active)
 			r_grow(w->rp, s, e->size, &ob->cap);
 		if (w->info)
-			info_growth(&w->info[ob->site], w->rp->o->costs, e->size, 1);
+			info_growth(&w->info[ob->site], w->rp->costs, e->size, 1);
 		return;
 	}
 	if (ob->rec == UINT32_MAX)
@@ -794,7 +818,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			const uint32_t *born, uint64_t seed)
 {
 	size_t ns = rp->nsites;
-	const struct ap_cost_table *costs = rp->o->costs;
+	struct cost_memo *costs = rp->costs;
 	double *ksum = ap_xcalloc(ns, sizeof(*ksum));
 	double *kdone = ap_xcalloc(ns, sizeof(*kdone));
 	uint64_t *prev = ap_xcalloc(ns, sizeof(*prev));
@@ -1106,7 +1130,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->events = t->nev;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
-			     .nsites = m->nsites };
+			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };
 	rp.t_end = ap_trace_end_ns(t);
 	a->duration_ns = rp.t_end > t->start_ns ? rp.t_end - t->start_ns : 0;
 
@@ -1190,6 +1214,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	free(caps);
 	free(info);
 	free(rp.cyc.c);
+	free(rp.costs);
 	return a;
 }
 

@@ -88,6 +88,12 @@ double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size);
 double ap_cost_pool(const struct ap_cost_table *c, uint64_t size);
 double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size);
 
+/* The three at once (one search of the table): the same values. */
+struct ap_cost_point {
+	double malloc_free_ns, pool_ns, first_touch_ns;
+};
+void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out);
+
 /* Measures the table on this machine (< 2 s). Never fails. */
 void ap_cost_measure(struct ap_cost_table *c);
 

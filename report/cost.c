@@ -15,38 +15,65 @@
 #include "ap_advise.h"
 #include "vpool.h"
 
-/* Interpolates column `v` at `size` on a log scale. */
-static double interp(const struct ap_cost_table *c, const double *v, uint64_t size, bool grow)
+/* Where `size` falls in the table: between classes i - 1 and i at
+ * fraction f of the way on a log scale; i == 0: at or below the first,
+ * i == n: at or above the last. The same for every column. */
+struct where {
+	size_t i;
+	double f;
+};
+
+static struct where where_in(const struct ap_cost_table *c, uint64_t size)
 {
-	if (!c->n)
-		return 0;
 	if (size <= c->size[0])
-		return v[0];
-	if (size >= c->size[c->n - 1]) {
-		double last = v[c->n - 1];
-		return grow ? last * (double)size / (double)c->size[c->n - 1] : last;
-	}
+		return (struct where){ 0, 0 };
+	if (size >= c->size[c->n - 1])
+		return (struct where){ c->n, 0 };
 	size_t i = 1;
 	while (c->size[i] < size)
 		i++;
 	double x0 = log2((double)c->size[i - 1]), x1 = log2((double)c->size[i]);
-	double f = (log2((double)size) - x0) / (x1 - x0);
-	return v[i - 1] + f * (v[i] - v[i - 1]);
+	return (struct where){ i, (log2((double)size) - x0) / (x1 - x0) };
+}
+
+/* Column `v` at w (grow: beyond the last class, in proportion to size). */
+static double interp(const struct ap_cost_table *c, const double *v, struct where w,
+		     uint64_t size, bool grow)
+{
+	if (w.i == 0)
+		return v[0];
+	if (w.i == c->n) {
+		double last = v[c->n - 1];
+		return grow ? last * (double)size / (double)c->size[c->n - 1] : last;
+	}
+	return v[w.i - 1] + w.f * (v[w.i] - v[w.i - 1]);
 }
 
 double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size)
 {
-	return interp(c, c->malloc_free_ns, size, false);
+	return c->n ? interp(c, c->malloc_free_ns, where_in(c, size), size, false) : 0;
 }
 
 double ap_cost_pool(const struct ap_cost_table *c, uint64_t size)
 {
-	return interp(c, c->pool_ns, size, false);
+	return c->n ? interp(c, c->pool_ns, where_in(c, size), size, false) : 0;
 }
 
 double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size)
 {
-	return interp(c, c->first_touch_ns, size, true);
+	return c->n ? interp(c, c->first_touch_ns, where_in(c, size), size, true) : 0;
+}
+
+void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out)
+{
+	if (!c->n) {
+		*out = (struct ap_cost_point){ 0, 0, 0 };
+		return;
+	}
+	struct where w = where_in(c, size);
+	out->malloc_free_ns = interp(c, c->malloc_free_ns, w, size, false);
+	out->pool_ns = interp(c, c->pool_ns, w, size, false);
+	out->first_touch_ns = interp(c, c->first_touch_ns, w, size, true);
 }
 
 /* Keeps the compiler from dropping a malloc/free pair or a store. */
