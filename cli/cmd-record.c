@@ -57,7 +57,7 @@ static void record_usage(FILE *f)
 	      "not be written (see -o); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
 	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 10 for traces of\n"
-	      "2 MiB and more, with 16 tried on the first 16 MiB that pack well, 3\n"
+	      "2 MiB and more, with 17 on the first 128 MiB that pack well, 3\n"
 	      "below) is the zstd level of the finished trace, 0 leaves it as the\n"
 	      "sampler wrote it.\n",
 	      f);

@@ -61,7 +61,7 @@ void ap_compact_stream_abandon(struct ap_compact_stream *s);
 #define AP_COMPACT_LEVEL 10
 /* ...and where level 10 packs a chunk to an eighth or less, this one is
  * tried too (trace/compact.c, write_compressed). */
-#define AP_COMPACT_DENSE_LEVEL 16
+#define AP_COMPACT_DENSE_LEVEL 17
 #define AP_COMPACT_SMALL_LEVEL 3
 #define AP_COMPACT_MIN_BYTES (2u << 20)
 

@@ -25,6 +25,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,7 @@
  * cppcheck 993 KB in 359, 873 KB in 18). */
 #define COMPACT_META (4u << 20)
 /* Payload bytes tried at AP_COMPACT_DENSE_LEVEL too (write_compressed). */
-#define DENSE_BUDGET (16u << 20)
+#define DENSE_BUDGET (128u << 20)
 
 
 /* A bit per allocation of a thread. */
@@ -196,6 +198,12 @@ struct stack_table {
 	bool lost; /* a META chunk was copied unread: ids and counts unknown */
 };
 
+/* A compressed payload's buffer. */
+struct zout {
+	uint8_t *b;
+	size_t cap;
+};
+
 struct compactor {
 	const char *path;
 	struct ap_error *err;
@@ -205,10 +213,10 @@ struct compactor {
 	uint64_t step; /* HEADER time_step_ns in quanta (1: times kept) */
 	bool transcode; /* no chunk was compressed before: re-encode them all */
 	bool threads;	/* EVENTS of more than one tid: track who names what */
-	ZSTD_CCtx *zc;
-	uint8_t *zbuf[2]; /* compressed payloads: [1] for a second try */
-	size_t zcap[2];
-	size_t dense; /* payload bytes tried at AP_COMPACT_DENSE_LEVEL so far */
+	struct zworker *zw; /* compresses and writes the payloads (zw_give) */
+	ZSTD_CCtx *ztrial;  /* trial_size's, and write_compressed's */
+	struct zout trial;
+	size_t dense; /* payload bytes given AP_COMPACT_DENSE_LEVEL so far */
 	struct pending *pend;
 	size_t npend, pend_alloc;
 	size_t held; /* sum of the pending input */
@@ -239,7 +247,45 @@ struct compactor {
 	uint64_t data_chunks;	/* META and EVENTS chunks written */
 };
 
-static int cwrite(struct compactor *c, const void *data, size_t len)
+/* ---- output ----
+ *
+ * zstd is most of what compacting repetitive events costs (python3's
+ * threads: 5.6 s at AP_COMPACT_DENSE_LEVEL of 11 s), the re-encoding the
+ * rest: writer threads (struct zworker, one per CPU up to ZW_MAX)
+ * compress the payloads while the next ones are encoded, and write them
+ * in the order given. Whatever else the compactor writes waits until all
+ * that was given is written (zw_drain), so the bytes are those written in
+ * turn, with or without threads. Without (none could be made) a payload
+ * is compressed and written at once. */
+
+#define ZW_MAX 4
+/* Payloads given and not yet written, at most. */
+#define ZQ (ZW_MAX + 1)
+
+struct zjob {
+	uint8_t type, flags;
+	uint32_t tid;
+	int level;
+	uint8_t *raw;
+	size_t len, cap;
+	struct zout z;		/* compressed: 4 bytes of length, the frame */
+	size_t zlen;		/* its frame's size, or SIZE_MAX */
+};
+
+struct zworker {
+	pthread_t th[ZW_MAX];
+	unsigned nth;		/* threads running */
+	pthread_mutex_t mu;
+	pthread_cond_t more, done; /* a job given / a job written */
+	struct zjob q[ZQ];	/* job k in q[k % ZQ] */
+	uint64_t given, taken, written;
+	bool quit;
+	bool failed;		/* a write failed: err says why, the rest is dropped */
+	struct ap_error err;
+	ZSTD_CCtx *zc;		/* without threads */
+};
+
+static int cwrite(struct compactor *c, struct ap_error *err, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	while (len) {
@@ -247,7 +293,7 @@ static int cwrite(struct compactor *c, const void *data, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return ap_error_set(c->err, "%s: %s", c->path, strerror(errno));
+			return ap_error_set(err, "%s: %s", c->path, strerror(errno));
 		p += n;
 		len -= (size_t)n;
 		c->st->bytes_out += (uint64_t)n;
@@ -255,69 +301,235 @@ static int cwrite(struct compactor *c, const void *data, size_t len)
 	return 0;
 }
 
-static int flush_meta(struct compactor *c);
-
-/* Writes one chunk, after the META records held back (which every chunk
- * after them in the input came after, too). */
-static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
-		       const uint8_t *payload, size_t len)
+/* One chunk as it is. */
+static int emit_chunk(struct compactor *c, struct ap_error *err, uint8_t type, uint8_t flags,
+		      uint32_t tid, const uint8_t *payload, size_t len)
 {
-	if (c->meta.len && flush_meta(c) < 0)
-		return -1;
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
 	uint32_t stream = ap_stream_of(type, tid);
 	c->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
 	ap_chunk_header_flags(hdr, type, flags, tid, stream, ap_streams_next(&c->out_streams, stream),
 			      payload, (uint32_t)len);
-	if (cwrite(c, hdr, sizeof(hdr)) < 0)
+	if (cwrite(c, err, hdr, sizeof(hdr)) < 0)
 		return -1;
-	return cwrite(c, payload, len);
+	return cwrite(c, err, payload, len);
 }
 
-/* raw compressed at `level` into c->zbuf[k] after 4 bytes: its size, or
- * SIZE_MAX. */
-static size_t zcompress(struct compactor *c, int k, const uint8_t *raw, size_t len, int level)
+/* raw compressed at `level` into o after 4 bytes: its size, or SIZE_MAX. */
+static size_t zcompress(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len, int level)
 {
 	size_t bound = ZSTD_compressBound(len) + 4;
-	if (bound > c->zcap[k]) {
-		free(c->zbuf[k]);
-		c->zcap[k] = bound;
-		c->zbuf[k] = ap_xmalloc(bound);
+	if (bound > o->cap) {
+		free(o->b);
+		o->cap = bound;
+		o->b = ap_xmalloc(bound);
 	}
-	size_t z = ZSTD_compressCCtx(c->zc, c->zbuf[k] + 4, c->zcap[k] - 4, raw, len, level);
+	size_t z = ZSTD_compressCCtx(zc, o->b + 4, o->cap - 4, raw, len, level);
 	return ZSTD_isError(z) ? SIZE_MAX : z;
 }
 
-/* A payload, compressed when that makes it smaller. A payload that the
- * level packs to an eighth or less repeats itself, and zstd's optimal
- * parser (level AP_COMPACT_DENSE_LEVEL) packs it smaller still: it is
- * tried too, and the smaller kept, for the first DENSE_BUDGET bytes of
- * payload. python3's threads (own allocator, 3.6 MB of raw trace): 152 K
- * -> 118 K, +0.25 s. Random events (bench/mixed: 3 times smaller at
- * level 10) would cost it three times the time for nothing, and the
- * budget bounds what a long run pays (at 16, 150 MB of python3's threads
- * took 5 s more than at 10, for 18 % less). */
+static void zjob_compress(ZSTD_CCtx *zc, struct zjob *j)
+{
+	j->zlen = zcompress(zc, &j->z, j->raw, j->len, j->level);
+}
+
+/* The job's chunk: compressed when that made it smaller. */
+static int zjob_emit(struct compactor *c, struct ap_error *err, struct zjob *j)
+{
+	if (j->zlen == SIZE_MAX || j->zlen + 4 >= j->len || j->zlen + 4 > AP_CHUNK_MAX_PAYLOAD)
+		return emit_chunk(c, err, j->type, j->flags, j->tid, j->raw, j->len);
+	ap_put_u32le(j->z.b, (uint32_t)j->len);
+	return emit_chunk(c, err, j->type, j->flags | AP_CHUNK_F_ZSTD, j->tid, j->z.b, j->zlen + 4);
+}
+
+/* A writer thread: takes the next job, compresses it, writes it when the
+ * ones before are written. */
+static void *zw_main(void *arg)
+{
+	struct compactor *c = arg;
+	struct zworker *zw = c->zw;
+	ZSTD_CCtx *zc = ZSTD_createCCtx();
+	if (!zc)
+		abort(); /* out of memory, as ap_xmalloc */
+	pthread_mutex_lock(&zw->mu);
+	for (;;) {
+		while (zw->taken == zw->given && !zw->quit)
+			pthread_cond_wait(&zw->more, &zw->mu);
+		if (zw->taken == zw->given)
+			break;
+		uint64_t k = zw->taken++;
+		struct zjob *j = &zw->q[k % ZQ];
+		bool failed = zw->failed;
+		pthread_mutex_unlock(&zw->mu);
+		if (!failed)
+			zjob_compress(zc, j);
+		pthread_mutex_lock(&zw->mu);
+		while (zw->written != k)
+			pthread_cond_wait(&zw->done, &zw->mu);
+		if (!zw->failed) {
+			pthread_mutex_unlock(&zw->mu);
+			int rc = zjob_emit(c, &zw->err, j);
+			pthread_mutex_lock(&zw->mu);
+			zw->failed = rc < 0;
+		}
+		zw->written++;
+		pthread_cond_broadcast(&zw->done);
+	}
+	pthread_mutex_unlock(&zw->mu);
+	ZSTD_freeCCtx(zc);
+	return NULL;
+}
+
+/* The writer, and its threads if they can be made (signals stay with the
+ * threads that were there: record's handlers are not for them). A stream
+ * (c->stream) is compacted while the program runs, on the one core it
+ * does not use: no threads. */
+static void zw_start(struct compactor *c)
+{
+	struct zworker *zw = ap_xcalloc(1, sizeof(*zw));
+	c->zw = zw;
+	pthread_mutex_init(&zw->mu, NULL);
+	pthread_cond_init(&zw->more, NULL);
+	pthread_cond_init(&zw->done, NULL);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = cpus < 1 ? 1 : cpus > ZW_MAX ? ZW_MAX : (unsigned)cpus;
+	if (c->stream || getenv("ALLOCPROF_COMPACT_NO_THREAD"))
+		want = 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (zw->nth < want && pthread_create(&zw->th[zw->nth], NULL, zw_main, c) == 0)
+		zw->nth++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!zw->nth && !(zw->zc = ZSTD_createCCtx()))
+		abort(); /* out of memory, as ap_xmalloc */
+}
+
+/* What the writer failed at, as the compactor's error. */
+static int zw_failed(struct compactor *c)
+{
+	*c->err = c->zw->err;
+	return -1;
+}
+
+/* Hands a payload over, to be compressed at `level` and written after
+ * those given before. */
+static int zw_give(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
+		   const uint8_t *raw, size_t len, int level)
+{
+	struct zworker *zw = c->zw;
+	if (!zw->nth) {
+		struct zjob *j = &zw->q[0];
+		*j = (struct zjob){ type, flags, tid, level, (uint8_t *)raw, len, len, j->z, 0 };
+		zjob_compress(zw->zc, j);
+		int rc = zjob_emit(c, &zw->err, j);
+		j->raw = NULL;
+		return rc < 0 ? zw_failed(c) : 0;
+	}
+	pthread_mutex_lock(&zw->mu);
+	while (zw->given - zw->written == ZQ)
+		pthread_cond_wait(&zw->done, &zw->mu);
+	bool failed = zw->failed;
+	struct zjob *j = &zw->q[zw->given % ZQ];
+	pthread_mutex_unlock(&zw->mu);
+	if (failed)
+		return zw_failed(c);
+	AP_ALLOC_GROW(j->raw, len ? len : 1, j->cap);
+	memcpy(j->raw, raw, len);
+	j->type = type;
+	j->flags = flags;
+	j->tid = tid;
+	j->level = level;
+	j->len = len;
+	pthread_mutex_lock(&zw->mu);
+	zw->given++;
+	pthread_cond_signal(&zw->more);
+	pthread_mutex_unlock(&zw->mu);
+	return 0;
+}
+
+/* Waits until everything given is written. */
+static int zw_drain(struct compactor *c)
+{
+	struct zworker *zw = c->zw;
+	if (!zw)
+		return 0;
+	pthread_mutex_lock(&zw->mu);
+	while (zw->written != zw->given)
+		pthread_cond_wait(&zw->done, &zw->mu);
+	bool failed = zw->failed;
+	pthread_mutex_unlock(&zw->mu);
+	return failed ? zw_failed(c) : 0;
+}
+
+static void zw_stop(struct compactor *c)
+{
+	struct zworker *zw = c->zw;
+	if (!zw)
+		return;
+	pthread_mutex_lock(&zw->mu);
+	zw->quit = true;
+	pthread_cond_broadcast(&zw->more);
+	pthread_mutex_unlock(&zw->mu);
+	for (unsigned i = 0; i < zw->nth; i++)
+		pthread_join(zw->th[i], NULL);
+	for (int k = 0; k < ZQ; k++) {
+		if (zw->nth)
+			free(zw->q[k].raw);
+		free(zw->q[k].z.b);
+	}
+	ZSTD_freeCCtx(zw->zc);
+	pthread_mutex_destroy(&zw->mu);
+	pthread_cond_destroy(&zw->more);
+	pthread_cond_destroy(&zw->done);
+	free(zw);
+	c->zw = NULL;
+}
+
+static int flush_meta(struct compactor *c);
+
+/* Bytes the compactor writes itself, after what the writer was given. */
+static int out_write(struct compactor *c, const void *data, size_t len)
+{
+	return zw_drain(c) < 0 ? -1 : cwrite(c, c->err, data, len);
+}
+
+/* Writes one chunk as it is, after the META records held back (which
+ * every chunk after them in the input came after, too). */
+static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
+		       const uint8_t *payload, size_t len)
+{
+	if (c->meta.len && flush_meta(c) < 0)
+		return -1;
+	if (zw_drain(c) < 0)
+		return -1;
+	return emit_chunk(c, c->err, type, flags, tid, payload, len);
+}
+
+/* A payload, compressed when that makes it smaller, after the META held
+ * back. A payload that zstd's level 1 packs to an eighth or less repeats
+ * itself, and its optimal parser (level AP_COMPACT_DENSE_LEVEL) packs it
+ * much smaller than the level: it gets that level, for the first
+ * DENSE_BUDGET bytes of such payloads. python3's threads (92 MB of
+ * payload, 1/32 at level 10): 2.89 MB -> 2.39 MB for 5.6 s of zstd
+ * instead of 2.5 s, most of it on the writer threads. Random events
+ * (bench/mixed: 3 times smaller at level 10) would cost it three times
+ * the time for nothing, and the budget bounds what a long run pays. */
 static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			    const uint8_t *raw, size_t len)
 {
-	/* first: the META held back is compressed into the same buffer */
 	if (c->meta.len && flush_meta(c) < 0)
 		return -1;
-	size_t z = zcompress(c, 0, raw, len, c->level);
-	int k = 0;
-	if (z != SIZE_MAX && c->level >= AP_COMPACT_LEVEL && c->level < AP_COMPACT_DENSE_LEVEL &&
-	    z <= len / 8 && c->dense < DENSE_BUDGET) {
-		c->dense += len;
-		size_t z1 = zcompress(c, 1, raw, len, AP_COMPACT_DENSE_LEVEL);
-		if (z1 < z) {
-			z = z1;
-			k = 1;
+	int level = c->level;
+	if (c->level >= AP_COMPACT_LEVEL && c->level < AP_COMPACT_DENSE_LEVEL &&
+	    c->dense < DENSE_BUDGET && len >= 4096) {
+		size_t z = zcompress(c->ztrial, &c->trial, raw, len, 1);
+		if (z != SIZE_MAX && z <= len / 8) {
+			level = AP_COMPACT_DENSE_LEVEL;
+			c->dense += len;
 		}
 	}
-	if (z == SIZE_MAX || z + 4 >= len || z + 4 > AP_CHUNK_MAX_PAYLOAD)
-		return write_chunk(c, type, flags, tid, raw, len);
-	ap_put_u32le(c->zbuf[k], (uint32_t)len);
-	return write_chunk(c, type, flags | AP_CHUNK_F_ZSTD, tid, c->zbuf[k], z + 4);
+	return zw_give(c, type, flags, tid, raw, len, level);
 }
 
 
@@ -407,7 +619,7 @@ static bool new_block(struct pending *p, uint64_t addr)
 /* The size of raw compressed at level 1: a trial of two columns. */
 static size_t trial_size(struct compactor *c, const uint8_t *raw, size_t len)
 {
-	return zcompress(c, 0, raw, len, 1);
+	return zcompress(c->ztrial, &c->trial, raw, len, 1);
 }
 
 /* The quantum written for event `o` of p's thread (in its order), whose
@@ -824,6 +1036,9 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		     size_t len)
 {
+	/* (the chunks counted are those written: all of them, first) */
+	if (zw_drain(c) < 0)
+		return -1;
 	uint8_t *out = ap_xmalloc(len + AP_KV_UINT_MAX);
 	size_t n = 0;
 	const uint8_t *p = payload, *end = payload + len;
@@ -897,7 +1112,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		ap_chunk_walk_release(&c->walk);
 		ap_chunk_walk_init(&c->walk, data, size);
 		uint8_t pre[AP_TRACE_PREAMBLE_LEN];
-		if (emit && cwrite(c, pre, ap_put_preamble(pre)) < 0)
+		if (emit && out_write(c, pre, ap_put_preamble(pre)) < 0)
 			return -1;
 	}
 	c->walk.data = data; /* (mapped again, maybe longer) */
@@ -915,7 +1130,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			/* the incomplete last chunk: kept as it was, after the rest */
 			c->st->cut = true;
 			c->st->cut_at = c->off;
-			if (emit && (flush_all(c) < 0 || cwrite(c, data + c->off, size - c->off) < 0))
+			if (emit && (flush_all(c) < 0 || out_write(c, data + c->off, size - c->off) < 0))
 				return -1;
 			return 0;
 		}
@@ -1270,15 +1485,18 @@ static int open_output(struct compactor *c, struct ap_buf *tmp)
 	c->fd = mkostemp(tmp->buf, O_CLOEXEC);
 	if (c->fd < 0)
 		return ap_error_set(c->err, "%s: %s", tmp->buf, strerror(errno));
-	c->zc = ZSTD_createCCtx();
-	if (!c->zc)
+	c->ztrial = ZSTD_createCCtx();
+	if (!c->ztrial)
 		abort(); /* out of memory, as ap_xmalloc */
+	zw_start(c);
 	return 0;
 }
 
 /* The output is complete: it takes the input's place. */
 static int replace_input(struct compactor *c, struct ap_buf *tmp, mode_t mode)
 {
+	if (zw_drain(c) < 0)
+		return -1;
 	fchmod(c->fd, mode & 07777);
 	int rc = close(c->fd);
 	c->fd = -1;
@@ -1294,6 +1512,7 @@ static int replace_input(struct compactor *c, struct ap_buf *tmp, mode_t mode)
  * the input. */
 static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done)
 {
+	zw_stop(c); /* first: it may be writing to c->fd */
 	if (c->fd >= 0)
 		close(c->fd);
 	if (!done && tmp->len)
@@ -1323,9 +1542,8 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	free(c->meta.b);
 	stack_table_release(&c->stacks);
 	free(c->tids);
-	free(c->zbuf[0]);
-	free(c->zbuf[1]);
-	ZSTD_freeCCtx(c->zc);
+	free(c->trial.b);
+	ZSTD_freeCCtx(c->ztrial);
 	ap_chunk_walk_release(&c->walk);
 	ap_streams_release(&c->out_streams);
 }

@@ -695,6 +695,69 @@ static void coarse(const char *path)
 	}
 }
 
+/* The writer threads (compact.c, struct zworker) write the chunks in the
+ * order they were given: the file is the same without them, at level 10,
+ * for random events (level 10) and for a repetitive run of 4 threads
+ * (AP_COMPACT_DENSE_LEVEL), and reads as the events recorded. */
+static void writers(const char *path)
+{
+	char a[4200], b[4200];
+	snprintf(a, sizeof(a), "%s.a", path);
+	snprintf(b, sizeof(b), "%s.b", path);
+	for (int kind = 0; kind < 2; kind++) {
+		if (kind == 0) {
+			build(path, 300000);
+		} else {
+			struct ap_tw_header h;
+			ap_tw_header_init(&h);
+			struct ap_tw *tw = ap_tw_new(&h);
+			uint64_t pcs[] = { 0x401000 };
+			uint32_t st = ap_tw_stack(tw, pcs, 1);
+			uint64_t ts = h.start_ns;
+			for (uint32_t k = 0; k < 4; k++)
+				ap_tw_thread(tw, 200 + k, "loop");
+			for (size_t i = 0; i < 1200000; i++) {
+				uint32_t tid = 200 + (uint32_t)(i / 1000 % 4);
+				uint64_t addr = 0x10000 + (uint64_t)(tid - 200) * 0x1000;
+				ap_tw_alloc(tw, tid, ts += 100, 0, AP_KIND_MALLOC, addr, 64, st);
+				ap_tw_free(tw, tid, ts += 100, 0, addr);
+			}
+			struct ap_tw_end end = { .end_ns = ts + 1 };
+			ap_tw_end(tw, &end);
+			struct ap_error err;
+			CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+		}
+		size_t n;
+		uint8_t *raw = slurp(path, &n);
+		put_file(a, raw, n, "wb");
+		put_file(b, raw, n, "wb");
+		free(raw);
+		struct ap_trace *ref = load(path);
+		struct ap_compact_stats st;
+		struct ap_error err;
+		CHECK(ap_trace_compact(a, 10, &st, &err) == 0, "%s", err.msg);
+		setenv("ALLOCPROF_COMPACT_NO_THREAD", "1", 1);
+		CHECK(ap_trace_compact(b, 10, &st, &err) == 0, "%s", err.msg);
+		unsetenv("ALLOCPROF_COMPACT_NO_THREAD");
+		size_t na, nb;
+		uint8_t *da = slurp(a, &na), *db = slurp(b, &nb);
+		CHECK(na == nb && !memcmp(da, db, na), "kind %d: %zu bytes with threads, %zu without",
+		      kind, na, nb);
+		size_t off[64];
+		CHECK(chunk_offsets(da, na, off, 64) >= 6, "kind %d: %zu chunks", kind,
+		      chunk_offsets(da, na, off, 64));
+		free(da);
+		free(db);
+		struct ap_trace *t = load(a);
+		if (ref && t)
+			same_events(ref, t, kind ? "repetitive, by the writers" : "by the writers");
+		ap_trace_free(t);
+		ap_trace_free(ref);
+	}
+	unlink(a);
+	unlink(b);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/allocprof-compact-XXXXXX";
@@ -757,6 +820,7 @@ int main(void)
 	lists_dropped(path);
 	stacks_shared(path);
 	meta_joined(path);
+	writers(path);
 	stream_checks(path);
 	unlink(path);
 	if (failures) {
