@@ -1541,6 +1541,11 @@ static void merge_emit(struct merge *m, size_t si)
 				live_del(&m->live, e.addr);
 		}
 		bool more = stream_advance(m, s);
+		/* its next still comes before every other stream's head (a
+		 * thread's turn): at once, as the heap would give it */
+		if (more && !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
+		    s->buf[s->bi].ts < m->heap[0].ts)
+			continue;
 		if (more)
 			heap_push(m->heap, &m->nheap, (struct hkey){s->buf[s->bi].ts, si});
 		size_t k;
