@@ -162,16 +162,10 @@ double size_hist_quantile(const struct size_hist *h, double q)
 
 /* ---- costs ---- */
 
-/* The cost model at one size, looked up again only when the size changes
- * (a site's sizes repeat). */
-struct costc {
-	uint64_t size;
-	double mf, ft, pl;
-};
-
-/* The table at the sizes a run meets, direct-mapped by size: sizes vary
- * from one allocation to the next, and a look-up costs three log2. Slot k
- * starts with key k + 1, a size that does not map to it. */
+/* The cost model at the sizes a run meets, direct-mapped by size: sizes
+ * vary from one allocation to the next, and a look-up costs a search of
+ * the table and three log2. Slot k starts with key k + 1, a size that
+ * does not map to it. */
 #define COST_MEMO 1024u
 struct cost_memo {
 	const struct ap_cost_table *t;
@@ -188,25 +182,14 @@ static struct cost_memo *cost_memo_new(const struct ap_cost_table *t)
 	return mm;
 }
 
-static inline const struct costc *cost_at(struct cost_memo *mm, struct costc *c, uint64_t size)
+static inline const struct ap_cost_point *cost_at(struct cost_memo *mm, uint64_t size)
 {
-	if (c->size != size) {
-		unsigned k = (unsigned)size & (COST_MEMO - 1);
-		if (mm->key[k] != size) {
-			ap_cost_all(mm->t, size, &mm->v[k]);
-			mm->key[k] = size;
-		}
-		c->size = size;
-		c->mf = mm->v[k].malloc_free_ns;
-		c->ft = mm->v[k].first_touch_ns;
-		c->pl = mm->v[k].pool_ns;
+	unsigned k = (unsigned)size & (COST_MEMO - 1);
+	if (mm->key[k] != size) {
+		ap_cost_all(mm->t, size, &mm->v[k]);
+		mm->key[k] = size;
 	}
-	return c;
-}
-
-static void costc_reset(struct costc *c)
-{
-	c->size = UINT64_MAX;
+	return &mm->v[k];
 }
 
 /* ---- replay ---- */
@@ -218,7 +201,6 @@ struct site_run {		/* one site in one replay pass */
 	bool had_get;
 	uint64_t prev_get_cum;	/* cycles before the previous Get */
 	double scale;		/* sampled: estimated objects per replayed one */
-	struct costc get_c, grow_c;
 	struct ap_replay_result r;
 };
 
@@ -291,20 +273,20 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsign
 	s->had_get = true;
 	s->prev_get_cum = cum;
 	struct ap_pool_obj o;
-	const struct costc *c = cost_at(rp->costs, &s->get_c, size);
+	const struct ap_cost_point *c = cost_at(rp->costs, size);
 	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
 	if (src == AP_POOL_MISS) {
-		r->time_saved_ns -= c->pl;
+		r->time_saved_ns -= c->pool_ns;
 		return size;
 	}
 	if (o.cap >= size) {
 		r->allocs_avoided++;
 		r->alloc_bytes_avoided += (double)size;
-		r->time_saved_ns += c->mf + c->ft - c->pl;
+		r->time_saved_ns += c->malloc_free_ns + c->first_touch_ns - c->pool_ns;
 		return o.cap;
 	}
 	r->small_hits++;
-	r->time_saved_ns -= c->pl;
+	r->time_saved_ns -= c->pool_ns;
 	return size;
 }
 
@@ -315,7 +297,7 @@ static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, 
 	if (size <= *cap) {
 		s->r.reallocs_avoided++;
 		s->r.realloc_bytes_avoided += (double)size;
-		s->r.time_saved_ns += cost_at(rp->costs, &s->grow_c, size)->mf;
+		s->r.time_saved_ns += cost_at(rp->costs, size)->malloc_free_ns;
 	} else {
 		*cap = size;
 	}
@@ -341,15 +323,14 @@ struct site_info {		/* facts gathered once */
 	uint64_t samples;
 	uint64_t first_ts, last_ts;
 	double life_sum, life_w;
-	struct costc birth_c, grow_c;
 };
 
 /* What an object's birth and growth cost through malloc. */
 static inline void info_birth(struct site_info *si, struct cost_memo *costs, uint64_t size,
 		       double w)
 {
-	const struct costc *c = cost_at(costs, &si->birth_c, size);
-	si->life_cost += w * (c->mf + c->ft);
+	const struct ap_cost_point *c = cost_at(costs, size);
+	si->life_cost += w * (c->malloc_free_ns + c->first_touch_ns);
 	si->life_space += w * (double)size;
 	si->births += w;
 	size_hist_add(&si->f.req, size, w);
@@ -358,7 +339,7 @@ static inline void info_birth(struct site_info *si, struct cost_memo *costs, uin
 static void info_growth(struct site_info *si, struct cost_memo *costs, uint64_t size,
 			double w)
 {
-	si->life_cost += w * cost_at(costs, &si->grow_c, size)->mf;
+	si->life_cost += w * cost_at(costs, size)->malloc_free_ns;
 	si->life_space += w * (double)size;
 	si->reallocs += w;
 }
@@ -1000,8 +981,6 @@ static void runs_reset(struct replay *rp, const uint64_t *caps)
 		run->nc = 0;
 		run->had_get = false;
 		run->prev_get_cum = 0;
-		costc_reset(&run->get_c);
-		costc_reset(&run->grow_c);
 		if (run->active)
 			ap_pool_reset(run->pool, rp->procs, caps[s]);
 	}
@@ -1049,10 +1028,6 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 			  .site_of_stack = m->site_of_stack, .rp = rp, .info = info,
 			  .links = links, .a = a, .rc = rc };
 	walk_cycles_init(&w, rp->o);
-	for (size_t s = 0; s < m->nsites; s++) {
-		costc_reset(&info[s].birth_c);
-		costc_reset(&info[s].grow_c);
-	}
 	runs_reset(rp, caps);
 	walk_events(&w);
 	links_best(links, m->nsites, grows, born);

@@ -49,21 +49,6 @@ static double interp(const struct ap_cost_table *c, const double *v, struct wher
 	return v[w.i - 1] + w.f * (v[w.i] - v[w.i - 1]);
 }
 
-double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size)
-{
-	return c->n ? interp(c, c->malloc_free_ns, where_in(c, size), size, false) : 0;
-}
-
-double ap_cost_pool(const struct ap_cost_table *c, uint64_t size)
-{
-	return c->n ? interp(c, c->pool_ns, where_in(c, size), size, false) : 0;
-}
-
-double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size)
-{
-	return c->n ? interp(c, c->first_touch_ns, where_in(c, size), size, true) : 0;
-}
-
 void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out)
 {
 	if (!c->n) {
@@ -74,6 +59,27 @@ void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_po
 	out->malloc_free_ns = interp(c, c->malloc_free_ns, w, size, false);
 	out->pool_ns = interp(c, c->pool_ns, w, size, false);
 	out->first_touch_ns = interp(c, c->first_touch_ns, w, size, true);
+}
+
+double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size)
+{
+	struct ap_cost_point p;
+	ap_cost_all(c, size, &p);
+	return p.malloc_free_ns;
+}
+
+double ap_cost_pool(const struct ap_cost_table *c, uint64_t size)
+{
+	struct ap_cost_point p;
+	ap_cost_all(c, size, &p);
+	return p.pool_ns;
+}
+
+double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size)
+{
+	struct ap_cost_point p;
+	ap_cost_all(c, size, &p);
+	return p.first_touch_ns;
 }
 
 /* Keeps the compiler from dropping a malloc/free pair or a store. */
