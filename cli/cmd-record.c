@@ -59,7 +59,8 @@ static void record_usage(FILE *f)
 	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 10 for traces of\n"
 	      "2 MiB and more, with 17 on the first 128 MiB that pack well, 3\n"
 	      "below) is the zstd level of the finished trace, 0 leaves it as the\n"
-	      "sampler wrote it.\n",
+	      "sampler wrote it; ALLOCPROF_COMPACT_NO_THREAD=1 compresses it on\n"
+	      "record's own thread only (the same file, later).\n",
 	      f);
 }
 

@@ -393,7 +393,8 @@ static void zw_start(struct compactor *c)
 	pthread_cond_init(&zw->done, NULL);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned want = cpus < 1 ? 1 : cpus > ZW_MAX ? ZW_MAX : (unsigned)cpus;
-	if (c->stream || getenv("ALLOCPROF_COMPACT_NO_THREAD"))
+	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
+	if (c->stream || (nt && !strcmp(nt, "1")))
 		want = 0;
 	sigset_t all, old;
 	sigfillset(&all);
