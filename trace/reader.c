@@ -1280,36 +1280,35 @@ static void heap_push(struct hkey *h, size_t *n, struct hkey x)
  * quantum is over (it was not an ordering problem: a free of a block
  * allocated before the sampler started, say). Each thread's own order is
  * kept. */
+struct live_slot {
+	uint64_t key;
+	uint32_t cnt; /* 0: empty slot */
+	uint32_t own; /* the stream of the last ALLOC there */
+};
+
 struct live {
-	uint64_t *key;
-	uint32_t *cnt; /* 0: empty slot */
-	uint32_t *own; /* the stream of the last ALLOC there */
+	struct live_slot *slot;
 	size_t mask, n;
 };
 
-static inline size_t live_slot(uint64_t a, size_t mask)
+static inline size_t live_hash(uint64_t a, size_t mask)
 {
 	return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 24) & mask;
 }
 
-/* The blocks live at a (0: none); *own: the stream that allocated the
- * last of them. */
-static uint32_t live_count(const struct live *l, uint64_t a, uint32_t *own)
+/* a's slot, or the empty one where it would go. */
+static inline struct live_slot *live_find(const struct live *l, uint64_t a)
 {
-	for (size_t i = live_slot(a, l->mask); l->cnt[i]; i = (i + 1) & l->mask)
-		if (l->key[i] == a) {
-			*own = l->own[i];
-			return l->cnt[i];
-		}
-	return 0;
+	size_t i = live_hash(a, l->mask);
+	while (l->slot[i].cnt && l->slot[i].key != a)
+		i = (i + 1) & l->mask;
+	return &l->slot[i];
 }
 
 static void live_alloc(struct live *l, size_t cap)
 {
 	l->mask = cap - 1;
-	l->key = ap_xmalloc(cap * sizeof(*l->key));
-	l->cnt = ap_xcalloc(cap, sizeof(*l->cnt));
-	l->own = ap_xmalloc(cap * sizeof(*l->own));
+	l->slot = ap_xcalloc(cap, sizeof(*l->slot));
 }
 
 static void live_add(struct live *l, uint64_t a, uint32_t own)
@@ -1317,51 +1316,34 @@ static void live_add(struct live *l, uint64_t a, uint32_t own)
 	if ((l->n + 1) * 2 > l->mask + 1) {
 		struct live o = *l;
 		live_alloc(l, (o.mask + 1) * 2);
-		for (size_t i = 0; i <= o.mask; i++) {
-			if (!o.cnt[i])
-				continue;
-			size_t j = live_slot(o.key[i], l->mask);
-			while (l->cnt[j])
-				j = (j + 1) & l->mask;
-			l->key[j] = o.key[i];
-			l->cnt[j] = o.cnt[i];
-			l->own[j] = o.own[i];
-		}
-		free(o.key);
-		free(o.cnt);
-		free(o.own);
+		for (size_t i = 0; i <= o.mask; i++)
+			if (o.slot[i].cnt)
+				*live_find(l, o.slot[i].key) = o.slot[i];
+		free(o.slot);
 	}
-	size_t i = live_slot(a, l->mask);
-	for (; l->cnt[i]; i = (i + 1) & l->mask)
-		if (l->key[i] == a) {
-			l->cnt[i]++;
-			l->own[i] = own;
-			return;
-		}
-	l->key[i] = a;
-	l->cnt[i] = 1;
-	l->own[i] = own;
-	l->n++;
+	struct live_slot *x = live_find(l, a);
+	if (!x->cnt) {
+		x->key = a;
+		l->n++;
+	}
+	x->cnt++;
+	x->own = own;
 }
 
 /* One block at a fewer (none if absent); backward-shift deletion. */
 static void live_del(struct live *l, uint64_t a)
 {
-	size_t i = live_slot(a, l->mask);
-	for (; l->cnt[i]; i = (i + 1) & l->mask)
-		if (l->key[i] == a)
-			break;
-	if (!l->cnt[i] || --l->cnt[i])
+	struct live_slot *x = live_find(l, a);
+	if (!x->cnt || --x->cnt)
 		return;
 	l->n--;
-	for (size_t j = (i + 1) & l->mask; l->cnt[j]; j = (j + 1) & l->mask) {
-		size_t home = live_slot(l->key[j], l->mask);
+	size_t i = (size_t)(x - l->slot);
+	for (size_t j = (i + 1) & l->mask; l->slot[j].cnt; j = (j + 1) & l->mask) {
+		size_t home = live_hash(l->slot[j].key, l->mask);
 		/* can j's entry move to the hole at i? (home not in (i, j]) */
 		if (((j - home) & l->mask) >= ((j - i) & l->mask)) {
-			l->key[i] = l->key[j];
-			l->cnt[i] = l->cnt[j];
-			l->own[i] = l->own[j];
-			l->cnt[j] = 0;
+			l->slot[i] = l->slot[j];
+			l->slot[j].cnt = 0;
 			i = j;
 		}
 	}
@@ -1381,6 +1363,11 @@ struct merge {
 	size_t nheap, nheld;
 	struct live live;
 	bool track;
+	/* the last ALLOC handed out, not yet in live: most blocks are freed
+	 * by the very next event, and then never go in */
+	bool pend;
+	uint32_t pend_own;
+	uint64_t pend_addr;
 	struct ap_event *out;	/* the batch: room for AP_EVENTS_BATCH + a chain */
 	size_t nout;
 	/* frees_own_later's: a stream's next chunk, as stored and decompressed
@@ -1525,6 +1512,89 @@ static bool stream_advance(struct merge *m, struct stream *s)
 	}
 }
 
+/* live, as the merge hands out e (of stream si). An ALLOC waits in pend;
+ * a FREE at its address right after it cancels it out (the set is as if
+ * both had gone through it: a block there before it is owned by pend's
+ * stream). */
+static inline void live_track(struct merge *m, const struct ap_event *e, size_t si)
+{
+	if (m->pend) {
+		if (e->type != AP_EV_ALLOC && e->addr == m->pend_addr) {
+			m->pend = false;
+			struct live_slot *x = live_find(&m->live, e->addr);
+			if (x->cnt)
+				x->own = m->pend_own;
+			return;
+		}
+		live_add(&m->live, m->pend_addr, m->pend_own);
+	}
+	m->pend = e->type == AP_EV_ALLOC;
+	if (m->pend) {
+		m->pend_addr = e->addr;
+		m->pend_own = (uint32_t)si;
+	} else {
+		live_del(&m->live, e->addr);
+	}
+}
+
+/* Must stream si's head e wait? A FREE waits for a live block at its
+ * address that its own thread does not free later in the quantum; an
+ * ALLOC, for its address to be free. */
+static bool ev_blocked(struct merge *m, size_t si, const struct ap_event *e)
+{
+	uint32_t c, own;
+	if (m->pend && m->pend_addr == e->addr) {
+		c = 1; /* (and those in live) */
+		own = m->pend_own;
+	} else {
+		const struct live_slot *x = live_find(&m->live, e->addr);
+		c = x->cnt;
+		own = x->own;
+	}
+	if (e->type != AP_EV_FREE)
+		return c != 0;
+	return c == 0 || (own != si && frees_own_later(m, &m->st[own], e->addr, e->ts));
+}
+
+/* Does stream si, out of the heap, keep its turn with the next event h:
+ * would the heap hand h out next, and file_next not hold it back? */
+static inline bool turn_keeps(struct merge *m, size_t si, const struct ap_event *h)
+{
+	return !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
+	       (h->ts < m->heap[0].ts ||
+		(h->ts == m->heap[0].ts && si < m->heap[0].s && !ev_blocked(m, si, h)));
+}
+
+/* Stream si's turn, its head just handed out and none held: its records
+ * decoded straight into the batch while it keeps the turn. Leaves its next
+ * head in s->buf; false when it has no more. */
+static bool stream_turn(struct merge *m, size_t si)
+{
+	struct stream *s = &m->st[si];
+	while (m->nout < AP_EVENTS_BATCH) {
+		struct ap_event *ev = m->out + m->nout;
+		const char *why;
+		int n = evdec_next(&s->d, ev, SIZE_MAX, &why, false);
+		if (n == 0 || n == DEC_SKIP)
+			continue;
+		if (n < 0)
+			break; /* the chunk's end */
+		for (int k = 0; k < n; k++) {
+			if (!turn_keeps(m, si, &ev[k])) {
+				/* (ev[0] of 2 handed out: the head is buf[1]) */
+				memcpy(s->buf, ev, (size_t)n * sizeof(*ev));
+				s->nbuf = n;
+				s->bi = k;
+				return true;
+			}
+			live_track(m, &ev[k], si);
+			m->nout++;
+		}
+	}
+	s->nbuf = s->bi = 0;
+	return stream_advance(m, s);
+}
+
 /* Hands out stream si's head, then the heads of held streams it unblocks
  * (and those theirs); each goes back into the heap with its next event.
  * si must not be in the heap. */
@@ -1534,17 +1604,13 @@ static void merge_emit(struct merge *m, size_t si)
 		struct stream *s = &m->st[si];
 		struct ap_event e = s->buf[s->bi];
 		m->out[m->nout++] = e;
-		if (m->track) {
-			if (e.type == AP_EV_ALLOC)
-				live_add(&m->live, e.addr, (uint32_t)si);
-			else
-				live_del(&m->live, e.addr);
-		}
-		bool more = stream_advance(m, s);
+		if (m->track)
+			live_track(m, &e, si);
 		/* its next still comes before every other stream's head (a
 		 * thread's turn): at once, as the heap would give it */
-		if (more && !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
-		    s->buf[s->bi].ts < m->heap[0].ts)
+		bool more = m->nheap && !m->nheld && s->bi + 1 >= s->nbuf ? stream_turn(m, si)
+									  : stream_advance(m, s);
+		if (more && turn_keeps(m, si, &s->buf[s->bi]))
 			continue;
 		if (more)
 			heap_push(m->heap, &m->nheap, (struct hkey){s->buf[s->bi].ts, si});
@@ -1566,18 +1632,6 @@ static void merge_emit(struct merge *m, size_t si)
 		si = m->held[k].s;
 		m->held[k] = m->held[--m->nheld];
 	}
-}
-
-/* Must stream si's head e wait? A FREE waits for a live block at its
- * address that its own thread does not free later in the quantum; an
- * ALLOC, for its address to be free. */
-static bool ev_blocked(struct merge *m, size_t si, const struct ap_event *e)
-{
-	uint32_t own = 0;
-	uint32_t c = live_count(&m->live, e->addr, &own);
-	if (e->type != AP_EV_FREE)
-		return c != 0;
-	return c == 0 || (own != si && frees_own_later(m, &m->st[own], e->addr, e->ts));
 }
 
 /* Lets the earliest held stream go: its head is handed out as it is. */
@@ -1692,9 +1746,7 @@ static void file_close(void *state)
 		free(m->st[i].in);
 	}
 	ZSTD_freeDCtx(m->zd);
-	free(m->live.key);
-	free(m->live.cnt);
-	free(m->live.own);
+	free(m->live.slot);
 	free(m->held);
 	free(m->la_in);
 	free(m->la_raw);
