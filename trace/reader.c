@@ -85,6 +85,7 @@ struct rd {
 	size_t chunk_off; /* header offset of the chunk being decoded */
 	uint64_t last_ts;
 	bool any_event;
+	bool high_addr;	      /* an address field at AP_ANON_BASE or above */
 	uint32_t version;     /* the preamble's */
 	uint64_t meta_bytes;  /* META payload bytes read (decompressed) */
 	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
@@ -619,6 +620,7 @@ struct evdec {
 	bool index;		     /* REFs are allocation indexes (AP_CHUNK_F_INDEX) */
 	bool xown;		     /* ...stepping by owner (AP_CHUNK_F_XOWN) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
+	bool high;		     /* scan: an ALLOC's address field reached AP_ANON_BASE */
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
 				    * which reads the fields and needs no sizes) */
 	uint64_t until, step;	     /* times column: records left before q += step */
@@ -926,8 +928,11 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
-		if (!(tag & AP_TAG_REF))
+		if (!(tag & AP_TAG_REF)) {
 			addr = d->addr;
+			if (scan)
+				d->high |= addr >= AP_ANON_BASE;
+		}
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
 		if (stack == 0)
@@ -986,8 +991,11 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
 		if (d->sized)
 			size = predicted_size(d, (uint32_t)stack, size);
-		if (!(fl & AP_RF_NEW_ANON))
+		if (!(fl & AP_RF_NEW_ANON)) {
 			addr = d->addr;
+			if (scan)
+				d->high |= addr >= AP_ANON_BASE;
+		}
 		ring_push(d, addr, scan);
 		int n = 0;
 		if (fl & AP_RF_OLD_TRACKED) {
@@ -1075,6 +1083,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	}
 	t->threads[idx].events += nrec;
 	r->thread_nev[idx] += nev;
+	r->high_addr |= d.high;
 	t->nrecords += nrec;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
 	r->chunks[r->nchunks++] =
@@ -1152,6 +1161,8 @@ struct file_src {
 	size_t nthreads;
 	uint64_t quantum;
 	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
+	bool fresh_anon; /* an ALLOC at an anonymous identity is at a new one:
+			  * no address field reaches AP_ANON_BASE */
 };
 
 /* One thread's events, decoded as the merge asks for them. */
@@ -1512,6 +1523,13 @@ static bool stream_advance(struct merge *m, struct stream *s)
 	}
 }
 
+/* Is an ALLOC at addr at an address no block had before (an anonymous
+ * identity: each is a thread's n-th allocation)? */
+static inline bool fresh(const struct merge *m, uint64_t addr)
+{
+	return addr >= AP_ANON_BASE && m->f->fresh_anon;
+}
+
 /* live, as the merge hands out e (of stream si). An ALLOC waits in pend;
  * a FREE at its address right after it cancels it out (the set is as if
  * both had gone through it: a block there before it is owned by pend's
@@ -1521,9 +1539,11 @@ static inline void live_track(struct merge *m, const struct ap_event *e, size_t 
 	if (m->pend) {
 		if (e->type != AP_EV_ALLOC && e->addr == m->pend_addr) {
 			m->pend = false;
-			struct live_slot *x = live_find(&m->live, e->addr);
-			if (x->cnt)
-				x->own = m->pend_own;
+			if (!fresh(m, e->addr)) {
+				struct live_slot *x = live_find(&m->live, e->addr);
+				if (x->cnt)
+					x->own = m->pend_own;
+			}
 			return;
 		}
 		live_add(&m->live, m->pend_addr, m->pend_own);
@@ -1543,6 +1563,8 @@ static inline void live_track(struct merge *m, const struct ap_event *e, size_t 
 static bool ev_blocked(struct merge *m, size_t si, const struct ap_event *e)
 {
 	uint32_t c, own;
+	if (e->type == AP_EV_ALLOC && fresh(m, e->addr))
+		return false;
 	if (m->pend && m->pend_addr == e->addr) {
 		c = 1; /* (and those in live) */
 		own = m->pend_own;
@@ -1789,6 +1811,7 @@ static void make_source(struct rd *r)
 	f->buf = r->buf;
 	f->nthreads = nth;
 	f->quantum = t->time_quantum_ns;
+	f->fresh_anon = !r->high_addr;
 	ap_u64map_init(&f->tids, nth + 1);
 	for (size_t i = 0; i < nth; i++)
 		ap_u64map_put(&f->tids, t->threads[i].tid, (uint32_t)i);
