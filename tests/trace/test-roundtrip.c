@@ -712,6 +712,66 @@ static uint8_t *finish(struct ap_tw *tw, size_t *len)
 	return data;
 }
 
+/* A real address at an anonymous identity: thread b (index 1) allocates
+ * at AP_ANON_BASE and frees it in quantum 3005, where thread a (index 0,
+ * first in ties) makes its first allocation, anonymous, so AP_ANON_BASE
+ * too, and frees it. Only a made-up trace has such an address; the merge
+ * must then not take a's ALLOC for one at a new address (which no block
+ * can be live at): it waits for b's FREE. */
+static void test_anon_clash(void)
+{
+	uint32_t s;
+	struct ap_tw *tw = two_threads(&s);
+	ap_tw_alloc(tw, 20, 3000000, 0, 0, AP_ANON_BASE, 8, s);
+	ap_tw_free(tw, 20, 3005000, 0, AP_ANON_BASE);
+	ap_tw_flush(tw);
+	size_t len;
+	uint8_t *d0 = finish(tw, &len);
+	/* a's chunk: column lengths (addresses, sizes, times, distances);
+	 * SYNC to quantum 3005, ALLOC|REF of stack 1, FREE|REF; size +8,
+	 * distance 0 (the allocation after the last: index 0) */
+	static const uint8_t a[] = {0, 1, 0, 1, 0x06, 0xbd, 0x17, 0x09, 0x01, 0x0a, 0x10, 0x00};
+	size_t total = len + AP_CHUNK_HDR_LEN + sizeof(a);
+	uint8_t *dc = malloc(total), *q = dc + len;
+	memcpy(dc, d0, len);
+	memcpy(q + AP_CHUNK_HDR_LEN, a, sizeof(a));
+	ap_chunk_header_flags(q, AP_CHUNK_EVENTS,
+			      AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+				  AP_CHUNK_F_SIZES,
+			      10, ap_stream_of(AP_CHUNK_EVENTS, 10), 0, q + AP_CHUNK_HDR_LEN,
+			      sizeof(a));
+	struct ap_trace *t = NULL;
+	struct ap_error err;
+	CHECK(ap_trace_read_mem(dc, total, "anon-clash", &t, &err) == 0, "%s", err.msg);
+	if (t) {
+		ap_trace_load_events(t);
+		static const struct {
+			uint64_t ts;
+			uint16_t thread;
+			uint8_t type;
+		} want[] = {
+		    {3000000, 1, AP_EV_ALLOC},
+		    {3005000, 1, AP_EV_FREE},
+		    {3005000, 0, AP_EV_ALLOC},
+		    {3005000, 0, AP_EV_FREE},
+		};
+		CHECK_U(t->nev, AP_ARRAY_SIZE(want));
+		for (size_t i = 0; i < AP_ARRAY_SIZE(want) && i < t->nev; i++) {
+			const struct ap_event *e = &t->ev[i];
+			CHECK(e->ts == want[i].ts && e->thread == want[i].thread &&
+				  e->type == want[i].type && e->addr == AP_ANON_BASE,
+			      "anon-clash: event %zu: got ts %llu thread %u type %u addr %#llx, "
+			      "want ts %llu thread %u type %u",
+			      i, (unsigned long long)e->ts, e->thread, e->type,
+			      (unsigned long long)e->addr, (unsigned long long)want[i].ts,
+			      want[i].thread, want[i].type);
+		}
+		ap_trace_free(t);
+	}
+	free(dc);
+	free(d0);
+}
+
 static struct ap_tw *small_trace(void)
 {
 	struct ap_tw_header h;
@@ -1704,6 +1764,7 @@ int main(void)
 	test_merge(1, 2000, 64);
 	test_cross_thread();
 	test_cross_thread_reuse();
+	test_anon_clash();
 	test_reuse_across_chunks(false);
 	test_reuse_across_chunks(true);
 	test_merge(3, 3000, 16);
