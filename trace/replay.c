@@ -12,8 +12,12 @@
 /* From how many map slots on (16 B each: 256 KiB, a core's L2) it does. */
 #define PREFETCH_MIN_SLOTS (16u << 10)
 
+/* A live block, as the map keeps it (32 bytes: a program can have tens of
+ * millions live); its weight follows from its size (block_out). */
 struct rblock {
-	struct ap_replay_block b;
+	uint64_t addr, size;
+	uint32_t stack;		/* 0: unsampled */
+	uint32_t obj;
 	uint32_t next;		/* next older block at the address, or free-list link */
 };
 
@@ -40,13 +44,13 @@ static inline void map_settle(struct rmap *m)
 		return;
 	uint32_t b = m->held;
 	m->held = NONE;
-	m->blocks[b].next = ap_u64map_push(&m->map, m->blocks[b].b.addr, b);
+	m->blocks[b].next = ap_u64map_push(&m->map, m->blocks[b].addr, b);
 }
 
 /* A new block, the most recent at its address: held (map_settle). The
  * caller fills it in place (a copy made from fields just stored would
  * wait on them: the loads do not forward from the narrower stores). */
-static inline struct ap_replay_block *map_push(struct rmap *m)
+static inline struct rblock *map_push(struct rmap *m)
 {
 	map_settle(m);
 	uint32_t b;
@@ -58,15 +62,15 @@ static inline struct ap_replay_block *map_push(struct rmap *m)
 		b = (uint32_t)m->nblocks++;
 	}
 	m->held = b;
-	return &m->blocks[b].b;
+	return &m->blocks[b];
 }
 
 /* Ends the most recent live block at addr: returns it (valid until the
  * next map_push), or NULL if none. */
-static inline struct ap_replay_block *map_pop(struct rmap *m, uint64_t addr)
+static inline struct rblock *map_pop(struct rmap *m, uint64_t addr)
 {
 	uint32_t b = m->held;
-	if (b != NONE && m->blocks[b].b.addr == addr) {
+	if (b != NONE && m->blocks[b].addr == addr) {
 		m->held = NONE;
 	} else {
 		map_settle(m);
@@ -78,7 +82,21 @@ static inline struct ap_replay_block *map_pop(struct rmap *m, uint64_t addr)
 	}
 	m->blocks[b].next = m->free_blocks;
 	m->free_blocks = b;
-	return &m->blocks[b].b;
+	return &m->blocks[b];
+}
+
+/* A block as the consumers see it. */
+static inline struct ap_replay_block block_out(const struct ap_trace *t, const struct rblock *r,
+					       bool temporary)
+{
+	return (struct ap_replay_block){
+	    .addr = r->addr,
+	    .size = r->size,
+	    .stack = r->stack,
+	    .w = !r->stack ? 0 : t->rate <= 1 ? 1.0 : ap_trace_weight(t, r->size),
+	    .obj = r->obj,
+	    .temporary = temporary,
+	};
 }
 
 static uint32_t obj_new(struct rmap *m)
@@ -133,23 +151,23 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 		pending_flush(m, p, c, nc);
 		bool last = p->last_alloc && p->last_addr == e->addr;
 		p->last_alloc = false;
-		struct ap_replay_block *b = map_pop(m, e->addr);
-		if (!b) {
+		struct rblock *r = map_pop(m, e->addr);
+		if (!r) {
 			EACH(c, nc, unmatched, i, e);
 			return;
 		}
-		/* the block the thread's last event made (not another
-		 * thread's, later, at the same address) */
-		b->temporary = last && b->obj == p->last_obj;
+		/* temporary: the block the thread's last event made (not
+		 * another thread's, later, at the same address) */
+		struct ap_replay_block b = block_out(t, r, last && r->obj == p->last_obj);
 		if (e->flags & AP_EVF_FROM_REALLOC) {
-			p->b = *b;
+			p->b = b;
 			p->i = i;
 			p->e = *e;
 			p->set = true;
 			return;
 		}
-		EACH(c, nc, free, i, e, b);
-		obj_release(m, b->obj);
+		EACH(c, nc, free, i, e, &b);
+		obj_release(m, b.obj);
 		return;
 	}
 	if (e->type != AP_EV_ALLOC)
@@ -159,20 +177,20 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
 	if (!grows)
 		pending_flush(m, p, c, nc);
-	struct ap_replay_block *b = map_push(m);
-	*b = (struct ap_replay_block){ .addr = e->addr, .size = e->size };
-	if (e->flags & AP_EVF_SAMPLED) {
-		b->w = t->rate <= 1 ? 1.0 : ap_trace_weight(t, e->size);
-		b->stack = e->stack;
-	}
+	struct rblock *r = map_push(m);
+	r->addr = e->addr;
+	r->size = e->size;
+	r->stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
 	if (grows) {
 		p->set = false;
-		b->obj = p->last_obj = p->b.obj;
-		EACH(c, nc, grow, i, e, &p->b, b);
+		r->obj = p->last_obj = p->b.obj;
+		struct ap_replay_block b = block_out(t, r, false);
+		EACH(c, nc, grow, i, e, &p->b, &b);
 		return;
 	}
-	b->obj = p->last_obj = obj_new(m);
-	EACH(c, nc, alloc, i, e, b);
+	r->obj = p->last_obj = obj_new(m);
+	struct ap_replay_block b = block_out(t, r, false);
+	EACH(c, nc, alloc, i, e, &b);
 }
 
 void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
@@ -217,8 +235,10 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 		pending_flush(&m, &pend[k], c, nc);
 	map_settle(&m);
 	for (size_t s = 0; s <= m.map.mask; s++)
-		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next)
-			EACH(c, nc, live_at_end, &m.blocks[b].b);
+		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next) {
+			struct ap_replay_block out = block_out(t, &m.blocks[b], false);
+			EACH(c, nc, live_at_end, &out);
+		}
 	if (nobj)
 		*nobj = m.nobj;
 	free(pend);
