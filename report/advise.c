@@ -446,7 +446,6 @@ struct recon {
  * many as objects live at once. */
 struct obj {
 	double w;		/* weight in live bytes (gogc cycles) */
-	uint64_t size;		/* its block's size */
 	uint64_t cap, birth;	/* exact replay */
 	uint64_t maxsize;	/* the largest size it reached */
 	uint32_t site;		/* UINT32_MAX: of no site */
@@ -637,7 +636,6 @@ static inline void ws_live(struct walk_state *S, size_t i, struct obj *ob, const
 {
 	struct walk *w = S->w;
 	ob->w = wt;
-	ob->size = e->size;
 	S->live += wt * (double)e->size;
 	if (w->cycles && w->gogc && S->live_at_cycle + S->since >= S->goal) {
 		cycles_add(&w->rp->cyc, (struct pos){ S->vol, (double)i + 0.5 }, 1);
@@ -666,10 +664,9 @@ static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 		    const struct ap_replay_block *b)
 {
 	struct walk_state *S = ctx;
-	(void)old;
 	ws_event(S, i, e);
 	struct obj *ob = ws_obj(S, b->obj);
-	S->live -= ob->w * (double)ob->size;
+	S->live -= ob->w * (double)old->size;
 	struct pos pos = ws_allocated(S, i, e, b);
 	/* An unsampled block continuing a tracked chain weighs what the
 	 * chain did, in live bytes. */
@@ -690,7 +687,7 @@ static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	struct walk_state *S = ctx;
 	ws_event(S, i, e);
 	struct obj *ob = ws_obj(S, b->obj);
-	S->live -= ob->w * (double)ob->size;
+	S->live -= ob->w * (double)b->size;
 	if (ob->site != UINT32_MAX)
 		obj_put(S->w, ob, e, (struct pos){ S->vol, (double)i });
 }
