@@ -9,7 +9,7 @@
 #define NONE UINT32_MAX
 /* How many events ahead ap_replay prefetches map slots. */
 #define PREFETCH_AHEAD 16
-/* From how many map slots on (16 B each: 256 KiB, a core's L2) it does. */
+/* From how many map slots on (12 B each: 192 KiB, most of a core's L2) it does. */
 #define PREFETCH_MIN_SLOTS (16u << 10)
 
 /* A live block, as the map keeps it (32 bytes: a program can have tens of
