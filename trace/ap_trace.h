@@ -174,6 +174,22 @@ void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx);
  * there, and what the reports count is short. */
 bool ap_trace_changed(const struct ap_trace *t);
 
+/* The first corrupt chunk a pass over t's events found, as an error
+ * message ("FILE: corrupt chunk at byte N: why"), or NULL. ap_trace_read
+ * checks every chunk, but decodes the events of those that carry their
+ * counts (AP_CHUNK_F_COUNTS, the compactor's) only when a pass comes to
+ * them: what it decodes is checked then, and a chunk found corrupt ends its
+ * thread's events there, as a changed file does. Once a whole pass found
+ * none, none is found later. */
+const char *ap_trace_corrupt(const struct ap_trace *t);
+
+/* Has fn called with that message the moment a pass finds it, from the
+ * thread running the pass (the command line's: it says so and exits,
+ * before anything is printed, as all its commands print after a whole
+ * pass). Process-wide; NULL: none (the default). */
+typedef void (*ap_corrupt_fn)(const char *msg);
+void ap_trace_on_corrupt(ap_corrupt_fn fn);
+
 /* Ends every iteration over t at its next batch, as if the events ended
  * there, from any thread: for one that must stop a replay running on
  * another, whose results it will not use. */

@@ -268,8 +268,10 @@ struct zjob {
 	int level;
 	uint8_t *raw;
 	size_t len, cap;
-	struct zout z;		/* compressed: 4 bytes of length, the frame */
+	struct zout z;		/* ZPRE bytes of room, then the frame */
 	size_t zlen;		/* its frame's size, or SIZE_MAX */
+	uint8_t pre[AP_CHUNK_COUNTS_MAX]; /* what the payload starts with, as stored */
+	uint8_t npre;			  /* (EVENTS' counts) */
 };
 
 struct zworker {
@@ -315,16 +317,20 @@ static int emit_chunk(struct compactor *c, struct ap_error *err, uint8_t type, u
 	return cwrite(c, err, payload, len);
 }
 
-/* raw compressed at `level` into o after 4 bytes: its size, or SIZE_MAX. */
+/* Room before a compressed frame: a chunk's counts and its `u32 raw_len`. */
+#define ZPRE (AP_CHUNK_COUNTS_MAX + 4)
+
+/* raw compressed at `level` into o after ZPRE bytes: its size, or
+ * SIZE_MAX. The room is there for raw itself, too. */
 static size_t zcompress(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len, int level)
 {
-	size_t bound = ZSTD_compressBound(len) + 4;
+	size_t bound = ZSTD_compressBound(len) + ZPRE;
 	if (bound > o->cap) {
 		free(o->b);
 		o->cap = bound;
 		o->b = ap_xmalloc(bound);
 	}
-	size_t z = ZSTD_compressCCtx(zc, o->b + 4, o->cap - 4, raw, len, level);
+	size_t z = ZSTD_compressCCtx(zc, o->b + ZPRE, o->cap - ZPRE, raw, len, level);
 	return ZSTD_isError(z) ? SIZE_MAX : z;
 }
 
@@ -333,13 +339,24 @@ static void zjob_compress(ZSTD_CCtx *zc, struct zjob *j)
 	j->zlen = zcompress(zc, &j->z, j->raw, j->len, j->level);
 }
 
-/* The job's chunk: compressed when that made it smaller. */
+/* The job's chunk: compressed when that made it smaller, after the
+ * counts it starts with (put in front of it in z, which has the room). */
 static int zjob_emit(struct compactor *c, struct ap_error *err, struct zjob *j)
 {
-	if (j->zlen == SIZE_MAX || j->zlen + 4 >= j->len || j->zlen + 4 > AP_CHUNK_MAX_PAYLOAD)
-		return emit_chunk(c, err, j->type, j->flags, j->tid, j->raw, j->len);
-	ap_put_u32le(j->z.b, (uint32_t)j->len);
-	return emit_chunk(c, err, j->type, j->flags | AP_CHUNK_F_ZSTD, j->tid, j->z.b, j->zlen + 4);
+	uint8_t *at = j->z.b + AP_CHUNK_COUNTS_MAX - j->npre;
+	if (j->zlen == SIZE_MAX || j->zlen + 4 >= j->len ||
+	    j->zlen + 4 + j->npre > AP_CHUNK_MAX_PAYLOAD) {
+		if (!j->npre)
+			return emit_chunk(c, err, j->type, j->flags, j->tid, j->raw, j->len);
+		/* (at least its bound, which is more than len) */
+		memcpy(j->z.b + AP_CHUNK_COUNTS_MAX, j->raw, j->len);
+		memcpy(at, j->pre, j->npre);
+		return emit_chunk(c, err, j->type, j->flags, j->tid, at, j->npre + j->len);
+	}
+	ap_put_u32le(j->z.b + AP_CHUNK_COUNTS_MAX, (uint32_t)j->len);
+	memcpy(at, j->pre, j->npre);
+	return emit_chunk(c, err, j->type, j->flags | AP_CHUNK_F_ZSTD, j->tid, at,
+			  j->npre + j->zlen + 4);
 }
 
 /* A writer thread: takes the next job, compresses it, writes it when the
@@ -414,14 +431,16 @@ static int zw_failed(struct compactor *c)
 }
 
 /* Hands a payload over, to be compressed at `level` and written after
- * those given before. */
+ * those given before, behind the npre bytes pre (not compressed). */
 static int zw_give(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
-		   const uint8_t *raw, size_t len, int level)
+		   const uint8_t *pre, size_t npre, const uint8_t *raw, size_t len, int level)
 {
 	struct zworker *zw = c->zw;
 	if (!zw->nth) {
 		struct zjob *j = &zw->q[0];
-		*j = (struct zjob){ type, flags, tid, level, (uint8_t *)raw, len, len, j->z, 0 };
+		*j = (struct zjob){ type, flags, tid, level, (uint8_t *)raw, len, len, j->z, 0, {0},
+				    (uint8_t)npre };
+		memcpy(j->pre, pre, npre);
 		zjob_compress(zw->zc, j);
 		int rc = zjob_emit(c, &zw->err, j);
 		j->raw = NULL;
@@ -437,6 +456,8 @@ static int zw_give(struct compactor *c, uint8_t type, uint8_t flags, uint32_t ti
 		return zw_failed(c);
 	AP_ALLOC_GROW(j->raw, len ? len : 1, j->cap);
 	memcpy(j->raw, raw, len);
+	memcpy(j->pre, pre, npre);
+	j->npre = (uint8_t)npre;
 	j->type = type;
 	j->flags = flags;
 	j->tid = tid;
@@ -517,8 +538,10 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
  * (bench/mixed: 3 times smaller at level 10) would cost it three times
  * the time for nothing, and the budget bounds what a long run pays. */
 static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
-			    const uint8_t *raw, size_t len)
+			    const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len)
 {
+	uint8_t pre[AP_CHUNK_COUNTS_MAX];
+	size_t npre = counts ? ap_put_chunk_counts(pre, counts) : 0;
 	if (c->meta.len && flush_meta(c) < 0)
 		return -1;
 	int level = c->level;
@@ -530,7 +553,8 @@ static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, ui
 			c->dense += len;
 		}
 	}
-	return zw_give(c, type, flags, tid, raw, len, level);
+	return zw_give(c, type, flags | (counts ? AP_CHUNK_F_COUNTS : 0), tid, pre, npre, raw, len,
+		       level);
 }
 
 
@@ -688,12 +712,12 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
  * flags (AP_CHUNK_F_SIZES with the first). A call site's sizes repeat or
  * step (3 KB instead of 184 KB on handoff), random sizes do not (a
  * difference of two random sizes costs more than either). */
-static unsigned encode(struct compactor *c, struct pending *p)
+static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_counts *counts)
 {
 	struct bytes *col = c->col;
 	for (int k = 0; k < 6; k++)
 		col[k].len = 0;
-	size_t nrec = 0, last_step = 0;
+	size_t nrec = 0, last_step = 0, nalloc = 0;
 	if (!c->sizes)
 		c->sizes = ap_xcalloc(1, sizeof(*c->sizes));
 	struct ap_evenc enc = {.sizes = c->sizes};
@@ -723,6 +747,7 @@ static unsigned encode(struct compactor *c, struct pending *p)
 		struct ap_evrec r = {.type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type,
 				     .cpu = e->cpu, .addr = a->addr, .size = a->size,
 				     .stack = a->stack};
+		nalloc += r.type != AP_EV_FREE;
 		switch (r.type) {
 		case AP_EV_ALLOC:
 			r.kind = a->kind;
@@ -756,6 +781,7 @@ static unsigned encode(struct compactor *c, struct pending *p)
 		col[2].len += (size_t)(c2 - s2);
 		col[4].len += (size_t)(c4 - s4);
 	}
+	*counts = (struct ap_chunk_counts){nrec, p->nev, nalloc, enc.q};
 	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
 			 AP_CHUNK_F_XOWN;
 	if (trial_size(c, col[5].b, col[5].len) < trial_size(c, col[2].b, col[2].len)) {
@@ -779,12 +805,13 @@ static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
 		return 0;
-	unsigned flags = encode(c, p);
+	struct ap_chunk_counts counts;
+	unsigned flags = encode(c, p, &counts);
 	c->held -= p->input;
 	p->base += p->nev;
 	p->nev = 0;
 	p->input = 0;
-	return write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, c->payload.b,
+	return write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts, c->payload.b,
 				c->payload.len);
 }
 
@@ -795,7 +822,7 @@ static int flush_meta(struct compactor *c)
 	if (!len)
 		return 0;
 	c->meta.len = 0; /* (so that write_chunk does not come back here) */
-	return write_compressed(c, AP_CHUNK_META, 0, c->meta_tid, c->meta.b, len);
+	return write_compressed(c, AP_CHUNK_META, 0, c->meta_tid, NULL, c->meta.b, len);
 }
 
 static int flush_all(struct compactor *c)
@@ -1189,7 +1216,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				rc = decode_raw(c, off, tid, payload, len, &c->scratch, &c->nscratch,
 						&c->scratch_alloc);
 				if (!rc)
-					rc = write_compressed(c, type, 0, tid, payload, len);
+					rc = write_compressed(c, type, 0, tid, NULL, payload, len);
 			} else {
 				struct pending *p = pending_for(c, tid);
 				if (p->input + len > COMPACT_INPUT)

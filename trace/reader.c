@@ -3,9 +3,11 @@
  *
  * Two passes over the file keep memory independent of the events:
  * pass 1 (ap_trace_read) checks every chunk, decodes HEADER/META/END and
- * decodes each EVENTS chunk only to validate and count it; pass 2 (each
- * iteration, ap_events_open) decodes the EVENTS chunks again, a batch at a
- * time, in a k-way merge of the threads' streams.
+ * decodes each EVENTS chunk only to validate and count it, or takes the
+ * counts of one that carries them (AP_CHUNK_F_COUNTS) without decoding it;
+ * pass 2 (each iteration, ap_events_open) decodes the EVENTS chunks again,
+ * a batch at a time, in a k-way merge of the threads' streams, and checks
+ * those pass 1 did not decode (file_corrupt).
  * Everything read from the file is bounds-checked against the bytes left
  * before it is used, so a corrupt count can never make us allocate or read
  * past the end. */
@@ -36,8 +38,12 @@ struct ev_chunk {
 	uint32_t thread;	/* thread index */
 	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS, _REFS and _INDEX */
 	bool zstd;		/* AP_CHUNK_F_ZSTD: stored compressed */
+	uint8_t skip;		/* bytes of counts before the payload proper */
+	bool counted;		/* AP_CHUNK_F_COUNTS: pass 1 did not decode it; pass 2
+				 * checks it, against `want` */
 	uint64_t off;		/* of the stored payload in the file */
 	uint32_t crc;		/* the stored payload's, from its header */
+	struct ap_chunk_counts want;
 };
 
 /* What a thread's chunks carry over, one to the next: its allocations so
@@ -48,6 +54,8 @@ struct thread_refs {
 	uint64_t nalloc, next;
 	uint64_t xnext; /* the same for REFs to another thread's allocations */
 	struct ap_xowners xo; /* ...of each of the last ones (AP_CHUNK_F_XOWN) */
+	bool counted; /* pass 1: a chunk before was not decoded (AP_CHUNK_F_COUNTS),
+		       * so only nalloc is known */
 };
 
 struct rd {
@@ -85,7 +93,6 @@ struct rd {
 	size_t chunk_off; /* header offset of the chunk being decoded */
 	uint64_t last_ts;
 	bool any_event;
-	bool high_addr;	      /* an address field at AP_ANON_BASE or above */
 	uint32_t version;     /* the preamble's */
 	uint64_t meta_bytes;  /* META payload bytes read (decompressed) */
 	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
@@ -620,7 +627,8 @@ struct evdec {
 	bool index;		     /* REFs are allocation indexes (AP_CHUNK_F_INDEX) */
 	bool xown;		     /* ...stepping by owner (AP_CHUNK_F_XOWN) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
-	bool high;		     /* scan: an ALLOC's address field reached AP_ANON_BASE */
+	uint64_t nrec, nev;	     /* records and ap_events decoded (AP_CHUNK_F_COUNTS) */
+	uint64_t last_q;	     /* the last record's quantum */
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
 				    * which reads the fields and needs no sizes) */
 	uint64_t until, step;	     /* times column: records left before q += step */
@@ -734,6 +742,12 @@ static inline uint64_t predicted_size(struct evdec *d, uint32_t stack, uint64_t 
 }
 
 enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
+
+/* An allocation's address field at AP_ANON_BASE or above: no x86-64
+ * process has such an address (user space ends at 2^47, or 2^56 with
+ * five-level page tables), and identities up there are the anonymous
+ * blocks', which the merge knows to be new. */
+#define NO_ADDRESS "an allocation at an address no process has (0xff00000000000000 or above)"
 
 /* ap_get_uv, faster: the one-byte case first, and with 10 bytes left no
  * bounds check per byte (varints were half of the decode time). */
@@ -906,6 +920,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "bad varint in the times column", DEC_BAD;
 	}
 	d->until--;
+	d->nrec++;
+	d->last_q = d->q;
 	if (tag & AP_TAG_CPU) {
 		if (rd_uv(&c->p, c->end, &u) < 0)
 			return *why = "bad cpu varint", DEC_BAD;
@@ -928,11 +944,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
-		if (!(tag & AP_TAG_REF)) {
-			addr = d->addr;
-			if (scan)
-				d->high |= addr >= AP_ANON_BASE;
-		}
+		if (!(tag & AP_TAG_REF) && (addr = d->addr) >= AP_ANON_BASE)
+			return *why = NO_ADDRESS, DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
 		if (stack == 0)
@@ -948,6 +961,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		e->type = AP_EV_ALLOC;
 		e->kind = (uint8_t)kind;
 		e->flags = AP_EVF_SAMPLED;
+		d->nev++;
 		return 1;
 	}
 	case AP_EV_FREE:
@@ -964,6 +978,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		e->type = AP_EV_FREE;
 		e->kind = 0;
 		e->flags = 0;
+		d->nev++;
 		return 1;
 	case AP_EV_REALLOC: {
 		uint64_t size, stack, fl, old = 0, addr = 0;
@@ -991,11 +1006,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
 		if (d->sized)
 			size = predicted_size(d, (uint32_t)stack, size);
-		if (!(fl & AP_RF_NEW_ANON)) {
-			addr = d->addr;
-			if (scan)
-				d->high |= addr >= AP_ANON_BASE;
-		}
+		if (!(fl & AP_RF_NEW_ANON) && (addr = d->addr) >= AP_ANON_BASE)
+			return *why = NO_ADDRESS, DEC_BAD;
 		ring_push(d, addr, scan);
 		int n = 0;
 		if (fl & AP_RF_OLD_TRACKED) {
@@ -1015,6 +1027,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		e->type = AP_EV_ALLOC;
 		e->kind = (uint8_t)kind;
 		e->flags = AP_EVF_REALLOC | ((fl & AP_RF_NEW_SAMPLED) ? AP_EVF_SAMPLED : 0);
+		d->nev += (uint64_t)n + 1;
 		return n + 1;
 	}
 	case AP_EV_TRACK: {
@@ -1031,6 +1044,30 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	}
 }
 
+/* Pass 1: a chunk's events (k) count into its thread's (idx) and the
+ * trace's; it is remembered for pass 2. */
+static int count_chunk(struct rd *r, long idx, const struct ap_chunk_counts *k,
+		       const uint8_t *payload, uint32_t len, unsigned columns)
+{
+	struct ap_trace *t = r->t;
+	if (k->records) {
+		if (k->last_q > UINT64_MAX / t->time_quantum_ns)
+			return corrupt(r, "time out of range");
+		uint64_t last = k->last_q * t->time_quantum_ns;
+		if (!r->any_event || last > r->last_ts)
+			r->last_ts = last;
+		r->any_event = true;
+	}
+	t->threads[idx].events += k->records;
+	r->thread_nev[idx] += k->events;
+	t->nrecords += k->records;
+	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
+	r->chunks[r->nchunks++] = (struct ev_chunk){.payload = payload, .len = len,
+						    .thread = (uint32_t)idx,
+						    .columns = (uint8_t)columns};
+	return 0;
+}
+
 /* Pass 1 for one EVENTS chunk: validate, count, remember. */
 static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len,
 		       unsigned columns)
@@ -1042,32 +1079,23 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	long idx = thread_index(r, tid);
 	if (idx < 0)
 		return -1;
+	if (r->thread_refs[idx].counted && (columns & AP_CHUNK_F_INDEX))
+		return corrupt(r, "allocation indexes without counts after a chunk with them");
 	struct evdec d = {.th = r->thread_refs[idx]}; /* scanning: no ring */
 	const char *bad = NULL;
 	if (evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns, columns, &bad) < 0)
 		return corrupt(r, "%s", bad);
 	struct ap_event ev[2];
-	uint64_t nev = 0, nrec = 0, last = 0;
-	int rc = 0;
 	for (;;) {
 		const uint8_t *rec = d.c0.p;
 		const char *why = NULL;
 		int n = evdec_next(&d, ev, t->nstacks, &why, true);
 		if (n == DEC_END)
 			break;
-		if (n == DEC_SKIP)
-			continue;
-		if (n == DEC_BAD) {
-			rc = corrupt(r, "%s (record at byte %zu of the payload)", why,
-				     (size_t)(rec - payload));
-			break;
-		}
-		nev += (uint64_t)n;
-		nrec++;
-		last = ev[0].ts;
+		if (n == DEC_BAD)
+			return corrupt(r, "%s (record at byte %zu of the payload)", why,
+				       (size_t)(rec - payload));
 	}
-	if (rc < 0)
-		return -1;
 	/* (identities have 40 bits for the index; the decoder does not
 	 * check each ALLOC) */
 	if (d.th.nalloc > AP_THREAD_ALLOCS_MAX)
@@ -1076,18 +1104,63 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
 			d.c4.p != d.c4.end))
 		return corrupt(r, "columns of a size the records do not use");
-	if (nrec) {
-		if (!r->any_event || last > r->last_ts)
-			r->last_ts = last;
-		r->any_event = true;
-	}
-	t->threads[idx].events += nrec;
-	r->thread_nev[idx] += nev;
-	r->high_addr |= d.high;
-	t->nrecords += nrec;
-	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
-	r->chunks[r->nchunks++] =
-	    (struct ev_chunk){payload, len, (uint32_t)idx, (uint8_t)columns, false, 0, 0};
+	struct ap_chunk_counts k = {d.nrec, d.nev, 0, d.last_q};
+	return count_chunk(r, idx, &k, payload, len, columns);
+}
+
+/* The checks of a compressed payload (AP_CHUNK_F_ZSTD) that need no
+ * decompressing: `u32 raw_len` and a zstd frame that says it holds
+ * raw_len bytes (at most a payload's) and is exactly the rest. Nothing
+ * is allocated before they hold. -1 with r's error set if one fails. */
+static int zframe_check(struct rd *r, const uint8_t *payload, uint32_t len)
+{
+	if (len < 4)
+		return corrupt(r, "compressed payload of %u bytes has no length", len);
+	uint32_t raw = ap_get_u32le(payload);
+	if (raw > AP_CHUNK_MAX_PAYLOAD)
+		return corrupt(r, "decompressed length %u exceeds %u", raw, AP_CHUNK_MAX_PAYLOAD);
+	if (ZSTD_getFrameContentSize(payload + 4, len - 4) != raw)
+		return corrupt(r, "compressed payload is not a zstd frame of %u bytes", raw);
+	if (ZSTD_findFrameCompressedSize(payload + 4, len - 4) != len - 4)
+		return corrupt(r, "compressed payload is not exactly one zstd frame");
+	return 0;
+}
+
+/* Pass 1 for an EVENTS chunk with AP_CHUNK_F_COUNTS (ch): its counts, and
+ * the checks that need no decoding; pass 2 decodes it, and checks the
+ * rest (file_corrupt). */
+static int count_events(struct rd *r, const struct ap_chunk *ch)
+{
+	unsigned columns = ch->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+					AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS);
+	char newer[128];
+	if (ap_chunk_flags_since(columns, r->version, newer, sizeof(newer)) < 0)
+		return corrupt(r, "%s", newer);
+	long idx = thread_index(r, ch->tid);
+	if (idx < 0)
+		return -1;
+	const uint8_t *p = ch->payload, *end = ch->payload + ch->len;
+	struct ap_chunk_counts k;
+	if (ap_get_chunk_counts(&p, end, &k) < 0)
+		return corrupt(r, "the counts run past the end of the payload");
+	if ((ch->flags & AP_CHUNK_F_ZSTD) && zframe_check(r, p, (uint32_t)(end - p)) < 0)
+		return -1;
+	/* a record takes a byte or more of the payload, and makes two
+	 * ap_events at most (a REALLOC) */
+	uint32_t raw = (ch->flags & AP_CHUNK_F_ZSTD) ? ap_get_u32le(p) : (uint32_t)(end - p);
+	if (k.records > raw || k.events > 2 * k.records || k.allocs > k.records)
+		return corrupt(r, "counts the payload cannot hold");
+	struct thread_refs *th = &r->thread_refs[idx];
+	if (k.allocs > AP_THREAD_ALLOCS_MAX - th->nalloc)
+		return corrupt(r, "more than 2^40 allocations in one thread");
+	th->nalloc += k.allocs;
+	th->counted = true;
+	if (count_chunk(r, idx, &k, ch->payload, ch->len, columns & ~AP_CHUNK_F_COUNTS) < 0)
+		return -1;
+	struct ev_chunk *e = &r->chunks[r->nchunks - 1];
+	e->counted = true;
+	e->skip = (uint8_t)(p - ch->payload);
+	e->want = k;
 	return 0;
 }
 
@@ -1101,7 +1174,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
-	d.th = (struct thread_refs){th->nalloc, th->next, th->xnext, th->xo};
+	d.th = (struct thread_refs){th->nalloc, th->next, th->xnext, th->xo, false};
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
@@ -1161,8 +1234,10 @@ struct file_src {
 	size_t nthreads;
 	uint64_t quantum;
 	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
-	bool fresh_anon; /* an ALLOC at an anonymous identity is at a new one:
-			  * no address field reaches AP_ANON_BASE */
+	size_t nstacks;	 /* the stack ids events may use */
+	char *name;	 /* the file's, for messages */
+	int bad;	 /* atomic: 1 while why is written, 2 once it is */
+	char why[320];	 /* the first corrupt chunk pass 2 found (file_corrupt) */
 };
 
 /* One thread's events, decoded as the merge asks for them. */
@@ -1176,6 +1251,9 @@ struct stream {
 	size_t raw_cap;
 	uint8_t *in;		/* the current chunk as stored, read from the file */
 	size_t in_cap;
+	const struct ev_chunk *cur; /* the chunk being decoded (NULL: none, or given up) */
+	const uint8_t *pay;	    /* its payload */
+	uint64_t nalloc0;	    /* the thread's allocations before it */
 };
 
 /* The pages of the mapped file (map, size bytes; NULL: not mapped) that
@@ -1226,18 +1304,55 @@ static const uint8_t *chunk_bytes(struct file_src *f, uint8_t **in, size_t *cap,
 }
 
 /* Chunk c's payload, decompressed if it is, read with the buffers given
- * (NULL: the file changed); *len its length. */
+ * (NULL: the file changed, or *bad: it does not decompress); *len its
+ * length. */
 static const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const struct ev_chunk *c,
 				    uint8_t **in, size_t *in_cap, uint8_t **raw, size_t *raw_cap,
-				    uint32_t *len)
+				    uint32_t *len, bool *bad)
 {
 	const uint8_t *payload = chunk_bytes(f, in, in_cap, c);
-	*len = c->len;
-	if (payload && c->zstd)
-		payload = unzstd(zd, payload, c->len, raw, raw_cap, len) ? *raw : NULL;
-	return payload;
+	*bad = false;
+	if (!payload)
+		return NULL;
+	payload += c->skip;
+	*len = c->len - c->skip;
+	if (c->zstd && !unzstd(zd, payload, *len, raw, raw_cap, len)) {
+		*bad = true;
+		return NULL;
+	}
+	return c->zstd ? *raw : payload;
 }
 
+/* Handed a corrupt chunk's message (ap_trace_on_corrupt). */
+static ap_corrupt_fn corrupt_handler;
+
+void ap_trace_on_corrupt(ap_corrupt_fn fn)
+{
+	corrupt_handler = fn;
+}
+
+/* Pass 2 found chunk c corrupt: the first such message is kept for
+ * ap_trace_corrupt, and handed to the handler. */
+static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
+{
+	int none = 0;
+	if (!__atomic_compare_exchange_n(&f->bad, &none, 1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(f->why, sizeof(f->why), "%s: corrupt chunk at byte %llu: %s", f->name,
+		 (unsigned long long)(c->off - AP_CHUNK_HDR_LEN), why);
+	__atomic_store_n(&f->bad, 2, __ATOMIC_RELEASE);
+	if (corrupt_handler)
+		corrupt_handler(f->why);
+}
 
 /* A heap entry: the stream's head time, and the stream (= thread index,
  * which breaks ties). */
@@ -1445,9 +1560,10 @@ static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, ui
 			if (m->la_chunk != s->chunk[ci] + 1) {
 				/* (a FREE after another at the chunk's end asks
 				 * again: read it once) */
+				bool bad_unused;
 				m->la_payload = chunk_payload(m->f, m->zd, c, &m->la_in,
 							      &m->la_in_cap, &m->la_raw,
-							      &m->la_raw_cap, &m->la_len);
+							      &m->la_raw_cap, &m->la_len, &bad_unused);
 				m->la_chunk = m->la_payload ? s->chunk[ci] + 1 : 0;
 			}
 			ci++;
@@ -1476,6 +1592,47 @@ static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, ui
 }
 
 
+/* Stream s's chunk ended: true if it holds what its counts say (a chunk
+ * pass 1 decoded holds it). */
+static bool chunk_end_ok(struct merge *m, struct stream *s)
+{
+	const struct ev_chunk *c = s->cur;
+	const struct evdec *d = &s->d;
+	if (!c || !c->counted)
+		return true;
+	if (c->columns && (d->c1.p != d->c1.end || d->c2.p != d->c2.end || d->c3.p != d->c3.end ||
+			   d->c4.p != d->c4.end)) {
+		file_corrupt(m->f, c, "columns of a size the records do not use");
+		return false;
+	}
+	if (d->nrec != c->want.records || d->nev != c->want.events ||
+	    d->th.nalloc - s->nalloc0 != c->want.allocs ||
+	    (d->nrec && d->last_q != c->want.last_q)) {
+		file_corrupt(m->f, c,
+			     "its counts say %llu records, %llu events and %llu allocations, "
+			     "its payload holds %llu, %llu and %llu%s",
+			     (unsigned long long)c->want.records, (unsigned long long)c->want.events,
+			     (unsigned long long)c->want.allocs, (unsigned long long)d->nrec,
+			     (unsigned long long)d->nev,
+			     (unsigned long long)(d->th.nalloc - s->nalloc0),
+			     d->nrec && d->last_q != c->want.last_q ? ", ending at another time" : "");
+		return false;
+	}
+	return true;
+}
+
+/* Stream s's decoder found its chunk corrupt (why): it is said, and the
+ * stream ends here (its decoder at the payload's end). */
+static void stream_bad(struct merge *m, struct stream *s, const char *why)
+{
+	if (s->cur)
+		file_corrupt(m->f, s->cur, "%s (near byte %zu of the payload)", why,
+			     (size_t)(s->d.c0.p - s->pay));
+	s->cur = NULL;
+	s->ci = s->nchunk;
+	s->d.c0.p = s->d.c0.end;
+}
+
 /* Moves s to its next event (s->buf[s->bi]); false when it has no more. */
 static bool stream_advance(struct merge *m, struct stream *s)
 {
@@ -1483,7 +1640,7 @@ static bool stream_advance(struct merge *m, struct stream *s)
 		return true;
 	for (;;) {
 		const char *why;
-		int n = s->ci ? evdec_next(&s->d, s->buf, SIZE_MAX, &why, false) : DEC_END;
+		int n = s->ci ? evdec_next(&s->d, s->buf, m->f->nstacks, &why, false) : DEC_END;
 		if (n > 0) {
 			s->nbuf = n;
 			s->bi = 0;
@@ -1491,35 +1648,49 @@ static bool stream_advance(struct merge *m, struct stream *s)
 		}
 		if (n == 0 || n == DEC_SKIP)
 			continue; /* a TRACK, TIME or SYNC record */
-		/* end of this chunk (DEC_BAD cannot happen: pass 1 checked
-		 * the same bytes) */
+		/* end of this chunk (DEC_BAD only in one pass 1 did not decode) */
+		if (n == DEC_BAD)
+			stream_bad(m, s, why);
+		else if (!chunk_end_ok(m, s))
+			s->ci = s->nchunk;
 		const struct ev_chunk *c =
 		    s->ci < s->nchunk ? &m->f->chunks[s->chunk[s->ci++]] : NULL;
 		uint32_t len = 0;
+		bool bad = false;
 		const uint8_t *payload =
-		    c ? chunk_payload(m->f, m->zd, c, &s->in, &s->in_cap, &s->raw, &s->raw_cap, &len)
+		    c ? chunk_payload(m->f, m->zd, c, &s->in, &s->in_cap, &s->raw, &s->raw_cap, &len,
+				      &bad)
 		      : NULL;
-		if (!payload) {
-			if (c)
-				__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
-			s->ci = s->nchunk;
-			/* the decoder points into what is freed here: an empty
-			 * payload instead, for frees_own_later, which may look
-			 * at a stream that has ended */
-			static const uint8_t none[1];
-			const char *why_unused;
-			evdec_start(&s->d, none, 0, s->d.thread, m->f->quantum, 0, &why_unused);
-			free(s->raw);
-			free(s->in);
-			s->raw = s->in = NULL;
-			s->raw_cap = s->in_cap = 0;
-			return false;
+		const char *why_start = "does not decompress";
+		if (payload) {
+			if ((c->columns & AP_CHUNK_F_SIZES) && !s->d.pred)
+				s->d.pred = ap_xcalloc(1, sizeof(*s->d.pred));
+			s->d.nrec = s->d.nev = s->d.last_q = 0;
+			s->nalloc0 = s->d.th.nalloc;
+			s->cur = c;
+			s->pay = payload;
+			if (evdec_start(&s->d, payload, len, (uint16_t)c->thread, m->f->quantum,
+					c->columns, &why_start) == 0)
+				continue;
+			bad = true;
 		}
-		if ((c->columns & AP_CHUNK_F_SIZES) && !s->d.pred)
-			s->d.pred = ap_xcalloc(1, sizeof(*s->d.pred));
+		if (bad)
+			file_corrupt(m->f, c, "%s", why_start);
+		else if (c)
+			__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
+		s->ci = s->nchunk;
+		s->cur = NULL;
+		/* the decoder points into what is freed here: an empty
+		 * payload instead, for frees_own_later, which may look
+		 * at a stream that has ended */
+		static const uint8_t none[1];
 		const char *why_unused;
-		evdec_start(&s->d, payload, len, (uint16_t)c->thread, m->f->quantum, c->columns,
-			    &why_unused);
+		evdec_start(&s->d, none, 0, s->d.thread, m->f->quantum, 0, &why_unused);
+		free(s->raw);
+		free(s->in);
+		s->raw = s->in = NULL;
+		s->raw_cap = s->in_cap = 0;
+		return false;
 	}
 }
 
@@ -1527,7 +1698,7 @@ static bool stream_advance(struct merge *m, struct stream *s)
  * identity: each is a thread's n-th allocation)? */
 static inline bool fresh(const struct merge *m, uint64_t addr)
 {
-	return addr >= AP_ANON_BASE && m->f->fresh_anon;
+	return addr >= AP_ANON_BASE;
 }
 
 /* live, as the merge hands out e (of stream si). An ALLOC waits in pend;
@@ -1596,9 +1767,11 @@ static bool stream_turn(struct merge *m, size_t si)
 	while (m->nout < AP_EVENTS_BATCH) {
 		struct ap_event *ev = m->out + m->nout;
 		const char *why;
-		int n = evdec_next(&s->d, ev, SIZE_MAX, &why, false);
+		int n = evdec_next(&s->d, ev, m->f->nstacks, &why, false);
 		if (n == 0 || n == DEC_SKIP)
 			continue;
+		if (n == DEC_BAD)
+			stream_bad(m, s, why);
 		if (n < 0)
 			break; /* the chunk's end */
 		for (int k = 0; k < n; k++) {
@@ -1720,13 +1893,16 @@ static size_t file_next(void *state, const struct ap_event **out)
 				m->out[m->nout++] = s->buf[s->bi];
 			while (m->nout + 2 <= AP_EVENTS_BATCH) {
 				const char *why;
-				int n = evdec_next(&s->d, m->out + m->nout, SIZE_MAX, &why, false);
+				int n = evdec_next(&s->d, m->out + m->nout, m->f->nstacks, &why,
+						   false);
 				if (n > 0) {
 					m->nout += (size_t)n;
 					continue;
 				}
 				if (n == 0 || n == DEC_SKIP)
 					continue;
+				if (n == DEC_BAD)
+					stream_bad(m, s, why);
 				/* the chunk's end: the next one's first record */
 				if (!(more = stream_advance(m, s)))
 					break;
@@ -1787,6 +1963,7 @@ static void file_release(struct ap_evsrc *src)
 	free(f->chunks);
 	free(f->order);
 	free(f->start);
+	free(f->name);
 	ap_u64map_release(&f->tids);
 	free(f);
 }
@@ -1796,8 +1973,14 @@ static bool file_changed(const struct ap_evsrc *src)
 	return __atomic_load_n(&((const struct file_src *)src)->changed, __ATOMIC_RELAXED);
 }
 
+static const char *file_bad(const struct ap_evsrc *src)
+{
+	const struct file_src *f = (const struct file_src *)src;
+	return __atomic_load_n(&f->bad, __ATOMIC_ACQUIRE) == 2 ? f->why : NULL;
+}
+
 static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release,
-					     file_changed};
+					     file_changed, file_bad};
 
 /* After pass 1: the source of r's events, the file handed over to it
  * (its descriptor, or the reader's copy). */
@@ -1811,7 +1994,8 @@ static void make_source(struct rd *r)
 	f->buf = r->buf;
 	f->nthreads = nth;
 	f->quantum = t->time_quantum_ns;
-	f->fresh_anon = !r->high_addr;
+	f->nstacks = t->nstacks;
+	f->name = ap_xstrdup(r->name ? r->name : "trace");
 	ap_u64map_init(&f->tids, nth + 1);
 	for (size_t i = 0; i < nth; i++)
 		ap_u64map_put(&f->tids, t->threads[i].tid, (uint32_t)i);
@@ -1938,18 +2122,11 @@ static int read_preamble(struct rd *r)
  * owned by r until the read ends. */
 static int decompress(struct rd *r, const uint8_t **payload, uint32_t *len, bool scratch)
 {
-	if (*len < 4)
-		return corrupt(r, "compressed payload of %u bytes has no length", *len);
+	if (zframe_check(r, *payload, *len) < 0)
+		return -1;
 	uint32_t raw = ap_get_u32le(*payload);
 	const uint8_t *z = *payload + 4;
 	size_t zlen = *len - 4;
-	if (raw > AP_CHUNK_MAX_PAYLOAD)
-		return corrupt(r, "decompressed length %u exceeds %u", raw, AP_CHUNK_MAX_PAYLOAD);
-	unsigned long long fcs = ZSTD_getFrameContentSize(z, zlen);
-	if (fcs != raw)
-		return corrupt(r, "compressed payload is not a zstd frame of %u bytes", raw);
-	if (ZSTD_findFrameCompressedSize(z, zlen) != zlen)
-		return corrupt(r, "compressed payload is not exactly one zstd frame");
 	if (!r->zd && !(r->zd = ZSTD_createDCtx()))
 		abort(); /* out of memory, as ap_xmalloc */
 	uint8_t *out;
@@ -1983,6 +2160,17 @@ static void drop_behind(struct rd *r, size_t off)
 	r->dropped = off;
 }
 
+/* The EVENTS chunk ch, just counted: pass 2 reads it again as stored
+ * (and decompresses it), when it comes. */
+static void chunk_stored(struct rd *r, const struct ap_chunk *ch)
+{
+	struct ev_chunk *e = &r->chunks[r->nchunks - 1];
+	e->off = (uint64_t)(ch->payload - r->data);
+	e->len = ch->len;
+	e->crc = ap_get_u32le(r->data + ch->off + 16);
+	e->zstd = ch->flags & AP_CHUNK_F_ZSTD;
+}
+
 static int read_chunks(struct rd *r)
 {
 	struct ap_trace *t = r->t;
@@ -2006,6 +2194,12 @@ static int read_chunks(struct rd *r)
 			return corrupt(r, "%s", why);
 		if (res != AP_CHUNK_OK)
 			break;
+		if (ch.type == AP_CHUNK_EVENTS && (ch.flags & AP_CHUNK_F_COUNTS)) {
+			if (count_events(r, &ch) < 0)
+				return -1;
+			chunk_stored(r, &ch);
+			continue;
+		}
 		const uint8_t *payload = ch.payload, *base = r->data;
 		uint32_t len = ch.len;
 		if (ch.flags & AP_CHUNK_F_ZSTD) {
@@ -2028,15 +2222,8 @@ static int read_chunks(struct rd *r)
 					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
 						     AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
 						     AP_CHUNK_F_XOWN));
-			if (!rc) {
-				/* pass 2 reads it again as stored (and decompresses
-				 * it), when it comes */
-				struct ev_chunk *e = &r->chunks[r->nchunks - 1];
-				e->off = (uint64_t)(ch.payload - r->data);
-				e->len = ch.len;
-				e->crc = ap_get_u32le(r->data + ch.off + 16);
-				e->zstd = ch.flags & AP_CHUNK_F_ZSTD;
-			}
+			if (!rc)
+				chunk_stored(r, &ch);
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
@@ -2223,6 +2410,11 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 bool ap_trace_changed(const struct ap_trace *t)
 {
 	return t->src && t->src->ops->changed(t->src);
+}
+
+const char *ap_trace_corrupt(const struct ap_trace *t)
+{
+	return t->src ? t->src->ops->corrupt(t->src) : NULL;
 }
 
 void ap_trace_free(struct ap_trace *t)

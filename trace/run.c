@@ -301,8 +301,19 @@ static bool run_changed(const struct ap_evsrc *src)
 	return false;
 }
 
+static const char *run_corrupt(const struct ap_evsrc *src)
+{
+	const struct run_src *r = (const struct run_src *)src;
+	for (size_t p = 0; p < r->n; p++) {
+		const char *why = ap_trace_corrupt(r->traces[p]);
+		if (why)
+			return why;
+	}
+	return NULL;
+}
+
 static const struct ap_evsrc_ops run_ops = {run_open, run_next, run_close, run_src_release,
-					    run_changed};
+					    run_changed, run_corrupt};
 
 static char *join_argv(const struct ap_trace *t)
 {

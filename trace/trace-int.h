@@ -21,6 +21,7 @@ struct ap_evsrc_ops {
 	void (*close)(void *state);
 	void (*release)(struct ap_evsrc *src);
 	bool (*changed)(const struct ap_evsrc *src); /* ap_trace_changed */
+	const char *(*corrupt)(const struct ap_evsrc *src); /* ap_trace_corrupt */
 };
 struct ap_evsrc {
 	const struct ap_evsrc_ops *ops;

@@ -65,16 +65,26 @@ static uint8_t *unzstd(const uint8_t *d, size_t len, size_t *outlen)
 		uint32_t plen = ap_get_u32le(h + 12);
 		if (plen > len - off - AP_CHUNK_HDR_LEN)
 			break;
-		const uint8_t *p = h + AP_CHUNK_HDR_LEN;
+		const uint8_t *p = h + AP_CHUNK_HDR_LEN, *pend = p + plen;
+		/* the counts (AP_CHUNK_F_COUNTS) stay in front, as they are */
+		struct ap_chunk_counts k;
+		const uint8_t *z = p;
+		uint32_t pre = 0;
+		if (h[4] == AP_CHUNK_EVENTS && (h[5] & AP_CHUNK_F_COUNTS) &&
+		    ap_get_chunk_counts(&z, pend, &k) == 0)
+			pre = (uint32_t)(z - p);
 		uint8_t *raw = NULL;
 		uint32_t rlen = plen;
-		if ((h[5] & AP_CHUNK_F_ZSTD) && plen >= 4) {
-			rlen = ap_get_u32le(p);
-			raw = malloc(rlen ? rlen : 1);
-			if (ZSTD_isError(ZSTD_decompress(raw, rlen, p + 4, plen - 4))) {
+		if ((h[5] & AP_CHUNK_F_ZSTD) && plen - pre >= 4) {
+			rlen = ap_get_u32le(z);
+			raw = malloc(pre + (rlen ? rlen : 1));
+			memcpy(raw, p, pre);
+			if (ZSTD_isError(ZSTD_decompress(raw + pre, rlen, z + 4, plen - pre - 4))) {
 				free(raw);
 				raw = NULL;
 				rlen = plen;
+			} else {
+				rlen += pre;
 			}
 		}
 		if (n + AP_CHUNK_HDR_LEN + rlen > cap)

@@ -72,6 +72,16 @@ static void compact_once(const uint8_t *data, size_t len)
 	struct ap_trace_totals a, b;
 	ap_trace_totals(t, &a);
 	ap_trace_totals(u, &b);
+	/* (t's own chunks may be found corrupt only now: then so may u's) */
+	if (ap_trace_corrupt(u) && !ap_trace_corrupt(t)) {
+		fprintf(stderr, "a compacted trace is corrupt: %s\n", ap_trace_corrupt(u));
+		abort();
+	}
+	if (ap_trace_corrupt(t)) {
+		ap_trace_free(t);
+		ap_trace_free(u);
+		return;
+	}
 	if (t->nev != u->nev || !same(a.alloc_objects, b.alloc_objects) ||
 	    !same(a.free_objects, b.free_objects) || !same(a.inuse_space, b.inuse_space) ||
 	    !same(a.unmatched_frees, b.unmatched_frees) || t->truncated != u->truncated) {

@@ -2,10 +2,12 @@
  * usage: mktrace NAME OUT
  * Each trace's content (and so its totals) is fixed here by construction;
  * the comments give the values the expected files hold. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 
 static const char *const demo_argv[] = {"/usr/bin/demo", "--size", "big file"};
@@ -116,12 +118,44 @@ static struct ap_tw *big(uint64_t n)
 	return tw;
 }
 
+/* The trace at path compacted, and the count of records of its first
+ * EVENTS chunk one more than it holds (checksums made right): a trace
+ * whose fault only a pass over the events finds. */
+static int damage_counts(const char *path)
+{
+	struct ap_compact_stats st;
+	struct ap_error err;
+	if (ap_trace_compact(path, 3, &st, &err) < 0) {
+		fprintf(stderr, "mktrace: %s\n", err.msg);
+		return 1;
+	}
+	FILE *f = fopen(path, "r+b");
+	uint8_t buf[1 << 16];
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	for (size_t o = AP_TRACE_PREAMBLE_LEN; f && o + AP_CHUNK_HDR_LEN < n;
+	     o += AP_CHUNK_HDR_LEN + ap_get_u32le(buf + o + 12)) {
+		uint8_t *h = buf + o, *p = h + AP_CHUNK_HDR_LEN;
+		uint32_t plen = ap_get_u32le(h + 12);
+		if (h[4] != AP_CHUNK_EVENTS || !(h[5] & AP_CHUNK_F_COUNTS) || plen > n - o - 32)
+			continue;
+		p[0] = (uint8_t)((p[0] & 0x80) | ((p[0] + 1) & 0x7f));
+		ap_put_u32le(h + 16, ap_crc32c(p, plen));
+		ap_put_u32le(h + AP_CHUNK_HDR_CRC_OFF, ap_crc32c(h, AP_CHUNK_HDR_CRC_OFF));
+		if (fseek(f, (long)o, SEEK_SET) == 0 && fwrite(h, 1, 32 + plen, f) == 32 + plen &&
+		    fclose(f) == 0)
+			return 0;
+		break;
+	}
+	fprintf(stderr, "mktrace: %s: no EVENTS chunk with counts\n", path);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && !(argc == 4 && (!strcmp(argv[1], "big") ||
 					 !strcmp(argv[1], "damaged-module")))) {
 		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n"
-				"       mktrace damaged-cpus|damaged-rate OUT\n"
+				"       mktrace damaged-cpus|damaged-rate|damaged-counts OUT\n"
 				"       mktrace damaged-module OUT MODULE_PATH\n"
 				"       mktrace big OUT NRECORDS\n");
 		return 2;
@@ -139,6 +173,9 @@ int main(int argc, char **argv)
 		over_module = argv[3];
 		name = "exact";
 	}
+	bool counts = !strcmp(name, "damaged-counts");
+	if (counts)
+		name = "exact";
 	struct ap_tw *tw;
 	struct ap_tw_end end = {
 	    .end_ns = 2500000000ull, .reason = AP_END_EXIT, .calls = 10, .bytes = 1055800};
@@ -181,5 +218,5 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	free(data);
-	return 0;
+	return counts ? damage_counts(argv[2]) : 0;
 }

@@ -758,6 +758,94 @@ static void writers(const char *path)
 	unlink(b);
 }
 
+/* The compactor's EVENTS chunks carry their counts (AP_CHUNK_F_COUNTS):
+ * the reader takes the trace's counts and times from them without
+ * decoding the events, and a pass over the events checks them. A chunk
+ * whose counts are wrong by one (checksums made right) reads, and the
+ * first pass says it is corrupt, once, through the handler too. */
+static char corrupt_seen[512];
+static int corrupt_calls;
+
+static void on_corrupt(const char *msg)
+{
+	if (!corrupt_calls++)
+		snprintf(corrupt_seen, sizeof(corrupt_seen), "%s", msg);
+}
+
+static void counts_checked(const char *path)
+{
+	build(path, 20000);
+	struct ap_trace *ref = load(path);
+	struct ap_compact_stats st;
+	struct ap_error err;
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "%s", err.msg);
+	size_t n;
+	uint8_t *good = slurp(path, &n);
+	size_t off[4096];
+	size_t k = chunk_offsets(good, n, off, AP_ARRAY_SIZE(off)), counted = 0, first = 0;
+	for (size_t i = 0; i < k; i++)
+		if (good[off[i] + 4] == AP_CHUNK_EVENTS && (good[off[i] + 5] & AP_CHUNK_F_COUNTS) &&
+		    !counted++)
+			first = off[i];
+	CHECK(counted > 1, "%zu EVENTS chunks with counts", counted);
+	struct ap_trace *t = NULL;
+	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "%s", err.msg);
+	if (ref && t) {
+		/* what pass 1 counted: before any pass over the events */
+		CHECK(t->nev == ref->nev && t->nrecords == ref->nrecords &&
+			  t->nthreads == ref->nthreads && t->end_ns == ref->end_ns,
+		      "counted %zu events, %llu records (want %zu, %llu)", t->nev,
+		      (unsigned long long)t->nrecords, ref->nev, (unsigned long long)ref->nrecords);
+		for (size_t i = 0; i < t->nthreads && i < ref->nthreads; i++)
+			CHECK(t->threads[i].events == ref->threads[i].events, "thread %zu: %llu", i,
+			      (unsigned long long)t->threads[i].events);
+		ap_trace_load_events(t);
+		same_events(ref, t, "counted");
+		CHECK(!ap_trace_corrupt(t), "%s", ap_trace_corrupt(t));
+	}
+	ap_trace_free(t);
+	/* each of the four counts one off (its varint's low bits) */
+	for (int field = 0; field < 4 && first; field++) {
+		uint8_t *bad = malloc(n);
+		memcpy(bad, good, n);
+		const uint8_t *p = bad + first + AP_CHUNK_HDR_LEN;
+		for (int f = 0; f < field; f++)
+			while (*p++ & 0x80)
+				;
+		uint8_t *b = (uint8_t *)p;
+		*b = (uint8_t)((*b & 0x80) | ((*b + 1) & 0x7f));
+		reframe(bad + first, AP_CHUNK_EVENTS, bad[first + 5]);
+		put_file(path, bad, n, "wb");
+		free(bad);
+		t = NULL;
+		CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "field %d: %s", field, err.msg);
+		if (!t)
+			continue;
+		CHECK(!ap_trace_corrupt(t), "field %d: corrupt before a pass", field);
+		corrupt_calls = 0;
+		ap_trace_on_corrupt(on_corrupt);
+		struct ap_trace_totals tot;
+		ap_trace_totals(t, &tot);
+		ap_trace_on_corrupt(NULL);
+		const char *why = ap_trace_corrupt(t);
+		char want[64];
+		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: ", first);
+		CHECK(why && strstr(why, want) &&
+			  strstr(why, field == 3 ? "ending at another time" : "its counts say"),
+		      "field %d: %s", field, why ? why : "not found corrupt");
+		CHECK(corrupt_calls == 1 && why && !strcmp(corrupt_seen, why),
+		      "field %d: handler called %d times", field, corrupt_calls);
+		/* a second pass: the first message stays, and is not said again */
+		ap_trace_on_corrupt(on_corrupt);
+		ap_trace_totals(t, &tot);
+		ap_trace_on_corrupt(NULL);
+		CHECK(corrupt_calls == 1, "field %d: handler called %d times", field, corrupt_calls);
+		ap_trace_free(t);
+	}
+	free(good);
+	ap_trace_free(ref);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/allocprof-compact-XXXXXX";
@@ -821,6 +909,7 @@ int main(void)
 	stacks_shared(path);
 	meta_joined(path);
 	writers(path);
+	counts_checked(path);
 	stream_checks(path);
 	unlink(path);
 	if (failures) {

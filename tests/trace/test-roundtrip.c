@@ -229,8 +229,8 @@ static void test_events_single(void)
 	uint64_t base = h.start_ns;
 	uint32_t tid = 1000;
 	ap_tw_alloc(tw, tid, base + 1, 0, AP_KIND_MALLOC, 0x10, 0, s1); /* 0-size */
-	ap_tw_alloc(tw, tid, base + 1, 1, AP_KIND_CALLOC, UINT64_MAX - 15, UINT64_MAX,
-		    s1); /* huge */
+	/* huge: the highest address an allocation can have (test_no_address) */
+	ap_tw_alloc(tw, tid, base + 1, 1, AP_KIND_CALLOC, AP_ANON_BASE - 16, UINT64_MAX, s1);
 	ap_tw_alloc(tw, tid, base + 5, 65535, AP_KIND_ALIGNED, 0x20, 100, s1);
 	ap_tw_realloc(tw, tid, base + 6, 65535, AP_KIND_REALLOC, 0x20, 0x7fffffff0000ull, 200, s1,
 		      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
@@ -246,7 +246,7 @@ static void test_events_single(void)
 		return;
 	struct ap_event want[] = {
 	    {base + 1, 0x10, 0, s1, 0, 0, AP_EV_ALLOC, AP_KIND_MALLOC, AP_EVF_SAMPLED},
-	    {base + 1, UINT64_MAX - 15, UINT64_MAX, s1, 0, 1, AP_EV_ALLOC, AP_KIND_CALLOC,
+	    {base + 1, AP_ANON_BASE - 16, UINT64_MAX, s1, 0, 1, AP_EV_ALLOC, AP_KIND_CALLOC,
 	     AP_EVF_SAMPLED},
 	    {base + 5, 0x20, 100, s1, 0, 65535, AP_EV_ALLOC, AP_KIND_ALIGNED, AP_EVF_SAMPLED},
 	    {base + 6, 0x20, 0, 0, 0, 65535, AP_EV_FREE, 0, AP_EVF_FROM_REALLOC},
@@ -712,64 +712,38 @@ static uint8_t *finish(struct ap_tw *tw, size_t *len)
 	return data;
 }
 
-/* A real address at an anonymous identity: thread b (index 1) allocates
- * at AP_ANON_BASE and frees it in quantum 3005, where thread a (index 0,
- * first in ties) makes its first allocation, anonymous, so AP_ANON_BASE
- * too, and frees it. Only a made-up trace has such an address; the merge
- * must then not take a's ALLOC for one at a new address (which no block
- * can be live at): it waits for b's FREE. */
-static void test_anon_clash(void)
+/* An allocation at an address no process has: at AP_ANON_BASE or above,
+ * where the anonymous identities are (the merge takes an ALLOC there for
+ * one at a new address, which no block can be live at). Such a trace is
+ * corrupt, the ALLOC's and the REALLOC's new address alike; just below is
+ * an address. */
+static void test_no_address(void)
 {
-	uint32_t s;
-	struct ap_tw *tw = two_threads(&s);
-	ap_tw_alloc(tw, 20, 3000000, 0, 0, AP_ANON_BASE, 8, s);
-	ap_tw_free(tw, 20, 3005000, 0, AP_ANON_BASE);
-	ap_tw_flush(tw);
-	size_t len;
-	uint8_t *d0 = finish(tw, &len);
-	/* a's chunk: column lengths (addresses, sizes, times, distances);
-	 * SYNC to quantum 3005, ALLOC|REF of stack 1, FREE|REF; size +8,
-	 * distance 0 (the allocation after the last: index 0) */
-	static const uint8_t a[] = {0, 1, 0, 1, 0x06, 0xbd, 0x17, 0x09, 0x01, 0x0a, 0x10, 0x00};
-	size_t total = len + AP_CHUNK_HDR_LEN + sizeof(a);
-	uint8_t *dc = malloc(total), *q = dc + len;
-	memcpy(dc, d0, len);
-	memcpy(q + AP_CHUNK_HDR_LEN, a, sizeof(a));
-	ap_chunk_header_flags(q, AP_CHUNK_EVENTS,
-			      AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-				  AP_CHUNK_F_SIZES,
-			      10, ap_stream_of(AP_CHUNK_EVENTS, 10), 0, q + AP_CHUNK_HDR_LEN,
-			      sizeof(a));
-	struct ap_trace *t = NULL;
-	struct ap_error err;
-	CHECK(ap_trace_read_mem(dc, total, "anon-clash", &t, &err) == 0, "%s", err.msg);
-	if (t) {
-		ap_trace_load_events(t);
-		static const struct {
-			uint64_t ts;
-			uint16_t thread;
-			uint8_t type;
-		} want[] = {
-		    {3000000, 1, AP_EV_ALLOC},
-		    {3005000, 1, AP_EV_FREE},
-		    {3005000, 0, AP_EV_ALLOC},
-		    {3005000, 0, AP_EV_FREE},
-		};
-		CHECK_U(t->nev, AP_ARRAY_SIZE(want));
-		for (size_t i = 0; i < AP_ARRAY_SIZE(want) && i < t->nev; i++) {
-			const struct ap_event *e = &t->ev[i];
-			CHECK(e->ts == want[i].ts && e->thread == want[i].thread &&
-				  e->type == want[i].type && e->addr == AP_ANON_BASE,
-			      "anon-clash: event %zu: got ts %llu thread %u type %u addr %#llx, "
-			      "want ts %llu thread %u type %u",
-			      i, (unsigned long long)e->ts, e->thread, e->type,
-			      (unsigned long long)e->addr, (unsigned long long)want[i].ts,
-			      want[i].thread, want[i].type);
-		}
+	static const uint64_t addr[] = {AP_ANON_BASE, ~0ull, AP_ANON_BASE - 1};
+	for (size_t i = 0; i < 2 * AP_ARRAY_SIZE(addr); i++) {
+		uint32_t s;
+		struct ap_tw *tw = two_threads(&s);
+		uint64_t a = addr[i / 2];
+		if (i % 2)
+			ap_tw_realloc(tw, 20, 3000000, 0, AP_KIND_REALLOC, 0x5000, a, 8, s,
+				      AP_RF_NEW_SAMPLED);
+		else
+			ap_tw_alloc(tw, 20, 3000000, 0, 0, a, 8, s);
+		ap_tw_free(tw, 20, 3005000, 0, a);
+		size_t len;
+		uint8_t *d = finish(tw, &len);
+		struct ap_trace *t = NULL;
+		struct ap_error err;
+		int rc = ap_trace_read_mem(d, len, "no-address", &t, &err);
+		if (a < AP_ANON_BASE)
+			CHECK(rc == 0, "%#llx: %s", (unsigned long long)a, err.msg);
+		else
+			CHECK(rc < 0 && strstr(err.msg, "an allocation at an address no process has"),
+			      "%#llx (%s): %s", (unsigned long long)a, i % 2 ? "realloc" : "alloc",
+			      rc < 0 ? err.msg : "read");
 		ap_trace_free(t);
+		free(d);
 	}
-	free(dc);
-	free(d0);
 }
 
 static struct ap_tw *small_trace(void)
@@ -858,12 +832,12 @@ static void test_errors(void)
 	expect_error(good, 30, "bad.trace: no header chunk");
 
 	memcpy(d, good, len);
-	ap_put_u32le(d + 8, 8);
-	expect_error(d, len, "bad.trace: trace format version 8, this allocprof reads 3 to 7");
+	ap_put_u32le(d + 8, 9);
+	expect_error(d, len, "bad.trace: trace format version 9, this allocprof reads 3 to 8");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 8, 2);
 	expect_error(d, len,
-		     "bad.trace: trace format version 2, this allocprof reads 3 to 7: recorded "
+		     "bad.trace: trace format version 2, this allocprof reads 3 to 8: recorded "
 		     "by an older allocprof (record it again)");
 	memcpy(d, good, len);
 	ap_put_u32le(d + 12, 0x04030201);
@@ -1073,7 +1047,7 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 64, notzstd, sizeof(notzstd), "unknown chunk flags 0x40"},
+		    {AP_CHUNK_EVENTS, 128, notzstd, sizeof(notzstd), "unknown chunk flags 0x80"},
 		    {AP_CHUNK_EVENTS, 32 | 3, notzstd, sizeof(notzstd),
 		     "steps by owner without allocation indexes"},
 		    {AP_CHUNK_EVENTS, 16, notzstd, sizeof(notzstd), "sizes by stack without columns"},
@@ -1764,7 +1738,7 @@ int main(void)
 	test_merge(1, 2000, 64);
 	test_cross_thread();
 	test_cross_thread_reuse();
-	test_anon_clash();
+	test_no_address();
 	test_reuse_across_chunks(false);
 	test_reuse_across_chunks(true);
 	test_merge(3, 3000, 16);

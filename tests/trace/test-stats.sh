@@ -118,7 +118,7 @@ expect_err text "allocprof: text.trace: not an allocprof trace" text.trace
 # byte-order mark (bytes 12..15)
 cp "$T/exact.trace" "$T/v1.trace"
 printf '\x01' | dd of="$T/v1.trace" bs=1 seek=8 conv=notrunc status=none
-expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 3 to 7: recorded by an older allocprof (record it again)" v1.trace
+expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 3 to 8: recorded by an older allocprof (record it again)" v1.trace
 # version 3 (before STACK_SHARED records): read as it is
 cp "$T/exact.trace" "$T/v3.trace"
 printf '\x03' | dd of="$T/v3.trace" bs=1 seek=8 conv=notrunc status=none
@@ -131,6 +131,24 @@ expect_err bom "allocprof: bom.trace: wrong byte-order mark 0x04030201 (expected
 cp "$T/exact.trace" "$T/crc.trace"
 printf '\xee' | dd of="$T/crc.trace" bs=1 seek=49 conv=notrunc status=none
 expect_err crc "allocprof: crc.trace: corrupt chunk at byte 16: payload checksum mismatch" crc.trace
+# counts that say one record more than the chunk holds: found by the
+# first pass over the events, and said before anything is printed, by
+# every command
+"$MK" damaged-counts "$T/counts.trace" || bad "mktrace damaged-counts"
+msg_counts=$(cd "$T" && "$AP" stats counts.trace 2>&1 >/dev/null)
+case $msg_counts in
+"allocprof: counts.trace: corrupt chunk at byte "*": its counts say "*" records, "*) ;;
+*) bad "counts: $msg_counts" ;;
+esac
+expect_err counts "$msg_counts" counts.trace
+expect_err counts-json "$msg_counts" --json counts.trace
+for cmd in top advise "list main" "peek main" timeline "tui --batch" "export -o x.pb.gz"; do
+	(cd "$T" && "$AP" $cmd counts.trace >counts.out 2>counts.err)
+	got=$?
+	[ "$got" = 1 ] || bad "counts: $cmd: exit $got, expected 1"
+	[ -s "$T/counts.out" ] && bad "counts: $cmd: stdout not empty"
+	printf '%s\n' "$msg_counts" | diff -u - "$T/counts.err" || bad "counts: $cmd: stderr differs"
+done
 # only the preamble: cut before the header
 head -c 16 "$T/exact.trace" >"$T/nohdr.trace"
 expect_err noheader "allocprof: nohdr.trace: no header chunk: the trace is empty or was cut before its header" nohdr.trace
