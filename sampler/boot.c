@@ -20,11 +20,44 @@ struct pre_ev {
 	uint64_t addr, size, caller;
 	uint32_t type, kind;
 };
-static struct pre_ev *pre_log;
-static size_t pre_n, pre_cap;
+/* The log is a series of mmap'd chunks that never move, chunk c holding
+ * PRE_CHUNK0 << c entries: a signal handler that allocates on the thread
+ * that is adding an entry (the lock is its own: own_lock) adds its own
+ * entry at once, which only needs an index taken by one atomic add and a
+ * chunk put in place by compare-and-swap. An entry whose address is 0 was
+ * never written (no memory). */
+#define PRE_CHUNK0 4096
+#define PRE_CHUNKS 40
+static struct pre_ev *pre_dir[PRE_CHUNKS];
+static size_t pre_n;		/* entries taken */
 static int pre_closed;		/* ap_init has begun: nothing more is logged */
 static uint64_t pre_lost;	/* events dropped: no memory for the log */
 static int pre_lock;
+
+/* Entry i of the log, its chunk mapped if `make`; NULL if there is none. */
+static struct pre_ev *pre_at(size_t i, int make)
+{
+	size_t q = i / PRE_CHUNK0 + 1;
+	unsigned c = 63u - (unsigned)__builtin_clzll(q);
+	if (c >= PRE_CHUNKS)
+		return NULL;
+	size_t off = i - PRE_CHUNK0 * (((size_t)1 << c) - 1);
+	size_t size = ((size_t)PRE_CHUNK0 << c) * sizeof(struct pre_ev);
+	struct pre_ev *chunk = __atomic_load_n(&pre_dir[c], __ATOMIC_RELAXED);
+	if (!chunk && make) {
+		struct pre_ev *m = map_mem(size), *none = NULL;
+		if (!m)
+			return NULL;
+		if (__atomic_compare_exchange_n(&pre_dir[c], &none, m, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			chunk = m;
+		else {
+			munmap(m, size); /* a handler put one there meanwhile */
+			chunk = none;
+		}
+	}
+	return chunk ? chunk + off : NULL;
+}
 
 /* ---- resolving the real functions ------------------------------------- */
 
@@ -100,7 +133,7 @@ void resolve(void)
 {
 	if (real_malloc != boot_malloc)
 		return;
-	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see pre_log */
+	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see the early log */
 	resolving = 1;
 	void *m = must_sym("malloc");
 	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
@@ -205,31 +238,19 @@ static size_t boot_usable_size(void *p)
 	return real_usable_size(p);
 }
 
-/* Logs an early allocation or free (see pre_log). */
+/* Logs an early allocation or free (see the early log). */
 void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
 {
 	int saved = errno;
-	sigset_t mask;
-	sig_block(&mask);
-	lk_lock(&pre_lock);
-	if (!pre_closed && pre_n == pre_cap) {
-		size_t cap = pre_cap ? pre_cap * 2 : 4096;
-		struct pre_ev *l = map_mem(cap * sizeof(*l));
-		if (l) {
-			if (pre_log) {
-				memcpy(l, pre_log, pre_n * sizeof(*l));
-				munmap(pre_log, pre_cap * sizeof(*l));
-			}
-			pre_log = l;
-			pre_cap = cap;
-		}
+	int nested = own_lock(&pre_lock);
+	if (!__atomic_load_n(&pre_closed, __ATOMIC_RELAXED)) {
+		struct pre_ev *e = pre_at(__atomic_fetch_add(&pre_n, 1, __ATOMIC_RELAXED), 1);
+		if (e)
+			*e = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
+		else
+			__atomic_fetch_add(&pre_lost, 1, __ATOMIC_RELAXED);
 	}
-	if (!pre_closed && pre_n < pre_cap)
-		pre_log[pre_n++] = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
-	else if (!pre_closed)
-		pre_lost++;
-	lk_unlock(&pre_lock);
-	sig_restore(&mask);
+	own_unlock(&pre_lock, nested);
 	errno = saved;
 }
 
@@ -245,22 +266,21 @@ void *boot_move(void *old, size_t n)
  * to what the mode needs (ap_init raises it again for --all). */
 void pre_close(void)
 {
-	sigset_t mask;
-	sig_block(&mask);
-	lk_lock(&pre_lock);
-	pre_closed = 1;
-	lk_unlock(&pre_lock);
-	sig_restore(&mask);
+	int nested = own_lock(&pre_lock);
+	__atomic_store_n(&pre_closed, 1, __ATOMIC_RELAXED);
+	own_unlock(&pre_lock, nested);
 	memset(ap_filter, 0, sizeof(ap_filter));
 	boot_mark_filter();
 }
 
 void pre_release(void)
 {
-	if (pre_log)
-		munmap(pre_log, pre_cap * sizeof(*pre_log));
-	pre_log = NULL;
-	pre_n = pre_cap = 0;
+	for (unsigned c = 0; c < PRE_CHUNKS; c++)
+		if (pre_dir[c]) {
+			munmap(pre_dir[c], ((size_t)PRE_CHUNK0 << c) * sizeof(struct pre_ev));
+			pre_dir[c] = NULL;
+		}
+	pre_n = 0;
 }
 
 /* The early log, now that the trace is open: each allocation goes through
@@ -276,7 +296,9 @@ void pre_replay(struct ap_tls *t)
 	if (!t->thr)
 		thr_register(t);
 	for (size_t i = 0; i < pre_n; i++) {
-		const struct pre_ev *e = &pre_log[i];
+		const struct pre_ev *e = pre_at(i, 0);
+		if (!e || !e->addr)
+			continue;
 		void *addr = (void *)(uintptr_t)e->addr;
 		if (e->type == PRE_FREE) {
 			if (settings.all || set_remove(addr))

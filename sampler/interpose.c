@@ -278,7 +278,7 @@ static inline int take_tracked(void *old)
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT))
-		return tls.guard ? 0 : 2; /* 2: an early block (see pre_log) */
+		return tls.guard ? 0 : 2; /* 2: an early block (see the early log) */
 	if (settings.all)
 		return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;

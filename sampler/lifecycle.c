@@ -259,11 +259,9 @@ __attribute__((constructor(101))) static void ap_init(void)
 	meta.buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
 	threads.fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
 	int have_mods = modules_init() == 0;
-	tracked_set.cap = 4096;
-	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
 	if (threads.fallback.buf)
 		threads.fallback.ring.ent = (struct ap_ring_ent *)(threads.fallback.buf + THR_BUF_SIZE);
-	if (!meta.buf || !threads.fallback.buf || !have_mods || !tracked_set.tab ||
+	if (!meta.buf || !threads.fallback.buf || !have_mods ||
 	    pthread_key_create(&threads.key, thr_exit) != 0) {
 		say(tfile.path, "out of memory: profiling disabled");
 		goto off;

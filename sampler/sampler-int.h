@@ -299,9 +299,14 @@ extern char _end[] __attribute__((visibility("hidden")));
 
 static inline void lk_lock(int *l)
 {
-	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+	int z = 0;
+	/* compare-and-swap, not exchange: a waiter must not overwrite the
+	 * holder's lock id in a lock taken with own_lock */
+	while (!__atomic_compare_exchange_n(l, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 		while (__atomic_load_n(l, __ATOMIC_RELAXED))
 			sched_yield();
+		z = 0;
+	}
 }
 
 static inline void lk_unlock(int *l)
@@ -310,9 +315,42 @@ static inline void lk_unlock(int *l)
 }
 
 /* The locks that a malloc, free or realloc on the same thread can take
- * again from a signal handler (the pointer set, the early log, and every
- * lock the fork handlers hold across fork) are held with all signals
- * blocked: the handler runs once they are released. */
+ * again from a signal handler (the pointer sets, the early log) hold the
+ * id of the thread that holds them (lock_id, per thread, never 0 or 1):
+ * own_lock returns 1 without waiting when the calling thread holds the
+ * lock already (a handler interrupted it inside), and the code under the
+ * lock is written so that such a nested call may run between any two of
+ * its instructions (ptrset.c, "Signal handlers"). No signal mask changes:
+ * a thread that blocks and unblocks signals takes process-directed ones
+ * meant for another thread. */
+extern __thread uint32_t lock_id __attribute__((tls_model("initial-exec")));
+uint32_t lock_id_new(void);
+
+static inline int own_lock(int *l)
+{
+	uint32_t id = lock_id;
+	if (UNLIKELY(!id))
+		id = lock_id_new();
+	if (__atomic_load_n(l, __ATOMIC_RELAXED) == (int)id)
+		return 1;
+	int z = 0;
+	while (!__atomic_compare_exchange_n(l, &z, (int)id, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			sched_yield();
+		z = 0;
+	}
+	return 0;
+}
+
+static inline void own_unlock(int *l, int nested)
+{
+	if (!nested)
+		__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* fork_prepare holds the profiler's locks with every signal blocked, so
+ * that none is held half-way in the child (and a SIGCHLD handler that
+ * frees runs after fork returns). */
 static inline void sig_block(sigset_t *old)
 {
 	sigset_t all;
@@ -381,15 +419,26 @@ static inline size_t boot_size(const void *p)
 
 /* A counting filter (ap_filter, one byte per slot, saturating) answers "not
  * tracked" for almost every free without touching the set. The set itself
- * is an open-addressing table of addresses under a lock; it grows instead of
- * ever failing an insert. Keys: 0 empty, 1 deleted. The same structure,
- * with a filter of its own, holds the blocks glibc and libunwind allocated
- * for us (own_blocks, below). */
+ * is an open-addressing table of addresses (ptrset.c) under own_lock; it
+ * grows instead of ever failing an insert. The same structure, with a
+ * filter of its own, holds the blocks glibc and libunwind allocated for us
+ * (own_blocks, below). */
+#define PS_JOURNAL 32
+struct ps_tab;
+struct ps_op {
+	uint64_t key;
+	int remove;
+};
 struct ptr_set {
-	int lock;
-	uint64_t *tab;
-	size_t cap, count, used;
+	int lock;		/* own_lock (1: fork_prepare's lk_lock) */
+	struct ps_tab *tab;	/* never NULL */
+	size_t count;		/* keys in the set */
 	uint8_t *filter;
+	/* the holder's rehash, and what handlers did meanwhile (ptrset.c) */
+	int rehashing;
+	struct ps_tab *next;
+	uint32_t jn;
+	struct ps_op journal[PS_JOURNAL];
 };
 
 static inline void set_insert(const void *p)
