@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -422,17 +426,215 @@ static int check_output(const char *path, bool *discard, char **resolved)
 	return 0;
 }
 
-static pid_t child_pid;
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+/* Signals. Every catchable signal sent to record goes on to the program,
+ * once: record blocks them all and reads them from a signalfd while the
+ * program runs. A signal sent to the process group (Ctrl-C, `kill -INT
+ * -PGID`, timeout, shells) reaches the program directly, and record must
+ * not send a second copy; but siginfo does not say whether a signal was
+ * sent to a process or to its group. The sentinel tells: a small process
+ * of record's, in the same process group, that blocks every signal and
+ * takes none unless record asks. When record reads a signal, it asks the
+ * sentinel to take the same one: if it had it pending, the signal was sent
+ * to the group (the kernel signals a group's members newest first, so
+ * the sentinel, started last, has its copy before record has its own),
+ * and the program has its copy already. Only the others go on to the
+ * program: kill() for a plain signal (the program sees record as the
+ * sender), sigqueue's own siginfo (value included) for a queued one.
+ * Signals record sends itself (SIGPIPE of its own writes) and SIGCHLD are
+ * not forwarded.
+ *
+ * Job control: when the program stops from SIGTSTP, SIGTTIN or SIGTTOU
+ * (Ctrl-Z reaches both; one sent to record's pid is forwarded), record
+ * stops itself with the same signal, so that its caller sees the job
+ * stopped; SIGCONT resumes both (sent to the group, or forwarded). */
+struct relay {
+	sigset_t set;		/* what record blocks and reads from sfd */
+	sigset_t mask;		/* record's mask before */
+	int sfd;		/* signalfd of set, or -1 */
+	pid_t sentinel;		/* or -1: every signal is forwarded */
+	int req, rep;		/* pipes to and from the sentinel */
+	pid_t program;
+};
 
-/* Signals sent to allocprof itself go on to the program. Those the terminal
- * sends to the whole foreground group (Ctrl-C) reach the program directly:
- * forwarding them too would deliver them twice. */
-static void forward_signal(int sig, siginfo_t *si, void *uc)
+/* Whether record takes signal s through its signalfd while the program
+ * runs (all but SIGCHLD are forwarded; SIGCHLD wakes the wait). */
+static bool relayed(int s)
 {
-	if (child_pid > 0 && (si->si_code == SI_USER || si->si_code == SI_QUEUE) &&
-	    si->si_pid != child_pid)
-		kill(child_pid, sig);
+	return s != SIGKILL && s != SIGSTOP;
+}
+
+#define SENTINEL_STACK (16u << 10)
+
+static long sentinel_sys(long nr, long a, long b, long c, long d)
+{
+	/* raw system calls: the sentinel shares record's memory and TLS, so
+	 * it may not touch errno (record's) nor call into libc */
+	long ret;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* The sentinel's body: every signal blocked; for each signal number record
+ * writes, takes one pending instance of it if there is one and answers
+ * 1 (there was) or 0. It dies with record (PR_SET_PDEATHSIG). */
+static int sentinel_main(void *arg)
+{
+	const struct relay *r = arg;
+	uint64_t all = ~0ull;
+	sentinel_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, sizeof(all));
+	sentinel_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+	for (;;) {
+		unsigned char sig, had;
+		if (sentinel_sys(SYS_read, r->req, (long)&sig, 1, 0) != 1)
+			break;
+		uint64_t one = 1ull << (sig - 1);
+		struct timespec zero = { 0, 0 };
+		had = sentinel_sys(SYS_rt_sigtimedwait, (long)&one, 0, (long)&zero, sizeof(one)) == sig;
+		if (sentinel_sys(SYS_write, r->rep, (long)&had, 1, 0) != 1)
+			break;
+	}
+	sentinel_sys(SYS_exit, 0, 0, 0, 0);
+	return 0;
+}
+
+/* Starts the sentinel (it must join the group after record: the
+ * kernel signals the newest members first). Without one every signal is
+ * forwarded. */
+static void relay_sentinel(struct relay *r)
+{
+	static char stack[SENTINEL_STACK] __attribute__((aligned(64)));
+	int a[2], b[2];
+	if (pipe2(a, O_CLOEXEC) < 0)
+		return;
+	if (pipe2(b, O_CLOEXEC) < 0) {
+		close(a[0]);
+		close(a[1]);
+		return;
+	}
+	r->req = a[1];
+	r->rep = b[0];
+	struct relay view = *r;
+	view.req = a[0];
+	view.rep = b[1];
+	static struct relay sentinel_view;
+	sentinel_view = view; /* the sentinel reads it: not on our stack */
+	pid_t pid = clone(sentinel_main, stack + sizeof(stack), CLONE_VM | SIGCHLD, &sentinel_view);
+	close(a[0]);
+	close(b[1]);
+	if (pid < 0) {
+		close(r->req);
+		close(r->rep);
+		r->req = r->rep = -1;
+		return;
+	}
+	r->sentinel = pid;
+}
+
+/* Blocks every relayed signal and opens the signalfd; before the launch
+ * (the program gets r->mask back). Returns 0, or -1 after one line. */
+static int relay_start(struct relay *r)
+{
+	r->sentinel = -1;
+	r->req = r->rep = -1;
+	sigemptyset(&r->set);
+	for (int s = 1; s < NSIG; s++)
+		if (relayed(s))
+			sigaddset(&r->set, s);
+	sigprocmask(SIG_BLOCK, &r->set, &r->mask);
+	r->sfd = signalfd(-1, &r->set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (r->sfd < 0) {
+		ap_die_msg("signalfd: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &r->mask, NULL);
+		return -1;
+	}
+	r->program = 0;
+	relay_sentinel(r);
+	return 0;
+}
+
+/* Whether the sentinel had a pending s: then s was sent to the group. */
+static bool sent_to_group(struct relay *r, int s)
+{
+	unsigned char sig = (unsigned char)s, had = 0;
+	if (r->sentinel < 0 || write(r->req, &sig, 1) != 1 || read(r->rep, &had, 1) != 1)
+		return false;
+	return had;
+}
+
+/* Forwards what record was sent; 1 if a SIGCHLD came (the program may
+ * have changed state). */
+static int relay_signals(struct relay *r)
+{
+	struct signalfd_siginfo si;
+	int chld = 0;
+	while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int s = (int)si.ssi_signo;
+		if (s == SIGCHLD) {
+			chld = 1;
+			continue;
+		}
+		if (r->program <= 0)
+			continue; /* the launch failed */
+		if ((pid_t)si.ssi_pid == getpid() && si.ssi_code != SI_QUEUE)
+			continue; /* our own (SIGPIPE from a write) */
+		if (sent_to_group(r, s))
+			continue;
+		if (si.ssi_code == SI_QUEUE) {
+			siginfo_t q;
+			memset(&q, 0, sizeof(q));
+			q.si_signo = s;
+			q.si_code = SI_QUEUE;
+			q.si_pid = (pid_t)si.ssi_pid;
+			q.si_uid = si.ssi_uid;
+			q.si_value.sival_ptr = (void *)(uintptr_t)si.ssi_ptr;
+			if (syscall(SYS_rt_sigqueueinfo, r->program, s, &q) == 0)
+				continue;
+		}
+		kill(r->program, s);
+	}
+	return chld;
+}
+
+/* The program stopped by s: record stops the same way, and goes on when
+ * continued. */
+static void relay_stop(struct relay *r, int s)
+{
+	if (s != SIGTSTP && s != SIGTTIN && s != SIGTTOU)
+		return; /* SIGSTOP from a debugger, say: not a job's stop */
+	relay_signals(r); /* the group's copies are answered for first */
+	struct sigaction dfl, was;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(s, &dfl, &was);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	kill(getpid(), s);
+	sigprocmask(SIG_UNBLOCK, &one, NULL); /* stops here */
+	sigprocmask(SIG_BLOCK, &one, NULL);
+	sigaction(s, &was, NULL);
+}
+
+/* The program has ended: its signals are record's own again. */
+static void relay_end(struct relay *r)
+{
+	if (r->sfd < 0)
+		return;
+	relay_signals(r);
+	if (r->sentinel > 0) {
+		close(r->req);
+		close(r->rep);
+		kill(r->sentinel, SIGKILL);
+		waitpid(r->sentinel, NULL, __WALL);
+	}
+	close(r->sfd);
+	r->sfd = -1;
+	/* a signal that came since goes to record now */
+	sigprocmask(SIG_SETMASK, &r->mask, NULL);
 }
 
 /* The zstd level for a trace of `size` bytes: AP_COMPACT_LEVEL from
@@ -458,13 +660,17 @@ static int compact_level(uint64_t size)
  * stream at the end, or NULL (never started, or given up: see
  * ap_compact_stream_feed). */
 static int wait_program(pid_t pid, int *status, const char *trace,
-			struct ap_compact_stream **stream)
+			struct ap_compact_stream **stream, struct relay *r)
 {
 	int level = trace ? compact_level(AP_COMPACT_MIN_BYTES) : 0;
-	int pfd = level > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	off_t fed = 0;
 	for (;;) {
-		pid_t w = waitpid(pid, status, pfd >= 0 ? WNOHANG : 0);
+		relay_signals(r);
+		pid_t w = waitpid(pid, status, WNOHANG | WUNTRACED);
+		if (w == pid && WIFSTOPPED(*status)) {
+			relay_stop(r, WSTOPSIG(*status));
+			continue;
+		}
 		if (w == pid)
 			break;
 		if (w < 0) {
@@ -473,13 +679,12 @@ static int wait_program(pid_t pid, int *status, const char *trace,
 			ap_die_msg("waitpid: %s", strerror(errno));
 			ap_compact_stream_abandon(*stream);
 			*stream = NULL;
-			if (pfd >= 0)
-				close(pfd);
 			return -1;
 		}
-		struct pollfd p = { .fd = pfd, .events = POLLIN };
-		if (poll(&p, 1, 20) != 0)
-			continue; /* exited (or a signal): ask waitpid */
+		/* a signal (SIGCHLD when the program ends) wakes us */
+		struct pollfd p = { .fd = r->sfd, .events = POLLIN };
+		if (poll(&p, 1, level > 0 ? 20 : -1) != 0)
+			continue;
 		struct stat sb;
 		if (stat(trace, &sb) < 0 || sb.st_size < (off_t)AP_COMPACT_MIN_BYTES ||
 		    sb.st_size - fed < (off_t)(1u << 20))
@@ -490,14 +695,11 @@ static int wait_program(pid_t pid, int *status, const char *trace,
 			/* after the exit, as a whole */
 			ap_compact_stream_abandon(*stream);
 			*stream = NULL;
-			close(pfd);
-			pfd = -1;
+			level = 0;
 			continue;
 		}
 		fed = sb.st_size;
 	}
-	if (pfd >= 0)
-		close(pfd);
 	return 0;
 }
 
@@ -682,6 +884,29 @@ static size_t finish_children(const char *output, time_t since, bool quiet, pid_
 	return ndone;
 }
 
+/* The program died of signal s: record, its trace finished, dies of the
+ * same signal, so that its parent sees what it would have seen without
+ * us (WIFSIGNALED, a shell's "Terminated", Python's returncode -15).
+ * Without a core dump of record's: the program's own is the program's
+ * business. Returns only if s does not end record (then the caller exits
+ * with 128 + s). */
+static void die_like(int s)
+{
+	fflush(NULL);
+	struct rlimit no_core = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &no_core);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(s, &dfl, NULL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(s);
+	exit(128 + s);
+}
+
 /* What the vfork child of launch() needs, all prepared beforehand: it
  * borrows our memory until execve, so it may not allocate. */
 struct launch {
@@ -693,7 +918,6 @@ struct launch {
 	const char *cfg_mid;
 	const char *out_suffix;	/* NULL: the output path holds no pid */
 	int sigpipe_default;
-	const struct sigaction *fwd_old;	/* forwarded[]'s dispositions before ours */
 	const sigset_t *mask;	/* the signal mask to exec with */
 	int err;		/* exec's errno, set by the child */
 };
@@ -720,8 +944,8 @@ static void put_pid(char **p, long v)
  * `record /bin/true` on this VM. The child writes its pid into the
  * settings (the sampler's, and the default trace name), restores SIGPIPE
  * (main() ignores it for allocprof's own output; the program must get it
- * as allocprof did), the forwarded signals' dispositions and the signal
- * mask (the caller blocks those signals around launch) and execs. Returns the pid, with L->err set if exec
+ * as allocprof did) and the signal mask (record blocks every signal while
+ * the program runs) and execs. Returns the pid, with L->err set if exec
  * failed (the child has exited then), or -1. */
 static pid_t launch(struct launch *L)
 {
@@ -740,10 +964,8 @@ static pid_t launch(struct launch *L)
 		*p = 0;
 		if (L->sigpipe_default)
 			signal(SIGPIPE, SIG_DFL);
-		/* the dispositions and mask allocprof was given, before a
-		 * signal can arrive */
-		for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-			sigaction(forwarded[i], &L->fwd_old[i], NULL);
+		/* the mask allocprof was given (record blocks every signal
+		 * while the program runs: relay_start) */
 		sigprocmask(SIG_SETMASK, L->mask, NULL);
 		execve(L->path, L->argv, L->env);
 		int e = errno;
@@ -810,12 +1032,6 @@ int cmd_record(int argc, char **argv)
 	    check_preload_path(so) < 0)
 		return AP_EXIT_FAIL;
 
-	struct sigaction sa, old[4];
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = forward_signal;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-
 	/* The trace's path; the default name holds the program's pid, which
 	 * the vfork child fills in (launch). */
 	char cwd[PATH_MAX];
@@ -861,19 +1077,16 @@ int cmd_record(int argc, char **argv)
 	for (int i = 1; i <= nargs; i++)
 		L.sh_argv[i + 1] = argv[first + i];
 
-	/* Forwarding is in place before the program starts, with the
-	 * forwarded signals blocked until its pid is known: a SIGTERM sent to
-	 * us right after the launch must reach the program, not end us and
-	 * leave it running. */
-	sigset_t fwd_set, mask;
-	sigemptyset(&fwd_set);
-	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-		sigaddset(&fwd_set, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &fwd_set, &mask);
-	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-		sigaction(forwarded[i], &sa, &old[i]);
-	L.fwd_old = old;
-	L.mask = &mask;
+	/* Signals are relayed from before the program starts: a SIGTERM
+	 * sent to us right after the launch must reach the program, not end
+	 * us and leave it running. */
+	struct relay relay;
+	if (relay_start(&relay) < 0) {
+		ap_buf_release(&out_pre);
+		free(resolved);
+		return AP_EXIT_FAIL;
+	}
+	L.mask = &relay.mask;
 
 	fflush(NULL);
 	time_t start = time(NULL);
@@ -886,18 +1099,15 @@ int cmd_record(int argc, char **argv)
 	ap_buf_release(&cfg_mid);
 	if (pid < 0 || e) {
 		int err = pid < 0 ? errno : e;
-		for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-			sigaction(forwarded[i], &old[i], NULL);
-		sigprocmask(SIG_SETMASK, &mask, NULL);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		relay_end(&relay);
 		ap_die_msg("%s: %s", prog, strerror(err));
 		ap_buf_release(&out_pre);
 		free(resolved);
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
 		return AP_EXIT_FAIL;
 	}
-	child_pid = pid;
-	sigprocmask(SIG_SETMASK, &mask, NULL); /* what came meanwhile goes on now */
+	relay.program = pid;
 	char output[PATH_MAX + 64], abs_out[PATH_MAX * 2 + 64];
 	if (o.output)
 		snprintf(output, sizeof(output), "%s", o.output);
@@ -910,9 +1120,8 @@ int cmd_record(int argc, char **argv)
 	ap_buf_release(&out_pre);
 	int status;
 	struct ap_compact_stream *stream = NULL;
-	int wrc = wait_program(pid, &status, discard ? NULL : abs_out, &stream);
-	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
-		sigaction(forwarded[i], &old[i], NULL);
+	int wrc = wait_program(pid, &status, discard ? NULL : abs_out, &stream, &relay);
+	relay_end(&relay);
 	if (wrc < 0) {
 		free(resolved);
 		return AP_EXIT_FAIL;
@@ -939,6 +1148,6 @@ int cmd_record(int argc, char **argv)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
+		die_like(WTERMSIG(status));
 	return AP_EXIT_FAIL;
 }
