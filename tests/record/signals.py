@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""The program cannot tell its signals from those it gets without allocprof
+(issue 24). One argument picks the group:
+
+  mask     a server waiting in pause() for SIGTERM while 4 threads allocate
+           ends on one SIGTERM, 10 runs sampled and 10 with --all; the
+           sampler makes no rt_sigprocmask call per event (strace counts);
+           python3 with 4 busy threads and main in time.sleep(20) stops on
+           one SIGINT to its group within a second, 10 of 10 runs
+  forward  signals sent to the group reach the program once, signals sent
+           to record's pid too; Ctrl-Z (SIGTSTP to the group) and a SIGTSTP
+           to record's pid stop both, SIGCONT resumes both
+  status   record ends the way its program ended: killed by SIGTERM
+           (returncode -15), abort() (-6), exit statuses unchanged
+
+Environment (tests/record/meson.build): ALLOCPROF, SIGPROG.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ALLOCPROF = os.environ["ALLOCPROF"]
+SIGPROG = os.environ["SIGPROG"]
+failed = False
+
+
+def fail(msg):
+    global failed
+    print("FAIL: " + msg)
+    failed = True
+
+
+def program_of(rec):
+    """The pid of record's child that is the program (not the sentinel)."""
+    for _ in range(200):
+        for task in os.listdir("/proc"):
+            if not task.isdigit():
+                continue
+            try:
+                with open(f"/proc/{task}/stat") as f:
+                    st = f.read()
+                exe = os.readlink(f"/proc/{task}/exe")
+            except OSError:
+                continue
+            ppid = int(st.rsplit(")", 1)[1].split()[1])
+            if ppid == rec and "allocprof" not in os.path.basename(exe):
+                return int(task)
+        time.sleep(0.01)
+    return None
+
+
+def state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def record(args, **kw):
+    """record -q ARGS in a process group of its own (a shell's job)."""
+    return subprocess.Popen([ALLOCPROF, "record", "-q", "-o", "t.trace"] + args,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=os.setpgrp, **kw)
+
+
+def wait_for(p, secs):
+    try:
+        return p.wait(timeout=secs)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def kill_all(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    p.wait()
+
+
+def mask():
+    # the server: one SIGTERM to the program ends it
+    for opts in ([], ["--all"]):
+        stuck = 0
+        for _ in range(10):
+            p = record(opts + [SIGPROG, "server"])
+            if p.stdout.readline() != b"ready\n":
+                fail(f"server {opts}: not ready: {p.stderr.read()!r}")
+                kill_all(p)
+                break
+            time.sleep(0.2)
+            os.kill(program_of(p.pid), signal.SIGTERM)
+            rc = wait_for(p, 5)
+            if rc is None:
+                stuck += 1
+                kill_all(p)
+            elif rc != 0 or p.stdout.read() != b"stopped\n":
+                fail(f"server {opts}: exit {rc}")
+        if stuck:
+            fail(f"server {opts}: still waiting 5 s after SIGTERM in {stuck} of 10 runs")
+        else:
+            print(f"server {opts}: ended on SIGTERM in 10 of 10 runs")
+
+    # no rt_sigprocmask per sampled event: 10 times the events, not 10
+    # times the calls (before: two per sampled event)
+    strace = shutil.which("strace")
+    if not strace:
+        print("SKIP: strace not installed")
+    else:
+        calls = []
+        for n in (20000, 200000):
+            subprocess.run([strace, "-f", "-c", "-o", "st.txt", "-e", "trace=rt_sigprocmask",
+                            ALLOCPROF, "record", "-q", "--rate", "4096", "-o", "s.trace",
+                            SIGPROG, "loop", str(n)], check=True)
+            c = 0
+            for line in open("st.txt"):
+                f = line.split()
+                if f and f[-1] == "rt_sigprocmask":
+                    c = int(f[3])
+            calls.append(c)
+        print(f"rt_sigprocmask calls: {calls[0]} for 20000 events, {calls[1]} for 200000")
+        if calls[1] - calls[0] > 100:
+            fail(f"rt_sigprocmask calls grow with the events: {calls}")
+
+    # python3: one SIGINT to the group (Ctrl-C) stops it within a second
+    py = "/usr/bin/python3"
+    code = ("import threading, time, sys\n"
+            "def busy():\n"
+            "    while True:\n"
+            "        x = [bytearray(3000) for _ in range(8)]\n"
+            "for _ in range(4):\n"
+            "    threading.Thread(target=busy, daemon=True).start()\n"
+            "print('ready', flush=True)\n"
+            "try:\n"
+            "    time.sleep(20)\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(3)\n")
+    env = dict(os.environ, PYTHONMALLOC="malloc")
+    late = 0
+    for _ in range(10):
+        p = subprocess.Popen([ALLOCPROF, "record", "-q", "-o", "py.trace", py, "-c", code],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             preexec_fn=os.setpgrp)
+        if p.stdout.readline() != b"ready\n":
+            fail("python3: not ready: " + p.stderr.read().decode())
+            kill_all(p)
+            return
+        time.sleep(1)
+        os.killpg(p.pid, signal.SIGINT)
+        rc = wait_for(p, 1)
+        if rc is None:
+            late += 1
+            kill_all(p)
+        elif rc != 3:
+            fail(f"python3: exit {rc}: {p.stderr.read().decode()}")
+    if late:
+        fail(f"python3: still running 1 s after SIGINT in {late} of 10 runs")
+    else:
+        print("python3: stopped on SIGINT within 1 s in 10 of 10 runs")
+
+
+def counts(out):
+    return {k: int(v) for k, v in (line.split() for line in out.decode().splitlines())}
+
+
+def forward():
+    done = os.path.abspath("done")
+    p = record([SIGPROG, "count", done])
+    if p.stdout.readline() != b"ready\n":
+        fail("count: not ready: " + p.stderr.read().decode())
+        kill_all(p)
+        return
+    sent = {}
+
+    def send(to, sig):
+        if to == "group":
+            os.killpg(p.pid, sig)
+        else:
+            os.kill(p.pid, sig)
+        name = signal.Signals(sig).name
+        sent[name] = sent.get(name, 0) + 1
+        time.sleep(0.15)
+
+    send("group", signal.SIGINT)
+    send("record", signal.SIGUSR1)
+    send("group", signal.SIGHUP)
+    for s in (signal.SIGUSR2, signal.SIGWINCH, signal.SIGALRM, signal.SIGQUIT,
+              signal.SIGPIPE, signal.SIGPWR, signal.SIGINT):
+        send("record", s)
+    send("group", signal.SIGUSR2)
+    send("record", signal.SIGTERM)
+    open(done, "w").close()
+    rc = wait_for(p, 10)
+    if rc != 0:
+        kill_all(p) # the program may outlive record
+        fail(f"count: record's returncode {rc}")
+        return
+    got = counts(p.stdout.read())
+    if got != sent:
+        fail(f"count: the program got {got}, was sent {sent}")
+    else:
+        print(f"count: each signal arrived as often as it was sent: {got}")
+
+    # job control: both stop, both go on
+    for how in ("group", "record"):
+        p = record([SIGPROG, "server"])
+        if p.stdout.readline() != b"ready\n":
+            fail("server: not ready")
+            kill_all(p)
+            continue
+        prog = program_of(p.pid)
+        send = (lambda s: os.killpg(p.pid, s)) if how == "group" else (lambda s: os.kill(p.pid, s))
+        send(signal.SIGTSTP)
+        time.sleep(0.3)
+        w = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+        if state(prog) != "T" or w[0] != p.pid or not os.WIFSTOPPED(w[1]) or \
+           os.WSTOPSIG(w[1]) != signal.SIGTSTP:
+            fail(f"SIGTSTP to the {how}: program {state(prog)}, record's wait status {w}")
+        send(signal.SIGCONT)
+        time.sleep(0.3)
+        if state(prog) == "T" or state(p.pid) == "T":
+            fail(f"SIGCONT to the {how}: program {state(prog)}, record {state(p.pid)}")
+        os.kill(prog, signal.SIGTERM)
+        rc = wait_for(p, 5)
+        if rc != 0:
+            fail(f"job control via the {how}: exit {rc}")
+            kill_all(p)
+        else:
+            print(f"SIGTSTP and SIGCONT to the {how}: both stopped, both went on")
+
+
+def status():
+    p = record([SIGPROG, "die", "TERM"])
+    prog = program_of(p.pid) if p.stdout.readline() == b"ready\n" else None
+    if prog:
+        os.kill(prog, signal.SIGTERM)
+    rc = wait_for(p, 10)
+    if rc is None:
+        kill_all(p)
+    if rc != -signal.SIGTERM:
+        fail(f"killed by SIGTERM: returncode {rc}, want -15")
+    p = record([SIGPROG, "die", "ABRT"])
+    rc = wait_for(p, 10)
+    if rc != -signal.SIGABRT:
+        fail(f"abort(): returncode {rc}, want -6")
+    if os.path.exists("core") or any(f.startswith("core.") for f in os.listdir(".")):
+        fail("record left a core file")
+    for n in (0, 1, 7, 255):
+        p = record([SIGPROG, "exit", str(n)])
+        rc = wait_for(p, 10)
+        if rc != n:
+            fail(f"exit {n}: returncode {rc}")
+    st = subprocess.run([ALLOCPROF, "stats", "t.trace"], capture_output=True, text=True)
+    if "exit, status 255" not in st.stdout:
+        fail("exit 255: the trace says " + st.stdout)
+    if not failed:
+        print("status: -15, -6, exit statuses as the program's")
+
+
+def main():
+    group = sys.argv[1]
+    os.chdir(tempfile.mkdtemp(prefix="allocprof-sig."))
+    try:
+        {"mask": mask, "forward": forward, "status": status}[group]()
+    finally:
+        shutil.rmtree(os.getcwd(), ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
