@@ -45,7 +45,8 @@ static void record_usage(FILE *f)
 	      "      --max-depth N  stack depth cap (default 64, at most 256)\n"
 	      "      --no-children  profile only PROGRAM, not the programs it runs\n"
 	      "                     nor the processes it forks\n"
-	      "  -q, --quiet        no summary line at the end\n"
+	      "  -q, --quiet        no summary line at the end, nor lines about traces\n"
+	      "                     still written by processes that outlive PROGRAM\n"
 	      "  -h, --help         show this help\n\n"
 	      "Processes PROGRAM forks write <output>.<pid>; an image that replaced\n"
 	      "itself with exec after recording events leaves its trace, and the new\n"
@@ -727,7 +728,8 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	struct ap_error err;
 	if (stream ? ap_compact_stream_finish(stream, &c, &err) < 0
 		   : ap_trace_compact(path, compact_level((uint64_t)st.st_size), &c, &err) < 0) {
-		ap_die_msg("%s", err.msg);
+		ap_die_msg("%s", err.msg[0] ? err.msg : "the trace could not be compacted; it is left "
+			   "as the sampler wrote it");
 		return;
 	}
 	if (quiet)
@@ -814,8 +816,10 @@ static bool trace_has_end(const char *path)
 }
 
 /* Tells where the trace of a process that outlived the program is. */
-static void say_live(const char *path, const char *what, pid_t pid)
+static void say_live(const char *path, const char *what, pid_t pid, bool quiet)
 {
+	if (quiet)
+		return; /* the trace is as it should be: nothing went wrong */
 	if (pid_alive(pid))
 		ap_die_msg("%s %s: process %d is still running and writing it; the trace is "
 			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
@@ -872,7 +876,7 @@ static size_t finish_children(const char *output, time_t since, bool quiet, pid_
 			if (!live && who != main_pid && pid_alive(who) && !trace_has_end(names[i]))
 				live = true;
 			if (live)
-				say_live(names[i], "child trace", who);
+				say_live(names[i], "child trace", who, quiet);
 			else
 				finish_trace(names[i], "child trace", quiet, NULL, NULL);
 			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
@@ -1138,7 +1142,7 @@ int cmd_record(int argc, char **argv)
 		finish_trace(output, "wrote", o.quiet, stream, &status);
 	} else {
 		ap_compact_stream_abandon(stream);
-		say_live(output, "trace", -1);
+		say_live(output, "trace", -1, o.quiet);
 	}
 	if (!discard && finish_children(output, start, o.quiet, pid) && !o.quiet)
 		fprintf(stderr,

@@ -43,8 +43,10 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
  *   blocks need a look at the whole trace first; a chunk compressed
  *   already; an I/O error): abandon it and call ap_trace_compact once the
  *   writer is done.
- * finish: the writer is done: compacts the rest and replaces the file;
- *   errors as ap_trace_compact's (the file then stays as it was). Frees s.
+ * finish: the writer is done: compacts the rest and replaces the file
+ *   (the whole file with ap_trace_compact if the rest cannot go on in the
+ *   stream, as feed's -1 says); errors as ap_trace_compact's (the file
+ *   then stays as it was). Frees s.
  * abandon: drops the partial output. Frees s (NULL is fine). */
 struct ap_compact_stream;
 struct ap_compact_stream *ap_compact_stream_start(const char *path, int level);

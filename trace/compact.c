@@ -1706,6 +1706,7 @@ int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stat
 	mode_t mode = 0;
 	s->c.live = false;
 	int rc = stream_walk(s, &mode);
+	bool whole = rc < 0 && s->c.gave_up;
 	if (rc == 0)
 		rc = replace_input(&s->c, &s->tmp, mode);
 	if (rc == 0)
@@ -1714,8 +1715,15 @@ int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stat
 		*err = s->err;
 	compactor_release(&s->c, &s->tmp, rc == 0);
 	close(s->in);
-	free(s->path);
+	int level = s->c.level;
+	char *path = s->path;
 	free(s);
+	/* what came since the last feed cannot go on in one pass (a second
+	 * thread's first events, written as it exited): the whole file, as
+	 * feed's caller would have done */
+	if (whole)
+		rc = ap_trace_compact(path, level, st, err);
+	free(path);
 	return rc;
 }
 

@@ -12,8 +12,12 @@
            to record's pid stop both, SIGCONT resumes both
   status   record ends the way its program ended: killed by SIGTERM
            (returncode -15), abort() (-6), exit statuses unchanged
+  compact  (item 8) a trace whose second thread's first events come after
+           record's last look at it while the program ran is compacted
+           all the same, with one summary line, and none with -q; -q
+           silences the lines about a daemon's live trace too
 
-Environment (tests/record/meson.build): ALLOCPROF, SIGPROG.
+Environment (tests/record/meson.build): ALLOCPROF, SIGPROG, TESTDATA_BUILD.
 """
 import os
 import shutil
@@ -259,11 +263,39 @@ def status():
         print("status: -15, -6, exit statuses as the program's")
 
 
+def compact():
+    for quiet in ([], ["-q"]):
+        r = subprocess.run([ALLOCPROF, "record", "--all"] + quiet + ["-o", "late.trace", SIGPROG,
+                            "late", "3000000"], capture_output=True, text=True)
+        size = os.path.getsize("late.trace")
+        lines = r.stderr.splitlines()
+        want = [] if quiet else ["allocprof: wrote late.trace (6000021 events, 2 threads)"]
+        if r.returncode != 0 or lines != want:
+            fail(f"late thread {quiet}: exit {r.returncode}, stderr {lines}, want {want}")
+        # 6 M events: 21 MB as the sampler writes them, a few kB compacted
+        if size > 1000000:
+            fail(f"late thread {quiet}: the trace was left uncompacted ({size} bytes)")
+    daemon = os.path.join(os.environ["TESTDATA_BUILD"], "daemon")
+    r = subprocess.run([ALLOCPROF, "record", "-q", "--all", "-o", "d.trace", daemon, "300", "pid"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or r.stderr:
+        fail(f"-q with a daemon: exit {r.returncode}, stderr {r.stderr!r}")
+    for _ in range(500):
+        if os.path.exists("pid") and open("pid").read().strip():
+            break
+        time.sleep(0.01)
+    pid = int(open("pid").read())
+    while os.path.exists(f"/proc/{pid}"):
+        time.sleep(0.05)
+    if not failed:
+        print("compact: one summary line, a compacted trace; -q: no line")
+
+
 def main():
     group = sys.argv[1]
     os.chdir(tempfile.mkdtemp(prefix="allocprof-sig."))
     try:
-        {"mask": mask, "forward": forward, "status": status}[group]()
+        {"mask": mask, "forward": forward, "status": status, "compact": compact}[group]()
     finally:
         shutil.rmtree(os.getcwd(), ignore_errors=True)
     return 1 if failed else 0

@@ -13,6 +13,9 @@
  *            SIG=ABRT it calls abort() instead
  *   exit N   exits with status N
  *   loop N   N malloc/free pairs of 4000 bytes on one thread
+ *   late N   the same, then a second thread makes 10 allocations, and the
+ *            program exits at once (record's trace compaction, issue 24
+ *            item 8)
  *   fds      prints what fcntl(F_DUPFD, n) gives for n = 0, 3, 10, 700 and
  *            the soft limit - 1, and how many files open() gets under its
  *            RLIMIT_NOFILE (second argument: a soft limit to set first)
@@ -90,6 +93,33 @@ static void on_count(int s)
 	counts[s]++;
 	if (s == SIGTERM)
 		got_term = 1;
+}
+
+static void *ten(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 10; i++) {
+		char *p = malloc(100);
+		if (!p)
+			abort();
+		p[0] = (char)i;
+		sink = p;
+		free(p);
+	}
+	return NULL;
+}
+
+static int loop(long n)
+{
+	for (; n > 0; n--) {
+		char *p = malloc(4000);
+		if (!p)
+			return 1;
+		p[0] = (char)n;
+		sink = p;
+		free(p);
+	}
+	return 0;
 }
 
 static int server(void)
@@ -200,15 +230,13 @@ int main(int argc, char **argv)
 		return die(argv[2]);
 	if (!strcmp(argv[1], "exit") && argc > 2)
 		return atoi(argv[2]);
-	if (!strcmp(argv[1], "loop") && argc > 2) {
-		for (long i = atol(argv[2]); i > 0; i--) {
-			char *p = malloc(4000);
-			if (!p)
-				return 1;
-			p[0] = (char)i;
-			sink = p;
-			free(p);
-		}
+	if (!strcmp(argv[1], "loop") && argc > 2)
+		return loop(atol(argv[2]));
+	if (!strcmp(argv[1], "late") && argc > 2) {
+		loop(atol(argv[2]));
+		pthread_t t;
+		if (pthread_create(&t, NULL, ten, NULL) || pthread_join(t, NULL))
+			return 1;
 		return 0;
 	}
 	if (!strcmp(argv[1], "fds"))
