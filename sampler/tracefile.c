@@ -35,14 +35,37 @@ static int fd_floor(void)
 	return rl.rlim_cur > 2 * FD_TOP ? (int)rl.rlim_cur - FD_TOP : -1;
 }
 
-/* fd moved into the sampler's range (the original closed), or fd itself
- * if it cannot move. */
+/* fd moved above the soft RLIMIT_NOFILE (the original closed), where the
+ * program cannot meet it: open() and dup give numbers under the limit
+ * only, and F_DUPFD, dup2 and dup3 refuse a number at or past it, as
+ * without us. Putting it there takes the soft limit raised for the one
+ * F_DUPFD and put back. With no room under the hard limit: into the
+ * sampler's range under the soft one (fd_floor), where the program can
+ * see it. fd itself if it cannot move. */
 static int fd_high(int fd, int cloexec)
 {
+	int cmd = cloexec ? F_DUPFD_CLOEXEC : F_DUPFD;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max &&
+	    rl.rlim_cur < (rlim_t)INT_MAX - FD_TOP) {
+		if ((rlim_t)fd >= rl.rlim_cur)
+			return fd;
+		struct rlimit up = { rl.rlim_cur + FD_TOP, rl.rlim_max };
+		if (up.rlim_cur > rl.rlim_max)
+			up.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+			int high = fcntl(fd, cmd, (int)rl.rlim_cur);
+			setrlimit(RLIMIT_NOFILE, &rl);
+			if (high >= 0) {
+				sys_close(fd);
+				return high;
+			}
+		}
+	}
 	int floor = fd_floor();
 	if (floor < 0 || fd >= floor)
 		return fd;
-	int high = fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+	int high = fcntl(fd, cmd, floor);
 	if (high < 0)
 		return fd;
 	sys_close(fd);
@@ -253,13 +276,15 @@ static void fd_evict(int fd)
 			unw_pipe[i] = -1;
 	if (fd != tfile.fd || !trace_enter(&nested))
 		return;
-	if (fd == tfile.fd) {
-		int floor = fd_floor();
-		int to = floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
-		if (to >= 0) {
-			__atomic_store_n(&tfile.fd, to, __ATOMIC_RELAXED);
+	struct rlimit rl;
+	if (fd == tfile.fd && (getrlimit(RLIMIT_NOFILE, &rl) < 0 || (rlim_t)fd < rl.rlim_cur)) {
+		/* (past the soft limit the kernel refuses the dup2 itself) */
+		int to = fd_high(fd, 1), floor;
+		if (to == fd && (floor = fd_floor()) >= 0 &&
+		    (to = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0)
 			sys_close(fd);
-		}
+		if (to >= 0 && to != fd)
+			__atomic_store_n(&tfile.fd, to, __ATOMIC_RELAXED);
 	}
 	trace_leave(nested);
 }

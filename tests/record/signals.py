@@ -12,6 +12,10 @@
            to record's pid stop both, SIGCONT resumes both
   status   record ends the way its program ended: killed by SIGTERM
            (returncode -15), abort() (-6), exit statuses unchanged
+  fds      (item 9) the sampler's descriptors are past the program's soft
+           RLIMIT_NOFILE: F_DUPFD from any number and open() up to the
+           limit give what they give without allocprof, under several soft
+           limits and after the program lowered its own
   compact  (item 8) a trace whose second thread's first events come after
            record's last look at it while the program ran is compacted
            all the same, with one summary line, and none with -q; -q
@@ -291,11 +295,34 @@ def compact():
         print("compact: one summary line, a compacted trace; -q: no line")
 
 
+def fds():
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cases = [(lim, args) for lim in (1024, 300, 40) if lim + 8 <= hard
+             for args in ([], ["20"])]
+    if not cases:
+        print(f"SKIP: the hard limit ({hard}) leaves no room above a soft limit")
+        sys.exit(77)
+    for lim, args in cases:
+        def limit(lim=lim):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lim, hard))
+        native = subprocess.run([SIGPROG, "fds"] + args, capture_output=True, text=True,
+                                preexec_fn=limit, close_fds=True)
+        rec = subprocess.run([ALLOCPROF, "record", "-q", "-o", "f.trace", SIGPROG, "fds"] + args,
+                             capture_output=True, text=True, preexec_fn=limit, close_fds=True)
+        if rec.stdout != native.stdout or rec.returncode != native.returncode or rec.stderr:
+            fail(f"soft limit {lim}, {args}: natively\n{native.stdout}under record\n"
+                 f"{rec.stdout}{rec.stderr}")
+    if not failed:
+        print(f"fds: as without allocprof under soft limits {sorted({c[0] for c in cases})}")
+
+
 def main():
     group = sys.argv[1]
     os.chdir(tempfile.mkdtemp(prefix="allocprof-sig."))
     try:
-        {"mask": mask, "forward": forward, "status": status, "compact": compact}[group]()
+        {"mask": mask, "forward": forward, "status": status, "compact": compact,
+         "fds": fds}[group]()
     finally:
         shutil.rmtree(os.getcwd(), ignore_errors=True)
     return 1 if failed else 0
