@@ -2,8 +2,6 @@
  * or why not (the replay and verdicts are in report/advise*.c; this file
  * parses options, loads the cost table and renders the model). */
 #include <getopt.h>
-#include <limits.h>
-#include <unistd.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -140,10 +138,10 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	}
 	if (a->measured) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
-		printf("Measured: %zu site%s, the run's %llu allocation ops replayed on this machine with and\n"
-		       "  without a pool, %u times each (%s); sites a pool pays at first, by CPU time saved\n",
-		       a->measured, plural((double)a->measured), (unsigned long long)a->script_ops,
-		       a->sites[0].measured ? a->sites[0].m.rounds : measured_rounds(a), d);
+		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n"
+		       "Ranked: the sites a pool pays at first, by the CPU time it saves\n",
+		       a->measured, plural((double)a->measured), measured_rounds(a),
+		       (unsigned long long)a->base.calls, d);
 	} else {
 		printf("Not measured: %s\n", a->measure_why);
 	}
@@ -226,12 +224,15 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_object_set_new(root, "total_alloc_objects", json_integer(ap_view_round(a->total_alloc_objects)));
 	json_object_set_new(root, "hidden_sites", json_integer((json_int_t)a->hidden_sites));
 	json_object_set_new(root, "program_cpu_ns", json_integer((json_int_t)a->program_cpu_ns));
+	json_object_set_new(root, "program_cpu_est_ns", json_integer((json_int_t)a->program_cpu_est_ns));
 	json_t *mj = json_object();
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
 	if (a->measured) {
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		json_object_set_new(mj, "baseline", cost_json(&a->base));
+		if (a->recorded.cpu_ns > 0)
+			json_object_set_new(mj, "recorded", cost_json(&a->recorded));
 	} else {
 		json_object_set_new(mj, "why_not", json_string(a->measure_why));
 	}
@@ -305,30 +306,6 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	return ap_view_json_print(root);
 }
 
-/* allocprof-replay: next to this binary (the build's cli/, or pkglibdir
- * where allocprof-report is installed), else in pkglibdir. */
-static void runner_path(char *out, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
-	if (slash) {
-		*slash = 0;
-		snprintf(out, len, "%s/allocprof-replay", self);
-		if (access(out, X_OK) == 0)
-			return;
-	}
-	snprintf(out, len, "%s/allocprof-replay", AP_PKGLIBDIR);
-}
-
-static void measure_progress(void *ctx, unsigned round, double elapsed_ns, double budget_ns)
-{
-	(void)ctx;
-	fprintf(stderr, "\rallocprof: measuring: round %u, %.1fs (budget %.0fs)", round, elapsed_ns / 1e9,
-		budget_ns / 1e9);
-	fflush(stderr);
-}
-
 static bool has_children(const char *path)
 {
 	char **kids;
@@ -362,10 +339,11 @@ int cmd_advise(int argc, char **argv)
 	struct ap_advise_options ao;
 	ap_advise_options_init(&ao);
 	long nshow = 10;
-	bool by_stack = false, measure = true;
-	struct ap_measure_opts mo;
-	ap_measure_opts_init(&mo);
-	long msites = 6;
+	bool by_stack = false;
+	struct ap_view_measure vm;
+	ap_view_measure_init(&vm);
+	vm.progress = true;
+	long msites;
 	int opt;
 	opterr = 0;
 	optind = 1;
@@ -415,14 +393,14 @@ int cmd_advise(int argc, char **argv)
 				return ap_usage_error("advise", "--site wants callsite or stack, not '%s'", optarg);
 			break;
 		case OPT_NO_MEASURE:
-			measure = false;
+			vm.off = true;
 			break;
 		case OPT_MEASURE_TIME: {
 			uint64_t ns;
 			if (ap_parse_duration(optarg, &ns) < 0 || !ns)
 				return ap_usage_error("advise", "--measure-time wants a duration like 5s, not '%s'",
 						      optarg);
-			mo.budget_ns = (double)ns;
+			vm.budget_ns = (double)ns;
 			break;
 		}
 		case OPT_MEASURE_SITES:
@@ -430,6 +408,7 @@ int cmd_advise(int argc, char **argv)
 			if (*end || end == optarg || msites < 0 || msites > 1000)
 				return ap_usage_error("advise", "--measure-sites wants a count from 0 to 1000, "
 						      "not '%s'", optarg);
+			vm.sites = (size_t)msites;
 			break;
 		default:
 			if (ap_view_option(&vo, opt, optarg))
@@ -461,20 +440,7 @@ int cmd_advise(int argc, char **argv)
 		ap_view_release(&v);
 		return AP_EXIT_FAIL;
 	}
-	if (measure) {
-		char runner[PATH_MAX + 32];
-		runner_path(runner, sizeof(runner));
-		mo.runner = runner;
-		if (ap_progress_wanted()) {
-			mo.progress = measure_progress;
-			mo.progress_ctx = &mo;
-		}
-		ap_advise_measure(a, v.trace, &m, &ao, &mo, (size_t)msites);
-		if (mo.progress)
-			fputs("\r\033[K", stderr);
-	} else {
-		snprintf(a->measure_why, sizeof(a->measure_why), "not asked for (--no-measure)");
-	}
+	ap_view_measure_run(&vm, a, v.trace, &m, &ao);
 	ap_site_map_release(&m);
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);

@@ -79,6 +79,12 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	struct ap_script *sc = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
 					       MEASURE_MAX_EVENTS, &err);
 	free(cyc);
+	/* A replay stopped by ap_events_stop made a script of part of the run. */
+	if (sc && __atomic_load_n(&t->events_stop, __ATOMIC_RELAXED)) {
+		ap_script_free(sc);
+		sc = NULL;
+		snprintf(err.msg, sizeof(err.msg), "stopped");
+	}
 	if (!sc) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
 		free(c);
@@ -94,7 +100,9 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = ap_measure(sc, jobs, nc, mo, out, &a->base, &err);
+	struct ap_measure_opts o2 = *mo;
+	o2.stop = &t->events_stop;
+	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 	ap_script_free(sc);
@@ -105,9 +113,14 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			struct ap_advise_site *s = &a->sites[c[k].i];
 			s->measured = true;
 			s->m = out[k];
-			advise_judge_measured(a, s);
 		}
 		a->measured = nc;
+		if (a->program_cpu_ns && a->recorded.cpu_ns > a->base.cpu_ns) {
+			double est = (double)a->program_cpu_ns - (a->recorded.cpu_ns - a->base.cpu_ns);
+			a->program_cpu_est_ns = (uint64_t)(est > a->base.cpu_ns ? est : a->base.cpu_ns);
+		}
+		for (size_t k = 0; k < nc; k++)
+			advise_judge_measured(a, &a->sites[c[k].i]);
 		advise_rank(a);
 	}
 	free(jobs);

@@ -509,9 +509,16 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 	else
 		ap_buf_addf(b, "a pool costs %s more CPU time", d1);
 	ap_buf_addf(b, " (%s to %s, %.0f%% interval)", d2, d3, 100 * m->conf);
-	if (a->program_cpu_ns) {
+	if (a->program_cpu_est_ns) {
+		char d5[32];
+		ap_advise_format_duration(d4, sizeof(d4), (double)a->program_cpu_est_ns);
+		ap_advise_format_duration(d5, sizeof(d5), (double)a->program_cpu_ns);
+		ap_buf_addf(b, ", %.2g%% of the program's ~%s of CPU time (the recorded run's %s less what "
+			    "recording cost on the replay)",
+			    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
+	} else if (a->program_cpu_ns) {
 		ap_advise_format_duration(d4, sizeof(d4), (double)a->program_cpu_ns);
-		ap_buf_addf(b, ", %.2g%% of the %s of CPU time the recorded run took",
+		ap_buf_addf(b, ", %.2g%% of the %s of CPU time the recorded run took (recording included)",
 			    100 * fabs(m->saved_ns) / (double)a->program_cpu_ns, d4);
 	} else if (a->duration_ns) {
 		ap_advise_format_duration(d4, sizeof(d4), (double)a->duration_ns);
@@ -528,7 +535,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
 	const struct ap_replay_result *r = s->verdict == AP_VERDICT_POOL_CAP && s->capped ? &s->rc : &s->r;
-	double cpu = a->program_cpu_ns ? (double)a->program_cpu_ns : (double)a->duration_ns;
+	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
+		     : a->program_cpu_ns   ? (double)a->program_cpu_ns
+					   : (double)a->duration_ns;
 	char b1[32], b2[32], obj[160];
 	struct ap_buf t = AP_BUF_INIT;
 	object_words(obj, sizeof(obj), s);

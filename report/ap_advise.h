@@ -250,6 +250,12 @@ struct ap_advice {
 	 * measure_why says why none was. */
 	size_t measured;
 	struct ap_run_cost base;
+	/* The baseline replayed under the sampler (--all): what recording
+	 * cost on this sequence (cpu_ns 0: not measured). With it, the
+	 * program's own CPU time is estimated as the recorded run's less
+	 * that cost (program_cpu_est_ns, at least the baseline's). */
+	struct ap_run_cost recorded;
+	uint64_t program_cpu_est_ns;
 	uint64_t script_ops;
 	double measure_wall_ns;
 	char measure_why[256];

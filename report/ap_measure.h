@@ -64,22 +64,30 @@ struct ap_measured {
 
 struct ap_measure_opts {
 	const char *runner;	/* path of allocprof-replay */
+	/* liballocprof.so, or NULL: the baseline is also run recorded
+	 * (--all) a few times, which tells what recording the run cost
+	 * (ap_measure's *recorded). */
+	const char *sampler;
 	double budget_ns;	/* stop starting rounds after this much wall time */
 	unsigned min_rounds, max_rounds;
 	/* Called after every round (may be NULL). */
 	void (*progress)(void *ctx, unsigned round, double elapsed_ns, double budget_ns);
 	void *progress_ctx;
+	/* When not NULL and nonzero (read atomically between runs), no
+	 * further run starts: what is measured by then is kept. */
+	const int *stop;
 };
 
 /* Sets the defaults: 5 s, 6 to 50 rounds, runner NULL (the caller's). */
 void ap_measure_opts_init(struct ap_measure_opts *o);
 
 /* Runs the baseline and every job, out[i] for jobs[i], base for the
- * baseline. Returns 0, or -1 with err set when no run could be made (the
+ * baseline, *recorded for the baseline under the sampler (all 0 when
+ * o->sampler is NULL or those runs failed). Returns 0, or -1 with err set when no run could be made (the
  * runner is missing or fails): then nothing is measured. */
 int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,
-	       struct ap_error *err);
+	       struct ap_run_cost *recorded, struct ap_error *err);
 
 /* The sign-test interval of the median of d[0..n) (sorted in place):
  * *lo and *hi, and its confidence. Exposed for tests. */

@@ -3,7 +3,9 @@
  * and without a pool. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +268,26 @@ uint64_t ap_script_bytes(const struct ap_script *s)
 
 /* ---- the runs ---- */
 
+/* Runs of the baseline under the sampler. */
+#define REC_RUNS 3
+
+/* Removes dir and the files in it (the recorded runs' traces). */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		char path[PATH_MAX + 256];
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+				unlink(path);
+			}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
 void ap_measure_opts_init(struct ap_measure_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -285,9 +307,10 @@ static double now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* One run of the runner: site -1 is the baseline. */
+/* One run of the runner: site -1 is the baseline. With `sampler`, under
+ * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    struct sample *out, struct ap_error *err)
+		    const char *sampler, const char *dir, struct sample *out, struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -311,6 +334,13 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 		unsetenv("LD_PRELOAD");
 		unsetenv("MALLOC_PERTURB_");
 		unsetenv("MALLOC_CHECK_");
+		if (sampler) {
+			/* sampler/README.md: <pid>:<rate>:<depth>:<no_children>:<output> */
+			char cfg[PATH_MAX + 64];
+			snprintf(cfg, sizeof(cfg), "%d:1:64:1:%s/replay.trace", (int)getpid(), dir);
+			setenv("ALLOCPROF", cfg, 1);
+			setenv("LD_PRELOAD", sampler, 1);
+		}
 		execl(runner, "allocprof-replay", a1, a2, a3, (char *)NULL);
 		dprintf(2, "allocprof-replay: %s: %s\n", runner, strerror(errno));
 		_exit(127);
@@ -333,7 +363,12 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	char *nl = strchr(buf, '\n');
+	/* The result is the line that starts with cpu_ns= (a preloaded
+	 * sampler may have said something first). */
+	char *res = strstr(buf, "cpu_ns=");
+	if (res && res != buf && res[-1] != '\n')
+		res = NULL;
+	char *nl = strchr(res ? res : buf, '\n');
 	if (nl)
 		*nl = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
@@ -345,7 +380,7 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	}
 	unsigned long long cpu, wall, calls, hits;
 	long minflt, majflt, maxrss, rss0;
-	if (sscanf(buf, "cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld "
+	if (!res || sscanf(res, "cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld "
 			"calls=%llu hits=%llu", &cpu, &wall, &minflt, &majflt, &maxrss, &rss0, &calls,
 		   &hits) != 8)
 		return ap_error_set(err, "measured replay: the runner said '%s'", buf);
@@ -409,7 +444,7 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 
 int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,
-	       struct ap_error *err)
+	       struct ap_run_cost *recorded, struct ap_error *err)
 {
 	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
 	struct sample *v = ap_xcalloc(nv * maxr, sizeof(*v));	/* v[round * nv + variant] */
@@ -418,9 +453,28 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 	unsigned rounds = 0;
 	int rc = 0;
 	memset(out, 0, n * sizeof(*out));
+	memset(recorded, 0, sizeof(*recorded));
+	/* What recording costs on this sequence: the baseline under the
+	 * sampler, three times, in a directory of its own. */
+	struct sample rec[REC_RUNS];
+	size_t nrec = 0;
+	const char *tmpdir = getenv("TMPDIR");
+	char dirbuf[PATH_MAX];
+	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (o->sampler && mkdtemp(dirbuf)) {
+		struct ap_error e2;
+		for (size_t k = 0; k < REC_RUNS; k++)
+			if (run_once(s, o->runner, -1, 0, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
+				nrec++;
+		remove_dir(dirbuf);
+		if (nrec)
+			cost_of(rec, nrec, recorded);
+	}
 	while (rounds < maxr) {
 		/* Each round runs every variant once, starting one further
 		 * each time, so no variant always follows the same one. */
+		if (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED))
+			break;
 		for (size_t k = 0; k < nv && !rc; k++) {
 			size_t j = (rounds + k) % nv;
 			long site = j ? (long)jobs[j - 1].site : -1;
@@ -429,7 +483,7 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, cap, NULL, NULL, &v[rounds * nv + j], err);
 		}
 		if (rc)
 			break;
@@ -460,6 +514,8 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 		if (tight)
 			break;
 	}
+	if (!rounds && !rc)
+		rc = ap_error_set(err, "measured replay: stopped before a round");
 	if (rc && !rounds) {
 		free(v);
 		free(d);
