@@ -138,10 +138,13 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	}
 	if (a->measured) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
-		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n"
-		       "Ranked: the sites a pool pays at first, by the CPU time it saves\n",
+		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n",
 		       a->measured, plural((double)a->measured), measured_rounds(a),
 		       (unsigned long long)a->base.calls, d);
+		if (a->measure_dropped)
+			printf("  %zu more site%s worth measuring left out: a run takes too long for "
+			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
+		printf("Ranked: the sites a pool pays at first, by the CPU time it saves\n");
 	} else {
 		printf("Not measured: %s\n", a->measure_why);
 	}
@@ -229,6 +232,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
 	if (a->measured) {
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
+		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		json_object_set_new(mj, "baseline", cost_json(&a->base));
 		if (a->recorded.cpu_ns > 0)

@@ -111,16 +111,21 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	} else {
 		for (size_t k = 0; k < nc; k++) {
 			struct ap_advise_site *s = &a->sites[c[k].i];
+			if (!out[k].ok) {
+				a->measure_dropped++;
+				continue;
+			}
 			s->measured = true;
 			s->m = out[k];
+			a->measured++;
 		}
-		a->measured = nc;
 		if (a->program_cpu_ns && a->recorded.cpu_ns > a->base.cpu_ns) {
 			double est = (double)a->program_cpu_ns - (a->recorded.cpu_ns - a->base.cpu_ns);
 			a->program_cpu_est_ns = (uint64_t)(est > a->base.cpu_ns ? est : a->base.cpu_ns);
 		}
 		for (size_t k = 0; k < nc; k++)
-			advise_judge_measured(a, &a->sites[c[k].i]);
+			if (out[k].ok)
+				advise_judge_measured(a, &a->sites[c[k].i]);
 		advise_rank(a);
 	}
 	free(jobs);

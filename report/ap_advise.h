@@ -249,6 +249,7 @@ struct ap_advice {
 	 * against `base` (the replay through malloc alone); else
 	 * measure_why says why none was. */
 	size_t measured;
+	size_t measure_dropped;	/* candidates left out to keep to the budget */
 	struct ap_run_cost base;
 	/* The baseline replayed under the sampler (--all): what recording
 	 * cost on this sequence (cpu_ns 0: not measured). With it, the

@@ -81,7 +81,9 @@ struct ap_measure_opts {
 /* Sets the defaults: 5 s, 6 to 50 rounds, runner NULL (the caller's). */
 void ap_measure_opts_init(struct ap_measure_opts *o);
 
-/* Runs the baseline and every job, out[i] for jobs[i], base for the
+/* Runs the baseline and every job, out[i] for jobs[i] (jobs at the end
+ * are left out, out[i].ok false, when min_rounds rounds of all would not
+ * fit in the budget: the first round tells how long a run takes), base for the
  * baseline, *recorded for the baseline under the sampler (all 0 when
  * o->sampler is NULL or those runs failed). Returns 0, or -1 with err set when no run could be made (the
  * runner is missing or fails): then nothing is measured. */

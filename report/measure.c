@@ -442,6 +442,27 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	free(x);
 }
 
+/* The baseline under the sampler (--all), `runs` times, in a directory
+ * of its own: what recording costs on this sequence. */
+static void measure_recorded(const struct ap_script *s, const struct ap_measure_opts *o, size_t runs,
+			     struct ap_run_cost *recorded)
+{
+	struct sample rec[REC_RUNS];
+	size_t nrec = 0;
+	const char *tmpdir = getenv("TMPDIR");
+	char dirbuf[PATH_MAX];
+	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (!mkdtemp(dirbuf))
+		return;
+	struct ap_error e2;
+	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
+		if (run_once(s, o->runner, -1, 0, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
+			nrec++;
+	remove_dir(dirbuf);
+	if (nrec)
+		cost_of(rec, nrec, recorded);
+}
+
 int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,
 	       struct ap_run_cost *recorded, struct ap_error *err)
@@ -454,29 +475,15 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 	int rc = 0;
 	memset(out, 0, n * sizeof(*out));
 	memset(recorded, 0, sizeof(*recorded));
-	/* What recording costs on this sequence: the baseline under the
-	 * sampler, three times, in a directory of its own. */
-	struct sample rec[REC_RUNS];
-	size_t nrec = 0;
-	const char *tmpdir = getenv("TMPDIR");
-	char dirbuf[PATH_MAX];
-	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if (o->sampler && mkdtemp(dirbuf)) {
-		struct ap_error e2;
-		for (size_t k = 0; k < REC_RUNS; k++)
-			if (run_once(s, o->runner, -1, 0, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
-				nrec++;
-		remove_dir(dirbuf);
-		if (nrec)
-			cost_of(rec, nrec, recorded);
-	}
+	size_t na = nv;	/* the variants still measured: 0 .. na-1 */
+	bool recorded_done = false;
 	while (rounds < maxr) {
 		/* Each round runs every variant once, starting one further
 		 * each time, so no variant always follows the same one. */
 		if (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED))
 			break;
-		for (size_t k = 0; k < nv && !rc; k++) {
-			size_t j = (rounds + k) % nv;
+		for (size_t k = 0; k < na && !rc; k++) {
+			size_t j = (rounds + k) % na;
 			long site = j ? (long)jobs[j - 1].site : -1;
 			uint64_t cap = j ? jobs[j - 1].cap : 0;
 			if ((uint64_t)site >= s->nsites && site >= 0) {
@@ -489,6 +496,23 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 			break;
 		rounds++;
 		double el = now_ns() - t0;
+		if (rounds == 1) {
+			/* What a run takes, from the first round: as many sites
+			 * as min_rounds rounds fit in the budget (one at least),
+			 * the model's first first; then what recording costs on
+			 * this sequence, three times (once for a long run). */
+			double per = el / (double)nv, left = o->budget_ns - el;
+			unsigned more = o->min_rounds > 1 ? o->min_rounds - 1 : 1;
+			double fit = left / (more * per);
+			if (fit < (double)na)
+				na = fit >= 2 ? (size_t)fit : 2;
+			if (na > nv)
+				na = nv;
+			if (!recorded_done && o->sampler) {
+				measure_recorded(s, o, per < o->budget_ns / 50 ? REC_RUNS : 1, recorded);
+				recorded_done = true;
+			}
+		}
 		if (o->progress)
 			o->progress(o->progress_ctx, rounds, el, o->budget_ns);
 		if (rounds < o->min_rounds)
@@ -503,7 +527,7 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 		for (size_t r = 0; r < nb; r++)
 			b[r] = v[r * nv].cpu_ns;
 		bm = median(b, nb);
-		for (size_t j = 1; j < nv && tight; j++) {
+		for (size_t j = 1; j < na && tight; j++) {
 			for (unsigned r = 0; r < rounds; r++)
 				d[r] = v[r * nv].cpu_ns - v[r * nv + j].cpu_ns;
 			double lo, hi;
@@ -526,7 +550,7 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 	for (unsigned r = 0; r < rounds; r++)
 		col[r] = v[r * nv];
 	cost_of(col, rounds, base);
-	for (size_t j = 1; j < nv; j++) {
+	for (size_t j = 1; j < na; j++) {
 		struct ap_measured *m = &out[j - 1];
 		for (unsigned r = 0; r < rounds; r++) {
 			col[r] = v[r * nv + j];
