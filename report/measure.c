@@ -48,6 +48,7 @@ struct builder {
 	size_t ncyc, ci;
 	uint32_t prev, main_thread;
 	bool any;
+	uint64_t live, peak;	/* bytes the replay holds, now and at most */
 };
 
 struct ap_script {
@@ -121,15 +122,20 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 	o->slot = slot;
 	o->thread = e->thread;
 	o->op = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	b->live += blk->size;
+	if (b->live > b->peak)
+		b->peak = b->live;
 }
 
 static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
 		   const struct ap_replay_block *blk)
 {
 	(void)i;
-	(void)old;
 	struct builder *b = ctx;
 	struct sobj *o = b_obj(b, blk->obj);
+	b->live += blk->size - old->size;
+	if (b->live > b->peak)
+		b->peak = b->live;
 	b_after(b, o, e->thread);
 	o->thread = e->thread;
 	o->op = emit(b, e->thread, ap_rs_word(AP_RS_REALLOC, 0), o->slot, blk->size);
@@ -142,6 +148,7 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	struct sobj *o = b_obj(b, blk->obj);
 	b_after(b, o, e->thread);
 	emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
+	b->live -= blk->size;
 	struct sthread *s = &b->th[e->thread];
 	AP_ALLOC_GROW(s->free_slots, s->nfree + 1, s->free_alloc);
 	s->free_slots[s->nfree++] = o->slot;
@@ -161,6 +168,25 @@ static int write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* MemAvailable of /proc/meminfo in bytes, 0 when unknown
+ * (ALLOCPROF_TEST_MEMAVAIL, in bytes, stands in for it in tests). */
+static uint64_t mem_available(void)
+{
+	char line[256];
+	unsigned long long kb = 0;
+	const char *test = getenv("ALLOCPROF_TEST_MEMAVAIL");
+	if (test && *test)
+		return strtoull(test, NULL, 10);
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
 }
 
 static uint32_t main_thread_of(const struct ap_trace *t)
@@ -192,6 +218,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 			     (unsigned long long)max_events);
 		return NULL;
 	}
+	struct ap_script *s = NULL;
 	struct builder b = { .t = t, .site_of_stack = site_of_stack, .nsites = nsites,
 			     .cyc = cycles, .ncyc = ncycles };
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
@@ -207,7 +234,17 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	struct ap_replay_consumer c = { &ops, &b };
 	ap_replay(t, &c, 1, NULL);
 
-	struct ap_script *s = NULL;
+	/* The replay holds what the program held: it must fit. */
+	uint64_t avail = mem_available();
+	if (avail && b.peak > avail / 2) {
+		char b1[32], b2[32];
+		ap_format_bytes(b1, sizeof(b1), (double)b.peak);
+		ap_format_bytes(b2, sizeof(b2), (double)avail);
+		ap_error_set(err, "the run held up to %s at once, more than half the %s of memory available "
+			     "for its replay", b1, b2);
+		goto out;
+	}
+
 	int fd = memfd_create("allocprof-replay", MFD_CLOEXEC);
 	if (fd < 0) {
 		ap_error_set(err, "replay script: %s", strerror(errno));

@@ -190,14 +190,28 @@ def measured(prog, want):
     Get; each saving lies in its interval; and `want`: "faults" (prog's
     site saves page faults: pool, the interval above zero, a tenth of the
     faults), "costs:FUNC" (FUNC's pool costs more), "sampled" (a sampled
-    trace is not measured) or "any"."""
+    trace is not measured), "bigheap" (a run that held more than half the
+    memory available is not replayed) or "any"."""
+    fails = []
     with tempfile.TemporaryDirectory() as tmp:
         t = record(tmp, prog, "all" if want != "sampled" else "sampled",
                    ["--all"] if want != "sampled" else [])
         adv = advise(t, ["--measure-time", "20s"], measure=True)
         st = stats(t)
+        if want == "bigheap":
+            # more than half the memory available: not replayed
+            os.environ["ALLOCPROF_TEST_MEMAVAIL"] = "100000"
+            adv = advise(t, [], measure=True)
+            del os.environ["ALLOCPROF_TEST_MEMAVAIL"]
+            why = adv["measurement"].get("why_not", "")
+            print("%s with 100 kB available: %s" % (prog, why))
+            if adv["measurement"]["sites"] or "more than half the 97.66kB of memory available" not in why:
+                fails.append("measured a run bigger than the memory: %s" % adv["measurement"])
+        if want == "bigheap":
+            if fails:
+                sys.exit("FAIL: " + "; ".join(fails))
+            return
     m = adv["measurement"]
-    fails = []
     if want == "sampled":
         print("%s sampled: %s" % (prog, m))
         if m["sites"] or "sampled" not in m.get("why_not", ""):
