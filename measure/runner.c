@@ -4,11 +4,15 @@
  * pool of pool/vpool.h, as a program following advise's advice would
  * serve them; without one, by malloc alone (the baseline).
  *
- *	allocprof-replay FD SITE CAP
+ *	allocprof-replay FD SITE CAP [CLASSES]
  *
  * FD: an open descriptor of the script; SITE: the site whose blocks are
  * pooled, or -1 for the baseline; CAP: the pool's cap in bytes (an object
- * whose capacity is above it is freed, not Put), 0 for none. Prints one
+ * whose capacity is above it is freed, not Put), 0 for none; CLASSES:
+ * the upper sizes of size classes, ascending, comma-separated, one pool
+ * each (a request goes to the first class that holds it, an object back
+ * to the first that holds its capacity; above the last, malloc and free
+ * as without a pool). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
  * calls=N hits=N`, and exits 0; or prints `allocprof-replay: why` on
  * stderr and exits 1.
@@ -65,7 +69,22 @@ static struct rthread *thr;
 static long page;
 static uint32_t chosen = AP_RS_NOSITE;	/* the pooled site */
 static uint64_t cap_limit;
-static struct vpool pool;
+#define MAX_CLASSES 8
+static struct vpool pools[MAX_CLASSES];
+static uint64_t class_max[MAX_CLASSES];	/* with classes: each one's upper size */
+static unsigned nclasses = 1;
+
+/* The pool of a size: with classes, the first that holds it (NULL above
+ * the last); else the one pool. */
+static struct vpool *pool_of(uint64_t size)
+{
+	if (!class_max[0])
+		return &pools[0];
+	for (unsigned k = 0; k < nclasses; k++)
+		if (size <= class_max[k])
+			return &pools[k];
+	return NULL;
+}
 static atomic_uint running;		/* threads not finished; a futex word too */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -154,8 +173,9 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	s->size = n;
 	s->cap = n;
 	s->pooled = ap_rs_arg(o) == chosen;
-	if (s->pooled) {
-		char *x = vpool_get(&pool);
+	struct vpool *pool = s->pooled ? pool_of(n) : NULL;
+	if (pool) {
+		char *x = vpool_get(pool);
 		if (x) {
 			uint64_t cap;
 			memcpy(&cap, x, sizeof(cap));
@@ -216,9 +236,10 @@ static void grow(struct rthread *t, const struct ap_rs_op *o)
 static void end(struct rthread *t, const struct ap_rs_op *o)
 {
 	struct slot *s = &slots[o->slot];
-	if (s->pooled && s->p && (!cap_limit || s->cap <= cap_limit)) {
+	struct vpool *pool = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? pool_of(s->cap) : NULL;
+	if (pool) {
 		memcpy(s->p, &s->cap, sizeof(s->cap));
-		vpool_put(&pool, s->p);
+		vpool_put(pool, s->p);
 	} else {
 		t->calls++;
 		free(s->p);
@@ -246,7 +267,8 @@ static void run(struct rthread *t)
 			break;
 		case AP_RS_CYCLE:
 			if (chosen != AP_RS_NOSITE)
-				vpool_cycle(&pool);
+				for (unsigned k = 0; k < nclasses; k++)
+					vpool_cycle(&pools[k]);
 			break;
 		case AP_RS_WAIT:
 			wait_for(&thr[ap_rs_arg(o)], o->n);
@@ -356,8 +378,8 @@ static long status_kb(const char *key)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4)
-		die("%s", "usage: allocprof-replay FD SITE CAP (run by allocprof advise)");
+	if (argc != 4 && argc != 5)
+		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES] (run by allocprof advise)");
 	char *end;
 	long fd = strtol(argv[1], &end, 10);
 	if (*end || fd < 0 || fd > INT_MAX)
@@ -369,6 +391,20 @@ int main(int argc, char **argv)
 	if (*end)
 		die("bad cap '%s'", argv[3]);
 	cap_limit = cap;
+	if (argc == 5) {
+		const char *c = argv[4];
+		nclasses = 0;
+		while (*c) {
+			unsigned long long v = strtoull(c, &end, 10);
+			if (end == c || (*end && *end != ',') || nclasses == MAX_CLASSES ||
+			    (nclasses && v <= class_max[nclasses - 1]) || !v)
+				die("bad classes '%s'", argv[4]);
+			class_max[nclasses++] = v;
+			c = *end ? end + 1 : end;
+		}
+		if (!nclasses)
+			die("bad classes '%s'", argv[4]);
+	}
 	page = sysconf(_SC_PAGESIZE);
 
 	struct stat st;
@@ -403,8 +439,9 @@ int main(int argc, char **argv)
 		thr[k].idx = k;
 	if (site >= 0) {
 		chosen = (uint32_t)site;
-		if (vpool_init(&pool, 0, release, NULL) < 0)
-			die("%s", "cannot make the pool");
+		for (unsigned k = 0; k < nclasses; k++)
+			if (vpool_init(&pools[k], 0, release, NULL) < 0)
+				die("%s", "cannot make the pool");
 	}
 	atomic_store(&running, hdr->nthreads);
 

@@ -97,6 +97,10 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		const struct ap_advise_site *s = &a->sites[c[k].i];
 		jobs[k].site = s->site_id;
 		jobs[k].cap = s->verdict == AP_VERDICT_POOL_CAP ? s->cap : o->max_keep;
+		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
+			jobs[k].nclasses = s->nclasses < 4 ? s->nclasses : 4;
+			memcpy(jobs[k].classes, s->classes, jobs[k].nclasses * sizeof(*s->classes));
+		}
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

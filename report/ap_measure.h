@@ -44,6 +44,10 @@ uint64_t ap_script_bytes(const struct ap_script *s);
 struct ap_measure_job {
 	uint32_t site;
 	uint64_t cap;
+	/* Size classes (ascending upper sizes; nclasses 0: one pool): a
+	 * pool each. */
+	uint64_t classes[4];
+	size_t nclasses;
 };
 
 /* What one variant cost, as medians over its runs. */

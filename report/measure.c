@@ -347,7 +347,8 @@ static double now_ns(void)
 /* One run of the runner: site -1 is the baseline. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *sampler, const char *dir, struct sample *out, struct ap_error *err)
+		    const char *classes, const char *sampler, const char *dir, struct sample *out,
+		    struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -378,7 +379,8 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 			setenv("ALLOCPROF", cfg, 1);
 			setenv("LD_PRELOAD", sampler, 1);
 		}
-		execl(runner, "allocprof-replay", a1, a2, a3, (char *)NULL);
+		execl(runner, "allocprof-replay", a1, a2, a3, classes && *classes ? classes : (char *)NULL,
+		      (char *)NULL);
 		dprintf(2, "allocprof-replay: %s: %s\n", runner, strerror(errno));
 		_exit(127);
 	}
@@ -493,7 +495,7 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 		return;
 	struct ap_error e2;
 	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
-		if (run_once(s, o->runner, -1, 0, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
+		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
 			nrec++;
 	remove_dir(dirbuf);
 	if (nrec)
@@ -523,11 +525,15 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 			size_t j = (rounds + k) % na;
 			long site = j ? (long)jobs[j - 1].site : -1;
 			uint64_t cap = j ? jobs[j - 1].cap : 0;
+			char cl[128] = "";
+			for (size_t c = 0; j && c < jobs[j - 1].nclasses; c++)
+				snprintf(cl + strlen(cl), sizeof(cl) - strlen(cl), "%s%llu", c ? "," : "",
+					 (unsigned long long)jobs[j - 1].classes[c]);
 			if ((uint64_t)site >= s->nsites && site >= 0) {
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, NULL, NULL, &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, &v[rounds * nv + j], err);
 		}
 		if (rc)
 			break;
