@@ -246,6 +246,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		const struct ap_advise_site *s = &a->sites[i];
 		json_t *o = result_json(&s->r);
 		json_object_set_new(o, "site", ap_json_text(s->name));
+		json_object_set_new(o, "site_id", json_integer((json_int_t)s->site_id));
 		json_object_set_new(o, "function", ap_json_text(s->function));
 		json_object_set_new(o, "file", ap_json_text(s->file));
 		json_object_set_new(o, "line", json_integer(s->line));

@@ -123,8 +123,11 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			s->m = out[k];
 			a->measured++;
 		}
-		if (a->program_cpu_ns && a->recorded.cpu_ns > a->base.cpu_ns) {
-			double est = (double)a->program_cpu_ns - (a->recorded.cpu_ns - a->base.cpu_ns);
+		if (a->program_cpu_ns && a->recorded.cpu_ns > 0) {
+			/* Recording measured as costing nothing (noise) takes
+			 * nothing off. */
+			double cost = a->recorded.cpu_ns > a->base.cpu_ns ? a->recorded.cpu_ns - a->base.cpu_ns : 0;
+			double est = (double)a->program_cpu_ns - cost;
 			a->program_cpu_est_ns = (uint64_t)(est > a->base.cpu_ns ? est : a->base.cpu_ns);
 		}
 		for (size_t k = 0; k < nc; k++)

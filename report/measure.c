@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@ struct sthread {
 	size_t n, alloc;
 	uint32_t spawner;
 	bool started;
+	uint64_t window;	/* the window of its last event */
 	uint32_t *free_slots;	/* slots this thread freed: its next births reuse them */
 	size_t nfree, free_alloc;
 };
@@ -49,6 +52,8 @@ struct builder {
 	uint32_t prev, main_thread;
 	bool any;
 	uint64_t live, peak;	/* bytes the replay holds, now and at most */
+	uint32_t *sync;		/* threads meeting at each barrier */
+	size_t nsync, sync_alloc;
 };
 
 struct ap_script {
@@ -77,6 +82,17 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 		b->ci++;
 	}
 	struct sthread *s = &b->th[th];
+	uint64_t w = i / AP_RS_WINDOW;
+	if (s->started && s->window < w) {
+		/* The first event of a window after one with events: meet the
+		 * threads that do the same at the window's barrier. */
+		AP_ALLOC_GROW(b->sync, (size_t)w + 1, b->sync_alloc);
+		while (b->nsync <= w)
+			b->sync[b->nsync++] = 0;
+		b->sync[w]++;
+		emit(b, th, ap_rs_word(AP_RS_SYNC, 0), 0, w);
+	}
+	s->window = w;
 	if (!s->started) {
 		s->started = true;
 		/* Started by the thread of the event before its first: the
@@ -252,6 +268,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	}
 	struct ap_rs_header h = { .version = AP_RS_VERSION, .nthreads = (uint32_t)t->nthreads,
 				  .nslots = b.nslots, .nops = b.nops, .main_thread = b.main_thread,
+				  .nsyncs = b.nsync,
 				  .nsites = (uint32_t)(nsites < AP_RS_NOSITE ? nsites : AP_RS_NOSITE) };
 	memcpy(h.magic, AP_RS_MAGIC, 8);
 	int rc = write_all(fd, &h, sizeof(h));
@@ -263,6 +280,12 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		first += b.th[k].n;
 		rc = write_all(fd, &ti, sizeof(ti));
 	}
+	if (!rc && b.nsync) {
+		uint64_t pad = 0, n = b.nsync * sizeof(*b.sync);
+		rc = write_all(fd, b.sync, n);
+		if (!rc && ap_rs_sync_bytes(b.nsync) > n)
+			rc = write_all(fd, &pad, ap_rs_sync_bytes(b.nsync) - n);
+	}
 	for (size_t k = 0; k < t->nthreads && !rc; k++)
 		rc = write_all(fd, b.th[k].v, b.th[k].n * sizeof(*b.th[k].v));
 	if (rc) {
@@ -270,10 +293,22 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		close(fd);
 		goto out;
 	}
+	/* For looking at a replay by hand: allocprof-replay 3 SITE CAP 3<FILE */
+	const char *keep = getenv("ALLOCPROF_KEEP_SCRIPT");
+	if (keep && *keep) {
+		int kfd = open(keep, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		off_t off = 0;
+		struct stat st;
+		if (kfd >= 0 && fstat(fd, &st) == 0)
+			while (off < st.st_size && sendfile(kfd, fd, &off, (size_t)(st.st_size - off)) > 0)
+				;
+		if (kfd >= 0)
+			close(kfd);
+	}
 	s = ap_xcalloc(1, sizeof(*s));
 	s->fd = fd;
 	s->ops = b.nops;
-	s->bytes = ap_rs_size(h.nthreads, b.nops);
+	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
 out:
 	for (size_t k = 0; k < t->nthreads; k++) {
@@ -282,6 +317,7 @@ out:
 	}
 	free(b.th);
 	free(b.obj);
+	free(b.sync);
 	return s;
 }
 
