@@ -342,7 +342,7 @@ static int decode_end(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0;
-	bool has_status = false;
+	bool has_status = false, has_calls = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -366,6 +366,7 @@ static int decode_end(struct rd *r, struct cur *c)
 		case AP_EK_CALLS:
 			name = "calls";
 			num = &calls;
+			has_calls = true;
 			break;
 		case AP_EK_BYTES:
 			name = "bytes";
@@ -395,6 +396,7 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->end_reason = reason;
 	t->end_status = status;
 	t->end_status_known = has_status;
+	t->has_counts = has_calls;
 	t->calls = calls;
 	t->bytes = bytes;
 	return 0;

@@ -384,6 +384,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->map_index = NULL;
 	m->nmap_index = 0;
 	m->has_end = true;
+	m->has_counts = true;
 	m->calls = m->bytes = 0;
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
@@ -404,6 +405,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		pr->nthreads = t->nthreads;
 		pr->events = t->nev;
 		pr->has_end = t->has_end;
+		pr->has_counts = t->has_counts;
 		pr->calls = t->calls;
 		pr->bytes = t->bytes;
 		pr->end_reason = t->end_reason;
@@ -450,6 +452,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		if (t->time_quantum_ns > m->time_quantum_ns)
 			m->time_quantum_ns = t->time_quantum_ns;
 		m->has_end = m->has_end && t->has_end;
+		m->has_counts = m->has_counts && t->has_counts;
 		m->calls += t->calls;
 		m->bytes += t->bytes;
 		if (t->truncated && !m->truncated) {
@@ -464,7 +467,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->bytes_used += t->bytes_used;
 		m->nrecords += t->nrecords;
 	}
-	if (!m->has_end)
+	if (!m->has_counts)
 		m->calls = m->bytes = 0;
 	/* The root's end is the run's (its exit status is record's). */
 	m->end_reason = root->end_reason;
