@@ -557,6 +557,43 @@ static void finish_buffers(const char *path, const int *status, uint64_t end_ns,
 		ap_die_msg("%s", err.msg);
 }
 
+/* The HEADER's malloc_owner (malloc'd), or NULL: the object whose malloc
+ * the program's calls reached instead of the sampler's. */
+static char *trace_malloc_owner(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	uint8_t h[AP_CHUNK_HDR_LEN];
+	char *owner = NULL;
+	if (pread(fd, h, sizeof(h), AP_TRACE_PREAMBLE_LEN) == (ssize_t)sizeof(h) &&
+	    ap_get_u32le(h) == AP_CHUNK_MAGIC && h[4] == AP_CHUNK_HEADER &&
+	    ap_get_u32le(h + 12) <= AP_CHUNK_MAX_PAYLOAD) {
+		uint32_t len = ap_get_u32le(h + 12);
+		uint8_t *pl = ap_xmalloc(len ? len : 1);
+		if (pread(fd, pl, len, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN) == (ssize_t)len) {
+			const uint8_t *p = pl, *end = pl + len;
+			uint64_t key, kind, v;
+			while (!owner && p < end && !ap_get_uv(&p, end, &key) &&
+			       !ap_get_uv(&p, end, &kind) && !ap_get_uv(&p, end, &v)) {
+				if (kind != AP_KV_STR)
+					continue;
+				if (v > (uint64_t)(end - p))
+					break;
+				if (key == AP_HK_MALLOC_OWNER) {
+					struct ap_buf b = AP_BUF_INIT;
+					ap_buf_add(&b, p, (size_t)v);
+					owner = ap_buf_detach(&b, NULL);
+				}
+				p += v;
+			}
+		}
+		free(pl);
+	}
+	close(fd);
+	return owner;
+}
+
 static void finish_trace(const char *path, const char *what, bool quiet,
 			 struct ap_compact_stream *stream, const int *status,
 			 const struct ap_finished *fin)
@@ -576,6 +613,11 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 		ap_die_msg("%s", err.msg);
 		return;
 	}
+	char *owner = trace_malloc_owner(path);
+	if (owner)
+		ap_die_msg("%s: the program has a malloc of its own (in %s): its allocations never "
+			   "reach the sampler, and the trace does not count them", path, owner);
+	free(owner);
 	if (quiet)
 		return;
 	char trunc[160] = "";

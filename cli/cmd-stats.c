@@ -186,7 +186,14 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	}
 	format_duration(b, sizeof(b), duration_ns(t));
 	printf("%-18s %s%s\n", "duration", b, t->has_end ? "" : " (up to the last event)");
-	if (t->rate <= 1) {
+	if (t->malloc_owner)
+		printf("%-18s the program's own malloc, in %s: these counts are not the "
+		       "program's allocations (only calls that reached the C library's malloc)\n",
+		       "allocator", t->malloc_owner);
+	if (t->rate <= 1 && t->malloc_owner) {
+		printf("%-18s every allocation the sampler saw (not the program's own allocator)\n",
+		       "sampling");
+	} else if (t->rate <= 1) {
 		printf("%-18s every allocation (exact)\n", "sampling");
 	} else {
 		ap_format_bytes(b, sizeof(b), (double)t->rate);
@@ -205,8 +212,9 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	printf("%-18s %llu\n", "samples", (unsigned long long)tot->samples);
 	if (t->has_counts) {
 		/* the sampler counts every call, sampled or not */
-		printf("%-18s %llu (exact: every allocation call)\n", "calls",
-		       (unsigned long long)t->calls);
+		printf("%-18s %llu (exact: every allocation call%s)\n", "calls",
+		       (unsigned long long)t->calls,
+		       t->malloc_owner ? " that reached the sampler" : "");
 		ap_format_bytes(b, sizeof(b), (double)t->bytes);
 		printf("%-18s %s (exact: bytes those calls requested)\n", "bytes", b);
 	}
@@ -313,6 +321,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "calls", t->has_counts ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
+	json_object_set_new(o, "malloc_owner",
+			    t->malloc_owner ? ap_json_text(t->malloc_owner) : json_null());
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));
 	json_object_set_new(o, "truncated_why",
 			    t->truncated ? ap_json_text(t->truncated_why) : json_null());

@@ -266,6 +266,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	make_path(tfile.path, proc.gen);
 	trace_mode_init();
 
+	malloc_owner_find();
 	int have_bufs = buffers_init() == 0;
 	int have_mods = modules_init() == 0;
 	tracked_set.cap = 4096;

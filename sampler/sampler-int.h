@@ -200,6 +200,8 @@ extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 extern int (*real_close)(int);
 extern int (*real_sigaltstack)(const stack_t *, stack_t *);
 void *must_sym(const char *name);
+const char *malloc_owner(void);
+void malloc_owner_find(void);
 void resolve(void);
 void boot_mark_filter(void);
 void *boot_move(void *old, size_t n);

@@ -293,7 +293,7 @@ EXPORT int dup3(int old, int fd, int flags)
 /* Preamble and HEADER chunk, one write. */
 static void write_header(const char *parent)
 {
-	size_t cap = 2 * PATH_MAX + CMDLINE_MAX + 1024;
+	size_t cap = 3 * PATH_MAX + CMDLINE_MAX + 1024;
 	uint8_t *buf = map_mem(cap);
 	if (!buf)
 		return;
@@ -335,6 +335,8 @@ static void write_header(const char *parent)
 	k += ap_put_kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
 		k += ap_put_kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
+	if (malloc_owner())
+		k += ap_put_kv_str(p + k, AP_HK_MALLOC_OWNER, malloc_owner(), str_len(malloc_owner()));
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
 			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);

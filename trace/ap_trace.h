@@ -96,6 +96,10 @@ struct ap_trace {
 				 * one (a multiple of the quantum; 0: not said) */
 	char *sampler;		/* never NULL */
 	char *parent_trace;	/* NULL unless a forked child */
+	/* NULL, or the object whose malloc the program's calls reach instead
+	 * of the sampler's (its own allocator): the events are not its
+	 * allocations */
+	char *malloc_owner;
 
 	/* END (has_end false when the process did not end cleanly) */
 	bool has_end;

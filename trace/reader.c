@@ -305,6 +305,10 @@ static int decode_header(struct rd *r, struct cur *c)
 			name = "parent_trace";
 			str = &t->parent_trace;
 			break;
+		case AP_HK_MALLOC_OWNER:
+			name = "malloc_owner";
+			str = &t->malloc_owner;
+			break;
 		case AP_HK_CMDLINE:
 			if (want_kind(r, &kv, AP_KV_STR, "cmdline") < 0)
 				return -1;
@@ -2429,6 +2433,7 @@ void ap_trace_free(struct ap_trace *t)
 	free(t->argv);
 	free(t->sampler);
 	free(t->parent_trace);
+	free(t->malloc_owner);
 	for (size_t i = 0; i < t->nmaps; i++) {
 		free(t->maps[i].path);
 		free(t->maps[i].segs);

@@ -366,6 +366,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	root->argc = 0;
 	root->sampler = NULL;
 	root->parent_trace = NULL;
+	root->malloc_owner = NULL;
 	m->maps = ap_xcalloc(nmaps ? nmaps : 1, sizeof(*m->maps));
 	m->nmaps = 0;
 	m->threads = ap_xcalloc(nthreads ? nthreads : 1, sizeof(*m->threads));
@@ -453,6 +454,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 			m->time_quantum_ns = t->time_quantum_ns;
 		m->has_end = m->has_end && t->has_end;
 		m->has_counts = m->has_counts && t->has_counts;
+		if (!m->malloc_owner && t->malloc_owner)
+			m->malloc_owner = ap_xstrdup(t->malloc_owner);
 		m->calls += t->calls;
 		m->bytes += t->bytes;
 		if (t->truncated && !m->truncated) {

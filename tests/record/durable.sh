@@ -2,7 +2,7 @@
 # Nothing lost (issue 24): what a process recorded survives how it ended
 # (SIGKILL, the exit_group system call past exit(): the sampler's buffers
 # are a file record finishes), the frees glibc makes after END are in the
-# trace, and record's
+# trace, a program with its own malloc is said to be one, and record's
 # memory follows the threads alive, not the threads there were. One
 # argument picks the group. Environment (from meson): ALLOCPROF, PROGS
 # (the directory of this folder's programs), MAXRSS.
@@ -80,6 +80,28 @@ atexit)
 	expect_eq "calls" "$(jget s.json calls)" "$(jget s.json alloc_objects)"
 	"$ALLOCPROF" top --inuse_objects a.trace >top 2>&1 || fail "top: $(cat top)"
 	[ -e a.trace.buffers ] && fail "the buffers file is left"
+	;;
+ownmalloc)
+	# the program's malloc is its own: record and stats say so instead of
+	# calling an empty trace exact
+	"$ALLOCPROF" record --all -o o.trace "$PROGS/own_malloc" >out 2>err
+	expect_eq "exit status" "$?" 0
+	expect_eq "output" "$(cat out)" "own_malloc: done"
+	expect_eq "record's line" "$(grep -c 'has a malloc of its own (in .*own_malloc)' err)" 1
+	"$ALLOCPROF" stats o.trace >s.txt 2>&1
+	grep -q "^allocator  *the program's own malloc, in .*own_malloc: these counts are not the program's allocations" s.txt ||
+		fail "stats: $(cat s.txt)"
+	grep -q "every allocation (exact)" s.txt && fail "stats calls it exact: $(cat s.txt)"
+	"$ALLOCPROF" stats --json o.trace >s.json
+	case "$(jget s.json malloc_owner)" in
+	*/own_malloc) ;;
+	*) fail "malloc_owner: $(jget s.json malloc_owner)" ;;
+	esac
+	# and a program whose malloc is the C library's has none
+	"$ALLOCPROF" record --all -o x.trace "$PROGS/durable_atexit" 2>err
+	"$ALLOCPROF" stats --json x.trace >x.json
+	expect_eq "malloc_owner of a plain program" "$(jget x.json malloc_owner)" null
+	grep -q "malloc of its own" err && fail "record: $(cat err)"
 	;;
 threads)
 	# 2,000 threads one after the other: record's memory follows the
