@@ -51,7 +51,10 @@ static void record_usage(FILE *f)
 	      "it as it is; it is complete once that process exits.\n\n"
 	      "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to allocprof go on to\n"
 	      "PROGRAM; a program ended by a signal (Ctrl-C, timeout, SIGPIPE, a\n"
-	      "crash) leaves a complete trace of what it did until then.\n\n"
+	      "crash) leaves a complete trace of what it did until then. So does\n"
+	      "one killed by SIGKILL or ended by the exit_group system call: the\n"
+	      "sampler's buffers are a file (<trace>.buffers) that record adds to\n"
+	      "the trace once the process is gone.\n\n"
 	      "Exit status: PROGRAM's own, 128+N if it died of signal N; 1 if it\n"
 	      "could not be run (not found, not executable, statically linked,\n"
 	      "setuid or setgid: LD_PRELOAD cannot reach those) or its trace could\n"
@@ -639,12 +642,13 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 				  : fin->reason == AP_END_RAW_EXIT
 				      ? "ended by the exit_group system call, without exit()"
 				      : "gone without an end record";
-		snprintf(late, sizeof(late), "; the process was %s: its last %llu chunk%s came "
-			 "from its buffers", how, (unsigned long long)fin->chunks,
+		snprintf(late, sizeof(late), "; the process was %s: %llu chunk%s from its "
+			 "buffers, and its end", how, (unsigned long long)fin->chunks,
 			 fin->chunks == 1 ? "" : "s");
 	} else if (fin && fin->chunks) {
-		snprintf(late, sizeof(late), "; %llu chunk%s from its buffers (events after its "
-			 "end record)", (unsigned long long)fin->chunks, fin->chunks == 1 ? "" : "s");
+		snprintf(late, sizeof(late), "; %llu chunk%s from its buffers (what it did "
+			 "after its end record)", (unsigned long long)fin->chunks,
+			 fin->chunks == 1 ? "" : "s");
 	}
 	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s%s)\n", what, path,
 		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
