@@ -73,6 +73,40 @@ static int walk_trace(struct seen *s, const uint8_t *data, size_t size)
 	}
 }
 
+/* Whether the trace ends with a whole END chunk, by its chunk headers
+ * alone (no checksum: the common case, a process that wrote END last
+ * and left its buffers empty, need not read the whole trace). */
+static bool ends_with_end(const uint8_t *data, size_t size)
+{
+	uint8_t last = 0;
+	size_t off = AP_TRACE_PREAMBLE_LEN;
+	while (off < size) {
+		if (size - off < AP_CHUNK_HDR_LEN || ap_get_u32le(data + off) != AP_CHUNK_MAGIC)
+			return false;
+		uint64_t next = off + AP_CHUNK_HDR_LEN + (uint64_t)ap_get_u32le(data + off + 12);
+		if (next > size)
+			return false;
+		last = data[off + 4];
+		off = (size_t)next;
+	}
+	return last == AP_CHUNK_END;
+}
+
+/* Whether some slot of the buffers file holds records. */
+static bool slots_hold_records(const uint8_t *sm, size_t size)
+{
+	for (size_t off = AP_BUFFERS_PAGE; off + AP_SLOT_HDR <= size;) {
+		const struct ap_slot *sl = (const void *)(sm + off);
+		if (sl->magic != AP_SLOT_MAGIC || sl->size < AP_BUFFERS_PAGE ||
+		    sl->size % AP_BUFFERS_PAGE || sl->size > size - off)
+			break;
+		if (sl->len > AP_CHUNK_HDR_LEN)
+			return true;
+		off += sl->size;
+	}
+	return false;
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
 	const uint8_t *p = data;
@@ -177,6 +211,9 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			goto out;
 		}
 	}
+	if (tm != MAP_FAILED && !slots_hold_records(sm, (size_t)ss.st_size) &&
+	    ends_with_end(tm, (size_t)ts.st_size))
+		goto done; /* ended as it should, nothing left over */
 	if (walk_trace(&s, tm == MAP_FAILED ? NULL : tm, (size_t)ts.st_size) < 0 || !s.header)
 		goto done; /* corrupt, or cut before its HEADER: left as it is */
 
