@@ -107,29 +107,44 @@ void tsc_calibrate(void)
  * is published after each record (slot_publish: one store), and a chunk
  * written to the trace first empties its buffer, then moves the slot's
  * index on: a buffer whose chunk is in the file is either empty or names
- * a chunk the file already has. Blocks are reserved with fallocate, so a
- * full disk never becomes a SIGBUS in the program; a slot the file cannot
- * give is private memory (not durable, as before). Without record (the
- * separate ALLOCPROF_* variables) every slot is private memory. */
+ * a chunk the file already has. The bytes of a buffer are written (zeros)
+ * before the program's stores can reach them, so that the file system has
+ * set their room aside (a full disk never becomes a SIGBUS in the
+ * program); fallocate would do that too, but freeing allocated blocks
+ * made removing the file cost milliseconds, which written pages not yet
+ * on disk do not. A thread's slot is written whole (68 KiB); the META
+ * slot (1 MiB, mostly unused) META_STEP at a time as its records grow
+ * (meta_reserve). A slot the file cannot give is private memory (not
+ * durable, as before). Without record (the separate ALLOCPROF_*
+ * variables) every slot is private memory. */
 static char bufs_path[PATH_MAX];
 static int bufs_on;		/* slots come from the file */
 static uint64_t bufs_end;	/* its bytes so far (threads.lock) */
 static struct ap_buffers_head *bufs_head;
+#define META_STEP (64u << 10)
+static uint64_t meta_off;	/* the META slot's offset in the file (0: private) */
+static size_t meta_room;	/* META payload bytes set aside (meta.lock) */
 
 static size_t page_up(size_t n)
 {
 	return (n + AP_BUFFERS_PAGE - 1) & ~(size_t)(AP_BUFFERS_PAGE - 1);
 }
 
-/* fallocate of [off, off + n) of fd, unless the program's RLIMIT_FSIZE
- * is in the way: past it the kernel would send the program SIGXFSZ. */
-static int reserve(int fd, uint64_t off, size_t n)
+/* [off, off + n) of fd written with zeros (from a mapping of the zero
+ * page: no memory of ours), unless the program's RLIMIT_FSIZE is in the
+ * way of `end`: past it the kernel would send the program SIGXFSZ. */
+static int reserve(int fd, uint64_t off, size_t n, uint64_t end)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 ||
-	    (rl.rlim_cur != RLIM_INFINITY && off + n > (uint64_t)rl.rlim_cur))
+	    (rl.rlim_cur != RLIM_INFINITY && end > (uint64_t)rl.rlim_cur))
 		return -1;
-	return fallocate(fd, 0, (off_t)off, (off_t)n);
+	void *z = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (z == MAP_FAILED)
+		return -1;
+	ssize_t w = pwrite(fd, z, n, (off_t)off);
+	munmap(z, n);
+	return w == (ssize_t)n ? 0 : -1;
 }
 
 /* A slot of `size` bytes for a buffer of `type`, at `at` (a slot being
@@ -139,12 +154,22 @@ static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
 {
 	int fixed = at ? MAP_FIXED : 0;
 	void *p = MAP_FAILED;
+	size_t now = type == AP_CHUNK_META ? META_STEP : size; /* set aside now */
+	if (type == AP_CHUNK_META) {
+		meta_off = 0;
+		meta_room = META_BUF_SIZE;
+	}
 	if (bufs_on) {
 		int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (fd >= 0) {
-			if (reserve(fd, bufs_end, size) == 0) {
+			if (reserve(fd, bufs_end, now, bufs_end + size) == 0 &&
+			    (now == size || ftruncate(fd, (off_t)(bufs_end + size)) == 0)) {
 				p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd,
 					 (off_t)bufs_end);
+				if (p != MAP_FAILED && type == AP_CHUNK_META) {
+					meta_off = bufs_end;
+					meta_room = now - AP_SLOT_HDR - AP_CHUNK_HDR_LEN;
+				}
 				if (p != MAP_FAILED)
 					bufs_end += size;
 			}
@@ -183,7 +208,7 @@ static void bufs_create(void)
 	if (fd < 0)
 		return;
 	void *h = MAP_FAILED;
-	if (reserve(fd, 0, AP_BUFFERS_PAGE) == 0)
+	if (reserve(fd, 0, AP_BUFFERS_PAGE, AP_BUFFERS_PAGE) == 0)
 		h = mmap(NULL, AP_BUFFERS_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	sys_close(fd);
 	if (h == MAP_FAILED) {
@@ -288,10 +313,32 @@ static void meta_flush_locked(void)
 		buffers_stop();
 }
 
+/* The META slot's room set aside grown to `want` payload bytes, if the
+ * file gives it (meta.lock held). */
+static void meta_grow(size_t want)
+{
+	if (!meta_off || !bufs_on)
+		return;
+	int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	while (meta_room < want && meta_room < META_BUF_SIZE) {
+		uint64_t at = meta_off + AP_SLOT_HDR + AP_CHUNK_HDR_LEN + meta_room;
+		size_t n = META_BUF_SIZE - meta_room < META_STEP ? META_BUF_SIZE - meta_room
+								 : META_STEP;
+		if (reserve(fd, at, n, at + n) < 0)
+			break;
+		meta_room += n;
+	}
+	sys_close(fd);
+}
+
 /* Room for n bytes of META records; meta.lock held. */
 uint8_t *meta_reserve(size_t n)
 {
-	if (meta.len + n > META_BUF_SIZE)
+	if (meta.len + n > meta_room)
+		meta_grow(meta.len + n);
+	if (meta.len + n > meta_room)
 		meta_flush_locked();
 	return meta.buf + AP_CHUNK_HDR_LEN + meta.len;
 }
