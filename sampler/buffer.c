@@ -203,7 +203,21 @@ static void bufs_create(void)
 		return; /* -o /dev/null: nothing to finish */
 	memcpy(bufs_path, tfile.path, n);
 	memcpy(bufs_path + n, AP_BUFFERS_SUFFIX, sizeof(AP_BUFFERS_SUFFIX));
-	unlink(bufs_path);
+	/* an earlier image's or run's buffers go; a file of another kind is
+	 * not ours to remove (then O_EXCL fails, and the buffers are private) */
+	if (lstat(bufs_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size) {
+		char magic[sizeof(bufs_head->magic)] = { 0 };
+		int old = open(bufs_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (old >= 0) {
+			if (read(old, magic, sizeof(magic)) < 0)
+				magic[0] = 0;
+			sys_close(old);
+		}
+		if (!memcmp(magic, AP_BUFFERS_MAGIC, sizeof(magic)))
+			unlink(bufs_path);
+	} else if (lstat(bufs_path, &st) == 0 && (S_ISLNK(st.st_mode) || S_ISREG(st.st_mode))) {
+		unlink(bufs_path); /* empty, or a link: nobody's data */
+	}
 	int fd = open(bufs_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return;
