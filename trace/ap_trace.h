@@ -110,6 +110,8 @@ struct ap_trace {
 	 * could not (AP_END_KILLED and after) */
 	bool has_counts;
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_counts only) */
+	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
+				 * system) at END; 0 when not known */
 
 	struct ap_mapping *maps;
 	size_t nmaps;

@@ -386,7 +386,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->nmap_index = 0;
 	m->has_end = true;
 	m->has_counts = true;
-	m->calls = m->bytes = 0;
+	m->calls = m->bytes = m->cpu_ns = 0;
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
 
@@ -458,6 +458,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 			m->malloc_owner = ap_xstrdup(t->malloc_owner);
 		m->calls += t->calls;
 		m->bytes += t->bytes;
+		m->cpu_ns += t->cpu_ns;
 		if (t->truncated && !m->truncated) {
 			m->truncated = true;
 			struct ap_buf why = AP_BUF_INIT;
