@@ -152,6 +152,7 @@ static json_t *result_json(const struct ap_replay_result *r)
 	json_object_set_new(o, "mean_held_bytes", json_integer(ap_view_round(r->mean_held_bytes)));
 	json_object_set_new(o, "lost_to_cycles", json_integer(ap_view_round(r->lost_cycle)));
 	json_object_set_new(o, "lost_to_p_changes", json_integer(ap_view_round(r->lost_pchange)));
+	json_object_set_new(o, "lost_to_thread_exits", json_integer(ap_view_round(r->lost_exit)));
 	json_object_set_new(o, "escaped", json_integer(ap_view_round(r->escaped)));
 	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(r->dropped_cap)));
 	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(r->time_saved_ns)));

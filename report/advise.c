@@ -258,8 +258,8 @@ static inline unsigned cpu_p(const struct replay *rp, unsigned cpu)
 /* An allocation at the site: returns the object's capacity. (Gets, hits,
  * misses, Puts and drops are the pool's own counts: runs_finish.) */
 static inline __attribute__((always_inline)) uint64_t
-r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsigned cpu,
-      uint64_t size)
+r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, uint32_t thread,
+      unsigned cpu, uint64_t size)
 {
 	catch_up(rp, s, pos, ts);
 	struct ap_replay_result *r = &s->r;
@@ -274,7 +274,7 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsign
 	s->prev_get_cum = cum;
 	struct ap_pool_obj o;
 	const struct ap_cost_point *c = cost_at(rp->costs, size);
-	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
+	enum ap_pool_src src = ap_pool_get(s->pool, thread, cpu_p(rp, cpu), ts, &o);
 	if (src == AP_POOL_MISS) {
 		r->time_saved_ns -= c->pool_ns;
 		return size;
@@ -304,10 +304,23 @@ static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, 
 }
 
 static inline void r_put(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts,
-			 unsigned cpu, uint64_t cap)
+			 uint32_t thread, unsigned cpu, uint64_t cap)
 {
 	catch_up(rp, s, pos, ts);
-	ap_pool_put(s->pool, cpu_p(rp, cpu), ts, 0, cap);
+	ap_pool_put(s->pool, thread, cpu_p(rp, cpu), ts, 0, cap);
+}
+
+/* A thread's exit (after its last event): every pool releases what its
+ * private slot holds. */
+static void r_exit(struct replay *rp, struct pos pos, uint64_t ts, uint32_t thread)
+{
+	for (size_t i = 0; i < rp->nsites; i++) {
+		struct site_run *s = &rp->runs[i];
+		if (!s->active)
+			continue;
+		catch_up(rp, s, pos, ts);
+		ap_pool_thread_exit(s->pool, thread, ts);
+	}
 }
 
 struct site_info {		/* facts gathered once */
@@ -406,6 +419,7 @@ struct srec {
 	double w;
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
 	uint16_t cpu, dcpu;
+	uint16_t thread, dthread;	/* of its birth and of its free */
 	bool freed;
 	bool last_sampled;	/* its latest block is a sample (w is that block's weight) */
 	bool seen_growing;	/* first seen in a realloc: its birth was not sampled */
@@ -418,13 +432,13 @@ struct sgrowth {
 	uint32_t next;
 };
 
-enum { OP_GET, OP_GROW, OP_PUT };
+enum { OP_GET, OP_GROW, OP_PUT, OP_EXIT };
 
 struct op {
 	struct pos pos;
 	uint64_t ts, size;
-	uint32_t obj, seq, site;
-	uint16_t cpu;
+	uint32_t obj, seq, site;	/* OP_EXIT: every site */
+	uint16_t cpu, thread;
 	uint8_t type;
 };
 
@@ -439,6 +453,9 @@ struct recon {
 	size_t nclones;
 	double *escaped;	/* per site: copies never freed */
 };
+
+static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
+		   uint32_t site, uint16_t cpu, uint16_t thread, uint8_t type);
 
 /* ---- matching: every event to its object, in one place ---- */
 
@@ -490,7 +507,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 		ob->cap = e->size;
 		struct site_run *s = &rp->runs[ob->site];
 		if (s->active)
-			ob->cap = r_get(rp, s, pos, e->ts, e->cpu, e->size);
+			ob->cap = r_get(rp, s, pos, e->ts, e->thread, e->cpu, e->size);
 		if (si) {
 			if (!si->samples)
 				si->first_ts = e->ts;
@@ -513,7 +530,8 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 	*r = (struct srec){ .birth = e->ts, .bpos = pos, .size = e->size, .maxsize = e->size,
 			    .w = ev_weight(w->t, e),
 			    .site = ob->site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
-			    .cpu = e->cpu, .last_sampled = true, .seen_growing = seen_growing };
+			    .cpu = e->cpu, .thread = e->thread, .last_sampled = true,
+			    .seen_growing = seen_growing };
 	ob->rec = (uint32_t)rc->nrec++;
 }
 
@@ -550,7 +568,7 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	if (w->mode == W_EXACT) {
 		struct site_run *s = &w->rp->runs[ob->site];
 		if (s->active)
-			r_put(w->rp, s, pos, e->ts, e->cpu, ob->cap);
+			r_put(w->rp, s, pos, e->ts, e->thread, e->cpu, ob->cap);
 		if (w->info) {
 			struct site_info *si = &w->info[ob->site];
 			si->life_sum += (double)(e->ts - ob->birth);
@@ -566,6 +584,7 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	r->death = e->ts;
 	r->dpos = pos;
 	r->dcpu = e->cpu;
+	r->dthread = e->thread;
 }
 
 /* The replay's consumer (ap_replay.h: the replay matches every FREE and
@@ -583,6 +602,14 @@ struct walk_state {
 	size_t nobjs;
 	double live, live_at_cycle, since, goal, vol;
 	struct interval_clock ic;
+	/* Thread exits (several threads, not W_CYCLES): records each thread
+	 * has still to make; after its last one it exits, as far as the pools
+	 * know (vpool.h releases its private slots then). */
+	uint64_t *left;
+	bool exit_pending;
+	uint32_t exit_thread;
+	size_t exit_i;
+	uint64_t exit_ts;
 };
 
 static inline struct obj *ws_obj(struct walk_state *S, uint32_t id)
@@ -697,6 +724,38 @@ static void ws_unmatched(void *ctx, size_t i, const struct ap_event *e)
 	ws_event(ctx, i, e);
 }
 
+/* The thread whose last record came before: it exits, right after that
+ * record (and a cycle it made). */
+static void ws_exit(struct walk_state *S)
+{
+	struct walk *w = S->w;
+	struct pos pos = { S->vol, (double)S->exit_i + 0.75 };
+	S->exit_pending = false;
+	if (w->mode == W_EXACT) {
+		r_exit(w->rp, pos, S->exit_ts, S->exit_thread);
+	} else if (w->mode == W_COLLECT) {
+		add_op(w->rc, pos, S->exit_ts, 0, 0, UINT32_MAX, 0, (uint16_t)S->exit_thread,
+		       OP_EXIT);
+	}
+}
+
+/* Every event, first: counts its thread's records (a realloc's FREE half
+ * is counted with its ALLOC half). */
+static void ws_any(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct walk_state *S = ctx;
+	if (S->exit_pending)
+		ws_exit(S);
+	if (e->flags & AP_EVF_FROM_REALLOC)
+		return;
+	if (e->thread < S->w->t->nthreads && S->left[e->thread] && !--S->left[e->thread]) {
+		S->exit_pending = true;
+		S->exit_thread = e->thread;
+		S->exit_i = i;
+		S->exit_ts = e->ts;
+	}
+}
+
 /* The objects still live at the end escape. */
 static void ws_end(void *ctx, const struct ap_replay_block *b)
 {
@@ -717,14 +776,32 @@ static const struct ap_replay_ops walk_ops = {
 	.live_at_end = ws_end,
 };
 
+static const struct ap_replay_ops walk_ops_exits = {
+	.event = ws_any,
+	.alloc = ws_alloc,
+	.grow = ws_grow,
+	.free = ws_free,
+	.unmatched = ws_unmatched,
+	.live_at_end = ws_end,
+};
+
 static void walk_events(struct walk *w)
 {
 	const struct ap_trace *t = w->t;
 	struct walk_state S = { .w = w, .goal = 4.0 * 1024 * 1024 };
 	if (w->cycles && !w->gogc)
 		S.ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
-	struct ap_replay_consumer c = { &walk_ops, &S };
+	bool exits = w->mode != W_CYCLES && !w->rp->one_p && t->nthreads > 1;
+	if (exits) {
+		S.left = ap_xmalloc(t->nthreads * sizeof(*S.left));
+		for (size_t k = 0; k < t->nthreads; k++)
+			S.left[k] = t->threads[k].events;
+	}
+	struct ap_replay_consumer c = { exits ? &walk_ops_exits : &walk_ops, &S };
 	ap_replay(t, &c, 1, NULL);
+	if (S.exit_pending)
+		ws_exit(&S);
+	free(S.left);
 	if (w->cycles)
 		interval_before(&S.ic, &w->rp->cyc, w->rp->t_end,
 				(struct pos){ S.vol, (double)t->nev - 0.5 });
@@ -770,10 +847,11 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
-		   uint32_t site, uint16_t cpu, uint8_t type)
+		   uint32_t site, uint16_t cpu, uint16_t thread, uint8_t type)
 {
 	AP_ALLOC_GROW(rc->ops, rc->nops + 1, rc->ops_alloc);
-	rc->ops[rc->nops] = (struct op){ pos, ts, size, obj, (uint32_t)rc->nops, site, cpu, type };
+	rc->ops[rc->nops] = (struct op){ pos, ts, size, obj, (uint32_t)rc->nops, site, cpu,
+					 thread, type };
 	rc->nops++;
 }
 
@@ -895,14 +973,17 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			if (offp > r->bpos.v)
 				offp = r->bpos.v;
 			uint32_t obj = (uint32_t)rc->nclones++;
-			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, birth_size, obj, s, r->cpu, OP_GET);
+			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, birth_size, obj, s, r->cpu,
+			       r->thread, OP_GET);
 			if (birth_size != r->size)
-				add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, 0, OP_GROW);
+				add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, 0, 0,
+				       OP_GROW);
 			for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
 				add_op(rc, pos_minus(rc->g[g].pos, offp), rc->g[g].ts - off, rc->g[g].size, obj, s, 0,
-				       OP_GROW);
+				       0, OP_GROW);
 			if (r->freed)
-				add_op(rc, pos_minus(r->dpos, offp), r->death - off, 0, obj, s, r->dcpu, OP_PUT);
+				add_op(rc, pos_minus(r->dpos, offp), r->death - off, 0, obj, s, r->dcpu,
+				       r->dthread, OP_PUT);
 			else
 				rc->escaped[s]++;
 		}
@@ -926,15 +1007,19 @@ static void pass_recon(struct replay *rp, struct recon *rc)
 {
 	for (size_t i = 0; i < rc->nops; i++) {
 		const struct op *op = &rc->ops[i];
+		if (op->type == OP_EXIT) {
+			r_exit(rp, op->pos, op->ts, op->thread);
+			continue;
+		}
 		struct site_run *s = &rp->runs[op->site];
 		if (!s->active)
 			continue;
 		if (op->type == OP_GET)
-			rc->cap[op->obj] = r_get(rp, s, op->pos, op->ts, op->cpu, op->size);
+			rc->cap[op->obj] = r_get(rp, s, op->pos, op->ts, op->thread, op->cpu, op->size);
 		else if (op->type == OP_GROW)
 			r_grow(rp, s, op->size, &rc->cap[op->obj]);
 		else
-			r_put(rp, s, op->pos, op->ts, op->cpu, rc->cap[op->obj]);
+			r_put(rp, s, op->pos, op->ts, op->thread, op->cpu, rc->cap[op->obj]);
 	}
 	for (size_t s = 0; s < rp->nsites; s++)
 		if (rp->runs[s].active)
@@ -958,7 +1043,7 @@ static void scale_result(struct ap_replay_result *r, double k)
 		&r->gets, &r->misses, &r->small_hits, &r->allocs_avoided,
 		&r->alloc_bytes_avoided, &r->reallocs, &r->reallocs_avoided,
 		&r->realloc_bytes_avoided, &r->escaped, &r->puts, &r->dropped_cap,
-		&r->lost_cycle, &r->lost_pchange, &r->time_saved_ns,
+		&r->lost_cycle, &r->lost_pchange, &r->lost_exit, &r->time_saved_ns,
 		&r->gaps, &r->gap_cycles, &r->far_gaps,
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(counts); i++)
@@ -1002,6 +1087,7 @@ static void runs_finish(struct replay *rp)
 		r->dropped_cap = (double)st.dropped_cap;
 		r->lost_cycle = (double)st.lost_cycle;
 		r->lost_pchange = (double)st.lost_pchange;
+		r->lost_exit = (double)st.lost_exit;
 		r->peak_held_bytes = (double)st.peak_held_bytes;
 		r->mean_held_bytes = st.mean_held_bytes;
 		if (run->scale != 1)
@@ -1111,7 +1197,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	rp.runs = ap_xcalloc(ns ? ns : 1, sizeof(*rp.runs));
 	uint64_t *caps = ap_xcalloc(ns ? ns : 1, sizeof(*caps));
 	for (size_t s = 0; s < ns; s++) {
-		rp.runs[s].pool = ap_pool_new(a->procs, 0);
+		rp.runs[s].pool = ap_pool_new(AP_POOL_VPOOL, a->procs, 0);
 		rp.runs[s].active = true;
 		rp.runs[s].scale = 1;
 	}

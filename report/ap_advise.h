@@ -7,9 +7,12 @@
  * How a trace becomes pool operations (docs/pool-model.md §6):
  * - An object is born by an allocation (ALLOC, or the ALLOC half of a
  *   realloc that does not continue a tracked block) and belongs to the site
- *   of its birth for life. Its birth is a Get on P = cpu % procs of the
- *   pool of that site; its free is a Put on the P of the freeing CPU; a
- *   realloc of it is a growth of the same object, not a Get.
+ *   of its birth for life. Its birth is a Get by its thread on P = cpu %
+ *   procs of the pool of that site (a vpool.h pool: ap_pool.h,
+ *   AP_POOL_VPOOL); its free is a Put by the freeing thread on the P of
+ *   the freeing CPU; a realloc of it is a growth of the same object, not
+ *   a Get. A thread exits after its last record: every pool releases its
+ *   private slot.
  * - Objects carry a capacity. A Get that hits takes the pooled object's
  *   capacity: if that is at least the request, the allocation is avoided
  *   (a "full hit"); if not (a "small hit"), the program still allocates the
@@ -162,6 +165,7 @@ struct ap_replay_result {
 	double puts;
 	double dropped_cap;		/* Puts dropped by the cap */
 	double lost_cycle, lost_pchange;
+	double lost_exit;		/* released from private slots at their thread's exit */
 	double peak_held_bytes, mean_held_bytes;
 	double time_saved_ns;		/* by the cost model; negative: the pool costs */
 	double hit_rate;		/* (hits) / gets */

@@ -176,6 +176,44 @@ static void test_exact(void)
 	ap_trace_free(t);
 }
 
+/* vpool.h's private slots are per thread, and go with their thread: on
+ * one CPU, thread A puts a 64 KiB buffer back and ends; thread B, started
+ * after, misses (a per-CPU private slot would have handed it A's buffer),
+ * then puts its own back and gets it again. A's and B's buffers are
+ * released at their exits: nothing held at the end. */
+static void test_thread_private(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 2;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "a");
+	ap_tw_thread(tw, 1001, "b");
+	uint64_t ts = START + 1000;
+	ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 65536, st);
+	ap_tw_free(tw, 1000, ts + 100, 0, 0x100000);
+	ts += MS;
+	for (int i = 0; i < 2; i++) {
+		ap_tw_alloc(tw, 1001, ts, 0, AP_KIND_MALLOC, 0x200000, 65536, st);
+		ap_tw_free(tw, 1001, ts + 100, 0, 0x200000);
+		ts += MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("threads: one_p", a->one_p, 0);
+	CHECK("threads: gets", s->r.gets, 3);
+	CHECK("threads: misses", s->r.misses, 2);
+	CHECK("threads: private hits", s->r.hits[AP_POOL_PRIVATE], 1);
+	CHECK("threads: released at exits", s->r.lost_exit, 2);
+	CHECK("threads: peak held", s->r.peak_held_bytes, 65536);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* gogc:100: a cycle when live-after-last-cycle + allocated-since reaches
  * max(2 * live, 4 MiB). 8 blocks of 1 MiB kept, then 16 freed at once:
  * cycles at allocations 4 (4 MiB), 8 (goal 8 MiB), 16 (live 8, goal 16). */
@@ -464,6 +502,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	test_exact();
+	test_thread_private();
 	test_gogc();
 	test_replay_order();
 	test_sampled();
