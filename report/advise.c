@@ -481,7 +481,8 @@ struct walk {
 	const uint32_t *site_of_stack;	/* NULL: no sites (W_CYCLES) */
 	struct replay *rp;	/* cycles go to rp->cyc; W_EXACT replays its runs */
 	bool cycles;		/* compute the cycles (rp->cyc empty) */
-	double gogc;		/* 0: interval cycles */
+	double gogc;		/* 1 + N/100 of gogc:N; 0: interval cycles */
+	double heap_min;	/* gogc: the smallest goal, 4 MiB * N/100 (Go's heapMinimum) */
 	uint64_t interval_ns;
 	/* First walk only (else NULL): the sites' shares and facts. */
 	struct site_info *info;
@@ -669,8 +670,8 @@ static inline void ws_live(struct walk_state *S, size_t i, struct obj *ob, const
 		S->live_at_cycle = S->live;
 		S->since = 0;
 		S->goal = S->live_at_cycle * w->gogc;
-		if (S->goal < 4.0 * 1024 * 1024)
-			S->goal = 4.0 * 1024 * 1024;
+		if (S->goal < w->heap_min)
+			S->goal = w->heap_min;
 	}
 }
 
@@ -788,7 +789,7 @@ static const struct ap_replay_ops walk_ops_exits = {
 static void walk_events(struct walk *w)
 {
 	const struct ap_trace *t = w->t;
-	struct walk_state S = { .w = w, .goal = 4.0 * 1024 * 1024 };
+	struct walk_state S = { .w = w, .goal = w->heap_min };
 	if (w->cycles && !w->gogc)
 		S.ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
 	bool exits = w->mode != W_CYCLES && !w->rp->one_p && t->nthreads > 1;
@@ -812,8 +813,12 @@ static void walk_events(struct walk *w)
 static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
 {
 	w->cycles = true;
-	if (o->gc_mode == AP_GC_GOGC)
+	if (o->gc_mode == AP_GC_GOGC) {
 		w->gogc = 1.0 + (double)o->gogc / 100.0;
+		/* Go's heapMinimum: 4 MiB at GOGC=100, scaled with GOGC
+		 * (runtime/mgcpacer.go, defaultHeapMinimum * GOGC / 100). */
+		w->heap_min = 4.0 * 1024 * 1024 * (double)o->gogc / 100.0;
+	}
 	else
 		w->interval_ns = o->interval_ns;
 }

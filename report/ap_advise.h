@@ -21,7 +21,7 @@
  *   raises the capacity. Objects never freed escape: they are Gets only.
  * - Cycles (docs/pool-model.md §4): `gogc:N`, a cycle when live bytes after
  *   the last cycle plus bytes allocated since reach max(live*(1+N/100),
- *   4 MiB), with live bytes replayed from the whole trace (weighted when
+ *   4 MiB*N/100) (Go's heapMinimum scales with GOGC), with live bytes replayed from the whole trace (weighted when
  *   sampled), placed right after the allocation that reaches the goal; or
  *   `interval:D`, every D from the trace's start, placed before the first
  *   event later than it. Computed once, shared by every site's pool.

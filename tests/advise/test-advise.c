@@ -254,6 +254,27 @@ static void test_gogc(void)
 		CHECK("gogc cycle position", cyc[i], at[i]);
 	(void)ts;
 	free(cyc);
+
+	/* gogc:400: Go's minimum heap is 4 MiB * 400/100 = 16 MiB: the first
+	 * cycle when 16 MiB are allocated (allocation 16, event 22), live
+	 * then 9 MiB, goal 45 MiB: no other. (A minimum of 4 MiB whatever
+	 * GOGC gave cycles at 3.5 and 30.5.) */
+	o.gogc = 400;
+	cyc = ap_advise_cycles(t, &o, &n, &count);
+	CHECK("gogc:400 cycles", n, 1);
+	CHECK("gogc:400 cycle position", n ? cyc[0] : -1, 22.5);
+	free(cyc);
+	/* gogc:50: minimum 2 MiB, goal max(1.5 x live, 2 MiB): allocations 2
+	 * (2 MiB), 3 (live 2: goal 3), 5 (live 3: 4.5), 8 (live 5: 7.5);
+	 * then live 8, goal 12: allocation 12 (event 14), live 9 with it,
+	 * goal 13.5: every 5 allocations, 17 (event 24) and 22 (event 34). */
+	o.gogc = 50;
+	cyc = ap_advise_cycles(t, &o, &n, &count);
+	static const double at50[] = { 1.5, 2.5, 4.5, 7.5, 14.5, 24.5, 34.5 };
+	CHECK("gogc:50 cycles", n, AP_ARRAY_SIZE(at50));
+	for (size_t i = 0; i < n && i < AP_ARRAY_SIZE(at50); i++)
+		CHECK("gogc:50 cycle position", cyc[i], at50[i]);
+	free(cyc);
 	ap_trace_free(t);
 }
 
