@@ -1,7 +1,7 @@
-/* vpool.h: a victim-cache object pool for C (C11), after Go's sync.Pool;
- * the pool `allocprof advise` means, and the one `allocprof calibrate`
- * prices. Header-only: C11 atomics and POSIX threads (C++ programs:
- * include it from a C file, or port its logic to std::atomic).
+/* vpool.h: a victim-cache object pool for C (C11) and C++ (C++17 and
+ * later), after Go's sync.Pool; the pool `allocprof advise` means, and the
+ * one `allocprof calibrate` prices. Header-only: C11 atomics (std::atomic
+ * in C++) and POSIX threads.
  *
  * The pool keeps objects of one kind (one pool per allocation site that
  * advise names). Each thread has a private slot, taken and filled with
@@ -43,14 +43,33 @@
 #define VPOOL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#ifdef __cplusplus
+#include <atomic>
+#include <new>
+#include <sched.h>
+#define VPOOL_ATOMIC_(T) std::atomic<T>
+#define VPOOL_ALIGNAS_(n) alignas(n)
+#define VPOOL_STD_ std::
+#else
+#include <stdatomic.h>
+#define VPOOL_ATOMIC_(T) _Atomic(T)
+#define VPOOL_ALIGNAS_(n) _Alignas(n)
+#define VPOOL_STD_
+#endif
+#define VPOOL_RELAXED_ VPOOL_STD_ memory_order_relaxed
+
 /* glibc's (a GNU extension: declared here so that the header needs no
- * _GNU_SOURCE before the first include); it reads the CPU from rseq. */
+ * _GNU_SOURCE before the first include); it reads the CPU from rseq.
+ * C++ compilers define _GNU_SOURCE, and <sched.h> declares it then. */
+#if defined(__cplusplus) && !defined(__USE_GNU)
+extern "C" int sched_getcpu(void) noexcept;
+#elif !defined(__cplusplus)
 int sched_getcpu(void);
+#endif
 
 struct vpool_deque {		/* a ring: the head is the newest end */
 	void **slot;
@@ -58,8 +77,8 @@ struct vpool_deque {		/* a ring: the head is the newest end */
 };
 
 struct vpool_shard {
-	_Alignas(64) atomic_int lock;	/* guards the two deques */
-	atomic_size_t count;		/* objects in the deques, for skipping */
+	VPOOL_ALIGNAS_(64) VPOOL_ATOMIC_(int) lock;	/* guards the two deques */
+	VPOOL_ATOMIC_(size_t) count;	/* objects in the deques, for skipping */
 	struct vpool_deque cur, old;
 };
 
@@ -72,7 +91,7 @@ struct vpool_local {		/* one thread's private slot */
 };
 
 struct vpool {
-	atomic_uint gen;	/* cycles so far */
+	VPOOL_ATOMIC_(unsigned) gen;	/* cycles so far */
 	struct vpool_shard *sh;
 	unsigned n;
 	pthread_key_t key;	/* struct vpool_local of the thread */
@@ -82,14 +101,14 @@ struct vpool {
 
 static inline void vpool_lock_(struct vpool_shard *s)
 {
-	while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
-		while (atomic_load_explicit(&s->lock, memory_order_relaxed))
+	while (VPOOL_STD_ atomic_exchange_explicit(&s->lock, 1, VPOOL_STD_ memory_order_acquire))
+		while (VPOOL_STD_ atomic_load_explicit(&s->lock, VPOOL_RELAXED_))
 			;
 }
 
 static inline void vpool_unlock_(struct vpool_shard *s)
 {
-	atomic_store_explicit(&s->lock, 0, memory_order_release);
+	VPOOL_STD_ atomic_store_explicit(&s->lock, 0, VPOOL_STD_ memory_order_release);
 }
 
 static inline unsigned vpool_cpu_(const struct vpool *p)
@@ -109,7 +128,7 @@ static inline void vpool_drop_(struct vpool *p, void *obj)
 /* At thread exit: what the thread's private slot holds goes. */
 static inline void vpool_local_free_(void *arg)
 {
-	struct vpool_local *l = arg;
+	struct vpool_local *l = (struct vpool_local *)arg;
 	if (l->obj)
 		vpool_drop_(l->pool, l->obj);
 	free(l);
@@ -125,15 +144,21 @@ static inline int vpool_init(struct vpool *p, unsigned nshards, void (*release)(
 		long n = sysconf(_SC_NPROCESSORS_CONF);
 		nshards = n > 0 ? (unsigned)n : 1;
 	}
-	p->sh = aligned_alloc(64, nshards * sizeof(*p->sh));
+	p->sh = (struct vpool_shard *)aligned_alloc(64, nshards * sizeof(*p->sh));
 	if (!p->sh)
 		return -1;
 	if (pthread_key_create(&p->key, vpool_local_free_)) {
 		free(p->sh);
 		return -1;
 	}
+#ifdef __cplusplus
+	for (unsigned c = 0; c < nshards; c++)
+		new (&p->sh[c]) vpool_shard();		/* zeroed: value-initialized */
+	p->gen.store(0, std::memory_order_relaxed);
+#else
 	memset(p->sh, 0, nshards * sizeof(*p->sh));
 	atomic_init(&p->gen, 0);
+#endif
 	p->n = nshards;
 	p->release = release;
 	p->ctx = ctx;
@@ -144,8 +169,8 @@ static inline int vpool_init(struct vpool *p, unsigned nshards, void (*release)(
  * memory; the pool then works from its deques alone). */
 static inline struct vpool_local *vpool_local_(struct vpool *p)
 {
-	struct vpool_local *l = pthread_getspecific(p->key);
-	if (!l && (l = calloc(1, sizeof(*l)))) {
+	struct vpool_local *l = (struct vpool_local *)pthread_getspecific(p->key);
+	if (!l && (l = (struct vpool_local *)calloc(1, sizeof(*l)))) {
 		l->pool = p;
 		if (pthread_setspecific(p->key, l)) {
 			free(l);
@@ -159,7 +184,7 @@ static inline int vpool_push_(struct vpool_deque *d, void *x)
 {
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? 2 * d->cap : 16;
-		void **s = malloc(cap * sizeof(*s));
+		void **s = (void **)malloc(cap * sizeof(*s));
 		if (!s)
 			return -1;
 		for (size_t i = 0; i < d->n; i++)
@@ -196,14 +221,14 @@ static inline void *vpool_get_shared_(struct vpool *p, unsigned c)
 	for (int victim = 0; victim < 2 && !x; victim++)
 		for (unsigned k = 0; k < p->n && !x; k++) {
 			struct vpool_shard *q = &p->sh[(c + k) % p->n];
-			if (!atomic_load_explicit(&q->count, memory_order_relaxed))
+			if (!VPOOL_STD_ atomic_load_explicit(&q->count, VPOOL_RELAXED_))
 				continue;
 			vpool_lock_(q);
 			x = victim ? vpool_pop_tail_(&q->old)
 			    : k    ? vpool_pop_tail_(&q->cur)
 				   : vpool_pop_head_(&q->cur);
 			if (x)
-				atomic_fetch_sub_explicit(&q->count, 1, memory_order_relaxed);
+				VPOOL_STD_ atomic_fetch_sub_explicit(&q->count, 1, VPOOL_RELAXED_);
 			vpool_unlock_(q);
 		}
 	return x;
@@ -218,7 +243,7 @@ static inline void *vpool_get(struct vpool *p)
 		l->obj = NULL;
 		/* Put in this cycle or the one before (the victim's): a hit.
 		 * Older: the second cycle since has dropped it. */
-		if (atomic_load_explicit(&p->gen, memory_order_relaxed) - l->gen <= 1)
+		if (VPOOL_STD_ atomic_load_explicit(&p->gen, VPOOL_RELAXED_) - l->gen <= 1)
 			return x;
 		vpool_drop_(p, x);
 	}
@@ -229,7 +254,7 @@ static inline void *vpool_get(struct vpool *p)
 static inline void vpool_put(struct vpool *p, void *obj)
 {
 	struct vpool_local *l = vpool_local_(p);
-	unsigned gen = atomic_load_explicit(&p->gen, memory_order_relaxed);
+	unsigned gen = VPOOL_STD_ atomic_load_explicit(&p->gen, VPOOL_RELAXED_);
 	if (l && l->obj && gen - l->gen > 1) {
 		vpool_drop_(p, l->obj);
 		l->obj = NULL;
@@ -243,7 +268,7 @@ static inline void vpool_put(struct vpool *p, void *obj)
 	vpool_lock_(s);
 	int rc = vpool_push_(&s->cur, obj);
 	if (!rc)
-		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+		VPOOL_STD_ atomic_fetch_add_explicit(&s->count, 1, VPOOL_RELAXED_);
 	vpool_unlock_(s);
 	if (rc)
 		vpool_drop_(p, obj);	/* out of memory: drop it */
@@ -252,7 +277,7 @@ static inline void vpool_put(struct vpool *p, void *obj)
 /* A cycle: the victim is released, what the pool holds becomes it. */
 static inline void vpool_cycle(struct vpool *p)
 {
-	atomic_fetch_add_explicit(&p->gen, 1, memory_order_relaxed);
+	VPOOL_STD_ atomic_fetch_add_explicit(&p->gen, 1u, VPOOL_RELAXED_);
 	for (unsigned c = 0; c < p->n; c++) {
 		struct vpool_shard *s = &p->sh[c];
 		vpool_lock_(s);
@@ -260,8 +285,10 @@ static inline void vpool_cycle(struct vpool *p)
 		for (size_t i = 0; i < dead.n; i++)
 			vpool_drop_(p, dead.slot[(dead.first + i) % dead.cap]);
 		s->old = s->cur;
-		s->cur = (struct vpool_deque){ dead.slot, dead.cap, 0, 0 };
-		atomic_store_explicit(&s->count, s->old.n, memory_order_relaxed);
+		s->cur.slot = dead.slot;	/* its ring is reused */
+		s->cur.cap = dead.cap;
+		s->cur.first = s->cur.n = 0;
+		VPOOL_STD_ atomic_store_explicit(&s->count, s->old.n, VPOOL_RELAXED_);
 		vpool_unlock_(s);
 	}
 }
@@ -270,7 +297,7 @@ static inline void vpool_cycle(struct vpool *p)
  * included; other threads' went when they exited) and its memory. */
 static inline void vpool_destroy(struct vpool *p)
 {
-	struct vpool_local *l = pthread_getspecific(p->key);
+	struct vpool_local *l = (struct vpool_local *)pthread_getspecific(p->key);
 	if (l) {
 		pthread_setspecific(p->key, NULL);
 		vpool_local_free_(l);
