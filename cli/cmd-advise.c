@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ap_advise.h"
 #include "commands.h"
@@ -66,11 +67,14 @@ static void advise_usage(FILE *f)
 	      "calibrate' redoes it), or from the file named by ALLOCPROF_TEST_COSTS.\n", f);
 }
 
-static void say_measuring(void *ctx, const char *cache)
+static void say_measuring(void *ctx, const char *cache, const char *why)
 {
 	(void)ctx;
-	fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
-			"(cached in %s)\n", cache ? cache : "nowhere: no HOME");
+	if (why)
+		fprintf(stderr, "allocprof: %s: measuring allocation costs again\n", why);
+	else
+		fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
+				"(cached in %s)\n", cache ? cache : "nowhere: no HOME");
 }
 
 /* The cost table (ap_cost_get). Returns 0 or prints the error and returns
@@ -113,6 +117,16 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		ap_advise_format_duration(d, sizeof(d), (double)a->duration_ns);
 		printf(" (none in its %s); %u P%s%s\n", d, a->procs, plural(a->procs),
 		       a->one_p ? ", one thread: replayed on one" : "");
+	}
+	if (a->costs_measured_at > 0) {
+		char when[32];
+		time_t tt = (time_t)a->costs_measured_at;
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime_r(&tt, &tm));
+		printf("Costs: measured %s, spread +-%.0f%% (median of %u rounds; allocprof "
+		       "calibrate measures again)\n", when, 100 * a->costs_spread, a->costs_rounds);
+	} else {
+		printf("Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread\n");
 	}
 	if (a->sampled) {
 		ap_format_bytes(b1, sizeof(b1), (double)a->rate);
@@ -169,6 +183,17 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_object_set_new(root, "estimates", json_boolean(a->sampled));
 	json_object_set_new(root, "procs", json_integer(a->procs));
 	json_object_set_new(root, "one_p", json_boolean(a->one_p));
+	json_t *costs = json_object();
+	if (a->costs_measured_at > 0) {
+		json_object_set_new(costs, "measured_at", json_integer((json_int_t)a->costs_measured_at));
+		json_object_set_new(costs, "rounds", json_integer((json_int_t)a->costs_rounds));
+		json_object_set_new(costs, "spread", json_real(a->costs_spread));
+	} else {
+		json_object_set_new(costs, "measured_at", json_null());
+		json_object_set_new(costs, "rounds", json_null());
+		json_object_set_new(costs, "spread", json_null());
+	}
+	json_object_set_new(root, "costs", costs);
 	json_t *gc = json_object();
 	json_object_set_new(gc, "mode", json_string(a->gc_mode == AP_GC_GOGC ? "gogc" : "interval"));
 	if (a->gc_mode == AP_GC_GOGC)

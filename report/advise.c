@@ -1191,6 +1191,9 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->gogc = o->gogc;
 	a->interval_ns = o->interval_ns;
 	a->events = t->nev;
+	a->costs_measured_at = o->costs->measured_at;
+	a->costs_rounds = o->costs->rounds;
+	a->costs_spread = o->costs->spread;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
 			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };

@@ -77,6 +77,7 @@
  * log scale of size, beyond the ends the end values are used (first-touch
  * cost grows with the size, so it is extrapolated linearly). */
 #define AP_COST_MAX_CLASSES 32
+#define AP_COST_ROUNDS 5	/* whole-table rounds of a measurement */
 struct ap_cost_table {
 	size_t n;
 	uint64_t size[AP_COST_MAX_CLASSES];
@@ -85,6 +86,19 @@ struct ap_cost_table {
 	/* Touching every page of a fresh block minus the same for a reused
 	 * one: what a pool saves in page faults. */
 	double first_touch_ns[AP_COST_MAX_CLASSES];
+	/* A measured table: each value is the median of `rounds` whole-table
+	 * rounds (those within the plausible bounds, docs/json.md); a
+	 * value's spread is half the interquartile range of its rounds over
+	 * the median, and `spread` is the median of the values' spreads
+	 * (malloc+free at every size, the pool's up to 4 KiB where it is
+	 * measured, first touch where it is not 0). A table from a file
+	 * without them (ALLOCPROF_TEST_COSTS's): measured_at 0, rounds 0,
+	 * spreads -1. */
+	int64_t measured_at;		/* Unix time */
+	unsigned rounds;
+	double spread;
+	double malloc_free_spread[AP_COST_MAX_CLASSES], pool_spread[AP_COST_MAX_CLASSES];
+	double first_touch_spread[AP_COST_MAX_CLASSES];
 };
 
 double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size);
@@ -97,10 +111,15 @@ struct ap_cost_point {
 };
 void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out);
 
-/* Measures the table on this machine (< 2 s). Never fails. */
+/* Measures the table on this machine (AP_COST_ROUNDS rounds, about 2 s),
+ * with its time and spread. Never fails. */
 void ap_cost_measure(struct ap_cost_table *c);
 
-/* Reads / writes the JSON form of the table. Return 0, or -1 with err. */
+/* Reads / writes the JSON form of the table (docs/json.md). Reading takes
+ * a regular file only (no symbolic link, FIFO or device: it never waits),
+ * and every value within the plausible bounds; a table without its date
+ * and spread has measured_at 0. Writing goes to a file beside `path`
+ * renamed over it. Return 0, or -1 with err. */
 int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err);
 int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_error *err);
 
@@ -109,14 +128,18 @@ int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_erro
  * neither variable is set. */
 char *ap_cost_cache_path(void);
 
-/* The table `advise` and the tui use: the file ALLOCPROF_TEST_COSTS names,
- * else the cache, else measured now (`measuring(ctx, cache path or NULL)`
- * is called first: it takes a second or two) and saved to the cache.
+/* The table `advise` and the tui use: the file ALLOCPROF_TEST_COSTS names
+ * (as it is), else the cache if it loads and has its date, else measured
+ * now and saved to the cache: `measuring(ctx, cache path or NULL, why)`
+ * is called first (it takes a few seconds), `why` NULL when there was no
+ * cache, else the one line that says why the cache was not used.
  * Returns 0, or -1 with err set when ALLOCPROF_TEST_COSTS names a file
- * that cannot be read. A cache that cannot be written is not an error:
- * *save_err (if not NULL) is set to why, else left empty. */
-int ap_cost_get(struct ap_cost_table *c, void (*measuring)(void *ctx, const char *cache),
-		void *ctx, struct ap_error *err, struct ap_error *save_err);
+ * that cannot be read or is implausible. A cache that cannot be written
+ * is not an error: *save_err (if not NULL) is set to why, else left
+ * empty. */
+int ap_cost_get(struct ap_cost_table *c,
+		void (*measuring)(void *ctx, const char *cache, const char *why), void *ctx,
+		struct ap_error *err, struct ap_error *save_err);
 
 /* ---- replay ---- */
 
@@ -234,6 +257,12 @@ struct ap_advice {
 	uint64_t events;	/* trace events replayed */
 	uint64_t pool_ops;	/* Get/Put/growth operations replayed */
 	double total_alloc_space, total_alloc_objects;
+	/* The cost table's measurement (struct ap_cost_table): when (Unix
+	 * time, 0: a fixed table of unknown date), in how many rounds, and
+	 * its spread (< 0: unknown). */
+	int64_t costs_measured_at;
+	unsigned costs_rounds;
+	double costs_spread;
 	size_t hidden_sites;	/* below min_share */
 	struct ap_advise_site *sites;	/* ranked by time saved, then bytes */
 	size_t nsites;
