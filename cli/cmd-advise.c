@@ -164,6 +164,8 @@ static json_t *result_json(const struct ap_replay_result *r)
 	json_object_set_new(o, "reallocs_avoided", json_integer(ap_view_round(r->reallocs_avoided)));
 	json_object_set_new(o, "peak_held_bytes", json_integer(ap_view_round(r->peak_held_bytes)));
 	json_object_set_new(o, "mean_held_bytes", json_integer(ap_view_round(r->mean_held_bytes)));
+	json_object_set_new(o, "steady_peak_held_bytes",
+			    json_integer(ap_view_round(r->steady_peak_held_bytes)));
 	json_object_set_new(o, "lost_to_cycles", json_integer(ap_view_round(r->lost_cycle)));
 	json_object_set_new(o, "lost_to_p_changes", json_integer(ap_view_round(r->lost_pchange)));
 	json_object_set_new(o, "lost_to_thread_exits", json_integer(ap_view_round(r->lost_exit)));

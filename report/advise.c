@@ -1094,6 +1094,7 @@ static void runs_finish(struct replay *rp)
 		r->lost_pchange = (double)st.lost_pchange;
 		r->lost_exit = (double)st.lost_exit;
 		r->peak_held_bytes = (double)st.peak_held_bytes;
+		r->steady_peak_held_bytes = (double)st.peak_held_bytes_to_last_get;
 		r->mean_held_bytes = st.mean_held_bytes;
 		if (run->scale != 1)
 			scale_result(r, run->scale);

@@ -190,6 +190,10 @@ struct ap_replay_result {
 	double lost_cycle, lost_pchange;
 	double lost_exit;		/* released from private slots at their thread's exit */
 	double peak_held_bytes, mean_held_bytes;
+	/* The held peak in steady state: up to the site's last request
+	 * (ap_pool_stats.peak_held_bytes_to_last_get), leaving out what only
+	 * the frees after it (a teardown) make the pool hold. */
+	double steady_peak_held_bytes;
 	double time_saved_ns;		/* by the cost model; negative: the pool costs */
 	double hit_rate;		/* (hits) / gets */
 	/* Collection cycles between consecutive requests: over `gaps`

@@ -61,6 +61,11 @@ struct ap_pool_stats {
 	uint64_t lost_exit, lost_exit_bytes;
 	uint64_t held_objects, held_bytes;	/* now: primary + victim */
 	uint64_t peak_held_objects, peak_held_bytes;
+	/* The peak of held bytes up to the last Get: what the pool holds
+	 * while it is still in use. Objects Put after the last Get are never
+	 * taken again (a program's teardown freeing what it kept live): the
+	 * pool holds them only to release them. */
+	uint64_t peak_held_bytes_to_last_get;
 	/* Time-weighted mean of held bytes between the first operation and
 	 * `t_end` of ap_pool_stats(); 0 if no time passed. */
 	double mean_held_bytes;

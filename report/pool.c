@@ -442,6 +442,7 @@ enum ap_pool_src ap_pool_get(struct ap_pool *pool, uint32_t thread, unsigned p, 
 		src = get_slow(pool, a, p, out);
 	}
 counted:
+	pool->st.peak_held_bytes_to_last_get = pool->st.peak_held_bytes;
 	pool->st.hits[src]++;
 	if (src == AP_POOL_MISS)
 		pool->st.misses++;

@@ -17,7 +17,8 @@ one of the two sites must get the verdict, with its 50 samples. With the
 record options `-- none` only the --all run is made.
 
 capheld: advise with --all finds a cap by itself, and the pool's peak held
-bytes after it stay within MAX_BYTES (the steady load's needs, times 2).
+bytes after it stay within MAX_BYTES (the steady load's needs, times 2);
+the text shows the capped pool's avoided allocations under that verdict.
 
 rare: advise with --all says no: too rare, with a hit rate under 10%.
 
@@ -149,7 +150,17 @@ def pooled(prog, twin):
 
 def capheld(prog, max_bytes):
     with tempfile.TemporaryDirectory() as tmp:
-        s = the_site(advise(record(tmp, prog, "all", ["--all"]), []), prog)
+        trace = record(tmp, prog, "all", ["--all"])
+        s = the_site(advise(trace, []), prog)
+        text = run([A, "advise", "-n", "1", trace])
+    # Under "pool with cap" the text shows the capped pool's numbers.
+    m = re.search(r"avoided: (\d+) allocations?", text)
+    wc = s.get("with_cap", {})
+    if not m or "allocs_avoided" not in wc or int(m.group(1)) != wc["allocs_avoided"]:
+        sys.exit("FAIL: %s: the text's avoided allocations are not the capped pool's %s:\n%s"
+                 % (prog, wc.get("allocs_avoided"), text))
+    if wc["allocs_avoided"] == s["allocs_avoided"]:
+        sys.exit("FAIL: %s: the capped and uncapped pools avoid as many: the check proves nothing" % prog)
     print("%s: %s; held peak %d without the cap" % (prog, s["verdict_text"], s["peak_held_bytes"]))
     if s["verdict"] != "pool with cap" or "with_cap" not in s:
         sys.exit("FAIL: %s: verdict %r, want 'pool with cap' by default" % (prog, s["verdict"]))

@@ -325,6 +325,34 @@ static struct ap_tw *one_site_writer(uint64_t rate, uint32_t *st)
 	return tw;
 }
 
+/* The held peak in steady state: 8 objects of 4 KiB kept live from the
+ * start, 100 requests each freed before the next (the pool holds one),
+ * then the 8 freed in a teardown after the last request: the peak is 9
+ * objects, the steady peak 1. */
+static void test_steady_peak(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(1, &st);
+	uint64_t ts = START + 1000;
+	for (uint64_t k = 0; k < 8; k++)
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000 + k * 0x2000, 4096, st);
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x200000, 4096, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x200000);
+	}
+	for (uint64_t k = 0; k < 8; k++)
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000 + k * 0x2000);
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("steady: gets", s->r.gets, 108);
+	CHECK("steady: hits", s->r.gets - s->r.misses, 99);
+	CHECK("steady: peak", s->r.peak_held_bytes, 9 * 4096);
+	CHECK("steady: steady peak", s->r.steady_peak_held_bytes, 4096);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* Sampled: 2000 samples of 4 KiB at rate 4096 (weight 1/(1-e^-(4097/4096))
  * each), one every 10 us, each living 1 us. The reconstruction must
  * estimate the count within its error and keep the pattern: nearly all
@@ -524,6 +552,7 @@ int main(int argc, char **argv)
 	}
 	test_exact();
 	test_thread_private();
+	test_steady_peak();
 	test_gogc();
 	test_replay_order();
 	test_sampled();
