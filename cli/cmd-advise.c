@@ -216,6 +216,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "function", ap_json_text(s->function));
 		json_object_set_new(o, "file", ap_json_text(s->file));
 		json_object_set_new(o, "line", json_integer(s->line));
+		json_object_set_new(o, "via", ap_json_text(s->via));
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
 		json_object_set_new(o, "verdict_text", ap_json_text(s->verdict_text));
 		json_object_set_new(o, "reasons", ap_json_text(s->reasons));

@@ -1258,6 +1258,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->function = ap_xstrdup(m->function[s] ? m->function[s] : m->name[s]);
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
 		site->line = m->line[s];
+		site->via = m->via && m->via[s] ? ap_xstrdup(m->via[s]) : NULL;
 		if (grows[s] != UINT32_MAX)
 			site->grows_at = ap_xstrdup(m->name[grows[s]]);
 		if (born[s] != UINT32_MAX)
@@ -1293,6 +1294,7 @@ void ap_advice_free(struct ap_advice *a)
 		free(a->sites[i].name);
 		free(a->sites[i].function);
 		free(a->sites[i].file);
+		free(a->sites[i].via);
 		free(a->sites[i].grows_at);
 		free(a->sites[i].born_at);
 		free(a->sites[i].verdict_text);
@@ -1308,7 +1310,10 @@ void ap_site_map_release(struct ap_site_map *m)
 		free(m->name[i]);
 		free(m->function[i]);
 		free(m->file[i]);
+		if (m->via)
+			free(m->via[i]);
 	}
+	free(m->via);
 	free(m->name);
 	free(m->function);
 	free(m->file);

@@ -207,6 +207,12 @@ struct ap_advise_site {
 	char *name;		/* "func file:line", or the stack's frames */
 	char *function, *file;	/* file may be NULL */
 	int line;
+	/* The allocations are a system library's (libc, libstdc++, ld.so,
+	 * any module under a system library directory): the site is the
+	 * program's frame that called it, and `via` names the library
+	 * function called ("opendir"); NULL when the site is the program's
+	 * own allocation. */
+	char *via;
 	double alloc_objects, alloc_space;	/* the site's allocations (weighted) */
 	double share;		/* of the trace's alloc_space */
 	/* Of the trace's alloc_space, what this site's objects account for
@@ -279,6 +285,10 @@ struct ap_site_map {
 	size_t nsites;
 	char **name, **function, **file;
 	int *line;
+	/* The system library function the site's frame called, whose
+	 * allocations these are (e.g. "opendir"), or NULL; may itself be
+	 * NULL (a map made by hand). */
+	char **via;
 };
 
 /* Replays `t` with the site map `m` and judges every site. Returns NULL
@@ -305,8 +315,10 @@ const char *ap_verdict_name(enum ap_verdict v);
 void ap_advise_format_duration(char *out, size_t len, double ns);
 
 /* Builds the site map of `t`: sites are call sites (the frame
- * ap_sym_stack picks: function, file and line), or whole stacks with
- * by_stack (named by the call site and a few callers). Never fails. */
+ * ap_sym_stack picks: function, file and line; when that frame is in a
+ * system library, the nearest caller outside one, named "func file:line
+ * (via libfunc)"), or whole stacks with by_stack (named by the call site
+ * and a few callers). Never fails. */
 struct ap_symbolizer;
 void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
 		     struct ap_site_map *out);

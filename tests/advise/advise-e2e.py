@@ -6,6 +6,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py capheld PROGRAM MAX_BYTES
        advise-e2e.py rare PROGRAM
        advise-e2e.py repeat PROGRAM
+       advise-e2e.py via PROGRAM LIBFUNC
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -21,6 +22,10 @@ bytes after it stay within MAX_BYTES (the steady load's needs, times 2);
 the text shows the capped pool's avoided allocations under that verdict.
 
 rare: advise with --all says no: too rare, with a hit rate under 10%.
+
+via: the allocations at the program's SITE line are made inside a system
+library (libc): advise puts the site at that line, with `via` naming the
+library function (starting with LIBFUNC), and no site inside the library.
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -191,6 +196,17 @@ def repeat(prog):
     print("%s: 3 runs, %d sites, identical" % (prog, len(seen[0])))
 
 
+def via(prog, libfunc):
+    with tempfile.TemporaryDirectory() as tmp:
+        adv = advise(record(tmp, prog, "all", ["--all"]), [])
+    s = the_site(adv, prog)
+    print("%s: %s, via %s: %s" % (prog, s["site"], s["via"], s["verdict_text"]))
+    if not s["via"] or not s["via"].startswith(libfunc):
+        sys.exit("FAIL: %s: via %r, want %s..." % (prog, s["via"], libfunc))
+    if s["gets"] < 1000:
+        sys.exit("FAIL: %s: %d gets at the program's line, want the 2000 of the library" % (prog, s["gets"]))
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -200,6 +216,8 @@ def main():
         capheld(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "rare":
         rare(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "via":
+        via(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
         repeat(sys.argv[2])
     else:
