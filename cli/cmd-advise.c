@@ -146,7 +146,13 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		       plural((double)(a->nsites - n)));
 }
 
-static json_t *result_json(const struct ap_replay_result *r)
+/* A held figure: null when a sampled trace does not know it. */
+static json_t *held_json(double v, bool known)
+{
+	return known ? json_integer(ap_view_round(v)) : json_null();
+}
+
+static json_t *result_json(const struct ap_replay_result *r, bool held_known)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "gets", json_integer(ap_view_round(r->gets)));
@@ -162,10 +168,10 @@ static json_t *result_json(const struct ap_replay_result *r)
 	json_object_set_new(o, "bytes_avoided", json_integer(ap_view_round(r->bytes_avoided)));
 	json_object_set_new(o, "reallocs", json_integer(ap_view_round(r->reallocs)));
 	json_object_set_new(o, "reallocs_avoided", json_integer(ap_view_round(r->reallocs_avoided)));
-	json_object_set_new(o, "peak_held_bytes", json_integer(ap_view_round(r->peak_held_bytes)));
-	json_object_set_new(o, "mean_held_bytes", json_integer(ap_view_round(r->mean_held_bytes)));
+	json_object_set_new(o, "peak_held_bytes", held_json(r->peak_held_bytes, held_known));
+	json_object_set_new(o, "mean_held_bytes", held_json(r->mean_held_bytes, held_known));
 	json_object_set_new(o, "steady_peak_held_bytes",
-			    json_integer(ap_view_round(r->steady_peak_held_bytes)));
+			    held_json(r->steady_peak_held_bytes, held_known));
 	json_object_set_new(o, "lost_to_cycles", json_integer(ap_view_round(r->lost_cycle)));
 	json_object_set_new(o, "lost_to_p_changes", json_integer(ap_view_round(r->lost_pchange)));
 	json_object_set_new(o, "lost_to_thread_exits", json_integer(ap_view_round(r->lost_exit)));
@@ -211,7 +217,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_t *sites = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_advise_site *s = &a->sites[i];
-		json_t *o = result_json(&s->r);
+		json_t *o = result_json(&s->r, s->held_known);
 		json_object_set_new(o, "site", ap_json_text(s->name));
 		json_object_set_new(o, "function", ap_json_text(s->function));
 		json_object_set_new(o, "file", ap_json_text(s->file));
@@ -234,6 +240,8 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "life_share", json_real(s->life_share));
 		json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
 		json_object_set_new(o, "rel_error", json_real(s->rel_error));
+		json_object_set_new(o, "hit_rate_error", json_real(s->hit_rate_error));
+		json_object_set_new(o, "exact", json_boolean(!a->sampled || s->exact));
 		json_object_set_new(o, "p50_size", json_integer(ap_view_round(s->p50_size)));
 		json_object_set_new(o, "p90_size", json_integer(ap_view_round(s->p90_size)));
 		json_object_set_new(o, "max_size", json_integer(ap_view_round(s->max_size)));
@@ -252,7 +260,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "mean_gap_ns", json_integer(ap_view_round(s->mean_gap_ns)));
 		json_object_set_new(o, "mean_life_ns", json_integer(ap_view_round(s->mean_life_ns)));
 		if (s->capped) {
-			json_t *c = result_json(&s->rc);
+			json_t *c = result_json(&s->rc, s->held_known);
 			json_object_set_new(c, "max_keep", json_integer((json_int_t)s->cap));
 			json_object_set_new(o, "with_cap", c);
 		}

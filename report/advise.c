@@ -416,6 +416,9 @@ struct srec {
 	uint64_t birth, death, size;	/* times; size: the first sampled block's */
 	uint64_t maxsize;		/* the largest size it reached */
 	struct pos bpos, dpos;
+	/* What its own sampled growths moved the volume clock beyond their
+	 * own bytes: growths and free are placed that much earlier. */
+	double excess;
 	double w;
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
 	uint16_t cpu, dcpu;
@@ -553,8 +556,19 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 	if (e->size > r->maxsize)
 		r->maxsize = e->size;
 	r->last_sampled = e->flags & AP_EVF_SAMPLED;
-	if (r->last_sampled)
+	if (r->last_sampled) {
 		r->w = ev_weight(w->t, e);
+		/* A sampled growth moves the clock by the stretch of
+		 * allocation it stands for, w * size: mostly bytes allocated
+		 * before the object was born (a stretch is the sampling
+		 * rate's, the object's life often a small part of it). Its
+		 * own bytes are in its life; the rest would stretch the life
+		 * of every copy over the whole stretch, and copies spread over
+		 * it would all be live at once: the pool would hold w of them
+		 * (a growing buffer's held bytes 17x too high, its mean 150x). */
+		r->excess += (r->w - 1) * (double)e->size;
+	}
+	pos.v -= r->excess;
 	AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
 	rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, pos, UINT32_MAX };
 	if (r->gtail == UINT32_MAX)
@@ -584,6 +598,7 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	r->freed = true;
 	r->death = e->ts;
 	r->dpos = pos;
+	r->dpos.v -= r->excess;
 	r->dcpu = e->cpu;
 	r->dthread = e->thread;
 }
@@ -1157,6 +1172,11 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	 * about births/samples for small objects, and 0 for blocks so big that
 	 * every one is sampled. */
 	site->rel_error = a->sampled && si->births > 0 ? sqrt(si->w2) / si->births : 0;
+	site->exact = a->sampled && site->rel_error < 0.005;
+	site->held_known = !a->sampled || site->exact;
+	double h = site->r.hit_rate;
+	site->hit_rate_error = a->sampled && !site->exact && si->samples > 0 ?
+		sqrt(h * (1 - h) / (double)si->samples) : 0;
 	site->mean_gap_ns = site->r.gets > 1.5 && si->samples > 1 ?
 		(double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
 	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;

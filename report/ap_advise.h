@@ -46,6 +46,9 @@
  *   site and this one (the first sample of a site uses the site's mean
  *   stretch, or the whole run over w when it is the only one), the last
  *   copy at the sample itself, each shifted with its growths and free.
+ *   A sampled growth's own stretch beyond its own bytes ((w - 1) x size)
+ *   is taken out of the copies' lives: it stands for allocation mostly
+ *   before the object was born (docs/pool-model.md §6).
  *   This keeps the site's rate of requests against the cycles and each
  *   object's lifetime, which is what decides hits. A sampled allocation
  *   comes at the end of the stretch it stands for.
@@ -220,7 +223,23 @@ struct ap_advise_site {
 	 * wherever it is (the bytes a pool here could save). */
 	double life_share;
 	uint64_t samples;	/* sampled objects seen (== objects with --all) */
-	double rel_error;	/* sampled: relative standard error of the object count, else 0 */
+	/* Sampled traces, the errors of the figures (all 0 with --all):
+	 * rel_error, the relative standard error of the object count, is
+	 * that of every count of `r` and `rc` (gets, hits, misses, small
+	 * hits, allocations, reallocs and bytes avoided, escaped, Puts,
+	 * drops, losses) and of time_saved_ns; hit_rate_error is the
+	 * absolute standard error of the hit rate (the copies of a sample
+	 * share its fate: sqrt(h(1-h)/samples)). Held bytes (peak, steady,
+	 * mean) come from the reconstruction's timing, with no error that
+	 * can be stated: held_known is false for them (advise does not show
+	 * them) unless the site is `exact`. */
+	double rel_error;
+	double hit_rate_error;
+	/* Sampled, but every block here is far above the sampling rate
+	 * (rel_error under 0.5%): each one was sampled, its figures are
+	 * those of --all, and the few samples are all there is. */
+	bool exact;
+	bool held_known;
 	double mean_size, p50_size, p90_size, max_size;	/* of requests (max: the real one) */
 	/* Capacities: the largest size each freed object reached (its request,
 	 * or what it grew to by realloc): what a pool would hold. */

@@ -7,6 +7,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py rare PROGRAM
        advise-e2e.py repeat PROGRAM
        advise-e2e.py via PROGRAM LIBFUNC
+       advise-e2e.py sampled PROGRAM
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -26,6 +27,11 @@ rare: advise with --all says no: too rare, with a hit rate under 10%.
 via: the allocations at the program's SITE line are made inside a system
 library (libc): advise puts the site at that line, with `via` naming the
 library function (starting with LIBFUNC), and no site inside the library.
+
+sampled: PROGRAM recorded with --all and three times sampled (fixed
+seeds): at the site, each sampled run's gets and hit rate are within three
+of their stated errors (rel_error, hit_rate_error) of --all's, and its
+held bytes are not given (null) unless the site is exact.
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -207,6 +213,39 @@ def via(prog, libfunc):
         sys.exit("FAIL: %s: %d gets at the program's line, want the 2000 of the library" % (prog, s["gets"]))
 
 
+def sampled(prog):
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = the_site(advise(record(tmp, prog, "all", ["--all"]), []), prog)
+        for seed in (1, 2, 3):
+            os.environ["ALLOCPROF_TEST_SEED"] = str(seed)
+            try:
+                adv = advise(record(tmp, prog, "s%d" % seed, []), [])
+            finally:
+                del os.environ["ALLOCPROF_TEST_SEED"]
+            # A growing buffer whose birth was not sampled is judged where
+            # it grows: the site with the gets.
+            cands = [find_site(adv, prog, site_line(prog)), find_site(adv, prog, site_line(prog, "GROWS"))]
+            cands = [c for c in cands if c and c["gets"] > 0]
+            s = max(cands, key=lambda c: c["gets"]) if cands else None
+            if not s:
+                fails.append("seed %d: no site" % seed)
+                continue
+            gerr, herr = s["rel_error"], s["hit_rate_error"]
+            print("%s seed %d: gets %d (--all %d, +-%.1f%%), hit rate %.3f +- %.3f (--all %.3f), "
+                  "held peak %s (--all %d)" % (prog, seed, s["gets"], ref["gets"], 100 * gerr,
+                  s["hit_rate"], herr, ref["hit_rate"], s["peak_held_bytes"], ref["peak_held_bytes"]))
+            if abs(s["gets"] - ref["gets"]) > 3 * gerr * ref["gets"] + 1:
+                fails.append("seed %d: gets %d, --all %d, beyond 3 x %.3f" % (seed, s["gets"], ref["gets"], gerr))
+            if abs(s["hit_rate"] - ref["hit_rate"]) > 3 * herr + 0.005:
+                fails.append("seed %d: hit rate %.3f, --all %.3f, beyond 3 x %.3f"
+                             % (seed, s["hit_rate"], ref["hit_rate"], herr))
+            if not s["exact"] and s["peak_held_bytes"] is not None:
+                fails.append("seed %d: held bytes given without an error" % seed)
+    if fails:
+        sys.exit("FAIL: %s: %s" % (prog, "; ".join(fails)))
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -216,6 +255,8 @@ def main():
         capheld(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "rare":
         rare(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "sampled":
+        sampled(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "via":
         via(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":

@@ -437,6 +437,15 @@ static void test_sampled_growth(void)
 			s->r.bytes_avoided, s->alloc_space);
 		failures++;
 	}
+	/* One buffer at a time: the pool holds one 32 KiB buffer (two at a
+	 * moment is the reconstruction's tolerance), not the copies of a
+	 * sample all live at once because its sampled growths stretched
+	 * their lives over the whole stretch they stand for (~8 x 32 KiB). */
+	if (s->r.peak_held_bytes > 2 * 32768 || s->r.hit_rate < 0.99) {
+		fprintf(stderr, "sampled growth: held peak %.0f (want <= 64 KiB), hit rate %.3f (want >= 0.99)\n",
+			s->r.peak_held_bytes, s->r.hit_rate);
+		failures++;
+	}
 	CHECK("sampled growth verdict", s->verdict, AP_VERDICT_POOL);
 	ap_advice_free(a);
 	ap_trace_free(t);
@@ -466,6 +475,34 @@ static void test_few_samples(void)
 		fprintf(stderr, "few samples: hit rate %.3f, want the replay's >= 0.9\n", s->r.hit_rate);
 		failures++;
 	}
+	CHECK("few samples: not exact", s->exact, 0);
+	CHECK("few samples: held not known", s->held_known, 0);
+	if (s->hit_rate_error <= 0)
+		fprintf(stderr, "few samples: no hit rate error\n"), failures++;
+	ap_advice_free(a);
+	ap_trace_free(t);
+
+	/* The same with blocks of 64 MiB (weight 1/(1 - e^-64): 1): every
+	 * block is sampled, the site is exact, and its 10 samples are all
+	 * there is: judged, not "unsure: too few samples (+-0%)". */
+	tw = one_site_writer(1 << 20, &st);
+	ts = START;
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x10000000, 64u << 20, st);
+		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x10000000);
+		ts += MS;
+	}
+	t = finish(tw, ts);
+	a = advise(t, 1, "interval:1s");
+	s = find(a, "site0");
+	CHECK("big blocks: exact", s->exact, 1);
+	CHECK("big blocks: held known", s->held_known, 1);
+	CHECK("big blocks: hit rate error", s->hit_rate_error, 0);
+	CHECK("big blocks: gets", s->r.gets, 10);
+	CHECK("big blocks: hits", s->r.gets - s->r.misses, 9);
+	CHECK("big blocks: peak held", s->r.peak_held_bytes, 64u << 20);
+	if (s->verdict == AP_VERDICT_UNSURE)
+		fprintf(stderr, "big blocks: unsure: %s\n", s->reasons), failures++;
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
