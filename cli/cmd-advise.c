@@ -176,6 +176,7 @@ static json_t *result_json(const struct ap_replay_result *r, bool held_known)
 	json_object_set_new(o, "lost_to_p_changes", json_integer(ap_view_round(r->lost_pchange)));
 	json_object_set_new(o, "lost_to_thread_exits", json_integer(ap_view_round(r->lost_exit)));
 	json_object_set_new(o, "escaped", json_integer(ap_view_round(r->escaped)));
+	json_object_set_new(o, "pooled_at_exit", json_integer(ap_view_round(r->pooled_at_exit)));
 	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(r->dropped_cap)));
 	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(r->time_saved_ns)));
 	json_object_set_new(o, "cycles_apart", json_real(r->gaps > 0 ? r->gap_cycles / r->gaps : 0));

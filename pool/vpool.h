@@ -38,11 +38,17 @@
  *	vpool_destroy(&bufs);                        when no thread uses it
  *
  * Thread safety: get, put and cycle may run concurrently on any threads;
- * destroy only once no other thread uses the pool. */
+ * destroy only once no other thread uses the pool.
+ *
+ * Under `allocprof record`, a pool not on a thread's stack registers with
+ * the sampler (weak symbols: nothing happens without it), which lists
+ * what the pool holds at the exit in the trace: advise then counts those
+ * objects as the pool's, not as results the program never freed. */
 #ifndef VPOOL_H
 #define VPOOL_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +67,21 @@
 #define VPOOL_STD_
 #endif
 #define VPOOL_RELAXED_ VPOOL_STD_ memory_order_relaxed
+
+/* allocprof's sampler (liballocprof.so, preloaded by `allocprof record`)
+ * defines these; without it they are NULL and nothing happens. A pool
+ * registers itself so that the objects it holds when the program ends
+ * are known as the pool's, not as blocks the program never freed (advise
+ * would say the site's objects escape). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void allocprof_pool_register(void *pool, void (*each)(void *pool, void (*fn)(void *obj, void *ctx),
+							  void *ctx)) __attribute__((weak));
+void allocprof_pool_unregister(void *pool) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
 
 /* glibc's (a GNU extension: declared here so that the header needs no
  * _GNU_SOURCE before the first include); it reads the CPU from rseq.
@@ -88,6 +109,7 @@ struct vpool_local {		/* one thread's private slot */
 	void *obj;
 	unsigned gen;		/* the cycle count when obj was Put */
 	struct vpool *pool;
+	struct vpool_local *next, *prev;	/* the pool's list (for allocprof) */
 };
 
 struct vpool {
@@ -97,6 +119,11 @@ struct vpool {
 	pthread_key_t key;	/* struct vpool_local of the thread */
 	void (*release)(void *obj, void *ctx);
 	void *ctx;
+	/* Registered with allocprof's sampler: the threads' slots are
+	 * listed, under their own lock. */
+	int registered;
+	VPOOL_ATOMIC_(int) locals_lock;
+	struct vpool_local *locals;
 };
 
 static inline void vpool_lock_(struct vpool_shard *s)
@@ -125,13 +152,71 @@ static inline void vpool_drop_(struct vpool *p, void *obj)
 		p->release(obj, p->ctx);
 }
 
+static inline void vpool_locals_lock_(struct vpool *p)
+{
+	while (VPOOL_STD_ atomic_exchange_explicit(&p->locals_lock, 1, VPOOL_STD_ memory_order_acquire))
+		while (VPOOL_STD_ atomic_load_explicit(&p->locals_lock, VPOOL_RELAXED_))
+			;
+}
+
+static inline void vpool_locals_unlock_(struct vpool *p)
+{
+	VPOOL_STD_ atomic_store_explicit(&p->locals_lock, 0, VPOOL_STD_ memory_order_release);
+}
+
 /* At thread exit: what the thread's private slot holds goes. */
 static inline void vpool_local_free_(void *arg)
 {
 	struct vpool_local *l = (struct vpool_local *)arg;
+	struct vpool *p = l->pool;
+	if (p->registered) {
+		vpool_locals_lock_(p);
+		if (l->prev)
+			l->prev->next = l->next;
+		else
+			p->locals = l->next;
+		if (l->next)
+			l->next->prev = l->prev;
+		vpool_locals_unlock_(p);
+	}
 	if (l->obj)
-		vpool_drop_(l->pool, l->obj);
+		vpool_drop_(p, l->obj);
 	free(l);
+}
+
+/* For allocprof's sampler, when the program ends: every object the pool
+ * holds, to fn (the threads' private slots are read as they are: the
+ * program is ending). */
+static inline void vpool_each_(void *pool, void (*fn)(void *obj, void *ctx), void *ctx)
+{
+	struct vpool *p = (struct vpool *)pool;
+	for (unsigned c = 0; c < p->n; c++) {
+		struct vpool_shard *s = &p->sh[c];
+		vpool_lock_(s);
+		for (size_t i = 0; i < s->cur.n; i++)
+			fn(s->cur.slot[(s->cur.first + i) % s->cur.cap], ctx);
+		for (size_t i = 0; i < s->old.n; i++)
+			fn(s->old.slot[(s->old.first + i) % s->old.cap], ctx);
+		vpool_unlock_(s);
+	}
+	vpool_locals_lock_(p);
+	for (struct vpool_local *l = p->locals; l; l = l->next) {
+		void *x = __atomic_load_n(&l->obj, __ATOMIC_RELAXED);
+		if (x)
+			fn(x, ctx);
+	}
+	vpool_locals_unlock_(p);
+}
+
+/* A pool in the frame of a function that may return without
+ * vpool_destroy (a program bug vpool.h cannot see) must not be walked
+ * when the program ends: such a pool is not registered. A pool within 8
+ * MiB above the current frame is taken to be on this thread's stack. */
+static inline int vpool_on_stack_(const void *p)
+{
+	char here;
+	uintptr_t a = (uintptr_t)p, h = (uintptr_t)&here;
+	return a > h && a - h < ((uintptr_t)8 << 20);
 }
 
 /* Initializes an empty pool with `nshards` deques (0: one per CPU);
@@ -155,13 +240,19 @@ static inline int vpool_init(struct vpool *p, unsigned nshards, void (*release)(
 	for (unsigned c = 0; c < nshards; c++)
 		new (&p->sh[c]) vpool_shard();		/* zeroed: value-initialized */
 	p->gen.store(0, std::memory_order_relaxed);
+	p->locals_lock.store(0, std::memory_order_relaxed);
 #else
 	memset(p->sh, 0, nshards * sizeof(*p->sh));
 	atomic_init(&p->gen, 0);
+	atomic_init(&p->locals_lock, 0);
 #endif
 	p->n = nshards;
 	p->release = release;
 	p->ctx = ctx;
+	p->locals = NULL;
+	p->registered = allocprof_pool_register && !vpool_on_stack_(p);
+	if (p->registered)
+		allocprof_pool_register(p, vpool_each_);
 	return 0;
 }
 
@@ -174,7 +265,15 @@ static inline struct vpool_local *vpool_local_(struct vpool *p)
 		l->pool = p;
 		if (pthread_setspecific(p->key, l)) {
 			free(l);
-			l = NULL;
+			return NULL;
+		}
+		if (p->registered) {
+			vpool_locals_lock_(p);
+			l->next = p->locals;
+			if (l->next)
+				l->next->prev = l;
+			p->locals = l;
+			vpool_locals_unlock_(p);
 		}
 	}
 	return l;
@@ -297,6 +396,8 @@ static inline void vpool_cycle(struct vpool *p)
  * included; other threads' went when they exited) and its memory. */
 static inline void vpool_destroy(struct vpool *p)
 {
+	if (p->registered && allocprof_pool_unregister)
+		allocprof_pool_unregister(p);
 	struct vpool_local *l = (struct vpool_local *)pthread_getspecific(p->key);
 	if (l) {
 		pthread_setspecific(p->key, NULL);

@@ -772,15 +772,34 @@ static void ws_any(void *ctx, size_t i, const struct ap_event *e)
 	}
 }
 
-/* The objects still live at the end escape. */
+/* Whether a vpool held the block at addr when the program ended (END's
+ * `pooled`). */
+static bool pooled_at_exit(const struct ap_trace *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->npooled;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->pooled[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->npooled && t->pooled[lo] == addr;
+}
+
+/* The objects still live at the end escape, unless a pool holds them:
+ * then the program already pools them (and never frees them itself). */
 static void ws_end(void *ctx, const struct ap_replay_block *b)
 {
 	struct walk_state *S = ctx;
 	struct walk *w = S->w;
-	if (w->mode != W_EXACT)
-		return;
 	uint32_t site = ws_obj(S, b->obj)->site;
-	if (site != UINT32_MAX && w->rp->runs[site].active)
+	if (site == UINT32_MAX || !w->rp->runs[site].active)
+		return;
+	bool pooled = w->t->npooled && pooled_at_exit(w->t, b->addr);
+	if (pooled)
+		w->rp->runs[site].r.pooled_at_exit++;
+	else if (w->mode == W_EXACT)
 		w->rp->runs[site].r.escaped++;
 }
 
@@ -1064,6 +1083,7 @@ static void scale_result(struct ap_replay_result *r, double k)
 		&r->alloc_bytes_avoided, &r->reallocs, &r->reallocs_avoided,
 		&r->realloc_bytes_avoided, &r->escaped, &r->puts, &r->dropped_cap,
 		&r->lost_cycle, &r->lost_pchange, &r->lost_exit, &r->time_saved_ns,
+		&r->pooled_at_exit,
 		&r->gaps, &r->gap_cycles, &r->far_gaps,
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(counts); i++)

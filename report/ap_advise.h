@@ -187,7 +187,11 @@ struct ap_replay_result {
 	double allocs_avoided, alloc_bytes_avoided;	/* full hits */
 	double reallocs, reallocs_avoided, realloc_bytes_avoided;
 	double bytes_avoided;		/* alloc_bytes_avoided + realloc_bytes_avoided */
-	double escaped;			/* objects never freed */
+	double escaped;			/* objects never freed (and not in a pool at exit) */
+	/* Objects a pool of pool/vpool.h held when the program ended (END's
+	 * `pooled`, written by the sampler): the program already pools
+	 * them; they do not escape. Counted in the first replay. */
+	double pooled_at_exit;
 	double puts;
 	double dropped_cap;		/* Puts dropped by the cap */
 	double lost_cycle, lost_pchange;

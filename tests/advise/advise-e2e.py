@@ -8,6 +8,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py repeat PROGRAM
        advise-e2e.py via PROGRAM LIBFUNC
        advise-e2e.py sampled PROGRAM
+       advise-e2e.py pooledexit PROGRAM [ARGS...]
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -32,6 +33,10 @@ sampled: PROGRAM recorded with --all and three times sampled (fixed
 seeds): at the site, each sampled run's gets and hit rate are within three
 of their stated errors (rel_error, hit_rate_error) of --all's, and its
 held bytes are not given (null) unless the site is exact.
+
+pooledexit: PROGRAM (run with ARGS) pools its SITE's objects in a vpool
+it does not destroy: what the pool holds at the exit is the pool's
+(pooled_at_exit), not escaped, and the verdict is not "no: escapes".
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -246,6 +251,17 @@ def sampled(prog):
         sys.exit("FAIL: %s: %s" % (prog, "; ".join(fails)))
 
 
+def pooledexit(prog, args):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, prog + ".trace")
+        run([A, "record", "-q", "--all", "-o", out, "--", os.path.join(BUILD, prog)] + args)
+        s = the_site(advise(out, []), prog)
+    print("%s %s: %s, escaped %d, pooled at exit %d" % (prog, " ".join(args), s["verdict"],
+                                                       s["escaped"], s["pooled_at_exit"]))
+    if s["escaped"] != 0 or s["pooled_at_exit"] < 1 or s["verdict"] == "no: escapes":
+        sys.exit("FAIL: %s: the pool's objects at exit are counted as escaping" % prog)
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -255,6 +271,8 @@ def main():
         capheld(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "rare":
         rare(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "pooledexit":
+        pooledexit(sys.argv[2], sys.argv[3:])
     elif len(sys.argv) == 3 and sys.argv[1] == "sampled":
         sampled(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "via":
