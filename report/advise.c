@@ -1235,6 +1235,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->costs_measured_at = o->costs->measured_at;
 	a->costs_rounds = o->costs->rounds;
 	a->costs_spread = o->costs->spread;
+	a->program_cpu_ns = t->cpu_ns;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
 			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };
@@ -1294,6 +1295,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 			a->hidden_sites++;
 			continue;
 		}
+		site->site_id = (uint32_t)s;
 		site->name = ap_xstrdup(m->name[s]);
 		site->function = ap_xstrdup(m->function[s] ? m->function[s] : m->name[s]);
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;

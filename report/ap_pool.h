@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Which pool the model is (docs/pool-model.md §9 says how they differ). */
+/* Which pool the model is (docs/pool-model.md §11 says how they differ). */
 enum ap_pool_kind {
 	/* pool/vpool.h: a private slot per thread that ages by the cycle
 	 * count and is released at the thread's exit, and per P (CPU) a

@@ -440,17 +440,9 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
-	/* At a normal exit: what the registered pools hold (pools.c). Not
-	 * from a signal handler, nor at _exit (a forked child's pools may
-	 * hold a lock of a thread it does not have). */
-	uint8_t *pooled = NULL;
-	void *map = NULL;
-	size_t maplen = 0, npooled = 0;
-	if (reason == AP_END_EXIT)
-		npooled = pools_end_kv(sizeof(buf), &pooled, &map, &maplen);
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
 	k += ap_put_kv_uint(p + k, AP_EK_REASON, reason);
 	if (have_status)
@@ -458,6 +450,15 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
+	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
+	/* At a normal exit: what the registered pools hold (pools.c), after
+	 * the time taken. Not from a signal handler, nor at _exit (a forked
+	 * child's pools may hold a lock of a thread it does not have). */
+	uint8_t *pooled = NULL;
+	void *map = NULL;
+	size_t maplen = 0, npooled = 0;
+	if (reason == AP_END_EXIT)
+		npooled = pools_end_kv(sizeof(buf), &pooled, &map, &maplen);
 	if (npooled) {
 		/* the fixed keys and the header go right before the list */
 		uint8_t *q = pooled - k;

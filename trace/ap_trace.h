@@ -102,8 +102,10 @@ struct ap_trace {
 	uint64_t end_reason, end_status;
 	bool end_status_known;	/* END has a status (0 is a status too) */
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_end only) */
+	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
+				 * system) at END; 0 when not known */
 	/* END's `pooled`: the objects pool/vpool.h pools held at the exit
-	 * (sorted addresses; NULL and 0 when none or not known). */
+	 * (sorted identities; NULL and 0 when none or not known). */
 	uint64_t *pooled;
 	size_t npooled;
 

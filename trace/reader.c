@@ -384,7 +384,7 @@ static int decode_end(struct rd *r, struct cur *c)
 	free(t->pooled);	/* the last END counts */
 	t->pooled = NULL;
 	t->npooled = 0;
-	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0;
+	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	bool has_status = false;
 	while (c->p < c->end) {
 		struct kv kv;
@@ -418,6 +418,10 @@ static int decode_end(struct rd *r, struct cur *c)
 			name = "chunks";
 			num = &chunks;
 			break;
+		case AP_EK_CPU_NS:
+			name = "cpu_ns";
+			num = &cpu_ns;
+			break;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -444,6 +448,7 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->end_status_known = has_status;
 	t->calls = calls;
 	t->bytes = bytes;
+	t->cpu_ns = cpu_ns;
 	return 0;
 }
 

@@ -384,7 +384,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->map_index = NULL;
 	m->nmap_index = 0;
 	m->has_end = true;
-	m->calls = m->bytes = 0;
+	m->calls = m->bytes = m->cpu_ns = 0;
 	/* Addresses of several processes do not mix: a whole run has no
 	 * list of pooled objects (advise goes process by process). */
 	m->pooled = NULL;
@@ -456,6 +456,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->has_end = m->has_end && t->has_end;
 		m->calls += t->calls;
 		m->bytes += t->bytes;
+		m->cpu_ns += t->cpu_ns;
 		if (t->truncated && !m->truncated) {
 			m->truncated = true;
 			struct ap_buf why = AP_BUF_INIT;

@@ -19,7 +19,7 @@ fail=0
 # advise on the trace with whatever is at the cache path; its stderr in
 # $tmp/err, stdout in $tmp/out. Never waits more than 30 s.
 advise() {
-	if ! timeout 30 "$2" advise -n 1 "$tmp/t.trace" >"$tmp/out" 2>"$tmp/err"; then
+	if ! timeout 30 "$2" advise --no-measure -n 1 "$tmp/t.trace" >"$tmp/out" 2>"$tmp/err"; then
 		echo "advise failed or hung ($3):"
 		cat "$tmp/err"
 		fail=1
@@ -129,7 +129,7 @@ elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "^allocprof: .*fixed.json: cl
 	fail=1
 fi
 # And a plausible fixed table says what it is.
-ALLOCPROF_TEST_COSTS="$(dirname "$0")/costs.json" "$2" advise -n 1 "$tmp/t.trace" >"$tmp/out"
+ALLOCPROF_TEST_COSTS="$(dirname "$0")/costs.json" "$2" advise --no-measure -n 1 "$tmp/t.trace" >"$tmp/out"
 grep -qxF "Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread" "$tmp/out" || {
 	echo "fixed table: no header line"
 	fail=1
