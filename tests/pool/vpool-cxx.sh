@@ -18,10 +18,10 @@ for cxx in g++ clang++; do
 	done
 done
 # And as C11 with strict flags, from a C file of its own.
-if command -v cc >/dev/null 2>&1; then
+if command -v gcc >/dev/null 2>&1; then
 	printf '#include "vpool.h"\nint main(void){struct vpool p;if(vpool_init(&p,0,0,0))return 1;\nint x;vpool_put(&p,&x);int r=vpool_get(&p)!=&x;vpool_destroy(&p);return r;}\n' >"$tmp/c.c"
-	cc -std=c11 -Wall -Wextra -Wpedantic -Werror -pthread -I "$src/pool" -o "$tmp/c" "$tmp/c.c"
+	gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -pthread -I "$src/pool" -o "$tmp/c" "$tmp/c.c"
 	"$tmp/c"
-	echo "cc -std=c11: ok"
+	echo "gcc -std=c11: ok"
 fi
 [ "$ran" -ge 2 ] || { echo "no C++ compiler ran"; exit 1; }
