@@ -48,7 +48,9 @@
  *   copy at the sample itself, each shifted with its growths and free.
  *   A sampled growth's own stretch beyond its own bytes ((w - 1) x size)
  *   is taken out of the copies' lives: it stands for allocation mostly
- *   before the object was born (docs/pool-model.md §6).
+ *   before the object was born; and a copy lives the expected life given
+ *   the number of other samples in the sample's life (lives_estimate in
+ *   advise.c, docs/pool-model.md §6).
  *   This keeps the site's rate of requests against the cycles and each
  *   object's lifetime, which is what decides hits. A sampled allocation
  *   comes at the end of the stretch it stands for.

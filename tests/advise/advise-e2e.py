@@ -30,9 +30,10 @@ library (libc): advise puts the site at that line, with `via` naming the
 library function (starting with LIBFUNC), and no site inside the library.
 
 sampled: PROGRAM recorded with --all and three times sampled (fixed
-seeds): at the site, each sampled run's gets and hit rate are within three
-of their stated errors (rel_error, hit_rate_error) of --all's, and its
-held bytes are not given (null) unless the site is exact.
+seeds): at the site, each sampled run's gets are within three of their
+stated errors (rel_error) of --all's and its hit rate within two
+(hit_rate_error, plus half a percent), and its held bytes are not given
+(null) unless the site is exact.
 
 pooledexit: PROGRAM (run with ARGS) pools its SITE's objects in a vpool
 it does not destroy: what the pool holds at the exit is the pool's
@@ -245,8 +246,8 @@ def sampled(prog):
                   s["hit_rate"], herr, ref["hit_rate"], s["peak_held_bytes"], ref["peak_held_bytes"]))
             if abs(s["gets"] - ref["gets"]) > 3 * gerr * ref["gets"] + 1:
                 fails.append("seed %d: gets %d, --all %d, beyond 3 x %.3f" % (seed, s["gets"], ref["gets"], gerr))
-            if abs(s["hit_rate"] - ref["hit_rate"]) > 3 * herr + 0.005:
-                fails.append("seed %d: hit rate %.3f, --all %.3f, beyond 3 x %.3f"
+            if abs(s["hit_rate"] - ref["hit_rate"]) > 2 * herr + 0.005:
+                fails.append("seed %d: hit rate %.3f, --all %.3f, beyond 2 x %.3f"
                              % (seed, s["hit_rate"], ref["hit_rate"], herr))
             if not s["exact"] and s["peak_held_bytes"] is not None:
                 fails.append("seed %d: held bytes given without an error" % seed)
