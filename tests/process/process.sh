@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Tests of `allocprof record` on programs that could tell they are
+# profiled, or lose an image (issue 24). One argument picks the group:
+# atfork, exec, coro or seccomp. Environment (from meson): ALLOCPROF (the
+# allocprof binary; unset for the programs) and
+# one variable per test program (ATFORK, REEXEC, EXECAT, CORO, SECCOMP).
+# Every run is bounded with `timeout -s KILL`: a hang is a failure, not
+# a stuck test.
+set -u
+export LC_ALL=C
+group=$1
+# the programs report whether ALLOCPROF is set: natively it is not
+AP=$ALLOCPROF
+unset ALLOCPROF
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+# jget FILE KEY: one top-level value of a stats --json output.
+jget() {
+	python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"
+}
+
+# flat TRACE FUNCTION [top options...]: FUNCTION's flat alloc_objects
+# in `top` of TRACE (0 if it is not listed).
+flat() {
+	local trace=$1 fn=$2
+	shift 2
+	"$AP" top --alloc_objects -n 100 "$@" "$trace" 2>/dev/null |
+		awk -v f="$fn" '$NF == f { print $1; found = 1 } END { if (!found) print 0 }'
+}
+
+# same_run NAME WANT_RC NATIVE_OUT -- record args...: runs record
+# (bounded), checks the exit status and that stdout is the native one.
+same_run() {
+	local name=$1 want=$2 native=$3
+	shift 4
+	timeout -s KILL 20 "$AP" record -q "$@" >"$name.out" 2>"$name.err"
+	local rc=$?
+	expect_eq "$name: exit status" "$rc" "$want"
+	diff -u "$native" "$name.out" >/dev/null || fail "$name: output differs from the native run: $(diff "$native" "$name.out" | head -5)"
+}
+
+case $group in
+atfork)
+	# Fork handlers that allocate, registered by a library's constructor
+	# (before the sampler's) and by main (after): fork returns in the
+	# parent and the child, in every mode; a small rate makes the frees
+	# in the handlers reach the tracked-pointer set.
+	"$ATFORK" >native.out 2>&1
+	want=$?
+	expect_eq "native exit status" "$want" 0
+	for mode in default all rate64; do
+		case $mode in
+		default) opts=() ;;
+		all) opts=(--all) ;;
+		rate64) opts=(--rate 64) ;;
+		esac
+		same_run "$mode" "$want" native.out -- "${opts[@]}" -o "$mode.trace" "$ATFORK"
+		[ -s "$mode.err" ] && fail "$mode: unexpected stderr: $(head -3 "$mode.err")"
+	done
+	# --all: the prepare and parent handlers' blocks are the parent's, the
+	# child handlers' the child's, each in its own trace
+	kids=(all.trace.*)
+	expect_eq "--all: child traces" "${#kids[@]}" 2
+	for fn in lib_prepare lib_parent main_prepare main_parent; do
+		expect_eq "--all: parent trace, $fn" "$(flat all.trace "$fn" --no-children)" 2
+	done
+	expect_eq "--all: parent trace, lib_child" "$(flat all.trace lib_child --no-children)" 0
+	for k in "${kids[@]}"; do
+		[ -e "$k" ] || continue
+		expect_eq "--all: $k, lib_child" "$(flat "$k" lib_child --no-children)" 1
+		expect_eq "--all: $k, main_child" "$(flat "$k" main_child --no-children)" 2
+		expect_eq "--all: $k, child_work" "$(flat "$k" child_work --no-children)" 5
+		"$AP" stats --json --no-children "$k" >k.json 2>/dev/null || fail "stats $k"
+		expect_eq "--all: $k, alloc_objects" "$(jget k.json alloc_objects)" 8
+		expect_eq "--all: $k, ended" "$(jget k.json end_reason)" _exit
+	done
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+exit $failed
