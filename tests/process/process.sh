@@ -87,6 +87,67 @@ atfork)
 		expect_eq "--all: $k, ended" "$(jget k.json end_reason)" _exit
 	done
 	;;
+exec)
+	# A sandbox that removes LD_PRELOAD and executes itself again ends
+	# (natively: once); the image without LD_PRELOAD is not profiled and
+	# finds no ALLOCPROF either
+	"$REEXEC" sandbox >native.out 2>&1
+	want=$?
+	expect_eq "sandbox: native exit status" "$want" 7
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "sandbox-$mode" "$want" native.out -- "${opts[@]}" -o "sb-$mode.trace" "$REEXEC" sandbox
+		n=$(ls | grep -c "^sb-$mode\.trace")
+		expect_eq "sandbox $mode: trace files" "$n" 1
+		"$AP" stats --json "sb-$mode.trace" >sb.json 2>sb.err || fail "sandbox $mode: stats: $(cat sb.err)"
+		[ -s sb.json ] && expect_eq "sandbox $mode: ended" "$(jget sb.json end_reason)" exec
+	done
+
+	# env -i and env -u LD_PRELOAD give a clean environment: the program
+	# runs unprofiled, as natively; env's own trace ends with the exec
+	for how in "-i" "-u LD_PRELOAD"; do
+		# shellcheck disable=SC2086
+		env $how "$REEXEC" plain >native.out 2>&1
+		want=$?
+		expect_eq "env $how: native exit status" "$want" 3
+		# shellcheck disable=SC2086
+		same_run "env $how" "$want" native.out -- --all -o env.trace env $how "$REEXEC" plain
+		expect_eq "env $how: trace files" "$(ls | grep -c '^env\.trace')" 1
+		"$AP" stats --json env.trace >env.json 2>env.err || fail "env $how: stats: $(cat env.err)"
+		if [ -s env.json ]; then
+			expect_eq "env $how: ended" "$(jget env.json end_reason)" exec
+			expect_eq "env $how: program" "$(jget env.json program)" "$(command -v env)"
+		fi
+		expect_eq "env $how: plain_work recorded" "$(flat env.trace plain_work)" 0
+		rm -f env.trace*
+	done
+
+	# a shell passes its environment on: the program is profiled
+	sh -c "'$REEXEC' plain; true" >native.out 2>&1
+	sed -i 's/LD_PRELOAD unset, ALLOCPROF unset/LD_PRELOAD set, ALLOCPROF set/' native.out
+	same_run "sh -c" 0 native.out -- --all -o sh.trace sh -c "'$REEXEC' plain; true"
+	expect_eq "sh -c: plain_work" "$(flat sh.trace plain_work)" 300
+
+	# execveat and fexecve replace the image as execve does: both images'
+	# blocks are in the run, the first image's trace ends with the exec
+	for how in fexecve execveat-fd execveat-path; do
+		"$EXECAT" "$how" >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 5
+		same_run "$how" "$want" native.out -- --all -o x.trace "$EXECAT" "$how"
+		expect_eq "$how: first_image" "$(flat x.trace first_image)" 300
+		expect_eq "$how: next_image" "$(flat x.trace next_image)" 200
+		"$AP" stats --json --no-children x.trace >x.json 2>x.err || fail "$how: stats: $(cat x.err)"
+		[ -s x.json ] && expect_eq "$how: first image ended" "$(jget x.json end_reason)" exec
+		"$AP" stats --json x.trace >x.json 2>x.err || fail "$how: stats: $(cat x.err)"
+		if [ -s x.json ]; then
+			n=$(jget x.json alloc_objects)
+			[ "${n%.*}" -ge 500 ] || fail "$how: alloc_objects of the run: $n, not both images' 500"
+		fi
+		rm -f x.trace*
+	done
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
