@@ -293,6 +293,27 @@ void sig_install(void);
 void exec_save_settings(void);
 void strip_preload(void);
 
+/* slowstack.c */
+extern __thread uint8_t *slow_top __attribute__((tls_model("initial-exec")));
+#define SLOW_NONE ((uint8_t *)1)	/* slow_top: no stack of ours, run in place */
+uint8_t *slow_stack_new(void);
+void slow_stack_release(void);
+void ap_on_stack(void (*fn)(void *), void *arg, uint8_t *top);
+
+/* fn(arg) on the calling thread's sampler stack (slowstack.c), mapped the
+ * first time; only with the guard set, so that nothing else of the
+ * sampler's runs on that stack meanwhile. */
+static inline void on_slow_stack(void (*fn)(void *), void *arg)
+{
+	uint8_t *top = slow_top;
+	if (UNLIKELY(!top))
+		top = slow_top = slow_stack_new();
+	if (top == SLOW_NONE)
+		fn(arg);
+	else
+		ap_on_stack(fn, arg, top);
+}
+
 /* Range of this library's image, to drop our own frames from stacks. */
 extern char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));

@@ -148,6 +148,31 @@ exec)
 		rm -f x.trace*
 	done
 	;;
+coro)
+	# Coroutines on makecontext stacks of 8, 6 and 4 KiB that allocate:
+	# the sampler's slow path runs on its own stack, and the coroutine's
+	# blocks have their stacks (coro_work under coro_entry)
+	for size in 8192 6144 4096; do
+		"$CORO" $size >native.out 2>&1
+		want=$?
+		expect_eq "$size: native exit status" "$want" 0
+		for mode in default all; do
+			opts=()
+			[ $mode = all ] && opts=(--all)
+			same_run "$size-$mode" "$want" native.out -- "${opts[@]}" -o "c.trace" "$CORO" $size
+			n=$(flat c.trace coro_work)
+			if [ $mode = all ]; then
+				# 2000 mallocs and 2000 reallocs, as valgrind counts them
+				expect_eq "$size --all: coro_work" "$n" 4000
+			else
+				[ "${n%.*}" -gt 0 ] || fail "$size default: no sample in coro_work"
+			fi
+			c=$("$AP" top --alloc_objects -n 100 c.trace 2>/dev/null | awk '$NF == "coro_entry" { print $4 }')
+			expect_eq "$size $mode: coro_entry's cum is coro_work's" "$c" "$n"
+			rm -f c.trace
+		done
+	done
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
