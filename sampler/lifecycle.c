@@ -138,6 +138,8 @@ static void fork_parent(void)
 static void fork_child_body(struct ap_tls *t)
 {
 	int was_on = proc.state == AP_ON;
+	proc.pid = 0; /* not the parent's, if getpid is refused */
+	t->tid = 0;
 	proc.pid = sys_getpid();
 	t->tid = sys_gettid();
 	t->pid = (uint32_t)proc.pid;
@@ -150,7 +152,7 @@ static void fork_child_body(struct ap_tls *t)
 	 * go before it looks for the traces of forked children. */
 	int parent_fd = tfile.fd;
 	tfile.fd = -1;
-	if (settings.no_children) {
+	if (settings.no_children || proc.pid <= 0) {
 		if (parent_fd >= 0)
 			sys_close(parent_fd);
 		proc.state = AP_DISABLED;

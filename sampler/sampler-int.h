@@ -293,6 +293,11 @@ void sig_install(void);
 void exec_save_settings(void);
 void strip_preload(void);
 
+/* refused.c */
+int refused(int nr, int err);	/* 1: err is a seccomp filter's answer to nr (noted) */
+#define REFUSED_PUT_MAX (2 * AP_VARINT_MAX + AP_VARINT_MAX + 8 * 24)
+size_t refused_put(uint8_t *p);
+
 /* slowstack.c */
 extern __thread uint8_t *slow_top __attribute__((tls_model("initial-exec")));
 #define SLOW_NONE ((uint8_t *)1)	/* slow_top: no stack of ours, run in place */

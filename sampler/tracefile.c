@@ -79,13 +79,28 @@ static void trace_leave(int nested)
 
 static void trace_flock(int fd);
 
+/* Whether fd is still the trace. newfstatat is asked (glibc's fstat, made
+ * here by name, so that a refusal names it); a seccomp filter's refusal
+ * is no answer (refused.c): only a raw system call could have put
+ * another file at that number since the last check, and the trace goes
+ * on there rather than stopping. */
+static int trace_fd_is_ours(int fd)
+{
+	struct stat st;
+	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0)
+		return st.st_dev == trace_dev && st.st_ino == trace_ino;
+	return errno != EBADF && refused(SYS_newfstatat, errno);
+}
+
 /* The trace opened again by its path, appending, if the path still names
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
 	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		refused(SYS_openat, errno);
 		return -1;
+	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
 		sys_close(fd);
@@ -132,8 +147,7 @@ static int trace_write(const void *data, size_t len)
 	if (tfile.fd < 0 || !trace_enter(&nested))
 		return -1;
 	int fd = tfile.fd;
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+	if (fd >= 0 && !trace_fd_is_ours(fd)) {
 		fd = trace_reopen(); /* closed, or another file now: not ours */
 		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
 	}
@@ -402,7 +416,11 @@ int open_trace(const char *parent)
 	int fd = open(tfile.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		      trace_mode);
 	if (fd < 0) {
-		say(tfile.path, strerror(errno));
+		int err = errno;
+		say(tfile.path, refused(SYS_openat, err)
+					? "the program's seccomp filter refuses openat to the sampler: "
+					  "this process is not profiled"
+					: strerror(err));
 		return -1;
 	}
 	fchmod(fd, trace_mode); /* whatever the umask is now */
@@ -440,7 +458,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -450,6 +468,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
+	k += refused_put(p + k);
 	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	__atomic_store_n(&tfile.end_done, 1, __ATOMIC_RELEASE);

@@ -173,6 +173,48 @@ coro)
 		done
 	done
 	;;
+seccomp)
+	# A filter that answers EPERM to system calls the sampler makes
+	# (newfstatat, openat, gettid, getpid, rt_sigprocmask): the program
+	# runs as natively, the trace goes on and ends as usual, and record
+	# says in one line which calls were refused
+	"$SECCOMP" errno >native.out 2>&1
+	want=$?
+	expect_eq "errno: native exit status" "$want" 0
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "errno-$mode" "$want" native.out -- "${opts[@]}" -o s.trace "$SECCOMP" errno
+		expect_eq "errno $mode: stderr lines" "$(wc -l <"errno-$mode.err")" 1
+		grep -q "^allocprof: s.trace: the program's seccomp filter refused .*newfstatat.* to the sampler (Operation not permitted): .*the trace's descriptor went unchecked" "errno-$mode.err" ||
+			fail "errno $mode: no line naming the refused calls: $(cat "errno-$mode.err")"
+		"$AP" stats --json s.trace >s.json 2>s.err || fail "errno $mode: stats: $(cat s.err)"
+		if [ -s s.json ]; then
+			expect_eq "errno $mode: truncated" "$(jget s.json truncated)" false
+			expect_eq "errno $mode: ended" "$(jget s.json end_reason)" exit
+		fi
+		if [ $mode = all ]; then
+			expect_eq "errno --all: before_filter" "$(flat s.trace before_filter)" 1000
+			expect_eq "errno --all: after_filter" "$(flat s.trace after_filter)" 2000
+		fi
+		rm -f s.trace
+	done
+
+	# A filter that kills instead cannot be profiled: the sampler's first
+	# refused call kills the program (SIGSYS), which natively runs on
+	# (man/allocprof-record.1.in, SECCOMP). What was recorded before the
+	# filter is in the trace, which reads as truncated, and record says
+	# what killed it.
+	"$SECCOMP" kill >native.out 2>&1
+	expect_eq "kill: native exit status" $? 0
+	timeout -s KILL 20 "$AP" record --all -o k.trace "$SECCOMP" kill >k.out 2>k.err
+	expect_eq "kill: exit status (SIGSYS)" $? 159
+	grep -q "killed by SIGSYS (a seccomp filter that kills on a system call the sampler makes: see SECCOMP in allocprof-record(1))" k.err ||
+		fail "kill: record does not say: $(cat k.err)"
+	expect_eq "kill: before_filter" "$(flat k.trace before_filter)" 1000
+	"$AP" stats --json k.trace >k.json 2>/dev/null || fail "kill: stats"
+	[ -s k.json ] && expect_eq "kill: truncated" "$(jget k.json truncated)" true
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
