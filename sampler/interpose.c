@@ -48,15 +48,6 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
 
-/* A sampled call's work, on the sampler's stack (on_slow_stack): what the
- * caller's stack cannot be asked for. */
-struct slow_alloc {
-	void *p;
-	size_t n;
-	unsigned kind;
-	uint64_t caller, cfa;
-};
-
 /* The calling thread registered, and whether its countdown ran out (a
  * sample): if so, the next interval starts. */
 static inline int sample_due(struct ap_tls *t)
@@ -71,16 +62,18 @@ static inline int sample_due(struct ap_tls *t)
 	return 1;
 }
 
-static void alloc_sampled(void *arg)
+/* A sampled call's work, on the sampler's stack (on_slow_stack): what the
+ * caller's stack cannot be asked for. */
+__attribute__((noipa)) void alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller,
+				     uint64_t cfa)
 {
-	const struct slow_alloc *a = arg;
 	struct ap_tls *t = &tls;
-	if (sample_due(t) && a->p)
-		record_alloc(t, a->p, a->n, a->kind, a->caller, a->cfa);
+	if (sample_due(t) && p)
+		record_alloc(t, p, n, kind, caller, cfa);
 }
 
 /* A tracked block is freed (p), on the sampler's stack. */
-static void free_sampled(void *p)
+void free_sampled(void *p)
 {
 	struct ap_tls *t = &tls;
 	if (!t->thr)
@@ -114,8 +107,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	}
 	int saved = errno;
 	t->guard = 1;
-	struct slow_alloc a = { p, n, kind, caller, cfa };
-	on_slow_stack(alloc_sampled, &a);
+	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
 	t->guard = 0;
 	errno = saved;
 	return p;
@@ -234,30 +226,22 @@ EXPORT void *calloc(size_t a, size_t b)
 }
 
 /* A realloc that is sampled or moves a tracked block, on the sampler's
- * stack. */
-struct slow_realloc {
-	void *old, *q;
-	size_t n;
-	unsigned kind;
-	int was_tracked;
-	uint64_t caller, cfa;
-};
-
-static void realloc_sampled(void *arg)
+ * stack; kind_tracked: its kind, and 1 << 16 if old was tracked. */
+void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64_t caller,
+		     uint64_t cfa)
 {
-	const struct slow_realloc *r = arg;
 	struct ap_tls *t = &tls;
-	unsigned flags = r->was_tracked ? AP_RF_OLD_TRACKED : 0;
+	unsigned flags = kind_tracked >> 16 ? AP_RF_OLD_TRACKED : 0;
 	uint32_t id = 0;
 	if (sample_due(t)) {
-		id = stack_here(t, r->caller, r->cfa);
+		id = stack_here(t, caller, cfa);
 		if (id)
 			flags |= AP_RF_NEW_SAMPLED;
 	}
 	if (flags) {
 		if (!settings.all)
-			set_insert(r->q);
-		emit(t, AP_EV_REALLOC, r->kind, (uintptr_t)r->old, (uintptr_t)r->q, r->n, id,
+			set_insert(q);
+		emit(t, AP_EV_REALLOC, kind_tracked & 0xffff, (uintptr_t)old, (uintptr_t)q, n, id,
 		     flags);
 	}
 }
@@ -307,8 +291,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	}
 	int saved = errno;
 	t->guard = 1;
-	struct slow_realloc r = { old, q, n, kind, was_tracked, caller, cfa };
-	on_slow_stack(realloc_sampled, &r);
+	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
 	t->guard = 0;
 	errno = saved;
 	return q;

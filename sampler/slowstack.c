@@ -8,7 +8,7 @@
  * event with a guard page under it, and the slow paths switch to it
  * (on_slow_stack in sampler-int.h) once the fast checks are done.
  *
- * ap_on_stack is the switch: it keeps the caller's stack pointer in rbp
+ * ap_on_stack_<fn> is the switch: it keeps the caller's stack pointer in rbp
  * and says so in its CFI (the CFA is rbp + 16), so libunwind walks from
  * the sampler's stack back onto the caller's as through any frame with a
  * frame pointer, and the stack cache's keys (the caller's return address
@@ -53,24 +53,27 @@ void slow_stack_release(void)
 }
 
 #if defined(__x86_64__)
-/* void ap_on_stack(void (*fn)(void *), void *arg, uint8_t *top):
- * fn(arg) with the stack pointer at top. */
-__asm__(".text\n"
+/* ap_on_stack_<fn>(args...): fn(args...) with the stack pointer at
+ * slow_top (set: see on_slow_stack). The arguments stay in their
+ * registers (up to six): passed through memory, two of them read as one
+ * 16-byte load missed store forwarding on every event. One switch per
+ * function, each calling it directly. */
+__asm__(".macro AP_ON_STACK fn\n"
+	".text\n"
 	".p2align 4\n"
-	".globl ap_on_stack\n"
-	".hidden ap_on_stack\n"
-	".type ap_on_stack, @function\n"
-	"ap_on_stack:\n"
+	".globl ap_on_stack_\\fn\n"
+	".hidden ap_on_stack_\\fn\n"
+	".type ap_on_stack_\\fn, @function\n"
+	"ap_on_stack_\\fn:\n"
 	".cfi_startproc\n"
 	"	pushq %rbp\n"
 	".cfi_def_cfa_offset 16\n"
 	".cfi_offset %rbp, -16\n"
 	"	movq %rsp, %rbp\n"
 	".cfi_def_cfa_register %rbp\n"
-	"	movq %rdx, %rsp\n"
-	"	movq %rdi, %rax\n"
-	"	movq %rsi, %rdi\n"
-	"	call *%rax\n"
+	"	movq slow_top@GOTTPOFF(%rip), %rax\n"
+	"	movq %fs:(%rax), %rsp\n"
+	"	call \\fn\n"
 	"	movq %rbp, %rsp\n"
 	".cfi_def_cfa_register %rsp\n"
 	"	popq %rbp\n"
@@ -78,11 +81,25 @@ __asm__(".text\n"
 	".cfi_restore %rbp\n"
 	"	ret\n"
 	".cfi_endproc\n"
-	".size ap_on_stack, .-ap_on_stack\n");
+	".size ap_on_stack_\\fn, .-ap_on_stack_\\fn\n"
+	".endm\n"
+	"AP_ON_STACK alloc_sampled\n"
+	"AP_ON_STACK realloc_sampled\n"
+	"AP_ON_STACK free_sampled\n");
 #else
-void ap_on_stack(void (*fn)(void *), void *arg, uint8_t *top)
+void ap_on_stack_alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller, uint64_t cfa)
 {
-	(void)top;
-	fn(arg);
+	alloc_sampled(p, n, kind, caller, cfa);
+}
+
+void ap_on_stack_realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked,
+				 uint64_t caller, uint64_t cfa)
+{
+	realloc_sampled(old, q, n, kind_tracked, caller, cfa);
+}
+
+void ap_on_stack_free_sampled(void *p)
+{
+	free_sampled(p);
 }
 #endif
