@@ -123,6 +123,13 @@ exec)
 		rm -f env.trace*
 	done
 
+	# an environment that keeps the preload but lost the settings gets
+	# them back (an inheritance, not a removal): profiled
+	timeout -s KILL 20 "$AP" record -q --all -o u.trace env -u ALLOCPROF "$REEXEC" plain >u.out 2>&1
+	expect_eq "env -u ALLOCPROF: exit status" $? 3
+	expect_eq "env -u ALLOCPROF: output" "$(cat u.out)" "plain: LD_PRELOAD set, ALLOCPROF set"
+	expect_eq "env -u ALLOCPROF: plain_work" "$(flat u.trace plain_work)" 300
+
 	# a shell passes its environment on: the program is profiled
 	sh -c "'$REEXEC' plain; true" >native.out 2>&1
 	sed -i 's/LD_PRELOAD unset, ALLOCPROF unset/LD_PRELOAD set, ALLOCPROF set/' native.out
