@@ -584,7 +584,9 @@ static void end_refused(const char *path, char *line, size_t cap)
 			q++;
 	}
 	snprintf(line, cap, "%s: the program's seccomp filter refused %s to the sampler (%s): %s",
-		 path, names, strerror(err), costs[0] ? costs : "the trace went on without them");
+		 path, names,
+		 err ? strerror(err) : "the filter kills for them: the sampler did without",
+		 costs[0] ? costs : "the trace went on without them");
 }
 
 /* A finished trace: compressed in place (ap_trace_compact: the sampler

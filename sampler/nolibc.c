@@ -23,6 +23,8 @@ int lk_trylock_bounded(int *l)
  * it had (0 in a forked child, which then does not record). */
 static long sys_ask(long nr)
 {
+	if (!may_call((int)nr, 0, 0, 0, 0))
+		return -1;
 	long r = syscall(nr);
 	if (LIKELY(r > 0))
 		return r;
@@ -134,8 +136,9 @@ int err_usable(void)
 {
 	struct stat st;
 	return err_state == 0 ||
-	       (err_state > 0 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev &&
-		st.st_ino == err_ino);
+	       (err_state > 0 &&
+		may_call(SYS_newfstatat, STDERR_FILENO, (uintptr_t)"", (uintptr_t)&st, AT_EMPTY_PATH) &&
+		fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino);
 }
 
 /* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is

@@ -300,6 +300,7 @@ void strip_preload(void);
 
 /* refused.c */
 int refused(int nr, int err);	/* 1: err is a seccomp filter's answer to nr (noted) */
+int may_call(int nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
 #define REFUSED_PUT_MAX (2 * AP_VARINT_MAX + AP_VARINT_MAX + 8 * 24)
 size_t refused_put(uint8_t *p);
 

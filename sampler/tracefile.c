@@ -87,6 +87,8 @@ static void trace_flock(int fd);
 static int trace_fd_is_ours(int fd)
 {
 	struct stat st;
+	if (!may_call(SYS_newfstatat, (uint64_t)fd, (uintptr_t)"", (uintptr_t)&st, AT_EMPTY_PATH))
+		return 1;
 	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0)
 		return st.st_dev == trace_dev && st.st_ino == trace_ino;
 	return errno != EBADF && refused(SYS_newfstatat, errno);
@@ -96,7 +98,10 @@ static int trace_fd_is_ours(int fd)
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
-	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC;
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags, 0))
+		return -1;
+	int fd = open(tfile.path, flags);
 	if (fd < 0) {
 		refused(SYS_openat, errno);
 		return -1;
@@ -365,7 +370,8 @@ void make_path(char *out, unsigned gen)
 	/* A device (record -o /dev/null: discard) takes every trace as it is:
 	 * /dev/null.<pid> would be a file in /dev. */
 	struct stat st;
-	if (stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
+	if (may_call(SYS_newfstatat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.base, (uintptr_t)&st, 0) &&
+	    stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
 		out[n] = 0;
 		return;
 	}
@@ -413,8 +419,11 @@ static void trace_flock(int fd)
 
 int open_trace(const char *parent)
 {
-	int fd = open(tfile.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		      trace_mode);
+	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC;
+	int fd = may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags,
+			  trace_mode)
+			 ? open(tfile.path, flags, trace_mode)
+			 : (errno = EPERM, -1);
 	if (fd < 0) {
 		int err = errno;
 		say(tfile.path, refused(SYS_openat, err)

@@ -3,7 +3,8 @@
  * program; no libseccomp) refusing system calls it does not make itself
  * but the sampler does: newfstatat, openat, gettid, getpid and
  * rt_sigprocmask (issue 24). `seccomp errno`: they fail with EPERM;
- * `seccomp kill`: they kill the process (SECCOMP_RET_KILL_PROCESS).
+ * `seccomp killall`: they kill the process (SECCOMP_RET_KILL_PROCESS);
+ * `seccomp kill`: the first four kill it.
  * before_filter allocates 1000 blocks and frees them, after_filter 2000;
  * stdout's buffer is made before the filter (its fstat). Exits 0. */
 #include <errno.h>
@@ -37,7 +38,7 @@ __attribute__((noinline)) static void after_filter(void)
 	}
 }
 
-static int install(unsigned action)
+static int install(unsigned action, size_t n)
 {
 	static const int refused[] = { SYS_newfstatat, SYS_openat, SYS_gettid, SYS_getpid,
 				       SYS_rt_sigprocmask };
@@ -45,7 +46,7 @@ static int install(unsigned action)
 	unsigned k = 0;
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 					      offsetof(struct seccomp_data, nr));
-	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 						      (unsigned)refused[i], 0, 1);
 		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action);
@@ -59,11 +60,13 @@ static int install(unsigned action)
 
 int main(int argc, char **argv)
 {
-	int kill = argc > 1 && !strcmp(argv[1], "kill");
-	printf("seccomp %s: start\n", kill ? "kill" : "errno");
+	const char *how = argc > 1 ? argv[1] : "errno";
+	int kill = strcmp(how, "errno") != 0;
+	printf("seccomp %s: start\n", how);
 	fflush(stdout);
 	before_filter();
-	if (install(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM) < 0) {
+	if (install(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
+		    strcmp(how, "kill") ? 5 : 4) < 0) {
 		perror("seccomp");
 		return 2;
 	}
