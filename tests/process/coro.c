@@ -4,7 +4,11 @@
  * rounds of malloc (1000 + i bytes), realloc to 40000 + i and free, 82 MB
  * in all (about 160 samples at the default rate), swapping back to main
  * every 500 rounds. Prints a checksum of what it wrote, so that the
- * blocks are used. */
+ * blocks are used.
+ * `coro sigalt`: the same kind of small stack for a signal handler: an
+ * 8 KiB sigaltstack, on which a SIGUSR1 handler (raised 10 times) makes
+ * 100 malloc/free pairs in handler_work. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +41,45 @@ __attribute__((noinline)) static void coro_entry(void)
 	}
 }
 
+static void *volatile sink;
+static volatile sig_atomic_t handled;
+
+__attribute__((noinline)) static void handler_work(void)
+{
+	for (int i = 0; i < 100; i++) {
+		sink = malloc(64 + (size_t)i);
+		if (sink)
+			memset(sink, i, 64);
+		free(sink);
+	}
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	handler_work();
+	handled++;
+}
+
+static int sigalt(void)
+{
+	stack_t ss = { .ss_sp = malloc(8192), .ss_size = 8192, .ss_flags = 0 };
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_ONSTACK;
+	if (!ss.ss_sp || sigaltstack(&ss, NULL) < 0 || sigaction(SIGUSR1, &sa, NULL) < 0)
+		return 1;
+	for (int i = 0; i < 10; i++)
+		raise(SIGUSR1);
+	printf("handler on an 8 KiB sigaltstack ran %d times\n", (int)handled);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "sigalt"))
+		return sigalt();
 	size_t size = argc > 1 ? strtoul(argv[1], NULL, 10) : 4096;
 	void *stack = malloc(size);
 	if (!stack || getcontext(&coro_ctx) < 0)

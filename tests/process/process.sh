@@ -179,6 +179,18 @@ coro)
 			rm -f c.trace
 		done
 	done
+	# a signal handler on an 8 KiB sigaltstack that allocates
+	"$CORO" sigalt >native.out 2>&1
+	want=$?
+	expect_eq "sigalt: native exit status" "$want" 0
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "sigalt-$mode" "$want" native.out -- "${opts[@]}" -o "c.trace" "$CORO" sigalt
+		[ -s "sigalt-$mode.err" ] && fail "sigalt $mode: stderr: $(head -3 "sigalt-$mode.err")"
+		[ $mode = all ] && expect_eq "sigalt --all: handler_work" "$(flat c.trace handler_work)" 1000
+		rm -f c.trace
+	done
 	;;
 seccomp)
 	# A filter that answers EPERM to system calls the sampler makes
