@@ -4,7 +4,9 @@
  * frees them, says so with write(2) and ends with _exit. Under
  * `record --all` the child trace holds the child handlers' blocks
  * (lib_child 1, main_child 2) and child_work's 5; the parent's, the
- * prepare and parent handlers' (issue 24). */
+ * prepare and parent handlers' (issue 24). A second thread allocates and
+ * frees all along (thread_work), so that the sampler's locks are
+ * contended while fork holds them. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,8 +49,25 @@ __attribute__((noinline)) static void child_work(void)
 	}
 }
 
+static volatile int stop;
+
+__attribute__((noinline)) static void *thread_work(void *arg)
+{
+	unsigned long n = 0;
+	while (!stop) {
+		void *volatile p = malloc(48 + n % 200);
+		memset(p, 1, 48);
+		free(p);
+		n++;
+	}
+	return arg;
+}
+
 int main(void)
 {
+	pthread_t th;
+	if (pthread_create(&th, NULL, thread_work, NULL) != 0)
+		return 1;
 	pthread_atfork(main_prepare, main_parent, main_child);
 	for (int round = 0; round < 2; round++) {
 		fflush(stdout);
@@ -69,6 +88,8 @@ int main(void)
 			return 1;
 		printf("parent: fork returned, child status %d\n", st);
 	}
+	stop = 1;
+	pthread_join(th, NULL);
 	printf("library handlers ran %d times\n", atfork_lib_forks());
 	return 0;
 }

@@ -36,7 +36,7 @@ jget() {
 flat() {
 	local trace=$1 fn=$2
 	shift 2
-	"$AP" top --alloc_objects -n 100 "$@" "$trace" 2>/dev/null |
+	"$AP" top --alloc_objects -n 1000 --nodefraction 0 "$@" "$trace" 2>/dev/null |
 		awk -v f="$fn" '$NF == f { print $1; found = 1 } END { if (!found) print 0 }'
 }
 
