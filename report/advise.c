@@ -216,7 +216,24 @@ struct replay {
 	size_t nsites;
 	uint64_t ops;
 	struct cost_memo *costs;
+	/* glibc's mmap threshold as the run moved it: a request at or above
+	 * it is a fresh mapping, whose pages fault in at the first write (the
+	 * cost table's first touch); below it, the heap's pages are mostly
+	 * there already, and what they cost is for the measured replay to
+	 * see. Starts at glibc's 128 KiB; a free of a block above it (up to
+	 * 32 MiB) raises it to that block, as free() does. */
+	uint64_t mmap_thr;
 };
+
+#define MMAP_THRESHOLD_START (UINT64_C(128) << 10)
+#define MMAP_THRESHOLD_MAX (UINT64_C(32) << 20)
+
+/* The first touch a fresh block of `size` costs: 0 below the mmap
+ * threshold. */
+static inline double fresh_ns(const struct replay *rp, const struct ap_cost_point *c, uint64_t size)
+{
+	return size >= rp->mmap_thr ? c->first_touch_ns : 0;
+}
 
 /* Applies the cycles before pos to the site's pool. An empty pool cannot
  * change by a cycle, so it skips ahead at once. */
@@ -282,7 +299,7 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, uint32
 	if (o.cap >= size) {
 		r->allocs_avoided++;
 		r->alloc_bytes_avoided += (double)size;
-		r->time_saved_ns += c->malloc_free_ns + c->first_touch_ns - c->pool_ns;
+		r->time_saved_ns += c->malloc_free_ns + fresh_ns(rp, c, size) - c->pool_ns;
 		return o.cap;
 	}
 	r->small_hits++;
@@ -339,11 +356,10 @@ struct site_info {		/* facts gathered once */
 };
 
 /* What an object's birth and growth cost through malloc. */
-static inline void info_birth(struct site_info *si, struct cost_memo *costs, uint64_t size,
-		       double w)
+static inline void info_birth(struct site_info *si, const struct replay *rp, uint64_t size, double w)
 {
-	const struct ap_cost_point *c = cost_at(costs, size);
-	si->life_cost += w * (c->malloc_free_ns + c->first_touch_ns);
+	const struct ap_cost_point *c = cost_at(rp->costs, size);
+	si->life_cost += w * (c->malloc_free_ns + fresh_ns(rp, c, size));
 	si->life_space += w * (double)size;
 	si->births += w;
 	size_hist_add(&si->f.req, size, w);
@@ -523,7 +539,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 				si->first_ts = e->ts;
 			si->last_ts = e->ts;
 			si->samples++;
-			info_birth(si, rp->costs, e->size, 1);
+			info_birth(si, rp, e->size, 1);
 		}
 		return;
 	}
@@ -743,6 +759,9 @@ static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	S->live -= ob->w * (double)b->size;
 	if (ob->site != UINT32_MAX)
 		obj_put(S->w, ob, e, (struct pos){ S->vol, (double)i });
+	struct replay *rp = S->w->rp;
+	if (b->size >= rp->mmap_thr && b->size <= MMAP_THRESHOLD_MAX)
+		rp->mmap_thr = b->size + 1;
 }
 
 static void ws_unmatched(void *ctx, size_t i, const struct ap_event *e)
@@ -834,6 +853,7 @@ static void walk_events(struct walk *w)
 {
 	const struct ap_trace *t = w->t;
 	struct walk_state S = { .w = w, .goal = w->heap_min };
+	w->rp->mmap_thr = MMAP_THRESHOLD_START;
 	if (w->cycles && !w->gogc)
 		S.ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
 	bool exits = w->mode != W_CYCLES && !w->rp->one_p && t->nthreads > 1;
@@ -1012,7 +1032,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			si->births += r->w;
 			info_growth(si, costs, r->size, r->w);
 		} else {
-			info_birth(si, costs, r->size, r->w);
+			info_birth(si, rp, r->size, r->w);
 		}
 		for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
 			info_growth(si, costs, rc->g[g].size, r->w);
