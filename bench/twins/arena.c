@@ -31,7 +31,7 @@ static unsigned nspare;
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static struct chunk *arena_chunk(void)
+TW_SITE static struct chunk *arena_chunk(void)
 {
 	struct chunk *c = spare;
 	if (c) {

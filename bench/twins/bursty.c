@@ -21,7 +21,7 @@
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static uint64_t *burst_buf(void)
+TW_SITE static uint64_t *burst_buf(void)
 {
 #ifdef TWIN
 	uint64_t *b = tw_get(&pool, BUFSZ);
@@ -35,7 +35,7 @@ __attribute__((noinline)) static uint64_t *burst_buf(void)
 	return b;
 }
 
-__attribute__((noinline)) static void burst_done(uint64_t *b)
+TW_SITE static void burst_done(uint64_t *b)
 {
 	TW_FREE(BUFSZ);
 #ifdef TWIN

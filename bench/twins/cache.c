@@ -22,7 +22,7 @@
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static unsigned char *tmp_new(size_t n)
+TW_SITE static unsigned char *tmp_new(size_t n)
 {
 #ifdef TWIN
 	unsigned char *t = tw_get(&pool, n);
@@ -36,7 +36,7 @@ __attribute__((noinline)) static unsigned char *tmp_new(size_t n)
 	return t;
 }
 
-__attribute__((noinline)) static void tmp_free(unsigned char *t, size_t n)
+TW_SITE static void tmp_free(unsigned char *t, size_t n)
 {
 	TW_FREE(n);
 	(void)n;
@@ -47,7 +47,7 @@ __attribute__((noinline)) static void tmp_free(unsigned char *t, size_t n)
 #endif
 }
 
-__attribute__((noinline)) static unsigned char *entry_new(size_t n)
+TW_SITE static unsigned char *entry_new(size_t n)
 {
 	unsigned char *e = malloc(n);
 	TW_ALLOC(n);

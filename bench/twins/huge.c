@@ -19,7 +19,7 @@
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static uint64_t *work_new(void)
+TW_SITE static uint64_t *work_new(void)
 {
 #ifdef TWIN
 	uint64_t *w = tw_get(&pool, WORK);
@@ -33,7 +33,7 @@ __attribute__((noinline)) static uint64_t *work_new(void)
 	return w;
 }
 
-__attribute__((noinline)) static void work_done(uint64_t *w)
+TW_SITE static void work_done(uint64_t *w)
 {
 	TW_FREE(WORK);
 #ifdef TWIN

@@ -23,7 +23,7 @@
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static unsigned char *req_buf(void)
+TW_SITE static unsigned char *req_buf(void)
 {
 #ifdef TWIN
 	unsigned char *b = tw_get(&pool, BUFSZ);
@@ -37,7 +37,7 @@ __attribute__((noinline)) static unsigned char *req_buf(void)
 	return b;
 }
 
-__attribute__((noinline)) static void req_done(unsigned char *b)
+TW_SITE static void req_done(unsigned char *b)
 {
 	TW_FREE(BUFSZ);
 #ifdef TWIN

@@ -57,7 +57,7 @@ struct Packet {
 
 static void *volatile sink;
 
-__attribute__((noinline)) static uint64_t handle(uint64_t *rng)
+__attribute__((noipa)) static uint64_t handle(uint64_t *rng)
 {
 	std::unique_ptr<Packet> pk[4];
 	for (auto &p : pk) {

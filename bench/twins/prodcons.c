@@ -12,6 +12,7 @@
  * Twin: msg_new takes messages from a vpool, msg_free (on the consumer)
  * puts them. Threaded: run.sh runs it unpinned. */
 // site: msg_new
+// threaded
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ static uint64_t csum;
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static struct msg *msg_new(size_t n)
+TW_SITE static struct msg *msg_new(size_t n)
 {
 #ifdef TWIN
 	struct msg *m = tw_get(&pool, n);
@@ -57,7 +58,7 @@ __attribute__((noinline)) static struct msg *msg_new(size_t n)
 	return m;
 }
 
-__attribute__((noinline)) static void msg_free(struct msg *m, size_t n)
+TW_SITE static void msg_free(struct msg *m, size_t n)
 {
 	TW_FREE(n);
 	(void)n;

@@ -11,6 +11,7 @@
  * objects outlive the request.
  * Twin: scratch_new takes the buffer from a vpool, scratch_free puts it. */
 // site: scratch_new
+// libs: -lm
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static uint32_t *scratch_new(size_t n)
+TW_SITE static uint32_t *scratch_new(size_t n)
 {
 #ifdef TWIN
 	uint32_t *b = tw_get(&pool, n);
@@ -35,7 +36,7 @@ __attribute__((noinline)) static uint32_t *scratch_new(size_t n)
 	return b;
 }
 
-__attribute__((noinline)) static void scratch_free(uint32_t *b, size_t n)
+TW_SITE static void scratch_free(uint32_t *b, size_t n)
 {
 	TW_FREE(n);
 	(void)n;
@@ -46,7 +47,7 @@ __attribute__((noinline)) static void scratch_free(uint32_t *b, size_t n)
 #endif
 }
 
-__attribute__((noinline)) static uint32_t *result_new(size_t n)
+TW_SITE static uint32_t *result_new(size_t n)
 {
 	uint32_t *r = malloc(n * sizeof(*r));
 	TW_ALLOC(n * sizeof(*r));

@@ -21,7 +21,7 @@ struct node {
 static struct vpool pool;
 #endif
 
-__attribute__((noinline)) static struct node *node_new(uint64_t key, struct node *next)
+TW_SITE static struct node *node_new(uint64_t key, struct node *next)
 {
 #ifdef TWIN
 	struct node *n = vpool_get(&pool);
@@ -40,7 +40,7 @@ __attribute__((noinline)) static struct node *node_new(uint64_t key, struct node
 	return n;
 }
 
-__attribute__((noinline)) static void node_free(struct node *n)
+TW_SITE static void node_free(struct node *n)
 {
 	TW_FREE(sizeof(*n));
 #ifdef TWIN

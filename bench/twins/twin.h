@@ -23,6 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A function that allocates: never inlined, cloned or merged with an
+ * identical one (GCC's identical code folding would otherwise make two
+ * sites one, and allocprof would name both after either). */
+#if defined(__clang__)
+#define TW_SITE __attribute__((noinline))
+#else
+#define TW_SITE __attribute__((noipa))
+#endif
+
 /* Pointers stored here escape: the compiler must keep every allocation. */
 static void *volatile tw_sink;
 

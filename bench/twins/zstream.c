@@ -8,6 +8,7 @@
  * Twin: z_alloc takes blocks from two vpools (up to 16 KiB, and above:
  * the size classes a hand-pooler would make), z_free puts them back. */
 // site: z_alloc
+// libs: -lz
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ struct zsizes {
 static struct vpool small, big;
 #endif
 
-__attribute__((noinline)) static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+TW_SITE static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
 {
 	struct zsizes *zs = opaque;
 	size_t n = (size_t)items * size;
@@ -45,7 +46,7 @@ __attribute__((noinline)) static voidpf z_alloc(voidpf opaque, uInt items, uInt 
 	return p;
 }
 
-__attribute__((noinline)) static void z_free(voidpf opaque, voidpf p)
+TW_SITE static void z_free(voidpf opaque, voidpf p)
 {
 	struct zsizes *zs = opaque;
 	size_t n = 0;
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
 	static const char *words[] = { "alloc", "free", "pool", "victim", "cycle", "heap",
 					"page", "fault", "trim", "stream", "deflate", "request" };
 	static unsigned char in[24 << 10], out[32 << 10];
-	long n = argc > 1 ? atol(argv[1]) : 5000;
+	long n = argc > 1 ? atol(argv[1]) : 3000;
 	uint64_t rng = 0x1234567887654321ULL, sum = 0;
 #ifdef TWIN
 	tw_pool_init(&small);
