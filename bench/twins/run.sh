@@ -132,6 +132,8 @@ for p in "${progs[@]}"; do
 			fi
 		done
 	done
+	# The twin's vpool_cycle count, beside the cycles advise's model puts in the plain trace.
+	TWIN_VERBOSE=1 "$out/$p.twin" 2>&1 >/dev/null | sed -n 's/^twin: \([0-9]*\) cycles$/\1/p' >"$out/$p.cycles" || true
 	if [ -n "$advise" ]; then
 		rm -f "$out/$p.trace" "$out/$p.trace".*
 		(cd "$out" && "$ap" record --all -q -o "$p.trace" "./$p" >/dev/null) ||

@@ -129,6 +129,11 @@ def program(d, p, src):
     with open(src) as f:
         r["threaded"] = any(line.startswith("// threaded") for line in f)
     r.update(stats(d, p))
+    try:
+        with open(os.path.join(d, p + ".cycles")) as f:
+            r["twin_cycles"] = int(f.read().strip())
+    except (OSError, ValueError):
+        r["twin_cycles"] = None
     r["advise"] = advise_for(d, p, r["site"])
     return r
 
@@ -173,6 +178,9 @@ def one(d, p, src):
         print("advise counts: %d gets, %d reallocs, %d allocations (%.1f MiB) at the site" % (
             a["gets"] or 0, a["reallocs"] or 0, a["alloc_objects"] or 0,
             (a["alloc_space"] or 0) / 1048576.0))
+        gc = a.get("trace_gc") or {}
+        print("cycles: the twin's vpool_cycle %s, advise's model of the plain trace %s" % (
+            r["twin_cycles"], gc.get("cycles")))
         if "measured" in a:
             print("advise measured: " + json.dumps(a["measured"], sort_keys=True))
         for o in a.get("other_sites", []):
