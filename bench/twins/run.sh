@@ -50,6 +50,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $runs in '' | *[!0-9]* | 0 | 1) echo "twins: -n wants a number of runs of 2 or more" >&2; exit 2 ;; esac
+# A relative BUILD is taken from the current directory, else from the
+# project's top (bench/twins/../..).
+case $build in /*) ;; *) [ -d "$build" ] || [ ! -d "$root/$build" ] || build=$root/$build ;; esac
 ap=$build/cli/allocprof
 case $ap in /*) ;; *) ap=$PWD/$ap ;; esac
 if [ -n "$advise" ] && [ ! -x "$ap" ]; then
@@ -76,9 +79,9 @@ else
 	trap 'rm -rf "$out"' EXIT
 fi
 out=$(cd "$out" && pwd)
-text=/dev/stdout
-[ "$json" = - ] && text=/dev/stderr
-say() { echo "$@" >"$text"; }
+# The text goes to fd 3: stdout, or stderr when the JSON takes stdout.
+if [ "$json" = - ]; then exec 3>&2; else exec 3>&1; fi
+say() { echo "$@" >&3; }
 
 # Build.
 cflags=(-O2 -g -D_GNU_SOURCE -I"$here" -I"$root/pool")
@@ -126,7 +129,7 @@ for p in "${progs[@]}"; do
 				cp "$out/$v.out" "$out/$p.expect"
 			elif ! cmp -s "$out/$v.out" "$out/$p.expect"; then
 				say "twins: $v: output differs from the first run's (run $r):"
-				diff "$out/$p.expect" "$out/$v.out" | head -4 >"$text" || true
+				diff "$out/$p.expect" "$out/$v.out" | head -4 >&3 || true
 				echo "$r $kind output-differs" >>"$out/$p.times"
 				fail=1
 			fi
@@ -144,10 +147,10 @@ for p in "${progs[@]}"; do
 			fail=1
 		fi
 	fi
-	/usr/bin/python3 "$here/summarize.py" --one "$out" "$p" "$src" >"$text"
+	/usr/bin/python3 "$here/summarize.py" --one "$out" "$p" "$src" >&3
 done
 
-/usr/bin/python3 "$here/summarize.py" --table "$out" "$runs" "${progs[@]}" >"$text"
+/usr/bin/python3 "$here/summarize.py" --table "$out" "$runs" "${progs[@]}" >&3
 if [ -n "$json" ]; then
 	if [ "$json" = - ]; then
 		/usr/bin/python3 "$here/summarize.py" --json "$out" "$runs" "${progs[@]}"

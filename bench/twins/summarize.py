@@ -124,6 +124,23 @@ def advise_for(d, p, fn):
     return out
 
 
+def measured_saved_ms(m):
+    """The measured saving in ms, if the `measured` object has a number
+    under a key with "saved" in its name (ns unless the key ends in _ms
+    or _us), else None."""
+    if not isinstance(m, dict):
+        return None
+    for k in sorted(m):
+        v = m[k]
+        if "saved" in k and isinstance(v, (int, float)) and not isinstance(v, bool):
+            if k.endswith("_ms"):
+                return float(v)
+            if k.endswith("_us"):
+                return v / 1e3
+            return v / 1e6
+    return None
+
+
 def program(d, p, src):
     r = {"program": p, "site": site_name(src), "threaded": False}
     with open(src) as f:
@@ -183,6 +200,9 @@ def one(d, p, src):
             r["twin_cycles"], gc.get("cycles")))
         if "measured" in a:
             print("advise measured: " + json.dumps(a["measured"], sort_keys=True))
+            ms = measured_saved_ms(a["measured"])
+            if ms is not None and c.get("saving_median"):
+                print("advise measured saving %.3f ms: %.3gx the twin's" % (ms, ms / c["saving_median"]))
         for o in a.get("other_sites", []):
             print("advise, another site in %s: %s: %s, time saved %.3f ms" % (
                 r["site"], o["site"], o["verdict"], (o["time_saved_ns"] or 0) / 1e6))
@@ -220,7 +240,12 @@ def print_table(rows, runs):
             ts = (a["time_saved_ns"] or 0) / 1e6
             asv = "%.3f ms" % ts
             ratio = "%.3gx" % (ts / c["saving_median"]) if c.get("saving_median") else "-"
-            meas = json.dumps(a["measured"], sort_keys=True) if "measured" in a else "-"
+            meas = "-"
+            if "measured" in a:
+                meas = json.dumps(a["measured"], sort_keys=True)
+                ms = measured_saved_ms(a["measured"])
+                if ms is not None and c.get("saving_median"):
+                    meas = "%.3gx of twin: %s" % (ms / c["saving_median"], meas)
         else:
             v = "not run" if not a else "site not found"
             asv = ratio = meas = "-"
