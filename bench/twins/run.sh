@@ -11,14 +11,17 @@
 # round), with a distribution-free 95% interval (order statistics of the
 # sign test; with 7 runs: the smallest and largest difference, 98%
 # coverage). Both programs' outputs must be identical on every run.
-# Then the plain program is recorded (`allocprof record --all`), and
-# `allocprof advise --json -n 0` gives its verdict and time saved for the
-# site (found by function name), and any `measured` object it has.
+# Then the plain program is recorded (`allocprof record --all`, RECORDS
+# times), and `allocprof advise --json -n 0` gives its verdict and time
+# saved for the site (found by function name), and any `measured` object
+# it has.
 # Not a test: nothing here asserts a time.
 #
-# Usage: bench/twins/run.sh [-n RUNS] [-b BUILD] [-k DIR] [--json FILE]
-#                           [--no-advise] [PROGRAM...]
+# Usage: bench/twins/run.sh [-n RUNS] [-r RECORDS] [-b BUILD] [-k DIR]
+#                           [--json FILE] [--no-advise] [PROGRAM...]
 #   -n RUNS      timed runs of each of plain and twin (default 7)
+#   -r RECORDS   recordings of the plain program, each advised (default 1):
+#                do the verdicts hold from one recording to the next?
 #   -b BUILD     the project's build directory (default build): uses
 #                BUILD/cli/allocprof
 #   -k DIR       build into DIR and keep it (programs, outputs, traces,
@@ -33,12 +36,13 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-runs=7 build=build keep= json= advise=1 only_build=
+runs=7 records=1 build=build keep= json= advise=1 only_build=
 usage() { sed -n '2,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -eu/d' >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) [ $# -ge 2 ] || usage; runs=$2; shift 2 ;;
 	-b) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
+	-r) [ $# -ge 2 ] || usage; records=$2; shift 2 ;;
 	-k) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
 	--json) [ $# -ge 2 ] || usage; json=$2; shift 2 ;;
 	--no-advise) advise=; shift ;;
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $runs in '' | *[!0-9]* | 0 | 1) echo "twins: -n wants a number of runs of 2 or more" >&2; exit 2 ;; esac
+case $records in '' | *[!0-9]* | 0) echo "twins: -r wants a positive number of recordings" >&2; exit 2 ;; esac
 # A relative BUILD is taken from the current directory, else from the
 # project's top (bench/twins/../..).
 case $build in /*) ;; *) [ -d "$build" ] || [ ! -d "$root/$build" ] || build=$root/$build ;; esac
@@ -138,15 +143,25 @@ for p in "${progs[@]}"; do
 	# The twin's vpool_cycle count, beside the cycles advise's model puts in the plain trace.
 	TWIN_VERBOSE=1 "$out/$p.twin" 2>&1 >/dev/null | sed -n 's/^twin: \([0-9]*\) cycles$/\1/p' >"$out/$p.cycles" || true
 	if [ -n "$advise" ]; then
-		rm -f "$out/$p.trace" "$out/$p.trace".*
-		(cd "$out" && "$ap" record --all -q -o "$p.trace" "./$p" >/dev/null) ||
-			{ say "twins: $p: allocprof record failed"; fail=1; }
-		if ! "$ap" advise --json -n 0 "$out/$p.trace" >"$out/$p.advise.json" 2>"$out/$p.advise.err"; then
-			say "twins: $p: allocprof advise failed: $(tail -1 "$out/$p.advise.err")"
-			rm -f "$out/$p.advise.json"
-			fail=1
-		fi
+		# Recording i (1..RECORDS): PROGRAM.trace and PROGRAM.advise.json
+		# for the first, PROGRAM.<i>.trace and PROGRAM.advise.<i>.json after.
+		for ((i = 1; i <= records; i++)); do
+			t=$p.trace j=$p.advise.json
+			((i == 1)) || t=$p.$i.trace j=$p.advise.$i.json
+			rm -f "$out/$t" "$out/$t".* "$out/$j"
+			if ! (cd "$out" && "$ap" record --all -q -o "$t" "./$p" >/dev/null); then
+				say "twins: $p: allocprof record failed"
+				fail=1
+				continue
+			fi
+			if ! "$ap" advise --json -n 0 "$out/$t" >"$out/$j" 2>"$out/$p.advise.err"; then
+				say "twins: $p: allocprof advise failed: $(tail -1 "$out/$p.advise.err")"
+				rm -f "$out/$j"
+				fail=1
+			fi
+		done
 	fi
+
 	/usr/bin/python3 "$here/summarize.py" --one "$out" "$p" "$src" >&3
 done
 

@@ -96,8 +96,28 @@ def site_name(src):
     return None
 
 
-def advise_for(d, p, fn):
-    path = os.path.join(d, p + ".advise.json")
+def advise_recordings(d, p, fn):
+    """The site's verdict and time saved in every recording's advise
+    (PROGRAM.advise.json, PROGRAM.advise.2.json, ...)."""
+    out = []
+    i = 1
+    while True:
+        path = os.path.join(d, p + (".advise.json" if i == 1 else ".advise.%d.json" % i))
+        if not os.path.exists(path):
+            return out
+        a = advise_for(d, p, fn, path)
+        if a and a["found"]:
+            r = {"verdict_text": a["verdict_text"], "time_saved_ns": a["time_saved_ns"]}
+            if "measured" in a:
+                r["measured"] = a["measured"]
+            out.append(r)
+        else:
+            out.append(None)
+        i += 1
+
+
+def advise_for(d, p, fn, path=None):
+    path = path or os.path.join(d, p + ".advise.json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -152,6 +172,7 @@ def program(d, p, src):
     except (OSError, ValueError):
         r["twin_cycles"] = None
     r["advise"] = advise_for(d, p, r["site"])
+    r["recordings"] = advise_recordings(d, p, r["site"])
     return r
 
 
@@ -203,6 +224,12 @@ def one(d, p, src):
             ms = measured_saved_ms(a["measured"])
             if ms is not None and c.get("saving_median"):
                 print("advise measured saving %.3f ms: %.3gx the twin's" % (ms, ms / c["saving_median"]))
+        if len(r["recordings"]) > 1:
+            print("advise over %d recordings: %s" % (len(r["recordings"]), "; ".join(
+                "%s %.3f ms%s" % (x["verdict_text"], (x["time_saved_ns"] or 0) / 1e6,
+                                  " measured " + json.dumps(x["measured"], sort_keys=True)
+                                  if "measured" in x else "") if x else "site not found"
+                for x in r["recordings"])))
         for o in a.get("other_sites", []):
             print("advise, another site in %s: %s: %s, time saved %.3f ms" % (
                 r["site"], o["site"], o["verdict"], (o["time_saved_ns"] or 0) / 1e6))
@@ -249,6 +276,9 @@ def print_table(rows, runs):
         else:
             v = "not run" if not a else "site not found"
             asv = ratio = meas = "-"
+        recs = [x["verdict_text"] if x else "?" for x in r.get("recordings", [])]
+        if len(set(recs)) > 1:
+            v = "/".join(recs)
         if not r["outputs_identical"]:
             v = "OUTPUTS DIFFER; " + v
         print("%-10s %-12s %9s %-28s %7s %-15s %-22s %12s %8s  %s" % (
