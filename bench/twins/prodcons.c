@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TW_THREADED 1
 #include "twin.h"
 
 #define BATCH 64

@@ -14,7 +14,8 @@
  * pool hit counts its request as if malloc had served it, so the twin's
  * cycles fall where the model of the plain program's trace puts them.
  * Every allocation the program makes is reported with TW_ALLOC / TW_FREE
- * / TW_REALLOC (no-ops in the plain build). */
+ * / TW_REALLOC (no-ops in the plain build). A program whose threads
+ * allocate or free defines TW_THREADED before including this. */
 #ifndef TWIN_H
 #define TWIN_H
 
@@ -58,8 +59,9 @@ static inline uint64_t tw_rand(uint64_t *s)
 #define TW_MAX_POOLS 4
 static struct vpool *tw_pools[TW_MAX_POOLS];
 static unsigned tw_npools;
-static _Atomic long long tw_live, tw_since;	/* bytes; threads share them */
-static long long tw_live_at_cycle, tw_goal = 4 << 20;
+/* Bytes; threads share them. The goal and the live bytes at the last
+ * cycle are written only by the thread that holds tw_gc_lock. */
+static _Atomic long long tw_live, tw_since, tw_live_at_cycle, tw_goal = 4 << 20;
 static atomic_int tw_gc_lock;
 static unsigned long tw_cycles;
 
@@ -81,7 +83,9 @@ static inline void tw_pool_init(struct vpool *p)
 
 static inline void tw_gc_check(void)
 {
-	if (tw_live_at_cycle + atomic_load_explicit(&tw_since, memory_order_relaxed) < tw_goal)
+	if (atomic_load_explicit(&tw_live_at_cycle, memory_order_relaxed) +
+		    atomic_load_explicit(&tw_since, memory_order_relaxed) <
+	    atomic_load_explicit(&tw_goal, memory_order_relaxed))
 		return;
 	if (atomic_exchange(&tw_gc_lock, 1))
 		return;		/* another thread is cycling */
@@ -91,17 +95,28 @@ static inline void tw_gc_check(void)
 		tw_cycles++;
 		tw_live_at_cycle = atomic_load(&tw_live);
 		atomic_store(&tw_since, 0);
-		tw_goal = 2 * tw_live_at_cycle;
-		if (tw_goal < 4 << 20)
-			tw_goal = 4 << 20;
+		long long goal = 2 * tw_live_at_cycle;
+		tw_goal = goal < 4 << 20 ? 4 << 20 : goal;
 	}
 	atomic_store(&tw_gc_lock, 0);
 }
 
+/* The counters' additions: atomic read-modify-writes only in a program
+ * that defines TW_THREADED (a lock-prefixed add per allocation would be
+ * billed to the pool: tens of milliseconds in tinynodes); else a relaxed
+ * load and store, plain moves. */
+#ifdef TW_THREADED
+#define TW_ADD_(v, n) atomic_fetch_add_explicit(&(v), (n), memory_order_relaxed)
+#else
+#define TW_ADD_(v, n)                                                                          \
+	atomic_store_explicit(&(v), atomic_load_explicit(&(v), memory_order_relaxed) + (n),    \
+			      memory_order_relaxed)
+#endif
+
 static inline void tw_gc_alloc(size_t n)
 {
-	atomic_fetch_add_explicit(&tw_live, (long long)n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&tw_since, (long long)n, memory_order_relaxed);
+	TW_ADD_(tw_live, (long long)n);
+	TW_ADD_(tw_since, (long long)n);
 	tw_gc_check();
 }
 
@@ -126,7 +141,7 @@ __attribute__((destructor)) static void tw_report(void)
 }
 
 #define TW_ALLOC(n) tw_gc_alloc(n)
-#define TW_FREE(n) atomic_fetch_sub_explicit(&tw_live, (long long)(n), memory_order_relaxed)
+#define TW_FREE(n) TW_ADD_(tw_live, -(long long)(n))
 #define TW_REALLOC(old, n) (TW_FREE(old), tw_gc_alloc(n))
 #else
 #define TW_ALLOC(n) ((void)0)
