@@ -107,7 +107,8 @@ def advise_recordings(d, p, fn):
             return out
         a = advise_for(d, p, fn, path)
         if a and a["found"]:
-            r = {"verdict_text": a["verdict_text"], "time_saved_ns": a["time_saved_ns"]}
+            r = {"verdict_text": a["verdict_text"], "time_saved_ns": a["time_saved_ns"],
+                 "time_source": a.get("time_source")}
             if "measured" in a:
                 r["measured"] = a["measured"]
             out.append(r)
@@ -132,13 +133,15 @@ def advise_for(d, p, fn, path=None):
     out.update({k: s.get(k) for k in ("site", "verdict", "verdict_text", "time_saved_ns", "gets",
                                          "hits", "hit_rate", "allocs_avoided", "peak_held_bytes",
                                          "alloc_objects", "alloc_space", "reallocs",
-                                         "reasons")})
+                                         "reasons", "time_source", "time_saved_low_ns",
+                                         "time_saved_high_ns", "model_time_saved_ns")})
     if "measured" in s:
         out["measured"] = s["measured"]
     if len(sites) > 1:
         out["other_sites"] = [{"site": x.get("site"), "verdict": x.get("verdict"),
                                "time_saved_ns": x.get("time_saved_ns")} for x in sites[1:]]
-    for k in ("gc", "procs", "one_p", "total_alloc_objects"):
+    for k in ("gc", "procs", "one_p", "total_alloc_objects", "program_cpu_ns",
+              "program_cpu_est_ns", "measurement"):
         if k in a:
             out["trace_" + k] = a[k]
     return out
@@ -211,8 +214,21 @@ def one(d, p, src):
         ratio = ""
         if "saving_median" in c and c["saving_median"] != 0:
             ratio = ", %.3gx the twin's" % (ts / 1e6 / c["saving_median"])
-        print("advise: %s: %s, time saved %.3f ms%s; hit rate %.1f%%" % (
-            a["site"], a["verdict_text"], ts / 1e6, ratio, 100 * (a["hit_rate"] or 0)))
+        src = a.get("time_source") or "model"
+        iv = ""
+        if a.get("time_saved_low_ns") is not None and a.get("time_saved_high_ns") is not None:
+            iv = " [%.3f, %.3f]" % (a["time_saved_low_ns"] / 1e6, a["time_saved_high_ns"] / 1e6)
+        print("advise: %s: %s, time saved %.3f ms%s (%s)%s; hit rate %.1f%%" % (
+            a["site"], a["verdict_text"], ts / 1e6, iv, src, ratio, 100 * (a["hit_rate"] or 0)))
+        if a.get("model_time_saved_ns") is not None and src != "model":
+            print("advise's cost model alone: %.3f ms" % (a["model_time_saved_ns"] / 1e6))
+        meas = a.get("trace_measurement")
+        if isinstance(meas, dict):
+            if meas.get("why_not"):
+                print("advise measured no site: %s" % meas["why_not"])
+            elif meas.get("wall_ns") is not None:
+                print("advise's measured replay: %d sites in %.1f s" % (
+                    meas.get("sites", 0), meas["wall_ns"] / 1e9))
         print("advise counts: %d gets, %d reallocs, %d allocations (%.1f MiB) at the site" % (
             a["gets"] or 0, a["reallocs"] or 0, a["alloc_objects"] or 0,
             (a["alloc_space"] or 0) / 1048576.0))
@@ -226,9 +242,8 @@ def one(d, p, src):
                 print("advise measured saving %.3f ms: %.3gx the twin's" % (ms, ms / c["saving_median"]))
         if len(r["recordings"]) > 1:
             print("advise over %d recordings: %s" % (len(r["recordings"]), "; ".join(
-                "%s %.3f ms%s" % (x["verdict_text"], (x["time_saved_ns"] or 0) / 1e6,
-                                  " measured " + json.dumps(x["measured"], sort_keys=True)
-                                  if "measured" in x else "") if x else "site not found"
+                "%s %.3f ms (%s)" % (x["verdict_text"], (x["time_saved_ns"] or 0) / 1e6,
+                                     x.get("time_source") or "model") if x else "site not found"
                 for x in r["recordings"])))
         for o in a.get("other_sites", []):
             print("advise, another site in %s: %s: %s, time saved %.3f ms" % (
@@ -250,8 +265,8 @@ def print_table(rows, runs):
     print("summary (%s runs each; saving = median of paired plain-twin CPU time differences, "
           "95%% distribution-free interval)" % runs)
     h = ("program", "site", "plain CPU", "twin saves [95% interval]", "% CPU", "faults p/t",
-         "advise verdict", "advise saves", "ratio", "measured")
-    print("%-10s %-12s %9s %-28s %7s %-15s %-22s %12s %8s  %s" % h)
+         "advise verdict", "advise saves [interval] (source)", "ratio", "model")
+    print("%-10s %-12s %9s %-28s %7s %-15s %-22s %-36s %8s  %s" % h)
     for r in rows:
         c = r["cpu_ms"]
         a = r["advise"] or {}
@@ -266,13 +281,17 @@ def print_table(rows, runs):
             v = a["verdict_text"]
             ts = (a["time_saved_ns"] or 0) / 1e6
             asv = "%.3f ms" % ts
+            if a.get("time_saved_low_ns") is not None and a.get("time_saved_high_ns") is not None:
+                asv += " [%.1f, %.1f]" % (a["time_saved_low_ns"] / 1e6,
+                                          a["time_saved_high_ns"] / 1e6)
+            asv += " (%s)" % (a.get("time_source") or "model")
             ratio = "%.3gx" % (ts / c["saving_median"]) if c.get("saving_median") else "-"
-            meas = "-"
+            mod = a.get("model_time_saved_ns")
+            meas = "%.3f ms" % (mod / 1e6) if mod is not None else "-"
             if "measured" in a:
-                meas = json.dumps(a["measured"], sort_keys=True)
                 ms = measured_saved_ms(a["measured"])
                 if ms is not None and c.get("saving_median"):
-                    meas = "%.3gx of twin: %s" % (ms / c["saving_median"], meas)
+                    meas += "; measured %.3gx of twin" % (ms / c["saving_median"])
         else:
             v = "not run" if not a else "site not found"
             asv = ratio = meas = "-"
@@ -281,7 +300,7 @@ def print_table(rows, runs):
             v = "/".join(recs)
         if not r["outputs_identical"]:
             v = "OUTPUTS DIFFER; " + v
-        print("%-10s %-12s %9s %-28s %7s %-15s %-22s %12s %8s  %s" % (
+        print("%-10s %-12s %9s %-28s %7s %-15s %-22s %-36s %8s  %s" % (
             r["program"], r["site"], cpu, sav, pct, fl, v[:22], asv, ratio, meas))
 
 
