@@ -54,10 +54,13 @@ struct builder {
 	uint64_t live, peak;	/* bytes the replay holds, now and at most */
 	uint32_t *sync;		/* threads meeting at each barrier */
 	size_t nsync, sync_alloc;
+	uint64_t limit;		/* events replayed: the first `limit` */
+	bool cut;		/* past them */
 };
 
 struct ap_script {
 	int fd;
+	uint64_t events;	/* the trace's events it replays (the first ones) */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 };
@@ -75,6 +78,10 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 {
 	struct builder *b = ctx;
 	uint32_t th = e->thread;
+	if (i >= b->limit) {
+		b->cut = true;
+		return;
+	}
 	/* The cycles that fall before this event (a position p lies after
 	 * event floor(p)). */
 	while (b->ci < b->ncyc && b->cyc[b->ci] < (double)i) {
@@ -126,6 +133,8 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 {
 	(void)i;
 	struct builder *b = ctx;
+	if (b->cut)
+		return;
 	struct sthread *s = &b->th[e->thread];
 	uint32_t slot = s->nfree ? s->free_slots[--s->nfree] : (uint32_t)b->nslots++;
 	uint32_t site = AP_RS_NOSITE;
@@ -148,6 +157,8 @@ static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 {
 	(void)i;
 	struct builder *b = ctx;
+	if (b->cut)
+		return;
 	struct sobj *o = b_obj(b, blk->obj);
 	b->live += blk->size - old->size;
 	if (b->live > b->peak)
@@ -161,6 +172,8 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 {
 	(void)i;
 	struct builder *b = ctx;
+	if (b->cut)
+		return;
 	struct sobj *o = b_obj(b, blk->obj);
 	b_after(b, o, e->thread);
 	emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
@@ -229,14 +242,10 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		ap_error_set(err, "too many threads to replay (%zu)", t->nthreads);
 		return NULL;
 	}
-	if (max_events && t->nev > max_events) {
-		ap_error_set(err, "%zu events, more than the %llu a measured replay takes", t->nev,
-			     (unsigned long long)max_events);
-		return NULL;
-	}
 	struct ap_script *s = NULL;
 	struct builder b = { .t = t, .site_of_stack = site_of_stack, .nsites = nsites,
-			     .cyc = cycles, .ncyc = ncycles };
+			     .cyc = cycles, .ncyc = ncycles,
+			     .limit = max_events && t->nev > max_events ? max_events : t->nev };
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
 	for (size_t k = 0; k < t->nthreads; k++)
 		b.th[k].spawner = UINT32_MAX;
@@ -307,6 +316,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	}
 	s = ap_xcalloc(1, sizeof(*s));
 	s->fd = fd;
+	s->events = b.limit;
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
@@ -332,6 +342,11 @@ void ap_script_free(struct ap_script *s)
 uint64_t ap_script_ops(const struct ap_script *s)
 {
 	return s->ops;
+}
+
+uint64_t ap_script_events(const struct ap_script *s)
+{
+	return s->events;
 }
 
 uint64_t ap_script_bytes(const struct ap_script *s)
