@@ -102,13 +102,33 @@ static void trace_leave(int nested)
 
 static void trace_flock(int fd);
 
+/* Whether fd is still the trace. newfstatat is asked (glibc's fstat, made
+ * here by name, so that a refusal names it); a seccomp filter's refusal
+ * is no answer (refused.c): only a raw system call could have put
+ * another file at that number since the last check, and the trace goes
+ * on there rather than stopping. */
+static int trace_fd_is_ours(int fd)
+{
+	struct stat st;
+	if (!may_call(SYS_newfstatat, (uint64_t)fd, (uintptr_t)"", (uintptr_t)&st, AT_EMPTY_PATH))
+		return 1;
+	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0)
+		return st.st_dev == trace_dev && st.st_ino == trace_ino;
+	return errno != EBADF && refused(SYS_newfstatat, errno);
+}
+
 /* The trace opened again by its path, appending, if the path still names
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
-	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0)
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC;
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags, 0))
 		return -1;
+	int fd = open(tfile.path, flags);
+	if (fd < 0) {
+		refused(SYS_openat, errno);
+		return -1;
+	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
 		sys_close(fd);
@@ -155,8 +175,7 @@ static int trace_write(const void *data, size_t len)
 	if (tfile.fd < 0 || !trace_enter(&nested))
 		return -1;
 	int fd = tfile.fd;
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+	if (fd >= 0 && !trace_fd_is_ours(fd)) {
 		fd = trace_reopen(); /* closed, or another file now: not ours */
 		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
 	}
@@ -378,7 +397,8 @@ void make_path(char *out, unsigned gen)
 	/* A device (record -o /dev/null: discard) takes every trace as it is:
 	 * /dev/null.<pid> would be a file in /dev. */
 	struct stat st;
-	if (stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
+	if (may_call(SYS_newfstatat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.base, (uintptr_t)&st, 0) &&
+	    stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
 		out[n] = 0;
 		return;
 	}
@@ -426,10 +446,17 @@ static void trace_flock(int fd)
 
 int open_trace(const char *parent)
 {
-	int fd = open(tfile.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		      trace_mode);
+	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC;
+	int fd = may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags,
+			  trace_mode)
+			 ? open(tfile.path, flags, trace_mode)
+			 : (errno = EPERM, -1);
 	if (fd < 0) {
-		say(tfile.path, strerror(errno));
+		int err = errno;
+		say(tfile.path, refused(SYS_openat, err)
+					? "the program's seccomp filter refuses openat to the sampler: "
+					  "this process is not profiled"
+					: strerror(err));
 		return -1;
 	}
 	fchmod(fd, trace_mode); /* whatever the umask is now */
@@ -467,7 +494,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -478,6 +505,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
+	k += refused_put(p + k);
 	/* At a normal exit: what the registered pools hold (pools.c), after
 	 * the time taken. Not from a signal handler, nor at _exit (a forked
 	 * child's pools may hold a lock of a thread it does not have). */
