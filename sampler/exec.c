@@ -10,7 +10,7 @@
  * reason exec and the next image writes <path>.exec<n>, told by
  * ALLOCPROF_EXEC=<pid>.<n> in its environment. Returns the environment to
  * pass (envp itself, or a mapping the caller releases if exec fails). */
-static char exec_marker[64];
+static char exec_marker[128];
 
 /* What an exec'd image needs to be profiled, saved at start (the program
  * may clear its environment: `env -i`, execle with an empty one): this
@@ -71,10 +71,20 @@ static int preload_has_self(const char *v)
 	return 0;
 }
 
-static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
+/* Whether the environment env[0..n) preloads this library. */
+static int next_profiled(char *const *env, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(env[i], "LD_PRELOAD=", 11))
+			return preload_has_self(env[i] + 11);
+	return 0;
+}
+
+static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped, int *handed)
 {
 	*ended = 0;
 	*mapped = 0;
+	*handed = -1;
 	if (proc.state != AP_ON || proc.pid != sys_getpid())
 		return envp; /* vfork child or not running: touch nothing */
 	tls.guard++;
@@ -133,9 +143,18 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
 		if (!env_has(env, k0, saved_cfg + o))
 			env[k++] = saved_cfg + o;
-	/* ":q": fd 2 is not the run's stderr, the next image stays quiet */
+	/* ":q": fd 2 is not the run's stderr, the next image stays quiet;
+	 * ":f<fd>": this image recorded nothing, and its trace passes open to
+	 * the next (if that one is profiled): it is the next image's, which
+	 * then opens nothing by name (it may no longer be allowed to: a
+	 * process that dropped to another user); ":s<tail>": this trace's
+	 * name past the output's, which the next image's name follows */
 	int quiet = !err_usable();
-	if (gen || quiet) {
+	const char *sfx = tfile.path + str_len(tfile.base);
+	int fd = tfile.fd;
+	if (!*ended && fd >= 0 && next_profiled(env, k) && fcntl(fd, F_SETFD, 0) == 0)
+		*handed = fd;
+	if (gen || quiet || *handed >= 0 || *sfx) {
 		size_t m = 0;
 		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
 		m = 15;
@@ -145,6 +164,17 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 		if (quiet) {
 			memcpy(exec_marker + m, ":q", 2);
 			m += 2;
+		}
+		if (*handed >= 0) {
+			memcpy(exec_marker + m, ":f", 2);
+			m += 2;
+			m += put_dec(exec_marker + m, (uint64_t)*handed);
+		}
+		if (*sfx && str_len(sfx) < AP_OUTPUT_SUFFIX_MAX) {
+			memcpy(exec_marker + m, ":s", 2);
+			m += 2;
+			memcpy(exec_marker + m, sfx, str_len(sfx));
+			m += str_len(sfx);
 		}
 		exec_marker[m] = 0;
 		env[k++] = exec_marker;
@@ -157,9 +187,11 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 
 /* exec failed: this image goes on, and so does its trace (a reader takes
  * chunks after an END as the continuation). */
-static void exec_failed(char *const *env, int ended, size_t mapped)
+static void exec_failed(char *const *env, int ended, size_t mapped, int handed)
 {
 	int saved = errno;
+	if (handed >= 0)
+		fcntl(handed, F_SETFD, FD_CLOEXEC);
 	if (mapped)
 		munmap((void *)env, mapped);
 	if (ended)
@@ -172,11 +204,11 @@ static void exec_failed(char *const *env, int ended, size_t mapped)
 #define EXEC_WRAPPER(name, first_t)                                           \
 	EXPORT int name(first_t first, char *const argv[], char *const envp[]) \
 	{                                                                     \
-		int ended;                                                    \
+		int ended, handed;                                            \
 		size_t mapped;                                                \
-		char *const *env = exec_prepare(envp, &ended, &mapped);        \
+		char *const *env = exec_prepare(envp, &ended, &mapped, &handed); \
 		int rc = real_##name(first, argv, env);                        \
-		exec_failed(env, ended, mapped);                              \
+		exec_failed(env, ended, mapped, handed);                      \
 		return rc;                                                    \
 	}
 

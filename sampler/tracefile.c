@@ -341,6 +341,14 @@ static void write_header(const char *parent)
 	munmap(buf, cap);
 }
 
+/* A device (record -o /dev/null: discard) takes every trace as it is:
+ * /dev/null.<pid> would be a file in /dev. */
+int base_is_device(void)
+{
+	struct stat st;
+	return stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
 /* The path of this image's trace: ALLOCPROF_OUTPUT for the launched
  * process, ALLOCPROF_OUTPUT.<pid> for the others, plus .exec<n> for the
  * n-th image a process exec'd into after an image that recorded events. */
@@ -348,10 +356,7 @@ void make_path(char *out, unsigned gen)
 {
 	size_t n = str_len(tfile.base);
 	memcpy(out, tfile.base, n);
-	/* A device (record -o /dev/null: discard) takes every trace as it is:
-	 * /dev/null.<pid> would be a file in /dev. */
-	struct stat st;
-	if (stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
+	if (base_is_device()) {
 		out[n] = 0;
 		return;
 	}
@@ -393,22 +398,82 @@ void trace_mode_init(void)
  * again takes it again. */
 static void trace_flock(int fd)
 {
-	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
 	fcntl(fd, F_OFD_SETLK, &lk);
 }
 
-int open_trace(const char *parent)
+/* Names tried after the first one is taken: <path>-2 ... <path>-<n>. */
+#define CREATE_TRIES 1000
+
+/* Creates the trace at `path` (PATH_MAX bytes), a file of its own: never
+ * through a symbolic link, never an existing file (a process of an
+ * earlier run, a reused pid, another pid namespace's process of the same
+ * pid, or a link planted in a directory others can write: the name is
+ * taken, and the trace goes to <path>-2, -3, ... instead, changed in
+ * place). A device (-o /dev/null) is opened as it is. Returns the
+ * descriptor, or -1 with errno. */
+static int create_trace(char *path)
 {
-	int fd = open(tfile.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-		      trace_mode);
+	if (!strcmp(path, tfile.base) && base_is_device())
+		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	size_t n = str_len(path);
+	for (unsigned k = 1; k <= CREATE_TRIES; k++) {
+		if (k > 1) {
+			path[n] = '-';
+			path[n + 1 + put_dec(path + n + 1, k)] = 0;
+		}
+		/* read too: the next image checks what it is handed */
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+			      trace_mode);
+		if (fd >= 0) {
+			fchmod(fd, trace_mode); /* ours: whatever the umask is now */
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	int e = errno;
+	path[n] = 0;
+	errno = e;
+	return -1;
+}
+
+/* Whether fd is a trace handed over: a regular file open for reading and
+ * writing, empty (record's) or an allocprof trace (an image's that
+ * recorded no event). Anything else at that number is the program's, and
+ * left alone. */
+static int is_handed_trace(int fd)
+{
+	struct stat st;
+	char magic[AP_TRACE_MAGIC_LEN];
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return st.st_size == 0 ||
+	       (pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+		!memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN));
+}
+
+/* Opens this image's trace at tfile.path (which create_trace may change),
+ * or takes `fd`, the trace handed over by `record` or the image before
+ * this one (ALLOCPROF_EXEC): a file this run created, emptied and written
+ * from the start, without opening anything by its name (the process may
+ * no longer be allowed to: a daemon that dropped to another user). */
+int open_trace(const char *parent, int fd)
+{
+	struct stat st;
+	if (fd >= 0 && !is_handed_trace(fd))
+		fd = -1; /* not a trace handed over: make one */
+	if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0))
+		fd = -1;
+	if (fd < 0)
+		fd = create_trace(tfile.path);
 	if (fd < 0) {
 		say(tfile.path, strerror(errno));
 		return -1;
 	}
-	fchmod(fd, trace_mode); /* whatever the umask is now */
 	fd = fd_high(fd, 1);
 	trace_flock(fd);
-	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(tfile.path, strerror(errno));
 		sys_close(fd);

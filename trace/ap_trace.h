@@ -285,8 +285,13 @@ static inline uint64_t ap_run_addr(uint64_t a)
 }
 
 /* True when `s` is the suffix of a child trace: .<pid>, .<pid>.exec<n> or
- * .exec<n>. */
+ * .exec<n>, each part with -<k> after it when its first name was taken
+ * (.<pid>-2, .<pid>-2.exec1-3). */
 bool ap_trace_is_child_suffix(const char *s);
+
+/* Whether the file at `path` (not through a symbolic link) starts with
+ * the trace magic. */
+bool ap_trace_file_is_trace(const char *path);
 
 /* The traces of the processes and images that followed the program whose
  * trace is `path` (PATH + a child suffix), regular files modified at

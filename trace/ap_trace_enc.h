@@ -19,6 +19,23 @@
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
 
+/* The locks on a trace (docs/trace-format.md, "Live traces"), OFD locks
+ * on byte ranges that do not overlap: the writer's, held by every process
+ * that may still append to the trace, and the run's, held by `allocprof
+ * record` from before the program starts until the trace is finished. A
+ * trace is live while the writer's range is locked, in use while either
+ * is. */
+#define AP_LOCK_WRITER_LEN (1ll << 62)
+#define AP_LOCK_RUN_AT (1ll << 62)
+
+/* Room a trace's path needs past the output's (PATH_MAX bytes in all):
+ * the longest tail of a child's or an exec'd image's trace name is
+ * ".<pid>-<n>.exec<gen>-<n>" (sampler/README.md, "fork and exec"), and
+ * the sampler refuses an output within this many bytes of PATH_MAX. */
+#define AP_OUTPUT_PATH_ROOM 64
+/* The longest tail of a trace's name handed to the next image. */
+#define AP_OUTPUT_SUFFIX_MAX 40
+
 #define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
 #define AP_CHUNK_HDR_LEN 32
 /* Where the header's own CRC-32C sits; it covers the bytes before it. */
