@@ -2346,6 +2346,12 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 		close(fd);
 		return ap_error_set(err, "%s: %s", path, strerror(EISDIR));
 	}
+	/* a device would be read until memory runs out (/dev/zero) */
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		close(fd);
+		return ap_error_set(err, "%s: is a %s device, not a trace file", path,
+				    S_ISCHR(st.st_mode) ? "character" : "block");
+	}
 	void *map = NULL;
 	uint8_t *buf = NULL;
 	size_t size = 0;
@@ -2377,6 +2383,11 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 			if (n == 0)
 				break;
 			size += (size_t)n;
+			/* a pipe that does not start like a trace is no trace:
+			 * no need to read the rest, which may never end */
+			if (size >= AP_TRACE_MAGIC_LEN && size - (size_t)n < AP_TRACE_MAGIC_LEN &&
+			    memcmp(buf, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
+				break;
 		}
 	}
 	if (!map) {
