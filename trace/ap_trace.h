@@ -71,7 +71,7 @@ struct ap_event {
 	uint64_t addr;
 	uint64_t size;		/* ALLOC: requested size; FREE: 0 */
 	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0 */
-	uint16_t thread;	/* index into ap_trace.threads */
+	uint32_t thread;	/* index into ap_trace.threads (fewer than AP_MAX_THREADS) */
 	uint16_t cpu;
 	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
 	uint8_t kind;		/* enum ap_alloc_kind (ALLOC only) */
@@ -223,7 +223,7 @@ void ap_trace_free(struct ap_trace *t);
  * after the one its last REF named (docs/trace-format.md). Zero before its
  * first payload. */
 struct ap_decode_thread {
-	uint16_t thread;
+	uint32_t thread;
 	uint64_t nalloc, next, xnext;
 	struct ap_xowners xo; /* (AP_CHUNK_F_XOWN) */
 };

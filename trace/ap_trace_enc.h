@@ -192,12 +192,28 @@ enum ap_alloc_kind {
 #define AP_SHARED_PCS_SLACK 65536u
 
 /* Identities the reader gives anonymous blocks: never a user-space
- * address (x86-64 user space ends below 2^47). The thread's index-th
- * allocation (ALLOC or REALLOC, from 0, over all its chunks) is
- * AP_ANON_BASE | thread << 40 | index, so a thread makes at most
- * AP_THREAD_ALLOCS_MAX allocations. */
+ * address (x86-64 user space ends below 2^47, 2^56 with five-level page
+ * tables). The thread's index-th allocation (ALLOC or REALLOC, from 0,
+ * over all its chunks) is AP_ANON_BASE | thread << 40 | index for the
+ * first 65535 threads of a trace (thread 0xffff there stands for a thread
+ * the trace never names), AP_ANON_MIN | (thread - 65535) << 40 | index
+ * for the others, up to AP_MAX_THREADS; a thread makes at most
+ * AP_THREAD_ALLOCS_MAX allocations. An address field at AP_ANON_BASE or
+ * above is corrupt, and in a trace of more than 65535 threads one at
+ * AP_ANON_MIN or above. */
 #define AP_ANON_BASE 0xff00000000000000ull
+#define AP_ANON_MIN 0x8000000000000000ull
 #define AP_THREAD_ALLOCS_MAX (1ull << 40)
+#define AP_ANON_LOW_THREADS 0xffffu
+#define AP_MAX_THREADS (AP_ANON_LOW_THREADS + (uint32_t)((AP_ANON_BASE - AP_ANON_MIN) >> 40))
+
+/* The identity of thread `thread`'s index-th allocation (above). */
+static inline uint64_t ap_anon_id(uint32_t thread, uint64_t index)
+{
+	return thread < AP_ANON_LOW_THREADS
+		       ? AP_ANON_BASE | (uint64_t)thread << 40 | index
+		       : AP_ANON_MIN | (uint64_t)(thread - AP_ANON_LOW_THREADS) << 40 | index;
+}
 
 #define AP_VARINT_MAX 10
 

@@ -289,7 +289,7 @@ static size_t run_next(void *state, const struct ap_event **out)
 		struct proc_it *pi = &m->p[x->proc];
 		struct ap_event e = pi->ev[x->i];
 		e.addr += (uint64_t)x->proc << AP_RUN_SHIFT;
-		e.thread = (uint16_t)(e.thread + r->thread_base[x->proc]);
+		e.thread = (uint32_t)(e.thread + r->thread_base[x->proc]);
 		if (e.stack)
 			e.stack = (uint32_t)(e.stack + r->stack_base[x->proc]);
 		m->out[n++] = e;
@@ -379,9 +379,9 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		nmaps += t->nmaps;
 		nev += t->nev;
 	}
-	if (nthreads > UINT16_MAX)
-		return ap_error_set(err, "%s: %zu threads in one run; at most %d can be read together",
-				    run->paths[0], nthreads, UINT16_MAX);
+	if (nthreads > AP_MAX_THREADS)
+		return ap_error_set(err, "%s: %zu threads in one run; at most %u can be read together",
+				    run->paths[0], nthreads, AP_MAX_THREADS);
 	if (run->n == 1) {
 		*out = run->traces[0];
 		run->traces[0] = NULL;
