@@ -19,6 +19,9 @@ enum {
 	OPT_GC,
 	OPT_PROCS,
 	OPT_SITE,
+	OPT_NO_MEASURE,
+	OPT_MEASURE_TIME,
+	OPT_MEASURE_SITES,
 };
 
 static void advise_usage(FILE *f)
@@ -27,11 +30,17 @@ static void advise_usage(FILE *f)
 	      "Replays each allocation site of TRACE through a model of a victim-cache\n"
 	      "pool (Go's sync.Pool; pool/vpool.h is the same pool in C) and tells, per\n"
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
-	      "reallocs and bytes avoided, memory the pool would hold, estimated time\n"
-	      "saved, and a verdict: pool, pool with cap N, size classes, no: too rare,\n"
-	      "no: too small, no: escapes, no: little to gain, unsure: too few samples,\n"
-	      "elsewhere. Sites are ranked by time saved.\n"
-	      "A sampled trace is replayed from a reconstruction: numbers are estimates.\n"
+	      "reallocs and bytes avoided, memory the pool would hold, the CPU time it\n"
+	      "saves, and a verdict: pool, pool with cap N, size classes, no: costs more,\n"
+	      "within noise, no: too rare, no: too small, no: escapes, no: little to gain,\n"
+	      "unsure: too few samples, elsewhere.\n"
+	      "The time is measured: for a trace of every allocation (record --all) the\n"
+	      "run's allocation sequence is replayed on this machine's malloc, with and\n"
+	      "without a real pool (pool/vpool.h) at each site the model finds worth it,\n"
+	      "interleaved and repeated; the saving comes with its interval and decides\n"
+	      "the verdict. Sites a pool pays at come first, by measured saving.\n"
+	      "A sampled trace is replayed from a reconstruction: numbers are estimates,\n"
+	      "and times are the cost model's.\n"
 	      "A run of several processes (TRACE and its child traces, or several\n"
 	      "TRACEs) is advised process by process: a pool does not cross processes.\n\n"
 	      "The words, in C terms:\n"
@@ -56,12 +65,17 @@ static void advise_usage(FILE *f)
 	      "                       single-threaded trace runs on one)\n"
 	      "  --site=callsite      one pool per call site (default)\n"
 	      "  --site=stack         one pool per whole stack\n"
+	      "  --measure-time D     time budget of the measured replay (default 5s; it\n"
+	      "                       stops sooner once every interval is tight)\n"
+	      "  --measure-sites N    measure at most N sites (default 6)\n"
+	      "  --no-measure         no measured replay: times from the cost model\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator wrappers\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
 	      AP_VIEW_RUN_HELP
 	      "  --json               print JSON (see docs/json.md)\n"
 	      "  -h, --help           show this help\n\n"
-	      "The model and the verdicts: docs/pool-model.md. The cost model comes from\n"
+	      "The model, the measured replay and the verdicts: docs/pool-model.md. The\n"
+	      "cost model (sampled traces, and the model's first pass) comes from\n"
 	      "$XDG_CACHE_HOME/allocprof/costs.json (measured on first use; 'allocprof\n"
 	      "calibrate' redoes it), or from the file named by ALLOCPROF_TEST_COSTS.\n", f);
 }
@@ -93,6 +107,14 @@ static const char *plural(double n)
 	return n >= 0.5 && n < 1.5 ? "" : "s";
 }
 
+static unsigned measured_rounds(const struct ap_advice *a)
+{
+	for (size_t i = 0; i < a->nsites; i++)
+		if (a->sites[i].measured)
+			return a->sites[i].m.rounds;
+	return 0;
+}
+
 static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	char b1[32], d[32];
@@ -113,6 +135,18 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		ap_advise_format_duration(d, sizeof(d), (double)a->duration_ns);
 		printf(" (none in its %s); %u P%s%s\n", d, a->procs, plural(a->procs),
 		       a->one_p ? ", one thread: replayed on one" : "");
+	}
+	if (a->measured) {
+		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
+		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n",
+		       a->measured, plural((double)a->measured), measured_rounds(a),
+		       (unsigned long long)a->base.calls, d);
+		if (a->measure_dropped)
+			printf("  %zu more site%s worth measuring left out: a run takes too long for "
+			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
+		printf("Ranked: the sites a pool pays at first, by the CPU time it saves\n");
+	} else {
+		printf("Not measured: %s\n", a->measure_why);
 	}
 	if (a->sampled) {
 		ap_format_bytes(b1, sizeof(b1), (double)a->rate);
@@ -160,6 +194,18 @@ static json_t *result_json(const struct ap_replay_result *r)
 	return o;
 }
 
+static json_t *cost_json(const struct ap_run_cost *c)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "cpu_ns", json_integer(ap_view_round(c->cpu_ns)));
+	json_object_set_new(o, "wall_ns", json_integer(ap_view_round(c->wall_ns)));
+	json_object_set_new(o, "minor_faults", json_integer(ap_view_round(c->minflt)));
+	json_object_set_new(o, "peak_rss_bytes", json_integer(ap_view_round(c->maxrss_kb * 1024)));
+	json_object_set_new(o, "allocator_calls", json_integer(ap_view_round(c->calls)));
+	json_object_set_new(o, "pool_hits", json_integer(ap_view_round(c->hits)));
+	return o;
+}
+
 static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	json_t *root = json_object();
@@ -180,6 +226,21 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_object_set_new(root, "total_alloc_space", json_integer(ap_view_round(a->total_alloc_space)));
 	json_object_set_new(root, "total_alloc_objects", json_integer(ap_view_round(a->total_alloc_objects)));
 	json_object_set_new(root, "hidden_sites", json_integer((json_int_t)a->hidden_sites));
+	json_object_set_new(root, "program_cpu_ns", json_integer((json_int_t)a->program_cpu_ns));
+	json_object_set_new(root, "program_cpu_est_ns", json_integer((json_int_t)a->program_cpu_est_ns));
+	json_t *mj = json_object();
+	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
+	if (a->measured) {
+		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
+		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
+		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
+		json_object_set_new(mj, "baseline", cost_json(&a->base));
+		if (a->recorded.cpu_ns > 0)
+			json_object_set_new(mj, "recorded", cost_json(&a->recorded));
+	} else {
+		json_object_set_new(mj, "why_not", json_string(a->measure_why));
+	}
+	json_object_set_new(root, "measurement", mj);
 	json_t *sites = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_advise_site *s = &a->sites[i];
@@ -188,6 +249,22 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "function", ap_json_text(s->function));
 		json_object_set_new(o, "file", ap_json_text(s->file));
 		json_object_set_new(o, "line", json_integer(s->line));
+		/* time_saved_ns: the measured saving where there is one, else
+		 * the cost model's (time_source says which; model_time_saved_ns
+		 * is always the model's). */
+		json_object_set_new(o, "model_time_saved_ns", json_integer(ap_view_round(s->r.time_saved_ns)));
+		json_object_set_new(o, "time_source", json_string(s->measured ? "measured" : "model"));
+		if (s->measured) {
+			const struct ap_measured *m = &s->m;
+			json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(m->saved_ns)));
+			json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(m->low_ns)));
+			json_object_set_new(o, "time_saved_high_ns", json_integer(ap_view_round(m->high_ns)));
+			json_t *mo = json_object();
+			json_object_set_new(mo, "rounds", json_integer(m->rounds));
+			json_object_set_new(mo, "confidence", json_real(m->conf));
+			json_object_set_new(mo, "pooled", cost_json(&m->cost));
+			json_object_set_new(o, "measured", mo);
+		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
 		json_object_set_new(o, "verdict_text", ap_json_text(s->verdict_text));
 		json_object_set_new(o, "reasons", ap_json_text(s->reasons));
@@ -251,6 +328,9 @@ int cmd_advise(int argc, char **argv)
 		{ "gc", required_argument, NULL, OPT_GC },
 		{ "procs", required_argument, NULL, OPT_PROCS },
 		{ "site", required_argument, NULL, OPT_SITE },
+		{ "no-measure", no_argument, NULL, OPT_NO_MEASURE },
+		{ "measure-time", required_argument, NULL, OPT_MEASURE_TIME },
+		{ "measure-sites", required_argument, NULL, OPT_MEASURE_SITES },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
 		AP_VIEW_RUN_LONGOPTS,
@@ -264,6 +344,10 @@ int cmd_advise(int argc, char **argv)
 	ap_advise_options_init(&ao);
 	long nshow = 10;
 	bool by_stack = false;
+	struct ap_view_measure vm;
+	ap_view_measure_init(&vm);
+	vm.progress = true;
+	long msites;
 	int opt;
 	opterr = 0;
 	optind = 1;
@@ -312,6 +396,24 @@ int cmd_advise(int argc, char **argv)
 			else
 				return ap_usage_error("advise", "--site wants callsite or stack, not '%s'", optarg);
 			break;
+		case OPT_NO_MEASURE:
+			vm.off = true;
+			break;
+		case OPT_MEASURE_TIME: {
+			uint64_t ns;
+			if (ap_parse_duration(optarg, &ns) < 0 || !ns)
+				return ap_usage_error("advise", "--measure-time wants a duration like 5s, not '%s'",
+						      optarg);
+			vm.budget_ns = (double)ns;
+			break;
+		}
+		case OPT_MEASURE_SITES:
+			msites = strtol(optarg, &end, 10);
+			if (*end || end == optarg || msites < 0 || msites > 1000)
+				return ap_usage_error("advise", "--measure-sites wants a count from 0 to 1000, "
+						      "not '%s'", optarg);
+			vm.sites = (size_t)msites;
+			break;
 		default:
 			if (ap_view_option(&vo, opt, optarg))
 				break;
@@ -336,12 +438,14 @@ int cmd_advise(int argc, char **argv)
 	ap_advise_sites(v.trace, v.sym, by_stack, &m);
 	struct ap_error err;
 	struct ap_advice *a = ap_advise_run(v.trace, &m, &ao, &err);
-	ap_site_map_release(&m);
 	if (!a) {
+		ap_site_map_release(&m);
 		ap_print_error(&err);
 		ap_view_release(&v);
 		return AP_EXIT_FAIL;
 	}
+	ap_view_measure_run(&vm, a, v.trace, &m, &ao);
+	ap_site_map_release(&m);
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);
 	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;

@@ -235,13 +235,14 @@ static int check_program(const char *shown, const char *path)
 }
 
 /* liballocprof.so: $ALLOCPROF_PRELOAD, next to the build tree's binary,
- * or the installed copy. */
-static int find_sampler(char *out, size_t len)
+ * or the installed copy (commands.h). */
+int ap_find_sampler(char *out, size_t len, bool quiet)
 {
 	const char *env = getenv("ALLOCPROF_PRELOAD");
 	if (env && *env) {
 		if (access(env, R_OK) < 0) {
-			ap_die_msg("ALLOCPROF_PRELOAD=%s: %s", env, strerror(errno));
+			if (!quiet)
+				ap_die_msg("ALLOCPROF_PRELOAD=%s: %s", env, strerror(errno));
 			return -1;
 		}
 		if (!realpath(env, out))
@@ -265,8 +266,9 @@ static int find_sampler(char *out, size_t len)
 		memcpy(out, cand, strlen(cand) + 1);
 		return 0;
 	}
-	ap_die_msg("cannot find " SAMPLER_SO ": not next to this allocprof (../sampler/) "
-		   "nor in %s; set ALLOCPROF_PRELOAD to its path", AP_PKGLIBDIR);
+	if (!quiet)
+		ap_die_msg("cannot find " SAMPLER_SO ": not next to this allocprof (../sampler/) "
+			   "nor in %s; set ALLOCPROF_PRELOAD to its path", AP_PKGLIBDIR);
 	return -1;
 }
 
@@ -962,7 +964,7 @@ int cmd_record(int argc, char **argv)
 			ap_die_msg("%s: %s", prog, strerror(errno));
 		return AP_EXIT_FAIL;
 	}
-	if (check_program(prog, path) < 0 || find_sampler(so, sizeof(so)) < 0 ||
+	if (check_program(prog, path) < 0 || ap_find_sampler(so, sizeof(so), false) < 0 ||
 	    check_preload_path(so) < 0)
 		return AP_EXIT_FAIL;
 

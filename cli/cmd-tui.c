@@ -21,6 +21,7 @@ enum {
 	OPT_BATCH,
 	OPT_KEYS,
 	OPT_SIZE,
+	OPT_NO_MEASURE,
 };
 
 static void tui_usage(FILE *f)
@@ -43,6 +44,7 @@ static void tui_usage(FILE *f)
 	      "                       <left> <right> <pgup> <pgdn> <home> <end> <enter>\n"
 	      "                       <esc> <bs> <tab> <space> <lt> <resize:COLSxROWS>\n"
 	      "  --size COLSxROWS     the screen size of --batch (default 100x30)\n"
+	      "  --no-measure         the advisor's times from its cost model, not measured\n"
 	      "  --alloc_space        bytes allocated (default)\n"
 	      "  --alloc_objects      allocations made\n"
 	      "  --inuse_space        bytes still allocated at the end of the trace\n"
@@ -219,6 +221,7 @@ int cmd_tui(int argc, char **argv)
 	    {"batch", no_argument, NULL, OPT_BATCH},
 	    {"keys", required_argument, NULL, OPT_KEYS},
 	    {"size", required_argument, NULL, OPT_SIZE},
+	    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
 	    {NULL, 0, NULL, 0},
 	};
 	struct tui_options o = {0};
@@ -227,6 +230,7 @@ int cmd_tui(int argc, char **argv)
 	int cols = 100, rows = 30, opt;
 
 	ap_view_opts_init(&o.view);
+	ap_view_measure_init(&o.measure);
 	optind = 1;
 	opterr = 0;
 	while ((opt = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
@@ -258,6 +262,9 @@ int cmd_tui(int argc, char **argv)
 			break;
 		case OPT_BATCH:
 			batch = true;
+			break;
+		case OPT_NO_MEASURE:
+			o.measure.off = true;
 			break;
 		case OPT_KEYS:
 			keys_text = optarg;

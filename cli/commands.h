@@ -41,6 +41,11 @@ int ap_usage_error(const char *cmd, const char *fmt, ...)
  * own output; `record` gives the program the disposition found). */
 extern int ap_sigpipe_ignored;
 
+/* liballocprof.so's path (cmd-record.c): $ALLOCPROF_PRELOAD, the build
+ * tree's next to this binary, or the installed one. Returns 0, or -1
+ * (after one line on stderr unless quiet). */
+int ap_find_sampler(char *out, size_t len, bool quiet);
+
 /* True when `fd` is a terminal and progress may be drawn on stderr. */
 int ap_progress_wanted(void);
 

@@ -90,13 +90,32 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	if (r->bytes_avoided >= 0.5)
 		n += snprintf(av + n, sizeof(av) - (size_t)n, ", %s", b1);
 	/* The cost model's balance: negative when the pool's own get and put
-	 * cost more than the allocations it avoids. */
+	 * cost more than the allocations it avoids. A measured site says it
+	 * on a line of its own, with the model's estimate beside it. */
 	ap_advise_format_duration(d, sizeof(d), fabs(r->time_saved_ns));
-	if (r->time_saved_ns >= 0)
-		snprintf(av + n, sizeof(av) - (size_t)n, "; time saved ~%s", d);
+	if (s->measured)
+		;
+	else if (r->time_saved_ns >= 0)
+		snprintf(av + n, sizeof(av) - (size_t)n, "; time saved ~%s (cost model%s)", d,
+			 a->sampled ? ", estimate" : "");
 	else
-		snprintf(av + n, sizeof(av) - (size_t)n, "; pooling would cost ~%s more", d);
+		snprintf(av + n, sizeof(av) - (size_t)n, "; pooling would cost ~%s more (cost model)", d);
 	emit(line, ctx, AP_LINE_TEXT, av);
+	if (s->measured) {
+		const struct ap_measured *m = &s->m;
+		char d1[32], d2[32], d3[32], rss[48] = "";
+		ap_advise_format_duration(d1, sizeof(d1), fabs(m->saved_ns));
+		ap_advise_format_duration(d2, sizeof(d2), m->saved_ns >= 0 ? m->low_ns : -m->high_ns);
+		ap_advise_format_duration(d3, sizeof(d3), m->saved_ns >= 0 ? m->high_ns : -m->low_ns);
+		double drss = (m->cost.maxrss_kb - a->base.maxrss_kb) * 1024;
+		ap_format_bytes(b1, sizeof(b1), fabs(drss));
+		if (fabs(drss) >= 4096)
+			snprintf(rss, sizeof(rss), "; peak RSS %s%s", drss < 0 ? "-" : "+", b1);
+		linef(line, ctx, AP_LINE_TEXT,
+		      "   measured: %s %s CPU (%s to %s, %.0f%%, %u runs each); faults %.0f against %.0f%s; "
+		      "model ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf, m->rounds,
+		      m->cost.minflt, a->base.minflt, rss, d);
+	}
 	ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 	ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
 	linef(line, ctx, AP_LINE_TEXT,

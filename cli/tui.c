@@ -664,6 +664,8 @@ static void open_advise(struct tui *t)
 		ap_advise_sites(t->v->trace, t->v->sym, false, &m);
 		struct ap_error err;
 		t->advice = ap_advise_run(t->v->trace, &m, &ao, &err);
+		if (t->advice)
+			ap_view_measure_run(&t->o.measure, t->advice, t->v->trace, &m, &ao);
 		ap_site_map_release(&m);
 		if (!t->advice) {
 			set_status(t, "%s", err.msg);
@@ -1246,6 +1248,7 @@ struct tui_work {
 	struct ap_trace *trace;
 	struct ap_site_map sites;
 	struct ap_advise_options ao;
+	struct ap_view_measure measure;
 	struct tui_timeline *timeline; /* sites chosen; T made by the worker */
 	size_t nb;
 	bool have_costs, joined;
@@ -1282,6 +1285,8 @@ static void *work_main(void *arg)
 	struct ap_advice *a = NULL;
 	if (w->have_costs)
 		a = ap_advise_run(w->trace, &w->sites, &w->ao, &err);
+	if (a)
+		ap_view_measure_run(&w->measure, a, w->trace, &w->sites, &w->ao);
 	pthread_mutex_lock(&w->mu);
 	w->advice = a;
 	w->err = err;
@@ -1301,6 +1306,7 @@ void tui_start_work(struct tui *t)
 	w->have_costs = load_costs(t) == 0;
 	ap_advise_options_init(&w->ao);
 	w->ao.costs = &t->costs;
+	w->measure = t->o.measure;
 	ap_advise_sites(w->trace, t->v->sym, false, &w->sites);
 	w->timeline = ap_xcalloc(1, sizeof(*w->timeline));
 	ap_timeline_sites_init(&w->timeline->sites, t->v, TIMELINE_SITES);

@@ -112,6 +112,7 @@ struct tui_options {
 	struct ap_view_opts view; /* sample index, granularity, focus, ignore */
 	bool by_cum;
 	const char *source_path; /* for list, may be NULL */
+	struct ap_view_measure measure; /* the advisor's measured replay */
 };
 
 struct tui {

@@ -1,10 +1,13 @@
 /* Shared by the views: options, loading, progress, number formats. */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ap_advise.h"
 #include "ap_export.h"
 #include "commands.h"
 #include "views.h"
@@ -515,4 +518,63 @@ int ap_view_json_print(json_t *root)
 	putchar('\n');
 	json_decref(root);
 	return rc ? AP_EXIT_FAIL : AP_EXIT_OK;
+}
+
+/* ---- the measured replay ----------------------------------------------- */
+
+void ap_view_measure_init(struct ap_view_measure *vm)
+{
+	struct ap_measure_opts mo;
+	ap_measure_opts_init(&mo);
+	*vm = (struct ap_view_measure){ .budget_ns = mo.budget_ns, .sites = 6 };
+}
+
+/* allocprof-replay: next to this binary (the build's cli/, or pkglibdir
+ * where allocprof-report is installed), else in pkglibdir. */
+static void runner_path(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
+	if (slash) {
+		*slash = 0;
+		snprintf(out, len, "%s/allocprof-replay", self);
+		if (access(out, X_OK) == 0)
+			return;
+	}
+	snprintf(out, len, "%s/allocprof-replay", AP_PKGLIBDIR);
+}
+
+static void measure_progress(void *ctx, unsigned round, double elapsed_ns, double budget_ns)
+{
+	(void)ctx;
+	fprintf(stderr, "\rallocprof: measuring: round %u, %.1fs (budget %.0fs)", round, elapsed_ns / 1e9,
+		budget_ns / 1e9);
+	fflush(stderr);
+}
+
+void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
+			 const struct ap_trace *t, const struct ap_site_map *m,
+			 const struct ap_advise_options *ao)
+{
+	if (vm->off) {
+		snprintf(a->measure_why, sizeof(a->measure_why), "not asked for (--no-measure)");
+		return;
+	}
+	char runner[PATH_MAX + 32], sampler[PATH_MAX];
+	runner_path(runner, sizeof(runner));
+	struct ap_measure_opts mo;
+	ap_measure_opts_init(&mo);
+	mo.runner = runner;
+	/* The recording's cost (the baseline under the sampler): without the
+	 * sampler, the shares are of the recorded run's time. */
+	if (ap_find_sampler(sampler, sizeof(sampler), true) == 0)
+		mo.sampler = sampler;
+	mo.budget_ns = vm->budget_ns;
+	bool progress = vm->progress && ap_progress_wanted();
+	if (progress)
+		mo.progress = measure_progress;
+	ap_advise_measure(a, t, m, ao, &mo, vm->sites);
+	if (progress)
+		fputs("\r\033[K", stderr);
 }

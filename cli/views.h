@@ -268,6 +268,23 @@ json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, dou
 /* Prints `root` on stdout (indented, a newline after), consumes it. */
 int ap_view_json_print(json_t *root);
 
+/* ---- the advisor's measured replay, for advise and the tui ---- */
+struct ap_advice;
+struct ap_site_map;
+struct ap_advise_options;
+struct ap_view_measure {
+	bool off;		/* --no-measure */
+	double budget_ns;	/* --measure-time (default 5 s) */
+	size_t sites;		/* --measure-sites (default 6) */
+	bool progress;		/* a progress line on a terminal */
+};
+void ap_view_measure_init(struct ap_view_measure *vm);
+/* Measures a's sites (ap_advise_measure) with allocprof-replay from next
+ * to this program, else from pkglibdir; or, off, says so in a. */
+void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
+			 const struct ap_trace *t, const struct ap_site_map *m,
+			 const struct ap_advise_options *ao);
+
 /* A value as a JSON integer (rounded: sampled values are estimates). */
 long long ap_view_round(double v);
 

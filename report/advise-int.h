@@ -34,7 +34,11 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *site,
  * not skewed. */
 uint64_t advise_pick_cap(const struct site_facts *f, double gets);
 
-/* Sorts a->sites by estimated benefit. */
+/* Judges a measured site again from its measurement (s->m). */
+void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);
+
+/* Sorts a->sites: the sites a pool pays at first, measured ones before
+ * estimated ones, each by the CPU time saved; then the rest by bytes. */
 void advise_rank(struct ap_advice *a);
 
 #endif

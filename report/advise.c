@@ -1100,6 +1100,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->gogc = o->gogc;
 	a->interval_ns = o->interval_ns;
 	a->events = t->nev;
+	a->program_cpu_ns = t->cpu_ns;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
 			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };
@@ -1159,6 +1160,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 			a->hidden_sites++;
 			continue;
 		}
+		site->site_id = (uint32_t)s;
 		site->name = ap_xstrdup(m->name[s]);
 		site->function = ap_xstrdup(m->function[s] ? m->function[s] : m->name[s]);
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;

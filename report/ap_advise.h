@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ap_measure.h"
 #include "ap_pool.h"
 #include "ap_trace.h"
 #include "ap_util.h"
@@ -146,6 +147,8 @@ enum ap_verdict {
 	AP_VERDICT_LITTLE_GAIN,
 	AP_VERDICT_UNSURE,		/* too few samples to judge */
 	AP_VERDICT_ELSEWHERE,		/* no pool here: its objects are judged at another site */
+	AP_VERDICT_COSTS_MORE,		/* measured: the pool costs more than malloc */
+	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
 };
 
 /* What the pool did at one site in one replay. Counts are estimates in a
@@ -212,6 +215,12 @@ struct ap_advise_site {
 	struct ap_replay_result rc;	/* replay with cap (when capped) */
 	uint64_t classes[4];	/* size classes, when verdict is SIZE_CLASSES */
 	size_t nclasses;
+	uint32_t site_id;	/* its index in the site map */
+	/* The measured replay (ap_advise_measure): when `measured`, the
+	 * verdict comes from `m`, the CPU time the pool saved with its
+	 * interval; r.time_saved_ns stays the cost model's estimate. */
+	bool measured;
+	struct ap_measured m;
 	enum ap_verdict verdict;
 	char *verdict_text;	/* "pool", "pool with cap 64KiB", "size classes 1KiB, 64KiB", ... */
 	char *reasons;		/* one or two sentences */
@@ -231,8 +240,26 @@ struct ap_advice {
 	uint64_t pool_ops;	/* Get/Put/growth operations replayed */
 	double total_alloc_space, total_alloc_objects;
 	size_t hidden_sites;	/* below min_share */
-	struct ap_advise_site *sites;	/* ranked by time saved, then bytes */
+	struct ap_advise_site *sites;	/* ranked: see advise_rank */
 	size_t nsites;
+	/* CPU time of the recorded run (END's cpu_ns: recording included), 0
+	 * when the trace does not say. */
+	uint64_t program_cpu_ns;
+	/* The measured replay: `measured` sites of the list were measured,
+	 * against `base` (the replay through malloc alone); else
+	 * measure_why says why none was. */
+	size_t measured;
+	size_t measure_dropped;	/* candidates left out to keep to the budget */
+	struct ap_run_cost base;
+	/* The baseline replayed under the sampler (--all): what recording
+	 * cost on this sequence (cpu_ns 0: not measured). With it, the
+	 * program's own CPU time is estimated as the recorded run's less
+	 * that cost (program_cpu_est_ns, at least the baseline's). */
+	struct ap_run_cost recorded;
+	uint64_t program_cpu_est_ns;
+	uint64_t script_ops;
+	double measure_wall_ns;
+	char measure_why[256];
 };
 
 /* Which site each stack belongs to. site_of_stack has t->nstacks entries
@@ -261,6 +288,17 @@ void ap_advice_free(struct ap_advice *a);
  * caller frees the array. */
 double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
 			 size_t *n, uint64_t *count);
+
+/* Measures, with the measured replay (ap_measure.h), the sites of `a` the
+ * model ranks worth measuring (at most max_sites: a pool the model says
+ * would hit, largest expected saving first), and judges and ranks them
+ * again from what was measured. `runner` is allocprof-replay's path. Never
+ * fails: when nothing can be measured (a sampled trace, no candidate, the
+ * runner failing), a->measure_why says why and the model's verdicts
+ * stand. `m` and `o` are those `a` was made with. */
+void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
+		       const struct ap_advise_options *o, const struct ap_measure_opts *mo,
+		       size_t max_sites);
 
 const char *ap_verdict_name(enum ap_verdict v);
 

@@ -505,7 +505,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 8 * 3 * AP_VARINT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -515,6 +515,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
+	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
 	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
 	trace_write(buf, AP_CHUNK_HDR_LEN + k);
 	__atomic_store_n(&tfile.end_done, 1, __ATOMIC_RELEASE);

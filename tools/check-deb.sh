@@ -1,6 +1,6 @@
 #!/bin/sh
-# Checks a built allocprof .deb: it holds exactly allocprof, allocprof-report
-# and liballocprof.so where the launcher looks for them (the directory
+# Checks a built allocprof .deb: it holds exactly allocprof, allocprof-report,
+# allocprof-replay and liballocprof.so where the launcher looks for them (the directory
 # compiled into the binaries), one man page per command, the bash
 # completion, the pool header advise means (<allocprof/vpool.h>), and the
 # Debian docs; it depends on libunwind8 (dlopened by
@@ -32,6 +32,7 @@ pkglibdir=$(grep -ao '/usr/lib/[a-z0-9_-]*/allocprof' "$tmp/root/usr/bin/allocpr
 {
 	echo /usr/bin/allocprof
 	echo "$pkglibdir/allocprof-report"
+	echo "$pkglibdir/allocprof-replay"
 	echo "$pkglibdir/liballocprof.so"
 	echo /usr/share/bash-completion/completions/allocprof
 	echo /usr/include/allocprof/vpool.h
@@ -70,6 +71,12 @@ export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
 grep -Eq " $site\$" "$tmp/top" || {
 	bad "top of the recorded run has no '$site' row:"
 	cat "$tmp/top"
+}
+# advise finds its replay runner next to allocprof-report
+"$ap" advise run.trace >"$tmp/adv" 2>"$tmp/adv.err" || bad "advise: exit $?: $(cat "$tmp/adv.err")"
+grep -q 'allocprof-replay' "$tmp/adv" "$tmp/adv.err" && {
+	bad "advise could not run its replay:"
+	cat "$tmp/adv" "$tmp/adv.err"
 }
 [ $fail = 0 ] && echo "ok: $(basename "$deb"): $(wc -l <"$tmp/files") files as expected; record and top work"
 exit $fail

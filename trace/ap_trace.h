@@ -102,6 +102,8 @@ struct ap_trace {
 	uint64_t end_reason, end_status;
 	bool end_status_known;	/* END has a status (0 is a status too) */
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_end only) */
+	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
+				 * system) at END; 0 when not known */
 
 	struct ap_mapping *maps;
 	size_t nmaps;

@@ -134,6 +134,7 @@ enum {
 	AP_EK_CALLS = 4,
 	AP_EK_BYTES = 5,
 	AP_EK_CHUNKS = 6,
+	AP_EK_CPU_NS = 7,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

@@ -341,7 +341,7 @@ static int decode_header(struct rd *r, struct cur *c)
 static int decode_end(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
-	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0;
+	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	bool has_status = false;
 	while (c->p < c->end) {
 		struct kv kv;
@@ -375,6 +375,10 @@ static int decode_end(struct rd *r, struct cur *c)
 			name = "chunks";
 			num = &chunks;
 			break;
+		case AP_EK_CPU_NS:
+			name = "cpu_ns";
+			num = &cpu_ns;
+			break;
 		default:
 			continue;
 		}
@@ -397,6 +401,7 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->end_status_known = has_status;
 	t->calls = calls;
 	t->bytes = bytes;
+	t->cpu_ns = cpu_ns;
 	return 0;
 }
 

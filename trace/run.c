@@ -416,7 +416,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->map_index = NULL;
 	m->nmap_index = 0;
 	m->has_end = true;
-	m->calls = m->bytes = 0;
+	m->calls = m->bytes = m->cpu_ns = 0;
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
 
@@ -484,6 +484,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->has_end = m->has_end && t->has_end;
 		m->calls += t->calls;
 		m->bytes += t->bytes;
+		m->cpu_ns += t->cpu_ns;
 		if (t->truncated && !m->truncated) {
 			m->truncated = true;
 			struct ap_buf why = AP_BUF_INIT;

@@ -81,8 +81,11 @@ def the_site(advice, prog):
     sys.exit("FAIL: %s: no site at %s.c:%d among: %s" % (prog, prog, line, names))
 
 
-def advise(trace, opts):
-    return json.loads(run([A, "advise", "--json", "-n", "0"] + opts + [trace]))
+def advise(trace, opts, measure=False):
+    """The model's advice (--no-measure: the verdicts these tests hold the
+    model to), or with measure the measured replay's."""
+    return json.loads(run([A, "advise", "--json", "-n", "0"] + ([] if measure else ["--no-measure"])
+                          + opts + [trace]))
 
 
 def verdict(prog, expected, rest):
@@ -180,6 +183,82 @@ def repeat(prog):
     print("%s: 3 runs, %d sites, identical" % (prog, len(seen[0])))
 
 
+def measured(prog, want):
+    """The measured replay on an --all trace: the baseline replays every
+    allocator call of the trace (stats' records, less unmatched frees); a
+    single-threaded run's pooled replay hits where the model hits, Get for
+    Get; each saving lies in its interval; and `want`: "faults" (prog's
+    site saves page faults: pool, the interval above zero, a tenth of the
+    faults), "costs:FUNC" (FUNC's pool costs more), "sampled" (a sampled
+    trace is not measured), "bigheap" (a run that held more than half the
+    memory available is not replayed) or "any"."""
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all" if want != "sampled" else "sampled",
+                   ["--all"] if want != "sampled" else [])
+        adv = advise(t, ["--measure-time", "20s"], measure=True)
+        st = stats(t)
+        if want == "bigheap":
+            # more than half the memory available: not replayed
+            os.environ["ALLOCPROF_TEST_MEMAVAIL"] = "100000"
+            adv = advise(t, [], measure=True)
+            del os.environ["ALLOCPROF_TEST_MEMAVAIL"]
+            why = adv["measurement"].get("why_not", "")
+            print("%s with 100 kB available: %s" % (prog, why))
+            if adv["measurement"]["sites"] or "more than half the 97.66kB of memory available" not in why:
+                fails.append("measured a run bigger than the memory: %s" % adv["measurement"])
+        if want == "bigheap":
+            if fails:
+                sys.exit("FAIL: " + "; ".join(fails))
+            return
+    m = adv["measurement"]
+    if want == "sampled":
+        print("%s sampled: %s" % (prog, m))
+        if m["sites"] or "sampled" not in m.get("why_not", ""):
+            fails.append("a sampled trace was measured: %s" % m)
+        fails += ["%s: time from %s" % (s["site"], s["time_source"]) for s in adv["sites"]
+                  if s["time_source"] != "model"]
+        if fails:
+            sys.exit("FAIL: " + "; ".join(fails))
+        return
+    if not m["sites"]:
+        sys.exit("FAIL: %s: nothing measured: %s" % (prog, m.get("why_not")))
+    base = m["baseline"]
+    calls = st["events"] - st["unmatched_frees"]
+    print("%s: %d sites measured, baseline %d calls (trace: %d), %d faults, %.2fms CPU"
+          % (prog, m["sites"], base["allocator_calls"], calls, base["minor_faults"], base["cpu_ns"] / 1e6))
+    if base["allocator_calls"] != calls:
+        fails.append("the baseline replayed %d allocator calls, the trace has %d"
+                     % (base["allocator_calls"], calls))
+    for s in adv["sites"]:
+        if s["time_source"] != "measured":
+            continue
+        me = s["measured"]
+        print("  %s: %s: saved %d ns [%d, %d] over %d rounds; hits %d (model %d); faults %d"
+              % (s["site"], s["verdict"], s["time_saved_ns"], s["time_saved_low_ns"],
+                 s["time_saved_high_ns"], me["rounds"], me["pooled"]["pool_hits"], s["hits"],
+                 me["pooled"]["minor_faults"]))
+        if not s["time_saved_low_ns"] <= s["time_saved_ns"] <= s["time_saved_high_ns"]:
+            fails.append("%s: saving outside its interval" % s["site"])
+        if st["threads"] == 1 and me["pooled"]["pool_hits"] != s["hits"]:
+            fails.append("%s: the pooled replay hit %d times, the model %d"
+                         % (s["site"], me["pooled"]["pool_hits"], s["hits"]))
+    if want == "faults":
+        s = the_site(adv, prog)
+        pf = s.get("measured", {}).get("pooled", {}).get("minor_faults", 0)
+        if s["verdict"] != "pool" or s["time_saved_low_ns"] <= 0 or pf * 10 > base["minor_faults"]:
+            fails.append("%s: want pool with a saving above zero and a tenth of the %d faults: %s, "
+                         "[%d, %d], %d faults" % (prog, base["minor_faults"], s["verdict"],
+                                                  s["time_saved_low_ns"], s["time_saved_high_ns"], pf))
+    elif want.startswith("costs:"):
+        fn = want[6:]
+        s = next((s for s in adv["sites"] if s["function"] == fn), None)
+        if not s or s["verdict"] != "no: costs more" or s["time_saved_high_ns"] >= 0:
+            fails.append("%s: want no: costs more, got %s" % (fn, s and (s["verdict"], s["time_saved_high_ns"])))
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -189,6 +268,8 @@ def main():
         capheld(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "rare":
         rare(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "measured":
+        measured(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
         repeat(sys.argv[2])
     else:

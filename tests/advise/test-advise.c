@@ -10,6 +10,7 @@
 
 #include "ap_advise.h"
 #include "ap_trace_writer.h"
+#include "synth.h"
 
 static int failures;
 
@@ -23,24 +24,9 @@ static int failures;
 		}                                                                      \
 	} while (0)
 
-#define MS 1000000ull
-#define START 1000000000ull
-
 static struct ap_trace *finish(struct ap_tw *tw, uint64_t end_ns)
 {
-	struct ap_tw_end end = { .end_ns = end_ns };
-	ap_tw_end(tw, &end);
-	uint8_t *data;
-	size_t len;
-	struct ap_error err;
-	struct ap_trace *t;
-	if (ap_tw_close_mem(tw, &data, &len, &err) < 0 ||
-	    ap_trace_read_mem(data, len, "synthetic", &t, &err) < 0) {
-		fprintf(stderr, "trace: %s\n", err.msg);
-		exit(1);
-	}
-	free(data);
-	return t;
+	return synth_finish(tw, end_ns);
 }
 
 /* Site i is stack id i+1 (the writer numbers stacks from 1). */

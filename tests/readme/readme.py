@@ -10,7 +10,8 @@ lines under it are its output: in order, `...` standing for any number of
 lines left out, and without one the lines adjacent. Durations are
 machine-dependent (the test runs with ALLOCPROF_TEST_COSTS, but lifetimes,
 request spacing and held means are times), so every duration and a held
-mean compare as placeholders; /path/to/allocprof stands for SOURCE_ROOT.
+mean compare as placeholders, and so does every number of the lines that
+say what advise measured; /path/to/allocprof stands for SOURCE_ROOT.
 """
 import os
 import re
@@ -21,11 +22,15 @@ import tempfile
 
 DUR = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:ns|us|ms|s)\b")
 MEAN = re.compile(r"mean [0-9.]+(?:[kMGT]?B)")
+NUM = re.compile(r"(?<![\w.<])-?[0-9][0-9.]*(?:[kMGT]?B|%)?")
 
 
 def norm(line, root):
     line = line.replace(root, "/path/to/allocprof")
     line = DUR.sub("<t>", line)
+    # What advise measured (its lines say so) differs from run to run.
+    if "easured" in line:
+        line = NUM.sub("<n>", line)
     return MEAN.sub("mean <b>", line).rstrip()
 
 

@@ -9,13 +9,13 @@
 . "$(dirname "$0")/tmux-setup.sh"
 tmux -L "$sock" -f "$tmp/tmux.conf" new-session -d -s t -x 100 -y 30 \
 	"env LC_ALL=C ALLOCPROF_NO_PROGRESS=1 ALLOCPROF_TEST_COSTS='${ALLOCPROF_TEST_COSTS:-}' \
-	'$ap' tui '$tmp/fx.trace' 2>'$tmp/err'; echo \$? >'$tmp/rc'" || exit 1
+	'$ap' tui --no-measure '$tmp/fx.trace' 2>'$tmp/err'; echo \$? >'$tmp/rc'" || exit 1
 
 # expect_screen NAME BATCH_KEYS [SIZE]: polls the pane (up to ~20 s, for a
 # slow machine; no timing is asserted) until it equals the batch screen.
 expect_screen() {
 	name=$1 keys=$2 size=${3:-100x30}
-	"$ap" tui --batch --size "$size" --keys "$keys" "$tmp/fx.trace" >"$tmp/want" || {
+	"$ap" tui --batch --no-measure --size "$size" --keys "$keys" "$tmp/fx.trace" >"$tmp/want" || {
 		echo "FAIL $name: tui --batch failed"
 		fail=1
 		return

@@ -1,0 +1,474 @@
+/* allocprof-replay: runs a replay script (measure/script.h) once, through
+ * glibc's allocator, and prints what it cost: the measured replay behind
+ * `allocprof advise`. With a site, that site's blocks are served by the
+ * pool of pool/vpool.h, as a program following advise's advice would
+ * serve them; without one, by malloc alone (the baseline).
+ *
+ *	allocprof-replay FD SITE CAP [CLASSES]
+ *
+ * FD: an open descriptor of the script; SITE: the site whose blocks are
+ * pooled, or -1 for the baseline; CAP: the pool's cap in bytes (an object
+ * whose capacity is above it is freed, not Put), 0 for none; CLASSES:
+ * the upper sizes of size classes, ascending, comma-separated, one pool
+ * each (a request goes to the first class that holds it, an object back
+ * to the first that holds its capacity; above the last, malloc and free
+ * as without a pool). Prints one
+ * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
+ * calls=N hits=N`, and exits 0; or prints `allocprof-replay: why` on
+ * stderr and exits 1.
+ *
+ * What a replayed op does (docs/pool-model.md, "The measured replay"):
+ * every new block's pages are written once, one byte a page, as the
+ * program's first write would fault them in; a pooled block keeps the
+ * capacity it reached, stored in its first 8 bytes while it is in the
+ * pool; a calloc served from the pool is zeroed (the program would have
+ * to); a realloc of a pooled block within its capacity calls nothing.
+ * Nothing here allocates but the replayed ops and the pool: the script
+ * and the slots are mapped. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "script.h"
+#include "vpool.h"
+
+struct slot {
+	char *p;
+	uint64_t size;		/* the size the program asked for last */
+	uint64_t cap;		/* pooled blocks: the largest size reached */
+	uint64_t pooled;
+};
+
+struct rthread {
+	_Alignas(64) _Atomic uint64_t done;	/* ops done (published ones are exact) */
+	atomic_uint fx;				/* futex word: bumped at each publish */
+	atomic_uint waiters;
+	uint32_t idx;
+	uint64_t calls, hits;			/* allocator calls made; pool hits */
+};
+
+static const struct ap_rs_header *hdr;
+static const struct ap_rs_thread *tinfo;
+static const struct ap_rs_op *ops;
+static struct slot *slots;
+static struct rthread *thr;
+static long page;
+static uint32_t chosen = AP_RS_NOSITE;	/* the pooled site */
+static uint64_t cap_limit;
+#define MAX_CLASSES 8
+static struct vpool pools[MAX_CLASSES];
+static uint64_t class_max[MAX_CLASSES];	/* with classes: each one's upper size */
+static unsigned nclasses = 1;
+
+/* The pool of a size: with classes, the first that holds it (NULL above
+ * the last); else the one pool. */
+static struct vpool *pool_of(uint64_t size)
+{
+	if (!class_max[0])
+		return &pools[0];
+	for (unsigned k = 0; k < nclasses; k++)
+		if (size <= class_max[k])
+			return &pools[k];
+	return NULL;
+}
+static atomic_uint running;		/* threads not finished; a futex word too */
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "allocprof-replay: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static long futex(atomic_uint *w, int op, unsigned val)
+{
+	return syscall(SYS_futex, (unsigned *)w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
+/* One byte in every page of [p + from, p + to), the first one included. */
+static inline void touch(char *p, uint64_t from, uint64_t to)
+{
+	if (!p || to <= from)
+		return;
+	volatile char *q = (volatile char *)p;
+	uintptr_t a = (uintptr_t)p;
+	for (uint64_t o = from; o < to;) {
+		q[o] = 1;
+		o = ((a + o) | (uintptr_t)(page - 1)) + 1 - a;
+	}
+}
+
+static void release(void *obj, void *ctx)
+{
+	(void)ctx;
+	free(obj);
+}
+
+static void publish(struct rthread *t, uint64_t i)
+{
+	atomic_store(&t->done, i + 1);
+	if (atomic_load(&t->waiters)) {
+		atomic_fetch_add(&t->fx, 1);
+		futex(&t->fx, FUTEX_WAKE, INT_MAX);
+	}
+}
+
+static void wait_for(struct rthread *t, uint64_t i)
+{
+	for (int spin = 0; spin < 200; spin++) {
+		if (atomic_load_explicit(&t->done, memory_order_acquire) > i)
+			return;
+		__builtin_ia32_pause();
+	}
+	for (;;) {
+		unsigned f = atomic_load(&t->fx);
+		atomic_fetch_add(&t->waiters, 1);
+		if (atomic_load(&t->done) > i) {
+			atomic_fetch_sub(&t->waiters, 1);
+			return;
+		}
+		futex(&t->fx, FUTEX_WAIT, f);
+		atomic_fetch_sub(&t->waiters, 1);
+	}
+}
+
+static void *thread_main(void *arg);
+
+static void spawn(uint32_t idx)
+{
+	pthread_t th;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &at, thread_main, &thr[idx]);
+	if (rc)
+		die("cannot start a thread: %s", strerror(rc));
+	pthread_attr_destroy(&at);
+}
+
+/* A birth: the pool's object when it has one big enough, else malloc's. */
+static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
+{
+	struct slot *s = &slots[o->slot];
+	uint64_t n = o->n;
+	s->size = n;
+	s->cap = n;
+	s->pooled = ap_rs_arg(o) == chosen;
+	struct vpool *pool = s->pooled ? pool_of(n) : NULL;
+	if (pool) {
+		char *x = vpool_get(pool);
+		if (x) {
+			uint64_t cap;
+			memcpy(&cap, x, sizeof(cap));
+			t->hits++;
+			if (cap >= n) {
+				s->p = x;
+				s->cap = cap;
+				if (type == AP_RS_CALLOC)
+					memset(x, 0, n);
+				touch(x, 0, n);
+				return;
+			}
+			/* Too small: grown to the request, as the model's
+			 * small hit. */
+			t->calls++;
+			s->p = realloc(x, n ? n : 1);
+			touch(s->p, 0, n);
+			return;
+		}
+	}
+	t->calls++;
+	switch (type) {
+	case AP_RS_CALLOC:
+		s->p = calloc(1, n);
+		break;
+	case AP_RS_ALIGNED: {
+		void *p = NULL;
+		s->p = posix_memalign(&p, 64, n) ? NULL : p;
+		break;
+	}
+	default:
+		s->p = malloc(n);
+		break;
+	}
+	touch(s->p, 0, n);
+}
+
+static void grow(struct rthread *t, const struct ap_rs_op *o)
+{
+	struct slot *s = &slots[o->slot];
+	uint64_t n = o->n, old = s->size;
+	if (s->pooled && n <= s->cap) {
+		s->size = n;
+		touch(s->p, old, n);
+		return;
+	}
+	t->calls++;
+	char *p = realloc(s->p, n ? n : 1);
+	if (!p)
+		return;
+	s->p = p;
+	s->size = n;
+	if (n > s->cap)
+		s->cap = n;
+	touch(p, old, n);
+}
+
+static void end(struct rthread *t, const struct ap_rs_op *o)
+{
+	struct slot *s = &slots[o->slot];
+	struct vpool *pool = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? pool_of(s->cap) : NULL;
+	if (pool) {
+		memcpy(s->p, &s->cap, sizeof(s->cap));
+		vpool_put(pool, s->p);
+	} else {
+		t->calls++;
+		free(s->p);
+	}
+	s->p = NULL;
+}
+
+static void run(struct rthread *t)
+{
+	const struct ap_rs_thread *ti = &tinfo[t->idx];
+	const struct ap_rs_op *o = ops + ti->first;
+	for (uint64_t i = 0; i < ti->nops; i++, o++) {
+		unsigned type = ap_rs_type(o);
+		switch (type) {
+		case AP_RS_MALLOC:
+		case AP_RS_CALLOC:
+		case AP_RS_ALIGNED:
+			birth(t, o, type);
+			break;
+		case AP_RS_REALLOC:
+			grow(t, o);
+			break;
+		case AP_RS_FREE:
+			end(t, o);
+			break;
+		case AP_RS_CYCLE:
+			if (chosen != AP_RS_NOSITE)
+				for (unsigned k = 0; k < nclasses; k++)
+					vpool_cycle(&pools[k]);
+			break;
+		case AP_RS_WAIT:
+			wait_for(&thr[ap_rs_arg(o)], o->n);
+			break;
+		case AP_RS_SPAWN:
+			spawn(ap_rs_arg(o));
+			break;
+		}
+		if (o->w & AP_RS_PUBLISH)
+			publish(t, i);
+	}
+	atomic_store(&t->done, ti->nops);
+}
+
+static void *thread_main(void *arg)
+{
+	struct rthread *t = arg;
+	run(t);
+	if (atomic_fetch_sub(&running, 1) == 1)
+		futex(&running, FUTEX_WAKE, 1);
+	return NULL;
+}
+
+/* The script is ours, but a damaged file must not make the runner write
+ * out of bounds: every index is checked once, before the clock starts. */
+static void check_script(uint64_t size)
+{
+	if (size < sizeof(*hdr) || memcmp(hdr->magic, AP_RS_MAGIC, 8) || hdr->version != AP_RS_VERSION)
+		die("%s", "not a replay script of this version");
+	if (!hdr->nthreads || hdr->nthreads > AP_RS_ARG_MAX || hdr->nops > size ||
+	    ap_rs_size(hdr->nthreads, hdr->nops) != size || hdr->main_thread >= hdr->nthreads ||
+	    hdr->nslots > UINT32_MAX)
+		die("%s", "damaged replay script (header)");
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < hdr->nthreads; k++) {
+		const struct ap_rs_thread *ti = &tinfo[k];
+		if (ti->first != sum || ti->nops > hdr->nops - sum ||
+		    (ti->spawner != UINT32_MAX && ti->spawner >= hdr->nthreads))
+			die("%s", "damaged replay script (threads)");
+		sum += ti->nops;
+	}
+	if (sum != hdr->nops || tinfo[hdr->main_thread].spawner != UINT32_MAX)
+		die("%s", "damaged replay script (threads)");
+	/* thr[].calls counts the SPAWNs of each thread here, and is reset. */
+	for (uint32_t k = 0; k < hdr->nthreads; k++)
+		for (uint64_t i = tinfo[k].first; i < tinfo[k].first + tinfo[k].nops; i++) {
+			const struct ap_rs_op *o = &ops[i];
+			uint32_t arg = ap_rs_arg(o);
+			bool bad;
+			switch (ap_rs_type(o)) {
+			case AP_RS_MALLOC:
+			case AP_RS_CALLOC:
+			case AP_RS_ALIGNED:
+			case AP_RS_REALLOC:
+			case AP_RS_FREE:
+				bad = o->slot >= hdr->nslots;
+				break;
+			case AP_RS_CYCLE:
+				bad = false;
+				break;
+			case AP_RS_WAIT:
+				bad = arg >= hdr->nthreads || o->n >= tinfo[arg].nops;
+				break;
+			case AP_RS_SPAWN:
+				/* once, by the thread the table names */
+				bad = arg >= hdr->nthreads || tinfo[arg].spawner != k || thr[arg].calls++;
+				break;
+			default:
+				bad = true;
+			}
+			if (bad)
+				die("%s", "damaged replay script (ops)");
+		}
+	for (uint32_t k = 0; k < hdr->nthreads; k++) {
+		if (tinfo[k].spawner != UINT32_MAX && !thr[k].calls)
+			die("%s", "damaged replay script (a thread nobody starts)");
+		thr[k].calls = 0;
+	}
+}
+
+static uint64_t ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A line of /proc/self/status in kB ("VmRSS", "VmHWM"), 0 if unknown.
+ * (getrusage's ru_maxrss is no use here: Linux carries it over exec, so
+ * it holds the peak of the process that forked the runner.) */
+static long status_kb(const char *key)
+{
+	char line[256];
+	long v = 0;
+	size_t n = strlen(key);
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4 && argc != 5)
+		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES] (run by allocprof advise)");
+	char *end;
+	long fd = strtol(argv[1], &end, 10);
+	if (*end || fd < 0 || fd > INT_MAX)
+		die("bad descriptor '%s'", argv[1]);
+	long long site = strtoll(argv[2], &end, 10);
+	if (*end || site < -1 || site >= (long long)AP_RS_NOSITE)
+		die("bad site '%s'", argv[2]);
+	unsigned long long cap = strtoull(argv[3], &end, 10);
+	if (*end)
+		die("bad cap '%s'", argv[3]);
+	cap_limit = cap;
+	if (argc == 5) {
+		const char *c = argv[4];
+		nclasses = 0;
+		while (*c) {
+			unsigned long long v = strtoull(c, &end, 10);
+			if (end == c || (*end && *end != ',') || nclasses == MAX_CLASSES ||
+			    (nclasses && v <= class_max[nclasses - 1]) || !v)
+				die("bad classes '%s'", argv[4]);
+			class_max[nclasses++] = v;
+			c = *end ? end + 1 : end;
+		}
+		if (!nclasses)
+			die("bad classes '%s'", argv[4]);
+	}
+	page = sysconf(_SC_PAGESIZE);
+
+	struct stat st;
+	if (fstat((int)fd, &st) < 0)
+		die("script: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(*hdr))
+		die("%s", "script: not a replay script");
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, (int)fd, 0);
+	if (map == MAP_FAILED)
+		die("script: %s", strerror(errno));
+	close((int)fd);
+	hdr = map;
+	tinfo = (const struct ap_rs_thread *)(hdr + 1);
+	ops = (const struct ap_rs_op *)(tinfo + hdr->nthreads);
+	if (memcmp(hdr->magic, AP_RS_MAGIC, 8) || !hdr->nthreads || hdr->nthreads > AP_RS_ARG_MAX ||
+	    (uint64_t)st.st_size < ap_rs_size(hdr->nthreads, 0))
+		die("%s", "not a replay script, or a damaged one");
+	thr = mmap(NULL, hdr->nthreads * sizeof(*thr), PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (thr == MAP_FAILED)
+		die("%s", "out of memory for the threads");
+	check_script((uint64_t)st.st_size);
+	if (site >= 0 && (uint64_t)site >= hdr->nsites)
+		die("no site '%s' in the script", argv[2]);
+
+	size_t slot_bytes = (hdr->nslots ? hdr->nslots : 1) * sizeof(struct slot);
+	slots = mmap(NULL, slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		     -1, 0);
+	if (slots == MAP_FAILED)
+		die("%s", "out of memory for the slots");
+	for (uint32_t k = 0; k < hdr->nthreads; k++)
+		thr[k].idx = k;
+	if (site >= 0) {
+		chosen = (uint32_t)site;
+		for (unsigned k = 0; k < nclasses; k++)
+			if (vpool_init(&pools[k], 0, release, NULL) < 0)
+				die("%s", "cannot make the pool");
+	}
+	atomic_store(&running, hdr->nthreads);
+
+	struct rusage r0, r1;
+	long rss0 = status_kb("VmRSS");
+	getrusage(RUSAGE_SELF, &r0);
+	uint64_t c0 = ns(CLOCK_PROCESS_CPUTIME_ID), w0 = ns(CLOCK_MONOTONIC);
+	for (uint32_t k = 0; k < hdr->nthreads; k++)
+		if (tinfo[k].spawner == UINT32_MAX && k != hdr->main_thread)
+			spawn(k);
+	run(&thr[hdr->main_thread]);
+	atomic_fetch_sub(&running, 1);
+	for (unsigned r; (r = atomic_load(&running)) != 0;)
+		futex(&running, FUTEX_WAIT, r);
+	uint64_t c1 = ns(CLOCK_PROCESS_CPUTIME_ID), w1 = ns(CLOCK_MONOTONIC);
+	getrusage(RUSAGE_SELF, &r1);
+
+	uint64_t calls = 0, hits = 0;
+	for (uint32_t k = 0; k < hdr->nthreads; k++) {
+		calls += thr[k].calls;
+		hits += thr[k].hits;
+	}
+	printf("cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld calls=%llu "
+	       "hits=%llu\n",
+	       (unsigned long long)(c1 - c0), (unsigned long long)(w1 - w0), r1.ru_minflt - r0.ru_minflt,
+	       r1.ru_majflt - r0.ru_majflt, status_kb("VmHWM"), rss0, (unsigned long long)calls,
+	       (unsigned long long)hits);
+	fflush(stdout);
+	_exit(ferror(stdout) ? 1 : 0);
+}

@@ -1,0 +1,91 @@
+/* The replay script: a recorded run's allocation sequence as the measured
+ * replay (`allocprof-replay`, measure/runner.c) executes it, written by
+ * report/measure.c from an --all trace. One file, mapped read-only by the
+ * runner, so that the runner's own heap holds nothing but the replayed
+ * blocks.
+ *
+ * Layout: struct ap_rs_header, then nthreads struct ap_rs_thread, then the
+ * ops of every thread, each thread's contiguous (ap_rs_thread.first is the
+ * index of its first op in that array). Every field is host-endian: the
+ * file never leaves the machine that wrote it.
+ *
+ * A thread's ops run in order on one OS thread of the runner. Blocks live
+ * in slots (ap_rs_header.nslots of them): a birth op puts a new block in
+ * its slot, REALLOC and FREE act on the block in theirs. Order across
+ * threads is kept where it matters and nowhere else: an op whose slot was
+ * last used by another thread is preceded by a WAIT for that thread's op,
+ * which carries AP_RS_PUBLISH. The script is a linearization of the
+ * recorded order, so every WAIT is for an op that comes before it in that
+ * order and the runner cannot deadlock. */
+#ifndef AP_RS_SCRIPT_H
+#define AP_RS_SCRIPT_H
+
+#include <stdint.h>
+
+#define AP_RS_MAGIC "APREPLY1"
+#define AP_RS_VERSION 1u
+
+enum ap_rs_type {
+	AP_RS_MALLOC = 1,	/* arg: site; slot; n: size */
+	AP_RS_CALLOC = 2,	/* the same, zeroed */
+	AP_RS_ALIGNED = 3,	/* the same, 64-byte aligned (the trace does not keep the alignment) */
+	AP_RS_REALLOC = 4,	/* slot; n: new size */
+	AP_RS_FREE = 5,		/* slot */
+	AP_RS_CYCLE = 6,	/* a cycle of the pool (the model's cycle points) */
+	AP_RS_WAIT = 7,		/* arg: thread; n: wait until that thread has done its op n */
+	AP_RS_SPAWN = 8,	/* arg: thread to start */
+};
+
+#define AP_RS_TYPE_BITS 4u
+#define AP_RS_TYPE_MASK 0xfu
+#define AP_RS_PUBLISH 0x10u	/* another thread waits for this op */
+#define AP_RS_ARG_SHIFT 5u
+#define AP_RS_ARG_MAX ((UINT32_C(1) << (32 - AP_RS_ARG_SHIFT)) - 1)
+#define AP_RS_NOSITE AP_RS_ARG_MAX	/* a block of no site */
+
+struct ap_rs_op {
+	uint32_t w;		/* type | flags | arg << AP_RS_ARG_SHIFT */
+	uint32_t slot;
+	uint64_t n;
+};
+
+static inline unsigned ap_rs_type(const struct ap_rs_op *o)
+{
+	return o->w & AP_RS_TYPE_MASK;
+}
+
+static inline uint32_t ap_rs_arg(const struct ap_rs_op *o)
+{
+	return o->w >> AP_RS_ARG_SHIFT;
+}
+
+static inline uint32_t ap_rs_word(unsigned type, uint32_t arg)
+{
+	return (uint32_t)type | arg << AP_RS_ARG_SHIFT;
+}
+
+struct ap_rs_thread {
+	uint64_t first;		/* its first op's index in the op array */
+	uint64_t nops;
+	uint32_t spawner;	/* the thread whose SPAWN starts it; UINT32_MAX: started first */
+	uint32_t pad;
+};
+
+struct ap_rs_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t nthreads;
+	uint64_t nslots;
+	uint64_t nops;		/* ops of all threads */
+	uint32_t main_thread;	/* runs on the runner's main thread (the program's main) */
+	uint32_t nsites;	/* birth ops' sites are below it, or AP_RS_NOSITE */
+};
+
+/* Bytes of a script of nthreads threads and nops ops. */
+static inline uint64_t ap_rs_size(uint32_t nthreads, uint64_t nops)
+{
+	return sizeof(struct ap_rs_header) + (uint64_t)nthreads * sizeof(struct ap_rs_thread) +
+	       nops * sizeof(struct ap_rs_op);
+}
+
+#endif

@@ -1,0 +1,138 @@
+/* The advisor's measured pass (ap_advise_measure in ap_advise.h): picks the
+ * sites worth measuring, has the measured replay (ap_measure.h) time them,
+ * and judges them again from what it measured. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise-int.h"
+
+/* A measured replay builds its script in memory (16 bytes an op) and
+ * replays the whole run per variant and round: beyond this many events it
+ * takes too long to be the default. */
+#define MEASURE_MAX_EVENTS (32u << 20)
+
+struct cand {
+	size_t i;
+	double score;
+};
+
+static int cand_cmp(const void *x, const void *y)
+{
+	const struct cand *a = x, *b = y;
+	if (a->score != b->score)
+		return a->score > b->score ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Where a pool can hit at all: the model's replay found hits, and nothing
+ * structural (objects kept, born elsewhere, too uncertain) rules it out. */
+static bool worth_measuring(const struct ap_advise_site *s)
+{
+	switch (s->verdict) {
+	case AP_VERDICT_ESCAPES:
+	case AP_VERDICT_ELSEWHERE:
+	case AP_VERDICT_UNSURE:
+		return false;
+	default:
+		return s->r.gets - s->r.misses >= 1;
+	}
+}
+
+void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
+		       const struct ap_advise_options *o, const struct ap_measure_opts *mo,
+		       size_t max_sites)
+{
+	if (a->sampled) {
+		snprintf(a->measure_why, sizeof(a->measure_why),
+			 "a sampled trace cannot be replayed: times are the cost model's estimates "
+			 "(record with --all to measure them)");
+		return;
+	}
+	struct cand *c = ap_xcalloc(a->nsites ? a->nsites : 1, sizeof(*c));
+	size_t nc = 0;
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct ap_advise_site *s = &a->sites[i];
+		if (!worth_measuring(s))
+			continue;
+		/* The model's expectation, in rough ns: the allocations and
+		 * reallocs avoided, and a page fault's worth per 4 KiB. */
+		const struct ap_replay_result *r = &s->r;
+		c[nc].i = i;
+		c[nc++].score = 50 * (r->allocs_avoided + r->reallocs_avoided) + r->bytes_avoided / 4;
+	}
+	qsort(c, nc, sizeof(*c), cand_cmp);
+	if (nc > max_sites)
+		nc = max_sites;
+	if (!nc) {
+		snprintf(a->measure_why, sizeof(a->measure_why),
+			 max_sites ? "no site where a pool would find objects to reuse"
+				   : "not asked for (--measure-sites 0)");
+		free(c);
+		return;
+	}
+
+	struct ap_error err = { "" };
+	size_t ncyc = 0;
+	uint64_t count = 0;
+	double *cyc = ap_advise_cycles(t, o, &ncyc, &count);
+	struct ap_script *sc = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
+					       MEASURE_MAX_EVENTS, &err);
+	free(cyc);
+	/* A replay stopped by ap_events_stop made a script of part of the run. */
+	if (sc && __atomic_load_n(&t->events_stop, __ATOMIC_RELAXED)) {
+		ap_script_free(sc);
+		sc = NULL;
+		snprintf(err.msg, sizeof(err.msg), "stopped");
+	}
+	if (!sc) {
+		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
+		free(c);
+		return;
+	}
+	a->script_ops = ap_script_ops(sc);
+	struct ap_measure_job *jobs = ap_xcalloc(nc, sizeof(*jobs));
+	struct ap_measured *out = ap_xcalloc(nc, sizeof(*out));
+	for (size_t k = 0; k < nc; k++) {
+		const struct ap_advise_site *s = &a->sites[c[k].i];
+		jobs[k].site = s->site_id;
+		jobs[k].cap = s->verdict == AP_VERDICT_POOL_CAP ? s->cap : o->max_keep;
+		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
+			jobs[k].nclasses = s->nclasses < 4 ? s->nclasses : 4;
+			memcpy(jobs[k].classes, s->classes, jobs[k].nclasses * sizeof(*s->classes));
+		}
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct ap_measure_opts o2 = *mo;
+	o2.stop = &t->events_stop;
+	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	ap_script_free(sc);
+	if (rc < 0) {
+		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
+	} else {
+		for (size_t k = 0; k < nc; k++) {
+			struct ap_advise_site *s = &a->sites[c[k].i];
+			if (!out[k].ok) {
+				a->measure_dropped++;
+				continue;
+			}
+			s->measured = true;
+			s->m = out[k];
+			a->measured++;
+		}
+		if (a->program_cpu_ns && a->recorded.cpu_ns > a->base.cpu_ns) {
+			double est = (double)a->program_cpu_ns - (a->recorded.cpu_ns - a->base.cpu_ns);
+			a->program_cpu_est_ns = (uint64_t)(est > a->base.cpu_ns ? est : a->base.cpu_ns);
+		}
+		for (size_t k = 0; k < nc; k++)
+			if (out[k].ok)
+				advise_judge_measured(a, &a->sites[c[k].i]);
+		advise_rank(a);
+	}
+	free(jobs);
+	free(out);
+	free(c);
+}

@@ -1,0 +1,102 @@
+/* The measured replay: what a pool at a site saves, timed on this
+ * machine's real allocator and the real pool (pool/vpool.h), not priced
+ * from a cost table (docs/pool-model.md, "The measured replay").
+ *
+ * From an --all trace, ap_script_build writes the program's allocation
+ * sequence as a replay script (measure/script.h): every malloc-family
+ * call with its size, realloc chains and frees, in the recorded order, one
+ * runner thread per recorded thread with the order across threads kept
+ * where a block passes from one to another, and the pool's cycles where
+ * the model puts them. ap_measure then runs it in child processes
+ * (`allocprof-replay`): once with malloc alone (the baseline) and once per
+ * job with that job's site served by a vpool, interleaved and repeated
+ * until every saving has a tight interval or the time budget is spent. A
+ * run's CPU time (every thread's, user and system), minor faults and peak
+ * RSS are the runner's own, counted around the replay only. */
+#ifndef AP_MEASURE_H
+#define AP_MEASURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ap_trace.h"
+#include "ap_util.h"
+
+struct ap_script;
+
+/* Builds the script of t's events: site_of_stack (t->nstacks entries,
+ * UINT32_MAX for none) names each birth's site; cycles (ascending
+ * positions in the merged stream, as ap_advise_cycles gives them) are
+ * where the pool cycles. Returns NULL with err set when t is sampled (a
+ * sampled trace does not hold the sequence) or has more than max_events
+ * events (0: no limit). */
+struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
+				  size_t nsites, const double *cycles, size_t ncycles,
+				  uint64_t max_events, struct ap_error *err);
+void ap_script_free(struct ap_script *s);
+/* Ops in the script, and its size in bytes. */
+uint64_t ap_script_ops(const struct ap_script *s);
+uint64_t ap_script_bytes(const struct ap_script *s);
+
+/* One measured variant: the site whose objects the pool serves, and the
+ * pool's cap (0: none). */
+struct ap_measure_job {
+	uint32_t site;
+	uint64_t cap;
+	/* Size classes (ascending upper sizes; nclasses 0: one pool): a
+	 * pool each. */
+	uint64_t classes[4];
+	size_t nclasses;
+};
+
+/* What one variant cost, as medians over its runs. */
+struct ap_run_cost {
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits;
+};
+
+struct ap_measured {
+	bool ok;
+	unsigned rounds;
+	/* CPU time the pool saves: the median of the paired differences
+	 * (baseline run less pooled run of the same round), and an interval
+	 * for it by the sign test, of confidence `conf` (0.95 from 6 rounds
+	 * on; 1 - 2^(1-rounds) below). Negative: the pool costs. */
+	double saved_ns, low_ns, high_ns, conf;
+	struct ap_run_cost cost;	/* the pooled runs */
+};
+
+struct ap_measure_opts {
+	const char *runner;	/* path of allocprof-replay */
+	/* liballocprof.so, or NULL: the baseline is also run recorded
+	 * (--all) a few times, which tells what recording the run cost
+	 * (ap_measure's *recorded). */
+	const char *sampler;
+	double budget_ns;	/* stop starting rounds after this much wall time */
+	unsigned min_rounds, max_rounds;
+	/* Called after every round (may be NULL). */
+	void (*progress)(void *ctx, unsigned round, double elapsed_ns, double budget_ns);
+	void *progress_ctx;
+	/* When not NULL and nonzero (read atomically between runs), no
+	 * further run starts: what is measured by then is kept. */
+	const int *stop;
+};
+
+/* Sets the defaults: 5 s, 6 to 50 rounds, runner NULL (the caller's). */
+void ap_measure_opts_init(struct ap_measure_opts *o);
+
+/* Runs the baseline and every job, out[i] for jobs[i] (jobs at the end
+ * are left out, out[i].ok false, when min_rounds rounds of all would not
+ * fit in the budget: the first round tells how long a run takes), base for the
+ * baseline, *recorded for the baseline under the sampler (all 0 when
+ * o->sampler is NULL or those runs failed). Returns 0, or -1 with err set when no run could be made (the
+ * runner is missing or fails): then nothing is measured. */
+int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
+	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,
+	       struct ap_run_cost *recorded, struct ap_error *err);
+
+/* The sign-test interval of the median of d[0..n) (sorted in place):
+ * *lo and *hi, and its confidence. Exposed for tests. */
+double ap_median_interval(double *d, size_t n, double *lo, double *hi);
+
+#endif

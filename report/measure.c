@@ -1,0 +1,612 @@
+/* The measured replay (ap_measure.h): the script of a trace's allocation
+ * sequence, and the interleaved runs of allocprof-replay that time it with
+ * and without a pool. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ap_measure.h"
+#include "ap_replay.h"
+#include "script.h"
+
+/* ---- the script ---- */
+
+struct sthread {
+	struct ap_rs_op *v;
+	size_t n, alloc;
+	uint32_t spawner;
+	bool started;
+	uint32_t *free_slots;	/* slots this thread freed: its next births reuse them */
+	size_t nfree, free_alloc;
+};
+
+/* Where an object is, and the last op that touched it. */
+struct sobj {
+	uint32_t slot, thread;
+	uint64_t op;
+};
+
+struct builder {
+	const struct ap_trace *t;
+	const uint32_t *site_of_stack;
+	size_t nsites;
+	struct sthread *th;
+	struct sobj *obj;
+	size_t obj_alloc;
+	uint64_t nslots, nops;
+	const double *cyc;
+	size_t ncyc, ci;
+	uint32_t prev, main_thread;
+	bool any;
+	uint64_t live, peak;	/* bytes the replay holds, now and at most */
+};
+
+struct ap_script {
+	int fd;
+	uint64_t ops, bytes;
+	uint32_t nsites;
+};
+
+static uint64_t emit(struct builder *b, uint32_t thread, uint32_t w, uint32_t slot, uint64_t n)
+{
+	struct sthread *s = &b->th[thread];
+	AP_ALLOC_GROW(s->v, s->n + 1, s->alloc);
+	s->v[s->n] = (struct ap_rs_op){ .w = w, .slot = slot, .n = n };
+	b->nops++;
+	return s->n++;
+}
+
+static void b_event(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct builder *b = ctx;
+	uint32_t th = e->thread;
+	/* The cycles that fall before this event (a position p lies after
+	 * event floor(p)). */
+	while (b->ci < b->ncyc && b->cyc[b->ci] < (double)i) {
+		emit(b, th, ap_rs_word(AP_RS_CYCLE, 0), 0, 0);
+		b->ci++;
+	}
+	struct sthread *s = &b->th[th];
+	if (!s->started) {
+		s->started = true;
+		/* Started by the thread of the event before its first: the
+		 * program's main thread starts the run. */
+		if (b->any && th != b->main_thread) {
+			s->spawner = b->prev;
+			emit(b, b->prev, ap_rs_word(AP_RS_SPAWN, th), 0, 0);
+		}
+	}
+	b->prev = th;
+	b->any = true;
+}
+
+static struct sobj *b_obj(struct builder *b, uint32_t id)
+{
+	AP_ALLOC_GROW(b->obj, (size_t)id + 1, b->obj_alloc);
+	return &b->obj[id];
+}
+
+/* The op on `o` that `thread` is about to make must follow the last one:
+ * wait for it when another thread made it. */
+static void b_after(struct builder *b, const struct sobj *o, uint32_t thread)
+{
+	if (o->thread == thread)
+		return;
+	b->th[o->thread].v[o->op].w |= AP_RS_PUBLISH;
+	emit(b, thread, ap_rs_word(AP_RS_WAIT, o->thread), 0, o->op);
+}
+
+static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *blk)
+{
+	(void)i;
+	struct builder *b = ctx;
+	struct sthread *s = &b->th[e->thread];
+	uint32_t slot = s->nfree ? s->free_slots[--s->nfree] : (uint32_t)b->nslots++;
+	uint32_t site = AP_RS_NOSITE;
+	if (blk->stack < b->t->nstacks && b->site_of_stack[blk->stack] < b->nsites &&
+	    b->site_of_stack[blk->stack] < AP_RS_NOSITE)
+		site = b->site_of_stack[blk->stack];
+	unsigned type = e->kind == AP_KIND_CALLOC ? AP_RS_CALLOC : e->kind == AP_KIND_ALIGNED ? AP_RS_ALIGNED
+											      : AP_RS_MALLOC;
+	struct sobj *o = b_obj(b, blk->obj);
+	o->slot = slot;
+	o->thread = e->thread;
+	o->op = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	b->live += blk->size;
+	if (b->live > b->peak)
+		b->peak = b->live;
+}
+
+static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		   const struct ap_replay_block *blk)
+{
+	(void)i;
+	struct builder *b = ctx;
+	struct sobj *o = b_obj(b, blk->obj);
+	b->live += blk->size - old->size;
+	if (b->live > b->peak)
+		b->peak = b->live;
+	b_after(b, o, e->thread);
+	o->thread = e->thread;
+	o->op = emit(b, e->thread, ap_rs_word(AP_RS_REALLOC, 0), o->slot, blk->size);
+}
+
+static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *blk)
+{
+	(void)i;
+	struct builder *b = ctx;
+	struct sobj *o = b_obj(b, blk->obj);
+	b_after(b, o, e->thread);
+	emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
+	b->live -= blk->size;
+	struct sthread *s = &b->th[e->thread];
+	AP_ALLOC_GROW(s->free_slots, s->nfree + 1, s->free_alloc);
+	s->free_slots[s->nfree++] = o->slot;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* MemAvailable of /proc/meminfo in bytes, 0 when unknown
+ * (ALLOCPROF_TEST_MEMAVAIL, in bytes, stands in for it in tests). */
+static uint64_t mem_available(void)
+{
+	char line[256];
+	unsigned long long kb = 0;
+	const char *test = getenv("ALLOCPROF_TEST_MEMAVAIL");
+	if (test && *test)
+		return strtoull(test, NULL, 10);
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+static uint32_t main_thread_of(const struct ap_trace *t)
+{
+	for (size_t k = 0; k < t->nthreads; k++)
+		if (t->threads[k].tid == t->pid)
+			return (uint32_t)k;
+	return 0;
+}
+
+struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
+				  size_t nsites, const double *cycles, size_t ncycles,
+				  uint64_t max_events, struct ap_error *err)
+{
+	if (t->rate > 1) {
+		ap_error_set(err, "a sampled trace does not hold the allocation sequence: record with --all");
+		return NULL;
+	}
+	if (!t->nthreads || !t->nev) {
+		ap_error_set(err, "no allocations to replay");
+		return NULL;
+	}
+	if (t->nthreads > AP_RS_ARG_MAX) {
+		ap_error_set(err, "too many threads to replay (%zu)", t->nthreads);
+		return NULL;
+	}
+	if (max_events && t->nev > max_events) {
+		ap_error_set(err, "%zu events, more than the %llu a measured replay takes", t->nev,
+			     (unsigned long long)max_events);
+		return NULL;
+	}
+	struct ap_script *s = NULL;
+	struct builder b = { .t = t, .site_of_stack = site_of_stack, .nsites = nsites,
+			     .cyc = cycles, .ncyc = ncycles };
+	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
+	for (size_t k = 0; k < t->nthreads; k++)
+		b.th[k].spawner = UINT32_MAX;
+	b.main_thread = main_thread_of(t);
+	static const struct ap_replay_ops ops = {
+		.event = b_event,
+		.alloc = b_alloc,
+		.grow = b_grow,
+		.free = b_free,
+	};
+	struct ap_replay_consumer c = { &ops, &b };
+	ap_replay(t, &c, 1, NULL);
+
+	/* The replay holds what the program held: it must fit. */
+	uint64_t avail = mem_available();
+	if (avail && b.peak > avail / 2) {
+		char b1[32], b2[32];
+		ap_format_bytes(b1, sizeof(b1), (double)b.peak);
+		ap_format_bytes(b2, sizeof(b2), (double)avail);
+		ap_error_set(err, "the run held up to %s at once, more than half the %s of memory available "
+			     "for its replay", b1, b2);
+		goto out;
+	}
+
+	int fd = memfd_create("allocprof-replay", MFD_CLOEXEC);
+	if (fd < 0) {
+		ap_error_set(err, "replay script: %s", strerror(errno));
+		goto out;
+	}
+	struct ap_rs_header h = { .version = AP_RS_VERSION, .nthreads = (uint32_t)t->nthreads,
+				  .nslots = b.nslots, .nops = b.nops, .main_thread = b.main_thread,
+				  .nsites = (uint32_t)(nsites < AP_RS_NOSITE ? nsites : AP_RS_NOSITE) };
+	memcpy(h.magic, AP_RS_MAGIC, 8);
+	int rc = write_all(fd, &h, sizeof(h));
+	uint64_t first = 0;
+	for (size_t k = 0; k < t->nthreads && !rc; k++) {
+		struct ap_rs_thread ti = { .first = first, .nops = b.th[k].n, .spawner = b.th[k].spawner };
+		if (k == b.main_thread)
+			ti.spawner = UINT32_MAX;
+		first += b.th[k].n;
+		rc = write_all(fd, &ti, sizeof(ti));
+	}
+	for (size_t k = 0; k < t->nthreads && !rc; k++)
+		rc = write_all(fd, b.th[k].v, b.th[k].n * sizeof(*b.th[k].v));
+	if (rc) {
+		ap_error_set(err, "replay script: %s", strerror(errno));
+		close(fd);
+		goto out;
+	}
+	s = ap_xcalloc(1, sizeof(*s));
+	s->fd = fd;
+	s->ops = b.nops;
+	s->bytes = ap_rs_size(h.nthreads, b.nops);
+	s->nsites = h.nsites;
+out:
+	for (size_t k = 0; k < t->nthreads; k++) {
+		free(b.th[k].v);
+		free(b.th[k].free_slots);
+	}
+	free(b.th);
+	free(b.obj);
+	return s;
+}
+
+void ap_script_free(struct ap_script *s)
+{
+	if (!s)
+		return;
+	close(s->fd);
+	free(s);
+}
+
+uint64_t ap_script_ops(const struct ap_script *s)
+{
+	return s->ops;
+}
+
+uint64_t ap_script_bytes(const struct ap_script *s)
+{
+	return s->bytes;
+}
+
+/* ---- the runs ---- */
+
+/* Runs of the baseline under the sampler. */
+#define REC_RUNS 3
+
+/* Removes dir and the files in it (the recorded runs' traces). */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		char path[PATH_MAX + 256];
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+				unlink(path);
+			}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+void ap_measure_opts_init(struct ap_measure_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->budget_ns = 5e9;
+	o->min_rounds = 6;
+	o->max_rounds = 50;
+}
+
+struct sample {
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits;
+};
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* One run of the runner: site -1 is the baseline. With `sampler`, under
+ * liballocprof.so recording every allocation into a trace in `dir`. */
+static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
+		    const char *classes, const char *sampler, const char *dir, struct sample *out,
+		    struct ap_error *err)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return ap_error_set(err, "measured replay: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return ap_error_set(err, "measured replay: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		int fd = dup(s->fd);	/* without close-on-exec */
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		char a1[16], a2[24], a3[24];
+		snprintf(a1, sizeof(a1), "%d", fd);
+		snprintf(a2, sizeof(a2), "%ld", site);
+		snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
+		/* glibc's debugging aids change what malloc costs (meson's test
+		 * runner sets MALLOC_PERTURB_); the tunables stay the user's. */
+		unsetenv("LD_PRELOAD");
+		unsetenv("MALLOC_PERTURB_");
+		unsetenv("MALLOC_CHECK_");
+		if (sampler) {
+			/* sampler/README.md: <pid>:<rate>:<depth>:<no_children>:<output> */
+			char cfg[PATH_MAX + 64];
+			snprintf(cfg, sizeof(cfg), "%d:1:64:1:%s/replay.trace", (int)getpid(), dir);
+			setenv("ALLOCPROF", cfg, 1);
+			setenv("LD_PRELOAD", sampler, 1);
+		}
+		execl(runner, "allocprof-replay", a1, a2, a3, classes && *classes ? classes : (char *)NULL,
+		      (char *)NULL);
+		dprintf(2, "allocprof-replay: %s: %s\n", runner, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	char buf[512];
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = read(pfd[0], buf + len, sizeof(buf) - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == sizeof(buf) - 1)
+			break;
+	}
+	buf[len] = 0;
+	close(pfd[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* The result is the line that starts with cpu_ns= (a preloaded
+	 * sampler may have said something first). */
+	char *res = strstr(buf, "cpu_ns=");
+	if (res && res != buf && res[-1] != '\n')
+		res = NULL;
+	char *nl = strchr(res ? res : buf, '\n');
+	if (nl)
+		*nl = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		if (WIFSIGNALED(st))
+			return ap_error_set(err, "measured replay: the runner died of %s",
+					    strsignal(WTERMSIG(st)));
+		return ap_error_set(err, "measured replay failed: %s",
+				    buf[0] ? buf : "the runner exited with an error");
+	}
+	unsigned long long cpu, wall, calls, hits;
+	long minflt, majflt, maxrss, rss0;
+	if (!res || sscanf(res, "cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld "
+			"calls=%llu hits=%llu", &cpu, &wall, &minflt, &majflt, &maxrss, &rss0, &calls,
+		   &hits) != 8)
+		return ap_error_set(err, "measured replay: the runner said '%s'", buf);
+	*out = (struct sample){ .cpu_ns = (double)cpu, .wall_ns = (double)wall, .minflt = (double)minflt,
+				.maxrss_kb = (double)(maxrss - rss0), .calls = (double)calls,
+				.hits = (double)hits };
+	return 0;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double ap_median_interval(double *d, size_t n, double *lo, double *hi)
+{
+	qsort(d, n, sizeof(*d), dbl_cmp);
+	/* The largest k with P(Bin(n, 1/2) <= k - 1) <= 0.025: the median is
+	 * in [d(k), d(n+1-k)] with confidence 1 - 2 P(Bin <= k - 1). With
+	 * too few values for 95 %, the whole range, and what it gives. */
+	double p = ldexp(1.0, -(int)n), cdf = p, conf = 1 - 2 * p;
+	size_t k = 1;
+	for (size_t j = 1; j < n / 2; j++) {
+		p = p * (double)(n - j + 1) / (double)j;	/* P(Bin = j) */
+		if (cdf + p > 0.025)
+			break;
+		cdf += p;
+		k = j + 1;
+		conf = 1 - 2 * cdf;
+	}
+	*lo = d[k - 1];
+	*hi = d[n - k];
+	return conf;
+}
+
+static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
+{
+	double *x = ap_xmalloc(n * sizeof(*x));
+#define MED(field)                                  \
+	do {                                        \
+		for (size_t r = 0; r < n; r++)      \
+			x[r] = v[r].field;          \
+		c->field = median(x, n);            \
+	} while (0)
+	MED(cpu_ns);
+	MED(wall_ns);
+	MED(minflt);
+	MED(maxrss_kb);
+	MED(calls);
+	MED(hits);
+#undef MED
+	free(x);
+}
+
+/* The baseline under the sampler (--all), `runs` times, in a directory
+ * of its own: what recording costs on this sequence. */
+static void measure_recorded(const struct ap_script *s, const struct ap_measure_opts *o, size_t runs,
+			     struct ap_run_cost *recorded)
+{
+	struct sample rec[REC_RUNS];
+	size_t nrec = 0;
+	const char *tmpdir = getenv("TMPDIR");
+	char dirbuf[PATH_MAX];
+	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (!mkdtemp(dirbuf))
+		return;
+	struct ap_error e2;
+	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
+		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
+			nrec++;
+	remove_dir(dirbuf);
+	if (nrec)
+		cost_of(rec, nrec, recorded);
+}
+
+int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
+	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,
+	       struct ap_run_cost *recorded, struct ap_error *err)
+{
+	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
+	struct sample *v = ap_xcalloc(nv * maxr, sizeof(*v));	/* v[round * nv + variant] */
+	double *d = ap_xmalloc(maxr * sizeof(*d));
+	double t0 = now_ns();
+	unsigned rounds = 0;
+	int rc = 0;
+	memset(out, 0, n * sizeof(*out));
+	memset(recorded, 0, sizeof(*recorded));
+	size_t na = nv;	/* the variants still measured: 0 .. na-1 */
+	bool recorded_done = false;
+	while (rounds < maxr) {
+		/* Each round runs every variant once, starting one further
+		 * each time, so no variant always follows the same one. */
+		if (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED))
+			break;
+		for (size_t k = 0; k < na && !rc; k++) {
+			size_t j = (rounds + k) % na;
+			long site = j ? (long)jobs[j - 1].site : -1;
+			uint64_t cap = j ? jobs[j - 1].cap : 0;
+			char cl[128] = "";
+			for (size_t c = 0; j && c < jobs[j - 1].nclasses; c++)
+				snprintf(cl + strlen(cl), sizeof(cl) - strlen(cl), "%s%llu", c ? "," : "",
+					 (unsigned long long)jobs[j - 1].classes[c]);
+			if ((uint64_t)site >= s->nsites && site >= 0) {
+				rc = ap_error_set(err, "measured replay: no site %ld", site);
+				break;
+			}
+			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, &v[rounds * nv + j], err);
+		}
+		if (rc)
+			break;
+		rounds++;
+		double el = now_ns() - t0;
+		if (rounds == 1) {
+			/* What a run takes, from the first round: as many sites
+			 * as min_rounds rounds fit in the budget (one at least),
+			 * the model's first first; then what recording costs on
+			 * this sequence, three times (once for a long run). */
+			double per = el / (double)nv, left = o->budget_ns - el;
+			unsigned more = o->min_rounds > 1 ? o->min_rounds - 1 : 1;
+			double fit = left / (more * per);
+			if (fit < (double)na)
+				na = fit >= 2 ? (size_t)fit : 2;
+			if (na > nv)
+				na = nv;
+			if (!recorded_done && o->sampler) {
+				measure_recorded(s, o, per < o->budget_ns / 50 ? REC_RUNS : 1, recorded);
+				recorded_done = true;
+			}
+		}
+		if (o->progress)
+			o->progress(o->progress_ctx, rounds, el, o->budget_ns);
+		if (rounds < o->min_rounds)
+			continue;
+		if (el >= o->budget_ns)
+			break;
+		/* Tight enough: every interval within a tenth of its saving, or
+		 * within 1 % of the baseline's time. */
+		bool tight = true;
+		double b[64], bm;
+		size_t nb = rounds < 64 ? rounds : 64;
+		for (size_t r = 0; r < nb; r++)
+			b[r] = v[r * nv].cpu_ns;
+		bm = median(b, nb);
+		for (size_t j = 1; j < na && tight; j++) {
+			for (unsigned r = 0; r < rounds; r++)
+				d[r] = v[r * nv].cpu_ns - v[r * nv + j].cpu_ns;
+			double lo, hi;
+			ap_median_interval(d, rounds, &lo, &hi);
+			double m = median(d, rounds);
+			tight = hi - lo <= fmax(0.1 * fabs(m), 0.01 * bm);
+		}
+		if (tight)
+			break;
+	}
+	if (!rounds && !rc)
+		rc = ap_error_set(err, "measured replay: stopped before a round");
+	if (rc && !rounds) {
+		free(v);
+		free(d);
+		return -1;
+	}
+	/* A failure after complete rounds keeps them. */
+	struct sample *col = ap_xmalloc(rounds * sizeof(*col));
+	for (unsigned r = 0; r < rounds; r++)
+		col[r] = v[r * nv];
+	cost_of(col, rounds, base);
+	for (size_t j = 1; j < na; j++) {
+		struct ap_measured *m = &out[j - 1];
+		for (unsigned r = 0; r < rounds; r++) {
+			col[r] = v[r * nv + j];
+			d[r] = v[r * nv].cpu_ns - v[r * nv + j].cpu_ns;
+		}
+		cost_of(col, rounds, &m->cost);
+		m->conf = ap_median_interval(d, rounds, &m->low_ns, &m->high_ns);
+		m->saved_ns = median(d, rounds);
+		m->rounds = rounds;
+		m->ok = true;
+	}
+	free(col);
+	free(v);
+	free(d);
+	return 0;
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# allocprof-replay refuses what is not a replay script of its version, or a
+# damaged one, with one line and exit status 1, before it replays anything.
+# usage: runner.sh ALLOCPROF_REPLAY
+set -u
+r=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+# expect WHAT REGEX FILE ARGS...: stderr one line matching REGEX, rc 1, no stdout
+expect() {
+	what=$1 re=$2 file=$3
+	shift 3
+	"$r" "$@" 3<"$file" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc != 1 ] || [ -s "$tmp/out" ] || [ "$(wc -l <"$tmp/err")" != 1 ] ||
+		! grep -Eq "^allocprof-replay: $re" "$tmp/err"; then
+		echo "FAIL $what: rc $rc, stdout '$(cat "$tmp/out")', stderr:"
+		cat "$tmp/err"
+		fail=1
+	fi
+}
+: >"$tmp/empty"
+printf 'hello, this is not a script at all, but long enough\n' >"$tmp/text"
+# magic and version 1, one thread, five ops announced, none there
+printf 'APREPLY1\001\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/short"
+# the same with version 2
+printf 'APREPLY1\002\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/v2"
+expect usage "usage: " "$tmp/empty"
+expect "bad descriptor" "bad descriptor 'x'" "$tmp/empty" x -1 0
+expect "bad site" "bad site 'y'" "$tmp/empty" 3 y 0
+expect "bad classes" "bad classes '5,3'" "$tmp/empty" 3 0 0 5,3
+expect "closed descriptor" "script: Bad file descriptor" "$tmp/empty" 9 -1 0
+expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
+expect "text" "not a replay script" "$tmp/text" 3 -1 0
+expect "ops missing" "not a replay script, or a damaged one|damaged replay script" "$tmp/short" 3 -1 0
+expect "version" "not a replay script" "$tmp/v2" 3 -1 0
+exit $fail

@@ -1,0 +1,204 @@
+/* Unit tests of the measured replay (report/measure.c, measure/runner.c)
+ * on synthetic traces whose allocator calls and pool hits are known by
+ * construction: the script replays every call once, a pool per site or
+ * per size class hits where it must, blocks passed between threads are
+ * replayed in order, and the median's interval is the sign test's.
+ * usage: test-measure RUNNER (allocprof-replay's path) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_measure.h"
+#include "ap_check.h"
+#include "ap_trace_writer.h"
+#include "synth.h"
+
+/* got == want, within rounding */
+#define EQ(what, got, want)                                                                 \
+	CHECK(fabs((double)(got) - (double)(want)) <= 1e-9 * fabs((double)(want)) + 1e-9,  \
+	      "%s: got %.9g, want %.9g", what, (double)(got), (double)(want))
+
+static const char *runner;
+
+/* One round per variant is enough for the counts: they do not vary. */
+static void measure(const struct ap_trace *t, const uint32_t *sites, size_t nsites,
+		    const struct ap_measure_job *jobs, size_t n, struct ap_measured *out,
+		    struct ap_run_cost *base)
+{
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, sites, nsites, NULL, 0, 0, &err);
+	if (!s) {
+		fprintf(stderr, "script: %s\n", err.msg);
+		exit(1);
+	}
+	struct ap_measure_opts o;
+	ap_measure_opts_init(&o);
+	o.runner = runner;
+	o.min_rounds = o.max_rounds = 2;
+	struct ap_run_cost rec;
+	if (ap_measure(s, jobs, n, &o, out, base, &rec, &err) < 0) {
+		fprintf(stderr, "measure: %s\n", err.msg);
+		exit(1);
+	}
+	EQ("no recorded runs without a sampler", rec.cpu_ns, 0);
+	ap_script_free(s);
+}
+
+/* One thread: 100 rounds of a 100-byte and a 10000-byte block (sites 0
+ * and 1), each freed before the next; then 50 blocks of site 0 grown
+ * from 100 to 300 bytes by realloc and freed. */
+static void test_one_thread(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2][1] = { { 0x1000 }, { 0x2000 } };
+	uint32_t st[2] = { ap_tw_stack(tw, pcs[0], 1), ap_tw_stack(tw, pcs[1], 1) };
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000, 100, st[0]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_CALLOC, 0x200000, 10000, st[1]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x200000);
+	}
+	for (int i = 0; i < 50; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x300000, 100, st[0]);
+		ap_tw_realloc(tw, 1000, ts++, 0, AP_KIND_REALLOC, 0x300000, 0x310000, 300, st[0],
+			      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
+		ap_tw_free(tw, 1000, ts++, 0, 0x310000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t sites[3] = { UINT32_MAX, 0, 1 };	/* stack 0 is no stack */
+
+	/* site 0 alone; site 1 alone; site 0 with size classes of 128 and
+	 * 512 bytes. */
+	struct ap_measure_job jobs[3] = {
+		{ .site = 0 },
+		{ .site = 1 },
+		{ .site = 0, .classes = { 128, 512 }, .nclasses = 2 },
+	};
+	struct ap_measured out[3];
+	struct ap_run_cost base;
+	measure(t, sites, 2, jobs, 3, out, &base);
+	/* 250 births, 50 reallocs, 250 frees */
+	/* 250 births, 50 reallocs, 250 frees */
+	EQ("baseline calls", base.calls, 550);
+	EQ("baseline hits", base.hits, 0);
+	/* Site 0, one pool: 150 Gets, the first misses. The first growing
+	 * object is a 100-byte one grown to 300 (a real realloc), and keeps
+	 * 300 bytes: the other 49 reallocs fit. 149 hits; left: site 0's
+	 * first malloc and that realloc, site 1's 200 calls. */
+	EQ("site 0 hits", out[0].cost.hits, 149);
+	EQ("site 0 calls", out[0].cost.calls, 202);
+	/* Site 1: 100 callocs, 99 hits (zeroed by the runner: no call), its
+	 * frees all Puts; site 0's 350 calls stay. */
+	EQ("site 1 hits", out[1].cost.hits, 99);
+	EQ("site 1 calls", out[1].cost.calls, 351);
+	/* Site 0 in classes of 128 and 512 bytes: the first phase as above
+	 * (1 miss, 99 hits, in the 128 class). The first growing object hits
+	 * (100 hits), grows to 300 (a realloc) and goes back to the 512
+	 * class, where no request of 100 looks: the other 49 miss, and each
+	 * grows by a real realloc: 1 + 1 + 49 x 2 + site 1's 200. */
+	EQ("classes hits", out[2].cost.hits, 100);
+	EQ("classes calls", out[2].cost.calls, 300);
+	for (int k = 0; k < 3; k++)
+		EQ("rounds", out[k].rounds, 2);
+	ap_trace_free(t);
+}
+
+/* Two threads: thread 1 allocates 1000 blocks, thread 2 frees each (a
+ * handoff), interleaved in time. The replay must wait for each block
+ * and end (no deadlock), with every call made once. */
+static void test_handoff(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 2;
+	h.start_ns = START;
+	h.pid = 1000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	ap_tw_thread(tw, 1001, "worker");
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t a = 0x100000 + (uint64_t)(i % 7) * 0x1000;
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, a, 64 + (uint64_t)i % 300, st);
+		ap_tw_free(tw, 1001, ts++, 1, a);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t sites[2] = { UINT32_MAX, 0 };
+	struct ap_measure_job job = { .site = 0 };
+	struct ap_measured out;
+	struct ap_run_cost base;
+	measure(t, sites, 1, &job, 1, &out, &base);
+	EQ("handoff: baseline calls", base.calls, 2000);
+	/* Every free is a Put (no call); a Get that misses mallocs, one that
+	 * hits an object too small reallocs it. How many hit depends on how
+	 * the two threads ran: the counts must add up. */
+	EQ("handoff: no free called", out.cost.calls <= 1000, 1);
+	EQ("handoff: every Get counted", out.cost.calls + out.cost.hits >= 1000, 1);
+	ap_trace_free(t);
+}
+
+static void test_interval(void)
+{
+	double lo, hi;
+	double d6[6] = { 5, 1, 3, 2, 6, 4 };
+	EQ("n=6 conf", ap_median_interval(d6, 6, &lo, &hi), 1 - 2.0 / 64);
+	EQ("n=6 lo", lo, 1);
+	EQ("n=6 hi", hi, 6);
+	double d20[20];
+	for (int i = 0; i < 20; i++)
+		d20[i] = 20 - i;
+	/* P(Bin(20, 1/2) <= 5) = 21700/2^20 <= 2.5% < P(<= 6): k = 6 */
+	EQ("n=20 conf", ap_median_interval(d20, 20, &lo, &hi), 1 - 2 * 21700.0 / 1048576);
+	EQ("n=20 lo", lo, 6);
+	EQ("n=20 hi", hi, 15);
+	double d3[3] = { 3, 1, 2 };
+	EQ("n=3 conf", ap_median_interval(d3, 3, &lo, &hi), 0.75);
+	EQ("n=3 lo", lo, 1);
+	EQ("n=3 hi", hi, 3);
+}
+
+static void test_sampled(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = 4096;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	ap_tw_alloc(tw, 1000, START + 1, 0, AP_KIND_MALLOC, 0x1000, 8192, st);
+	struct ap_trace *t = synth_finish(tw, START + 2);
+	uint32_t sites[2] = { UINT32_MAX, 0 };
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, 0, &err);
+	EQ("sampled: no script", s != NULL, 0);
+	EQ("sampled: says so", strstr(err.msg, "--all") != NULL, 1);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: test-measure RUNNER\n");
+		return 2;
+	}
+	runner = argv[1];
+	test_interval();
+	test_sampled();
+	test_one_thread();
+	test_handoff();
+	if (failures)
+		fprintf(stderr, "%d failure(s)\n", failures);
+	return failures ? 1 : 0;
+}
