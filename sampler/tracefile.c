@@ -83,7 +83,8 @@ static void trace_flock(int fd);
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
-	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	/* never through a link, never waiting on a FIFO put in its place */
+	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	struct stat st;
