@@ -71,6 +71,25 @@ static int preload_has_self(const char *v)
 	return 0;
 }
 
+/* Whether the next image can make a trace of its own next to this one's:
+ * a process that changed to another user since (a daemon dropping root
+ * between fork and exec) may no longer write in that directory. Then
+ * this image's trace passes to the next one as if it had recorded
+ * nothing (its events before exec are lost: a few, against the next
+ * image's whole life). */
+static int next_can_make(void)
+{
+	char dir[PATH_MAX];
+	size_t n = str_len(tfile.path);
+	while (n && tfile.path[n - 1] != '/')
+		n--;
+	if (!n)
+		return faccessat(AT_FDCWD, ".", W_OK | X_OK, AT_EACCESS) == 0;
+	memcpy(dir, tfile.path, n);
+	dir[n] = 0;
+	return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
 /* Whether the environment env[0..n) preloads this library. */
 static int next_profiled(char *const *env, size_t n)
 {
@@ -89,11 +108,6 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped,
 		return envp; /* vfork child or not running: touch nothing */
 	tls.guard++;
 	unsigned gen = proc.gen;
-	if (events_total()) {
-		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
-			*ended = 1;
-		gen++;
-	}
 	size_t n = 0, pre_len = 0;
 	while (envp && envp[n]) {
 		if (!strncmp(envp[n], "LD_PRELOAD=", 11))
@@ -151,8 +165,14 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped,
 	 * name past the output's, which the next image's name follows */
 	int quiet = !err_usable();
 	const char *sfx = tfile.path + str_len(tfile.base);
+	int profiled = next_profiled(env, k);
+	if (events_total() && (!profiled || next_can_make())) {
+		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
+			*ended = 1;
+		gen++;
+	}
 	int fd = tfile.fd;
-	if (!*ended && fd >= 0 && next_profiled(env, k) && fcntl(fd, F_SETFD, 0) == 0)
+	if (!*ended && fd >= 0 && profiled && fcntl(fd, F_SETFD, 0) == 0)
 		*handed = fd;
 	if (gen || quiet || *handed >= 0 || *sfx) {
 		size_t m = 0;

@@ -9,8 +9,9 @@
  *   reuse           (pid 2 of a new pid namespace) a child, then another
  *                   with the same pid, set through ns_last_pid; prints
  *                   "reused" or "not reused: why"; 1000 pairs in each
- *   dropexec        a child that sets its user to 65534 (nobody) and
- *                   execs "alloc 1000"; 10 pairs in the parent
+ *   dropexec [N]    a child that sets its user to 65534 (nobody), makes N
+ *                   pairs (default 0) and execs "alloc 1000"; 10 pairs in
+ *                   the parent
  *   touch PATH      creates PATH (the program ran) */
 #include <fcntl.h>
 #include <grp.h>
@@ -100,6 +101,7 @@ int main(int argc, char **argv)
 				perror("setuid");
 				_exit(1);
 			}
+			pairs(n);
 			execl("/proc/self/exe", argv[0], "alloc", "1000", (char *)NULL);
 			perror("exec");
 			_exit(1);
@@ -113,6 +115,6 @@ int main(int argc, char **argv)
 		int fd = open(argv[2], O_WRONLY | O_CREAT, 0644);
 		return fd < 0;
 	}
-	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | reuse | dropexec | touch PATH\n");
+	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | reuse | dropexec [N] | touch PATH\n");
 	return 2;
 }

@@ -142,6 +142,18 @@ dropuser)
 	else
 		fail "stats of the run: $(cat d.err)"
 	fi
+	# one that allocates as the other user before it execs: the next
+	# image cannot make a trace of its own there, and takes this one
+	# (the 5 allocations before exec are lost, the program's are not)
+	"$ALLOCPROF" record -q --all -o private/e.trace "$FILES" dropexec 5 >out 2>err
+	expect_eq "record exit status (allocations before exec)" "$?" 0
+	expect_eq "stderr (allocations before exec)" "$(cat err)" ""
+	if "$ALLOCPROF" stats --json private/e.trace >e.json 2>e.err; then
+		expect_eq "processes in the run (allocations before exec)" "$(jget e.json processes)" 2
+		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget e.json alloc_objects)" 1010
+	else
+		fail "stats of the run (allocations before exec): $(cat e.err)"
+	fi
 	;;
 twice)
 	# Two records given one -o: the second refuses before its program
