@@ -141,6 +141,10 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n",
 		       a->measured, plural((double)a->measured), measured_rounds(a),
 		       (unsigned long long)a->base.calls, d);
+		if (a->measure_share < 1)
+			printf("  on the first %.0f%% of the run's events (a replay takes at most %llu): "
+			       "savings scaled to the whole run\n", 100 * a->measure_share,
+			       (unsigned long long)AP_MEASURE_MAX_EVENTS);
 		if (a->measure_dropped)
 			printf("  %zu more site%s worth measuring left out: a run takes too long for "
 			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
@@ -233,6 +237,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	if (a->measured) {
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
+		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		json_object_set_new(mj, "baseline", cost_json(&a->base));
 		if (a->recorded.cpu_ns > 0)
@@ -246,6 +251,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		const struct ap_advise_site *s = &a->sites[i];
 		json_t *o = result_json(&s->r);
 		json_object_set_new(o, "site", ap_json_text(s->name));
+		json_object_set_new(o, "site_id", json_integer((json_int_t)s->site_id));
 		json_object_set_new(o, "function", ap_json_text(s->function));
 		json_object_set_new(o, "file", ap_json_text(s->file));
 		json_object_set_new(o, "line", json_integer(s->line));

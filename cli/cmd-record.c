@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ap_trace.h"
+#include "ap_trace_buffers.h"
 #include "ap_trace_compact.h"
 #include "ap_trace_encode.h"
 #include "commands.h"
@@ -53,7 +54,10 @@ static void record_usage(FILE *f)
 	      "it as it is; it is complete once that process exits.\n\n"
 	      "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to allocprof go on to\n"
 	      "PROGRAM; a program ended by a signal (Ctrl-C, timeout, SIGPIPE, a\n"
-	      "crash) leaves a complete trace of what it did until then.\n\n"
+	      "crash) leaves a complete trace of what it did until then. So does\n"
+	      "one killed by SIGKILL or ended by the exit_group system call: the\n"
+	      "sampler's buffers are a file (<trace>.buffers) that record adds to\n"
+	      "the trace once the process is gone.\n\n"
 	      "Exit status: PROGRAM's own, 128+N if it died of signal N; 1 if it\n"
 	      "could not be run (not found, not executable, statically linked,\n"
 	      "setuid or setgid: LD_PRELOAD cannot reach those) or its trace could\n"
@@ -637,8 +641,94 @@ static int wait_program(pid_t pid, int *status, const char *trace,
  * --all trace of a long run holds hundreds of millions). A trace that
  * cannot be compressed (corrupt) is left as it was and said so. `status`:
  * the wait status of the process that wrote it, if known (the program). */
+/* CLOCK_MONOTONIC (the clock of the traces' times) in ns. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The trace's records left in its buffers file (the sampler's buffers,
+ * which outlive its process: trace/ap_trace_buffers.h) appended, and the
+ * END its process could not write added: for the program, from its wait
+ * `status` and the time it ended (`end_ns`); for a process record is not
+ * the parent of (status NULL), "gone", about when its files last changed.
+ * What was done goes to *fin; a failure is said in one line. */
+static void finish_buffers(const char *path, const int *status, uint64_t end_ns,
+			   struct ap_finished *fin)
+{
+	struct ap_death how = { AP_END_GONE, false, 0, end_ns };
+	if (status && WIFSIGNALED(*status)) {
+		how.reason = AP_END_KILLED;
+		how.status_known = true;
+		how.status = (uint64_t)WTERMSIG(*status);
+	} else if (status && WIFEXITED(*status)) {
+		how.reason = AP_END_RAW_EXIT;
+		how.status_known = true;
+		how.status = (uint64_t)WEXITSTATUS(*status);
+	} else {
+		/* the later of the trace's and the buffers' last change */
+		struct stat st;
+		struct ap_buf side = AP_BUF_INIT;
+		ap_buf_addf(&side, "%s" AP_BUFFERS_SUFFIX, path);
+		struct timespec rt;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		int64_t last = 0, now = (int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec;
+		if (stat(path, &st) == 0)
+			last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+		if (stat(side.buf, &st) == 0 &&
+		    (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec > last)
+			last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+		ap_buf_release(&side);
+		uint64_t ago = last && now > last ? (uint64_t)(now - last) : 0;
+		how.end_ns = mono_ns() - (ago < mono_ns() ? ago : 0);
+	}
+	struct ap_error err;
+	if (ap_trace_finish_buffers(path, &how, fin, &err) < 0)
+		ap_die_msg("%s", err.msg);
+}
+
+/* The HEADER's malloc_owner (malloc'd), or NULL: the object whose malloc
+ * the program's calls reached instead of the sampler's. */
+static char *trace_malloc_owner(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	uint8_t h[AP_CHUNK_HDR_LEN];
+	char *owner = NULL;
+	if (pread(fd, h, sizeof(h), AP_TRACE_PREAMBLE_LEN) == (ssize_t)sizeof(h) &&
+	    ap_get_u32le(h) == AP_CHUNK_MAGIC && h[4] == AP_CHUNK_HEADER &&
+	    ap_get_u32le(h + 12) <= AP_CHUNK_MAX_PAYLOAD) {
+		uint32_t len = ap_get_u32le(h + 12);
+		uint8_t *pl = ap_xmalloc(len ? len : 1);
+		if (pread(fd, pl, len, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN) == (ssize_t)len) {
+			const uint8_t *p = pl, *end = pl + len;
+			uint64_t key, kind, v;
+			while (!owner && p < end && !ap_get_uv(&p, end, &key) &&
+			       !ap_get_uv(&p, end, &kind) && !ap_get_uv(&p, end, &v)) {
+				if (kind != AP_KV_STR)
+					continue;
+				if (v > (uint64_t)(end - p))
+					break;
+				if (key == AP_HK_MALLOC_OWNER) {
+					struct ap_buf b = AP_BUF_INIT;
+					ap_buf_add(&b, p, (size_t)v);
+					owner = ap_buf_detach(&b, NULL);
+				}
+				p += v;
+			}
+		}
+		free(pl);
+	}
+	close(fd);
+	return owner;
+}
+
 static void finish_trace(const char *path, const char *what, bool quiet,
-			 struct ap_compact_stream *stream, const int *status)
+			 struct ap_compact_stream *stream, const int *status,
+			 const struct ap_finished *fin)
 {
 	struct stat st;
 	if (stat(path, &st) < 0 || st.st_size == 0) {
@@ -655,6 +745,11 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 		ap_die_msg("%s", err.msg);
 		return;
 	}
+	char *owner = trace_malloc_owner(path);
+	if (owner)
+		ap_die_msg("%s: the program has a malloc of its own (in %s): its allocations never "
+			   "reach the sampler, and the trace does not count them", path, owner);
+	free(owner);
 	if (quiet)
 		return;
 	char trunc[160] = "";
@@ -670,9 +765,23 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	else if (!c.has_end)
 		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
 			 "sampler cannot see (SIGKILL, say)");
-	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s)\n", what, path,
+	char late[200] = "";
+	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
+		const char *how = fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
+				  : fin->reason == AP_END_RAW_EXIT
+				      ? "ended by the exit_group system call, without exit()"
+				      : "gone without an end record";
+		snprintf(late, sizeof(late), "; the process was %s: %llu chunk%s from its "
+			 "buffers, and its end", how, (unsigned long long)fin->chunks,
+			 fin->chunks == 1 ? "" : "s");
+	} else if (fin && fin->chunks) {
+		snprintf(late, sizeof(late), "; %llu chunk%s from its buffers (what it did "
+			 "after its end record)", (unsigned long long)fin->chunks,
+			 fin->chunks == 1 ? "" : "s");
+	}
+	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s%s)\n", what, path,
 		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
-		trunc[0] ? "; truncated: " : "", trunc);
+		trunc[0] ? "; truncated: " : "", trunc, late);
 }
 
 /* A trace is live while some process holds the writer's lock the sampler
@@ -772,7 +881,8 @@ static bool listed(char **names, size_t n, const char *name)
  * is gone is held by a child of that process which has not opened its
  * own trace yet: once it is released, the directory is read again for
  * that child's trace. Returns how many child traces there were. */
-static size_t finish_children(const char *output, time_t since, bool quiet, pid_t main_pid)
+static size_t finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
+			      const int *main_status, uint64_t main_end_ns)
 {
 	char **done = NULL;
 	size_t ndone = 0, done_alloc = 0;
@@ -796,10 +906,16 @@ static size_t finish_children(const char *output, time_t since, bool quiet, pid_
 			 * but may open its trace again to go on */
 			if (!live && who != main_pid && pid_alive(who) && !trace_has_end(names[i]))
 				live = true;
-			if (live)
+			if (live) {
 				say_live(names[i], "child trace", who);
-			else
-				finish_trace(names[i], "child trace", quiet, NULL, NULL);
+			} else {
+				/* an image of the program (.exec<n>) ended as the
+				 * program did; any other process unseen */
+				struct ap_finished fin;
+				finish_buffers(names[i], who == main_pid ? main_status : NULL,
+					       main_end_ns, &fin);
+				finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
+			}
 			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
 			done[ndone++] = names[i];
 		}
@@ -1096,6 +1212,7 @@ int cmd_record(int argc, char **argv)
 	int status;
 	struct ap_compact_stream *stream = NULL;
 	int wrc = wait_program(pid, &status, discard ? NULL : abs_out, &stream);
+	uint64_t end_ns = mono_ns();
 	for (size_t i = 0; i < AP_ARRAY_SIZE(forwarded); i++)
 		sigaction(forwarded[i], &old[i], NULL);
 	if (wrc < 0) {
@@ -1110,12 +1227,14 @@ int cmd_record(int argc, char **argv)
 	} else if (wait_released(output)) {
 		/* until the program's forked children have opened their own
 		 * traces they hold its trace too (trace_is_live) */
-		finish_trace(output, "wrote", o.quiet, stream, &status);
+		struct ap_finished fin;
+		finish_buffers(output, &status, end_ns, &fin);
+		finish_trace(output, "wrote", o.quiet, stream, &status, &fin);
 	} else {
 		ap_compact_stream_abandon(stream);
 		say_live(output, "trace", -1);
 	}
-	if (!discard && finish_children(output, start, o.quiet, pid) && !o.quiet)
+	if (!discard && finish_children(output, start, o.quiet, pid, &status, end_ns) && !o.quiet)
 		fprintf(stderr,
 			"allocprof: the reports read %s with its child traces as one run "
 			"(allocprof top %s); --by-process shows each process, "

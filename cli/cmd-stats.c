@@ -109,6 +109,12 @@ static const char *end_reason_name(uint64_t reason)
 		return "signal";
 	case AP_END_EXEC:
 		return "exec";
+	case AP_END_KILLED:
+		return "killed";
+	case AP_END_RAW_EXIT:
+		return "exit_group";
+	case AP_END_GONE:
+		return "gone";
 	}
 	return "unknown";
 }
@@ -137,6 +143,20 @@ static void print_end(const struct ap_trace *t)
 		break;
 	case AP_END_EXEC:
 		printf("%-18s exec (the program image was replaced)\n", "ended");
+		break;
+	case AP_END_KILLED:
+		printf("%-18s killed by signal %llu (SIG%s), which the sampler cannot catch: record "
+		       "finished the trace from its buffers (calls and bytes unknown)\n", "ended", st,
+		       st < 65 && sigabbrev_np((int)st) ? sigabbrev_np((int)st) : "?");
+		break;
+	case AP_END_RAW_EXIT:
+		printf("%-18s the exit_group system call, without exit()%s: record finished the "
+		       "trace from its buffers (calls and bytes unknown)\n", "ended", status);
+		break;
+	case AP_END_GONE:
+		printf("%-18s without an end record (SIGKILL or the exit_group system call, say): "
+		       "record finished the trace from its buffers (calls and bytes unknown)\n",
+		       "ended");
 		break;
 	default:
 		printf("%-18s reason %llu, status %llu\n", "ended",
@@ -167,7 +187,14 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	}
 	format_duration(b, sizeof(b), duration_ns(t));
 	printf("%-18s %s%s\n", "duration", b, t->has_end ? "" : " (up to the last event)");
-	if (t->rate <= 1) {
+	if (t->malloc_owner)
+		printf("%-18s the program's own malloc, in %s: these counts are not the "
+		       "program's allocations (only calls that reached the C library's malloc)\n",
+		       "allocator", t->malloc_owner);
+	if (t->rate <= 1 && t->malloc_owner) {
+		printf("%-18s every allocation the sampler saw (not the program's own allocator)\n",
+		       "sampling");
+	} else if (t->rate <= 1) {
 		printf("%-18s every allocation (exact)\n", "sampling");
 	} else {
 		ap_format_bytes(b, sizeof(b), (double)t->rate);
@@ -186,10 +213,11 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	print_end(t);
 	printf("%-18s %llu\n", "events", (unsigned long long)tot->events);
 	printf("%-18s %llu\n", "samples", (unsigned long long)tot->samples);
-	if (t->has_end) {
+	if (t->has_counts) {
 		/* the sampler counts every call, sampled or not */
-		printf("%-18s %llu (exact: every allocation call)\n", "calls",
-		       (unsigned long long)t->calls);
+		printf("%-18s %llu (exact: every allocation call%s)\n", "calls",
+		       (unsigned long long)t->calls,
+		       t->malloc_owner ? " that reached the sampler" : "");
 		ap_format_bytes(b, sizeof(b), (double)t->bytes);
 		printf("%-18s %s (exact: bytes those calls requested)\n", "bytes", b);
 	}
@@ -267,7 +295,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 			json_object_set_new(x, "command", ap_json_text(p->cmdline));
 			json_object_set_new(x, "threads", json_u64(p->nthreads));
 			json_object_set_new(x, "events", json_u64(p->events));
-			if (p->has_end) {
+			if (p->has_counts) {
 				json_object_set_new(x, "calls", json_u64(p->calls));
 				json_object_set_new(x, "bytes", json_u64(p->bytes));
 			}
@@ -294,8 +322,10 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
 						 ? json_u64(t->end_status) : json_null());
-	json_object_set_new(o, "calls", t->has_end ? json_u64(t->calls) : json_null());
-	json_object_set_new(o, "bytes", t->has_end ? json_u64(t->bytes) : json_null());
+	json_object_set_new(o, "calls", t->has_counts ? json_u64(t->calls) : json_null());
+	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
+	json_object_set_new(o, "malloc_owner",
+			    t->malloc_owner ? ap_json_text(t->malloc_owner) : json_null());
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));
 	json_object_set_new(o, "truncated_why",
 			    t->truncated ? ap_json_text(t->truncated_why) : json_null());

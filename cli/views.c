@@ -380,7 +380,7 @@ void ap_view_sampling_hint(const struct ap_trace *t)
 			 (unsigned long long)samples, samples > 1 ? "s were" : " was");
 	else
 		snprintf(what, sizeof(what), "no allocation was sampled");
-	if (!t->has_end) {
+	if (!t->has_counts) {
 		ap_die_msg("note: %s at one sample per %s on average; record with --all "
 			   "(every allocation) or a smaller --rate",
 			   what, rate);

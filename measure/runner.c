@@ -14,7 +14,8 @@
  * to the first that holds its capacity; above the last, malloc and free
  * as without a pool). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
- * calls=N hits=N`, and exits 0; or prints `allocprof-replay: why` on
+ * calls=N hits=N spin_ns=N` (cpu_ns without spin_ns, the time spent
+ * spinning on other threads), and exits 0; or prints `allocprof-replay: why` on
  * stderr and exits 1.
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
@@ -59,11 +60,15 @@ struct rthread {
 	atomic_uint waiters;
 	uint32_t idx;
 	uint64_t calls, hits;			/* allocator calls made; pool hits */
+	uint64_t spin_ns;			/* spent spinning on other threads */
 };
 
 static const struct ap_rs_header *hdr;
 static const struct ap_rs_thread *tinfo;
 static const struct ap_rs_op *ops;
+static const uint32_t *sync_n;		/* threads meeting at each barrier */
+static atomic_uint *arrived;		/* at each barrier so far; a futex word each */
+static atomic_uint *sleepers;		/* asleep at each barrier */
 static struct slot *slots;
 static struct rthread *thr;
 static long page;
@@ -123,32 +128,82 @@ static void release(void *obj, void *ctx)
 	free(obj);
 }
 
+/* Waiting for another thread is the harness's, not the allocator's: a
+ * waiter spins a little (waking from a futex costs more than most waits
+ * last), and the time it spins is taken off the run's CPU time; then it
+ * sleeps, which costs no CPU time. A wake-up can be missed (a release
+ * store and a relaxed load are not ordered): sleeps are bounded by
+ * WAIT_SLEEP_NS, so a missed one costs time, never a hang. */
+#define WAIT_SPINS 100
+#define WAIT_SLEEP_NS 200000
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_on(atomic_uint *w, unsigned val)
+{
+	struct timespec to = { 0, WAIT_SLEEP_NS };
+	syscall(SYS_futex, (unsigned *)w, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, &to, NULL, 0);
+}
+
 static void publish(struct rthread *t, uint64_t i)
 {
-	atomic_store(&t->done, i + 1);
-	if (atomic_load(&t->waiters)) {
-		atomic_fetch_add(&t->fx, 1);
+	atomic_store_explicit(&t->done, i + 1, memory_order_release);
+	if (atomic_load_explicit(&t->waiters, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&t->fx, 1, memory_order_relaxed);
 		futex(&t->fx, FUTEX_WAKE, INT_MAX);
 	}
 }
 
-static void wait_for(struct rthread *t, uint64_t i)
+/* Spins until done() or WAIT_SPINS; the spinning counts in *spin_ns.
+ * Returns whether done() came true. */
+#define SPIN_UNTIL(cond, spin_ns)                                            \
+	({                                                                   \
+		bool ok_ = false;                                            \
+		uint64_t t0_ = mono_ns();                                    \
+		for (int s_ = 0; s_ < WAIT_SPINS && !(ok_ = (cond)); s_++)   \
+			__builtin_ia32_pause();                              \
+		*(spin_ns) += mono_ns() - t0_;                               \
+		ok_;                                                         \
+	})
+
+static void wait_for(struct rthread *me, struct rthread *t, uint64_t i)
 {
-	for (int spin = 0; spin < 200; spin++) {
-		if (atomic_load_explicit(&t->done, memory_order_acquire) > i)
-			return;
-		__builtin_ia32_pause();
-	}
+	if (atomic_load_explicit(&t->done, memory_order_acquire) > i)
+		return;
+	if (SPIN_UNTIL(atomic_load_explicit(&t->done, memory_order_acquire) > i, &me->spin_ns))
+		return;
+	atomic_fetch_add(&t->waiters, 1);
 	for (;;) {
 		unsigned f = atomic_load(&t->fx);
-		atomic_fetch_add(&t->waiters, 1);
-		if (atomic_load(&t->done) > i) {
-			atomic_fetch_sub(&t->waiters, 1);
-			return;
-		}
-		futex(&t->fx, FUTEX_WAIT, f);
-		atomic_fetch_sub(&t->waiters, 1);
+		if (atomic_load_explicit(&t->done, memory_order_acquire) > i)
+			break;
+		sleep_on(&t->fx, f);
 	}
+	atomic_fetch_sub(&t->waiters, 1);
+}
+
+/* Barrier k: the last of its threads to arrive lets them all go on. */
+static void meet(struct rthread *me, uint64_t k)
+{
+	unsigned n = sync_n[k];
+	if (n <= 1)
+		return;
+	unsigned v = atomic_fetch_add(&arrived[k], 1) + 1;
+	if (v == n) {
+		if (atomic_load_explicit(&sleepers[k], memory_order_relaxed))
+			futex(&arrived[k], FUTEX_WAKE, INT_MAX);
+		return;
+	}
+	if (SPIN_UNTIL(atomic_load_explicit(&arrived[k], memory_order_acquire) >= n, &me->spin_ns))
+		return;
+	atomic_fetch_add(&sleepers[k], 1);
+	while ((v = atomic_load_explicit(&arrived[k], memory_order_acquire)) < n)
+		sleep_on(&arrived[k], v);
 }
 
 static void *thread_main(void *arg);
@@ -271,10 +326,13 @@ static void run(struct rthread *t)
 					vpool_cycle(&pools[k]);
 			break;
 		case AP_RS_WAIT:
-			wait_for(&thr[ap_rs_arg(o)], o->n);
+			wait_for(t, &thr[ap_rs_arg(o)], o->n);
 			break;
 		case AP_RS_SPAWN:
 			spawn(ap_rs_arg(o));
+			break;
+		case AP_RS_SYNC:
+			meet(t, o->n);
 			break;
 		}
 		if (o->w & AP_RS_PUBLISH)
@@ -299,7 +357,8 @@ static void check_script(uint64_t size)
 	if (size < sizeof(*hdr) || memcmp(hdr->magic, AP_RS_MAGIC, 8) || hdr->version != AP_RS_VERSION)
 		die("%s", "not a replay script of this version");
 	if (!hdr->nthreads || hdr->nthreads > AP_RS_ARG_MAX || hdr->nops > size ||
-	    ap_rs_size(hdr->nthreads, hdr->nops) != size || hdr->main_thread >= hdr->nthreads ||
+	    hdr->nsyncs > size || ap_rs_size(hdr->nthreads, hdr->nsyncs, hdr->nops) != size ||
+	    hdr->main_thread >= hdr->nthreads ||
 	    hdr->nslots > UINT32_MAX)
 		die("%s", "damaged replay script (header)");
 	uint64_t sum = 0;
@@ -336,6 +395,11 @@ static void check_script(uint64_t size)
 				/* once, by the thread the table names */
 				bad = arg >= hdr->nthreads || tinfo[arg].spawner != k || thr[arg].calls++;
 				break;
+			case AP_RS_SYNC:
+				/* as many as the barrier's table says (counted in
+				 * arrived[], then reset) */
+				bad = o->n >= hdr->nsyncs || ++arrived[o->n] > sync_n[o->n];
+				break;
 			default:
 				bad = true;
 			}
@@ -346,6 +410,11 @@ static void check_script(uint64_t size)
 		if (tinfo[k].spawner != UINT32_MAX && !thr[k].calls)
 			die("%s", "damaged replay script (a thread nobody starts)");
 		thr[k].calls = 0;
+	}
+	for (uint64_t k = 0; k < hdr->nsyncs; k++) {
+		if (arrived[k] != sync_n[k])
+			die("%s", "damaged replay script (barriers)");
+		arrived[k] = 0;
 	}
 }
 
@@ -418,14 +487,23 @@ int main(int argc, char **argv)
 	close((int)fd);
 	hdr = map;
 	tinfo = (const struct ap_rs_thread *)(hdr + 1);
-	ops = (const struct ap_rs_op *)(tinfo + hdr->nthreads);
 	if (memcmp(hdr->magic, AP_RS_MAGIC, 8) || !hdr->nthreads || hdr->nthreads > AP_RS_ARG_MAX ||
-	    (uint64_t)st.st_size < ap_rs_size(hdr->nthreads, 0))
+	    (uint64_t)st.st_size < ap_rs_size(hdr->nthreads, 0, 0))
 		die("%s", "not a replay script, or a damaged one");
 	thr = mmap(NULL, hdr->nthreads * sizeof(*thr), PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (thr == MAP_FAILED)
 		die("%s", "out of memory for the threads");
+	if (hdr->nsyncs > (uint64_t)st.st_size ||
+	    (uint64_t)st.st_size < ap_rs_size(hdr->nthreads, hdr->nsyncs, 0))
+		die("%s", "damaged replay script (header)");
+	sync_n = (const uint32_t *)(tinfo + hdr->nthreads);
+	ops = (const struct ap_rs_op *)((const char *)sync_n + ap_rs_sync_bytes(hdr->nsyncs));
+	arrived = mmap(NULL, 2 * (hdr->nsyncs ? hdr->nsyncs : 1) * sizeof(*arrived),
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	sleepers = arrived + (hdr->nsyncs ? hdr->nsyncs : 1);
+	if (arrived == MAP_FAILED)
+		die("%s", "out of memory for the barriers");
 	check_script((uint64_t)st.st_size);
 	if (site >= 0 && (uint64_t)site >= hdr->nsites)
 		die("no site '%s' in the script", argv[2]);
@@ -459,16 +537,21 @@ int main(int argc, char **argv)
 	uint64_t c1 = ns(CLOCK_PROCESS_CPUTIME_ID), w1 = ns(CLOCK_MONOTONIC);
 	getrusage(RUSAGE_SELF, &r1);
 
-	uint64_t calls = 0, hits = 0;
+	uint64_t calls = 0, hits = 0, spin = 0;
 	for (uint32_t k = 0; k < hdr->nthreads; k++) {
 		calls += thr[k].calls;
 		hits += thr[k].hits;
+		spin += thr[k].spin_ns;
 	}
+	/* The spinning is the harness's (above); it cannot exceed the CPU
+	 * time, but keep the figure sane if the clocks disagree. */
+	uint64_t cpu = c1 - c0;
+	cpu = spin < cpu ? cpu - spin : 0;
 	printf("cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld calls=%llu "
-	       "hits=%llu\n",
-	       (unsigned long long)(c1 - c0), (unsigned long long)(w1 - w0), r1.ru_minflt - r0.ru_minflt,
+	       "hits=%llu spin_ns=%llu\n",
+	       (unsigned long long)cpu, (unsigned long long)(w1 - w0), r1.ru_minflt - r0.ru_minflt,
 	       r1.ru_majflt - r0.ru_majflt, status_kb("VmHWM"), rss0, (unsigned long long)calls,
-	       (unsigned long long)hits);
+	       (unsigned long long)hits, (unsigned long long)spin);
 	fflush(stdout);
 	_exit(ferror(stdout) ? 1 : 0);
 }

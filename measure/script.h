@@ -4,9 +4,10 @@
  * runner, so that the runner's own heap holds nothing but the replayed
  * blocks.
  *
- * Layout: struct ap_rs_header, then nthreads struct ap_rs_thread, then the
- * ops of every thread, each thread's contiguous (ap_rs_thread.first is the
- * index of its first op in that array). Every field is host-endian: the
+ * Layout: struct ap_rs_header, then nthreads struct ap_rs_thread, then
+ * nsyncs uint32_t (each barrier's number of threads, padded to 8 bytes),
+ * then the ops of every thread, each thread's contiguous
+ * (ap_rs_thread.first is the index of its first op in that array). Every field is host-endian: the
  * file never leaves the machine that wrote it.
  *
  * A thread's ops run in order on one OS thread of the runner. Blocks live
@@ -14,16 +15,22 @@
  * its slot, REALLOC and FREE act on the block in theirs. Order across
  * threads is kept where it matters and nowhere else: an op whose slot was
  * last used by another thread is preceded by a WAIT for that thread's op,
- * which carries AP_RS_PUBLISH. The script is a linearization of the
- * recorded order, so every WAIT is for an op that comes before it in that
- * order and the runner cannot deadlock. */
+ * which carries AP_RS_PUBLISH. And the threads keep in step as they ran:
+ * the recorded order is cut in windows of AP_RS_WINDOW events, and a
+ * thread that has events in a window and in an earlier one meets the
+ * others that do at a barrier (SYNC) before its first op of the window,
+ * so no thread runs far ahead of the others (a producer that the
+ * program's own queue held back must not pile up blocks the consumer has
+ * not freed yet). Every wait is for ops before the waiter's place in the
+ * recorded order, so the runner cannot deadlock. */
 #ifndef AP_RS_SCRIPT_H
 #define AP_RS_SCRIPT_H
 
 #include <stdint.h>
 
 #define AP_RS_MAGIC "APREPLY1"
-#define AP_RS_VERSION 1u
+#define AP_RS_VERSION 2u
+#define AP_RS_WINDOW 256u	/* events between two barriers */
 
 enum ap_rs_type {
 	AP_RS_MALLOC = 1,	/* arg: site; slot; n: size */
@@ -34,6 +41,7 @@ enum ap_rs_type {
 	AP_RS_CYCLE = 6,	/* a cycle of the pool (the model's cycle points) */
 	AP_RS_WAIT = 7,		/* arg: thread; n: wait until that thread has done its op n */
 	AP_RS_SPAWN = 8,	/* arg: thread to start */
+	AP_RS_SYNC = 9,		/* n: the barrier to meet the others at */
 };
 
 #define AP_RS_TYPE_BITS 4u
@@ -79,13 +87,20 @@ struct ap_rs_header {
 	uint64_t nops;		/* ops of all threads */
 	uint32_t main_thread;	/* runs on the runner's main thread (the program's main) */
 	uint32_t nsites;	/* birth ops' sites are below it, or AP_RS_NOSITE */
+	uint64_t nsyncs;	/* barriers */
 };
 
-/* Bytes of a script of nthreads threads and nops ops. */
-static inline uint64_t ap_rs_size(uint32_t nthreads, uint64_t nops)
+/* Bytes of the barrier table of nsyncs barriers. */
+static inline uint64_t ap_rs_sync_bytes(uint64_t nsyncs)
+{
+	return (nsyncs * sizeof(uint32_t) + 7) & ~(uint64_t)7;
+}
+
+/* Bytes of a script of nthreads threads, nsyncs barriers and nops ops. */
+static inline uint64_t ap_rs_size(uint32_t nthreads, uint64_t nsyncs, uint64_t nops)
 {
 	return sizeof(struct ap_rs_header) + (uint64_t)nthreads * sizeof(struct ap_rs_thread) +
-	       nops * sizeof(struct ap_rs_op);
+	       ap_rs_sync_bytes(nsyncs) + nops * sizeof(struct ap_rs_op);
 }
 
 #endif

@@ -7,10 +7,6 @@
 
 #include "advise-int.h"
 
-/* A measured replay builds its script in memory (16 bytes an op) and
- * replays the whole run per variant and round: beyond this many events it
- * takes too long to be the default. */
-#define MEASURE_MAX_EVENTS (32u << 20)
 
 struct cand {
 	size_t i;
@@ -77,7 +73,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	uint64_t count = 0;
 	double *cyc = ap_advise_cycles(t, o, &ncyc, &count);
 	struct ap_script *sc = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
-					       MEASURE_MAX_EVENTS, &err);
+					       AP_MEASURE_MAX_EVENTS, &err);
 	free(cyc);
 	/* A replay stopped by ap_events_stop made a script of part of the run. */
 	if (sc && __atomic_load_n(&t->events_stop, __ATOMIC_RELAXED)) {
@@ -91,6 +87,9 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		return;
 	}
 	a->script_ops = ap_script_ops(sc);
+	/* A long run is measured on its first AP_MEASURE_MAX_EVENTS events: the
+	 * saving is scaled to the whole run, and said so. */
+	a->measure_share = t->nev ? (double)ap_script_events(sc) / (double)t->nev : 1;
 	struct ap_measure_job *jobs = ap_xcalloc(nc, sizeof(*jobs));
 	struct ap_measured *out = ap_xcalloc(nc, sizeof(*out));
 	for (size_t k = 0; k < nc; k++) {
@@ -121,10 +120,18 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			}
 			s->measured = true;
 			s->m = out[k];
+			if (a->measure_share > 0 && a->measure_share < 1) {
+				s->m.saved_ns /= a->measure_share;
+				s->m.low_ns /= a->measure_share;
+				s->m.high_ns /= a->measure_share;
+			}
 			a->measured++;
 		}
-		if (a->program_cpu_ns && a->recorded.cpu_ns > a->base.cpu_ns) {
-			double est = (double)a->program_cpu_ns - (a->recorded.cpu_ns - a->base.cpu_ns);
+		if (a->program_cpu_ns && a->recorded.cpu_ns > 0) {
+			/* Recording measured as costing nothing (noise) takes
+			 * nothing off. */
+			double cost = a->recorded.cpu_ns > a->base.cpu_ns ? a->recorded.cpu_ns - a->base.cpu_ns : 0;
+			double est = (double)a->program_cpu_ns - cost;
 			a->program_cpu_est_ns = (uint64_t)(est > a->base.cpu_ns ? est : a->base.cpu_ns);
 		}
 		for (size_t k = 0; k < nc; k++)

@@ -258,6 +258,9 @@ struct ap_advice {
 	struct ap_run_cost recorded;
 	uint64_t program_cpu_est_ns;
 	uint64_t script_ops;
+	/* The share of the trace's events the replay ran (the first ones):
+	 * below 1, the savings are scaled up from it. */
+	double measure_share;
 	double measure_wall_ns;
 	char measure_why[256];
 };
@@ -288,6 +291,11 @@ void ap_advice_free(struct ap_advice *a);
  * caller frees the array. */
 double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
 			 size_t *n, uint64_t *count);
+
+/* A measured replay builds its script in memory (16 bytes an op) and
+ * replays it per variant and round: a longer run is measured on its first
+ * this many events. */
+#define AP_MEASURE_MAX_EVENTS (UINT64_C(32) << 20)
 
 /* Measures, with the measured replay (ap_measure.h), the sites of `a` the
  * model ranks worth measuring (at most max_sites: a pool the model says

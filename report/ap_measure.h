@@ -28,9 +28,11 @@ struct ap_script;
 /* Builds the script of t's events: site_of_stack (t->nstacks entries,
  * UINT32_MAX for none) names each birth's site; cycles (ascending
  * positions in the merged stream, as ap_advise_cycles gives them) are
- * where the pool cycles. Returns NULL with err set when t is sampled (a
- * sampled trace does not hold the sequence) or has more than max_events
- * events (0: no limit). */
+ * where the pool cycles. With more than max_events events (0: no limit),
+ * the script is of the first max_events (ap_script_events says how
+ * many). Returns NULL with err set when t is sampled (a sampled trace
+ * does not hold the sequence), or when its replay would need more than
+ * half the memory available. */
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
 				  size_t nsites, const double *cycles, size_t ncycles,
 				  uint64_t max_events, struct ap_error *err);
@@ -38,6 +40,7 @@ void ap_script_free(struct ap_script *s);
 /* Ops in the script, and its size in bytes. */
 uint64_t ap_script_ops(const struct ap_script *s);
 uint64_t ap_script_bytes(const struct ap_script *s);
+uint64_t ap_script_events(const struct ap_script *s);
 
 /* One measured variant: the site whose objects the pool serves, and the
  * pool's cap (0: none). */

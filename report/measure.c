@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@ struct sthread {
 	size_t n, alloc;
 	uint32_t spawner;
 	bool started;
+	uint64_t window;	/* the window of its last event */
 	uint32_t *free_slots;	/* slots this thread freed: its next births reuse them */
 	size_t nfree, free_alloc;
 };
@@ -49,10 +52,15 @@ struct builder {
 	uint32_t prev, main_thread;
 	bool any;
 	uint64_t live, peak;	/* bytes the replay holds, now and at most */
+	uint32_t *sync;		/* threads meeting at each barrier */
+	size_t nsync, sync_alloc;
+	uint64_t limit;		/* events replayed: the first `limit` */
+	bool cut;		/* past them */
 };
 
 struct ap_script {
 	int fd;
+	uint64_t events;	/* the trace's events it replays (the first ones) */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 };
@@ -70,6 +78,10 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 {
 	struct builder *b = ctx;
 	uint32_t th = e->thread;
+	if (i >= b->limit) {
+		b->cut = true;
+		return;
+	}
 	/* The cycles that fall before this event (a position p lies after
 	 * event floor(p)). */
 	while (b->ci < b->ncyc && b->cyc[b->ci] < (double)i) {
@@ -77,6 +89,17 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 		b->ci++;
 	}
 	struct sthread *s = &b->th[th];
+	uint64_t w = i / AP_RS_WINDOW;
+	if (s->started && s->window < w) {
+		/* The first event of a window after one with events: meet the
+		 * threads that do the same at the window's barrier. */
+		AP_ALLOC_GROW(b->sync, (size_t)w + 1, b->sync_alloc);
+		while (b->nsync <= w)
+			b->sync[b->nsync++] = 0;
+		b->sync[w]++;
+		emit(b, th, ap_rs_word(AP_RS_SYNC, 0), 0, w);
+	}
+	s->window = w;
 	if (!s->started) {
 		s->started = true;
 		/* Started by the thread of the event before its first: the
@@ -110,6 +133,8 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 {
 	(void)i;
 	struct builder *b = ctx;
+	if (b->cut)
+		return;
 	struct sthread *s = &b->th[e->thread];
 	uint32_t slot = s->nfree ? s->free_slots[--s->nfree] : (uint32_t)b->nslots++;
 	uint32_t site = AP_RS_NOSITE;
@@ -132,6 +157,8 @@ static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 {
 	(void)i;
 	struct builder *b = ctx;
+	if (b->cut)
+		return;
 	struct sobj *o = b_obj(b, blk->obj);
 	b->live += blk->size - old->size;
 	if (b->live > b->peak)
@@ -145,6 +172,8 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 {
 	(void)i;
 	struct builder *b = ctx;
+	if (b->cut)
+		return;
 	struct sobj *o = b_obj(b, blk->obj);
 	b_after(b, o, e->thread);
 	emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
@@ -213,14 +242,10 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		ap_error_set(err, "too many threads to replay (%zu)", t->nthreads);
 		return NULL;
 	}
-	if (max_events && t->nev > max_events) {
-		ap_error_set(err, "%zu events, more than the %llu a measured replay takes", t->nev,
-			     (unsigned long long)max_events);
-		return NULL;
-	}
 	struct ap_script *s = NULL;
 	struct builder b = { .t = t, .site_of_stack = site_of_stack, .nsites = nsites,
-			     .cyc = cycles, .ncyc = ncycles };
+			     .cyc = cycles, .ncyc = ncycles,
+			     .limit = max_events && t->nev > max_events ? max_events : t->nev };
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
 	for (size_t k = 0; k < t->nthreads; k++)
 		b.th[k].spawner = UINT32_MAX;
@@ -252,6 +277,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	}
 	struct ap_rs_header h = { .version = AP_RS_VERSION, .nthreads = (uint32_t)t->nthreads,
 				  .nslots = b.nslots, .nops = b.nops, .main_thread = b.main_thread,
+				  .nsyncs = b.nsync,
 				  .nsites = (uint32_t)(nsites < AP_RS_NOSITE ? nsites : AP_RS_NOSITE) };
 	memcpy(h.magic, AP_RS_MAGIC, 8);
 	int rc = write_all(fd, &h, sizeof(h));
@@ -263,6 +289,12 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		first += b.th[k].n;
 		rc = write_all(fd, &ti, sizeof(ti));
 	}
+	if (!rc && b.nsync) {
+		uint64_t pad = 0, n = b.nsync * sizeof(*b.sync);
+		rc = write_all(fd, b.sync, n);
+		if (!rc && ap_rs_sync_bytes(b.nsync) > n)
+			rc = write_all(fd, &pad, ap_rs_sync_bytes(b.nsync) - n);
+	}
 	for (size_t k = 0; k < t->nthreads && !rc; k++)
 		rc = write_all(fd, b.th[k].v, b.th[k].n * sizeof(*b.th[k].v));
 	if (rc) {
@@ -270,10 +302,23 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		close(fd);
 		goto out;
 	}
+	/* For looking at a replay by hand: allocprof-replay 3 SITE CAP 3<FILE */
+	const char *keep = getenv("ALLOCPROF_KEEP_SCRIPT");
+	if (keep && *keep) {
+		int kfd = open(keep, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		off_t off = 0;
+		struct stat st;
+		if (kfd >= 0 && fstat(fd, &st) == 0)
+			while (off < st.st_size && sendfile(kfd, fd, &off, (size_t)(st.st_size - off)) > 0)
+				;
+		if (kfd >= 0)
+			close(kfd);
+	}
 	s = ap_xcalloc(1, sizeof(*s));
 	s->fd = fd;
+	s->events = b.limit;
 	s->ops = b.nops;
-	s->bytes = ap_rs_size(h.nthreads, b.nops);
+	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
 out:
 	for (size_t k = 0; k < t->nthreads; k++) {
@@ -282,6 +327,7 @@ out:
 	}
 	free(b.th);
 	free(b.obj);
+	free(b.sync);
 	return s;
 }
 
@@ -296,6 +342,11 @@ void ap_script_free(struct ap_script *s)
 uint64_t ap_script_ops(const struct ap_script *s)
 {
 	return s->ops;
+}
+
+uint64_t ap_script_events(const struct ap_script *s)
+{
+	return s->events;
 }
 
 uint64_t ap_script_bytes(const struct ap_script *s)

@@ -96,6 +96,42 @@ void *must_sym(const char *name)
 	return p;
 }
 
+/* A program that defines malloc itself (an allocator linked in
+ * statically, a shim over mmap) comes before this library in the symbol
+ * lookup: its calls never reach the sampler, and a trace of none of its
+ * allocations must not pass for an exact one. The object whose malloc,
+ * free, calloc or realloc the program's calls reach, when it is not this
+ * library; "" if it is. */
+static char owner[PATH_MAX];
+
+const char *malloc_owner(void)
+{
+	return owner[0] ? owner : NULL;
+}
+
+void malloc_owner_find(void)
+{
+	static const char *const names[] = { "malloc", "free", "calloc", "realloc" };
+	owner[0] = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *p = dlsym(RTLD_DEFAULT, names[i]);
+		Dl_info di;
+		if (!p || !dladdr(p, &di) || di.dli_fbase == (void *)__ehdr_start)
+			continue;
+		size_t n = di.dli_fname ? str_len(di.dli_fname) : 0;
+		if (n && n < sizeof(owner) && di.dli_fname[0] == '/') {
+			memcpy(owner, di.dli_fname, n + 1);
+		} else { /* the program: argv[0] in the link map, or no name */
+			ssize_t k = readlink("/proc/self/exe", owner, sizeof(owner) - 1);
+			if (k <= 0)
+				memcpy(owner, "the program", sizeof("the program"));
+			else
+				owner[k] = 0;
+		}
+		return;
+	}
+}
+
 void resolve(void)
 {
 	if (real_malloc != boot_malloc)

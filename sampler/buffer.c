@@ -4,7 +4,9 @@
  * buffers are written as chunks when full, when old, at thread exit and
  * in flush_all, the META chunk always first. The owner/flusher protocol
  * that lets the owner append without an atomic instruction is described
- * at own_enter. */
+ * at own_enter. Under `allocprof record` every buffer is a slot of the
+ * buffers file (trace/ap_trace_buffers.h), mapped shared: what a process
+ * recorded and had not written when it died is there for record. */
 #include "sampler-int.h"
 
 static double tsc_per_ns;	/* 0: read the clock on every event */
@@ -94,22 +96,263 @@ void tsc_calibrate(void)
 	tsc_per_ns = r > 0.05 && r < 100 ? r : 0;
 }
 
+/* ---- the buffers file -------------------------------------------------
+ *
+ * A process recorded by `allocprof record` keeps its buffers in
+ * `<trace>.buffers`, mapped MAP_SHARED: the pages outlive the process,
+ * whatever ends it (SIGKILL, an exit_group system call past exit(), a
+ * flush a fatal signal gave up on, the frees glibc makes after END), and
+ * record, once the process is gone, writes the whole records each buffer
+ * holds as the trace's last chunks (trace/buffers.c). A buffer's length
+ * is published after each record (slot_publish: one store), and a chunk
+ * written to the trace first empties its buffer, then moves the slot's
+ * index on: a buffer whose chunk is in the file is either empty or names
+ * a chunk the file already has. The bytes of a buffer are written (zeros)
+ * before the program's stores can reach them, so that the file system has
+ * set their room aside (a full disk never becomes a SIGBUS in the
+ * program); fallocate would do that too, but freeing allocated blocks
+ * made removing the file cost milliseconds, which written pages not yet
+ * on disk do not. A thread's slot is written whole (68 KiB); the META
+ * slot (1 MiB, mostly unused) META_STEP at a time as its records grow
+ * (meta_reserve). A slot the file cannot give is private memory (not
+ * durable, as before). Without record (the separate ALLOCPROF_*
+ * variables) every slot is private memory. */
+static char bufs_path[PATH_MAX];
+static int bufs_on;		/* slots come from the file */
+static uint64_t bufs_end;	/* its bytes so far (threads.lock) */
+static struct ap_buffers_head *bufs_head;
+#define META_STEP (64u << 10)
+static uint64_t meta_off;	/* the META slot's offset in the file (0: private) */
+static size_t meta_room;	/* META payload bytes set aside (meta.lock) */
+
+static size_t page_up(size_t n)
+{
+	return (n + AP_BUFFERS_PAGE - 1) & ~(size_t)(AP_BUFFERS_PAGE - 1);
+}
+
+/* [off, off + n) of fd written with zeros (from a mapping of the zero
+ * page: no memory of ours), unless the program's RLIMIT_FSIZE is in the
+ * way of `end`: past it the kernel would send the program SIGXFSZ. */
+static int reserve(int fd, uint64_t off, size_t n, uint64_t end)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 ||
+	    (rl.rlim_cur != RLIM_INFINITY && end > (uint64_t)rl.rlim_cur))
+		return -1;
+	void *z = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (z == MAP_FAILED)
+		return -1;
+	ssize_t w = pwrite(fd, z, n, (off_t)off);
+	munmap(z, n);
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+/* A slot of `size` bytes for a buffer of `type`, at `at` (a slot being
+ * replaced: MAP_FIXED) or anywhere; its header filled in. NULL if there
+ * is no memory at all. */
+static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
+{
+	int fixed = at ? MAP_FIXED : 0;
+	void *p = MAP_FAILED;
+	size_t now = type == AP_CHUNK_META ? META_STEP : size; /* set aside now */
+	if (type == AP_CHUNK_META) {
+		meta_off = 0;
+		meta_room = META_BUF_SIZE;
+	}
+	if (bufs_on) {
+		int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0) {
+			if (reserve(fd, bufs_end, now, bufs_end + size) == 0 &&
+			    (now == size || ftruncate(fd, (off_t)(bufs_end + size)) == 0)) {
+				p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd,
+					 (off_t)bufs_end);
+				if (p != MAP_FAILED && type == AP_CHUNK_META) {
+					meta_off = bufs_end;
+					meta_room = now - AP_SLOT_HDR - AP_CHUNK_HDR_LEN;
+				}
+				if (p != MAP_FAILED)
+					bufs_end += size;
+			}
+			sys_close(fd);
+		}
+	}
+	if (p == MAP_FAILED)
+		p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | fixed, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	struct ap_slot *sl = p;
+	sl->type = type;
+	sl->size = (uint32_t)size;
+	sl->len = AP_CHUNK_HDR_LEN;
+	__atomic_store_n(&sl->magic, AP_SLOT_MAGIC, __ATOMIC_RELEASE);
+	return sl;
+}
+
+/* The buffers file of tfile.path, made anew (a file of that name is an
+ * earlier image's or run's); bufs_on if it could be made. */
+static void bufs_create(void)
+{
+	bufs_on = 0;
+	bufs_end = 0;
+	bufs_head = NULL;
+	size_t n = str_len(tfile.path);
+	if (!cfg_from_record() || n + sizeof(AP_BUFFERS_SUFFIX) > sizeof(bufs_path))
+		return;
+	struct stat st;
+	if (stat(tfile.path, &st) == 0 && S_ISCHR(st.st_mode))
+		return; /* -o /dev/null: nothing to finish */
+	memcpy(bufs_path, tfile.path, n);
+	memcpy(bufs_path + n, AP_BUFFERS_SUFFIX, sizeof(AP_BUFFERS_SUFFIX));
+	/* an earlier image's or run's buffers go; a file of another kind is
+	 * not ours to remove (then O_EXCL fails, and the buffers are private) */
+	if (lstat(bufs_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size) {
+		char magic[sizeof(bufs_head->magic)] = { 0 };
+		int old = open(bufs_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (old >= 0) {
+			if (read(old, magic, sizeof(magic)) < 0)
+				magic[0] = 0;
+			sys_close(old);
+		}
+		if (!memcmp(magic, AP_BUFFERS_MAGIC, sizeof(magic)))
+			unlink(bufs_path);
+	} else if (lstat(bufs_path, &st) == 0 && (S_ISLNK(st.st_mode) || S_ISREG(st.st_mode))) {
+		unlink(bufs_path); /* empty, or a link: nobody's data */
+	}
+	int fd = open(bufs_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	void *h = MAP_FAILED;
+	if (reserve(fd, 0, AP_BUFFERS_PAGE, AP_BUFFERS_PAGE) == 0)
+		h = mmap(NULL, AP_BUFFERS_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	sys_close(fd);
+	if (h == MAP_FAILED) {
+		unlink(bufs_path);
+		return;
+	}
+	bufs_head = h;
+	memcpy(bufs_head->magic, AP_BUFFERS_MAGIC, sizeof(bufs_head->magic));
+	bufs_head->version = AP_BUFFERS_VERSION;
+	bufs_head->pid = (uint32_t)proc.pid;
+	bufs_end = AP_BUFFERS_PAGE;
+	bufs_on = 1;
+}
+
+/* Whether the buffers outlive the process (record finishes them). */
+int buffers_durable(void)
+{
+	return bufs_on;
+}
+
+/* The trace could not be opened: no buffers file either. */
+void buffers_abandon(void)
+{
+	if (bufs_on)
+		unlink(bufs_path);
+	bufs_on = 0;
+}
+
+/* The trace stopped (a write failed): what the buffers hold must not be
+ * added after the chunk that was lost. */
+void buffers_stop(void)
+{
+	if (bufs_head)
+		__atomic_store_n(&bufs_head->stopped, 1, __ATOMIC_RELEASE);
+}
+
+#define THR_SLOT_SIZE page_up(AP_SLOT_HDR + THR_BUF_SIZE)
+#define META_SLOT_SIZE page_up(AP_SLOT_HDR + AP_CHUNK_HDR_LEN + META_BUF_SIZE)
+
+/* The slot's tid, stream and index, from its buffer's. */
+static void slot_sync(struct ap_thr *b)
+{
+	struct ap_slot *sl = slot_of(b->buf);
+	sl->tid = b->tid;
+	sl->stream = b->stream;
+	__atomic_store_n(&sl->index, b->nchunks, __ATOMIC_RELEASE);
+}
+
+/* At start (ap_init): the buffers file, the META buffer and the shared
+ * fallback buffer. -1 if memory ran out. */
+int buffers_init(void)
+{
+	bufs_create();
+	struct ap_slot *m = slot_map(AP_CHUNK_META, META_SLOT_SIZE, NULL);
+	struct ap_slot *f = slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, NULL);
+	void *ring = map_mem(RING_SIZE * sizeof(struct ap_ring_ent));
+	if (!m || !f || !ring)
+		return -1;
+	meta.buf = (uint8_t *)m + AP_SLOT_HDR;
+	threads.fallback.buf = (uint8_t *)f + AP_SLOT_HDR;
+	threads.fallback.ring.ent = ring;
+	return 0;
+}
+
+/* A forked child: its buffers are still the parent's slots, which it
+ * must never write. Each becomes a slot of the child's own buffers file
+ * (tfile.path is the child's trace by now) when it records, private
+ * memory when not (recording nothing). Contents start over. */
+void buffers_detach(void)
+{
+	if (!meta.buf)
+		return;
+	if (bufs_head)
+		munmap(bufs_head, AP_BUFFERS_PAGE);
+	if (__atomic_load_n(&proc.state, __ATOMIC_RELAXED) == AP_ON && !settings.no_children)
+		bufs_create();
+	else
+		bufs_on = 0, bufs_head = NULL;
+	slot_map(AP_CHUNK_META, META_SLOT_SIZE, slot_of(meta.buf));
+	slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, slot_of(threads.fallback.buf));
+	for (struct ap_thr *b = threads.all; b; b = b->next)
+		slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, slot_of(b->buf));
+}
+
 /* Writes out the pending META records; meta.lock held. */
 static void meta_flush_locked(void)
 {
-	if (!meta.len || tfile.fd < 0)
+	if (!meta.len || tfile.fd < 0) {
+		if (tfile.fd < 0)
+			buffers_stop();
 		return;
+	}
 	uint8_t *payload = meta.buf + AP_CHUNK_HDR_LEN;
 	ap_chunk_header(meta.buf, AP_CHUNK_META, tls.tid, AP_STREAM_META, meta.nchunks++, payload,
 			(uint32_t)meta.len);
 	trace_write_data(meta.buf, AP_CHUNK_HDR_LEN + meta.len);
 	meta.len = 0;
+	/* empty first, then the index on (see above) */
+	slot_publish(meta.buf, AP_CHUNK_HDR_LEN);
+	__atomic_store_n(&slot_of(meta.buf)->index, meta.nchunks, __ATOMIC_RELEASE);
+	if (tfile.fd < 0)
+		buffers_stop();
+}
+
+/* The META slot's room set aside grown to `want` payload bytes, if the
+ * file gives it (meta.lock held). */
+static void meta_grow(size_t want)
+{
+	if (!meta_off || !bufs_on)
+		return;
+	int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	while (meta_room < want && meta_room < META_BUF_SIZE) {
+		uint64_t at = meta_off + AP_SLOT_HDR + AP_CHUNK_HDR_LEN + meta_room;
+		size_t n = META_BUF_SIZE - meta_room < META_STEP ? META_BUF_SIZE - meta_room
+								 : META_STEP;
+		if (reserve(fd, at, n, at + n) < 0)
+			break;
+		meta_room += n;
+	}
+	sys_close(fd);
 }
 
 /* Room for n bytes of META records; meta.lock held. */
 uint8_t *meta_reserve(size_t n)
 {
-	if (meta.len + n > META_BUF_SIZE)
+	if (meta.len + n > meta_room)
+		meta_grow(meta.len + n);
+	if (meta.len + n > meta_room)
 		meta_flush_locked();
 	return meta.buf + AP_CHUNK_HDR_LEN + meta.len;
 }
@@ -133,7 +376,7 @@ void meta_thread(uint32_t tid)
 		got--;
 	lk_lock(&meta.lock);
 	uint8_t *p = meta_reserve(AP_META_THREAD_MAX(sizeof(name)));
-	meta.len += ap_put_thread(p, tid, name, (size_t)got);
+	meta_commit(ap_put_thread(p, tid, name, (size_t)got));
 	lk_unlock(&meta.lock);
 }
 
@@ -144,7 +387,10 @@ void meta_thread(uint32_t tid)
 static void thr_flush_locked(struct ap_thr *b)
 {
 	if (b->len <= EV_HDR || tfile.fd < 0) {
+		if (tfile.fd < 0)
+			buffers_stop();
 		b->len = EV_HDR;
+		slot_publish(b->buf, EV_HDR);
 		return;
 	}
 	if (tfile.in_signal) {
@@ -159,12 +405,18 @@ static void thr_flush_locked(struct ap_thr *b)
 	lk_unlock(&meta.lock);
 	/* One stream per buffer: its chunks are written in order, under its
 	 * lock, whichever thread it serves (docs/trace-format.md, "Streams") */
-	if (!b->stream)
+	if (!b->stream) {
 		b->stream = __atomic_add_fetch(&threads.nstreams, 1, __ATOMIC_RELAXED);
+		slot_sync(b); /* before the chunk can be in the file */
+	}
 	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->stream, b->nchunks++,
 			b->buf + AP_CHUNK_HDR_LEN, (uint32_t)(b->len - AP_CHUNK_HDR_LEN));
 	trace_write_data(b->buf, b->len);
 	b->len = EV_HDR;
+	slot_publish(b->buf, EV_HDR); /* empty first, then the index on */
+	slot_sync(b);
+	if (tfile.fd < 0)
+		buffers_stop();
 }
 
 /* The current quantum, from the clock only when the TSC deadline passed. */
@@ -203,6 +455,7 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 	    (q != b->enc.q && (q - b->q0) * settings.quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
 		b->tid = t->tid;
+		slot_of(b->buf)->tid = t->tid;
 	}
 	uint8_t *p = b->buf + b->len;
 	if (b->len == EV_HDR) {
@@ -217,6 +470,7 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
 	p += ap_enc_event_ring(&b->enc, &b->ring, p, &r);
 	b->len = (size_t)(p - b->buf);
+	slot_publish(b->buf, b->len);
 	b->events++;
 	own_leave(b, locked);
 }
@@ -229,12 +483,16 @@ static struct ap_thr *thr_new(void)
 		return b;
 	}
 	size_t hdr = (sizeof(struct ap_thr) + 63) & ~(size_t)63;
-	uint8_t *mem = map_mem(hdr + THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
-	if (!mem)
+	uint8_t *mem = map_mem(hdr + RING_SIZE * sizeof(struct ap_ring_ent));
+	struct ap_slot *sl = mem ? slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, NULL) : NULL;
+	if (!sl) {
+		if (mem)
+			munmap(mem, hdr + RING_SIZE * sizeof(struct ap_ring_ent));
 		return NULL;
+	}
 	b = (struct ap_thr *)mem;
-	b->buf = mem + hdr;
-	b->ring.ent = (struct ap_ring_ent *)(mem + hdr + THR_BUF_SIZE);
+	b->buf = (uint8_t *)sl + AP_SLOT_HDR;
+	b->ring.ent = (struct ap_ring_ent *)(mem + hdr);
 	b->next = threads.all;
 	threads.all = b;
 	return b;
@@ -260,6 +518,8 @@ void thr_register(struct ap_tls *t)
 		b->len = EV_HDR;
 		b->events = 0;
 		b->lock = b->busy = b->claim = 0;
+		slot_publish(b->buf, EV_HDR);
+		slot_sync(b);
 		__atomic_store_n(&b->live, 1, __ATOMIC_RELEASE);
 	}
 	lk_unlock(&threads.lock);
@@ -287,6 +547,7 @@ void buffers_forget(struct ap_tls *t)
 		b->len = EV_HDR;
 		b->events = 0;
 		b->stream = b->nchunks = 0; /* a new file: its streams start over */
+		slot_sync(b);
 		if (b == t->thr)
 			continue;
 		b->live = 0;
@@ -298,13 +559,17 @@ void buffers_forget(struct ap_tls *t)
 		t->thr->tid = t->tid;
 		t->thr->sc_epoch++; /* the cached ids are the parent's */
 	}
+	if (t->thr && t->thr != &threads.dead)
+		slot_sync(t->thr); /* (its new tid) */
 	threads.fallback.len = EV_HDR;
 	threads.fallback.events = 0;
 	threads.fallback.stream = threads.fallback.nchunks = 0;
+	slot_sync(&threads.fallback);
 	threads.nstreams = 0;
 	threads.exited_calls = threads.exited_consumed = 0;
 	meta.len = 0;
 	meta.nchunks = 0;
+	slot_of(meta.buf)->index = 0;
 }
 
 /* pthread key destructor: the thread is exiting. */

@@ -41,6 +41,13 @@ void cfg_load(void)
 	cfg_combined = 1;
 }
 
+/* Whether the settings came from `allocprof record` (ALLOCPROF): then
+ * record finishes the buffers file after the process (buffer.c). */
+int cfg_from_record(void)
+{
+	return cfg_combined;
+}
+
 const char *cfg(int which)
 {
 	if (!cfg_combined)

@@ -172,8 +172,13 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped,
 		gen++;
 	}
 	int fd = tfile.fd;
-	if (!*ended && fd >= 0 && profiled && fcntl(fd, F_SETFD, 0) == 0)
+	if (!*ended && fd >= 0 && profiled && fcntl(fd, F_SETFD, 0) == 0) {
 		*handed = fd;
+		/* what this image's buffers hold goes with it: the next
+		 * image writes the trace from the start */
+		buffers_stop();
+		buffers_abandon();
+	}
 	if (gen || quiet || *handed >= 0 || *sfx) {
 		size_t m = 0;
 		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);

@@ -54,7 +54,13 @@ static void ap_last(void *unused)
 {
 	(void)unused;
 	tls.guard++;
-	end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
+	/* glibc frees its blocks of exit handlers (beyond the first 32)
+	 * after the handlers ran, this one too: with buffers that outlive
+	 * the process, recording goes on, and record adds what comes after
+	 * END (its copy then ends the trace) */
+	if (end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0) == 0 &&
+	    buffers_durable())
+		__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
 	tls.guard--;
 }
 
@@ -135,6 +141,7 @@ static void fork_child_body(struct ap_tls *t)
 	t->tid = sys_gettid();
 	t->pid = (uint32_t)proc.pid;
 	if (!was_on) {
+		buffers_detach(); /* the parent's slots are not ours to write */
 		t->guard--;
 		return;
 	}
@@ -144,6 +151,7 @@ static void fork_child_body(struct ap_tls *t)
 	int parent_fd = tfile.fd;
 	tfile.fd = -1;
 	if (settings.no_children) {
+		buffers_detach();
 		if (parent_fd >= 0)
 			sys_close(parent_fd);
 		proc.state = AP_DISABLED;
@@ -154,8 +162,11 @@ static void fork_child_body(struct ap_tls *t)
 	memcpy(parent, tfile.path, sizeof(parent));
 	proc.gen = 0;
 	make_path(tfile.path, 0);
+	/* the trace's name is final before the buffers file takes it */
+	int fd = base_is_device() ? -1 : trace_create(tfile.path);
 
 	/* Clean state: other threads are gone, their buffers are dropped. */
+	buffers_detach();
 	buffers_forget(t);
 	tfile.chunks = 0;
 	stacks_forget();
@@ -165,7 +176,8 @@ static void fork_child_body(struct ap_tls *t)
 	t->consumed = 0;
 	t->interval = t->countdown;
 
-	if (open_trace(parent, -1) < 0) {
+	if (open_trace(parent, fd) < 0) {
+		buffers_abandon();
 		proc.state = AP_DISABLED;
 	} else if (t->thr && t->thr != &threads.dead) {
 		meta_thread(t->tid);
@@ -328,15 +340,17 @@ __attribute__((constructor(101))) static void ap_init(void)
 		}
 	}
 	trace_mode_init();
+	/* the trace's name is final before the buffers file takes it */
+	int fd = have_em && em.pid == (uint64_t)proc.pid && em.fd >= 0 ? em.fd
+		 : base_is_device()					   ? -1
+									   : trace_create(tfile.path);
 
-	meta.buf = map_mem(AP_CHUNK_HDR_LEN + META_BUF_SIZE);
-	threads.fallback.buf = map_mem(THR_BUF_SIZE + RING_SIZE * sizeof(struct ap_ring_ent));
+	malloc_owner_find();
+	int have_bufs = buffers_init() == 0;
 	int have_mods = modules_init() == 0;
 	tracked_set.cap = 4096;
 	tracked_set.tab = map_mem(tracked_set.cap * sizeof(uint64_t));
-	if (threads.fallback.buf)
-		threads.fallback.ring.ent = (struct ap_ring_ent *)(threads.fallback.buf + THR_BUF_SIZE);
-	if (!meta.buf || !threads.fallback.buf || !have_mods || !tracked_set.tab ||
+	if (!have_bufs || !have_mods || !tracked_set.tab ||
 	    pthread_key_create(&threads.key, thr_exit) != 0) {
 		say(tfile.path, "out of memory: profiling disabled");
 		goto off;
@@ -345,8 +359,10 @@ __attribute__((constructor(101))) static void ap_init(void)
 	threads.fallback.live = 0;
 	unwinder_load();
 	asym_register();
-	if (open_trace(parent, em.pid == (uint64_t)proc.pid ? em.fd : -1) < 0)
+	if (open_trace(parent, fd) < 0) {
+		buffers_abandon();
 		goto off;
+	}
 	modules_snapshot();
 	if (settings.all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));

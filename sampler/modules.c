@@ -163,7 +163,7 @@ void modules_snapshot(void)
 			continue;
 		uint8_t *p = meta_reserve(sm->rec_len);
 		memcpy(p, sm + 1, sm->rec_len);
-		meta.len += sm->rec_len;
+		meta_commit(sm->rec_len);
 		mods[mod_count] = sm->m;
 		__atomic_store_n(&mod_count, mod_count + 1, __ATOMIC_RELEASE);
 	}

@@ -37,6 +37,7 @@
 #define AP_STACK_CACHE 1
 #endif
 
+#include "ap_trace_buffers.h"
 #include "ap_trace_encode.h"
 
 #pragma GCC visibility push(hidden) /* extern declarations too: no GOT loads */
@@ -163,6 +164,7 @@ struct ap_settings {
 extern struct ap_settings settings;	/* written by ap_init only */
 void cfg_load(void);
 const char *cfg(int which);
+int cfg_from_record(void);
 
 /* lifecycle.c */
 struct ap_proc {
@@ -198,6 +200,8 @@ extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 extern int (*real_close)(int);
 extern int (*real_sigaltstack)(const stack_t *, stack_t *);
 void *must_sym(const char *name);
+const char *malloc_owner(void);
+void malloc_owner_find(void);
 void resolve(void);
 void boot_mark_filter(void);
 void *boot_move(void *old, size_t n);
@@ -252,6 +256,11 @@ struct ap_meta {
 extern struct ap_meta meta;
 void asym_register(void);
 void tsc_calibrate(void);
+int buffers_init(void);
+void buffers_detach(void);
+void buffers_abandon(void);
+int buffers_durable(void);
+void buffers_stop(void);
 uint8_t *meta_reserve(size_t n);
 void meta_thread(uint32_t tid);
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr, uint64_t addr2,
@@ -280,6 +289,7 @@ void trace_write_data(const void *data, size_t len);
 int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
+int trace_create(char *path);
 int open_trace(const char *parent, int fd);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
 void end_wait(void);
@@ -376,6 +386,28 @@ static inline size_t boot_size(const void *p)
 	size_t n;
 	memcpy(&n, (const uint8_t *)p - 8, sizeof(n));
 	return n;
+}
+
+/* A buffer (b->buf, meta.buf) is the tail of a slot of the buffers file
+ * (trace/ap_trace_buffers.h), whose header sits right before it. */
+static inline struct ap_slot *slot_of(uint8_t *buf)
+{
+	return (struct ap_slot *)(void *)(buf - AP_SLOT_HDR);
+}
+
+/* The buffer's bytes in use (chunk header room included) are published
+ * after each record: what a death leaves there is whole records. */
+static inline void slot_publish(uint8_t *buf, size_t len)
+{
+	__atomic_store_n(&slot_of(buf)->len, (uint64_t)len, __ATOMIC_RELEASE);
+}
+
+/* n bytes of META records were put at meta_reserve's pointer (meta.lock
+ * held). */
+static inline void meta_commit(size_t n)
+{
+	meta.len += n;
+	slot_publish(meta.buf, AP_CHUNK_HDR_LEN + meta.len);
 }
 
 /* ---- the pointer set: which live blocks are tracked (sampled mode) ----- */

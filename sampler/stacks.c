@@ -99,7 +99,7 @@ static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
 
 	uint32_t id = stk_next_id++;
 	uint8_t *p = meta_reserve(AP_META_STACK_MAX(depth));
-	meta.len += ap_put_stack(p, id, pcs, depth);
+	meta_commit(ap_put_stack(p, id, pcs, depth));
 
 	size_t i = h & t->mask;
 	while (t->e[i].hash)

@@ -294,7 +294,7 @@ EXPORT int dup3(int old, int fd, int flags)
 /* Preamble and HEADER chunk, one write. */
 static void write_header(const char *parent)
 {
-	size_t cap = 2 * PATH_MAX + CMDLINE_MAX + 1024;
+	size_t cap = 3 * PATH_MAX + CMDLINE_MAX + 1024;
 	uint8_t *buf = map_mem(cap);
 	if (!buf)
 		return;
@@ -336,6 +336,8 @@ static void write_header(const char *parent)
 	k += ap_put_kv_str(p + k, AP_HK_SAMPLER, ver, sizeof(ver) - 1);
 	if (parent)
 		k += ap_put_kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
+	if (malloc_owner())
+		k += ap_put_kv_str(p + k, AP_HK_MALLOC_OWNER, malloc_owner(), str_len(malloc_owner()));
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
 			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
@@ -412,8 +414,9 @@ static void trace_flock(int fd)
  * pid, or a link planted in a directory others can write: the name is
  * taken, and the trace goes to <path>-2, -3, ... instead, changed in
  * place). A device (-o /dev/null) is opened as it is. Returns the
- * descriptor, or -1 with errno. */
-static int create_trace(char *path)
+ * descriptor, or -1 with errno. Made before the buffers file, which is
+ * named after the trace. */
+int trace_create(char *path)
 {
 	if (!strcmp(path, tfile.base) && base_is_device())
 		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -468,7 +471,7 @@ int open_trace(const char *parent, int fd)
 	if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0))
 		fd = -1;
 	if (fd < 0)
-		fd = create_trace(tfile.path);
+		fd = trace_create(tfile.path);
 	if (fd < 0) {
 		say(tfile.path, strerror(errno));
 		return -1;

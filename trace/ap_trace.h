@@ -53,7 +53,8 @@ struct ap_process {
 	size_t first_thread, nthreads; /* its threads in ap_trace.threads */
 	uint64_t events;
 	bool has_end;
-	uint64_t calls, bytes;	/* exact totals (has_end only) */
+	bool has_counts;	/* END has the counts (calls, bytes) */
+	uint64_t calls, bytes;	/* exact totals (has_counts only) */
 	uint64_t end_reason, end_status;
 	bool end_status_known;
 };
@@ -95,13 +96,20 @@ struct ap_trace {
 				 * one (a multiple of the quantum; 0: not said) */
 	char *sampler;		/* never NULL */
 	char *parent_trace;	/* NULL unless a forked child */
+	/* NULL, or the object whose malloc the program's calls reach instead
+	 * of the sampler's (its own allocator): the events are not its
+	 * allocations */
+	char *malloc_owner;
 
 	/* END (has_end false when the process did not end cleanly) */
 	bool has_end;
 	uint64_t end_ns;	/* END's time, else the last event's */
 	uint64_t end_reason, end_status;
 	bool end_status_known;	/* END has a status (0 is a status too) */
-	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_end only) */
+	/* END has the counts: not one `record` wrote for a process that
+	 * could not (AP_END_KILLED and after) */
+	bool has_counts;
+	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_counts only) */
 	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
 				 * system) at END; 0 when not known */
 

@@ -53,6 +53,33 @@ int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stat
 			     struct ap_error *err);
 void ap_compact_stream_abandon(struct ap_compact_stream *s);
 
+/* Finishing a trace from its buffers file (ap_trace_buffers.h), once its
+ * process is gone: the records its buffers held are appended as chunks,
+ * and the trace gets an END if it has none after them: a copy of its
+ * last END (with the chunks counted now) when the process wrote one and
+ * went on (the frees glibc makes after it), else one built from `how`
+ * (how the caller saw the process end: reason AP_END_KILLED,
+ * AP_END_RAW_EXIT or AP_END_GONE, the status, the time), without
+ * `calls` and `bytes`. A trace cut inside its last chunk is cut back to
+ * the chunks before it first (that chunk's records are in its buffer).
+ * The buffers file is removed once it is finished. Returns 0 (also when
+ * there is no buffers file: out->found false, nothing done) or -1 with
+ * err set ("<path>: <why>"). A corrupt trace is left as it is. */
+struct ap_death {
+	unsigned reason;
+	bool status_known;
+	uint64_t status;
+	uint64_t end_ns;
+};
+struct ap_finished {
+	bool found;		/* there was a buffers file */
+	uint64_t chunks;	/* chunks added from it */
+	bool end_added;		/* an END was added (reason: its reason) */
+	unsigned reason;
+};
+int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
+			    struct ap_finished *out, struct ap_error *err);
+
 /* The levels `allocprof record` uses: AP_COMPACT_LEVEL for traces of
  * AP_COMPACT_MIN_BYTES and more, AP_COMPACT_SMALL_LEVEL below (level 10's
  * bigger tables cost ~10 ms more on a 500 kB trace for a few bytes; level

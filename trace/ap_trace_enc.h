@@ -123,6 +123,7 @@ enum {
 	AP_HK_PARENT_TRACE = 13,
 	AP_HK_TIME_QUANTUM_NS = 14,
 	AP_HK_TIME_STEP_NS = 15,
+	AP_HK_MALLOC_OWNER = 16,
 };
 #define AP_HFLAG_ALL 1u
 
@@ -141,6 +142,14 @@ enum ap_end_reason {
 	AP_END_UNDERSCORE_EXIT = 1,
 	AP_END_SIGNAL = 2,
 	AP_END_EXEC = 3,
+	/* written by `allocprof record` from the buffers file, for a process
+	 * that could write no END: killed by a signal the sampler cannot
+	 * catch (status: the signal), ended by the exit_group system call
+	 * without exit() (status: the exit status), or gone in a way record
+	 * did not see (a process it is not the parent of: no status) */
+	AP_END_KILLED = 4,
+	AP_END_RAW_EXIT = 5,
+	AP_END_GONE = 6,
 };
 
 /* key/value kinds */

@@ -225,6 +225,11 @@ struct compactor {
 	size_t nplan;
 	struct ap_event *scratch;
 	size_t nscratch, scratch_alloc;
+	/* the event array of the thread written last, for the next thread
+	 * that needs one: the arrays follow the events held, not the
+	 * threads (a run of thousands of short threads) */
+	struct ap_event *spare_ev;
+	size_t spare_alloc;
 	struct bytes col[6], payload; /* col[5]: the sizes, not predicted */
 	struct ap_size_pred *sizes; /* the encoder's (AP_CHUNK_F_SIZES) */
 	struct bytes meta; /* META records not written yet (COMPACT_META) */
@@ -801,6 +806,34 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 	return flags;
 }
 
+/* A pending thread written out keeps what its later chunks need (its
+ * counts, its live anonymous blocks) and nothing else: its event array
+ * goes to c->spare_ev (the largest one is kept, for the next thread that
+ * needs one), and a live map with no block left goes. Memory then
+ * follows the events held and the blocks live, not every thread the
+ * program ever had (2 MiB each: 2,000 short threads took 4.2 GB). */
+static void pending_shrink(struct compactor *c, struct pending *p)
+{
+	if (p->ev && p->alloc > c->spare_alloc) {
+		free(c->spare_ev);
+		c->spare_ev = p->ev;
+		c->spare_alloc = p->alloc;
+	} else {
+		free(p->ev);
+	}
+	p->ev = NULL;
+	p->alloc = 0;
+	if (p->live.slot && !p->live.n) {
+		ap_u64map_release(&p->live);
+		memset(&p->live, 0, sizeof(p->live));
+		free(p->at);
+		free(p->spare);
+		p->at = NULL;
+		p->spare = NULL;
+		p->nat = p->at_alloc = p->nspare = p->spare_alloc = 0;
+	}
+}
+
 static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
@@ -811,8 +844,10 @@ static int flush_pending(struct compactor *c, struct pending *p)
 	p->base += p->nev;
 	p->nev = 0;
 	p->input = 0;
-	return write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts, c->payload.b,
-				c->payload.len);
+	int rc = write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts, c->payload.b,
+				  c->payload.len);
+	pending_shrink(c, p);
+	return rc;
 }
 
 /* The META records held back, as one chunk. */
@@ -836,17 +871,32 @@ static int flush_all(struct compactor *c)
 /* Room for `n` events in p->ev. Page faults were a quarter of the time
  * (they cost microseconds in a VM): the array is aligned for transparent
  * huge pages, as the reader's is. */
-static void reserve_events(struct pending *p, size_t n)
+static void reserve_events(struct compactor *c, struct pending *p, size_t n)
 {
 	if (n <= p->alloc)
 		return;
+	if (!p->nev && c->spare_ev && n <= c->spare_alloc) {
+		/* (written out: its array is the spare) */
+		free(p->ev);
+		p->ev = c->spare_ev;
+		p->alloc = c->spare_alloc;
+		c->spare_ev = NULL;
+		c->spare_alloc = 0;
+		return;
+	}
 	const size_t huge = 2u << 20;
 	size_t alloc = p->alloc * 2 > n ? p->alloc * 2 : n;
-	size_t bytes = (alloc * sizeof(*p->ev) + huge - 1) & ~(huge - 1);
+	size_t bytes = alloc * sizeof(*p->ev);
 	void *m;
-	if (posix_memalign(&m, huge, bytes) != 0)
-		abort(); /* out of memory, as ap_xmalloc */
-	madvise(m, bytes, MADV_HUGEPAGE); /* advice only: failure is fine */
+	if (bytes < huge) {
+		/* a small array: huge pages would make each thread's 2 MiB */
+		m = ap_xmalloc(bytes);
+	} else {
+		bytes = (bytes + huge - 1) & ~(huge - 1);
+		if (posix_memalign(&m, huge, bytes) != 0)
+			abort(); /* out of memory, as ap_xmalloc */
+		madvise(m, bytes, MADV_HUGEPAGE); /* advice only: failure is fine */
+	}
 	if (p->nev)
 		memcpy(m, p->ev, p->nev * sizeof(*p->ev));
 	free(p->ev);
@@ -1222,7 +1272,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				if (p->input + len > COMPACT_INPUT)
 					rc = flush_pending(c, p);
 				/* every event record takes 2 bytes or more */
-				reserve_events(p, p->nev + len / 2 + 2);
+				reserve_events(c, p, p->nev + len / 2 + 2);
 				if (!rc)
 					rc = decode_raw(c, off, tid, payload, len, &p->ev, &p->nev, &p->alloc);
 				p->input += len;
@@ -1563,6 +1613,7 @@ static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done
 	}
 	free(c->plan);
 	free(c->scratch);
+	free(c->spare_ev);
 	for (int k = 0; k < 6; k++)
 		free(c->col[k].b);
 	free(c->payload.b);

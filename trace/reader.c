@@ -305,6 +305,10 @@ static int decode_header(struct rd *r, struct cur *c)
 			name = "parent_trace";
 			str = &t->parent_trace;
 			break;
+		case AP_HK_MALLOC_OWNER:
+			name = "malloc_owner";
+			str = &t->malloc_owner;
+			break;
 		case AP_HK_CMDLINE:
 			if (want_kind(r, &kv, AP_KV_STR, "cmdline") < 0)
 				return -1;
@@ -342,7 +346,7 @@ static int decode_end(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
-	bool has_status = false;
+	bool has_status = false, has_calls = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -366,6 +370,7 @@ static int decode_end(struct rd *r, struct cur *c)
 		case AP_EK_CALLS:
 			name = "calls";
 			num = &calls;
+			has_calls = true;
 			break;
 		case AP_EK_BYTES:
 			name = "bytes";
@@ -399,6 +404,7 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->end_reason = reason;
 	t->end_status = status;
 	t->end_status_known = has_status;
+	t->has_counts = has_calls;
 	t->calls = calls;
 	t->bytes = bytes;
 	t->cpu_ns = cpu_ns;
@@ -2452,6 +2458,7 @@ void ap_trace_free(struct ap_trace *t)
 	free(t->argv);
 	free(t->sampler);
 	free(t->parent_trace);
+	free(t->malloc_owner);
 	for (size_t i = 0; i < t->nmaps; i++) {
 		free(t->maps[i].path);
 		free(t->maps[i].segs);

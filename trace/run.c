@@ -398,6 +398,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	root->argc = 0;
 	root->sampler = NULL;
 	root->parent_trace = NULL;
+	root->malloc_owner = NULL;
 	m->maps = ap_xcalloc(nmaps ? nmaps : 1, sizeof(*m->maps));
 	m->nmaps = 0;
 	m->threads = ap_xcalloc(nthreads ? nthreads : 1, sizeof(*m->threads));
@@ -416,6 +417,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->map_index = NULL;
 	m->nmap_index = 0;
 	m->has_end = true;
+	m->has_counts = true;
 	m->calls = m->bytes = m->cpu_ns = 0;
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
@@ -436,6 +438,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		pr->nthreads = t->nthreads;
 		pr->events = t->nev;
 		pr->has_end = t->has_end;
+		pr->has_counts = t->has_counts;
 		pr->calls = t->calls;
 		pr->bytes = t->bytes;
 		pr->end_reason = t->end_reason;
@@ -482,6 +485,9 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		if (t->time_quantum_ns > m->time_quantum_ns)
 			m->time_quantum_ns = t->time_quantum_ns;
 		m->has_end = m->has_end && t->has_end;
+		m->has_counts = m->has_counts && t->has_counts;
+		if (!m->malloc_owner && t->malloc_owner)
+			m->malloc_owner = ap_xstrdup(t->malloc_owner);
 		m->calls += t->calls;
 		m->bytes += t->bytes;
 		m->cpu_ns += t->cpu_ns;
@@ -497,7 +503,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->bytes_used += t->bytes_used;
 		m->nrecords += t->nrecords;
 	}
-	if (!m->has_end)
+	if (!m->has_counts)
 		m->calls = m->bytes = 0;
 	/* The root's end is the run's (its exit status is record's). */
 	m->end_reason = root->end_reason;

@@ -22,10 +22,10 @@ expect() {
 }
 : >"$tmp/empty"
 printf 'hello, this is not a script at all, but long enough\n' >"$tmp/text"
-# magic and version 1, one thread, five ops announced, none there
-printf 'APREPLY1\001\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/short"
-# the same with version 2
-printf 'APREPLY1\002\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/v2"
+# magic and this version (2), one thread, five ops announced, none there
+printf 'APREPLY1\002\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/short"
+# a newer version (3)
+printf 'APREPLY1\003\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/v2"
 expect usage "usage: " "$tmp/empty"
 expect "bad descriptor" "bad descriptor 'x'" "$tmp/empty" x -1 0
 expect "bad site" "bad site 'y'" "$tmp/empty" 3 y 0

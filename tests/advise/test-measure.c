@@ -22,9 +22,9 @@
 static const char *runner;
 
 /* One round per variant is enough for the counts: they do not vary. */
-static void measure(const struct ap_trace *t, const uint32_t *sites, size_t nsites,
-		    const struct ap_measure_job *jobs, size_t n, struct ap_measured *out,
-		    struct ap_run_cost *base)
+static uint64_t measure(const struct ap_trace *t, const uint32_t *sites, size_t nsites,
+			const struct ap_measure_job *jobs, size_t n, struct ap_measured *out,
+			struct ap_run_cost *base)
 {
 	struct ap_error err;
 	struct ap_script *s = ap_script_build(t, sites, nsites, NULL, 0, 0, &err);
@@ -42,7 +42,9 @@ static void measure(const struct ap_trace *t, const uint32_t *sites, size_t nsit
 		exit(1);
 	}
 	EQ("no recorded runs without a sampler", rec.cpu_ns, 0);
+	uint64_t ops = ap_script_ops(s);
 	ap_script_free(s);
+	return ops;
 }
 
 /* One thread: 100 rounds of a 100-byte and a 10000-byte block (sites 0
@@ -136,7 +138,11 @@ static void test_handoff(void)
 	struct ap_measure_job job = { .site = 0 };
 	struct ap_measured out;
 	struct ap_run_cost base;
-	measure(t, sites, 1, &job, 1, &out, &base);
+	uint64_t ops = measure(t, sites, 1, &job, 1, &out, &base);
+	/* 2000 calls, a WAIT before each free (the block is main's), the
+	 * worker's SPAWN, and both threads' barrier at each of the windows
+	 * 1..7 of 256 events (2000 events) */
+	EQ("handoff: ops", ops, 2000 + 1000 + 1 + 2 * 7);
 	EQ("handoff: baseline calls", base.calls, 2000);
 	/* Every free is a Put (no call); a Get that misses mallocs, one that
 	 * hits an object too small reallocs it. How many hit depends on how

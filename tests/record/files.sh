@@ -86,6 +86,9 @@ planted)
 	[ -s shared/app.trace.3-2 ] || fail "no trace for pid 3 next to the planted link: $(ls shared)"
 	[ -s shared/app.trace.4-2 ] || fail "no trace for pid 4 next to the earlier file: $(ls shared)"
 	[ -s shared/app.trace.exec1-2 ] || fail "no trace for the exec'd image: $(ls shared)"
+	# the buffers files (<trace>.buffers) took the traces' own names, and
+	# record removed them once it had finished the traces
+	ls shared/*.buffers >/dev/null 2>&1 && fail "buffers files left: $(ls shared)"
 	;;
 reuse)
 	# A pid reused within one run (set through ns_last_pid in a pid

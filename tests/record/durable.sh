@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Nothing lost (issue 24): what a process recorded survives how it ended
+# (SIGKILL, the exit_group system call past exit(): the sampler's buffers
+# are a file record finishes), the frees glibc makes after END are in the
+# trace, a program with its own malloc is said to be one, and record's
+# memory follows the threads alive, not the threads there were. One
+# argument picks the group. Environment (from meson): ALLOCPROF, PROGS
+# (the directory of this folder's programs), MAXRSS.
+group=$1
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+case $group in
+exitgroup)
+	# 10,000 mallocs, then syscall(SYS_exit_group, 7): every one in the
+	# trace, which ends as the exit_group call with its status
+	"$ALLOCPROF" record --all -o e.trace "$PROGS/durable_exit" 2>err
+	expect_eq "exit status" "$?" 7
+	grep -q "ended by the exit_group system call" err || fail "record said: $(cat err)"
+	"$ALLOCPROF" stats --json e.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	expect_eq "alloc_objects" "$(jget s.json alloc_objects)" 10000
+	expect_eq "inuse_objects" "$(jget s.json inuse_objects)" 10000
+	expect_eq "end_reason" "$(jget s.json end_reason)" exit_group
+	expect_eq "end_status" "$(jget s.json end_status)" 7
+	expect_eq "truncated" "$(jget s.json truncated)" false
+	expect_eq "calls (not known)" "$(jget s.json calls)" null
+	[ -s s.err ] && fail "stats warned: $(cat s.err)"
+	[ -e e.trace.buffers ] && fail "the buffers file is left"
+	;;
+sigkill)
+	# 4 threads, killed (SIGKILL, the program, not record) after a
+	# second or more: the trace holds at least the allocations the
+	# program said it had done, reads without an error and ends as
+	# killed by SIGKILL
+	"$ALLOCPROF" record --all -o k.trace "$PROGS/durable_kill" >out 2>err &
+	rec=$!
+	pid=
+	for _ in $(seq 1 500); do
+		pid=$(sed -n "s/^pid //p" out 2>/dev/null)
+		[ -n "$pid" ] && [ "$(wc -l <out)" -gt 20 ] && break
+		sleep 0.01
+	done
+	[ -n "$pid" ] || { fail "the program did not start"; exit 1; }
+	sleep 1
+	kill -KILL "$pid"
+	wait "$rec"
+	expect_eq "record's exit status" "$?" 137
+	said=$(grep -v '^pid' out | tail -n 1)
+	[ "${said:-0}" -ge 1000 ] || fail "the program printed no count: $(tail -n 2 out)"
+	grep -q "killed by a signal it cannot catch" err || fail "record said: $(cat err)"
+	"$ALLOCPROF" stats --json k.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	[ -s s.err ] && fail "stats warned: $(cat s.err)"
+	n=$(jget s.json alloc_objects)
+	[ "${n%.*}" -ge "$said" ] || fail "alloc_objects $n, the program said $said"
+	expect_eq "end_reason" "$(jget s.json end_reason)" killed
+	expect_eq "end_status" "$(jget s.json end_status)" 9
+	expect_eq "truncated" "$(jget s.json truncated)" false
+	# every block freed but the 64 each thread keeps (and stdio's)
+	u=$(jget s.json inuse_objects)
+	[ "${u%.*}" -le 300 ] || fail "inuse_objects $u: frees lost"
+	"$ALLOCPROF" top --inuse_objects k.trace >/dev/null 2>t.err || fail "top: $(cat t.err)"
+	[ -e k.trace.buffers ] && fail "the buffers file is left"
+	;;
+atexit)
+	# glibc frees the blocks of exit handlers past the first 32 while
+	# exit() runs, after the sampler wrote END: valgrind sees them freed
+	"$ALLOCPROF" record --all -o a.trace "$PROGS/durable_atexit" 2>err
+	expect_eq "exit status" "$?" 0
+	"$ALLOCPROF" stats --json a.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	want=0
+	if command -v valgrind >/dev/null; then
+		valgrind "$PROGS/durable_atexit" 2>vg
+		want=$(sed -n 's/.*in use at exit: [0-9,]* bytes in \([0-9,]*\) blocks/\1/p' vg | tr -d ,)
+		calls=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' vg | tr -d ,)
+		expect_eq "alloc_objects (valgrind's)" "$(jget s.json alloc_objects)" "$calls"
+	fi
+	expect_eq "inuse_objects (valgrind's in use at exit)" "$(jget s.json inuse_objects)" "$want"
+	expect_eq "free_objects" "$(jget s.json free_objects)" "$(jget s.json alloc_objects)"
+	expect_eq "end_reason" "$(jget s.json end_reason)" exit
+	expect_eq "end_status" "$(jget s.json end_status)" 0
+	expect_eq "calls" "$(jget s.json calls)" "$(jget s.json alloc_objects)"
+	"$ALLOCPROF" top --inuse_objects a.trace >top 2>&1 || fail "top: $(cat top)"
+	[ -e a.trace.buffers ] && fail "the buffers file is left"
+	;;
+ownmalloc)
+	# the program's malloc is its own: record and stats say so instead of
+	# calling an empty trace exact
+	"$ALLOCPROF" record --all -o o.trace "$PROGS/own_malloc" >out 2>err
+	expect_eq "exit status" "$?" 0
+	expect_eq "output" "$(cat out)" "own_malloc: done"
+	expect_eq "record's line" "$(grep -c 'has a malloc of its own (in .*own_malloc)' err)" 1
+	"$ALLOCPROF" stats o.trace >s.txt 2>&1
+	grep -q "^allocator  *the program's own malloc, in .*own_malloc: these counts are not the program's allocations" s.txt ||
+		fail "stats: $(cat s.txt)"
+	grep -q "every allocation (exact)" s.txt && fail "stats calls it exact: $(cat s.txt)"
+	"$ALLOCPROF" stats --json o.trace >s.json
+	case "$(jget s.json malloc_owner)" in
+	*/own_malloc) ;;
+	*) fail "malloc_owner: $(jget s.json malloc_owner)" ;;
+	esac
+	# and a program whose malloc is the C library's has none
+	"$ALLOCPROF" record --all -o x.trace "$PROGS/durable_atexit" 2>err
+	"$ALLOCPROF" stats --json x.trace >x.json
+	expect_eq "malloc_owner of a plain program" "$(jget x.json malloc_owner)" null
+	grep -q "malloc of its own" err && fail "record: $(cat err)"
+	;;
+threads)
+	# 2,000 threads one after the other: record's memory follows the
+	# threads alive (it took 2 MiB per thread ever made: 4.2 GB)
+	"$MAXRSS" "$ALLOCPROF" record --all -o t.trace "$PROGS/short_threads" 2000 2>err 3>rss
+	expect_eq "exit status" "$?" 0
+	kb=$(cat rss)
+	[ "$kb" -lt 204800 ] || fail "record's peak RSS ${kb} KiB for 2,000 short threads"
+	"$ALLOCPROF" stats --json t.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	[ -s s.err ] && fail "stats warned: $(cat s.err)"
+	n=$(jget s.json alloc_objects)
+	expect_eq "alloc_objects = calls" "$n" "$(jget s.json calls)"
+	[ "$n" -ge 6000 ] || fail "alloc_objects $n, want 6,000 or more"
+	expect_eq "threads" "$(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["thread_list"]))' s.json)" 2001
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+exit $failed

@@ -1,0 +1,210 @@
+/* ap_trace_finish_buffers: a trace finished from the sampler's buffers
+ * file once its process is gone. Each case builds a trace with the test
+ * writer, cuts it where a death would have, and puts into a buffers file
+ * what the sampler's buffers would hold then; the finished trace must
+ * read with every event once (not twice, not lost), end as it should,
+ * and the buffers file must be gone. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ap_trace.h"
+#include "ap_trace_buffers.h"
+#include "ap_trace_compact.h"
+#include "ap_trace_writer.h"
+#include "ap_check.h"
+
+#define NEV 40
+
+static char dir[] = "/tmp/ap-test-buffers-XXXXXX";
+static char path[128], side[160];
+
+/* The writer's trace of NEV allocations of thread 100, a few per chunk,
+ * with or without END. */
+static uint8_t *build(size_t *len, bool end)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 48);
+	uint64_t pc = 0x401000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 100, "t");
+	for (int i = 0; i < NEV; i++)
+		ap_tw_alloc(tw, 100, h.start_ns + 1000 * (uint64_t)i, 0, AP_KIND_MALLOC,
+			    0x10000 + 64 * (uint64_t)i, 48, st);
+	if (end) {
+		struct ap_tw_end e = {.end_ns = h.start_ns + 1000000, .reason = AP_END_EXIT,
+				      .calls = NEV, .bytes = 48 * NEV};
+		ap_tw_end(tw, &e);
+	}
+	uint8_t *data;
+	struct ap_error err;
+	if (ap_tw_close_mem(tw, &data, len, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		exit(1);
+	}
+	return data;
+}
+
+/* The last EVENTS chunk of data[0..len): its offset, stream, index. */
+static struct ap_chunk last_events(const uint8_t *data, size_t len)
+{
+	struct ap_chunk_walk w;
+	struct ap_chunk c, last = {0};
+	char why[160];
+	ap_chunk_walk_init(&w, data, len);
+	while (ap_chunk_next(&w, &c, why, sizeof(why)) == AP_CHUNK_OK)
+		if (c.type == AP_CHUNK_EVENTS)
+			last = c;
+	ap_chunk_walk_release(&w);
+	return last;
+}
+
+static void put_file(const char *p, const void *data, size_t len)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len || close(fd) < 0) {
+		perror(p);
+		exit(1);
+	}
+}
+
+/* A buffers file: an empty META slot, and an EVENTS slot holding
+ * payload[0..n) as the next chunk (`index`) of `stream`. */
+static void put_buffers(uint32_t stream, uint32_t index, const uint8_t *payload, size_t n,
+			bool stopped)
+{
+	size_t slot = AP_BUFFERS_PAGE * 32, size = AP_BUFFERS_PAGE + 2 * slot;
+	uint8_t *f = calloc(1, size);
+	struct ap_buffers_head *h = (void *)f;
+	memcpy(h->magic, AP_BUFFERS_MAGIC, sizeof(h->magic));
+	h->version = AP_BUFFERS_VERSION;
+	h->pid = 1000;
+	h->stopped = stopped;
+	struct ap_slot *m = (void *)(f + AP_BUFFERS_PAGE), *e = (void *)(f + AP_BUFFERS_PAGE + slot);
+	*m = (struct ap_slot){.magic = AP_SLOT_MAGIC, .type = AP_CHUNK_META, .size = (uint32_t)slot,
+			      .tid = 100, .index = 1, .len = AP_CHUNK_HDR_LEN};
+	*e = (struct ap_slot){.magic = AP_SLOT_MAGIC, .type = AP_CHUNK_EVENTS,
+			      .size = (uint32_t)slot, .tid = 100, .stream = stream, .index = index,
+			      .len = AP_CHUNK_HDR_LEN + n};
+	memcpy((uint8_t *)e + AP_SLOT_HDR + AP_CHUNK_HDR_LEN, payload, n);
+	put_file(side, f, size);
+	free(f);
+}
+
+/* Finishes the trace as killed by SIGKILL; reads it back. */
+static struct ap_trace *finish(const char *what, struct ap_finished *fin)
+{
+	struct ap_death how = {AP_END_KILLED, true, 9, 2000000000};
+	struct ap_error err;
+	CHECK(ap_trace_finish_buffers(path, &how, fin, &err) == 0, "%s: %s", what, err.msg);
+	CHECK(access(side, F_OK) < 0, "%s: the buffers file is left", what);
+	struct ap_trace *t = NULL;
+	if (ap_trace_read(path, &t, &err, NULL, NULL) < 0) {
+		CHECK(0, "%s: %s", what, err.msg);
+		return NULL;
+	}
+	CHECK(!t->truncated, "%s: truncated: %s", what, t->truncated_why);
+	return t;
+}
+
+static void killed_as(const char *what, const struct ap_trace *t)
+{
+	CHECK(t->has_end && t->end_reason == AP_END_KILLED && t->end_status_known &&
+		      t->end_status == 9 && !t->has_counts,
+	      "%s: end %d reason %llu status %llu counts %d", what, t->has_end,
+	      (unsigned long long)t->end_reason, (unsigned long long)t->end_status, t->has_counts);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/t.trace", dir);
+	snprintf(side, sizeof(side), "%s%s", path, AP_BUFFERS_SUFFIX);
+	size_t len;
+	uint8_t *full = build(&len, false);
+	struct ap_chunk c = last_events(full, len);
+	CHECK(c.off > 0 && c.index > 0, "the writer wrote one EVENTS chunk");
+	struct ap_finished fin;
+	struct ap_trace *t;
+
+	/* died between writing its last chunk and emptying the buffer: the
+	 * chunk is in the file, and must not come twice */
+	put_file(path, full, len);
+	put_buffers(c.stream, c.index, c.payload, c.len, false);
+	if ((t = finish("written", &fin))) {
+		CHECK(t->nrecords == NEV, "written: %llu records", (unsigned long long)t->nrecords);
+		CHECK(fin.chunks == 0 && fin.end_added, "written: %llu chunks", (unsigned long long)fin.chunks);
+		killed_as("written", t);
+		ap_trace_free(t);
+	}
+
+	/* died while writing it: the file ends inside the chunk, whose
+	 * records are still in the buffer */
+	put_file(path, full, c.off + AP_CHUNK_HDR_LEN + c.len / 2);
+	put_buffers(c.stream, c.index, c.payload, c.len, false);
+	if ((t = finish("cut", &fin))) {
+		CHECK(t->nrecords == NEV, "cut: %llu records", (unsigned long long)t->nrecords);
+		CHECK(fin.chunks == 1, "cut: %llu chunks", (unsigned long long)fin.chunks);
+		killed_as("cut", t);
+		ap_trace_free(t);
+	}
+
+	/* died before its buffer was ever written: a stream of its own */
+	put_file(path, full, c.off);
+	put_buffers(0, 0, c.payload, c.len, false);
+	if ((t = finish("unwritten", &fin))) {
+		CHECK(t->nrecords == NEV, "unwritten: %llu records", (unsigned long long)t->nrecords);
+		killed_as("unwritten", t);
+		ap_trace_free(t);
+	}
+
+	/* a stream that lost a chunk (the one before): nothing may follow */
+	put_file(path, full, c.off);
+	put_buffers(c.stream, c.index + 1, c.payload, c.len, false);
+	if ((t = finish("gap", &fin))) {
+		CHECK(fin.chunks == 0, "gap: %llu chunks", (unsigned long long)fin.chunks);
+		ap_trace_free(t);
+	}
+
+	/* the trace stopped (a write failed): left as it is */
+	put_file(path, full, c.off);
+	put_buffers(c.stream, c.index, c.payload, c.len, true);
+	struct ap_death how = {AP_END_KILLED, true, 9, 2000000000};
+	struct ap_error err;
+	CHECK(ap_trace_finish_buffers(path, &how, &fin, &err) == 0 && fin.found && !fin.end_added,
+	      "stopped: %s", err.msg);
+	free(full);
+
+	/* a clean END with the buffer's events after it (the frees glibc
+	 * makes in exit()): they come after it, and a copy of it ends the
+	 * trace, counts and all */
+	full = build(&len, true);
+	put_file(path, full, len);
+	put_buffers(c.stream, c.index + 1, c.payload, c.len, false);
+	if ((t = finish("late", &fin))) {
+		CHECK(t->nrecords > NEV && fin.chunks == 1, "late: %llu records, %llu chunks",
+		      (unsigned long long)t->nrecords, (unsigned long long)fin.chunks);
+		CHECK(t->has_end && t->end_reason == AP_END_EXIT && t->has_counts && t->calls == NEV,
+		      "late: reason %llu counts %d calls %llu", (unsigned long long)t->end_reason,
+		      t->has_counts, (unsigned long long)t->calls);
+		ap_trace_free(t);
+	}
+
+	/* END last, buffers empty: nothing to do but remove the file */
+	put_file(path, full, len);
+	put_buffers(c.stream, c.index + 1, c.payload, 0, false);
+	if ((t = finish("clean", &fin))) {
+		CHECK(fin.chunks == 0 && !fin.end_added && t->nrecords == NEV,
+		      "clean: %llu chunks", (unsigned long long)fin.chunks);
+		ap_trace_free(t);
+	}
+	free(full);
+	unlink(path);
+	rmdir(dir);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+/* The sampler's buffers file: what a process had recorded and not yet
+ * written to its trace, kept where its death cannot take it. The sampler
+ * (sampler/buffer.c) keeps its META buffer and every thread buffer in a
+ * MAP_SHARED mapping of `<trace>.buffers`, and publishes each buffer's
+ * length after every record it appends; once the process is gone (a
+ * SIGKILL, an exit_group past exit(), a fatal signal whose flush gave up,
+ * the frees glibc makes after END), `allocprof record` turns what the
+ * buffers hold into the trace's last chunks (ap_trace_finish_buffers).
+ * Header-only layout, shared by both sides; docs/trace-format.md,
+ * "Buffers file", is its documentation. */
+#ifndef AP_TRACE_BUFFERS_H
+#define AP_TRACE_BUFFERS_H
+
+#include <stdint.h>
+
+#include "ap_trace_enc.h"
+
+/* The file: a header page, then slots, each page-aligned, one after the
+ * other in the order the sampler made them; bytes past the last slot are
+ * zero (a slot header with magic 0 ends the walk). */
+#define AP_BUFFERS_SUFFIX ".buffers"
+#define AP_BUFFERS_MAGIC "APBUFFRS"
+#define AP_BUFFERS_VERSION 1u
+#define AP_BUFFERS_PAGE 4096u
+
+struct ap_buffers_head {
+	char magic[8];		/* AP_BUFFERS_MAGIC */
+	uint32_t version;	/* AP_BUFFERS_VERSION */
+	uint32_t pid;		/* the process whose buffers these are */
+	uint32_t stopped;	/* 1: the trace stopped (a write failed): add nothing */
+	uint32_t pad;
+};
+
+#define AP_SLOT_MAGIC 0x544f4c53u /* "SLOT" */
+#define AP_SLOT_HDR 64u
+
+/* A slot: this header, then the buffer (a chunk header's room, then the
+ * records), `size` bytes in all. Written by the buffer's owner only; the
+ * fields other than len change when a chunk is written or the buffer
+ * passes to another thread. */
+struct ap_slot {
+	uint32_t magic;		/* AP_SLOT_MAGIC */
+	uint8_t type;		/* AP_CHUNK_META or AP_CHUNK_EVENTS */
+	uint8_t pad[3];
+	uint32_t size;		/* bytes of the slot, header included (page multiple) */
+	uint32_t tid;		/* the tid its next chunk carries */
+	uint32_t stream;	/* its stream (EVENTS: 0 until its first chunk) */
+	uint32_t index;		/* the index its next chunk gets in that stream */
+	uint64_t len;		/* bytes in use after the header: the chunk header's
+				 * room (AP_CHUNK_HDR_LEN) and whole records; stored
+				 * with release after every record */
+	uint8_t reserved[AP_SLOT_HDR - 32];
+};
+_Static_assert(sizeof(struct ap_slot) == AP_SLOT_HDR, "slot header size");
+
+#endif

@@ -1,0 +1,298 @@
+/* ap_trace_finish_buffers (ap_trace_compact.h): a trace finished from its
+ * buffers file (ap_trace_buffers.h) once its process is gone. What the
+ * sampler had recorded and not written (its death gave it no chance:
+ * SIGKILL, an exit_group system call past exit(), a flush a fatal signal
+ * gave up on, the frees glibc makes after END) becomes the trace's last
+ * chunks, framed as the sampler frames them, and the trace gets the END
+ * its process could not write. Report-side code: it mallocs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ap_trace.h"
+#include "ap_trace_buffers.h"
+#include "ap_trace_compact.h"
+#include "ap_trace_encode.h"
+
+/* What the trace holds, as far as finishing it needs. */
+struct seen {
+	struct ap_chunk_walk walk;
+	bool header, cut;
+	size_t cut_at;
+	uint32_t max_stream;
+	size_t end_off;	     /* the last END's chunk (0: none) */
+	uint32_t end_len;
+	uint64_t end_reason;
+	bool data_after_end; /* META or EVENTS after the last END */
+};
+
+/* Walks the trace's chunks; -1 if it is corrupt (then it is left as it is). */
+static int walk_trace(struct seen *s, const uint8_t *data, size_t size)
+{
+	ap_chunk_walk_init(&s->walk, data, size);
+	if (size < AP_TRACE_PREAMBLE_LEN)
+		return 0;
+	for (;;) {
+		struct ap_chunk ch;
+		char why[160];
+		enum ap_chunk_result r = ap_chunk_next(&s->walk, &ch, why, sizeof(why));
+		if (r == AP_CHUNK_EOF)
+			return 0;
+		if (r == AP_CHUNK_CUT) {
+			s->cut = true;
+			s->cut_at = s->walk.off;
+			return 0;
+		}
+		if (r == AP_CHUNK_BAD)
+			return -1;
+		s->header |= ch.type == AP_CHUNK_HEADER;
+		if (ch.type == AP_CHUNK_END) {
+			s->end_off = ch.off;
+			s->end_len = ch.len;
+			s->data_after_end = false;
+			s->end_reason = AP_END_EXIT;
+			const uint8_t *p = ch.payload, *end = p + ch.len;
+			uint64_t key, kind, v;
+			while (p < end && !ap_get_uv(&p, end, &key) && !ap_get_uv(&p, end, &kind) &&
+			       !ap_get_uv(&p, end, &v)) {
+				if (kind == AP_KV_STR)
+					p += v <= (uint64_t)(end - p) ? v : (uint64_t)(end - p);
+				else if (key == AP_EK_REASON)
+					s->end_reason = v;
+			}
+		} else if (ch.type == AP_CHUNK_META || ch.type == AP_CHUNK_EVENTS) {
+			s->data_after_end = s->end_off != 0;
+			if (ch.stream != AP_STREAM_NONE && ch.stream > s->max_stream)
+				s->max_stream = ch.stream;
+		}
+	}
+}
+
+/* Whether the trace ends with a whole END chunk, by its chunk headers
+ * alone (no checksum: the common case, a process that wrote END last
+ * and left its buffers empty, need not read the whole trace). */
+static bool ends_with_end(const uint8_t *data, size_t size)
+{
+	uint8_t last = 0;
+	size_t off = AP_TRACE_PREAMBLE_LEN;
+	while (off < size) {
+		if (size - off < AP_CHUNK_HDR_LEN || ap_get_u32le(data + off) != AP_CHUNK_MAGIC)
+			return false;
+		uint64_t next = off + AP_CHUNK_HDR_LEN + (uint64_t)ap_get_u32le(data + off + 12);
+		if (next > size)
+			return false;
+		last = data[off + 4];
+		off = (size_t)next;
+	}
+	return last == AP_CHUNK_END;
+}
+
+/* Whether some slot of the buffers file holds records. */
+static bool slots_hold_records(const uint8_t *sm, size_t size)
+{
+	for (size_t off = AP_BUFFERS_PAGE; off + AP_SLOT_HDR <= size;) {
+		const struct ap_slot *sl = (const void *)(sm + off);
+		if (sl->magic != AP_SLOT_MAGIC || sl->size < AP_BUFFERS_PAGE ||
+		    sl->size % AP_BUFFERS_PAGE || sl->size > size - off)
+			break;
+		if (sl->len > AP_CHUNK_HDR_LEN)
+			return true;
+		off += sl->size;
+	}
+	return false;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One chunk of `type` around payload[0..len). */
+static int put_chunk(int fd, uint8_t type, uint32_t tid, uint32_t stream, uint32_t index,
+		     const uint8_t *payload, size_t len)
+{
+	uint8_t hdr[AP_CHUNK_HDR_LEN];
+	ap_chunk_header(hdr, type, tid, stream, index, payload, (uint32_t)len);
+	return write_all(fd, hdr, sizeof(hdr)) < 0 ? -1 : write_all(fd, payload, len);
+}
+
+/* The END: the last one's fields with the chunks counted now (the
+ * process wrote it, then went on: the frees glibc makes after it), or a
+ * new one saying how the process ended, without the counts the sampler
+ * kept in its threads' memory. */
+static int put_end(int fd, const struct seen *s, const uint8_t *data,
+		   const struct ap_death *how, uint64_t chunks, unsigned *reason)
+{
+	uint8_t buf[8 * AP_KV_UINT_MAX + AP_CHUNK_MAX_PAYLOAD / 1024];
+	size_t n = 0;
+	bool copy = s->end_off && s->end_reason != AP_END_EXEC &&
+		    s->end_len <= sizeof(buf) - AP_KV_UINT_MAX;
+	if (copy) {
+		const uint8_t *p = data + s->end_off + AP_CHUNK_HDR_LEN, *end = p + s->end_len;
+		while (p < end) {
+			const uint8_t *at = p;
+			uint64_t key, kind, v;
+			if (ap_get_uv(&p, end, &key) < 0 || ap_get_uv(&p, end, &kind) < 0 ||
+			    ap_get_uv(&p, end, &v) < 0)
+				break;
+			if (kind == AP_KV_STR)
+				p += v <= (uint64_t)(end - p) ? v : (uint64_t)(end - p);
+			if (key != AP_EK_CHUNKS) {
+				memcpy(buf + n, at, (size_t)(p - at));
+				n += (size_t)(p - at);
+			}
+		}
+		*reason = (unsigned)s->end_reason;
+	} else {
+		*reason = how->reason;
+		n += ap_put_kv_uint(buf + n, AP_EK_END_NS, how->end_ns);
+		n += ap_put_kv_uint(buf + n, AP_EK_REASON, how->reason);
+		if (how->status_known)
+			n += ap_put_kv_uint(buf + n, AP_EK_STATUS, how->status);
+	}
+	n += ap_put_kv_uint(buf + n, AP_EK_CHUNKS, chunks);
+	return put_chunk(fd, AP_CHUNK_END, 0, AP_STREAM_NONE, 0, buf, n);
+}
+
+int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
+			    struct ap_finished *out, struct ap_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct ap_buf side = AP_BUF_INIT;
+	ap_buf_addf(&side, "%s%s", path, AP_BUFFERS_SUFFIX);
+	int rc = 0, sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), tfd = -1;
+	uint8_t *sm = MAP_FAILED, *tm = MAP_FAILED;
+	struct stat ss, ts;
+	struct seen s;
+	memset(&s, 0, sizeof(s));
+	if (sfd < 0) {
+		if (errno != ENOENT)
+			rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));
+		goto out;
+	}
+	if (fstat(sfd, &ss) < 0 || !S_ISREG(ss.st_mode) || ss.st_size < (off_t)AP_BUFFERS_PAGE)
+		goto out; /* not a buffers file: not ours to remove */
+	sm = mmap(NULL, (size_t)ss.st_size, PROT_READ, MAP_SHARED, sfd, 0);
+	if (sm == MAP_FAILED) {
+		rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));
+		goto out;
+	}
+	const struct ap_buffers_head *head = (const void *)sm;
+	if (memcmp(head->magic, AP_BUFFERS_MAGIC, sizeof(head->magic)) ||
+	    head->version != AP_BUFFERS_VERSION)
+		goto out;
+	out->found = true;
+	if (head->stopped) /* a chunk was lost: nothing may follow it */
+		goto done;
+	tfd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (tfd < 0 || fstat(tfd, &ts) < 0) {
+		rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (ts.st_size > 0) {
+		tm = mmap(NULL, (size_t)ts.st_size, PROT_READ, MAP_SHARED, tfd, 0);
+		if (tm == MAP_FAILED) {
+			rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	if (tm != MAP_FAILED && !slots_hold_records(sm, (size_t)ss.st_size) &&
+	    ends_with_end(tm, (size_t)ts.st_size))
+		goto done; /* ended as it should, nothing left over */
+	if (walk_trace(&s, tm == MAP_FAILED ? NULL : tm, (size_t)ts.st_size) < 0 || !s.header)
+		goto done; /* corrupt, or cut before its HEADER: left as it is */
+
+	/* The chunks the buffers hold that the trace lacks: each slot's
+	 * records, as the next chunk of its stream (a new stream for a
+	 * buffer that never wrote one). A slot whose chunk is in the file
+	 * already (its process died between writing it and emptying the
+	 * buffer) or whose stream lost one is left out. */
+	struct {
+		const struct ap_slot *sl;
+		uint32_t stream;
+	} *add = NULL;
+	size_t nadd = 0, add_alloc = 0;
+	uint32_t next_stream = s.max_stream;
+	for (size_t off = AP_BUFFERS_PAGE; off + AP_SLOT_HDR <= (size_t)ss.st_size;) {
+		const struct ap_slot *sl = (const void *)(sm + off);
+		if (sl->magic != AP_SLOT_MAGIC || sl->size < AP_BUFFERS_PAGE ||
+		    sl->size % AP_BUFFERS_PAGE || sl->size > (size_t)ss.st_size - off)
+			break;
+		off += sl->size;
+		uint64_t len = sl->len;
+		if (len <= AP_CHUNK_HDR_LEN || len > sl->size - AP_SLOT_HDR ||
+		    len - AP_CHUNK_HDR_LEN > AP_CHUNK_MAX_PAYLOAD ||
+		    (sl->type != AP_CHUNK_META && sl->type != AP_CHUNK_EVENTS))
+			continue;
+		uint32_t stream = sl->type == AP_CHUNK_META ? AP_STREAM_META : sl->stream;
+		char why[160];
+		if (sl->type == AP_CHUNK_EVENTS && !stream) {
+			if (sl->index)
+				continue;
+			stream = ++next_stream;
+		}
+		if (ap_streams_check(&s.walk.streams, sl->type, stream, sl->index, why,
+				     sizeof(why)) < 0)
+			continue;
+		AP_ALLOC_GROW(add, nadd + 1, add_alloc);
+		add[nadd].sl = sl;
+		add[nadd++].stream = stream;
+	}
+	/* an END that is the last chunk stays the end */
+	bool need_end = !(s.end_off && !s.data_after_end && !nadd && !s.cut);
+	if (!need_end) {
+		free(add);
+		goto done;
+	}
+	/* an incomplete last chunk was being written at the death: its
+	 * records are still in its buffer */
+	if (s.cut && ftruncate(tfd, (off_t)s.cut_at) < 0) {
+		free(add);
+		rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	uint64_t chunks = s.walk.data_chunks;
+	for (size_t i = 0; i < nadd && rc == 0; i++) {
+		const struct ap_slot *sl = add[i].sl;
+		const uint8_t *payload = (const uint8_t *)sl + AP_SLOT_HDR + AP_CHUNK_HDR_LEN;
+		if (put_chunk(tfd, sl->type, sl->tid, add[i].stream, sl->index, payload,
+			      (size_t)(sl->len - AP_CHUNK_HDR_LEN)) < 0)
+			rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+		chunks++;
+		out->chunks++;
+	}
+	free(add);
+	if (rc == 0 && put_end(tfd, &s, tm, how, chunks, &out->reason) < 0)
+		rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+	out->end_added = rc == 0;
+done:
+	if (rc == 0)
+		unlink(side.buf);
+out:
+	ap_chunk_walk_release(&s.walk);
+	if (tm != MAP_FAILED)
+		munmap(tm, (size_t)ts.st_size);
+	if (sm != MAP_FAILED)
+		munmap(sm, (size_t)ss.st_size);
+	if (tfd >= 0)
+		close(tfd);
+	if (sfd >= 0)
+		close(sfd);
+	ap_buf_release(&side);
+	return rc;
+}
