@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ap_advise.h"
 #include "commands.h"
@@ -28,7 +29,7 @@ static void advise_usage(FILE *f)
 {
 	fputs("usage: allocprof advise [OPTIONS] TRACE...\n\n"
 	      "Replays each allocation site of TRACE through a model of a victim-cache\n"
-	      "pool (Go's sync.Pool; pool/vpool.h is the same pool in C) and tells, per\n"
+	      "pool (pool/vpool.h, after Go's sync.Pool) and tells, per\n"
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
 	      "reallocs and bytes avoided, memory the pool would hold, the CPU time it\n"
 	      "saves, and a verdict: pool, pool with cap N, size classes, no: costs more,\n"
@@ -51,14 +52,14 @@ static void advise_usage(FILE *f)
 	      "           vpool.h: vpool_cycle()); an object returned and not taken\n"
 	      "           again survives one cycle and is dropped at the second\n"
 	      "  private, shared, stolen, victim\n"
-	      "           where a hit came from: this CPU's slot, this CPU's list,\n"
+	      "           where a hit came from: this thread's slot, this CPU's list,\n"
 	      "           another CPU's list, what the last cycle set aside\n\n"
 	      "options:\n"
 	      "  -n N                 show the top N sites (default 10; 0: all)\n"
 	      "  --min-share PCT      leave out sites below PCT% of the bytes allocated\n"
 	      "  --max-keep BYTES     evaluate a pool that drops objects above BYTES on Put\n"
 	      "                       (default: a cap is found when capacities are skewed)\n"
-	      "  --gc=gogc:N          a cycle when the heap reaches max(live*(1+N/100), 4MiB)\n"
+	      "  --gc=gogc:N          a cycle when the heap reaches max(live*(1+N/100), 4MiB*N/100)\n"
 	      "                       (default gogc:100, as Go)\n"
 	      "  --gc=interval:D      a cycle every D (e.g. 500ms) from the trace's start\n"
 	      "  --procs N            number of Ps (default: the trace's CPU count; a\n"
@@ -80,11 +81,14 @@ static void advise_usage(FILE *f)
 	      "calibrate' redoes it), or from the file named by ALLOCPROF_TEST_COSTS.\n", f);
 }
 
-static void say_measuring(void *ctx, const char *cache)
+static void say_measuring(void *ctx, const char *cache, const char *why)
 {
 	(void)ctx;
-	fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
-			"(cached in %s)\n", cache ? cache : "nowhere: no HOME");
+	if (why)
+		fprintf(stderr, "allocprof: %s: measuring allocation costs again\n", why);
+	else
+		fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
+				"(cached in %s)\n", cache ? cache : "nowhere: no HOME");
 }
 
 /* The cost table (ap_cost_get). Returns 0 or prints the error and returns
@@ -136,6 +140,16 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf(" (none in its %s); %u P%s%s\n", d, a->procs, plural(a->procs),
 		       a->one_p ? ", one thread: replayed on one" : "");
 	}
+	if (a->costs_measured_at > 0) {
+		char when[32];
+		time_t tt = (time_t)a->costs_measured_at;
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime_r(&tt, &tm));
+		printf("Costs: measured %s, spread +-%.0f%% (median of %u rounds; allocprof "
+		       "calibrate measures again)\n", when, 100 * a->costs_spread, a->costs_rounds);
+	} else {
+		printf("Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread\n");
+	}
 	if (a->measured) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
 		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n",
@@ -170,7 +184,13 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		       plural((double)(a->nsites - n)));
 }
 
-static json_t *result_json(const struct ap_replay_result *r)
+/* A held figure: null when a sampled trace does not know it. */
+static json_t *held_json(double v, bool known)
+{
+	return known ? json_integer(ap_view_round(v)) : json_null();
+}
+
+static json_t *result_json(const struct ap_replay_result *r, bool held_known)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "gets", json_integer(ap_view_round(r->gets)));
@@ -186,11 +206,15 @@ static json_t *result_json(const struct ap_replay_result *r)
 	json_object_set_new(o, "bytes_avoided", json_integer(ap_view_round(r->bytes_avoided)));
 	json_object_set_new(o, "reallocs", json_integer(ap_view_round(r->reallocs)));
 	json_object_set_new(o, "reallocs_avoided", json_integer(ap_view_round(r->reallocs_avoided)));
-	json_object_set_new(o, "peak_held_bytes", json_integer(ap_view_round(r->peak_held_bytes)));
-	json_object_set_new(o, "mean_held_bytes", json_integer(ap_view_round(r->mean_held_bytes)));
+	json_object_set_new(o, "peak_held_bytes", held_json(r->peak_held_bytes, held_known));
+	json_object_set_new(o, "mean_held_bytes", held_json(r->mean_held_bytes, held_known));
+	json_object_set_new(o, "steady_peak_held_bytes",
+			    held_json(r->steady_peak_held_bytes, held_known));
 	json_object_set_new(o, "lost_to_cycles", json_integer(ap_view_round(r->lost_cycle)));
 	json_object_set_new(o, "lost_to_p_changes", json_integer(ap_view_round(r->lost_pchange)));
+	json_object_set_new(o, "lost_to_thread_exits", json_integer(ap_view_round(r->lost_exit)));
 	json_object_set_new(o, "escaped", json_integer(ap_view_round(r->escaped)));
+	json_object_set_new(o, "pooled_at_exit", json_integer(ap_view_round(r->pooled_at_exit)));
 	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(r->dropped_cap)));
 	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(r->time_saved_ns)));
 	json_object_set_new(o, "cycles_apart", json_real(r->gaps > 0 ? r->gap_cycles / r->gaps : 0));
@@ -218,6 +242,17 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_object_set_new(root, "estimates", json_boolean(a->sampled));
 	json_object_set_new(root, "procs", json_integer(a->procs));
 	json_object_set_new(root, "one_p", json_boolean(a->one_p));
+	json_t *costs = json_object();
+	if (a->costs_measured_at > 0) {
+		json_object_set_new(costs, "measured_at", json_integer((json_int_t)a->costs_measured_at));
+		json_object_set_new(costs, "rounds", json_integer((json_int_t)a->costs_rounds));
+		json_object_set_new(costs, "spread", json_real(a->costs_spread));
+	} else {
+		json_object_set_new(costs, "measured_at", json_null());
+		json_object_set_new(costs, "rounds", json_null());
+		json_object_set_new(costs, "spread", json_null());
+	}
+	json_object_set_new(root, "costs", costs);
 	json_t *gc = json_object();
 	json_object_set_new(gc, "mode", json_string(a->gc_mode == AP_GC_GOGC ? "gogc" : "interval"));
 	if (a->gc_mode == AP_GC_GOGC)
@@ -249,12 +284,13 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	json_t *sites = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_advise_site *s = &a->sites[i];
-		json_t *o = result_json(&s->r);
+		json_t *o = result_json(&s->r, s->held_known);
 		json_object_set_new(o, "site", ap_json_text(s->name));
 		json_object_set_new(o, "site_id", json_integer((json_int_t)s->site_id));
 		json_object_set_new(o, "function", ap_json_text(s->function));
 		json_object_set_new(o, "file", ap_json_text(s->file));
 		json_object_set_new(o, "line", json_integer(s->line));
+		json_object_set_new(o, "via", ap_json_text(s->via));
 		/* time_saved_ns: the measured saving where there is one, else
 		 * the cost model's (time_source says which; model_time_saved_ns
 		 * is always the model's). */
@@ -288,6 +324,8 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "life_share", json_real(s->life_share));
 		json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
 		json_object_set_new(o, "rel_error", json_real(s->rel_error));
+		json_object_set_new(o, "hit_rate_error", json_real(s->hit_rate_error));
+		json_object_set_new(o, "exact", json_boolean(!a->sampled || s->exact));
 		json_object_set_new(o, "p50_size", json_integer(ap_view_round(s->p50_size)));
 		json_object_set_new(o, "p90_size", json_integer(ap_view_round(s->p90_size)));
 		json_object_set_new(o, "max_size", json_integer(ap_view_round(s->max_size)));
@@ -306,7 +344,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(o, "mean_gap_ns", json_integer(ap_view_round(s->mean_gap_ns)));
 		json_object_set_new(o, "mean_life_ns", json_integer(ap_view_round(s->mean_life_ns)));
 		if (s->capped) {
-			json_t *c = result_json(&s->rc);
+			json_t *c = result_json(&s->rc, s->held_known);
 			json_object_set_new(c, "max_keep", json_integer((json_int_t)s->cap));
 			json_object_set_new(o, "with_cap", c);
 		}

@@ -16,7 +16,10 @@ static void calibrate_usage(FILE *f)
 	      "get+put, by size class (16B ... 64MB), including the page faults of the\n"
 	      "first touch of a fresh large block, prints the table and caches it in\n"
 	      "$XDG_CACHE_HOME/allocprof/costs.json (or ~/.cache/...), where 'allocprof\n"
-	      "advise' reads it. Takes about a second.\n\n"
+	      "advise' reads it. Each value is the median of 5 rounds over the whole\n"
+	      "table; the spread (+-, half the interquartile range of the rounds over\n"
+	      "the median) is printed with it and kept in the file, with the date.\n"
+	      "Takes a few seconds.\n\n"
 	      "options:\n"
 	      "  -o, --output FILE    write the table to FILE instead of the cache\n"
 	      "  -h, --help           show this help\n", f);
@@ -56,13 +59,18 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	struct ap_cost_table c;
 	ap_cost_measure(&c);
-	printf("%10s %16s %12s %16s\n", "size", "malloc+free ns", "pool ns", "first touch ns");
+	printf("%10s %22s %18s %24s\n", "size", "malloc+free ns", "pool ns", "first touch ns");
 	for (size_t i = 0; i < c.n; i++) {
-		char b[32];
+		char b[32], ft[48] = "0";
 		ap_format_bytes(b, sizeof(b), (double)c.size[i]);
-		printf("%10s %16.1f %12.1f %16.0f\n", b, c.malloc_free_ns[i], c.pool_ns[i],
-		       c.first_touch_ns[i]);
+		if (c.first_touch_ns[i] > 0)
+			snprintf(ft, sizeof(ft), "%.0f +-%4.0f%%", c.first_touch_ns[i],
+				 100 * c.first_touch_spread[i]);
+		printf("%10s %12.1f +-%4.0f%% %8.1f +-%4.0f%% %24s\n", b, c.malloc_free_ns[i],
+		       100 * c.malloc_free_spread[i], c.pool_ns[i], 100 * c.pool_spread[i], ft);
 	}
+	printf("spread +-%.0f%% (the median of the values' spreads over %u rounds)\n",
+	       100 * c.spread, c.rounds);
 	struct ap_error err;
 	int rc = ap_cost_save(path, &c, &err);
 	if (rc < 0)

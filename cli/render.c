@@ -39,7 +39,9 @@ int ap_render_verdict_good(enum ap_verdict v)
 void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line, void *ctx)
 {
 	const struct ap_advise_site *s = &a->sites[i];
-	const struct ap_replay_result *r = &s->r;
+	/* Under "pool with cap" the numbers are the capped pool's. */
+	bool cap_verdict = s->verdict == AP_VERDICT_POOL_CAP && s->capped;
+	const struct ap_replay_result *r = cap_verdict ? &s->rc : &s->r;
 	char b1[32], b2[32], b3[32], d[32], smp[64] = "";
 	linef(line, ctx, AP_LINE_TITLE, "%zu. %s", i + 1, s->name);
 	linef(line, ctx, ap_render_verdict_good(s->verdict) ? AP_LINE_GOOD : AP_LINE_BAD,
@@ -74,8 +76,11 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		snprintf(spacing, sizeof(spacing), "; requests every %s, %.3g cycles apart", d,
 			 r->gap_cycles / r->gaps);
 	}
-	linef(line, ctx, AP_LINE_TEXT, "   gets %.0f: hits %.0f, misses %.0f, hit rate %.1f%%%s", r->gets,
-	      r->gets - r->misses, r->misses, 100 * r->hit_rate, spacing);
+	char hre[32] = "";
+	if (s->hit_rate_error > 0)
+		snprintf(hre, sizeof(hre), " +-%.1f", 100 * s->hit_rate_error);
+	linef(line, ctx, AP_LINE_TEXT, "   gets %.0f: hits %.0f, misses %.0f, hit rate %.1f%%%s%s", r->gets,
+	      r->gets - r->misses, r->misses, 100 * r->hit_rate, hre, spacing);
 	linef(line, ctx, AP_LINE_TEXT,
 	      "   hits from: private %.0f, shared %.0f, stolen %.0f, victim %.0f; %.0f too small",
 	      r->hits[AP_POOL_PRIVATE], r->hits[AP_POOL_SHARED], r->hits[AP_POOL_STOLEN],
@@ -118,16 +123,41 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	}
 	ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 	ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
-	linef(line, ctx, AP_LINE_TEXT,
-	      "   held: peak %s, mean %s; lost to cycles %.0f, to P changes %.0f; escaped %.0f", b2, b3,
-	      r->lost_cycle, r->lost_pchange, r->escaped);
-	if (s->capped) {
-		ap_format_bytes(b1, sizeof(b1), (double)s->cap);
-		ap_format_bytes(b2, sizeof(b2), s->rc.peak_held_bytes);
-		ap_format_bytes(b3, sizeof(b3), s->rc.mean_held_bytes);
+	char steady[64] = "";
+	if (r->steady_peak_held_bytes < r->peak_held_bytes) {
+		ap_format_bytes(b1, sizeof(b1), r->steady_peak_held_bytes);
+		snprintf(steady, sizeof(steady), " (%s until its last request)", b1);
+	}
+	if (s->held_known)
 		linef(line, ctx, AP_LINE_TEXT,
-		      "   with cap %s: hit rate %.1f%%, held peak %s, mean %s; %.0f dropped on Put", b1,
-		      100 * s->rc.hit_rate, b2, b3, s->rc.dropped_cap);
+		      "   held: peak %s%s, mean %s; lost to cycles %.0f, at thread exits %.0f; escaped %.0f",
+		      b2, steady, b3, r->lost_cycle, r->lost_exit, r->escaped);
+	else
+		linef(line, ctx, AP_LINE_TEXT,
+		      "   held: not known from samples (--all tells); lost to cycles %.0f, at thread "
+		      "exits %.0f; escaped %.0f", r->lost_cycle, r->lost_exit, r->escaped);
+	if (s->capped) {
+		/* The other replay: the uncapped one under a cap verdict,
+		 * else the capped one. */
+		const struct ap_replay_result *o = cap_verdict ? &s->r : &s->rc;
+		char held[96] = "";
+		if (s->held_known) {
+			ap_format_bytes(b2, sizeof(b2), o->peak_held_bytes);
+			ap_format_bytes(b3, sizeof(b3), o->mean_held_bytes);
+			snprintf(held, sizeof(held), "held peak %s, mean %s, ", b2, b3);
+		}
+		ap_format_bytes(b1, sizeof(b1), (double)s->cap);
+		ap_advise_format_duration(d, sizeof(d), fabs(o->time_saved_ns));
+		if (cap_verdict)
+			linef(line, ctx, AP_LINE_TEXT,
+			      "   the above with cap %s: %.0f dropped on Put; without it: hit rate %.1f%%, "
+			      "%s%s%s", b1, s->rc.dropped_cap, 100 * o->hit_rate, held,
+			      o->time_saved_ns >= 0 ? "time saved ~" : "costing ~", d);
+		else
+			linef(line, ctx, AP_LINE_TEXT,
+			      "   with cap %s: hit rate %.1f%%, %s%s%s; %.0f dropped on Put", b1,
+			      100 * o->hit_rate, held, o->time_saved_ns >= 0 ? "time saved ~" : "costing ~",
+			      d, o->dropped_cap);
 	}
 }
 

@@ -630,9 +630,10 @@ static void open_timeline(struct tui *t)
 
 /* ---- the advise views --------------------------------------------------- */
 
-static void busy_measuring(void *ctx, const char *cache)
+static void busy_measuring(void *ctx, const char *cache, const char *why)
 {
 	(void)cache;
+	(void)why;
 	busy(ctx, "measuring allocation costs on this machine once");
 }
 

@@ -1,7 +1,7 @@
-/* vpool.h: a victim-cache object pool for C (C11), after Go's sync.Pool;
- * the pool `allocprof advise` means, and the one `allocprof calibrate`
- * prices. Header-only: C11 atomics and POSIX threads (C++ programs:
- * include it from a C file, or port its logic to std::atomic).
+/* vpool.h: a victim-cache object pool for C (C11) and C++ (C++17 and
+ * later), after Go's sync.Pool; the pool `allocprof advise` means, and the
+ * one `allocprof calibrate` prices. Header-only: C11 atomics (std::atomic
+ * in C++) and POSIX threads.
  *
  * The pool keeps objects of one kind (one pool per allocation site that
  * advise names). Each thread has a private slot, taken and filled with
@@ -38,19 +38,59 @@
  *	vpool_destroy(&bufs);                        when no thread uses it
  *
  * Thread safety: get, put and cycle may run concurrently on any threads;
- * destroy only once no other thread uses the pool. */
+ * destroy only once no other thread uses the pool.
+ *
+ * Under `allocprof record`, a pool not on a thread's stack registers with
+ * the sampler (weak symbols: nothing happens without it), which lists
+ * what the pool holds at the exit in the trace: advise then counts those
+ * objects as the pool's, not as results the program never freed. */
 #ifndef VPOOL_H
 #define VPOOL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#ifdef __cplusplus
+#include <atomic>
+#include <new>
+#include <sched.h>
+#define VPOOL_ATOMIC_(T) std::atomic<T>
+#define VPOOL_ALIGNAS_(n) alignas(n)
+#define VPOOL_STD_ std::
+#else
+#include <stdatomic.h>
+#define VPOOL_ATOMIC_(T) _Atomic(T)
+#define VPOOL_ALIGNAS_(n) _Alignas(n)
+#define VPOOL_STD_
+#endif
+#define VPOOL_RELAXED_ VPOOL_STD_ memory_order_relaxed
+
+/* allocprof's sampler (liballocprof.so, preloaded by `allocprof record`)
+ * defines these; without it they are NULL and nothing happens. A pool
+ * registers itself so that the objects it holds when the program ends
+ * are known as the pool's, not as blocks the program never freed (advise
+ * would say the site's objects escape). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void allocprof_pool_register(void *pool, void (*each)(void *pool, void (*fn)(void *obj, void *ctx),
+							  void *ctx)) __attribute__((weak));
+void allocprof_pool_unregister(void *pool) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
+
 /* glibc's (a GNU extension: declared here so that the header needs no
- * _GNU_SOURCE before the first include); it reads the CPU from rseq. */
+ * _GNU_SOURCE before the first include); it reads the CPU from rseq.
+ * C++ compilers define _GNU_SOURCE, and <sched.h> declares it then. */
+#if defined(__cplusplus) && !defined(__USE_GNU)
+extern "C" int sched_getcpu(void) noexcept;
+#elif !defined(__cplusplus)
 int sched_getcpu(void);
+#endif
 
 struct vpool_deque {		/* a ring: the head is the newest end */
 	void **slot;
@@ -58,8 +98,8 @@ struct vpool_deque {		/* a ring: the head is the newest end */
 };
 
 struct vpool_shard {
-	_Alignas(64) atomic_int lock;	/* guards the two deques */
-	atomic_size_t count;		/* objects in the deques, for skipping */
+	VPOOL_ALIGNAS_(64) VPOOL_ATOMIC_(int) lock;	/* guards the two deques */
+	VPOOL_ATOMIC_(size_t) count;	/* objects in the deques, for skipping */
 	struct vpool_deque cur, old;
 };
 
@@ -69,27 +109,33 @@ struct vpool_local {		/* one thread's private slot */
 	void *obj;
 	unsigned gen;		/* the cycle count when obj was Put */
 	struct vpool *pool;
+	struct vpool_local *next, *prev;	/* the pool's list (for allocprof) */
 };
 
 struct vpool {
-	atomic_uint gen;	/* cycles so far */
+	VPOOL_ATOMIC_(unsigned) gen;	/* cycles so far */
 	struct vpool_shard *sh;
 	unsigned n;
 	pthread_key_t key;	/* struct vpool_local of the thread */
 	void (*release)(void *obj, void *ctx);
 	void *ctx;
+	/* Registered with allocprof's sampler: the threads' slots are
+	 * listed, under their own lock. */
+	int registered;
+	VPOOL_ATOMIC_(int) locals_lock;
+	struct vpool_local *locals;
 };
 
 static inline void vpool_lock_(struct vpool_shard *s)
 {
-	while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
-		while (atomic_load_explicit(&s->lock, memory_order_relaxed))
+	while (VPOOL_STD_ atomic_exchange_explicit(&s->lock, 1, VPOOL_STD_ memory_order_acquire))
+		while (VPOOL_STD_ atomic_load_explicit(&s->lock, VPOOL_RELAXED_))
 			;
 }
 
 static inline void vpool_unlock_(struct vpool_shard *s)
 {
-	atomic_store_explicit(&s->lock, 0, memory_order_release);
+	VPOOL_STD_ atomic_store_explicit(&s->lock, 0, VPOOL_STD_ memory_order_release);
 }
 
 static inline unsigned vpool_cpu_(const struct vpool *p)
@@ -106,13 +152,71 @@ static inline void vpool_drop_(struct vpool *p, void *obj)
 		p->release(obj, p->ctx);
 }
 
+static inline void vpool_locals_lock_(struct vpool *p)
+{
+	while (VPOOL_STD_ atomic_exchange_explicit(&p->locals_lock, 1, VPOOL_STD_ memory_order_acquire))
+		while (VPOOL_STD_ atomic_load_explicit(&p->locals_lock, VPOOL_RELAXED_))
+			;
+}
+
+static inline void vpool_locals_unlock_(struct vpool *p)
+{
+	VPOOL_STD_ atomic_store_explicit(&p->locals_lock, 0, VPOOL_STD_ memory_order_release);
+}
+
 /* At thread exit: what the thread's private slot holds goes. */
 static inline void vpool_local_free_(void *arg)
 {
-	struct vpool_local *l = arg;
+	struct vpool_local *l = (struct vpool_local *)arg;
+	struct vpool *p = l->pool;
+	if (p->registered) {
+		vpool_locals_lock_(p);
+		if (l->prev)
+			l->prev->next = l->next;
+		else
+			p->locals = l->next;
+		if (l->next)
+			l->next->prev = l->prev;
+		vpool_locals_unlock_(p);
+	}
 	if (l->obj)
-		vpool_drop_(l->pool, l->obj);
+		vpool_drop_(p, l->obj);
 	free(l);
+}
+
+/* For allocprof's sampler, when the program ends: every object the pool
+ * holds, to fn (the threads' private slots are read as they are: the
+ * program is ending). */
+static inline void vpool_each_(void *pool, void (*fn)(void *obj, void *ctx), void *ctx)
+{
+	struct vpool *p = (struct vpool *)pool;
+	for (unsigned c = 0; c < p->n; c++) {
+		struct vpool_shard *s = &p->sh[c];
+		vpool_lock_(s);
+		for (size_t i = 0; i < s->cur.n; i++)
+			fn(s->cur.slot[(s->cur.first + i) % s->cur.cap], ctx);
+		for (size_t i = 0; i < s->old.n; i++)
+			fn(s->old.slot[(s->old.first + i) % s->old.cap], ctx);
+		vpool_unlock_(s);
+	}
+	vpool_locals_lock_(p);
+	for (struct vpool_local *l = p->locals; l; l = l->next) {
+		void *x = __atomic_load_n(&l->obj, __ATOMIC_RELAXED);
+		if (x)
+			fn(x, ctx);
+	}
+	vpool_locals_unlock_(p);
+}
+
+/* A pool in the frame of a function that may return without
+ * vpool_destroy (a program bug vpool.h cannot see) must not be walked
+ * when the program ends: such a pool is not registered. A pool within 8
+ * MiB above the current frame is taken to be on this thread's stack. */
+static inline int vpool_on_stack_(const void *p)
+{
+	char here;
+	uintptr_t a = (uintptr_t)p, h = (uintptr_t)&here;
+	return a > h && a - h < ((uintptr_t)8 << 20);
 }
 
 /* Initializes an empty pool with `nshards` deques (0: one per CPU);
@@ -125,18 +229,30 @@ static inline int vpool_init(struct vpool *p, unsigned nshards, void (*release)(
 		long n = sysconf(_SC_NPROCESSORS_CONF);
 		nshards = n > 0 ? (unsigned)n : 1;
 	}
-	p->sh = aligned_alloc(64, nshards * sizeof(*p->sh));
+	p->sh = (struct vpool_shard *)aligned_alloc(64, nshards * sizeof(*p->sh));
 	if (!p->sh)
 		return -1;
 	if (pthread_key_create(&p->key, vpool_local_free_)) {
 		free(p->sh);
 		return -1;
 	}
+#ifdef __cplusplus
+	for (unsigned c = 0; c < nshards; c++)
+		new (&p->sh[c]) vpool_shard();		/* zeroed: value-initialized */
+	p->gen.store(0, std::memory_order_relaxed);
+	p->locals_lock.store(0, std::memory_order_relaxed);
+#else
 	memset(p->sh, 0, nshards * sizeof(*p->sh));
 	atomic_init(&p->gen, 0);
+	atomic_init(&p->locals_lock, 0);
+#endif
 	p->n = nshards;
 	p->release = release;
 	p->ctx = ctx;
+	p->locals = NULL;
+	p->registered = allocprof_pool_register && !vpool_on_stack_(p);
+	if (p->registered)
+		allocprof_pool_register(p, vpool_each_);
 	return 0;
 }
 
@@ -144,12 +260,20 @@ static inline int vpool_init(struct vpool *p, unsigned nshards, void (*release)(
  * memory; the pool then works from its deques alone). */
 static inline struct vpool_local *vpool_local_(struct vpool *p)
 {
-	struct vpool_local *l = pthread_getspecific(p->key);
-	if (!l && (l = calloc(1, sizeof(*l)))) {
+	struct vpool_local *l = (struct vpool_local *)pthread_getspecific(p->key);
+	if (!l && (l = (struct vpool_local *)calloc(1, sizeof(*l)))) {
 		l->pool = p;
 		if (pthread_setspecific(p->key, l)) {
 			free(l);
-			l = NULL;
+			return NULL;
+		}
+		if (p->registered) {
+			vpool_locals_lock_(p);
+			l->next = p->locals;
+			if (l->next)
+				l->next->prev = l;
+			p->locals = l;
+			vpool_locals_unlock_(p);
 		}
 	}
 	return l;
@@ -159,7 +283,7 @@ static inline int vpool_push_(struct vpool_deque *d, void *x)
 {
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? 2 * d->cap : 16;
-		void **s = malloc(cap * sizeof(*s));
+		void **s = (void **)malloc(cap * sizeof(*s));
 		if (!s)
 			return -1;
 		for (size_t i = 0; i < d->n; i++)
@@ -196,14 +320,14 @@ static inline void *vpool_get_shared_(struct vpool *p, unsigned c)
 	for (int victim = 0; victim < 2 && !x; victim++)
 		for (unsigned k = 0; k < p->n && !x; k++) {
 			struct vpool_shard *q = &p->sh[(c + k) % p->n];
-			if (!atomic_load_explicit(&q->count, memory_order_relaxed))
+			if (!VPOOL_STD_ atomic_load_explicit(&q->count, VPOOL_RELAXED_))
 				continue;
 			vpool_lock_(q);
 			x = victim ? vpool_pop_tail_(&q->old)
 			    : k    ? vpool_pop_tail_(&q->cur)
 				   : vpool_pop_head_(&q->cur);
 			if (x)
-				atomic_fetch_sub_explicit(&q->count, 1, memory_order_relaxed);
+				VPOOL_STD_ atomic_fetch_sub_explicit(&q->count, 1, VPOOL_RELAXED_);
 			vpool_unlock_(q);
 		}
 	return x;
@@ -218,7 +342,7 @@ static inline void *vpool_get(struct vpool *p)
 		l->obj = NULL;
 		/* Put in this cycle or the one before (the victim's): a hit.
 		 * Older: the second cycle since has dropped it. */
-		if (atomic_load_explicit(&p->gen, memory_order_relaxed) - l->gen <= 1)
+		if (VPOOL_STD_ atomic_load_explicit(&p->gen, VPOOL_RELAXED_) - l->gen <= 1)
 			return x;
 		vpool_drop_(p, x);
 	}
@@ -229,7 +353,7 @@ static inline void *vpool_get(struct vpool *p)
 static inline void vpool_put(struct vpool *p, void *obj)
 {
 	struct vpool_local *l = vpool_local_(p);
-	unsigned gen = atomic_load_explicit(&p->gen, memory_order_relaxed);
+	unsigned gen = VPOOL_STD_ atomic_load_explicit(&p->gen, VPOOL_RELAXED_);
 	if (l && l->obj && gen - l->gen > 1) {
 		vpool_drop_(p, l->obj);
 		l->obj = NULL;
@@ -243,7 +367,7 @@ static inline void vpool_put(struct vpool *p, void *obj)
 	vpool_lock_(s);
 	int rc = vpool_push_(&s->cur, obj);
 	if (!rc)
-		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+		VPOOL_STD_ atomic_fetch_add_explicit(&s->count, 1, VPOOL_RELAXED_);
 	vpool_unlock_(s);
 	if (rc)
 		vpool_drop_(p, obj);	/* out of memory: drop it */
@@ -252,7 +376,7 @@ static inline void vpool_put(struct vpool *p, void *obj)
 /* A cycle: the victim is released, what the pool holds becomes it. */
 static inline void vpool_cycle(struct vpool *p)
 {
-	atomic_fetch_add_explicit(&p->gen, 1, memory_order_relaxed);
+	VPOOL_STD_ atomic_fetch_add_explicit(&p->gen, 1u, VPOOL_RELAXED_);
 	for (unsigned c = 0; c < p->n; c++) {
 		struct vpool_shard *s = &p->sh[c];
 		vpool_lock_(s);
@@ -260,8 +384,10 @@ static inline void vpool_cycle(struct vpool *p)
 		for (size_t i = 0; i < dead.n; i++)
 			vpool_drop_(p, dead.slot[(dead.first + i) % dead.cap]);
 		s->old = s->cur;
-		s->cur = (struct vpool_deque){ dead.slot, dead.cap, 0, 0 };
-		atomic_store_explicit(&s->count, s->old.n, memory_order_relaxed);
+		s->cur.slot = dead.slot;	/* its ring is reused */
+		s->cur.cap = dead.cap;
+		s->cur.first = s->cur.n = 0;
+		VPOOL_STD_ atomic_store_explicit(&s->count, s->old.n, VPOOL_RELAXED_);
 		vpool_unlock_(s);
 	}
 }
@@ -270,7 +396,9 @@ static inline void vpool_cycle(struct vpool *p)
  * included; other threads' went when they exited) and its memory. */
 static inline void vpool_destroy(struct vpool *p)
 {
-	struct vpool_local *l = pthread_getspecific(p->key);
+	if (p->registered && allocprof_pool_unregister)
+		allocprof_pool_unregister(p);
+	struct vpool_local *l = (struct vpool_local *)pthread_getspecific(p->key);
 	if (l) {
 		pthread_setspecific(p->key, NULL);
 		vpool_local_free_(l);

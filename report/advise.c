@@ -216,7 +216,24 @@ struct replay {
 	size_t nsites;
 	uint64_t ops;
 	struct cost_memo *costs;
+	/* glibc's mmap threshold as the run moved it: a request at or above
+	 * it is a fresh mapping, whose pages fault in at the first write (the
+	 * cost table's first touch); below it, the heap's pages are mostly
+	 * there already, and what they cost is for the measured replay to
+	 * see. Starts at glibc's 128 KiB; a free of a block above it (up to
+	 * 32 MiB) raises it to that block, as free() does. */
+	uint64_t mmap_thr;
 };
+
+#define MMAP_THRESHOLD_START (UINT64_C(128) << 10)
+#define MMAP_THRESHOLD_MAX (UINT64_C(32) << 20)
+
+/* The first touch a fresh block of `size` costs: 0 below the mmap
+ * threshold. */
+static inline double fresh_ns(const struct replay *rp, const struct ap_cost_point *c, uint64_t size)
+{
+	return size >= rp->mmap_thr ? c->first_touch_ns : 0;
+}
 
 /* Applies the cycles before pos to the site's pool. An empty pool cannot
  * change by a cycle, so it skips ahead at once. */
@@ -258,8 +275,8 @@ static inline unsigned cpu_p(const struct replay *rp, unsigned cpu)
 /* An allocation at the site: returns the object's capacity. (Gets, hits,
  * misses, Puts and drops are the pool's own counts: runs_finish.) */
 static inline __attribute__((always_inline)) uint64_t
-r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsigned cpu,
-      uint64_t size)
+r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, uint32_t thread,
+      unsigned cpu, uint64_t size)
 {
 	catch_up(rp, s, pos, ts);
 	struct ap_replay_result *r = &s->r;
@@ -274,7 +291,7 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsign
 	s->prev_get_cum = cum;
 	struct ap_pool_obj o;
 	const struct ap_cost_point *c = cost_at(rp->costs, size);
-	enum ap_pool_src src = ap_pool_get(s->pool, cpu_p(rp, cpu), ts, &o);
+	enum ap_pool_src src = ap_pool_get(s->pool, thread, cpu_p(rp, cpu), ts, &o);
 	if (src == AP_POOL_MISS) {
 		r->time_saved_ns -= c->pool_ns;
 		return size;
@@ -282,7 +299,7 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, unsign
 	if (o.cap >= size) {
 		r->allocs_avoided++;
 		r->alloc_bytes_avoided += (double)size;
-		r->time_saved_ns += c->malloc_free_ns + c->first_touch_ns - c->pool_ns;
+		r->time_saved_ns += c->malloc_free_ns + fresh_ns(rp, c, size) - c->pool_ns;
 		return o.cap;
 	}
 	r->small_hits++;
@@ -304,10 +321,23 @@ static inline void r_grow(struct replay *rp, struct site_run *s, uint64_t size, 
 }
 
 static inline void r_put(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts,
-			 unsigned cpu, uint64_t cap)
+			 uint32_t thread, unsigned cpu, uint64_t cap)
 {
 	catch_up(rp, s, pos, ts);
-	ap_pool_put(s->pool, cpu_p(rp, cpu), ts, 0, cap);
+	ap_pool_put(s->pool, thread, cpu_p(rp, cpu), ts, 0, cap);
+}
+
+/* A thread's exit (after its last event): every pool releases what its
+ * private slot holds. */
+static void r_exit(struct replay *rp, struct pos pos, uint64_t ts, uint32_t thread)
+{
+	for (size_t i = 0; i < rp->nsites; i++) {
+		struct site_run *s = &rp->runs[i];
+		if (!s->active)
+			continue;
+		catch_up(rp, s, pos, ts);
+		ap_pool_thread_exit(s->pool, thread, ts);
+	}
 }
 
 struct site_info {		/* facts gathered once */
@@ -326,11 +356,10 @@ struct site_info {		/* facts gathered once */
 };
 
 /* What an object's birth and growth cost through malloc. */
-static inline void info_birth(struct site_info *si, struct cost_memo *costs, uint64_t size,
-		       double w)
+static inline void info_birth(struct site_info *si, const struct replay *rp, uint64_t size, double w)
 {
-	const struct ap_cost_point *c = cost_at(costs, size);
-	si->life_cost += w * (c->malloc_free_ns + c->first_touch_ns);
+	const struct ap_cost_point *c = cost_at(rp->costs, size);
+	si->life_cost += w * (c->malloc_free_ns + fresh_ns(rp, c, size));
 	si->life_space += w * (double)size;
 	si->births += w;
 	size_hist_add(&si->f.req, size, w);
@@ -403,9 +432,17 @@ struct srec {
 	uint64_t birth, death, size;	/* times; size: the first sampled block's */
 	uint64_t maxsize;		/* the largest size it reached */
 	struct pos bpos, dpos;
+	/* What its own sampled growths moved the volume clock beyond their
+	 * own bytes: growths and free are placed that much earlier. */
+	double excess;
+	/* Sampled allocations of others during its life: the volume clock's
+	 * count at its birth, its own sampled growths, and the count in its
+	 * life once freed. */
+	uint64_t nb, nown, npts;
 	double w;
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
 	uint16_t cpu, dcpu;
+	uint16_t thread, dthread;	/* of its birth and of its free */
 	bool freed;
 	bool last_sampled;	/* its latest block is a sample (w is that block's weight) */
 	bool seen_growing;	/* first seen in a realloc: its birth was not sampled */
@@ -418,13 +455,13 @@ struct sgrowth {
 	uint32_t next;
 };
 
-enum { OP_GET, OP_GROW, OP_PUT };
+enum { OP_GET, OP_GROW, OP_PUT, OP_EXIT };
 
 struct op {
 	struct pos pos;
 	uint64_t ts, size;
-	uint32_t obj, seq, site;
-	uint16_t cpu;
+	uint32_t obj, seq, site;	/* OP_EXIT: every site */
+	uint16_t cpu, thread;
 	uint8_t type;
 };
 
@@ -438,7 +475,11 @@ struct recon {
 	uint64_t *cap;		/* per clone */
 	size_t nclones;
 	double *escaped;	/* per site: copies never freed */
+	uint64_t nsampled;	/* sampled allocations in the trace */
 };
+
+static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
+		   uint32_t site, uint16_t cpu, uint16_t thread, uint8_t type);
 
 /* ---- matching: every event to its object, in one place ---- */
 
@@ -464,13 +505,15 @@ struct walk {
 	const uint32_t *site_of_stack;	/* NULL: no sites (W_CYCLES) */
 	struct replay *rp;	/* cycles go to rp->cyc; W_EXACT replays its runs */
 	bool cycles;		/* compute the cycles (rp->cyc empty) */
-	double gogc;		/* 0: interval cycles */
+	double gogc;		/* 1 + N/100 of gogc:N; 0: interval cycles */
+	double heap_min;	/* gogc: the smallest goal, 4 MiB * N/100 (Go's heapMinimum) */
 	uint64_t interval_ns;
 	/* First walk only (else NULL): the sites' shares and facts. */
 	struct site_info *info;
 	struct links *links;
 	struct ap_advice *a;
 	struct recon *rc;	/* W_COLLECT */
+	uint64_t nsampled;	/* W_COLLECT: sampled allocations so far */
 };
 
 static inline uint32_t event_site(const struct walk *w, const struct ap_event *e)
@@ -490,13 +533,13 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 		ob->cap = e->size;
 		struct site_run *s = &rp->runs[ob->site];
 		if (s->active)
-			ob->cap = r_get(rp, s, pos, e->ts, e->cpu, e->size);
+			ob->cap = r_get(rp, s, pos, e->ts, e->thread, e->cpu, e->size);
 		if (si) {
 			if (!si->samples)
 				si->first_ts = e->ts;
 			si->last_ts = e->ts;
 			si->samples++;
-			info_birth(si, rp->costs, e->size, 1);
+			info_birth(si, rp, e->size, 1);
 		}
 		return;
 	}
@@ -513,7 +556,9 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 	*r = (struct srec){ .birth = e->ts, .bpos = pos, .size = e->size, .maxsize = e->size,
 			    .w = ev_weight(w->t, e),
 			    .site = ob->site, .ghead = UINT32_MAX, .gtail = UINT32_MAX,
-			    .cpu = e->cpu, .last_sampled = true, .seen_growing = seen_growing };
+			    .nb = w->nsampled,
+			    .cpu = e->cpu, .thread = e->thread, .last_sampled = true,
+			    .seen_growing = seen_growing };
 	ob->rec = (uint32_t)rc->nrec++;
 }
 
@@ -534,8 +579,20 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 	if (e->size > r->maxsize)
 		r->maxsize = e->size;
 	r->last_sampled = e->flags & AP_EVF_SAMPLED;
-	if (r->last_sampled)
+	if (r->last_sampled) {
 		r->w = ev_weight(w->t, e);
+		/* A sampled growth moves the clock by the stretch of
+		 * allocation it stands for, w * size: mostly bytes allocated
+		 * before the object was born (a stretch is the sampling
+		 * rate's, the object's life often a small part of it). Its
+		 * own bytes are in its life; the rest would stretch the life
+		 * of every copy over the whole stretch, and copies spread over
+		 * it would all be live at once: the pool would hold w of them
+		 * (a growing buffer's held bytes 17x too high, its mean 150x). */
+		r->excess += (r->w - 1) * (double)e->size;
+		r->nown++;
+	}
+	pos.v -= r->excess;
 	AP_ALLOC_GROW(rc->g, rc->ng + 1, rc->g_alloc);
 	rc->g[rc->ng] = (struct sgrowth){ e->ts, e->size, pos, UINT32_MAX };
 	if (r->gtail == UINT32_MAX)
@@ -550,7 +607,7 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	if (w->mode == W_EXACT) {
 		struct site_run *s = &w->rp->runs[ob->site];
 		if (s->active)
-			r_put(w->rp, s, pos, e->ts, e->cpu, ob->cap);
+			r_put(w->rp, s, pos, e->ts, e->thread, e->cpu, ob->cap);
 		if (w->info) {
 			struct site_info *si = &w->info[ob->site];
 			si->life_sum += (double)(e->ts - ob->birth);
@@ -565,7 +622,10 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 	r->freed = true;
 	r->death = e->ts;
 	r->dpos = pos;
+	r->dpos.v -= r->excess;
+	r->npts = w->nsampled - r->nb - r->nown;
 	r->dcpu = e->cpu;
+	r->dthread = e->thread;
 }
 
 /* The replay's consumer (ap_replay.h: the replay matches every FREE and
@@ -583,6 +643,14 @@ struct walk_state {
 	size_t nobjs;
 	double live, live_at_cycle, since, goal, vol;
 	struct interval_clock ic;
+	/* Thread exits (several threads, not W_CYCLES): records each thread
+	 * has still to make; after its last one it exits, as far as the pools
+	 * know (vpool.h releases its private slots then). */
+	uint64_t *left;
+	bool exit_pending;
+	uint32_t exit_thread;
+	size_t exit_i;
+	uint64_t exit_ts;
 };
 
 static inline struct obj *ws_obj(struct walk_state *S, uint32_t id)
@@ -616,6 +684,7 @@ static inline struct pos ws_allocated(struct walk_state *S, size_t i, const stru
 		double sp = b->w * (double)e->size;
 		S->since += sp;
 		S->vol += sp;
+		w->nsampled++;
 		if (w->info) {
 			uint32_t site = event_site(w, e);
 			w->a->total_alloc_objects += b->w;
@@ -642,8 +711,8 @@ static inline void ws_live(struct walk_state *S, size_t i, struct obj *ob, const
 		S->live_at_cycle = S->live;
 		S->since = 0;
 		S->goal = S->live_at_cycle * w->gogc;
-		if (S->goal < 4.0 * 1024 * 1024)
-			S->goal = 4.0 * 1024 * 1024;
+		if (S->goal < w->heap_min)
+			S->goal = w->heap_min;
 	}
 }
 
@@ -690,6 +759,9 @@ static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	S->live -= ob->w * (double)b->size;
 	if (ob->site != UINT32_MAX)
 		obj_put(S->w, ob, e, (struct pos){ S->vol, (double)i });
+	struct replay *rp = S->w->rp;
+	if (b->size >= rp->mmap_thr && b->size <= MMAP_THRESHOLD_MAX)
+		rp->mmap_thr = b->size + 1;
 }
 
 static void ws_unmatched(void *ctx, size_t i, const struct ap_event *e)
@@ -697,15 +769,66 @@ static void ws_unmatched(void *ctx, size_t i, const struct ap_event *e)
 	ws_event(ctx, i, e);
 }
 
-/* The objects still live at the end escape. */
+/* The thread whose last record came before: it exits, right after that
+ * record (and a cycle it made). */
+static void ws_exit(struct walk_state *S)
+{
+	struct walk *w = S->w;
+	struct pos pos = { S->vol, (double)S->exit_i + 0.75 };
+	S->exit_pending = false;
+	if (w->mode == W_EXACT) {
+		r_exit(w->rp, pos, S->exit_ts, S->exit_thread);
+	} else if (w->mode == W_COLLECT) {
+		add_op(w->rc, pos, S->exit_ts, 0, 0, UINT32_MAX, 0, (uint16_t)S->exit_thread,
+		       OP_EXIT);
+	}
+}
+
+/* Every event, first: counts its thread's records (a realloc's FREE half
+ * is counted with its ALLOC half). */
+static void ws_any(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct walk_state *S = ctx;
+	if (S->exit_pending)
+		ws_exit(S);
+	if (e->flags & AP_EVF_FROM_REALLOC)
+		return;
+	if (e->thread < S->w->t->nthreads && S->left[e->thread] && !--S->left[e->thread]) {
+		S->exit_pending = true;
+		S->exit_thread = e->thread;
+		S->exit_i = i;
+		S->exit_ts = e->ts;
+	}
+}
+
+/* Whether a vpool held the block at addr when the program ended (END's
+ * `pooled`). */
+static bool pooled_at_exit(const struct ap_trace *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->npooled;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->pooled[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->npooled && t->pooled[lo] == addr;
+}
+
+/* The objects still live at the end escape, unless a pool holds them:
+ * then the program already pools them (and never frees them itself). */
 static void ws_end(void *ctx, const struct ap_replay_block *b)
 {
 	struct walk_state *S = ctx;
 	struct walk *w = S->w;
-	if (w->mode != W_EXACT)
-		return;
 	uint32_t site = ws_obj(S, b->obj)->site;
-	if (site != UINT32_MAX && w->rp->runs[site].active)
+	if (site == UINT32_MAX || !w->rp->runs[site].active)
+		return;
+	bool pooled = w->t->npooled && pooled_at_exit(w->t, b->addr);
+	if (pooled)
+		w->rp->runs[site].r.pooled_at_exit++;
+	else if (w->mode == W_EXACT)
 		w->rp->runs[site].r.escaped++;
 }
 
@@ -717,14 +840,33 @@ static const struct ap_replay_ops walk_ops = {
 	.live_at_end = ws_end,
 };
 
+static const struct ap_replay_ops walk_ops_exits = {
+	.event = ws_any,
+	.alloc = ws_alloc,
+	.grow = ws_grow,
+	.free = ws_free,
+	.unmatched = ws_unmatched,
+	.live_at_end = ws_end,
+};
+
 static void walk_events(struct walk *w)
 {
 	const struct ap_trace *t = w->t;
-	struct walk_state S = { .w = w, .goal = 4.0 * 1024 * 1024 };
+	struct walk_state S = { .w = w, .goal = w->heap_min };
+	w->rp->mmap_thr = MMAP_THRESHOLD_START;
 	if (w->cycles && !w->gogc)
 		S.ic = (struct interval_clock){ t->start_ns + w->interval_ns, w->interval_ns };
-	struct ap_replay_consumer c = { &walk_ops, &S };
+	bool exits = w->mode != W_CYCLES && !w->rp->one_p && t->nthreads > 1;
+	if (exits) {
+		S.left = ap_xmalloc(t->nthreads * sizeof(*S.left));
+		for (size_t k = 0; k < t->nthreads; k++)
+			S.left[k] = t->threads[k].events;
+	}
+	struct ap_replay_consumer c = { exits ? &walk_ops_exits : &walk_ops, &S };
 	ap_replay(t, &c, 1, NULL);
+	if (S.exit_pending)
+		ws_exit(&S);
+	free(S.left);
 	if (w->cycles)
 		interval_before(&S.ic, &w->rp->cyc, w->rp->t_end,
 				(struct pos){ S.vol, (double)t->nev - 0.5 });
@@ -735,8 +877,12 @@ static void walk_events(struct walk *w)
 static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
 {
 	w->cycles = true;
-	if (o->gc_mode == AP_GC_GOGC)
+	if (o->gc_mode == AP_GC_GOGC) {
 		w->gogc = 1.0 + (double)o->gogc / 100.0;
+		/* Go's heapMinimum: 4 MiB at GOGC=100, scaled with GOGC
+		 * (runtime/mgcpacer.go, defaultHeapMinimum * GOGC / 100). */
+		w->heap_min = 4.0 * 1024 * 1024 * (double)o->gogc / 100.0;
+	}
 	else
 		w->interval_ns = o->interval_ns;
 }
@@ -770,10 +916,11 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
-		   uint32_t site, uint16_t cpu, uint8_t type)
+		   uint32_t site, uint16_t cpu, uint16_t thread, uint8_t type)
 {
 	AP_ALLOC_GROW(rc->ops, rc->nops + 1, rc->ops_alloc);
-	rc->ops[rc->nops] = (struct op){ pos, ts, size, obj, (uint32_t)rc->nops, site, cpu, type };
+	rc->ops[rc->nops] = (struct op){ pos, ts, size, obj, (uint32_t)rc->nops, site, cpu,
+					 thread, type };
 	rc->nops++;
 }
 
@@ -785,6 +932,46 @@ static int op_cmp(const void *a, const void *b)
 	if (pos_lt(y->pos, x->pos))
 		return 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A sample's life on the volume clock is the sum of the stretches of the
+ * other samples inside it: 0, or about a sampling interval R or more,
+ * where the real life took some bytes in between; its copies would all be
+ * live for R at once (a site of 64 objects live together, 64 KiB of
+ * allocation each life, got ~500 at once) or all for none. The life
+ * given to its copies is instead its expected length given the n sample
+ * points in it, lives at the site taken as exponential with mean mu:
+ * (n + 1) / (1/mu + 1/R), mu from the share f0 of the site's samples with
+ * no point in their lives, P(n = 0) = R / (R + mu) (an empirical Bayes
+ * estimate; a site whose every life holds points keeps them as they
+ * are). Growths move with the life, in proportion. */
+static void lives_estimate(struct recon *rc, const struct replay *rp, size_t ns)
+{
+	if (!rc->nsampled || rp->vol_end <= 0)
+		return;
+	double R = rp->vol_end / (double)rc->nsampled;
+	double *n0 = ap_xcalloc(ns ? ns : 1, sizeof(*n0)), *nf = ap_xcalloc(ns ? ns : 1, sizeof(*nf));
+	for (size_t i = 0; i < rc->nrec; i++) {
+		const struct srec *r = &rc->rec[i];
+		if (!r->k || !r->freed)
+			continue;
+		nf[r->site] += 1;
+		n0[r->site] += r->npts == 0;
+	}
+	for (size_t i = 0; i < rc->nrec; i++) {
+		struct srec *r = &rc->rec[i];
+		if (!r->k || !r->freed || !n0[r->site])
+			continue;
+		double f0 = n0[r->site] / nf[r->site];
+		double mu = R * (1 / f0 - 1);
+		double life = mu > 0 ? ((double)r->npts + 1) / (1 / mu + 1 / R) : 0;
+		double lv = r->dpos.v - r->bpos.v;
+		for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
+			rc->g[g].pos.v = r->bpos.v + (lv > 0 ? (rc->g[g].pos.v - r->bpos.v) * life / lv : 0);
+		r->dpos.v = r->bpos.v + life;
+	}
+	free(n0);
+	free(nf);
 }
 
 /* Makes the copies of every sampled object and sorts their operations.
@@ -845,7 +1032,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			si->births += r->w;
 			info_growth(si, costs, r->size, r->w);
 		} else {
-			info_birth(si, costs, r->size, r->w);
+			info_birth(si, rp, r->size, r->w);
 		}
 		for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
 			info_growth(si, costs, rc->g[g].size, r->w);
@@ -859,6 +1046,7 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			size_hist_add(&si->f.cap, r->maxsize, r->w);
 		}
 	}
+	lives_estimate(rc, rp, ns);
 	/* The request size of an adopted buffer: the site's median. */
 	uint64_t *req = ap_xcalloc(ns ? ns : 1, sizeof(*req));
 	for (size_t s = 0; s < ns; s++)
@@ -895,14 +1083,17 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 			if (offp > r->bpos.v)
 				offp = r->bpos.v;
 			uint32_t obj = (uint32_t)rc->nclones++;
-			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, birth_size, obj, s, r->cpu, OP_GET);
+			add_op(rc, pos_minus(r->bpos, offp), r->birth - off, birth_size, obj, s, r->cpu,
+			       r->thread, OP_GET);
 			if (birth_size != r->size)
-				add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, 0, OP_GROW);
+				add_op(rc, pos_minus(r->bpos, offp), r->birth - off, r->size, obj, s, 0, 0,
+				       OP_GROW);
 			for (uint32_t g = r->ghead; g != UINT32_MAX; g = rc->g[g].next)
 				add_op(rc, pos_minus(rc->g[g].pos, offp), rc->g[g].ts - off, rc->g[g].size, obj, s, 0,
-				       OP_GROW);
+				       0, OP_GROW);
 			if (r->freed)
-				add_op(rc, pos_minus(r->dpos, offp), r->death - off, 0, obj, s, r->dcpu, OP_PUT);
+				add_op(rc, pos_minus(r->dpos, offp), r->death - off, 0, obj, s, r->dcpu,
+				       r->dthread, OP_PUT);
 			else
 				rc->escaped[s]++;
 		}
@@ -926,15 +1117,19 @@ static void pass_recon(struct replay *rp, struct recon *rc)
 {
 	for (size_t i = 0; i < rc->nops; i++) {
 		const struct op *op = &rc->ops[i];
+		if (op->type == OP_EXIT) {
+			r_exit(rp, op->pos, op->ts, op->thread);
+			continue;
+		}
 		struct site_run *s = &rp->runs[op->site];
 		if (!s->active)
 			continue;
 		if (op->type == OP_GET)
-			rc->cap[op->obj] = r_get(rp, s, op->pos, op->ts, op->cpu, op->size);
+			rc->cap[op->obj] = r_get(rp, s, op->pos, op->ts, op->thread, op->cpu, op->size);
 		else if (op->type == OP_GROW)
 			r_grow(rp, s, op->size, &rc->cap[op->obj]);
 		else
-			r_put(rp, s, op->pos, op->ts, op->cpu, rc->cap[op->obj]);
+			r_put(rp, s, op->pos, op->ts, op->thread, op->cpu, rc->cap[op->obj]);
 	}
 	for (size_t s = 0; s < rp->nsites; s++)
 		if (rp->runs[s].active)
@@ -958,7 +1153,8 @@ static void scale_result(struct ap_replay_result *r, double k)
 		&r->gets, &r->misses, &r->small_hits, &r->allocs_avoided,
 		&r->alloc_bytes_avoided, &r->reallocs, &r->reallocs_avoided,
 		&r->realloc_bytes_avoided, &r->escaped, &r->puts, &r->dropped_cap,
-		&r->lost_cycle, &r->lost_pchange, &r->time_saved_ns,
+		&r->lost_cycle, &r->lost_pchange, &r->lost_exit, &r->time_saved_ns,
+		&r->pooled_at_exit,
 		&r->gaps, &r->gap_cycles, &r->far_gaps,
 	};
 	for (size_t i = 0; i < AP_ARRAY_SIZE(counts); i++)
@@ -1002,7 +1198,9 @@ static void runs_finish(struct replay *rp)
 		r->dropped_cap = (double)st.dropped_cap;
 		r->lost_cycle = (double)st.lost_cycle;
 		r->lost_pchange = (double)st.lost_pchange;
+		r->lost_exit = (double)st.lost_exit;
 		r->peak_held_bytes = (double)st.peak_held_bytes;
+		r->steady_peak_held_bytes = (double)st.peak_held_bytes_to_last_get;
 		r->mean_held_bytes = st.mean_held_bytes;
 		if (run->scale != 1)
 			scale_result(r, run->scale);
@@ -1029,6 +1227,7 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 	walk_events(&w);
 	links_best(links, m->nsites, grows, born);
 	if (a->sampled) {
+		rc->nsampled = w.nsampled;
 		recon_build(rc, rp, info, born, rp->o->seed);
 		pass_recon(rp, rc);
 	}
@@ -1065,6 +1264,11 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	 * about births/samples for small objects, and 0 for blocks so big that
 	 * every one is sampled. */
 	site->rel_error = a->sampled && si->births > 0 ? sqrt(si->w2) / si->births : 0;
+	site->exact = a->sampled && site->rel_error < 0.005;
+	site->held_known = !a->sampled || site->exact;
+	double h = site->r.hit_rate;
+	site->hit_rate_error = a->sampled && !site->exact && si->samples > 0 ?
+		sqrt(h * (1 - h) / (double)si->samples) : 0;
 	site->mean_gap_ns = site->r.gets > 1.5 && si->samples > 1 ?
 		(double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
 	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
@@ -1100,6 +1304,9 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->gogc = o->gogc;
 	a->interval_ns = o->interval_ns;
 	a->events = t->nev;
+	a->costs_measured_at = o->costs->measured_at;
+	a->costs_rounds = o->costs->rounds;
+	a->costs_spread = o->costs->spread;
 	a->program_cpu_ns = t->cpu_ns;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
@@ -1112,7 +1319,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	rp.runs = ap_xcalloc(ns ? ns : 1, sizeof(*rp.runs));
 	uint64_t *caps = ap_xcalloc(ns ? ns : 1, sizeof(*caps));
 	for (size_t s = 0; s < ns; s++) {
-		rp.runs[s].pool = ap_pool_new(a->procs, 0);
+		rp.runs[s].pool = ap_pool_new(AP_POOL_VPOOL, a->procs, 0);
 		rp.runs[s].active = true;
 		rp.runs[s].scale = 1;
 	}
@@ -1165,6 +1372,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->function = ap_xstrdup(m->function[s] ? m->function[s] : m->name[s]);
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
 		site->line = m->line[s];
+		site->via = m->via && m->via[s] ? ap_xstrdup(m->via[s]) : NULL;
 		if (grows[s] != UINT32_MAX)
 			site->grows_at = ap_xstrdup(m->name[grows[s]]);
 		if (born[s] != UINT32_MAX)
@@ -1200,6 +1408,7 @@ void ap_advice_free(struct ap_advice *a)
 		free(a->sites[i].name);
 		free(a->sites[i].function);
 		free(a->sites[i].file);
+		free(a->sites[i].via);
 		free(a->sites[i].grows_at);
 		free(a->sites[i].born_at);
 		free(a->sites[i].verdict_text);
@@ -1215,7 +1424,10 @@ void ap_site_map_release(struct ap_site_map *m)
 		free(m->name[i]);
 		free(m->function[i]);
 		free(m->file[i]);
+		if (m->via)
+			free(m->via[i]);
 	}
+	free(m->via);
 	free(m->name);
 	free(m->function);
 	free(m->file);

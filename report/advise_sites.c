@@ -1,5 +1,7 @@
 /* Allocation sites for the advisor: stacks grouped by their call site (or
- * each stack its own site), with readable names from the symbolizer. */
+ * each stack its own site), with readable names from the symbolizer. A
+ * call site inside a system library is no place to pool: the site is the
+ * program's own frame that called into the library. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +9,24 @@
 #include "ap_hash.h"
 #include "ap_symbolize.h"
 
+
+/* A system library: a module of the dynamic loader, or one under a system
+ * library directory (libc, libstdc++, libm, libz, ...), that is not the
+ * program itself. The program cannot put a pool inside one; it can at
+ * its own frame that calls it (or hand the library an allocator). */
+static bool system_module(const struct ap_trace *t, const char *module)
+{
+	if (!module || (t->exe && !strcmp(module, t->exe)))
+		return false;
+	static const char *const dirs[] = { "/lib/", "/lib64/", "/lib32/", "/usr/lib/",
+					    "/usr/lib64/", "/usr/lib32/", "/usr/libexec/" };
+	for (size_t i = 0; i < AP_ARRAY_SIZE(dirs); i++)
+		if (!strncmp(module, dirs[i], strlen(dirs[i])))
+			return true;
+	const char *base = strrchr(module, '/');
+	base = base ? base + 1 : module;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld.so", 5);
+}
 
 static void frame_name(struct ap_buf *b, const struct ap_frame *f)
 {
@@ -35,10 +55,23 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		size_t cs = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &frames_alloc);
 		if (cs >= nframes)
 			continue;
+		/* Out of system libraries to the program's frame that called
+		 * them, if there is one; `via` is the library function it
+		 * called (the outermost frame in the library). */
+		const char *via = NULL;
+		size_t pc = cs;
+		while (pc < nframes && !frames[pc].truncated && system_module(t, frames[pc].module))
+			pc++;
+		if (pc > cs && pc < nframes && !frames[pc].truncated) {
+			via = frames[pc - 1].func;
+			cs = pc;
+		}
 		const struct ap_frame *f = &frames[cs];
 		ap_buf_reset(&key);
 		ap_buf_reset(&name);
 		frame_name(&name, f);
+		if (via)
+			ap_buf_addf(&name, " (via %s)", via);
 		if (by_stack) {
 			for (size_t j = cs + 1; j < nframes && j < cs + 4; j++) {
 				ap_buf_addstr(&name, " < ");
@@ -48,7 +81,8 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				ap_buf_addstr(&name, " < ...");
 			ap_buf_addf(&key, "#%zu", id);
 		} else {
-			ap_buf_addf(&key, "%s\t%s\t%d", f->func, f->file ? f->file : "", f->line);
+			ap_buf_addf(&key, "%s\t%s\t%d\t%s", f->func, f->file ? f->file : "", f->line,
+				    via ? via : "");
 		}
 		bool added;
 		uint32_t site = ap_intern_add(&keys, key.buf, key.len, &added);
@@ -60,11 +94,13 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				out->function = ap_xrealloc(out->function, alloc * sizeof(*out->function));
 				out->file = ap_xrealloc(out->file, alloc * sizeof(*out->file));
 				out->line = ap_xrealloc(out->line, alloc * sizeof(*out->line));
+				out->via = ap_xrealloc(out->via, alloc * sizeof(*out->via));
 			}
 			out->name[s] = ap_xstrdup(name.buf);
 			out->function[s] = ap_xstrdup(f->func);
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
 			out->line[s] = f->line;
+			out->via[s] = via ? ap_xstrdup(via) : NULL;
 		}
 		out->site_of_stack[id] = site;
 	}

@@ -364,8 +364,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				       "of %s (%.2g%%): too little to be worth the risks of pooling (stale "
 				       "data, use after return).", hr, d1, d2,
 				       100 * r->time_saved_ns / (double)a->duration_ns);
-	} else if (a->sampled && s->samples < MIN_SAMPLES) {
-		/* Certain counts (big blocks), but no pool from a handful. */
+	} else if (a->sampled && s->samples < MIN_SAMPLES && !s->exact) {
+		/* Certain counts (big blocks), but no pool from a handful;
+		 * unless every block was sampled: then it is all there is. */
 		judge_unsure(s);
 	} else {
 		uint64_t cl[4];

@@ -7,9 +7,12 @@
  * How a trace becomes pool operations (docs/pool-model.md §6):
  * - An object is born by an allocation (ALLOC, or the ALLOC half of a
  *   realloc that does not continue a tracked block) and belongs to the site
- *   of its birth for life. Its birth is a Get on P = cpu % procs of the
- *   pool of that site; its free is a Put on the P of the freeing CPU; a
- *   realloc of it is a growth of the same object, not a Get.
+ *   of its birth for life. Its birth is a Get by its thread on P = cpu %
+ *   procs of the pool of that site (a vpool.h pool: ap_pool.h,
+ *   AP_POOL_VPOOL); its free is a Put by the freeing thread on the P of
+ *   the freeing CPU; a realloc of it is a growth of the same object, not
+ *   a Get. A thread exits after its last record: every pool releases its
+ *   private slot.
  * - Objects carry a capacity. A Get that hits takes the pooled object's
  *   capacity: if that is at least the request, the allocation is avoided
  *   (a "full hit"); if not (a "small hit"), the program still allocates the
@@ -18,7 +21,7 @@
  *   raises the capacity. Objects never freed escape: they are Gets only.
  * - Cycles (docs/pool-model.md §4): `gogc:N`, a cycle when live bytes after
  *   the last cycle plus bytes allocated since reach max(live*(1+N/100),
- *   4 MiB), with live bytes replayed from the whole trace (weighted when
+ *   4 MiB*N/100) (Go's heapMinimum scales with GOGC), with live bytes replayed from the whole trace (weighted when
  *   sampled), placed right after the allocation that reaches the goal; or
  *   `interval:D`, every D from the trace's start, placed before the first
  *   event later than it. Computed once, shared by every site's pool.
@@ -43,6 +46,11 @@
  *   site and this one (the first sample of a site uses the site's mean
  *   stretch, or the whole run over w when it is the only one), the last
  *   copy at the sample itself, each shifted with its growths and free.
+ *   A sampled growth's own stretch beyond its own bytes ((w - 1) x size)
+ *   is taken out of the copies' lives: it stands for allocation mostly
+ *   before the object was born; and a copy lives the expected life given
+ *   the number of other samples in the sample's life (lives_estimate in
+ *   advise.c, docs/pool-model.md §6).
  *   This keeps the site's rate of requests against the cycles and each
  *   object's lifetime, which is what decides hits. A sampled allocation
  *   comes at the end of the stretch it stands for.
@@ -75,6 +83,7 @@
  * log scale of size, beyond the ends the end values are used (first-touch
  * cost grows with the size, so it is extrapolated linearly). */
 #define AP_COST_MAX_CLASSES 32
+#define AP_COST_ROUNDS 5	/* whole-table rounds of a measurement */
 struct ap_cost_table {
 	size_t n;
 	uint64_t size[AP_COST_MAX_CLASSES];
@@ -83,6 +92,19 @@ struct ap_cost_table {
 	/* Touching every page of a fresh block minus the same for a reused
 	 * one: what a pool saves in page faults. */
 	double first_touch_ns[AP_COST_MAX_CLASSES];
+	/* A measured table: each value is the median of `rounds` whole-table
+	 * rounds (those within the plausible bounds, docs/json.md); a
+	 * value's spread is half the interquartile range of its rounds over
+	 * the median, and `spread` is the median of the values' spreads
+	 * (malloc+free at every size, the pool's up to 4 KiB where it is
+	 * measured, first touch where it is not 0). A table from a file
+	 * without them (ALLOCPROF_TEST_COSTS's): measured_at 0, rounds 0,
+	 * spreads -1. */
+	int64_t measured_at;		/* Unix time */
+	unsigned rounds;
+	double spread;
+	double malloc_free_spread[AP_COST_MAX_CLASSES], pool_spread[AP_COST_MAX_CLASSES];
+	double first_touch_spread[AP_COST_MAX_CLASSES];
 };
 
 double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size);
@@ -95,10 +117,15 @@ struct ap_cost_point {
 };
 void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out);
 
-/* Measures the table on this machine (< 2 s). Never fails. */
+/* Measures the table on this machine (AP_COST_ROUNDS rounds, about 2 s),
+ * with its time and spread. Never fails. */
 void ap_cost_measure(struct ap_cost_table *c);
 
-/* Reads / writes the JSON form of the table. Return 0, or -1 with err. */
+/* Reads / writes the JSON form of the table (docs/json.md). Reading takes
+ * a regular file only (no symbolic link, FIFO or device: it never waits),
+ * and every value within the plausible bounds; a table without its date
+ * and spread has measured_at 0. Writing goes to a file beside `path`
+ * renamed over it. Return 0, or -1 with err. */
 int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err);
 int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_error *err);
 
@@ -107,14 +134,18 @@ int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_erro
  * neither variable is set. */
 char *ap_cost_cache_path(void);
 
-/* The table `advise` and the tui use: the file ALLOCPROF_TEST_COSTS names,
- * else the cache, else measured now (`measuring(ctx, cache path or NULL)`
- * is called first: it takes a second or two) and saved to the cache.
+/* The table `advise` and the tui use: the file ALLOCPROF_TEST_COSTS names
+ * (as it is), else the cache if it loads and has its date, else measured
+ * now and saved to the cache: `measuring(ctx, cache path or NULL, why)`
+ * is called first (it takes a few seconds), `why` NULL when there was no
+ * cache, else the one line that says why the cache was not used.
  * Returns 0, or -1 with err set when ALLOCPROF_TEST_COSTS names a file
- * that cannot be read. A cache that cannot be written is not an error:
- * *save_err (if not NULL) is set to why, else left empty. */
-int ap_cost_get(struct ap_cost_table *c, void (*measuring)(void *ctx, const char *cache),
-		void *ctx, struct ap_error *err, struct ap_error *save_err);
+ * that cannot be read or is implausible. A cache that cannot be written
+ * is not an error: *save_err (if not NULL) is set to why, else left
+ * empty. */
+int ap_cost_get(struct ap_cost_table *c,
+		void (*measuring)(void *ctx, const char *cache, const char *why), void *ctx,
+		struct ap_error *err, struct ap_error *save_err);
 
 /* ---- replay ---- */
 
@@ -161,11 +192,20 @@ struct ap_replay_result {
 	double allocs_avoided, alloc_bytes_avoided;	/* full hits */
 	double reallocs, reallocs_avoided, realloc_bytes_avoided;
 	double bytes_avoided;		/* alloc_bytes_avoided + realloc_bytes_avoided */
-	double escaped;			/* objects never freed */
+	double escaped;			/* objects never freed (and not in a pool at exit) */
+	/* Objects a pool of pool/vpool.h held when the program ended (END's
+	 * `pooled`, written by the sampler): the program already pools
+	 * them; they do not escape. Counted in the first replay. */
+	double pooled_at_exit;
 	double puts;
 	double dropped_cap;		/* Puts dropped by the cap */
 	double lost_cycle, lost_pchange;
+	double lost_exit;		/* released from private slots at their thread's exit */
 	double peak_held_bytes, mean_held_bytes;
+	/* The held peak in steady state: up to the site's last request
+	 * (ap_pool_stats.peak_held_bytes_to_last_get), leaving out what only
+	 * the frees after it (a teardown) make the pool hold. */
+	double steady_peak_held_bytes;
 	double time_saved_ns;		/* by the cost model; negative: the pool costs */
 	double hit_rate;		/* (hits) / gets */
 	/* Collection cycles between consecutive requests: over `gaps`
@@ -179,6 +219,12 @@ struct ap_advise_site {
 	char *name;		/* "func file:line", or the stack's frames */
 	char *function, *file;	/* file may be NULL */
 	int line;
+	/* The allocations are a system library's (libc, libstdc++, ld.so,
+	 * any module under a system library directory): the site is the
+	 * program's frame that called it, and `via` names the library
+	 * function called ("opendir"); NULL when the site is the program's
+	 * own allocation. */
+	char *via;
 	double alloc_objects, alloc_space;	/* the site's allocations (weighted) */
 	double share;		/* of the trace's alloc_space */
 	/* Of the trace's alloc_space, what this site's objects account for
@@ -186,7 +232,23 @@ struct ap_advise_site {
 	 * wherever it is (the bytes a pool here could save). */
 	double life_share;
 	uint64_t samples;	/* sampled objects seen (== objects with --all) */
-	double rel_error;	/* sampled: relative standard error of the object count, else 0 */
+	/* Sampled traces, the errors of the figures (all 0 with --all):
+	 * rel_error, the relative standard error of the object count, is
+	 * that of every count of `r` and `rc` (gets, hits, misses, small
+	 * hits, allocations, reallocs and bytes avoided, escaped, Puts,
+	 * drops, losses) and of time_saved_ns; hit_rate_error is the
+	 * absolute standard error of the hit rate (the copies of a sample
+	 * share its fate: sqrt(h(1-h)/samples)). Held bytes (peak, steady,
+	 * mean) come from the reconstruction's timing, with no error that
+	 * can be stated: held_known is false for them (advise does not show
+	 * them) unless the site is `exact`. */
+	double rel_error;
+	double hit_rate_error;
+	/* Sampled, but every block here is far above the sampling rate
+	 * (rel_error under 0.5%): each one was sampled, its figures are
+	 * those of --all, and the few samples are all there is. */
+	bool exact;
+	bool held_known;
 	double mean_size, p50_size, p90_size, max_size;	/* of requests (max: the real one) */
 	/* Capacities: the largest size each freed object reached (its request,
 	 * or what it grew to by realloc): what a pool would hold. */
@@ -239,6 +301,12 @@ struct ap_advice {
 	uint64_t events;	/* trace events replayed */
 	uint64_t pool_ops;	/* Get/Put/growth operations replayed */
 	double total_alloc_space, total_alloc_objects;
+	/* The cost table's measurement (struct ap_cost_table): when (Unix
+	 * time, 0: a fixed table of unknown date), in how many rounds, and
+	 * its spread (< 0: unknown). */
+	int64_t costs_measured_at;
+	unsigned costs_rounds;
+	double costs_spread;
 	size_t hidden_sites;	/* below min_share */
 	struct ap_advise_site *sites;	/* ranked: see advise_rank */
 	size_t nsites;
@@ -272,6 +340,10 @@ struct ap_site_map {
 	size_t nsites;
 	char **name, **function, **file;
 	int *line;
+	/* The system library function the site's frame called, whose
+	 * allocations these are (e.g. "opendir"), or NULL; may itself be
+	 * NULL (a map made by hand). */
+	char **via;
 };
 
 /* Replays `t` with the site map `m` and judges every site. Returns NULL
@@ -314,8 +386,10 @@ const char *ap_verdict_name(enum ap_verdict v);
 void ap_advise_format_duration(char *out, size_t len, double ns);
 
 /* Builds the site map of `t`: sites are call sites (the frame
- * ap_sym_stack picks: function, file and line), or whole stacks with
- * by_stack (named by the call site and a few callers). Never fails. */
+ * ap_sym_stack picks: function, file and line; when that frame is in a
+ * system library, the nearest caller outside one, named "func file:line
+ * (via libfunc)"), or whole stacks with by_stack (named by the call site
+ * and a few callers). Never fails. */
 struct ap_symbolizer;
 void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
 		     struct ap_site_map *out);

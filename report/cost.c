@@ -5,11 +5,14 @@
  * CPU's deque under a lock, the victim generation), not the replay's
  * model of it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ap_advise.h"
@@ -95,13 +98,15 @@ static void touch(char *p, uint64_t size, long page)
 	escape(p);
 }
 
-/* Each measurement runs up to ROUNDS rounds of up to `iters` iterations,
- * within BUDGET_NS in all (at least one iteration), and keeps the fastest
- * round's mean: the whole table takes well under 2 s. */
-#define ROUNDS 3
-#define BUDGET_NS 30000000ull
+/* A measurement: SUBS batches of `iters` iterations, each timed as a whole
+ * on the thread's CPU clock (read between batches only: on a VM one read
+ * can cost more than the get+put measured), within BUDGET_NS of wall time
+ * in all; the fastest batch's mean, which leaves out interrupts. A batch
+ * of big blocks checks the budget every iteration, others every 1024. */
+#define SUBS 3
+#define BUDGET_NS 20000000ull
 
-enum what { MALLOC_FREE, FRESH_TOUCH, REUSED_TOUCH, POOL_GETPUT, WRITE_ONLY };
+enum what { MALLOC_FREE, MAP_ONLY, FRESH_TOUCH, REUSED_TOUCH, POOL_GETPUT, WRITE_ONLY };
 
 /* The bytes a request writes into its object in the pool's measurement,
  * so that get+put is priced as a request meets it (a locked instruction
@@ -112,7 +117,18 @@ static size_t request_writes(uint64_t size)
 	return size < 4096 ? (size_t)size : 4096;
 }
 
-static double measure(enum what w, uint64_t size, int iters, long page)
+/* The calling thread's CPU time: a batch is timed by it, not by the wall
+ * clock, so that the time the thread waits for a core (another program,
+ * the host of a VM) is not counted; page faults are (system time). */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return ap_now_ns();
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double measure_n(enum what w, uint64_t size, int iters, long page, int subs)
 {
 	double best = INFINITY;
 	uint64_t start = ap_now_ns();
@@ -120,22 +136,25 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 	char *reused = NULL, *obj = NULL;
 	size_t nw = request_writes(size);
 	if (w == POOL_GETPUT || w == WRITE_ONLY) {
-		obj = malloc(nw ? nw : 1);
+		/* Page-aligned: the writes of the two measurements whose
+		 * difference is the pool's cost meet the same alignment. */
+		obj = aligned_alloc(4096, 4096);
 		if (!obj || vpool_init(&pool, 0, NULL, NULL) < 0) {
 			free(obj);
-			return 0;
+			return NAN;
 		}
 		vpool_put(&pool, obj);
 	} else if (w == REUSED_TOUCH) {
 		reused = malloc(size);
 		if (!reused)
-			return 0;
+			return NAN;
 		touch(reused, size, page);
 	}
 	void *win[64] = { NULL };
 	unsigned nwin = size <= (1u << 20) ? 64 : 4, x = 1;
-	for (int r = 0; r < ROUNDS; r++) {
-		uint64_t t0 = ap_now_ns();
+	int check = size <= (64u << 10) ? 1023 : 0;
+	for (int r = 0; r < subs; r++) {
+		uint64_t t0 = thread_cpu_ns();
 		int i;
 		for (i = 0; i < iters; i++) {
 			if (w == MALLOC_FREE) {
@@ -147,11 +166,20 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 				free(win[k]);
 				win[k] = malloc(size);
 				escape(win[k]);
-			} else if (w == FRESH_TOUCH) {
-				char *p = malloc(size);
-				if (p)
-					touch(p, size, page);
-				free(p);
+			} else if (w == MAP_ONLY || w == FRESH_TOUCH) {
+				/* Fresh pages from the kernel, as malloc gets
+				 * them above its mmap threshold or after a trim
+				 * (malloc itself would often reuse its heap
+				 * here: glibc raises the threshold to the size of
+				 * a freed mapping, and nothing would fault). */
+				char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (p != MAP_FAILED) {
+					if (w == FRESH_TOUCH)
+						touch(p, size, page);
+					escape(p);
+					munmap(p, size);
+				}
 			} else if (w == REUSED_TOUCH) {
 				touch(reused, size, page);
 			} else if (w == WRITE_ONLY) {
@@ -167,12 +195,12 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 				escape(o);
 				vpool_put(&pool, o);
 			}
-			if ((i & 15) == 15 && ap_now_ns() - start > BUDGET_NS) {
+			if ((i & check) == check && ap_now_ns() - start > BUDGET_NS) {
 				i++;
 				break;
 			}
 		}
-		double ns = (double)(ap_now_ns() - t0) / i;
+		double ns = (double)(thread_cpu_ns() - t0) / i;
 		if (ns < best)
 			best = ns;
 		if (ap_now_ns() - start > BUDGET_NS)
@@ -187,13 +215,55 @@ static double measure(enum what w, uint64_t size, int iters, long page)
 	return best;
 }
 
-void ap_cost_measure(struct ap_cost_table *c)
+static double measure(enum what w, uint64_t size, int iters, long page)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	if (page <= 0)
-		page = 4096;
+	return measure_n(w, size, iters, page, SUBS);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The pool's get+put at size: a get+put batch less a batch of the writes
+ * alone, PAIRS times in alternation, the median difference (a difference
+ * of two minimums would take the noise of both). */
+#define PAIRS 5
+static double measure_pool(uint64_t size, long page)
+{
+	double d[PAIRS];
+	for (int j = 0; j < PAIRS; j++)
+		d[j] = measure_n(POOL_GETPUT, size, 20000, page, 2) -
+		       measure_n(WRITE_ONLY, size, 20000, page, 2);
+	qsort(d, PAIRS, sizeof(*d), cmp_double);
+	return d[PAIRS / 2];
+}
+
+/* What is plausible for a class (the same bounds for a measured round and
+ * for a table read from a file): a malloc+free above 0 and at most 10 ms;
+ * a pool's get+put above 0 and at most 10 us; first-touch page faults
+ * from 0 to 20 us a page. NULL, or why not. */
+static const char *implausible(uint64_t size, double malloc_free, double pool, double touch_ns)
+{
+	double pages = ceil((double)size / 4096.0);
+	if (!isfinite(malloc_free) || malloc_free <= 0 || malloc_free > 1e7)
+		return "malloc_free_ns out of (0, 10ms]";
+	if (!isfinite(pool) || pool <= 0 || pool > 1e4)
+		return "pool_ns out of (0, 10us]";
+	if (!isfinite(touch_ns) || touch_ns < 0 || touch_ns > pages * 20000)
+		return "first_touch_ns out of [0, 20us a page]";
+	return NULL;
+}
+
+/* The smallest pool cost kept: get+put is a few loads and stores at the
+ * least; a difference below it is below the clock's resolution. */
+#define POOL_FLOOR_NS 1.0
+
+/* One round of the whole table: every class once. */
+static void measure_round(struct ap_cost_table *c, long page)
+{
 	memset(c, 0, sizeof(*c));
-	measure(MALLOC_FREE, 64, 20000, page);	/* warm up */
 	double pool_ns = 0;
 	for (uint64_t size = 16; size <= (UINT64_C(64) << 20); size *= 4) {
 		size_t k = c->n++;
@@ -201,13 +271,12 @@ void ap_cost_measure(struct ap_cost_table *c)
 		/* The pool's cost grows with the writes before a Put, up to
 		 * request_writes()'s bound; beyond it, it is that size's. */
 		if (size <= 4096) {
-			double pw = measure(POOL_GETPUT, size, 200000, page) -
-				    measure(WRITE_ONLY, size, 200000, page);
-			pool_ns = pw > 0 ? pw : 0;
+			double pw = measure_pool(size, page);
+			pool_ns = isfinite(pw) && pw > POOL_FLOOR_NS ? pw : POOL_FLOOR_NS;
 		}
 		c->pool_ns[k] = pool_ns;
 		int iters = size <= (64u << 10) ? 100000 : size <= (4u << 20) ? 300 : 4;
-		int titers = size <= (64u << 10) ? 2000 : size <= (4u << 20) ? 40 : 1;
+		int titers = size <= (64u << 10) ? 2000 : size <= (4u << 20) ? 20 : 1;
 		double mf = measure(MALLOC_FREE, size, iters, page);
 		c->malloc_free_ns[k] = mf;
 		if (size > (4u << 20)) {
@@ -226,19 +295,139 @@ void ap_cost_measure(struct ap_cost_table *c)
 			continue;
 		}
 		double fresh = measure(FRESH_TOUCH, size, titers, page);
+		double map = measure(MAP_ONLY, size, titers, page);
 		double reused = measure(REUSED_TOUCH, size, titers, page);
-		double ft = fresh - mf - reused;
+		double ft = fresh - map - reused;
 		c->first_touch_ns[k] = isfinite(ft) && ft > 0 ? ft : 0;
 	}
 }
 
+/* The median of v[0..n) (sorted in place) and its spread: half the
+ * interquartile range over the median (0 when the median is 0). */
+static double median_spread(double *v, size_t n, double *spread)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	double q1 = v[n / 4], q3 = v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+	*spread = med > 0 ? (q3 - q1) / 2 / med : 0;
+	return med;
+}
+
+void ap_cost_measure(struct ap_cost_table *c)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	if (page <= 0)
+		page = 4096;
+	measure(MALLOC_FREE, 64, 20000, page);	/* warm up */
+	/* Whole-table rounds, so that a burst of noise (another program,
+	 * the host of a VM) spoils a round, not a class: each value is the
+	 * median of its plausible rounds. */
+	struct ap_cost_table r[AP_COST_ROUNDS];
+	bool ok[AP_COST_ROUNDS][AP_COST_MAX_CLASSES];
+	for (int k = 0; k < AP_COST_ROUNDS; k++) {
+		measure_round(&r[k], page);
+		for (size_t i = 0; i < r[k].n; i++)
+			ok[k][i] = !implausible(r[k].size[i], r[k].malloc_free_ns[i], r[k].pool_ns[i],
+						r[k].first_touch_ns[i]);
+	}
+	*c = r[0];
+	c->measured_at = (int64_t)time(NULL);
+	c->rounds = AP_COST_ROUNDS;
+	double spreads[3 * AP_COST_MAX_CLASSES];
+	size_t nspreads = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		double mf[AP_COST_ROUNDS], pl[AP_COST_ROUNDS], ft[AP_COST_ROUNDS];
+		size_t m = 0;
+		for (int k = 0; k < AP_COST_ROUNDS; k++) {
+			if (!ok[k][i])
+				continue;
+			mf[m] = r[k].malloc_free_ns[i];
+			pl[m] = r[k].pool_ns[i];
+			ft[m] = r[k].first_touch_ns[i];
+			m++;
+		}
+		if (!m) {
+			/* No plausible round: the class takes the one below
+			 * it (or a floor), and its spread says it is unknown. */
+			c->malloc_free_ns[i] = i ? c->malloc_free_ns[i - 1] : 10;
+			c->pool_ns[i] = i ? c->pool_ns[i - 1] : POOL_FLOOR_NS;
+			c->first_touch_ns[i] = 0;
+			c->malloc_free_spread[i] = c->pool_spread[i] = c->first_touch_spread[i] = 1;
+			spreads[nspreads++] = 1;
+			continue;
+		}
+		c->malloc_free_ns[i] = median_spread(mf, m, &c->malloc_free_spread[i]);
+		c->pool_ns[i] = median_spread(pl, m, &c->pool_spread[i]);
+		c->first_touch_ns[i] = median_spread(ft, m, &c->first_touch_spread[i]);
+		double sft = c->first_touch_spread[i];
+		spreads[nspreads++] = c->malloc_free_spread[i];
+		if (i == 0 || c->size[i] <= 4096)
+			spreads[nspreads++] = c->pool_spread[i];	/* measured up to 4 KiB */
+		if (c->first_touch_ns[i] > 0 && c->size[i] <= (4u << 20))
+			spreads[nspreads++] = sft;
+	}
+	double unused;
+	c->spread = nspreads ? median_spread(spreads, nspreads, &unused) : -1;
+}
+
+/* The file at path, read without following a symbolic link or waiting on
+ * a FIFO or a device: only a regular file of at most 1 MiB. A malloc'd
+ * buffer, or NULL with err set. */
+static char *read_regular(const char *path, size_t *len, struct ap_error *err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ap_error_set(err, "%s: %s", path,
+			     errno == ELOOP ? "a symbolic link, not a regular file" : strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	char *buf = NULL;
+	if (fstat(fd, &st) < 0) {
+		ap_error_set(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ap_error_set(err, "%s: not a regular file", path);
+		goto out;
+	}
+	if (st.st_size > (1 << 20)) {
+		ap_error_set(err, "%s: too big for a cost table (%lld bytes)", path, (long long)st.st_size);
+		goto out;
+	}
+	buf = ap_xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ap_error_set(err, "%s: %s", path, n < 0 ? strerror(errno) : "shorter than its size");
+			free(buf);
+			buf = NULL;
+			goto out;
+		}
+		got += (size_t)n;
+	}
+	*len = got;
+out:
+	close(fd);
+	return buf;
+}
+
 int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err)
 {
+	size_t len;
+	char *text = read_regular(path, &len, err);
+	if (!text)
+		return -1;
 	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je);
+	json_t *root = json_loadb(text, len, 0, &je);
+	free(text);
 	if (!root)
 		return ap_error_set(err, "%s: %s", path, je.text);
 	memset(c, 0, sizeof(*c));
+	c->spread = -1;
 	json_t *classes = json_object_get(root, "classes");
 	size_t i;
 	json_t *cl;
@@ -250,7 +439,7 @@ int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err
 		json_t *s = json_object_get(cl, "size"), *mf = json_object_get(cl, "malloc_free_ns");
 		json_t *pl = json_object_get(cl, "pool_ns"), *ft = json_object_get(cl, "first_touch_ns");
 		if (!json_is_integer(s) || !json_is_number(mf) || !json_is_number(pl) ||
-		    !json_is_number(ft) || c->n >= AP_COST_MAX_CLASSES ||
+		    !json_is_number(ft) || c->n >= AP_COST_MAX_CLASSES || json_integer_value(s) <= 0 ||
 		    (c->n && (uint64_t)json_integer_value(s) <= c->size[c->n - 1])) {
 			json_decref(root);
 			return ap_error_set(err, "%s: class %zu: want ascending \"size\" and numbers "
@@ -260,7 +449,35 @@ int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err
 		c->malloc_free_ns[c->n] = json_number_value(mf);
 		c->pool_ns[c->n] = json_number_value(pl);
 		c->first_touch_ns[c->n] = json_number_value(ft);
+		const char *why = implausible(c->size[c->n], c->malloc_free_ns[c->n], c->pool_ns[c->n],
+					      c->first_touch_ns[c->n]);
+		if (why) {
+			json_decref(root);
+			return ap_error_set(err, "%s: class %zu (size %llu): implausible cost: %s", path, i,
+					    (unsigned long long)c->size[c->n], why);
+		}
+		json_t *ms = json_object_get(cl, "malloc_free_spread"), *ps = json_object_get(cl, "pool_spread");
+		json_t *fs = json_object_get(cl, "first_touch_spread");
+		c->malloc_free_spread[c->n] = json_is_number(ms) ? json_number_value(ms) : -1;
+		c->pool_spread[c->n] = json_is_number(ps) ? json_number_value(ps) : -1;
+		c->first_touch_spread[c->n] = json_is_number(fs) ? json_number_value(fs) : -1;
 		c->n++;
+	}
+	/* When and how it was measured (version 2); a table without them is
+	 * used as it is (a fixed one), but not as a cache (ap_cost_get). */
+	json_t *at = json_object_get(root, "measured_at"), *rounds = json_object_get(root, "rounds");
+	json_t *spread = json_object_get(root, "spread");
+	if (json_is_integer(at) && json_is_integer(rounds) && json_is_number(spread)) {
+		double sp = json_number_value(spread);
+		if (json_integer_value(at) <= 0 || json_integer_value(rounds) <= 0 ||
+		    json_integer_value(rounds) > 1000 || !isfinite(sp) || sp < 0 || sp > 100) {
+			json_decref(root);
+			return ap_error_set(err, "%s: implausible \"measured_at\", \"rounds\" or \"spread\"",
+					    path);
+		}
+		c->measured_at = json_integer_value(at);
+		c->rounds = (unsigned)json_integer_value(rounds);
+		c->spread = sp;
 	}
 	json_decref(root);
 	return 0;
@@ -282,25 +499,60 @@ static int mkdir_p(char *path)
 int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_error *err)
 {
 	json_t *root = json_object(), *classes = json_array();
-	json_object_set_new(root, "version", json_integer(1));
+	json_object_set_new(root, "version", json_integer(2));
+	if (c->measured_at > 0) {
+		char when[64];
+		time_t tt = (time_t)c->measured_at;
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", localtime_r(&tt, &tm));
+		json_object_set_new(root, "measured", json_string(when));
+		json_object_set_new(root, "measured_at", json_integer((json_int_t)c->measured_at));
+		json_object_set_new(root, "rounds", json_integer((json_int_t)c->rounds));
+		json_object_set_new(root, "spread", json_real(c->spread));
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		json_t *cl = json_object();
 		json_object_set_new(cl, "size", json_integer((json_int_t)c->size[i]));
 		json_object_set_new(cl, "malloc_free_ns", json_real(c->malloc_free_ns[i]));
 		json_object_set_new(cl, "pool_ns", json_real(c->pool_ns[i]));
 		json_object_set_new(cl, "first_touch_ns", json_real(c->first_touch_ns[i]));
+		if (c->malloc_free_spread[i] >= 0)
+			json_object_set_new(cl, "malloc_free_spread", json_real(c->malloc_free_spread[i]));
+		if (c->pool_spread[i] >= 0)
+			json_object_set_new(cl, "pool_spread", json_real(c->pool_spread[i]));
+		if (c->first_touch_spread[i] >= 0)
+			json_object_set_new(cl, "first_touch_spread", json_real(c->first_touch_spread[i]));
 		json_array_append_new(classes, cl);
 	}
 	json_object_set_new(root, "classes", classes);
+	/* Written beside it and renamed over it: a reader never sees half a
+	 * table, and whatever was at the path (a FIFO, a link) is replaced,
+	 * not written through. */
 	char *dir = ap_xstrdup(path);
 	int rc = mkdir_p(dir);
 	free(dir);
+	struct ap_buf tmp = AP_BUF_INIT;
+	ap_buf_addf(&tmp, "%s.%ld.tmp", path, (long)getpid());
 	if (rc == 0)
-		rc = json_dump_file(root, path, JSON_INDENT(2));
+		rc = json_dump_file(root, tmp.buf, JSON_INDENT(2));
+	if (rc == 0 && rename(tmp.buf, path) < 0) {
+		rc = -1;
+		int e = errno;
+		unlink(tmp.buf);
+		errno = e;
+	}
 	json_decref(root);
+	ap_buf_release(&tmp);
 	if (rc < 0)
 		return ap_error_set(err, "%s: cannot write the cost cache: %s", path, strerror(errno));
 	return 0;
+}
+
+/* True when nothing is at path (the cache was never written). */
+static bool errno_is_missing(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) < 0 && errno == ENOENT;
 }
 
 char *ap_cost_cache_path(void)
@@ -316,8 +568,9 @@ char *ap_cost_cache_path(void)
 	return ap_buf_detach(&b, NULL);
 }
 
-int ap_cost_get(struct ap_cost_table *c, void (*measuring)(void *ctx, const char *cache),
-		void *ctx, struct ap_error *err, struct ap_error *save_err)
+int ap_cost_get(struct ap_cost_table *c,
+		void (*measuring)(void *ctx, const char *cache, const char *why), void *ctx,
+		struct ap_error *err, struct ap_error *save_err)
 {
 	if (save_err)
 		save_err->msg[0] = 0;
@@ -325,13 +578,21 @@ int ap_cost_get(struct ap_cost_table *c, void (*measuring)(void *ctx, const char
 	if (fixed && *fixed)
 		return ap_cost_load(fixed, c, err) < 0 ? -1 : 0;
 	char *path = ap_cost_cache_path();
-	struct ap_error e;
-	if (path && ap_cost_load(path, c, &e) == 0) {
-		free(path);
-		return 0;
+	struct ap_error e = { .msg = "" };
+	if (path) {
+		if (ap_cost_load(path, c, &e) == 0) {
+			if (c->measured_at > 0) {
+				free(path);
+				return 0;
+			}
+			ap_error_set(&e, "%s: measured by an older allocprof, without its date and "
+				     "spread", path);
+		} else if (errno_is_missing(path)) {
+			e.msg[0] = 0;	/* not measured yet */
+		}
 	}
 	if (measuring)
-		measuring(ctx, path);
+		measuring(ctx, path, e.msg[0] ? e.msg : NULL);
 	ap_cost_measure(c);
 	if (path && ap_cost_save(path, c, &e) < 0 && save_err)
 		*save_err = e;

@@ -1,7 +1,10 @@
-/* The victim-cache pool model: docs/pool-model.md §1-4, Go's sync.Pool order of
- * Get and Put on flat arrays and ring-buffer deques, with no allocation in
- * steady state (three shard arrays are recycled between primary, victim and
- * spare; a deque's ring only grows). */
+/* The victim-cache pool model: docs/pool-model.md §1-4 and §9, the order of
+ * Get and Put of pool/vpool.h or of Go's sync.Pool on flat arrays and
+ * ring-buffer deques, with no allocation in steady state (shard arrays are
+ * recycled between primary, victim and spare; a deque's ring only grows).
+ * A vpool keeps its current deques in the primary array and those of
+ * before the last cycle in the victim array, both always there; its
+ * private slots are the threads'. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +29,24 @@ struct shards {
 
 #define NO_ARRAY (-1)
 
+/* vpool: one thread's private slot. */
+struct tslot {
+	struct ap_pool_obj obj;
+	uint64_t gen;		/* the cycle count when obj was Put */
+	bool has;
+};
+
 struct ap_pool {
+	enum ap_pool_kind kind;
 	struct shards arr[3];
 	int primary, victim;	/* index into arr, or NO_ARRAY */
 	unsigned victim_size;	/* 0: skip the victim */
 	unsigned nprocs;
 	uint64_t max_keep;
+	/* vpool */
+	uint64_t gen;		/* cycles so far */
+	struct tslot *ts;	/* by thread */
+	uint32_t nts;
 
 	bool started;
 	uint64_t t0, tlast;
@@ -39,9 +54,10 @@ struct ap_pool {
 	struct ap_pool_stats st;
 };
 
-struct ap_pool *ap_pool_new(unsigned nprocs, uint64_t max_keep)
+struct ap_pool *ap_pool_new(enum ap_pool_kind kind, unsigned nprocs, uint64_t max_keep)
 {
 	struct ap_pool *pool = ap_xcalloc(1, sizeof(*pool));
+	pool->kind = kind;
 	ap_pool_reset(pool, nprocs, max_keep);
 	return pool;
 }
@@ -55,8 +71,11 @@ void ap_pool_free(struct ap_pool *pool)
 			free(pool->arr[i].sh[j].ring);
 		free(pool->arr[i].sh);
 	}
+	free(pool->ts);
 	free(pool);
 }
+
+static struct shards *new_primary(struct ap_pool *pool);
 
 void ap_pool_reset(struct ap_pool *pool, unsigned nprocs, uint64_t max_keep)
 {
@@ -71,11 +90,22 @@ void ap_pool_reset(struct ap_pool *pool, unsigned nprocs, uint64_t max_keep)
 	pool->t0 = pool->tlast = 0;
 	pool->held_integral = 0;
 	memset(&pool->st, 0, sizeof(pool->st));
+	pool->gen = 0;
+	for (uint32_t i = 0; i < pool->nts; i++)
+		pool->ts[i].has = false;
+	if (pool->kind == AP_POOL_VPOOL) {
+		/* The deques are there from the start and stay: the current
+		 * ones in a primary, the old ones in a victim. */
+		new_primary(pool);
+		pool->victim = pool->primary;
+		new_primary(pool);
+		pool->victim_size = nprocs;
+	}
 }
 
 void ap_pool_set_procs(struct ap_pool *pool, unsigned nprocs)
 {
-	assert(nprocs >= 1);
+	assert(nprocs >= 1 && pool->kind == AP_POOL_SYNCPOOL);
 	pool->nprocs = nprocs;
 }
 
@@ -111,10 +141,13 @@ static inline void advance(struct ap_pool *pool, uint64_t t)
 	}
 }
 
+/* An object more in array a (NULL: in a vpool thread's private slot). */
 static inline void held_add(struct ap_pool *pool, struct shards *a, uint64_t cap)
 {
-	a->nobjs++;
-	a->bytes += cap;
+	if (a) {
+		a->nobjs++;
+		a->bytes += cap;
+	}
 	pool->st.held_objects++;
 	pool->st.held_bytes += cap;
 	if (pool->st.held_bytes > pool->st.peak_held_bytes)
@@ -125,8 +158,10 @@ static inline void held_add(struct ap_pool *pool, struct shards *a, uint64_t cap
 
 static inline void held_sub(struct ap_pool *pool, struct shards *a, uint64_t cap)
 {
-	a->nobjs--;
-	a->bytes -= cap;
+	if (a) {
+		a->nobjs--;
+		a->bytes -= cap;
+	}
 	pool->st.held_objects--;
 	pool->st.held_bytes -= cap;
 }
@@ -226,7 +261,56 @@ static inline bool pop_tail(struct shard *s, struct ap_pool_obj *out)
 	return true;
 }
 
-bool ap_pool_put(struct ap_pool *pool, unsigned p, uint64_t t, uint64_t id,
+/* vpool: thread's slot, made on first use. */
+static inline struct tslot *tslot(struct ap_pool *pool, uint32_t thread)
+{
+	if (__builtin_expect(thread >= pool->nts, 0)) {
+		uint32_t n = pool->nts ? pool->nts : 4;
+		while (n <= thread)
+			n *= 2;
+		pool->ts = ap_xrealloc(pool->ts, n * sizeof(*pool->ts));
+		memset(pool->ts + pool->nts, 0, (n - pool->nts) * sizeof(*pool->ts));
+		pool->nts = n;
+	}
+	return &pool->ts[thread];
+}
+
+/* vpool: a private object Put two cycles ago or more has been released
+ * by the second (vpool_get/vpool_put find it so and release it). */
+static inline bool tslot_aged(const struct ap_pool *pool, const struct tslot *ts)
+{
+	return pool->gen - ts->gen > 1;
+}
+
+static inline void tslot_release_aged(struct ap_pool *pool, struct tslot *ts)
+{
+	ts->has = false;
+	held_sub(pool, NULL, ts->obj.cap);
+	pool->st.lost_cycle++;
+	pool->st.lost_cycle_bytes += ts->obj.cap;
+}
+
+/* vpool_put: the thread's private slot (after releasing an aged-out
+ * object in it), else the head of its CPU's current deque. */
+static void vpool_put(struct ap_pool *pool, uint32_t thread, unsigned p, uint64_t id,
+		      uint64_t cap)
+{
+	struct tslot *ts = tslot(pool, thread);
+	if (ts->has && tslot_aged(pool, ts))
+		tslot_release_aged(pool, ts);
+	if (!ts->has) {
+		ts->obj = (struct ap_pool_obj){ id, cap };
+		ts->gen = pool->gen;
+		ts->has = true;
+		held_add(pool, NULL, cap);
+		return;
+	}
+	struct shards *a = &pool->arr[pool->primary];
+	push_head(&a->sh[p], id, cap);
+	held_add(pool, a, cap);
+}
+
+bool ap_pool_put(struct ap_pool *pool, uint32_t thread, unsigned p, uint64_t t, uint64_t id,
 		 uint64_t cap)
 {
 	assert(p < pool->nprocs);
@@ -240,6 +324,10 @@ bool ap_pool_put(struct ap_pool *pool, unsigned p, uint64_t t, uint64_t id,
 		pool->st.dropped_cap++;
 		pool->st.dropped_cap_bytes += cap;
 		return false;
+	}
+	if (pool->kind == AP_POOL_VPOOL) {
+		vpool_put(pool, thread, p, id, cap);
+		return true;
 	}
 	struct shards *a = pin(pool, p);
 	struct shard *s = &a->sh[p];
@@ -288,15 +376,60 @@ static enum ap_pool_src get_slow(struct ap_pool *pool, struct shards *a,
 	return AP_POOL_MISS;
 }
 
-enum ap_pool_src ap_pool_get(struct ap_pool *pool, unsigned p, uint64_t t,
+/* vpool_get: the thread's private slot (if it has not aged out), else
+ * the current deques (its CPU's newest, then the others' oldest from the
+ * next CPU on), else the old deques (oldest first, from its CPU on). */
+static enum ap_pool_src vpool_get(struct ap_pool *pool, uint32_t thread, unsigned p,
+				  struct ap_pool_obj *out)
+{
+	struct tslot *ts = tslot(pool, thread);
+	if (ts->has) {
+		if (!tslot_aged(pool, ts)) {
+			*out = ts->obj;
+			ts->has = false;
+			held_sub(pool, NULL, out->cap);
+			/* Put before the last cycle: the victim's, as the
+			 * victim private slot of sync.Pool would be. */
+			return ts->gen == pool->gen ? AP_POOL_PRIVATE : AP_POOL_VICTIM;
+		}
+		tslot_release_aged(pool, ts);
+	}
+	struct shards *a = &pool->arr[pool->primary], *v = &pool->arr[pool->victim];
+	unsigned n = a->size;
+	if (!a->nobjs && !v->nobjs)
+		return AP_POOL_MISS;
+	if (pop_head(&a->sh[p], out)) {
+		held_sub(pool, a, out->cap);
+		return AP_POOL_SHARED;
+	}
+	for (unsigned k = 1; k < n && a->nobjs; k++) {
+		if (pop_tail(&a->sh[(p + k) % n], out)) {
+			held_sub(pool, a, out->cap);
+			return AP_POOL_STOLEN;
+		}
+	}
+	for (unsigned k = 0; k < n && v->nobjs; k++) {
+		if (pop_tail(&v->sh[(p + k) % n], out)) {
+			held_sub(pool, v, out->cap);
+			return AP_POOL_VICTIM;
+		}
+	}
+	return AP_POOL_MISS;
+}
+
+enum ap_pool_src ap_pool_get(struct ap_pool *pool, uint32_t thread, unsigned p, uint64_t t,
 			     struct ap_pool_obj *out)
 {
 	assert(p < pool->nprocs);
 	advance(pool, t);
 	pool->st.gets++;
+	enum ap_pool_src src;
+	if (pool->kind == AP_POOL_VPOOL) {
+		src = vpool_get(pool, thread, p, out);
+		goto counted;
+	}
 	struct shards *a = pin(pool, p);
 	struct shard *s = &a->sh[p];
-	enum ap_pool_src src;
 	if (s->has_priv) {
 		*out = s->priv;
 		s->has_priv = false;
@@ -308,16 +441,54 @@ enum ap_pool_src ap_pool_get(struct ap_pool *pool, unsigned p, uint64_t t,
 	} else {
 		src = get_slow(pool, a, p, out);
 	}
+counted:
+	pool->st.peak_held_bytes_to_last_get = pool->st.peak_held_bytes;
 	pool->st.hits[src]++;
 	if (src == AP_POOL_MISS)
 		pool->st.misses++;
 	return src;
 }
 
+void ap_pool_thread_exit(struct ap_pool *pool, uint32_t thread, uint64_t t)
+{
+	if (pool->kind != AP_POOL_VPOOL || thread >= pool->nts || !pool->ts[thread].has)
+		return;
+	advance(pool, t);
+	struct tslot *ts = &pool->ts[thread];
+	if (tslot_aged(pool, ts)) {
+		tslot_release_aged(pool, ts);
+		return;
+	}
+	ts->has = false;
+	held_sub(pool, NULL, ts->obj.cap);
+	pool->st.lost_exit++;
+	pool->st.lost_exit_bytes += ts->obj.cap;
+}
+
+/* vpool_cycle: the old deques are released, the current ones become the
+ * old, and the current ones are empty. */
+static void vpool_cycle(struct ap_pool *pool)
+{
+	pool->gen++;
+	struct shards *v = &pool->arr[pool->victim];
+	pool->st.lost_cycle += v->nobjs;
+	pool->st.lost_cycle_bytes += v->bytes;
+	drop_array(pool, v);
+	for (unsigned j = 0; j < v->size; j++)
+		v->sh[j].head = v->sh[j].tail = 0;
+	int old = pool->victim;
+	pool->victim = pool->primary;
+	pool->primary = old;
+}
+
 void ap_pool_cycle(struct ap_pool *pool, uint64_t t)
 {
 	advance(pool, t);
 	pool->st.cycles++;
+	if (pool->kind == AP_POOL_VPOOL) {
+		vpool_cycle(pool);
+		return;
+	}
 	if (pool->victim != NO_ARRAY) {
 		struct shards *v = &pool->arr[pool->victim];
 		/* A disabled victim's remains were counted lost to P changes. */

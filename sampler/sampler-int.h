@@ -292,6 +292,11 @@ void trace_mode_init(void);
 int trace_create(char *path);
 int open_trace(const char *parent, int fd);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
+
+/* pools.c: END's `pooled` key/value (the objects registered pools hold
+ * now), in mapped memory with `front` bytes free before it (*map, *maplen:
+ * munmap them); returns its length, 0 when there is none. */
+size_t pools_end_kv(size_t front, uint8_t **kv, void **map, size_t *maplen);
 void end_wait(void);
 
 /* signals.c */

@@ -520,8 +520,28 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
-	ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
-	trace_write(buf, AP_CHUNK_HDR_LEN + k);
+	/* At a normal exit: what the registered pools hold (pools.c), after
+	 * the time taken. Not from a signal handler, nor at _exit (a forked
+	 * child's pools may hold a lock of a thread it does not have). */
+	uint8_t *pooled = NULL;
+	void *map = NULL;
+	size_t maplen = 0, npooled = 0;
+	if (reason == AP_END_EXIT)
+		npooled = pools_end_kv(sizeof(buf), &pooled, &map, &maplen);
+	if (npooled) {
+		/* the fixed keys and the header go right before the list */
+		uint8_t *q = pooled - k;
+		for (size_t i = 0; i < k; i++)
+			q[i] = p[i];
+		ap_chunk_header(q - AP_CHUNK_HDR_LEN, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, q,
+				(uint32_t)(k + npooled));
+		trace_write(q - AP_CHUNK_HDR_LEN, AP_CHUNK_HDR_LEN + k + npooled);
+	} else {
+		ap_chunk_header(buf, AP_CHUNK_END, tls.tid, AP_STREAM_NONE, 0, p, (uint32_t)k);
+		trace_write(buf, AP_CHUNK_HDR_LEN + k);
+	}
+	if (map)
+		munmap(map, maplen);
 	__atomic_store_n(&tfile.end_done, 1, __ATOMIC_RELEASE);
 	return 0;
 }

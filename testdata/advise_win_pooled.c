@@ -1,6 +1,9 @@
 /* advise testdata: advise_win.c with its buffers from the pool advise
  * means (pool/vpool.h): what `advise` predicts for advise_win, measured
- * (tests/advise for the allocations, bench/advise-time.sh for the time). */
+ * (tests/advise for the allocations, bench/advise-time.sh for the time).
+ * usage: advise_win_pooled [REQUESTS [keep]]: with `keep`, the pool is
+ * not destroyed at the end, as a program's static pool often is not: its
+ * buffer is the pool's at exit, not one the program never freed. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +24,10 @@ static void buf_free(void *b, void *ctx)
 static char *buf_get(void)
 {
 	char *b = vpool_get(&bufs);
-	return b ? b : malloc(BUF_SIZE);
+	if (!b)
+		b = malloc(BUF_SIZE); /* SITE: advise_win_pooled */
+	td_sink = b;
+	return b;
 }
 
 static void buf_put(char *b)
@@ -49,7 +55,8 @@ int main(int argc, char **argv)
 		return 1;
 	for (unsigned r = 0; r < n; r++)
 		sum += handle(r);
-	vpool_destroy(&bufs);
+	if (!(argc > 2 && !strcmp(argv[2], "keep")))
+		vpool_destroy(&bufs);
 	td_say("advise_win_pooled: %u requests, checksum %u\n", n, sum);
 	return 0;
 }

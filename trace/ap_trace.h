@@ -112,6 +112,10 @@ struct ap_trace {
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_counts only) */
 	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
 				 * system) at END; 0 when not known */
+	/* END's `pooled`: the objects pool/vpool.h pools held at the exit
+	 * (sorted identities; NULL and 0 when none or not known). */
+	uint64_t *pooled;
+	size_t npooled;
 
 	struct ap_mapping *maps;
 	size_t nmaps;

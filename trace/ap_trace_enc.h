@@ -136,6 +136,7 @@ enum {
 	AP_EK_BYTES = 5,
 	AP_EK_CHUNKS = 6,
 	AP_EK_CPU_NS = 7,
+	AP_EK_POOLED = 8,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

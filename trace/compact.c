@@ -1108,16 +1108,57 @@ static int write_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 	return 0;
 }
 
+/* END's `pooled` list (docs/trace-format.md) with the blocks this
+ * compactor made anonymous named by their thread and allocation index
+ * (their addresses are no longer in the file). Appends the key/value to
+ * out (room for 2 * AP_VARINT_MAX per entry of `len` bytes, and 3 more).
+ * Returns its length, or 0 if the list does not decode. */
+static size_t pooled_anon(const struct compactor *c, const uint8_t *s, size_t len, uint8_t *out)
+{
+	uint8_t *list = ap_xmalloc(2 * AP_VARINT_MAX * len + 1); /* an entry: 1 byte or more in */
+	size_t n = 0;
+	const uint8_t *p = s, *end = s + len;
+	while (p < end) {
+		uint64_t x;
+		if (ap_get_uv(&p, end, &x) < 0) {
+			free(list);
+			return 0;
+		}
+		const struct pending *owner = NULL;
+		uint32_t pos = 0;
+		for (size_t i = 0; !(x & 1) && i < c->npend && !owner; i++) {
+			const struct pending *q = &c->pend[i];
+			struct ap_u64map_slot *sl = q->live.slot ? ap_u64map_find(&q->live, x >> 1) : NULL;
+			if (sl) {
+				owner = q;
+				pos = sl->val;
+			}
+		}
+		if (owner) {
+			n += ap_put_uv(list + n, owner->at[pos].index << 1 | 1);
+			n += ap_put_uv(list + n, owner->tid);
+		} else {
+			n += ap_put_uv(list + n, x);
+		}
+	}
+	size_t k = ap_put_uv(out, AP_EK_POOLED);
+	k += ap_put_uv(out + k, AP_KV_STR);
+	k += ap_put_str(out + k, list, n);
+	free(list);
+	return k;
+}
+
 /* An END with the chunk count of the output (AP_EK_CHUNKS): its other
- * fields as they were, in their order. The input's count is checked as
- * the reader checks it: its last value, if it has one. */
+ * fields as they were, in their order (`pooled` with the blocks made
+ * anonymous named by index). The input's count is checked as the reader
+ * checks it: its last value, if it has one. */
 static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
 		     size_t len)
 {
 	/* (the chunks counted are those written: all of them, first) */
 	if (zw_drain(c) < 0)
 		return -1;
-	uint8_t *out = ap_xmalloc(len + AP_KV_UINT_MAX);
+	uint8_t *out = ap_xmalloc(2 * len * AP_VARINT_MAX + 4 * AP_VARINT_MAX + AP_KV_UINT_MAX);
 	size_t n = 0;
 	const uint8_t *p = payload, *end = payload + len;
 	uint64_t chunks = 0;
@@ -1133,7 +1174,14 @@ static int write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_
 			p += v;
 		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT)
 			chunks = v;
-		if (key != AP_EK_CHUNKS) {
+		if (key == AP_EK_POOLED && kind == AP_KV_STR) {
+			size_t k = pooled_anon(c, p - v, (size_t)v, out + n);
+			if (!k) {
+				free(out);
+				return corrupt_at(c, off, "END's pooled list does not decode");
+			}
+			n += k;
+		} else if (key != AP_EK_CHUNKS) {
 			memcpy(out + n, at, (size_t)(p - at));
 			n += (size_t)(p - at);
 		}

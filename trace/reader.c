@@ -342,9 +342,52 @@ static int decode_header(struct rd *r, struct cur *c)
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* END's `pooled`: blocks by address or by thread and index, each as
+ * the identity the events give it (an anonymous block's), sorted here. */
+static int decode_pooled(struct rd *r, const struct kv *kv)
+{
+	struct ap_trace *t = r->t;
+	const uint8_t *p = kv->s, *end = kv->s + kv->len;
+	size_t n = 0, alloc = 0;
+	uint64_t *v = NULL;
+	while (p < end) {
+		uint64_t x, tid = 0;
+		if (ap_get_uv(&p, end, &x) < 0 || ((x & 1) && ap_get_uv(&p, end, &tid) < 0)) {
+			free(v);
+			return corrupt(r, "END's pooled list has a bad varint");
+		}
+		uint64_t id = x >> 1;
+		if (x & 1) {
+			/* a thread that made no event names no block */
+			uint32_t ti = r->tid_index.slot && tid <= UINT32_MAX ?
+				ap_u64map_get(&r->tid_index, tid) : AP_U64MAP_NONE;
+			if (ti == AP_U64MAP_NONE || id >= AP_THREAD_ALLOCS_MAX)
+				continue;
+			id = AP_ANON_BASE | (uint64_t)ti << 40 | id;
+		}
+		AP_ALLOC_GROW(v, n + 1, alloc);
+		v[n++] = id;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
+	free(t->pooled);
+	t->pooled = v;
+	t->npooled = n;
+	return 0;
+}
+
 static int decode_end(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
+	free(t->pooled);	/* the last END counts */
+	t->pooled = NULL;
+	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	bool has_status = false, has_calls = false;
 	while (c->p < c->end) {
@@ -384,6 +427,10 @@ static int decode_end(struct rd *r, struct cur *c)
 			name = "cpu_ns";
 			num = &cpu_ns;
 			break;
+		case AP_EK_POOLED:
+			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
+				return -1;
+			continue;
 		default:
 			continue;
 		}
@@ -2452,6 +2499,7 @@ void ap_trace_free(struct ap_trace *t)
 {
 	if (!t)
 		return;
+	free(t->pooled);
 	free(t->exe);
 	for (size_t i = 0; i < t->argc; i++)
 		free(t->argv[i]);

@@ -419,6 +419,10 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->has_end = true;
 	m->has_counts = true;
 	m->calls = m->bytes = m->cpu_ns = 0;
+	/* Addresses of several processes do not mix: a whole run has no
+	 * list of pooled objects (advise goes process by process). */
+	m->pooled = NULL;
+	m->npooled = 0;
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
 

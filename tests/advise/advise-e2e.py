@@ -6,6 +6,9 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py capheld PROGRAM MAX_BYTES
        advise-e2e.py rare PROGRAM
        advise-e2e.py repeat PROGRAM
+       advise-e2e.py via PROGRAM LIBFUNC
+       advise-e2e.py sampled PROGRAM
+       advise-e2e.py pooledexit PROGRAM [ARGS...]
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -17,9 +20,24 @@ one of the two sites must get the verdict, with its 50 samples. With the
 record options `-- none` only the --all run is made.
 
 capheld: advise with --all finds a cap by itself, and the pool's peak held
-bytes after it stay within MAX_BYTES (the steady load's needs, times 2).
+bytes after it stay within MAX_BYTES (the steady load's needs, times 2);
+the text shows the capped pool's avoided allocations under that verdict.
 
 rare: advise with --all says no: too rare, with a hit rate under 10%.
+
+via: the allocations at the program's SITE line are made inside a system
+library (libc): advise puts the site at that line, with `via` naming the
+library function (starting with LIBFUNC), and no site inside the library.
+
+sampled: PROGRAM recorded with --all and three times sampled (fixed
+seeds): at the site, each sampled run's gets are within three of their
+stated errors (rel_error) of --all's and its hit rate within two
+(hit_rate_error, plus half a percent), and its held bytes are not given
+(null) unless the site is exact.
+
+pooledexit: PROGRAM (run with ARGS) pools its SITE's objects in a vpool
+it does not destroy: what the pool holds at the exit is the pool's
+(pooled_at_exit), not escaped, and the verdict is not "no: escapes".
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -152,7 +170,17 @@ def pooled(prog, twin):
 
 def capheld(prog, max_bytes):
     with tempfile.TemporaryDirectory() as tmp:
-        s = the_site(advise(record(tmp, prog, "all", ["--all"]), []), prog)
+        trace = record(tmp, prog, "all", ["--all"])
+        s = the_site(advise(trace, []), prog)
+        text = run([A, "advise", "--no-measure", "-n", "1", trace])
+    # Under "pool with cap" the text shows the capped pool's numbers.
+    m = re.search(r"avoided: (\d+) allocations?", text)
+    wc = s.get("with_cap", {})
+    if not m or "allocs_avoided" not in wc or int(m.group(1)) != wc["allocs_avoided"]:
+        sys.exit("FAIL: %s: the text's avoided allocations are not the capped pool's %s:\n%s"
+                 % (prog, wc.get("allocs_avoided"), text))
+    if wc["allocs_avoided"] == s["allocs_avoided"]:
+        sys.exit("FAIL: %s: the capped and uncapped pools avoid as many: the check proves nothing" % prog)
     print("%s: %s; held peak %d without the cap" % (prog, s["verdict_text"], s["peak_held_bytes"]))
     if s["verdict"] != "pool with cap" or "with_cap" not in s:
         sys.exit("FAIL: %s: verdict %r, want 'pool with cap' by default" % (prog, s["verdict"]))
@@ -181,6 +209,61 @@ def repeat(prog):
         if seen[k] != seen[0]:
             sys.exit("FAIL: %s: run %d differs from run 1:\n%s\n%s" % (prog, k + 1, seen[k], seen[0]))
     print("%s: 3 runs, %d sites, identical" % (prog, len(seen[0])))
+
+
+def via(prog, libfunc):
+    with tempfile.TemporaryDirectory() as tmp:
+        adv = advise(record(tmp, prog, "all", ["--all"]), [])
+    s = the_site(adv, prog)
+    print("%s: %s, via %s: %s" % (prog, s["site"], s["via"], s["verdict_text"]))
+    if not s["via"] or not s["via"].startswith(libfunc):
+        sys.exit("FAIL: %s: via %r, want %s..." % (prog, s["via"], libfunc))
+    if s["gets"] < 1000:
+        sys.exit("FAIL: %s: %d gets at the program's line, want the 2000 of the library" % (prog, s["gets"]))
+
+
+def sampled(prog):
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = the_site(advise(record(tmp, prog, "all", ["--all"]), []), prog)
+        for seed in (1, 2, 3):
+            os.environ["ALLOCPROF_TEST_SEED"] = str(seed)
+            try:
+                adv = advise(record(tmp, prog, "s%d" % seed, []), [])
+            finally:
+                del os.environ["ALLOCPROF_TEST_SEED"]
+            # A growing buffer whose birth was not sampled is judged where
+            # it grows: the site with the gets.
+            cands = [find_site(adv, prog, site_line(prog)), find_site(adv, prog, site_line(prog, "GROWS"))]
+            cands = [c for c in cands if c and c["gets"] > 0]
+            s = max(cands, key=lambda c: c["gets"]) if cands else None
+            if not s:
+                fails.append("seed %d: no site" % seed)
+                continue
+            gerr, herr = s["rel_error"], s["hit_rate_error"]
+            print("%s seed %d: gets %d (--all %d, +-%.1f%%), hit rate %.3f +- %.3f (--all %.3f), "
+                  "held peak %s (--all %d)" % (prog, seed, s["gets"], ref["gets"], 100 * gerr,
+                  s["hit_rate"], herr, ref["hit_rate"], s["peak_held_bytes"], ref["peak_held_bytes"]))
+            if abs(s["gets"] - ref["gets"]) > 3 * gerr * ref["gets"] + 1:
+                fails.append("seed %d: gets %d, --all %d, beyond 3 x %.3f" % (seed, s["gets"], ref["gets"], gerr))
+            if abs(s["hit_rate"] - ref["hit_rate"]) > 2 * herr + 0.005:
+                fails.append("seed %d: hit rate %.3f, --all %.3f, beyond 2 x %.3f"
+                             % (seed, s["hit_rate"], ref["hit_rate"], herr))
+            if not s["exact"] and s["peak_held_bytes"] is not None:
+                fails.append("seed %d: held bytes given without an error" % seed)
+    if fails:
+        sys.exit("FAIL: %s: %s" % (prog, "; ".join(fails)))
+
+
+def pooledexit(prog, args):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, prog + ".trace")
+        run([A, "record", "-q", "--all", "-o", out, "--", os.path.join(BUILD, prog)] + args)
+        s = the_site(advise(out, []), prog)
+    print("%s %s: %s, escaped %d, pooled at exit %d" % (prog, " ".join(args), s["verdict"],
+                                                       s["escaped"], s["pooled_at_exit"]))
+    if s["escaped"] != 0 or s["pooled_at_exit"] < 1 or s["verdict"] == "no: escapes":
+        sys.exit("FAIL: %s: the pool's objects at exit are counted as escaping" % prog)
 
 
 def measured(prog, want):
@@ -268,6 +351,12 @@ def main():
         capheld(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "rare":
         rare(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "pooledexit":
+        pooledexit(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "sampled":
+        sampled(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "via":
+        via(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "measured":
         measured(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":

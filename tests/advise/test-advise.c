@@ -162,6 +162,44 @@ static void test_exact(void)
 	ap_trace_free(t);
 }
 
+/* vpool.h's private slots are per thread, and go with their thread: on
+ * one CPU, thread A puts a 64 KiB buffer back and ends; thread B, started
+ * after, misses (a per-CPU private slot would have handed it A's buffer),
+ * then puts its own back and gets it again. A's and B's buffers are
+ * released at their exits: nothing held at the end. */
+static void test_thread_private(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 2;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "a");
+	ap_tw_thread(tw, 1001, "b");
+	uint64_t ts = START + 1000;
+	ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 65536, st);
+	ap_tw_free(tw, 1000, ts + 100, 0, 0x100000);
+	ts += MS;
+	for (int i = 0; i < 2; i++) {
+		ap_tw_alloc(tw, 1001, ts, 0, AP_KIND_MALLOC, 0x200000, 65536, st);
+		ap_tw_free(tw, 1001, ts + 100, 0, 0x200000);
+		ts += MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("threads: one_p", a->one_p, 0);
+	CHECK("threads: gets", s->r.gets, 3);
+	CHECK("threads: misses", s->r.misses, 2);
+	CHECK("threads: private hits", s->r.hits[AP_POOL_PRIVATE], 1);
+	CHECK("threads: released at exits", s->r.lost_exit, 2);
+	CHECK("threads: peak held", s->r.peak_held_bytes, 65536);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* gogc:100: a cycle when live-after-last-cycle + allocated-since reaches
  * max(2 * live, 4 MiB). 8 blocks of 1 MiB kept, then 16 freed at once:
  * cycles at allocations 4 (4 MiB), 8 (goal 8 MiB), 16 (live 8, goal 16). */
@@ -201,6 +239,27 @@ static void test_gogc(void)
 	for (size_t i = 0; i < n && i < 3; i++)
 		CHECK("gogc cycle position", cyc[i], at[i]);
 	(void)ts;
+	free(cyc);
+
+	/* gogc:400: Go's minimum heap is 4 MiB * 400/100 = 16 MiB: the first
+	 * cycle when 16 MiB are allocated (allocation 16, event 22), live
+	 * then 9 MiB, goal 45 MiB: no other. (A minimum of 4 MiB whatever
+	 * GOGC gave cycles at 3.5 and 30.5.) */
+	o.gogc = 400;
+	cyc = ap_advise_cycles(t, &o, &n, &count);
+	CHECK("gogc:400 cycles", n, 1);
+	CHECK("gogc:400 cycle position", n ? cyc[0] : -1, 22.5);
+	free(cyc);
+	/* gogc:50: minimum 2 MiB, goal max(1.5 x live, 2 MiB): allocations 2
+	 * (2 MiB), 3 (live 2: goal 3), 5 (live 3: 4.5), 8 (live 5: 7.5);
+	 * then live 8, goal 12: allocation 12 (event 14), live 9 with it,
+	 * goal 13.5: every 5 allocations, 17 (event 24) and 22 (event 34). */
+	o.gogc = 50;
+	cyc = ap_advise_cycles(t, &o, &n, &count);
+	static const double at50[] = { 1.5, 2.5, 4.5, 7.5, 14.5, 24.5, 34.5 };
+	CHECK("gogc:50 cycles", n, AP_ARRAY_SIZE(at50));
+	for (size_t i = 0; i < n && i < AP_ARRAY_SIZE(at50); i++)
+		CHECK("gogc:50 cycle position", cyc[i], at50[i]);
 	free(cyc);
 	ap_trace_free(t);
 }
@@ -250,6 +309,34 @@ static struct ap_tw *one_site_writer(uint64_t rate, uint32_t *st)
 	*st = ap_tw_stack(tw, &pc, 1);
 	ap_tw_thread(tw, 1000, "main");
 	return tw;
+}
+
+/* The held peak in steady state: 8 objects of 4 KiB kept live from the
+ * start, 100 requests each freed before the next (the pool holds one),
+ * then the 8 freed in a teardown after the last request: the peak is 9
+ * objects, the steady peak 1. */
+static void test_steady_peak(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(1, &st);
+	uint64_t ts = START + 1000;
+	for (uint64_t k = 0; k < 8; k++)
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000 + k * 0x2000, 4096, st);
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x200000, 4096, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x200000);
+	}
+	for (uint64_t k = 0; k < 8; k++)
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000 + k * 0x2000);
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("steady: gets", s->r.gets, 108);
+	CHECK("steady: hits", s->r.gets - s->r.misses, 99);
+	CHECK("steady: peak", s->r.peak_held_bytes, 9 * 4096);
+	CHECK("steady: steady peak", s->r.steady_peak_held_bytes, 4096);
+	ap_advice_free(a);
+	ap_trace_free(t);
 }
 
 /* Sampled: 2000 samples of 4 KiB at rate 4096 (weight 1/(1-e^-(4097/4096))
@@ -336,6 +423,15 @@ static void test_sampled_growth(void)
 			s->r.bytes_avoided, s->alloc_space);
 		failures++;
 	}
+	/* One buffer at a time: the pool holds one 32 KiB buffer (two at a
+	 * moment is the reconstruction's tolerance), not the copies of a
+	 * sample all live at once because its sampled growths stretched
+	 * their lives over the whole stretch they stand for (~8 x 32 KiB). */
+	if (s->r.peak_held_bytes > 2 * 32768 || s->r.hit_rate < 0.99) {
+		fprintf(stderr, "sampled growth: held peak %.0f (want <= 64 KiB), hit rate %.3f (want >= 0.99)\n",
+			s->r.peak_held_bytes, s->r.hit_rate);
+		failures++;
+	}
 	CHECK("sampled growth verdict", s->verdict, AP_VERDICT_POOL);
 	ap_advice_free(a);
 	ap_trace_free(t);
@@ -365,6 +461,34 @@ static void test_few_samples(void)
 		fprintf(stderr, "few samples: hit rate %.3f, want the replay's >= 0.9\n", s->r.hit_rate);
 		failures++;
 	}
+	CHECK("few samples: not exact", s->exact, 0);
+	CHECK("few samples: held not known", s->held_known, 0);
+	if (s->hit_rate_error <= 0)
+		fprintf(stderr, "few samples: no hit rate error\n"), failures++;
+	ap_advice_free(a);
+	ap_trace_free(t);
+
+	/* The same with blocks of 64 MiB (weight 1/(1 - e^-64): 1): every
+	 * block is sampled, the site is exact, and its 10 samples are all
+	 * there is: judged, not "unsure: too few samples (+-0%)". */
+	tw = one_site_writer(1 << 20, &st);
+	ts = START;
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x10000000, 64u << 20, st);
+		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x10000000);
+		ts += MS;
+	}
+	t = finish(tw, ts);
+	a = advise(t, 1, "interval:1s");
+	s = find(a, "site0");
+	CHECK("big blocks: exact", s->exact, 1);
+	CHECK("big blocks: held known", s->held_known, 1);
+	CHECK("big blocks: hit rate error", s->hit_rate_error, 0);
+	CHECK("big blocks: gets", s->r.gets, 10);
+	CHECK("big blocks: hits", s->r.gets - s->r.misses, 9);
+	CHECK("big blocks: peak held", s->r.peak_held_bytes, 64u << 20);
+	if (s->verdict == AP_VERDICT_UNSURE)
+		fprintf(stderr, "big blocks: unsure: %s\n", s->reasons), failures++;
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
@@ -439,6 +563,50 @@ static int write_trace(const char *path)
 	return 0;
 }
 
+/* glibc's mmap threshold: a pooled block saves its first touch only
+ * where malloc would have mapped it fresh. Site 0: ten 256 KiB blocks in
+ * turn: the first is a mapping, and its free raises the threshold to it,
+ * so the nine hits reuse heap that is there. Site 1: three 64 MiB blocks,
+ * above the threshold's 32 MiB ceiling: fresh every time. */
+static void test_mmap_threshold(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2][1] = { { 0x1000 }, { 0x2000 } };
+	uint32_t st[2] = { ap_tw_stack(tw, pcs[0], 1), ap_tw_stack(tw, pcs[1], 1) };
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	const uint64_t big = 256u << 10, huge = 64u << 20;
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000, big, st[0]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
+	}
+	for (int i = 0; i < 3; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000000, huge, st[1]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x10000000);
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 2, "interval:10s");
+	struct ap_cost_point cb, ch;
+	ap_cost_all(&costs, big, &cb);
+	ap_cost_all(&costs, huge, &ch);
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct ap_advise_site *s = &a->sites[i];
+		if (!strcmp(s->name, "site0"))
+			CHECK("256 KiB: no first touch after the threshold rose", s->r.time_saved_ns,
+			      9 * (cb.malloc_free_ns - cb.pool_ns) - cb.pool_ns);
+		else if (!strcmp(s->name, "site1"))
+			CHECK("64 MiB: fresh every time", s->r.time_saved_ns,
+			      2 * (ch.malloc_free_ns + ch.first_touch_ns - ch.pool_ns) - ch.pool_ns);
+	}
+	CHECK("sites", a->nsites, 2);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write"))
@@ -450,12 +618,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	test_exact();
+	test_thread_private();
+	test_steady_peak();
 	test_gogc();
 	test_replay_order();
 	test_sampled();
 	test_sampled_growth();
 	test_few_samples();
 	test_fast_cycles();
+	test_mmap_threshold();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

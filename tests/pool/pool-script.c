@@ -118,7 +118,7 @@ static void print_random(uint64_t seed, int count)
 
 static int run(void)
 {
-	struct ap_pool *pool = ap_pool_new(1, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 0);
 	char line[256], name[128] = "";
 	int ngets = 0;
 	while (fgets(line, sizeof(line), stdin)) {
@@ -127,11 +127,11 @@ static int run(void)
 			ap_pool_reset(pool, 1, 0);
 			ngets = 0;
 		} else if (sscanf(line, "put %llu", &id) == 1) {
-			ap_pool_put(pool, 0, 0, id, 1);
+			ap_pool_put(pool, 0, 0, 0, id, 1);
 		} else if (!strcmp(line, "get\n")) {
 			struct ap_pool_obj o;
 			ngets++;
-			if (ap_pool_get(pool, 0, 0, &o) == AP_POOL_MISS)
+			if (ap_pool_get(pool, 0, 0, 0, &o) == AP_POOL_MISS)
 				printf("%s %d miss\n", name, ngets);
 			else
 				printf("%s %d %" PRIu64 "\n", name, ngets, o.id);

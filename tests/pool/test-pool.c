@@ -23,7 +23,7 @@ static int failures;
 static uint64_t get(struct ap_pool *pool, unsigned p, enum ap_pool_src *src)
 {
 	struct ap_pool_obj o;
-	enum ap_pool_src s = ap_pool_get(pool, p, 0, &o);
+	enum ap_pool_src s = ap_pool_get(pool, p, p, 0, &o);
 	if (src)
 		*src = s;
 	return s == AP_POOL_MISS ? 0 : o.id;
@@ -31,7 +31,7 @@ static uint64_t get(struct ap_pool *pool, unsigned p, enum ap_pool_src *src)
 
 static void put(struct ap_pool *pool, unsigned p, uint64_t id)
 {
-	ap_pool_put(pool, p, 0, id, 100);
+	ap_pool_put(pool, p, p, 0, id, 100);
 }
 
 /* Checks a run of Gets on P p against ids (0 = miss) and sources. */
@@ -53,7 +53,7 @@ static void expect_gets(struct ap_pool *pool, unsigned p, const char *name,
 /* §5 / §7.1: the one-P orders. */
 static void test_one_p_orders(void)
 {
-	struct ap_pool *pool = ap_pool_new(1, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 0);
 	enum { A = 1, B, C, D, E };
 
 	for (uint64_t x = A; x <= E; x++)
@@ -97,7 +97,7 @@ static void test_put_n_k_cycles(void)
 {
 	static const unsigned ns[] = { 1, 2, 5, 100 };
 	static const unsigned want[] = { 1, 1, 0, 0 }; /* times N */
-	struct ap_pool *pool = ap_pool_new(1, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 0);
 	for (size_t i = 0; i < 4; i++)
 		for (unsigned k = 0; k < 4; k++) {
 			unsigned n = ns[i];
@@ -125,7 +125,7 @@ static void test_put_n_k_cycles(void)
 static void test_other_p_after_cycle(void)
 {
 	static const unsigned ns[] = { 1, 2, 5, 100 };
-	struct ap_pool *pool = ap_pool_new(2, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 2, 0);
 	for (size_t i = 0; i < 4; i++) {
 		unsigned n = ns[i];
 		ap_pool_reset(pool, 2, 0);
@@ -159,7 +159,7 @@ static void test_period_vs_cycle(void)
 {
 	const uint64_t G = 100, horizon = 100000;
 	static const uint64_t ts[] = { 30, 99, 100, 130, 150, 199, 200, 250, 1000 };
-	struct ap_pool *pool = ap_pool_new(1, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 0);
 	for (size_t i = 0; i < AP_ARRAY_SIZE(ts); i++) {
 		uint64_t T = ts[i];
 		ap_pool_reset(pool, 1, 0);
@@ -174,14 +174,14 @@ static void test_period_vs_cycle(void)
 			}
 			struct ap_pool_obj o;
 			gets++;
-			if (ap_pool_get(pool, 0, t, &o) != AP_POOL_MISS)
+			if (ap_pool_get(pool, 0, 0, t, &o) != AP_POOL_MISS)
 				hits++;
 			else
 				o.id = gets, o.cap = 1000;
 			if (!first && cycles_since_put <= 1)
 				want_hits++;
 			first = false;
-			ap_pool_put(pool, 0, t, o.id, o.cap);
+			ap_pool_put(pool, 0, 0, t, o.id, o.cap);
 			cycles_since_put = 0;
 		}
 		char what[64];
@@ -201,20 +201,20 @@ static void bloat_round(struct ap_pool *pool, uint64_t size, uint64_t *next_id)
 {
 	struct ap_pool_obj held[64];
 	for (int i = 0; i < 64; i++) {
-		if (ap_pool_get(pool, 0, 0, &held[i]) == AP_POOL_MISS)
+		if (ap_pool_get(pool, 0, 0, 0, &held[i]) == AP_POOL_MISS)
 			held[i] = (struct ap_pool_obj){ (*next_id)++, size };
 		if (held[i].cap < size)
 			held[i].cap = size;
 	}
 	for (int i = 0; i < 64; i++)
-		ap_pool_put(pool, 0, 0, held[i].id, held[i].cap);
+		ap_pool_put(pool, 0, 0, 0, held[i].id, held[i].cap);
 }
 
 /* §7.5: a few huge requests bloat the pool for good; a cap on Put fixes it. */
 static void test_bloat(void)
 {
 	const uint64_t KiB = 1024, MiB = 1024 * 1024;
-	struct ap_pool *pool = ap_pool_new(1, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 0);
 	for (int cap = 0; cap < 2; cap++)
 		for (int cycles = 0; cycles < 2; cycles++) {
 			ap_pool_reset(pool, 1, cap ? 64 * KiB : 0);
@@ -245,7 +245,7 @@ static void test_bloat(void)
 static void test_procs_change(void)
 {
 	for (int first_op_get = 0; first_op_get < 2; first_op_get++) {
-		struct ap_pool *pool = ap_pool_new(4, 0);
+		struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 4, 0);
 		for (uint64_t x = 1; x <= 500; x++)
 			put(pool, (unsigned)(x % 4), x);
 		ap_pool_set_procs(pool, 5);
@@ -272,7 +272,7 @@ static void test_procs_change(void)
 	}
 
 	/* Shrink 4 -> 3: 4 objects per P (1 private + 3 shared). */
-	struct ap_pool *pool = ap_pool_new(4, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 4, 0);
 	for (uint64_t x = 1; x <= 16; x++)
 		put(pool, (unsigned)((x - 1) / 4), x);
 	ap_pool_set_procs(pool, 3);
@@ -297,9 +297,9 @@ static void test_procs_change(void)
 static void test_large_object_two_cycles(void)
 {
 	const uint64_t big = 32u << 20;
-	struct ap_pool *pool = ap_pool_new(1, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 0);
 	struct ap_pool_stats st;
-	ap_pool_put(pool, 0, 0, 1, big);
+	ap_pool_put(pool, 0, 0, 0, 1, big);
 	ap_pool_stats(pool, 0, &st);
 	CHECK_EQ("held after put", st.held_bytes, big);
 	ap_pool_cycle(pool, 1);
@@ -319,7 +319,7 @@ static void test_large_object_two_cycles(void)
  * never stolen) and victim order (own private, then tails from P on). */
 static void test_steal_and_victim_order(void)
 {
-	struct ap_pool *pool = ap_pool_new(3, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 3, 0);
 	put(pool, 0, 1); /* private */
 	put(pool, 0, 2);
 	put(pool, 0, 3);
@@ -358,10 +358,10 @@ static void test_steal_and_victim_order(void)
 /* §2.1: nil and over-cap objects are dropped. */
 static void test_drops(void)
 {
-	struct ap_pool *pool = ap_pool_new(1, 1000);
-	CHECK_EQ("nil dropped", ap_pool_put(pool, 0, 0, AP_POOL_NIL, 10), false);
-	CHECK_EQ("over cap dropped", ap_pool_put(pool, 0, 0, 1, 1001), false);
-	CHECK_EQ("at cap kept", ap_pool_put(pool, 0, 0, 2, 1000), true);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 1, 1000);
+	CHECK_EQ("nil dropped", ap_pool_put(pool, 0, 0, 0, AP_POOL_NIL, 10), false);
+	CHECK_EQ("over cap dropped", ap_pool_put(pool, 0, 0, 0, 1, 1001), false);
+	CHECK_EQ("at cap kept", ap_pool_put(pool, 0, 0, 0, 2, 1000), true);
 	struct ap_pool_stats st;
 	ap_pool_stats(pool, 0, &st);
 	CHECK_EQ("dropped nil", st.dropped_nil, 1);
@@ -374,7 +374,7 @@ static void test_drops(void)
 /* Deques grow past their first ring without reordering. */
 static void test_deque_growth(void)
 {
-	struct ap_pool *pool = ap_pool_new(2, 0);
+	struct ap_pool *pool = ap_pool_new(AP_POOL_SYNCPOOL, 2, 0);
 	for (uint64_t x = 1; x <= 1000; x++)
 		put(pool, 0, x);
 	/* Wrap the ring: take some oldest from P1, add more. */
