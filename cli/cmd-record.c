@@ -48,7 +48,9 @@ static void record_usage(FILE *f)
 	      "  -h, --help         show this help\n\n"
 	      "Processes PROGRAM forks write <output>.<pid>; an image that replaced\n"
 	      "itself with exec after recording events leaves its trace, and the new\n"
-	      "image writes <trace>.exec<n>. A name already taken gets -2, -3, ...\n"
+	      "image writes <trace>.exec<n>; a program run with an environment that\n"
+	      "no longer preloads the sampler (env -i, env -u LD_PRELOAD) runs\n"
+	      "unprofiled, as without record. A name already taken gets -2, -3, ...\n"
 	      "(<output>.<pid>-2): no file there is overwritten. A process still running when PROGRAM\n"
 	      "exits (a daemon) keeps writing its trace: record names it and leaves\n"
 	      "it as it is; it is complete once that process exits.\n\n"
@@ -634,6 +636,92 @@ static int wait_program(pid_t pid, int *status, const char *trace,
 	return 0;
 }
 
+/* The system calls the program's seccomp filter refused to the sampler,
+ * from the last END's `refused` key ("nr:errno ...", docs/trace-format.md),
+ * as one line: which, and what that cost the trace. "" if none. END is
+ * never compressed: only the chunk headers and that payload are read. */
+static void end_refused(const char *path, char *line, size_t cap)
+{
+	line[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	uint8_t h[AP_CHUNK_HDR_LEN], pl[512];
+	ssize_t plen = -1;
+	for (off_t off = AP_TRACE_PREAMBLE_LEN; off + AP_CHUNK_HDR_LEN <= st.st_size;) {
+		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
+		    ap_get_u32le(h) != AP_CHUNK_MAGIC)
+			break;
+		uint32_t len = ap_get_u32le(h + 12);
+		if (h[4] == AP_CHUNK_END)
+			plen = len <= sizeof(pl) ? pread(fd, pl, len, off + AP_CHUNK_HDR_LEN) : -1;
+		off += AP_CHUNK_HDR_LEN + (off_t)len;
+	}
+	close(fd);
+	const uint8_t *p = pl, *end = pl + (plen > 0 ? plen : 0);
+	const char *list = NULL;
+	uint64_t key, kind, v, n = 0;
+	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
+	       ap_get_uv(&p, end, &v) == 0) {
+		if (kind != AP_KV_STR)
+			continue;
+		if (v > (uint64_t)(end - p))
+			break;
+		if (key == AP_EK_REFUSED) {
+			list = (const char *)p;
+			n = v;
+		}
+		p += v;
+	}
+	if (!list || !n)
+		return;
+	/* the calls the sampler notes, by their x86-64 numbers */
+	static const struct {
+		long nr;
+		const char *name, *cost;
+	} calls[] = {
+		{ SYS_newfstatat, "newfstatat", "the trace's descriptor went unchecked" },
+		{ SYS_gettid, "gettid", "threads started since have made-up ids" },
+		{ SYS_getpid, "getpid", "the process could not tell a vfork child from itself" },
+		{ SYS_openat, "openat", "a trace it had to open (a forked child's, or this one "
+					"again) was not: those events are lost" },
+	};
+	char names[256] = "", costs[512] = "";
+	int err = 0;
+	for (const char *q = list, *qe = list + n; q < qe;) {
+		char *e;
+		long nr = strtol(q, &e, 10);
+		int er = *e == ':' ? (int)strtol(e + 1, &e, 10) : 0;
+		if (e == q)
+			break;
+		if (!err)
+			err = er;
+		const char *name = NULL, *cost = NULL;
+		for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+			if (calls[i].nr == nr)
+				name = calls[i].name, cost = calls[i].cost;
+		size_t nl = strlen(names), cl = strlen(costs);
+		if (name)
+			snprintf(names + nl, sizeof(names) - nl, "%s%s", nl ? ", " : "", name);
+		else
+			snprintf(names + nl, sizeof(names) - nl, "%ssystem call %ld", nl ? ", " : "", nr);
+		if (cost)
+			snprintf(costs + cl, sizeof(costs) - cl, "%s%s", cl ? "; " : "", cost);
+		while (q < qe && *q != ' ')
+			q++;
+		while (q < qe && *q == ' ')
+			q++;
+	}
+	snprintf(line, cap, "%s: the program's seccomp filter refused %s to the sampler (%s): %s",
+		 path, names,
+		 err ? strerror(err) : "the filter kills for them: the sampler did without",
+		 costs[0] ? costs : "the trace went on without them");
+}
+
 /* A finished trace: compressed in place (ap_trace_compact: the sampler
  * writes small raw chunks; the program's own trace is mostly compressed
  * already, by `stream`, while the program ran), then its summary line,
@@ -745,6 +833,10 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 		ap_die_msg("%s", err.msg);
 		return;
 	}
+	char refusal[1024];
+	end_refused(path, refusal, sizeof(refusal));
+	if (refusal[0])
+		ap_die_msg("%s", refusal);
 	char *owner = trace_malloc_owner(path);
 	if (owner)
 		ap_die_msg("%s: the program has a malloc of its own (in %s): its allocations never "
@@ -752,22 +844,29 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	free(owner);
 	if (quiet)
 		return;
-	char trunc[160] = "";
+	char trunc[200] = "";
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
 	else if (!c.has_end && status && WIFSIGNALED(*status))
-		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s",
-			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?");
+		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s%s",
+			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?",
+			 WTERMSIG(*status) == SIGSYS
+				 ? " (a seccomp filter that kills on a system call the sampler "
+				   "makes: see SECCOMP in allocprof-record(1))"
+				 : "");
 	else if (!c.has_end && status)
 		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
 			 "with status %d", WEXITSTATUS(*status));
 	else if (!c.has_end)
 		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
 			 "sampler cannot see (SIGKILL, say)");
-	char late[200] = "";
+	char late[320] = "";
 	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
-		const char *how = fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
+		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
+		const char *how = sys ? "killed by SIGSYS (a seccomp filter that kills on a system "
+					"call the sampler makes: see SECCOMP in allocprof-record(1))"
+				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
 				  : fin->reason == AP_END_RAW_EXIT
 				      ? "ended by the exit_group system call, without exit()"
 				      : "gone without an end record";

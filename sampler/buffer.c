@@ -596,6 +596,7 @@ void thr_exit(void *arg)
 	threads.free_list = b;
 	lk_unlock(&threads.lock);
 	alt_remove();
+	slow_stack_release();
 	t->guard--;
 }
 

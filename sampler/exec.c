@@ -1,32 +1,30 @@
-/* exec.c: the exec family. Before an exec replaces the image, its
- * buffers reach the trace, and the next image's environment is made to
- * profile it too (the preload and settings put back, ALLOCPROF_EXEC
- * naming its trace); --no-children takes the preload out instead. */
+/* exec.c: the exec family (execveat and fexecve too). Before an exec
+ * replaces the image, its buffers reach the trace; the next image is
+ * profiled if the environment passed on still preloads this library (the
+ * settings are put back if missing), and left alone if the program took
+ * the preload out (see exec_prepare). */
 #include "sampler-int.h"
 
 /* Before exec replaces the image, its buffers must reach the file. If this
- * image recorded no event its trace is worthless, and the next image (same
- * pid, same path) simply overwrites it; otherwise the trace ends with
- * reason exec and the next image writes <path>.exec<n>, told by
- * ALLOCPROF_EXEC=<pid>.<n> in its environment. Returns the environment to
- * pass (envp itself, or a mapping the caller releases if exec fails). */
+ * image recorded no event (or the next one can no longer make a trace of
+ * its own) and the next one is profiled, its trace passes to the next
+ * image, open (":f<fd>"), which writes it from the start; otherwise the
+ * trace ends with reason exec and a profiled next image writes
+ * <path>.exec<n>, told by ALLOCPROF_EXEC=<pid>.<n> in its environment.
+ * exec_prepare returns the environment to pass (envp itself, or a mapping
+ * the caller releases if exec fails). */
 static char exec_marker[128];
 
-/* What an exec'd image needs to be profiled, saved at start (the program
- * may clear its environment: `env -i`, execle with an empty one): this
- * library's path for LD_PRELOAD, and every ALLOCPROF* setting but
- * ALLOCPROF_EXEC, as "NAME=value" strings one after another. */
-static char self_path[PATH_MAX];
+/* What an exec'd image that keeps the preload needs to be profiled, saved
+ * at start (a program that builds the environment it passes may leave
+ * them out): every ALLOCPROF* setting but ALLOCPROF_EXEC, as "NAME=value"
+ * strings one after another. */
 static char *saved_cfg;
 static size_t saved_cfg_len;
 
 void exec_save_settings(void)
 {
 	extern char **environ;
-	Dl_info di;
-	if (dladdr((void *)exec_save_settings, &di) && di.dli_fname &&
-	    str_len(di.dli_fname) < sizeof(self_path))
-		memcpy(self_path, di.dli_fname, str_len(di.dli_fname) + 1);
 	size_t need = 0;
 	for (char **e = environ; e && *e; e++)
 		if (!strncmp(*e, "ALLOCPROF", 9) && strncmp(*e, "ALLOCPROF_EXEC=", 15))
@@ -90,13 +88,26 @@ static int next_can_make(void)
 	return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
 }
 
-/* Whether the environment env[0..n) preloads this library. */
-static int next_profiled(char *const *env, size_t n)
+/* Whether the next image is to be profiled: the program decides, through
+ * LD_PRELOAD. An environment that still preloads this library (as the
+ * loader reads it: its last LD_PRELOAD) is an inheritance, whoever built
+ * it (env, sh, execle with a copy): followed. One without it (no
+ * LD_PRELOAD: unsetenv, clearenv, `env -i`, `env -u LD_PRELOAD`, an envp
+ * made from scratch; or an LD_PRELOAD the program emptied or set to
+ * something else) is what the program chose, and never undone: putting
+ * the preload back would make a program that re-executes itself until
+ * LD_PRELOAD is gone (a sandbox) run forever, and `env -i` would not give
+ * a clean environment. Such an image runs as without allocprof: the
+ * settings record passed (ALLOCPROF, ALLOCPROF_EXEC) are taken out too. */
+static int keeps_preload(char *const envp[], size_t *n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strncmp(env[i], "LD_PRELOAD=", 11))
-			return preload_has_self(env[i] + 11);
-	return 0;
+	const char *pre = NULL;
+	size_t k = 0;
+	for (; envp && envp[k]; k++)
+		if (!strncmp(envp[k], "LD_PRELOAD=", 11))
+			pre = envp[k] + 11;
+	*n = k;
+	return pre && preload_has_self(pre);
 }
 
 static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped, int *handed)
@@ -107,102 +118,82 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped,
 	if (proc.state != AP_ON || proc.pid != sys_getpid())
 		return envp; /* vfork child or not running: touch nothing */
 	tls.guard++;
+	size_t n;
+	int follow = keeps_preload(envp, &n);
+	/* The trace ends here if no image of ours comes next to take it
+	 * over, or if this image recorded something and the next one can
+	 * make a trace of its own; otherwise it is handed on, below. */
 	unsigned gen = proc.gen;
-	size_t n = 0, pre_len = 0;
-	while (envp && envp[n]) {
-		if (!strncmp(envp[n], "LD_PRELOAD=", 11))
-			pre_len = str_len(envp[n]);
-		n++;
+	if (!follow || (events_total() && next_can_make())) {
+		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
+			*ended = 1;
+		gen++;
 	}
 	size_t nsaved = 0;
-	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+	for (size_t o = 0; follow && o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
 		nsaved++;
-	size_t ptrs = (n + nsaved + 3) * sizeof(char *);
-	size_t sz = ptrs + pre_len + str_len(self_path) + 16;
+	size_t sz = (n + nsaved + 2) * sizeof(char *);
 	char **env = map_mem(sz);
 	if (!env) {
 		tls.guard--;
 		return envp;
 	}
 	size_t k = 0;
-	int have_pre = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(envp[i], "ALLOCPROF_EXEC=", 15))
+		if (!strncmp(envp[i], "ALLOCPROF_EXEC=", 15) ||
+		    (!follow && !strncmp(envp[i], "ALLOCPROF=", 10)))
 			continue;
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !have_pre && self_path[0] &&
-		    !preload_has_self(envp[i] + 11)) {
-			/* the program set a preload of its own: ours first */
-			char *v = (char *)env + ptrs;
-			size_t m = str_len(self_path);
-			memcpy(v, "LD_PRELOAD=", 11);
-			memcpy(v + 11, self_path, m);
-			v[11 + m] = ':';
-			memcpy(v + 12 + m, envp[i] + 11, pre_len - 11 + 1);
-			env[k++] = v;
-			have_pre = 1;
-			continue;
-		}
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
-			have_pre = 1;
 		env[k++] = envp[i];
 	}
-	/* an environment without us: the preload and settings go back in */
-	if (!have_pre && self_path[0]) {
-		char *v = (char *)env + ptrs;
-		memcpy(v, "LD_PRELOAD=", 11);
-		memcpy(v + 11, self_path, str_len(self_path) + 1);
-		env[k++] = v;
-	}
-	size_t k0 = k;
-	for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
-		if (!env_has(env, k0, saved_cfg + o))
-			env[k++] = saved_cfg + o;
-	/* ":q": fd 2 is not the run's stderr, the next image stays quiet;
-	 * ":f<fd>": this image recorded nothing, and its trace passes open to
-	 * the next (if that one is profiled): it is the next image's, which
-	 * then opens nothing by name (it may no longer be allowed to: a
-	 * process that dropped to another user); ":s<tail>": this trace's
-	 * name past the output's, which the next image's name follows */
-	int quiet = !err_usable();
-	const char *sfx = tfile.path + str_len(tfile.base);
-	int profiled = next_profiled(env, k);
-	if (events_total() && (!profiled || next_can_make())) {
-		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
-			*ended = 1;
-		gen++;
-	}
-	int fd = tfile.fd;
-	if (!*ended && fd >= 0 && profiled && fcntl(fd, F_SETFD, 0) == 0) {
-		*handed = fd;
-		/* what this image's buffers hold goes with it: the next
-		 * image writes the trace from the start */
-		buffers_stop();
-		buffers_abandon();
-	}
-	if (gen || quiet || *handed >= 0 || *sfx) {
-		size_t m = 0;
-		memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
-		m = 15;
-		m += put_dec(exec_marker + m, (uint64_t)proc.pid);
-		exec_marker[m++] = '.';
-		m += put_dec(exec_marker + m, gen);
-		if (quiet) {
-			memcpy(exec_marker + m, ":q", 2);
-			m += 2;
+	if (follow) {
+		size_t k0 = k;
+		for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
+			if (!env_has(env, k0, saved_cfg + o))
+				env[k++] = saved_cfg + o;
+		/* ":q": fd 2 is not the run's stderr, the next image stays
+		 * quiet; ":f<fd>": the trace was not ended (this image
+		 * recorded nothing, or the next cannot make a trace of its
+		 * own) and passes open to the next image: it is the next
+		 * image's, which then opens nothing by name (it may no longer
+		 * be allowed to: a process that dropped to another user);
+		 * ":s<tail>": this trace's name past the output's, which the
+		 * next image's name follows. An image that is not followed
+		 * is handed nothing: the trace stays close-on-exec. */
+		int quiet = !err_usable();
+		const char *sfx = tfile.path + str_len(tfile.base);
+		int fd = tfile.fd;
+		if (!*ended && fd >= 0 && fcntl(fd, F_SETFD, 0) == 0) {
+			*handed = fd;
+			/* what this image's buffers hold goes with it: the
+			 * next image writes the trace from the start */
+			buffers_stop();
+			buffers_abandon();
 		}
-		if (*handed >= 0) {
-			memcpy(exec_marker + m, ":f", 2);
-			m += 2;
-			m += put_dec(exec_marker + m, (uint64_t)*handed);
+		if (gen || quiet || *handed >= 0 || *sfx) {
+			size_t m = 0;
+			memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
+			m = 15;
+			m += put_dec(exec_marker + m, (uint64_t)proc.pid);
+			exec_marker[m++] = '.';
+			m += put_dec(exec_marker + m, gen);
+			if (quiet) {
+				memcpy(exec_marker + m, ":q", 2);
+				m += 2;
+			}
+			if (*handed >= 0) {
+				memcpy(exec_marker + m, ":f", 2);
+				m += 2;
+				m += put_dec(exec_marker + m, (uint64_t)*handed);
+			}
+			if (*sfx && str_len(sfx) < AP_OUTPUT_SUFFIX_MAX) {
+				memcpy(exec_marker + m, ":s", 2);
+				m += 2;
+				memcpy(exec_marker + m, sfx, str_len(sfx));
+				m += str_len(sfx);
+			}
+			exec_marker[m] = 0;
+			env[k++] = exec_marker;
 		}
-		if (*sfx && str_len(sfx) < AP_OUTPUT_SUFFIX_MAX) {
-			memcpy(exec_marker + m, ":s", 2);
-			m += 2;
-			memcpy(exec_marker + m, sfx, str_len(sfx));
-			m += str_len(sfx);
-		}
-		exec_marker[m] = 0;
-		env[k++] = exec_marker;
 	}
 	env[k] = NULL;
 	*mapped = sz;
@@ -240,6 +231,23 @@ static void exec_failed(char *const *env, int ended, size_t mapped, int handed)
 EXEC_WRAPPER(execve, const char *)
 EXEC_WRAPPER(execvpe, const char *)
 EXEC_WRAPPER(fexecve, int)
+
+/* glibc's fexecve is execveat(fd, "", AT_EMPTY_PATH) (or an execve of
+ * /proc/self/fd/N when the kernel lacks it), made inside libc: the
+ * wrapper above sees it. execveat itself (glibc 2.34 and later) is the
+ * system call, made here the same way. */
+int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags);
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+		    int flags)
+{
+	int ended, handed;
+	size_t mapped;
+	char *const *env = exec_prepare(envp, &ended, &mapped, &handed);
+	int rc = (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
+	exec_failed(env, ended, mapped, handed);
+	return rc;
+}
 
 EXPORT int execv(const char *path, char *const argv[])
 {

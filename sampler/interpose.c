@@ -48,6 +48,39 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
 }
 
+/* The calling thread registered, and whether its countdown ran out (a
+ * sample): if so, the next interval starts. */
+static inline int sample_due(struct ap_tls *t)
+{
+	if (!t->thr)
+		thr_register(t);
+	if (t->countdown >= 0)
+		return 0;
+	t->consumed += (uint64_t)(t->interval - t->countdown);
+	t->interval = draw_interval(t);
+	t->countdown = t->interval;
+	return 1;
+}
+
+/* A sampled call's work, on the sampler's stack (on_slow_stack): what the
+ * caller's stack cannot be asked for. */
+__attribute__((noipa)) void alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller,
+				     uint64_t cfa)
+{
+	struct ap_tls *t = &tls;
+	if (sample_due(t) && p)
+		record_alloc(t, p, n, kind, caller, cfa);
+}
+
+/* A tracked block is freed (p), on the sampler's stack. */
+void free_sampled(void *p)
+{
+	struct ap_tls *t = &tls;
+	if (!t->thr)
+		thr_register(t);
+	emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
+}
+
 /* The countdown went negative (or the thread is new, or the sampler is not
  * running): decide, and record if sampled. */
 static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size_t n,
@@ -74,15 +107,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	}
 	int saved = errno;
 	t->guard = 1;
-	if (!t->thr)
-		thr_register(t);
-	if (t->countdown < 0) {
-		t->consumed += (uint64_t)(t->interval - t->countdown);
-		t->interval = draw_interval(t);
-		t->countdown = t->interval;
-		if (p)
-			record_alloc(t, p, n, kind, caller, cfa);
-	}
+	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
 	t->guard = 0;
 	errno = saved;
 	return p;
@@ -130,11 +155,8 @@ static __attribute__((noinline)) void free_slow(void *p)
 	}
 	int saved = errno;
 	t->guard = 1;
-	if (settings.all ? !own_forget(p) : set_remove(p)) {
-		if (!t->thr)
-			thr_register(t);
-		emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
-	}
+	if (settings.all ? !own_forget(p) : set_remove(p))
+		on_slow_stack(free_sampled, p);
 	t->guard = 0;
 	errno = saved;
 	real_free(p);
@@ -203,6 +225,27 @@ EXPORT void *calloc(size_t a, size_t b)
 	return account(p, n, AP_KIND_CALLOC);
 }
 
+/* A realloc that is sampled or moves a tracked block, on the sampler's
+ * stack; kind_tracked: its kind, and 1 << 16 if old was tracked. */
+void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64_t caller,
+		     uint64_t cfa)
+{
+	struct ap_tls *t = &tls;
+	unsigned flags = kind_tracked >> 16 ? AP_RF_OLD_TRACKED : 0;
+	uint32_t id = 0;
+	if (sample_due(t)) {
+		id = stack_here(t, caller, cfa);
+		if (id)
+			flags |= AP_RF_NEW_SAMPLED;
+	}
+	if (flags) {
+		if (!settings.all)
+			set_insert(q);
+		emit(t, AP_EV_REALLOC, kind_tracked & 0xffff, (uintptr_t)old, (uintptr_t)q, n, id,
+		     flags);
+	}
+}
+
 /* realloc and reallocarray: the old block leaves the set before the real
  * call (it may be reused by another thread as soon as it is freed) and
  * goes back if the call fails. */
@@ -225,9 +268,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 			if (was_tracked && !t->guard) {
 				int saved = errno;
 				t->guard = 1;
-				if (!t->thr)
-					thr_register(t);
-				emit(t, AP_EV_FREE, 0, (uintptr_t)old, 0, 0, 0, 0);
+				on_slow_stack(free_sampled, old);
 				t->guard = 0;
 				errno = saved;
 			}
@@ -250,24 +291,7 @@ static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
 	}
 	int saved = errno;
 	t->guard = 1;
-	if (!t->thr)
-		thr_register(t);
-	unsigned flags = was_tracked ? AP_RF_OLD_TRACKED : 0;
-	uint32_t id = 0;
-	if (t->countdown < 0) {
-		t->consumed += (uint64_t)(t->interval - t->countdown);
-		t->interval = draw_interval(t);
-		t->countdown = t->interval;
-		id = stack_here(t, caller, cfa);
-		if (id)
-			flags |= AP_RF_NEW_SAMPLED;
-	}
-	if (flags) {
-		if (!settings.all)
-			set_insert(q);
-		emit(t, AP_EV_REALLOC, kind, (uintptr_t)old, (uintptr_t)q, n, id,
-		     flags);
-	}
+	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
 	t->guard = 0;
 	errno = saved;
 	return q;

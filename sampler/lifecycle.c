@@ -104,8 +104,15 @@ EXPORT void _Exit(int status)
 	leave(real__Exit, status);
 }
 
-/* fork: no profiler lock may be held across it, and the child starts a
- * trace of its own. */
+/* fork: no profiler lock may be left held half-way in the child, and the
+ * child starts a trace of its own. fork_prepare takes the locks and
+ * fork_parent / fork_child let them go; between the two, nothing of the
+ * sampler's can run on the forking thread (a malloc there would wait on
+ * a lock it holds itself). The program's own handlers (gRPC's and many
+ * libraries' allocate in all three) therefore have to run outside that
+ * window: fork runs prepare handlers last registered first and the
+ * others first registered first, so ours must be the first registered
+ * (see __register_atfork below). */
 static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
 
 static void fork_prepare(void)
@@ -137,6 +144,8 @@ static void fork_parent(void)
 static void fork_child_body(struct ap_tls *t)
 {
 	int was_on = proc.state == AP_ON;
+	proc.pid = 0; /* not the parent's, if getpid is refused */
+	t->tid = 0;
 	proc.pid = sys_getpid();
 	t->tid = sys_gettid();
 	t->pid = (uint32_t)proc.pid;
@@ -150,7 +159,7 @@ static void fork_child_body(struct ap_tls *t)
 	 * go before it looks for the traces of forked children. */
 	int parent_fd = tfile.fd;
 	tfile.fd = -1;
-	if (settings.no_children) {
+	if (settings.no_children || proc.pid <= 0) {
 		buffers_detach();
 		if (parent_fd >= 0)
 			sys_close(parent_fd);
@@ -199,6 +208,38 @@ static void fork_child(void)
 	asym_register(); /* the child's address space is a new one */
 	fork_child_body(t);
 	sig_restore(&fork_mask);
+}
+
+/* Registers the fork handlers, once, before anyone else's. */
+static int (*real_register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle;
+
+static void fork_handlers_register(void)
+{
+	static int done;
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!real_register_atfork) {
+		resolve();
+		real_register_atfork = must_sym("__register_atfork");
+	}
+	real_register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
+}
+
+/* pthread_atfork (a static function in libc_nonshared.a, in every
+ * object that calls it) registers through here. The libraries a
+ * program links run their constructors before this library's: a
+ * handler they register ahead of ours would run inside our window (a
+ * prepare handler after ours, a parent or child handler before ours).
+ * The first registration puts ours in front, whenever it comes. */
+int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+		      void *dso);
+
+EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso)
+{
+	fork_handlers_register();
+	return real_register_atfork(prepare, parent, child, dso);
 }
 
 /* ALLOCPROF_EXEC=<pid>.<gen>[:q][:f<fd>][:s<suffix>], set by the exec
@@ -367,7 +408,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	if (settings.all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
 	sig_install();
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	fork_handlers_register();
 	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);
 	t->guard--;

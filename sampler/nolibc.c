@@ -17,14 +17,36 @@ int lk_trylock_bounded(int *l)
 	return 0;
 }
 
+/* gettid and getpid cannot fail but by a seccomp filter's refusal
+ * (refused.c): then the thread's id is the one it had, or a made-up one
+ * above any pid (pid_max is at most 2^22), and the process's pid the one
+ * it had (0 in a forked child, which then does not record). */
+static long sys_ask(long nr)
+{
+	if (!may_call((int)nr, 0, 0, 0, 0))
+		return -1;
+	long r = syscall(nr);
+	if (LIKELY(r > 0))
+		return r;
+	int saved = errno;
+	refused((int)nr, errno);
+	errno = saved;
+	return -1;
+}
+
 uint32_t sys_gettid(void)
 {
-	return (uint32_t)syscall(SYS_gettid);
+	static uint32_t made_up;
+	long r = sys_ask(SYS_gettid);
+	if (LIKELY(r > 0))
+		return (uint32_t)r;
+	return tls.tid ? tls.tid : 0x40000000u + __atomic_add_fetch(&made_up, 1, __ATOMIC_RELAXED);
 }
 
 pid_t sys_getpid(void)
 {
-	return (pid_t)syscall(SYS_getpid);
+	long r = sys_ask(SYS_getpid);
+	return r > 0 ? (pid_t)r : proc.pid;
 }
 
 /* Returns 0 once every byte is written, else the errno of the write that
@@ -114,8 +136,9 @@ int err_usable(void)
 {
 	struct stat st;
 	return err_state == 0 ||
-	       (err_state > 0 && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev &&
-		st.st_ino == err_ino);
+	       (err_state > 0 &&
+		may_call(SYS_newfstatat, STDERR_FILENO, (uintptr_t)"", (uintptr_t)&st, AT_EMPTY_PATH) &&
+		fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino);
 }
 
 /* One line on stderr without stdio: "allocprof: a: b"; none if fd 2 is

@@ -177,6 +177,11 @@ extern struct ap_proc proc;
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 int64_t draw_interval(struct ap_tls *t);
+/* a sampled call's work, run on the sampler's stack (on_slow_stack) */
+void alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller, uint64_t cfa);
+void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64_t caller,
+		     uint64_t cfa);
+void free_sampled(void *p);
 
 /* boot.c */
 extern uint8_t boot_arena[BOOT_ARENA_SIZE];
@@ -308,6 +313,35 @@ void sig_install(void);
 /* exec.c */
 void exec_save_settings(void);
 void strip_preload(void);
+
+/* refused.c */
+int refused(int nr, int err);	/* 1: err is a seccomp filter's answer to nr (noted) */
+int may_call(int nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
+#define REFUSED_PUT_MAX (2 * AP_VARINT_MAX + AP_VARINT_MAX + 8 * 24)
+size_t refused_put(uint8_t *p);
+
+/* slowstack.c */
+extern __thread uint8_t *slow_top __attribute__((tls_model("initial-exec")));
+#define SLOW_NONE ((uint8_t *)1)	/* slow_top: no stack of ours, run in place */
+uint8_t *slow_stack_new(void);
+void slow_stack_release(void);
+void ap_on_stack_alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller, uint64_t cfa);
+void ap_on_stack_realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked,
+				 uint64_t caller, uint64_t cfa);
+void ap_on_stack_free_sampled(void *p);
+
+/* fn(...) on the calling thread's sampler stack (slowstack.c), mapped the
+ * first time, through ap_on_stack_<fn>; only with the guard set, so that
+ * nothing else of the sampler's runs on that stack meanwhile. */
+#define on_slow_stack(fn, ...)                                   \
+	do {                                                     \
+		if (UNLIKELY(!slow_top))                         \
+			slow_top = slow_stack_new();             \
+		if (slow_top == SLOW_NONE)                       \
+			fn(__VA_ARGS__);                         \
+		else                                             \
+			ap_on_stack_##fn(__VA_ARGS__);           \
+	} while (0)
 
 /* Range of this library's image, to drop our own frames from stacks. */
 extern char __ehdr_start[] __attribute__((visibility("hidden")));

@@ -79,14 +79,34 @@ static void trace_leave(int nested)
 
 static void trace_flock(int fd);
 
+/* Whether fd is still the trace. newfstatat is asked (glibc's fstat, made
+ * here by name, so that a refusal names it); a seccomp filter's refusal
+ * is no answer (refused.c): only a raw system call could have put
+ * another file at that number since the last check, and the trace goes
+ * on there rather than stopping. */
+static int trace_fd_is_ours(int fd)
+{
+	struct stat st;
+	if (!may_call(SYS_newfstatat, (uint64_t)fd, (uintptr_t)"", (uintptr_t)&st, AT_EMPTY_PATH))
+		return 1;
+	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0)
+		return st.st_dev == trace_dev && st.st_ino == trace_ino;
+	return errno != EBADF && refused(SYS_newfstatat, errno);
+}
+
 /* The trace opened again by its path, appending, if the path still names
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
 	/* never through a link, never waiting on a FIFO put in its place */
-	int fd = open(tfile.path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags, 0))
 		return -1;
+	int fd = open(tfile.path, flags);
+	if (fd < 0) {
+		refused(SYS_openat, errno);
+		return -1;
+	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
 		sys_close(fd);
@@ -133,8 +153,7 @@ static int trace_write(const void *data, size_t len)
 	if (tfile.fd < 0 || !trace_enter(&nested))
 		return -1;
 	int fd = tfile.fd;
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != trace_dev || st.st_ino != trace_ino)) {
+	if (fd >= 0 && !trace_fd_is_ours(fd)) {
 		fd = trace_reopen(); /* closed, or another file now: not ours */
 		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
 	}
@@ -349,7 +368,9 @@ static void write_header(const char *parent)
 int base_is_device(void)
 {
 	struct stat st;
-	return stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode);
+	return may_call(SYS_newfstatat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.base, (uintptr_t)&st,
+			0) &&
+	       stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode);
 }
 
 /* The path of this image's trace: ALLOCPROF_OUTPUT for the launched
@@ -405,6 +426,15 @@ static void trace_flock(int fd)
 	fcntl(fd, F_OFD_SETLK, &lk);
 }
 
+/* open(), unless a seccomp filter the sampler knows of would refuse it
+ * or kill the process for it (refused.c): -1 with EPERM then. */
+static int open_allowed(const char *path, int flags, mode_t mode)
+{
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)path, (uint64_t)flags, mode))
+		return errno = EPERM, -1;
+	return open(path, flags, mode);
+}
+
 /* Names tried after the first one is taken: <path>-2 ... <path>-<n>. */
 #define CREATE_TRIES 1000
 
@@ -419,7 +449,7 @@ static void trace_flock(int fd)
 int trace_create(char *path)
 {
 	if (!strcmp(path, tfile.base) && base_is_device())
-		return open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		return open_allowed(path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
 	size_t n = str_len(path);
 	for (unsigned k = 1; k <= CREATE_TRIES; k++) {
 		if (k > 1) {
@@ -427,8 +457,9 @@ int trace_create(char *path)
 			path[n + 1 + put_dec(path + n + 1, k)] = 0;
 		}
 		/* read too: the next image checks what it is handed */
-		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
-			      trace_mode);
+		int fd = open_allowed(path,
+				      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+				      trace_mode);
 		if (fd >= 0) {
 			fchmod(fd, trace_mode); /* ours: whatever the umask is now */
 			return fd;
@@ -473,7 +504,11 @@ int open_trace(const char *parent, int fd)
 	if (fd < 0)
 		fd = trace_create(tfile.path);
 	if (fd < 0) {
-		say(tfile.path, strerror(errno));
+		int err = errno;
+		say(tfile.path, refused(SYS_openat, err)
+					? "the program's seccomp filter refuses openat to the sampler: "
+					  "this process is not profiled"
+					: strerror(err));
 		return -1;
 	}
 	fd = fd_high(fd, 1);
@@ -509,7 +544,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -520,6 +555,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
+	k += refused_put(p + k);
 	/* At a normal exit: what the registered pools hold (pools.c), after
 	 * the time taken. Not from a signal handler, nor at _exit (a forked
 	 * child's pools may hold a lock of a thread it does not have). */

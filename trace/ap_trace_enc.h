@@ -137,6 +137,7 @@ enum {
 	AP_EK_CHUNKS = 6,
 	AP_EK_CPU_NS = 7,
 	AP_EK_POOLED = 8,
+	AP_EK_REFUSED = 9,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

@@ -1,0 +1,152 @@
+/* twin.h: what the programs of bench/twins share. Each program is one
+ * file built twice: plain (malloc and free at its pooled site) and, with
+ * -DTWIN, its hand-pooled twin, where that site's objects come from
+ * pool/vpool.h. Everything in this header that is not the pool itself
+ * (the cycle pacing) is compiled only into the twin; the plain program
+ * gets the checksum helpers and nothing else.
+ *
+ * Cycle pacing: the twin calls vpool_cycle() where Go's garbage
+ * collector would run with GOGC=100, the pace `allocprof advise`'s
+ * default --gc=gogc:100 models: a cycle right after the allocation that
+ * brings the heap (live bytes at the last cycle plus every byte allocated
+ * since, reallocs at their new size) to max(2 x live at the last cycle,
+ * 4 MiB). The bytes counted are those the PLAIN program allocates: a
+ * pool hit counts its request as if malloc had served it, so the twin's
+ * cycles fall where the model of the plain program's trace puts them.
+ * Every allocation the program makes is reported with TW_ALLOC / TW_FREE
+ * / TW_REALLOC (no-ops in the plain build). A program whose threads
+ * allocate or free defines TW_THREADED before including this. */
+#ifndef TWIN_H
+#define TWIN_H
+
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A function that allocates: never inlined, cloned or merged with an
+ * identical one (GCC's identical code folding would otherwise make two
+ * sites one, and allocprof would name both after either). */
+#if defined(__clang__)
+#define TW_SITE __attribute__((noinline))
+#else
+#define TW_SITE __attribute__((noipa))
+#endif
+
+/* Pointers stored here escape: the compiler must keep every allocation. */
+static void *volatile tw_sink;
+
+static inline uint64_t tw_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+/* A small fast PRNG (xorshift64*), the same sequence in both twins. */
+static inline uint64_t tw_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+#ifdef TWIN
+#include "vpool.h"
+
+#define TW_MAX_POOLS 4
+static struct vpool *tw_pools[TW_MAX_POOLS];
+static unsigned tw_npools;
+/* Bytes; threads share them. The goal and the live bytes at the last
+ * cycle are written only by the thread that holds tw_gc_lock. */
+static _Atomic long long tw_live, tw_since, tw_live_at_cycle, tw_goal = 4 << 20;
+static atomic_int tw_gc_lock;
+static unsigned long tw_cycles;
+
+static void tw_release(void *obj, void *ctx)
+{
+	(void)ctx;
+	free(obj);
+}
+
+/* A pool whose dropped objects are freed, cycled with the others. */
+static inline void tw_pool_init(struct vpool *p)
+{
+	if (tw_npools == TW_MAX_POOLS || vpool_init(p, 0, tw_release, NULL) < 0) {
+		fputs("twin: cannot make a pool\n", stderr);
+		exit(1);
+	}
+	tw_pools[tw_npools++] = p;
+}
+
+static inline void tw_gc_check(void)
+{
+	if (atomic_load_explicit(&tw_live_at_cycle, memory_order_relaxed) +
+		    atomic_load_explicit(&tw_since, memory_order_relaxed) <
+	    atomic_load_explicit(&tw_goal, memory_order_relaxed))
+		return;
+	if (atomic_exchange(&tw_gc_lock, 1))
+		return;		/* another thread is cycling */
+	if (tw_live_at_cycle + atomic_load(&tw_since) >= tw_goal) {
+		for (unsigned i = 0; i < tw_npools; i++)
+			vpool_cycle(tw_pools[i]);
+		tw_cycles++;
+		tw_live_at_cycle = atomic_load(&tw_live);
+		atomic_store(&tw_since, 0);
+		long long goal = 2 * tw_live_at_cycle;
+		tw_goal = goal < 4 << 20 ? 4 << 20 : goal;
+	}
+	atomic_store(&tw_gc_lock, 0);
+}
+
+/* The counters' additions: atomic read-modify-writes only in a program
+ * that defines TW_THREADED (a lock-prefixed add per allocation would be
+ * billed to the pool: tens of milliseconds in tinynodes); else a relaxed
+ * load and store, plain moves. */
+#ifdef TW_THREADED
+#define TW_ADD_(v, n) atomic_fetch_add_explicit(&(v), (n), memory_order_relaxed)
+#else
+#define TW_ADD_(v, n)                                                                          \
+	atomic_store_explicit(&(v), atomic_load_explicit(&(v), memory_order_relaxed) + (n),    \
+			      memory_order_relaxed)
+#endif
+
+static inline void tw_gc_alloc(size_t n)
+{
+	TW_ADD_(tw_live, (long long)n);
+	TW_ADD_(tw_since, (long long)n);
+	tw_gc_check();
+}
+
+/* A block of at least n bytes from pool p, else from malloc. A pooled
+ * block too small for the request (its capacity is malloc_usable_size)
+ * is freed and a new one allocated: the model's "small hit". */
+static inline void *tw_get(struct vpool *p, size_t n)
+{
+	void *b = vpool_get(p);
+	if (b && malloc_usable_size(b) >= n)
+		return b;
+	free(b);
+	return malloc(n);
+}
+
+/* TWIN_VERBOSE=1 in the environment: the number of cycles on stderr at
+ * exit (to set beside advise's gc.cycles for the plain program). */
+__attribute__((destructor)) static void tw_report(void)
+{
+	if (getenv("TWIN_VERBOSE"))
+		fprintf(stderr, "twin: %lu cycles\n", tw_cycles);
+}
+
+#define TW_ALLOC(n) tw_gc_alloc(n)
+#define TW_FREE(n) TW_ADD_(tw_live, -(long long)(n))
+#define TW_REALLOC(old, n) (TW_FREE(old), tw_gc_alloc(n))
+#else
+#define TW_ALLOC(n) ((void)0)
+#define TW_FREE(n) ((void)0)
+#define TW_REALLOC(old, n) ((void)0)
+#endif
+
+#endif

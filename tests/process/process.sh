@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Tests of `allocprof record` on programs that could tell they are
+# profiled, or lose an image (issue 24). One argument picks the group:
+# atfork, exec, coro or seccomp. Environment (from meson): ALLOCPROF (the
+# allocprof binary; unset for the programs) and
+# one variable per test program (ATFORK, REEXEC, EXECAT, CORO, SECCOMP).
+# Every run is bounded with `timeout -s KILL`: a hang is a failure, not
+# a stuck test.
+set -u
+export LC_ALL=C
+group=$1
+# the programs report whether ALLOCPROF is set: natively it is not
+AP=$ALLOCPROF
+unset ALLOCPROF
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+# jget FILE KEY: one top-level value of a stats --json output.
+jget() {
+	python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"
+}
+
+# flat TRACE FUNCTION [top options...]: FUNCTION's flat alloc_objects
+# in `top` of TRACE (0 if it is not listed).
+flat() {
+	local trace=$1 fn=$2
+	shift 2
+	"$AP" top --alloc_objects -n 1000 --nodefraction 0 "$@" "$trace" 2>/dev/null |
+		awk -v f="$fn" '$NF == f { print $1; found = 1 } END { if (!found) print 0 }'
+}
+
+# same_run NAME WANT_RC NATIVE_OUT -- record args...: runs record
+# (bounded), checks the exit status and that stdout is the native one.
+same_run() {
+	local name=$1 want=$2 native=$3
+	shift 4
+	timeout -s KILL 20 "$AP" record -q "$@" >"$name.out" 2>"$name.err"
+	local rc=$?
+	expect_eq "$name: exit status" "$rc" "$want"
+	diff -u "$native" "$name.out" >/dev/null || fail "$name: output differs from the native run: $(diff "$native" "$name.out" | head -5)"
+}
+
+case $group in
+atfork)
+	# Fork handlers that allocate, registered by a library's constructor
+	# (before the sampler's) and by main (after): fork returns in the
+	# parent and the child, in every mode; a small rate makes the frees
+	# in the handlers reach the tracked-pointer set.
+	"$ATFORK" >native.out 2>&1
+	want=$?
+	expect_eq "native exit status" "$want" 0
+	for mode in default all rate64; do
+		case $mode in
+		default) opts=() ;;
+		all) opts=(--all) ;;
+		rate64) opts=(--rate 64) ;;
+		esac
+		same_run "$mode" "$want" native.out -- "${opts[@]}" -o "$mode.trace" "$ATFORK"
+		[ -s "$mode.err" ] && fail "$mode: unexpected stderr: $(head -3 "$mode.err")"
+	done
+	# --all: the prepare and parent handlers' blocks are the parent's, the
+	# child handlers' the child's, each in its own trace
+	kids=(all.trace.*)
+	expect_eq "--all: child traces" "${#kids[@]}" 2
+	for fn in lib_prepare lib_parent main_prepare main_parent; do
+		expect_eq "--all: parent trace, $fn" "$(flat all.trace "$fn" --no-children)" 2
+	done
+	expect_eq "--all: parent trace, lib_child" "$(flat all.trace lib_child --no-children)" 0
+	for k in "${kids[@]}"; do
+		[ -e "$k" ] || continue
+		expect_eq "--all: $k, lib_child" "$(flat "$k" lib_child --no-children)" 1
+		expect_eq "--all: $k, main_child" "$(flat "$k" main_child --no-children)" 2
+		expect_eq "--all: $k, child_work" "$(flat "$k" child_work --no-children)" 5
+		"$AP" stats --json --no-children "$k" >k.json 2>/dev/null || fail "stats $k"
+		expect_eq "--all: $k, alloc_objects" "$(jget k.json alloc_objects)" 8
+		expect_eq "--all: $k, ended" "$(jget k.json end_reason)" _exit
+	done
+	;;
+exec)
+	# A sandbox that removes LD_PRELOAD and executes itself again ends
+	# (natively: once); the image without LD_PRELOAD is not profiled and
+	# finds no ALLOCPROF either
+	"$REEXEC" sandbox >native.out 2>&1
+	want=$?
+	expect_eq "sandbox: native exit status" "$want" 7
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "sandbox-$mode" "$want" native.out -- "${opts[@]}" -o "sb-$mode.trace" "$REEXEC" sandbox
+		n=$(ls | grep -c "^sb-$mode\.trace")
+		expect_eq "sandbox $mode: trace files" "$n" 1
+		"$AP" stats --json "sb-$mode.trace" >sb.json 2>sb.err || fail "sandbox $mode: stats: $(cat sb.err)"
+		[ -s sb.json ] && expect_eq "sandbox $mode: ended" "$(jget sb.json end_reason)" exec
+	done
+
+	# env -i and env -u LD_PRELOAD give a clean environment: the program
+	# runs unprofiled, as natively; env's own trace ends with the exec
+	for how in "-i" "-u LD_PRELOAD"; do
+		# shellcheck disable=SC2086
+		env $how "$REEXEC" plain >native.out 2>&1
+		want=$?
+		expect_eq "env $how: native exit status" "$want" 3
+		# shellcheck disable=SC2086
+		same_run "env $how" "$want" native.out -- --all -o env.trace env $how "$REEXEC" plain
+		expect_eq "env $how: trace files" "$(ls | grep -c '^env\.trace')" 1
+		"$AP" stats --json env.trace >env.json 2>env.err || fail "env $how: stats: $(cat env.err)"
+		if [ -s env.json ]; then
+			expect_eq "env $how: ended" "$(jget env.json end_reason)" exec
+			expect_eq "env $how: program" "$(jget env.json program)" "$(command -v env)"
+		fi
+		expect_eq "env $how: plain_work recorded" "$(flat env.trace plain_work)" 0
+		rm -f env.trace*
+	done
+
+	# an environment that keeps the preload but lost the settings gets
+	# them back (an inheritance, not a removal): profiled
+	timeout -s KILL 20 "$AP" record -q --all -o u.trace env -u ALLOCPROF "$REEXEC" plain >u.out 2>&1
+	expect_eq "env -u ALLOCPROF: exit status" $? 3
+	expect_eq "env -u ALLOCPROF: output" "$(cat u.out)" "plain: LD_PRELOAD set, ALLOCPROF set"
+	expect_eq "env -u ALLOCPROF: plain_work" "$(flat u.trace plain_work)" 300
+
+	# a shell passes its environment on: the program is profiled
+	sh -c "'$REEXEC' plain; true" >native.out 2>&1
+	sed -i 's/LD_PRELOAD unset, ALLOCPROF unset/LD_PRELOAD set, ALLOCPROF set/' native.out
+	same_run "sh -c" 0 native.out -- --all -o sh.trace sh -c "'$REEXEC' plain; true"
+	expect_eq "sh -c: plain_work" "$(flat sh.trace plain_work)" 300
+
+	# execveat and fexecve replace the image as execve does: both images'
+	# blocks are in the run, the first image's trace ends with the exec
+	for how in fexecve execveat-fd execveat-path; do
+		"$EXECAT" "$how" >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 5
+		same_run "$how" "$want" native.out -- --all -o x.trace "$EXECAT" "$how"
+		expect_eq "$how: first_image" "$(flat x.trace first_image)" 300
+		expect_eq "$how: next_image" "$(flat x.trace next_image)" 200
+		"$AP" stats --json --no-children x.trace >x.json 2>x.err || fail "$how: stats: $(cat x.err)"
+		[ -s x.json ] && expect_eq "$how: first image ended" "$(jget x.json end_reason)" exec
+		"$AP" stats --json x.trace >x.json 2>x.err || fail "$how: stats: $(cat x.err)"
+		if [ -s x.json ]; then
+			n=$(jget x.json alloc_objects)
+			[ "${n%.*}" -ge 500 ] || fail "$how: alloc_objects of the run: $n, not both images' 500"
+		fi
+		rm -f x.trace*
+	done
+	;;
+coro)
+	# Coroutines on makecontext stacks of 8, 6 and 4 KiB that allocate:
+	# the sampler's slow path runs on its own stack, and the coroutine's
+	# blocks have their stacks (coro_work under coro_entry)
+	for size in 8192 6144 4096; do
+		"$CORO" $size >native.out 2>&1
+		want=$?
+		expect_eq "$size: native exit status" "$want" 0
+		for mode in default all; do
+			opts=()
+			[ $mode = all ] && opts=(--all)
+			same_run "$size-$mode" "$want" native.out -- "${opts[@]}" -o "c.trace" "$CORO" $size
+			n=$(flat c.trace coro_work)
+			if [ $mode = all ]; then
+				# 2000 mallocs and 2000 reallocs, as valgrind counts them
+				expect_eq "$size --all: coro_work" "$n" 4000
+			else
+				[ "${n%.*}" -gt 0 ] || fail "$size default: no sample in coro_work"
+			fi
+			c=$("$AP" top --alloc_objects -n 100 c.trace 2>/dev/null | awk '$NF == "coro_entry" { print $4 }')
+			expect_eq "$size $mode: coro_entry's cum is coro_work's" "$c" "$n"
+			rm -f c.trace
+		done
+	done
+	# a signal handler on an 8 KiB sigaltstack that allocates
+	"$CORO" sigalt >native.out 2>&1
+	want=$?
+	expect_eq "sigalt: native exit status" "$want" 0
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "sigalt-$mode" "$want" native.out -- "${opts[@]}" -o "c.trace" "$CORO" sigalt
+		[ -s "sigalt-$mode.err" ] && fail "sigalt $mode: stderr: $(head -3 "sigalt-$mode.err")"
+		[ $mode = all ] && expect_eq "sigalt --all: handler_work" "$(flat c.trace handler_work)" 1000
+		rm -f c.trace
+	done
+	;;
+seccomp)
+	# A filter that answers EPERM to system calls the sampler makes
+	# (newfstatat, openat, gettid, getpid, rt_sigprocmask): the program
+	# runs as natively, the trace goes on and ends as usual, and record
+	# says in one line which calls were refused
+	"$SECCOMP" errno >native.out 2>&1
+	want=$?
+	expect_eq "errno: native exit status" "$want" 0
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "errno-$mode" "$want" native.out -- "${opts[@]}" -o s.trace "$SECCOMP" errno
+		expect_eq "errno $mode: stderr lines" "$(wc -l <"errno-$mode.err")" 1
+		# (sampled, no chunk may be written between the filter and END:
+		# then newfstatat was not refused yet)
+		want_call=gettid
+		[ $mode = all ] && want_call=newfstatat
+		grep -q "^allocprof: s.trace: the program's seccomp filter refused .*$want_call.* to the sampler (Operation not permitted): " "errno-$mode.err" ||
+			fail "errno $mode: no line naming the refused calls: $(cat "errno-$mode.err")"
+		"$AP" stats --json s.trace >s.json 2>s.err || fail "errno $mode: stats: $(cat s.err)"
+		if [ -s s.json ]; then
+			expect_eq "errno $mode: truncated" "$(jget s.json truncated)" false
+			expect_eq "errno $mode: ended" "$(jget s.json end_reason)" exit
+		fi
+		if [ $mode = all ]; then
+			expect_eq "errno --all: before_filter" "$(flat s.trace before_filter)" 1000
+			expect_eq "errno --all: after_filter" "$(flat s.trace after_filter)" 2000
+		fi
+		rm -f s.trace
+	done
+
+	# A filter that kills for the calls the sampler can do without
+	# (newfstatat, openat, gettid, getpid): the sampler runs the filter
+	# before making them, and does not. The program runs as natively,
+	# the whole trace is kept, and record names the calls.
+	"$SECCOMP" kill >native.out 2>&1
+	want=$?
+	expect_eq "kill: native exit status" "$want" 0
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		same_run "kill-$mode" "$want" native.out -- "${opts[@]}" -o k.trace "$SECCOMP" kill
+		want_call=gettid
+		[ $mode = all ] && want_call=newfstatat
+		grep -q "^allocprof: k.trace: the program's seccomp filter refused .*$want_call.* to the sampler (the filter kills for them: the sampler did without): " "kill-$mode.err" ||
+			fail "kill $mode: no line naming the calls: $(cat "kill-$mode.err")"
+		"$AP" stats --json k.trace >k.json 2>/dev/null || fail "kill $mode: stats"
+		[ -s k.json ] && expect_eq "kill $mode: ended" "$(jget k.json end_reason)" exit
+		[ $mode = all ] && expect_eq "kill --all: after_filter" "$(flat k.trace after_filter)" 2000
+		rm -f k.trace
+	done
+
+	# One that also kills for rt_sigprocmask, which the profiler's locks
+	# make, cannot be profiled (man/allocprof-record.1.in, SECCOMP): the
+	# program may die of SIGSYS where it would have run on. What was
+	# recorded before the filter is in the trace, and record says what
+	# killed the program.
+	"$SECCOMP" killall >native.out 2>&1
+	expect_eq "killall: native exit status" $? 0
+	timeout -s KILL 20 "$AP" record -o ka.trace "$SECCOMP" killall >ka.out 2>ka.err
+	rc=$?
+	if [ $rc = 159 ]; then
+		grep -q "killed by SIGSYS (a seccomp filter that kills on a system call the sampler makes: see SECCOMP in allocprof-record(1))" ka.err ||
+			fail "killall: record does not say: $(cat ka.err)"
+	else
+		expect_eq "killall: exit status" $rc 0
+	fi
+	timeout -s KILL 20 "$AP" record --all -o ka.trace "$SECCOMP" killall >ka.out 2>ka.err
+	rc=$?
+	[ $rc = 0 ] || [ $rc = 159 ] || fail "killall --all: exit status $rc"
+	expect_eq "killall --all: before_filter" "$(flat ka.trace before_filter)" 1000
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+exit $failed

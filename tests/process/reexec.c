@@ -1,0 +1,58 @@
+/* tests/process/reexec.c: programs that take LD_PRELOAD out (issue 24).
+ *
+ * `reexec sandbox`: the pattern of a sandbox: remove LD_PRELOAD and
+ * execute itself again with a marker argument; an image that still finds
+ * LD_PRELOAD set tries again (a loop, cut at 20 here: exit 99). Natively
+ * the second image runs, allocates and exits 7.
+ * `reexec plain`: allocates 300 blocks of 48 bytes in plain_work and says
+ * whether LD_PRELOAD and ALLOCPROF are set (under `record env -i` or
+ * `env -u LD_PRELOAD` neither may be; under `record sh -c` the run must
+ * hold its 300 blocks). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void *volatile keep[300];
+
+__attribute__((noinline)) static void plain_work(void)
+{
+	for (int i = 0; i < 300; i++) {
+		keep[i] = malloc(48);
+		memset(keep[i], i, 48);
+	}
+}
+
+static const char *set(const char *name)
+{
+	return getenv(name) ? "set" : "unset";
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "plain")) {
+		plain_work();
+		printf("plain: LD_PRELOAD %s, ALLOCPROF %s\n", set("LD_PRELOAD"), set("ALLOCPROF"));
+		return 3;
+	}
+	if (argc < 2 || strcmp(argv[1], "sandbox"))
+		return 2;
+	int round = argc > 2 ? atoi(argv[2]) : 0;
+	if (round > 0 && !getenv("LD_PRELOAD")) {
+		plain_work();
+		printf("sandbox: inside after %d exec, ALLOCPROF %s\n", round, set("ALLOCPROF"));
+		return 7;
+	}
+	if (round >= 20) {
+		printf("sandbox: LD_PRELOAD came back %d times\n", round);
+		return 99;
+	}
+	unsetenv("LD_PRELOAD");
+	char next[16];
+	snprintf(next, sizeof(next), "%d", round + 1);
+	char *args[] = { argv[0], "sandbox", next, NULL };
+	fflush(stdout);
+	execv(argv[0], args);
+	perror("execv");
+	return 1;
+}

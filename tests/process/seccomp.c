@@ -1,0 +1,80 @@
+/* tests/process/seccomp.c: a program that installs a seccomp filter by
+ * hand (prctl PR_SET_NO_NEW_PRIVS, then PR_SET_SECCOMP with a classic BPF
+ * program; no libseccomp) refusing system calls it does not make itself
+ * but the sampler does: newfstatat, openat, gettid, getpid and
+ * rt_sigprocmask (issue 24). `seccomp errno`: they fail with EPERM;
+ * `seccomp killall`: they kill the process (SECCOMP_RET_KILL_PROCESS);
+ * `seccomp kill`: the first four kill it.
+ * before_filter allocates 1000 blocks and frees them, after_filter 2000;
+ * stdout's buffer is made before the filter (its fstat). Exits 0. */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void *volatile sink;
+
+__attribute__((noinline)) static void before_filter(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		sink = malloc(100 + (size_t)i);
+		memset(sink, i, 100);
+		free(sink);
+	}
+}
+
+__attribute__((noinline)) static void after_filter(void)
+{
+	for (int i = 0; i < 2000; i++) {
+		sink = malloc(200 + (size_t)i);
+		memset(sink, i, 200);
+		free(sink);
+	}
+}
+
+static int install(unsigned action, size_t n)
+{
+	static const int refused[] = { SYS_newfstatat, SYS_openat, SYS_gettid, SYS_getpid,
+				       SYS_rt_sigprocmask };
+	struct sock_filter f[2 + 2 * sizeof(refused) / sizeof(refused[0])];
+	unsigned k = 0;
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (size_t i = 0; i < n; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (unsigned)refused[i], 0, 1);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { .len = (unsigned short)k, .filter = f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+int main(int argc, char **argv)
+{
+	const char *how = argc > 1 ? argv[1] : "errno";
+	int kill = strcmp(how, "errno") != 0;
+	printf("seccomp %s: start\n", how);
+	fflush(stdout);
+	before_filter();
+	if (install(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
+		    strcmp(how, "kill") ? 5 : 4) < 0) {
+		perror("seccomp");
+		return 2;
+	}
+	after_filter();
+	if (kill)
+		printf("seccomp: done\n");
+	else
+		printf("seccomp: done, getpid says %s\n",
+		       syscall(SYS_getpid) < 0 && errno == EPERM ? "EPERM" : "a pid");
+	return 0;
+}
