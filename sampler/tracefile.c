@@ -499,7 +499,11 @@ int open_trace(const char *parent, int fd)
 	struct stat st;
 	if (fd >= 0 && !is_handed_trace(fd))
 		fd = -1; /* not a trace handed over: make one */
-	if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0))
+	/* appending, as every trace: record's (mkostemp) is not, and the
+	 * image that handed it on left its offset past what it wrote */
+	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+	if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0 ||
+			fcntl(fd, F_SETFL, fl | O_APPEND) < 0))
 		fd = -1;
 	if (fd < 0)
 		fd = trace_create(tfile.path);

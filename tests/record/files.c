@@ -6,6 +6,7 @@
  *   fork N          N children one after the other, 1000 pairs each, then
  *                   1000 pairs in the parent
  *   forkexec N      fork N, then exec "alloc 500"
+ *   exec N          exec "alloc N" at once, having allocated nothing
  *   reuse           (pid 2 of a new pid namespace) a child, then another
  *                   with the same pid, set through ns_last_pid; prints
  *                   "reused" or "not reused: why"; 1000 pairs in each
@@ -111,10 +112,16 @@ int main(int argc, char **argv)
 		pairs(10);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
+	if (!strcmp(mode, "exec") && argc > 2) {
+		execl("/proc/self/exe", argv[0], "alloc", argv[2], (char *)NULL);
+		perror("exec");
+		return 1;
+	}
 	if (!strcmp(mode, "touch") && argc > 2) {
 		int fd = open(argv[2], O_WRONLY | O_CREAT, 0644);
 		return fd < 0;
 	}
-	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | reuse | dropexec [N] | touch PATH\n");
+	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | exec N | reuse | dropexec [N] |\n"
+			"touch PATH\n");
 	return 2;
 }

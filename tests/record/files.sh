@@ -3,8 +3,9 @@
 # process's trace in a file of its own, made where no file is (never
 # through a planted symbolic link, never over another file: a reused pid,
 # processes of other pid namespaces), a trace handed on to a child that
-# dropped to another user, one record per -o at a time, an -o too long
-# for the names the children need. One argument picks the group.
+# dropped to another user or to an image exec'd before anything was
+# recorded, one record per -o at a time, an -o too long for the names the
+# children need. One argument picks the group.
 # Environment (from meson): ALLOCPROF, FILES (tests/record/files.c).
 set -u
 export LC_ALL=C
@@ -156,6 +157,24 @@ dropuser)
 		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget e.json alloc_objects)" 1010
 	else
 		fail "stats of the run (allocations before exec): $(cat e.err)"
+	fi
+	;;
+handed)
+	# The program execs before it has recorded anything: record's trace,
+	# handed to it open, passes on to the next image (ALLOCPROF_EXEC
+	# :f<fd>), which empties it and writes it from the start, at byte 0
+	# of the file whatever the descriptor's offset was.
+	"$ALLOCPROF" record -q --all -o h.trace "$FILES" exec 1000 >out 2>err
+	expect_eq "record exit status" "$?" 0
+	expect_eq "stderr" "$(cat err)" ""
+	expect_eq "files" "$(ls)" "$(printf 'err\nh.trace\nout')"
+	expect_eq "magic" "$(head -c 8 h.trace | tr -d '\0')" "ALLOCPRF"
+	if "$ALLOCPROF" stats --json h.trace >h.json 2>h.err; then
+		expect_eq "the trace's image" "$(/usr/bin/python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["argv"][1:]))' h.json)" "alloc 1000"
+		expect_eq "alloc_objects (the exec'd image's)" "$(jget h.json alloc_objects)" 1000
+		expect_eq "truncated" "$(jget h.json truncated)" False
+	else
+		fail "stats of the run: $(cat h.err)"
 	fi
 	;;
 twice)
