@@ -178,6 +178,7 @@ static void print_text(const struct dtable *d, enum ap_sample_index si, const ch
 	change_pct(p, sizeof(p), d->base_total, d->new_total - d->base_total);
 	printf("Total: %s -> %s (%s, %s)\n", a, b, c, p);
 	printf("%10s %10s %10s %8s  %s\n", "base", "new", "delta", "delta%", "name");
+	struct ap_buf safe = AP_BUF_INIT;
 	size_t shown = 0;
 	for (size_t i = 0; i < d->n && (!nshow || shown < nshow); i++) {
 		const struct drow *r = &d->rows[i];
@@ -188,9 +189,10 @@ static void print_text(const struct dtable *d, enum ap_sample_index si, const ch
 		ap_view_format(b, sizeof(b), si, nv);
 		signed_value(c, sizeof(c), si, nv - bv);
 		change_pct(p, sizeof(p), bv, nv - bv);
-		printf("%10s %10s %10s %8s  %s\n", a, b, c, p, r->name);
+		printf("%10s %10s %10s %8s  %s\n", a, b, c, p, ap_safe_name(&safe, r->name));
 		shown++;
 	}
+	ap_buf_release(&safe);
 	if (!shown)
 		printf("(no node changed)\n");
 }

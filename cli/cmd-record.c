@@ -39,7 +39,8 @@ static void record_usage(FILE *f)
 	      "                     in the current directory, <pid> the program's); an\n"
 	      "                     existing trace or empty file is replaced, a symbolic\n"
 	      "                     link followed, /dev/null discards the trace, anything\n"
-	      "                     else is refused\n"
+	      "                     else is refused, and so is a trace another record\n"
+	      "                     (or a process of an earlier run) is writing\n"
 	      "      --rate BYTES   mean bytes between samples (default 512K; accepts\n"
 	      "                     suffixes K, M, G; 1 records every allocation)\n"
 	      "      --all          record every allocation and free (same as --rate 1)\n"
@@ -53,7 +54,8 @@ static void record_usage(FILE *f)
 	      "itself with exec after recording events leaves its trace, and the new\n"
 	      "image writes <trace>.exec<n>; a program run with an environment that\n"
 	      "no longer preloads the sampler (env -i, env -u LD_PRELOAD) runs\n"
-	      "unprofiled, as without record. A process still running when PROGRAM\n"
+	      "unprofiled, as without record. A name already taken gets -2, -3, ...\n"
+	      "(<output>.<pid>-2): no file there is overwritten. A process still running when PROGRAM\n"
 	      "exits (a daemon) keeps writing its trace: record names it and leaves\n"
 	      "it as it is; it is complete once that process exits.\n\n"
 	      "Every signal sent to allocprof goes on to PROGRAM, once (one sent to\n"
@@ -297,19 +299,6 @@ static int check_preload_path(const char *so)
 	return -1;
 }
 
-/* Whether the regular file at `path` starts like an allocprof trace. */
-static bool is_trace_file(const char *path)
-{
-	char magic[AP_TRACE_MAGIC_LEN];
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return false;
-	bool yes = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
-		   !memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
-	close(fd);
-	return yes;
-}
-
 /* The directory that will hold the trace at `path` (and its children's
  * traces, and record's temporary file when it compacts): it must exist
  * and be writable. Returns 0, or -1 after one line. */
@@ -418,7 +407,7 @@ static int check_output(const char *path, bool *discard, char **resolved)
 			   : S_ISBLK(st.st_mode)  ? "a block device"
 			   : S_ISFIFO(st.st_mode) ? "a FIFO"
 			   : S_ISSOCK(st.st_mode) ? "a socket"
-			   : st.st_size > 0 && !is_trace_file(path)
+			   : st.st_size > 0 && !ap_trace_file_is_trace(path)
 				   ? "a file that is not an allocprof trace"
 				   : NULL;
 	if (what) {
@@ -430,11 +419,148 @@ static int check_output(const char *path, bool *discard, char **resolved)
 		ap_die_msg("%s: cannot write the trace: %s", path, strerror(errno));
 		return -1;
 	}
-	if (check_trace_dir(path) < 0)
+	return check_trace_dir(path);
+}
+
+/* The trace `record -o` writes, made before the program starts and held
+ * until it is finished (claim_output). */
+struct claim {
+	int hand;	/* the trace, open for the program's sampler (-1: none) */
+	int run;	/* the same file opened again, holding the run's lock */
+	int old;	/* the trace it replaced, its run's lock held (-1: none) */
+};
+
+/* Closes what a claim holds (its locks go with it). */
+static void claim_release(struct claim *c)
+{
+	int *fds[] = { &c->hand, &c->run, &c->old };
+	for (size_t i = 0; i < AP_ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+/* An OFD lock on [at, at + len): F_OFD_SETLK with `set`, else only asks
+ * (F_OFD_GETLK). Returns whether it was taken (set) or is free (ask). */
+static bool ofd_lock(int fd, bool set, off_t at, off_t len)
+{
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = at, .l_len = len };
+	if (set)
+		return fcntl(fd, F_OFD_SETLK, &lk) == 0;
+	return fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
+}
+
+/* The lowest descriptor the sampler keeps its own at (sampler/tracefile.c,
+ * fd_floor): the trace handed to the program goes there, out of the way
+ * of the numbers the program's own open() calls get. */
+static int sampler_fd_floor(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 708)
+		return 700;
+	return rl.rlim_cur > 16 ? (int)rl.rlim_cur - 8 : -1;
+}
+
+/* Puts `tmp` (locked) at `path` without replacing anything: link, or
+ * renameat2's RENAME_NOREPLACE where the file system has no links. */
+static int publish_noreplace(const char *tmp, const char *path)
+{
+	if (link(tmp, path) == 0) {
+		unlink(tmp);
+		return 0;
+	}
+	if (errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK)
 		return -1;
-	if (st.st_size > 0)
-		unlink(path); /* a stale trace must not pass for this run's */
-	return 0;
+	return (int)syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, 1 /* RENAME_NOREPLACE */);
+}
+
+/* Makes the trace at `path` for this run and locks it, before the
+ * program starts (docs/trace-format.md, "Live traces"): a new file,
+ * locked with the run's lock before it takes the name, so that two
+ * records given one -o cannot both have it. A trace already there is
+ * replaced only while nobody uses it: the run's lock taken on it (another
+ * record holds it until its trace is finished) and its writer's lock free
+ * (a process of an earlier run may still append to it); its run's lock
+ * stays held, so that a record that opened it a moment ago cannot take
+ * it either. Returns 0, or -1 after one line. */
+static int claim_output(const char *path, struct claim *c)
+{
+	c->hand = c->run = c->old = -1;
+	struct ap_buf tmp = AP_BUF_INIT;
+	ap_buf_addf(&tmp, "%s.record.XXXXXX", path);
+	int fd = mkostemp(tmp.buf, O_CLOEXEC);
+	if (fd < 0) {
+		ap_die_msg("%s: %s", tmp.buf, strerror(errno));
+		ap_buf_release(&tmp);
+		return -1;
+	}
+	mode_t um = umask(0);
+	umask(um);
+	fchmod(fd, 0644 & ~um); /* as the sampler makes every trace of the run */
+	struct stat a, b;
+	int floor = sampler_fd_floor();
+	c->hand = floor < 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	if (c->hand < 0)
+		c->hand = fd;
+	else if (c->hand != fd)
+		close(fd);
+	c->run = open(tmp.buf, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	const char *why = NULL;
+	errno = 0;
+	if (c->run < 0 || fstat(c->run, &a) < 0 || fstat(c->hand, &b) < 0 ||
+	    a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
+	    !ofd_lock(c->run, true, AP_LOCK_RUN_AT, 1)) {
+		ap_die_msg("%s: %s", tmp.buf, errno ? strerror(errno) : "replaced meanwhile");
+		goto fail;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		if (publish_noreplace(tmp.buf, path) == 0) {
+			ap_buf_release(&tmp);
+			return 0;
+		}
+		if (errno != EEXIST) {
+			ap_die_msg("%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		int old = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (old < 0 && errno == ENOENT)
+			continue; /* gone meanwhile */
+		struct stat st;
+		if (old < 0 && errno == ELOOP) {
+			ap_die_msg("%s: is a symbolic link now: not followed (choose another -o)", path);
+			goto fail;
+		}
+		if (old < 0 || fstat(old, &st) < 0) {
+			ap_die_msg("%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		if (!S_ISREG(st.st_mode))
+			why = "not a regular file any more";
+		else if (!ofd_lock(old, true, AP_LOCK_RUN_AT, 1))
+			why = "in use: another allocprof record is writing it";
+		else if (!ofd_lock(old, false, 0, AP_LOCK_WRITER_LEN))
+			why = "in use: a process of an earlier run is still writing it";
+		if (why) {
+			ap_die_msg("%s: %s (choose another -o)", path, why);
+			close(old);
+			goto fail;
+		}
+		if (rename(tmp.buf, path) < 0) {
+			ap_die_msg("%s: %s", path, strerror(errno));
+			close(old);
+			goto fail;
+		}
+		c->old = old;
+		ap_buf_release(&tmp);
+		return 0;
+	}
+	ap_die_msg("%s: replaced again and again while record was taking it", path);
+fail:
+	unlink(tmp.buf);
+	ap_buf_release(&tmp);
+	claim_release(c);
+	return -1;
 }
 
 /* Signals. Every catchable signal sent to record goes on to the program,
@@ -973,7 +1099,7 @@ static bool trace_is_live(const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return false;
-	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
 	bool live = fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
 	close(fd);
 	return live;
@@ -1141,6 +1267,10 @@ struct launch {
 	char *cfg;		/* room for "ALLOCPROF=<pid>" cfg_mid [<pid> out_suffix] */
 	const char *cfg_mid;
 	const char *out_suffix;	/* NULL: the output path holds no pid */
+	char *out_path;		/* room for the default output's path (out_suffix) */
+	const char *out_pre;	/* its start */
+	int hand_fd;		/* the trace made for the program (-o), or -1 */
+	char *exec_var;		/* room for "ALLOCPROF_EXEC=<pid>.0:f<hand_fd>" */
 	int sigpipe_default;
 	const sigset_t *mask;	/* the signal mask to exec with */
 	int err;		/* exec's errno, set by the child */
@@ -1184,8 +1314,29 @@ static pid_t launch(struct launch *L)
 		if (L->out_suffix) {
 			put_pid(&p, me);
 			put_s(&p, L->out_suffix);
+			/* the default name holds this pid: a file of that
+			 * name is left from an earlier process of this pid,
+			 * and the sampler makes its trace only where no file
+			 * is */
+			char *q = L->out_path;
+			put_s(&q, L->out_pre);
+			put_pid(&q, me);
+			put_s(&q, L->out_suffix);
+			*q = 0;
+			unlink(L->out_path);
 		}
 		*p = 0;
+		if (L->hand_fd >= 0) {
+			/* the sampler takes the trace record made (lifecycle.c,
+			 * exec_parse) */
+			p = L->exec_var;
+			put_s(&p, "ALLOCPROF_EXEC=");
+			put_pid(&p, me);
+			put_s(&p, ".0:f");
+			put_pid(&p, L->hand_fd);
+			*p = 0;
+			fcntl(L->hand_fd, F_SETFD, 0);
+		}
 		if (L->sigpipe_default)
 			signal(SIGPIPE, SIG_DFL);
 		/* the mask allocprof was given (record blocks every signal
@@ -1204,13 +1355,15 @@ static pid_t launch(struct launch *L)
 /* The program's environment: ours, with the sampler first in LD_PRELOAD
  * (the string preload) and the settings in one variable, ALLOCPROF (the
  * string cfg, which launch() completes), in the places setenv would put
- * them; ALLOCPROF_EXEC (the sampler's own, for exec'd images) dropped. */
-static char **program_env(char *preload, char *cfg)
+ * them; ALLOCPROF_EXEC (the sampler's own, for exec'd images) dropped,
+ * and exec_var (launch() completes it too: the trace record made) added
+ * unless NULL. */
+static char **program_env(char *preload, char *cfg, char *exec_var)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = ap_xmalloc((n + 3) * sizeof(*env));
+	char **env = ap_xmalloc((n + 4) * sizeof(*env));
 	size_t k = 0;
 	bool have_pre = false, have_cfg = false;
 	for (size_t i = 0; i < n; i++) {
@@ -1230,6 +1383,8 @@ static char **program_env(char *preload, char *cfg)
 		env[k++] = preload;
 	if (!have_cfg)
 		env[k++] = cfg;
+	if (exec_var)
+		env[k++] = exec_var;
 	env[k] = NULL;
 	return env;
 }
@@ -1279,6 +1434,23 @@ int cmd_record(int argc, char **argv)
 		ap_buf_release(&out_pre);
 		return AP_EXIT_FAIL;
 	}
+	/* the sampler names the traces of children and later images after
+	 * it, and needs this room past it (it would turn itself off) */
+	size_t out_len = out_pre.len + (o.output ? 0 : strlen(".trace") + 10);
+	if (!discard && out_len >= PATH_MAX - AP_OUTPUT_PATH_ROOM) {
+		ap_die_msg("%s: the trace's path is too long (%zu bytes; at most %d): choose "
+			   "a shorter -o", o.output ? out_pre.buf : cwd, out_len,
+			   PATH_MAX - AP_OUTPUT_PATH_ROOM - 1);
+		ap_buf_release(&out_pre);
+		free(resolved);
+		return AP_EXIT_FAIL;
+	}
+	struct claim claim = { -1, -1, -1 };
+	if (o.output && !discard && claim_output(out_pre.buf, &claim) < 0) {
+		ap_buf_release(&out_pre);
+		free(resolved);
+		return AP_EXIT_FAIL;
+	}
 	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
 	ap_buf_addf(&cfg_mid, ":%llu:%u:%d:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    o.no_children ? 1 : 0, out_pre.buf);
@@ -1290,10 +1462,14 @@ int cmd_record(int argc, char **argv)
 		.sigpipe_default = !ap_sigpipe_ignored,
 	};
 	L.cfg = ap_xmalloc(cfg_mid.len + 64);
+	L.out_pre = out_pre.buf;
+	L.out_path = ap_xmalloc(out_pre.len + 64);
+	L.hand_fd = claim.hand;
+	L.exec_var = claim.hand >= 0 ? ap_xmalloc(64) : NULL;
 	const char *pre = getenv("LD_PRELOAD");
 	struct ap_buf preload = AP_BUF_INIT;
 	ap_buf_addf(&preload, "LD_PRELOAD=%s%s%s", so, pre && *pre ? ":" : "", pre ? pre : "");
-	L.env = program_env(preload.buf, L.cfg);
+	L.env = program_env(preload.buf, L.cfg, L.exec_var);
 	int nargs = argc - first;
 	L.sh_argv = ap_xmalloc(((size_t)nargs + 2) * sizeof(*L.sh_argv));
 	L.sh_argv[0] = (char *)"/bin/sh";
@@ -1319,6 +1495,12 @@ int cmd_record(int argc, char **argv)
 	free(L.sh_argv);
 	free(L.env);
 	free(L.cfg);
+	free(L.out_path);
+	free(L.exec_var);
+	if (claim.hand >= 0) { /* the program has it now */
+		close(claim.hand);
+		claim.hand = -1;
+	}
 	ap_buf_release(&preload);
 	ap_buf_release(&cfg_mid);
 	if (pid < 0 || e) {
@@ -1348,6 +1530,7 @@ int cmd_record(int argc, char **argv)
 	uint64_t end_ns = mono_ns();
 	relay_end(&relay);
 	if (wrc < 0) {
+		claim_release(&claim);
 		free(resolved);
 		return AP_EXIT_FAIL;
 	}
@@ -1371,6 +1554,7 @@ int cmd_record(int argc, char **argv)
 			"(allocprof top %s); --by-process shows each process, "
 			"--no-children the program's trace alone\n",
 			output, output);
+	claim_release(&claim); /* the run's lock: finished */
 	free(resolved);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -169,8 +169,9 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	struct ap_buf cmd = AP_BUF_INIT;
 	char b[64];
 	format_cmdline(&cmd, t);
-	printf("%-18s %s\n", "program", t->exe);
-	printf("%-18s %s\n", "command", cmd.buf);
+	struct ap_buf safe = AP_BUF_INIT;
+	printf("%-18s %s\n", "program", ap_safe_name(&safe, t->exe));
+	printf("%-18s %s\n", "command", ap_safe_name(&safe, cmd.buf));
 	printf("%-18s %llu\n", "pid", (unsigned long long)t->pid);
 	if (t->nprocs) {
 		printf("%-18s %zu (%s)\n", "processes", t->nprocs,
@@ -180,7 +181,7 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 			ap_buf_reset(&line);
 			ap_view_add_cmdline(&line, t->procs[i].cmdline);
 			printf("%-18s pid %llu: %s\n", "", (unsigned long long)t->procs[i].pid,
-			       line.buf);
+			       ap_safe_name(&safe, line.buf));
 		}
 		ap_buf_release(&line);
 	}
@@ -202,8 +203,10 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	printf("%-18s %zu", "threads", t->nthreads);
 	size_t shown = t->nthreads < MAX_THREADS_SHOWN ? t->nthreads : MAX_THREADS_SHOWN;
 	for (size_t i = 0; i < shown; i++)
-		printf("%s%s[%u]", i ? ", " : " (", *t->threads[i].name ? t->threads[i].name : "?",
+		printf("%s%s[%u]", i ? ", " : " (",
+		       *t->threads[i].name ? ap_safe_name(&safe, t->threads[i].name) : "?",
 		       t->threads[i].tid);
+	ap_buf_release(&safe);
 	if (shown < t->nthreads)
 		printf(", and %zu more", t->nthreads - shown);
 	printf("%s\n", t->nthreads ? ")" : "");

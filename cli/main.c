@@ -26,6 +26,7 @@ struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
+	bool text;	/* prints text for a terminal: stdout goes through safe_stdout */
 };
 
 #ifdef AP_LAUNCHER
@@ -38,21 +39,21 @@ static int run_report(int argc, char **argv);
 
 static const struct command commands[] = {
 	/* Subcommands, in the order `allocprof --help` lists them. */
-	{ "record", cmd_record, "run a program and record its allocations into a trace" },
-	{ "top", REPORT_CMD(cmd_top), "the hottest allocation sites, as pprof -top shows them" },
-	{ "list", REPORT_CMD(cmd_list), "source of matching functions, each line annotated" },
-	{ "stats", REPORT_CMD(cmd_stats), "summary of a trace: program, duration, rate, totals" },
-	{ "advise", REPORT_CMD(cmd_advise), "which allocation sites a pool would pay at, and why" },
-	{ "calibrate", REPORT_CMD(cmd_calibrate), "measure allocation and pool costs for advise" },
+	{ "record", cmd_record, "run a program and record its allocations into a trace", false },
+	{ "top", REPORT_CMD(cmd_top), "the hottest allocation sites, as pprof -top shows them", true },
+	{ "list", REPORT_CMD(cmd_list), "source of matching functions, each line annotated", true },
+	{ "stats", REPORT_CMD(cmd_stats), "summary of a trace: program, duration, rate, totals", true },
+	{ "advise", REPORT_CMD(cmd_advise), "which allocation sites a pool would pay at, and why", true },
+	{ "calibrate", REPORT_CMD(cmd_calibrate), "measure allocation and pool costs for advise", false },
 	{ "export", REPORT_CMD(cmd_export),
-	  "write a trace as pprof profile.proto, folded stacks or JSON" },
-	{ "peek", REPORT_CMD(cmd_peek), "callers and callees of matching functions, as pprof -peek" },
-	{ "tree", REPORT_CMD(cmd_tree), "every node between its callers and callees, as pprof -tree" },
-	{ "timeline", REPORT_CMD(cmd_timeline), "in-use bytes over time, the top call sites stacked" },
-	{ "flamegraph", REPORT_CMD(cmd_flamegraph), "an interactive flame graph (SVG) of the call paths" },
-	{ "diff", REPORT_CMD(cmd_diff), "what changed between two traces, per call site (and a CI gate)" },
-	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)" },
-	{ NULL, NULL, NULL },
+	  "write a trace as pprof profile.proto, folded stacks or JSON", false },
+	{ "peek", REPORT_CMD(cmd_peek), "callers and callees of matching functions, as pprof -peek", true },
+	{ "tree", REPORT_CMD(cmd_tree), "every node between its callers and callees, as pprof -tree", true },
+	{ "timeline", REPORT_CMD(cmd_timeline), "in-use bytes over time, the top call sites stacked", true },
+	{ "flamegraph", REPORT_CMD(cmd_flamegraph), "an interactive flame graph (SVG) of the call paths", false },
+	{ "diff", REPORT_CMD(cmd_diff), "what changed between two traces, per call site (and a CI gate)", true },
+	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)", false },
+	{ NULL, NULL, NULL, false },
 };
 
 #ifdef AP_LAUNCHER
@@ -164,6 +165,89 @@ static size_t edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
+#ifndef AP_LAUNCHER
+/* What the text commands print passes through ap_buf_add_safe (util,
+ * "Text for a terminal"): the symbols, paths, thread names and command
+ * lines in it come from the profiled program, and no byte of theirs may
+ * reach the terminal as a control. One place for every line of every
+ * text command; a UTF-8 sequence cut between two writes waits in `cut`
+ * for the rest. */
+struct safe_out {
+	unsigned char cut[4];
+	size_t ncut;
+	struct ap_buf b;
+};
+
+static ssize_t safe_write(void *cookie, const char *data, size_t len)
+{
+	struct safe_out *o = cookie;
+	const unsigned char *p = (const unsigned char *)data;
+	size_t left = len;
+	ap_buf_reset(&o->b);
+	while (o->ncut && left) { /* the cut sequence, completed */
+		o->cut[o->ncut++] = *p++;
+		left--;
+		char out[12];
+		size_t olen, n = ap_safe_char(o->cut, o->ncut, AP_SAFE_LINES, out, &olen);
+		if (n || o->ncut == sizeof(o->cut)) {
+			ap_buf_add_safe(&o->b, (const char *)o->cut, o->ncut, AP_SAFE_LINES);
+			o->ncut = 0;
+		}
+	}
+	size_t i = 0;
+	while (i < left) {
+		char out[12];
+		size_t olen, n = ap_safe_char(p + i, left - i, AP_SAFE_LINES, out, &olen);
+		if (!n) { /* cut: the rest comes with the next write */
+			memcpy(o->cut, p + i, left - i);
+			o->ncut = left - i;
+			break;
+		}
+		ap_buf_add(&o->b, out, olen);
+		i += n;
+	}
+	for (size_t done = 0; done < o->b.len;) {
+		ssize_t w = write(STDOUT_FILENO, o->b.buf + done, o->b.len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		done += (size_t)w;
+	}
+	return (ssize_t)len;
+}
+
+static int safe_close(void *cookie)
+{
+	struct safe_out *o = cookie;
+	int rc = 0;
+	if (o->ncut) {
+		ap_buf_reset(&o->b);
+		ap_buf_add_safe(&o->b, (const char *)o->cut, o->ncut, AP_SAFE_LINES);
+		rc = write(STDOUT_FILENO, o->b.buf, o->b.len) == (ssize_t)o->b.len ? 0 : -1;
+	}
+	ap_buf_release(&o->b);
+	free(o);
+	return rc;
+}
+
+/* stdout of a text command, from here on through safe_write. */
+static void safe_stdout(void)
+{
+	struct safe_out *o = ap_xcalloc(1, sizeof(*o));
+	ap_buf_init(&o->b);
+	cookie_io_functions_t io = { .write = safe_write, .close = safe_close };
+	FILE *f = fopencookie(o, "w", io);
+	if (!f) {
+		free(o);
+		return;
+	}
+	fflush(stdout);
+	setvbuf(f, NULL, _IOFBF, 1 << 16);
+	stdout = f;
+}
+#endif
+
 /* Results go to stdout; a write error there (disk full) must fail the
  * command, but a closed pipe (`allocprof top | head`) is quiet. */
 static int finish_stdout(int rc)
@@ -225,8 +309,13 @@ int main(int argc, char **argv)
 		return finish_stdout(AP_EXIT_OK);
 	}
 	for (size_t i = 0; commands[i].name; i++)
-		if (!strcmp(commands[i].name, name))
+		if (!strcmp(commands[i].name, name)) {
+#ifndef AP_LAUNCHER
+			if (commands[i].text)
+				safe_stdout();
+#endif
 			return finish_stdout(commands[i].fn(argc - 1, argv + 1));
+		}
 
 	fprintf(stderr, "allocprof: '%s' is not an allocprof command", name);
 	const char *best = NULL;

@@ -163,8 +163,16 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 
 void ap_render_print(void *ctx, const struct ap_line *line)
 {
-	fprintf(ctx ? ctx : stdout, "%s%s%s\n", line->kind == AP_LINE_WRAP ? "   " : "", line->text,
-		line->body ? line->body : "");
+	/* one line: a newline or a control in a name (the program's) shows
+	 * escaped (ap_util.h, "Text for a terminal"); tabs stay (source) */
+	struct ap_buf b = AP_BUF_INIT;
+	ap_buf_addstr(&b, line->kind == AP_LINE_WRAP ? "   " : "");
+	ap_buf_add_safe(&b, line->text, strlen(line->text), AP_SAFE_TABS);
+	if (line->body)
+		ap_buf_add_safe(&b, line->body, strlen(line->body), AP_SAFE_TABS);
+	ap_buf_addstr(&b, "\n");
+	fwrite(b.buf, 1, b.len, ctx ? ctx : stdout);
+	ap_buf_release(&b);
 }
 
 /* A value of `list`, or pprof's dot for a zero. */
@@ -250,7 +258,7 @@ void ap_render_top_row(const struct ap_report *r, size_t i, double sum, int unit
 	ap_view_percent(e, sizeof(e), row->cum, r->total);
 	snprintf(fixed, len, "%10s %s %s %10s %s  ", a, b, c, d, e);
 	ap_buf_reset(name);
-	ap_buf_addstr(name, row->name);
+	ap_buf_add_safe(name, row->name, strlen(row->name), 0);
 	if (row->inline_mark)
 		ap_buf_addf(name, " %s", row->inline_mark);
 }

@@ -29,27 +29,6 @@ void tui_screen_clear(struct tui_screen *s)
 		s->cells[i] = (struct tui_cell){.ch = {' '}, .len = 1, .attr = TUI_NORMAL};
 }
 
-/* The length of the UTF-8 sequence at `p` (1 to 4), or 0 when it is not a
- * valid one. */
-static int utf8_len(const unsigned char *p)
-{
-	int n;
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0 && p[0] >= 0xc2)
-		n = 2;
-	else if ((p[0] & 0xf0) == 0xe0)
-		n = 3;
-	else if ((p[0] & 0xf8) == 0xf0 && p[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 static void put_cell(struct tui_screen *s, int row, int col, int attr, const char *ch, int len)
 {
 	if (col < 0 || col >= s->cols)
@@ -75,18 +54,25 @@ int tui_screen_put(struct tui_screen *s, int row, int col, int attr, const char 
 			p++;
 			continue;
 		}
-		int n = utf8_len(p);
-		const char *ch = (const char *)p;
-		if (n == 0 || *p < 0x20 || *p == 0x7f) {
-			ch = "?";
-			p += n ? n : 1;
+		/* what the program named may hold controls, bidi overrides
+		 * and invalid UTF-8: shown escaped, a cell per character
+		 * (ap_util.h, "Text for a terminal") */
+		char safe[12];
+		size_t slen, n = ap_safe_char(p, strlen((const char *)p), 0, safe, &slen);
+		if (!n) { /* cut by the end of the string: the byte */
+			slen = (size_t)snprintf(safe, sizeof(safe), "\\x%02x", *p);
 			n = 1;
-		} else {
-			p += n;
 		}
-		if (on_screen && x >= skip)
-			put_cell(s, row, col + x - skip, attr, ch, n);
-		x++;
+		p += n;
+		if (slen == n && !memcmp(safe, p - n, n)) { /* as it is */
+			if (on_screen && x >= skip)
+				put_cell(s, row, col + x - skip, attr, safe, (int)n);
+			x++;
+			continue;
+		}
+		for (size_t k = 0; k < slen && col + x - skip < s->cols; k++, x++)
+			if (on_screen && x >= skip)
+				put_cell(s, row, col + x - skip, attr, safe + k, 1);
 	}
 	return col + (x > skip ? x - skip : 0);
 }

@@ -442,7 +442,7 @@ struct srec {
 	double w;
 	uint32_t site, ghead, gtail, k;	/* growths: a list in `growth` */
 	uint16_t cpu, dcpu;
-	uint16_t thread, dthread;	/* of its birth and of its free */
+	uint32_t thread, dthread;	/* of its birth and of its free */
 	bool freed;
 	bool last_sampled;	/* its latest block is a sample (w is that block's weight) */
 	bool seen_growing;	/* first seen in a realloc: its birth was not sampled */
@@ -461,7 +461,8 @@ struct op {
 	struct pos pos;
 	uint64_t ts, size;
 	uint32_t obj, seq, site;	/* OP_EXIT: every site */
-	uint16_t cpu, thread;
+	uint16_t cpu;
+	uint32_t thread;
 	uint8_t type;
 };
 
@@ -479,7 +480,7 @@ struct recon {
 };
 
 static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
-		   uint32_t site, uint16_t cpu, uint16_t thread, uint8_t type);
+		   uint32_t site, uint16_t cpu, uint32_t thread, uint8_t type);
 
 /* ---- matching: every event to its object, in one place ---- */
 
@@ -779,7 +780,7 @@ static void ws_exit(struct walk_state *S)
 	if (w->mode == W_EXACT) {
 		r_exit(w->rp, pos, S->exit_ts, S->exit_thread);
 	} else if (w->mode == W_COLLECT) {
-		add_op(w->rc, pos, S->exit_ts, 0, 0, UINT32_MAX, 0, (uint16_t)S->exit_thread,
+		add_op(w->rc, pos, S->exit_ts, 0, 0, UINT32_MAX, 0, (uint32_t)S->exit_thread,
 		       OP_EXIT);
 	}
 }
@@ -916,7 +917,7 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size, uint32_t obj,
-		   uint32_t site, uint16_t cpu, uint16_t thread, uint8_t type)
+		   uint32_t site, uint16_t cpu, uint32_t thread, uint8_t type)
 {
 	AP_ALLOC_GROW(rc->ops, rc->nops + 1, rc->ops_alloc);
 	rc->ops[rc->nops] = (struct op){ pos, ts, size, obj, (uint32_t)rc->nops, site, cpu,

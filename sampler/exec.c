@@ -6,13 +6,14 @@
 #include "sampler-int.h"
 
 /* Before exec replaces the image, its buffers must reach the file. If this
- * image recorded no event and the next one is profiled, its trace is
- * worthless, and the next image (same pid, same path) simply overwrites
- * it; otherwise the trace ends with reason exec and a profiled next image
- * writes <path>.exec<n>, told by ALLOCPROF_EXEC=<pid>.<n> in its
- * environment. exec_prepare returns the environment to pass (envp itself,
- * or a mapping the caller releases if exec fails). */
-static char exec_marker[64];
+ * image recorded no event (or the next one can no longer make a trace of
+ * its own) and the next one is profiled, its trace passes to the next
+ * image, open (":f<fd>"), which writes it from the start; otherwise the
+ * trace ends with reason exec and a profiled next image writes
+ * <path>.exec<n>, told by ALLOCPROF_EXEC=<pid>.<n> in its environment.
+ * exec_prepare returns the environment to pass (envp itself, or a mapping
+ * the caller releases if exec fails). */
+static char exec_marker[128];
 
 /* What an exec'd image that keeps the preload needs to be profiled, saved
  * at start (a program that builds the environment it passes may leave
@@ -68,6 +69,25 @@ static int preload_has_self(const char *v)
 	return 0;
 }
 
+/* Whether the next image can make a trace of its own next to this one's:
+ * a process that changed to another user since (a daemon dropping root
+ * between fork and exec) may no longer write in that directory. Then
+ * this image's trace passes to the next one as if it had recorded
+ * nothing (its events before exec are lost: a few, against the next
+ * image's whole life). */
+static int next_can_make(void)
+{
+	char dir[PATH_MAX];
+	size_t n = str_len(tfile.path);
+	while (n && tfile.path[n - 1] != '/')
+		n--;
+	if (!n)
+		return faccessat(AT_FDCWD, ".", W_OK | X_OK, AT_EACCESS) == 0;
+	memcpy(dir, tfile.path, n);
+	dir[n] = 0;
+	return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
 /* Whether the next image is to be profiled: the program decides, through
  * LD_PRELOAD. An environment that still preloads this library (as the
  * loader reads it: its last LD_PRELOAD) is an inheritance, whoever built
@@ -90,19 +110,21 @@ static int keeps_preload(char *const envp[], size_t *n)
 	return pre && preload_has_self(pre);
 }
 
-static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
+static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped, int *handed)
 {
 	*ended = 0;
 	*mapped = 0;
+	*handed = -1;
 	if (proc.state != AP_ON || proc.pid != sys_getpid())
 		return envp; /* vfork child or not running: touch nothing */
 	tls.guard++;
 	size_t n;
 	int follow = keeps_preload(envp, &n);
-	/* The trace ends here if this image recorded something, or if no
-	 * image of ours comes next to overwrite it. */
+	/* The trace ends here if no image of ours comes next to take it
+	 * over, or if this image recorded something and the next one can
+	 * make a trace of its own; otherwise it is handed on, below. */
 	unsigned gen = proc.gen;
-	if (events_total() || !follow) {
+	if (!follow || (events_total() && next_can_make())) {
 		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
 			*ended = 1;
 		gen++;
@@ -128,9 +150,26 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 		for (size_t o = 0; o < saved_cfg_len; o += str_len(saved_cfg + o) + 1)
 			if (!env_has(env, k0, saved_cfg + o))
 				env[k++] = saved_cfg + o;
-		/* ":q": fd 2 is not the run's stderr, the next image stays quiet */
+		/* ":q": fd 2 is not the run's stderr, the next image stays
+		 * quiet; ":f<fd>": the trace was not ended (this image
+		 * recorded nothing, or the next cannot make a trace of its
+		 * own) and passes open to the next image: it is the next
+		 * image's, which then opens nothing by name (it may no longer
+		 * be allowed to: a process that dropped to another user);
+		 * ":s<tail>": this trace's name past the output's, which the
+		 * next image's name follows. An image that is not followed
+		 * is handed nothing: the trace stays close-on-exec. */
 		int quiet = !err_usable();
-		if (gen || quiet) {
+		const char *sfx = tfile.path + str_len(tfile.base);
+		int fd = tfile.fd;
+		if (!*ended && fd >= 0 && fcntl(fd, F_SETFD, 0) == 0) {
+			*handed = fd;
+			/* what this image's buffers hold goes with it: the
+			 * next image writes the trace from the start */
+			buffers_stop();
+			buffers_abandon();
+		}
+		if (gen || quiet || *handed >= 0 || *sfx) {
 			size_t m = 0;
 			memcpy(exec_marker, "ALLOCPROF_EXEC=", 15);
 			m = 15;
@@ -140,6 +179,17 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 			if (quiet) {
 				memcpy(exec_marker + m, ":q", 2);
 				m += 2;
+			}
+			if (*handed >= 0) {
+				memcpy(exec_marker + m, ":f", 2);
+				m += 2;
+				m += put_dec(exec_marker + m, (uint64_t)*handed);
+			}
+			if (*sfx && str_len(sfx) < AP_OUTPUT_SUFFIX_MAX) {
+				memcpy(exec_marker + m, ":s", 2);
+				m += 2;
+				memcpy(exec_marker + m, sfx, str_len(sfx));
+				m += str_len(sfx);
 			}
 			exec_marker[m] = 0;
 			env[k++] = exec_marker;
@@ -153,9 +203,11 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped)
 
 /* exec failed: this image goes on, and so does its trace (a reader takes
  * chunks after an END as the continuation). */
-static void exec_failed(char *const *env, int ended, size_t mapped)
+static void exec_failed(char *const *env, int ended, size_t mapped, int handed)
 {
 	int saved = errno;
+	if (handed >= 0)
+		fcntl(handed, F_SETFD, FD_CLOEXEC);
 	if (mapped)
 		munmap((void *)env, mapped);
 	if (ended)
@@ -168,11 +220,11 @@ static void exec_failed(char *const *env, int ended, size_t mapped)
 #define EXEC_WRAPPER(name, first_t)                                           \
 	EXPORT int name(first_t first, char *const argv[], char *const envp[]) \
 	{                                                                     \
-		int ended;                                                    \
+		int ended, handed;                                            \
 		size_t mapped;                                                \
-		char *const *env = exec_prepare(envp, &ended, &mapped);        \
+		char *const *env = exec_prepare(envp, &ended, &mapped, &handed); \
 		int rc = real_##name(first, argv, env);                        \
-		exec_failed(env, ended, mapped);                              \
+		exec_failed(env, ended, mapped, handed);                      \
 		return rc;                                                    \
 	}
 
@@ -189,11 +241,11 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		    int flags)
 {
-	int ended;
+	int ended, handed;
 	size_t mapped;
-	char *const *env = exec_prepare(envp, &ended, &mapped);
+	char *const *env = exec_prepare(envp, &ended, &mapped, &handed);
 	int rc = (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
-	exec_failed(env, ended, mapped);
+	exec_failed(env, ended, mapped, handed);
 	return rc;
 }
 

@@ -171,6 +171,8 @@ static void fork_child_body(struct ap_tls *t)
 	memcpy(parent, tfile.path, sizeof(parent));
 	proc.gen = 0;
 	make_path(tfile.path, 0);
+	/* the trace's name is final before the buffers file takes it */
+	int fd = base_is_device() ? -1 : trace_create(tfile.path);
 
 	/* Clean state: other threads are gone, their buffers are dropped. */
 	buffers_detach();
@@ -183,7 +185,7 @@ static void fork_child_body(struct ap_tls *t)
 	t->consumed = 0;
 	t->interval = t->countdown;
 
-	if (open_trace(parent) < 0) {
+	if (open_trace(parent, fd) < 0) {
 		buffers_abandon();
 		proc.state = AP_DISABLED;
 	} else if (t->thr && t->thr != &threads.dead) {
@@ -240,6 +242,72 @@ EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (
 	return real_register_atfork(prepare, parent, child, dso);
 }
 
+/* ALLOCPROF_EXEC=<pid>.<gen>[:q][:f<fd>][:s<suffix>], set by the exec
+ * wrapper for the next image (and by record, "<pid>.0:f<fd>", for the
+ * program): gen > 0, the n-th image after one that recorded events; q,
+ * fd 2 is no longer the run's stderr; f, the trace is open on fd and is
+ * this image's (nothing recorded before it, or record made it); s, the
+ * tail of the last image's trace path after ALLOCPROF_OUTPUT (".<pid>",
+ * "-2", ".exec1": digits, dots, dashes and "exec" only). Returns 0, or -1
+ * if ex is NULL or malformed. */
+struct exec_marker {
+	uint64_t pid;
+	unsigned gen;
+	int quiet;
+	int fd;
+	char sfx[AP_OUTPUT_SUFFIX_MAX];
+};
+
+/* The decimal at *s, moved past; -1 if there is none (or too long). */
+static int64_t take_dec(const char **s)
+{
+	uint64_t v = 0;
+	const char *p = *s;
+	while (*p >= '0' && *p <= '9' && p - *s < 18)
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	if (p == *s || (*p >= '0' && *p <= '9'))
+		return -1;
+	*s = p;
+	return (int64_t)v;
+}
+
+static int exec_parse(const char *ex, struct exec_marker *m)
+{
+	m->pid = 0;
+	m->quiet = 0;
+	m->fd = -1;
+	m->sfx[0] = 0;
+	int64_t pid, gen;
+	if (!ex || (pid = take_dec(&ex)) < 0 || *ex++ != '.' || (gen = take_dec(&ex)) < 0)
+		return -1;
+	m->pid = (uint64_t)pid;
+	m->gen = (unsigned)gen;
+	while (*ex == ':') {
+		char f = ex[1];
+		if (!f)
+			return -1;
+		ex += 2;
+		if (f == 'q') {
+			m->quiet = 1;
+		} else if (f == 'f') {
+			int64_t fd = take_dec(&ex);
+			if (fd < 0 || fd > INT32_MAX)
+				return -1;
+			m->fd = (int)fd;
+		} else if (f == 's') {
+			size_t k = strspn(ex, "0123456789.-exc");
+			if (k >= sizeof(m->sfx))
+				return -1;
+			memcpy(m->sfx, ex, k);
+			m->sfx[k] = 0;
+			ex += k;
+		} else {
+			return -1;
+		}
+	}
+	return *ex ? -1 : 0;
+}
+
 __attribute__((constructor(101))) static void ap_init(void)
 {
 	struct ap_tls *t = &tls;
@@ -249,8 +317,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 	pre_close();
 	cfg_load();
 	const char *out = cfg(CFG_OUTPUT);
-	if (!out || !*out || str_len(out) >= PATH_MAX - 64)
+	if (!out || !*out)
 		goto off;
+	if (str_len(out) >= PATH_MAX - AP_OUTPUT_PATH_ROOM) {
+		say("ALLOCPROF_OUTPUT", "path too long: profiling disabled");
+		goto off;
+	}
 	memcpy(tfile.base, out, str_len(out) + 1);
 	const char *nc = cfg(CFG_NO_CHILDREN);
 	settings.no_children = nc && *nc && *nc != '0';
@@ -278,34 +350,41 @@ __attribute__((constructor(101))) static void ap_init(void)
 	proc.pid = sys_getpid();
 	t->pid = (uint32_t)proc.pid;
 
-	/* ALLOCPROF_EXEC=<pid>.<gen>[:q]: an earlier image of this process
-	 * wrote its own trace (gen > 0), or its fd 2 was no longer the run's
-	 * stderr (:q). */
-	const char *ex = getenv("ALLOCPROF_EXEC");
+	/* ALLOCPROF_EXEC (exec_parse): the trace handed over, or where an
+	 * earlier image of this process wrote its own. */
+	struct exec_marker em;
+	const char *parent = NULL;
 	char prev[PATH_MAX];
-	prev[0] = 0;
-	if (ex) {
-		const char *dot = strchr(ex, '.');
-		const char *colon = dot ? strchr(dot, ':') : NULL;
-		char pidtxt[24], gentxt[24];
-		size_t pl = dot ? (size_t)(dot - ex) : 0;
-		size_t gl = dot ? (colon ? (size_t)(colon - dot - 1) : str_len(dot + 1)) : 0;
-		if (dot && pl < sizeof(pidtxt) && gl < sizeof(gentxt)) {
-			memcpy(pidtxt, ex, pl);
-			pidtxt[pl] = 0;
-			memcpy(gentxt, dot + 1, gl);
-			gentxt[gl] = 0;
-			if (parse_u64(pidtxt, 0) == (uint64_t)proc.pid) {
-				proc.gen = (unsigned)parse_u64(gentxt, 0);
-				if (proc.gen)
-					make_path(prev, proc.gen - 1);
-				if (colon && colon[1] == 'q')
-					err_state = -1;
-			}
+	make_path(tfile.path, 0);
+	int have_em = exec_parse(getenv("ALLOCPROF_EXEC"), &em) == 0;
+	if (have_em)
+		unsetenv("ALLOCPROF_EXEC"); /* ours: the program never sees it */
+	if (have_em && em.pid == (uint64_t)proc.pid) {
+		size_t bl = str_len(tfile.base), sl = str_len(em.sfx);
+		proc.gen = em.gen;
+		if (em.quiet)
+			err_state = -1;
+		memcpy(prev, tfile.base, bl);
+		memcpy(prev + bl, em.sfx, sl + 1);
+		if (em.fd >= 0) {
+			/* an image that recorded nothing handed its trace on,
+			 * or record the trace it made */
+			memcpy(tfile.path, prev, bl + sl + 1);
+		} else if (proc.gen && !base_is_device()) {
+			/* <the process's name>.exec<gen> */
+			char *x = strstr(prev + bl, ".exec");
+			size_t pl = x ? (size_t)(x - prev) : bl + sl;
+			memcpy(tfile.path, prev, pl);
+			memcpy(tfile.path + pl, ".exec", 5);
+			tfile.path[pl + 5 + put_dec(tfile.path + pl + 5, proc.gen)] = 0;
+			parent = prev;
 		}
 	}
-	make_path(tfile.path, proc.gen);
 	trace_mode_init();
+	/* the trace's name is final before the buffers file takes it */
+	int fd = have_em && em.pid == (uint64_t)proc.pid && em.fd >= 0 ? em.fd
+		 : base_is_device()					   ? -1
+									   : trace_create(tfile.path);
 
 	malloc_owner_find();
 	int have_bufs = buffers_init() == 0;
@@ -319,7 +398,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	threads.fallback.live = 0;
 	unwinder_load();
 	asym_register();
-	if (open_trace(prev[0] ? prev : NULL) < 0) {
+	if (open_trace(parent, fd) < 0) {
 		buffers_abandon();
 		goto off;
 	}

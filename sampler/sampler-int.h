@@ -291,9 +291,11 @@ struct ap_tracefile {
 extern struct ap_tracefile tfile;
 extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 void trace_write_data(const void *data, size_t len);
+int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
-int open_trace(const char *parent);
+int trace_create(char *path);
+int open_trace(const char *parent, int fd);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
 
 /* pools.c: END's `pooled` key/value (the objects registered pools hold

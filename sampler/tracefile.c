@@ -121,7 +121,8 @@ static int trace_fd_is_ours(int fd)
  * it; -1 otherwise (then the trace stops). */
 static int trace_reopen(void)
 {
-	int flags = O_WRONLY | O_APPEND | O_CLOEXEC;
+	/* never through a link, never waiting on a FIFO put in its place */
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags, 0))
 		return -1;
 	int fd = open(tfile.path, flags);
@@ -387,6 +388,16 @@ static void write_header(const char *parent)
 	munmap(buf, cap);
 }
 
+/* A device (record -o /dev/null: discard) takes every trace as it is:
+ * /dev/null.<pid> would be a file in /dev. */
+int base_is_device(void)
+{
+	struct stat st;
+	return may_call(SYS_newfstatat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.base, (uintptr_t)&st,
+			0) &&
+	       stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
 /* The path of this image's trace: ALLOCPROF_OUTPUT for the launched
  * process, ALLOCPROF_OUTPUT.<pid> for the others, plus .exec<n> for the
  * n-th image a process exec'd into after an image that recorded events. */
@@ -394,11 +405,7 @@ void make_path(char *out, unsigned gen)
 {
 	size_t n = str_len(tfile.base);
 	memcpy(out, tfile.base, n);
-	/* A device (record -o /dev/null: discard) takes every trace as it is:
-	 * /dev/null.<pid> would be a file in /dev. */
-	struct stat st;
-	if (may_call(SYS_newfstatat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.base, (uintptr_t)&st, 0) &&
-	    stat(tfile.base, &st) == 0 && S_ISCHR(st.st_mode)) {
+	if (base_is_device()) {
 		out[n] = 0;
 		return;
 	}
@@ -440,17 +447,91 @@ void trace_mode_init(void)
  * again takes it again. */
 static void trace_flock(int fd)
 {
-	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
 	fcntl(fd, F_OFD_SETLK, &lk);
 }
 
-int open_trace(const char *parent)
+/* open(), unless a seccomp filter the sampler knows of would refuse it
+ * or kill the process for it (refused.c): -1 with EPERM then. */
+static int open_allowed(const char *path, int flags, mode_t mode)
 {
-	int flags = O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC;
-	int fd = may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags,
-			  trace_mode)
-			 ? open(tfile.path, flags, trace_mode)
-			 : (errno = EPERM, -1);
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)path, (uint64_t)flags, mode))
+		return errno = EPERM, -1;
+	return open(path, flags, mode);
+}
+
+/* Names tried after the first one is taken: <path>-2 ... <path>-<n>. */
+#define CREATE_TRIES 1000
+
+/* Creates the trace at `path` (PATH_MAX bytes), a file of its own: never
+ * through a symbolic link, never an existing file (a process of an
+ * earlier run, a reused pid, another pid namespace's process of the same
+ * pid, or a link planted in a directory others can write: the name is
+ * taken, and the trace goes to <path>-2, -3, ... instead, changed in
+ * place). A device (-o /dev/null) is opened as it is. Returns the
+ * descriptor, or -1 with errno. Made before the buffers file, which is
+ * named after the trace. */
+int trace_create(char *path)
+{
+	if (!strcmp(path, tfile.base) && base_is_device())
+		return open_allowed(path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+	size_t n = str_len(path);
+	for (unsigned k = 1; k <= CREATE_TRIES; k++) {
+		if (k > 1) {
+			path[n] = '-';
+			path[n + 1 + put_dec(path + n + 1, k)] = 0;
+		}
+		/* read too: the next image checks what it is handed */
+		int fd = open_allowed(path,
+				      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+				      trace_mode);
+		if (fd >= 0) {
+			fchmod(fd, trace_mode); /* ours: whatever the umask is now */
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	int e = errno;
+	path[n] = 0;
+	errno = e;
+	return -1;
+}
+
+/* Whether fd is a trace handed over: a regular file open for reading and
+ * writing, empty (record's) or an allocprof trace (an image's that
+ * recorded no event). Anything else at that number is the program's, and
+ * left alone. */
+static int is_handed_trace(int fd)
+{
+	struct stat st;
+	char magic[AP_TRACE_MAGIC_LEN];
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return st.st_size == 0 ||
+	       (pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+		!memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN));
+}
+
+/* Opens this image's trace at tfile.path (which create_trace may change),
+ * or takes `fd`, the trace handed over by `record` or the image before
+ * this one (ALLOCPROF_EXEC): a file this run created, emptied and written
+ * from the start, without opening anything by its name (the process may
+ * no longer be allowed to: a daemon that dropped to another user). */
+int open_trace(const char *parent, int fd)
+{
+	struct stat st;
+	if (fd >= 0 && !is_handed_trace(fd))
+		fd = -1; /* not a trace handed over: make one */
+	/* appending, as every trace: record's (mkostemp) is not, and the
+	 * image that handed it on left its offset past what it wrote */
+	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+	if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0 ||
+			fcntl(fd, F_SETFL, fl | O_APPEND) < 0))
+		fd = -1;
+	if (fd < 0)
+		fd = trace_create(tfile.path);
 	if (fd < 0) {
 		int err = errno;
 		say(tfile.path, refused(SYS_openat, err)
@@ -459,10 +540,8 @@ int open_trace(const char *parent)
 					: strerror(err));
 		return -1;
 	}
-	fchmod(fd, trace_mode); /* whatever the umask is now */
 	fd = fd_high(fd, 1);
 	trace_flock(fd);
-	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		say(tfile.path, strerror(errno));
 		sys_close(fd);

@@ -72,7 +72,7 @@ struct ap_event {
 	uint64_t addr;
 	uint64_t size;		/* ALLOC: requested size; FREE: 0 */
 	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0 */
-	uint16_t thread;	/* index into ap_trace.threads */
+	uint32_t thread;	/* index into ap_trace.threads (fewer than AP_MAX_THREADS) */
 	uint16_t cpu;
 	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
 	uint8_t kind;		/* enum ap_alloc_kind (ALLOC only) */
@@ -237,7 +237,7 @@ void ap_trace_free(struct ap_trace *t);
  * after the one its last REF named (docs/trace-format.md). Zero before its
  * first payload. */
 struct ap_decode_thread {
-	uint16_t thread;
+	uint32_t thread;
 	uint64_t nalloc, next, xnext;
 	struct ap_xowners xo; /* (AP_CHUNK_F_XOWN) */
 };
@@ -299,8 +299,13 @@ static inline uint64_t ap_run_addr(uint64_t a)
 }
 
 /* True when `s` is the suffix of a child trace: .<pid>, .<pid>.exec<n> or
- * .exec<n>. */
+ * .exec<n>, each part with -<k> after it when its first name was taken
+ * (.<pid>-2, .<pid>-2.exec1-3). */
 bool ap_trace_is_child_suffix(const char *s);
+
+/* Whether the file at `path` (not through a symbolic link) starts with
+ * the trace magic. */
+bool ap_trace_file_is_trace(const char *path);
 
 /* The traces of the processes and images that followed the program whose
  * trace is `path` (PATH + a child suffix), regular files modified at

@@ -19,6 +19,23 @@
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
 
+/* The locks on a trace (docs/trace-format.md, "Live traces"), OFD locks
+ * on byte ranges that do not overlap: the writer's, held by every process
+ * that may still append to the trace, and the run's, held by `allocprof
+ * record` from before the program starts until the trace is finished. A
+ * trace is live while the writer's range is locked, in use while either
+ * is. */
+#define AP_LOCK_WRITER_LEN (1ll << 62)
+#define AP_LOCK_RUN_AT (1ll << 62)
+
+/* Room a trace's path needs past the output's (PATH_MAX bytes in all):
+ * the longest tail of a child's or an exec'd image's trace name is
+ * ".<pid>-<n>.exec<gen>-<n>" (sampler/README.md, "fork and exec"), and
+ * the sampler refuses an output within this many bytes of PATH_MAX. */
+#define AP_OUTPUT_PATH_ROOM 64
+/* The longest tail of a trace's name handed to the next image. */
+#define AP_OUTPUT_SUFFIX_MAX 40
+
 #define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
 #define AP_CHUNK_HDR_LEN 32
 /* Where the header's own CRC-32C sits; it covers the bytes before it. */
@@ -187,12 +204,28 @@ enum ap_alloc_kind {
 #define AP_SHARED_PCS_SLACK 65536u
 
 /* Identities the reader gives anonymous blocks: never a user-space
- * address (x86-64 user space ends below 2^47). The thread's index-th
- * allocation (ALLOC or REALLOC, from 0, over all its chunks) is
- * AP_ANON_BASE | thread << 40 | index, so a thread makes at most
- * AP_THREAD_ALLOCS_MAX allocations. */
+ * address (x86-64 user space ends below 2^47, 2^56 with five-level page
+ * tables). The thread's index-th allocation (ALLOC or REALLOC, from 0,
+ * over all its chunks) is AP_ANON_BASE | thread << 40 | index for the
+ * first 65535 threads of a trace (thread 0xffff there stands for a thread
+ * the trace never names), AP_ANON_MIN | (thread - 65535) << 40 | index
+ * for the others, up to AP_MAX_THREADS; a thread makes at most
+ * AP_THREAD_ALLOCS_MAX allocations. An address field at AP_ANON_BASE or
+ * above is corrupt, and in a trace of more than 65535 threads one at
+ * AP_ANON_MIN or above. */
 #define AP_ANON_BASE 0xff00000000000000ull
+#define AP_ANON_MIN 0x8000000000000000ull
 #define AP_THREAD_ALLOCS_MAX (1ull << 40)
+#define AP_ANON_LOW_THREADS 0xffffu
+#define AP_MAX_THREADS (AP_ANON_LOW_THREADS + (uint32_t)((AP_ANON_BASE - AP_ANON_MIN) >> 40))
+
+/* The identity of thread `thread`'s index-th allocation (above). */
+static inline uint64_t ap_anon_id(uint32_t thread, uint64_t index)
+{
+	return thread < AP_ANON_LOW_THREADS
+		       ? AP_ANON_BASE | (uint64_t)thread << 40 | index
+		       : AP_ANON_MIN | (uint64_t)(thread - AP_ANON_LOW_THREADS) << 40 | index;
+}
 
 #define AP_VARINT_MAX 10
 

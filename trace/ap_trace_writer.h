@@ -119,6 +119,11 @@ int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uns
  * chunks now. */
 void ap_tw_flush(struct ap_tw *tw);
 
+/* Writes thread tid's buffer as a chunk now, as the sampler does when a
+ * thread exits; the writer then holds nothing for it until its next
+ * event (a trace of many short threads). */
+void ap_tw_flush_thread(struct ap_tw *tw, uint32_t tid);
+
 /* Flushes, then writes an END chunk. May be called more than once (a trace
  * may go on after an END). */
 void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end);

@@ -927,7 +927,7 @@ static size_t note_tid(struct compactor *c, uint32_t tid)
 			return i;
 	AP_ALLOC_GROW(c->tids, c->ntids + 1, c->tids_alloc);
 	AP_ALLOC_GROW(c->dec, c->ntids + 1, c->dec_alloc);
-	c->dec[c->ntids] = (struct ap_decode_thread){.thread = (uint16_t)c->ntids};
+	c->dec[c->ntids] = (struct ap_decode_thread){.thread = (uint32_t)c->ntids};
 	c->tids[c->ntids++] = tid;
 	return c->ntids - 1;
 }
@@ -1234,7 +1234,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 	if (!c->off) {
 		/* each walk decodes the threads' chunks from their first */
 		for (size_t i = 0; i < c->ntids; i++)
-			c->dec[i] = (struct ap_decode_thread){.thread = (uint16_t)i};
+			c->dec[i] = (struct ap_decode_thread){.thread = (uint32_t)i};
 		ap_chunk_walk_release(&c->walk);
 		ap_chunk_walk_init(&c->walk, data, size);
 		uint8_t pre[AP_TRACE_PREAMBLE_LEN];

@@ -123,8 +123,8 @@ static long thread_index(struct rd *r, uint32_t tid)
 	uint32_t known = ap_u64map_get(&r->tid_index, tid);
 	if (known != AP_U64MAP_NONE)
 		return (long)known;
-	if (t->nthreads >= UINT16_MAX)
-		return corrupt(r, "more than %u threads", UINT16_MAX);
+	if (t->nthreads >= AP_MAX_THREADS)
+		return corrupt(r, "more than %u threads", AP_MAX_THREADS);
 	AP_ALLOC_GROW(t->threads, t->nthreads + 1, r->threads_alloc);
 	r->thread_nev = ap_xrealloc(r->thread_nev, r->threads_alloc * sizeof(*r->thread_nev));
 	r->thread_refs = ap_xrealloc(r->thread_refs, r->threads_alloc * sizeof(*r->thread_refs));
@@ -692,7 +692,8 @@ struct evdec {
 	uint64_t until, step;	     /* times column: records left before q += step */
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
-	uint16_t thread;
+	uint32_t thread;
+	uint64_t anon_min; /* address fields from here up are corrupt (0: AP_ANON_BASE) */
 	uint64_t sync_base; /* th.nalloc at the payload start or the last SYNC */
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
@@ -719,11 +720,13 @@ static inline int next_time(struct evdec *d)
  * AP_CHUNK_F_COLUMNS (in columns) and AP_CHUNK_F_REFS (with the distances
  * column), or 0 (rows). Returns -1 with *why set if the column lengths do
  * not fit the payload. */
-static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint16_t thread,
+static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t thread,
 		       uint64_t quantum, unsigned columns, const char **why)
 {
 	d->q = 0;
 	d->quantum = quantum;
+	if (!d->anon_min)
+		d->anon_min = AP_ANON_BASE;
 	d->c0 = (struct evcur){payload, payload + len};
 	d->ca = d->cs = &d->c0;
 	d->addr = 0;
@@ -764,7 +767,7 @@ static int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, ui
 /* The identity of the thread's index-th allocation when it is anonymous. */
 static inline uint64_t anon_id(const struct evdec *d, uint64_t index)
 {
-	return AP_ANON_BASE | (uint64_t)d->thread << 40 | index;
+	return ap_anon_id(d->thread, index);
 }
 
 /* ALLOCs since the payload start or the last SYNC. */
@@ -801,11 +804,13 @@ static inline uint64_t predicted_size(struct evdec *d, uint32_t stack, uint64_t 
 
 enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
 
-/* An allocation's address field at AP_ANON_BASE or above: no x86-64
+/* An allocation's address field at AP_ANON_BASE (AP_ANON_MIN in a trace
+ * of more than 65535 threads) or above: no x86-64
  * process has such an address (user space ends at 2^47, or 2^56 with
  * five-level page tables), and identities up there are the anonymous
  * blocks', which the merge knows to be new. */
-#define NO_ADDRESS "an allocation at an address no process has (0xff00000000000000 or above)"
+#define NO_ADDRESS "an allocation at an address no process has (0xff00000000000000 or above, " \
+	"0x8000000000000000 with more than 65535 threads)"
 
 /* ap_get_uv, faster: the one-byte case first, and with 10 bytes left no
  * bounds check per byte (varints were half of the decode time). */
@@ -894,7 +899,8 @@ static int rd_xref(struct evdec *d, struct evcur *c, uint64_t k, uint64_t *out, 
 		return 0;
 	}
 	uint32_t ti = d->tids ? ap_u64map_get(d->tids, tid) : AP_U64MAP_NONE;
-	*out = AP_ANON_BASE | (uint64_t)(ti == AP_U64MAP_NONE ? 0xffffu : ti) << 40 | idx;
+	*out = ti == AP_U64MAP_NONE ? AP_ANON_BASE | (uint64_t)AP_ANON_LOW_THREADS << 40 | idx
+				    : ap_anon_id(ti, idx);
 	return 0;
 }
 
@@ -1002,7 +1008,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC record runs past the end of the payload or has a bad "
 				      "varint",
 			       DEC_BAD;
-		if (!(tag & AP_TAG_REF) && (addr = d->addr) >= AP_ANON_BASE)
+		if (!(tag & AP_TAG_REF) && (addr = d->addr) >= d->anon_min)
 			return *why = NO_ADDRESS, DEC_BAD;
 		if (kind > AP_KIND_REALLOCARRAY)
 			return *why = "unknown allocation kind", DEC_BAD;
@@ -1064,7 +1070,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
 		if (d->sized)
 			size = predicted_size(d, (uint32_t)stack, size);
-		if (!(fl & AP_RF_NEW_ANON) && (addr = d->addr) >= AP_ANON_BASE)
+		if (!(fl & AP_RF_NEW_ANON) && (addr = d->addr) >= d->anon_min)
 			return *why = NO_ADDRESS, DEC_BAD;
 		ring_push(d, addr, scan);
 		int n = 0;
@@ -1141,7 +1147,7 @@ static int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint3
 		return corrupt(r, "allocation indexes without counts after a chunk with them");
 	struct evdec d = {.th = r->thread_refs[idx]}; /* scanning: no ring */
 	const char *bad = NULL;
-	if (evdec_start(&d, payload, len, (uint16_t)idx, t->time_quantum_ns, columns, &bad) < 0)
+	if (evdec_start(&d, payload, len, (uint32_t)idx, t->time_quantum_ns, columns, &bad) < 0)
 		return corrupt(r, "%s", bad);
 	struct ap_event ev[2];
 	for (;;) {
@@ -1291,6 +1297,7 @@ struct file_src {
 	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
 	size_t nthreads;
 	uint64_t quantum;
+	uint64_t anon_min;	/* the anonymous identities' floor (ap_trace_enc.h) */
 	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
 	size_t nstacks;	 /* the stack ids events may use */
 	char *name;	 /* the file's, for messages */
@@ -1628,7 +1635,7 @@ static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, ui
 			const char *why_unused;
 			d.pred = NULL; /* (the stream's size table stays as it is) */
 			if (m->la_payload &&
-			    evdec_start(&d, m->la_payload, m->la_len, (uint16_t)c->thread,
+			    evdec_start(&d, m->la_payload, m->la_len, (uint32_t)c->thread,
 					m->f->quantum, c->columns, &why_unused) == 0)
 				continue;
 			break;
@@ -1727,7 +1734,7 @@ static bool stream_advance(struct merge *m, struct stream *s)
 			s->nalloc0 = s->d.th.nalloc;
 			s->cur = c;
 			s->pay = payload;
-			if (evdec_start(&s->d, payload, len, (uint16_t)c->thread, m->f->quantum,
+			if (evdec_start(&s->d, payload, len, (uint32_t)c->thread, m->f->quantum,
 					c->columns, &why_start) == 0)
 				continue;
 			bad = true;
@@ -1756,7 +1763,7 @@ static bool stream_advance(struct merge *m, struct stream *s)
  * identity: each is a thread's n-th allocation)? */
 static inline bool fresh(const struct merge *m, uint64_t addr)
 {
-	return addr >= AP_ANON_BASE;
+	return addr >= m->f->anon_min;
 }
 
 /* live, as the merge hands out e (of stream si). An ALLOC waits in pend;
@@ -1915,6 +1922,7 @@ static void *file_open(struct ap_evsrc *src)
 	for (size_t i = 0; i < nth; i++) {
 		m->st[i].chunk = f->order + f->start[i];
 		m->st[i].d.tids = &f->tids;
+		m->st[i].d.anon_min = f->anon_min;
 		m->st[i].nchunk = f->start[i + 1] - f->start[i];
 		if (stream_advance(m, &m->st[i]))
 			heap_push(m->heap, &m->nheap, (struct hkey){m->st[i].buf[m->st[i].bi].ts, i});
@@ -2052,6 +2060,7 @@ static void make_source(struct rd *r)
 	f->buf = r->buf;
 	f->nthreads = nth;
 	f->quantum = t->time_quantum_ns;
+	f->anon_min = nth > AP_ANON_LOW_THREADS ? AP_ANON_MIN : AP_ANON_BASE;
 	f->nstacks = t->nstacks;
 	f->name = ap_xstrdup(r->name ? r->name : "trace");
 	ap_u64map_init(&f->tids, nth + 1);
@@ -2404,6 +2413,12 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 		close(fd);
 		return ap_error_set(err, "%s: %s", path, strerror(EISDIR));
 	}
+	/* a device would be read until memory runs out (/dev/zero) */
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		close(fd);
+		return ap_error_set(err, "%s: is a %s device, not a trace file", path,
+				    S_ISCHR(st.st_mode) ? "character" : "block");
+	}
 	void *map = NULL;
 	uint8_t *buf = NULL;
 	size_t size = 0;
@@ -2435,6 +2450,11 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 			if (n == 0)
 				break;
 			size += (size_t)n;
+			/* a pipe that does not start like a trace is no trace:
+			 * no need to read the rest, which may never end */
+			if (size >= AP_TRACE_MAGIC_LEN && size - (size_t)n < AP_TRACE_MAGIC_LEN &&
+			    memcmp(buf, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
+				break;
 		}
 	}
 	if (!map) {

@@ -1,36 +1,63 @@
 /* Whole runs: a trace and the traces of the processes and images that
  * followed it, read as one (ap_trace.h, "Whole runs"). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ap_trace.h"
 #include "trace-int.h"
 
+/* The decimal at *p (digits only), moved past; false if there is none. */
+static bool skip_digits(const char **p)
+{
+	const char *q = *p;
+	while (*q >= '0' && *q <= '9')
+		q++;
+	if (q == *p)
+		return false;
+	*p = q;
+	return true;
+}
+
 bool ap_trace_is_child_suffix(const char *s)
 {
+	/* [.<pid>[-<n>]][.exec<gen>[-<n>]], at least one part
+	 * (sampler/README.md, "fork and exec") */
 	const char *p = s;
-	if (*p != '.')
-		return false;
-	p++;
-	if (*p >= '0' && *p <= '9') {
-		while (*p >= '0' && *p <= '9')
-			p++;
-		if (!*p)
-			return true;
-		if (*p != '.')
-			return false;
+	bool any = false;
+	if (*p == '.' && p[1] >= '0' && p[1] <= '9') {
 		p++;
-	}
-	if (strncmp(p, "exec", 4) || !p[4])
-		return false;
-	for (p += 4; *p; p++)
-		if (*p < '0' || *p > '9')
+		skip_digits(&p);
+		if (*p == '-' && (p++, !skip_digits(&p)))
 			return false;
-	return true;
+		any = true;
+	}
+	if (!strncmp(p, ".exec", 5)) {
+		p += 5;
+		if (!skip_digits(&p))
+			return false;
+		if (*p == '-' && (p++, !skip_digits(&p)))
+			return false;
+		any = true;
+	}
+	return any && !*p;
+}
+
+bool ap_trace_file_is_trace(const char *path)
+{
+	char magic[AP_TRACE_MAGIC_LEN];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool yes = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+		   !memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN);
+	close(fd);
+	return yes;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -63,8 +90,13 @@ size_t ap_trace_children(const char *path, time_t since, char ***out)
 			ap_buf_addf(&p, "%s/%s", dir, de->d_name);
 		else
 			ap_buf_addstr(&p, de->d_name);
+		/* never through a symbolic link: the sampler makes none, and
+		 * one planted by another user (in a directory others can
+		 * write) must not make the run unreadable; nor a file of a
+		 * child's name that is no trace */
 		struct stat st;
-		if (stat(p.buf, &st) < 0 || !S_ISREG(st.st_mode) || st.st_mtime < since) {
+		if (lstat(p.buf, &st) < 0 || !S_ISREG(st.st_mode) || st.st_mtime < since ||
+		    (st.st_size > 0 && !ap_trace_file_is_trace(p.buf))) {
 			ap_buf_release(&p);
 			continue;
 		}
@@ -257,7 +289,7 @@ static size_t run_next(void *state, const struct ap_event **out)
 		struct proc_it *pi = &m->p[x->proc];
 		struct ap_event e = pi->ev[x->i];
 		e.addr += (uint64_t)x->proc << AP_RUN_SHIFT;
-		e.thread = (uint16_t)(e.thread + r->thread_base[x->proc]);
+		e.thread = (uint32_t)(e.thread + r->thread_base[x->proc]);
 		if (e.stack)
 			e.stack = (uint32_t)(e.stack + r->stack_base[x->proc]);
 		m->out[n++] = e;
@@ -347,9 +379,9 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		nmaps += t->nmaps;
 		nev += t->nev;
 	}
-	if (nthreads > UINT16_MAX)
-		return ap_error_set(err, "%s: %zu threads in one run; at most %d can be read together",
-				    run->paths[0], nthreads, UINT16_MAX);
+	if (nthreads > AP_MAX_THREADS)
+		return ap_error_set(err, "%s: %zu threads in one run; at most %u can be read together",
+				    run->paths[0], nthreads, AP_MAX_THREADS);
 	if (run->n == 1) {
 		*out = run->traces[0];
 		run->traces[0] = NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ap_hash.h"
 #include "ap_trace_encode.h"
 
 /* One tid's pending EVENTS payload and the delta state of that chunk. */
@@ -34,6 +35,7 @@ struct ap_tw {
 	struct ap_buf meta; /* pending META payload */
 	struct tw_thread *threads;
 	size_t nthreads, threads_alloc;
+	struct ap_u64map tid_index; /* tid -> index in threads (tests write 70,000) */
 	struct tw_stack *stacks; /* stacks[i] has id i + 1 */
 	size_t nstacks, stacks_alloc;
 	struct ap_index stack_index; /* pcs -> stack (id - 1) */
@@ -181,6 +183,10 @@ static void meta_added(struct ap_tw *tw)
 
 static void flush_thread(struct ap_tw *tw, struct tw_thread *t)
 {
+	/* the next chunk starts with SYNC, which empties the table: it is
+	 * made again then (a writer of many short threads holds none) */
+	free(t->ring.ent);
+	t->ring.ent = NULL;
 	if (!t->buf.len)
 		return;
 	flush_meta(tw); /* stacks before the events that use them */
@@ -249,16 +255,23 @@ int ap_tw_thread(struct ap_tw *tw, uint32_t tid, const char *name)
 
 static struct tw_thread *get_thread(struct ap_tw *tw, uint32_t tid)
 {
-	for (size_t i = 0; i < tw->nthreads; i++)
-		if (tw->threads[i].tid == tid)
-			return &tw->threads[i];
+	if (!tw->tid_index.slot)
+		ap_u64map_init(&tw->tid_index, 16);
+	uint32_t known = ap_u64map_get(&tw->tid_index, tid);
+	if (known != AP_U64MAP_NONE)
+		return &tw->threads[known];
+	ap_u64map_put(&tw->tid_index, tid, (uint32_t)tw->nthreads);
 	AP_ALLOC_GROW(tw->threads, tw->nthreads + 1, tw->threads_alloc);
 	struct tw_thread *t = &tw->threads[tw->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	ap_buf_init(&t->buf);
-	t->ring.ent = ap_xcalloc(AP_RING_TABLE_SIZE, sizeof(*t->ring.ent));
 	return t;
+}
+
+void ap_tw_flush_thread(struct ap_tw *tw, uint32_t tid)
+{
+	flush_thread(tw, get_thread(tw, tid));
 }
 
 /* Appends record r of tid at time ts: SYNC first if the chunk is new, else
@@ -273,6 +286,8 @@ static int put_record(struct ap_tw *tw, uint32_t tid, uint64_t ts, struct ap_evr
 			       (unsigned long long)ts, (unsigned long long)t->last_ts);
 	uint64_t q = ts / tw->quantum;
 	uint8_t *p = buf_room(&t->buf, AP_EV_MAX_REC), *start = p;
+	if (!t->ring.ent)
+		t->ring.ent = ap_xcalloc(AP_RING_TABLE_SIZE, sizeof(*t->ring.ent));
 	if (!t->buf.len) {
 		p += ap_enc_sync(&t->enc, p, q);
 		ap_ring_sync(&t->ring);
@@ -356,6 +371,8 @@ void ap_tw_discard(struct ap_tw *tw)
 		free(tw->threads[i].ring.ent);
 	}
 	free(tw->threads);
+	if (tw->tid_index.slot)
+		ap_u64map_release(&tw->tid_index);
 	for (size_t i = 0; i < tw->nstacks; i++)
 		free(tw->stacks[i].pcs);
 	free(tw->stacks);

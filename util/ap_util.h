@@ -102,4 +102,33 @@ bool ap_utf8_valid(const char *s);
  * hold, whatever a symbol, a path or a thread name holds. */
 void ap_buf_add_utf8(struct ap_buf *b, const char *s);
 
+/* Text for a terminal. A symbol, a path, a thread name or a command line
+ * comes from the profiled program, which can put into it what a terminal
+ * acts on: ESC sequences (a window title, a clear screen, OSC 52
+ * clipboard writes), other C0 and C1 controls, DEL, the bidirectional
+ * formatting characters (U+202E turns what follows around), invalid UTF-8.
+ * Every text output shows those escaped instead: a byte as \xNN (C0
+ * controls, invalid UTF-8), a character as \uNNNN (DEL, C1, bidi: also
+ * what a JSON string means by it, so that JSON passing through keeps its
+ * meaning); everything else,
+ * backslashes included, as it is. AP_SAFE_LINES keeps \n and \t (whole
+ * lines of output), AP_SAFE_TABS \t (one line: a source line); without
+ * them they are escaped too (a name in a row). */
+#define AP_SAFE_LINES 1u
+#define AP_SAFE_TABS 2u
+
+/* One character of the `avail` bytes at p: its text to show into out (up
+ * to 12 bytes, not NUL-terminated) and *outlen; returns the bytes it took
+ * (at least 1), or 0 when p holds the start of a UTF-8 sequence cut by
+ * `avail` (more bytes are needed to tell). */
+size_t ap_safe_char(const unsigned char *p, size_t avail, unsigned flags, char out[12],
+		    size_t *outlen);
+
+/* Appends the first len bytes of s, made safe (above). */
+void ap_buf_add_safe(struct ap_buf *b, const char *s, size_t len, unsigned flags);
+
+/* s made safe (above) without AP_SAFE_LINES, in a buffer of the caller's
+ * that the next call with it replaces (the text stays valid until then). */
+const char *ap_safe_name(struct ap_buf *b, const char *s);
+
 #endif

@@ -291,6 +291,90 @@ bool ap_utf8_valid(const char *s)
 	return true;
 }
 
+/* Whether code point c must not reach a terminal as it is (ap_util.h,
+ * "Text for a terminal"). */
+static bool unsafe_cp(uint32_t c)
+{
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f ||
+	       (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
+size_t ap_safe_char(const unsigned char *p, size_t avail, unsigned flags, char out[12],
+		    size_t *outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+	uint32_t c = p[0];
+	if (n > 1 && p[0] <= 0xf4) {
+		c &= 0x7fu >> n;
+		for (size_t i = 1; i < n; i++) {
+			if (i >= avail)
+				return 0; /* cut: the rest may come */
+			if ((p[i] & 0xc0) != 0x80) {
+				n = 0;
+				break;
+			}
+			c = c << 6 | (p[i] & 0x3f);
+		}
+		static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+		if (n && (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)))
+			n = 0;
+	} else if (n > 1) {
+		n = 0;
+	}
+	if (!n) { /* not UTF-8: the byte */
+		memcpy(out, "\\x", 2);
+		out[2] = hex[p[0] >> 4];
+		out[3] = hex[p[0] & 15];
+		*outlen = 4;
+		return 1;
+	}
+	if (!unsafe_cp(c) || ((flags & AP_SAFE_LINES) && c == '\n') ||
+	    ((flags & (AP_SAFE_LINES | AP_SAFE_TABS)) && c == '\t')) {
+		memcpy(out, p, n);
+		*outlen = n;
+	} else if (c < 0x7f) {
+		memcpy(out, "\\x", 2);
+		out[2] = hex[c >> 4];
+		out[3] = hex[c & 15];
+		*outlen = 4;
+	} else {
+		memcpy(out, "\\u", 2);
+		for (int i = 0; i < 4; i++)
+			out[2 + i] = hex[(c >> (12 - 4 * i)) & 15];
+		*outlen = 6;
+	}
+	return n;
+}
+
+void ap_buf_add_safe(struct ap_buf *b, const char *s, size_t len, unsigned flags)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (len) {
+		char out[12];
+		size_t olen, n = ap_safe_char(p, len, flags, out, &olen);
+		if (!n) { /* a sequence cut at the end: its bytes, escaped */
+			static const char hex[] = "0123456789abcdef";
+			out[0] = '\\';
+			out[1] = 'x';
+			out[2] = hex[p[0] >> 4];
+			out[3] = hex[p[0] & 15];
+			olen = 4;
+			n = 1;
+		}
+		ap_buf_add(b, out, olen);
+		p += n;
+		len -= n;
+	}
+}
+
+const char *ap_safe_name(struct ap_buf *b, const char *s)
+{
+	ap_buf_reset(b);
+	ap_buf_add_safe(b, s, strlen(s), 0);
+	return b->buf;
+}
+
 void ap_buf_add_utf8(struct ap_buf *b, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {

@@ -58,10 +58,18 @@ expect 0 '' top --by-process "$tmp/fx.trace" "$tmp/fx2.trace"
 [ "$(grep -c '^==> .*fx2\?\.trace: pid ' "$tmp/out")" = 2 ] || { echo "FAIL top --by-process: no two headings"; cat "$tmp/out"; fail=1; }
 expect 2 "^allocprof: tui: --by-process: " tui --by-process "$tmp/fx.trace"
 # a child trace that cannot be read is named, with the way out
-printf 'not a trace' >"$tmp/fx.trace.4242"
-expect 1 "^allocprof: .*/fx.trace.4242: not an allocprof trace \(a child trace of .*/fx.trace; --no-children reads .*/fx.trace alone\)$" top "$tmp/fx.trace"
+printf 'ALLOCPRF' >"$tmp/fx.trace.4242"
+expect 1 "^allocprof: .*/fx.trace.4242: truncated trace: the file ends inside its preamble \(a child trace of .*/fx.trace; --no-children reads .*/fx.trace alone\)$" top "$tmp/fx.trace"
 expect 0 '' top --no-children "$tmp/fx.trace"
-rm "$tmp/fx.trace.4242"
+# a file of a child's name that is no trace, or a symbolic link (put
+# there by someone else, in a directory others can write: issue 24), is
+# not one of the run's
+printf 'not a trace' >"$tmp/fx.trace.4242"
+ln -s "$tmp/fx2.trace" "$tmp/fx.trace.4243"
+expect 0 '' top --json "$tmp/fx.trace"
+alone=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["total"]))' "$tmp/out")
+[ "$alone" = "$one" ] || { echo "FAIL top with a planted file and link: total $alone, the trace alone $one"; fail=1; }
+rm "$tmp/fx.trace.4242" "$tmp/fx.trace.4243"
 expect 2 "^allocprof: list: need a REGEX and a TRACE" list walk
 expect 2 "^allocprof: list: unknown option '--lines'" list --lines walk "$tmp/fx.trace"
 
@@ -69,6 +77,21 @@ expect 2 "^allocprof: list: unknown option '--lines'" list --lines walk "$tmp/fx
 expect 1 "^allocprof: $tmp/missing.trace: " top "$tmp/missing.trace"
 echo "not a trace at all" >"$tmp/text"
 expect 1 "^allocprof: $tmp/text: not an allocprof trace" top "$tmp/text"
+# a device is no trace, and reading one would not end (/dev/zero: until
+# memory runs out); a pipe of something else is refused once it shows
+# (issue 24): both under a memory limit, so that a regression fails
+# instead of taking the machine's memory
+ap_real=$ap
+ap=$tmp/limited
+printf '#!/bin/sh\nulimit -v 4000000; exec timeout 20 %s "$@"\n' "$ap_real" >"$ap"
+chmod +x "$ap"
+expect 1 "^allocprof: /dev/zero: is a character device, not a trace file$" stats /dev/zero
+expect 1 "^allocprof: /dev/zero: is a character device, not a trace file$" top /dev/zero
+mkfifo "$tmp/fifo"
+cat /dev/zero >"$tmp/fifo" 2>/dev/null &
+expect 1 "^allocprof: $tmp/fifo: not an allocprof trace" stats "$tmp/fifo"
+wait
+ap=$ap_real
 expect 1 "^allocprof: focus: bad regex '\(': " top --focus '(' "$tmp/fx.trace"
 expect 1 "^allocprof: ignore: bad regex '\[': " top --ignore '[' "$tmp/fx.trace"
 expect 1 "^allocprof: list: bad regex '\(': " list '(' "$tmp/fx.trace"

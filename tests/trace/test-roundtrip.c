@@ -712,7 +712,7 @@ static uint8_t *finish(struct ap_tw *tw, size_t *len)
 	return data;
 }
 
-/* An allocation at an address no process has: at AP_ANON_BASE or above,
+/* An allocation at an address no process has: at AP_ANON_MIN or above,
  * where the anonymous identities are (the merge takes an ALLOC there for
  * one at a new address, which no block can be live at). Such a trace is
  * corrupt, the ALLOC's and the REALLOC's new address alike; just below is
@@ -1730,6 +1730,50 @@ static void test_format_bytes(void)
 	}
 }
 
+/* More threads over one trace than 16 bits can number (issue 24: a
+ * thread-per-request server over a long run; pid_max is 4 M on systemd
+ * machines): 70,000 threads, each allocating two blocks and freeing them,
+ * then exiting (its chunk written),
+ * read whole, each event on its own thread; and the anonymous identities of
+ * threads past 65535 stay apart from every other thread's and below
+ * AP_ANON_BASE. */
+static void test_many_threads(void)
+{
+	enum { N = 70000 };
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 1000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	for (uint32_t i = 0; i < N; i++) {
+		uint64_t ts = 1000000 + (uint64_t)i * 4000;
+		for (uint64_t k = 0; k < 2; k++) {
+			uint64_t a = 0x10000 + 32 * (uint64_t)i + 16 * k;
+			ap_tw_alloc(tw, 100000 + i, ts + 2000 * k, 0, AP_KIND_MALLOC, a, 8, s);
+			ap_tw_free(tw, 100000 + i, ts + 2000 * k + 1000, 0, a);
+		}
+		ap_tw_flush_thread(tw, 100000 + i); /* the thread exits */
+	}
+	struct ap_trace *t = read_back(tw, "many-threads");
+	if (t) {
+		CHECK(t->nthreads == N, "threads: %zu", t->nthreads);
+		CHECK(t->nev == 4 * (size_t)N, "events: %zu", t->nev);
+		size_t wrong = 0;
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ap_event *e = &t->ev[i];
+			wrong += e->thread >= t->nthreads || t->threads[e->thread].tid != 100000 + i / 4 ||
+				 e->addr != 0x10000 + 16 * (uint64_t)(i / 2);
+		}
+		CHECK(wrong == 0, "%zu events on the wrong thread or address", wrong);
+	}
+	ap_trace_free(t);
+	uint64_t last = ap_anon_id(AP_MAX_THREADS - 1, AP_THREAD_ALLOCS_MAX - 1);
+	CHECK(ap_anon_id(AP_ANON_LOW_THREADS, 0) == AP_ANON_MIN && last < AP_ANON_BASE &&
+		      ap_anon_id(AP_ANON_LOW_THREADS + 1, 0) == (AP_ANON_MIN | 1ull << 40),
+	      "identities past thread 65535: %#llx", (unsigned long long)last);
+}
+
 int main(void)
 {
 	test_header_and_meta();
@@ -1752,6 +1796,7 @@ int main(void)
 	test_many_stacks();
 	test_streams();
 	test_mapping_lookup();
+	test_many_threads();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

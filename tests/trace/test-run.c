@@ -161,6 +161,14 @@ int main(int argc, char **argv)
 		  ap_trace_is_child_suffix(".exec1") && !ap_trace_is_child_suffix(".pb.gz") &&
 		  !ap_trace_is_child_suffix(".123.exec") && !ap_trace_is_child_suffix(".12a"),
 	      "child suffixes");
+	/* names made unique when the first was taken (a reused pid, another
+	 * pid namespace's process of the same pid, a planted file) */
+	CHECK(ap_trace_is_child_suffix(".123-2") && ap_trace_is_child_suffix(".123-2.exec1-3") &&
+		  ap_trace_is_child_suffix(".exec1-2") && ap_trace_is_child_suffix(".1.exec2") &&
+		  !ap_trace_is_child_suffix(".123-") && !ap_trace_is_child_suffix(".123-x") &&
+		  !ap_trace_is_child_suffix("-2") && !ap_trace_is_child_suffix(".123-2.exec") &&
+		  !ap_trace_is_child_suffix(".123-2-3") && !ap_trace_is_child_suffix(".record.AbC123"),
+	      "unique child suffixes");
 	remove(a);
 	remove(b);
 	remove(old);

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# The files `allocprof record` and the sampler make (issue 24): each
+# process's trace in a file of its own, made where no file is (never
+# through a planted symbolic link, never over another file: a reused pid,
+# processes of other pid namespaces), a trace handed on to a child that
+# dropped to another user or to an image exec'd before anything was
+# recorded, one record per -o at a time, an -o too long for the names the
+# children need. One argument picks the group.
+# Environment (from meson): ALLOCPROF, FILES (tests/record/files.c).
+set -u
+export LC_ALL=C
+group=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# jget FILE KEY: one top-level value of a stats --json output.
+jget() {
+	/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(len(v) if isinstance(v,list) else v)' "$1" "$2"
+}
+
+# in_pidns CMD...: CMD as pid 1 of a new pid namespace (record there
+# is pid 1, the program pid 2, its children 3, 4, ...).
+in_pidns() {
+	unshare -p -f --mount-proc "$@"
+}
+
+pidns_or_skip() {
+	in_pidns true 2>/dev/null || skip "unshare -p -f --mount-proc fails here (needs CAP_SYS_ADMIN): $(in_pidns true 2>&1 | head -1)"
+}
+
+case $group in
+planted)
+	# Names a child's and an exec'd image's trace will take, planted in
+	# a directory anyone can write: symbolic links to the user's files,
+	# and a file already there. Nothing of theirs may change, and the
+	# run keeps every process under names of its own.
+	pidns_or_skip
+	# The pids the children get in a new namespace (record and what it
+	# starts take the first ones): a run of the same command tells.
+	mkdir probe
+	in_pidns "$ALLOCPROF" record -q --all -o probe/app.trace "$FILES" forkexec 3 >/dev/null 2>&1
+	set -- $(ls probe | sed -n 's/^app\.trace\.\([0-9][0-9]*\)$/\1/p' | sort -n)
+	[ $# -ge 2 ] || fail "the probe run made no child traces: $(ls probe)"
+	c1=$1 c2=$2
+	mkdir -m 1777 shared
+	printf 'precious\n' >victim
+	printf 'precious too\n' >victim2
+	chmod 600 victim victim2
+	ln -s ../victim shared/app.trace.$c1
+	ln -s ../victim2 shared/app.trace.exec1
+	printf 'an earlier file\n' >shared/app.trace.$c2
+	touch -d '1 hour ago' shared/app.trace.$c2
+	sum_before=$(md5sum victim victim2 shared/app.trace.$c2)
+	modes_before=$(stat -c '%a %s %Y' victim victim2 shared/app.trace.$c2)
+	in_pidns "$ALLOCPROF" record --all -o shared/app.trace "$FILES" forkexec 3 >out 2>err
+	expect_eq "record exit status" "$?" 0
+	expect_eq "planted files untouched" "$(md5sum victim victim2 shared/app.trace.$c2)" "$sum_before"
+	expect_eq "planted files' modes" "$(stat -c '%a %s %Y' victim victim2 shared/app.trace.$c2)" "$modes_before"
+	[ -L shared/app.trace.$c1 ] && [ -L shared/app.trace.exec1 ] || fail "a planted link was replaced"
+	for f in shared/app.trace*; do
+		case $f in
+		shared/app.trace.$c1 | shared/app.trace.exec1) ;;
+		*) [ -L "$f" ] && fail "$f: a symbolic link" ;;
+		esac
+	done
+	# forkexec 3: 1000 pairs in each of 3 children and in the program,
+	# then an exec'd image with 500
+	if "$ALLOCPROF" stats --json shared/app.trace >s.json 2>s.err; then
+		expect_eq "processes in the run" "$(jget s.json processes)" 5
+		expect_eq "alloc_objects" "$(jget s.json alloc_objects)" 4500
+		expect_eq "free_objects" "$(jget s.json free_objects)" 4500
+	else
+		fail "stats of the run: $(cat s.err)"
+	fi
+	grep -q "not an allocprof trace" err && fail "record took a planted file for a trace: $(cat err)"
+	# a process of the same pid as the first one, and a trace of an
+	# earlier run of that name: a name of its own, the other kept
+	[ -s shared/app.trace.$c1-2 ] || fail "no trace for pid $c1 next to the planted link: $(ls shared)"
+	[ -s shared/app.trace.$c2-2 ] || fail "no trace for pid $c2 next to the earlier file: $(ls shared)"
+	[ -s shared/app.trace.exec1-2 ] || fail "no trace for the exec'd image: $(ls shared)"
+	# the buffers files (<trace>.buffers) took the traces' own names, and
+	# record removed them once it had finished the traces
+	ls shared/*.buffers >/dev/null 2>&1 && fail "buffers files left: $(ls shared)"
+	;;
+reuse)
+	# A pid reused within one run (set through ns_last_pid in a pid
+	# namespace of our own): the earlier process's trace stays whole.
+	pidns_or_skip
+	in_pidns "$ALLOCPROF" record -q --all -o r.trace "$FILES" reuse >out 2>err
+	rc=$?
+	grep -q '^reused [0-9]*$' out || [ "$rc" != 0 ] || skip "the pid was not reused: $(cat out err)"
+	expect_eq "record exit status" "$rc" 0
+	if "$ALLOCPROF" stats --json r.trace >r.json 2>r.err; then
+		expect_eq "processes in the run" "$(jget r.json processes)" 3
+		# 1000 pairs in each child and in the program, and printf's buffer
+		expect_eq "alloc_objects" "$(jget r.json alloc_objects)" 3001
+	else
+		fail "stats of the run: $(cat r.err)"
+	fi
+	;;
+pidns)
+	# Two processes in pid namespaces of their own, both pid 1, both
+	# running at once: two traces, and a run that reads.
+	unshare -p -f true 2>/dev/null || skip "unshare -p -f fails here (needs CAP_SYS_ADMIN): $(unshare -p -f true 2>&1 | head -1)"
+	cat >two.sh <<-EOS
+	#!/bin/sh
+	unshare -p -f "$FILES" alloc 1000 300 &
+	unshare -p -f "$FILES" alloc 1000 300 &
+	wait
+	EOS
+	chmod +x two.sh
+	"$ALLOCPROF" record -q --all -o ns.trace ./two.sh >out 2>err
+	expect_eq "record exit status" "$?" 0
+	ls ns.trace.1 ns.trace.1-2 >/dev/null || fail "the two pid-1 traces: $(ls)"
+	if "$ALLOCPROF" stats --json --by-process ns.trace >n.json 2>n.err; then
+		got=$(/usr/bin/python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(sorted(p["alloc_objects"] for p in d if p["pid"] == 1 and "alloc" in p["argv"]))' n.json)
+		expect_eq "the pid-1 processes' allocations" "$got" "[1000, 1000]"
+	else
+		fail "stats of the run: $(cat n.err)"
+	fi
+	;;
+dropuser)
+	# A child that drops to another user before it execs, with the
+	# trace in a directory only root can enter: its events are in the
+	# run, and nothing lands on the program's stderr.
+	[ "$(id -u)" = 0 ] || skip "needs root (setuid to 65534)"
+	mkdir -m 700 private
+	"$ALLOCPROF" record -q --all -o private/d.trace "$FILES" dropexec >out 2>err
+	expect_eq "record exit status" "$?" 0
+	expect_eq "stderr" "$(cat err)" ""
+	if "$ALLOCPROF" stats --json private/d.trace >d.json 2>d.err; then
+		expect_eq "processes in the run" "$(jget d.json processes)" 2
+		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget d.json alloc_objects)" 1010
+		expect_eq "truncated" "$(jget d.json truncated)" False
+	else
+		fail "stats of the run: $(cat d.err)"
+	fi
+	# one that allocates as the other user before it execs: the next
+	# image cannot make a trace of its own there, and takes this one
+	# (the 5 allocations before exec are lost, the program's are not)
+	"$ALLOCPROF" record -q --all -o private/e.trace "$FILES" dropexec 5 >out 2>err
+	expect_eq "record exit status (allocations before exec)" "$?" 0
+	expect_eq "stderr (allocations before exec)" "$(cat err)" ""
+	if "$ALLOCPROF" stats --json private/e.trace >e.json 2>e.err; then
+		expect_eq "processes in the run (allocations before exec)" "$(jget e.json processes)" 2
+		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget e.json alloc_objects)" 1010
+	else
+		fail "stats of the run (allocations before exec): $(cat e.err)"
+	fi
+	;;
+handed)
+	# The program execs before it has recorded anything: record's trace,
+	# handed to it open, passes on to the next image (ALLOCPROF_EXEC
+	# :f<fd>), which empties it and writes it from the start, at byte 0
+	# of the file whatever the descriptor's offset was.
+	"$ALLOCPROF" record -q --all -o h.trace "$FILES" exec 1000 >out 2>err
+	expect_eq "record exit status" "$?" 0
+	expect_eq "stderr" "$(cat err)" ""
+	expect_eq "files" "$(ls)" "$(printf 'err\nh.trace\nout')"
+	expect_eq "magic" "$(head -c 8 h.trace | tr -d '\0')" "ALLOCPRF"
+	if "$ALLOCPROF" stats --json h.trace >h.json 2>h.err; then
+		expect_eq "the trace's image" "$(/usr/bin/python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["argv"][1:]))' h.json)" "alloc 1000"
+		expect_eq "alloc_objects (the exec'd image's)" "$(jget h.json alloc_objects)" 1000
+		expect_eq "truncated" "$(jget h.json truncated)" False
+	else
+		fail "stats of the run: $(cat h.err)"
+	fi
+	;;
+twice)
+	# Two records given one -o: the second refuses before its program
+	# starts, and the first's trace is whole.
+	"$ALLOCPROF" record -q --all -o t.trace "$FILES" alloc 1000 1500 >out1 2>err1 &
+	first=$!
+	for _ in $(seq 1 300); do [ -s t.trace ] && break; sleep 0.01; done
+	"$ALLOCPROF" record -q -o t.trace "$FILES" touch ran >out2 2>err2
+	rc=$?
+	[ "$rc" -ne 0 ] || fail "the second record: exit status 0"
+	[ -e ran ] && fail "the second record ran its program"
+	expect_eq "the second record's lines" "$(wc -l <err2)" 1
+	grep -q "^allocprof: .*t.trace: in use" err2 || fail "the second record's line: $(cat err2)"
+	wait "$first"
+	expect_eq "the first record's exit status" "$?" 0
+	if "$ALLOCPROF" stats --json t.trace >t.json 2>t.err; then
+		expect_eq "alloc_objects" "$(jget t.json alloc_objects)" 1000
+		expect_eq "truncated" "$(jget t.json truncated)" False
+	else
+		fail "stats of the first trace: $(cat t.err)"
+	fi
+	# once it is finished, the path is free again
+	"$ALLOCPROF" record -q -o t.trace "$FILES" touch ran 2>err3
+	expect_eq "a record after it" "$?" 0
+	[ -e ran ] || fail "a record after it: the program did not run: $(cat err3)"
+	;;
+longpath)
+	# An -o whose children's names would not fit in PATH_MAX: refused
+	# with one line before the program runs.
+	d=$work
+	while [ ${#d} -lt 3800 ]; do
+		d=$d/$(printf 'd%.0s' $(seq 1 200))
+		mkdir "$d" || skip "cannot make a deep directory here"
+	done
+	# 4060 bytes in all: a path open() takes, with no room for ".<pid>"
+	name=$(printf 'x%.0s' $(seq 1 $((4060 - ${#d} - 1))))
+	"$ALLOCPROF" record -o "$d/$name" "$FILES" touch "$work/ran" >out 2>err
+	rc=$?
+	expect_eq "record exit status" "$rc" 1
+	[ -e "$work/ran" ] && fail "the program ran"
+	expect_eq "lines" "$(wc -l <err)" 1
+	grep -q "^allocprof: .*: the trace's path is too long" err || fail "the line: $(cat err)"
+	;;
+*)
+	echo "unknown group $group"
+	exit 2
+	;;
+esac
+exit $failed
