@@ -134,7 +134,11 @@ void *must_sym(const char *name)
  * lookup: its calls never reach the sampler, and a trace of none of its
  * allocations must not pass for an exact one. The object whose malloc,
  * free, calloc or realloc the program's calls reach, when it is not this
- * library; "" if it is. */
+ * library; "" if it is. A non-PIE executable that takes malloc's address
+ * in its code (python3 does) has a canonical PLT entry for it: lookup
+ * finds that address in the executable, but the symbol there is
+ * undefined, and the calls go through the PLT to whatever defines malloc
+ * (this library): not a malloc of the program's own. */
 static char owner[PATH_MAX];
 
 const char *malloc_owner(void)
@@ -149,7 +153,13 @@ void malloc_owner_find(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		void *p = dlsym(RTLD_DEFAULT, names[i]);
 		Dl_info di;
-		if (!p || !dladdr(p, &di) || di.dli_fbase == (void *)__ehdr_start)
+		const ElfW(Sym) *sym = NULL;
+		if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) ||
+		    di.dli_fbase == (void *)__ehdr_start)
+			continue;
+		/* dladdr names defined symbols only: a PLT stub is none */
+		if (!sym || sym->st_shndx == SHN_UNDEF || !di.dli_sname ||
+		    strcmp(di.dli_sname, names[i]))
 			continue;
 		size_t n = di.dli_fname ? str_len(di.dli_fname) : 0;
 		if (n && n < sizeof(owner) && di.dli_fname[0] == '/') {
