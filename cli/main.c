@@ -178,6 +178,12 @@ struct safe_out {
 	struct ap_buf b;
 };
 
+/* The filter of stdout, for as long as the process lives: exit() flushes
+ * the stream but does not close it, and a command may exit from deep
+ * inside (a corrupt chunk), so its state stays reachable from here rather
+ * than be freed by a close that may never come (LeakSanitizer). */
+static struct safe_out *safe_out_state;
+
 static ssize_t safe_write(void *cookie, const char *data, size_t len)
 {
 	struct safe_out *o = cookie;
@@ -227,6 +233,8 @@ static int safe_close(void *cookie)
 		rc = write(STDOUT_FILENO, o->b.buf, o->b.len) == (ssize_t)o->b.len ? 0 : -1;
 	}
 	ap_buf_release(&o->b);
+	if (o == safe_out_state)
+		safe_out_state = NULL;
 	free(o);
 	return rc;
 }
@@ -235,10 +243,12 @@ static int safe_close(void *cookie)
 static void safe_stdout(void)
 {
 	struct safe_out *o = ap_xcalloc(1, sizeof(*o));
+	safe_out_state = o;
 	ap_buf_init(&o->b);
 	cookie_io_functions_t io = { .write = safe_write, .close = safe_close };
 	FILE *f = fopencookie(o, "w", io);
 	if (!f) {
+		safe_out_state = NULL;
 		free(o);
 		return;
 	}
