@@ -178,7 +178,8 @@ int main(void)
 	struct ap_error err;
 	CHECK(ap_trace_finish_buffers(path, &how, &fin, &err) == 0 && fin.found && !fin.end_added,
 	      "stopped: %s", err.msg);
-	free(full);
+	/* c.payload points into this trace: kept until the last use of c */
+	uint8_t *first = full;
 
 	/* a clean END with the buffer's events after it (the frees glibc
 	 * makes in exit()): they come after it, and a copy of it ends the
@@ -204,6 +205,7 @@ int main(void)
 		ap_trace_free(t);
 	}
 	free(full);
+	free(first);
 	unlink(path);
 	rmdir(dir);
 	return failures ? 1 : 0;
