@@ -114,8 +114,7 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		ap_advise_format_duration(d3, sizeof(d3), m->saved_ns >= 0 ? m->high_ns : -m->low_ns);
 		double drss = (m->cost.maxrss_kb - a->base.maxrss_kb) * 1024;
 		ap_format_bytes(b1, sizeof(b1), fabs(drss));
-		if (fabs(drss) >= 4096)
-			snprintf(rss, sizeof(rss), "; peak RSS %s%s", drss < 0 ? "-" : "+", b1);
+		snprintf(rss, sizeof(rss), "; peak RSS %s%s", drss < 0 ? "-" : "+", b1);
 		linef(line, ctx, AP_LINE_TEXT,
 		      "   measured: %s %s CPU (%s to %s, %.0f%%, %u runs each); faults %.0f against %.0f%s; "
 		      "model ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf, m->rounds,

@@ -23,7 +23,7 @@ import tempfile
 
 DUR = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:ns|us|ms|s)\b")
 MEAN = re.compile(r"mean [0-9.]+(?:[kMGT]?B)")
-NUM = re.compile(r"(?<![\w.<])-?[0-9][0-9.]*(?:[kMGT]?B|%)?")
+NUM = re.compile(r"(?<![\w.<])[-+]?[0-9][0-9.]*(?:[kMGT]?B|%)?")
 
 
 def norm(line, root):
