@@ -35,7 +35,8 @@ jget() {
 }
 
 # in_pidns CMD...: CMD as pid 1 of a new pid namespace (record there
-# is pid 1, the program pid 2, its children 3, 4, ...).
+# is pid 1; its signal helper and the program take the next pids, and
+# the children come after: the planted group learns them from a probe).
 in_pidns() {
 	unshare -p -f --mount-proc "$@"
 }
