@@ -12,24 +12,7 @@ group=$1
 # the programs report whether ALLOCPROF is set: natively it is not
 AP=$ALLOCPROF
 unset ALLOCPROF
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failed=0
-
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
-
-expect_eq() { # what got want
-	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
-}
-
-# jget FILE KEY: one top-level value of a stats --json output.
-jget() {
-	python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"
-}
+. "$(dirname "$0")/../record/lib.sh"
 
 # flat TRACE FUNCTION [top options...]: FUNCTION's flat alloc_objects
 # in `top` of TRACE (0 if it is not listed).

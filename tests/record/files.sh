@@ -7,32 +7,8 @@
 # recorded, one record per -o at a time, an -o too long for the names the
 # children need. One argument picks the group.
 # Environment (from meson): ALLOCPROF, FILES (tests/record/files.c).
-set -u
-export LC_ALL=C
 group=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failed=0
-
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
-
-expect_eq() { # what got want
-	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
-}
-
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-# jget FILE KEY: one top-level value of a stats --json output.
-jget() {
-	/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(len(v) if isinstance(v,list) else v)' "$1" "$2"
-}
+. "$(dirname "$0")/lib.sh"
 
 # in_pidns CMD...: CMD as pid 1 of a new pid namespace (record there
 # is pid 1; its signal helper and the program take the next pids, and
@@ -83,7 +59,7 @@ planted)
 	# forkexec 3: 1000 pairs in each of 3 children and in the program,
 	# then an exec'd image with 500
 	if "$ALLOCPROF" stats --json shared/app.trace >s.json 2>s.err; then
-		expect_eq "processes in the run" "$(jget s.json processes)" 5
+		expect_eq "processes in the run" "$(jlen s.json processes)" 5
 		expect_eq "alloc_objects" "$(jget s.json alloc_objects)" 4500
 		expect_eq "free_objects" "$(jget s.json free_objects)" 4500
 	else
@@ -108,7 +84,7 @@ reuse)
 	grep -q '^reused [0-9]*$' out || [ "$rc" != 0 ] || skip "the pid was not reused: $(cat out err)"
 	expect_eq "record exit status" "$rc" 0
 	if "$ALLOCPROF" stats --json r.trace >r.json 2>r.err; then
-		expect_eq "processes in the run" "$(jget r.json processes)" 3
+		expect_eq "processes in the run" "$(jlen r.json processes)" 3
 		# 1000 pairs in each child and in the program, and printf's buffer
 		expect_eq "alloc_objects" "$(jget r.json alloc_objects)" 3001
 	else
@@ -155,9 +131,9 @@ dropuser)
 	expect_eq "record exit status" "$?" 0
 	expect_eq "stderr" "$(cat err)" ""
 	if "$ALLOCPROF" stats --json private/d.trace >d.json 2>d.err; then
-		expect_eq "processes in the run" "$(jget d.json processes)" 2
+		expect_eq "processes in the run" "$(jlen d.json processes)" 2
 		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget d.json alloc_objects)" 1010
-		expect_eq "truncated" "$(jget d.json truncated)" False
+		expect_eq "truncated" "$(jget d.json truncated)" false
 	else
 		fail "stats of the run: $(cat d.err)"
 	fi
@@ -168,7 +144,7 @@ dropuser)
 	expect_eq "record exit status (allocations before exec)" "$?" 0
 	expect_eq "stderr (allocations before exec)" "$(cat err)" ""
 	if "$ALLOCPROF" stats --json private/e.trace >e.json 2>e.err; then
-		expect_eq "processes in the run (allocations before exec)" "$(jget e.json processes)" 2
+		expect_eq "processes in the run (allocations before exec)" "$(jlen e.json processes)" 2
 		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget e.json alloc_objects)" 1010
 	else
 		fail "stats of the run (allocations before exec): $(cat e.err)"
@@ -187,7 +163,7 @@ handed)
 	if "$ALLOCPROF" stats --json h.trace >h.json 2>h.err; then
 		expect_eq "the trace's image" "$(/usr/bin/python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["argv"][1:]))' h.json)" "alloc 1000"
 		expect_eq "alloc_objects (the exec'd image's)" "$(jget h.json alloc_objects)" 1000
-		expect_eq "truncated" "$(jget h.json truncated)" False
+		expect_eq "truncated" "$(jget h.json truncated)" false
 	else
 		fail "stats of the run: $(cat h.err)"
 	fi
@@ -208,7 +184,7 @@ twice)
 	expect_eq "the first record's exit status" "$?" 0
 	if "$ALLOCPROF" stats --json t.trace >t.json 2>t.err; then
 		expect_eq "alloc_objects" "$(jget t.json alloc_objects)" 1000
-		expect_eq "truncated" "$(jget t.json truncated)" False
+		expect_eq "truncated" "$(jget t.json truncated)" false
 	else
 		fail "stats of the first trace: $(cat t.err)"
 	fi

@@ -1,6 +1,7 @@
-# lib.sh: what the record tests share (sourced by output.sh and
-# durable.sh): a scratch directory to work in, removed at exit; fail,
-# expect_eq and jget. The caller sets `group`, and exits with $failed.
+# lib.sh: what the record tests share (sourced by output.sh, durable.sh,
+# files.sh and tests/process/process.sh): a scratch directory to work in,
+# removed at exit; fail, expect_eq, skip, jget and jlen. The caller sets
+# `group`, and exits with $failed.
 set -u
 export LC_ALL=C
 work=$(mktemp -d)
@@ -15,6 +16,16 @@ fail() {
 
 expect_eq() { # what got want
 	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+skip() { # why: the test cannot run here (meson's exit status 77)
+	echo "SKIP: $*"
+	exit 77
+}
+
+# jlen FILE KEY: the length of a top-level array of a JSON output.
+jlen() {
+	/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))[sys.argv[2]]))' "$1" "$2"
 }
 
 # jget FILE KEY: one top-level value of a stats --json output.
