@@ -521,6 +521,9 @@ void thr_register(struct ap_tls *t)
 		slot_publish(b->buf, EV_HDR);
 		slot_sync(b);
 		__atomic_store_n(&b->live, 1, __ATOMIC_RELEASE);
+		if (++live_bytes.threads > live_bytes.threads_max)
+			__atomic_store_n(&live_bytes.threads_max, live_bytes.threads,
+					 __ATOMIC_RELAXED);
 	}
 	lk_unlock(&threads.lock);
 	t->thr = b ? b : &threads.dead;
@@ -567,6 +570,13 @@ void buffers_forget(struct ap_tls *t)
 	slot_sync(&threads.fallback);
 	threads.nstreams = 0;
 	threads.exited_calls = threads.exited_consumed = 0;
+	/* the child's heap is the parent's as it was (less what other
+	 * threads had not folded): its peak starts there */
+	if (t->live != LIVE_DEAD)
+		live_fold(t, t->live);
+	live_bytes.threads = live_bytes.threads_max =
+		t->thr && t->thr != &threads.dead ? 1 : 0;
+	live_bytes.peak = live_bytes.cur;
 	meta.len = 0;
 	meta.nchunks = 0;
 	slot_of(meta.buf)->index = 0;
@@ -589,7 +599,12 @@ void thr_exit(void *arg)
 	t->consumed = 0;
 	t->interval = t->countdown;
 	t->thr = &threads.dead;
+	/* what it frees from now on (other keys' destructors, the C
+	 * library's own at thread exit) is folded at once */
+	live_fold(t, t->live);
+	t->live = LIVE_DEAD;
 	lk_lock(&threads.lock);
+	live_bytes.threads--;
 	__atomic_store_n(&b->live, 0, __ATOMIC_RELEASE);
 	b->tls = NULL;
 	b->next_free = threads.free_list;

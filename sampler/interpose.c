@@ -30,6 +30,92 @@ int64_t draw_interval(struct ap_tls *t)
 	return (int64_t)v;
 }
 
+/* ---- the live-byte counter (struct ap_live, sampler-int.h) -------------- */
+
+struct ap_live live_bytes __attribute__((aligned(64)));
+int live_on;
+
+/* glibc's usable size of the block p, from its chunk header (what
+ * malloc_usable_size answers): the chunk's size less its 8-byte header,
+ * 16 for a chunk of its own mapping (bit 1, IS_MMAPPED). */
+typedef size_t __attribute__((may_alias)) chunk_word;
+static inline int64_t blk_size(const void *p)
+{
+	size_t h = ((const chunk_word *)p)[-1];
+	return (int64_t)((h & ~(size_t)7) - 8 - ((h & 2) << 2));
+}
+
+/* v more live bytes (less, if negative) in this thread. */
+static inline __attribute__((always_inline)) void live_add(struct ap_tls *t, int64_t v)
+{
+	int64_t d = (int64_t)t->live + v;
+	if (UNLIKELY((uint64_t)(d + LIVE_BOUND) > 2 * LIVE_BOUND))
+		live_fold(t, d);
+	else
+		t->live = (int32_t)d;
+}
+
+/* A block the program got: counted if the C library's headers are known. */
+static inline __attribute__((always_inline)) void live_got(struct ap_tls *t, const void *p)
+{
+	if (LIKELY(live_on))
+		live_add(t, blk_size(p));
+}
+
+/* t's count is d: into the shared counter, the peak kept. A thread past
+ * thr_exit (LIVE_DEAD) folds every change at once: its count would die
+ * with it. Async-signal-safe (atomics only). */
+__attribute__((noinline)) void live_fold(struct ap_tls *t, int64_t d)
+{
+	if (t->live == LIVE_DEAD) {
+		d -= LIVE_DEAD;
+	} else {
+		t->live = 0;
+	}
+	int64_t c = __atomic_add_fetch(&live_bytes.cur, d, __ATOMIC_RELAXED);
+	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	while (c > pk && !__atomic_compare_exchange_n(&live_bytes.peak, &pk, c, 1,
+						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* resolve() found the C library's functions: whether their blocks carry
+ * glibc's chunk headers (the malloc is the C library's, and the header
+ * read gives what malloc_usable_size answers for a small block and a
+ * mapped one). Otherwise nothing is counted and END has no peak. */
+void live_check(void)
+{
+	Dl_info di;
+	if (!dladdr((void *)real_malloc, &di) || !di.dli_fname || !strstr(di.dli_fname, "/libc.so"))
+		return;
+	static const size_t sizes[] = { 1, 100, 1000, 300 << 10 };
+	int ok = 1;
+	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		void *p = real_malloc(sizes[i]);
+		ok = p && real_usable_size(p) == (size_t)blk_size(p) &&
+		     (size_t)blk_size(p) >= sizes[i];
+		real_free(p);
+	}
+	live_on = ok;
+}
+
+/* The peak so far, with what every live thread has not folded yet (the
+ * END of a program whose peak is its end), and in *slack how far the true
+ * peak may be from it: LIVE_BOUND for each thread that ran at once. */
+int64_t live_peak_now(uint64_t *slack)
+{
+	int64_t c = __atomic_load_n(&live_bytes.cur, __ATOMIC_RELAXED);
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
+		struct ap_tls *t = b->tls;
+		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t && t->live != LIVE_DEAD)
+			c += __atomic_load_n(&t->live, __ATOMIC_RELAXED);
+	}
+	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	uint32_t n = __atomic_load_n(&live_bytes.threads_max, __ATOMIC_RELAXED);
+	*slack = (uint64_t)LIVE_BOUND * (n ? n : 1);
+	return c > pk ? c : pk;
+}
+
 /* ---- the sampled paths -------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t, void *p, size_t n,
@@ -105,6 +191,8 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 		}
 		return p;
 	}
+	if (t->live)
+		live_fold(t, t->live); /* every sample: the peak follows closely */
 	int saved = errno;
 	t->guard = 1;
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
@@ -125,6 +213,7 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t n,
 							    unsigned kind)
 {
 	struct ap_tls *t = &tls;
+	live_got(t, p);
 	t->calls++;
 	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
 	t->countdown = c;
@@ -142,6 +231,8 @@ static __attribute__((noinline)) void free_slow(void *p)
 	struct ap_tls *t = &tls;
 	if (!p || is_boot(p))
 		return;
+	if (live_on)
+		live_add(t, -blk_size(p));
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
@@ -177,7 +268,10 @@ static __attribute__((noinline)) void free_slow(void *p)
 /* malloc tail-jumped here: our return address is the program's */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
-	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
+	void *p = real_malloc(n);
+	if (p)
+		live_got(&tls, p);
+	return alloc_slow_body(p, n, AP_KIND_MALLOC,
 			       (uint64_t)(uintptr_t)__builtin_return_address(0),
 			       (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
@@ -198,7 +292,10 @@ EXPORT void *malloc(size_t n)
 	t->countdown = c;
 	if (UNLIKELY(c < 0))
 		return malloc_slow(n);
-	return real_malloc(n);
+	void *p = real_malloc(n);
+	if (LIKELY(p != NULL))
+		live_got(t, p);
+	return p;
 }
 
 EXPORT void free(void *p)
@@ -207,6 +304,8 @@ EXPORT void free(void *p)
 		free_slow(p);
 		return;
 	}
+	if (LIKELY(live_on) && p)
+		live_add(&tls, -blk_size(p));
 	real_free(p);
 }
 
@@ -246,13 +345,26 @@ void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64
 	}
 }
 
+/* A block moved out of the boot arena (whose blocks are not counted). */
+static void *live_moved(void *q)
+{
+	if (q)
+		live_got(&tls, q);
+	return q;
+}
+
 /* realloc and reallocarray: the old block leaves the set before the real
  * call (it may be reused by another thread as soon as it is freed) and
  * goes back if the call fails. */
-static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
+static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_tracked,
 			    unsigned kind, uint64_t caller, uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
+	/* was: old's usable size, read before the call (0 when not counted) */
+	if (q && live_on)
+		live_add(t, blk_size(q) - was);
+	else if (!q && n == 0)
+		live_add(t, -was); /* realloc(p, 0) freed p */
 	if (was_tracked == 2) {
 		/* before ap_init: logged as the free of old and an allocation,
 		 * which is how valgrind counts a realloc */
@@ -316,9 +428,10 @@ EXPORT void *realloc(void *old, size_t n)
 		return p ? account(p, n, AP_KIND_REALLOC) : p;
 	}
 	if (UNLIKELY(is_boot(old)))
-		return boot_move(old, n);
+		return live_moved(boot_move(old, n));
 	int tracked = take_tracked(old);
-	return realloc_common(old, n, real_realloc(old, n), tracked,
+	int64_t was = live_on ? blk_size(old) : 0;
+	return realloc_common(old, was, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
@@ -338,9 +451,10 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		return p ? account(p, n, AP_KIND_REALLOCARRAY) : p;
 	}
 	if (UNLIKELY(is_boot(old)))
-		return boot_move(old, n);
+		return live_moved(boot_move(old, n));
 	int tracked = take_tracked(old);
-	return realloc_common(old, n, real_realloc(old, n), tracked,
+	int64_t was = live_on ? blk_size(old) : 0;
+	return realloc_common(old, was, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }

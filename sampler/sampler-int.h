@@ -76,7 +76,8 @@ struct ap_tls {
 	uint32_t tid;
 	uint32_t guard;		/* inside the sampler: pass everything through */
 	uint32_t pid;
-	uint32_t pad;
+	int32_t live;		/* usable bytes allocated less freed, not yet in
+				 * live_bytes (interpose.c); LIVE_DEAD after thr_exit */
 };
 _Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
 
@@ -176,6 +177,25 @@ extern struct ap_proc proc;
 
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
+/* The live-byte counter: every block the program's calls allocate or free
+ * through the sampler, by glibc's usable size (its chunk header), sampled
+ * or not. Each thread adds into its tls.live and folds that into `cur`
+ * when it leaves [-LIVE_BOUND, LIVE_BOUND] (and at each sample, and when
+ * it exits), so `cur` is off from the true sum by at most LIVE_BOUND per
+ * thread, and `peak` is the largest value `cur` took. */
+#define LIVE_BOUND (16 << 10)
+#define LIVE_DEAD INT32_MIN	/* tls.live of an exited thread: every add folds */
+struct ap_live {
+	int64_t cur;		/* atomic */
+	int64_t peak;		/* atomic, the largest cur */
+	uint32_t threads;	/* registered threads live now (threads.lock) */
+	uint32_t threads_max;	/* the most at once */
+};
+extern struct ap_live live_bytes;
+extern int live_on;		/* the C library's chunk headers can be read */
+void live_fold(struct ap_tls *t, int64_t d);
+void live_check(void);
+int64_t live_peak_now(uint64_t *slack);
 int64_t draw_interval(struct ap_tls *t);
 /* a sampled call's work, run on the sampler's stack (on_slow_stack) */
 void alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller, uint64_t cfa);

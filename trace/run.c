@@ -418,6 +418,9 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->nmap_index = 0;
 	m->has_end = true;
 	m->has_counts = true;
+	/* each process's counter peaked at its own time: no whole-run peak */
+	m->has_live_peak = false;
+	m->live_peak = m->live_slack = 0;
 	m->calls = m->bytes = m->cpu_ns = 0;
 	/* Addresses of several processes do not mix: a whole run has no
 	 * list of pooled objects (advise goes process by process). */
