@@ -18,9 +18,12 @@ static void stats_usage(FILE *f)
 	      "events, and the totals over the whole run: alloc_objects, alloc_space,\n"
 	      "free_objects, inuse_objects and inuse_space (live at the end),\n"
 	      "peak_inuse_space. Sampled traces show estimates scaled by the sampling\n"
-	      "weights; traces recorded with --all are exact. A sampled peak is the\n"
-	      "largest of the in-use estimates over the run, so it is biased upward:\n"
-	      "it comes with the standard deviation of the estimate at that point.\n"
+	      "weights; traces recorded with --all are exact. A sampled trace's peak\n"
+	      "is the one the sampler counted (every block, sampled or not, at glibc's\n"
+	      "usable size: 0 to 40 bytes more than its request), exact to within the\n"
+	      "bytes it says; in a trace without that count (older ones, a process\n"
+	      "record had to finish) it is the largest of the in-use estimates over\n"
+	      "the run, biased upward, with the standard deviation of the estimate.\n"
 	      "A truncated trace (the process was killed or is still running, or the\n"
 	      "file was cut) is summarized from its complete part, with a warning.\n"
 	      AP_VIEW_RUN_TEXT
@@ -224,18 +227,40 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	print_count("alloc_objects", tot->alloc_objects);
 	print_bytes("alloc_space", tot->alloc_space);
 	print_count("free_objects", tot->free_objects);
-	print_count("inuse_objects", tot->inuse_objects);
-	print_bytes("inuse_space", tot->inuse_space);
 	if (t->rate <= 1) {
-		print_bytes("peak_inuse_space", tot->peak_inuse_space);
+		print_count("inuse_objects", tot->inuse_objects);
+	} else {
+		/* heavy-tailed: say so with the error bar (ap_trace_totals) */
+		printf("%-18s %.0f ± %.0f (estimate from %llu live sample%s, one standard "
+		       "deviation; blocks small next to the rate are rarely sampled, so it "
+		       "mostly reads low and now and then far high: record with --all for "
+		       "the exact count)\n",
+		       "inuse_objects", round(tot->inuse_objects), round(tot->inuse_objects_sd),
+		       (unsigned long long)tot->inuse_samples, tot->inuse_samples == 1 ? "" : "s");
+	}
+	print_bytes("inuse_space", tot->inuse_space);
+	struct ap_view_peak pk = ap_view_peak(t, tot->peak_inuse_space, tot->peak_inuse_space_sd);
+	if (pk.kind == AP_PEAK_EXACT) {
+		print_bytes("peak_inuse_space", pk.bytes);
+	} else if (pk.kind == AP_PEAK_COUNTED) {
+		/* the sampler counted every block, sampled or not */
+		char in[32];
+		ap_format_bytes(b, sizeof(b), pk.bytes);
+		ap_format_bytes(in, sizeof(in), pk.within);
+		printf("%-18s %s (exact to within %s: every block counted by the sampler at "
+		       "glibc's usable size, the request rounded up to 24 + 16k bytes, up to "
+		       "40 more; --all counts requested bytes)\n",
+		       "peak_inuse_space", b, in);
 	} else {
 		/* the largest of many estimates: say how far off it may be */
 		char sd[64];
-		ap_format_bytes(b, sizeof(b), tot->peak_inuse_space);
-		ap_format_bytes(sd, sizeof(sd), tot->peak_inuse_space_sd);
+		ap_format_bytes(b, sizeof(b), pk.bytes);
+		ap_format_bytes(sd, sizeof(sd), pk.within);
 		printf("%-18s %s ± %s (the largest in-use estimate over the run: biased "
-		       "upward, record with --all for the exact peak)\n",
-		       "peak_inuse_space", b, sd);
+		       "upward; %s)\n",
+		       "peak_inuse_space", b, sd,
+		       t->nprocs ? "processes' peaks are counted one by one: see --by-process"
+				 : "record with --all for the exact peak");
 	}
 	if (t->rate <= 1)
 		print_count("temporary", tot->temporary);
@@ -314,8 +339,17 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "free_objects", json_total(tot->free_objects));
 	json_object_set_new(o, "inuse_objects", json_total(tot->inuse_objects));
 	json_object_set_new(o, "inuse_space", json_total(tot->inuse_space));
-	json_object_set_new(o, "peak_inuse_space", json_total(tot->peak_inuse_space));
-	json_object_set_new(o, "peak_inuse_space_sd", json_total(tot->peak_inuse_space_sd));
+	json_object_set_new(o, "inuse_objects_sd", json_total(tot->inuse_objects_sd));
+	json_object_set_new(o, "inuse_samples", json_u64(tot->inuse_samples));
+	struct ap_view_peak pk = ap_view_peak(t, tot->peak_inuse_space, tot->peak_inuse_space_sd);
+	json_object_set_new(o, "peak_inuse_space", json_total(pk.bytes));
+	json_object_set_new(o, "peak_inuse_space_sd",
+			    json_total(pk.kind == AP_PEAK_ESTIMATE ? pk.within : 0));
+	json_object_set_new(o, "peak_inuse_space_kind", json_string(ap_view_peak_kind_name(pk.kind)));
+	json_object_set_new(o, "peak_inuse_space_within", json_total(pk.within));
+	json_object_set_new(o, "peak_inuse_space_estimate", json_total(tot->peak_inuse_space));
+	json_object_set_new(o, "peak_usable_space",
+			    t->has_live_peak ? json_u64(t->live_peak) : json_null());
 	json_object_set_new(o, "temporary", t->rate <= 1 ? json_total(tot->temporary) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
 	json_object_set_new(o, "end_reason",

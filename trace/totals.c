@@ -20,6 +20,9 @@ struct totals {
 	 * a block of s bytes sampled with weight w adds w(w-1)s^2), at the
 	 * peak: peak_var */
 	double live, peak, live_var, peak_var;
+	/* the variance of inuse_objects: a live sample of weight w adds
+	 * w(w-1) (Horvitz-Thompson, as advise's count of objects) */
+	double inuse_var;
 };
 
 static void t_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
@@ -75,6 +78,10 @@ static void t_live(void *ctx, const struct ap_replay_block *b)
 	struct totals *T = ctx;
 	T->out->inuse_objects += b->w;
 	T->out->inuse_space += b->w * (double)b->size;
+	if (b->w > 1)
+		T->inuse_var += b->w * (b->w - 1);
+	if (b->w > 0)
+		T->out->inuse_samples++;
 }
 
 static const struct ap_replay_ops totals_ops = {
@@ -93,5 +100,6 @@ void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 	ap_replay(t, &c, 1, NULL);
 	out->peak_inuse_space = T.peak;
 	out->peak_inuse_space_sd = T.peak_var > 0 ? sqrt(T.peak_var) : 0;
+	out->inuse_objects_sd = T.inuse_var > 0 ? sqrt(T.inuse_var) : 0;
 	out->events = t->nrecords;
 }
