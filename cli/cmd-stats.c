@@ -28,7 +28,10 @@ static void stats_usage(FILE *f)
 	      "file was cut) is summarized from its complete part, with a warning.\n"
 	      AP_VIEW_RUN_TEXT
 	      "A run of several processes is summed over them, on one time line (its\n"
-	      "peak is the largest sum of the processes' in-use bytes at one time).\n\n"
+	      "peak is the largest sum of the processes' in-use bytes at one time).\n"
+	      "Blocks live when their image exec'd another are not in use at the end\n"
+	      "(exec_dropped), and a forked child's frees of blocks it inherited are\n"
+	      "not unmatched (inherited_frees).\n\n"
 	      "options:\n"
 	      "  --json               print one JSON object (keys as the names above)\n"
 	      AP_VIEW_RUN_HELP
@@ -270,6 +273,16 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
 		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
+	if (tot->inherited_frees)
+		printf("%-18s %llu (frees, in a forked child, of blocks it inherited from its "
+		       "parent)\n",
+		       "inherited_frees", (unsigned long long)tot->inherited_frees);
+	if (tot->exec_dropped_objects > 0) {
+		ap_format_bytes(b, sizeof(b), tot->exec_dropped_space);
+		printf("%-18s %.0f blocks, %s (live when their image exec'd another: gone with "
+		       "it, not in inuse_*)\n",
+		       "exec_dropped", round(tot->exec_dropped_objects), b);
+	}
 	if (t->truncated)
 		printf("%-18s yes: %s\n", "truncated", t->truncated_why);
 	else
@@ -352,6 +365,9 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 			    t->has_live_peak ? json_u64(t->live_peak) : json_null());
 	json_object_set_new(o, "temporary", t->rate <= 1 ? json_total(tot->temporary) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
+	json_object_set_new(o, "inherited_frees", json_u64(tot->inherited_frees));
+	json_object_set_new(o, "exec_dropped_objects", json_total(tot->exec_dropped_objects));
+	json_object_set_new(o, "exec_dropped_space", json_total(tot->exec_dropped_space));
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known

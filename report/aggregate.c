@@ -108,11 +108,18 @@ static void v_live(void *ctx, const struct ap_replay_block *b)
 	V->sv[b->stack].v[AP_SI_INUSE_SPACE] += b->w * (double)b->size;
 }
 
+static void v_exec_dropped(void *ctx, const struct ap_replay_block *b)
+{
+	(void)ctx;
+	(void)b; /* its image is gone: not in use at the end */
+}
+
 static const struct ap_replay_ops values_ops = {
 	.alloc = v_alloc,
 	.grow = v_grow,
 	.free = v_free,
 	.live_at_end = v_live,
+	.exec_dropped = v_exec_dropped,
 };
 
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)

@@ -59,6 +59,14 @@ struct ap_replay_ops {
 	/* After the last event, once per block still live (most recent
 	 * first at an address). */
 	void (*live_at_end)(void *ctx, const struct ap_replay_block *b);
+	/* Optional: a consumer that has it gets here, instead of in
+	 * live_at_end, the blocks still live of a process whose image was
+	 * replaced by exec (its END's reason): that heap is gone. */
+	void (*exec_dropped)(void *ctx, const struct ap_replay_block *b);
+	/* Optional: a FREE that found no live block in its process, in a
+	 * forked child (HEADER's parent_trace): a block it inherited from its
+	 * parent; without it, such a FREE is unmatched. */
+	void (*inherited)(void *ctx, size_t i, const struct ap_event *e);
 };
 
 struct ap_replay_consumer {

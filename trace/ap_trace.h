@@ -57,6 +57,7 @@ struct ap_process {
 	uint64_t calls, bytes;	/* exact totals (has_counts only) */
 	uint64_t end_reason, end_status;
 	bool end_status_known;
+	bool forked;		/* a forked child (its HEADER has parent_trace) */
 };
 
 /* Event flags */
@@ -292,6 +293,14 @@ struct ap_trace_totals {
 	/* FREE events with no live block at their address (ignored above):
 	 * should be 0 for a sound trace. */
 	uint64_t unmatched_frees;
+	/* FREEs in a forked child of blocks it did not allocate: blocks it
+	 * inherited from its parent, live at the fork (ap_replay.h). Not
+	 * unmatched, and not the child's allocations either. */
+	uint64_t inherited_frees;
+	/* Blocks live when their image exec'd another (END reason exec):
+	 * that heap is gone, so they are not in inuse_*; weighted as the
+	 * samples are. */
+	double exec_dropped_objects, exec_dropped_space;
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
 

@@ -19,6 +19,7 @@ struct rblock {
 	uint32_t stack;		/* 0: unsampled */
 	uint32_t obj;
 	uint32_t next;		/* next older block at the address, or free-list link */
+	uint32_t proc;		/* its process in a whole run (0 otherwise) */
 };
 
 /* addr -> most recent live block (ap_hash.h's map; the blocks at one
@@ -142,6 +143,32 @@ static void pending_flush(struct rmap *m, struct pending *p, const struct ap_rep
 	obj_release(m, p->b.obj);
 }
 
+/* Whether a FREE of addr that found no live block in its process is of a
+ * block the process inherited: the process is a forked child (HEADER's
+ * parent_trace), whose only blocks it did not allocate are its parent's,
+ * live at the fork. (The parent's trace cannot say which: the compactor
+ * gives a thread's own blocks identities instead of addresses.) With
+ * --all only: a sampled child records no free of a block it did not
+ * sample. */
+static bool inherited(const struct ap_trace *t, const struct ap_event *e)
+{
+	if (!t->nprocs)
+		return t->parent_trace != NULL;
+	if (e->thread >= t->nthreads)
+		return false;
+	uint32_t p = t->threads[e->thread].proc;
+	return p < t->nprocs && t->procs[p].forked;
+}
+
+/* Whether process p (of a whole run; the trace itself otherwise) ended by
+ * exec: its heap went with its image. */
+static bool exec_ended(const struct ap_trace *t, uint32_t p)
+{
+	if (!t->nprocs)
+		return t->has_end && t->end_reason == AP_END_EXEC;
+	return p < t->nprocs && t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
+}
+
 /* Event i, e, on the thread whose pending state is p. */
 static inline void replay_one(struct rmap *m, struct pending *p, const struct ap_trace *t,
 			      const struct ap_replay_consumer *c, size_t nc, size_t i,
@@ -153,6 +180,14 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 		p->last_alloc = false;
 		struct rblock *r = map_pop(m, e->addr);
 		if (!r) {
+			if (inherited(t, e)) {
+				for (size_t k = 0; k < nc; k++)
+					if (c[k].ops->inherited)
+						c[k].ops->inherited(c[k].ctx, i, e);
+					else if (c[k].ops->unmatched)
+						c[k].ops->unmatched(c[k].ctx, i, e);
+				return;
+			}
 			EACH(c, nc, unmatched, i, e);
 			return;
 		}
@@ -181,6 +216,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	r->addr = e->addr;
 	r->size = e->size;
 	r->stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
+	r->proc = t->nprocs && e->thread < t->nthreads ? t->threads[e->thread].proc : 0;
 	if (grows) {
 		p->set = false;
 		r->obj = p->last_obj = p->b.obj;
@@ -237,7 +273,12 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	for (size_t s = 0; s <= m.map.mask; s++)
 		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next) {
 			struct ap_replay_block out = block_out(t, &m.blocks[b], false);
-			EACH(c, nc, live_at_end, &out);
+			bool gone = exec_ended(t, m.blocks[b].proc);
+			for (size_t k = 0; k < nc; k++)
+				if (gone && c[k].ops->exec_dropped)
+					c[k].ops->exec_dropped(c[k].ctx, &out);
+				else if (c[k].ops->live_at_end)
+					c[k].ops->live_at_end(c[k].ctx, &out);
 		}
 	if (nobj)
 		*nobj = m.nobj;

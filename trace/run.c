@@ -451,6 +451,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		pr->end_reason = t->end_reason;
 		pr->end_status = t->end_status;
 		pr->end_status_known = t->end_status_known;
+		pr->forked = t->parent_trace != NULL;
 
 		thread_base[p] = m->nthreads;
 		for (size_t i = 0; i < t->nthreads; i++) {

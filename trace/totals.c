@@ -71,6 +71,21 @@ static void t_unmatched(void *ctx, size_t i, const struct ap_event *e)
 	T->out->unmatched_frees++;
 }
 
+static void t_inherited(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct totals *T = ctx;
+	(void)i;
+	(void)e;
+	T->out->inherited_frees++;
+}
+
+static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
+{
+	struct totals *T = ctx;
+	T->out->exec_dropped_objects += b->w;
+	T->out->exec_dropped_space += b->w * (double)b->size;
+}
+
 /* What is still live: the blocks left summed, rather than the running
  * difference, which collects rounding error. */
 static void t_live(void *ctx, const struct ap_replay_block *b)
@@ -90,6 +105,8 @@ static const struct ap_replay_ops totals_ops = {
 	.free = t_free,
 	.unmatched = t_unmatched,
 	.live_at_end = t_live,
+	.exec_dropped = t_exec_dropped,
+	.inherited = t_inherited,
 };
 
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)

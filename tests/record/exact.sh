@@ -56,6 +56,48 @@ peak | small)
 			fail "stats does not say what its peak is: $(grep peak s.txt)"
 	fi
 	;;
+fork)
+	# the child frees the 300 blocks it inherited (valgrind, which counts
+	# them as the child's: 305 allocs, 305 frees, 0 in use), allocates 5
+	# and frees them; the parent frees its own copies after
+	"$ALLOCPROF" record -q --all -o f.trace "$EXACT_PEAK" fork >/dev/null || fail "record"
+	"$ALLOCPROF" stats --json f.trace >f.json 2>f.err || fail "stats: $(cat f.err)"
+	expect_eq "processes" "$(jlen f.json processes)" 2
+	expect_eq "unmatched_frees" "$(jget f.json unmatched_frees)" 0
+	expect_eq "inherited_frees" "$(jget f.json inherited_frees)" 300
+	expect_eq "inuse_objects" "$(jget f.json inuse_objects)" 0
+	expect_eq "alloc_objects (the parent's 300, the child's 5)" "$(jget f.json alloc_objects)" 305
+	# the child's trace alone knows it was forked
+	child=$(ls f.trace.* | head -1)
+	"$ALLOCPROF" stats --json --no-children "$child" >c.json 2>c.err || fail "stats child: $(cat c.err)"
+	expect_eq "child's unmatched_frees" "$(jget c.json unmatched_frees)" 0
+	expect_eq "child's inherited_frees" "$(jget c.json inherited_frees)" 300
+	"$ALLOCPROF" stats f.trace >f.txt || fail "stats text"
+	grep -q "^inherited_frees    300 (frees, in a forked child, of blocks it inherited from its parent)" f.txt ||
+		fail "stats text: $(grep -E 'inherited|unmatched' f.txt)"
+	;;
+exec)
+	# 100 blocks of 500 bytes live at an exec of /usr/bin/env, which execs
+	# `exact_peak small` (valgrind: 0 in use at the last image's exit)
+	"$ALLOCPROF" record -q --all -o x.trace "$EXACT_PEAK" exec >/dev/null || fail "record"
+	"$ALLOCPROF" stats --json x.trace >x.json 2>x.err || fail "stats: $(cat x.err)"
+	expect_eq "processes (images)" "$(jlen x.json processes)" 3
+	expect_eq "inuse_objects" "$(jget x.json inuse_objects)" 0
+	expect_eq "inuse_space" "$(jget x.json inuse_space)" 0
+	"$ALLOCPROF" stats --by-process --json x.trace >b.json 2>b.err || fail "stats --by-process"
+	/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = [(x["end_reason"], x["inuse_objects"], x["exec_dropped_objects"]) for x in d]
+want0 = ("exec", 0, 100)
+sys.exit(0 if got[0] == want0 and d[0]["exec_dropped_space"] == 50000 and
+	 got[1][0] == "exec" and got[1][1] == 0 and got[1][2] > 0 and got[2] == ("exit", 0, 0)
+	 else "images: %s" % got)' b.json || fail "by process: $(cat b.json | head -c 300)"
+	# the inuse views leave them out too
+	"$ALLOCPROF" top -sample_index=inuse_objects x.trace >t.txt 2>t.err || fail "top: $(cat t.err)"
+	grep -q "of 0 total" t.txt || fail "top inuse_objects: $(head -5 t.txt)"
+	"$ALLOCPROF" stats x.trace | grep -q "^exec_dropped       [0-9]* blocks" || fail "stats text says nothing dropped"
+	;;
 *)
 	echo "exact.sh: no group $group" >&2
 	exit 2
