@@ -572,8 +572,7 @@ void buffers_forget(struct ap_tls *t)
 	threads.exited_calls = threads.exited_consumed = 0;
 	/* the child's heap is the parent's as it was (less what other
 	 * threads had not folded): its peak starts there */
-	if (t->live != LIVE_DEAD)
-		live_fold(t, t->live);
+	live_fold_all(t);
 	live_bytes.threads = live_bytes.threads_max =
 		t->thr && t->thr != &threads.dead ? 1 : 0;
 	live_bytes.peak = live_bytes.cur;
@@ -601,8 +600,7 @@ void thr_exit(void *arg)
 	t->thr = &threads.dead;
 	/* what it frees from now on (other keys' destructors, the C
 	 * library's own at thread exit) is folded at once */
-	live_fold(t, t->live);
-	t->live = LIVE_DEAD;
+	live_dead(t);
 	lk_lock(&threads.lock);
 	live_bytes.threads--;
 	__atomic_store_n(&b->live, 0, __ATOMIC_RELEASE);

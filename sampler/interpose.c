@@ -45,38 +45,63 @@ static inline int64_t blk_size(const void *p)
 	return (int64_t)((h & ~(size_t)7) - 8 - ((h & 2) << 2));
 }
 
-/* v more live bytes (less, if negative) in this thread. */
-static inline __attribute__((always_inline)) void live_add(struct ap_tls *t, int64_t v)
+/* v more bytes allocated (live_in) or freed (live_out) in this thread. */
+static inline __attribute__((always_inline)) void live_in(struct ap_tls *t, int64_t v)
 {
-	int64_t d = (int64_t)t->live + v;
-	if (UNLIKELY((uint64_t)(d + LIVE_BOUND) > 2 * LIVE_BOUND))
-		live_fold(t, d);
+	int64_t d = (int64_t)t->live_in + v;
+	if (UNLIKELY(d > LIVE_BOUND))
+		live_fold(t, d, t->live_out);
 	else
-		t->live = (int32_t)d;
+		t->live_in = (int32_t)d;
+}
+
+static inline __attribute__((always_inline)) void live_out(struct ap_tls *t, int64_t v)
+{
+	int64_t d = (int64_t)t->live_out - v;
+	if (UNLIKELY(d < -LIVE_BOUND))
+		live_fold(t, t->live_in, d);
+	else
+		t->live_out = (int32_t)d;
 }
 
 /* A block the program got: counted if the C library's headers are known. */
 static inline __attribute__((always_inline)) void live_got(struct ap_tls *t, const void *p)
 {
 	if (LIKELY(live_on))
-		live_add(t, blk_size(p));
+		live_in(t, blk_size(p));
 }
 
-/* t's count is d: into the shared counter, the peak kept. A thread past
- * thr_exit (LIVE_DEAD) folds every change at once: its count would die
- * with it. Async-signal-safe (atomics only). */
-__attribute__((noinline)) void live_fold(struct ap_tls *t, int64_t d)
+/* t's counts are in and out (what live_in and live_out would hold): into
+ * the shared counter, the peak kept. A thread past thr_exit (live_dead)
+ * folds every change at once: its counts would die with it. Safe in a
+ * signal handler (atomics only). */
+__attribute__((noinline)) void live_fold(struct ap_tls *t, int64_t in, int64_t out)
 {
-	if (t->live == LIVE_DEAD) {
-		d -= LIVE_DEAD;
+	if (t->live_in == LIVE_DEAD_IN) {
+		in -= LIVE_DEAD_IN;
+		out -= LIVE_DEAD_OUT;
 	} else {
-		t->live = 0;
+		t->live_in = t->live_out = 0;
 	}
-	int64_t c = __atomic_add_fetch(&live_bytes.cur, d, __ATOMIC_RELAXED);
+	int64_t c = __atomic_add_fetch(&live_bytes.cur, in + out, __ATOMIC_RELAXED);
 	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
 	while (c > pk && !__atomic_compare_exchange_n(&live_bytes.peak, &pk, c, 1,
 						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+}
+
+void live_fold_all(struct ap_tls *t)
+{
+	live_fold(t, t->live_in, t->live_out);
+}
+
+/* The thread is exiting (thr_exit): what it frees from now on (other
+ * keys' destructors, the C library's own at thread exit) folds at once. */
+void live_dead(struct ap_tls *t)
+{
+	live_fold_all(t);
+	t->live_in = LIVE_DEAD_IN;
+	t->live_out = LIVE_DEAD_OUT;
 }
 
 /* resolve() found the C library's functions: whether their blocks carry
@@ -105,12 +130,13 @@ int64_t live_peak_now(uint64_t *slack)
 	int64_t c = __atomic_load_n(&live_bytes.cur, __ATOMIC_RELAXED);
 	for (struct ap_thr *b = threads.all; b; b = b->next) {
 		struct ap_tls *t = b->tls;
-		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t && t->live != LIVE_DEAD)
-			c += __atomic_load_n(&t->live, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t && t->live_in != LIVE_DEAD_IN)
+			c += __atomic_load_n(&t->live_in, __ATOMIC_RELAXED) +
+			     __atomic_load_n(&t->live_out, __ATOMIC_RELAXED);
 	}
 	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
 	uint32_t n = __atomic_load_n(&live_bytes.threads_max, __ATOMIC_RELAXED);
-	*slack = (uint64_t)LIVE_BOUND * (n ? n : 1);
+	*slack = 2 * (uint64_t)LIVE_BOUND * (n ? n : 1);
 	return c > pk ? c : pk;
 }
 
@@ -189,8 +215,8 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 		}
 		return p;
 	}
-	if (t->live)
-		live_fold(t, t->live); /* every sample: the peak follows closely */
+	if (!settings.all)
+		live_fold_all(t); /* every sample: the peak follows closely */
 	int saved = errno;
 	t->guard = 1;
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
@@ -230,7 +256,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (!p || is_boot(p))
 		return;
 	if (live_on)
-		live_add(t, -blk_size(p));
+		live_out(t, blk_size(p));
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
@@ -303,7 +329,7 @@ EXPORT void free(void *p)
 		return;
 	}
 	if (LIKELY(live_on) && p)
-		live_add(&tls, -blk_size(p));
+		live_out(&tls, blk_size(p));
 	real_free(p);
 }
 
@@ -359,10 +385,12 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 {
 	struct ap_tls *t = &tls;
 	/* was: old's usable size, read before the call (0 when not counted) */
-	if (q && live_on)
-		live_add(t, blk_size(q) - was);
-	else if (!q && n == 0)
-		live_add(t, -was); /* realloc(p, 0) freed p */
+	if (q && live_on) {
+		live_in(t, blk_size(q));
+		live_out(t, was);
+	} else if (!q && n == 0) {
+		live_out(t, was); /* realloc(p, 0) freed p */
+	}
 	if (was_tracked == 2) {
 		/* before ap_init: logged as the free of old and an allocation,
 		 * which is how valgrind counts a realloc */
