@@ -329,6 +329,11 @@ struct ap_advice {
 	/* The share of the trace's events the replay ran (the first ones):
 	 * below 1, the savings are scaled up from it. */
 	double measure_share;
+	/* When the share was cut to keep to the budget: what one replay of
+	 * the first measure_probe_events events (all, or up to
+	 * AP_MEASURE_MAX_EVENTS) took (0: not cut so). */
+	double measure_full_run_ns;
+	uint64_t measure_probe_events;
 	double measure_wall_ns;
 	char measure_why[256];
 };
@@ -368,6 +373,12 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_option
  * replays it per variant and round: a longer run is measured on its first
  * this many events. */
 #define AP_MEASURE_MAX_EVENTS (UINT64_C(32) << 20)
+/* When one replay of the run takes so long that min_rounds rounds of the
+ * baseline and the first AP_MEASURE_FIT_SITES sites would not fit in the
+ * budget, the run's first events are replayed, as many as fit, but never
+ * fewer than this many. */
+#define AP_MEASURE_MIN_EVENTS (UINT64_C(1) << 20)
+#define AP_MEASURE_FIT_SITES 2
 
 /* Measures, with the measured replay (ap_measure.h), the sites of `a` the
  * model ranks worth measuring (at most max_sites: a pool the model says
