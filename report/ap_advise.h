@@ -89,6 +89,11 @@ struct ap_cost_table {
 	uint64_t size[AP_COST_MAX_CLASSES];
 	double malloc_free_ns[AP_COST_MAX_CLASSES];	/* malloc(size) + free */
 	double pool_ns[AP_COST_MAX_CLASSES];		/* pool get + put */
+	/* A get and a put through the CPU's shared deque, under its lock
+	 * (the private slot taken): what a hit from the deque costs, and a
+	 * steal or a victim's. 0: not known (a table from before it was
+	 * measured): such hits are priced at pool_ns. */
+	double pool_shared_ns[AP_COST_MAX_CLASSES];
 	/* Touching every page of a fresh block minus the same for a reused
 	 * one: what a pool saves in page faults. */
 	double first_touch_ns[AP_COST_MAX_CLASSES];
@@ -104,16 +109,17 @@ struct ap_cost_table {
 	unsigned rounds;
 	double spread;
 	double malloc_free_spread[AP_COST_MAX_CLASSES], pool_spread[AP_COST_MAX_CLASSES];
-	double first_touch_spread[AP_COST_MAX_CLASSES];
+	double first_touch_spread[AP_COST_MAX_CLASSES], pool_shared_spread[AP_COST_MAX_CLASSES];
 };
 
 double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size);
 double ap_cost_pool(const struct ap_cost_table *c, uint64_t size);
 double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size);
 
-/* The three at once (one search of the table): the same values. */
+/* The columns at once (one search of the table): the same values;
+ * pool_shared_ns is pool_ns where the table does not know it. */
 struct ap_cost_point {
-	double malloc_free_ns, pool_ns, first_touch_ns;
+	double malloc_free_ns, pool_ns, first_touch_ns, pool_shared_ns;
 };
 void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out);
 

@@ -37,10 +37,11 @@ measured() {
 	python3 - "$cache" "$1" <<'PY' || fail=1
 import json, sys
 c = json.load(open(sys.argv[1]))
-ok = c.get("version") == 2 and c.get("measured_at", 0) > 0 and c.get("rounds") == 5 \
+ok = c.get("version") == 3 and c.get("measured_at", 0) > 0 and c.get("rounds") == 5 \
     and 0 <= c.get("spread", -1) < 10
 for cl in c["classes"]:
-    ok = ok and cl["malloc_free_ns"] > 0 and cl["pool_ns"] > 0 and cl["first_touch_ns"] >= 0
+    ok = ok and cl["malloc_free_ns"] > 0 and cl["pool_ns"] > 0 and cl["first_touch_ns"] >= 0 \
+        and cl["pool_ns"] <= cl["pool_shared_ns"] <= 1e4
 if not ok:
     print(sys.argv[2] + ": bad cache:", json.dumps(c)[:400])
     sys.exit(1)
@@ -105,6 +106,15 @@ advise "$2" "$2" "version 1"
 said "version 1" "measured by an older allocprof"
 measured "version 1"
 
+# A table of version 2 (dated, without the deque's cost): measured again.
+cat >"$cache" <<'JSON'
+{ "version": 2, "measured_at": 1700000000, "rounds": 5, "spread": 0.02,
+  "classes": [ { "size": 16, "malloc_free_ns": 12, "pool_ns": 18, "first_touch_ns": 0 } ] }
+JSON
+advise "$2" "$2" "version 2"
+said "version 2" "measured by an older allocprof, without the cost of a hit through the pool's shared deque"
+measured "version 2"
+
 # A symbolic link at the cache path is not followed.
 echo '{}' >"$tmp/elsewhere.json"
 rm -f "$cache"
@@ -125,6 +135,17 @@ if ALLOCPROF_TEST_COSTS="$tmp/fixed.json" "$2" advise "$tmp/t.trace" >"$tmp/out"
 	fail=1
 elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "^allocprof: .*fixed.json: class 0 (size 16): implausible cost: pool_ns" "$tmp/err"; then
 	echo "fixed table: want one line, got:"
+	cat "$tmp/err"
+	fail=1
+fi
+# The deque's column in some classes and not in others: an error.
+sed '0,/"pool_ns": 18,/s//"pool_ns": 18, "pool_shared_ns": 40,/' \
+	"$(dirname "$0")/costs.json" >"$tmp/fixed.json"
+if ALLOCPROF_TEST_COSTS="$tmp/fixed.json" "$2" advise "$tmp/t.trace" >"$tmp/out" 2>"$tmp/err"; then
+	echo "a fixed table with the deque's cost in one class only was used"
+	fail=1
+elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "^allocprof: .*fixed.json: class 1: \"pool_shared_ns\" in some classes and not in others" "$tmp/err"; then
+	echo "fixed table with a partial column: want one line, got:"
 	cat "$tmp/err"
 	fail=1
 fi
