@@ -247,29 +247,17 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The pool's get+put at size: a get+put batch less a batch of the writes
- * alone, PAIRS times in alternation, the median difference (a difference
- * of two minimums would take the noise of both). */
+/* What `with` costs more than `without`: a batch of each, PAIRS times in
+ * alternation, the median difference (a difference of two minimums would
+ * take the noise of both). The pool's get+put: POOL_GETPUT less the
+ * writes alone (WRITE_ONLY); what the deque adds to a hit: POOL_SHARED
+ * less POOL_GETPUT (the same writes in both). */
 #define PAIRS 5
-static double measure_pool(uint64_t size, long page)
+static double measure_diff(enum what with, enum what without, uint64_t size, long page)
 {
 	double d[PAIRS];
 	for (int j = 0; j < PAIRS; j++)
-		d[j] = measure_n(POOL_GETPUT, size, 20000, page, 2) -
-		       measure_n(WRITE_ONLY, size, 20000, page, 2);
-	qsort(d, PAIRS, sizeof(*d), cmp_double);
-	return d[PAIRS / 2];
-}
-
-/* What the deque adds to a hit: a batch of hits through it less a batch
- * of private ones, the same writes in both, PAIRS times in alternation,
- * the median difference. */
-static double measure_pool_shared(uint64_t size, long page)
-{
-	double d[PAIRS];
-	for (int j = 0; j < PAIRS; j++)
-		d[j] = measure_n(POOL_SHARED, size, 20000, page, 2) -
-		       measure_n(POOL_GETPUT, size, 20000, page, 2);
+		d[j] = measure_n(with, size, 20000, page, 2) - measure_n(without, size, 20000, page, 2);
 	qsort(d, PAIRS, sizeof(*d), cmp_double);
 	return d[PAIRS / 2];
 }
@@ -310,9 +298,9 @@ static void measure_round(struct ap_cost_table *c, long page)
 		 * hit through the deque costs a private one's and what the
 		 * deque adds (never less). */
 		if (size <= 4096) {
-			double pw = measure_pool(size, page);
+			double pw = measure_diff(POOL_GETPUT, WRITE_ONLY, size, page);
 			pool_ns = isfinite(pw) && pw > POOL_FLOOR_NS ? pw : POOL_FLOOR_NS;
-			double sw = measure_pool_shared(size, page);
+			double sw = measure_diff(POOL_SHARED, POOL_GETPUT, size, page);
 			shared_ns = pool_ns + (isfinite(sw) && sw > 0 ? sw : 0);
 		}
 		c->pool_ns[k] = pool_ns;
