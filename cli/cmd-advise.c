@@ -280,6 +280,10 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
+		if (a->measure_full_run_ns > 0) {
+			json_object_set_new(mj, "probe_events", json_integer((json_int_t)a->measure_probe_events));
+			json_object_set_new(mj, "probe_wall_ns", json_integer(ap_view_round(a->measure_full_run_ns)));
+		}
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		json_object_set_new(mj, "baseline", cost_json(&a->base));
 		if (a->recorded.cpu_ns > 0)

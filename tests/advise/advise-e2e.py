@@ -293,6 +293,8 @@ def measured(prog, want):
             elif not 2 ** 20 <= m["baseline"]["allocator_calls"] < st["events"]:
                 fails.append("the baseline replayed %d of %d calls" % (m["baseline"]["allocator_calls"],
                                                                         st["events"]))
+            elif m.get("probe_events") != st["events"] or not m.get("probe_wall_ns", 0) > 0:
+                fails.append("no probe of the whole run in the JSON: %s" % m)
             text = run([A, "advise", "-n", "1", "--measure-time", "0.2s", t])
             if not re.search(r"^  on the first [0-9.]+%% of the run's events \(a replay of %d events "
                              r"takes [0-9.]+[mun]?s, too long for --measure-time\): savings scaled "
