@@ -29,9 +29,9 @@ static void stats_usage(FILE *f)
 	      AP_VIEW_RUN_TEXT
 	      "A run of several processes is summed over them, on one time line (its\n"
 	      "peak is the largest sum of the processes' in-use bytes at one time).\n"
-	      "Blocks live when their image exec'd another are not in use at the end\n"
-	      "(exec_dropped), and a forked child's frees of blocks it inherited are\n"
-	      "not unmatched (inherited_frees).\n\n"
+	      "Blocks live when their image exec'd another are not in use from the\n"
+	      "exec on (exec_dropped), and a forked child's frees of blocks it\n"
+	      "inherited are not unmatched (inherited_frees).\n\n"
 	      "options:\n"
 	      "  --json               print one JSON object (keys as the names above)\n"
 	      AP_VIEW_RUN_HELP

@@ -108,10 +108,12 @@ static void v_live(void *ctx, const struct ap_replay_block *b)
 	V->sv[b->stack].v[AP_SI_INUSE_SPACE] += b->w * (double)b->size;
 }
 
+/* Its image is gone (exec): not live from then on, nor in use at the end. */
 static void v_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
-	(void)ctx;
-	(void)b; /* its image is gone: not in use at the end */
+	struct values *V = ctx;
+	v_live_add(V, b, -1);
+	V->live -= b->w * (double)b->size;
 }
 
 static const struct ap_replay_ops values_ops = {

@@ -58,6 +58,7 @@ struct ap_process {
 	uint64_t end_reason, end_status;
 	bool end_status_known;
 	bool forked;		/* a forked child (its HEADER has parent_trace) */
+	uint64_t end_ns;	/* its END's time (has_end), else its last event's */
 };
 
 /* Event flags */

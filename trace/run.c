@@ -452,6 +452,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		pr->end_status = t->end_status;
 		pr->end_status_known = t->end_status_known;
 		pr->forked = t->parent_trace != NULL;
+		pr->end_ns = t->end_ns;
 
 		thread_base[p] = m->nthreads;
 		for (size_t i = 0; i < t->nthreads; i++) {

@@ -82,8 +82,11 @@ static void t_inherited(void *ctx, size_t i, const struct ap_event *e)
 static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
 	struct totals *T = ctx;
+	double space = b->w * (double)b->size;
 	T->out->exec_dropped_objects += b->w;
-	T->out->exec_dropped_space += b->w * (double)b->size;
+	T->out->exec_dropped_space += space;
+	T->live -= space;
+	T->live_var -= block_var(b->w, space);
 }
 
 /* What is still live: the blocks left summed, rather than the running

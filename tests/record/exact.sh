@@ -93,6 +93,12 @@ exec)
 	expect_eq "processes (images)" "$(jlen x.json processes)" 3
 	expect_eq "inuse_objects" "$(jget x.json inuse_objects)" 0
 	expect_eq "inuse_space" "$(jget x.json inuse_space)" 0
+	# the run's peak is the first image's 50,000 bytes: env's 138 blocks
+	# and the last image's 40 do not stack on blocks gone at the execs
+	# (66,256 if they did); the timeline's chart agrees
+	expect_eq "the run's peak" "$(jget x.json peak_inuse_space)" 50000
+	"$ALLOCPROF" timeline --format=json x.trace >tl.json 2>tl.err || fail "timeline: $(cat tl.err)"
+	expect_eq "the timeline's peak" "$(jget tl.json peak_bytes)" 50000.0
 	"$ALLOCPROF" stats --by-process --json x.trace >b.json 2>b.err || fail "stats --by-process"
 	/usr/bin/python3 -c '
 import json, sys
