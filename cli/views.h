@@ -220,7 +220,7 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
  * exact (an --all trace: requested bytes, from the events), counted (a
  * sampled trace whose END has the sampler's live-byte peak: usable bytes,
  * exact to within `within`), or an estimate from the samples (older
- * traces, or a process `record` had to finish: ± `within`, one standard
+ * traces, a whole run of several processes: ± `within`, one standard
  * deviation). `estimate` and `sd`: the peak the events give (what
  * ap_trace_totals or a timeline computed). */
 enum ap_peak_kind { AP_PEAK_EXACT, AP_PEAK_COUNTED, AP_PEAK_ESTIMATE };

@@ -71,6 +71,31 @@ static inline __attribute__((always_inline)) void live_got(struct ap_tls *t, con
 		live_in(t, blk_size(p));
 }
 
+/* The buffers file's header, where the peak and slack are copied for a
+ * death that leaves no END (live_mirror). */
+static struct ap_buffers_head *mirror;
+
+void live_mirror(struct ap_buffers_head *h)
+{
+	__atomic_store_n(&mirror, live_on && !malloc_owner() ? h : NULL, __ATOMIC_RELEASE);
+	live_mirror_update();
+}
+
+/* The copy follows the peak (a larger value only) and the slack. */
+void live_mirror_update(void)
+{
+	struct ap_buffers_head *h = __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
+	if (!h)
+		return;
+	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	uint64_t v = pk > 0 ? (uint64_t)pk : 0, old = __atomic_load_n(&h->live_peak, __ATOMIC_RELAXED);
+	while (v > old && !__atomic_compare_exchange_n(&h->live_peak, &old, v, 1, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
+		;
+	uint32_t n = __atomic_load_n(&live_bytes.threads_max, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->live_slack, 2 * (uint64_t)LIVE_BOUND * (n ? n : 1), __ATOMIC_RELAXED);
+}
+
 /* t's counts are in and out (what live_in and live_out would hold): into
  * the shared counter, the peak kept. A thread past thr_exit (live_dead)
  * folds every change at once: its counts would die with it. Safe in a
@@ -85,9 +110,12 @@ __attribute__((noinline)) void live_fold(struct ap_tls *t, int64_t in, int64_t o
 	}
 	int64_t c = __atomic_add_fetch(&live_bytes.cur, in + out, __ATOMIC_RELAXED);
 	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	if (c <= pk)
+		return;
 	while (c > pk && !__atomic_compare_exchange_n(&live_bytes.peak, &pk, c, 1,
 						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+	live_mirror_update();
 }
 
 void live_fold_all(struct ap_tls *t)

@@ -198,6 +198,10 @@ struct ap_live {
 extern struct ap_live live_bytes;
 extern int live_on;		/* the C library's chunk headers can be read */
 void live_fold(struct ap_tls *t, int64_t in, int64_t out);
+/* The buffers file's copy of the peak and slack (NULL: none), which
+ * record writes into the END of a process that could not (buffer.c). */
+void live_mirror(struct ap_buffers_head *h);
+void live_mirror_update(void);
 void live_fold_all(struct ap_tls *t);
 void live_dead(struct ap_tls *t);
 void live_check(void);

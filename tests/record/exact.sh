@@ -65,6 +65,18 @@ peak | small)
 			fail "stats does not say what its peak is: $(grep peak s.txt)"
 	fi
 	;;
+kill)
+	# killed by SIGKILL: record writes the END from the buffers file,
+	# with the peak the sampler kept there
+	"$ALLOCPROF" record -q -o k.trace "$EXACT_PEAK" kill >k.out 2>k.err
+	expect_eq "exit status (SIGKILL)" "$?" 137
+	use=$(num usable_peak "$(cat k.out)")
+	"$ALLOCPROF" stats --json k.trace >k.json 2>k.stats || fail "stats: $(cat k.stats)"
+	expect_eq "end_reason" "$(jget k.json end_reason)" killed
+	expect_eq "peak kind" "$(jget k.json peak_inuse_space_kind)" counted
+	expect_eq "slack" "$(jget k.json peak_inuse_space_within)" 65536
+	within "peak vs the program's usable peak" "$(jget k.json peak_inuse_space)" "$use" $((65536 + NOISE))
+	;;
 fork)
 	# the child frees the 300 blocks it inherited (valgrind, which counts
 	# them as the child's: 305 allocs, 305 frees, 0 in use), allocates 5

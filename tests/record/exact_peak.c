@@ -14,7 +14,10 @@
  *                        all, allocates 5 and frees them; the parent waits
  *   exact_peak exec      allocates 100 blocks and leaves them live, then
  *                        execs /usr/bin/env, which execs `exact_peak small`
+ *   exact_peak kill      200 blocks of 1000 bytes, frees 100, prints its
+ *                        sums and dies of SIGKILL (no END of its own)
  */
+#include <signal.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -174,6 +177,21 @@ static int forked(void)
 	return 0;
 }
 
+static void print_sums(void);
+
+static int killed(void)
+{
+	void *v[200];
+	for (int i = 0; i < 200; i++) {
+		v[i] = malloc(1000);
+		got(v[i], 1000);
+	}
+	for (int i = 0; i < 100; i++)
+		drop(v[i], 1000);
+	print_sums();
+	return kill(getpid(), SIGKILL);
+}
+
 static int exec_chain(const char *self)
 {
 	for (int i = 0; i < 100; i++) {
@@ -182,6 +200,16 @@ static int exec_chain(const char *self)
 	}
 	execl("/usr/bin/env", "env", self, "small", (char *)NULL);
 	return 1;
+}
+
+static void print_sums(void)
+{
+	char line[160];
+	int k = snprintf(line, sizeof(line),
+			 "requested_peak=%lld usable_peak=%lld blocks_at_peak=%lld mapped=%d\n",
+			 req_peak, use_peak, blocks_at_peak, mapped);
+	if (write(1, line, (size_t)k) != k)
+		_exit(1);
 }
 
 int main(int argc, char **argv)
@@ -197,13 +225,10 @@ int main(int argc, char **argv)
 		rc = forked();
 	else if (!strcmp(argv[1], "exec"))
 		rc = exec_chain(argv[0]);
+	else if (!strcmp(argv[1], "kill"))
+		rc = killed();
 	else
 		return 2;
-	char line[160];
-	int k = snprintf(line, sizeof(line),
-			 "requested_peak=%lld usable_peak=%lld blocks_at_peak=%lld mapped=%d\n",
-			 req_peak, use_peak, blocks_at_peak, mapped);
-	if (write(1, line, (size_t)k) != k)
-		return 1;
+	print_sums();
 	return rc;
 }
