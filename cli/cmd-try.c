@@ -611,10 +611,12 @@ static void print_counts_row(const char *label, double got, double pred, bool by
 
 static void print_text(const struct report *rp)
 {
+	struct ap_buf nb = AP_BUF_INIT;
 	printf("Program:");
 	for (char **a = rp->argv; *a; a++)
-		printf(" %s", *a);
+		printf(" %s", ap_safe_name(&nb, *a));
 	printf("\n");
+	ap_buf_release(&nb);
 	printf("Runs: %zu rounds of the baseline and %zu pooled variant%s, interleaved (%zu runs)\n",
 	       rp->rounds, rp->nv - 1, rp->nv == 2 ? "" : "s", rp->rounds * rp->nv);
 	if (!rp->deterministic)
@@ -637,7 +639,9 @@ static void print_text(const struct report *rp)
 		const struct ap_advise_site *as = ts->as;
 		const struct variant_result *v = &rp->vr[i + 1];
 		const struct ap_replay_result *pr = pred_result(as);
-		printf("\n%s\n", as->name);
+		struct ap_buf sb = AP_BUF_INIT;
+		printf("\n%s\n", ap_safe_name(&sb, as->name));
+		ap_buf_release(&sb);
 		printf("  advise: %s", as->verdict_text ? as->verdict_text : ap_verdict_name(as->verdict));
 		if (ts->cap) {
 			char cb[32];
@@ -655,6 +659,8 @@ static void print_text(const struct report *rp)
 			       ts->skipped == 1 ? "" : "s", ts->skipped_via ? ts->skipped_via : "a library");
 		printf("\n");
 		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
+		if (as->verdict == AP_VERDICT_SIZE_CLASSES)
+			printf("  (advise's counts are of one pool: its model does not replay size classes)\n");
 		print_counts_row("requests", v->c.gets, pr->gets, false);
 		print_counts_row("hits", v->c.hits, pr->gets - pr->misses, false);
 		print_counts_row("allocations avoided", v->c.allocs_avoided, pr->allocs_avoided, false);
@@ -768,7 +774,7 @@ static int print_json(const struct report *rp)
 		json_object_set_new(o, "predicted_time_saved_ns", json_integer(ap_view_round(pred_time(as))));
 		json_object_set_new(o, "predicted_time_source",
 				    json_string(as->measured ? "measured replay" : "model"));
-		json_object_set_new(o, "predicted_counts", json_string(*pred_result_name(as) ? "with cap" : "pool"));
+		json_object_set_new(o, "predicted_counts", json_string(*pred_result_name(as) ? "with cap" : "one pool"));
 		json_object_set_new(o, "pooled", cost_json(v));
 		json_object_set_new(o, "output_identical",
 				    rp->deterministic ? json_boolean(rp->identical) : json_null());
@@ -1035,7 +1041,9 @@ int cmd_try(int argc, char **argv)
 		ap_die_msg("try: %s: %s", pargv[0], strerror(errno));
 		goto out;
 	}
-	if (ap_check_program(pargv[0], path) < 0 || refuse_program(pargv[0], path) < 0 ||
+	char shown[PATH_MAX + 8];
+	snprintf(shown, sizeof(shown), "try: %s", pargv[0]);
+	if (ap_check_program(shown, path) < 0 || refuse_program(pargv[0], path) < 0 ||
 	    find_library(lib, sizeof(lib)) < 0)
 		goto out;
 
