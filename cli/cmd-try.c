@@ -82,7 +82,7 @@ struct tsite {
 	size_t nclasses;
 	struct ap_buf pcs;	/* "pc ..." lines, with the site's id left as %u */
 	size_t npcs, skipped;	/* call paths: pooled, and not poolable */
-	const char *skipped_via;
+	size_t walked;		/* call paths told by walking the stack */
 };
 
 /* True when pc's function is C++ operator new(size_t) or new[](size_t). */
@@ -97,58 +97,93 @@ static bool is_operator_new(struct ap_symbolizer *sym, uint64_t pc)
 	       !strcmp(name, "operator new[](unsigned long)");
 }
 
-/* A "pc" line for the return address pc, or false when its module has no
- * build-id. */
-static bool add_pc(struct ap_buf *b, const struct ap_trace *t, uint64_t pc, unsigned kind, uint32_t id)
+/* " BUILDID OFFSET" of pc, or false when its module has no build-id. */
+static bool add_module_pc(struct ap_buf *b, const struct ap_trace *t, uint64_t pc)
 {
 	const struct ap_mapping *m = ap_trace_mapping_for(t, pc);
 	if (!m || !m->build_id_len)
 		return false;
-	ap_buf_addf(b, "pc %u %u ", id, kind);
+	ap_buf_addstr(b, " ");
 	for (size_t i = 0; i < m->build_id_len; i++)
 		ap_buf_addf(b, "%02x", m->build_id[i]);
-	ap_buf_addf(b, " %llx\n", (unsigned long long)(pc - m->bias));
+	ap_buf_addf(b, " %llx", (unsigned long long)(pc - m->bias));
+	return true;
+}
+
+/* A "pc" line (try.h) for the return address pc (and `inner`, the one
+ * just inside it, for a frame), or false when a module has no build-id. */
+static bool add_pc(struct ap_buf *b, const struct ap_trace *t, uint64_t pc, uint64_t inner,
+		   unsigned kind, uint32_t depth, uint32_t id)
+{
+	struct ap_buf l = AP_BUF_INIT;
+	ap_buf_addf(&l, "pc %u %u", id, kind);
+	bool ok = add_module_pc(&l, t, pc);
+	if (ok && kind >= AP_TRY_KIND_FRAME) {
+		ap_buf_addf(&l, " %u", depth);
+		ok = add_module_pc(&l, t, inner);
+	}
+	if (ok) {
+		ap_buf_add(&l, "\n", 1);
+		ap_buf_add(b, l.buf, l.len);
+	}
+	ap_buf_release(&l);
+	return ok;
+}
+
+struct seen_pc {
+	uint64_t pc, inner;
+	unsigned kind;
+	uint32_t depth;
+};
+
+/* Adds the line unless it is there already; false when it cannot be. */
+static bool add_once(struct tsite *ts, struct seen_pc **seen, size_t *n, size_t *alloc,
+		     const struct ap_trace *t, const struct ap_stack *st, uint32_t at, unsigned kind,
+		     uint32_t id)
+{
+	uint64_t pc = st->pcs[at], inner = kind >= AP_TRY_KIND_FRAME ? st->pcs[at - 1] : 0;
+	uint32_t depth = kind >= AP_TRY_KIND_FRAME ? at : 0;
+	for (size_t i = 0; i < *n; i++)
+		if ((*seen)[i].pc == pc && (*seen)[i].inner == inner && (*seen)[i].kind == kind &&
+		    (*seen)[i].depth == depth)
+			return true;
+	if (!add_pc(&ts->pcs, t, pc, inner, kind, depth, id))
+		return false;
+	AP_ALLOC_GROW(*seen, *n + 1, *alloc);
+	(*seen)[(*n)++] = (struct seen_pc){ pc, inner, kind, depth };
 	return true;
 }
 
 /* The call instructions of site `ts` (the config's site `id`): the call
  * of the allocator in every stack the site map gives the site, or the
  * call of operator new when libstdc++'s new sits between. A site reached
- * through any other library function (a wrapper in a shared library)
- * cannot be told by its call instruction alone: those paths are counted
- * as skipped. */
+ * through another library's function (via) is its frame at its depth
+ * above that library's call of the allocator: the library walks the
+ * stack for calls from there (try.h). */
 static void site_pcs(struct tsite *ts, const struct ap_trace *t, const struct ap_site_map *m,
 		     struct ap_symbolizer *sym, uint32_t id)
 {
 	uint32_t sid = ts->as->site_id;
-	uint64_t *seen = NULL;
+	struct seen_pc *seen = NULL;
 	size_t nseen = 0, seen_alloc = 0;
 	for (size_t k = 0; k < t->nstacks; k++) {
 		if (m->site_of_stack[k] != sid)
 			continue;
 		const struct ap_stack *st = &t->stacks[k];
 		uint32_t d = m->pc_of_stack[k];
-		uint64_t pc;
-		unsigned kind;
+		bool ok;
 		if (d == 0) {
-			pc = st->pcs[0];
-			kind = AP_TRY_KIND_CALL;
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_CALL, id);
 		} else if (d == 1 && is_operator_new(sym, st->pcs[0])) {
-			pc = st->pcs[1];
-			kind = AP_TRY_KIND_NEW;
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 1, AP_TRY_KIND_NEW, id);
+		} else if (d < 64 && d < st->depth) {
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_LEAF, id) &&
+			     add_once(ts, &seen, &nseen, &seen_alloc, t, st, d, AP_TRY_KIND_FRAME, id);
+			ts->walked += ok;
 		} else {
-			ts->skipped++;
-			ts->skipped_via = ts->as->via;
-			continue;
+			ok = false;
 		}
-		bool dup = false;
-		for (size_t i = 0; i < nseen && !dup; i++)
-			dup = seen[i] == pc;
-		if (dup)
-			continue;
-		AP_ALLOC_GROW(seen, nseen + 1, seen_alloc);
-		seen[nseen++] = pc;
-		if (add_pc(&ts->pcs, t, pc, kind, id))
+		if (ok)
 			ts->npcs++;
 		else
 			ts->skipped++;
@@ -653,10 +688,12 @@ static void print_text(const struct report *rp)
 			ap_format_bytes(cb, sizeof(cb), (double)ts->classes[k]);
 			printf("%s%s", k ? ", " : "; pooled in size classes up to ", cb);
 		}
-		printf("; %zu call instruction%s", ts->npcs, ts->npcs == 1 ? "" : "s");
+		printf("; %zu call path%s", ts->npcs, ts->npcs == 1 ? "" : "s");
+		if (ts->walked)
+			printf(" (%zu through %s: the stack is walked)", ts->walked,
+			       as->via ? as->via : "a library");
 		if (ts->skipped)
-			printf(" (%zu call path%s through %s not pooled)", ts->skipped,
-			       ts->skipped == 1 ? "" : "s", ts->skipped_via ? ts->skipped_via : "a library");
+			printf(" (%zu not pooled: no build-id, or too deep)", ts->skipped);
 		printf("\n");
 		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
 		if (as->verdict == AP_VERDICT_SIZE_CLASSES)
@@ -750,7 +787,8 @@ static int print_json(const struct report *rp)
 		for (size_t k = 0; k < ts->nclasses; k++)
 			json_array_append_new(cl, json_integer((json_int_t)ts->classes[k]));
 		json_object_set_new(o, "size_classes", cl);
-		json_object_set_new(o, "call_instructions", json_integer((json_int_t)ts->npcs));
+		json_object_set_new(o, "call_paths", json_integer((json_int_t)ts->npcs));
+		json_object_set_new(o, "paths_walked", json_integer((json_int_t)ts->walked));
 		json_object_set_new(o, "paths_not_pooled", json_integer((json_int_t)ts->skipped));
 		json_t *c = counts_json(&v->c);
 		json_object_update(o, c);
@@ -822,8 +860,51 @@ static bool pool_verdict(enum ap_verdict v)
 	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES;
 }
 
+/* The walk's stops for a config that lists the sites `in` (in[i] for
+ * ts[i]): the frame of every other site's stack that starts at one of
+ * those sites' library calls (LEAF), at its depth: a walk from there
+ * that meets it first is that site's call, not pooled. */
+static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct ap_site_map *m,
+		      struct ap_symbolizer *sym, const struct tsite *ts, size_t nts, const bool *in)
+{
+	uint64_t *leaf = NULL;
+	size_t nleaf = 0, leaf_alloc = 0;
+	bool *chosen = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*chosen));
+	for (size_t i = 0; i < nts; i++)
+		if (in[i])
+			chosen[ts[i].as->site_id] = true;
+	for (size_t k = 0; k < t->nstacks; k++) {
+		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
+		if (s < m->nsites && chosen[s] && d > 0 && d < t->stacks[k].depth &&
+		    !(d == 1 && is_operator_new(sym, t->stacks[k].pcs[0]))) {
+			AP_ALLOC_GROW(leaf, nleaf + 1, leaf_alloc);
+			leaf[nleaf++] = t->stacks[k].pcs[0];
+		}
+	}
+	struct tsite scratch = { .pcs = AP_BUF_INIT };
+	struct seen_pc *seen = NULL;
+	size_t nseen = 0, seen_alloc = 0;
+	for (size_t k = 0; k < t->nstacks && nleaf; k++) {
+		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
+		if (s >= m->nsites || chosen[s] || !d || d >= 64 || d >= t->stacks[k].depth)
+			continue;
+		bool through = false;
+		for (size_t i = 0; i < nleaf && !through; i++)
+			through = leaf[i] == t->stacks[k].pcs[0];
+		if (through)
+			add_once(&scratch, &seen, &nseen, &seen_alloc, t, &t->stacks[k], d, AP_TRY_KIND_STOP, 0);
+	}
+	if (scratch.pcs.len)
+		ap_buf_add(b, scratch.pcs.buf, scratch.pcs.len);
+	ap_buf_release(&scratch.pcs);
+	free(seen);
+	free(leaf);
+	free(chosen);
+}
+
 static int write_config(const char *path, bool pool, const char *outfile, const struct ap_advice *a,
-			struct tsite *ts, size_t nts, ssize_t only)
+			struct tsite *ts, size_t nts, ssize_t only, const struct ap_trace *t,
+			const struct ap_site_map *m, struct ap_symbolizer *sym)
 {
 	FILE *f = fopen(path, "we");
 	if (!f) {
@@ -852,6 +933,14 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 		}
 		id++;
 	}
+	bool in[AP_TRY_MAX_SITES];
+	for (size_t i = 0; i < nts; i++)
+		in[i] = only < 0 || (size_t)only == i;
+	struct ap_buf stops = AP_BUF_INIT;
+	add_stops(&stops, t, m, sym, ts, nts, in);
+	if (stops.len)
+		fwrite(stops.buf, 1, stops.len, f);
+	ap_buf_release(&stops);
 	int rc = fclose(f);
 	if (rc) {
 		ap_die_msg("try: %s: %s", path, strerror(errno));
@@ -1009,13 +1098,8 @@ int cmd_try(int argc, char **argv)
 				ts[i].classes[ts[i].nclasses++] = s->classes[k];
 		site_pcs(&ts[i], t, &m, v.sym, (uint32_t)i);
 		if (!ts[i].npcs) {
-			if (ts[i].skipped_via)
-				ap_die_msg("try: %s: reached only through %s in a library: try pools the "
-					   "sites that call malloc or operator new themselves", s->name,
-					   ts[i].skipped_via);
-			else
-				ap_die_msg("try: %s: no call instruction of it can be found again (its "
-					   "module has no build-id)", s->name);
+			ap_die_msg("try: %s: no call path of it can be found again (its modules have "
+				   "no build-id, or its stacks are over 64 frames deep)", s->name);
 			goto out;
 		}
 	}
@@ -1096,7 +1180,7 @@ int cmd_try(int argc, char **argv)
 	nv = nts + 1;
 	for (size_t j = 0; j < nv; j++) {
 		snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
-		if (write_config(cfg, j > 0, outfile, a, ts, nts, j ? (ssize_t)(j - 1) : -1) < 0)
+		if (write_config(cfg, j > 0, outfile, a, ts, nts, j ? (ssize_t)(j - 1) : -1, t, &m, v.sym) < 0)
 			goto out;
 	}
 
@@ -1188,7 +1272,7 @@ int cmd_try(int argc, char **argv)
 	fflush(stdout);
 	for (size_t i = 0; i < nts; i++)
 		if (vr[i + 1].reached == 0 && vr[i + 1].c.gets == 0)
-			ap_die_msg("try: %s: never reached in %ld runs: none of its %zu call instruction%s "
+			ap_die_msg("try: %s: never reached in %ld runs: none of its %zu call path%s "
 				   "ran (another input, or a program rebuilt since the trace?)",
 				   ts[i].as->name, runs * (long)nv, ts[i].npcs, ts[i].npcs == 1 ? "" : "s");
 	if (unreached)

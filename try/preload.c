@@ -31,8 +31,14 @@
  * up in an open-addressing table of the sites' call instructions,
  * resolved from (build-id, offset) at start and again after every
  * dlopen (modules loaded later). One hash and one load for a call that
- * is no site's. */
+ * is no site's. A site the trace puts in the program's frame that called
+ * a library (advise's `via`: sqlite3's sites, all reached through
+ * libsqlite3's allocator) is found by walking the stack (backtrace(),
+ * unwind tables) from that library's call of the allocator, and only
+ * from there: the site's frame at its depth, paired with the library's
+ * return address inside it, or another site's frame first (a stop). */
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -100,15 +106,19 @@ struct site {
 
 struct pcent {
 	uint64_t key;		/* the return address; 0: empty */
-	uint32_t site, kind;
+	uint32_t site, kind;	/* kind: AP_TRY_KIND_* */
+	uint64_t depths;	/* AP_TRY_KIND_FRAME: the depths it is the site's frame at */
 };
 
 /* A call instruction of the config, and its module. */
 struct want {
-	uint8_t bid[64];
-	size_t blen;
-	uint64_t off;
-	uint32_t site, kind;
+	/* part 0: the return address; part 1 (FRAME and STOP): the one just
+	 * inside it, the library's (a site's frame is the pair) */
+	uint8_t bid[2][64];
+	size_t blen[2];
+	uint64_t off[2], addr[2];
+	unsigned parts, got;	/* parts resolved: a bit each */
+	uint32_t site, kind, depth;
 	int resolved;
 };
 
@@ -123,6 +133,7 @@ static int active;		/* the config was read, and not refused */
 static char outpath[4096];
 static char refused[512];
 static uint64_t gogc = 100;
+static int walks;		/* some sites need backtrace() */
 
 /* Threads: counters are plain loads and stores while the process has one
  * thread (a lock-prefixed add per call would be billed to the pool), and
@@ -260,8 +271,18 @@ static inline uint64_t tab_hash(uint64_t ra)
 	return (ra * UINT64_C(0x9e3779b97f4a7c15)) >> 29;
 }
 
-/* The site of a call returning to ra, of that kind; NULL for none. */
-static inline struct site *site_of(uintptr_t ra, uint32_t kind)
+/* A site's frame reached through a library is its return address and the
+ * library's just inside it: one key for the two (never 0). With a
+ * symbolized library the second tells nothing new; unsymbolized, advise
+ * names the site after it (`via lib.so+0x...`), and one frame of the
+ * program may be several sites. */
+static inline uint64_t pair_key(uint64_t inner, uint64_t outer)
+{
+	uint64_t k = outer ^ (inner * UINT64_C(0x9e3779b97f4a7c15) + UINT64_C(0x632be59bd9b4e019));
+	return k ? k : 1;
+}
+
+static inline struct pcent *tab_find(uintptr_t ra)
 {
 	struct pcent *t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
 	if (LIKELY(!t))
@@ -269,20 +290,64 @@ static inline struct site *site_of(uintptr_t ra, uint32_t kind)
 	for (uint64_t h = tab_hash(ra) & tabmask;; h = (h + 1) & tabmask) {
 		uint64_t k = __atomic_load_n(&t[h].key, __ATOMIC_ACQUIRE);
 		if (k == ra)
-			return t[h].kind == kind ? &sites[t[h].site] : NULL;
+			return &t[h];
 		if (!k)
 			return NULL;
 	}
 }
 
-static void tab_add(uint64_t ra, uint32_t site, uint32_t kind)
+/* A call that returns to a library's call of the allocator (kind LEAF):
+ * the site is the nearest caller whose return address is a site's frame
+ * (kind FRAME) at that depth from the leaf, in the trace's stacks. The
+ * stack is walked with glibc's backtrace() (the unwind tables: libraries
+ * need no frame pointers), only for calls from such a leaf: a site the
+ * trace puts in the program's frame that called a library (sqlite3's
+ * sites, all reached through libsqlite3's allocator). */
+#define MAX_WALK 64
+__attribute__((noinline)) static struct site *site_by_stack(uintptr_t ra)
+{
+	void *bt[MAX_WALK + 8];
+	int n = backtrace(bt, MAX_WALK + 8);
+	int k = 0;
+	while (k < n && (uintptr_t)bt[k] != ra)
+		k++;
+	for (int j = 1; k + j < n && j < MAX_WALK; j++) {
+		struct pcent *e = tab_find(pair_key((uintptr_t)bt[k + j - 1], (uintptr_t)bt[k + j]));
+		if (!e || !(__atomic_load_n(&e->depths, __ATOMIC_RELAXED) >> j & 1))
+			continue;
+		if (e->kind == AP_TRY_KIND_FRAME)
+			return &sites[e->site];
+		if (e->kind == AP_TRY_KIND_STOP)
+			return NULL;	/* the nearer frame of a site not pooled */
+	}
+	return NULL;
+}
+
+/* The site of a call returning to ra, of that kind; NULL for none. */
+static inline struct site *site_of(uintptr_t ra, uint32_t kind)
+{
+	struct pcent *e = tab_find(ra);
+	if (LIKELY(!e))
+		return NULL;
+	if (e->kind == kind)
+		return &sites[e->site];
+	if (e->kind == AP_TRY_KIND_LEAF && kind == AP_TRY_KIND_CALL)
+		return site_by_stack(ra);
+	return NULL;
+}
+
+static void tab_add(uint64_t ra, uint32_t site, uint32_t kind, uint32_t depth)
 {
 	for (uint64_t h = tab_hash(ra) & tabmask;; h = (h + 1) & tabmask) {
-		if (tab[h].key == ra)
+		if (tab[h].key == ra) {
+			if (kind >= AP_TRY_KIND_FRAME && tab[h].kind == kind)
+				__atomic_fetch_or(&tab[h].depths, UINT64_C(1) << depth, __ATOMIC_RELAXED);
 			return;
+		}
 		if (!tab[h].key) {
 			tab[h].site = site;
 			tab[h].kind = kind;
+			tab[h].depths = kind >= AP_TRY_KIND_FRAME ? UINT64_C(1) << depth : 0;
 			__atomic_store_n(&tab[h].key, ra, __ATOMIC_RELEASE);
 			return;
 		}
@@ -299,11 +364,19 @@ static int resolve_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	for (size_t i = 0; i < nwants; i++) {
 		struct want *w = &wants[i];
-		if (w->resolved || w->blen != blen || memcmp(w->bid, bid, blen))
+		if (w->resolved)
+			continue;
+		for (unsigned p = 0; p < w->parts; p++)
+			if (!(w->got >> p & 1) && w->blen[p] == blen && !memcmp(w->bid[p], bid, blen)) {
+				w->addr[p] = info->dlpi_addr + w->off[p];
+				w->got |= 1u << p;
+			}
+		if (w->got != (1u << w->parts) - 1)
 			continue;
 		w->resolved = 1;
 		nunresolved--;
-		tab_add(info->dlpi_addr + w->off, w->site, w->kind);
+		tab_add(w->parts == 2 ? pair_key(w->addr[1], w->addr[0]) : w->addr[0], w->site, w->kind,
+			w->depth);
 	}
 	return 0;
 }
@@ -798,9 +871,10 @@ static int read_config(const char *path)
 	int ok = fgets(line, sizeof(line), f) && !strncmp(line, AP_TRY_MAGIC, strlen(AP_TRY_MAGIC));
 	size_t walloc = 0;
 	while (ok && fgets(line, sizeof(line), f)) {
-		char word[16], arg[300];
-		unsigned long long a, b, cl[AP_TRY_MAX_CLASSES];
-		unsigned id, kind, nc;
+		char word[16], arg[300], arg2[300];
+		unsigned long long a, b, b2, cl[AP_TRY_MAX_CLASSES];
+		unsigned id, kind, nc, depth = 0;
+		int np;
 		if (sscanf(line, "mode %15s", word) == 1) {
 			pooling = !strcmp(word, "pool");
 		} else if (sscanf(line, "out %4095[^\n]", outpath) == 1) {
@@ -817,8 +891,10 @@ static int read_config(const char *path)
 				for (unsigned k = 0; k < nc; k++)
 					s->class_max[k] = cl[k];
 			}
-		} else if (sscanf(line, "pc %u %u %299s %llx", &id, &kind, arg, &b) == 4) {
-			if (id >= nsites) {
+		} else if ((np = sscanf(line, "pc %u %u %299s %llx %u %299s %llx", &id, &kind, arg, &b, &depth,
+					arg2, &b2)) >= 4) {
+			if (id >= nsites || kind > AP_TRY_KIND_STOP ||
+			    (kind >= AP_TRY_KIND_FRAME && (np != 7 || !depth || depth >= MAX_WALK))) {
 				ok = 0;
 				break;
 			}
@@ -833,13 +909,20 @@ static int read_config(const char *path)
 			}
 			struct want *w = &wants[nwants];
 			memset(w, 0, sizeof(*w));
-			if (hexbytes(arg, w->bid, sizeof(w->bid), &w->blen) < 0 || !w->blen) {
+			w->parts = np == 7 ? 2 : 1;
+			if (hexbytes(arg, w->bid[0], sizeof(w->bid[0]), &w->blen[0]) < 0 || !w->blen[0] ||
+			    (np == 7 && (hexbytes(arg2, w->bid[1], sizeof(w->bid[1]), &w->blen[1]) < 0 ||
+					 !w->blen[1]))) {
 				ok = 0;
 				break;
 			}
-			w->off = b;
+			w->off[0] = b;
+			w->off[1] = np == 7 ? b2 : 0;
 			w->site = id;
 			w->kind = kind;
+			w->depth = np == 7 ? depth : 0;
+			if (kind == AP_TRY_KIND_LEAF)
+				walks = 1;
 			nwants++;
 		} else if (line[0] != '\n') {
 			ok = 0;
@@ -902,6 +985,12 @@ __attribute__((constructor)) static void try_init(void)
 	tab = t;	/* before resolve: tab_add fills it */
 	nunresolved = nwants;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (walks) {
+		/* glibc loads libgcc_s at the first backtrace(): now, not from
+		 * inside a malloc */
+		void *bt[4];
+		backtrace(bt, 4);
+	}
 	active = 1;
 	dl_iterate_phdr(resolve_cb, NULL);
 }
