@@ -1211,8 +1211,14 @@ int cmd_try(int argc, char **argv)
 			if (!rs[(size_t)r * nv + j].procs) {
 				if (progress)
 					fputs("\r\033[K", stderr);
-				ap_die_msg("try: %s: " TRY_SO " was not loaded in the program (it cleared "
-					   "LD_PRELOAD, or ran a static or setuid program)", pargv[0]);
+				char st[64];
+				if (WIFSIGNALED(cur.status))
+					snprintf(st, sizeof(st), "killed by %s", strsignal(WTERMSIG(cur.status)));
+				else
+					snprintf(st, sizeof(st), "exit status %d", WEXITSTATUS(cur.status));
+				ap_die_msg("try: %s: no counts from the run (%s): " TRY_SO " was not loaded "
+					   "(the program cleared LD_PRELOAD, or ran a static or setuid program), "
+					   "or the program was killed", pargv[0], st);
 				goto out;
 			}
 			if (!ref.set) {

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "selfinfo.h"
@@ -742,6 +743,8 @@ EXPORT size_t malloc_usable_size(void *p)
 	if (!p)
 		return 0;
 	uint64_t w = ((uint64_t *)p)[-1];
+	if (UNLIKELY(!real_usable))	/* called before the constructor */
+		real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
 	if (UNLIKELY(w & TAG_BIT))
 		return real_usable((char *)p - off_of(p)) - off_of(p);
 	return real_usable(p);
@@ -1010,9 +1013,11 @@ static long vm_hwm_kb(void)
 	return h ? strtol(h + 6, NULL, 10) : -1;
 }
 
+static int finished;
+
 __attribute__((destructor)) static void try_fini(void)
 {
-	if (!active)
+	if (!active || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
 	char buf[AP_TRY_MAX_SITES * 512 + 1024];
 	size_t len = 0;
@@ -1047,4 +1052,21 @@ __attribute__((destructor)) static void try_fini(void)
 	ssize_t w = write(fd, buf, len);
 	(void)w;
 	close(fd);
+}
+
+/* A process that ends by _exit runs no destructor: its counts are
+ * written first. */
+void _exit(int status) __attribute__((noreturn));
+void _Exit(int status) __attribute__((noreturn));
+
+EXPORT void _exit(int status)
+{
+	try_fini();
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	_exit(status);
 }

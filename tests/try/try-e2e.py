@@ -10,6 +10,7 @@ usage: try-e2e.py semantics SEMANTICS
        try-e2e.py refuse-static SEMANTICS STATIC
        try-e2e.py python3
        try-e2e.py python3-threads
+       try-e2e.py python3-exit
        try-e2e.py sqlite3
 
 semantics: SEMANTICS (tests/try/semantics.c) recorded with --all, then
@@ -35,6 +36,9 @@ a static program.
 python3: /usr/bin/python3 (PYTHONMALLOC=malloc) on a small script: output
 identical, and each pooled site's requests, hits, allocations and bytes
 avoided equal advise's (held peak within 1%).
+
+python3-exit: the same script ending by os._exit(0): the counts come all
+the same (the library writes them in _exit).
 
 python3-threads: the same, four threads allocating at once: output
 identical, requests equal advise's, hits within 30% (which thread runs
@@ -253,6 +257,19 @@ SQL = ("create table t(a, b); with recursive c(x) as (select 1 union all select 
        "select count(*) from t where a % 7 = 3;")
 
 
+def python3_exit():
+    # os._exit: no destructor runs; the library writes its counts in _exit
+    env = {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
+    trace = os.path.join(TMP, "pyx.trace")
+    script = PY_SCRIPT + "import os, sys\nsys.stdout.flush()\nos._exit(0)\n"
+    record(trace, ["/usr/bin/python3", "-c", script], env)
+    ad, j = try_top(trace, env)
+    for s in j["sites"]:
+        if s["requests"] != ad[s["site"]]["gets"]:
+            fail("%s: %d requests, advise %d" % (s["site"], s["requests"], ad[s["site"]]["gets"]))
+    print("ok: counts from a program that ends by _exit")
+
+
 PY_THREADS = """
 import threading
 out = [0] * 4
@@ -315,6 +332,7 @@ def main():
             "python3": python3,
             "sqlite3": sqlite3,
             "python3-threads": python3_threads,
+            "python3-exit": python3_exit,
         }[cmd](*args)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
