@@ -4,6 +4,7 @@
 usage: try-e2e.py semantics SEMANTICS
        try-e2e.py unreached SEMANTICS
        try-e2e.py twin PLAIN TWIN SITE ARG
+       try-e2e.py dlopen DLOPEN_MAIN LIBDLALLOC
        try-e2e.py refuse-asan SEMANTICS SANITIZED
        try-e2e.py refuse-preload SEMANTICS FAKEMALLOC_SO
        try-e2e.py refuse-own SEMANTICS OWNMALLOC
@@ -25,13 +26,16 @@ advise's.
 unreached: a site the run never reaches (SEMANTICS noalign skips
 align_site) is reported, one line, exit status 1.
 
+dlopen: a site in a library the program loads after start
+(testdata/dlopen_main and libdlalloc.so) is found once it is loaded.
+
 twin: PLAIN recorded with --all, try pools SITE: the allocations and bytes
 it avoided equal, within 1%, what the hand-pooled TWIN avoids (allocprof
 stats --json of PLAIN's and TWIN's --all traces); output identical.
 
 refuse-*: one line `allocprof: try: ...: <why>` and exit status 1 for a
-sanitizer build, another malloc preloaded, a program with its own malloc,
-a static program.
+sanitizer build, another malloc preloaded (jemalloc, and FAKEMALLOC_SO),
+a program with its own malloc, a static program.
 
 python3: /usr/bin/python3 (PYTHONMALLOC=malloc) on a small script: output
 identical, and each pooled site's requests, hits, allocations and bytes
@@ -175,6 +179,18 @@ def twin(plain, tw, site, arg):
     print("ok")
 
 
+def dlopen(main, lib):
+    # the site is in a library loaded after start: found after the dlopen
+    trace = os.path.join(TMP, "dl.trace")
+    record(trace, [main, lib, "1000"])
+    j = json.loads(run_try(["--runs", "1", "--json", "--site", "lib_make_item", trace]).stdout)
+    s = j["sites"][0]
+    if j["output_identical"] is not True or s["requests"] != 1000:
+        fail("lib_make_item: %d requests (wanted 1000), output identical %s" %
+             (s["requests"], j["output_identical"]))
+    print("ok: 1000 requests in a library dlopened after start")
+
+
 def one_refusal(r, want):
     lines = r.stderr.strip().splitlines()
     if len(lines) != 1 or not lines[0].startswith("allocprof: try: ") or want not in lines[0]:
@@ -193,8 +209,14 @@ def refuse_asan(sem, asan):
 def refuse_preload(sem, so):
     trace = os.path.join(TMP, "sem.trace")
     record(trace, [sem, "all"])
-    one_refusal(run_try(["--site", "buf_site", trace], env={"LD_PRELOAD": so}, expect=1),
-                "another allocator is preloaded")
+    # jemalloc (libjemalloc2, which make check installs), and a malloc of
+    # our own that forwards to glibc's
+    jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    if not os.path.exists(jemalloc):
+        fail("%s: not installed (make check installs libjemalloc2)" % jemalloc)
+    for lib in (jemalloc, so):
+        one_refusal(run_try(["--site", "buf_site", trace], env={"LD_PRELOAD": lib}, expect=1),
+                    "another allocator is preloaded")
 
 
 def refuse_own(sem, own):
@@ -303,9 +325,8 @@ def python3_threads():
 
 
 def sqlite3():
-    if not os.path.exists("/usr/bin/sqlite3"):
-        print("SKIP: no /usr/bin/sqlite3")
-        sys.exit(77)
+    if not shutil.which("sqlite3"):
+        fail("sqlite3: not installed (make check installs it)")
     trace = os.path.join(TMP, "sq.trace")
     record(trace, ["/usr/bin/sqlite3", ":memory:", SQL])
     ad, j = try_top(trace)
@@ -324,6 +345,7 @@ def main():
         {
             "semantics": semantics,
             "unreached": unreached,
+            "dlopen": dlopen,
             "twin": twin,
             "refuse-asan": refuse_asan,
             "refuse-preload": refuse_preload,
