@@ -1067,6 +1067,37 @@ int cmd_try(int argc, char **argv)
 		goto out;
 	}
 
+	/* The program. */
+	char **pargv;
+	if (dd < argc) {
+		if (dd + 1 == argc) {
+			ap_usage_error("try", "no program after --");
+			rc = AP_EXIT_USAGE;
+			goto out;
+		}
+		pargv = argv + dd + 1;
+	} else {
+		if (!t->argc || !t->argv || !t->argv[0]) {
+			ap_die_msg("try: %s: the trace has no command line; give one after --", trace_path);
+			goto out;
+		}
+		pargv = t->argv;
+	}
+	char path[PATH_MAX], lib[PATH_MAX];
+	if (ap_find_program(pargv[0], path, sizeof(path)) < 0) {
+		ap_die_msg("try: %s: %s", pargv[0], strerror(errno));
+		goto out;
+	}
+	char shown[PATH_MAX + 8];
+	snprintf(shown, sizeof(shown), "try: %s", pargv[0]);
+	if (ap_check_program(shown, path) < 0 || refuse_program(pargv[0], path) < 0 ||
+	    find_library(lib, sizeof(lib)) < 0)
+		goto out;
+
+	/* advise's prediction: the model, and its measured replay (whose
+	 * verdicts are the ones advise prints: the sites are chosen after). */
+	ap_view_measure_run(&vm, a, t, &m, &ao);
+
 	/* The sites. */
 	if (nspec) {
 		for (size_t i = 0; i < nspec; i++) {
@@ -1103,36 +1134,6 @@ int cmd_try(int argc, char **argv)
 			goto out;
 		}
 	}
-
-	/* The program. */
-	char **pargv;
-	if (dd < argc) {
-		if (dd + 1 == argc) {
-			ap_usage_error("try", "no program after --");
-			rc = AP_EXIT_USAGE;
-			goto out;
-		}
-		pargv = argv + dd + 1;
-	} else {
-		if (!t->argc || !t->argv || !t->argv[0]) {
-			ap_die_msg("try: %s: the trace has no command line; give one after --", trace_path);
-			goto out;
-		}
-		pargv = t->argv;
-	}
-	char path[PATH_MAX], lib[PATH_MAX];
-	if (ap_find_program(pargv[0], path, sizeof(path)) < 0) {
-		ap_die_msg("try: %s: %s", pargv[0], strerror(errno));
-		goto out;
-	}
-	char shown[PATH_MAX + 8];
-	snprintf(shown, sizeof(shown), "try: %s", pargv[0]);
-	if (ap_check_program(shown, path) < 0 || refuse_program(pargv[0], path) < 0 ||
-	    find_library(lib, sizeof(lib)) < 0)
-		goto out;
-
-	/* advise's prediction: the model, and its measured replay. */
-	ap_view_measure_run(&vm, a, t, &m, &ao);
 
 	/* The environment: the library first in LD_PRELOAD. */
 	extern char **environ;
