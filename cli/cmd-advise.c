@@ -66,8 +66,9 @@ static void advise_usage(FILE *f)
 	      "                       single-threaded trace runs on one)\n"
 	      "  --site=callsite      one pool per call site (default)\n"
 	      "  --site=stack         one pool per whole stack\n"
-	      "  --measure-time D     time budget of the measured replay (default 5s; it\n"
-	      "                       stops sooner once every interval is tight)\n"
+	      "  --measure-time D     time budget of the measured replay (default 15s; it\n"
+	      "                       stops sooner once every interval is tight, and\n"
+	      "                       replays the first part of a run too long for it)\n"
 	      "  --measure-sites N    measure at most N sites (default 6)\n"
 	      "  --no-measure         no measured replay: times from the cost model\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator wrappers\n"
@@ -155,10 +156,16 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n",
 		       a->measured, plural((double)a->measured), measured_rounds(a),
 		       (unsigned long long)a->base.calls, d);
-		if (a->measure_share < 1)
+		if (a->measure_share < 1 && a->measure_full_run_ns > 0) {
+			ap_advise_format_duration(d, sizeof(d), a->measure_full_run_ns);
+			printf("  on the first %.2g%% of the run's events (a replay of %llu events takes %s, "
+			       "too long for --measure-time): savings scaled to the whole run\n",
+			       100 * a->measure_share, (unsigned long long)a->measure_probe_events, d);
+		} else if (a->measure_share < 1) {
 			printf("  on the first %.0f%% of the run's events (a replay takes at most %llu): "
 			       "savings scaled to the whole run\n", 100 * a->measure_share,
 			       (unsigned long long)AP_MEASURE_MAX_EVENTS);
+		}
 		if (a->measure_dropped)
 			printf("  %zu more site%s worth measuring left out: a run takes too long for "
 			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
@@ -273,6 +280,10 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
+		if (a->measure_full_run_ns > 0) {
+			json_object_set_new(mj, "probe_events", json_integer((json_int_t)a->measure_probe_events));
+			json_object_set_new(mj, "probe_wall_ns", json_integer(ap_view_round(a->measure_full_run_ns)));
+		}
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
 		if (a->recorded.cpu_ns > 0)

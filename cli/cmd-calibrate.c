@@ -59,15 +59,17 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	struct ap_cost_table c;
 	ap_cost_measure(&c);
-	printf("%10s %22s %18s %24s\n", "size", "malloc+free ns", "pool ns", "first touch ns");
+	printf("%10s %22s %18s %18s %24s\n", "size", "malloc+free ns", "pool ns", "deque hit ns",
+	       "first touch ns");
 	for (size_t i = 0; i < c.n; i++) {
 		char b[32], ft[48] = "0";
 		ap_format_bytes(b, sizeof(b), (double)c.size[i]);
 		if (c.first_touch_ns[i] > 0)
 			snprintf(ft, sizeof(ft), "%.0f +-%4.0f%%", c.first_touch_ns[i],
 				 100 * c.first_touch_spread[i]);
-		printf("%10s %12.1f +-%4.0f%% %8.1f +-%4.0f%% %24s\n", b, c.malloc_free_ns[i],
-		       100 * c.malloc_free_spread[i], c.pool_ns[i], 100 * c.pool_spread[i], ft);
+		printf("%10s %12.1f +-%4.0f%% %8.1f +-%4.0f%% %8.1f +-%4.0f%% %24s\n", b,
+		       c.malloc_free_ns[i], 100 * c.malloc_free_spread[i], c.pool_ns[i],
+		       100 * c.pool_spread[i], c.pool_shared_ns[i], 100 * c.pool_shared_spread[i], ft);
 	}
 	printf("spread +-%.0f%% (the median of the values' spreads over %u rounds)\n",
 	       100 * c.spread, c.rounds);

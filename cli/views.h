@@ -278,7 +278,7 @@ struct ap_site_map;
 struct ap_advise_options;
 struct ap_view_measure {
 	bool off;		/* --no-measure */
-	double budget_ns;	/* --measure-time (default 5 s) */
+	double budget_ns;	/* --measure-time (default 15 s) */
 	size_t sites;		/* --measure-sites (default 6) */
 	bool progress;		/* a progress line on a terminal */
 };

@@ -187,21 +187,26 @@ static void wait_for(struct rthread *me, struct rthread *t, uint64_t i)
 	atomic_fetch_sub(&t->waiters, 1);
 }
 
-/* Barrier k: the last of its threads to arrive lets them all go on. */
+/* Barrier k: a thread arrives at it, and goes on once every thread of
+ * barrier k - AP_RS_SLACK has arrived at that one (script.h). */
 static void meet(struct rthread *me, uint64_t k)
 {
 	unsigned n = sync_n[k];
-	if (n <= 1)
-		return;
-	unsigned v = atomic_fetch_add(&arrived[k], 1) + 1;
-	if (v == n) {
-		if (atomic_load_explicit(&sleepers[k], memory_order_relaxed))
+	if (n > 1) {
+		unsigned v = atomic_fetch_add(&arrived[k], 1) + 1;
+		if (v == n && atomic_load_explicit(&sleepers[k], memory_order_relaxed))
 			futex(&arrived[k], FUTEX_WAKE, INT_MAX);
-		return;
 	}
+	if (k < AP_RS_SLACK)
+		return;
+	k -= AP_RS_SLACK;
+	n = sync_n[k];
+	if (n <= 1 || atomic_load_explicit(&arrived[k], memory_order_acquire) >= n)
+		return;
 	if (SPIN_UNTIL(atomic_load_explicit(&arrived[k], memory_order_acquire) >= n, &me->spin_ns))
 		return;
 	atomic_fetch_add(&sleepers[k], 1);
+	unsigned v;
 	while ((v = atomic_load_explicit(&arrived[k], memory_order_acquire)) < n)
 		sleep_on(&arrived[k], v);
 }
@@ -227,7 +232,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	uint64_t n = o->n;
 	s->size = n;
 	s->cap = n;
-	s->pooled = ap_rs_arg(o) == chosen;
+	s->pooled = chosen != AP_RS_NOSITE && ap_rs_arg(o) == chosen;
 	struct vpool *pool = s->pooled ? pool_of(n) : NULL;
 	if (pool) {
 		char *x = vpool_get(pool);

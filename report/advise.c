@@ -296,14 +296,17 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, uint32
 		r->time_saved_ns -= c->pool_ns;
 		return size;
 	}
+	/* A hit from the private slot costs a get and a put of it; one
+	 * through a deque (shared, stolen, the victim's) takes its lock. */
+	double pool_ns = src == AP_POOL_PRIVATE ? c->pool_ns : c->pool_shared_ns;
 	if (o.cap >= size) {
 		r->allocs_avoided++;
 		r->alloc_bytes_avoided += (double)size;
-		r->time_saved_ns += c->malloc_free_ns + fresh_ns(rp, c, size) - c->pool_ns;
+		r->time_saved_ns += c->malloc_free_ns + fresh_ns(rp, c, size) - pool_ns;
 		return o.cap;
 	}
 	r->small_hits++;
-	r->time_saved_ns -= c->pool_ns;
+	r->time_saved_ns -= pool_ns;
 	return size;
 }
 
@@ -1283,7 +1286,13 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->reallocs_per_object = si->births > 0 ? si->reallocs / si->births : 0;
 	site->life_cost_ns = si->births > 0 ? si->life_cost / si->births : 0;
 	double c = site->p50_cap > 0 ? site->p50_cap : site->p50_size;
-	site->pool_cost_ns = ap_cost_pool(costs, (uint64_t)c);
+	/* A get and a put as this site's hits meet them: through the
+	 * private slot or a deque, in the replay's proportion. */
+	struct ap_cost_point cp;
+	ap_cost_all(costs, (uint64_t)c, &cp);
+	double hits = site->r.gets - site->r.hits[AP_POOL_MISS], priv = site->r.hits[AP_POOL_PRIVATE];
+	site->pool_cost_ns = hits > 0 ? (priv * cp.pool_ns + (hits - priv) * cp.pool_shared_ns) / hits
+				      : cp.pool_ns;
 	site->seen_growing = si->seen_growing;
 	site->adopted = si->adopted;
 	site->births_seen = si->births_seen;

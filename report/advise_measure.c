@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "advise-int.h"
 
@@ -33,6 +34,66 @@ static bool worth_measuring(const struct ap_advise_site *s)
 	default:
 		return s->r.gets - s->r.misses >= 1;
 	}
+}
+
+/* A replay stopped by ap_events_stop made a script of part of the run. */
+static struct ap_script *stopped(const struct ap_trace *t, struct ap_script *sc, struct ap_error *err)
+{
+	if (sc && __atomic_load_n(&t->events_stop, __ATOMIC_RELAXED)) {
+		ap_script_free(sc);
+		snprintf(err->msg, sizeof(err->msg), "stopped");
+		return NULL;
+	}
+	return sc;
+}
+
+/* One replay of the baseline says what a run takes. If min_rounds rounds
+ * of the baseline and the first AP_MEASURE_FIT_SITES candidates would not
+ * fit in the budget, the script is made again of the run's first events,
+ * as many as fit (AP_MEASURE_MIN_EVENTS at least): a budget of seconds
+ * then buys a measurement of part of a long run, not a wait of minutes
+ * for a few sites or none. Returns the script to measure (sc, or the
+ * shorter one, sc freed), or NULL with err set. */
+static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *t,
+				    const struct ap_site_map *m, const double *cyc, size_t ncyc,
+				    const struct ap_measure_opts *mo, size_t nc, struct ap_script *sc,
+				    struct ap_error *err)
+{
+	uint64_t ev = ap_script_events(sc);
+	if (mo->budget_ns <= 0 || ev <= AP_MEASURE_MIN_EVENTS)
+		return sc;
+	struct ap_measure_opts po = *mo;
+	po.min_rounds = po.max_rounds = 1;
+	po.sampler = NULL;
+	po.progress = NULL;
+	po.stop = &t->events_stop;
+	struct ap_run_cost pb, prec;
+	struct ap_measured none;
+	struct ap_error e2;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (ap_measure(sc, NULL, 0, &po, &none, &pb, &prec, &e2) < 0)
+		return sc;	/* the measurement proper will say what fails */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double run = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	size_t want = nc < AP_MEASURE_FIT_SITES ? nc : AP_MEASURE_FIT_SITES;
+	unsigned rounds = mo->min_rounds > 1 ? mo->min_rounds : 1;
+	double per_run = mo->budget_ns / ((double)rounds * (double)(want + 1));
+	if (run <= per_run)
+		return sc;
+	uint64_t keep = (uint64_t)((double)ev * per_run / run);
+	if (keep < AP_MEASURE_MIN_EVENTS)
+		keep = AP_MEASURE_MIN_EVENTS;
+	if (keep >= ev)
+		return sc;
+	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc, keep, err);
+	s2 = stopped(t, s2, err);
+	if (!s2)
+		return NULL;
+	ap_script_free(sc);
+	a->measure_full_run_ns = run;
+	a->measure_probe_events = ev;
+	return s2;
 }
 
 void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
@@ -74,21 +135,19 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	double *cyc = ap_advise_cycles(t, o, &ncyc, &count);
 	struct ap_script *sc = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
 					       AP_MEASURE_MAX_EVENTS, &err);
+	sc = stopped(t, sc, &err);
+	if (sc)
+		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &err);
 	free(cyc);
-	/* A replay stopped by ap_events_stop made a script of part of the run. */
-	if (sc && __atomic_load_n(&t->events_stop, __ATOMIC_RELAXED)) {
-		ap_script_free(sc);
-		sc = NULL;
-		snprintf(err.msg, sizeof(err.msg), "stopped");
-	}
 	if (!sc) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
 		free(c);
 		return;
 	}
 	a->script_ops = ap_script_ops(sc);
-	/* A long run is measured on its first AP_MEASURE_MAX_EVENTS events: the
-	 * saving is scaled to the whole run, and said so. */
+	/* A long run is measured on its first events (AP_MEASURE_MAX_EVENTS,
+	 * or fewer to keep to the budget): the saving is scaled to the whole
+	 * run, and said so. */
 	a->measure_share = t->nev ? (double)ap_script_events(sc) / (double)t->nev : 1;
 	struct ap_measure_job *jobs = ap_xcalloc(nc, sizeof(*jobs));
 	struct ap_measured *out = ap_xcalloc(nc, sizeof(*out));
@@ -129,10 +188,12 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		}
 		if (a->program_cpu_ns && a->recorded.cpu_ns > 0) {
 			/* Recording measured as costing nothing (noise) takes
-			 * nothing off. */
+			 * nothing off. Measured on part of the run, the cost
+			 * and the baseline are scaled to all of it. */
+			double share = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
 			double cost = a->recorded.cpu_ns > a->base.cpu_ns ? a->recorded.cpu_ns - a->base.cpu_ns : 0;
-			double est = (double)a->program_cpu_ns - cost;
-			a->program_cpu_est_ns = (uint64_t)(est > a->base.cpu_ns ? est : a->base.cpu_ns);
+			double est = (double)a->program_cpu_ns - cost / share, floor = a->base.cpu_ns / share;
+			a->program_cpu_est_ns = (uint64_t)(est > floor ? est : floor);
 		}
 		for (size_t k = 0; k < nc; k++)
 			if (out[k].ok)

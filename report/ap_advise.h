@@ -89,6 +89,11 @@ struct ap_cost_table {
 	uint64_t size[AP_COST_MAX_CLASSES];
 	double malloc_free_ns[AP_COST_MAX_CLASSES];	/* malloc(size) + free */
 	double pool_ns[AP_COST_MAX_CLASSES];		/* pool get + put */
+	/* A get and a put through the CPU's shared deque, under its lock
+	 * (the private slot taken): what a hit from the deque costs, and a
+	 * steal or a victim's. 0: not known (a table from before it was
+	 * measured): such hits are priced at pool_ns. */
+	double pool_shared_ns[AP_COST_MAX_CLASSES];
 	/* Touching every page of a fresh block minus the same for a reused
 	 * one: what a pool saves in page faults. */
 	double first_touch_ns[AP_COST_MAX_CLASSES];
@@ -104,16 +109,17 @@ struct ap_cost_table {
 	unsigned rounds;
 	double spread;
 	double malloc_free_spread[AP_COST_MAX_CLASSES], pool_spread[AP_COST_MAX_CLASSES];
-	double first_touch_spread[AP_COST_MAX_CLASSES];
+	double first_touch_spread[AP_COST_MAX_CLASSES], pool_shared_spread[AP_COST_MAX_CLASSES];
 };
 
 double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size);
 double ap_cost_pool(const struct ap_cost_table *c, uint64_t size);
 double ap_cost_first_touch(const struct ap_cost_table *c, uint64_t size);
 
-/* The three at once (one search of the table): the same values. */
+/* The columns at once (one search of the table): the same values;
+ * pool_shared_ns is pool_ns where the table does not know it. */
 struct ap_cost_point {
-	double malloc_free_ns, pool_ns, first_touch_ns;
+	double malloc_free_ns, pool_ns, first_touch_ns, pool_shared_ns;
 };
 void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out);
 
@@ -329,6 +335,11 @@ struct ap_advice {
 	/* The share of the trace's events the replay ran (the first ones):
 	 * below 1, the savings are scaled up from it. */
 	double measure_share;
+	/* When the share was cut to keep to the budget: what one replay of
+	 * the first measure_probe_events events (all, or up to
+	 * AP_MEASURE_MAX_EVENTS) took (0: not cut so). */
+	double measure_full_run_ns;
+	uint64_t measure_probe_events;
 	double measure_wall_ns;
 	char measure_why[256];
 };
@@ -373,6 +384,12 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_option
  * replays it per variant and round: a longer run is measured on its first
  * this many events. */
 #define AP_MEASURE_MAX_EVENTS (UINT64_C(32) << 20)
+/* When one replay of the run takes so long that min_rounds rounds of the
+ * baseline and the first AP_MEASURE_FIT_SITES sites would not fit in the
+ * budget, the run's first events are replayed, as many as fit, but never
+ * fewer than this many. */
+#define AP_MEASURE_MIN_EVENTS (UINT64_C(1) << 20)
+#define AP_MEASURE_FIT_SITES 2
 
 /* Measures, with the measured replay (ap_measure.h), the sites of `a` the
  * model ranks worth measuring (at most max_sites: a pool the model says

@@ -85,7 +85,7 @@ struct ap_measure_opts {
 	const int *stop;
 };
 
-/* Sets the defaults: 5 s, 6 to 50 rounds, runner NULL (the caller's). */
+/* Sets the defaults: 15 s, 6 to 50 rounds, runner NULL (the caller's). */
 void ap_measure_opts_init(struct ap_measure_opts *o);
 
 /* Runs the baseline and every job, out[i] for jobs[i] (jobs at the end

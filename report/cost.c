@@ -55,13 +55,15 @@ static double interp(const struct ap_cost_table *c, const double *v, struct wher
 void ap_cost_all(const struct ap_cost_table *c, uint64_t size, struct ap_cost_point *out)
 {
 	if (!c->n) {
-		*out = (struct ap_cost_point){ 0, 0, 0 };
+		*out = (struct ap_cost_point){ 0, 0, 0, 0 };
 		return;
 	}
 	struct where w = where_in(c, size);
 	out->malloc_free_ns = interp(c, c->malloc_free_ns, w, size, false);
 	out->pool_ns = interp(c, c->pool_ns, w, size, false);
 	out->first_touch_ns = interp(c, c->first_touch_ns, w, size, true);
+	out->pool_shared_ns = c->pool_shared_ns[0] > 0 ? interp(c, c->pool_shared_ns, w, size, false)
+						       : out->pool_ns;
 }
 
 double ap_cost_malloc_free(const struct ap_cost_table *c, uint64_t size)
@@ -106,7 +108,7 @@ static void touch(char *p, uint64_t size, long page)
 #define SUBS 3
 #define BUDGET_NS 20000000ull
 
-enum what { MALLOC_FREE, MAP_ONLY, FRESH_TOUCH, REUSED_TOUCH, POOL_GETPUT, WRITE_ONLY };
+enum what { MALLOC_FREE, MAP_ONLY, FRESH_TOUCH, REUSED_TOUCH, POOL_GETPUT, WRITE_ONLY, POOL_SHARED };
 
 /* The bytes a request writes into its object in the pool's measurement,
  * so that get+put is priced as a request meets it (a locked instruction
@@ -135,15 +137,21 @@ static double measure_n(enum what w, uint64_t size, int iters, long page, int su
 	struct vpool pool = { 0 };
 	char *reused = NULL, *obj = NULL;
 	size_t nw = request_writes(size);
-	if (w == POOL_GETPUT || w == WRITE_ONLY) {
+	char *obj2 = NULL;
+	if (w == POOL_GETPUT || w == WRITE_ONLY || w == POOL_SHARED) {
 		/* Page-aligned: the writes of the two measurements whose
 		 * difference is the pool's cost meet the same alignment. */
 		obj = aligned_alloc(4096, 4096);
-		if (!obj || vpool_init(&pool, 0, NULL, NULL) < 0) {
+		obj2 = aligned_alloc(4096, 4096);
+		if (!obj || !obj2 || vpool_init(&pool, 0, NULL, NULL) < 0) {
 			free(obj);
+			free(obj2);
 			return NAN;
 		}
 		vpool_put(&pool, obj);
+		/* The private slot is taken: this one goes to the deque. */
+		if (w == POOL_SHARED)
+			vpool_put(&pool, obj2);
 	} else if (w == REUSED_TOUCH) {
 		reused = malloc(size);
 		if (!reused)
@@ -185,6 +193,17 @@ static double measure_n(enum what w, uint64_t size, int iters, long page, int su
 			} else if (w == WRITE_ONLY) {
 				memset(obj, (int)i, nw);
 				escape(obj);
+			} else if (w == POOL_SHARED) {
+				/* A hit through the deque: the private slot's
+				 * object, then the deque's, written; both go
+				 * back (the first to the slot, the second to
+				 * the deque). Less POOL_GETPUT, the deque's
+				 * get and put are left. */
+				char *a = vpool_get(&pool), *o = vpool_get(&pool);
+				memset(o, (int)i, nw);
+				escape(o);
+				vpool_put(&pool, a);
+				vpool_put(&pool, o);
 			} else {
 				/* What a hit costs: the Get that finds the
 				 * object and the Put that returns it, after
@@ -208,9 +227,11 @@ static double measure_n(enum what w, uint64_t size, int iters, long page, int su
 	}
 	for (unsigned k = 0; k < nwin; k++)
 		free(win[k]);
-	if (w == POOL_GETPUT || w == WRITE_ONLY)
+	/* The pool has no release function: the objects it holds are ours. */
+	if (w == POOL_GETPUT || w == WRITE_ONLY || w == POOL_SHARED)
 		vpool_destroy(&pool);
 	free(obj);
+	free(obj2);
 	free(reused);
 	return best;
 }
@@ -226,16 +247,17 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The pool's get+put at size: a get+put batch less a batch of the writes
- * alone, PAIRS times in alternation, the median difference (a difference
- * of two minimums would take the noise of both). */
+/* What `with` costs more than `without`: a batch of each, PAIRS times in
+ * alternation, the median difference (a difference of two minimums would
+ * take the noise of both). The pool's get+put: POOL_GETPUT less the
+ * writes alone (WRITE_ONLY); what the deque adds to a hit: POOL_SHARED
+ * less POOL_GETPUT (the same writes in both). */
 #define PAIRS 5
-static double measure_pool(uint64_t size, long page)
+static double measure_diff(enum what with, enum what without, uint64_t size, long page)
 {
 	double d[PAIRS];
 	for (int j = 0; j < PAIRS; j++)
-		d[j] = measure_n(POOL_GETPUT, size, 20000, page, 2) -
-		       measure_n(WRITE_ONLY, size, 20000, page, 2);
+		d[j] = measure_n(with, size, 20000, page, 2) - measure_n(without, size, 20000, page, 2);
 	qsort(d, PAIRS, sizeof(*d), cmp_double);
 	return d[PAIRS / 2];
 }
@@ -244,13 +266,16 @@ static double measure_pool(uint64_t size, long page)
  * for a table read from a file): a malloc+free above 0 and at most 10 ms;
  * a pool's get+put above 0 and at most 10 us; first-touch page faults
  * from 0 to 20 us a page. NULL, or why not. */
-static const char *implausible(uint64_t size, double malloc_free, double pool, double touch_ns)
+static const char *implausible(uint64_t size, double malloc_free, double pool, double shared,
+			       double touch_ns)
 {
 	double pages = ceil((double)size / 4096.0);
 	if (!isfinite(malloc_free) || malloc_free <= 0 || malloc_free > 1e7)
 		return "malloc_free_ns out of (0, 10ms]";
 	if (!isfinite(pool) || pool <= 0 || pool > 1e4)
 		return "pool_ns out of (0, 10us]";
+	if (!isfinite(shared) || shared < pool || shared > 1e4)
+		return "pool_shared_ns out of [pool_ns, 10us]";
 	if (!isfinite(touch_ns) || touch_ns < 0 || touch_ns > pages * 20000)
 		return "first_touch_ns out of [0, 20us a page]";
 	return NULL;
@@ -264,17 +289,22 @@ static const char *implausible(uint64_t size, double malloc_free, double pool, d
 static void measure_round(struct ap_cost_table *c, long page)
 {
 	memset(c, 0, sizeof(*c));
-	double pool_ns = 0;
+	double pool_ns = 0, shared_ns = 0;
 	for (uint64_t size = 16; size <= (UINT64_C(64) << 20); size *= 4) {
 		size_t k = c->n++;
 		c->size[k] = size;
 		/* The pool's cost grows with the writes before a Put, up to
-		 * request_writes()'s bound; beyond it, it is that size's. */
+		 * request_writes()'s bound; beyond it, it is that size's. A
+		 * hit through the deque costs a private one's and what the
+		 * deque adds (never less). */
 		if (size <= 4096) {
-			double pw = measure_pool(size, page);
+			double pw = measure_diff(POOL_GETPUT, WRITE_ONLY, size, page);
 			pool_ns = isfinite(pw) && pw > POOL_FLOOR_NS ? pw : POOL_FLOOR_NS;
+			double sw = measure_diff(POOL_SHARED, POOL_GETPUT, size, page);
+			shared_ns = pool_ns + (isfinite(sw) && sw > 0 ? sw : 0);
 		}
 		c->pool_ns[k] = pool_ns;
+		c->pool_shared_ns[k] = shared_ns;
 		int iters = size <= (64u << 10) ? 100000 : size <= (4u << 20) ? 300 : 4;
 		int titers = size <= (64u << 10) ? 2000 : size <= (4u << 20) ? 20 : 1;
 		double mf = measure(MALLOC_FREE, size, iters, page);
@@ -328,21 +358,22 @@ void ap_cost_measure(struct ap_cost_table *c)
 		measure_round(&r[k], page);
 		for (size_t i = 0; i < r[k].n; i++)
 			ok[k][i] = !implausible(r[k].size[i], r[k].malloc_free_ns[i], r[k].pool_ns[i],
-						r[k].first_touch_ns[i]);
+						r[k].pool_shared_ns[i], r[k].first_touch_ns[i]);
 	}
 	*c = r[0];
 	c->measured_at = (int64_t)time(NULL);
 	c->rounds = AP_COST_ROUNDS;
-	double spreads[3 * AP_COST_MAX_CLASSES];
+	double spreads[4 * AP_COST_MAX_CLASSES];
 	size_t nspreads = 0;
 	for (size_t i = 0; i < c->n; i++) {
-		double mf[AP_COST_ROUNDS], pl[AP_COST_ROUNDS], ft[AP_COST_ROUNDS];
+		double mf[AP_COST_ROUNDS], pl[AP_COST_ROUNDS], ft[AP_COST_ROUNDS], sh[AP_COST_ROUNDS];
 		size_t m = 0;
 		for (int k = 0; k < AP_COST_ROUNDS; k++) {
 			if (!ok[k][i])
 				continue;
 			mf[m] = r[k].malloc_free_ns[i];
 			pl[m] = r[k].pool_ns[i];
+			sh[m] = r[k].pool_shared_ns[i];
 			ft[m] = r[k].first_touch_ns[i];
 			m++;
 		}
@@ -351,18 +382,26 @@ void ap_cost_measure(struct ap_cost_table *c)
 			 * it (or a floor), and its spread says it is unknown. */
 			c->malloc_free_ns[i] = i ? c->malloc_free_ns[i - 1] : 10;
 			c->pool_ns[i] = i ? c->pool_ns[i - 1] : POOL_FLOOR_NS;
+			c->pool_shared_ns[i] = i ? c->pool_shared_ns[i - 1] : POOL_FLOOR_NS;
 			c->first_touch_ns[i] = 0;
 			c->malloc_free_spread[i] = c->pool_spread[i] = c->first_touch_spread[i] = 1;
+			c->pool_shared_spread[i] = 1;
 			spreads[nspreads++] = 1;
 			continue;
 		}
 		c->malloc_free_ns[i] = median_spread(mf, m, &c->malloc_free_spread[i]);
 		c->pool_ns[i] = median_spread(pl, m, &c->pool_spread[i]);
+		c->pool_shared_ns[i] = median_spread(sh, m, &c->pool_shared_spread[i]);
+		/* Medians of two columns need not keep their order. */
+		if (c->pool_shared_ns[i] < c->pool_ns[i])
+			c->pool_shared_ns[i] = c->pool_ns[i];
 		c->first_touch_ns[i] = median_spread(ft, m, &c->first_touch_spread[i]);
 		double sft = c->first_touch_spread[i];
 		spreads[nspreads++] = c->malloc_free_spread[i];
-		if (i == 0 || c->size[i] <= 4096)
-			spreads[nspreads++] = c->pool_spread[i];	/* measured up to 4 KiB */
+		if (i == 0 || c->size[i] <= 4096) {	/* measured up to 4 KiB */
+			spreads[nspreads++] = c->pool_spread[i];
+			spreads[nspreads++] = c->pool_shared_spread[i];
+		}
 		if (c->first_touch_ns[i] > 0 && c->size[i] <= (4u << 20))
 			spreads[nspreads++] = sft;
 	}
@@ -449,7 +488,19 @@ int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err
 		c->malloc_free_ns[c->n] = json_number_value(mf);
 		c->pool_ns[c->n] = json_number_value(pl);
 		c->first_touch_ns[c->n] = json_number_value(ft);
+		/* The deque's column came with version 3: every class has it,
+		 * or none (then shared hits are priced at pool_ns). */
+		json_t *sh = json_object_get(cl, "pool_shared_ns");
+		if (json_is_number(sh) != (c->n == 0 || c->pool_shared_ns[0] > 0)) {
+			if (c->n) {
+				json_decref(root);
+				return ap_error_set(err, "%s: class %zu: \"pool_shared_ns\" in some classes "
+						    "and not in others", path, i);
+			}
+		}
+		c->pool_shared_ns[c->n] = json_is_number(sh) ? json_number_value(sh) : 0;
 		const char *why = implausible(c->size[c->n], c->malloc_free_ns[c->n], c->pool_ns[c->n],
+					      json_is_number(sh) ? c->pool_shared_ns[c->n] : c->pool_ns[c->n],
 					      c->first_touch_ns[c->n]);
 		if (why) {
 			json_decref(root);
@@ -458,6 +509,8 @@ int ap_cost_load(const char *path, struct ap_cost_table *c, struct ap_error *err
 		}
 		json_t *ms = json_object_get(cl, "malloc_free_spread"), *ps = json_object_get(cl, "pool_spread");
 		json_t *fs = json_object_get(cl, "first_touch_spread");
+		json_t *ss = json_object_get(cl, "pool_shared_spread");
+		c->pool_shared_spread[c->n] = json_is_number(ss) ? json_number_value(ss) : -1;
 		c->malloc_free_spread[c->n] = json_is_number(ms) ? json_number_value(ms) : -1;
 		c->pool_spread[c->n] = json_is_number(ps) ? json_number_value(ps) : -1;
 		c->first_touch_spread[c->n] = json_is_number(fs) ? json_number_value(fs) : -1;
@@ -499,7 +552,7 @@ static int mkdir_p(char *path)
 int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_error *err)
 {
 	json_t *root = json_object(), *classes = json_array();
-	json_object_set_new(root, "version", json_integer(2));
+	json_object_set_new(root, "version", json_integer(3));
 	if (c->measured_at > 0) {
 		char when[64];
 		time_t tt = (time_t)c->measured_at;
@@ -516,12 +569,16 @@ int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_erro
 		json_object_set_new(cl, "malloc_free_ns", json_real(c->malloc_free_ns[i]));
 		json_object_set_new(cl, "pool_ns", json_real(c->pool_ns[i]));
 		json_object_set_new(cl, "first_touch_ns", json_real(c->first_touch_ns[i]));
+		if (c->pool_shared_ns[0] > 0)
+			json_object_set_new(cl, "pool_shared_ns", json_real(c->pool_shared_ns[i]));
 		if (c->malloc_free_spread[i] >= 0)
 			json_object_set_new(cl, "malloc_free_spread", json_real(c->malloc_free_spread[i]));
 		if (c->pool_spread[i] >= 0)
 			json_object_set_new(cl, "pool_spread", json_real(c->pool_spread[i]));
 		if (c->first_touch_spread[i] >= 0)
 			json_object_set_new(cl, "first_touch_spread", json_real(c->first_touch_spread[i]));
+		if (c->pool_shared_ns[0] > 0 && c->pool_shared_spread[i] >= 0)
+			json_object_set_new(cl, "pool_shared_spread", json_real(c->pool_shared_spread[i]));
 		json_array_append_new(classes, cl);
 	}
 	json_object_set_new(root, "classes", classes);
@@ -581,12 +638,15 @@ int ap_cost_get(struct ap_cost_table *c,
 	struct ap_error e = { .msg = "" };
 	if (path) {
 		if (ap_cost_load(path, c, &e) == 0) {
-			if (c->measured_at > 0) {
+			if (c->measured_at > 0 && c->pool_shared_ns[0] > 0) {
 				free(path);
 				return 0;
 			}
-			ap_error_set(&e, "%s: measured by an older allocprof, without its date and "
-				     "spread", path);
+			ap_error_set(&e, c->measured_at > 0
+					     ? "%s: measured by an older allocprof, without the cost of a hit "
+					       "through the pool's shared deque"
+					     : "%s: measured by an older allocprof, without its date and spread",
+				     path);
 		} else if (errno_is_missing(path)) {
 			e.msg[0] = 0;	/* not measured yet */
 		}

@@ -379,7 +379,7 @@ static void remove_dir(const char *dir)
 void ap_measure_opts_init(struct ap_measure_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->budget_ns = 5e9;
+	o->budget_ns = 15e9;
 	o->min_rounds = 6;
 	o->max_rounds = 50;
 }

@@ -274,13 +274,35 @@ def measured(prog, want):
     site saves page faults: pool, the interval above zero, a tenth of the
     faults), "costs:FUNC" (FUNC's pool costs more), "sampled" (a sampled
     trace is not measured), "bigheap" (a run that held more than half the
-    memory available is not replayed) or "any"."""
+    memory available is not replayed), "prefix" (with a budget far too
+    small for a replay of the whole run, the run's first events are
+    measured, a million at least, and the text says so) or "any"."""
     fails = []
     with tempfile.TemporaryDirectory() as tmp:
         t = record(tmp, prog, "all" if want != "sampled" else "sampled",
                    ["--all"] if want != "sampled" else [])
-        adv = advise(t, ["--measure-time", "20s"], measure=True)
+        adv = advise(t, ["--measure-time", "20s" if want != "prefix" else "0.2s"], measure=True)
         st = stats(t)
+        if want == "prefix":
+            m = adv["measurement"]
+            share = m["share_replayed"]
+            print("%s: %d events, %d replayed with a 0.2s budget (%.3f)"
+                  % (prog, st["events"], m["baseline"]["allocator_calls"], share))
+            if not m["sites"] or not (2 ** 20 / st["events"] - 1e-9 <= share < 1):
+                fails.append("want a share in [%d events, all) measured: %s" % (2 ** 20, m))
+            elif not 2 ** 20 <= m["baseline"]["allocator_calls"] < st["events"]:
+                fails.append("the baseline replayed %d of %d calls" % (m["baseline"]["allocator_calls"],
+                                                                        st["events"]))
+            elif m.get("probe_events") != st["events"] or not m.get("probe_wall_ns", 0) > 0:
+                fails.append("no probe of the whole run in the JSON: %s" % m)
+            text = run([A, "advise", "-n", "1", "--measure-time", "0.2s", t])
+            if not re.search(r"^  on the first [0-9.]+%% of the run's events \(a replay of %d events "
+                             r"takes [0-9.]+[mun]?s, too long for --measure-time\): savings scaled "
+                             r"to the whole run$" % st["events"], text, re.M):
+                fails.append("the text does not say what was replayed:\n" + text)
+            if fails:
+                sys.exit("FAIL: " + "; ".join(fails))
+            return
         if want == "bigheap":
             # more than half the memory available: not replayed
             os.environ["ALLOCPROF_TEST_MEMAVAIL"] = "100000"

@@ -37,10 +37,11 @@ measured() {
 	python3 - "$cache" "$1" <<'PY' || fail=1
 import json, sys
 c = json.load(open(sys.argv[1]))
-ok = c.get("version") == 2 and c.get("measured_at", 0) > 0 and c.get("rounds") == 5 \
+ok = c.get("version") == 3 and c.get("measured_at", 0) > 0 and c.get("rounds") == 5 \
     and 0 <= c.get("spread", -1) < 10
 for cl in c["classes"]:
-    ok = ok and cl["malloc_free_ns"] > 0 and cl["pool_ns"] > 0 and cl["first_touch_ns"] >= 0
+    ok = ok and cl["malloc_free_ns"] > 0 and cl["pool_ns"] > 0 and cl["first_touch_ns"] >= 0 \
+        and cl["pool_ns"] <= cl["pool_shared_ns"] <= 1e4
 if not ok:
     print(sys.argv[2] + ": bad cache:", json.dumps(c)[:400])
     sys.exit(1)
@@ -105,6 +106,15 @@ advise "$2" "$2" "version 1"
 said "version 1" "measured by an older allocprof"
 measured "version 1"
 
+# A table of version 2 (dated, without the deque's cost): measured again.
+cat >"$cache" <<'JSON'
+{ "version": 2, "measured_at": 1700000000, "rounds": 5, "spread": 0.02,
+  "classes": [ { "size": 16, "malloc_free_ns": 12, "pool_ns": 18, "first_touch_ns": 0 } ] }
+JSON
+advise "$2" "$2" "version 2"
+said "version 2" "measured by an older allocprof, without the cost of a hit through the pool's shared deque"
+measured "version 2"
+
 # A symbolic link at the cache path is not followed.
 echo '{}' >"$tmp/elsewhere.json"
 rm -f "$cache"
@@ -117,17 +127,26 @@ if [ "$(cat "$tmp/elsewhere.json")" != "{}" ]; then
 	fail=1
 fi
 
-# A fixed table with an implausible value: an error, one line.
-sed 's/"pool_ns": 18, "first_touch_ns": 0 },/"pool_ns": -1, "first_touch_ns": 0 },/' \
-	"$(dirname "$0")/costs.json" >"$tmp/fixed.json"
-if ALLOCPROF_TEST_COSTS="$tmp/fixed.json" "$2" advise "$tmp/t.trace" >"$tmp/out" 2>"$tmp/err"; then
-	echo "a fixed table with a negative pool cost was used"
-	fail=1
-elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "^allocprof: .*fixed.json: class 0 (size 16): implausible cost: pool_ns" "$tmp/err"; then
-	echo "fixed table: want one line, got:"
-	cat "$tmp/err"
-	fail=1
-fi
+# A fixed table made from costs.json by a sed script is refused, with one
+# line on stderr matching a pattern: bad_fixed WHAT SED PATTERN.
+bad_fixed() {
+	sed "$2" "$(dirname "$0")/costs.json" >"$tmp/fixed.json"
+	if ALLOCPROF_TEST_COSTS="$tmp/fixed.json" "$3" advise "$tmp/t.trace" >"$tmp/out" 2>"$tmp/err"; then
+		echo "a fixed table with $1 was used"
+		fail=1
+	elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "^allocprof: .*fixed.json: $4" "$tmp/err"; then
+		echo "fixed table with $1: want one line, got:"
+		cat "$tmp/err"
+		fail=1
+	fi
+}
+bad_fixed "a negative pool cost" 's/"pool_ns": 18, "first_touch_ns": 0 },/"pool_ns": -1, "first_touch_ns": 0 },/' \
+	"$2" "class 0 (size 16): implausible cost: pool_ns"
+bad_fixed "the deque's cost in one class only" '0,/"pool_ns": 18,/s//"pool_ns": 18, "pool_shared_ns": 40,/' \
+	"$2" 'class 1: "pool_shared_ns" in some classes and not in others'
+bad_fixed "a deque hit cheaper than a private one" 's/"pool_ns": 18,/"pool_ns": 18, "pool_shared_ns": 10,/' \
+	"$2" 'class 0 (size 16): implausible cost: pool_shared_ns'
+
 # And a plausible fixed table says what it is.
 ALLOCPROF_TEST_COSTS="$(dirname "$0")/costs.json" "$2" advise --no-measure -n 1 "$tmp/t.trace" >"$tmp/out"
 grep -qxF "Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread" "$tmp/out" || {

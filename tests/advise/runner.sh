@@ -22,10 +22,10 @@ expect() {
 }
 : >"$tmp/empty"
 printf 'hello, this is not a script at all, but long enough\n' >"$tmp/text"
-# magic and this version (2), one thread, five ops announced, none there
-printf 'APREPLY1\002\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/short"
-# a newer version (3)
-printf 'APREPLY1\003\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/v2"
+# magic and this version (3), one thread, five ops announced, none there
+printf 'APREPLY1\003\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/short"
+# a newer version (4)
+printf 'APREPLY1\004\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$tmp/vnext"
 expect usage "usage: " "$tmp/empty"
 expect "bad descriptor" "bad descriptor 'x'" "$tmp/empty" x -1 0
 expect "bad site" "bad site 'y'" "$tmp/empty" 3 y 0
@@ -34,5 +34,5 @@ expect "closed descriptor" "script: Bad file descriptor" "$tmp/empty" 9 -1 0
 expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
 expect "text" "not a replay script" "$tmp/text" 3 -1 0
 expect "ops missing" "not a replay script, or a damaged one|damaged replay script" "$tmp/short" 3 -1 0
-expect "version" "not a replay script" "$tmp/v2" 3 -1 0
+expect "version" "not a replay script" "$tmp/vnext" 3 -1 0
 exit $fail

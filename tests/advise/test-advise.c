@@ -607,6 +607,50 @@ static void test_mmap_threshold(void)
 	ap_trace_free(t);
 }
 
+/* A hit through the deque is priced at the table's pool_shared_ns, one
+ * from the private slot at pool_ns (a table without the column prices
+ * both at pool_ns). One thread takes four 64-byte objects at a time, ten
+ * times: a vpool puts the first one back in the private slot and three
+ * on the deque, so each round after the first hits once privately and
+ * three times through the deque; the first round's four Gets miss. */
+static void test_shared_cost(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	for (int r = 0; r < 10; r++) {
+		for (int k = 0; k < 4; k++)
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000 + (uint64_t)k * 64, 64, st);
+		for (int k = 0; k < 4; k++)
+			ap_tw_free(tw, 1000, ts++, 0, 0x100000 + (uint64_t)k * 64);
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_cost_table saved = costs;
+	for (size_t i = 0; i < costs.n; i++)
+		costs.pool_shared_ns[i] = costs.pool_ns[i] + 100;
+	struct ap_advice *a = advise(t, 1, "interval:10s");
+	struct ap_cost_point c;
+	ap_cost_all(&costs, 64, &c);
+	CHECK("shared: the column is read", c.pool_shared_ns, c.pool_ns + 100);
+	CHECK("shared: hits by source", a->sites[0].r.hits[AP_POOL_SHARED], 27);
+	CHECK("shared: time saved", a->sites[0].r.time_saved_ns,
+	      9 * (c.malloc_free_ns - c.pool_ns) + 27 * (c.malloc_free_ns - c.pool_shared_ns) - 4 * c.pool_ns);
+	ap_advice_free(a);
+	costs = saved;
+	a = advise(t, 1, "interval:10s");
+	ap_cost_all(&costs, 64, &c);
+	CHECK("no column: shared hits at pool_ns", a->sites[0].r.time_saved_ns,
+	      36 * (c.malloc_free_ns - c.pool_ns) - 4 * c.pool_ns);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write"))
@@ -627,6 +671,7 @@ int main(int argc, char **argv)
 	test_few_samples();
 	test_fast_cycles();
 	test_mmap_threshold();
+	test_shared_cost();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ap_measure.h"
 #include "ap_check.h"
 #include "ap_trace_writer.h"
+#include "script.h"
 #include "synth.h"
 
 /* got == want, within rounding */
@@ -193,6 +196,84 @@ static void test_sampled(void)
 	ap_trace_free(t);
 }
 
+/* The threads' barriers give each other slack: a thread goes past
+ * barrier k once every thread of barrier k - AP_RS_SLACK has arrived
+ * there. Two threads and AP_RS_SLACK barriers; the main thread allocates
+ * a block after its barrier AP_RS_SLACK - 1, the other frees it before
+ * its barrier 1: the main thread must run that far ahead without the
+ * other (in lock step the two would wait for each other for ever). The
+ * runner runs with an alarm: a hang is a failure. */
+static void test_slack(void)
+{
+	enum { NB = AP_RS_SLACK, NMAIN = 1 + NB + 1, NOTHER = 1 + 2 + (NB - 1) };
+	struct {
+		struct ap_rs_header h;
+		struct ap_rs_thread t[2];
+		uint32_t sync[(NB + 1) & ~1u];
+		struct ap_rs_op op[NMAIN + NOTHER];
+	} sc;
+	memset(&sc, 0, sizeof(sc));
+	_Static_assert(sizeof(sc) == sizeof(struct ap_rs_header) + 2 * sizeof(struct ap_rs_thread) +
+					 ((NB * sizeof(uint32_t) + 7) & ~(size_t)7) +
+					 (NMAIN + NOTHER) * sizeof(struct ap_rs_op),
+		       "the script's layout");
+	memcpy(sc.h.magic, AP_RS_MAGIC, 8);
+	sc.h.version = AP_RS_VERSION;
+	sc.h.nthreads = 2;
+	sc.h.nslots = 1;
+	sc.h.nops = NMAIN + NOTHER;
+	sc.h.main_thread = 0;
+	sc.h.nsites = 0;
+	sc.h.nsyncs = NB;
+	sc.t[0] = (struct ap_rs_thread){ .first = 0, .nops = NMAIN, .spawner = UINT32_MAX };
+	sc.t[1] = (struct ap_rs_thread){ .first = NMAIN, .nops = NOTHER, .spawner = 0 };
+	for (unsigned k = 0; k < NB; k++)
+		sc.sync[k] = 2;
+	struct ap_rs_op *o = sc.op;
+	*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_SPAWN, 1) };
+	for (unsigned k = 0; k < NB; k++)
+		*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_SYNC, 0), .n = k };
+	uint64_t born = (uint64_t)(o - sc.op);
+	*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_MALLOC, AP_RS_NOSITE) | AP_RS_PUBLISH,
+				  .slot = 0, .n = 64 };
+	*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_SYNC, 0), .n = 0 };
+	*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_WAIT, 0), .n = born };
+	*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_FREE, 0), .slot = 0 };
+	for (unsigned k = 1; k < NB; k++)
+		*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_SYNC, 0), .n = k };
+	CHECK(o == sc.op + NMAIN + NOTHER, "slack: %td ops written", o - sc.op);
+
+	char path[] = "/tmp/test-measure-slack-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "slack: mkstemp");
+	if (fd < 0)
+		return;
+	unlink(path);
+	CHECK(write(fd, &sc, sizeof(sc)) == (ssize_t)sizeof(sc), "slack: write");
+	int out[2];
+	CHECK(pipe(out) == 0, "slack: pipe");
+	pid_t pid = fork();
+	if (!pid) {
+		dup2(fd, 3);
+		dup2(out[1], 1);
+		alarm(20);
+		execl(runner, runner, "3", "-1", "0", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char buf[512] = "";
+	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(out[0]);
+	close(fd);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "slack: the runner %s %d (a hang ends by SIGALRM)",
+	      WIFEXITED(st) ? "exited" : "died of signal",
+	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	CHECK(strstr(buf, " calls=2 "), "slack: the runner printed '%s', not calls=2", buf);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -204,6 +285,7 @@ int main(int argc, char **argv)
 	test_sampled();
 	test_one_thread();
 	test_handoff();
+	test_slack();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	return failures ? 1 : 0;
