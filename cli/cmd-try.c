@@ -63,7 +63,7 @@ static void try_usage(FILE *f)
 	      "                       (default 8; 6 or more give a 95% interval)\n"
 	      "  --no-measure         advise's prediction from its model alone (no measured\n"
 	      "                       replay first)\n"
-	      "  --measure-time D     the measured replay's time budget (default 5s)\n"
+	      "  --measure-time D     the measured replay's time budget (default 15s)\n"
 	      "  --json               print JSON (see docs/json.md)\n"
 	      "  -h, --help           show this help\n\n"
 	      "The program's standard input is read once and given to every run. The\n"
