@@ -661,6 +661,9 @@ static void print_text(const struct report *rp)
 		printf("Output: identical in every run (standard output, standard error, exit status)\n");
 	else
 		printf("Output: DIFFERS: %s\n", rp->differs);
+	if (rp->t->rate > 1)
+		printf("Sampled trace: call paths no sample saw are not pooled, and advise's figures "
+		       "are estimates (record --all for every path)\n");
 	const struct variant_result *b = &rp->vr[0];
 	char d1[32], d2[32], m1[32], c1[48];
 	fmt_dur(d1, sizeof(d1), b->cost.cpu_ns);
@@ -767,6 +770,7 @@ static int print_json(const struct report *rp)
 		json_array_append_new(av, ap_json_text(*a));
 	json_object_set_new(root, "argv", av);
 	json_object_set_new(root, "rounds", json_integer((json_int_t)rp->rounds));
+	json_object_set_new(root, "sampled", json_boolean(rp->t->rate > 1));
 	json_object_set_new(root, "output_identical",
 			    rp->deterministic ? json_boolean(rp->identical) : json_null());
 	json_object_set_new(root, "output_deterministic", json_boolean(rp->deterministic));
