@@ -89,9 +89,11 @@ extern char __ehdr_start[] __attribute__((visibility("hidden")));
 #define CAP_MASK ((UINT64_C(1) << 48) - 1)
 #define TAG_BIT 8u
 
+/* hits (the sum of src) and allocations avoided (hits less small ones)
+ * are not counted apart: each count is an add on the pooled path. */
 struct counts {
-	uint64_t gets, hits, small, src[5];
-	uint64_t allocs_avoided, alloc_bytes_avoided;
+	uint64_t gets, small, src[5];
+	uint64_t alloc_bytes_avoided;
 	uint64_t reallocs, reallocs_avoided, realloc_bytes_avoided;
 	uint64_t puts, dropped_cap, released;
 	int64_t held, held_peak;
@@ -478,11 +480,9 @@ static void *site_get(struct site *s, size_t n, size_t align, int zero)
 		char *x = vpool_get_from(pool, &src);
 		if (x) {
 			uint64_t c = cap_of(x);
-			ADD(s->c.hits, 1);
 			ADD(s->c.src[src], 1);
 			ADD(s->c.held, -(int64_t)c);
 			if (c >= n && !((uintptr_t)x & (align - 1))) {
-				ADD(s->c.allocs_avoided, 1);
 				ADD(s->c.alloc_bytes_avoided, n);
 				if (zero)
 					memset(x, 0, n);
@@ -1029,16 +1029,18 @@ __attribute__((destructor)) static void try_fini(void)
 				(unsigned long long)gc_cycles, refused[0] ? refused : "-");
 	for (unsigned i = 0; i < nsites && len < sizeof(buf); i++) {
 		const struct counts *c = &sites[i].c;
+		uint64_t hits = c->src[VPOOL_PRIVATE] + c->src[VPOOL_SHARED] + c->src[VPOOL_STOLEN] +
+				c->src[VPOOL_VICTIM];
 		len += (size_t)snprintf(
 			buf + len, sizeof(buf) - len,
 			"site id=%u gets=%llu hits=%llu small=%llu private=%llu shared=%llu stolen=%llu "
 			"victim=%llu allocs_avoided=%llu alloc_bytes_avoided=%llu reallocs=%llu "
 			"reallocs_avoided=%llu realloc_bytes_avoided=%llu puts=%llu dropped_cap=%llu "
 			"released=%llu held_peak=%lld\n",
-			i, (unsigned long long)c->gets, (unsigned long long)c->hits,
+			i, (unsigned long long)c->gets, (unsigned long long)hits,
 			(unsigned long long)c->small, (unsigned long long)c->src[VPOOL_PRIVATE],
 			(unsigned long long)c->src[VPOOL_SHARED], (unsigned long long)c->src[VPOOL_STOLEN],
-			(unsigned long long)c->src[VPOOL_VICTIM], (unsigned long long)c->allocs_avoided,
+			(unsigned long long)c->src[VPOOL_VICTIM], (unsigned long long)(hits - c->small),
 			(unsigned long long)c->alloc_bytes_avoided, (unsigned long long)c->reallocs,
 			(unsigned long long)c->reallocs_avoided, (unsigned long long)c->realloc_bytes_avoided,
 			(unsigned long long)c->puts, (unsigned long long)c->dropped_cap,
