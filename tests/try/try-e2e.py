@@ -4,6 +4,7 @@
 usage: try-e2e.py semantics SEMANTICS
        try-e2e.py unreached SEMANTICS
        try-e2e.py twin PLAIN TWIN SITE ARG
+       try-e2e.py twin-cxx SRCDIR
        try-e2e.py dlopen DLOPEN_MAIN LIBDLALLOC
        try-e2e.py refuse-asan SEMANTICS SANITIZED
        try-e2e.py refuse-preload SEMANTICS FAKEMALLOC_SO
@@ -25,6 +26,9 @@ advise's.
 
 unreached: a site the run never reaches (SEMANTICS noalign skips
 align_site) is reported, one line, exit status 1.
+
+twin-cxx: the same for bench/twins/packets.cpp (built here with g++):
+its site is a C++ `new`, which try finds by interposing operator new.
 
 dlopen: a site in a library the program loads after start
 (testdata/dlopen_main and libdlalloc.so) is found once it is loaded.
@@ -177,6 +181,23 @@ def twin(plain, tw, site, arg):
         if not isinstance(s[k], int):
             fail("%s: not an integer: %r" % (k, s[k]))
     print("ok")
+
+
+def twin_cxx(src):
+    # bench/twins/packets.cpp: C++ `new` at the site (try's operator new)
+    gxx, gcc = shutil.which("g++"), shutil.which("gcc")
+    if not gxx or not gcc:
+        fail("g++ and gcc are needed (make deps installs them)")
+    tw = os.path.join(src, "bench", "twins")
+    inc = ["-I" + tw, "-I" + os.path.join(src, "pool"), "-D_GNU_SOURCE", "-O2", "-g"]
+    plain, twin_exe = os.path.join(TMP, "packets"), os.path.join(TMP, "packets.twin")
+    shim = os.path.join(TMP, "cxxshim.o")
+    for argv in ([gxx, "-std=c++17"] + inc + ["-o", plain, os.path.join(tw, "packets.cpp")],
+                 [gcc, "-std=c11"] + inc + ["-DTWIN", "-c", "-o", shim, os.path.join(tw, "cxxshim.c")],
+                 [gxx, "-std=c++17"] + inc + ["-DTWIN", "-o", twin_exe, os.path.join(tw, "packets.cpp"),
+                                              shim, "-pthread"]):
+        subprocess.run(argv, check=True)
+    twin(plain, twin_exe, "handle", "20000")
 
 
 def dlopen(main, lib):
@@ -347,6 +368,7 @@ def main():
             "unreached": unreached,
             "dlopen": dlopen,
             "twin": twin,
+            "twin-cxx": twin_cxx,
             "refuse-asan": refuse_asan,
             "refuse-preload": refuse_preload,
             "refuse-own": refuse_own,
