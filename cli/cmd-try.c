@@ -70,19 +70,20 @@ static void try_usage(FILE *f)
 	      "program must use glibc's malloc: try refuses another allocator in front\n"
 	      "of it (LD_PRELOAD or the program's own), sanitizer builds and static\n"
 	      "programs, and says so when a chosen site is never reached. See\n"
-	      "allocprof-try(1) and docs/pool-model.md.\n", f);
+	      "allocprof-try(1) and docs/pool-model.md.\n",
+	      f);
 }
 
 /* ---- the sites' call instructions ---- */
 
 struct tsite {
-	const struct ap_advise_site *as;	/* advise's */
+	const struct ap_advise_site *as; /* advise's */
 	uint64_t cap;
 	uint64_t classes[AP_TRY_MAX_CLASSES];
 	size_t nclasses;
-	struct ap_buf pcs;	/* "pc ..." lines, with the site's id left as %u */
-	size_t npcs, skipped;	/* call paths: pooled, and not poolable */
-	size_t walked;		/* call paths told by walking the stack */
+	struct ap_buf pcs;    /* "pc ..." lines, with the site's id left as %u */
+	size_t npcs, skipped; /* call paths: pooled, and not poolable */
+	size_t walked;	      /* call paths told by walking the stack */
 };
 
 /* True when pc's function is C++ operator new(size_t) or new[](size_t). */
@@ -138,8 +139,8 @@ struct seen_pc {
 
 /* Adds the line unless it is there already; false when it cannot be. */
 static bool add_once(struct tsite *ts, struct seen_pc **seen, size_t *n, size_t *alloc,
-		     const struct ap_trace *t, const struct ap_stack *st, uint32_t at, unsigned kind,
-		     uint32_t id)
+		     const struct ap_trace *t, const struct ap_stack *st, uint32_t at,
+		     unsigned kind, uint32_t id)
 {
 	uint64_t pc = st->pcs[at], inner = kind >= AP_TRY_KIND_FRAME ? st->pcs[at - 1] : 0;
 	uint32_t depth = kind >= AP_TRY_KIND_FRAME ? at : 0;
@@ -150,7 +151,7 @@ static bool add_once(struct tsite *ts, struct seen_pc **seen, size_t *n, size_t 
 	if (!add_pc(&ts->pcs, t, pc, inner, kind, depth, id))
 		return false;
 	AP_ALLOC_GROW(*seen, *n + 1, *alloc);
-	(*seen)[(*n)++] = (struct seen_pc){ pc, inner, kind, depth };
+	(*seen)[(*n)++] = (struct seen_pc){pc, inner, kind, depth};
 	return true;
 }
 
@@ -173,12 +174,16 @@ static void site_pcs(struct tsite *ts, const struct ap_trace *t, const struct ap
 		uint32_t d = m->pc_of_stack[k];
 		bool ok;
 		if (d == 0) {
-			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_CALL, id);
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_CALL,
+				      id);
 		} else if (d == 1 && is_operator_new(sym, st->pcs[0])) {
-			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 1, AP_TRY_KIND_NEW, id);
+			ok =
+			    add_once(ts, &seen, &nseen, &seen_alloc, t, st, 1, AP_TRY_KIND_NEW, id);
 		} else if (d < 64 && d < st->depth) {
-			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_LEAF, id) &&
-			     add_once(ts, &seen, &nseen, &seen_alloc, t, st, d, AP_TRY_KIND_FRAME, id);
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_LEAF,
+				      id) &&
+			     add_once(ts, &seen, &nseen, &seen_alloc, t, st, d, AP_TRY_KIND_FRAME,
+				      id);
 			ts->walked += ok;
 		} else {
 			ok = false;
@@ -209,7 +214,8 @@ static const char *elf_mentions(const char *path, const char *const *names, bool
 	Elf_Scn *scn = NULL;
 	while (e && !res && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_DYNAMIC))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_DYNAMIC))
 			continue;
 		Elf_Data *data = elf_getdata(scn, NULL);
 		if (!data || !sh.sh_entsize)
@@ -218,7 +224,8 @@ static const char *elf_mentions(const char *path, const char *const *names, bool
 		for (size_t i = 0; i < n && !res; i++) {
 			if (sh.sh_type == SHT_DYNSYM) {
 				GElf_Sym sym;
-				if (!gelf_getsym(data, (int)i, &sym) || (defined && sym.st_shndx == SHN_UNDEF))
+				if (!gelf_getsym(data, (int)i, &sym) ||
+				    (defined && sym.st_shndx == SHN_UNDEF))
 					continue;
 				const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
 				for (size_t j = 0; nm && names && names[j] && !res; j++)
@@ -247,29 +254,34 @@ static const char *elf_mentions(const char *path, const char *const *names, bool
  * in: a sanitizer build, another allocator preloaded. Returns 0 or -1. */
 static int refuse_program(const char *shown, const char *path)
 {
-	static const char *const rt[] = { "__asan_init", "__tsan_init", "__msan_init", "__hwasan_init",
-					  NULL };
-	static const char *const rtlibs[] = { "libasan.", "libtsan.", "libmsan.", "libhwasan.", NULL };
+	static const char *const rt[] = {"__asan_init", "__tsan_init", "__msan_init",
+					 "__hwasan_init", NULL};
+	static const char *const rtlibs[] = {"libasan.", "libtsan.", "libmsan.", "libhwasan.",
+					     NULL};
 	const char *s = elf_mentions(path, rt, false, rtlibs);
 	if (s) {
 		ap_die_msg("try: %s: built with a sanitizer (%s): its runtime replaces malloc, and "
-			   "nothing else may serve its blocks", shown, s);
+			   "nothing else may serve its blocks",
+			   shown, s);
 		return -1;
 	}
 	const char *pre = getenv("LD_PRELOAD");
 	if (!pre || !*pre)
 		return 0;
 	char *copy = ap_xstrdup(pre), *save = NULL;
-	static const char *const mal[] = { "malloc", "free", "calloc", "realloc", NULL };
+	static const char *const mal[] = {"malloc", "free", "calloc", "realloc", NULL};
 	int rc = 0;
-	for (char *lib = strtok_r(copy, " :", &save); lib && !rc; lib = strtok_r(NULL, " :", &save)) {
+	for (char *lib = strtok_r(copy, " :", &save); lib && !rc;
+	     lib = strtok_r(NULL, " :", &save)) {
 		char libpath[PATH_MAX];
 		if (!strchr(lib, '/'))
-			continue;	/* the loader's search: not followed here */
+			continue; /* the loader's search: not followed here */
 		if (!realpath(lib, libpath) || !elf_mentions(libpath, mal, true, NULL))
 			continue;
-		ap_die_msg("try: LD_PRELOAD=%s: another allocator is preloaded (it defines malloc): a "
-			   "pooled block could not be told from its blocks", lib);
+		ap_die_msg(
+		    "try: LD_PRELOAD=%s: another allocator is preloaded (it defines malloc): a "
+		    "pooled block could not be told from its blocks",
+		    lib);
 		rc = -1;
 	}
 	free(copy);
@@ -306,7 +318,8 @@ static int find_library(char *out, size_t len)
 		return 0;
 	}
 	ap_die_msg("try: cannot find " TRY_SO ": not next to allocprof-report nor in %s; set "
-		   "ALLOCPROF_TRY_PRELOAD to its path", AP_PKGLIBDIR);
+		   "ALLOCPROF_TRY_PRELOAD to its path",
+		   AP_PKGLIBDIR);
 	return -1;
 }
 
@@ -314,13 +327,14 @@ static int find_library(char *out, size_t len)
 
 struct site_counts {
 	double gets, hits, small, src[AP_POOL_NSRC];
-	double allocs_avoided, alloc_bytes_avoided, reallocs, reallocs_avoided, realloc_bytes_avoided;
+	double allocs_avoided, alloc_bytes_avoided, reallocs, reallocs_avoided,
+	    realloc_bytes_avoided;
 	double puts, dropped_cap, released, held_peak;
 };
 
 struct run {
 	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, cycles;
-	unsigned procs;		/* processes that wrote a line */
+	unsigned procs; /* processes that wrote a line */
 	struct site_counts s[AP_TRY_MAX_SITES];
 };
 
@@ -365,12 +379,12 @@ static void parse_results(int fd, struct run *r, char *why, size_t whylen)
 		int pid;
 		unsigned id;
 		char *ref;
-		if (sscanf(line, "proc pid=%d calls=%llu hwm_kb=%ld cycles=%llu", &pid, &calls, &hwm,
-			   &cycles) == 4) {
+		if (sscanf(line, "proc pid=%d calls=%llu hwm_kb=%ld cycles=%llu", &pid, &calls,
+			   &hwm, &cycles) == 4) {
 			r->procs++;
 			r->calls += (double)calls;
 			if (first && hwm > 0)
-				r->maxrss_kb = (double)hwm;	/* the program's own process */
+				r->maxrss_kb = (double)hwm; /* the program's own process */
 			if (first)
 				r->cycles = (double)cycles;
 			first = false;
@@ -380,12 +394,15 @@ static void parse_results(int fd, struct run *r, char *why, size_t whylen)
 			struct site_counts *c = &r->s[id];
 			unsigned long long v[17];
 			if (sscanf(line,
-				   "site id=%*u gets=%llu hits=%llu small=%llu private=%llu shared=%llu "
-				   "stolen=%llu victim=%llu allocs_avoided=%llu alloc_bytes_avoided=%llu "
-				   "reallocs=%llu reallocs_avoided=%llu realloc_bytes_avoided=%llu puts=%llu "
+				   "site id=%*u gets=%llu hits=%llu small=%llu private=%llu "
+				   "shared=%llu "
+				   "stolen=%llu victim=%llu allocs_avoided=%llu "
+				   "alloc_bytes_avoided=%llu "
+				   "reallocs=%llu reallocs_avoided=%llu realloc_bytes_avoided=%llu "
+				   "puts=%llu "
 				   "dropped_cap=%llu released=%llu held_peak=%llu",
-				   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
-				   &v[11], &v[12], &v[13], &v[14], &v[15]) != 16)
+				   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+				   &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15]) != 16)
 				continue;
 			c->gets += (double)v[0];
 			c->hits += (double)v[1];
@@ -410,12 +427,12 @@ static void parse_results(int fd, struct run *r, char *why, size_t whylen)
 }
 
 struct runner {
-	char **argv;		/* the program's command line */
-	const char *path;	/* argv[0] resolved */
-	char **envp;		/* with the library preloaded and ALLOCPROF_TRY below */
-	size_t env_try;		/* envp's ALLOCPROF_TRY entry */
-	int stdin_fd;		/* the input every run gets (-1: /dev/null) */
-	const char *outfile;	/* where the library writes */
+	char **argv;	     /* the program's command line */
+	const char *path;    /* argv[0] resolved */
+	char **envp;	     /* with the library preloaded and ALLOCPROF_TRY below */
+	size_t env_try;	     /* envp's ALLOCPROF_TRY entry */
+	int stdin_fd;	     /* the input every run gets (-1: /dev/null) */
+	const char *outfile; /* where the library writes */
 };
 
 static double ts_ns(const struct timespec *t)
@@ -470,7 +487,7 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 	r->cpu_ns = (double)ru.ru_utime.tv_sec * 1e9 + (double)ru.ru_utime.tv_usec * 1e3 +
 		    (double)ru.ru_stime.tv_sec * 1e9 + (double)ru.ru_stime.tv_usec * 1e3;
 	r->minflt = (double)ru.ru_minflt;
-	r->maxrss_kb = (double)ru.ru_maxrss;	/* unless the library says (VmHWM) */
+	r->maxrss_kb = (double)ru.ru_maxrss; /* unless the library says (VmHWM) */
 	parse_results(rfd, r, why, whylen);
 	o->out = read_fd_all(ofd, &o->nout);
 	o->err = read_fd_all(efd, &o->nerr);
@@ -512,7 +529,8 @@ static void say_difference(char *buf, size_t len, const struct out_ref *a, const
 	size_t i = 0;
 	while (i < nx && i < ny && x[i] == y[i])
 		i++;
-	snprintf(buf, len, "%s differs from byte %zu (%zu bytes, the baseline's %zu)", what, i, ny, nx);
+	snprintf(buf, len, "%s differs from byte %zu (%zu bytes, the baseline's %zu)", what, i, ny,
+		 nx);
 }
 
 /* ---- statistics ---- */
@@ -534,11 +552,11 @@ static double median_of(double *v, size_t n)
 /* ---- output ---- */
 
 struct variant_result {
-	struct ap_run_cost cost;	/* medians; hits: the site's */
+	struct ap_run_cost cost; /* medians; hits: the site's */
 	double cycles;
-	struct site_counts c;	/* medians of the pooled site's counts */
+	struct site_counts c; /* medians of the pooled site's counts */
 	double saved_ns, low_ns, high_ns, conf;
-	double reached;		/* baseline: the site's gets (median) */
+	double reached; /* baseline: the site's gets (median) */
 };
 
 /* Medians of every run of variant j (runs[round * nv + j]). */
@@ -546,13 +564,13 @@ static void medians(const struct run *runs, size_t rounds, size_t nv, size_t j, 
 		    struct variant_result *vr)
 {
 	double *x = ap_xmalloc(rounds * sizeof(*x));
-#define MED(dst, expr)                                      \
-	do {                                                \
-		for (size_t r = 0; r < rounds; r++) {       \
-			const struct run *R = &runs[r * nv + j]; \
-			x[r] = (expr);                      \
-		}                                           \
-		(dst) = median_of(x, rounds);               \
+#define MED(dst, expr)                                                                             \
+	do {                                                                                       \
+		for (size_t r = 0; r < rounds; r++) {                                              \
+			const struct run *R = &runs[r * nv + j];                                   \
+			x[r] = (expr);                                                             \
+		}                                                                                  \
+		(dst) = median_of(x, rounds);                                                      \
 	} while (0)
 	MED(vr->cost.cpu_ns, R->cpu_ns);
 	MED(vr->cost.wall_ns, R->wall_ns);
@@ -625,7 +643,7 @@ struct report {
 	size_t rounds, nv;
 	struct tsite *ts;
 	size_t nts;
-	struct variant_result *vr;	/* [0] baseline, [1 + i] site i */
+	struct variant_result *vr; /* [0] baseline, [1 + i] site i */
 	bool identical, deterministic;
 	char differs[512];
 	bool predicted_measured;
@@ -652,25 +670,30 @@ static void print_text(const struct report *rp)
 		printf(" %s", ap_safe_name(&nb, *a));
 	printf("\n");
 	ap_buf_release(&nb);
-	printf("Runs: %zu rounds of the baseline and %zu pooled variant%s, interleaved (%zu runs)\n",
-	       rp->rounds, rp->nv - 1, rp->nv == 2 ? "" : "s", rp->rounds * rp->nv);
+	printf(
+	    "Runs: %zu rounds of the baseline and %zu pooled variant%s, interleaved (%zu runs)\n",
+	    rp->rounds, rp->nv - 1, rp->nv == 2 ? "" : "s", rp->rounds * rp->nv);
 	if (!rp->deterministic)
 		printf("Output: the baseline's own runs differ (%s): the program's output is not "
-		       "deterministic, not compared\n", rp->differs);
+		       "deterministic, not compared\n",
+		       rp->differs);
 	else if (rp->identical)
-		printf("Output: identical in every run (standard output, standard error, exit status)\n");
+		printf("Output: identical in every run (standard output, standard error, exit "
+		       "status)\n");
 	else
 		printf("Output: DIFFERS: %s\n", rp->differs);
 	if (rp->t->rate > 1)
-		printf("Sampled trace: call paths no sample saw are not pooled, and advise's figures "
-		       "are estimates (record --all for every path)\n");
+		printf(
+		    "Sampled trace: call paths no sample saw are not pooled, and advise's figures "
+		    "are estimates (record --all for every path)\n");
 	const struct variant_result *b = &rp->vr[0];
 	char d1[32], d2[32], m1[32], c1[48];
 	fmt_dur(d1, sizeof(d1), b->cost.cpu_ns);
 	fmt_dur(d2, sizeof(d2), b->cost.wall_ns);
 	ap_format_bytes(m1, sizeof(m1), b->cost.maxrss_kb * 1024);
 	fmt_count(c1, sizeof(c1), b->cost.calls);
-	printf("Baseline (medians): CPU %s, wall %s, %.0f minor faults, peak RSS %s, %s allocator calls\n",
+	printf("Baseline (medians): CPU %s, wall %s, %.0f minor faults, peak RSS %s, %s allocator "
+	       "calls\n",
 	       d1, d2, b->cost.minflt, m1, c1);
 	for (size_t i = 0; i < rp->nts; i++) {
 		const struct tsite *ts = &rp->ts[i];
@@ -680,7 +703,8 @@ static void print_text(const struct report *rp)
 		struct ap_buf sb = AP_BUF_INIT;
 		printf("\n%s\n", ap_safe_name(&sb, as->name));
 		ap_buf_release(&sb);
-		printf("  advise: %s", as->verdict_text ? as->verdict_text : ap_verdict_name(as->verdict));
+		printf("  advise: %s",
+		       as->verdict_text ? as->verdict_text : ap_verdict_name(as->verdict));
 		if (ts->cap) {
 			char cb[32];
 			ap_format_bytes(cb, sizeof(cb), (double)ts->cap);
@@ -700,20 +724,26 @@ static void print_text(const struct report *rp)
 		printf("\n");
 		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
 		if (as->verdict == AP_VERDICT_SIZE_CLASSES)
-			printf("  (advise's counts are of one pool: its model does not replay size classes)\n");
+			printf("  (advise's counts are of one pool: its model does not replay size "
+			       "classes)\n");
 		print_counts_row("requests", v->c.gets, pr->gets, false);
 		print_counts_row("hits", v->c.hits, pr->gets - pr->misses, false);
-		print_counts_row("allocations avoided", v->c.allocs_avoided, pr->allocs_avoided, false);
+		print_counts_row("allocations avoided", v->c.allocs_avoided, pr->allocs_avoided,
+				 false);
 		print_counts_row("reallocs", v->c.reallocs, pr->reallocs, false);
-		print_counts_row("reallocs avoided", v->c.reallocs_avoided, pr->reallocs_avoided, false);
-		print_counts_row("bytes avoided", v->c.alloc_bytes_avoided + v->c.realloc_bytes_avoided,
+		print_counts_row("reallocs avoided", v->c.reallocs_avoided, pr->reallocs_avoided,
+				 false);
+		print_counts_row("bytes avoided",
+				 v->c.alloc_bytes_avoided + v->c.realloc_bytes_avoided,
 				 pr->bytes_avoided, true);
 		print_counts_row("held peak", v->c.held_peak, pr->peak_held_bytes, true);
 		char src[160], psrc[160];
 		snprintf(src, sizeof(src), "%.0f/%.0f/%.0f/%.0f", v->c.src[AP_POOL_PRIVATE],
-			 v->c.src[AP_POOL_SHARED], v->c.src[AP_POOL_STOLEN], v->c.src[AP_POOL_VICTIM]);
+			 v->c.src[AP_POOL_SHARED], v->c.src[AP_POOL_STOLEN],
+			 v->c.src[AP_POOL_VICTIM]);
 		snprintf(psrc, sizeof(psrc), "%.0f/%.0f/%.0f/%.0f", pr->hits[AP_POOL_PRIVATE],
-			 pr->hits[AP_POOL_SHARED], pr->hits[AP_POOL_STOLEN], pr->hits[AP_POOL_VICTIM]);
+			 pr->hits[AP_POOL_SHARED], pr->hits[AP_POOL_STOLEN],
+			 pr->hits[AP_POOL_VICTIM]);
 		printf("  %-22s %16s %16s\n", "hits p/s/st/v", src, psrc);
 		char s1[32], lo[32], hi[32], p1[32];
 		fmt_dur(s1, sizeof(s1), v->saved_ns);
@@ -722,8 +752,8 @@ static void print_text(const struct report *rp)
 		fmt_dur(p1, sizeof(p1), pred_time(as));
 		printf("  %-22s %16s %16s (%s)\n", "CPU time saved", s1, p1,
 		       as->measured ? "measured replay" : "model");
-		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi, 100 * v->conf,
-		       rp->rounds);
+		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi,
+		       100 * v->conf, rp->rounds);
 		if (v->low_ns <= 0 && v->high_ns >= 0)
 			printf("  => within noise: the interval spans zero\n");
 		else if (v->high_ns < 0)
@@ -746,10 +776,12 @@ static json_t *counts_json(const struct site_counts *c)
 	json_object_set_new(o, "hits_by_source", h);
 	json_object_set_new(o, "small_hits", json_integer(ap_view_round(c->small)));
 	json_object_set_new(o, "allocs_avoided", json_integer(ap_view_round(c->allocs_avoided)));
-	json_object_set_new(o, "bytes_avoided",
-			    json_integer(ap_view_round(c->alloc_bytes_avoided + c->realloc_bytes_avoided)));
+	json_object_set_new(
+	    o, "bytes_avoided",
+	    json_integer(ap_view_round(c->alloc_bytes_avoided + c->realloc_bytes_avoided)));
 	json_object_set_new(o, "reallocs", json_integer(ap_view_round(c->reallocs)));
-	json_object_set_new(o, "reallocs_avoided", json_integer(ap_view_round(c->reallocs_avoided)));
+	json_object_set_new(o, "reallocs_avoided",
+			    json_integer(ap_view_round(c->reallocs_avoided)));
 	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(c->dropped_cap)));
 	json_object_set_new(o, "held_peak_bytes", json_integer(ap_view_round(c->held_peak)));
 	return o;
@@ -786,7 +818,8 @@ static int print_json(const struct report *rp)
 		json_object_set_new(o, "site", ap_json_text(as->name));
 		json_object_set_new(o, "site_id", json_integer((json_int_t)as->site_id));
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(as->verdict)));
-		json_object_set_new(o, "cap", ts->cap ? json_integer((json_int_t)ts->cap) : json_null());
+		json_object_set_new(o, "cap",
+				    ts->cap ? json_integer((json_int_t)ts->cap) : json_null());
 		json_t *cl = json_array();
 		for (size_t k = 0; k < ts->nclasses; k++)
 			json_array_append_new(cl, json_integer((json_int_t)ts->classes[k]));
@@ -799,24 +832,33 @@ static int print_json(const struct report *rp)
 		json_decref(c);
 		json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(v->saved_ns)));
 		json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(v->low_ns)));
-		json_object_set_new(o, "time_saved_high_ns", json_integer(ap_view_round(v->high_ns)));
+		json_object_set_new(o, "time_saved_high_ns",
+				    json_integer(ap_view_round(v->high_ns)));
 		json_object_set_new(o, "confidence", json_real(v->conf));
-		json_object_set_new(o, "within_noise", json_boolean(v->low_ns <= 0 && v->high_ns >= 0));
+		json_object_set_new(o, "within_noise",
+				    json_boolean(v->low_ns <= 0 && v->high_ns >= 0));
 		const struct ap_replay_result *pr = pred_result(as);
-		json_object_set_new(o, "predicted_allocs_avoided", json_integer(ap_view_round(pr->allocs_avoided)));
-		json_object_set_new(o, "predicted_bytes_avoided", json_integer(ap_view_round(pr->bytes_avoided)));
+		json_object_set_new(o, "predicted_allocs_avoided",
+				    json_integer(ap_view_round(pr->allocs_avoided)));
+		json_object_set_new(o, "predicted_bytes_avoided",
+				    json_integer(ap_view_round(pr->bytes_avoided)));
 		json_object_set_new(o, "predicted_reallocs_avoided",
 				    json_integer(ap_view_round(pr->reallocs_avoided)));
-		json_object_set_new(o, "predicted_hits", json_integer(ap_view_round(pr->gets - pr->misses)));
+		json_object_set_new(o, "predicted_hits",
+				    json_integer(ap_view_round(pr->gets - pr->misses)));
 		json_t *h = json_object();
 		for (int s = AP_POOL_PRIVATE; s < AP_POOL_NSRC; s++)
-			json_object_set_new(h, ap_pool_src_name(s), json_integer(ap_view_round(pr->hits[s])));
+			json_object_set_new(h, ap_pool_src_name(s),
+					    json_integer(ap_view_round(pr->hits[s])));
 		json_object_set_new(o, "predicted_hits_by_source", h);
-		json_object_set_new(o, "predicted_held_peak_bytes", json_integer(ap_view_round(pr->peak_held_bytes)));
-		json_object_set_new(o, "predicted_time_saved_ns", json_integer(ap_view_round(pred_time(as))));
+		json_object_set_new(o, "predicted_held_peak_bytes",
+				    json_integer(ap_view_round(pr->peak_held_bytes)));
+		json_object_set_new(o, "predicted_time_saved_ns",
+				    json_integer(ap_view_round(pred_time(as))));
 		json_object_set_new(o, "predicted_time_source",
 				    json_string(as->measured ? "measured replay" : "model"));
-		json_object_set_new(o, "predicted_counts", json_string(*pred_result_name(as) ? "with cap" : "one pool"));
+		json_object_set_new(o, "predicted_counts",
+				    json_string(*pred_result_name(as) ? "with cap" : "one pool"));
 		json_object_set_new(o, "pooled", cost_json(v));
 		json_object_set_new(o, "output_identical",
 				    rp->deterministic ? json_boolean(rp->identical) : json_null());
@@ -852,10 +894,12 @@ static const struct ap_advise_site *find_site(const struct ap_advice *a, const c
 		return hit;
 	if (n > 1)
 		ap_die_msg("try: --site %s: names %zu sites; give one's name or site_id (allocprof "
-			   "advise --json lists them)", spec, n);
+			   "advise --json lists them)",
+			   spec, n);
 	else
-		ap_die_msg("try: --site %s: no such site in the trace (allocprof advise -n 0 lists them)",
-			   spec);
+		ap_die_msg(
+		    "try: --site %s: no such site in the trace (allocprof advise -n 0 lists them)",
+		    spec);
 	return NULL;
 }
 
@@ -885,7 +929,7 @@ static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct a
 			leaf[nleaf++] = t->stacks[k].pcs[0];
 		}
 	}
-	struct tsite scratch = { .pcs = AP_BUF_INIT };
+	struct tsite scratch = {.pcs = AP_BUF_INIT};
 	struct seen_pc *seen = NULL;
 	size_t nseen = 0, seen_alloc = 0;
 	for (size_t k = 0; k < t->nstacks && nleaf; k++) {
@@ -896,7 +940,8 @@ static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct a
 		for (size_t i = 0; i < nleaf && !through; i++)
 			through = leaf[i] == t->stacks[k].pcs[0];
 		if (through)
-			add_once(&scratch, &seen, &nseen, &seen_alloc, t, &t->stacks[k], d, AP_TRY_KIND_STOP, 0);
+			add_once(&scratch, &seen, &nseen, &seen_alloc, t, &t->stacks[k], d,
+				 AP_TRY_KIND_STOP, 0);
 	}
 	if (scratch.pcs.len)
 		ap_buf_add(b, scratch.pcs.buf, scratch.pcs.len);
@@ -923,7 +968,8 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 			continue;
 		fprintf(f, "site %u %llu %zu", id, (unsigned long long)ts[i].cap, ts[i].nclasses);
 		for (size_t k = 0; k < AP_TRY_MAX_CLASSES; k++)
-			fprintf(f, " %llu", k < ts[i].nclasses ? (unsigned long long)ts[i].classes[k] : 0ULL);
+			fprintf(f, " %llu",
+				k < ts[i].nclasses ? (unsigned long long)ts[i].classes[k] : 0ULL);
 		fprintf(f, "\n");
 		/* the lines carry the site's id as %u */
 		const char *p = ts[i].pcs.buf ? ts[i].pcs.buf : "";
@@ -969,13 +1015,13 @@ static void remove_scratch(const char *dir, size_t nv)
 int cmd_try(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "site", required_argument, NULL, OPT_SITE },
-		{ "runs", required_argument, NULL, OPT_RUNS },
-		{ "no-measure", no_argument, NULL, OPT_NO_MEASURE },
-		{ "measure-time", required_argument, NULL, OPT_MEASURE_TIME },
-		{ "json", no_argument, NULL, AP_VOPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"site", required_argument, NULL, OPT_SITE},
+	    {"runs", required_argument, NULL, OPT_RUNS},
+	    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
+	    {"measure-time", required_argument, NULL, OPT_MEASURE_TIME},
+	    {"json", no_argument, NULL, AP_VOPT_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	/* Everything after `--` is the program's. */
 	int dd = argc;
@@ -1002,14 +1048,15 @@ int cmd_try(int argc, char **argv)
 			return AP_EXIT_OK;
 		case OPT_SITE:
 			if (nspec == AP_TRY_MAX_SITES)
-				return ap_usage_error("try", "at most %d --site options", AP_TRY_MAX_SITES);
+				return ap_usage_error("try", "at most %d --site options",
+						      AP_TRY_MAX_SITES);
 			site_spec[nspec++] = optarg;
 			break;
 		case OPT_RUNS:
 			runs = strtol(optarg, &end, 10);
 			if (*end || end == optarg || runs < 1 || runs > 1000)
-				return ap_usage_error("try", "--runs wants a count from 1 to 1000, not '%s'",
-						      optarg);
+				return ap_usage_error(
+				    "try", "--runs wants a count from 1 to 1000, not '%s'", optarg);
 			break;
 		case OPT_NO_MEASURE:
 			vm.off = true;
@@ -1017,8 +1064,9 @@ int cmd_try(int argc, char **argv)
 		case OPT_MEASURE_TIME: {
 			uint64_t ns;
 			if (ap_parse_duration(optarg, &ns) < 0 || !ns)
-				return ap_usage_error("try", "--measure-time wants a duration like 5s, not '%s'",
-						      optarg);
+				return ap_usage_error(
+				    "try", "--measure-time wants a duration like 5s, not '%s'",
+				    optarg);
 			vm.budget_ns = (double)ns;
 			break;
 		}
@@ -1034,7 +1082,8 @@ int cmd_try(int argc, char **argv)
 	if (optind == dd)
 		return ap_usage_error("try", "a TRACE file is needed");
 	if (dd - optind > 1)
-		return ap_usage_error("try", "one TRACE only (the program's arguments go after --)");
+		return ap_usage_error("try",
+				      "one TRACE only (the program's arguments go after --)");
 	const char *trace_path = argv[optind];
 
 	struct ap_cost_table costs;
@@ -1046,7 +1095,7 @@ int cmd_try(int argc, char **argv)
 	struct ap_view_opts vo;
 	ap_view_opts_init(&vo);
 	vo.no_values = true;
-	vo.no_children = true;	/* a pool does not cross processes: the program's own */
+	vo.no_children = true; /* a pool does not cross processes: the program's own */
 	struct ap_view v;
 	if (ap_view_load(&v, (char **)&trace_path, 1, &vo) != 0)
 		return AP_EXIT_FAIL;
@@ -1059,7 +1108,7 @@ int cmd_try(int argc, char **argv)
 	struct tsite ts[AP_TRY_MAX_SITES];
 	size_t nts = 0;
 	struct run *rs = NULL;
-	struct out_ref ref = { 0 }, cur = { 0 };
+	struct out_ref ref = {0}, cur = {0};
 	struct ap_buf pb = AP_BUF_INIT;
 	char **envp = NULL;
 	char dir[PATH_MAX] = "";
@@ -1082,7 +1131,8 @@ int cmd_try(int argc, char **argv)
 		pargv = argv + dd + 1;
 	} else {
 		if (!t->argc || !t->argv || !t->argv[0]) {
-			ap_die_msg("try: %s: the trace has no command line; give one after --", trace_path);
+			ap_die_msg("try: %s: the trace has no command line; give one after --",
+				   trace_path);
 			goto out;
 		}
 		pargv = t->argv;
@@ -1119,8 +1169,10 @@ int cmd_try(int argc, char **argv)
 			if (pool_verdict(a->sites[i].verdict))
 				ts[nts++].as = &a->sites[i];
 		if (!nts) {
-			ap_die_msg("try: %s: advise finds no site to pool; name one with --site (allocprof "
-				   "advise -n 0 lists them)", trace_path);
+			ap_die_msg("try: %s: advise finds no site to pool; name one with --site "
+				   "(allocprof "
+				   "advise -n 0 lists them)",
+				   trace_path);
 			goto out;
 		}
 	}
@@ -1133,8 +1185,10 @@ int cmd_try(int argc, char **argv)
 				ts[i].classes[ts[i].nclasses++] = s->classes[k];
 		site_pcs(&ts[i], t, &m, v.sym, (uint32_t)i);
 		if (!ts[i].npcs) {
-			ap_die_msg("try: %s: no call path of it can be found again (its modules have "
-				   "no build-id, or its stacks are over 64 frames deep)", s->name);
+			ap_die_msg(
+			    "try: %s: no call path of it can be found again (its modules have "
+			    "no build-id, or its stacks are over 64 frames deep)",
+			    s->name);
 			goto out;
 		}
 	}
@@ -1149,10 +1203,12 @@ int cmd_try(int argc, char **argv)
 	const char *pre = getenv("LD_PRELOAD");
 	ap_buf_addf(&pb, "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "", pre && *pre ? pre : "");
 	for (size_t i = 0; i < ne; i++)
-		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], AP_TRY_ENV "=", strlen(AP_TRY_ENV) + 1))
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+		    strncmp(environ[i], AP_TRY_ENV "=", strlen(AP_TRY_ENV) + 1))
 			envp[k++] = environ[i];
 	envp[k++] = pb.buf;
-	struct runner rn = { .argv = pargv, .path = path, .envp = envp, .env_try = k, .stdin_fd = -1 };
+	struct runner rn = {
+	    .argv = pargv, .path = path, .envp = envp, .env_try = k, .stdin_fd = -1};
 	envp[k + 1] = NULL;
 
 	/* Standard input, read once. */
@@ -1185,7 +1241,8 @@ int cmd_try(int argc, char **argv)
 	nv = nts + 1;
 	for (size_t j = 0; j < nv; j++) {
 		snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
-		if (write_config(cfg, j > 0, outfile, a, ts, nts, j ? (ssize_t)(j - 1) : -1, t, &m, v.sym) < 0)
+		if (write_config(cfg, j > 0, outfile, a, ts, nts, j ? (ssize_t)(j - 1) : -1, t, &m,
+				 v.sym) < 0)
 			goto out;
 	}
 
@@ -1209,8 +1266,10 @@ int cmd_try(int argc, char **argv)
 			if (why[0]) {
 				if (progress)
 					fputs("\r\033[K", stderr);
-				ap_die_msg("try: %s: %s: a pooled block could not be told from its blocks; "
-					   "not measured", pargv[0], why);
+				ap_die_msg("try: %s: %s: a pooled block could not be told from its "
+					   "blocks; "
+					   "not measured",
+					   pargv[0], why);
 				goto out;
 			}
 			if (!rs[(size_t)r * nv + j].procs) {
@@ -1218,12 +1277,17 @@ int cmd_try(int argc, char **argv)
 					fputs("\r\033[K", stderr);
 				char st[64];
 				if (WIFSIGNALED(cur.status))
-					snprintf(st, sizeof(st), "killed by %s", strsignal(WTERMSIG(cur.status)));
+					snprintf(st, sizeof(st), "killed by %s",
+						 strsignal(WTERMSIG(cur.status)));
 				else
-					snprintf(st, sizeof(st), "exit status %d", WEXITSTATUS(cur.status));
-				ap_die_msg("try: %s: no counts from the run (%s): " TRY_SO " was not loaded "
-					   "(the program cleared LD_PRELOAD, or ran a static or setuid program), "
-					   "or the program was killed", pargv[0], st);
+					snprintf(st, sizeof(st), "exit status %d",
+						 WEXITSTATUS(cur.status));
+				ap_die_msg("try: %s: no counts from the run (%s): " TRY_SO
+					   " was not loaded "
+					   "(the program cleared LD_PRELOAD, or ran a static or "
+					   "setuid program), "
+					   "or the program was killed",
+					   pargv[0], st);
 				goto out;
 			}
 			if (!ref.set) {
@@ -1240,7 +1304,8 @@ int cmd_try(int argc, char **argv)
 					identical = false;
 					char d[400];
 					say_difference(d, sizeof(d), &ref, &cur);
-					snprintf(differs, sizeof(differs), "round %ld, pooling %s: %s", r + 1,
+					snprintf(differs, sizeof(differs),
+						 "round %ld, pooling %s: %s", r + 1,
 						 ts[j - 1].as->name, d);
 				}
 			}
@@ -1256,7 +1321,7 @@ int cmd_try(int argc, char **argv)
 	vr = ap_xcalloc(nv, sizeof(*vr));
 	double *d = ap_xmalloc((size_t)runs * sizeof(*d));
 	for (size_t j = 0; j < nv; j++) {
-		medians(rs, (size_t)runs, nv, j, 0, &vr[j]);	/* a pooled run's one site is 0 */
+		medians(rs, (size_t)runs, nv, j, 0, &vr[j]); /* a pooled run's one site is 0 */
 		if (!j)
 			continue;
 		for (long r = 0; r < runs; r++)
@@ -1275,21 +1340,31 @@ int cmd_try(int argc, char **argv)
 	}
 	free(d);
 
-	struct report rp = { .t = t, .argv = pargv, .rounds = (size_t)runs, .nv = nv, .ts = ts,
-			     .nts = nts, .vr = vr, .identical = identical, .deterministic = deterministic };
+	struct report rp = {.t = t,
+			    .argv = pargv,
+			    .rounds = (size_t)runs,
+			    .nv = nv,
+			    .ts = ts,
+			    .nts = nts,
+			    .vr = vr,
+			    .identical = identical,
+			    .deterministic = deterministic};
 	snprintf(rp.differs, sizeof(rp.differs), "%s", differs);
 	int prc = json ? print_json(&rp) : (print_text(&rp), AP_EXIT_OK);
 	rc = prc;
 	fflush(stdout);
 	for (size_t i = 0; i < nts; i++)
 		if (vr[i + 1].reached == 0 && vr[i + 1].c.gets == 0)
-			ap_die_msg("try: %s: never reached in %ld runs: none of its %zu call path%s "
-				   "ran (another input, or a program rebuilt since the trace?)",
-				   ts[i].as->name, runs * (long)nv, ts[i].npcs, ts[i].npcs == 1 ? "" : "s");
+			ap_die_msg(
+			    "try: %s: never reached in %ld runs: none of its %zu call path%s "
+			    "ran (another input, or a program rebuilt since the trace?)",
+			    ts[i].as->name, runs * (long)nv, ts[i].npcs,
+			    ts[i].npcs == 1 ? "" : "s");
 	if (unreached)
 		rc = AP_EXIT_FAIL;
 	if (deterministic && !identical) {
-		ap_die_msg("try: %s: the program's output changed with the pool: %s", pargv[0], differs);
+		ap_die_msg("try: %s: the program's output changed with the pool: %s", pargv[0],
+			   differs);
 		rc = AP_EXIT_FAIL;
 	}
 	if (rn.stdin_fd >= 0)

@@ -56,7 +56,7 @@ static inline size_t ap_build_id_of(const struct dl_phdr_info *info, uint8_t *ou
  * the PLT to whatever defines malloc: not a malloc of the program's own. */
 static inline void ap_malloc_owner_find(char *owner, size_t cap, const void *self)
 {
-	static const char *const names[] = { "malloc", "free", "calloc", "realloc" };
+	static const char *const names[] = {"malloc", "free", "calloc", "realloc"};
 	owner[0] = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		void *p = dlsym(RTLD_DEFAULT, names[i]);

@@ -38,8 +38,8 @@
  * from there: the site's frame at its depth, paired with the library's
  * return address inside it, or another site's frame first (a stop). */
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
@@ -63,7 +63,7 @@ void *__libc_memalign(size_t, size_t);
 void *__libc_valloc(size_t);
 void *__libc_pvalloc(size_t);
 void cfree(void *);
-void *_Znwm(size_t);	/* operator new(size_t), new[] */
+void *_Znwm(size_t); /* operator new(size_t), new[] */
 void *_Znam(size_t);
 
 /* The pool's own memory (its deques, the threads' slots) comes from glibc
@@ -101,16 +101,16 @@ struct counts {
 
 struct site {
 	_Alignas(64) struct counts c;
-	uint64_t cap_limit;	/* 0: none */
-	unsigned nclasses;	/* 0: one pool */
+	uint64_t cap_limit; /* 0: none */
+	unsigned nclasses;  /* 0: one pool */
 	uint64_t class_max[AP_TRY_MAX_CLASSES];
 	struct vpool pools[AP_TRY_MAX_CLASSES];
 };
 
 struct pcent {
-	uint64_t key;		/* the return address; 0: empty */
-	uint32_t site, kind;	/* kind: AP_TRY_KIND_* */
-	uint64_t depths;	/* AP_TRY_KIND_FRAME: the depths it is the site's frame at */
+	uint64_t key;	     /* the return address; 0: empty */
+	uint32_t site, kind; /* kind: AP_TRY_KIND_* */
+	uint64_t depths;     /* AP_TRY_KIND_FRAME: the depths it is the site's frame at */
 };
 
 /* A call instruction of the config, and its module. */
@@ -120,7 +120,7 @@ struct want {
 	uint8_t bid[2][64];
 	size_t blen[2];
 	uint64_t off[2], addr[2];
-	unsigned parts, got;	/* parts resolved: a bit each */
+	unsigned parts, got; /* parts resolved: a bit each */
 	uint32_t site, kind, depth;
 	int resolved;
 };
@@ -129,14 +129,14 @@ static struct site sites[AP_TRY_MAX_SITES];
 static unsigned nsites;
 static struct want *wants;
 static size_t nwants, nunresolved;
-static struct pcent *tab;	/* published once made; entries added after dlopen */
+static struct pcent *tab; /* published once made; entries added after dlopen */
 static uint64_t tabmask;
-static int pooling;		/* mode pool, and not refused */
-static int active;		/* the config was read, and not refused */
+static int pooling; /* mode pool, and not refused */
+static int active;  /* the config was read, and not refused */
 static char outpath[4096];
 static char refused[512];
 static uint64_t gogc = 100;
-static int walks;		/* some sites need backtrace() */
+static int walks; /* some sites need backtrace() */
 
 /* Threads: counters are plain loads and stores while the process has one
  * thread (a lock-prefixed add per call would be billed to the pool), and
@@ -144,19 +144,19 @@ static int walks;		/* some sites need backtrace() */
 static int threaded;
 static int nthreads_seen;
 
-#define ADD(v, n)                                                                          \
-	do {                                                                               \
-		if (UNLIKELY(threaded))                                                    \
-			__atomic_fetch_add(&(v), (n), __ATOMIC_RELAXED);                   \
-		else                                                                       \
-			(v) += (n);                                                        \
+#define ADD(v, n)                                                                                  \
+	do {                                                                                       \
+		if (UNLIKELY(threaded))                                                            \
+			__atomic_fetch_add(&(v), (n), __ATOMIC_RELAXED);                           \
+		else                                                                               \
+			(v) += (n);                                                                \
 	} while (0)
 
 /* One thread's counts, linked for the sum at exit (never freed: a
  * thread's memory is 64 bytes). */
 struct tstate {
 	uint64_t calls;
-	uint64_t since;		/* bytes asked for since this thread last told the pacer */
+	uint64_t since; /* bytes asked for since this thread last told the pacer */
 	struct tstate *next;
 };
 static struct tstate *tstates;
@@ -222,13 +222,14 @@ static uint64_t held_total(void)
 static void gc_cycle(void)
 {
 	if (__atomic_exchange_n(&gc_lock, 1, __ATOMIC_ACQUIRE))
-		return;		/* another thread is cycling */
+		return; /* another thread is cycling */
 	if (__atomic_load_n(&gc_live_at, __ATOMIC_RELAXED) +
-		    __atomic_load_n(&gc_since, __ATOMIC_RELAXED) >=
+		__atomic_load_n(&gc_since, __ATOMIC_RELAXED) >=
 	    __atomic_load_n(&gc_goal, __ATOMIC_RELAXED)) {
 		if (pooling)
 			for (unsigned i = 0; i < nsites; i++)
-				for (unsigned k = 0; k < (sites[i].nclasses ? sites[i].nclasses : 1); k++)
+				for (unsigned k = 0;
+				     k < (sites[i].nclasses ? sites[i].nclasses : 1); k++)
 					vpool_cycle(&sites[i].pools[k]);
 		gc_cycles++;
 		struct mallinfo2 mi = mallinfo2();
@@ -315,13 +316,14 @@ __attribute__((noinline)) static struct site *site_by_stack(uintptr_t ra)
 	while (k < n && (uintptr_t)bt[k] != ra)
 		k++;
 	for (int j = 1; k + j < n && j < MAX_WALK; j++) {
-		struct pcent *e = tab_find(pair_key((uintptr_t)bt[k + j - 1], (uintptr_t)bt[k + j]));
+		struct pcent *e =
+		    tab_find(pair_key((uintptr_t)bt[k + j - 1], (uintptr_t)bt[k + j]));
 		if (!e || !(__atomic_load_n(&e->depths, __ATOMIC_RELAXED) >> j & 1))
 			continue;
 		if (e->kind == AP_TRY_KIND_FRAME)
 			return &sites[e->site];
 		if (e->kind == AP_TRY_KIND_STOP)
-			return NULL;	/* the nearer frame of a site not pooled */
+			return NULL; /* the nearer frame of a site not pooled */
 	}
 	return NULL;
 }
@@ -344,7 +346,8 @@ static void tab_add(uint64_t ra, uint32_t site, uint32_t kind, uint32_t depth)
 	for (uint64_t h = tab_hash(ra) & tabmask;; h = (h + 1) & tabmask) {
 		if (tab[h].key == ra) {
 			if (kind >= AP_TRY_KIND_FRAME && tab[h].kind == kind)
-				__atomic_fetch_or(&tab[h].depths, UINT64_C(1) << depth, __ATOMIC_RELAXED);
+				__atomic_fetch_or(&tab[h].depths, UINT64_C(1) << depth,
+						  __ATOMIC_RELAXED);
 			return;
 		}
 		if (!tab[h].key) {
@@ -370,7 +373,8 @@ static int resolve_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		if (w->resolved)
 			continue;
 		for (unsigned p = 0; p < w->parts; p++)
-			if (!(w->got >> p & 1) && w->blen[p] == blen && !memcmp(w->bid[p], bid, blen)) {
+			if (!(w->got >> p & 1) && w->blen[p] == blen &&
+			    !memcmp(w->bid[p], bid, blen)) {
 				w->addr[p] = info->dlpi_addr + w->off[p];
 				w->got |= 1u << p;
 			}
@@ -378,8 +382,8 @@ static int resolve_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		w->resolved = 1;
 		nunresolved--;
-		tab_add(w->parts == 2 ? pair_key(w->addr[1], w->addr[0]) : w->addr[0], w->site, w->kind,
-			w->depth);
+		tab_add(w->parts == 2 ? pair_key(w->addr[1], w->addr[0]) : w->addr[0], w->site,
+			w->kind, w->depth);
 	}
 	return 0;
 }
@@ -500,8 +504,8 @@ static void held_more(struct site *s, uint64_t c)
 	if (UNLIKELY(threaded)) {
 		int64_t h = __atomic_add_fetch(&s->c.held, (int64_t)c, __ATOMIC_RELAXED);
 		int64_t pk = __atomic_load_n(&s->c.held_peak, __ATOMIC_RELAXED);
-		while (h > pk && !__atomic_compare_exchange_n(&s->c.held_peak, &pk, h, 1, __ATOMIC_RELAXED,
-							      __ATOMIC_RELAXED))
+		while (h > pk && !__atomic_compare_exchange_n(&s->c.held_peak, &pk, h, 1,
+							      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 	} else {
 		s->c.held += (int64_t)c;
@@ -571,7 +575,6 @@ static void *site_realloc(void *p, uint64_t tag, size_t n)
 
 /* ---- the entry points ---- */
 
-
 /* An allocation of n bytes (aligned to `align`, zeroed if asked) by the
  * call returning to ra of the given kind. */
 static inline void *alloc_at(uintptr_t ra, uint32_t kind, size_t n, size_t align, int zero)
@@ -589,7 +592,8 @@ EXPORT void *malloc(size_t n)
 {
 	account(n);
 	if (UNLIKELY(tab)) {
-		void *p = alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL, n, 16, 0);
+		void *p =
+		    alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL, n, 16, 0);
 		if (p)
 			return p;
 	}
@@ -622,7 +626,8 @@ EXPORT void *calloc(size_t n, size_t m)
 	}
 	account(sz);
 	if (UNLIKELY(tab)) {
-		void *p = alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL, sz, 16, 1);
+		void *p =
+		    alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL, sz, 16, 1);
 		if (p)
 			return p;
 	}
@@ -634,7 +639,8 @@ EXPORT void *realloc(void *p, size_t n)
 	account(n);
 	if (!p) {
 		if (UNLIKELY(tab)) {
-			void *r = alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL, n, 16, 0);
+			void *r = alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL,
+					   n, 16, 0);
 			if (r)
 				return r;
 		}
@@ -656,7 +662,8 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 	account(sz);
 	if (!p) {
 		if (UNLIKELY(tab)) {
-			void *r = alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL, sz, 16, 0);
+			void *r = alloc_at((uintptr_t)__builtin_return_address(0), AP_TRY_KIND_CALL,
+					   sz, 16, 0);
 			if (r)
 				return r;
 		}
@@ -743,8 +750,8 @@ EXPORT size_t malloc_usable_size(void *p)
 	if (!p)
 		return 0;
 	uint64_t w = ((uint64_t *)p)[-1];
-	if (UNLIKELY(!real_usable))	/* called before the constructor */
-		real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+	if (UNLIKELY(!real_usable)) /* called before the constructor */
+		real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
 	if (UNLIKELY(w & TAG_BIT))
 		return real_usable((char *)p - off_of(p)) - off_of(p);
 	return real_usable(p);
@@ -883,8 +890,8 @@ static int read_config(const char *path)
 		} else if (sscanf(line, "out %4095[^\n]", outpath) == 1) {
 		} else if (sscanf(line, "gc %llu", &a) == 1) {
 			gogc = a;
-		} else if (sscanf(line, "site %u %llu %u %llu %llu %llu %llu", &id, &a, &nc, &cl[0], &cl[1],
-				  &cl[2], &cl[3]) == 7) {
+		} else if (sscanf(line, "site %u %llu %u %llu %llu %llu %llu", &id, &a, &nc, &cl[0],
+				  &cl[1], &cl[2], &cl[3]) == 7) {
 			if (id != nsites || id >= AP_TRY_MAX_SITES || nc > AP_TRY_MAX_CLASSES)
 				ok = 0;
 			else {
@@ -894,10 +901,11 @@ static int read_config(const char *path)
 				for (unsigned k = 0; k < nc; k++)
 					s->class_max[k] = cl[k];
 			}
-		} else if ((np = sscanf(line, "pc %u %u %299s %llx %u %299s %llx", &id, &kind, arg, &b, &depth,
-					arg2, &b2)) >= 4) {
+		} else if ((np = sscanf(line, "pc %u %u %299s %llx %u %299s %llx", &id, &kind, arg,
+					&b, &depth, arg2, &b2)) >= 4) {
 			if (id >= nsites || kind > AP_TRY_KIND_STOP ||
-			    (kind >= AP_TRY_KIND_FRAME && (np != 7 || !depth || depth >= MAX_WALK))) {
+			    (kind >= AP_TRY_KIND_FRAME &&
+			     (np != 7 || !depth || depth >= MAX_WALK))) {
 				ok = 0;
 				break;
 			}
@@ -913,9 +921,11 @@ static int read_config(const char *path)
 			struct want *w = &wants[nwants];
 			memset(w, 0, sizeof(*w));
 			w->parts = np == 7 ? 2 : 1;
-			if (hexbytes(arg, w->bid[0], sizeof(w->bid[0]), &w->blen[0]) < 0 || !w->blen[0] ||
-			    (np == 7 && (hexbytes(arg2, w->bid[1], sizeof(w->bid[1]), &w->blen[1]) < 0 ||
-					 !w->blen[1]))) {
+			if (hexbytes(arg, w->bid[0], sizeof(w->bid[0]), &w->blen[0]) < 0 ||
+			    !w->blen[0] ||
+			    (np == 7 &&
+			     (hexbytes(arg2, w->bid[1], sizeof(w->bid[1]), &w->blen[1]) < 0 ||
+			      !w->blen[1]))) {
 				ok = 0;
 				break;
 			}
@@ -946,11 +956,12 @@ static void check_refusal(void)
 		snprintf(refused, sizeof(refused), "its malloc is %s's, not glibc's", owner);
 		return;
 	}
-	static const char *const rt[] = { "__asan_init", "__tsan_init", "__msan_init", "__hwasan_init",
-					  "__lsan_init" };
+	static const char *const rt[] = {"__asan_init", "__tsan_init", "__msan_init",
+					 "__hwasan_init", "__lsan_init"};
 	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
 		if (dlsym(RTLD_DEFAULT, rt[i])) {
-			snprintf(refused, sizeof(refused), "a sanitizer runtime is loaded (%s)", rt[i]);
+			snprintf(refused, sizeof(refused), "a sanitizer runtime is loaded (%s)",
+				 rt[i]);
 			return;
 		}
 }
@@ -958,7 +969,7 @@ static void check_refusal(void)
 __attribute__((constructor)) static void try_init(void)
 {
 	const char *cfg = getenv(AP_TRY_ENV);
-	real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+	real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
 	real_new = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znwm");
 	real_new_arr = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znam");
 	if (!cfg || !*cfg || read_config(cfg) < 0)
@@ -966,7 +977,7 @@ __attribute__((constructor)) static void try_init(void)
 	check_refusal();
 	if (refused[0]) {
 		pooling = 0;
-		active = 1;	/* to say so at exit */
+		active = 1; /* to say so at exit */
 		return;
 	}
 	for (unsigned i = 0; i < nsites; i++)
@@ -980,12 +991,12 @@ __attribute__((constructor)) static void try_init(void)
 	size_t cap = 64;
 	while (cap < 4 * nwants)
 		cap *= 2;
-	struct pcent *t = mmap(NULL, cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+	struct pcent *t = mmap(NULL, cap * sizeof(*t), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t == MAP_FAILED)
 		return;
 	tabmask = cap - 1;
-	tab = t;	/* before resolve: tab_add fills it */
+	tab = t; /* before resolve: tab_add fills it */
 	nunresolved = nwants;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (walks) {
@@ -1024,27 +1035,31 @@ __attribute__((destructor)) static void try_fini(void)
 	uint64_t calls = 0;
 	for (struct tstate *t = tstates; t; t = t->next)
 		calls += __atomic_load_n(&t->calls, __ATOMIC_RELAXED);
-	len += (size_t)snprintf(buf + len, sizeof(buf) - len, "proc pid=%d calls=%llu hwm_kb=%ld cycles=%llu refused=%s\n",
+	len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+				"proc pid=%d calls=%llu hwm_kb=%ld cycles=%llu refused=%s\n",
 				(int)getpid(), (unsigned long long)calls, vm_hwm_kb(),
 				(unsigned long long)gc_cycles, refused[0] ? refused : "-");
 	for (unsigned i = 0; i < nsites && len < sizeof(buf); i++) {
 		const struct counts *c = &sites[i].c;
-		uint64_t hits = c->src[VPOOL_PRIVATE] + c->src[VPOOL_SHARED] + c->src[VPOOL_STOLEN] +
-				c->src[VPOOL_VICTIM];
+		uint64_t hits = c->src[VPOOL_PRIVATE] + c->src[VPOOL_SHARED] +
+				c->src[VPOOL_STOLEN] + c->src[VPOOL_VICTIM];
 		len += (size_t)snprintf(
-			buf + len, sizeof(buf) - len,
-			"site id=%u gets=%llu hits=%llu small=%llu private=%llu shared=%llu stolen=%llu "
-			"victim=%llu allocs_avoided=%llu alloc_bytes_avoided=%llu reallocs=%llu "
-			"reallocs_avoided=%llu realloc_bytes_avoided=%llu puts=%llu dropped_cap=%llu "
-			"released=%llu held_peak=%lld\n",
-			i, (unsigned long long)c->gets, (unsigned long long)hits,
-			(unsigned long long)c->small, (unsigned long long)c->src[VPOOL_PRIVATE],
-			(unsigned long long)c->src[VPOOL_SHARED], (unsigned long long)c->src[VPOOL_STOLEN],
-			(unsigned long long)c->src[VPOOL_VICTIM], (unsigned long long)(hits - c->small),
-			(unsigned long long)c->alloc_bytes_avoided, (unsigned long long)c->reallocs,
-			(unsigned long long)c->reallocs_avoided, (unsigned long long)c->realloc_bytes_avoided,
-			(unsigned long long)c->puts, (unsigned long long)c->dropped_cap,
-			(unsigned long long)c->released, (long long)c->held_peak);
+		    buf + len, sizeof(buf) - len,
+		    "site id=%u gets=%llu hits=%llu small=%llu private=%llu shared=%llu "
+		    "stolen=%llu "
+		    "victim=%llu allocs_avoided=%llu alloc_bytes_avoided=%llu reallocs=%llu "
+		    "reallocs_avoided=%llu realloc_bytes_avoided=%llu puts=%llu dropped_cap=%llu "
+		    "released=%llu held_peak=%lld\n",
+		    i, (unsigned long long)c->gets, (unsigned long long)hits,
+		    (unsigned long long)c->small, (unsigned long long)c->src[VPOOL_PRIVATE],
+		    (unsigned long long)c->src[VPOOL_SHARED],
+		    (unsigned long long)c->src[VPOOL_STOLEN],
+		    (unsigned long long)c->src[VPOOL_VICTIM], (unsigned long long)(hits - c->small),
+		    (unsigned long long)c->alloc_bytes_avoided, (unsigned long long)c->reallocs,
+		    (unsigned long long)c->reallocs_avoided,
+		    (unsigned long long)c->realloc_bytes_avoided, (unsigned long long)c->puts,
+		    (unsigned long long)c->dropped_cap, (unsigned long long)c->released,
+		    (long long)c->held_peak);
 	}
 	if (len > sizeof(buf))
 		len = sizeof(buf);

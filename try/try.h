@@ -44,8 +44,8 @@
 #define AP_TRY_MAX_CLASSES 4
 #define AP_TRY_KIND_CALL 0
 #define AP_TRY_KIND_NEW 1
-#define AP_TRY_KIND_LEAF 2	/* a library's call of the allocator: walk the stack */
-#define AP_TRY_KIND_FRAME 3	/* a site's frame, DEPTH frames above a LEAF */
-#define AP_TRY_KIND_STOP 4	/* another site's frame there: not pooled */
+#define AP_TRY_KIND_LEAF 2  /* a library's call of the allocator: walk the stack */
+#define AP_TRY_KIND_FRAME 3 /* a site's frame, DEPTH frames above a LEAF */
+#define AP_TRY_KIND_STOP 4  /* another site's frame there: not pooled */
 
 #endif
