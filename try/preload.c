@@ -841,9 +841,12 @@ static void fork_parent(void)
 /* The child counts its own calls from here (its exit line is its own;
  * the parent's so far are the parent's). What other threads held in
  * their private slots stays with those threads' memory in the child. */
+static pid_t my_pid;	/* this process's (a vfork child shares the memory, not the pid) */
+
 static void fork_child(void)
 {
 	fork_parent();
+	my_pid = getpid();
 	for (unsigned i = 0; i < nsites; i++) {
 		int64_t held = sites[i].c.held;
 		memset(&sites[i].c, 0, sizeof(sites[i].c));
@@ -974,6 +977,7 @@ __attribute__((constructor)) static void try_init(void)
 	real_new_arr = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znam");
 	if (!cfg || !*cfg || read_config(cfg) < 0)
 		return;
+	my_pid = getpid();
 	check_refusal();
 	if (refused[0]) {
 		pooling = 0;
@@ -1026,9 +1030,11 @@ static long vm_hwm_kb(void)
 
 static int finished;
 
+/* Writes the counts once. Not from a vfork child, which shares the
+ * parent's memory (its _exit must leave the counts to the parent). */
 __attribute__((destructor)) static void try_fini(void)
 {
-	if (!active || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
+	if (!active || getpid() != my_pid || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
 	char buf[AP_TRY_MAX_SITES * 512 + 1024];
 	size_t len = 0;

@@ -1,13 +1,16 @@
 /* semantics: what a program must still find true of its blocks when
  * `allocprof try` serves its sites from a pool. Each check prints one
  * line; a failure prints FAIL and exits 1, so a run under the pool whose
- * output is not the baseline's shows in try's comparison, and try.sh
+ * output is not the baseline's shows in try's comparison, and try-e2e.py
  * checks the pool really served these sites (hits > 0).
  * Sites (each a function of its own, never inlined): buf_site (malloc),
  * zero_site (calloc), align_site (aligned_alloc or malloc on one line:
  * one site, two call instructions), memalign_site (posix_memalign),
  * node_site (the threads' blocks).
- * Argument: `all` (every check), or `noalign` (align_site never runs). */
+ * Argument: `all` (every check), `noalign` (align_site never runs), or
+ * `vfork` (all, after a vfork child that ends by _exit: the counts must
+ * stay the parent's; record loses what follows a vfork, so the trace is
+ * recorded with `all`). */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -255,9 +258,22 @@ static void fork_churn(void)
 	printf("fork ok\n");
 }
 
+/* A vfork child shares the parent's memory: its _exit must not write the
+ * parent's counts for it (try would then find none). */
+static void vfork_exit(void)
+{
+	pid_t pid = vfork();
+	if (pid == 0)
+		_exit(0);
+	int st;
+	check(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st), "vfork child");
+}
+
 int main(int argc, char **argv)
 {
 	int noalign = argc > 1 && !strcmp(argv[1], "noalign");
+	if (argc > 1 && !strcmp(argv[1], "vfork"))
+		vfork_exit();	/* first: the sites' counts all come after it */
 	sizes();
 	zeroing();
 	if (!noalign)

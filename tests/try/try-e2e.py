@@ -19,7 +19,8 @@ semantics: SEMANTICS (tests/try/semantics.c) recorded with --all, then
 run by try with its five sites pooled: every run's output is the
 baseline's (the program checks sizes, alignment, calloc zeroing after a
 dirty reuse, realloc in place and beyond the capacity, cross-thread frees
-and fork from a thread while others churn, and prints FAIL otherwise),
+and fork from a thread while others churn, and prints FAIL otherwise; run
+with `vfork`, after a vfork child that ends by _exit),
 and every site really was served from the pool (hits > 0); the counts of
 the sites whose requests do not depend on alignment or size classes equal
 advise's.
@@ -123,7 +124,8 @@ def semantics(prog):
     args = ["--runs", "2", "--json"]
     for n in names:
         args += ["--site", n]
-    r = run_try(args + [trace])
+    # run after a vfork child's _exit: the counts must still be the parent's
+    r = run_try(args + [trace, "--", prog, "vfork"])
     j = json.loads(r.stdout)
     if j["output_identical"] is not True:
         fail("output changed under the pool: %s" % j.get("output_difference"))
