@@ -33,7 +33,7 @@
  * dlopen (modules loaded later). One hash and one load for a call that
  * is no site's. A site the trace puts in the program's frame that called
  * a library (advise's `via`: sqlite3's sites, all reached through
- * libsqlite3's allocator) is found by walking the stack (backtrace(),
+ * libsqlite3's allocator) is found by walking the stack (libunwind,
  * unwind tables) from that library's call of the allocator, and only
  * from there: the site's frame at its depth, paired with the library's
  * return address inside it, or another site's frame first (a stop). */
