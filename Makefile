@@ -22,7 +22,7 @@ DEB_DEBS := debhelper dpkg-dev git
 # libFuzzer target, which meson defines when clang is there: `make fuzz`).
 # tests/deps holds the tests to it.
 FUZZ_DEBS := clang
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace $(FUZZ_DEBS) $(DEB_DEBS)
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd

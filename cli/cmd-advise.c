@@ -94,7 +94,7 @@ static void say_measuring(void *ctx, const char *cache, const char *why)
 
 /* The cost table (ap_cost_get). Returns 0 or prints the error and returns
  * -1. */
-static int load_costs(struct ap_cost_table *c)
+int ap_advise_load_costs(struct ap_cost_table *c)
 {
 	struct ap_error err, save_err;
 	if (ap_cost_get(c, say_measuring, NULL, &err, &save_err) < 0) {
@@ -229,7 +229,7 @@ static json_t *result_json(const struct ap_replay_result *r, bool held_known)
 	return o;
 }
 
-static json_t *cost_json(const struct ap_run_cost *c)
+json_t *ap_advise_cost_json(const struct ap_run_cost *c)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "cpu_ns", json_integer(ap_view_round(c->cpu_ns)));
@@ -285,9 +285,9 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 			json_object_set_new(mj, "probe_wall_ns", json_integer(ap_view_round(a->measure_full_run_ns)));
 		}
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
-		json_object_set_new(mj, "baseline", cost_json(&a->base));
+		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
 		if (a->recorded.cpu_ns > 0)
-			json_object_set_new(mj, "recorded", cost_json(&a->recorded));
+			json_object_set_new(mj, "recorded", ap_advise_cost_json(&a->recorded));
 	} else {
 		json_object_set_new(mj, "why_not", json_string(a->measure_why));
 	}
@@ -315,7 +315,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 			json_t *mo = json_object();
 			json_object_set_new(mo, "rounds", json_integer(m->rounds));
 			json_object_set_new(mo, "confidence", json_real(m->conf));
-			json_object_set_new(mo, "pooled", cost_json(&m->cost));
+			json_object_set_new(mo, "pooled", ap_advise_cost_json(&m->cost));
 			json_object_set_new(o, "measured", mo);
 		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
@@ -481,7 +481,7 @@ int cmd_advise(int argc, char **argv)
 		return ap_view_by_process(cmd_advise, argc, argv, optind, &vo);
 
 	struct ap_cost_table costs;
-	if (load_costs(&costs) < 0)
+	if (ap_advise_load_costs(&costs) < 0)
 		return AP_EXIT_FAIL;
 	ao.costs = &costs;
 

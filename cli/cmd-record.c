@@ -156,7 +156,7 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 }
 
 /* The program as execvp would find it: into `out`, or -1 with errno. */
-static int find_program(const char *prog, char *out, size_t len)
+int ap_find_program(const char *prog, char *out, size_t len)
 {
 	if (strchr(prog, '/')) {
 		if (snprintf(out, len, "%s", prog) >= (int)len)
@@ -193,7 +193,7 @@ static int find_program(const char *prog, char *out, size_t len)
 
 /* Refuses programs LD_PRELOAD cannot reach. Returns 0, or -1 after one line
  * on stderr. */
-static int check_program(const char *shown, const char *path)
+int ap_check_program(const char *shown, const char *path)
 {
 	struct stat st;
 	if (stat(path, &st) < 0) {
@@ -1400,14 +1400,14 @@ int cmd_record(int argc, char **argv)
 	if (!*prog)
 		return ap_usage_error("record", "the program's name is empty");
 	char path[PATH_MAX], so[PATH_MAX];
-	if (find_program(prog, path, sizeof(path)) < 0) {
+	if (ap_find_program(prog, path, sizeof(path)) < 0) {
 		if (errno == ENOENT && !strchr(prog, '/'))
 			ap_die_msg("%s: command not found", prog);
 		else
 			ap_die_msg("%s: %s", prog, strerror(errno));
 		return AP_EXIT_FAIL;
 	}
-	if (check_program(prog, path) < 0 || ap_find_sampler(so, sizeof(so), false) < 0 ||
+	if (ap_check_program(prog, path) < 0 || ap_find_sampler(so, sizeof(so), false) < 0 ||
 	    check_preload_path(so) < 0)
 		return AP_EXIT_FAIL;
 

@@ -20,6 +20,7 @@ int cmd_timeline(int argc, char **argv);
 int cmd_peek(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_try(int argc, char **argv);
 
 /* Writes b to `path` ("-": standard output, checked by main at exit); a
  * file is replaced only once it is complete. Returns 0, or -1 after
@@ -45,6 +46,19 @@ extern int ap_sigpipe_ignored;
  * tree's next to this binary, or the installed one. Returns 0, or -1
  * (after one line on stderr unless quiet). */
 int ap_find_sampler(char *out, size_t len, bool quiet);
+
+/* The program as execvp would find it: into `out`, or -1 with errno
+ * (cmd-record.c). */
+int ap_find_program(const char *prog, char *out, size_t len);
+
+/* Refuses programs LD_PRELOAD cannot reach (static, setuid/setgid, not
+ * x86-64), `shown` naming it. Returns 0, or -1 after one line on stderr
+ * (cmd-record.c). */
+int ap_check_program(const char *shown, const char *path);
+
+/* advise's cost table (cmd-advise.c): 0, or -1 after printing why. */
+struct ap_cost_table;
+int ap_advise_load_costs(struct ap_cost_table *c);
 
 /* True when `fd` is a terminal and progress may be drawn on stderr. */
 int ap_progress_wanted(void);

@@ -44,6 +44,7 @@ static const struct command commands[] = {
 	{ "list", REPORT_CMD(cmd_list), "source of matching functions, each line annotated", true },
 	{ "stats", REPORT_CMD(cmd_stats), "summary of a trace: program, duration, rate, totals", true },
 	{ "advise", REPORT_CMD(cmd_advise), "which allocation sites a pool would pay at, and why", true },
+	{ "try", REPORT_CMD(cmd_try), "run the program with the advised pools: what they save, measured", true },
 	{ "calibrate", REPORT_CMD(cmd_calibrate), "measure allocation and pool costs for advise", false },
 	{ "export", REPORT_CMD(cmd_export),
 	  "write a trace as pprof profile.proto, folded stacks or JSON", false },

@@ -291,6 +291,10 @@ json_t *ap_view_json_head(const struct ap_trace *t, enum ap_sample_index si, dou
 /* Prints `root` on stdout (indented, a newline after), consumes it. */
 int ap_view_json_print(json_t *root);
 
+/* A run's costs as advise --json prints them (cmd-advise.c; try too). */
+struct ap_run_cost;
+json_t *ap_advise_cost_json(const struct ap_run_cost *c);
+
 /* ---- the advisor's measured replay, for advise and the tui ---- */
 struct ap_advice;
 struct ap_site_map;

@@ -136,6 +136,14 @@ _allocprof()
 		reply=($(compgen -W "${names[*]}" -- "$cur"))
 		# --gc=gogc: and --sample-index=...: the value follows, no space.
 		[[ ${#reply[@]} -eq 1 && ${reply[0]} == *[=:] ]] && compopt -o nospace 2>/dev/null
+	elif [[ $cmd == try && -n $ended ]]; then
+		# try TRACE -- PROGRAM ARGS: as record's program.
+		if ((pos <= 1)); then
+			compopt -o filenames 2>/dev/null
+			reply=($(compgen -c -- "$cur") $(compgen -f -- "$cur"))
+		else
+			compopt -o default 2>/dev/null
+		fi
 	elif [[ $cmd == record ]]; then
 		if ((pos == 0)); then
 			# PROGRAM: a command or a file.

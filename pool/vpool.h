@@ -339,9 +339,17 @@ static inline void *vpool_pop_tail_(struct vpool_deque *d)
 	return x;
 }
 
+/* Where vpool_get_from found its object (advise's hits_by_source). */
+enum vpool_src {
+	VPOOL_PRIVATE = 1,	/* this thread's slot, Put in this cycle */
+	VPOOL_SHARED,		/* the newest of this CPU's deque */
+	VPOOL_STOLEN,		/* the oldest of another CPU's deque */
+	VPOOL_VICTIM,		/* what the last cycle set aside (slot or deque) */
+};
+
 /* The deques, from CPU c: its own newest, others' oldest; then the
- * victim's, oldest first. */
-static inline void *vpool_get_shared_(struct vpool *p, unsigned c)
+ * victim's, oldest first. *src (when src is not NULL) says which. */
+static inline void *vpool_get_shared_(struct vpool *p, unsigned c, int *src)
 {
 	void *x = NULL;
 	for (int victim = 0; victim < 2 && !x; victim++)
@@ -356,12 +364,15 @@ static inline void *vpool_get_shared_(struct vpool *p, unsigned c)
 			if (x)
 				VPOOL_STD_ atomic_fetch_sub_explicit(&q->count, 1, VPOOL_RELAXED_);
 			vpool_unlock_(q);
+			if (x && src)
+				*src = victim ? VPOOL_VICTIM : k ? VPOOL_STOLEN : VPOOL_SHARED;
 		}
 	return x;
 }
 
-/* An object, or NULL when the pool has none: then allocate one. */
-static inline void *vpool_get(struct vpool *p)
+/* vpool_get, and where the object came from in *src (enum vpool_src;
+ * untouched when the pool has none). */
+static inline void *vpool_get_from(struct vpool *p, int *src)
 {
 	struct vpool_local *l = vpool_local_(p);
 	if (l && l->obj) {
@@ -369,11 +380,21 @@ static inline void *vpool_get(struct vpool *p)
 		l->obj = NULL;
 		/* Put in this cycle or the one before (the victim's): a hit.
 		 * Older: the second cycle since has dropped it. */
-		if (VPOOL_STD_ atomic_load_explicit(&p->gen, VPOOL_RELAXED_) - l->gen <= 1)
+		unsigned age = VPOOL_STD_ atomic_load_explicit(&p->gen, VPOOL_RELAXED_) - l->gen;
+		if (age <= 1) {
+			if (src)
+				*src = age ? VPOOL_VICTIM : VPOOL_PRIVATE;
 			return x;
+		}
 		vpool_drop_(p, x);
 	}
-	return vpool_get_shared_(p, vpool_cpu_(p));
+	return vpool_get_shared_(p, vpool_cpu_(p), src);
+}
+
+/* An object, or NULL when the pool has none: then allocate one. */
+static inline void *vpool_get(struct vpool *p)
+{
+	return vpool_get_from(p, NULL);
 }
 
 /* Gives obj (not NULL) to the pool. */

@@ -1443,5 +1443,6 @@ void ap_site_map_release(struct ap_site_map *m)
 	free(m->file);
 	free(m->line);
 	free(m->site_of_stack);
+	free(m->pc_of_stack);
 	memset(m, 0, sizeof(*m));
 }

@@ -42,6 +42,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 {
 	memset(out, 0, sizeof(*out));
 	out->site_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
+	out->pc_of_stack = ap_xcalloc(t->nstacks ? t->nstacks : 1, sizeof(uint32_t));
 	size_t alloc = 0;
 	struct ap_intern keys = { 0 }; /* site i's key is number i */
 	struct ap_frame *frames = NULL;
@@ -103,6 +104,9 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->via[s] = via ? ap_xstrdup(via) : NULL;
 		}
 		out->site_of_stack[id] = site;
+		/* a PC's frames end with its real function's (not inlined) */
+		for (size_t j = 0; j < cs; j++)
+			out->pc_of_stack[id] += !frames[j].inlined;
 	}
 	ap_intern_release(&keys);
 	free(frames);

@@ -355,6 +355,11 @@ struct ap_site_map {
 	 * allocations these are (e.g. "opendir"), or NULL; may itself be
 	 * NULL (a map made by hand). */
 	char **via;
+	/* Where the site's frame is in each stack: the index in its pcs of
+	 * the PC the site's frame came from (0: the call of the allocator
+	 * itself); NULL in a map made by hand. allocprof try finds a site's
+	 * call instructions with it. */
+	uint32_t *pc_of_stack;
 };
 
 /* Replays `t` with the site map `m` and judges every site. Returns NULL

@@ -5,6 +5,7 @@
  * before ap_init (the early log), and replays them into the trace once it
  * is open. */
 #include "sampler-int.h"
+#include "selfinfo.h"
 
 /* Allocations and frees made before ap_init ran: libraries initialized
  * before us (libstdc++'s emergency pool in every C++ program, LLVM's and
@@ -129,16 +130,8 @@ void *must_sym(const char *name)
 	return p;
 }
 
-/* A program that defines malloc itself (an allocator linked in
- * statically, a shim over mmap) comes before this library in the symbol
- * lookup: its calls never reach the sampler, and a trace of none of its
- * allocations must not pass for an exact one. The object whose malloc,
- * free, calloc or realloc the program's calls reach, when it is not this
- * library; "" if it is. A non-PIE executable that takes malloc's address
- * in its code (python3 does) has a canonical PLT entry for it: lookup
- * finds that address in the executable, but the symbol there is
- * undefined, and the calls go through the PLT to whatever defines malloc
- * (this library): not a malloc of the program's own. */
+/* The object whose malloc the program's calls reach, when it is not this
+ * library (selfinfo.h). */
 static char owner[PATH_MAX];
 
 const char *malloc_owner(void)
@@ -148,31 +141,7 @@ const char *malloc_owner(void)
 
 void malloc_owner_find(void)
 {
-	static const char *const names[] = { "malloc", "free", "calloc", "realloc" };
-	owner[0] = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		void *p = dlsym(RTLD_DEFAULT, names[i]);
-		Dl_info di;
-		const ElfW(Sym) *sym = NULL;
-		if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) ||
-		    di.dli_fbase == (void *)__ehdr_start)
-			continue;
-		/* dladdr names defined symbols only: a PLT stub is none */
-		if (!sym || sym->st_shndx == SHN_UNDEF || !di.dli_sname ||
-		    strcmp(di.dli_sname, names[i]))
-			continue;
-		size_t n = di.dli_fname ? str_len(di.dli_fname) : 0;
-		if (n && n < sizeof(owner) && di.dli_fname[0] == '/') {
-			memcpy(owner, di.dli_fname, n + 1);
-		} else { /* the program: argv[0] in the link map, or no name */
-			ssize_t k = readlink("/proc/self/exe", owner, sizeof(owner) - 1);
-			if (k <= 0)
-				memcpy(owner, "the program", sizeof("the program"));
-			else
-				owner[k] = 0;
-		}
-		return;
-	}
+	ap_malloc_owner_find(owner, sizeof(owner), __ehdr_start);
 }
 
 void resolve(void)

@@ -3,6 +3,7 @@
  * and writes the modules not written yet; pc_known says whether a PC lies
  * in one already described. */
 #include "sampler-int.h"
+#include "selfinfo.h"
 
 /* Modules already written as MAPPING records (meta.lock for writers;
  * readers scan without it: entries are complete before mod_count grows). */
@@ -55,34 +56,6 @@ static uint64_t hash_bytes(const void *data, size_t n)
 	return h;
 }
 
-static size_t build_id_of(struct dl_phdr_info *info, uint8_t *out, size_t cap)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_NOTE)
-			continue;
-		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-		const uint8_t *end = p + ph->p_memsz;
-		size_t align = ph->p_align == 8 ? 8 : 4;
-		while (p + sizeof(ElfW(Nhdr)) <= end) {
-			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-			const uint8_t *name = p + sizeof(*nh);
-			const uint8_t *desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
-			const uint8_t *next = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
-			if (next > end || next <= p)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    !memcmp(name, "GNU", 4)) {
-				size_t n = nh->n_descsz < cap ? nh->n_descsz : cap;
-				memcpy(out, desc, n);
-				return n;
-			}
-			p = next;
-		}
-	}
-	return 0;
-}
-
 static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct snap *s = arg;
@@ -111,7 +84,7 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	struct snap_mod *sm = (struct snap_mod *)(s->buf + s->len);
 	uint8_t *r = (uint8_t *)(sm + 1);
 	uint8_t bid[64];
-	size_t blen = build_id_of(info, bid, sizeof(bid));
+	size_t blen = ap_build_id_of(info, bid, sizeof(bid));
 	size_t k = 0, nseg = 0;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)

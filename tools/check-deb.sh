@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks a built allocprof .deb: it holds exactly allocprof, allocprof-report,
-# allocprof-replay and liballocprof.so where the launcher looks for them (the directory
+# allocprof-replay, liballocprof.so and liballocprof-try.so where the launcher looks for them (the directory
 # compiled into the binaries), one man page per command, the bash
 # completion, the pool header advise means (<allocprof/vpool.h>), and the
 # Debian docs; it depends on libunwind8 (dlopened by
@@ -34,6 +34,7 @@ pkglibdir=$(grep -ao '/usr/lib/[a-z0-9_-]*/allocprof' "$tmp/root/usr/bin/allocpr
 	echo "$pkglibdir/allocprof-report"
 	echo "$pkglibdir/allocprof-replay"
 	echo "$pkglibdir/liballocprof.so"
+	echo "$pkglibdir/liballocprof-try.so"
 	echo /usr/share/bash-completion/completions/allocprof
 	echo /usr/include/allocprof/vpool.h
 	for m in "$src"/man/*.1.in; do

@@ -62,7 +62,7 @@ for c in record top list stats advise calibrate export tui; do
 done
 expect "commands" "$(comp "$ap ")" "$(printf '%s\n' $cmds help | sort | tr '\n' ' ' | sed 's/ $//')"
 expect "command prefix" "$(comp "$ap st")" "stats"
-expect "help CMD" "$(comp "$ap help t")" "timeline top tree tui"
+expect "help CMD" "$(comp "$ap help t")" "timeline top tree try tui"
 
 # 2. Options: every option in a command's --help, nothing else.
 for c in $cmds; do
@@ -94,6 +94,10 @@ expect "list REGEX TRACE" "$(comp "$ap list parse ")" "$traces"
 expect "record PROGRAM" "$(comp "$ap record --all -o x.trace ls")" \
 	"$(compgen -c -- ls | sort -u | tr '\n' ' ' | sed 's/ $//')"
 expect "record PROGRAM ARGS" "$(comp "$ap record ls --al")" ""
+# try TRACE -- PROGRAM: the same, after the --.
+expect "try -- PROGRAM" "$(comp "$ap try x.trace -- ls")" \
+	"$(compgen -c -- ls | sort -u | tr '\n' ' ' | sed 's/ $//')"
+expect "try -- PROGRAM ARGS" "$(comp "$ap try x.trace -- ls --al")" ""
 
 # 6. readline, under tmux.
 if ! command -v tmux >/dev/null; then

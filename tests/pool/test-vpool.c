@@ -155,9 +155,51 @@ static void test_threads(void)
 	}
 }
 
+/* vpool_get_from says where each object came from: the private slot
+ * (fresh, or aged one cycle: victim), this CPU's deque, the old deque
+ * after a cycle (victim); another CPU's deque (stolen) when this one's is
+ * empty; and leaves src alone on a miss. */
+static void test_sources(void)
+{
+	struct vpool p;
+	int src;
+	vpool_init(&p, 1, count_release, NULL);
+	vpool_put(&p, OBJ(0));	/* private */
+	vpool_put(&p, OBJ(1));	/* deque */
+	src = 0;
+	CHECK("private obj", IDX(vpool_get_from(&p, &src)), 0);
+	CHECK("private src", src, VPOOL_PRIVATE);
+	CHECK("shared obj", IDX(vpool_get_from(&p, &src)), 1);
+	CHECK("shared src", src, VPOOL_SHARED);
+	src = 99;
+	CHECK("miss", IDX(vpool_get_from(&p, &src)), -1);
+	CHECK("miss src", src, 99);
+	vpool_put(&p, OBJ(2));	/* private */
+	vpool_put(&p, OBJ(3));	/* deque */
+	vpool_cycle(&p);
+	CHECK("aged private obj", IDX(vpool_get_from(&p, &src)), 2);
+	CHECK("aged private src", src, VPOOL_VICTIM);
+	CHECK("old deque obj", IDX(vpool_get_from(&p, &src)), 3);
+	CHECK("old deque src", src, VPOOL_VICTIM);
+	vpool_destroy(&p);
+	/* Two shards: an object on the other CPU's deque is stolen. */
+	vpool_init(&p, 2, count_release, NULL);
+	unsigned mine = vpool_cpu_(&p), other = (mine + 1) % 2;
+	vpool_lock_(&p.sh[other]);
+	vpool_push_(&p.sh[other].cur, OBJ(4));
+	atomic_fetch_add(&p.sh[other].count, 1);
+	vpool_unlock_(&p.sh[other]);
+	if (vpool_cpu_(&p) == mine) {	/* not migrated meanwhile */
+		CHECK("stolen obj", IDX(vpool_get_from(&p, &src)), 4);
+		CHECK("stolen src", src, VPOOL_STOLEN);
+	}
+	vpool_destroy(&p);
+}
+
 int main(void)
 {
 	test_orders();
+	test_sources();
 	test_threads();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);

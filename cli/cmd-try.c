@@ -1,0 +1,1388 @@
+/* `allocprof try`: runs the program with the sites advise names served by
+ * a real pool (pool/vpool.h, through liballocprof-try.so: try/preload.c)
+ * and measures what the pool saves, against a baseline run with the same
+ * library loaded and nothing pooled, interleaved and repeated; prints it
+ * beside advise's prediction (the advise code's, called here: the model,
+ * and its measured replay unless --no-measure). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <libelf.h>
+#include <limits.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ap_advise.h"
+#include "ap_symbolize.h"
+#include "commands.h"
+#include "render.h"
+#include "try.h"
+#include "views.h"
+
+#define TRY_SO "liballocprof-try.so"
+#define DEFAULT_RUNS 8
+
+enum {
+	OPT_SITE = AP_VOPT_FIRST_OWN,
+	OPT_RUNS,
+	OPT_NO_MEASURE,
+	OPT_MEASURE_TIME,
+};
+
+static void try_usage(FILE *f)
+{
+	fputs("usage: allocprof try [OPTIONS] TRACE [-- PROGRAM ARGS...]\n\n"
+	      "Runs the program of TRACE (its recorded command line, or PROGRAM ARGS)\n"
+	      "with the allocation sites advise says to pool served by a real pool\n"
+	      "(pool/vpool.h, with the cap or size classes advise recommends, cycled as\n"
+	      "its model cycles), with no change to the program: a preloaded library\n"
+	      "recognizes the sites' call instructions. Runs a baseline (the same\n"
+	      "library, nothing pooled) and each pooled site in turn, interleaved and\n"
+	      "repeated, checks that every run's standard output, standard error and\n"
+	      "exit status are the baseline's, and prints per site what the pool did\n"
+	      "(allocations, reallocs and bytes avoided, hits by source, held peak) and\n"
+	      "the CPU time it saved with its 95% interval, beside advise's prediction.\n"
+	      "A saving whose interval spans zero is said to be within noise.\n\n"
+	      "options:\n"
+	      "  --site SITE          pool this site: a site name as advise prints it (or\n"
+	      "                       its --json `site`), its `site_id`, or a function that\n"
+	      "                       names one site; repeatable (default: every site\n"
+	      "                       advise says to pool)\n"
+	      "  --runs N             rounds of runs, each the baseline and every site once\n"
+	      "                       (default 8; 6 or more give a 95% interval)\n"
+	      "  --no-measure         advise's prediction from its model alone (no measured\n"
+	      "                       replay first)\n"
+	      "  --measure-time D     the measured replay's time budget (default 15s)\n"
+	      "  --json               print JSON (see docs/json.md)\n"
+	      "  -h, --help           show this help\n\n"
+	      "The program's standard input is read once and given to every run. The\n"
+	      "program must use glibc's malloc: try refuses another allocator in front\n"
+	      "of it (LD_PRELOAD or the program's own), sanitizer builds and static\n"
+	      "programs, and says so when a chosen site is never reached. See\n"
+	      "allocprof-try(1) and docs/pool-model.md.\n",
+	      f);
+}
+
+/* ---- the sites' call instructions ---- */
+
+struct tsite {
+	const struct ap_advise_site *as; /* advise's */
+	uint64_t cap;
+	uint64_t classes[AP_TRY_MAX_CLASSES];
+	size_t nclasses;
+	struct ap_buf pcs;    /* "pc ..." lines, with the site's id left as %u */
+	size_t npcs, skipped; /* call paths: pooled, and not poolable */
+	size_t walked;	      /* call paths told by walking the stack */
+};
+
+/* True when pc's function is C++ operator new(size_t) or new[](size_t). */
+static bool is_operator_new(struct ap_symbolizer *sym, uint64_t pc)
+{
+	const struct ap_frame *f;
+	size_t n = ap_sym_pc(sym, pc, &f);
+	if (!n)
+		return false;
+	const char *name = f[n - 1].func;
+	return !strcmp(name, "operator new(unsigned long)") ||
+	       !strcmp(name, "operator new[](unsigned long)");
+}
+
+/* " BUILDID OFFSET" of pc, or false when its module has no build-id. */
+static bool add_module_pc(struct ap_buf *b, const struct ap_trace *t, uint64_t pc)
+{
+	const struct ap_mapping *m = ap_trace_mapping_for(t, pc);
+	if (!m || !m->build_id_len)
+		return false;
+	ap_buf_addstr(b, " ");
+	for (size_t i = 0; i < m->build_id_len; i++)
+		ap_buf_addf(b, "%02x", m->build_id[i]);
+	ap_buf_addf(b, " %llx", (unsigned long long)(pc - m->bias));
+	return true;
+}
+
+/* A "pc" line (try.h) for the return address pc (and `inner`, the one
+ * just inside it, for a frame), or false when a module has no build-id. */
+static bool add_pc(struct ap_buf *b, const struct ap_trace *t, uint64_t pc, uint64_t inner,
+		   unsigned kind, uint32_t depth, uint32_t id)
+{
+	struct ap_buf l = AP_BUF_INIT;
+	ap_buf_addf(&l, "pc %u %u", id, kind);
+	bool ok = add_module_pc(&l, t, pc);
+	if (ok && kind >= AP_TRY_KIND_FRAME) {
+		ap_buf_addf(&l, " %u", depth);
+		ok = add_module_pc(&l, t, inner);
+	}
+	if (ok) {
+		ap_buf_add(&l, "\n", 1);
+		ap_buf_add(b, l.buf, l.len);
+	}
+	ap_buf_release(&l);
+	return ok;
+}
+
+struct seen_pc {
+	uint64_t pc, inner;
+	unsigned kind;
+	uint32_t depth;
+};
+
+/* Adds the line unless it is there already; false when it cannot be. */
+static bool add_once(struct tsite *ts, struct seen_pc **seen, size_t *n, size_t *alloc,
+		     const struct ap_trace *t, const struct ap_stack *st, uint32_t at,
+		     unsigned kind, uint32_t id)
+{
+	uint64_t pc = st->pcs[at], inner = kind >= AP_TRY_KIND_FRAME ? st->pcs[at - 1] : 0;
+	uint32_t depth = kind >= AP_TRY_KIND_FRAME ? at : 0;
+	for (size_t i = 0; i < *n; i++)
+		if ((*seen)[i].pc == pc && (*seen)[i].inner == inner && (*seen)[i].kind == kind &&
+		    (*seen)[i].depth == depth)
+			return true;
+	if (!add_pc(&ts->pcs, t, pc, inner, kind, depth, id))
+		return false;
+	AP_ALLOC_GROW(*seen, *n + 1, *alloc);
+	(*seen)[(*n)++] = (struct seen_pc){pc, inner, kind, depth};
+	return true;
+}
+
+/* The call instructions of site `ts` (the config's site `id`): the call
+ * of the allocator in every stack the site map gives the site, or the
+ * call of operator new when libstdc++'s new sits between. A site reached
+ * through another library's function (via) is its frame at its depth
+ * above that library's call of the allocator: the library walks the
+ * stack for calls from there (try.h). */
+static void site_pcs(struct tsite *ts, const struct ap_trace *t, const struct ap_site_map *m,
+		     struct ap_symbolizer *sym, uint32_t id)
+{
+	uint32_t sid = ts->as->site_id;
+	struct seen_pc *seen = NULL;
+	size_t nseen = 0, seen_alloc = 0;
+	for (size_t k = 0; k < t->nstacks; k++) {
+		if (m->site_of_stack[k] != sid)
+			continue;
+		const struct ap_stack *st = &t->stacks[k];
+		uint32_t d = m->pc_of_stack[k];
+		bool ok;
+		if (d == 0) {
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_CALL,
+				      id);
+		} else if (d == 1 && is_operator_new(sym, st->pcs[0])) {
+			ok =
+			    add_once(ts, &seen, &nseen, &seen_alloc, t, st, 1, AP_TRY_KIND_NEW, id);
+		} else if (d < 64 && d < st->depth) {
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_LEAF,
+				      id) &&
+			     add_once(ts, &seen, &nseen, &seen_alloc, t, st, d, AP_TRY_KIND_FRAME,
+				      id);
+			ts->walked += ok;
+		} else {
+			ok = false;
+		}
+		if (ok)
+			ts->npcs++;
+		else
+			ts->skipped++;
+	}
+	free(seen);
+}
+
+/* ---- refusals before running ---- */
+
+/* Whether the ELF file at path names a symbol of `names` in its dynamic
+ * symbols (defined only, with `defined`), or a DT_NEEDED library whose
+ * name starts with one of `libs`. The name found, or NULL. */
+static const char *elf_mentions(const char *path, const char *const *names, bool defined,
+				const char *const *libs)
+{
+	static char found[128];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	const char *res = NULL;
+	Elf_Scn *scn = NULL;
+	while (e && !res && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_DYNAMIC))
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data || !sh.sh_entsize)
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && !res; i++) {
+			if (sh.sh_type == SHT_DYNSYM) {
+				GElf_Sym sym;
+				if (!gelf_getsym(data, (int)i, &sym) ||
+				    (defined && sym.st_shndx == SHN_UNDEF))
+					continue;
+				const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
+				for (size_t j = 0; nm && names && names[j] && !res; j++)
+					if (!strcmp(nm, names[j]))
+						res = names[j];
+			} else {
+				GElf_Dyn dyn;
+				if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag != DT_NEEDED)
+					continue;
+				const char *nm = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+				for (size_t j = 0; nm && libs && libs[j] && !res; j++)
+					if (!strncmp(nm, libs[j], strlen(libs[j]))) {
+						snprintf(found, sizeof(found), "%s", nm);
+						res = found;
+					}
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return res;
+}
+
+/* Refuses, with one line, what the pool's ownership check cannot be safe
+ * in: a sanitizer build, another allocator preloaded. Returns 0 or -1. */
+static int refuse_program(const char *shown, const char *path)
+{
+	static const char *const rt[] = {"__asan_init", "__tsan_init", "__msan_init",
+					 "__hwasan_init", NULL};
+	static const char *const rtlibs[] = {"libasan.", "libtsan.", "libmsan.", "libhwasan.",
+					     NULL};
+	const char *s = elf_mentions(path, rt, false, rtlibs);
+	if (s) {
+		ap_die_msg("try: %s: built with a sanitizer (%s): its runtime replaces malloc, and "
+			   "nothing else may serve its blocks",
+			   shown, s);
+		return -1;
+	}
+	const char *pre = getenv("LD_PRELOAD");
+	if (!pre || !*pre)
+		return 0;
+	char *copy = ap_xstrdup(pre), *save = NULL;
+	static const char *const mal[] = {"malloc", "free", "calloc", "realloc", NULL};
+	int rc = 0;
+	for (char *lib = strtok_r(copy, " :", &save); lib && !rc;
+	     lib = strtok_r(NULL, " :", &save)) {
+		char libpath[PATH_MAX];
+		if (!strchr(lib, '/'))
+			continue; /* the loader's search: not followed here */
+		if (!realpath(lib, libpath) || !elf_mentions(libpath, mal, true, NULL))
+			continue;
+		ap_die_msg(
+		    "try: LD_PRELOAD=%s: another allocator is preloaded (it defines malloc): a "
+		    "pooled block could not be told from its blocks",
+		    lib);
+		rc = -1;
+	}
+	free(copy);
+	return rc;
+}
+
+/* liballocprof-try.so: $ALLOCPROF_TRY_PRELOAD, the build tree's (../try/
+ * from this binary), or pkglibdir's. */
+static int find_library(char *out, size_t len)
+{
+	const char *env = getenv("ALLOCPROF_TRY_PRELOAD");
+	if (env && *env) {
+		if (!realpath(env, out)) {
+			ap_die_msg("try: ALLOCPROF_TRY_PRELOAD=%s: %s", env, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	char self[PATH_MAX], cand[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
+	if (slash) {
+		*slash = 0;
+		snprintf(cand, sizeof(cand), "%s/../try/" TRY_SO, self);
+		if (access(cand, R_OK) == 0 && realpath(cand, out))
+			return 0;
+		snprintf(cand, sizeof(cand), "%s/" TRY_SO, self);
+		if (access(cand, R_OK) == 0 && realpath(cand, out))
+			return 0;
+	}
+	snprintf(cand, sizeof(cand), "%s/" TRY_SO, AP_PKGLIBDIR);
+	if (access(cand, R_OK) == 0 && strlen(cand) < len) {
+		memcpy(out, cand, strlen(cand) + 1);
+		return 0;
+	}
+	ap_die_msg("try: cannot find " TRY_SO ": not next to allocprof-report nor in %s; set "
+		   "ALLOCPROF_TRY_PRELOAD to its path",
+		   AP_PKGLIBDIR);
+	return -1;
+}
+
+/* ---- runs ---- */
+
+struct site_counts {
+	double gets, hits, small, src[AP_POOL_NSRC];
+	double allocs_avoided, alloc_bytes_avoided, reallocs, reallocs_avoided,
+	    realloc_bytes_avoided;
+	double puts, dropped_cap, released, held_peak;
+};
+
+struct run {
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, cycles;
+	unsigned procs; /* processes that wrote a line */
+	struct site_counts s[AP_TRY_MAX_SITES];
+};
+
+struct out_ref {
+	char *out, *err;
+	size_t nout, nerr;
+	int status;
+	bool set;
+};
+
+static char *read_fd_all(int fd, size_t *n)
+{
+	struct stat st;
+	*n = 0;
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	char *b = ap_xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = pread(fd, b + got, (size_t)st.st_size - got, (off_t)got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	b[got] = 0;
+	*n = got;
+	return b;
+}
+
+/* The library's lines (try.h) into r; what it refused, if it did, into
+ * why. */
+static void parse_results(int fd, struct run *r, char *why, size_t whylen)
+{
+	size_t n;
+	char *b = read_fd_all(fd, &n);
+	if (!b)
+		return;
+	bool first = true;
+	for (char *line = strtok(b, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long long calls, cycles;
+		long hwm;
+		int pid;
+		unsigned id;
+		char *ref;
+		if (sscanf(line, "proc pid=%d calls=%llu hwm_kb=%ld cycles=%llu", &pid, &calls,
+			   &hwm, &cycles) == 4) {
+			r->procs++;
+			r->calls += (double)calls;
+			if (first && hwm > 0)
+				r->maxrss_kb = (double)hwm; /* the program's own process */
+			if (first)
+				r->cycles = (double)cycles;
+			first = false;
+			if ((ref = strstr(line, " refused=")) && strcmp(ref + 9, "-"))
+				snprintf(why, whylen, "%s", ref + 9);
+		} else if (sscanf(line, "site id=%u", &id) == 1 && id < AP_TRY_MAX_SITES) {
+			struct site_counts *c = &r->s[id];
+			unsigned long long v[17];
+			if (sscanf(line,
+				   "site id=%*u gets=%llu hits=%llu small=%llu private=%llu "
+				   "shared=%llu "
+				   "stolen=%llu victim=%llu allocs_avoided=%llu "
+				   "alloc_bytes_avoided=%llu "
+				   "reallocs=%llu reallocs_avoided=%llu realloc_bytes_avoided=%llu "
+				   "puts=%llu "
+				   "dropped_cap=%llu released=%llu held_peak=%llu",
+				   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+				   &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15]) != 16)
+				continue;
+			c->gets += (double)v[0];
+			c->hits += (double)v[1];
+			c->small += (double)v[2];
+			c->src[AP_POOL_PRIVATE] += (double)v[3];
+			c->src[AP_POOL_SHARED] += (double)v[4];
+			c->src[AP_POOL_STOLEN] += (double)v[5];
+			c->src[AP_POOL_VICTIM] += (double)v[6];
+			c->allocs_avoided += (double)v[7];
+			c->alloc_bytes_avoided += (double)v[8];
+			c->reallocs += (double)v[9];
+			c->reallocs_avoided += (double)v[10];
+			c->realloc_bytes_avoided += (double)v[11];
+			c->puts += (double)v[12];
+			c->dropped_cap += (double)v[13];
+			c->released += (double)v[14];
+			if ((double)v[15] > c->held_peak)
+				c->held_peak = (double)v[15];
+		}
+	}
+	free(b);
+}
+
+struct runner {
+	char **argv;	     /* the program's command line */
+	const char *path;    /* argv[0] resolved */
+	char **envp;	     /* with the library preloaded and ALLOCPROF_TRY below */
+	size_t env_try;	     /* envp's ALLOCPROF_TRY entry */
+	int stdin_fd;	     /* the input every run gets (-1: /dev/null) */
+	const char *outfile; /* where the library writes */
+};
+
+static double ts_ns(const struct timespec *t)
+{
+	return (double)t->tv_sec * 1e9 + (double)t->tv_nsec;
+}
+
+/* One run with the config `cfg`: its costs and counts into r, its output
+ * into o (caller frees). Returns 0, or -1 after one line. */
+static int run_once(struct runner *rn, const char *cfg, struct run *r, struct out_ref *o, char *why,
+		    size_t whylen)
+{
+	memset(r, 0, sizeof(*r));
+	int ofd = memfd_create("allocprof-try-out", MFD_CLOEXEC);
+	int efd = memfd_create("allocprof-try-err", MFD_CLOEXEC);
+	int rfd = open(rn->outfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (ofd < 0 || efd < 0 || rfd < 0) {
+		ap_die_msg("try: %s", strerror(errno));
+		return -1;
+	}
+	char envbuf[PATH_MAX + 32];
+	snprintf(envbuf, sizeof(envbuf), AP_TRY_ENV "=%s", cfg);
+	rn->envp[rn->env_try] = envbuf;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	if (rn->stdin_fd >= 0) {
+		lseek(rn->stdin_fd, 0, SEEK_SET);
+		posix_spawn_file_actions_adddup2(&fa, rn->stdin_fd, 0);
+	} else {
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	}
+	posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+	posix_spawn_file_actions_adddup2(&fa, efd, 2);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t pid;
+	int rc = posix_spawn(&pid, rn->path, &fa, NULL, rn->argv, rn->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc) {
+		ap_die_msg("try: %s: %s", rn->argv[0], strerror(rc));
+		close(ofd);
+		close(efd);
+		close(rfd);
+		return -1;
+	}
+	int st;
+	struct rusage ru;
+	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	r->wall_ns = ts_ns(&t1) - ts_ns(&t0);
+	r->cpu_ns = (double)ru.ru_utime.tv_sec * 1e9 + (double)ru.ru_utime.tv_usec * 1e3 +
+		    (double)ru.ru_stime.tv_sec * 1e9 + (double)ru.ru_stime.tv_usec * 1e3;
+	r->minflt = (double)ru.ru_minflt;
+	r->maxrss_kb = (double)ru.ru_maxrss; /* unless the library says (VmHWM) */
+	parse_results(rfd, r, why, whylen);
+	o->out = read_fd_all(ofd, &o->nout);
+	o->err = read_fd_all(efd, &o->nerr);
+	o->status = st;
+	o->set = true;
+	close(ofd);
+	close(efd);
+	close(rfd);
+	return 0;
+}
+
+static bool same_output(const struct out_ref *a, const struct out_ref *b)
+{
+	return a->status == b->status && a->nout == b->nout && a->nerr == b->nerr &&
+	       !memcmp(a->out, b->out, a->nout) && !memcmp(a->err, b->err, a->nerr);
+}
+
+static void out_free(struct out_ref *o)
+{
+	free(o->out);
+	free(o->err);
+	memset(o, 0, sizeof(*o));
+}
+
+/* What differs between a and b, for people. */
+static void say_difference(char *buf, size_t len, const struct out_ref *a, const struct out_ref *b)
+{
+	if (a->status != b->status) {
+		snprintf(buf, len, "exit status %d, the baseline's %d", b->status, a->status);
+		return;
+	}
+	const char *what = "standard output";
+	const char *x = a->out, *y = b->out;
+	size_t nx = a->nout, ny = b->nout;
+	if (nx == ny && !memcmp(x, y, nx)) {
+		what = "standard error";
+		x = a->err, y = b->err, nx = a->nerr, ny = b->nerr;
+	}
+	size_t i = 0;
+	while (i < nx && i < ny && x[i] == y[i])
+		i++;
+	snprintf(buf, len, "%s differs from byte %zu (%zu bytes, the baseline's %zu)", what, i, ny,
+		 nx);
+}
+
+/* ---- statistics ---- */
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- output ---- */
+
+struct variant_result {
+	struct ap_run_cost cost; /* medians; hits: the site's */
+	double cycles;
+	struct site_counts c; /* medians of the pooled site's counts */
+	double saved_ns, low_ns, high_ns, conf;
+	double reached; /* baseline: the site's gets (median) */
+};
+
+/* Medians of every run of variant j (runs[round * nv + j]). */
+static void medians(const struct run *runs, size_t rounds, size_t nv, size_t j, unsigned site,
+		    struct variant_result *vr)
+{
+	double *x = ap_xmalloc(rounds * sizeof(*x));
+#define MED(dst, expr)                                                                             \
+	do {                                                                                       \
+		for (size_t r = 0; r < rounds; r++) {                                              \
+			const struct run *R = &runs[r * nv + j];                                   \
+			x[r] = (expr);                                                             \
+		}                                                                                  \
+		(dst) = median_of(x, rounds);                                                      \
+	} while (0)
+	MED(vr->cost.cpu_ns, R->cpu_ns);
+	MED(vr->cost.wall_ns, R->wall_ns);
+	MED(vr->cost.minflt, R->minflt);
+	MED(vr->cost.maxrss_kb, R->maxrss_kb);
+	MED(vr->cost.calls, R->calls);
+	MED(vr->cycles, R->cycles);
+	struct site_counts *c = &vr->c;
+	MED(c->gets, R->s[site].gets);
+	MED(c->hits, R->s[site].hits);
+	vr->cost.hits = c->hits;
+	MED(c->small, R->s[site].small);
+	for (int s = AP_POOL_PRIVATE; s < AP_POOL_NSRC; s++)
+		MED(c->src[s], R->s[site].src[s]);
+	MED(c->allocs_avoided, R->s[site].allocs_avoided);
+	MED(c->alloc_bytes_avoided, R->s[site].alloc_bytes_avoided);
+	MED(c->reallocs, R->s[site].reallocs);
+	MED(c->reallocs_avoided, R->s[site].reallocs_avoided);
+	MED(c->realloc_bytes_avoided, R->s[site].realloc_bytes_avoided);
+	MED(c->puts, R->s[site].puts);
+	MED(c->dropped_cap, R->s[site].dropped_cap);
+	MED(c->released, R->s[site].released);
+	MED(c->held_peak, R->s[site].held_peak);
+#undef MED
+	free(x);
+}
+
+static const char *pred_result_name(const struct ap_advise_site *s)
+{
+	return s->verdict == AP_VERDICT_POOL_CAP && s->capped ? "with cap" : "";
+}
+
+static const struct ap_replay_result *pred_result(const struct ap_advise_site *s)
+{
+	return s->verdict == AP_VERDICT_POOL_CAP && s->capped ? &s->rc : &s->r;
+}
+
+static double pred_time(const struct ap_advise_site *s)
+{
+	return s->measured ? s->m.saved_ns : pred_result(s)->time_saved_ns;
+}
+
+static void fmt_count(char *b, size_t n, double v)
+{
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), "%.0f", v);
+	/* thousands separators */
+	size_t len = strlen(tmp), neg = tmp[0] == '-', o = 0;
+	for (size_t i = 0; i < len && o + 2 < n; i++) {
+		if (i > neg && (len - i) % 3 == 0)
+			b[o++] = ',';
+		b[o++] = tmp[i];
+	}
+	b[o] = 0;
+}
+
+static void fmt_dur(char *b, size_t n, double ns)
+{
+	if (ns < 0) {
+		b[0] = '-';
+		ap_advise_format_duration(b + 1, n - 1, -ns);
+	} else {
+		ap_advise_format_duration(b, n, ns);
+	}
+}
+
+struct report {
+	const struct ap_trace *t;
+	char **argv;
+	size_t rounds, nv;
+	struct tsite *ts;
+	size_t nts;
+	struct variant_result *vr; /* [0] baseline, [1 + i] site i */
+	bool identical, deterministic;
+	char differs[512];
+	bool predicted_measured;
+};
+
+static void print_counts_row(const char *label, double got, double pred, bool bytes)
+{
+	char a[48], b[48];
+	if (bytes) {
+		ap_format_bytes(a, sizeof(a), got);
+		ap_format_bytes(b, sizeof(b), pred);
+	} else {
+		fmt_count(a, sizeof(a), got);
+		fmt_count(b, sizeof(b), pred);
+	}
+	printf("  %-22s %16s %16s\n", label, a, b);
+}
+
+static void print_text(const struct report *rp)
+{
+	struct ap_buf nb = AP_BUF_INIT;
+	printf("Program:");
+	for (char **a = rp->argv; *a; a++)
+		printf(" %s", ap_safe_name(&nb, *a));
+	printf("\n");
+	ap_buf_release(&nb);
+	printf(
+	    "Runs: %zu rounds of the baseline and %zu pooled variant%s, interleaved (%zu runs)\n",
+	    rp->rounds, rp->nv - 1, rp->nv == 2 ? "" : "s", rp->rounds * rp->nv);
+	if (!rp->deterministic)
+		printf("Output: the baseline's own runs differ (%s): the program's output is not "
+		       "deterministic, not compared\n",
+		       rp->differs);
+	else if (rp->identical)
+		printf("Output: identical in every run (standard output, standard error, exit "
+		       "status)\n");
+	else
+		printf("Output: DIFFERS: %s\n", rp->differs);
+	if (rp->t->rate > 1)
+		printf(
+		    "Sampled trace: call paths no sample saw are not pooled, and advise's figures "
+		    "are estimates (record --all for every path)\n");
+	const struct variant_result *b = &rp->vr[0];
+	char d1[32], d2[32], m1[32], c1[48];
+	fmt_dur(d1, sizeof(d1), b->cost.cpu_ns);
+	fmt_dur(d2, sizeof(d2), b->cost.wall_ns);
+	ap_format_bytes(m1, sizeof(m1), b->cost.maxrss_kb * 1024);
+	fmt_count(c1, sizeof(c1), b->cost.calls);
+	printf("Baseline (medians): CPU %s, wall %s, %.0f minor faults, peak RSS %s, %s allocator "
+	       "calls\n",
+	       d1, d2, b->cost.minflt, m1, c1);
+	for (size_t i = 0; i < rp->nts; i++) {
+		const struct tsite *ts = &rp->ts[i];
+		const struct ap_advise_site *as = ts->as;
+		const struct variant_result *v = &rp->vr[i + 1];
+		const struct ap_replay_result *pr = pred_result(as);
+		struct ap_buf sb = AP_BUF_INIT;
+		printf("\n%s\n", ap_safe_name(&sb, as->name));
+		ap_buf_release(&sb);
+		printf("  advise: %s",
+		       as->verdict_text ? as->verdict_text : ap_verdict_name(as->verdict));
+		if (ts->cap) {
+			char cb[32];
+			ap_format_bytes(cb, sizeof(cb), (double)ts->cap);
+			printf("; pooled with cap %s", cb);
+		}
+		for (size_t k = 0; k < ts->nclasses; k++) {
+			char cb[32];
+			ap_format_bytes(cb, sizeof(cb), (double)ts->classes[k]);
+			printf("%s%s", k ? ", " : "; pooled in size classes up to ", cb);
+		}
+		printf("; %zu call path%s", ts->npcs, ts->npcs == 1 ? "" : "s");
+		if (ts->walked)
+			printf(" (%zu through %s: the stack is walked)", ts->walked,
+			       as->via ? as->via : "a library");
+		if (ts->skipped)
+			printf(" (%zu not pooled: no build-id, or too deep)", ts->skipped);
+		printf("\n");
+		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
+		if (as->verdict == AP_VERDICT_SIZE_CLASSES)
+			printf("  (advise's counts are of one pool: its model does not replay size "
+			       "classes)\n");
+		print_counts_row("requests", v->c.gets, pr->gets, false);
+		print_counts_row("hits", v->c.hits, pr->gets - pr->misses, false);
+		print_counts_row("allocations avoided", v->c.allocs_avoided, pr->allocs_avoided,
+				 false);
+		print_counts_row("reallocs", v->c.reallocs, pr->reallocs, false);
+		print_counts_row("reallocs avoided", v->c.reallocs_avoided, pr->reallocs_avoided,
+				 false);
+		print_counts_row("bytes avoided",
+				 v->c.alloc_bytes_avoided + v->c.realloc_bytes_avoided,
+				 pr->bytes_avoided, true);
+		print_counts_row("held peak", v->c.held_peak, pr->peak_held_bytes, true);
+		char src[160], psrc[160];
+		snprintf(src, sizeof(src), "%.0f/%.0f/%.0f/%.0f", v->c.src[AP_POOL_PRIVATE],
+			 v->c.src[AP_POOL_SHARED], v->c.src[AP_POOL_STOLEN],
+			 v->c.src[AP_POOL_VICTIM]);
+		snprintf(psrc, sizeof(psrc), "%.0f/%.0f/%.0f/%.0f", pr->hits[AP_POOL_PRIVATE],
+			 pr->hits[AP_POOL_SHARED], pr->hits[AP_POOL_STOLEN],
+			 pr->hits[AP_POOL_VICTIM]);
+		printf("  %-22s %16s %16s\n", "hits p/s/st/v", src, psrc);
+		char s1[32], lo[32], hi[32], p1[32];
+		fmt_dur(s1, sizeof(s1), v->saved_ns);
+		fmt_dur(lo, sizeof(lo), v->low_ns);
+		fmt_dur(hi, sizeof(hi), v->high_ns);
+		fmt_dur(p1, sizeof(p1), pred_time(as));
+		printf("  %-22s %16s %16s (%s)\n", "CPU time saved", s1, p1,
+		       as->measured ? "measured replay" : "model");
+		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi,
+		       100 * v->conf, rp->rounds);
+		if (v->low_ns <= 0 && v->high_ns >= 0)
+			printf("  => within noise: the interval spans zero\n");
+		else if (v->high_ns < 0)
+			printf("  => the pool costs %s more CPU time (%.1f%% of the run)\n", s1 + 1,
+			       b->cost.cpu_ns > 0 ? -100 * v->saved_ns / b->cost.cpu_ns : 0);
+		else
+			printf("  => the pool saves %s of CPU time (%.1f%% of the run)\n", s1,
+			       b->cost.cpu_ns > 0 ? 100 * v->saved_ns / b->cost.cpu_ns : 0);
+	}
+}
+
+static json_t *counts_json(const struct site_counts *c)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "requests", json_integer(ap_view_round(c->gets)));
+	json_object_set_new(o, "hits", json_integer(ap_view_round(c->hits)));
+	json_t *h = json_object();
+	for (int s = AP_POOL_PRIVATE; s < AP_POOL_NSRC; s++)
+		json_object_set_new(h, ap_pool_src_name(s), json_integer(ap_view_round(c->src[s])));
+	json_object_set_new(o, "hits_by_source", h);
+	json_object_set_new(o, "small_hits", json_integer(ap_view_round(c->small)));
+	json_object_set_new(o, "allocs_avoided", json_integer(ap_view_round(c->allocs_avoided)));
+	json_object_set_new(
+	    o, "bytes_avoided",
+	    json_integer(ap_view_round(c->alloc_bytes_avoided + c->realloc_bytes_avoided)));
+	json_object_set_new(o, "reallocs", json_integer(ap_view_round(c->reallocs)));
+	json_object_set_new(o, "reallocs_avoided",
+			    json_integer(ap_view_round(c->reallocs_avoided)));
+	json_object_set_new(o, "dropped_by_cap", json_integer(ap_view_round(c->dropped_cap)));
+	json_object_set_new(o, "held_peak_bytes", json_integer(ap_view_round(c->held_peak)));
+	return o;
+}
+
+static json_t *cost_json(const struct variant_result *v)
+{
+	json_t *o = ap_advise_cost_json(&v->cost);
+	json_object_set_new(o, "cycles", json_integer(ap_view_round(v->cycles)));
+	return o;
+}
+
+static int print_json(const struct report *rp)
+{
+	json_t *root = json_object();
+	json_t *av = json_array();
+	for (char **a = rp->argv; *a; a++)
+		json_array_append_new(av, ap_json_text(*a));
+	json_object_set_new(root, "argv", av);
+	json_object_set_new(root, "rounds", json_integer((json_int_t)rp->rounds));
+	json_object_set_new(root, "sampled", json_boolean(rp->t->rate > 1));
+	json_object_set_new(root, "output_identical",
+			    rp->deterministic ? json_boolean(rp->identical) : json_null());
+	json_object_set_new(root, "output_deterministic", json_boolean(rp->deterministic));
+	if (!rp->identical || !rp->deterministic)
+		json_object_set_new(root, "output_difference", json_string(rp->differs));
+	json_object_set_new(root, "baseline", cost_json(&rp->vr[0]));
+	json_t *sites = json_array();
+	for (size_t i = 0; i < rp->nts; i++) {
+		const struct tsite *ts = &rp->ts[i];
+		const struct ap_advise_site *as = ts->as;
+		const struct variant_result *v = &rp->vr[i + 1];
+		json_t *o = json_object();
+		json_object_set_new(o, "site", ap_json_text(as->name));
+		json_object_set_new(o, "site_id", json_integer((json_int_t)as->site_id));
+		json_object_set_new(o, "verdict", json_string(ap_verdict_name(as->verdict)));
+		json_object_set_new(o, "cap",
+				    ts->cap ? json_integer((json_int_t)ts->cap) : json_null());
+		json_t *cl = json_array();
+		for (size_t k = 0; k < ts->nclasses; k++)
+			json_array_append_new(cl, json_integer((json_int_t)ts->classes[k]));
+		json_object_set_new(o, "size_classes", cl);
+		json_object_set_new(o, "call_paths", json_integer((json_int_t)ts->npcs));
+		json_object_set_new(o, "paths_walked", json_integer((json_int_t)ts->walked));
+		json_object_set_new(o, "paths_not_pooled", json_integer((json_int_t)ts->skipped));
+		json_t *c = counts_json(&v->c);
+		json_object_update(o, c);
+		json_decref(c);
+		json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(v->saved_ns)));
+		json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(v->low_ns)));
+		json_object_set_new(o, "time_saved_high_ns",
+				    json_integer(ap_view_round(v->high_ns)));
+		json_object_set_new(o, "confidence", json_real(v->conf));
+		json_object_set_new(o, "within_noise",
+				    json_boolean(v->low_ns <= 0 && v->high_ns >= 0));
+		const struct ap_replay_result *pr = pred_result(as);
+		json_object_set_new(o, "predicted_allocs_avoided",
+				    json_integer(ap_view_round(pr->allocs_avoided)));
+		json_object_set_new(o, "predicted_bytes_avoided",
+				    json_integer(ap_view_round(pr->bytes_avoided)));
+		json_object_set_new(o, "predicted_reallocs_avoided",
+				    json_integer(ap_view_round(pr->reallocs_avoided)));
+		json_object_set_new(o, "predicted_hits",
+				    json_integer(ap_view_round(pr->gets - pr->misses)));
+		json_t *h = json_object();
+		for (int s = AP_POOL_PRIVATE; s < AP_POOL_NSRC; s++)
+			json_object_set_new(h, ap_pool_src_name(s),
+					    json_integer(ap_view_round(pr->hits[s])));
+		json_object_set_new(o, "predicted_hits_by_source", h);
+		json_object_set_new(o, "predicted_held_peak_bytes",
+				    json_integer(ap_view_round(pr->peak_held_bytes)));
+		json_object_set_new(o, "predicted_time_saved_ns",
+				    json_integer(ap_view_round(pred_time(as))));
+		json_object_set_new(o, "predicted_time_source",
+				    json_string(as->measured ? "measured replay" : "model"));
+		json_object_set_new(o, "predicted_counts",
+				    json_string(*pred_result_name(as) ? "with cap" : "one pool"));
+		json_object_set_new(o, "pooled", cost_json(v));
+		json_object_set_new(o, "output_identical",
+				    rp->deterministic ? json_boolean(rp->identical) : json_null());
+		json_array_append_new(sites, o);
+	}
+	json_object_set_new(root, "sites", sites);
+	return ap_view_json_print(root);
+}
+
+/* ---- the command ---- */
+
+/* The advise site `spec` names: its name, its site_id, or a function
+ * naming one site. NULL after one line. */
+static const struct ap_advise_site *find_site(const struct ap_advice *a, const char *spec)
+{
+	for (size_t i = 0; i < a->nsites; i++)
+		if (!strcmp(a->sites[i].name, spec))
+			return &a->sites[i];
+	char *end;
+	unsigned long id = strtoul(spec, &end, 10);
+	if (*spec && !*end)
+		for (size_t i = 0; i < a->nsites; i++)
+			if (a->sites[i].site_id == id)
+				return &a->sites[i];
+	const struct ap_advise_site *hit = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < a->nsites; i++)
+		if (a->sites[i].function && !strcmp(a->sites[i].function, spec)) {
+			hit = &a->sites[i];
+			n++;
+		}
+	if (n == 1)
+		return hit;
+	if (n > 1)
+		ap_die_msg("try: --site %s: names %zu sites; give one's name or site_id (allocprof "
+			   "advise --json lists them)",
+			   spec, n);
+	else
+		ap_die_msg(
+		    "try: --site %s: no such site in the trace (allocprof advise -n 0 lists them)",
+		    spec);
+	return NULL;
+}
+
+static bool pool_verdict(enum ap_verdict v)
+{
+	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES;
+}
+
+/* The walk's stops for a config that lists the sites `in` (in[i] for
+ * ts[i]): the frame of every other site's stack that starts at one of
+ * those sites' library calls (LEAF), at its depth: a walk from there
+ * that meets it first is that site's call, not pooled. */
+static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct ap_site_map *m,
+		      struct ap_symbolizer *sym, const struct tsite *ts, size_t nts, const bool *in)
+{
+	uint64_t *leaf = NULL;
+	size_t nleaf = 0, leaf_alloc = 0;
+	bool *chosen = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*chosen));
+	for (size_t i = 0; i < nts; i++)
+		if (in[i])
+			chosen[ts[i].as->site_id] = true;
+	for (size_t k = 0; k < t->nstacks; k++) {
+		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
+		if (s < m->nsites && chosen[s] && d > 0 && d < t->stacks[k].depth &&
+		    !(d == 1 && is_operator_new(sym, t->stacks[k].pcs[0]))) {
+			AP_ALLOC_GROW(leaf, nleaf + 1, leaf_alloc);
+			leaf[nleaf++] = t->stacks[k].pcs[0];
+		}
+	}
+	struct tsite scratch = {.pcs = AP_BUF_INIT};
+	struct seen_pc *seen = NULL;
+	size_t nseen = 0, seen_alloc = 0;
+	for (size_t k = 0; k < t->nstacks && nleaf; k++) {
+		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
+		if (s >= m->nsites || chosen[s] || !d || d >= 64 || d >= t->stacks[k].depth)
+			continue;
+		bool through = false;
+		for (size_t i = 0; i < nleaf && !through; i++)
+			through = leaf[i] == t->stacks[k].pcs[0];
+		if (through)
+			add_once(&scratch, &seen, &nseen, &seen_alloc, t, &t->stacks[k], d,
+				 AP_TRY_KIND_STOP, 0);
+	}
+	if (scratch.pcs.len)
+		ap_buf_add(b, scratch.pcs.buf, scratch.pcs.len);
+	ap_buf_release(&scratch.pcs);
+	free(seen);
+	free(leaf);
+	free(chosen);
+}
+
+static int write_config(const char *path, bool pool, const char *outfile, const struct ap_advice *a,
+			struct tsite *ts, size_t nts, ssize_t only, const struct ap_trace *t,
+			const struct ap_site_map *m, struct ap_symbolizer *sym)
+{
+	FILE *f = fopen(path, "we");
+	if (!f) {
+		ap_die_msg("try: %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, AP_TRY_MAGIC "\nmode %s\nout %s\ngc %llu\n", pool ? "pool" : "base", outfile,
+		a->gc_mode == AP_GC_GOGC ? (unsigned long long)a->gogc : 0ULL);
+	unsigned id = 0;
+	for (size_t i = 0; i < nts; i++) {
+		if (only >= 0 && (size_t)only != i)
+			continue;
+		fprintf(f, "site %u %llu %zu", id, (unsigned long long)ts[i].cap, ts[i].nclasses);
+		for (size_t k = 0; k < AP_TRY_MAX_CLASSES; k++)
+			fprintf(f, " %llu",
+				k < ts[i].nclasses ? (unsigned long long)ts[i].classes[k] : 0ULL);
+		fprintf(f, "\n");
+		/* the lines carry the site's id as %u */
+		const char *p = ts[i].pcs.buf ? ts[i].pcs.buf : "";
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			unsigned kind;
+			char rest[256];
+			if (sscanf(p, "pc %*u %u %255[^\n]", &kind, rest) == 2)
+				fprintf(f, "pc %u %u %s\n", id, kind, rest);
+			p = nl ? nl + 1 : p + strlen(p);
+		}
+		id++;
+	}
+	bool in[AP_TRY_MAX_SITES];
+	for (size_t i = 0; i < nts; i++)
+		in[i] = only < 0 || (size_t)only == i;
+	struct ap_buf stops = AP_BUF_INIT;
+	add_stops(&stops, t, m, sym, ts, nts, in);
+	if (stops.len)
+		fwrite(stops.buf, 1, stops.len, f);
+	ap_buf_release(&stops);
+	int rc = fclose(f);
+	if (rc) {
+		ap_die_msg("try: %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Removes the scratch directory and its files. */
+static void remove_scratch(const char *dir, size_t nv)
+{
+	char p[PATH_MAX + 64];
+	for (size_t j = 0; j < nv; j++) {
+		snprintf(p, sizeof(p), "%s/v%zu.cfg", dir, j);
+		unlink(p);
+	}
+	snprintf(p, sizeof(p), "%s/out", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+int cmd_try(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"site", required_argument, NULL, OPT_SITE},
+	    {"runs", required_argument, NULL, OPT_RUNS},
+	    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
+	    {"measure-time", required_argument, NULL, OPT_MEASURE_TIME},
+	    {"json", no_argument, NULL, AP_VOPT_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	/* Everything after `--` is the program's. */
+	int dd = argc;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dd = i;
+			break;
+		}
+	const char *site_spec[AP_TRY_MAX_SITES];
+	size_t nspec = 0;
+	long runs = DEFAULT_RUNS;
+	bool json = false;
+	struct ap_view_measure vm;
+	ap_view_measure_init(&vm);
+	vm.progress = true;
+	int opt;
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(dd, argv, ":h", longopts, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'h':
+			try_usage(stdout);
+			return AP_EXIT_OK;
+		case OPT_SITE:
+			if (nspec == AP_TRY_MAX_SITES)
+				return ap_usage_error("try", "at most %d --site options",
+						      AP_TRY_MAX_SITES);
+			site_spec[nspec++] = optarg;
+			break;
+		case OPT_RUNS:
+			runs = strtol(optarg, &end, 10);
+			if (*end || end == optarg || runs < 1 || runs > 1000)
+				return ap_usage_error(
+				    "try", "--runs wants a count from 1 to 1000, not '%s'", optarg);
+			break;
+		case OPT_NO_MEASURE:
+			vm.off = true;
+			break;
+		case OPT_MEASURE_TIME: {
+			uint64_t ns;
+			if (ap_parse_duration(optarg, &ns) < 0 || !ns)
+				return ap_usage_error(
+				    "try", "--measure-time wants a duration like 5s, not '%s'",
+				    optarg);
+			vm.budget_ns = (double)ns;
+			break;
+		}
+		case AP_VOPT_JSON:
+			json = true;
+			break;
+		case ':':
+			return ap_usage_error("try", "%s needs a value", argv[optind - 1]);
+		default:
+			return ap_usage_error("try", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == dd)
+		return ap_usage_error("try", "a TRACE file is needed");
+	if (dd - optind > 1)
+		return ap_usage_error("try",
+				      "one TRACE only (the program's arguments go after --)");
+	const char *trace_path = argv[optind];
+
+	struct ap_cost_table costs;
+	if (ap_advise_load_costs(&costs) < 0)
+		return AP_EXIT_FAIL;
+	struct ap_advise_options ao;
+	ap_advise_options_init(&ao);
+	ao.costs = &costs;
+	struct ap_view_opts vo;
+	ap_view_opts_init(&vo);
+	vo.no_values = true;
+	vo.no_children = true; /* a pool does not cross processes: the program's own */
+	struct ap_view v;
+	if (ap_view_load(&v, (char **)&trace_path, 1, &vo) != 0)
+		return AP_EXIT_FAIL;
+	const struct ap_trace *t = v.trace;
+	int rc = AP_EXIT_FAIL;
+	struct ap_site_map m;
+	ap_advise_sites(t, v.sym, false, &m);
+	struct ap_error err;
+	struct ap_advice *a = ap_advise_run(t, &m, &ao, &err);
+	struct tsite ts[AP_TRY_MAX_SITES];
+	size_t nts = 0;
+	struct run *rs = NULL;
+	struct out_ref ref = {0}, cur = {0};
+	struct ap_buf pb = AP_BUF_INIT;
+	char **envp = NULL;
+	char dir[PATH_MAX] = "";
+	struct variant_result *vr = NULL;
+	size_t nv = 0;
+	memset(ts, 0, sizeof(ts));
+	if (!a) {
+		ap_print_error(&err);
+		goto out;
+	}
+
+	/* The program. */
+	char **pargv;
+	if (dd < argc) {
+		if (dd + 1 == argc) {
+			ap_usage_error("try", "no program after --");
+			rc = AP_EXIT_USAGE;
+			goto out;
+		}
+		pargv = argv + dd + 1;
+	} else {
+		if (!t->argc || !t->argv || !t->argv[0]) {
+			ap_die_msg("try: %s: the trace has no command line; give one after --",
+				   trace_path);
+			goto out;
+		}
+		pargv = t->argv;
+	}
+	char path[PATH_MAX], lib[PATH_MAX];
+	if (ap_find_program(pargv[0], path, sizeof(path)) < 0) {
+		ap_die_msg("try: %s: %s", pargv[0], strerror(errno));
+		goto out;
+	}
+	char shown[PATH_MAX + 8];
+	snprintf(shown, sizeof(shown), "try: %s", pargv[0]);
+	if (ap_check_program(shown, path) < 0 || refuse_program(pargv[0], path) < 0 ||
+	    find_library(lib, sizeof(lib)) < 0)
+		goto out;
+
+	/* advise's prediction: the model, and its measured replay (whose
+	 * verdicts are the ones advise prints: the sites are chosen after). */
+	ap_view_measure_run(&vm, a, t, &m, &ao);
+
+	/* The sites. */
+	if (nspec) {
+		for (size_t i = 0; i < nspec; i++) {
+			const struct ap_advise_site *s = find_site(a, site_spec[i]);
+			if (!s)
+				goto out;
+			bool dup = false;
+			for (size_t k = 0; k < nts; k++)
+				dup |= ts[k].as == s;
+			if (!dup)
+				ts[nts++].as = s;
+		}
+	} else {
+		for (size_t i = 0; i < a->nsites && nts < AP_TRY_MAX_SITES; i++)
+			if (pool_verdict(a->sites[i].verdict))
+				ts[nts++].as = &a->sites[i];
+		if (!nts) {
+			ap_die_msg("try: %s: advise finds no site to pool; name one with --site "
+				   "(allocprof "
+				   "advise -n 0 lists them)",
+				   trace_path);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < nts; i++) {
+		const struct ap_advise_site *s = ts[i].as;
+		if (s->verdict == AP_VERDICT_POOL_CAP && s->capped)
+			ts[i].cap = s->cap;
+		if (s->verdict == AP_VERDICT_SIZE_CLASSES)
+			for (size_t k = 0; k < s->nclasses && k < AP_TRY_MAX_CLASSES; k++)
+				ts[i].classes[ts[i].nclasses++] = s->classes[k];
+		site_pcs(&ts[i], t, &m, v.sym, (uint32_t)i);
+		if (!ts[i].npcs) {
+			ap_die_msg(
+			    "try: %s: no call path of it can be found again (its modules have "
+			    "no build-id, or its stacks are over 64 frames deep)",
+			    s->name);
+			goto out;
+		}
+	}
+
+	/* The environment: the library first in LD_PRELOAD. */
+	extern char **environ;
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	envp = ap_xcalloc(ne + 3, sizeof(*envp));
+	size_t k = 0;
+	const char *pre = getenv("LD_PRELOAD");
+	ap_buf_addf(&pb, "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+	for (size_t i = 0; i < ne; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+		    strncmp(environ[i], AP_TRY_ENV "=", strlen(AP_TRY_ENV) + 1))
+			envp[k++] = environ[i];
+	envp[k++] = pb.buf;
+	struct runner rn = {
+	    .argv = pargv, .path = path, .envp = envp, .env_try = k, .stdin_fd = -1};
+	envp[k + 1] = NULL;
+
+	/* Standard input, read once. */
+	if (!isatty(0)) {
+		int fd = memfd_create("allocprof-try-in", MFD_CLOEXEC);
+		char buf[65536];
+		ssize_t r;
+		while (fd >= 0 && (r = read(0, buf, sizeof(buf))) != 0) {
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			if (write(fd, buf, (size_t)r) != r)
+				break;
+		}
+		rn.stdin_fd = fd;
+	}
+
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/allocprof-try-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		ap_die_msg("try: %s: %s", dir, strerror(errno));
+		dir[0] = 0;
+		goto out;
+	}
+	char outfile[PATH_MAX + 16], cfg[PATH_MAX + 16];
+	snprintf(outfile, sizeof(outfile), "%s/out", dir);
+	rn.outfile = outfile;
+	nv = nts + 1;
+	for (size_t j = 0; j < nv; j++) {
+		snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
+		if (write_config(cfg, j > 0, outfile, a, ts, nts, j ? (ssize_t)(j - 1) : -1, t, &m,
+				 v.sym) < 0)
+			goto out;
+	}
+
+	/* The runs: each round every variant once, starting one further each
+	 * round. */
+	rs = ap_xcalloc((size_t)runs * nv, sizeof(*rs));
+	bool identical = true, deterministic = true;
+	char differs[512] = "";
+	bool progress = !json && ap_progress_wanted();
+	for (long r = 0; r < runs; r++) {
+		for (size_t q = 0; q < nv; q++) {
+			size_t j = ((size_t)r + q) % nv;
+			char why[600] = "";
+			snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
+			if (progress) {
+				fprintf(stderr, "\rallocprof: try: round %ld of %ld", r + 1, runs);
+				fflush(stderr);
+			}
+			if (run_once(&rn, cfg, &rs[(size_t)r * nv + j], &cur, why, sizeof(why)) < 0)
+				goto out;
+			if (why[0]) {
+				if (progress)
+					fputs("\r\033[K", stderr);
+				ap_die_msg("try: %s: %s: a pooled block could not be told from its "
+					   "blocks; "
+					   "not measured",
+					   pargv[0], why);
+				goto out;
+			}
+			if (!rs[(size_t)r * nv + j].procs) {
+				if (progress)
+					fputs("\r\033[K", stderr);
+				char st[64];
+				if (WIFSIGNALED(cur.status))
+					snprintf(st, sizeof(st), "killed by %s",
+						 strsignal(WTERMSIG(cur.status)));
+				else
+					snprintf(st, sizeof(st), "exit status %d",
+						 WEXITSTATUS(cur.status));
+				ap_die_msg("try: %s: no counts from the run (%s): " TRY_SO
+					   " was not loaded "
+					   "(the program cleared LD_PRELOAD, or ran a static or "
+					   "setuid program), "
+					   "or the program was killed",
+					   pargv[0], st);
+				goto out;
+			}
+			if (!ref.set) {
+				ref = cur;
+				memset(&cur, 0, sizeof(cur));
+				continue;
+			}
+			if (!same_output(&ref, &cur)) {
+				if (j == 0 && deterministic) {
+					deterministic = false;
+					say_difference(differs, sizeof(differs), &ref, &cur);
+				} else if (j && identical && deterministic) {
+					/* a pooled run differs: is the baseline itself stable? */
+					identical = false;
+					char d[400];
+					say_difference(d, sizeof(d), &ref, &cur);
+					snprintf(differs, sizeof(differs),
+						 "round %ld, pooling %s: %s", r + 1,
+						 ts[j - 1].as->name, d);
+				}
+			}
+			out_free(&cur);
+		}
+	}
+	if (progress)
+		fputs("\r\033[K", stderr);
+	if (!deterministic)
+		identical = false;
+
+	/* The medians, and each site's saving with its interval. */
+	vr = ap_xcalloc(nv, sizeof(*vr));
+	double *d = ap_xmalloc((size_t)runs * sizeof(*d));
+	for (size_t j = 0; j < nv; j++) {
+		medians(rs, (size_t)runs, nv, j, 0, &vr[j]); /* a pooled run's one site is 0 */
+		if (!j)
+			continue;
+		for (long r = 0; r < runs; r++)
+			d[r] = rs[(size_t)r * nv].cpu_ns - rs[(size_t)r * nv + j].cpu_ns;
+		vr[j].conf = ap_median_interval(d, (size_t)runs, &vr[j].low_ns, &vr[j].high_ns);
+		vr[j].saved_ns = median_of(d, (size_t)runs);
+	}
+	/* Whether the baseline reached each site (its gets). */
+	bool unreached = false;
+	for (size_t i = 0; i < nts; i++) {
+		for (long r = 0; r < runs; r++)
+			d[r] = rs[(size_t)r * nv].s[i].gets;
+		vr[i + 1].reached = median_of(d, (size_t)runs);
+		if (vr[i + 1].reached == 0 && vr[i + 1].c.gets == 0)
+			unreached = true;
+	}
+	free(d);
+
+	struct report rp = {.t = t,
+			    .argv = pargv,
+			    .rounds = (size_t)runs,
+			    .nv = nv,
+			    .ts = ts,
+			    .nts = nts,
+			    .vr = vr,
+			    .identical = identical,
+			    .deterministic = deterministic};
+	snprintf(rp.differs, sizeof(rp.differs), "%s", differs);
+	int prc = json ? print_json(&rp) : (print_text(&rp), AP_EXIT_OK);
+	rc = prc;
+	fflush(stdout);
+	for (size_t i = 0; i < nts; i++)
+		if (vr[i + 1].reached == 0 && vr[i + 1].c.gets == 0)
+			ap_die_msg(
+			    "try: %s: never reached in %ld runs: none of its %zu call path%s "
+			    "ran (another input, or a program rebuilt since the trace?)",
+			    ts[i].as->name, runs * (long)nv, ts[i].npcs,
+			    ts[i].npcs == 1 ? "" : "s");
+	if (unreached)
+		rc = AP_EXIT_FAIL;
+	if (deterministic && !identical) {
+		ap_die_msg("try: %s: the program's output changed with the pool: %s", pargv[0],
+			   differs);
+		rc = AP_EXIT_FAIL;
+	}
+	if (rn.stdin_fd >= 0)
+		close(rn.stdin_fd);
+out:
+	ap_buf_release(&pb);
+	if (dir[0])
+		remove_scratch(dir, nv);
+	out_free(&ref);
+	out_free(&cur);
+	free(rs);
+	free(vr);
+	free(envp);
+	for (size_t i = 0; i < AP_TRY_MAX_SITES; i++)
+		ap_buf_release(&ts[i].pcs);
+	if (a)
+		ap_advice_free(a);
+	ap_site_map_release(&m);
+	ap_view_release(&v);
+	return rc;
+}

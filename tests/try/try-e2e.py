@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `allocprof try`.
+
+usage: try-e2e.py semantics SEMANTICS
+       try-e2e.py unreached SEMANTICS
+       try-e2e.py twin PLAIN TWIN SITE ARG
+       try-e2e.py twin-cxx SRCDIR
+       try-e2e.py dlopen DLOPEN_MAIN LIBDLALLOC
+       try-e2e.py refuse-asan SEMANTICS SANITIZED
+       try-e2e.py refuse-preload SEMANTICS FAKEMALLOC_SO
+       try-e2e.py refuse-own SEMANTICS OWNMALLOC
+       try-e2e.py refuse-static SEMANTICS STATIC
+       try-e2e.py python3
+       try-e2e.py python3-threads
+       try-e2e.py python3-exit
+       try-e2e.py sqlite3
+
+semantics: SEMANTICS (tests/try/semantics.c) recorded with --all, then
+run by try with its five sites pooled: every run's output is the
+baseline's (the program checks sizes, alignment, calloc zeroing after a
+dirty reuse, realloc in place and beyond the capacity, cross-thread frees
+and fork from a thread while others churn, and prints FAIL otherwise; run
+with `vfork`, after a vfork child that ends by _exit),
+and every site really was served from the pool (hits > 0); the counts of
+the sites whose requests do not depend on alignment or size classes equal
+advise's.
+
+unreached: a site the run never reaches (SEMANTICS noalign skips
+align_site) is reported, one line, exit status 1.
+
+twin-cxx: the same for bench/twins/packets.cpp (built here with g++):
+its site is a C++ `new`, which try finds by interposing operator new.
+
+dlopen: a site in a library the program loads after start
+(testdata/dlopen_main and libdlalloc.so) is found once it is loaded.
+
+twin: PLAIN recorded with --all, try pools SITE: the allocations and bytes
+it avoided equal, within 1%, what the hand-pooled TWIN avoids (allocprof
+stats --json of PLAIN's and TWIN's --all traces); output identical.
+
+refuse-*: one line `allocprof: try: ...: <why>` and exit status 1 for a
+sanitizer build, another malloc preloaded (jemalloc, and FAKEMALLOC_SO),
+a program with its own malloc, a static program.
+
+python3: /usr/bin/python3 (PYTHONMALLOC=malloc) on a small script: output
+identical, and each pooled site's requests, hits, allocations and bytes
+avoided equal advise's (held peak within 1%).
+
+python3-exit: the same script ending by os._exit(0): the counts come all
+the same (the library writes them in _exit).
+
+python3-threads: the same, four threads allocating at once: output
+identical, requests equal advise's, hits within 30% (which thread runs
+when, and on which CPU, decides hits; the model replays the recorded
+order).
+
+sqlite3: /usr/bin/sqlite3 on an in-memory database: its sites are all
+reached through libsqlite3 (the library walks the stack); output
+identical, requests and hits equal advise's.
+
+Environment: ALLOCPROF (the allocprof binary), ALLOCPROF_TEST_COSTS.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ALLOCPROF = os.environ["ALLOCPROF"]
+TMP = tempfile.mkdtemp(prefix="try-e2e-")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def record(trace, argv, env=None):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    r = subprocess.run([ALLOCPROF, "record", "--all", "-q", "--no-children", "-o", trace] + argv,
+                       env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        fail("record %s: %s" % (argv, r.stderr))
+
+
+def run_try(args, env=None, expect=0):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    r = subprocess.run([ALLOCPROF, "try", "--no-measure"] + args, env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if expect is not None and r.returncode != expect:
+        fail("try %s: exit %d, wanted %d\nstdout: %s\nstderr: %s" %
+             (args, r.returncode, expect, r.stdout, r.stderr))
+    return r
+
+
+def advise(trace, env=None):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    r = subprocess.run([ALLOCPROF, "advise", "--no-measure", "--json", "-n", "0", trace], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
+    return {s["site"]: s for s in json.loads(r.stdout)["sites"]}
+
+
+def stats(trace):
+    r = subprocess.run([ALLOCPROF, "stats", "--json", trace], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def within(a, b, rel):
+    return abs(a - b) <= rel * max(abs(b), 1)
+
+
+def semantics(prog):
+    trace = os.path.join(TMP, "sem.trace")
+    record(trace, [prog, "all"])
+    names = ["buf_site", "zero_site", "align_site", "memalign_site", "node_site"]
+    args = ["--runs", "2", "--json"]
+    for n in names:
+        args += ["--site", n]
+    # run after a vfork child's _exit: the counts must still be the parent's
+    r = run_try(args + [trace, "--", prog, "vfork"])
+    j = json.loads(r.stdout)
+    if j["output_identical"] is not True:
+        fail("output changed under the pool: %s" % j.get("output_difference"))
+    ad = advise(trace)
+    for s in j["sites"]:
+        if s["hits"] <= 0 or s["allocs_avoided"] <= 0:
+            fail("%s: no hits (%d) under the pool" % (s["site"], s["hits"]))
+        # zero_site, node_site: requests whatever the pool holds
+        fn = s["site"].split()[0]
+        if fn in ("zero_site",):
+            a = ad[s["site"]]
+            for k in ("hits", "allocs_avoided", "bytes_avoided"):
+                if s[k] != a[k]:
+                    fail("%s: %s %d, advise %d" % (s["site"], k, s[k], a[k]))
+        if fn == "buf_site" and s["reallocs"] != 300:
+            fail("buf_site: %d reallocs, wanted 300" % s["reallocs"])
+        if fn == "buf_site" and s["reallocs_avoided"] != 100:
+            fail("buf_site: %d reallocs in place, wanted 100 (the shrinks)" % s["reallocs_avoided"])
+    # the text: a section per site, measured beside predicted, a verdict line
+    r = run_try(["--runs", "1", "--site", "zero_site", trace])
+    out = r.stdout.splitlines()
+    z = next(x for x in j["sites"] if x["site"].startswith("zero_site"))
+    want = ["Output: identical in every run (standard output, standard error, exit status)", z["site"]]
+    for w in want:
+        if w not in out:
+            fail("text: no line %r in %r" % (w, r.stdout))
+    rows = {l.split()[0] + " " + l.split()[1]: l.split()[2:] for l in out if l.startswith("  allocations avoided")}
+    if rows.get("allocations avoided") != ["{:,}".format(z["allocs_avoided"])] * 2:
+        fail("text: allocations avoided row %r, want %d twice" % (rows, z["allocs_avoided"]))
+    if not any(l.startswith("  => ") for l in out):
+        fail("text: no verdict line in %r" % r.stdout)
+    print("ok: %d sites pooled, output identical" % len(j["sites"]))
+
+
+def unreached(prog):
+    trace = os.path.join(TMP, "sem.trace")
+    record(trace, [prog, "all"])
+    r = run_try(["--runs", "1", "--site", "align_site", "--site", "buf_site", trace, "--", prog, "noalign"],
+                expect=1)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("allocprof: try:")]
+    if len(lines) != 1 or "align_site" not in lines[0] or "never reached" not in lines[0]:
+        fail("wanted one line saying align_site was never reached, got: %r" % r.stderr)
+    if "buf_site" in r.stderr:
+        fail("buf_site was reached: %r" % r.stderr)
+    print("ok:", lines[0])
+
+
+def twin(plain, tw, site, arg):
+    trace = os.path.join(TMP, "plain.trace")
+    ttrace = os.path.join(TMP, "twin.trace")
+    record(trace, [plain, arg])
+    record(ttrace, [tw, arg])
+    r = run_try(["--runs", "2", "--json", "--site", site, trace])
+    j = json.loads(r.stdout)
+    if j["output_identical"] is not True:
+        fail("output changed under the pool: %s" % j.get("output_difference"))
+    s = j["sites"][0]
+    a, b = stats(trace), stats(ttrace)
+    calls = a["alloc_objects"] - b["alloc_objects"]
+    space = a["alloc_space"] - b["alloc_space"]
+    print("try avoided %d allocations, %d bytes; the twin %d, %d" %
+          (s["allocs_avoided"], s["bytes_avoided"], calls, space))
+    if not within(s["allocs_avoided"], calls, 0.01):
+        fail("allocations avoided %d, the twin's %d" % (s["allocs_avoided"], calls))
+    if not within(s["bytes_avoided"], space, 0.01):
+        fail("bytes avoided %d, the twin's %d" % (s["bytes_avoided"], space))
+    # the keys issue 23 names; times are timing-dependent: types and order only
+    for k in ("time_saved_ns", "time_saved_low_ns", "time_saved_high_ns", "predicted_time_saved_ns",
+              "allocs_avoided", "bytes_avoided"):
+        if not isinstance(s[k], int):
+            fail("%s: not an integer: %r" % (k, s[k]))
+    if not s["time_saved_low_ns"] <= s["time_saved_ns"] <= s["time_saved_high_ns"]:
+        fail("the saving is outside its interval: %r" % s)
+    if s["within_noise"] != (s["time_saved_low_ns"] <= 0 <= s["time_saved_high_ns"]):
+        fail("within_noise disagrees with the interval: %r" % s)
+    if not isinstance(s["site"], str) or s["output_identical"] is not True:
+        fail("site or output_identical: %r" % s)
+    print("ok")
+
+
+def twin_cxx(src):
+    # bench/twins/packets.cpp: C++ `new` at the site (try's operator new)
+    gxx, gcc = shutil.which("g++"), shutil.which("gcc")
+    if not gxx or not gcc:
+        fail("g++ and gcc are needed (make deps installs them)")
+    tw = os.path.join(src, "bench", "twins")
+    inc = ["-I" + tw, "-I" + os.path.join(src, "pool"), "-D_GNU_SOURCE", "-O2", "-g"]
+    plain, twin_exe = os.path.join(TMP, "packets"), os.path.join(TMP, "packets.twin")
+    shim = os.path.join(TMP, "cxxshim.o")
+    for argv in ([gxx, "-std=c++17"] + inc + ["-o", plain, os.path.join(tw, "packets.cpp")],
+                 [gcc, "-std=c11"] + inc + ["-DTWIN", "-c", "-o", shim, os.path.join(tw, "cxxshim.c")],
+                 [gxx, "-std=c++17"] + inc + ["-DTWIN", "-o", twin_exe, os.path.join(tw, "packets.cpp"),
+                                              shim, "-pthread"]):
+        subprocess.run(argv, check=True)
+    twin(plain, twin_exe, "handle", "20000")
+
+
+def dlopen(main, lib):
+    # the site is in a library loaded after start: found after the dlopen
+    trace = os.path.join(TMP, "dl.trace")
+    record(trace, [main, lib, "1000"])
+    j = json.loads(run_try(["--runs", "1", "--json", "--site", "lib_make_item", trace]).stdout)
+    s = j["sites"][0]
+    if j["output_identical"] is not True or s["requests"] != 1000:
+        fail("lib_make_item: %d requests (wanted 1000), output identical %s" %
+             (s["requests"], j["output_identical"]))
+    print("ok: 1000 requests in a library dlopened after start")
+
+
+def one_refusal(r, want):
+    lines = r.stderr.strip().splitlines()
+    if len(lines) != 1 or not lines[0].startswith("allocprof: try: ") or want not in lines[0]:
+        fail("wanted one line with %r, got %r" % (want, r.stderr))
+    if r.stdout:
+        fail("a refusal printed a report: %r" % r.stdout)
+    print("ok:", lines[0])
+
+
+def refuse_asan(sem, asan):
+    trace = os.path.join(TMP, "sem.trace")
+    record(trace, [sem, "all"])
+    one_refusal(run_try(["--site", "buf_site", trace, "--", asan], expect=1), "built with a sanitizer")
+
+
+def refuse_preload(sem, so):
+    trace = os.path.join(TMP, "sem.trace")
+    record(trace, [sem, "all"])
+    # jemalloc (libjemalloc2, which make check installs), and a malloc of
+    # our own that forwards to glibc's
+    jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    if not os.path.exists(jemalloc):
+        fail("%s: not installed (make check installs libjemalloc2)" % jemalloc)
+    for lib in (jemalloc, so):
+        one_refusal(run_try(["--site", "buf_site", trace], env={"LD_PRELOAD": lib}, expect=1),
+                    "another allocator is preloaded")
+
+
+def refuse_own(sem, own):
+    # try cannot see it before the run (the program's malloc is in the
+    # program): the library finds it at start and stands aside
+    trace = os.path.join(TMP, "sem.trace")
+    record(trace, [sem, "all"])
+    one_refusal(run_try(["--site", "buf_site", trace, "--", own], expect=1), "its malloc is")
+
+
+def refuse_static(sem, static):
+    trace = os.path.join(TMP, "sem.trace")
+    record(trace, [sem, "all"])
+    one_refusal(run_try(["--site", "buf_site", trace, "--", static], expect=1), "statically linked")
+
+
+PY_SCRIPT = """
+d = {}
+for i in range(20000):
+    d[str(i)] = [i] * 3
+    if i % 3 == 0:
+        del d[str(i // 2)]
+print(len(d), sum(len(v) for v in d.values()))
+"""
+
+
+def try_top(trace, env=None):
+    """try on the three sites of trace with the most requests: advise's
+    sites, and try's JSON (its output identical, or a failure)."""
+    ad = advise(trace, env)
+    top = sorted(ad.values(), key=lambda s: -s["gets"])[:3]
+    args = ["--runs", "2", "--json"]
+    for s in top:
+        args += ["--site", str(s["site_id"])]
+    j = json.loads(run_try(args + [trace], env).stdout)
+    if j["output_identical"] is not True:
+        fail("the output changed under the pool: %s" % j.get("output_difference"))
+    return ad, j
+
+
+def python3():
+    env = {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
+    trace = os.path.join(TMP, "py.trace")
+    record(trace, ["/usr/bin/python3", "-c", PY_SCRIPT], env)
+    ad, j = try_top(trace, env)
+    for s in j["sites"]:
+        a = ad[s["site"]]
+        for k in ("requests", "hits", "allocs_avoided", "bytes_avoided"):
+            ak = "gets" if k == "requests" else k
+            if s[k] != a[ak]:
+                fail("%s: %s %d, advise %d" % (s["site"], k, s[k], a[ak]))
+        if not within(s["held_peak_bytes"], a["peak_held_bytes"], 0.01):
+            fail("%s: held peak %d, advise %d" % (s["site"], s["held_peak_bytes"], a["peak_held_bytes"]))
+        print("ok: %s: %d hits, %d allocations avoided, as advise" % (s["site"], s["hits"], s["allocs_avoided"]))
+
+
+SQL = ("create table t(a, b); with recursive c(x) as (select 1 union all select x + 1 from c "
+       "where x < 5000) insert into t select x, hex(randomblob(20)) from c; "
+       "select count(*), sum(length(b)) from t; create index i on t(b); "
+       "select count(*) from t where a % 7 = 3;")
+
+
+def python3_exit():
+    # os._exit: no destructor runs; the library writes its counts in _exit
+    env = {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
+    trace = os.path.join(TMP, "pyx.trace")
+    script = PY_SCRIPT + "import os, sys\nsys.stdout.flush()\nos._exit(0)\n"
+    record(trace, ["/usr/bin/python3", "-c", script], env)
+    ad, j = try_top(trace, env)
+    for s in j["sites"]:
+        if s["requests"] != ad[s["site"]]["gets"]:
+            fail("%s: %d requests, advise %d" % (s["site"], s["requests"], ad[s["site"]]["gets"]))
+    print("ok: counts from a program that ends by _exit")
+
+
+PY_THREADS = """
+import threading
+out = [0] * 4
+def work(k):
+    d = {}
+    for i in range(15000):
+        d[str(i * 7 + k)] = [i, k]
+        if i % 2:
+            del d[str((i // 2) * 7 + k)]
+    out[k] = len(d)
+ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(out)
+"""
+
+
+def python3_threads():
+    env = {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
+    trace = os.path.join(TMP, "pyt.trace")
+    record(trace, ["/usr/bin/python3", "-c", PY_THREADS], env)
+    ad, j = try_top(trace, env)
+    for s in j["sites"]:
+        a = ad[s["site"]]
+        # which thread runs when decides hits: requests are the work's
+        if s["requests"] != a["gets"]:
+            fail("%s: %d requests, advise %d" % (s["site"], s["requests"], a["gets"]))
+        if a["hits"] > 100 and not within(s["hits"], a["hits"], 0.3):
+            fail("%s: %d hits, advise %d" % (s["site"], s["hits"], a["hits"]))
+        print("ok: %s: %d requests, %d hits (advise %d)" % (s["site"], s["requests"], s["hits"], a["hits"]))
+
+
+def sqlite3():
+    if not shutil.which("sqlite3"):
+        fail("sqlite3: not installed (make check installs it)")
+    trace = os.path.join(TMP, "sq.trace")
+    record(trace, ["/usr/bin/sqlite3", ":memory:", SQL])
+    ad, j = try_top(trace)
+    for s in j["sites"]:
+        a = ad[s["site"]]
+        if s["requests"] != a["gets"]:
+            fail("%s: %d requests, advise %d" % (s["site"], s["requests"], a["gets"]))
+        if s["hits"] != a["hits"]:
+            fail("%s: %d hits, advise %d" % (s["site"], s["hits"], a["hits"]))
+        print("ok: %s: %d requests, %d hits (advise %d)" % (s["site"], s["requests"], s["hits"], a["hits"]))
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    try:
+        {
+            "semantics": semantics,
+            "unreached": unreached,
+            "dlopen": dlopen,
+            "twin": twin,
+            "twin-cxx": twin_cxx,
+            "refuse-asan": refuse_asan,
+            "refuse-preload": refuse_preload,
+            "refuse-own": refuse_own,
+            "refuse-static": refuse_static,
+            "python3": python3,
+            "sqlite3": sqlite3,
+            "python3-threads": python3_threads,
+            "python3-exit": python3_exit,
+        }[cmd](*args)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
