@@ -18,14 +18,20 @@ static void stats_usage(FILE *f)
 	      "events, and the totals over the whole run: alloc_objects, alloc_space,\n"
 	      "free_objects, inuse_objects and inuse_space (live at the end),\n"
 	      "peak_inuse_space. Sampled traces show estimates scaled by the sampling\n"
-	      "weights; traces recorded with --all are exact. A sampled peak is the\n"
-	      "largest of the in-use estimates over the run, so it is biased upward:\n"
-	      "it comes with the standard deviation of the estimate at that point.\n"
+	      "weights; traces recorded with --all are exact. A sampled trace's peak\n"
+	      "is the one the sampler counted (every block, sampled or not, at glibc's\n"
+	      "usable size: 0 to 40 bytes more than its request), exact to within the\n"
+	      "bytes it says; in a trace without that count (older ones, a run of\n"
+	      "several processes) it is the largest of the in-use estimates over\n"
+	      "the run, biased upward, with the standard deviation of the estimate.\n"
 	      "A truncated trace (the process was killed or is still running, or the\n"
 	      "file was cut) is summarized from its complete part, with a warning.\n"
 	      AP_VIEW_RUN_TEXT
 	      "A run of several processes is summed over them, on one time line (its\n"
-	      "peak is the largest sum of the processes' in-use bytes at one time).\n\n"
+	      "peak is the largest sum of the processes' in-use bytes at one time).\n"
+	      "Blocks live when their image exec'd another are not in use from the\n"
+	      "exec on (exec_dropped), and a forked child's frees of blocks it\n"
+	      "inherited are not unmatched (inherited_frees).\n\n"
 	      "options:\n"
 	      "  --json               print one JSON object (keys as the names above)\n"
 	      AP_VIEW_RUN_HELP
@@ -224,18 +230,40 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	print_count("alloc_objects", tot->alloc_objects);
 	print_bytes("alloc_space", tot->alloc_space);
 	print_count("free_objects", tot->free_objects);
-	print_count("inuse_objects", tot->inuse_objects);
-	print_bytes("inuse_space", tot->inuse_space);
 	if (t->rate <= 1) {
-		print_bytes("peak_inuse_space", tot->peak_inuse_space);
+		print_count("inuse_objects", tot->inuse_objects);
+	} else {
+		/* heavy-tailed: say so with the error bar (ap_trace_totals) */
+		printf("%-18s %.0f ± %.0f (estimate from %llu live sample%s, one standard "
+		       "deviation; blocks small next to the rate are rarely sampled, so it "
+		       "mostly reads low and now and then far high: record with --all for "
+		       "the exact count)\n",
+		       "inuse_objects", round(tot->inuse_objects), round(tot->inuse_objects_sd),
+		       (unsigned long long)tot->inuse_samples, tot->inuse_samples == 1 ? "" : "s");
+	}
+	print_bytes("inuse_space", tot->inuse_space);
+	struct ap_view_peak pk = ap_view_peak(t, tot->peak_inuse_space, tot->peak_inuse_space_sd);
+	if (pk.kind == AP_PEAK_EXACT) {
+		print_bytes("peak_inuse_space", pk.bytes);
+	} else if (pk.kind == AP_PEAK_COUNTED) {
+		/* the sampler counted every block, sampled or not */
+		char in[32];
+		ap_format_bytes(b, sizeof(b), pk.bytes);
+		ap_format_bytes(in, sizeof(in), pk.within);
+		printf("%-18s %s (exact to within %s: every block counted by the sampler at "
+		       "glibc's usable size, the request rounded up to 24 + 16k bytes, up to "
+		       "40 more; --all counts requested bytes)\n",
+		       "peak_inuse_space", b, in);
 	} else {
 		/* the largest of many estimates: say how far off it may be */
 		char sd[64];
-		ap_format_bytes(b, sizeof(b), tot->peak_inuse_space);
-		ap_format_bytes(sd, sizeof(sd), tot->peak_inuse_space_sd);
+		ap_format_bytes(b, sizeof(b), pk.bytes);
+		ap_format_bytes(sd, sizeof(sd), pk.within);
 		printf("%-18s %s ± %s (the largest in-use estimate over the run: biased "
-		       "upward, record with --all for the exact peak)\n",
-		       "peak_inuse_space", b, sd);
+		       "upward; %s)\n",
+		       "peak_inuse_space", b, sd,
+		       t->nprocs ? "processes' peaks are counted one by one: see --by-process"
+				 : "record with --all for the exact peak");
 	}
 	if (t->rate <= 1)
 		print_count("temporary", tot->temporary);
@@ -245,6 +273,16 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
 		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
+	if (tot->inherited_frees)
+		printf("%-18s %llu (frees, in a forked child, of blocks it inherited from its "
+		       "parent)\n",
+		       "inherited_frees", (unsigned long long)tot->inherited_frees);
+	if (tot->exec_dropped_objects > 0) {
+		ap_format_bytes(b, sizeof(b), tot->exec_dropped_space);
+		printf("%-18s %.0f blocks, %s (live when their image exec'd another: gone with "
+		       "it, not in inuse_*)\n",
+		       "exec_dropped", round(tot->exec_dropped_objects), b);
+	}
 	if (t->truncated)
 		printf("%-18s yes: %s\n", "truncated", t->truncated_why);
 	else
@@ -314,10 +352,22 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "free_objects", json_total(tot->free_objects));
 	json_object_set_new(o, "inuse_objects", json_total(tot->inuse_objects));
 	json_object_set_new(o, "inuse_space", json_total(tot->inuse_space));
-	json_object_set_new(o, "peak_inuse_space", json_total(tot->peak_inuse_space));
-	json_object_set_new(o, "peak_inuse_space_sd", json_total(tot->peak_inuse_space_sd));
+	json_object_set_new(o, "inuse_objects_sd", json_total(tot->inuse_objects_sd));
+	json_object_set_new(o, "inuse_samples", json_u64(tot->inuse_samples));
+	struct ap_view_peak pk = ap_view_peak(t, tot->peak_inuse_space, tot->peak_inuse_space_sd);
+	json_object_set_new(o, "peak_inuse_space", json_total(pk.bytes));
+	json_object_set_new(o, "peak_inuse_space_sd",
+			    json_total(pk.kind == AP_PEAK_ESTIMATE ? pk.within : 0));
+	json_object_set_new(o, "peak_inuse_space_kind", json_string(ap_view_peak_kind_name(pk.kind)));
+	json_object_set_new(o, "peak_inuse_space_within", json_total(pk.within));
+	json_object_set_new(o, "peak_inuse_space_estimate", json_total(tot->peak_inuse_space));
+	json_object_set_new(o, "peak_usable_space",
+			    t->has_live_peak ? json_u64(t->live_peak) : json_null());
 	json_object_set_new(o, "temporary", t->rate <= 1 ? json_total(tot->temporary) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
+	json_object_set_new(o, "inherited_frees", json_u64(tot->inherited_frees));
+	json_object_set_new(o, "exec_dropped_objects", json_total(tot->exec_dropped_objects));
+	json_object_set_new(o, "exec_dropped_space", json_total(tot->exec_dropped_space));
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known

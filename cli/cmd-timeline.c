@@ -30,7 +30,8 @@ static void timeline_usage(FILE *f)
 	      "In-use bytes over the run: for each of N equal stretches of time the\n"
 	      "highest in-use bytes reached in it (so the chart's top is the peak\n"
 	      "`stats` reports), split into the top call sites (by what they held at\n"
-	      "the peak) and the rest. Estimates in a sampled trace.\n\n"
+	      "the peak) and the rest. Estimates in a sampled trace, whose header\n"
+	      "also gives the peak the sampler counted (as `stats` prints it).\n\n"
 	      "options:\n"
 	      "  --format FMT         text (default: a chart for the terminal), csv,\n"
 	      "                       json or svg (a standalone picture)\n"
@@ -77,6 +78,13 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 	json_object_set_new(root, "rate", json_integer((json_int_t)T->t->rate));
 	json_object_set_new(root, "duration_ns", json_integer((json_int_t)T->span));
 	json_object_set_new(root, "peak_bytes", json_real(T->peak));
+	/* the chart's peak is of its samples; what stats prints beside it */
+	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
+	json_object_set_new(root, "peak_kind", json_string(ap_view_peak_kind_name(pk.kind)));
+	json_object_set_new(root, "peak_counted_bytes",
+			    pk.kind == AP_PEAK_COUNTED ? json_real(pk.bytes) : json_null());
+	json_object_set_new(root, "peak_counted_within",
+			    pk.kind == AP_PEAK_COUNTED ? json_real(pk.within) : json_null());
 	const char *xkey = T->by_bytes ? "bytes_allocated" : "time_s";
 	json_object_set_new(root, "x_unit", json_string(T->by_bytes ? "B" : "s"));
 	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated" : "peak_time_s",
@@ -163,6 +171,13 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\" "
 		   "stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">peak %s</text>\n",
 		px, Y0, px, Y0 + H, px, Y0 - 5, b1);
+	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
+	if (pk.kind == AP_PEAK_COUNTED) {
+		char b2[32], says[160];
+		ap_format_bytes(b2, sizeof(b2), pk.bytes);
+		fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">the peak counted: %s (%s)</text>\n", X0,
+			Y0 - 22, b2, ap_view_peak_says(&pk, says, sizeof(says)));
+	}
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n", X0 - 5, Y0 + 10, b1);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">0</text>\n", X0 - 5, Y0 + H);
 	char xl[32];

@@ -218,6 +218,7 @@ int cmd_top(int argc, char **argv)
 	ap_view_progress_done();
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);
+	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
 	if (r)
 		ap_view_symbols_hint(&v, o.report.sample_index);
 	if (!r) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "render.h"
+#include "views.h"
 
 static void put(ap_line_fn line, void *ctx, const char *text)
 {
@@ -14,14 +15,23 @@ static void put(ap_line_fn line, void *ctx, const char *text)
 
 void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, void *ctx)
 {
-	char b1[32], b2[32], x[32], head[200];
+	char b1[32], b2[32], x[32], head[400], counted[200] = "";
 	if (rows < 2)
 		rows = 2;
 	ap_format_bytes(b1, sizeof(b1), T->peak);
 	ap_timeline_format_x(x, sizeof(x), T, ap_timeline_bucket_x(T, T->peak_bucket));
-	snprintf(head, sizeof(head), "In use over %s (peak %s at %s%s, '@')%s",
+	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
+	if (pk.kind == AP_PEAK_COUNTED) {
+		/* the chart is of samples; the sampler counted the peak itself */
+		char says[160];
+		ap_format_bytes(b2, sizeof(b2), pk.bytes);
+		snprintf(counted, sizeof(counted), "; the peak counted: %s (%s)", b2,
+			 ap_view_peak_says(&pk, says, sizeof(says)));
+	}
+	snprintf(head, sizeof(head), "In use over %s (peak %s at %s%s, '@')%s%s",
 		 T->by_bytes ? "the bytes allocated" : "time", b1, x,
-		 T->by_bytes ? " allocated" : "", T->t->rate > 1 ? "; estimates" : "");
+		 T->by_bytes ? " allocated" : "", T->t->rate > 1 ? "; estimates from samples" : "",
+		 counted);
 	put(line, ctx, head);
 	put(line, ctx, "");
 	/* a row: the axis label (11 columns), a column per bucket, "> TIME" */

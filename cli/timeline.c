@@ -63,10 +63,18 @@ static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 	tl_note(ctx, e);
 }
 
+/* Its image is gone (exec): no longer in use; the next event's bucket
+ * shows it. */
+static void tl_exec_dropped(void *ctx, const struct ap_replay_block *b)
+{
+	tl_add(ctx, b, -1);
+}
+
 static const struct ap_replay_ops tl_ops = {
 	.alloc = tl_alloc,
 	.grow = tl_grow,
 	.free = tl_free,
+	.exec_dropped = tl_exec_dropped,
 };
 
 /* Buckets without an event hold what the one before ended with. */

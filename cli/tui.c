@@ -1128,10 +1128,18 @@ static void draw_timeline_title(const struct tui *t, struct tui_screen *s)
 	char peak[32];
 	ap_format_bytes(peak, sizeof(peak), T->peak);
 	tui_screen_row_attr(s, 0, TUI_TITLE);
-	tui_screen_putf(s, 0, 0, TUI_TITLE, "timeline: %s   Peak: %s (%.0f B) at %.3gs   %s",
+	struct ap_view_peak pk = ap_view_peak(t->v->trace, T->peak, 0);
+	char counted[96] = "";
+	if (pk.kind == AP_PEAK_COUNTED) {
+		char b[32], w[32];
+		ap_format_bytes(b, sizeof(b), pk.bytes);
+		ap_format_bytes(w, sizeof(w), pk.within);
+		snprintf(counted, sizeof(counted), "; counted %s ±%s", b, w);
+	}
+	tui_screen_putf(s, 0, 0, TUI_TITLE, "timeline: %s   Peak: %s (%.0f B) at %.3gs   %s%s",
 			basename_of(t->v->trace->exe), peak, T->peak,
 			ap_timeline_bucket_x(T, T->peak_bucket),
-			t->v->trace->rate > 1 ? "Sampled: estimates" : "Every allocation");
+			t->v->trace->rate > 1 ? "Sampled: estimates" : "Every allocation", counted);
 }
 
 static const char *status_keys(enum tui_view_kind k)

@@ -360,6 +360,48 @@ void ap_view_warnings(const struct ap_view *v)
 		ap_die_msg("warning: %s", *w);
 }
 
+struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, double sd)
+{
+	if (t->rate <= 1)
+		return (struct ap_view_peak){ AP_PEAK_EXACT, estimate, 0 };
+	if (t->has_live_peak)
+		return (struct ap_view_peak){ AP_PEAK_COUNTED, (double)t->live_peak,
+					      (double)t->live_slack };
+	return (struct ap_view_peak){ AP_PEAK_ESTIMATE, estimate, sd };
+}
+
+const char *ap_view_peak_kind_name(enum ap_peak_kind k)
+{
+	return k == AP_PEAK_EXACT ? "exact" : k == AP_PEAK_COUNTED ? "counted" : "estimate";
+}
+
+const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t len)
+{
+	char w[32];
+	ap_format_bytes(w, sizeof(w), p->within);
+	if (p->kind == AP_PEAK_EXACT)
+		snprintf(buf, len, "exact");
+	else if (p->kind == AP_PEAK_COUNTED)
+		snprintf(buf, len, "exact to within %s, blocks at their usable size", w);
+	else
+		snprintf(buf, len, "estimate from samples ± %s", w);
+	return buf;
+}
+
+void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
+{
+	if (t->rate <= 1 || si != AP_SI_INUSE_OBJECTS)
+		return;
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	ap_die_msg("note: inuse_objects is an estimate: %.0f ± %.0f (one standard deviation, "
+		   "from %llu live sample%s); blocks small next to the rate are rarely sampled, "
+		   "so it mostly reads low and now and then far high: record with --all for the "
+		   "exact count",
+		   round(tot.inuse_objects), round(tot.inuse_objects_sd),
+		   (unsigned long long)tot.inuse_samples, tot.inuse_samples == 1 ? "" : "s");
+}
+
 void ap_view_sampling_hint(const struct ap_trace *t)
 {
 	if (t->rate <= 1)

@@ -216,6 +216,29 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
  * against the rate, and to record with --all or a smaller --rate. Nothing
  * for a trace recorded with --all or with enough samples. For every view
  * (advise included). */
+/* The peak in-use bytes a view prints, and what kind of number it is:
+ * exact (an --all trace: requested bytes, from the events), counted (a
+ * sampled trace whose END has the sampler's live-byte peak: usable bytes,
+ * exact to within `within`), or an estimate from the samples (older
+ * traces, a whole run of several processes: ± `within`, one standard
+ * deviation). `estimate` and `sd`: the peak the events give (what
+ * ap_trace_totals or a timeline computed). */
+enum ap_peak_kind { AP_PEAK_EXACT, AP_PEAK_COUNTED, AP_PEAK_ESTIMATE };
+struct ap_view_peak {
+	enum ap_peak_kind kind;
+	double bytes, within;
+};
+struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, double sd);
+/* What it is, in words: "exact", "exact to within 16kB, by usable size",
+ * "estimate from samples ± 1MB" (buf: at least 160 bytes). */
+const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t len);
+const char *ap_view_peak_kind_name(enum ap_peak_kind k);
+
+/* A sampled trace viewed by inuse_objects: a note on stderr with the
+ * count's error bar (ap_trace_totals' inuse_objects_sd), which the
+ * pprof-compatible outputs have no place for. */
+void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
+
 #define AP_VIEW_FEW_SAMPLES 50
 void ap_view_sampling_hint(const struct ap_trace *t);
 

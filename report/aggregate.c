@@ -108,11 +108,20 @@ static void v_live(void *ctx, const struct ap_replay_block *b)
 	V->sv[b->stack].v[AP_SI_INUSE_SPACE] += b->w * (double)b->size;
 }
 
+/* Its image is gone (exec): not live from then on, nor in use at the end. */
+static void v_exec_dropped(void *ctx, const struct ap_replay_block *b)
+{
+	struct values *V = ctx;
+	v_live_add(V, b, -1);
+	V->live -= b->w * (double)b->size;
+}
+
 static const struct ap_replay_ops values_ops = {
 	.alloc = v_alloc,
 	.grow = v_grow,
 	.free = v_free,
 	.live_at_end = v_live,
+	.exec_dropped = v_exec_dropped,
 };
 
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)

@@ -171,6 +171,7 @@ void resolve(void)
 	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
+	live_check();
 }
 
 static void *boot_malloc(size_t n)

@@ -195,6 +195,7 @@ static void bufs_create(void)
 	bufs_on = 0;
 	bufs_end = 0;
 	bufs_head = NULL;
+	live_mirror(NULL);
 	size_t n = str_len(tfile.path);
 	if (!cfg_from_record() || n + sizeof(AP_BUFFERS_SUFFIX) > sizeof(bufs_path))
 		return;
@@ -235,6 +236,7 @@ static void bufs_create(void)
 	bufs_head->pid = (uint32_t)proc.pid;
 	bufs_end = AP_BUFFERS_PAGE;
 	bufs_on = 1;
+	live_mirror(bufs_head);
 }
 
 /* Whether the buffers outlive the process (record finishes them). */
@@ -295,6 +297,7 @@ void buffers_detach(void)
 {
 	if (!meta.buf)
 		return;
+	live_mirror(NULL); /* the parent's file */
 	if (bufs_head)
 		munmap(bufs_head, AP_BUFFERS_PAGE);
 	if (__atomic_load_n(&proc.state, __ATOMIC_RELAXED) == AP_ON && !settings.no_children)
@@ -521,6 +524,11 @@ void thr_register(struct ap_tls *t)
 		slot_publish(b->buf, EV_HDR);
 		slot_sync(b);
 		__atomic_store_n(&b->live, 1, __ATOMIC_RELEASE);
+		if (++live_bytes.threads > live_bytes.threads_max) {
+			__atomic_store_n(&live_bytes.threads_max, live_bytes.threads,
+					 __ATOMIC_RELAXED);
+			live_mirror_update();
+		}
 	}
 	lk_unlock(&threads.lock);
 	t->thr = b ? b : &threads.dead;
@@ -567,6 +575,16 @@ void buffers_forget(struct ap_tls *t)
 	slot_sync(&threads.fallback);
 	threads.nstreams = 0;
 	threads.exited_calls = threads.exited_consumed = 0;
+	/* the child's heap is the parent's as it was (less what other
+	 * threads had not folded): its peak starts there */
+	live_fold_all(t);
+	live_bytes.threads = live_bytes.threads_max =
+		t->thr && t->thr != &threads.dead ? 1 : 0;
+	live_bytes.peak = live_bytes.cur;
+	if (bufs_head) { /* its own file's copy starts there too */
+		bufs_head->live_peak = 0;
+		live_mirror_update();
+	}
 	meta.len = 0;
 	meta.nchunks = 0;
 	slot_of(meta.buf)->index = 0;
@@ -589,7 +607,11 @@ void thr_exit(void *arg)
 	t->consumed = 0;
 	t->interval = t->countdown;
 	t->thr = &threads.dead;
+	/* what it frees from now on (other keys' destructors, the C
+	 * library's own at thread exit) is folded at once */
+	live_dead(t);
 	lk_lock(&threads.lock);
+	live_bytes.threads--;
 	__atomic_store_n(&b->live, 0, __ATOMIC_RELEASE);
 	b->tls = NULL;
 	b->next_free = threads.free_list;

@@ -30,6 +30,144 @@ int64_t draw_interval(struct ap_tls *t)
 	return (int64_t)v;
 }
 
+/* ---- the live-byte counter (struct ap_live, sampler-int.h) -------------- */
+
+struct ap_live live_bytes __attribute__((aligned(64)));
+int live_on;
+
+/* glibc's usable size of the block p, from its chunk header (what
+ * malloc_usable_size answers): the chunk's size less its 8-byte header,
+ * 16 for a chunk of its own mapping (bit 1, IS_MMAPPED). */
+typedef size_t __attribute__((may_alias)) chunk_word;
+static inline int64_t blk_size(const void *p)
+{
+	size_t h = ((const chunk_word *)p)[-1];
+	return (int64_t)((h & ~(size_t)7) - 8 - ((h & 2) << 2));
+}
+
+/* v more bytes allocated (live_in) or freed (live_out) in this thread. */
+static inline __attribute__((always_inline)) void live_in(struct ap_tls *t, int64_t v)
+{
+	int64_t d = (int64_t)t->live_in + v;
+	if (UNLIKELY(d > LIVE_BOUND))
+		live_fold(t, d, t->live_out);
+	else
+		t->live_in = (int32_t)d;
+}
+
+static inline __attribute__((always_inline)) void live_out(struct ap_tls *t, int64_t v)
+{
+	int64_t d = (int64_t)t->live_out - v;
+	if (UNLIKELY(d < -LIVE_BOUND))
+		live_fold(t, t->live_in, d);
+	else
+		t->live_out = (int32_t)d;
+}
+
+/* A block the program got: counted if the C library's headers are known. */
+static inline __attribute__((always_inline)) void live_got(struct ap_tls *t, const void *p)
+{
+	if (LIKELY(live_on))
+		live_in(t, blk_size(p));
+}
+
+/* The buffers file's header, where the peak and slack are copied for a
+ * death that leaves no END (live_mirror). */
+static struct ap_buffers_head *mirror;
+
+void live_mirror(struct ap_buffers_head *h)
+{
+	__atomic_store_n(&mirror, live_on && !malloc_owner() ? h : NULL, __ATOMIC_RELEASE);
+	live_mirror_update();
+}
+
+/* The copy follows the peak (a larger value only) and the slack. */
+void live_mirror_update(void)
+{
+	struct ap_buffers_head *h = __atomic_load_n(&mirror, __ATOMIC_ACQUIRE);
+	if (!h)
+		return;
+	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	uint64_t v = pk > 0 ? (uint64_t)pk : 0, old = __atomic_load_n(&h->live_peak, __ATOMIC_RELAXED);
+	while (v > old && !__atomic_compare_exchange_n(&h->live_peak, &old, v, 1, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
+		;
+	uint32_t n = __atomic_load_n(&live_bytes.threads_max, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->live_slack, 2 * (uint64_t)LIVE_BOUND * (n ? n : 1), __ATOMIC_RELAXED);
+}
+
+/* t's counts are in and out (what live_in and live_out would hold): into
+ * the shared counter, the peak kept. A thread past thr_exit (live_dead)
+ * folds every change at once: its counts would die with it. Safe in a
+ * signal handler (atomics only). */
+__attribute__((noinline)) void live_fold(struct ap_tls *t, int64_t in, int64_t out)
+{
+	if (t->live_in == LIVE_DEAD_IN) {
+		in -= LIVE_DEAD_IN;
+		out -= LIVE_DEAD_OUT;
+	} else {
+		t->live_in = t->live_out = 0;
+	}
+	int64_t c = __atomic_add_fetch(&live_bytes.cur, in + out, __ATOMIC_RELAXED);
+	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	if (c <= pk)
+		return;
+	while (c > pk && !__atomic_compare_exchange_n(&live_bytes.peak, &pk, c, 1,
+						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	live_mirror_update();
+}
+
+void live_fold_all(struct ap_tls *t)
+{
+	live_fold(t, t->live_in, t->live_out);
+}
+
+/* The thread is exiting (thr_exit): what it frees from now on (other
+ * keys' destructors, the C library's own at thread exit) folds at once. */
+void live_dead(struct ap_tls *t)
+{
+	live_fold_all(t);
+	t->live_in = LIVE_DEAD_IN;
+	t->live_out = LIVE_DEAD_OUT;
+}
+
+/* resolve() found the C library's functions: whether their blocks carry
+ * glibc's chunk headers, that is whether the malloc behind the sampler is
+ * libc.so's (not an allocator preloaded after it, nor glibc's debugging
+ * malloc, libc_malloc_debug.so). Otherwise nothing is counted and END has
+ * no peak. No block is allocated to find out: a freed block of 128 KiB or
+ * more would raise glibc's mmap threshold, and the program's big blocks
+ * would come from the heap instead of mappings of their own. */
+void live_check(void)
+{
+	Dl_info di;
+	const char *name;
+	if (!dladdr((void *)real_malloc, &di) || !di.dli_fname)
+		return;
+	name = strrchr(di.dli_fname, '/');
+	name = name ? name + 1 : di.dli_fname;
+	live_on = !strncmp(name, "libc.so", 7);
+}
+
+/* The peak so far, with what every live thread has not folded yet (the
+ * END of a program whose peak is its end), and in *slack how far the true
+ * peak may be from it: LIVE_BOUND for each thread that ran at once. */
+int64_t live_peak_now(uint64_t *slack)
+{
+	int64_t c = __atomic_load_n(&live_bytes.cur, __ATOMIC_RELAXED);
+	for (struct ap_thr *b = threads.all; b; b = b->next) {
+		struct ap_tls *t = b->tls;
+		if (__atomic_load_n(&b->live, __ATOMIC_ACQUIRE) && t && t->live_in != LIVE_DEAD_IN)
+			c += __atomic_load_n(&t->live_in, __ATOMIC_RELAXED) +
+			     __atomic_load_n(&t->live_out, __ATOMIC_RELAXED);
+	}
+	int64_t pk = __atomic_load_n(&live_bytes.peak, __ATOMIC_RELAXED);
+	uint32_t n = __atomic_load_n(&live_bytes.threads_max, __ATOMIC_RELAXED);
+	*slack = 2 * (uint64_t)LIVE_BOUND * (n ? n : 1);
+	return c > pk ? c : pk;
+}
+
 /* ---- the sampled paths -------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t, void *p, size_t n,
@@ -105,6 +243,8 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 		}
 		return p;
 	}
+	if (!settings.all)
+		live_fold_all(t); /* every sample: the peak follows closely */
 	int saved = errno;
 	t->guard = 1;
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
@@ -125,6 +265,7 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t n,
 							    unsigned kind)
 {
 	struct ap_tls *t = &tls;
+	live_got(t, p);
 	t->calls++;
 	int64_t c = (int64_t)((uint64_t)t->countdown - n - 1);
 	t->countdown = c;
@@ -142,6 +283,8 @@ static __attribute__((noinline)) void free_slow(void *p)
 	struct ap_tls *t = &tls;
 	if (!p || is_boot(p))
 		return;
+	if (live_on)
+		live_out(t, blk_size(p));
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
@@ -177,7 +320,10 @@ static __attribute__((noinline)) void free_slow(void *p)
 /* malloc tail-jumped here: our return address is the program's */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
-	return alloc_slow_body(real_malloc(n), n, AP_KIND_MALLOC,
+	void *p = real_malloc(n);
+	if (p)
+		live_got(&tls, p);
+	return alloc_slow_body(p, n, AP_KIND_MALLOC,
 			       (uint64_t)(uintptr_t)__builtin_return_address(0),
 			       (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
@@ -198,7 +344,10 @@ EXPORT void *malloc(size_t n)
 	t->countdown = c;
 	if (UNLIKELY(c < 0))
 		return malloc_slow(n);
-	return real_malloc(n);
+	void *p = real_malloc(n);
+	if (LIKELY(p != NULL))
+		live_got(t, p);
+	return p;
 }
 
 EXPORT void free(void *p)
@@ -207,6 +356,8 @@ EXPORT void free(void *p)
 		free_slow(p);
 		return;
 	}
+	if (LIKELY(live_on) && p)
+		live_out(&tls, blk_size(p));
 	real_free(p);
 }
 
@@ -246,13 +397,28 @@ void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64
 	}
 }
 
+/* A block moved out of the boot arena (whose blocks are not counted). */
+static void *live_moved(void *q)
+{
+	if (q)
+		live_got(&tls, q);
+	return q;
+}
+
 /* realloc and reallocarray: the old block leaves the set before the real
  * call (it may be reused by another thread as soon as it is freed) and
  * goes back if the call fails. */
-static void *realloc_common(void *old, size_t n, void *q, int was_tracked,
+static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_tracked,
 			    unsigned kind, uint64_t caller, uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
+	/* was: old's usable size, read before the call (0 when not counted) */
+	if (q && live_on) {
+		live_in(t, blk_size(q));
+		live_out(t, was);
+	} else if (!q && n == 0) {
+		live_out(t, was); /* realloc(p, 0) freed p */
+	}
 	if (was_tracked == 2) {
 		/* before ap_init: logged as the free of old and an allocation,
 		 * which is how valgrind counts a realloc */
@@ -316,9 +482,10 @@ EXPORT void *realloc(void *old, size_t n)
 		return p ? account(p, n, AP_KIND_REALLOC) : p;
 	}
 	if (UNLIKELY(is_boot(old)))
-		return boot_move(old, n);
+		return live_moved(boot_move(old, n));
 	int tracked = take_tracked(old);
-	return realloc_common(old, n, real_realloc(old, n), tracked,
+	int64_t was = live_on ? blk_size(old) : 0;
+	return realloc_common(old, was, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
@@ -338,9 +505,10 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		return p ? account(p, n, AP_KIND_REALLOCARRAY) : p;
 	}
 	if (UNLIKELY(is_boot(old)))
-		return boot_move(old, n);
+		return live_moved(boot_move(old, n));
 	int tracked = take_tracked(old);
-	return realloc_common(old, n, real_realloc(old, n), tracked,
+	int64_t was = live_on ? blk_size(old) : 0;
+	return realloc_common(old, was, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }

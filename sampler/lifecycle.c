@@ -148,7 +148,6 @@ static void fork_child_body(struct ap_tls *t)
 	t->tid = 0;
 	proc.pid = sys_getpid();
 	t->tid = sys_gettid();
-	t->pid = (uint32_t)proc.pid;
 	if (!was_on) {
 		buffers_detach(); /* the parent's slots are not ours to write */
 		t->guard--;
@@ -348,7 +347,6 @@ __attribute__((constructor(101))) static void ap_init(void)
 	}
 	tsc_calibrate();
 	proc.pid = sys_getpid();
-	t->pid = (uint32_t)proc.pid;
 
 	/* ALLOCPROF_EXEC (exec_parse): the trace handed over, or where an
 	 * earlier image of this process wrote its own. */

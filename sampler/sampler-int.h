@@ -75,8 +75,9 @@ struct ap_tls {
 	int64_t interval;	/* length of the current interval */
 	uint32_t tid;
 	uint32_t guard;		/* inside the sampler: pass everything through */
-	uint32_t pid;
-	uint32_t pad;
+	int32_t live_in;	/* usable bytes allocated and not yet in live_bytes
+				 * (interpose.c); LIVE_DEAD_IN after thr_exit */
+	int32_t live_out;	/* less those freed (<= 0); LIVE_DEAD_OUT after */
 };
 _Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
 
@@ -176,6 +177,35 @@ extern struct ap_proc proc;
 
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
+/* The live-byte counter: every block the program's calls allocate or free
+ * through the sampler, by glibc's usable size (its chunk header), sampled
+ * or not. Each thread adds what it allocates into tls.live_in and what it
+ * frees into tls.live_out (two fields: malloc and free do not wait on
+ * each other's store) and folds both into `cur` when either passes
+ * LIVE_BOUND (and at each sample, and when it exits), so `cur` is off
+ * from the true sum by less than 2 LIVE_BOUND per thread, and `peak` is
+ * the largest value `cur` took. */
+#define LIVE_BOUND (32 << 10)
+/* tls.live_in and live_out of an exited thread: every change folds */
+#define LIVE_DEAD_IN INT32_MAX
+#define LIVE_DEAD_OUT INT32_MIN
+struct ap_live {
+	int64_t cur;		/* atomic */
+	int64_t peak;		/* atomic, the largest cur */
+	uint32_t threads;	/* registered threads live now (threads.lock) */
+	uint32_t threads_max;	/* the most at once */
+};
+extern struct ap_live live_bytes;
+extern int live_on;		/* the C library's chunk headers can be read */
+void live_fold(struct ap_tls *t, int64_t in, int64_t out);
+/* The buffers file's copy of the peak and slack (NULL: none), which
+ * record writes into the END of a process that could not (buffer.c). */
+void live_mirror(struct ap_buffers_head *h);
+void live_mirror_update(void);
+void live_fold_all(struct ap_tls *t);
+void live_dead(struct ap_tls *t);
+void live_check(void);
+int64_t live_peak_now(uint64_t *slack);
 int64_t draw_interval(struct ap_tls *t);
 /* a sampled call's work, run on the sampler's stack (on_slow_stack) */
 void alloc_sampled(void *p, size_t n, unsigned kind, uint64_t caller, uint64_t cfa);

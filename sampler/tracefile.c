@@ -573,7 +573,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 9 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 11 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -585,6 +585,12 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
 	k += refused_put(p + k);
+	if (live_on && !malloc_owner()) {
+		uint64_t slack;
+		int64_t pk = live_peak_now(&slack);
+		k += ap_put_kv_uint(p + k, AP_EK_LIVE_PEAK, pk > 0 ? (uint64_t)pk : 0);
+		k += ap_put_kv_uint(p + k, AP_EK_LIVE_SLACK, slack);
+	}
 	/* At a normal exit: what the registered pools hold (pools.c), after
 	 * the time taken. Not from a signal handler, nor at _exit (a forked
 	 * child's pools may hold a lock of a thread it does not have). */

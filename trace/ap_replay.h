@@ -59,6 +59,17 @@ struct ap_replay_ops {
 	/* After the last event, once per block still live (most recent
 	 * first at an address). */
 	void (*live_at_end)(void *ctx, const struct ap_replay_block *b);
+	/* Optional: a consumer that has it gets here, instead of in
+	 * live_at_end, the blocks still live of a process whose image was
+	 * replaced by exec (its END's reason): that heap is gone. In a whole
+	 * run whose every consumer has it, they come when the exec was:
+	 * before the first event after the process's END time (so the
+	 * consumer's live bytes drop there); else after the last event. */
+	void (*exec_dropped)(void *ctx, const struct ap_replay_block *b);
+	/* Optional: a FREE that found no live block in its process, in a
+	 * forked child (HEADER's parent_trace): a block it inherited from its
+	 * parent; without it, such a FREE is unmatched. */
+	void (*inherited)(void *ctx, size_t i, const struct ap_event *e);
 };
 
 struct ap_replay_consumer {

@@ -57,6 +57,8 @@ struct ap_process {
 	uint64_t calls, bytes;	/* exact totals (has_counts only) */
 	uint64_t end_reason, end_status;
 	bool end_status_known;
+	bool forked;		/* a forked child (its HEADER has parent_trace) */
+	uint64_t end_ns;	/* its END's time (has_end), else its last event's */
 };
 
 /* Event flags */
@@ -112,6 +114,12 @@ struct ap_trace {
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_counts only) */
 	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
 				 * system) at END; 0 when not known */
+	/* END's `live_peak` and `live_slack`: the sampler's count of the
+	 * largest in-use bytes, every block counted by glibc's usable size,
+	 * sampled or not, exact to within live_slack bytes either way
+	 * (has_live_peak false: not in the trace, an older one) */
+	bool has_live_peak;
+	uint64_t live_peak, live_slack;
 	/* END's `pooled`: the objects pool/vpool.h pools held at the exit
 	 * (sorted identities; NULL and 0 when none or not known). */
 	uint64_t *pooled;
@@ -263,6 +271,14 @@ struct ap_trace_totals {
 	double alloc_objects, alloc_space;
 	double free_objects;
 	double inuse_objects, inuse_space;	/* live at the end */
+	/* The standard deviation of inuse_objects as an estimate (0 with
+	 * rate 1), sqrt(sum w(w-1)) over the live samples, and how many
+	 * samples are live. The estimate is heavy-tailed: a block much
+	 * smaller than the rate is rarely sampled and weighs ~rate/size when
+	 * it is, so most runs read low and the sd from the samples seen
+	 * understates it; a few runs read far high. */
+	double inuse_objects_sd;
+	uint64_t inuse_samples;
 	/* The largest live-bytes value after any event. Sampled, it is the
 	 * largest of many estimates, so it is biased upward (one live 4 kB
 	 * sample at the default rate reads 512 kB); peak_inuse_space_sd is
@@ -278,6 +294,14 @@ struct ap_trace_totals {
 	/* FREE events with no live block at their address (ignored above):
 	 * should be 0 for a sound trace. */
 	uint64_t unmatched_frees;
+	/* FREEs in a forked child of blocks it did not allocate: blocks it
+	 * inherited from its parent, live at the fork (ap_replay.h). Not
+	 * unmatched, and not the child's allocations either. */
+	uint64_t inherited_frees;
+	/* Blocks live when their image exec'd another (END reason exec):
+	 * that heap is gone, so they are not in inuse_*; weighted as the
+	 * samples are. */
+	double exec_dropped_objects, exec_dropped_space;
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
 

@@ -29,6 +29,10 @@ struct ap_buffers_head {
 	uint32_t pid;		/* the process whose buffers these are */
 	uint32_t stopped;	/* 1: the trace stopped (a write failed): add nothing */
 	uint32_t pad;
+	/* The sampler's live-byte peak and its slack (END keys live_peak
+	 * and live_slack), kept up to date; live_slack 0: not counted.
+	 * Files of before them have zeros here. */
+	uint64_t live_peak, live_slack;
 };
 
 #define AP_SLOT_MAGIC 0x544f4c53u /* "SLOT" */

@@ -138,6 +138,8 @@ enum {
 	AP_EK_CPU_NS = 7,
 	AP_EK_POOLED = 8,
 	AP_EK_REFUSED = 9,
+	AP_EK_LIVE_PEAK = 10,
+	AP_EK_LIVE_SLACK = 11,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

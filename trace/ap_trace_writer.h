@@ -75,6 +75,9 @@ struct ap_tw_end {
 	uint64_t reason; /* enum ap_end_reason */
 	uint64_t status;
 	uint64_t calls, bytes;
+	/* the sampler's live-byte peak and its slack (END keys 10 and 11),
+	 * written when live_peak is not 0 */
+	uint64_t live_peak, live_slack;
 };
 
 struct ap_tw;

@@ -136,7 +136,8 @@ static int put_chunk(int fd, uint8_t type, uint32_t tid, uint32_t stream, uint32
  * new one saying how the process ended, without the counts the sampler
  * kept in its threads' memory. */
 static int put_end(int fd, const struct seen *s, const uint8_t *data,
-		   const struct ap_death *how, uint64_t chunks, unsigned *reason)
+		   const struct ap_buffers_head *head, const struct ap_death *how, uint64_t chunks,
+		   unsigned *reason)
 {
 	uint8_t buf[8 * AP_KV_UINT_MAX + AP_CHUNK_MAX_PAYLOAD / 1024];
 	size_t n = 0;
@@ -164,6 +165,11 @@ static int put_end(int fd, const struct seen *s, const uint8_t *data,
 		n += ap_put_kv_uint(buf + n, AP_EK_REASON, how->reason);
 		if (how->status_known)
 			n += ap_put_kv_uint(buf + n, AP_EK_STATUS, how->status);
+		/* the live-byte peak the sampler kept in the buffers file */
+		if (head->live_slack) {
+			n += ap_put_kv_uint(buf + n, AP_EK_LIVE_PEAK, head->live_peak);
+			n += ap_put_kv_uint(buf + n, AP_EK_LIVE_SLACK, head->live_slack);
+		}
 	}
 	n += ap_put_kv_uint(buf + n, AP_EK_CHUNKS, chunks);
 	return put_chunk(fd, AP_CHUNK_END, 0, AP_STREAM_NONE, 0, buf, n);
@@ -277,7 +283,7 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 		out->chunks++;
 	}
 	free(add);
-	if (rc == 0 && put_end(tfd, &s, tm, how, chunks, &out->reason) < 0)
+	if (rc == 0 && put_end(tfd, &s, tm, head, how, chunks, &out->reason) < 0)
 		rc = ap_error_set(err, "%s: %s", path, strerror(errno));
 	out->end_added = rc == 0;
 done:

@@ -389,7 +389,8 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->pooled = NULL;
 	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
-	bool has_status = false, has_calls = false;
+	uint64_t live_peak = 0, live_slack = 0;
+	bool has_status = false, has_calls = false, has_live = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -427,6 +428,15 @@ static int decode_end(struct rd *r, struct cur *c)
 			name = "cpu_ns";
 			num = &cpu_ns;
 			break;
+		case AP_EK_LIVE_PEAK:
+			name = "live_peak";
+			num = &live_peak;
+			has_live = true;
+			break;
+		case AP_EK_LIVE_SLACK:
+			name = "live_slack";
+			num = &live_slack;
+			break;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -455,6 +465,9 @@ static int decode_end(struct rd *r, struct cur *c)
 	t->calls = calls;
 	t->bytes = bytes;
 	t->cpu_ns = cpu_ns;
+	t->has_live_peak = has_live;
+	t->live_peak = live_peak;
+	t->live_slack = live_slack;
 	return 0;
 }
 

@@ -19,6 +19,7 @@ struct rblock {
 	uint32_t stack;		/* 0: unsampled */
 	uint32_t obj;
 	uint32_t next;		/* next older block at the address, or free-list link */
+	uint32_t proc;		/* its process in a whole run (0 otherwise) */
 };
 
 /* addr -> most recent live block (ap_hash.h's map; the blocks at one
@@ -142,6 +143,92 @@ static void pending_flush(struct rmap *m, struct pending *p, const struct ap_rep
 	obj_release(m, p->b.obj);
 }
 
+/* Whether a FREE of addr that found no live block in its process is of a
+ * block the process inherited: the process is a forked child (HEADER's
+ * parent_trace), whose only blocks it did not allocate are its parent's,
+ * live at the fork. (The parent's trace cannot say which: the compactor
+ * gives a thread's own blocks identities instead of addresses.) With
+ * --all only: a sampled child records no free of a block it did not
+ * sample. */
+static bool inherited(const struct ap_trace *t, const struct ap_event *e)
+{
+	if (!t->nprocs)
+		return t->parent_trace != NULL;
+	if (e->thread >= t->nthreads)
+		return false;
+	uint32_t p = t->threads[e->thread].proc;
+	return p < t->nprocs && t->procs[p].forked;
+}
+
+/* Whether process p (of a whole run; the trace itself otherwise) ended by
+ * exec: its heap went with its image. */
+static bool exec_ended(const struct ap_trace *t, uint32_t p)
+{
+	if (!t->nprocs)
+		return t->has_end && t->end_reason == AP_END_EXEC;
+	return p < t->nprocs && t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
+}
+
+/* The processes of a whole run that ended by exec, by their END's time. */
+struct exec_end {
+	uint64_t ts;
+	uint32_t proc;
+};
+
+static int exec_end_cmp(const void *a, const void *b)
+{
+	const struct exec_end *x = a, *y = b;
+	return x->ts != y->ts ? (x->ts < y->ts ? -1 : 1) : (x->proc < y->proc ? -1 : x->proc > y->proc);
+}
+
+static size_t exec_ends(const struct ap_trace *t, struct exec_end **out)
+{
+	size_t n = 0;
+	*out = NULL;
+	for (size_t p = 0; p < t->nprocs; p++)
+		n += t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
+	if (!n)
+		return 0;
+	*out = ap_xcalloc(n, sizeof(**out));
+	n = 0;
+	for (size_t p = 0; p < t->nprocs; p++)
+		if (t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC)
+			(*out)[n++] = (struct exec_end){ t->procs[p].end_ns, (uint32_t)p };
+	qsort(*out, n, sizeof(**out), exec_end_cmp);
+	return n;
+}
+
+/* Process p's image was replaced by exec: its blocks still live go to
+ * the consumers' exec_dropped, out of the map. */
+static void drop_process(struct rmap *m, const struct ap_trace *t,
+			 const struct ap_replay_consumer *c, size_t nc, uint32_t p)
+{
+	map_settle(m);
+	/* the keys first: a deletion moves other slots */
+	uint64_t *keys = NULL;
+	size_t nk = 0, ka = 0;
+	for (size_t s = 0; s <= m->map.mask; s++) {
+		uint32_t b = m->map.slot[s].val;
+		if (b != NONE && m->blocks[b].proc == p) {
+			AP_ALLOC_GROW(keys, nk + 1, ka);
+			keys[nk++] = m->map.slot[s].key;
+		}
+	}
+	for (size_t k = 0; k < nk; k++) {
+		struct ap_u64map_slot *s;
+		while ((s = ap_u64map_find(&m->map, keys[k])) && m->blocks[s->val].proc == p) {
+			uint32_t b = s->val;
+			ap_u64map_pop(&m->map, s, m->blocks[b].next);
+			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
+			EACH(c, nc, exec_dropped, &out);
+			obj_release(m, out.obj);
+			m->blocks[b].next = m->free_blocks;
+			m->free_blocks = b;
+		}
+	}
+	free(keys);
+}
+
 /* Event i, e, on the thread whose pending state is p. */
 static inline void replay_one(struct rmap *m, struct pending *p, const struct ap_trace *t,
 			      const struct ap_replay_consumer *c, size_t nc, size_t i,
@@ -153,6 +240,14 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 		p->last_alloc = false;
 		struct rblock *r = map_pop(m, e->addr);
 		if (!r) {
+			if (inherited(t, e)) {
+				for (size_t k = 0; k < nc; k++)
+					if (c[k].ops->inherited)
+						c[k].ops->inherited(c[k].ctx, i, e);
+					else if (c[k].ops->unmatched)
+						c[k].ops->unmatched(c[k].ctx, i, e);
+				return;
+			}
 			EACH(c, nc, unmatched, i, e);
 			return;
 		}
@@ -181,6 +276,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	r->addr = e->addr;
 	r->size = e->size;
 	r->stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
+	r->proc = t->nprocs && e->thread < t->nthreads ? t->threads[e->thread].proc : 0;
 	if (grows) {
 		p->set = false;
 		r->obj = p->last_obj = p->b.obj;
@@ -199,9 +295,13 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	struct rmap m = { .held = NONE, .free_blocks = NONE };
 	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
-	bool each_event = false;
-	for (size_t k = 0; k < nc; k++)
+	bool each_event = false, drops = nc > 0;
+	for (size_t k = 0; k < nc; k++) {
 		each_event |= c[k].ops->event != NULL;
+		drops &= c[k].ops->exec_dropped != NULL;
+	}
+	struct exec_end *ex = NULL;
+	size_t nex = drops ? exec_ends(t, &ex) : 0, next_ex = 0;
 	struct ap_events *it = ap_events_open(t);
 	const struct ap_event *ev;
 	size_t n, base = 0;
@@ -209,6 +309,8 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 		for (size_t j = 0; j < n; j++) {
 			const struct ap_event *e = &ev[j];
 			size_t i = base + j;
+			while (next_ex < nex && ex[next_ex].ts < e->ts)
+				drop_process(&m, t, c, nc, ex[next_ex++].proc);
 			if (each_event)
 				EACH(c, nc, event, i, e);
 			/* The map is far bigger than the caches on a long trace, and
@@ -237,10 +339,16 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	for (size_t s = 0; s <= m.map.mask; s++)
 		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next) {
 			struct ap_replay_block out = block_out(t, &m.blocks[b], false);
-			EACH(c, nc, live_at_end, &out);
+			bool gone = exec_ended(t, m.blocks[b].proc);
+			for (size_t k = 0; k < nc; k++)
+				if (gone && c[k].ops->exec_dropped)
+					c[k].ops->exec_dropped(c[k].ctx, &out);
+				else if (c[k].ops->live_at_end)
+					c[k].ops->live_at_end(c[k].ctx, &out);
 		}
 	if (nobj)
 		*nobj = m.nobj;
+	free(ex);
 	free(pend);
 	ap_u64map_release(&m.map);
 	free(m.blocks);

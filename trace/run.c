@@ -418,6 +418,9 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->nmap_index = 0;
 	m->has_end = true;
 	m->has_counts = true;
+	/* each process's counter peaked at its own time: no whole-run peak */
+	m->has_live_peak = false;
+	m->live_peak = m->live_slack = 0;
 	m->calls = m->bytes = m->cpu_ns = 0;
 	/* Addresses of several processes do not mix: a whole run has no
 	 * list of pooled objects (advise goes process by process). */
@@ -448,6 +451,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		pr->end_reason = t->end_reason;
 		pr->end_status = t->end_status;
 		pr->end_status_known = t->end_status_known;
+		pr->forked = t->parent_trace != NULL;
+		pr->end_ns = t->end_ns;
 
 		thread_base[p] = m->nthreads;
 		for (size_t i = 0; i < t->nthreads; i++) {

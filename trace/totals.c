@@ -20,6 +20,9 @@ struct totals {
 	 * a block of s bytes sampled with weight w adds w(w-1)s^2), at the
 	 * peak: peak_var */
 	double live, peak, live_var, peak_var;
+	/* the variance of inuse_objects: a live sample of weight w adds
+	 * w(w-1) (Horvitz-Thompson, as advise's count of objects) */
+	double inuse_var;
 };
 
 static void t_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
@@ -68,6 +71,24 @@ static void t_unmatched(void *ctx, size_t i, const struct ap_event *e)
 	T->out->unmatched_frees++;
 }
 
+static void t_inherited(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct totals *T = ctx;
+	(void)i;
+	(void)e;
+	T->out->inherited_frees++;
+}
+
+static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
+{
+	struct totals *T = ctx;
+	double space = b->w * (double)b->size;
+	T->out->exec_dropped_objects += b->w;
+	T->out->exec_dropped_space += space;
+	T->live -= space;
+	T->live_var -= block_var(b->w, space);
+}
+
 /* What is still live: the blocks left summed, rather than the running
  * difference, which collects rounding error. */
 static void t_live(void *ctx, const struct ap_replay_block *b)
@@ -75,6 +96,10 @@ static void t_live(void *ctx, const struct ap_replay_block *b)
 	struct totals *T = ctx;
 	T->out->inuse_objects += b->w;
 	T->out->inuse_space += b->w * (double)b->size;
+	if (b->w > 1)
+		T->inuse_var += b->w * (b->w - 1);
+	if (b->w > 0)
+		T->out->inuse_samples++;
 }
 
 static const struct ap_replay_ops totals_ops = {
@@ -83,6 +108,8 @@ static const struct ap_replay_ops totals_ops = {
 	.free = t_free,
 	.unmatched = t_unmatched,
 	.live_at_end = t_live,
+	.exec_dropped = t_exec_dropped,
+	.inherited = t_inherited,
 };
 
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
@@ -93,5 +120,6 @@ void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
 	ap_replay(t, &c, 1, NULL);
 	out->peak_inuse_space = T.peak;
 	out->peak_inuse_space_sd = T.peak_var > 0 ? sqrt(T.peak_var) : 0;
+	out->inuse_objects_sd = T.inuse_var > 0 ? sqrt(T.inuse_var) : 0;
 	out->events = t->nrecords;
 }

@@ -344,6 +344,10 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 	kv_uint(&p, AP_EK_CALLS, end->calls);
 	kv_uint(&p, AP_EK_BYTES, end->bytes);
 	kv_uint(&p, AP_EK_CHUNKS, tw->data_chunks);
+	if (end->live_peak) {
+		kv_uint(&p, AP_EK_LIVE_PEAK, end->live_peak);
+		kv_uint(&p, AP_EK_LIVE_SLACK, end->live_slack);
+	}
 	emit_chunk(tw, AP_CHUNK_END, 0, p.buf, p.len);
 	ap_buf_release(&p);
 }

@@ -2,7 +2,9 @@
 # What the sampler's split by concern keeps (sampler/README.md, "Source
 # files"): liballocprof.so defines exactly the names sampler.map exports,
 # and malloc and free, the fast paths of interpose.c, make no call (each
-# ends in a jump to glibc's function or to its slow path).
+# ends in a jump to glibc's function or to its slow path) but glibc's
+# malloc (malloc reads the block's size after it, for the live-byte
+# counter) and the counter's rare fold (live_fold).
 # Usage: exports.sh LIBALLOCPROF_SO SAMPLER_MAP
 set -u
 so=$1 map=$2
@@ -21,11 +23,12 @@ for f in malloc free; do
 	if [ -z "$body" ]; then
 		echo "FAIL: no $f in $so"
 		fail=1
-	elif grep -q 'call' <<<"$body"; then
+	elif grep 'call' <<<"$body" | grep -v '<live_fold>' |
+		{ [ $f = malloc ] && grep -v '<real_malloc>' || cat; } | grep -q .; then
 		echo "FAIL: $f makes a call:"
 		echo "$body"
 		fail=1
 	fi
 done
-[ $fail = 0 ] && echo "exports: the $(wc -l <<<"$have") names of sampler.map; malloc and free make no call"
+[ $fail = 0 ] && echo "exports: the $(wc -l <<<"$have") names of sampler.map; malloc and free call only glibc's malloc and live_fold"
 exit $fail

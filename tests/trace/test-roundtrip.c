@@ -346,6 +346,57 @@ static void test_totals_weighted(void)
 	ap_trace_free(t);
 }
 
+/* inuse_objects' error bar: sqrt(sum w(w-1)) over the samples live at the
+ * end (Horvitz-Thompson), the live samples counted; END's live-byte peak
+ * read back, and absent from a trace without it. */
+static void test_inuse_error(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.rate = 1000;
+	h.flags = 0;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t s = ap_tw_stack(tw, &pc, 1);
+	uint64_t ts = h.start_ns;
+	ap_tw_alloc(tw, 1, ts + 1, 0, 0, 0x100, 10, s);
+	ap_tw_alloc(tw, 1, ts + 2, 0, 0, 0x200, 50, s);
+	ap_tw_alloc(tw, 1, ts + 3, 0, 0, 0x300, 100, s);
+	ap_tw_alloc(tw, 1, ts + 4, 0, 0, 0x400, 5000, s);
+	ap_tw_free(tw, 1, ts + 5, 0, 0x200);
+	struct ap_tw_end end = {.end_ns = ts + 100, .live_peak = 12345, .live_slack = 16384};
+	ap_tw_end(tw, &end);
+	struct ap_trace *t = read_back(tw, "inuse error");
+	if (!t)
+		return;
+	double wa = weight(10, 1000), wc = weight(100, 1000), wd = weight(5000, 1000);
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	CHECK_D(tot.inuse_objects, wa + wc + wd);
+	CHECK_D(tot.inuse_objects_sd, sqrt(wa * (wa - 1) + wc * (wc - 1) + wd * (wd - 1)));
+	CHECK_U(tot.inuse_samples, 3);
+	CHECK(t->has_live_peak, "END's live_peak not read");
+	CHECK_U(t->live_peak, 12345);
+	CHECK_U(t->live_slack, 16384);
+	ap_trace_free(t);
+
+	/* every allocation recorded: exact, no error; no live peak in END */
+	ap_tw_header_init(&h);
+	tw = ap_tw_new(&h);
+	s = ap_tw_stack(tw, &pc, 1);
+	ap_tw_alloc(tw, 1, ts + 1, 0, 0, 0x100, 10, s);
+	struct ap_tw_end end2 = {.end_ns = ts + 100};
+	ap_tw_end(tw, &end2);
+	t = read_back(tw, "inuse exact");
+	if (!t)
+		return;
+	ap_trace_totals(t, &tot);
+	CHECK_D(tot.inuse_objects, 1);
+	CHECK_D(tot.inuse_objects_sd, 0);
+	CHECK(!t->has_live_peak, "a live_peak read from an END without one");
+	ap_trace_free(t);
+}
+
 /* Several threads, random times and chunk sizes: the reader's order must be
  * the stable merge, ties by thread index. Each thread frees only blocks it
  * allocated earlier, in its own address range, so no event is ever out of
@@ -1779,6 +1830,7 @@ int main(void)
 	test_header_and_meta();
 	test_events_single();
 	test_totals_weighted();
+	test_inuse_error();
 	test_merge(1, 2000, 64);
 	test_cross_thread();
 	test_cross_thread_reuse();

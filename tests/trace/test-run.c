@@ -3,7 +3,8 @@
  * time are merged on one time line without a FREE of one ending a block of
  * the other; threads, stacks and mappings are renumbered; the totals are
  * the sums; the children of a trace are found by name and those that began
- * before it are left out; a rate that differs is refused.
+ * before it are left out; a rate that differs is refused; a run across
+ * fork and exec: inherited frees, blocks gone at an exec.
  * Usage: test-run TMPDIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static void write_proc(const char *path, uint64_t pid, uint64_t t0, uint64_t rat
 	ap_tw_alloc(tw, (uint32_t)pid, t0 + 30, 0, AP_KIND_MALLOC, 0x2000, 100, st);
 	if (free_it)
 		ap_tw_free(tw, (uint32_t)pid, t0 + 40, 0, 0x1000);
-	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164 };
+	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0 };
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
@@ -64,6 +65,88 @@ static void c_live(void *ctx, const struct ap_replay_block *b)
 	struct counts *c = ctx;
 	c->live++;
 	c->live_bytes += (double)b->size;
+}
+
+/* One process of the exec/fork run: its events are (type, time after t0,
+ * address, size) rows; END at t0 + 50 with `reason`. */
+struct ev_row {
+	int type; /* AP_EV_ALLOC or AP_EV_FREE */
+	uint64_t dt, addr, size;
+};
+
+static void write_rows(const char *path, uint64_t pid, uint64_t ppid, uint64_t t0,
+		       const char *parent, unsigned reason, const struct ev_row *rows, size_t n)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.pid = pid;
+	h.ppid = ppid;
+	h.start_ns = t0;
+	h.parent_trace = parent;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x401000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, (uint32_t)pid, "main");
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].type == AP_EV_ALLOC)
+			ap_tw_alloc(tw, (uint32_t)pid, t0 + rows[i].dt, 0, AP_KIND_MALLOC, rows[i].addr,
+				    rows[i].size, st);
+		else
+			ap_tw_free(tw, (uint32_t)pid, t0 + rows[i].dt, 0, rows[i].addr);
+	struct ap_tw_end end = { .end_ns = t0 + 50, .reason = reason };
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+}
+
+/* A run across fork and exec: process 5000 (2000..2050) allocates 64 and
+ * 100 bytes and execs; its forked child 6000 (from 2040) frees the
+ * 64-byte block it inherited and allocates 8 bytes; the exec'd image
+ * (from 2060) allocates 500 bytes and frees them. The blocks live at the
+ * exec leave at 2050 (the run's peak is then 8 + 500, not 164 + 8 + 500),
+ * and the child's free is inherited, not unmatched. */
+static void test_fork_exec(const char *dir)
+{
+	char p[4200], c[4200], x[4200];
+	snprintf(p, sizeof(p), "%s/fx.trace", dir);
+	snprintf(c, sizeof(c), "%s/fx.trace.6000", dir);
+	snprintf(x, sizeof(x), "%s/fx.trace.exec1", dir);
+	const struct ev_row pr[] = { { AP_EV_ALLOC, 10, 0x1000, 64 }, { AP_EV_ALLOC, 30, 0x2000, 100 } };
+	const struct ev_row cr[] = { { AP_EV_FREE, 2, 0x1000, 0 }, { AP_EV_ALLOC, 3, 0x4000, 8 } };
+	const struct ev_row xr[] = { { AP_EV_ALLOC, 10, 0x3000, 500 }, { AP_EV_FREE, 20, 0x3000, 0 } };
+	write_rows(p, 5000, 1, 2000, NULL, AP_END_EXEC, pr, 2);
+	write_rows(c, 6000, 5000, 2040, p, AP_END_EXIT, cr, 2);
+	write_rows(x, 5000, 1, 2060, NULL, AP_END_EXIT, xr, 2);
+	struct ap_run run;
+	struct ap_error err;
+	const char *paths[] = { p };
+	struct ap_trace *t = NULL;
+	CHECK(ap_run_read(&run, paths, 1, true, &err, NULL, NULL) == 0 && run.n == 3, "fx: read");
+	CHECK(ap_run_merge(&run, &t, &err) == 0 && t, "fx: %s", err.msg);
+	if (!t)
+		return;
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	CHECK(tot.unmatched_frees == 0 && tot.inherited_frees == 1, "fx: %llu unmatched, %llu inherited",
+	      (unsigned long long)tot.unmatched_frees, (unsigned long long)tot.inherited_frees);
+	CHECK(tot.exec_dropped_objects == 2 && tot.exec_dropped_space == 164, "fx: dropped %g, %g B",
+	      tot.exec_dropped_objects, tot.exec_dropped_space);
+	CHECK(tot.inuse_objects == 1 && tot.inuse_space == 8, "fx: in use %g, %g B",
+	      tot.inuse_objects, tot.inuse_space);
+	CHECK(tot.peak_inuse_space == 508, "fx: peak %g (672 with the exec'd blocks)",
+	      tot.peak_inuse_space);
+	/* a consumer without exec_dropped sees them live at the end, as before */
+	struct counts n = { 0 };
+	static const struct ap_replay_ops ops = { .alloc = c_alloc, .free = c_free,
+						  .unmatched = c_unmatched, .live_at_end = c_live };
+	struct ap_replay_consumer rc = { &ops, &n };
+	ap_replay(t, &rc, 1, NULL);
+	CHECK(n.live == 3 && n.live_bytes == 172 && n.unmatched == 1,
+	      "fx: plain consumer: %zu live (%g B), %zu unmatched", n.live, n.live_bytes, n.unmatched);
+	ap_trace_free(t);
+	remove(p);
+	remove(c);
+	remove(x);
 }
 
 int main(int argc, char **argv)
@@ -173,6 +256,7 @@ int main(int argc, char **argv)
 	remove(b);
 	remove(old);
 	remove(other);
+	test_fork_exec(dir);
 	rmdir(dir);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
