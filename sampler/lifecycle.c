@@ -83,9 +83,19 @@ __attribute__((destructor)) static void ap_fini(void)
 	tls.guard--;
 }
 
-/* _exit and _Exit skip atexit and destructors: the trace ends here. */
+/* _exit and _Exit skip atexit and destructors: the trace ends here. But
+ * not in a vfork child (its pid is not the trace's), which runs in its
+ * parent's memory on the parent's thread until it leaves: ending the
+ * trace, or raising the thread's guard, there would do it to the parent
+ * (whose trace ended at the child's _exit, nothing recorded after). */
 static __attribute__((noreturn)) void leave(void (*real)(int), int status)
 {
+	if (proc.pid != sys_getpid()) {
+		if (real)
+			real(status);
+		syscall(SYS_exit_group, status);
+		__builtin_unreachable();
+	}
 	tls.guard++;
 	end_trace(AP_END_UNDERSCORE_EXIT, 1, (uint64_t)(status & 0xff), 0);
 	if (real)

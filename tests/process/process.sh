@@ -138,6 +138,29 @@ exec)
 		rm -f x.trace*
 	done
 	;;
+vfork)
+	# A vfork child that leaves by _exit, _Exit or a failed exec shares
+	# the parent's memory: the parent's trace goes on (1000 blocks of
+	# parent_work after the child is gone), in both modes.
+	for how in exit Exit exec; do
+		"$VFORK" $how >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 0
+		for mode in default all; do
+			opts=()
+			[ $mode = all ] && opts=(--all)
+			same_run "vfork-$how-$mode" "$want" native.out -- "${opts[@]}" -o v.trace "$VFORK" $how
+			if [ $mode = all ]; then
+				expect_eq "$how --all: parent_work" "$(flat v.trace parent_work)" 1000
+			else
+				"$AP" stats --json v.trace >v.json 2>/dev/null || fail "$how: stats"
+				c=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["calls"])' v.json 2>/dev/null)
+				[ "${c:-0}" -ge 1000 ] || fail "$how default: $c allocator calls counted, want 1000 or more"
+			fi
+			rm -f v.trace*
+		done
+	done
+	;;
 coro)
 	# Coroutines on makecontext stacks of 8, 6 and 4 KiB that allocate:
 	# the sampler's slow path runs on its own stack, and the coroutine's
