@@ -12,6 +12,7 @@
 #include <libelf.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,6 +441,39 @@ static double ts_ns(const struct timespec *t)
 	return (double)t->tv_sec * 1e9 + (double)t->tv_nsec;
 }
 
+/* A SIGINT, SIGTERM or SIGHUP while the runs go on: the running program
+ * gets the same signal (a supervisor's SIGTERM reaches try alone), try
+ * waits for it, removes its scratch directory, and then dies of the
+ * signal itself, as its caller expects. */
+static volatile sig_atomic_t try_stop;
+static volatile pid_t try_child;
+static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void on_stop(int sig)
+{
+	try_stop = sig;
+	pid_t c = try_child;
+	if (c > 0)
+		kill(c, sig);
+}
+
+static void stop_handlers(bool on, struct sigaction *old)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++) {
+		if (on) {
+			sigaction(stop_sigs[i], NULL, &old[i]);
+			if (old[i].sa_handler != SIG_IGN)	/* nohup's SIGHUP stays ignored */
+				sigaction(stop_sigs[i], &sa, NULL);
+		} else {
+			sigaction(stop_sigs[i], &old[i], NULL);
+		}
+	}
+}
+
 /* One run with the config `cfg`: its costs and counts into r, its output
  * into o (caller frees). Returns 0, or -1 after one line. */
 static int run_once(struct runner *rn, const char *cfg, struct run *r, struct out_ref *o, char *why,
@@ -471,6 +505,11 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 	pid_t pid;
 	int rc = posix_spawn(&pid, rn->path, &fa, NULL, rn->argv, rn->envp);
 	posix_spawn_file_actions_destroy(&fa);
+	if (!rc) {
+		try_child = pid;
+		if (try_stop)	/* it came before the child was known */
+			kill(pid, try_stop);
+	}
 	if (rc) {
 		ap_die_msg("try: %s: %s", rn->argv[0], strerror(rc));
 		close(ofd);
@@ -482,6 +521,7 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 	struct rusage ru;
 	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
 		;
+	try_child = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->wall_ns = ts_ns(&t1) - ts_ns(&t0);
 	r->cpu_ns = (double)ru.ru_utime.tv_sec * 1e9 + (double)ru.ru_utime.tv_usec * 1e3 +
@@ -1023,6 +1063,8 @@ int cmd_try(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct sigaction old_sa[sizeof(stop_sigs) / sizeof(stop_sigs[0])];
+	bool handlers = false;
 	/* Everything after `--` is the program's. */
 	int dd = argc;
 	for (int i = 1; i < argc; i++)
@@ -1248,6 +1290,8 @@ int cmd_try(int argc, char **argv)
 
 	/* The runs: each round every variant once, starting one further each
 	 * round. */
+	stop_handlers(true, old_sa);
+	handlers = true;
 	rs = ap_xcalloc((size_t)runs * nv, sizeof(*rs));
 	bool identical = true, deterministic = true;
 	char differs[512] = "";
@@ -1261,8 +1305,12 @@ int cmd_try(int argc, char **argv)
 				fprintf(stderr, "\rallocprof: try: round %ld of %ld", r + 1, runs);
 				fflush(stderr);
 			}
-			if (run_once(&rn, cfg, &rs[(size_t)r * nv + j], &cur, why, sizeof(why)) < 0)
+			if (run_once(&rn, cfg, &rs[(size_t)r * nv + j], &cur, why, sizeof(why)) < 0 ||
+			    try_stop) {
+				if (progress)
+					fputs("\r\033[K", stderr);
 				goto out;
+			}
 			if (why[0]) {
 				if (progress)
 					fputs("\r\033[K", stderr);
@@ -1384,5 +1432,11 @@ out:
 		ap_advice_free(a);
 	ap_site_map_release(&m);
 	ap_view_release(&v);
+	if (handlers)
+		stop_handlers(false, old_sa);
+	if (try_stop) {
+		signal(try_stop, SIG_DFL);
+		raise(try_stop);
+	}
 	return rc;
 }

@@ -383,6 +383,48 @@ def sqlite3():
         print("ok: %s: %d requests, %d hits (advise %d)" % (s["site"], s["requests"], s["hits"], a["hits"]))
 
 
+def stopped():
+    """SIGTERM or SIGINT sent to try alone while the program runs: the
+    program gets it too, try waits for it, removes its scratch directory
+    and dies of the same signal."""
+    import signal
+    import time
+    script = ("import os, time\nx = [str(i) * 3 for i in range(50000)]\nm = os.environ.get('MARK')\n"
+              "if m:\n    open(m, 'w').write(str(os.getpid()))\n    time.sleep(60)\n")
+    trace = os.path.join(TMP, "stop.trace")
+    env = {"PYTHONMALLOC": "malloc"}
+    record(trace, ["/usr/bin/python3", "-c", script], env)
+    site = max(advise(trace, env).values(), key=lambda s: s["gets"])["site"]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        scratch = os.path.join(TMP, "scratch-%d" % sig)
+        os.mkdir(scratch)
+        mark = os.path.join(TMP, "mark-%d" % sig)
+        e = dict(os.environ, TMPDIR=scratch, MARK=mark, **env)
+        p = subprocess.Popen([ALLOCPROF, "try", "--no-measure", "--runs", "3", "--site", site, trace],
+                             env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        for _ in range(600):
+            if os.path.exists(mark) and os.path.getsize(mark):
+                break
+            time.sleep(0.05)
+        else:
+            p.kill()
+            fail("the program never ran under try: %s" % p.communicate()[1])
+        child = int(open(mark).read())
+        t0 = time.monotonic()
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - t0
+        if p.returncode != -sig:
+            fail("try after %s: exit %d, wanted death by the signal\n%s" % (sig.name, p.returncode, err))
+        if os.path.exists("/proc/%d" % child):
+            fail("%s: the program (pid %d) outlived try" % (sig.name, child))
+        left = os.listdir(scratch)
+        if left:
+            fail("%s: try left %s in TMPDIR" % (sig.name, left))
+        print("ok: %s: try died of it in %.1fs, the program with it, nothing left" % (sig.name, took))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     try:
@@ -400,6 +442,7 @@ def main():
             "sqlite3": sqlite3,
             "python3-threads": python3_threads,
             "python3-exit": python3_exit,
+            "stopped": stopped,
         }[cmd](*args)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
