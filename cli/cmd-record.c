@@ -71,10 +71,10 @@ static void record_usage(FILE *f)
 	      "setuid or setgid: LD_PRELOAD cannot reach those) or its trace could\n"
 	      "not be written (see -o); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
-	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 10 for traces of\n"
-	      "2 MiB and more, with 17 on the first 128 MiB that pack well, 3\n"
-	      "below) is the zstd level of the finished trace, 0 leaves it as the\n"
-	      "sampler wrote it; ALLOCPROF_COMPACT_NO_THREAD=1 compresses it on\n"
+	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 3, with 15 on\n"
+	      "the first 128 MiB that pack well) is the zstd level of the finished\n"
+	      "trace, 0 leaves it as the sampler wrote it;\n"
+	      "ALLOCPROF_COMPACT_NO_THREAD=1 compresses it on\n"
 	      "record's own thread only (the same file, later).\n",
 	      f);
 }
@@ -774,17 +774,14 @@ static void relay_end(struct relay *r)
 	sigprocmask(SIG_SETMASK, &r->mask, NULL);
 }
 
-/* The zstd level for a trace of `size` bytes: AP_COMPACT_LEVEL from
- * AP_COMPACT_MIN_BYTES on, else AP_COMPACT_SMALL_LEVEL (0: count only,
- * the file as the sampler wrote it). ALLOCPROF_COMPACT_LEVEL
- * (0..19) overrides it, for measuring the trade between record's
- * finishing time and the trace's size. */
-static int compact_level(uint64_t size)
+/* The zstd level of the traces (0: count only, the file as the sampler
+ * wrote it): ALLOCPROF_COMPACT_LEVEL's (0..19), else AP_COMPACT_LEVEL. */
+static int compact_level(void)
 {
 	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
 	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
 		return atoi(lv);
-	return size < AP_COMPACT_MIN_BYTES ? AP_COMPACT_SMALL_LEVEL : AP_COMPACT_LEVEL;
+	return AP_COMPACT_LEVEL;
 }
 
 
@@ -800,7 +797,7 @@ static int compact_level(uint64_t size)
 static int wait_program(pid_t pid, int *status, const char *trace,
 			struct ap_compact_stream **stream, struct relay *r)
 {
-	int level = trace ? compact_level(AP_COMPACT_MIN_BYTES) : 0;
+	int level = trace ? compact_level() : 0;
 	off_t fed = 0;
 	for (;;) {
 		relay_signals(r);
@@ -1034,7 +1031,7 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	struct ap_compact_stats c;
 	struct ap_error err;
 	if (stream ? ap_compact_stream_finish(stream, &c, &err) < 0
-		   : ap_trace_compact(path, compact_level((uint64_t)st.st_size), &c, &err) < 0) {
+		   : ap_trace_compact(path, compact_level(), &c, &err) < 0) {
 		ap_die_msg("%s", err.msg[0] ? err.msg : "the trace could not be compacted; it is left "
 			   "as the sampler wrote it");
 		return;

@@ -82,16 +82,19 @@ struct ap_finished {
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err);
 
-/* The levels `allocprof record` uses: AP_COMPACT_LEVEL for traces of
- * AP_COMPACT_MIN_BYTES and more, AP_COMPACT_SMALL_LEVEL below (level 10's
- * bigger tables cost ~10 ms more on a 500 kB trace for a few bytes; level
- * 3 costs 0.5-6 ms on traces of 1-500 kB and makes them 3-400 times
- * smaller, so a short run's trace is as small as heaptrack's too). */
-#define AP_COMPACT_LEVEL 10
-/* ...and where level 10 packs a chunk to an eighth or less, this one is
- * tried too (trace/compact.c, write_compressed). */
-#define AP_COMPACT_DENSE_LEVEL 17
-#define AP_COMPACT_SMALL_LEVEL 3
+/* The level `allocprof record` uses by default (ALLOCPROF_COMPACT_LEVEL
+ * chooses another). The user waits for the
+ * compaction: level 10 compacted bench/mixed's --all trace (random sizes,
+ * 20 M events) in 1.8 s of CPU against level 3's 1.1 s, for a file 0.13 %
+ * smaller, and its bigger tables cost ~10 ms more on a 500 kB trace; level 3 costs
+ * 0.5-6 ms on traces of 1-500 kB and makes them 3-400 times smaller. */
+#define AP_COMPACT_LEVEL 3
+/* ...and where level 1 packs a chunk to an eighth or less, this one is
+ * used instead at levels AP_COMPACT_LEVEL to 14 (trace/compact.c,
+ * write_compressed): on repetitive events it costs little more and packs
+ * much more (bench's sqlite3: 173 K at level 3, 115 K so). */
+#define AP_COMPACT_DENSE_LEVEL 15
+/* The trace's size from which `record` compacts it while the program runs. */
 #define AP_COMPACT_MIN_BYTES (2u << 20)
 
 #endif

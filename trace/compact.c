@@ -535,13 +535,14 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
 
 /* A payload, compressed when that makes it smaller, after the META held
  * back. A payload that zstd's level 1 packs to an eighth or less repeats
- * itself, and its optimal parser (level AP_COMPACT_DENSE_LEVEL) packs it
+ * itself, and a deeper search (level AP_COMPACT_DENSE_LEVEL) packs it
  * much smaller than the level: it gets that level, for the first
- * DENSE_BUDGET bytes of such payloads. python3's threads (92 MB of
- * payload, 1/32 at level 10): 2.89 MB -> 2.39 MB for 5.6 s of zstd
- * instead of 2.5 s, most of it on the writer threads. Random events
- * (bench/mixed: 3 times smaller at level 10) would cost it three times
- * the time for nothing, and the budget bounds what a long run pays. */
+ * DENSE_BUDGET bytes of such payloads. python3's threads handing dicts
+ * over (PYTHONMALLOC=malloc, 147 MB raw): 1.31 MB at level 3, 694 K so
+ * (heaptrack's file: 2.99 MB) for 5.6 s of compaction's CPU instead of
+ * 4.7 s, most of it on the writer threads; level 17 there: 659 K for
+ * 6.2 s. Random events (bench/mixed: 3 times smaller at level 3) would
+ * pay for nothing, and the budget bounds what a long run pays. */
 static int write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			    const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len)
 {

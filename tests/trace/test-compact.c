@@ -695,6 +695,47 @@ static void coarse(const char *path)
 	}
 }
 
+/* The raw trace at `path` (read as `ref`) compacted at `level`, in
+ * `tmp`: its bytes (*n of them), its events checked against ref's. */
+static uint8_t *compact_at(const char *path, const struct ap_trace *ref, const char *tmp, int level,
+			   size_t *n)
+{
+	uint8_t *raw = slurp(path, n);
+	put_file(tmp, raw, *n, "wb");
+	free(raw);
+	struct ap_compact_stats st;
+	struct ap_error err;
+	CHECK(ap_trace_compact(tmp, level, &st, &err) == 0, "level %d: %s", level, err.msg);
+	struct ap_trace *t = load(tmp);
+	char what[64];
+	snprintf(what, sizeof(what), "repetitive, level %d", level);
+	if (ref && t)
+		same_events(ref, t, what);
+	ap_trace_free(t);
+	return slurp(tmp, n);
+}
+
+/* The levels (ap_trace_compact.h) on repetitive events, whose chunks
+ * level 1 packs to an eighth or less: record's default and every level
+ * up to AP_COMPACT_DENSE_LEVEL compress them at that level (the same
+ * file), level 2 and the levels above at their own. */
+static void levels(const char *path, const struct ap_trace *ref, const char *tmp)
+{
+	static const int lv[] = {AP_COMPACT_LEVEL, AP_COMPACT_DENSE_LEVEL - 1, 2, 19};
+	size_t nd;
+	uint8_t *dense = compact_at(path, ref, tmp, AP_COMPACT_DENSE_LEVEL, &nd);
+	for (size_t i = 0; i < sizeof(lv) / sizeof(lv[0]); i++) {
+		size_t n;
+		uint8_t *d = compact_at(path, ref, tmp, lv[i], &n);
+		bool same = n == nd && !memcmp(d, dense, n);
+		CHECK(same == (lv[i] >= AP_COMPACT_LEVEL && lv[i] < AP_COMPACT_DENSE_LEVEL),
+		      "level %d: %zu bytes, %s level %d's %zu", lv[i], n,
+		      same ? "the same as" : "not", AP_COMPACT_DENSE_LEVEL, nd);
+		free(d);
+	}
+	free(dense);
+}
+
 /* The writer threads (compact.c, struct zworker) write the chunks in the
  * order they were given: the file is the same without them, at level 10,
  * for random events (level 10) and for a repetitive run of 4 threads
@@ -752,6 +793,8 @@ static void writers(const char *path)
 		if (ref && t)
 			same_events(ref, t, kind ? "repetitive, by the writers" : "by the writers");
 		ap_trace_free(t);
+		if (kind)
+			levels(path, ref, a);
 		ap_trace_free(ref);
 	}
 	unlink(a);
