@@ -47,6 +47,11 @@ static void record_usage(FILE *f)
 	      "      --max-depth N  stack depth cap (default 64, at most 256)\n"
 	      "      --no-children  profile only PROGRAM, not the programs it runs\n"
 	      "                     nor the processes it forks\n"
+	      "      --compress-level N\n"
+	      "                     the zstd level of the trace, 0 to 19 (default 3,\n"
+	      "                     with 15 on chunks that pack well); higher levels\n"
+	      "                     make most traces a little smaller and record take\n"
+	      "                     longer to finish; 0 leaves it as the sampler wrote it\n"
 	      "  -q, --quiet        no summary line at the end, nor lines about traces\n"
 	      "                     still written by processes that outlive PROGRAM\n"
 	      "  -h, --help         show this help\n\n"
@@ -71,10 +76,8 @@ static void record_usage(FILE *f)
 	      "setuid or setgid: LD_PRELOAD cannot reach those) or its trace could\n"
 	      "not be written (see -o); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
-	      "looked for; ALLOCPROF_COMPACT_LEVEL (1-19; default 3, with 15 on\n"
-	      "the first 128 MiB that pack well) is the zstd level of the finished\n"
-	      "trace, 0 leaves it as the sampler wrote it;\n"
-	      "ALLOCPROF_COMPACT_NO_THREAD=1 compresses it on\n"
+	      "looked for; ALLOCPROF_COMPACT_LEVEL (0-19) is --compress-level's\n"
+	      "default; ALLOCPROF_COMPACT_NO_THREAD=1 compresses the trace on\n"
 	      "record's own thread only (the same file, later).\n",
 	      f);
 }
@@ -85,6 +88,7 @@ struct record_opts {
 	unsigned max_depth;
 	bool no_children;
 	bool quiet;
+	int compress_level; /* -1: ALLOCPROF_COMPACT_LEVEL's, else the default */
 };
 
 /* Option value: "--opt VALUE" or "--opt=VALUE". */
@@ -104,9 +108,26 @@ static bool opt_is(const char *arg, const char *name)
 	return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
 }
 
+/* The value of option `name`, a number from lo to hi, into *out: 0, or
+ * the usage error's exit status. */
+static int opt_number(int argc, char **argv, int *i, const char *name, uint64_t lo, uint64_t hi,
+		      uint64_t *out)
+{
+	const char *v = opt_value(argc, argv, i, name);
+	if (!v)
+		return ap_usage_error("record", "%s needs a number", name);
+	char *end;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	if (errno || *v < '0' || *v > '9' || *end || *out < lo || *out > hi)
+		return ap_usage_error("record", "%s: '%s' is not a number from %llu to %llu", name,
+				      v, (unsigned long long)lo, (unsigned long long)hi);
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 {
-	int i;
+	int i, rc;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		if (a[0] != '-' || !a[1])
@@ -135,15 +156,16 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 				return ap_usage_error("record", "--rate needs a size");
 			if (ap_parse_size(v, &o->rate) < 0 || o->rate == 0)
 				return ap_usage_error("record", "--rate: '%s' is not a size in bytes (like 512K)", v);
+		} else if (opt_is(a, "--compress-level")) {
+			uint64_t l;
+			if ((rc = opt_number(argc, argv, &i, "--compress-level", 0, 19, &l)))
+				return rc;
+			o->compress_level = (int)l;
 		} else if (opt_is(a, "--max-depth")) {
 			uint64_t d;
-			char *end;
-			if (!(v = opt_value(argc, argv, &i, "--max-depth")))
-				return ap_usage_error("record", "--max-depth needs a number");
-			errno = 0;
-			d = strtoull(v, &end, 10);
-			if (errno || end == v || *end || d < 1 || d > AP_MAX_DEPTH_CAP)
-				return ap_usage_error("record", "--max-depth: '%s' is not a number from 1 to 256", v);
+			if ((rc = opt_number(argc, argv, &i, "--max-depth", 1, AP_MAX_DEPTH_CAP,
+					     &d)))
+				return rc;
 			o->max_depth = (unsigned)d;
 		} else {
 			return ap_usage_error("record", "unknown option '%s'", a);
@@ -774,10 +796,16 @@ static void relay_end(struct relay *r)
 	sigprocmask(SIG_SETMASK, &r->mask, NULL);
 }
 
+/* --compress-level's value (-1: not given), for every trace of the run. */
+static int compress_level_opt = -1;
+
 /* The zstd level of the traces (0: count only, the file as the sampler
- * wrote it): ALLOCPROF_COMPACT_LEVEL's (0..19), else AP_COMPACT_LEVEL. */
+ * wrote it): --compress-level's, else ALLOCPROF_COMPACT_LEVEL's (0..19),
+ * else AP_COMPACT_LEVEL. */
 static int compact_level(void)
 {
+	if (compress_level_opt >= 0)
+		return compress_level_opt;
 	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
 	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
 		return atoi(lv);
@@ -1388,11 +1416,12 @@ static char **program_env(char *preload, char *cfg, char *exec_var)
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false };
+	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, -1 };
 	int first = 0;
 	int rc = parse_opts(argc, argv, &o, &first);
 	if (rc)
 		return rc < 0 ? AP_EXIT_OK : rc;
+	compress_level_opt = o.compress_level;
 	const char *prog = argv[first];
 	if (!*prog)
 		return ap_usage_error("record", "the program's name is empty");

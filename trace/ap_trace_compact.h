@@ -82,8 +82,8 @@ struct ap_finished {
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err);
 
-/* The level `allocprof record` uses by default (ALLOCPROF_COMPACT_LEVEL
- * chooses another). The user waits for the
+/* The level `allocprof record` uses by default (`record --compress-level`
+ * and ALLOCPROF_COMPACT_LEVEL choose another). The user waits for the
  * compaction: level 10 compacted bench/mixed's --all trace (random sizes,
  * 20 M events) in 1.8 s of CPU against level 3's 1.1 s, for a file 0.13 %
  * smaller, and its bigger tables cost ~10 ms more on a 500 kB trace; level 3 costs

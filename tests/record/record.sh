@@ -126,6 +126,29 @@ lifecycle)
 	# a small trace is compacted too: single's 9.8 kB raw trace to ~3 kB
 	[ "${sz[3]}" -lt "$((${sz[0]} / 2))" ] || fail "small trace not compacted: ${sz[3]} bytes, raw ${sz[0]}"
 
+	# --compress-level: 0 leaves the trace as written, and it wins over
+	# ALLOCPROF_COMPACT_LEVEL; 19 and the default read as the same run
+	"$ALLOCPROF" record -q --all --compress-level 0 -o lv0.trace "$TESTDATA_BUILD/single" >/dev/null
+	[ "$(stat -c %s lv0.trace)" -gt "$((${sz[3]} * 2))" ] ||
+		fail "--compress-level 0: $(stat -c %s lv0.trace) bytes, the default's ${sz[3]}"
+	ALLOCPROF_COMPACT_LEVEL=0 "$ALLOCPROF" record -q --all --compress-level=3 -o lv3.trace \
+		"$TESTDATA_BUILD/single" >/dev/null
+	[ "$(stat -c %s lv3.trace)" -lt "$((${sz[0]} / 2))" ] ||
+		fail "--compress-level=3 under ALLOCPROF_COMPACT_LEVEL=0: $(stat -c %s lv3.trace) bytes, raw ${sz[0]}"
+	for lv in 19 ""; do
+		"$ALLOCPROF" record -q --all ${lv:+--compress-level $lv} -o "lvt$lv.trace" \
+			"$TESTDATA_BUILD/advise_tiny" >/dev/null
+		"$ALLOCPROF" top --alloc_space -n 5 "lvt$lv.trace" >"lvt$lv.top" 2>&1 ||
+			fail "top at level '$lv': $(cat "lvt$lv.top")"
+		stats "lvt$lv.trace" "lvt$lv.json"
+		[ "$(stat -c %s "lvt$lv.trace")" -lt 100000 ] ||
+			fail "level '$lv': $(stat -c %s "lvt$lv.trace") bytes"
+	done
+	for k in events alloc_objects alloc_space free_objects inuse_objects inuse_space peak_inuse_space; do
+		expect_eq "--compress-level 19: $k" "$(jget lvt19.json $k)" "$(jget lvt.json $k)"
+	done
+	diff lvt.top lvt19.top >/dev/null || fail "--compress-level 19: top differs: $(diff lvt.top lvt19.top)"
+
 	# a trace big enough to be compacted while the program runs (12 MB
 	# raw): the same totals as the raw trace of the same run
 	"$ALLOCPROF" record -q --all -o big.trace "$TESTDATA_BUILD/advise_tiny" >/dev/null 2>big.err
@@ -280,6 +303,11 @@ errors)
 	check_err "empty program name" 2 "^allocprof: record: the program's name is empty" ''
 	check_err "unknown option" 2 "^allocprof: record: unknown option '--bogus'" --bogus true
 	check_err "bad depth" 2 "^allocprof: record: --max-depth: '0' is not a number" --max-depth 0 true
+	for lv in 20 -1 3x '' ' 3'; do
+		check_err "bad level '$lv'" 2 "^allocprof: record: --compress-level: '$lv' is not a number from 0 to 19 " \
+			--compress-level "$lv" true
+	done
+	check_err "no level" 2 "^allocprof: record: --compress-level needs a number " --compress-level
 
 	# a script is fine: its interpreter is profiled; program options pass
 	printf '#!/bin/sh\necho "args: $*"\nexit 4\n' >script.sh
