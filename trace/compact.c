@@ -539,7 +539,7 @@ static int write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_
  * much smaller than the level: it gets that level, for the first
  * DENSE_BUDGET bytes of such payloads. python3's threads handing dicts
  * over (PYTHONMALLOC=malloc, 147 MB raw): 1.31 MB at level 3, 694 K so
- * (heaptrack's file: 2.99 MB) for 5.6 s of compaction's CPU instead of
+ * (heaptrack's file: 2.99 MB) for 5.7 s of compaction's CPU instead of
  * 4.7 s, most of it on the writer threads; level 17 there: 659 K for
  * 6.2 s. Random events (bench/mixed: 3 times smaller at level 3) would
  * pay for nothing, and the budget bounds what a long run pays. */
