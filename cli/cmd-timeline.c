@@ -39,8 +39,10 @@ static void timeline_usage(FILE *f)
 	      "  --buckets N          stretches of time (default 60 for text, 200 else)\n"
 	      "  --sites N            call sites shown on their own (default 5)\n"
 	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
-	      "                       allocated, massif's --time-unit=B: a short run's\n"
-	      "                       events share a few clock ticks)\n"
+	      "                       allocated and freed, massif's --time-unit=B axis:\n"
+	      "                       a free moves it too, a realloc by how much it\n"
+	      "                       grew or shrank; a short run's events share a few\n"
+	      "                       clock ticks)\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
@@ -52,7 +54,7 @@ static void timeline_usage(FILE *f)
 
 static void put_csv(FILE *f, const struct ap_timeline *T, char *const *names)
 {
-	fprintf(f, "%s,total", T->by_bytes ? "bytes_allocated" : "time_s");
+	fprintf(f, "%s,total", T->by_bytes ? "bytes_allocated_and_freed" : "time_s");
 	for (size_t s = 0; s < T->nsites; s++) {
 		fputs(",\"", f);
 		for (const char *c = names[s]; *c; c++)
@@ -85,9 +87,9 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 			    pk.kind == AP_PEAK_COUNTED ? json_real(pk.bytes) : json_null());
 	json_object_set_new(root, "peak_counted_within",
 			    pk.kind == AP_PEAK_COUNTED ? json_real(pk.within) : json_null());
-	const char *xkey = T->by_bytes ? "bytes_allocated" : "time_s";
+	const char *xkey = T->by_bytes ? "bytes_allocated_and_freed" : "time_s";
 	json_object_set_new(root, "x_unit", json_string(T->by_bytes ? "B" : "s"));
-	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated" : "peak_time_s",
+	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated_and_freed" : "peak_time_s",
 			    json_real(ap_timeline_bucket_x(T, T->peak_bucket)));
 	for (size_t s = 0; s < T->nsites; s++)
 		json_array_append_new(sites, ap_json_text(names[s]));
@@ -183,7 +185,7 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 	char xl[32];
 	ap_timeline_format_x(xl, sizeof(xl), T, T->xspan);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s%s</text>\n", X0 + W,
-		Y0 + H + 16, xl, T->by_bytes ? " allocated" : "");
+		Y0 + H + 16, xl, T->by_bytes ? " allocated and freed" : "");
 	for (size_t s = 0; s <= T->nsites; s++) {
 		double y = Y0 + H + 40 + 18.0 * (double)s;
 		fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n<text x=\"%.0f\" "

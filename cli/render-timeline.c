@@ -29,8 +29,8 @@ void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, 
 			 ap_view_peak_says(&pk, says, sizeof(says)));
 	}
 	snprintf(head, sizeof(head), "In use over %s (peak %s at %s%s, '@')%s%s",
-		 T->by_bytes ? "the bytes allocated" : "time", b1, x,
-		 T->by_bytes ? " allocated" : "", T->t->rate > 1 ? "; estimates from samples" : "",
+		 T->by_bytes ? "bytes allocated and freed" : "time", b1, x,
+		 T->by_bytes ? " allocated and freed" : "", T->t->rate > 1 ? "; estimates from samples" : "",
 		 counted);
 	put(line, ctx, head);
 	put(line, ctx, "");
