@@ -35,7 +35,9 @@ static void timeline_usage(FILE *f)
 	      "options:\n"
 	      "  --format FMT         text (default: a chart for the terminal), csv,\n"
 	      "                       json or svg (a standalone picture)\n"
-	      "  -o, --output PATH    write there instead of standard output\n"
+	      "  -o, --output PATH    write there instead of standard output (svg on a\n"
+	      "                       terminal: a new timeline001.svg, 002, ... in the\n"
+	      "                       current directory, as pprof -svg does)\n"
 	      "  --buckets N          stretches of time (default 60 for text, 200 else)\n"
 	      "  --sites N            call sites shown on their own (default 5)\n"
 	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
@@ -285,7 +287,11 @@ int cmd_timeline(int argc, char **argv)
 	char *const *names = sites.names;
 
 	FILE *f = stdout;
-	if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
+	/* a picture is not for the terminal: into timeline001.svg, as pprof -svg */
+	struct ap_buf name = AP_BUF_INIT;
+	if (fmt == FMT_SVG && !(out = ap_output_away_from_tty(out ? out : "-", "timeline", "svg", &name))) {
+		rc = AP_EXIT_FAIL;
+	} else if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
 		ap_die_msg("%s: cannot write: %s", out, strerror(errno));
 		rc = AP_EXIT_FAIL;
 	} else {
@@ -304,6 +310,7 @@ int cmd_timeline(int argc, char **argv)
 			ap_die_msg("wrote %s", out);
 		}
 	}
+	ap_buf_release(&name);
 	ap_timeline_release(&T);
 	ap_timeline_sites_release(&sites);
 	ap_view_release(&v);

@@ -25,7 +25,9 @@ their share, Search again resets it.
 """
 import json
 import os
+import pty
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -282,6 +284,41 @@ def check_cli(ap, trace, tmp):
           "-o: %r" % p.stderr)
     check(open(tmp + "/out.svg", "rb").read() == run(ap, "flamegraph", trace).stdout,
           "-o FILE and stdout differ")
+    # Standard output a terminal (a pty): no SVG on it; as pprof -svg, a new
+    # flamegraph001.svg, then 002, in the current directory, each named on
+    # stderr, each the SVG that goes to a pipe.
+    cwd = tmp + "/tty"
+    os.makedirs(cwd, exist_ok=True)
+    for n in (1, 2):
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([os.path.abspath(ap), "flamegraph", trace], stdout=slave,
+                                stderr=subprocess.PIPE, cwd=cwd,
+                                env=dict(os.environ, ALLOCPROF_NO_PROGRESS="1"))
+        os.close(slave)
+        on_tty = b""
+        while True:  # read what reaches the terminal, so that it never blocks
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the other end closed
+                    chunk = b""
+                on_tty += chunk
+                if chunk:
+                    continue
+            if proc.poll() is not None:
+                break
+        p = subprocess.CompletedProcess(proc.args, proc.returncode, b"", proc.stderr.read())
+        proc.stderr.close()
+        os.close(master)
+        name = "flamegraph%03d.svg" % n
+        check(p.returncode == 0 and p.stderr.decode() == "allocprof: wrote %s\n" % name,
+              "stdout a terminal: exit %d, stderr %r, expected 'wrote %s'" % (p.returncode, p.stderr, name))
+        check(b"<svg" not in on_tty and len(on_tty) < 100, "stdout a terminal: %d bytes written to it"
+              % len(on_tty))
+        check(os.path.exists(cwd + "/" + name) and open(cwd + "/" + name, "rb").read()
+              == run(ap, "flamegraph", trace).stdout, "stdout a terminal: %s is not the SVG" % name)
+    # -o - is still standard output (not a terminal here)
+    check(run(ap, "flamegraph", "-o", "-", trace).stdout.startswith(b"<?xml"), "-o - to a pipe")
 
 
 def fixture_mode(ap, mktrace):
