@@ -72,6 +72,8 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 	printf("File: %s\n", basename_of(t->exe));
 	printf("Type: %s\n", ap_sample_index_name(si));
 	printf("Sampling: %s\n", rate_text(t, rb, sizeof(rb)));
+	if (si == AP_SI_TEMPORARY)
+		printf("%s\n", AP_VIEW_TEMPORARY_SAYS);
 	/* pprof's order of the filters. */
 	const char *const fname[] = {"focus", "ignore", "hide", "show"};
 	const char *const fval[] = {o->report.focus, o->report.ignore, o->report.hide,

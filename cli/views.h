@@ -38,6 +38,13 @@ enum {
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
+/* What --temporary counts, the line top and peek print above a
+ * temporary table. */
+#define AP_VIEW_TEMPORARY_SAYS                                                                     \
+	"Temporary: blocks freed by their own thread's next event (not heaptrack's count, "        \
+	"which matches a free to the allocation just before it, in all threads' order, by stack "  \
+	"and size)"
+
 /* The symbolizer's options, as the views spell them (also in
  * AP_VIEW_LONGOPTS). */
 #define AP_VIEW_SYM_LONGOPTS                                                   \
@@ -100,8 +107,10 @@ enum {
 	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                    \
 	"                       stats reports; an estimate when sampled)\n"                        \
 	"  --peak_objects       allocations live at that moment\n"                                 \
-	"  --temporary          allocations freed by their thread's next event\n"                  \
-	"                       (heaptrack's temporary allocations; needs --all)\n"                \
+	"  --temporary          allocations whose block its own thread freed as its\n"               \
+	"                       next event (needs --all; not heaptrack's count, which\n"           \
+	"                       matches a free to the allocation just before it in\n"            \
+	"                       all threads' order by stack and size)\n"                          \
 	"  --sample_index NAME  one of the seven above, by name\n"                                 \
 	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
