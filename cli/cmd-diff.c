@@ -395,6 +395,10 @@ int cmd_diff(int argc, char **argv)
 	}
 	ap_view_warnings(&bv);
 	ap_view_warnings(&nv);
+	if (!o.json) {
+		ap_view_peak_note(bv.trace, o.report.sample_index);
+		ap_view_peak_note(nv.trace, o.report.sample_index);
+	}
 	rc = AP_EXIT_OK;
 	json_t *root = o.json ? json_object() : NULL;
 	if (root) {

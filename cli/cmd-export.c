@@ -233,6 +233,7 @@ int cmd_export(int argc, char **argv)
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);
 	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
+	ap_view_peak_note(v.trace, o.report.sample_index);
 
 	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
 	rc = AP_EXIT_FAIL;

@@ -377,6 +377,7 @@ int cmd_flamegraph(int argc, char **argv)
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);
 	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
+	ap_view_peak_note(v.trace, o.report.sample_index);
 	struct ap_error err;
 	struct ap_flame *f = ap_flame_new(x, &o.report, &err);
 	if (!f) {

@@ -82,6 +82,7 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 	json_object_set_new(root, "rate", json_integer((json_int_t)T->t->rate));
 	json_object_set_new(root, "duration_ns", json_integer((json_int_t)T->span));
 	json_object_set_new(root, "peak_bytes", json_real(T->peak));
+	json_object_set_new(root, "peak_bytes_sd", json_real(T->peak_sd));
 	/* the chart's peak is of its samples; what stats prints beside it */
 	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
 	json_object_set_new(root, "peak_kind", json_string(ap_view_peak_kind_name(pk.kind)));
@@ -171,10 +172,16 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", X0, Y0, X0,
 		Y0 + H);
 	ap_format_bytes(b1, sizeof(b1), T->peak);
+	char sd[64] = "";
+	if (T->t->rate > 1) {
+		char b3[32];
+		ap_format_bytes(b3, sizeof(b3), T->peak_sd);
+		snprintf(sd, sizeof(sd), " ± %s (estimate from samples)", b3);
+	}
 	double px = X0 + W * ((double)T->peak_bucket + 0.5) / (double)nb;
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\" "
-		   "stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">peak %s</text>\n",
-		px, Y0, px, Y0 + H, px, Y0 - 5, b1);
+		   "stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">peak %s%s</text>\n",
+		px, Y0, px, Y0 + H, px, Y0 - 5, b1, sd);
 	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
 	if (pk.kind == AP_PEAK_COUNTED) {
 		char b2[32], says[160];

@@ -1,5 +1,6 @@
 /* The timeline model (timeline.h): a consumer of the replay that keeps,
  * per stretch of time, the highest in-use bytes and their split by site. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static void tl_note(struct ap_timeline *T, const struct ap_event *e)
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_bucket = b;
+		T->peak_sd = T->live_var > 0 ? sqrt(T->live_var) : 0;
 	}
 }
 
@@ -32,6 +34,7 @@ static void tl_add(struct ap_timeline *T, const struct ap_replay_block *b, doubl
 {
 	double sp = sign * b->w * (double)b->size;
 	T->live += sp;
+	T->live_var += sign * ap_trace_block_var(b->w, fabs(sp));
 	size_t s = b->stack < T->t->nstacks ? T->slot_of_stack[b->stack] : T->nsites;
 	T->live_site[s] += sp;
 }

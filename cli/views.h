@@ -105,7 +105,9 @@ enum {
 	"  --inuse_space        bytes still allocated at the end of the trace\n"                   \
 	"  --inuse_objects      allocations still live at the end of the trace\n"                  \
 	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                    \
-	"                       stats reports; an estimate when sampled)\n"                        \
+	"                       stats reports; sampled: the samples' estimate at\n"               \
+	"                       their own peak, its error and stats' peak on the\n"               \
+	"                       Peak: line)\n"                                                    \
 	"  --peak_objects       allocations live at that moment\n"                                 \
 	"  --temporary          allocations whose block its own thread freed as its\n"               \
 	"                       next event (needs --all; not heaptrack's count, which\n"           \
@@ -242,6 +244,27 @@ struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, doub
  * "estimate from samples ± 1MB" (buf: at least 160 bytes). */
 const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t len);
 const char *ap_view_peak_kind_name(enum ap_peak_kind k);
+
+/* For a peak index (peak_space, peak_objects) of a sampled trace, what
+ * the view's numbers are, in one line into buf (at least 400 bytes):
+ * the samples' estimate of the peak (`estimate`, the table's total for
+ * peak_space) with its standard deviation, at the moment their in-use
+ * bytes peaked, and the peak stats prints beside it (the sampler's count
+ * where the trace has one). Returns NULL (nothing to say) for an exact
+ * trace or another index. Replays the trace once (ap_trace_totals). */
+const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si,
+				       char *buf, size_t len);
+
+/* The lines the text views (top, peek, tree) print under "Type:" about
+ * their numbers: "Sampling: ..." (every allocation, or the rate and that
+ * the values are estimates), for --temporary what it counts, for a peak
+ * index of a sampled trace "Peak: ..." (ap_view_peak_estimate_says). */
+void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si);
+
+/* The same line as a note on stderr ("allocprof: note: Peak: ..."), for
+ * the views with no header of their own to put it in (list, flamegraph,
+ * export, diff). */
+void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
 
 /* A sampled trace viewed by inuse_objects: a note on stderr with the
  * count's error bar (ap_trace_totals' inuse_objects_sd), which the

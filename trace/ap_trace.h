@@ -305,6 +305,11 @@ struct ap_trace_totals {
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
 
+/* What a live block of weight w and weighted bytes `space` (w * size)
+ * adds to the variance of a live-bytes estimate (Horvitz-Thompson:
+ * w(w-1)size^2, as (w-1)/w * space^2); 0 for w <= 1. */
+double ap_trace_block_var(double w, double space);
+
 /* ---- Whole runs ----
  * `record` writes one trace per process and per exec'd image: the
  * program's at PATH, then PATH.<pid> for the processes it started (and

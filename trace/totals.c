@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a live block of weight w and weighted bytes `space` (w * size)
- * adds to the variance of the live-bytes estimate: w(w-1)size^2. */
-static double block_var(double w, double space)
+double ap_trace_block_var(double w, double space)
 {
 	return w > 1 ? (w - 1) / w * space * space : 0;
 }
@@ -36,7 +34,7 @@ static void t_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 	T->out->alloc_space += space;
 	T->out->samples++;
 	T->live += space;
-	T->live_var += block_var(b->w, space);
+	T->live_var += ap_trace_block_var(b->w, space);
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_var = T->live_var;
@@ -53,7 +51,7 @@ static void t_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	if (b->temporary)
 		T->out->temporary += b->w;
 	T->live -= space;
-	T->live_var -= block_var(b->w, space);
+	T->live_var -= ap_trace_block_var(b->w, space);
 }
 
 static void t_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
@@ -86,7 +84,7 @@ static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
 	T->out->exec_dropped_objects += b->w;
 	T->out->exec_dropped_space += space;
 	T->live -= space;
-	T->live_var -= block_var(b->w, space);
+	T->live_var -= ap_trace_block_var(b->w, space);
 }
 
 /* What is still live: the blocks left summed, rather than the running
