@@ -564,6 +564,8 @@ void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v,
 		snprintf(out, len, "%lld", ap_view_round(v));
 		return;
 	}
+	if (unit == AP_VIEW_UNIT_EACH)
+		unit = ap_bytes_unit(v);
 	ap_format_bytes_in(out, len, v, unit);
 }
 

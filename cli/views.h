@@ -304,7 +304,12 @@ void ap_view_progress_done(void);
 void ap_view_format(char *out, size_t len, enum ap_sample_index si, double v);
 
 /* The same in a fixed byte unit (ap_bytes_unit; ignored for counts), as
- * pprof prints a table whose unit it chose once (ap_view_table_unit). */
+ * pprof prints a table whose unit it chose once (ap_view_table_unit), or
+ * with AP_VIEW_UNIT_EACH each value in its own unit, as ap_view_format:
+ * for the screens, where pprof's common scale does not bind us and a
+ * table in the unit of its smallest node shows 712330949B under a total
+ * of 1.29GB. */
+#define AP_VIEW_UNIT_EACH (-1)
 void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v, int unit);
 
 /* The unit pprof's selectOutputUnit chooses for a table of `rows`
