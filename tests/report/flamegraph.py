@@ -249,6 +249,31 @@ def check_trace(ap, trace, what, focus_func, hide_func):
     check(inv and all(b.py == inv[0].py + 16 * b.d for b in inv), "%s: --inverted" % what)
 
 
+def run_on_tty(argv, cwd):
+    """Runs argv with its standard output a pseudo-terminal; returns its
+    exit status, its stderr and what reached the terminal."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE, cwd=cwd,
+                            env=dict(os.environ, ALLOCPROF_NO_PROGRESS="1"))
+    os.close(slave)
+    on_tty = b""
+    while True:  # read what reaches the terminal, so that it never blocks
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the other end closed
+                chunk = b""
+            on_tty += chunk
+            if chunk:
+                continue
+        if proc.poll() is not None:
+            break
+    os.close(master)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return proc.returncode, err, on_tty
+
+
 def check_cli(ap, trace, tmp):
     p = run(ap, "flamegraph", "-h")
     out = p.stdout.decode()
@@ -286,37 +311,19 @@ def check_cli(ap, trace, tmp):
           "-o FILE and stdout differ")
     # Standard output a terminal (a pty): no SVG on it; as pprof -svg, a new
     # flamegraph001.svg, then 002, in the current directory, each named on
-    # stderr, each the SVG that goes to a pipe.
+    # stderr, each the SVG that goes to a pipe. timeline --format=svg too.
     cwd = tmp + "/tty"
     os.makedirs(cwd, exist_ok=True)
-    for n in (1, 2):
-        master, slave = pty.openpty()
-        proc = subprocess.Popen([os.path.abspath(ap), "flamegraph", trace], stdout=slave,
-                                stderr=subprocess.PIPE, cwd=cwd,
-                                env=dict(os.environ, ALLOCPROF_NO_PROGRESS="1"))
-        os.close(slave)
-        on_tty = b""
-        while True:  # read what reaches the terminal, so that it never blocks
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # the other end closed
-                    chunk = b""
-                on_tty += chunk
-                if chunk:
-                    continue
-            if proc.poll() is not None:
-                break
-        p = subprocess.CompletedProcess(proc.args, proc.returncode, b"", proc.stderr.read())
-        proc.stderr.close()
-        os.close(master)
-        name = "flamegraph%03d.svg" % n
-        check(p.returncode == 0 and p.stderr.decode() == "allocprof: wrote %s\n" % name,
-              "stdout a terminal: exit %d, stderr %r, expected 'wrote %s'" % (p.returncode, p.stderr, name))
-        check(b"<svg" not in on_tty and len(on_tty) < 100, "stdout a terminal: %d bytes written to it"
-              % len(on_tty))
-        check(os.path.exists(cwd + "/" + name) and open(cwd + "/" + name, "rb").read()
-              == run(ap, "flamegraph", trace).stdout, "stdout a terminal: %s is not the SVG" % name)
+    for args, prefix in ((["flamegraph"], "flamegraph"), (["timeline", "--format=svg"], "timeline")):
+        for n in (1, 2):
+            rc, err, on_tty = run_on_tty([os.path.abspath(ap)] + args + [trace], cwd)
+            name = "%s%03d.svg" % (prefix, n)
+            check(rc == 0 and err.decode() == "allocprof: wrote %s\n" % name,
+                  "%s, stdout a terminal: exit %d, stderr %r, expected 'wrote %s'" % (prefix, rc, err, name))
+            check(b"<svg" not in on_tty and len(on_tty) < 100, "%s, stdout a terminal: %d bytes written to it"
+                  % (prefix, len(on_tty)))
+            check(os.path.exists(cwd + "/" + name) and open(cwd + "/" + name, "rb").read()
+                  == run(ap, *args, trace).stdout, "%s, stdout a terminal: %s is not the SVG" % (prefix, name))
     # -o - is still standard output (not a terminal here)
     check(run(ap, "flamegraph", "-o", "-", trace).stdout.startswith(b"<?xml"), "-o - to a pipe")
 
