@@ -65,7 +65,7 @@ enum limit_of { LIMIT_NODES, LIMIT_TOTAL, LIMIT_PEAK };
 #define LIMIT_MAX_CHANGES 4
 struct limit {
 	enum limit_of of;
-	enum ap_sample_index si;	/* LIMIT_PEAK: AP_SI_PEAK_SPACE, for its unit */
+	enum ap_sample_index si; /* LIMIT_PEAK: AP_SI_PEAK_SPACE, for its unit */
 	size_t n;
 	struct {
 		double v;
@@ -367,10 +367,12 @@ int cmd_diff(int argc, char **argv)
 				return ap_usage_error("diff", "at most %zu --fail-above limits",
 						      AP_ARRAY_SIZE(limits));
 			if (parse_limit(optarg, &limits[nlimits]))
-				return ap_usage_error("diff", "--fail-above wants INDEX, total.INDEX or "
-						      "peak, '=', then +P%%, +N or +SIZE joined by ',' "
-						      "(e.g. alloc_space=+10%%,+64kB), not '%s'",
-						      optarg);
+				return ap_usage_error(
+				    "diff",
+				    "--fail-above wants INDEX, total.INDEX or "
+				    "peak, '=', then +P%%, +N or +SIZE joined by ',' "
+				    "(e.g. alloc_space=+10%%,+64kB), not '%s'",
+				    optarg);
 			specs[nlimits++] = optarg;
 			break;
 		default:

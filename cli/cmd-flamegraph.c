@@ -394,7 +394,8 @@ int cmd_flamegraph(int argc, char **argv)
 			put_svg(&out, f, &so);
 			/* not on a terminal: into flamegraph001.svg, as pprof -svg */
 			struct ap_buf name = AP_BUF_INIT;
-			const char *path = ap_output_away_from_tty(output, "flamegraph", "svg", &name);
+			const char *path =
+			    ap_output_away_from_tty(output, "flamegraph", "svg", &name);
 			rc = !path || ap_write_output(path, &out) ? AP_EXIT_FAIL : AP_EXIT_OK;
 			if (!rc && strcmp(path, "-"))
 				ap_die_msg("wrote %s", path);

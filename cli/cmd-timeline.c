@@ -179,8 +179,10 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 		snprintf(sd, sizeof(sd), " ± %s (estimate from samples)", b3);
 	}
 	double px = X0 + W * ((double)T->peak_bucket + 0.5) / (double)nb;
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\" "
-		   "stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">peak %s%s</text>\n",
+	fprintf(f,
+		"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\" "
+		"stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" "
+		"text-anchor=\"middle\">peak %s%s</text>\n",
 		px, Y0, px, Y0 + H, px, Y0 - 5, b1, sd);
 	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
 	if (pk.kind == AP_PEAK_COUNTED) {
@@ -296,7 +298,8 @@ int cmd_timeline(int argc, char **argv)
 	FILE *f = stdout;
 	/* a picture is not for the terminal: into timeline001.svg, as pprof -svg */
 	struct ap_buf name = AP_BUF_INIT;
-	if (fmt == FMT_SVG && !(out = ap_output_away_from_tty(out ? out : "-", "timeline", "svg", &name))) {
+	if (fmt == FMT_SVG &&
+	    !(out = ap_output_away_from_tty(out ? out : "-", "timeline", "svg", &name))) {
 		rc = AP_EXIT_FAIL;
 	} else if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
 		ap_die_msg("%s: cannot write: %s", out, strerror(errno));

@@ -121,10 +121,12 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t)
 		/* what the table's moment is: the samples' peak, and stats' */
 		struct ap_trace_totals tot;
 		ap_trace_totals(t, &tot);
-		struct ap_view_peak pk = ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
+		struct ap_view_peak pk =
+		    ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
 		json_object_set_new(root, "peak",
-				    json_pack("{s:f, s:f, s:s, s:f, s:f}", "estimate", tot.peak_inuse_space,
-					      "estimate_sd", tot.peak_inuse_space_sd, "kind",
+				    json_pack("{s:f, s:f, s:s, s:f, s:f}", "estimate",
+					      tot.peak_inuse_space, "estimate_sd",
+					      tot.peak_inuse_space_sd, "kind",
 					      ap_view_peak_kind_name(pk.kind), "bytes", pk.bytes,
 					      "within", pk.within));
 	}

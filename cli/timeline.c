@@ -92,8 +92,8 @@ static void xs_alloc(void *ctx, size_t i, const struct ap_event *e, const struct
 	*(double *)ctx += massif_step(NULL, b);
 }
 
-static void xs_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
-		    const struct ap_replay_block *b)
+static void xs_grow(void *ctx, size_t i, const struct ap_event *e,
+		    const struct ap_replay_block *old, const struct ap_replay_block *b)
 {
 	(void)i;
 	(void)e;

@@ -388,8 +388,8 @@ const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t le
 	return buf;
 }
 
-const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si,
-				       char *buf, size_t len)
+const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
+				       size_t len)
 {
 	if (t->rate <= 1 || (si != AP_SI_PEAK_SPACE && si != AP_SI_PEAK_OBJECTS))
 		return NULL;
@@ -399,11 +399,12 @@ const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_
 	char e[32], sd[32], c[32], says[160];
 	ap_format_bytes(e, sizeof(e), tot.peak_inuse_space);
 	ap_format_bytes(sd, sizeof(sd), tot.peak_inuse_space_sd);
-	int n = snprintf(buf, len,
-			 "Peak: the values %s the samples' estimate of the in-use bytes %s, %s ± %s "
-			 "(one standard deviation; the largest of many estimates, biased upward); ",
-			 si == AP_SI_PEAK_SPACE ? "are" : "count the blocks live when",
-			 si == AP_SI_PEAK_SPACE ? "at their peak" : "peaked", e, sd);
+	int n =
+	    snprintf(buf, len,
+		     "Peak: the values %s the samples' estimate of the in-use bytes %s, %s ± %s "
+		     "(one standard deviation; the largest of many estimates, biased upward); ",
+		     si == AP_SI_PEAK_SPACE ? "are" : "count the blocks live when",
+		     si == AP_SI_PEAK_SPACE ? "at their peak" : "peaked", e, sd);
 	if (n < 0 || (size_t)n >= len)
 		return buf;
 	if (pk.kind == AP_PEAK_COUNTED) {
@@ -430,7 +431,8 @@ void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
 		printf("Sampling: every allocation\n");
 	} else {
 		ap_view_format(b, sizeof(b), AP_SI_ALLOC_SPACE, (double)t->rate);
-		printf("Sampling: one sample per %s allocated on average (values are estimates)\n", b);
+		printf("Sampling: one sample per %s allocated on average (values are estimates)\n",
+		       b);
 	}
 	if (si == AP_SI_TEMPORARY)
 		printf("%s\n", AP_VIEW_TEMPORARY_SAYS);

@@ -104,15 +104,15 @@ enum {
 	"  --alloc_objects      allocations made\n"                                                \
 	"  --inuse_space        bytes still allocated at the end of the trace\n"                   \
 	"  --inuse_objects      allocations still live at the end of the trace\n"                  \
-	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                    \
-	"                       stats reports; sampled: the samples' estimate at\n"               \
-	"                       their own peak, its error and stats' peak on the\n"               \
-	"                       Peak: line)\n"                                                    \
+	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                   \
+	"                       stats reports; sampled: the samples' estimate at\n"                \
+	"                       their own peak, its error and stats' peak on the\n"                \
+	"                       Peak: line)\n"                                                     \
 	"  --peak_objects       allocations live at that moment\n"                                 \
-	"  --temporary          allocations whose block its own thread freed as its\n"               \
+	"  --temporary          allocations whose block its own thread freed as its\n"             \
 	"                       next event (needs --all; not heaptrack's count, which\n"           \
-	"                       matches a free to the allocation just before it in\n"            \
-	"                       all threads' order by stack and size)\n"                          \
+	"                       matches a free to the allocation just before it in\n"              \
+	"                       all threads' order by stack and size)\n"                           \
 	"  --sample_index NAME  one of the seven above, by name\n"                                 \
 	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
@@ -252,8 +252,8 @@ const char *ap_view_peak_kind_name(enum ap_peak_kind k);
  * bytes peaked, and the peak stats prints beside it (the sampler's count
  * where the trace has one). Returns NULL (nothing to say) for an exact
  * trace or another index. Replays the trace once (ap_trace_totals). */
-const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si,
-				       char *buf, size_t len);
+const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
+				       size_t len);
 
 /* The lines the text views (top, peek, tree) print under "Type:" about
  * their numbers: "Sampling: ..." (every allocation, or the rate and that
