@@ -285,10 +285,13 @@ struct ap_trace_totals {
 	 * the standard deviation of the estimate at that point (0 with
 	 * rate 1, where the peak is exact). */
 	double peak_inuse_space, peak_inuse_space_sd;
-	/* Allocations freed by their thread's next event (heaptrack's
-	 * "temporary allocations"; ap_replay.h), weighted; exact with
-	 * rate 1 only, where every event is in the trace. */
-	double temporary;
+	/* Blocks freed by their own thread's next event (ap_replay.h),
+	 * weighted; exact with rate 1 only, where every event is in the
+	 * trace. temporary_heaptrack: heaptrack's count of that name, by its
+	 * rule: frees (a realloc's included) whose event comes right after
+	 * an allocation with the freed block's stack and size, in the
+	 * trace's order of all threads' events, whichever block that made. */
+	double temporary, temporary_heaptrack;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):

@@ -7,6 +7,7 @@
 # sampled trace refuses the index, and heaptrack, when there, counts the
 # same at pairs() and chains() and 999 more at handover(): it matches a
 # free to the allocation just before it by stack and size, not by block.
+# stats' temporary_heaptrack counts by heaptrack's rule and agrees.
 # Environment as for e2e.sh.
 set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-temp.XXXXXX")
@@ -20,6 +21,8 @@ prog=$TESTDATA_BUILD/temporary
 "$ALLOCPROF" record -q --all -o "$tmp/t.trace" -- "$prog" >/dev/null || fail "record"
 "$ALLOCPROF" stats --json "$tmp/t.trace" >"$tmp/s.json" || fail "stats"
 expect "stats temporary" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary)" 2500
+# heaptrack's rule, computed by stats too: 999 more in handover()
+expect "stats temporary_heaptrack" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary_heaptrack)" 3499
 "$ALLOCPROF" top --json --temporary "$tmp/t.trace" >"$tmp/top.json" || fail "top --temporary"
 flat() { "$py" -c 'import json,sys; print(int(next((r["flat"] for r in json.load(open(sys.argv[1]))["rows"] if r["name"] == sys.argv[2]), -1)))' "$tmp/top.json" "$1"; }
 expect "top --temporary pairs" "$(flat pairs)" 1000
@@ -60,4 +63,6 @@ for k in range(i + 1, len(lines)):
 print(total)' "$prog")
 echo "heaptrack: $ht temporary allocations at the program's sites"
 expect "temporary vs heaptrack" "$ht" 3499
+expect "stats temporary_heaptrack vs heaptrack" \
+	"$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary_heaptrack)" "$ht"
 exit $failed
