@@ -19,10 +19,12 @@ DEB_DEBS := debhelper dpkg-dev git
 # export, sync.Pool model), tmux (tui on a terminal, completion), groff
 # (man pages), heaptrack (temporary allocations), debhelper (the package),
 # chromium (the flame graph's script, headless), clang (the reader's
-# libFuzzer target, which meson defines when clang is there: `make fuzz`).
+# libFuzzer target, which meson defines when clang is there: `make fuzz`;
+# and the clang-built programs of tests/symbolize/toolchains.py), llvm
+# (llvm-symbolizer, what those programs' frames are compared with).
 # tests/deps holds the tests to it.
 FUZZ_DEBS := clang
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 $(FUZZ_DEBS) $(DEB_DEBS)
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd

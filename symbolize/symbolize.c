@@ -28,7 +28,10 @@ struct sym_func {
 
 enum { MOD_UNOPENED, MOD_OK, MOD_BAD };
 
-/* One address range of a subprogram defined in a CU. */
+/* One address range of a subprogram defined in a CU; or of a CU, from its
+ * own DW_AT_ranges or low/high pc (the map used where .debug_aranges has
+ * no entry for an address: clang 14 writes none, and libdwfl then finds
+ * no CU), die the unit's DIE (a skeleton's for split DWARF). */
 struct cu_range {
 	Dwarf_Addr lo, hi;
 	Dwarf_Die die;
@@ -38,6 +41,7 @@ struct cu_range {
  * walking the CU's DIE tree for every PC (what dwarf_getscopes does)
  * costs ~100 us per PC in big CUs. */
 struct cu_cache {
+	Dwarf_CU *unit;		/* with off, the key: split units' offsets are per .dwo */
 	Dwarf_Off off;
 	struct cu_range *r;
 	size_t n;
@@ -58,6 +62,11 @@ struct sym_module {
 	struct cu_cache *cus;
 	size_t ncus, cus_alloc;
 	size_t last_cu;		/* the CU of the previous lookup */
+	struct cu_range *spans;	/* the CUs by lo, built on the first aranges miss */
+	size_t nspans;
+	bool spans_built;
+	int has_lines;		/* -1 unknown, else whether any CU has a line table */
+	bool lines_noted;	/* the "no line information" warning was queued */
 	/* The module resolving this one's PCs, -1 for itself: in a whole
 	 * run (ap_run_merge) every process maps libc, each at its own
 	 * address; one file (path, build-id and segments alike) is opened
@@ -492,15 +501,35 @@ static int range_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* The DIE of the range of r (n, sorted by lo) that holds pc, or NULL. */
+static Dwarf_Die *range_find(struct cu_range *r, size_t n, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges of distinct subprograms (and CUs) do not overlap; scan
+	 * back for safety over a few empty or nested ones */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
+		if (pc >= r[i].lo && pc < r[i].hi)
+			return &r[i].die;
+	return NULL;
+}
+
 /* The subprogram DIE of the CU that holds pc, or NULL. */
 static Dwarf_Die *cu_subprogram(struct sym_module *m, Dwarf_Die *cudie, Dwarf_Addr pc)
 {
 	Dwarf_Off off = dwarf_dieoffset(cudie);
 	struct cu_cache *c = NULL;
-	if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off)
+	if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off &&
+	    m->cus[m->last_cu].unit == cudie->cu)
 		c = &m->cus[m->last_cu];
 	for (size_t i = 0; !c && i < m->ncus; i++)
-		if (m->cus[i].off == off) {
+		if (m->cus[i].off == off && m->cus[i].unit == cudie->cu) {
 			c = &m->cus[i];
 			m->last_cu = i;
 		}
@@ -508,25 +537,65 @@ static Dwarf_Die *cu_subprogram(struct sym_module *m, Dwarf_Die *cudie, Dwarf_Ad
 		AP_ALLOC_GROW(m->cus, m->ncus + 1, m->cus_alloc);
 		m->last_cu = m->ncus;
 		c = &m->cus[m->ncus++];
-		*c = (struct cu_cache){ .off = off };
+		*c = (struct cu_cache){ .unit = cudie->cu, .off = off };
 		size_t alloc = 0;
 		cu_collect(cudie, c, &alloc);
 		qsort(c->r, c->n, sizeof(*c->r), range_cmp);
 	}
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
+	return range_find(c->r, c->n, pc);
+}
+
+/* The address map of the module's CUs from each CU's own ranges, for the
+ * addresses .debug_aranges does not cover (what binutils' addr2line and
+ * heaptrack do without aranges). Built once, on the first miss. */
+static void spans_build(struct sym_module *m)
+{
+	m->spans_built = true;
+	Dwarf_Addr bias;
+	Dwarf *dw = dwfl_module_getdwarf(m->mod, &bias);
+	if (!dw)
+		return;
+	size_t alloc = 0;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die cudie;
+	while (dwarf_get_units(dw, cu, &cu, &version, &type, &cudie, NULL) == 0) {
+		if (type != DW_UT_compile && type != DW_UT_skeleton && type != DW_UT_partial)
+			continue;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+			if (lo >= hi)
+				continue;
+			AP_ALLOC_GROW(m->spans, m->nspans + 1, alloc);
+			m->spans[m->nspans++] = (struct cu_range){ lo, hi, cudie };
+		}
 	}
-	/* ranges of distinct subprograms do not overlap; scan back for
-	 * safety over a few empty or nested ones */
-	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
-		if (pc >= c->r[i].lo && pc < c->r[i].hi)
-			return &c->r[i].die;
-	return NULL;
+	if (m->nspans)
+		qsort(m->spans, m->nspans, sizeof(*m->spans), range_cmp);
+}
+
+/* The CU DIE whose ranges hold addr (a DWARF address: pc - *bias), or NULL. */
+static Dwarf_Die *cu_by_ranges(struct sym_module *m, Dwarf_Addr addr, Dwarf_Addr *bias)
+{
+	if (!m->spans_built)
+		spans_build(m);
+	if (!m->nspans || !dwfl_module_getdwarf(m->mod, bias))
+		return NULL;
+	return range_find(m->spans, m->nspans, addr - *bias);
+}
+
+/* The DIE whose children are the CU's subprograms: the split unit's for a
+ * skeleton unit (split DWARF, the .dwo found next to the binary or at
+ * DW_AT_comp_dir), else the CU's own. */
+static Dwarf_Die *unit_with_code(Dwarf_Die *cudie, Dwarf_Die *split)
+{
+	uint8_t type;
+	if (dwarf_cu_info(cudie->cu, NULL, &type, NULL, split, NULL, NULL, NULL) == 0 &&
+	    type == DW_UT_skeleton && dwarf_tag(split) == DW_TAG_compile_unit)
+		return split;
+	return cudie;
 }
 
 struct srcloc {
@@ -554,6 +623,9 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 {
 	Dwarf_Addr addr = pc - 1, bias = 0;
 	struct srcloc loc = { NULL, 0, 0 };
+	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
+	if (!cudie)
+		cudie = cu_by_ranges(m, addr, &bias);
 	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
 	if (line) {
 		int lineno = 0, col = 0;
@@ -563,6 +635,15 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 			loc.line = lineno;
 			loc.column = col;
 		}
+	} else if (cudie) {
+		/* a CU found by its ranges: its own line table */
+		Dwarf_Line *dl = dwarf_getsrc_die(cudie, addr - bias);
+		const char *file = dl ? dwarf_linesrc(dl, NULL, NULL) : NULL;
+		if (file) {
+			loc.file = src_path(s, file, cudie);
+			dwarf_lineno(dl, &loc.line);
+			dwarf_linecol(dl, &loc.column);
+		}
 	}
 
 	struct ap_frame *fr = NULL;
@@ -570,8 +651,9 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	size_t alloc = 0;
 	Dwarf_Die *chain = NULL;
 	size_t nchain = 0, chain_alloc = 0;
-	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
-	Dwarf_Die *sub = cudie ? cu_subprogram(m, cudie, addr - bias) : NULL;
+	Dwarf_Die split;
+	Dwarf_Die *code = cudie ? unit_with_code(cudie, &split) : NULL;
+	Dwarf_Die *sub = code ? cu_subprogram(m, code, addr - bias) : NULL;
 	if (sub) {
 		AP_ALLOC_GROW(chain, 1, chain_alloc);
 		chain[nchain++] = *sub;
@@ -579,7 +661,7 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	}
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
-	if (nchain && dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+	if (nchain && dwarf_getsrcfiles(code, &files, &nfiles) != 0)
 		files = NULL;
 
 	bool have_outer = false;
@@ -731,6 +813,40 @@ static bool is_entry(const struct ap_frame *f)
 	return false;
 }
 
+/* Whether any CU of the module has a line table (DWARF found, in the file
+ * or a separate debug file). */
+static bool module_has_lines(struct sym_module *m)
+{
+	if (m->has_lines < 0) {
+		Dwarf_Addr bias;
+		Dwarf *dw = dwfl_module_getdwarf(m->mod, &bias);
+		Dwarf_CU *cu = NULL;
+		Dwarf_Die cudie;
+		Dwarf_Attribute a;
+		uint8_t type;
+		m->has_lines = 0;
+		while (dw && !m->has_lines &&
+		       dwarf_get_units(dw, cu, &cu, NULL, &type, &cudie, NULL) == 0)
+			m->has_lines = dwarf_attr(&cudie, DW_AT_stmt_list, &a) != NULL;
+	}
+	return m->has_lines;
+}
+
+/* A call site in a module without any line information: said once per
+ * module, since every view then shows its sites without file:line. */
+static void note_no_lines(struct ap_symbolizer *s, const struct ap_frame *f, int32_t mod)
+{
+	if (mod < 0 || f->unsymbolized)
+		return;
+	struct sym_module *m = &s->mods[mod];
+	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
+	if (c->state != MOD_OK || c->lines_noted || module_has_lines(c))
+		return;
+	c->lines_noted = true;
+	warn(s, "%s: no line information (built without -g, and no separate debug file "
+		"found): its call sites have no file:line", c->map->path);
+}
+
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		    struct ap_frame **out, size_t *n, size_t *alloc)
 {
@@ -754,6 +870,7 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 			} else {
 				marking = false;
 				site = *n - 1;
+				note_no_lines(s, f, e->mod);
 			}
 		}
 	}
@@ -817,6 +934,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 		s->mods[i].map = &t->maps[i];
 		s->mods[i].base = intern(&s->strs, path_base(t->maps[i].path));
 		s->mods[i].canon = -1;
+		s->mods[i].has_lines = -1;
 	}
 	if (t->nprocs)
 		find_canon(s);
@@ -851,6 +969,7 @@ void ap_sym_free(struct ap_symbolizer *s)
 		for (size_t k = 0; k < s->mods[i].ncus; k++)
 			free(s->mods[i].cus[k].r);
 		free(s->mods[i].cus);
+		free(s->mods[i].spans);
 	}
 	free(s->mods);
 	for (size_t i = 0; i < s->nwarn; i++)
