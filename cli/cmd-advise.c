@@ -73,6 +73,7 @@ static void advise_usage(FILE *f)
 	      "  --no-measure         no measured replay: times from the cost model\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator wrappers\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_NAMES_HELP
 	      AP_VIEW_RUN_HELP
 	      "  --json               print JSON (see docs/json.md)\n"
 	      "  -h, --help           show this help\n\n"
@@ -388,6 +389,8 @@ int cmd_advise(int argc, char **argv)
 		{ "measure-sites", required_argument, NULL, OPT_MEASURE_SITES },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		{ "full-names", no_argument, NULL, AP_VOPT_FULL_NAMES },
+		{ "full_names", no_argument, NULL, AP_VOPT_FULL_NAMES },
 		AP_VIEW_RUN_LONGOPTS,
 		{ "json", no_argument, NULL, AP_VOPT_JSON },
 		{ "help", no_argument, NULL, 'h' },

@@ -41,9 +41,7 @@ static void timeline_usage(FILE *f)
 	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
 	      "                       allocated, massif's --time-unit=B: a short run's\n"
 	      "                       events share a few clock ticks)\n"
-	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
-	      "                       wrappers (the call site is below them)\n"
-	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_SYM_HELP
 	      AP_VIEW_RUN_HELP
 	      "  -h, --help           show this help\n"
 	      AP_VIEW_RUN_TEXT,

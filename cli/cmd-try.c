@@ -94,7 +94,7 @@ static bool is_operator_new(struct ap_symbolizer *sym, uint64_t pc)
 	size_t n = ap_sym_pc(sym, pc, &f);
 	if (!n)
 		return false;
-	const char *name = f[n - 1].func;
+	const char *name = f[n - 1].full;
 	return !strcmp(name, "operator new(unsigned long)") ||
 	       !strcmp(name, "operator new[](unsigned long)");
 }

@@ -130,6 +130,24 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 	case AP_VOPT_DEBUG_DIR:
 		o->sym.debug_dir = arg;
 		return 1;
+	case AP_VOPT_FULL_NAMES:
+		o->sym.full_names = true;
+		return 1;
+	case AP_VOPT_SYMBOLIZE:
+		/* pprof's spelling of the names wanted; its other values
+		 * choose where symbols come from, which has no meaning here */
+		if (!strcmp(arg, "demangle=full")) {
+			o->sym.full_names = true;
+			o->sym.no_demangle = false;
+		} else if (!strcmp(arg, "demangle=none")) {
+			o->sym.no_demangle = true;
+		} else {
+			ap_usage_error(cmd, "unsupported --symbolize value '%s', not demangle=full "
+					    "(--full-names) or demangle=none (linkage names)",
+				       arg);
+			return -1;
+		}
+		return 1;
 	case AP_VOPT_JSON:
 		o->json = true;
 		return 1;

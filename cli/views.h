@@ -35,6 +35,8 @@ enum {
 	AP_VOPT_FILES,
 	AP_VOPT_NO_CHILDREN, /* AP_VIEW_RUN_LONGOPTS */
 	AP_VOPT_BY_PROCESS,
+	AP_VOPT_FULL_NAMES, /* AP_VIEW_SYM_LONGOPTS */
+	AP_VOPT_SYMBOLIZE,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -44,7 +46,23 @@ enum {
 	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
-	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR }
+	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
+	{ "full-names", no_argument, NULL, AP_VOPT_FULL_NAMES },               \
+	{ "full_names", no_argument, NULL, AP_VOPT_FULL_NAMES },               \
+	{ "symbolize", required_argument, NULL, AP_VOPT_SYMBOLIZE }
+
+/* Their help text. */
+#define AP_VIEW_SYM_HELP                                                                           \
+	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
+	"                       wrappers (the call site is below them)\n"                          \
+	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
+	AP_VIEW_NAMES_HELP                                                                         \
+	"                       (pprof's -symbolize=demangle=full works too)\n"
+
+/* The help text of --full-names alone. */
+#define AP_VIEW_NAMES_HELP                                                                         \
+	"  --full-names         whole demangled names (return type, template\n"                     \
+	"                       arguments, parameters) instead of short ones\n"
 
 /* How the traces given are read (also in AP_VIEW_LONGOPTS). */
 #define AP_VIEW_RUN_LONGOPTS                                                   \
@@ -107,9 +125,7 @@ enum {
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
 	"  --show REGEX         keep only the frames matching REGEX in each stack\n"               \
 	"  --hide REGEX         take the frames matching REGEX out of each stack\n"                \
-	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
-	"                       wrappers (the call site is below them)\n"                          \
-	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
+	AP_VIEW_SYM_HELP                                                                           \
 	AP_VIEW_RUN_HELP                                                                           \
 	"  --json               print JSON (see docs/json.md)\n"                                   \
 	"  -h, --help           show this help\n"                                                  \

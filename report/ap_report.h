@@ -127,15 +127,6 @@ struct ap_report {
 	double dropped_cutoff;
 };
 
-/* The Function.name of a frame in the pprof export: for a C++ name that
- * was demangled (`mangled` starts with _Z and differs from `func`), the
- * short name Go's pprof shows (its default demangling: no return type,
- * no template arguments, no parameters, no const/& qualifiers:
- * "geo::detail::make_point"); any other name as it is. system_name gets
- * the mangled name. Appends to `out`.
- * The views name their function nodes so too (report/pprof_name.c). */
-void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out);
-
 /* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
  * names line and file nodes, and list's routines, so): no "." elements,
  * no "dir/..", no repeated '/'; "./csu/../csu/libc-start.c" is

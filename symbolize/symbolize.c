@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <libiberty/demangle.h>
+
 /* libstdc++'s demangler; libdw has none (eu-addr2line uses the same). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -91,7 +93,8 @@ struct ap_symbolizer {
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 	struct ap_regex *drop; /* --drop-frames, or NULL */
-	bool no_demangle;
+	bool no_demangle, full_names;
+	struct ap_buf scratch;
 	struct pc_entry *tab;	/* the PCs seen, in order */
 	size_t tabn, taballoc;
 	struct ap_u64map pcs;	/* pc -> its entry */
@@ -330,17 +333,36 @@ static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
 }
 
 /* Sets frame names from a linkage or plain name: demangled when it is a
- * C++ name and demangling is on. */
+ * Rust or C++ name and demangling is on; func the short name unless
+ * full_names. */
 static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *name)
 {
 	f->mangled = intern(&s->strs, name);
-	f->func = f->mangled;
-	if (s->no_demangle || strncmp(name, "_Z", 2))
+	f->func = f->full = f->mangled;
+	f->lang = AP_SYM_PLAIN;
+	if (s->no_demangle || name[0] != '_')
 		return;
-	int status = -1;
-	char *d = __cxa_demangle(name, NULL, NULL, &status);
-	if (d && status == 0)
-		f->func = intern(&s->strs, d);
+	/* Rust first: a legacy Rust name is a valid C++ one too (_ZN...E
+	 * with a 17h<hash> element), which __cxa_demangle would leave with
+	 * its $LT$ escapes and hash. Without DMGL_VERBOSE the hash and v0's
+	 * crate disambiguators are left out. */
+	char *d = NULL;
+	if (!strncmp(name, "_R", 2) || !strncmp(name, "_ZN", 3))
+		d = rust_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	if (d) {
+		f->lang = AP_SYM_RUST;
+	} else if (name[1] == 'Z') {
+		int status = -1;
+		d = __cxa_demangle(name, NULL, NULL, &status);
+		if (d && status == 0)
+			f->lang = AP_SYM_CXX;
+	}
+	if (f->lang != AP_SYM_PLAIN) {
+		f->full = intern(&s->strs, d);
+		ap_buf_reset(&s->scratch);
+		ap_sym_short_name(f->full, f->lang, &s->scratch);
+		f->func = s->full_names ? f->full : intern(&s->strs, s->scratch.buf);
+	}
 	free(d);
 }
 
@@ -352,7 +374,8 @@ static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
 		snprintf(tmp, sizeof(tmp), "%s+0x%" PRIx64, m->base, f->module_offset);
 	else
 		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, ap_run_addr(f->pc));
-	f->func = f->mangled = intern(&s->strs, tmp);
+	f->func = f->full = f->mangled = intern(&s->strs, tmp);
+	f->lang = AP_SYM_PLAIN;
 	f->unsymbolized = true;
 }
 
@@ -753,7 +776,38 @@ static const char *const alloc_names[] = {
 	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "asprintf",
 	"vasprintf", "__asprintf", "___asprintf", "__vasprintf",
 	"__vasprintf_internal", "__asprintf_chk", "__vasprintf_chk",
+	/* Rust's global allocator shims (__rust_alloc calls __rdl_alloc,
+	 * the System allocator, or __rg_alloc, a #[global_allocator]) */
+	"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rust_dealloc",
+	"__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc", "__rdl_dealloc",
+	"__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "__rg_dealloc",
 };
+
+/* The crates of Rust's standard library (hashbrown is std's HashMap). */
+static const char *const rust_std_crates[] = { "alloc", "core", "std", "hashbrown" };
+
+/* Whether a Rust short name is a function of the standard library: the
+ * crate its path starts with, or for "<Type as Trait>::f" the Type's
+ * (<alloc::vec::Vec as core::clone::Clone>::clone is the library's, while
+ * <app::Point as core::clone::Clone>::clone is the program's), the
+ * Trait's when the Type is no path (<T as core::any::Any>::type_id, a
+ * blanket impl; <[T] as alloc::slice::hack::ConvertVec>::to_vec). */
+static bool rust_std_frame(const char *name)
+{
+	const char *as = name[0] == '<' ? strstr(name, " as ") : NULL;
+	while (*name == '<' || *name == '&' || *name == '*' || *name == '[' || *name == '(')
+		name++;
+	if (!strncmp(name, "mut ", 4))
+		name += 4;
+	size_t n = strcspn(name, ":<> ");
+	if (as && name + n == as)
+		return rust_std_frame(as + 4);
+	for (size_t i = 0; i < AP_ARRAY_SIZE(rust_std_crates); i++)
+		if (strlen(rust_std_crates[i]) == n && !strncmp(name, rust_std_crates[i], n) &&
+		    name[n] == ':')
+			return true;
+	return false;
+}
 
 /* The qualified name of a demangled function: without the return type a
  * function template's demangled name starts with. */
@@ -774,11 +828,24 @@ static const char *qualified_name(const char *name)
 	return start;
 }
 
-static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f)
+static bool is_allocator(struct ap_symbolizer *s, const struct ap_frame *f)
 {
 	if (f->module && !strncmp(path_base(f->module), "liballocprof", 12))
 		return true;
-	const char *name = f->func;
+	/* The rules read the whole demangled name, whichever name the views
+	 * show; a Rust name's short one, and --drop-frames either. */
+	const char *name = f->full ? f->full : f->func;
+	const char *shortname = f->func;
+	if (s->full_names && f->lang != AP_SYM_PLAIN) {
+		ap_buf_reset(&s->scratch);
+		ap_sym_short_name(name, f->lang, &s->scratch);
+		shortname = s->scratch.buf;
+	}
+	/* Rust's allocation layers between __rust_alloc and the user's
+	 * code: alloc::alloc, RawVec growth, Vec, String, format!, the
+	 * HashMap's hashbrown tables; the call site is the user's line. */
+	if (f->lang == AP_SYM_RUST && rust_std_frame(shortname))
+		return true;
 	if (!strncmp(name, "operator new", 12))
 		return true;
 	const char *c = name;
@@ -793,9 +860,10 @@ static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f
 	 * (std::allocator, allocator_traits, vector growth, string
 	 * construction): the call site is the user's line that asked. */
 	const char *q = qualified_name(name);
-	if (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11))
+	if (f->lang != AP_SYM_RUST && (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11)))
 		return true;
-	if (s->drop && ap_regex_match(s->drop, name))
+	if (s->drop && (ap_regex_match(s->drop, name) ||
+			(shortname != name && ap_regex_match(s->drop, shortname))))
 		return true;
 	return false;
 }
@@ -878,6 +946,7 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		AP_ALLOC_GROW(*out, *n + 1, *alloc);
 		(*out)[(*n)++] = (struct ap_frame){
 			.func = AP_SYM_TRUNCATED,
+			.full = AP_SYM_TRUNCATED,
 			.mangled = AP_SYM_TRUNCATED,
 			.truncated = true,
 		};
@@ -902,6 +971,8 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	ap_u64map_init(&s->pcs, 1024);
 	s->t = t;
 	s->no_demangle = opts->no_demangle;
+	s->full_names = opts->full_names;
+	ap_buf_init(&s->scratch);
 	if (opts->drop_frames) {
 		s->drop = ap_regex_new(opts->drop_frames, "--drop-frames", err);
 		if (!s->drop) {
@@ -976,6 +1047,7 @@ void ap_sym_free(struct ap_symbolizer *s)
 		free(s->warnings[i]);
 	free(s->warnings);
 	ap_regex_free(s->drop);
+	ap_buf_release(&s->scratch);
 	ap_intern_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);

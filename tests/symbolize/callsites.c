@@ -66,7 +66,7 @@ static void print_pcs(struct ap_symbolizer *s, const struct ap_trace *t, const c
 		size_t nf = ap_sym_pc(s, pcs[i], &f);
 		printf("%s 0x%llx\n", m->path, (unsigned long long)(pcs[i] - 1 - m->bias));
 		for (size_t k = 0; k < nf; k++)
-			printf("%s\t%s\t%d\n", f[k].func, f[k].file ? f[k].file : "??", f[k].line);
+			printf("%s\t%s\t%d\n", f[k].full, f[k].file ? f[k].file : "??", f[k].line);
 		printf("\n");
 	}
 	free(pcs);
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 	size_t n = 0, fralloc = 0;
 	for (size_t i = 1; i < t->nstacks; i++) {
 		size_t cs = ap_sym_stack(s, &t->stacks[i], &fr, &n, &fralloc);
-		const char *func = n ? fr[cs].func : "(no stack)";
+		const char *func = n ? fr[cs].full : "(no stack)";
 		const char *file = n && fr[cs].file ? strrchr(fr[cs].file, '/') : NULL;
 		file = file ? file + 1 : (n && fr[cs].file ? fr[cs].file : "??");
 		int line = n ? fr[cs].line : 0;
