@@ -27,7 +27,8 @@ struct ap_frame {
 				 * full one with full_names; "module+0xoff" when
 				 * unknown */
 	const char *full;	/* the whole demangled name (return type,
-				 * template arguments, parameters), or == func */
+				 * template arguments, parameters; also with
+				 * no_demangle), or == mangled */
 	const char *mangled;	/* linkage name as in the symbol table, or == func */
 	enum ap_sym_lang lang;	/* what `full` was demangled from */
 	const char *file;	/* source file (absolute when DWARF says so), or NULL */
@@ -54,7 +55,7 @@ struct ap_sym_options {
 	/* A regex (ap_regex.h): more allocator frames, or NULL. Searched
 	 * (unanchored, use ^...$ to anchor) in the demangled name. */
 	const char *drop_frames;
-	bool no_demangle;
+	bool no_demangle;	/* frame.func is the linkage name */
 	bool full_names;	/* frame.func is the full demangled name */
 };
 

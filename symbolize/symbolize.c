@@ -332,15 +332,16 @@ static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
 	return NULL;
 }
 
-/* Sets frame names from a linkage or plain name: demangled when it is a
- * Rust or C++ name and demangling is on; func the short name unless
- * full_names. */
+/* Sets frame names from a linkage or plain name: full demangled when it
+ * is a Rust or C++ name (also with no_demangle: the allocator rules read
+ * it); func the short name, the full one with full_names, the linkage
+ * name with no_demangle. */
 static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *name)
 {
 	f->mangled = intern(&s->strs, name);
 	f->func = f->full = f->mangled;
 	f->lang = AP_SYM_PLAIN;
-	if (s->no_demangle || name[0] != '_')
+	if (name[0] != '_')
 		return;
 	/* Rust first: a legacy Rust name is a valid C++ one too (_ZN...E
 	 * with a 17h<hash> element), which __cxa_demangle would leave with
@@ -361,7 +362,9 @@ static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *na
 		f->full = intern(&s->strs, d);
 		ap_buf_reset(&s->scratch);
 		ap_sym_short_name(f->full, f->lang, &s->scratch);
-		f->func = s->full_names ? f->full : intern(&s->strs, s->scratch.buf);
+		f->func = s->no_demangle ? f->mangled :
+			  s->full_names	 ? f->full :
+					   intern(&s->strs, s->scratch.buf);
 	}
 	free(d);
 }
@@ -836,7 +839,7 @@ static bool is_allocator(struct ap_symbolizer *s, const struct ap_frame *f)
 	 * show; a Rust name's short one, and --drop-frames either. */
 	const char *name = f->full ? f->full : f->func;
 	const char *shortname = f->func;
-	if (s->full_names && f->lang != AP_SYM_PLAIN) {
+	if ((s->full_names || s->no_demangle) && f->lang != AP_SYM_PLAIN) {
 		ap_buf_reset(&s->scratch);
 		ap_sym_short_name(name, f->lang, &s->scratch);
 		shortname = s->scratch.buf;
@@ -862,8 +865,11 @@ static bool is_allocator(struct ap_symbolizer *s, const struct ap_frame *f)
 	const char *q = qualified_name(name);
 	if (f->lang != AP_SYM_RUST && (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11)))
 		return true;
+	/* --drop-frames: the whole name, the short one, or the one shown
+	 * (the linkage name with no_demangle) */
 	if (s->drop && (ap_regex_match(s->drop, name) ||
-			(shortname != name && ap_regex_match(s->drop, shortname))))
+			(shortname != name && ap_regex_match(s->drop, shortname)) ||
+			(f->func != name && f->func != shortname && ap_regex_match(s->drop, f->func))))
 		return true;
 	return false;
 }

@@ -5,7 +5,8 @@ testdata/cxx recorded with --all: its site geo::Cloud<float>::add(float)
 is named by its short name, geo::Cloud::add, in top, list, peek, timeline,
 advise (text and JSON), flamegraph and the folded and JSON exports; with
 --full-names (or pprof's -symbolize=demangle=full) each of them names it
-by the whole demangled name instead, and never by the short one.
+by the whole demangled name instead, and never by the short one; with
+-symbolize=demangle=none by the linkage name, at the same call site.
 
 usage: names.py ALLOCPROF CXX TMPDIR
 """
@@ -69,6 +70,16 @@ for args in views:
             failures.append("%s: %r in:\n%s" % (what, not_want, out[:3000]))
         else:
             print("ok %s: %s" % (what, want))
+
+# pprof's -symbolize=demangle=none: linkage names, the same call sites
+out = view(["top", "--lines"], ["-symbolize=demangle=none"])
+if "_ZN3geo5CloudIfE3addEf " not in out or "cxx.cpp:" not in out or SHORT in out:
+    failures.append("top --lines -symbolize=demangle=none:\n" + out)
+else:
+    print("ok top --lines -symbolize=demangle=none: _ZN3geo5CloudIfE3addEf")
+for line in out.splitlines():
+    if "_ZN3geo5CloudIfE3addEf" in line and line.split()[0] == "0":
+        failures.append("demangle=none: Cloud::add is no call site: " + line)
 
 for f in failures:
     print("FAIL: " + f)
