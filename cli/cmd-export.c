@@ -46,6 +46,7 @@ static void export_usage(FILE *f)
 	      "                       default sample type, the folded value, the order\n"
 	      "                       of the JSON stacks\n"
 	      AP_VIEW_SYM_HELP
+	      AP_VIEW_SUPP_HELP
 	      "  --no-children        read only the trace files given, not their child traces\n"
 	      "  -h, --help           show this help\n"
 	      "Options are spelled as pprof's too: one dash or two, the value after '='\n"
@@ -143,6 +144,7 @@ int cmd_export(int argc, char **argv)
 		{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },
 		{ "temporary", no_argument, NULL, AP_VOPT_TEMPORARY },
 		AP_VIEW_SYM_LONGOPTS,
+		AP_VIEW_SUPP_LONGOPTS,
 		AP_VIEW_RUN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },

@@ -55,6 +55,7 @@ static void tui_usage(FILE *f)
 	      "  --focus REGEX        keep only stacks with a frame matching REGEX\n"
 	      "  --ignore REGEX       drop stacks with a frame matching REGEX\n"
 	      AP_VIEW_SYM_HELP
+	      AP_VIEW_SUPP_HELP
 	      "  --no-children        read only the trace files given, not their child traces\n"
 	      "  -h, --help           show this help\n\n"
 	      "Environment: NO_COLOR set and not empty draws without colours, in bold\n"

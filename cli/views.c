@@ -130,6 +130,12 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 	case AP_VOPT_DEBUG_DIR:
 		o->sym.debug_dir = arg;
 		return 1;
+	case AP_VOPT_SUPPRESSIONS:
+		o->suppressions = arg;
+		return 1;
+	case AP_VOPT_NO_SUPPRESSIONS:
+		o->no_suppressions = true;
+		return 1;
 	case AP_VOPT_FULL_NAMES:
 		o->sym.full_names = true;
 		return 1;
@@ -282,8 +288,34 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 		ap_view_release(v);
 		return AP_EXIT_FAIL;
 	}
-	if (!o->no_values)
-		v->values = ap_report_stack_values(v->trace);
+	if (o->no_values)
+		return 0;
+	v->values = ap_report_stack_values(v->trace);
+	if (o->no_suppressions && !o->suppressions)
+		return 0;
+	struct ap_suppressions *s =
+	    ap_suppress_new(o->suppressions, !o->no_suppressions, &err);
+	if (!s) {
+		ap_print_error(&err);
+		ap_view_release(v);
+		return AP_EXIT_FAIL;
+	}
+	ap_suppress_values(s, v->trace, v->sym, v->values, &v->suppressed);
+	ap_suppress_free(s);
+	enum ap_sample_index si = o->report.sample_index;
+	if (v->suppressed.bytes > 0 &&
+	    (si == AP_SI_INUSE_SPACE || si == AP_SI_INUSE_OBJECTS)) {
+		char b[32];
+		ap_format_bytes(b, sizeof(b), v->suppressed.bytes);
+		bool builtin = v->suppressed.builtin_bytes > 0;
+		bool file = v->suppressed.bytes > v->suppressed.builtin_bytes;
+		ap_die_msg("note: %s in use in %.0f allocation%s suppressed: %s%s%s%s; "
+			   "--no-suppressions shows %s",
+			   b, v->suppressed.objects, v->suppressed.objects == 1 ? "" : "s",
+			   builtin ? "memory the C and C++ runtimes keep by design" : "",
+			   builtin && file ? ", and " : "", file ? "the rules of " : "",
+			   file ? o->suppressions : "", v->suppressed.objects == 1 ? "it" : "them");
+	}
 	return 0;
 }
 

@@ -37,6 +37,8 @@ enum {
 	AP_VOPT_BY_PROCESS,
 	AP_VOPT_FULL_NAMES, /* AP_VIEW_SYM_LONGOPTS */
 	AP_VOPT_SYMBOLIZE,
+	AP_VOPT_SUPPRESSIONS, /* AP_VIEW_SUPP_LONGOPTS */
+	AP_VOPT_NO_SUPPRESSIONS,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -63,6 +65,22 @@ enum {
 #define AP_VIEW_NAMES_HELP                                                                         \
 	"  --full-names         whole demangled names (return type, template\n"                     \
 	"                       arguments, parameters) instead of short ones\n"
+
+/* Leak suppressions (also in AP_VIEW_LONGOPTS). */
+#define AP_VIEW_SUPP_LONGOPTS                                                  \
+	{ "suppressions", required_argument, NULL, AP_VOPT_SUPPRESSIONS },      \
+	{ "no-suppressions", no_argument, NULL, AP_VOPT_NO_SUPPRESSIONS },     \
+	{ "no_suppressions", no_argument, NULL, AP_VOPT_NO_SUPPRESSIONS }
+
+/* Their help text. */
+#define AP_VIEW_SUPP_HELP                                                                          \
+	"  --suppressions FILE  leaks to leave out of inuse_space and inuse_objects:\n"              \
+	"                       'leak:PATTERN' lines, as LeakSanitizer and heaptrack\n"              \
+	"                       read them (PATTERN in a function, module or file\n"                 \
+	"                       name of the stack; '*' any text, '^' and '$' anchor)\n"             \
+	"  --no-suppressions    leave nothing out: not even the memory the C and\n"                 \
+	"                       C++ runtimes keep by design (libstdc++'s emergency\n"               \
+	"                       exception pool, stdio buffers), left out by default\n"
 
 /* How the traces given are read (also in AP_VIEW_LONGOPTS). */
 #define AP_VIEW_RUN_LONGOPTS                                                   \
@@ -97,6 +115,7 @@ enum {
 	{ "show", required_argument, NULL, AP_VOPT_SHOW },                      \
 	{ "hide", required_argument, NULL, AP_VOPT_HIDE },                      \
 	AP_VIEW_SYM_LONGOPTS,                                                  \
+	AP_VIEW_SUPP_LONGOPTS,                                                 \
 	AP_VIEW_RUN_LONGOPTS,                                                  \
 	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
@@ -126,6 +145,7 @@ enum {
 	"  --show REGEX         keep only the frames matching REGEX in each stack\n"               \
 	"  --hide REGEX         take the frames matching REGEX out of each stack\n"                \
 	AP_VIEW_SYM_HELP                                                                           \
+	AP_VIEW_SUPP_HELP                                                                          \
 	AP_VIEW_RUN_HELP                                                                           \
 	"  --json               print JSON (see docs/json.md)\n"                                   \
 	"  -h, --help           show this help\n"                                                  \
@@ -147,6 +167,8 @@ struct ap_view_opts {
 	bool no_children;	/* --no-children */
 	bool by_process;	/* --by-process */
 	bool no_values;		/* ap_view_load: the command needs no per-stack values */
+	const char *suppressions; /* --suppressions FILE, or NULL */
+	bool no_suppressions;	/* --no-suppressions: not even the built-in rule */
 };
 
 void ap_view_opts_init(struct ap_view_opts *o);
@@ -191,7 +213,8 @@ int ap_view_bad_option(const char *cmd, int opt, char **argv);
 struct ap_view {
 	struct ap_trace *trace;
 	struct ap_symbolizer *sym;
-	struct ap_stack_values *values;
+	struct ap_stack_values *values;	/* in-use values without the suppressed */
+	struct ap_suppressed suppressed;
 };
 
 /* Reads the traces at `paths` (n >= 1) as one (each with its child
@@ -203,8 +226,10 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 		 const char *covers);
 
 /* ap_view_read, then the symbolizer and the per-stack values (a replay of
- * the trace; left NULL with o->no_values). Returns 0, or prints the error
- * and returns AP_EXIT_FAIL. */
+ * the trace; left NULL with o->no_values), suppressions applied to their
+ * in-use values (a note on stderr says what was left out when the view's
+ * sample index is inuse_*). Returns 0, or prints the error and returns
+ * AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
 
 /* Appends a command line as the text views show it, on one line: its
