@@ -10,7 +10,12 @@ are the program's by construction (1000 format!, 100 with_capacity, at
 least one growth of the Vec and of the HashMap); both manglings give the
 same top; timeline and advise name the sites alike.
 
-usage: rust.py ALLOCPROF TESTDATA TMPDIR
+Every frame of every recorded PC in the program (the inline chain and its
+file:line) is what LLVM's llvm-symbolizer --inlining says (the names are
+compared by the unit test of tests/export/test-pb.c: LLVM 14 leaves legacy
+Rust names with their hashes).
+
+usage: rust.py ALLOCPROF CALLSITES TESTDATA TMPDIR
 """
 import os
 import re
@@ -18,7 +23,7 @@ import shutil
 import subprocess
 import sys
 
-allocprof, src, tmp = sys.argv[1:4]
+allocprof, callsites, src, tmp = sys.argv[1:5]
 tmp = os.path.join(tmp, "rust")
 shutil.rmtree(tmp, ignore_errors=True)
 os.makedirs(tmp)
@@ -68,6 +73,27 @@ def site_rows(trace):
     return rows, out
 
 
+def clean(path):
+    return os.path.normpath(path) if path.startswith("/") else path
+
+
+def check_pcs(trace, exe):
+    """The file:line of every frame of the program's PCs against
+    llvm-symbolizer; returns the number of PCs."""
+    ours = {}
+    for block in run(callsites, "--pcs", os.path.basename(exe), trace).strip().split("\n\n"):
+        head, *frames = block.split("\n")
+        ours[head.split(" ")[1]] = [(clean(f.split("\t")[1]), int(f.split("\t")[2]))
+                                    for f in frames]
+    out = run("llvm-symbolizer", "--obj=" + exe, "--inlining", *ours)
+    for addr, block in zip(ours, out.strip("\n").split("\n\n")):
+        lines = block.split("\n")[1::2]
+        want = [(clean(l.rsplit(":", 2)[0]), int(l.rsplit(":", 2)[1])) for l in lines]
+        if ours[addr] != want:
+            failures.append("%s %s: frames %s, llvm-symbolizer %s" % (exe, addr, ours[addr], want))
+    return len(ours)
+
+
 tops = {}
 for mangling in ("legacy", "v0"):
     exe = os.path.join(tmp, "rustapp-" + mangling)
@@ -106,7 +132,9 @@ for mangling in ("legacy", "v0"):
         for func in funcs:
             if func + " rustapp.rs:" not in text:
                 failures.append("%s: %s does not name %s:\n%s" % (mangling, cmd[0], func, text))
-    print("%s: %d call sites, the program's lines" % (mangling, len(sites)))
+    npcs = check_pcs(trace, exe) if shutil.which("llvm-symbolizer") else 0
+    print("%s: %d call sites, the program's lines; %d PCs' frames as llvm-symbolizer's"
+          % (mangling, len(sites), npcs))
 
 if tops["legacy"] != tops["v0"]:
     failures.append("legacy and v0 call sites differ:\n%s\n---\n%s"
