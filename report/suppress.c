@@ -11,8 +11,8 @@
 
 struct ap_suppressions {
 	bool builtin;
-	struct ap_regex **re;	/* one per leak: line of the file */
-	char **pattern;		/* as written, for the note */
+	struct ap_regex **re; /* one per leak: line of the file */
+	char **pattern;	      /* as written, for the note */
 	size_t n, alloc;
 };
 

@@ -29,9 +29,9 @@ static int match(const struct ap_suppressions *s, const char *func, const char *
 		 const char *module, const char *file)
 {
 	struct ap_frame fr[3] = {
-		{ .func = "malloc", .full = "malloc", .module = "/lib/libc.so.6", .allocator = true },
-		{ .func = func, .full = full ? full : func, .module = module, .file = file },
-		{ .func = "main", .full = "main", .module = "/bin/app", .file = "/src/main.c" },
+	    {.func = "malloc", .full = "malloc", .module = "/lib/libc.so.6", .allocator = true},
+	    {.func = func, .full = full ? full : func, .module = module, .file = file},
+	    {.func = "main", .full = "main", .module = "/bin/app", .file = "/src/main.c"},
 	};
 	return ap_suppress_stack(s, fr, 3, 1);
 }
@@ -48,7 +48,8 @@ int main(void)
 					 false, &err);
 	CHECK(s, "load: %s", err.msg);
 	if (s) {
-		CHECK(match(s, "fill_cache_now", NULL, "/bin/app", NULL) == 0, "glob in the middle");
+		CHECK(match(s, "fill_cache_now", NULL, "/bin/app", NULL) == 0,
+		      "glob in the middle");
 		CHECK(match(s, "cache", NULL, "/bin/app", NULL) == -1, "'cache_*' needs the '_'");
 		CHECK(match(s, "app::Pool::get", "app::Pool<int>::get(int)", "/bin/app", NULL) == 1,
 		      "anchored, on the short name");
