@@ -14,8 +14,9 @@
  * to the first that holds its capacity; above the last, malloc and free
  * as without a pool). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
- * calls=N hits=N spin_ns=N` (cpu_ns without spin_ns, the time spent
- * spinning on other threads), and exits 0; or prints `allocprof-replay: why` on
+ * calls=N hits=N spin_ns=N cpus=N` (cpu_ns without spin_ns, the time spent
+ * spinning on other threads; cpus: the CPUs its affinity let it use, which
+ * advise chooses), and exits 0; or prints `allocprof-replay: why` on
  * stderr and exits 1.
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
@@ -30,6 +31,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -552,11 +554,13 @@ int main(int argc, char **argv)
 	 * time, but keep the figure sane if the clocks disagree. */
 	uint64_t cpu = c1 - c0;
 	cpu = spin < cpu ? cpu - spin : 0;
+	cpu_set_t cpus;
+	int ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
 	printf("cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld calls=%llu "
-	       "hits=%llu spin_ns=%llu\n",
+	       "hits=%llu spin_ns=%llu cpus=%d\n",
 	       (unsigned long long)cpu, (unsigned long long)(w1 - w0), r1.ru_minflt - r0.ru_minflt,
 	       r1.ru_majflt - r0.ru_majflt, status_kb("VmHWM"), rss0, (unsigned long long)calls,
-	       (unsigned long long)hits, (unsigned long long)spin);
+	       (unsigned long long)hits, (unsigned long long)spin, ncpus);
 	fflush(stdout);
 	_exit(ferror(stdout) ? 1 : 0);
 }
