@@ -124,6 +124,9 @@ _allocprof()
 		PATH | FILE) compopt -o filenames 2>/dev/null; reply=($(compgen -f -- "$cur")) ;;
 		DIR | DIRS) compopt -o filenames 2>/dev/null; reply=($(compgen -d -- "$cur")) ;;
 		FMT) reply=($(compgen -W "$(_allocprof_values "$cmd" "$opt")" -- "$cur")) ;;
+		*'|'*)
+			# N|all: the lowercase words are the values spelled out
+			reply=($(compgen -W "$(tr '|' ' ' <<<"${prevarg//[A-Z]/}")" -- "$cur")) ;;
 		NAME)
 			[[ $opt == --sample[-_]index ]] &&
 				reply=($(compgen -W "alloc_space alloc_objects inuse_space inuse_objects" -- "$cur")) ;;
