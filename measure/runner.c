@@ -58,8 +58,9 @@ struct slot {
 
 struct rthread {
 	_Alignas(64) _Atomic uint64_t done;	/* ops done (published ones are exact) */
-	atomic_uint fx;				/* futex word: bumped at each publish */
+	atomic_uint fx;				/* futex word: bumped at each wake-up */
 	atomic_uint waiters;
+	_Atomic uint64_t wake_at;		/* the first op a sleeper waits for */
 	uint32_t idx;
 	uint64_t calls, hits;			/* allocator calls made; pool hits */
 	uint64_t spin_ns;			/* spent spinning on other threads */
@@ -133,9 +134,15 @@ static void release(void *obj, void *ctx)
 /* Waiting for another thread is the harness's, not the allocator's: a
  * waiter spins a little (waking from a futex costs more than most waits
  * last), and the time it spins is taken off the run's CPU time; then it
- * sleeps, which costs no CPU time. A wake-up can be missed (a release
- * store and a relaxed load are not ordered): sleeps are bounded by
- * WAIT_SLEEP_NS, so a missed one costs time, never a hang. */
+ * sleeps, which costs no CPU time. A sleeper says which op it waits for
+ * (wake_at, the smallest of them), and the publisher wakes the sleepers
+ * when it gets there, not at every op it publishes: a consumer asleep
+ * while its producer runs on the same CPU made the producer enter the
+ * kernel to wake it at every block, half a million futex calls per
+ * million events (bench/twins' prodcons on one CPU), the harness's
+ * system time counted as the allocator's. A wake-up can be missed (a
+ * release store and a relaxed load are not ordered): sleeps are bounded
+ * by WAIT_SLEEP_NS, so a missed one costs time, never a hang. */
 #define WAIT_SPINS 100
 #define WAIT_SLEEP_NS 200000
 
@@ -155,7 +162,11 @@ static void sleep_on(atomic_uint *w, unsigned val)
 static void publish(struct rthread *t, uint64_t i)
 {
 	atomic_store_explicit(&t->done, i + 1, memory_order_release);
-	if (atomic_load_explicit(&t->waiters, memory_order_relaxed)) {
+	if (atomic_load_explicit(&t->waiters, memory_order_relaxed) &&
+	    atomic_load_explicit(&t->wake_at, memory_order_relaxed) <= i) {
+		/* every sleeper wakes, and one that waits for a later op
+		 * asks again */
+		atomic_store(&t->wake_at, UINT64_MAX);
 		atomic_fetch_add_explicit(&t->fx, 1, memory_order_relaxed);
 		futex(&t->fx, FUTEX_WAKE, INT_MAX);
 	}
@@ -182,6 +193,9 @@ static void wait_for(struct rthread *me, struct rthread *t, uint64_t i)
 	atomic_fetch_add(&t->waiters, 1);
 	for (;;) {
 		unsigned f = atomic_load(&t->fx);
+		uint64_t w = atomic_load(&t->wake_at);
+		while (i < w && !atomic_compare_exchange_weak(&t->wake_at, &w, i))
+			;
 		if (atomic_load_explicit(&t->done, memory_order_acquire) > i)
 			break;
 		sleep_on(&t->fx, f);
@@ -520,8 +534,10 @@ int main(int argc, char **argv)
 		     -1, 0);
 	if (slots == MAP_FAILED)
 		die("%s", "out of memory for the slots");
-	for (uint32_t k = 0; k < hdr->nthreads; k++)
+	for (uint32_t k = 0; k < hdr->nthreads; k++) {
 		thr[k].idx = k;
+		thr[k].wake_at = UINT64_MAX;
+	}
 	if (site >= 0) {
 		chosen = (uint32_t)site;
 		for (unsigned k = 0; k < nclasses; k++)
