@@ -14,9 +14,10 @@
  * to the first that holds its capacity; above the last, malloc and free
  * as without a pool). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
- * calls=N hits=N spin_ns=N cpus=N` (cpu_ns without spin_ns, the time spent
- * spinning on other threads; cpus: the CPUs its affinity let it use, which
- * advise chooses), and exits 0; or prints `allocprof-replay: why` on
+ * calls=N hits=N spin_ns=N cpus=N wakes=N` (cpu_ns without spin_ns, the
+ * time spent spinning on other threads; cpus: the CPUs its affinity let it
+ * use, which advise chooses; wakes: the threads' wake-ups of others
+ * asleep on them), and exits 0; or prints `allocprof-replay: why` on
  * stderr and exits 1.
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
@@ -64,6 +65,7 @@ struct rthread {
 	uint32_t idx;
 	uint64_t calls, hits;			/* allocator calls made; pool hits */
 	uint64_t spin_ns;			/* spent spinning on other threads */
+	uint64_t wakes;				/* its wake-ups of its sleepers */
 };
 
 static const struct ap_rs_header *hdr;
@@ -169,6 +171,7 @@ static void publish(struct rthread *t, uint64_t i)
 		atomic_store(&t->wake_at, UINT64_MAX);
 		atomic_fetch_add_explicit(&t->fx, 1, memory_order_relaxed);
 		futex(&t->fx, FUTEX_WAKE, INT_MAX);
+		t->wakes++;
 	}
 }
 
@@ -560,11 +563,12 @@ int main(int argc, char **argv)
 	uint64_t c1 = ns(CLOCK_PROCESS_CPUTIME_ID), w1 = ns(CLOCK_MONOTONIC);
 	getrusage(RUSAGE_SELF, &r1);
 
-	uint64_t calls = 0, hits = 0, spin = 0;
+	uint64_t calls = 0, hits = 0, spin = 0, wakes = 0;
 	for (uint32_t k = 0; k < hdr->nthreads; k++) {
 		calls += thr[k].calls;
 		hits += thr[k].hits;
 		spin += thr[k].spin_ns;
+		wakes += thr[k].wakes;
 	}
 	/* The spinning is the harness's (above); it cannot exceed the CPU
 	 * time, but keep the figure sane if the clocks disagree. */
@@ -573,10 +577,10 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 	int ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
 	printf("cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld calls=%llu "
-	       "hits=%llu spin_ns=%llu cpus=%d\n",
+	       "hits=%llu spin_ns=%llu cpus=%d wakes=%llu\n",
 	       (unsigned long long)cpu, (unsigned long long)(w1 - w0), r1.ru_minflt - r0.ru_minflt,
 	       r1.ru_majflt - r0.ru_majflt, status_kb("VmHWM"), rss0, (unsigned long long)calls,
-	       (unsigned long long)hits, (unsigned long long)spin, ncpus);
+	       (unsigned long long)hits, (unsigned long long)spin, ncpus, (unsigned long long)wakes);
 	fflush(stdout);
 	_exit(ferror(stdout) ? 1 : 0);
 }

@@ -54,9 +54,11 @@ struct ap_measure_job {
 };
 
 /* What one variant cost, as medians over its runs; cpus: the CPUs the
- * runner's affinity let it use (0: not said). */
+ * runner's affinity let it use (0: not said); wakes: how often its
+ * threads woke others asleep waiting for them (the harness's, not the
+ * allocator's). */
 struct ap_run_cost {
-	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus;
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
 };
 
 struct ap_measured {

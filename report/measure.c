@@ -386,7 +386,7 @@ void ap_measure_opts_init(struct ap_measure_opts *o)
 }
 
 struct sample {
-	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus;
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
 };
 
 static double now_ns(void)
@@ -472,6 +472,7 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	unsigned long long cpu, wall, calls, hits;
 	long minflt, majflt, maxrss, rss0;
 	unsigned ncpus = 0;
+	unsigned long long wakes = 0;
 	if (!res || sscanf(res, "cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld "
 			"calls=%llu hits=%llu", &cpu, &wall, &minflt, &majflt, &maxrss, &rss0, &calls,
 		   &hits) != 8)
@@ -479,9 +480,11 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	const char *c = strstr(res, " cpus=");
 	if (c)
 		sscanf(c, " cpus=%u", &ncpus);
+	if ((c = strstr(res, " wakes=")))
+		sscanf(c, " wakes=%llu", &wakes);
 	*out = (struct sample){ .cpu_ns = (double)cpu, .wall_ns = (double)wall, .minflt = (double)minflt,
 				.maxrss_kb = (double)(maxrss - rss0), .calls = (double)calls,
-				.hits = (double)hits, .cpus = (double)ncpus };
+				.hits = (double)hits, .cpus = (double)ncpus, .wakes = (double)wakes };
 	return 0;
 }
 
@@ -534,6 +537,7 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	MED(calls);
 	MED(hits);
 	MED(cpus);
+	MED(wakes);
 #undef MED
 	free(x);
 }

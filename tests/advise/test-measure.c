@@ -118,10 +118,9 @@ static void test_one_thread(void)
 	ap_trace_free(t);
 }
 
-/* Two threads: thread 1 allocates 1000 blocks, thread 2 frees each (a
- * handoff), interleaved in time. The replay must wait for each block
- * and end (no deadlock), with every call made once. */
-static void test_handoff(void)
+/* Two threads: thread 1 allocates n blocks, thread 2 frees each (a
+ * handoff), interleaved in time. */
+static struct ap_trace *handoff_trace(int n)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
@@ -134,12 +133,19 @@ static void test_handoff(void)
 	ap_tw_thread(tw, 1000, "main");
 	ap_tw_thread(tw, 1001, "worker");
 	uint64_t ts = START + 1000;
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t a = 0x100000 + (uint64_t)(i % 7) * 0x1000;
 		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, a, 64 + (uint64_t)i % 300, st);
 		ap_tw_free(tw, 1001, ts++, 1, a);
 	}
-	struct ap_trace *t = synth_finish(tw, ts);
+	return synth_finish(tw, ts);
+}
+
+/* 1000 blocks handed over: the replay must wait for each block and end
+ * (no deadlock), with every call made once. */
+static void test_handoff(void)
+{
+	struct ap_trace *t = handoff_trace(1000);
 	uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_measure_job job = { .site = 0 };
 	struct ap_measured out;
@@ -158,6 +164,28 @@ static void test_handoff(void)
 	ap_trace_free(t);
 }
 
+/* The script of t, whose stack 1 is site 0; NULL, a failure noted, when
+ * it cannot be made. */
+static struct ap_script *site0_script(const struct ap_trace *t, const char *what)
+{
+	static const uint32_t sites[2] = { UINT32_MAX, 0 };
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, 0, &err);
+	CHECK(s != NULL, "%s: script: %s", what, err.msg);
+	return s;
+}
+
+/* Options for `rounds` rounds of the runner, on `cpus` CPUs (0: all). */
+static struct ap_measure_opts opts_of(unsigned rounds, unsigned cpus)
+{
+	struct ap_measure_opts o;
+	ap_measure_opts_init(&o);
+	o.runner = runner;
+	o.min_rounds = o.max_rounds = rounds;
+	o.cpus = cpus;
+	return o;
+}
+
 /* The runs on the first k CPUs of this thread's mask (opts.cpus): the
  * runner says how many it may use, and the mask is the same after. */
 static void test_pinned(void)
@@ -170,10 +198,7 @@ static void test_pinned(void)
 		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
 	}
 	struct ap_trace *t = synth_finish(tw, ts);
-	uint32_t sites[2] = { UINT32_MAX, 0 };
-	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, 0, &err);
-	CHECK(s != NULL, "pinned: script: %s", err.msg);
+	struct ap_script *s = site0_script(t, "pinned");
 	if (!s)
 		return;
 	cpu_set_t before, after;
@@ -183,10 +208,8 @@ static void test_pinned(void)
 	struct ap_measure_job job = { .site = 0 };
 	struct ap_measured out;
 	struct ap_run_cost base, rec;
-	struct ap_measure_opts o;
-	ap_measure_opts_init(&o);
-	o.runner = runner;
-	o.min_rounds = o.max_rounds = 2;
+	struct ap_error err;
+	struct ap_measure_opts o = opts_of(2, 0);
 	/* as they are: every CPU */
 	CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "pinned: %s", err.msg);
 	EQ("unpinned: the baseline's CPUs", base.cpus, here);
@@ -201,6 +224,27 @@ static void test_pinned(void)
 	      CPU_COUNT(&before));
 	if (here < 2)
 		fprintf(stderr, "test-measure: one CPU allowed here: pinning to one changes nothing\n");
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
+/* 50,000 blocks handed over on one CPU: the freeing thread sleeps while
+ * the allocating one runs (they cannot run at once), and is woken when
+ * the block it waits for is there, not at every block published before
+ * it (which cost a futex call a block: ~50,000 wake-ups; ~70 now). */
+static void test_wakes(void)
+{
+	struct ap_trace *t = handoff_trace(50000);
+	struct ap_script *s = site0_script(t, "wakes");
+	if (!s)
+		return;
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+	struct ap_error err;
+	struct ap_measure_opts o = opts_of(3, 1);
+	CHECK(ap_measure(s, NULL, 0, &o, &out, &base, &rec, &err) == 0, "wakes: %s", err.msg);
+	EQ("wakes: calls", base.calls, 100000);
+	CHECK(base.wakes <= 2500, "wakes: %.0f wake-ups for 50000 blocks handed over", base.wakes);
 	ap_script_free(s);
 	ap_trace_free(t);
 }
@@ -377,6 +421,7 @@ int main(int argc, char **argv)
 	test_handoff();
 	test_slack();
 	test_pinned();
+	test_wakes();
 	test_replay_cpus();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
