@@ -97,6 +97,7 @@ struct counts {
 	uint64_t reallocs, reallocs_avoided, realloc_bytes_avoided;
 	uint64_t puts, dropped_cap, released;
 	int64_t held, held_peak;
+	uint32_t held_changes; /* a thread's: since it last added its held up */
 };
 
 struct site {
@@ -138,26 +139,23 @@ static char refused[512];
 static uint64_t gogc = 100;
 static int walks; /* some sites need the stack walked */
 
-/* Threads: counters are plain loads and stores while the process has one
- * thread (a lock-prefixed add per call would be billed to the pool), and
- * atomic adds once a second thread has called in. */
+/* Threads: set once a second thread has called in (the pacer and what
+ * pools hold are then counted per thread and added up now and then). */
 static int threaded;
 static int nthreads_seen;
 
-#define ADD(v, n)                                                                                  \
-	do {                                                                                       \
-		if (UNLIKELY(threaded))                                                            \
-			__atomic_fetch_add(&(v), (n), __ATOMIC_RELAXED);                           \
-		else                                                                               \
-			(v) += (n);                                                                \
-	} while (0)
-
 /* One thread's counts, linked for the sum at exit (never freed: a
- * thread's memory is 64 bytes). */
+ * thread's memory is 32 bytes, and 128 a site it used). Each thread
+ * counts its sites' gets, hits and puts in its own array `c` (made at
+ * its first use of a site): shared counters, lock-prefixed adds on lines
+ * that move between CPUs, cost threads that pool at once more than the
+ * pool saved them (bench/twins' mtbuf: four threads). What pools hold
+ * (held) is the sites' own, below. */
 struct tstate {
 	uint64_t calls;
 	uint64_t since; /* bytes asked for since this thread last told the pacer */
 	struct tstate *next;
+	struct counts *c; /* nsites of them; NULL until the thread uses a site */
 };
 static struct tstate *tstates;
 static int tstates_lock;
@@ -194,6 +192,54 @@ static inline struct tstate *me(void)
 {
 	struct tstate *t = tls_me;
 	return LIKELY(t) ? t : me_slow();
+}
+
+/* This thread's counts of site s (a static, unused one if it has no
+ * memory for them: the counts are then short, the program unharmed). */
+static __attribute__((noinline)) struct counts *tcounts_slow(struct tstate *t, const struct site *s);
+
+static inline struct counts *tcounts(const struct site *s)
+{
+	struct tstate *t = tls_me;
+	if (LIKELY(t && t->c))
+		return &t->c[s - sites];
+	return tcounts_slow(t, s);
+}
+
+static struct counts tcounts_none;
+
+static struct counts *tcounts_slow(struct tstate *t, const struct site *s)
+{
+	if (!t && !(t = me()))
+		return &tcounts_none;
+	if (!t->c) {
+		t->c = __libc_calloc(nsites ? nsites : 1, sizeof(*t->c));
+		if (!t->c)
+			return &tcounts_none;
+	}
+	return &t->c[s - sites];
+}
+
+/* Sums every thread's counts of site i into *sum (held and held_peak
+ * are the site's own). Under tstates_lock, or with one thread left. */
+static void tcounts_sum(unsigned i, struct counts *sum)
+{
+	for (struct tstate *t = tstates; t; t = t->next) {
+		const struct counts *c = t->c ? &t->c[i] : NULL;
+		if (!c)
+			continue;
+		sum->gets += c->gets;
+		sum->small += c->small;
+		for (unsigned k = 0; k < 5; k++)
+			sum->src[k] += c->src[k];
+		sum->alloc_bytes_avoided += c->alloc_bytes_avoided;
+		sum->reallocs += c->reallocs;
+		sum->reallocs_avoided += c->reallocs_avoided;
+		sum->realloc_bytes_avoided += c->realloc_bytes_avoided;
+		sum->puts += c->puts;
+		sum->dropped_cap += c->dropped_cap;
+		sum->released += c->released;
+	}
 }
 
 /* ---- cycles, paced as advise's --gc=gogc:N models them (pool-model.md
@@ -431,6 +477,44 @@ static inline size_t off_of(void *p)
 	return (size_t)(hdr(p)[0] >> 48) << 4;
 }
 
+/* What site s's pools hold moved by v bytes. One thread: s->c.held
+ * and its peak, exactly. Threads: each keeps its change in its own
+ * counts' `held` and adds it to the site's (an atomic add, the peak
+ * kept) at its 8th change if that one is a Put (a thread that pools
+ * an object at a time then adds itself up holding it), at its 64th in
+ * any case, and past 1 MiB either way: the site's held lags the truth
+ * by a few objects a thread, and an atomic add per Get and Put (a
+ * cache line every thread's CPU writes) is gone. */
+#define HELD_BOUND (1 << 20)
+
+static __attribute__((noinline)) void held_fold(struct site *s, struct counts *tc, int64_t d)
+{
+	tc->held = 0;
+	tc->held_changes = 0;
+	int64_t h = __atomic_add_fetch(&s->c.held, d, __ATOMIC_RELAXED);
+	int64_t pk = __atomic_load_n(&s->c.held_peak, __ATOMIC_RELAXED);
+	while (h > pk && !__atomic_compare_exchange_n(&s->c.held_peak, &pk, h, 1, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
+		;
+}
+
+static inline void held_change(struct site *s, int64_t v)
+{
+	if (UNLIKELY(threaded)) {
+		struct counts *tc = tcounts(s);
+		int64_t d = tc->held + v;
+		uint32_t n = ++tc->held_changes;
+		if (UNLIKELY((n >= 8 && v > 0) || n >= 64 || d > HELD_BOUND || d < -HELD_BOUND))
+			held_fold(s, tc, d);
+		else
+			tc->held = d;
+		return;
+	}
+	s->c.held += v;
+	if (s->c.held > s->c.held_peak)
+		s->c.held_peak = s->c.held;
+}
+
 /* Back to glibc. */
 static void block_release(void *p)
 {
@@ -440,8 +524,8 @@ static void block_release(void *p)
 static void pool_release(void *obj, void *ctx)
 {
 	struct site *s = ctx;
-	ADD(s->c.held, -(int64_t)cap_of(obj));
-	ADD(s->c.released, 1);
+	held_change(s, -(int64_t)cap_of(obj));
+	tcounts(s)->released++;
 	block_release(obj);
 }
 
@@ -493,34 +577,20 @@ static void *site_get(struct site *s, size_t n, size_t align, int zero)
 		char *x = vpool_get_from(pool, &src);
 		if (x) {
 			uint64_t c = cap_of(x);
-			ADD(s->c.src[src], 1);
-			ADD(s->c.held, -(int64_t)c);
+			struct counts *tc = tcounts(s);
+			tc->src[src]++;
+			held_change(s, -(int64_t)c);
 			if (c >= n && !((uintptr_t)x & (align - 1))) {
-				ADD(s->c.alloc_bytes_avoided, n);
+				tc->alloc_bytes_avoided += n;
 				if (zero)
 					memset(x, 0, n);
 				return x;
 			}
-			ADD(s->c.small, 1);
+			tc->small++;
 			block_release(x);
 		}
 	}
 	return site_new(s, n, align, zero);
-}
-
-static void held_more(struct site *s, uint64_t c)
-{
-	if (UNLIKELY(threaded)) {
-		int64_t h = __atomic_add_fetch(&s->c.held, (int64_t)c, __ATOMIC_RELAXED);
-		int64_t pk = __atomic_load_n(&s->c.held_peak, __ATOMIC_RELAXED);
-		while (h > pk && !__atomic_compare_exchange_n(&s->c.held_peak, &pk, h, 1,
-							      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
-	} else {
-		s->c.held += (int64_t)c;
-		if (s->c.held > s->c.held_peak)
-			s->c.held_peak = s->c.held;
-	}
 }
 
 /* A Put: the block back to its site's pool, or to glibc above the cap (or
@@ -530,13 +600,14 @@ static void site_put(void *p, uint64_t tag)
 	struct site *s = (struct site *)(uintptr_t)(tag & ~(uint64_t)15);
 	uint64_t c = cap_of(p);
 	struct vpool *pool = !s->cap_limit || c <= s->cap_limit ? pool_of(s, c) : NULL;
-	ADD(s->c.puts, 1);
+	struct counts *tc = tcounts(s);
+	tc->puts++;
 	if (!pool) {
-		ADD(s->c.dropped_cap, 1);
+		tc->dropped_cap++;
 		block_release(p);
 		return;
 	}
-	held_more(s, c);
+	held_change(s, (int64_t)c);
 	vpool_put(pool, p);
 }
 
@@ -551,10 +622,11 @@ static void *site_realloc(void *p, uint64_t tag, size_t n)
 	}
 	uint64_t c = cap_of(p);
 	size_t off = off_of(p);
-	ADD(s->c.reallocs, 1);
+	struct counts *tc = tcounts(s);
+	tc->reallocs++;
 	if (n <= c) {
-		ADD(s->c.reallocs_avoided, 1);
-		ADD(s->c.realloc_bytes_avoided, n);
+		tc->reallocs_avoided++;
+		tc->realloc_bytes_avoided += n;
 		return p;
 	}
 	if (!poolable(n, 16)) {
@@ -590,7 +662,7 @@ static inline void *alloc_at(uintptr_t ra, uint32_t kind, size_t n, size_t align
 {
 	struct site *s = site_of(ra, kind);
 	if (UNLIKELY(s)) {
-		ADD(s->c.gets, 1);
+		tcounts(s)->gets++;
 		if (pooling && poolable(n, align))
 			return site_get(s, n, align, zero);
 	}
@@ -858,12 +930,17 @@ static void fork_child(void)
 	my_pid = getpid();
 	for (unsigned i = 0; i < nsites; i++) {
 		int64_t held = sites[i].c.held;
+		for (struct tstate *t = tstates; t; t = t->next)
+			held += t->c ? t->c[i].held : 0;
 		memset(&sites[i].c, 0, sizeof(sites[i].c));
 		sites[i].c.held = held;
 		sites[i].c.held_peak = held;
 	}
-	for (struct tstate *t = tstates; t; t = t->next)
+	for (struct tstate *t = tstates; t; t = t->next) {
 		t->calls = 0;
+		if (t->c)
+			memset(t->c, 0, nsites * sizeof(*t->c));
+	}
 	gc_cycles = 0;
 }
 
@@ -1073,7 +1150,9 @@ __attribute__((destructor)) static void try_fini(void)
 				(int)getpid(), (unsigned long long)calls, vm_hwm_kb(),
 				(unsigned long long)gc_cycles, refused[0] ? refused : "-");
 	for (unsigned i = 0; i < nsites && len < sizeof(buf); i++) {
-		const struct counts *c = &sites[i].c;
+		struct counts sum = {.held_peak = sites[i].c.held_peak};
+		const struct counts *c = &sum;
+		tcounts_sum(i, &sum);
 		uint64_t hits = c->src[VPOOL_PRIVATE] + c->src[VPOOL_SHARED] +
 				c->src[VPOOL_STOLEN] + c->src[VPOOL_VICTIM];
 		len += (size_t)snprintf(
