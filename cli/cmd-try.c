@@ -1132,8 +1132,10 @@ int cmd_try(int argc, char **argv)
 		case OPT_REPLAY_CPUS:
 			if (ap_view_parse_replay_cpus(&vm, optarg) < 0)
 				return ap_usage_error(
-				    "try", "--replay-cpus wants a number of CPUs from 1 to 65536, or all, "
-					   "not '%s'", optarg);
+				    "try",
+				    "--replay-cpus wants a number of CPUs from 1 to 65536, or all, "
+				    "not '%s'",
+				    optarg);
 			break;
 		case AP_VOPT_JSON:
 			json = true;

@@ -53,7 +53,7 @@ struct ap_tw_header {
 	const char *const *argv;
 	size_t argc;
 	uint64_t cpus;
-	uint64_t allowed_cpus;	  /* HEADER allowed_cpus, written if not 0 */
+	uint64_t allowed_cpus; /* HEADER allowed_cpus, written if not 0 */
 	uint64_t start_realtime_ns, start_ns;
 	uint64_t max_depth;
 	uint64_t page_size;
