@@ -32,42 +32,133 @@ static void diff_usage(FILE *f)
 	      "  --lines              one node per source line\n"
 	      "  --files              one node per source file\n"
 	      "  --cum                compare cum values instead of flat\n"
-	      "  --fail-above INDEX=+P%  exit 1, naming the nodes, where NEW's flat\n"
-	      "                       value of INDEX exceeds BASE's by more than P%\n"
-	      "                       (INDEX=+N: by more than N); may be repeated\n" AP_VIEW_OPTIONS_HELP
-	      "Exit status: 0, 1 when a --fail-above limit is passed or a trace cannot\n"
-	      "be read, 2 for bad usage.\n",
+	      "  --fail-above LIMIT   exit 1, naming what rose, when NEW passes LIMIT:\n"
+	      "                       WHAT=+CHANGE[,+CHANGE...], WHAT an INDEX (each\n"
+	      "                       node's flat value), total.INDEX (the whole\n"
+	      "                       trace's) or peak (the peak in-use bytes stats\n"
+	      "                       prints), CHANGE P% (relative to BASE), N or a\n"
+	      "                       size such as 1MB (absolute); the CHANGEs of one\n"
+	      "                       LIMIT must all be passed (AND: +10%,+64kB is a\n"
+	      "                       10% gate with a 64kB floor), and any one of\n"
+	      "                       several --fail-above fails (OR)\n" AP_VIEW_OPTIONS_HELP
+	      "Exit status: 0, 1 when a --fail-above limit is passed, 2 when a trace\n"
+	      "cannot be read or on bad usage.\n",
 	      f);
 }
 
-/* --fail-above INDEX=+P% or INDEX=+N */
+/* "+12.5%", "-100%", "new" when the base is 0. */
+static void change_pct(char *out, size_t len, double base, double delta)
+{
+	if (base == 0)
+		snprintf(out, len, delta != 0 ? "new" : "0%%");
+	else
+		snprintf(out, len, "%+.3g%%", 100 * delta / base);
+}
+
+/* diff's exit status when it cannot tell (a trace that cannot be read,
+ * bad usage): 2, apart from 1, "a limit was passed". */
+#define DIFF_EXIT_CANNOT AP_EXIT_USAGE
+
+/* --fail-above WHAT=+CHANGE[,+CHANGE...]: what is compared, and the
+ * changes that must all be passed. */
+enum limit_of { LIMIT_NODES, LIMIT_TOTAL, LIMIT_PEAK };
+#define LIMIT_MAX_CHANGES 4
 struct limit {
-	enum ap_sample_index si;
-	double v;
-	bool pct;
+	enum limit_of of;
+	enum ap_sample_index si; /* LIMIT_PEAK: AP_SI_PEAK_SPACE, for its unit */
+	size_t n;
+	struct {
+		double v;
+		bool pct;
+	} c[LIMIT_MAX_CHANGES];
 };
+
+/* One CHANGE, "+P%", "+N" or (bytes) "+1.5MB", of `len` bytes at s. */
+static int parse_change(const char *s, size_t len, bool bytes, struct limit *l)
+{
+	char buf[64];
+	if (len < 2 || len >= sizeof(buf) || *s != '+' || l->n == LIMIT_MAX_CHANGES)
+		return -1;
+	memcpy(buf, s + 1, len - 1);
+	buf[len - 1] = 0;
+	char *end;
+	double v = strtod(buf, &end);
+	if (end == buf || !(v >= 0) || !isfinite(v))
+		return -1;
+	bool pct = *end == '%';
+	if (pct && end[1])
+		return -1;
+	if (!pct && *end) {
+		/* a size: ap_parse_size's units (1MB, 64kB, 1.5MiB) */
+		uint64_t sz;
+		if (!bytes || ap_parse_size(buf, &sz))
+			return -1;
+		v = (double)sz;
+	}
+	l->c[l->n].v = v;
+	l->c[l->n++].pct = pct;
+	return 0;
+}
 
 static int parse_limit(const char *arg, struct limit *l)
 {
 	const char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || eq[1] != '+')
+	memset(l, 0, sizeof(*l));
+	if (!eq || eq == arg)
 		return -1;
-	char name[32];
+	char name[48];
 	size_t n = (size_t)(eq - arg);
 	if (n >= sizeof(name))
 		return -1;
 	memcpy(name, arg, n);
 	name[n] = 0;
-	if (ap_export_parse_index(name, &l->si))
-		return -1;
-	char *end;
-	l->v = strtod(eq + 2, &end);
-	if (end == eq + 2 || !(l->v >= 0))
-		return -1;
-	l->pct = *end == '%';
-	if (l->pct)
-		end++;
-	return *end ? -1 : 0;
+	const char *index = name;
+	if (!strcmp(name, "peak")) {
+		l->of = LIMIT_PEAK;
+		l->si = AP_SI_PEAK_SPACE;
+	} else {
+		if (!strncmp(name, "total.", 6)) {
+			l->of = LIMIT_TOTAL;
+			index += 6;
+		}
+		if (ap_export_parse_index(index, &l->si))
+			return -1;
+	}
+	for (const char *c = eq + 1;;) {
+		const char *comma = strchr(c, ',');
+		size_t len = comma ? (size_t)(comma - c) : strlen(c);
+		if (parse_change(c, len, ap_sample_index_is_bytes(l->si), l))
+			return -1;
+		if (!comma)
+			return 0;
+		c = comma + 1;
+	}
+}
+
+/* Whether going from `base` to `new` passes every change of l. */
+static bool limit_passed(const struct limit *l, double base, double new)
+{
+	double delta = new - base;
+	for (size_t k = 0; k < l->n; k++) {
+		bool over = l->c[k].pct ? delta > 0 && (base == 0 || 100 * delta / base > l->c[k].v)
+					: delta > l->c[k].v;
+		if (!over)
+			return false;
+	}
+	return l->n > 0;
+}
+
+/* "WHAT rose from A to B (+P%), above SPEC" on stderr, for `who`. */
+static void say_passed(const char *who, const struct limit *l, double base, double new,
+		       const char *spec)
+{
+	char a[32], b[32], p[32];
+	ap_view_format(a, sizeof(a), l->si, base);
+	ap_view_format(b, sizeof(b), l->si, new);
+	change_pct(p, sizeof(p), base, new - base);
+	ap_die_msg("diff: %s: %s rose from %s to %s (%s), above %s", who,
+		   l->of == LIMIT_PEAK ? "peak in-use bytes" : ap_sample_index_name(l->si), a, b, p,
+		   spec);
 }
 
 /* One node in both traces, for one sample index. */
@@ -150,15 +241,6 @@ static int drow_cmp(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
-/* "+12.5%", "-100%", "new" when the base is 0. */
-static void change_pct(char *out, size_t len, double base, double delta)
-{
-	if (base == 0)
-		snprintf(out, len, delta != 0 ? "new" : "0%%");
-	else
-		snprintf(out, len, "%+.3g%%", 100 * delta / base);
-}
-
 static void signed_value(char *out, size_t len, enum ap_sample_index si, double v)
 {
 	char b[24];
@@ -218,26 +300,34 @@ static json_t *table_json(const struct dtable *d)
 	return o;
 }
 
-/* The nodes past a limit, one line each on stderr; returns how many. */
+/* The nodes (or the total) past a limit, one line each on stderr;
+ * returns how many. */
 static size_t check_limit(const struct dtable *d, const struct limit *l, const char *spec)
 {
+	if (l->of == LIMIT_TOTAL) {
+		if (!limit_passed(l, d->base_total, d->new_total))
+			return 0;
+		say_passed("total", l, d->base_total, d->new_total, spec);
+		return 1;
+	}
 	size_t n = 0;
-	char a[32], b[32], p[32];
 	for (size_t i = 0; i < d->n; i++) {
 		const struct drow *r = &d->rows[i];
-		double delta = r->new_flat - r->base_flat;
-		bool over = l->pct ? delta > 0 && (r->base_flat == 0 || 100 * delta / r->base_flat > l->v)
-				   : delta > l->v;
-		if (!over)
+		if (!limit_passed(l, r->base_flat, r->new_flat))
 			continue;
-		ap_view_format(a, sizeof(a), l->si, r->base_flat);
-		ap_view_format(b, sizeof(b), l->si, r->new_flat);
-		change_pct(p, sizeof(p), r->base_flat, delta);
-		ap_die_msg("diff: %s: %s rose from %s to %s (%s), above %s", r->name,
-			   ap_sample_index_name(l->si), a, b, p, spec);
+		say_passed(r->name, l, r->base_flat, r->new_flat, spec);
 		n++;
 	}
 	return n;
+}
+
+/* The peak in-use bytes of a trace as stats prints it: exact, counted
+ * by the sampler, or the samples' estimate (ap_view_peak). */
+static struct ap_view_peak peak_of(const struct ap_trace *t)
+{
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	return ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -277,9 +367,12 @@ int cmd_diff(int argc, char **argv)
 				return ap_usage_error("diff", "at most %zu --fail-above limits",
 						      AP_ARRAY_SIZE(limits));
 			if (parse_limit(optarg, &limits[nlimits]))
-				return ap_usage_error("diff", "--fail-above wants INDEX=+P%% or "
-							      "INDEX=+N (e.g. alloc_objects=+10%%), not '%s'",
-						      optarg);
+				return ap_usage_error(
+				    "diff",
+				    "--fail-above wants INDEX, total.INDEX or "
+				    "peak, '=', then +P%%, +N or +SIZE joined by ',' "
+				    "(e.g. alloc_space=+10%%,+64kB), not '%s'",
+				    optarg);
 			specs[nlimits++] = optarg;
 			break;
 		default:
@@ -297,13 +390,17 @@ int cmd_diff(int argc, char **argv)
 				      "process's traces with --no-children");
 	int rc = ap_view_load(&bv, argv + optind, 1, &o);
 	if (rc)
-		return rc;
+		return DIFF_EXIT_CANNOT;
 	if ((rc = ap_view_load(&nv, argv + optind + 1, 1, &o))) {
 		ap_view_release(&bv);
-		return rc;
+		return DIFF_EXIT_CANNOT;
 	}
 	ap_view_warnings(&bv);
 	ap_view_warnings(&nv);
+	if (!o.json) {
+		ap_view_peak_note(bv.trace, o.report.sample_index);
+		ap_view_peak_note(nv.trace, o.report.sample_index);
+	}
 	rc = AP_EXIT_OK;
 	json_t *root = o.json ? json_object() : NULL;
 	if (root) {
@@ -315,7 +412,7 @@ int cmd_diff(int argc, char **argv)
 		enum ap_sample_index si = (enum ap_sample_index)i;
 		bool limited = false;
 		for (size_t k = 0; k < nlimits; k++)
-			limited |= limits[k].si == si;
+			limited |= limits[k].of != LIMIT_PEAK && limits[k].si == si;
 		/* temporaries need --all traces; the others always work */
 		if (si == AP_SI_TEMPORARY && (bv.trace->rate > 1 || nv.trace->rate > 1) &&
 		    !limited && o.report.sample_index != si)
@@ -324,19 +421,29 @@ int cmd_diff(int argc, char **argv)
 			continue;
 		struct dtable d;
 		if (build_table(&bv, &nv, &o.report, si, &d)) {
-			rc = AP_EXIT_FAIL;
+			rc = DIFF_EXIT_CANNOT;
 			break;
 		}
 		if (d.n)
 			qsort(d.rows, d.n, sizeof(*d.rows), drow_cmp);
 		for (size_t k = 0; k < nlimits; k++)
-			if (limits[k].si == si)
+			if (limits[k].of != LIMIT_PEAK && limits[k].si == si)
 				failed += check_limit(&d, &limits[k], specs[k]);
 		if (root)
 			json_object_set_new(root, ap_sample_index_name(si), table_json(&d));
 		else if (si == o.report.sample_index)
 			print_text(&d, si, argv[optind], argv[optind + 1], (size_t)nshow);
 		table_free(&d);
+	}
+	/* the peak: stats' number (the sampler's count where it has one) */
+	for (size_t k = 0; k < nlimits && rc == AP_EXIT_OK; k++) {
+		if (limits[k].of != LIMIT_PEAK)
+			continue;
+		struct ap_view_peak pb = peak_of(bv.trace), pn = peak_of(nv.trace);
+		if (limit_passed(&limits[k], pb.bytes, pn.bytes)) {
+			say_passed("the run", &limits[k], pb.bytes, pn.bytes, specs[k]);
+			failed++;
+		}
 	}
 	if (root && rc == AP_EXIT_OK)
 		rc = ap_view_json_print(root);

@@ -1,5 +1,6 @@
 /* `allocprof export`: a trace as a pprof profile, folded stacks or JSON. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,28 @@ int ap_write_output(const char *path, const struct ap_buf *b)
 	}
 	ap_buf_release(&tmp);
 	return ok ? 0 : -1;
+}
+
+const char *ap_output_away_from_tty(const char *path, const char *prefix, const char *ext,
+				    struct ap_buf *name)
+{
+	if (strcmp(path, "-") || !isatty(STDOUT_FILENO))
+		return path;
+	for (int i = 1; i < 10000; i++) {
+		ap_buf_reset(name);
+		ap_buf_addf(name, "%s%03d.%s", prefix, i, ext);
+		int fd = open(name->buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0) {
+			close(fd);
+			return name->buf;
+		}
+		if (errno != EEXIST) {
+			ap_die_msg("%s: %s", name->buf, strerror(errno));
+			return NULL;
+		}
+	}
+	ap_die_msg("%s001.%s to %s9999.%s: all exist (use -o PATH)", prefix, ext, prefix, ext);
+	return NULL;
 }
 
 static int render(const struct ap_export *x, enum format fmt, enum ap_sample_index si,
@@ -210,6 +233,7 @@ int cmd_export(int argc, char **argv)
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);
 	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
+	ap_view_peak_note(v.trace, o.report.sample_index);
 
 	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
 	rc = AP_EXIT_FAIL;

@@ -44,7 +44,9 @@ static void flamegraph_usage(FILE *f)
 	      "omitted (their value stays in their parent's) and search does not see\n"
 	      "them.\n\n"
 	      "options:\n"
-	      "  -o, --output PATH    write the SVG there (default: standard output)\n"
+	      "  -o, --output PATH    write the SVG there (default: standard output; when\n"
+	      "                       that is a terminal, a new flamegraph001.svg, 002,\n"
+	      "                       ... in the current directory, as pprof -svg does)\n"
 	      "  --inverted           an icicle graph: the root at the top\n"
 	      "  --min-width PCT      omit boxes under PCT percent of the total width\n"
 	      "                       (default 0.1; 0 draws every box)\n"
@@ -375,6 +377,7 @@ int cmd_flamegraph(int argc, char **argv)
 	ap_view_warnings(&v);
 	ap_view_sampling_hint(v.trace);
 	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
+	ap_view_peak_note(v.trace, o.report.sample_index);
 	struct ap_error err;
 	struct ap_flame *f = ap_flame_new(x, &o.report, &err);
 	if (!f) {
@@ -389,9 +392,14 @@ int cmd_flamegraph(int argc, char **argv)
 			so.t = v.trace;
 			so.o = &o;
 			put_svg(&out, f, &so);
-			rc = ap_write_output(output, &out) ? AP_EXIT_FAIL : AP_EXIT_OK;
-			if (!rc && strcmp(output, "-"))
-				ap_die_msg("wrote %s", output);
+			/* not on a terminal: into flamegraph001.svg, as pprof -svg */
+			struct ap_buf name = AP_BUF_INIT;
+			const char *path =
+			    ap_output_away_from_tty(output, "flamegraph", "svg", &name);
+			rc = !path || ap_write_output(path, &out) ? AP_EXIT_FAIL : AP_EXIT_OK;
+			if (!rc && strcmp(path, "-"))
+				ap_die_msg("wrote %s", path);
+			ap_buf_release(&name);
 			ap_buf_release(&out);
 		}
 	}

@@ -46,6 +46,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 	int unit = ap_view_table_unit(r);
 	const char *exe = strrchr(t->exe, '/');
 	printf("File: %s\nType: %s\n", exe ? exe + 1 : t->exe, ap_sample_index_name(r->sample_index));
+	ap_view_print_kind(t, r->sample_index);
 	ap_render_top_head(r, unit);
 	printf("%s", sep);
 	/* as pprof: a rule before each node and one after the last */

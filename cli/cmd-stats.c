@@ -270,9 +270,11 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 				 : "record with --all for the exact peak");
 	}
 	if (t->rate <= 1)
-		print_count("temporary", tot->temporary);
+		printf("%-18s %.0f (blocks freed by their own thread's next event; by heaptrack's "
+		       "rule, frees right after an allocation of their stack and size: %.0f)\n",
+		       "temporary", round(tot->temporary), round(tot->temporary_heaptrack));
 	else
-		printf("%-18s n/a (allocations freed by their thread's next event: a sampled "
+		printf("%-18s n/a (blocks freed by their own thread's next event: a sampled "
 		       "trace does not hold the events between; record with --all)\n", "temporary");
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
@@ -370,6 +372,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "peak_usable_space",
 			    t->has_live_peak ? json_u64(t->live_peak) : json_null());
 	json_object_set_new(o, "temporary", t->rate <= 1 ? json_total(tot->temporary) : json_null());
+	json_object_set_new(o, "temporary_heaptrack",
+			    t->rate <= 1 ? json_total(tot->temporary_heaptrack) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
 	json_object_set_new(o, "inherited_frees", json_u64(tot->inherited_frees));
 	json_object_set_new(o, "exec_dropped_objects", json_total(tot->exec_dropped_objects));

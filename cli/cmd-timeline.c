@@ -35,12 +35,16 @@ static void timeline_usage(FILE *f)
 	      "options:\n"
 	      "  --format FMT         text (default: a chart for the terminal), csv,\n"
 	      "                       json or svg (a standalone picture)\n"
-	      "  -o, --output PATH    write there instead of standard output\n"
+	      "  -o, --output PATH    write there instead of standard output (svg on a\n"
+	      "                       terminal: a new timeline001.svg, 002, ... in the\n"
+	      "                       current directory, as pprof -svg does)\n"
 	      "  --buckets N          stretches of time (default 60 for text, 200 else)\n"
 	      "  --sites N            call sites shown on their own (default 5)\n"
 	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
-	      "                       allocated, massif's --time-unit=B: a short run's\n"
-	      "                       events share a few clock ticks)\n"
+	      "                       allocated and freed, massif's --time-unit=B axis:\n"
+	      "                       a free moves it too, a realloc by how much it\n"
+	      "                       grew or shrank; a short run's events share a few\n"
+	      "                       clock ticks)\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
 	      "                       wrappers (the call site is below them)\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
@@ -52,7 +56,7 @@ static void timeline_usage(FILE *f)
 
 static void put_csv(FILE *f, const struct ap_timeline *T, char *const *names)
 {
-	fprintf(f, "%s,total", T->by_bytes ? "bytes_allocated" : "time_s");
+	fprintf(f, "%s,total", T->by_bytes ? "bytes_allocated_and_freed" : "time_s");
 	for (size_t s = 0; s < T->nsites; s++) {
 		fputs(",\"", f);
 		for (const char *c = names[s]; *c; c++)
@@ -78,6 +82,7 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 	json_object_set_new(root, "rate", json_integer((json_int_t)T->t->rate));
 	json_object_set_new(root, "duration_ns", json_integer((json_int_t)T->span));
 	json_object_set_new(root, "peak_bytes", json_real(T->peak));
+	json_object_set_new(root, "peak_bytes_sd", json_real(T->peak_sd));
 	/* the chart's peak is of its samples; what stats prints beside it */
 	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
 	json_object_set_new(root, "peak_kind", json_string(ap_view_peak_kind_name(pk.kind)));
@@ -85,9 +90,9 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 			    pk.kind == AP_PEAK_COUNTED ? json_real(pk.bytes) : json_null());
 	json_object_set_new(root, "peak_counted_within",
 			    pk.kind == AP_PEAK_COUNTED ? json_real(pk.within) : json_null());
-	const char *xkey = T->by_bytes ? "bytes_allocated" : "time_s";
+	const char *xkey = T->by_bytes ? "bytes_allocated_and_freed" : "time_s";
 	json_object_set_new(root, "x_unit", json_string(T->by_bytes ? "B" : "s"));
-	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated" : "peak_time_s",
+	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated_and_freed" : "peak_time_s",
 			    json_real(ap_timeline_bucket_x(T, T->peak_bucket)));
 	for (size_t s = 0; s < T->nsites; s++)
 		json_array_append_new(sites, ap_json_text(names[s]));
@@ -167,10 +172,18 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", X0, Y0, X0,
 		Y0 + H);
 	ap_format_bytes(b1, sizeof(b1), T->peak);
+	char sd[64] = "";
+	if (T->t->rate > 1) {
+		char b3[32];
+		ap_format_bytes(b3, sizeof(b3), T->peak_sd);
+		snprintf(sd, sizeof(sd), " ± %s (estimate from samples)", b3);
+	}
 	double px = X0 + W * ((double)T->peak_bucket + 0.5) / (double)nb;
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\" "
-		   "stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">peak %s</text>\n",
-		px, Y0, px, Y0 + H, px, Y0 - 5, b1);
+	fprintf(f,
+		"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\" "
+		"stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%.0f\" "
+		"text-anchor=\"middle\">peak %s%s</text>\n",
+		px, Y0, px, Y0 + H, px, Y0 - 5, b1, sd);
 	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
 	if (pk.kind == AP_PEAK_COUNTED) {
 		char b2[32], says[160];
@@ -183,7 +196,7 @@ static void put_svg(FILE *f, const struct ap_timeline *T, char *const *names)
 	char xl[32];
 	ap_timeline_format_x(xl, sizeof(xl), T, T->xspan);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s%s</text>\n", X0 + W,
-		Y0 + H + 16, xl, T->by_bytes ? " allocated" : "");
+		Y0 + H + 16, xl, T->by_bytes ? " allocated and freed" : "");
 	for (size_t s = 0; s <= T->nsites; s++) {
 		double y = Y0 + H + 40 + 18.0 * (double)s;
 		fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n<text x=\"%.0f\" "
@@ -283,7 +296,12 @@ int cmd_timeline(int argc, char **argv)
 	char *const *names = sites.names;
 
 	FILE *f = stdout;
-	if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
+	/* a picture is not for the terminal: into timeline001.svg, as pprof -svg */
+	struct ap_buf name = AP_BUF_INIT;
+	if (fmt == FMT_SVG &&
+	    !(out = ap_output_away_from_tty(out ? out : "-", "timeline", "svg", &name))) {
+		rc = AP_EXIT_FAIL;
+	} else if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
 		ap_die_msg("%s: cannot write: %s", out, strerror(errno));
 		rc = AP_EXIT_FAIL;
 	} else {
@@ -302,6 +320,7 @@ int cmd_timeline(int argc, char **argv)
 			ap_die_msg("wrote %s", out);
 		}
 	}
+	ap_buf_release(&name);
 	ap_timeline_release(&T);
 	ap_timeline_sites_release(&sites);
 	ap_view_release(&v);

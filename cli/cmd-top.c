@@ -45,16 +45,6 @@ static void top_usage(FILE *f)
 	      f);
 }
 
-static const char *rate_text(const struct ap_trace *t, char *buf, size_t len)
-{
-	if (t->rate <= 1)
-		return "every allocation";
-	char b[32];
-	ap_view_format(b, sizeof(b), AP_SI_ALLOC_SPACE, (double)t->rate);
-	snprintf(buf, len, "one sample per %s allocated on average (values are estimates)", b);
-	return buf;
-}
-
 static const char *basename_of(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -71,7 +61,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 
 	printf("File: %s\n", basename_of(t->exe));
 	printf("Type: %s\n", ap_sample_index_name(si));
-	printf("Sampling: %s\n", rate_text(t, rb, sizeof(rb)));
+	ap_view_print_kind(t, si);
 	/* pprof's order of the filters. */
 	const char *const fname[] = {"focus", "ignore", "hide", "show"};
 	const char *const fval[] = {o->report.focus, o->report.ignore, o->report.hide,
@@ -127,6 +117,19 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t)
 	json_object_set_new(root, "nodes", json_integer((json_int_t)r->nodes));
 	json_object_set_new(root, "dropped", json_integer((json_int_t)r->dropped));
 	json_object_set_new(root, "rows", rows);
+	if (r->sample_index == AP_SI_PEAK_SPACE || r->sample_index == AP_SI_PEAK_OBJECTS) {
+		/* what the table's moment is: the samples' peak, and stats' */
+		struct ap_trace_totals tot;
+		ap_trace_totals(t, &tot);
+		struct ap_view_peak pk =
+		    ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
+		json_object_set_new(root, "peak",
+				    json_pack("{s:f, s:f, s:s, s:f, s:f}", "estimate",
+					      tot.peak_inuse_space, "estimate_sd",
+					      tot.peak_inuse_space_sd, "kind",
+					      ap_view_peak_kind_name(pk.kind), "bytes", pk.bytes,
+					      "within", pk.within));
+	}
 	return ap_view_json_print(root);
 }
 

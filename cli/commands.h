@@ -27,6 +27,16 @@ int cmd_try(int argc, char **argv);
  * printing the error. */
 int ap_write_output(const char *path, const struct ap_buf *b);
 
+/* As pprof's awayFromTTY: a picture bound for standard output ("-")
+ * when that is a terminal goes to a new file in the current directory
+ * instead, the first of PREFIX001.EXT, PREFIX002.EXT, ... that does not
+ * exist (created empty here, so two runs never pick the same one); its
+ * name is put in *name. Returns `path` itself when it is not "-" or
+ * standard output is not a terminal, name->buf after creating the file,
+ * or NULL after printing why none could be. */
+const char *ap_output_away_from_tty(const char *path, const char *prefix, const char *ext,
+				    struct ap_buf *name);
+
 /* Prints "allocprof: <fmt>" and a newline to stderr. */
 void ap_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

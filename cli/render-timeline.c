@@ -15,12 +15,12 @@ static void put(ap_line_fn line, void *ctx, const char *text)
 
 void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, void *ctx)
 {
-	char b1[32], b2[32], x[32], head[400], counted[200] = "";
+	char b1[32], b2[32], x[32], head[480], counted[200] = "", sd[48] = "";
 	if (rows < 2)
 		rows = 2;
 	ap_format_bytes(b1, sizeof(b1), T->peak);
 	ap_timeline_format_x(x, sizeof(x), T, ap_timeline_bucket_x(T, T->peak_bucket));
-	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, 0);
+	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, T->peak_sd);
 	if (pk.kind == AP_PEAK_COUNTED) {
 		/* the chart is of samples; the sampler counted the peak itself */
 		char says[160];
@@ -28,9 +28,17 @@ void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, 
 		snprintf(counted, sizeof(counted), "; the peak counted: %s (%s)", b2,
 			 ap_view_peak_says(&pk, says, sizeof(says)));
 	}
-	snprintf(head, sizeof(head), "In use over %s (peak %s at %s%s, '@')%s%s",
-		 T->by_bytes ? "the bytes allocated" : "time", b1, x,
-		 T->by_bytes ? " allocated" : "", T->t->rate > 1 ? "; estimates from samples" : "",
+	if (T->t->rate > 1) {
+		/* the samples' peak: the largest of many estimates */
+		ap_format_bytes(b2, sizeof(b2), T->peak_sd);
+		snprintf(sd, sizeof(sd), " ± %s", b2);
+	}
+	snprintf(head, sizeof(head), "In use over %s (peak %s%s at %s%s, '@')%s%s",
+		 T->by_bytes ? "bytes allocated and freed" : "time", b1, sd, x,
+		 T->by_bytes ? " allocated and freed" : "",
+		 T->t->rate > 1 ? "; estimates from samples (± one standard deviation; their "
+				  "peak is biased upward)"
+				: "",
 		 counted);
 	put(line, ctx, head);
 	put(line, ctx, "");

@@ -1,5 +1,6 @@
 /* The timeline model (timeline.h): a consumer of the replay that keeps,
  * per stretch of time, the highest in-use bytes and their split by site. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static void tl_note(struct ap_timeline *T, const struct ap_event *e)
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_bucket = b;
+		T->peak_sd = T->live_var > 0 ? sqrt(T->live_var) : 0;
 	}
 }
 
@@ -32,22 +34,34 @@ static void tl_add(struct ap_timeline *T, const struct ap_replay_block *b, doubl
 {
 	double sp = sign * b->w * (double)b->size;
 	T->live += sp;
+	T->live_var += sign * ap_trace_block_var(b->w, fabs(sp));
 	size_t s = b->stack < T->t->nstacks ? T->slot_of_stack[b->stack] : T->nsites;
 	T->live_site[s] += sp;
+}
+
+/* massif's --time-unit=B clock: every byte allocated and every byte
+ * freed moves it; a realloc moves it by how much the block grew or
+ * shrank (massif's realloc_block: |new - old|). */
+static double massif_step(const struct ap_replay_block *old, const struct ap_replay_block *b)
+{
+	double d = b->w * (double)b->size - (old ? old->w * (double)old->size : 0);
+	return d < 0 ? -d : d;
 }
 
 static void tl_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	struct ap_timeline *T = ctx;
 	(void)i;
-	T->pos += b->w * (double)b->size;
+	T->pos += massif_step(NULL, b);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
 }
 
 static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
+	struct ap_timeline *T = ctx;
 	(void)i;
+	T->pos += massif_step(NULL, b);
 	tl_add(ctx, b, -1);
 	tl_note(ctx, e);
 }
@@ -57,7 +71,7 @@ static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 {
 	struct ap_timeline *T = ctx;
 	(void)i;
-	T->pos += b->w * (double)b->size;
+	T->pos += massif_step(old, b);
 	tl_add(ctx, old, -1);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
@@ -69,6 +83,28 @@ static void tl_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
 	tl_add(ctx, b, -1);
 }
+
+/* The first pass of --time-unit=B: the length of massif's axis. */
+static void xs_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	(void)i;
+	(void)e;
+	*(double *)ctx += massif_step(NULL, b);
+}
+
+static void xs_grow(void *ctx, size_t i, const struct ap_event *e,
+		    const struct ap_replay_block *old, const struct ap_replay_block *b)
+{
+	(void)i;
+	(void)e;
+	*(double *)ctx += massif_step(old, b);
+}
+
+static const struct ap_replay_ops xspan_ops = {
+	.alloc = xs_alloc,
+	.grow = xs_grow,
+	.free = xs_alloc,
+};
 
 static const struct ap_replay_ops tl_ops = {
 	.alloc = tl_alloc,
@@ -174,16 +210,11 @@ void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 				   .by_bytes = by_bytes };
 	T->xspan = (double)T->span / 1e9;
 	if (by_bytes) {
-		/* what the replay will count: every sampled block, reallocs'
-		 * new blocks included, at its weight */
+		/* what the replay will count, in a replay of its own: every
+		 * sampled block allocated and freed at its weight */
 		T->xspan = 0;
-		struct ap_events *it = ap_events_open(t);
-		const struct ap_event *ev;
-		for (size_t n; (n = ap_events_next(it, &ev));)
-			for (size_t i = 0; i < n; i++)
-				if (ev[i].type == AP_EV_ALLOC && (ev[i].flags & AP_EVF_SAMPLED))
-					T->xspan += ap_trace_weight(t, ev[i].size) * (double)ev[i].size;
-		ap_events_close(it);
+		struct ap_replay_consumer xc = { &xspan_ops, &T->xspan };
+		ap_replay(t, &xc, 1, NULL);
 	}
 	T->live_site = ap_xcalloc(w, sizeof(double));
 	T->max = ap_xcalloc(T->nbuckets, sizeof(double));

@@ -46,6 +46,10 @@ struct ap_timeline {
 	bool *seen;			/* the bucket had an event */
 	size_t peak_bucket;
 	double peak;			/* the highest in-use bytes of the run */
+	/* while replaying: the variance of `live` as an estimate; then the
+	 * standard deviation of `peak` (0 when every allocation is in the
+	 * trace), as ap_trace_totals' peak_inuse_space_sd */
+	double live_var, peak_sd;
 };
 
 /* Replays `t` into `nbuckets` (at least 1) stretches of its run (of time,

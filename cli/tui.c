@@ -488,7 +488,7 @@ static void peek_refresh(struct tui *t)
 		return;
 	}
 	struct peek_page_ctx c = { &t->peek_page, -1, 0 };
-	ap_render_peek_node(r, i, r->rows[i].flat, ap_view_table_unit(r), peek_page_line, &c);
+	ap_render_peek_node(r, i, r->rows[i].flat, AP_VIEW_UNIT_EACH, peek_page_line, &c);
 	if (c.last == AP_LINE_NODE) {
 		page_add(&t->peek_page, TUI_BOLD, "callees", NULL);
 		page_add(&t->peek_page, TUI_NORMAL, "  (none)", NULL);
@@ -1013,7 +1013,9 @@ static void draw_top(struct tui *t, struct tui_screen *s)
 	const struct ap_report *r = t->report;
 	size_t page = view_page(t, TUI_VIEW_TOP);
 	char d[32], fixed[192];
-	int unit = ap_view_table_unit(r); /* one unit for the table, as top's */
+	/* each value in its own unit: pprof's common scale is for its text,
+	 * and a screen of 712330949B under a total of 1.29GB reads badly */
+	int unit = AP_VIEW_UNIT_EACH;
 	struct ap_buf name = AP_BUF_INIT;
 
 	draw_title(t, s, "allocprof", basename_of(t->v->trace->exe));

@@ -389,6 +389,58 @@ const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t le
 	return buf;
 }
 
+const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
+				       size_t len)
+{
+	if (t->rate <= 1 || (si != AP_SI_PEAK_SPACE && si != AP_SI_PEAK_OBJECTS))
+		return NULL;
+	struct ap_trace_totals tot;
+	ap_trace_totals(t, &tot);
+	struct ap_view_peak pk = ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
+	char e[32], sd[32], c[32], says[160];
+	ap_format_bytes(e, sizeof(e), tot.peak_inuse_space);
+	ap_format_bytes(sd, sizeof(sd), tot.peak_inuse_space_sd);
+	int n =
+	    snprintf(buf, len,
+		     "Peak: the values %s the samples' estimate of the in-use bytes %s, %s ± %s "
+		     "(one standard deviation; the largest of many estimates, biased upward); ",
+		     si == AP_SI_PEAK_SPACE ? "are" : "count the blocks live when",
+		     si == AP_SI_PEAK_SPACE ? "at their peak" : "peaked", e, sd);
+	if (n < 0 || (size_t)n >= len)
+		return buf;
+	if (pk.kind == AP_PEAK_COUNTED) {
+		ap_format_bytes(c, sizeof(c), pk.bytes);
+		snprintf(buf + n, len - (size_t)n, "the sampler counted the peak: %s (%s)", c,
+			 ap_view_peak_says(&pk, says, sizeof(says)));
+	} else {
+		snprintf(buf + n, len - (size_t)n, "record with --all for the exact peak");
+	}
+	return buf;
+}
+
+void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si)
+{
+	char line[512];
+	if (ap_view_peak_estimate_says(t, si, line, sizeof(line)))
+		ap_die_msg("note: %s", line);
+}
+
+void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
+{
+	char b[32], line[512];
+	if (t->rate <= 1) {
+		printf("Sampling: every allocation\n");
+	} else {
+		ap_view_format(b, sizeof(b), AP_SI_ALLOC_SPACE, (double)t->rate);
+		printf("Sampling: one sample per %s allocated on average (values are estimates)\n",
+		       b);
+	}
+	if (si == AP_SI_TEMPORARY)
+		printf("%s\n", AP_VIEW_TEMPORARY_SAYS);
+	if (ap_view_peak_estimate_says(t, si, line, sizeof(line)))
+		printf("%s\n", line);
+}
+
 void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
 {
 	if (t->rate <= 1 || si != AP_SI_INUSE_OBJECTS)
@@ -515,6 +567,8 @@ void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v,
 		snprintf(out, len, "%lld", ap_view_round(v));
 		return;
 	}
+	if (unit == AP_VIEW_UNIT_EACH)
+		unit = ap_bytes_unit(v);
 	ap_format_bytes_in(out, len, v, unit);
 }
 

@@ -38,6 +38,13 @@ enum {
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
+/* What --temporary counts, the line top and peek print above a
+ * temporary table. */
+#define AP_VIEW_TEMPORARY_SAYS                                                                     \
+	"Temporary: blocks freed by their own thread's next event (not heaptrack's count, "        \
+	"which matches a free to the allocation just before it, in all threads' order, by stack "  \
+	"and size)"
+
 /* The symbolizer's options, as the views spell them (also in
  * AP_VIEW_LONGOPTS). */
 #define AP_VIEW_SYM_LONGOPTS                                                   \
@@ -97,11 +104,15 @@ enum {
 	"  --alloc_objects      allocations made\n"                                                \
 	"  --inuse_space        bytes still allocated at the end of the trace\n"                   \
 	"  --inuse_objects      allocations still live at the end of the trace\n"                  \
-	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                    \
-	"                       stats reports; an estimate when sampled)\n"                        \
+	"  --peak_space         bytes live when in-use bytes peaked (the peak\n"                   \
+	"                       stats reports; sampled: the samples' estimate at\n"                \
+	"                       their own peak, its error and stats' peak on the\n"                \
+	"                       Peak: line)\n"                                                     \
 	"  --peak_objects       allocations live at that moment\n"                                 \
-	"  --temporary          allocations freed by their thread's next event\n"                  \
-	"                       (heaptrack's temporary allocations; needs --all)\n"                \
+	"  --temporary          allocations whose block its own thread freed as its\n"             \
+	"                       next event (needs --all; not heaptrack's count, which\n"           \
+	"                       matches a free to the allocation just before it in\n"              \
+	"                       all threads' order by stack and size)\n"                           \
 	"  --sample_index NAME  one of the seven above, by name\n"                                 \
 	"  --focus REGEX        keep only stacks with a frame matching REGEX\n"                    \
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
@@ -234,6 +245,27 @@ struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, doub
 const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t len);
 const char *ap_view_peak_kind_name(enum ap_peak_kind k);
 
+/* For a peak index (peak_space, peak_objects) of a sampled trace, what
+ * the view's numbers are, in one line into buf (at least 400 bytes):
+ * the samples' estimate of the peak (`estimate`, the table's total for
+ * peak_space) with its standard deviation, at the moment their in-use
+ * bytes peaked, and the peak stats prints beside it (the sampler's count
+ * where the trace has one). Returns NULL (nothing to say) for an exact
+ * trace or another index. Replays the trace once (ap_trace_totals). */
+const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
+				       size_t len);
+
+/* The lines the text views (top, peek, tree) print under "Type:" about
+ * their numbers: "Sampling: ..." (every allocation, or the rate and that
+ * the values are estimates), for --temporary what it counts, for a peak
+ * index of a sampled trace "Peak: ..." (ap_view_peak_estimate_says). */
+void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si);
+
+/* The same line as a note on stderr ("allocprof: note: Peak: ..."), for
+ * the views with no header of their own to put it in (list, flamegraph,
+ * export, diff). */
+void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
+
 /* A sampled trace viewed by inuse_objects: a note on stderr with the
  * count's error bar (ap_trace_totals' inuse_objects_sd), which the
  * pprof-compatible outputs have no place for. */
@@ -272,7 +304,12 @@ void ap_view_progress_done(void);
 void ap_view_format(char *out, size_t len, enum ap_sample_index si, double v);
 
 /* The same in a fixed byte unit (ap_bytes_unit; ignored for counts), as
- * pprof prints a table whose unit it chose once (ap_view_table_unit). */
+ * pprof prints a table whose unit it chose once (ap_view_table_unit), or
+ * with AP_VIEW_UNIT_EACH each value in its own unit, as ap_view_format:
+ * for the screens, where pprof's common scale does not bind us and a
+ * table in the unit of its smallest node shows 712330949B under a total
+ * of 1.29GB. */
+#define AP_VIEW_UNIT_EACH (-1)
 void ap_view_format_in(char *out, size_t len, enum ap_sample_index si, double v, int unit);
 
 /* The unit pprof's selectOutputUnit chooses for a table of `rows`

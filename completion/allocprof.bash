@@ -64,6 +64,35 @@ _allocprof_values()
 		sed "s/^$2=//; s/|/ /g"
 }
 
+# The sample indexes (--sample_index NAME, and what --fail-above limits).
+_allocprof_indexes="alloc_space alloc_objects inuse_space inuse_objects peak_space peak_objects temporary"
+
+# _allocprof_arg_values CMD OPT ARG: the values of OPT, whose value --help
+# names ARG (FMT, UNIT, NAME, LIMIT); empty when any word goes.
+_allocprof_arg_values()
+{
+	case $3 in
+	FMT)
+		local v
+		v=$(_allocprof_values "$1" "$2")
+		# the formats --help describes in words rather than its usage line
+		[[ -z $v && $1 == timeline ]] && v="text csv json svg"
+		printf '%s\n' "$v" ;;
+	UNIT) [[ $1 == timeline ]] && echo "s B" ;;
+	NAME) [[ $2 == --sample[-_]index ]] && echo "$_allocprof_indexes" ;;
+	LIMIT)
+		# WHAT= of --fail-above WHAT=+CHANGE: an index, total.INDEX, peak
+		local i
+		for i in $_allocprof_indexes; do
+			printf '%s= total.%s= ' "$i" "$i"
+		done
+		echo "peak=" ;;
+	*'|'*)
+		# N|all: the lowercase words are the values spelled out
+		tr '|' ' ' <<<"${3//[A-Z]/}" ;;
+	esac
+}
+
 _allocprof()
 {
 	# Words split at blanks only (COMP_WORDS also splits at = and :), up to
@@ -72,8 +101,11 @@ _allocprof()
 	read -r -a words <<<"$line"
 	[[ $line == *[[:space:]] || ${#words[@]} -eq 0 ]] && words+=("")
 	cur=${words[${#words[@]} - 1]}
-	local bashcur=${COMP_WORDS[COMP_CWORD]}
-	local pre=${cur%"$bashcur"}
+	# readline replaces the text after the last word break (= and : are
+	# breaks); bash's COMP_WORDS has the break itself as a word when the
+	# cursor is right after it, so take the word from our own split.
+	local rlcur=${cur##*[=:]}
+	local pre=${cur%"$rlcur"}
 	_allocprof_exe=${words[0]/#\~/$HOME}
 	command -v -- "$_allocprof_exe" >/dev/null 2>&1 || _allocprof_exe=allocprof
 	COMPREPLY=()
@@ -123,14 +155,21 @@ _allocprof()
 		case $prevarg in
 		PATH | FILE) compopt -o filenames 2>/dev/null; reply=($(compgen -f -- "$cur")) ;;
 		DIR | DIRS) compopt -o filenames 2>/dev/null; reply=($(compgen -d -- "$cur")) ;;
-		FMT) reply=($(compgen -W "$(_allocprof_values "$cmd" "$opt")" -- "$cur")) ;;
-		*'|'*)
-			# N|all: the lowercase words are the values spelled out
-			reply=($(compgen -W "$(tr '|' ' ' <<<"${prevarg//[A-Z]/}")" -- "$cur")) ;;
-		NAME)
-			[[ $opt == --sample[-_]index ]] &&
-				reply=($(compgen -W "alloc_space alloc_objects inuse_space inuse_objects" -- "$cur")) ;;
+		*) reply=($(compgen -W "$(_allocprof_arg_values "$cmd" "$opt" "$prevarg")" -- "$cur")) ;;
 		esac
+		[[ ${#reply[@]} -eq 1 && ${reply[0]} == *= ]] && compopt -o nospace 2>/dev/null
+	elif [[ -z $ended && $cur == -*=* && $cur != *=*=* ]] &&
+		_allocprof_options "$cmd" | grep -q -- "^${cur%%=*} [A-Z]"; then
+		# --format=FMT: the value after the '=', as after a blank.
+		local o=${cur%%=*}
+		while read -r name arg; do
+			[[ $name == "$o" ]] && break
+		done <<<"$opts"
+		local v
+		for v in $(_allocprof_arg_values "$cmd" "$o" "$arg"); do
+			[[ $o=$v == "$cur"* ]] && reply+=("$o=$v")
+		done
+		[[ ${#reply[@]} -eq 1 && ${reply[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif [[ -z $ended && $cur == -* ]]; then
 		local -a names=()
 		while read -r name arg; do

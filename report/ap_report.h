@@ -21,7 +21,7 @@ enum ap_sample_index {
 	AP_SI_INUSE_SPACE,
 	AP_SI_PEAK_OBJECTS,	/* live when in-use bytes peaked (massif's peak snapshot) */
 	AP_SI_PEAK_SPACE,
-	AP_SI_TEMPORARY,	/* allocations freed by their thread's next event (heaptrack's) */
+	AP_SI_TEMPORARY,	/* blocks freed by their own thread's next event */
 	AP_SI_COUNT
 };
 

@@ -286,10 +286,13 @@ struct ap_trace_totals {
 	 * the standard deviation of the estimate at that point (0 with
 	 * rate 1, where the peak is exact). */
 	double peak_inuse_space, peak_inuse_space_sd;
-	/* Allocations freed by their thread's next event (heaptrack's
-	 * "temporary allocations"; ap_replay.h), weighted; exact with
-	 * rate 1 only, where every event is in the trace. */
-	double temporary;
+	/* Blocks freed by their own thread's next event (ap_replay.h),
+	 * weighted; exact with rate 1 only, where every event is in the
+	 * trace. temporary_heaptrack: heaptrack's count of that name, by its
+	 * rule: frees (a realloc's included) whose event comes right after
+	 * an allocation with the freed block's stack and size, in the
+	 * trace's order of all threads' events, whichever block that made. */
+	double temporary, temporary_heaptrack;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):
@@ -305,6 +308,11 @@ struct ap_trace_totals {
 	double exec_dropped_objects, exec_dropped_space;
 };
 void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
+
+/* What a live block of weight w and weighted bytes `space` (w * size)
+ * adds to the variance of a live-bytes estimate (Horvitz-Thompson:
+ * w(w-1)size^2, as (w-1)/w * space^2); 0 for w <= 1. */
+double ap_trace_block_var(double w, double space);
 
 /* ---- Whole runs ----
  * `record` writes one trace per process and per exec'd image: the

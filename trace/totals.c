@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a live block of weight w and weighted bytes `space` (w * size)
- * adds to the variance of the live-bytes estimate: w(w-1)size^2. */
-static double block_var(double w, double space)
+double ap_trace_block_var(double w, double space)
 {
 	return w > 1 ? (w - 1) / w * space * space : 0;
 }
@@ -23,7 +21,35 @@ struct totals {
 	/* the variance of inuse_objects: a live sample of weight w adds
 	 * w(w-1) (Horvitz-Thompson, as advise's count of objects) */
 	double inuse_var;
+	/* the last three events, in the trace's order, newest first: for
+	 * heaptrack's rule of temporary allocations */
+	struct {
+		uint8_t type, flags;
+		uint32_t stack, thread;
+		uint64_t size;
+	} seen[3];
 };
+
+static void t_event(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct totals *T = ctx;
+	(void)i;
+	memmove(&T->seen[1], &T->seen[0], 2 * sizeof(T->seen[0]));
+	T->seen[0].type = e->type;
+	T->seen[0].flags = e->flags;
+	T->seen[0].stack = e->stack;
+	T->seen[0].thread = e->thread;
+	T->seen[0].size = e->size;
+}
+
+/* heaptrack's rule: the free of b is temporary when the event just before
+ * it (seen[back]) allocated with b's stack and size, whichever block. */
+static void t_heaptrack(struct totals *T, const struct ap_replay_block *b, int back)
+{
+	if (T->seen[back].type == AP_EV_ALLOC && T->seen[back].stack == b->stack &&
+	    T->seen[back].size == b->size)
+		T->out->temporary_heaptrack += b->w;
+}
 
 static void t_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
@@ -36,7 +62,7 @@ static void t_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 	T->out->alloc_space += space;
 	T->out->samples++;
 	T->live += space;
-	T->live_var += block_var(b->w, space);
+	T->live_var += ap_trace_block_var(b->w, space);
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_var = T->live_var;
@@ -52,13 +78,21 @@ static void t_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	T->out->free_objects += b->w;
 	if (b->temporary)
 		T->out->temporary += b->w;
+	if (e->type == AP_EV_FREE) /* a free: its event is seen[0] */
+		t_heaptrack(T, b, 1);
 	T->live -= space;
-	T->live_var -= block_var(b->w, space);
+	T->live_var -= ap_trace_block_var(b->w, space);
 }
 
 static void t_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
 		   const struct ap_replay_block *b)
 {
+	/* the realloc's FREE half, right before its ALLOC half (e), freed
+	 * old: what came before that half */
+	struct totals *T = ctx;
+	if (T->seen[1].type == AP_EV_FREE && (T->seen[1].flags & AP_EVF_FROM_REALLOC) &&
+	    T->seen[1].thread == e->thread)
+		t_heaptrack(T, old, 2);
 	t_free(ctx, i, e, old);
 	t_alloc(ctx, i, e, b);
 }
@@ -86,7 +120,7 @@ static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
 	T->out->exec_dropped_objects += b->w;
 	T->out->exec_dropped_space += space;
 	T->live -= space;
-	T->live_var -= block_var(b->w, space);
+	T->live_var -= ap_trace_block_var(b->w, space);
 }
 
 /* What is still live: the blocks left summed, rather than the running
@@ -103,6 +137,7 @@ static void t_live(void *ctx, const struct ap_replay_block *b)
 }
 
 static const struct ap_replay_ops totals_ops = {
+	.event = t_event,
 	.alloc = t_alloc,
 	.grow = t_grow,
 	.free = t_free,

@@ -77,9 +77,29 @@ expect "top --alloc_o" "$(comp "$ap top --alloc_o")" "--alloc_objects"
 # 3. Option values: by the value's name in --help.
 expect "export --format" "$(comp "$ap export --format ")" "folded json pprof"
 expect "export --sample-index" "$(comp "$ap export --sample-index inuse")" "inuse_objects inuse_space"
-expect "advise --gc=" "$(comp "$ap advise --gc=")" "=gogc: =interval:"
+# after '=' readline's word is empty: the values alone (not "=gogc:",
+# which made the line --gc==gogc:)
+expect "advise --gc=" "$(comp "$ap advise --gc=")" "gogc: interval:"
+expect "advise --gc=i" "$(comp "$ap advise --gc=i")" "interval:"
+expect "timeline --format" "$(comp "$ap timeline --format ")" "csv json svg text"
+expect "timeline --format=" "$(comp "$ap timeline --format=")" "csv json svg text"
+expect "timeline --format=s" "$(comp "$ap timeline --format=s")" "svg"
+expect "export --format=" "$(comp "$ap export --format=")" "folded json pprof"
+expect "timeline --time-unit" "$(comp "$ap timeline --time-unit ")" "B s"
+expect "timeline --time-unit=" "$(comp "$ap timeline --time-unit=")" "B s"
+expect "timeline --time-unit=B" "$(comp "$ap timeline --time-unit=B")" "B"
+expect "top --sample_index" "$(comp "$ap top --sample_index ")" \
+	"alloc_objects alloc_space inuse_objects inuse_space peak_objects peak_space temporary"
+expect "top --sample_index peak" "$(comp "$ap top --sample_index peak")" "peak_objects peak_space"
+expect "flamegraph --sample_index=t" "$(comp "$ap flamegraph --sample_index=t")" "temporary"
+expect "top --peak" "$(comp "$ap top --peak")" "--peak_objects --peak_space"
+expect "diff --fail-above pe" "$(comp "$ap diff --fail-above pe")" "peak= peak_objects= peak_space="
+expect "diff --fail-above total.alloc_s" "$(comp "$ap diff --fail-above total.alloc_s")" "total.alloc_space="
+expect "diff --fail-above=tem" "$(comp "$ap diff --fail-above=tem")" "temporary="
+expect "top --nodecount=" "$(comp "$ap top --nodecount=")" ""
 expect "advise --replay-cpus" "$(comp "$ap advise --replay-cpus ")" "all"
 expect "try --replay-cpus a" "$(comp "$ap try --replay-cpus a")" "all"
+expect "advise --replay-cpus=" "$(comp "$ap advise --replay-cpus=")" "all"
 expect "top --debug-dir" "$(comp "$ap top --debug-dir ")" "runs"
 expect "export -o" "$(comp "$ap export -o ")" "allocprof.demo.42.trace.43 app.trace notes.txt runs"
 expect "top -n takes a value" "$(comp "$ap top -n ")" ""
@@ -135,6 +155,16 @@ tmux -L "$sock" send-keys -t t 500ms
 line "$(basename "$ap") advise --gc=interval:500ms"
 tmux -L "$sock" send-keys -t t C-u "$(basename "$ap") top ap" Tab
 line "$(basename "$ap") top app.trace"
+# Tab right after '=': no second '=' (the line stays as it is: two values)
+tmux -L "$sock" send-keys -t t C-u "$(basename "$ap") advise --gc=" Tab
+sleep 0.5
+line "$(basename "$ap") advise --gc="
+tmux -L "$sock" send-keys -t t C-u "$(basename "$ap") timeline --format=s" Tab
+line "$(basename "$ap") timeline --format=svg"
+tmux -L "$sock" send-keys -t t C-u "$(basename "$ap") top --sample_index=tem" Tab
+line "$(basename "$ap") top --sample_index=temporary"
+tmux -L "$sock" send-keys -t t C-u "$(basename "$ap") diff --fail-above total.te" Tab
+line "$(basename "$ap") diff --fail-above total.temporary="
 
 [ $fail = 0 ] && echo "ok: commands, options of $(echo $cmds | wc -w) commands, values, trace files; readline completes"
 exit $fail

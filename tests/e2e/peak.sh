@@ -28,6 +28,45 @@ expect "stats peak_inuse_space" "$("$E2E_PYTHON" "$E2E_DIR/e2e.py" field "$tmp/s
 "$ALLOCPROF" export --format=folded --peak_space "$tmp/p.trace" >"$tmp/f" || fail "export --peak_space"
 grep -q ';build 67108864$' "$tmp/f" || { fail "folded --peak_space: no build 67108864"; cat "$tmp/f"; }
 
+# Sampled (the default rate), the tables' peak is the samples' estimate at
+# their own peak and stats prints the sampler's count: top --peak_space
+# says so on a Peak: line with the estimate's error and the count beside
+# it (as stats prints it), its JSON has both, and timeline's header gives
+# the same estimate with the same error.
+"$ALLOCPROF" record -q -o "$tmp/s.trace" -- "$prog" >/dev/null || fail "record sampled"
+"$ALLOCPROF" stats --json "$tmp/s.trace" >"$tmp/ss.json" || fail "stats sampled"
+"$ALLOCPROF" stats "$tmp/s.trace" >"$tmp/ss.txt" || fail "stats sampled text"
+"$ALLOCPROF" top --peak_space "$tmp/s.trace" >"$tmp/st.txt" || fail "top --peak_space sampled"
+"$ALLOCPROF" top --json --peak_space "$tmp/s.trace" >"$tmp/st.json" || fail "top --json --peak_space sampled"
+"$ALLOCPROF" timeline --format=json "$tmp/s.trace" >"$tmp/tl.json" || fail "timeline sampled"
+"$ALLOCPROF" timeline "$tmp/s.trace" >"$tmp/tl.txt" || fail "timeline text sampled"
+"$py" - "$tmp" <<'PY' || fail "sampled peak: estimate and count"
+import json, re, sys
+d = sys.argv[1]
+st, top, tl = (json.load(open(d + f)) for f in ("/ss.json", "/st.json", "/tl.json"))
+assert st["peak_inuse_space_kind"] == "counted", st["peak_inuse_space_kind"]
+pk = top["peak"]
+assert pk["kind"] == "counted" and pk["bytes"] == st["peak_inuse_space"], (pk, st["peak_inuse_space"])
+assert pk["within"] == st["peak_inuse_space_within"], pk
+assert round(pk["estimate"]) == top["total"] == round(st["peak_inuse_space_estimate"]), (pk, top["total"])
+assert abs(tl["peak_bytes"] - pk["estimate"]) <= 1 and abs(tl["peak_bytes_sd"] - pk["estimate_sd"]) <= 1, (tl, pk)
+# the text: stats' counted peak as stats prints it, the estimate with its error
+counted = re.search(r"^peak_inuse_space +(\S+) \(exact to within (\S+):", open(d + "/ss.txt").read(), re.M)
+assert counted, "stats text"
+text = open(d + "/st.txt").read()
+m = re.search(r"^Peak: the values are the samples' estimate of the in-use bytes at their peak, (\S+) ± (\S+) "
+              r"\(one standard deviation; the largest of many estimates, biased upward\); the sampler counted "
+              r"the peak: (\S+) \(exact to within (\S+), blocks at their usable size\)$", text, re.M)
+assert m, text
+assert (m.group(3), m.group(4)) == counted.groups(), (m.groups(), counted.groups())
+total = re.search(r"^Showing nodes accounting for \S+, \S+ of (\S+) total$", text, re.M).group(1)
+assert m.group(1) == total, (m.group(1), total)
+head = open(d + "/tl.txt").read().split("\n")[1]
+assert ("(peak %s ± %s at " % (m.group(1), m.group(2))) in head and "estimates from samples" in head, head
+assert ("the peak counted: %s " % m.group(3)) in head, head
+print("sampled peak: estimate %s ± %s, counted %s" % (m.group(1), m.group(2), m.group(3)))
+PY
+
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
 if [ -z "$VALGRIND" ]; then
 	echo "valgrind not found: massif comparison left out"

@@ -61,29 +61,80 @@ PY
 else
 	fail "chromium is not installed (make check installs it)"
 fi
-# --time-unit=B: the x axis in bytes allocated (massif's). build() makes
-# 64 MiB in 1 MiB blocks before anything is freed, so the in-use bytes
-# climb with the bytes allocated: each bucket's total is its x less at
-# most one block, the peak is at 64 MiB allocated, and the axis ends at
-# stats' alloc_space.
+# --time-unit=B: the x axis in bytes allocated and freed (massif's).
+# build() makes 64 MiB in 1 MiB blocks before anything is freed, so the
+# in-use bytes climb with the clock: each bucket's total is its x less at
+# most one block, and the peak is at 64 MiB. release() then frees the 64
+# MiB, which moves massif's clock as much again: the axis ends at
+# stats' alloc_space plus the bytes freed (alloc_space - inuse_space), and
+# the peak sits near its middle, not at its end.
 "$ALLOCPROF" timeline --time-unit=B --format=csv --buckets 32 "$tmp/p.trace" >"$tmp/b.csv" || fail "timeline --time-unit=B"
 "$py" - "$tmp" <<'PY' || fail "timeline --time-unit=B values"
 import csv, json, sys
 d = sys.argv[1]
 st = json.load(open(d + "/s.json"))
 rows = list(csv.reader(open(d + "/b.csv")))
-assert rows[0][0] == "bytes_allocated", rows[0]
+assert rows[0][0] == "bytes_allocated_and_freed", rows[0]
 xs = [float(r[0]) for r in rows[1:]]
 tot = [float(r[1]) for r in rows[1:]]
-assert abs(xs[-1] - st["alloc_space"]) <= 1, (xs[-1], st["alloc_space"])
+axis = 2 * st["alloc_space"] - st["inuse_space"]
+assert abs(xs[-1] - axis) <= 1, (xs[-1], axis)
 assert max(tot) == st["peak_inuse_space"], (max(tot), st["peak_inuse_space"])
 peak_at = xs[tot.index(max(tot))]
 assert 64 << 20 <= peak_at < (64 << 20) + xs[0] + 1, peak_at
 for x, t in zip(xs, tot):
     if x < 64 << 20:
         assert x - (1 << 20) <= t <= x, (x, t)
-print("--time-unit=B: peak at %d bytes allocated, axis to %d" % (peak_at, xs[-1]))
+print("--time-unit=B: peak at %d bytes allocated and freed, axis to %d" % (peak_at, xs[-1]))
 PY
+# The same axis as massif's: valgrind --tool=massif --time-unit=B on the
+# same program. Each of massif's snapshots (its clock, its heap) lies on
+# allocprof's chart: the bucket holding that clock peaked at the
+# snapshot's heap, give or take one 1 MiB block; and ms_print's chart has
+# its peak column ('#') where allocprof's text chart has its '@', as a
+# share of the axis (a column either way).
+VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
+if [ -n "$VALGRIND" ] && command -v ms_print >/dev/null; then
+	"$VALGRIND" --tool=massif --time-unit=B --peak-inaccuracy=0 --heap-admin=0 \
+		--massif-out-file="$tmp/ms.out" "$TESTDATA_BUILD/peak" >/dev/null 2>&1 || fail "massif"
+	ms_print --x=60 "$tmp/ms.out" >"$tmp/ms.txt" || fail "ms_print"
+	"$ALLOCPROF" timeline --time-unit=B --format=json --buckets 1024 "$tmp/p.trace" >"$tmp/b.json" ||
+		fail "timeline --time-unit=B json"
+	"$ALLOCPROF" timeline --time-unit=B "$tmp/p.trace" >"$tmp/b.txt" || fail "timeline --time-unit=B text"
+	"$py" - "$tmp" <<'PY' || fail "timeline --time-unit=B against massif"
+import json, re, sys
+d = sys.argv[1]
+snaps, cur = [], {}
+for l in open(d + "/ms.out"):
+    m = re.match(r"(time|mem_heap_B|mem_heap_extra_B)=(\d+)", l)
+    if m:
+        cur[m.group(1)] = int(m.group(2))
+        if m.group(1) == "mem_heap_extra_B":
+            snaps.append((cur["time"], cur["mem_heap_B"] + cur["mem_heap_extra_B"]))
+j = json.load(open(d + "/b.json"))
+xs = [b["bytes_allocated_and_freed"] for b in j["buckets"]]
+assert len(snaps) > 10 and snaps[-1][0] >= 100 << 20, snaps[-3:]
+for t, heap in snaps:
+    b = next((k for k, x in enumerate(xs) if x >= t), None)
+    assert b is not None, "massif's clock %d is past allocprof's axis (%d)" % (t, xs[-1])
+    got = j["buckets"][b]["total"]
+    assert abs(got - heap) <= (1 << 20) + (64 << 10), (t, heap, got)
+# the peak's column, as a share of the axis, in the two text charts
+def share(path, mark, axis_mark):
+    rows = [l for l in open(path) if mark in l and "|" in l]
+    axis = next(l for l in open(path) if axis_mark in l)
+    width = len(re.match(r"-*", axis[axis.index("+") + 1:]).group(0))
+    start = rows[0].index("|") + 1
+    return (rows[0].index(mark) - start + 0.5) / width, 1.5 / width
+ms, tol = share(d + "/ms.txt", "#", "+---")
+ap, tol2 = share(d + "/b.txt", "@", "+---")
+assert abs(ms - ap) <= tol + tol2, (ms, ap)
+print("massif: %d snapshots on allocprof's B axis; the peak at %.0f%% of ms_print's axis, %.0f%% of allocprof's"
+      % (len(snaps), 100 * ms, 100 * ap))
+PY
+else
+	echo "valgrind or ms_print not found: the massif comparison is left out"
+fi
 "$ALLOCPROF" timeline --time-unit=i "$tmp/p.trace" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^allocprof: timeline: --time-unit wants" "$tmp/err" || fail "bad --time-unit"
 "$ALLOCPROF" timeline --format=bogus "$tmp/p.trace" >/dev/null 2>"$tmp/err"

@@ -3,9 +3,13 @@
 # the only change is site_b's 500 blocks of 256 bytes. diff names site_b
 # with that delta (objects and bytes), --fail-above exits 1 naming it and 0
 # on two runs of the same program, and the JSON has every sample index.
-# usage: diff.sh ALLOCPROF DIFFSITE
+# The gate: a relative limit with an absolute floor (AND), sizes with
+# units, limits on the total and on the peak (against the report
+# fixture's trace, whose peak is far higher), several limits OR'ed; exit
+# 2, not 1, when a trace cannot be read.
+# usage: diff.sh ALLOCPROF DIFFSITE MKTRACE
 set -u
-ap=$1 prog=$2
+ap=$1 prog=$2 mktrace=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export LC_ALL=C ALLOCPROF_NO_PROGRESS=1
@@ -47,5 +51,46 @@ grep -qx 'allocprof: diff: site_b: alloc_objects rose from 500 to 1000 (+100%), 
 "$ap" diff "$tmp/a.trace" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^allocprof: diff: two traces are needed" "$tmp/err" || bad "one trace"
 "$ap" diff "$tmp/a.trace" "$tmp/missing.trace" >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || { bad "missing trace"; cat "$tmp/err"; }
+[ $? = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || { bad "missing trace: not exit 2 with one line"; cat "$tmp/err"; }
+"$ap" diff --fail-above alloc_space=+10% "$tmp/missing.trace" "$tmp/c.trace" >/dev/null 2>&1
+[ $? = 2 ] || bad "a gate on a missing trace: not exit 2"
+
+# gate ARGS... -> "EXIT|stderr lines" of diff a c with those limits
+gate() {
+	"$ap" diff "$@" "$tmp/a.trace" "$tmp/c.trace" >/dev/null 2>"$tmp/err"
+	echo "$?|$(tr '\n' '|' <"$tmp/err")"
+}
+# expect_gate WANT ARGS...
+expect_gate() {
+	want=$1
+	shift
+	got=$(gate "$@")
+	[ "$got" = "$want" ] || bad "diff $*: got '$got', expected '$want'"
+}
+# site_b: 125kB -> 250kB (+128,000 bytes, +100%); the total 1500 -> 2000
+# objects (+33.3%), 187.50kB -> 312.50kB.
+expect_gate "1|allocprof: diff: site_b: alloc_space rose from 125kB to 250kB (+100%), above alloc_space=+10%,+100kB|" \
+	--fail-above alloc_space=+10%,+100kB
+expect_gate "0|" --fail-above alloc_space=+10%,+200kB
+expect_gate "0|" --fail-above alloc_space=+200%,+1kB
+expect_gate "1|allocprof: diff: site_b: alloc_space rose from 125kB to 250kB (+100%), above alloc_space=+64KiB|" \
+	--fail-above alloc_space=+64KiB
+expect_gate "0|" --fail-above alloc_space=+1MB
+expect_gate "1|allocprof: diff: total: alloc_objects rose from 1500 to 2000 (+33.3%), above total.alloc_objects=+30%|" \
+	--fail-above total.alloc_objects=+30%
+expect_gate "0|" --fail-above total.alloc_objects=+40%
+expect_gate "1|allocprof: diff: total: alloc_space rose from 187.50kB to 312.50kB (+66.7%), above total.alloc_space=+100kB|" \
+	--fail-above total.alloc_space=+100kB --fail-above alloc_space=+1MB
+expect_gate "0|" --fail-above peak=+1%
+for bad_limit in alloc_objects=+1MB alloc_space=+10%, alloc_space=10% total.bogus=+1% peak=+1%,-2 total=+1%; do
+	"$ap" diff --fail-above "$bad_limit" "$tmp/a.trace" "$tmp/c.trace" >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "^allocprof: diff: --fail-above wants" "$tmp/err" || bad "--fail-above $bad_limit accepted"
+done
+# the peak: diffsite holds one block at a time, the fixture 21.42kB
+"$mktrace" "$tmp/fx.trace" || bad "mktrace"
+peak=$("$ap" stats --json "$tmp/fx.trace" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_inuse_space"])')
+"$ap" diff --fail-above peak=+10%,+16kB "$tmp/a.trace" "$tmp/fx.trace" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -qx "allocprof: diff: the run: peak in-use bytes rose from 256B to .* above peak=+10%,+16kB" "$tmp/err" ||
+	{ bad "peak gate (fixture peak $peak)"; cat "$tmp/err"; }
+"$ap" diff --fail-above peak=+10%,+32kB "$tmp/a.trace" "$tmp/fx.trace" >/dev/null 2>&1 || bad "peak gate with a 32kB floor"
 exit $fail

@@ -25,7 +25,9 @@ their share, Search again resets it.
 """
 import json
 import os
+import pty
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -247,6 +249,31 @@ def check_trace(ap, trace, what, focus_func, hide_func):
     check(inv and all(b.py == inv[0].py + 16 * b.d for b in inv), "%s: --inverted" % what)
 
 
+def run_on_tty(argv, cwd):
+    """Runs argv with its standard output a pseudo-terminal; returns its
+    exit status, its stderr and what reached the terminal."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE, cwd=cwd,
+                            env=dict(os.environ, ALLOCPROF_NO_PROGRESS="1"))
+    os.close(slave)
+    on_tty = b""
+    while True:  # read what reaches the terminal, so that it never blocks
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the other end closed
+                chunk = b""
+            on_tty += chunk
+            if chunk:
+                continue
+        if proc.poll() is not None:
+            break
+    os.close(master)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return proc.returncode, err, on_tty
+
+
 def check_cli(ap, trace, tmp):
     p = run(ap, "flamegraph", "-h")
     out = p.stdout.decode()
@@ -282,6 +309,23 @@ def check_cli(ap, trace, tmp):
           "-o: %r" % p.stderr)
     check(open(tmp + "/out.svg", "rb").read() == run(ap, "flamegraph", trace).stdout,
           "-o FILE and stdout differ")
+    # Standard output a terminal (a pty): no SVG on it; as pprof -svg, a new
+    # flamegraph001.svg, then 002, in the current directory, each named on
+    # stderr, each the SVG that goes to a pipe. timeline --format=svg too.
+    cwd = tmp + "/tty"
+    os.makedirs(cwd, exist_ok=True)
+    for args, prefix in ((["flamegraph"], "flamegraph"), (["timeline", "--format=svg"], "timeline")):
+        for n in (1, 2):
+            rc, err, on_tty = run_on_tty([os.path.abspath(ap)] + args + [trace], cwd)
+            name = "%s%03d.svg" % (prefix, n)
+            check(rc == 0 and err.decode() == "allocprof: wrote %s\n" % name,
+                  "%s, stdout a terminal: exit %d, stderr %r, expected 'wrote %s'" % (prefix, rc, err, name))
+            check(b"<svg" not in on_tty and len(on_tty) < 100, "%s, stdout a terminal: %d bytes written to it"
+                  % (prefix, len(on_tty)))
+            check(os.path.exists(cwd + "/" + name) and open(cwd + "/" + name, "rb").read()
+                  == run(ap, *args, trace).stdout, "%s, stdout a terminal: %s is not the SVG" % (prefix, name))
+    # -o - is still standard output (not a terminal here)
+    check(run(ap, "flamegraph", "-o", "-", trace).stdout.startswith(b"<?xml"), "-o - to a pipe")
 
 
 def fixture_mode(ap, mktrace):

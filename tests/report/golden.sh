@@ -44,6 +44,8 @@ golden top-inuse-objects.txt top --inuse_objects "$tmp/fx.trace"
 golden top-focus.txt top --focus '^parse$' --ignore make_token "$tmp/fx.trace"
 golden top-drop-frames.txt top --drop-frames '^wrap_alloc$' "$tmp/fx.trace"
 golden top-sampled.txt top --alloc_objects "$tmp/fx-sampled.trace"
+# the peak of a sampled trace: the estimate with its error, on a Peak: line
+golden top-peak-sampled.txt top --peak_space "$tmp/fx-sampled.trace"
 # pprof's spellings, its regex dialect, show/hide, nodefraction
 golden top-pprof-flags.txt top -nodecount=3 -sample_index=alloc_objects --focus '(?i)PARSE|WALK' "$tmp/fx.trace"
 golden top-hide.txt top --alloc_objects -hide=make_token --show '^(main|parse|make_token|walk|alloc_small)$' "$tmp/fx.trace"
