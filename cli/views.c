@@ -1,4 +1,5 @@
 /* Shared by the views: options, loading, progress, number formats. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -675,6 +676,21 @@ void ap_view_measure_init(struct ap_view_measure *vm)
 	*vm = (struct ap_view_measure){ .budget_ns = mo.budget_ns, .sites = 6 };
 }
 
+int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
+{
+	if (!strcmp(arg, "all")) {
+		vm->replay_cpus = AP_REPLAY_CPUS_ALL;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long n = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || n < 1 || n > (long)AP_MAX_CPUS)
+		return -1;
+	vm->replay_cpus = (unsigned)n;
+	return 0;
+}
+
 /* allocprof-replay: next to this binary (the build's cli/, or pkglibdir
  * where allocprof-report is installed), else in pkglibdir. */
 static void runner_path(char *out, size_t len)
@@ -717,6 +733,7 @@ void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 	if (ap_find_sampler(sampler, sizeof(sampler), true) == 0)
 		mo.sampler = sampler;
 	mo.budget_ns = vm->budget_ns;
+	mo.cpus = ap_advise_replay_cpus(a, t, vm->replay_cpus, ap_measure_cpus_here());
 	bool progress = vm->progress && ap_progress_wanted();
 	if (progress)
 		mo.progress = measure_progress;

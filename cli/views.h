@@ -372,6 +372,10 @@ int ap_view_json_print(json_t *root);
 /* A run's costs as advise --json prints them (cmd-advise.c; try too). */
 struct ap_run_cost;
 json_t *ap_advise_cost_json(const struct ap_run_cost *c);
+/* Sets the measured replay's CPUs in o: replay_cpus, replay_cpus_from,
+ * recorded_cpus, cpus_allowed, runner_cpus (docs/json.md). */
+struct ap_advice;
+void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o);
 
 /* ---- the advisor's measured replay, for advise and the tui ---- */
 struct ap_advice;
@@ -382,8 +386,14 @@ struct ap_view_measure {
 	double budget_ns;	/* --measure-time (default 15 s) */
 	size_t sites;		/* --measure-sites (default 6) */
 	bool progress;		/* a progress line on a terminal */
+	/* --replay-cpus: a count, AP_REPLAY_CPUS_ALL, or 0 (default): as
+	 * many as the recorded run could use (ap_advise_replay_cpus) */
+	unsigned replay_cpus;
 };
 void ap_view_measure_init(struct ap_view_measure *vm);
+/* Parses --replay-cpus's value (N from 1 to 65536, or "all") into
+ * vm->replay_cpus. Returns 0, or -1 when it is neither. */
+int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg);
 /* Measures a's sites (ap_advise_measure) with allocprof-replay from next
  * to this program, else from pkglibdir; or, off, says so in a. */
 void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
