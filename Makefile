@@ -5,10 +5,12 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 ALLOCPROF  := $(BUILD)/cli/allocprof
 
-# Building and `make demo`: compilers, meson, the libraries, and glibc's
-# debug symbols so that the frames under main have names.
+# Building and `make demo`: compilers, meson, the libraries (libiberty-dev:
+# binutils' demangler, for Rust names), and glibc's debug symbols so that
+# the frames under main have names.
 DEBS := gcc g++ make meson ninja-build pkg-config python3 \
 	libunwind-dev libdw-dev libelf-dev libjansson-dev libncurses-dev zlib1g-dev libzstd-dev libpcre2-dev \
+	libiberty-dev \
 	libc6-dbg
 # What `make deb` adds: the Debian packaging tools, and git, whose list of
 # files is what the package is built from.
@@ -19,10 +21,13 @@ DEB_DEBS := debhelper dpkg-dev git
 # export, sync.Pool model), tmux (tui on a terminal, completion), groff
 # (man pages), heaptrack (temporary allocations), debhelper (the package),
 # chromium (the flame graph's script, headless), clang (the reader's
-# libFuzzer target, which meson defines when clang is there: `make fuzz`).
+# libFuzzer target, which meson defines when clang is there: `make fuzz`;
+# and the clang-built programs of tests/symbolize/toolchains.py), llvm
+# (llvm-symbolizer, what those programs' frames are compared with), rustc
+# (Debian's, for the Rust program of tests/symbolize/rust.py).
 # tests/deps holds the tests to it.
 FUZZ_DEBS := clang
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 $(FUZZ_DEBS) $(DEB_DEBS)
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm rustc $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd

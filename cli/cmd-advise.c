@@ -23,6 +23,7 @@ enum {
 	OPT_NO_MEASURE,
 	OPT_MEASURE_TIME,
 	OPT_MEASURE_SITES,
+	OPT_REPLAY_CPUS,
 };
 
 static void advise_usage(FILE *f)
@@ -70,9 +71,14 @@ static void advise_usage(FILE *f)
 	      "                       stops sooner once every interval is tight, and\n"
 	      "                       replays the first part of a run too long for it)\n"
 	      "  --measure-sites N    measure at most N sites (default 6)\n"
+	      "  --replay-cpus N|all  run the measured replay on the first N CPUs advise may\n"
+	      "                       use, or on all (default: as many as the recorded run\n"
+	      "                       could use, which the trace says: threads that hand\n"
+	      "                       objects to each other cost more on CPUs apart)\n"
 	      "  --no-measure         no measured replay: times from the cost model\n"
 	      "  --drop-frames REGEX  treat functions matching REGEX as allocator wrappers\n"
 	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_NAMES_HELP
 	      AP_VIEW_RUN_HELP
 	      "  --json               print JSON (see docs/json.md)\n"
 	      "  -h, --help           show this help\n\n"
@@ -153,9 +159,12 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	}
 	if (a->measured) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
-		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s)\n",
-		       a->measured, plural((double)a->measured), measured_rounds(a),
-		       (unsigned long long)a->base.calls, d);
+		struct ap_buf cpus = AP_BUF_INIT;
+		ap_advise_replay_cpus_words(a, &cpus);
+		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s), "
+		       "%s\n", a->measured, plural((double)a->measured), measured_rounds(a),
+		       (unsigned long long)a->base.calls, d, cpus.buf);
+		ap_buf_release(&cpus);
 		if (a->measure_share < 1 && a->measure_full_run_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), a->measure_full_run_ns);
 			printf("  on the first %.2g%% of the run's events (a replay of %llu events takes %s, "
@@ -241,6 +250,24 @@ json_t *ap_advise_cost_json(const struct ap_run_cost *c)
 	return o;
 }
 
+void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o)
+{
+	static const char *const from[] = {
+		[AP_RCPUS_UNKNOWN] = "unknown",
+		[AP_RCPUS_RECORDED] = "recorded",
+		[AP_RCPUS_ASKED] = "option",
+		[AP_RCPUS_ALL] = "all",
+	};
+	json_object_set_new(o, "replay_cpus", json_integer(a->replay_cpus));
+	json_object_set_new(o, "replay_cpus_from", json_string(from[a->replay_cpus_from]));
+	json_object_set_new(o, "recorded_cpus",
+			    a->recorded_cpus ? json_integer(a->recorded_cpus) : json_null());
+	json_object_set_new(o, "cpus_allowed", json_integer(a->replay_cpus_here));
+	/* what the runner found it could use: replay_cpus, unless pinning failed */
+	json_object_set_new(o, "runner_cpus", a->base.cpus > 0 ? json_integer(ap_view_round(a->base.cpus))
+							       : json_null());
+}
+
 static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	json_t *root = json_object();
@@ -285,6 +312,7 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 			json_object_set_new(mj, "probe_wall_ns", json_integer(ap_view_round(a->measure_full_run_ns)));
 		}
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
+		ap_advise_replay_cpus_json(a, mj);
 		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
 		if (a->recorded.cpu_ns > 0)
 			json_object_set_new(mj, "recorded", ap_advise_cost_json(&a->recorded));
@@ -386,8 +414,11 @@ int cmd_advise(int argc, char **argv)
 		{ "no-measure", no_argument, NULL, OPT_NO_MEASURE },
 		{ "measure-time", required_argument, NULL, OPT_MEASURE_TIME },
 		{ "measure-sites", required_argument, NULL, OPT_MEASURE_SITES },
+		{ "replay-cpus", required_argument, NULL, OPT_REPLAY_CPUS },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
+		{ "full-names", no_argument, NULL, AP_VOPT_FULL_NAMES },
+		{ "full_names", no_argument, NULL, AP_VOPT_FULL_NAMES },
 		AP_VIEW_RUN_LONGOPTS,
 		{ "json", no_argument, NULL, AP_VOPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
@@ -468,6 +499,11 @@ int cmd_advise(int argc, char **argv)
 				return ap_usage_error("advise", "--measure-sites wants a count from 0 to 1000, "
 						      "not '%s'", optarg);
 			vm.sites = (size_t)msites;
+			break;
+		case OPT_REPLAY_CPUS:
+			if (ap_view_parse_replay_cpus(&vm, optarg) < 0)
+				return ap_usage_error("advise", "--replay-cpus wants a number of CPUs from 1 to "
+						      "65536, or all, not '%s'", optarg);
 			break;
 		default:
 			if (ap_view_option(&vo, opt, optarg))

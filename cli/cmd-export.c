@@ -26,8 +26,9 @@ static void export_usage(FILE *f)
 	      "          alloc_space, inuse_objects, inuse_space) and peak_objects,\n"
 	      "          peak_space (live at the peak), temporary, one Location per\n"
 	      "          return address with its inlined frames, one Mapping per module;\n"
-	      "          C++ functions named as pprof shows them (geo::detail::make_point),\n"
-	      "          the mangled name in system_name; a module without any names\n"
+	      "          C++ and Rust functions by their short names, as pprof shows\n"
+	      "          them (geo::detail::make_point; the whole ones with\n"
+	      "          --full-names), the mangled name in system_name; a module without any names\n"
 	      "          (rebuilt, missing, stripped) as addresses in an unsymbolized\n"
 	      "          mapping, for pprof -symbolize=local to name later;\n"
 	      "          allocator frames stay in the stacks and drop_frames names them,\n"
@@ -45,9 +46,8 @@ static void export_usage(FILE *f)
 	      "                       flag of that name): pprof's\n"
 	      "                       default sample type, the folded value, the order\n"
 	      "                       of the JSON stacks\n"
-	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
-	      "                       wrappers (the call site is below them)\n"
-	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_SYM_HELP
+	      AP_VIEW_SUPP_HELP
 	      "  --no-children        read only the trace files given, not their child traces\n"
 	      "  -h, --help           show this help\n"
 	      "Options are spelled as pprof's too: one dash or two, the value after '='\n"
@@ -167,6 +167,7 @@ int cmd_export(int argc, char **argv)
 		{ "peak_objects", no_argument, NULL, AP_VOPT_PEAK_OBJECTS },
 		{ "temporary", no_argument, NULL, AP_VOPT_TEMPORARY },
 		AP_VIEW_SYM_LONGOPTS,
+		AP_VIEW_SUPP_LONGOPTS,
 		AP_VIEW_RUN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -179,8 +180,8 @@ int cmd_export(int argc, char **argv)
 	ap_view_opts_init(&o);
 	optind = 0;
 	while ((opt = ap_view_next_option(&o, "export", argc, argv, ":ho:", longopts)) >= 0) {
-		/* of the shared options, only the sample index, --drop-frames
-		 * and --debug-dir are in longopts */
+		/* of the shared options, only the sample index and the
+		 * symbolizer's are in longopts */
 		switch (opt) {
 		case 'h':
 			export_usage(stdout);

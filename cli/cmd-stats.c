@@ -179,6 +179,10 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	printf("%-18s %s\n", "program", ap_safe_name(&safe, t->exe));
 	printf("%-18s %s\n", "command", ap_safe_name(&safe, cmd.buf));
 	printf("%-18s %llu\n", "pid", (unsigned long long)t->pid);
+	/* Older traces do not say: the line is left out. */
+	if (t->allowed_cpus)
+		printf("%-18s %llu of the machine's %llu (its CPU affinity; advise replays on as many)\n",
+		       "cpus", (unsigned long long)t->allowed_cpus, (unsigned long long)t->cpus);
 	if (t->nprocs) {
 		printf("%-18s %zu (%s)\n", "processes", t->nprocs,
 		       "TRACE and its child traces, or the TRACEs given: --by-process shows each");
@@ -324,6 +328,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "program", ap_json_text(t->exe));
 	json_object_set_new(o, "argv", argv);
 	json_object_set_new(o, "pid", json_u64(t->pid));
+	json_object_set_new(o, "cpus", json_u64(t->cpus));
+	json_object_set_new(o, "allowed_cpus", t->allowed_cpus ? json_u64(t->allowed_cpus) : json_null());
 	if (t->nprocs) {
 		json_t *ps = json_array();
 		for (size_t i = 0; i < t->nprocs; i++) {

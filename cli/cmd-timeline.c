@@ -45,9 +45,7 @@ static void timeline_usage(FILE *f)
 	      "                       a free moves it too, a realloc by how much it\n"
 	      "                       grew or shrank; a short run's events share a few\n"
 	      "                       clock ticks)\n"
-	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
-	      "                       wrappers (the call site is below them)\n"
-	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_SYM_HELP
 	      AP_VIEW_RUN_HELP
 	      "  -h, --help           show this help\n"
 	      AP_VIEW_RUN_TEXT,

@@ -39,6 +39,7 @@ enum {
 	OPT_RUNS,
 	OPT_NO_MEASURE,
 	OPT_MEASURE_TIME,
+	OPT_REPLAY_CPUS,
 };
 
 static void try_usage(FILE *f)
@@ -65,6 +66,9 @@ static void try_usage(FILE *f)
 	      "  --no-measure         advise's prediction from its model alone (no measured\n"
 	      "                       replay first)\n"
 	      "  --measure-time D     the measured replay's time budget (default 15s)\n"
+	      "  --replay-cpus N|all  the CPUs the measured replay runs on (default: as many\n"
+	      "                       as the recorded run could use; see allocprof-advise(1));\n"
+	      "                       the program's own runs are not pinned\n"
 	      "  --json               print JSON (see docs/json.md)\n"
 	      "  -h, --help           show this help\n\n"
 	      "The program's standard input is read once and given to every run. The\n"
@@ -94,7 +98,7 @@ static bool is_operator_new(struct ap_symbolizer *sym, uint64_t pc)
 	size_t n = ap_sym_pc(sym, pc, &f);
 	if (!n)
 		return false;
-	const char *name = f[n - 1].func;
+	const char *name = f[n - 1].full;
 	return !strcmp(name, "operator new(unsigned long)") ||
 	       !strcmp(name, "operator new[](unsigned long)");
 }
@@ -679,6 +683,7 @@ static void fmt_dur(char *b, size_t n, double ns)
 
 struct report {
 	const struct ap_trace *t;
+	const struct ap_advice *a;
 	char **argv;
 	size_t rounds, nv;
 	struct tsite *ts;
@@ -735,6 +740,12 @@ static void print_text(const struct report *rp)
 	printf("Baseline (medians): CPU %s, wall %s, %.0f minor faults, peak RSS %s, %s allocator "
 	       "calls\n",
 	       d1, d2, b->cost.minflt, m1, c1);
+	if (rp->a->measured) {
+		struct ap_buf cb = AP_BUF_INIT;
+		ap_advise_replay_cpus_words(rp->a, &cb);
+		printf("advise's measured replay: %s\n", cb.buf);
+		ap_buf_release(&cb);
+	}
 	for (size_t i = 0; i < rp->nts; i++) {
 		const struct tsite *ts = &rp->ts[i];
 		const struct ap_advise_site *as = ts->as;
@@ -849,6 +860,11 @@ static int print_json(const struct report *rp)
 	if (!rp->identical || !rp->deterministic)
 		json_object_set_new(root, "output_difference", json_string(rp->differs));
 	json_object_set_new(root, "baseline", cost_json(&rp->vr[0]));
+	if (rp->a->measured) {
+		json_t *mr = json_object();
+		ap_advise_replay_cpus_json(rp->a, mr);
+		json_object_set_new(root, "measured_replay", mr);
+	}
 	json_t *sites = json_array();
 	for (size_t i = 0; i < rp->nts; i++) {
 		const struct tsite *ts = &rp->ts[i];
@@ -1059,6 +1075,7 @@ int cmd_try(int argc, char **argv)
 	    {"runs", required_argument, NULL, OPT_RUNS},
 	    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
 	    {"measure-time", required_argument, NULL, OPT_MEASURE_TIME},
+	    {"replay-cpus", required_argument, NULL, OPT_REPLAY_CPUS},
 	    {"json", no_argument, NULL, AP_VOPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -1112,6 +1129,14 @@ int cmd_try(int argc, char **argv)
 			vm.budget_ns = (double)ns;
 			break;
 		}
+		case OPT_REPLAY_CPUS:
+			if (ap_view_parse_replay_cpus(&vm, optarg) < 0)
+				return ap_usage_error(
+				    "try",
+				    "--replay-cpus wants a number of CPUs from 1 to 65536, or all, "
+				    "not '%s'",
+				    optarg);
+			break;
 		case AP_VOPT_JSON:
 			json = true;
 			break;
@@ -1389,6 +1414,7 @@ int cmd_try(int argc, char **argv)
 	free(d);
 
 	struct report rp = {.t = t,
+			    .a = a,
 			    .argv = pargv,
 			    .rounds = (size_t)runs,
 			    .nv = nv,

@@ -56,9 +56,8 @@ static void tui_usage(FILE *f)
 	      "                       next event (not heaptrack's count: see man page)\n"
 	      "  --focus REGEX        keep only stacks with a frame matching REGEX\n"
 	      "  --ignore REGEX       drop stacks with a frame matching REGEX\n"
-	      "  --drop-frames REGEX  treat functions matching REGEX as allocator\n"
-	      "                       wrappers (the call site is below them)\n"
-	      "  --debug-dir DIR      look for separate debug files in DIR too\n"
+	      AP_VIEW_SYM_HELP
+	      AP_VIEW_SUPP_HELP
 	      "  --no-children        read only the trace files given, not their child traces\n"
 	      "  -h, --help           show this help\n\n"
 	      "Environment: NO_COLOR set and not empty draws without colours, in bold\n"

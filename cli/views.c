@@ -1,4 +1,5 @@
 /* Shared by the views: options, loading, progress, number formats. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -129,6 +130,30 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 		return 1;
 	case AP_VOPT_DEBUG_DIR:
 		o->sym.debug_dir = arg;
+		return 1;
+	case AP_VOPT_SUPPRESSIONS:
+		o->suppressions = arg;
+		return 1;
+	case AP_VOPT_NO_SUPPRESSIONS:
+		o->no_suppressions = true;
+		return 1;
+	case AP_VOPT_FULL_NAMES:
+		o->sym.full_names = true;
+		return 1;
+	case AP_VOPT_SYMBOLIZE:
+		/* pprof's spelling of the names wanted; its other values
+		 * choose where symbols come from, which has no meaning here */
+		if (!strcmp(arg, "demangle=full")) {
+			o->sym.full_names = true;
+			o->sym.no_demangle = false;
+		} else if (!strcmp(arg, "demangle=none")) {
+			o->sym.no_demangle = true;
+		} else {
+			ap_usage_error(cmd, "unsupported --symbolize value '%s', not demangle=full "
+					    "(--full-names) or demangle=none (linkage names)",
+				       arg);
+			return -1;
+		}
 		return 1;
 	case AP_VOPT_JSON:
 		o->json = true;
@@ -264,8 +289,34 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 		ap_view_release(v);
 		return AP_EXIT_FAIL;
 	}
-	if (!o->no_values)
-		v->values = ap_report_stack_values(v->trace);
+	if (o->no_values)
+		return 0;
+	v->values = ap_report_stack_values(v->trace);
+	if (o->no_suppressions && !o->suppressions)
+		return 0;
+	struct ap_suppressions *s =
+	    ap_suppress_new(o->suppressions, !o->no_suppressions, &err);
+	if (!s) {
+		ap_print_error(&err);
+		ap_view_release(v);
+		return AP_EXIT_FAIL;
+	}
+	ap_suppress_values(s, v->trace, v->sym, v->values, &v->suppressed);
+	ap_suppress_free(s);
+	enum ap_sample_index si = o->report.sample_index;
+	if (v->suppressed.bytes > 0 &&
+	    (si == AP_SI_INUSE_SPACE || si == AP_SI_INUSE_OBJECTS)) {
+		char b[32];
+		ap_format_bytes(b, sizeof(b), v->suppressed.bytes);
+		bool builtin = v->suppressed.builtin_bytes > 0;
+		bool file = v->suppressed.bytes > v->suppressed.builtin_bytes;
+		ap_die_msg("note: %s in use in %.0f allocation%s suppressed: %s%s%s%s; "
+			   "--no-suppressions shows %s",
+			   b, v->suppressed.objects, v->suppressed.objects == 1 ? "" : "s",
+			   builtin ? "memory the C and C++ runtimes keep by design" : "",
+			   builtin && file ? ", and " : "", file ? "the rules of " : "",
+			   file ? o->suppressions : "", v->suppressed.objects == 1 ? "it" : "them");
+	}
 	return 0;
 }
 
@@ -625,6 +676,21 @@ void ap_view_measure_init(struct ap_view_measure *vm)
 	*vm = (struct ap_view_measure){ .budget_ns = mo.budget_ns, .sites = 6 };
 }
 
+int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
+{
+	if (!strcmp(arg, "all")) {
+		vm->replay_cpus = AP_REPLAY_CPUS_ALL;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long n = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || n < 1 || n > (long)AP_MAX_CPUS)
+		return -1;
+	vm->replay_cpus = (unsigned)n;
+	return 0;
+}
+
 /* allocprof-replay: next to this binary (the build's cli/, or pkglibdir
  * where allocprof-report is installed), else in pkglibdir. */
 static void runner_path(char *out, size_t len)
@@ -667,6 +733,7 @@ void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 	if (ap_find_sampler(sampler, sizeof(sampler), true) == 0)
 		mo.sampler = sampler;
 	mo.budget_ns = vm->budget_ns;
+	mo.cpus = ap_advise_replay_cpus(a, t, vm->replay_cpus, ap_measure_cpus_here());
 	bool progress = vm->progress && ap_progress_wanted();
 	if (progress)
 		mo.progress = measure_progress;

@@ -35,6 +35,10 @@ enum {
 	AP_VOPT_FILES,
 	AP_VOPT_NO_CHILDREN, /* AP_VIEW_RUN_LONGOPTS */
 	AP_VOPT_BY_PROCESS,
+	AP_VOPT_FULL_NAMES, /* AP_VIEW_SYM_LONGOPTS */
+	AP_VOPT_SYMBOLIZE,
+	AP_VOPT_SUPPRESSIONS, /* AP_VIEW_SUPP_LONGOPTS */
+	AP_VOPT_NO_SUPPRESSIONS,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -51,7 +55,39 @@ enum {
 	{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "drop_frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },        \
 	{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
-	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR }
+	{ "debug_dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },            \
+	{ "full-names", no_argument, NULL, AP_VOPT_FULL_NAMES },               \
+	{ "full_names", no_argument, NULL, AP_VOPT_FULL_NAMES },               \
+	{ "symbolize", required_argument, NULL, AP_VOPT_SYMBOLIZE }
+
+/* Their help text. */
+#define AP_VIEW_SYM_HELP                                                                           \
+	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
+	"                       wrappers (the call site is below them)\n"                          \
+	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
+	AP_VIEW_NAMES_HELP                                                                         \
+	"                       (pprof's -symbolize=demangle=full works too)\n"
+
+/* The help text of --full-names alone. */
+#define AP_VIEW_NAMES_HELP                                                                         \
+	"  --full-names         whole demangled names (return type, template\n"                     \
+	"                       arguments, parameters) instead of short ones\n"
+
+/* Leak suppressions (also in AP_VIEW_LONGOPTS). */
+#define AP_VIEW_SUPP_LONGOPTS                                                  \
+	{ "suppressions", required_argument, NULL, AP_VOPT_SUPPRESSIONS },      \
+	{ "no-suppressions", no_argument, NULL, AP_VOPT_NO_SUPPRESSIONS },     \
+	{ "no_suppressions", no_argument, NULL, AP_VOPT_NO_SUPPRESSIONS }
+
+/* Their help text. */
+#define AP_VIEW_SUPP_HELP                                                                          \
+	"  --suppressions FILE  leaks to leave out of inuse_space and inuse_objects:\n"              \
+	"                       'leak:PATTERN' lines, as LeakSanitizer and heaptrack\n"              \
+	"                       read them (PATTERN in a function, module or file\n"                 \
+	"                       name of the stack; '*' any text, '^' and '$' anchor)\n"             \
+	"  --no-suppressions    leave nothing out: not even the memory the C and\n"                 \
+	"                       C++ runtimes keep by design (libstdc++'s emergency\n"               \
+	"                       exception pool, stdio buffers), left out by default\n"
 
 /* How the traces given are read (also in AP_VIEW_LONGOPTS). */
 #define AP_VIEW_RUN_LONGOPTS                                                   \
@@ -86,6 +122,7 @@ enum {
 	{ "show", required_argument, NULL, AP_VOPT_SHOW },                      \
 	{ "hide", required_argument, NULL, AP_VOPT_HIDE },                      \
 	AP_VIEW_SYM_LONGOPTS,                                                  \
+	AP_VIEW_SUPP_LONGOPTS,                                                 \
 	AP_VIEW_RUN_LONGOPTS,                                                  \
 	{ "json", no_argument, NULL, AP_VOPT_JSON },                            \
 	{ "help", no_argument, NULL, 'h' }
@@ -118,9 +155,8 @@ enum {
 	"  --ignore REGEX       drop stacks with a frame matching REGEX\n"                         \
 	"  --show REGEX         keep only the frames matching REGEX in each stack\n"               \
 	"  --hide REGEX         take the frames matching REGEX out of each stack\n"                \
-	"  --drop-frames REGEX  treat functions matching REGEX as allocator\n"                     \
-	"                       wrappers (the call site is below them)\n"                          \
-	"  --debug-dir DIR      look for separate debug files in DIR too\n"                        \
+	AP_VIEW_SYM_HELP                                                                           \
+	AP_VIEW_SUPP_HELP                                                                          \
 	AP_VIEW_RUN_HELP                                                                           \
 	"  --json               print JSON (see docs/json.md)\n"                                   \
 	"  -h, --help           show this help\n"                                                  \
@@ -142,6 +178,8 @@ struct ap_view_opts {
 	bool no_children;	/* --no-children */
 	bool by_process;	/* --by-process */
 	bool no_values;		/* ap_view_load: the command needs no per-stack values */
+	const char *suppressions; /* --suppressions FILE, or NULL */
+	bool no_suppressions;	/* --no-suppressions: not even the built-in rule */
 };
 
 void ap_view_opts_init(struct ap_view_opts *o);
@@ -186,7 +224,8 @@ int ap_view_bad_option(const char *cmd, int opt, char **argv);
 struct ap_view {
 	struct ap_trace *trace;
 	struct ap_symbolizer *sym;
-	struct ap_stack_values *values;
+	struct ap_stack_values *values;	/* in-use values without the suppressed */
+	struct ap_suppressed suppressed;
 };
 
 /* Reads the traces at `paths` (n >= 1) as one (each with its child
@@ -198,8 +237,10 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 		 const char *covers);
 
 /* ap_view_read, then the symbolizer and the per-stack values (a replay of
- * the trace; left NULL with o->no_values). Returns 0, or prints the error
- * and returns AP_EXIT_FAIL. */
+ * the trace; left NULL with o->no_values), suppressions applied to their
+ * in-use values (a note on stderr says what was left out when the view's
+ * sample index is inuse_*). Returns 0, or prints the error and returns
+ * AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
 
 /* Appends a command line as the text views show it, on one line: its
@@ -331,6 +372,10 @@ int ap_view_json_print(json_t *root);
 /* A run's costs as advise --json prints them (cmd-advise.c; try too). */
 struct ap_run_cost;
 json_t *ap_advise_cost_json(const struct ap_run_cost *c);
+/* Sets the measured replay's CPUs in o: replay_cpus, replay_cpus_from,
+ * recorded_cpus, cpus_allowed, runner_cpus (docs/json.md). */
+struct ap_advice;
+void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o);
 
 /* ---- the advisor's measured replay, for advise and the tui ---- */
 struct ap_advice;
@@ -341,8 +386,14 @@ struct ap_view_measure {
 	double budget_ns;	/* --measure-time (default 15 s) */
 	size_t sites;		/* --measure-sites (default 6) */
 	bool progress;		/* a progress line on a terminal */
+	/* --replay-cpus: a count, AP_REPLAY_CPUS_ALL, or 0 (default): as
+	 * many as the recorded run could use (ap_advise_replay_cpus) */
+	unsigned replay_cpus;
 };
 void ap_view_measure_init(struct ap_view_measure *vm);
+/* Parses --replay-cpus's value (N from 1 to 65536, or "all") into
+ * vm->replay_cpus. Returns 0, or -1 when it is neither. */
+int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg);
 /* Measures a's sites (ap_advise_measure) with allocprof-replay from next
  * to this program, else from pkglibdir; or, off, says so in a. */
 void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,

@@ -87,6 +87,9 @@ _allocprof_arg_values()
 			printf '%s= total.%s= ' "$i" "$i"
 		done
 		echo "peak=" ;;
+	*'|'*)
+		# N|all: the lowercase words are the values spelled out
+		tr '|' ' ' <<<"${3//[A-Z]/}" ;;
 	esac
 }
 

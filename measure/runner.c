@@ -14,8 +14,10 @@
  * to the first that holds its capacity; above the last, malloc and free
  * as without a pool). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
- * calls=N hits=N spin_ns=N` (cpu_ns without spin_ns, the time spent
- * spinning on other threads), and exits 0; or prints `allocprof-replay: why` on
+ * calls=N hits=N spin_ns=N cpus=N wakes=N` (cpu_ns without spin_ns, the
+ * time spent spinning on other threads; cpus: the CPUs its affinity let it
+ * use, which advise chooses; wakes: the threads' wake-ups of others
+ * asleep on them), and exits 0; or prints `allocprof-replay: why` on
  * stderr and exits 1.
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
@@ -30,6 +32,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -56,11 +59,13 @@ struct slot {
 
 struct rthread {
 	_Alignas(64) _Atomic uint64_t done;	/* ops done (published ones are exact) */
-	atomic_uint fx;				/* futex word: bumped at each publish */
+	atomic_uint fx;				/* futex word: bumped at each wake-up */
 	atomic_uint waiters;
+	_Atomic uint64_t wake_at;		/* the first op a sleeper waits for */
 	uint32_t idx;
 	uint64_t calls, hits;			/* allocator calls made; pool hits */
 	uint64_t spin_ns;			/* spent spinning on other threads */
+	uint64_t wakes;				/* its wake-ups of its sleepers */
 };
 
 static const struct ap_rs_header *hdr;
@@ -131,9 +136,15 @@ static void release(void *obj, void *ctx)
 /* Waiting for another thread is the harness's, not the allocator's: a
  * waiter spins a little (waking from a futex costs more than most waits
  * last), and the time it spins is taken off the run's CPU time; then it
- * sleeps, which costs no CPU time. A wake-up can be missed (a release
- * store and a relaxed load are not ordered): sleeps are bounded by
- * WAIT_SLEEP_NS, so a missed one costs time, never a hang. */
+ * sleeps, which costs no CPU time. A sleeper says which op it waits for
+ * (wake_at, the smallest of them), and the publisher wakes the sleepers
+ * when it gets there, not at every op it publishes: a consumer asleep
+ * while its producer runs on the same CPU made the producer enter the
+ * kernel to wake it at every block, half a million futex calls per
+ * million events (bench/twins' prodcons on one CPU), the harness's
+ * system time counted as the allocator's. A wake-up can be missed (a
+ * release store and a relaxed load are not ordered): sleeps are bounded
+ * by WAIT_SLEEP_NS, so a missed one costs time, never a hang. */
 #define WAIT_SPINS 100
 #define WAIT_SLEEP_NS 200000
 
@@ -153,9 +164,14 @@ static void sleep_on(atomic_uint *w, unsigned val)
 static void publish(struct rthread *t, uint64_t i)
 {
 	atomic_store_explicit(&t->done, i + 1, memory_order_release);
-	if (atomic_load_explicit(&t->waiters, memory_order_relaxed)) {
+	if (atomic_load_explicit(&t->waiters, memory_order_relaxed) &&
+	    atomic_load_explicit(&t->wake_at, memory_order_relaxed) <= i) {
+		/* every sleeper wakes, and one that waits for a later op
+		 * asks again */
+		atomic_store(&t->wake_at, UINT64_MAX);
 		atomic_fetch_add_explicit(&t->fx, 1, memory_order_relaxed);
 		futex(&t->fx, FUTEX_WAKE, INT_MAX);
+		t->wakes++;
 	}
 }
 
@@ -180,6 +196,9 @@ static void wait_for(struct rthread *me, struct rthread *t, uint64_t i)
 	atomic_fetch_add(&t->waiters, 1);
 	for (;;) {
 		unsigned f = atomic_load(&t->fx);
+		uint64_t w = atomic_load(&t->wake_at);
+		while (i < w && !atomic_compare_exchange_weak(&t->wake_at, &w, i))
+			;
 		if (atomic_load_explicit(&t->done, memory_order_acquire) > i)
 			break;
 		sleep_on(&t->fx, f);
@@ -518,8 +537,10 @@ int main(int argc, char **argv)
 		     -1, 0);
 	if (slots == MAP_FAILED)
 		die("%s", "out of memory for the slots");
-	for (uint32_t k = 0; k < hdr->nthreads; k++)
+	for (uint32_t k = 0; k < hdr->nthreads; k++) {
 		thr[k].idx = k;
+		thr[k].wake_at = UINT64_MAX;
+	}
 	if (site >= 0) {
 		chosen = (uint32_t)site;
 		for (unsigned k = 0; k < nclasses; k++)
@@ -542,21 +563,24 @@ int main(int argc, char **argv)
 	uint64_t c1 = ns(CLOCK_PROCESS_CPUTIME_ID), w1 = ns(CLOCK_MONOTONIC);
 	getrusage(RUSAGE_SELF, &r1);
 
-	uint64_t calls = 0, hits = 0, spin = 0;
+	uint64_t calls = 0, hits = 0, spin = 0, wakes = 0;
 	for (uint32_t k = 0; k < hdr->nthreads; k++) {
 		calls += thr[k].calls;
 		hits += thr[k].hits;
 		spin += thr[k].spin_ns;
+		wakes += thr[k].wakes;
 	}
 	/* The spinning is the harness's (above); it cannot exceed the CPU
 	 * time, but keep the figure sane if the clocks disagree. */
 	uint64_t cpu = c1 - c0;
 	cpu = spin < cpu ? cpu - spin : 0;
+	cpu_set_t cpus;
+	int ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
 	printf("cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld calls=%llu "
-	       "hits=%llu spin_ns=%llu\n",
+	       "hits=%llu spin_ns=%llu cpus=%d wakes=%llu\n",
 	       (unsigned long long)cpu, (unsigned long long)(w1 - w0), r1.ru_minflt - r0.ru_minflt,
 	       r1.ru_majflt - r0.ru_majflt, status_kb("VmHWM"), rss0, (unsigned long long)calls,
-	       (unsigned long long)hits, (unsigned long long)spin);
+	       (unsigned long long)hits, (unsigned long long)spin, ncpus, (unsigned long long)wakes);
 	fflush(stdout);
 	_exit(ferror(stdout) ? 1 : 0);
 }

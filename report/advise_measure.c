@@ -96,6 +96,62 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	return s2;
 }
 
+unsigned ap_advise_replay_cpus(struct ap_advice *a, const struct ap_trace *t, unsigned asked,
+			       unsigned here)
+{
+	unsigned want;
+	a->recorded_cpus = t->allowed_cpus <= AP_MAX_CPUS ? (unsigned)t->allowed_cpus : 0;
+	a->replay_cpus_here = here ? here : 1;
+	if (asked == AP_REPLAY_CPUS_ALL) {
+		a->replay_cpus_from = AP_RCPUS_ALL;
+		want = a->replay_cpus_here;
+	} else if (asked) {
+		a->replay_cpus_from = AP_RCPUS_ASKED;
+		a->replay_cpus_asked = want = asked;
+	} else if (a->recorded_cpus) {
+		a->replay_cpus_from = AP_RCPUS_RECORDED;
+		want = a->recorded_cpus;
+	} else {
+		a->replay_cpus_from = AP_RCPUS_UNKNOWN;
+		want = a->replay_cpus_here;
+	}
+	a->replay_cpus = want < a->replay_cpus_here ? want : a->replay_cpus_here;
+	return a->replay_cpus < a->replay_cpus_here ? a->replay_cpus : 0;
+}
+
+void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b)
+{
+	unsigned n = a->replay_cpus, rec = a->recorded_cpus, here = a->replay_cpus_here;
+	const char *s = n == 1 ? "" : "s";
+	switch (a->replay_cpus_from) {
+	case AP_RCPUS_RECORDED:
+		if (rec > n)
+			ap_buf_addf(b, "replayed on %u CPU%s: the run had %u, %u allowed here", n, s, rec,
+				    here);
+		else
+			ap_buf_addf(b, "replayed on %u CPU%s, as recorded", n, s);
+		break;
+	case AP_RCPUS_ASKED:
+	case AP_RCPUS_ALL:
+		if (a->replay_cpus_from == AP_RCPUS_ALL)
+			ap_buf_addf(b, "replayed on %u CPU%s (--replay-cpus all", n, s);
+		else if (a->replay_cpus_asked > n)
+			ap_buf_addf(b, "replayed on %u CPU%s (--replay-cpus %u: %u allowed here", n, s,
+				    a->replay_cpus_asked, here);
+		else
+			ap_buf_addf(b, "replayed on %u CPU%s (--replay-cpus %u", n, s, a->replay_cpus_asked);
+		if (rec)
+			ap_buf_addf(b, "; the run had %u)", rec);
+		else
+			ap_buf_addstr(b, "; the trace does not say how many the run had)");
+		break;
+	case AP_RCPUS_UNKNOWN:
+		ap_buf_addf(b, "replayed on %u CPU%s, all allowed here: the trace does not say how many "
+			    "the run had", n, s);
+		break;
+	}
+}
+
 void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
 		       const struct ap_advise_options *o, const struct ap_measure_opts *mo,
 		       size_t max_sites)

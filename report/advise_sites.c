@@ -82,8 +82,11 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				ap_buf_addstr(&name, " < ...");
 			ap_buf_addf(&key, "#%zu", id);
 		} else {
-			ap_buf_addf(&key, "%s\t%s\t%d\t%s", f->func, f->file ? f->file : "", f->line,
-				    via ? via : "");
+			/* by the whole name: two instances of a template at
+			 * one line are two pools (two types), under one name
+			 * unless --full-names */
+			ap_buf_addf(&key, "%s\t%s\t%d\t%s", f->full ? f->full : f->func,
+				    f->file ? f->file : "", f->line, via ? via : "");
 		}
 		bool added;
 		uint32_t site = ap_intern_add(&keys, key.buf, key.len, &added);

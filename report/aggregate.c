@@ -437,32 +437,6 @@ static bool inlined_shown(const struct ap_frame *const *shown, size_t n, size_t 
 	return i + 1 < n && shown[i + 1] <= last;
 }
 
-const char *ap_short_name(struct ap_short_names *c, const struct ap_frame *fr)
-{
-	if (!fr->mangled || strncmp(fr->mangled, "_Z", 2) || fr->func == fr->mangled)
-		return fr->func; /* not demangled: as it is */
-	if (!c->by_func.slot)
-		ap_u64map_init(&c->by_func, 256);
-	uint64_t key = (uint64_t)(uintptr_t)fr->func;
-	uint32_t i = ap_u64map_get(&c->by_func, key);
-	if (i != AP_U64MAP_NONE)
-		return c->names[i];
-	struct ap_buf b = AP_BUF_INIT;
-	ap_export_pprof_name(fr->func, fr->mangled, &b);
-	AP_ALLOC_GROW(c->names, c->n + 1, c->alloc);
-	c->names[c->n] = ap_buf_detach(&b, NULL);
-	ap_u64map_put(&c->by_func, key, (uint32_t)c->n);
-	return c->names[c->n++];
-}
-
-void ap_short_names_release(struct ap_short_names *c)
-{
-	for (size_t i = 0; i < c->n; i++)
-		free(c->names[i]);
-	free(c->names);
-	ap_u64map_release(&c->by_func);
-}
-
 /* Sets each node's in_inline and in_call from the edges into it. */
 static void nodes_mark_inline(struct ap_nodes *ns)
 {
@@ -491,7 +465,6 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 	size_t ashown = 0;
 	const struct ap_mapping **maps = NULL; /* per frame: its mapping when unnamed */
 	size_t amaps = 0;
-	struct ap_short_names names = {0};
 	struct ap_buf kb = AP_BUF_INIT;
 
 	memset(ns, 0, sizeof(*ns));
@@ -505,10 +478,6 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		ns->stacks++;
 
 		size_t site = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &aframes);
-		/* Frames are named as pprof names the export's functions:
-		 * the nodes, and what focus and the others match. */
-		for (size_t k = site; k < nframes; k++)
-			frames[k].func = ap_short_name(&names, &frames[k]);
 		const struct ap_frame *fr = frames + site;
 		size_t n = nframes - site;
 		struct ap_frame unknown = {.func = unknown_name};
@@ -570,7 +539,6 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 	free(frames);
 	free(shown);
 	free(maps);
-	ap_short_names_release(&names);
 	ap_buf_release(&kb);
 }
 

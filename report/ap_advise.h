@@ -294,6 +294,16 @@ struct ap_advise_site {
 	char *reasons;		/* one or two sentences */
 };
 
+/* How the measured replay's CPUs were chosen (ap_advise_replay_cpus). */
+enum ap_replay_cpus_from {
+	AP_RCPUS_UNKNOWN,	/* the trace does not say: as many as advise may use */
+	AP_RCPUS_RECORDED,	/* the recorded run's, HEADER allowed_cpus */
+	AP_RCPUS_ASKED,		/* --replay-cpus N */
+	AP_RCPUS_ALL,		/* --replay-cpus all */
+};
+/* --replay-cpus all */
+#define AP_REPLAY_CPUS_ALL UINT32_MAX
+
 struct ap_advice {
 	bool sampled;		/* rate > 1: results are estimates */
 	uint64_t rate;
@@ -342,6 +352,13 @@ struct ap_advice {
 	uint64_t measure_probe_events;
 	double measure_wall_ns;
 	char measure_why[256];
+	/* The CPUs the measured replay ran on (ap_advise_replay_cpus):
+	 * replay_cpus of them, chosen as replay_cpus_from says; the recorded
+	 * run's (HEADER allowed_cpus, 0: not said), and those advise may use
+	 * (replay_cpus_here). */
+	unsigned replay_cpus, recorded_cpus, replay_cpus_here;
+	unsigned replay_cpus_asked;	/* --replay-cpus N (AP_RCPUS_ASKED) */
+	enum ap_replay_cpus_from replay_cpus_from;
 };
 
 /* Which site each stack belongs to. site_of_stack has t->nstacks entries
@@ -401,6 +418,18 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_option
 void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
 		       const struct ap_advise_options *o, const struct ap_measure_opts *mo,
 		       size_t max_sites);
+
+/* Chooses the CPUs the measured replay runs on and notes them in `a`:
+ * as many as the recorded run could use (t->allowed_cpus), or `asked`
+ * (--replay-cpus: a count, AP_REPLAY_CPUS_ALL, or 0 for the recorded
+ * run's), never more than `here` (ap_measure_cpus_here); all of them when
+ * the trace does not say. A threaded pool's cost depends on the CPUs its
+ * threads share (docs/pool-model.md, §9). Returns the count for
+ * ap_measure_opts.cpus: 0 when the replay may use all `here`. */
+unsigned ap_advise_replay_cpus(struct ap_advice *a, const struct ap_trace *t, unsigned asked,
+			       unsigned here);
+/* Appends "replayed on 1 CPU, as recorded" (or what else decided it). */
+void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b);
 
 const char *ap_verdict_name(enum ap_verdict v);
 

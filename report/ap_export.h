@@ -94,7 +94,9 @@ int ap_export_pprof(const struct ap_export *x, enum ap_sample_index default_si,
  * frames. Appends to `out` (nothing when there are no allocator frames). */
 void ap_export_drop_frames(const struct ap_export *x, struct ap_buf *out);
 
-/* ap_export_pprof_name (ap_report.h) names the export's functions. */
+/* The export's functions are named as the symbolizer names frames for
+ * every view (ap_frame.func: the short name, ap_sym_short_name, unless
+ * full_names); system_name is the mangled name. */
 
 /* pprof's simplifyFunc (profile/prune.go): drops a leading '.' and the
  * argument list from the first '(' that is not part of "(anonymous

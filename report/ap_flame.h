@@ -40,7 +40,6 @@ struct ap_flame {
 	double kept;		/* the root's value: the stacks the filters kept */
 	size_t stacks;		/* stacks with a non-zero value */
 	size_t kept_stacks;	/* of those, the ones kept */
-	void *names;		/* private: the names' storage */
 };
 
 /* Builds the flame graph of `x` for opts->sample_index: each stack with a

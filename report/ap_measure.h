@@ -53,9 +53,12 @@ struct ap_measure_job {
 	size_t nclasses;
 };
 
-/* What one variant cost, as medians over its runs. */
+/* What one variant cost, as medians over its runs; cpus: the CPUs the
+ * runner's affinity let it use (0: not said); wakes: how often its
+ * threads woke others asleep waiting for them (the harness's, not the
+ * allocator's). */
 struct ap_run_cost {
-	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits;
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
 };
 
 struct ap_measured {
@@ -83,9 +86,19 @@ struct ap_measure_opts {
 	/* When not NULL and nonzero (read atomically between runs), no
 	 * further run starts: what is measured by then is kept. */
 	const int *stop;
+	/* The CPUs the runs may use: the first `cpus` CPUs of the calling
+	 * thread's affinity mask, which ap_measure pins the thread to while
+	 * it runs them (they inherit it) and restores after. 0, or as many
+	 * as the mask has or more: as it is. */
+	unsigned cpus;
 };
 
-/* Sets the defaults: 15 s, 6 to 50 rounds, runner NULL (the caller's). */
+/* How many CPUs the calling thread may run on (its affinity mask), at
+ * least 1. */
+unsigned ap_measure_cpus_here(void);
+
+/* Sets the defaults: 15 s, 6 to 50 rounds, runner NULL (the caller's),
+ * the CPUs as they are. */
 void ap_measure_opts_init(struct ap_measure_opts *o);
 
 /* Runs the baseline and every job, out[i] for jobs[i] (jobs at the end

@@ -48,6 +48,38 @@ struct ap_stack_values {
  * old block), exactly as ap_trace_totals() matches them. Never fails. */
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t);
 
+/* Leak suppressions, in LeakSanitizer's and heaptrack's format: a file of
+ * "leak:PATTERN" lines ('#' comments, blank lines), PATTERN matched in
+ * the function (short or whole name), module path or source file of any
+ * frame from the call site outwards, '*' any text, a leading '^' and a
+ * trailing '$' anchors. With `builtin`, also the built-in rule: a call
+ * site in the C++ runtime's own code (libstdc++.so: its emergency
+ * exception pool, never freed by design). Returns NULL with err set
+ * ("PATH:LINE: ...", or the file's error) on failure. path may be NULL. */
+struct ap_suppressions;
+struct ap_suppressions *ap_suppress_new(const char *path, bool builtin, struct ap_error *err);
+/* (builtin: also a call site in glibc's _IO_file_doallocate, the stdio
+ * buffers.) */
+void ap_suppress_free(struct ap_suppressions *s);
+
+/* The rule that suppresses a stack (its frames and call site, as
+ * ap_sym_stack gives them): the index of the file's rule, the number of
+ * file rules for the built-in one, or -1 when none does. */
+int ap_suppress_stack(const struct ap_suppressions *s, const struct ap_frame *fr, size_t n,
+		      size_t site);
+
+/* What ap_suppress_values took out. */
+struct ap_suppressed {
+	double objects, bytes;	/* in use, all rules */
+	double builtin_bytes;	/* of those bytes, the built-in rule's */
+};
+
+/* Zeroes the in-use values (inuse_objects, inuse_space) of every stack
+ * that `s` suppresses; the other indexes stay. */
+void ap_suppress_values(const struct ap_suppressions *s, const struct ap_trace *t,
+			struct ap_symbolizer *sym, struct ap_stack_values *values,
+			struct ap_suppressed *out);
+
 enum ap_granularity {
 	AP_GRAN_FUNCTIONS, /* node = function name */
 	AP_GRAN_LINES,	   /* node = (function, file, line) */
@@ -126,15 +158,6 @@ struct ap_report {
 	 * total (before focus), truncated. */
 	double dropped_cutoff;
 };
-
-/* The Function.name of a frame in the pprof export: for a C++ name that
- * was demangled (`mangled` starts with _Z and differs from `func`), the
- * short name Go's pprof shows (its default demangling: no return type,
- * no template arguments, no parameters, no const/& qualifiers:
- * "geo::detail::make_point"); any other name as it is. system_name gets
- * the mangled name. Appends to `out`.
- * The views name their function nodes so too (report/pprof_name.c). */
-void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out);
 
 /* Appends `path` to kb cleaned as Go's filepath.Clean cleans it (pprof
  * names line and file nodes, and list's routines, so): no "." elements,

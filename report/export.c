@@ -164,7 +164,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 {
 	struct folded_line *lines = ap_xcalloc(x->nstacks ? x->nstacks : 1, sizeof(*lines));
 	size_t n = 0;
-	struct ap_buf b = AP_BUF_INIT, name = AP_BUF_INIT;
+	struct ap_buf b = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		if (s->v[si] == 0)
@@ -174,9 +174,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		const struct ap_frame *fr = ap_export_stack_frames(s, &nf);
 		for (size_t k = nf; k-- > 0;) {
 			/* named as pprof and the views name them */
-			ap_buf_reset(&name);
-			ap_export_pprof_name(fr[k].func, fr[k].mangled, &name);
-			add_folded_name(&b, name.buf);
+			add_folded_name(&b, fr[k].func);
 			if (k > 0)
 				ap_buf_addstr(&b, ";");
 		}
@@ -202,7 +200,6 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		free(lines[i].text);
 	free(lines);
 	ap_buf_release(&b);
-	ap_buf_release(&name);
 	return written;
 }
 

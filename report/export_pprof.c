@@ -69,13 +69,11 @@ void ap_export_pprof_simplify(const char *name, struct ap_buf *out)
 }
 
 /* The name pprof's Prune matches drop_frames against: simplifyFunc of
- * the frame's Function.name. `scratch` is overwritten. */
-static void drop_key(const struct ap_frame *f, struct ap_buf *scratch, struct ap_buf *out)
+ * the frame's Function.name. */
+static void drop_key(const struct ap_frame *f, struct ap_buf *out)
 {
-	ap_buf_reset(scratch);
-	ap_export_pprof_name(f->func, f->mangled, scratch);
 	ap_buf_reset(out);
-	ap_export_pprof_simplify(scratch->buf, out);
+	ap_export_pprof_simplify(f->func, out);
 }
 
 /* The names pprof may drop (R): simplified names of allocator frames that
@@ -85,12 +83,12 @@ static void drop_names(const struct ap_export *x, struct ap_intern *r)
 {
 	struct ap_intern alloc = { 0 };
 	struct ap_intern user = { 0 };
-	struct ap_buf b = AP_BUF_INIT, scratch = AP_BUF_INIT;
+	struct ap_buf b = AP_BUF_INIT;
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		for (size_t k = 0; k < s->nframes; k++) {
 			bool in_alloc = !s->all_allocator && k < s->site;
-			drop_key(&s->frames[k], &scratch, &b);
+			drop_key(&s->frames[k], &b);
 			ap_intern_add(in_alloc ? &alloc : &user, b.buf, b.len, NULL);
 		}
 	}
@@ -100,7 +98,6 @@ static void drop_names(const struct ap_export *x, struct ap_intern *r)
 	ap_intern_release(&alloc);
 	ap_intern_release(&user);
 	ap_buf_release(&b);
-	ap_buf_release(&scratch);
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -172,9 +169,7 @@ static uint64_t function_id(struct pprof *p, const struct ap_frame *f)
 	if (added) {
 		size_t m = ap_pb_begin(&p->funcs, PROFILE_FUNCTION);
 		ap_pb_uint(&p->funcs, FUNCTION_ID, id);
-		ap_buf_reset(&p->simple);
-		ap_export_pprof_name(f->func, f->mangled, &p->simple);
-		ap_pb_uint(&p->funcs, FUNCTION_NAME, str_id(p, p->simple.buf));
+		ap_pb_uint(&p->funcs, FUNCTION_NAME, str_id(p, f->func));
 		ap_pb_uint(&p->funcs, FUNCTION_SYSTEM_NAME, str_id(p, f->mangled));
 		ap_pb_uint(&p->funcs, FUNCTION_FILENAME, str_id(p, file));
 		ap_pb_end(&p->funcs, m);
@@ -287,7 +282,7 @@ static bool add_sample(struct pprof *p, struct ap_buf *b, const struct ap_export
 			p->offs[d + 1] = p->offs[d] + ap_sym_pc(p->x->sym, st->pcs[d], &fr);
 		}
 		for (size_t k = 0; k < s->nframes; k++) {
-			drop_key(&s->frames[k], &p->key, &p->simple);
+			drop_key(&s->frames[k], &p->simple);
 			p->in_drop[k] = ap_intern_find(&p->drop, p->simple.buf, p->simple.len) != UINT32_MAX;
 		}
 		stripped = pprof_leaf(p, st->depth) != s->site;

@@ -75,18 +75,6 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 	size_t nframes = 0, aframes = 0, ashown = 0;
 	struct path *paths = NULL;
 	size_t npaths = 0, apaths = 0;
-	/* Frames named as pprof and top name them (a C++ function by its
-	 * short name), which is what the filters match too: copies of the
-	 * export's frames, in one pool sized first. */
-	struct ap_short_names *names = ap_xcalloc(1, sizeof(*names));
-	f->names = names;
-	size_t npool = 0, used = 0;
-	for (size_t i = 0; i < x->nstacks; i++) {
-		size_t n;
-		ap_export_stack_frames(&x->stacks[i], &n);
-		npool += n;
-	}
-	struct ap_frame *pool = ap_xmalloc((npool ? npool : 1) * sizeof(*pool));
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		double v = s->v[si];
@@ -95,13 +83,9 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 		f->total += v;
 		f->stacks++;
 		size_t n;
-		const struct ap_frame *orig = ap_export_stack_frames(s, &n);
-		struct ap_frame *fr = pool + used;
-		used += n;
-		for (size_t j = 0; j < n; j++) {
-			fr[j] = orig[j];
-			fr[j].func = ap_short_name(names, &orig[j]);
-		}
+		/* frames named as the symbolizer names them for every view,
+		 * which is what the filters match too */
+		const struct ap_frame *fr = ap_export_stack_frames(s, &n);
 		AP_ALLOC_GROW(shown, n, ashown);
 		size_t k = ap_filter_stack(&filter, fr, NULL, n, shown);
 		if (!k)
@@ -157,7 +141,6 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 	free(paths);
 	free(frames);
 	free(shown);
-	free(pool);
 	ap_filter_release(&filter);
 	return f;
 }
@@ -166,10 +149,6 @@ void ap_flame_free(struct ap_flame *f)
 {
 	if (!f)
 		return;
-	if (f->names) {
-		ap_short_names_release(f->names);
-		free(f->names);
-	}
 	free(f->nodes);
 	free(f);
 }

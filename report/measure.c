@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,7 +386,7 @@ void ap_measure_opts_init(struct ap_measure_opts *o)
 }
 
 struct sample {
-	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits;
+	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
 };
 
 static double now_ns(void)
@@ -470,13 +471,20 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	}
 	unsigned long long cpu, wall, calls, hits;
 	long minflt, majflt, maxrss, rss0;
+	unsigned ncpus = 0;
+	unsigned long long wakes = 0;
 	if (!res || sscanf(res, "cpu_ns=%llu wall_ns=%llu minflt=%ld majflt=%ld maxrss_kb=%ld rss0_kb=%ld "
 			"calls=%llu hits=%llu", &cpu, &wall, &minflt, &majflt, &maxrss, &rss0, &calls,
 		   &hits) != 8)
 		return ap_error_set(err, "measured replay: the runner said '%s'", buf);
+	const char *c = strstr(res, " cpus=");
+	if (c)
+		sscanf(c, " cpus=%u", &ncpus);
+	if ((c = strstr(res, " wakes=")))
+		sscanf(c, " wakes=%llu", &wakes);
 	*out = (struct sample){ .cpu_ns = (double)cpu, .wall_ns = (double)wall, .minflt = (double)minflt,
 				.maxrss_kb = (double)(maxrss - rss0), .calls = (double)calls,
-				.hits = (double)hits };
+				.hits = (double)hits, .cpus = (double)ncpus, .wakes = (double)wakes };
 	return 0;
 }
 
@@ -528,6 +536,8 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	MED(maxrss_kb);
 	MED(calls);
 	MED(hits);
+	MED(cpus);
+	MED(wakes);
 #undef MED
 	free(x);
 }
@@ -553,9 +563,53 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 		cost_of(rec, nrec, recorded);
 }
 
+unsigned ap_measure_cpus_here(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than a cpu_set_t */
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/* Pins the calling thread to the first k CPUs of its affinity mask, which
+ * *saved gets. Returns whether it did: not when the mask has k CPUs or
+ * fewer, or cannot be read or set (the runs are then made as they are). */
+static bool pin_first(unsigned k, cpu_set_t *saved)
+{
+	if (!k || sched_getaffinity(0, sizeof(*saved), saved) < 0 || (unsigned)CPU_COUNT(saved) <= k)
+		return false;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (unsigned c = 0, got = 0; c < CPU_SETSIZE && got < k; c++)
+		if (CPU_ISSET(c, saved)) {
+			CPU_SET(c, &set);
+			got++;
+		}
+	return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+static int measure_runs(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
+			const struct ap_measure_opts *o, struct ap_measured *out,
+			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err);
+
 int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,
 	       struct ap_run_cost *recorded, struct ap_error *err)
+{
+	/* A threaded replay costs what its threads cost on the CPUs they
+	 * share: the runs go where o->cpus says (a fork inherits the mask). */
+	cpu_set_t saved;
+	bool pinned = pin_first(o->cpus, &saved);
+	int rc = measure_runs(s, jobs, n, o, out, base, recorded, err);
+	if (pinned)
+		sched_setaffinity(0, sizeof(saved), &saved);
+	return rc;
+}
+
+static int measure_runs(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
+			const struct ap_measure_opts *o, struct ap_measured *out,
+			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err)
 {
 	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
 	struct sample *v = ap_xcalloc(nv * maxr, sizeof(*v));	/* v[round * nv + variant] */

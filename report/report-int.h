@@ -59,19 +59,6 @@ struct ap_filter {
 	struct ap_regex *focus, *ignore, *show, *hide;
 };
 
-/* The names pprof shows for the export's functions (ap_export_pprof_name:
- * a C++ function's short name), by the symbolizer's name string: each
- * name is simplified once. Zero-initialised is empty. */
-struct ap_short_names {
-	struct ap_u64map by_func; /* the symbolizer's func pointer -> its name */
-	char **names;
-	size_t n, alloc;
-};
-
-/* fr->func as pprof names it (valid until the cache is released). */
-const char *ap_short_name(struct ap_short_names *c, const struct ap_frame *fr);
-void ap_short_names_release(struct ap_short_names *c);
-
 /* Compiles the regexes of `opts`; -1 with err set on a bad one. */
 int ap_filter_init(struct ap_filter *f, const struct ap_report_options *opts, struct ap_error *err);
 void ap_filter_release(struct ap_filter *f);

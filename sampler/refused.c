@@ -2,7 +2,8 @@
  * sampler. A program may install a filter (prctl PR_SET_SECCOMP, or the
  * seccomp system call) that answers EPERM, EACCES or ENOSYS to whatever
  * it does not allow, and the sampler's own calls (the trace descriptor's
- * check, opening a trace, gettid, getpid) are not on the program's list.
+ * check, opening a trace, gettid, getpid, the affinity read for HEADER's
+ * allowed_cpus) are not on the program's list.
  * Such an answer says nothing about the file or the process: it must not
  * be taken for "closed" or "another file" (the whole trace was lost that
  * way, and read as killed). The places that make these calls ask

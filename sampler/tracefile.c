@@ -335,6 +335,24 @@ EXPORT int dup3(int old, int fd, int flags)
 
 #define CMDLINE_MAX (256u << 10)
 
+/* How many CPUs the process may run on: its affinity mask's (taskset,
+ * cgroup cpusets), which advise's measured replay runs on (a threaded
+ * pool's cost depends on the CPUs its threads share). 0 when unknown:
+ * more CPUs than a cpu_set_t holds, or the call refused. glibc's wrapper
+ * is a bare system call, and CPU_COUNT a loop: nothing that allocates. */
+static uint64_t allowed_cpus(void)
+{
+	cpu_set_t set;
+	if (!may_call(SYS_sched_getaffinity, 0, sizeof(set), (uintptr_t)&set, 0))
+		return 0;
+	int saved = errno;
+	int r = sched_getaffinity(0, sizeof(set), &set);
+	if (r < 0)
+		refused(SYS_sched_getaffinity, errno);
+	errno = saved;
+	return r < 0 ? 0 : (uint64_t)CPU_COUNT(&set);
+}
+
 /* Preamble and HEADER chunk, one write. */
 static void write_header(const char *parent)
 {
@@ -368,6 +386,9 @@ static void write_header(const char *parent)
 	k += ap_put_kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);
 	k += ap_put_kv_str(p + k, AP_HK_CMDLINE, cmd, (size_t)clen);
 	k += ap_put_kv_uint(p + k, AP_HK_CPUS, cpus > 0 ? (uint64_t)cpus : 1);
+	uint64_t allowed = allowed_cpus();
+	if (allowed)
+		k += ap_put_kv_uint(p + k, AP_HK_ALLOWED_CPUS, allowed);
 	k += ap_put_kv_uint(p + k, AP_HK_START_REALTIME_NS, now_ns(CLOCK_REALTIME));
 	k += ap_put_kv_uint(p + k, AP_HK_START_NS, now_ns(CLOCK_MONOTONIC));
 	k += ap_put_kv_uint(p + k, AP_HK_MAX_DEPTH, settings.max_depth);

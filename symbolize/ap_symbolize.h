@@ -11,12 +11,26 @@
 #include "ap_trace.h"
 #include "ap_util.h"
 
+/* The language a frame's name was demangled as. */
+enum ap_sym_lang {
+	AP_SYM_PLAIN,	/* not demangled: a C name, module+0xoff, no_demangle */
+	AP_SYM_CXX,	/* a C++ name (__cxa_demangle) */
+	AP_SYM_RUST,	/* a Rust name, legacy or v0 (libiberty's rust_demangle) */
+};
+
 /* One source-level frame. A PC expands to one or more frames: the inlined
  * callees first (innermost), the real function last. All strings are owned
  * by the symbolizer and live until ap_sym_free(). */
 struct ap_frame {
-	const char *func;	/* demangled name; "module+0xoff" when unknown */
+	const char *func;	/* the name every view shows: the short name
+				 * (ap_sym_short_name) of a demangled one, the
+				 * full one with full_names; "module+0xoff" when
+				 * unknown */
+	const char *full;	/* the whole demangled name (return type,
+				 * template arguments, parameters; also with
+				 * no_demangle), or == mangled */
 	const char *mangled;	/* linkage name as in the symbol table, or == func */
+	enum ap_sym_lang lang;	/* what `full` was demangled from */
 	const char *file;	/* source file (absolute when DWARF says so), or NULL */
 	int line;		/* 0 when unknown */
 	int column;		/* 0 when unknown */
@@ -41,7 +55,8 @@ struct ap_sym_options {
 	/* A regex (ap_regex.h): more allocator frames, or NULL. Searched
 	 * (unanchored, use ^...$ to anchor) in the demangled name. */
 	const char *drop_frames;
-	bool no_demangle;
+	bool no_demangle;	/* frame.func is the linkage name */
+	bool full_names;	/* frame.func is the full demangled name */
 };
 
 struct ap_symbolizer;
@@ -78,6 +93,14 @@ size_t ap_sym_pc(struct ap_symbolizer *s, uint64_t pc, const struct ap_frame **f
  * allocator frame, never the call site of a stack with other frames). */
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		    struct ap_frame **out, size_t *n, size_t *alloc);
+
+/* Appends the short name of the demangled name `func`: for C++ the name
+ * Go's pprof shows by default (no return type, template arguments,
+ * parameters or const/& qualifiers: "geo::detail::make_point"); for Rust
+ * the path without generic arguments, an inherent impl's "<Type>::"
+ * unwrapped ("app::store::Registry::add" from both manglings; a trait
+ * impl stays "<Type as Trait>::method"); any other name as it is. */
+void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *out);
 
 /* Warnings collected so far (build-id mismatches, missing files), one line
  * each without prefix; NULL-terminated array owned by the symbolizer. */

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <libiberty/demangle.h>
+
 /* libstdc++'s demangler; libdw has none (eu-addr2line uses the same). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -28,7 +30,10 @@ struct sym_func {
 
 enum { MOD_UNOPENED, MOD_OK, MOD_BAD };
 
-/* One address range of a subprogram defined in a CU. */
+/* One address range of a subprogram defined in a CU; or of a CU, from its
+ * own DW_AT_ranges or low/high pc (the map used where .debug_aranges has
+ * no entry for an address: clang 14 writes none, and libdwfl then finds
+ * no CU), die the unit's DIE (a skeleton's for split DWARF). */
 struct cu_range {
 	Dwarf_Addr lo, hi;
 	Dwarf_Die die;
@@ -38,6 +43,7 @@ struct cu_range {
  * walking the CU's DIE tree for every PC (what dwarf_getscopes does)
  * costs ~100 us per PC in big CUs. */
 struct cu_cache {
+	Dwarf_CU *unit;		/* with off, the key: split units' offsets are per .dwo */
 	Dwarf_Off off;
 	struct cu_range *r;
 	size_t n;
@@ -58,6 +64,11 @@ struct sym_module {
 	struct cu_cache *cus;
 	size_t ncus, cus_alloc;
 	size_t last_cu;		/* the CU of the previous lookup */
+	struct cu_range *spans;	/* the CUs by lo, built on the first aranges miss */
+	size_t nspans;
+	bool spans_built;
+	int has_lines;		/* -1 unknown, else whether any CU has a line table */
+	bool lines_noted;	/* the "no line information" warning was queued */
 	/* The module resolving this one's PCs, -1 for itself: in a whole
 	 * run (ap_run_merge) every process maps libc, each at its own
 	 * address; one file (path, build-id and segments alike) is opened
@@ -82,7 +93,8 @@ struct ap_symbolizer {
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 	struct ap_regex *drop; /* --drop-frames, or NULL */
-	bool no_demangle;
+	bool no_demangle, full_names;
+	struct ap_buf scratch;
 	struct pc_entry *tab;	/* the PCs seen, in order */
 	size_t tabn, taballoc;
 	struct ap_u64map pcs;	/* pc -> its entry */
@@ -320,18 +332,40 @@ static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
 	return NULL;
 }
 
-/* Sets frame names from a linkage or plain name: demangled when it is a
- * C++ name and demangling is on. */
+/* Sets frame names from a linkage or plain name: full demangled when it
+ * is a Rust or C++ name (also with no_demangle: the allocator rules read
+ * it); func the short name, the full one with full_names, the linkage
+ * name with no_demangle. */
 static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *name)
 {
 	f->mangled = intern(&s->strs, name);
-	f->func = f->mangled;
-	if (s->no_demangle || strncmp(name, "_Z", 2))
+	f->func = f->full = f->mangled;
+	f->lang = AP_SYM_PLAIN;
+	if (name[0] != '_')
 		return;
-	int status = -1;
-	char *d = __cxa_demangle(name, NULL, NULL, &status);
-	if (d && status == 0)
-		f->func = intern(&s->strs, d);
+	/* Rust first: a legacy Rust name is a valid C++ one too (_ZN...E
+	 * with a 17h<hash> element), which __cxa_demangle would leave with
+	 * its $LT$ escapes and hash. Without DMGL_VERBOSE the hash and v0's
+	 * crate disambiguators are left out. */
+	char *d = NULL;
+	if (!strncmp(name, "_R", 2) || !strncmp(name, "_ZN", 3))
+		d = rust_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	if (d) {
+		f->lang = AP_SYM_RUST;
+	} else if (name[1] == 'Z') {
+		int status = -1;
+		d = __cxa_demangle(name, NULL, NULL, &status);
+		if (d && status == 0)
+			f->lang = AP_SYM_CXX;
+	}
+	if (f->lang != AP_SYM_PLAIN) {
+		f->full = intern(&s->strs, d);
+		ap_buf_reset(&s->scratch);
+		ap_sym_short_name(f->full, f->lang, &s->scratch);
+		f->func = s->no_demangle ? f->mangled :
+			  s->full_names	 ? f->full :
+					   intern(&s->strs, s->scratch.buf);
+	}
 	free(d);
 }
 
@@ -343,7 +377,8 @@ static void set_addr_name(struct ap_symbolizer *s, struct ap_frame *f,
 		snprintf(tmp, sizeof(tmp), "%s+0x%" PRIx64, m->base, f->module_offset);
 	else
 		snprintf(tmp, sizeof(tmp), "0x%" PRIx64, ap_run_addr(f->pc));
-	f->func = f->mangled = intern(&s->strs, tmp);
+	f->func = f->full = f->mangled = intern(&s->strs, tmp);
+	f->lang = AP_SYM_PLAIN;
 	f->unsymbolized = true;
 }
 
@@ -492,15 +527,35 @@ static int range_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* The DIE of the range of r (n, sorted by lo) that holds pc, or NULL. */
+static Dwarf_Die *range_find(struct cu_range *r, size_t n, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges of distinct subprograms (and CUs) do not overlap; scan
+	 * back for safety over a few empty or nested ones */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
+		if (pc >= r[i].lo && pc < r[i].hi)
+			return &r[i].die;
+	return NULL;
+}
+
 /* The subprogram DIE of the CU that holds pc, or NULL. */
 static Dwarf_Die *cu_subprogram(struct sym_module *m, Dwarf_Die *cudie, Dwarf_Addr pc)
 {
 	Dwarf_Off off = dwarf_dieoffset(cudie);
 	struct cu_cache *c = NULL;
-	if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off)
+	if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off &&
+	    m->cus[m->last_cu].unit == cudie->cu)
 		c = &m->cus[m->last_cu];
 	for (size_t i = 0; !c && i < m->ncus; i++)
-		if (m->cus[i].off == off) {
+		if (m->cus[i].off == off && m->cus[i].unit == cudie->cu) {
 			c = &m->cus[i];
 			m->last_cu = i;
 		}
@@ -508,25 +563,65 @@ static Dwarf_Die *cu_subprogram(struct sym_module *m, Dwarf_Die *cudie, Dwarf_Ad
 		AP_ALLOC_GROW(m->cus, m->ncus + 1, m->cus_alloc);
 		m->last_cu = m->ncus;
 		c = &m->cus[m->ncus++];
-		*c = (struct cu_cache){ .off = off };
+		*c = (struct cu_cache){ .unit = cudie->cu, .off = off };
 		size_t alloc = 0;
 		cu_collect(cudie, c, &alloc);
 		qsort(c->r, c->n, sizeof(*c->r), range_cmp);
 	}
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
+	return range_find(c->r, c->n, pc);
+}
+
+/* The address map of the module's CUs from each CU's own ranges, for the
+ * addresses .debug_aranges does not cover (what binutils' addr2line and
+ * heaptrack do without aranges). Built once, on the first miss. */
+static void spans_build(struct sym_module *m)
+{
+	m->spans_built = true;
+	Dwarf_Addr bias;
+	Dwarf *dw = dwfl_module_getdwarf(m->mod, &bias);
+	if (!dw)
+		return;
+	size_t alloc = 0;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die cudie;
+	while (dwarf_get_units(dw, cu, &cu, &version, &type, &cudie, NULL) == 0) {
+		if (type != DW_UT_compile && type != DW_UT_skeleton && type != DW_UT_partial)
+			continue;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+			if (lo >= hi)
+				continue;
+			AP_ALLOC_GROW(m->spans, m->nspans + 1, alloc);
+			m->spans[m->nspans++] = (struct cu_range){ lo, hi, cudie };
+		}
 	}
-	/* ranges of distinct subprograms do not overlap; scan back for
-	 * safety over a few empty or nested ones */
-	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
-		if (pc >= c->r[i].lo && pc < c->r[i].hi)
-			return &c->r[i].die;
-	return NULL;
+	if (m->nspans)
+		qsort(m->spans, m->nspans, sizeof(*m->spans), range_cmp);
+}
+
+/* The CU DIE whose ranges hold addr (a DWARF address: pc - *bias), or NULL. */
+static Dwarf_Die *cu_by_ranges(struct sym_module *m, Dwarf_Addr addr, Dwarf_Addr *bias)
+{
+	if (!m->spans_built)
+		spans_build(m);
+	if (!m->nspans || !dwfl_module_getdwarf(m->mod, bias))
+		return NULL;
+	return range_find(m->spans, m->nspans, addr - *bias);
+}
+
+/* The DIE whose children are the CU's subprograms: the split unit's for a
+ * skeleton unit (split DWARF, the .dwo found next to the binary or at
+ * DW_AT_comp_dir), else the CU's own. */
+static Dwarf_Die *unit_with_code(Dwarf_Die *cudie, Dwarf_Die *split)
+{
+	uint8_t type;
+	if (dwarf_cu_info(cudie->cu, NULL, &type, NULL, split, NULL, NULL, NULL) == 0 &&
+	    type == DW_UT_skeleton && dwarf_tag(split) == DW_TAG_compile_unit)
+		return split;
+	return cudie;
 }
 
 struct srcloc {
@@ -554,6 +649,9 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 {
 	Dwarf_Addr addr = pc - 1, bias = 0;
 	struct srcloc loc = { NULL, 0, 0 };
+	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
+	if (!cudie)
+		cudie = cu_by_ranges(m, addr, &bias);
 	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
 	if (line) {
 		int lineno = 0, col = 0;
@@ -563,6 +661,15 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 			loc.line = lineno;
 			loc.column = col;
 		}
+	} else if (cudie) {
+		/* a CU found by its ranges: its own line table */
+		Dwarf_Line *dl = dwarf_getsrc_die(cudie, addr - bias);
+		const char *file = dl ? dwarf_linesrc(dl, NULL, NULL) : NULL;
+		if (file) {
+			loc.file = src_path(s, file, cudie);
+			dwarf_lineno(dl, &loc.line);
+			dwarf_linecol(dl, &loc.column);
+		}
 	}
 
 	struct ap_frame *fr = NULL;
@@ -570,8 +677,9 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	size_t alloc = 0;
 	Dwarf_Die *chain = NULL;
 	size_t nchain = 0, chain_alloc = 0;
-	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
-	Dwarf_Die *sub = cudie ? cu_subprogram(m, cudie, addr - bias) : NULL;
+	Dwarf_Die split;
+	Dwarf_Die *code = cudie ? unit_with_code(cudie, &split) : NULL;
+	Dwarf_Die *sub = code ? cu_subprogram(m, code, addr - bias) : NULL;
 	if (sub) {
 		AP_ALLOC_GROW(chain, 1, chain_alloc);
 		chain[nchain++] = *sub;
@@ -579,7 +687,7 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	}
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
-	if (nchain && dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+	if (nchain && dwarf_getsrcfiles(code, &files, &nfiles) != 0)
 		files = NULL;
 
 	bool have_outer = false;
@@ -671,7 +779,38 @@ static const char *const alloc_names[] = {
 	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "asprintf",
 	"vasprintf", "__asprintf", "___asprintf", "__vasprintf",
 	"__vasprintf_internal", "__asprintf_chk", "__vasprintf_chk",
+	/* Rust's global allocator shims (__rust_alloc calls __rdl_alloc,
+	 * the System allocator, or __rg_alloc, a #[global_allocator]) */
+	"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rust_dealloc",
+	"__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc", "__rdl_dealloc",
+	"__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "__rg_dealloc",
 };
+
+/* The crates of Rust's standard library (hashbrown is std's HashMap). */
+static const char *const rust_std_crates[] = { "alloc", "core", "std", "hashbrown" };
+
+/* Whether a Rust short name is a function of the standard library: the
+ * crate its path starts with, or for "<Type as Trait>::f" the Type's
+ * (<alloc::vec::Vec as core::clone::Clone>::clone is the library's, while
+ * <app::Point as core::clone::Clone>::clone is the program's), the
+ * Trait's when the Type is no path (<T as core::any::Any>::type_id, a
+ * blanket impl; <[T] as alloc::slice::hack::ConvertVec>::to_vec). */
+static bool rust_std_frame(const char *name)
+{
+	const char *as = name[0] == '<' ? strstr(name, " as ") : NULL;
+	while (*name == '<' || *name == '&' || *name == '*' || *name == '[' || *name == '(')
+		name++;
+	if (!strncmp(name, "mut ", 4))
+		name += 4;
+	size_t n = strcspn(name, ":<> ");
+	if (as && name + n == as)
+		return rust_std_frame(as + 4);
+	for (size_t i = 0; i < AP_ARRAY_SIZE(rust_std_crates); i++)
+		if (strlen(rust_std_crates[i]) == n && !strncmp(name, rust_std_crates[i], n) &&
+		    name[n] == ':')
+			return true;
+	return false;
+}
 
 /* The qualified name of a demangled function: without the return type a
  * function template's demangled name starts with. */
@@ -692,11 +831,24 @@ static const char *qualified_name(const char *name)
 	return start;
 }
 
-static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f)
+static bool is_allocator(struct ap_symbolizer *s, const struct ap_frame *f)
 {
 	if (f->module && !strncmp(path_base(f->module), "liballocprof", 12))
 		return true;
-	const char *name = f->func;
+	/* The rules read the whole demangled name, whichever name the views
+	 * show; a Rust name's short one, and --drop-frames either. */
+	const char *name = f->full ? f->full : f->func;
+	const char *shortname = f->func;
+	if ((s->full_names || s->no_demangle) && f->lang != AP_SYM_PLAIN) {
+		ap_buf_reset(&s->scratch);
+		ap_sym_short_name(name, f->lang, &s->scratch);
+		shortname = s->scratch.buf;
+	}
+	/* Rust's allocation layers between __rust_alloc and the user's
+	 * code: alloc::alloc, RawVec growth, Vec, String, format!, the
+	 * HashMap's hashbrown tables; the call site is the user's line. */
+	if (f->lang == AP_SYM_RUST && rust_std_frame(shortname))
+		return true;
 	if (!strncmp(name, "operator new", 12))
 		return true;
 	const char *c = name;
@@ -711,9 +863,13 @@ static bool is_allocator(const struct ap_symbolizer *s, const struct ap_frame *f
 	 * (std::allocator, allocator_traits, vector growth, string
 	 * construction): the call site is the user's line that asked. */
 	const char *q = qualified_name(name);
-	if (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11))
+	if (f->lang != AP_SYM_RUST && (!strncmp(q, "std::", 5) || !strncmp(q, "__gnu_cxx::", 11)))
 		return true;
-	if (s->drop && ap_regex_match(s->drop, name))
+	/* --drop-frames: the whole name, the short one, or the one shown
+	 * (the linkage name with no_demangle) */
+	if (s->drop && (ap_regex_match(s->drop, name) ||
+			(shortname != name && ap_regex_match(s->drop, shortname)) ||
+			(f->func != name && f->func != shortname && ap_regex_match(s->drop, f->func))))
 		return true;
 	return false;
 }
@@ -729,6 +885,40 @@ static bool is_entry(const struct ap_frame *f)
 		if (!strcmp(f->func, entries[i]))
 			return true;
 	return false;
+}
+
+/* Whether any CU of the module has a line table (DWARF found, in the file
+ * or a separate debug file). */
+static bool module_has_lines(struct sym_module *m)
+{
+	if (m->has_lines < 0) {
+		Dwarf_Addr bias;
+		Dwarf *dw = dwfl_module_getdwarf(m->mod, &bias);
+		Dwarf_CU *cu = NULL;
+		Dwarf_Die cudie;
+		Dwarf_Attribute a;
+		uint8_t type;
+		m->has_lines = 0;
+		while (dw && !m->has_lines &&
+		       dwarf_get_units(dw, cu, &cu, NULL, &type, &cudie, NULL) == 0)
+			m->has_lines = dwarf_attr(&cudie, DW_AT_stmt_list, &a) != NULL;
+	}
+	return m->has_lines;
+}
+
+/* A call site in a module without any line information: said once per
+ * module, since every view then shows its sites without file:line. */
+static void note_no_lines(struct ap_symbolizer *s, const struct ap_frame *f, int32_t mod)
+{
+	if (mod < 0 || f->unsymbolized)
+		return;
+	struct sym_module *m = &s->mods[mod];
+	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
+	if (c->state != MOD_OK || c->lines_noted || module_has_lines(c))
+		return;
+	c->lines_noted = true;
+	warn(s, "%s: no line information (built without -g, and no separate debug file "
+		"found): its call sites have no file:line", c->map->path);
 }
 
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
@@ -754,6 +944,7 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 			} else {
 				marking = false;
 				site = *n - 1;
+				note_no_lines(s, f, e->mod);
 			}
 		}
 	}
@@ -761,6 +952,7 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		AP_ALLOC_GROW(*out, *n + 1, *alloc);
 		(*out)[(*n)++] = (struct ap_frame){
 			.func = AP_SYM_TRUNCATED,
+			.full = AP_SYM_TRUNCATED,
 			.mangled = AP_SYM_TRUNCATED,
 			.truncated = true,
 		};
@@ -785,6 +977,8 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	ap_u64map_init(&s->pcs, 1024);
 	s->t = t;
 	s->no_demangle = opts->no_demangle;
+	s->full_names = opts->full_names;
+	ap_buf_init(&s->scratch);
 	if (opts->drop_frames) {
 		s->drop = ap_regex_new(opts->drop_frames, "--drop-frames", err);
 		if (!s->drop) {
@@ -817,6 +1011,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 		s->mods[i].map = &t->maps[i];
 		s->mods[i].base = intern(&s->strs, path_base(t->maps[i].path));
 		s->mods[i].canon = -1;
+		s->mods[i].has_lines = -1;
 	}
 	if (t->nprocs)
 		find_canon(s);
@@ -851,12 +1046,14 @@ void ap_sym_free(struct ap_symbolizer *s)
 		for (size_t k = 0; k < s->mods[i].ncus; k++)
 			free(s->mods[i].cus[k].r);
 		free(s->mods[i].cus);
+		free(s->mods[i].spans);
 	}
 	free(s->mods);
 	for (size_t i = 0; i < s->nwarn; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
 	ap_regex_free(s->drop);
+	ap_buf_release(&s->scratch);
 	ap_intern_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);

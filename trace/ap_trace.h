@@ -90,6 +90,7 @@ struct ap_trace {
 	char **argv;		/* argc entries, NULL-terminated */
 	size_t argc;
 	uint64_t cpus;
+	uint64_t allowed_cpus;	/* CPUs its affinity let it run on (0: not said) */
 	uint64_t start_realtime_ns, start_ns;
 	uint64_t max_depth;
 	uint64_t page_size;

@@ -53,6 +53,7 @@ struct ap_tw_header {
 	const char *const *argv;
 	size_t argc;
 	uint64_t cpus;
+	uint64_t allowed_cpus; /* HEADER allowed_cpus, written if not 0 */
 	uint64_t start_realtime_ns, start_ns;
 	uint64_t max_depth;
 	uint64_t page_size;
@@ -65,7 +66,7 @@ struct ap_tw_header {
 /* Fills defaults: rate 1, flags ALL, pid 1000, ppid 1, exe "/bin/test",
  * argv { "/bin/test" }, cpus 2, start_realtime_ns 1700000000000000000,
  * start_ns 1000000000, max_depth 64, page_size 4096, time_quantum_ns 1
- * (every timestamp exact), time_step_ns 0 (not written), sampler "test",
+ * (every timestamp exact), time_step_ns 0 and allowed_cpus 0 (not written), sampler "test",
  * parent_trace NULL. */
 void ap_tw_header_init(struct ap_tw_header *h);
 

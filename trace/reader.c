@@ -269,6 +269,10 @@ static int decode_header(struct rd *r, struct cur *c)
 			name = "cpus";
 			num = &t->cpus;
 			break;
+		case AP_HK_ALLOWED_CPUS:
+			name = "allowed_cpus";
+			num = &t->allowed_cpus;
+			break;
 		case AP_HK_START_REALTIME_NS:
 			name = "start_realtime_ns";
 			num = &t->start_realtime_ns;
@@ -339,6 +343,10 @@ static int decode_header(struct rd *r, struct cur *c)
 	if (t->cpus > AP_MAX_CPUS)
 		return corrupt(r, "the header's CPU count %llu is more than %u",
 			       (unsigned long long)t->cpus, AP_MAX_CPUS);
+	/* advise's replay runs on that many CPUs */
+	if (t->allowed_cpus > AP_MAX_CPUS)
+		return corrupt(r, "the header's allowed CPU count %llu is more than %u",
+			       (unsigned long long)t->allowed_cpus, AP_MAX_CPUS);
 	return 0;
 }
 

@@ -489,6 +489,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 			m->last_ts = t->last_ts;
 		if (t->cpus > m->cpus)
 			m->cpus = t->cpus;
+		if (t->allowed_cpus > m->allowed_cpus)
+			m->allowed_cpus = t->allowed_cpus;
 		if (t->max_depth > m->max_depth)
 			m->max_depth = t->max_depth;
 		if (t->time_quantum_ns > m->time_quantum_ns)

@@ -141,6 +141,8 @@ struct ap_tw *ap_tw_new(const struct ap_tw_header *h)
 		ap_buf_release(&cmd);
 	}
 	kv_uint(&p, AP_HK_CPUS, h->cpus);
+	if (h->allowed_cpus)
+		kv_uint(&p, AP_HK_ALLOWED_CPUS, h->allowed_cpus);
 	kv_uint(&p, AP_HK_START_REALTIME_NS, h->start_realtime_ns);
 	kv_uint(&p, AP_HK_START_NS, h->start_ns);
 	kv_uint(&p, AP_HK_MAX_DEPTH, h->max_depth);

@@ -5,7 +5,8 @@
 # `// site:` objects come from pool/vpool.h. Plain and twin then run
 # interleaved RUNS times (the order alternates: plain first in odd
 # rounds, twin first in even ones), after one untimed run of each, pinned
-# to CPU 0 unless the program says `// threaded`; runstat (wait4's rusage)
+# to CPU 0 unless the program says `// threaded` (-P pins every program,
+# threaded or not, and its recordings); runstat (wait4's rusage)
 # gives CPU time (user+sys), wall time, minor faults and peak RSS. The
 # saving is the median of the paired differences (plain - twin, round by
 # round), with a distribution-free 95% interval (order statistics of the
@@ -18,7 +19,7 @@
 # Not a test: nothing here asserts a time.
 #
 # Usage: bench/twins/run.sh [-n RUNS] [-r RECORDS] [-b BUILD] [-k DIR]
-#                           [--json FILE] [--no-advise] [PROGRAM...]
+#                           [-P CPULIST] [--json FILE] [--no-advise] [PROGRAM...]
 #   -n RUNS      timed runs of each of plain and twin (default 7)
 #   -r RECORDS   recordings of the plain program, each advised (default 1):
 #                do the verdicts hold from one recording to the next?
@@ -26,6 +27,12 @@
 #                BUILD/cli/allocprof
 #   -k DIR       build into DIR and keep it (programs, outputs, traces,
 #                advise's JSON); default a temporary directory, removed
+#   -P CPULIST   run every program, plain and twin, threaded or not, and
+#                its `allocprof record` runs under `taskset -c CPULIST`
+#                (e.g. 0, or 0-1): the trace then says how many CPUs the
+#                program had, and advise's measured replay runs on as many.
+#                Default: single-threaded programs on TWINS_CPU, threaded
+#                ones and the recordings unpinned
 #   --json FILE  also write the results as JSON to FILE (- : stdout, and
 #                the text goes to stderr)
 #   --no-advise  only the twins' timings
@@ -36,7 +43,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-runs=7 records=1 build=build keep= json= advise=1 only_build=
+runs=7 records=1 build=build keep= json= advise=1 only_build= cpulist=
 usage() { sed -n '2,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -eu/d' >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -44,6 +51,7 @@ while [ $# -gt 0 ]; do
 	-b) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
 	-r) [ $# -ge 2 ] || usage; records=$2; shift 2 ;;
 	-k) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
+	-P) [ $# -ge 2 ] || usage; cpulist=$2; shift 2 ;;
 	--json) [ $# -ge 2 ] || usage; json=$2; shift 2 ;;
 	--no-advise) advise=; shift ;;
 	--build-only) only_build=1 advise=; shift ;;
@@ -55,6 +63,12 @@ while [ $# -gt 0 ]; do
 done
 case $runs in '' | *[!0-9]* | 0 | 1) echo "twins: -n wants a number of runs of 2 or more" >&2; exit 2 ;; esac
 case $records in '' | *[!0-9]* | 0) echo "twins: -r wants a positive number of recordings" >&2; exit 2 ;; esac
+# -P: taskset says what is wrong with a list (no such CPU, not allowed).
+tset=()
+if [ -n "$cpulist" ]; then
+	taskset -c "$cpulist" true || { echo "twins: -P $cpulist: not a list of CPUs taskset can pin to" >&2; exit 2; }
+	tset=(taskset -c "$cpulist")
+fi
 # A relative BUILD is taken from the current directory, else from the
 # project's top (bench/twins/../..).
 case $build in /*) ;; *) [ -d "$build" ] || [ ! -d "$root/$build" ] || build=$root/$build ;; esac
@@ -114,9 +128,10 @@ for p in "${progs[@]}"; do
 	[ -f "$src" ] || src=$here/$p.cpp
 	pin=(-c "$cpu") where="pinned to CPU $cpu"
 	grep -q '^// threaded' "$src" && pin=() where="unpinned (threaded)"
+	[ -z "$cpulist" ] || pin=() where="pinned to CPUs $cpulist (-P), recordings too"
 	say "== $p: $runs runs of plain and twin, $where"
 	for v in "$p" "$p.twin"; do	# warm-up: page cache, CPU frequency
-		"$out/runstat" "${pin[@]}" -o /dev/null -r /dev/null "$out/$v" || true
+		"${tset[@]}" "$out/runstat" "${pin[@]}" -o /dev/null -r /dev/null "$out/$v" || true
 	done
 	rm -f "$out/$p.expect"
 	: >"$out/$p.times"
@@ -125,7 +140,7 @@ for p in "${progs[@]}"; do
 		for v in "${order[@]}"; do
 			kind=plain
 			[ "$v" = "$p.twin" ] && kind=twin
-			if ! "$out/runstat" "${pin[@]}" -o "$out/$v.out" -r "$out/$v.rus" "$out/$v"; then
+			if ! "${tset[@]}" "$out/runstat" "${pin[@]}" -o "$out/$v.out" -r "$out/$v.rus" "$out/$v"; then
 				say "twins: $v failed (run $r): $(cat "$out/$v.rus" 2>/dev/null)"
 				fail=1
 			fi
@@ -149,7 +164,7 @@ for p in "${progs[@]}"; do
 			t=$p.trace j=$p.advise.json
 			((i == 1)) || t=$p.$i.trace j=$p.advise.$i.json
 			rm -f "$out/$t" "$out/$t".* "$out/$j"
-			if ! (cd "$out" && "$ap" record --all -q -o "$t" "./$p" >/dev/null); then
+			if ! (cd "$out" && "${tset[@]}" "$ap" record --all -q -o "$t" "./$p" >/dev/null); then
 				say "twins: $p: allocprof record failed"
 				fail=1
 				continue

@@ -30,4 +30,18 @@ static inline struct ap_trace *synth_finish(struct ap_tw *tw, uint64_t end_ns)
 	return t;
 }
 
+/* A writer of a trace starting at START, with one thread (1000, "main")
+ * and one stack of one frame (0x1000), *stack. */
+static inline struct ap_tw *synth_one_thread(uint32_t *stack)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	*stack = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	return tw;
+}
+
 #endif

@@ -2,15 +2,18 @@
  * on synthetic traces whose allocator calls and pool hits are known by
  * construction: the script replays every call once, a pool per site or
  * per size class hits where it must, blocks passed between threads are
- * replayed in order, and the median's interval is the sign test's.
+ * replayed in order, the median's interval is the sign test's, and the
+ * runs go on the CPUs advise chooses from the trace's allowed_cpus.
  * usage: test-measure RUNNER (allocprof-replay's path) */
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ap_advise.h"
 #include "ap_measure.h"
 #include "ap_check.h"
 #include "ap_trace_writer.h"
@@ -115,10 +118,9 @@ static void test_one_thread(void)
 	ap_trace_free(t);
 }
 
-/* Two threads: thread 1 allocates 1000 blocks, thread 2 frees each (a
- * handoff), interleaved in time. The replay must wait for each block
- * and end (no deadlock), with every call made once. */
-static void test_handoff(void)
+/* Two threads: thread 1 allocates n blocks, thread 2 frees each (a
+ * handoff), interleaved in time. */
+static struct ap_trace *handoff_trace(int n)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
@@ -131,12 +133,19 @@ static void test_handoff(void)
 	ap_tw_thread(tw, 1000, "main");
 	ap_tw_thread(tw, 1001, "worker");
 	uint64_t ts = START + 1000;
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t a = 0x100000 + (uint64_t)(i % 7) * 0x1000;
 		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, a, 64 + (uint64_t)i % 300, st);
 		ap_tw_free(tw, 1001, ts++, 1, a);
 	}
-	struct ap_trace *t = synth_finish(tw, ts);
+	return synth_finish(tw, ts);
+}
+
+/* 1000 blocks handed over: the replay must wait for each block and end
+ * (no deadlock), with every call made once. */
+static void test_handoff(void)
+{
+	struct ap_trace *t = handoff_trace(1000);
 	uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_measure_job job = { .site = 0 };
 	struct ap_measured out;
@@ -153,6 +162,131 @@ static void test_handoff(void)
 	EQ("handoff: no free called", out.cost.calls <= 1000, 1);
 	EQ("handoff: every Get counted", out.cost.calls + out.cost.hits >= 1000, 1);
 	ap_trace_free(t);
+}
+
+/* The script of t, whose stack 1 is site 0; NULL, a failure noted, when
+ * it cannot be made. */
+static struct ap_script *site0_script(const struct ap_trace *t, const char *what)
+{
+	static const uint32_t sites[2] = { UINT32_MAX, 0 };
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, 0, &err);
+	CHECK(s != NULL, "%s: script: %s", what, err.msg);
+	return s;
+}
+
+/* Options for `rounds` rounds of the runner, on `cpus` CPUs (0: all). */
+static struct ap_measure_opts opts_of(unsigned rounds, unsigned cpus)
+{
+	struct ap_measure_opts o;
+	ap_measure_opts_init(&o);
+	o.runner = runner;
+	o.min_rounds = o.max_rounds = rounds;
+	o.cpus = cpus;
+	return o;
+}
+
+/* The runs on the first k CPUs of this thread's mask (opts.cpus): the
+ * runner says how many it may use, and the mask is the same after. */
+static void test_pinned(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000, 100, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	struct ap_script *s = site0_script(t, "pinned");
+	if (!s)
+		return;
+	cpu_set_t before, after;
+	CHECK(sched_getaffinity(0, sizeof(before), &before) == 0, "pinned: sched_getaffinity");
+	unsigned here = ap_measure_cpus_here();
+	EQ("pinned: CPUs here", here, CPU_COUNT(&before));
+	struct ap_measure_job job = { .site = 0 };
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+	struct ap_error err;
+	struct ap_measure_opts o = opts_of(2, 0);
+	/* as they are: every CPU */
+	CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "pinned: %s", err.msg);
+	EQ("unpinned: the baseline's CPUs", base.cpus, here);
+	EQ("unpinned: the pooled runs' CPUs", out.cost.cpus, here);
+	/* one CPU (on a machine of one, the same as unpinned) */
+	o.cpus = 1;
+	CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "pinned: %s", err.msg);
+	EQ("pinned: the baseline's CPUs", base.cpus, 1);
+	EQ("pinned: the pooled runs' CPUs", out.cost.cpus, 1);
+	CHECK(sched_getaffinity(0, sizeof(after), &after) == 0 && CPU_EQUAL(&before, &after),
+	      "pinned: the mask is not restored: %d CPUs, %d before", CPU_COUNT(&after),
+	      CPU_COUNT(&before));
+	if (here < 2)
+		fprintf(stderr, "test-measure: one CPU allowed here: pinning to one changes nothing\n");
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
+/* 50,000 blocks handed over on one CPU: the freeing thread sleeps while
+ * the allocating one runs (they cannot run at once), and is woken when
+ * the block it waits for is there, not at every block published before
+ * it (which cost a futex call a block: ~50,000 wake-ups; ~70 now). */
+static void test_wakes(void)
+{
+	struct ap_trace *t = handoff_trace(50000);
+	struct ap_script *s = site0_script(t, "wakes");
+	if (!s)
+		return;
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+	struct ap_error err;
+	struct ap_measure_opts o = opts_of(3, 1);
+	CHECK(ap_measure(s, NULL, 0, &o, &out, &base, &rec, &err) == 0, "wakes: %s", err.msg);
+	EQ("wakes: calls", base.calls, 100000);
+	CHECK(base.wakes <= 2500, "wakes: %.0f wake-ups for 50000 blocks handed over", base.wakes);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
+/* ap_advise_replay_cpus: the recorded run's CPUs, at most those here;
+ * --replay-cpus over them; all of them when the trace does not say. */
+static void test_replay_cpus(void)
+{
+	struct {
+		uint64_t recorded;
+		unsigned asked, here, pin, replay;
+		enum ap_replay_cpus_from from;
+		const char *words;
+	} c[] = {
+		{ 1, 0, 2, 1, 1, AP_RCPUS_RECORDED, "replayed on 1 CPU, as recorded" },
+		{ 2, 0, 2, 0, 2, AP_RCPUS_RECORDED, "replayed on 2 CPUs, as recorded" },
+		{ 3, 0, 8, 3, 3, AP_RCPUS_RECORDED, "replayed on 3 CPUs, as recorded" },
+		{ 4, 0, 2, 0, 2, AP_RCPUS_RECORDED, "replayed on 2 CPUs: the run had 4, 2 allowed here" },
+		{ 0, 0, 2, 0, 2, AP_RCPUS_UNKNOWN,
+		  "replayed on 2 CPUs, all allowed here: the trace does not say how many the run had" },
+		{ 1, AP_REPLAY_CPUS_ALL, 2, 0, 2, AP_RCPUS_ALL,
+		  "replayed on 2 CPUs (--replay-cpus all; the run had 1)" },
+		{ 2, 1, 2, 1, 1, AP_RCPUS_ASKED, "replayed on 1 CPU (--replay-cpus 1; the run had 2)" },
+		{ 0, 3, 2, 0, 2, AP_RCPUS_ASKED,
+		  "replayed on 2 CPUs (--replay-cpus 3: 2 allowed here; the trace does not say how "
+		  "many the run had)" },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct ap_trace t;
+		struct ap_advice a;
+		memset(&t, 0, sizeof(t));
+		memset(&a, 0, sizeof(a));
+		t.allowed_cpus = c[i].recorded;
+		unsigned pin = ap_advise_replay_cpus(&a, &t, c[i].asked, c[i].here);
+		CHECK(pin == c[i].pin && a.replay_cpus == c[i].replay && a.replay_cpus_from == c[i].from,
+		      "replay cpus case %zu: pin %u, replay %u, from %d", i, pin, a.replay_cpus,
+		      (int)a.replay_cpus_from);
+		struct ap_buf b = AP_BUF_INIT;
+		ap_advise_replay_cpus_words(&a, &b);
+		CHECK(!strcmp(b.buf, c[i].words), "replay cpus case %zu: '%s'", i, b.buf);
+		ap_buf_release(&b);
+	}
 }
 
 static void test_interval(void)
@@ -286,6 +420,9 @@ int main(int argc, char **argv)
 	test_one_thread();
 	test_handoff();
 	test_slack();
+	test_pinned();
+	test_wakes();
+	test_replay_cpus();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
 	return failures ? 1 : 0;

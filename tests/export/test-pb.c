@@ -7,6 +7,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include <libiberty/demangle.h>
+
 #include "ap_export.h"
 
 static int failures;
@@ -123,6 +125,62 @@ static void test_simplify(void)
 	ap_buf_release(&b);
 }
 
+/* Rust names: demangled by libiberty (what the symbolizer calls), then
+ * shortened to the path without generic arguments, the same from the
+ * legacy and the v0 mangling (symbols of tests/symbolize/rust.py's
+ * program, built by Debian's rustc 1.63). */
+static void test_rust_name(void)
+{
+	static const char *const cases[][3] = {
+		{ "_ZN7rustapp5store8Registry3add17h5b438894a46868afE",
+		  "rustapp::store::Registry::add", "rustapp::store::Registry::add" },
+		{ "_RNvMNtCs6ynzyF37QjM_7rustapp5storeNtB2_8Registry3add",
+		  "<rustapp::store::Registry>::add", "rustapp::store::Registry::add" },
+		{ "_RNvNtCs6ynzyF37QjM_7rustapp5store11make_buffer", "rustapp::store::make_buffer",
+		  "rustapp::store::make_buffer" },
+		{ "_ZN7rustapp5store11make_buffer17h7845b24577a4b6e4E",
+		  "rustapp::store::make_buffer", "rustapp::store::make_buffer" },
+		{ "_RINvMs5_NtCsaSWUN35JBpm_9hashbrown3rawINtB6_8RawTableTyjEE14reserve_rehashNCINvNt"
+		  "B8_3map11make_hasheryyjNtNtNtNtCsdyIG5SqMl5y_3std11collections4hash3map11RandomSta"
+		  "teE0ECs6ynzyF37QjM_7rustapp",
+		  "<hashbrown::raw::RawTable<(u64, usize)>>::reserve_rehash::<hashbrown::map::make_"
+		  "hasher<u64, u64, usize, std::collections::hash::map::RandomState>::{closure#0}>",
+		  "hashbrown::raw::RawTable::reserve_rehash" },
+		{ "_RINvNtCs6IL9ONYDOZW_4core3ptr13drop_in_placeINtNtCsihNoVIYWwLU_5alloc3vec3VecNtNt"
+		  "BL_6string6StringEECs6ynzyF37QjM_7rustapp",
+		  "core::ptr::drop_in_place::<alloc::vec::Vec<alloc::string::String>>",
+		  "core::ptr::drop_in_place" },
+		{ "_ZN104_$LT$core..iter..sources..from_fn..FromFn$LT$F$GT$$u20$as$u20$core..iter..tr"
+		  "aits..iterator..Iterator$GT$4next17h5029af7e7bac568fE",
+		  "<core::iter::sources::from_fn::FromFn<F> as core::iter::traits::iterator::Iterat"
+		  "or>::next",
+		  "<core::iter::sources::from_fn::FromFn as core::iter::traits::iterator::Iterator>"
+		  "::next" },
+		{ "_ZN3std2io5impls74_$LT$impl$u20$std..io..Write$u20$for$u20$alloc..vec..Vec$LT$u8$C"
+		  "$A$GT$$GT$5flush17hbfb1351caeda02efE",
+		  "std::io::impls::<impl std::io::Write for alloc::vec::Vec<u8,A>>::flush",
+		  "std::io::impls::<impl std::io::Write for alloc::vec::Vec>::flush" },
+	};
+	struct ap_buf b = AP_BUF_INIT;
+	for (size_t i = 0; i < AP_ARRAY_SIZE(cases); i++) {
+		char *d = rust_demangle(cases[i][0], DMGL_PARAMS | DMGL_ANSI);
+		if (!d || strcmp(d, cases[i][1])) {
+			failures++;
+			fprintf(stderr, "FAIL rust_demangle '%s': got '%s', want '%s'\n", cases[i][0],
+				d ? d : "(null)", cases[i][1]);
+		}
+		free(d);
+		ap_buf_reset(&b);
+		ap_sym_short_name(cases[i][1], AP_SYM_RUST, &b);
+		if (strcmp(b.buf, cases[i][2])) {
+			failures++;
+			fprintf(stderr, "FAIL rust short name '%s': got '%s', want '%s'\n",
+				cases[i][1], b.buf, cases[i][2]);
+		}
+	}
+	ap_buf_release(&b);
+}
+
 static void test_pprof_name(void)
 {
 	/* {mangled, as __cxa_demangle (c++filt) prints it, what Go's pprof
@@ -171,7 +229,8 @@ static void test_pprof_name(void)
 	for (size_t i = 0; i < AP_ARRAY_SIZE(cases); i++) {
 		ap_buf_reset(&b);
 		ap_buf_addstr(&b, "x"); /* appends */
-		ap_export_pprof_name(cases[i][1], cases[i][0], &b);
+		ap_sym_short_name(cases[i][1],
+				  strncmp(cases[i][0], "_Z", 2) ? AP_SYM_PLAIN : AP_SYM_CXX, &b);
 		if (strcmp(b.buf + 1, cases[i][2]) || b.buf[0] != 'x') {
 			failures++;
 			fprintf(stderr, "FAIL pprof name '%s': got '%s', want '%s'\n", cases[i][1],
@@ -244,6 +303,7 @@ int main(void)
 	test_encoding_guide();
 	test_simplify();
 	test_pprof_name();
+	test_rust_name();
 	test_gzip();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);

@@ -31,7 +31,8 @@ def norm(line, root):
     line = DUR.sub("<t>", line)
     # What advise measured (its lines say so) differs from run to run.
     if "easured" in line:
-        line = NUM.sub("<n>", line)
+        # (and "replayed on 1 CPU" where the test may use one)
+        line = NUM.sub("<n>", line).replace("<n> CPU,", "<n> CPUs,")
     return MEAN.sub("mean <b>", line).rstrip()
 
 

@@ -104,21 +104,21 @@ static void check(const struct ap_trace *t, const char *drop, struct site *sites
 		size_t cs = ap_sym_stack(s, &t->stacks[i], &fr, &n, &alloc);
 		if (cs >= n || !fr[cs].file) {
 			CHECK(0, "%s: stack %zu: call site %zu of %zu (%s)", what, i, cs, n,
-			      cs < n ? fr[cs].func : "-");
+			      cs < n ? fr[cs].full : "-");
 			continue;
 		}
 		const struct ap_frame *f = &fr[cs];
 		size_t j;
 		for (j = 0; j < nsites; j++)
-			if (!strcmp(f->func, sites[j].func))
+			if (!strcmp(f->full, sites[j].func))
 				break;
 		if (j == nsites) {
 			CHECK(0, "%s: stack %zu: call site %s at %s:%d is no known site (innermost %s)",
-			      what, i, f->func, f->file, f->line, fr[0].func);
+			      what, i, f->full, f->file, f->line, fr[0].func);
 			continue;
 		}
 		int want = sites[j].marker ? symtest_site_line(f->file, sites[j].marker) : f->line;
-		CHECK(f->line == want, "%s: %s at line %d, SITE:%s is line %d", what, f->func,
+		CHECK(f->line == want, "%s: %s at line %d, SITE:%s is line %d", what, f->full,
 		      f->line, sites[j].marker, want);
 		sites[j].got++;
 	}

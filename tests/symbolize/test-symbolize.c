@@ -201,17 +201,17 @@ static size_t check_addr2line(struct ap_symbolizer *s, const struct ap_trace *t)
 		if (nw <= 0)
 			continue;
 		CHECK((size_t)nw == n, "%s+0x%" PRIx64 ": %zu frames, eu-addr2line %d (first %s / %s)",
-		      base_of(m->path), pc - m->bias, n, nw, fr[0].func, want[0].name);
+		      base_of(m->path), pc - m->bias, n, nw, fr[0].full, want[0].name);
 		for (size_t k = 0; k < n && k < (size_t)nw; k++) {
 			const struct ap_frame *f = &fr[k];
 			const struct a2l_frame *w = &want[k];
 			char addrname[1100];
 			snprintf(addrname, sizeof(addrname), "%s+0x%" PRIx64, base_of(m->path), pc - m->bias);
 			const char *wname = strcmp(w->name, "??") ? w->name : addrname;
-			CHECK(!strcmp(f->func, wname) && streq(f->file, w->file[0] ? w->file : NULL) &&
+			CHECK(!strcmp(f->full, wname) && streq(f->file, w->file[0] ? w->file : NULL) &&
 			      f->line == w->line && f->column == (w->has_column ? w->column : 0),
 			      "%s+0x%" PRIx64 " frame %zu: got %s %s:%d:%d, eu-addr2line %s %s:%d:%d",
-			      base_of(m->path), pc - m->bias, k, f->func, f->file ? f->file : "??",
+			      base_of(m->path), pc - m->bias, k, f->full, f->file ? f->file : "??",
 			      f->line, f->column, w->name, w->file[0] ? w->file : "??", w->line, w->column);
 			CHECK(f->inlined == (k + 1 < n), "frame %zu of %zu: inlined %d", k, n, f->inlined);
 			CHECK(f->pc == pc && f->module == m->path && f->module_offset == pc - m->bias,
@@ -251,16 +251,16 @@ static void check_sites(struct ap_symbolizer *s, const struct ap_trace *t, size_
 		const struct ap_frame *f = &fr[cs];
 		size_t j;
 		for (j = 0; j < nsites; j++)
-			if (!strcmp(f->func, sites[j].func))
+			if (!strcmp(f->full, sites[j].func))
 				break;
 		if (j == nsites) {
 			CHECK(0, "%s: stack %zu: call site %s %s:%d is not a known site", what, i,
-			      f->func, f->file ? f->file : "??", f->line);
+			      f->full, f->file ? f->file : "??", f->line);
 			continue;
 		}
 		int line = f->file ? symtest_site_line(f->file, sites[j].site) : -1;
 		CHECK(line > 0 && f->line == line, "%s: %s at %s:%d, SITE:%s is line %d", what,
-		      f->func, f->file ? f->file : "??", f->line, sites[j].site, line);
+		      f->full, f->file ? f->file : "??", f->line, sites[j].site, line);
 		sites[j].got++;
 	}
 	for (size_t j = 0; j < nsites; j++)
@@ -397,15 +397,36 @@ int main(int argc, char **argv)
 	};
 	check_sites(s, &t, cxx_from, cxx_to, cxx_sites, AP_ARRAY_SIZE(cxx_sites), "cxx");
 
-	/* 4. demangling keeps the linkage name */
+	/* 4. demangling keeps the linkage name; the views' name is the
+	 * short one, the whole demangled one is kept */
 	{
 		const struct ap_frame *f;
 		size_t n = ap_sym_pc(s, t.stacks[cxx_from].pcs[0], &f);
-		CHECK(n >= 1 && !strcmp(f[n - 1].func, cxx_sites[0].func) &&
+		CHECK(n >= 1 && !strcmp(f[n - 1].full, cxx_sites[0].func) &&
+		      !strcmp(f[n - 1].func, "geo::detail::make_point") &&
+		      f[n - 1].lang == AP_SYM_CXX &&
 		      !strcmp(f[n - 1].mangled, "_ZN3geo6detail10make_pointIdEEPNS_5PointIT_EES3_"),
-		      "make_point<double>: %s / %s", f[n - 1].func, f[n - 1].mangled);
+		      "make_point<double>: %s / %s / %s", f[n - 1].func, f[n - 1].full,
+		      f[n - 1].mangled);
 	}
 	ap_sym_free(s);
+
+	/* 4b. full_names: the views' name is the whole demangled one */
+	{
+		opts.full_names = true;
+		s = ap_sym_new(&t, &opts, &err);
+		const struct ap_frame *f;
+		size_t n = ap_sym_pc(s, t.stacks[cxx_from].pcs[0], &f);
+		CHECK(n >= 1 && !strcmp(f[n - 1].func, cxx_sites[0].func) &&
+		      f[n - 1].func == f[n - 1].full,
+		      "full_names: %s", f[n - 1].func);
+		for (size_t j = 0; j < AP_ARRAY_SIZE(cxx_sites); j++)
+			cxx_sites[j].got = 0;
+		check_sites(s, &t, cxx_from, cxx_to, cxx_sites, AP_ARRAY_SIZE(cxx_sites),
+			    "cxx full_names");
+		ap_sym_free(s);
+		opts.full_names = false;
+	}
 
 	/* 5. --drop-frames: user wrappers become allocator frames */
 	{

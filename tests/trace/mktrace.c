@@ -13,8 +13,9 @@
 static const char *const demo_argv[] = {"/usr/bin/demo", "--size", "big file"};
 
 /* Damaged headers and moved modules (the "damaged-*" traces): when set,
- * they replace the CPU count, the rate and the program's module path. */
-static uint64_t over_cpus, over_rate;
+ * they replace the CPU count, the allowed CPUs, the rate and the
+ * program's module path. */
+static uint64_t over_cpus, over_allowed, over_rate;
 static const char *over_module;
 
 static struct ap_tw *demo_writer(uint64_t rate)
@@ -24,6 +25,9 @@ static struct ap_tw *demo_writer(uint64_t rate)
 	h.rate = over_rate ? over_rate : rate;
 	if (over_cpus)
 		h.cpus = over_cpus;
+	/* the sampled trace's process ran on one CPU of the machine's 2
+	 * (HEADER allowed_cpus); the exact one's trace is of before the key */
+	h.allowed_cpus = over_allowed ? over_allowed : rate == 1 ? 0 : 1;
 	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
 	h.pid = 4242;
 	h.ppid = 1;
@@ -155,16 +159,19 @@ int main(int argc, char **argv)
 	if (argc != 3 && !(argc == 4 && (!strcmp(argv[1], "big") ||
 					 !strcmp(argv[1], "damaged-module")))) {
 		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n"
-				"       mktrace damaged-cpus|damaged-rate|damaged-counts OUT\n"
+				"       mktrace damaged-cpus|damaged-allowed|damaged-rate|damaged-counts OUT\n"
 				"       mktrace damaged-module OUT MODULE_PATH\n"
 				"       mktrace big OUT NRECORDS\n");
 		return 2;
 	}
 	const char *name = argv[1];
-	/* exact, with 2^32 CPUs; with a rate of 2^62; with its program's
-	 * module at MODULE_PATH */
+	/* exact, with 2^32 CPUs; with 2^32 CPUs allowed; with a rate of
+	 * 2^62; with its program's module at MODULE_PATH */
 	if (!strcmp(name, "damaged-cpus")) {
 		over_cpus = 1ull << 32;
+		name = "exact";
+	} else if (!strcmp(name, "damaged-allowed")) {
+		over_allowed = 1ull << 32;
 		name = "exact";
 	} else if (!strcmp(name, "damaged-rate")) {
 		over_rate = 1ull << 62;

@@ -91,6 +91,7 @@ static void test_header_and_meta(void)
 	h.argv = argv;
 	h.argc = 4;
 	h.cpus = 16;
+	h.allowed_cpus = 3; /* taskset -c 0-2 */
 	h.start_realtime_ns = 1712345678901234567ull;
 	h.start_ns = 555000000000ull;
 	h.max_depth = 32;
@@ -143,6 +144,7 @@ static void test_header_and_meta(void)
 		CHECK(!strcmp(t->argv[i], argv[i]), "argv[%zu] = \"%s\"", i, t->argv[i]);
 	CHECK(t->argv[t->argc] == NULL, "argv not NULL-terminated");
 	CHECK_U(t->cpus, 16);
+	CHECK_U(t->allowed_cpus, 3);
 	CHECK_U(t->start_realtime_ns, 1712345678901234567ull);
 	CHECK_U(t->start_ns, 555000000000ull);
 	CHECK_U(t->max_depth, 32);
@@ -244,6 +246,7 @@ static void test_events_single(void)
 	struct ap_trace *t = read_back(tw, "single");
 	if (!t)
 		return;
+	CHECK_U(t->allowed_cpus, 0); /* a header without the key: not said */
 	struct ap_event want[] = {
 	    {base + 1, 0x10, 0, s1, 0, 0, AP_EV_ALLOC, AP_KIND_MALLOC, AP_EVF_SAMPLED},
 	    {base + 1, AP_ANON_BASE - 16, UINT64_MAX, s1, 0, 1, AP_EV_ALLOC, AP_KIND_CALLOC,

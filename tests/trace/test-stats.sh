@@ -127,6 +127,9 @@ diff -u "$SRC/expected/exact.out" "$T/v3.out" || bad "v3: a version 3 trace read
 cp "$T/exact.trace" "$T/bom.trace"
 printf '\x01\x02\x03\x04' | dd of="$T/bom.trace" bs=1 seek=12 conv=notrunc status=none
 expect_err bom "allocprof: bom.trace: wrong byte-order mark 0x04030201 (expected 0x01020304): written on a machine of another byte order, or damaged" bom.trace
+# more CPUs allowed than an event can name (HEADER allowed_cpus)
+"$MK" damaged-allowed "$T/allowed.trace" || bad "mktrace damaged-allowed"
+expect_err allowed "allocprof: allowed.trace: corrupt chunk at byte 16: the header's allowed CPU count 4294967296 is more than 65536" allowed.trace
 # a flipped byte in the HEADER payload (byte 16 + 32 + 1)
 cp "$T/exact.trace" "$T/crc.trace"
 printf '\xee' | dd of="$T/crc.trace" bs=1 seek=49 conv=notrunc status=none

@@ -1,10 +1,11 @@
-/* The names pprof shows for C++ functions, by the rules of Go's
- * demangler (internal/symbolizer: demangle.Filter with NoParams and
- * NoTemplateParams): the export's Function.name and the views' nodes. */
+/* Short function names (ap_symbolize.h, ap_sym_short_name): for C++ the
+ * names pprof shows, by the rules of Go's demangler (internal/symbolizer:
+ * demangle.Filter with NoParams and NoTemplateParams); for Rust the path
+ * without generic arguments. Every view and export names frames so. */
 #include <stdbool.h>
 #include <string.h>
 
-#include "ap_report.h"
+#include "ap_symbolize.h"
 
 static bool starts(const char *s, const char *prefix)
 {
@@ -18,11 +19,88 @@ static const char *const op_tokens[] = {
 	"+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "=", ",",
 };
 
-void ap_export_pprof_name(const char *func, const char *mangled, struct ap_buf *out)
+/* The index of the '>' that closes the '<' at s[0], or strlen(s) when
+ * none does ("->" in a fn type is no bracket). */
+static size_t closing_angle(const char *s)
 {
+	int depth = 0;
+	size_t i = 0;
+	for (; s[i]; i++) {
+		if (s[i] == '<')
+			depth++;
+		else if (s[i] == '>' && (i == 0 || s[i - 1] != '-') && --depth == 0)
+			return i;
+	}
+	return i;
+}
+
+/* Rust: a demangled path (libiberty's legacy or v0 form) without generic
+ * arguments ("Vec<u8>", "::<T>") and with an inherent impl's "<Type>::"
+ * unwrapped, so that both manglings name a method alike:
+ * "<app::store::Registry<T>>::add::<u8>" and "app::store::Registry::add"
+ * are "app::store::Registry::add". A trait impl "<Type as Trait>::method"
+ * keeps its brackets. */
+static void rust_short(const char *s, size_t len, struct ap_buf *out)
+{
+	size_t i = 0;
+	while (i < len) {
+		if (s[i] != '<') {
+			ap_buf_add(out, s + i, 1);
+			i++;
+			continue;
+		}
+		size_t close = closing_angle(s + i);
+		if (i + close > len)
+			close = len - i;
+		char prev = i ? s[i - 1] : 0;
+		if (prev && prev != '<' && prev != ' ' && prev != '(' && prev != ',' &&
+		    prev != '&' && prev != '*' && prev != '[' && prev != ':') {
+			/* generic arguments of the name before */
+		} else if (prev == ':' && !strncmp(s + i, "<impl ", 6)) {
+			/* a legacy path's "::<impl Trait for Type>": a name */
+			ap_buf_addstr(out, "<");
+			rust_short(s + i + 1, close ? close - 1 : 0, out);
+			ap_buf_addstr(out, ">");
+		} else if (prev == ':') {
+			/* turbofish "::<T>": drop the "::" too */
+			if (out->len >= 2 && out->buf[out->len - 1] == ':' &&
+			    out->buf[out->len - 2] == ':') {
+				out->len -= 2;
+				out->buf[out->len] = 0;
+			}
+		} else {
+			/* a qualified path: <Type> or <Type as Trait> */
+			const char *inner = s + i + 1;
+			size_t n = close ? close - 1 : 0;
+			bool as = false;
+			int depth = 0;
+			for (size_t k = 0; k < n && !as; k++) {
+				if (inner[k] == '<')
+					depth++;
+				else if (inner[k] == '>' && (k == 0 || inner[k - 1] != '-'))
+					depth--;
+				else if (!depth && !strncmp(inner + k, " as ", 4))
+					as = true;
+			}
+			if (as)
+				ap_buf_addstr(out, "<");
+			rust_short(inner, n, out);
+			if (as)
+				ap_buf_addstr(out, ">");
+		}
+		i += close + 1;
+	}
+}
+
+void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *out)
+{
+	if (lang == AP_SYM_RUST) {
+		rust_short(func, strlen(func), out);
+		return;
+	}
 	/* Only names we demangled: C names, module+0xoff and names already
 	 * short stay as they are. */
-	if (!mangled || strncmp(mangled, "_Z", 2) || !strcmp(func, mangled)) {
+	if (lang != AP_SYM_CXX) {
 		ap_buf_addstr(out, func);
 		return;
 	}
