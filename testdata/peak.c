@@ -2,9 +2,13 @@
  * frees them all, then leak() makes 488 blocks of 1000 bytes the program
  * keeps. The peak (64 MiB live) is made by build() alone; at the end only
  * leak()'s 488,000 bytes are live. tests/e2e/peak.sh compares the peak
- * with massif's peak snapshot. usage: peak */
+ * with massif's peak snapshot. After leak() the program idles 50 ms, so
+ * that the end of a time axis (timeline's last bucket) holds the leak
+ * alone even when a loaded machine stretched build() over that much of
+ * the run. usage: peak */
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "tdutil.h"
 
@@ -39,6 +43,7 @@ int main(void)
 	build();
 	release();
 	leak();
+	nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
 	uint32_t sum = 0;
 	for (int i = 0; i < 488; i++)
 		sum += (uint8_t)small[i][999];
