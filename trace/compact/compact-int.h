@@ -1,0 +1,183 @@
+/* What the compactor's units share (trace/compact/): the compactor's
+ * state, and each unit's calls on it. Not part of the public API
+ * (ap_trace_compact.h).
+ *
+ *   compact.c  the driver: the public calls, the walk over the input's
+ *              chunks, the output file
+ *   plan.c     several threads: which blocks another thread ends (plan.h)
+ *   rewrite.c  a thread's events held, then re-encoded with the plan
+ *   stacks.c   META's stacks that share their outer frames (stacks.h)
+ *   zwrite.c   the output's chunks: zstd on writer threads, the level,
+ *              their order, END's chunk count */
+#ifndef AP_COMPACT_INT_H
+#define AP_COMPACT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zstd.h>
+
+#include "ap_hash.h"
+#include "ap_trace.h"
+#include "ap_trace_compact.h"
+#include "ap_trace_encode.h"
+#include "bytes.h"
+#include "plan.h"
+#include "stacks.h"
+
+/* A live anonymous block: its allocation index, and the position of the
+ * block live at the same address before it (AP_U64MAP_NONE: none). */
+struct live_at {
+	uint64_t index;
+	uint32_t older;
+};
+
+/* A thread's events waiting to be written, in file order. */
+struct pending {
+	uint32_t tid;
+	struct ap_event *ev;
+	size_t nev, alloc;
+	size_t input; /* bytes of the sampler's payloads they came from */
+	/* what its chunks carry over (AP_CHUNK_F_INDEX): its allocations so
+	 * far, the index after its last REF's, and its live anonymous blocks:
+	 * address -> position in at[] of the latest (spare: positions free
+	 * again) */
+	uint64_t nalloc, next;
+	/* several threads: its plan, the next of its xfree entries, its FREE
+	 * records so far, and `next` for REFs to each other thread
+	 * (AP_CHUNK_F_XOWN) */
+	const struct thread_plan *plan;
+	size_t xpos;
+	uint64_t nfrees;
+	struct ap_xowners xo;
+	/* its events before p->ev[0], and its current run (coarse_q) and
+	 * where the next one is in plan->runs */
+	uint64_t base;
+	struct run run;
+	size_t rpos;
+	struct ap_u64map live;
+	struct live_at *at;
+	size_t nat, at_alloc;
+	uint32_t *spare;
+	size_t nspare, spare_alloc;
+};
+
+/* A compressed payload's buffer. */
+struct zout {
+	uint8_t *b;
+	size_t cap;
+};
+
+struct compactor {
+	const char *path;
+	struct ap_error *err;
+	int fd;
+	int level;
+	uint64_t quantum;
+	uint64_t step; /* HEADER time_step_ns in quanta (1: times kept) */
+	bool transcode; /* no chunk was compressed before: re-encode them all */
+	bool threads;	/* EVENTS of more than one tid: track who names what */
+	struct zworker *zw; /* compresses and writes the payloads (zwrite.c) */
+	ZSTD_CCtx *ztrial;  /* compact_trial_size's, and write_compressed's */
+	struct zout trial;
+	size_t dense; /* payload bytes given AP_COMPACT_DENSE_LEVEL so far */
+	struct pending *pend;
+	size_t npend, pend_alloc;
+	size_t held; /* sum of the pending input */
+	/* several threads: what compact_plan found, per thread */
+	struct thread_plan *plan;
+	size_t nplan;
+	struct ap_event *scratch;
+	size_t nscratch, scratch_alloc;
+	/* the event array of the thread written last, for the next thread
+	 * that needs one: the arrays follow the events held, not the
+	 * threads (a run of thousands of short threads) */
+	struct ap_event *spare_ev;
+	size_t spare_alloc;
+	struct bytes col[6], payload; /* col[5]: the sizes, not predicted */
+	struct ap_size_pred *sizes; /* the encoder's (AP_CHUNK_F_SIZES) */
+	struct bytes meta; /* META records not written yet (COMPACT_META) */
+	uint32_t meta_tid; /* the tid of their first chunk */
+	struct stack_table stacks;
+	uint32_t *tids; /* distinct tids seen, for the count */
+	size_t ntids, tids_alloc;
+	/* decoding tids[i]'s raw chunks in this walk: what they carry over */
+	struct ap_decode_thread *dec;
+	size_t dec_alloc;
+	bool count_only;	/* level 0: count events and threads only */
+	struct ap_compact_stats *st;
+	/* streaming (ap_compact_stream_*): the file may still grow */
+	size_t off;	/* where the next chunk starts (0: the preamble is next) */
+	bool live;	/* an incomplete tail is not yet complete, not cut */
+	bool stream;	/* one pass, one thread: give up on anything else */
+	bool gave_up;
+	struct ap_chunk_walk walk; /* the input's chunks, checked */
+	struct ap_streams out_streams; /* the output's chunk indices */
+	uint64_t data_chunks;	/* META and EVENTS chunks written */
+};
+
+/* ---- compact.c: the driver ---- */
+
+/* Sets c->err to "<path>: corrupt chunk at byte <off>: <why>"; -1. */
+int compact_corrupt_at(struct compactor *c, size_t off, const char *why);
+/* Decodes a raw EVENTS payload of tid (at `off` in the input), appending
+ * to ev; counts its records. -1 (c->err set) if it does not decode. */
+int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		       uint32_t len, struct ap_event **ev, size_t *nev, size_t *alloc);
+
+/* ---- rewrite.c: events held per thread and re-encoded ---- */
+
+/* A raw EVENTS payload of tid (at `off` in the input): its events held
+ * with the thread's, and the threads' held events written (re-encoded:
+ * anonymous blocks, frees by index, columns) once a thread holds enough
+ * or all of them hold too much. */
+int compact_events(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		   uint32_t len);
+/* Writes every thread's held events, then the META held back. */
+int compact_flush_all(struct compactor *c);
+/* END's `pooled` list (docs/trace-format.md) with the blocks this
+ * compactor made anonymous named by their thread and allocation index
+ * (their addresses are no longer in the file). Appends the key/value to
+ * out (room for 2 * AP_VARINT_MAX per entry of `len` bytes, and 3 more).
+ * Returns its length, or 0 if the list does not decode. */
+size_t compact_pooled_anon(const struct compactor *c, const uint8_t *s, size_t len, uint8_t *out);
+/* Frees the held events, the live maps and the encoder's buffers. */
+void compact_rewrite_release(struct compactor *c);
+
+/* ---- zwrite.c: the output's chunks ---- */
+
+/* The writer (and its threads, if it can have some), and the trial
+ * compressor. */
+void compact_writer_start(struct compactor *c);
+/* Waits until every payload given is written; -1 (c->err set) if a
+ * write failed. */
+int compact_drain(struct compactor *c);
+/* Stops the writer's threads, drops what they did not write, frees the
+ * writer. */
+void compact_writer_stop(struct compactor *c);
+/* Bytes written as they are, after every payload given. */
+int compact_out_write(struct compactor *c, const void *data, size_t len);
+/* One chunk as it is, after the META records held back. */
+int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
+			const uint8_t *payload, size_t len);
+/* A payload given to the writer, to be compressed when that makes it
+ * smaller (the level chosen here), after the META held back; `counts`
+ * (EVENTS) go in front of it, not compressed. */
+int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
+			     const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len);
+/* The size of raw compressed at level 1 (SIZE_MAX: it does not compress). */
+size_t compact_trial_size(struct compactor *c, const uint8_t *raw, size_t len);
+/* A raw META payload of tid (at `off`) re-encoded (stacks.h) into the
+ * META records held back, which are written as one chunk before the next
+ * other chunk, or once they are large. */
+int compact_hold_meta(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		      size_t len);
+/* The META records held back, as one chunk. */
+int compact_flush_meta(struct compactor *c);
+/* An END (at `off`) with the chunk count of the output, after every
+ * payload given: its other fields as they were, in their order (`pooled`
+ * with the blocks made anonymous named by index). */
+int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
+		      size_t len);
+
+#endif
