@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ap_hash.h"
 #include "ap_trace_encode.h"
 #include "bytes.h"
 
@@ -17,24 +18,13 @@ static uint64_t suffix_hash(uint64_t h, uint64_t pc)
 	return h ^ (h >> 29);
 }
 
-static struct suffix *suffix_slot(struct stack_table *s, uint64_t h, uint32_t len)
+/* An entry of the suffix index holds (h, len): the first stack to have a
+ * suffix of that hash and length keeps it (stack_share checks the PCs). */
+static bool suffix_is(const void *ctx, uint32_t entry, const void *key)
 {
-	size_t i = (size_t)(h ^ len) & s->mask;
-	while (s->sfx[i].len && (s->sfx[i].h != h || s->sfx[i].len != len))
-		i = (i + 1) & s->mask;
-	return &s->sfx[i];
-}
-
-static void suffix_grow(struct stack_table *s)
-{
-	struct suffix *old = s->sfx;
-	size_t omask = s->mask;
-	s->mask = old ? omask * 2 + 1 : 1023;
-	s->sfx = ap_xcalloc(s->mask + 1, sizeof(*s->sfx));
-	for (size_t i = 0; old && i <= omask; i++)
-		if (old[i].len)
-			*suffix_slot(s, old[i].h, old[i].len) = old[i];
-	free(old);
+	const struct suffix *e = &((const struct stack_table *)ctx)->sfx[entry];
+	const struct suffix *k = key;
+	return e->h == k->h && e->len == k->len;
 }
 
 /* Stack `id` (the next one) of `depth` PCs: the earlier stack whose
@@ -54,14 +44,13 @@ static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *
 	h[depth] = 0x2545f4914f6cdd1dull;
 	for (uint32_t k = depth; k-- > 0;)
 		h[k] = suffix_hash(h[k + 1], pcs[k]);
-	if ((s->nsfx + depth) * 2 > s->mask + 1 || !s->sfx)
-		while ((s->nsfx + depth) * 2 > s->mask + 1 || !s->sfx)
-			suffix_grow(s);
 	uint32_t base = 0;
 	for (uint32_t k = 0; k < depth && !base; k++) {
-		const struct suffix *e = suffix_slot(s, h[k], depth - k);
-		if (!e->len)
+		struct suffix key = {h[k], id, depth - k};
+		uint32_t i = ap_index_find(&s->index, h[k] ^ key.len, suffix_is, s, &key);
+		if (i == UINT32_MAX)
 			continue;
+		const struct suffix *e = &s->sfx[i];
 		const uint64_t *b = s->pcs + s->off[e->id] + s->depth[e->id] - e->len;
 		if (!memcmp(b, pcs + k, e->len * sizeof(*pcs))) {
 			base = e->id;
@@ -74,10 +63,12 @@ static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *
 	s->depth[id] = depth;
 	s->npcs += depth;
 	for (uint32_t k = 0; k < depth; k++) {
-		struct suffix *e = suffix_slot(s, h[k], depth - k);
-		if (!e->len) {
-			*e = (struct suffix){h[k], id, depth - k};
-			s->nsfx++;
+		struct suffix key = {h[k], id, depth - k};
+		bool added;
+		ap_index_add(&s->index, h[k] ^ key.len, suffix_is, s, &key, (uint32_t)s->nsfx, &added);
+		if (added) {
+			AP_ALLOC_GROW(s->sfx, s->nsfx + 1, s->sfx_alloc);
+			s->sfx[s->nsfx++] = key;
 		}
 	}
 	return base;
@@ -89,6 +80,7 @@ void compact_stacks_release(struct stack_table *s)
 	free(s->off);
 	free(s->depth);
 	free(s->sfx);
+	ap_index_release(&s->index);
 }
 
 int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload,

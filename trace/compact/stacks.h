@@ -9,14 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ap_hash.h"
+
 struct bytes;
 
 /* The stacks of the META records re-encoded so far, for STACK_SHARED:
  * each stack's PCs by id, and every suffix (outermost frames) of each, by
- * hash, to the first stack that has it. Zero-initialised is empty. */
+ * hash and length, to the first stack that has it. Zero-initialised is
+ * empty. */
 struct suffix {
 	uint64_t h;
-	uint32_t id, len; /* len 0: empty slot */
+	uint32_t id, len;
 };
 
 struct stack_table {
@@ -25,8 +28,9 @@ struct stack_table {
 	size_t *off;	 /* off[id]: its PCs in pcs */
 	uint32_t *depth; /* depth[id]; 0: not known (not re-encoded here) */
 	size_t nids, ids_alloc; /* ids 1 .. nids - 1 seen */
-	struct suffix *sfx;
-	size_t mask, nsfx;
+	struct suffix *sfx;	/* the suffixes, in the order seen */
+	size_t nsfx, sfx_alloc;
+	struct ap_index index;	/* (h, len) -> its entry in sfx */
 	uint64_t shared_pcs, meta_bytes; /* as the reader counts them */
 	bool lost; /* a META chunk was copied unread: ids and counts unknown */
 };
