@@ -90,8 +90,8 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
  * 0.5-6 ms on traces of 1-500 kB and makes them 3-400 times smaller. */
 #define AP_COMPACT_LEVEL 3
 /* ...and where level 1 packs a chunk to an eighth or less, this one is
- * used instead at levels AP_COMPACT_LEVEL to 14 (trace/compact.c,
- * write_compressed): on repetitive events it costs little more and packs
+ * used instead at levels AP_COMPACT_LEVEL to 14 (trace/compact/zwrite.c,
+ * compact_write_compressed): on repetitive events it costs little more and packs
  * much more (bench's sqlite3: 173 K at level 3, 115 K so). */
 #define AP_COMPACT_DENSE_LEVEL 15
 /* The trace's size from which `record` compacts it while the program runs. */

@@ -1,6 +1,6 @@
 /* The record encoder: every byte of a trace's records is written here, by
  * the sampler (from inside malloc), the test writer (trace/writer.c) and the
- * compactor (trace/compact.c). Header-only and allocation-free: each
+ * compactor (trace/compact/). Header-only and allocation-free: each
  * function writes into memory the caller reserved (the *_MAX bounds say how
  * much) and returns the bytes written. docs/trace-format.md is the format.
  *

@@ -736,7 +736,7 @@ static void levels(const char *path, const struct ap_trace *ref, const char *tmp
 	free(dense);
 }
 
-/* The writer threads (compact.c, struct zworker) write the chunks in the
+/* The writer threads (compact/zwrite.c, struct zworker) write the chunks in the
  * order they were given: the file is the same without them, at level 10,
  * for random events (level 10) and for a repetitive run of 4 threads
  * (AP_COMPACT_DENSE_LEVEL), and reads as the events recorded. */
