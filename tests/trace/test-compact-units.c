@@ -135,25 +135,13 @@ static const struct thread_plan *plan_of(const struct thread_plan *p, size_t n, 
 	return NULL;
 }
 
-/* The `n` of each run of a thread's plan (struct run's varints), into
- * out; how many runs. */
+/* The events of each run of a thread's plan, into out; how many runs. */
 static size_t runs_of(const struct thread_plan *p, uint64_t *out, size_t max)
 {
-	const uint8_t *at = p->runs, *end = p->runs + p->nruns;
-	size_t k = 0;
-	while (at < end && k < max) {
-		uint64_t n = 0, f = 0, d = 0, v = 0;
-		ap_get_uv(&at, end, &n);
-		ap_get_uv(&at, end, &f);
-		ap_get_uv(&at, end, &d);
-		if (f & RUN_HEAD)
-			ap_get_uv(&at, end, &v);
-		if (f & RUN_TAIL) {
-			ap_get_uv(&at, end, &v);
-			ap_get_uv(&at, end, &v);
-		}
-		out[k++] = n;
-	}
+	struct run run = {0};
+	size_t k = 0, pos = 0;
+	for (uint64_t to = 0; k < max && plan_run_next(p, &pos, &run); to = run.to)
+		out[k++] = run.to - to;
 	return k;
 }
 

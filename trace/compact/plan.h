@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ap_trace_enc.h"
 #include "ap_util.h"
 
 /* A bit per allocation of a thread. */
@@ -56,6 +57,33 @@ struct thread_plan {
 	uint8_t *runs;	     /* its runs (struct run), in order */
 	size_t nruns, runs_alloc; /* (bytes) */
 };
+
+/* The thread's next run, from byte *pos of pl->runs: *run (zero before
+ * the first) becomes it, *pos moves past it. false when there is none. */
+static inline bool plan_run_next(const struct thread_plan *pl, size_t *pos, struct run *run)
+{
+	if (!pl || *pos >= pl->nruns)
+		return false;
+	const uint8_t *at = pl->runs + *pos, *end = pl->runs + pl->nruns;
+	uint64_t n = 0, f = 0, d = 0, qh = 0, qt = 0, vt = 0;
+	ap_get_uv(&at, end, &n);
+	ap_get_uv(&at, end, &f);
+	ap_get_uv(&at, end, &d);
+	if (f & RUN_HEAD)
+		ap_get_uv(&at, end, &qh);
+	if (f & RUN_TAIL) {
+		ap_get_uv(&at, end, &qt);
+		ap_get_uv(&at, end, &vt);
+	}
+	*pos = (size_t)(at - pl->runs);
+	run->to += n;
+	run->vm += d;
+	run->flags = (unsigned)f;
+	run->qh = run->vm - 1 + qh;
+	run->qt = run->vm + qt;
+	run->vt = run->vm + vt;
+	return true;
+}
 
 /* The trace at `path` read and its events matched as every report
  * matches them (ap_replay): *plan gets one thread_plan per thread of the

@@ -128,29 +128,9 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 		return r;
 	const struct thread_plan *pl = p->plan;
 	struct run *run = &p->run;
-	while (o >= run->to) {
-		/* the thread's next run */
-		if (!pl || p->rpos >= pl->nruns)
+	while (o >= run->to)
+		if (!plan_run_next(pl, &p->rpos, run))
 			return q; /* (no runs: times kept) */
-		const uint8_t *at = pl->runs + p->rpos, *end = pl->runs + pl->nruns;
-		uint64_t n = 0, f = 0, d = 0, qh = 0, qt = 0, vt = 0;
-		ap_get_uv(&at, end, &n);
-		ap_get_uv(&at, end, &f);
-		ap_get_uv(&at, end, &d);
-		if (f & RUN_HEAD)
-			ap_get_uv(&at, end, &qh);
-		if (f & RUN_TAIL) {
-			ap_get_uv(&at, end, &qt);
-			ap_get_uv(&at, end, &vt);
-		}
-		p->rpos = (size_t)(at - pl->runs);
-		run->to += n;
-		run->vm += d;
-		run->flags = (unsigned)f;
-		run->qh = run->vm - 1 + qh;
-		run->qt = run->vm + qt;
-		run->vt = run->vm + vt;
-	}
 	if ((run->flags & RUN_HEAD) && q == run->qh)
 		return run->vm - 1;
 	if ((run->flags & RUN_TAIL) && q == run->qt)
