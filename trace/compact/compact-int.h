@@ -74,9 +74,9 @@ struct compactor {
 	int fd;
 	int level;
 	uint64_t quantum;
-	uint64_t step; /* HEADER time_step_ns in quanta (1: times kept) */
-	bool transcode; /* no chunk was compressed before: re-encode them all */
-	bool threads;	/* EVENTS of more than one tid: track who names what */
+	uint64_t step;	    /* HEADER time_step_ns in quanta (1: times kept) */
+	bool transcode;	    /* no chunk was compressed before: re-encode them all */
+	bool threads;	    /* EVENTS of more than one tid: track who names what */
 	struct zworker *zw; /* compresses and writes the payloads (zwrite.c) */
 	ZSTD_CCtx *ztrial;  /* compact_trial_size's, and write_compressed's */
 	struct zout trial;
@@ -95,25 +95,25 @@ struct compactor {
 	struct ap_event *spare_ev;
 	size_t spare_alloc;
 	struct bytes col[6], payload; /* col[5]: the sizes, not predicted */
-	struct ap_size_pred *sizes; /* the encoder's (AP_CHUNK_F_SIZES) */
-	struct bytes meta; /* META records not written yet (COMPACT_META) */
-	uint32_t meta_tid; /* the tid of their first chunk */
+	struct ap_size_pred *sizes;   /* the encoder's (AP_CHUNK_F_SIZES) */
+	struct bytes meta;	      /* META records not written yet (COMPACT_META) */
+	uint32_t meta_tid;	      /* the tid of their first chunk */
 	struct stack_table stacks;
 	uint32_t *tids; /* distinct tids seen, for the count */
 	size_t ntids, tids_alloc;
 	/* decoding tids[i]'s raw chunks in this walk: what they carry over */
 	struct ap_decode_thread *dec;
 	size_t dec_alloc;
-	bool count_only;	/* level 0: count events and threads only */
+	bool count_only; /* level 0: count events and threads only */
 	struct ap_compact_stats *st;
 	/* streaming (ap_compact_stream_*): the file may still grow */
-	size_t off;	/* where the next chunk starts (0: the preamble is next) */
-	bool live;	/* an incomplete tail is not yet complete, not cut */
-	bool stream;	/* one pass, one thread: give up on anything else */
+	size_t off;  /* where the next chunk starts (0: the preamble is next) */
+	bool live;   /* an incomplete tail is not yet complete, not cut */
+	bool stream; /* one pass, one thread: give up on anything else */
 	bool gave_up;
-	struct ap_chunk_walk walk; /* the input's chunks, checked */
+	struct ap_chunk_walk walk;     /* the input's chunks, checked */
 	struct ap_streams out_streams; /* the output's chunk indices */
-	uint64_t data_chunks;	/* META and EVENTS chunks written */
+	uint64_t data_chunks;	       /* META and EVENTS chunks written */
 };
 
 /* ---- compact.c: the driver ---- */

@@ -57,7 +57,7 @@ int compact_corrupt_at(struct compactor *c, size_t off, const char *why)
 /* Decodes a raw EVENTS payload of tid, appending to ev; counts its
  * records. */
 int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
-		      uint32_t len, struct ap_event **ev, size_t *nev, size_t *alloc)
+		       uint32_t len, struct ap_event **ev, size_t *nev, size_t *alloc)
 {
 	const char *why;
 	size_t from = *nev;
@@ -121,7 +121,9 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		/* a corrupt chunk: the trace is left as it is; while the trace
 		 * is written, bytes that may be a chunk not yet whole wait */
 		if (res == AP_CHUNK_BAD)
-			return c->live && c->walk.maybe_unwritten ? 0 : compact_corrupt_at(c, c->off, why);
+			return c->live && c->walk.maybe_unwritten
+				   ? 0
+				   : compact_corrupt_at(c, c->off, why);
 		size_t off = ch.off;
 		const uint8_t *payload = ch.payload;
 		uint32_t len = ch.len, tid = ch.tid;
@@ -131,8 +133,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			/* one pass: the quantum here; anonymous blocks need to
 			 * know no other thread names them, which one pass over
 			 * one thread's events knows */
-			if (type == AP_CHUNK_EVENTS &&
-			    (flags || (c->ntids && c->tids[0] != tid))) {
+			if (type == AP_CHUNK_EVENTS && (flags || (c->ntids && c->tids[0] != tid))) {
 				c->gave_up = true;
 				return 0;
 			}
@@ -146,8 +147,9 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			if (type == AP_CHUNK_EVENTS) {
 				note_tid(c, tid);
 				c->nscratch = 0;
-				if (!flags && compact_decode_raw(c, off, tid, payload, len, &c->scratch,
-								 &c->nscratch, &c->scratch_alloc) < 0)
+				if (!flags &&
+				    compact_decode_raw(c, off, tid, payload, len, &c->scratch,
+						       &c->nscratch, &c->scratch_alloc) < 0)
 					return -1;
 			}
 			if (type != AP_CHUNK_SYMBOLS)
@@ -173,7 +175,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 				rc = compact_decode_raw(c, off, tid, payload, len, &c->scratch,
 							&c->nscratch, &c->scratch_alloc);
 				if (!rc)
-					rc = compact_write_compressed(c, type, 0, tid, NULL, payload, len);
+					rc = compact_write_compressed(c, type, 0, tid, NULL,
+								      payload, len);
 			} else {
 				rc = compact_events(c, off, tid, payload, len);
 			}
@@ -203,14 +206,14 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 }
 
 /* Checks the preamble of a trace. */
-static int check_preamble(const char *path, const uint8_t *data, size_t size,
-			  struct ap_error *err)
+static int check_preamble(const char *path, const uint8_t *data, size_t size, struct ap_error *err)
 {
 	if (size < AP_TRACE_PREAMBLE_LEN || memcmp(data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
 		return ap_error_set(err, "%s: not an allocprof trace", path);
 	uint32_t version = ap_get_u32le(data + 8);
 	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
-		return ap_error_set(err, "%s: trace format version %u, this allocprof reads %u to %u",
+		return ap_error_set(err,
+				    "%s: trace format version %u, this allocprof reads %u to %u",
 				    path, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION);
 	return 0;
 }
@@ -283,8 +286,7 @@ static const uint8_t *map_file(int fd, const char *path, size_t *size, mode_t *m
 	return map;
 }
 
-int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
-		     struct ap_error *err)
+int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st, struct ap_error *err)
 {
 	memset(st, 0, sizeof(*st));
 	int in = open(path, O_RDONLY | O_CLOEXEC);
@@ -299,9 +301,14 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
 	st->bytes_in = size;
 	int rc = -1;
 	struct ap_buf tmp = AP_BUF_INIT;
-	struct compactor c = {
-	    .path = path, .err = err, .fd = -1, .level = level, .quantum = 1, .transcode = true,
-	    .st = st, .count_only = level == 0};
+	struct compactor c = {.path = path,
+			      .err = err,
+			      .fd = -1,
+			      .level = level,
+			      .quantum = 1,
+			      .transcode = true,
+			      .st = st,
+			      .count_only = level == 0};
 	if (check_preamble(path, data, size, err) < 0)
 		goto out;
 	/* first: the quantum, compressed chunks, and whether several threads
@@ -354,9 +361,15 @@ struct ap_compact_stream *ap_compact_stream_start(const char *path, int level)
 	s->in = in;
 	s->path = ap_xstrdup(path);
 	s->tmp = (struct ap_buf)AP_BUF_INIT;
-	s->c = (struct compactor){
-	    .path = s->path, .err = &s->err, .fd = -1, .level = level, .quantum = 1,
-	    .transcode = true, .st = &s->st, .stream = true, .live = true};
+	s->c = (struct compactor){.path = s->path,
+				  .err = &s->err,
+				  .fd = -1,
+				  .level = level,
+				  .quantum = 1,
+				  .transcode = true,
+				  .st = &s->st,
+				  .stream = true,
+				  .live = true};
 	if (open_output(&s->c, &s->tmp) < 0) {
 		ap_compact_stream_abandon(s);
 		return NULL;

@@ -40,10 +40,10 @@ struct blk {
 };
 
 struct shared_scan {
-	uint64_t *nalloc; /* per thread index */
-	uint64_t *nfrees; /* per thread index: its FREE records so far */
+	uint64_t *nalloc;	  /* per thread index */
+	uint64_t *nfrees;	  /* per thread index: its FREE records so far */
 	struct thread_plan *plan; /* per thread index */
-	struct blk *obj;  /* per object id: its current block */
+	struct blk *obj;	  /* per object id: its current block */
 	size_t obj_alloc;
 	/* the addresses named in the current quantum: the last record's
 	 * thread and block (thread UINT32_MAX: a FREE that ended none) */
@@ -53,7 +53,7 @@ struct shared_scan {
 		uint64_t addr;
 		uint32_t thread;
 		struct blk b;
-	} *rec;
+	} * rec;
 	size_t nrec, rec_alloc;
 	/* the runs (struct run, coarse_q): every thread's events so far and
 	 * its last run's vm; the current run's thread (UINT32_MAX: none yet),
@@ -106,8 +106,7 @@ static void scan_began(struct shared_scan *s, const struct ap_event *e, uint32_t
 	scan_named(s, e->ts, e->addr, e->thread, s->obj[obj]);
 }
 
-static void scan_ended(struct shared_scan *s, const struct ap_event *e, uint64_t addr,
-		       uint32_t obj)
+static void scan_ended(struct shared_scan *s, const struct ap_event *e, uint64_t addr, uint32_t obj)
 {
 	uint64_t ord = s->nfrees[e->thread]++;
 	struct blk b = s->obj[obj];
@@ -216,8 +215,8 @@ int compact_plan(const char *path, uint64_t quantum, uint64_t step, struct threa
 	struct ap_error e;
 	if (ap_trace_read(path, &t, &e, NULL, NULL) < 0)
 		return ap_error_set(err, "%s", e.msg);
-	struct shared_scan s = {.quantum = UINT64_MAX, .run_thread = UINT32_MAX,
-				.tq = quantum, .step = step};
+	struct shared_scan s = {
+	    .quantum = UINT64_MAX, .run_thread = UINT32_MAX, .tq = quantum, .step = step};
 	s.nalloc = ap_xcalloc(t->nthreads + 1, sizeof(*s.nalloc));
 	s.nfrees = ap_xcalloc(t->nthreads + 1, sizeof(*s.nfrees));
 	s.nev = ap_xcalloc(t->nthreads + 1, sizeof(*s.nev));

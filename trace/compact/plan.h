@@ -50,11 +50,11 @@ struct run {
 /* What the replay (compact_plan) found for one thread of several. */
 struct thread_plan {
 	uint32_t tid;
-	struct bits keep;    /* its allocations that keep their address */
-	struct bits xfreed;  /* those another thread ends */
-	struct xfree *x;     /* its FREEs of other threads' blocks, in order */
+	struct bits keep;   /* its allocations that keep their address */
+	struct bits xfreed; /* those another thread ends */
+	struct xfree *x;    /* its FREEs of other threads' blocks, in order */
 	size_t nx, x_alloc;
-	uint8_t *runs;	     /* its runs (struct run), in order */
+	uint8_t *runs;		  /* its runs (struct run), in order */
 	size_t nruns, runs_alloc; /* (bytes) */
 };
 

@@ -181,7 +181,9 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 			i++;
 		}
 		struct ap_evrec r = {.type = (a->flags & AP_EVF_REALLOC) ? AP_EV_REALLOC : a->type,
-				     .cpu = e->cpu, .addr = a->addr, .size = a->size,
+				     .cpu = e->cpu,
+				     .addr = a->addr,
+				     .size = a->size,
 				     .stack = a->stack};
 		nalloc += r.type != AP_EV_FREE;
 		switch (r.type) {
@@ -218,9 +220,10 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		col[4].len += (size_t)(c4 - s4);
 	}
 	*counts = (struct ap_chunk_counts){nrec, p->nev, nalloc, enc.q};
-	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
-			 AP_CHUNK_F_XOWN;
-	if (compact_trial_size(c, col[5].b, col[5].len) < compact_trial_size(c, col[2].b, col[2].len)) {
+	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN;
+	if (compact_trial_size(c, col[5].b, col[5].len) <
+	    compact_trial_size(c, col[2].b, col[2].len)) {
 		struct bytes plain = col[5];
 		col[5] = col[2];
 		col[2] = plain;
@@ -275,12 +278,11 @@ static int flush_pending(struct compactor *c, struct pending *p)
 	p->base += p->nev;
 	p->nev = 0;
 	p->input = 0;
-	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts, c->payload.b,
-				  c->payload.len);
+	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts,
+					  c->payload.b, c->payload.len);
 	pending_shrink(c, p);
 	return rc;
 }
-
 
 int compact_flush_all(struct compactor *c)
 {
@@ -316,7 +318,7 @@ static void reserve_events(struct compactor *c, struct pending *p, size_t n)
 	} else {
 		bytes = (bytes + huge - 1) & ~(huge - 1);
 		if (posix_memalign(&m, huge, bytes) != 0)
-			abort(); /* out of memory, as ap_xmalloc */
+			abort();		  /* out of memory, as ap_xmalloc */
 		madvise(m, bytes, MADV_HUGEPAGE); /* advice only: failure is fine */
 	}
 	if (p->nev)
@@ -341,8 +343,6 @@ static struct pending *pending_for(struct compactor *c, uint32_t tid)
 	return p;
 }
 
-
-
 /* END's `pooled` list (docs/trace-format.md) with the blocks this
  * compactor made anonymous named by their thread and allocation index
  * (their addresses are no longer in the file). Appends the key/value to
@@ -363,7 +363,8 @@ size_t compact_pooled_anon(const struct compactor *c, const uint8_t *s, size_t l
 		uint32_t pos = 0;
 		for (size_t i = 0; !(x & 1) && i < c->npend && !owner; i++) {
 			const struct pending *q = &c->pend[i];
-			struct ap_u64map_slot *sl = q->live.slot ? ap_u64map_find(&q->live, x >> 1) : NULL;
+			struct ap_u64map_slot *sl =
+			    q->live.slot ? ap_u64map_find(&q->live, x >> 1) : NULL;
 			if (sl) {
 				owner = q;
 				pos = sl->val;

@@ -30,8 +30,8 @@ static bool suffix_is(const void *ctx, uint32_t entry, const void *key)
 /* Stack `id` (the next one) of `depth` PCs: the earlier stack whose
  * outermost frames are its longest suffix (*shared of them, 0: none),
  * and the stack remembered with its suffixes. */
-static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *pcs,
-			    uint32_t depth, uint32_t *shared)
+static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *pcs, uint32_t depth,
+			    uint32_t *shared)
 {
 	AP_ALLOC_GROW(s->off, id + 1, s->ids_alloc);
 	s->depth = ap_xrealloc(s->depth, s->ids_alloc * sizeof(*s->depth));
@@ -65,7 +65,8 @@ static uint32_t stack_share(struct stack_table *s, uint32_t id, const uint64_t *
 	for (uint32_t k = 0; k < depth; k++) {
 		struct suffix key = {h[k], id, depth - k};
 		bool added;
-		ap_index_add(&s->index, h[k] ^ key.len, suffix_is, s, &key, (uint32_t)s->nsfx, &added);
+		ap_index_add(&s->index, h[k] ^ key.len, suffix_is, s, &key, (uint32_t)s->nsfx,
+			     &added);
 		if (added) {
 			AP_ALLOC_GROW(s->sfx, s->nsfx + 1, s->sfx_alloc);
 			s->sfx[s->nsfx++] = key;
@@ -83,8 +84,7 @@ void compact_stacks_release(struct stack_table *s)
 	ap_index_release(&s->index);
 }
 
-int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload,
-			size_t len)
+int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload, size_t len)
 {
 	size_t start = o->len;
 	const uint8_t *p = payload, *end = payload + len;
@@ -125,9 +125,9 @@ int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *p
 			if (ok && keep) {
 				uint32_t shared, base = stack_share(s, (uint32_t)v[0], pcs,
 								    (uint32_t)v[1], &shared);
-				uint64_t cap = AP_SHARED_PCS_PER_BYTE *
-						   (s->meta_bytes + o->len - start) +
-					       AP_SHARED_PCS_SLACK;
+				uint64_t cap =
+				    AP_SHARED_PCS_PER_BYTE * (s->meta_bytes + o->len - start) +
+				    AP_SHARED_PCS_SLACK;
 				if (base && shared >= 2 && s->shared_pcs + shared <= cap) {
 					s->shared_pcs += shared;
 					o->len += ap_put_stack_shared(

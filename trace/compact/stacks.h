@@ -25,12 +25,12 @@ struct suffix {
 struct stack_table {
 	uint64_t *pcs;
 	size_t npcs, pcs_alloc;
-	size_t *off;	 /* off[id]: its PCs in pcs */
-	uint32_t *depth; /* depth[id]; 0: not known (not re-encoded here) */
+	size_t *off;		/* off[id]: its PCs in pcs */
+	uint32_t *depth;	/* depth[id]; 0: not known (not re-encoded here) */
 	size_t nids, ids_alloc; /* ids 1 .. nids - 1 seen */
 	struct suffix *sfx;	/* the suffixes, in the order seen */
 	size_t nsfx, sfx_alloc;
-	struct ap_index index;	/* (h, len) -> its entry in sfx */
+	struct ap_index index;		 /* (h, len) -> its entry in sfx */
 	uint64_t shared_pcs, meta_bytes; /* as the reader counts them */
 	bool lost; /* a META chunk was copied unread: ids and counts unknown */
 };
@@ -43,8 +43,7 @@ struct stack_table {
  * META (AP_SHARED_PCS_PER_BYTE). Returns 0, or -1 if a record does not
  * decode (o then holds the records before it). Set s->lost when a META
  * chunk goes to the output without this: the ids are no longer known. */
-int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload,
-			size_t len);
+int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload, size_t len);
 
 /* Frees what s holds. */
 void compact_stacks_release(struct stack_table *s);

@@ -39,23 +39,23 @@ struct zjob {
 	int level;
 	uint8_t *raw;
 	size_t len, cap;
-	struct zout z;		/* ZPRE bytes of room, then the frame */
-	size_t zlen;		/* its frame's size, or SIZE_MAX */
+	struct zout z;			  /* ZPRE bytes of room, then the frame */
+	size_t zlen;			  /* its frame's size, or SIZE_MAX */
 	uint8_t pre[AP_CHUNK_COUNTS_MAX]; /* what the payload starts with, as stored */
 	uint8_t npre;			  /* (EVENTS' counts) */
 };
 
 struct zworker {
 	pthread_t th[ZW_MAX];
-	unsigned nth;		/* threads running */
+	unsigned nth; /* threads running */
 	pthread_mutex_t mu;
 	pthread_cond_t more, done; /* a job given / a job written */
-	struct zjob q[ZQ];	/* job k in q[k % ZQ] */
+	struct zjob q[ZQ];	   /* job k in q[k % ZQ] */
 	uint64_t given, taken, written;
 	bool quit;
-	bool failed;		/* a write failed: err says why, the rest is dropped */
+	bool failed; /* a write failed: err says why, the rest is dropped */
 	struct ap_error err;
-	ZSTD_CCtx *zc;		/* without threads */
+	ZSTD_CCtx *zc; /* without threads */
 };
 
 static int cwrite(struct compactor *c, struct ap_error *err, const void *data, size_t len)
@@ -81,8 +81,8 @@ static int emit_chunk(struct compactor *c, struct ap_error *err, uint8_t type, u
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
 	uint32_t stream = ap_stream_of(type, tid);
 	c->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
-	ap_chunk_header_flags(hdr, type, flags, tid, stream, ap_streams_next(&c->out_streams, stream),
-			      payload, (uint32_t)len);
+	ap_chunk_header_flags(hdr, type, flags, tid, stream,
+			      ap_streams_next(&c->out_streams, stream), payload, (uint32_t)len);
 	if (cwrite(c, err, hdr, sizeof(hdr)) < 0)
 		return -1;
 	return cwrite(c, err, payload, len);
@@ -212,8 +212,8 @@ static int zw_give(struct compactor *c, uint8_t type, uint8_t flags, uint32_t ti
 	struct zworker *zw = c->zw;
 	if (!zw->nth) {
 		struct zjob *j = &zw->q[0];
-		*j = (struct zjob){ type, flags, tid, level, (uint8_t *)raw, len, len, j->z, 0, {0},
-				    (uint8_t)npre };
+		*j = (struct zjob){type, flags, tid, level, (uint8_t *)raw, len,
+				   len,	 j->z,	0,   {0},   (uint8_t)npre};
 		memcpy(j->pre, pre, npre);
 		zjob_compress(zw->zc, j);
 		int rc = zjob_emit(c, &zw->err, j);
@@ -387,8 +387,9 @@ int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8
 	while (p < end) {
 		const uint8_t *at = p;
 		uint64_t key, kind, v;
-		if (ap_get_uv(&p, end, &key) < 0 || ap_get_uv(&p, end, &kind) < 0 || kind > AP_KV_STR ||
-		    ap_get_uv(&p, end, &v) < 0 || (kind == AP_KV_STR && v > (uint64_t)(end - p))) {
+		if (ap_get_uv(&p, end, &key) < 0 || ap_get_uv(&p, end, &kind) < 0 ||
+		    kind > AP_KV_STR || ap_get_uv(&p, end, &v) < 0 ||
+		    (kind == AP_KV_STR && v > (uint64_t)(end - p))) {
 			free(out);
 			return compact_corrupt_at(c, off, "END record does not decode");
 		}
@@ -400,7 +401,8 @@ int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8
 			size_t k = compact_pooled_anon(c, p - v, (size_t)v, out + n);
 			if (!k) {
 				free(out);
-				return compact_corrupt_at(c, off, "END's pooled list does not decode");
+				return compact_corrupt_at(c, off,
+							  "END's pooled list does not decode");
 			}
 			n += k;
 		} else if (key != AP_EK_CHUNKS) {
@@ -410,12 +412,12 @@ int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8
 	}
 	if (chunks > c->walk.data_chunks) {
 		free(out);
-		return compact_corrupt_at(c, off, "missing chunks: the END counts more META and "
-				  "EVENTS chunks than the file holds before it");
+		return compact_corrupt_at(c, off,
+					  "missing chunks: the END counts more META and "
+					  "EVENTS chunks than the file holds before it");
 	}
 	n += ap_put_kv_uint(out + n, AP_EK_CHUNKS, c->data_chunks);
 	int rc = compact_write_chunk(c, AP_CHUNK_END, 0, tid, out, n);
 	free(out);
 	return rc;
 }
-
