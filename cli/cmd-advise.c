@@ -437,7 +437,7 @@ int cmd_advise(int argc, char **argv)
 	int opt;
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
+	while ((opt = ap_view_getopt(argc, argv, ":hn:", longopts)) != -1) {
 		char *end;
 		switch (opt) {
 		case 'h':

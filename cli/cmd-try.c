@@ -1099,7 +1099,7 @@ int cmd_try(int argc, char **argv)
 	int opt;
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(dd, argv, ":h", longopts, NULL)) != -1) {
+	while ((opt = ap_view_getopt(dd, argv, ":h", longopts)) != -1) {
 		char *end;
 		switch (opt) {
 		case 'h':
@@ -1140,10 +1140,8 @@ int cmd_try(int argc, char **argv)
 		case AP_VOPT_JSON:
 			json = true;
 			break;
-		case ':':
-			return ap_usage_error("try", "%s needs a value", argv[optind - 1]);
 		default:
-			return ap_usage_error("try", "unknown option '%s'", argv[optind - 1]);
+			return ap_view_bad_option("try", opt, argv);
 		}
 	}
 	if (optind == dd)
