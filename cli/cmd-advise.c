@@ -538,10 +538,11 @@ int cmd_advise(int argc, char **argv)
 	ap_view_measure_run(&vm, a, v.trace, &m, &ao);
 	ap_site_map_release(&m);
 	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
+	int rc = ap_view_sampling_hint(v.trace);
 	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;
-	int rc = AP_EXIT_OK;
-	if (vo.json)
+	if (rc)
+		;
+	else if (vo.json)
 		rc = print_json(a, v.trace, n);
 	else
 		print_text(a, v.trace, n);

@@ -444,8 +444,11 @@ int cmd_stats(int argc, char **argv)
 			 ": the totals cover its complete part"))
 		return AP_EXIT_FAIL;
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	if (json)
+	struct ap_error err;
+	if (ap_trace_totals(t, &tot, &err) < 0) {
+		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else if (json)
 		rc = print_json(t, &tot);
 	else {
 		print_text(t, &tot);

@@ -291,29 +291,33 @@ const char *ap_view_peak_kind_name(enum ap_peak_kind k);
  * the samples' estimate of the peak (`estimate`, the table's total for
  * peak_space) with its standard deviation, at the moment their in-use
  * bytes peaked, and the peak stats prints beside it (the sampler's count
- * where the trace has one). Returns NULL (nothing to say) for an exact
- * trace or another index. Replays the trace once (ap_trace_totals). */
-const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
-				       size_t len);
+ * where the trace has one). Returns 1; 0 (nothing to say) for an exact
+ * trace or another index; -1 with err set when its replay of the trace
+ * (ap_trace_totals) fails. */
+AP_MUST_CHECK int ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si,
+					     char *buf, size_t len, struct ap_error *err);
 
 /* The lines the text views (top, peek, tree) print under "Type:" about
  * their numbers: "Sampling: ..." (every allocation, or the rate and that
  * the values are estimates), for --temporary what it counts, for a peak
- * index of a sampled trace "Peak: ..." (ap_view_peak_estimate_says). */
-void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si);
+ * index of a sampled trace "Peak: ..." (ap_view_peak_estimate_says).
+ * These, the notes and the hint below replay or read the trace's events:
+ * when that fails, they print the error and return AP_EXIT_FAIL (else
+ * AP_EXIT_OK), and the command stops there. */
+AP_MUST_CHECK int ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si);
 
 /* The same line as a note on stderr ("allocprof: note: Peak: ..."), for
  * the views with no header of their own to put it in (list, flamegraph,
  * export, diff). */
-void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
+AP_MUST_CHECK int ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
 
 /* A sampled trace viewed by inuse_objects: a note on stderr with the
  * count's error bar (ap_trace_totals' inuse_objects_sd), which the
  * pprof-compatible outputs have no place for. */
-void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
+AP_MUST_CHECK int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
 
 #define AP_VIEW_FEW_SAMPLES 50
-void ap_view_sampling_hint(const struct ap_trace *t);
+AP_MUST_CHECK int ap_view_sampling_hint(const struct ap_trace *t);
 
 /* When at least AP_VIEW_UNSYM_SHARE of the total of `si` goes through
  * frames without symbols: which modules (the biggest shares first) and
