@@ -707,7 +707,8 @@ void ap_view_measure_init(struct ap_view_measure *vm)
 	*vm = (struct ap_view_measure){ .budget_ns = mo.budget_ns, .sites = 6 };
 }
 
-int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
+/* --replay-cpus's value: N from 1 to 65536, or "all"; -1 when neither. */
+static int parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
 {
 	if (!strcmp(arg, "all")) {
 		vm->replay_cpus = AP_REPLAY_CPUS_ALL;
@@ -719,6 +720,32 @@ int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
 	if (errno || *end || end == arg || n < 1 || n > (long)AP_MAX_CPUS)
 		return -1;
 	vm->replay_cpus = (unsigned)n;
+	return 0;
+}
+
+int ap_view_measure_option(struct ap_view_measure *vm, const char *cmd, int opt,
+			   const char *arg)
+{
+	uint64_t ns;
+	switch (opt) {
+	case AP_VOPT_NO_MEASURE:
+		vm->off = true;
+		return 1;
+	case AP_VOPT_MEASURE_TIME:
+		if (ap_parse_duration(arg, &ns) < 0 || !ns) {
+			ap_usage_error(cmd, "--measure-time wants a duration like 5s, not '%s'", arg);
+			return -1;
+		}
+		vm->budget_ns = (double)ns;
+		return 1;
+	case AP_VOPT_REPLAY_CPUS:
+		if (parse_replay_cpus(vm, arg) < 0) {
+			ap_usage_error(cmd, "--replay-cpus wants a number of CPUs from 1 to 65536, "
+				       "or all, not '%s'", arg);
+			return -1;
+		}
+		return 1;
+	}
 	return 0;
 }
 

@@ -39,6 +39,9 @@ enum {
 	AP_VOPT_SYMBOLIZE,
 	AP_VOPT_SUPPRESSIONS, /* AP_VIEW_SUPP_LONGOPTS */
 	AP_VOPT_NO_SUPPRESSIONS,
+	AP_VOPT_NO_MEASURE, /* AP_VIEW_MEASURE_LONGOPTS */
+	AP_VOPT_MEASURE_TIME,
+	AP_VOPT_REPLAY_CPUS,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -395,9 +398,16 @@ struct ap_view_measure {
 	unsigned replay_cpus;
 };
 void ap_view_measure_init(struct ap_view_measure *vm);
-/* Parses --replay-cpus's value (N from 1 to 65536, or "all") into
- * vm->replay_cpus. Returns 0, or -1 when it is neither. */
-int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg);
+/* The measured replay's options, advise's and try's alike. */
+#define AP_VIEW_MEASURE_LONGOPTS                                                \
+	{ "no-measure", no_argument, NULL, AP_VOPT_NO_MEASURE },               \
+	{ "measure-time", required_argument, NULL, AP_VOPT_MEASURE_TIME },     \
+	{ "replay-cpus", required_argument, NULL, AP_VOPT_REPLAY_CPUS }
+/* Handles one of them for the command `cmd`: 1 when `opt` was one, 0
+ * when it is not, -1 after printing the usage error for a bad value
+ * (return AP_EXIT_USAGE then). */
+int ap_view_measure_option(struct ap_view_measure *vm, const char *cmd, int opt,
+			   const char *arg);
 /* Measures a's sites (ap_advise_measure) with allocprof-replay from next
  * to this program, else from pkglibdir; or, off, says so in a. */
 void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
