@@ -230,7 +230,7 @@ int compact_plan(const char *path, uint64_t quantum, uint64_t step, struct threa
 					  .free = scan_free,
 					  .unmatched = scan_unmatched};
 	struct ap_replay_consumer con = {&ops, &s};
-	ap_replay(t, &con, 1, NULL);
+	int rc = ap_replay(t, &con, 1, NULL, err);
 	scan_run_end(&s, UINT64_MAX);
 	for (size_t k = 0; s.back && k <= t->nthreads; k++)
 		s.plan[k].nruns = 0; /* (a time went back: kept, every one) */
@@ -247,6 +247,8 @@ int compact_plan(const char *path, uint64_t quantum, uint64_t step, struct threa
 	free(s.obj);
 	free(s.rec);
 	ap_u64map_release(&s.seen);
+	if (rc < 0)
+		return -1;
 	if (changed)
 		return ap_error_set(err, "%s: the trace changed while it was compacted", path);
 	return 0;

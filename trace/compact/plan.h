@@ -91,8 +91,8 @@ static inline bool plan_run_next(const struct thread_plan *pl, size_t *pos, stru
  * frees with compact_plan_free. `quantum` is the trace's time quantum
  * (ns) and `step` its time step in quanta: the runs are planned only when
  * step > 1. Returns 0, or -1 with err set ("<path>: <why>"): the trace
- * does not read, or it changed while it was read (then *plan is set all
- * the same). */
+ * does not read, its events do not (a corrupt chunk), or it changed
+ * while it was read (then *plan is set all the same). */
 int compact_plan(const char *path, uint64_t quantum, uint64_t step, struct thread_plan **plan,
 		 size_t *nplan, struct ap_error *err);
 /* Frees what compact_plan made (NULL is fine). */
