@@ -121,6 +121,8 @@ static const char *end_reason_name(uint64_t reason)
 		return "exit_group";
 	case AP_END_GONE:
 		return "gone";
+	case AP_END_SNAPSHOT:
+		return "snapshot";
 	}
 	return "unknown";
 }
@@ -164,10 +166,25 @@ static void print_end(const struct ap_trace *t)
 		       "record finished the trace from its buffers (calls and bytes unknown)\n",
 		       "ended");
 		break;
+	case AP_END_SNAPSHOT:
+		printf("%-18s not yet: a snapshot (allocprof snapshot) of the trace of a program "
+		       "still running; calls and bytes unknown\n", "ended");
+		break;
 	default:
 		printf("%-18s reason %llu, status %llu\n", "ended",
 		       (unsigned long long)t->end_reason, st);
 	}
+}
+
+/* The PCs whose frames the trace keeps (SYMBOLS chunks), and in how
+ * many tables (one per file, per chunk and per process of a run). */
+static size_t kept_pcs(const struct ap_trace *t, size_t *tables)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->symtab.nmods; i++)
+		n += t->symtab.mods[i].npcs;
+	*tables = t->symtab.nmods;
+	return n;
 }
 
 static void print_text(const struct ap_trace *t, const struct ap_trace_totals *tot)
@@ -289,6 +306,13 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		       "it, not in inuse_*)\n",
 		       "exec_dropped", round(tot->exec_dropped_objects), b);
 	}
+	size_t kept_files;
+	size_t kept = kept_pcs(t, &kept_files);
+	if (kept)
+		printf("%-18s kept in the trace: %zu PC%s of %zu file%s (allocprof-symbols(1))\n",
+		       "symbols", kept, kept == 1 ? "" : "s", kept_files, kept_files == 1 ? "" : "s");
+	else
+		printf("%-18s none kept: read from the program's files\n", "symbols");
 	if (t->truncated)
 		printf("%-18s yes: %s\n", "truncated", t->truncated_why);
 	else
@@ -386,6 +410,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "malloc_owner",
 			    t->malloc_owner ? ap_json_text(t->malloc_owner) : json_null());
+	size_t kept_files;
+	json_object_set_new(o, "symbols_kept", json_u64(kept_pcs(t, &kept_files)));
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));
 	json_object_set_new(o, "truncated_why",
 			    t->truncated ? ap_json_text(t->truncated_why) : json_null());

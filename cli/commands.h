@@ -22,6 +22,7 @@ int cmd_tree(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_try(int argc, char **argv);
 int cmd_symbols(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /* Runs `allocprof-report` with argv (argv[0] the command) as a child and
  * waits for it: its exit status, or -1 (said) when it could not run. */
