@@ -377,6 +377,18 @@ json_t *ap_advise_cost_json(const struct ap_run_cost *c);
 struct ap_advice;
 void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o);
 
+/* advise --json's document of the first `n` sites of `a` (cmd-advise.c);
+ * a new object. */
+struct ap_advice;
+json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size_t n);
+
+/* diff --json's tables of base `bv` and new `nv` (cmd-diff.c): an object
+ * with one member per sample index (temporary only when both traces have
+ * every allocation), rows by |flat delta|. NULL after printing the error
+ * (a bad regex). */
+json_t *ap_diff_json(const struct ap_view *bv, const struct ap_view *nv,
+		     const struct ap_report_options *opts);
+
 /* ---- the advisor's measured replay, for advise and the tui ---- */
 struct ap_advice;
 struct ap_site_map;
