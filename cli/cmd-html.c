@@ -55,13 +55,16 @@ static void html_usage(FILE *f)
 	      "                       002, ... in the current directory; '-' for standard\n"
 	      "                       output when that is not a terminal)\n"
 	      "  --open               open the page with xdg-open, when there is one\n"
-	      "  --diff-base BASE     add the diff from trace BASE to TRACE (pprof's\n"
-	      "                       -diff_base; --diff_base too)\n"
+	      "  --diff-base BASE     add the diff from trace BASE to TRACE (as pprof's\n"
+	      "                       diff_base, spelled so too)\n"
 	      "  --no-advise          leave the advisor's section out\n"
 	      "  --buckets N          stretches of time of the timeline (default 200)\n"
 	      "  --sites N            call sites the timeline stacks (default 5)\n"
 	      "  --time-unit UNIT     the timeline's x axis: s (default) or B (bytes\n"
 	      "                       allocated and freed, as timeline --time-unit=B)\n"
+	      "  --functions          the table by function first (default)\n"
+	      "  --lines              the table by source line first\n"
+	      "  --files              the table by source file first\n"
 	      AP_VIEW_OPTIONS_HELP
 	      "Search takes the regexes of --focus (PCRE2, as RE2 writes them) in the\n"
 	      "browser's dialect: leading flags such as (?i) or (?is) become the\n"
@@ -167,12 +170,14 @@ static void put_meta(struct ap_buf *b, const struct page *P)
 	ap_buf_addstr(b, "\"program\":");
 	add_str(b, t->exe);
 	ap_buf_addstr(b, ",\"cmdline\":");
-	/* the first process's command line (a whole run's: the program's) */
-	const char *cmdline = t->nprocs && t->procs[0].cmdline ? t->procs[0].cmdline : NULL;
-	struct ap_buf cl = AP_BUF_INIT;
-	if (cmdline)
-		ap_view_add_cmdline(&cl, cmdline);
-	add_str(b, cmdline ? cl.buf : NULL);
+	/* the program's arguments, on one line as the text views show them */
+	struct ap_buf args = AP_BUF_INIT, cl = AP_BUF_INIT;
+	for (size_t i = 0; i < t->argc; i++)
+		ap_buf_addf(&args, "%s%s", i ? " " : "", t->argv[i]);
+	if (t->argc)
+		ap_view_add_cmdline(&cl, args.buf);
+	add_str(b, t->argc ? cl.buf : NULL);
+	ap_buf_release(&args);
 	ap_buf_release(&cl);
 	ap_buf_addf(b, ",\"rate\":%llu,\"sample_index\":\"%s\"", (unsigned long long)t->rate,
 		    ap_sample_index_name(P->o->report.sample_index));
