@@ -86,12 +86,17 @@ static void add_num(struct ap_buf *b, double v)
 		ap_buf_addf(b, "%.12g", v);
 }
 
-/* A JSON value, '/' escaped so that "</script>" cannot end the block. */
+/* A JSON value for the page's <script> block: every '<' as \u003c (it is
+ * only ever in a string), so that no name can end the block ("</script")
+ * or open a comment the HTML parser reads ("<!--"). */
 static void add_json(struct ap_buf *b, json_t *j)
 {
-	char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ESCAPE_SLASH |
-				    JSON_REAL_PRECISION(15));
-	ap_buf_addstr(b, s ? s : "null");
+	char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+	for (const char *p = s ? s : "null"; *p; p++)
+		if (*p == '<')
+			ap_buf_addstr(b, "\\u003c");
+		else
+			ap_buf_add(b, p, 1);
 	free(s);
 	json_decref(j);
 }

@@ -786,7 +786,9 @@
 		if (st.range) st.showSel(st.range[0], st.range[1]);
 		else st.hideSel();
 		const note = D.notes[D.indexes[st.si].name];
-		$("index-note").textContent = note && !st.range ? note : "";
+		$("index-note").textContent = note && !st.range ? note
+			: st.range && RANGE_KIND[st.si] === "live" ? "Live blocks as the timeline counts " +
+			"them: the leak suppressions (the runtimes' own memory by default) do not apply." : "";
 		drawFlame(vals);
 		drawSandwich(vals);
 		drawTable();

@@ -11,7 +11,7 @@ import subprocess
 
 class Browser:
     def __init__(self, tmp, width=1300, height=900):
-        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        exe = shutil.which("chromium")
         if not exe:
             raise FileNotFoundError("chromium")
         to_child_r, self.w = os.pipe()

@@ -140,6 +140,14 @@ def flame_nodes(tree):
 
 def check_numbers(ap, pg, trace, tag):
     """Table and flame graph against top and flamegraph, every index."""
+    # the peak, as stats prints it, and what kind of number it is
+    stats = cli_json(ap, "stats", "--json", trace)
+    peak = pg.js("[+document.getElementById('peak').getAttribute('data-v'), "
+                 "document.getElementById('peak').textContent]")
+    check(near(peak[0], stats["peak_inuse_space"]) and
+          ("(exact)" in peak[1]) == (stats["peak_inuse_space_kind"] == "exact"),
+          "%s: the page's peak %s, stats' %s (%s)" % (tag, peak, stats["peak_inuse_space"],
+                                                      stats["peak_inuse_space_kind"]))
     sampled = "sampled" in tag
     for si in INDEXES:
         if si == "temporary" and sampled:
@@ -357,6 +365,12 @@ def check_cli(ap, trace, tmp):
               in p.stderr.decode(), "html without -o: %r, %s" % (p.stderr.decode(), os.listdir(d)))
     check(run(ap, "html", "--no-advise", "-o", "-", trace).stdout.startswith(b"<!DOCTYPE html>"),
           "html -o - to a pipe: no page")
+    # a name that would end the data block or open an HTML comment in it
+    odd = "</script><!--<script>x"
+    pg_path = page_of(ap, tmp, "odd.html", "--no-advise", "--focus", odd, trace)
+    odd_page = open(pg_path).read()
+    check("<!--" not in odd_page and "</script><!--" not in odd_page,
+          "a filter's '<' is in the page as is")
     page = open(os.path.join(d, "report001.html")).read()
     check(not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page) and "fetch(" not in page
           and "XMLHttpRequest" not in page, "the page refers to the network")
@@ -385,6 +399,13 @@ def fixture_mode(ap, mktrace, shots):
                 pg.shot("page")
                 check_numbers(ap, pg, trace, tag)
                 check_interactions(ap, pg, trace, tag, "parse", "(?i)^MAKE_TOKEN$", "^make_token$")
+                if trace == exact:
+                    odd = Page(br, tmp + "/odd.html", shots, "odd")
+                    check("Filters: focus=</script><!--<script>x" in
+                          odd.js("(document.getElementById('head') || {}).textContent || ''"),
+                          "the page of --focus '</script><!--<script>x' does not show it")
+                    check(not odd.errors(), "odd: the page reported errors: %s" % odd.errors())
+                    pg = Page(br, path, shots, tag)
                 check_hover(ap, pg, trace, tag, [0, 60, 130, 199])
                 check_range_whole(ap, pg, trace, tag)
                 check_advise(ap, pg, trace, tag)
