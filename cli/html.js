@@ -60,6 +60,17 @@
 		if (a < 1e9) return +(ns / 1e6).toPrecision(3) + "ms";
 		return +(ns / 1e9).toPrecision(3) + "s";
 	}
+	// C's "%.3g": 3 significant digits, trailing zeros dropped, the
+	// exponent form below 1e-4 and from 1e3 (diff's delta%)
+	function fmtG(x) {
+		if (x === 0) return "0";
+		const [m, e] = x.toExponential(2).split("e");
+		const ex = +e;
+		const strip = (t) => t.includes(".") ? t.replace(/\.?0+$/, "") : t;
+		if (ex < -4 || ex >= 3)
+			return strip(m) + "e" + (ex < 0 ? "-" : "+") + String(Math.abs(ex)).padStart(2, "0");
+		return strip(x.toFixed(2 - ex));
+	}
 	function pct(v, total) {
 		return total ? (100 * v / total).toFixed(2) + "%" : "0.00%";
 	}
@@ -133,7 +144,7 @@
 		const noTemp = D.rate > 1;
 		D.indexes.forEach((x, i) => {
 			const o = el("option", { value: i }, x.name + (noTemp && x.name === "temporary"
-				? " (needs a trace recorded with --all)" : ""));
+				? " (needs --all)" : ""));
 			if (noTemp && x.name === "temporary") { o.disabled = true; o.setAttribute("data-never", "1"); }
 			s.appendChild(o);
 		});
@@ -744,8 +755,9 @@
 			body.appendChild(el("div", { class: "note" }, "No diff of " + name + " (it needs --all traces)."));
 			return;
 		}
+		// as diff prints it: "%+.3g%%"
 		const chg = (b, delta) => b === 0 ? (delta !== 0 ? "new" : "0%") :
-			(delta >= 0 ? "+" : "") + (100 * delta / b).toPrecision(3).replace(/\.?0+$/, "") + "%";
+			(delta >= 0 ? "+" : "") + fmtG(100 * delta / b) + "%";
 		const signed = (v) => (v < 0 ? "-" : v > 0 ? "+" : "") + fmt(si, Math.abs(v));
 		body.appendChild(el("div", { class: "note", id: "diff-total" }, name + " (flat): total " +
 			fmt(si, d.base_total) + " → " + fmt(si, d.new_total) + " (" +

@@ -342,6 +342,14 @@ def check_diff(ap, pg, base, trace, tag):
                if r["base_flat"] != r["new_flat"]]
         check(got == exp, "%s: diff %s is not diff's:\n page %s\n diff %s" % (tag, si, got, exp))
         check(len(exp) > 0, "%s: diff %s: nothing changed to compare" % (tag, si))
+        # as diff prints them: base, new, delta, delta%, name
+        text = run(ap, "diff", "--" + si, base, trace).stdout.decode().splitlines()
+        head = [i for i, l in enumerate(text) if l.split()[:4] == ["base", "new", "delta", "delta%"]][0]
+        want_text = [l.split(None, 4) for l in text[head + 1:]]
+        got_text = pg.js("""Array.from(document.querySelectorAll('#diff-table tbody tr')).map(tr =>
+            Array.from(tr.children).map(td => td.textContent))""")
+        check(got_text == want_text, "%s: diff %s as the page prints it:\n %s\n diff prints\n %s" %
+              (tag, si, got_text, want_text))
     pg.shot("diff")
 
 
