@@ -336,8 +336,9 @@
 		const frag = document.createDocumentFragment();
 		let matched = 0;
 		const boxes = [];
-		// z and its callers full width, its subtree scaled to it
-		for (let i = z; i >= 0; i = t.parent[i]) boxes.push([i, 0, W]);
+		// z and its callers full width, its subtree scaled to it (nothing
+		// when the filters kept nothing)
+		for (let i = z; i >= 0 && t.val[z]; i = t.parent[i]) boxes.push([i, 0, W]);
 		for (let i = z + 1; i <= t.end[z]; i++) {
 			if (!t.val[i]) continue;
 			const w = t.val[i] / zv * W;
@@ -404,7 +405,9 @@
 		$("search-status").textContent = st.search ? "matched " + fmt(st.si, m) + " (" +
 			pct(m, total) + ")" : "";
 		$("search-status").setAttribute("data-v", m);
-		if (!total) $("fg-details").textContent = "nothing to draw: the total is 0";
+		if (!total)
+			$("fg-details").textContent = "nothing to draw: " + (vals.some((v) => v)
+				? "no stack passes the filters" : "the total is 0");
 	}
 
 	// The sandwich: the paths through the function merged into a tree of

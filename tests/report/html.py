@@ -138,7 +138,7 @@ def flame_nodes(tree):
     return out
 
 
-def check_numbers(ap, pg, trace, tag):
+def check_numbers(ap, pg, trace, tag, *filt):
     """Table and flame graph against top and flamegraph, every index."""
     # the peak, as stats prints it, and what kind of number it is
     stats = cli_json(ap, "stats", "--json", trace)
@@ -157,7 +157,7 @@ def check_numbers(ap, pg, trace, tag):
         pg.set_index(si)
         for g in GRANS:
             pg.set_select("gran", g)
-            want = cli_json(ap, "top", "--json", "--" + si, "--" + g, trace)
+            want = cli_json(ap, "top", "--json", "--" + si, "--" + g, *filt, trace)
             rows = pg.table()
             more = pg.js("!!document.getElementById('top-more')")
             check(not more or len(rows) == 300, "%s %s %s: rows cut short" % (tag, si, g))
@@ -170,7 +170,7 @@ def check_numbers(ap, pg, trace, tag):
             # the table's own order: flat descending, ties by name
             check([r[0] for r in rows] == [r[0] for r in sorted(rows, key=lambda r: (-round(r[1], 6), r[0]))],
                   "%s: table %s %s not sorted by flat" % (tag, si, g))
-        fg = cli_json(ap, "flamegraph", "--json", "--" + si, trace)
+        fg = cli_json(ap, "flamegraph", "--json", "--" + si, *filt, trace)
         nodes = flame_nodes(fg["root"])
         boxes = pg.boxes()
         if fg["root"]["value"] == 0:
@@ -232,6 +232,14 @@ def check_interactions(ap, pg, trace, tag, zoom_on, search_re, search_focus):
     check(all(b[2] > 0 for b in callers[1:]) and len(callers) >= 2,
           "%s: %s has no callers drawn: %s" % (tag, zoom_on, callers))
     pg.shot("sandwich")
+    # a recursive function's, from the table: each stack once
+    pg.b.click(*pg.center('#top-table tr[data-name="walk"] td.name'))
+    walk = [r["cum"] for r in top["rows"] if r["name"] == "walk"][0]
+    sw = pg.js("+document.getElementById('sandwich').getAttribute('data-v')")
+    callees = pg.boxes("sw-callees")
+    check(near(sw, walk) and callees[0][0] == "walk" and near(callees[0][1], walk) and
+          max(b[2] for b in callees) >= 2, "%s: sandwich of walk %s (callees %s), top's cum %s" %
+          (tag, sw, callees, walk))
     pg.b.click(*pg.center("#zoom-reset"))
     check(len(pg.boxes()) == len(boxes), "%s: Reset zoom did not restore the boxes" % tag)
 
@@ -264,6 +272,14 @@ def timeline_x(pg, bucket, nb):
 
 def check_hover(ap, pg, trace, tag, buckets, *unit):
     tl = cli_json(ap, "timeline", "--format=json", "--buckets", "200", *unit, trace)
+    # real axes: ticks with units on both, the top tick under the peak
+    yt = pg.js("Array.from(document.querySelectorAll('#tl-svg .ytick')).map(t => t.textContent)")
+    xt = pg.js("Array.from(document.querySelectorAll('#tl-svg .xtick')).map(t => t.textContent)")
+    unit = "B" if unit else "s"
+    check(len(yt) >= 3 and yt[0] == "0" and all(re.fullmatch(r"[\d.]+[kMG]?B", t) for t in yt[1:]),
+          "%s: y ticks %s" % (tag, yt))
+    check(len(xt) >= 3 and xt[0] == "0" and all(t.endswith(unit) for t in xt[1:]),
+          "%s: x ticks %s" % (tag, xt))
     for k in buckets:
         x, y = timeline_x(pg, k, 200)
         pg.b.mouse("mouseMoved", x, y)
@@ -407,6 +423,13 @@ def fixture_mode(ap, mktrace, shots):
                 pg.shot("page")
                 check_numbers(ap, pg, trace, tag)
                 check_interactions(ap, pg, trace, tag, "parse", "(?i)^MAKE_TOKEN$", "^make_token$")
+                # the filters as top and flamegraph apply them
+                filt = ["--focus", "walk|parse", "--hide", "^make_token$", "--ignore", "grow"]
+                fpage = Page(br, page_of(ap, tmp, tag + "-filtered.html", "--no-advise", *filt, trace),
+                             shots, tag + "-filtered")
+                check_numbers(ap, fpage, trace, tag + " filtered", *filt)
+                check(not fpage.errors(), "%s filtered: errors: %s" % (tag, fpage.errors()))
+                pg = Page(br, path, shots, tag)
                 if trace == exact:
                     odd = Page(br, tmp + "/odd.html", shots, "odd")
                     check("Filters: focus=</script><!--<script>x" in
