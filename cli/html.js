@@ -160,6 +160,7 @@
 		lab2.appendChild(g);
 		c.appendChild(lab2);
 		c.appendChild(el("span", { id: "range-status" }, "whole run"));
+		c.appendChild(el("span", { id: "range-sum", class: "note" }));
 		const clr = el("button", { id: "range-clear", style: "display:none" }, "Whole run");
 		clr.addEventListener("click", () => setRange(null));
 		c.appendChild(clr);
@@ -187,6 +188,20 @@
 			? "allocated from " + fmtX(b0 * w) + " to " + fmtX((b1 + 1) * w)
 			: "live at " + fmtX((b1 + 1) * w);
 		return "Showing " + D.indexes[st.si].name + ": " + what;
+	}
+
+	// Both sides of a stretch at once: what was allocated in it and
+	// what was live at its end, in blocks and bytes.
+	function rangeSum() {
+		if (!st.range) return "";
+		const [b0, b1] = st.range, cells = D.timeline.cells, v = [0, 0, 0, 0];
+		for (let b = 0; b <= b1; b++) {
+			const c = cells[b];
+			for (let i = 0; i < c.length; i += 5)
+				for (let k = 0; k < 4; k++) if (k >= 2 || b >= b0) v[k] += c[i + 1 + k];
+		}
+		return "(allocated in it: " + Math.round(v[0]) + " blocks, " + fmtBytes(v[1]) +
+			"; live at its end: " + Math.round(v[2]) + " blocks, " + fmtBytes(v[3]) + ")";
 	}
 
 	// ---- the top table --------------------------------------------------------
@@ -797,6 +812,7 @@
 	function redraw() {
 		const vals = stackValues();
 		$("range-status").textContent = rangeText();
+		$("range-sum").textContent = rangeSum();
 		$("range-clear").style.display = st.range ? "" : "none";
 		if (st.range) st.showSel(st.range[0], st.range[1]);
 		else st.hideSel();

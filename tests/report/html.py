@@ -481,6 +481,8 @@ def record_mode(ap, peak, shots):
             check(near(t, 488000) and near(root, 488000), "peak: live at the end %s (flame %s), not 488000"
                   % (t, root))
             check([r[0] for r in pg.table() if r[1]] == ["leak"], "peak: live at the end: %s" % pg.table())
+            rs = pg.js("document.getElementById('range-sum').textContent")
+            check("live at its end: 488 blocks, 476.56kB)" in rs, "peak: the last stretch's sums: %r" % rs)
             # from after the peak to the end: leak()'s 488 blocks allocated
             # (release() frees in the stretches between)
             select_range(pg, kpk + 1, 199)
