@@ -187,7 +187,8 @@
 		const what = RANGE_KIND[st.si] === "alloc"
 			? "allocated from " + fmtX(b0 * w) + " to " + fmtX((b1 + 1) * w)
 			: "live at " + fmtX((b1 + 1) * w);
-		return "Showing " + D.indexes[st.si].name + ": " + what;
+		return "Showing " + D.indexes[st.si].name + ": " + what +
+			(D.timeline.x_unit === "B" ? " allocated and freed" : "");
 	}
 
 	// Both sides of a stretch at once: what was allocated in it and
@@ -200,8 +201,9 @@
 			for (let i = 0; i < c.length; i += 5)
 				for (let k = 0; k < 4; k++) if (k >= 2 || b >= b0) v[k] += c[i + 1 + k];
 		}
-		return "(allocated in it: " + Math.round(v[0]) + " blocks, " + fmtBytes(v[1]) +
-			"; live at its end: " + Math.round(v[2]) + " blocks, " + fmtBytes(v[3]) + ")";
+		const blocks = (n) => Math.round(n) + (Math.round(n) === 1 ? " block, " : " blocks, ");
+		return "(allocated in it: " + blocks(v[0]) + fmtBytes(v[1]) +
+			"; live at its end: " + blocks(v[2]) + fmtBytes(v[3]) + ")";
 	}
 
 	// ---- the top table --------------------------------------------------------
