@@ -612,9 +612,7 @@ int cmd_html(int argc, char **argv)
 	if (no_advise)
 		P.advise_why = "left out (--no-advise)";
 	else
-		P.advise = advise_of(
-		    &v, argc - optind == 1 && v.trace->nprocs <= 1,
-		    &P.advise_why);
+		P.advise = advise_of(&v, argc - optind == 1 && v.trace->nprocs <= 1, &P.advise_why);
 	if (base && !(P.diff = ap_diff_json(&bv, &v, &o.report)))
 		rc = AP_EXIT_FAIL;
 
