@@ -11,6 +11,7 @@
 
 #include "ap_trace_enc.h"
 #include "ap_hash.h"
+#include "ap_symtab.h"
 #include "ap_util.h"
 
 /* Progress callback: called now and then with how far a piece of work
@@ -132,6 +133,9 @@ struct ap_trace {
 	size_t nstacks;		/* highest id + 1 */
 	struct ap_thread *threads;
 	size_t nthreads;
+	/* SYMBOLS chunks: names, files and lines of PCs, kept with the trace
+	 * by `record` (ap_symtab.h; no modules when it has none). */
+	struct ap_symtab symtab;
 	/* The events are read by ap_events_open/next (below), streamed from
 	 * the file: nev counts them, last_ts is the latest one's time (0
 	 * with none). `ev` is NULL from the reader; code that builds a trace
@@ -398,7 +402,9 @@ static inline uint32_t ap_stream_of(uint8_t type, uint32_t tid)
 	if (type == AP_CHUNK_META)
 		return AP_STREAM_META;
 	if (type == AP_CHUNK_EVENTS)
-		return tid + 1 == AP_STREAM_NONE ? AP_STREAM_NONE - 1 : tid + 1;
+		return tid + 1 >= AP_STREAM_SYMBOLS ? AP_STREAM_SYMBOLS - 1 : tid + 1;
+	if (type == AP_CHUNK_SYMBOLS)
+		return AP_STREAM_SYMBOLS;
 	return AP_STREAM_NONE;
 }
 
@@ -420,6 +426,7 @@ struct ap_chunk_walk {
 	size_t size;
 	size_t off;		/* where the next chunk starts */
 	bool have_header;
+	uint8_t last_type;	/* the type of the last chunk handed out */
 	uint64_t data_chunks;	/* META and EVENTS chunks handed out */
 	struct ap_streams streams;
 	/* after AP_CHUNK_BAD: the bytes may be a chunk still being written

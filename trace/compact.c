@@ -1293,7 +1293,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 							 &c->nscratch, &c->scratch_alloc) < 0)
 					return -1;
 			}
-			c->st->has_end = type == AP_CHUNK_END;
+			if (type != AP_CHUNK_SYMBOLS)
+				c->st->has_end = type == AP_CHUNK_END;
 			continue;
 		}
 		if (!emit) {
@@ -1352,7 +1353,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		}
 		if (rc < 0)
 			return -1;
-		if (emit)
+		if (emit && type != AP_CHUNK_SYMBOLS)
 			c->st->has_end = type == AP_CHUNK_END;
 	}
 	c->off = c->walk.off;

@@ -2316,6 +2316,10 @@ static int read_chunks(struct rd *r)
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
 			break;
+		case AP_CHUNK_SYMBOLS:
+			if (ap_symtab_decode(&t->symtab, payload, len, why, sizeof(why)) < 0)
+				rc = corrupt(r, "%s", why);
+			break;
 		}
 		if (rc < 0)
 			return -1;
@@ -2549,6 +2553,7 @@ void ap_trace_free(struct ap_trace *t)
 		free(t->procs[i].cmdline);
 	}
 	free(t->procs);
+	ap_symtab_release(&t->symtab);
 	free(t);
 }
 

@@ -426,6 +426,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	 * list of pooled objects (advise goes process by process). */
 	m->pooled = NULL;
 	m->npooled = 0;
+	/* each process's symbols come over with its mappings, below */
+	memset(&m->symtab, 0, sizeof(m->symtab));
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
 
@@ -478,6 +480,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 			d->end += shift;
 		}
 		t->nmaps = 0;
+		ap_symtab_take(&m->symtab, &t->symtab, (uint32_t)(shift >> AP_RUN_SHIFT));
 
 		if (t->start_ns < m->start_ns) {
 			m->start_ns = t->start_ns;
