@@ -216,6 +216,8 @@ static void put_meta(struct ap_buf *b, const struct page *P)
 	ap_buf_addstr(b, "}");
 	const char *notes[AP_SI_COUNT] = {0};
 	notes[AP_SI_TEMPORARY] = AP_VIEW_TEMPORARY_SAYS;
+	char inuse[400];
+	notes[AP_SI_INUSE_OBJECTS] = ap_view_inuse_objects_says(t, inuse, sizeof(inuse));
 	ap_buf_addstr(b, ",\"notes\":{");
 	char est[400];
 	bool first = true;

@@ -491,18 +491,27 @@ void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
 		printf("%s\n", line);
 }
 
-void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
+const char *ap_view_inuse_objects_says(const struct ap_trace *t, char *buf, size_t len)
 {
-	if (t->rate <= 1 || si != AP_SI_INUSE_OBJECTS)
-		return;
+	if (t->rate <= 1)
+		return NULL;
 	struct ap_trace_totals tot;
 	ap_trace_totals(t, &tot);
-	ap_die_msg("note: inuse_objects is an estimate: %.0f ± %.0f (one standard deviation, "
-		   "from %llu live sample%s); blocks small next to the rate are rarely sampled, "
-		   "so it mostly reads low and now and then far high: record with --all for the "
-		   "exact count",
-		   round(tot.inuse_objects), round(tot.inuse_objects_sd),
-		   (unsigned long long)tot.inuse_samples, tot.inuse_samples == 1 ? "" : "s");
+	snprintf(buf, len,
+		 "inuse_objects is an estimate: %.0f ± %.0f (one standard deviation, "
+		 "from %llu live sample%s); blocks small next to the rate are rarely sampled, "
+		 "so it mostly reads low and now and then far high: record with --all for the "
+		 "exact count",
+		 round(tot.inuse_objects), round(tot.inuse_objects_sd),
+		 (unsigned long long)tot.inuse_samples, tot.inuse_samples == 1 ? "" : "s");
+	return buf;
+}
+
+void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
+{
+	char says[400];
+	if (si == AP_SI_INUSE_OBJECTS && ap_view_inuse_objects_says(t, says, sizeof(says)))
+		ap_die_msg("note: %s", says);
 }
 
 void ap_view_sampling_hint(const struct ap_trace *t)

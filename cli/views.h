@@ -311,6 +311,9 @@ void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
  * count's error bar (ap_trace_totals' inuse_objects_sd), which the
  * pprof-compatible outputs have no place for. */
 void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
+/* Its text (no "note: "), into buf (at least 400 bytes); NULL for an
+ * exact trace. Replays the trace once (ap_trace_totals). */
+const char *ap_view_inuse_objects_says(const struct ap_trace *t, char *buf, size_t len);
 
 #define AP_VIEW_FEW_SAMPLES 50
 void ap_view_sampling_hint(const struct ap_trace *t);

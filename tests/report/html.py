@@ -155,6 +155,13 @@ def check_numbers(ap, pg, trace, tag, *filt):
                   "%s: temporary offered for a sampled trace" % tag)
             continue
         pg.set_index(si)
+        # what the CLI notes of the index (stderr), the page says by it
+        if si == "inuse_objects" and not filt:
+            note = [l for l in run(ap, "top", "--" + si, trace).stderr.decode().splitlines()
+                    if l.startswith("allocprof: note: inuse_objects")]
+            says = pg.js("document.getElementById('index-note').textContent")
+            check(note == (["allocprof: note: " + says] if sampled else []),
+                  "%s: the page's inuse_objects note %r, top's %r" % (tag, says, note))
         for g in GRANS:
             pg.set_select("gran", g)
             want = cli_json(ap, "top", "--json", "--" + si, "--" + g, *filt, trace)
