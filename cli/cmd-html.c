@@ -167,7 +167,36 @@ struct page {
 	const char *advise_why;	  /* why not, when NULL */
 	json_t *diff;		  /* or NULL */
 	const char *base, *trace; /* the traces' names, for the diff */
+	struct ap_trace_totals tot;
+	/* what the CLI says of an index's numbers (its notes, its Peak:
+	 * line); empty when nothing */
+	char notes[AP_SI_COUNT][400];
 };
+
+/* The totals and the notes, before the page is written: each may have
+ * to replay the trace, which may fail. Returns 0, or -1 with err set. */
+static int page_notes(struct page *P, struct ap_error *err)
+{
+	const struct ap_trace *t = P->v->trace;
+	if (ap_trace_totals(t, &P->tot, err) < 0)
+		return -1;
+	for (int i = 0; i < AP_SI_COUNT; i++) {
+		enum ap_sample_index si = (enum ap_sample_index)i;
+		char *n = P->notes[i];
+		int said = 0;
+		if (si == AP_SI_TEMPORARY)
+			said = snprintf(n, sizeof(P->notes[i]), "%s", AP_VIEW_TEMPORARY_SAYS) > 0;
+		else if (si == AP_SI_INUSE_OBJECTS)
+			said = ap_view_inuse_objects_says(t, n, sizeof(P->notes[i]), err);
+		else
+			said = ap_view_peak_estimate_says(t, si, n, sizeof(P->notes[i]), err);
+		if (said < 0)
+			return -1;
+		if (!said)
+			n[0] = 0;
+	}
+	return 0;
+}
 
 static void put_meta(struct ap_buf *b, const struct page *P)
 {
@@ -199,9 +228,8 @@ static void put_meta(struct ap_buf *b, const struct page *P)
 	}
 	ap_buf_addstr(b, "]");
 	/* the peak as stats prints it, and what kind of number it is */
-	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	struct ap_view_peak pk = ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
+	const struct ap_trace_totals *tot = &P->tot;
+	struct ap_view_peak pk = ap_view_peak(t, tot->peak_inuse_space, tot->peak_inuse_space_sd);
 	char says[400];
 	ap_buf_addf(b, ",\"peak\":{\"bytes\":");
 	add_num(b, pk.bytes);
@@ -210,23 +238,15 @@ static void put_meta(struct ap_buf *b, const struct page *P)
 	ap_buf_addstr(b, ",\"says\":");
 	add_str(b, ap_view_peak_says(&pk, says, sizeof(says)));
 	ap_buf_addstr(b, ",\"estimate\":");
-	add_num(b, tot.peak_inuse_space);
+	add_num(b, tot->peak_inuse_space);
 	ap_buf_addstr(b, ",\"estimate_sd\":");
-	add_num(b, tot.peak_inuse_space_sd);
+	add_num(b, tot->peak_inuse_space_sd);
 	ap_buf_addstr(b, "}");
-	const char *notes[AP_SI_COUNT] = {0};
-	notes[AP_SI_TEMPORARY] = AP_VIEW_TEMPORARY_SAYS;
-	char inuse[400];
-	notes[AP_SI_INUSE_OBJECTS] = ap_view_inuse_objects_says(t, inuse, sizeof(inuse));
 	ap_buf_addstr(b, ",\"notes\":{");
-	char est[400];
 	bool first = true;
 	for (int i = 0; i < AP_SI_COUNT; i++) {
-		const char *n = notes[i];
-		if (!n)
-			n = ap_view_peak_estimate_says(t, (enum ap_sample_index)i, est,
-						       sizeof(est));
-		if (!n)
+		const char *n = P->notes[i];
+		if (!n[0])
 			continue;
 		ap_buf_addf(b, "%s\"%s\":", first ? "" : ",",
 			    ap_sample_index_name((enum ap_sample_index)i));
@@ -574,40 +594,45 @@ int cmd_html(int argc, char **argv)
 		return AP_EXIT_FAIL;
 	}
 	struct page P = {.v = &v, .o = &o, .base = base, .trace = argv[optind]};
-	P.x = ap_export_new(v.trace, v.values, v.sym, ap_view_progress_fn(),
-			    ap_view_progress_ctx("symbolizing"));
-	ap_view_progress_done();
-	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
+	struct ap_timeline_sites sites;
+	bool sites_made = false;
+	uint32_t *index_of = NULL;
 	struct ap_error err;
-	P.flame = ap_flame_paths_new(P.x, &o.report, &err);
-	for (int g = 0; g < 3 && P.flame; g++) {
+	P.x = ap_export_new(v.trace, v.values, v.sym, ap_view_progress_fn(),
+			    ap_view_progress_ctx("symbolizing"), &err);
+	ap_view_progress_done();
+	if (!P.x)
+		goto failed;
+	ap_view_warnings(&v);
+	if (ap_view_sampling_hint(v.trace)) {
+		rc = AP_EXIT_FAIL;
+		goto out;
+	}
+	if (!(P.flame = ap_flame_paths_new(P.x, &o.report, &err)))
+		goto failed;
+	for (int g = 0; g < 3; g++) {
 		struct ap_report_options ro = o.report;
 		ro.granularity = (enum ap_granularity)g;
-		P.paths[g] = ap_report_paths_new(v.trace, v.values, v.sym, &ro, &err);
-		if (!P.paths[g])
-			break;
-	}
-	if (!P.flame || !P.paths[2]) {
-		ap_print_error(&err);
-		rc = AP_EXIT_FAIL;
-		goto out_models;
+		if (!(P.paths[g] = ap_report_paths_new(v.trace, v.values, v.sym, &ro, &err)))
+			goto failed;
 	}
 	ap_view_symbols_hint(&v, o.report.sample_index);
+	if (page_notes(&P, &err))
+		goto failed;
 
 	/* the timeline, and beside it per stretch and stack what the page
 	 * sums for a range */
-	uint32_t *index_of =
-	    ap_xmalloc((v.trace->nstacks ? v.trace->nstacks : 1) * sizeof(uint32_t));
+	index_of = ap_xmalloc((v.trace->nstacks ? v.trace->nstacks : 1) * sizeof(uint32_t));
 	memset(index_of, 0xff, (v.trace->nstacks ? v.trace->nstacks : 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < P.x->nstacks; i++)
 		index_of[P.x->stacks[i].id] = (uint32_t)i;
 	P.cells.index_of = index_of;
 	P.cells.last = ap_xcalloc(P.x->nstacks ? P.x->nstacks : 1, sizeof(uint32_t));
-	struct ap_timeline_sites sites;
 	ap_timeline_sites_init(&sites, &v, (size_t)nsites);
+	sites_made = true;
 	struct ap_timeline_hook hook = {cells_alloc, cells_live, &P.cells};
-	ap_timeline_init_hooked(&P.T, v.trace, &sites, (size_t)nbuckets, by_bytes, &hook);
+	if (ap_timeline_init_hooked(&P.T, v.trace, &sites, (size_t)nbuckets, by_bytes, &hook, &err))
+		goto failed;
 	if (P.cells.n)
 		qsort(P.cells.c, P.cells.n, sizeof(*P.cells.c), cell_cmp);
 
@@ -637,14 +662,19 @@ int cmd_html(int argc, char **argv)
 		ap_buf_release(&name);
 		ap_buf_release(&page);
 	}
+	goto out;
+failed:
+	ap_print_error(&err);
+	rc = AP_EXIT_FAIL;
+out:
 	json_decref(P.advise);
 	json_decref(P.diff);
 	ap_timeline_release(&P.T);
-	ap_timeline_sites_release(&sites);
+	if (sites_made)
+		ap_timeline_sites_release(&sites);
 	free(P.cells.c);
 	free(P.cells.last);
 	free(index_of);
-out_models:
 	for (int g = 0; g < 3; g++)
 		ap_report_paths_free(P.paths[g]);
 	ap_flame_free(P.flame);

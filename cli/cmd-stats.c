@@ -416,7 +416,7 @@ int cmd_stats(int argc, char **argv)
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
 		switch (c) {
 		case 'h':
 			stats_usage(stdout);
@@ -430,9 +430,7 @@ int cmd_stats(int argc, char **argv)
 			ap_view_option(&vo, c, optarg);
 			break;
 		default:
-			if (optopt)
-				return ap_usage_error("stats", "unknown option '-%c'", optopt);
-			return ap_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
+			return ap_view_bad_option("stats", c, argv);
 		}
 	}
 	if (optind >= argc)
@@ -446,8 +444,11 @@ int cmd_stats(int argc, char **argv)
 			 ": the totals cover its complete part"))
 		return AP_EXIT_FAIL;
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	if (json)
+	struct ap_error err;
+	if (ap_trace_totals(t, &tot, &err) < 0) {
+		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else if (json)
 		rc = print_json(t, &tot);
 	else {
 		print_text(t, &tot);

@@ -314,23 +314,8 @@ static int finish_stdout(int rc)
 	return rc;
 }
 
-/* A pass over a trace's events found a chunk corrupt that ap_trace_read
- * left to it (ap_trace_on_corrupt): said as ap_trace_read says it, and
- * before anything is printed, since every command prints after a whole
- * pass over the events. */
-#ifndef AP_LAUNCHER
-static void die_corrupt(const char *msg)
-{
-	ap_die_msg("%s", msg);
-	exit(AP_EXIT_FAIL);
-}
-#endif
-
 int main(int argc, char **argv)
 {
-#ifndef AP_LAUNCHER
-	ap_trace_on_corrupt(die_corrupt);
-#endif
 	/* A closed pipe must not kill us with SIGPIPE in the middle of output;
 	 * write errors are checked at the end instead. */
 	struct sigaction pipe_was;

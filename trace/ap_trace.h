@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "ap_trace_enc.h"
@@ -186,9 +187,18 @@ struct ap_events;
 
 /* Starts an iteration over t's events (t must outlive it). */
 struct ap_events *ap_events_open(const struct ap_trace *t);
-/* The next events: *out points at up to a few thousand of them, valid
- * until the next call; returns how many, 0 at the end. */
-size_t ap_events_next(struct ap_events *it, const struct ap_event **out);
+/* The next events, as read(2) returns bytes: *out points at up to a few
+ * thousand of them, valid until the next call, and it returns how many;
+ * 0 at the end; -1 when the events cannot go on: ap_events_error says
+ * why, and every later call returns -1 too. (ap_trace_read checks every
+ * chunk, but decodes the events of those that carry their counts,
+ * AP_CHUNK_F_COUNTS, the compactor's, only when a pass comes to them:
+ * one found corrupt then ends the pass with this error, in every pass.) */
+ssize_t ap_events_next(struct ap_events *it, const struct ap_event **out);
+/* Why ap_events_next returned -1 ("FILE: corrupt chunk at byte N: why",
+ * the words ap_trace_read uses), valid until ap_events_close; NULL while
+ * it has not. */
+const char *ap_events_error(const struct ap_events *it);
 void ap_events_close(struct ap_events *it);
 
 /* Progress of iterations: `fn` is called now and then with the events
@@ -201,22 +211,6 @@ void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx);
  * there, and what the reports count is short. */
 bool ap_trace_changed(const struct ap_trace *t);
 
-/* The first corrupt chunk a pass over t's events found, as an error
- * message ("FILE: corrupt chunk at byte N: why"), or NULL. ap_trace_read
- * checks every chunk, but decodes the events of those that carry their
- * counts (AP_CHUNK_F_COUNTS, the compactor's) only when a pass comes to
- * them: what it decodes is checked then, and a chunk found corrupt ends its
- * thread's events there, as a changed file does. Once a whole pass found
- * none, none is found later. */
-const char *ap_trace_corrupt(const struct ap_trace *t);
-
-/* Has fn called with that message the moment a pass finds it, from the
- * thread running the pass (the command line's: it says so and exits,
- * before anything is printed, as all its commands print after a whole
- * pass). Process-wide; NULL: none (the default). */
-typedef void (*ap_corrupt_fn)(const char *msg);
-void ap_trace_on_corrupt(ap_corrupt_fn fn);
-
 /* Ends every iteration over t at its next batch, as if the events ended
  * there, from any thread: for one that must stop a replay running on
  * another, whose results it will not use. */
@@ -224,9 +218,9 @@ void ap_events_stop(struct ap_trace *t);
 
 /* Decodes every event into t->ev (random access, for tests and tools:
  * memory grows with the events; the commands never call it). NULL: no
- * trace, nothing done. */
-void ap_trace_load_events(struct ap_trace *t);
-
+ * trace, nothing done. Returns 0, or -1 with err set (ap_events_next's
+ * error; t->ev stays NULL). */
+AP_MUST_CHECK int ap_trace_load_events(struct ap_trace *t, struct ap_error *err);
 
 /* Reads the trace at `path`: checks every chunk, decodes the header,
  * metadata and end, and counts the events (which ap_events_open then
@@ -311,7 +305,10 @@ struct ap_trace_totals {
 	 * samples are. */
 	double exec_dropped_objects, exec_dropped_space;
 };
-void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
+/* Returns 0, or -1 with err set when the pass over the events failed
+ * (ap_replay). */
+AP_MUST_CHECK int ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out,
+				  struct ap_error *err);
 
 /* What a live block of weight w and weighted bytes `space` (w * size)
  * adds to the variance of a live-bytes estimate (Horvitz-Thompson:

@@ -1571,7 +1571,7 @@ static int find_shared(struct compactor *c)
 					  .free = scan_free,
 					  .unmatched = scan_unmatched};
 	struct ap_replay_consumer con = {&ops, &s};
-	ap_replay(t, &con, 1, NULL);
+	int rc = ap_replay(t, &con, 1, NULL, c->err);
 	scan_run_end(&s, UINT64_MAX);
 	for (size_t k = 0; s.back && k <= t->nthreads; k++)
 		s.plan[k].nruns = 0; /* (a time went back: kept, every one) */
@@ -1588,6 +1588,8 @@ static int find_shared(struct compactor *c)
 	free(s.obj);
 	free(s.rec);
 	ap_u64map_release(&s.seen);
+	if (rc < 0)
+		return -1;
 	if (changed)
 		return ap_error_set(c->err, "%s: the trace changed while it was compacted", c->path);
 	return 0;

@@ -1322,8 +1322,6 @@ struct file_src {
 	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
 	size_t nstacks;	 /* the stack ids events may use */
 	char *name;	 /* the file's, for messages */
-	int bad;	 /* atomic: 1 while why is written, 2 once it is */
-	char why[320];	 /* the first corrupt chunk pass 2 found (file_corrupt) */
 };
 
 /* One thread's events, decoded as the merge asks for them. */
@@ -1407,37 +1405,6 @@ static const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const str
 		return NULL;
 	}
 	return c->zstd ? *raw : payload;
-}
-
-/* Handed a corrupt chunk's message (ap_trace_on_corrupt). */
-static ap_corrupt_fn corrupt_handler;
-
-void ap_trace_on_corrupt(ap_corrupt_fn fn)
-{
-	corrupt_handler = fn;
-}
-
-/* Pass 2 found chunk c corrupt: the first such message is kept for
- * ap_trace_corrupt, and handed to the handler. */
-static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
-{
-	int none = 0;
-	if (!__atomic_compare_exchange_n(&f->bad, &none, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return;
-	char why[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	snprintf(f->why, sizeof(f->why), "%s: corrupt chunk at byte %llu: %s", f->name,
-		 (unsigned long long)(c->off - AP_CHUNK_HDR_LEN), why);
-	__atomic_store_n(&f->bad, 2, __ATOMIC_RELEASE);
-	if (corrupt_handler)
-		corrupt_handler(f->why);
 }
 
 /* A heap entry: the stream's head time, and the stream (= thread index,
@@ -1589,7 +1556,30 @@ struct merge {
 	size_t la_chunk;
 	const uint8_t *la_payload;
 	uint32_t la_len;
+	/* the first chunk this iteration found corrupt (file_corrupt): the
+	 * batch it was found in is not handed out, and the iteration ends */
+	bool bad;
+	char why[320];
 };
+
+/* This iteration found chunk c corrupt: the first such message is kept,
+ * for file_next to return. */
+static void file_corrupt(struct merge *m, const struct ev_chunk *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void file_corrupt(struct merge *m, const struct ev_chunk *c, const char *fmt, ...)
+{
+	if (m->bad)
+		return;
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(m->why, sizeof(m->why), "%s: corrupt chunk at byte %llu: %s", m->f->name,
+		 (unsigned long long)(c->off - AP_CHUNK_HDR_LEN), why);
+	m->bad = true;
+}
 
 /* How far frees_own_later looks: records of the stream (its current
  * chunk and the ones after it). */
@@ -1688,13 +1678,13 @@ static bool chunk_end_ok(struct merge *m, struct stream *s)
 		return true;
 	if (c->columns && (d->c1.p != d->c1.end || d->c2.p != d->c2.end || d->c3.p != d->c3.end ||
 			   d->c4.p != d->c4.end)) {
-		file_corrupt(m->f, c, "columns of a size the records do not use");
+		file_corrupt(m, c, "columns of a size the records do not use");
 		return false;
 	}
 	if (d->nrec != c->want.records || d->nev != c->want.events ||
 	    d->th.nalloc - s->nalloc0 != c->want.allocs ||
 	    (d->nrec && d->last_q != c->want.last_q)) {
-		file_corrupt(m->f, c,
+		file_corrupt(m, c,
 			     "its counts say %llu records, %llu events and %llu allocations, "
 			     "its payload holds %llu, %llu and %llu%s",
 			     (unsigned long long)c->want.records, (unsigned long long)c->want.events,
@@ -1712,7 +1702,7 @@ static bool chunk_end_ok(struct merge *m, struct stream *s)
 static void stream_bad(struct merge *m, struct stream *s, const char *why)
 {
 	if (s->cur)
-		file_corrupt(m->f, s->cur, "%s (near byte %zu of the payload)", why,
+		file_corrupt(m, s->cur, "%s (near byte %zu of the payload)", why,
 			     (size_t)(s->d.c0.p - s->pay));
 	s->cur = NULL;
 	s->ci = s->nchunk;
@@ -1761,7 +1751,7 @@ static bool stream_advance(struct merge *m, struct stream *s)
 			bad = true;
 		}
 		if (bad)
-			file_corrupt(m->f, c, "%s", why_start);
+			file_corrupt(m, c, "%s", why_start);
 		else if (c)
 			__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
 		s->ci = s->nchunk;
@@ -1955,12 +1945,12 @@ static void *file_open(struct ap_evsrc *src)
 	return m;
 }
 
-static size_t file_next(void *state, const struct ap_event **out)
+static ssize_t file_next(void *state, const struct ap_event **out, struct ap_error *err)
 {
 	struct merge *m = state;
 	m->nout = 0;
 	*out = m->out;
-	while (m->nout < AP_EVENTS_BATCH) {
+	while (m->nout < AP_EVENTS_BATCH && !m->bad) {
 		if (m->nheld) {
 			/* held streams wait only while their quantum has other events */
 			uint64_t held_ts = m->held[0].ts;
@@ -2018,7 +2008,9 @@ static size_t file_next(void *state, const struct ap_event **out)
 		}
 		merge_emit(m, top.s);
 	}
-	return m->nout;
+	if (m->bad)
+		return ap_error_set(err, "%s", m->why);
+	return (ssize_t)m->nout;
 }
 
 static void file_close(void *state)
@@ -2060,14 +2052,8 @@ static bool file_changed(const struct ap_evsrc *src)
 	return __atomic_load_n(&((const struct file_src *)src)->changed, __ATOMIC_RELAXED);
 }
 
-static const char *file_bad(const struct ap_evsrc *src)
-{
-	const struct file_src *f = (const struct file_src *)src;
-	return __atomic_load_n(&f->bad, __ATOMIC_ACQUIRE) == 2 ? f->why : NULL;
-}
-
 static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release,
-					     file_changed, file_bad};
+					     file_changed};
 
 /* After pass 1: the source of r's events, the file handed over to it
  * (its descriptor, or the reader's copy). */
@@ -2513,11 +2499,6 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 bool ap_trace_changed(const struct ap_trace *t)
 {
 	return t->src && t->src->ops->changed(t->src);
-}
-
-const char *ap_trace_corrupt(const struct ap_trace *t)
-{
-	return t->src ? t->src->ops->corrupt(t->src) : NULL;
 }
 
 void ap_trace_free(struct ap_trace *t)

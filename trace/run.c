@@ -223,6 +223,9 @@ struct run_it {
 	struct proc_it *p;
 	struct head *h;
 	size_t nh;
+	/* a process's events that could not go on (ap_events_error): the
+	 * iteration ends with it */
+	const char *why;
 	struct ap_event out[AP_EVENTS_BATCH];
 };
 
@@ -250,14 +253,18 @@ static void heap_sift(struct head *h, size_t n, size_t i)
 	}
 }
 
-/* Fills x's batch if it is used up; false when x has no more. */
-static bool proc_fill(struct proc_it *x, size_t *i)
+/* Fills x's batch if it is used up; false when x has no more, or its
+ * events cannot go on (m->why set). */
+static bool proc_fill(struct run_it *m, struct proc_it *x, size_t *i)
 {
 	if (*i < x->n)
 		return true;
 	*i = 0;
-	x->n = ap_events_next(x->it, &x->ev);
-	return x->n > 0;
+	ssize_t n = ap_events_next(x->it, &x->ev);
+	if (n < 0 && !m->why)
+		m->why = ap_events_error(x->it);
+	x->n = n > 0 ? (size_t)n : 0;
+	return n > 0;
 }
 
 static void *run_open(struct ap_evsrc *src)
@@ -270,7 +277,7 @@ static void *run_open(struct ap_evsrc *src)
 	for (size_t p = 0; p < r->n; p++) {
 		m->p[p].it = ap_events_open(r->traces[p]);
 		size_t i = 0;
-		if (proc_fill(&m->p[p], &i))
+		if (proc_fill(m, &m->p[p], &i))
 			m->h[m->nh++] = (struct head){m->p[p].ev[0].ts, p, 0};
 	}
 	for (size_t i = m->nh / 2; i-- > 0;)
@@ -278,13 +285,13 @@ static void *run_open(struct ap_evsrc *src)
 	return m;
 }
 
-static size_t run_next(void *state, const struct ap_event **out)
+static ssize_t run_next(void *state, const struct ap_event **out, struct ap_error *err)
 {
 	struct run_it *m = state;
 	const struct run_src *r = m->r;
 	size_t n = 0;
 	*out = m->out;
-	while (m->nh && n < AP_EVENTS_BATCH) {
+	while (m->nh && n < AP_EVENTS_BATCH && !m->why) {
 		struct head *x = &m->h[0];
 		struct proc_it *pi = &m->p[x->proc];
 		struct ap_event e = pi->ev[x->i];
@@ -294,13 +301,15 @@ static size_t run_next(void *state, const struct ap_event **out)
 			e.stack = (uint32_t)(e.stack + r->stack_base[x->proc]);
 		m->out[n++] = e;
 		x->i++;
-		if (proc_fill(pi, &x->i))
+		if (proc_fill(m, pi, &x->i))
 			x->ts = pi->ev[x->i].ts;
 		else
 			m->h[0] = m->h[--m->nh];
 		heap_sift(m->h, m->nh, 0);
 	}
-	return n;
+	if (m->why)
+		return ap_error_set(err, "%s", m->why);
+	return (ssize_t)n;
 }
 
 static void run_close(void *state)
@@ -333,19 +342,8 @@ static bool run_changed(const struct ap_evsrc *src)
 	return false;
 }
 
-static const char *run_corrupt(const struct ap_evsrc *src)
-{
-	const struct run_src *r = (const struct run_src *)src;
-	for (size_t p = 0; p < r->n; p++) {
-		const char *why = ap_trace_corrupt(r->traces[p]);
-		if (why)
-			return why;
-	}
-	return NULL;
-}
-
 static const struct ap_evsrc_ops run_ops = {run_open, run_next, run_close, run_src_release,
-					    run_changed, run_corrupt};
+					    run_changed};
 
 static char *join_argv(const struct ap_trace *t)
 {

@@ -140,9 +140,20 @@ static int try_read(const uint8_t *data, size_t len, size_t variant)
 			fail("failure left a trace", variant, err.msg);
 		return 0;
 	}
+	/* a chunk pass 1 left to the passes over the events (one with its
+	 * counts) may be found corrupt only there: said by every pass, as
+	 * the reader says its errors */
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	ap_trace_load_events(t);
+	int passed = ap_trace_totals(t, &tot, &err);
+	if (passed < 0 &&
+	    (strncmp(err.msg, "v.trace: corrupt chunk at byte ", 31) || strchr(err.msg, '\n')))
+		fail("error message of a pass", variant, err.msg);
+	if ((ap_trace_load_events(t, &err) < 0) != (passed < 0))
+		fail("two passes, two outcomes", variant, err.msg);
+	if (passed < 0) {
+		ap_trace_free(t);
+		return 0;
+	}
 	uint64_t sum = 0;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
@@ -273,7 +284,8 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 		struct ap_trace *t = NULL;
 		struct ap_error err;
 		int rc = ap_trace_read_mem(good, cut, "v.trace", &t, &err);
-		ap_trace_load_events(t);
+		if (ap_trace_load_events(t, &err) < 0)
+			fail("prefix's events", variant, err.msg);
 		if ((rc == 0) != (cut >= header_end)) {
 			char msg[1200];
 			snprintf(msg, sizeof(msg), "cut at %zu: rc %d: %s", cut, rc,
