@@ -1,6 +1,7 @@
 /* The mapping index: which mapping holds a PC (ap_trace_mapping_for). */
 #include "ap_trace.h"
 #include "trace-int.h"
+#include "search.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +62,8 @@ void ap_trace_index_maps(struct ap_trace *t)
 
 const struct ap_mapping *ap_trace_mapping_for(const struct ap_trace *t, uint64_t pc)
 {
-	size_t lo = 0, hi = t->nmap_index;
-	while (lo < hi) { /* first range with start > pc */
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->map_index[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the first range with start > pc: the one before may hold pc */
+	size_t lo = AP_UPPER_BOUND(t->map_index, t->nmap_index, start, pc);
 	if (!lo)
 		return NULL;
 	const struct ap_map_range *x = &t->map_index[lo - 1];

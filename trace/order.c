@@ -3,6 +3,7 @@
 #include "order.h"
 #include "decode.h"
 #include "file.h"
+#include "heap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,46 +24,6 @@ struct stream {
 	const uint8_t *pay;	    /* its payload */
 	uint64_t nalloc0;	    /* the thread's allocations before it */
 };
-
-/* A heap entry: the stream's head time, and the stream (= thread index,
- * which breaks ties). */
-struct hkey {
-	uint64_t ts;
-	size_t s;
-};
-
-static inline bool hkey_less(const struct hkey *a, const struct hkey *b)
-{
-	return a->ts < b->ts || (a->ts == b->ts && a->s < b->s);
-}
-
-static void heap_down(struct hkey *h, size_t n)
-{
-	size_t k = 0;
-	struct hkey x = h[0];
-	for (;;) {
-		size_t c = 2 * k + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && hkey_less(&h[c + 1], &h[c]))
-			c++;
-		if (!hkey_less(&h[c], &x))
-			break;
-		h[k] = h[c];
-		k = c;
-	}
-	h[k] = x;
-}
-
-static void heap_push(struct hkey *h, size_t *n, struct hkey x)
-{
-	size_t k = (*n)++;
-	while (k && hkey_less(&x, &h[(k - 1) / 2])) {
-		h[k] = h[(k - 1) / 2];
-		k = (k - 1) / 2;
-	}
-	h[k] = x;
-}
 
 /* ---- cross-thread order within a quantum ----
  *
@@ -155,7 +116,8 @@ struct merge {
 	struct file_src *f;
 	ZSTD_DCtx *zd;
 	struct stream *st;
-	struct hkey *heap, *held; /* held: streams held back, key = head time */
+	struct ap_heap_key *heap, *held; /* keys (head time, stream); held: streams
+					 * held back */
 	size_t nheap, nheld;
 	struct live live;
 	bool track;
@@ -425,7 +387,7 @@ static inline bool turn_keeps(struct merge *m, size_t si, const struct ap_event 
 {
 	return !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
 	       (h->ts < m->heap[0].ts ||
-		(h->ts == m->heap[0].ts && si < m->heap[0].s && !ev_blocked(m, si, h)));
+		(h->ts == m->heap[0].ts && si < m->heap[0].id && !ev_blocked(m, si, h)));
 }
 
 /* Stream si's turn, its head just handed out and none held: its records
@@ -478,11 +440,11 @@ static void merge_emit(struct merge *m, size_t si)
 		if (more && turn_keeps(m, si, &s->buf[s->bi]))
 			continue;
 		if (more)
-			heap_push(m->heap, &m->nheap, (struct hkey){s->buf[s->bi].ts, si});
+			ap_heap_push(m->heap, &m->nheap, (struct ap_heap_key){s->buf[s->bi].ts, si});
 		size_t k;
 		int own = -1; /* frees_own_later(s, ...), asked once */
 		for (k = 0; k < m->nheld; k++) {
-			struct stream *w = &m->st[m->held[k].s];
+			struct stream *w = &m->st[m->held[k].id];
 			if (!ev_unblocks(&e, &w->buf[w->bi]))
 				continue;
 			if (e.type != AP_EV_ALLOC)
@@ -494,7 +456,7 @@ static void merge_emit(struct merge *m, size_t si)
 		}
 		if (k == m->nheld)
 			return;
-		si = m->held[k].s;
+		si = m->held[k].id;
 		m->held[k] = m->held[--m->nheld];
 	}
 }
@@ -504,9 +466,9 @@ static void merge_release(struct merge *m)
 {
 	size_t best = 0;
 	for (size_t k = 1; k < m->nheld; k++)
-		if (hkey_less(&m->held[k], &m->held[best]))
+		if (ap_heap_less(&m->held[k], &m->held[best]))
 			best = k;
-	size_t si = m->held[best].s;
+	size_t si = m->held[best].id;
 	m->held[best] = m->held[--m->nheld];
 	merge_emit(m, si);
 }
@@ -530,7 +492,7 @@ void *file_open(struct ap_evsrc *src)
 		m->st[i].d.anon_min = f->anon_min;
 		m->st[i].nchunk = f->start[i + 1] - f->start[i];
 		if (stream_advance(m, &m->st[i]))
-			heap_push(m->heap, &m->nheap, (struct hkey){m->st[i].buf[m->st[i].bi].ts, i});
+			ap_heap_push(m->heap, &m->nheap, (struct ap_heap_key){m->st[i].buf[m->st[i].bi].ts, i});
 	}
 	/* One thread needs no live set: nothing can be out of order. */
 	m->track = m->nheap > 1;
@@ -558,7 +520,7 @@ size_t file_next(void *state, const struct ap_event **out)
 		} else if (m->nheap == 1) {
 			/* the last stream left: straight through, decoded into
 			 * the batch (its head, then record after record) */
-			struct stream *s = &m->st[m->heap[0].s];
+			struct stream *s = &m->st[m->heap[0].id];
 			bool more = true;
 			for (; s->bi < s->nbuf; s->bi++)
 				m->out[m->nout++] = s->buf[s->bi];
@@ -591,16 +553,14 @@ size_t file_next(void *state, const struct ap_event **out)
 		}
 		if (!m->nheap)
 			break;
-		struct hkey top = m->heap[0];
-		m->heap[0] = m->heap[--m->nheap];
-		heap_down(m->heap, m->nheap);
-		struct stream *s = &m->st[top.s];
+		struct ap_heap_key top = ap_heap_pop(m->heap, &m->nheap);
+		struct stream *s = &m->st[top.id];
 		if (m->track && m->nheap && m->heap[0].ts == top.ts &&
-		    ev_blocked(m, top.s, &s->buf[s->bi])) {
+		    ev_blocked(m, top.id, &s->buf[s->bi])) {
 			m->held[m->nheld++] = top;
 			continue;
 		}
-		merge_emit(m, top.s);
+		merge_emit(m, top.id);
 	}
 	return m->nout;
 }
