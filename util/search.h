@@ -49,14 +49,14 @@ static inline size_t ap_lower_bound(const void *base, size_t n, size_t stride, s
 }
 
 /* The key must be 8 bytes (a uint64_t or the like). */
-#define AP_SEARCH_FIELD_(arr, field)                                                      \
-	(sizeof(char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]) * 0 +             \
+#define AP_SEARCH_FIELD_(arr, field)                                                               \
+	(sizeof(char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]) * 0 +                     \
 	 offsetof(__typeof__(*(arr)), field))
 
 /* ap_upper_bound / ap_lower_bound over arr[0, n), keyed by arr[i].field. */
-#define AP_UPPER_BOUND(arr, n, field, x) \
+#define AP_UPPER_BOUND(arr, n, field, x)                                                           \
 	ap_upper_bound((arr), (n), sizeof(*(arr)), AP_SEARCH_FIELD_(arr, field), (x))
-#define AP_LOWER_BOUND(arr, n, field, x) \
+#define AP_LOWER_BOUND(arr, n, field, x)                                                           \
 	ap_lower_bound((arr), (n), sizeof(*(arr)), AP_SEARCH_FIELD_(arr, field), (x))
 
 #endif

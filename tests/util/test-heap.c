@@ -78,8 +78,8 @@ int main(void)
 	ap_heap_push(s, &ns, (struct ap_heap_key){5, 0});
 	ap_heap_push(s, &ns, (struct ap_heap_key){7, 1});
 	ap_heap_push(s, &ns, (struct ap_heap_key){3, 3});
-	CHECK(s[0].ts == 3 && s[0].id == 3, "least first: (%llu, %zu)",
-	      (unsigned long long)s[0].ts, s[0].id);
+	CHECK(s[0].ts == 3 && s[0].id == 3, "least first: (%llu, %zu)", (unsigned long long)s[0].ts,
+	      s[0].id);
 	s[0].ts = 7; /* stream 3's next is at 7: after (5,0), (5,2), (7,1) */
 	ap_heap_down(s, ns, 0);
 	size_t order[4], k = 0;
