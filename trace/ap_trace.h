@@ -443,8 +443,5 @@ void ap_chunk_walk_release(struct ap_chunk_walk *w);
  * updated) tries it again. */
 enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, char *why,
 				   size_t whylen);
-/* -1 with why set if an EVENTS chunk of these flags cannot be in a trace
- * of this version (a flag newer than it), else 0. */
-int ap_chunk_flags_since(unsigned flags, uint32_t version, char *why, size_t whylen);
 
 #endif

@@ -118,9 +118,6 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 		       unsigned columns)
 {
 	struct ap_trace *t = r->t;
-	char newer[128];
-	if (ap_chunk_flags_since(columns, r->version, newer, sizeof(newer)) < 0)
-		return rd_corrupt(r, "%s", newer);
 	long idx = rd_thread_index(r, tid);
 	if (idx < 0)
 		return -1;
@@ -160,9 +157,6 @@ int count_events(struct rd *r, const struct ap_chunk *ch)
 {
 	unsigned columns = ch->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
 					AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS);
-	char newer[128];
-	if (ap_chunk_flags_since(columns, r->version, newer, sizeof(newer)) < 0)
-		return rd_corrupt(r, "%s", newer);
 	long idx = rd_thread_index(r, ch->tid);
 	if (idx < 0)
 		return -1;

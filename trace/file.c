@@ -261,13 +261,12 @@ static int read_preamble(struct rd *r)
 		    r->err, "%s: truncated trace: the file ends inside its preamble", r->name);
 	uint32_t version = ap_get_u32le(r->data + 8);
 	uint32_t bom = ap_get_u32le(r->data + 12);
-	if (version < AP_TRACE_VERSION_MIN || version > AP_TRACE_VERSION)
-		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u "
-				    "to %u: recorded by %s allocprof%s",
-				    r->name, version, AP_TRACE_VERSION_MIN, AP_TRACE_VERSION,
+	if (version != AP_TRACE_VERSION)
+		return ap_error_set(r->err, "%s: trace format version %u, this allocprof reads %u: "
+				    "recorded by %s allocprof%s",
+				    r->name, version, AP_TRACE_VERSION,
 				    version < AP_TRACE_VERSION ? "an older" : "a newer",
 				    version < AP_TRACE_VERSION ? " (record it again)" : "");
-	r->version = version;
 	if (bom != AP_TRACE_BOM)
 		return ap_error_set(r->err,
 				    "%s: wrong byte-order mark %#010x (expected %#010x): written "

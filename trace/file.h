@@ -61,7 +61,6 @@ struct rd {
 	size_t chunk_off; /* header offset of the chunk being decoded */
 	uint64_t last_ts;
 	bool any_event;
-	uint32_t version;     /* the preamble's */
 	uint64_t meta_bytes;  /* META payload bytes read (decompressed) */
 	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
 };

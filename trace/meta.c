@@ -533,15 +533,12 @@ int decode_meta(struct rd *r, struct cur *c)
 			rc = decode_stack(r, c);
 			break;
 		case AP_META_STACK_SHARED:
-			if (r->version < 4)
-				goto unknown;
 			rc = decode_stack_shared(r, c);
 			break;
 		case AP_META_THREAD:
 			rc = decode_thread(r, c);
 			break;
 		default:
-		unknown:
 			return rd_corrupt(r, "unknown META record tag %u at byte %zu", tag,
 				       (size_t)(c->p - 1 - c->base));
 		}

@@ -472,15 +472,13 @@ static void test_meta(void)
 	ap_trace_free(t);
 }
 
-/* A trace of a HEADER and one META chunk holding `meta` (n bytes), in
- * format `version`, read; returns the trace or NULL with *err set. */
-static struct ap_trace *read_meta(const uint8_t *meta, size_t n, uint32_t version,
-				  struct ap_error *err)
+/* A trace of a HEADER and one META chunk holding `meta` (n bytes),
+ * read; returns the trace or NULL with *err set. */
+static struct ap_trace *read_meta(const uint8_t *meta, size_t n, struct ap_error *err)
 {
 	static uint8_t file[65536];
 	uint8_t *p = file;
 	p += ap_put_preamble(p);
-	ap_put_u32le(file + 8, version);
 	uint8_t *h = p, *q = h + AP_CHUNK_HDR_LEN;
 	q += ap_put_kv_uint(q, AP_HK_RATE, 1);
 	ap_chunk_header(h, AP_CHUNK_HEADER, 5, AP_STREAM_NONE, 0, h + AP_CHUNK_HDR_LEN,
@@ -494,9 +492,8 @@ static struct ap_trace *read_meta(const uint8_t *meta, size_t n, uint32_t versio
 	return t;
 }
 
-/* STACK_SHARED (version 4): a stack made of its own inner frames and an
- * earlier stack's outer ones; every bad base or count is corrupt, and a
- * version 3 trace has no such records. */
+/* STACK_SHARED: a stack made of its own inner frames and an earlier
+ * stack's outer ones; every bad base or count is corrupt. */
 static void test_shared(void)
 {
 	uint64_t a[] = {0x1000, 0x2000, 0x3000, 0x4000};	  /* stack 1 */
@@ -508,7 +505,7 @@ static void test_shared(void)
 	p += ap_put_stack_shared(p, 3, c, 5, 2, 4);
 	p += ap_put_stack_shared(p, 4, a, 4, 1, 4); /* all shared */
 	struct ap_error err;
-	struct ap_trace *t = read_meta(meta, (size_t)(p - meta), 4, &err);
+	struct ap_trace *t = read_meta(meta, (size_t)(p - meta), &err);
 	CHECK(t != NULL, "%s", err.msg);
 	if (t) {
 		CHECK(t->nstacks == 5, "%zu stacks", t->nstacks);
@@ -517,9 +514,6 @@ static void test_shared(void)
 		CHECK(t->stacks[4].depth == 4 && !memcmp(t->stacks[4].pcs, a, sizeof(a)), "stack 4");
 		ap_trace_free(t);
 	}
-	CHECK(!read_meta(meta, (size_t)(p - meta), 3, &err) &&
-		  strstr(err.msg, "unknown META record tag 4"),
-	      "version 3: %s", err.msg);
 	static const struct {
 		uint32_t base, shared, depth;
 		const char *msg;
@@ -548,7 +542,7 @@ static void test_shared(void)
 			for (uint32_t k = 0; k < bad[i].depth; k++)
 				p += ap_put_uv(p, 1);
 		}
-		CHECK(!read_meta(meta, (size_t)(p - meta), 4, &err) && strstr(err.msg, bad[i].msg),
+		CHECK(!read_meta(meta, (size_t)(p - meta), &err) && strstr(err.msg, bad[i].msg),
 		      "bad %zu: %s", i, err.msg);
 	}
 	/* shared frames past AP_SHARED_PCS_PER_BYTE per byte: corrupt. A
@@ -560,7 +554,7 @@ static void test_shared(void)
 	p += ap_put_stack(p, 1, &one, 1);
 	for (uint32_t id = 2; p + 32 < big + sizeof(big); id++)
 		p += ap_put_stack_shared(p, id, &one, id, id - 1, id - 1);
-	t = read_meta(big, (size_t)(p - big), 4, &err);
+	t = read_meta(big, (size_t)(p - big), &err);
 	CHECK(!t && strstr(err.msg, "shared stacks of"), "a META bomb: %s",
 	      t ? "read" : err.msg);
 	ap_trace_free(t);
