@@ -84,6 +84,39 @@ int zframe_check(struct rd *r, const uint8_t *payload, uint32_t len)
 	return 0;
 }
 
+/* ---- pass 2: the k-way merge, streamed ----
+ *
+ * The reader keeps the file (open, or read into memory) and the list of
+ * EVENTS chunks pass 1 checked; each iteration over the events (events.c)
+ * merges the threads' chunks again, a batch at a time, decoding one chunk
+ * per thread at a time (decompressing it into the thread's buffer): the
+ * merge is order.c's, the chunks it asks for are read here. */
+
+/* The events of a file the reader checked (ap_trace.src): read again
+ * from the file, a chunk at a time (fd), or from the reader's copy of it
+ * (buf). A file is not kept mapped: another process truncating it would
+ * make a mapping fault; a chunk that reads short or with another checksum
+ * than pass 1 saw ends its thread's events there and marks the trace
+ * changed (ap_trace_changed). */
+struct file_src {
+	struct ap_evsrc base;
+	int fd;			/* the file; -1: in buf */
+	uint8_t *buf;
+	int changed;		/* atomic */
+	struct ev_chunk *chunks;
+	size_t nchunks;
+	uint32_t *order;	/* chunk indexes grouped by thread, file order */
+	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
+	size_t nthreads;
+	uint64_t quantum;
+	uint64_t anon_min;	/* the anonymous identities' floor (ap_trace_enc.h) */
+	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
+	size_t nstacks;	 /* the stack ids events may use */
+	char *name;	 /* the file's, for messages */
+	int bad;	 /* atomic: 1 while why is written, 2 once it is */
+	char why[320];	 /* the first corrupt chunk pass 2 found (file_corrupt) */
+};
+
 /* The pages of the mapped file (map, size bytes; NULL: not mapped) that
  * lie wholly inside [p, p + len) are not needed again by pass 1: let them
  * go from the process (they stay in the page cache), so that memory does
@@ -134,7 +167,7 @@ static const uint8_t *chunk_bytes(struct file_src *f, uint8_t **in, size_t *cap,
 /* Chunk c's payload, decompressed if it is, read with the buffers given
  * (NULL: the file changed, or *bad: it does not decompress); *len its
  * length. */
-const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const struct ev_chunk *c,
+static const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const struct ev_chunk *c,
 				    uint8_t **in, size_t *in_cap, uint8_t **raw, size_t *raw_cap,
 				    uint32_t *len, bool *bad)
 {
@@ -161,7 +194,10 @@ void ap_trace_on_corrupt(ap_corrupt_fn fn)
 
 /* Pass 2 found chunk c corrupt: the first such message is kept for
  * ap_trace_corrupt, and handed to the handler. */
-void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
+static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
 {
 	int none = 0;
 	if (!__atomic_compare_exchange_n(&f->bad, &none, 1, false, __ATOMIC_ACQ_REL,
@@ -177,6 +213,71 @@ void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt,
 	__atomic_store_n(&f->bad, 2, __ATOMIC_RELEASE);
 	if (corrupt_handler)
 		corrupt_handler(f->why);
+}
+
+/* An iteration over a file's events: order.c's merge, fed chunks read
+ * again from the file (with zd, the iteration's). */
+struct file_it {
+	struct file_src *f;
+	ZSTD_DCtx *zd;
+	struct ap_order *o;
+	bool said; /* its merge's corrupt chunk was handed to file_corrupt */
+};
+
+/* The merge's input (struct ap_order_input): chunk `id` read again. */
+static int file_chunk(void *ctx, uint32_t id, struct ap_order_bufs *b, struct ap_order_chunk *out,
+		      const char **why)
+{
+	struct file_it *it = ctx;
+	const struct ev_chunk *c = &it->f->chunks[id];
+	bool bad;
+	out->payload = chunk_payload(it->f, it->zd, c, &b->in, &b->in_cap, &b->raw, &b->raw_cap,
+				     &out->len, &bad);
+	if (!out->payload) {
+		*why = "does not decompress";
+		return bad ? -1 : 1;
+	}
+	out->columns = c->columns;
+	out->counted = c->counted;
+	out->want = c->want;
+	return 0;
+}
+
+static void *file_open(struct ap_evsrc *src)
+{
+	struct file_src *f = (struct file_src *)src;
+	struct file_it *it = ap_xcalloc(1, sizeof(*it));
+	it->f = f;
+	if (!(it->zd = ZSTD_createDCtx()))
+		abort(); /* out of memory, as ap_xmalloc */
+	struct ap_order_input in = {it, file_chunk};
+	it->o = ap_order_new(&in, f->nthreads, f->quantum, f->nstacks, f->anon_min, &f->tids);
+	for (size_t i = 0; i < f->nthreads; i++)
+		ap_order_add(it->o, i, f->order + f->start[i], f->start[i + 1] - f->start[i]);
+	return it;
+}
+
+static size_t file_next(void *state, const struct ap_event **out)
+{
+	struct file_it *it = state;
+	size_t n = ap_order_next(it->o, out);
+	uint32_t id;
+	const char *why;
+	if (ap_order_changed(it->o))
+		__atomic_store_n(&it->f->changed, 1, __ATOMIC_RELAXED);
+	if (!it->said && (why = ap_order_error(it->o, &id))) {
+		it->said = true;
+		file_corrupt(it->f, &it->f->chunks[id], "%s", why);
+	}
+	return n;
+}
+
+static void file_close(void *state)
+{
+	struct file_it *it = state;
+	ap_order_free(it->o);
+	ZSTD_freeDCtx(it->zd);
+	free(it);
 }
 
 static void file_release(struct ap_evsrc *src)

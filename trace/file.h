@@ -1,7 +1,7 @@
 /* The reader's file stage (file.c): the trace file, opened and mapped or
  * read, its preamble and pass 1 over its chunks (struct rd, shared with
- * meta.c and decode.c), and the source of its events for pass 2 (struct
- * file_src, which order.c merges). */
+ * meta.c and decode.c), and the source of its events for pass 2 (its
+ * chunks read again and merged by order.c). */
 #ifndef AP_TRACE_FILE_H
 #define AP_TRACE_FILE_H
 
@@ -65,38 +65,6 @@ struct rd {
 	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
 };
 
-/* ---- pass 2: the k-way merge, streamed ----
- *
- * The reader keeps the file (open, or read into memory) and the list of
- * EVENTS chunks pass 1 checked; each iteration over the events (events.c)
- * merges the threads' chunks again, a batch at a time, decoding one chunk
- * per thread at a time (decompressing it into the thread's buffer). */
-
-/* The events of a file the reader checked (ap_trace.src): read again
- * from the file, a chunk at a time (fd), or from the reader's copy of it
- * (buf). A file is not kept mapped: another process truncating it would
- * make a mapping fault; a chunk that reads short or with another checksum
- * than pass 1 saw ends its thread's events there and marks the trace
- * changed (ap_trace_changed). */
-struct file_src {
-	struct ap_evsrc base;
-	int fd;			/* the file; -1: in buf */
-	uint8_t *buf;
-	int changed;		/* atomic */
-	struct ev_chunk *chunks;
-	size_t nchunks;
-	uint32_t *order;	/* chunk indexes grouped by thread, file order */
-	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
-	size_t nthreads;
-	uint64_t quantum;
-	uint64_t anon_min;	/* the anonymous identities' floor (ap_trace_enc.h) */
-	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
-	size_t nstacks;	 /* the stack ids events may use */
-	char *name;	 /* the file's, for messages */
-	int bad;	 /* atomic: 1 while why is written, 2 once it is */
-	char why[320];	 /* the first corrupt chunk pass 2 found (file_corrupt) */
-};
-
 /* Sets r's error to "NAME: corrupt chunk at byte N: why"; returns -1. */
 int rd_corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Index of the thread `tid`, created if new; -1 (error set) if the trace
@@ -104,15 +72,4 @@ int rd_corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf,
 long rd_thread_index(struct rd *r, uint32_t tid);
 /* The checks of a compressed payload that need no decompressing. */
 int zframe_check(struct rd *r, const uint8_t *payload, uint32_t len);
-/* Chunk c's payload, decompressed if it is, read with the buffers given
- * (NULL: the file changed, or *bad: it does not decompress); *len its
- * length. */
-const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const struct ev_chunk *c,
-			     uint8_t **in, size_t *in_cap, uint8_t **raw, size_t *raw_cap,
-			     uint32_t *len, bool *bad);
-/* Pass 2 found chunk c corrupt: the first such message is kept for
- * ap_trace_corrupt, and handed to the handler. */
-void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 #endif

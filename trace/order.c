@@ -1,27 +1,26 @@
-/* Pass 2: the k-way merge of a file's threads' event streams, and the
- * cross-thread order within a quantum (order.h). */
+/* The ordering stage (order.h): the k-way merge of a trace's threads'
+ * event streams, and the cross-thread order within a quantum. */
 #include "order.h"
 #include "decode.h"
-#include "file.h"
 #include "heap.h"
+#include "trace-int.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
 /* One thread's events, decoded as the merge asks for them. */
 struct stream {
 	struct evdec d;
-	const uint32_t *chunk; /* this thread's chunk indexes, file order */
+	const uint32_t *chunk; /* this thread's chunk ids, in order */
 	size_t nchunk, ci;
 	struct ap_event buf[2]; /* the record being handed out (REALLOC: 2) */
 	int nbuf, bi;		/* buf[bi] is the stream's head */
-	uint8_t *raw;		/* the current chunk, decompressed */
-	size_t raw_cap;
-	uint8_t *in;		/* the current chunk as stored, read from the file */
-	size_t in_cap;
-	const struct ev_chunk *cur; /* the chunk being decoded (NULL: none, or given up) */
-	const uint8_t *pay;	    /* its payload */
+	struct ap_order_bufs bufs; /* the current chunk, as the input read it */
+	bool has_cur;		    /* a chunk is being decoded (false: none, or given up) */
+	uint32_t cur_id;	    /* which */
+	struct ap_order_chunk cur;  /* and its payload */
 	uint64_t nalloc0;	    /* the thread's allocations before it */
 };
 
@@ -112,9 +111,12 @@ static inline bool ev_unblocks(const struct ap_event *e, const struct ap_event *
 	return e->addr == h->addr && e->type != h->type;
 }
 
-struct merge {
-	struct file_src *f;
-	ZSTD_DCtx *zd;
+struct ap_order {
+	struct ap_order_input in;
+	size_t nstreams;
+	uint64_t quantum, anon_min;
+	size_t nstacks; /* the stack ids events may use */
+	bool started;
 	struct stream *st;
 	struct ap_heap_key *heap, *held; /* keys (head time, stream); held: streams
 					 * held back */
@@ -128,13 +130,15 @@ struct merge {
 	uint64_t pend_addr;
 	struct ap_event *out;	/* the batch: room for AP_EVENTS_BATCH + a chain */
 	size_t nout;
-	/* frees_own_later's: a stream's next chunk, as stored and decompressed
-	 * (chunk la_chunk - 1 of the file, 0: none), kept for the next ask */
-	uint8_t *la_in, *la_raw;
-	size_t la_in_cap, la_raw_cap;
+	/* frees_own_later's: a stream's next chunk, as the input read it
+	 * (chunk la_chunk - 1, 0: none), kept for the next ask */
+	struct ap_order_bufs la;
 	size_t la_chunk;
-	const uint8_t *la_payload;
-	uint32_t la_len;
+	struct ap_order_chunk la_cur;
+	bool changed;	 /* a chunk was gone */
+	bool bad;	 /* a chunk was corrupt: */
+	uint32_t bad_id; /* the first, */
+	char why[256];	 /* and why */
 };
 
 /* How far frees_own_later looks: records of the stream (its current
@@ -150,7 +154,7 @@ struct merge {
  * 1 free in 4,000 unmatched on a 4-thread C++ program.) Looks ahead
  * without consuming: on a copy of the decoder, whose ring slots it writes
  * are put back afterwards (the ring is shared with the real decoder). */
-static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, uint64_t ts)
+static bool frees_own_later(struct ap_order *m, struct stream *s, uint64_t addr, uint64_t ts)
 {
 	for (int i = s->bi; i < s->nbuf; i++) {
 		const struct ap_event *e = &s->buf[i];
@@ -188,22 +192,21 @@ static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, ui
 		if (n == DEC_END && ci < s->nchunk) {
 			/* on into the thread's next chunk, read apart (where
 			 * a chunk ends must not change the merge's order) */
-			const struct ev_chunk *c = &m->f->chunks[s->chunk[ci]];
-			if (m->la_chunk != s->chunk[ci] + 1) {
+			uint32_t id = s->chunk[ci];
+			if (m->la_chunk != (size_t)id + 1) {
 				/* (a FREE after another at the chunk's end asks
 				 * again: read it once) */
-				bool bad_unused;
-				m->la_payload = chunk_payload(m->f, m->zd, c, &m->la_in,
-							      &m->la_in_cap, &m->la_raw,
-							      &m->la_raw_cap, &m->la_len, &bad_unused);
-				m->la_chunk = m->la_payload ? s->chunk[ci] + 1 : 0;
+				const char *why_unused;
+				bool ok = m->in.chunk(m->in.ctx, id, &m->la, &m->la_cur,
+						      &why_unused) == 0;
+				m->la_chunk = ok ? (size_t)id + 1 : 0;
 			}
 			ci++;
 			const char *why_unused;
 			d.pred = NULL; /* (the stream's size table stays as it is) */
-			if (m->la_payload &&
-			    evdec_start(&d, m->la_payload, m->la_len, (uint32_t)c->thread,
-					m->f->quantum, c->columns, &why_unused) == 0)
+			if (m->la_chunk &&
+			    evdec_start(&d, m->la_cur.payload, m->la_cur.len, s->d.thread,
+					m->quantum, m->la_cur.columns, &why_unused) == 0)
 				continue;
 			break;
 		}
@@ -224,23 +227,39 @@ static bool frees_own_later(struct merge *m, struct stream *s, uint64_t addr, ui
 }
 
 
+/* Chunk id is corrupt: the first such is kept (ap_order_error). */
+static void order_bad(struct ap_order *m, uint32_t id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void order_bad(struct ap_order *m, uint32_t id, const char *fmt, ...)
+{
+	if (m->bad)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->why, sizeof(m->why), fmt, ap);
+	va_end(ap);
+	m->bad = true;
+	m->bad_id = id;
+}
+
 /* Stream s's chunk ended: true if it holds what its counts say (a chunk
  * pass 1 decoded holds it). */
-static bool chunk_end_ok(struct merge *m, struct stream *s)
+static bool chunk_end_ok(struct ap_order *m, struct stream *s)
 {
-	const struct ev_chunk *c = s->cur;
+	const struct ap_order_chunk *c = &s->cur;
 	const struct evdec *d = &s->d;
-	if (!c || !c->counted)
+	if (!s->has_cur || !c->counted)
 		return true;
 	if (c->columns && (d->c1.p != d->c1.end || d->c2.p != d->c2.end || d->c3.p != d->c3.end ||
 			   d->c4.p != d->c4.end)) {
-		file_corrupt(m->f, c, "columns of a size the records do not use");
+		order_bad(m, s->cur_id, "columns of a size the records do not use");
 		return false;
 	}
 	if (d->nrec != c->want.records || d->nev != c->want.events ||
 	    d->th.nalloc - s->nalloc0 != c->want.allocs ||
 	    (d->nrec && d->last_q != c->want.last_q)) {
-		file_corrupt(m->f, c,
+		order_bad(m, s->cur_id,
 			     "its counts say %llu records, %llu events and %llu allocations, "
 			     "its payload holds %llu, %llu and %llu%s",
 			     (unsigned long long)c->want.records, (unsigned long long)c->want.events,
@@ -255,24 +274,24 @@ static bool chunk_end_ok(struct merge *m, struct stream *s)
 
 /* Stream s's decoder found its chunk corrupt (why): it is said, and the
  * stream ends here (its decoder at the payload's end). */
-static void stream_bad(struct merge *m, struct stream *s, const char *why)
+static void stream_bad(struct ap_order *m, struct stream *s, const char *why)
 {
-	if (s->cur)
-		file_corrupt(m->f, s->cur, "%s (near byte %zu of the payload)", why,
-			     (size_t)(s->d.c0.p - s->pay));
-	s->cur = NULL;
+	if (s->has_cur)
+		order_bad(m, s->cur_id, "%s (near byte %zu of the payload)", why,
+			  (size_t)(s->d.c0.p - s->cur.payload));
+	s->has_cur = false;
 	s->ci = s->nchunk;
 	s->d.c0.p = s->d.c0.end;
 }
 
 /* Moves s to its next event (s->buf[s->bi]); false when it has no more. */
-static bool stream_advance(struct merge *m, struct stream *s)
+static bool stream_advance(struct ap_order *m, struct stream *s)
 {
 	if (++s->bi < s->nbuf)
 		return true;
 	for (;;) {
 		const char *why;
-		int n = s->ci ? evdec_next(&s->d, s->buf, m->f->nstacks, &why, false) : DEC_END;
+		int n = s->ci ? evdec_next(&s->d, s->buf, m->nstacks, &why, false) : DEC_END;
 		if (n > 0) {
 			s->nbuf = n;
 			s->bi = 0;
@@ -285,59 +304,53 @@ static bool stream_advance(struct merge *m, struct stream *s)
 			stream_bad(m, s, why);
 		else if (!chunk_end_ok(m, s))
 			s->ci = s->nchunk;
-		const struct ev_chunk *c =
-		    s->ci < s->nchunk ? &m->f->chunks[s->chunk[s->ci++]] : NULL;
-		uint32_t len = 0;
-		bool bad = false;
-		const uint8_t *payload =
-		    c ? chunk_payload(m->f, m->zd, c, &s->in, &s->in_cap, &s->raw, &s->raw_cap, &len,
-				      &bad)
-		      : NULL;
-		const char *why_start = "does not decompress";
-		if (payload) {
-			if ((c->columns & AP_CHUNK_F_SIZES) && !s->d.pred)
+		bool more = s->ci < s->nchunk;
+		uint32_t id = more ? s->chunk[s->ci++] : 0;
+		const char *why_start = NULL;
+		int rc = more ? m->in.chunk(m->in.ctx, id, &s->bufs, &s->cur, &why_start) : 1;
+		if (rc == 0) {
+			if ((s->cur.columns & AP_CHUNK_F_SIZES) && !s->d.pred)
 				s->d.pred = ap_xcalloc(1, sizeof(*s->d.pred));
 			s->d.nrec = s->d.nev = s->d.last_q = 0;
 			s->nalloc0 = s->d.th.nalloc;
-			s->cur = c;
-			s->pay = payload;
-			if (evdec_start(&s->d, payload, len, (uint32_t)c->thread, m->f->quantum,
-					c->columns, &why_start) == 0)
+			s->has_cur = true;
+			s->cur_id = id;
+			if (evdec_start(&s->d, s->cur.payload, s->cur.len, s->d.thread, m->quantum,
+					s->cur.columns, &why_start) == 0)
 				continue;
-			bad = true;
+			rc = -1;
 		}
-		if (bad)
-			file_corrupt(m->f, c, "%s", why_start);
-		else if (c)
-			__atomic_store_n(&m->f->changed, 1, __ATOMIC_RELAXED);
+		if (rc < 0)
+			order_bad(m, id, "%s", why_start);
+		else if (more)
+			m->changed = true;
 		s->ci = s->nchunk;
-		s->cur = NULL;
+		s->has_cur = false;
 		/* the decoder points into what is freed here: an empty
 		 * payload instead, for frees_own_later, which may look
 		 * at a stream that has ended */
 		static const uint8_t none[1];
 		const char *why_unused;
-		evdec_start(&s->d, none, 0, s->d.thread, m->f->quantum, 0, &why_unused);
-		free(s->raw);
-		free(s->in);
-		s->raw = s->in = NULL;
-		s->raw_cap = s->in_cap = 0;
+		evdec_start(&s->d, none, 0, s->d.thread, m->quantum, 0, &why_unused);
+		free(s->bufs.raw);
+		free(s->bufs.in);
+		s->bufs = (struct ap_order_bufs){0};
 		return false;
 	}
 }
 
 /* Is an ALLOC at addr at an address no block had before (an anonymous
  * identity: each is a thread's n-th allocation)? */
-static inline bool fresh(const struct merge *m, uint64_t addr)
+static inline bool fresh(const struct ap_order *m, uint64_t addr)
 {
-	return addr >= m->f->anon_min;
+	return addr >= m->anon_min;
 }
 
 /* live, as the merge hands out e (of stream si). An ALLOC waits in pend;
  * a FREE at its address right after it cancels it out (the set is as if
  * both had gone through it: a block there before it is owned by pend's
  * stream). */
-static inline void live_track(struct merge *m, const struct ap_event *e, size_t si)
+static inline void live_track(struct ap_order *m, const struct ap_event *e, size_t si)
 {
 	if (m->pend) {
 		if (e->type != AP_EV_ALLOC && e->addr == m->pend_addr) {
@@ -363,7 +376,7 @@ static inline void live_track(struct merge *m, const struct ap_event *e, size_t 
 /* Must stream si's head e wait? A FREE waits for a live block at its
  * address that its own thread does not free later in the quantum; an
  * ALLOC, for its address to be free. */
-static bool ev_blocked(struct merge *m, size_t si, const struct ap_event *e)
+static bool ev_blocked(struct ap_order *m, size_t si, const struct ap_event *e)
 {
 	uint32_t c, own;
 	if (e->type == AP_EV_ALLOC && fresh(m, e->addr))
@@ -383,7 +396,7 @@ static bool ev_blocked(struct merge *m, size_t si, const struct ap_event *e)
 
 /* Does stream si, out of the heap, keep its turn with the next event h:
  * would the heap hand h out next, and file_next not hold it back? */
-static inline bool turn_keeps(struct merge *m, size_t si, const struct ap_event *h)
+static inline bool turn_keeps(struct ap_order *m, size_t si, const struct ap_event *h)
 {
 	return !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
 	       (h->ts < m->heap[0].ts ||
@@ -393,13 +406,13 @@ static inline bool turn_keeps(struct merge *m, size_t si, const struct ap_event 
 /* Stream si's turn, its head just handed out and none held: its records
  * decoded straight into the batch while it keeps the turn. Leaves its next
  * head in s->buf; false when it has no more. */
-static bool stream_turn(struct merge *m, size_t si)
+static bool stream_turn(struct ap_order *m, size_t si)
 {
 	struct stream *s = &m->st[si];
 	while (m->nout < AP_EVENTS_BATCH) {
 		struct ap_event *ev = m->out + m->nout;
 		const char *why;
-		int n = evdec_next(&s->d, ev, m->f->nstacks, &why, false);
+		int n = evdec_next(&s->d, ev, m->nstacks, &why, false);
 		if (n == 0 || n == DEC_SKIP)
 			continue;
 		if (n == DEC_BAD)
@@ -425,7 +438,7 @@ static bool stream_turn(struct merge *m, size_t si)
 /* Hands out stream si's head, then the heads of held streams it unblocks
  * (and those theirs); each goes back into the heap with its next event.
  * si must not be in the heap. */
-static void merge_emit(struct merge *m, size_t si)
+static void merge_emit(struct ap_order *m, size_t si)
 {
 	for (;;) {
 		struct stream *s = &m->st[si];
@@ -462,7 +475,7 @@ static void merge_emit(struct merge *m, size_t si)
 }
 
 /* Lets the earliest held stream go: its head is handed out as it is. */
-static void merge_release(struct merge *m)
+static void merge_release(struct ap_order *m)
 {
 	size_t best = 0;
 	for (size_t k = 1; k < m->nheld; k++)
@@ -473,37 +486,53 @@ static void merge_release(struct merge *m)
 	merge_emit(m, si);
 }
 
-void *file_open(struct ap_evsrc *src)
+struct ap_order *ap_order_new(const struct ap_order_input *in, size_t nstreams, uint64_t quantum,
+			      size_t nstacks, uint64_t anon_min, const struct ap_u64map *tids)
 {
-	struct file_src *f = (struct file_src *)src;
-	size_t nth = f->nthreads;
-	struct merge *m = ap_xcalloc(1, sizeof(*m));
-	m->f = f;
-	if (!(m->zd = ZSTD_createDCtx()))
-		abort(); /* out of memory, as ap_xmalloc */
-	m->st = ap_xcalloc(nth ? nth : 1, sizeof(*m->st));
-	m->heap = ap_xmalloc((nth ? nth : 1) * sizeof(*m->heap));
-	m->held = ap_xmalloc((nth ? nth : 1) * sizeof(*m->held));
+	size_t n = nstreams ? nstreams : 1;
+	struct ap_order *m = ap_xcalloc(1, sizeof(*m));
+	m->in = *in;
+	m->nstreams = nstreams;
+	m->quantum = quantum;
+	m->nstacks = nstacks;
+	m->anon_min = anon_min;
+	m->st = ap_xcalloc(n, sizeof(*m->st));
+	m->heap = ap_xmalloc(n * sizeof(*m->heap));
+	m->held = ap_xmalloc(n * sizeof(*m->held));
 	/* a chain of unblocked held streams is emitted whole */
-	m->out = ap_xmalloc((AP_EVENTS_BATCH + nth + 2) * sizeof(*m->out));
-	for (size_t i = 0; i < nth; i++) {
-		m->st[i].chunk = f->order + f->start[i];
-		m->st[i].d.tids = &f->tids;
-		m->st[i].d.anon_min = f->anon_min;
-		m->st[i].nchunk = f->start[i + 1] - f->start[i];
-		if (stream_advance(m, &m->st[i]))
-			ap_heap_push(m->heap, &m->nheap, (struct ap_heap_key){m->st[i].buf[m->st[i].bi].ts, i});
+	m->out = ap_xmalloc((AP_EVENTS_BATCH + nstreams + 2) * sizeof(*m->out));
+	for (size_t i = 0; i < nstreams; i++) {
+		m->st[i].d.tids = tids;
+		m->st[i].d.anon_min = anon_min;
+		m->st[i].d.thread = (uint32_t)i;
 	}
+	return m;
+}
+
+void ap_order_add(struct ap_order *m, size_t stream, const uint32_t *chunks, size_t n)
+{
+	m->st[stream].chunk = chunks;
+	m->st[stream].nchunk = n;
+}
+
+/* Every stream's first event, into the heap. */
+static void order_start(struct ap_order *m)
+{
+	m->started = true;
+	for (size_t i = 0; i < m->nstreams; i++)
+		if (stream_advance(m, &m->st[i]))
+			ap_heap_push(m->heap, &m->nheap,
+				     (struct ap_heap_key){m->st[i].buf[m->st[i].bi].ts, i});
 	/* One thread needs no live set: nothing can be out of order. */
 	m->track = m->nheap > 1;
 	if (m->track)
 		live_alloc(&m->live, 1024);
-	return m;
 }
 
-size_t file_next(void *state, const struct ap_event **out)
+size_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 {
-	struct merge *m = state;
+	if (!m->started)
+		order_start(m);
 	m->nout = 0;
 	*out = m->out;
 	while (m->nout < AP_EVENTS_BATCH) {
@@ -526,7 +555,7 @@ size_t file_next(void *state, const struct ap_event **out)
 				m->out[m->nout++] = s->buf[s->bi];
 			while (m->nout + 2 <= AP_EVENTS_BATCH) {
 				const char *why;
-				int n = evdec_next(&s->d, m->out + m->nout, m->f->nstacks, &why,
+				int n = evdec_next(&s->d, m->out + m->nout, m->nstacks, &why,
 						   false);
 				if (n > 0) {
 					m->nout += (size_t)n;
@@ -565,20 +594,33 @@ size_t file_next(void *state, const struct ap_event **out)
 	return m->nout;
 }
 
-void file_close(void *state)
+const char *ap_order_error(const struct ap_order *m, uint32_t *chunk)
 {
-	struct merge *m = state;
-	for (size_t i = 0; i < m->f->nthreads; i++) {
+	if (!m->bad)
+		return NULL;
+	*chunk = m->bad_id;
+	return m->why;
+}
+
+bool ap_order_changed(const struct ap_order *m)
+{
+	return m->changed;
+}
+
+void ap_order_free(struct ap_order *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nstreams; i++) {
 		free(m->st[i].d.ring);
 		free(m->st[i].d.pred);
-		free(m->st[i].raw);
-		free(m->st[i].in);
+		free(m->st[i].bufs.raw);
+		free(m->st[i].bufs.in);
 	}
-	ZSTD_freeDCtx(m->zd);
 	free(m->live.slot);
 	free(m->held);
-	free(m->la_in);
-	free(m->la_raw);
+	free(m->la.in);
+	free(m->la.raw);
 	free(m->heap);
 	free(m->st);
 	free(m->out);
