@@ -47,8 +47,8 @@ struct ap_order_chunk {
  * it is corrupt (*why says how: the stream ends there, ap_order_error). */
 struct ap_order_input {
 	void *ctx;
-	int (*chunk)(void *ctx, uint32_t id, struct ap_order_bufs *bufs,
-		     struct ap_order_chunk *out, const char **why);
+	int (*chunk)(void *ctx, uint32_t id, struct ap_order_bufs *bufs, struct ap_order_chunk *out,
+		     const char **why);
 };
 
 struct ap_order;
