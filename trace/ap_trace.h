@@ -247,14 +247,15 @@ void ap_trace_free(struct ap_trace *t);
  * first payload. */
 struct ap_decode_thread {
 	uint32_t thread;
-	uint64_t nalloc, next, xnext;
+	uint64_t nalloc, next;
 	struct ap_xowners xo; /* (AP_CHUNK_F_XOWN) */
 };
 
 /* Decodes one (decompressed) EVENTS payload of thread `th` (updated), for
  * tools that rewrite traces (trace/compact.c): its events are appended to
- * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's
- * AP_CHUNK_F_COLUMNS, _REFS and _INDEX (0: rows); `quantum` the HEADER's
+ * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's,
+ * 0 (rows) or AP_CHUNK_F_COLUMNS, _REFS, _INDEX and _XOWN (with _SIZES or
+ * not; any other set is refused); `quantum` the HEADER's
  * time_quantum_ns. Stack ids are not checked. Returns 0, or -1 with *why
  * set (a static string). */
 int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,

@@ -7,26 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A REF to another thread's allocation, field k (bit 0 set): `uv tid`
- * follows in column c; index = xnext + step (the other thread's chunks
- * may come later in the file, so the index is only checked against the
- * 2^40 an identity holds). With AP_CHUNK_F_XOWN, bit 1 says the tid is
- * the last one's (none follows), and the step is from that owner's
- * `next` (struct ap_xowners). A tid the trace does not know names no
- * block (thread bits 0xffff: no thread has that index). */
+/* A REF to another thread's allocation, field k (bit 0 set): bit 1 says
+ * the tid is the last one's (none follows), else `uv tid` follows in
+ * column c; index = that owner's `next` (struct ap_xowners) + step (the
+ * other thread's chunks may come later in the file, so the index is only
+ * checked against the 2^40 an identity holds). A tid the trace does not
+ * know names no block (thread bits 0xffff: no thread has that index). */
 int rd_xref(struct evdec *d, struct evcur *c, uint64_t k, uint64_t *out, bool scan)
 {
 	uint64_t tid;
-	if (d->xown && (k & 2)) {
+	if (k & 2) {
 		if (!d->th.xo.n)
 			return -1; /* (no last tid) */
 		tid = d->th.xo.tid[0];
 	} else if (rd_uv(&c->p, c->end, &tid) < 0 || tid > UINT32_MAX) {
 		return -1;
 	}
-	int64_t step = ap_unzigzag(k >> (d->xown ? 2 : 1));
+	int64_t step = ap_unzigzag(k >> 2);
 	uint64_t mag = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
-	uint64_t *next = d->xown ? ap_xowners_use(&d->th.xo, (uint32_t)tid) : &d->th.xnext;
+	uint64_t *next = ap_xowners_use(&d->th.xo, (uint32_t)tid);
 	if (step < 0 ? mag > *next : mag >= AP_THREAD_ALLOCS_MAX - *next)
 		return -1;
 	uint64_t idx = *next + (uint64_t)step;
@@ -41,10 +40,10 @@ int rd_xref(struct evdec *d, struct evcur *c, uint64_t k, uint64_t *out, bool sc
 	return 0;
 }
 
-/* Starts decoding a payload: `columns` is its chunk's flags
- * AP_CHUNK_F_COLUMNS (in columns) and AP_CHUNK_F_REFS (with the distances
- * column), or 0 (rows). Returns -1 with *why set if the column lengths do
- * not fit the payload. */
+/* Starts decoding a payload: `columns` is its chunk's flags, AP_EV_COLUMNS
+ * (in columns) with AP_CHUNK_F_SIZES or not, or 0 (rows): an encoding
+ * evdec_encoding_ok takes. Returns -1 with *why set if the column lengths
+ * do not fit the payload. */
 int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t thread,
 		       uint64_t quantum, unsigned columns, const char **why)
 {
@@ -60,22 +59,19 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = (struct evcur){NULL, NULL};
-	d->refs = d->index = d->xown = d->sized = false;
+	d->index = d->sized = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
-	uint64_t l1, l2, l3, l4 = 0;
+	uint64_t l1, l2, l3, l4;
 	if (ap_get_uv(&d->c0.p, d->c0.end, &l1) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l2) < 0 ||
-	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 ||
-	    ((columns & AP_CHUNK_F_REFS) && ap_get_uv(&d->c0.p, d->c0.end, &l4) < 0) ||
+	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l4) < 0 ||
 	    l1 > (uint64_t)(d->c0.end - d->c0.p) || l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
 	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 ||
 	    l4 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3) {
 		*why = "column lengths run past the end of the payload";
 		return -1;
 	}
-	d->refs = columns & AP_CHUNK_F_REFS;
-	d->index = columns & AP_CHUNK_F_INDEX;
-	d->xown = columns & AP_CHUNK_F_XOWN;
+	d->index = true;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
 	if (d->sized)
 		ap_size_pred_reset(d->pred);
@@ -118,6 +114,8 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 		       unsigned columns)
 {
 	struct ap_trace *t = r->t;
+	if (!evdec_encoding_ok(columns))
+		return rd_corrupt(r, "%s (chunk flags %#x)", AP_EV_ENCODING_BAD, columns);
 	long idx = rd_thread_index(r, tid);
 	if (idx < 0)
 		return -1;
@@ -157,6 +155,8 @@ int count_events(struct rd *r, const struct ap_chunk *ch)
 {
 	unsigned columns = ch->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
 					AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS);
+	if (!evdec_encoding_ok(columns))
+		return rd_corrupt(r, "%s (chunk flags %#x)", AP_EV_ENCODING_BAD, columns);
 	long idx = rd_thread_index(r, ch->tid);
 	if (idx < 0)
 		return -1;
@@ -195,7 +195,11 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = len > UINT32_MAX ? "payload too long" : "time quantum 0";
 		return -1;
 	}
-	d.th = (struct thread_refs){th->nalloc, th->next, th->xnext, th->xo, false};
+	if (!evdec_encoding_ok(flags)) {
+		*why = AP_EV_ENCODING_BAD;
+		return -1;
+	}
+	d.th = (struct thread_refs){th->nalloc, th->next, th->xo, false};
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
@@ -221,7 +225,6 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 	free(d.pred);
 	th->nalloc = d.th.nalloc;
 	th->next = d.th.next;
-	th->xnext = d.th.xnext;
 	th->xo = d.th.xo;
 	if (!rc && th->nalloc > AP_THREAD_ALLOCS_MAX) {
 		*why = "more than 2^40 allocations in one thread";

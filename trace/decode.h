@@ -21,8 +21,8 @@ struct ap_chunk;
  * the next REF steps. */
 struct thread_refs {
 	uint64_t nalloc, next;
-	uint64_t xnext; /* the same for REFs to another thread's allocations */
-	struct ap_xowners xo; /* ...of each of the last ones (AP_CHUNK_F_XOWN) */
+	struct ap_xowners xo; /* the same for REFs to each of the other threads
+			       * it named last (AP_CHUNK_F_XOWN) */
 	bool counted; /* pass 1: a chunk before was not decoded (AP_CHUNK_F_COUNTS),
 		       * so only nalloc is known */
 };
@@ -33,12 +33,12 @@ struct evcur {
 
 struct evdec {
 	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
-	struct evcur c4;	     /* distances (AP_CHUNK_F_REFS) */
+	struct evcur c4;	     /* REFs (AP_CHUNK_F_REFS) */
 	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
-	bool refs;		     /* distances from c4, else from *ca (a flag, not a
-				      * pointer: copies of a decoder fix up ca and cs only) */
-	bool index;		     /* REFs are allocation indexes (AP_CHUNK_F_INDEX) */
-	bool xown;		     /* ...stepping by owner (AP_CHUNK_F_XOWN) */
+	bool index;		     /* in columns: REFs are allocation indexes from c4
+				      * (AP_CHUNK_F_INDEX, stepping by owner: _XOWN), else
+				      * distances from c0 (a flag, not a pointer: copies of
+				      * a decoder fix up ca and cs only) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
 	uint64_t nrec, nev;	     /* records and ap_events decoded (AP_CHUNK_F_COUNTS) */
 	uint64_t last_q;	     /* the last record's quantum */
@@ -56,6 +56,22 @@ struct evdec {
 	const struct ap_u64map *tids; /* tid -> thread index (pass 2: another
 				       * thread's allocations; NULL: none known) */
 };
+
+/* The EVENTS encodings read: rows (flags 0, the sampler's and the test
+ * writer's), or columns with REFs apart, by allocation index, stepping by
+ * owner (AP_EV_COLUMNS, the compactor's); either with AP_CHUNK_F_SIZES or
+ * not (and, stored, with _ZSTD and _COUNTS or not). */
+#define AP_EV_COLUMNS (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_XOWN)
+#define AP_EV_ENCODING_BAD \
+	"an encoding no allocprof writes: columns without REFs apart, allocation indexes " \
+	"and steps by owner"
+
+/* Is an EVENTS chunk's flags an encoding read? */
+static inline bool evdec_encoding_ok(unsigned flags)
+{
+	unsigned c = flags & AP_EV_COLUMNS;
+	return c == 0 || c == AP_EV_COLUMNS;
+}
 
 /* Starts decoding a payload (decode.c): see there. */
 int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t thread,
@@ -189,7 +205,7 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_t *out, bool scan)
 {
 	uint64_t k;
-	struct evcur *c = d->refs ? &d->c4 : d->ca;
+	struct evcur *c = d->index ? &d->c4 : d->ca;
 	if (rd_uv(&c->p, c->end, &k) < 0)
 		return -1;
 	if (d->index) {

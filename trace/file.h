@@ -16,7 +16,7 @@ struct ev_chunk {
 	const uint8_t *payload; /* where pass 1 decoded it (not kept after) */
 	uint32_t len;		/* the stored payload's length */
 	uint32_t thread;	/* thread index */
-	uint8_t columns;	/* its flags AP_CHUNK_F_COLUMNS, _REFS and _INDEX */
+	uint8_t columns;	/* its encoding flags (decode.h, evdec_start) */
 	bool zstd;		/* AP_CHUNK_F_ZSTD: stored compressed */
 	uint8_t skip;		/* bytes of counts before the payload proper */
 	bool counted;		/* AP_CHUNK_F_COUNTS: pass 1 did not decode it; pass 2
