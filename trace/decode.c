@@ -59,7 +59,7 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = (struct evcur){NULL, NULL};
-	d->index = d->sized = false;
+	d->refs = d->index = d->sized = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
 	uint64_t l1, l2, l3, l4;
@@ -71,7 +71,7 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 		*why = "column lengths run past the end of the payload";
 		return -1;
 	}
-	d->index = true;
+	d->refs = d->index = true;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
 	if (d->sized)
 		ap_size_pred_reset(d->pred);

@@ -35,10 +35,14 @@ struct evdec {
 	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
 	struct evcur c4;	     /* REFs (AP_CHUNK_F_REFS) */
 	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
-	bool index;		     /* in columns: REFs are allocation indexes from c4
-				      * (AP_CHUNK_F_INDEX, stepping by owner: _XOWN), else
-				      * distances from c0 (a flag, not a pointer: copies of
-				      * a decoder fix up ca and cs only) */
+	bool refs;		     /* REFs from c4, else from *ca (a flag, not a pointer:
+				      * copies of a decoder fix up ca and cs only) */
+	bool index;		     /* ...as allocation indexes (AP_CHUNK_F_INDEX,
+				      * stepping by owner: _XOWN), else as distances.
+				      * Both are set in columns, neither in rows; with one
+				      * flag for both, GCC 12 copies the varint reader
+				      * into both ways of every REF: pass 2 took 2 % more
+				      * time (stats, loop64 with 4 threads) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
 	uint64_t nrec, nev;	     /* records and ap_events decoded (AP_CHUNK_F_COUNTS) */
 	uint64_t last_q;	     /* the last record's quantum */
@@ -205,7 +209,7 @@ static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, 
 static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_t *out, bool scan)
 {
 	uint64_t k;
-	struct evcur *c = d->index ? &d->c4 : d->ca;
+	struct evcur *c = d->refs ? &d->c4 : d->ca;
 	if (rd_uv(&c->p, c->end, &k) < 0)
 		return -1;
 	if (d->index) {
