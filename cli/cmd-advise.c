@@ -20,10 +20,7 @@ enum {
 	OPT_GC,
 	OPT_PROCS,
 	OPT_SITE,
-	OPT_NO_MEASURE,
-	OPT_MEASURE_TIME,
 	OPT_MEASURE_SITES,
-	OPT_REPLAY_CPUS,
 };
 
 static void advise_usage(FILE *f)
@@ -411,10 +408,8 @@ int cmd_advise(int argc, char **argv)
 		{ "gc", required_argument, NULL, OPT_GC },
 		{ "procs", required_argument, NULL, OPT_PROCS },
 		{ "site", required_argument, NULL, OPT_SITE },
-		{ "no-measure", no_argument, NULL, OPT_NO_MEASURE },
-		{ "measure-time", required_argument, NULL, OPT_MEASURE_TIME },
+		AP_VIEW_MEASURE_LONGOPTS,
 		{ "measure-sites", required_argument, NULL, OPT_MEASURE_SITES },
-		{ "replay-cpus", required_argument, NULL, OPT_REPLAY_CPUS },
 		{ "drop-frames", required_argument, NULL, AP_VOPT_DROP_FRAMES },
 		{ "debug-dir", required_argument, NULL, AP_VOPT_DEBUG_DIR },
 		{ "full-names", no_argument, NULL, AP_VOPT_FULL_NAMES },
@@ -434,10 +429,11 @@ int cmd_advise(int argc, char **argv)
 	ap_view_measure_init(&vm);
 	vm.progress = true;
 	long msites;
+	int mo;
 	int opt;
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
+	while ((opt = ap_view_getopt(argc, argv, ":hn:", longopts)) != -1) {
 		char *end;
 		switch (opt) {
 		case 'h':
@@ -482,17 +478,6 @@ int cmd_advise(int argc, char **argv)
 			else
 				return ap_usage_error("advise", "--site wants callsite or stack, not '%s'", optarg);
 			break;
-		case OPT_NO_MEASURE:
-			vm.off = true;
-			break;
-		case OPT_MEASURE_TIME: {
-			uint64_t ns;
-			if (ap_parse_duration(optarg, &ns) < 0 || !ns)
-				return ap_usage_error("advise", "--measure-time wants a duration like 5s, not '%s'",
-						      optarg);
-			vm.budget_ns = (double)ns;
-			break;
-		}
 		case OPT_MEASURE_SITES:
 			msites = strtol(optarg, &end, 10);
 			if (*end || end == optarg || msites < 0 || msites > 1000)
@@ -500,13 +485,10 @@ int cmd_advise(int argc, char **argv)
 						      "not '%s'", optarg);
 			vm.sites = (size_t)msites;
 			break;
-		case OPT_REPLAY_CPUS:
-			if (ap_view_parse_replay_cpus(&vm, optarg) < 0)
-				return ap_usage_error("advise", "--replay-cpus wants a number of CPUs from 1 to "
-						      "65536, or all, not '%s'", optarg);
-			break;
 		default:
-			if (ap_view_option(&vo, opt, optarg))
+			if ((mo = ap_view_measure_option(&vm, "advise", opt, optarg)) < 0)
+				return AP_EXIT_USAGE;
+			if (mo || ap_view_option(&vo, opt, optarg))
 				break;
 			return ap_view_bad_option("advise", opt, argv);
 		}
@@ -538,10 +520,11 @@ int cmd_advise(int argc, char **argv)
 	ap_view_measure_run(&vm, a, v.trace, &m, &ao);
 	ap_site_map_release(&m);
 	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
+	int rc = ap_view_sampling_hint(v.trace);
 	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;
-	int rc = AP_EXIT_OK;
-	if (vo.json)
+	if (rc)
+		;
+	else if (vo.json)
 		rc = print_json(a, v.trace, n);
 	else
 		print_text(a, v.trace, n);

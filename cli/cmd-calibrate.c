@@ -8,6 +8,7 @@
 
 #include "ap_advise.h"
 #include "commands.h"
+#include "views.h"
 
 static void calibrate_usage(FILE *f)
 {
@@ -36,7 +37,7 @@ int cmd_calibrate(int argc, char **argv)
 	int opt;
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+	while ((opt = ap_view_getopt(argc, argv, ":ho:", longopts)) != -1) {
 		switch (opt) {
 		case 'h':
 			calibrate_usage(stdout);
@@ -44,10 +45,8 @@ int cmd_calibrate(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case ':':
-			return ap_usage_error("calibrate", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return ap_usage_error("calibrate", "unknown option '%s'", argv[optind - 1]);
+			return ap_view_bad_option("calibrate", opt, argv);
 		}
 	}
 	if (optind != argc)

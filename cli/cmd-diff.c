@@ -322,12 +322,15 @@ static size_t check_limit(const struct dtable *d, const struct limit *l, const c
 }
 
 /* The peak in-use bytes of a trace as stats prints it: exact, counted
- * by the sampler, or the samples' estimate (ap_view_peak). */
-static struct ap_view_peak peak_of(const struct ap_trace *t)
+ * by the sampler, or the samples' estimate (ap_view_peak), into *out.
+ * Returns 0, or -1 with err set (ap_trace_totals). */
+static int peak_of(const struct ap_trace *t, struct ap_view_peak *out, struct ap_error *err)
 {
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	return ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
+	if (ap_trace_totals(t, &tot, err) < 0)
+		return -1;
+	*out = ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
+	return 0;
 }
 
 int cmd_diff(int argc, char **argv)
@@ -397,9 +400,11 @@ int cmd_diff(int argc, char **argv)
 	}
 	ap_view_warnings(&bv);
 	ap_view_warnings(&nv);
-	if (!o.json) {
-		ap_view_peak_note(bv.trace, o.report.sample_index);
-		ap_view_peak_note(nv.trace, o.report.sample_index);
+	if (!o.json && (ap_view_peak_note(bv.trace, o.report.sample_index) ||
+			ap_view_peak_note(nv.trace, o.report.sample_index))) {
+		ap_view_release(&bv);
+		ap_view_release(&nv);
+		return DIFF_EXIT_CANNOT;
 	}
 	rc = AP_EXIT_OK;
 	json_t *root = o.json ? json_object() : NULL;
@@ -439,7 +444,13 @@ int cmd_diff(int argc, char **argv)
 	for (size_t k = 0; k < nlimits && rc == AP_EXIT_OK; k++) {
 		if (limits[k].of != LIMIT_PEAK)
 			continue;
-		struct ap_view_peak pb = peak_of(bv.trace), pn = peak_of(nv.trace);
+		struct ap_view_peak pb, pn;
+		struct ap_error err;
+		if (peak_of(bv.trace, &pb, &err) < 0 || peak_of(nv.trace, &pn, &err) < 0) {
+			ap_print_error(&err);
+			rc = DIFF_EXIT_CANNOT;
+			break;
+		}
 		if (limit_passed(&limits[k], pb.bytes, pn.bytes)) {
 			say_passed("the run", &limits[k], pb.bytes, pn.bytes, specs[k]);
 			failed++;

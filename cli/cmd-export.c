@@ -228,17 +228,25 @@ int cmd_export(int argc, char **argv)
 		ap_buf_release(&defpath);
 		return rc;
 	}
+	struct ap_error err;
 	struct ap_export *x = ap_export_new(v.trace, v.values, v.sym, ap_view_progress_fn(),
-					    ap_view_progress_ctx("symbolizing"));
+					    ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
+	if (!x) {
+		ap_print_error(&err);
+		ap_view_release(&v);
+		ap_buf_release(&defpath);
+		return AP_EXIT_FAIL;
+	}
 	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
-	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
-	ap_view_peak_note(v.trace, o.report.sample_index);
+	bool noted = !ap_view_sampling_hint(v.trace) &&
+		     !ap_view_inuse_objects_note(v.trace, o.report.sample_index) &&
+		     !ap_view_peak_note(v.trace, o.report.sample_index);
 
 	struct ap_buf out = AP_BUF_INIT, summary = AP_BUF_INIT;
 	rc = AP_EXIT_FAIL;
-	if (render(x, fmt, o.report.sample_index, &out, &summary) == 0 && ap_write_output(output, &out) == 0) {
+	if (noted && render(x, fmt, o.report.sample_index, &out, &summary) == 0 &&
+	    ap_write_output(output, &out) == 0) {
 		rc = AP_EXIT_OK;
 		if (strcmp(output, "-"))
 			ap_die_msg("wrote %s (%s)", output, summary.buf);

@@ -371,16 +371,22 @@ int cmd_flamegraph(int argc, char **argv)
 	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc)
 		return rc;
-	struct ap_export *x = ap_export_new(v.trace, v.values, v.sym, ap_view_progress_fn(),
-					    ap_view_progress_ctx("symbolizing"));
-	ap_view_progress_done();
-	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
-	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
-	ap_view_peak_note(v.trace, o.report.sample_index);
 	struct ap_error err;
-	struct ap_flame *f = ap_flame_new(x, &o.report, &err);
-	if (!f) {
+	struct ap_export *x = ap_export_new(v.trace, v.values, v.sym, ap_view_progress_fn(),
+					    ap_view_progress_ctx("symbolizing"), &err);
+	ap_view_progress_done();
+	if (!x) {
+		ap_print_error(&err);
+		ap_view_release(&v);
+		return AP_EXIT_FAIL;
+	}
+	ap_view_warnings(&v);
+	struct ap_flame *f = NULL;
+	if (ap_view_sampling_hint(v.trace) ||
+	    ap_view_inuse_objects_note(v.trace, o.report.sample_index) ||
+	    ap_view_peak_note(v.trace, o.report.sample_index)) {
+		rc = AP_EXIT_FAIL;
+	} else if (!(f = ap_flame_new(x, &o.report, &err))) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
 	} else {

@@ -107,10 +107,11 @@ int cmd_list(int argc, char **argv)
 			ap_view_progress_fn(), ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
-	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
-	ap_view_peak_note(v.trace, o.report.sample_index);
-	if (!l) {
+	if (ap_view_sampling_hint(v.trace) ||
+	    ap_view_inuse_objects_note(v.trace, o.report.sample_index) ||
+	    ap_view_peak_note(v.trace, o.report.sample_index)) {
+		rc = AP_EXIT_FAIL;
+	} else if (!l) {
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
 	} else if (!l->nfuncs) {

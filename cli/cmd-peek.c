@@ -39,14 +39,15 @@ static bool any_match(const struct ap_report *r, const struct ap_regex *re)
 static const char sep[] = "----------------------------------------------------------+-------------\n";
 
 /* The rows matching `re` (every row when NULL), each between its callers
- * and callees. */
-static void print_text(const struct ap_report *r, const struct ap_trace *t,
-		       const struct ap_regex *re)
+ * and callees. Returns the exit code (ap_view_print_kind's). */
+static int print_text(const struct ap_report *r, const struct ap_trace *t,
+		      const struct ap_regex *re)
 {
 	int unit = ap_view_table_unit(r);
 	const char *exe = strrchr(t->exe, '/');
 	printf("File: %s\nType: %s\n", exe ? exe + 1 : t->exe, ap_sample_index_name(r->sample_index));
-	ap_view_print_kind(t, r->sample_index);
+	if (ap_view_print_kind(t, r->sample_index))
+		return AP_EXIT_FAIL;
 	ap_render_top_head(r, unit);
 	printf("%s", sep);
 	/* as pprof: a rule before each node and one after the last */
@@ -64,6 +65,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 	}
 	if (any)
 		printf("%s", sep);
+	return AP_EXIT_OK;
 }
 
 static json_t *ctx_json(const struct ap_peek_edge *c, size_t n)
@@ -161,7 +163,7 @@ int cmd_peek(int argc, char **argv)
 	} else if (o.json) {
 		rc = print_json(r, v.trace, re);
 	} else {
-		print_text(r, v.trace, re);
+		rc = print_text(r, v.trace, re);
 	}
 	ap_report_free(r);
 	ap_regex_free(re);
@@ -249,7 +251,7 @@ int cmd_tree(int argc, char **argv)
 	} else if (o.json) {
 		rc = print_json(r, v.trace, NULL);
 	} else {
-		print_text(r, v.trace, NULL);
+		rc = print_text(r, v.trace, NULL);
 	}
 	ap_report_free(r);
 	ap_view_release(&v);

@@ -52,6 +52,10 @@ static void record_usage(FILE *f)
 	      "                     with 15 on chunks that pack well); higher levels\n"
 	      "                     make most traces a little smaller and record take\n"
 	      "                     longer to finish; 0 leaves it as the sampler wrote it\n"
+	      "      --no-symbols   do not keep the names, files and lines of the\n"
+	      "                     trace's frames in it (by default they are added\n"
+	      "                     when the trace is finished, so that reports read\n"
+	      "                     it after the program is rebuilt, upgraded or gone)\n"
 	      "  -q, --quiet        no summary line at the end, nor lines about traces\n"
 	      "                     still written by processes that outlive PROGRAM\n"
 	      "  -h, --help         show this help\n\n"
@@ -88,8 +92,12 @@ struct record_opts {
 	unsigned max_depth;
 	bool no_children;
 	bool quiet;
+	bool no_symbols;
 	int compress_level; /* -1: ALLOCPROF_COMPACT_LEVEL's, else the default */
 };
+
+/* --no-symbols: finished traces keep no SYMBOLS chunks */
+static bool no_symbols;
 
 /* Option value: "--opt VALUE" or "--opt=VALUE". */
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
@@ -145,6 +153,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 			o->rate = 1;
 		} else if (!strcmp(a, "--no-children")) {
 			o->no_children = true;
+		} else if (!strcmp(a, "--no-symbols")) {
+			o->no_symbols = true;
 		} else if (!strcmp(a, "-o") || opt_is(a, "--output")) {
 			if (!(v = opt_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output")) || !*v)
 				return ap_usage_error("record", "%s needs a path", a);
@@ -1044,6 +1054,24 @@ static char *trace_malloc_owner(const char *path)
 	return owner;
 }
 
+/* The trace keeps its frames' names and lines (allocprof symbols, in
+ * allocprof-report: the launcher links no symbolizer). */
+static void keep_symbols(const char *path)
+{
+	char level[16];
+	snprintf(level, sizeof(level), "%d", compact_level());
+	char *argv[] = {(char *)"symbols", (char *)"-q", (char *)"--if-finished",
+			(char *)"--compress-level", level, (char *)"--", (char *)path, NULL};
+#ifdef AP_LAUNCHER
+	int rc = ap_run_report_child(argv);
+#else
+	int rc = cmd_symbols(7, argv);
+#endif
+	if (rc)
+		ap_die_msg("%s: the trace keeps no symbols: the reports name its frames from the "
+			   "program's files", path);
+}
+
 static void finish_trace(const char *path, const char *what, bool quiet,
 			 struct ap_compact_stream *stream, const int *status,
 			 const struct ap_finished *fin)
@@ -1068,6 +1096,8 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	end_refused(path, refusal, sizeof(refusal));
 	if (refusal[0])
 		ap_die_msg("%s", refusal);
+	if (!no_symbols)
+		keep_symbols(path);
 	char *owner = trace_malloc_owner(path);
 	if (owner)
 		ap_die_msg("%s: the program has a malloc of its own (in %s): its allocations never "
@@ -1416,12 +1446,13 @@ static char **program_env(char *preload, char *cfg, char *exec_var)
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, -1 };
+	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, false, -1 };
 	int first = 0;
 	int rc = parse_opts(argc, argv, &o, &first);
 	if (rc)
 		return rc < 0 ? AP_EXIT_OK : rc;
 	compress_level_opt = o.compress_level;
+	no_symbols = o.no_symbols;
 	const char *prog = argv[first];
 	if (!*prog)
 		return ap_usage_error("record", "the program's name is empty");

@@ -170,6 +170,17 @@ static void print_end(const struct ap_trace *t)
 	}
 }
 
+/* The PCs whose frames the trace keeps (SYMBOLS chunks), and in how
+ * many tables (one per file, per chunk and per process of a run). */
+static size_t kept_pcs(const struct ap_trace *t, size_t *tables)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->symtab.nmods; i++)
+		n += t->symtab.mods[i].npcs;
+	*tables = t->symtab.nmods;
+	return n;
+}
+
 static void print_text(const struct ap_trace *t, const struct ap_trace_totals *tot)
 {
 	struct ap_buf cmd = AP_BUF_INIT;
@@ -289,6 +300,13 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		       "it, not in inuse_*)\n",
 		       "exec_dropped", round(tot->exec_dropped_objects), b);
 	}
+	size_t kept_files;
+	size_t kept = kept_pcs(t, &kept_files);
+	if (kept)
+		printf("%-18s kept in the trace: %zu PC%s of %zu file%s (allocprof-symbols(1))\n",
+		       "symbols", kept, kept == 1 ? "" : "s", kept_files, kept_files == 1 ? "" : "s");
+	else
+		printf("%-18s none kept: read from the program's files\n", "symbols");
 	if (t->truncated)
 		printf("%-18s yes: %s\n", "truncated", t->truncated_why);
 	else
@@ -386,6 +404,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "malloc_owner",
 			    t->malloc_owner ? ap_json_text(t->malloc_owner) : json_null());
+	size_t kept_files;
+	json_object_set_new(o, "symbols_kept", json_u64(kept_pcs(t, &kept_files)));
 	json_object_set_new(o, "truncated", json_boolean(t->truncated));
 	json_object_set_new(o, "truncated_why",
 			    t->truncated ? ap_json_text(t->truncated_why) : json_null());
@@ -416,7 +436,7 @@ int cmd_stats(int argc, char **argv)
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = ap_view_getopt(argc, argv, ":h", longopts)) != -1) {
 		switch (c) {
 		case 'h':
 			stats_usage(stdout);
@@ -430,9 +450,7 @@ int cmd_stats(int argc, char **argv)
 			ap_view_option(&vo, c, optarg);
 			break;
 		default:
-			if (optopt)
-				return ap_usage_error("stats", "unknown option '-%c'", optopt);
-			return ap_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
+			return ap_view_bad_option("stats", c, argv);
 		}
 	}
 	if (optind >= argc)
@@ -446,8 +464,11 @@ int cmd_stats(int argc, char **argv)
 			 ": the totals cover its complete part"))
 		return AP_EXIT_FAIL;
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	if (json)
+	struct ap_error err;
+	if (ap_trace_totals(t, &tot, &err) < 0) {
+		ap_print_error(&err);
+		rc = AP_EXIT_FAIL;
+	} else if (json)
 		rc = print_json(t, &tot);
 	else {
 		print_text(t, &tot);

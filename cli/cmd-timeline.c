@@ -290,7 +290,14 @@ int cmd_timeline(int argc, char **argv)
 	struct ap_timeline_sites sites;
 	ap_timeline_sites_init(&sites, &v, (size_t)nsites);
 	struct ap_timeline T;
-	ap_timeline_init(&T, v.trace, &sites, (size_t)nbuckets, by_bytes);
+	struct ap_error err;
+	if (ap_timeline_init(&T, v.trace, &sites, (size_t)nbuckets, by_bytes, &err) < 0) {
+		ap_print_error(&err);
+		ap_timeline_release(&T);
+		ap_timeline_sites_release(&sites);
+		ap_view_release(&v);
+		return AP_EXIT_FAIL;
+	}
 	char *const *names = sites.names;
 
 	FILE *f = stdout;

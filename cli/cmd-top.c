@@ -51,8 +51,9 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-static void print_text(const struct ap_report *r, const struct ap_trace *t,
-		       const struct ap_view_opts *o)
+/* Returns the exit code (ap_view_print_kind's). */
+static int print_text(const struct ap_report *r, const struct ap_trace *t,
+		      const struct ap_view_opts *o)
 {
 	enum ap_sample_index si = r->sample_index;
 	size_t n = r->nrows;
@@ -61,7 +62,8 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 
 	printf("File: %s\n", basename_of(t->exe));
 	printf("Type: %s\n", ap_sample_index_name(si));
-	ap_view_print_kind(t, si);
+	if (ap_view_print_kind(t, si))
+		return AP_EXIT_FAIL;
 	/* pprof's order of the filters. */
 	const char *const fname[] = {"focus", "ignore", "hide", "show"};
 	const char *const fval[] = {o->report.focus, o->report.ignore, o->report.hide,
@@ -86,6 +88,7 @@ static void print_text(const struct ap_report *r, const struct ap_trace *t,
 		printf("%s%s\n", rb, name.buf);
 	}
 	ap_buf_release(&name);
+	return AP_EXIT_OK;
 }
 
 static double pct(double v, double total)
@@ -120,7 +123,12 @@ static int print_json(const struct ap_report *r, const struct ap_trace *t)
 	if (r->sample_index == AP_SI_PEAK_SPACE || r->sample_index == AP_SI_PEAK_OBJECTS) {
 		/* what the table's moment is: the samples' peak, and stats' */
 		struct ap_trace_totals tot;
-		ap_trace_totals(t, &tot);
+		struct ap_error err;
+		if (ap_trace_totals(t, &tot, &err) < 0) {
+			json_decref(root);
+			ap_print_error(&err);
+			return AP_EXIT_FAIL;
+		}
 		struct ap_view_peak pk =
 		    ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
 		json_object_set_new(root, "peak",
@@ -220,8 +228,12 @@ int cmd_top(int argc, char **argv)
 			  ap_view_progress_ctx("symbolizing"), &err);
 	ap_view_progress_done();
 	ap_view_warnings(&v);
-	ap_view_sampling_hint(v.trace);
-	ap_view_inuse_objects_note(v.trace, o.report.sample_index);
+	if (ap_view_sampling_hint(v.trace) ||
+	    ap_view_inuse_objects_note(v.trace, o.report.sample_index)) {
+		ap_report_free(r);
+		ap_view_release(&v);
+		return AP_EXIT_FAIL;
+	}
 	if (r)
 		ap_view_symbols_hint(&v, o.report.sample_index);
 	if (!r) {
@@ -232,7 +244,7 @@ int cmd_top(int argc, char **argv)
 	if (o.json)
 		rc = print_json(r, v.trace);
 	else
-		print_text(r, v.trace, &o);
+		rc = print_text(r, v.trace, &o);
 	ap_report_free(r);
 	ap_view_release(&v);
 	return rc;

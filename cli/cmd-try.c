@@ -37,9 +37,6 @@
 enum {
 	OPT_SITE = AP_VOPT_FIRST_OWN,
 	OPT_RUNS,
-	OPT_NO_MEASURE,
-	OPT_MEASURE_TIME,
-	OPT_REPLAY_CPUS,
 };
 
 static void try_usage(FILE *f)
@@ -1073,9 +1070,7 @@ int cmd_try(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"site", required_argument, NULL, OPT_SITE},
 	    {"runs", required_argument, NULL, OPT_RUNS},
-	    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
-	    {"measure-time", required_argument, NULL, OPT_MEASURE_TIME},
-	    {"replay-cpus", required_argument, NULL, OPT_REPLAY_CPUS},
+	    AP_VIEW_MEASURE_LONGOPTS,
 	    {"json", no_argument, NULL, AP_VOPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -1099,7 +1094,7 @@ int cmd_try(int argc, char **argv)
 	int opt;
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(dd, argv, ":h", longopts, NULL)) != -1) {
+	while ((opt = ap_view_getopt(dd, argv, ":h", longopts)) != -1) {
 		char *end;
 		switch (opt) {
 		case 'h':
@@ -1117,33 +1112,17 @@ int cmd_try(int argc, char **argv)
 				return ap_usage_error(
 				    "try", "--runs wants a count from 1 to 1000, not '%s'", optarg);
 			break;
-		case OPT_NO_MEASURE:
-			vm.off = true;
-			break;
-		case OPT_MEASURE_TIME: {
-			uint64_t ns;
-			if (ap_parse_duration(optarg, &ns) < 0 || !ns)
-				return ap_usage_error(
-				    "try", "--measure-time wants a duration like 5s, not '%s'",
-				    optarg);
-			vm.budget_ns = (double)ns;
-			break;
-		}
-		case OPT_REPLAY_CPUS:
-			if (ap_view_parse_replay_cpus(&vm, optarg) < 0)
-				return ap_usage_error(
-				    "try",
-				    "--replay-cpus wants a number of CPUs from 1 to 65536, or all, "
-				    "not '%s'",
-				    optarg);
-			break;
 		case AP_VOPT_JSON:
 			json = true;
 			break;
-		case ':':
-			return ap_usage_error("try", "%s needs a value", argv[optind - 1]);
-		default:
-			return ap_usage_error("try", "unknown option '%s'", argv[optind - 1]);
+		default: {
+			int m = ap_view_measure_option(&vm, "try", opt, optarg);
+			if (m < 0)
+				return AP_EXIT_USAGE;
+			if (m)
+				break;
+			return ap_view_bad_option("try", opt, argv);
+		}
 		}
 	}
 	if (optind == dd)

@@ -311,7 +311,10 @@ int cmd_tui(int argc, char **argv)
 	if (!rc) {
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
-		ap_view_sampling_hint(v.trace);
+		if (!rc && ap_view_sampling_hint(v.trace)) {
+			tui_release(&t);
+			rc = AP_EXIT_FAIL;
+		}
 		/* On a terminal the screen hides stderr: the first warning
 		 * goes to the status line too. */
 		const char *const *w = ap_sym_warnings(v.sym);
@@ -321,6 +324,13 @@ int cmd_tui(int argc, char **argv)
 			/* the screen is the terminal's now: no progress on stderr */
 			ap_events_progress(v.trace, NULL, NULL);
 			rc = batch ? run_batch(&t, keys, nkeys, sizes) : run_terminal(&t);
+			/* a replay that failed, said on the screen: again, now
+			 * that the screen is gone */
+			if (t.failed) {
+				ap_print_error(&t.error);
+				if (rc == AP_EXIT_OK)
+					rc = AP_EXIT_FAIL;
+			}
 			tui_release(&t);
 		}
 		ap_view_release(&v);

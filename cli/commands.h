@@ -21,6 +21,11 @@ int cmd_peek(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_try(int argc, char **argv);
+int cmd_symbols(int argc, char **argv);
+
+/* Runs `allocprof-report` with argv (argv[0] the command) as a child and
+ * waits for it: its exit status, or -1 (said) when it could not run. */
+int ap_run_report_child(char **argv);
 
 /* Writes b to `path` ("-": standard output, checked by main at exit); a
  * file is replaced only once it is complete. Returns 0, or -1 after

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -54,6 +56,7 @@ static const struct command commands[] = {
 	{ "flamegraph", REPORT_CMD(cmd_flamegraph), "an interactive flame graph (SVG) of the call paths", false },
 	{ "diff", REPORT_CMD(cmd_diff), "what changed between two traces, per call site (and a CI gate)", true },
 	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)", false },
+	{ "symbols", REPORT_CMD(cmd_symbols), "keep the frames' names and lines in a trace (record does)", false },
 	{ NULL, NULL, NULL, false },
 };
 
@@ -62,24 +65,29 @@ static const struct command commands[] = {
  * this binary (the build tree, or a bindir that holds both), else in the
  * install's pkglibdir; $ALLOCPROF_REPORT overrides. Returns only if it
  * cannot. */
-static int run_report(int argc, char **argv)
+static void report_path(char *path, size_t len)
 {
-	char path[PATH_MAX + 64];
 	const char *env = getenv("ALLOCPROF_REPORT");
 	path[0] = 0;
 	if (env && *env) {
-		snprintf(path, sizeof(path), "%s", env);
+		snprintf(path, len, "%s", env);
 	} else {
 		char self[PATH_MAX];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
 		if (slash) {
 			*slash = 0;
-			snprintf(path, sizeof(path), "%s/" REPORT_EXE, self);
+			snprintf(path, len, "%s/" REPORT_EXE, self);
 		}
 		if (!path[0] || access(path, X_OK) != 0)
-			snprintf(path, sizeof(path), "%s/" REPORT_EXE, AP_PKGLIBDIR);
+			snprintf(path, len, "%s/" REPORT_EXE, AP_PKGLIBDIR);
 	}
+}
+
+static int run_report(int argc, char **argv)
+{
+	char path[PATH_MAX + 64];
+	report_path(path, sizeof(path));
 	char **av = calloc((size_t)argc + 2, sizeof(*av));
 	if (!av) {
 		ap_die_msg("out of memory");
@@ -94,6 +102,35 @@ static int run_report(int argc, char **argv)
 		   "set ALLOCPROF_REPORT to its path", path, strerror(errno));
 	free(av);
 	return AP_EXIT_FAIL;
+}
+
+int ap_run_report_child(char **argv)
+{
+	char path[PATH_MAX + 64];
+	report_path(path, sizeof(path));
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	char **av = calloc(n + 2, sizeof(*av));
+	if (!av) {
+		ap_die_msg("out of memory");
+		return -1;
+	}
+	av[0] = (char *)"allocprof";
+	memcpy(av + 1, argv, n * sizeof(*av));
+	fflush(NULL);
+	pid_t pid;
+	int e = posix_spawn(&pid, path, NULL, NULL, av, environ);
+	free(av);
+	if (e) {
+		ap_die_msg("%s: cannot run " REPORT_EXE " (%s)", path, strerror(e));
+		return -1;
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 #endif
 
@@ -276,23 +313,8 @@ static int finish_stdout(int rc)
 	return rc;
 }
 
-/* A pass over a trace's events found a chunk corrupt that ap_trace_read
- * left to it (ap_trace_on_corrupt): said as ap_trace_read says it, and
- * before anything is printed, since every command prints after a whole
- * pass over the events. */
-#ifndef AP_LAUNCHER
-static void die_corrupt(const char *msg)
-{
-	ap_die_msg("%s", msg);
-	exit(AP_EXIT_FAIL);
-}
-#endif
-
 int main(int argc, char **argv)
 {
-#ifndef AP_LAUNCHER
-	ap_trace_on_corrupt(die_corrupt);
-#endif
 	/* A closed pipe must not kill us with SIGPIPE in the middle of output;
 	 * write errors are checked at the end instead. */
 	struct sigaction pipe_was;

@@ -198,8 +198,9 @@ void ap_timeline_sites_release(struct ap_timeline_sites *s)
 	memset(s, 0, sizeof(*s));
 }
 
-void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
-		      const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes)
+int ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
+		     const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes,
+		     struct ap_error *err)
 {
 	uint64_t end = ap_trace_end_ns(t);
 	size_t w = s->shown + 1;
@@ -214,7 +215,8 @@ void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 		 * sampled block allocated and freed at its weight */
 		T->xspan = 0;
 		struct ap_replay_consumer xc = { &xspan_ops, &T->xspan };
-		ap_replay(t, &xc, 1, NULL);
+		if (ap_replay(t, &xc, 1, NULL, err) < 0)
+			return -1;
 	}
 	T->live_site = ap_xcalloc(w, sizeof(double));
 	T->max = ap_xcalloc(T->nbuckets, sizeof(double));
@@ -222,8 +224,10 @@ void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 	T->last = ap_xcalloc(T->nbuckets * w, sizeof(double));
 	T->seen = ap_xcalloc(T->nbuckets, sizeof(bool));
 	struct ap_replay_consumer c = { &tl_ops, T };
-	ap_replay(t, &c, 1, NULL);
+	if (ap_replay(t, &c, 1, NULL, err) < 0)
+		return -1;
 	tl_fill(T);
+	return 0;
 }
 
 void ap_timeline_release(struct ap_timeline *T)

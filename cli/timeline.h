@@ -54,9 +54,11 @@ struct ap_timeline {
 
 /* Replays `t` into `nbuckets` (at least 1) stretches of its run (of time,
  * or of the bytes allocated with `by_bytes`), split by the sites `s`
- * (which must outlive T). Never fails. */
-void ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
-		      const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes);
+ * (which must outlive T). Returns 0, or -1 with err set when the replay
+ * fails (ap_replay); T is to be released either way. */
+AP_MUST_CHECK int ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
+				   const struct ap_timeline_sites *s, size_t nbuckets,
+				   bool by_bytes, struct ap_error *err);
 void ap_timeline_release(struct ap_timeline *T);
 
 /* The end of bucket b on the x axis: seconds from the start of the run,

@@ -204,6 +204,16 @@ static void set_status(struct tui *t, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A replay failed with err (tui.failed). */
+static void replay_failed(struct tui *t, const struct ap_error *err)
+{
+	if (!t->failed) {
+		t->failed = true;
+		t->error = *err;
+	}
+	set_status(t, "%s", t->error.msg);
+}
+
 static size_t row_named(const struct ap_report *r, const char *name, size_t fallback)
 {
 	for (size_t i = 0; name && i < r->nrows; i++)
@@ -581,12 +591,18 @@ static void timeline_page_line(void *ctx, const struct ap_line *line)
  * once; a new width replays the trace again, the same width only draws. */
 static bool tljob_start(struct tui *t, size_t nb);
 static bool tljob_poll(struct tui *t, bool block);
+static void timeline_free(struct tui_timeline *tl);
 /* The status line while it runs. */
 #define TLJOB_STATUS "replaying the trace for the new width ..."
 
-
-static void timeline_refresh(struct tui *t)
+/* Returns false when the timeline cannot be made (a replay failed: said on
+ * the status line; t->timeline is NULL then). */
+static bool timeline_refresh(struct tui *t)
 {
+	if (t->failed && (!t->timeline || !t->timeline->T.nbuckets)) {
+		set_status(t, "%s", t->error.msg);
+		return false;
+	}
 	if (!t->timeline) {
 		busy(t, "finding the call sites");
 		t->timeline = ap_xcalloc(1, sizeof(*t->timeline));
@@ -595,17 +611,32 @@ static void timeline_refresh(struct tui *t)
 	struct tui_timeline *tl = t->timeline;
 	/* the axis label takes 11 columns, the time at the end about 12 */
 	size_t nb = t->cols > 33 ? (size_t)t->cols - 23 : 10;
-	if (tl->T.nbuckets != nb && !(t->work && tl->T.nbuckets && tljob_start(t, nb))) {
+	/* (after a failed replay, the width made before stays) */
+	if (tl->T.nbuckets != nb && !t->failed &&
+	    !(t->work && tl->T.nbuckets && tljob_start(t, nb))) {
 		/* (with work, the old width stays shown until the new one is made) */
 		busy(t, "replaying the trace");
 		ap_timeline_release(&tl->T);
-		ap_timeline_init(&tl->T, t->v->trace, &tl->sites, nb, false);
+		struct ap_error err;
+		if (ap_timeline_init(&tl->T, t->v->trace, &tl->sites, nb, false, &err) < 0) {
+			replay_failed(t, &err);
+			page_release(&t->timeline_page);
+			if (!t->tljob) { /* (a job reads the sites) */
+				timeline_free(tl);
+				t->timeline = NULL;
+			} else {
+				ap_timeline_release(&tl->T);
+				memset(&tl->T, 0, sizeof(tl->T));
+			}
+			return false;
+		}
 	}
 	/* around the chart: the title and status lines, and the renderer's
 	 * five lines and one per site and the rest */
 	int rows = t->rows - 2 - 5 - (int)(tl->sites.shown + 1);
 	page_release(&t->timeline_page);
 	ap_render_timeline(&tl->T, rows < 2 ? 2 : rows, timeline_page_line, &t->timeline_page);
+	return true;
 }
 
 static void timeline_free(struct tui_timeline *tl)
@@ -623,7 +654,8 @@ static void open_timeline(struct tui *t)
 {
 	if (work_wait(t, TUI_VIEW_TIMELINE))
 		return;
-	timeline_refresh(t);
+	if (!timeline_refresh(t))
+		return;
 	t->timeline_pos = (struct tui_pos){0};
 	push_view(t, TUI_VIEW_TIMELINE);
 }
@@ -655,6 +687,10 @@ static void open_advise(struct tui *t)
 	if (work_wait(t, TUI_VIEW_ADVISE))
 		return;
 	if (!t->advice) {
+		if (t->failed) {
+			set_status(t, "%s", t->error.msg);
+			return;
+		}
 		if (load_costs(t))
 			return;
 		struct ap_advise_options ao;
@@ -669,7 +705,8 @@ static void open_advise(struct tui *t)
 			ap_view_measure_run(&t->o.measure, t->advice, t->v->trace, &m, &ao);
 		ap_site_map_release(&m);
 		if (!t->advice) {
-			set_status(t, "%s", err.msg);
+			/* (the costs are there: a replay that failed) */
+			replay_failed(t, &err);
 			return;
 		}
 	}
@@ -954,8 +991,8 @@ void tui_resize(struct tui *t, int rows, int cols)
 	t->rows = rows;
 	t->cols = cols;
 	/* elsewhere the timeline is made again when it is opened */
-	if (view_of(t) == TUI_VIEW_TIMELINE)
-		timeline_refresh(t);
+	if (view_of(t) == TUI_VIEW_TIMELINE && !timeline_refresh(t))
+		pop_view(t);
 	for (int i = 0; i < t->depth; i++) {
 		enum tui_view_kind k = t->stack[i];
 		pos_fix(pos_of(t, k), lines_of(t, k), view_page(t, k), is_cursor_view(k));
@@ -1238,7 +1275,10 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 					 0);
 		*cursor_col = tui_screen_put(s, last, col, TUI_STATUS, t->input.buf, 0);
 	} else {
-		tui_screen_put(s, last, 0, TUI_STATUS, t->status[0] ? t->status : status_keys(k),
+		tui_screen_put(s, last, 0, TUI_STATUS,
+			       t->status[0] ? t->status
+			       : t->failed  ? t->error.msg
+					    : status_keys(k),
 			       0);
 	}
 }
@@ -1265,6 +1305,8 @@ struct tui_work {
 	bool have_costs, joined;
 	/* under mu */
 	bool advice_done, timeline_done;
+	bool timeline_failed; /* then timeline_err says why */
+	struct ap_error timeline_err;
 	struct ap_advice *advice;
 	struct ap_error err;
 	/* the replay running now: events done of total, and how many
@@ -1287,14 +1329,22 @@ static void *work_main(void *arg)
 {
 	struct tui_work *w = arg;
 	/* the timeline first: one replay, where the advisor may make several */
-	ap_timeline_init(&w->timeline->T, w->trace, &w->timeline->sites, w->nb, false);
+	struct ap_error tl_err;
+	bool tl_failed = ap_timeline_init(&w->timeline->T, w->trace, &w->timeline->sites, w->nb,
+					  false, &tl_err) < 0;
 	pthread_mutex_lock(&w->mu);
 	w->timeline_done = true;
+	w->timeline_failed = tl_failed;
+	if (tl_failed)
+		w->timeline_err = tl_err;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	struct ap_error err = {{0}};
 	struct ap_advice *a = NULL;
-	if (w->have_costs)
+	/* (a failed replay fails again: the advisor's would) */
+	if (tl_failed)
+		err = tl_err;
+	else if (w->have_costs)
 		a = ap_advise_run(w->trace, &w->sites, &w->ao, &err);
 	if (a)
 		ap_view_measure_run(&w->measure, a, w->trace, &w->sites, &w->ao);
@@ -1385,12 +1435,14 @@ bool tui_poll(struct tui *t, bool block, bool *pending)
 		else
 			ap_advice_free(w->advice);
 		if (!w->advice && w->have_costs)
-			set_status(t, "%s", w->err.msg);
+			replay_failed(t, &w->err);
 		w->advice = NULL;
 	}
 	if (w->timeline_done && !w->timeline_taken) {
 		w->timeline_taken = true;
-		if (!t->timeline)
+		if (w->timeline_failed)
+			replay_failed(t, &w->timeline_err);
+		if (!t->timeline && !w->timeline_failed)
 			t->timeline = w->timeline;
 		else
 			timeline_free(w->timeline);
@@ -1448,13 +1500,15 @@ struct tui_tljob {
 	const struct ap_timeline_sites *sites;
 	struct ap_timeline T;
 	size_t nb;
+	bool failed; /* then err says why */
+	struct ap_error err;
 	int done; /* atomic */
 };
 
 static void *tljob_main(void *arg)
 {
 	struct tui_tljob *j = arg;
-	ap_timeline_init(&j->T, j->trace, j->sites, j->nb, false);
+	j->failed = ap_timeline_init(&j->T, j->trace, j->sites, j->nb, false, &j->err) < 0;
 	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1488,6 +1542,14 @@ static bool tljob_poll(struct tui *t, bool block)
 	pthread_join(j->th, NULL);
 	if (!strcmp(t->status, TLJOB_STATUS))
 		t->status[0] = 0;
+	if (j->failed) {
+		/* the old width stays shown */
+		replay_failed(t, &j->err);
+		ap_timeline_release(&j->T);
+		free(j);
+		t->tljob = NULL;
+		return true;
+	}
 	ap_timeline_release(&t->timeline->T);
 	t->timeline->T = j->T;
 	free(j);

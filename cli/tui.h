@@ -160,6 +160,14 @@ struct tui {
 	struct tui_tljob *tljob; /* with work: a resized timeline being replayed */
 	bool waiting;	       /* `wait_for` opens when its work is done */
 	enum tui_view_kind wait_for;
+
+	/* A replay of the trace failed (ap_replay: a corrupt chunk), on the
+	 * worker's thread or this one: the first error, shown on the status
+	 * line from then on. The views made before stay; the TUI starts no
+	 * replay after it (each would fail the same way). The command says it
+	 * again on stderr once the screen is gone, and exits with status 1. */
+	bool failed;
+	struct ap_error error;
 };
 
 /* Builds the top model (the only step that can fail: a bad focus or ignore

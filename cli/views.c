@@ -291,7 +291,11 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 	}
 	if (o->no_values)
 		return 0;
-	v->values = ap_report_stack_values(v->trace);
+	if (!(v->values = ap_report_stack_values(v->trace, &err))) {
+		ap_print_error(&err);
+		ap_view_release(v);
+		return AP_EXIT_FAIL;
+	}
 	if (o->no_suppressions && !o->suppressions)
 		return 0;
 	struct ap_suppressions *s =
@@ -439,13 +443,14 @@ const char *ap_view_peak_says(const struct ap_view_peak *p, char *buf, size_t le
 	return buf;
 }
 
-const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
-				       size_t len)
+int ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
+			       size_t len, struct ap_error *err)
 {
 	if (t->rate <= 1 || (si != AP_SI_PEAK_SPACE && si != AP_SI_PEAK_OBJECTS))
-		return NULL;
+		return 0;
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	if (ap_trace_totals(t, &tot, err) < 0)
+		return -1;
 	struct ap_view_peak pk = ap_view_peak(t, tot.peak_inuse_space, tot.peak_inuse_space_sd);
 	char e[32], sd[32], c[32], says[160];
 	ap_format_bytes(e, sizeof(e), tot.peak_inuse_space);
@@ -457,7 +462,7 @@ const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_
 		     si == AP_SI_PEAK_SPACE ? "are" : "count the blocks live when",
 		     si == AP_SI_PEAK_SPACE ? "at their peak" : "peaked", e, sd);
 	if (n < 0 || (size_t)n >= len)
-		return buf;
+		return 1;
 	if (pk.kind == AP_PEAK_COUNTED) {
 		ap_format_bytes(c, sizeof(c), pk.bytes);
 		snprintf(buf + n, len - (size_t)n, "the sampler counted the peak: %s (%s)", c,
@@ -465,19 +470,27 @@ const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_
 	} else {
 		snprintf(buf + n, len - (size_t)n, "record with --all for the exact peak");
 	}
-	return buf;
+	return 1;
 }
 
-void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si)
+int ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si)
 {
 	char line[512];
-	if (ap_view_peak_estimate_says(t, si, line, sizeof(line)))
+	struct ap_error err;
+	int said = ap_view_peak_estimate_says(t, si, line, sizeof(line), &err);
+	if (said < 0) {
+		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
+	if (said)
 		ap_die_msg("note: %s", line);
+	return AP_EXIT_OK;
 }
 
-void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
+int ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
 {
 	char b[32], line[512];
+	struct ap_error err;
 	if (t->rate <= 1) {
 		printf("Sampling: every allocation\n");
 	} else {
@@ -487,37 +500,54 @@ void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
 	}
 	if (si == AP_SI_TEMPORARY)
 		printf("%s\n", AP_VIEW_TEMPORARY_SAYS);
-	if (ap_view_peak_estimate_says(t, si, line, sizeof(line)))
+	int said = ap_view_peak_estimate_says(t, si, line, sizeof(line), &err);
+	if (said < 0) {
+		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
+	if (said)
 		printf("%s\n", line);
+	return AP_EXIT_OK;
 }
 
-void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
+int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
 {
 	if (t->rate <= 1 || si != AP_SI_INUSE_OBJECTS)
-		return;
+		return AP_EXIT_OK;
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	if (ap_trace_totals(t, &tot, &err) < 0) {
+		ap_print_error(&err);
+		return AP_EXIT_FAIL;
+	}
 	ap_die_msg("note: inuse_objects is an estimate: %.0f ± %.0f (one standard deviation, "
 		   "from %llu live sample%s); blocks small next to the rate are rarely sampled, "
 		   "so it mostly reads low and now and then far high: record with --all for the "
 		   "exact count",
 		   round(tot.inuse_objects), round(tot.inuse_objects_sd),
 		   (unsigned long long)tot.inuse_samples, tot.inuse_samples == 1 ? "" : "s");
+	return AP_EXIT_OK;
 }
 
-void ap_view_sampling_hint(const struct ap_trace *t)
+int ap_view_sampling_hint(const struct ap_trace *t)
 {
 	if (t->rate <= 1)
-		return;
+		return AP_EXIT_OK;
 	uint64_t samples = 0;
 	struct ap_events *it = ap_events_open(t);
 	const struct ap_event *ev;
-	for (size_t n; (n = ap_events_next(it, &ev));)
-		for (size_t i = 0; i < n; i++)
+	ssize_t n;
+	while ((n = ap_events_next(it, &ev)) > 0)
+		for (size_t i = 0; i < (size_t)n; i++)
 			samples += ev[i].type == AP_EV_ALLOC && (ev[i].flags & AP_EVF_SAMPLED);
+	if (n < 0) {
+		ap_die_msg("%s", ap_events_error(it));
+		ap_events_close(it);
+		return AP_EXIT_FAIL;
+	}
 	ap_events_close(it);
 	if (samples >= AP_VIEW_FEW_SAMPLES)
-		return;
+		return AP_EXIT_OK;
 	char rate[32], bytes[32], what[64];
 	ap_format_bytes(rate, sizeof(rate), (double)t->rate);
 	if (samples)
@@ -529,17 +559,18 @@ void ap_view_sampling_hint(const struct ap_trace *t)
 		ap_die_msg("note: %s at one sample per %s on average; record with --all "
 			   "(every allocation) or a smaller --rate",
 			   what, rate);
-		return;
+		return AP_EXIT_OK;
 	}
 	if (!t->calls) {
 		ap_die_msg("note: the program called no allocation function");
-		return;
+		return AP_EXIT_OK;
 	}
 	ap_format_bytes(bytes, sizeof(bytes), (double)t->bytes);
 	ap_die_msg("note: %s: the program allocated %s in %llu calls, %s one sample per %s on "
 		   "average; record with --all (every allocation) or a smaller --rate",
 		   what, bytes, (unsigned long long)t->calls,
 		   t->bytes < t->rate ? "under" : "at", rate);
+	return AP_EXIT_OK;
 }
 
 void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
@@ -676,7 +707,8 @@ void ap_view_measure_init(struct ap_view_measure *vm)
 	*vm = (struct ap_view_measure){ .budget_ns = mo.budget_ns, .sites = 6 };
 }
 
-int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
+/* --replay-cpus's value: N from 1 to 65536, or "all"; -1 when neither. */
+static int parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
 {
 	if (!strcmp(arg, "all")) {
 		vm->replay_cpus = AP_REPLAY_CPUS_ALL;
@@ -688,6 +720,32 @@ int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
 	if (errno || *end || end == arg || n < 1 || n > (long)AP_MAX_CPUS)
 		return -1;
 	vm->replay_cpus = (unsigned)n;
+	return 0;
+}
+
+int ap_view_measure_option(struct ap_view_measure *vm, const char *cmd, int opt,
+			   const char *arg)
+{
+	uint64_t ns;
+	switch (opt) {
+	case AP_VOPT_NO_MEASURE:
+		vm->off = true;
+		return 1;
+	case AP_VOPT_MEASURE_TIME:
+		if (ap_parse_duration(arg, &ns) < 0 || !ns) {
+			ap_usage_error(cmd, "--measure-time wants a duration like 5s, not '%s'", arg);
+			return -1;
+		}
+		vm->budget_ns = (double)ns;
+		return 1;
+	case AP_VOPT_REPLAY_CPUS:
+		if (parse_replay_cpus(vm, arg) < 0) {
+			ap_usage_error(cmd, "--replay-cpus wants a number of CPUs from 1 to 65536, "
+				       "or all, not '%s'", arg);
+			return -1;
+		}
+		return 1;
+	}
 	return 0;
 }
 

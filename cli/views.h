@@ -39,6 +39,9 @@ enum {
 	AP_VOPT_SYMBOLIZE,
 	AP_VOPT_SUPPRESSIONS, /* AP_VIEW_SUPP_LONGOPTS */
 	AP_VOPT_NO_SUPPRESSIONS,
+	AP_VOPT_NO_MEASURE, /* AP_VIEW_MEASURE_LONGOPTS */
+	AP_VOPT_MEASURE_TIME,
+	AP_VOPT_REPLAY_CPUS,
 	AP_VOPT_FIRST_OWN, /* a command's own codes start here */
 };
 
@@ -291,29 +294,33 @@ const char *ap_view_peak_kind_name(enum ap_peak_kind k);
  * the samples' estimate of the peak (`estimate`, the table's total for
  * peak_space) with its standard deviation, at the moment their in-use
  * bytes peaked, and the peak stats prints beside it (the sampler's count
- * where the trace has one). Returns NULL (nothing to say) for an exact
- * trace or another index. Replays the trace once (ap_trace_totals). */
-const char *ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si, char *buf,
-				       size_t len);
+ * where the trace has one). Returns 1; 0 (nothing to say) for an exact
+ * trace or another index; -1 with err set when its replay of the trace
+ * (ap_trace_totals) fails. */
+AP_MUST_CHECK int ap_view_peak_estimate_says(const struct ap_trace *t, enum ap_sample_index si,
+					     char *buf, size_t len, struct ap_error *err);
 
 /* The lines the text views (top, peek, tree) print under "Type:" about
  * their numbers: "Sampling: ..." (every allocation, or the rate and that
  * the values are estimates), for --temporary what it counts, for a peak
- * index of a sampled trace "Peak: ..." (ap_view_peak_estimate_says). */
-void ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si);
+ * index of a sampled trace "Peak: ..." (ap_view_peak_estimate_says).
+ * These, the notes and the hint below replay or read the trace's events:
+ * when that fails, they print the error and return AP_EXIT_FAIL (else
+ * AP_EXIT_OK), and the command stops there. */
+AP_MUST_CHECK int ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si);
 
 /* The same line as a note on stderr ("allocprof: note: Peak: ..."), for
  * the views with no header of their own to put it in (list, flamegraph,
  * export, diff). */
-void ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
+AP_MUST_CHECK int ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si);
 
 /* A sampled trace viewed by inuse_objects: a note on stderr with the
  * count's error bar (ap_trace_totals' inuse_objects_sd), which the
  * pprof-compatible outputs have no place for. */
-void ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
+AP_MUST_CHECK int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
 
 #define AP_VIEW_FEW_SAMPLES 50
-void ap_view_sampling_hint(const struct ap_trace *t);
+AP_MUST_CHECK int ap_view_sampling_hint(const struct ap_trace *t);
 
 /* When at least AP_VIEW_UNSYM_SHARE of the total of `si` goes through
  * frames without symbols: which modules (the biggest shares first) and
@@ -391,9 +398,16 @@ struct ap_view_measure {
 	unsigned replay_cpus;
 };
 void ap_view_measure_init(struct ap_view_measure *vm);
-/* Parses --replay-cpus's value (N from 1 to 65536, or "all") into
- * vm->replay_cpus. Returns 0, or -1 when it is neither. */
-int ap_view_parse_replay_cpus(struct ap_view_measure *vm, const char *arg);
+/* The measured replay's options, advise's and try's alike. */
+#define AP_VIEW_MEASURE_LONGOPTS                                                \
+	{ "no-measure", no_argument, NULL, AP_VOPT_NO_MEASURE },               \
+	{ "measure-time", required_argument, NULL, AP_VOPT_MEASURE_TIME },     \
+	{ "replay-cpus", required_argument, NULL, AP_VOPT_REPLAY_CPUS }
+/* Handles one of them for the command `cmd`: 1 when `opt` was one, 0
+ * when it is not, -1 after printing the usage error for a bad value
+ * (return AP_EXIT_USAGE then). */
+int ap_view_measure_option(struct ap_view_measure *vm, const char *cmd, int opt,
+			   const char *arg);
 /* Measures a's sites (ap_advise_measure) with allocprof-replay from next
  * to this program, else from pkglibdir; or, off, says so in a. */
 void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,

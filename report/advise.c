@@ -847,7 +847,8 @@ static const struct ap_replay_ops walk_ops_exits = {
 	.live_at_end = ws_end,
 };
 
-static void walk_events(struct walk *w)
+/* Returns 0, or -1 with err set when the replay fails. */
+static int walk_events(struct walk *w, struct ap_error *err)
 {
 	const struct ap_trace *t = w->t;
 	struct walk_state S = { .w = w, .goal = w->heap_min };
@@ -861,7 +862,11 @@ static void walk_events(struct walk *w)
 			S.left[k] = t->threads[k].events;
 	}
 	struct ap_replay_consumer c = { exits ? &walk_ops_exits : &walk_ops, &S };
-	ap_replay(t, &c, 1, NULL);
+	if (ap_replay(t, &c, 1, NULL, err) < 0) {
+		free(S.left);
+		free(S.objs);
+		return -1;
+	}
 	if (S.exit_pending)
 		ws_exit(&S);
 	free(S.left);
@@ -870,6 +875,7 @@ static void walk_events(struct walk *w)
 				(struct pos){ S.vol, (double)t->nev - 0.5 });
 	w->rp->vol_end = S.vol;
 	free(S.objs);
+	return 0;
 }
 
 static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
@@ -885,13 +891,16 @@ static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
 		w->interval_ns = o->interval_ns;
 }
 
-double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-			 size_t *n, uint64_t *count)
+double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o, size_t *n,
+			 uint64_t *count, struct ap_error *err)
 {
 	struct replay rp = { .t = t, .o = o, .t_end = ap_trace_end_ns(t) };
 	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp };
 	walk_cycles_init(&w, o);
-	walk_events(&w);
+	if (walk_events(&w, err) < 0) {
+		free(rp.cyc.c);
+		return NULL;
+	}
 	double *pos = ap_xmalloc((rp.cyc.n ? rp.cyc.n : 1) * sizeof(*pos));
 	for (size_t i = 0; i < rp.cyc.n; i++)
 		pos[i] = rp.cyc.c[i].pos.tb;
@@ -1212,17 +1221,18 @@ static void runs_finish(struct replay *rp)
  * in one pass over the trace (a cycle found at an event applies to the
  * operations after it, which come later in the same pass). Sampled: one
  * pass collects the reconstruction (and cycles, shares, facts), then its
- * replay. */
-static void first_replay(struct replay *rp, const struct ap_site_map *m, struct site_info *info,
-			 struct links *links, uint32_t *grows, uint32_t *born, struct ap_advice *a,
-			 struct recon *rc, const uint64_t *caps)
+ * replay. Returns 0, or -1 with err set when the replay fails. */
+static int first_replay(struct replay *rp, const struct ap_site_map *m, struct site_info *info,
+			struct links *links, uint32_t *grows, uint32_t *born, struct ap_advice *a,
+			struct recon *rc, const uint64_t *caps, struct ap_error *err)
 {
 	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = rp->t,
 			  .site_of_stack = m->site_of_stack, .rp = rp, .info = info,
 			  .links = links, .a = a, .rc = rc };
 	walk_cycles_init(&w, rp->o);
 	runs_reset(rp, caps);
-	walk_events(&w);
+	if (walk_events(&w, err) < 0)
+		return -1;
 	links_best(links, m->nsites, grows, born);
 	if (a->sampled) {
 		rc->nsampled = w.nsampled;
@@ -1230,11 +1240,12 @@ static void first_replay(struct replay *rp, const struct ap_site_map *m, struct 
 		pass_recon(rp, rc);
 	}
 	runs_finish(rp);
+	return 0;
 }
 
-/* A replay again, with other caps. */
-static void next_replay(struct replay *rp, const struct ap_site_map *m, struct recon *rc,
-			const uint64_t *caps)
+/* A replay again, with other caps (as first_replay returns). */
+static int next_replay(struct replay *rp, const struct ap_site_map *m, struct recon *rc,
+		       const uint64_t *caps, struct ap_error *err)
 {
 	runs_reset(rp, caps);
 	if (rc) {
@@ -1242,9 +1253,11 @@ static void next_replay(struct replay *rp, const struct ap_site_map *m, struct r
 	} else {
 		struct walk w = { .mode = W_EXACT, .t = rp->t, .site_of_stack = m->site_of_stack,
 				  .rp = rp };
-		walk_events(&w);
+		if (walk_events(&w, err) < 0)
+			return -1;
 	}
 	runs_finish(rp);
+	return 0;
 }
 
 /* A site's facts into its public description. */
@@ -1333,7 +1346,9 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	ap_u64map_init(&links.m, 64);
 	uint32_t *grows = ap_xmalloc((ns ? ns : 1) * sizeof(*grows));
 	uint32_t *born = ap_xmalloc((ns ? ns : 1) * sizeof(*born));
-	first_replay(&rp, m, info, &links, grows, born, a, a->sampled ? &rc : NULL, caps);
+	if (first_replay(&rp, m, info, &links, grows, born, a, a->sampled ? &rc : NULL, caps, err) <
+	    0)
+		goto fail;
 	a->cycles = rp.cyc.count;
 	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.cyc.count + 1);
 
@@ -1354,7 +1369,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	for (size_t s = 0; s < ns; s++)
 		any |= rp.runs[s].active;
 	if (any) {
-		next_replay(&rp, m, a->sampled ? &rc : NULL, caps);
+		if (next_replay(&rp, m, a->sampled ? &rc : NULL, caps, err) < 0)
+			goto fail;
 		for (size_t s = 0; s < ns; s++)
 			if (rp.runs[s].active)
 				a->sites[s].rc = rp.runs[s].r;
@@ -1387,8 +1403,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->nsites = kept;
 	advise_rank(a);
 
-	if (a->sampled)
-		recon_release(&rc);
+out:
+	recon_release(&rc); /* (all NULL unless sampled) */
 	for (size_t s = 0; s < ns; s++)
 		ap_pool_free(rp.runs[s].pool);
 	ap_u64map_release(&links.m);
@@ -1402,6 +1418,10 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	free(rp.cyc.c);
 	free(rp.costs);
 	return a;
+fail:
+	ap_advice_free(a);
+	a = NULL;
+	goto out;
 }
 
 void ap_advice_free(struct ap_advice *a)

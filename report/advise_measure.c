@@ -188,9 +188,10 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	struct ap_error err = { "" };
 	size_t ncyc = 0;
 	uint64_t count = 0;
-	double *cyc = ap_advise_cycles(t, o, &ncyc, &count);
-	struct ap_script *sc = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
-					       AP_MEASURE_MAX_EVENTS, &err);
+	double *cyc = ap_advise_cycles(t, o, &ncyc, &count, &err);
+	struct ap_script *sc = !cyc ? NULL
+				    : ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
+						      AP_MEASURE_MAX_EVENTS, &err);
 	sc = stopped(t, sc, &err);
 	if (sc)
 		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &err);

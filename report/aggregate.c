@@ -124,20 +124,25 @@ static const struct ap_replay_ops values_ops = {
 	.exec_dropped = v_exec_dropped,
 };
 
-struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t)
+struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t, struct ap_error *err)
 {
 	size_t ns = t->nstacks ? t->nstacks : 1;
 	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)), ap_xcalloc(ns, sizeof(double)),
 			    ap_xcalloc(ns, sizeof(double)), 0, 0, 0,
 			    ap_xcalloc(ns, sizeof(uint64_t)) };
 	struct ap_replay_consumer c = { &values_ops, &V };
-	ap_replay(t, &c, 1, NULL);
+	if (ap_replay(t, &c, 1, NULL, err) < 0) {
+		free(V.sv);
+		V.sv = NULL;
+		goto out;
+	}
 	if (V.epoch)
 		for (size_t s = 1; s < t->nstacks; s++)
 			if (V.saved[s] != V.epoch) {
 				V.sv[s].v[AP_SI_PEAK_OBJECTS] = V.live_o[s];
 				V.sv[s].v[AP_SI_PEAK_SPACE] = V.live_s[s];
 			}
+out:
 	free(V.saved);
 	free(V.live_o);
 	free(V.live_s);
@@ -612,8 +617,10 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	if (ap_filter_init(&filter, opts, err))
 		return NULL;
 	struct ap_stack_values *own = NULL;
-	if (!values)
-		values = own = ap_report_stack_values(t);
+	if (!values && !(values = own = ap_report_stack_values(t, err))) {
+		ap_filter_release(&filter);
+		return NULL;
+	}
 
 	bool *unnamed = ap_report_unnamed_of(t, values, sym);
 
@@ -750,9 +757,6 @@ size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_va
 			      struct ap_symbolizer *sym, enum ap_sample_index si,
 			      struct ap_unsym_module **out, double *any, double *total)
 {
-	struct ap_stack_values *own = NULL;
-	if (!values)
-		values = own = ap_report_stack_values(t);
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, aframes = 0;
 	struct ap_unsym_module *m = NULL;
@@ -790,7 +794,6 @@ size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_va
 	}
 	free(frames);
 	free(stamp);
-	free(own);
 	if (n)
 		qsort(m, n, sizeof(*m), cmp_unsym);
 	*out = m;

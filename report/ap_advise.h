@@ -380,8 +380,8 @@ struct ap_site_map {
 };
 
 /* Replays `t` with the site map `m` and judges every site. Returns NULL
- * with err set on failure (bad options). The caller frees the result with
- * ap_advice_free(). */
+ * with err set on failure (bad options, a replay that failed: ap_replay).
+ * The caller frees the result with ap_advice_free(). */
 struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
 				const struct ap_advise_options *o, struct ap_error *err);
 void ap_advice_free(struct ap_advice *a);
@@ -393,9 +393,9 @@ void ap_advice_free(struct ap_advice *a);
  * interval cycles before the first event later than their time. Of
  * several cycles in a row at one position only two are listed (a third
  * changes nothing); *count is how many there are. Exposed for tests. The
- * caller frees the array. */
-double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o,
-			 size_t *n, uint64_t *count);
+ * caller frees the array. NULL with err set when the replay fails. */
+double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o, size_t *n,
+			 uint64_t *count, struct ap_error *err);
 
 /* A measured replay builds its script in memory (16 bytes an op) and
  * replays it per variant and round: a longer run is measured on its first

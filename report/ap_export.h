@@ -49,11 +49,11 @@ const struct ap_frame *ap_export_stack_frames(const struct ap_export_stack *s, s
 /* Builds the model of `t`: `values` is ap_report_stack_values(t) (NULL to
  * compute it here); every stack with a non-zero value is expanded with
  * ap_sym_stack. `t` and `sym` must outlive the model. `progress` may be
- * NULL. Never fails. */
-struct ap_export *ap_export_new(const struct ap_trace *t,
-				const struct ap_stack_values *values,
-				struct ap_symbolizer *sym,
-				ap_report_progress_fn progress, void *progress_ctx);
+ * NULL. Returns NULL with err set when a pass over the events fails
+ * (ap_events_next, ap_replay). */
+struct ap_export *ap_export_new(const struct ap_trace *t, const struct ap_stack_values *values,
+				struct ap_symbolizer *sym, ap_report_progress_fn progress,
+				void *progress_ctx, struct ap_error *err);
 void ap_export_free(struct ap_export *x);
 
 /* Parses a sample index name ("alloc_space", ...). Returns 0, or -1 when

@@ -45,8 +45,9 @@ struct ap_stack_values {
  * ap_trace_weight(t, size) objects and size times that in bytes to its
  * stack; the in-use values replay the events in order, a FREE ending the
  * most recent live block at its address (a realloc's FREE half ends the
- * old block), exactly as ap_trace_totals() matches them. Never fails. */
-struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t);
+ * old block), exactly as ap_trace_totals() matches them. Returns NULL with err set when the
+ * replay fails (ap_replay). */
+struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t, struct ap_error *err);
 
 /* Leak suppressions, in LeakSanitizer's and heaptrack's format: a file of
  * "leak:PATTERN" lines ('#' comments, blank lines), PATTERN matched in
@@ -172,8 +173,8 @@ typedef void (*ap_report_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * NULL to compute it here). Each distinct stack with a non-zero value is
  * expanded once with ap_sym_stack; its call site is the first non-allocator
  * frame and its callers count for cum. Rows are sorted by flat (see
- * ap_report_sort). Returns NULL with err set on a bad focus/ignore regex.
- * `progress` may be NULL. */
+ * ap_report_sort). Returns NULL with err set on a bad focus/ignore regex,
+ * or when computing the values fails. `progress` may be NULL. */
 struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_values *values,
 				struct ap_symbolizer *sym, const struct ap_report_options *opts,
 				ap_report_progress_fn progress, void *progress_ctx,
@@ -196,8 +197,8 @@ struct ap_unsym_module {
  * missing, not rebuilt: ap_frame.module_unusable) in the stacks with a non-zero
  * value of `si`, by value descending, into *out (free() it; NULL when
  * none). Returns how many; *any is set to the value of the stacks with
- * at least one such frame, *total to the value of all. `values` as for
- * ap_report_new (NULL to compute them). Never fails. */
+ * at least one such frame, *total to the value of all, from `values`
+ * (ap_report_stack_values(t)). Never fails. */
 size_t ap_report_unsymbolized(const struct ap_trace *t, const struct ap_stack_values *values,
 			      struct ap_symbolizer *sym, enum ap_sample_index si,
 			      struct ap_unsym_module **out, double *any, double *total);
@@ -237,8 +238,8 @@ struct ap_list {
  * are read from the recorded path, or, when that does not exist, from the
  * directories in `source_path` (colon-separated, may be NULL), trying the
  * recorded path's trailing components: dir/a/b/c.c, dir/b/c.c, dir/c.c.
- * Returns NULL with err set on a bad regex; no matching function is not an
- * error (nfuncs 0). */
+ * Returns NULL with err set on a bad regex, or when computing the values
+ * fails; no matching function is not an error (nfuncs 0). */
 struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_values *values,
 			    struct ap_symbolizer *sym, const struct ap_report_options *opts,
 			    const char *func_regex, const char *source_path,

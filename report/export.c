@@ -38,12 +38,14 @@ enum { SIZE_NONE, SIZE_ONE, SIZE_MIXED };
 /* Per stack: the size its sampled allocations share, if they share one.
  * Go's heap profile labels each sample with its block size; a stack whose
  * allocations differ in size gets no label rather than an average. */
-static void stack_sizes(const struct ap_trace *t, uint64_t *size, uint8_t *state)
+static int stack_sizes(const struct ap_trace *t, uint64_t *size, uint8_t *state,
+		       struct ap_error *err)
 {
 	struct ap_events *it = ap_events_open(t);
 	const struct ap_event *ev;
-	for (size_t n; (n = ap_events_next(it, &ev));)
-		for (size_t i = 0; i < n; i++) {
+	ssize_t n;
+	while ((n = ap_events_next(it, &ev)) > 0)
+		for (size_t i = 0; i < (size_t)n; i++) {
 			const struct ap_event *e = &ev[i];
 			if (e->type != AP_EV_ALLOC || !(e->flags & AP_EVF_SAMPLED) ||
 			    e->stack >= t->nstacks)
@@ -55,21 +57,28 @@ static void stack_sizes(const struct ap_trace *t, uint64_t *size, uint8_t *state
 				state[e->stack] = SIZE_MIXED;
 			}
 		}
+	if (n < 0)
+		ap_error_set(err, "%s", ap_events_error(it));
 	ap_events_close(it);
+	return n < 0 ? -1 : 0;
 }
 
-struct ap_export *ap_export_new(const struct ap_trace *t,
-				const struct ap_stack_values *values,
-				struct ap_symbolizer *sym,
-				ap_report_progress_fn progress, void *progress_ctx)
+struct ap_export *ap_export_new(const struct ap_trace *t, const struct ap_stack_values *values,
+				struct ap_symbolizer *sym, ap_report_progress_fn progress,
+				void *progress_ctx, struct ap_error *err)
 {
 	struct ap_stack_values *own = NULL;
-	if (!values)
-		values = own = ap_report_stack_values(t);
+	if (!values && !(values = own = ap_report_stack_values(t, err)))
+		return NULL;
 	size_t ns = t->nstacks ? t->nstacks : 1;
 	uint64_t *size = ap_xcalloc(ns, sizeof(*size));
 	uint8_t *state = ap_xcalloc(ns, 1);
-	stack_sizes(t, size, state);
+	if (stack_sizes(t, size, state, err) < 0) {
+		free(size);
+		free(state);
+		free(own);
+		return NULL;
+	}
 
 	struct ap_export *x = ap_xcalloc(1, sizeof(*x));
 	x->trace = t;

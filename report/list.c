@@ -222,8 +222,11 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 		return NULL;
 	}
 	struct ap_stack_values *own = NULL;
-	if (!values)
-		values = own = ap_report_stack_values(t);
+	if (!values && !(values = own = ap_report_stack_values(t, err))) {
+		ap_filter_release(&filter);
+		ap_regex_free(re);
+		return NULL;
+	}
 
 	/* pprof -list has no routine for an address of an unnamed mapping */
 	bool *unnamed = ap_report_unnamed_of(t, values, sym);

@@ -258,7 +258,8 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		.free = b_free,
 	};
 	struct ap_replay_consumer c = { &ops, &b };
-	ap_replay(t, &c, 1, NULL);
+	if (ap_replay(t, &c, 1, NULL, err) < 0)
+		goto out;
 
 	/* The replay holds what the program held: it must fit. */
 	uint64_t avail = mem_available();

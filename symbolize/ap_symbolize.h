@@ -102,6 +102,20 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
  * impl stays "<Type as Trait>::method"); any other name as it is. */
 void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *out);
 
+/* Adds the frames of every PC of the trace's stacks to w, for `record`
+ * to keep them with the trace (ap_symtab.h): per mapping whose file could
+ * be read, each PC's frames as the views would name them (the linkage
+ * name, demangled again when read); PCs in no module that a perf map
+ * (/tmp/perf-PID.map) names, as the perf map's. */
+void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w);
+
+/* Reads the finished trace at path and appends its symbols (SYMBOLS
+ * chunks, zstd at `level`; 0: not compressed); a trace that keeps them
+ * already is left as it is. Returns 0; 1 with err set for a trace that is
+ * not finished (no END: its process may still write it; or cut inside a
+ * chunk), left as it is; or -1 with err set. */
+int ap_sym_keep_file(const char *path, int level, struct ap_error *err);
+
 /* Warnings collected so far (build-id mismatches, missing files), one line
  * each without prefix; NULL-terminated array owned by the symbolizer. */
 const char *const *ap_sym_warnings(const struct ap_symbolizer *s);

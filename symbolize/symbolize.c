@@ -3,6 +3,7 @@
  * (inline chains included), and the allocator-frame rules that choose the
  * call site of an allocation. */
 #include "ap_symbolize.h"
+#include "perfmap.h"
 #include "ap_hash.h"
 #include "ap_regex.h"
 #include "search.h"
@@ -70,6 +71,11 @@ struct sym_module {
 	bool spans_built;
 	int has_lines;		/* -1 unknown, else whether any CU has a line table */
 	bool lines_noted;	/* the "no line information" warning was queued */
+	/* The tables of this mapping's PCs the trace keeps (SYMBOLS chunks
+	 * that `record` wrote from this file): its PCs are named from them,
+	 * and the file is not opened while they answer. */
+	const struct ap_symtab_module **stored;
+	size_t nstored;
 	/* The module resolving this one's PCs, -1 for itself: in a whole
 	 * run (ap_run_merge) every process maps libc, each at its own
 	 * address; one file (path, build-id and segments alike) is opened
@@ -100,6 +106,12 @@ struct ap_symbolizer {
 	size_t tabn, taballoc;
 	struct ap_u64map pcs;	/* pc -> its entry */
 	struct ap_intern strs;	/* names, files, modules: the frames' strings */
+	/* the perf maps' names the trace keeps (PCs in no module), and, for
+	 * a trace without them, the map the process may have left */
+	const struct ap_symtab_module **perf;
+	size_t nperf;
+	struct ap_perfmap live_perf;
+	bool live_perf_read;
 	char **warnings;	/* NULL-terminated */
 	size_t nwarn, walloc;
 };
@@ -723,8 +735,77 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	e->nframes = n;
 }
 
+/* The frames of a PC from a table the trace keeps (n of them, innermost
+ * first), m its mapping's module (NULL: a perf map's). */
+static void resolve_kept(struct ap_symbolizer *s, struct pc_entry *e, struct sym_module *m,
+			 const char *module, const struct ap_symtab_frame *kf, uint32_t n)
+{
+	struct ap_frame proto = { .pc = e->pc, .module = module };
+	proto.module_offset = m ? e->pc - m->map->bias : e->pc;
+	e->frames = ap_xcalloc(n, sizeof(*e->frames));
+	for (uint32_t k = 0; k < n; k++) {
+		struct ap_frame *f = &e->frames[k];
+		*f = proto;
+		f->file = kf[k].file ? intern(&s->strs, kf[k].file) : NULL;
+		f->line = (int)kf[k].line;
+		f->column = (int)kf[k].column;
+		f->inlined = k + 1 < n;
+		if (kf[k].name)
+			set_name(s, f, kf[k].name);
+		else
+			set_addr_name(s, f, m);
+	}
+	e->nframes = n;
+	e->cls = ap_xcalloc(n, 1);
+}
+
+/* A PC in no module: named by a perf map, the trace's or the one the
+ * process left (a trace without one, read when it is newer than the
+ * trace's start). */
+static bool resolve_perf(struct ap_symbolizer *s, struct pc_entry *e)
+{
+	uint32_t proc = (uint32_t)(e->pc >> AP_RUN_SHIFT);
+	uint64_t addr = ap_run_addr(e->pc);
+	for (size_t i = 0; i < s->nperf; i++) {
+		uint32_t n;
+		const struct ap_symtab_frame *kf;
+		if (s->perf[i]->proc == proc && (kf = ap_symtab_lookup(s->perf[i], addr, &n))) {
+			resolve_kept(s, e, NULL, s->perf[i]->path, kf, n);
+			return true;
+		}
+	}
+	if (s->nperf || s->t->nprocs)
+		return false;
+	if (!s->live_perf_read) {
+		char path[64];
+		s->live_perf_read = true;
+		ap_perfmap_path(path, sizeof(path), s->t->pid);
+		ap_perfmap_load(&s->live_perf, path, s->t->start_realtime_ns / 1000000000u);
+	}
+	const char *name = ap_perfmap_find(&s->live_perf, addr - 1);
+	if (!name)
+		return false;
+	struct ap_symtab_frame kf = { .name = name };
+	resolve_kept(s, e, NULL, NULL, &kf, 1);
+	return true;
+}
+
 static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 {
+	if (e->mod >= 0) {
+		struct sym_module *m = &s->mods[e->mod];
+		for (size_t i = 0; i < m->nstored; i++) {
+			uint32_t n;
+			const struct ap_symtab_frame *kf =
+			    ap_symtab_lookup(m->stored[i], e->pc - m->map->bias, &n);
+			if (kf) {
+				resolve_kept(s, e, m, m->map->path, kf, n);
+				return;
+			}
+		}
+	} else if (resolve_perf(s, e)) {
+		return;
+	}
 	struct ap_frame proto = { .pc = e->pc };
 	struct sym_module *m = e->mod >= 0 ? module_get(s, e->mod) : NULL;
 	if (m) {
@@ -901,7 +982,10 @@ static void note_no_lines(struct ap_symbolizer *s, const struct ap_frame *f, int
 		return;
 	struct sym_module *m = &s->mods[mod];
 	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
-	if (c->state != MOD_OK || c->lines_noted || module_has_lines(c))
+	if (c->lines_noted)
+		return;
+	if (m->nstored ? (m->stored[0]->flags & AP_SYMTAB_HAS_LINES)
+		       : c->state != MOD_OK || module_has_lines(c))
 		return;
 	c->lines_noted = true;
 	warn(s, "%s: no line information (built without -g, and no separate debug file "
@@ -953,6 +1037,32 @@ const char *const *ap_sym_warnings(const struct ap_symbolizer *s)
 	return s->warnings ? (const char *const *)s->warnings : none;
 }
 
+/* The tables the trace keeps, each with the mappings of its file (the
+ * same path and build-id, in the same process of a run), and the perf
+ * maps' apart. */
+static void attach_kept(struct ap_symbolizer *s)
+{
+	const struct ap_symtab *tab = &s->t->symtab;
+	for (size_t k = 0; k < tab->nmods; k++) {
+		const struct ap_symtab_module *km = &tab->mods[k];
+		if (km->flags & AP_SYMTAB_PERF_MAP) {
+			s->perf = ap_xrealloc(s->perf, (s->nperf + 1) * sizeof(*s->perf));
+			s->perf[s->nperf++] = km;
+			continue;
+		}
+		for (size_t i = 0; i < s->nmods; i++) {
+			struct sym_module *m = &s->mods[i];
+			const struct ap_mapping *map = m->map;
+			if (map->start >> AP_RUN_SHIFT != km->proc || strcmp(map->path, km->path) ||
+			    map->build_id_len != km->build_id_len ||
+			    memcmp(map->build_id, km->build_id, km->build_id_len))
+				continue;
+			m->stored = ap_xrealloc(m->stored, (m->nstored + 1) * sizeof(*m->stored));
+			m->stored[m->nstored++] = km;
+		}
+	}
+}
+
 struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 				 const struct ap_sym_options *opts,
 				 struct ap_error *err)
@@ -1002,6 +1112,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	}
 	if (t->nprocs)
 		find_canon(s);
+	attach_kept(s);
 
 	/* Open only the modules some stack references, now, so that their
 	 * warnings are known before any view prints. */
@@ -1009,7 +1120,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 		const struct ap_stack *st = &t->stacks[i];
 		for (uint32_t d = 0; d < st->depth; d++) {
 			struct pc_entry *e = entry_get(s, st->pcs[d]);
-			if (e->mod >= 0)
+			if (e->mod >= 0 && !s->mods[e->mod].nstored)
 				module_get(s, e->mod);
 		}
 	}
@@ -1035,7 +1146,11 @@ void ap_sym_free(struct ap_symbolizer *s)
 		free(s->mods[i].cus);
 		free(s->mods[i].spans);
 	}
+	for (size_t i = 0; i < s->nmods; i++)
+		free(s->mods[i].stored);
 	free(s->mods);
+	free(s->perf);
+	ap_perfmap_release(&s->live_perf);
 	for (size_t i = 0; i < s->nwarn; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
@@ -1044,4 +1159,97 @@ void ap_sym_free(struct ap_symbolizer *s)
 	ap_intern_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);
+}
+
+/* PCs by module (its mapping), then by address. */
+static const struct ap_symbolizer *sort_ctx;
+static int kept_cmp(const void *a, const void *b)
+{
+	const struct pc_entry *x = &sort_ctx->tab[*(const uint32_t *)a];
+	const struct pc_entry *y = &sort_ctx->tab[*(const uint32_t *)b];
+	if (x->mod != y->mod)
+		return x->mod < y->mod ? -1 : 1;
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w)
+{
+	const struct ap_trace *t = s->t;
+	for (size_t i = 1; i < t->nstacks; i++)
+		for (uint32_t d = 0; d < t->stacks[i].depth; d++) {
+			struct pc_entry *e = entry_get(s, t->stacks[i].pcs[d]);
+			if (!e->frames)
+				resolve(s, e);
+		}
+	uint32_t *ord = ap_xmalloc((s->tabn ? s->tabn : 1) * sizeof(*ord));
+	for (size_t i = 0; i < s->tabn; i++)
+		ord[i] = (uint32_t)i;
+	sort_ctx = s;
+	qsort(ord, s->tabn, sizeof(*ord), kept_cmp);
+	int64_t cur = INT64_MIN;
+	char perf_path[64];
+	ap_perfmap_path(perf_path, sizeof(perf_path), t->pid);
+	for (size_t i = 0; i < s->tabn; i++) {
+		const struct pc_entry *e = &s->tab[ord[i]];
+		const struct ap_frame *f = e->frames;
+		struct sym_module *m = e->mod >= 0 ? &s->mods[e->mod] : NULL;
+		uint64_t off = e->pc;
+		if (m) {
+			/* a file that could not be read names nothing: its PCs
+			 * are looked up again when the trace is read */
+			struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
+			if (c->state != MOD_OK || f[0].module_unusable)
+				continue;
+			off = e->pc - m->map->bias;
+			if (cur != e->mod)
+				ap_symtab_writer_module(w, m->map->path, m->map->build_id,
+							m->map->build_id_len,
+							module_has_lines(c) ? AP_SYMTAB_HAS_LINES : 0);
+		} else {
+			if (f[0].unsymbolized)
+				continue; /* no perf map names it */
+			if (cur != e->mod)
+				ap_symtab_writer_module(w, perf_path, NULL, 0, AP_SYMTAB_PERF_MAP);
+		}
+		cur = e->mod;
+		ap_symtab_writer_pc(w, off, e->nframes);
+		for (uint32_t k = 0; k < e->nframes; k++)
+			ap_symtab_writer_frame(w, f[k].unsymbolized ? NULL : f[k].mangled, f[k].file,
+					       f[k].line > 0 ? (uint32_t)f[k].line : 0,
+					       f[k].column > 0 ? (uint32_t)f[k].column : 0);
+	}
+	free(ord);
+}
+
+int ap_sym_keep_file(const char *path, int level, struct ap_error *err)
+{
+	struct ap_trace *t;
+	if (ap_trace_read(path, &t, err, NULL, NULL) < 0)
+		return -1;
+	if (t->symtab.nmods) {
+		ap_trace_free(t); /* kept already */
+		return 0;
+	}
+	/* appended to a trace whose writer may still append, or after a
+	 * cut chunk (whose length would swallow them), they would spoil it */
+	if (t->bytes_used != t->file_size || !t->has_end) {
+		ap_error_set(err, "%s: %s: its symbols are kept once it is finished", path,
+			     t->bytes_used != t->file_size ? "the file ends inside a chunk"
+							   : "no end record (the process may "
+							     "still be writing it)");
+		ap_trace_free(t);
+		return 1;
+	}
+	struct ap_symbolizer *s = ap_sym_new(t, NULL, err);
+	if (!s) {
+		ap_trace_free(t);
+		return -1;
+	}
+	struct ap_symtab_writer *w = ap_symtab_writer_new();
+	ap_sym_keep(s, w);
+	int rc = ap_symtab_append(path, w, level, err);
+	ap_symtab_writer_free(w);
+	ap_sym_free(s);
+	ap_trace_free(t);
+	return rc;
 }

@@ -70,6 +70,13 @@ struct ap_replay_ops {
 	 * forked child (HEADER's parent_trace): a block it inherited from its
 	 * parent; without it, such a FREE is unmatched. */
 	void (*inherited)(void *ctx, size_t i, const struct ap_event *e);
+	/* Optional: how a consumer that cannot go on (a file it writes is
+	 * full, ...) stops the replay. Asked after each batch of events (a
+	 * few thousand), before the blocks live at the end and after them:
+	 * 0 to go on; -1, with err set, and the replay calls no consumer
+	 * again and returns -1 with that error. A consumer that fails within
+	 * a batch is still called for the rest of that batch. */
+	int (*failed)(void *ctx, struct ap_error *err);
 };
 
 struct ap_replay_consumer {
@@ -79,8 +86,11 @@ struct ap_replay_consumer {
 
 /* Replays `t` once, calling every consumer for every event, in the order
  * given. The largest object id used + 1 is returned in *nobj (may be
- * NULL). */
-void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
-	       size_t *nobj);
+ * NULL). Returns 0; or -1 with err set when the events cannot go on
+ * (ap_events_next's error, "FILE: corrupt chunk at byte N: why") or a
+ * consumer failed (`failed`): the consumers have seen part of the trace
+ * then, and no live_at_end. */
+AP_MUST_CHECK int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
+			    size_t *nobj, struct ap_error *err);
 
 #endif

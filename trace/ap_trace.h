@@ -7,10 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "ap_trace_enc.h"
 #include "ap_hash.h"
+#include "ap_symtab.h"
 #include "ap_util.h"
 
 /* Progress callback: called now and then with how far a piece of work
@@ -132,6 +134,9 @@ struct ap_trace {
 	size_t nstacks;		/* highest id + 1 */
 	struct ap_thread *threads;
 	size_t nthreads;
+	/* SYMBOLS chunks: names, files and lines of PCs, kept with the trace
+	 * by `record` (ap_symtab.h; no modules when it has none). */
+	struct ap_symtab symtab;
 	/* The events are read by ap_events_open/next (below), streamed from
 	 * the file: nev counts them, last_ts is the latest one's time (0
 	 * with none). `ev` is NULL from the reader; code that builds a trace
@@ -182,9 +187,18 @@ struct ap_events;
 
 /* Starts an iteration over t's events (t must outlive it). */
 struct ap_events *ap_events_open(const struct ap_trace *t);
-/* The next events: *out points at up to a few thousand of them, valid
- * until the next call; returns how many, 0 at the end. */
-size_t ap_events_next(struct ap_events *it, const struct ap_event **out);
+/* The next events, as read(2) returns bytes: *out points at up to a few
+ * thousand of them, valid until the next call, and it returns how many;
+ * 0 at the end; -1 when the events cannot go on: ap_events_error says
+ * why, and every later call returns -1 too. (ap_trace_read checks every
+ * chunk, but decodes the events of those that carry their counts,
+ * AP_CHUNK_F_COUNTS, the compactor's, only when a pass comes to them:
+ * one found corrupt then ends the pass with this error, in every pass.) */
+ssize_t ap_events_next(struct ap_events *it, const struct ap_event **out);
+/* Why ap_events_next returned -1 ("FILE: corrupt chunk at byte N: why",
+ * the words ap_trace_read uses), valid until ap_events_close; NULL while
+ * it has not. */
+const char *ap_events_error(const struct ap_events *it);
 void ap_events_close(struct ap_events *it);
 
 /* Progress of iterations: `fn` is called now and then with the events
@@ -197,22 +211,6 @@ void ap_events_progress(struct ap_trace *t, ap_progress_fn fn, void *ctx);
  * there, and what the reports count is short. */
 bool ap_trace_changed(const struct ap_trace *t);
 
-/* The first corrupt chunk a pass over t's events found, as an error
- * message ("FILE: corrupt chunk at byte N: why"), or NULL. ap_trace_read
- * checks every chunk, but decodes the events of those that carry their
- * counts (AP_CHUNK_F_COUNTS, the compactor's) only when a pass comes to
- * them: what it decodes is checked then, and a chunk found corrupt ends its
- * thread's events there, as a changed file does. Once a whole pass found
- * none, none is found later. */
-const char *ap_trace_corrupt(const struct ap_trace *t);
-
-/* Has fn called with that message the moment a pass finds it, from the
- * thread running the pass (the command line's: it says so and exits,
- * before anything is printed, as all its commands print after a whole
- * pass). Process-wide; NULL: none (the default). */
-typedef void (*ap_corrupt_fn)(const char *msg);
-void ap_trace_on_corrupt(ap_corrupt_fn fn);
-
 /* Ends every iteration over t at its next batch, as if the events ended
  * there, from any thread: for one that must stop a replay running on
  * another, whose results it will not use. */
@@ -220,9 +218,9 @@ void ap_events_stop(struct ap_trace *t);
 
 /* Decodes every event into t->ev (random access, for tests and tools:
  * memory grows with the events; the commands never call it). NULL: no
- * trace, nothing done. */
-void ap_trace_load_events(struct ap_trace *t);
-
+ * trace, nothing done. Returns 0, or -1 with err set (ap_events_next's
+ * error; t->ev stays NULL). */
+AP_MUST_CHECK int ap_trace_load_events(struct ap_trace *t, struct ap_error *err);
 
 /* Reads the trace at `path`: checks every chunk, decodes the header,
  * metadata and end, and counts the events (which ap_events_open then
@@ -308,7 +306,10 @@ struct ap_trace_totals {
 	 * samples are. */
 	double exec_dropped_objects, exec_dropped_space;
 };
-void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out);
+/* Returns 0, or -1 with err set when the pass over the events failed
+ * (ap_replay). */
+AP_MUST_CHECK int ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out,
+				  struct ap_error *err);
 
 /* What a live block of weight w and weighted bytes `space` (w * size)
  * adds to the variance of a live-bytes estimate (Horvitz-Thompson:
@@ -399,7 +400,9 @@ static inline uint32_t ap_stream_of(uint8_t type, uint32_t tid)
 	if (type == AP_CHUNK_META)
 		return AP_STREAM_META;
 	if (type == AP_CHUNK_EVENTS)
-		return tid + 1 == AP_STREAM_NONE ? AP_STREAM_NONE - 1 : tid + 1;
+		return tid + 1 >= AP_STREAM_SYMBOLS ? AP_STREAM_SYMBOLS - 1 : tid + 1;
+	if (type == AP_CHUNK_SYMBOLS)
+		return AP_STREAM_SYMBOLS;
 	return AP_STREAM_NONE;
 }
 
@@ -421,6 +424,7 @@ struct ap_chunk_walk {
 	size_t size;
 	size_t off;		/* where the next chunk starts */
 	bool have_header;
+	uint8_t last_type;	/* the type of the last chunk handed out */
 	uint64_t data_chunks;	/* META and EVENTS chunks handed out */
 	struct ap_streams streams;
 	/* after AP_CHUNK_BAD: the bytes may be a chunk still being written

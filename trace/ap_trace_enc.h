@@ -45,6 +45,8 @@
 /* The stream of the sampler's META chunks; its thread buffers are
  * streams 1, 2, ... */
 #define AP_STREAM_META 0u
+/* The stream of SYMBOLS chunks (after END: docs/trace-format.md). */
+#define AP_STREAM_SYMBOLS 0xfffffffeu
 #define AP_CHUNK_MAX_PAYLOAD (16u << 20)
 
 /* Chunk header byte 5: flags. ZSTD: the payload is `u32 raw_len` then one
@@ -103,6 +105,7 @@ enum ap_chunk_type {
 	AP_CHUNK_META = 2,
 	AP_CHUNK_EVENTS = 3,
 	AP_CHUNK_END = 4,
+	AP_CHUNK_SYMBOLS = 5,	/* after END only: names, files and lines of the PCs */
 };
 
 /* HEADER keys */

@@ -76,7 +76,7 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 		snprintf(why, whylen, "payload length %u exceeds %u", c->len, AP_CHUNK_MAX_PAYLOAD);
 		return AP_CHUNK_BAD;
 	}
-	if (c->type < AP_CHUNK_HEADER || c->type > AP_CHUNK_END) {
+	if (c->type < AP_CHUNK_HEADER || c->type > AP_CHUNK_SYMBOLS) {
 		snprintf(why, whylen, "unknown chunk type %u", c->type);
 		return AP_CHUNK_BAD;
 	}
@@ -93,6 +93,14 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 	}
 	/* past here every failure is final (the chunk is whole and checked):
 	 * that the stream counted it does not matter */
+	if (c->type != AP_CHUNK_SYMBOLS && w->last_type == AP_CHUNK_SYMBOLS) {
+		snprintf(why, whylen, "a chunk of type %u after SYMBOLS", c->type);
+		return AP_CHUNK_BAD;
+	}
+	if ((c->type == AP_CHUNK_SYMBOLS) != (c->stream == AP_STREAM_SYMBOLS)) {
+		snprintf(why, whylen, "a chunk of type %u in stream %u", c->type, c->stream);
+		return AP_CHUNK_BAD;
+	}
 	if (ap_streams_check(&w->streams, c->type, c->stream, c->index, why, whylen) < 0)
 		return AP_CHUNK_BAD;
 	if (c->flags & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
@@ -111,7 +119,7 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 		return AP_CHUNK_BAD;
 	}
 	if ((c->flags & AP_CHUNK_F_ZSTD) && c->type != AP_CHUNK_META &&
-	    c->type != AP_CHUNK_EVENTS) {
+	    c->type != AP_CHUNK_EVENTS && c->type != AP_CHUNK_SYMBOLS) {
 		snprintf(why, whylen, "a compressed chunk of type %u", c->type);
 		return AP_CHUNK_BAD;
 	}
@@ -120,6 +128,7 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 		return AP_CHUNK_BAD;
 	}
 	w->have_header = true;
+	w->last_type = c->type;
 	w->data_chunks += c->type == AP_CHUNK_META || c->type == AP_CHUNK_EVENTS;
 	w->off += AP_CHUNK_HDR_LEN + (size_t)c->len;
 	return AP_CHUNK_OK;

@@ -1293,7 +1293,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 							 &c->nscratch, &c->scratch_alloc) < 0)
 					return -1;
 			}
-			c->st->has_end = type == AP_CHUNK_END;
+			if (type != AP_CHUNK_SYMBOLS)
+				c->st->has_end = type == AP_CHUNK_END;
 			continue;
 		}
 		if (!emit) {
@@ -1352,7 +1353,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		}
 		if (rc < 0)
 			return -1;
-		if (emit)
+		if (emit && type != AP_CHUNK_SYMBOLS)
 			c->st->has_end = type == AP_CHUNK_END;
 	}
 	c->off = c->walk.off;
@@ -1570,7 +1571,7 @@ static int find_shared(struct compactor *c)
 					  .free = scan_free,
 					  .unmatched = scan_unmatched};
 	struct ap_replay_consumer con = {&ops, &s};
-	ap_replay(t, &con, 1, NULL);
+	int rc = ap_replay(t, &con, 1, NULL, c->err);
 	scan_run_end(&s, UINT64_MAX);
 	for (size_t k = 0; s.back && k <= t->nthreads; k++)
 		s.plan[k].nruns = 0; /* (a time went back: kept, every one) */
@@ -1587,6 +1588,8 @@ static int find_shared(struct compactor *c)
 	free(s.obj);
 	free(s.rec);
 	ap_u64map_release(&s.seen);
+	if (rc < 0)
+		return -1;
 	if (changed)
 		return ap_error_set(c->err, "%s: the trace changed while it was compacted", c->path);
 	return 0;

@@ -8,7 +8,8 @@
  * without decoding it (decode.c);
  * pass 2 (each iteration, ap_events_open) decodes the EVENTS chunks again,
  * a batch at a time, in a k-way merge of the threads' streams (order.c),
- * and checks those pass 1 did not decode (file_corrupt).
+ * and checks those pass 1 did not decode (a corrupt one ends the pass
+ * with its error: file_next).
  * Everything read from the file is bounds-checked against the bytes left
  * before it is used, so a corrupt count can never make us allocate or read
  * past the end. */
@@ -113,8 +114,6 @@ struct file_src {
 	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
 	size_t nstacks;	 /* the stack ids events may use */
 	char *name;	 /* the file's, for messages */
-	int bad;	 /* atomic: 1 while why is written, 2 once it is */
-	char why[320];	 /* the first corrupt chunk pass 2 found (file_corrupt) */
 };
 
 /* The pages of the mapped file (map, size bytes; NULL: not mapped) that
@@ -184,44 +183,12 @@ static const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const str
 	return c->zstd ? *raw : payload;
 }
 
-/* Handed a corrupt chunk's message (ap_trace_on_corrupt). */
-static ap_corrupt_fn corrupt_handler;
-
-void ap_trace_on_corrupt(ap_corrupt_fn fn)
-{
-	corrupt_handler = fn;
-}
-
-/* Pass 2 found chunk c corrupt: the first such message is kept for
- * ap_trace_corrupt, and handed to the handler. */
-static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void file_corrupt(struct file_src *f, const struct ev_chunk *c, const char *fmt, ...)
-{
-	int none = 0;
-	if (!__atomic_compare_exchange_n(&f->bad, &none, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return;
-	char why[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	snprintf(f->why, sizeof(f->why), "%s: corrupt chunk at byte %llu: %s", f->name,
-		 (unsigned long long)(c->off - AP_CHUNK_HDR_LEN), why);
-	__atomic_store_n(&f->bad, 2, __ATOMIC_RELEASE);
-	if (corrupt_handler)
-		corrupt_handler(f->why);
-}
-
 /* An iteration over a file's events: order.c's merge, fed chunks read
  * again from the file (with zd, the iteration's). */
 struct file_it {
 	struct file_src *f;
 	ZSTD_DCtx *zd;
 	struct ap_order *o;
-	bool said; /* its merge's corrupt chunk was handed to file_corrupt */
 };
 
 /* The merge's input (struct ap_order_input): chunk `id` read again. */
@@ -257,19 +224,23 @@ static void *file_open(struct ap_evsrc *src)
 	return it;
 }
 
-static size_t file_next(void *state, const struct ap_event **out)
+/* The merge's next batch; the first corrupt chunk it met ends the
+ * iteration, its batch not handed out: -1 with err set, "NAME: corrupt
+ * chunk at byte N: why". */
+static ssize_t file_next(void *state, const struct ap_event **out, struct ap_error *err)
 {
 	struct file_it *it = state;
-	size_t n = ap_order_next(it->o, out);
-	uint32_t id;
-	const char *why;
+	ssize_t n = ap_order_next(it->o, out);
 	if (ap_order_changed(it->o))
 		__atomic_store_n(&it->f->changed, 1, __ATOMIC_RELAXED);
-	if (!it->said && (why = ap_order_error(it->o, &id))) {
-		it->said = true;
-		file_corrupt(it->f, &it->f->chunks[id], "%s", why);
-	}
-	return n;
+	uint32_t id;
+	const char *why = ap_order_error(it->o, &id);
+	if (n >= 0 || !why)
+		return n;
+	char msg[320];
+	snprintf(msg, sizeof(msg), "%s: corrupt chunk at byte %llu: %s", it->f->name,
+		 (unsigned long long)(it->f->chunks[id].off - AP_CHUNK_HDR_LEN), why);
+	return ap_error_set(err, "%s", msg);
 }
 
 static void file_close(void *state)
@@ -299,14 +270,8 @@ static bool file_changed(const struct ap_evsrc *src)
 	return __atomic_load_n(&((const struct file_src *)src)->changed, __ATOMIC_RELAXED);
 }
 
-static const char *file_bad(const struct ap_evsrc *src)
-{
-	const struct file_src *f = (const struct file_src *)src;
-	return __atomic_load_n(&f->bad, __ATOMIC_ACQUIRE) == 2 ? f->why : NULL;
-}
-
 static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release,
-					     file_changed, file_bad};
+					     file_changed};
 
 /* After pass 1: the source of r's events, the file handed over to it
  * (its descriptor, or the reader's copy). */
@@ -489,6 +454,10 @@ static int read_chunks(struct rd *r)
 			break;
 		case AP_CHUNK_END:
 			rc = decode_end(r, &c);
+			break;
+		case AP_CHUNK_SYMBOLS:
+			if (ap_symtab_decode(&t->symtab, payload, len, why, sizeof(why)) < 0)
+				rc = rd_corrupt(r, "%s", why);
 			break;
 		}
 		if (rc < 0)
@@ -685,11 +654,6 @@ bool ap_trace_changed(const struct ap_trace *t)
 	return t->src && t->src->ops->changed(t->src);
 }
 
-const char *ap_trace_corrupt(const struct ap_trace *t)
-{
-	return t->src ? t->src->ops->corrupt(t->src) : NULL;
-}
-
 void ap_trace_free(struct ap_trace *t)
 {
 	if (!t)
@@ -723,6 +687,7 @@ void ap_trace_free(struct ap_trace *t)
 		free(t->procs[i].cmdline);
 	}
 	free(t->procs);
+	ap_symtab_release(&t->symtab);
 	free(t);
 }
 

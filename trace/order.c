@@ -529,13 +529,13 @@ static void order_start(struct ap_order *m)
 		live_alloc(&m->live, 1024);
 }
 
-size_t ap_order_next(struct ap_order *m, const struct ap_event **out)
+ssize_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 {
 	if (!m->started)
 		order_start(m);
 	m->nout = 0;
 	*out = m->out;
-	while (m->nout < AP_EVENTS_BATCH) {
+	while (m->nout < AP_EVENTS_BATCH && !m->bad) {
 		if (m->nheld) {
 			/* held streams wait only while their quantum has other events */
 			uint64_t held_ts = m->held[0].ts;
@@ -591,7 +591,7 @@ size_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 		}
 		merge_emit(m, top.id);
 	}
-	return m->nout;
+	return m->bad ? -1 : (ssize_t)m->nout;
 }
 
 const char *ap_order_error(const struct ap_order *m, uint32_t *chunk)

@@ -12,9 +12,9 @@
  * for its FREE), and each thread keeps its own order.
  *
  * Use: ap_order_new, ap_order_add for each stream (stream i is thread
- * index i: its events carry it), ap_order_next until it returns 0,
- * ap_order_error / ap_order_changed, ap_order_free. Not thread-safe: one
- * merge per iteration. */
+ * index i: its events carry it), ap_order_next until it returns 0 (the
+ * end) or -1 (a corrupt chunk: ap_order_error), ap_order_changed,
+ * ap_order_free. Not thread-safe: one merge per iteration. */
 #ifndef AP_TRACE_ORDER_H
 #define AP_TRACE_ORDER_H
 
@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* A stream's buffers, which the input reads and decompresses a chunk into
  * (growing them with ap_xrealloc); the merge owns and frees them. */
@@ -44,7 +45,7 @@ struct ap_order_chunk {
 /* Where the merge's chunks come from. chunk: chunk `id`'s payload into
  * *out, read with bufs. Returns 0; 1 if it is gone (the file changed
  * since it was checked: the stream ends there, ap_order_changed); -1 if
- * it is corrupt (*why says how: the stream ends there, ap_order_error). */
+ * it is corrupt (*why says how: the merge ends, ap_order_error). */
 struct ap_order_input {
 	void *ctx;
 	int (*chunk)(void *ctx, uint32_t id, struct ap_order_bufs *bufs, struct ap_order_chunk *out,
@@ -68,11 +69,11 @@ void ap_order_add(struct ap_order *o, size_t stream, const uint32_t *chunks, siz
 
 /* The next batch of at most AP_EVENTS_BATCH events (a chain of unblocked
  * ones may add one per stream), in *out until the next call; 0 at the
- * end. */
-size_t ap_order_next(struct ap_order *o, const struct ap_event **out);
+ * end; -1 once a chunk was found corrupt (the batch it was found in is not
+ * handed out, and the merge is not asked again). */
+ssize_t ap_order_next(struct ap_order *o, const struct ap_event **out);
 
-/* The first corrupt chunk the merge met (its id in *chunk) and why, or
- * NULL. A corrupt chunk ends its stream; the others go on. */
+/* The corrupt chunk the merge met (its id in *chunk) and why, or NULL. */
 const char *ap_order_error(const struct ap_order *o, uint32_t *chunk);
 
 /* Did a chunk turn out to be gone (its input returned 1)? */

@@ -289,23 +289,37 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	EACH(c, nc, alloc, i, e, &b);
 }
 
-void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
-	       size_t *nobj)
+/* The first consumer that failed (ap_replay_ops.failed): -1 with err set,
+ * else 0. */
+static int consumers_failed(const struct ap_replay_consumer *c, size_t nc, struct ap_error *err)
+{
+	for (size_t k = 0; k < nc; k++)
+		if (c[k].ops->failed && c[k].ops->failed(c[k].ctx, err) < 0)
+			return -1;
+	return 0;
+}
+
+int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc, size_t *nobj,
+	      struct ap_error *err)
 {
 	struct rmap m = { .held = NONE, .free_blocks = NONE };
 	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
-	bool each_event = false, drops = nc > 0;
+	bool each_event = false, drops = nc > 0, can_fail = false;
 	for (size_t k = 0; k < nc; k++) {
 		each_event |= c[k].ops->event != NULL;
 		drops &= c[k].ops->exec_dropped != NULL;
+		can_fail |= c[k].ops->failed != NULL;
 	}
 	struct exec_end *ex = NULL;
 	size_t nex = drops ? exec_ends(t, &ex) : 0, next_ex = 0;
 	struct ap_events *it = ap_events_open(t);
 	const struct ap_event *ev;
-	size_t n, base = 0;
-	for (; (n = ap_events_next(it, &ev)); base += n)
+	size_t base = 0;
+	ssize_t got;
+	int rc = 0;
+	for (; (got = ap_events_next(it, &ev)) > 0; base += (size_t)got) {
+		size_t n = (size_t)got;
 		for (size_t j = 0; j < n; j++) {
 			const struct ap_event *e = &ev[j];
 			size_t i = base + j;
@@ -332,9 +346,18 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 			replay_one(&m, &pend[e->thread <= t->nthreads ? e->thread : t->nthreads], t,
 				   c, nc, i, e);
 		}
+		if (can_fail && (rc = consumers_failed(c, nc, err)) < 0)
+			break;
+	}
+	if (got < 0)
+		rc = ap_error_set(err, "%s", ap_events_error(it));
 	ap_events_close(it);
+	if (rc < 0)
+		goto out;
 	for (size_t k = 0; k <= t->nthreads; k++)
 		pending_flush(&m, &pend[k], c, nc);
+	if (can_fail && (rc = consumers_failed(c, nc, err)) < 0)
+		goto out;
 	map_settle(&m);
 	for (size_t s = 0; s <= m.map.mask; s++)
 		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next) {
@@ -346,6 +369,9 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 				else if (c[k].ops->live_at_end)
 					c[k].ops->live_at_end(c[k].ctx, &out);
 		}
+	if (can_fail)
+		rc = consumers_failed(c, nc, err);
+out:
 	if (nobj)
 		*nobj = m.nobj;
 	free(ex);
@@ -353,4 +379,5 @@ void ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, siz
 	ap_u64map_release(&m.map);
 	free(m.blocks);
 	free(m.free_objs);
+	return rc;
 }

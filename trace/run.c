@@ -219,17 +219,24 @@ struct run_it {
 	struct proc_it *p;
 	struct ap_heap_key *h;
 	size_t nh;
+	/* a process's events that could not go on (ap_events_error): the
+	 * iteration ends with it */
+	const char *why;
 	struct ap_event out[AP_EVENTS_BATCH];
 };
 
-/* Fills x's batch if it is used up; false when x has no more. */
-static bool proc_fill(struct proc_it *x, size_t *i)
+/* Fills x's batch if it is used up; false when x has no more, or its
+ * events cannot go on (m->why set). */
+static bool proc_fill(struct run_it *m, struct proc_it *x, size_t *i)
 {
 	if (*i < x->n)
 		return true;
 	*i = 0;
-	x->n = ap_events_next(x->it, &x->ev);
-	return x->n > 0;
+	ssize_t n = ap_events_next(x->it, &x->ev);
+	if (n < 0 && !m->why)
+		m->why = ap_events_error(x->it);
+	x->n = n > 0 ? (size_t)n : 0;
+	return n > 0;
 }
 
 static void *run_open(struct ap_evsrc *src)
@@ -241,20 +248,20 @@ static void *run_open(struct ap_evsrc *src)
 	m->h = ap_xmalloc(r->n * sizeof(*m->h));
 	for (size_t p = 0; p < r->n; p++) {
 		m->p[p].it = ap_events_open(r->traces[p]);
-		if (proc_fill(&m->p[p], &m->p[p].i))
+		if (proc_fill(m, &m->p[p], &m->p[p].i))
 			m->h[m->nh++] = (struct ap_heap_key){m->p[p].ev[0].ts, p};
 	}
 	ap_heap_make(m->h, m->nh);
 	return m;
 }
 
-static size_t run_next(void *state, const struct ap_event **out)
+static ssize_t run_next(void *state, const struct ap_event **out, struct ap_error *err)
 {
 	struct run_it *m = state;
 	const struct run_src *r = m->r;
 	size_t n = 0;
 	*out = m->out;
-	while (m->nh && n < AP_EVENTS_BATCH) {
+	while (m->nh && n < AP_EVENTS_BATCH && !m->why) {
 		struct ap_heap_key *x = &m->h[0];
 		size_t proc = x->id;
 		struct proc_it *pi = &m->p[proc];
@@ -265,14 +272,16 @@ static size_t run_next(void *state, const struct ap_event **out)
 			e.stack = (uint32_t)(e.stack + r->stack_base[proc]);
 		m->out[n++] = e;
 		pi->i++;
-		if (proc_fill(pi, &pi->i)) {
+		if (proc_fill(m, pi, &pi->i)) {
 			x->ts = pi->ev[pi->i].ts;
 			ap_heap_down(m->h, m->nh, 0);
 		} else {
 			ap_heap_pop(m->h, &m->nh);
 		}
 	}
-	return n;
+	if (m->why)
+		return ap_error_set(err, "%s", m->why);
+	return (ssize_t)n;
 }
 
 static void run_close(void *state)
@@ -305,19 +314,8 @@ static bool run_changed(const struct ap_evsrc *src)
 	return false;
 }
 
-static const char *run_corrupt(const struct ap_evsrc *src)
-{
-	const struct run_src *r = (const struct run_src *)src;
-	for (size_t p = 0; p < r->n; p++) {
-		const char *why = ap_trace_corrupt(r->traces[p]);
-		if (why)
-			return why;
-	}
-	return NULL;
-}
-
 static const struct ap_evsrc_ops run_ops = {run_open, run_next, run_close, run_src_release,
-					    run_changed, run_corrupt};
+					    run_changed};
 
 static char *join_argv(const struct ap_trace *t)
 {
@@ -398,6 +396,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	 * list of pooled objects (advise goes process by process). */
 	m->pooled = NULL;
 	m->npooled = 0;
+	/* each process's symbols come over with its mappings, below */
+	memset(&m->symtab, 0, sizeof(m->symtab));
 	m->truncated = false;
 	m->file_size = m->bytes_used = m->nrecords = 0;
 
@@ -450,6 +450,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 			d->end += shift;
 		}
 		t->nmaps = 0;
+		ap_symtab_take(&m->symtab, &t->symtab, (uint32_t)(shift >> AP_RUN_SHIFT));
 
 		if (t->start_ns < m->start_ns) {
 			m->start_ns = t->start_ns;

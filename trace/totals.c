@@ -147,14 +147,16 @@ static const struct ap_replay_ops totals_ops = {
 	.inherited = t_inherited,
 };
 
-void ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out)
+int ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out, struct ap_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	struct totals T = { .out = out };
 	struct ap_replay_consumer c = { &totals_ops, &T };
-	ap_replay(t, &c, 1, NULL);
+	if (ap_replay(t, &c, 1, NULL, err) < 0)
+		return -1;
 	out->peak_inuse_space = T.peak;
 	out->peak_inuse_space_sd = T.peak_var > 0 ? sqrt(T.peak_var) : 0;
 	out->inuse_objects_sd = T.inuse_var > 0 ? sqrt(T.inuse_var) : 0;
 	out->events = t->nrecords;
+	return 0;
 }

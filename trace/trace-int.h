@@ -12,16 +12,16 @@ void ap_trace_index_maps(struct ap_trace *t);
 /* Where a trace's events come from (ap_trace.src): a file the reader
  * checked (file.c) or the traces of a whole run (run.c). A source
  * hands out iterations; `open` returns one's state, which `next` fills
- * batches from (as ap_events_next) and `close` releases. `release` frees
- * the source itself. */
+ * batches from (as ap_events_next: -1 with err set when it cannot go on;
+ * it is not called again then) and `close` releases. `release` frees the
+ * source itself. */
 struct ap_evsrc;
 struct ap_evsrc_ops {
 	void *(*open)(struct ap_evsrc *src);
-	size_t (*next)(void *state, const struct ap_event **out);
+	ssize_t (*next)(void *state, const struct ap_event **out, struct ap_error *err);
 	void (*close)(void *state);
 	void (*release)(struct ap_evsrc *src);
 	bool (*changed)(const struct ap_evsrc *src); /* ap_trace_changed */
-	const char *(*corrupt)(const struct ap_evsrc *src); /* ap_trace_corrupt */
 };
 struct ap_evsrc {
 	const struct ap_evsrc_ops *ops;

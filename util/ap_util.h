@@ -20,6 +20,10 @@ struct ap_error {
 	char msg[1024];
 };
 
+/* On a function whose result says whether it failed: the caller must look
+ * at it (GCC warns otherwise, and -Werror makes that an error). */
+#define AP_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Sets err->msg from a printf format; returns -1 so callers can
  * `return ap_error_set(err, ...)`. err may be NULL. */
 int ap_error_set(struct ap_error *err, const char *fmt, ...)

@@ -49,7 +49,11 @@ static struct loaded load_tw(struct ap_tw *tw, const char *drop)
 		fprintf(stderr, "ap_sym_new: %s\n", err.msg);
 		exit(1);
 	}
-	l.x = ap_export_new(l.t, NULL, l.sym, NULL, NULL);
+	l.x = ap_export_new(l.t, NULL, l.sym, NULL, NULL, &err);
+	if (!l.x) {
+		fprintf(stderr, "ap_export_new: %s\n", err.msg);
+		exit(1);
+	}
 	return l;
 }
 

@@ -182,4 +182,21 @@ expect 2 "^allocprof: tree: bad edge fraction 'x'" tree --edgefraction=x "$tmp/f
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||
 	{ echo "FAIL top --json does not parse"; fail=1; }
 
+# One option syntax for every report command: pprof's -name as well as
+# --name, and an unknown option named as it was typed (try and calibrate
+# used to name the command; advise and stats read -json as -j).
+for c in top list peek tree stats advise timeline flamegraph export diff try tui calibrate; do
+	expect 2 "^allocprof: $c: unknown option '-bogus-opt' \\(see 'allocprof $c -h'\\)\$" \
+		$c -bogus-opt "$tmp/fx.trace"
+	expect 2 "^allocprof: $c: unknown option '-x' \\(see 'allocprof $c -h'\\)\$" \
+		$c -x "$tmp/fx.trace"
+done
+for c in stats advise; do
+	"$ap" $c -json "$tmp/fx.trace" >"$tmp/one.json" 2>"$tmp/err" &&
+		"$ap" $c --json "$tmp/fx.trace" >"$tmp/two.json" 2>>"$tmp/err" ||
+		{ echo "FAIL $c -json / --json:"; cat "$tmp/err"; fail=1; }
+	/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/one.json" ||
+		{ echo "FAIL $c -json: not JSON"; fail=1; }
+done
+
 exit $fail

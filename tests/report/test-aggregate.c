@@ -182,9 +182,11 @@ static void test_functions(uint64_t rate)
 	}
 
 	/* The per-stack sums agree with the reader's own totals. */
-	struct ap_stack_values *sv = ap_report_stack_values(t);
+	struct ap_error err;
+	struct ap_stack_values *sv = ap_report_stack_values(t, &err);
+	CHECK(sv, "%s", err.msg);
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	double sum[AP_SI_COUNT] = {0};
 	for (size_t i = 0; i < t->nstacks; i++)
 		for (int k = 0; k < AP_SI_COUNT; k++)
@@ -413,9 +415,10 @@ static void test_replay_random(uint64_t rate)
 		exit(1);
 	}
 	free(data);
-	struct ap_stack_values *sv = ap_report_stack_values(t);
+	struct ap_stack_values *sv = ap_report_stack_values(t, &err);
+	CHECK(sv, "%s", err.msg);
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	double sum[AP_SI_COUNT] = {0};
 	for (size_t i = 0; i < t->nstacks; i++)
 		for (int k = 0; k < AP_SI_COUNT; k++)

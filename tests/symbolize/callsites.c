@@ -90,7 +90,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "callsites: %s\n", err.msg);
 		return 1;
 	}
-	ap_trace_load_events(t);
+	if (ap_trace_load_events(t, &err) < 0) {
+		fprintf(stderr, "callsites: %s\n", err.msg);
+		return 1;
+	}
 	struct ap_symbolizer *s = ap_sym_new(t, NULL, &err);
 	if (!s) {
 		fprintf(stderr, "callsites: %s\n", err.msg);

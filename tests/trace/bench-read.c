@@ -31,7 +31,10 @@ int main(int argc, char **argv)
 	}
 	uint64_t c1 = cpu_ns(), t1 = ap_now_ns();
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	if (ap_trace_totals(t, &tot, &err) < 0) {
+		fprintf(stderr, "bench-read: %s\n", err.msg);
+		return 1;
+	}
 	uint64_t c2 = cpu_ns(), t2 = ap_now_ns();
 	double rs = (double)(t1 - t0) / 1e9, ts = (double)(t2 - t1) / 1e9;
 	printf("%zu events (%llu records) from %llu bytes (%.2f B/record) on %zu threads\n", t->nev,

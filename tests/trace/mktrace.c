@@ -122,10 +122,9 @@ static struct ap_tw *big(uint64_t n)
 	return tw;
 }
 
-/* The trace at path compacted, and the count of records of its first
- * EVENTS chunk one more than it holds (checksums made right): a trace
- * whose fault only a pass over the events finds. */
-static int damage_counts(const char *path)
+/* The trace at path compacted, as `record` leaves it: its EVENTS chunks
+ * carry their counts, which the reader takes without decoding them. */
+static int compact(const char *path)
 {
 	struct ap_compact_stats st;
 	struct ap_error err;
@@ -133,6 +132,16 @@ static int damage_counts(const char *path)
 		fprintf(stderr, "mktrace: %s\n", err.msg);
 		return 1;
 	}
+	return 0;
+}
+
+/* The trace at path compacted, and the count of records of its first
+ * EVENTS chunk one more than it holds (checksums made right): a trace
+ * whose fault only a pass over the events finds. */
+static int damage_counts(const char *path)
+{
+	if (compact(path))
+		return 1;
 	FILE *f = fopen(path, "r+b");
 	uint8_t buf[1 << 16];
 	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
@@ -156,10 +165,14 @@ static int damage_counts(const char *path)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "compact"))
+		return compact(argv[2]); /* a trace of its own, in place */
 	if (argc != 3 && !(argc == 4 && (!strcmp(argv[1], "big") ||
 					 !strcmp(argv[1], "damaged-module")))) {
 		fprintf(stderr, "usage: mktrace exact|exact-noend|exact-cut|sampled OUT\n"
 				"       mktrace damaged-cpus|damaged-allowed|damaged-rate|damaged-counts OUT\n"
+				"       mktrace counted OUT\n"
+				"       mktrace compact TRACE\n"
 				"       mktrace damaged-module OUT MODULE_PATH\n"
 				"       mktrace big OUT NRECORDS\n");
 		return 2;
@@ -180,8 +193,9 @@ int main(int argc, char **argv)
 		over_module = argv[3];
 		name = "exact";
 	}
-	bool counts = !strcmp(name, "damaged-counts");
-	if (counts)
+	/* exact, compacted (counted), and with a count one off */
+	bool counted = !strcmp(name, "counted"), counts = !strcmp(name, "damaged-counts");
+	if (counted || counts)
 		name = "exact";
 	struct ap_tw *tw;
 	struct ap_tw_end end = {
@@ -225,5 +239,5 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	free(data);
-	return counts ? damage_counts(argv[2]) : 0;
+	return counts ? damage_counts(argv[2]) : counted ? compact(argv[2]) : 0;
 }

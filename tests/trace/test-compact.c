@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ap_replay.h"
 #include "ap_trace.h"
 #include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
@@ -104,7 +105,7 @@ static struct ap_trace *load(const char *path)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	return t;
 }
 
@@ -207,8 +208,9 @@ static void same_events_step(const struct ap_trace *a, const struct ap_trace *b,
 	if (step)
 		coarse_times(a, b, step, what);
 	struct ap_trace_totals ta, tb;
-	ap_trace_totals(a, &ta);
-	ap_trace_totals(b, &tb);
+	struct ap_error err;
+	CHECK(ap_trace_totals(a, &ta, &err) == 0, "%s", err.msg);
+	CHECK(ap_trace_totals(b, &tb, &err) == 0, "%s", err.msg);
 	CHECK(ta.alloc_objects == tb.alloc_objects && ta.free_objects == tb.free_objects &&
 		  ta.inuse_space == tb.inuse_space && ta.peak_inuse_space == tb.peak_inuse_space &&
 		  ta.unmatched_frees == tb.unmatched_frees,
@@ -660,7 +662,7 @@ static void many_owners(const char *path)
 	if (ref && t) {
 		same_events(ref, t, "many owners");
 		struct ap_trace_totals tot;
-		ap_trace_totals(t, &tot);
+		CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 		CHECK(tot.free_objects == 300 * OWNERS && tot.unmatched_frees == 0,
 		      "many owners: %g freed, %llu unmatched", tot.free_objects,
 		      (unsigned long long)tot.unmatched_frees);
@@ -804,15 +806,22 @@ static void writers(const char *path)
 /* The compactor's EVENTS chunks carry their counts (AP_CHUNK_F_COUNTS):
  * the reader takes the trace's counts and times from them without
  * decoding the events, and a pass over the events checks them. A chunk
- * whose counts are wrong by one (checksums made right) reads, and the
- * first pass says it is corrupt, once, through the handler too. */
-static char corrupt_seen[512];
-static int corrupt_calls;
+ * whose counts are wrong by one (checksums made right) reads, and every
+ * pass over the events ends with an error that says so, returned to its
+ * caller: ap_events_next's -1 and ap_events_error, ap_replay's and
+ * ap_trace_totals' -1 and message. Nothing exits. */
+struct seen {
+	size_t events, live;
+};
 
-static void on_corrupt(const char *msg)
+static void seen_event(void *ctx, size_t i, const struct ap_event *e)
 {
-	if (!corrupt_calls++)
-		snprintf(corrupt_seen, sizeof(corrupt_seen), "%s", msg);
+	((struct seen *)ctx)->events++;
+}
+
+static void seen_live(void *ctx, const struct ap_replay_block *b)
+{
+	((struct seen *)ctx)->live++;
 }
 
 static void counts_checked(const char *path)
@@ -842,9 +851,8 @@ static void counts_checked(const char *path)
 		for (size_t i = 0; i < t->nthreads && i < ref->nthreads; i++)
 			CHECK(t->threads[i].events == ref->threads[i].events, "thread %zu: %llu", i,
 			      (unsigned long long)t->threads[i].events);
-		ap_trace_load_events(t);
+		CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 		same_events(ref, t, "counted");
-		CHECK(!ap_trace_corrupt(t), "%s", ap_trace_corrupt(t));
 	}
 	ap_trace_free(t);
 	/* each of the four counts one off (its varint's low bits) */
@@ -859,31 +867,55 @@ static void counts_checked(const char *path)
 		*b = (uint8_t)((*b & 0x80) | ((*b + 1) & 0x7f));
 		reframe(bad + first, AP_CHUNK_EVENTS, bad[first + 5]);
 		put_file(path, bad, n, "wb");
-		free(bad);
 		t = NULL;
 		CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "field %d: %s", field, err.msg);
-		if (!t)
+		if (!t) {
+			free(bad);
 			continue;
-		CHECK(!ap_trace_corrupt(t), "field %d: corrupt before a pass", field);
-		corrupt_calls = 0;
-		ap_trace_on_corrupt(on_corrupt);
+		}
+		/* the iteration: batches, then -1 before the last event, and
+		 * -1 again; the message names the file and the chunk */
+		char want[600], msg[1024] = "";
+		snprintf(want, sizeof(want), "%s: corrupt chunk at byte %zu: its counts say", path,
+			 first);
+		struct ap_events *it = ap_events_open(t);
+		CHECK(!ap_events_error(it), "field %d: an error before a pass", field);
+		const struct ap_event *ev;
+		size_t got = 0;
+		ssize_t nk;
+		while ((nk = ap_events_next(it, &ev)) > 0)
+			got += (size_t)nk;
+		const char *why = ap_events_error(it);
+		CHECK(nk == -1 && why && !strncmp(why, want, strlen(want)) &&
+			  (field != 3 || strstr(why, ", ending at another time")),
+		      "field %d: returned %zd: %s", field, nk, why ? why : "no error");
+		if (why)
+			snprintf(msg, sizeof(msg), "%s", why);
+		CHECK(got < t->nev, "field %d: %zu of %zu events handed out", field, got, t->nev);
+		CHECK(ap_events_next(it, &ev) == -1 && ap_events_error(it) &&
+			  !strcmp(ap_events_error(it), msg),
+		      "field %d: a call after the error", field);
+		ap_events_close(it);
+		/* the replay: -1 with the message, the events before it seen,
+		 * no blocks handed out as live at the end */
+		struct seen s = {0, 0};
+		static const struct ap_replay_ops seen_ops = {.event = seen_event,
+							      .live_at_end = seen_live};
+		struct ap_replay_consumer sc = {&seen_ops, &s};
+		err.msg[0] = 0;
+		CHECK(ap_replay(t, &sc, 1, NULL, &err) == -1 && !strcmp(err.msg, msg),
+		      "field %d: replay: '%s', want '%s'", field, err.msg, msg);
+		CHECK(s.events < t->nev && s.live == 0, "field %d: replay saw %zu events, %zu live",
+		      field, s.events, s.live);
+		/* every pass says it, the same way */
 		struct ap_trace_totals tot;
-		ap_trace_totals(t, &tot);
-		ap_trace_on_corrupt(NULL);
-		const char *why = ap_trace_corrupt(t);
-		char want[64];
-		snprintf(want, sizeof(want), "corrupt chunk at byte %zu: ", first);
-		CHECK(why && strstr(why, want) &&
-			  strstr(why, field == 3 ? "ending at another time" : "its counts say"),
-		      "field %d: %s", field, why ? why : "not found corrupt");
-		CHECK(corrupt_calls == 1 && why && !strcmp(corrupt_seen, why),
-		      "field %d: handler called %d times", field, corrupt_calls);
-		/* a second pass: the first message stays, and is not said again */
-		ap_trace_on_corrupt(on_corrupt);
-		ap_trace_totals(t, &tot);
-		ap_trace_on_corrupt(NULL);
-		CHECK(corrupt_calls == 1, "field %d: handler called %d times", field, corrupt_calls);
+		err.msg[0] = 0;
+		CHECK(ap_trace_totals(t, &tot, &err) == -1 && !strcmp(err.msg, msg),
+		      "field %d: totals: '%s'", field, err.msg);
+		CHECK(ap_trace_load_events(t, &err) == -1 && !strcmp(err.msg, msg) && !t->ev,
+		      "field %d: load events: '%s'", field, err.msg);
 		ap_trace_free(t);
+		free(bad);
 	}
 	free(good);
 	ap_trace_free(ref);

@@ -94,12 +94,34 @@ static uint8_t *make_trace(size_t *len, size_t *nev)
 		fprintf(stderr, "writer: %s\n", err.msg);
 		exit(1);
 	}
+	/* the symbols record keeps, after END */
+	struct ap_symtab_writer *w = ap_symtab_writer_new();
+	ap_symtab_writer_module(w, "/usr/bin/fuzzed", (const uint8_t *)"\x01\x02", 2,
+				AP_SYMTAB_HAS_LINES);
+	for (uint64_t pc = 0x1000; pc < 0x1400; pc += 0x40) {
+		ap_symtab_writer_pc(w, pc, 1 + (uint32_t)(pc >> 6 & 3));
+		for (uint64_t k = 0; k < 1 + (pc >> 6 & 3); k++)
+			ap_symtab_writer_frame(w, k & 1 ? NULL : "fn", pc & 0x80 ? "/src/f.c" : NULL,
+					       (uint32_t)(pc + k), (uint32_t)k);
+	}
+	const struct ap_buf *pl;
+	ap_symtab_writer_payloads(w, &pl);
+	data = realloc(data, *len + AP_CHUNK_HDR_LEN + pl[0].len);
+	ap_chunk_header(data + *len, AP_CHUNK_SYMBOLS, 0, AP_STREAM_SYMBOLS, 0,
+			(const uint8_t *)pl[0].buf, (uint32_t)pl[0].len);
+	memcpy(data + *len + AP_CHUNK_HDR_LEN, pl[0].buf, pl[0].len);
+	*len += AP_CHUNK_HDR_LEN + pl[0].len;
+	ap_symtab_writer_free(w);
 	struct ap_trace *t;
 	if (ap_trace_read_mem(data, *len, "full", &t, &err) < 0) {
 		fprintf(stderr, "the full trace does not read: %s\n", err.msg);
 		exit(1);
 	}
 	*nev = t->nev;
+	if (t->symtab.nmods != 1) {
+		fprintf(stderr, "the full trace has %zu symbol tables\n", t->symtab.nmods);
+		exit(1);
+	}
 	ap_trace_free(t);
 	return data;
 }
@@ -118,9 +140,20 @@ static int try_read(const uint8_t *data, size_t len, size_t variant)
 			fail("failure left a trace", variant, err.msg);
 		return 0;
 	}
+	/* a chunk pass 1 left to the passes over the events (one with its
+	 * counts) may be found corrupt only there: said by every pass, as
+	 * the reader says its errors */
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
-	ap_trace_load_events(t);
+	int passed = ap_trace_totals(t, &tot, &err);
+	if (passed < 0 &&
+	    (strncmp(err.msg, "v.trace: corrupt chunk at byte ", 31) || strchr(err.msg, '\n')))
+		fail("error message of a pass", variant, err.msg);
+	if ((ap_trace_load_events(t, &err) < 0) != (passed < 0))
+		fail("two passes, two outcomes", variant, err.msg);
+	if (passed < 0) {
+		ap_trace_free(t);
+		return 0;
+	}
 	uint64_t sum = 0;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ap_event *e = &t->ev[i];
@@ -142,6 +175,19 @@ static int try_read(const uint8_t *data, size_t len, size_t variant)
 		fail("bytes_used past the end", variant, "");
 	if (t->truncated && !t->truncated_why[0])
 		fail("truncated without a reason", variant, "");
+	for (size_t i = 0; i < t->symtab.nmods; i++) {
+		const struct ap_symtab_module *m = &t->symtab.mods[i];
+		sum += strlen(m->path) + m->build_id_len;
+		for (size_t k = 0; k < m->npcs; k++) {
+			uint32_t n;
+			const struct ap_symtab_frame *f = ap_symtab_lookup(m, m->pcs[k].offset, &n);
+			if (!f || m->pcs[k].first + n > m->nframes)
+				fail("a kept PC not found, or its frames out of range", variant, "");
+			for (uint32_t j = 0; f && j < n; j++)
+				sum += (f[j].name ? strlen(f[j].name) : 0) +
+				       (f[j].file ? strlen(f[j].file) : 0) + f[j].line;
+		}
+	}
 	ap_trace_free(t);
 	return sum == 42 ? 2 : 1; /* keep `sum` alive */
 }
@@ -224,6 +270,13 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 		exit(1);
 	}
 	size_t header_end = offs[1]; /* a prefix without the complete HEADER fails */
+	/* a prefix that ends where a SYMBOLS chunk starts is whole */
+	size_t symbols_at = len;
+	for (size_t i = 0; i < nchunks; i++)
+		if (good[offs[i] + 4] == AP_CHUNK_SYMBOLS) {
+			symbols_at = offs[i];
+			break;
+		}
 
 	/* 1. Cut at every byte: a prefix reads (truncated) once it holds the
 	 * HEADER; before that it fails. Events only ever get fewer. */
@@ -231,7 +284,8 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 		struct ap_trace *t = NULL;
 		struct ap_error err;
 		int rc = ap_trace_read_mem(good, cut, "v.trace", &t, &err);
-		ap_trace_load_events(t);
+		if (ap_trace_load_events(t, &err) < 0)
+			fail("prefix's events", variant, err.msg);
 		if ((rc == 0) != (cut >= header_end)) {
 			char msg[1200];
 			snprintf(msg, sizeof(msg), "cut at %zu: rc %d: %s", cut, rc,
@@ -239,7 +293,7 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 			fail("prefix", variant, msg);
 		}
 		if (t) {
-			if (!t->truncated || t->nev > full_nev)
+			if ((!t->truncated && cut != symbols_at) || t->nev > full_nev)
 				fail("prefix not truncated or too many events", variant,
 				     t->truncated_why);
 			ap_trace_free(t);

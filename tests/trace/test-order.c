@@ -13,9 +13,10 @@
  * - ties of time go to the lower stream, and a stream keeps its turn only
  *   while its next event would come first anyway (the turn rule);
  * - a stream that ends early, one with no chunks, a chunk that is gone (the
- *   file changed), and corrupt chunks (a bad record, a payload that does
- *   not decompress, counts that do not match): the stream ends there, the
- *   first error is kept, the other streams go on;
+ *   file changed: its stream ends there, the others go on), and corrupt
+ *   chunks (a bad record, a payload that does not decompress, counts that
+ *   do not match): the merge ends with the first, the batch it was found
+ *   in not handed out;
  * - many streams across several batches: the heap's (time, stream) order. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +102,10 @@ static char got[1 << 20];
 
 /* Merges the streams; the events out as text into `got`; the error, if
  * any, into err (and its chunk into *bad_id); whether a chunk was gone
- * into *changed. Returns the number of events. */
+ * into *changed; the batches handed out into *batches. Returns the number
+ * of events. */
+static size_t nbatches;
+
 static size_t run(const struct stream_def *st, size_t nst, char *err, size_t errlen,
 		  uint32_t *bad_id, bool *changed)
 {
@@ -109,12 +113,15 @@ static size_t run(const struct stream_def *st, size_t nst, char *err, size_t err
 	struct ap_order *o = ap_order_new(&in, nst, 1, 2, AP_ANON_BASE, NULL);
 	for (size_t i = 0; i < nst; i++)
 		ap_order_add(o, i, st[i].ids, st[i].n);
-	size_t len = 0, total = 0, n;
+	size_t len = 0, total = 0;
+	ssize_t n;
 	const struct ap_event *ev;
 	got[0] = 0;
+	nbatches = 0;
 	while ((n = ap_order_next(o, &ev)) > 0) {
-		CHECK(n <= AP_EVENTS_BATCH + nst + 2, "a batch of %zu", n);
-		for (size_t i = 0; i < n; i++) {
+		nbatches++;
+		CHECK((size_t)n <= AP_EVENTS_BATCH + nst + 2, "a batch of %zd", n);
+		for (size_t i = 0; i < (size_t)n; i++) {
 			CHECK(ev[i].type == AP_EV_ALLOC || ev[i].type == AP_EV_FREE, "type %u",
 			      ev[i].type);
 			len += (size_t)snprintf(
@@ -123,10 +130,12 @@ static size_t run(const struct stream_def *st, size_t nst, char *err, size_t err
 			    (unsigned long long)ev[i].addr, (unsigned long long)ev[i].ts);
 			CHECK(len < sizeof(got), "output too long");
 		}
-		total += n;
+		total += (size_t)n;
 	}
-	CHECK(ap_order_next(o, &ev) == 0, "events after the end");
 	const char *why = ap_order_error(o, bad_id);
+	CHECK(n == (why ? -1 : 0), "the merge returned %zd, error %s", n, why ? why : "none");
+	if (n == 0)
+		CHECK(ap_order_next(o, &ev) == 0, "events after the end");
 	snprintf(err, errlen, "%s", why ? why : "");
 	*changed = ap_order_changed(o);
 	ap_order_free(o);
@@ -260,8 +269,9 @@ static void test_ends_early(void)
 		CHECK(asked[i] == 1, "chunk %zu read %d times", i, asked[i]);
 }
 
-/* Corrupt chunks and a gone one: the stream ends there, the first error
- * is kept with its chunk, the other streams go on. */
+/* Corrupt chunks and a gone one: a gone chunk ends its stream, the others
+ * go on; a corrupt one ends the merge with its error, the batch it was
+ * found in not handed out. */
 static void test_corrupt(void)
 {
 	char err[256], want[256];
@@ -278,7 +288,7 @@ static void test_corrupt(void)
 	rec(2, 'A', 1, 0x20);
 	rec(2, 'A', 2, 0x30);
 	run(st, 2, err, sizeof(err), &id, &changed);
-	CHECK(!strcmp(got, "0A10@1 1A20@1 1A30@2"), "bad record: got %s", got);
+	CHECK(!strcmp(got, ""), "bad record: got %s", got);
 	snprintf(want, sizeof(want), "unknown event type (near byte %zu of the payload)", at + 1);
 	CHECK(!strcmp(err, want) && id == 0 && !changed, "bad record: \"%s\" in chunk %u", err, id);
 	CHECK(asked[1] == 0, "a chunk after the corrupt one was read");
@@ -294,7 +304,7 @@ static void test_corrupt(void)
 	rec(3, 'A', 3, 0x28);
 	chunks[3].rc = -1;
 	run(st2, 2, err, sizeof(err), &id, &changed);
-	CHECK(!strcmp(got, "0A10@1 1A20@2"), "gone and bad: got %s", got);
+	CHECK(!strcmp(got, ""), "gone and bad: got %s", got);
 	CHECK(!strcmp(err, "does not decompress") && id == 3 && changed,
 	      "gone and bad: \"%s\" in chunk %u, changed %d", err, id, changed);
 
@@ -306,14 +316,40 @@ static void test_corrupt(void)
 	chunks[0].counted = true;
 	chunks[0].want = (struct ap_chunk_counts){2, 3, 1, 2};
 	run(st3, 1, err, sizeof(err), &id, &changed);
-	CHECK(!strcmp(got, "0A10@1 0F10@2"), "counts: got %s", got);
+	CHECK(!strcmp(got, ""), "counts: got %s", got);
 	CHECK(!strcmp(err, "its counts say 2 records, 3 events and 1 allocations, its payload "
 			   "holds 2, 2 and 1") &&
 		  id == 0,
 	      "counts: \"%s\"", err);
 	chunks[0].want = (struct ap_chunk_counts){2, 2, 1, 2};
 	run(st3, 1, err, sizeof(err), &id, &changed);
-	CHECK(!err[0], "counts that match: \"%s\"", err);
+	CHECK(!err[0] && !strcmp(got, "0A10@1 0F10@2"), "counts that match: \"%s\", got %s", err,
+	      got);
+
+	/* a chunk gone: its stream ends, the other goes on */
+	reset();
+	struct stream_def st4[2] = {{{chunk(), chunk()}, 2}, {{chunk()}, 1}};
+	rec(0, 'A', 1, 0x10);
+	rec(1, 'A', 3, 0x18);
+	chunks[1].rc = 1;
+	rec(2, 'A', 2, 0x20);
+	rec(2, 'A', 4, 0x28);
+	run(st4, 2, err, sizeof(err), &id, &changed);
+	CHECK(!strcmp(got, "0A10@1 1A20@2 1A28@4") && !err[0] && changed,
+	      "gone: got %s, error \"%s\", changed %d", got, err, changed);
+
+	/* corrupt after more than a batch: the batches before it came out */
+	reset();
+	struct stream_def st5[1] = {{{chunk(), chunk(), chunk(), chunk(), chunk()}, 5}};
+	for (uint32_t k = 0; k < 4; k++)
+		for (uint64_t i = 0; i < 1200; i++)
+			rec(k, 'A', 1 + k, 0x1000 + 0x10 * (k * 1200 + i));
+	chunks[4].rc = -1;
+	size_t n = run(st5, 1, err, sizeof(err), &id, &changed);
+	CHECK(nbatches >= 1 && n >= AP_EVENTS_BATCH - 2 && n < 4800 && id == 4 &&
+		  !strcmp(err, "does not decompress"),
+	      "after a batch: %zu events in %zu batches, \"%s\" in chunk %u", n, nbatches, err,
+	      id);
 }
 
 /* Many streams, more events than a batch: each allocates and frees its own

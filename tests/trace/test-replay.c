@@ -58,6 +58,53 @@ static void c_live(void *ctx, const struct ap_replay_block *b)
 	add(ctx, 'l', 0, b, b->addr);
 }
 
+/* A consumer that cannot go on (ap_replay_ops.failed): after `after`
+ * blocks ended or live at the end, it says so at the next ask. */
+struct failing {
+	size_t seen, after, asked;
+};
+
+static void f_block(void *ctx, const struct ap_replay_block *b)
+{
+	((struct failing *)ctx)->seen++;
+}
+static void f_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	f_block(ctx, b);
+}
+static int f_failed(void *ctx, struct ap_error *err)
+{
+	struct failing *f = ctx;
+	f->asked++;
+	if (f->seen < f->after)
+		return 0;
+	return ap_error_set(err, "out.txt: No space left on device");
+}
+
+/* The replay of t with the logger and a consumer failing after `after`
+ * blocks: its error comes back, and nothing is called after the ask that
+ * said it. */
+static void consumer_fails(const struct ap_trace *t, size_t after, size_t want_callbacks)
+{
+	struct log l = {.n = 0};
+	struct failing f = {.after = after};
+	static const struct ap_replay_ops log_ops = {.alloc = c_alloc,
+						     .grow = c_grow,
+						     .free = c_free,
+						     .unmatched = c_unmatched,
+						     .live_at_end = c_live};
+	static const struct ap_replay_ops fail_ops = {
+	    .free = f_free, .live_at_end = f_block, .failed = f_failed};
+	struct ap_replay_consumer c[2] = {{&log_ops, &l}, {&fail_ops, &f}};
+	struct ap_error err = {""};
+	CHECK(ap_replay(t, c, 2, NULL, &err) == -1 &&
+		  !strcmp(err.msg, "out.txt: No space left on device"),
+	      "after %zu: replay returned '%s'", after, err.msg);
+	CHECK(l.n == want_callbacks, "after %zu: %zu callbacks, want %zu", after, l.n,
+	      want_callbacks);
+	CHECK(f.asked >= 1, "after %zu: never asked", after);
+}
+
 int main(void)
 {
 	struct ap_tw_header h;
@@ -103,7 +150,7 @@ int main(void)
 						  .unmatched = c_unmatched, .live_at_end = c_live };
 	struct ap_replay_consumer c = { &ops, &l };
 	size_t nobj = 0;
-	ap_replay(t, &c, 1, &nobj);
+	CHECK(ap_replay(t, &c, 1, &nobj, &err) == 0, "%s", err.msg);
 	/* objects: ids are reused once freed, so compare them by what they
 	 * must equal */
 	static const struct logged want[] = {
@@ -149,6 +196,11 @@ int main(void)
 	      (unsigned long long)live_sizes[0], (unsigned long long)live_sizes[1],
 	      (unsigned long long)live_sizes[2]);
 	CHECK(nobj == 3, "object ids: %zu", nobj);
+	/* A consumer that fails stops the replay: failing at once (the
+	 * events come in one batch: all of them seen, no blocks live at the
+	 * end), or at the end (the live blocks handed out, then its error). */
+	consumer_fails(t, 0, nw);
+	consumer_fails(t, 8, nw + 3);
 	ap_trace_free(t);
 	return failures ? 1 : 0;
 }

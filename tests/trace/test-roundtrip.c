@@ -60,7 +60,7 @@ static struct ap_trace *read_back(struct ap_tw *tw, const char *name)
 		failures++;
 		t = NULL;
 	}
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	free(data);
 	return t;
 }
@@ -71,7 +71,7 @@ static void expect_error(const uint8_t *data, size_t len, const char *want)
 	struct ap_trace *t = NULL;
 	struct ap_error err = {""};
 	int rc = ap_trace_read_mem(data, len, "bad.trace", &t, &err);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	CHECK(rc < 0, "expected failure with \"%s\", got success", want);
 	if (rc < 0)
 		CHECK(strstr(err.msg, want) != NULL, "error \"%s\" lacks \"%s\"", err.msg, want);
@@ -283,7 +283,8 @@ static void test_events_single(void)
 	/* Totals, rate 1: allocs 0x10(0) huge 0x20(100) 0x7fff..(200) 0x40(50) sampled;
 	 * 0x30(300) is a tracked, unsampled block. */
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	double huge = (double)UINT64_MAX;
 	CHECK_D(tot.alloc_objects, 5);
 	CHECK_D(tot.alloc_space, 0 + huge + 100 + 200 + 50);
@@ -334,7 +335,8 @@ static void test_totals_weighted(void)
 	double wa = weight(10, 1000), wb = weight(5000, 1000), wc = weight(999, 1000),
 	       wd = weight(3000, 1000);
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK_D(tot.alloc_objects, wa + wb + wc + wd);
 	CHECK_D(tot.alloc_space, wa * 10 + wb * 5000 + wc * 999 + wd * 3000);
 	CHECK_D(tot.free_objects, wa + wb + wc);
@@ -374,7 +376,8 @@ static void test_inuse_error(void)
 		return;
 	double wa = weight(10, 1000), wc = weight(100, 1000), wd = weight(5000, 1000);
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK_D(tot.inuse_objects, wa + wc + wd);
 	CHECK_D(tot.inuse_objects_sd, sqrt(wa * (wa - 1) + wc * (wc - 1) + wd * (wd - 1)));
 	CHECK_U(tot.inuse_samples, 3);
@@ -393,7 +396,7 @@ static void test_inuse_error(void)
 	t = read_back(tw, "inuse exact");
 	if (!t)
 		return;
-	ap_trace_totals(t, &tot);
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK_D(tot.inuse_objects, 1);
 	CHECK_D(tot.inuse_objects_sd, 0);
 	CHECK(!t->has_live_peak, "a live_peak read from an END without one");
@@ -626,7 +629,8 @@ static void test_cross_thread(void)
 		      (unsigned long long)want[i].addr);
 	}
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK_U(tot.unmatched_frees, 1);
 	CHECK_D(tot.alloc_objects, 6);
 	CHECK_D(tot.free_objects, 5);
@@ -700,7 +704,8 @@ static void test_cross_thread_reuse(void)
 		      (unsigned long long)want[i].addr, (unsigned long long)want[i].size);
 	}
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK_U(tot.unmatched_frees, 0);
 	CHECK_D(tot.inuse_objects, 0);
 	ap_trace_free(t);
@@ -748,7 +753,8 @@ static void test_reuse_across_chunks(bool split)
 		      want[i].type, (unsigned long long)want[i].size);
 	}
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	struct ap_error err;
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK(tot.unmatched_frees == 0 && tot.inuse_objects == 0,
 	      "reuse across chunks (split %d): %llu unmatched, %g live", split,
 	      (unsigned long long)tot.unmatched_frees, tot.inuse_objects);
@@ -821,7 +827,7 @@ static void test_truncation(void)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read_mem(data, len, "noend", &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK(t->truncated && !t->has_end, "not truncated");
 		CHECK(strstr(t->truncated_why, "no end record") != NULL, "why: %s",
@@ -841,7 +847,7 @@ static void test_truncation(void)
 	data = finish(tw, &len);
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, len - 3, "cut", &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK(t->truncated && t->has_end, "cut: truncated %d has_end %d", t->truncated,
 		      t->has_end);
@@ -855,7 +861,7 @@ static void test_truncation(void)
 	/* the complete file: chunks after END are fine, the last END counts */
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, len, "after-end", &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK(!t->truncated && t->has_end, "after END: truncated %d", t->truncated);
 		CHECK_U(t->nev, 2);
@@ -864,7 +870,7 @@ static void test_truncation(void)
 	/* cut inside a header */
 	t = NULL;
 	CHECK(ap_trace_read_mem(data, full + 5, "cut-header", &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK(t->truncated && t->has_end, "cut header");
 		ap_trace_free(t);
@@ -1001,7 +1007,7 @@ static void test_errors(void)
 		struct ap_error err;
 		CHECK(ap_trace_read_mem(f, 16 + AP_CHUNK_HDR_LEN + pn, "keys", &t, &err) == 0, "%s",
 		      err.msg);
-		ap_trace_load_events(t);
+		CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 		if (t) {
 			CHECK_U(t->rate, 7);
 			CHECK(!strcmp(t->exe, "") && !strcmp(t->sampler, "") && t->argc == 0 &&
@@ -1153,7 +1159,7 @@ static void test_errors(void)
 				CHECK(ap_trace_read_mem(dz, len + AP_CHUNK_HDR_LEN + z + 4, "z", &t,
 							&err) == 0,
 				      "%s", err.msg);
-				ap_trace_load_events(t);
+				CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 				if (t) {
 					CHECK_U(t->nev, 1);
 					if (t->nev)
@@ -1230,7 +1236,7 @@ static void test_errors(void)
 				struct ap_error err;
 				CHECK(ap_trace_read_mem(dc, total, "idx", &t, &err) == 0, "%s",
 				      err.msg);
-				ap_trace_load_events(t);
+				CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 				if (t) {
 					CHECK_U(t->nev, 4);
 					if (t->nev == 4) {
@@ -1289,12 +1295,12 @@ static void test_errors(void)
 		CHECK(ap_trace_read_mem(dc, total, "xref", &t, &err) == 0, "%s", err.msg);
 		if (t) {
 			struct ap_trace_totals tot;
-			ap_trace_totals(t, &tot);
+			CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 			CHECK(tot.free_objects == 2 && tot.unmatched_frees == 1 &&
 				  tot.inuse_objects == 0,
 			      "frees across threads: %g freed, %g unmatched, %g live",
 			      tot.free_objects, (double)tot.unmatched_frees, tot.inuse_objects);
-			ap_trace_load_events(t);
+			CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 			CHECK_U(t->nev, 5);
 			if (t->nev == 5) {
 				/* thread 1000 is index 0 (its chunk comes first) */
@@ -1354,12 +1360,12 @@ static void test_errors(void)
 		}
 		if (t && !bad) {
 			struct ap_trace_totals tot;
-			ap_trace_totals(t, &tot);
+			CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 			CHECK(tot.free_objects == 4 && tot.unmatched_frees == 0 &&
 				  tot.inuse_objects == 0,
 			      "frees by owner: %g freed, %g unmatched, %g live", tot.free_objects,
 			      (double)tot.unmatched_frees, tot.inuse_objects);
-			ap_trace_load_events(t);
+			CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 			CHECK_U(t->nev, 8);
 			if (t->nev == 8) {
 				CHECK_U(t->ev[4].addr, AP_ANON_BASE | 1);
@@ -1408,7 +1414,7 @@ static void test_errors(void)
 		struct ap_trace *t = NULL;
 		struct ap_error err;
 		CHECK(ap_trace_read_mem(data, len, "track", &t, &err) == 0, "%s", err.msg);
-		ap_trace_load_events(t);
+		CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 		if (t) {
 			CHECK_U(t->nev, 1);
 			CHECK_U(t->nrecords, 2);
@@ -1477,10 +1483,10 @@ static void test_streams(void)
 	struct ap_trace *t = NULL;
 	struct ap_error err;
 	CHECK(ap_trace_read_mem(good, len, "good", &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		struct ap_trace_totals tot;
-		ap_trace_totals(t, &tot);
+		CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 		CHECK(tot.alloc_objects == 8000 && tot.free_objects == 8000, "good: %g allocs, %g frees",
 		      tot.alloc_objects, tot.free_objects);
 	}
@@ -1551,7 +1557,7 @@ static void test_many_stacks(void)
 	CHECK(chunks > 3, "%zu META chunks", chunks);
 	struct ap_trace *t = NULL;
 	CHECK(ap_trace_read_mem(data, len, "stacks", &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK_U(t->nstacks, n + 1);
 		CHECK_U(t->nev, 20);
@@ -1644,7 +1650,7 @@ static void test_file_roundtrip(void)
 	struct ap_trace *t = NULL;
 	struct progress_log pl = {0, 0, 0};
 	CHECK(ap_trace_read(path, &t, &err, on_progress, &pl) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (t) {
 		CHECK_U(t->file_size, size);
 		CHECK_U(t->nev, 1);

@@ -126,7 +126,7 @@ static void test_fork_exec(const char *dir)
 	if (!t)
 		return;
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK(tot.unmatched_frees == 0 && tot.inherited_frees == 1, "fx: %llu unmatched, %llu inherited",
 	      (unsigned long long)tot.unmatched_frees, (unsigned long long)tot.inherited_frees);
 	CHECK(tot.exec_dropped_objects == 2 && tot.exec_dropped_space == 164, "fx: dropped %g, %g B",
@@ -140,7 +140,7 @@ static void test_fork_exec(const char *dir)
 	static const struct ap_replay_ops ops = { .alloc = c_alloc, .free = c_free,
 						  .unmatched = c_unmatched, .live_at_end = c_live };
 	struct ap_replay_consumer rc = { &ops, &n };
-	ap_replay(t, &rc, 1, NULL);
+	CHECK(ap_replay(t, &rc, 1, NULL, &err) == 0, "%s", err.msg);
 	CHECK(n.live == 3 && n.live_bytes == 172 && n.unmatched == 1,
 	      "fx: plain consumer: %zu live (%g B), %zu unmatched", n.live, n.live_bytes, n.unmatched);
 	ap_trace_free(t);
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 	CHECK(run.n == 2, "traces read: %zu (the old one must be left out)", run.n);
 	struct ap_trace *t = NULL;
 	CHECK(ap_run_merge(&run, &t, &err) == 0, "%s", err.msg);
-	ap_trace_load_events(t);
+	CHECK(ap_trace_load_events(t, &err) == 0, "%s", err.msg);
 	if (!t)
 		return 1;
 	CHECK(t->nprocs == 2 && t->procs[0].pid == 1000 && t->procs[1].pid == 2000, "procs");
@@ -205,14 +205,14 @@ int main(int argc, char **argv)
 	static const struct ap_replay_ops ops = { .alloc = c_alloc, .free = c_free,
 						  .unmatched = c_unmatched, .live_at_end = c_live };
 	struct ap_replay_consumer rc = { &ops, &c };
-	ap_replay(t, &rc, 1, NULL);
+	CHECK(ap_replay(t, &rc, 1, NULL, &err) == 0, "%s", err.msg);
 	/* a's free ends a's block, not b's at the same address */
 	CHECK(c.allocs == 4 && c.frees == 1 && c.unmatched == 0 && c.live == 3 &&
 		  c.live_bytes == 264,
 	      "replay: %zu allocs, %zu frees, %zu unmatched, %zu live (%g B)", c.allocs, c.frees,
 	      c.unmatched, c.live, c.live_bytes);
 	struct ap_trace_totals tot;
-	ap_trace_totals(t, &tot);
+	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK(tot.alloc_objects == 4 && tot.inuse_space == 264 && tot.peak_inuse_space == 328,
 	      "totals %g %g %g", tot.alloc_objects, tot.inuse_space, tot.peak_inuse_space);
 	ap_trace_free(t);

@@ -145,14 +145,29 @@ esac
 expect_err counts "$msg_counts" counts.trace
 expect_err counts-json "$msg_counts" --json counts.trace
 # (advise with the advisor tests' cost table: not measured here, which
-# says so on stderr)
-for cmd in top advise "list main" "peek main" timeline "tui --batch" "export -o x.pb.gz"; do
+# says so on stderr). The error comes back from the pass that finds it
+# (no exit inside the reader): every command, a whole run of two traces
+# (stats A B) and diff (its own exit status for "cannot compare", 2)
+# say it and stop; export and flamegraph write no file.
+for cmd in top tree advise "list main" "peek main" timeline "tui --batch" "export -o x.pb.gz" \
+	flamegraph "flamegraph -o x.svg" "stats exact.trace" "diff exact.trace" "diff --fail-above peak=+10% exact.trace"; do
+	want=1
+	case $cmd in diff*) want=2 ;; esac
 	(cd "$T" && ALLOCPROF_TEST_COSTS="$SRC/../advise/costs.json" "$AP" $cmd counts.trace \
 		>counts.out 2>counts.err)
 	got=$?
-	[ "$got" = 1 ] || bad "counts: $cmd: exit $got, expected 1"
+	[ "$got" = "$want" ] || bad "counts: $cmd: exit $got, expected $want"
 	[ -s "$T/counts.out" ] && bad "counts: $cmd: stdout not empty"
 	printf '%s\n' "$msg_counts" | diff -u - "$T/counts.err" || bad "counts: $cmd: stderr differs"
+done
+# the damaged one as diff's base
+(cd "$T" && "$AP" diff counts.trace exact.trace >counts.out 2>counts.err)
+got=$?
+[ "$got" = 2 ] || bad "counts: diff as the base: exit $got, expected 2"
+[ -s "$T/counts.out" ] && bad "counts: diff as the base: stdout not empty"
+printf '%s\n' "$msg_counts" | diff -u - "$T/counts.err" || bad "counts: diff as the base: stderr differs"
+for f in x.pb.gz x.svg; do
+	[ -e "$T/$f" ] && bad "counts: $f written"
 done
 # only the preamble: cut before the header
 head -c 16 "$T/exact.trace" >"$T/nohdr.trace"

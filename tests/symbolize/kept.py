@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Symbols kept with the trace (issue 26, items 3 and 4).
+
+A program and its shared library, built here with gcc and with clang
+(-O2 -g: inlined frames), recorded with --all: every view (top by
+functions and by lines, peek, tree, the folded export, the flame graph,
+list) prints the same after the program and the library are deleted, and
+after they are rebuilt from other code, with no warning: the trace keeps
+their names, files and lines. A trace recorded with --no-symbols names
+the frames by address once the files are gone (and says why), until
+`allocprof symbols` adds them while the files are there. testdata/jit's
+code is in no file: the perf map it writes names it, in the trace once
+recorded (the map removed after), and by the map itself for a trace
+without symbols while the map is there.
+
+usage: kept.py ALLOCPROF JIT TMPDIR
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+allocprof, jit, tmp = sys.argv[1:4]
+tmp = os.path.join(tmp, "kept")
+shutil.rmtree(tmp, ignore_errors=True)
+os.makedirs(tmp)
+env = dict(os.environ, LC_ALL="C", NO_COLOR="1")
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+LIB = r"""
+#include <stdlib.h>
+#include <string.h>
+static inline char *fill(size_t n) { char *p = malloc(n); if (p) memset(p, 7, n); return p; }
+__attribute__((noinline)) char *lib_make(size_t n) { return fill(n + 1) + 0; }
+__attribute__((noinline)) void lib_drop(char *p) { free(p); }
+"""
+MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+char *lib_make(size_t n);
+void lib_drop(char *p);
+static inline int *numbers(int n) { int *v = calloc((size_t)n, sizeof(int)); if (v) v[0] = n; return v; }
+__attribute__((noinline)) long work(int i) {
+	char *a = lib_make((size_t)(16 + i % 7));
+	int *b = numbers(4 + i % 3);
+	long r = a[0] + b[0];
+	lib_drop(a);
+	if (i % 4) free(b);
+	return r;
+}
+int main(void) {
+	long s = 0;
+	for (int i = 0; i < 200; i++) s += work(i);
+	printf("%ld\n", s);
+	return 0;
+}
+"""
+OTHER = "int main(void) { return 3; }\n"
+
+
+def build(cc, d, main_src=MAIN):
+    os.makedirs(d, exist_ok=True)
+    for name, text in (("lib.c", LIB), ("main.c", main_src)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    flags = ["-O2", "-g", "-fno-builtin-malloc", "-fno-builtin-calloc", "-fno-builtin-free"]
+    subprocess.run([cc] + flags + ["-shared", "-fPIC", "-o", os.path.join(d, "libkept.so"),
+                    os.path.join(d, "lib.c")], check=True)
+    subprocess.run([cc] + flags + ["-o", os.path.join(d, "prog"), os.path.join(d, "main.c"),
+                    "-L" + d, "-lkept", "-Wl,-rpath," + d], check=True)
+
+
+BINS = ("prog", "libkept.so")
+
+
+def hide(d):
+    for b in BINS:
+        shutil.move(os.path.join(d, b), os.path.join(d, b + ".gone"))
+
+
+def unhide(d):
+    for b in BINS:
+        shutil.move(os.path.join(d, b + ".gone"), os.path.join(d, b))
+
+
+def record(d, trace, *extra):
+    subprocess.run([allocprof, "record", "--all", "-q", *extra, "-o", trace,
+                    os.path.join(d, "prog")], check=True, stdout=subprocess.DEVNULL, env=env)
+
+
+VIEWS = [["top", "--alloc_objects"], ["top", "--alloc_space", "--lines"],
+         ["peek", "work|lib_make"], ["tree"], ["export", "--format=folded"],
+         ["flamegraph"], ["list", "lib_make"], ["list", "work"]]
+
+
+def views(trace):
+    """{view: (stdout, stderr)} of every view of trace."""
+    out = {}
+    for v in VIEWS:
+        cmd = [allocprof] + v + [trace]
+        svg = os.path.join(tmp, "fg.svg")
+        if v[0] == "flamegraph":
+            cmd[2:2] = ["-o", svg]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
+        if r.returncode != 0:
+            fail("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr))
+        text = r.stdout
+        if v[0] == "flamegraph":
+            with open(svg) as f:
+                text = f.read()
+        out[" ".join(v)] = (text, r.stderr)
+    return out
+
+
+def same(a, b, what):
+    for k in a:
+        if a[k][0] != b[k][0]:
+            fail("%s: %s differs" % (what, k))
+            print("--- before\n%s\n--- after\n%s" % (a[k][0][:1500], b[k][0][:1500]))
+        if b[k][1] != a[k][1]:
+            fail("%s: %s says: %s" % (what, k, b[k][1]))
+
+
+for cc in ("gcc", "clang"):
+    if not shutil.which(cc):
+        print("SKIP %s: not installed" % cc)
+        continue
+    d = os.path.join(tmp, cc)
+    build(cc, d)
+    trace = os.path.join(tmp, cc + ".trace")
+    record(d, trace)
+    before = views(trace)
+    top = before["top --alloc_objects"][0]
+    for want in ("lib_make", "work", "numbers (inline)", "fill (inline)"):
+        if want not in top:
+            fail("%s: top names no %s:\n%s" % (cc, want, top))
+    if "lib.c:" not in before["top --alloc_space --lines"][0]:
+        fail("%s: top --lines has no lib.c line" % cc)
+    # the program and its library gone (the sources stay: list reads them)
+    hide(d)
+    same(before, views(trace), cc + ", files deleted")
+    # rebuilt from other code at the same paths (other build-ids)
+    build(cc, d + ".other", OTHER)
+    for b in BINS:
+        shutil.copy(os.path.join(d + ".other", b), os.path.join(d, b))
+    same(before, views(trace), cc + ", files rebuilt")
+    unhide(d)
+
+    # --no-symbols: the files are needed; `allocprof symbols` adds them
+    bare = os.path.join(tmp, cc + ".bare.trace")
+    record(d, bare, "--no-symbols")
+    hide(d)
+    r = subprocess.run([allocprof, "top", "--alloc_objects", bare], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    if "[prog]" not in r.stdout or "[libkept.so]" not in r.stdout:
+        fail("%s --no-symbols, files deleted: frames not by address:\n%s" % (cc, r.stdout))
+    if os.path.join(d, "prog") not in r.stderr:
+        fail("%s --no-symbols, files deleted: no warning naming the file: %r" % (cc, r.stderr))
+    unhide(d)
+    r = subprocess.run([allocprof, "symbols", bare], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0 or r.stderr != "allocprof: %s keeps its symbols\n" % bare:
+        fail("allocprof symbols: exit %d, %r" % (r.returncode, r.stderr))
+    size = os.path.getsize(bare)
+    subprocess.run([allocprof, "symbols", "-q", bare], check=True)
+    if os.path.getsize(bare) != size:
+        fail("allocprof symbols twice changed the trace")
+    hide(d)
+    after = views(bare)
+    for k in ("top --alloc_objects", "top --alloc_space --lines", "tree", "list lib_make"):
+        if after[k][0] != before[k][0]:
+            fail("%s: %s of the --no-symbols trace given its symbols later differs" % (cc, k))
+    unhide(d)
+
+
+# code in no file, named by a perf map
+def perf_maps():
+    return set(glob.glob("/tmp/perf-*.map"))
+
+
+def top_first(trace):
+    r = subprocess.run([allocprof, "top", "--alloc_objects", trace], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    lines = r.stdout.splitlines()
+    return lines[5].split() if len(lines) > 5 else []
+
+
+for extra, named_after in (((), True), (("--no-symbols",), False)):
+    trace = os.path.join(tmp, "jit%s.trace" % "".join(extra))
+    had = perf_maps()
+    subprocess.run([allocprof, "record", "--all", "-q", *extra, "-o", trace, jit], check=True,
+                   stdout=subprocess.DEVNULL, env=env)
+    new = perf_maps() - had
+    if len(new) != 1:
+        fail("jit wrote %d perf maps" % len(new))
+        continue
+    row = top_first(trace)
+    if row[:1] != ["300"] or row[-1:] != ["jit_make_buffer"]:
+        fail("jit %s, the map there: top's first row %s" % (extra, row))
+    for m in new:
+        os.unlink(m)
+    row = top_first(trace)
+    want = "jit_make_buffer" if named_after else "0x"
+    if row[:1] != ["300"] or not row[-1:] or not row[-1].startswith(want):
+        fail("jit %s, the map removed: top's first row %s" % (extra, row))
+
+# bad input: one line, a non-zero exit
+for args, code in ((["symbols"], 2), (["symbols", "--compress-level", "99", "x"], 2),
+                   (["symbols", os.path.join(tmp, "none.trace")], 1)):
+    r = subprocess.run([allocprof] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env)
+    if r.returncode != code or len(r.stderr.splitlines()) != 1 or \
+            not r.stderr.startswith("allocprof"):
+        fail("%s: exit %d, %r" % (args, r.returncode, r.stderr))
+
+if failures:
+    print("%d failures" % len(failures))
+    sys.exit(1)
+print("symbols kept with the trace: views the same without the files, perf maps kept")
