@@ -265,7 +265,7 @@ void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o)
 							       : json_null());
 }
 
-static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
+json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	json_t *root = json_object();
 	json_object_set_new(root, "program", ap_json_text(t->exe));
@@ -387,7 +387,12 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 		json_array_append_new(sites, o);
 	}
 	json_object_set_new(root, "sites", sites);
-	return ap_view_json_print(root);
+	return root;
+}
+
+static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
+{
+	return ap_view_json_print(ap_advise_json(a, t, n));
 }
 
 static bool has_children(const char *path)

@@ -321,6 +321,29 @@ static size_t check_limit(const struct dtable *d, const struct limit *l, const c
 	return n;
 }
 
+json_t *ap_diff_json(const struct ap_view *bv, const struct ap_view *nv,
+		     const struct ap_report_options *opts)
+{
+	json_t *root = json_object();
+	by_cum = false;
+	for (int i = 0; i < AP_SI_COUNT; i++) {
+		enum ap_sample_index si = (enum ap_sample_index)i;
+		/* as diff --json: temporaries need --all traces */
+		if (si == AP_SI_TEMPORARY && (bv->trace->rate > 1 || nv->trace->rate > 1))
+			continue;
+		struct dtable d;
+		if (build_table(bv, nv, opts, si, &d)) {
+			json_decref(root);
+			return NULL;
+		}
+		if (d.n)
+			qsort(d.rows, d.n, sizeof(*d.rows), drow_cmp);
+		json_object_set_new(root, ap_sample_index_name(si), table_json(&d));
+		table_free(&d);
+	}
+	return root;
+}
+
 /* The peak in-use bytes of a trace as stats prints it: exact, counted
  * by the sampler, or the samples' estimate (ap_view_peak), into *out.
  * Returns 0, or -1 with err set (ap_trace_totals). */

@@ -103,6 +103,11 @@ const char *ap_output_away_from_tty(const char *path, const char *prefix, const 
 {
 	if (strcmp(path, "-") || !isatty(STDOUT_FILENO))
 		return path;
+	return ap_output_new_file(prefix, ext, name);
+}
+
+const char *ap_output_new_file(const char *prefix, const char *ext, struct ap_buf *name)
+{
 	for (int i = 1; i < 10000; i++) {
 		ap_buf_reset(name);
 		ap_buf_addf(name, "%s%03d.%s", prefix, i, ext);

@@ -121,6 +121,8 @@ static const char *end_reason_name(uint64_t reason)
 		return "exit_group";
 	case AP_END_GONE:
 		return "gone";
+	case AP_END_SNAPSHOT:
+		return "snapshot";
 	}
 	return "unknown";
 }
@@ -163,6 +165,10 @@ static void print_end(const struct ap_trace *t)
 		printf("%-18s without an end record (SIGKILL or the exit_group system call, say): "
 		       "record finished the trace from its buffers (calls and bytes unknown)\n",
 		       "ended");
+		break;
+	case AP_END_SNAPSHOT:
+		printf("%-18s not yet: a snapshot (allocprof snapshot) of the trace of a program "
+		       "still running; calls and bytes unknown\n", "ended");
 		break;
 	default:
 		printf("%-18s reason %llu, status %llu\n", "ended",

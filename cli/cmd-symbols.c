@@ -8,6 +8,7 @@
 #include "ap_symbolize.h"
 #include "ap_trace.h"
 #include "commands.h"
+#include "views.h"
 
 static void symbols_usage(FILE *f)
 {
@@ -36,42 +37,49 @@ static void symbols_usage(FILE *f)
 	      f);
 }
 
+enum { OPT_LEVEL = AP_VOPT_FIRST_OWN, OPT_IF_FINISHED };
+
 int cmd_symbols(int argc, char **argv)
 {
-	int level = 3, i;
+	static const struct option longopts[] = {
+	    {"compress-level", required_argument, NULL, OPT_LEVEL},
+	    {"if-finished", no_argument, NULL, OPT_IF_FINISHED},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int level = 3, opt;
 	bool quiet = false, if_finished = false;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (a[0] != '-' || !a[1])
-			break;
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	opterr = 0;
+	optind = 1;
+	while ((opt = ap_view_getopt(argc, argv, ":hq", longopts)) != -1) {
+		char *end;
+		long l;
+		switch (opt) {
+		case 'h':
 			symbols_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			return AP_EXIT_OK;
+		case 'q':
 			quiet = true;
-		} else if (!strcmp(a, "--if-finished")) {
+			break;
+		case OPT_IF_FINISHED:
 			if_finished = true;
-		} else if (!strncmp(a, "--compress-level", 16) && (!a[16] || a[16] == '=')) {
-			const char *v = a[16] ? a + 17 : i + 1 < argc ? argv[++i] : NULL;
-			char *end;
-			long l = v && *v ? strtol(v, &end, 10) : -1;
-			if (!v || !*v || *end || l < 0 || l > 19)
-				return ap_usage_error("symbols", "--compress-level needs a number from 0 "
-							       "to 19%s%s%s", v ? " (not '" : "",
-						      v ? v : "", v ? "')" : "");
+			break;
+		case OPT_LEVEL:
+			l = strtol(optarg, &end, 10);
+			if (*end || end == optarg || l < 0 || l > 19)
+				return ap_usage_error("symbols", "--compress-level wants a number from 0 "
+								 "to 19, not '%s'", optarg);
 			level = (int)l;
-		} else {
-			return ap_usage_error("symbols", "unknown option '%s'", a);
+			break;
+		default:
+			return ap_view_bad_option("symbols", opt, argv);
 		}
 	}
-	if (i >= argc)
+	if (optind >= argc)
 		return ap_usage_error("symbols", "no trace given");
 	int rc = 0;
-	for (; i < argc; i++) {
+	for (int i = optind; i < argc; i++) {
 		struct ap_error err;
 		int k = ap_sym_keep_file(argv[i], level, &err);
 		if (k < 0 || (k > 0 && !if_finished)) {

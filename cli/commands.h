@@ -21,7 +21,9 @@ int cmd_peek(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_try(int argc, char **argv);
+int cmd_html(int argc, char **argv);
 int cmd_symbols(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /* Runs `allocprof-report` with argv (argv[0] the command) as a child and
  * waits for it: its exit status, or -1 (said) when it could not run. */
@@ -41,6 +43,9 @@ int ap_write_output(const char *path, const struct ap_buf *b);
  * or NULL after printing why none could be. */
 const char *ap_output_away_from_tty(const char *path, const char *prefix, const char *ext,
 				    struct ap_buf *name);
+/* Its new file alone: PREFIX001.EXT or the first that does not exist,
+ * created empty; name->buf, or NULL after printing why none could be. */
+const char *ap_output_new_file(const char *prefix, const char *ext, struct ap_buf *name);
 
 /* Prints "allocprof: <fmt>" and a newline to stderr. */
 void ap_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -54,8 +54,10 @@ static const struct command commands[] = {
 	{ "tree", REPORT_CMD(cmd_tree), "every node between its callers and callees, as pprof -tree", true },
 	{ "timeline", REPORT_CMD(cmd_timeline), "in-use bytes over time, the top call sites stacked", true },
 	{ "flamegraph", REPORT_CMD(cmd_flamegraph), "an interactive flame graph (SVG) of the call paths", false },
+	{ "html", REPORT_CMD(cmd_html), "one interactive page: table, flame graph, timeline, advice", false },
 	{ "diff", REPORT_CMD(cmd_diff), "what changed between two traces, per call site (and a CI gate)", true },
 	{ "tui", REPORT_CMD(cmd_tui), "browse top, list and advise interactively (ncurses)", false },
+	{ "snapshot", REPORT_CMD(cmd_snapshot), "a finished copy of a trace whose program runs on", false },
 	{ "symbols", REPORT_CMD(cmd_symbols), "keep the frames' names and lines in a trace (record does)", false },
 	{ NULL, NULL, NULL, false },
 };

@@ -23,6 +23,7 @@ static void tl_note(struct ap_timeline *T, const struct ap_event *e)
 		T->max[b] = T->live;
 		memcpy(T->at_max + b * (T->nsites + 1), T->live_site, (T->nsites + 1) * sizeof(double));
 	}
+	T->bucket = b;
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_bucket = b;
@@ -37,6 +38,23 @@ static void tl_add(struct ap_timeline *T, const struct ap_replay_block *b, doubl
 	T->live_var += sign * ap_trace_block_var(b->w, fabs(sp));
 	size_t s = b->stack < T->t->nstacks ? T->slot_of_stack[b->stack] : T->nsites;
 	T->live_site[s] += sp;
+}
+
+/* The hook's view of an event, in the bucket tl_note put it in: an
+ * allocation the trace sampled counts at its own stack (as the views'
+ * alloc_* count it), a block's stack holds it while it lives. */
+static void hook_alloc(struct ap_timeline *T, const struct ap_event *e,
+		       const struct ap_replay_block *b)
+{
+	if (T->hook && (e->flags & AP_EVF_SAMPLED) && e->stack < T->t->nstacks)
+		T->hook->alloc(T->hook->ctx, T->bucket, e->stack, b->w, b->w * (double)b->size);
+}
+
+static void hook_live(struct ap_timeline *T, const struct ap_replay_block *b, double sign)
+{
+	if (T->hook && b->stack && b->stack < T->t->nstacks)
+		T->hook->live(T->hook->ctx, T->bucket, b->stack, sign * b->w,
+			      sign * b->w * (double)b->size);
 }
 
 /* massif's --time-unit=B clock: every byte allocated and every byte
@@ -55,6 +73,8 @@ static void tl_alloc(void *ctx, size_t i, const struct ap_event *e, const struct
 	T->pos += massif_step(NULL, b);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
+	hook_alloc(T, e, b);
+	hook_live(T, b, 1);
 }
 
 static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
@@ -64,6 +84,7 @@ static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	T->pos += massif_step(NULL, b);
 	tl_add(ctx, b, -1);
 	tl_note(ctx, e);
+	hook_live(T, b, -1);
 }
 
 static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
@@ -75,6 +96,9 @@ static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 	tl_add(ctx, old, -1);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
+	hook_live(T, old, -1);
+	hook_alloc(T, e, b);
+	hook_live(T, b, 1);
 }
 
 /* Its image is gone (exec): no longer in use; the next event's bucket
@@ -82,6 +106,7 @@ static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 static void tl_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
 	tl_add(ctx, b, -1);
+	hook_live(ctx, b, -1);
 }
 
 /* The first pass of --time-unit=B: the length of massif's axis. */
@@ -202,13 +227,20 @@ int ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 		     const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes,
 		     struct ap_error *err)
 {
+	return ap_timeline_init_hooked(T, t, s, nbuckets, by_bytes, NULL, err);
+}
+
+int ap_timeline_init_hooked(struct ap_timeline *T, const struct ap_trace *t,
+			    const struct ap_timeline_sites *s, size_t nbuckets, bool by_bytes,
+			    const struct ap_timeline_hook *hook, struct ap_error *err)
+{
 	uint64_t end = ap_trace_end_ns(t);
 	size_t w = s->shown + 1;
 	*T = (struct ap_timeline){ .t = t, .slot_of_stack = s->slot_of_stack, .names = s->names,
 				   .nsites = s->shown, .nbuckets = nbuckets ? nbuckets : 1,
 				   .start = t->start_ns,
 				   .span = end > t->start_ns ? end - t->start_ns : 1,
-				   .by_bytes = by_bytes };
+				   .by_bytes = by_bytes, .hook = hook };
 	T->xspan = (double)T->span / 1e9;
 	if (by_bytes) {
 		/* what the replay will count, in a replay of its own: every

@@ -27,8 +27,23 @@ struct ap_timeline_sites {
 void ap_timeline_sites_init(struct ap_timeline_sites *s, const struct ap_view *v, size_t nsites);
 void ap_timeline_sites_release(struct ap_timeline_sites *s);
 
+/* What a timeline's replay tells a consumer beside it, per event, with
+ * the bucket the event fell in (`allocprof html` keeps per bucket and
+ * stack what was allocated and what changed hands): `alloc` for each
+ * allocation the trace sampled (a realloc's new block too), its weight
+ * in objects and bytes at its stack, as the views' alloc_* count it;
+ * `live` for each change of the blocks a stack holds (objects and bytes
+ * signed: - when freed, + when made), as their inuse_* count them. */
+struct ap_timeline_hook {
+	void (*alloc)(void *ctx, size_t bucket, uint32_t stack, double objects, double bytes);
+	void (*live)(void *ctx, size_t bucket, uint32_t stack, double objects, double bytes);
+	void *ctx;
+};
+
 struct ap_timeline {
 	const struct ap_trace *t;
+	const struct ap_timeline_hook *hook; /* or NULL */
+	size_t bucket;			/* while replaying: the last event's */
 	const uint32_t *slot_of_stack;	/* of the sites */
 	char *const *names;		/* of the sites: nsites names */
 	size_t nsites, nbuckets;
@@ -59,6 +74,11 @@ struct ap_timeline {
 AP_MUST_CHECK int ap_timeline_init(struct ap_timeline *T, const struct ap_trace *t,
 				   const struct ap_timeline_sites *s, size_t nbuckets,
 				   bool by_bytes, struct ap_error *err);
+/* The same, telling `hook` (may be NULL) of each event. */
+AP_MUST_CHECK int ap_timeline_init_hooked(struct ap_timeline *T, const struct ap_trace *t,
+					  const struct ap_timeline_sites *s, size_t nbuckets,
+					  bool by_bytes, const struct ap_timeline_hook *hook,
+					  struct ap_error *err);
 void ap_timeline_release(struct ap_timeline *T);
 
 /* The end of bucket b on the x axis: seconds from the start of the run,

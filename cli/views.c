@@ -510,22 +510,37 @@ int ap_view_print_kind(const struct ap_trace *t, enum ap_sample_index si)
 	return AP_EXIT_OK;
 }
 
+int ap_view_inuse_objects_says(const struct ap_trace *t, char *buf, size_t len,
+			       struct ap_error *err)
+{
+	if (t->rate <= 1)
+		return 0;
+	struct ap_trace_totals tot;
+	if (ap_trace_totals(t, &tot, err) < 0)
+		return -1;
+	snprintf(buf, len,
+		 "inuse_objects is an estimate: %.0f ± %.0f (one standard deviation, "
+		 "from %llu live sample%s); blocks small next to the rate are rarely sampled, "
+		 "so it mostly reads low and now and then far high: record with --all for the "
+		 "exact count",
+		 round(tot.inuse_objects), round(tot.inuse_objects_sd),
+		 (unsigned long long)tot.inuse_samples, tot.inuse_samples == 1 ? "" : "s");
+	return 1;
+}
+
 int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si)
 {
-	if (t->rate <= 1 || si != AP_SI_INUSE_OBJECTS)
+	if (si != AP_SI_INUSE_OBJECTS)
 		return AP_EXIT_OK;
-	struct ap_trace_totals tot;
+	char says[400];
 	struct ap_error err;
-	if (ap_trace_totals(t, &tot, &err) < 0) {
+	int said = ap_view_inuse_objects_says(t, says, sizeof(says), &err);
+	if (said < 0) {
 		ap_print_error(&err);
 		return AP_EXIT_FAIL;
 	}
-	ap_die_msg("note: inuse_objects is an estimate: %.0f ± %.0f (one standard deviation, "
-		   "from %llu live sample%s); blocks small next to the rate are rarely sampled, "
-		   "so it mostly reads low and now and then far high: record with --all for the "
-		   "exact count",
-		   round(tot.inuse_objects), round(tot.inuse_objects_sd),
-		   (unsigned long long)tot.inuse_samples, tot.inuse_samples == 1 ? "" : "s");
+	if (said)
+		ap_die_msg("note: %s", says);
 	return AP_EXIT_OK;
 }
 

@@ -318,6 +318,11 @@ AP_MUST_CHECK int ap_view_peak_note(const struct ap_trace *t, enum ap_sample_ind
  * count's error bar (ap_trace_totals' inuse_objects_sd), which the
  * pprof-compatible outputs have no place for. */
 AP_MUST_CHECK int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si);
+/* Its text (no "note: ") into buf (at least 400 bytes). Returns 1; 0
+ * (nothing to say) for an exact trace; -1 with err set when its replay
+ * of the trace (ap_trace_totals) fails. */
+AP_MUST_CHECK int ap_view_inuse_objects_says(const struct ap_trace *t, char *buf, size_t len,
+					     struct ap_error *err);
 
 #define AP_VIEW_FEW_SAMPLES 50
 AP_MUST_CHECK int ap_view_sampling_hint(const struct ap_trace *t);
@@ -383,6 +388,18 @@ json_t *ap_advise_cost_json(const struct ap_run_cost *c);
  * recorded_cpus, cpus_allowed, runner_cpus (docs/json.md). */
 struct ap_advice;
 void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o);
+
+/* advise --json's document of the first `n` sites of `a` (cmd-advise.c);
+ * a new object. */
+struct ap_advice;
+json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size_t n);
+
+/* diff --json's tables of base `bv` and new `nv` (cmd-diff.c): an object
+ * with one member per sample index (temporary only when both traces have
+ * every allocation), rows by |flat delta|. NULL after printing the error
+ * (a bad regex). */
+json_t *ap_diff_json(const struct ap_view *bv, const struct ap_view *nv,
+		     const struct ap_report_options *opts);
 
 /* ---- the advisor's measured replay, for advise and the tui ---- */
 struct ap_advice;

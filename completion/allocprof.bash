@@ -78,7 +78,7 @@ _allocprof_arg_values()
 		# the formats --help describes in words rather than its usage line
 		[[ -z $v && $1 == timeline ]] && v="text csv json svg"
 		printf '%s\n' "$v" ;;
-	UNIT) [[ $1 == timeline ]] && echo "s B" ;;
+	UNIT) [[ $1 == timeline || $1 == html ]] && echo "s B" ;;
 	NAME) [[ $2 == --sample[-_]index ]] && echo "$_allocprof_indexes" ;;
 	LIMIT)
 		# WHAT= of --fail-above WHAT=+CHANGE: an index, total.INDEX, peak
@@ -155,6 +155,10 @@ _allocprof()
 		case $prevarg in
 		PATH | FILE) compopt -o filenames 2>/dev/null; reply=($(compgen -f -- "$cur")) ;;
 		DIR | DIRS) compopt -o filenames 2>/dev/null; reply=($(compgen -d -- "$cur")) ;;
+		BASE)
+			# html --diff-base BASE: a trace, as TRACE
+			compopt -o filenames 2>/dev/null
+			reply=($(compgen -f -X '!*.trace*' -- "$cur") $(compgen -d -- "$cur")) ;;
 		*) reply=($(compgen -W "$(_allocprof_arg_values "$cmd" "$opt" "$prevarg")" -- "$cur")) ;;
 		esac
 		[[ ${#reply[@]} -eq 1 && ${reply[0]} == *= ]] && compopt -o nospace 2>/dev/null

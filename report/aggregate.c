@@ -462,7 +462,8 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
 		    const bool *unnamed, const struct ap_nodes *keep,
-		    ap_report_progress_fn progress, void *progress_ctx)
+		    ap_report_progress_fn progress, void *progress_ctx,
+		    struct ap_report_paths *paths)
 {
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, aframes = 0;
@@ -504,6 +505,8 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			continue;
 		ns->kept += v;
 		ns->kept_stacks++;
+		if (paths)
+			paths->off[id] = (uint32_t)paths->n;
 
 		/* From the outermost caller in, as pprof walks a sample. A
 		 * frame whose node is not kept is left out: the edge goes
@@ -522,10 +525,16 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			uint32_t idx = (uint32_t)(nd - ns->v);
 			if (i == 0)
 				nd->flat += v;
+			if (i == 0 && paths)
+				paths->flat[id] = idx;
 			/* Recursion: a node counts once per stack. */
 			if (nd->stamp != id) {
 				nd->stamp = id;
 				nd->cum += v;
+				if (paths) {
+					AP_ALLOC_GROW(paths->nodes, paths->n + 1, paths->alloc);
+					paths->nodes[paths->n++] = idx;
+				}
 			}
 			if (parent != UINT32_MAX && parent != idx) {
 				struct ap_edge *e = edge_put(ns, parent, idx, inlined_shown(shown, ns_shown, i));
@@ -537,6 +546,8 @@ void ap_nodes_build(struct ap_nodes *ns, const struct ap_trace *t,
 			}
 			parent = idx;
 		}
+		if (paths)
+			paths->len[id] = (uint32_t)(paths->n - paths->off[id]);
 	}
 	nodes_mark_inline(ns);
 	if (progress)
@@ -571,7 +582,7 @@ static void nodes_rebuild(struct ap_nodes *ns, const struct ap_trace *t,
 			  const struct ap_filter *filter, const bool *unnamed)
 {
 	struct ap_nodes kept;
-	ap_nodes_build(&kept, t, values, sym, si, key, filter, unnamed, ns, NULL, NULL);
+	ap_nodes_build(&kept, t, values, sym, si, key, filter, unnamed, ns, NULL, NULL, NULL);
 	ap_nodes_release(ns);
 	*ns = kept;
 }
@@ -627,7 +638,7 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	enum ap_node_key key = (enum ap_node_key)opts->granularity;
 	struct ap_nodes ns;
 	ap_nodes_build(&ns, t, values, sym, opts->sample_index, key, &filter, unnamed, NULL,
-		       progress, progress_ctx);
+		       progress, progress_ctx, NULL);
 
 	struct ap_report *r = ap_xcalloc(1, sizeof(*r));
 	r->sample_index = opts->sample_index;
@@ -711,6 +722,62 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 	free(own);
 	ap_report_sort(r, opts->cum_sort);
 	return r;
+}
+
+struct ap_report_paths *ap_report_paths_new(const struct ap_trace *t,
+					    const struct ap_stack_values *values,
+					    struct ap_symbolizer *sym,
+					    const struct ap_report_options *opts,
+					    struct ap_error *err)
+{
+	struct ap_filter filter;
+	if (ap_filter_init(&filter, opts, err))
+		return NULL;
+	size_t ns = t->nstacks ? t->nstacks : 1;
+	/* one build over every stack with a value: index 0 says which */
+	struct ap_stack_values *any = ap_xcalloc(ns, sizeof(*any));
+	for (size_t id = 1; id < t->nstacks; id++)
+		for (int i = 0; i < AP_SI_COUNT; i++)
+			if (values[id].v[i] != 0)
+				any[id].v[0] = 1;
+	bool *unnamed = ap_report_unnamed_of(t, values, sym);
+	struct ap_report_paths *p = ap_xcalloc(1, sizeof(*p));
+	p->off = ap_xcalloc(ns, sizeof(*p->off));
+	p->len = ap_xcalloc(ns, sizeof(*p->len));
+	p->flat = ap_xmalloc(ns * sizeof(*p->flat));
+	memset(p->flat, 0xff, ns * sizeof(*p->flat));
+	struct ap_nodes nodes;
+	ap_nodes_build(&nodes, t, any, sym, (enum ap_sample_index)0,
+		       (enum ap_node_key)opts->granularity, &filter, unnamed, NULL, NULL, NULL, p);
+	p->names = ap_xcalloc(nodes.n ? nodes.n : 1, sizeof(*p->names));
+	p->nnames = nodes.n;
+	for (size_t i = 0; i < nodes.n; i++) {
+		/* the row's name is what pprof prints of the key */
+		char *sep = strchr(nodes.v[i].key, AP_KEY_SEP);
+		if (sep)
+			*sep = 0;
+		p->names[i] = nodes.v[i].key;
+		nodes.v[i].key = NULL;
+	}
+	ap_nodes_release(&nodes);
+	free(unnamed);
+	free(any);
+	ap_filter_release(&filter);
+	return p;
+}
+
+void ap_report_paths_free(struct ap_report_paths *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nnames; i++)
+		free(p->names[i]);
+	free(p->names);
+	free(p->off);
+	free(p->len);
+	free(p->flat);
+	free(p->nodes);
+	free(p);
 }
 
 static int cmp_flat(const void *a, const void *b)

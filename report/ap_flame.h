@@ -40,6 +40,10 @@ struct ap_flame {
 	double kept;		/* the root's value: the stacks the filters kept */
 	size_t stacks;		/* stacks with a non-zero value */
 	size_t kept_stacks;	/* of those, the ones kept */
+	/* ap_flame_paths_new only (else NULL): per stack of the export
+	 * model (x->stacks index), the node its path ends at, UINT32_MAX
+	 * when the filters drop it or it has no value */
+	uint32_t *leaf_of;
 };
 
 /* Builds the flame graph of `x` for opts->sample_index: each stack with a
@@ -52,6 +56,15 @@ struct ap_flame {
  * symbolizer must outlive the model. */
 struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_options *opts,
 			      struct ap_error *err);
+
+/* The tree of every path at once, for a page that sums any index (or
+ * any part of the run) into it (`allocprof html`): the graph
+ * ap_flame_new builds, over every stack with a value in some index, each
+ * of value 1 (sample_index and the values say nothing else), and
+ * leaf_of set. The tree of one index is this one without the nodes
+ * whose stacks all have 0 in it. */
+struct ap_flame *ap_flame_paths_new(const struct ap_export *x, const struct ap_report_options *opts,
+				    struct ap_error *err);
 void ap_flame_free(struct ap_flame *f);
 
 #endif

@@ -180,6 +180,34 @@ struct ap_report *ap_report_new(const struct ap_trace *t, const struct ap_stack_
 				ap_report_progress_fn progress, void *progress_ctx,
 				struct ap_error *err);
 
+/* The nodes of the top model with, per stack, the nodes it holds: what
+ * a page needs to sum any sample index, or the values of any part of the
+ * run, into flat and cum itself (`allocprof html`). The nodes are those
+ * ap_report_new makes, with no node fraction and no node count, of
+ * every stack with a value in some sample index; a stack's nodes are in
+ * the order it reaches them from the outermost caller in, each once. */
+struct ap_report_paths {
+	char **names; /* per node: the row's name, as ap_report_row.name */
+	size_t nnames;
+	/* per trace stack id (t->nstacks): nodes[off[id] .. off[id] +
+	 * len[id]) are its nodes, each counted in cum; flat[id] the node
+	 * its flat goes to. len 0 and flat UINT32_MAX for a stack with no
+	 * value or one the filters drop. */
+	uint32_t *off, *len, *flat;
+	uint32_t *nodes;
+	size_t n, alloc;
+};
+
+/* Builds the paths of `t` for opts->granularity and its focus, ignore,
+ * show and hide (the other fields are ignored). `values` as for
+ * ap_report_new. Returns NULL with err set on a bad regex. */
+struct ap_report_paths *ap_report_paths_new(const struct ap_trace *t,
+					    const struct ap_stack_values *values,
+					    struct ap_symbolizer *sym,
+					    const struct ap_report_options *opts,
+					    struct ap_error *err);
+void ap_report_paths_free(struct ap_report_paths *p);
+
 /* Sorts the rows by flat (by cum when `by_cum`), descending, ties by name. */
 void ap_report_sort(struct ap_report *r, bool by_cum);
 

@@ -13,6 +13,7 @@
 struct path {
 	size_t off, len;
 	double v;
+	size_t stack; /* index in the export model */
 };
 
 struct sort_ctx {
@@ -61,8 +62,10 @@ static void layout(struct ap_flame *f)
 	free(next);
 }
 
-struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_options *opts,
-			      struct ap_error *err)
+/* With `any`, every stack with a value in some index is a path of value
+ * 1, and f->leaf_of is set. */
+static struct ap_flame *flame_build(const struct ap_export *x, const struct ap_report_options *opts,
+				    bool any, struct ap_error *err)
 {
 	struct ap_filter filter;
 	if (ap_filter_init(&filter, opts, err))
@@ -78,6 +81,9 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 	for (size_t i = 0; i < x->nstacks; i++) {
 		const struct ap_export_stack *s = &x->stacks[i];
 		double v = s->v[si];
+		if (any)
+			for (int k = 0; k < AP_SI_COUNT; k++)
+				v = s->v[k] != 0 ? 1 : v;
 		if (v == 0)
 			continue;
 		f->total += v;
@@ -96,7 +102,7 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 		for (size_t j = 0; j < k; j++)
 			frames[nframes + j] = shown[k - 1 - j];
 		AP_ALLOC_GROW(paths, npaths + 1, apaths);
-		paths[npaths++] = (struct path){ nframes, k, v };
+		paths[npaths++] = (struct path){ nframes, k, v, i };
 		nframes += k;
 	}
 	struct sort_ctx sc = { frames };
@@ -108,6 +114,10 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 	memset(f->nodes, 0, sizeof(*f->nodes));
 	f->nodes[0] = (struct ap_flame_node){ .func = AP_FLAME_ROOT, .parent = UINT32_MAX };
 	f->n = 1;
+	if (any) {
+		f->leaf_of = ap_xmalloc((x->nstacks ? x->nstacks : 1) * sizeof(*f->leaf_of));
+		memset(f->leaf_of, 0xff, (x->nstacks ? x->nstacks : 1) * sizeof(*f->leaf_of));
+	}
 	/* cur[d]: the node at depth d of the path before; its first `same`
 	 * levels are shared with the path at hand. */
 	uint32_t *cur = NULL;
@@ -134,6 +144,8 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 			nd->unsymbolized &= fr[d]->unsymbolized;
 		}
 		f->nodes[cur[pa->len]].self += pa->v;
+		if (f->leaf_of)
+			f->leaf_of[pa->stack] = cur[pa->len];
 		prev = pa;
 	}
 	layout(f);
@@ -145,10 +157,23 @@ struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_
 	return f;
 }
 
+struct ap_flame *ap_flame_new(const struct ap_export *x, const struct ap_report_options *opts,
+			      struct ap_error *err)
+{
+	return flame_build(x, opts, false, err);
+}
+
+struct ap_flame *ap_flame_paths_new(const struct ap_export *x, const struct ap_report_options *opts,
+				    struct ap_error *err)
+{
+	return flame_build(x, opts, true, err);
+}
+
 void ap_flame_free(struct ap_flame *f)
 {
 	if (!f)
 		return;
+	free(f->leaf_of);
 	free(f->nodes);
 	free(f);
 }

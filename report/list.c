@@ -232,9 +232,9 @@ struct ap_list *ap_list_new(const struct ap_trace *t, const struct ap_stack_valu
 	bool *unnamed = ap_report_unnamed_of(t, values, sym);
 	struct ap_nodes funcs, lines;
 	ap_nodes_build(&funcs, t, values, sym, o.sample_index, AP_KEY_FUNC_FILE, &filter, unnamed,
-		       NULL, progress, progress_ctx);
+		       NULL, progress, progress_ctx, NULL);
 	ap_nodes_build(&lines, t, values, sym, o.sample_index, AP_KEY_LINE, &filter, unnamed, NULL,
-		       NULL, NULL);
+		       NULL, NULL, NULL);
 	free(unnamed);
 
 	struct ap_list *l = ap_xcalloc(1, sizeof(*l));

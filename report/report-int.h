@@ -93,12 +93,16 @@ bool *ap_report_unnamed_of(const struct ap_trace *t, const struct ap_stack_value
  * (a previous build, same key, its nodes' keep flags set) only the kept
  * nodes are built, as pprof rebuilds its graph from the kept nodes: other
  * frames are skipped, a stack whose leaf is skipped adds no flat, and
- * edges join the nearest kept frames. Never fails. */
+ * edges join the nearest kept frames. With `paths` (NULL: not wanted;
+ * its off, len and flat allocated for t->nstacks, flat set to
+ * UINT32_MAX), each kept stack's nodes are appended to it as
+ * ap_report_paths describes them. Never fails. */
 void ap_nodes_build(struct ap_nodes *out, const struct ap_trace *t,
 		    const struct ap_stack_values *values, struct ap_symbolizer *sym,
 		    enum ap_sample_index si, enum ap_node_key key, const struct ap_filter *filter,
 		    const bool *unnamed, const struct ap_nodes *keep,
-		    ap_report_progress_fn progress, void *progress_ctx);
+		    ap_report_progress_fn progress, void *progress_ctx,
+		    struct ap_report_paths *paths);
 /* Frees the nodes' table; the nodes' strings are freed too unless they
  * were taken (set to NULL) by the caller. */
 void ap_nodes_release(struct ap_nodes *nodes);

@@ -82,6 +82,20 @@ struct ap_finished {
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err);
 
+/* A copy at `out` of the trace at `trace` that a process is still
+ * writing under `allocprof record`, with what its buffers file holds
+ * (every thread's records up to now, which the trace has not got yet),
+ * finished as ap_trace_finish_buffers finishes a trace, with an END of
+ * reason AP_END_SNAPSHOT: the reports read everything the process had
+ * recorded, and the process goes on, unaware (nothing of it is touched).
+ * Each buffer is copied whole or not at all (its owner may be writing
+ * it: copied again until its chunk index and stream held still). `out`
+ * is made aside and renamed into place; an existing file there is
+ * replaced. Returns 0, or -1 with err set ("<path>: <why>"); a trace
+ * without a buffers file is no running trace of record's (said). */
+int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fin,
+		      struct ap_error *err);
+
 /* The level `allocprof record` uses by default (`record --compress-level`
  * and ALLOCPROF_COMPACT_LEVEL choose another). The user waits for the
  * compaction: level 10 compacted bench/mixed's --all trace (random sizes,

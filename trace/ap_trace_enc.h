@@ -157,6 +157,10 @@ enum ap_end_reason {
 	AP_END_KILLED = 4,
 	AP_END_RAW_EXIT = 5,
 	AP_END_GONE = 6,
+	/* written by `allocprof snapshot` to its copy of a trace whose
+	 * process was still running: the copy holds what the process had
+	 * recorded up to end_ns (no status) */
+	AP_END_SNAPSHOT = 7,
 };
 
 /* key/value kinds */

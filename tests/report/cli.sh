@@ -185,7 +185,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d
 # One option syntax for every report command: pprof's -name as well as
 # --name, and an unknown option named as it was typed (try and calibrate
 # used to name the command; advise and stats read -json as -j).
-for c in top list peek tree stats advise timeline flamegraph export diff try tui calibrate; do
+for c in top list peek tree stats advise timeline flamegraph html export diff try tui calibrate snapshot symbols; do
 	expect 2 "^allocprof: $c: unknown option '-bogus-opt' \\(see 'allocprof $c -h'\\)\$" \
 		$c -bogus-opt "$tmp/fx.trace"
 	expect 2 "^allocprof: $c: unknown option '-x' \\(see 'allocprof $c -h'\\)\$" \
