@@ -33,19 +33,12 @@ static inline size_t ap_upper_bound(const void *base, size_t n, size_t stride, s
 	return lo;
 }
 
-/* The index of the first element whose key is x or greater (n if none). */
+/* The index of the first element whose key is x or greater (n if none):
+ * the first whose key is greater than x - 1. */
 static inline size_t ap_lower_bound(const void *base, size_t n, size_t stride, size_t key_off,
 				    uint64_t x)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ap_search_key(base, stride, key_off, mid) < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return x ? ap_upper_bound(base, n, stride, key_off, x - 1) : 0;
 }
 
 /* The key must be 8 bytes (a uint64_t or the like). */
