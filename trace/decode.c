@@ -150,7 +150,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 
 /* Pass 1 for an EVENTS chunk with AP_CHUNK_F_COUNTS (ch): its counts, and
  * the checks that need no decoding; pass 2 decodes it, and checks the
- * rest (file_corrupt). */
+ * rest (order.c: a corrupt one ends the pass with its error). */
 int count_events(struct rd *r, const struct ap_chunk *ch)
 {
 	unsigned columns = ch->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |

@@ -395,7 +395,7 @@ static bool ev_blocked(struct ap_order *m, size_t si, const struct ap_event *e)
 }
 
 /* Does stream si, out of the heap, keep its turn with the next event h:
- * would the heap hand h out next, and file_next not hold it back? */
+ * would the heap hand h out next, and ap_order_next not hold it back? */
 static inline bool turn_keeps(struct ap_order *m, size_t si, const struct ap_event *h)
 {
 	return !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
