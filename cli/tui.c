@@ -839,56 +839,145 @@ static void prompt_key(struct tui *t, int key)
 	}
 }
 
+/* ---- the views: one table of operations ---------------------------------- */
+
+static size_t top_lines(const struct tui *t)
+{
+	return t->report->nrows;
+}
+
+static size_t list_lines(const struct tui *t)
+{
+	return t->list_page.n;
+}
+
+static size_t advise_lines(const struct tui *t)
+{
+	return t->advice->nsites;
+}
+
+static size_t site_lines(const struct tui *t)
+{
+	struct tui_page p = {0};
+	site_page(t, &p);
+	size_t n = p.n;
+	page_release(&p);
+	return n;
+}
+
+static size_t help_lines_n(const struct tui *t)
+{
+	(void)t;
+	return AP_ARRAY_SIZE(help_lines);
+}
+
+static size_t peek_lines(const struct tui *t)
+{
+	return t->peek_page.n;
+}
+
+static size_t timeline_lines(const struct tui *t)
+{
+	return t->timeline_page.n;
+}
+
+static struct tui_pos *top_pos(struct tui *t)
+{
+	return &t->top_pos;
+}
+
+static struct tui_pos *list_pos(struct tui *t)
+{
+	return &t->list_pos;
+}
+
+static struct tui_pos *advise_pos(struct tui *t)
+{
+	return &t->advise_pos;
+}
+
+static struct tui_pos *site_pos(struct tui *t)
+{
+	return &t->site_pos;
+}
+
+static struct tui_pos *help_pos(struct tui *t)
+{
+	return &t->help_pos;
+}
+
+static struct tui_pos *peek_pos(struct tui *t)
+{
+	return &t->peek[t->npeek - 1].pos;
+}
+
+static struct tui_pos *timeline_pos(struct tui *t)
+{
+	return &t->timeline_pos;
+}
+
+/* A view's own keys (after the moves, q, Esc, Backspace and ?): true
+ * when the key was one. */
+static bool top_key(struct tui *t, int key, bool enter);
+static bool advise_key(struct tui *t, int key, bool enter);
+static bool peek_key(struct tui *t, int key, bool enter);
+
+/* Drawing each view's lines below its title (pos and page fixed). */
+static void draw_top_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page);
+static void draw_advise_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos,
+			     size_t page);
+static void draw_list_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page);
+static void draw_site_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page);
+static void draw_peek_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page);
+static void draw_timeline_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos,
+			       size_t page);
+static void draw_help_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page);
+
+/* What a view is to the loop: its lines and where it stands in them, a
+ * cursor (a line chosen) or a page (a first line shown), how it draws,
+ * its own keys (NULL: none) and what the status line says of them. */
+struct tui_view_ops {
+	size_t (*lines)(const struct tui *t);
+	struct tui_pos *(*pos)(struct tui *t);
+	bool cursor;
+	bool counted;	/* a page that shows "first-last/lines" on its title */
+	void (*draw)(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page);
+	bool (*key)(struct tui *t, int key, bool enter);
+	const char *keys;
+};
+
+static const struct tui_view_ops view_ops[] = {
+	[TUI_VIEW_TOP] = {top_lines, top_pos, true, false, draw_top_view, top_key,
+			  "q:quit ?:help Enter:calls L:list a:advise T:timeline s:index "
+			  "g:granularity c:sort /:focus \\:ignore"},
+	[TUI_VIEW_LIST] = {list_lines, list_pos, false, true, draw_list_view, NULL,
+			   "q/Esc back  ? help  arrows/PgUp/PgDn scroll  Left/Right sideways"},
+	[TUI_VIEW_ADVISE] = {advise_lines, advise_pos, true, false, draw_advise_view, advise_key,
+			     "q/Esc back  ? help  Enter the site in full  arrows/PgUp/PgDn move"},
+	[TUI_VIEW_SITE] = {site_lines, site_pos, false, true, draw_site_view, NULL,
+			   "q/Esc back to the sites  ? help"},
+	[TUI_VIEW_HELP] = {help_lines_n, help_pos, false, false, draw_help_view, NULL,
+			   "q/Esc/? back"},
+	[TUI_VIEW_PEEK] = {peek_lines, peek_pos, true, false, draw_peek_view, peek_key,
+			   "Enter: go to caller/callee (on the node: list)  Bksp/Esc/q back  s index  "
+			   "L list  T timeline  ? help"},
+	[TUI_VIEW_TIMELINE] = {timeline_lines, timeline_pos, false, true, draw_timeline_view,
+			       NULL, "q/Esc back  ? help  arrows/PgUp/PgDn scroll"},
+};
+
 static size_t lines_of(const struct tui *t, enum tui_view_kind k)
 {
-	switch (k) {
-	case TUI_VIEW_TOP:
-		return t->report->nrows;
-	case TUI_VIEW_LIST:
-		return t->list_page.n;
-	case TUI_VIEW_ADVISE:
-		return t->advice->nsites;
-	case TUI_VIEW_SITE: {
-		struct tui_page p = {0};
-		site_page(t, &p);
-		size_t n = p.n;
-		page_release(&p);
-		return n;
-	}
-	case TUI_VIEW_HELP:
-		return AP_ARRAY_SIZE(help_lines);
-	case TUI_VIEW_PEEK:
-		return t->peek_page.n;
-	case TUI_VIEW_TIMELINE:
-		return t->timeline_page.n;
-	}
-	return 0;
+	return view_ops[k].lines(t);
 }
 
 static struct tui_pos *pos_of(struct tui *t, enum tui_view_kind k)
 {
-	switch (k) {
-	case TUI_VIEW_TOP:
-		return &t->top_pos;
-	case TUI_VIEW_LIST:
-		return &t->list_pos;
-	case TUI_VIEW_ADVISE:
-		return &t->advise_pos;
-	case TUI_VIEW_SITE:
-		return &t->site_pos;
-	case TUI_VIEW_HELP:
-		return &t->help_pos;
-	case TUI_VIEW_PEEK:
-		return &t->peek[t->npeek - 1].pos;
-	case TUI_VIEW_TIMELINE:
-		return &t->timeline_pos;
-	}
-	return &t->help_pos;
+	return view_ops[k].pos(t);
 }
 
 static bool is_cursor_view(enum tui_view_kind k)
 {
-	return k == TUI_VIEW_TOP || k == TUI_VIEW_ADVISE || k == TUI_VIEW_PEEK;
+	return view_ops[k].cursor;
 }
 
 void tui_key(struct tui *t, int key)
@@ -931,26 +1020,39 @@ void tui_key(struct tui *t, int key)
 		}
 		return;
 	}
-	if (k == TUI_VIEW_ADVISE && enter && t->advice->nsites) {
-		t->site_pos = (struct tui_pos){0};
-		push_view(t, TUI_VIEW_SITE);
-		return;
+	if (view_ops[k].key)
+		view_ops[k].key(t, key, enter);
+}
+
+static bool advise_key(struct tui *t, int key, bool enter)
+{
+	(void)key;
+	if (!enter || !t->advice->nsites)
+		return false;
+	t->site_pos = (struct tui_pos){0};
+	push_view(t, TUI_VIEW_SITE);
+	return true;
+}
+
+static bool peek_key(struct tui *t, int key, bool enter)
+{
+	if (enter) {
+		peek_enter(t);
+	} else if (key == 's') {
+		next_sample_index(t);
+		t->peek[t->npeek - 1].pos.cur = t->peek_node_at;
+	} else if (key == 'L') {
+		open_list(t, row_of(t, peek_name(t)));
+	} else if (key == 'T') {
+		open_timeline(t);
+	} else {
+		return false;
 	}
-	if (k == TUI_VIEW_PEEK) {
-		if (enter)
-			peek_enter(t);
-		else if (key == 's') {
-			next_sample_index(t);
-			t->peek[t->npeek - 1].pos.cur = t->peek_node_at;
-		}
-		else if (key == 'L')
-			open_list(t, row_of(t, peek_name(t)));
-		else if (key == 'T')
-			open_timeline(t);
-		return;
-	}
-	if (k != TUI_VIEW_TOP)
-		return;
+	return true;
+}
+
+static bool top_key(struct tui *t, int key, bool enter)
+{
 	char *name = NULL;
 	switch (key) {
 	case 's':
@@ -978,12 +1080,13 @@ void tui_key(struct tui *t, int key)
 		open_list(t, row_of(t, name));
 		break;
 	default:
-		if (enter) {
-			name = current_name(t);
-			open_peek(t, name);
-		}
+		if (!enter)
+			return false;
+		name = current_name(t);
+		open_peek(t, name);
 	}
 	free(name);
+	return true;
 }
 
 void tui_resize(struct tui *t, int rows, int cols)
@@ -1183,25 +1286,64 @@ static void draw_timeline_title(const struct tui *t, struct tui_screen *s)
 
 static const char *status_keys(enum tui_view_kind k)
 {
-	switch (k) {
-	case TUI_VIEW_TOP:
-		return "q:quit ?:help Enter:calls L:list a:advise T:timeline s:index g:granularity "
-		       "c:sort /:focus \\:ignore";
-	case TUI_VIEW_PEEK:
-		return "Enter: go to caller/callee (on the node: list)  Bksp/Esc/q back  s index  "
-		       "L list  T timeline  ? help";
-	case TUI_VIEW_TIMELINE:
-		return "q/Esc back  ? help  arrows/PgUp/PgDn scroll";
-	case TUI_VIEW_LIST:
-		return "q/Esc back  ? help  arrows/PgUp/PgDn scroll  Left/Right sideways";
-	case TUI_VIEW_ADVISE:
-		return "q/Esc back  ? help  Enter the site in full  arrows/PgUp/PgDn move";
-	case TUI_VIEW_SITE:
-		return "q/Esc back to the sites  ? help";
-	case TUI_VIEW_HELP:
-		return "q/Esc/? back";
-	}
-	return "";
+	return view_ops[k].keys;
+}
+
+/* Each view's drawing (view_ops). */
+static void draw_top_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page)
+{
+	(void)pos;
+	(void)page;
+	draw_top(t, s);
+}
+
+static void draw_advise_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos,
+			     size_t page)
+{
+	(void)pos;
+	(void)page;
+	draw_advise(t, s);
+}
+
+static void draw_list_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page)
+{
+	draw_title(t, s, "list", t->list_what);
+	draw_page(t, s, &t->list_page, pos, page, 1, false);
+}
+
+static void draw_site_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page)
+{
+	struct tui_page p = {0};
+	site_page(t, &p);
+	tui_screen_row_attr(s, 0, TUI_TITLE);
+	tui_screen_putf(s, 0, 0, TUI_TITLE, "advise: site %zu of %zu", t->advise_pos.cur + 1,
+			t->advice->nsites);
+	draw_page(t, s, &p, pos, page, 1, false);
+	page_release(&p);
+}
+
+static void draw_peek_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page)
+{
+	draw_title(t, s, "peek", peek_name(t));
+	tui_screen_put(s, 1, 0, TUI_BOLD,
+		       "      flat  flat%   sum%        cum   cum%   calls calls% + context", 0);
+	draw_page(t, s, &t->peek_page, pos, page, 2, true);
+}
+
+static void draw_timeline_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos,
+			       size_t page)
+{
+	draw_timeline_title(t, s);
+	draw_page(t, s, &t->timeline_page, pos, page, 1, false);
+}
+
+static void draw_help_view(struct tui *t, struct tui_screen *s, struct tui_pos *pos, size_t page)
+{
+	(void)t;
+	tui_screen_row_attr(s, 0, TUI_TITLE);
+	tui_screen_put(s, 0, 0, TUI_TITLE, "allocprof tui: help", 0);
+	for (size_t i = pos->top; i < AP_ARRAY_SIZE(help_lines) && i < pos->top + page; i++)
+		tui_screen_put(s, 1 + (int)(i - pos->top), 0, TUI_NORMAL, help_lines[i], 0);
 }
 
 void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
@@ -1220,46 +1362,8 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 	struct tui_pos *pos = pos_of(t, k);
 	pos_fix(pos, lines_of(t, k), page, is_cursor_view(k));
 	char pos_text[48];
-	switch (k) {
-	case TUI_VIEW_TOP:
-		draw_top(t, s);
-		break;
-	case TUI_VIEW_ADVISE:
-		draw_advise(t, s);
-		break;
-	case TUI_VIEW_LIST:
-		draw_title(t, s, "list", t->list_what);
-		draw_page(t, s, &t->list_page, pos, page, 1, false);
-		break;
-	case TUI_VIEW_SITE: {
-		struct tui_page p = {0};
-		site_page(t, &p);
-		tui_screen_row_attr(s, 0, TUI_TITLE);
-		tui_screen_putf(s, 0, 0, TUI_TITLE, "advise: site %zu of %zu",
-				t->advise_pos.cur + 1, t->advice->nsites);
-		draw_page(t, s, &p, pos, page, 1, false);
-		page_release(&p);
-		break;
-	}
-	case TUI_VIEW_PEEK:
-		draw_title(t, s, "peek", peek_name(t));
-		tui_screen_put(s, 1, 0, TUI_BOLD,
-			       "      flat  flat%   sum%        cum   cum%   calls calls% + context", 0);
-		draw_page(t, s, &t->peek_page, pos, page, 2, true);
-		break;
-	case TUI_VIEW_TIMELINE:
-		draw_timeline_title(t, s);
-		draw_page(t, s, &t->timeline_page, pos, page, 1, false);
-		break;
-	case TUI_VIEW_HELP: {
-		tui_screen_row_attr(s, 0, TUI_TITLE);
-		tui_screen_put(s, 0, 0, TUI_TITLE, "allocprof tui: help", 0);
-		for (size_t i = pos->top; i < AP_ARRAY_SIZE(help_lines) && i < pos->top + page; i++)
-			tui_screen_put(s, 1 + (int)(i - pos->top), 0, TUI_NORMAL, help_lines[i], 0);
-		break;
-	}
-	}
-	if (!is_cursor_view(k) && k != TUI_VIEW_HELP) {
+	view_ops[k].draw(t, s, pos, page);
+	if (view_ops[k].counted) {
 		size_t n = lines_of(t, k);
 		snprintf(pos_text, sizeof(pos_text), " %zu-%zu/%zu", n ? pos->top + 1 : 0,
 			 pos->top + page < n ? pos->top + page : n, n);

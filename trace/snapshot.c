@@ -142,17 +142,26 @@ int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fi
 	ap_buf_addf(&side, "%s%s", trace, AP_BUFFERS_SUFFIX);
 	ap_buf_addf(&tmp, "%s.partial-%ld", out, (long)getpid());
 	ap_buf_addf(&tmp_side, "%s%s", tmp.buf, AP_BUFFERS_SUFFIX);
-	int rc = -1, sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int rc = -1, sfd = -1;
 	uint8_t *sm = MAP_FAILED;
-	struct stat ss;
+	struct stat ss, ts;
+	if (stat(trace, &ts) < 0) {
+		ap_error_set(err, "%s: %s", trace, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(ts.st_mode)) {
+		ap_error_set(err, "%s: %s", trace, strerror(EISDIR));
+		goto out;
+	}
+	if (!ap_trace_file_is_trace(trace)) {
+		ap_error_set(err, "%s: not an allocprof trace", trace);
+		goto out;
+	}
+	sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (sfd < 0 && errno == ENOENT) {
-		struct stat ts;
-		if (stat(trace, &ts) < 0)
-			ap_error_set(err, "%s: %s", trace, strerror(errno));
-		else
-			ap_error_set(err, "%s: no buffers file (%s): not a trace `allocprof record` "
-					  "is writing; a finished trace is read as it is",
-				     trace, side.buf);
+		ap_error_set(err, "%s: no buffers file (%s): not a trace `allocprof record` is "
+				  "writing; a finished trace is read as it is",
+			     trace, side.buf);
 		goto out;
 	}
 	if (sfd < 0 || fstat(sfd, &ss) < 0) {
@@ -172,10 +181,6 @@ int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fi
 	if (memcmp(head->magic, AP_BUFFERS_MAGIC, sizeof(head->magic)) ||
 	    head->version != AP_BUFFERS_VERSION) {
 		ap_error_set(err, "%s: not a buffers file of this allocprof", side.buf);
-		goto out;
-	}
-	if (!ap_trace_file_is_trace(trace)) {
-		ap_error_set(err, "%s: not an allocprof trace", trace);
 		goto out;
 	}
 	/* the buffers first, then the trace: a chunk written in between is

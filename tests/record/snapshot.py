@@ -88,6 +88,8 @@ for args, code, says in (
         (["snapshot", trace], 1, "no buffers file"),
         (["snapshot", os.path.join(tmp, "none.trace")], 1, "No such file"),
         (["snapshot", "-o", other, snap], 1, "is not a trace"),
+        (["snapshot", other], 1, "not an allocprof trace"),
+        (["snapshot", tmp], 1, "Is a directory"),
         (["snapshot"], 2, "a TRACE is needed"),
         (["snapshot", "--compress-level", "20", trace], 2, "--compress-level"),
         (["snapshot", "-bogus", trace], 2, "unknown option '-bogus'")):
