@@ -10,6 +10,7 @@
 #include "ap_hash.h"
 #include "ap_replay.h"
 #include "advise-int.h"
+#include "search.h"
 
 void ap_advise_options_init(struct ap_advise_options *o)
 {
@@ -809,14 +810,7 @@ static void ws_any(void *ctx, size_t i, const struct ap_event *e)
  * `pooled`). */
 static bool pooled_at_exit(const struct ap_trace *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->npooled;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->pooled[mid] < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = ap_lower_bound(t->pooled, t->npooled, sizeof(*t->pooled), 0, addr);
 	return lo < t->npooled && t->pooled[lo] == addr;
 }
 

@@ -6,6 +6,7 @@
 #include "perfmap.h"
 #include "ap_hash.h"
 #include "ap_regex.h"
+#include "search.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -328,14 +329,7 @@ static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
 {
 	if (!m->funcs_built)
 		funcs_build(m);
-	size_t lo = 0, hi = m->nfuncs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->funcs[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = AP_UPPER_BOUND(m->funcs, m->nfuncs, addr, addr);
 	if (!lo)
 		return NULL;
 	const struct sym_func *f = &m->funcs[lo - 1];
@@ -542,14 +536,7 @@ static int range_cmp(const void *a, const void *b)
 /* The DIE of the range of r (n, sorted by lo) that holds pc, or NULL. */
 static Dwarf_Die *range_find(struct cu_range *r, size_t n, Dwarf_Addr pc)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = AP_UPPER_BOUND(r, n, lo, pc);
 	/* ranges of distinct subprograms (and CUs) do not overlap; scan
 	 * back for safety over a few empty or nested ones */
 	for (size_t i = lo; i-- > 0 && lo - i <= 4;)

@@ -245,14 +245,15 @@ void ap_trace_free(struct ap_trace *t);
  * first payload. */
 struct ap_decode_thread {
 	uint32_t thread;
-	uint64_t nalloc, next, xnext;
+	uint64_t nalloc, next;
 	struct ap_xowners xo; /* (AP_CHUNK_F_XOWN) */
 };
 
 /* Decodes one (decompressed) EVENTS payload of thread `th` (updated), for
- * tools that rewrite traces (trace/compact.c): its events are appended to
- * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's
- * AP_CHUNK_F_COLUMNS, _REFS and _INDEX (0: rows); `quantum` the HEADER's
+ * tools that rewrite traces (trace/compact/): its events are appended to
+ * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's,
+ * 0 (rows) or AP_CHUNK_F_COLUMNS, _REFS, _INDEX and _XOWN (with _SIZES or
+ * not; any other set is refused); `quantum` the HEADER's
  * time_quantum_ns. Stack ids are not checked. Returns 0, or -1 with *why
  * set (a static string). */
 int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
@@ -447,8 +448,5 @@ void ap_chunk_walk_release(struct ap_chunk_walk *w);
  * updated) tries it again. */
 enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, char *why,
 				   size_t whylen);
-/* -1 with why set if an EVENTS chunk of these flags cannot be in a trace
- * of this version (a flag newer than it), else 0. */
-int ap_chunk_flags_since(unsigned flags, uint32_t version, char *why, size_t whylen);
 
 #endif

@@ -10,12 +10,11 @@
 
 #define AP_TRACE_MAGIC "ALLOCPRF"
 #define AP_TRACE_MAGIC_LEN 8
-/* The version written; the reader reads every version from
- * AP_TRACE_VERSION_MIN (3: no STACK_SHARED records; 4: no chunks with
- * AP_CHUNK_F_REFS; 5: none with AP_CHUNK_F_INDEX; 6: none with
- * AP_CHUNK_F_XOWN; 7: none with AP_CHUNK_F_COUNTS). */
+/* The version written, and the only one the reader reads: a trace of
+ * another version is recorded again. (AP_TRACE_VERSION_MIN: the same, for
+ * the compactor's check.) */
 #define AP_TRACE_VERSION 8u
-#define AP_TRACE_VERSION_MIN 3u
+#define AP_TRACE_VERSION_MIN AP_TRACE_VERSION
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
 

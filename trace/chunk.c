@@ -19,19 +19,17 @@ void ap_chunk_walk_release(struct ap_chunk_walk *w)
 		ap_streams_release(&w->streams);
 }
 
-/* The EVENTS flags that need another flag, and a format version: the
- * walker checks the one, the reader (ap_chunk_flags_since) the other, in
- * this order. */
+/* The EVENTS flags that need another flag, in the order the walker
+ * checks them. */
 static const struct {
 	unsigned flag, needs;
-	uint32_t since;
 	const char *name;
 } flag_rules[] = {
-	{AP_CHUNK_F_REFS, AP_CHUNK_F_COLUMNS, 5, "a distances column"},
-	{AP_CHUNK_F_INDEX, AP_CHUNK_F_REFS, 6, "allocation indexes"},
-	{AP_CHUNK_F_XOWN, AP_CHUNK_F_INDEX, 7, "steps by owner"},
-	{AP_CHUNK_F_SIZES, AP_CHUNK_F_COLUMNS, 6, "sizes by stack"},
-	{AP_CHUNK_F_COUNTS, AP_CHUNK_F_COLUMNS, 8, "counts"},
+	{AP_CHUNK_F_REFS, AP_CHUNK_F_COLUMNS, "a distances column"},
+	{AP_CHUNK_F_INDEX, AP_CHUNK_F_REFS, "allocation indexes"},
+	{AP_CHUNK_F_XOWN, AP_CHUNK_F_INDEX, "steps by owner"},
+	{AP_CHUNK_F_SIZES, AP_CHUNK_F_COLUMNS, "sizes by stack"},
+	{AP_CHUNK_F_COUNTS, AP_CHUNK_F_COLUMNS, "counts"},
 };
 
 static const char *flag_name(unsigned flag)
@@ -40,17 +38,6 @@ static const char *flag_name(unsigned flag)
 		if (flag_rules[i].flag == flag)
 			return flag_rules[i].name;
 	return "columns"; /* (AP_CHUNK_F_COLUMNS, which needs nothing) */
-}
-
-int ap_chunk_flags_since(unsigned flags, uint32_t version, char *why, size_t whylen)
-{
-	for (size_t i = 0; i < sizeof(flag_rules) / sizeof(flag_rules[0]); i++)
-		if ((flags & flag_rules[i].flag) && version < flag_rules[i].since) {
-			snprintf(why, whylen, "%s (chunk flag %#x) in a version %u trace",
-				 flag_rules[i].name, flag_rules[i].flag, version);
-			return -1;
-		}
-	return 0;
 }
 
 /* The order of the checks is the one docs/trace-format.md gives: what a

@@ -11,6 +11,7 @@
 
 #include "ap_trace.h"
 #include "trace-int.h"
+#include "heap.h"
 
 /* The decimal at *p (digits only), moved past; false if there is none. */
 static bool skip_digits(const char **p)
@@ -205,53 +206,24 @@ struct run_src {
 };
 
 /* An iteration: the processes' own, merged by time through a binary heap
- * of the next event of each (ties go to the earlier process, then its own
- * order). */
-struct head {
-	uint64_t ts;
-	size_t proc, i;
-};
-
+ * (util/heap.h) of the next event of each, keyed (its time, the process):
+ * ties go to the earlier process, then its own order. */
 struct proc_it {
 	struct ap_events *it;
 	const struct ap_event *ev; /* its batch: ev[i, n) not handed out yet */
-	size_t n;
+	size_t i, n;
 };
 
 struct run_it {
 	const struct run_src *r;
 	struct proc_it *p;
-	struct head *h;
+	struct ap_heap_key *h;
 	size_t nh;
 	/* a process's events that could not go on (ap_events_error): the
 	 * iteration ends with it */
 	const char *why;
 	struct ap_event out[AP_EVENTS_BATCH];
 };
-
-static bool head_less(const struct head *a, const struct head *b)
-{
-	if (a->ts != b->ts)
-		return a->ts < b->ts;
-	return a->proc < b->proc;
-}
-
-static void heap_sift(struct head *h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < n && head_less(&h[l], &h[m]))
-			m = l;
-		if (l + 1 < n && head_less(&h[l + 1], &h[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		struct head x = h[i];
-		h[i] = h[m];
-		h[m] = x;
-		i = m;
-	}
-}
 
 /* Fills x's batch if it is used up; false when x has no more, or its
  * events cannot go on (m->why set). */
@@ -276,12 +248,10 @@ static void *run_open(struct ap_evsrc *src)
 	m->h = ap_xmalloc(r->n * sizeof(*m->h));
 	for (size_t p = 0; p < r->n; p++) {
 		m->p[p].it = ap_events_open(r->traces[p]);
-		size_t i = 0;
-		if (proc_fill(m, &m->p[p], &i))
-			m->h[m->nh++] = (struct head){m->p[p].ev[0].ts, p, 0};
+		if (proc_fill(m, &m->p[p], &m->p[p].i))
+			m->h[m->nh++] = (struct ap_heap_key){m->p[p].ev[0].ts, p};
 	}
-	for (size_t i = m->nh / 2; i-- > 0;)
-		heap_sift(m->h, m->nh, i);
+	ap_heap_make(m->h, m->nh);
 	return m;
 }
 
@@ -292,20 +262,22 @@ static ssize_t run_next(void *state, const struct ap_event **out, struct ap_erro
 	size_t n = 0;
 	*out = m->out;
 	while (m->nh && n < AP_EVENTS_BATCH && !m->why) {
-		struct head *x = &m->h[0];
-		struct proc_it *pi = &m->p[x->proc];
-		struct ap_event e = pi->ev[x->i];
-		e.addr += (uint64_t)x->proc << AP_RUN_SHIFT;
-		e.thread = (uint32_t)(e.thread + r->thread_base[x->proc]);
+		struct ap_heap_key *x = &m->h[0];
+		size_t proc = x->id;
+		struct proc_it *pi = &m->p[proc];
+		struct ap_event e = pi->ev[pi->i];
+		e.addr += (uint64_t)proc << AP_RUN_SHIFT;
+		e.thread = (uint32_t)(e.thread + r->thread_base[proc]);
 		if (e.stack)
-			e.stack = (uint32_t)(e.stack + r->stack_base[x->proc]);
+			e.stack = (uint32_t)(e.stack + r->stack_base[proc]);
 		m->out[n++] = e;
-		x->i++;
-		if (proc_fill(m, pi, &x->i))
-			x->ts = pi->ev[x->i].ts;
-		else
-			m->h[0] = m->h[--m->nh];
-		heap_sift(m->h, m->nh, 0);
+		pi->i++;
+		if (proc_fill(m, pi, &pi->i)) {
+			x->ts = pi->ev[pi->i].ts;
+			ap_heap_down(m->h, m->nh, 0);
+		} else {
+			ap_heap_pop(m->h, &m->nh);
+		}
 	}
 	if (m->why)
 		return ap_error_set(err, "%s", m->why);

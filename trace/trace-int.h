@@ -10,7 +10,7 @@
 void ap_trace_index_maps(struct ap_trace *t);
 
 /* Where a trace's events come from (ap_trace.src): a file the reader
- * checked (reader.c) or the traces of a whole run (run.c). A source
+ * checked (file.c) or the traces of a whole run (run.c). A source
  * hands out iterations; `open` returns one's state, which `next` fills
  * batches from (as ap_events_next: -1 with err set when it cannot go on;
  * it is not called again then) and `close` releases. `release` frees the

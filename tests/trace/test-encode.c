@@ -163,100 +163,69 @@ static void test_rows(void)
 	free(buf);
 }
 
-/* Columns, as the compactor writes them: every FREE of a block allocated
- * since the SYNC by exact distance, such blocks anonymous; with `refs`
- * the distances in a column of their own (AP_CHUNK_F_REFS, version 5),
- * else among the addresses (version 4). */
-static void test_columns(bool refs)
+/* The encodings no writer writes: columns with REFs among the addresses,
+ * REFs by distance, or other threads' allocations named without steps by
+ * owner. Each is refused (no events), whatever the payload; the one the
+ * compactor writes decodes (test_index has it in full), and rows. */
+static void test_dropped(void)
 {
-	uint8_t *col[5];
-	for (int k = 0; k < 5; k++)
-		col[k] = malloc(2 * NEV * AP_EV_MAX_REC);
-	uint8_t *c0 = col[0], *c1 = col[1], *c2 = col[2], *c3 = col[3], *c4 = col[4];
-	struct ap_evenc enc = {0};
-	c0 += ap_enc_sync(&enc, c0, want[0].ts / 10);
-	/* exact distances: the index of each address's last allocation */
-	uint64_t *ord = calloc(nwant + 1, sizeof(*ord)), nal = 0;
-	size_t nrec = 0, last_step = 0, nanon = 0;
-	for (size_t i = 0; i < nwant;) {
-		if (want[i].ts / 10 != enc.q) {
-			c3 += ap_enc_time_col(&enc, c3, nrec - last_step, want[i].ts / 10);
-			last_step = nrec;
-		}
-		nrec++;
-		size_t first = i;
-		struct ap_evrec r = record_at(&i, enc.prev_addr);
-		/* the (old) block's distance: its last ALLOC, if still unfreed */
-		if (r.type != AP_EV_ALLOC && (r.type == AP_EV_FREE || (r.flags & AP_RF_OLD_TRACKED))) {
-			for (size_t j = first; j-- > 0;)
-				if (want[j].type == AP_EV_ALLOC && want[j].addr == r.addr) {
-					bool freed = false;
-					for (size_t k = j + 1; k < first; k++)
-						freed |= want[k].type == AP_EV_FREE &&
-							 want[k].addr == r.addr;
-					if (!freed && nal - ord[j] < AP_RING) {
-						r.ref = nal - ord[j] + 1;
-						r.by_ref = true;
-					}
-					break;
-				}
-		}
-		/* new blocks never named by address later: anonymous (the
-		 * decoder gives them identities; compare() accepts those) */
-		if (r.type != AP_EV_FREE && rnd(3) == 0) {
-			r.anon = true;
-			nanon++;
-		}
-		ap_enc_event(&enc, &c0, &c1, refs ? &c4 : &c1, &c2, &r);
-		if (r.type != AP_EV_FREE)
-			ord[i - 1] = ++nal;
-	}
-	CHECK(nanon > 1000, "only %zu anonymous blocks", nanon);
-	size_t l[5] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2]),
-		       (size_t)(c3 - col[3]), (size_t)(c4 - col[4])};
-	CHECK(refs ? l[4] > 1000 : l[4] == 0, "distances column of %zu bytes", l[4]);
-	uint8_t *buf = malloc(4 * AP_VARINT_MAX + l[0] + l[1] + l[2] + l[3] + l[4]), *p = buf;
+	/* one ALLOC at 0x10 of size 8, stack 1: in rows, and in columns */
+	struct ap_evrec r = {.type = AP_EV_ALLOC, .addr = 0x10, .size = 8, .stack = 1};
+	uint8_t row[64], col[3][32], pl[128];
+	uint8_t *p = row, *c0 = col[0], *c1 = col[1], *c2 = col[2];
+	struct ap_evenc e = {0};
+	p += ap_enc_sync(&e, p, 0);
+	ap_enc_event(&e, &p, &p, &p, &p, &r);
+	size_t nrow = (size_t)(p - row);
+	e = (struct ap_evenc){0};
+	c0 += ap_enc_sync(&e, c0, 0);
+	ap_enc_event(&e, &c0, &c1, &c1, &c2, &r);
+	size_t l[3] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2])};
+	p = pl;
 	p += ap_put_uv(p, l[1]);
 	p += ap_put_uv(p, l[2]);
-	p += ap_put_uv(p, l[3]);
-	if (refs)
-		p += ap_put_uv(p, l[4]);
-	for (int k = 0; k < 5; k++) {
+	p += ap_put_uv(p, 0);
+	p += ap_put_uv(p, 0);
+	for (int k = 0; k < 3; k++) {
 		memcpy(p, col[k], l[k]);
 		p += l[k];
-		free(col[k]);
 	}
+	size_t npl = (size_t)(p - pl);
+	static const unsigned dropped[] = {
+	    AP_CHUNK_F_COLUMNS,
+	    AP_CHUNK_F_COLUMNS | AP_CHUNK_F_SIZES,
+	    AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS,
+	    AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX,
+	    AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES,
+	};
 	struct ap_event *got = NULL;
 	size_t ngot = 0, alloc = 0;
-	const char *why = "";
-	unsigned flags = AP_CHUNK_F_COLUMNS | (refs ? AP_CHUNK_F_REFS : 0);
-	struct ap_decode_thread th = {0};
-	CHECK(ap_trace_decode_events(buf, (size_t)(p - buf), flags, 10, &th, &got, &ngot, &alloc,
-				     &why) == 0,
-	      "columns do not decode: %s", why);
-	/* an anonymous block freed by distance: the FREE gets the identity
-	 * its ALLOC got, never the address */
-	compare(refs ? "columns with distances apart" : "columns", got, ngot, true);
-	free(got);
-	/* the flag says the layout: read with the other one, the payload
-	 * fails or gives other events */
-	got = NULL;
-	ngot = alloc = 0;
-	th = (struct ap_decode_thread){0};
-	if (ap_trace_decode_events(buf, (size_t)(p - buf), flags ^ AP_CHUNK_F_REFS, 10, &th, &got,
-				   &ngot, &alloc, &why) == 0 &&
-	    ngot == nwant) {
-		size_t same = 0;
-		for (size_t i = 0; i < ngot; i++)
-			same += got[i].addr == want[i].addr && got[i].size == want[i].size;
-		CHECK(same < ngot, "layout %#x reads as %#x too", flags, flags ^ AP_CHUNK_F_REFS);
+	for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++) {
+		struct ap_decode_thread th = {0};
+		const char *why = NULL;
+		CHECK(ap_trace_decode_events(pl, npl, dropped[i], 10, &th, &got, &ngot, &alloc,
+					     &why) < 0 &&
+			  ngot == 0 && why && strstr(why, "an encoding no allocprof writes"),
+		      "flags %#x: %zu events, %s", dropped[i], ngot, why ? why : "no error");
+	}
+	static const unsigned kept[] = {0, AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+					       AP_CHUNK_F_XOWN};
+	for (size_t i = 0; i < 2; i++) {
+		struct ap_decode_thread th = {0};
+		const char *why = "";
+		ngot = 0;
+		CHECK(ap_trace_decode_events(kept[i] ? pl : row, kept[i] ? npl : nrow, kept[i], 10,
+					     &th, &got, &ngot, &alloc, &why) == 0 &&
+			  ngot == 1 && got[0].addr == 0x10 && got[0].size == 8 && got[0].stack == 1,
+		      "flags %#x: %zu events (%s)", kept[i], ngot, why);
 	}
 	free(got);
-	free(ord);
-	free(buf);
 }
 
-/* Allocation indexes (AP_CHUNK_F_INDEX, version 6) and sizes by stack
+/* The flags of the compactor's chunks (without sizes by stack). */
+#define AP_EV_FLAGS (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_XOWN)
+
+/* Allocation indexes (AP_CHUNK_F_INDEX) and sizes by stack
  * (AP_CHUNK_F_SIZES), as the compactor writes them: the events split in three payloads of one thread, decoded
  * one after the other with what they carry over; the blocks at addresses
  * the "thread" alone names (here: two in three) anonymous, and every FREE
@@ -337,7 +306,7 @@ static void test_index(void)
 		const char *why = "";
 		CHECK(ap_trace_decode_events(buf, (size_t)(p - buf),
 					     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-						 AP_CHUNK_F_SIZES,
+						 AP_CHUNK_F_XOWN | AP_CHUNK_F_SIZES,
 					     10, &th, &got, &ngot, &alloc, &why) == 0,
 		      "payload %d with indexes does not decode: %s", part, why);
 	}
@@ -384,13 +353,13 @@ static void test_index(void)
 	const char *why = NULL;
 	size_t n0 = 0;
 	CHECK(ap_trace_decode_events(one, sizeof(one),
-				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     AP_EV_FLAGS, 10,
 				     &fresh, &got, &n0, &alloc, &why) < 0 && why,
 	      "a FREE by an index not allocated yet decodes");
 	fresh.nalloc = 1;
 	n0 = 0;
 	CHECK(ap_trace_decode_events(one, sizeof(one),
-				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     AP_EV_FLAGS, 10,
 				     &fresh, &got, &n0, &alloc, &why) == 0 && n0 == 1 &&
 		  got[0].addr == AP_ANON_BASE && fresh.next == 1,
 	      "a FREE by index 0 after one allocation: %zu events, addr %#llx", n0,
@@ -402,13 +371,13 @@ static void test_index(void)
 	fresh = (struct ap_decode_thread){.nalloc = AP_THREAD_ALLOCS_MAX - 2};
 	n0 = 0;
 	CHECK(ap_trace_decode_events(two, sizeof(two),
-				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     AP_EV_FLAGS, 10,
 				     &fresh, &got, &n0, &alloc, &why) == 0 && n0 == 2 &&
 		  got[1].addr == (AP_ANON_BASE | (AP_THREAD_ALLOCS_MAX - 1)),
 	      "the last allocation index a thread has");
 	n0 = 0;
 	CHECK(ap_trace_decode_events(two, sizeof(two),
-				     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX, 10,
+				     AP_EV_FLAGS, 10,
 				     &fresh, &got, &n0, &alloc, &why) < 0 &&
 		  strstr(why, "2^40"),
 	      "more than 2^40 allocations in one thread decode");
@@ -472,15 +441,13 @@ static void test_meta(void)
 	ap_trace_free(t);
 }
 
-/* A trace of a HEADER and one META chunk holding `meta` (n bytes), in
- * format `version`, read; returns the trace or NULL with *err set. */
-static struct ap_trace *read_meta(const uint8_t *meta, size_t n, uint32_t version,
-				  struct ap_error *err)
+/* A trace of a HEADER and one META chunk holding `meta` (n bytes),
+ * read; returns the trace or NULL with *err set. */
+static struct ap_trace *read_meta(const uint8_t *meta, size_t n, struct ap_error *err)
 {
 	static uint8_t file[65536];
 	uint8_t *p = file;
 	p += ap_put_preamble(p);
-	ap_put_u32le(file + 8, version);
 	uint8_t *h = p, *q = h + AP_CHUNK_HDR_LEN;
 	q += ap_put_kv_uint(q, AP_HK_RATE, 1);
 	ap_chunk_header(h, AP_CHUNK_HEADER, 5, AP_STREAM_NONE, 0, h + AP_CHUNK_HDR_LEN,
@@ -494,9 +461,8 @@ static struct ap_trace *read_meta(const uint8_t *meta, size_t n, uint32_t versio
 	return t;
 }
 
-/* STACK_SHARED (version 4): a stack made of its own inner frames and an
- * earlier stack's outer ones; every bad base or count is corrupt, and a
- * version 3 trace has no such records. */
+/* STACK_SHARED: a stack made of its own inner frames and an earlier
+ * stack's outer ones; every bad base or count is corrupt. */
 static void test_shared(void)
 {
 	uint64_t a[] = {0x1000, 0x2000, 0x3000, 0x4000};	  /* stack 1 */
@@ -508,7 +474,7 @@ static void test_shared(void)
 	p += ap_put_stack_shared(p, 3, c, 5, 2, 4);
 	p += ap_put_stack_shared(p, 4, a, 4, 1, 4); /* all shared */
 	struct ap_error err;
-	struct ap_trace *t = read_meta(meta, (size_t)(p - meta), 4, &err);
+	struct ap_trace *t = read_meta(meta, (size_t)(p - meta), &err);
 	CHECK(t != NULL, "%s", err.msg);
 	if (t) {
 		CHECK(t->nstacks == 5, "%zu stacks", t->nstacks);
@@ -517,9 +483,6 @@ static void test_shared(void)
 		CHECK(t->stacks[4].depth == 4 && !memcmp(t->stacks[4].pcs, a, sizeof(a)), "stack 4");
 		ap_trace_free(t);
 	}
-	CHECK(!read_meta(meta, (size_t)(p - meta), 3, &err) &&
-		  strstr(err.msg, "unknown META record tag 4"),
-	      "version 3: %s", err.msg);
 	static const struct {
 		uint32_t base, shared, depth;
 		const char *msg;
@@ -548,7 +511,7 @@ static void test_shared(void)
 			for (uint32_t k = 0; k < bad[i].depth; k++)
 				p += ap_put_uv(p, 1);
 		}
-		CHECK(!read_meta(meta, (size_t)(p - meta), 4, &err) && strstr(err.msg, bad[i].msg),
+		CHECK(!read_meta(meta, (size_t)(p - meta), &err) && strstr(err.msg, bad[i].msg),
 		      "bad %zu: %s", i, err.msg);
 	}
 	/* shared frames past AP_SHARED_PCS_PER_BYTE per byte: corrupt. A
@@ -560,7 +523,7 @@ static void test_shared(void)
 	p += ap_put_stack(p, 1, &one, 1);
 	for (uint32_t id = 2; p + 32 < big + sizeof(big); id++)
 		p += ap_put_stack_shared(p, id, &one, id, id - 1, id - 1);
-	t = read_meta(big, (size_t)(p - big), 4, &err);
+	t = read_meta(big, (size_t)(p - big), &err);
 	CHECK(!t && strstr(err.msg, "shared stacks of"), "a META bomb: %s",
 	      t ? "read" : err.msg);
 	ap_trace_free(t);
@@ -570,8 +533,7 @@ int main(void)
 {
 	make_events();
 	test_rows();
-	test_columns(false);
-	test_columns(true);
+	test_dropped();
 	test_index();
 	test_meta();
 	test_shared();

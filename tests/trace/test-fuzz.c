@@ -358,10 +358,14 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 		uint8_t type = (uint8_t)(1 + rnd() % 4);
 		if (type == AP_CHUNK_EVENTS && plen >= 8)
 			ap_put_u64le(p, rnd() % 2 ? rnd() : 1000000000ull);
-		/* sometimes in columns, with small column lengths up front */
-		uint8_t flags = type == AP_CHUNK_EVENTS && rnd() % 3 == 0 ? AP_CHUNK_F_COLUMNS : 0;
-		if (flags && plen >= 3)
-			for (int k = 0; k < 3; k++)
+		/* sometimes in columns (as the compactor writes them), with
+		 * small column lengths up front */
+		uint8_t flags = type == AP_CHUNK_EVENTS && rnd() % 3 == 0
+				    ? AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
+					  AP_CHUNK_F_XOWN
+				    : 0;
+		if (flags && plen >= 4)
+			for (int k = 0; k < 4; k++)
 				p[k] = (uint8_t)(rnd() % (plen / 2 + 1) % 128);
 		/* mostly in a stream where it may come (index 0 of a new one) */
 		uint32_t tid = (uint32_t)(rnd() % 4 + 100);

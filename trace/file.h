@@ -1,0 +1,75 @@
+/* The reader's file stage (file.c): the trace file, opened and mapped or
+ * read, its preamble and pass 1 over its chunks (struct rd, shared with
+ * meta.c and decode.c), and the source of its events for pass 2 (its
+ * chunks read again and merged by order.c). */
+#ifndef AP_TRACE_FILE_H
+#define AP_TRACE_FILE_H
+
+#include "ap_trace.h"
+#include "decode.h"
+#include "trace-int.h"
+
+#include <zstd.h>
+
+/* An EVENTS chunk found in pass 1, as pass 2 reads it again. */
+struct ev_chunk {
+	const uint8_t *payload; /* where pass 1 decoded it (not kept after) */
+	uint32_t len;		/* the stored payload's length */
+	uint32_t thread;	/* thread index */
+	uint8_t columns;	/* its encoding flags (decode.h, evdec_start) */
+	bool zstd;		/* AP_CHUNK_F_ZSTD: stored compressed */
+	uint8_t skip;		/* bytes of counts before the payload proper */
+	bool counted;		/* AP_CHUNK_F_COUNTS: pass 1 did not decode it; pass 2
+				 * checks it, against `want` */
+	uint64_t off;		/* of the stored payload in the file */
+	uint32_t crc;		/* the stored payload's, from its header */
+	struct ap_chunk_counts want;
+};
+
+struct rd {
+	struct ap_chunk_walk walk; /* the chunks, checked (chunk.c) */
+	const uint8_t *data;
+	size_t size;
+	void *map;	 /* data, if mapped (pass 1 only) */
+	int fd;		 /* the file, with map: pass 2 reads it again */
+	uint8_t *buf;	 /* data, if read into memory (the reader's) */
+	size_t dropped;	 /* pages before it let go (drop_behind) */
+	const char *name;
+	struct ap_error *err;
+	struct ap_trace *t;
+	ap_progress_fn progress;
+	void *progress_ctx;
+
+	size_t threads_alloc;
+	struct ap_u64map tid_index; /* tid -> thread index (slot NULL until the first) */
+	uint64_t *thread_nev; /* ap_events per thread (pass 1) */
+	struct thread_refs *thread_refs; /* per thread, carried across its chunks */
+
+	uint64_t *pcs; /* all stacks' pcs; stacks[i].pcs are offsets until the end */
+	size_t npcs, pcs_alloc;
+	size_t stacks_alloc;
+	size_t maps_alloc;
+
+	struct ev_chunk *chunks;
+	size_t nchunks, chunks_alloc;
+	uint8_t **owned; /* decompressed payloads */
+	size_t nowned, owned_alloc;
+	uint8_t *scratch; /* an EVENTS payload, decompressed for pass 1 */
+	size_t scratch_cap;
+	ZSTD_DCtx *zd;
+
+	size_t chunk_off; /* header offset of the chunk being decoded */
+	uint64_t last_ts;
+	bool any_event;
+	uint64_t meta_bytes;  /* META payload bytes read (decompressed) */
+	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
+};
+
+/* Sets r's error to "NAME: corrupt chunk at byte N: why"; returns -1. */
+int rd_corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Index of the thread `tid`, created if new; -1 (error set) if the trace
+ * has more threads than an event can name. */
+long rd_thread_index(struct rd *r, uint32_t tid);
+/* The checks of a compressed payload that need no decompressing. */
+int zframe_check(struct rd *r, const uint8_t *payload, uint32_t len);
+#endif
