@@ -322,7 +322,8 @@ void ap_symtab_writer_module(struct ap_symtab_writer *w, const char *path,
 	free(w->build_id);
 	w->path = ap_xstrdup(path);
 	w->build_id = ap_xmalloc(build_id_len ? build_id_len : 1);
-	memcpy(w->build_id, build_id, build_id_len);
+	if (build_id_len)
+		memcpy(w->build_id, build_id, build_id_len);
 	w->build_id_len = build_id_len;
 	w->flags = flags & AP_SYMTAB_FLAGS;
 	w->in_module = true;
