@@ -156,7 +156,7 @@ static void say_passed(const char *who, const struct limit *l, double base, doub
 	ap_view_format(a, sizeof(a), l->si, base);
 	ap_view_format(b, sizeof(b), l->si, new);
 	change_pct(p, sizeof(p), base, new - base);
-	ap_die_msg("diff: %s: %s rose from %s to %s (%s), above %s", who,
+	ap_say("diff: %s: %s rose from %s to %s (%s), above %s", who,
 		   l->of == LIMIT_PEAK ? "peak in-use bytes" : ap_sample_index_name(l->si), a, b, p,
 		   spec);
 }

@@ -76,7 +76,7 @@ int ap_write_output(const char *path, const struct ap_buf *b)
 	ap_buf_addf(&tmp, "%s.tmp%ld", path, (long)getpid());
 	FILE *f = fopen(tmp.buf, "wb");
 	if (!f) {
-		ap_die_msg("%s: %s", path, strerror(errno));
+		ap_say("%s: %s", path, strerror(errno));
 		ap_buf_release(&tmp);
 		return -1;
 	}
@@ -91,7 +91,7 @@ int ap_write_output(const char *path, const struct ap_buf *b)
 		saved = errno;
 	}
 	if (!ok) {
-		ap_die_msg("%s: %s", path, strerror(saved));
+		ap_say("%s: %s", path, strerror(saved));
 		unlink(tmp.buf);
 	}
 	ap_buf_release(&tmp);
@@ -117,11 +117,11 @@ const char *ap_output_new_file(const char *prefix, const char *ext, struct ap_bu
 			return name->buf;
 		}
 		if (errno != EEXIST) {
-			ap_die_msg("%s: %s", name->buf, strerror(errno));
+			ap_say("%s: %s", name->buf, strerror(errno));
 			return NULL;
 		}
 	}
-	ap_die_msg("%s001.%s to %s9999.%s: all exist (use -o PATH)", prefix, ext, prefix, ext);
+	ap_say("%s001.%s to %s9999.%s: all exist (use -o PATH)", prefix, ext, prefix, ext);
 	return NULL;
 }
 
@@ -222,7 +222,7 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (fmt == FMT_PPROF && !strcmp(output, "-") && isatty(STDOUT_FILENO)) {
-		ap_die_msg("export: not writing a gzip'd profile to a terminal (use -o PATH)");
+		ap_say("export: not writing a gzip'd profile to a terminal (use -o PATH)");
 		ap_buf_release(&defpath);
 		return AP_EXIT_FAIL;
 	}
@@ -254,7 +254,7 @@ int cmd_export(int argc, char **argv)
 	    ap_write_output(output, &out) == 0) {
 		rc = AP_EXIT_OK;
 		if (strcmp(output, "-"))
-			ap_die_msg("wrote %s (%s)", output, summary.buf);
+			ap_say("wrote %s (%s)", output, summary.buf);
 	}
 	ap_buf_release(&out);
 	ap_buf_release(&summary);

@@ -404,7 +404,7 @@ int cmd_flamegraph(int argc, char **argv)
 			    ap_output_away_from_tty(output, "flamegraph", "svg", &name);
 			rc = !path || ap_write_output(path, &out) ? AP_EXIT_FAIL : AP_EXIT_OK;
 			if (!rc && strcmp(path, "-"))
-				ap_die_msg("wrote %s", path);
+				ap_say("wrote %s", path);
 			ap_buf_release(&name);
 			ap_buf_release(&out);
 		}

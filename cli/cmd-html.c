@@ -497,7 +497,7 @@ static void open_page(const char *path)
 	}
 	int st;
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		ap_die_msg("--open: xdg-open %s did not open it%s", real,
+		ap_say("--open: xdg-open %s did not open it%s", real,
 			   pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127 ? " (no xdg-open)"
 									      : "");
 }
@@ -654,7 +654,7 @@ int cmd_html(int argc, char **argv)
 		rc = !path || ap_write_output(path, &page) ? AP_EXIT_FAIL : AP_EXIT_OK;
 		if (!rc && strcmp(path, "-")) {
 			char real[4096];
-			ap_die_msg("wrote file://%s (%zu bytes)",
+			ap_say("wrote file://%s (%zu bytes)",
 				   realpath(path, real) ? real : path, page.len);
 			if (open)
 				open_page(path);

@@ -115,7 +115,7 @@ int cmd_list(int argc, char **argv)
 		ap_print_error(&err);
 		rc = AP_EXIT_FAIL;
 	} else if (!l->nfuncs) {
-		ap_die_msg("no matches found for regexp: %s", regex); /* pprof's words */
+		ap_say("no matches found for regexp: %s", regex); /* pprof's words */
 		rc = AP_EXIT_FAIL;
 	} else if (o.json) {
 		rc = print_json(l, v.trace);

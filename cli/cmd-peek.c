@@ -158,7 +158,7 @@ int cmd_peek(int argc, char **argv)
 		rc = AP_EXIT_FAIL;
 	} else if (!any_match(r, re)) {
 		/* pprof's error, and like pprof nothing on stdout */
-		ap_die_msg("no matches found for regexp: %s", argv[optind]);
+		ap_say("no matches found for regexp: %s", argv[optind]);
 		rc = AP_EXIT_FAIL;
 	} else if (o.json) {
 		rc = print_json(r, v.trace, re);

@@ -229,19 +229,19 @@ int ap_check_program(const char *shown, const char *path)
 {
 	struct stat st;
 	if (stat(path, &st) < 0) {
-		ap_die_msg("%s: %s", shown, strerror(errno));
+		ap_say("%s: %s", shown, strerror(errno));
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		ap_die_msg("%s: is a directory", shown);
+		ap_say("%s: is a directory", shown);
 		return -1;
 	}
 	if (access(path, X_OK) < 0) {
-		ap_die_msg("%s: not executable: %s", shown, strerror(errno));
+		ap_say("%s: not executable: %s", shown, strerror(errno));
 		return -1;
 	}
 	if (st.st_mode & (S_ISUID | S_ISGID)) {
-		ap_die_msg("%s: %s: secure-execution mode ignores LD_PRELOAD", shown,
+		ap_say("%s: %s: secure-execution mode ignores LD_PRELOAD", shown,
 			   st.st_mode & S_ISUID ? "setuid" : "setgid");
 		return -1;
 	}
@@ -255,7 +255,7 @@ int ap_check_program(const char *shown, const char *path)
 		rc = 0; /* a script: the interpreter is what gets profiled */
 	} else if (n == (ssize_t)sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
 		if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
-			ap_die_msg("%s: not an x86-64 ELF program: allocprof records x86-64 only", shown);
+			ap_say("%s: not an x86-64 ELF program: allocprof records x86-64 only", shown);
 			rc = -1;
 		} else {
 			bool interp = false;
@@ -269,7 +269,7 @@ int ap_check_program(const char *shown, const char *path)
 					interp = true;
 			}
 			if (!interp) {
-				ap_die_msg("%s: statically linked: LD_PRELOAD cannot interpose its allocator", shown);
+				ap_say("%s: statically linked: LD_PRELOAD cannot interpose its allocator", shown);
 				rc = -1;
 			}
 		}
@@ -286,7 +286,7 @@ int ap_find_sampler(char *out, size_t len, bool quiet)
 	if (env && *env) {
 		if (access(env, R_OK) < 0) {
 			if (!quiet)
-				ap_die_msg("ALLOCPROF_PRELOAD=%s: %s", env, strerror(errno));
+				ap_say("ALLOCPROF_PRELOAD=%s: %s", env, strerror(errno));
 			return -1;
 		}
 		if (!realpath(env, out))
@@ -311,7 +311,7 @@ int ap_find_sampler(char *out, size_t len, bool quiet)
 		return 0;
 	}
 	if (!quiet)
-		ap_die_msg("cannot find " SAMPLER_SO ": not next to this allocprof (../sampler/) "
+		ap_say("cannot find " SAMPLER_SO ": not next to this allocprof (../sampler/) "
 			   "nor in %s; set ALLOCPROF_PRELOAD to its path", AP_PKGLIBDIR);
 	return -1;
 }
@@ -324,7 +324,7 @@ static int check_preload_path(const char *so)
 	const char *bad = strpbrk(so, " :");
 	if (!bad)
 		return 0;
-	ap_die_msg("%s: LD_PRELOAD cannot name this path: it holds a %s, which LD_PRELOAD "
+	ap_say("%s: LD_PRELOAD cannot name this path: it holds a %s, which LD_PRELOAD "
 		   "takes for a separator (install allocprof elsewhere, or set ALLOCPROF_PRELOAD "
 		   "to a copy of " SAMPLER_SO " at a path without one)",
 		   so, *bad == ' ' ? "space" : "colon");
@@ -347,13 +347,13 @@ static int check_trace_dir(const char *path)
 	int rc = 0;
 	struct stat st;
 	if (stat(dir.buf, &st) < 0) {
-		ap_die_msg("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
+		ap_say("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
 		rc = -1;
 	} else if (!S_ISDIR(st.st_mode)) {
-		ap_die_msg("%s: cannot write the trace there: not a directory", dir.buf);
+		ap_say("%s: cannot write the trace there: not a directory", dir.buf);
 		rc = -1;
 	} else if (access(dir.buf, W_OK | X_OK) < 0) {
-		ap_die_msg("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
+		ap_say("%s: cannot write the trace there: %s", dir.buf, strerror(errno));
 		rc = -1;
 	}
 	ap_buf_release(&dir);
@@ -416,7 +416,7 @@ static int check_output(const char *path, bool *discard, char **resolved)
 		if (!r && errno == ENOENT)
 			r = link_target(path);
 		if (!r) {
-			ap_die_msg("%s: a symbolic link that leads nowhere (%s): not replaced; give "
+			ap_say("%s: a symbolic link that leads nowhere (%s): not replaced; give "
 				   "the trace's own path", path, strerror(errno));
 			return -1;
 		}
@@ -425,7 +425,7 @@ static int check_output(const char *path, bool *discard, char **resolved)
 	}
 	if (stat(path, &st) < 0) {
 		if (errno != ENOENT) {
-			ap_die_msg("%s: %s", path, strerror(errno));
+			ap_say("%s: %s", path, strerror(errno));
 			return -1;
 		}
 		return check_trace_dir(path);
@@ -443,12 +443,12 @@ static int check_output(const char *path, bool *discard, char **resolved)
 				   ? "a file that is not an allocprof trace"
 				   : NULL;
 	if (what) {
-		ap_die_msg("%s: is %s: not overwritten (remove it or choose another -o; "
+		ap_say("%s: is %s: not overwritten (remove it or choose another -o; "
 			   "-o /dev/null discards the trace)", path, what);
 		return -1;
 	}
 	if (access(path, W_OK) < 0) {
-		ap_die_msg("%s: cannot write the trace: %s", path, strerror(errno));
+		ap_say("%s: cannot write the trace: %s", path, strerror(errno));
 		return -1;
 	}
 	return check_trace_dir(path);
@@ -523,7 +523,7 @@ static int claim_output(const char *path, struct claim *c)
 	ap_buf_addf(&tmp, "%s.record.XXXXXX", path);
 	int fd = mkostemp(tmp.buf, O_CLOEXEC);
 	if (fd < 0) {
-		ap_die_msg("%s: %s", tmp.buf, strerror(errno));
+		ap_say("%s: %s", tmp.buf, strerror(errno));
 		ap_buf_release(&tmp);
 		return -1;
 	}
@@ -543,7 +543,7 @@ static int claim_output(const char *path, struct claim *c)
 	if (c->run < 0 || fstat(c->run, &a) < 0 || fstat(c->hand, &b) < 0 ||
 	    a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
 	    !ofd_lock(c->run, true, AP_LOCK_RUN_AT, 1)) {
-		ap_die_msg("%s: %s", tmp.buf, errno ? strerror(errno) : "replaced meanwhile");
+		ap_say("%s: %s", tmp.buf, errno ? strerror(errno) : "replaced meanwhile");
 		goto fail;
 	}
 	for (int tries = 0; tries < 100; tries++) {
@@ -552,7 +552,7 @@ static int claim_output(const char *path, struct claim *c)
 			return 0;
 		}
 		if (errno != EEXIST) {
-			ap_die_msg("%s: %s", path, strerror(errno));
+			ap_say("%s: %s", path, strerror(errno));
 			goto fail;
 		}
 		int old = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -560,11 +560,11 @@ static int claim_output(const char *path, struct claim *c)
 			continue; /* gone meanwhile */
 		struct stat st;
 		if (old < 0 && errno == ELOOP) {
-			ap_die_msg("%s: is a symbolic link now: not followed (choose another -o)", path);
+			ap_say("%s: is a symbolic link now: not followed (choose another -o)", path);
 			goto fail;
 		}
 		if (old < 0 || fstat(old, &st) < 0) {
-			ap_die_msg("%s: %s", path, strerror(errno));
+			ap_say("%s: %s", path, strerror(errno));
 			goto fail;
 		}
 		if (!S_ISREG(st.st_mode))
@@ -574,12 +574,12 @@ static int claim_output(const char *path, struct claim *c)
 		else if (!ofd_lock(old, false, 0, AP_LOCK_WRITER_LEN))
 			why = "in use: a process of an earlier run is still writing it";
 		if (why) {
-			ap_die_msg("%s: %s (choose another -o)", path, why);
+			ap_say("%s: %s (choose another -o)", path, why);
 			close(old);
 			goto fail;
 		}
 		if (rename(tmp.buf, path) < 0) {
-			ap_die_msg("%s: %s", path, strerror(errno));
+			ap_say("%s: %s", path, strerror(errno));
 			close(old);
 			goto fail;
 		}
@@ -587,7 +587,7 @@ static int claim_output(const char *path, struct claim *c)
 		ap_buf_release(&tmp);
 		return 0;
 	}
-	ap_die_msg("%s: replaced again and again while record was taking it", path);
+	ap_say("%s: replaced again and again while record was taking it", path);
 fail:
 	unlink(tmp.buf);
 	ap_buf_release(&tmp);
@@ -716,7 +716,7 @@ static int relay_start(struct relay *r)
 	sigprocmask(SIG_BLOCK, &r->set, &r->mask);
 	r->sfd = signalfd(-1, &r->set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (r->sfd < 0) {
-		ap_die_msg("signalfd: %s", strerror(errno));
+		ap_say("signalfd: %s", strerror(errno));
 		sigprocmask(SIG_SETMASK, &r->mask, NULL);
 		return -1;
 	}
@@ -849,7 +849,7 @@ static int wait_program(pid_t pid, int *status, const char *trace,
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			ap_die_msg("waitpid: %s", strerror(errno));
+			ap_say("waitpid: %s", strerror(errno));
 			ap_compact_stream_abandon(*stream);
 			*stream = NULL;
 			return -1;
@@ -1014,7 +1014,7 @@ static void finish_buffers(const char *path, const int *status, uint64_t end_ns,
 	}
 	struct ap_error err;
 	if (ap_trace_finish_buffers(path, &how, fin, &err) < 0)
-		ap_die_msg("%s", err.msg);
+		ap_say("%s", err.msg);
 }
 
 /* The HEADER's malloc_owner (malloc'd), or NULL: the object whose malloc
@@ -1068,7 +1068,7 @@ static void keep_symbols(const char *path)
 	int rc = cmd_symbols(7, argv);
 #endif
 	if (rc)
-		ap_die_msg("%s: the trace keeps no symbols: the reports name its frames from the "
+		ap_say("%s: the trace keeps no symbols: the reports name its frames from the "
 			   "program's files", path);
 }
 
@@ -1078,7 +1078,7 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 {
 	struct stat st;
 	if (stat(path, &st) < 0 || st.st_size == 0) {
-		ap_die_msg("%s: no trace was written (%s): the program was not profiled "
+		ap_say("%s: no trace was written (%s): the program was not profiled "
 			   "(did it clear LD_PRELOAD, or is it statically linked?)",
 			   path, errno == ENOENT ? "missing" : "empty");
 		ap_compact_stream_abandon(stream);
@@ -1088,19 +1088,19 @@ static void finish_trace(const char *path, const char *what, bool quiet,
 	struct ap_error err;
 	if (stream ? ap_compact_stream_finish(stream, &c, &err) < 0
 		   : ap_trace_compact(path, compact_level(), &c, &err) < 0) {
-		ap_die_msg("%s", err.msg[0] ? err.msg : "the trace could not be compacted; it is left "
+		ap_say("%s", err.msg[0] ? err.msg : "the trace could not be compacted; it is left "
 			   "as the sampler wrote it");
 		return;
 	}
 	char refusal[1024];
 	end_refused(path, refusal, sizeof(refusal));
 	if (refusal[0])
-		ap_die_msg("%s", refusal);
+		ap_say("%s", refusal);
 	if (!no_symbols)
 		keep_symbols(path);
 	char *owner = trace_malloc_owner(path);
 	if (owner)
-		ap_die_msg("%s: the program has a malloc of its own (in %s): its allocations never "
+		ap_say("%s: the program has a malloc of its own (in %s): its allocations never "
 			   "reach the sampler, and the trace does not count them", path, owner);
 	free(owner);
 	if (quiet)
@@ -1213,10 +1213,10 @@ static void say_live(const char *path, const char *what, pid_t pid, bool quiet)
 	if (quiet)
 		return; /* the trace is as it should be: nothing went wrong */
 	if (pid_alive(pid))
-		ap_die_msg("%s %s: process %d is still running and writing it; the trace is "
+		ap_say("%s %s: process %d is still running and writing it; the trace is "
 			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
 	else
-		ap_die_msg("%s %s: still open in a process the program started; the trace is "
+		ap_say("%s %s: still open in a process the program started; the trace is "
 			   "complete once that process exits (stats, top read it then)", what, path);
 }
 
@@ -1459,9 +1459,9 @@ int cmd_record(int argc, char **argv)
 	char path[PATH_MAX], so[PATH_MAX];
 	if (ap_find_program(prog, path, sizeof(path)) < 0) {
 		if (errno == ENOENT && !strchr(prog, '/'))
-			ap_die_msg("%s: command not found", prog);
+			ap_say("%s: command not found", prog);
 		else
-			ap_die_msg("%s: %s", prog, strerror(errno));
+			ap_say("%s: %s", prog, strerror(errno));
 		return AP_EXIT_FAIL;
 	}
 	if (ap_check_program(prog, path) < 0 || ap_find_sampler(so, sizeof(so), false) < 0 ||
@@ -1495,7 +1495,7 @@ int cmd_record(int argc, char **argv)
 	 * it, and needs this room past it (it would turn itself off) */
 	size_t out_len = out_pre.len + (o.output ? 0 : strlen(".trace") + 10);
 	if (!discard && out_len >= PATH_MAX - AP_OUTPUT_PATH_ROOM) {
-		ap_die_msg("%s: the trace's path is too long (%zu bytes; at most %d): choose "
+		ap_say("%s: the trace's path is too long (%zu bytes; at most %d): choose "
 			   "a shorter -o", o.output ? out_pre.buf : cwd, out_len,
 			   PATH_MAX - AP_OUTPUT_PATH_ROOM - 1);
 		ap_buf_release(&out_pre);
@@ -1565,7 +1565,7 @@ int cmd_record(int argc, char **argv)
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		relay_end(&relay);
-		ap_die_msg("%s: %s", prog, strerror(err));
+		ap_say("%s: %s", prog, strerror(err));
 		ap_buf_release(&out_pre);
 		free(resolved);
 		return AP_EXIT_FAIL;

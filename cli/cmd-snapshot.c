@@ -96,11 +96,11 @@ int cmd_snapshot(int argc, char **argv)
 	struct stat so, st;
 	if (lstat(out, &so) == 0) {
 		if (stat(trace, &st) == 0 && so.st_dev == st.st_dev && so.st_ino == st.st_ino) {
-			ap_die_msg("%s: the copy cannot replace the trace itself", out);
+			ap_say("%s: the copy cannot replace the trace itself", out);
 			goto done;
 		}
 		if (!S_ISREG(so.st_mode) || !ap_trace_file_is_trace(out)) {
-			ap_die_msg("%s: exists and is not a trace: not replaced (give -o another path)",
+			ap_say("%s: exists and is not a trace: not replaced (give -o another path)",
 				   out);
 			goto done;
 		}
@@ -117,7 +117,7 @@ int cmd_snapshot(int argc, char **argv)
 		goto done;
 	}
 	if (!no_symbols && ap_sym_keep_file(out, level, &err) != 0)
-		ap_die_msg("%s; the reports name its frames from the program's files", err.msg);
+		ap_say("%s; the reports name its frames from the program's files", err.msg);
 	if (!quiet)
 		fprintf(stderr,
 			"allocprof: wrote %s (%llu events, %zu thread%s; %llu chunk%s from the "

@@ -420,7 +420,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	char *s = json_dumps(o, AP_JSON_FLAGS);
 	json_decref(o);
 	if (!s) {
-		ap_die_msg("stats: cannot encode JSON");
+		ap_say("stats: cannot encode JSON");
 		return AP_EXIT_FAIL;
 	}
 	puts(s);

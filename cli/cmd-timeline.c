@@ -307,7 +307,7 @@ int cmd_timeline(int argc, char **argv)
 	    !(out = ap_output_away_from_tty(out ? out : "-", "timeline", "svg", &name))) {
 		rc = AP_EXIT_FAIL;
 	} else if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
-		ap_die_msg("%s: cannot write: %s", out, strerror(errno));
+		ap_say("%s: cannot write: %s", out, strerror(errno));
 		rc = AP_EXIT_FAIL;
 	} else {
 		if (fmt == FMT_CSV)
@@ -319,10 +319,10 @@ int cmd_timeline(int argc, char **argv)
 		else
 			put_text(f, &T);
 		if (f != stdout && fclose(f)) {
-			ap_die_msg("%s: cannot write: %s", out, strerror(errno));
+			ap_say("%s: cannot write: %s", out, strerror(errno));
 			rc = AP_EXIT_FAIL;
 		} else if (f != stdout) {
-			ap_die_msg("wrote %s", out);
+			ap_say("wrote %s", out);
 		}
 	}
 	ap_buf_release(&name);

@@ -262,7 +262,7 @@ static int refuse_program(const char *shown, const char *path)
 					     NULL};
 	const char *s = elf_mentions(path, rt, false, rtlibs);
 	if (s) {
-		ap_die_msg("try: %s: built with a sanitizer (%s): its runtime replaces malloc, and "
+		ap_say("try: %s: built with a sanitizer (%s): its runtime replaces malloc, and "
 			   "nothing else may serve its blocks",
 			   shown, s);
 		return -1;
@@ -280,7 +280,7 @@ static int refuse_program(const char *shown, const char *path)
 			continue; /* the loader's search: not followed here */
 		if (!realpath(lib, libpath) || !elf_mentions(libpath, mal, true, NULL))
 			continue;
-		ap_die_msg(
+		ap_say(
 		    "try: LD_PRELOAD=%s: another allocator is preloaded (it defines malloc): a "
 		    "pooled block could not be told from its blocks",
 		    lib);
@@ -297,7 +297,7 @@ static int find_library(char *out, size_t len)
 	const char *env = getenv("ALLOCPROF_TRY_PRELOAD");
 	if (env && *env) {
 		if (!realpath(env, out)) {
-			ap_die_msg("try: ALLOCPROF_TRY_PRELOAD=%s: %s", env, strerror(errno));
+			ap_say("try: ALLOCPROF_TRY_PRELOAD=%s: %s", env, strerror(errno));
 			return -1;
 		}
 		return 0;
@@ -319,7 +319,7 @@ static int find_library(char *out, size_t len)
 		memcpy(out, cand, strlen(cand) + 1);
 		return 0;
 	}
-	ap_die_msg("try: cannot find " TRY_SO ": not next to allocprof-report nor in %s; set "
+	ap_say("try: cannot find " TRY_SO ": not next to allocprof-report nor in %s; set "
 		   "ALLOCPROF_TRY_PRELOAD to its path",
 		   AP_PKGLIBDIR);
 	return -1;
@@ -485,7 +485,7 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 	int efd = memfd_create("allocprof-try-err", MFD_CLOEXEC);
 	int rfd = open(rn->outfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (ofd < 0 || efd < 0 || rfd < 0) {
-		ap_die_msg("try: %s", strerror(errno));
+		ap_say("try: %s", strerror(errno));
 		return -1;
 	}
 	char envbuf[PATH_MAX + 32];
@@ -512,7 +512,7 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 			kill(pid, try_stop);
 	}
 	if (rc) {
-		ap_die_msg("try: %s: %s", rn->argv[0], strerror(rc));
+		ap_say("try: %s: %s", rn->argv[0], strerror(rc));
 		close(ofd);
 		close(efd);
 		close(rfd);
@@ -946,11 +946,11 @@ static const struct ap_advise_site *find_site(const struct ap_advice *a, const c
 	if (n == 1)
 		return hit;
 	if (n > 1)
-		ap_die_msg("try: --site %s: names %zu sites; give one's name or site_id (allocprof "
+		ap_say("try: --site %s: names %zu sites; give one's name or site_id (allocprof "
 			   "advise --json lists them)",
 			   spec, n);
 	else
-		ap_die_msg(
+		ap_say(
 		    "try: --site %s: no such site in the trace (allocprof advise -n 0 lists them)",
 		    spec);
 	return NULL;
@@ -1010,7 +1010,7 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 {
 	FILE *f = fopen(path, "we");
 	if (!f) {
-		ap_die_msg("try: %s: %s", path, strerror(errno));
+		ap_say("try: %s: %s", path, strerror(errno));
 		return -1;
 	}
 	fprintf(f, AP_TRY_MAGIC "\nmode %s\nout %s\ngc %llu\n", pool ? "pool" : "base", outfile,
@@ -1046,7 +1046,7 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 	ap_buf_release(&stops);
 	int rc = fclose(f);
 	if (rc) {
-		ap_die_msg("try: %s: %s", path, strerror(errno));
+		ap_say("try: %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1177,7 +1177,7 @@ int cmd_try(int argc, char **argv)
 		pargv = argv + dd + 1;
 	} else {
 		if (!t->argc || !t->argv || !t->argv[0]) {
-			ap_die_msg("try: %s: the trace has no command line; give one after --",
+			ap_say("try: %s: the trace has no command line; give one after --",
 				   trace_path);
 			goto out;
 		}
@@ -1185,7 +1185,7 @@ int cmd_try(int argc, char **argv)
 	}
 	char path[PATH_MAX], lib[PATH_MAX];
 	if (ap_find_program(pargv[0], path, sizeof(path)) < 0) {
-		ap_die_msg("try: %s: %s", pargv[0], strerror(errno));
+		ap_say("try: %s: %s", pargv[0], strerror(errno));
 		goto out;
 	}
 	char shown[PATH_MAX + 8];
@@ -1215,7 +1215,7 @@ int cmd_try(int argc, char **argv)
 			if (pool_verdict(a->sites[i].verdict))
 				ts[nts++].as = &a->sites[i];
 		if (!nts) {
-			ap_die_msg("try: %s: advise finds no site to pool; name one with --site "
+			ap_say("try: %s: advise finds no site to pool; name one with --site "
 				   "(allocprof "
 				   "advise -n 0 lists them)",
 				   trace_path);
@@ -1231,7 +1231,7 @@ int cmd_try(int argc, char **argv)
 				ts[i].classes[ts[i].nclasses++] = s->classes[k];
 		site_pcs(&ts[i], t, &m, v.sym, (uint32_t)i);
 		if (!ts[i].npcs) {
-			ap_die_msg(
+			ap_say(
 			    "try: %s: no call path of it can be found again (its modules have "
 			    "no build-id, or its stacks are over 64 frames deep)",
 			    s->name);
@@ -1277,7 +1277,7 @@ int cmd_try(int argc, char **argv)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof(dir), "%s/allocprof-try-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
-		ap_die_msg("try: %s: %s", dir, strerror(errno));
+		ap_say("try: %s: %s", dir, strerror(errno));
 		dir[0] = 0;
 		goto out;
 	}
@@ -1318,7 +1318,7 @@ int cmd_try(int argc, char **argv)
 			if (why[0]) {
 				if (progress)
 					fputs("\r\033[K", stderr);
-				ap_die_msg("try: %s: %s: a pooled block could not be told from its "
+				ap_say("try: %s: %s: a pooled block could not be told from its "
 					   "blocks; "
 					   "not measured",
 					   pargv[0], why);
@@ -1334,7 +1334,7 @@ int cmd_try(int argc, char **argv)
 				else
 					snprintf(st, sizeof(st), "exit status %d",
 						 WEXITSTATUS(cur.status));
-				ap_die_msg("try: %s: no counts from the run (%s): " TRY_SO
+				ap_say("try: %s: no counts from the run (%s): " TRY_SO
 					   " was not loaded "
 					   "(the program cleared LD_PRELOAD, or ran a static or "
 					   "setuid program), "
@@ -1408,7 +1408,7 @@ int cmd_try(int argc, char **argv)
 	fflush(stdout);
 	for (size_t i = 0; i < nts; i++)
 		if (vr[i + 1].reached == 0 && vr[i + 1].c.gets == 0)
-			ap_die_msg(
+			ap_say(
 			    "try: %s: never reached in %ld runs: none of its %zu call path%s "
 			    "ran (another input, or a program rebuilt since the trace?)",
 			    ts[i].as->name, runs * (long)nv, ts[i].npcs,
@@ -1416,7 +1416,7 @@ int cmd_try(int argc, char **argv)
 	if (unreached)
 		rc = AP_EXIT_FAIL;
 	if (deterministic && !identical) {
-		ap_die_msg("try: %s: the program's output changed with the pool: %s", pargv[0],
+		ap_say("try: %s: the program's output changed with the pool: %s", pargv[0],
 			   differs);
 		rc = AP_EXIT_FAIL;
 	}

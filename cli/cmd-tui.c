@@ -148,7 +148,7 @@ static int run_terminal(struct tui *t)
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
 		const char *term = getenv("TERM");
-		ap_die_msg("tui: cannot use terminal type '%s'", term ? term : "");
+		ap_say("tui: cannot use terminal type '%s'", term ? term : "");
 		return AP_EXIT_FAIL;
 	}
 	cbreak();
@@ -296,11 +296,11 @@ int cmd_tui(int argc, char **argv)
 		if (nkeys < 0)
 			return ap_usage_error("tui", "--keys: %s", err.msg);
 	} else if (!isatty(STDOUT_FILENO)) {
-		ap_die_msg("tui: standard output is not a terminal (use top/list/advise, or "
+		ap_say("tui: standard output is not a terminal (use top/list/advise, or "
 			   "--batch)");
 		return AP_EXIT_FAIL;
 	} else if (!isatty(STDIN_FILENO)) {
-		ap_die_msg("tui: standard input is not a terminal (use top/list/advise, or "
+		ap_say("tui: standard input is not a terminal (use top/list/advise, or "
 			   "--batch)");
 		return AP_EXIT_FAIL;
 	}

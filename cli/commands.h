@@ -48,7 +48,7 @@ const char *ap_output_away_from_tty(const char *path, const char *prefix, const 
 const char *ap_output_new_file(const char *prefix, const char *ext, struct ap_buf *name);
 
 /* Prints "allocprof: <fmt>" and a newline to stderr. */
-void ap_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ap_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints the error in `err` with the "allocprof: " prefix. */
 void ap_print_error(const struct ap_error *err);

@@ -92,7 +92,7 @@ static int run_report(int argc, char **argv)
 	report_path(path, sizeof(path));
 	char **av = calloc((size_t)argc + 2, sizeof(*av));
 	if (!av) {
-		ap_die_msg("out of memory");
+		ap_say("out of memory");
 		return AP_EXIT_FAIL;
 	}
 	av[0] = (char *)"allocprof";
@@ -100,7 +100,7 @@ static int run_report(int argc, char **argv)
 		av[i + 1] = argv[i];
 	fflush(NULL);
 	execv(path, av);
-	ap_die_msg("%s: cannot run " REPORT_EXE " (%s): it holds every command but record; "
+	ap_say("%s: cannot run " REPORT_EXE " (%s): it holds every command but record; "
 		   "set ALLOCPROF_REPORT to its path", path, strerror(errno));
 	free(av);
 	return AP_EXIT_FAIL;
@@ -115,7 +115,7 @@ int ap_run_report_child(char **argv)
 		n++;
 	char **av = calloc(n + 2, sizeof(*av));
 	if (!av) {
-		ap_die_msg("out of memory");
+		ap_say("out of memory");
 		return -1;
 	}
 	av[0] = (char *)"allocprof";
@@ -125,7 +125,7 @@ int ap_run_report_child(char **argv)
 	int e = posix_spawn(&pid, path, NULL, NULL, av, environ);
 	free(av);
 	if (e) {
-		ap_die_msg("%s: cannot run " REPORT_EXE " (%s)", path, strerror(e));
+		ap_say("%s: cannot run " REPORT_EXE " (%s)", path, strerror(e));
 		return -1;
 	}
 	int st;
@@ -136,7 +136,7 @@ int ap_run_report_child(char **argv)
 }
 #endif
 
-void ap_die_msg(const char *fmt, ...)
+void ap_say(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -309,7 +309,7 @@ static int finish_stdout(int rc)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno == EPIPE)
 			return rc;
-		ap_die_msg("write error on standard output: %s", strerror(errno));
+		ap_say("write error on standard output: %s", strerror(errno));
 		return AP_EXIT_FAIL;
 	}
 	return rc;

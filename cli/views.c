@@ -258,7 +258,7 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 	}
 	for (size_t i = 0; i < run.n; i++)
 		if (run.traces[i]->truncated)
-			ap_die_msg("warning: %s: truncated trace (%s)%s", run.paths[i],
+			ap_say("warning: %s: truncated trace (%s)%s", run.paths[i],
 				   run.traces[i]->truncated_why, covers);
 	if (ap_run_merge(&run, out, &err)) {
 		ap_print_error(&err);
@@ -277,7 +277,7 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 	if (ap_view_read(&v->trace, paths, n, o, "; showing its complete part"))
 		return AP_EXIT_FAIL;
 	if (o->report.sample_index == AP_SI_TEMPORARY && v->trace->rate > 1) {
-		ap_die_msg("%s: temporary allocations need a trace recorded with --all: a "
+		ap_say("%s: temporary allocations need a trace recorded with --all: a "
 			   "sampled trace does not hold the events between an allocation and its "
 			   "free", paths[0]);
 		ap_view_release(v);
@@ -314,7 +314,7 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 		ap_format_bytes(b, sizeof(b), v->suppressed.bytes);
 		bool builtin = v->suppressed.builtin_bytes > 0;
 		bool file = v->suppressed.bytes > v->suppressed.builtin_bytes;
-		ap_die_msg("note: %s in use in %.0f allocation%s suppressed: %s%s%s%s; "
+		ap_say("note: %s in use in %.0f allocation%s suppressed: %s%s%s%s; "
 			   "--no-suppressions shows %s",
 			   b, v->suppressed.objects, v->suppressed.objects == 1 ? "" : "s",
 			   builtin ? "memory the C and C++ runtimes keep by design" : "",
@@ -412,7 +412,7 @@ void ap_view_warnings(const struct ap_view *v)
 {
 	const char *const *w = ap_sym_warnings(v->sym);
 	for (; w && *w; w++)
-		ap_die_msg("warning: %s", *w);
+		ap_say("warning: %s", *w);
 }
 
 struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, double sd)
@@ -483,7 +483,7 @@ int ap_view_peak_note(const struct ap_trace *t, enum ap_sample_index si)
 		return AP_EXIT_FAIL;
 	}
 	if (said)
-		ap_die_msg("note: %s", line);
+		ap_say("note: %s", line);
 	return AP_EXIT_OK;
 }
 
@@ -540,7 +540,7 @@ int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si
 		return AP_EXIT_FAIL;
 	}
 	if (said)
-		ap_die_msg("note: %s", says);
+		ap_say("note: %s", says);
 	return AP_EXIT_OK;
 }
 
@@ -556,7 +556,7 @@ int ap_view_sampling_hint(const struct ap_trace *t)
 		for (size_t i = 0; i < (size_t)n; i++)
 			samples += ev[i].type == AP_EV_ALLOC && (ev[i].flags & AP_EVF_SAMPLED);
 	if (n < 0) {
-		ap_die_msg("%s", ap_events_error(it));
+		ap_say("%s", ap_events_error(it));
 		ap_events_close(it);
 		return AP_EXIT_FAIL;
 	}
@@ -571,17 +571,17 @@ int ap_view_sampling_hint(const struct ap_trace *t)
 	else
 		snprintf(what, sizeof(what), "no allocation was sampled");
 	if (!t->has_counts) {
-		ap_die_msg("note: %s at one sample per %s on average; record with --all "
+		ap_say("note: %s at one sample per %s on average; record with --all "
 			   "(every allocation) or a smaller --rate",
 			   what, rate);
 		return AP_EXIT_OK;
 	}
 	if (!t->calls) {
-		ap_die_msg("note: the program called no allocation function");
+		ap_say("note: the program called no allocation function");
 		return AP_EXIT_OK;
 	}
 	ap_format_bytes(bytes, sizeof(bytes), (double)t->bytes);
-	ap_die_msg("note: %s: the program allocated %s in %llu calls, %s one sample per %s on "
+	ap_say("note: %s: the program allocated %s in %llu calls, %s one sample per %s on "
 		   "average; record with --all (every allocation) or a smaller --rate",
 		   what, bytes, (unsigned long long)t->calls,
 		   t->bytes < t->rate ? "under" : "at", rate);
@@ -610,7 +610,7 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
 				  "archive), point --debug-dir at their separate debug files, or "
 				  "let debuginfod fetch them (ALLOCPROF_DEBUGINFOD=1 with "
 				  "DEBUGINFOD_URLS set)");
-		ap_die_msg("%s", b.buf);
+		ap_say("%s", b.buf);
 		ap_buf_release(&b);
 	}
 	free(m);
@@ -621,7 +621,7 @@ static bool read_short;
 void ap_view_trace_done(struct ap_trace *t)
 {
 	if (t && ap_trace_changed(t)) {
-		ap_die_msg("a trace file changed while it was being read (truncated or "
+		ap_say("a trace file changed while it was being read (truncated or "
 			   "overwritten): what is shown above is short of what it held");
 		read_short = true;
 	}
