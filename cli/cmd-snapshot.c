@@ -56,8 +56,6 @@ int cmd_snapshot(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	while ((opt = ap_view_getopt(argc, argv, ":ho:q", longopts)) != -1) {
-		char *end;
-		long l;
 		switch (opt) {
 		case 'h':
 			snapshot_usage(stdout);
@@ -72,11 +70,8 @@ int cmd_snapshot(int argc, char **argv)
 			no_symbols = true;
 			break;
 		case OPT_LEVEL:
-			l = strtol(optarg, &end, 10);
-			if (*end || end == optarg || l < 0 || l > 19)
-				return ap_usage_error("snapshot", "--compress-level wants a number from "
-								  "0 to 19, not '%s'", optarg);
-			level = (int)l;
+			if (ap_view_parse_level("snapshot", optarg, &level) < 0)
+				return AP_EXIT_USAGE;
 			break;
 		default:
 			return ap_view_bad_option("snapshot", opt, argv);

@@ -53,8 +53,6 @@ int cmd_symbols(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	while ((opt = ap_view_getopt(argc, argv, ":hq", longopts)) != -1) {
-		char *end;
-		long l;
 		switch (opt) {
 		case 'h':
 			symbols_usage(stdout);
@@ -66,11 +64,8 @@ int cmd_symbols(int argc, char **argv)
 			if_finished = true;
 			break;
 		case OPT_LEVEL:
-			l = strtol(optarg, &end, 10);
-			if (*end || end == optarg || l < 0 || l > 19)
-				return ap_usage_error("symbols", "--compress-level wants a number from 0 "
-								 "to 19, not '%s'", optarg);
-			level = (int)l;
+			if (ap_view_parse_level("symbols", optarg, &level) < 0)
+				return AP_EXIT_USAGE;
 			break;
 		default:
 			return ap_view_bad_option("symbols", opt, argv);

@@ -738,6 +738,19 @@ static int parse_replay_cpus(struct ap_view_measure *vm, const char *arg)
 	return 0;
 }
 
+int ap_view_parse_level(const char *cmd, const char *arg, int *level)
+{
+	char *end;
+	errno = 0;
+	long l = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || l < 0 || l > 19) {
+		ap_usage_error(cmd, "--compress-level wants a number from 0 to 19, not '%s'", arg);
+		return -1;
+	}
+	*level = (int)l;
+	return 0;
+}
+
 int ap_view_measure_option(struct ap_view_measure *vm, const char *cmd, int opt,
 			   const char *arg)
 {

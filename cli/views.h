@@ -415,6 +415,10 @@ struct ap_view_measure {
 	unsigned replay_cpus;
 };
 void ap_view_measure_init(struct ap_view_measure *vm);
+/* --compress-level's value (0 to 19) for `cmd` into *level: 0, or -1
+ * after printing the usage error (return AP_EXIT_USAGE then). */
+int ap_view_parse_level(const char *cmd, const char *arg, int *level);
+
 /* The measured replay's options, advise's and try's alike. */
 #define AP_VIEW_MEASURE_LONGOPTS                                                \
 	{ "no-measure", no_argument, NULL, AP_VOPT_NO_MEASURE },               \

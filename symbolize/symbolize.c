@@ -1162,11 +1162,11 @@ void ap_sym_free(struct ap_symbolizer *s)
 }
 
 /* PCs by module (its mapping), then by address. */
-static const struct ap_symbolizer *sort_ctx;
-static int kept_cmp(const void *a, const void *b)
+static int kept_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct pc_entry *x = &sort_ctx->tab[*(const uint32_t *)a];
-	const struct pc_entry *y = &sort_ctx->tab[*(const uint32_t *)b];
+	const struct ap_symbolizer *s = ctx;
+	const struct pc_entry *x = &s->tab[*(const uint32_t *)a];
+	const struct pc_entry *y = &s->tab[*(const uint32_t *)b];
 	if (x->mod != y->mod)
 		return x->mod < y->mod ? -1 : 1;
 	return x->pc < y->pc ? -1 : x->pc > y->pc;
@@ -1184,8 +1184,7 @@ void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w)
 	uint32_t *ord = ap_xmalloc((s->tabn ? s->tabn : 1) * sizeof(*ord));
 	for (size_t i = 0; i < s->tabn; i++)
 		ord[i] = (uint32_t)i;
-	sort_ctx = s;
-	qsort(ord, s->tabn, sizeof(*ord), kept_cmp);
+	qsort_r(ord, s->tabn, sizeof(*ord), kept_cmp, s);
 	int64_t cur = INT64_MIN;
 	char perf_path[64];
 	ap_perfmap_path(perf_path, sizeof(perf_path), t->pid);
