@@ -27,7 +27,7 @@ DEB_DEBS := debhelper dpkg-dev git
 # (Debian's, for the Rust program of tests/symbolize/rust.py).
 # tests/deps holds the tests to it.
 FUZZ_DEBS := clang
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm rustc $(FUZZ_DEBS) $(DEB_DEBS)
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm rustc nginx $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd

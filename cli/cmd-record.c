@@ -25,16 +25,28 @@
 #include "ap_trace_compact.h"
 #include "ap_trace_encode.h"
 #include "commands.h"
+#include "record/attach.h"
 
 #define SAMPLER_SO "liballocprof.so"
 
 static void record_usage(FILE *f)
 {
-	fputs("usage: allocprof record [OPTIONS] [--] PROGRAM [ARGS...]\n\n"
+	fputs("usage: allocprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
+	      "       allocprof record -p PID [--duration SECONDS] [OPTIONS]\n\n"
 	      "Runs PROGRAM with the allocprof sampler preloaded (LD_PRELOAD) and\n"
 	      "writes its allocation trace. Options end at the first argument that\n"
-	      "is not one, so the program's own options pass through.\n\n"
+	      "is not one, so the program's own options pass through.\n"
+	      "With -p, attaches to the running process PID instead (ptrace: the\n"
+	      "same user, or root), records until Ctrl-C, --duration or its exit,\n"
+	      "and detaches: the process runs on as before.\n\n"
 	      "options:\n"
+	      "  -p, --pid PID      attach to the running process PID (see ATTACH in\n"
+	      "                     allocprof-record(1)); the trace's default name is\n"
+	      "                     allocprof.<name>.<PID>.trace\n"
+	      "      --duration SECONDS\n"
+	      "                     with -p: detach after SECONDS (decimals allowed;\n"
+	      "                     default: at Ctrl-C, SIGTERM, SIGHUP or the\n"
+	      "                     process's exit)\n"
 	      "  -o, --output PATH  trace file (default: allocprof.<program>.<pid>.trace\n"
 	      "                     in the current directory, <pid> the program's); an\n"
 	      "                     existing trace or empty file is replaced, a symbolic\n"
@@ -94,6 +106,8 @@ struct record_opts {
 	bool quiet;
 	bool no_symbols;
 	int compress_level; /* -1: ALLOCPROF_COMPACT_LEVEL's, else the default */
+	pid_t attach;	    /* -p: 0 none */
+	uint64_t duration;  /* --duration, ns (0: none) */
 };
 
 /* --no-symbols: finished traces keep no SYMBOLS chunks */
@@ -171,6 +185,23 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 			if ((rc = opt_number(argc, argv, &i, "--compress-level", 0, 19, &l)))
 				return rc;
 			o->compress_level = (int)l;
+		} else if (!strcmp(a, "-p") || opt_is(a, "--pid")) {
+			uint64_t p;
+			if ((rc = opt_number(argc, argv, &i, a[1] == 'p' ? "-p" : "--pid", 1,
+					     INT32_MAX, &p)))
+				return rc;
+			o->attach = (pid_t)p;
+		} else if (opt_is(a, "--duration")) {
+			char *end;
+			double d;
+			if (!(v = opt_value(argc, argv, &i, "--duration")))
+				return ap_usage_error("record", "--duration needs a number of seconds");
+			errno = 0;
+			d = strtod(v, &end);
+			if (errno || end == v || *end || !(d >= 0.001 && d <= 1e9))
+				return ap_usage_error("record", "--duration: '%s' is not a number of "
+						      "seconds from 0.001 to 1e9", v);
+			o->duration = (uint64_t)(d * 1e9);
 		} else if (opt_is(a, "--max-depth")) {
 			uint64_t d;
 			if ((rc = opt_number(argc, argv, &i, "--max-depth", 1, AP_MAX_DEPTH_CAP,
@@ -180,6 +211,18 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 		} else {
 			return ap_usage_error("record", "unknown option '%s'", a);
 		}
+	}
+	if (o->attach && i < argc)
+		return ap_usage_error("record", "-p attaches to a running process: no program "
+				      "to run with it ('%s')", argv[i]);
+	if (o->duration && !o->attach)
+		return ap_usage_error("record", "--duration goes with -p");
+	if (o->attach && o->no_children)
+		return ap_usage_error("record", "--no-children: an attached process's children "
+				      "are never recorded");
+	if (o->attach) {
+		*first = i;
+		return 0;
 	}
 	if (i >= argc)
 		return ap_usage_error("record", "no program to run");
@@ -1444,15 +1487,140 @@ static char **program_env(char *preload, char *cfg, char *exec_var)
 	return env;
 }
 
+/* record -p: attach, wait for Ctrl-C (SIGINT, SIGTERM, SIGHUP), the
+ * duration or the process's exit, detach, finish the trace. */
+static int record_attached(const struct record_opts *o)
+{
+	char so[PATH_MAX], comm[64] = "process", p[64];
+	if (ap_find_sampler(so, sizeof(so), false) < 0)
+		return AP_EXIT_FAIL;
+	char *so_abs = realpath(so, NULL);
+	if (!so_abs) {
+		ap_say("%s: %s", so, strerror(errno));
+		return AP_EXIT_FAIL;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/comm", (int)o->attach);
+	FILE *f = fopen(p, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	for (char *c = comm; *c; c++)
+		if (*c == '/' || *c == ' ')
+			*c = '_';
+	char cwd[PATH_MAX], out[PATH_MAX * 2];
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), ".");
+	bool discard = false;
+	char *resolved = NULL;
+	int rc = AP_EXIT_FAIL;
+	if (o->output && check_output(o->output, &discard, &resolved) < 0)
+		goto out;
+	const char *given = resolved ? resolved : o->output;
+	if (discard)
+		snprintf(out, sizeof(out), "/dev/null");
+	else if (given && given[0] == '/')
+		snprintf(out, sizeof(out), "%s", given);
+	else if (given)
+		snprintf(out, sizeof(out), "%s/%s", cwd, given);
+	else
+		snprintf(out, sizeof(out), "%s/allocprof.%s.%d.trace", cwd, comm, (int)o->attach);
+	if (!o->output && check_output(out, &discard, &resolved) < 0)
+		goto out;
+	if (strlen(out) >= PATH_MAX - AP_OUTPUT_PATH_ROOM) {
+		ap_say("%s: the trace's path is too long: choose a shorter -o", out);
+		goto out;
+	}
+	if (ap_attach_check(o->attach, so_abs, out) < 0)
+		goto out;
+	if (!discard) {
+		if (trace_is_live(out)) {
+			ap_say("%s: another process is writing this trace: choose another -o", out);
+			goto out;
+		}
+		unlink(out); /* the sampler makes it anew (checked above: a trace, or empty) */
+	}
+	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
+	char cfg[PATH_MAX * 2 + 128];
+	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:1:%s", (int)o->attach,
+		 (unsigned long long)o->rate, o->max_depth, out);
+
+	sigset_t mask, old;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int pfd = (int)syscall(SYS_pidfd_open, o->attach, 0);
+	struct ap_attached a;
+	if (ap_attach(o->attach, so_abs, cfg, &a) < 0)
+		goto out_sig;
+	if (!o->quiet)
+		fprintf(stderr, "allocprof: attached to %d (%s), recording into %s; %s\n",
+			(int)o->attach, comm, a.trace,
+			o->duration ? "detaching at the end of --duration or at Ctrl-C"
+				    : "Ctrl-C detaches");
+	uint64_t end = o->duration ? mono_ns() + o->duration : 0;
+	for (;;) {
+		struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { pfd, POLLIN, 0 } };
+		int ms = -1;
+		if (end) {
+			uint64_t now = mono_ns();
+			if (now >= end)
+				break;
+			ms = (int)((end - now) / 1000000) + 1;
+		}
+		int n = poll(pf, pfd >= 0 ? 2 : 1, pfd >= 0 || ms >= 0 ? ms : 1000);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (pf[0].revents & POLLIN)) {
+			struct signalfd_siginfo si; /* taken: it ends nothing but the wait */
+			if (read(sfd, &si, sizeof(si)) < 0)
+				si.ssi_signo = 0;
+			break;
+		}
+		if ((n > 0 && (pf[1].revents & POLLIN)) || !pid_alive(o->attach))
+			break;
+	}
+	int d = ap_detach(&a);
+	if (d < 0)
+		goto out_sig;
+	if (d > 0 && !o->quiet)
+		fprintf(stderr, "allocprof: process %d is gone: the trace ends with it\n",
+			(int)o->attach);
+	if (!discard && !wait_released(a.trace)) {
+		say_live(a.trace, "trace", o->attach, o->quiet);
+	} else if (!discard) {
+		finish_trace(a.trace, d > 0 ? "wrote" : "detached; wrote", o->quiet, NULL, NULL,
+			     NULL);
+	}
+	rc = AP_EXIT_OK;
+out_sig:
+	if (pfd >= 0)
+		close(pfd);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+	free(so_abs);
+	free(resolved);
+	return rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, false, -1 };
+	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, false, -1,
+				 0, 0 };
 	int first = 0;
 	int rc = parse_opts(argc, argv, &o, &first);
 	if (rc)
 		return rc < 0 ? AP_EXIT_OK : rc;
 	compress_level_opt = o.compress_level;
 	no_symbols = o.no_symbols;
+	if (o.attach)
+		return record_attached(&o);
 	const char *prog = argv[first];
 	if (!*prog)
 		return ap_usage_error("record", "the program's name is empty");

@@ -31,7 +31,9 @@ static void stats_usage(FILE *f)
 	      "peak is the largest sum of the processes' in-use bytes at one time).\n"
 	      "Blocks live when their image exec'd another are not in use from the\n"
 	      "exec on (exec_dropped), and a forked child's frees of blocks it\n"
-	      "inherited are not unmatched (inherited_frees).\n\n"
+	      "inherited are not unmatched (inherited_frees). A trace of a running\n"
+	      "process (record -p) starts mid-run (attached): frees of blocks\n"
+	      "allocated before the attach are pre_attach_frees, not unmatched.\n\n"
 	      "options:\n"
 	      "  --json               print one JSON object (keys as the names above)\n"
 	      AP_VIEW_RUN_HELP
@@ -123,6 +125,8 @@ static const char *end_reason_name(uint64_t reason)
 		return "gone";
 	case AP_END_SNAPSHOT:
 		return "snapshot";
+	case AP_END_DETACH:
+		return "detached";
 	}
 	return "unknown";
 }
@@ -170,6 +174,9 @@ static void print_end(const struct ap_trace *t)
 		printf("%-18s not yet: a snapshot (allocprof snapshot) of the trace of a program "
 		       "still running; calls and bytes unknown\n", "ended");
 		break;
+	case AP_END_DETACH:
+		printf("%-18s detached (record -p): the process ran on\n", "ended");
+		break;
 	default:
 		printf("%-18s reason %llu, status %llu\n", "ended",
 		       (unsigned long long)t->end_reason, st);
@@ -214,6 +221,9 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	}
 	format_duration(b, sizeof(b), duration_ns(t));
 	printf("%-18s %s%s\n", "duration", b, t->has_end ? "" : " (up to the last event)");
+	if (t->flags & AP_HFLAG_ATTACHED)
+		printf("%-18s yes (record -p): the trace starts mid-run, without the blocks "
+		       "allocated before (their frees: pre_attach_frees)\n", "attached");
 	if (t->malloc_owner)
 		printf("%-18s the program's own malloc, in %s: these counts are not the "
 		       "program's allocations (only calls that reached the C library's malloc)\n",
@@ -296,6 +306,9 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
 		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
+	if (tot->pre_attach_frees)
+		printf("%-18s %llu (frees of blocks allocated before the attach)\n",
+		       "pre_attach_frees", (unsigned long long)tot->pre_attach_frees);
 	if (tot->inherited_frees)
 		printf("%-18s %llu (frees, in a forked child, of blocks it inherited from its "
 		       "parent)\n",
@@ -399,6 +412,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "temporary_heaptrack",
 			    t->rate <= 1 ? json_total(tot->temporary_heaptrack) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
+	json_object_set_new(o, "pre_attach_frees", json_u64(tot->pre_attach_frees));
+	json_object_set_new(o, "attached", json_boolean(t->flags & AP_HFLAG_ATTACHED));
 	json_object_set_new(o, "inherited_frees", json_u64(tot->inherited_frees));
 	json_object_set_new(o, "exec_dropped_objects", json_total(tot->exec_dropped_objects));
 	json_object_set_new(o, "exec_dropped_space", json_total(tot->exec_dropped_space));

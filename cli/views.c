@@ -256,10 +256,14 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 		ap_print_error(&err);
 		return AP_EXIT_FAIL;
 	}
-	for (size_t i = 0; i < run.n; i++)
+	for (size_t i = 0; i < run.n; i++) {
 		if (run.traces[i]->truncated)
 			ap_say("warning: %s: truncated trace (%s)%s", run.paths[i],
 				   run.traces[i]->truncated_why, covers);
+		if (run.traces[i]->flags & AP_HFLAG_ATTACHED)
+			ap_say("%s: recorded from a running process (record -p): the trace "
+			       "starts mid-run, without the blocks allocated before", run.paths[i]);
+	}
 	if (ap_run_merge(&run, out, &err)) {
 		ap_print_error(&err);
 		ap_run_release(&run);

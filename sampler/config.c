@@ -20,11 +20,9 @@ static char cfg_field[CFG_OUTPUT][24];
 static const char *cfg_out;
 static int cfg_combined;
 
-void cfg_load(void)
+/* ALLOCPROF's format into the fields: 0, or -1 if malformed. */
+static int cfg_parse(const char *c)
 {
-	const char *c = getenv("ALLOCPROF");
-	if (!c)
-		return;
 	for (int i = 0; i < CFG_OUTPUT; i++) {
 		size_t k = 0;
 		while (*c && *c != ':') {
@@ -34,18 +32,34 @@ void cfg_load(void)
 		}
 		cfg_field[i][k] = 0;
 		if (*c != ':')
-			return; /* malformed: the sampler stays off */
+			return -1; /* malformed: the sampler stays off */
 		c++;
 	}
 	cfg_out = c;
 	cfg_combined = 1;
+	return 0;
+}
+
+void cfg_load(void)
+{
+	const char *c = getenv("ALLOCPROF");
+	if (c)
+		cfg_parse(c);
+}
+
+/* The settings of an attach (attach.c), in ALLOCPROF's format; c lives
+ * as long as the sampler runs. 0, or -1 if malformed. */
+int cfg_use(const char *c)
+{
+	return cfg_parse(c);
 }
 
 /* Whether the settings came from `allocprof record` (ALLOCPROF): then
- * record finishes the buffers file after the process (buffer.c). */
+ * record finishes the buffers file after the process (buffer.c). Not
+ * when attached: its buffers are private memory. */
 int cfg_from_record(void)
 {
-	return cfg_combined;
+	return cfg_combined && !attach_mode; /* attached: no buffers file */
 }
 
 const char *cfg(int which)

@@ -317,25 +317,23 @@ static int exec_parse(const char *ex, struct exec_marker *m)
 	return *ex ? -1 : 0;
 }
 
-__attribute__((constructor(101))) static void ap_init(void)
+/* The settings (cfg) into `settings` and the trace's base path: 0, or -1
+ * (said why) when the sampler stays off. */
+static int settings_load(void)
 {
-	struct ap_tls *t = &tls;
-	err_init();
-	resolve();
-	t->guard++;
-	pre_close();
-	cfg_load();
 	const char *out = cfg(CFG_OUTPUT);
 	if (!out || !*out)
-		goto off;
+		return -1;
 	if (str_len(out) >= PATH_MAX - AP_OUTPUT_PATH_ROOM) {
 		say("ALLOCPROF_OUTPUT", "path too long: profiling disabled");
-		goto off;
+		return -1;
 	}
 	memcpy(tfile.base, out, str_len(out) + 1);
 	const char *nc = cfg(CFG_NO_CHILDREN);
 	settings.no_children = nc && *nc && *nc != '0';
-	if (settings.no_children)
+	if (attach_mode)
+		; /* the program's environment is its own */
+	else if (settings.no_children)
 		strip_preload();
 	else
 		exec_save_settings();
@@ -357,6 +355,88 @@ __attribute__((constructor(101))) static void ap_init(void)
 	}
 	tsc_calibrate();
 	proc.pid = sys_getpid();
+	return 0;
+}
+
+/* Buffers, modules, the unwinder, the trace (made at tfile.path unless fd
+ * is open on it; parent: the trace of the image before), then on. 0, or
+ * -1 with the sampler off (said why). An attached sampler (attach.c)
+ * leaves the signal handlers alone: it cannot keep the program's view of
+ * them. */
+static int start_trace(const char *parent, int fd)
+{
+	if (!attach_mode)
+		malloc_owner_find();
+	int have_bufs = buffers_init() == 0;
+	int have_mods = modules_init() == 0;
+	if (!have_bufs || !have_mods ||
+	    pthread_key_create(&threads.key, thr_exit) != 0) {
+		say(tfile.path, "out of memory: profiling disabled");
+		return -1;
+	}
+	threads.fallback.len = EV_HDR;
+	threads.fallback.live = 0;
+	unwinder_load();
+	asym_register();
+	if (open_trace(parent, fd) < 0) {
+		buffers_abandon();
+		return -1;
+	}
+	modules_snapshot();
+	if (settings.all)
+		memset(ap_filter, 0xff, sizeof(ap_filter));
+	if (!attach_mode)
+		sig_install();
+	fork_handlers_register();
+	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* attach.c: the fork handlers, registered once for every attach to come */
+void attach_fork_handlers(void)
+{
+	fork_handlers_register();
+}
+
+/* attach.c, on a thread record stopped (the program's other threads run
+ * on, none of them in the sampler): cfg in ALLOCPROF's format. 0, or a
+ * negative errno with the sampler off. */
+long attach_start(const char *cfgs)
+{
+	struct ap_tls *t = &tls;
+	t->guard++;
+	err_state = -1; /* fd 2 is the program's */
+	if (cfg_use(cfgs) < 0) {
+		t->guard--;
+		return -EINVAL;
+	}
+	long rc = settings_load() < 0 ? -EINVAL : 0;
+	if (rc == 0) {
+		make_path(tfile.path, 0);
+		trace_mode_init();
+		if (start_trace(NULL, -1) < 0)
+			rc = -EIO;
+	}
+	if (rc < 0)
+		proc.state = AP_DISABLED;
+	else
+		pre_replay(t);
+	t->guard--;
+	return rc;
+}
+
+__attribute__((constructor(101))) static void ap_init(void)
+{
+	struct ap_tls *t = &tls;
+	err_init();
+	resolve();
+	t->guard++;
+	pre_close();
+	if (attach_loaded_late())
+		goto off; /* record -p loaded it: allocprof_attach starts it */
+	cfg_load();
+	if (settings_load() < 0)
+		goto off;
 
 	/* ALLOCPROF_EXEC (exec_parse): the trace handed over, or where an
 	 * earlier image of this process wrote its own. */
@@ -394,28 +474,8 @@ __attribute__((constructor(101))) static void ap_init(void)
 		 : base_is_device()					   ? -1
 									   : trace_create(tfile.path);
 
-	malloc_owner_find();
-	int have_bufs = buffers_init() == 0;
-	int have_mods = modules_init() == 0;
-	if (!have_bufs || !have_mods ||
-	    pthread_key_create(&threads.key, thr_exit) != 0) {
-		say(tfile.path, "out of memory: profiling disabled");
+	if (start_trace(parent, fd) < 0)
 		goto off;
-	}
-	threads.fallback.len = EV_HDR;
-	threads.fallback.live = 0;
-	unwinder_load();
-	asym_register();
-	if (open_trace(parent, fd) < 0) {
-		buffers_abandon();
-		goto off;
-	}
-	modules_snapshot();
-	if (settings.all)
-		memset(ap_filter, 0xff, sizeof(ap_filter));
-	sig_install();
-	fork_handlers_register();
-	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
 	pre_replay(t);
 	t->guard--;
 	return;

@@ -164,6 +164,7 @@ struct ap_settings {
 };
 extern struct ap_settings settings;	/* written by ap_init only */
 void cfg_load(void);
+int cfg_use(const char *c);
 const char *cfg(int which);
 int cfg_from_record(void);
 
@@ -174,6 +175,14 @@ struct ap_proc {
 	unsigned gen;		/* exec generation of this pid (0: first image) */
 };
 extern struct ap_proc proc;
+void attach_fork_handlers(void);
+long attach_start(const char *cfgs);
+
+/* attach.c */
+extern int attach_mode;		/* loaded by record -p: no buffers file, no
+				 * signal handlers, no stack cache nor stack
+				 * of its own (attach.c) */
+int attach_loaded_late(void);
 
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
@@ -336,6 +345,7 @@ void end_wait(void);
 
 /* signals.c */
 extern int sig_on, sig_lock;
+extern __thread void *alt_mine __attribute__((tls_model("initial-exec")));
 void alt_install(void);
 void alt_remove(void);
 void sig_install(void);

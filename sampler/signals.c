@@ -19,7 +19,7 @@
 int sig_lock;
 static struct sigaction sig_view[NSIG];	/* the program's dispositions */
 static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
-static __thread void *alt_mine __attribute__((tls_model("initial-exec")));
+__thread void *alt_mine __attribute__((tls_model("initial-exec")));
 
 int sig_on;		/* dispositions are managed (sig_install ran) */
 

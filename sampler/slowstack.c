@@ -30,6 +30,8 @@ __thread uint8_t *slow_top __attribute__((tls_model("initial-exec")));
 uint8_t *slow_stack_new(void)
 {
 #if defined(__x86_64__)
+	if (attach_mode)
+		return SLOW_NONE; /* a thread's stack would outlive the detach */
 	uint8_t *m = mmap(NULL, SLOW_SIZE + SLOW_GUARD, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (m == MAP_FAILED)

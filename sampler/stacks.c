@@ -180,7 +180,8 @@ void unwinder_load(void)
 	if (policy && local)
 		policy(*local, UNW_CACHE_PER_THREAD);
 	uint64_t mode = parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1);
-	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0;
+	/* attached, the program's return address is a thunk's (attach.c) */
+	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0 && !attach_mode;
 	sc_always = mode == 2;
 #endif
 }

@@ -380,7 +380,8 @@ static void write_header(const char *parent)
 	}
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
 	k += ap_put_kv_uint(p + k, AP_HK_RATE, settings.rate);
-	k += ap_put_kv_uint(p + k, AP_HK_FLAGS, settings.all ? AP_HFLAG_ALL : 0);
+	k += ap_put_kv_uint(p + k, AP_HK_FLAGS,
+			     (settings.all ? AP_HFLAG_ALL : 0) | (attach_mode ? AP_HFLAG_ATTACHED : 0));
 	k += ap_put_kv_uint(p + k, AP_HK_PID, (uint64_t)proc.pid);
 	k += ap_put_kv_uint(p + k, AP_HK_PPID, (uint64_t)getppid());
 	k += ap_put_kv_str(p + k, AP_HK_EXE, exe, (size_t)elen);

@@ -301,6 +301,10 @@ struct ap_trace_totals {
 	 * inherited from its parent, live at the fork (ap_replay.h). Not
 	 * unmatched, and not the child's allocations either. */
 	uint64_t inherited_frees;
+	/* FREEs, in a trace of a sampler attached to a running process
+	 * (record -p, AP_HFLAG_ATTACHED), of blocks allocated before the
+	 * attach: not unmatched, the trace starts mid-run. */
+	uint64_t pre_attach_frees;
 	/* Blocks live when their image exec'd another (END reason exec):
 	 * that heap is gone, so they are not in inuse_*; weighted as the
 	 * samples are. */

@@ -129,6 +129,9 @@ enum {
 	AP_HK_ALLOWED_CPUS = 17,
 };
 #define AP_HFLAG_ALL 1u
+/* the sampler was loaded into a running process (record -p): the trace
+ * starts mid-run, and frees of blocks allocated before are expected */
+#define AP_HFLAG_ATTACHED 2u
 
 /* END keys */
 enum {
@@ -161,6 +164,8 @@ enum ap_end_reason {
 	 * process was still running: the copy holds what the process had
 	 * recorded up to end_ns (no status) */
 	AP_END_SNAPSHOT = 7,
+	/* the sampler was detached from a process that runs on (record -p) */
+	AP_END_DETACH = 8,
 };
 
 /* key/value kinds */

@@ -14,6 +14,7 @@ double ap_trace_block_var(double w, double space)
 
 struct totals {
 	struct ap_trace_totals *out;
+	bool attached;		/* AP_HFLAG_ATTACHED: the trace starts mid-run */
 	/* live_var: the variance of `live` as an estimate (Horvitz-Thompson:
 	 * a block of s bytes sampled with weight w adds w(w-1)s^2), at the
 	 * peak: peak_var */
@@ -102,7 +103,10 @@ static void t_unmatched(void *ctx, size_t i, const struct ap_event *e)
 	struct totals *T = ctx;
 	(void)i;
 	(void)e;
-	T->out->unmatched_frees++;
+	if (T->attached)
+		T->out->pre_attach_frees++;
+	else
+		T->out->unmatched_frees++;
 }
 
 static void t_inherited(void *ctx, size_t i, const struct ap_event *e)
@@ -150,7 +154,7 @@ static const struct ap_replay_ops totals_ops = {
 int ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out, struct ap_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	struct totals T = { .out = out };
+	struct totals T = { .out = out, .attached = (t->flags & AP_HFLAG_ATTACHED) != 0 };
 	struct ap_replay_consumer c = { &totals_ops, &T };
 	if (ap_replay(t, &c, 1, NULL, err) < 0)
 		return -1;

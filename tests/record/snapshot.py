@@ -16,26 +16,15 @@ usage: snapshot.py ALLOCPROF SNAPSERVER TMPDIR
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reclib import env, fail, failures, fresh_dir, runner  # noqa: E402
+
 allocprof, server, tmp = sys.argv[1:4]
-tmp = os.path.join(tmp, "snapshot")
-shutil.rmtree(tmp, ignore_errors=True)
-os.makedirs(tmp)
-env = dict(os.environ, LC_ALL="C", NO_COLOR="1", ALLOCPROF_NO_PROGRESS="1")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg)
-
-
-def run(*args):
-    return subprocess.run([allocprof, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, env=env)
+tmp = fresh_dir(tmp, "snapshot")
+run = runner(allocprof)
 
 
 def site_counts(trace, index):

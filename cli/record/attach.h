@@ -1,0 +1,41 @@
+/* record/attach.h: loading the sampler into a running process and taking
+ * it out again (`allocprof record -p PID`), with ptrace. The sampler's
+ * side is sampler/attach.c. */
+#ifndef AP_RECORD_ATTACH_H
+#define AP_RECORD_ATTACH_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ap_attached {
+	pid_t pid;
+	uint64_t lib_base;	/* liballocprof.so in the process */
+	uint64_t fn_detach, fn_finish;	/* its entry points there */
+	uint64_t info_addr;	/* allocprof_attach_info */
+	int64_t in_off;		/* the thunks' counter, from the thread pointer */
+	uint64_t text_lo, text_hi;
+	char trace[PATH_MAX];	/* where the sampler writes */
+};
+
+/* Whether pid can be attached: 0, or -1 after one line on stderr saying
+ * why not (no such process, ptrace not permitted and by what, statically
+ * linked, the sampler already there, another mount namespace where the
+ * library or the trace's directory is not the same file). so: the
+ * library's path here; trace: the trace's absolute path. */
+int ap_attach_check(pid_t pid, const char *so, const char *trace);
+
+/* Loads the sampler (so) into pid and starts it with cfg (ALLOCPROF's
+ * format: <pid>:<rate>:<depth>:<no_children>:<output>). Every thread is
+ * stopped only while needed, and left running. 0 with *a filled in
+ * (a->trace: the trace the sampler made), or -1 after one line on stderr. */
+int ap_attach(pid_t pid, const char *so, const char *cfg, struct ap_attached *a);
+
+/* Takes the sampler out of a: every GOT entry back, waits until no thread
+ * is inside it, then the trace ends and the sampler lets go of everything
+ * it made (its library stays mapped, inert). 0; 1 if the process is gone
+ * (it ended the trace itself at its exit, or not at all); -1 after one
+ * line on stderr. */
+int ap_detach(struct ap_attached *a);
+
+#endif

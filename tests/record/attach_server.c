@@ -1,0 +1,144 @@
+/* attach_server.c: a server-like program for `allocprof record -p`
+ * (tests/record/attach.py). Three worker threads wait on pipes; the main
+ * thread reads commands from stdin, one a line, and answers on stdout:
+ *   work N   each worker, N times: frees the block it kept from the last
+ *            round at that index (blocks live across rounds, so frees of
+ *            blocks allocated before an attach come after it) and
+ *            allocates one at the site in this program (exe_site, malloc),
+ *            one in a shared library (attach_lib_site, malloc, freed at
+ *            once), and one in the plugin if loaded (attach_plugin_site,
+ *            calloc, freed at once); answers "done"
+ *   reset    the window's counts to 0; "ok"
+ *   count    "exe=A lib=B plugin=C": calls of each site in the window
+ *   load     dlopen argv[1] (the plugin), dlsym its site; "ok"
+ *   quit     "total exe=A lib=B plugin=C", frees everything, exit 3
+ * Nothing here allocates but the sites (raw read and write, no stdio). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void *attach_lib_site(size_t n);
+
+#define NW 3
+#define KEEP 4096
+
+static void *(*plugin_site)(size_t);
+static long win[3], total[3]; /* exe, lib, plugin: atomics */
+static void *kept[NW][KEEP];
+static struct worker {
+	int go[2], done[2];
+	long n;
+	int idx;
+	pthread_t th;
+} w[NW];
+
+__attribute__((noinline)) static void *exe_site(size_t n)
+{
+	void *p = malloc(n);
+	__asm__ volatile("" : : "r"(p) : "memory"); /* no tail call */
+	return p;
+}
+
+static void count(int site)
+{
+	__atomic_fetch_add(&win[site], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&total[site], 1, __ATOMIC_RELAXED);
+}
+
+static void *worker(void *arg)
+{
+	struct worker *me = arg;
+	char c;
+	while (read(me->go[0], &c, 1) == 1) {
+		for (long i = 0; i < me->n; i++) {
+			int k = (int)(i % KEEP);
+			free(kept[me->idx][k]);
+			kept[me->idx][k] = exe_site(16 + (size_t)(i % 200));
+			count(0);
+			free(attach_lib_site(48));
+			count(1);
+			void *(*ps)(size_t) = __atomic_load_n(&plugin_site, __ATOMIC_ACQUIRE);
+			if (ps) {
+				free(ps(24));
+				count(2);
+			}
+		}
+		if (write(me->done[1], "d", 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+static void say(const char *s)
+{
+	size_t n = strlen(s);
+	if (write(1, s, n) != (ssize_t)n)
+		_exit(1);
+}
+
+static int get_line(char *buf, size_t cap)
+{
+	size_t n = 0;
+	while (n + 1 < cap) {
+		ssize_t r = read(0, buf + n, 1);
+		if (r <= 0)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char line[256], out[256];
+	for (int i = 0; i < NW; i++) {
+		w[i].idx = i;
+		if (pipe(w[i].go) || pipe(w[i].done) ||
+		    pthread_create(&w[i].th, NULL, worker, &w[i]))
+			return 1;
+	}
+	while (get_line(line, sizeof(line)) == 0) {
+		if (!strncmp(line, "work ", 5)) {
+			long n = atol(line + 5);
+			for (int i = 0; i < NW; i++) {
+				w[i].n = n;
+				if (write(w[i].go[1], "g", 1) != 1)
+					return 1;
+			}
+			char c;
+			for (int i = 0; i < NW; i++)
+				if (read(w[i].done[0], &c, 1) != 1)
+					return 1;
+			say("done\n");
+		} else if (!strcmp(line, "reset")) {
+			for (int s = 0; s < 3; s++)
+				__atomic_store_n(&win[s], 0, __ATOMIC_RELAXED);
+			say("ok\n");
+		} else if (!strcmp(line, "count")) {
+			snprintf(out, sizeof(out), "exe=%ld lib=%ld plugin=%ld\n", win[0], win[1],
+				 win[2]);
+			say(out);
+		} else if (!strcmp(line, "load")) {
+			void *h = argc > 1 ? dlopen(argv[1], RTLD_NOW) : NULL;
+			void *f = h ? dlsym(h, "attach_plugin_site") : NULL;
+			__atomic_store_n(&plugin_site, (void *(*)(size_t))f, __ATOMIC_RELEASE);
+			say(f ? "ok\n" : "no plugin\n");
+		} else if (!strcmp(line, "quit")) {
+			break;
+		}
+	}
+	for (int i = 0; i < NW; i++)
+		for (int k = 0; k < KEEP; k++)
+			free(kept[i][k]);
+	snprintf(out, sizeof(out), "total exe=%ld lib=%ld plugin=%ld\n", total[0], total[1],
+		 total[2]);
+	say(out);
+	return 3;
+}
