@@ -1588,7 +1588,7 @@ static int record_attached(const struct record_opts *o)
 	if (d < 0)
 		goto out_sig;
 	if (d > 0 && !o->quiet)
-		fprintf(stderr, "allocprof: process %d is gone: the trace ends with it\n",
+		fprintf(stderr, "allocprof: process %d is gone (or exec'd another program): the trace ends with it\n",
 			(int)o->attach);
 	if (!discard && !wait_released(a.trace)) {
 		say_live(a.trace, "trace", o->attach, o->quiet);

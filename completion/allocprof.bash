@@ -79,6 +79,13 @@ _allocprof_arg_values()
 		[[ -z $v && $1 == timeline ]] && v="text csv json svg"
 		printf '%s\n' "$v" ;;
 	UNIT) [[ $1 == timeline || $1 == html ]] && echo "s B" ;;
+	PID)
+		# record -p: the running processes (the user's own first: any
+		# other needs root)
+		local d
+		for d in /proc/[0-9]*; do
+			[[ -O $d ]] && echo "${d#/proc/}"
+		done ;;
 	NAME) [[ $2 == --sample[-_]index ]] && echo "$_allocprof_indexes" ;;
 	LIMIT)
 		# WHAT= of --fail-above WHAT=+CHANGE: an index, total.INDEX, peak

@@ -759,6 +759,7 @@ int ap_attach(pid_t pid, const char *so, const char *cfg, struct ap_attached *a)
 		goto out;
 	}
 	a->lib_base = lib.lo;
+	snprintf(a->lib, sizeof(a->lib), "%s", so);
 	uint64_t minv = 0;
 	uint64_t v_prep = elf_sym(so, "allocprof_attach_prepare", &minv);
 	uint64_t v_att = elf_sym(so, "allocprof_attach", &minv);
@@ -845,7 +846,11 @@ static bool any_inside(struct tracee *tr, const struct ap_attached *a)
 int ap_detach(struct ap_attached *a)
 {
 	struct tracee tr;
+	struct mapping lib;
 	if (kill(a->pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	/* an exec replaced the image (and the sampler with it): gone too */
+	if (!find_lib(a->pid, a->lib, true, &lib) || lib.lo != a->lib_base)
 		return 1;
 	if (tracee_open(&tr, a->pid) < 0)
 		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : -1;

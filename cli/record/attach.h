@@ -11,6 +11,7 @@
 struct ap_attached {
 	pid_t pid;
 	uint64_t lib_base;	/* liballocprof.so in the process */
+	char lib[PATH_MAX];	/* its path */
 	uint64_t fn_detach, fn_finish;	/* its entry points there */
 	uint64_t info_addr;	/* allocprof_attach_info */
 	int64_t in_off;		/* the thunks' counter, from the thread pointer */

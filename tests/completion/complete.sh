@@ -120,6 +120,11 @@ expect "list REGEX TRACE" "$(comp "$ap list parse ")" "$traces"
 expect "record PROGRAM" "$(comp "$ap record --all -o x.trace ls")" \
 	"$(compgen -c -- ls | sort -u | tr '\n' ' ' | sed 's/ $//')"
 expect "record PROGRAM ARGS" "$(comp "$ap record ls --al")" ""
+# record -p PID: this shell is among the processes offered
+case " $(comp "$ap record -p $$") " in
+*" $$ "*) ;;
+*) bad "record -p PID: $$ not offered" ;;
+esac
 # try TRACE -- PROGRAM: the same, after the --.
 expect "try -- PROGRAM" "$(comp "$ap try x.trace -- ls")" \
 	"$(compgen -c -- ls | sort -u | tr '\n' ' ' | sed 's/ $//')"
