@@ -161,6 +161,7 @@ static struct {
 
 static void patch_all(void);
 static int patch_lock;
+static int patch_off;		/* detached: nothing is patched again (patch_lock) */
 
 static inline void at_enter(void)
 {
@@ -182,7 +183,8 @@ void at_rescan(void)
 	if (__atomic_exchange_n(&dl_dirty, 0, __ATOMIC_ACQ_REL)) {
 		tls.guard++;
 		lk_lock(&patch_lock);
-		patch_all();
+		if (!patch_off)
+			patch_all();
 		lk_unlock(&patch_lock);
 		tls.guard--;
 	}
@@ -564,6 +566,7 @@ EXPORT long allocprof_detach(void)
 	lk_lock(&patch_lock);
 	uint32_t n = unpatch_all();
 	nents = 0;
+	patch_off = 1; /* a thunk that finds modules new must not route them now */
 	lk_unlock(&patch_lock);
 	return (long)n;
 }

@@ -1,0 +1,78 @@
+#!/bin/bash
+# bench/attach.sh: what a sampler attached with `record -p` costs the
+# program, against the same sampler preloaded by `record` and against no
+# sampler: bench/attach_loop.c (20 M malloc(64)/free pairs, timed by the
+# program itself from the moment it is told to go, so that neither the
+# attach nor record's finishing is in it), at the default rate and with
+# --all; the modes interleaved, ROUNDS rounds, min and median ns a pair.
+# Also the time record -p takes to attach and to detach (the process is
+# stopped for part of it), over the same rounds.
+# Usage: bench/attach.sh [-n ROUNDS] [BUILD_DIR]
+# Environment: CC (default cc), BENCH_OUT (default bench/out).
+set -u
+rounds=5
+while getopts "n:h" opt; do
+	case $opt in
+	n) rounds=$OPTARG ;;
+	*) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "attach: no build directory '${1:-build}'" >&2; exit 1; }
+ap=$build/cli/allocprof
+out=${BENCH_OUT:-$here/out}
+mkdir -p "$out" || exit 1
+"${CC:-cc}" -O2 -g -o "$out/attach_loop" "$here/attach_loop.c" ||
+	{ echo "attach: cannot build bench/attach_loop.c" >&2; exit 1; }
+loop=$out/attach_loop
+n=20000000
+declare -A res
+
+ms() { date +%s%N; }
+
+# one run of mode $1 (native, preload, attach) with record options $2...:
+# prints the program's ns a pair (attach: and the attach and detach ms)
+one() {
+	local mode=$1
+	shift
+	local fifo=$out/attach.fifo
+	rm -f "$fifo" && mkfifo "$fifo"
+	case $mode in
+	native) "$loop" $n <"$fifo" >"$out/attach.out" & ;;
+	preload) "$ap" record -q -o /dev/null "$@" "$loop" $n <"$fifo" >"$out/attach.out" & ;;
+	attach) "$loop" $n <"$fifo" >"$out/attach.out" & ;;
+	esac
+	local pid=$! rec=
+	exec 9>"$fifo"
+	if [[ $mode == attach ]]; then
+		local t0
+		t0=$(ms)
+		"$ap" record -p $pid -o /dev/null "$@" 2>"$out/attach.err" &
+		rec=$!
+		until grep -q "attached" "$out/attach.err"; do sleep 0.001; done
+		echo "attach_ms $(( ($(ms) - t0) / 1000000 ))" >>"$out/attach.times"
+	fi
+	echo go >&9
+	exec 9>&-
+	wait $pid
+	[[ -n $rec ]] && wait $rec
+	awk '/ns_per_pair/ {print $2}' "$out/attach.out"
+}
+
+rm -f "$out/attach.times"
+for r in $(seq "$rounds"); do
+	for rate in default all; do
+		opt=()
+		[[ $rate == all ]] && opt=(--all)
+		for mode in native preload attach; do
+			[[ $mode == native && $rate == all ]] && continue
+			res[$mode.$rate]+="$(one $mode "${opt[@]}") "
+		done
+	done
+done
+stat() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "min %.2f median %.2f (n=%d)", a[1], a[int((NR+1)/2)], NR}'; }
+for k in native.default preload.default attach.default preload.all attach.all; do
+	printf "%-16s ns/pair %s\n" "$k" "$(stat <<<"${res[$k]}")"
+done
+printf "%-16s ms %s\n" "attach" "$(awk '{print $2}' "$out/attach.times" | tr '\n' ' ' | stat)"
