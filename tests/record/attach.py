@@ -13,6 +13,7 @@ before the attach come during it):
            ends "detached"; after the detach the program works on and
            ends with the same output and exit status as a run never
            attached
+  jemalloc the same, the program's malloc jemalloc's (preloaded)
   cycles   N attach/detach cycles (default 200) with work between them:
            the process's mappings and descriptors after the last equal
            those after the first, and it ends as a native run
@@ -47,10 +48,20 @@ def skip(why):
     sys.exit(77)
 
 
+# jemalloc: the window's test with the program's malloc jemalloc's (the
+# attached sampler must call the malloc the program used, not libc's)
+server_env = dict(os.environ)
+if mode == "jemalloc":
+    jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    if not os.path.exists(jemalloc):
+        skip("libjemalloc2 is not installed (make check installs it)")
+    server_env["LD_PRELOAD"] = jemalloc
+
+
 class Server:
     def __init__(self):
         self.p = subprocess.Popen([server, plugin], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True, env=server_env)
         self.pid = self.p.pid
 
     def ask(self, cmd):
@@ -116,7 +127,7 @@ def fds(pid):
 before = ["work 300"]
 after = ["work 200", "count"]
 
-if mode == "window":
+if mode in ("window", "jemalloc"):
     s = Server()
     for c in before:
         s.ask(c)
@@ -146,6 +157,10 @@ if mode == "window":
                 fail("stats --json does not say the trace was attached: %r" % js.get("attached"))
             if js.get("end_reason") != "detached":
                 fail("stats --json: end_reason %r, not detached" % js.get("end_reason"))
+            # the blocks the workers kept from before the attach, freed in it
+            if js.get("pre_attach_frees") != 3 * 300 or js.get("unmatched_frees") != 0:
+                fail("stats --json: pre_attach_frees %r (want 900), unmatched_frees %r" %
+                     (js.get("pre_attach_frees"), js.get("unmatched_frees")))
         txt = run("stats", trace).stdout
         if "attached" not in txt:
             fail("stats does not say the trace starts mid-run:\n" + txt)
