@@ -589,11 +589,17 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		ap_say("process %d: that is allocprof itself", (int)pid);
 		return -1;
 	}
+	/* maps is readable to who may trace the process */
 	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
-	if (access(p, R_OK) < 0) {
-		say_ptrace_refused(pid, errno);
+	FILE *f = fopen(p, "re");
+	char line[64];
+	if (!f || !fgets(line, sizeof(line), f)) {
+		say_ptrace_refused(pid, f ? (ferror(f) ? errno : EPERM) : errno);
+		if (f)
+			fclose(f);
 		return -1;
 	}
+	fclose(f);
 	struct mapping m;
 	if (!find_lib(pid, "libc.so.", false, &m)) {
 		ap_say("process %d: it has no libc.so (statically linked?): the sampler cannot be "

@@ -18,8 +18,11 @@ before the attach come during it):
            the process's mappings and descriptors after the last equal
            those after the first, and it ends as a native run
   refuse   one line and exit 1 for: no such process, a statically
-           linked one, one that already has the sampler (preloaded);
-           usage errors exit 2
+           linked one, one that already has the sampler (preloaded, or
+           attached by another record -p), another user's (as root, record
+           run as nobody), one in another mount namespace where the
+           sampler's directory is another file system (as root); usage
+           errors exit 2
   nginx    a real server (nginx from Debian) attached while it serves
            loopback requests, detached, and still serving
 
@@ -244,6 +247,40 @@ elif mode == "refuse":
     refused(["-p", "12", "true"], 2, "no program to run with it")
     refused(["--duration", "3", "true"], 2, "--duration goes with -p")
     refused(["-p", "1", "--duration", "x"], 2, "not a number of seconds")
+    # another user's process (as root, allocprof run as nobody)
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv:
+        s = Server()
+        r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                            allocprof, "record", "-p", str(s.pid), "-o", "/dev/null"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        if r.returncode != 1 or "belongs to another user (uid 0)" not in r.stderr or \
+                len(r.stderr.strip().split("\n")) != 1:
+            fail("record -p as another user: exit %d, %r" % (r.returncode, r.stderr))
+        s.quit()
+    # a process in another mount namespace, where the sampler's directory
+    # is another file system (unshare needs CAP_SYS_ADMIN: else not tried)
+    sodir = os.path.dirname(os.path.realpath(os.environ.get("SAMPLER", "/")))
+    unshare = shutil.which("unshare")
+    if os.geteuid() == 0 and unshare and os.environ.get("SAMPLER"):
+        pidfile = os.path.join(tmp, "ns.pid")
+        ns = subprocess.Popen([unshare, "-m", "--propagation", "private", "sh", "-c",
+                               'mount -t tmpfs none "$1" && echo $$ >"$2" && exec sleep 60',
+                               "sh", sodir, pidfile], stderr=subprocess.PIPE)
+        for _ in range(100):
+            if os.path.exists(pidfile) and open(pidfile).read().strip():
+                break
+            if ns.poll() is not None:
+                break
+            time.sleep(0.05)
+        if ns.poll() is None:
+            nspid = int(open(pidfile).read())
+            refused(["-p", str(nspid), "-o", os.path.join(tmp, "x.trace")], 1,
+                    "another mount namespace")
+            ns.kill()
+        else:
+            print("not tried: a mount namespace (%s)" % ns.stderr.read().strip())
+        ns.wait()
     # a second record -p while one is attached
     s = Server()
     r = attach(s.pid, os.path.join(tmp, "one.trace"))
