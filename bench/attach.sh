@@ -1,10 +1,11 @@
 #!/bin/bash
 # bench/attach.sh: what a sampler attached with `record -p` costs the
 # program, against the same sampler preloaded by `record` and against no
-# sampler: bench/attach_loop.c (20 M malloc(64)/free pairs, timed by the
+# sampler: bench/attach_loop.c (malloc(64)/free pairs, timed by the
 # program itself from the moment it is told to go, so that neither the
-# attach nor record's finishing is in it), at the default rate and with
-# --all; the modes interleaved, ROUNDS rounds, min and median ns a pair.
+# attach nor record's finishing is in it), 20 M pairs at the default rate
+# and 2 M with --all (attached, every event is unwound: no stack cache);
+# the modes interleaved, ROUNDS rounds, min and median ns a pair.
 # Also the time record -p takes to attach and to detach (the process is
 # stopped for part of it), over the same rounds.
 # Usage: bench/attach.sh [-n ROUNDS] [BUILD_DIR]
@@ -26,7 +27,6 @@ mkdir -p "$out" || exit 1
 "${CC:-cc}" -O2 -g -o "$out/attach_loop" "$here/attach_loop.c" ||
 	{ echo "attach: cannot build bench/attach_loop.c" >&2; exit 1; }
 loop=$out/attach_loop
-n=20000000
 declare -A res
 
 ms() { date +%s%N; }
@@ -34,8 +34,8 @@ ms() { date +%s%N; }
 # one run of mode $1 (native, preload, attach) with record options $2...:
 # prints the program's ns a pair (attach: and the attach and detach ms)
 one() {
-	local mode=$1
-	shift
+	local mode=$1 n=$2
+	shift 2
 	local fifo=$out/attach.fifo
 	rm -f "$fifo" && mkfifo "$fifo"
 	case $mode in
@@ -50,7 +50,10 @@ one() {
 		t0=$(ms)
 		"$ap" record -p $pid -o /dev/null "$@" 2>"$out/attach.err" &
 		rec=$!
-		until grep -q "attached" "$out/attach.err"; do sleep 0.001; done
+		until grep -q "attached" "$out/attach.err"; do
+			kill -0 $rec 2>/dev/null || { cat "$out/attach.err" >&2; break; }
+			sleep 0.001
+		done
 		echo "attach_ms $(( ($(ms) - t0) / 1000000 ))" >>"$out/attach.times"
 	fi
 	echo go >&9
@@ -67,7 +70,9 @@ for r in $(seq "$rounds"); do
 		[[ $rate == all ]] && opt=(--all)
 		for mode in native preload attach; do
 			[[ $mode == native && $rate == all ]] && continue
-			res[$mode.$rate]+="$(one $mode "${opt[@]}") "
+			n=20000000
+			[[ $rate == all ]] && n=2000000
+			res[$mode.$rate]+="$(one $mode $n "${opt[@]}") "
 		done
 	done
 done

@@ -349,14 +349,16 @@ static uint64_t remote_sym(pid_t pid, const struct mapping *m, const char *sym)
 /* fn(args) on the stopped thread x, data (if any) copied below its red
  * zone and its address passed as the first argument; back (backlen bytes)
  * read from there afterwards. *ret: the call's rax. 0; -1 if the thread
- * or process went (*gone), or the call faulted. x stays stopped. */
+ * or process went (*gone), the process is another image than the one
+ * looked at (*exec_d: nothing done), or the call faulted. x stays
+ * stopped. */
 static int remote_call(struct tracee *tr, struct thr *x, uint64_t fn, const uint64_t args[3],
 		       const void *data, size_t dlen, void *back, size_t backlen, uint64_t *ret,
-		       bool *gone)
+		       bool *gone, bool *exec_d)
 {
 	struct user_regs_struct saved, r;
 	struct user_fpregs_struct fsaved;
-	*gone = false;
+	*gone = *exec_d = false;
 	if (ptrace(PTRACE_GETREGS, x->tid, 0, &saved) < 0 ||
 	    ptrace(PTRACE_GETFPREGS, x->tid, 0, &fsaved) < 0) {
 		*gone = true;
@@ -364,7 +366,13 @@ static int remote_call(struct tracee *tr, struct thr *x, uint64_t fn, const uint
 	}
 	r = saved;
 	uint64_t top = (saved.rsp - RED_ZONE - dlen) & ~(uint64_t)15;
-	uint64_t zero = 0;
+	uint64_t zero = 0, code;
+	/* /proc/PID/mem stays the memory of the image it was opened on: if
+	 * the process exec'd since, nothing there is what we looked up */
+	if (mem_read(tr, fn, &code, sizeof(code)) < 0) {
+		*exec_d = true;
+		return -1;
+	}
 	if ((dlen && mem_write(tr, top, data, dlen) < 0) || mem_write(tr, top - 8, &zero, 8) < 0)
 		return -1;
 	r.rsp = top - 8; /* as after a call: rsp + 8 aligned to 16 */
@@ -685,12 +693,16 @@ static int call_in(struct tracee *tr, const char *what, uint64_t fn, const uint6
 			       "5 s to call %s: try again", (int)tr->pid, what);
 		return -1;
 	}
-	int rc = remote_call(tr, x, fn, args, data, dlen, back, backlen, ret, &gone);
+	bool exec_d;
+	int rc = remote_call(tr, x, fn, args, data, dlen, back, backlen, ret, &gone, &exec_d);
 	if (!gone)
 		resume_thr(x);
 	if (rc < 0) {
 		if (gone)
 			ap_say("process %d: it is gone", (int)tr->pid);
+		else if (exec_d)
+			ap_say("process %d: it exec'd another program meanwhile: try again",
+			       (int)tr->pid);
 		else
 			ap_say("process %d: %s failed inside it (a fault): the process may not "
 			       "be well", (int)tr->pid, what);
