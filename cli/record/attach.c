@@ -182,9 +182,15 @@ static int stop_all(struct tracee *tr)
 		int rc = seize_all(tr);
 		if (rc < 0)
 			return rc;
-		for (size_t i = 0; i < tr->n; i++)
-			if (stop_thr(tr, &tr->t[i]) < 0)
-				i = (size_t)-1; /* one went: the array moved */
+		for (size_t i = 0; i < tr->n;) {
+			pid_t tid = tr->t[i].tid;
+			if (stop_thr(tr, &tr->t[i]) == 0) {
+				i++;
+				continue;
+			}
+			thr_drop(tr, tid); /* it went (reaped or not): the array moved */
+			i = 0;
+		}
 		if (tr->n == before && seize_all(tr) == 0 && tr->n == before)
 			return 0;
 	}
