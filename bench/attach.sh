@@ -46,8 +46,12 @@ one() {
 	local pid=$! rec=
 	exec 9>"$fifo"
 	if [[ $mode == attach ]]; then
+		# the shell's child opens the FIFO, then execs the loop: attach to
+		# the loop, not to the shell before its exec
+		until [[ $(readlink /proc/$pid/exe) == "$loop" ]]; do sleep 0.001; done
 		local t0
 		t0=$(ms)
+		rm -f "$out/attach.err"
 		"$ap" record -p $pid -o /dev/null "$@" 2>"$out/attach.err" &
 		rec=$!
 		until grep -q "attached" "$out/attach.err"; do
