@@ -157,6 +157,7 @@ static struct {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	int (*pipe2)(int[2], int);
 } own;
 
 static void patch_all(void);
@@ -217,10 +218,11 @@ static void th_free(void *p)
 	at_leave();
 }
 
-static const struct route {
+struct route {
 	const char *name;
 	void *to;
-} routes[] = {
+};
+static const struct route routes[] = {
 	{ "malloc", (void *)th_malloc },
 	{ "free", (void *)th_free },
 	{ "cfree", (void *)th_free },
@@ -238,6 +240,10 @@ static const struct route {
 	{ "dlvsym", (void *)at_dlvsym },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+/* libunwind (loaded by the sampler, its allocations not the program's)
+ * gets one: its address-checking pipe goes past the program's descriptors
+ * (tracefile.c's pipe2), as under the preload */
+static struct route unw_route;
 
 /* Every entry changed: where, what it held, whether its page is RELRO */
 struct got_ent {
@@ -261,29 +267,37 @@ static int got_write(uint64_t *slot, uint64_t v, int relro)
 	return 0;
 }
 
-static const struct route *route_of(const char *name)
+static const struct route *route_of(const struct route *rt, size_t nrt, const char *name)
 {
-	for (size_t i = 0; i < NROUTES; i++)
-		if (!strcmp(routes[i].name, name))
-			return &routes[i];
+	for (size_t i = 0; i < nrt; i++)
+		if (!strcmp(rt[i].name, name))
+			return &rt[i];
 	return NULL;
 }
 
-static void patch_rela(uintptr_t base, const Elf64_Rela *r, size_t n, const Elf64_Sym *sym,
-		       const char *str, uintptr_t rr_lo, uintptr_t rr_hi)
+struct got_scope {
+	uintptr_t base, rr_lo, rr_hi;	/* the module, its RELRO */
+	const Elf64_Sym *sym;
+	const char *str;
+	const struct route *rt;		/* what is routed where */
+	size_t nrt;
+};
+
+static void patch_rela(const struct got_scope *g, const Elf64_Rela *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned type = ELF64_R_TYPE(r[i].r_info);
 		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
 			continue;
-		const struct route *ro = route_of(str + sym[ELF64_R_SYM(r[i].r_info)].st_name);
-		if (!ro)
+		const struct route *ro =
+			route_of(g->rt, g->nrt, g->str + g->sym[ELF64_R_SYM(r[i].r_info)].st_name);
+		if (!ro || !ro->to)
 			continue;
-		uint64_t *slot = (uint64_t *)(base + r[i].r_offset);
+		uint64_t *slot = (uint64_t *)(g->base + r[i].r_offset);
 		uint64_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 		if (cur == (uintptr_t)ro->to)
 			continue;
-		int relro = (uintptr_t)slot >= rr_lo && (uintptr_t)slot < rr_hi;
+		int relro = (uintptr_t)slot >= g->rr_lo && (uintptr_t)slot < g->rr_hi;
 		uint32_t k;
 		for (k = 0; k < nents && ents[k].slot != slot; k++)
 			;
@@ -305,13 +319,16 @@ static uintptr_t dyn_ptr(uintptr_t base, uintptr_t v)
 	return v < base ? base + v : v;
 }
 
+/* arg: non-NULL, libunwind only */
 static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	(void)size, (void)arg;
+	(void)size;
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 	uintptr_t base = info->dlpi_addr;
-	if (base == self_base || strstr(name, "linux-vdso") || strstr(name, "/ld-linux") ||
-	    strstr(name, "libunwind"))
+	if (base == self_base || strstr(name, "linux-vdso") || strstr(name, "/ld-linux"))
+		return 0;
+	int unw = strstr(name, "libunwind") != NULL;
+	if (arg && !unw)
 		return 0;
 	const Elf64_Dyn *dyn = NULL;
 	uintptr_t rr_lo = 0, rr_hi = 0;
@@ -340,13 +357,13 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!symtab || !strtab)
 		return 0;
-	const Elf64_Sym *sym = (const Elf64_Sym *)symtab;
+	struct got_scope g = { base, rr_lo, rr_hi, (const Elf64_Sym *)symtab,
+			       (const char *)strtab, unw ? &unw_route : routes,
+			       unw ? 1 : NROUTES };
 	if (jmprel)
-		patch_rela(base, (const Elf64_Rela *)jmprel, pltsz / sizeof(Elf64_Rela), sym,
-			   (const char *)strtab, rr_lo, rr_hi);
+		patch_rela(&g, (const Elf64_Rela *)jmprel, pltsz / sizeof(Elf64_Rela));
 	if (rela)
-		patch_rela(base, (const Elf64_Rela *)rela, relasz / sizeof(Elf64_Rela), sym,
-			   (const char *)strtab, rr_lo, rr_hi);
+		patch_rela(&g, (const Elf64_Rela *)rela, relasz / sizeof(Elf64_Rela));
 	return 0;
 }
 
@@ -354,6 +371,20 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 static void patch_all(void)
 {
 	dl_iterate_phdr(patch_module, NULL);
+}
+
+/* libunwind's pipe2 before the sampler starts: libunwind opens its pipe
+ * when it is set up (unwinder_load), before the program's modules are
+ * routed; they must not be before the sampler is on (a call then would
+ * leave the thread's countdown as for a sampler that is off) */
+static void patch_unwinder(void)
+{
+	static int only_unw = 1;
+	if (!dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL))
+		return; /* unwinder_load says so */
+	lk_lock(&patch_lock);
+	dl_iterate_phdr(patch_module, &only_unw);
+	lk_unlock(&patch_lock);
 }
 
 /* Every entry back as it was, if it still holds ours. Returns how many. */
@@ -475,6 +506,8 @@ EXPORT long allocprof_attach_prepare(void)
 	own.memalign = (void *(*)(size_t, size_t))dlsym(h, "memalign");
 	own.valloc = (void *(*)(size_t))dlsym(h, "valloc");
 	own.pvalloc = (void *(*)(size_t))dlsym(h, "pvalloc");
+	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
+	unw_route = (struct route){ "pipe2", (void *)own.pipe2 };
 	dlclose(h);
 	/* The functions the program's calls reached until now: those of its
 	 * global scope (a malloc it links, jemalloc say, not libc's, which
@@ -544,6 +577,8 @@ EXPORT long allocprof_attach(char *cfg)
 		cl = sizeof(cfg_copy) - 1;
 	memcpy(cfg_copy, cfg, cl);
 	cfg_copy[cl] = 0;
+	if (ents)
+		patch_unwinder();
 	long rc = ents ? attach_start(cfg_copy) : -ENOMEM;
 	if (rc < 0) {
 		__real_munmap(r, REGION_SIZE);
