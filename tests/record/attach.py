@@ -135,6 +135,7 @@ if mode in ("window", "jemalloc"):
     for c in before:
         s.ask(c)
     trace = os.path.join(tmp, "w.trace")
+    fds_before = set(os.listdir("/proc/%d/fd" % s.pid))
     r = attach(s.pid, trace, "--all")
     if r:
         s.ask("reset")
@@ -167,6 +168,11 @@ if mode in ("window", "jemalloc"):
         txt = run("stats", trace).stdout
         if "attached" not in txt:
             fail("stats does not say the trace starts mid-run:\n" + txt)
+        # what stays open: libunwind's pipe, past the program's descriptors
+        for fd in set(os.listdir("/proc/%d/fd" % s.pid)) - fds_before:
+            what = os.readlink("/proc/%d/fd/%s" % (s.pid, fd))
+            if int(fd) < 700 or not what.startswith("pipe:"):
+                fail("descriptor %s (%s) left open in the program's range" % (fd, what))
         maps = open("/proc/%d/maps" % s.pid).read()
         if "[allocprof" in maps:
             fail("a mapping of the attach is left")
