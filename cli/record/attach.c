@@ -41,6 +41,7 @@ struct thr {
 struct tracee {
 	pid_t pid;
 	int mem;		/* /proc/PID/mem */
+	bool futex_ok;		/* no other safe point came: a futex wait will do */
 	struct thr *t;
 	size_t n, cap;
 };
@@ -459,9 +460,14 @@ static int text_fn(const struct mapping *m, void *arg)
 /* Whether a thread stopped here may make the calls: not inside the C
  * library or the loader, where it may hold a lock that dlopen or malloc
  * takes (a malloc arena's, the loader's), except waiting in a system call
- * that holds none. */
-static bool safe_point(const struct user_regs_struct *r, const struct text *t)
+ * that holds none. A futex wait (a condition variable, a join, a lock's
+ * wait) is taken only when nothing else came for a second: a thread waits
+ * there in pthread_cond_wait or pthread_join holding nothing, but may
+ * wait for a lock of the C library's while it holds another. */
+static bool safe_point(const struct user_regs_struct *r, const struct text *t, bool futex_ok)
 {
+	if (futex_ok && (long)r->orig_rax == 202)
+		return true;
 	switch ((long)r->orig_rax) {
 	case 0: case 7: case 23: case 34: case 35: case 43: case 45: case 47: case 61:
 	case 128: case 130: case 230: case 232: case 270: case 271: case 281: case 288:
@@ -494,7 +500,10 @@ static struct thr *pick_thread(struct tracee *tr, bool *gone)
 		struct thr *pick = NULL;
 		for (size_t i = 0; i < tr->n && !pick; i++) {
 			struct user_regs_struct r;
-			if (ptrace(PTRACE_GETREGS, tr->t[i].tid, 0, &r) == 0 && safe_point(&r, &t))
+			if (round == 100)
+				tr->futex_ok = true; /* for the calls after this one too */
+			if (ptrace(PTRACE_GETREGS, tr->t[i].tid, 0, &r) == 0 &&
+			    safe_point(&r, &t, tr->futex_ok))
 				pick = &tr->t[i];
 		}
 		if (pick) {
@@ -846,6 +855,7 @@ int ap_attach(pid_t pid, const char *so, const char *cfg, struct ap_attached *a)
 	memcpy(a->trace, buf, sizeof(a->trace));
 	rc = 0;
 out:
+	a->futex_ok = tr.futex_ok;
 	tracee_close(&tr);
 	return rc;
 }
@@ -878,6 +888,7 @@ int ap_detach(struct ap_attached *a)
 		return 1;
 	if (tracee_open(&tr, a->pid) < 0)
 		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : -1;
+	tr.futex_ok = a->futex_ok;
 	int rc = -1;
 	uint64_t ret, none[3] = { 0, 0, 0 };
 	if (call_in(&tr, "the sampler's detach", a->fn_detach, none, NULL, 0, NULL, 0, &ret) < 0)

@@ -5,6 +5,7 @@
 #define AP_RECORD_ATTACH_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,7 @@ struct ap_attached {
 	int64_t in_off;		/* the thunks' counter, from the thread pointer */
 	uint64_t text_lo, text_hi;
 	char trace[PATH_MAX];	/* where the sampler writes */
+	bool futex_ok;		/* its threads come to no other safe point */
 };
 
 /* Whether pid can be attached: 0, or -1 after one line on stderr saying

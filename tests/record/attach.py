@@ -23,6 +23,9 @@ before the attach come during it):
            run as nobody), one in another mount namespace where the
            sampler's directory is another file system (as root); usage
            errors exit 2
+  futex    a program whose every thread waits in a futex (the calls
+           are made there after a second without a better place); it
+           ends while attached: the trace ends with its exit, counts exact
   nginx    a real server (nginx from Debian) attached while it serves
            loopback requests, detached, and still serving
 
@@ -359,6 +362,36 @@ http { access_log %(t)s/access.log; client_body_temp_path %(t)s/body;
         fail("nginx ended: %r" % ng.stderr.read())
     ng.terminate()
     ng.wait()
+
+elif mode == "futex":
+    # every thread in a futex wait; the process ends while attached
+    prog = os.environ["ATTACH_FUTEX"]
+    native = subprocess.run(["sh", "-c", 'sleep 0.2 & "$0" 5000 & p=$!; wait %1; '
+                             'kill -USR1 $p; wait $p', prog],
+                            stdout=subprocess.PIPE, text=True)
+    fp = subprocess.Popen([prog, "5000"], stdout=subprocess.PIPE, text=True)
+    if fp.stdout.readline() != "ready\n":
+        fail("attach_futex did not start")
+    trace = os.path.join(tmp, "f.trace")
+    r = attach(fp.pid, trace, "--all")
+    if r:
+        fp.send_signal(signal.SIGUSR1)
+        out = fp.stdout.read()
+        if fp.wait() != 0 or out != "worker 5000\njoined\n":
+            fail("attach_futex attached: exit %d, %r" % (fp.returncode, out))
+        err = r.stderr.read()
+        if r.wait() != 0 or "is gone" not in err:
+            fail("record -p as the process ended: exit %d, %r" % (r.returncode, err))
+        got = site_counts(trace)
+        if got.get("worker_site") != 5000:
+            fail("worker_site: the trace has %s allocations, the program made 5000" %
+                 got.get("worker_site"))
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("end_reason") != "exit":
+            fail("the trace of a process that exited while attached: %s %s" %
+                 (st.stdout[:400], st.stderr))
+    if native.stdout != "ready\nworker 5000\njoined\n":
+        fail("attach_futex natively: %r" % native.stdout)
 
 else:
     sys.exit("unknown mode " + mode)
