@@ -13,15 +13,9 @@
 #     CPU); by default (the calls back to back) a small part.
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD,
 # ALLOCPROF_TEST_COSTS, E2E_PYTHON.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-gaps.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 py=${E2E_PYTHON:-python3}
-jq() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
-# ratio A B LOW HIGH: is A/B within [LOW, HIGH]?
-ratio() { "$py" -c 'import sys; a, b, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if b > 0 and lo <= a / b <= hi else 1)' "$@"; }
 export ALLOCPROF_NO_PROGRESS=1
 cd "$tmp" || exit 1
 
