@@ -67,6 +67,10 @@ struct ap_process {
 #define AP_EVF_SAMPLED 1u	/* an allocation that is a sample: counts in alloc_* with its weight */
 #define AP_EVF_REALLOC 2u	/* ALLOC half of a realloc (the FREE half, if the old block was tracked, comes right before it) */
 #define AP_EVF_FROM_REALLOC 4u	/* FREE half of a realloc */
+/* FREE (either kind) of a chunk with AP_CHUNK_F_RESOLVED that names the
+ * block it ends: the event's stack and size are that block's. */
+#define AP_EVF_RESOLVED 8u
+#define AP_EVF_TEMPORARY 16u	/* with AP_EVF_RESOLVED: the block was temporary (ap_replay.h) */
 
 /* One decoded event. A REALLOC record becomes two events: a FREE of the old
  * block with AP_EVF_FROM_REALLOC (only if it was tracked), then an ALLOC of
@@ -74,8 +78,8 @@ struct ap_process {
 struct ap_event {
 	uint64_t ts;		/* CLOCK_MONOTONIC ns */
 	uint64_t addr;
-	uint64_t size;		/* ALLOC: requested size; FREE: 0 */
-	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0 */
+	uint64_t size;		/* ALLOC: requested size; FREE: 0, or AP_EVF_RESOLVED's */
+	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0, or AP_EVF_RESOLVED's */
 	uint32_t thread;	/* index into ap_trace.threads (fewer than AP_MAX_THREADS) */
 	uint16_t cpu;
 	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
@@ -155,6 +159,9 @@ struct ap_trace {
 	/* Records as written (a REALLOC counts once; ev holds two events for
 	 * it when the old block was tracked). */
 	uint64_t nrecords;
+	/* Every EVENTS chunk has its frees resolved (AP_CHUNK_F_RESOLVED,
+	 * the compactor's): the replay needs no live map (ap_replay.h). */
+	bool resolved;
 	/* A whole run of several processes (ap_run_merge), in the order
 	 * read; NULL and 0 for a single trace. The header fields above are
 	 * the first process's, the END totals the sums. */

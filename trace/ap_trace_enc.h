@@ -13,7 +13,7 @@
 /* The version written, and the only one the reader reads: a trace of
  * another version is recorded again. (AP_TRACE_VERSION_MIN: the same, for
  * the compactor's check.) */
-#define AP_TRACE_VERSION 8u
+#define AP_TRACE_VERSION 9u
 #define AP_TRACE_VERSION_MIN AP_TRACE_VERSION
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
@@ -99,6 +99,27 @@
  * pass 1 on the bench's 200 M events was 93 of advise's 610 instructions
  * an event. Only the compactor writes it. */
 #define AP_CHUNK_F_COUNTS 64u
+/* EVENTS with AP_CHUNK_F_INDEX (version 9): frees resolved. A sixth
+ * column (`uv len5` after len4, the column after column 4) holds, for
+ * every FREE record and every REALLOC of a tracked old block, in record
+ * order, what the reports need of the block it ends, so that they keep no
+ * live block to match it: `uv 0` when the compactor found no block (an
+ * unmatched FREE, or a forked child's of an inherited block); else
+ * `uv (stack << 1 | temporary) + 1` (the block's stack, 0 for an
+ * unsampled one; temporary as ap_replay.h defines it) and
+ * `sv size - predicted`, predicted the size the table of
+ * AP_CHUNK_F_SIZES (struct ap_size_pred, kept whether the chunk has that
+ * flag or not) holds for that stack after the record: 0 bytes after zstd
+ * for a site of one size. A REF by index of one of the thread's own last
+ * AP_FREED_RING allocations has no field: the reader keeps their stacks
+ * and sizes (by index, over the thread's chunks), and the block was
+ * temporary when the thread's last event made it. The compactor writes
+ * it on every chunk. */
+#define AP_CHUNK_F_RESOLVED 128u
+/* How many of a thread's last allocations a resolved FREE names without
+ * a field: random frees in a window of 4096 live blocks (bench/mixed)
+ * cost a size each without it (+49 % of the file). */
+#define AP_FREED_RING 16384u
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,

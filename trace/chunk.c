@@ -30,6 +30,7 @@ static const struct {
 	{AP_CHUNK_F_XOWN, AP_CHUNK_F_INDEX, "steps by owner"},
 	{AP_CHUNK_F_SIZES, AP_CHUNK_F_COLUMNS, "sizes by stack"},
 	{AP_CHUNK_F_COUNTS, AP_CHUNK_F_COLUMNS, "counts"},
+	{AP_CHUNK_F_RESOLVED, AP_CHUNK_F_INDEX, "frees resolved"},
 };
 
 static const char *flag_name(unsigned flag)
@@ -104,7 +105,8 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 	if (ap_streams_check(&w->streams, c->type, c->stream, c->index, why, whylen) < 0)
 		return AP_CHUNK_BAD;
 	if (c->flags & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-			 AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS)) {
+			 AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS |
+			 AP_CHUNK_F_RESOLVED)) {
 		snprintf(why, whylen, "unknown chunk flags %#x", c->flags);
 		return AP_CHUNK_BAD;
 	}

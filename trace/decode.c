@@ -58,24 +58,30 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->thread = thread;
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
-	d->c3 = d->c4 = (struct evcur){NULL, NULL};
-	d->refs = d->index = d->sized = false;
+	d->c3 = d->c4 = d->c5 = (struct evcur){NULL, NULL};
+	d->refs = d->index = d->sized = d->resolved = d->pred_on = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
-	uint64_t l1, l2, l3, l4;
+	uint64_t l1, l2, l3, l4, l5 = 0;
+	bool resolved = columns & AP_CHUNK_F_RESOLVED;
 	if (ap_get_uv(&d->c0.p, d->c0.end, &l1) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l2) < 0 ||
 	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l4) < 0 ||
+	    (resolved && ap_get_uv(&d->c0.p, d->c0.end, &l5) < 0) ||
 	    l1 > (uint64_t)(d->c0.end - d->c0.p) || l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
 	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 ||
-	    l4 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3) {
+	    l4 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3 ||
+	    l5 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3 - l4) {
 		*why = "column lengths run past the end of the payload";
 		return -1;
 	}
 	d->refs = d->index = true;
+	d->resolved = resolved;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
-	if (d->sized)
+	d->pred_on = (d->sized || resolved) && d->pred;
+	if (d->pred_on)
 		ap_size_pred_reset(d->pred);
-	d->c4 = (struct evcur){d->c0.end - l4, d->c0.end};
+	d->c5 = (struct evcur){d->c0.end - l5, d->c0.end};
+	d->c4 = (struct evcur){d->c5.p - l4, d->c5.p};
 	d->c3 = (struct evcur){d->c4.p - l3, d->c4.p};
 	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
 	d->c1 = (struct evcur){d->c2.p - l1, d->c2.p};
@@ -141,8 +147,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 	if (d.th.nalloc > AP_THREAD_ALLOCS_MAX)
 		return rd_corrupt(r, "more than 2^40 allocations in one thread");
 	r->thread_refs[idx] = d.th;
-	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
-			d.c4.p != d.c4.end))
+	if (columns && !evdec_columns_done(&d))
 		return rd_corrupt(r, "columns of a size the records do not use");
 	struct ap_chunk_counts k = {d.nrec, d.nev, 0, d.last_q};
 	return count_chunk(r, idx, &k, payload, len, columns);
@@ -153,8 +158,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
  * rest (order.c: a corrupt one ends the pass with its error). */
 int count_events(struct rd *r, const struct ap_chunk *ch)
 {
-	unsigned columns = ch->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-					AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS);
+	unsigned columns = ch->flags & (AP_EV_DECODE | AP_CHUNK_F_COUNTS);
 	if (!evdec_encoding_ok(columns))
 		return rd_corrupt(r, "%s (chunk flags %#x)", AP_EV_ENCODING_BAD, columns);
 	long idx = rd_thread_index(r, ch->tid);
@@ -199,12 +203,10 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = AP_EV_ENCODING_BAD;
 		return -1;
 	}
-	d.th = (struct thread_refs){th->nalloc, th->next, th->xo, false};
-	if (flags & AP_CHUNK_F_SIZES)
+	d.th = (struct thread_refs){.nalloc = th->nalloc, .next = th->next, .xo = th->xo};
+	if (flags & (AP_CHUNK_F_SIZES | AP_CHUNK_F_RESOLVED))
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
-	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
-			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-				 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN),
+	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum, flags & AP_EV_DECODE,
 			why) < 0) {
 		free(d.pred);
 		return -1;

@@ -407,6 +407,7 @@ static int read_chunks(struct rd *r)
 	struct ap_chunk ch;
 	char why[160];
 	ap_chunk_walk_init(w, r->data, r->size);
+	t->resolved = true; /* until an EVENTS chunk is not */
 	for (;;) {
 		r->chunk_off = w->off;
 		if (w->off >= next_progress) {
@@ -421,6 +422,8 @@ static int read_chunks(struct rd *r)
 			return rd_corrupt(r, "%s", why);
 		if (res != AP_CHUNK_OK)
 			break;
+		if (ch.type == AP_CHUNK_EVENTS && !(ch.flags & AP_CHUNK_F_RESOLVED))
+			t->resolved = false;
 		if (ch.type == AP_CHUNK_EVENTS && (ch.flags & AP_CHUNK_F_COUNTS)) {
 			if (count_events(r, &ch) < 0)
 				return -1;
@@ -445,10 +448,7 @@ static int read_chunks(struct rd *r)
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			rc = scan_events(r, ch.tid, payload, len,
-					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-						     AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
-						     AP_CHUNK_F_XOWN));
+			rc = scan_events(r, ch.tid, payload, len, ch.flags & AP_EV_DECODE);
 			if (!rc)
 				chunk_stored(r, &ch);
 			break;

@@ -892,9 +892,9 @@ static void test_errors(void)
 	expect_error(good, 30, "bad.trace: no header chunk");
 
 	memcpy(d, good, len);
-	ap_put_u32le(d + 8, 9);
+	ap_put_u32le(d + 8, 10);
 	expect_error(d, len,
-		     "bad.trace: trace format version 9, this allocprof reads 8: recorded by a "
+		     "bad.trace: trace format version 10, this allocprof reads 9: recorded by a "
 		     "newer allocprof");
 	/* one version is read: the one before it is recorded again */
 	for (uint32_t v = 2; v < AP_TRACE_VERSION; v++) {
@@ -902,7 +902,7 @@ static void test_errors(void)
 		memcpy(d, good, len);
 		ap_put_u32le(d + 8, v);
 		snprintf(want, sizeof(want),
-			 "bad.trace: trace format version %u, this allocprof reads 8: recorded by "
+			 "bad.trace: trace format version %u, this allocprof reads 9: recorded by "
 			 "an older allocprof (record it again)", v);
 		expect_error(d, len, want);
 	}
@@ -1114,7 +1114,10 @@ static void test_errors(void)
 			size_t len;
 			const char *why;
 		} zs[] = {
-		    {AP_CHUNK_EVENTS, 128, notzstd, sizeof(notzstd), "unknown chunk flags 0x80"},
+		    {AP_CHUNK_EVENTS, 128, notzstd, sizeof(notzstd),
+		     "frees resolved without allocation indexes"},
+		    {AP_CHUNK_EVENTS, 128 | 4 | 2, notzstd, sizeof(notzstd),
+		     "frees resolved without allocation indexes"},
 		    {AP_CHUNK_EVENTS, 32 | 3, notzstd, sizeof(notzstd),
 		     "steps by owner without allocation indexes"},
 		    {AP_CHUNK_EVENTS, 16, notzstd, sizeof(notzstd), "sizes by stack without columns"},
