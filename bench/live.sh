@@ -33,6 +33,7 @@ for b in "$@"; do
 	for c in stats top list advise timeline; do
 		args=$c
 		[ "$c" = advise ] && args="advise --no-measure"
+		[ "$c" = list ] && args="list node"
 		/usr/bin/time -v -o "$tmp/tv" "$ap" $args "$t" >/dev/null 2>"$tmp/err" ||
 			{ echo "$b $args: failed: $(tail -1 "$tmp/err")"; continue; }
 		printf '%-28s %-22s %8s %8s %10s\n' "$b" "$args" $(timev_fields "$tmp/tv")
