@@ -106,11 +106,8 @@
  * live block to match it: `uv 0` when the compactor found no block (an
  * unmatched FREE, or a forked child's of an inherited block); else
  * `uv (stack << 1 | temporary) + 1` (the block's stack, 0 for an
- * unsampled one; temporary as ap_replay.h defines it) and
- * `sv size - predicted`, predicted the size the table of
- * AP_CHUNK_F_SIZES (struct ap_size_pred, kept whether the chunk has that
- * flag or not) holds for that stack after the record: 0 bytes after zstd
- * for a site of one size. A REF by index of one of the thread's own last
+ * unsampled one; temporary as ap_replay.h defines it) and `uv size`
+ * (zstd packs a site's sizes, which repeat in this column). A REF by index of one of the thread's own last
  * AP_FREED_RING allocations has no field: the reader keeps their stacks
  * and sizes (by index, over the thread's chunks), and the block was
  * temporary when the thread's last event made it. The compactor writes

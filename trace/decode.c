@@ -59,7 +59,7 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = d->c5 = (struct evcur){NULL, NULL};
-	d->refs = d->index = d->sized = d->resolved = d->pred_on = false;
+	d->refs = d->index = d->sized = d->resolved = false;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
 	uint64_t l1, l2, l3, l4, l5 = 0;
@@ -77,8 +77,7 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->refs = d->index = true;
 	d->resolved = resolved;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
-	d->pred_on = (d->sized || resolved) && d->pred;
-	if (d->pred_on)
+	if (d->sized)
 		ap_size_pred_reset(d->pred);
 	d->c5 = (struct evcur){d->c0.end - l5, d->c0.end};
 	d->c4 = (struct evcur){d->c5.p - l4, d->c5.p};
@@ -204,7 +203,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		return -1;
 	}
 	d.th = (struct thread_refs){.nalloc = th->nalloc, .next = th->next, .xo = th->xo};
-	if (flags & (AP_CHUNK_F_SIZES | AP_CHUNK_F_RESOLVED))
+	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum, flags & AP_EV_DECODE,
 			why) < 0) {

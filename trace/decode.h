@@ -47,7 +47,6 @@ struct evdec {
 				      * time (stats, loop64 with 4 threads) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
 	bool resolved;		     /* frees resolved (AP_CHUNK_F_RESOLVED) */
-	bool pred_on;		     /* pred kept (sized or resolved; not in scan mode) */
 	uint64_t nrec, nev;	     /* records and ap_events decoded (AP_CHUNK_F_COUNTS) */
 	uint64_t last_q;	     /* the last record's quantum */
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
@@ -179,16 +178,11 @@ static inline uint64_t predicted_size(struct evdec *d, uint32_t stack, uint64_t 
 	return size;
 }
 
-/* An allocation's size field v at stack: the size (the table kept for
- * the resolved frees too). */
+/* An allocation's size field v at stack: the size. */
 static inline __attribute__((always_inline)) uint64_t alloc_size(struct evdec *d, uint32_t stack,
 								 uint64_t v)
 {
-	if (d->sized)
-		return predicted_size(d, stack, v);
-	if (d->pred_on)
-		ap_size_pred_put(d->pred, stack, v);
-	return v;
+	return d->sized ? predicted_size(d, stack, v) : v;
 }
 
 enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
@@ -260,10 +254,12 @@ static inline __attribute__((always_inline)) int rd_freed(struct evdec *d, struc
 							  size_t nstacks)
 {
 	if (idx < nal && nal - idx < AP_FREED_RING) {
-		size_t k = d->fsize ? idx & (d->fcap - 1) : 0;
-		e->stack = d->fsize ? d->fstack[k] : 0;
-		e->size = d->fsize ? d->fsize[k] : 0;
 		e->flags |= AP_EVF_RESOLVED | (last && idx + 1 == nal ? AP_EVF_TEMPORARY : 0);
+		if (d->fsize) {
+			size_t k = idx & (d->fcap - 1);
+			e->stack = d->fstack[k];
+			e->size = d->fsize[k];
+		}
 		return 0;
 	}
 	uint64_t v, z;
@@ -275,7 +271,7 @@ static inline __attribute__((always_inline)) int rd_freed(struct evdec *d, struc
 	if (v >> 1 >= nstacks || rd_uv(&d->c5.p, d->c5.end, &z) < 0)
 		return -1;
 	e->stack = (uint32_t)(v >> 1);
-	e->size = (d->pred_on ? ap_size_pred_get(d->pred, e->stack) : 0) + (uint64_t)ap_unzigzag(z);
+	e->size = z;
 	e->flags |= AP_EVF_RESOLVED | ((v & 1) ? AP_EVF_TEMPORARY : 0);
 	return 0;
 }
@@ -359,7 +355,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			d->addr = 0;
 			d->cpu = 0;
 			d->sync_base = d->th.nalloc;
-			if (d->pred_on)
+			if (d->sized)
 				ap_size_pred_reset(d->pred);
 		}
 		return DEC_SKIP;
@@ -476,8 +472,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			e->type = AP_EV_FREE;
 			e->kind = 0;
 			e->flags = AP_EVF_FROM_REALLOC;
-			/* (after the whole record: the size table has its new block;
-			 * the ring's slot of the old one is not the new one's) */
+			/* (after the whole record: the ring's slot of the old
+			 * block is not the new one's, nal - idx < AP_FREED_RING) */
 			if (d->resolved &&
 			    rd_freed(d, e, (tag & AP_TAG_REF) ? d->ref_idx : UINT64_MAX, nal, last,
 				     nstacks) < 0)

@@ -166,7 +166,7 @@ static bool frees_own_later(struct ap_order *m, struct stream *s, uint64_t addr,
 	struct evdec d = s->d;
 	/* (sizes are not looked at: the table and the freed ring stay as they
 	 * are) */
-	d.sized = d.pred_on = d.fring = false;
+	d.sized = d.fring = false;
 	d.fstack = NULL;
 	d.fsize = NULL;
 	/* ca and cs point into the decoder itself */
@@ -312,7 +312,7 @@ static bool stream_advance(struct ap_order *m, struct stream *s)
 		const char *why_start = NULL;
 		int rc = more ? m->in.chunk(m->in.ctx, id, &s->bufs, &s->cur, &why_start) : 1;
 		if (rc == 0) {
-			if ((s->cur.columns & (AP_CHUNK_F_SIZES | AP_CHUNK_F_RESOLVED)) && !s->d.pred)
+			if ((s->cur.columns & AP_CHUNK_F_SIZES) && !s->d.pred)
 				s->d.pred = ap_xcalloc(1, sizeof(*s->d.pred));
 			s->d.nrec = s->d.nev = s->d.last_q = 0;
 			s->nalloc0 = s->d.th.nalloc;

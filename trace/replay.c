@@ -270,13 +270,19 @@ struct lcount {
 };
 
 /* Counts per (process, stack, size), in the order first seen; `at`: per
- * stack, the entry it used last (most sites allocate one size). */
+ * stack, the entry it used last (most sites allocate one size). The last
+ * allocation is held, not counted, until the next event (`held`, of
+ * thread `hthread`): as with the live map, most blocks are freed by the
+ * next event (temporary), and those then never look their count up. */
 struct rlive {
 	struct ap_index ix;
 	struct lcount *e;
 	size_t n, alloc;
 	uint32_t *at;
 	size_t nstacks;
+	bool has_held;
+	uint32_t hthread;
+	struct lcount held;
 };
 
 static bool lcount_is(const void *ctx, uint32_t entry, const void *key)
@@ -308,6 +314,15 @@ static inline struct lcount *rlive_of(struct rlive *L, uint32_t proc, uint32_t s
 	return &L->e[k];
 }
 
+/* The held allocation is counted. */
+static inline void rlive_settle(struct rlive *L)
+{
+	if (!L->has_held)
+		return;
+	L->has_held = false;
+	rlive_of(L, L->held.proc, L->held.stack, L->held.size)->n++;
+}
+
 /* A block as the consumers see it, from a resolved trace. */
 static inline struct ap_replay_block block_of(const struct ap_trace *t, uint32_t stack,
 					      uint64_t size, bool temporary)
@@ -327,6 +342,7 @@ static inline struct ap_replay_block block_of(const struct ap_trace *t, uint32_t
 static void rlive_out(struct rlive *L, const struct ap_trace *t,
 		      const struct ap_replay_consumer *c, size_t nc, uint32_t p, bool dropped)
 {
+	rlive_settle(L);
 	for (size_t k = 0; k < L->n; k++) {
 		struct lcount *x = &L->e[k];
 		if (p != UINT32_MAX && x->proc != p)
@@ -363,7 +379,15 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 			no_block(t, c, nc, i, e);
 			return;
 		}
-		rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
+		/* the thread's last allocation, if it is the held one: the
+		 * last event made it */
+		if (L->has_held && (e->flags & AP_EVF_TEMPORARY) && L->hthread == e->thread &&
+		    L->held.stack == e->stack && L->held.size == e->size) {
+			L->has_held = false;
+		} else {
+			rlive_settle(L);
+			rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
+		}
 		struct ap_replay_block b =
 		    block_of(t, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
 		block_ended(p, c, nc, i, e, &b);
@@ -377,7 +401,10 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 		EACH(c, nc, free, p->i, &p->e, &p->b);
 	}
 	uint32_t stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
-	rlive_of(L, proc_of(t, e), stack, e->size)->n++;
+	rlive_settle(L);
+	L->has_held = true;
+	L->hthread = e->thread;
+	L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
 	struct ap_replay_block b = block_of(t, stack, e->size, false);
 	if (grows) {
 		p->set = false;

@@ -122,9 +122,9 @@ static bool new_block(struct pending *p, uint64_t addr, uint32_t stack, uint64_t
 	return !kept;
 }
 
-/* Column 6 (AP_CHUNK_F_RESOLVED): the block a FREE ended, its size as a
- * step from the one the size table (updated by the record) predicts;
- * nothing for one the reader's ring holds. */
+/* Column 6 (AP_CHUNK_F_RESOLVED): the block a FREE ended; nothing for
+ * one the reader's ring holds. (Its size is plain: the column is zstd's
+ * alone, and a site's sizes repeat there.) */
 static void put_freed(struct compactor *c, const struct freed *fr)
 {
 	if (fr->ring)
@@ -134,7 +134,7 @@ static void put_freed(struct compactor *c, const struct freed *fr)
 		*q++ = 0;
 	} else {
 		q += ap_put_uv(q, ((uint64_t)fr->stack << 1 | fr->temporary) + 1);
-		q += ap_put_sv(q, (int64_t)(fr->size - ap_size_pred_get(c->sizes, fr->stack)));
+		q += ap_put_uv(q, fr->size);
 	}
 	c->col[6].len += (size_t)(q - s);
 }
