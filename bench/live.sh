@@ -3,8 +3,9 @@
 # bench/live.c holds N blocks (default 20 M) live at its peak; each build
 # records it with --all (its own trace), then stats, top, list, advise
 # --no-measure and timeline run on that trace under /usr/bin/time -v.
-# Prints, per build and command, the wall time, the user time and the peak
-# RSS. Not a test: nothing is asserted.
+# Prints, per build and command (record's included: the program's RSS is
+# in it), the wall time, the user time and the peak RSS. Not a test:
+# nothing is asserted.
 #
 # Usage: bench/live.sh [-n N] BUILD [BUILD...]
 #        (e.g. bench/live.sh main-build build: before and after)
@@ -28,8 +29,10 @@ for b in "$@"; do
 	ap=$(cd "$b" && pwd)/cli/allocprof
 	[ -x "$ap" ] || { echo "bench/live: no $ap" >&2; exit 1; }
 	t=$tmp/live-$(basename "$b").trace
-	(cd "$tmp" && "$ap" record -q --all -o "$t" ./live "$n" >/dev/null) || exit 1
-	printf '%-28s %-22s %s bytes\n' "$b" "(trace)" "$(stat -c %s "$t")"
+	(cd "$tmp" && /usr/bin/time -v -o "$tmp/tv" "$ap" record -q --all -o "$t" ./live "$n" \
+		>/dev/null) || exit 1
+	printf '%-28s %-22s %8s %8s %10s  (trace: %s bytes)\n' "$b" "record --all" \
+		$(timev_fields "$tmp/tv") "$(stat -c %s "$t")"
 	for c in stats top list advise timeline; do
 		args=$c
 		[ "$c" = advise ] && args="advise --no-measure"
