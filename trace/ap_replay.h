@@ -26,7 +26,7 @@
  * Events are handed over in the trace's order, with their index.
  *
  * Memory. A trace whose frees are resolved (ap_trace.resolved: every
- * EVENTS chunk the compactor's, AP_CHUNK_F_RESOLVED) says with each FREE
+ * EVENTS chunk the compactor's, in columns) says with each FREE
  * the stack, size and temporariness of the block it ends, as the
  * compactor matched it by these rules; the replay then keeps no block,
  * only how many are live per (process, stack, size), so that it needs

@@ -67,7 +67,7 @@ struct ap_process {
 #define AP_EVF_SAMPLED 1u	/* an allocation that is a sample: counts in alloc_* with its weight */
 #define AP_EVF_REALLOC 2u	/* ALLOC half of a realloc (the FREE half, if the old block was tracked, comes right before it) */
 #define AP_EVF_FROM_REALLOC 4u	/* FREE half of a realloc */
-/* FREE (either kind) of a chunk with AP_CHUNK_F_RESOLVED that names the
+/* FREE (either kind) of a chunk in columns (the frees resolved) that names the
  * block it ends: the event's stack and size are that block's. */
 #define AP_EVF_RESOLVED 8u
 #define AP_EVF_TEMPORARY 16u	/* with AP_EVF_RESOLVED: the block was temporary (ap_replay.h) */
@@ -85,6 +85,9 @@ struct ap_event {
 	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
 	uint8_t kind;		/* enum ap_alloc_kind (ALLOC only) */
 	uint8_t flags;		/* AP_EVF_* */
+	/* (--all traces: AP_CHUNK_F_GAPS) ap_gap_code of the time the thread
+	 * ran in the program before this call (a realloc's ALLOC half: 0) */
+	uint8_t gap;
 };
 
 struct ap_trace {
@@ -159,9 +162,12 @@ struct ap_trace {
 	/* Records as written (a REALLOC counts once; ev holds two events for
 	 * it when the old block was tracked). */
 	uint64_t nrecords;
-	/* Every EVENTS chunk has its frees resolved (AP_CHUNK_F_RESOLVED,
-	 * the compactor's): the replay needs no live map (ap_replay.h). */
+	/* Every EVENTS chunk is the compactor's, in columns, whose frees are
+	 * resolved (docs/trace-format.md, "Frees resolved"): the replay needs
+	 * no live map (ap_replay.h). */
 	bool resolved;
+	/* Records with a gap (AP_CHUNK_F_GAPS): with --all, every one. */
+	uint64_t ngap_records;
 	/* A whole run of several processes (ap_run_merge), in the order
 	 * read; NULL and 0 for a single trace. The header fields above are
 	 * the first process's, the END totals the sums. */
@@ -299,6 +305,10 @@ struct ap_trace_totals {
 	 * an allocation with the freed block's stack and size, in the
 	 * trace's order of all threads' events, whichever block that made. */
 	double temporary, temporary_heaptrack;
+	/* The threads' time in the program between their allocator calls,
+	 * summed over the records' gaps (AP_CHUNK_F_GAPS: --all traces;
+	 * the trace's ngap_records says whether there are any). */
+	uint64_t gap_ns;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):

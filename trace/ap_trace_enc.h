@@ -99,24 +99,73 @@
  * pass 1 on the bench's 200 M events was 93 of advise's 610 instructions
  * an event. Only the compactor writes it. */
 #define AP_CHUNK_F_COUNTS 64u
-/* EVENTS with AP_CHUNK_F_INDEX (version 9): frees resolved. A sixth
- * column (`uv len5` after len4, the column after column 4) holds, for
- * every FREE record and every REALLOC of a tracked old block, in record
- * order, what the reports need of the block it ends, so that they keep no
- * live block to match it: `uv 0` when the compactor found no block (an
- * unmatched FREE, or a forked child's of an inherited block); else
- * `uv (stack << 1 | temporary) + 1` (the block's stack, 0 for an
- * unsampled one; temporary as ap_replay.h defines it) and `uv size`
- * (zstd packs a site's sizes, which repeat in this column). A REF by index of one of the thread's own last
- * AP_FREED_RING allocations has no field: the reader keeps their stacks
- * and sizes (by index, over the thread's chunks), and the block was
- * temporary when the thread's last event made it. The compactor writes
- * it on every chunk. */
-#define AP_CHUNK_F_RESOLVED 128u
+/* EVENTS (version 9): the records carry gaps (ap_gap_code): how long the
+ * thread ran in the program since its last allocator call returned,
+ * before this one was made. In rows every ALLOC, FREE and REALLOC record
+ * has its own, a byte after the tag (and cpu): the sampler's, with
+ * --all. In columns (the compactor's) a sixth column, `uv len5` after
+ * len4 and the column after column 4, has one byte per AP_GAP_WINDOW
+ * such records of the payload (the last for the rest): the mean gap of
+ * the window, which each of its records has. One byte a record cost
+ * zstd 1.9 MB on python3 building JSON (8.3 M records; the trace without
+ * gaps: 0.2 MB, heaptrack's file 0.4 MB); a window's mean, 50 KB. What
+ * advise's measured replay spins between a thread's calls; sampled
+ * traces have none. */
+#define AP_CHUNK_F_GAPS 128u
+#define AP_GAP_WINDOW 64u
+
+/* EVENTS in columns (version 9): the frees resolved, in every such chunk
+ * (no flag). The last length, after len4 (and len5 with gaps), is that of
+ * the last column, after column 4 (and the gaps'): for every FREE record
+ * and every REALLOC of a tracked old block, in record order, what the
+ * reports need of the block it ends, so that they keep no live block to
+ * match it. A REF to one of the thread's own last AP_FREED_RING
+ * allocations has no field: the reader keeps their stacks and sizes (by
+ * index, over the thread's chunks), and the block was temporary when the
+ * thread's last event record made it. Any other: `uv 0` when the
+ * compactor found no block (an unmatched FREE, or a forked child's of an
+ * inherited block); else `uv (stack << 1 | temporary) + 1` (the block's
+ * stack, 0 for an unsampled one; temporary as ap_replay.h defines it) and
+ * `uv size` (zstd packs a site's sizes, which repeat in this column). */
 /* How many of a thread's last allocations a resolved FREE names without
  * a field: random frees in a window of 4096 live blocks (bench/mixed)
  * cost a size each without it (+49 % of the file). */
 #define AP_FREED_RING 16384u
+
+/* A gap of ns nanoseconds as one byte: 0-7 ns exactly, then 4 steps an
+ * octave (within 12 % of the step's middle; a finer step cost zstd a
+ * third more bytes of the gaps, and the replay needs their sum), up to
+ * 2^63 ns. */
+static inline uint8_t ap_gap_code(uint64_t ns)
+{
+	if (ns < 8)
+		return (uint8_t)ns;
+	unsigned e = 63u - (unsigned)__builtin_clzll(ns); /* 3..63 */
+	return (uint8_t)(8 + (e - 3) * 4 + ((ns >> (e - 2)) & 3u));
+}
+
+/* The longest gap that is the program's work: one past it is a sleep, a
+ * wait or a preemption (a time slice is milliseconds), which the
+ * measured replay does not spin for, and which the windows of the
+ * compactor's columns leave out. */
+#define AP_GAP_WORK_MAX_NS 50000u
+
+/* The nanoseconds a gap code stands for: the middle of its step. */
+static inline uint64_t ap_gap_ns(uint8_t code)
+{
+	if (code < 8)
+		return code;
+	unsigned e = 3 + (code - 8u) / 4, m = (code - 8u) % 4;
+	return ((uint64_t)(4 + m) << (e - 2)) + ((uint64_t)1 << (e - 2)) / 2;
+}
+
+/* What of a gap is the program's work: the gap, or 0 past
+ * AP_GAP_WORK_MAX_NS. */
+static inline uint64_t ap_gap_work_ns(uint8_t code)
+{
+	uint64_t ns = ap_gap_ns(code);
+	return ns <= AP_GAP_WORK_MAX_NS ? ns : 0;
+}
 
 enum ap_chunk_type {
 	AP_CHUNK_HEADER = 1,

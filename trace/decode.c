@@ -59,28 +59,38 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = d->c5 = (struct evcur){NULL, NULL};
+	d->c6 = (struct evcur){NULL, NULL};
+	d->cg = &d->c0;
 	d->refs = d->index = d->sized = d->resolved = false;
+	d->gaps = columns & AP_CHUNK_F_GAPS;
+	d->gwin = 0;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
-	uint64_t l1, l2, l3, l4, l5 = 0;
-	bool resolved = columns & AP_CHUNK_F_RESOLVED;
-	if (ap_get_uv(&d->c0.p, d->c0.end, &l1) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l2) < 0 ||
-	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l4) < 0 ||
-	    (resolved && ap_get_uv(&d->c0.p, d->c0.end, &l5) < 0) ||
-	    l1 > (uint64_t)(d->c0.end - d->c0.p) || l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
-	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 ||
-	    l4 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3 ||
-	    l5 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3 - l4) {
-		*why = "column lengths run past the end of the payload";
-		return -1;
+	/* the lengths of columns 1-4, 5 with gaps, and 6 (the frees
+	 * resolved: every payload in columns) */
+	uint64_t l[6] = {0}, sum = 0;
+	for (int k = 0; k < 6; k++)
+		if ((k != 4 || d->gaps) && ap_get_uv(&d->c0.p, d->c0.end, &l[k]) < 0) {
+			*why = "column lengths run past the end of the payload";
+			return -1;
+		}
+	for (int k = 0; k < 6; k++) {
+		if (l[k] > (uint64_t)(d->c0.end - d->c0.p) - sum) {
+			*why = "column lengths run past the end of the payload";
+			return -1;
+		}
+		sum += l[k];
 	}
-	d->refs = d->index = true;
-	d->resolved = resolved;
+	d->refs = d->index = d->resolved = true;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
 	if (d->sized)
 		ap_size_pred_reset(d->pred);
-	d->c5 = (struct evcur){d->c0.end - l5, d->c0.end};
-	d->c4 = (struct evcur){d->c5.p - l4, d->c5.p};
+	d->c6 = (struct evcur){d->c0.end - l[5], d->c0.end};
+	d->c5 = (struct evcur){d->c6.p - l[4], d->c6.p};
+	d->c0.end = d->c5.p;
+	d->cg = &d->c5;
+	const uint64_t l1 = l[0], l2 = l[1], l3 = l[2], l4 = l[3];
+	d->c4 = (struct evcur){d->c0.end - l4, d->c0.end};
 	d->c3 = (struct evcur){d->c4.p - l3, d->c4.p};
 	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
 	d->c1 = (struct evcur){d->c2.p - l1, d->c2.p};
@@ -107,6 +117,8 @@ static int count_chunk(struct rd *r, long idx, const struct ap_chunk_counts *k,
 	t->threads[idx].events += k->records;
 	r->thread_nev[idx] += k->events;
 	t->nrecords += k->records;
+	if (columns & AP_CHUNK_F_GAPS)
+		t->ngap_records += k->records;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
 	r->chunks[r->nchunks++] = (struct ev_chunk){.payload = payload, .len = len,
 						    .thread = (uint32_t)idx,
@@ -146,7 +158,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 	if (d.th.nalloc > AP_THREAD_ALLOCS_MAX)
 		return rd_corrupt(r, "more than 2^40 allocations in one thread");
 	r->thread_refs[idx] = d.th;
-	if (columns && !evdec_columns_done(&d))
+	if ((columns & AP_CHUNK_F_COLUMNS) && !evdec_columns_done(&d))
 		return rd_corrupt(r, "columns of a size the records do not use");
 	struct ap_chunk_counts k = {d.nrec, d.nev, 0, d.last_q};
 	return count_chunk(r, idx, &k, payload, len, columns);
@@ -157,7 +169,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
  * rest (order.c: a corrupt one ends the pass with its error). */
 int count_events(struct rd *r, const struct ap_chunk *ch)
 {
-	unsigned columns = ch->flags & (AP_EV_DECODE | AP_CHUNK_F_COUNTS);
+	unsigned columns = ch->flags & (AP_EV_ENCODING_FLAGS | AP_CHUNK_F_COUNTS);
 	if (!evdec_encoding_ok(columns))
 		return rd_corrupt(r, "%s (chunk flags %#x)", AP_EV_ENCODING_BAD, columns);
 	long idx = rd_thread_index(r, ch->tid);
@@ -205,7 +217,8 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 	d.th = (struct thread_refs){.nalloc = th->nalloc, .next = th->next, .xo = th->xo};
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
-	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum, flags & AP_EV_DECODE,
+	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
+			flags & AP_EV_ENCODING_FLAGS,
 			why) < 0) {
 		free(d.pred);
 		return -1;

@@ -21,7 +21,7 @@ struct ap_chunk;
  * the next REF steps. */
 struct thread_refs {
 	uint64_t nalloc, next;
-	bool last_alloc; /* its last event record was an allocation (AP_CHUNK_F_RESOLVED) */
+	bool last_alloc; /* its last event record was an allocation (the frees resolved) */
 	struct ap_xowners xo; /* the same for REFs to each of the other threads
 			       * it named last (AP_CHUNK_F_XOWN) */
 	bool counted; /* pass 1: a chunk before was not decoded (AP_CHUNK_F_COUNTS),
@@ -35,8 +35,13 @@ struct evcur {
 struct evdec {
 	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
 	struct evcur c4;	     /* REFs (AP_CHUNK_F_REFS) */
-	struct evcur c5;	     /* the blocks frees end (AP_CHUNK_F_RESOLVED) */
-	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
+	struct evcur c5;	     /* gaps (AP_CHUNK_F_GAPS in columns) */
+	struct evcur c6;	     /* columns: the blocks frees end (the frees resolved) */
+	struct evcur *ca, *cs, *cg; /* &c1, &c2, &c5 for a payload in columns, else &c0
+				     * (a copy of a decoder points its own at its own) */
+	bool gaps;		     /* records carry a gap byte (AP_CHUNK_F_GAPS) */
+	uint32_t gwin;		     /* columns: records left with the gap gcode */
+	uint8_t gcode;
 	bool refs;		     /* REFs from c4, else from *ca (a flag, not a pointer:
 				      * copies of a decoder fix up ca and cs only) */
 	bool index;		     /* ...as allocation indexes (AP_CHUNK_F_INDEX,
@@ -46,7 +51,7 @@ struct evdec {
 				      * into both ways of every REF: pass 2 took 2 % more
 				      * time (stats, loop64 with 4 threads) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
-	bool resolved;		     /* frees resolved (AP_CHUNK_F_RESOLVED) */
+	bool resolved;		     /* frees resolved (in columns: c6) */
 	uint64_t nrec, nev;	     /* records and ap_events decoded (AP_CHUNK_F_COUNTS) */
 	uint64_t last_q;	     /* the last record's quantum */
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
@@ -60,7 +65,7 @@ struct evdec {
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
 	struct thread_refs th; /* the thread's, across its payloads */
-	/* AP_CHUNK_F_RESOLVED: the stacks and sizes of the thread's last
+	/* The frees resolved: the stacks and sizes of the thread's last
 	 * allocations, by index & (fcap - 1) (up to AP_FREED_RING), over all
 	 * its payloads; kept when fring (pass 2; NULL arrays in a copy that
 	 * must not write them: its frees then read stack 0, size 0) */
@@ -76,11 +81,12 @@ struct evdec {
 
 /* The EVENTS encodings read: rows (flags 0, the sampler's and the test
  * writer's), or columns with REFs apart, by allocation index, stepping by
- * owner (AP_EV_COLUMNS, the compactor's); either with AP_CHUNK_F_SIZES or
- * not, AP_CHUNK_F_RESOLVED or not (and, stored, with _ZSTD and _COUNTS or
- * not). AP_EV_DECODE: the flags evdec_start takes. */
+ * owner, the frees resolved (AP_EV_COLUMNS, the compactor's); either with
+ * AP_CHUNK_F_SIZES or not (and, stored, with _ZSTD and _COUNTS or not). */
 #define AP_EV_COLUMNS (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_XOWN)
-#define AP_EV_DECODE (AP_EV_COLUMNS | AP_CHUNK_F_SIZES | AP_CHUNK_F_RESOLVED)
+/* The chunk flags that say how its events are encoded (evdec_start's
+ * `columns`). */
+#define AP_EV_ENCODING_FLAGS (AP_EV_COLUMNS | AP_CHUNK_F_SIZES | AP_CHUNK_F_GAPS)
 #define AP_EV_ENCODING_BAD \
 	"an encoding no allocprof writes: columns without REFs apart, allocation indexes " \
 	"and steps by owner"
@@ -96,7 +102,7 @@ static inline bool evdec_encoding_ok(unsigned flags)
 static inline bool evdec_columns_done(const struct evdec *d)
 {
 	return d->c1.p == d->c1.end && d->c2.p == d->c2.end && d->c3.p == d->c3.end &&
-	       d->c4.p == d->c4.end && d->c5.p == d->c5.end;
+	       d->c4.p == d->c4.end && d->c5.p == d->c5.end && d->c6.p == d->c6.end;
 }
 
 /* Starts decoding a payload (decode.c): see there. */
@@ -244,7 +250,7 @@ static inline int rd_sv(const uint8_t **p, const uint8_t *end, int64_t *v)
 	return 0;
 }
 
-/* AP_CHUNK_F_RESOLVED: the block a FREE (or a REALLOC's FREE half) e
+/* The frees resolved (in columns): the block a FREE (or a REALLOC's FREE half) e
  * ends, into e's stack, size and flags: one of the thread's last
  * AP_FREED_RING allocations named by a REF (index idx; the thread's
  * allocations before the record: nal) from the ring, else from column 5;
@@ -263,12 +269,12 @@ static inline __attribute__((always_inline)) int rd_freed(struct evdec *d, struc
 		return 0;
 	}
 	uint64_t v, z;
-	if (rd_uv(&d->c5.p, d->c5.end, &v) < 0)
+	if (rd_uv(&d->c6.p, d->c6.end, &v) < 0)
 		return -1;
 	if (v == 0)
 		return 0; /* no block found: unmatched, or inherited */
 	v--;
-	if (v >> 1 >= nstacks || rd_uv(&d->c5.p, d->c5.end, &z) < 0)
+	if (v >> 1 >= nstacks || rd_uv(&d->c6.p, d->c6.end, &z) < 0)
 		return -1;
 	e->stack = (uint32_t)(v >> 1);
 	e->size = z;
@@ -383,6 +389,23 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	e->ts = d->q * d->quantum;
 	e->thread = d->thread;
 	e->cpu = (uint16_t)d->cpu;
+	e->gap = 0;
+	if (d->gaps && type != AP_EV_TRACK) {
+		if (d->cg == &d->c0) { /* rows: a gap each */
+			if (d->c0.p >= d->c0.end)
+				return *why = "a record without its gap", DEC_BAD;
+			e->gap = *d->c0.p++;
+		} else { /* columns: a gap each window */
+			if (!d->gwin) {
+				if (d->c5.p >= d->c5.end)
+					return *why = "records without their window's gap", DEC_BAD;
+				d->gcode = *d->c5.p++;
+				d->gwin = AP_GAP_WINDOW;
+			}
+			d->gwin--;
+			e->gap = d->gcode;
+		}
+	}
 	switch (type) {
 	case AP_EV_ALLOC: {
 		uint64_t size, stack, addr = 0;
@@ -482,6 +505,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 				       DEC_BAD;
 			ev[1] = *e;
 			e = &ev[1];
+			e->gap = 0;
 			n = 1;
 		}
 		e->addr = addr;

@@ -422,7 +422,7 @@ static int read_chunks(struct rd *r)
 			return rd_corrupt(r, "%s", why);
 		if (res != AP_CHUNK_OK)
 			break;
-		if (ch.type == AP_CHUNK_EVENTS && !(ch.flags & AP_CHUNK_F_RESOLVED))
+		if (ch.type == AP_CHUNK_EVENTS && !(ch.flags & AP_CHUNK_F_COLUMNS))
 			t->resolved = false;
 		if (ch.type == AP_CHUNK_EVENTS && (ch.flags & AP_CHUNK_F_COUNTS)) {
 			if (count_events(r, &ch) < 0)
@@ -448,7 +448,8 @@ static int read_chunks(struct rd *r)
 			rc = decode_meta(r, &c);
 			break;
 		case AP_CHUNK_EVENTS:
-			rc = scan_events(r, ch.tid, payload, len, ch.flags & AP_EV_DECODE);
+			rc = scan_events(r, ch.tid, payload, len,
+					 ch.flags & AP_EV_ENCODING_FLAGS);
 			if (!rc)
 				chunk_stored(r, &ch);
 			break;

@@ -169,9 +169,10 @@ static bool frees_own_later(struct ap_order *m, struct stream *s, uint64_t addr,
 	d.sized = d.fring = false;
 	d.fstack = NULL;
 	d.fsize = NULL;
-	/* ca and cs point into the decoder itself */
+	/* ca, cs and cg point into the decoder itself */
 	d.ca = s->d.ca == &s->d.c1 ? &d.c1 : &d.c0;
 	d.cs = s->d.cs == &s->d.c2 ? &d.c2 : &d.c0;
+	d.cg = s->d.cg == &s->d.c5 ? &d.c5 : &d.c0;
 	struct {
 		size_t slot;
 		uint64_t old;
@@ -255,7 +256,7 @@ static bool chunk_end_ok(struct ap_order *m, struct stream *s)
 	const struct evdec *d = &s->d;
 	if (!s->has_cur || !c->counted)
 		return true;
-	if (c->columns && !evdec_columns_done(d)) {
+	if ((c->columns & AP_CHUNK_F_COLUMNS) && !evdec_columns_done(d)) {
 		order_bad(m, s->cur_id, "columns of a size the records do not use");
 		return false;
 	}

@@ -29,7 +29,7 @@ static inline bool bits_get(const struct bits *b, uint64_t i)
 struct xfree {
 	uint64_t ordinal, index;
 	uint32_t plan;
-	/* the block, for AP_CHUNK_F_RESOLVED: its stack, size, and whether
+	/* the block, for the frees resolved: its stack, size, and whether
 	 * the replay found it temporary */
 	uint32_t stack;
 	bool temporary;

@@ -55,7 +55,7 @@ static bool live_take(struct pending *p, uint64_t addr, struct live_at *out)
 	return true;
 }
 
-/* The block a FREE ends (AP_CHUNK_F_RESOLVED): found or not (an
+/* The block a FREE ends (the frees resolved): found or not (an
  * unmatched FREE), its stack and size, and whether it was temporary;
  * `ring`: named by a REF to one of the thread's last AP_FREED_RING
  * allocations, which the reader knows (no field). */
@@ -122,21 +122,21 @@ static bool new_block(struct pending *p, uint64_t addr, uint32_t stack, uint64_t
 	return !kept;
 }
 
-/* Column 6 (AP_CHUNK_F_RESOLVED): the block a FREE ended; nothing for
+/* Column 6 (the frees resolved): the block a FREE ended; nothing for
  * one the reader's ring holds. (Its size is plain: the column is zstd's
  * alone, and a site's sizes repeat there.) */
 static void put_freed(struct compactor *c, const struct freed *fr)
 {
 	if (fr->ring)
 		return;
-	uint8_t *q = room(&c->col[6], 2 * AP_VARINT_MAX), *s = q;
+	uint8_t *q = room(&c->col[7], 2 * AP_VARINT_MAX), *s = q;
 	if (!fr->found) {
 		*q++ = 0;
 	} else {
 		q += ap_put_uv(q, ((uint64_t)fr->stack << 1 | fr->temporary) + 1);
 		q += ap_put_uv(q, fr->size);
 	}
-	c->col[6].len += (size_t)(q - s);
+	c->col[7].len += (size_t)(q - s);
 }
 
 /* Prefetching the live map's slots pays from this many slots on, this
@@ -179,9 +179,10 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 	return r > run->vm ? r : run->vm;
 }
 
-/* One thread's pending events as one EVENTS payload in five columns
+/* One thread's pending events as one EVENTS payload in five columns (six
+ * with gaps: col[6], a code per AP_GAP_WINDOW records, AP_CHUNK_F_GAPS)
  * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
- * AP_CHUNK_F_XOWN): every block
+ * AP_CHUNK_F_XOWN; and the blocks the frees end, col[7]): every block
  * only its own thread names is anonymous, and its FREE, in this chunk or
  * a later one, names it by its index. The sizes are written both ways,
  * predicted by stack (col[2]) and not (col[5]); the payload takes the
@@ -192,12 +193,13 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_counts *counts)
 {
 	struct bytes *col = c->col;
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < 8; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0, nalloc = 0;
 	if (!c->sizes)
 		c->sizes = ap_xcalloc(1, sizeof(*c->sizes));
 	struct ap_evenc enc = {.sizes = c->sizes};
+	uint64_t wsum = 0, wn = 0; /* the gaps' window so far */
 	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC),
 				  coarse_q(c, p, p->base, p->ev[0].ts / c->quantum));
 	for (size_t i = 0; i < p->nev; i++) {
@@ -256,6 +258,15 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
 		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
 		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
+		if (c->gaps) {
+			/* the record's gap (its first event's) in its window */
+			wsum += ap_gap_work_ns(e->gap);
+			if (++wn == AP_GAP_WINDOW || i + 1 == p->nev) {
+				*room(&col[6], 1) = ap_gapq_code(&p->gq, wsum / wn);
+				col[6].len++;
+				wsum = wn = 0;
+			}
+		}
 		if (r.type != AP_EV_FREE)
 			col[5].len += ap_put_uv(room(&col[5], AP_VARINT_MAX), r.size);
 		if (r.type == AP_EV_FREE || (r.flags & AP_RF_OLD_TRACKED))
@@ -267,7 +278,7 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 	}
 	*counts = (struct ap_chunk_counts){nrec, p->nev, nalloc, enc.q};
 	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_RESOLVED;
+			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | (c->gaps ? AP_CHUNK_F_GAPS : 0);
 	if (compact_trial_size(c, col[5].b, col[5].len) <
 	    compact_trial_size(c, col[2].b, col[2].len)) {
 		struct bytes plain = col[5];
@@ -281,10 +292,14 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
 	put_uv(out, col[4].len);
-	put_uv(out, col[6].len);
+	if (c->gaps)
+		put_uv(out, col[6].len);
+	put_uv(out, col[7].len);
 	for (int k = 0; k < 5; k++)
 		put_bytes(out, c->col[k].b, c->col[k].len);
-	put_bytes(out, c->col[6].b, c->col[6].len);
+	if (c->gaps)
+		put_bytes(out, c->col[6].b, c->col[6].len);
+	put_bytes(out, c->col[7].b, c->col[7].len);
 	return flags;
 }
 
@@ -433,8 +448,8 @@ size_t compact_pooled_anon(const struct compactor *c, const uint8_t *s, size_t l
 	return k;
 }
 
-int compact_events(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
-		   uint32_t len)
+int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags,
+		   const uint8_t *payload, uint32_t len)
 {
 	int rc = 0;
 	struct pending *p = pending_for(c, tid);
@@ -443,7 +458,8 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, const uint8_t 
 	/* every event record takes 2 bytes or more */
 	reserve_events(c, p, p->nev + len / 2 + 2);
 	if (!rc)
-		rc = compact_decode_raw(c, off, tid, payload, len, &p->ev, &p->nev, &p->alloc);
+		rc = compact_decode_raw(c, off, tid, flags, payload, len, &p->ev, &p->nev,
+					&p->alloc);
 	p->input += len;
 	c->held += len;
 	while (!rc && c->held > COMPACT_HELD) {
@@ -467,7 +483,7 @@ void compact_rewrite_release(struct compactor *c)
 	}
 	free(c->pend);
 	free(c->spare_ev);
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < 8; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
 	free(c->sizes);
