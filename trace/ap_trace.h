@@ -267,8 +267,10 @@ struct ap_decode_thread {
  * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's,
  * 0 (rows) or AP_CHUNK_F_COLUMNS, _REFS, _INDEX and _XOWN (with _SIZES or
  * not; any other set is refused); `quantum` the HEADER's
- * time_quantum_ns. Stack ids are not checked. Returns 0, or -1 with *why
- * set (a static string). */
+ * time_quantum_ns. Stack ids are not checked. In columns, a FREE of one of
+ * the thread's last AP_FREED_RING allocations is resolved without its
+ * stack and size (0: this call keeps no ring of them; the reader's
+ * passes do). Returns 0, or -1 with *why set (a static string). */
 int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
 			   struct ap_decode_thread *th, struct ap_event **ev, size_t *nev,
 			   size_t *alloc, const char **why);
