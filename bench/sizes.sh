@@ -11,7 +11,10 @@
 # peak RSS (the program's included). Not a test: nothing is asserted.
 #
 # Usage: bench/sizes.sh [BUILD]        (default: build; JSON_ITEMS=N to
-#        add python3 JSON with N items, e.g. 1150000 for ~59 M events)
+#        add python3 JSON with N items, e.g. 1150000 for ~59 M events;
+#        VS=OTHER_BUILD to add the size of OTHER_BUILD's trace of another
+#        run of each workload, and BUILD's over it: a format change's
+#        growth)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -39,18 +42,30 @@ run() {
 		[ -s "$tmp/t.trace" ] || { printf '%-12s record failed\n' "$name"; return; }
 	fi
 	(cd "$tmp" && heaptrack -o "$tmp/ht" "$@" >/dev/null 2>&1 </dev/null)
+	vs=
+	if [ -n "${VS:-}" ]; then
+		rm -f "$tmp"/v.trace*
+		(cd "$tmp" && "$VS/cli/allocprof" record -q --all -o "$tmp/v.trace" "$@" \
+			>/dev/null 2>&1 </dev/null)
+		vs=$(size "$tmp/v.trace" 2>/dev/null || echo 0)
+	fi
 	ht=$(ls "$tmp"/ht.* 2>/dev/null | head -1)
 	ev=$("$ap" stats --json "$tmp/t.trace" 2>/dev/null |
 		/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["events"])')
 	read -r wall rss <"$tmp/rtime"
 	a=$(size "$tmp/t.trace")
 	h=$([ -n "$ht" ] && size "$ht" || echo 0)
-	awk -v n="$name" -v e="$ev" -v a="$a" -v h="$h" -v w="$wall" -v r="$rss" 'BEGIN {
-		printf "%-12s %11d %11d %11d %7s %8.2f s %7.0f MiB\n", n, e, a, h,
-		       (h > 0 ? sprintf("%.2f", a / h) : "n/a"), w, r / 1024 }'
+	awk -v n="$name" -v e="$ev" -v a="$a" -v h="$h" -v w="$wall" -v r="$rss" -v vs="$vs" 'BEGIN {
+		printf "%-12s %11d %11d %11d %7s %8.2f s %7.0f MiB", n, e, a, h,
+		       (h > 0 ? sprintf("%.2f", a / h) : "n/a"), w, r / 1024
+		if (vs != "")
+			printf " %11d %7s", vs, (vs > 0 ? sprintf("%.3f", a / vs) : "n/a")
+		printf "\n" }'
 }
 
-printf '%-12s %11s %11s %11s %7s %10s %11s\n' workload events allocprof heaptrack ratio record "record RSS"
+printf '%-12s %11s %11s %11s %7s %10s %11s' workload events allocprof heaptrack ratio record "record RSS"
+[ -n "${VS:-}" ] && printf ' %11s %7s' VS-size "vs VS"
+printf '\n'
 json='import json, sys
 d = [{"k%d" % i: [i, str(i)]} for i in range(int(sys.argv[1]))]
 e = json.loads(json.dumps(d))'

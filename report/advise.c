@@ -830,7 +830,10 @@ static void ws_end(void *ctx, const struct ap_replay_block *b)
 		w->rp->runs[site].r.escaped++;
 }
 
+/* (blocks: the objects' state, kept by the replay's object ids; the
+ * addresses of the blocks live at the end, for END's pooled list) */
 static const struct ap_replay_ops walk_ops = {
+	.blocks = true,
 	.alloc = ws_alloc,
 	.grow = ws_grow,
 	.free = ws_free,
@@ -839,6 +842,7 @@ static const struct ap_replay_ops walk_ops = {
 };
 
 static const struct ap_replay_ops walk_ops_exits = {
+	.blocks = true,
 	.event = ws_any,
 	.alloc = ws_alloc,
 	.grow = ws_grow,

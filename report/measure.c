@@ -303,6 +303,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		b.steps_per_ns = work_steps_per_ns();
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
+		.blocks = true, /* the script names each object */
 		.event = b_event,
 		.alloc = b_alloc,
 		.grow = b_grow,

@@ -5,8 +5,13 @@
 # OLD_BUILD a build of the commit before the change.
 #
 # 1. Traces: OLD_BUILD's `record` runs testdata programs (--all and
-#    sampled, each compacted and raw: ALLOCPROF_COMPACT_LEVEL=0), and the
-#    mktrace tools of both builds write their synthetic traces.
+#    sampled, raw: ALLOCPROF_COMPACT_LEVEL=0), and the mktrace tools of
+#    both builds write their synthetic traces. Each build compacts the raw
+#    traces as `record` does (level 3, then `allocprof symbols`): the
+#    same runs, so the reports can be compared byte for byte even when
+#    the builds write different format versions (a raw trace of the old
+#    version is the new one's but for its version field, byte 8, which is
+#    set for the new build).
 # 2. The test writer: both builds' tests/trace/mktrace traces must be the
 #    same bytes, but for the format version (byte 8).
 # 3. The compactor: every raw trace compacted by each build's
@@ -14,7 +19,7 @@
 #    outputs' bytes are compared too, but may differ where the compactor
 #    encodes otherwise (set SAME_COMPACT=0 to count those apart).
 # 4. The reports: stats, top (two indexes and granularities), list,
-#    advise, export (folded, json, pprof) of every trace, from both builds,
+#    advise --no-measure (a measurement's times differ run to run), export (folded, json, pprof) of every trace, from both builds,
 #    must be the same bytes (stdout, stderr and exit status); for the
 #    compacted traces, the old build reads the old compactor's output and
 #    the new build the new one's.
@@ -37,11 +42,16 @@ for p in $progs; do
 	exe="$old/testdata/$p"
 	[ -x "$exe" ] || { echo "skip $p: no $exe"; continue; }
 	(cd "$dir/traces" &&
-		"$old/cli/allocprof" record -q --all -o "$p-all.trace" "$exe" >/dev/null 2>&1
-		"$old/cli/allocprof" record -q -o "$p-rate.trace" "$exe" >/dev/null 2>&1
+		ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q -o "$p-rate.raw" \
+			"$exe" >/dev/null 2>&1
 		ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q --all \
 			-o "$p-all.raw" "$exe" >/dev/null 2>&1) || true
 done
+# setv FILE: FILE with the new build's format version (the old one's raw
+# traces and test writer's traces are the new one's but for it)
+setv() {
+	printf "\\x$(printf %02x "$newv")" | dd of="$1" bs=1 seek=8 conv=notrunc status=none
+}
 
 # 2. the test writer: mktrace of both builds
 for m in exact exact-noend exact-cut sampled "big 200000"; do
@@ -57,12 +67,15 @@ for m in exact exact-noend exact-cut sampled "big 200000"; do
 	cmp -s "$dir/traces/$f.v" "$dir/traces/$f.new" || differ "mktrace $1 writes other bytes"
 	rm -f "$dir/traces/$f.v"
 	mv "$dir/traces/$f.old" "$dir/traces/$f.trace"
-	rm -f "$dir/traces/$f.new"
+	mv "$dir/traces/$f.new" "$dir/traces/$f.trace.new"
 done
 # tests/report/mktrace records its own code's addresses and build-id, which
 # differ between two builds: its traces come from the old build only
+newv=$(od -An -tu4 -j8 -N4 "$dir/traces/mk-exact.trace.new" | tr -d ' ')
 for r in 1 65536; do
 	"$old/tests/report/mktrace" "$dir/traces/rep-$r.trace" $r >/dev/null 2>&1
+	cp "$dir/traces/rep-$r.trace" "$dir/traces/rep-$r.trace.new" &&
+		setv "$dir/traces/rep-$r.trace.new"
 done
 
 # 3. the compactor of both builds on the raw traces
@@ -91,11 +104,23 @@ for b in old new; do
 done
 for raw in "$dir"/traces/*.raw; do
 	[ -e "$raw" ] || continue
+	cp "$raw" "$raw.new" && setv "$raw.new"
 	for lv in 3 10; do
 		for b in old new; do
-			cp "$raw" "$dir/c.$b" && "$dir/compact-$b" "$dir/c.$b" $lv >/dev/null 2>&1 ||
+			in=$raw
+			[ $b = new ] && in=$raw.new
+			cp "$in" "$dir/c.$b" && "$dir/compact-$b" "$dir/c.$b" $lv >/dev/null 2>&1 ||
 				differ "the $b compactor fails on $(basename "$raw")"
+			# record's own: level 3, then the symbols kept
+			if [ $lv = 3 ]; then
+				cp "$dir/c.$b" "$dir/s.$b"
+				"${!b}/cli/allocprof" symbols "$dir/s.$b" >/dev/null 2>&1
+			fi
 		done
+		if [ $lv = 3 ]; then
+			mv "$dir/s.old" "${raw%.raw}.trace"
+			mv "$dir/s.new" "${raw%.raw}.trace.new"
+		fi
 		if [ "${SAME_COMPACT:-1}" = 1 ]; then
 			checks=$((checks + 1))
 			cmp -s "$dir/c.old" "$dir/c.new" || differ "compact level $lv of $(basename "$raw")"
@@ -145,8 +170,8 @@ topobj|top --alloc_objects --lines -n 40
 topinuse|top --inuse_space --files
 topjson|top --json
 list|list .
-advise|advise
-advisejson|advise --json
+advise|advise --no-measure
+advisejson|advise --no-measure --json
 folded|export --format=folded
 json|export --format=json
 EOF

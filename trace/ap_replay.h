@@ -23,7 +23,20 @@
  *   after the ALLOC that made it: nothing allocated or freed by that
  *   thread in between. Meaningful with --all only (a sampled trace does
  *   not hold the events in between).
- * Events are handed over in the trace's order, with their index. */
+ * Events are handed over in the trace's order, with their index.
+ *
+ * Memory. A trace whose frees are resolved (ap_trace.resolved: every
+ * EVENTS chunk the compactor's, in columns) says with each FREE
+ * the stack, size and temporariness of the block it ends, as the
+ * compactor matched it by these rules; the replay then keeps no block,
+ * only how many are live per (process, stack, size), so that it needs
+ * memory for sites, stacks and sizes, not for live blocks (a program
+ * with 20 M blocks live). Such a replay's blocks have no address (0) and
+ * no object (UINT32_MAX), and live_at_end and exec_dropped see the
+ * blocks of one (process, stack, size) one after another. A consumer
+ * that needs blocks' identities (their addresses and objects: advise's
+ * walk and script, the compactor's plan) says so (`blocks`), and the
+ * replay keeps the live map for it, as for every trace not resolved. */
 #ifndef AP_REPLAY_H
 #define AP_REPLAY_H
 
@@ -43,6 +56,8 @@ struct ap_replay_block {
 /* A consumer: any callback may be NULL. `e` is the event (valid during
  * the call only), `i` its index in the trace. */
 struct ap_replay_ops {
+	/* Needs each block's address and object (see "Memory" above). */
+	bool blocks;
 	/* Every event, first, in the trace's order (a realloc's two halves
 	 * included). */
 	void (*event)(void *ctx, size_t i, const struct ap_event *e);

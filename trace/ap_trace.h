@@ -67,6 +67,10 @@ struct ap_process {
 #define AP_EVF_SAMPLED 1u	/* an allocation that is a sample: counts in alloc_* with its weight */
 #define AP_EVF_REALLOC 2u	/* ALLOC half of a realloc (the FREE half, if the old block was tracked, comes right before it) */
 #define AP_EVF_FROM_REALLOC 4u	/* FREE half of a realloc */
+/* FREE (either kind) of a chunk in columns (the frees resolved) that names the
+ * block it ends: the event's stack and size are that block's. */
+#define AP_EVF_RESOLVED 8u
+#define AP_EVF_TEMPORARY 16u	/* with AP_EVF_RESOLVED: the block was temporary (ap_replay.h) */
 
 /* One decoded event. A REALLOC record becomes two events: a FREE of the old
  * block with AP_EVF_FROM_REALLOC (only if it was tracked), then an ALLOC of
@@ -74,8 +78,8 @@ struct ap_process {
 struct ap_event {
 	uint64_t ts;		/* CLOCK_MONOTONIC ns */
 	uint64_t addr;
-	uint64_t size;		/* ALLOC: requested size; FREE: 0 */
-	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0 */
+	uint64_t size;		/* ALLOC: requested size; FREE: 0, or AP_EVF_RESOLVED's */
+	uint32_t stack;		/* ALLOC: stack id, 0 if none; FREE: 0, or AP_EVF_RESOLVED's */
 	uint32_t thread;	/* index into ap_trace.threads (fewer than AP_MAX_THREADS) */
 	uint16_t cpu;
 	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
@@ -158,6 +162,10 @@ struct ap_trace {
 	/* Records as written (a REALLOC counts once; ev holds two events for
 	 * it when the old block was tracked). */
 	uint64_t nrecords;
+	/* Every EVENTS chunk is the compactor's, in columns, whose frees are
+	 * resolved (docs/trace-format.md, "Frees resolved"): the replay needs
+	 * no live map (ap_replay.h). */
+	bool resolved;
 	/* Records with a gap (AP_CHUNK_F_GAPS): with --all, every one. */
 	uint64_t ngap_records;
 	/* A whole run of several processes (ap_run_merge), in the order
@@ -259,8 +267,10 @@ struct ap_decode_thread {
  * *ev (*nev used of *alloc, grown with AP_ALLOC_GROW). `flags`: its chunk's,
  * 0 (rows) or AP_CHUNK_F_COLUMNS, _REFS, _INDEX and _XOWN (with _SIZES or
  * not; any other set is refused); `quantum` the HEADER's
- * time_quantum_ns. Stack ids are not checked. Returns 0, or -1 with *why
- * set (a static string). */
+ * time_quantum_ns. Stack ids are not checked. In columns, a FREE of one of
+ * the thread's last AP_FREED_RING allocations is resolved without its
+ * stack and size (0: this call keeps no ring of them; the reader's
+ * passes do). Returns 0, or -1 with *why set (a static string). */
 int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, uint64_t quantum,
 			   struct ap_decode_thread *th, struct ap_event **ev, size_t *nev,
 			   size_t *alloc, const char **why);

@@ -99,7 +99,6 @@
  * pass 1 on the bench's 200 M events was 93 of advise's 610 instructions
  * an event. Only the compactor writes it. */
 #define AP_CHUNK_F_COUNTS 64u
-
 /* EVENTS (version 9): the records carry gaps (ap_gap_code): how long the
  * thread ran in the program since its last allocator call returned,
  * before this one was made. In rows every ALLOC, FREE and REALLOC record
@@ -114,6 +113,24 @@
  * traces have none. */
 #define AP_CHUNK_F_GAPS 128u
 #define AP_GAP_WINDOW 64u
+
+/* EVENTS in columns (version 9): the frees resolved, in every such chunk
+ * (no flag). The last length, after len4 (and len5 with gaps), is that of
+ * the last column, after column 4 (and the gaps'): for every FREE record
+ * and every REALLOC of a tracked old block, in record order, what the
+ * reports need of the block it ends, so that they keep no live block to
+ * match it. A REF to one of the thread's own last AP_FREED_RING
+ * allocations has no field: the reader keeps their stacks and sizes (by
+ * index, over the thread's chunks), and the block was temporary when the
+ * thread's last event record made it. Any other: `uv 0` when the
+ * compactor found no block (an unmatched FREE, or a forked child's of an
+ * inherited block); else `uv (stack << 1 | temporary) + 1` (the block's
+ * stack, 0 for an unsampled one; temporary as ap_replay.h defines it) and
+ * `uv size` (zstd packs a site's sizes, which repeat in this column). */
+/* How many of a thread's last allocations a resolved FREE names without
+ * a field: random frees in a window of 4096 live blocks (bench/mixed)
+ * cost a size each without it (+49 % of the file). */
+#define AP_FREED_RING 16384u
 
 /* A gap of ns nanoseconds as one byte: 0-7 ns exactly, then 4 steps an
  * octave (within 12 % of the step's middle; a finer step cost zstd a

@@ -59,31 +59,34 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
 	d->c3 = d->c4 = d->c5 = (struct evcur){NULL, NULL};
+	d->c6 = (struct evcur){NULL, NULL};
 	d->cg = &d->c0;
-	d->refs = d->index = d->sized = false;
+	d->refs = d->index = d->sized = d->resolved = false;
 	d->gaps = columns & AP_CHUNK_F_GAPS;
 	d->gwin = 0;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
-	/* the lengths of columns 1-4, and 5 with gaps */
-	uint64_t l[5] = {0}, sum = 0;
-	for (int k = 0; k < (d->gaps ? 5 : 4); k++)
-		if (ap_get_uv(&d->c0.p, d->c0.end, &l[k]) < 0) {
+	/* the lengths of columns 1-4, 5 with gaps, and 6 (the frees
+	 * resolved: every payload in columns) */
+	uint64_t l[6] = {0}, sum = 0;
+	for (int k = 0; k < 6; k++)
+		if ((k != 4 || d->gaps) && ap_get_uv(&d->c0.p, d->c0.end, &l[k]) < 0) {
 			*why = "column lengths run past the end of the payload";
 			return -1;
 		}
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 6; k++) {
 		if (l[k] > (uint64_t)(d->c0.end - d->c0.p) - sum) {
 			*why = "column lengths run past the end of the payload";
 			return -1;
 		}
 		sum += l[k];
 	}
-	d->refs = d->index = true;
+	d->refs = d->index = d->resolved = true;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
 	if (d->sized)
 		ap_size_pred_reset(d->pred);
-	d->c5 = (struct evcur){d->c0.end - l[4], d->c0.end};
+	d->c6 = (struct evcur){d->c0.end - l[5], d->c0.end};
+	d->c5 = (struct evcur){d->c6.p - l[4], d->c6.p};
 	d->c0.end = d->c5.p;
 	d->cg = &d->c5;
 	const uint64_t l1 = l[0], l2 = l[1], l3 = l[2], l4 = l[3];
@@ -155,9 +158,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 	if (d.th.nalloc > AP_THREAD_ALLOCS_MAX)
 		return rd_corrupt(r, "more than 2^40 allocations in one thread");
 	r->thread_refs[idx] = d.th;
-	if ((columns & AP_CHUNK_F_COLUMNS) &&
-	    (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
-	     d.c4.p != d.c4.end || d.c5.p != d.c5.end))
+	if ((columns & AP_CHUNK_F_COLUMNS) && !evdec_columns_done(&d))
 		return rd_corrupt(r, "columns of a size the records do not use");
 	struct ap_chunk_counts k = {d.nrec, d.nev, 0, d.last_q};
 	return count_chunk(r, idx, &k, payload, len, columns);
@@ -213,7 +214,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 		*why = AP_EV_ENCODING_BAD;
 		return -1;
 	}
-	d.th = (struct thread_refs){th->nalloc, th->next, th->xo, false};
+	d.th = (struct thread_refs){.nalloc = th->nalloc, .next = th->next, .xo = th->xo};
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,

@@ -21,6 +21,7 @@ struct ap_chunk;
  * the next REF steps. */
 struct thread_refs {
 	uint64_t nalloc, next;
+	bool last_alloc; /* its last event record was an allocation (the frees resolved) */
 	struct ap_xowners xo; /* the same for REFs to each of the other threads
 			       * it named last (AP_CHUNK_F_XOWN) */
 	bool counted; /* pass 1: a chunk before was not decoded (AP_CHUNK_F_COUNTS),
@@ -35,6 +36,7 @@ struct evdec {
 	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
 	struct evcur c4;	     /* REFs (AP_CHUNK_F_REFS) */
 	struct evcur c5;	     /* gaps (AP_CHUNK_F_GAPS in columns) */
+	struct evcur c6;	     /* columns: the blocks frees end (the frees resolved) */
 	struct evcur *ca, *cs, *cg; /* &c1, &c2, &c5 for a payload in columns, else &c0
 				     * (a copy of a decoder points its own at its own) */
 	bool gaps;		     /* records carry a gap byte (AP_CHUNK_F_GAPS) */
@@ -49,6 +51,7 @@ struct evdec {
 				      * into both ways of every REF: pass 2 took 2 % more
 				      * time (stats, loop64 with 4 threads) */
 	bool sized;		     /* sizes predicted by stack (AP_CHUNK_F_SIZES) */
+	bool resolved;		     /* frees resolved (in columns: c6) */
 	uint64_t nrec, nev;	     /* records and ap_events decoded (AP_CHUNK_F_COUNTS) */
 	uint64_t last_q;	     /* the last record's quantum */
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
@@ -62,14 +65,24 @@ struct evdec {
 	uint64_t *ring;	 /* their addresses, ring[pos & (ring_cap - 1)] */
 	size_t ring_cap; /* grows to AP_RING as a chunk needs it */
 	struct thread_refs th; /* the thread's, across its payloads */
+	/* The frees resolved: the stacks and sizes of the thread's last
+	 * allocations, by index & (fcap - 1) (up to AP_FREED_RING), over all
+	 * its payloads; kept when fring (pass 2; NULL arrays in a copy that
+	 * must not write them: its frees then read stack 0, size 0) */
+	bool fring;
+	uint32_t *fstack;
+	uint64_t *fsize;
+	size_t fcap;
+	uint64_t ref_idx; /* the last REF's own allocation index (UINT64_MAX: another
+			   * thread's) */
 	const struct ap_u64map *tids; /* tid -> thread index (pass 2: another
 				       * thread's allocations; NULL: none known) */
 };
 
 /* The EVENTS encodings read: rows (flags 0, the sampler's and the test
  * writer's), or columns with REFs apart, by allocation index, stepping by
- * owner (AP_EV_COLUMNS, the compactor's); either with AP_CHUNK_F_SIZES or
- * not (and, stored, with _ZSTD and _COUNTS or not). */
+ * owner, the frees resolved (AP_EV_COLUMNS, the compactor's); either with
+ * AP_CHUNK_F_SIZES or not (and, stored, with _ZSTD and _COUNTS or not). */
 #define AP_EV_COLUMNS (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_XOWN)
 /* The chunk flags that say how its events are encoded (evdec_start's
  * `columns`). */
@@ -83,6 +96,13 @@ static inline bool evdec_encoding_ok(unsigned flags)
 {
 	unsigned c = flags & AP_EV_COLUMNS;
 	return c == 0 || c == AP_EV_COLUMNS;
+}
+
+/* Whether every column of a payload in columns was used up. */
+static inline bool evdec_columns_done(const struct evdec *d)
+{
+	return d->c1.p == d->c1.end && d->c2.p == d->c2.end && d->c3.p == d->c3.end &&
+	       d->c4.p == d->c4.end && d->c5.p == d->c5.end && d->c6.p == d->c6.end;
 }
 
 /* Starts decoding a payload (decode.c): see there. */
@@ -120,11 +140,32 @@ static inline uint64_t ring_count(const struct evdec *d)
 /* Counts an ALLOC (or a REALLOC's new block) and remembers its address
  * for FREEs by distance (`scan`, or REFs by index: only counts it; see
  * evdec_next). */
+/* Keeps a new allocation's stack (0 unsampled) and size for the
+ * resolved frees that name it without a field. */
+static inline __attribute__((always_inline)) void fring_push(struct evdec *d, uint32_t stack,
+							     uint64_t size)
+{
+	if (!d->fring)
+		return;
+	uint64_t k = d->th.nalloc;
+	if (k == d->fcap && d->fcap < AP_FREED_RING) {
+		/* not wrapped yet: indexes keep their slots */
+		d->fcap = d->fcap ? d->fcap * 2 : 64;
+		d->fstack = ap_xrealloc(d->fstack, d->fcap * sizeof(*d->fstack));
+		d->fsize = ap_xrealloc(d->fsize, d->fcap * sizeof(*d->fsize));
+	}
+	if (d->fsize) {
+		d->fstack[k & (d->fcap - 1)] = stack;
+		d->fsize[k & (d->fcap - 1)] = size;
+	}
+}
+
 static inline __attribute__((always_inline)) void ring_push(struct evdec *d, uint64_t addr,
 							    bool scan)
 {
 	uint64_t nal = ring_count(d);
 	d->th.nalloc++;
+	d->th.last_alloc = true;
 	if (scan || d->index)
 		return;
 	if (nal == d->ring_cap && d->ring_cap < AP_RING) {
@@ -141,6 +182,13 @@ static inline uint64_t predicted_size(struct evdec *d, uint32_t stack, uint64_t 
 	uint64_t size = ap_size_pred_get(d->pred, stack) + (uint64_t)ap_unzigzag(v);
 	ap_size_pred_put(d->pred, stack, size);
 	return size;
+}
+
+/* An allocation's size field v at stack: the size. */
+static inline __attribute__((always_inline)) uint64_t alloc_size(struct evdec *d, uint32_t stack,
+								 uint64_t v)
+{
+	return d->sized ? predicted_size(d, stack, v) : v;
 }
 
 enum { DEC_END = -1, DEC_BAD = -2, DEC_SKIP = -3 };
@@ -202,6 +250,38 @@ static inline int rd_sv(const uint8_t **p, const uint8_t *end, int64_t *v)
 	return 0;
 }
 
+/* The frees resolved (in columns): the block a FREE (or a REALLOC's FREE half) e
+ * ends, into e's stack, size and flags: one of the thread's last
+ * AP_FREED_RING allocations named by a REF (index idx; the thread's
+ * allocations before the record: nal) from the ring, else from column 5;
+ * -1 if the field is bad. Stack ids must be below nstacks. */
+static inline __attribute__((always_inline)) int rd_freed(struct evdec *d, struct ap_event *e,
+							  uint64_t idx, uint64_t nal, bool last,
+							  size_t nstacks)
+{
+	if (idx < nal && nal - idx < AP_FREED_RING) {
+		e->flags |= AP_EVF_RESOLVED | (last && idx + 1 == nal ? AP_EVF_TEMPORARY : 0);
+		if (d->fsize) {
+			size_t k = idx & (d->fcap - 1);
+			e->stack = d->fstack[k];
+			e->size = d->fsize[k];
+		}
+		return 0;
+	}
+	uint64_t v, z;
+	if (rd_uv(&d->c6.p, d->c6.end, &v) < 0)
+		return -1;
+	if (v == 0)
+		return 0; /* no block found: unmatched, or inherited */
+	v--;
+	if (v >> 1 >= nstacks || rd_uv(&d->c6.p, d->c6.end, &z) < 0)
+		return -1;
+	e->stack = (uint32_t)(v >> 1);
+	e->size = z;
+	e->flags |= AP_EVF_RESOLVED | ((v & 1) ? AP_EVF_TEMPORARY : 0);
+	return 0;
+}
+
 /* An address field (ap_put_addr) relative to prev. */
 static inline int rd_addr(const uint8_t **p, const uint8_t *end, uint64_t prev, uint64_t *out)
 {
@@ -218,12 +298,14 @@ static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_
 {
 	uint64_t k;
 	struct evcur *c = d->refs ? &d->c4 : d->ca;
+	d->ref_idx = UINT64_MAX;
 	if (rd_uv(&c->p, c->end, &k) < 0)
 		return -1;
 	if (d->index) {
 		if (k == 0) { /* the common case: the allocation after the last */
 			if (d->th.next >= d->th.nalloc)
 				return -1;
+			d->ref_idx = d->th.next;
 			*out = anon_id(d, d->th.next++);
 			return 0;
 		}
@@ -239,6 +321,7 @@ static inline __attribute__((always_inline)) int rd_ref(struct evdec *d, uint64_
 			return -1;
 		uint64_t idx = d->th.next + (uint64_t)step;
 		d->th.next = idx + 1;
+		d->ref_idx = idx;
 		*out = anon_id(d, idx);
 		return 0;
 	}
@@ -340,8 +423,8 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "ALLOC with stack id 0", DEC_BAD;
 		if (stack >= nstacks)
 			return *why = "stack id used before its STACK record", DEC_BAD;
-		if (d->sized)
-			size = predicted_size(d, (uint32_t)stack, size);
+		size = alloc_size(d, (uint32_t)stack, size);
+		fring_push(d, (uint32_t)stack, size);
 		ring_push(d, addr, scan);
 		e->addr = addr;
 		e->size = size;
@@ -366,10 +449,17 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 		e->type = AP_EV_FREE;
 		e->kind = 0;
 		e->flags = 0;
+		if (d->resolved && rd_freed(d, e, (tag & AP_TAG_REF) ? d->ref_idx : UINT64_MAX,
+					    d->th.nalloc, d->th.last_alloc, nstacks) < 0)
+			return *why = "FREE's block runs past the end of its column or has a bad "
+				      "field",
+			       DEC_BAD;
+		d->th.last_alloc = false;
 		d->nev++;
 		return 1;
 	case AP_EV_REALLOC: {
-		uint64_t size, stack, fl, old = 0, addr = 0;
+		uint64_t size, stack, fl, old = 0, addr = 0, nal = d->th.nalloc;
+		bool last = d->th.last_alloc;
 		if (((tag & AP_TAG_REF) ? rd_ref(d, &old, scan) < 0
 					: rd_addr(&d->ca->p, d->ca->end, d->addr, &d->addr) < 0) ||
 		    rd_uv(&c->p, c->end, &fl) < 0)
@@ -392,10 +482,10 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			return *why = "sampled REALLOC with stack id 0", DEC_BAD;
 		if ((tag & AP_TAG_REF) && !(fl & AP_RF_OLD_TRACKED))
 			return *why = "REALLOC names an untracked old block by distance", DEC_BAD;
-		if (d->sized)
-			size = predicted_size(d, (uint32_t)stack, size);
+		size = alloc_size(d, (uint32_t)stack, size);
 		if (!(fl & AP_RF_NEW_ANON) && (addr = d->addr) >= d->anon_min)
 			return *why = NO_ADDRESS, DEC_BAD;
+		fring_push(d, (fl & AP_RF_NEW_SAMPLED) ? (uint32_t)stack : 0, size);
 		ring_push(d, addr, scan);
 		int n = 0;
 		if (fl & AP_RF_OLD_TRACKED) {
@@ -405,6 +495,14 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			e->type = AP_EV_FREE;
 			e->kind = 0;
 			e->flags = AP_EVF_FROM_REALLOC;
+			/* (after the whole record: the ring's slot of the old
+			 * block is not the new one's, nal - idx < AP_FREED_RING) */
+			if (d->resolved &&
+			    rd_freed(d, e, (tag & AP_TAG_REF) ? d->ref_idx : UINT64_MAX, nal, last,
+				     nstacks) < 0)
+				return *why = "REALLOC's old block runs past the end of its column or "
+					      "has a bad field",
+				       DEC_BAD;
 			ev[1] = *e;
 			e = &ev[1];
 			e->gap = 0;

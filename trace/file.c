@@ -407,6 +407,7 @@ static int read_chunks(struct rd *r)
 	struct ap_chunk ch;
 	char why[160];
 	ap_chunk_walk_init(w, r->data, r->size);
+	t->resolved = true; /* until an EVENTS chunk is not */
 	for (;;) {
 		r->chunk_off = w->off;
 		if (w->off >= next_progress) {
@@ -421,6 +422,8 @@ static int read_chunks(struct rd *r)
 			return rd_corrupt(r, "%s", why);
 		if (res != AP_CHUNK_OK)
 			break;
+		if (ch.type == AP_CHUNK_EVENTS && !(ch.flags & AP_CHUNK_F_COLUMNS))
+			t->resolved = false;
 		if (ch.type == AP_CHUNK_EVENTS && (ch.flags & AP_CHUNK_F_COUNTS)) {
 			if (count_events(r, &ch) < 0)
 				return -1;

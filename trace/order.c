@@ -164,7 +164,11 @@ static bool frees_own_later(struct ap_order *m, struct stream *s, uint64_t addr,
 			return e->type == AP_EV_FREE;
 	}
 	struct evdec d = s->d;
-	d.sized = false; /* (sizes are not looked at: the table stays as it is) */
+	/* (sizes are not looked at: the table and the freed ring stay as they
+	 * are) */
+	d.sized = d.fring = false;
+	d.fstack = NULL;
+	d.fsize = NULL;
 	/* ca, cs and cg point into the decoder itself */
 	d.ca = s->d.ca == &s->d.c1 ? &d.c1 : &d.c0;
 	d.cs = s->d.cs == &s->d.c2 ? &d.c2 : &d.c0;
@@ -252,9 +256,7 @@ static bool chunk_end_ok(struct ap_order *m, struct stream *s)
 	const struct evdec *d = &s->d;
 	if (!s->has_cur || !c->counted)
 		return true;
-	if ((c->columns & AP_CHUNK_F_COLUMNS) &&
-	    (d->c1.p != d->c1.end || d->c2.p != d->c2.end || d->c3.p != d->c3.end ||
-	     d->c4.p != d->c4.end || d->c5.p != d->c5.end)) {
+	if ((c->columns & AP_CHUNK_F_COLUMNS) && !evdec_columns_done(d)) {
 		order_bad(m, s->cur_id, "columns of a size the records do not use");
 		return false;
 	}
@@ -505,6 +507,7 @@ struct ap_order *ap_order_new(const struct ap_order_input *in, size_t nstreams, 
 	m->out = ap_xmalloc((AP_EVENTS_BATCH + nstreams + 2) * sizeof(*m->out));
 	for (size_t i = 0; i < nstreams; i++) {
 		m->st[i].d.tids = tids;
+		m->st[i].d.fring = true;
 		m->st[i].d.anon_min = anon_min;
 		m->st[i].d.thread = (uint32_t)i;
 	}
@@ -615,6 +618,8 @@ void ap_order_free(struct ap_order *m)
 		return;
 	for (size_t i = 0; i < m->nstreams; i++) {
 		free(m->st[i].d.ring);
+		free(m->st[i].d.fstack);
+		free(m->st[i].d.fsize);
 		free(m->st[i].d.pred);
 		free(m->st[i].bufs.raw);
 		free(m->st[i].bufs.in);

@@ -160,6 +160,37 @@ static bool inherited(const struct ap_trace *t, const struct ap_event *e)
 	return p < t->nprocs && t->procs[p].forked;
 }
 
+/* FREE e ended block b: a free (true), or the FREE half of a realloc,
+ * which waits for its ALLOC half. */
+static inline bool block_ended(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
+			       size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	if (e->flags & AP_EVF_FROM_REALLOC) {
+		p->b = *b;
+		p->i = i;
+		p->e = *e;
+		p->set = true;
+		return false;
+	}
+	EACH(c, nc, free, i, e, b);
+	return true;
+}
+
+/* A FREE that found no block: inherited or unmatched. */
+static void no_block(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
+		     size_t i, const struct ap_event *e)
+{
+	if (!inherited(t, e)) {
+		EACH(c, nc, unmatched, i, e);
+		return;
+	}
+	for (size_t k = 0; k < nc; k++)
+		if (c[k].ops->inherited)
+			c[k].ops->inherited(c[k].ctx, i, e);
+		else if (c[k].ops->unmatched)
+			c[k].ops->unmatched(c[k].ctx, i, e);
+}
+
 /* Whether process p (of a whole run; the trace itself otherwise) ended by
  * exec: its heap went with its image. */
 static bool exec_ended(const struct ap_trace *t, uint32_t p)
@@ -229,6 +260,160 @@ static void drop_process(struct rmap *m, const struct ap_trace *t,
 	free(keys);
 }
 
+/* ---- a resolved trace: live blocks counted, not kept ---------------- */
+
+/* The blocks live of one (process, stack, size). */
+struct lcount {
+	uint64_t size;
+	uint32_t stack, proc;
+	int64_t n; /* (below 0 only in a trace that frees a block twice) */
+};
+
+/* Counts per (process, stack, size), in the order first seen; `at`: per
+ * stack, the entry it used last (most sites allocate one size). The last
+ * allocation is held, not counted, until the next event (`held`, of
+ * thread `hthread`): as with the live map, most blocks are freed by the
+ * next event (temporary), and those then never look their count up. */
+struct rlive {
+	struct ap_index ix;
+	struct lcount *e;
+	size_t n, alloc;
+	uint32_t *at;
+	size_t nstacks;
+	bool has_held;
+	uint32_t hthread;
+	struct lcount held;
+};
+
+static bool lcount_is(const void *ctx, uint32_t entry, const void *key)
+{
+	const struct lcount *a = &((const struct rlive *)ctx)->e[entry], *b = key;
+	return a->size == b->size && a->stack == b->stack && a->proc == b->proc;
+}
+
+/* The count of blocks of stack and size in process proc. */
+static inline struct lcount *rlive_of(struct rlive *L, uint32_t proc, uint32_t stack,
+				      uint64_t size)
+{
+	uint32_t *at = stack < L->nstacks ? &L->at[stack] : NULL;
+	if (at && *at < L->n) {
+		struct lcount *x = &L->e[*at];
+		if (x->size == size && x->stack == stack && x->proc == proc)
+			return x;
+	}
+	struct lcount key = {size, stack, proc, 0};
+	uint64_t h = ap_hash_u64(size * 0x9e3779b97f4a7c15ull ^ ((uint64_t)proc << 32 | stack));
+	bool added;
+	uint32_t k = ap_index_add(&L->ix, h, lcount_is, L, &key, (uint32_t)L->n, &added);
+	if (added) {
+		AP_ALLOC_GROW(L->e, L->n + 1, L->alloc);
+		L->e[L->n++] = key;
+	}
+	if (at)
+		*at = k;
+	return &L->e[k];
+}
+
+/* The held allocation is counted. */
+static inline void rlive_settle(struct rlive *L)
+{
+	if (!L->has_held)
+		return;
+	L->has_held = false;
+	rlive_of(L, L->held.proc, L->held.stack, L->held.size)->n++;
+}
+
+/* A block as the consumers see it, from a resolved trace. */
+static inline struct ap_replay_block block_of(const struct ap_trace *t, uint32_t stack,
+					      uint64_t size, bool temporary)
+{
+	return (struct ap_replay_block){
+	    .size = size,
+	    .stack = stack,
+	    .w = !stack ? 0 : t->rate <= 1 ? 1.0 : ap_trace_weight(t, size),
+	    .obj = UINT32_MAX,
+	    .temporary = temporary,
+	};
+}
+
+/* The blocks of process p (every process: UINT32_MAX) still live, out:
+ * to exec_dropped if `dropped` or the process ended by exec, else to
+ * live_at_end. */
+static void rlive_out(struct rlive *L, const struct ap_trace *t,
+		      const struct ap_replay_consumer *c, size_t nc, uint32_t p, bool dropped)
+{
+	rlive_settle(L);
+	for (size_t k = 0; k < L->n; k++) {
+		struct lcount *x = &L->e[k];
+		if (p != UINT32_MAX && x->proc != p)
+			continue;
+		struct ap_replay_block out = block_of(t, x->stack, x->size, false);
+		bool gone = dropped || exec_ended(t, x->proc);
+		for (; x->n > 0; x->n--)
+			for (size_t j = 0; j < nc; j++)
+				if (gone && c[j].ops->exec_dropped)
+					c[j].ops->exec_dropped(c[j].ctx, &out);
+				else if (c[j].ops->live_at_end)
+					c[j].ops->live_at_end(c[j].ctx, &out);
+	}
+}
+
+/* The thread's process in a whole run (0 otherwise). */
+static inline uint32_t proc_of(const struct ap_trace *t, const struct ap_event *e)
+{
+	return t->nprocs && e->thread < t->nthreads ? t->threads[e->thread].proc : 0;
+}
+
+/* Event i, e, of a resolved trace, on the thread whose pending state is
+ * p: replay_one's rules, the block a FREE ends read from it. */
+static inline void replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
+				   const struct ap_replay_consumer *c, size_t nc, size_t i,
+				   const struct ap_event *e)
+{
+	if (e->type == AP_EV_FREE) {
+		if (p->set) {
+			p->set = false;
+			EACH(c, nc, free, p->i, &p->e, &p->b);
+		}
+		if (!(e->flags & AP_EVF_RESOLVED)) {
+			no_block(t, c, nc, i, e);
+			return;
+		}
+		/* the thread's last allocation, if it is the held one: the
+		 * last event made it */
+		if (L->has_held && (e->flags & AP_EVF_TEMPORARY) && L->hthread == e->thread &&
+		    L->held.stack == e->stack && L->held.size == e->size) {
+			L->has_held = false;
+		} else {
+			rlive_settle(L);
+			rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
+		}
+		struct ap_replay_block b =
+		    block_of(t, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
+		block_ended(p, c, nc, i, e, &b);
+		return;
+	}
+	if (e->type != AP_EV_ALLOC)
+		return;
+	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
+	if (!grows && p->set) {
+		p->set = false;
+		EACH(c, nc, free, p->i, &p->e, &p->b);
+	}
+	uint32_t stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
+	rlive_settle(L);
+	L->has_held = true;
+	L->hthread = e->thread;
+	L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
+	struct ap_replay_block b = block_of(t, stack, e->size, false);
+	if (grows) {
+		p->set = false;
+		EACH(c, nc, grow, i, e, &p->b, &b);
+		return;
+	}
+	EACH(c, nc, alloc, i, e, &b);
+}
+
 /* Event i, e, on the thread whose pending state is p. */
 static inline void replay_one(struct rmap *m, struct pending *p, const struct ap_trace *t,
 			      const struct ap_replay_consumer *c, size_t nc, size_t i,
@@ -240,29 +425,14 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 		p->last_alloc = false;
 		struct rblock *r = map_pop(m, e->addr);
 		if (!r) {
-			if (inherited(t, e)) {
-				for (size_t k = 0; k < nc; k++)
-					if (c[k].ops->inherited)
-						c[k].ops->inherited(c[k].ctx, i, e);
-					else if (c[k].ops->unmatched)
-						c[k].ops->unmatched(c[k].ctx, i, e);
-				return;
-			}
-			EACH(c, nc, unmatched, i, e);
+			no_block(t, c, nc, i, e);
 			return;
 		}
 		/* temporary: the block the thread's last event made (not
 		 * another thread's, later, at the same address) */
 		struct ap_replay_block b = block_out(t, r, last && r->obj == p->last_obj);
-		if (e->flags & AP_EVF_FROM_REALLOC) {
-			p->b = b;
-			p->i = i;
-			p->e = *e;
-			p->set = true;
-			return;
-		}
-		EACH(c, nc, free, i, e, &b);
-		obj_release(m, b.obj);
+		if (block_ended(p, c, nc, i, e, &b))
+			obj_release(m, b.obj);
 		return;
 	}
 	if (e->type != AP_EV_ALLOC)
@@ -305,11 +475,18 @@ int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size
 	struct rmap m = { .held = NONE, .free_blocks = NONE };
 	ap_u64map_init(&m.map, 512);
 	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
-	bool each_event = false, drops = nc > 0, can_fail = false;
+	bool each_event = false, drops = nc > 0, can_fail = false, resolved = t->resolved;
 	for (size_t k = 0; k < nc; k++) {
 		each_event |= c[k].ops->event != NULL;
 		drops &= c[k].ops->exec_dropped != NULL;
 		can_fail |= c[k].ops->failed != NULL;
+		resolved &= !c[k].ops->blocks;
+	}
+	struct rlive L = {0};
+	if (resolved) {
+		L.nstacks = t->nstacks;
+		L.at = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(*L.at));
+		memset(L.at, 0xff, (t->nstacks ? t->nstacks : 1) * sizeof(*L.at));
 	}
 	struct exec_end *ex = NULL;
 	size_t nex = drops ? exec_ends(t, &ex) : 0, next_ex = 0;
@@ -323,10 +500,19 @@ int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size
 		for (size_t j = 0; j < n; j++) {
 			const struct ap_event *e = &ev[j];
 			size_t i = base + j;
-			while (next_ex < nex && ex[next_ex].ts < e->ts)
-				drop_process(&m, t, c, nc, ex[next_ex++].proc);
+			while (next_ex < nex && ex[next_ex].ts < e->ts) {
+				if (resolved)
+					rlive_out(&L, t, c, nc, ex[next_ex++].proc, true);
+				else
+					drop_process(&m, t, c, nc, ex[next_ex++].proc);
+			}
 			if (each_event)
 				EACH(c, nc, event, i, e);
+			struct pending *pe = &pend[e->thread <= t->nthreads ? e->thread : t->nthreads];
+			if (resolved) {
+				replay_resolved(&L, pe, t, c, nc, i, e);
+				continue;
+			}
 			/* The map is far bigger than the caches on a long trace, and
 			 * each event's probe is a miss: ask for the slot of an event
 			 * a few ahead (in this batch) while this one is handled;
@@ -343,8 +529,7 @@ int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size
 						ap_prefetch(&m.blocks[ps->val]);
 				}
 			}
-			replay_one(&m, &pend[e->thread <= t->nthreads ? e->thread : t->nthreads], t,
-				   c, nc, i, e);
+			replay_one(&m, pe, t, c, nc, i, e);
 		}
 		if (can_fail && (rc = consumers_failed(c, nc, err)) < 0)
 			break;
@@ -358,6 +543,7 @@ int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size
 		pending_flush(&m, &pend[k], c, nc);
 	if (can_fail && (rc = consumers_failed(c, nc, err)) < 0)
 		goto out;
+	rlive_out(&L, t, c, nc, UINT32_MAX, false);
 	map_settle(&m);
 	for (size_t s = 0; s <= m.map.mask; s++)
 		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next) {
@@ -379,5 +565,8 @@ out:
 	ap_u64map_release(&m.map);
 	free(m.blocks);
 	free(m.free_objs);
+	ap_index_release(&L.ix);
+	free(L.e);
+	free(L.at);
 	return rc;
 }

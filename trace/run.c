@@ -486,6 +486,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->file_size += t->file_size;
 		m->bytes_used += t->bytes_used;
 		m->nrecords += t->nrecords;
+		m->resolved &= t->resolved;
 		m->ngap_records += t->ngap_records;
 	}
 	if (!m->has_counts)

@@ -339,6 +339,8 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 			d[o + 4] = (uint8_t)(rnd() % 6);
 		if (rnd() % 10 == 0)
 			d[o + 5] = (uint8_t)(rnd() % 5); /* chunk flags */
+		else if (rnd() % 20 == 0)
+			d[o + 5] ^= AP_CHUNK_F_GAPS; /* one more column length, or one less */
 		if (rnd() % 10 == 0)
 			ap_put_u32le(d + o + 12, (uint32_t)(rnd() % (plen + 64)));
 		fix_crcs(d, len, o);
@@ -364,8 +366,13 @@ static size_t fuzz(const uint8_t *good, size_t len, size_t full_nev, unsigned it
 				    ? AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
 					  AP_CHUNK_F_XOWN
 				    : 0;
-		if (flags && plen >= 4)
-			for (int k = 0; k < 4; k++)
+		/* half of those with gaps: six column lengths, else five (the
+		 * frees resolved: every payload in columns) */
+		if (flags && rnd() % 2)
+			flags |= AP_CHUNK_F_GAPS;
+		int nlen = (flags & AP_CHUNK_F_GAPS) ? 6 : 5;
+		if (flags && plen >= (size_t)nlen)
+			for (int k = 0; k < nlen; k++)
 				p[k] = (uint8_t)(rnd() % (plen / 2 + 1) % 128);
 		/* mostly in a stream where it may come (index 0 of a new one) */
 		uint32_t tid = (uint32_t)(rnd() % 4 + 100);

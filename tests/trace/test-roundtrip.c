@@ -1208,12 +1208,13 @@ static void test_errors(void)
 	 * chunk, their FREEs by index in the thread's next chunk, in the other
 	 * order; an index past the thread's allocations is corrupt */
 	{
-		static const uint8_t a[] = {0, 2, 0, 0,		/* len1..len4 */
+		static const uint8_t a[] = {0, 2, 0, 0, 0,	/* len1..len4, frees' */
 					    0x09, 0x01, 0x09, 0x01, /* ALLOC|REF stack 1, twice */
 					    0x10, 0x10};	/* sizes 0+8, 8+8 (by stack) */
-		static const uint8_t b[] = {0, 0, 0, 2, 0x0a, 0x0a, /* FREE|REF twice */
+		/* (frees of the thread's last allocations: no frees' field) */
+		static const uint8_t b[] = {0, 0, 0, 2, 0, 0x0a, 0x0a, /* FREE|REF twice */
 					    0x04, 0x06}; /* index 0+1, then 2-2 (bit 0: own) */
-		static const uint8_t past[] = {0, 0, 0, 1, 0x0a, 0x08}; /* index 2+2 */
+		static const uint8_t past[] = {0, 0, 0, 1, 0, 0x0a, 0x08}; /* index 2+2 */
 		for (int round = 0; round < 3; round += 2) {
 			tw = ap_tw_new(&h);
 			uint64_t pc = 1;
@@ -1259,7 +1260,7 @@ static void test_errors(void)
 				snprintf(want, sizeof(want),
 					 "corrupt chunk at byte %zu: FREE record runs past the end of "
 					 "the payload, has a bad varint or names a block not allocated "
-					 "before it (record at byte 4",
+					 "before it (record at byte 5",
 					 len + AP_CHUNK_HDR_LEN + sizeof(a));
 				expect_error(dc, total, want);
 			}
@@ -1273,11 +1274,14 @@ static void test_errors(void)
 	 * the first, by (tid, index), and a third FREE names a tid no thread
 	 * has (it matches nothing) */
 	{
-		static const uint8_t a[] = {0, 2, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
-		static const uint8_t b[] = {0, 0, 0, 8, 0x0a, 0x0a, 0x0a,
+		static const uint8_t a[] = {0, 2, 0, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
+		static const uint8_t b[] = {0, 0, 0, 8, 5, 0x0a, 0x0a, 0x0a,
 					    0x09, 0xe8, 0x07,  /* other: step +1, tid 1000 */
 					    0x0d, 0xe8, 0x07,  /* other: step -2, tid 1000 */
-					    0x09, 0x05};       /* other: step +1, tid 5 */
+					    0x09, 0x05,	       /* other: step +1, tid 5 */
+					    /* the blocks they end: stack 1, 16 bytes; stack
+					     * 1, 8 bytes; none */
+					    3, 16, 3, 8, 0};
 		tw = ap_tw_new(&h);
 		uint64_t pc = 1;
 		ap_tw_stack(tw, &pc, 1);
@@ -1325,13 +1329,14 @@ static void test_errors(void)
 	 * written), 1000's first (-2 from the 2 after its last); a second
 	 * payload starts with the same-tid bit of a thread that named none */
 	for (int bad = 0; bad < 2; bad++) {
-		static const uint8_t a[] = {0, 2, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
-		static const uint8_t b[] = {0, 0, 0, 10, 0x0a, 0x0a, 0x0a, 0x0a,
+		static const uint8_t a[] = {0, 2, 0, 0, 0, 0x09, 0x01, 0x09, 0x01, 0x08, 0x10};
+		static const uint8_t b[] = {0, 0, 0, 10, 8, 0x0a, 0x0a, 0x0a, 0x0a,
 					    0x09, 0xe8, 0x07,	/* 1000: +1 */
 					    0x01, 0xb8, 0x17,	/* 3000: 0 */
 					    0x03,		/* the same: 0 */
-					    0x0d, 0xe8, 0x07};	/* 1000: -2 */
-		static const uint8_t c[] = {0, 0, 0, 1, 0x0a, 0x03};
+					    0x0d, 0xe8, 0x07,	/* 1000: -2 */
+					    3, 16, 3, 8, 3, 16, 3, 8}; /* their blocks */
+		static const uint8_t c[] = {0, 0, 0, 1, 0, 0x0a, 0x03};
 		const uint8_t *fr = bad == 1 ? c : b;
 		size_t frn = bad == 1 ? sizeof(c) : sizeof(b);
 		tw = ap_tw_new(&h);

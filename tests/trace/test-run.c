@@ -14,6 +14,7 @@
 #include "ap_check.h"
 #include "ap_replay.h"
 #include "ap_trace.h"
+#include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 
 /* A process: pid, start time; allocs 0x1000 (64 B) at t0+10 and 0x2000
@@ -104,8 +105,10 @@ static void write_rows(const char *path, uint64_t pid, uint64_t ppid, uint64_t t
  * 64-byte block it inherited and allocates 8 bytes; the exec'd image
  * (from 2060) allocates 500 bytes and frees them. The blocks live at the
  * exec leave at 2050 (the run's peak is then 8 + 500, not 164 + 8 + 500),
- * and the child's free is inherited, not unmatched. */
-static void test_fork_exec(const char *dir)
+ * and the child's free is inherited, not unmatched. `compact`: the
+ * traces as `record` leaves them, their frees resolved (the replay keeps
+ * no live map, and the rules hold all the same). */
+static void test_fork_exec(const char *dir, bool compact)
 {
 	char p[4200], c[4200], x[4200];
 	snprintf(p, sizeof(p), "%s/fx.trace", dir);
@@ -119,12 +122,16 @@ static void test_fork_exec(const char *dir)
 	write_rows(x, 5000, 1, 2060, NULL, AP_END_EXIT, xr, 2);
 	struct ap_run run;
 	struct ap_error err;
+	struct ap_compact_stats st;
+	for (int k = 0; compact && k < 3; k++)
+		CHECK(ap_trace_compact(k == 0 ? p : k == 1 ? c : x, 3, &st, &err) == 0, "%s", err.msg);
 	const char *paths[] = { p };
 	struct ap_trace *t = NULL;
 	CHECK(ap_run_read(&run, paths, 1, true, &err, NULL, NULL) == 0 && run.n == 3, "fx: read");
 	CHECK(ap_run_merge(&run, &t, &err) == 0 && t, "fx: %s", err.msg);
 	if (!t)
 		return;
+	CHECK(t->resolved == compact, "fx: resolved %d", t->resolved);
 	struct ap_trace_totals tot;
 	CHECK(ap_trace_totals(t, &tot, &err) == 0, "%s", err.msg);
 	CHECK(tot.unmatched_frees == 0 && tot.inherited_frees == 1, "fx: %llu unmatched, %llu inherited",
@@ -256,7 +263,8 @@ int main(int argc, char **argv)
 	remove(b);
 	remove(old);
 	remove(other);
-	test_fork_exec(dir);
+	test_fork_exec(dir, false);
+	test_fork_exec(dir, true);
 	rmdir(dir);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);

@@ -25,12 +25,17 @@
 #include "plan.h"
 #include "stacks.h"
 
-/* A live anonymous block: its allocation index, and the position of the
- * block live at the same address before it (AP_U64MAP_NONE: none). */
+/* A live block of the thread's own that it frees itself: its allocation
+ * index (| LIVE_KEPT: it keeps its address, and its FREE names that), the
+ * position of the block live at the same address before it
+ * (AP_U64MAP_NONE: none), and its stack and size (the frees resolved). */
 struct live_at {
 	uint64_t index;
+	uint64_t size;
 	uint32_t older;
+	uint32_t stack;
 };
+#define LIVE_KEPT (1ull << 63)
 
 /* A thread's events waiting to be written, in file order. */
 struct pending {
@@ -43,6 +48,7 @@ struct pending {
 	 * address -> position in at[] of the latest (spare: positions free
 	 * again) */
 	uint64_t nalloc, next;
+	bool last_alloc; /* its last event was an allocation (index nalloc - 1) */
 	/* several threads: its plan, the next of its xfree entries, its FREE
 	 * records so far, and `next` for REFs to each other thread
 	 * (AP_CHUNK_F_XOWN) */
@@ -95,7 +101,9 @@ struct compactor {
 	 * threads (a run of thousands of short threads) */
 	struct ap_event *spare_ev;
 	size_t spare_alloc;
-	struct bytes col[7], payload; /* col[5]: the sizes, not predicted; col[6]: gaps */
+	/* col[5]: the sizes, not predicted; col[6]: gaps; col[7]: the blocks
+	 * the frees end */
+	struct bytes col[8], payload;
 	bool gaps;		      /* the raw events have gaps (AP_CHUNK_F_GAPS) */
 	struct ap_size_pred *sizes;   /* the encoder's (AP_CHUNK_F_SIZES) */
 	struct bytes meta;	      /* META records not written yet (COMPACT_META) */

@@ -106,15 +106,19 @@ static void scan_began(struct shared_scan *s, const struct ap_event *e, uint32_t
 	scan_named(s, e->ts, e->addr, e->thread, s->obj[obj]);
 }
 
-static void scan_ended(struct shared_scan *s, const struct ap_event *e, uint64_t addr, uint32_t obj)
+static void scan_ended(struct shared_scan *s, const struct ap_event *e,
+		       const struct ap_replay_block *ended)
 {
+	uint64_t addr = ended->addr;
+	uint32_t obj = ended->obj;
 	uint64_t ord = s->nfrees[e->thread]++;
 	struct blk b = s->obj[obj];
 	if (b.thread != e->thread) {
 		struct thread_plan *pl = &s->plan[e->thread];
 		bits_set(&s->plan[b.thread].xfreed, b.index);
 		AP_ALLOC_GROW(pl->x, pl->nx + 1, pl->x_alloc);
-		pl->x[pl->nx++] = (struct xfree){ord, b.index, b.thread};
+		pl->x[pl->nx++] = (struct xfree){ord,	      b.index,		b.thread,
+						 ended->stack, ended->temporary, ended->size};
 	}
 	scan_named(s, e->ts, addr, e->thread, b);
 }
@@ -191,14 +195,14 @@ static void scan_alloc(void *ctx, size_t i, const struct ap_event *e,
 static void scan_grow(void *ctx, size_t i, const struct ap_event *e,
 		      const struct ap_replay_block *old, const struct ap_replay_block *b)
 {
-	scan_ended(ctx, e, old->addr, old->obj);
+	scan_ended(ctx, e, old);
 	scan_began(ctx, e, b->obj);
 }
 
 static void scan_free(void *ctx, size_t i, const struct ap_event *e,
 		      const struct ap_replay_block *b)
 {
-	scan_ended(ctx, e, e->addr, b->obj);
+	scan_ended(ctx, e, b);
 }
 
 static void scan_unmatched(void *ctx, size_t i, const struct ap_event *e)
@@ -224,7 +228,8 @@ int compact_plan(const char *path, uint64_t quantum, uint64_t step, struct threa
 	s.plan = ap_xcalloc(t->nthreads + 1, sizeof(*s.plan));
 	ap_u64map_init(&s.seen, 64);
 	/* (the runs only when coarse_q has a step to round to) */
-	const struct ap_replay_ops ops = {.event = step > 1 ? scan_event : NULL,
+	const struct ap_replay_ops ops = {.blocks = true,
+					  .event = step > 1 ? scan_event : NULL,
 					  .alloc = scan_alloc,
 					  .grow = scan_grow,
 					  .free = scan_free,

@@ -29,6 +29,11 @@ static inline bool bits_get(const struct bits *b, uint64_t i)
 struct xfree {
 	uint64_t ordinal, index;
 	uint32_t plan;
+	/* the block, for the frees resolved: its stack, size, and whether
+	 * the replay found it temporary */
+	uint32_t stack;
+	bool temporary;
+	uint64_t size;
 };
 
 /* A run: a thread's events that no other thread's event comes between,

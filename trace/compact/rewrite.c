@@ -20,9 +20,11 @@
  * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
 #define COMPACT_HELD (16u << 20)
 
-/* The block at addr was the thread's allocation `index`: it is anonymous
- * (anon_ok), and its FREE will name it by that index. */
-static void live_put(struct pending *p, uint64_t addr, uint64_t index)
+/* The block at addr was the thread's allocation `index` (| LIVE_KEPT),
+ * of stack and size: its FREE will name it by that index, or by its
+ * address if kept. */
+static void live_put(struct pending *p, uint64_t addr, uint64_t index, uint32_t stack,
+		     uint64_t size)
 {
 	if (!p->live.slot)
 		ap_u64map_init(&p->live, 1024);
@@ -35,38 +37,54 @@ static void live_put(struct pending *p, uint64_t addr, uint64_t index)
 	}
 	/* another block live at addr (a FREE the sampler did not see): a
 	 * FREE ends the latest, the next one the one before */
-	p->at[pos] = (struct live_at){index, ap_u64map_push(&p->live, addr, pos)};
+	p->at[pos] = (struct live_at){index, size, ap_u64map_push(&p->live, addr, pos), stack};
 }
 
-/* The index of the thread's latest live anonymous block at addr, which is
- * freed now; false if there is none (it is named by its address). */
-static bool live_take(struct pending *p, uint64_t addr, uint64_t *index)
+/* The thread's latest live block at addr, which is freed now; false if
+ * there is none (it is named by its address, and not resolved). */
+static bool live_take(struct pending *p, uint64_t addr, struct live_at *out)
 {
 	struct ap_u64map_slot *sl = p->live.slot ? ap_u64map_find(&p->live, addr) : NULL;
 	if (!sl)
 		return false;
 	uint32_t pos = sl->val;
-	*index = p->at[pos].index;
+	*out = p->at[pos];
 	ap_u64map_pop(&p->live, sl, p->at[pos].older);
 	AP_ALLOC_GROW(p->spare, p->nspare + 1, p->spare_alloc);
 	p->spare[p->nspare++] = pos;
 	return true;
 }
 
+/* The block a FREE ends (the frees resolved): found or not (an
+ * unmatched FREE), its stack and size, and whether it was temporary;
+ * `ring`: named by a REF to one of the thread's last AP_FREED_RING
+ * allocations, which the reader knows (no field). */
+struct freed {
+	bool found, temporary, ring;
+	uint32_t stack;
+	uint64_t size;
+};
+
 /* The REF of a FREE record of the thread at addr (AP_CHUNK_F_INDEX):
  * of another thread's anonymous block, that thread's tid (unless it is
  * the last one's: bit 1) and the index as a step from the index after
  * the last one this thread named of it (AP_CHUNK_F_XOWN); of its own
  * live anonymous one, the index as a step from its `next`; else none (by
- * address). Bit 0 of the field says which. */
+ * address). Bit 0 of the field says which. The block it ends goes to
+ * *fr: the plan's, or the thread's own, temporary when the thread's last
+ * event made it (ap_replay.h's rule). */
 static void free_ref(const struct compactor *c, struct pending *p, uint64_t addr,
-		     struct ap_evrec *r)
+		     struct ap_evrec *r, struct freed *fr)
 {
-	uint64_t ord = p->nfrees++, index;
+	uint64_t ord = p->nfrees++;
+	bool last = p->last_alloc;
+	p->last_alloc = false;
 	r->by_ref = r->ref_tid = false;
+	*fr = (struct freed){0};
 	if (p->plan && p->xpos < p->plan->nx && p->plan->x[p->xpos].ordinal == ord) {
 		const struct xfree *x = &p->plan->x[p->xpos++];
 		const struct thread_plan *owner = &c->plan[x->plan];
+		*fr = (struct freed){true, x->temporary, false, x->stack, x->size};
 		if (bits_get(&owner->keep, x->index))
 			return;
 		bool same = p->xo.n && p->xo.tid[0] == owner->tid;
@@ -78,24 +96,47 @@ static void free_ref(const struct compactor *c, struct pending *p, uint64_t addr
 		*next = x->index + 1;
 		return;
 	}
-	if (!live_take(p, addr, &index))
+	struct live_at a;
+	if (!live_take(p, addr, &a))
 		return;
+	uint64_t index = a.index & ~LIVE_KEPT;
+	*fr = (struct freed){true, last && index + 1 == p->nalloc, false, a.stack, a.size};
+	if (a.index & LIVE_KEPT)
+		return;
+	fr->ring = p->nalloc - index < AP_FREED_RING;
 	r->by_ref = true;
 	r->ref = ap_zigzag((int64_t)(index - p->next)) << 1;
 	p->next = index + 1;
 }
 
-/* A new block of the thread at addr, its index counted: anonymous unless
- * the plan keeps its address; in the live map unless another thread
- * ends it. */
-static bool new_block(struct pending *p, uint64_t addr)
+/* A new block of the thread at addr (its stack and size), its index
+ * counted: anonymous unless the plan keeps its address (then false); in
+ * the live map unless another thread ends it. */
+static bool new_block(struct pending *p, uint64_t addr, uint32_t stack, uint64_t size)
 {
 	uint64_t index = p->nalloc++;
-	if (p->plan && bits_get(&p->plan->keep, index))
-		return false;
+	bool kept = p->plan && bits_get(&p->plan->keep, index);
+	p->last_alloc = true;
 	if (!p->plan || !bits_get(&p->plan->xfreed, index))
-		live_put(p, addr, index);
-	return true;
+		live_put(p, addr, index | (kept ? LIVE_KEPT : 0), stack, size);
+	return !kept;
+}
+
+/* Column 6 (the frees resolved): the block a FREE ended; nothing for
+ * one the reader's ring holds. (Its size is plain: the column is zstd's
+ * alone, and a site's sizes repeat there.) */
+static void put_freed(struct compactor *c, const struct freed *fr)
+{
+	if (fr->ring)
+		return;
+	uint8_t *q = room(&c->col[7], 2 * AP_VARINT_MAX), *s = q;
+	if (!fr->found) {
+		*q++ = 0;
+	} else {
+		q += ap_put_uv(q, ((uint64_t)fr->stack << 1 | fr->temporary) + 1);
+		q += ap_put_uv(q, fr->size);
+	}
+	c->col[7].len += (size_t)(q - s);
 }
 
 /* Prefetching the live map's slots pays from this many slots on, this
@@ -141,7 +182,7 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 /* One thread's pending events as one EVENTS payload in five columns (six
  * with gaps: col[6], a code per AP_GAP_WINDOW records, AP_CHUNK_F_GAPS)
  * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
- * AP_CHUNK_F_XOWN): every block
+ * AP_CHUNK_F_XOWN; and the blocks the frees end, col[7]): every block
  * only its own thread names is anonymous, and its FREE, in this chunk or
  * a later one, names it by its index. The sizes are written both ways,
  * predicted by stack (col[2]) and not (col[5]); the payload takes the
@@ -152,7 +193,7 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_counts *counts)
 {
 	struct bytes *col = c->col;
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < 8; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0, nalloc = 0;
 	if (!c->sizes)
@@ -188,22 +229,25 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 				     .size = a->size,
 				     .stack = a->stack};
 		nalloc += r.type != AP_EV_FREE;
+		/* the new block's stack: 0 for an unsampled one (the replay's) */
+		uint32_t bstack = (a->flags & AP_EVF_SAMPLED) ? a->stack : 0;
+		struct freed fr = {0};
 		switch (r.type) {
 		case AP_EV_ALLOC:
 			r.kind = a->kind;
-			r.anon = new_block(p, a->addr);
+			r.anon = new_block(p, a->addr, bstack, a->size);
 			break;
 		case AP_EV_FREE:
-			free_ref(c, p, a->addr, &r);
+			free_ref(c, p, a->addr, &r, &fr);
 			break;
 		case AP_EV_REALLOC:
 			r.kind = a->kind;
 			r.flags = (a->flags & AP_EVF_SAMPLED) ? AP_RF_NEW_SAMPLED : 0;
 			if (old) {
 				r.flags |= AP_RF_OLD_TRACKED;
-				free_ref(c, p, old->addr, &r);
+				free_ref(c, p, old->addr, &r, &fr);
 			}
-			r.anon = new_block(p, a->addr);
+			r.anon = new_block(p, a->addr, bstack, a->size);
 			/* an untracked old block: its address does not matter */
 			r.addr = old ? old->addr : enc.prev_addr;
 			r.addr2 = a->addr;
@@ -225,6 +269,8 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		}
 		if (r.type != AP_EV_FREE)
 			col[5].len += ap_put_uv(room(&col[5], AP_VARINT_MAX), r.size);
+		if (r.type == AP_EV_FREE || (r.flags & AP_RF_OLD_TRACKED))
+			put_freed(c, &fr);
 		col[0].len += (size_t)(c0 - s0);
 		col[1].len += (size_t)(c1 - s1);
 		col[2].len += (size_t)(c2 - s2);
@@ -248,10 +294,12 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 	put_uv(out, col[4].len);
 	if (c->gaps)
 		put_uv(out, col[6].len);
+	put_uv(out, col[7].len);
 	for (int k = 0; k < 5; k++)
 		put_bytes(out, c->col[k].b, c->col[k].len);
 	if (c->gaps)
 		put_bytes(out, c->col[6].b, c->col[6].len);
+	put_bytes(out, c->col[7].b, c->col[7].len);
 	return flags;
 }
 
@@ -380,7 +428,8 @@ size_t compact_pooled_anon(const struct compactor *c, const uint8_t *s, size_t l
 			const struct pending *q = &c->pend[i];
 			struct ap_u64map_slot *sl =
 			    q->live.slot ? ap_u64map_find(&q->live, x >> 1) : NULL;
-			if (sl) {
+			/* (a block that keeps its address is named by it) */
+			if (sl && !(q->at[sl->val].index & LIVE_KEPT)) {
 				owner = q;
 				pos = sl->val;
 			}
@@ -434,7 +483,7 @@ void compact_rewrite_release(struct compactor *c)
 	}
 	free(c->pend);
 	free(c->spare_ev);
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < 8; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
 	free(c->sizes);
