@@ -1,7 +1,9 @@
 /* The interactive browser of `allocprof tui`: a text screen model that both
  * the ncurses front end and the batch mode draw (tui-screen.c), and the
- * browser's state, key handling and views (tui.c) over the report models
- * of ap_report.h and ap_advise.h. cli/cmd-tui.c runs it. */
+ * browser's state and key handling (tui.c) and its views, one file per view
+ * or family behind struct tui_view_ops (tui-top.c, tui-peek.c, tui-list.c,
+ * tui-timeline.c, tui-advise.c, tui-help.c; tui-int.h), over the report
+ * models of ap_report.h and ap_advise.h. cli/cmd-tui.c runs it. */
 #ifndef AP_TUI_H
 #define AP_TUI_H
 
@@ -60,7 +62,7 @@ void tui_screen_row_attr(struct tui_screen *s, int row, int attr);
 /* Prints the screen as text, one line per row, trailing blanks dropped. */
 void tui_screen_print(const struct tui_screen *s, FILE *f);
 
-/* ---- the browser (tui.c) ------------------------------------------------ */
+/* ---- the browser (tui.c, tui-*.c) ----------------------------------------- */
 
 enum tui_view_kind {
 	TUI_VIEW_TOP,
@@ -98,9 +100,9 @@ struct tui_peek_step {
 	struct tui_pos pos;
 };
 
-struct tui_timeline; /* tui.c: the timeline model, for one width */
-struct tui_work;     /* tui.c: the replays run while the user browses */
-struct tui_tljob;    /* tui.c: the timeline for a new width, being made */
+struct tui_timeline; /* tui-int.h: the timeline model, for one width */
+struct tui_work;     /* tui-work.c: the replays run while the user browses */
+struct tui_tljob;    /* tui-work.c: the timeline for a new width, being made */
 
 struct tui;
 
