@@ -28,6 +28,8 @@ int tui_load_costs(struct tui *t)
 
 void tui_open_advise(struct tui *t)
 {
+	if (t->follow && tui_follow_wait(t, TUI_VIEW_ADVISE))
+		return;
 	if (tui_work_wait(t, TUI_VIEW_ADVISE))
 		return;
 	if (!t->advice) {

@@ -89,6 +89,9 @@ void tui_draw_page(const struct tui *t, struct tui_screen *s, const struct tui_p
 size_t tui_row_named(const struct ap_report *r, const char *name, size_t fallback);
 void tui_reports_clear(struct tui *t);
 void tui_next_sample_index(struct tui *t);
+/* Makes the top model of the current options current (filter: the focus
+ * or ignore changed); -1 on a bad regex (said on the status line). */
+int tui_rebuild(struct tui *t, bool filter);
 /* Applies the prompt's text as the focus or ignore regex. */
 void tui_apply_filter(struct tui *t);
 
@@ -141,5 +144,17 @@ void tui_work_release(struct tui *t);
 /* Takes over a finished timeline job (waits for it with `block`); true
  * if it did. */
 bool tui_tljob_poll(struct tui *t, bool block);
+
+/* ---- tui-follow.c ---- */
+
+/* Takes over what the follower made since the last call (top's values,
+ * the timeline, the advisor's model), the lock held; true if anything. */
+bool tui_follow_poll(struct tui *t);
+/* Before view k (the timeline or the advice) opens, following: true if
+ * it must wait for the follower to make it (then it opens from
+ * tui_follow_poll). */
+bool tui_follow_wait(struct tui *t, enum tui_view_kind k);
+/* The start of the status line: following, or how the program ended. */
+void tui_follow_status(const struct tui *t, char *buf, size_t len);
 
 #endif

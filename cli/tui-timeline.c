@@ -17,6 +17,10 @@ static void timeline_page_line(void *ctx, const struct ap_line *line)
  * the status line; t->timeline is NULL then). */
 bool tui_timeline_refresh(struct tui *t)
 {
+	/* following, the follower makes it (tui-follow.c), until the end */
+	bool follows = t->follow && !tui_follow_ended(t);
+	if (follows && !t->timeline)
+		return false;
 	if (t->failed && (!t->timeline || !t->timeline->T.nbuckets)) {
 		tui_set_status(t, "%s", t->error.msg);
 		return false;
@@ -30,7 +34,7 @@ bool tui_timeline_refresh(struct tui *t)
 	/* the axis label takes 11 columns, the time at the end about 12 */
 	size_t nb = t->cols > 33 ? (size_t)t->cols - 23 : 10;
 	/* (after a failed replay, the width made before stays) */
-	if (tl->T.nbuckets != nb && !t->failed &&
+	if (tl->T.nbuckets != nb && !t->failed && !follows &&
 	    !(t->work && tl->T.nbuckets && tui_tljob_start(t, nb))) {
 		/* (with work, the old width stays shown until the new one is made) */
 		tui_busy(t, "replaying the trace");
@@ -68,6 +72,8 @@ void tui_timeline_free(struct tui_timeline *tl)
 
 void tui_open_timeline(struct tui *t)
 {
+	if (t->follow && tui_follow_wait(t, TUI_VIEW_TIMELINE))
+		return;
 	if (tui_work_wait(t, TUI_VIEW_TIMELINE))
 		return;
 	if (!tui_timeline_refresh(t))

@@ -46,7 +46,7 @@ void tui_reports_clear(struct tui *t)
  * On failure (a bad regex) the old model stays, the error goes to the
  * status line and -1 is returned. The cursor stays on the same node when
  * it still exists. */
-static int rebuild(struct tui *t, bool filter)
+int tui_rebuild(struct tui *t, bool filter)
 {
 	struct ap_report **slot =
 	    &t->reports[t->o.view.report.sample_index][t->o.view.report.granularity];
@@ -86,7 +86,7 @@ void tui_next_sample_index(struct tui *t)
 	if (next == AP_SI_TEMPORARY && t->v->trace->rate > 1)
 		next = si_cycle[(i + 2) % AP_ARRAY_SIZE(si_cycle)];
 	t->o.view.report.sample_index = next;
-	if (rebuild(t, false))
+	if (tui_rebuild(t, false))
 		t->o.view.report.sample_index = old;
 }
 
@@ -94,7 +94,7 @@ static void next_granularity(struct tui *t)
 {
 	enum ap_granularity old = t->o.view.report.granularity;
 	t->o.view.report.granularity = (enum ap_granularity)((old + 1) % 3);
-	if (rebuild(t, false))
+	if (tui_rebuild(t, false))
 		t->o.view.report.granularity = old;
 }
 
@@ -116,7 +116,7 @@ void tui_apply_filter(struct tui *t)
 	char *old = *slot;
 	*slot = t->input.len ? ap_xstrdup(t->input.buf) : NULL;
 	*opt = *slot;
-	if (rebuild(t, true)) {
+	if (tui_rebuild(t, true)) {
 		free(*slot);
 		*slot = old;
 		*opt = old;

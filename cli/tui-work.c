@@ -84,7 +84,7 @@ static void *work_main(void *arg)
 
 void tui_start_work(struct tui *t)
 {
-	if (t->work)
+	if (t->work || t->follow)
 		return;
 	struct tui_work *w = ap_xcalloc(1, sizeof(*w));
 	w->trace = t->v->trace;
@@ -140,6 +140,12 @@ bool tui_work_wait(struct tui *t, enum tui_view_kind k)
 
 bool tui_poll(struct tui *t, bool block, bool *pending)
 {
+	if (t->follow) {
+		/* (wake now and then: the status line says how old it is) */
+		if (pending)
+			*pending = true;
+		return tui_follow_poll(t);
+	}
 	struct tui_work *w = t->work;
 	if (pending)
 		*pending = false;

@@ -422,7 +422,13 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col)
 					 0);
 		*cursor_col = tui_screen_put(s, last, col, TUI_STATUS, t->input.buf, 0);
 	} else {
-		tui_screen_put(s, last, 0, TUI_STATUS,
+		int col = 0;
+		if (t->follow && !t->status[0] && !t->failed) {
+			char f[512];
+			tui_follow_status(t, f, sizeof(f));
+			col = tui_screen_put(s, last, 0, TUI_STATUS, f, 0);
+		}
+		tui_screen_put(s, last, col, TUI_STATUS,
 			       t->status[0] ? t->status
 			       : t->failed  ? t->error.msg
 					    : status_keys(k),
