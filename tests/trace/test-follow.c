@@ -8,6 +8,7 @@
  * of them, in the same order, and the values of the replay fed part by
  * part equal those of one replay of the finished trace. */
 #include <fcntl.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,15 +103,10 @@ static void check_prefix(const struct fed *all, const struct ap_trace *whole, ui
 		}
 }
 
-int main(void)
+/* The trace (*data, *len), where its first two parts end (cut) and the
+ * limits the buffers file says after each. */
+static void make_trace(uint8_t **data, size_t *len, size_t cut[2], uint64_t limit[2])
 {
-	char dir[] = "/tmp/ap-test-follow-XXXXXX";
-	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-	char path[256], bpath[300];
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	snprintf(bpath, sizeof(bpath), "%s%s", path, AP_BUFFERS_SUFFIX);
-
-	/* the trace, and where its parts end */
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
 	h.time_quantum_ns = QUANTUM;
@@ -127,8 +123,6 @@ int main(void)
 	bool live[NADDR] = {false};
 	const int steps = 6000, cut_at[2] = {2000, 4000};
 	uint32_t tid = 10;
-	size_t cut[2];
-	uint64_t limit[2];
 	for (int i = 0; i < steps; i++) {
 		for (int c = 0; c < 2; c++)
 			if (i == cut_at[c]) {
@@ -170,10 +164,49 @@ int main(void)
 	}
 	struct ap_tw_end end = {ts + 1, AP_END_EXIT, 0, 0, 0, 0, 0};
 	ap_tw_end(tw, &end);
-	uint8_t *data;
-	size_t len;
 	struct ap_error err;
-	CHECK(ap_tw_close_mem(tw, &data, &len, &err) == 0, "writer: %s", err.msg);
+	CHECK(ap_tw_close_mem(tw, data, len, &err) == 0, "writer: %s", err.msg);
+}
+
+/* --write PATH MS: the trace written to PATH in its three parts, MS
+ * milliseconds apart, as a program under record would write it (for
+ * tests/tui/follow-batch.sh, which follows it). */
+static int write_slowly(const char *path, long ms)
+{
+	uint8_t *data;
+	size_t len, cut[2];
+	uint64_t limit[2];
+	char bpath[4096];
+	snprintf(bpath, sizeof(bpath), "%s%s", path, AP_BUFFERS_SUFFIX);
+	make_trace(&data, &len, cut, limit);
+	struct timespec pause = {ms / 1000, ms % 1000 * 1000000};
+	/* (as the sampler does: a chunk in the file, then its buffer empty) */
+	write_at(path, data, cut[0], false);
+	write_buffers(bpath, limit[0]);
+	nanosleep(&pause, NULL);
+	write_at(path, data + cut[0], cut[1] - cut[0], true);
+	write_buffers(bpath, limit[1]);
+	nanosleep(&pause, NULL);
+	write_at(path, data + cut[1], len - cut[1], true);
+	unlink(bpath);
+	free(data);
+	return failures != 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "--write"))
+		return write_slowly(argv[2], atol(argv[3]));
+	char dir[] = "/tmp/ap-test-follow-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	char path[256], bpath[300];
+	snprintf(path, sizeof(path), "%s/t.trace", dir);
+	snprintf(bpath, sizeof(bpath), "%s%s", path, AP_BUFFERS_SUFFIX);
+	uint8_t *data;
+	size_t len, cut[2];
+	uint64_t limit[2];
+	struct ap_error err;
+	make_trace(&data, &len, cut, limit);
 
 	/* the whole trace, merged and replayed at once */
 	struct ap_trace *whole;

@@ -1,0 +1,35 @@
+#!/bin/sh
+# `allocprof tui --follow --batch` on a trace written while it reads it (in
+# three parts, 300 ms apart, the buffers file saying how far the threads
+# are, by tests/trace/test-follow --write; no sampler, so that the
+# sanitized build runs the follower too): once the trace has ended it
+# applies its keys, and its screen, but for the status line, is the one
+# `tui --batch` draws on the finished trace; the status line says the
+# program ended.
+# usage: follow-batch.sh ALLOCPROF TEST_FOLLOW
+set -u
+ap=$1 writer=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tr="$tmp/w.trace"
+"$writer" --write "$tr" 300 &
+w=$!
+i=0
+while [ "$(stat -c %s "$tr" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+fail=0
+"$ap" tui --follow --batch --size 100x30 --keys 'js' "$tr" >"$tmp/got" 2>"$tmp/err" ||
+	{ echo "FAIL tui --follow --batch: exit status $?"; fail=1; }
+wait $w || { echo "FAIL the writer failed"; fail=1; }
+"$ap" tui --batch --size 100x30 --keys 'js' "$tr" >"$tmp/want" 2>/dev/null
+if ! sed '$d' "$tmp/got" | diff -u "$(sed '$d' "$tmp/want" >"$tmp/want1"; echo "$tmp/want1")" -; then
+	echo "FAIL the followed screen is not the finished trace's"
+	fail=1
+fi
+tail -n 1 "$tmp/got" | grep -q "program ended at " ||
+	{ echo "FAIL the status line: $(tail -n 1 "$tmp/got")"; fail=1; }
+[ -s "$tmp/err" ] && { echo "FAIL stderr:"; cat "$tmp/err"; fail=1; }
+[ $fail = 0 ] && echo "ok: followed in parts, the finished trace's screen"
+exit $fail
