@@ -48,6 +48,7 @@ struct tui_follow {
 	pthread_cond_t wcv;
 	bool stop;	      /* under wmu */
 	uint64_t maps_seen;   /* the browser's symbolizer: of the mappings then */
+	size_t ui_nvalues;    /* stacks the browser's values have room for */
 	struct ap_symbolizer **retired; /* symbolizers made before a dlopen */
 	size_t nretired, retired_alloc;
 
@@ -64,6 +65,7 @@ struct tui_follow {
 	/* published under mu, taken by tui_follow_poll */
 	uint64_t gen, gen_taken;
 	struct ap_stack_values *values;
+	size_t nvalues; /* stacks values has room for */
 	struct tui_timeline *timeline;
 	struct ap_advice *advice;
 	uint64_t events;     /* handed to the replay so far */
@@ -105,9 +107,12 @@ static int feed(struct tui_follow *F, struct ap_error *err)
 	return got < 0 ? -1 : 0;
 }
 
-/* The values so far (or, ended, the replay's end: those of `top`). */
-static struct ap_stack_values *values_now(struct tui_follow *F, bool ended, struct ap_error *err)
+/* The values so far (or, ended, the replay's end: those of `top`), for
+ * *n stacks. */
+static struct ap_stack_values *values_now(struct tui_follow *F, bool ended, size_t *n,
+					  struct ap_error *err)
 {
+	*n = ap_values_run_stacks(F->V);
 	if (!ended)
 		return ap_values_run_now(F->V);
 	int rc = ap_replay_finish(F->run, NULL, err);
@@ -202,10 +207,11 @@ static void *follow_main(void *arg)
 		/* (from here on the trace is only read, here and by the browser) */
 		bool ended = rc == 1;
 		struct ap_stack_values *values = NULL;
+		size_t nvalues = 0;
 		struct tui_timeline *tl = NULL;
 		struct ap_advice *adv = NULL;
 		if (rc >= 0 && feed(F, &err) == 0)
-			values = values_now(F, ended, &err);
+			values = values_now(F, ended, &nvalues, &err);
 		bool failed = rc < 0 || !values;
 		uint64_t now = mono_ns();
 		if (!failed && want_tl && due(now, F->tl_at, F->tl_took, ended)) {
@@ -222,6 +228,7 @@ static void *follow_main(void *arg)
 		if (values) {
 			free(F->values);
 			F->values = values;
+			F->nvalues = nvalues;
 		}
 		if (tl) {
 			tui_timeline_free(F->timeline);
@@ -276,7 +283,8 @@ int tui_follow_load(struct ap_view *v, const char *path, const struct ap_view_op
 	F->run = ap_replay_start(t, &F->c, 1);
 	v->trace = t;
 	v->sym = ap_sym_new(t, &o->sym, &err);
-	if (!v->sym || feed(F, &err) < 0 || !(v->values = values_now(F, false, &err)))
+	if (!v->sym || feed(F, &err) < 0 ||
+	    !(v->values = values_now(F, false, &F->ui_nvalues, &err)))
 		goto fail;
 	F->maps_seen = ap_follow_maps_changed(f);
 	F->no_buffers = !ap_follow_has_buffers(f);
@@ -319,10 +327,24 @@ static void remake_top(struct tui *t)
 	t->busy = busy;
 }
 
+/* The browser's values as long as the trace's stacks (which the follower
+ * adds to): the new ones have no values yet. */
+static void values_fit(struct tui *t)
+{
+	struct tui_follow *F = t->follow;
+	size_t ns = t->v->trace->nstacks;
+	if (ns <= F->ui_nvalues)
+		return;
+	t->v->values = ap_xrealloc(t->v->values, ns * sizeof(*t->v->values));
+	memset(t->v->values + F->ui_nvalues, 0, (ns - F->ui_nvalues) * sizeof(*t->v->values));
+	F->ui_nvalues = ns;
+}
+
 void tui_follow_lock(struct tui *t)
 {
 	struct tui_follow *F = t->follow;
 	pthread_mutex_lock(&F->mu);
+	values_fit(t);
 	uint64_t maps = ap_follow_maps_changed(F->f);
 	if (maps == F->maps_seen)
 		return;
@@ -364,7 +386,9 @@ bool tui_follow_poll(struct tui *t)
 	if (F->values) {
 		free(t->v->values);
 		t->v->values = F->values;
+		F->ui_nvalues = F->nvalues;
 		F->values = NULL;
+		values_fit(t);
 		if (F->supp)
 			ap_suppress_values(F->supp, t->v->trace, t->v->sym, t->v->values,
 					   &t->v->suppressed);

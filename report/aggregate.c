@@ -169,6 +169,11 @@ static void peaks_fill(const struct values *V, struct ap_stack_values *sv)
 			}
 }
 
+size_t ap_values_run_stacks(const struct ap_values_run *run)
+{
+	return ((const struct values *)run)->ns;
+}
+
 struct ap_stack_values *ap_values_run_now(const struct ap_values_run *run)
 {
 	const struct values *V = (const struct values *)run;

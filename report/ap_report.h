@@ -63,6 +63,9 @@ struct ap_values_run *ap_values_run_new(const struct ap_trace *t);
 void ap_values_run_grow(struct ap_values_run *run);
 struct ap_replay_consumer ap_values_run_consumer(struct ap_values_run *run);
 struct ap_stack_values *ap_values_run_now(const struct ap_values_run *run);
+/* The stacks the arrays ap_values_run_now and _end give have room for
+ * (those of t at the last ap_values_run_grow, at least 1). */
+size_t ap_values_run_stacks(const struct ap_values_run *run);
 struct ap_stack_values *ap_values_run_end(struct ap_values_run *run);
 void ap_values_run_free(struct ap_values_run *run);
 
