@@ -59,6 +59,8 @@ struct tui_follow {
 	struct ap_symbolizer *wsym; /* for the sites of the timeline and the advisor */
 	uint64_t wsym_maps;
 	uint64_t tl_at, tl_took, adv_at, adv_took; /* when made, how long it took */
+	uint64_t fed, fed_upto; /* events fed, the time they reach (published as
+				 * events, upto_ns) */
 	struct ap_advise_options ao;
 	bool have_costs;
 
@@ -101,8 +103,8 @@ static int feed(struct tui_follow *F, struct ap_error *err)
 	while ((got = ap_follow_next(F->f, &ev, err)) > 0) {
 		if (ap_replay_feed(F->run, ev, (size_t)got, err) < 0)
 			return -1;
-		F->events += (uint64_t)got;
-		F->upto_ns = ev[got - 1].ts - ap_follow_trace(F->f)->start_ns;
+		F->fed += (uint64_t)got;
+		F->fed_upto = ev[got - 1].ts - ap_follow_trace(F->f)->start_ns;
 	}
 	return got < 0 ? -1 : 0;
 }
@@ -239,6 +241,8 @@ static void *follow_main(void *arg)
 			F->advice = adv;
 		}
 		F->ended = ended;
+		F->events = F->fed;
+		F->upto_ns = F->fed_upto;
 		F->no_buffers = !ap_follow_has_buffers(F->f);
 		F->updated_at = mono_ns();
 		if (failed && !F->failed) {
@@ -286,6 +290,8 @@ int tui_follow_load(struct ap_view *v, const char *path, const struct ap_view_op
 	if (!v->sym || feed(F, &err) < 0 ||
 	    !(v->values = values_now(F, false, &F->ui_nvalues, &err)))
 		goto fail;
+	F->events = F->fed;
+	F->upto_ns = F->fed_upto;
 	F->maps_seen = ap_follow_maps_changed(f);
 	F->no_buffers = !ap_follow_has_buffers(f);
 	F->updated_at = mono_ns();
