@@ -349,7 +349,8 @@ int cmd_tui(int argc, char **argv)
 	if (!rc) {
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
-		if (!rc && ap_view_sampling_hint(v.trace)) {
+		/* (following, nothing may be sampled yet) */
+		if (!rc && !F && ap_view_sampling_hint(v.trace)) {
 			tui_release(&t);
 			rc = AP_EXIT_FAIL;
 		}
