@@ -293,6 +293,13 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 	else
 		printf("%-18s n/a (blocks freed by their own thread's next event: a sampled "
 		       "trace does not hold the events between; record with --all)\n", "temporary");
+	if (t->ngap_records) {
+		char g[32];
+		format_duration(g, sizeof(g), tot->gap_ns);
+		printf("%-18s %s (the threads' time in the program between their allocator "
+		       "calls, the measured replay's work)\n",
+		       "between_calls", g);
+	}
 	if (tot->unmatched_frees)
 		printf("%-18s %llu (frees of blocks the trace never allocated)\n",
 		       "unmatched_frees", (unsigned long long)tot->unmatched_frees);
@@ -398,6 +405,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "temporary", t->rate <= 1 ? json_total(tot->temporary) : json_null());
 	json_object_set_new(o, "temporary_heaptrack",
 			    t->rate <= 1 ? json_total(tot->temporary_heaptrack) : json_null());
+	json_object_set_new(o, "between_calls_ns",
+			    t->ngap_records ? json_integer((json_int_t)tot->gap_ns) : json_null());
 	json_object_set_new(o, "unmatched_frees", json_u64(tot->unmatched_frees));
 	json_object_set_new(o, "inherited_frees", json_u64(tot->inherited_frees));
 	json_object_set_new(o, "exec_dropped_objects", json_total(tot->exec_dropped_objects));

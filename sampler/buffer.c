@@ -85,14 +85,30 @@ static void remote_leave(struct ap_thr *b)
 /* TSC ticks per ns, over 200 us of CLOCK_MONOTONIC at start. A TSC that
  * does not advance steadily only makes TIME records come late, never
  * wrong: the deadline is a hint, the time is the clock's. */
+/* A TSC reading and the clock at the same moment: the TSC read between
+ * two clock reads that are close (a preemption between a clock read and
+ * the TSC read made the rate 2.5 times too high under load, and the gaps
+ * of --all traces as much too short). */
+static void tsc_pair(uint64_t *t, uint64_t *c)
+{
+	for (int k = 0; k < 16; k++) {
+		uint64_t a = now_ns(CLOCK_MONOTONIC);
+		*c = rd_tsc();
+		uint64_t b = now_ns(CLOCK_MONOTONIC);
+		*t = a + (b - a) / 2;
+		if (b - a < 2000)
+			return;
+	}
+}
+
 void tsc_calibrate(void)
 {
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = rd_tsc(), t1, c1;
-	do {
-		t1 = now_ns(CLOCK_MONOTONIC);
-		c1 = rd_tsc();
-	} while (t1 - t0 < 200000);
-	double r = (double)(c1 - c0) / (double)(t1 - t0);
+	uint64_t t0, c0, t1, c1;
+	tsc_pair(&t0, &c0);
+	while (now_ns(CLOCK_MONOTONIC) - t0 < 200000)
+		;
+	tsc_pair(&t1, &c1);
+	double r = t1 > t0 ? (double)(c1 - c0) / (double)(t1 - t0) : 0;
 	tsc_per_ns = r > 0.05 && r < 100 ? r : 0;
 }
 
@@ -182,6 +198,9 @@ static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
 		return NULL;
 	struct ap_slot *sl = p;
 	sl->type = type;
+	/* --all: every record has its gap (settings are read before the
+	 * first slot is made) */
+	sl->flags = type == AP_CHUNK_EVENTS && settings.all ? AP_CHUNK_F_GAPS : 0;
 	sl->size = (uint32_t)size;
 	sl->len = AP_CHUNK_HDR_LEN;
 	__atomic_store_n(&sl->magic, AP_SLOT_MAGIC, __ATOMIC_RELEASE);
@@ -412,8 +431,9 @@ static void thr_flush_locked(struct ap_thr *b)
 		b->stream = __atomic_add_fetch(&threads.nstreams, 1, __ATOMIC_RELAXED);
 		slot_sync(b); /* before the chunk can be in the file */
 	}
-	ap_chunk_header(b->buf, AP_CHUNK_EVENTS, b->tid, b->stream, b->nchunks++,
-			b->buf + AP_CHUNK_HDR_LEN, (uint32_t)(b->len - AP_CHUNK_HDR_LEN));
+	ap_chunk_header_flags(b->buf, AP_CHUNK_EVENTS, slot_of(b->buf)->flags, b->tid, b->stream,
+			      b->nchunks++, b->buf + AP_CHUNK_HDR_LEN,
+			      (uint32_t)(b->len - AP_CHUNK_HDR_LEN));
 	trace_write_data(b->buf, b->len);
 	b->len = EV_HDR;
 	slot_publish(b->buf, EV_HDR); /* empty first, then the index on */
@@ -471,6 +491,9 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 	}
 	struct ap_evrec r = {.type = type, .kind = kind, .cpu = cpu, .addr = addr,
 			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
+	b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
+	if (b->enc.gaps && !shared && b->gap_from && b->gap_at > b->gap_from && tsc_per_ns > 0)
+		r.gap = ap_gap_code((uint64_t)((double)(b->gap_at - b->gap_from) / tsc_per_ns));
 	p += ap_enc_event_ring(&b->enc, &b->ring, p, &r);
 	b->len = (size_t)(p - b->buf);
 	slot_publish(b->buf, b->len);
@@ -518,6 +541,7 @@ void thr_register(struct ap_tls *t)
 		b->tls = t;
 		b->sc_epoch++; /* another thread, another stack */
 		b->sc_bank = 0;
+		b->gap_from = b->gap_at = 0;
 		b->len = EV_HDR;
 		b->events = 0;
 		b->lock = b->busy = b->claim = 0;

@@ -168,6 +168,27 @@ int64_t live_peak_now(uint64_t *slack)
 	return c > pk ? c : pk;
 }
 
+/* ---- the program's time between its calls (--all) ---------------------- */
+
+/* Each record of an --all trace carries its gap: how long the thread ran
+ * in the program between the return of its last recorded call and the
+ * entry of this one (what advise's measured replay puts between the
+ * thread's calls). The entry points stamp the TSC before the real call;
+ * the recorded paths stamp it again on their way back. Not inside the
+ * sampler (guard): its own allocations are not the program's. */
+static inline __attribute__((always_inline)) void gap_enter(void)
+{
+	struct ap_tls *t = &tls;
+	if (UNLIKELY(settings.all) && t->thr && !t->guard)
+		t->thr->gap_at = rd_tsc();
+}
+
+static inline __attribute__((always_inline)) void gap_leave(struct ap_tls *t)
+{
+	if (settings.all && t->thr)
+		t->thr->gap_from = rd_tsc();
+}
+
 /* ---- the sampled paths -------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t, void *p, size_t n,
@@ -250,6 +271,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
 	t->guard = 0;
 	errno = saved;
+	gap_leave(t);
 	return p;
 }
 
@@ -283,6 +305,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	struct ap_tls *t = &tls;
 	if (!p || is_boot(p))
 		return;
+	gap_enter();
 	if (live_on)
 		live_out(t, blk_size(p));
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
@@ -303,6 +326,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 	t->guard = 0;
 	errno = saved;
 	real_free(p);
+	gap_leave(t);
 }
 
 /* ---- the interposed entry points --------------------------------------- */
@@ -320,6 +344,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 /* malloc tail-jumped here: our return address is the program's */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
+	gap_enter();
 	void *p = real_malloc(n);
 	if (p)
 		live_got(&tls, p);
@@ -330,6 +355,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 
 static __attribute__((noinline)) void *malloc_checked(size_t n)
 {
+	gap_enter();
 	void *p = real_malloc(n);
 	return LIKELY(p != NULL) ? account(p, n, AP_KIND_MALLOC) : p;
 }
@@ -370,6 +396,7 @@ EXPORT void cfree(void *p)
 EXPORT void *calloc(size_t a, size_t b)
 {
 	size_t n;
+	gap_enter();
 	void *p = real_calloc(a, b);
 	if (UNLIKELY(!p || __builtin_mul_overflow(a, b, &n)))
 		return p; /* failed (ENOMEM, also on overflow): not counted */
@@ -460,6 +487,7 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
 	t->guard = 0;
 	errno = saved;
+	gap_leave(t);
 	return q;
 }
 
@@ -477,6 +505,7 @@ static inline int take_tracked(void *old)
 
 EXPORT void *realloc(void *old, size_t n)
 {
+	gap_enter();
 	if (!old) {
 		void *p = real_realloc(NULL, n);
 		return p ? account(p, n, AP_KIND_REALLOC) : p;
@@ -500,6 +529,7 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		errno = ENOMEM;
 		return NULL;
 	}
+	gap_enter();
 	if (!old) {
 		void *p = real_realloc(NULL, n);
 		return p ? account(p, n, AP_KIND_REALLOCARRAY) : p;
@@ -515,6 +545,7 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 
 EXPORT int posix_memalign(void **out, size_t al, size_t n)
 {
+	gap_enter();
 	int rc = real_posix_memalign(out, al, n);
 	if (rc == 0)
 		account(*out, n, AP_KIND_ALIGNED);
@@ -523,24 +554,28 @@ EXPORT int posix_memalign(void **out, size_t al, size_t n)
 
 EXPORT void *aligned_alloc(size_t al, size_t n)
 {
+	gap_enter();
 	void *p = real_aligned_alloc(al, n);
 	return p ? account(p, n, AP_KIND_ALIGNED) : p;
 }
 
 EXPORT void *memalign(size_t al, size_t n)
 {
+	gap_enter();
 	void *p = real_memalign(al, n);
 	return p ? account(p, n, AP_KIND_ALIGNED) : p;
 }
 
 EXPORT void *valloc(size_t n)
 {
+	gap_enter();
 	void *p = real_valloc(n);
 	return p ? account(p, n, AP_KIND_ALIGNED) : p;
 }
 
 EXPORT void *pvalloc(size_t n)
 {
+	gap_enter();
 	void *p = real_pvalloc(n);
 	/* pvalloc allocates n rounded up to a page (and valgrind counts that):
 	 * the rounded size is the request. */

@@ -125,6 +125,10 @@ struct ap_thr {
 	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
 	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
 	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
+	/* --all: the TSC when the owner's last recorded call returned to the
+	 * program, and when its current call entered (interpose.c's
+	 * gap_enter, gap_leave): the gap emit writes (0: not yet) */
+	uint64_t gap_from, gap_at;
 };
 
 /* ---- state and functions by owner --------------------------------- */

@@ -81,6 +81,9 @@ struct ap_event {
 	uint8_t type;		/* AP_EV_ALLOC or AP_EV_FREE */
 	uint8_t kind;		/* enum ap_alloc_kind (ALLOC only) */
 	uint8_t flags;		/* AP_EVF_* */
+	/* (--all traces: AP_CHUNK_F_GAPS) ap_gap_code of the time the thread
+	 * ran in the program before this call (a realloc's ALLOC half: 0) */
+	uint8_t gap;
 };
 
 struct ap_trace {
@@ -155,6 +158,8 @@ struct ap_trace {
 	/* Records as written (a REALLOC counts once; ev holds two events for
 	 * it when the old block was tracked). */
 	uint64_t nrecords;
+	/* Records with a gap (AP_CHUNK_F_GAPS): with --all, every one. */
+	uint64_t ngap_records;
 	/* A whole run of several processes (ap_run_merge), in the order
 	 * read; NULL and 0 for a single trace. The header fields above are
 	 * the first process's, the END totals the sums. */
@@ -292,6 +297,10 @@ struct ap_trace_totals {
 	 * an allocation with the freed block's stack and size, in the
 	 * trace's order of all threads' events, whichever block that made. */
 	double temporary, temporary_heaptrack;
+	/* The threads' time in the program between their allocator calls,
+	 * summed over the records' gaps (AP_CHUNK_F_GAPS: --all traces;
+	 * the trace's ngap_records says whether there are any). */
+	uint64_t gap_ns;
 	uint64_t events;
 	uint64_t samples;
 	/* FREE events with no live block at their address (ignored above):

@@ -45,7 +45,8 @@ struct ap_buffers_head {
 struct ap_slot {
 	uint32_t magic;		/* AP_SLOT_MAGIC */
 	uint8_t type;		/* AP_CHUNK_META or AP_CHUNK_EVENTS */
-	uint8_t pad[3];
+	uint8_t flags;		/* its chunks' flags: EVENTS, AP_CHUNK_F_GAPS or 0 */
+	uint8_t pad[2];
 	uint32_t size;		/* bytes of the slot, header included (page multiple) */
 	uint32_t tid;		/* the tid its next chunk carries */
 	uint32_t stream;	/* its stream (EVENTS: 0 until its first chunk) */

@@ -148,9 +148,11 @@ struct ap_evenc {
 	uint64_t prev_addr; /* the last address field */
 	uint32_t cpu;
 	struct ap_size_pred *sizes; /* AP_CHUNK_F_SIZES, else NULL */
+	bool gaps;	/* AP_CHUNK_F_GAPS in rows: each record's gap after its tag
+			 * (the compactor's columns have windows of them) */
 };
 
-/* The largest record: TIME, tag, cpu and six fields. */
+/* The largest record: TIME, tag, cpu, gap and six fields. */
 #define AP_EV_MAX_REC 96
 
 /* SYNC: the payload's state starts over at quantum q. */
@@ -201,6 +203,7 @@ struct ap_evrec {
 	bool ref_tid;	/* (AP_CHUNK_F_INDEX) another thread's: its tid follows */
 	uint32_t tid;
 	bool anon;	/* ALLOC, REALLOC: the new block is anonymous (no address) */
+	uint8_t gap;	/* ap_gap_code of the program's time before it (e->gaps) */
 };
 
 /* The size field of r at *cs: the size, or (e->sizes) its difference
@@ -238,6 +241,8 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 		*c0 += ap_put_uv(*c0, r->cpu);
 		e->cpu = r->cpu;
 	}
+	if (e->gaps)
+		*(*c0)++ = r->gap;
 	/* every address field moves prev_addr; a distance does not */
 	switch (r->type) {
 	case AP_EV_ALLOC:
@@ -269,6 +274,61 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 		*c0 += ap_put_uv(*c0, r->stack);
 		break;
 	}
+}
+
+/* ---- gaps ------------------------------------------------------------ */
+
+/* The codes (ap_gap_code) the compactor gives a thread's windows of gaps
+ * (AP_GAP_WINDOW records each, the mean of their gaps). The means jitter
+ * from window to window, and a byte that changes at every window costs
+ * zstd most of a byte (a tight loop's trace doubled): the code written
+ * last is written again while the mean is within half of its value (16
+ * ns at least) of it, and what that writes too much or too little is
+ * added up and paid back once it passes ap_gapq_slack: in that window,
+ * whose code is then the one written again (a debt larger than a window
+ * can pay, since a code is not below 0, is paid by the windows after it
+ * at that code, 0: not by codes that change at every window). So a
+ * loop's windows are long runs of one code; the codes add up to the
+ * means to within that slack (plus a mean, while a debt waits for a
+ * window to pay it from), and each is within half (or 16 ns) of its
+ * mean, the paying ones aside. A mean past AP_GAP_WORK_MAX_NS (not the program's work)
+ * starts the sum over. */
+#define AP_GAPQ_RESID_MAX 8000
+
+struct ap_gapq {
+	int64_t resid;	/* ns the codes wrote less the means, so far */
+	int64_t mean;	/* the means' running mean (ns, weight 1/8 a window) */
+	uint8_t last;	/* the code written again */
+};
+
+/* How far the codes may be from the means before they pay back:
+ * AP_GAPQ_RESID_MAX ns, or two of the means' mean. */
+static inline int64_t ap_gapq_slack(const struct ap_gapq *q)
+{
+	return 2 * q->mean > AP_GAPQ_RESID_MAX ? 2 * q->mean : AP_GAPQ_RESID_MAX;
+}
+
+static inline uint8_t ap_gapq_code(struct ap_gapq *q, uint64_t ns)
+{
+	if (ns > AP_GAP_WORK_MAX_NS) {
+		q->resid = 0;
+		return ap_gap_code(ns);
+	}
+	int64_t g = (int64_t)ns;
+	q->mean += (g - q->mean) / 8;
+	uint8_t c = q->last;
+	int64_t v = (int64_t)ap_gap_ns(c), band = v / 2 > 16 ? v / 2 : 16;
+	if (g < v - band || g > v + band) {
+		c = q->last = ap_gap_code(ns);
+		v = (int64_t)ap_gap_ns(c);
+	}
+	int64_t r = q->resid + g - v, slack = ap_gapq_slack(q);
+	if (r > slack || r < -slack) {
+		c = q->last = ap_gap_code((uint64_t)(g + q->resid > 0 ? g + q->resid : 0));
+		r = q->resid + g - (int64_t)ap_gap_ns(c);
+	}
+	q->resid = r;
+	return c;
 }
 
 /* ---- distances from a table of recent ALLOCs ------------------------- */

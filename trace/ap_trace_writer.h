@@ -119,6 +119,13 @@ int ap_tw_realloc(struct ap_tw *tw, uint32_t tid, uint64_t ts, uint32_t cpu, uns
 		  uint64_t old_addr, uint64_t new_addr, uint64_t size, uint32_t stack,
 		  unsigned flags);
 
+/* From here on, EVENTS chunks carry a gap per record (AP_CHUNK_F_GAPS, as
+ * the sampler's with --all); flushes what is buffered first. */
+void ap_tw_set_gaps(struct ap_tw *tw);
+/* The gap (ap_gap_code) of the next ALLOC, FREE or REALLOC written (then
+ * 0 again). */
+void ap_tw_gap(struct ap_tw *tw, uint8_t code);
+
 /* Writes the pending META records and every thread's buffered events as
  * chunks now. */
 void ap_tw_flush(struct ap_tw *tw);

@@ -123,11 +123,11 @@ static int write_all(int fd, const void *data, size_t len)
 }
 
 /* One chunk of `type` around payload[0..len). */
-static int put_chunk(int fd, uint8_t type, uint32_t tid, uint32_t stream, uint32_t index,
-		     const uint8_t *payload, size_t len)
+static int put_chunk(int fd, uint8_t type, uint8_t flags, uint32_t tid, uint32_t stream,
+		     uint32_t index, const uint8_t *payload, size_t len)
 {
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
-	ap_chunk_header(hdr, type, tid, stream, index, payload, (uint32_t)len);
+	ap_chunk_header_flags(hdr, type, flags, tid, stream, index, payload, (uint32_t)len);
 	return write_all(fd, hdr, sizeof(hdr)) < 0 ? -1 : write_all(fd, payload, len);
 }
 
@@ -172,7 +172,7 @@ static int put_end(int fd, const struct seen *s, const uint8_t *data,
 		}
 	}
 	n += ap_put_kv_uint(buf + n, AP_EK_CHUNKS, chunks);
-	return put_chunk(fd, AP_CHUNK_END, 0, AP_STREAM_NONE, 0, buf, n);
+	return put_chunk(fd, AP_CHUNK_END, 0, 0, AP_STREAM_NONE, 0, buf, n);
 }
 
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
@@ -243,7 +243,8 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 		uint64_t len = sl->len;
 		if (len <= AP_CHUNK_HDR_LEN || len > sl->size - AP_SLOT_HDR ||
 		    len - AP_CHUNK_HDR_LEN > AP_CHUNK_MAX_PAYLOAD ||
-		    (sl->type != AP_CHUNK_META && sl->type != AP_CHUNK_EVENTS))
+		    (sl->type != AP_CHUNK_META && sl->type != AP_CHUNK_EVENTS) ||
+		    (sl->flags & ~(sl->type == AP_CHUNK_EVENTS ? AP_CHUNK_F_GAPS : 0)))
 			continue;
 		uint32_t stream = sl->type == AP_CHUNK_META ? AP_STREAM_META : sl->stream;
 		char why[160];
@@ -276,7 +277,7 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 	for (size_t i = 0; i < nadd && rc == 0; i++) {
 		const struct ap_slot *sl = add[i].sl;
 		const uint8_t *payload = (const uint8_t *)sl + AP_SLOT_HDR + AP_CHUNK_HDR_LEN;
-		if (put_chunk(tfd, sl->type, sl->tid, add[i].stream, sl->index, payload,
+		if (put_chunk(tfd, sl->type, sl->flags, sl->tid, add[i].stream, sl->index, payload,
 			      (size_t)(sl->len - AP_CHUNK_HDR_LEN)) < 0)
 			rc = ap_error_set(err, "%s: %s", path, strerror(errno));
 		chunks++;

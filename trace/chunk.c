@@ -104,7 +104,8 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 	if (ap_streams_check(&w->streams, c->type, c->stream, c->index, why, whylen) < 0)
 		return AP_CHUNK_BAD;
 	if (c->flags & ~(AP_CHUNK_F_ZSTD | AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-			 AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS)) {
+			 AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS |
+			 AP_CHUNK_F_GAPS)) {
 		snprintf(why, whylen, "unknown chunk flags %#x", c->flags);
 		return AP_CHUNK_BAD;
 	}
@@ -114,8 +115,9 @@ enum ap_chunk_result ap_chunk_next(struct ap_chunk_walk *w, struct ap_chunk *c, 
 				 flag_name(flag_rules[i].needs));
 			return AP_CHUNK_BAD;
 		}
-	if ((c->flags & AP_CHUNK_F_COLUMNS) && c->type != AP_CHUNK_EVENTS) {
-		snprintf(why, whylen, "a chunk of type %u in columns", c->type);
+	if ((c->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_GAPS)) && c->type != AP_CHUNK_EVENTS) {
+		snprintf(why, whylen, "a chunk of type %u %s", c->type,
+			 (c->flags & AP_CHUNK_F_COLUMNS) ? "in columns" : "with gaps");
 		return AP_CHUNK_BAD;
 	}
 	if ((c->flags & AP_CHUNK_F_ZSTD) && c->type != AP_CHUNK_META &&

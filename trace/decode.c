@@ -58,23 +58,35 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->thread = thread;
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
-	d->c3 = d->c4 = (struct evcur){NULL, NULL};
+	d->c3 = d->c4 = d->c5 = (struct evcur){NULL, NULL};
+	d->cg = &d->c0;
 	d->refs = d->index = d->sized = false;
+	d->gaps = columns & AP_CHUNK_F_GAPS;
+	d->gwin = 0;
 	if (!(columns & AP_CHUNK_F_COLUMNS))
 		return 0;
-	uint64_t l1, l2, l3, l4;
-	if (ap_get_uv(&d->c0.p, d->c0.end, &l1) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l2) < 0 ||
-	    ap_get_uv(&d->c0.p, d->c0.end, &l3) < 0 || ap_get_uv(&d->c0.p, d->c0.end, &l4) < 0 ||
-	    l1 > (uint64_t)(d->c0.end - d->c0.p) || l2 > (uint64_t)(d->c0.end - d->c0.p) - l1 ||
-	    l3 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 ||
-	    l4 > (uint64_t)(d->c0.end - d->c0.p) - l1 - l2 - l3) {
-		*why = "column lengths run past the end of the payload";
-		return -1;
+	/* the lengths of columns 1-4, and 5 with gaps */
+	uint64_t l[5] = {0}, sum = 0;
+	for (int k = 0; k < (d->gaps ? 5 : 4); k++)
+		if (ap_get_uv(&d->c0.p, d->c0.end, &l[k]) < 0) {
+			*why = "column lengths run past the end of the payload";
+			return -1;
+		}
+	for (int k = 0; k < 5; k++) {
+		if (l[k] > (uint64_t)(d->c0.end - d->c0.p) - sum) {
+			*why = "column lengths run past the end of the payload";
+			return -1;
+		}
+		sum += l[k];
 	}
 	d->refs = d->index = true;
 	d->sized = (columns & AP_CHUNK_F_SIZES) && d->pred;
 	if (d->sized)
 		ap_size_pred_reset(d->pred);
+	d->c5 = (struct evcur){d->c0.end - l[4], d->c0.end};
+	d->c0.end = d->c5.p;
+	d->cg = &d->c5;
+	const uint64_t l1 = l[0], l2 = l[1], l3 = l[2], l4 = l[3];
 	d->c4 = (struct evcur){d->c0.end - l4, d->c0.end};
 	d->c3 = (struct evcur){d->c4.p - l3, d->c4.p};
 	d->c2 = (struct evcur){d->c3.p - l2, d->c3.p};
@@ -102,6 +114,8 @@ static int count_chunk(struct rd *r, long idx, const struct ap_chunk_counts *k,
 	t->threads[idx].events += k->records;
 	r->thread_nev[idx] += k->events;
 	t->nrecords += k->records;
+	if (columns & AP_CHUNK_F_GAPS)
+		t->ngap_records += k->records;
 	AP_ALLOC_GROW(r->chunks, r->nchunks + 1, r->chunks_alloc);
 	r->chunks[r->nchunks++] = (struct ev_chunk){.payload = payload, .len = len,
 						    .thread = (uint32_t)idx,
@@ -141,8 +155,9 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
 	if (d.th.nalloc > AP_THREAD_ALLOCS_MAX)
 		return rd_corrupt(r, "more than 2^40 allocations in one thread");
 	r->thread_refs[idx] = d.th;
-	if (columns && (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
-			d.c4.p != d.c4.end))
+	if ((columns & AP_CHUNK_F_COLUMNS) &&
+	    (d.c1.p != d.c1.end || d.c2.p != d.c2.end || d.c3.p != d.c3.end ||
+	     d.c4.p != d.c4.end || d.c5.p != d.c5.end))
 		return rd_corrupt(r, "columns of a size the records do not use");
 	struct ap_chunk_counts k = {d.nrec, d.nev, 0, d.last_q};
 	return count_chunk(r, idx, &k, payload, len, columns);
@@ -153,8 +168,7 @@ int scan_events(struct rd *r, uint32_t tid, const uint8_t *payload, uint32_t len
  * rest (order.c: a corrupt one ends the pass with its error). */
 int count_events(struct rd *r, const struct ap_chunk *ch)
 {
-	unsigned columns = ch->flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-					AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | AP_CHUNK_F_COUNTS);
+	unsigned columns = ch->flags & (AP_EV_ENCODING_FLAGS | AP_CHUNK_F_COUNTS);
 	if (!evdec_encoding_ok(columns))
 		return rd_corrupt(r, "%s (chunk flags %#x)", AP_EV_ENCODING_BAD, columns);
 	long idx = rd_thread_index(r, ch->tid);
@@ -203,8 +217,7 @@ int ap_trace_decode_events(const uint8_t *payload, size_t len, unsigned flags, u
 	if (flags & AP_CHUNK_F_SIZES)
 		d.pred = ap_xcalloc(1, sizeof(*d.pred));
 	if (evdec_start(&d, payload, (uint32_t)len, th->thread, quantum,
-			flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-				 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN),
+			flags & AP_EV_ENCODING_FLAGS,
 			why) < 0) {
 		free(d.pred);
 		return -1;

@@ -34,7 +34,12 @@ struct evcur {
 struct evdec {
 	struct evcur c0, c1, c2, c3; /* columns: tags etc., addresses, sizes, times */
 	struct evcur c4;	     /* REFs (AP_CHUNK_F_REFS) */
-	struct evcur *ca, *cs;	     /* &c1, &c2 for a payload in columns, else &c0 */
+	struct evcur c5;	     /* gaps (AP_CHUNK_F_GAPS in columns) */
+	struct evcur *ca, *cs, *cg; /* &c1, &c2, &c5 for a payload in columns, else &c0
+				     * (a copy of a decoder points its own at its own) */
+	bool gaps;		     /* records carry a gap byte (AP_CHUNK_F_GAPS) */
+	uint32_t gwin;		     /* columns: records left with the gap gcode */
+	uint8_t gcode;
 	bool refs;		     /* REFs from c4, else from *ca (a flag, not a pointer:
 				      * copies of a decoder fix up ca and cs only) */
 	bool index;		     /* ...as allocation indexes (AP_CHUNK_F_INDEX,
@@ -66,6 +71,9 @@ struct evdec {
  * owner (AP_EV_COLUMNS, the compactor's); either with AP_CHUNK_F_SIZES or
  * not (and, stored, with _ZSTD and _COUNTS or not). */
 #define AP_EV_COLUMNS (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX | AP_CHUNK_F_XOWN)
+/* The chunk flags that say how its events are encoded (evdec_start's
+ * `columns`). */
+#define AP_EV_ENCODING_FLAGS (AP_EV_COLUMNS | AP_CHUNK_F_SIZES | AP_CHUNK_F_GAPS)
 #define AP_EV_ENCODING_BAD \
 	"an encoding no allocprof writes: columns without REFs apart, allocation indexes " \
 	"and steps by owner"
@@ -298,6 +306,23 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 	e->ts = d->q * d->quantum;
 	e->thread = d->thread;
 	e->cpu = (uint16_t)d->cpu;
+	e->gap = 0;
+	if (d->gaps && type != AP_EV_TRACK) {
+		if (d->cg == &d->c0) { /* rows: a gap each */
+			if (d->c0.p >= d->c0.end)
+				return *why = "a record without its gap", DEC_BAD;
+			e->gap = *d->c0.p++;
+		} else { /* columns: a gap each window */
+			if (!d->gwin) {
+				if (d->c5.p >= d->c5.end)
+					return *why = "records without their window's gap", DEC_BAD;
+				d->gcode = *d->c5.p++;
+				d->gwin = AP_GAP_WINDOW;
+			}
+			d->gwin--;
+			e->gap = d->gcode;
+		}
+	}
 	switch (type) {
 	case AP_EV_ALLOC: {
 		uint64_t size, stack, addr = 0;
@@ -382,6 +407,7 @@ static inline __attribute__((always_inline)) int evdec_next(struct evdec *d, str
 			e->flags = AP_EVF_FROM_REALLOC;
 			ev[1] = *e;
 			e = &ev[1];
+			e->gap = 0;
 			n = 1;
 		}
 		e->addr = addr;

@@ -422,9 +422,7 @@ int rd_walk(struct rd *r, enum ap_chunk_result *resp)
 			break;
 		case AP_CHUNK_EVENTS:
 			rc = scan_events(r, ch.tid, payload, len,
-					 ch.flags & (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS |
-						     AP_CHUNK_F_INDEX | AP_CHUNK_F_SIZES |
-						     AP_CHUNK_F_XOWN));
+					 ch.flags & AP_EV_ENCODING_FLAGS);
 			if (!rc)
 				chunk_stored(r, &ch);
 			break;

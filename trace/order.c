@@ -172,9 +172,10 @@ static bool frees_own_later(struct ap_order *m, struct stream *s, uint64_t addr,
 	}
 	struct evdec d = s->d;
 	d.sized = false; /* (sizes are not looked at: the table stays as it is) */
-	/* ca and cs point into the decoder itself */
+	/* ca, cs and cg point into the decoder itself */
 	d.ca = s->d.ca == &s->d.c1 ? &d.c1 : &d.c0;
 	d.cs = s->d.cs == &s->d.c2 ? &d.c2 : &d.c0;
+	d.cg = s->d.cg == &s->d.c5 ? &d.c5 : &d.c0;
 	struct {
 		size_t slot;
 		uint64_t old;
@@ -258,8 +259,9 @@ static bool chunk_end_ok(struct ap_order *m, struct stream *s)
 	const struct evdec *d = &s->d;
 	if (!s->has_cur || !c->counted)
 		return true;
-	if (c->columns && (d->c1.p != d->c1.end || d->c2.p != d->c2.end || d->c3.p != d->c3.end ||
-			   d->c4.p != d->c4.end)) {
+	if ((c->columns & AP_CHUNK_F_COLUMNS) &&
+	    (d->c1.p != d->c1.end || d->c2.p != d->c2.end || d->c3.p != d->c3.end ||
+	     d->c4.p != d->c4.end || d->c5.p != d->c5.end)) {
 		order_bad(m, s->cur_id, "columns of a size the records do not use");
 		return false;
 	}

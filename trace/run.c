@@ -399,7 +399,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	/* each process's symbols come over with its mappings, below */
 	memset(&m->symtab, 0, sizeof(m->symtab));
 	m->truncated = false;
-	m->file_size = m->bytes_used = m->nrecords = 0;
+	m->file_size = m->bytes_used = m->nrecords = m->ngap_records = 0;
 
 	size_t *thread_base = ap_xcalloc(run->n, sizeof(*thread_base));
 	size_t *stack_base = ap_xcalloc(run->n, sizeof(*stack_base));
@@ -486,6 +486,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->file_size += t->file_size;
 		m->bytes_used += t->bytes_used;
 		m->nrecords += t->nrecords;
+		m->ngap_records += t->ngap_records;
 	}
 	if (!m->has_counts)
 		m->calls = m->bytes = 0;

@@ -40,6 +40,8 @@ static void t_event(void *ctx, size_t i, const struct ap_event *e)
 	T->seen[0].stack = e->stack;
 	T->seen[0].thread = e->thread;
 	T->seen[0].size = e->size;
+	if (e->gap)
+		T->out->gap_ns += ap_gap_work_ns(e->gap);
 }
 
 /* heaptrack's rule: the free of b is temporary when the event just before

@@ -44,6 +44,8 @@ struct ap_tw {
 	struct ap_streams streams; /* chunk indices (ap_stream_of) */
 	uint64_t data_chunks;	   /* META and EVENTS chunks written (END's count) */
 	char error[512]; /* first sticky error, "" if none */
+	bool gaps;	 /* EVENTS records carry gaps (ap_tw_set_gaps) */
+	uint8_t gap;	 /* the next record's (ap_tw_gap) */
 };
 
 static int tw_fail(struct ap_tw *tw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -79,8 +81,9 @@ static void emit_chunk(struct ap_tw *tw, uint8_t type, uint32_t tid, const void 
 	uint8_t hdr[AP_CHUNK_HDR_LEN];
 	uint32_t stream = ap_stream_of(type, tid);
 	tw->data_chunks += type == AP_CHUNK_META || type == AP_CHUNK_EVENTS;
-	ap_chunk_header(hdr, type, tid, stream, ap_streams_next(&tw->streams, stream), payload,
-			(uint32_t)len);
+	ap_chunk_header_flags(hdr, type, type == AP_CHUNK_EVENTS && tw->gaps ? AP_CHUNK_F_GAPS : 0,
+			      tid, stream, ap_streams_next(&tw->streams, stream), payload,
+			      (uint32_t)len);
 	ap_buf_add(&tw->out, hdr, sizeof(hdr));
 	ap_buf_add(&tw->out, payload, len);
 }
@@ -181,6 +184,17 @@ static void meta_added(struct ap_tw *tw)
 {
 	if (tw->meta.len >= tw->chunk_size && tw->meta.len >= (64u << 10))
 		flush_meta(tw);
+}
+
+void ap_tw_set_gaps(struct ap_tw *tw)
+{
+	ap_tw_flush(tw);
+	tw->gaps = true;
+}
+
+void ap_tw_gap(struct ap_tw *tw, uint8_t code)
+{
+	tw->gap = code;
 }
 
 static void flush_thread(struct ap_tw *tw, struct tw_thread *t)
@@ -296,6 +310,9 @@ static int put_record(struct ap_tw *tw, uint32_t tid, uint64_t ts, struct ap_evr
 	} else if (q != t->enc.q) {
 		p += ap_enc_time(&t->enc, p, q);
 	}
+	t->enc.gaps = tw->gaps;
+	r->gap = tw->gap;
+	tw->gap = 0;
 	p += ap_enc_event_ring(&t->enc, &t->ring, p, r);
 	buf_commit(&t->buf, (size_t)(p - start));
 	t->last_ts = ts;

@@ -13,6 +13,7 @@
 #include "ap_replay.h"
 #include "ap_trace.h"
 #include "ap_trace_compact.h"
+#include "ap_trace_encode.h"
 #include "ap_trace_writer.h"
 #include "ap_check.h"
 
@@ -35,6 +36,7 @@ static void build_gen(const char *path, size_t steps, uint32_t nthr, uint64_t st
 	h.time_quantum_ns = 10000;
 	h.time_step_ns = step;
 	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_gaps(tw); /* as --all writes them */
 	uint64_t pcs[2] = {0x401000, 0x402000};
 	uint32_t st[3] = {ap_tw_stack(tw, pcs, 1), ap_tw_stack(tw, pcs, 2),
 			  ap_tw_stack(tw, pcs + 1, 1)};
@@ -62,6 +64,9 @@ static void build_gen(const char *path, size_t steps, uint32_t nthr, uint64_t st
 		else
 			ts[k] = clock += rnd() % 3000;
 		size_t slot = rnd() % (i % 7 == 0 ? WIN : 8); /* mostly near, some far */
+		/* runs of one gap, and every code (not from rnd(): the
+		 * sequences of the other fields stay as they were) */
+		ap_tw_gap(tw, (uint8_t)(i % 97 < 80 ? 21 : i * 7));
 		uint64_t *b = &live[k][slot];
 		unsigned r = (unsigned)(rnd() % 10);
 		if (r == 0 && *b) { /* realloc, moving or in place */
@@ -174,13 +179,15 @@ static void same_events_step(const struct ap_trace *a, const struct ap_trace *b,
 			  !memcmp(a->stacks[i].pcs, b->stacks[i].pcs,
 				  a->stacks[i].depth * sizeof(*a->stacks[i].pcs)),
 		      "%s: stack %zu differs", what, i);
-	CHECK(a->nrecords == b->nrecords, "%s: records differ", what);
+	CHECK(a->nrecords == b->nrecords && a->ngap_records == b->ngap_records,
+	      "%s: records differ", what);
 	size_t n = a->nev < b->nev ? a->nev : b->nev, bad = 0, anon = 0;
 	/* identity map: a's address -> b's identity of the block live there */
 	size_t cap = 1;
 	while (cap < 2 * n + 2)
 		cap *= 2;
 	uint64_t *key = calloc(cap, sizeof(*key)), *val = calloc(cap, sizeof(*val));
+	uint64_t gsum[2][64] = {{0}}; /* each thread's gaps, a's and b's */
 	for (size_t i = 0; i < n; i++) {
 		const struct ap_event *x = &a->ev[i], *y = &b->ev[i];
 		size_t j = (size_t)(x->addr * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
@@ -189,6 +196,11 @@ static void same_events_step(const struct ap_trace *a, const struct ap_trace *b,
 		bool ok = (step || x->ts == y->ts) && x->thread == y->thread && x->cpu == y->cpu &&
 			  x->type == y->type && x->kind == y->kind && x->flags == y->flags &&
 			  x->size == y->size && x->stack == y->stack;
+		/* (gaps: a window's mean in the compactor's columns) */
+		if (x->thread < 64) {
+			gsum[0][x->thread] += ap_gap_work_ns(x->gap);
+			gsum[1][y->thread] += ap_gap_work_ns(y->gap);
+		}
 		if (x->type == AP_EV_ALLOC) {
 			ok = ok && (y->addr == x->addr || y->addr >= AP_ANON_BASE);
 			anon += y->addr >= AP_ANON_BASE;
@@ -205,6 +217,14 @@ static void same_events_step(const struct ap_trace *a, const struct ap_trace *b,
 	}
 	free(key);
 	free(val);
+	/* a thread's gaps add up to the same, to within the windows' codes'
+	 * slack (ap_gapq_code) and 2 % */
+	for (int k = 0; k < 64; k++) {
+		uint64_t x = gsum[0][k], y = gsum[1][k], d = x > y ? x - y : y - x;
+		CHECK(d <= x / 50 + 4 * AP_GAPQ_RESID_MAX * AP_GAP_WINDOW,
+		      "%s: thread %d's gaps add up to %llu ns, want %llu", what, k,
+		      (unsigned long long)y, (unsigned long long)x);
+	}
 	if (step)
 		coarse_times(a, b, step, what);
 	struct ap_trace_totals ta, tb;

@@ -529,8 +529,68 @@ static void test_shared(void)
 	ap_trace_free(t);
 }
 
+/* Gap codes: exact up to 7 ns, then within 12.5 % of the gap, in order;
+ * and a writer's codes (ap_gapq_code) add up to the gaps to within
+ * their slack, each within half (16 ns) but the paying ones,
+ * in long runs where the gaps jitter. */
+static void test_gaps(void)
+{
+	uint8_t prev = 0;
+	for (uint64_t ns = 0; ns < (1u << 22); ns += 1 + ns / 64) {
+		uint8_t c = ap_gap_code(ns);
+		uint64_t back = ap_gap_ns(c);
+		double err = ns ? ((double)back - (double)ns) / (double)ns : 0;
+		CHECK(ns < 8 ? back == ns : err <= 0.125 && err >= -0.125,
+		      "gap %llu ns: code %u stands for %llu", (unsigned long long)ns, c,
+		      (unsigned long long)back);
+		CHECK(c >= prev, "gap %llu ns: code %u after %u", (unsigned long long)ns, c, prev);
+		prev = c;
+	}
+	CHECK(ap_gap_code(UINT64_MAX) == 251 && ap_gap_ns(251) > (1ull << 62), "the largest gap");
+	for (unsigned c = 0; c < 252; c++)
+		CHECK(ap_gap_code(ap_gap_ns((uint8_t)c)) == c, "code %u does not stand for itself", c);
+
+	/* jitter by a fifth around 10 ns, 300 ns and 5 us, and by half (the
+	 * codes must change then, and still add up), a sleep now and then */
+	static const uint64_t mid[] = {10, 300, 5000, 10, 300, 5000};
+	for (size_t k = 0; k < 6; k++) {
+		struct ap_gapq q = {0, 0, 0};
+		int64_t sum = 0, wrote = 0;
+		size_t changes = 0, n = 200000, far = 0;
+		uint8_t last = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t ns = k < 3 ? mid[k] * 4 / 5 + rnd(mid[k] * 2 / 5 + 1)
+					    : mid[k] / 2 + rnd(mid[k] + 1);
+			if (i % 50000 == 49999)
+				ns = 2000000; /* a sleep: the sum starts over */
+			uint8_t c = ap_gapq_code(&q, ns);
+			if (ns > AP_GAP_WORK_MAX_NS) {
+				sum = wrote = 0;
+			} else {
+				sum += (int64_t)ns;
+				wrote += (int64_t)ap_gap_ns(c);
+			}
+			int64_t d = (int64_t)ap_gap_ns(c) - (int64_t)ns;
+			int64_t band = (int64_t)ns / 2 > 16 ? (int64_t)ns / 2 : 16;
+			far += d > 2 * band || d < -2 * band;
+			/* (a code paying back a debt is itself within 12.5 %) */
+			int64_t slack = ap_gapq_slack(&q) * 5 / 4 + 2 * (int64_t)ns;
+			CHECK(wrote - sum <= slack && sum - wrote <= slack,
+			      "gaps near %llu ns: codes %lld ns off after %zu",
+			      (unsigned long long)mid[k], (long long)(wrote - sum), i);
+			changes += i && c != last;
+			last = c;
+		}
+		/* the paying records: one in many */
+		CHECK(k >= 3 || (far < n / 20 && changes < n / 10),
+		      "gaps near %llu ns: %zu codes far from their gap, %zu changes",
+		      (unsigned long long)mid[k], far, changes);
+	}
+}
+
 int main(void)
 {
+	test_gaps();
 	make_events();
 	test_rows();
 	test_dropped();

@@ -43,6 +43,9 @@ struct tchunk {
 };
 
 static struct tchunk chunks[MAX_CHUNKS];
+/* Records carry gaps (AP_CHUNK_F_GAPS), each its address's bits 4-11:
+ * every case runs without and with them. */
+static bool gaps;
 static size_t nchunks;
 static int asked[MAX_CHUNKS]; /* times the input was asked for each */
 
@@ -69,6 +72,8 @@ static void rec(uint32_t id, char type, uint64_t q, uint64_t addr)
 			     .size = type == 'A' ? 16 : 0,
 			     .stack = type == 'A' ? 1 : 0};
 	uint8_t *p = c->b + c->n;
+	c->e.gaps = gaps;
+	r.gap = (uint8_t)(addr >> 4);
 	ap_enc_event(&c->e, &p, &p, &p, &p, &r);
 	c->n = (size_t)(p - c->b);
 }
@@ -87,7 +92,8 @@ static int input_chunk(void *ctx, uint32_t id, struct ap_order_bufs *bufs,
 	}
 	AP_ALLOC_GROW(bufs->raw, c->n ? c->n : 1, bufs->raw_cap);
 	memcpy(bufs->raw, c->b, c->n);
-	*out = (struct ap_order_chunk){bufs->raw, (uint32_t)c->n, 0, c->counted, c->want};
+	*out = (struct ap_order_chunk){bufs->raw, (uint32_t)c->n, gaps ? AP_CHUNK_F_GAPS : 0,
+				       c->counted, c->want};
 	return 0;
 }
 
@@ -124,6 +130,8 @@ static size_t run(const struct stream_def *st, size_t nst, char *err, size_t err
 		for (size_t i = 0; i < (size_t)n; i++) {
 			CHECK(ev[i].type == AP_EV_ALLOC || ev[i].type == AP_EV_FREE, "type %u",
 			      ev[i].type);
+			CHECK(ev[i].gap == (gaps ? (uint8_t)(ev[i].addr >> 4) : 0),
+			      "event %zu: gap %u", i, ev[i].gap);
 			len += (size_t)snprintf(
 			    got + len, sizeof(got) - len, "%s%u%c%llx@%llu", len ? " " : "",
 			    ev[i].thread, ev[i].type == AP_EV_ALLOC ? 'A' : 'F',
@@ -409,12 +417,15 @@ static void test_many(void)
 
 int main(void)
 {
-	test_waits();
-	test_reuse();
-	test_quantum_over();
-	test_turns();
-	test_ends_early();
-	test_corrupt();
-	test_many();
+	for (int g = 0; g < 2; g++) {
+		gaps = g;
+		test_waits();
+		test_reuse();
+		test_quantum_over();
+		test_turns();
+		test_ends_early();
+		test_corrupt();
+		test_many();
+	}
 	return failures ? 1 : 0;
 }

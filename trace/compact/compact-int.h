@@ -60,6 +60,7 @@ struct pending {
 	size_t nat, at_alloc;
 	uint32_t *spare;
 	size_t nspare, spare_alloc;
+	struct ap_gapq gq; /* its windows' gaps (AP_GAP_WINDOW) so far */
 };
 
 /* A compressed payload's buffer. */
@@ -94,7 +95,8 @@ struct compactor {
 	 * threads (a run of thousands of short threads) */
 	struct ap_event *spare_ev;
 	size_t spare_alloc;
-	struct bytes col[6], payload; /* col[5]: the sizes, not predicted */
+	struct bytes col[7], payload; /* col[5]: the sizes, not predicted; col[6]: gaps */
+	bool gaps;		      /* the raw events have gaps (AP_CHUNK_F_GAPS) */
 	struct ap_size_pred *sizes;   /* the encoder's (AP_CHUNK_F_SIZES) */
 	struct bytes meta;	      /* META records not written yet (COMPACT_META) */
 	uint32_t meta_tid;	      /* the tid of their first chunk */
@@ -122,8 +124,9 @@ struct compactor {
 int compact_corrupt_at(struct compactor *c, size_t off, const char *why);
 /* Decodes a raw EVENTS payload of tid (at `off` in the input), appending
  * to ev; counts its records. -1 (c->err set) if it does not decode. */
-int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
-		       uint32_t len, struct ap_event **ev, size_t *nev, size_t *alloc);
+int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, unsigned flags,
+		       const uint8_t *payload, uint32_t len, struct ap_event **ev, size_t *nev,
+		       size_t *alloc);
 
 /* ---- rewrite.c: events held per thread and re-encoded ---- */
 
@@ -131,8 +134,8 @@ int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, const uint
  * with the thread's, and the threads' held events written (re-encoded:
  * anonymous blocks, frees by index, columns) once a thread holds enough
  * or all of them hold too much. */
-int compact_events(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
-		   uint32_t len);
+int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags,
+		   const uint8_t *payload, uint32_t len);
 /* Writes every thread's held events, then the META held back. */
 int compact_flush_all(struct compactor *c);
 /* END's `pooled` list (docs/trace-format.md) with the blocks this

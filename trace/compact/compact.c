@@ -56,13 +56,16 @@ int compact_corrupt_at(struct compactor *c, size_t off, const char *why)
 
 /* Decodes a raw EVENTS payload of tid, appending to ev; counts its
  * records. */
-int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
-		       uint32_t len, struct ap_event **ev, size_t *nev, size_t *alloc)
+int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, unsigned flags,
+		       const uint8_t *payload, uint32_t len, struct ap_event **ev, size_t *nev,
+		       size_t *alloc)
 {
 	const char *why;
 	size_t from = *nev;
 	struct ap_decode_thread *th = &c->dec[note_tid(c, tid)];
-	if (ap_trace_decode_events(payload, len, 0, c->quantum, th, ev, nev, alloc, &why) < 0)
+	if (flags & AP_CHUNK_F_GAPS)
+		c->gaps = true;
+	if (ap_trace_decode_events(payload, len, flags, c->quantum, th, ev, nev, alloc, &why) < 0)
 		return compact_corrupt_at(c, off, why);
 	for (size_t i = from; i < *nev; i++)
 		c->st->events += !((*ev)[i].flags & AP_EVF_FROM_REALLOC);
@@ -128,12 +131,14 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 		const uint8_t *payload = ch.payload;
 		uint32_t len = ch.len, tid = ch.tid;
 		uint8_t type = ch.type, flags = ch.flags;
+		/* the sampler's EVENTS, in rows (with gaps or not) */
+		bool raw = type == AP_CHUNK_EVENTS && !(flags & ~AP_CHUNK_F_GAPS);
 		int rc = 0;
 		if (c->stream) {
 			/* one pass: the quantum here; anonymous blocks need to
 			 * know no other thread names them, which one pass over
 			 * one thread's events knows */
-			if (type == AP_CHUNK_EVENTS && (flags || (c->ntids && c->tids[0] != tid))) {
+			if (type == AP_CHUNK_EVENTS && (!raw || (c->ntids && c->tids[0] != tid))) {
 				c->gave_up = true;
 				return 0;
 			}
@@ -147,8 +152,8 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			if (type == AP_CHUNK_EVENTS) {
 				note_tid(c, tid);
 				c->nscratch = 0;
-				if (!flags &&
-				    compact_decode_raw(c, off, tid, payload, len, &c->scratch,
+				if (raw &&
+				    compact_decode_raw(c, off, tid, flags, payload, len, &c->scratch,
 						       &c->nscratch, &c->scratch_alloc) < 0)
 					return -1;
 			}
@@ -160,7 +165,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 			if (type == AP_CHUNK_HEADER && off == AP_TRACE_PREAMBLE_LEN) {
 				if (read_quantum(c, data, off + AP_CHUNK_HDR_LEN + len) < 0)
 					return -1;
-			} else if (type == AP_CHUNK_EVENTS && flags) {
+			} else if (type == AP_CHUNK_EVENTS && !raw) {
 				c->transcode = false;
 			} else if (type == AP_CHUNK_EVENTS) {
 				/* the first look: one thread, or several? */
@@ -168,17 +173,17 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 					c->threads = true;
 				note_tid(c, tid);
 			}
-		} else if (type == AP_CHUNK_EVENTS && !flags) {
+		} else if (raw) {
 			note_tid(c, tid);
 			if (!c->transcode) {
 				c->nscratch = 0;
-				rc = compact_decode_raw(c, off, tid, payload, len, &c->scratch,
+				rc = compact_decode_raw(c, off, tid, flags, payload, len, &c->scratch,
 							&c->nscratch, &c->scratch_alloc);
 				if (!rc)
-					rc = compact_write_compressed(c, type, 0, tid, NULL,
+					rc = compact_write_compressed(c, type, flags, tid, NULL,
 								      payload, len);
 			} else {
-				rc = compact_events(c, off, tid, payload, len);
+				rc = compact_events(c, off, tid, flags, payload, len);
 			}
 		} else if (type == AP_CHUNK_META && !flags) {
 			rc = compact_hold_meta(c, off, tid, payload, len);

@@ -138,7 +138,8 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 	return r > run->vm ? r : run->vm;
 }
 
-/* One thread's pending events as one EVENTS payload in five columns
+/* One thread's pending events as one EVENTS payload in five columns (six
+ * with gaps: col[6], a code per AP_GAP_WINDOW records, AP_CHUNK_F_GAPS)
  * (AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
  * AP_CHUNK_F_XOWN): every block
  * only its own thread names is anonymous, and its FREE, in this chunk or
@@ -151,12 +152,13 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_counts *counts)
 {
 	struct bytes *col = c->col;
-	for (int k = 0; k < 6; k++)
+	for (int k = 0; k < 7; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0, nalloc = 0;
 	if (!c->sizes)
 		c->sizes = ap_xcalloc(1, sizeof(*c->sizes));
 	struct ap_evenc enc = {.sizes = c->sizes};
+	uint64_t wsum = 0, wn = 0; /* the gaps' window so far */
 	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC),
 				  coarse_q(c, p, p->base, p->ev[0].ts / c->quantum));
 	for (size_t i = 0; i < p->nev; i++) {
@@ -212,6 +214,15 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
 		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
 		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
+		if (c->gaps) {
+			/* the record's gap (its first event's) in its window */
+			wsum += ap_gap_work_ns(e->gap);
+			if (++wn == AP_GAP_WINDOW || i + 1 == p->nev) {
+				*room(&col[6], 1) = ap_gapq_code(&p->gq, wsum / wn);
+				col[6].len++;
+				wsum = wn = 0;
+			}
+		}
 		if (r.type != AP_EV_FREE)
 			col[5].len += ap_put_uv(room(&col[5], AP_VARINT_MAX), r.size);
 		col[0].len += (size_t)(c0 - s0);
@@ -221,7 +232,7 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 	}
 	*counts = (struct ap_chunk_counts){nrec, p->nev, nalloc, enc.q};
 	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN;
+			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | (c->gaps ? AP_CHUNK_F_GAPS : 0);
 	if (compact_trial_size(c, col[5].b, col[5].len) <
 	    compact_trial_size(c, col[2].b, col[2].len)) {
 		struct bytes plain = col[5];
@@ -235,8 +246,12 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
 	put_uv(out, col[4].len);
+	if (c->gaps)
+		put_uv(out, col[6].len);
 	for (int k = 0; k < 5; k++)
 		put_bytes(out, c->col[k].b, c->col[k].len);
+	if (c->gaps)
+		put_bytes(out, c->col[6].b, c->col[6].len);
 	return flags;
 }
 
@@ -384,8 +399,8 @@ size_t compact_pooled_anon(const struct compactor *c, const uint8_t *s, size_t l
 	return k;
 }
 
-int compact_events(struct compactor *c, size_t off, uint32_t tid, const uint8_t *payload,
-		   uint32_t len)
+int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags,
+		   const uint8_t *payload, uint32_t len)
 {
 	int rc = 0;
 	struct pending *p = pending_for(c, tid);
@@ -394,7 +409,8 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, const uint8_t 
 	/* every event record takes 2 bytes or more */
 	reserve_events(c, p, p->nev + len / 2 + 2);
 	if (!rc)
-		rc = compact_decode_raw(c, off, tid, payload, len, &p->ev, &p->nev, &p->alloc);
+		rc = compact_decode_raw(c, off, tid, flags, payload, len, &p->ev, &p->nev,
+					&p->alloc);
 	p->input += len;
 	c->held += len;
 	while (!rc && c->held > COMPACT_HELD) {
@@ -418,7 +434,7 @@ void compact_rewrite_release(struct compactor *c)
 	}
 	free(c->pend);
 	free(c->spare_ev);
-	for (int k = 0; k < 6; k++)
+	for (int k = 0; k < 7; k++)
 		free(c->col[k].b);
 	free(c->payload.b);
 	free(c->sizes);
