@@ -633,17 +633,19 @@ void ap_order_grow(struct ap_order *m, size_t nstreams, size_t nstacks)
 	m->nstacks = nstacks;
 	if (nstreams <= m->nstreams)
 		return;
-	/* a decoder's column cursors ca and cs point into itself (c0, c1, c2):
-	 * where, kept across the move */
+	/* a decoder's column cursors ca, cs and cg point into itself (c0, c1,
+	 * c2, c5): where, kept across the move */
 	uint8_t *where = ap_xmalloc(m->nstreams + 1);
 	for (size_t i = 0; i < m->nstreams; i++)
 		where[i] = (uint8_t)((m->st[i].d.ca == &m->st[i].d.c1) |
-				     (m->st[i].d.cs == &m->st[i].d.c2) << 1);
+				     (m->st[i].d.cs == &m->st[i].d.c2) << 1 |
+				     (m->st[i].d.cg == &m->st[i].d.c5) << 2);
 	m->st = ap_xrealloc(m->st, nstreams * sizeof(*m->st));
 	for (size_t i = 0; i < m->nstreams; i++) {
 		struct evdec *d = &m->st[i].d;
 		d->ca = where[i] & 1 ? &d->c1 : &d->c0;
 		d->cs = where[i] & 2 ? &d->c2 : &d->c0;
+		d->cg = where[i] & 4 ? &d->c5 : &d->c0;
 	}
 	free(where);
 	m->heap = ap_xrealloc(m->heap, nstreams * sizeof(*m->heap));

@@ -79,7 +79,8 @@ static bool same_event(const struct ap_event *a, const struct ap_event *b)
 {
 	return a->ts == b->ts && a->addr == b->addr && a->size == b->size &&
 	       a->stack == b->stack && a->thread == b->thread && a->cpu == b->cpu &&
-	       a->type == b->type && a->kind == b->kind && a->flags == b->flags;
+	       a->type == b->type && a->kind == b->kind && a->flags == b->flags &&
+	       a->gap == b->gap;
 }
 
 /* The events handed out so far are the whole merge's first ones, those
