@@ -355,12 +355,17 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 	size_t nc = r->nc;
 	struct rmap *m = &r->m;
 	pend_grow(r, t->nthreads);
+	/* (in locals: the consumers' calls would make them loaded again) */
+	struct pending *pend = r->pend;
+	size_t npend = r->npend, base = r->base, next_ex = r->next_ex, nex = r->nex;
+	const struct exec_end *ex = r->ex;
+	bool each_event = r->each_event;
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
-		size_t i = r->base + j;
-		while (r->next_ex < r->nex && r->ex[r->next_ex].ts < e->ts)
-			drop_process(m, t, c, nc, r->ex[r->next_ex++].proc);
-		if (r->each_event)
+		size_t i = base + j;
+		while (next_ex < nex && ex[next_ex].ts < e->ts)
+			drop_process(m, t, c, nc, ex[next_ex++].proc);
+		if (each_event)
 			EACH(c, nc, event, i, e);
 		/* The map is far bigger than the caches on a long trace, and
 		 * each event's probe is a miss: ask for the slot of an event
@@ -378,9 +383,9 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 					ap_prefetch(&m->blocks[ps->val]);
 			}
 		}
-		replay_one(m, &r->pend[e->thread <= r->npend ? e->thread : r->npend], t, c, nc, i,
-			   e);
+		replay_one(m, &pend[e->thread <= npend ? e->thread : npend], t, c, nc, i, e);
 	}
+	r->next_ex = next_ex;
 	r->base += n;
 	return r->can_fail ? consumers_failed(c, nc, err) : 0;
 }
