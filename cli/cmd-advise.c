@@ -162,6 +162,11 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		       "%s\n", a->measured, plural((double)a->measured), measured_rounds(a),
 		       (unsigned long long)a->base.calls, d, cpus.buf);
 		ap_buf_release(&cpus);
+		if (a->script_work_ns > 0) {
+			ap_advise_format_duration(d, sizeof(d), a->script_work_ns);
+			printf("  with the program's own time between its calls, as recorded: %s spun "
+			       "between them (ALLOCPROF_REPLAY_WORK=1)\n", d);
+		}
 		if (a->measure_share < 1 && a->measure_full_run_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), a->measure_full_run_ns);
 			printf("  on the first %.2g%% of the run's events (a replay of %llu events takes %s, "
@@ -302,6 +307,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
 	if (a->measured) {
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
+		json_object_set_new(mj, "work_ns", json_integer((json_int_t)a->script_work_ns));
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
 		if (a->measure_full_run_ns > 0) {

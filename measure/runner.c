@@ -49,6 +49,7 @@
 
 #include "script.h"
 #include "vpool.h"
+#include "work.h"
 
 struct slot {
 	char *p;
@@ -66,6 +67,7 @@ struct rthread {
 	uint64_t calls, hits;			/* allocator calls made; pool hits */
 	uint64_t spin_ns;			/* spent spinning on other threads */
 	uint64_t wakes;				/* its wake-ups of its sleepers */
+	uint64_t work;				/* where its ap_work chain is */
 };
 
 static const struct ap_rs_header *hdr;
@@ -358,6 +360,9 @@ static void run(struct rthread *t)
 		case AP_RS_SYNC:
 			meet(t, o->n);
 			break;
+		case AP_RS_WORK:
+			t->work = ap_work(o->n, t->work);
+			break;
 		}
 		if (o->w & AP_RS_PUBLISH)
 			publish(t, i);
@@ -410,6 +415,7 @@ static void check_script(uint64_t size)
 				bad = o->slot >= hdr->nslots;
 				break;
 			case AP_RS_CYCLE:
+			case AP_RS_WORK:
 				bad = false;
 				break;
 			case AP_RS_WAIT:

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define AP_RS_MAGIC "APREPLY1"
-#define AP_RS_VERSION 3u
+#define AP_RS_VERSION 4u
 #define AP_RS_WINDOW 256u	/* events between two barriers */
 #define AP_RS_SLACK 8u		/* windows a thread may run ahead */
 
@@ -50,6 +50,8 @@ enum ap_rs_type {
 	AP_RS_WAIT = 7,		/* arg: thread; n: wait until that thread has done its op n */
 	AP_RS_SPAWN = 8,	/* arg: thread to start */
 	AP_RS_SYNC = 9,		/* n: the barrier to meet the others at */
+	AP_RS_WORK = 10,	/* n: steps of ap_work (work.h): the program's time
+				 * before its next call */
 };
 
 #define AP_RS_TYPE_BITS 4u

@@ -342,6 +342,10 @@ struct ap_advice {
 	struct ap_run_cost recorded;
 	uint64_t program_cpu_est_ns;
 	uint64_t script_ops;
+	/* The program's own time between its calls the replay spins (the
+	 * trace's gaps: ap_script_work_ns), 0 when the calls ran back to
+	 * back. */
+	double script_work_ns;
 	/* The share of the trace's events the replay ran (the first ones):
 	 * below 1, the savings are scaled up from it. */
 	double measure_share;

@@ -21,6 +21,8 @@
 #include "ap_measure.h"
 #include "ap_replay.h"
 #include "script.h"
+#include "work.h"
+
 
 /* ---- the script ---- */
 
@@ -57,11 +59,14 @@ struct builder {
 	size_t nsync, sync_alloc;
 	uint64_t limit;		/* events replayed: the first `limit` */
 	bool cut;		/* past them */
+	double steps_per_ns;	/* ap_work's speed (0: the gaps are not replayed) */
+	uint64_t work_steps;	/* WORK steps in the script */
 };
 
 struct ap_script {
 	int fd;
 	uint64_t events;	/* the trace's events it replays (the first ones) */
+	double work_ns;		/* the program's time between calls its WORK ops spin */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 };
@@ -112,6 +117,42 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 	}
 	b->prev = th;
 	b->any = true;
+	/* the program's own time before this call (a realloc's second half
+	 * has none); a gap past AP_GAP_WORK_MAX_NS is not work to stand in
+	 * for: the thread slept, waited or was preempted, and the program's
+	 * calls around it are apart anyway */
+	uint64_t ns = ap_gap_work_ns(e->gap);
+	if (ns && b->steps_per_ns > 0) {
+		uint64_t n = (uint64_t)((double)ns * b->steps_per_ns + 0.5);
+		if (n) {
+			emit(b, th, ap_rs_word(AP_RS_WORK, 0), 0, n);
+			b->work_steps += n;
+		}
+	}
+}
+
+/* ap_work's steps a nanosecond of this process's thread CPU time: the
+ * fastest of five timings of 2^22 steps (a preempted one is slower, not
+ * faster), once. */
+static double work_steps_per_ns(void)
+{
+	static double speed;
+	if (speed > 0)
+		return speed;
+	const uint64_t n = 1u << 22;
+	double best = 0;
+	uint64_t x = 1;
+	for (int k = 0; k < 5; k++) {
+		struct timespec a, z;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		x = ap_work(n, x);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &z);
+		double ns = (double)(z.tv_sec - a.tv_sec) * 1e9 + (double)(z.tv_nsec - a.tv_nsec);
+		if (ns > 0 && (double)n / ns > best)
+			best = (double)n / ns;
+	}
+	__asm__ volatile("" : : "r"(x));
+	return speed = best;
 }
 
 static struct sobj *b_obj(struct builder *b, uint32_t id)
@@ -250,6 +291,16 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
 	for (size_t k = 0; k < t->nthreads; k++)
 		b.th[k].spawner = UINT32_MAX;
+	/* The program's time between its calls, spun between them: only
+	 * with ALLOCPROF_REPLAY_WORK=1 for now. With the gaps of the
+	 * compactor's windows (the mean of 64 records each) it made the
+	 * replay's intervals wider and hid more of a pool's locked deque
+	 * than the program's own bursts of work do (bench/twins' tokens:
+	 * "within noise" where its twin costs 8 % more, on a loaded
+	 * machine); to be measured against the twins on a quiet one. */
+	const char *wk = getenv("ALLOCPROF_REPLAY_WORK");
+	if (t->ngap_records && wk && !strcmp(wk, "1"))
+		b.steps_per_ns = work_steps_per_ns();
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
 		.event = b_event,
@@ -319,6 +370,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s = ap_xcalloc(1, sizeof(*s));
 	s->fd = fd;
 	s->events = b.limit;
+	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
@@ -344,6 +396,11 @@ void ap_script_free(struct ap_script *s)
 uint64_t ap_script_ops(const struct ap_script *s)
 {
 	return s->ops;
+}
+
+double ap_script_work_ns(const struct ap_script *s)
+{
+	return s->work_ns;
 }
 
 uint64_t ap_script_events(const struct ap_script *s)

@@ -10,6 +10,7 @@
 #include "sampler-int.h"
 
 static double tsc_per_ns;	/* 0: read the clock on every event */
+static double ns_per_tsc;	/* its inverse (0 with it), for the gaps */
 
 static uint64_t thr_seq;
 struct ap_threads threads;
@@ -110,6 +111,7 @@ void tsc_calibrate(void)
 	tsc_pair(&t1, &c1);
 	double r = t1 > t0 ? (double)(c1 - c0) / (double)(t1 - t0) : 0;
 	tsc_per_ns = r > 0.05 && r < 100 ? r : 0;
+	ns_per_tsc = tsc_per_ns > 0 ? 1 / tsc_per_ns : 0;
 }
 
 /* ---- the buffers file -------------------------------------------------
@@ -442,10 +444,11 @@ static void thr_flush_locked(struct ap_thr *b)
 		buffers_stop();
 }
 
-/* The current quantum, from the clock only when the TSC deadline passed. */
-static inline uint64_t cur_quantum(struct ap_thr *b)
+/* The current quantum, from the clock only when the TSC deadline passed;
+ * the TSC read for it in *tsc. */
+static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc)
 {
-	uint64_t c = rd_tsc();
+	uint64_t c = *tsc = rd_tsc();
 	if (LIKELY(c < b->tsc_next))
 		return b->enc.q;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / settings.quantum;
@@ -473,7 +476,8 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		own_leave(b, locked);
 		return;
 	}
-	uint64_t q = cur_quantum(b);
+	uint64_t tsc;
+	uint64_t q = cur_quantum(b, &tsc);
 	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE ||
 	    (q != b->enc.q && (q - b->q0) * settings.quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
@@ -492,8 +496,13 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 	struct ap_evrec r = {.type = type, .kind = kind, .cpu = cpu, .addr = addr,
 			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
 	b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
-	if (b->enc.gaps && !shared && b->gap_from && b->gap_at > b->gap_from && tsc_per_ns > 0)
-		r.gap = ap_gap_code((uint64_t)((double)(b->gap_at - b->gap_from) / tsc_per_ns));
+	if (b->enc.gaps && !shared) {
+		if (b->gap_from && b->gap_at > b->gap_from)
+			r.gap = ap_gap_code((uint64_t)((double)(b->gap_at - b->gap_from) * ns_per_tsc));
+		/* the call returns to the program about now (a free after
+		 * the real free: gap_leave) */
+		b->gap_from = tsc;
+	}
 	p += ap_enc_event_ring(&b->enc, &b->ring, p, &r);
 	b->len = (size_t)(p - b->buf);
 	slot_publish(b->buf, b->len);

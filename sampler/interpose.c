@@ -174,8 +174,11 @@ int64_t live_peak_now(uint64_t *slack)
  * in the program between the return of its last recorded call and the
  * entry of this one (what advise's measured replay puts between the
  * thread's calls). The entry points stamp the TSC before the real call;
- * the recorded paths stamp it again on their way back. Not inside the
- * sampler (guard): its own allocations are not the program's. */
+ * emit takes the TSC it reads for the record's time as the return (the
+ * allocation is made by then: one TSC read less a call), and a free,
+ * whose real free comes after its record, stamps it again after. Not
+ * inside the sampler (guard): its own allocations are not the
+ * program's. */
 static inline __attribute__((always_inline)) void gap_enter(void)
 {
 	struct ap_tls *t = &tls;
@@ -271,7 +274,6 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
 	t->guard = 0;
 	errno = saved;
-	gap_leave(t);
 	return p;
 }
 
@@ -487,7 +489,6 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
 	t->guard = 0;
 	errno = saved;
-	gap_leave(t);
 	return q;
 }
 

@@ -13,14 +13,9 @@
 # Times are not compared: only the CPUs.
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD,
 # ALLOCPROF_TEST_COSTS.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-cpus.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 py=${E2E_PYTHON:-python3}
-# jq FILE EXPR: a Python expression over the JSON in j
-jq() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 n=$(nproc)
 export ALLOCPROF_NO_PROGRESS=1
 cd "$tmp" || exit 1

@@ -16,17 +16,14 @@
 # TESTDATA_BUILD, TESTDATA_SRC, E2E_DIR, E2E_PYTHON; VALGRIND, else the
 # valgrind in PATH when the test runs (without one, steps 1-2 run and the
 # test is skipped, exit 77).
-set -u
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
 name=$1
 exp=$TESTDATA_SRC/$name.expected.json
 prog=$TESTDATA_BUILD/$name
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-e2e-$name.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 
 py() { "${E2E_PYTHON:-python3}" "$E2E_DIR/e2e.py" "$@"; }
-fail() { echo "FAIL: $*"; failed=1; }
 # Reads the arguments of section $1 ("" = main) of the expected file.
 args_of() { mapfile -t args < <(py args "$exp" "$1" "$TESTDATA_BUILD"); }
 

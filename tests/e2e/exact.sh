@@ -19,7 +19,6 @@
 # Usage: exact.sh [--preload] [--children] [--vg-arg ARG] NAME [ARGS...]. Environment
 # (tests/e2e/meson.build): ALLOCPROF, SAMPLER, TESTDATA_BUILD, E2E_PYTHON,
 # VALGRIND, else the valgrind in PATH when the test runs (none: skip).
-set -u
 preload= vg_arg=() children=
 while :; do
 	case $1 in
@@ -32,11 +31,8 @@ done
 name=$1
 shift
 prog=$TESTDATA_BUILD/$name
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-exact-$name.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
-field() { "${E2E_PYTHON:-python3}" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
 if [ -z "$VALGRIND" ]; then
@@ -66,7 +62,7 @@ st_native=$?
 # check TAG KEY WANT: stats field KEY of TAG's trace is WANT
 check() {
 	local got
-	got=$(field "$tmp/$1.json" "$2")
+	got=$(jget "$tmp/$1.json" "$2")
 	[ "$got" = "$3" ] || fail "$name $1: $2 is $got, valgrind $3"
 }
 for mode in all sampled; do
@@ -76,9 +72,9 @@ for mode in all sampled; do
 	[ "$st" = "$st_native" ] || fail "$name $mode: exit status $st, natively $st_native"
 	cmp -s "$tmp/native.out" "$tmp/$mode.out" || fail "$name $mode: output differs under record"
 	"$ALLOCPROF" stats --json "$tmp/$mode.trace" >"$tmp/$mode.json" || { fail "$name $mode: stats failed"; continue; }
-	echo "$name $mode: calls $(field "$tmp/$mode.json" calls), bytes $(field "$tmp/$mode.json" bytes)," \
-		"alloc_objects $(field "$tmp/$mode.json" alloc_objects), free_objects $(field "$tmp/$mode.json" free_objects)," \
-		"unmatched_frees $(field "$tmp/$mode.json" unmatched_frees)"
+	echo "$name $mode: calls $(jget "$tmp/$mode.json" calls), bytes $(jget "$tmp/$mode.json" bytes)," \
+		"alloc_objects $(jget "$tmp/$mode.json" alloc_objects), free_objects $(jget "$tmp/$mode.json" free_objects)," \
+		"unmatched_frees $(jget "$tmp/$mode.json" unmatched_frees)"
 	check $mode calls "$v_allocs"
 	check $mode bytes "$v_bytes"
 	[ $mode = all ] || continue

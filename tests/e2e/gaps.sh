@@ -8,17 +8,14 @@
 #     timestamps), both without the stretches a preemption made longer
 #     than 50 us (a loaded machine), one thread and three;
 #  2. a sampled trace has none (null, no line);
+#  3. with ALLOCPROF_REPLAY_WORK=1 advise's measured baseline replay spins
+#     that work: its CPU time is near the work (most of it: the work is
+#     CPU); by default (the calls back to back) a small part.
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD,
 # ALLOCPROF_TEST_COSTS, E2E_PYTHON.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-gaps.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 py=${E2E_PYTHON:-python3}
-jq() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
-# ratio A B LOW HIGH: is A/B within [LOW, HIGH]?
-ratio() { "$py" -c 'import sys; a, b, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if b > 0 and lo <= a / b <= hi else 1)' "$@"; }
 export ALLOCPROF_NO_PROGRESS=1
 cd "$tmp" || exit 1
 
@@ -44,4 +41,21 @@ done
 [ "$(jq s.json 'j["between_calls_ns"]')" = None ] || fail "sampled: between_calls_ns $(jq s.json 'j["between_calls_ns"]')"
 "$ALLOCPROF" stats s.trace | grep -q "^between_calls" && fail "sampled: a between_calls line"
 
+# 3. the replay spins the work (one thread: its CPU time is the work's)
+ALLOCPROF_REPLAY_WORK=1 "$ALLOCPROF" advise --json -n 1 --replay-cpus 1 g1.trace >a.json ||
+	fail "advise g1.trace with the work"
+"$ALLOCPROF" advise --json -n 1 --replay-cpus 1 g1.trace >a0.json || fail "advise g1.trace"
+[ "$(jq a0.json 'j["measurement"]["work_ns"]')" = 0 ] || fail "work_ns $(jq a0.json 'j["measurement"]["work_ns"]') by default"
+work=$(jq a.json 'j["measurement"]["work_ns"]')
+between=$(jq g1.json 'j["between_calls_ns"]')
+# (what it spins is the trace's gaps of 50 us or less: between_calls)
+ratio "$work" "$between" 0.98 1.02 || fail "the replay spun $work ns for $between ns between calls"
+worked=$(sed -n 's/^calls [0-9]* worked_ns \([0-9]*\) .*/\1/p' g1.out)
+cpu=$(jq a.json 'j["measurement"]["baseline"]["cpu_ns"]')
+cpu0=$(jq a0.json 'j["measurement"]["baseline"]["cpu_ns"]')
+echo "replay baseline: ${cpu} ns of CPU with the work, ${cpu0} ns without; the program worked ${worked} ns"
+# (a gap the recording spent preempted is past 50 us and not spun: low
+# bound loose on a loaded machine)
+ratio "$cpu" "$worked" 0.4 1.5 || fail "the baseline replay took $cpu ns of CPU for $worked ns of work"
+ratio "$cpu0" "$worked" 0 0.25 || fail "without the work the baseline replay took $cpu0 ns of CPU"
 exit $failed

@@ -16,14 +16,10 @@
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD; VALGRIND,
 # else the valgrind in PATH when the test runs (without one, step 3 is left
 # out and the test skipped, exit 77).
-set -u
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-handoff.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 prog=$TESTDATA_BUILD/handoff
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
-jget() { sed -n "s/.*\"$2\": *\([0-9a-z.]*\).*/\1/p" "$1" | head -1; }
 
 # rec N: record `handoff N`; stats in $tmp/N.json
 rec() {

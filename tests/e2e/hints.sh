@@ -7,12 +7,9 @@
 # - a stripped binary: top names the module whose frames lack symbols and
 #   says how to get them; the unstripped binary gets no note.
 # Environment as for e2e.sh.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-hints.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
 py=${E2E_PYTHON:-python3}
 
 "$ALLOCPROF" record -o "$tmp/ls.trace" -- ls / >/dev/null 2>&1 || fail "record ls"

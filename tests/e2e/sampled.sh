@@ -10,16 +10,13 @@
 # Also: same stdout and status as the native run, and the trace's rate.
 # Usage: sampled.sh EXPECTED_RATE [RECORD-OPTION...], e.g. `sampled.sh 65536
 # --rate 64K`; environment as for e2e.sh.
-set -u
 want_rate=$1
 shift
 name=bigalloc
 exp=$TESTDATA_SRC/$name.expected.json
 prog=$TESTDATA_BUILD/$name
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-sampled.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 
 "$prog" >"$tmp/native.out"
 st_native=$?

@@ -5,11 +5,8 @@
 # under `record`, sampled (nearly every block tracked) and with --all, with
 # their native output and status. A hang is a failure after a timeout.
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-sig.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 limit=60
 
 for name in sigfork sigrealloc; do

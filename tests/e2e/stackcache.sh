@@ -8,12 +8,9 @@
 # sampled (same seed), and so must one with ALLOCPROF_STACK_CACHE=2 (every
 # key seen twice filled, whatever it costs).
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-sc.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 prog=$TESTDATA_BUILD/stackcache
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
 
 # folded TAG ARGS...: record, export folded alloc_objects, keep the part
 # from main (or start_thread) on

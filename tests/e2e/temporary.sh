@@ -9,25 +9,21 @@
 # free to the allocation just before it by stack and size, not by block.
 # stats' temporary_heaptrack counts by heaptrack's rule and agrees.
 # Environment as for e2e.sh.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-temp.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
-expect() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
 py=${E2E_PYTHON:-python3}
 prog=$TESTDATA_BUILD/temporary
 "$ALLOCPROF" record -q --all -o "$tmp/t.trace" -- "$prog" >/dev/null || fail "record"
 "$ALLOCPROF" stats --json "$tmp/t.trace" >"$tmp/s.json" || fail "stats"
-expect "stats temporary" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary)" 2500
+expect_eq "stats temporary" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary)" 2500
 # heaptrack's rule, computed by stats too: 999 more in handover()
-expect "stats temporary_heaptrack" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary_heaptrack)" 3499
+expect_eq "stats temporary_heaptrack" "$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary_heaptrack)" 3499
 "$ALLOCPROF" top --json --temporary "$tmp/t.trace" >"$tmp/top.json" || fail "top --temporary"
 flat() { "$py" -c 'import json,sys; print(int(next((r["flat"] for r in json.load(open(sys.argv[1]))["rows"] if r["name"] == sys.argv[2]), -1)))' "$tmp/top.json" "$1"; }
-expect "top --temporary pairs" "$(flat pairs)" 1000
-expect "top --temporary chains" "$(flat chains)" 1500
-expect "top --temporary handover" "$(flat handover_get)" -1
+expect_eq "top --temporary pairs" "$(flat pairs)" 1000
+expect_eq "top --temporary chains" "$(flat chains)" 1500
+expect_eq "top --temporary handover" "$(flat handover_get)" -1
 "$ALLOCPROF" top --temporary "$tmp/t.trace" >"$tmp/top.txt" || fail "top --temporary text"
 grep -q "^Temporary: blocks freed by their own thread's next event (not heaptrack's count, which matches a free to the allocation just before it, in all threads' order, by stack and size)$" \
 	"$tmp/top.txt" || { fail "top --temporary: no line saying what it counts"; cat "$tmp/top.txt"; }
@@ -62,7 +58,7 @@ for k in range(i + 1, len(lines)):
         total += int(m.group(1))
 print(total)' "$prog")
 echo "heaptrack: $ht temporary allocations at the program's sites"
-expect "temporary vs heaptrack" "$ht" 3499
-expect "stats temporary_heaptrack vs heaptrack" \
+expect_eq "temporary vs heaptrack" "$ht" 3499
+expect_eq "stats temporary_heaptrack vs heaptrack" \
 	"$("$py" "$E2E_DIR/e2e.py" field "$tmp/s.json" temporary_heaptrack)" "$ht"
 exit $failed

@@ -6,12 +6,9 @@
 # area in its colour over a good part of the picture, and dark text);
 # the text chart marks the peak.
 # Environment as for e2e.sh.
-set -u
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/allocprof-timeline.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../lib.sh"
+tmp=$work
 export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
 py=${E2E_PYTHON:-python3}
 "$ALLOCPROF" record -q --all -o "$tmp/p.trace" -- "$TESTDATA_BUILD/peak" >/dev/null || fail "record"
 "$ALLOCPROF" stats --json "$tmp/p.trace" >"$tmp/s.json" || fail "stats"

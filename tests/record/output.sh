@@ -77,28 +77,36 @@ hl = 24 if struct.unpack_from('<I', d, 8)[0] < 3 else 32
 chunks, o = [], 16
 while o + hl <= len(d):
     n = struct.unpack_from('<I', d, o + 12)[0]
-    chunks.append((o, d[o + 4], hl + n))
+    chunks.append((o, d[o + 4], hl + n, struct.unpack_from('<I', d, o + 20)[0]))
     o += hl + n
 ev = [c for c in chunks if c[1] == 3]
-o, _, n = ev[1]
+o, _, n, stream = ev[1]
 if sys.argv[2] == 'dup':
     out = d[:o + n] + d[o:o + n] + d[o + n:]
     at = o + n
+    print(at, 'dup')
 else:
     out = d[:o] + d[o + n:]
-    # the END (the last chunk, type 4) names what it misses
-    at = [c for c in chunks if c[1] == 4][-1][0] - n
+    # the next chunk of its stream names what it misses; without one, the
+    # END (the last chunk, type 4) does (which it is depends on how the
+    # threads' buffers filled)
+    later = [c for c in chunks if c[0] > o and c[1] == 3 and c[3] == stream]
+    if later:
+        print(later[0][0] - n, 'next')
+    else:
+        print([c for c in chunks if c[1] == 4][-1][0] - n, 'end')
 open(sys.argv[3], 'wb').write(out)
-print(at)
 PY
 )
 			if "$ALLOCPROF" stats --json bad.trace >bad.json 2>bad.err; then
 				fail "level $level, $mode: stats read it: alloc_objects $(jget bad.json alloc_objects)"
 				continue
 			fi
-			case $mode in
+			read -r at kind <<<"$at"
+			case $kind in
 			dup) want="corrupt chunk at byte $at: duplicated chunk: chunk 0 of stream" ;;
-			del) want="corrupt chunk at byte $at: missing chunks" ;;
+			next) want="corrupt chunk at byte $at: missing chunk: chunk" ;;
+			end) want="corrupt chunk at byte $at: missing chunks" ;;
 			esac
 			grep -q "bad.trace: $want" bad.err || fail "level $level, $mode: $(cat bad.err), want '$want'"
 		done
