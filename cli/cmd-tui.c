@@ -342,8 +342,8 @@ int cmd_tui(int argc, char **argv)
 
 	struct ap_view v;
 	struct tui_follow *F = NULL;
-	int rc = follow ? tui_follow_load(&v, argv[optind], &o.view, program_output, &F) : 1;
-	if (rc == 1) /* (a finished trace follows nothing) */
+	int rc = follow ? tui_follow_load(&v, argv[optind], &o.view, program_output, &F) : 0;
+	if (!rc && !F) /* (a finished trace follows nothing) */
 		rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o.view);
 	struct tui t;
 	if (!rc) {

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "ap_trace_follow.h"
@@ -264,6 +265,21 @@ int tui_follow_load(struct ap_view *v, const char *path, const struct ap_view_op
 	struct ap_follow *f;
 	memset(v, 0, sizeof(*v));
 	*out = NULL;
+	/* A trace record has just made is empty until its program's sampler
+	 * writes the header: wait for it a while (10 s). */
+	struct stat st;
+	for (int i = 0; i < 100 && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+			st.st_size < AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN;
+	     i++) {
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+		ap_say("%s: empty after 10 s: no program is writing it (record one with "
+		       "allocprof record --live)",
+		       path);
+		return AP_EXIT_FAIL;
+	}
 	if (ap_follow_open(path, &f, &err) < 0) {
 		ap_print_error(&err);
 		return AP_EXIT_FAIL;
@@ -271,7 +287,7 @@ int tui_follow_load(struct ap_view *v, const char *path, const struct ap_view_op
 	if (ap_follow_limit(f) == UINT64_MAX) {
 		/* finished: nothing to follow, opened as any trace */
 		ap_follow_close(f);
-		return 1;
+		return 0;
 	}
 	struct tui_follow *F = ap_xcalloc(1, sizeof(*F));
 	F->f = f;

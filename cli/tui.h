@@ -206,9 +206,9 @@ void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col);
 
 /* Opens the trace at `path` to follow it: the view of what is there so
  * far (v's trace the follower's, to be left out of ap_view_release) and
- * the follower (*out, not started). Returns 0; 1 when the trace is
- * finished (nothing to follow: open it as any other); or prints the
- * error and returns AP_EXIT_FAIL. program_output: where the program
+ * the follower (*out, not started). Returns 0, *out NULL and v untouched
+ * when the trace is finished (nothing to follow: open it as any other);
+ * or prints the error and returns AP_EXIT_FAIL. program_output: where the program
  * writes (record --live), said on the status line; may be NULL. */
 int tui_follow_load(struct ap_view *v, const char *path, const struct ap_view_opts *o,
 		    const char *program_output, struct tui_follow **out);

@@ -5,7 +5,8 @@
 # sanitized build runs the follower too): once the trace has ended it
 # applies its keys, and its screen, but for the status line, is the one
 # `tui --batch` draws on the finished trace; the status line says the
-# program ended.
+# program ended. On the finished trace --follow is as without it; an empty
+# file is waited for 10 s, then said.
 # usage: follow-batch.sh ALLOCPROF TEST_FOLLOW
 set -u
 ap=$1 writer=$2
@@ -31,5 +32,17 @@ fi
 tail -n 1 "$tmp/got" | grep -q "program ended at " ||
 	{ echo "FAIL the status line: $(tail -n 1 "$tmp/got")"; fail=1; }
 [ -s "$tmp/err" ] && { echo "FAIL stderr:"; cat "$tmp/err"; fail=1; }
+# a finished trace follows nothing: opened as without --follow
+"$ap" tui --follow --batch --size 100x30 --keys 'js' "$tr" >"$tmp/fin" 2>&1
+cmp -s "$tmp/fin" "$tmp/want" || { echo "FAIL --follow on a finished trace:"; diff -u "$tmp/want" "$tmp/fin"; fail=1; }
+# an empty file (record makes the trace before its program writes it) is
+# waited for a while, then said
+: >"$tmp/empty.trace"
+if "$ap" tui --follow --batch "$tmp/empty.trace" >/dev/null 2>"$tmp/empty.err" ||
+	! grep -q "^allocprof: .*empty.trace: empty after 10 s" "$tmp/empty.err"; then
+	echo "FAIL --follow on an empty file:"
+	cat "$tmp/empty.err"
+	fail=1
+fi
 [ $fail = 0 ] && echo "ok: followed in parts, the finished trace's screen"
 exit $fail
