@@ -363,8 +363,10 @@ int cmd_tui(int argc, char **argv)
 			/* the screen is the terminal's now: no progress on stderr */
 			ap_events_progress(v.trace, NULL, NULL);
 			if (F) {
-				/* (held but while waiting for a key) */
+				/* (held but while waiting for a key; the advisor
+				 * made again and again: its cost model) */
 				t.follow = F;
+				t.o.measure.off = true;
 				tui_follow_lock(&t);
 				tui_follow_start(&t);
 			}

@@ -9,8 +9,9 @@
  * the advisor ranks sites after its walk, with its own passes over the
  * trace): once asked for, each is made again by a whole replay of the
  * trace so far, on the follower's thread, at most every few seconds and
- * never more often than it takes (say its age on the status line), so
- * that the keys always answer.
+ * never more often than it takes, so that the keys always answer. Once
+ * the trace has ended nothing writes it: a view not made by then is made
+ * by the work thread, as for any finished trace (tui-work.c).
  *
  * The trace's metadata grows with each update (the arrays of its stacks,
  * threads and mappings move): the browser holds the follower's lock while

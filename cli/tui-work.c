@@ -84,7 +84,8 @@ static void *work_main(void *arg)
 
 void tui_start_work(struct tui *t)
 {
-	if (t->work || t->follow)
+	/* (following, once the trace has ended: nothing writes it any more) */
+	if (t->work || (t->follow && !tui_follow_ended(t)))
 		return;
 	struct tui_work *w = ap_xcalloc(1, sizeof(*w));
 	w->trace = t->v->trace;
@@ -140,18 +141,25 @@ bool tui_work_wait(struct tui *t, enum tui_view_kind k)
 
 bool tui_poll(struct tui *t, bool block, bool *pending)
 {
+	bool followed = false;
 	if (t->follow) {
-		/* (wake now and then: the status line says how old it is) */
-		if (pending)
-			*pending = true;
-		return tui_follow_poll(t);
+		followed = tui_follow_poll(t);
+		if (!tui_follow_ended(t)) {
+			/* (wake now and then: the status line says how old it is) */
+			if (pending)
+				*pending = true;
+			return followed;
+		}
+		/* ended: the views not made yet are made as for any finished
+		 * trace, by the work thread */
+		tui_start_work(t);
 	}
 	struct tui_work *w = t->work;
 	if (pending)
 		*pending = false;
 	if (!w)
-		return false;
-	bool changed = tui_tljob_poll(t, block);
+		return followed;
+	bool changed = tui_tljob_poll(t, block) || followed;
 	if (t->tljob && tui_view_of(t) == TUI_VIEW_TIMELINE && !t->waiting) {
 		tui_set_status(t, "%s", TLJOB_STATUS);
 		changed = true;

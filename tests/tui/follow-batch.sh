@@ -24,6 +24,20 @@ fail=0
 "$ap" tui --follow --batch --size 100x30 --keys 'js' "$tr" >"$tmp/got" 2>"$tmp/err" ||
 	{ echo "FAIL tui --follow --batch: exit status $?"; fail=1; }
 wait $w || { echo "FAIL the writer failed"; fail=1; }
+# and, asked for once it has ended, the timeline (made by the work thread,
+# as for any finished trace)
+"$writer" --write "$tmp/t.trace" 300 &
+w=$!
+i=0
+while [ "$(stat -c %s "$tmp/t.trace" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+"$ap" tui --follow --batch --size 100x30 --keys 'T' "$tmp/t.trace" 2>&1 | sed '$d' >"$tmp/gotT"
+wait $w
+"$ap" tui --batch --size 100x30 --keys 'T' "$tmp/t.trace" 2>&1 | sed '$d' >"$tmp/wantT"
+grep -q "^timeline: " "$tmp/gotT" && cmp -s "$tmp/gotT" "$tmp/wantT" ||
+	{ echo "FAIL the timeline once followed to the end:"; diff -u "$tmp/wantT" "$tmp/gotT"; fail=1; }
 "$ap" tui --batch --size 100x30 --keys 'js' "$tr" >"$tmp/want" 2>/dev/null
 if ! sed '$d' "$tmp/got" | diff -u "$(sed '$d' "$tmp/want" >"$tmp/want1"; echo "$tmp/want1")" -; then
 	echo "FAIL the followed screen is not the finished trace's"
