@@ -26,6 +26,7 @@
 #include "ap_trace_encode.h"
 #include "commands.h"
 #include "record/attach.h"
+#include "record-live.h"
 
 #define SAMPLER_SO "liballocprof.so"
 
@@ -68,6 +69,11 @@ static void record_usage(FILE *f)
 	      "                     trace's frames in it (by default they are added\n"
 	      "                     when the trace is finished, so that reports read\n"
 	      "                     it after the program is rebuilt, upgraded or gone)\n"
+	      "      --live         show the live view (allocprof tui --follow) on the\n"
+	      "                     trace while the program runs: the terminal is the\n"
+	      "                     view's, the program's input /dev/null and its output\n"
+	      "                     and errors in TRACE.out (named on the status line);\n"
+	      "                     record says what it has to say once the view is quit\n"
 	      "  -q, --quiet        no summary line at the end, nor lines about traces\n"
 	      "                     still written by processes that outlive PROGRAM\n"
 	      "  -h, --help         show this help\n\n"
@@ -108,6 +114,7 @@ struct record_opts {
 	int compress_level; /* -1: ALLOCPROF_COMPACT_LEVEL's, else the default */
 	pid_t attach;	    /* -p: 0 none */
 	uint64_t duration;  /* --duration, ns (0: none) */
+	bool live;	    /* --live: the live view while it runs (record-live.c) */
 };
 
 /* --no-symbols: finished traces keep no SYMBOLS chunks */
@@ -169,6 +176,8 @@ static int parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 			o->no_children = true;
 		} else if (!strcmp(a, "--no-symbols")) {
 			o->no_symbols = true;
+		} else if (!strcmp(a, "--live")) {
+			o->live = true;
 		} else if (!strcmp(a, "-o") || opt_is(a, "--output")) {
 			if (!(v = opt_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output")) || !*v)
 				return ap_usage_error("record", "%s needs a path", a);
@@ -1368,6 +1377,7 @@ struct launch {
 	char *out_path;		/* room for the default output's path (out_suffix) */
 	const char *out_pre;	/* its start */
 	int hand_fd;		/* the trace made for the program (-o), or -1 */
+	int out_fd, in_fd;	/* --live: the program's output and input, or -1 */
 	char *exec_var;		/* room for "ALLOCPROF_EXEC=<pid>.0:f<hand_fd>" */
 	int sigpipe_default;
 	const sigset_t *mask;	/* the signal mask to exec with */
@@ -1434,6 +1444,12 @@ static pid_t launch(struct launch *L)
 			put_pid(&p, L->hand_fd);
 			*p = 0;
 			fcntl(L->hand_fd, F_SETFD, 0);
+		}
+		if (L->out_fd >= 0) {
+			/* --live: the terminal is the view's */
+			dup2(L->in_fd, STDIN_FILENO);
+			dup2(L->out_fd, STDOUT_FILENO);
+			dup2(L->out_fd, STDERR_FILENO);
 		}
 		if (L->sigpipe_default)
 			signal(SIGPIPE, SIG_DFL);
@@ -1612,11 +1628,16 @@ out:
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, false, -1,
-				 0, 0 };
+				 0, 0, false };
 	int first = 0;
 	int rc = parse_opts(argc, argv, &o, &first);
 	if (rc)
 		return rc < 0 ? AP_EXIT_OK : rc;
+	if (o.live && o.attach)
+		return ap_usage_error("record", "--live views a program record starts, not one it "
+				      "attaches to (-p): open allocprof tui --follow on the trace");
+	if (o.live && live_check() < 0)
+		return AP_EXIT_FAIL;
 	compress_level_opt = o.compress_level;
 	no_symbols = o.no_symbols;
 	if (o.attach)
@@ -1676,6 +1697,16 @@ int cmd_record(int argc, char **argv)
 		free(resolved);
 		return AP_EXIT_FAIL;
 	}
+	struct record_live live = { .out_fd = -1, .in_fd = -1, .saved_err = -1, .held = -1,
+				    .view = -1 };
+	if (o.live && (discard ? ap_usage_error("record", "--live shows the trace: it "
+							  "cannot be discarded") :
+				 live_prepare(&live, out_pre.buf) < 0 ? AP_EXIT_FAIL : 0)) {
+		claim_release(&claim);
+		ap_buf_release(&out_pre);
+		free(resolved);
+		return discard ? AP_EXIT_USAGE : AP_EXIT_FAIL;
+	}
 	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
 	ap_buf_addf(&cfg_mid, ":%llu:%u:%d:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    o.no_children ? 1 : 0, out_pre.buf);
@@ -1685,6 +1716,8 @@ int cmd_record(int argc, char **argv)
 		.cfg_mid = cfg_mid.buf,
 		.out_suffix = o.output ? NULL : ".trace",
 		.sigpipe_default = !ap_sigpipe_ignored,
+		.out_fd = live.out_fd,
+		.in_fd = live.in_fd,
 	};
 	L.cfg = ap_xmalloc(cfg_mid.len + 64);
 	L.out_pre = out_pre.buf;
@@ -1707,6 +1740,7 @@ int cmd_record(int argc, char **argv)
 	 * us and leave it running. */
 	struct relay relay;
 	if (relay_start(&relay) < 0) {
+		live_release(&live);
 		ap_buf_release(&out_pre);
 		free(resolved);
 		return AP_EXIT_FAIL;
@@ -1733,6 +1767,7 @@ int cmd_record(int argc, char **argv)
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		relay_end(&relay);
+		live_release(&live);
 		ap_say("%s: %s", prog, strerror(err));
 		ap_buf_release(&out_pre);
 		free(resolved);
@@ -1749,12 +1784,14 @@ int cmd_record(int argc, char **argv)
 	else
 		snprintf(abs_out, sizeof(abs_out), "%s%d.trace", out_pre.buf, (int)pid);
 	ap_buf_release(&out_pre);
+	live_start(&live, abs_out, pid, &relay.mask);
 	int status;
 	struct ap_compact_stream *stream = NULL;
 	int wrc = wait_program(pid, &status, discard ? NULL : abs_out, &stream, &relay);
 	uint64_t end_ns = mono_ns();
 	relay_end(&relay);
 	if (wrc < 0) {
+		live_end(&live);
 		claim_release(&claim);
 		free(resolved);
 		return AP_EXIT_FAIL;
@@ -1779,6 +1816,7 @@ int cmd_record(int argc, char **argv)
 			"(allocprof top %s); --by-process shows each process, "
 			"--no-children the program's trace alone\n",
 			output, output);
+	live_end(&live); /* (the view says the end, then is quit) */
 	claim_release(&claim); /* the run's lock: finished */
 	free(resolved);
 	if (WIFEXITED(status))

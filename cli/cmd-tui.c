@@ -22,11 +22,14 @@ enum {
 	OPT_KEYS,
 	OPT_SIZE,
 	OPT_NO_MEASURE,
+	OPT_FOLLOW,
+	OPT_PROGRAM_OUTPUT,
 };
 
 static void tui_usage(FILE *f)
 {
-	fputs("usage: allocprof tui [OPTIONS] TRACE...\n\n"
+	fputs("usage: allocprof tui [OPTIONS] TRACE...\n"
+	      "       allocprof tui --follow [OPTIONS] TRACE\n\n"
 	      "Browses TRACE interactively: the top table (flat, flat%, sum%, cum,\n"
 	      "cum%), Enter on a node for its callers and callees (as peek; Enter\n"
 	      "there goes to one, Backspace back), 'L' for its annotated source (as\n"
@@ -46,6 +49,14 @@ static void tui_usage(FILE *f)
 	      "                       <esc> <bs> <tab> <space> <lt> <resize:COLSxROWS>\n"
 	      "  --size COLSxROWS     the screen size of --batch (default 100x30)\n"
 	      "  --no-measure         the advisor's times from its cost model, not measured\n"
+	      "  --follow             TRACE is still being written (allocprof record runs its\n"
+	      "                       program): update top, the timeline and the advisor's\n"
+	      "                       model (as --no-measure) every second or so, with only\n"
+	      "                       the events new since; the status line says it follows,\n"
+	      "                       and when the program ended. A finished trace opens as\n"
+	      "                       without --follow. One trace, its child traces not read\n"
+	      "  --program-output FILE  where the program writes (record --live says it),\n"
+	      "                       named on the status line\n"
 	      "  --alloc_space        bytes allocated (default)\n"
 	      "  --alloc_objects      allocations made\n"
 	      "  --inuse_space        bytes still allocated at the end of the trace\n"
@@ -174,7 +185,12 @@ static int run_terminal(struct tui *t)
 		term_draw(t);
 		/* while work runs, wake now and then to show how far it is */
 		timeout(pending ? 250 : -1);
+		/* (following: the trace may grow meanwhile) */
+		if (t->follow)
+			tui_follow_unlock(t);
 		int key = getch();
+		if (t->follow)
+			tui_follow_lock(t);
 		if (key == ERR)
 			continue;
 		if (key == KEY_RESIZE)
@@ -194,6 +210,15 @@ static int run_batch(struct tui *t, const int *keys, int nkeys, const int *sizes
 	struct tui_screen s = {0};
 	int cursor;
 	tui_start_work(t);
+	/* following: the keys once the trace has ended */
+	while (t->follow) {
+		tui_poll(t, false, NULL);
+		if (tui_follow_ended(t))
+			break;
+		tui_follow_unlock(t);
+		usleep(100000);
+		tui_follow_lock(t);
+	}
 	for (int i = 0; i < nkeys && !t->quit; i++) {
 		if (keys[i] == KEY_RESIZE) {
 			tui_resize(t, sizes[1], sizes[0]);
@@ -223,11 +248,13 @@ int cmd_tui(int argc, char **argv)
 	    {"keys", required_argument, NULL, OPT_KEYS},
 	    {"size", required_argument, NULL, OPT_SIZE},
 	    {"no-measure", no_argument, NULL, OPT_NO_MEASURE},
+	    {"follow", no_argument, NULL, OPT_FOLLOW},
+	    {"program-output", required_argument, NULL, OPT_PROGRAM_OUTPUT},
 	    {NULL, 0, NULL, 0},
 	};
 	struct tui_options o = {0};
-	bool batch = false;
-	const char *keys_text = NULL;
+	bool batch = false, follow = false;
+	const char *keys_text = NULL, *program_output = NULL;
 	int cols = 100, rows = 30, opt;
 
 	ap_view_opts_init(&o.view);
@@ -270,6 +297,12 @@ int cmd_tui(int argc, char **argv)
 		case OPT_KEYS:
 			keys_text = optarg;
 			break;
+		case OPT_FOLLOW:
+			follow = true;
+			break;
+		case OPT_PROGRAM_OUTPUT:
+			program_output = optarg;
+			break;
 		case OPT_SIZE:
 			if (tui_parse_size(optarg, &cols, &rows))
 				return ap_usage_error("tui",
@@ -288,6 +321,8 @@ int cmd_tui(int argc, char **argv)
 				      "process's trace with --no-children");
 	if (keys_text && !batch)
 		return ap_usage_error("tui", "--keys goes with --batch");
+	if (follow && argc - optind != 1)
+		return ap_usage_error("tui", "--follow follows one trace, not %d", argc - optind);
 
 	int *keys = NULL, *sizes = NULL, nkeys = 0;
 	if (batch) {
@@ -306,12 +341,16 @@ int cmd_tui(int argc, char **argv)
 	}
 
 	struct ap_view v;
-	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o.view);
+	struct tui_follow *F = NULL;
+	int rc = follow ? tui_follow_load(&v, argv[optind], &o.view, program_output, &F) : 0;
+	if (!rc && !F) /* (a finished trace follows nothing) */
+		rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o.view);
 	struct tui t;
 	if (!rc) {
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
-		if (!rc && ap_view_sampling_hint(v.trace)) {
+		/* (following, nothing may be sampled yet) */
+		if (!rc && !F && ap_view_sampling_hint(v.trace)) {
 			tui_release(&t);
 			rc = AP_EXIT_FAIL;
 		}
@@ -323,7 +362,19 @@ int cmd_tui(int argc, char **argv)
 		if (!rc) {
 			/* the screen is the terminal's now: no progress on stderr */
 			ap_events_progress(v.trace, NULL, NULL);
+			if (F) {
+				/* (held but while waiting for a key; the advisor
+				 * made again and again: its cost model) */
+				t.follow = F;
+				t.o.measure.off = true;
+				tui_follow_lock(&t);
+				tui_follow_start(&t);
+			}
 			rc = batch ? run_batch(&t, keys, nkeys, sizes) : run_terminal(&t);
+			if (F) {
+				tui_follow_unlock(&t);
+				tui_follow_stop(&t);
+			}
 			/* a replay that failed, said on the screen: again, now
 			 * that the screen is gone */
 			if (t.failed) {
@@ -333,8 +384,11 @@ int cmd_tui(int argc, char **argv)
 			}
 			tui_release(&t);
 		}
+		if (F)
+			v.trace = NULL; /* the follower's */
 		ap_view_release(&v);
 	}
+	tui_follow_free(F);
 	free(keys);
 	free(sizes);
 	return rc;

@@ -25,6 +25,11 @@ int cmd_html(int argc, char **argv);
 int cmd_symbols(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 
+/* Where allocprof-report is: itself in allocprof-report; for the
+ * launcher, next to it (the build tree, or a bindir that holds both),
+ * else in the install's pkglibdir; $ALLOCPROF_REPORT overrides. */
+void ap_report_path(char *path, size_t len);
+
 /* Runs `allocprof-report` with argv (argv[0] the command) as a child and
  * waits for it: its exit status, or -1 (said) when it could not run. */
 int ap_run_report_child(char **argv);

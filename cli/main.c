@@ -31,8 +31,8 @@ struct command {
 	bool text;	/* prints text for a terminal: stdout goes through safe_stdout */
 };
 
-#ifdef AP_LAUNCHER
 #define REPORT_EXE "allocprof-report"
+#ifdef AP_LAUNCHER
 static int run_report(int argc, char **argv);
 #define REPORT_CMD(fn) run_report
 #else
@@ -62,15 +62,18 @@ static const struct command commands[] = {
 	{ NULL, NULL, NULL, false },
 };
 
-#ifdef AP_LAUNCHER
-/* The command argv[0] with its arguments, in allocprof-report: next to
- * this binary (the build tree, or a bindir that holds both), else in the
- * install's pkglibdir; $ALLOCPROF_REPORT overrides. Returns only if it
- * cannot. */
-static void report_path(char *path, size_t len)
+void ap_report_path(char *path, size_t len)
 {
 	const char *env = getenv("ALLOCPROF_REPORT");
 	path[0] = 0;
+#ifndef AP_LAUNCHER
+	/* (allocprof-report itself) */
+	ssize_t self_len = readlink("/proc/self/exe", path, len - 1);
+	if (self_len > 0) {
+		path[self_len] = 0;
+		return;
+	}
+#endif
 	if (env && *env) {
 		snprintf(path, len, "%s", env);
 	} else {
@@ -86,10 +89,12 @@ static void report_path(char *path, size_t len)
 	}
 }
 
+#ifdef AP_LAUNCHER
+
 static int run_report(int argc, char **argv)
 {
 	char path[PATH_MAX + 64];
-	report_path(path, sizeof(path));
+	ap_report_path(path, sizeof(path));
 	char **av = calloc((size_t)argc + 2, sizeof(*av));
 	if (!av) {
 		ap_say("out of memory");
@@ -109,7 +114,7 @@ static int run_report(int argc, char **argv)
 int ap_run_report_child(char **argv)
 {
 	char path[PATH_MAX + 64];
-	report_path(path, sizeof(path));
+	ap_report_path(path, sizeof(path));
 	size_t n = 0;
 	while (argv[n])
 		n++;

@@ -1,7 +1,9 @@
 /* The interactive browser of `allocprof tui`: a text screen model that both
  * the ncurses front end and the batch mode draw (tui-screen.c), and the
- * browser's state, key handling and views (tui.c) over the report models
- * of ap_report.h and ap_advise.h. cli/cmd-tui.c runs it. */
+ * browser's state and key handling (tui.c) and its views, one file per view
+ * or family behind struct tui_view_ops (tui-top.c, tui-peek.c, tui-list.c,
+ * tui-timeline.c, tui-advise.c, tui-help.c; tui-int.h), over the report
+ * models of ap_report.h and ap_advise.h. cli/cmd-tui.c runs it. */
 #ifndef AP_TUI_H
 #define AP_TUI_H
 
@@ -60,7 +62,7 @@ void tui_screen_row_attr(struct tui_screen *s, int row, int attr);
 /* Prints the screen as text, one line per row, trailing blanks dropped. */
 void tui_screen_print(const struct tui_screen *s, FILE *f);
 
-/* ---- the browser (tui.c) ------------------------------------------------ */
+/* ---- the browser (tui.c, tui-*.c) ----------------------------------------- */
 
 enum tui_view_kind {
 	TUI_VIEW_TOP,
@@ -98,9 +100,10 @@ struct tui_peek_step {
 	struct tui_pos pos;
 };
 
-struct tui_timeline; /* tui.c: the timeline model, for one width */
-struct tui_work;     /* tui.c: the replays run while the user browses */
-struct tui_tljob;    /* tui.c: the timeline for a new width, being made */
+struct tui_timeline; /* tui-int.h: the timeline model, for one width */
+struct tui_work;     /* tui-work.c: the replays run while the user browses */
+struct tui_tljob;    /* tui-work.c: the timeline for a new width, being made */
+struct tui_follow;   /* tui-follow.c: a trace still being written, followed */
 
 struct tui;
 
@@ -168,6 +171,8 @@ struct tui {
 	 * again on stderr once the screen is gone, and exits with status 1. */
 	bool failed;
 	struct ap_error error;
+
+	struct tui_follow *follow; /* --follow: the follower; NULL: not following */
 };
 
 /* Builds the top model (the only step that can fail: a bad focus or ignore
@@ -196,6 +201,31 @@ void tui_resize(struct tui *t, int rows, int cols);
  * prompt is open, *cursor_col gets the column of the input cursor on the
  * last row, else -1. */
 void tui_draw(struct tui *t, struct tui_screen *s, int *cursor_col);
+
+/* ---- following a trace still being written (tui-follow.c) ---- */
+
+/* Opens the trace at `path` to follow it: the view of what is there so
+ * far (v's trace the follower's, to be left out of ap_view_release) and
+ * the follower (*out, not started). Returns 0, *out NULL and v untouched
+ * when the trace is finished (nothing to follow: open it as any other);
+ * or prints the error and returns AP_EXIT_FAIL. program_output: where the program
+ * writes (record --live), said on the status line; may be NULL. */
+int tui_follow_load(struct ap_view *v, const char *path, const struct ap_view_opts *o,
+		    const char *program_output, struct tui_follow **out);
+/* Starts following (t->follow set, the lock held): an update every
+ * second or so on a thread of its own. */
+void tui_follow_start(struct tui *t);
+/* The follower's lock: held while the browser uses the trace (all but
+ * waiting for a key); taking it makes the symbolizer again after a
+ * dlopen. */
+void tui_follow_lock(struct tui *t);
+void tui_follow_unlock(struct tui *t);
+/* Whether the trace has ended (or following failed): nothing comes
+ * any more. */
+bool tui_follow_ended(const struct tui *t);
+/* Stops the follower (the lock not held) and waits for it. */
+void tui_follow_stop(struct tui *t);
+void tui_follow_free(struct tui_follow *F);
 
 /* Parses a --keys string: characters stand for themselves, <name> for a
  * special key (<up> <down> <left> <right> <pgup> <pgdn> <home> <end>

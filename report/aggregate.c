@@ -42,6 +42,7 @@ bool ap_sample_index_is_bytes(enum ap_sample_index si)
  * still holds them live. */
 struct values {
 	const struct ap_trace *t;
+	size_t ns;		/* stacks the arrays have room for */
 	struct ap_stack_values *sv;
 	double *live_o, *live_s;	/* per stack, live now */
 	double live, peak;	/* weighted live bytes: now, the highest after any event */
@@ -51,7 +52,7 @@ struct values {
 
 static void v_live_add(struct values *V, const struct ap_replay_block *b, double sign)
 {
-	if (!b->stack || b->stack >= V->t->nstacks)
+	if (!b->stack || b->stack >= V->ns)
 		return;
 	uint32_t s = b->stack;
 	if (V->saved[s] != V->epoch) {
@@ -68,7 +69,7 @@ static void v_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 	struct values *V = ctx;
 	(void)i;
 	v_live_add(V, b, 1);
-	if ((e->flags & AP_EVF_SAMPLED) && e->stack < V->t->nstacks) {
+	if ((e->flags & AP_EVF_SAMPLED) && e->stack < V->ns) {
 		V->sv[e->stack].v[AP_SI_ALLOC_OBJECTS] += b->w;
 		V->sv[e->stack].v[AP_SI_ALLOC_SPACE] += b->w * (double)b->size;
 	}
@@ -88,7 +89,7 @@ static void v_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	(void)e;
 	v_live_add(V, b, -1);
 	V->live -= b->w * (double)b->size;
-	if (b->temporary && b->stack && b->stack < V->t->nstacks)
+	if (b->temporary && b->stack && b->stack < V->ns)
 		V->sv[b->stack].v[AP_SI_TEMPORARY] += b->w;
 }
 
@@ -102,7 +103,7 @@ static void v_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 static void v_live(void *ctx, const struct ap_replay_block *b)
 {
 	struct values *V = ctx;
-	if (!b->stack || b->stack >= V->t->nstacks)
+	if (!b->stack || b->stack >= V->ns)
 		return;
 	V->sv[b->stack].v[AP_SI_INUSE_OBJECTS] += b->w;
 	V->sv[b->stack].v[AP_SI_INUSE_SPACE] += b->w * (double)b->size;
@@ -124,29 +125,99 @@ static const struct ap_replay_ops values_ops = {
 	.exec_dropped = v_exec_dropped,
 };
 
+struct ap_values_run *ap_values_run_new(const struct ap_trace *t)
+{
+	struct values *V = ap_xcalloc(1, sizeof(*V));
+	V->t = t;
+	ap_values_run_grow((struct ap_values_run *)V);
+	return (struct ap_values_run *)V;
+}
+
+void ap_values_run_grow(struct ap_values_run *run)
+{
+	struct values *V = (struct values *)run;
+	size_t ns = V->t->nstacks ? V->t->nstacks : 1;
+	if (ns <= V->ns)
+		return;
+	V->sv = ap_xrealloc(V->sv, ns * sizeof(*V->sv));
+	V->live_o = ap_xrealloc(V->live_o, ns * sizeof(*V->live_o));
+	V->live_s = ap_xrealloc(V->live_s, ns * sizeof(*V->live_s));
+	V->saved = ap_xrealloc(V->saved, ns * sizeof(*V->saved));
+	for (size_t s = V->ns; s < ns; s++) {
+		V->sv[s] = (struct ap_stack_values){{0}};
+		V->live_o[s] = V->live_s[s] = 0;
+		/* (a new stack has no values at any peak) */
+		V->saved[s] = V->epoch;
+	}
+	V->ns = ns;
+}
+
+struct ap_replay_consumer ap_values_run_consumer(struct ap_values_run *run)
+{
+	return (struct ap_replay_consumer){ &values_ops, run };
+}
+
+/* The peak values of the stacks that did not change since the last peak
+ * began: their live values. */
+static void peaks_fill(const struct values *V, struct ap_stack_values *sv)
+{
+	if (V->epoch)
+		for (size_t s = 1; s < V->ns; s++)
+			if (V->saved[s] != V->epoch) {
+				sv[s].v[AP_SI_PEAK_OBJECTS] = V->live_o[s];
+				sv[s].v[AP_SI_PEAK_SPACE] = V->live_s[s];
+			}
+}
+
+size_t ap_values_run_stacks(const struct ap_values_run *run)
+{
+	return ((const struct values *)run)->ns;
+}
+
+struct ap_stack_values *ap_values_run_now(const struct ap_values_run *run)
+{
+	const struct values *V = (const struct values *)run;
+	struct ap_stack_values *sv = ap_xmalloc(V->ns * sizeof(*sv));
+	memcpy(sv, V->sv, V->ns * sizeof(*sv));
+	for (size_t s = 1; s < V->ns; s++) {
+		sv[s].v[AP_SI_INUSE_OBJECTS] = V->live_o[s];
+		sv[s].v[AP_SI_INUSE_SPACE] = V->live_s[s];
+	}
+	peaks_fill(V, sv);
+	return sv;
+}
+
+struct ap_stack_values *ap_values_run_end(struct ap_values_run *run)
+{
+	struct values *V = (struct values *)run;
+	peaks_fill(V, V->sv);
+	struct ap_stack_values *sv = V->sv;
+	V->sv = NULL;
+	ap_values_run_free(run);
+	return sv;
+}
+
+void ap_values_run_free(struct ap_values_run *run)
+{
+	struct values *V = (struct values *)run;
+	if (!V)
+		return;
+	free(V->sv);
+	free(V->saved);
+	free(V->live_o);
+	free(V->live_s);
+	free(V);
+}
+
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t, struct ap_error *err)
 {
-	size_t ns = t->nstacks ? t->nstacks : 1;
-	struct values V = { t, ap_xcalloc(ns, sizeof(*V.sv)), ap_xcalloc(ns, sizeof(double)),
-			    ap_xcalloc(ns, sizeof(double)), 0, 0, 0,
-			    ap_xcalloc(ns, sizeof(uint64_t)) };
-	struct ap_replay_consumer c = { &values_ops, &V };
+	struct ap_values_run *V = ap_values_run_new(t);
+	struct ap_replay_consumer c = ap_values_run_consumer(V);
 	if (ap_replay(t, &c, 1, NULL, err) < 0) {
-		free(V.sv);
-		V.sv = NULL;
-		goto out;
+		ap_values_run_free(V);
+		return NULL;
 	}
-	if (V.epoch)
-		for (size_t s = 1; s < t->nstacks; s++)
-			if (V.saved[s] != V.epoch) {
-				V.sv[s].v[AP_SI_PEAK_OBJECTS] = V.live_o[s];
-				V.sv[s].v[AP_SI_PEAK_SPACE] = V.live_s[s];
-			}
-out:
-	free(V.saved);
-	free(V.live_o);
-	free(V.live_s);
-	return V.sv;
+	return ap_values_run_end(V);
 }
 
 /* ---- filters --------------------------------------------------------- */

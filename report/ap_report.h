@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ap_replay.h"
 #include "ap_symbolize.h"
 #include "ap_trace.h"
 #include "ap_util.h"
@@ -48,6 +49,25 @@ struct ap_stack_values {
  * old block), exactly as ap_trace_totals() matches them. Returns NULL with err set when the
  * replay fails (ap_replay). */
 struct ap_stack_values *ap_report_stack_values(const struct ap_trace *t, struct ap_error *err);
+
+/* The same values as the events come (`tui --follow`: ap_replay_start's
+ * run fed as the trace grows). ap_values_run_consumer is the consumer to
+ * give the run (the run lives as long as it); ap_values_run_grow makes
+ * room for the stacks t has now (call it before feeding events that may
+ * use new ones); ap_values_run_now is a copy of the values of the events
+ * fed so far (in-use: the blocks live now; peak: the highest so far),
+ * the caller's to free; after ap_replay_finish, ap_values_run_end gives
+ * what ap_report_stack_values gives, and frees the run. */
+struct ap_values_run;
+struct ap_values_run *ap_values_run_new(const struct ap_trace *t);
+void ap_values_run_grow(struct ap_values_run *run);
+struct ap_replay_consumer ap_values_run_consumer(struct ap_values_run *run);
+struct ap_stack_values *ap_values_run_now(const struct ap_values_run *run);
+/* The stacks the arrays ap_values_run_now and _end give have room for
+ * (those of t at the last ap_values_run_grow, at least 1). */
+size_t ap_values_run_stacks(const struct ap_values_run *run);
+struct ap_stack_values *ap_values_run_end(struct ap_values_run *run);
+void ap_values_run_free(struct ap_values_run *run);
 
 /* Leak suppressions, in LeakSanitizer's and heaptrack's format: a file of
  * "leak:PATTERN" lines ('#' comments, blank lines), PATTERN matched in

@@ -108,4 +108,27 @@ struct ap_replay_consumer {
 AP_MUST_CHECK int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
 			    size_t *nobj, struct ap_error *err);
 
+/* ---- A replay that goes on as the events come ----
+ * (`allocprof tui --follow`, a trace still being written, fed as it
+ * grows: trace/follow.c.) ap_replay is ap_replay_start, ap_replay_feed
+ * with every batch of the trace's events, in order, and ap_replay_finish.
+ * Between feeds the consumers have seen the events so far and nothing at
+ * the end (no pending realloc half flushed, no live_at_end): they hold
+ * the state of the run up to the last event fed. `t` may grow meanwhile
+ * (more threads and stacks, between feeds, never during one); `c` must
+ * outlive the run. */
+struct ap_replay_run;
+struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_replay_consumer *c,
+				      size_t nc);
+/* The next n events (their indexes go on from the last feed's). Returns
+ * 0, or -1 with err set when a consumer failed (then only
+ * ap_replay_abandon). */
+AP_MUST_CHECK int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
+				 struct ap_error *err);
+/* The end: realloc halves left pending are frees, the live blocks go to
+ * live_at_end; returns as ap_replay, and frees r. */
+AP_MUST_CHECK int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err);
+/* Frees a run without its end (NULL: nothing). */
+void ap_replay_abandon(struct ap_replay_run *r);
+
 #endif

@@ -93,29 +93,6 @@ int zframe_check(struct rd *r, const uint8_t *payload, uint32_t len)
  * per thread at a time (decompressing it into the thread's buffer): the
  * merge is order.c's, the chunks it asks for are read here. */
 
-/* The events of a file the reader checked (ap_trace.src): read again
- * from the file, a chunk at a time (fd), or from the reader's copy of it
- * (buf). A file is not kept mapped: another process truncating it would
- * make a mapping fault; a chunk that reads short or with another checksum
- * than pass 1 saw ends its thread's events there and marks the trace
- * changed (ap_trace_changed). */
-struct file_src {
-	struct ap_evsrc base;
-	int fd;			/* the file; -1: in buf */
-	uint8_t *buf;
-	int changed;		/* atomic */
-	struct ev_chunk *chunks;
-	size_t nchunks;
-	uint32_t *order;	/* chunk indexes grouped by thread, file order */
-	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
-	size_t nthreads;
-	uint64_t quantum;
-	uint64_t anon_min;	/* the anonymous identities' floor (ap_trace_enc.h) */
-	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
-	size_t nstacks;	 /* the stack ids events may use */
-	char *name;	 /* the file's, for messages */
-};
-
 /* The pages of the mapped file (map, size bytes; NULL: not mapped) that
  * lie wholly inside [p, p + len) are not needed again by pass 1: let them
  * go from the process (they stay in the page cache), so that memory does
@@ -183,13 +160,6 @@ static const uint8_t *chunk_payload(struct file_src *f, ZSTD_DCtx *zd, const str
 	return c->zstd ? *raw : payload;
 }
 
-/* An iteration over a file's events: order.c's merge, fed chunks read
- * again from the file (with zd, the iteration's). */
-struct file_it {
-	struct file_src *f;
-	ZSTD_DCtx *zd;
-	struct ap_order *o;
-};
 
 /* The merge's input (struct ap_order_input): chunk `id` read again. */
 static int file_chunk(void *ctx, uint32_t id, struct ap_order_bufs *b, struct ap_order_chunk *out,
@@ -210,7 +180,7 @@ static int file_chunk(void *ctx, uint32_t id, struct ap_order_bufs *b, struct ap
 	return 0;
 }
 
-static void *file_open(struct ap_evsrc *src)
+void *file_open(struct ap_evsrc *src)
 {
 	struct file_src *f = (struct file_src *)src;
 	struct file_it *it = ap_xcalloc(1, sizeof(*it));
@@ -227,7 +197,7 @@ static void *file_open(struct ap_evsrc *src)
 /* The merge's next batch; the first corrupt chunk it met ends the
  * iteration, its batch not handed out: -1 with err set, "NAME: corrupt
  * chunk at byte N: why". */
-static ssize_t file_next(void *state, const struct ap_event **out, struct ap_error *err)
+ssize_t file_next(void *state, const struct ap_event **out, struct ap_error *err)
 {
 	struct file_it *it = state;
 	ssize_t n = ap_order_next(it->o, out);
@@ -243,7 +213,7 @@ static ssize_t file_next(void *state, const struct ap_event **out, struct ap_err
 	return ap_error_set(err, "%s", msg);
 }
 
-static void file_close(void *state)
+void file_close(void *state)
 {
 	struct file_it *it = state;
 	ap_order_free(it->o);
@@ -273,30 +243,17 @@ static bool file_changed(const struct ap_evsrc *src)
 static const struct ap_evsrc_ops file_ops = {file_open, file_next, file_close, file_release,
 					     file_changed};
 
-/* After pass 1: the source of r's events, the file handed over to it
- * (its descriptor, or the reader's copy). */
-static void make_source(struct rd *r)
+void source_index(struct file_src *f, struct rd *r)
 {
 	struct ap_trace *t = r->t;
 	size_t nth = t->nthreads;
-	struct file_src *f = ap_xcalloc(1, sizeof(*f));
-	f->base.ops = &file_ops;
-	f->fd = r->fd;
-	f->buf = r->buf;
-	f->nthreads = nth;
-	f->quantum = t->time_quantum_ns;
-	f->anon_min = nth > AP_ANON_LOW_THREADS ? AP_ANON_MIN : AP_ANON_BASE;
-	f->nstacks = t->nstacks;
-	f->name = ap_xstrdup(r->name ? r->name : "trace");
-	ap_u64map_init(&f->tids, nth + 1);
-	for (size_t i = 0; i < nth; i++)
+	for (size_t i = f->nthreads; i < nth; i++)
 		ap_u64map_put(&f->tids, t->threads[i].tid, (uint32_t)i);
-	f->chunks = r->chunks;
-	f->nchunks = r->nchunks;
-	r->chunks = NULL;
-	for (size_t i = 0; i < f->nchunks; i++)
-		f->chunks[i].payload = NULL; /* read again from f->off */
+	f->nthreads = nth;
+	f->nstacks = t->nstacks;
 	/* Group chunk indexes by thread, keeping file order (counting sort). */
+	free(f->start);
+	free(f->order);
 	f->start = ap_xcalloc(nth + 1, sizeof(*f->start));
 	for (size_t i = 0; i < f->nchunks; i++)
 		f->start[f->chunks[i].thread + 1]++;
@@ -308,7 +265,6 @@ static void make_source(struct rd *r)
 	for (size_t i = 0; i < f->nchunks; i++)
 		f->order[fill[f->chunks[i].thread]++] = (uint32_t)i;
 	free(fill);
-	t->src = &f->base;
 	uint64_t total = 0;
 	for (size_t i = 0; i < nth; i++)
 		total += r->thread_nev[i];
@@ -316,9 +272,30 @@ static void make_source(struct rd *r)
 	t->last_ts = r->any_event ? r->last_ts : 0;
 }
 
+void make_source(struct rd *r)
+{
+	struct ap_trace *t = r->t;
+	size_t nth = t->nthreads;
+	struct file_src *f = ap_xcalloc(1, sizeof(*f));
+	f->base.ops = &file_ops;
+	f->fd = r->fd;
+	f->buf = r->buf;
+	f->quantum = t->time_quantum_ns;
+	f->anon_min = nth > AP_ANON_LOW_THREADS ? AP_ANON_MIN : AP_ANON_BASE;
+	f->name = ap_xstrdup(r->name ? r->name : "trace");
+	ap_u64map_init(&f->tids, nth + 1);
+	f->chunks = r->chunks;
+	f->nchunks = r->nchunks;
+	r->chunks = NULL;
+	for (size_t i = 0; i < f->nchunks; i++)
+		f->chunks[i].payload = NULL; /* read again from f->off */
+	source_index(f, r);
+	t->src = &f->base;
+}
+
 /* ---- the file ---- */
 
-static int read_preamble(struct rd *r)
+int read_preamble(struct rd *r)
 {
 	if (r->size < AP_TRACE_MAGIC_LEN || memcmp(r->data, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN))
 		return ap_error_set(r->err, "%s: not an allocprof trace", r->name);
@@ -398,16 +375,14 @@ static void chunk_stored(struct rd *r, const struct ap_chunk *ch)
 	e->zstd = ch->flags & AP_CHUNK_F_ZSTD;
 }
 
-static int read_chunks(struct rd *r)
+int rd_walk(struct rd *r, enum ap_chunk_result *resp)
 {
 	struct ap_trace *t = r->t;
 	struct ap_chunk_walk *w = &r->walk;
-	size_t next_progress = 4u << 20;
+	size_t next_progress = w->off + (4u << 20);
 	enum ap_chunk_result res;
 	struct ap_chunk ch;
 	char why[160];
-	ap_chunk_walk_init(w, r->data, r->size);
-	t->resolved = true; /* until an EVENTS chunk is not */
 	for (;;) {
 		r->chunk_off = w->off;
 		if (w->off >= next_progress) {
@@ -464,6 +439,14 @@ static int read_chunks(struct rd *r)
 		if (rc < 0)
 			return -1;
 	}
+	*resp = res;
+	return 0;
+}
+
+int rd_walk_end(struct rd *r, enum ap_chunk_result res)
+{
+	struct ap_trace *t = r->t;
+	struct ap_chunk_walk *w = &r->walk;
 	t->bytes_used = w->off;
 	if (!w->have_header)
 		return ap_error_set(
@@ -482,7 +465,17 @@ static int read_chunks(struct rd *r)
 	return 0;
 }
 
-static void trace_init(struct ap_trace *t)
+static int read_chunks(struct rd *r)
+{
+	enum ap_chunk_result res;
+	ap_chunk_walk_init(&r->walk, r->data, r->size);
+	r->t->resolved = true; /* until an EVENTS chunk is not */
+	if (rd_walk(r, &res) < 0)
+		return -1;
+	return rd_walk_end(r, res);
+}
+
+void trace_init(struct ap_trace *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->exe = ap_xstrdup("");
@@ -502,6 +495,21 @@ static void fix_stack_pointers(struct rd *r)
 		t->stacks[i].pcs = r->pcs + (uintptr_t)t->stacks[i].pcs;
 	t->stacks[0].pcs = r->pcs;
 	r->pcs = NULL;
+}
+
+void rd_release(struct rd *r)
+{
+	ap_u64map_release(&r->tid_index);
+	free(r->thread_nev);
+	free(r->thread_refs);
+	free(r->chunks);
+	free(r->pcs);
+	for (size_t i = 0; i < r->nowned; i++)
+		free(r->owned[i]);
+	free(r->owned);
+	free(r->scratch);
+	ZSTD_freeDCtx(r->zd);
+	ap_chunk_walk_release(&r->walk);
 }
 
 /* Reads r->data; on success the trace owns it (r->map or r->buf), else
@@ -525,16 +533,7 @@ static int read_data(struct rd *r)
 		if (r->progress)
 			r->progress(r->progress_ctx, r->size, r->size);
 	}
-	ap_u64map_release(&r->tid_index);
-	free(r->thread_nev);
-	free(r->thread_refs);
-	free(r->chunks);
-	for (size_t i = 0; i < r->nowned; i++)
-		free(r->owned[i]);
-	free(r->owned);
-	free(r->scratch);
-	ZSTD_freeDCtx(r->zd);
-	ap_chunk_walk_release(&r->walk);
+	rd_release(r);
 	if (rc) {
 		ap_trace_free(r->t);
 		r->t = NULL;

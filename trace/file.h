@@ -65,6 +65,64 @@ struct rd {
 	uint64_t shared_pcs;  /* PCs that STACK_SHARED records copied */
 };
 
+/* The events of a file the reader checked (ap_trace.src): read again
+ * from the file, a chunk at a time (fd), or from the reader's copy of it
+ * (buf). A file is not kept mapped: another process truncating it would
+ * make a mapping fault; a chunk that reads short or with another checksum
+ * than pass 1 saw ends its thread's events there and marks the trace
+ * changed (ap_trace_changed). */
+struct file_src {
+	struct ap_evsrc base;
+	int fd;			/* the file; -1: in buf */
+	uint8_t *buf;
+	int changed;		/* atomic */
+	struct ev_chunk *chunks;
+	size_t nchunks;
+	uint32_t *order;	/* chunk indexes grouped by thread, file order */
+	size_t *start;		/* thread i's: order[start[i], start[i + 1]) */
+	size_t nthreads;
+	uint64_t quantum;
+	uint64_t anon_min;	/* the anonymous identities' floor (ap_trace_enc.h) */
+	struct ap_u64map tids; /* tid -> thread index, for REFs across threads */
+	size_t nstacks;	 /* the stack ids events may use */
+	char *name;	 /* the file's, for messages */
+};
+
+/* An iteration over a file's events: order.c's merge, fed chunks read
+ * again from the file (with zd, the iteration's). */
+struct file_it {
+	struct file_src *f;
+	ZSTD_DCtx *zd;
+	struct ap_order *o;
+};
+
+/* The file source's iterations (struct ap_evsrc_ops). */
+void *file_open(struct ap_evsrc *src);
+ssize_t file_next(void *state, const struct ap_event **out, struct ap_error *err);
+void file_close(void *state);
+
+/* A new trace, empty (its strings "", stack 0 the empty one). */
+void trace_init(struct ap_trace *t);
+/* Checks the preamble: -1 with r's error set if it is not one this reads. */
+int read_preamble(struct rd *r);
+/* Pass 1 over the chunks from where r's walk is: each checked and
+ * decoded, until the file ends (*res AP_CHUNK_EOF) or is cut inside a
+ * chunk (AP_CHUNK_CUT: a chunk being written, or a truncated file).
+ * Returns 0, or -1 with r's error set on a corrupt chunk. */
+int rd_walk(struct rd *r, enum ap_chunk_result *res);
+/* After the walk: what the trace says of its end (bytes_used, truncated,
+ * the error of a file without a header). */
+int rd_walk_end(struct rd *r, enum ap_chunk_result res);
+/* After pass 1: the source of r's events, the file handed over to it
+ * (its descriptor, or the reader's copy); r->chunks go to it. */
+void make_source(struct rd *r);
+/* The source's index of its chunks by thread made again (f->chunks and
+ * nchunks set), for r's threads and stacks now; t's event counts. */
+void source_index(struct file_src *f, struct rd *r);
+
+/* Frees what pass 1 holds (its chunks, unless they went to the source). */
+void rd_release(struct rd *r);
+
 /* Sets r's error to "NAME: corrupt chunk at byte N: why"; returns -1. */
 int rd_corrupt(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Index of the thread `tid`, created if new; -1 (error set) if the trace

@@ -22,6 +22,8 @@ struct stream {
 	uint32_t cur_id;	    /* which */
 	struct ap_order_chunk cur;  /* and its payload */
 	uint64_t nalloc0;	    /* the thread's allocations before it */
+	bool idle;		    /* out of its chunks, out of the merge (following:
+				     * back in when it gets more, ap_order_next) */
 };
 
 /* ---- cross-thread order within a quantum ----
@@ -117,6 +119,11 @@ struct ap_order {
 	uint64_t quantum, anon_min;
 	size_t nstacks; /* the stack ids events may use */
 	bool started;
+	/* ap_order_follow: streams get more chunks and more streams come; only
+	 * events before `limit` are handed out (UINT64_MAX: all) */
+	bool follow;
+	uint64_t limit;
+	const struct ap_u64map *tids;
 	struct stream *st;
 	struct ap_heap_key *heap, *held; /* keys (head time, stream); held: streams
 					 * held back */
@@ -339,6 +346,7 @@ static bool stream_advance(struct ap_order *m, struct stream *s)
 		free(s->bufs.raw);
 		free(s->bufs.in);
 		s->bufs = (struct ap_order_bufs){0};
+		s->idle = true;
 		return false;
 	}
 }
@@ -402,7 +410,7 @@ static bool ev_blocked(struct ap_order *m, size_t si, const struct ap_event *e)
  * would the heap hand h out next, and ap_order_next not hold it back? */
 static inline bool turn_keeps(struct ap_order *m, size_t si, const struct ap_event *h)
 {
-	return !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH &&
+	return !m->nheld && m->nheap && m->nout < AP_EVENTS_BATCH && h->ts < m->limit &&
 	       (h->ts < m->heap[0].ts ||
 		(h->ts == m->heap[0].ts && si < m->heap[0].id && !ev_blocked(m, si, h)));
 }
@@ -500,6 +508,8 @@ struct ap_order *ap_order_new(const struct ap_order_input *in, size_t nstreams, 
 	m->quantum = quantum;
 	m->nstacks = nstacks;
 	m->anon_min = anon_min;
+	m->limit = UINT64_MAX;
+	m->tids = tids;
 	m->st = ap_xcalloc(n, sizeof(*m->st));
 	m->heap = ap_xmalloc(n * sizeof(*m->heap));
 	m->held = ap_xmalloc(n * sizeof(*m->held));
@@ -528,16 +538,33 @@ static void order_start(struct ap_order *m)
 		if (stream_advance(m, &m->st[i]))
 			ap_heap_push(m->heap, &m->nheap,
 				     (struct ap_heap_key){m->st[i].buf[m->st[i].bi].ts, i});
-	/* One thread needs no live set: nothing can be out of order. */
-	m->track = m->nheap > 1;
+	/* One thread needs no live set: nothing can be out of order (unless
+	 * more come: following) */
+	m->track = m->nheap > 1 || m->follow;
 	if (m->track)
 		live_alloc(&m->live, 1024);
+}
+
+/* Following: the streams out of their chunks that got more go back into
+ * the merge (a new one starts). */
+static void order_resume(struct ap_order *m)
+{
+	for (size_t i = 0; i < m->nstreams; i++) {
+		struct stream *s = &m->st[i];
+		if (!s->idle || s->ci >= s->nchunk)
+			continue;
+		s->idle = false;
+		if (stream_advance(m, s))
+			ap_heap_push(m->heap, &m->nheap, (struct ap_heap_key){s->buf[s->bi].ts, i});
+	}
 }
 
 ssize_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 {
 	if (!m->started)
 		order_start(m);
+	else if (m->follow)
+		order_resume(m);
 	m->nout = 0;
 	*out = m->out;
 	while (m->nout < AP_EVENTS_BATCH && !m->bad) {
@@ -551,7 +578,7 @@ ssize_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 				merge_release(m);
 				continue;
 			}
-		} else if (m->nheap == 1) {
+		} else if (m->nheap == 1 && !m->follow) {
 			/* the last stream left: straight through, decoded into
 			 * the batch (its head, then record after record) */
 			struct stream *s = &m->st[m->heap[0].id];
@@ -585,7 +612,7 @@ ssize_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 				m->heap[0].ts = s->buf[s->bi].ts;
 			continue;
 		}
-		if (!m->nheap)
+		if (!m->nheap || m->heap[0].ts >= m->limit)
 			break;
 		struct ap_heap_key top = ap_heap_pop(m->heap, &m->nheap);
 		struct stream *s = &m->st[top.id];
@@ -597,6 +624,50 @@ ssize_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 		merge_emit(m, top.id);
 	}
 	return m->bad ? -1 : (ssize_t)m->nout;
+}
+
+void ap_order_follow(struct ap_order *m)
+{
+	m->follow = true;
+}
+
+void ap_order_grow(struct ap_order *m, size_t nstreams, size_t nstacks)
+{
+	m->nstacks = nstacks;
+	if (nstreams <= m->nstreams)
+		return;
+	/* a decoder's column cursors ca, cs and cg point into itself (c0, c1,
+	 * c2, c5): where, kept across the move */
+	uint8_t *where = ap_xmalloc(m->nstreams + 1);
+	for (size_t i = 0; i < m->nstreams; i++)
+		where[i] = (uint8_t)((m->st[i].d.ca == &m->st[i].d.c1) |
+				     (m->st[i].d.cs == &m->st[i].d.c2) << 1 |
+				     (m->st[i].d.cg == &m->st[i].d.c5) << 2);
+	m->st = ap_xrealloc(m->st, nstreams * sizeof(*m->st));
+	for (size_t i = 0; i < m->nstreams; i++) {
+		struct evdec *d = &m->st[i].d;
+		d->ca = where[i] & 1 ? &d->c1 : &d->c0;
+		d->cs = where[i] & 2 ? &d->c2 : &d->c0;
+		d->cg = where[i] & 4 ? &d->c5 : &d->c0;
+	}
+	free(where);
+	m->heap = ap_xrealloc(m->heap, nstreams * sizeof(*m->heap));
+	m->held = ap_xrealloc(m->held, nstreams * sizeof(*m->held));
+	m->out = ap_xrealloc(m->out, (AP_EVENTS_BATCH + nstreams + 2) * sizeof(*m->out));
+	for (size_t i = m->nstreams; i < nstreams; i++) {
+		m->st[i] = (struct stream){0};
+		m->st[i].d.tids = m->tids;
+		m->st[i].d.anon_min = m->anon_min;
+		m->st[i].d.thread = (uint32_t)i;
+		/* (a stream added after the start waits for its chunks) */
+		m->st[i].idle = m->started;
+	}
+	m->nstreams = nstreams;
+}
+
+void ap_order_limit(struct ap_order *m, uint64_t limit)
+{
+	m->limit = limit;
 }
 
 const char *ap_order_error(const struct ap_order *m, uint32_t *chunk)

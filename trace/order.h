@@ -81,4 +81,20 @@ bool ap_order_changed(const struct ap_order *o);
 
 void ap_order_free(struct ap_order *o);
 
+/* ---- Following a trace still being written (trace/follow.c) ----
+ * The merge goes on from where it stopped as the trace grows: after
+ * ap_order_follow (before the first ap_order_next), ap_order_add may give
+ * a stream its longer array of chunks (the ones handed out before first,
+ * as they were) and ap_order_grow more streams (new threads) and stack
+ * ids, between calls of ap_order_next; a stream that ran out of chunks
+ * goes on with its next one when it comes. ap_order_limit says up to when
+ * the merge may go: it hands out only the events before `limit`, which
+ * the caller chooses so that no stream can get an event before it later
+ * (every quantum before it complete in every stream): the order is then
+ * the one the whole trace is merged in. ap_order_next returns 0 when it
+ * is at the limit, and goes on after a later one. */
+void ap_order_follow(struct ap_order *o);
+void ap_order_grow(struct ap_order *o, size_t nstreams, size_t nstacks);
+void ap_order_limit(struct ap_order *o, uint64_t limit);
+
 #endif

@@ -469,104 +469,182 @@ static int consumers_failed(const struct ap_replay_consumer *c, size_t nc, struc
 	return 0;
 }
 
-int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc, size_t *nobj,
-	      struct ap_error *err)
+/* A replay under way (ap_replay, or ap_replay_start's that goes on as the
+ * events come). */
+struct ap_replay_run {
+	const struct ap_trace *t;
+	const struct ap_replay_consumer *c;
+	size_t nc;
+	struct rmap m;
+	struct pending *pend;	/* per thread, and one for a thread out of range */
+	size_t npend;		/* threads pend has room for (the last slot aside) */
+	bool each_event, can_fail;
+	struct exec_end *ex;
+	size_t nex, next_ex;
+	size_t base;		/* the index of the next event */
+	bool resolved;		/* a resolved trace, no consumer asks for blocks */
+	struct rlive L;		/* then: the live counts */
+};
+
+struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_replay_consumer *c,
+				      size_t nc)
 {
-	struct rmap m = { .held = NONE, .free_blocks = NONE };
-	ap_u64map_init(&m.map, 512);
-	struct pending *pend = ap_xcalloc(t->nthreads + 1, sizeof(*pend));
-	bool each_event = false, drops = nc > 0, can_fail = false, resolved = t->resolved;
+	struct ap_replay_run *r = ap_xcalloc(1, sizeof(*r));
+	r->t = t;
+	r->c = c;
+	r->nc = nc;
+	r->m = (struct rmap){ .held = NONE, .free_blocks = NONE };
+	ap_u64map_init(&r->m.map, 512);
+	r->npend = t->nthreads;
+	r->pend = ap_xcalloc(r->npend + 1, sizeof(*r->pend));
+	bool drops = nc > 0;
+	r->resolved = t->resolved;
 	for (size_t k = 0; k < nc; k++) {
-		each_event |= c[k].ops->event != NULL;
+		r->each_event |= c[k].ops->event != NULL;
 		drops &= c[k].ops->exec_dropped != NULL;
-		can_fail |= c[k].ops->failed != NULL;
-		resolved &= !c[k].ops->blocks;
+		r->can_fail |= c[k].ops->failed != NULL;
+		r->resolved &= !c[k].ops->blocks;
 	}
-	struct rlive L = {0};
-	if (resolved) {
-		L.nstacks = t->nstacks;
-		L.at = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(*L.at));
-		memset(L.at, 0xff, (t->nstacks ? t->nstacks : 1) * sizeof(*L.at));
+	if (r->resolved) {
+		size_t n = t->nstacks ? t->nstacks : 1;
+		r->L.nstacks = t->nstacks;
+		r->L.at = ap_xmalloc(n * sizeof(*r->L.at));
+		memset(r->L.at, 0xff, n * sizeof(*r->L.at));
 	}
-	struct exec_end *ex = NULL;
-	size_t nex = drops ? exec_ends(t, &ex) : 0, next_ex = 0;
-	struct ap_events *it = ap_events_open(t);
-	const struct ap_event *ev;
-	size_t base = 0;
-	ssize_t got;
-	int rc = 0;
-	for (; (got = ap_events_next(it, &ev)) > 0; base += (size_t)got) {
-		size_t n = (size_t)got;
-		for (size_t j = 0; j < n; j++) {
-			const struct ap_event *e = &ev[j];
-			size_t i = base + j;
-			while (next_ex < nex && ex[next_ex].ts < e->ts) {
-				if (resolved)
-					rlive_out(&L, t, c, nc, ex[next_ex++].proc, true);
-				else
-					drop_process(&m, t, c, nc, ex[next_ex++].proc);
-			}
-			if (each_event)
-				EACH(c, nc, event, i, e);
-			struct pending *pe = &pend[e->thread <= t->nthreads ? e->thread : t->nthreads];
-			if (resolved) {
-				replay_resolved(&L, pe, t, c, nc, i, e);
-				continue;
-			}
-			/* The map is far bigger than the caches on a long trace, and
-			 * each event's probe is a miss: ask for the slot of an event
-			 * a few ahead (in this batch) while this one is handled;
-			 * then, the slot in the cache by now, the block a FREE
-			 * ends. A map that fits in the caches needs none of it. */
-			if (m.map.mask >= PREFETCH_MIN_SLOTS) {
-				if (j + PREFETCH_AHEAD < n)
-					ap_u64map_prefetch(&m.map, ev[j + PREFETCH_AHEAD].addr);
-				if (j + PREFETCH_AHEAD / 2 < n &&
-				    ev[j + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
-					const struct ap_u64map_slot *ps =
-					    ap_u64map_find(&m.map, ev[j + PREFETCH_AHEAD / 2].addr);
-					if (ps)
-						ap_prefetch(&m.blocks[ps->val]);
-				}
-			}
-			replay_one(&m, pe, t, c, nc, i, e);
+	r->nex = drops ? exec_ends(t, &r->ex) : 0;
+	return r;
+}
+
+/* Following a trace, threads come: their pending state. */
+static void pend_grow(struct ap_replay_run *r, size_t nthreads)
+{
+	if (nthreads <= r->npend)
+		return;
+	r->pend = ap_xrealloc(r->pend, (nthreads + 1) * sizeof(*r->pend));
+	r->pend[nthreads] = r->pend[r->npend]; /* the out-of-range slot, last */
+	for (size_t k = r->npend; k < nthreads; k++)
+		r->pend[k] = (struct pending){0};
+	r->npend = nthreads;
+}
+
+int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
+		   struct ap_error *err)
+{
+	const struct ap_trace *t = r->t;
+	const struct ap_replay_consumer *c = r->c;
+	size_t nc = r->nc;
+	struct rmap *m = &r->m;
+	pend_grow(r, t->nthreads);
+	/* (in locals: the consumers' calls would make them loaded again) */
+	struct pending *pend = r->pend;
+	size_t npend = r->npend, base = r->base, next_ex = r->next_ex, nex = r->nex;
+	const struct exec_end *ex = r->ex;
+	bool each_event = r->each_event, resolved = r->resolved;
+	for (size_t j = 0; j < n; j++) {
+		const struct ap_event *e = &ev[j];
+		size_t i = base + j;
+		while (next_ex < nex && ex[next_ex].ts < e->ts) {
+			if (resolved)
+				rlive_out(&r->L, t, c, nc, ex[next_ex++].proc, true);
+			else
+				drop_process(m, t, c, nc, ex[next_ex++].proc);
 		}
-		if (can_fail && (rc = consumers_failed(c, nc, err)) < 0)
-			break;
+		if (each_event)
+			EACH(c, nc, event, i, e);
+		struct pending *pe = &pend[e->thread <= npend ? e->thread : npend];
+		if (resolved) {
+			replay_resolved(&r->L, pe, t, c, nc, i, e);
+			continue;
+		}
+		/* The map is far bigger than the caches on a long trace, and
+		 * each event's probe is a miss: ask for the slot of an event
+		 * a few ahead (in this batch) while this one is handled;
+		 * then, the slot in the cache by now, the block a FREE
+		 * ends. A map that fits in the caches needs none of it. */
+		if (m->map.mask >= PREFETCH_MIN_SLOTS) {
+			if (j + PREFETCH_AHEAD < n)
+				ap_u64map_prefetch(&m->map, ev[j + PREFETCH_AHEAD].addr);
+			if (j + PREFETCH_AHEAD / 2 < n &&
+			    ev[j + PREFETCH_AHEAD / 2].type == AP_EV_FREE) {
+				const struct ap_u64map_slot *ps =
+				    ap_u64map_find(&m->map, ev[j + PREFETCH_AHEAD / 2].addr);
+				if (ps)
+					ap_prefetch(&m->blocks[ps->val]);
+			}
+		}
+		replay_one(m, pe, t, c, nc, i, e);
 	}
-	if (got < 0)
-		rc = ap_error_set(err, "%s", ap_events_error(it));
-	ap_events_close(it);
-	if (rc < 0)
+	r->next_ex = next_ex;
+	r->base += n;
+	return r->can_fail ? consumers_failed(c, nc, err) : 0;
+}
+
+int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err)
+{
+	const struct ap_trace *t = r->t;
+	const struct ap_replay_consumer *c = r->c;
+	size_t nc = r->nc;
+	struct rmap *m = &r->m;
+	int rc = 0;
+	for (size_t k = 0; k <= r->npend; k++)
+		pending_flush(m, &r->pend[k], c, nc);
+	if (r->can_fail && (rc = consumers_failed(c, nc, err)) < 0)
 		goto out;
-	for (size_t k = 0; k <= t->nthreads; k++)
-		pending_flush(&m, &pend[k], c, nc);
-	if (can_fail && (rc = consumers_failed(c, nc, err)) < 0)
-		goto out;
-	rlive_out(&L, t, c, nc, UINT32_MAX, false);
-	map_settle(&m);
-	for (size_t s = 0; s <= m.map.mask; s++)
-		for (uint32_t b = m.map.slot[s].val; b != NONE; b = m.blocks[b].next) {
-			struct ap_replay_block out = block_out(t, &m.blocks[b], false);
-			bool gone = exec_ended(t, m.blocks[b].proc);
+	rlive_out(&r->L, t, c, nc, UINT32_MAX, false);
+	map_settle(m);
+	for (size_t s = 0; s <= m->map.mask; s++)
+		for (uint32_t b = m->map.slot[s].val; b != NONE; b = m->blocks[b].next) {
+			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
+			bool gone = exec_ended(t, m->blocks[b].proc);
 			for (size_t k = 0; k < nc; k++)
 				if (gone && c[k].ops->exec_dropped)
 					c[k].ops->exec_dropped(c[k].ctx, &out);
 				else if (c[k].ops->live_at_end)
 					c[k].ops->live_at_end(c[k].ctx, &out);
 		}
-	if (can_fail)
+	if (r->can_fail)
 		rc = consumers_failed(c, nc, err);
 out:
 	if (nobj)
-		*nobj = m.nobj;
-	free(ex);
-	free(pend);
-	ap_u64map_release(&m.map);
-	free(m.blocks);
-	free(m.free_objs);
-	ap_index_release(&L.ix);
-	free(L.e);
-	free(L.at);
+		*nobj = m->nobj;
+	ap_replay_abandon(r);
 	return rc;
+}
+
+void ap_replay_abandon(struct ap_replay_run *r)
+{
+	if (!r)
+		return;
+	free(r->ex);
+	free(r->pend);
+	ap_u64map_release(&r->m.map);
+	free(r->m.blocks);
+	free(r->m.free_objs);
+	ap_index_release(&r->L.ix);
+	free(r->L.e);
+	free(r->L.at);
+	free(r);
+}
+
+int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc, size_t *nobj,
+	      struct ap_error *err)
+{
+	struct ap_replay_run *r = ap_replay_start(t, c, nc);
+	struct ap_events *it = ap_events_open(t);
+	const struct ap_event *ev;
+	ssize_t got;
+	int rc = 0;
+	while ((got = ap_events_next(it, &ev)) > 0)
+		if ((rc = ap_replay_feed(r, ev, (size_t)got, err)) < 0)
+			break;
+	if (got < 0)
+		rc = ap_error_set(err, "%s", ap_events_error(it));
+	ap_events_close(it);
+	if (rc < 0) {
+		if (nobj)
+			*nobj = r->m.nobj;
+		ap_replay_abandon(r);
+		return -1;
+	}
+	return ap_replay_finish(r, nobj, err);
 }
