@@ -297,7 +297,9 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	 * replay's intervals wider and hid more of a pool's locked deque
 	 * than the program's own bursts of work do (bench/twins' tokens:
 	 * "within noise" where its twin costs 8 % more, on a loaded
-	 * machine); to be measured against the twins on a quiet one. */
+	 * machine); on a quiet one, with the means or per-record gaps,
+	 * prodcons measured 1.9x its twin's saving where back to back
+	 * measured 0.72x (bench/twins/README.md, run X). */
 	const char *wk = getenv("ALLOCPROF_REPLAY_WORK");
 	if (t->ngap_records && wk && !strcmp(wk, "1"))
 		b.steps_per_ns = work_steps_per_ns();
