@@ -197,6 +197,17 @@ static void test_reuse(void)
 	rec(1, 'F', 7, 0x200);
 	rec(1, 'A', 7, 0x200);
 	expect("reuse", st, 2, "1A200@7 1F200@7 1A200@7 0F200@7");
+	/* the same with thread 1's FREE of X a record further on in its
+	 * chunk: the look-ahead decodes it on a copy of the stream's decoder
+	 * (whose cursors, the gaps' too, must be its own) */
+	reset();
+	struct stream_def st1[2] = {{{chunk()}, 1}, {{chunk()}, 1}};
+	rec(0, 'F', 7, 0x200);
+	rec(1, 'A', 7, 0x200);
+	rec(1, 'A', 7, 0x210);
+	rec(1, 'F', 7, 0x200);
+	rec(1, 'A', 7, 0x200);
+	expect("reuse further on", st1, 2, "1A200@7 1A210@7 1F200@7 1A200@7 0F200@7");
 	/* the same with thread 1's FREE of X in its next chunk, past another
 	 * ALLOC: the look-ahead reads on into it (where a chunk ends does not
 	 * change the order) */
