@@ -36,6 +36,14 @@ struct keep {
 	uint8_t *data;			/* where it goes back */
 	size_t data_len;
 	int forks_registered;
+	/* libunwind, loaded by the first attach: its data as loaded, put
+	 * back by every detach (see "libunwind as loaded" below) */
+	int unw_loaded;			/* dlopen'ed once */
+	int unw_shared;			/* the program's too: left as it is */
+	uint8_t *unw_snap, *unw_data;
+	size_t unw_len;
+	size_t unw_modid, unw_tls_len;	/* its TLS module, its TLS block's size */
+	uintptr_t old_lo, old_hi;	/* every region of past attaches, in one range */
 };
 static struct keep keep;
 
@@ -69,10 +77,10 @@ int __wrap_munmap(void *addr, size_t len)
  * (after the constructor, which found no settings and left the sampler
  * off), and put back at the end of every attach. The TLS block of every
  * thread is record's to reset (allocprof_attach_info). */
-static int snap_range(uint8_t **start, size_t *len)
+static int snap_range(const void *in, uint8_t **start, size_t *len, size_t *tls_len)
 {
 	Dl_info di;
-	if (!dladdr((void *)snap_range, &di))
+	if (!dladdr(in, &di))
 		return -1;
 	uintptr_t base = (uintptr_t)di.dli_fbase;
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)di.dli_fbase;
@@ -84,6 +92,8 @@ static int snap_range(uint8_t **start, size_t *len)
 			hi = lo + ph[i].p_memsz;
 		} else if (ph[i].p_type == PT_GNU_RELRO) {
 			relro = base + ph[i].p_vaddr + ph[i].p_memsz;
+		} else if (ph[i].p_type == PT_TLS && tls_len) {
+			*tls_len = ph[i].p_memsz;
 		}
 	}
 	if (relro > lo)
@@ -241,9 +251,17 @@ static const struct route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 /* libunwind (loaded by the sampler, its allocations not the program's)
- * gets one: its address-checking pipe goes past the program's descriptors
- * (tracefile.c's pipe2), as under the preload */
-static struct route unw_route;
+ * gets its own: its address-checking pipe goes past the program's
+ * descriptors (tracefile.c's pipe2), as under the preload; its mappings
+ * (a trace cache for each thread that unwinds, ELF images) into the
+ * attach's range, which detach unmaps; its pthread keys noted, for
+ * detach to delete (see "libunwind as loaded"). Only pipe2 when the
+ * program has libunwind too (unw_shared). */
+static int unw_key_create(pthread_key_t *key, void (*destr)(void *));
+static struct route unw_routes[5];
+static size_t n_unw_routes;
+static pthread_key_t unw_keys[4];
+static unsigned n_unw_keys;
 
 /* Every entry changed: where, what it held, whether its page is RELRO */
 struct got_ent {
@@ -358,8 +376,8 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!symtab || !strtab)
 		return 0;
 	struct got_scope g = { base, rr_lo, rr_hi, (const Elf64_Sym *)symtab,
-			       (const char *)strtab, unw ? &unw_route : routes,
-			       unw ? 1 : NROUTES };
+			       (const char *)strtab, unw ? unw_routes : routes,
+			       unw ? n_unw_routes : NROUTES };
 	if (jmprel)
 		patch_rela(&g, (const Elf64_Rela *)jmprel, pltsz / sizeof(Elf64_Rela));
 	if (rela)
@@ -373,15 +391,168 @@ static void patch_all(void)
 	dl_iterate_phdr(patch_module, NULL);
 }
 
-/* libunwind's pipe2 before the sampler starts: libunwind opens its pipe
+/* ---- libunwind as loaded ------------------------------------------------
+ *
+ * libunwind keeps its state in its own data (.data, .bss): the pipe it
+ * checks addresses with (its numbers in a static that nothing outside can
+ * reach), the per-thread trace caches' key and pool, the DWARF caches, the
+ * "initialised" flags. Detach closes the pipe and puts that data back as
+ * it was when the first attach loaded libunwind, before any use, so that
+ * libunwind holds no descriptor number (which the program may open a file
+ * at later) and the next attach sets it up from scratch, pipe and all.
+ * What it pointed at goes too: every mapping it made was in the attach's
+ * range (unw_routes), and its pthread keys are deleted (no destructor
+ * runs for a thread's stale cache). Each thread's own TLS block of
+ * libunwind (the trace cache's pointer) is set as new by the thread at its
+ * first unwind of the next attach (unw_tls_fresh). Not when the program
+ * has libunwind.so.8 itself (linked, or loaded before the first attach, or
+ * by a module that needs it since): the state is then also the program's,
+ * and is left as it is. */
+
+static int unw_key_create(pthread_key_t *key, void (*destr)(void *))
+{
+	int rc = pthread_key_create(key, destr);
+	if (rc == 0 && n_unw_keys < sizeof(unw_keys) / sizeof(unw_keys[0]))
+		unw_keys[n_unw_keys++] = *key;
+	return rc;
+}
+
+/* libunwind.so.8's data as loaded, and its TLS module: 0, or -1 */
+static int unw_snap_take(void *h)
+{
+	void *fn = dlsym(h, "_ULx86_64_init_local");
+	uint8_t *d;
+	size_t n, tls_len = 0, modid = 0;
+	if (!fn || snap_range(fn, &d, &n, &tls_len) < 0)
+		return -1;
+	if (tls_len && dlinfo(h, RTLD_DI_TLS_MODID, &modid) < 0)
+		return -1;
+	uint8_t *s = __real_mmap64(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
+	if (s == MAP_FAILED)
+		return -1;
+	memcpy(s, d, n);
+	keep.unw_snap = s;
+	keep.unw_data = d;
+	keep.unw_len = n;
+	keep.unw_modid = modid;
+	keep.unw_tls_len = tls_len;
+	return 0;
+}
+
+/* Whether a loaded module (not libunwind, not this library) needs
+ * libunwind.so.8: it then shares the sampler's */
+static int unw_needed_fn(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size, (void)arg;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	uintptr_t base = info->dlpi_addr;
+	if (base == self_base || strstr(name, "linux-vdso") || strstr(name, "/libunwind.so"))
+		return 0;
+	const Elf64_Dyn *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(base + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 0;
+	uintptr_t strtab = 0;
+	for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			strtab = dyn_ptr(base, d->d_un.d_ptr);
+	if (!strtab)
+		return 0;
+	for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_NEEDED &&
+		    !strncmp((const char *)strtab + d->d_un.d_val, "libunwind.so.", 13))
+			return 1;
+	return 0;
+}
+
+/* libunwind as loaded, at the end of an attach (no thread inside the
+ * sampler): 0, or -1 if the program shares it now (nothing done; the
+ * attach's range must then stay, libunwind's state points into it) */
+static int unw_reset(void)
+{
+	if (!keep.unw_loaded || keep.unw_shared)
+		return 0;
+	if (dl_iterate_phdr(unw_needed_fn, NULL)) {
+		keep.unw_shared = 1;
+		return -1;
+	}
+	unw_pipe_close();
+	for (unsigned i = 0; i < n_unw_keys; i++)
+		pthread_key_delete(unw_keys[i]);
+	n_unw_keys = 0;
+	memcpy(keep.unw_data, keep.unw_snap, keep.unw_len);
+	return 0;
+}
+
+/* glibc's dynamic thread vector, as every x86-64 glibc lays it out: the
+ * thread pointer's second word points at slot 1; slot 0 holds its length,
+ * slot m the TLS block of module m (-1: not allocated in this thread) */
+struct dtv_slot {
+	uintptr_t val, to_free;
+};
+
+__thread uint8_t unw_fresh __attribute__((tls_model("initial-exec")));
+
+/* This thread's TLS block of libunwind as a new thread's, if it still
+ * holds a trace cache of an earlier attach (a pointer into an attach
+ * range, unmapped since; libunwind's key for it deleted): a block that
+ * holds anything else is not touched. */
+void unw_tls_fresh(void)
+{
+	unw_fresh = 1;
+	size_t m = keep.unw_modid, len = keep.unw_tls_len;
+	if (!m || !keep.old_hi || keep.unw_shared || len > 64 || len % 8)
+		return;
+	const struct dtv_slot *dtv =
+		*(struct dtv_slot *const *)((uintptr_t)__builtin_thread_pointer() + 8);
+	if (!dtv || m > dtv[-1].val || !dtv[m].val || dtv[m].val == UINTPTR_MAX)
+		return;
+	uint64_t *w = (uint64_t *)dtv[m].val;
+	int stale = 0;
+	for (size_t i = 0; i < len / 8; i++) {
+		if (w[i] >= keep.old_lo && w[i] < keep.old_hi)
+			stale = 1;
+		else if (w[i] > 1)
+			return;
+	}
+	if (stale)
+		memset(w, 0, len);
+}
+
+/* libunwind's routes before the sampler starts: libunwind opens its pipe
  * when it is set up (unwinder_load), before the program's modules are
  * routed; they must not be before the sampler is on (a call then would
  * leave the thread's countdown as for a sampler that is off) */
 static void patch_unwinder(void)
 {
 	static int only_unw = 1;
-	if (!dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL))
+	if (!keep.unw_loaded) {
+		void *pre = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
+		if (pre) {
+			keep.unw_shared = 1; /* the program's own */
+			dlclose(pre);
+		}
+	}
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
 		return; /* unwinder_load says so */
+	if (!keep.unw_loaded) {
+		keep.unw_loaded = 1;
+		if (!keep.unw_shared && unw_snap_take(h) < 0)
+			keep.unw_shared = 1;
+	}
+	n_unw_routes = 0;
+	unw_routes[n_unw_routes++] = (struct route){ "pipe2", (void *)own.pipe2 };
+	if (!keep.unw_shared) {
+		unw_routes[n_unw_routes++] = (struct route){ "mmap", (void *)__wrap_mmap64 };
+		unw_routes[n_unw_routes++] = (struct route){ "mmap64", (void *)__wrap_mmap64 };
+		unw_routes[n_unw_routes++] = (struct route){ "munmap", (void *)__wrap_munmap };
+		unw_routes[n_unw_routes++] =
+			(struct route){ "pthread_key_create", (void *)unw_key_create };
+	}
 	lk_lock(&patch_lock);
 	dl_iterate_phdr(patch_module, &only_unw);
 	lk_unlock(&patch_lock);
@@ -448,6 +619,7 @@ static int tls_vars(void)
 		{ &tls, sizeof(tls) }, { &lock_id, sizeof(lock_id) },
 		{ &alt_mine, sizeof(alt_mine) }, { &slow_top, sizeof(slow_top) },
 		{ &in_trace_write, sizeof(in_trace_write) }, { &at_in, sizeof(at_in) },
+		{ &unw_fresh, sizeof(unw_fresh) },
 	};
 	uint64_t memsz = 0, sum = 0;
 	dl_iterate_phdr(find_text, &memsz);
@@ -507,7 +679,6 @@ EXPORT long allocprof_attach_prepare(void)
 	own.valloc = (void *(*)(size_t))dlsym(h, "valloc");
 	own.pvalloc = (void *(*)(size_t))dlsym(h, "pvalloc");
 	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
-	unw_route = (struct route){ "pipe2", (void *)own.pipe2 };
 	dlclose(h);
 	/* The functions the program's calls reached until now: those of its
 	 * global scope (a malloc it links, jemalloc say, not libc's, which
@@ -540,7 +711,7 @@ EXPORT long allocprof_attach_prepare(void)
 		attach_fork_handlers();
 		uint8_t *d;
 		size_t n;
-		if (snap_range(&d, &n) < 0)
+		if (snap_range((void *)snap_range, &d, &n, NULL) < 0)
 			return -ENOENT;
 		uint8_t *s = __real_mmap64(NULL, n, PROT_READ | PROT_WRITE,
 					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -607,7 +778,9 @@ EXPORT long allocprof_detach(void)
 }
 
 /* The end: END written (reason "detached"), the trace closed, every
- * mapping of the attach gone, the data as before it. 0. */
+ * mapping of the attach gone, the data as before it (libunwind's too:
+ * its pipe closed). 0; 1 when libunwind is the program's now too and the
+ * attach's range stays (its state points there). */
 EXPORT long allocprof_attach_finish(void)
 {
 	if (!keep.region)
@@ -618,9 +791,16 @@ EXPORT long allocprof_attach_finish(void)
 		sys_close(tfile.fd);
 	tfile.fd = -1;
 	pthread_key_delete(threads.key);
+	int keep_range = unw_reset() < 0;
 	tls.guard--;
-	__real_munmap((void *)keep.region, REGION_SIZE);
+	if (!keep_range) {
+		__real_munmap((void *)keep.region, REGION_SIZE);
+		if (!keep.old_hi || keep.region < keep.old_lo)
+			keep.old_lo = keep.region;
+		if (keep.region + REGION_SIZE > keep.old_hi)
+			keep.old_hi = keep.region + REGION_SIZE;
+	}
 	keep.region = keep.region_next = 0;
 	snap_restore();
-	return 0;
+	return keep_range;
 }

@@ -187,6 +187,10 @@ extern int attach_mode;		/* loaded by record -p: no buffers file, no
 				 * signal handlers, no stack cache nor stack
 				 * of its own (attach.c) */
 int attach_loaded_late(void);
+/* attached: 0 until this thread's first unwind of the attach, which first
+ * sets libunwind's TLS of this thread as a new thread's (attach.c) */
+extern __thread uint8_t unw_fresh __attribute__((tls_model("initial-exec")));
+void unw_tls_fresh(void);
 
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
@@ -334,6 +338,7 @@ struct ap_tracefile {
 extern struct ap_tracefile tfile;
 extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 void trace_write_data(const void *data, size_t len);
+void unw_pipe_close(void);
 int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);

@@ -14,6 +14,8 @@
 static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 {
 	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
+	if (UNLIKELY(attach_mode && !unw_fresh))
+		unw_tls_fresh();
 	int n = unw_bt ? unw_bt(raw, (int)(settings.max_depth + OWN_FRAMES_SLACK)) : 0;
 	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
 	int i = 0;

@@ -231,6 +231,17 @@ EXPORT int pipe2(int fds[2], int flags)
 	return rc;
 }
 
+/* libunwind's pipe closed (attach.c's detach, with libunwind's data put
+ * back as before it opened it: it opens another at the next attach). */
+void unw_pipe_close(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (unw_pipe[i] >= 0)
+			sys_close(unw_pipe[i]);
+		unw_pipe[i] = -1;
+	}
+}
+
 /* The program's descriptor calls: the sampler's own descriptors are not
  * open as far as the program can tell (see trace_write). */
 EXPORT int close(int fd)

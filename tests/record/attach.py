@@ -15,8 +15,16 @@ before the attach come during it):
            attached
   jemalloc the same, the program's malloc jemalloc's (preloaded)
   cycles   N attach/detach cycles (default 200) with work between them:
-           the process's mappings and descriptors after the last equal
-           those after the first, and it ends as a native run
+           the process's mappings after the last equal those after the
+           first, its descriptors after each those it had before the
+           first attach (the same numbers, the same files), and it ends
+           as a native run
+  files    with its soft and hard RLIMIT_NOFILE equal (the sampler's
+           descriptors then go to 700 and up, the program's range): an
+           attach and detach leave exactly the descriptors it had; then
+           the program opens 900 files (700 and up taken, where libunwind's
+           pipe was), a second attach records every allocation and
+           detaches, and none of those files was read, written or closed
   refuse   one line and exit 1 for: no such process, a statically
            linked one, one that already has the sampler (preloaded, or
            attached by another record -p), another user's (as root, record
@@ -65,9 +73,13 @@ if mode == "jemalloc":
 
 
 class Server:
-    def __init__(self):
+    def __init__(self, nofile=None):
+        def limit():
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         self.p = subprocess.Popen([server, plugin], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, env=server_env)
+                                  stdout=subprocess.PIPE, text=True, env=server_env,
+                                  preexec_fn=limit if nofile else None)
         self.pid = self.p.pid
 
     def ask(self, cmd):
@@ -127,7 +139,45 @@ def mappings(pid):
 
 
 def fds(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
+    """the process's descriptors: number -> what it is"""
+    d = "/proc/%d/fd" % pid
+    out = {}
+    for fd in os.listdir(d):
+        try:
+            out[int(fd)] = os.readlink(os.path.join(d, fd))
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def fds_diff(now, then):
+    """what differs between two fds() as text, '' if nothing"""
+    lines = []
+    for fd in sorted(set(now) | set(then)):
+        if now.get(fd) != then.get(fd):
+            lines.append("  %d: %s, was %s" % (fd, now.get(fd, "closed"),
+                                               then.get(fd, "closed")))
+    return "\n".join(lines)
+
+
+def window(s, r, trace, more, what=""):
+    """reset the counts, work, load the plugin (code never unwound
+    before), work `more` again, detach r: the trace's allocations per site
+    equal the program's own counts"""
+    s.ask("reset")
+    s.ask("work 500")
+    if s.ask("load") != "ok":
+        fail("the plugin did not load")
+    s.ask("work %d" % more)
+    counts = s.ask("count")
+    detach(r)
+    want = dict(kv.split("=") for kv in counts.split())
+    got = site_counts(trace)
+    for fn, key in (("exe_site", "exe"), ("attach_lib_site", "lib"),
+                    ("attach_plugin_site", "plugin")):
+        if got.get(fn) != int(want[key]):
+            fail("%s%s: the trace has %s allocations, the program made %s" %
+                 (what, fn, got.get(fn), want[key]))
 
 
 before = ["work 300"]
@@ -138,23 +188,10 @@ if mode in ("window", "jemalloc"):
     for c in before:
         s.ask(c)
     trace = os.path.join(tmp, "w.trace")
-    fds_before = set(os.listdir("/proc/%d/fd" % s.pid))
+    fds_before = fds(s.pid)
     r = attach(s.pid, trace, "--all")
     if r:
-        s.ask("reset")
-        s.ask("work 500")
-        if s.ask("load") != "ok":
-            fail("the plugin did not load")
-        s.ask("work 400")
-        counts = s.ask("count")
-        detach(r)
-        want = dict(kv.split("=") for kv in counts.split())
-        got = site_counts(trace)
-        for fn, key in (("exe_site", "exe"), ("attach_lib_site", "lib"),
-                        ("attach_plugin_site", "plugin")):
-            if got.get(fn) != int(want[key]):
-                fail("%s: the trace has %s allocations, the program made %s" %
-                     (fn, got.get(fn), want[key]))
+        window(s, r, trace, 400)
         st = run("stats", "--json", trace)
         if st.returncode:
             fail("stats: " + st.stderr)
@@ -171,11 +208,10 @@ if mode in ("window", "jemalloc"):
         txt = run("stats", trace).stdout
         if "attached" not in txt:
             fail("stats does not say the trace starts mid-run:\n" + txt)
-        # what stays open: libunwind's pipe, past the program's descriptors
-        for fd in set(os.listdir("/proc/%d/fd" % s.pid)) - fds_before:
-            what = os.readlink("/proc/%d/fd/%s" % (s.pid, fd))
-            if int(fd) < 700 or not what.startswith("pipe:"):
-                fail("descriptor %s (%s) left open in the program's range" % (fd, what))
+        # nothing stays open: not the trace, not libunwind's pipe
+        d = fds_diff(fds(s.pid), fds_before)
+        if d:
+            fail("after the detach the descriptors differ from before the attach:\n" + d)
         maps = open("/proc/%d/maps" % s.pid).read()
         if "[allocprof" in maps:
             fail("a mapping of the attach is left")
@@ -192,6 +228,7 @@ elif mode == "cycles":
     s = Server()
     s.ask("work 5000")  # the workers' heaps as they stay: every kept block there
     first = None
+    never = fds(s.pid)
     for i in range(n):
         # --all: every thread unwinds in the first cycle (libunwind keeps a
         # cache per thread that unwound, for the thread's life)
@@ -208,18 +245,62 @@ elif mode == "cycles":
             break
         s.ask("work 20")
         maps = mappings(s.pid)
-        now = (len(maps), fds(s.pid))
+        d = fds_diff(fds(s.pid), never)
+        if d:
+            fail("cycle %d: the descriptors differ from before the first attach:\n%s" % (i, d))
+            break
         if first is None:
-            first, first_maps = now, maps
-        elif now != first:
-            fail("cycle %d: %d mappings and %d descriptors, %d and %d after the first; "
-                 "mappings now not then:\n%s" %
-                 (i, now[0], now[1], first[0], first[1],
-                  "\n".join(m for m in maps if m not in first_maps)))
+            first = maps
+        elif len(maps) != len(first):
+            fail("cycle %d: %d mappings, %d after the first; mappings now not then:\n%s" %
+                 (i, len(maps), len(first), "\n".join(m for m in maps if m not in first)))
             break
     out, rc = s.quit()
     if rc != 3 or not out.startswith("total exe="):
         fail("after %d cycles the program ended with %r, exit %d" % (n, out, rc))
+
+elif mode == "files":
+    s = Server(nofile=1024)
+    script = ["work 300"]
+    s.ask("work 300")
+    never = fds(s.pid)
+    r = attach(s.pid, os.path.join(tmp, "one.trace"), "--all")
+    if r:
+        s.ask("work 100")
+        ours = set(fds(s.pid)) - set(never)
+        if not any(fd >= 700 for fd in ours):
+            fail("attached, no descriptor of the sampler's at 700 or up: %r" % sorted(ours))
+        detach(r)
+        d = fds_diff(fds(s.pid), never)
+        if d:
+            fail("after the detach the descriptors differ from before the attach:\n" + d)
+        if s.ask("files 900") != "ok":
+            fail("the program could not open 900 files")
+        taken = fds(s.pid)
+        if not all(fd in taken for fd in ours):
+            fail("the sampler's old numbers %r are not the program's now" % sorted(ours))
+        trace = os.path.join(tmp, "two.trace")
+        r = attach(s.pid, trace, "--all")
+        if r:
+            # libunwind steps through the plugin's frames: it validates
+            # addresses through its pipe
+            window(s, r, trace, 500, "second attach: ")
+            st = run("stats", "--json", trace)
+            if st.returncode or json.loads(st.stdout).get("end_reason") != "detached":
+                fail("second attach: stats %s %s" % (st.stdout[:300], st.stderr))
+            c = s.ask("check")
+            if c != "ok 900":
+                fail("the program's files after the second attach: %s" % c)
+            d = fds_diff(fds(s.pid), taken)
+            if d:
+                fail("after the second detach the descriptors differ:\n" + d)
+    script += ["work 100", "files 900", "reset", "work 500", "load", "work 500", "count",
+               "check"]
+    s.ask("work 50")
+    out, rc = s.quit()
+    nout, nrc = native_run(script + ["work 50"])
+    if (out, rc) != (nout, nrc):
+        fail("after the detach: %r exit %d; a native run: %r exit %d" % (out, rc, nout, nrc))
 
 elif mode == "refuse":
     def refused(args, code, text):

@@ -11,14 +11,22 @@
  *   reset    the window's counts to 0; "ok"
  *   count    "exe=A lib=B plugin=C": calls of each site in the window
  *   load     dlopen argv[1] (the plugin), dlsym its site; "ok"
+ *   files N  opens N descriptors more (lowest numbers first, as open()
+ *            gives them), each its own open file of a one-byte memfd; "ok"
+ *   check    whether every one of them is still that file, its byte "x",
+ *            its offset 0 (nobody read, wrote or closed it): "ok N" or
+ *            "bad FD"
  *   quit     "total exe=A lib=B plugin=C", frees everything, exit 3
  * Nothing here allocates but the sites (raw read and write, no stdio). */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void *attach_lib_site(size_t n);
@@ -71,6 +79,46 @@ static void *worker(void *arg)
 			break;
 	}
 	return NULL;
+}
+
+static int memfd = -1;
+static int files[4096];
+static int nfiles;
+
+/* "ok" once n more descriptors are open on the memfd */
+static const char *open_files(long n)
+{
+	char path[64];
+	if (memfd < 0) {
+		memfd = memfd_create("attach-files", MFD_CLOEXEC);
+		if (memfd < 0 || write(memfd, "x", 1) != 1)
+			return "no memfd\n";
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
+	for (long i = 0; i < n && nfiles < 4096; i++) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return "open failed\n";
+		files[nfiles++] = fd;
+	}
+	return "ok\n";
+}
+
+static void check_files(char *out, size_t cap)
+{
+	struct stat m, st;
+	char c;
+	fstat(memfd, &m);
+	for (int i = 0; i < nfiles; i++) {
+		int fd = files[i];
+		if (fstat(fd, &st) < 0 || st.st_ino != m.st_ino || st.st_dev != m.st_dev ||
+		    st.st_size != 1 || lseek(fd, 0, SEEK_CUR) != 0 || pread(fd, &c, 1, 0) != 1 ||
+		    c != 'x') {
+			snprintf(out, cap, "bad %d\n", fd);
+			return;
+		}
+	}
+	snprintf(out, cap, "ok %d\n", nfiles);
 }
 
 static void say(const char *s)
@@ -130,6 +178,11 @@ int main(int argc, char **argv)
 			void *f = h ? dlsym(h, "attach_plugin_site") : NULL;
 			__atomic_store_n(&plugin_site, (void *(*)(size_t))f, __ATOMIC_RELEASE);
 			say(f ? "ok\n" : "no plugin\n");
+		} else if (!strncmp(line, "files ", 6)) {
+			say(open_files(atol(line + 6)));
+		} else if (!strcmp(line, "check")) {
+			check_files(out, sizeof(out));
+			say(out);
 		} else if (!strcmp(line, "quit")) {
 			break;
 		}
