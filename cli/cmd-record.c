@@ -1588,7 +1588,10 @@ static int record_attached(const struct record_opts *o)
 				break;
 			ms = (int)((end - now) / 1000000) + 1;
 		}
-		int n = poll(pf, pfd >= 0 ? 2 : 1, pfd >= 0 || ms >= 0 ? ms : 1000);
+		/* every second: an exec is no event of the pidfd's */
+		if (ms < 0 || ms > 1000)
+			ms = 1000;
+		int n = poll(pf, pfd >= 0 ? 2 : 1, ms);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && (pf[0].revents & POLLIN)) {
@@ -1597,15 +1600,19 @@ static int record_attached(const struct record_opts *o)
 				si.ssi_signo = 0;
 			break;
 		}
-		if ((n > 0 && (pf[1].revents & POLLIN)) || !pid_alive(o->attach))
+		if ((n > 0 && (pf[1].revents & POLLIN)) || !pid_alive(o->attach) ||
+		    (n == 0 && !ap_attached_here(&a)))
 			break;
 	}
 	int d = ap_detach(&a);
 	if (d < 0)
 		goto out_sig;
-	if (d > 0 && !o->quiet)
-		fprintf(stderr, "allocprof: process %d is gone (or exec'd another program): the trace ends with it\n",
+	if (d == 1 && !o->quiet)
+		fprintf(stderr, "allocprof: process %d is gone: the trace ends with it\n",
 			(int)o->attach);
+	else if (d == 2 && !o->quiet)
+		fprintf(stderr, "allocprof: process %d exec'd another program: the trace ends at the "
+			"exec\n", (int)o->attach);
 	if (!discard && !wait_released(a.trace)) {
 		say_live(a.trace, "trace", o->attach, o->quiet);
 	} else if (!discard) {

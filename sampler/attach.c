@@ -232,7 +232,10 @@ struct route {
 	const char *name;
 	void *to;
 };
-static const struct route routes[] = {
+/* the exec family's entries (NULL until allocprof_attach_prepare): the
+ * library's own wrappers (exec.c), which end the trace (reason exec)
+ * before the exec, as under the preload; the environment passes as it is */
+static struct route routes[] = {
 	{ "malloc", (void *)th_malloc },
 	{ "free", (void *)th_free },
 	{ "cfree", (void *)th_free },
@@ -248,6 +251,9 @@ static const struct route routes[] = {
 	{ "dlmopen", (void *)at_dlmopen },
 	{ "dlsym", (void *)at_dlsym },
 	{ "dlvsym", (void *)at_dlvsym },
+	{ "execve", NULL }, { "execvpe", NULL }, { "fexecve", NULL }, { "execveat", NULL },
+	{ "execv", NULL }, { "execvp", NULL }, { "execl", NULL }, { "execlp", NULL },
+	{ "execle", NULL },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 /* libunwind (loaded by the sampler, its allocations not the program's)
@@ -679,6 +685,9 @@ EXPORT long allocprof_attach_prepare(void)
 	own.valloc = (void *(*)(size_t))dlsym(h, "valloc");
 	own.pvalloc = (void *(*)(size_t))dlsym(h, "pvalloc");
 	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
+	for (size_t i = 0; i < NROUTES; i++)
+		if (!routes[i].to) /* the exec family */
+			routes[i].to = dlsym(h, routes[i].name);
 	dlclose(h);
 	/* The functions the program's calls reached until now: those of its
 	 * global scope (a malloc it links, jemalloc say, not libc's, which

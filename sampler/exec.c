@@ -110,13 +110,29 @@ static int keeps_preload(char *const envp[], size_t *n)
 	return pre && preload_has_self(pre);
 }
 
-static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped, int *handed)
+/* An exec's state between exec_prepare and exec_failed */
+struct exec_st {
+	int ended;		/* END written */
+	int handed;		/* the trace's descriptor handed to the next image */
+	int counted;		/* attached: counted in at_in (record's detach waits) */
+	size_t mapped;		/* the environment's copy */
+};
+
+static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 {
-	*ended = 0;
-	*mapped = 0;
-	*handed = -1;
-	if (proc.state != AP_ON || proc.pid != sys_getpid())
-		return envp; /* vfork child or not running: touch nothing */
+	int *ended = &st->ended, *handed = &st->handed;
+	size_t *mapped = &st->mapped;
+	*st = (struct exec_st){ 0, -1, 0, 0 };
+	if (proc.pid != sys_getpid())
+		return envp; /* vfork child (its TLS is its parent's): touch nothing */
+	if (attach_mode) {
+		/* until the exec fails (an exec that succeeds takes the
+		 * thread): a detach meanwhile waits */
+		at_in++;
+		st->counted = 1;
+	}
+	if (proc.state != AP_ON)
+		return envp; /* not running: touch nothing */
 	tls.guard++;
 	size_t n;
 	int follow = keeps_preload(envp, &n);
@@ -203,29 +219,35 @@ static char *const *exec_prepare(char *const envp[], int *ended, size_t *mapped,
 
 /* exec failed: this image goes on, and so does its trace (a reader takes
  * chunks after an END as the continuation). */
-static void exec_failed(char *const *env, int ended, size_t mapped, int handed)
+static void exec_failed(char *const *env, const struct exec_st *st)
 {
 	int saved = errno;
-	if (handed >= 0)
-		fcntl(handed, F_SETFD, FD_CLOEXEC);
-	if (mapped)
-		munmap((void *)env, mapped);
-	if (ended)
+	if (st->handed >= 0)
+		fcntl(st->handed, F_SETFD, FD_CLOEXEC);
+	if (st->mapped)
+		munmap((void *)env, st->mapped);
+	if (st->ended)
 		__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
+	if (st->counted)
+		at_in--;
 	errno = saved;
 }
 
 /* execve, execvpe, fexecve: the real call between exec_prepare and
- * exec_failed. */
+ * exec_failed. The rest of the family calls them here directly (by name
+ * they would be the C library's when record -p loaded this library). */
 #define EXEC_WRAPPER(name, first_t)                                           \
+	static int do_##name(first_t first, char *const argv[], char *const envp[]) \
+	{                                                                     \
+		struct exec_st st;                                            \
+		char *const *env = exec_prepare(envp, &st);                   \
+		int rc = real_##name(first, argv, env);                        \
+		exec_failed(env, &st);                                        \
+		return rc;                                                    \
+	}                                                                     \
 	EXPORT int name(first_t first, char *const argv[], char *const envp[]) \
 	{                                                                     \
-		int ended, handed;                                            \
-		size_t mapped;                                                \
-		char *const *env = exec_prepare(envp, &ended, &mapped, &handed); \
-		int rc = real_##name(first, argv, env);                        \
-		exec_failed(env, ended, mapped, handed);                      \
-		return rc;                                                    \
+		return do_##name(first, argv, envp);                          \
 	}
 
 EXEC_WRAPPER(execve, const char *)
@@ -241,24 +263,23 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 		    int flags)
 {
-	int ended, handed;
-	size_t mapped;
-	char *const *env = exec_prepare(envp, &ended, &mapped, &handed);
+	struct exec_st st;
+	char *const *env = exec_prepare(envp, &st);
 	int rc = (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
-	exec_failed(env, ended, mapped, handed);
+	exec_failed(env, &st);
 	return rc;
 }
 
 EXPORT int execv(const char *path, char *const argv[])
 {
 	extern char **environ;
-	return execve(path, argv, environ);
+	return do_execve(path, argv, environ);
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	extern char **environ;
-	return execvpe(file, argv, environ);
+	return do_execvpe(file, argv, environ);
 }
 
 /* The execl family, with their argument lists gathered on the stack. */
@@ -285,7 +306,7 @@ EXPORT int execl(const char *path, const char *arg, ...)
 	extern char **environ;
 	va_list ap;
 	GATHER_ARGS(arg, ap, argv, (void)0);
-	return execve(path, argv, environ);
+	return do_execve(path, argv, environ);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
@@ -293,7 +314,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 	extern char **environ;
 	va_list ap;
 	GATHER_ARGS(arg, ap, argv, (void)0);
-	return execvpe(file, argv, environ);
+	return do_execvpe(file, argv, environ);
 }
 
 EXPORT int execle(const char *path, const char *arg, ...)
@@ -301,7 +322,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
 	va_list ap;
 	char **envp;
 	GATHER_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
-	return execve(path, argv, envp);
+	return do_execve(path, argv, envp);
 }
 
 /* --no-children: take ourselves out of LD_PRELOAD so that programs this

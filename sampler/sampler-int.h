@@ -191,6 +191,8 @@ int attach_loaded_late(void);
  * sets libunwind's TLS of this thread as a new thread's (attach.c) */
 extern __thread uint8_t unw_fresh __attribute__((tls_model("initial-exec")));
 void unw_tls_fresh(void);
+/* threads inside a routed call (record's detach waits for 0) */
+extern __thread uint32_t at_in __attribute__((tls_model("initial-exec")));
 
 /* interpose.c */
 extern __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));

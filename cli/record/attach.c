@@ -877,15 +877,20 @@ static bool any_inside(struct tracee *tr, const struct ap_attached *a)
 	return false;
 }
 
+bool ap_attached_here(const struct ap_attached *a)
+{
+	struct mapping lib;
+	return find_lib(a->pid, a->lib, true, &lib) && lib.lo == a->lib_base;
+}
+
 int ap_detach(struct ap_attached *a)
 {
 	struct tracee tr;
-	struct mapping lib;
 	if (kill(a->pid, 0) < 0 && errno == ESRCH)
 		return 1;
-	/* an exec replaced the image (and the sampler with it): gone too */
-	if (!find_lib(a->pid, a->lib, true, &lib) || lib.lo != a->lib_base)
-		return 1;
+	/* an exec replaced the image (and the sampler with it) */
+	if (!ap_attached_here(a))
+		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : 2;
 	if (tracee_open(&tr, a->pid) < 0)
 		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : -1;
 	tr.futex_ok = a->futex_ok;

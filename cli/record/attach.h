@@ -34,11 +34,17 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace);
  * (a->trace: the trace the sampler made), or -1 after one line on stderr. */
 int ap_attach(pid_t pid, const char *so, const char *cfg, struct ap_attached *a);
 
+/* Whether a's process is still the image the sampler was loaded into:
+ * false once it is gone or has exec'd another program (the sampler went
+ * with the image, which ended the trace, reason exec, if the exec came
+ * through the C library). */
+bool ap_attached_here(const struct ap_attached *a);
+
 /* Takes the sampler out of a: every GOT entry back, waits until no thread
  * is inside it, then the trace ends and the sampler lets go of everything
  * it made (its library stays mapped, inert). 0; 1 if the process is gone
- * (it ended the trace itself at its exit, or not at all); -1 after one
- * line on stderr. */
+ * (it ended the trace itself at its exit, or not at all); 2 if it exec'd
+ * another program (likewise, at the exec); -1 after one line on stderr. */
 int ap_detach(struct ap_attached *a);
 
 #endif

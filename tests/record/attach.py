@@ -25,6 +25,10 @@ before the attach come during it):
            the program opens 900 files (700 and up taken, where libunwind's
            pipe was), a second attach records every allocation and
            detaches, and none of those files was read, written or closed
+  exec     the program execs another while attached: record says so and
+           ends by itself, the trace ends there (reason exec) with every
+           allocation up to the exec; an exec that fails leaves the
+           recording on
   refuse   one line and exit 1 for: no such process, a statically
            linked one, one that already has the sampler (preloaded, or
            attached by another record -p), another user's (as root, record
@@ -301,6 +305,40 @@ elif mode == "files":
     nout, nrc = native_run(script + ["work 50"])
     if (out, rc) != (nout, nrc):
         fail("after the detach: %r exit %d; a native run: %r exit %d" % (out, rc, nout, nrc))
+
+elif mode == "exec":
+    s = Server()
+    s.ask("work 100")
+    trace = os.path.join(tmp, "x.trace")
+    r = attach(s.pid, trace, "--all")
+    if r:
+        s.ask("reset")
+        s.ask("work 300")
+        if s.ask("exec /nonexistent x") != "exec failed":
+            fail("an exec that fails did not fail")
+        s.ask("work 200")
+        counts = s.ask("count")
+        # the next image lives on: record must end by itself, seeing the exec
+        s.p.stdin.write("exec /bin/sleep 60\n")
+        s.p.stdin.flush()
+        err = r.stderr.read()
+        if r.wait() != 0 or "exec'd another program: the trace ends at the exec" not in err:
+            fail("record -p at the exec: exit %d, %r" % (r.returncode, err))
+        if s.p.poll() is not None:
+            fail("the exec'd program ended: exit %d" % s.p.returncode)
+        s.p.kill()
+        s.p.wait()
+        want = dict(kv.split("=") for kv in counts.split())
+        got = site_counts(trace)
+        if got.get("exe_site") != int(want["exe"]) or got.get("attach_lib_site") != int(want["lib"]):
+            fail("the trace has exe_site %s, attach_lib_site %s; the program made %s" %
+                 (got.get("exe_site"), got.get("attach_lib_site"), counts))
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("end_reason") != "exec":
+            fail("the trace of a process that exec'd: %s %s" % (st.stdout[:400], st.stderr))
+        txt = run("stats", trace).stdout
+        if not any(l.split()[:2] == ["ended", "exec"] for l in txt.splitlines()):
+            fail("stats does not say the trace ended at an exec:\n" + txt)
 
 elif mode == "refuse":
     def refused(args, code, text):

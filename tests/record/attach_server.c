@@ -16,6 +16,8 @@
  *   check    whether every one of them is still that file, its byte "x",
  *            its offset 0 (nobody read, wrote or closed it): "ok N" or
  *            "bad FD"
+ *   exec P A execl(P, P, A): another program in this process (nothing
+ *            answered; "exec failed" if it failed)
  *   quit     "total exe=A lib=B plugin=C", frees everything, exit 3
  * Nothing here allocates but the sites (raw read and write, no stdio). */
 #include <dlfcn.h>
@@ -183,6 +185,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(line, "check")) {
 			check_files(out, sizeof(out));
 			say(out);
+		} else if (!strncmp(line, "exec ", 5)) {
+			char *prog = line + 5, *arg = strchr(prog, ' ');
+			if (arg)
+				*arg++ = 0;
+			execl(prog, prog, arg, (char *)NULL);
+			say("exec failed\n");
 		} else if (!strcmp(line, "quit")) {
 			break;
 		}
