@@ -1559,7 +1559,7 @@ static int record_attached(const struct record_opts *o)
 	}
 	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
 	char cfg[PATH_MAX * 2 + 128];
-	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:1:%s", (int)o->attach,
+	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:1:%s", (int)ap_pid_inside(o->attach),
 		 (unsigned long long)o->rate, o->max_depth, out);
 
 	sigset_t mask, old;

@@ -562,7 +562,7 @@ static void say_ptrace_refused(pid_t pid, int err)
 		       "CAP_SYS_PTRACE", (int)pid);
 	else if (scope == 2 && !cap)
 		ap_say("process %d: ptrace not permitted: /proc/sys/kernel/yama/ptrace_scope is 2 "
-		       "(CAP_SYS_PTRACE only): run allocprof as root", (int)pid);
+		       "(CAP_SYS_PTRACE only): run allocprof as root, with CAP_SYS_PTRACE", (int)pid);
 	else if (scope == 3)
 		ap_say("process %d: ptrace not permitted: /proc/sys/kernel/yama/ptrace_scope is 3 "
 		       "(no process may be traced until reboot)", (int)pid);
@@ -662,6 +662,25 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		}
 	}
 	return 0;
+}
+
+pid_t ap_pid_inside(pid_t pid)
+{
+	char p[64], line[256];
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(p, "re");
+	pid_t in = pid;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		char *last = strrchr(line, '\t');
+		if (last && atoi(last + 1) > 0)
+			in = (pid_t)atoi(last + 1);
+		break;
+	}
+	if (f)
+		fclose(f);
+	return in;
 }
 
 /* ---- attach and detach ---------------------------------------------- */

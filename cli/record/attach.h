@@ -28,6 +28,11 @@ struct ap_attached {
  * library's path here; trace: the trace's absolute path. */
 int ap_attach_check(pid_t pid, const char *so, const char *trace);
 
+/* pid as the process itself sees it (its own PID namespace's number, the
+ * last of NSpid in /proc/PID/status): the sampler's settings name it, so
+ * that it knows itself for the process record attached. pid if unknown. */
+pid_t ap_pid_inside(pid_t pid);
+
 /* Loads the sampler (so) into pid and starts it with cfg (ALLOCPROF's
  * format: <pid>:<rate>:<depth>:<no_children>:<output>). Every thread is
  * stopped only while needed, and left running. 0 with *a filled in

@@ -29,12 +29,21 @@ before the attach come during it):
            ends by itself, the trace ends there (reason exec) with every
            allocation up to the exec; an exec that fails leaves the
            recording on
+  pidns    a program in a PID namespace of its own (unshare -p -f
+           --mount-proc: its files the same as here): attached by its pid
+           here, the trace at -o's path, its counts exact
   refuse   one line and exit 1 for: no such process, a statically
            linked one, one that already has the sampler (preloaded, or
            attached by another record -p), another user's (as root, record
            run as nobody), one in another mount namespace where the
            sampler's directory is another file system (as root); usage
            errors exit 2
+  scope    as root where /proc/sys/kernel/yama/ptrace_scope is writable:
+           set to 1, then 2 (put back as it was whatever happens), record
+           -p run without CAP_SYS_PTRACE is refused with one line that
+           names ptrace_scope and its value (never 3: that setting cannot
+           be undone until a reboot); skipped with the reason elsewhere
+           (not in parallel with the other tests: they would see it)
   futex    a program whose every thread waits in a futex (the calls
            are made there after a second without a better place); it
            ends while attached: the trace ends with its exit, counts exact
@@ -77,14 +86,19 @@ if mode == "jemalloc":
 
 
 class Server:
-    def __init__(self, nofile=None):
+    def __init__(self, nofile=None, under=()):
+        """under: a command that runs the server as its only child (unshare -f)"""
         def limit():
             import resource
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        self.p = subprocess.Popen([server, plugin], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([*under, server, plugin], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=server_env,
                                   preexec_fn=limit if nofile else None)
         self.pid = self.p.pid
+        if under:
+            self.ask("work 1")  # started
+            self.pid = int(subprocess.run(["pgrep", "-P", str(self.p.pid)], stdout=subprocess.PIPE,
+                                          text=True).stdout.split()[0])
 
     def ask(self, cmd):
         self.p.stdin.write(cmd + "\n")
@@ -340,6 +354,63 @@ elif mode == "exec":
         if not any(l.split()[:2] == ["ended", "exec"] for l in txt.splitlines()):
             fail("stats does not say the trace ended at an exec:\n" + txt)
 
+elif mode == "scope":
+    knob = "/proc/sys/kernel/yama/ptrace_scope"
+    setpriv = shutil.which("setpriv")
+    if not os.path.exists(knob):
+        skip("no Yama here (%s does not exist)" % knob)
+    if os.geteuid() != 0 or not os.access(knob, os.W_OK) or not setpriv:
+        skip("%s cannot be set here (it takes root and setpriv(1))" % knob)
+    old = open(knob).read().strip()
+
+    def put_back(*_):
+        with open(knob, "w") as f:
+            f.write(old)
+        if _:
+            sys.exit(1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, put_back)
+    s = Server()
+    try:
+        for scope in ("1", "2"):
+            with open(knob, "w") as f:
+                f.write(scope)
+            r = subprocess.run([setpriv, "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace",
+                                allocprof, "record", "-p", str(s.pid), "-o", "/dev/null"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            lines = r.stderr.strip().split("\n")
+            if r.returncode != 1 or len(lines) != 1 or \
+                    "ptrace_scope is %s" % scope not in lines[0]:
+                fail("ptrace_scope %s, no CAP_SYS_PTRACE: exit %d, %r" %
+                     (scope, r.returncode, r.stderr))
+    finally:
+        put_back()
+    out, rc = s.quit()
+    if rc != 3:
+        fail("the server after the refusals: %r exit %d" % (out, rc))
+
+elif mode == "pidns":
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        skip("a PID namespace takes root and unshare(1)")
+    s = Server(under=(unshare, "-p", "-f", "--mount-proc"))
+    inside = open("/proc/%d/status" % s.pid).read().split("NSpid:")[1].split()
+    if len(inside) < 2 or inside[-1] == str(s.pid):
+        fail("the server is not in a PID namespace of its own: NSpid %r" % inside)
+    trace = os.path.join(tmp, "ns.trace")
+    r = attach(s.pid, trace, "--all")
+    if r:
+        window(s, r, trace, 300)
+        if os.path.exists(trace + "." + inside[-1]):
+            fail("the trace went to %s.%s" % (trace, inside[-1]))
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("end_reason") != "detached":
+            fail("stats of the namespaced process's trace: %s %s" % (st.stdout[:300], st.stderr))
+    s.ask("work 10")
+    out, rc = s.quit()
+    if rc != 3 or not out.startswith("total exe="):
+        fail("after the detach the namespaced program ended with %r, exit %d" % (out, rc))
+
 elif mode == "refuse":
     def refused(args, code, text):
         r = run("record", *args)
@@ -387,12 +458,17 @@ elif mode == "refuse":
             fail("record -p as another user: exit %d, %r" % (r.returncode, r.stderr))
         s.quit()
     # a process in another mount namespace, where the sampler's directory
-    # is another file system (unshare needs CAP_SYS_ADMIN: else not tried)
+    # is another file system, alone and with a PID namespace of its own
+    # (unshare needs CAP_SYS_ADMIN: else not tried)
     sodir = os.path.dirname(os.path.realpath(os.environ.get("SAMPLER", "/")))
     unshare = shutil.which("unshare")
-    if os.geteuid() == 0 and unshare and os.environ.get("SAMPLER"):
+    for how in (["-m"], ["-p", "-f", "-m", "--mount-proc"]):
+        if os.geteuid() != 0 or not unshare or not os.environ.get("SAMPLER"):
+            break
         pidfile = os.path.join(tmp, "ns.pid")
-        ns = subprocess.Popen([unshare, "-m", "--propagation", "private", "sh", "-c",
+        if os.path.exists(pidfile):
+            os.unlink(pidfile)
+        ns = subprocess.Popen([unshare, *how, "--propagation", "private", "sh", "-c",
                                'mount -t tmpfs none "$1" && echo $$ >"$2" && exec sleep 60',
                                "sh", sodir, pidfile], stderr=subprocess.PIPE)
         for _ in range(100):
@@ -402,12 +478,15 @@ elif mode == "refuse":
                 break
             time.sleep(0.05)
         if ns.poll() is None:
-            nspid = int(open(pidfile).read())
+            # with -f the program is unshare's child, its pid here another
+            nspid = ns.pid if "-f" not in how else int(subprocess.run(
+                ["pgrep", "-P", str(ns.pid)], stdout=subprocess.PIPE, text=True).stdout.split()[0])
             refused(["-p", str(nspid), "-o", os.path.join(tmp, "x.trace")], 1,
                     "another mount namespace")
+            os.kill(nspid, signal.SIGKILL)
             ns.kill()
         else:
-            print("not tried: a mount namespace (%s)" % ns.stderr.read().strip())
+            print("not tried: unshare %s (%s)" % (" ".join(how), ns.stderr.read().strip()))
         ns.wait()
     # a second record -p while one is attached
     s = Server()
