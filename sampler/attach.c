@@ -446,20 +446,12 @@ static int unw_snap_take(void *h)
 	return 0;
 }
 
-/* Whether a loaded module (not libunwind, not this library) needs
- * libunwind.so.8: it then shares the sampler's */
-static int unw_needed_fn(struct dl_phdr_info *info, size_t size, void *arg)
+/* Whether the loaded module name at base, its dynamic section dyn, needs
+ * libunwind.so.8 (libunwind and this library aside): it then shares the
+ * sampler's */
+static int needs_unwind(const char *name, uintptr_t base, const Elf64_Dyn *dyn)
 {
-	(void)size, (void)arg;
-	const char *name = info->dlpi_name ? info->dlpi_name : "";
-	uintptr_t base = info->dlpi_addr;
-	if (base == self_base || strstr(name, "linux-vdso") || strstr(name, "/libunwind.so"))
-		return 0;
-	const Elf64_Dyn *dyn = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const Elf64_Dyn *)(base + info->dlpi_phdr[i].p_vaddr);
-	if (!dyn)
+	if (!dyn || base == self_base || strstr(name, "linux-vdso") || strstr(name, "/libunwind.so"))
 		return 0;
 	uintptr_t strtab = 0;
 	for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++)
@@ -474,14 +466,39 @@ static int unw_needed_fn(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static int unw_needed_fn(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size, (void)arg;
+	const Elf64_Dyn *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	return needs_unwind(info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, dyn);
+}
+
+/* Whether a module needs libunwind.so.8: through dl_iterate_phdr, or in a
+ * forked child (one thread; the loader's list lock may have been held by
+ * another thread of the parent) along the loader's list of the base
+ * namespace, where this library and libunwind are */
+static int unw_needed(int child)
+{
+	if (!child)
+		return dl_iterate_phdr(unw_needed_fn, NULL);
+	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
+		if (needs_unwind(l->l_name ? l->l_name : "", l->l_addr, l->l_ld))
+			return 1;
+	return 0;
+}
+
 /* libunwind as loaded, at the end of an attach (no thread inside the
- * sampler): 0, or -1 if the program shares it now (nothing done; the
- * attach's range must then stay, libunwind's state points into it) */
-static int unw_reset(void)
+ * sampler; child: in a forked child): 0, or -1 if the program shares it
+ * now (nothing done; the attach's range must then stay, libunwind's state
+ * points into it) */
+static int unw_reset(int child)
 {
 	if (!keep.unw_loaded || keep.unw_shared)
 		return 0;
-	if (dl_iterate_phdr(unw_needed_fn, NULL)) {
+	if (unw_needed(child)) {
 		keep.unw_shared = 1;
 		return -1;
 	}
@@ -786,6 +803,21 @@ EXPORT long allocprof_detach(void)
 	return (long)n;
 }
 
+/* The attach's range unmapped (unless keep: libunwind's state points
+ * into it), and this library's data as before the first attach */
+static void range_release(int keep_range)
+{
+	if (!keep_range) {
+		__real_munmap((void *)keep.region, REGION_SIZE);
+		if (!keep.old_hi || keep.region < keep.old_lo)
+			keep.old_lo = keep.region;
+		if (keep.region + REGION_SIZE > keep.old_hi)
+			keep.old_hi = keep.region + REGION_SIZE;
+	}
+	keep.region = keep.region_next = 0;
+	snap_restore();
+}
+
 /* The end: END written (reason "detached"), the trace closed, every
  * mapping of the attach gone, the data as before it (libunwind's too:
  * its pipe closed). 0; 1 when libunwind is the program's now too and the
@@ -800,16 +832,27 @@ EXPORT long allocprof_attach_finish(void)
 		sys_close(tfile.fd);
 	tfile.fd = -1;
 	pthread_key_delete(threads.key);
-	int keep_range = unw_reset() < 0;
+	int keep_range = unw_reset(0) < 0;
 	tls.guard--;
-	if (!keep_range) {
-		__real_munmap((void *)keep.region, REGION_SIZE);
-		if (!keep.old_hi || keep.region < keep.old_lo)
-			keep.old_lo = keep.region;
-		if (keep.region + REGION_SIZE > keep.old_hi)
-			keep.old_hi = keep.region + REGION_SIZE;
-	}
-	keep.region = keep.region_next = 0;
-	snap_restore();
+	range_release(keep_range);
 	return keep_range;
+}
+
+/* In a child forked while attached (fork_child, lifecycle.c: the sampler
+ * is off there, the trace closed): the attach undone in the child's copy
+ * of everything, as a detach would (GOT entries, libunwind, the range,
+ * this library's data), so that the child runs as never attached, and can
+ * be attached itself. One thread: no lock is waited for. */
+void attach_fork_child(void)
+{
+	if (!keep.region)
+		return; /* detached meanwhile */
+	patch_lock = 0; /* held by another thread of the parent, perhaps */
+	unpatch_all();
+	nents = 0;
+	tls.guard++;
+	pthread_key_delete(threads.key);
+	int keep_range = unw_reset(1) < 0;
+	tls.guard--;
+	range_release(keep_range);
 }

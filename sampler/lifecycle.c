@@ -217,6 +217,8 @@ static void fork_child(void)
 	asym_register(); /* the child's address space is a new one */
 	fork_child_body(t);
 	sig_restore(&fork_mask);
+	if (attach_mode)
+		attach_fork_child(); /* last: it puts this library's data back */
 }
 
 /* Registers the fork handlers, once, before anyone else's. */

@@ -187,6 +187,7 @@ extern int attach_mode;		/* loaded by record -p: no buffers file, no
 				 * signal handlers, no stack cache nor stack
 				 * of its own (attach.c) */
 int attach_loaded_late(void);
+void attach_fork_child(void);
 /* attached: 0 until this thread's first unwind of the attach, which first
  * sets libunwind's TLS of this thread as a new thread's (attach.c) */
 extern __thread uint8_t unw_fresh __attribute__((tls_model("initial-exec")));

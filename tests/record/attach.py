@@ -29,6 +29,10 @@ before the attach come during it):
            ends by itself, the trace ends there (reason exec) with every
            allocation up to the exec; an exec that fails leaves the
            recording on
+  fork     a child forked while attached: after the detach it has exactly
+           the descriptors and mappings its parent has (the attach undone
+           in the child at the fork: no trace, no pipe, no range), and
+           record -p attaches to it and detaches
   pidns    a program in a PID namespace of its own (unshare -p -f
            --mount-proc: its files the same as here): attached by its pid
            here, the trace at -o's path, its counts exact
@@ -388,6 +392,37 @@ elif mode == "scope":
     out, rc = s.quit()
     if rc != 3:
         fail("the server after the refusals: %r exit %d" % (out, rc))
+
+elif mode == "fork":
+    s = Server()
+    s.ask("work 100")
+    never = fds(s.pid)
+    r = attach(s.pid, os.path.join(tmp, "p.trace"), "--all")
+    if r:
+        s.ask("work 100")
+        child = int(s.ask("fork").split()[1])
+        s.ask("work 100")
+        detach(r)
+        d = fds_diff(fds(child), never)
+        if d:
+            fail("the child forked while attached: its descriptors differ from its parent's "
+                 "before the attach:\n" + d)
+        # the parent's other threads' stacks stay in the child: the same mappings
+        pm, cm = set(mappings(s.pid)), set(mappings(child))
+        if pm != cm:
+            fail("the child's mappings are not its parent's: the child's alone:\n%s\n"
+                 "the parent's alone:\n%s" % ("\n".join(sorted(cm - pm)),
+                                              "\n".join(sorted(pm - cm))))
+        rc = attach(child, os.path.join(tmp, "c.trace"))
+        if rc:
+            detach(rc)
+            st = run("stats", "--json", os.path.join(tmp, "c.trace"))
+            if st.returncode or json.loads(st.stdout).get("end_reason") != "detached":
+                fail("the child's own trace: %s %s" % (st.stdout[:300], st.stderr))
+        os.kill(child, signal.SIGKILL)
+    out, rc = s.quit()
+    if rc != 3 or not out.startswith("total exe="):
+        fail("the parent ended with %r, exit %d" % (out, rc))
 
 elif mode == "pidns":
     unshare = shutil.which("unshare")

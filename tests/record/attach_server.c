@@ -16,6 +16,7 @@
  *   check    whether every one of them is still that file, its byte "x",
  *            its offset 0 (nobody read, wrote or closed it): "ok N" or
  *            "bad FD"
+ *   fork     a child that waits (pause) until killed; "child PID"
  *   exec P A execl(P, P, A): another program in this process (nothing
  *            answered; "exec failed" if it failed)
  *   quit     "total exe=A lib=B plugin=C", frees everything, exit 3
@@ -184,6 +185,13 @@ int main(int argc, char **argv)
 			say(open_files(atol(line + 6)));
 		} else if (!strcmp(line, "check")) {
 			check_files(out, sizeof(out));
+			say(out);
+		} else if (!strcmp(line, "fork")) {
+			pid_t c = fork();
+			if (c == 0)
+				for (;;)
+					pause();
+			snprintf(out, sizeof(out), "child %d\n", (int)c);
 			say(out);
 		} else if (!strncmp(line, "exec ", 5)) {
 			char *prog = line + 5, *arg = strchr(prog, ' ');
