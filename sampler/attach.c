@@ -232,9 +232,13 @@ struct route {
 	const char *name;
 	void *to;
 };
-/* the exec family's entries (NULL until allocprof_attach_prepare): the
- * library's own wrappers (exec.c), which end the trace (reason exec)
- * before the exec, as under the preload; the environment passes as it is */
+/* The entries set by allocprof_attach_prepare (NULL until then): the
+ * library's own wrappers, as under the preload: the exec family's
+ * (exec.c), which end the trace (reason exec) before the exec, the
+ * environment passed as it is; _exit's and _Exit's (lifecycle.c), which
+ * end it before the process does; sigaction's and the signal family's
+ * (signals.c), through which the program sees and sets its own
+ * dispositions while the sampler's handler is under the fatal signals */
 static struct route routes[] = {
 	{ "malloc", (void *)th_malloc },
 	{ "free", (void *)th_free },
@@ -253,7 +257,9 @@ static struct route routes[] = {
 	{ "dlvsym", (void *)at_dlvsym },
 	{ "execve", NULL }, { "execvpe", NULL }, { "fexecve", NULL }, { "execveat", NULL },
 	{ "execv", NULL }, { "execvp", NULL }, { "execl", NULL }, { "execlp", NULL },
-	{ "execle", NULL },
+	{ "execle", NULL }, { "_exit", NULL }, { "_Exit", NULL }, { "sigaction", NULL },
+	{ "signal", NULL }, { "bsd_signal", NULL }, { "sysv_signal", NULL },
+	{ "siginterrupt", NULL }, { "sigset", NULL }, { "sigignore", NULL },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 /* libunwind (loaded by the sampler, its allocations not the program's)
@@ -703,7 +709,7 @@ EXPORT long allocprof_attach_prepare(void)
 	own.pvalloc = (void *(*)(size_t))dlsym(h, "pvalloc");
 	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
 	for (size_t i = 0; i < NROUTES; i++)
-		if (!routes[i].to) /* the exec family */
+		if (!routes[i].to) /* the exec, _exit and signal families */
 			routes[i].to = dlsym(h, routes[i].name);
 	dlclose(h);
 	/* The functions the program's calls reached until now: those of its
@@ -787,6 +793,11 @@ EXPORT long allocprof_attach(char *cfg)
 	lk_lock(&patch_lock);
 	patch_all();
 	lk_unlock(&patch_lock);
+	/* the handler under the fatal signals, now that the program's
+	 * sigaction calls come to signals.c */
+	tls.guard++;
+	sig_install();
+	tls.guard--;
 	return 0;
 }
 
@@ -827,6 +838,7 @@ EXPORT long allocprof_attach_finish(void)
 	if (!keep.region)
 		return -EINVAL;
 	tls.guard++;
+	sig_uninstall();
 	end_trace(AP_END_DETACH, 0, 0, 0);
 	if (tfile.fd >= 0)
 		sys_close(tfile.fd);
@@ -851,6 +863,7 @@ void attach_fork_child(void)
 	unpatch_all();
 	nents = 0;
 	tls.guard++;
+	sig_uninstall();
 	pthread_key_delete(threads.key);
 	int keep_range = unw_reset(1) < 0;
 	tls.guard--;

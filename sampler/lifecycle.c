@@ -362,9 +362,7 @@ static int settings_load(void)
 
 /* Buffers, modules, the unwinder, the trace (made at tfile.path unless fd
  * is open on it; parent: the trace of the image before), then on. 0, or
- * -1 with the sampler off (said why). An attached sampler (attach.c)
- * leaves the signal handlers alone: it cannot keep the program's view of
- * them. */
+ * -1 with the sampler off (said why). */
 static int start_trace(const char *parent, int fd)
 {
 	if (!attach_mode)
@@ -388,7 +386,7 @@ static int start_trace(const char *parent, int fd)
 	if (settings.all)
 		memset(ap_filter, 0xff, sizeof(ap_filter));
 	if (!attach_mode)
-		sig_install();
+		sig_install(); /* attached: once the routes are in (attach.c) */
 	fork_handlers_register();
 	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
 	return 0;

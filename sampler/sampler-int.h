@@ -361,6 +361,7 @@ extern __thread void *alt_mine __attribute__((tls_model("initial-exec")));
 void alt_install(void);
 void alt_remove(void);
 void sig_install(void);
+void sig_uninstall(void);
 
 /* exec.c */
 void exec_save_settings(void);

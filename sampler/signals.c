@@ -119,7 +119,9 @@ static void sig_entry(int s, siginfo_t *si, void *uc)
 void alt_install(void)
 {
 	stack_t cur;
-	if (alt_mine || real_sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+	/* attached: a stack of ours would outlive the detach, still the
+	 * thread's alternate stack */
+	if (attach_mode || alt_mine || real_sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
 		return;
 	uint8_t *m = mmap(NULL, ALT_SIZE + 4096, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -149,25 +151,76 @@ void alt_remove(void)
 	alt_mine = NULL;
 }
 
+/* Attached, this runs while the program's other threads go on, its
+ * sigaction calls already routed here: sig_on first, so that they take
+ * sig_lock (a disposition set meanwhile is read here, not overwritten),
+ * and a signal already ours is left as it is. */
 void sig_install(void)
 {
+	sigset_t all, mask;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
+	__atomic_store_n(&sig_on, 1, __ATOMIC_RELEASE);
+	lk_lock(&sig_lock);
 	for (int s = 1; s < NSIG; s++) {
-		if (!sig_fatal(s) || real_sigaction(s, NULL, &sig_view[s]) < 0)
+		struct sigaction cur;
+		if (!sig_fatal(s) || real_sigaction(s, NULL, &cur) < 0 ||
+		    ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == sig_entry))
 			continue;
+		sig_view[s] = cur;
 		sig_apply(s);
 	}
+	lk_unlock(&sig_lock);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	alt_install();
-	sig_on = 1;
+}
+
+/* Attached, at the detach (no thread inside the sampler; the routes to
+ * sigaction gone): every disposition of ours back to the program's. One
+ * the program set since the routes went (ours no longer there) stays. */
+void sig_uninstall(void)
+{
+	if (!sig_on)
+		return;
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction cur;
+		if (!sig_ours[s] || real_sigaction(s, NULL, &cur) < 0 ||
+		    !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != sig_entry)
+			continue;
+		real_sigaction(s, &sig_view[s], NULL);
+		sig_ours[s] = 0;
+	}
+	sig_on = 0;
 }
 
 /* Program-visible calls. Signals are blocked while the view changes: a
- * handler of the program may call sigaction itself. */
-EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
+ * handler of the program may call sigaction itself. The rest of the
+ * family calls do_sigaction directly (by name it would be the C library's
+ * when record -p loaded this library). Attached, the thread counts in
+ * at_in meanwhile: a detach waits. */
+static int do_sigaction_managed(int s, const struct sigaction *act, struct sigaction *old);
+
+static int do_sigaction(int s, const struct sigaction *act, struct sigaction *old)
 {
 	if (!real_sigaction)
 		resolve();
 	if (!sig_managed(s))
 		return real_sigaction(s, act, old);
+	if (!attach_mode)
+		return do_sigaction_managed(s, act, old);
+	at_in++;
+	int rc = do_sigaction_managed(s, act, old);
+	at_in--;
+	return rc;
+}
+
+EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
+{
+	return do_sigaction(s, act, old);
+}
+
+static int do_sigaction_managed(int s, const struct sigaction *act, struct sigaction *old)
+{
 	sigset_t all, mask;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &mask);
@@ -207,7 +260,7 @@ static sighandler_t set_handler(int s, sighandler_t h, int flags, int mask_self)
 	if (mask_self)
 		sigaddset(&sa.sa_mask, s);
 	sa.sa_flags = flags;
-	if (sigaction(s, &sa, &old) < 0)
+	if (do_sigaction(s, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
 }
@@ -231,13 +284,13 @@ EXPORT sighandler_t sysv_signal(int s, sighandler_t h)
 EXPORT int siginterrupt(int s, int flag)
 {
 	struct sigaction sa;
-	if (sigaction(s, NULL, &sa) < 0)
+	if (do_sigaction(s, NULL, &sa) < 0)
 		return -1;
 	if (flag)
 		sa.sa_flags &= ~SA_RESTART;
 	else
 		sa.sa_flags |= SA_RESTART;
-	return sigaction(s, &sa, NULL);
+	return do_sigaction(s, &sa, NULL);
 }
 
 /* glibc's sigset and sigignore call its sigaction internally, past ours:
@@ -253,14 +306,14 @@ EXPORT sighandler_t sigset(int s, sighandler_t h)
 	sigemptyset(&one);
 	sigaddset(&one, s);
 	if (h == SIG_HOLD) {
-		if (sigprocmask(SIG_BLOCK, &one, &mask) < 0 || sigaction(s, NULL, &old) < 0)
+		if (sigprocmask(SIG_BLOCK, &one, &mask) < 0 || do_sigaction(s, NULL, &old) < 0)
 			return SIG_ERR;
 		return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = h;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(s, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &mask) < 0)
+	if (do_sigaction(s, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &mask) < 0)
 		return SIG_ERR;
 	return sigismember(&mask, s) ? SIG_HOLD : old.sa_handler;
 }
@@ -271,7 +324,7 @@ EXPORT int sigignore(int s)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(s, &sa, NULL);
+	return do_sigaction(s, &sa, NULL);
 }
 
 /* The program sees its own alternate stack, or none: never ours. Setting

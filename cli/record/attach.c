@@ -896,6 +896,25 @@ static bool any_inside(struct tracee *tr, const struct ap_attached *a)
 	return false;
 }
 
+/* Whether pid has ended: gone, or a zombie (whose maps are empty: no
+ * exec to be told from its end) */
+static bool ended(pid_t pid)
+{
+	char p[64], buf[512];
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	const char *st = strrchr(buf, ')'); /* past the name, which may hold anything */
+	return !st || st[1] != ' ' || st[2] == 'Z' || st[2] == 'X';
+}
+
 bool ap_attached_here(const struct ap_attached *a)
 {
 	struct mapping lib;
@@ -905,11 +924,11 @@ bool ap_attached_here(const struct ap_attached *a)
 int ap_detach(struct ap_attached *a)
 {
 	struct tracee tr;
-	if (kill(a->pid, 0) < 0 && errno == ESRCH)
+	if (ended(a->pid))
 		return 1;
 	/* an exec replaced the image (and the sampler with it) */
 	if (!ap_attached_here(a))
-		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : 2;
+		return ended(a->pid) ? 1 : 2;
 	if (tracee_open(&tr, a->pid) < 0)
 		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : -1;
 	tr.futex_ok = a->futex_ok;

@@ -29,6 +29,12 @@ before the attach come during it):
            ends by itself, the trace ends there (reason exec) with every
            allocation up to the exec; an exec that fails leaves the
            recording on
+  ends     the sampler's handler under the fatal signals while attached:
+           the program sees its own disposition (sigaction), and after the
+           detach the caught signals (SigCgt) are those before the attach;
+           a SIGSEGV while attached ends the trace (reason signal) with
+           every allocation up to it, and the process dies of it; so does
+           _exit (reason _exit, its status)
   fork     a child forked while attached: after the detach it has exactly
            the descriptors and mappings its parent has (the attach undone
            in the child at the fork: no trace, no pipe, no range), and
@@ -392,6 +398,52 @@ elif mode == "scope":
     out, rc = s.quit()
     if rc != 3:
         fail("the server after the refusals: %r exit %d" % (out, rc))
+
+elif mode == "ends":
+    def caught(pid):
+        return [l for l in open("/proc/%d/status" % pid).read().splitlines()
+                if l.startswith("SigCgt:")][0]
+    s = Server()
+    s.ask("work 10")
+    cgt = caught(s.pid)
+    r = attach(s.pid, os.path.join(tmp, "v.trace"))
+    if r:
+        if caught(s.pid) == cgt:
+            fail("attached, the sampler's handler is under no fatal signal: %s" % cgt)
+        if s.ask("sigview") != "dfl":
+            fail("attached, the program does not see its own disposition of SIGSEGV")
+        detach(r)
+        if caught(s.pid) != cgt:
+            fail("after the detach %s, before the attach %s" % (caught(s.pid), cgt))
+    s.quit()
+    for how, end, status in (("crash", "signal", -signal.SIGSEGV), ("_exit 7", "_exit", 7)):
+        s = Server()
+        s.ask("work 10")
+        trace = os.path.join(tmp, "e.trace")
+        r = attach(s.pid, trace, "--all")
+        if not r:
+            break
+        s.ask("reset")
+        s.ask("work 300")
+        counts = s.ask("count")
+        s.p.stdin.write(how + "\n")
+        s.p.stdin.flush()
+        # record ends while the process is a zombie, not reaped: an end,
+        # not an exec (its maps are empty)
+        err = r.stderr.read()
+        if r.wait() != 0 or "is gone" not in err:
+            fail("%s: record -p: exit %d, %r" % (how, r.returncode, err))
+        s.p.stdout.read()
+        if s.p.wait() != status:
+            fail("%s: the process ended with %d, not %d" % (how, s.p.returncode, status))
+        want = dict(kv.split("=") for kv in counts.split())
+        got = site_counts(trace)
+        if got.get("exe_site") != int(want["exe"]) or got.get("attach_lib_site") != int(want["lib"]):
+            fail("%s: the trace has exe_site %s, attach_lib_site %s; the program made %s" %
+                 (how, got.get("exe_site"), got.get("attach_lib_site"), counts))
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("end_reason") != end:
+            fail("%s: the trace's end: %s %s" % (how, st.stdout[:400], st.stderr))
 
 elif mode == "fork":
     s = Server()

@@ -16,6 +16,10 @@
  *   check    whether every one of them is still that file, its byte "x",
  *            its offset 0 (nobody read, wrote or closed it): "ok N" or
  *            "bad FD"
+ *   sigview  what sigaction says of SIGSEGV's disposition: "dfl", "ign" or
+ *            "handler"
+ *   crash    dies of a SIGSEGV (a store at address 0)
+ *   _exit N  _exit(N)
  *   fork     a child that waits (pause) until killed; "child PID"
  *   exec P A execl(P, P, A): another program in this process (nothing
  *            answered; "exec failed" if it failed)
@@ -24,6 +28,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +89,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static int *volatile nowhere; /* NULL, read at run time: crash's store faults */
 static int memfd = -1;
 static int files[4096];
 static int nfiles;
@@ -186,6 +192,16 @@ int main(int argc, char **argv)
 		} else if (!strcmp(line, "check")) {
 			check_files(out, sizeof(out));
 			say(out);
+		} else if (!strcmp(line, "sigview")) {
+			struct sigaction sa;
+			sigaction(SIGSEGV, NULL, &sa);
+			say(sa.sa_handler == SIG_DFL	? "dfl\n"
+			    : sa.sa_handler == SIG_IGN ? "ign\n"
+						       : "handler\n");
+		} else if (!strcmp(line, "crash")) {
+			*nowhere = 0;
+		} else if (!strncmp(line, "_exit ", 6)) {
+			_exit(atoi(line + 6));
 		} else if (!strcmp(line, "fork")) {
 			pid_t c = fork();
 			if (c == 0)
