@@ -8,12 +8,14 @@
 #include <dirent.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -421,21 +423,101 @@ uint64_t ap_script_bytes(const struct ap_script *s)
 /* Runs of the baseline under the sampler. */
 #define REC_RUNS 3
 
-/* Removes dir and the files in it (the recorded runs' traces). */
+/* What a signal that ends the process must not leave behind: the runner
+ * running (it would replay on, orphaned, for seconds) and the directory
+ * measure_recorded records into (a --all trace in /tmp). Set while they
+ * exist; a handler of SIGINT, SIGTERM and SIGHUP installed around the
+ * runs (ap_measure) kills and reaps the one, removes the other and gives
+ * the signal back to the action it had (the default ends the process; the
+ * TUI's curses restores the terminal); an exit while they exist (the TUI
+ * quit while its worker measures) does the same at exit. Async-signal-
+ * safe: raw system calls on a path set in advance. */
+static volatile pid_t live_runner;
+static char live_dir[PATH_MAX];
+static volatile sig_atomic_t live_dir_set;
+static const int end_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_END_SIGS (sizeof(end_sigs) / sizeof(end_sigs[0]))
+static struct sigaction end_old[N_END_SIGS];
+static int end_installed;	/* ap_measure calls nest only in tests */
+
+/* Removes dir and the regular files in it (the recorded runs' traces),
+ * with no allocation: getdents64 and unlinkat. */
 static void remove_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *e;
-		char path[PATH_MAX + 256];
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-				unlink(path);
-			}
-		closedir(d);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[4096];
+		long n;
+		/* Unlinking while listing may skip names: list until empty. */
+		for (int pass = 0; pass < 16; pass++) {
+			int removed = 0;
+			lseek(fd, 0, SEEK_SET);
+			while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+				for (long off = 0; off < n;) {
+					struct dirent64 *e = (struct dirent64 *)(void *)(buf + off);
+					off += e->d_reclen;
+					const char *nm = e->d_name;
+					if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+						continue;
+					removed += unlinkat(fd, nm, 0) == 0;
+				}
+			if (!removed)
+				break;
+		}
+		close(fd);
 	}
 	rmdir(dir);
+}
+
+static void end_leftovers(void)
+{
+	pid_t p = live_runner;
+	if (p > 0) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		live_runner = 0;
+	}
+	if (live_dir_set) {
+		remove_dir(live_dir);
+		live_dir_set = 0;
+	}
+}
+
+static void on_end_signal(int sig)
+{
+	int e = errno;
+	end_leftovers();
+	for (size_t i = 0; i < N_END_SIGS; i++)
+		if (end_sigs[i] == sig)
+			sigaction(sig, &end_old[i], NULL);
+	/* Pending until the handler returns, then the old action's. */
+	raise(sig);
+	errno = e;
+}
+
+static void end_handlers(bool on)
+{
+	static bool at_exit;
+	if (on && end_installed++ == 0) {
+		if (!at_exit) {
+			atexit(end_leftovers);
+			at_exit = true;
+		}
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_end_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t i = 0; i < N_END_SIGS; i++) {
+			sigaction(end_sigs[i], NULL, &end_old[i]);
+			/* A signal the caller ignores stays ignored. */
+			if (end_old[i].sa_handler != SIG_IGN)
+				sigaction(end_sigs[i], &sa, NULL);
+		}
+	} else if (!on && --end_installed == 0) {
+		for (size_t i = 0; i < N_END_SIGS; i++)
+			if (end_old[i].sa_handler != SIG_IGN)
+				sigaction(end_sigs[i], &end_old[i], NULL);
+	}
 }
 
 void ap_measure_opts_init(struct ap_measure_opts *o)
@@ -497,6 +579,7 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 		dprintf(2, "allocprof-replay: %s: %s\n", runner, strerror(errno));
 		_exit(127);
 	}
+	live_runner = pid;
 	close(pfd[1]);
 	char buf[512];
 	size_t len = 0;
@@ -512,9 +595,13 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	}
 	buf[len] = 0;
 	close(pfd[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
+	live_runner = 0;
+	if (w < 0)	/* reaped by on_end_signal: the caller goes on, or not */
+		return ap_error_set(err, "measured replay: stopped");
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
 	char *res = strstr(buf, "cpu_ns=");
@@ -615,10 +702,13 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
 	if (!mkdtemp(dirbuf))
 		return;
+	memcpy(live_dir, dirbuf, sizeof(live_dir));
+	live_dir_set = 1;
 	struct ap_error e2;
 	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
 		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
 			nrec++;
+	live_dir_set = 0;
 	remove_dir(dirbuf);
 	if (nrec)
 		cost_of(rec, nrec, recorded);
@@ -662,7 +752,9 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 	 * share: the runs go where o->cpus says (a fork inherits the mask). */
 	cpu_set_t saved;
 	bool pinned = pin_first(o->cpus, &saved);
+	end_handlers(true);
 	int rc = measure_runs(s, jobs, n, o, out, base, recorded, err);
+	end_handlers(false);
 	if (pinned)
 		sched_setaffinity(0, sizeof(saved), &saved);
 	return rc;
