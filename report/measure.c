@@ -34,6 +34,7 @@ struct sthread {
 	uint32_t spawner;
 	bool started;
 	uint64_t window;	/* the window of its last event */
+	uint64_t ts;		/* the time of its last event (started) */
 	uint32_t *free_slots;	/* slots this thread freed: its next births reuse them */
 	size_t nfree, free_alloc;
 };
@@ -63,12 +64,24 @@ struct builder {
 	bool cut;		/* past them */
 	double steps_per_ns;	/* ap_work's speed (0: the gaps are not replayed) */
 	uint64_t work_steps;	/* WORK steps in the script */
+	bool naps;		/* long gaps become SLEEP ops (b_naps) */
+	struct nap *nap;	/* the SLEEP ops, before b_naps chooses */
+	size_t nnap, nap_alloc;
+	uint64_t last_ts;	/* the time of the last event replayed */
+	uint64_t sleep_ns;	/* what the SLEEPs chosen sleep */
+};
+
+/* A SLEEP op, and the time between its thread's events around it. */
+struct nap {
+	uint32_t thread;
+	uint64_t op, gap_ns;
 };
 
 struct ap_script {
 	int fd;
 	uint64_t events;	/* the trace's events it replays (the first ones) */
 	double work_ns;		/* the program's time between calls its WORK ops spin */
+	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 };
@@ -119,6 +132,15 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 	}
 	b->prev = th;
 	b->any = true;
+	/* A gap past AP_GAP_WORK_MAX_NS may be the thread off its CPU: a
+	 * SLEEP for now, kept or not by b_naps. */
+	if (b->naps && s->ts && e->ts > s->ts + AP_GAP_WORK_MAX_NS) {
+		AP_ALLOC_GROW(b->nap, b->nnap + 1, b->nap_alloc);
+		b->nap[b->nnap++] = (struct nap){ .thread = th, .gap_ns = e->ts - s->ts,
+						  .op = emit(b, th, ap_rs_word(AP_RS_SLEEP, 0), 0, 0) };
+	}
+	s->ts = e->ts ? e->ts : 1;
+	b->last_ts = e->ts;
 	/* the program's own time before this call (a realloc's second half
 	 * has none); a gap past AP_GAP_WORK_MAX_NS is not work to stand in
 	 * for: the thread slept, waited or was preempted, and the program's
@@ -130,6 +152,45 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 			emit(b, th, ap_rs_word(AP_RS_WORK, 0), 0, n);
 			b->work_steps += n;
 		}
+	}
+}
+
+static int nap_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct nap *)a)->gap_ns, y = ((const struct nap *)b)->gap_ns;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The time the program was off its CPU by its own doing, from its wall
+ * time less its CPU time and less the time it waited for a CPU (END's
+ * run_delay_ns: preempted, by `record` itself on a shared CPU too), goes
+ * to the longest gaps between its calls, each up to the gap
+ * and AP_RS_SLEEP_MAX_NS, until it is spent (for the replayed share of the
+ * run): a program that sleeps between requests comes back to a cold
+ * CPU, and pays for that in its page faults and cache misses, which a
+ * replay run back to back would not. The others sleep 0 (the runner
+ * skips them). The longest gaps are the likeliest sleeps; a gap the
+ * program spent computing stays short of the budget when the wall time
+ * is mostly CPU time. */
+static void b_naps(struct builder *b)
+{
+	const struct ap_trace *t = b->t;
+	if (!b->nnap || !t->cpu_ns || !t->has_run_delay || t->end_ns <= t->start_ns)
+		return;
+	double wall = (double)(t->end_ns - t->start_ns);
+	double off = wall - (double)t->cpu_ns - (double)t->run_delay_ns;
+	if (off <= 0)
+		return;
+	if (b->cut && b->last_ts > t->start_ns)
+		off *= (double)(b->last_ts - t->start_ns) / wall;
+	qsort(b->nap, b->nnap, sizeof(*b->nap), nap_cmp);
+	for (size_t k = 0; k < b->nnap && off >= 1; k++) {
+		uint64_t ns = b->nap[k].gap_ns < AP_RS_SLEEP_MAX_NS ? b->nap[k].gap_ns : AP_RS_SLEEP_MAX_NS;
+		if ((double)ns > off)
+			ns = (uint64_t)off;
+		b->th[b->nap[k].thread].v[b->nap[k].op].n = ns;
+		b->sleep_ns += ns;
+		off -= (double)ns;
 	}
 }
 
@@ -305,6 +366,13 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	const char *wk = getenv("ALLOCPROF_REPLAY_WORK");
 	if (t->ngap_records && wk && !strcmp(wk, "1"))
 		b.steps_per_ns = work_steps_per_ns();
+	/* The program's time off its CPU, slept where it was likeliest
+	 * (b_naps): for a program of one thread, whose wall time less its
+	 * CPU time is that thread's (in one of several, the time a thread
+	 * waits for another is the replay's to wait too).
+	 * ALLOCPROF_REPLAY_SLEEP=0 replays without. */
+	const char *sl = getenv("ALLOCPROF_REPLAY_SLEEP");
+	b.naps = t->nthreads == 1 && !(sl && !strcmp(sl, "0"));
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
 		.blocks = true, /* the script names each object */
@@ -316,6 +384,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	struct ap_replay_consumer c = { &ops, &b };
 	if (ap_replay(t, &c, 1, NULL, err) < 0)
 		goto out;
+	b_naps(&b);
 
 	/* The replay holds what the program held: it must fit. */
 	uint64_t avail = mem_available();
@@ -376,6 +445,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->fd = fd;
 	s->events = b.limit;
 	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
+	s->sleep_ns = b.sleep_ns;
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
@@ -387,6 +457,7 @@ out:
 	free(b.th);
 	free(b.obj);
 	free(b.sync);
+	free(b.nap);
 	return s;
 }
 
@@ -406,6 +477,11 @@ uint64_t ap_script_ops(const struct ap_script *s)
 double ap_script_work_ns(const struct ap_script *s)
 {
 	return s->work_ns;
+}
+
+uint64_t ap_script_sleep_ns(const struct ap_script *s)
+{
+	return s->sleep_ns;
 }
 
 uint64_t ap_script_events(const struct ap_script *s)
