@@ -167,6 +167,11 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			printf("  with the program's own time between its calls, as recorded: %s spun "
 			       "between them (ALLOCPROF_REPLAY_WORK=1)\n", d);
 		}
+		if (a->script_sleep_ns > 0) {
+			ap_advise_format_duration(d, sizeof(d), (double)a->script_sleep_ns);
+			printf("  with the program's time off its CPU, as recorded: %s slept at its longest "
+			       "gaps between calls (a CPU back from idle is cold)\n", d);
+		}
 		if (a->measure_share < 1 && a->measure_full_run_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), a->measure_full_run_ns);
 			printf("  on the first %.2g%% of the run's events (a replay of %llu events takes %s, "
@@ -308,6 +313,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 	if (a->measured) {
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
 		json_object_set_new(mj, "work_ns", json_integer((json_int_t)a->script_work_ns));
+		json_object_set_new(mj, "sleep_ns", json_integer((json_int_t)a->script_sleep_ns));
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
 		if (a->measure_full_run_ns > 0) {

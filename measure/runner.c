@@ -25,7 +25,8 @@
  * program's first write would fault them in; a pooled block keeps the
  * capacity it reached, stored in its first 8 bytes while it is in the
  * pool; a calloc served from the pool is zeroed (the program would have
- * to); a realloc of a pooled block within its capacity calls nothing.
+ * to); a realloc of a pooled block within its capacity calls nothing;
+ * a SLEEP sleeps (the recorded thread was off its CPU there).
  * Nothing here allocates but the replayed ops and the pool: the script
  * and the slots are mapped. */
 #include <errno.h>
@@ -328,6 +329,15 @@ static void end(struct rthread *t, const struct ap_rs_op *o)
 	s->p = NULL;
 }
 
+/* The thread was off its CPU here (asleep, waiting for input): so is the
+ * replay's, for as long, and its caches and TLB come back as cold. */
+static void nap(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
+
 static void run(struct rthread *t)
 {
 	const struct ap_rs_thread *ti = &tinfo[t->idx];
@@ -362,6 +372,10 @@ static void run(struct rthread *t)
 			break;
 		case AP_RS_WORK:
 			t->work = ap_work(o->n, t->work);
+			break;
+		case AP_RS_SLEEP:
+			if (o->n)
+				nap(o->n);
 			break;
 		}
 		if (o->w & AP_RS_PUBLISH)
@@ -417,6 +431,9 @@ static void check_script(uint64_t size)
 			case AP_RS_CYCLE:
 			case AP_RS_WORK:
 				bad = false;
+				break;
+			case AP_RS_SLEEP:
+				bad = o->n > AP_RS_SLEEP_MAX_NS;
 				break;
 			case AP_RS_WAIT:
 				bad = arg >= hdr->nthreads || o->n >= tinfo[arg].nops;

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define AP_RS_MAGIC "APREPLY1"
-#define AP_RS_VERSION 4u
+#define AP_RS_VERSION 5u
 #define AP_RS_WINDOW 256u	/* events between two barriers */
 #define AP_RS_SLACK 8u		/* windows a thread may run ahead */
 
@@ -52,7 +52,12 @@ enum ap_rs_type {
 	AP_RS_SYNC = 9,		/* n: the barrier to meet the others at */
 	AP_RS_WORK = 10,	/* n: steps of ap_work (work.h): the program's time
 				 * before its next call */
+	AP_RS_SLEEP = 11,	/* n: ns to sleep: the thread was off its CPU
+				 * before its next call */
 };
+/* The longest SLEEP a script holds (ns): past a few milliseconds an idle
+ * CPU is as cold as it gets, and the replay's rounds stay short. */
+#define AP_RS_SLEEP_MAX_NS 2000000u
 
 #define AP_RS_TYPE_BITS 4u
 #define AP_RS_TYPE_MASK 0xfu

@@ -203,6 +203,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	}
 	a->script_ops = ap_script_ops(sc);
 	a->script_work_ns = ap_script_work_ns(sc);
+	a->script_sleep_ns = ap_script_sleep_ns(sc);
 	/* A long run is measured on its first events (AP_MEASURE_MAX_EVENTS,
 	 * or fewer to keep to the budget): the saving is scaled to the whole
 	 * run, and said so. */

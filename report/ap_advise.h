@@ -346,6 +346,9 @@ struct ap_advice {
 	 * trace's gaps: ap_script_work_ns), 0 when the calls ran back to
 	 * back. */
 	double script_work_ns;
+	/* The time the replay sleeps where the program was off its CPU
+	 * (ap_script_sleep_ns), 0 when it does not. */
+	uint64_t script_sleep_ns;
 	/* The share of the trace's events the replay ran (the first ones):
 	 * below 1, the savings are scaled up from it. */
 	double measure_share;

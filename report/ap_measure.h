@@ -44,6 +44,9 @@ uint64_t ap_script_events(const struct ap_script *s);
 /* The program's time between its calls that the script's WORK ops spin
  * (the trace's gaps up to AP_GAP_WORK_MAX_NS; 0 without gaps). */
 double ap_script_work_ns(const struct ap_script *s);
+/* The time the script sleeps where the recorded program was off its CPU
+ * (one thread: its wall time less its CPU time, at its longest gaps). */
+uint64_t ap_script_sleep_ns(const struct ap_script *s);
 
 /* One measured variant: the site whose objects the pool serves, and the
  * pool's cap (0: none). */

@@ -8,12 +8,14 @@
 #include <dirent.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@ struct sthread {
 	uint32_t spawner;
 	bool started;
 	uint64_t window;	/* the window of its last event */
+	uint64_t ts;		/* the time of its last event (started) */
 	uint32_t *free_slots;	/* slots this thread freed: its next births reuse them */
 	size_t nfree, free_alloc;
 };
@@ -61,12 +64,24 @@ struct builder {
 	bool cut;		/* past them */
 	double steps_per_ns;	/* ap_work's speed (0: the gaps are not replayed) */
 	uint64_t work_steps;	/* WORK steps in the script */
+	bool naps;		/* long gaps become SLEEP ops (b_naps) */
+	struct nap *nap;	/* the SLEEP ops, before b_naps chooses */
+	size_t nnap, nap_alloc;
+	uint64_t last_ts;	/* the time of the last event replayed */
+	uint64_t sleep_ns;	/* what the SLEEPs chosen sleep */
+};
+
+/* A SLEEP op, and the time between its thread's events around it. */
+struct nap {
+	uint32_t thread;
+	uint64_t op, gap_ns;
 };
 
 struct ap_script {
 	int fd;
 	uint64_t events;	/* the trace's events it replays (the first ones) */
 	double work_ns;		/* the program's time between calls its WORK ops spin */
+	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 };
@@ -117,6 +132,15 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 	}
 	b->prev = th;
 	b->any = true;
+	/* A gap past AP_GAP_WORK_MAX_NS may be the thread off its CPU: a
+	 * SLEEP for now, kept or not by b_naps. */
+	if (b->naps && s->ts && e->ts > s->ts + AP_GAP_WORK_MAX_NS) {
+		AP_ALLOC_GROW(b->nap, b->nnap + 1, b->nap_alloc);
+		b->nap[b->nnap++] = (struct nap){ .thread = th, .gap_ns = e->ts - s->ts,
+						  .op = emit(b, th, ap_rs_word(AP_RS_SLEEP, 0), 0, 0) };
+	}
+	s->ts = e->ts ? e->ts : 1;
+	b->last_ts = e->ts;
 	/* the program's own time before this call (a realloc's second half
 	 * has none); a gap past AP_GAP_WORK_MAX_NS is not work to stand in
 	 * for: the thread slept, waited or was preempted, and the program's
@@ -128,6 +152,45 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 			emit(b, th, ap_rs_word(AP_RS_WORK, 0), 0, n);
 			b->work_steps += n;
 		}
+	}
+}
+
+static int nap_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct nap *)a)->gap_ns, y = ((const struct nap *)b)->gap_ns;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The time the program was off its CPU by its own doing, from its wall
+ * time less its CPU time and less the time it waited for a CPU (END's
+ * run_delay_ns: preempted, by `record` itself on a shared CPU too), goes
+ * to the longest gaps between its calls, each up to the gap
+ * and AP_RS_SLEEP_MAX_NS, until it is spent (for the replayed share of the
+ * run): a program that sleeps between requests comes back to a cold
+ * CPU, and pays for that in its page faults and cache misses, which a
+ * replay run back to back would not. The others sleep 0 (the runner
+ * skips them). The longest gaps are the likeliest sleeps; a gap the
+ * program spent computing stays short of the budget when the wall time
+ * is mostly CPU time. */
+static void b_naps(struct builder *b)
+{
+	const struct ap_trace *t = b->t;
+	if (!b->nnap || !t->cpu_ns || !t->has_run_delay || t->end_ns <= t->start_ns)
+		return;
+	double wall = (double)(t->end_ns - t->start_ns);
+	double off = wall - (double)t->cpu_ns - (double)t->run_delay_ns;
+	if (off <= 0)
+		return;
+	if (b->cut && b->last_ts > t->start_ns)
+		off *= (double)(b->last_ts - t->start_ns) / wall;
+	qsort(b->nap, b->nnap, sizeof(*b->nap), nap_cmp);
+	for (size_t k = 0; k < b->nnap && off >= 1; k++) {
+		uint64_t ns = b->nap[k].gap_ns < AP_RS_SLEEP_MAX_NS ? b->nap[k].gap_ns : AP_RS_SLEEP_MAX_NS;
+		if ((double)ns > off)
+			ns = (uint64_t)off;
+		b->th[b->nap[k].thread].v[b->nap[k].op].n = ns;
+		b->sleep_ns += ns;
+		off -= (double)ns;
 	}
 }
 
@@ -303,6 +366,13 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	const char *wk = getenv("ALLOCPROF_REPLAY_WORK");
 	if (t->ngap_records && wk && !strcmp(wk, "1"))
 		b.steps_per_ns = work_steps_per_ns();
+	/* The program's time off its CPU, slept where it was likeliest
+	 * (b_naps): for a program of one thread, whose wall time less its
+	 * CPU time is that thread's (in one of several, the time a thread
+	 * waits for another is the replay's to wait too).
+	 * ALLOCPROF_REPLAY_SLEEP=0 replays without. */
+	const char *sl = getenv("ALLOCPROF_REPLAY_SLEEP");
+	b.naps = t->nthreads == 1 && !(sl && !strcmp(sl, "0"));
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
 		.blocks = true, /* the script names each object */
@@ -314,6 +384,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	struct ap_replay_consumer c = { &ops, &b };
 	if (ap_replay(t, &c, 1, NULL, err) < 0)
 		goto out;
+	b_naps(&b);
 
 	/* The replay holds what the program held: it must fit. */
 	uint64_t avail = mem_available();
@@ -374,6 +445,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->fd = fd;
 	s->events = b.limit;
 	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
+	s->sleep_ns = b.sleep_ns;
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
@@ -385,6 +457,7 @@ out:
 	free(b.th);
 	free(b.obj);
 	free(b.sync);
+	free(b.nap);
 	return s;
 }
 
@@ -406,6 +479,11 @@ double ap_script_work_ns(const struct ap_script *s)
 	return s->work_ns;
 }
 
+uint64_t ap_script_sleep_ns(const struct ap_script *s)
+{
+	return s->sleep_ns;
+}
+
 uint64_t ap_script_events(const struct ap_script *s)
 {
 	return s->events;
@@ -421,21 +499,101 @@ uint64_t ap_script_bytes(const struct ap_script *s)
 /* Runs of the baseline under the sampler. */
 #define REC_RUNS 3
 
-/* Removes dir and the files in it (the recorded runs' traces). */
+/* What a signal that ends the process must not leave behind: the runner
+ * running (it would replay on, orphaned, for seconds) and the directory
+ * measure_recorded records into (a --all trace in /tmp). Set while they
+ * exist; a handler of SIGINT, SIGTERM and SIGHUP installed around the
+ * runs (ap_measure) kills and reaps the one, removes the other and gives
+ * the signal back to the action it had (the default ends the process; the
+ * TUI's curses restores the terminal); an exit while they exist (the TUI
+ * quit while its worker measures) does the same at exit. Async-signal-
+ * safe: raw system calls on a path set in advance. */
+static volatile pid_t live_runner;
+static char live_dir[PATH_MAX];
+static volatile sig_atomic_t live_dir_set;
+static const int end_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_END_SIGS (sizeof(end_sigs) / sizeof(end_sigs[0]))
+static struct sigaction end_old[N_END_SIGS];
+static int end_installed;	/* ap_measure calls nest only in tests */
+
+/* Removes dir and the regular files in it (the recorded runs' traces),
+ * with no allocation: getdents64 and unlinkat. */
 static void remove_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *e;
-		char path[PATH_MAX + 256];
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-				unlink(path);
-			}
-		closedir(d);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[4096];
+		long n;
+		/* Unlinking while listing may skip names: list until empty. */
+		for (int pass = 0; pass < 16; pass++) {
+			int removed = 0;
+			lseek(fd, 0, SEEK_SET);
+			while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+				for (long off = 0; off < n;) {
+					struct dirent64 *e = (struct dirent64 *)(void *)(buf + off);
+					off += e->d_reclen;
+					const char *nm = e->d_name;
+					if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+						continue;
+					removed += unlinkat(fd, nm, 0) == 0;
+				}
+			if (!removed)
+				break;
+		}
+		close(fd);
 	}
 	rmdir(dir);
+}
+
+static void end_leftovers(void)
+{
+	pid_t p = live_runner;
+	if (p > 0) {
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+		live_runner = 0;
+	}
+	if (live_dir_set) {
+		remove_dir(live_dir);
+		live_dir_set = 0;
+	}
+}
+
+static void on_end_signal(int sig)
+{
+	int e = errno;
+	end_leftovers();
+	for (size_t i = 0; i < N_END_SIGS; i++)
+		if (end_sigs[i] == sig)
+			sigaction(sig, &end_old[i], NULL);
+	/* Pending until the handler returns, then the old action's. */
+	raise(sig);
+	errno = e;
+}
+
+static void end_handlers(bool on)
+{
+	static bool at_exit;
+	if (on && end_installed++ == 0) {
+		if (!at_exit) {
+			atexit(end_leftovers);
+			at_exit = true;
+		}
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_end_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t i = 0; i < N_END_SIGS; i++) {
+			sigaction(end_sigs[i], NULL, &end_old[i]);
+			/* A signal the caller ignores stays ignored. */
+			if (end_old[i].sa_handler != SIG_IGN)
+				sigaction(end_sigs[i], &sa, NULL);
+		}
+	} else if (!on && --end_installed == 0) {
+		for (size_t i = 0; i < N_END_SIGS; i++)
+			if (end_old[i].sa_handler != SIG_IGN)
+				sigaction(end_sigs[i], &end_old[i], NULL);
+	}
 }
 
 void ap_measure_opts_init(struct ap_measure_opts *o)
@@ -497,6 +655,7 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 		dprintf(2, "allocprof-replay: %s: %s\n", runner, strerror(errno));
 		_exit(127);
 	}
+	live_runner = pid;
 	close(pfd[1]);
 	char buf[512];
 	size_t len = 0;
@@ -512,9 +671,13 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	}
 	buf[len] = 0;
 	close(pfd[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
+	live_runner = 0;
+	if (w < 0)	/* reaped by on_end_signal: the caller goes on, or not */
+		return ap_error_set(err, "measured replay: stopped");
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
 	char *res = strstr(buf, "cpu_ns=");
@@ -615,10 +778,13 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
 	if (!mkdtemp(dirbuf))
 		return;
+	memcpy(live_dir, dirbuf, sizeof(live_dir));
+	live_dir_set = 1;
 	struct ap_error e2;
 	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
 		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
 			nrec++;
+	live_dir_set = 0;
 	remove_dir(dirbuf);
 	if (nrec)
 		cost_of(rec, nrec, recorded);
@@ -662,7 +828,9 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 	 * share: the runs go where o->cpus says (a fork inherits the mask). */
 	cpu_set_t saved;
 	bool pinned = pin_first(o->cpus, &saved);
+	end_handlers(true);
 	int rc = measure_runs(s, jobs, n, o, out, base, recorded, err);
+	end_handlers(false);
 	if (pinned)
 		sched_setaffinity(0, sizeof(saved), &saved);
 	return rc;

@@ -586,6 +586,38 @@ int open_trace(const char *parent, int fd)
 	write_header(parent);
 	return 0;
 }
+/* How long the calling thread waited, runnable, for a CPU (the second
+ * field of /proc/thread-self/schedstat, the kernel's run_delay): with its
+ * CPU time, what of its wall time it was off its CPU by its own doing
+ * (asleep, waiting for input), which advise's replay sleeps. Raw system
+ * calls (END may be written in a signal handler); false when the file
+ * cannot be read (no /proc, a seccomp filter, no schedstats). */
+static bool run_delay_ns(uint64_t *out)
+{
+	char b[128];
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	long n = syscall(SYS_read, fd, b, sizeof(b) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return false;
+	b[n] = 0;
+	const char *q = b;
+	while (*q >= '0' && *q <= '9')
+		q++;
+	if (*q != ' ')
+		return false;
+	uint64_t v = 0;
+	int digits = 0;
+	for (q++; *q >= '0' && *q <= '9'; q++, digits++)
+		v = v * 10 + (uint64_t)(*q - '0');
+	if (!digits)
+		return false;
+	*out = v;
+	return true;
+}
+
 
 /* Ends the trace: no more events, everything flushed, END written. Returns
  * 0 if this call ended it, -1 if it was not running. */
@@ -606,7 +638,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 11 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 12 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -617,6 +649,9 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
 	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
+	uint64_t delay;
+	if (run_delay_ns(&delay))
+		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS, delay);
 	k += refused_put(p + k);
 	if (live_on && !malloc_owner()) {
 		uint64_t slack;

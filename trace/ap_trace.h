@@ -124,6 +124,10 @@ struct ap_trace {
 	uint64_t calls, bytes;	/* exact totals seen by the sampler (has_counts only) */
 	uint64_t cpu_ns;	/* CPU time of the process (all threads, user and
 				 * system) at END; 0 when not known */
+	/* END's `run_delay_ns`: how long the thread that wrote END waited,
+	 * runnable, for a CPU (has_run_delay false: not known) */
+	bool has_run_delay;
+	uint64_t run_delay_ns;
 	/* END's `live_peak` and `live_slack`: the sampler's count of the
 	 * largest in-use bytes, every block counted by glibc's usable size,
 	 * sampled or not, exact to within live_slack bytes either way

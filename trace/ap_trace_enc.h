@@ -213,6 +213,7 @@ enum {
 	AP_EK_REFUSED = 9,
 	AP_EK_LIVE_PEAK = 10,
 	AP_EK_LIVE_SLACK = 11,
+	AP_EK_RUN_DELAY_NS = 12,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

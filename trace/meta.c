@@ -257,8 +257,8 @@ int decode_end(struct rd *r, struct cur *c)
 	t->pooled = NULL;
 	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
-	uint64_t live_peak = 0, live_slack = 0;
-	bool has_status = false, has_calls = false, has_live = false;
+	uint64_t live_peak = 0, live_slack = 0, run_delay = 0;
+	bool has_status = false, has_calls = false, has_live = false, has_delay = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -305,6 +305,11 @@ int decode_end(struct rd *r, struct cur *c)
 			name = "live_slack";
 			num = &live_slack;
 			break;
+		case AP_EK_RUN_DELAY_NS:
+			name = "run_delay_ns";
+			num = &run_delay;
+			has_delay = true;
+			break;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -336,6 +341,8 @@ int decode_end(struct rd *r, struct cur *c)
 	t->has_live_peak = has_live;
 	t->live_peak = live_peak;
 	t->live_slack = live_slack;
+	t->has_run_delay = has_delay;
+	t->run_delay_ns = run_delay;
 	return 0;
 }
 

@@ -1,0 +1,52 @@
+#!/bin/bash
+# The time a program of one thread spends off its CPU by its own doing
+# (asleep, waiting for input), which advise's measured replay sleeps at
+# its longest gaps between calls (docs/pool-model.md, §9): its wall time
+# less its CPU time less the time it waited for a CPU (END's
+# run_delay_ns).
+#  1. testdata/naps sleeps 2 ms before each of its 100 requests: the
+#     replay sleeps about 200 ms (each gap at most 2 ms), and says so;
+#     with ALLOCPROF_REPLAY_SLEEP=0 it does not;
+#  2. testdata/gaps computes 200 us between its calls (long gaps, no
+#     sleep) on a CPU another process keeps busy: its wait for the CPU is
+#     no sleep, and the replay sleeps (almost) nothing.
+# Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD, E2E_PYTHON.
+. "$(dirname "$0")/../lib.sh"
+export ALLOCPROF_NO_PROGRESS=1
+cd "$work" || exit 1
+[ -r /proc/thread-self/schedstat ] || skip "no /proc/thread-self/schedstat: the sampler cannot tell waits from sleeps"
+
+adv() { # OUT TRACE [env...]
+	local out=$1 t=$2
+	shift 2
+	env "$@" "$ALLOCPROF" advise --json -n 1 --measure-time 3s "$t" >"$out" 2>"$out.err" ||
+		fail "advise $t: $(tail -1 "$out.err")"
+}
+
+# 1. asleep between requests
+"$ALLOCPROF" record -q --all -o naps.trace "$TESTDATA_BUILD/naps" 100 2 >naps.out || fail "record naps"
+adv n.json naps.trace
+slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
+echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
+ratio "$slept" 200000000 0.75 1.0 || fail "naps: the replay sleeps $slept ns, want 150-200 ms"
+"$ALLOCPROF" advise -n 1 --measure-time 3s naps.trace >n.txt 2>&1 || fail "advise naps (text)"
+grep -q "^  with the program's time off its CPU, as recorded: [0-9.]*ms slept at its longest gaps" n.txt ||
+	fail "advise's header does not say what the replay slept: $(head -12 n.txt)"
+adv n0.json naps.trace ALLOCPROF_REPLAY_SLEEP=0
+expect_eq "naps, ALLOCPROF_REPLAY_SLEEP=0: sleep_ns" "$(jq n0.json 'j["measurement"]["sleep_ns"]')" 0
+
+# 2. computing between calls on a shared CPU: waits, not sleeps
+cpu=$(taskset -pc $$ | sed 's/.*: //; s/[,-].*//')
+taskset -c "$cpu" bash -c 'while :; do :; done' &
+hog=$!
+trap 'kill $hog 2>/dev/null; rm -rf "$work"' EXIT
+start=$(date +%s%N)
+taskset -c "$cpu" "$ALLOCPROF" record -q --all -o busy.trace "$TESTDATA_BUILD/gaps" 2000 200 1 >busy.out ||
+	fail "record gaps beside a busy loop"
+wall=$(($(date +%s%N) - start))
+kill $hog
+adv b.json busy.trace
+slept=$(jq b.json 'j["measurement"]["sleep_ns"]')
+echo "gaps beside a busy loop: ${wall} ns of wall time, the replay sleeps $slept ns"
+[ "$slept" -le $((wall / 20)) ] || fail "gaps, computing beside a busy loop: the replay sleeps $slept ns of its ${wall} ns"
+exit $failed
