@@ -8,13 +8,21 @@
 # the modes interleaved, ROUNDS rounds, min and median ns a pair.
 # Also the time record -p takes to attach and to detach (the process is
 # stopped for part of it), over the same rounds.
-# Usage: bench/attach.sh [-n ROUNDS] [BUILD_DIR]
+# Then how long the attach and the detach keep the program's threads from
+# their own code, as they see it: bench/attach_pause.c (two threads that
+# wake every 100 us and keep their longest lateness; record -p calls into
+# the first, the second only sees the stops), attached with --all and
+# detached ROUNDS times, each ticker's longest lateness in each phase (idle
+# before, the attach, attached, the detach): medians over the rounds.
+# Usage: bench/attach.sh [-n ROUNDS] [-P] [BUILD_DIR]  (-P: the pauses only)
 # Environment: CC (default cc), BENCH_OUT (default bench/out).
 set -u
 rounds=5
-while getopts "n:h" opt; do
+pauses_only=
+while getopts "n:Ph" opt; do
 	case $opt in
 	n) rounds=$OPTARG ;;
+	P) pauses_only=1 ;;
 	*) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 2 ;;
 	esac
 done
@@ -26,6 +34,8 @@ out=${BENCH_OUT:-$here/out}
 mkdir -p "$out" || exit 1
 "${CC:-cc}" -O2 -g -o "$out/attach_loop" "$here/attach_loop.c" ||
 	{ echo "attach: cannot build bench/attach_loop.c" >&2; exit 1; }
+"${CC:-cc}" -O2 -g -pthread -o "$out/attach_pause" "$here/attach_pause.c" ||
+	{ echo "attach: cannot build bench/attach_pause.c" >&2; exit 1; }
 loop=$out/attach_loop
 declare -A res
 
@@ -67,6 +77,46 @@ one() {
 	awk '/ns_per_pair/ {print $2}' "$out/attach.out"
 }
 
+stat() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "min %.2f median %.2f (n=%d)", a[1], a[int((NR+1)/2)], NR}'; }
+
+# the pauses: one round prints "<phase> <first ticker's us> <second's us>"
+pause_round() {
+	local line rec
+	coproc PAUSE { "$out/attach_pause" 2; }
+	mark() { echo mark >&"${PAUSE[1]}" && read -r line <&"${PAUSE[0]}" && echo "$1 ${line#late_us }"; }
+	sleep 0.3
+	mark warmup >/dev/null
+	sleep 0.3
+	mark idle
+	: >"$out/pause.err"
+	"$ap" record -p "$PAUSE_PID" --all -o /dev/null 2>"$out/pause.err" &
+	rec=$!
+	until grep -q "attached" "$out/pause.err"; do
+		kill -0 $rec 2>/dev/null || { cat "$out/pause.err" >&2; break; }
+		sleep 0.001
+	done
+	mark attach
+	sleep 0.3
+	mark attached
+	kill -INT $rec
+	wait $rec
+	mark detach
+	echo quit >&"${PAUSE[1]}"
+	wait "$PAUSE_PID" 2>/dev/null
+}
+declare -A late
+for r in $(seq "$rounds"); do
+	while read -r phase a b; do
+		late[$phase.called]+="$a "
+		late[$phase.other]+="$b "
+	done < <(pause_round)
+done
+for phase in idle attach attached detach; do
+	printf "%-9s late us: called thread %s; other thread %s\n" "$phase" \
+		"$(stat <<<"${late[$phase.called]}")" "$(stat <<<"${late[$phase.other]}")"
+done
+[[ -n $pauses_only ]] && exit 0
+
 rm -f "$out/attach.times"
 for r in $(seq "$rounds"); do
 	for rate in default all; do
@@ -80,7 +130,6 @@ for r in $(seq "$rounds"); do
 		done
 	done
 done
-stat() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "min %.2f median %.2f (n=%d)", a[1], a[int((NR+1)/2)], NR}'; }
 for k in native.default preload.default attach.default preload.all attach.all; do
 	printf "%-16s ns/pair %s\n" "$k" "$(stat <<<"${res[$k]}")"
 done
