@@ -108,6 +108,8 @@ static void sig_entry(int s, siginfo_t *si, void *uc)
 		v->sa_handler = SIG_DFL;
 		sig_apply(s);
 	}
+	/* last, so that it is a jump (tests/record/exports.sh): attached,
+	 * no frame of ours stays under the program's handler */
 	if (flags & SA_SIGINFO)
 		act(s, si, uc);
 	else
