@@ -36,8 +36,9 @@ before the attach come during it):
            every allocation up to it, and the process dies of it; so does
            _exit (reason _exit, its status)
   fork     a child forked while attached: after the detach it has exactly
-           the descriptors and mappings its parent has (the attach undone
-           in the child at the fork: no trace, no pipe, no range), and
+           the descriptors, mappings and caught signals its parent has (the
+           attach undone in the child at the fork: no trace, no pipe, no
+           range, no handler of ours), and
            record -p attaches to it and detaches
   pidns    a program in a PID namespace of its own (unshare -p -f
            --mount-proc: its files the same as here): attached by its pid
@@ -176,6 +177,12 @@ def fds(pid):
         except FileNotFoundError:
             pass
     return out
+
+
+def caught(pid):
+    """the signals the process catches (a handler installed), as a line"""
+    return [l for l in open("/proc/%d/status" % pid).read().splitlines()
+            if l.startswith("SigCgt:")][0]
 
 
 def fds_diff(now, then):
@@ -400,9 +407,6 @@ elif mode == "scope":
         fail("the server after the refusals: %r exit %d" % (out, rc))
 
 elif mode == "ends":
-    def caught(pid):
-        return [l for l in open("/proc/%d/status" % pid).read().splitlines()
-                if l.startswith("SigCgt:")][0]
     s = Server()
     s.ask("work 10")
     cgt = caught(s.pid)
@@ -448,7 +452,7 @@ elif mode == "ends":
 elif mode == "fork":
     s = Server()
     s.ask("work 100")
-    never = fds(s.pid)
+    never, cgt = fds(s.pid), caught(s.pid)
     r = attach(s.pid, os.path.join(tmp, "p.trace"), "--all")
     if r:
         s.ask("work 100")
@@ -459,6 +463,8 @@ elif mode == "fork":
         if d:
             fail("the child forked while attached: its descriptors differ from its parent's "
                  "before the attach:\n" + d)
+        if caught(child) != cgt:
+            fail("the child catches %s, its parent before the attach %s" % (caught(child), cgt))
         # the parent's other threads' stacks stay in the child: the same mappings
         pm, cm = set(mappings(s.pid)), set(mappings(child))
         if pm != cm:
