@@ -154,6 +154,25 @@ void at_rescan(void);
 __asm__(".text\n" AT_JUMP_DIRTY(dlopen) AT_JUMP_DIRTY(dlmopen) AT_RESCAN_JUMP(dlsym)
 		AT_RESCAN_JUMP(dlvsym));
 
+/* syscall: SYS_seccomp goes to the library's own (refused.c: the filter
+ * is kept, the buffers flushed first), every other number straight on to
+ * the C library's by a jump, so that a thread waiting in a system call
+ * made this way (a futex) is never inside this library's text, where
+ * record's detach would wait for it */
+long (*real_syscall)(long, ...);
+long (*own_syscall)(long, ...);
+#define AT_STR_(x) #x
+#define AT_STR(x) AT_STR_(x)
+void at_syscall(void);
+__asm__(".text\n"
+	".type at_syscall, @function\n"
+	"at_syscall:\n"
+	"	cmpq $" AT_STR(SYS_seccomp) ", %rdi\n"
+	"	je 1f\n"
+	"	jmp *real_syscall(%rip)\n"
+	"1:	jmp *own_syscall(%rip)\n"
+	".size at_syscall, .-at_syscall\n");
+
 /* the library's own entry points (interpose.c), found by dlsym on its
  * own handle: a call by name from here would reach the C library's */
 static struct {
@@ -238,7 +257,11 @@ struct route {
  * environment passed as it is; _exit's and _Exit's (lifecycle.c), which
  * end it before the process does; sigaction's and the signal family's
  * (signals.c), through which the program sees and sets its own
- * dispositions while the sampler's handler is under the fatal signals */
+ * dispositions while the sampler's handler is under the fatal signals;
+ * the descriptor calls' (tracefile.c), through which the program can
+ * neither see nor close the sampler's descriptors; prctl's and, for
+ * SYS_seccomp only, syscall's (refused.c, at_syscall), which keep a
+ * seccomp filter the program installs */
 static struct route routes[] = {
 	{ "malloc", (void *)th_malloc },
 	{ "free", (void *)th_free },
@@ -260,6 +283,8 @@ static struct route routes[] = {
 	{ "execle", NULL }, { "_exit", NULL }, { "_Exit", NULL }, { "sigaction", NULL },
 	{ "signal", NULL }, { "bsd_signal", NULL }, { "sysv_signal", NULL },
 	{ "siginterrupt", NULL }, { "sigset", NULL }, { "sigignore", NULL },
+	{ "close", NULL }, { "close_range", NULL }, { "closefrom", NULL }, { "dup2", NULL },
+	{ "dup3", NULL }, { "prctl", NULL }, { "syscall", (void *)at_syscall },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 /* libunwind (loaded by the sampler, its allocations not the program's)
@@ -708,8 +733,9 @@ EXPORT long allocprof_attach_prepare(void)
 	own.valloc = (void *(*)(size_t))dlsym(h, "valloc");
 	own.pvalloc = (void *(*)(size_t))dlsym(h, "pvalloc");
 	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
+	own_syscall = (long (*)(long, ...))dlsym(h, "syscall");
 	for (size_t i = 0; i < NROUTES; i++)
-		if (!routes[i].to) /* the exec, _exit and signal families */
+		if (!routes[i].to) /* the library's own wrappers */
 			routes[i].to = dlsym(h, routes[i].name);
 	dlclose(h);
 	/* The functions the program's calls reached until now: those of its
@@ -732,10 +758,12 @@ EXPORT long allocprof_attach_prepare(void)
 	real_dlmopen = (void *(*)(Lmid_t, const char *, int))dlsym(g, "dlmopen");
 	real_dlsym = (void *(*)(void *, const char *))dlsym(g, "dlsym");
 	real_dlvsym = (void *(*)(void *, const char *, const char *))dlsym(g, "dlvsym");
+	real_syscall = (long (*)(long, ...))dlsym(g, "syscall");
 	dlclose(g);
 	if (!real_malloc || !real_calloc || !real_realloc || !real_free || !real_posix_memalign ||
 	    !real_aligned_alloc || !real_memalign || !real_valloc || !real_pvalloc ||
-	    !real_usable_size || !real_dlopen || !real_dlmopen || !real_dlsym || !real_dlvsym)
+	    !real_usable_size || !real_dlopen || !real_dlmopen || !real_dlsym || !real_dlvsym ||
+	    !real_syscall || !own_syscall)
 		return -ENOENT;
 	live_check(); /* chunk headers are read only behind libc's malloc */
 	if (!keep.snap) {

@@ -18,6 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "seccomp-filter.h"
+
 static void *volatile sink;
 
 __attribute__((noinline)) static void before_filter(void)
@@ -38,26 +40,6 @@ __attribute__((noinline)) static void after_filter(void)
 	}
 }
 
-static int install(unsigned action, size_t n)
-{
-	static const int refused[] = { SYS_newfstatat, SYS_openat, SYS_gettid, SYS_getpid,
-				       SYS_rt_sigprocmask };
-	struct sock_filter f[2 + 2 * sizeof(refused) / sizeof(refused[0])];
-	unsigned k = 0;
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, nr));
-	for (size_t i = 0; i < n; i++) {
-		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-						      (unsigned)refused[i], 0, 1);
-		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action);
-	}
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	struct sock_fprog prog = { .len = (unsigned short)k, .filter = f };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "errno";
@@ -65,8 +47,8 @@ int main(int argc, char **argv)
 	printf("seccomp %s: start\n", how);
 	fflush(stdout);
 	before_filter();
-	if (install(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
-		    strcmp(how, "kill") ? 5 : 4) < 0) {
+	if (seccomp_refuse(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
+			   strcmp(how, "kill") ? 5 : 4, 0) < 0) {
 		perror("seccomp");
 		return 2;
 	}

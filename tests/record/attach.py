@@ -29,6 +29,17 @@ before the attach come during it):
            ends by itself, the trace ends there (reason exec) with every
            allocation up to the exec; an exec that fails leaves the
            recording on
+  fds      the program's view of its descriptors while attached: closing
+           the trace's or libunwind's descriptor says EBADF (they are not
+           open, as without the sampler) and closes nothing; a dup2 onto
+           the trace's number gives the program that number and the trace
+           goes on elsewhere: its counts exact, and after the detach the
+           program has what it had plus that descriptor
+  seccomp  the program installs, while attached, a seccomp filter that
+           kills it for calls the sampler makes (through prctl, then
+           through syscall(SYS_seccomp) as libseccomp does): the sampler
+           keeps it and does without them; the program runs on, the
+           counts exact, the detach clean
   ends     the sampler's handler under the fatal signals while attached:
            the program sees its own disposition (sigaction), and after the
            detach the caught signals (SigCgt) are those before the attach;
@@ -195,6 +206,41 @@ def fds_diff(now, then):
     return "\n".join(lines)
 
 
+SITES = (("exe_site", "exe"), ("attach_lib_site", "lib"), ("attach_plugin_site", "plugin"))
+
+
+def check_counts(trace, counts, what="", keys=("exe", "lib", "plugin")):
+    """the trace's allocations per site (those of keys) against the
+    program's own counts (its answer to "count")"""
+    want = dict(kv.split("=") for kv in counts.split())
+    got = site_counts(trace)
+    for fn, key in SITES:
+        if key in keys and got.get(fn) != int(want[key]):
+            fail("%s%s: the trace has %s allocations, the program made %s" %
+                 (what, fn, got.get(fn), want[key]))
+
+
+def attached(trace):
+    """a server that has worked, attached with --all into trace, its
+    counts reset (r None if the attach failed), and its descriptors
+    before the attach"""
+    s = Server()
+    s.ask("work 10")
+    before = fds(s.pid)
+    r = attach(s.pid, trace, "--all")
+    if r:
+        s.ask("reset")
+    return s, r, before
+
+
+def runs_on(s, what=""):
+    """the server works on and ends as it should"""
+    s.ask("work 10")
+    out, rc = s.quit()
+    if rc != 3 or not out.startswith("total exe="):
+        fail("%sthe program ended with %r, exit %d" % (what, out, rc))
+
+
 def window(s, r, trace, more, what=""):
     """reset the counts, work, load the plugin (code never unwound
     before), work `more` again, detach r: the trace's allocations per site
@@ -206,13 +252,7 @@ def window(s, r, trace, more, what=""):
     s.ask("work %d" % more)
     counts = s.ask("count")
     detach(r)
-    want = dict(kv.split("=") for kv in counts.split())
-    got = site_counts(trace)
-    for fn, key in (("exe_site", "exe"), ("attach_lib_site", "lib"),
-                    ("attach_plugin_site", "plugin")):
-        if got.get(fn) != int(want[key]):
-            fail("%s%s: the trace has %s allocations, the program made %s" %
-                 (what, fn, got.get(fn), want[key]))
+    check_counts(trace, counts, what)
 
 
 before = ["work 300"]
@@ -359,11 +399,7 @@ elif mode == "exec":
             fail("the exec'd program ended: exit %d" % s.p.returncode)
         s.p.kill()
         s.p.wait()
-        want = dict(kv.split("=") for kv in counts.split())
-        got = site_counts(trace)
-        if got.get("exe_site") != int(want["exe"]) or got.get("attach_lib_site") != int(want["lib"]):
-            fail("the trace has exe_site %s, attach_lib_site %s; the program made %s" %
-                 (got.get("exe_site"), got.get("attach_lib_site"), counts))
+        check_counts(trace, counts, "", ("exe", "lib"))
         st = run("stats", "--json", trace)
         if st.returncode or json.loads(st.stdout).get("end_reason") != "exec":
             fail("the trace of a process that exec'd: %s %s" % (st.stdout[:400], st.stderr))
@@ -406,6 +442,56 @@ elif mode == "scope":
     if rc != 3:
         fail("the server after the refusals: %r exit %d" % (out, rc))
 
+elif mode == "fds":
+    trace = os.path.join(tmp, "d.trace")
+    s, r, never = attached(trace)
+    if r:
+        s.ask("work 100")  # every thread unwinds: libunwind's pipe is open
+        ours = {fd: what for fd, what in fds(s.pid).items() if fd not in never}
+        tfd = [fd for fd, what in ours.items() if what == os.path.realpath(trace)]
+        pipes = [fd for fd, what in ours.items() if what.startswith("pipe:")]
+        if len(tfd) != 1 or len(pipes) != 2:
+            fail("attached, the sampler's descriptors are not the trace's and a pipe: %r" % ours)
+        else:
+            for fd in tfd + pipes:
+                if s.ask("close %d" % fd) != "EBADF":
+                    fail("the program's close(%d) of the sampler's %s did not say EBADF" %
+                         (fd, ours[fd]))
+            if fds(s.pid) != {**never, **ours}:
+                fail("the program's close closed the sampler's descriptors: %r" % fds(s.pid))
+            if s.ask("dup2 %d" % tfd[0]) != "ok":
+                fail("the program's dup2 onto %d failed" % tfd[0])
+            now = fds(s.pid)
+            if now.get(tfd[0]) != never.get(2) or \
+                    os.path.realpath(trace) not in [w for fd, w in now.items() if fd != tfd[0]]:
+                fail("after the program's dup2 onto the trace's number: %r" % now)
+        s.ask("work 200")
+        counts = s.ask("count")
+        detach(r)
+        check_counts(trace, counts, "", ("exe", "lib"))
+        if tfd:
+            d = fds_diff(fds(s.pid), {**never, tfd[0]: never.get(2)})
+            if d:
+                fail("after the detach the descriptors are not the program's:\n" + d)
+            if s.ask("close %d" % tfd[0]) != "ok":
+                fail("the program could not close its own %d" % tfd[0])
+    runs_on(s)
+
+elif mode == "seccomp":
+    for how in ("P", "S"):
+        trace = os.path.join(tmp, "s.trace")
+        s, r, _ = attached(trace)
+        if not r:
+            break
+        s.ask("work 100")
+        if s.ask("seccomp " + how) != "ok":
+            fail("seccomp %s: the filter could not be installed" % how)
+        s.ask("work 400")
+        counts = s.ask("count")
+        detach(r)
+        check_counts(trace, counts, "seccomp %s: " % how, ("exe", "lib"))
+        runs_on(s, "seccomp %s: " % how)
+
 elif mode == "ends":
     s = Server()
     s.ask("work 10")
@@ -421,13 +507,10 @@ elif mode == "ends":
             fail("after the detach %s, before the attach %s" % (caught(s.pid), cgt))
     s.quit()
     for how, end, status in (("crash", "signal", -signal.SIGSEGV), ("_exit 7", "_exit", 7)):
-        s = Server()
-        s.ask("work 10")
         trace = os.path.join(tmp, "e.trace")
-        r = attach(s.pid, trace, "--all")
+        s, r, _ = attached(trace)
         if not r:
             break
-        s.ask("reset")
         s.ask("work 300")
         counts = s.ask("count")
         s.p.stdin.write(how + "\n")
@@ -440,11 +523,7 @@ elif mode == "ends":
         s.p.stdout.read()
         if s.p.wait() != status:
             fail("%s: the process ended with %d, not %d" % (how, s.p.returncode, status))
-        want = dict(kv.split("=") for kv in counts.split())
-        got = site_counts(trace)
-        if got.get("exe_site") != int(want["exe"]) or got.get("attach_lib_site") != int(want["lib"]):
-            fail("%s: the trace has exe_site %s, attach_lib_site %s; the program made %s" %
-                 (how, got.get("exe_site"), got.get("attach_lib_site"), counts))
+        check_counts(trace, counts, how + ": ", ("exe", "lib"))
         st = run("stats", "--json", trace)
         if st.returncode or json.loads(st.stdout).get("end_reason") != end:
             fail("%s: the trace's end: %s %s" % (how, st.stdout[:400], st.stderr))

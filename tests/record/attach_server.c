@@ -20,12 +20,19 @@
  *            "handler"
  *   crash    dies of a SIGSEGV (a store at address 0)
  *   _exit N  _exit(N)
+ *   close N  close(N): "ok" or "EBADF" (or another errno's number)
+ *   dup2 N   dup2(2, N): "ok", or the errno's number
+ *   seccomp P|S  a seccomp filter that kills the process for newfstatat,
+ *            openat, gettid or getpid (calls the sampler makes, not this
+ *            program), installed with prctl (P) or syscall(SYS_seccomp)
+ *            (S): "ok"
  *   fork     a child that waits (pause) until killed; "child PID"
  *   exec P A execl(P, P, A): another program in this process (nothing
  *            answered; "exec failed" if it failed)
  *   quit     "total exe=A lib=B plugin=C", frees everything, exit 3
  * Nothing here allocates but the sites (raw read and write, no stdio). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -36,6 +43,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "../process/seccomp-filter.h"
 
 void *attach_lib_site(size_t n);
 
@@ -202,6 +211,18 @@ int main(int argc, char **argv)
 			*nowhere = 0;
 		} else if (!strncmp(line, "_exit ", 6)) {
 			_exit(atoi(line + 6));
+		} else if (!strncmp(line, "close ", 6) || !strncmp(line, "dup2 ", 5)) {
+			int fd = atoi(strchr(line, ' ') + 1);
+			int rc = line[0] == 'c' ? close(fd) : dup2(2, fd);
+			if (rc < 0 && errno == EBADF)
+				say("EBADF\n");
+			else if (rc < 0)
+				snprintf(out, sizeof(out), "%d\n", errno), say(out);
+			else
+				say("ok\n");
+		} else if (!strncmp(line, "seccomp ", 8)) {
+			say(seccomp_refuse(SECCOMP_RET_KILL_PROCESS, 4, line[8] == 'S') == 0 ? "ok\n"
+											  : "failed\n");
 		} else if (!strcmp(line, "fork")) {
 			pid_t c = fork();
 			if (c == 0)
