@@ -23,8 +23,10 @@ before the attach come during it):
            descriptors then go to 700 and up, the program's range): an
            attach and detach leave exactly the descriptors it had; then
            the program opens 900 files (700 and up taken, where libunwind's
-           pipe was), a second attach records every allocation and
-           detaches, and none of those files was read, written or closed
+           pipe was) and maps 4 GiB where the attach's range was (the
+           threads' libunwind caches of the first attach pointed there),
+           a second attach records every allocation and detaches, and none
+           of those files was read, written or closed
   exec     the program execs another while attached: record says so and
            ends by itself, the trace ends there (reason exec) with every
            allocation up to the exec; an exec that fails leaves the
@@ -212,6 +214,9 @@ SITES = (("exe_site", "exe"), ("attach_lib_site", "lib"), ("attach_plugin_site",
 def check_counts(trace, counts, what="", keys=("exe", "lib", "plugin")):
     """the trace's allocations per site (those of keys) against the
     program's own counts (its answer to "count")"""
+    if "exe=" not in counts:
+        fail("%sthe program did not answer with its counts: %r" % (what, counts))
+        return
     want = dict(kv.split("=") for kv in counts.split())
     got = site_counts(trace)
     for fn, key in SITES:
@@ -351,6 +356,8 @@ elif mode == "files":
             fail("after the detach the descriptors differ from before the attach:\n" + d)
         if s.ask("files 900") != "ok":
             fail("the program could not open 900 files")
+        if s.ask("reserve") != "ok":
+            fail("the program could not map 4 GiB of nothing")
         taken = fds(s.pid)
         if not all(fd in taken for fd in ours):
             fail("the sampler's old numbers %r are not the program's now" % sorted(ours))
@@ -369,8 +376,8 @@ elif mode == "files":
             d = fds_diff(fds(s.pid), taken)
             if d:
                 fail("after the second detach the descriptors differ:\n" + d)
-    script += ["work 100", "files 900", "reset", "work 500", "load", "work 500", "count",
-               "check"]
+    script += ["work 100", "files 900", "reserve", "reset", "work 500", "load", "work 500",
+               "count", "check"]
     s.ask("work 50")
     out, rc = s.quit()
     nout, nrc = native_run(script + ["work 50"])

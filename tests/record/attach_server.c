@@ -13,6 +13,8 @@
  *   load     dlopen argv[1] (the plugin), dlsym its site; "ok"
  *   files N  opens N descriptors more (lowest numbers first, as open()
  *            gives them), each its own open file of a one-byte memfd; "ok"
+ *   reserve  maps 4 GiB of nothing (PROT_NONE): where the last attach's
+ *            range was, the next attach's must go elsewhere; "ok"
  *   check    whether every one of them is still that file, its byte "x",
  *            its offset 0 (nobody read, wrote or closed it): "ok N" or
  *            "bad FD"
@@ -198,6 +200,10 @@ int main(int argc, char **argv)
 			say(f ? "ok\n" : "no plugin\n");
 		} else if (!strncmp(line, "files ", 6)) {
 			say(open_files(atol(line + 6)));
+		} else if (!strcmp(line, "reserve")) {
+			void *m = mmap(NULL, 1ull << 32, PROT_NONE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			say(m != MAP_FAILED ? "ok\n" : "reserve failed\n");
 		} else if (!strcmp(line, "check")) {
 			check_files(out, sizeof(out));
 			say(out);
