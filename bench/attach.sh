@@ -13,7 +13,8 @@
 # wake every 100 us and keep their longest lateness; record -p calls into
 # the first, the second only sees the stops), attached with --all and
 # detached ROUNDS times, each ticker's longest lateness in each phase (idle
-# before, the attach, attached, the detach): medians over the rounds.
+# before, the attach, attached, the detach; the idle and attached windows
+# 20 ms, about as long as the others): medians over the rounds.
 # Usage: bench/attach.sh [-n ROUNDS] [-P] [BUILD_DIR]  (-P: the pauses only)
 # Environment: CC (default cc), BENCH_OUT (default bench/out).
 set -u
@@ -79,41 +80,53 @@ one() {
 
 stat() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "min %.2f median %.2f (n=%d)", a[1], a[int((NR+1)/2)], NR}'; }
 
-# the pauses: one round prints "<phase> <first ticker's us> <second's us>"
+# the pauses: one round prints "<phase> <first ticker's us> <second's us>",
+# and what record says it held stopped ("held-<attach|detach> <every
+# thread's longest us> <every thread's us in all> <the calls' thread's
+# us in all>", ALLOCPROF_TEST_STOPTIME)
 pause_round() {
 	local line rec
 	coproc PAUSE { "$out/attach_pause" 2; }
 	mark() { echo mark >&"${PAUSE[1]}" && read -r line <&"${PAUSE[0]}" && echo "$1 ${line#late_us }"; }
+	# windows about as long as the attach's and the detach's (10-20 ms), so
+	# that the machine's own noise weighs on each phase alike
 	sleep 0.3
 	mark warmup >/dev/null
-	sleep 0.3
+	sleep 0.02
 	mark idle
 	: >"$out/pause.err"
-	"$ap" record -p "$PAUSE_PID" --all -o /dev/null 2>"$out/pause.err" &
+	ALLOCPROF_TEST_STOPTIME=1 "$ap" record -p "$PAUSE_PID" --all -o /dev/null 2>"$out/pause.err" &
 	rec=$!
 	until grep -q "attached" "$out/pause.err"; do
 		kill -0 $rec 2>/dev/null || { cat "$out/pause.err" >&2; break; }
 		sleep 0.001
 	done
 	mark attach
-	sleep 0.3
+	sleep 0.02
 	mark attached
 	kill -INT $rec
 	wait $rec
 	mark detach
 	echo quit >&"${PAUSE[1]}"
 	wait "$PAUSE_PID" 2>/dev/null
+	sed -n 's/^allocprof: \([a-z]*\) stopped: every thread [0-9]* times, \([0-9]*\) us, longest \([0-9]*\) us; the calls.* thread [0-9]* times, \([0-9]*\) us.*/held-\1 \3 \2 \4/p' "$out/pause.err"
 }
 declare -A late
 for r in $(seq "$rounds"); do
-	while read -r phase a b; do
+	while read -r phase a b c; do
 		late[$phase.called]+="$a "
 		late[$phase.other]+="$b "
+		late[$phase.third]+="$c "
 	done < <(pause_round)
 done
 for phase in idle attach attached detach; do
 	printf "%-9s late us: called thread %s; other thread %s\n" "$phase" \
 		"$(stat <<<"${late[$phase.called]}")" "$(stat <<<"${late[$phase.other]}")"
+done
+for phase in attach detach; do
+	printf "%-9s held stopped, us: every thread, longest %s; in all %s; the calls' thread in all %s\n" \
+		"$phase" "$(stat <<<"${late[held-$phase.called]}")" "$(stat <<<"${late[held-$phase.other]}")" \
+		"$(stat <<<"${late[held-$phase.third]}")"
 done
 [[ -n $pauses_only ]] && exit 0
 

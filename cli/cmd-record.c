@@ -1505,6 +1505,18 @@ static char **program_env(char *preload, char *cfg, char *exec_var)
 	return env;
 }
 
+/* ALLOCPROF_TEST_STOPTIME=1 (bench/attach.sh): how long the attach or
+ * the detach held the process's threads stopped, one line */
+static void say_stops(const char *what, const struct ap_stops *s)
+{
+	if (!getenv("ALLOCPROF_TEST_STOPTIME"))
+		return;
+	fprintf(stderr, "allocprof: %s stopped: every thread %u times, %.0f us, longest %.0f us; "
+		"the calls' thread %u times, %.0f us, longest %.0f us\n", what, s->all_n,
+		(double)s->all_ns / 1e3, (double)s->all_max_ns / 1e3, s->call_n,
+		(double)s->call_ns / 1e3, (double)s->call_max_ns / 1e3);
+}
+
 /* record -p: attach, wait for Ctrl-C (SIGINT, SIGTERM, SIGHUP), the
  * duration or the process's exit, detach, finish the trace. */
 static int record_attached(const struct record_opts *o)
@@ -1580,6 +1592,7 @@ static int record_attached(const struct record_opts *o)
 			(int)o->attach, comm, a.trace,
 			o->duration ? "detaching at the end of --duration or at Ctrl-C"
 				    : "Ctrl-C detaches");
+	say_stops("attach", &a.attach_stops);
 	uint64_t end = o->duration ? mono_ns() + o->duration : 0;
 	for (;;) {
 		struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { pfd, POLLIN, 0 } };
@@ -1609,6 +1622,8 @@ static int record_attached(const struct record_opts *o)
 	int d = ap_detach(&a);
 	if (d < 0)
 		goto out_sig;
+	if (d == 0)
+		say_stops("detach", &a.detach_stops);
 	if (d == 1 && !o->quiet)
 		fprintf(stderr, "allocprof: process %d is gone: the trace ends with it\n",
 			(int)o->attach);

@@ -44,7 +44,25 @@ struct tracee {
 	bool futex_ok;		/* no other safe point came: a futex wait will do */
 	struct thr *t;
 	size_t n, cap;
+	struct ap_stops st;
+	uint64_t all_t0;	/* every thread stopped since (0: not) */
+	uint64_t call_t0;	/* the thread picked for a call stopped since */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void stops_add(uint64_t *sum, uint64_t *max, unsigned *n, uint64_t d)
+{
+	*sum += d;
+	if (d > *max)
+		*max = d;
+	(*n)++;
+}
 
 static struct thr *thr_find(struct tracee *tr, pid_t tid)
 {
@@ -178,6 +196,8 @@ static void resume_thr(struct thr *x)
 /* Every thread stopped, new ones seized and stopped until none is new. */
 static int stop_all(struct tracee *tr)
 {
+	if (!tr->all_t0)
+		tr->all_t0 = now_ns();
 	for (;;) {
 		size_t before = tr->n;
 		int rc = seize_all(tr);
@@ -202,6 +222,12 @@ static void resume_all(struct tracee *tr, const struct thr *except)
 	for (size_t i = 0; i < tr->n; i++)
 		if (&tr->t[i] != except)
 			resume_thr(&tr->t[i]);
+	if (tr->all_t0) {
+		stops_add(&tr->st.all_ns, &tr->st.all_max_ns, &tr->st.all_n, now_ns() - tr->all_t0);
+		if (except)
+			tr->call_t0 = tr->all_t0; /* it stays stopped, for the call */
+		tr->all_t0 = 0;
+	}
 }
 
 static void release_all(struct tracee *tr)
@@ -731,6 +757,10 @@ static int call_in(struct tracee *tr, const char *what, uint64_t fn, const uint6
 	int rc = remote_call(tr, x, fn, args, data, dlen, back, backlen, ret, &gone, &exec_d);
 	if (!gone)
 		resume_thr(x);
+	if (tr->call_t0)
+		stops_add(&tr->st.call_ns, &tr->st.call_max_ns, &tr->st.call_n,
+			  now_ns() - tr->call_t0);
+	tr->call_t0 = 0;
 	if (rc < 0) {
 		if (gone)
 			ap_say("process %d: it is gone", (int)tr->pid);
@@ -875,6 +905,7 @@ int ap_attach(pid_t pid, const char *so, const char *cfg, struct ap_attached *a)
 	rc = 0;
 out:
 	a->futex_ok = tr.futex_ok;
+	a->attach_stops = tr.st;
 	tracee_close(&tr);
 	return rc;
 }
@@ -957,6 +988,7 @@ int ap_detach(struct ap_attached *a)
 out:
 	if (rc < 0 && kill(a->pid, 0) < 0 && errno == ESRCH)
 		rc = 1;
+	a->detach_stops = tr.st;
 	tracee_close(&tr);
 	return rc;
 }

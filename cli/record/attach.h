@@ -9,6 +9,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* How long the process's threads were held stopped (ptrace) by an attach
+ * or a detach: every thread at once (all_*: from the first stop to the
+ * resume of the others), and the thread a call into the process ran on,
+ * from its stop to its resume (call_*: the call's time included). */
+struct ap_stops {
+	uint64_t all_ns, all_max_ns;
+	unsigned all_n;
+	uint64_t call_ns, call_max_ns;
+	unsigned call_n;
+};
+
 struct ap_attached {
 	pid_t pid;
 	uint64_t lib_base;	/* liballocprof.so in the process */
@@ -19,6 +30,7 @@ struct ap_attached {
 	uint64_t text_lo, text_hi;
 	char trace[PATH_MAX];	/* where the sampler writes */
 	bool futex_ok;		/* its threads come to no other safe point */
+	struct ap_stops attach_stops, detach_stops;
 };
 
 /* Whether pid can be attached: 0, or -1 after one line on stderr saying
