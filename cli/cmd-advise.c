@@ -149,8 +149,9 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		time_t tt = (time_t)a->costs_measured_at;
 		struct tm tm;
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime_r(&tt, &tm));
-		printf("Costs: measured %s, spread +-%.0f%% (median of %u rounds; allocprof "
-		       "calibrate measures again)\n", when, 100 * a->costs_spread, a->costs_rounds);
+		double sp = 100 * a->costs_spread;
+		printf("Costs: measured %s, spread +-%.*f%% (median of %u rounds; allocprof "
+		       "calibrate measures again)\n", when, sp < 1 ? 1 : 0, sp, a->costs_rounds);
 	} else {
 		printf("Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread\n");
 	}
