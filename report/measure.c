@@ -781,6 +781,11 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	MED(cpus);
 	MED(wakes);
 #undef MED
+	c->minflt_lo = c->minflt_hi = n ? v[0].minflt : 0;
+	for (size_t r = 1; r < n; r++) {
+		c->minflt_lo = fmin(c->minflt_lo, v[r].minflt);
+		c->minflt_hi = fmax(c->minflt_hi, v[r].minflt);
+	}
 	free(x);
 }
 
