@@ -149,8 +149,9 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		time_t tt = (time_t)a->costs_measured_at;
 		struct tm tm;
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime_r(&tt, &tm));
-		printf("Costs: measured %s, spread +-%.0f%% (median of %u rounds; allocprof "
-		       "calibrate measures again)\n", when, 100 * a->costs_spread, a->costs_rounds);
+		double sp = 100 * a->costs_spread;
+		printf("Costs: measured %s, spread +-%.*f%% (median of %u rounds; allocprof "
+		       "calibrate measures again)\n", when, sp < 1 ? 1 : 0, sp, a->costs_rounds);
 	} else {
 		printf("Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread\n");
 	}
@@ -251,6 +252,8 @@ json_t *ap_advise_cost_json(const struct ap_run_cost *c)
 	json_object_set_new(o, "cpu_ns", json_integer(ap_view_round(c->cpu_ns)));
 	json_object_set_new(o, "wall_ns", json_integer(ap_view_round(c->wall_ns)));
 	json_object_set_new(o, "minor_faults", json_integer(ap_view_round(c->minflt)));
+	json_object_set_new(o, "minor_faults_min", json_integer(ap_view_round(c->minflt_lo)));
+	json_object_set_new(o, "minor_faults_max", json_integer(ap_view_round(c->minflt_hi)));
 	json_object_set_new(o, "peak_rss_bytes", json_integer(ap_view_round(c->maxrss_kb * 1024)));
 	json_object_set_new(o, "allocator_calls", json_integer(ap_view_round(c->calls)));
 	json_object_set_new(o, "pool_hits", json_integer(ap_view_round(c->hits)));

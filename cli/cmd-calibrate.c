@@ -70,8 +70,8 @@ int cmd_calibrate(int argc, char **argv)
 		       c.malloc_free_ns[i], 100 * c.malloc_free_spread[i], c.pool_ns[i],
 		       100 * c.pool_spread[i], c.pool_shared_ns[i], 100 * c.pool_shared_spread[i], ft);
 	}
-	printf("spread +-%.0f%% (the median of the values' spreads over %u rounds)\n",
-	       100 * c.spread, c.rounds);
+	printf("spread +-%.*f%% (the median of the values' spreads over %u rounds)\n",
+	       100 * c.spread < 1 ? 1 : 0, 100 * c.spread, c.rounds);
 	struct ap_error err;
 	int rc = ap_cost_save(path, &c, &err);
 	if (rc < 0)

@@ -616,6 +616,11 @@ static void medians(const struct run *runs, size_t rounds, size_t nv, size_t j, 
 	MED(vr->cost.cpu_ns, R->cpu_ns);
 	MED(vr->cost.wall_ns, R->wall_ns);
 	MED(vr->cost.minflt, R->minflt);
+	vr->cost.minflt_lo = vr->cost.minflt_hi = rounds ? runs[j].minflt : 0;
+	for (size_t r = 1; r < rounds; r++) {
+		vr->cost.minflt_lo = fmin(vr->cost.minflt_lo, runs[r * nv + j].minflt);
+		vr->cost.minflt_hi = fmax(vr->cost.minflt_hi, runs[r * nv + j].minflt);
+	}
 	MED(vr->cost.maxrss_kb, R->maxrss_kb);
 	MED(vr->cost.calls, R->calls);
 	MED(vr->cycles, R->cycles);

@@ -529,6 +529,10 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 	double fb = a->base.minflt, fp = m->cost.minflt;
 	if (fb > 100 && (fp < 0.8 * fb || fp > 1.25 * fb))
 		ap_buf_addf(b, "; page faults %.0f against %.0f without it", fp, fb);
+	if (ap_run_faults_vary(&a->base))
+		ap_buf_addf(b, " (from %.0f to %.0f between runs: when glibc trims the heap depends on how "
+			    "the threads interleave, and the saving with it; the interval says how much)",
+			    a->base.minflt_lo, a->base.minflt_hi);
 	ap_buf_addstr(b, ".");
 }
 

@@ -65,7 +65,18 @@ struct ap_measure_job {
  * allocator's). */
 struct ap_run_cost {
 	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
+	/* the fewest and the most page faults of one run (the others are
+	 * medians): threads whose interleaving decides when glibc trims
+	 * fault in two modes, tens of times apart */
+	double minflt_lo, minflt_hi;
 };
+
+/* Whether c's runs faulted in modes far apart: the most at least four
+ * times the fewest, and a thousand more. */
+static inline bool ap_run_faults_vary(const struct ap_run_cost *c)
+{
+	return c->minflt_hi >= 4 * c->minflt_lo && c->minflt_hi - c->minflt_lo >= 1000;
+}
 
 struct ap_measured {
 	bool ok;

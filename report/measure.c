@@ -65,6 +65,7 @@ struct builder {
 	double steps_per_ns;	/* ap_work's speed (0: the gaps are not replayed) */
 	uint64_t work_steps;	/* WORK steps in the script */
 	bool naps;		/* long gaps become SLEEP ops (b_naps) */
+	uint64_t sleep_total;	/* the most they sleep in all */
 	struct nap *nap;	/* the SLEEP ops, before b_naps chooses */
 	size_t nnap, nap_alloc;
 	uint64_t last_ts;	/* the time of the last event replayed */
@@ -184,13 +185,26 @@ static void b_naps(struct builder *b)
 	if (b->cut && b->last_ts > t->start_ns)
 		off *= (double)(b->last_ts - t->start_ns) / wall;
 	qsort(b->nap, b->nnap, sizeof(*b->nap), nap_cmp);
-	for (size_t k = 0; k < b->nnap && off >= 1; k++) {
+	size_t k;
+	for (k = 0; k < b->nnap && off >= 1; k++) {
 		uint64_t ns = b->nap[k].gap_ns < AP_RS_SLEEP_MAX_NS ? b->nap[k].gap_ns : AP_RS_SLEEP_MAX_NS;
 		if ((double)ns > off)
 			ns = (uint64_t)off;
-		b->th[b->nap[k].thread].v[b->nap[k].op].n = ns;
+		b->nap[k].gap_ns = ns;	/* from here on: what it sleeps */
 		b->sleep_ns += ns;
 		off -= (double)ns;
+	}
+	/* A server idle for minutes between its requests would make every
+	 * run of the replay as long: past AP_RS_SLEEP_TOTAL_NS the naps are
+	 * shortened alike (each still sends the CPU idle), so that the
+	 * measurement keeps to its budget (ALLOCPROF_REPLAY_SLEEP=N: N ns
+	 * at most). */
+	double scale = b->sleep_ns > b->sleep_total ? (double)b->sleep_total / (double)b->sleep_ns : 1;
+	b->sleep_ns = 0;
+	for (size_t i = 0; i < k; i++) {
+		uint64_t ns = (uint64_t)((double)b->nap[i].gap_ns * scale);
+		b->th[b->nap[i].thread].v[b->nap[i].op].n = ns;
+		b->sleep_ns += ns;
 	}
 }
 
@@ -370,9 +384,13 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	 * (b_naps): for a program of one thread, whose wall time less its
 	 * CPU time is that thread's (in one of several, the time a thread
 	 * waits for another is the replay's to wait too).
-	 * ALLOCPROF_REPLAY_SLEEP=0 replays without. */
+	 * ALLOCPROF_REPLAY_SLEEP=0 replays without, =N sleeps N ns at most
+	 * in all (AP_RS_SLEEP_TOTAL_NS by default). */
 	const char *sl = getenv("ALLOCPROF_REPLAY_SLEEP");
-	b.naps = t->nthreads == 1 && !(sl && !strcmp(sl, "0"));
+	char *sl_end = NULL;
+	unsigned long long sl_n = sl && *sl ? strtoull(sl, &sl_end, 10) : 0;
+	b.sleep_total = sl_end && !*sl_end && sl_n < AP_RS_SLEEP_TOTAL_NS ? sl_n : AP_RS_SLEEP_TOTAL_NS;
+	b.naps = t->nthreads == 1 && b.sleep_total > 0;
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
 		.blocks = true, /* the script names each object */
@@ -763,6 +781,11 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	MED(cpus);
 	MED(wakes);
 #undef MED
+	c->minflt_lo = c->minflt_hi = n ? v[0].minflt : 0;
+	for (size_t r = 1; r < n; r++) {
+		c->minflt_lo = fmin(c->minflt_lo, v[r].minflt);
+		c->minflt_hi = fmax(c->minflt_hi, v[r].minflt);
+	}
 	free(x);
 }
 

@@ -596,12 +596,16 @@ static bool run_delay_ns(uint64_t *out)
 {
 	char b[128];
 	static const char path[] = "/proc/thread-self/schedstat";
-	/* a seccomp filter that kills for openat (refused.c) */
-	if (!may_call(SYS_openat, (uint64_t)(int64_t)AT_FDCWD, (uintptr_t)path, O_RDONLY | O_CLOEXEC, 0))
+	/* a seccomp filter that would kill the process for them: not made */
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)path, O_RDONLY | O_CLOEXEC, 0))
 		return false;
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
+	if (!may_call(SYS_read, (uint64_t)fd, (uintptr_t)b, sizeof(b) - 1, 0)) {
+		sys_close(fd);
+		return false;
+	}
 	long n = syscall(SYS_read, fd, b, sizeof(b) - 1);
 	sys_close(fd);
 	if (n <= 0)

@@ -335,6 +335,12 @@ def measured(prog, want):
     if base["allocator_calls"] != calls:
         fails.append("the baseline replayed %d allocator calls, the trace has %d"
                      % (base["allocator_calls"], calls))
+    # the fewest and the most faults of one run bracket the median
+    for name, c in [("baseline", base)] + [(s["site"], s["measured"]["pooled"]) for s in adv["sites"]
+                                           if s["time_source"] == "measured"]:
+        if not c["minor_faults_min"] <= c["minor_faults"] <= c["minor_faults_max"]:
+            fails.append("%s: faults %d outside [%d, %d]" % (name, c["minor_faults"],
+                                                           c["minor_faults_min"], c["minor_faults_max"]))
     for s in adv["sites"]:
         if s["time_source"] != "measured":
             continue

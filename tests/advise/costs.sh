@@ -46,7 +46,7 @@ if not ok:
     print(sys.argv[2] + ": bad cache:", json.dumps(c)[:400])
     sys.exit(1)
 PY
-	if ! grep -qE '^Costs: measured [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}, spread \+-[0-9]+% \(median of 5 rounds' "$tmp/out"; then
+	if ! grep -qE '^Costs: measured [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}, spread \+-[0-9]+(\.[0-9])?% \(median of 5 rounds' "$tmp/out"; then
 		echo "$1: no 'Costs: measured' header:"
 		head -5 "$tmp/out"
 		fail=1

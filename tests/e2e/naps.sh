@@ -5,8 +5,9 @@
 # less its CPU time less the time it waited for a CPU (END's
 # run_delay_ns).
 #  1. testdata/naps sleeps 2 ms before each of its 100 requests: the
-#     replay sleeps about 200 ms (each gap at most 2 ms), and says so;
-#     with ALLOCPROF_REPLAY_SLEEP=0 it does not;
+#     replay naps 100 times 0.25 ms (the most a nap sleeps), 25 ms, and
+#     says so; with ALLOCPROF_REPLAY_SLEEP=0 it does not, with
+#     ALLOCPROF_REPLAY_SLEEP=10000000 it sleeps 10 ms in all;
 #  2. testdata/gaps computes 200 us between its calls (long gaps, no
 #     sleep) on a CPU another process keeps busy: its wait for the CPU is
 #     no sleep, and the replay sleeps (almost) nothing.
@@ -28,12 +29,15 @@ adv() { # OUT TRACE [env...]
 adv n.json naps.trace
 slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
 echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
-ratio "$slept" 200000000 0.75 1.0 || fail "naps: the replay sleeps $slept ns, want 150-200 ms"
+ratio "$slept" 25000000 0.96 1.0 || fail "naps: the replay sleeps $slept ns, want 24-25 ms"
 "$ALLOCPROF" advise -n 1 --measure-time 3s naps.trace >n.txt 2>&1 || fail "advise naps (text)"
 grep -q "^  with the program's time off its CPU, as recorded: [0-9.]*ms slept at its longest gaps" n.txt ||
 	fail "advise's header does not say what the replay slept: $(head -12 n.txt)"
 adv n0.json naps.trace ALLOCPROF_REPLAY_SLEEP=0
 expect_eq "naps, ALLOCPROF_REPLAY_SLEEP=0: sleep_ns" "$(jq n0.json 'j["measurement"]["sleep_ns"]')" 0
+adv n10.json naps.trace ALLOCPROF_REPLAY_SLEEP=10000000
+slept=$(jq n10.json 'j["measurement"]["sleep_ns"]')
+ratio "$slept" 10000000 0.99 1.0 || fail "naps, ALLOCPROF_REPLAY_SLEEP=10000000: the replay sleeps $slept ns, want 10 ms"
 
 # 2. computing between calls on a shared CPU: waits, not sleeps
 cpu=$(taskset -pc $$ | sed 's/.*: //; s/[,-].*//')

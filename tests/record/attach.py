@@ -627,7 +627,13 @@ elif mode == "refuse":
     refused(["-p", "1", "--duration", "x"], 2, "not a number of seconds")
     # another user's process (as root, allocprof run as nobody)
     setpriv = shutil.which("setpriv")
-    if os.geteuid() == 0 and setpriv:
+    nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else []
+    # (a build tree closed to others, under /root, cannot be run by nobody)
+    lib = os.path.realpath(os.environ.get("SAMPLER", allocprof))
+    if os.geteuid() == 0 and setpriv and subprocess.run(
+            nobody + ["sh", "-c", 'test -x "$1" && test -r "$2"', "sh", allocprof, lib]).returncode:
+        print("not tried: record -p as another user (user 65534 cannot run %s)" % allocprof)
+    elif os.geteuid() == 0 and setpriv:
         s = Server()
         r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                             allocprof, "record", "-p", str(s.pid), "-o", "/dev/null"],
