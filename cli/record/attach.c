@@ -350,7 +350,11 @@ static int find_lib_fn(const struct mapping *m, void *arg)
 	if (m->off != 0 || m->path[0] != '/')
 		return 0;
 	const char *bn = strrchr(m->path, '/') + 1;
-	if (fl->exact ? strcmp(m->path, fl->name) : strncmp(bn, fl->name, strlen(fl->name)))
+	size_t n = strlen(fl->name);
+	/* exact: the path, or the path of a file replaced since (" (deleted)") */
+	if (fl->exact ? strncmp(m->path, fl->name, n) ||
+				(m->path[n] && strcmp(m->path + n, " (deleted)"))
+		      : strncmp(bn, fl->name, n))
 		return 0;
 	fl->m = *m;
 	return 1;
@@ -655,6 +659,16 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		       "loaded into it", (int)pid);
 		return -1;
 	}
+	/* an earlier attach's sampler, its file replaced since: record would
+	 * read the entry points' places from the new file */
+	struct mapping old;
+	size_t sl = strlen(so);
+	if (find_lib(pid, so, true, &old) && old.path[sl]) {
+		ap_say("process %d: the sampler an earlier attach loaded into it (%s) was replaced "
+		       "since (a rebuild or an upgrade): it can be attached again once it restarts",
+		       (int)pid, so);
+		return -1;
+	}
 	if (env_has_sampler(pid)) {
 		ap_say("process %d: it already has the sampler (it was started by allocprof record "
 		       "or with liballocprof.so in LD_PRELOAD)", (int)pid);
@@ -948,6 +962,8 @@ static bool ended(pid_t pid)
 
 bool ap_attached_here(const struct ap_attached *a)
 {
+	/* (find_lib takes a sampler whose file was replaced since: a
+	 * rebuild, an upgrade) */
 	struct mapping lib;
 	return find_lib(a->pid, a->lib, true, &lib) && lib.lo == a->lib_base;
 }

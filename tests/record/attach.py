@@ -48,6 +48,10 @@ before the attach come during it):
            counts exact; libunwind's state is the program's and stays
            (its pipe too), the program unwinds on through them, nothing
            grows after the first, and it runs on
+  replaced the sampler's file replaced while attached (a rebuild, an
+           upgrade: its mapping "(deleted)"): record records on and
+           detaches as usual, counts exact, and a second attach is refused
+           with one line (it would read the entry points from the new file)
   ends     the sampler's handler under the fatal signals while attached:
            the program sees its own disposition (sigaction), and after the
            detach the caught signals (SigCgt) are those before the attach;
@@ -547,6 +551,30 @@ elif mode == "shared":
                 fail("%s, attach %d: %d mappings and descriptors %r; after the first %d and %r" %
                      (how, i, now[0], sorted(now[1]), first[0], sorted(first[1])))
         runs_on(s, how + ": ")
+
+elif mode == "replaced":
+    so = os.path.realpath(os.environ["SAMPLER"])
+    copy = os.path.join(tmp, "liballocprof.so")
+    shutil.copy(so, copy)
+    env["ALLOCPROF_PRELOAD"] = copy
+    trace = os.path.join(tmp, "x.trace")
+    s, r, _ = attached(trace)
+    if r:
+        s.ask("work 100")
+        os.unlink(copy)
+        shutil.copy(so, copy)
+        time.sleep(1.5)  # record looks at the process's maps every second
+        s.ask("work 100")
+        counts = s.ask("count")
+        detach(r)
+        check_counts(trace, counts, "", ("exe", "lib"))
+        two = subprocess.run([allocprof, "record", "-p", str(s.pid), "-o", trace],
+                             stderr=subprocess.PIPE, text=True, env=env)
+        lines = two.stderr.strip().split("\n")
+        if two.returncode != 1 or len(lines) != 1 or "was replaced since" not in lines[0]:
+            fail("a second attach after the sampler was replaced: exit %d, %r" %
+                 (two.returncode, two.stderr))
+    runs_on(s)
 
 elif mode == "ends":
     s = Server()
