@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <getopt.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,13 @@ int cmd_tui(int argc, char **argv)
 		return AP_EXIT_FAIL;
 	}
 
+	/* The view of `record --live` shares the program's terminal, and a
+	 * Ctrl-C there is for the program: the view stays to show how the
+	 * run ended, until q (curses would end it with status 1). */
+	if (program_output && !batch) {
+		signal(SIGINT, SIG_IGN);
+		signal(SIGQUIT, SIG_IGN);
+	}
 	struct ap_view v;
 	struct tui_follow *F = NULL;
 	int rc = follow ? tui_follow_load(&v, argv[optind], &o.view, program_output, &F) : 0;

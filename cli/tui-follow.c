@@ -472,9 +472,12 @@ void tui_follow_status(const struct tui *t, char *buf, size_t len)
 	char what[160];
 	if (F->ended) {
 		char how[64] = "";
+		/* (reasons 2 and 4: the status is the signal's number) */
 		if (tr->end_status_known)
-			snprintf(how, sizeof(how), tr->end_reason == AP_END_KILLED ? ", killed by signal %llu"
-										 : ", exit status %llu",
+			snprintf(how, sizeof(how),
+				 tr->end_reason == AP_END_KILLED   ? ", killed by signal %llu"
+				 : tr->end_reason == AP_END_SIGNAL ? ", by signal %llu"
+								   : ", exit status %llu",
 				 (unsigned long long)tr->end_status);
 		snprintf(what, sizeof(what), "program ended at %.1fs%s: final",
 			 (double)(ap_trace_end_ns(tr) - tr->start_ns) / 1e9, how);

@@ -73,5 +73,33 @@ if ! cmp -s "$tmp/stty.before" "$tmp/stty.after"; then
 	echo "FAIL the terminal's settings changed"
 	fail=1
 fi
+# Ctrl-C is for the program: it dies of SIGINT, the view stays and says
+# so (not "exit status 2"), record says nothing of the view's status, and
+# after q record dies of the program's signal (the shell's 130; the
+# shell itself catches SIGINT, or it would end with its job)
+tr2="$tmp/c.trace"
+tmux -L "$sock" -f "$tmp/tmux.conf" new-session -d -s c -x 120 -y 30 \
+	"trap : INT; env LC_ALL=C ALLOCPROF_NO_PROGRESS=1 '$ap' record --live --all -o '$tr2' '$live' '$tmp/never' \
+	2>'$tmp/err2'; echo \$? >'$tmp/rc2'; stty -g >'$tmp/stty.after2'" || exit 1
+shows2() {
+	tmux -L "$sock" capture-pane -p -t c | sed 's/ *$//' >"$tmp/got"
+	grep -qF -- "$1" "$tmp/got"
+}
+check "Ctrl-C: following" shows2 "following: "
+tmux -L "$sock" send-keys -t c C-c
+check "Ctrl-C: the view stays and says the program's signal" shows2 ", by signal 2: final"
+tmux -L "$sock" send-keys -t c q
+poll test -s "$tmp/stty.after2" || { echo "FAIL Ctrl-C: q did not end record"; fail=1; }
+rc=$(cat "$tmp/rc2" 2>/dev/null)
+[ "$rc" = 130 ] || { echo "FAIL Ctrl-C: record's exit status '$rc', want 130 (SIGINT, the program's end)"; fail=1; }
+if grep -q "live view" "$tmp/err2"; then
+	echo "FAIL Ctrl-C: record spoke of the view:"
+	cat "$tmp/err2"
+	fail=1
+fi
+if ! cmp -s "$tmp/stty.before" "$tmp/stty.after2"; then
+	echo "FAIL Ctrl-C: the terminal's settings changed"
+	fail=1
+fi
 [ $fail = 0 ] && echo "ok: record --live showed the run, kept the screen the view's, and ended"
 exit $fail
