@@ -77,6 +77,7 @@ struct tui_follow {
 	uint64_t updated_at; /* CLOCK_MONOTONIC of the last update */
 	double tl_age, adv_age; /* seconds the shown ones are behind, when made */
 	bool ended, no_buffers, failed;
+	bool gone;	/* ended without END (ap_follow_gone) */
 	struct ap_error err;
 	/* asked for by the browser (under mu) */
 	bool want_timeline, want_advice;
@@ -243,6 +244,7 @@ static void *follow_main(void *arg)
 			F->advice = adv;
 		}
 		F->ended = ended;
+		F->gone = ended && ap_follow_gone(F->f);
 		F->events = F->fed;
 		F->upto_ns = F->fed_upto;
 		F->no_buffers = !ap_follow_has_buffers(F->f);
@@ -470,7 +472,11 @@ void tui_follow_status(const struct tui *t, char *buf, size_t len)
 	const struct tui_follow *F = t->follow;
 	const struct ap_trace *tr = t->v->trace;
 	char what[160];
-	if (F->ended) {
+	if (F->ended && F->gone) {
+		snprintf(what, sizeof(what), "the recording stopped at %.1fs without ending the trace "
+			 "(killed?): final as far as the file goes",
+			 (double)(ap_trace_end_ns(tr) - tr->start_ns) / 1e9);
+	} else if (F->ended) {
 		char how[64] = "";
 		/* (reasons 2 and 4: the status is the signal's number) */
 		if (tr->end_status_known)

@@ -52,6 +52,11 @@ ssize_t ap_follow_next(struct ap_follow *f, const struct ap_event **out, struct 
 
 /* The limit (UINT64_MAX once ended; 0 before any). */
 uint64_t ap_follow_limit(const struct ap_follow *f);
+/* Whether the trace ended without END: nothing writes or finishes it any
+ * more (its program and `record` killed, say), and the events that were
+ * still in the buffers file then are not in it (`allocprof snapshot`
+ * copies them). */
+bool ap_follow_gone(const struct ap_follow *f);
 /* Whether a buffers file said where the threads are (else the events wait
  * for the end). */
 bool ap_follow_has_buffers(const struct ap_follow *f);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,8 @@ struct ap_follow {
 	struct file_it *it;	/* the merge that goes on (order.c, following) */
 	uint64_t limit;
 	bool ended, has_buffers;
+	bool gone;		/* ended without END: nothing writes it any more */
+	pid_t writer_pid;	/* the buffers file's process (0: none read) */
 	size_t nmaps;
 	struct ap_mapping *maps; /* t->maps when last looked at */
 	uint64_t maps_changed;
@@ -126,11 +129,12 @@ static int walk_more(struct ap_follow *f)
 
 /* The earliest time a thread's buffer holds in the buffers file: the
  * quantum of the SYNC record the sampler opens every buffer with. *have:
- * whether there is a buffers file. UINT64_MAX when every buffer is
- * empty. */
-static uint64_t buffers_earliest(const struct ap_follow *f, bool *have)
+ * whether there is a buffers file; *pid: the process it is of (0: not
+ * read). UINT64_MAX when every buffer is empty. */
+static uint64_t buffers_earliest(const struct ap_follow *f, bool *have, pid_t *pid)
 {
 	*have = false;
+	*pid = 0;
 	int fd = open(f->buffers, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return UINT64_MAX;
@@ -140,6 +144,7 @@ static uint64_t buffers_earliest(const struct ap_follow *f, bool *have)
 	    memcmp(h.magic, AP_BUFFERS_MAGIC, sizeof(h.magic)) || h.version != AP_BUFFERS_VERSION)
 		goto out;
 	*have = true;
+	*pid = (pid_t)h.pid;
 	for (off_t off = AP_BUFFERS_PAGE;;) {
 		struct ap_slot s;
 		uint8_t rec[AP_CHUNK_HDR_LEN + 1 + AP_VARINT_MAX];
@@ -166,13 +171,30 @@ out:
 	return earliest;
 }
 
-/* Whether the sampler still holds the writer's lock on the trace
+/* Whether someone holds a lock on len bytes of the trace from `at`: the
+ * sampler's writer's lock (0 to 2^62) or record's run's lock (byte 2^62)
  * (docs/trace-format.md, "Live traces"). */
+static bool lock_held(const struct ap_follow *f, off_t at, off_t len)
+{
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = at, .l_len = len };
+	return fcntl(f->r.fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+}
+
 static bool writer_holds(const struct ap_follow *f)
 {
-	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0,
-			    .l_len = (off_t)1 << 62 };
-	return fcntl(f->r.fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+	return lock_held(f, 0, (off_t)AP_LOCK_WRITER_LEN);
+}
+
+/* Whether a trace without END has nobody left to write or finish it: no
+ * writer's lock, no run's lock (record gone too: killed, or a program
+ * run under the sampler without it), and the process of its buffers
+ * file, if any, gone (a process that closed every descriptor drops its
+ * lock but may open its trace again). */
+static bool writers_gone(const struct ap_follow *f)
+{
+	if (writer_holds(f) || lock_held(f, (off_t)AP_LOCK_RUN_AT, 1))
+		return false;
+	return !f->writer_pid || (kill(f->writer_pid, 0) < 0 && errno == ESRCH);
 }
 
 int ap_follow_update(struct ap_follow *f, struct ap_error *err)
@@ -182,19 +204,23 @@ int ap_follow_update(struct ap_follow *f, struct ap_error *err)
 	/* Before the file: a chunk a buffer was written to after this is in
 	 * the file by the time it is read, or still in the buffer. */
 	uint64_t now = mono_ns();
-	uint64_t earliest = buffers_earliest(f, &f->has_buffers);
+	uint64_t earliest = buffers_earliest(f, &f->has_buffers, &f->writer_pid);
 	/* (and if nothing writes it any more, the END read below is the last
 	 * word) */
 	bool done = !f->has_buffers && !writer_holds(f);
+	bool gone = writers_gone(f);
 	if (walk_more(f) < 0) {
 		*err = f->err;
 		return -1;
 	}
 	struct ap_trace *t = f->t;
 	uint64_t limit = f->limit;
-	if (done && t->has_end) {
+	if ((done && t->has_end) || (gone && !t->has_end)) {
+		/* (gone: the file is all there will be; what the buffers
+		 * file still holds, ap_follow_gone says) */
 		limit = UINT64_MAX;
 		f->ended = true;
+		f->gone = !t->has_end;
 	} else if (f->has_buffers) {
 		uint64_t bound = now > NOW_MARGIN_NS ? now - NOW_MARGIN_NS : 0;
 		if (earliest < bound)
@@ -287,6 +313,11 @@ ssize_t ap_follow_next(struct ap_follow *f, const struct ap_event **out, struct 
 uint64_t ap_follow_limit(const struct ap_follow *f)
 {
 	return f->limit;
+}
+
+bool ap_follow_gone(const struct ap_follow *f)
+{
+	return f->gone;
 }
 
 bool ap_follow_has_buffers(const struct ap_follow *f)

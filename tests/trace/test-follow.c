@@ -39,7 +39,7 @@ static void write_buffers(const char *path, uint64_t ts)
 {
 	static uint8_t file[2 * AP_BUFFERS_PAGE];
 	memset(file, 0, sizeof(file));
-	struct ap_buffers_head h = {.version = AP_BUFFERS_VERSION, .pid = 1000};
+	struct ap_buffers_head h = {.version = AP_BUFFERS_VERSION, .pid = (uint32_t)getpid()};
 	memcpy(h.magic, AP_BUFFERS_MAGIC, sizeof(h.magic));
 	memcpy(file, &h, sizeof(h));
 	uint8_t *rec = file + AP_BUFFERS_PAGE + AP_SLOT_HDR + AP_CHUNK_HDR_LEN;

@@ -46,6 +46,26 @@ fi
 tail -n 1 "$tmp/got" | grep -q "program ended at " ||
 	{ echo "FAIL the status line: $(tail -n 1 "$tmp/got")"; fail=1; }
 [ -s "$tmp/err" ] && { echo "FAIL stderr:"; cat "$tmp/err"; fail=1; }
+# a writer killed before the end (kill -9: no END, its buffers file left,
+# no lock on the trace, its process gone) is followed to where the file
+# goes, and said, not waited for for ever
+"$writer" --write "$tmp/k.trace" 3000 &
+w=$!
+i=0
+while [ "$(stat -c %s "$tmp/k.trace" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+timeout 60 "$ap" tui --follow --batch --size 100x30 --keys 'j' "$tmp/k.trace" >"$tmp/gotK" 2>"$tmp/errK" &
+f=$!
+sleep 0.5
+kill -9 $w
+wait $w 2>/dev/null
+wait $f
+rc=$?
+[ $rc = 0 ] || { echo "FAIL a killed writer's trace: exit status $rc (124: followed for ever)"; cat "$tmp/errK"; fail=1; }
+tail -n 1 "$tmp/gotK" | grep -q "the recording stopped at [0-9.]*s without ending the trace (killed?)" ||
+	{ echo "FAIL a killed writer's trace, the status line: $(tail -n 1 "$tmp/gotK")"; fail=1; }
 # a finished trace follows nothing: opened as without --follow
 "$ap" tui --follow --batch --size 100x30 --keys 'js' "$tr" >"$tmp/fin" 2>&1
 cmp -s "$tmp/fin" "$tmp/want" || { echo "FAIL --follow on a finished trace:"; diff -u "$tmp/want" "$tmp/fin"; fail=1; }
