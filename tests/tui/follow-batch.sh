@@ -13,13 +13,17 @@ ap=$1 writer=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tr="$tmp/w.trace"
+# until the writer has written its first part to FILE
+first_part() {
+	i=0
+	while [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
 "$writer" --write "$tr" 300 &
 w=$!
-i=0
-while [ "$(stat -c %s "$tr" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+first_part "$tr"
 fail=0
 "$ap" tui --follow --batch --size 100x30 --keys 'js' "$tr" >"$tmp/got" 2>"$tmp/err" ||
 	{ echo "FAIL tui --follow --batch: exit status $?"; fail=1; }
@@ -28,11 +32,7 @@ wait $w || { echo "FAIL the writer failed"; fail=1; }
 # as for any finished trace)
 "$writer" --write "$tmp/t.trace" 300 &
 w=$!
-i=0
-while [ "$(stat -c %s "$tmp/t.trace" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+first_part "$tmp/t.trace"
 "$ap" tui --follow --batch --size 100x30 --keys 'T' "$tmp/t.trace" 2>&1 | sed '$d' >"$tmp/gotT"
 wait $w
 "$ap" tui --batch --size 100x30 --keys 'T' "$tmp/t.trace" 2>&1 | sed '$d' >"$tmp/wantT"
@@ -51,11 +51,7 @@ tail -n 1 "$tmp/got" | grep -q "program ended at " ||
 # goes, and said, not waited for for ever
 "$writer" --write "$tmp/k.trace" 3000 &
 w=$!
-i=0
-while [ "$(stat -c %s "$tmp/k.trace" 2>/dev/null || echo 0)" -lt 200 ] && [ $i -lt 300 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+first_part "$tmp/k.trace"
 timeout 60 "$ap" tui --follow --batch --size 100x30 --keys 'j' "$tmp/k.trace" >"$tmp/gotK" 2>"$tmp/errK" &
 f=$!
 sleep 0.5
