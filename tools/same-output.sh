@@ -35,7 +35,7 @@ fails=0 checks=0 recoded=0
 differ() { echo "DIFFERENT: $*"; fails=$((fails + 1)); }
 
 # 1. traces recorded by the old build
-progs="single threads realloc_chain aligned dlopen_main bigalloc peak temporary demo cxx
+progs="single threads handoff realloc_chain aligned dlopen_main bigalloc peak temporary demo cxx
 	inline views diffsite lifecycle advise_win advise_grow advise_bloat advise_tiny
 	advise_buffer advise_escape advise_rare"
 for p in $progs; do

@@ -657,6 +657,7 @@ void ap_order_grow(struct ap_order *m, size_t nstreams, size_t nstacks)
 	for (size_t i = m->nstreams; i < nstreams; i++) {
 		m->st[i] = (struct stream){0};
 		m->st[i].d.tids = m->tids;
+		m->st[i].d.fring = true;	/* as ap_order_new's streams */
 		m->st[i].d.anon_min = m->anon_min;
 		m->st[i].d.thread = (uint32_t)i;
 		/* (a stream added after the start waits for its chunks) */

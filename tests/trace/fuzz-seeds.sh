@@ -1,7 +1,8 @@
 #!/bin/sh
 # The seed corpus of the reader's fuzz target (fuzz-reader.c), into OUT:
 # mktrace's synthetic traces and, given ALLOCPROF and the built testdata
-# directory, traces of a few testdata programs recorded with --all; each
+# directory, traces of a few testdata programs recorded with --all (handoff
+# among them: other threads' blocks freed); each
 # as it is, compacted, and compacted with its chunks stored plain
 # (fuzz-driver --seed).
 # usage: fuzz-seeds.sh FUZZ_DRIVER MKTRACE OUT [ALLOCPROF TESTDATA_DIR]
@@ -21,6 +22,10 @@ if [ $# -ge 5 ]; then
 		# (realloc_chain exits 3 on purpose)
 		[ $rc -eq 0 ] || { [ $p = realloc_chain ] && [ $rc -eq 3 ]; }
 	done
+	# threads passing blocks (200 rounds): FREEs of other threads' blocks,
+	# resolved in the compacted trace
+	ALLOCPROF_COMPACT_LEVEL=0 "$4" record -q --all -o "$tmp/handoff.trace" "$5/handoff" 200 \
+		>/dev/null
 fi
 mkdir -p "$out"
 "$driver" --seed "$out" "$tmp"/*.trace
