@@ -45,10 +45,11 @@ def main():
         bad = bad or rc != 0
     if bad and tf == 0:
         tf = 1
-    line = f"tests: {tp} passed, {tf} failed"
+    # the last line is the plain summary CI reads; the skipped (tests
+    # that cannot run on this machine, each saying why) on the line before
     if ts:
-        line += f", {ts} skipped"
-    print(line)
+        print(f"skipped: {ts}")
+    print(f"tests: {tp} passed, {tf} failed")
     sys.exit(1 if tf else 0)
 
 if __name__ == "__main__":
