@@ -649,6 +649,12 @@ elif mode == "pidns":
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or not unshare:
         skip("a PID namespace takes root and unshare(1)")
+    # (--mount-proc needs a mount namespace, which a chroot whose root is
+    # no mount point cannot make)
+    probe = subprocess.run([unshare, "-p", "-f", "--mount-proc", "true"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    if probe.returncode:
+        skip("unshare -p -f --mount-proc cannot run here: %s" % probe.stderr.strip())
     s = Server(under=(unshare, "-p", "-f", "--mount-proc"))
     inside = open("/proc/%d/status" % s.pid).read().split("NSpid:")[1].split()
     if len(inside) < 2 or inside[-1] == str(s.pid):
