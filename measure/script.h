@@ -55,11 +55,10 @@ enum ap_rs_type {
 	AP_RS_SLEEP = 11,	/* n: ns to sleep: the thread was off its CPU
 				 * before its next call */
 };
-/* The longest SLEEP a script holds (ns): an idle CPU is about as cold
- * after a quarter of a millisecond as after a few (bench/twins' idle
- * measured the same saving with naps of 0.25 and of 1 ms), and the
- * replay's rounds stay short. */
-#define AP_RS_SLEEP_MAX_NS 250000u
+/* The longest SLEEP a script holds (ns): a program's sleeps of a few
+ * milliseconds are replayed whole (bench/twins' idle sleeps 1 ms);
+ * AP_RS_SLEEP_TOTAL_NS keeps the runs short. */
+#define AP_RS_SLEEP_MAX_NS 2000000u
 /* The most a script sleeps in all (ns): longer, its naps are shortened
  * alike (report/measure.c, b_naps). */
 #define AP_RS_SLEEP_TOTAL_NS 1000000000u

@@ -5,7 +5,7 @@
 # less its CPU time less the time it waited for a CPU (END's
 # run_delay_ns).
 #  1. testdata/naps sleeps 2 ms before each of its 100 requests: the
-#     replay naps 100 times 0.25 ms (the most a nap sleeps), 25 ms, and
+#     replay naps 99 times 2 ms (the most a nap sleeps), about 198 ms, and
 #     says so; with ALLOCPROF_REPLAY_SLEEP=0 it does not, with
 #     ALLOCPROF_REPLAY_SLEEP=10000000 it sleeps 10 ms in all;
 #  2. testdata/gaps computes 200 us between its calls (long gaps, no
@@ -29,7 +29,7 @@ adv() { # OUT TRACE [env...]
 adv n.json naps.trace
 slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
 echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
-ratio "$slept" 25000000 0.96 1.0 || fail "naps: the replay sleeps $slept ns, want 24-25 ms"
+ratio "$slept" 198000000 0.95 1.0 || fail "naps: the replay sleeps $slept ns, want 188-198 ms"
 "$ALLOCPROF" advise -n 1 --measure-time 3s naps.trace >n.txt 2>&1 || fail "advise naps (text)"
 grep -q "^  with the program's time off its CPU, as recorded: [0-9.]*ms slept at its longest gaps" n.txt ||
 	fail "advise's header does not say what the replay slept: $(head -12 n.txt)"
