@@ -357,6 +357,7 @@ struct site_info {		/* facts gathered once */
 	uint64_t samples;
 	uint64_t first_ts, last_ts;
 	double life_sum, life_w;
+	double cross;		/* of the freed: by another thread than made them (weighted) */
 };
 
 /* What an object's birth and growth cost through malloc. */
@@ -495,7 +496,10 @@ struct obj {
 	uint64_t cap, birth;	/* exact replay */
 	uint64_t maxsize;	/* the largest size it reached */
 	uint32_t site;		/* UINT32_MAX: of no site */
-	uint32_t rec;		/* sampled: its record, or UINT32_MAX */
+	union {
+		uint32_t rec;	/* W_COLLECT: its record, or UINT32_MAX */
+		uint32_t thread; /* W_EXACT: the thread that made it */
+	};
 };
 
 enum walk_mode {
@@ -536,6 +540,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 		struct site_info *si = w->info ? &w->info[ob->site] : NULL;
 		ob->birth = e->ts;
 		ob->cap = e->size;
+		ob->thread = e->thread;
 		struct site_run *s = &rp->runs[ob->site];
 		if (s->active)
 			ob->cap = r_get(rp, s, pos, e->ts, e->thread, e->cpu, e->size);
@@ -617,6 +622,7 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
 			struct site_info *si = &w->info[ob->site];
 			si->life_sum += (double)(e->ts - ob->birth);
 			si->life_w += 1;
+			si->cross += ob->thread != e->thread;
 			size_hist_add(&si->f.cap, ob->maxsize, 1);
 		}
 		return;
@@ -1054,6 +1060,8 @@ static void recon_build(struct recon *rc, struct replay *rp, struct site_info *i
 		if (r->freed) {
 			si->life_sum += r->w * (double)(r->death - r->birth);
 			si->life_w += r->w;
+			if (r->dthread != r->thread)
+				si->cross += r->w;
 			size_hist_add(&si->f.cap, r->maxsize, r->w);
 		}
 	}
@@ -1287,6 +1295,7 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->mean_gap_ns = site->r.gets > 1.5 && si->samples > 1 ?
 		(double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
 	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
+	site->cross_thread_share = si->life_w > 0 ? si->cross / si->life_w : 0;
 	site->mean_size = req->total > 0 ? req->sum / req->total : 0;
 	site->p50_size = size_hist_quantile(req, 0.5);
 	site->p90_size = size_hist_quantile(req, 0.9);

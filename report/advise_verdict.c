@@ -1,6 +1,7 @@
 /* The advisor's verdicts (docs/pool-model.md §8): from a site's replay results
  * and statistics to one verdict and the sentences that explain it. The
  * thresholds are here, named, in one place. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -581,6 +582,16 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addf(&t, " The interval spans zero: a pool here changes nothing measurable "
 			    "(%.0f%% of requests would hit).", 100 * r->hit_rate);
 	}
+	/* Objects handed between threads: the program's own waits move with
+	 * the pool (bench/twins/README.md, prodcons and its variant). */
+	if (s->cross_thread_share >= 0.1)
+		ap_buf_addf(&t, " %.0f%% of its objects are freed on another thread than the one that "
+			    "made them: how often the program's threads wait for each other (on their "
+			    "own locks and queues) changes when a pool makes one of them faster, and a "
+			    "replay of the allocations cannot know by how much (from half to twice the "
+			    "saving measured here); `allocprof try --site %" PRIu32 "` measures the "
+			    "program itself.",
+			    100 * s->cross_thread_share, s->site_id);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

@@ -196,6 +196,36 @@ static void test_thread_private(void)
 	CHECK("threads: private hits", s->r.hits[AP_POOL_PRIVATE], 1);
 	CHECK("threads: released at exits", s->r.lost_exit, 2);
 	CHECK("threads: peak held", s->r.peak_held_bytes, 65536);
+	CHECK("threads: none freed by another thread", s->cross_thread_share, 0);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* Objects freed by another thread than the one that made them: thread a
+ * makes four blocks, b frees three of them and a the last. */
+static void test_cross_thread(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 2;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "a");
+	ap_tw_thread(tw, 1001, "b");
+	uint64_t ts = START + 1000;
+	for (uint64_t i = 0; i < 4; i++)
+		ap_tw_alloc(tw, 1000, ts + i * 10, 0, AP_KIND_MALLOC, 0x100000 + i * 0x1000, 256, st);
+	ts += MS;
+	for (uint64_t i = 0; i < 3; i++)
+		ap_tw_free(tw, 1001, ts + i * 10, 1, 0x100000 + i * 0x1000);
+	ap_tw_free(tw, 1000, ts + MS, 0, 0x103000);
+	struct ap_trace *t = finish(tw, ts + 2 * MS);
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("cross: gets", s->r.gets, 4);
+	CHECK("cross: freed by another thread", s->cross_thread_share, 0.75);
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
@@ -663,6 +693,7 @@ int main(int argc, char **argv)
 	}
 	test_exact();
 	test_thread_private();
+	test_cross_thread();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
