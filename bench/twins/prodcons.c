@@ -10,7 +10,13 @@
  * CPU's deque, where the producer steals them (or takes its own CPU's
  * when the two share one).
  * Twin: msg_new takes messages from a vpool, msg_free (on the consumer)
- * puts them. Threaded: run.sh runs it unpinned. */
+ * puts them. Threaded: run.sh runs it unpinned.
+ * Each thread signals the other's condition variable while it holds the
+ * queue's mutex (prodcons2.c: after it has let it go). On one CPU the
+ * woken thread runs at once and blocks on the mutex: while the queue
+ * runs empty that is four context switches a batch, half of which go
+ * once a pool lets the producer fill the queue (bench/twins/README.md,
+ * session 17). */
 // site: msg_new
 // threaded
 #include <pthread.h>
@@ -91,8 +97,13 @@ static void *producer(void *arg)
 			pthread_cond_wait(&qfull, &qlock);
 		q[qhead % QLEN] = local;
 		qhead++;
+#ifdef SIGNAL_AFTER_UNLOCK
+		pthread_mutex_unlock(&qlock);
+		pthread_cond_signal(&qempty);
+#else
 		pthread_cond_signal(&qempty);
 		pthread_mutex_unlock(&qlock);
+#endif
 	}
 	return NULL;
 }
@@ -107,8 +118,13 @@ static void *consumer(void *arg)
 			pthread_cond_wait(&qempty, &qlock);
 		struct batch local = q[qtail % QLEN];
 		qtail++;
+#ifdef SIGNAL_AFTER_UNLOCK
+		pthread_mutex_unlock(&qlock);
+		pthread_cond_signal(&qfull);
+#else
 		pthread_cond_signal(&qfull);
 		pthread_mutex_unlock(&qlock);
+#endif
 		for (int i = 0; i < BATCH; i++) {
 			struct msg *m = local.m[i];
 			uint64_t s = m->seq;
