@@ -587,10 +587,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	if (s->cross_thread_share >= 0.1)
 		ap_buf_addf(&t, " %.0f%% of its objects are freed on another thread than the one that "
 			    "made them: how often the program's threads wait for each other (on their "
-			    "own locks and queues) changes when a pool makes one of them faster, and a "
-			    "replay of the allocations cannot know by how much (in bench/twins, from "
-			    "about the saving measured here to twice it); `allocprof try --site %" PRIu32
-			    "` measures the program itself.",
+			    "own locks and queues) changes when a pool makes one of them faster or "
+			    "slower, and a replay of the allocations cannot know by how much (in "
+			    "bench/twins, from about the saving measured here to twice it); `allocprof "
+			    "try --site %" PRIu32 "` measures the program itself.",
 			    100 * s->cross_thread_share, s->site_id);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
