@@ -67,18 +67,18 @@ int ap_usage_error(const char *cmd, const char *fmt, ...)
  * own output; `record` gives the program the disposition found). */
 extern int ap_sigpipe_ignored;
 
-/* liballocprof.so's path (cmd-record.c): $ALLOCPROF_PRELOAD, the build
+/* liballocprof.so's path (record/launch.c): $ALLOCPROF_PRELOAD, the build
  * tree's next to this binary, or the installed one. Returns 0, or -1
  * (after one line on stderr unless quiet). */
 int ap_find_sampler(char *out, size_t len, bool quiet);
 
 /* The program as execvp would find it: into `out`, or -1 with errno
- * (cmd-record.c). */
+ * (record/launch.c). */
 int ap_find_program(const char *prog, char *out, size_t len);
 
 /* Refuses programs LD_PRELOAD cannot reach (static, setuid/setgid, not
  * x86-64), `shown` naming it. Returns 0, or -1 after one line on stderr
- * (cmd-record.c). */
+ * (record/launch.c). */
 int ap_check_program(const char *shown, const char *path);
 
 /* advise's cost table (cmd-advise.c): 0, or -1 after printing why. */

@@ -1,0 +1,508 @@
+/* record/finish.c: `allocprof record`, the end of a run: the wait, the sampler's buffers, the compaction, the child traces (record-int.h). */
+#include "record-int.h"
+
+/* --compress-level's value (-1: not given), for every trace of the run. */
+int rec_compress_level_opt = -1;
+
+/* The zstd level of the traces (0: count only, the file as the sampler
+ * wrote it): --compress-level's, else ALLOCPROF_COMPACT_LEVEL's (0..19),
+ * else AP_COMPACT_LEVEL. */
+static int compact_level(void)
+{
+	if (rec_compress_level_opt >= 0)
+		return rec_compress_level_opt;
+	const char *lv = getenv("ALLOCPROF_COMPACT_LEVEL");
+	if (lv && *lv >= '0' && *lv <= '9' && atoi(lv) <= 19)
+		return atoi(lv);
+	return AP_COMPACT_LEVEL;
+}
+
+
+/* Waits for the program. Meanwhile, once its trace (NULL: none) is big
+ * enough to be compacted, compacts what the sampler appended, every 20 ms
+ * or so, on the core the program is not using: an --all trace grows by
+ * ~100 MB/s on a tight loop, and compacting it all after the exit took as
+ * long as the run. The signalfd of the relay wakes us the moment the
+ * program exits (SIGCHLD) and forwards what record is sent meanwhile; a
+ * program stopped by job control stops record too (relay_stop). *stream
+ * is the live stream at the end, or NULL (never started, or given up: see
+ * ap_compact_stream_feed). */
+int rec_wait_program(pid_t pid, int *status, const char *trace,
+		     struct ap_compact_stream **stream, struct relay *r)
+{
+	int level = trace ? compact_level() : 0;
+	off_t fed = 0;
+	for (;;) {
+		rec_relay_signals(r);
+		pid_t w = waitpid(pid, status, WNOHANG | WUNTRACED);
+		if (w == pid && WIFSTOPPED(*status)) {
+			rec_relay_stop(r, WSTOPSIG(*status));
+			continue;
+		}
+		if (w == pid)
+			break;
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ap_say("waitpid: %s", strerror(errno));
+			ap_compact_stream_abandon(*stream);
+			*stream = NULL;
+			return -1;
+		}
+		/* a signal (SIGCHLD when the program ends) wakes us */
+		struct pollfd p = { .fd = r->sfd, .events = POLLIN };
+		if (poll(&p, 1, level > 0 ? 20 : -1) != 0)
+			continue;
+		struct stat sb;
+		if (stat(trace, &sb) < 0 || sb.st_size < (off_t)AP_COMPACT_MIN_BYTES ||
+		    sb.st_size - fed < (off_t)(1u << 20))
+			continue;
+		if (!*stream)
+			*stream = ap_compact_stream_start(trace, level);
+		if (!*stream || ap_compact_stream_feed(*stream) < 0) {
+			/* after the exit, as a whole */
+			ap_compact_stream_abandon(*stream);
+			*stream = NULL;
+			level = 0;
+			continue;
+		}
+		fed = sb.st_size;
+	}
+	return 0;
+}
+
+/* The system calls the program's seccomp filter refused to the sampler,
+ * from the last END's `refused` key ("nr:errno ...", docs/trace-format.md),
+ * as one line: which, and what that cost the trace. "" if none. END is
+ * never compressed: only the chunk headers and that payload are read. */
+static void end_refused(const char *path, char *line, size_t cap)
+{
+	line[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	uint8_t h[AP_CHUNK_HDR_LEN], pl[512];
+	ssize_t plen = -1;
+	for (off_t off = AP_TRACE_PREAMBLE_LEN; off + AP_CHUNK_HDR_LEN <= st.st_size;) {
+		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
+		    ap_get_u32le(h) != AP_CHUNK_MAGIC)
+			break;
+		uint32_t len = ap_get_u32le(h + 12);
+		if (h[4] == AP_CHUNK_END)
+			plen = len <= sizeof(pl) ? pread(fd, pl, len, off + AP_CHUNK_HDR_LEN) : -1;
+		off += AP_CHUNK_HDR_LEN + (off_t)len;
+	}
+	close(fd);
+	const uint8_t *p = pl, *end = pl + (plen > 0 ? plen : 0);
+	const char *list = NULL;
+	uint64_t key, kind, v, n = 0;
+	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
+	       ap_get_uv(&p, end, &v) == 0) {
+		if (kind != AP_KV_STR)
+			continue;
+		if (v > (uint64_t)(end - p))
+			break;
+		if (key == AP_EK_REFUSED) {
+			list = (const char *)p;
+			n = v;
+		}
+		p += v;
+	}
+	if (!list || !n)
+		return;
+	/* the calls the sampler notes, by their x86-64 numbers */
+	static const struct {
+		long nr;
+		const char *name, *cost;
+	} calls[] = {
+		{ SYS_newfstatat, "newfstatat", "the trace's descriptor went unchecked" },
+		{ SYS_gettid, "gettid", "threads started since have made-up ids" },
+		{ SYS_getpid, "getpid", "the process could not tell a vfork child from itself" },
+		{ SYS_openat, "openat", "a trace it had to open (a forked child's, or this one "
+					"again) was not: those events are lost" },
+	};
+	char names[256] = "", costs[512] = "";
+	int err = 0;
+	for (const char *q = list, *qe = list + n; q < qe;) {
+		char *e;
+		long nr = strtol(q, &e, 10);
+		int er = *e == ':' ? (int)strtol(e + 1, &e, 10) : 0;
+		if (e == q)
+			break;
+		if (!err)
+			err = er;
+		const char *name = NULL, *cost = NULL;
+		for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+			if (calls[i].nr == nr)
+				name = calls[i].name, cost = calls[i].cost;
+		size_t nl = strlen(names), cl = strlen(costs);
+		if (name)
+			snprintf(names + nl, sizeof(names) - nl, "%s%s", nl ? ", " : "", name);
+		else
+			snprintf(names + nl, sizeof(names) - nl, "%ssystem call %ld", nl ? ", " : "", nr);
+		if (cost)
+			snprintf(costs + cl, sizeof(costs) - cl, "%s%s", cl ? "; " : "", cost);
+		while (q < qe && *q != ' ')
+			q++;
+		while (q < qe && *q == ' ')
+			q++;
+	}
+	snprintf(line, cap, "%s: the program's seccomp filter refused %s to the sampler (%s): %s",
+		 path, names,
+		 err ? strerror(err) : "the filter kills for them: the sampler did without",
+		 costs[0] ? costs : "the trace went on without them");
+}
+
+/* A finished trace: compressed in place (ap_trace_compact: the sampler
+ * writes small raw chunks; the program's own trace is mostly compressed
+ * already, by `stream`, while the program ran), then its summary line,
+ * counted on the way (the reader would hold every event in memory, and an
+ * --all trace of a long run holds hundreds of millions). A trace that
+ * cannot be compressed (corrupt) is left as it was and said so. `status`:
+ * the wait status of the process that wrote it, if known (the program). */
+/* CLOCK_MONOTONIC (the clock of the traces' times) in ns. */
+uint64_t rec_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The trace's records left in its buffers file (the sampler's buffers,
+ * which outlive its process: trace/ap_trace_buffers.h) appended, and the
+ * END its process could not write added: for the program, from its wait
+ * `status` and the time it ended (`end_ns`); for a process record is not
+ * the parent of (status NULL), "gone", about when its files last changed.
+ * What was done goes to *fin; a failure is said in one line. */
+void rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
+			struct ap_finished *fin)
+{
+	struct ap_death how = { AP_END_GONE, false, 0, end_ns };
+	if (status && WIFSIGNALED(*status)) {
+		how.reason = AP_END_KILLED;
+		how.status_known = true;
+		how.status = (uint64_t)WTERMSIG(*status);
+	} else if (status && WIFEXITED(*status)) {
+		how.reason = AP_END_RAW_EXIT;
+		how.status_known = true;
+		how.status = (uint64_t)WEXITSTATUS(*status);
+	} else {
+		/* the later of the trace's and the buffers' last change */
+		struct stat st;
+		struct ap_buf side = AP_BUF_INIT;
+		ap_buf_addf(&side, "%s" AP_BUFFERS_SUFFIX, path);
+		struct timespec rt;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		int64_t last = 0, now = (int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec;
+		if (stat(path, &st) == 0)
+			last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+		if (stat(side.buf, &st) == 0 &&
+		    (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec > last)
+			last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+		ap_buf_release(&side);
+		uint64_t ago = last && now > last ? (uint64_t)(now - last) : 0;
+		how.end_ns = rec_mono_ns() - (ago < rec_mono_ns() ? ago : 0);
+	}
+	struct ap_error err;
+	if (ap_trace_finish_buffers(path, &how, fin, &err) < 0)
+		ap_say("%s", err.msg);
+}
+
+/* The HEADER's malloc_owner (malloc'd), or NULL: the object whose malloc
+ * the program's calls reached instead of the sampler's. */
+static char *trace_malloc_owner(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	uint8_t h[AP_CHUNK_HDR_LEN];
+	char *owner = NULL;
+	if (pread(fd, h, sizeof(h), AP_TRACE_PREAMBLE_LEN) == (ssize_t)sizeof(h) &&
+	    ap_get_u32le(h) == AP_CHUNK_MAGIC && h[4] == AP_CHUNK_HEADER &&
+	    ap_get_u32le(h + 12) <= AP_CHUNK_MAX_PAYLOAD) {
+		uint32_t len = ap_get_u32le(h + 12);
+		uint8_t *pl = ap_xmalloc(len ? len : 1);
+		if (pread(fd, pl, len, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN) == (ssize_t)len) {
+			const uint8_t *p = pl, *end = pl + len;
+			uint64_t key, kind, v;
+			while (!owner && p < end && !ap_get_uv(&p, end, &key) &&
+			       !ap_get_uv(&p, end, &kind) && !ap_get_uv(&p, end, &v)) {
+				if (kind != AP_KV_STR)
+					continue;
+				if (v > (uint64_t)(end - p))
+					break;
+				if (key == AP_HK_MALLOC_OWNER) {
+					struct ap_buf b = AP_BUF_INIT;
+					ap_buf_add(&b, p, (size_t)v);
+					owner = ap_buf_detach(&b, NULL);
+				}
+				p += v;
+			}
+		}
+		free(pl);
+	}
+	close(fd);
+	return owner;
+}
+
+/* The trace keeps its frames' names and lines (allocprof symbols, in
+ * allocprof-report: the launcher links no symbolizer). */
+static void keep_symbols(const char *path)
+{
+	char level[16];
+	snprintf(level, sizeof(level), "%d", compact_level());
+	char *argv[] = {(char *)"symbols", (char *)"-q", (char *)"--if-finished",
+			(char *)"--compress-level", level, (char *)"--", (char *)path, NULL};
+#ifdef AP_LAUNCHER
+	int rc = ap_run_report_child(argv);
+#else
+	int rc = cmd_symbols(7, argv);
+#endif
+	if (rc)
+		ap_say("%s: the trace keeps no symbols: the reports name its frames from the "
+			   "program's files", path);
+}
+
+void rec_finish_trace(const char *path, const char *what, bool quiet,
+		      struct ap_compact_stream *stream, const int *status,
+		      const struct ap_finished *fin)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || st.st_size == 0) {
+		ap_say("%s: no trace was written (%s): the program was not profiled "
+			   "(did it clear LD_PRELOAD, or is it statically linked?)",
+			   path, errno == ENOENT ? "missing" : "empty");
+		ap_compact_stream_abandon(stream);
+		return;
+	}
+	struct ap_compact_stats c;
+	struct ap_error err;
+	if (stream ? ap_compact_stream_finish(stream, &c, &err) < 0
+		   : ap_trace_compact(path, compact_level(), &c, &err) < 0) {
+		ap_say("%s", err.msg[0] ? err.msg : "the trace could not be compacted; it is left "
+			   "as the sampler wrote it");
+		return;
+	}
+	char refusal[1024];
+	end_refused(path, refusal, sizeof(refusal));
+	if (refusal[0])
+		ap_say("%s", refusal);
+	if (!rec_no_symbols)
+		keep_symbols(path);
+	char *owner = trace_malloc_owner(path);
+	if (owner)
+		ap_say("%s: the program has a malloc of its own (in %s): its allocations never "
+			   "reach the sampler, and the trace does not count them", path, owner);
+	free(owner);
+	if (quiet)
+		return;
+	char trunc[200] = "";
+	if (c.cut)
+		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
+			 (unsigned long long)c.cut_at);
+	else if (!c.has_end && status && WIFSIGNALED(*status))
+		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s%s",
+			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?",
+			 WTERMSIG(*status) == SIGSYS
+				 ? " (a seccomp filter that kills on a system call the sampler "
+				   "makes: see SECCOMP in allocprof-record(1))"
+				 : "");
+	else if (!c.has_end && status)
+		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
+			 "with status %d", WEXITSTATUS(*status));
+	else if (!c.has_end)
+		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
+			 "sampler cannot see (SIGKILL, say)");
+	char late[320] = "";
+	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
+		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
+		const char *how = sys ? "killed by SIGSYS (a seccomp filter that kills on a system "
+					"call the sampler makes: see SECCOMP in allocprof-record(1))"
+				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
+				  : fin->reason == AP_END_RAW_EXIT
+				      ? "ended by the exit_group system call, without exit()"
+				      : "gone without an end record";
+		snprintf(late, sizeof(late), "; the process was %s: %llu chunk%s from its "
+			 "buffers, and its end", how, (unsigned long long)fin->chunks,
+			 fin->chunks == 1 ? "" : "s");
+	} else if (fin && fin->chunks) {
+		snprintf(late, sizeof(late), "; %llu chunk%s from its buffers (what it did "
+			 "after its end record)", (unsigned long long)fin->chunks,
+			 fin->chunks == 1 ? "" : "s");
+	}
+	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s%s)\n", what, path,
+		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
+		trunc[0] ? "; truncated: " : "", trunc, late);
+}
+
+/* A trace is live while some process holds the writer's lock the sampler
+ * takes on it: an OFD lock on its open file, which a forked child shares
+ * until it has opened a trace of its own, and which goes when the last
+ * process holding the file exits or execs. Never rewrite a live trace:
+ * its writer would go on appending to the file the rename unlinked. */
+bool rec_trace_is_live(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
+	bool live = fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+	close(fd);
+	return live;
+}
+
+/* How long a trace whose own process is gone may stay live: a forked
+ * child holds its parent's trace only until it has opened its own. */
+#define RELEASE_WAIT_MS 2000
+
+/* Waits up to RELEASE_WAIT_MS for `path` to stop being live; true if it
+ * is not live (any more). */
+bool rec_wait_released(const char *path)
+{
+	for (int ms = 0; ms < RELEASE_WAIT_MS; ms += 2) {
+		if (!rec_trace_is_live(path))
+			return true;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return !rec_trace_is_live(path);
+}
+
+bool rec_pid_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Whether the trace at `path` has an END chunk: its process ended, or
+ * exec'd into an image with a trace of its own. Reads only the chunk
+ * headers. */
+static bool trace_has_end(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	bool end = false;
+	uint8_t h[AP_CHUNK_HDR_LEN];
+	for (off_t off = AP_TRACE_PREAMBLE_LEN; !end && off + AP_CHUNK_HDR_LEN <= st.st_size;) {
+		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
+		    ap_get_u32le(h) != AP_CHUNK_MAGIC)
+			break;
+		end = h[4] == AP_CHUNK_END;
+		off += AP_CHUNK_HDR_LEN + (off_t)ap_get_u32le(h + 12);
+	}
+	close(fd);
+	return end;
+}
+
+/* Tells where the trace of a process that outlived the program is. */
+void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet)
+{
+	if (quiet)
+		return; /* the trace is as it should be: nothing went wrong */
+	if (rec_pid_alive(pid))
+		ap_say("%s %s: process %d is still running and writing it; the trace is "
+			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
+	else
+		ap_say("%s %s: still open in a process the program started; the trace is "
+			   "complete once that process exits (stats, top read it then)", what, path);
+}
+
+/* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
+ * image of the program itself, `main_pid`. */
+static pid_t suffix_pid(const char *suffix, pid_t main_pid)
+{
+	if (suffix[1] < '0' || suffix[1] > '9')
+		return main_pid;
+	return (pid_t)strtol(suffix + 1, NULL, 10);
+}
+
+static bool listed(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+/* Finishes the child traces of `output` except live ones
+ * (trace_is_live, or without END while their process runs), which are
+ * named instead. A live trace whose process
+ * is gone is held by a child of that process which has not opened its
+ * own trace yet: once it is released, the directory is read again for
+ * that child's trace. Returns how many child traces there were. */
+size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
+			   const int *main_status, uint64_t main_end_ns)
+{
+	char **done = NULL;
+	size_t ndone = 0, done_alloc = 0;
+	size_t olen = strlen(output);
+	for (bool again = true; again;) {
+		again = false;
+		char **names;
+		size_t n = ap_trace_children(output, since, &names);
+		for (size_t i = 0; i < n; i++) {
+			if (listed(done, ndone, names[i])) {
+				free(names[i]);
+				continue;
+			}
+			pid_t who = suffix_pid(names[i] + olen, main_pid);
+			bool live = rec_trace_is_live(names[i]);
+			if (live && !rec_pid_alive(who) && rec_wait_released(names[i])) {
+				live = false;
+				again = true;
+			}
+			/* a process that closed every descriptor holds no lock,
+			 * but may open its trace again to go on */
+			if (!live && who != main_pid && rec_pid_alive(who) && !trace_has_end(names[i]))
+				live = true;
+			if (live) {
+				rec_say_live(names[i], "child trace", who, quiet);
+			} else {
+				/* an image of the program (.exec<n>) ended as the
+				 * program did; any other process unseen */
+				struct ap_finished fin;
+				rec_finish_buffers(names[i], who == main_pid ? main_status : NULL,
+					       main_end_ns, &fin);
+				rec_finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
+			}
+			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
+			done[ndone++] = names[i];
+		}
+		free(names);
+	}
+	for (size_t i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
+	return ndone;
+}
+
+/* The program died of signal s: record, its trace finished, dies of the
+ * same signal, so that its parent sees what it would have seen without
+ * us (WIFSIGNALED, a shell's "Terminated", Python's returncode -15).
+ * Without a core dump of record's: the program's own is the program's
+ * business. Returns only if s does not end record (then the caller exits
+ * with 128 + s). */
+void rec_die_like(int s)
+{
+	fflush(NULL);
+	struct rlimit no_core = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &no_core);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(s, &dfl, NULL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(s);
+	exit(128 + s);
+}

@@ -1,0 +1,145 @@
+/* record/record-int.h: the parts of `allocprof record` (cli/cmd-record.c
+ * and cli/record/): its options (options.c), the trace it claims before
+ * the program starts (output.c), the program's start (launch.c), the
+ * signals it passes on (relay.c), and the end: the wait, the sampler's
+ * buffers, the compaction and the child traces (finish.c). */
+#ifndef AP_RECORD_INT_H
+#define AP_RECORD_INT_H
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ap_trace.h"
+#include "ap_trace_buffers.h"
+#include "ap_trace_compact.h"
+#include "ap_trace_encode.h"
+#include "commands.h"
+#include "attach.h"
+#include "record-live.h"
+
+#define SAMPLER_SO "liballocprof.so"
+
+struct record_opts {
+	const char *output;
+	uint64_t rate;
+	unsigned max_depth;
+	bool no_children;
+	bool quiet;
+	bool no_symbols;
+	int compress_level; /* -1: ALLOCPROF_COMPACT_LEVEL's, else the default */
+	pid_t attach;	    /* -p: 0 none */
+	uint64_t duration;  /* --duration, ns (0: none) */
+	bool live;	    /* --live: the live view while it runs (record-live.c) */
+};
+
+/* The trace `record -o` writes, made before the program starts and held
+ * until it is finished (claim_output). */
+struct claim {
+	int hand;	/* the trace, open for the program's sampler (-1: none) */
+	int run;	/* the same file opened again, holding the run's lock */
+	int old;	/* the trace it replaced, its run's lock held (-1: none) */
+};
+
+/* Signals. Every catchable signal sent to record goes on to the program,
+ * once: record blocks them all and reads them from a signalfd while the
+ * program runs. A signal sent to the process group (Ctrl-C, `kill -INT
+ * -PGID`, timeout, shells) reaches the program directly, and record must
+ * not send a second copy; but siginfo does not say whether a signal was
+ * sent to a process or to its group. The sentinel tells: a small process
+ * of record's, in the same process group, that blocks every signal and
+ * takes none unless record asks. When record reads a signal, it asks the
+ * sentinel to take the same one: if it had it pending, the signal was sent
+ * to the group (the kernel signals a group's members newest first, so
+ * the sentinel, started last, has its copy before record has its own),
+ * and the program has its copy already. Only the others go on to the
+ * program: kill() for a plain signal (the program sees record as the
+ * sender), sigqueue's own siginfo (value included) for a queued one.
+ * Signals record sends itself (SIGPIPE of its own writes) and SIGCHLD are
+ * not forwarded.
+ *
+ * Job control: when the program stops from SIGTSTP, SIGTTIN or SIGTTOU
+ * (Ctrl-Z reaches both; one sent to record's pid is forwarded), record
+ * stops itself with the same signal, so that its caller sees the job
+ * stopped; SIGCONT resumes both (sent to the group, or forwarded). */
+struct relay {
+	sigset_t set;		/* what record blocks and reads from sfd */
+	sigset_t mask;		/* record's mask before */
+	int sfd;		/* signalfd of set, or -1 */
+	pid_t sentinel;		/* or -1: every signal is forwarded */
+	int req, rep;		/* pipes to and from the sentinel */
+	pid_t program;
+};
+
+/* What the vfork child of launch() needs, all prepared beforehand: it
+ * borrows our memory until execve, so it may not allocate. */
+struct launch {
+	const char *path;
+	char *const *argv;
+	char **sh_argv;		/* /bin/sh path args...: for a script without #! */
+	char **env;		/* holds cfg, which the child completes */
+	char *cfg;		/* room for "ALLOCPROF=<pid>" cfg_mid [<pid> out_suffix] */
+	const char *cfg_mid;
+	const char *out_suffix;	/* NULL: the output path holds no pid */
+	char *out_path;		/* room for the default output's path (out_suffix) */
+	const char *out_pre;	/* its start */
+	int hand_fd;		/* the trace made for the program (-o), or -1 */
+	int out_fd, in_fd;	/* --live: the program's output and input, or -1 */
+	char *exec_var;		/* room for "ALLOCPROF_EXEC=<pid>.0:f<hand_fd>" */
+	int sigpipe_default;
+	const sigset_t *mask;	/* the signal mask to exec with */
+	int err;		/* exec's errno, set by the child */
+};
+
+/* --no-symbols: finished traces keep no SYMBOLS chunks (options.c) */
+extern bool rec_no_symbols;
+/* --compress-level's value (-1: not given), for every trace of the run
+ * (finish.c) */
+extern int rec_compress_level_opt;
+
+int rec_parse_opts(int argc, char **argv, struct record_opts *o, int *first);
+int rec_check_preload_path(const char *so);
+int rec_check_trace_dir(const char *path);
+int rec_check_output(const char *path, bool *discard, char **resolved);
+void rec_claim_release(struct claim *c);
+int rec_claim_output(const char *path, struct claim *c);
+bool rec_relayed(int s);
+int rec_relay_start(struct relay *r);
+int rec_relay_signals(struct relay *r);
+void rec_relay_stop(struct relay *r, int s);
+void rec_relay_end(struct relay *r);
+int rec_wait_program(pid_t pid, int *status, const char *trace,
+		     struct ap_compact_stream **stream, struct relay *r);
+uint64_t rec_mono_ns(void);
+void rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
+			struct ap_finished *fin);
+void rec_finish_trace(const char *path, const char *what, bool quiet,
+		      struct ap_compact_stream *stream, const int *status,
+		      const struct ap_finished *fin);
+bool rec_trace_is_live(const char *path);
+bool rec_wait_released(const char *path);
+bool rec_pid_alive(pid_t pid);
+void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet);
+size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
+			   const int *main_status, uint64_t main_end_ns);
+void rec_die_like(int s);
+pid_t rec_launch(struct launch *L);
+char **rec_program_env(char *preload, char *cfg, char *exec_var);
+
+#endif
