@@ -28,8 +28,12 @@
  * lock step, a producer and a consumer took turns: the pooled replay of
  * one saved 0.7 s of CPU time where its hand-pooled twin, whose threads
  * run at once, costs 1.4 s more; with 2 to 16 windows of slack the pool
- * costs 0.4 to 1.0 s.) Every wait is for ops before the waiter's place
- * in the recorded order, so the runner cannot deadlock. */
+ * costs 0.4 to 1.0 s.) A thread whose blocks other threads free also
+ * WAITs, before some of its allocations, for such a free of 16 before in
+ * the recorded order (report/measure.c, XF_LAG), so that a producer stays
+ * about as far ahead of its consumers as it was. Every wait is for ops
+ * before the waiter's place in the recorded order, so the runner cannot
+ * deadlock. */
 #ifndef AP_RS_SCRIPT_H
 #define AP_RS_SCRIPT_H
 
