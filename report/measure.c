@@ -38,9 +38,9 @@ struct sthread {
 	uint32_t *free_slots;	/* slots this thread freed: its next births reuse them */
 	size_t nfree, free_alloc;
 	/* Its blocks freed by other threads, the last XF_RING of them (the
-	 * freeing thread and its FREE op), and how many in all; the one its
-	 * last WAIT on them waited for (b_alloc). */
-	struct { uint32_t thread; uint64_t op; } xf[64];
+	 * freeing thread and its FREE op; NULL until the first), and how
+	 * many in all; the one its last WAIT on them waited for (b_alloc). */
+	struct xfree *xf;
 	uint64_t nxf, xf_waited;
 };
 
@@ -54,9 +54,15 @@ struct sthread {
  * 40 times as often as the program (a Rust sync_channel of 64: 10,000
  * page faults against 235). Every such wait is for an op before the
  * waiter's in the recorded order, as every other. */
-#define XF_RING 64u
+#define XF_RING 32u	/* > XF_LAG + XF_EVERY */
 #define XF_LAG 16u
 #define XF_EVERY 8u
+
+/* A free of a thread's block by another thread: that thread's FREE op. */
+struct xfree {
+	uint32_t thread;
+	uint64_t op;
+};
 
 /* Where an object is, and the last op that touched it. */
 struct sobj {
@@ -325,6 +331,8 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	uint64_t op = emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
 	if (o->thread != e->thread) {
 		struct sthread *owner = &b->th[o->thread];
+		if (!owner->xf)
+			owner->xf = ap_xmalloc(XF_RING * sizeof(*owner->xf));
 		owner->xf[owner->nxf % XF_RING].thread = e->thread;
 		owner->xf[owner->nxf % XF_RING].op = op;
 		owner->nxf++;
@@ -504,6 +512,7 @@ out:
 	for (size_t k = 0; k < t->nthreads; k++) {
 		free(b.th[k].v);
 		free(b.th[k].free_slots);
+		free(b.th[k].xf);
 	}
 	free(b.th);
 	free(b.obj);
