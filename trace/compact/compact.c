@@ -329,7 +329,7 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st, s
 	}
 	c.ntids = 0;
 	if (c.threads && c.transcode &&
-	    compact_plan(path, c.quantum, c.step, &c.plan, &c.nplan, err) < 0)
+	    compact_plan(path, data, size, c.quantum, c.step, &c.plan, &c.nplan, err) < 0)
 		goto out;
 	st->cut = false; /* counted again by the pass that writes */
 	st->events = 0;
