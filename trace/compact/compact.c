@@ -254,7 +254,8 @@ static int replace_input(struct compactor *c, struct ap_buf *tmp, mode_t mode)
  * the input. */
 static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done)
 {
-	compact_writer_stop(c); /* first: it may be writing to c->fd */
+	compact_encoders_stop(c); /* first: they give the writer chunks */
+	compact_writer_stop(c);	  /* then: it may be writing to c->fd */
 	if (c->fd >= 0)
 		close(c->fd);
 	if (!done && tmp->len)

@@ -248,6 +248,8 @@ static int zw_give(struct compactor *c, uint8_t type, uint8_t flags, uint32_t ti
 int compact_drain(struct compactor *c)
 {
 	struct zworker *zw = c->zw;
+	if (compact_encoders_drain(c) < 0)
+		return -1;
 	if (!zw)
 		return 0;
 	pthread_mutex_lock(&zw->mu);
@@ -302,7 +304,7 @@ int compact_out_write(struct compactor *c, const void *data, size_t len)
 int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			const uint8_t *payload, size_t len)
 {
-	if (c->meta.len && compact_flush_meta(c) < 0)
+	if (compact_encoders_drain(c) < 0 || (c->meta.len && compact_flush_meta(c) < 0))
 		return -1;
 	if (compact_drain(c) < 0)
 		return -1;
@@ -340,9 +342,9 @@ int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, u
 }
 
 /* The size of raw compressed at level 1: a trial of two columns. */
-size_t compact_trial_size(struct compactor *c, const uint8_t *raw, size_t len)
+size_t compact_trial_size(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len)
 {
-	return zcompress(c->ztrial, &c->trial, raw, len, 1);
+	return zcompress(zc, o, raw, len, 1);
 }
 
 /* The META records held back, as one chunk. */
@@ -361,6 +363,10 @@ int compact_hold_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 		      size_t len)
 {
 	struct bytes *o = &c->meta;
+	/* (the encoder threads write the META held back before their
+	 * chunks: those came before this one) */
+	if (compact_encoders_drain(c) < 0)
+		return -1;
 	if (o->len && o->len + len > COMPACT_META && compact_flush_meta(c) < 0)
 		return -1;
 	if (!o->len)
