@@ -4,8 +4,11 @@
  * the runs of each thread that give its events their new quanta. */
 #include "plan.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ap_hash.h"
 #include "bytes.h"
@@ -489,16 +492,22 @@ static void quick_release(struct quick *k)
 	ap_u64map_release(&k->addr);
 }
 
-/* The plan without the replay (above), from the trace's `size` bytes at
- * `data`: 0 with *plan, 1 if the replay must make it. */
-static int plan_quick(const uint8_t *data, size_t size, uint64_t quantum, uint64_t step,
-		      struct thread_plan **plan, size_t *nplan)
+/* One walk of the quick plan: every thread's index, and the events of
+ * the threads whose index is `lane` modulo `nlanes`. */
+struct qwalk {
+	struct quick k;
+	const uint8_t *data;
+	size_t size;
+	unsigned lane, nlanes;
+	bool ok;
+};
+
+static void *quick_walk(void *arg)
 {
-	struct quick k = {.quantum = quantum ? quantum : 1};
-	ap_u64map_init(&k.tid_index, 16);
-	ap_u64map_init(&k.addr, 1024);
+	struct qwalk *q = arg;
+	struct quick *k = &q->k;
 	struct ap_chunk_walk w;
-	ap_chunk_walk_init(&w, data, size);
+	ap_chunk_walk_init(&w, q->data, q->size);
 	bool ok = true;
 	while (ok) {
 		struct ap_chunk ch;
@@ -509,45 +518,113 @@ static int plan_quick(const uint8_t *data, size_t size, uint64_t quantum, uint64
 		if (res == AP_CHUNK_BAD) {
 			ok = false; /* (the replay says why) */
 		} else if (ch.type == AP_CHUNK_META) {
-			ok = !ch.flags && quick_meta(&k, ch.payload, ch.len);
+			ok = !ch.flags && quick_meta(k, ch.payload, ch.len);
 		} else if (ch.type == AP_CHUNK_EVENTS) {
 			/* the sampler's rows only (a trace to transcode) */
-			long ti = ch.flags & ~AP_CHUNK_F_GAPS ? -1 : quick_thread(&k, ch.tid);
+			long ti = ch.flags & ~AP_CHUNK_F_GAPS ? -1 : quick_thread(k, ch.tid);
+			if (ti < 0 || (unsigned long)ti % q->nlanes != q->lane) {
+				ok = ti >= 0;
+				continue;
+			}
 			const char *bad;
-			k.nev = 0;
-			ok = ti >= 0 && ap_trace_decode_events(ch.payload, ch.len, ch.flags, quantum,
-							       &k.th[ti].dec, &k.ev, &k.nev,
-							       &k.ev_alloc, &bad) == 0;
-			for (size_t i = 0; ok && i < k.nev; i++)
-				ok = quick_event(&k, (uint32_t)ti, &k.ev[i]);
+			k->nev = 0;
+			ok = ap_trace_decode_events(ch.payload, ch.len, ch.flags, k->quantum,
+						    &k->th[ti].dec, &k->ev, &k->nev, &k->ev_alloc,
+						    &bad) == 0;
+			for (size_t i = 0; ok && i < k->nev; i++)
+				ok = quick_event(k, (uint32_t)ti, &k->ev[i]);
 		}
 	}
 	ap_chunk_walk_release(&w);
+	q->ok = ok;
+	return NULL;
+}
+
+/* Walks of the quick plan at once (their threads apart), with two CPUs or
+ * more: decoding the chunks is most of it. */
+#define QLANES 2
+
+/* The plan without the replay (above), from the trace's `size` bytes at
+ * `data`: 0 with *plan, 1 if the replay must make it. */
+static int plan_quick(const uint8_t *data, size_t size, uint64_t quantum, uint64_t step,
+		      struct thread_plan **plan, size_t *nplan)
+{
+	struct qwalk w[QLANES];
+	unsigned nlanes = QLANES;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
+	if (cpus < 2 || (nt && !strcmp(nt, "1")))
+		nlanes = 1;
+	for (unsigned l = 0; l < nlanes; l++) {
+		w[l] = (struct qwalk){.k = {.quantum = quantum ? quantum : 1},
+				      .data = data,
+				      .size = size,
+				      .lane = l,
+				      .nlanes = nlanes};
+		ap_u64map_init(&w[l].k.tid_index, 16);
+		ap_u64map_init(&w[l].k.addr, 1024);
+	}
+	/* lanes 1.. on threads of their own (signals stay with the threads
+	 * that were there), lane 0 here */
+	pthread_t th[QLANES];
+	bool made[QLANES] = {false};
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned l = 1; l < nlanes; l++)
+		made[l] = pthread_create(&th[l], NULL, quick_walk, &w[l]) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	quick_walk(&w[0]);
+	for (unsigned l = 1; l < nlanes; l++) {
+		if (made[l])
+			pthread_join(th[l], NULL);
+		else
+			quick_walk(&w[l]);
+	}
+	struct quick *k = &w[0].k;
+	bool ok = true;
+	for (unsigned l = 0; l < nlanes; l++) {
+		ok &= w[l].ok;
+		k->back |= w[l].k.back;
+	}
+	/* one thread's addresses are not another's across lanes either;
+	 * each lane's threads, their quanta */
+	for (unsigned l = 1; ok && l < nlanes; l++) {
+		const struct ap_u64map *m = &w[l].k.addr;
+		for (size_t i = 0; ok && i <= m->mask; i++)
+			ok = m->slot[i].val == AP_U64MAP_NONE || !ap_u64map_find(&k->addr, m->slot[i].key);
+		for (size_t i = l; ok && i < k->nth; i += nlanes) {
+			struct qthread t = k->th[i];
+			k->th[i] = w[l].k.th[i];
+			w[l].k.th[i] = t;
+		}
+	}
 	struct shared_scan s = {
-	    .quantum = UINT64_MAX, .run_thread = UINT32_MAX, .tq = k.quantum, .step = step};
-	s.nev = ap_xcalloc(k.nth + 1, sizeof(*s.nev));
-	s.last_vm = ap_xcalloc(k.nth + 1, sizeof(*s.last_vm));
-	s.plan = ap_xcalloc(k.nth + 1, sizeof(*s.plan));
-	if (ok && k.back) {
+	    .quantum = UINT64_MAX, .run_thread = UINT32_MAX, .tq = k->quantum, .step = step};
+	s.nev = ap_xcalloc(k->nth + 1, sizeof(*s.nev));
+	s.last_vm = ap_xcalloc(k->nth + 1, sizeof(*s.last_vm));
+	s.plan = ap_xcalloc(k->nth + 1, sizeof(*s.plan));
+	if (ok && k->back) {
 		/* a time went back: no runs (as the replay's plan), and
 		 * without the quanta in order, no odd event allowed */
-		for (size_t i = 0; ok && i < k.nth; i++)
-			ok = !k.th[i].nodd;
+		for (size_t i = 0; ok && i < k->nth; i++)
+			ok = !k->th[i].nodd;
 	} else if (ok) {
-		ok = quick_runs(&k, &s);
+		ok = quick_runs(k, &s);
 		scan_run_end(&s, UINT64_MAX);
 	}
-	for (size_t i = 0; i < k.nth; i++)
-		s.plan[i].tid = k.th[i].tid;
+	for (size_t i = 0; i < k->nth; i++)
+		s.plan[i].tid = k->th[i].tid;
 	free(s.nev);
 	free(s.last_vm);
 	if (ok) {
 		*plan = s.plan;
-		*nplan = k.nth;
+		*nplan = k->nth;
 	} else {
-		compact_plan_free(s.plan, k.nth + 1);
+		compact_plan_free(s.plan, k->nth + 1);
 	}
-	quick_release(&k);
+	for (unsigned l = 0; l < nlanes; l++)
+		quick_release(&w[l].k);
 	return ok ? 0 : 1;
 }
 
