@@ -6,6 +6,7 @@
  *              chunks, the output file
  *   plan.c     several threads: which blocks another thread ends (plan.h)
  *   rewrite.c  a thread's events held, then re-encoded with the plan
+ *              (on encoder threads, with two CPUs)
  *   stacks.c   META's stacks that share their outer frames (stacks.h)
  *   zwrite.c   the output's chunks: zstd on writer threads, the level,
  *              their order, END's chunk count */

@@ -12,10 +12,11 @@
  *   (AP_CHUNK_F_INDEX), however far away, in whatever later chunk, on
  *   whichever thread (then with the allocating thread's tid): addresses
  *   are most of the entropy of a trace and only served to match the
- *   frees. With several threads a replay first finds which FREE ends
+ *   frees. With several threads a plan first finds which FREE ends
  *   which thread's block, and the blocks that must keep their address
  *   (plan.c): those whose address another thread names in the same
- *   quantum;
+ *   quantum (a replay of the trace; one pass without it where the
+ *   threads keep to their own addresses);
  * - stacks that share their outer frames with an earlier one name it
  *   (STACK_SHARED, stacks.c);
  * - the payload is split in columns (AP_CHUNK_F_COLUMNS) and compressed
