@@ -163,11 +163,11 @@ static void put_freed(struct lane *L, const struct freed *fr)
  * its GIL wrote 38 K of times per thread, now 12 K. With one thread
  * every time is rounded down to a step. The merge orders every event as
  * before (its decisions compare times of different threads only). */
-static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q)
+static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q,
+			 uint64_t r)
 {
 	if (c->step <= 1)
 		return q;
-	uint64_t r = q - q % c->step;
 	if (!c->threads)
 		return r;
 	const struct thread_plan *pl = p->plan;
@@ -207,15 +207,24 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 		abort(); /* out of memory, as ap_xmalloc */
 	struct ap_evenc enc = {.sizes = L->sizes};
 	uint64_t wsum = 0, wn = 0; /* the gaps' window so far */
-	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC),
-				  coarse_q(c, p, base, ev[0].ts / c->quantum));
+	/* the quantum of the last time seen, and it rounded down to a step:
+	 * most events share their time with the one before, and skip the two
+	 * divisions (loop64x2: 0.1 to 0.3 s of 8.3 s) */
+	uint64_t last_ts = ev[0].ts, q = last_ts / c->quantum;
+	uint64_t qr = c->step > 1 ? q - q % c->step : q;
+	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), coarse_q(c, p, base, q, qr));
 	for (size_t i = 0; i < nev; i++) {
 		const struct ap_event *e = &ev[i];
 		/* a map of many live blocks misses the caches at every probe:
 		 * ask for the slot of an event a few ahead (as ap_replay does) */
 		if (p->live.slot && p->live.mask >= LIVE_PREFETCH_MIN && i + LIVE_PREFETCH < nev)
 			ap_u64map_prefetch(&p->live, ev[i + LIVE_PREFETCH].addr);
-		uint64_t eq = coarse_q(c, p, base + i, e->ts / c->quantum);
+		if (e->ts != last_ts) {
+			last_ts = e->ts;
+			q = last_ts / c->quantum;
+			qr = c->step > 1 ? q - q % c->step : q;
+		}
+		uint64_t eq = coarse_q(c, p, base + i, q, qr);
 		if (eq > enc.q) { /* (a time going back stays at the later one) */
 			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
 						      nrec - last_step, eq);
