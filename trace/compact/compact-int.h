@@ -67,6 +67,12 @@ struct pending {
 	size_t nat, at_alloc;
 	uint32_t *spare;
 	size_t nspare, spare_alloc;
+	/* its latest live block, not yet in the map (encode puts it there
+	 * before it returns): most blocks are freed by the thread's next
+	 * event, and then never go in */
+	bool held;
+	uint64_t held_addr;
+	struct live_at held_at;
 	struct ap_gapq gq; /* its windows' gaps (AP_GAP_WINDOW) so far */
 	/* an encoder thread encodes its events (under the encoders' lock):
 	 * everything above but ev, nev, alloc, input and base is its own

@@ -43,10 +43,35 @@ static void live_put(struct pending *p, uint64_t addr, uint64_t index, uint32_t 
 	p->at[pos] = (struct live_at){index, size, ap_u64map_push(&p->live, addr, pos), stack};
 }
 
+/* The block held out of the map (struct pending's `held`) put in. */
+static void live_settle(struct pending *p)
+{
+	if (!p->held)
+		return;
+	p->held = false;
+	live_put(p, p->held_addr, p->held_at.index, p->held_at.stack, p->held_at.size);
+}
+
+/* A new live block, held out of the map (the one held before goes in):
+ * the thread's latest, so the latest at its address too. */
+static void live_hold(struct pending *p, uint64_t addr, uint64_t index, uint32_t stack,
+		      uint64_t size)
+{
+	live_settle(p);
+	p->held = true;
+	p->held_addr = addr;
+	p->held_at = (struct live_at){index, size, AP_U64MAP_NONE, stack};
+}
+
 /* The thread's latest live block at addr, which is freed now; false if
  * there is none (it is named by its address, and not resolved). */
 static bool live_take(struct pending *p, uint64_t addr, struct live_at *out)
 {
+	if (p->held && p->held_addr == addr) {
+		p->held = false;
+		*out = p->held_at;
+		return true;
+	}
 	struct ap_u64map_slot *sl = p->live.slot ? ap_u64map_find(&p->live, addr) : NULL;
 	if (!sl)
 		return false;
@@ -121,7 +146,7 @@ static bool new_block(struct pending *p, uint64_t addr, uint32_t stack, uint64_t
 	bool kept = p->plan && bits_get(&p->plan->keep, index);
 	p->last_alloc = true;
 	if (!p->plan || !bits_get(&p->plan->xfreed, index))
-		live_put(p, addr, index | (kept ? LIVE_KEPT : 0), stack, size);
+		live_hold(p, addr, index | (kept ? LIVE_KEPT : 0), stack, size);
 	return !kept;
 }
 
@@ -292,6 +317,7 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 		col[2].len += (size_t)(c2 - s2);
 		col[4].len += (size_t)(c4 - s4);
 	}
+	live_settle(p); /* (the map whole for whoever reads it next) */
 	*counts = (struct ap_chunk_counts){nrec, nev, nalloc, enc.q};
 	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
 			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | (gaps ? AP_CHUNK_F_GAPS : 0);
