@@ -187,6 +187,10 @@ void compact_encoders_stop(struct compactor *c);
 
 /* ---- zwrite.c: the output's chunks ---- */
 
+/* The CPUs the compactor's threads may use: the affinity mask's
+ * (ap_cpus_here), 0 with ALLOCPROF_COMPACT_NO_THREAD=1 (no threads). */
+unsigned compact_cpus(void);
+
 /* The writer (and its threads, if it can have some), and the trial
  * compressor. */
 void compact_writer_start(struct compactor *c);

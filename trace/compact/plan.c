@@ -8,10 +8,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ap_hash.h"
 #include "bytes.h"
+#include "compact-int.h"
 #include "heap.h"
 #include "stacks.h"
 #include "ap_replay.h"
@@ -551,9 +551,7 @@ static int plan_quick(const uint8_t *data, size_t size, uint64_t quantum, uint64
 {
 	struct qwalk w[QLANES];
 	unsigned nlanes = QLANES;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
-	if (cpus < 2 || (nt && !strcmp(nt, "1")))
+	if (compact_cpus() < 2)
 		nlanes = 1;
 	for (unsigned l = 0; l < nlanes; l++) {
 		w[l] = (struct qwalk){.k = {.quantum = quantum ? quantum : 1},

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "compact-int.h"
 
@@ -492,9 +491,7 @@ static void *enc_main(void *arg)
  * it has one core, or with ALLOCPROF_COMPACT_NO_THREAD=1); NULL if not. */
 static struct encoders *encoders_start(struct compactor *c)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
-	if (c->stream || cpus < 2 || (nt && !strcmp(nt, "1")))
+	if (c->stream || compact_cpus() < 2)
 		return NULL;
 	struct encoders *E = ap_xcalloc(1, sizeof(*E));
 	E->c = c;

@@ -182,11 +182,8 @@ void compact_writer_start(struct compactor *c)
 	pthread_mutex_init(&zw->mu, NULL);
 	pthread_cond_init(&zw->more, NULL);
 	pthread_cond_init(&zw->done, NULL);
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned want = cpus < 1 ? 1 : cpus > ZW_MAX ? ZW_MAX : (unsigned)cpus;
-	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
-	if (c->stream || (nt && !strcmp(nt, "1")))
-		want = 0;
+	unsigned cpus = compact_cpus();
+	unsigned want = c->stream ? 0 : cpus > ZW_MAX ? ZW_MAX : cpus;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -195,6 +192,12 @@ void compact_writer_start(struct compactor *c)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!zw->nth && !(zw->zc = ZSTD_createCCtx()))
 		abort(); /* out of memory, as ap_xmalloc */
+}
+
+unsigned compact_cpus(void)
+{
+	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
+	return nt && !strcmp(nt, "1") ? 0 : ap_cpus_here();
 }
 
 /* What the writer failed at, as the compactor's error. */
