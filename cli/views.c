@@ -823,7 +823,7 @@ void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 	if (ap_find_sampler(sampler, sizeof(sampler), true) == 0)
 		mo.sampler = sampler;
 	mo.budget_ns = vm->budget_ns;
-	mo.cpus = ap_advise_replay_cpus(a, t, vm->replay_cpus, ap_measure_cpus_here());
+	mo.cpus = ap_advise_replay_cpus(a, t, vm->replay_cpus, ap_cpus_here());
 	bool progress = vm->progress && ap_progress_wanted();
 	if (progress)
 		mo.progress = measure_progress;

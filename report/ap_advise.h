@@ -430,7 +430,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 /* Chooses the CPUs the measured replay runs on and notes them in `a`:
  * as many as the recorded run could use (t->allowed_cpus), or `asked`
  * (--replay-cpus: a count, AP_REPLAY_CPUS_ALL, or 0 for the recorded
- * run's), never more than `here` (ap_measure_cpus_here); all of them when
+ * run's), never more than `here` (ap_cpus_here); all of them when
  * the trace does not say. A threaded pool's cost depends on the CPUs its
  * threads share (docs/pool-model.md, §9). Returns the count for
  * ap_measure_opts.cpus: 0 when the replay may use all `here`. */

@@ -110,9 +110,6 @@ struct ap_measure_opts {
 	unsigned cpus;
 };
 
-/* How many CPUs the calling thread may run on (its affinity mask), at
- * least 1. */
-unsigned ap_measure_cpus_here(void);
 
 /* Sets the defaults: 15 s, 6 to 50 rounds, runner NULL (the caller's),
  * the CPUs as they are. */

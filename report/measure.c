@@ -855,15 +855,6 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 		cost_of(rec, nrec, recorded);
 }
 
-unsigned ap_measure_cpus_here(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		return (unsigned)CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than a cpu_set_t */
-	return n > 0 ? (unsigned)n : 1;
-}
-
 /* Pins the calling thread to the first k CPUs of its affinity mask, which
  * *saved gets. Returns whether it did: not when the mask has k CPUs or
  * fewer, or cannot be read or set (the runs are then made as they are). */

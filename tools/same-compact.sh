@@ -8,7 +8,8 @@
 #
 # 1. Raw traces (`record --compress-level 0`), recorded once by OLD_BUILD:
 #    testdata programs (single, threads, handoff, realloc_chain, forkexec
-#    with its children's traces), bench/mixed, python3 with
+#    with its children's traces, ownthreads: threads that free only their
+#    own blocks, which the compactor plans without its replay), bench/mixed, python3 with
 #    PYTHONMALLOC=malloc and threads handing dicts over, each --all and
 #    sampled; and each --all trace cut inside its last chunk.
 # 2. Each raw trace compacted by each build (a small driver linked to its
@@ -16,7 +17,10 @@
 #    the stream calls (ap_compact_stream_*) fed the file as it grows, 1 MiB
 #    at a time; the level-3 output compacted again (its chunks pass
 #    through); and NEW_BUILD once more without writer threads
-#    (ALLOCPROF_COMPACT_NO_THREAD=1). Every output and the counts the
+#    (ALLOCPROF_COMPACT_NO_THREAD=1) and once with its plan for several
+#    threads made by the replay (ALLOCPROF_TEST_REPLAY_PLAN=1; else a
+#    trace of threads that keep to their own addresses is planned
+#    without it). Every output and the counts the
 #    calls return are compared with `cmp`.
 # Prints one line per difference and a summary; exit 1 on any difference.
 set -u
@@ -56,8 +60,11 @@ record() { # NAME CMD...: NAME-all.raw and NAME-rate.raw (and their children's)
 		"$old/cli/allocprof" record -q --compress-level 0 -o "$name-rate.raw" "$@" \
 			>/dev/null 2>&1) || true
 }
-for p in single threads handoff realloc_chain forkexec; do
-	if [ -x "$old/testdata/$p" ]; then record "$p" "$old/testdata/$p"; else echo "skip $p"; fi
+# (ownthreads: the new build's program where the old build has none)
+for p in single threads handoff realloc_chain forkexec ownthreads; do
+	exe=$old/testdata/$p
+	[ -x "$exe" ] || exe=$new/testdata/$p
+	if [ -x "$exe" ]; then record "$p" "$exe"; else echo "skip $p"; fi
 done
 record mixed "$dir/mixed" 2000000
 py=/usr/bin/python3
@@ -144,7 +151,8 @@ l1|1|
 l3|3|
 l10|10|
 stream|3 stream|
-nothread|3|ALLOCPROF_COMPACT_NO_THREAD=1'
+nothread|3|ALLOCPROF_COMPACT_NO_THREAD=1
+replayplan|3|ALLOCPROF_TEST_REPLAY_PLAN=1'
 compared=() nchild=0
 for raw in "$dir"/raw/*.raw "$dir"/raw/*.raw.*; do
 	[ -e "$raw" ] || continue
@@ -152,10 +160,14 @@ for raw in "$dir"/raw/*.raw "$dir"/raw/*.raw.*; do
 	case $n in *.raw) compared+=("${n%.raw}") ;; *) nchild=$((nchild + 1)) ;; esac
 	while IFS='|' read -r label args envs; do
 		for b in old new; do
-			# the run without writer threads: the new build's, against the old one's with
-			[ "$label" = nothread ] && [ $b = old ] && { cp "$dir/out/$n.l3.old" \
-				"$dir/out/$n.nothread.old"; cp "$dir/out/$n.l3.old.st" \
-				"$dir/out/$n.nothread.old.st"; continue; }
+			# the runs without writer threads, and with the plan made by
+			# the replay even where it need not be: the new build's,
+			# against the old one's level 3
+			case $label in nothread | replayplan) [ $b = old ] && {
+				cp "$dir/out/$n.l3.old" "$dir/out/$n.$label.old"
+				cp "$dir/out/$n.l3.old.st" "$dir/out/$n.$label.old.st"
+				continue
+			} ;; esac
 			# shellcheck disable=SC2086
 			env $envs "$dir/compact-$b" "$raw" "$dir/out/$n.$label.$b" $args \
 				>"$dir/out/$n.$label.$b.st" 2>&1

@@ -37,9 +37,11 @@ differ() { echo "DIFFERENT: $*"; fails=$((fails + 1)); }
 # 1. traces recorded by the old build
 progs="single threads handoff realloc_chain aligned dlopen_main bigalloc peak temporary demo cxx
 	inline views diffsite lifecycle advise_win advise_grow advise_bloat advise_tiny
-	advise_buffer advise_escape advise_rare"
+	advise_buffer advise_escape advise_rare ownthreads"
 for p in $progs; do
 	exe="$old/testdata/$p"
+	# (a program newer than the old build: the new build's)
+	[ -x "$exe" ] || exe="$new/testdata/$p"
 	[ -x "$exe" ] || { echo "skip $p: no $exe"; continue; }
 	(cd "$dir/traces" &&
 		ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q -o "$p-rate.raw" \

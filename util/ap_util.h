@@ -51,6 +51,10 @@ char *ap_buf_detach(struct ap_buf *b, size_t *len);
 
 /* Allocation that aborts with a message on out-of-memory (report side only;
  * never used in the sampler). */
+/* How many CPUs the calling thread may run on (its affinity mask; the
+ * CPUs online if the mask does not say), at least 1. */
+unsigned ap_cpus_here(void);
+
 void *ap_xmalloc(size_t n);
 void *ap_xcalloc(size_t n, size_t size);
 void *ap_xrealloc(void *p, size_t n);

@@ -2,12 +2,14 @@
 #include "ap_util.h"
 
 #include <ctype.h>
+#include <sched.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 char ap_buf_empty[1];
 
@@ -385,4 +387,13 @@ void ap_buf_add_utf8(struct ap_buf *b, const char *s)
 			ap_buf_addstr(b, "\xef\xbf\xbd");
 		p += n ? n : 1;
 	}
+}
+
+unsigned ap_cpus_here(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than a cpu_set_t */
+	return n > 0 ? (unsigned)n : 1;
 }

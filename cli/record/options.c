@@ -76,7 +76,7 @@ static void record_usage(FILE *f)
 	      "not be written (see -o); 2 for bad usage.\n"
 	      "Environment: ALLOCPROF_PRELOAD overrides where liballocprof.so is\n"
 	      "looked for; ALLOCPROF_COMPACT_LEVEL (0-19) is --compress-level's\n"
-	      "default; ALLOCPROF_COMPACT_NO_THREAD=1 compresses the trace on\n"
+	      "default; ALLOCPROF_COMPACT_NO_THREAD=1 compacts the trace on\n"
 	      "record's own thread only (the same file, later).\n",
 	      f);
 }

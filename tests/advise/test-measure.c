@@ -205,7 +205,7 @@ static void test_pinned(void)
 		return;
 	cpu_set_t before, after;
 	CHECK(sched_getaffinity(0, sizeof(before), &before) == 0, "pinned: sched_getaffinity");
-	unsigned here = ap_measure_cpus_here();
+	unsigned here = ap_cpus_here();
 	EQ("pinned: CPUs here", here, CPU_COUNT(&before));
 	struct ap_measure_job job = { .site = 0 };
 	struct ap_measured out;

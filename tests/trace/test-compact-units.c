@@ -179,7 +179,7 @@ static void plan(const char *path)
 
 	struct thread_plan *p = NULL;
 	size_t np = 0;
-	CHECK(compact_plan(path, h.time_quantum_ns, h.time_step_ns / h.time_quantum_ns, &p, &np,
+	CHECK(compact_plan(path, NULL, 0, h.time_quantum_ns, h.time_step_ns / h.time_quantum_ns, &p, &np,
 			   &err) == 0,
 	      "plan: %s", err.msg);
 	CHECK(np == 2, "plan: %zu threads", np);
@@ -213,7 +213,7 @@ static void plan(const char *path)
 	compact_plan_free(p, np);
 
 	/* without a step to round to, no runs */
-	CHECK(compact_plan(path, h.time_quantum_ns, 1, &p, &np, &err) == 0, "plan: %s", err.msg);
+	CHECK(compact_plan(path, NULL, 0, h.time_quantum_ns, 1, &p, &np, &err) == 0, "plan: %s", err.msg);
 	for (size_t i = 0; i < np; i++)
 		CHECK(p[i].nruns == 0, "step 1: %zu bytes of runs", p[i].nruns);
 	compact_plan_free(p, np);
@@ -225,9 +225,196 @@ static void plan(const char *path)
 		fclose(f);
 	}
 	p = NULL;
-	CHECK(compact_plan(path, 1, 1, &p, &np, &err) < 0 && !strncmp(err.msg, path, strlen(path)),
+	CHECK(compact_plan(path, NULL, 0, 1, 1, &p, &np, &err) < 0 && !strncmp(err.msg, path, strlen(path)),
 	      "plan of a text file: %s", err.msg);
 	compact_plan_free(p, 0);
+}
+
+/* ---- the plan without the replay, against the replay's ---------------- */
+
+/* Two plans the same: threads, tids, runs, and the blocks and frees
+ * across threads. */
+static bool plans_same(const struct thread_plan *a, size_t na, const struct thread_plan *b,
+		       size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++) {
+		const struct thread_plan *x = &a[i], *y = &b[i];
+		if (x->tid != y->tid || x->nruns != y->nruns || x->nx != y->nx ||
+		    (x->nruns && memcmp(x->runs, y->runs, x->nruns)) ||
+		    (x->nx && memcmp(x->x, y->x, x->nx * sizeof(*x->x))))
+			return false;
+		for (size_t w = 0; w < x->keep.n || w < y->keep.n; w++)
+			if ((w < x->keep.n ? x->keep.w[w] : 0) != (w < y->keep.n ? y->keep.w[w] : 0))
+				return false;
+		for (size_t w = 0; w < x->xfreed.n || w < y->xfreed.n; w++)
+			if ((w < x->xfreed.n ? x->xfreed.w[w] : 0) !=
+			    (w < y->xfreed.n ? y->xfreed.w[w] : 0))
+				return false;
+	}
+	return true;
+}
+
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(uint64_t n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state % n;
+}
+
+/* Random traces of 2 to 4 threads taking turns of random length, often
+ * in one quantum, with small chunks (their order in the file far from
+ * the events'), THREAD records in another order than the first events,
+ * blocks freed at once, later or never, reallocs, and addresses reused.
+ * `shared`: threads also free each other's blocks. `odd`: a FREE of an
+ * address not live and an ALLOC at one that is, now and then, or (`alone`)
+ * once, in quanta no other thread has events in. The quick plan must be
+ * the replay's, or give way to it where it cannot be (it is given a path
+ * that does not exist: it fails when it falls back). Returns 1 if it was
+ * made, 0 if it gave way, -1 if the trace was not. */
+static int quick_case(const char *path, bool shared, bool odd, bool alone)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.time_quantum_ns = 10000;
+	h.time_step_ns = 1000000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_set_chunk_size(tw, 64 + rnd(512));
+	uint64_t pc = 0x401000, t0 = h.start_ns;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	unsigned nth = 2 + (unsigned)rnd(3);
+	enum { MAXLIVE = 64 };
+	uint64_t live[4][MAXLIVE];
+	unsigned nlive[4] = {0}, next[4] = {0};
+	for (unsigned t = nth; t-- > 0;)
+		if (rnd(2))
+			ap_tw_thread(tw, 200 + t, "worker");
+	uint64_t ts = t0;
+	unsigned th = 0;
+	for (int i = 0; i < 3000; i++) {
+		if (!rnd(4))
+			th = (unsigned)rnd(nth);
+		ts += rnd(4) ? 0 : rnd(3) * h.time_quantum_ns + rnd(h.time_quantum_ns);
+		uint32_t tid = 200 + th;
+		/* each thread's addresses its own: 16 of them, reused */
+		uint64_t base = 0x100000ull * (th + 1);
+		unsigned r = (unsigned)rnd(100);
+		if (odd && alone && (i == 1000 || i == 2000) && nlive[th]) {
+			ts += 2 * h.time_quantum_ns;
+			if (i == 1000)
+				ap_tw_free(tw, tid, ts, 0, base + 0x8000 + rnd(4) * 16);
+			else /* (freed at once: one block live there again) */
+				ap_tw_alloc(tw, tid, ts, 0, AP_KIND_MALLOC, live[th][0], 32, st),
+				    ap_tw_free(tw, tid, ts, 0, live[th][0]);
+			ts += 2 * h.time_quantum_ns;
+			continue;
+		}
+		if (odd && !alone && r < 2) {
+			if (r == 0)
+				ap_tw_free(tw, tid, ts, 0, base + 0x8000 + rnd(4) * 16);
+			else if (nlive[th])
+				ap_tw_alloc(tw, tid, ts, 0, AP_KIND_MALLOC, live[th][0], 32, st);
+			continue;
+		}
+		if (shared && r < 10) {
+			unsigned o = (unsigned)rnd(nth);
+			if (nlive[o]) {
+				unsigned k = (unsigned)rnd(nlive[o]);
+				ap_tw_free(tw, tid, ts, 0, live[o][k]);
+				live[o][k] = live[o][--nlive[o]];
+				continue;
+			}
+		}
+		if (nlive[th] && (r < 45 || nlive[th] == MAXLIVE)) {
+			unsigned k = r < 30 ? nlive[th] - 1 : (unsigned)rnd(nlive[th]);
+			if (r < 35) {
+				uint64_t to = base + (next[th]++ % 16) * 16;
+				bool taken = false;
+				for (unsigned j = 0; j < nlive[th]; j++)
+					taken |= live[th][j] == to;
+				if (!taken) {
+					ap_tw_realloc(tw, tid, ts, 0, AP_KIND_MALLOC, live[th][k],
+						      to, 48, st,
+						      AP_RF_NEW_SAMPLED | AP_RF_OLD_TRACKED);
+					live[th][k] = to;
+					continue;
+				}
+			}
+			ap_tw_free(tw, tid, ts, 0, live[th][k]);
+			live[th][k] = live[th][--nlive[th]];
+			continue;
+		}
+		uint64_t a = base + (next[th]++ % 16) * 16;
+		bool taken = false;
+		for (unsigned j = 0; j < nlive[th]; j++)
+			taken |= live[th][j] == a;
+		if (taken)
+			continue;
+		ap_tw_alloc(tw, tid, ts, 0, AP_KIND_MALLOC, a, 16 + rnd(64), st);
+		live[th][nlive[th]++] = a;
+	}
+	struct ap_tw_end end = {.end_ns = ts + 1};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	uint8_t *data = NULL;
+	size_t size = 0;
+	int out = -1;
+	CHECK(ap_tw_close_mem(tw, &data, &size, &err) == 0, "%s", err.msg);
+	FILE *f = fopen(path, "w");
+	if (!data || !f || fwrite(data, 1, size, f) != size) {
+		CHECK(0, "cannot write %s", path);
+		goto done;
+	}
+	fclose(f);
+	f = NULL;
+	for (uint64_t step = 1; step <= 100; step += 99) {
+		struct thread_plan *r = NULL, *q = NULL;
+		size_t nr = 0, nq = 0;
+		CHECK(compact_plan(path, NULL, 0, h.time_quantum_ns, step, &r, &nr, &err) == 0,
+		      "replay plan: %s", err.msg);
+		int rc = compact_plan("/nonexistent/quick", data, size, h.time_quantum_ns, step,
+				      &q, &nq, &err);
+		if (rc == 0)
+			CHECK(plans_same(r, nr, q, nq),
+			      "quick plan (step %llu, %u threads%s%s%s) not the replay's",
+			      (unsigned long long)step, nth, shared ? ", shared" : "",
+			      odd ? ", odd" : "", alone ? " alone" : "");
+		else
+			q = NULL;
+		out = rc == 0;
+		compact_plan_free(r, nr);
+		compact_plan_free(q, rc == 0 ? nq : 0);
+	}
+done:
+	if (f)
+		fclose(f);
+	free(data);
+	return out;
+}
+
+static void quick(const char *path)
+{
+	int made[2][3] = {{0}}, n[2][3] = {{0}};
+	for (int i = 0; i < 400; i++) {
+		bool shared = i % 8 == 7;
+		int odd = i % 3; /* 1: now and then, 2: alone */
+		int rc = quick_case(path, shared, odd > 0, odd == 2);
+		made[shared][odd] += rc == 1;
+		n[shared][odd]++;
+	}
+	/* own addresses: without the replay, odd events alone too; odd
+	 * events now and then (in quanta of other threads' events): with it,
+	 * as blocks freed across threads */
+	CHECK(made[0][0] == n[0][0] && made[0][2] == n[0][2],
+	      "quick plans of own addresses: %d of %d, odd events alone %d of %d", made[0][0],
+	      n[0][0], made[0][2], n[0][2]);
+	CHECK(!made[1][0] && !made[1][1] && !made[1][2], "quick plans of shared blocks: %d %d %d",
+	      made[1][0], made[1][1], made[1][2]);
+	CHECK(made[0][1] < n[0][1] / 2, "quick plans with odd events: %d of %d", made[0][1],
+	      n[0][1]);
 }
 
 int main(void)
@@ -239,6 +426,7 @@ int main(void)
 	close(fd);
 	stacks();
 	plan(path);
+	quick(path);
 	unlink(path);
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);

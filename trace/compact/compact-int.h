@@ -6,6 +6,7 @@
  *              chunks, the output file
  *   plan.c     several threads: which blocks another thread ends (plan.h)
  *   rewrite.c  a thread's events held, then re-encoded with the plan
+ *              (on encoder threads, with two CPUs)
  *   stacks.c   META's stacks that share their outer frames (stacks.h)
  *   zwrite.c   the output's chunks: zstd on writer threads, the level,
  *              their order, END's chunk count */
@@ -66,7 +67,17 @@ struct pending {
 	size_t nat, at_alloc;
 	uint32_t *spare;
 	size_t nspare, spare_alloc;
+	/* its latest live block, not yet in the map (encode puts it there
+	 * before it returns): most blocks are freed by the thread's next
+	 * event, and then never go in */
+	bool held;
+	uint64_t held_addr;
+	struct live_at held_at;
 	struct ap_gapq gq; /* its windows' gaps (AP_GAP_WINDOW) so far */
+	/* an encoder thread encodes its events (under the encoders' lock):
+	 * everything above but ev, nev, alloc, input and base is its own
+	 * until then */
+	bool busy;
 };
 
 /* A compressed payload's buffer. */
@@ -74,6 +85,19 @@ struct zout {
 	uint8_t *b;
 	size_t cap;
 };
+
+/* What encoding one thread's events takes besides the thread's own state
+ * (rewrite.c): the columns (col[5]: the sizes, not predicted; col[6]:
+ * gaps; col[7]: the blocks the frees end), the payload, the size
+ * predictor (AP_CHUNK_F_SIZES) and the trial compressor. One per encoder
+ * thread, and the compactor's own. */
+struct lane {
+	struct bytes col[8], payload;
+	struct ap_size_pred *sizes;
+	ZSTD_CCtx *zc;
+	struct zout trial;
+};
+struct encoders;
 
 struct compactor {
 	const char *path;
@@ -85,7 +109,7 @@ struct compactor {
 	bool transcode;	    /* no chunk was compressed before: re-encode them all */
 	bool threads;	    /* EVENTS of more than one tid: track who names what */
 	struct zworker *zw; /* compresses and writes the payloads (zwrite.c) */
-	ZSTD_CCtx *ztrial;  /* compact_trial_size's, and write_compressed's */
+	ZSTD_CCtx *ztrial;  /* write_compressed's trial */
 	struct zout trial;
 	size_t dense; /* payload bytes given AP_COMPACT_DENSE_LEVEL so far */
 	struct pending *pend;
@@ -101,11 +125,10 @@ struct compactor {
 	 * threads (a run of thousands of short threads) */
 	struct ap_event *spare_ev;
 	size_t spare_alloc;
-	/* col[5]: the sizes, not predicted; col[6]: gaps; col[7]: the blocks
-	 * the frees end */
-	struct bytes col[8], payload;
-	bool gaps;		      /* the raw events have gaps (AP_CHUNK_F_GAPS) */
-	struct ap_size_pred *sizes;   /* the encoder's (AP_CHUNK_F_SIZES) */
+	struct lane lane;	  /* encoding here, without encoder threads */
+	struct encoders *enc;	  /* the encoder threads (rewrite.c), or NULL */
+	bool enc_tried;		  /* (made at the first chunk encoded, if they can be) */
+	bool gaps;		  /* the raw events have gaps (AP_CHUNK_F_GAPS) */
 	struct bytes meta;	      /* META records not written yet (COMPACT_META) */
 	uint32_t meta_tid;	      /* the tid of their first chunk */
 	struct stack_table stacks;
@@ -154,8 +177,19 @@ int compact_flush_all(struct compactor *c);
 size_t compact_pooled_anon(const struct compactor *c, const uint8_t *s, size_t len, uint8_t *out);
 /* Frees the held events, the live maps and the encoder's buffers. */
 void compact_rewrite_release(struct compactor *c);
+/* Waits until the encoder threads encoded and wrote (gave the writer)
+ * every thread's events given them; -1 (c->err set) if a write failed.
+ * Whatever else is written, or held back (META), waits for this. */
+int compact_encoders_drain(struct compactor *c);
+/* Stops the encoder threads (dropping what they did not write); before
+ * the writer stops. */
+void compact_encoders_stop(struct compactor *c);
 
 /* ---- zwrite.c: the output's chunks ---- */
+
+/* The CPUs the compactor's threads may use: the affinity mask's
+ * (ap_cpus_here), 0 with ALLOCPROF_COMPACT_NO_THREAD=1 (no threads). */
+unsigned compact_cpus(void);
 
 /* The writer (and its threads, if it can have some), and the trial
  * compressor. */
@@ -176,8 +210,9 @@ int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32
  * (EVENTS) go in front of it, not compressed. */
 int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			     const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len);
-/* The size of raw compressed at level 1 (SIZE_MAX: it does not compress). */
-size_t compact_trial_size(struct compactor *c, const uint8_t *raw, size_t len);
+/* The size of raw compressed at level 1 with zc (its frame in *o;
+ * SIZE_MAX: it does not compress). */
+size_t compact_trial_size(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len);
 /* A raw META payload of tid (at `off`) re-encoded (stacks.h) into the
  * META records held back, which are written as one chunk before the next
  * other chunk, or once they are large. */

@@ -12,10 +12,11 @@
  *   (AP_CHUNK_F_INDEX), however far away, in whatever later chunk, on
  *   whichever thread (then with the allocating thread's tid): addresses
  *   are most of the entropy of a trace and only served to match the
- *   frees. With several threads a replay first finds which FREE ends
+ *   frees. With several threads a plan first finds which FREE ends
  *   which thread's block, and the blocks that must keep their address
  *   (plan.c): those whose address another thread names in the same
- *   quantum;
+ *   quantum (a replay of the trace; one pass without it where the
+ *   threads keep to their own addresses);
  * - stacks that share their outer frames with an earlier one name it
  *   (STACK_SHARED, stacks.c);
  * - the payload is split in columns (AP_CHUNK_F_COLUMNS) and compressed
@@ -254,7 +255,8 @@ static int replace_input(struct compactor *c, struct ap_buf *tmp, mode_t mode)
  * the input. */
 static void compactor_release(struct compactor *c, struct ap_buf *tmp, bool done)
 {
-	compact_writer_stop(c); /* first: it may be writing to c->fd */
+	compact_encoders_stop(c); /* first: they give the writer chunks */
+	compact_writer_stop(c);	  /* then: it may be writing to c->fd */
 	if (c->fd >= 0)
 		close(c->fd);
 	if (!done && tmp->len)
@@ -329,7 +331,7 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st, s
 	}
 	c.ntids = 0;
 	if (c.threads && c.transcode &&
-	    compact_plan(path, c.quantum, c.step, &c.plan, &c.nplan, err) < 0)
+	    compact_plan(path, data, size, c.quantum, c.step, &c.plan, &c.nplan, err) < 0)
 		goto out;
 	st->cut = false; /* counted again by the pass that writes */
 	st->events = 0;

@@ -90,16 +90,21 @@ static inline bool plan_run_next(const struct thread_plan *pl, size_t *pos, stru
 	return true;
 }
 
-/* The trace at `path` read and its events matched as every report
- * matches them (ap_replay): *plan gets one thread_plan per thread of the
- * trace (*nplan of them, in the reader's thread order), which the caller
- * frees with compact_plan_free. `quantum` is the trace's time quantum
- * (ns) and `step` its time step in quanta: the runs are planned only when
- * step > 1. Returns 0, or -1 with err set ("<path>: <why>"): the trace
- * does not read, its events do not (a corrupt chunk), or it changed
- * while it was read (then *plan is set all the same). */
-int compact_plan(const char *path, uint64_t quantum, uint64_t step, struct thread_plan **plan,
-		 size_t *nplan, struct ap_error *err);
+/* The plan for the trace at `path` (whose `size` bytes are at `data`,
+ * mapped by the caller; NULL: read from path alone): its events matched as
+ * every report matches them (ap_replay): *plan gets one thread_plan per
+ * thread of the trace (*nplan of them, in the reader's thread order),
+ * which the caller frees with compact_plan_free. `quantum` is the trace's
+ * time quantum (ns) and `step` its time step in quanta: the runs are
+ * planned only when step > 1. When no address is named by two threads
+ * (most programs), one pass over `data` finds what the replay would
+ * (plan.c, "the plan without the replay"); else, or with
+ * ALLOCPROF_TEST_REPLAY_PLAN set (tests compare the two), the replay.
+ * Returns 0, or -1 with err set ("<path>: <why>"): the trace does not
+ * read, its events do not (a corrupt chunk), or it changed while it was
+ * read (then *plan is set all the same). */
+int compact_plan(const char *path, const uint8_t *data, size_t size, uint64_t quantum,
+		 uint64_t step, struct thread_plan **plan, size_t *nplan, struct ap_error *err);
 /* Frees what compact_plan made (NULL is fine). */
 void compact_plan_free(struct thread_plan *plan, size_t nplan);
 

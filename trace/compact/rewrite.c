@@ -6,6 +6,8 @@
  * (tid, index) (AP_CHUNK_F_XOWN); the times as coarse as the merge
  * allows; the payload in columns, with the sizes predicted by stack where
  * that packs better (AP_CHUNK_F_SIZES). */
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,10 +42,35 @@ static void live_put(struct pending *p, uint64_t addr, uint64_t index, uint32_t 
 	p->at[pos] = (struct live_at){index, size, ap_u64map_push(&p->live, addr, pos), stack};
 }
 
+/* The block held out of the map (struct pending's `held`) put in. */
+static void live_settle(struct pending *p)
+{
+	if (!p->held)
+		return;
+	p->held = false;
+	live_put(p, p->held_addr, p->held_at.index, p->held_at.stack, p->held_at.size);
+}
+
+/* A new live block, held out of the map (the one held before goes in):
+ * the thread's latest, so the latest at its address too. */
+static void live_hold(struct pending *p, uint64_t addr, uint64_t index, uint32_t stack,
+		      uint64_t size)
+{
+	live_settle(p);
+	p->held = true;
+	p->held_addr = addr;
+	p->held_at = (struct live_at){index, size, AP_U64MAP_NONE, stack};
+}
+
 /* The thread's latest live block at addr, which is freed now; false if
  * there is none (it is named by its address, and not resolved). */
 static bool live_take(struct pending *p, uint64_t addr, struct live_at *out)
 {
+	if (p->held && p->held_addr == addr) {
+		p->held = false;
+		*out = p->held_at;
+		return true;
+	}
 	struct ap_u64map_slot *sl = p->live.slot ? ap_u64map_find(&p->live, addr) : NULL;
 	if (!sl)
 		return false;
@@ -118,25 +145,25 @@ static bool new_block(struct pending *p, uint64_t addr, uint32_t stack, uint64_t
 	bool kept = p->plan && bits_get(&p->plan->keep, index);
 	p->last_alloc = true;
 	if (!p->plan || !bits_get(&p->plan->xfreed, index))
-		live_put(p, addr, index | (kept ? LIVE_KEPT : 0), stack, size);
+		live_hold(p, addr, index | (kept ? LIVE_KEPT : 0), stack, size);
 	return !kept;
 }
 
 /* Column 6 (the frees resolved): the block a FREE ended; nothing for
  * one the reader's ring holds. (Its size is plain: the column is zstd's
  * alone, and a site's sizes repeat there.) */
-static void put_freed(struct compactor *c, const struct freed *fr)
+static void put_freed(struct lane *L, const struct freed *fr)
 {
 	if (fr->ring)
 		return;
-	uint8_t *q = room(&c->col[7], 2 * AP_VARINT_MAX), *s = q;
+	uint8_t *q = room(&L->col[7], 2 * AP_VARINT_MAX), *s = q;
 	if (!fr->found) {
 		*q++ = 0;
 	} else {
 		q += ap_put_uv(q, ((uint64_t)fr->stack << 1 | fr->temporary) + 1);
 		q += ap_put_uv(q, fr->size);
 	}
-	c->col[7].len += (size_t)(q - s);
+	L->col[7].len += (size_t)(q - s);
 }
 
 /* Prefetching the live map's slots pays from this many slots on, this
@@ -160,11 +187,11 @@ static void put_freed(struct compactor *c, const struct freed *fr)
  * its GIL wrote 38 K of times per thread, now 12 K. With one thread
  * every time is rounded down to a step. The merge orders every event as
  * before (its decisions compare times of different threads only). */
-static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q)
+static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q,
+			 uint64_t r)
 {
 	if (c->step <= 1)
 		return q;
-	uint64_t r = q - q % c->step;
 	if (!c->threads)
 		return r;
 	const struct thread_plan *pl = p->plan;
@@ -190,25 +217,38 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
  * flags (AP_CHUNK_F_SIZES with the first). A call site's sizes repeat or
  * step (3 KB instead of 184 KB on handoff), random sizes do not (a
  * difference of two random sizes costs more than either). */
-static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_counts *counts)
+static unsigned encode(const struct compactor *c, struct lane *L, struct pending *p,
+		       const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
+		       struct ap_chunk_counts *counts)
 {
-	struct bytes *col = c->col;
+	struct bytes *col = L->col;
 	for (int k = 0; k < 8; k++)
 		col[k].len = 0;
 	size_t nrec = 0, last_step = 0, nalloc = 0;
-	if (!c->sizes)
-		c->sizes = ap_xcalloc(1, sizeof(*c->sizes));
-	struct ap_evenc enc = {.sizes = c->sizes};
+	if (!L->sizes)
+		L->sizes = ap_xcalloc(1, sizeof(*L->sizes));
+	if (!L->zc && !(L->zc = ZSTD_createCCtx()))
+		abort(); /* out of memory, as ap_xmalloc */
+	struct ap_evenc enc = {.sizes = L->sizes};
 	uint64_t wsum = 0, wn = 0; /* the gaps' window so far */
-	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC),
-				  coarse_q(c, p, p->base, p->ev[0].ts / c->quantum));
-	for (size_t i = 0; i < p->nev; i++) {
-		const struct ap_event *e = &p->ev[i];
+	/* the quantum of the last time seen, and it rounded down to a step:
+	 * most events share their time with the one before, and skip the two
+	 * divisions (loop64x2: 0.1 to 0.3 s of 8.3 s) */
+	uint64_t last_ts = ev[0].ts, q = last_ts / c->quantum;
+	uint64_t qr = c->step > 1 ? q - q % c->step : q;
+	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), coarse_q(c, p, base, q, qr));
+	for (size_t i = 0; i < nev; i++) {
+		const struct ap_event *e = &ev[i];
 		/* a map of many live blocks misses the caches at every probe:
 		 * ask for the slot of an event a few ahead (as ap_replay does) */
-		if (p->live.slot && p->live.mask >= LIVE_PREFETCH_MIN && i + LIVE_PREFETCH < p->nev)
-			ap_u64map_prefetch(&p->live, p->ev[i + LIVE_PREFETCH].addr);
-		uint64_t eq = coarse_q(c, p, p->base + i, e->ts / c->quantum);
+		if (p->live.slot && p->live.mask >= LIVE_PREFETCH_MIN && i + LIVE_PREFETCH < nev)
+			ap_u64map_prefetch(&p->live, ev[i + LIVE_PREFETCH].addr);
+		if (e->ts != last_ts) {
+			last_ts = e->ts;
+			q = last_ts / c->quantum;
+			qr = c->step > 1 ? q - q % c->step : q;
+		}
+		uint64_t eq = coarse_q(c, p, base + i, q, qr);
 		if (eq > enc.q) { /* (a time going back stays at the later one) */
 			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
 						      nrec - last_step, eq);
@@ -217,7 +257,7 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
 		const struct ap_event *old = NULL, *a = e;
-		if (e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) && i + 1 < p->nev &&
+		if (e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) && i + 1 < nev &&
 		    (e[1].flags & AP_EVF_REALLOC)) {
 			old = e;
 			a = &e[1];
@@ -258,10 +298,10 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
 		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
 		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
-		if (c->gaps) {
+		if (gaps) {
 			/* the record's gap (its first event's) in its window */
 			wsum += ap_gap_work_ns(e->gap);
-			if (++wn == AP_GAP_WINDOW || i + 1 == p->nev) {
+			if (++wn == AP_GAP_WINDOW || i + 1 == nev) {
 				*room(&col[6], 1) = ap_gapq_code(&p->gq, wsum / wn);
 				col[6].len++;
 				wsum = wn = 0;
@@ -270,36 +310,37 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
 		if (r.type != AP_EV_FREE)
 			col[5].len += ap_put_uv(room(&col[5], AP_VARINT_MAX), r.size);
 		if (r.type == AP_EV_FREE || (r.flags & AP_RF_OLD_TRACKED))
-			put_freed(c, &fr);
+			put_freed(L, &fr);
 		col[0].len += (size_t)(c0 - s0);
 		col[1].len += (size_t)(c1 - s1);
 		col[2].len += (size_t)(c2 - s2);
 		col[4].len += (size_t)(c4 - s4);
 	}
-	*counts = (struct ap_chunk_counts){nrec, p->nev, nalloc, enc.q};
+	live_settle(p); /* (the map whole for whoever reads it next) */
+	*counts = (struct ap_chunk_counts){nrec, nev, nalloc, enc.q};
 	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
-			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | (c->gaps ? AP_CHUNK_F_GAPS : 0);
-	if (compact_trial_size(c, col[5].b, col[5].len) <
-	    compact_trial_size(c, col[2].b, col[2].len)) {
+			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | (gaps ? AP_CHUNK_F_GAPS : 0);
+	if (compact_trial_size(L->zc, &L->trial, col[5].b, col[5].len) <
+	    compact_trial_size(L->zc, &L->trial, col[2].b, col[2].len)) {
 		struct bytes plain = col[5];
 		col[5] = col[2];
 		col[2] = plain;
 		flags &= ~AP_CHUNK_F_SIZES;
 	}
-	struct bytes *out = &c->payload;
+	struct bytes *out = &L->payload;
 	out->len = 0;
 	put_uv(out, col[1].len);
 	put_uv(out, col[2].len);
 	put_uv(out, col[3].len);
 	put_uv(out, col[4].len);
-	if (c->gaps)
+	if (gaps)
 		put_uv(out, col[6].len);
 	put_uv(out, col[7].len);
 	for (int k = 0; k < 5; k++)
-		put_bytes(out, c->col[k].b, c->col[k].len);
-	if (c->gaps)
-		put_bytes(out, c->col[6].b, c->col[6].len);
-	put_bytes(out, c->col[7].b, c->col[7].len);
+		put_bytes(out, col[k].b, col[k].len);
+	if (gaps)
+		put_bytes(out, col[6].b, col[6].len);
+	put_bytes(out, col[7].b, col[7].len);
 	return flags;
 }
 
@@ -309,17 +350,8 @@ static unsigned encode(struct compactor *c, struct pending *p, struct ap_chunk_c
  * needs one), and a live map with no block left goes. Memory then
  * follows the events held and the blocks live, not every thread the
  * program ever had (2 MiB each: 2,000 short threads took 4.2 GB). */
-static void pending_shrink(struct compactor *c, struct pending *p)
+static void live_shrink(struct pending *p)
 {
-	if (p->ev && p->alloc > c->spare_alloc) {
-		free(c->spare_ev);
-		c->spare_ev = p->ev;
-		c->spare_alloc = p->alloc;
-	} else {
-		free(p->ev);
-	}
-	p->ev = NULL;
-	p->alloc = 0;
 	if (p->live.slot && !p->live.n) {
 		ap_u64map_release(&p->live);
 		memset(&p->live, 0, sizeof(p->live));
@@ -331,19 +363,245 @@ static void pending_shrink(struct compactor *c, struct pending *p)
 	}
 }
 
+static void pending_shrink(struct compactor *c, struct pending *p)
+{
+	if (p->ev && p->alloc > c->spare_alloc) {
+		free(c->spare_ev);
+		c->spare_ev = p->ev;
+		c->spare_alloc = p->alloc;
+	} else {
+		free(p->ev);
+	}
+	p->ev = NULL;
+	p->alloc = 0;
+	live_shrink(p);
+}
+
+/* ---- encoder threads ----
+ *
+ * Encoding a thread's events (encode: the live map, the runs, the
+ * columns, a trial compression) took 40 % of compacting loop64x2 (200 M
+ * events), decoding the sampler's chunks 20 %. With two CPUs or more, up
+ * to ENC_MAX threads encode while the compactor's own thread walks the
+ * chunks and decodes: a pending thread's events go to them as a job, in
+ * order; a job waits while its thread's earlier one is being encoded
+ * (the thread's state is the encoding's), and each is written (given to
+ * the writer, zwrite.c) when the ones before it are. The bytes are those
+ * written without them: every job's encoding depends only on its thread's
+ * state and its own events, and the writes keep their order. Whatever the
+ * compactor writes or holds back itself waits until every job is written
+ * (compact_encoders_drain). */
+#define ENC_MAX 2
+/* Jobs given and not yet written, at most (each holds up to
+ * COMPACT_INPUT of the sampler's chunks decoded: ~40 bytes an event) */
+#define EQ (ENC_MAX + 1)
+/* Event arrays kept for reuse: as many as circulate between two threads
+ * and the jobs (a new one's pages cost their zeroing: 8 % of loop64x2's
+ * compaction with EQ + 1) */
+#define POOL (EQ + 2)
+
+struct ejob {
+	size_t pend; /* index in c->pend */
+	struct ap_event *ev;
+	size_t nev, alloc;
+	uint64_t base;
+	bool gaps;
+};
+
+struct encoders {
+	pthread_t th[ENC_MAX];
+	unsigned nth, started; /* threads made, and those that took a lane */
+	struct compactor *c;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* any change: a job given, taken, encoded, written */
+	struct ejob q[EQ]; /* job k in q[k % EQ] */
+	uint64_t given, taken, written;
+	bool quit;
+	bool failed; /* a write failed (err), or stopped: the rest is dropped */
+	struct ap_error err;
+	struct lane lane[ENC_MAX];
+	/* event arrays of jobs written, for the pending threads' next */
+	struct ap_event *pool[POOL];
+	size_t pool_alloc[POOL], npool;
+};
+
+static void lane_release(struct lane *L)
+{
+	for (int k = 0; k < 8; k++)
+		free(L->col[k].b);
+	free(L->payload.b);
+	free(L->sizes);
+	ZSTD_freeCCtx(L->zc);
+	free(L->trial.b);
+	memset(L, 0, sizeof(*L));
+}
+
+/* An encoder thread: the oldest job not taken, once its thread's earlier
+ * one is encoded; encoded in its lane; written in its turn. */
+static void *enc_main(void *arg)
+{
+	struct encoders *E = arg;
+	struct compactor *c = E->c;
+	pthread_mutex_lock(&E->mu);
+	struct lane *L = &E->lane[E->started++];
+	for (;;) {
+		while (!E->quit &&
+		       (E->taken == E->given || c->pend[E->q[E->taken % EQ].pend].busy))
+			pthread_cond_wait(&E->cv, &E->mu);
+		if (E->quit)
+			break;
+		uint64_t k = E->taken++;
+		struct ejob j = E->q[k % EQ];
+		struct pending *p = &c->pend[j.pend];
+		bool failed = E->failed;
+		p->busy = true;
+		pthread_mutex_unlock(&E->mu);
+		struct ap_chunk_counts counts;
+		unsigned flags = 0;
+		if (!failed) {
+			flags = encode(c, L, p, j.ev, j.nev, j.base, j.gaps, &counts);
+			live_shrink(p);
+		}
+		pthread_mutex_lock(&E->mu);
+		p->busy = false;
+		pthread_cond_broadcast(&E->cv);
+		while (E->written != k && !E->quit)
+			pthread_cond_wait(&E->cv, &E->mu);
+		if (!E->failed && !E->quit) {
+			pthread_mutex_unlock(&E->mu);
+			int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags,
+							  p->tid, &counts, L->payload.b,
+							  L->payload.len);
+			pthread_mutex_lock(&E->mu);
+			if (rc < 0) {
+				E->failed = true;
+				E->err = *c->err;
+			}
+		}
+		if (E->npool < POOL) {
+			E->pool[E->npool] = j.ev;
+			E->pool_alloc[E->npool++] = j.alloc;
+		} else {
+			free(j.ev);
+		}
+		E->written++;
+		pthread_cond_broadcast(&E->cv);
+	}
+	pthread_mutex_unlock(&E->mu);
+	return NULL;
+}
+
+/* The encoder threads, if there are CPUs for them (none for a stream:
+ * it has one core, or with ALLOCPROF_COMPACT_NO_THREAD=1); NULL if not. */
+static struct encoders *encoders_start(struct compactor *c)
+{
+	if (c->stream || compact_cpus() < 2)
+		return NULL;
+	struct encoders *E = ap_xcalloc(1, sizeof(*E));
+	E->c = c;
+	pthread_mutex_init(&E->mu, NULL);
+	pthread_cond_init(&E->cv, NULL);
+	/* (signals stay with the threads that were there, as the writer's) */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_mutex_lock(&E->mu);
+	while (E->nth < ENC_MAX && pthread_create(&E->th[E->nth], NULL, enc_main, E) == 0)
+		E->nth++;
+	pthread_mutex_unlock(&E->mu);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!E->nth) {
+		pthread_mutex_destroy(&E->mu);
+		pthread_cond_destroy(&E->cv);
+		free(E);
+		return NULL;
+	}
+	return E;
+}
+
+int compact_encoders_drain(struct compactor *c)
+{
+	struct encoders *E = c->enc;
+	if (!E)
+		return 0;
+	pthread_mutex_lock(&E->mu);
+	while (E->written != E->given)
+		pthread_cond_wait(&E->cv, &E->mu);
+	bool failed = E->failed;
+	if (failed)
+		*c->err = E->err;
+	pthread_mutex_unlock(&E->mu);
+	return failed ? -1 : 0;
+}
+
+void compact_encoders_stop(struct compactor *c)
+{
+	struct encoders *E = c->enc;
+	if (!E)
+		return;
+	pthread_mutex_lock(&E->mu);
+	E->quit = true;
+	pthread_cond_broadcast(&E->cv);
+	pthread_mutex_unlock(&E->mu);
+	for (unsigned i = 0; i < E->nth; i++)
+		pthread_join(E->th[i], NULL);
+	for (uint64_t k = E->taken; k < E->given; k++)
+		free(E->q[k % EQ].ev);
+	for (size_t i = 0; i < E->npool; i++)
+		free(E->pool[i]);
+	for (unsigned i = 0; i < ENC_MAX; i++)
+		lane_release(&E->lane[i]);
+	pthread_mutex_destroy(&E->mu);
+	pthread_cond_destroy(&E->cv);
+	free(E);
+	c->enc = NULL;
+}
+
+/* p's events given to the encoder threads as a job (after those given
+ * before); p starts over with no array. */
+static int give_job(struct compactor *c, struct pending *p)
+{
+	struct encoders *E = c->enc;
+	pthread_mutex_lock(&E->mu);
+	while (E->given - E->written >= EQ && !E->failed)
+		pthread_cond_wait(&E->cv, &E->mu);
+	if (E->failed) {
+		*c->err = E->err;
+		pthread_mutex_unlock(&E->mu);
+		return -1;
+	}
+	E->q[E->given % EQ] = (struct ejob){(size_t)(p - c->pend), p->ev, p->nev, p->alloc,
+					    p->base, c->gaps};
+	E->given++;
+	pthread_cond_broadcast(&E->cv);
+	pthread_mutex_unlock(&E->mu);
+	p->ev = NULL;
+	p->alloc = 0;
+	return 0;
+}
+
 static int flush_pending(struct compactor *c, struct pending *p)
 {
 	if (!p->nev)
 		return 0;
-	struct ap_chunk_counts counts;
-	unsigned flags = encode(c, p, &counts);
+	if (!c->enc_tried) {
+		c->enc_tried = true;
+		c->enc = encoders_start(c);
+	}
+	int rc;
+	if (c->enc) {
+		rc = give_job(c, p);
+	} else {
+		struct ap_chunk_counts counts;
+		unsigned flags = encode(c, &c->lane, p, p->ev, p->nev, p->base, c->gaps, &counts);
+		rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid,
+					      &counts, c->lane.payload.b, c->lane.payload.len);
+		pending_shrink(c, p);
+	}
 	c->held -= p->input;
 	p->base += p->nev;
 	p->nev = 0;
 	p->input = 0;
-	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts,
-					  c->payload.b, c->payload.len);
-	pending_shrink(c, p);
 	return rc;
 }
 
@@ -352,6 +610,8 @@ int compact_flush_all(struct compactor *c)
 	for (size_t i = 0; i < c->npend; i++)
 		if (flush_pending(c, &c->pend[i]) < 0)
 			return -1;
+	if (compact_encoders_drain(c) < 0)
+		return -1;
 	return compact_flush_meta(c);
 }
 
@@ -362,6 +622,26 @@ static void reserve_events(struct compactor *c, struct pending *p, size_t n)
 {
 	if (n <= p->alloc)
 		return;
+	struct encoders *E = c->enc;
+	if (!p->nev && !p->ev && E) {
+		/* (the largest array a job is done with: it holds what the
+		 * thread's next job will) */
+		pthread_mutex_lock(&E->mu);
+		size_t best = E->npool;
+		for (size_t i = 0; i < E->npool; i++)
+			if (E->pool_alloc[i] >= n &&
+			    (best == E->npool || E->pool_alloc[i] > E->pool_alloc[best]))
+				best = i;
+		if (best < E->npool) {
+			p->ev = E->pool[best];
+			p->alloc = E->pool_alloc[best];
+			E->pool[best] = E->pool[--E->npool];
+			E->pool_alloc[best] = E->pool_alloc[E->npool];
+		}
+		pthread_mutex_unlock(&E->mu);
+		if (p->ev)
+			return;
+	}
 	if (!p->nev && c->spare_ev && n <= c->spare_alloc) {
 		/* (written out: its array is the spare) */
 		free(p->ev);
@@ -396,6 +676,9 @@ static struct pending *pending_for(struct compactor *c, uint32_t tid)
 	for (size_t i = 0; i < c->npend; i++)
 		if (c->pend[i].tid == tid)
 			return &c->pend[i];
+	/* (the array may move: the encoder threads must be done with it) */
+	if (c->npend + 1 > c->pend_alloc && compact_encoders_drain(c) < 0)
+		return NULL;
 	AP_ALLOC_GROW(c->pend, c->npend + 1, c->pend_alloc);
 	struct pending *p = &c->pend[c->npend++];
 	memset(p, 0, sizeof(*p));
@@ -453,6 +736,8 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 {
 	int rc = 0;
 	struct pending *p = pending_for(c, tid);
+	if (!p)
+		return -1;
 	if (p->input + len > COMPACT_INPUT)
 		rc = flush_pending(c, p);
 	/* every event record takes 2 bytes or more */
@@ -483,8 +768,5 @@ void compact_rewrite_release(struct compactor *c)
 	}
 	free(c->pend);
 	free(c->spare_ev);
-	for (int k = 0; k < 8; k++)
-		free(c->col[k].b);
-	free(c->payload.b);
-	free(c->sizes);
+	lane_release(&c->lane);
 }

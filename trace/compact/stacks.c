@@ -84,6 +84,45 @@ void compact_stacks_release(struct stack_table *s)
 	ap_index_release(&s->index);
 }
 
+bool compact_meta_skip(uint8_t tag, const uint8_t **at, const uint8_t *end, uint64_t v[4])
+{
+	const uint8_t *p = *at;
+	uint64_t n = 0, x;
+	bool ok;
+	switch (tag) {
+	case AP_META_MAPPING:
+		ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
+		     n <= (uint64_t)(end - p);
+		p += ok ? n : 0;
+		ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
+		p += ok ? n : 0;
+		ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
+		for (uint64_t i = 0; ok && i < 4 * n; i++)
+			ok = !ap_get_uv(&p, end, &x);
+		break;
+	case AP_META_THREAD:
+		ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
+		     n <= (uint64_t)(end - p);
+		p += ok ? n : 0;
+		break;
+	case AP_META_STACK:
+		ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]);
+		for (uint64_t i = 0; ok && i < v[1]; i++)
+			ok = !ap_get_uv(&p, end, &x);
+		break;
+	case AP_META_STACK_SHARED:
+		ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]) &&
+		     !ap_get_uv(&p, end, &v[2]) && !ap_get_uv(&p, end, &v[3]) && v[3] <= v[1];
+		for (uint64_t i = 0; ok && i < v[1] - v[3]; i++)
+			ok = !ap_get_uv(&p, end, &x);
+		break;
+	default:
+		ok = false;
+	}
+	*at = p;
+	return ok;
+}
+
 int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload, size_t len)
 {
 	size_t start = o->len;
@@ -92,24 +131,13 @@ int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *p
 	while (p < end) {
 		const uint8_t *rec = p;
 		uint8_t tag = *p++;
-		uint64_t v[4], n;
+		uint64_t v[4];
 		bool ok = true;
 		if (tag == 0) {
 			p = rec; /* padding: copied */
 			break;
-		} else if (tag == AP_META_MAPPING) {
-			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
-			     n <= (uint64_t)(end - p);
-			p += ok ? n : 0;
-			ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
-			p += ok ? n : 0;
-			ok = ok && !ap_get_uv(&p, end, &n) && n <= (uint64_t)(end - p);
-			for (uint64_t i = 0; ok && i < 4 * n; i++)
-				ok = !ap_get_uv(&p, end, &v[0]);
-		} else if (tag == AP_META_THREAD) {
-			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &n) &&
-			     n <= (uint64_t)(end - p);
-			p += ok ? n : 0;
+		} else if (tag == AP_META_MAPPING || tag == AP_META_THREAD) {
+			ok = compact_meta_skip(tag, &p, end, v);
 		} else if (tag == AP_META_STACK) {
 			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]);
 			uint64_t pc = 0;
@@ -140,11 +168,7 @@ int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *p
 			}
 		} else if (tag == AP_META_STACK_SHARED) {
 			/* (written by an earlier compaction; kept, not shared) */
-			ok = !ap_get_uv(&p, end, &v[0]) && !ap_get_uv(&p, end, &v[1]) &&
-			     !ap_get_uv(&p, end, &v[2]) && !ap_get_uv(&p, end, &v[3]) &&
-			     v[3] <= v[1];
-			for (uint64_t i = 0; ok && i < v[1] - v[3]; i++)
-				ok = !ap_get_uv(&p, end, &n);
+			ok = compact_meta_skip(tag, &p, end, v);
 			if (ok && v[0] == (s->nids ? s->nids : 1))
 				s->nids = v[0] + 1;
 			s->shared_pcs += ok ? v[3] : 0;

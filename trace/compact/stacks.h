@@ -45,6 +45,13 @@ struct stack_table {
  * chunk goes to the output without this: the ids are no longer known. */
 int compact_stacks_meta(struct stack_table *s, struct bytes *o, const uint8_t *payload, size_t len);
 
+/* The META record at *p, its tag (one byte) read already, up to end:
+ * *p moves past it, and v gets its first fields: MAPPING its first;
+ * THREAD the tid; STACK the id and depth; STACK_SHARED the id, depth,
+ * base and frames shared. (A STACK's PCs are skipped: stacks.c reads
+ * them itself.) false if it does not decode, or the tag is unknown. */
+bool compact_meta_skip(uint8_t tag, const uint8_t **p, const uint8_t *end, uint64_t v[4]);
+
 /* Frees what s holds. */
 void compact_stacks_release(struct stack_table *s);
 

@@ -182,11 +182,8 @@ void compact_writer_start(struct compactor *c)
 	pthread_mutex_init(&zw->mu, NULL);
 	pthread_cond_init(&zw->more, NULL);
 	pthread_cond_init(&zw->done, NULL);
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned want = cpus < 1 ? 1 : cpus > ZW_MAX ? ZW_MAX : (unsigned)cpus;
-	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
-	if (c->stream || (nt && !strcmp(nt, "1")))
-		want = 0;
+	unsigned cpus = compact_cpus();
+	unsigned want = c->stream ? 0 : cpus > ZW_MAX ? ZW_MAX : cpus;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -195,6 +192,12 @@ void compact_writer_start(struct compactor *c)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!zw->nth && !(zw->zc = ZSTD_createCCtx()))
 		abort(); /* out of memory, as ap_xmalloc */
+}
+
+unsigned compact_cpus(void)
+{
+	const char *nt = getenv("ALLOCPROF_COMPACT_NO_THREAD");
+	return nt && !strcmp(nt, "1") ? 0 : ap_cpus_here();
 }
 
 /* What the writer failed at, as the compactor's error. */
@@ -248,6 +251,8 @@ static int zw_give(struct compactor *c, uint8_t type, uint8_t flags, uint32_t ti
 int compact_drain(struct compactor *c)
 {
 	struct zworker *zw = c->zw;
+	if (compact_encoders_drain(c) < 0)
+		return -1;
 	if (!zw)
 		return 0;
 	pthread_mutex_lock(&zw->mu);
@@ -302,7 +307,7 @@ int compact_out_write(struct compactor *c, const void *data, size_t len)
 int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
 			const uint8_t *payload, size_t len)
 {
-	if (c->meta.len && compact_flush_meta(c) < 0)
+	if (compact_encoders_drain(c) < 0 || (c->meta.len && compact_flush_meta(c) < 0))
 		return -1;
 	if (compact_drain(c) < 0)
 		return -1;
@@ -340,9 +345,9 @@ int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, u
 }
 
 /* The size of raw compressed at level 1: a trial of two columns. */
-size_t compact_trial_size(struct compactor *c, const uint8_t *raw, size_t len)
+size_t compact_trial_size(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len)
 {
-	return zcompress(c->ztrial, &c->trial, raw, len, 1);
+	return zcompress(zc, o, raw, len, 1);
 }
 
 /* The META records held back, as one chunk. */
@@ -361,6 +366,10 @@ int compact_hold_meta(struct compactor *c, size_t off, uint32_t tid, const uint8
 		      size_t len)
 {
 	struct bytes *o = &c->meta;
+	/* (the encoder threads write the META held back before their
+	 * chunks: those came before this one) */
+	if (compact_encoders_drain(c) < 0)
+		return -1;
 	if (o->len && o->len + len > COMPACT_META && compact_flush_meta(c) < 0)
 		return -1;
 	if (!o->len)
