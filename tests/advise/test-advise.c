@@ -162,12 +162,9 @@ static void test_exact(void)
 	ap_trace_free(t);
 }
 
-/* vpool.h's private slots are per thread, and go with their thread: on
- * one CPU, thread A puts a 64 KiB buffer back and ends; thread B, started
- * after, misses (a per-CPU private slot would have handed it A's buffer),
- * then puts its own back and gets it again. A's and B's buffers are
- * released at their exits: nothing held at the end. */
-static void test_thread_private(void)
+/* A writer on 2 CPUs with threads 1000 ("a") and 1001 ("b") and one
+ * stack (*st, site0). */
+static struct ap_tw *two_threads(uint32_t *st)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
@@ -175,9 +172,21 @@ static void test_thread_private(void)
 	h.start_ns = START;
 	struct ap_tw *tw = ap_tw_new(&h);
 	uint64_t pc = 0x1000;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	*st = ap_tw_stack(tw, &pc, 1);
 	ap_tw_thread(tw, 1000, "a");
 	ap_tw_thread(tw, 1001, "b");
+	return tw;
+}
+
+/* vpool.h's private slots are per thread, and go with their thread: on
+ * one CPU, thread A puts a 64 KiB buffer back and ends; thread B, started
+ * after, misses (a per-CPU private slot would have handed it A's buffer),
+ * then puts its own back and gets it again. A's and B's buffers are
+ * released at their exits: nothing held at the end. */
+static void test_thread_private(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = two_threads(&st);
 	uint64_t ts = START + 1000;
 	ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 65536, st);
 	ap_tw_free(tw, 1000, ts + 100, 0, 0x100000);
@@ -205,15 +214,8 @@ static void test_thread_private(void)
  * makes four blocks, b frees three of them and a the last. */
 static void test_cross_thread(void)
 {
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	h.cpus = 2;
-	h.start_ns = START;
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x1000;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 1000, "a");
-	ap_tw_thread(tw, 1001, "b");
+	uint32_t st;
+	struct ap_tw *tw = two_threads(&st);
 	uint64_t ts = START + 1000;
 	for (uint64_t i = 0; i < 4; i++)
 		ap_tw_alloc(tw, 1000, ts + i * 10, 0, AP_KIND_MALLOC, 0x100000 + i * 0x1000, 256, st);
