@@ -248,6 +248,10 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		printf(", and %zu more", t->nthreads - shown);
 	printf("%s\n", t->nthreads ? ")" : "");
 	print_end(t);
+	if (t->has_switches)
+		printf("%-18s %llu: its threads blocked %llu times (a lock, a queue, a sleep) and were "
+		       "preempted %llu\n", "switches", (unsigned long long)(t->nvcsw + t->nivcsw),
+		       (unsigned long long)t->nvcsw, (unsigned long long)t->nivcsw);
 	printf("%-18s %llu\n", "events", (unsigned long long)tot->events);
 	printf("%-18s %llu\n", "samples", (unsigned long long)tot->samples);
 	if (t->has_counts) {
@@ -430,6 +434,8 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
 						 ? json_u64(t->end_status) : json_null());
+	json_object_set_new(o, "nvcsw", t->has_switches ? json_u64(t->nvcsw) : json_null());
+	json_object_set_new(o, "nivcsw", t->has_switches ? json_u64(t->nivcsw) : json_null());
 	json_object_set_new(o, "calls", t->has_counts ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "malloc_owner",

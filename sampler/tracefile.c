@@ -626,6 +626,21 @@ static bool run_delay_ns(uint64_t *out)
 	return true;
 }
 
+/* The process's context switches so far, every thread's (getrusage of
+ * RUSAGE_SELF: voluntary, it blocked; involuntary, it was preempted):
+ * advise weighs a pool's saving for objects handed between threads
+ * against how often the program's threads waited (docs/pool-model.md,
+ * §9). A raw system call, as run_delay_ns; false when refused. */
+static bool switches(uint64_t *vol, uint64_t *invol)
+{
+	struct rusage ru;
+	if (!may_call(SYS_getrusage, (uint64_t)RUSAGE_SELF, (uintptr_t)&ru, 0, 0) ||
+	    syscall(SYS_getrusage, RUSAGE_SELF, &ru) != 0)
+		return false;
+	*vol = (uint64_t)ru.ru_nvcsw;
+	*invol = (uint64_t)ru.ru_nivcsw;
+	return true;
+}
 
 /* Ends the trace: no more events, everything flushed, END written. Returns
  * 0 if this call ended it, -1 if it was not running. */
@@ -646,7 +661,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 12 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 14 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -660,6 +675,11 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	uint64_t delay;
 	if (run_delay_ns(&delay))
 		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS, delay);
+	uint64_t vol, invol;
+	if (switches(&vol, &invol)) {
+		k += ap_put_kv_uint(p + k, AP_EK_NVCSW, vol);
+		k += ap_put_kv_uint(p + k, AP_EK_NIVCSW, invol);
+	}
 	k += refused_put(p + k);
 	if (live_on && !malloc_owner()) {
 		uint64_t slack;

@@ -128,6 +128,12 @@ struct ap_trace {
 	 * runnable, for a CPU (has_run_delay false: not known) */
 	bool has_run_delay;
 	uint64_t run_delay_ns;
+	/* END's `nvcsw` and `nivcsw`: the process's context switches, every
+	 * thread's, voluntary (it blocked: a lock, a queue, a sleep) and
+	 * involuntary (preempted), from getrusage (has_switches false: not
+	 * known) */
+	bool has_switches;
+	uint64_t nvcsw, nivcsw;
 	/* END's `live_peak` and `live_slack`: the sampler's count of the
 	 * largest in-use bytes, every block counted by glibc's usable size,
 	 * sampled or not, exact to within live_slack bytes either way

@@ -214,6 +214,8 @@ enum {
 	AP_EK_LIVE_PEAK = 10,
 	AP_EK_LIVE_SLACK = 11,
 	AP_EK_RUN_DELAY_NS = 12,
+	AP_EK_NVCSW = 13,
+	AP_EK_NIVCSW = 14,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

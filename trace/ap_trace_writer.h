@@ -79,6 +79,10 @@ struct ap_tw_end {
 	/* the sampler's live-byte peak and its slack (END keys 10 and 11),
 	 * written when live_peak is not 0 */
 	uint64_t live_peak, live_slack;
+	/* the process's context switches (END keys 13 and 14), written when
+	 * has_switches */
+	bool has_switches;
+	uint64_t nvcsw, nivcsw;
 };
 
 struct ap_tw;

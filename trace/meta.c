@@ -257,8 +257,9 @@ int decode_end(struct rd *r, struct cur *c)
 	t->pooled = NULL;
 	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
-	uint64_t live_peak = 0, live_slack = 0, run_delay = 0;
+	uint64_t live_peak = 0, live_slack = 0, run_delay = 0, nvcsw = 0, nivcsw = 0;
 	bool has_status = false, has_calls = false, has_live = false, has_delay = false;
+	bool has_csw = false;
 	while (c->p < c->end) {
 		struct kv kv;
 		if (next_kv(r, c, &kv) < 0)
@@ -310,6 +311,15 @@ int decode_end(struct rd *r, struct cur *c)
 			num = &run_delay;
 			has_delay = true;
 			break;
+		case AP_EK_NVCSW:
+			name = "nvcsw";
+			num = &nvcsw;
+			has_csw = true;
+			break;
+		case AP_EK_NIVCSW:
+			name = "nivcsw";
+			num = &nivcsw;
+			break;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -343,6 +353,9 @@ int decode_end(struct rd *r, struct cur *c)
 	t->live_slack = live_slack;
 	t->has_run_delay = has_delay;
 	t->run_delay_ns = run_delay;
+	t->has_switches = has_csw;
+	t->nvcsw = nvcsw;
+	t->nivcsw = nivcsw;
 	return 0;
 }
 

@@ -367,6 +367,10 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 		kv_uint(&p, AP_EK_LIVE_PEAK, end->live_peak);
 		kv_uint(&p, AP_EK_LIVE_SLACK, end->live_slack);
 	}
+	if (end->has_switches) {
+		kv_uint(&p, AP_EK_NVCSW, end->nvcsw);
+		kv_uint(&p, AP_EK_NIVCSW, end->nivcsw);
+	}
 	emit_chunk(tw, AP_CHUNK_END, 0, p.buf, p.len);
 	ap_buf_release(&p);
 }

@@ -27,6 +27,11 @@ adv() { # OUT TRACE [env...]
 # 1. asleep between requests
 "$ALLOCPROF" record -q --all -o naps.trace "$TESTDATA_BUILD/naps" 100 2 >naps.out || fail "record naps"
 adv n.json naps.trace
+# END's context switches: each of the 100 sleeps blocked the thread once
+"$ALLOCPROF" stats --json naps.trace >s.json || fail "stats naps"
+vol=$(jq s.json 'j["nvcsw"]')
+echo "naps: $vol voluntary context switches (100 sleeps)"
+[ "$vol" -ge 100 ] && [ "$vol" -le 400 ] || fail "naps: END says $vol voluntary switches, want 100 or a few more"
 slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
 echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
 # (up to 202 ms: on a loaded machine a gap between two calls can grow

@@ -161,7 +161,7 @@ static void make_trace(uint8_t **data, size_t *len, size_t cut[2], uint64_t limi
 			live[a] = false;
 		}
 	}
-	struct ap_tw_end end = {ts + 1, AP_END_EXIT, 0, 0, 0, 0, 0};
+	struct ap_tw_end end = { .end_ns = ts + 1, .reason = AP_END_EXIT };
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close_mem(tw, data, len, &err) == 0, "writer: %s", err.msg);

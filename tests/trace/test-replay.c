@@ -134,7 +134,7 @@ int main(void)
 	ap_tw_free(tw, 1, ++ts, 0, 0x7000);				/* 15: ends 14 */
 	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x6000, 64, st);	/* 16 */
 	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x6000, 72, st);	/* 17 */
-	struct ap_tw_end end = { ++ts, AP_END_EXIT, 0, 14, 0, 0, 0 };
+	struct ap_tw_end end = { .end_ns = ++ts, .reason = AP_END_EXIT, .calls = 14 };
 	ap_tw_end(tw, &end);
 	uint8_t *data;
 	size_t len;

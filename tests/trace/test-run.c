@@ -38,7 +38,8 @@ static void write_proc(const char *path, uint64_t pid, uint64_t t0, uint64_t rat
 	ap_tw_alloc(tw, (uint32_t)pid, t0 + 30, 0, AP_KIND_MALLOC, 0x2000, 100, st);
 	if (free_it)
 		ap_tw_free(tw, (uint32_t)pid, t0 + 40, 0, 0x1000);
-	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0 };
+	/* each process its context switches: the run has their sum */
+	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0, true, (uint64_t)pid, 7 };
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
@@ -196,6 +197,8 @@ int main(int argc, char **argv)
 	      "mappings");
 	CHECK(t->calls == 4 && t->bytes == 328 && t->has_end, "END totals %llu %llu",
 	      (unsigned long long)t->calls, (unsigned long long)t->bytes);
+	CHECK(t->has_switches && t->nvcsw == 3000 && t->nivcsw == 14, "END switches %llu %llu",
+	      (unsigned long long)t->nvcsw, (unsigned long long)t->nivcsw);
 	CHECK(t->nev == 5, "events %zu", t->nev);
 	for (size_t i = 1; i < t->nev; i++)
 		CHECK(t->ev[i - 1].ts <= t->ev[i].ts, "event %zu out of time order", i);
