@@ -20,6 +20,11 @@
  * asleep on them), and exits 0; or prints `allocprof-replay: why` on
  * stderr and exits 1.
  *
+ *	allocprof-replay --switch-probe
+ *
+ * What one blocking hand-over between two threads costs here (switch_probe,
+ * below): prints `switch_ns=N switches=N cpu_ns=N`.
+ *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
  * every new block's pages are written once, one byte a page, as the
  * program's first write would fault them in; a pooled block keeps the
@@ -492,8 +497,78 @@ static long status_kb(const char *key)
 	return v;
 }
 
+/* The switch probe: two threads hand a turn to each other PROBE_TURNS
+ * times through a futex word, each blocking until its turn comes, as a
+ * program's threads block on a queue or a lock another holds. What one
+ * switch costs (the process's CPU time over its context switches, the
+ * futex calls included) is what advise prices the program's own switches
+ * at, for objects it hands between threads (report/advise_verdict.c). */
+#define PROBE_TURNS 4000u
+static atomic_uint turn;
+
+static void probe_turns(unsigned me)
+{
+	for (unsigned i = 0; i < PROBE_TURNS; i++) {
+		unsigned t;
+		while ((t = atomic_load_explicit(&turn, memory_order_acquire)) % 2 != me)
+			futex(&turn, FUTEX_WAIT, t);
+		atomic_fetch_add_explicit(&turn, 1, memory_order_release);
+		futex(&turn, FUTEX_WAKE, 1);
+	}
+}
+
+static void *probe_main(void *arg)
+{
+	(void)arg;
+	probe_turns(1);
+	return NULL;
+}
+
+static int switch_probe(void)
+{
+	struct rusage r0, r1;
+	pthread_t th;
+	getrusage(RUSAGE_SELF, &r0);
+	uint64_t c0 = ns(CLOCK_PROCESS_CPUTIME_ID);
+	int rc = pthread_create(&th, NULL, probe_main, NULL);
+	if (rc)
+		die("cannot start a thread: %s", strerror(rc));
+	probe_turns(0);
+	pthread_join(th, NULL);
+	uint64_t cpu = ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+	getrusage(RUSAGE_SELF, &r1);
+	long sw = (r1.ru_nvcsw - r0.ru_nvcsw) + (r1.ru_nivcsw - r0.ru_nivcsw);
+	printf("switch_ns=%llu switches=%ld cpu_ns=%llu\n",
+	       (unsigned long long)(sw > 0 ? cpu / (uint64_t)sw : 0), sw, (unsigned long long)cpu);
+	fflush(stdout);
+	return ferror(stdout) ? 1 : 0;
+}
+
+static void batch_policy(void)
+{
+	/* No wakeup preemption: a replay thread woken when the op it waits
+	 * for is done (one block of another thread's) does not take the CPU
+	 * from the thread that did it. With it, the threads of a replay that
+	 * share a CPU could fall into step, a switch per handed-over block,
+	 * where the program waited per batch of its own: bench/twins'
+	 * prodcons2, one script on one CPU, baseline 385-480 ms with 1.3-1.6 k
+	 * page faults in most runs and 0.9-1.4 s with 118-304 k (glibc
+	 * trimming the producer's arena at every message) in the others;
+	 * under SCHED_BATCH 285-322 ms and 1.4-1.5 k faults in every run (the
+	 * pooled run 156-173 ms either way). A thread that has a CPU to itself
+	 * runs as before. A caller's real-time or idle policy is kept. */
+	if (sched_getscheduler(0) == SCHED_OTHER) {
+		struct sched_param sp = { 0 };
+		(void)sched_setscheduler(0, SCHED_BATCH, &sp);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--switch-probe")) {
+		batch_policy();
+		return switch_probe();
+	}
 	if (argc != 4 && argc != 5)
 		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES] (run by allocprof advise)");
 	char *end;
@@ -571,21 +646,7 @@ int main(int argc, char **argv)
 				die("%s", "cannot make the pool");
 	}
 	atomic_store(&running, hdr->nthreads);
-	/* No wakeup preemption: a replay thread woken when the op it waits
-	 * for is done (one block of another thread's) does not take the CPU
-	 * from the thread that did it. With it, the threads of a replay that
-	 * share a CPU could fall into step, a switch per handed-over block,
-	 * where the program waited per batch of its own: bench/twins'
-	 * prodcons2, one script on one CPU, baseline 385-480 ms with 1.3-1.6 k
-	 * page faults in most runs and 0.9-1.4 s with 118-304 k (glibc
-	 * trimming the producer's arena at every message) in the others;
-	 * under SCHED_BATCH 285-322 ms and 1.4-1.5 k faults in every run (the
-	 * pooled run 156-173 ms either way). A thread that has a CPU to itself
-	 * runs as before. A caller's real-time or idle policy is kept. */
-	if (sched_getscheduler(0) == SCHED_OTHER) {
-		struct sched_param sp = { 0 };
-		(void)sched_setscheduler(0, SCHED_BATCH, &sp);
-	}
+	batch_policy();
 
 	struct rusage r0, r1;
 	long rss0 = status_kb("VmRSS");

@@ -69,6 +69,10 @@ struct ap_run_cost {
 	 * medians): threads whose interleaving decides when glibc trims
 	 * fault in two modes, tens of times apart */
 	double minflt_lo, minflt_hi;
+	/* the baseline's only: CPU time of one blocking hand-over between
+	 * two threads on the replay's CPUs (the runner's switch probe, a
+	 * median of three; 0 when not measured: a replay of one thread) */
+	double switch_ns;
 };
 
 /* Whether c's runs faulted in modes far apart: the most at least four

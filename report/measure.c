@@ -110,6 +110,7 @@ struct ap_script {
 	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
 	uint64_t ops, bytes;
 	uint32_t nsites;
+	uint32_t nthreads;
 };
 
 static uint64_t emit(struct builder *b, uint32_t thread, uint32_t w, uint32_t slot, uint64_t n)
@@ -508,6 +509,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
+	s->nthreads = h.nthreads;
 out:
 	for (size_t k = 0; k < t->nthreads; k++) {
 		free(b.th[k].v);
@@ -675,11 +677,14 @@ static double now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* One run of the runner: site -1 is the baseline. With `sampler`, under
- * liballocprof.so recording every allocation into a trace in `dir`. */
-static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *classes, const char *sampler, const char *dir, struct sample *out,
-		    struct ap_error *err)
+/* Runs the runner with args (args[0] its name) and reads what it says
+ * into buf: 0 when it exited 0. With `sampler`, under liballocprof.so
+ * recording every allocation into a trace in `dir`; with keep_fd >= 0,
+ * that descriptor left open for it (the script: the caller formats its
+ * number, keep_fd's dup, into args through fd_arg). */
+static int runner_say(const char *runner, const char *const *args, int keep_fd, char *fd_arg,
+		      size_t fd_arg_len, const char *sampler, const char *dir, char *buf, size_t bufsz,
+		      struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -691,13 +696,10 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 		return ap_error_set(err, "measured replay: %s", strerror(errno));
 	}
 	if (pid == 0) {
-		int fd = dup(s->fd);	/* without close-on-exec */
+		if (keep_fd >= 0)
+			snprintf(fd_arg, fd_arg_len, "%d", dup(keep_fd));	/* without close-on-exec */
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);
-		char a1[16], a2[24], a3[24];
-		snprintf(a1, sizeof(a1), "%d", fd);
-		snprintf(a2, sizeof(a2), "%ld", site);
-		snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 		/* glibc's debugging aids change what malloc costs (meson's test
 		 * runner sets MALLOC_PERTURB_); the tunables stay the user's. */
 		unsetenv("LD_PRELOAD");
@@ -710,23 +712,21 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 			setenv("ALLOCPROF", cfg, 1);
 			setenv("LD_PRELOAD", sampler, 1);
 		}
-		execl(runner, "allocprof-replay", a1, a2, a3, classes && *classes ? classes : (char *)NULL,
-		      (char *)NULL);
+		execv(runner, (char *const *)args);
 		dprintf(2, "allocprof-replay: %s: %s\n", runner, strerror(errno));
 		_exit(127);
 	}
 	live_runner = pid;
 	close(pfd[1]);
-	char buf[512];
 	size_t len = 0;
 	for (;;) {
-		ssize_t r = read(pfd[0], buf + len, sizeof(buf) - 1 - len);
+		ssize_t r = read(pfd[0], buf + len, bufsz - 1 - len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		len += (size_t)r;
-		if (len == sizeof(buf) - 1)
+		if (len == bufsz - 1)
 			break;
 	}
 	buf[len] = 0;
@@ -738,6 +738,31 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	live_runner = 0;
 	if (w < 0)	/* reaped by on_end_signal: the caller goes on, or not */
 		return ap_error_set(err, "measured replay: stopped");
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		if (WIFSIGNALED(st))
+			return ap_error_set(err, "measured replay: the runner died of %s",
+					    strsignal(WTERMSIG(st)));
+		char *nl = strchr(buf, '\n');
+		if (nl)
+			*nl = 0;
+		return ap_error_set(err, "measured replay failed: %s",
+				    buf[0] ? buf : "the runner exited with an error");
+	}
+	return 0;
+}
+
+/* One run of the runner: site -1 is the baseline. With `sampler`, under
+ * liballocprof.so recording every allocation into a trace in `dir`. */
+static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
+		    const char *classes, const char *sampler, const char *dir, struct sample *out,
+		    struct ap_error *err)
+{
+	char a1[16] = "", a2[24], a3[24], buf[512];
+	snprintf(a2, sizeof(a2), "%ld", site);
+	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
+	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
+	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, buf, sizeof(buf), err) < 0)
+		return -1;
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
 	char *res = strstr(buf, "cpu_ns=");
@@ -746,13 +771,6 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 	char *nl = strchr(res ? res : buf, '\n');
 	if (nl)
 		*nl = 0;
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		if (WIFSIGNALED(st))
-			return ap_error_set(err, "measured replay: the runner died of %s",
-					    strsignal(WTERMSIG(st)));
-		return ap_error_set(err, "measured replay failed: %s",
-				    buf[0] ? buf : "the runner exited with an error");
-	}
 	unsigned long long cpu, wall, calls, hits;
 	long minflt, majflt, maxrss, rss0;
 	unsigned ncpus = 0;
@@ -831,6 +849,26 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	free(x);
 }
 
+/* What one blocking hand-over between two threads costs on the replay's
+ * CPUs: the median of PROBES of the runner's switch probe; 0 when none
+ * said. */
+#define PROBES 3
+static double switch_cost(const char *runner)
+{
+	double v[PROBES];
+	size_t n = 0;
+	for (size_t k = 0; k < PROBES; k++) {
+		char buf[256];
+		unsigned long long ns;
+		struct ap_error e2;
+		const char *args[] = { "allocprof-replay", "--switch-probe", NULL };
+		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, buf, sizeof(buf), &e2) == 0 &&
+		    sscanf(buf, "switch_ns=%llu", &ns) == 1 && ns)
+			v[n++] = (double)ns;
+	}
+	return n ? median(v, n) : 0;
+}
+
 /* The baseline under the sampler (--all), `runs` times, in a directory
  * of its own: what recording costs on this sequence. */
 static void measure_recorded(const struct ap_script *s, const struct ap_measure_opts *o, size_t runs,
@@ -906,6 +944,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 	memset(recorded, 0, sizeof(*recorded));
 	size_t na = nv;	/* the variants still measured: 0 .. na-1 */
 	bool recorded_done = false;
+	double switch_ns = 0;
 	while (rounds < maxr) {
 		/* Each round runs every variant once, starting one further
 		 * each time, so no variant always follows the same one. */
@@ -945,6 +984,8 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				measure_recorded(s, o, per < o->budget_ns / 50 ? REC_RUNS : 1, recorded);
 				recorded_done = true;
 			}
+			if (s->nthreads > 1)
+				switch_ns = switch_cost(o->runner);
 		}
 		if (o->progress)
 			o->progress(o->progress_ctx, rounds, el, o->budget_ns);
@@ -983,6 +1024,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 	for (unsigned r = 0; r < rounds; r++)
 		col[r] = v[r * nv];
 	cost_of(col, rounds, base);
+	base->switch_ns = switch_ns;
 	for (size_t j = 1; j < na; j++) {
 		struct ap_measured *m = &out[j - 1];
 		for (unsigned r = 0; r < rounds; r++) {

@@ -96,6 +96,8 @@ static void test_one_thread(void)
 	/* 250 births, 50 reallocs, 250 frees */
 	EQ("baseline calls", base.calls, 550);
 	EQ("baseline hits", base.hits, 0);
+	/* one thread: no switch of its own to price, the probe is not run */
+	EQ("one thread: no switch cost", base.switch_ns, 0);
 	/* Site 0, one pool: 150 Gets, the first misses. The first growing
 	 * object is a 100-byte one grown to 300 (a real realloc), and keeps
 	 * 300 bytes: the other 49 reallocs fit. 149 hits; left: site 0's
@@ -158,6 +160,8 @@ static void test_handoff(void)
 	 * 16 + 8m, for the 8m-th free, m = 1..122 */
 	EQ("handoff: ops", ops, 2000 + 1000 + 1 + 2 * 7 + 122);
 	EQ("handoff: baseline calls", base.calls, 2000);
+	/* two threads: the runner's switch probe priced a switch */
+	CHECK(base.switch_ns > 0, "handoff: no switch cost measured (%g)", base.switch_ns);
 	/* Every free is a Put (no call); a Get that misses mallocs, one that
 	 * hits an object too small reallocs it. How many hit depends on how
 	 * the two threads ran: the counts must add up. */
