@@ -31,8 +31,8 @@ static void advise_usage(FILE *f)
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
 	      "reallocs and bytes avoided, memory the pool would hold, the CPU time it\n"
 	      "saves, and a verdict: pool, pool with cap N, size classes, no: costs more,\n"
-	      "within noise, no: too rare, no: too small, no: escapes, no: little to gain,\n"
-	      "unsure: too few samples, elsewhere.\n"
+	      "within noise, unsure: threads wait, no: too rare, no: too small,\n"
+	      "no: escapes, no: little to gain, unsure: too few samples, elsewhere.\n"
 	      "The time is measured: for a trace of every allocation (record --all) the\n"
 	      "run's allocation sequence is replayed on this machine's malloc, with and\n"
 	      "without a real pool (pool/vpool.h) at each site the model finds worth it,\n"
@@ -311,6 +311,8 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 	json_object_set_new(root, "hidden_sites", json_integer((json_int_t)a->hidden_sites));
 	json_object_set_new(root, "program_cpu_ns", json_integer((json_int_t)a->program_cpu_ns));
 	json_object_set_new(root, "program_cpu_est_ns", json_integer((json_int_t)a->program_cpu_est_ns));
+	json_object_set_new(root, "program_switches", a->has_switches ? json_integer((json_int_t)a->program_switches)
+								      : json_null());
 	json_t *mj = json_object();
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
 	if (a->measured) {
@@ -326,6 +328,8 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		ap_advise_replay_cpus_json(a, mj);
 		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
+		json_object_set_new(mj, "switch_ns", a->base.switch_ns > 0 ? json_integer(ap_view_round(a->base.switch_ns))
+									   : json_null());
 		if (a->recorded.cpu_ns > 0)
 			json_object_set_new(mj, "recorded", ap_advise_cost_json(&a->recorded));
 	} else {

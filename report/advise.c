@@ -1338,6 +1338,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->costs_rounds = o->costs->rounds;
 	a->costs_spread = o->costs->spread;
 	a->program_cpu_ns = t->cpu_ns;
+	a->has_switches = t->has_switches;
+	a->program_switches = t->nvcsw + t->nivcsw;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
 			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };

@@ -52,6 +52,16 @@
  * above zero and the saving is at least this share of the program's CPU
  * time. */
 #define MIN_SAVE_SHARE 0.01
+/* Objects one thread makes and another frees: how often the program's
+ * threads then wait for each other (their own queues and locks) moves
+ * when a pool makes one of them faster, by as much as this share of what
+ * the recorded run's context switches cost, either way. Measured against
+ * a replay that cannot see it (bench/twins/README.md, "Session 18"):
+ * prodcons' twin saves 231 ms more than its replay, 43 % of its
+ * switches' 543 ms; a Rust sync_channel whose replay saves 9.6 ms loses
+ * 4 ms with the pool, 46 % of its switches' 29 ms the other way. A
+ * saving whose lower end is below it is left to `allocprof try`. */
+#define WAIT_MOVE 0.5
 
 const char *ap_verdict_name(enum ap_verdict v)
 {
@@ -78,6 +88,8 @@ const char *ap_verdict_name(enum ap_verdict v)
 		return "no: costs more";
 	case AP_VERDICT_NOISE:
 		return "within noise";
+	case AP_VERDICT_WAITS:
+		return "unsure: threads wait";
 	}
 	return "?";
 }
@@ -548,7 +560,27 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	struct ap_buf t = AP_BUF_INIT;
 	object_words(obj, sizeof(obj), s);
 	measured_words(&t, a, s);
-	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu) {
+	/* Objects handed between threads: what the program's own waits for
+	 * each other cost in the recorded run (its context switches, at
+	 * what one costs on the replay's CPUs), when known. */
+	bool handed = s->cross_thread_share >= 0.1;
+	double waits = handed && a->has_switches && a->base.switch_ns > 0
+			       ? (double)a->program_switches * a->base.switch_ns
+			       : 0;
+	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && m->low_ns < WAIT_MOVE * waits) {
+		s->verdict = AP_VERDICT_WAITS;
+		ap_advise_format_duration(b1, sizeof(b1), waits);
+		ap_advise_format_duration(b2, sizeof(b2), a->base.switch_ns);
+		ap_buf_addf(&t, " But %.0f%% of its objects are freed on another thread than the one "
+			    "that made them, and the program's threads switched %" PRIu64 " times in the "
+			    "recorded run (~%s of CPU time at the %s a switch costs here, measured): how "
+			    "often they wait for each other (on their own queues and locks) moves when a "
+			    "pool makes one of them faster, by up to half of that either way (bench/twins: "
+			    "a producer whose consumer ran out of work saved twice what its replay did; a "
+			    "Rust channel whose replay saved 11%% lost 5%% with the pool), more than this "
+			    "saving. `allocprof try --site %" PRIu32 "` measures the program itself.",
+			    100 * s->cross_thread_share, a->program_switches, b1, b2, s->site_id);
+	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu) {
 		if (!good(s)) {
 			s->verdict = AP_VERDICT_POOL;
 			free(s->reasons);
@@ -582,16 +614,22 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addf(&t, " The interval spans zero: a pool here changes nothing measurable "
 			    "(%.0f%% of requests would hit).", 100 * r->hit_rate);
 	}
-	/* Objects handed between threads: the program's own waits move with
-	 * the pool (bench/twins/README.md, prodcons and its variant). */
-	if (s->cross_thread_share >= 0.1)
+	/* Objects handed between threads, the verdict kept: the program's
+	 * own waits move with the pool, less than the saving. */
+	if (handed && s->verdict != AP_VERDICT_WAITS) {
 		ap_buf_addf(&t, " %.0f%% of its objects are freed on another thread than the one that "
 			    "made them: how often the program's threads wait for each other (on their "
-			    "own locks and queues) changes when a pool makes one of them faster or "
-			    "slower, and a replay of the allocations cannot know by how much (in "
-			    "bench/twins, from about the saving measured here to twice it); `allocprof "
-			    "try --site %" PRIu32 "` measures the program itself.",
-			    100 * s->cross_thread_share, s->site_id);
+			    "own queues and locks) changes when a pool makes one of them faster or "
+			    "slower, and a replay of the allocations cannot know by how much",
+			    100 * s->cross_thread_share);
+		if (waits > 0) {
+			ap_advise_format_duration(b1, sizeof(b1), WAIT_MOVE * waits);
+			ap_buf_addf(&t, " (up to ~%s either way, half of what the recorded run's %" PRIu64
+				    " context switches cost)", b1, a->program_switches);
+		}
+		ap_buf_addf(&t, "; `allocprof try --site %" PRIu32 "` measures the program itself.",
+			    s->site_id);
+	}
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

@@ -186,6 +186,8 @@ enum ap_verdict {
 	AP_VERDICT_ELSEWHERE,		/* no pool here: its objects are judged at another site */
 	AP_VERDICT_COSTS_MORE,		/* measured: the pool costs more than malloc */
 	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
+	AP_VERDICT_WAITS,		/* measured, but less than the program's own waits
+					 * between threads could move with a pool */
 };
 
 /* What the pool did at one site in one replay. Counts are estimates in a
@@ -330,6 +332,10 @@ struct ap_advice {
 	/* CPU time of the recorded run (END's cpu_ns: recording included), 0
 	 * when the trace does not say. */
 	uint64_t program_cpu_ns;
+	/* The recorded run's context switches, every thread's (END's nvcsw
+	 * and nivcsw; has_switches false: the trace does not say). */
+	bool has_switches;
+	uint64_t program_switches;
 	/* The measured replay: `measured` sites of the list were measured,
 	 * against `base` (the replay through malloc alone); else
 	 * measure_why says why none was. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advise-int.h"
 #include "ap_advise.h"
 #include "ap_trace_writer.h"
 #include "synth.h"
@@ -212,7 +213,8 @@ static void test_thread_private(void)
 
 /* Objects freed by another thread than the one that made them: thread a
  * makes four blocks, b frees three of them and a the last. */
-static void test_cross_thread(void)
+/* Four blocks of one thread, three freed by the other: 0.75 handed over. */
+static struct ap_trace *handed_trace(void)
 {
 	uint32_t st;
 	struct ap_tw *tw = two_threads(&st);
@@ -223,11 +225,67 @@ static void test_cross_thread(void)
 	for (uint64_t i = 0; i < 3; i++)
 		ap_tw_free(tw, 1001, ts + i * 10, 1, 0x100000 + i * 0x1000);
 	ap_tw_free(tw, 1000, ts + MS, 0, 0x103000);
-	struct ap_trace *t = finish(tw, ts + 2 * MS);
+	return finish(tw, ts + 2 * MS);
+}
+
+static void test_cross_thread(void)
+{
+	struct ap_trace *t = handed_trace();
 	struct ap_advice *a = advise(t, 1, "interval:1s");
 	const struct ap_advise_site *s = find(a, "site0");
 	CHECK("cross: gets", s->r.gets, 4);
 	CHECK("cross: freed by another thread", s->cross_thread_share, 0.75);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* A measured saving for objects handed between threads against what the
+ * recorded run's context switches cost: below half of it, left to `try`
+ * (advise_verdict.c, WAIT_MOVE). */
+static void judge(struct ap_advice *a, struct ap_advise_site *s, double saved_ms, double low_ms,
+		  double high_ms)
+{
+	s->measured = true;
+	s->m = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = saved_ms * MS,
+				     .low_ns = low_ms * MS, .high_ns = high_ms * MS };
+	advise_judge_measured(a, s);
+}
+
+static void test_waits_verdict(void)
+{
+	struct ap_trace *t = handed_trace();
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
+	a->program_cpu_ns = 100 * MS;
+	a->program_cpu_est_ns = 0;
+	a->has_switches = true;
+	a->program_switches = 10000;
+	a->base.switch_ns = 2500;	/* the switches cost 25 ms: half is 12.5 */
+	judge(a, s, 10, 9, 11);
+	CHECK("waits: below half of the switches", s->verdict, AP_VERDICT_WAITS);
+	if (!strstr(s->reasons, "switched 10000 times") || !strstr(s->reasons, "try --site")) {
+		fprintf(stderr, "%s: the text does not say why: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	judge(a, s, 14, 13, 15);
+	CHECK("waits: above half of the switches", s->verdict, AP_VERDICT_POOL);
+	if (!strstr(s->reasons, "up to ~12.5ms either way")) {
+		fprintf(stderr, "%s: the bound is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	judge(a, s, 10, -1, 11);
+	CHECK("waits: an interval across zero is noise", s->verdict, AP_VERDICT_NOISE);
+	a->has_switches = false;
+	judge(a, s, 10, 9, 11);
+	CHECK("waits: switches not known", s->verdict, AP_VERDICT_POOL);
+	a->has_switches = true;
+	a->base.switch_ns = 0;
+	judge(a, s, 10, 9, 11);
+	CHECK("waits: no switch cost measured", s->verdict, AP_VERDICT_POOL);
+	a->base.switch_ns = 2500;
+	s->cross_thread_share = 0.05;
+	judge(a, s, 10, 9, 11);
+	CHECK("waits: objects kept on their thread", s->verdict, AP_VERDICT_POOL);
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
@@ -696,6 +754,7 @@ int main(int argc, char **argv)
 	test_exact();
 	test_thread_private();
 	test_cross_thread();
+	test_waits_verdict();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
