@@ -567,6 +567,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	double waits = handed && a->has_switches && a->base.switch_ns > 0
 			       ? (double)a->program_switches * a->base.switch_ns
 			       : 0;
+	/* never more than the program's whole CPU time (a switch of the
+	 * program's may cost less than the probe's) */
+	if (cpu > 0 && waits > cpu)
+		waits = cpu;
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && m->low_ns < WAIT_MOVE * waits) {
 		s->verdict = AP_VERDICT_WAITS;
 		ap_advise_format_duration(b1, sizeof(b1), waits);
