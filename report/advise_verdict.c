@@ -527,9 +527,17 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		char d5[32];
 		ap_advise_format_duration(d4, sizeof(d4), (double)a->program_cpu_est_ns);
 		ap_advise_format_duration(d5, sizeof(d5), (double)a->program_cpu_ns);
-		ap_buf_addf(b, ", %.2g%% of the program's ~%s of CPU time (the recorded run's %s less what "
-			    "recording cost on the replay)",
-			    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
+		if (a->program_cpu_est_ns > a->program_cpu_ns)
+			/* the estimate's floor: the replay took longer than
+			 * the whole recorded run (threads that wait for each
+			 * other at handed-over blocks, more than the program's) */
+			ap_buf_addf(b, ", %.2g%% of the ~%s of CPU time its replay takes (more than the "
+				    "recorded run's %s, recording included)",
+				    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
+		else
+			ap_buf_addf(b, ", %.2g%% of the program's ~%s of CPU time (the recorded run's %s "
+				    "less what recording cost on the replay)",
+				    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
 	} else if (a->program_cpu_ns) {
 		ap_advise_format_duration(d4, sizeof(d4), (double)a->program_cpu_ns);
 		ap_buf_addf(b, ", %.2g%% of the %s of CPU time the recorded run took (recording included)",
