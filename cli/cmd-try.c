@@ -657,7 +657,7 @@ static const struct ap_replay_result *pred_result(const struct ap_advise_site *s
 
 static double pred_time(const struct ap_advise_site *s)
 {
-	return s->measured ? s->m.saved_ns : pred_result(s)->time_saved_ns;
+	return ap_advise_site_saved_ns(s);
 }
 
 static void fmt_count(char *b, size_t n, double v)
