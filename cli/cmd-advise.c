@@ -365,9 +365,11 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
 		json_object_set_new(o, "verdict_text", ap_json_text(s->verdict_text));
 		json_object_set_new(o, "reasons", ap_json_text(s->reasons));
-		if (s->verdict == AP_VERDICT_POOL_CAP)
+		/* the pool's shape, also under a verdict that is no pool (the
+		 * one the measured replay served, and try serves) */
+		if (ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP)
 			json_object_set_new(o, "cap", json_integer((json_int_t)s->cap));
-		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
+		if (ap_advise_site_shape(s) == AP_VERDICT_SIZE_CLASSES) {
 			json_t *cl = json_array();
 			for (size_t k = 0; k < s->nclasses; k++)
 				json_array_append_new(cl, json_integer((json_int_t)s->classes[k]));

@@ -43,8 +43,9 @@ static void try_usage(FILE *f)
 {
 	fputs("usage: allocprof try [OPTIONS] TRACE [-- PROGRAM ARGS...]\n\n"
 	      "Runs the program of TRACE (its recorded command line, or PROGRAM ARGS)\n"
-	      "with the allocation sites advise says to pool served by a real pool\n"
-	      "(pool/vpool.h, with the cap or size classes advise recommends, cycled as\n"
+	      "with the allocation sites advise says to pool (or is unsure of because\n"
+	      "the program's threads wait) served by a real pool\n"
+	      "(pool/vpool.h, with the cap or size classes advise measured, cycled as\n"
 	      "its model cycles), with no change to the program: a preloaded library\n"
 	      "recognizes the sites' call instructions. Runs a baseline (the same\n"
 	      "library, nothing pooled) and each pooled site in turn, interleaved and\n"
@@ -647,12 +648,12 @@ static void medians(const struct run *runs, size_t rounds, size_t nv, size_t j, 
 
 static const char *pred_result_name(const struct ap_advise_site *s)
 {
-	return s->verdict == AP_VERDICT_POOL_CAP && s->capped ? "with cap" : "";
+	return ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP && s->capped ? "with cap" : "";
 }
 
 static const struct ap_replay_result *pred_result(const struct ap_advise_site *s)
 {
-	return s->verdict == AP_VERDICT_POOL_CAP && s->capped ? &s->rc : &s->r;
+	return ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP && s->capped ? &s->rc : &s->r;
 }
 
 static double pred_time(const struct ap_advise_site *s)
@@ -777,7 +778,7 @@ static void print_text(const struct report *rp)
 			printf(" (%zu not pooled: no build-id, or too deep)", ts->skipped);
 		printf("\n");
 		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
-		if (as->verdict == AP_VERDICT_SIZE_CLASSES)
+		if (ap_advise_site_shape(as) == AP_VERDICT_SIZE_CLASSES)
 			printf("  (advise's counts are of one pool: its model does not replay size "
 			       "classes)\n");
 		print_counts_row("requests", v->c.gets, pr->gets, false);
@@ -1231,9 +1232,9 @@ int cmd_try(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nts; i++) {
 		const struct ap_advise_site *s = ts[i].as;
-		if (s->verdict == AP_VERDICT_POOL_CAP && s->capped)
+		if (ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP && s->capped)
 			ts[i].cap = s->cap;
-		if (s->verdict == AP_VERDICT_SIZE_CLASSES)
+		if (ap_advise_site_shape(s) == AP_VERDICT_SIZE_CLASSES)
 			for (size_t k = 0; k < s->nclasses && k < AP_TRY_MAX_CLASSES; k++)
 				ts[i].classes[ts[i].nclasses++] = s->classes[k];
 		site_pcs(&ts[i], t, &m, v.sym, (uint32_t)i);

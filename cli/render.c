@@ -40,7 +40,7 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 {
 	const struct ap_advise_site *s = &a->sites[i];
 	/* Under "pool with cap" the numbers are the capped pool's. */
-	bool cap_verdict = s->verdict == AP_VERDICT_POOL_CAP && s->capped;
+	bool cap_verdict = ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP && s->capped;
 	const struct ap_replay_result *r = cap_verdict ? &s->rc : &s->r;
 	char b1[32], b2[32], b3[32], d[32], smp[64] = "";
 	linef(line, ctx, AP_LINE_TITLE, "%zu. %s", i + 1, s->name);

@@ -156,8 +156,9 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 	} else {
 		if (a->measured)
 			tui_screen_putf(s, 1, 0, TUI_NORMAL,
-					"Every allocation replayed; time saved measured at %zu site%s (the "
-					"rest: the model's)", a->measured, a->measured == 1 ? "" : "s");
+					"Every allocation replayed; time saved measured at %zu site%s%s",
+					a->measured, a->measured == 1 ? "" : "s",
+					a->measured < a->nsites ? " (the rest: the model's)" : "");
 		else
 			tui_screen_put(s, 1, 0, TUI_NORMAL, "Every allocation replayed", 0);
 	}

@@ -583,7 +583,8 @@ int main(int argc, char **argv)
 		return switch_probe();
 	}
 	if (argc != 4 && argc != 5)
-		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES] (run by allocprof advise)");
+		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES], or allocprof-replay "
+			  "--switch-probe (run by allocprof advise)");
 	char *end;
 	long fd = strtol(argv[1], &end, 10);
 	if (*end || fd < 0 || fd > INT_MAX)

@@ -565,6 +565,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 					   : (double)a->duration_ns;
 	char b1[32], b2[32], obj[160];
 	struct ap_buf t = AP_BUF_INIT;
+	/* the pool measured: the model's kind (report/advise_measure.c) */
+	s->shape = good(s) ? s->verdict : AP_VERDICT_POOL;
 	object_words(obj, sizeof(obj), s);
 	measured_words(&t, a, s);
 	/* Objects handed between threads: what the program's own waits for
@@ -576,21 +578,30 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			       : 0;
 	/* never more than the program's whole CPU time (a switch of the
 	 * program's may cost less than the probe's) */
-	if (cpu > 0 && waits > cpu)
+	bool at_cpu = cpu > 0 && waits > cpu;
+	if (at_cpu)
 		waits = cpu;
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && m->low_ns < WAIT_MOVE * waits) {
 		s->verdict = AP_VERDICT_WAITS;
+		char b3[32], b4[32];
 		ap_advise_format_duration(b1, sizeof(b1), waits);
 		ap_advise_format_duration(b2, sizeof(b2), a->base.switch_ns);
+		ap_advise_format_duration(b3, sizeof(b3), WAIT_MOVE * waits);
+		ap_advise_format_duration(b4, sizeof(b4), m->low_ns);
 		ap_buf_addf(&t, " But %.0f%% of its objects are freed on another thread than the one "
 			    "that made them, and the program's threads switched %" PRIu64 " times in the "
-			    "recorded run (~%s of CPU time at the %s a switch costs here, measured): how "
-			    "often they wait for each other (on their own queues and locks) moves when a "
-			    "pool makes one of them faster, by up to half of that either way (bench/twins: "
-			    "a producer whose consumer ran out of work saved twice what its replay did; a "
-			    "Rust channel whose replay saved 11%% lost 5%% with the pool), more than this "
-			    "saving. `allocprof try --site %" PRIu32 "` measures the program itself.",
-			    100 * s->cross_thread_share, a->program_switches, b1, b2, s->site_id);
+			    "recorded run (~%s of CPU time at the %s a switch costs here, measured%s): "
+			    "how often they wait for each other (on their own queues and locks, or for "
+			    "input) moves when a pool makes one of them faster, by up to half of that "
+			    "either way (bench/twins: a producer whose consumer ran out of work saved "
+			    "twice what its replay did; a Rust channel whose replay saved 11%% lost about "
+			    "4%% with the pool). ~%s is more than the saving's lower end, %s. `allocprof "
+			    "try --site %" PRIu32 "` measures the program itself.",
+			    100 * s->cross_thread_share, a->program_switches, b1, b2,
+			    at_cpu ? "; at most the program's CPU time" : "", b3, b4, s->site_id);
+		/* the kind of pool measured, for try */
+		if (s->shape != AP_VERDICT_POOL && s->reasons)
+			ap_buf_addf(&t, " The pool measured: %s", s->reasons);
 	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu) {
 		if (!good(s)) {
 			s->verdict = AP_VERDICT_POOL;
@@ -636,7 +647,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		if (waits > 0) {
 			ap_advise_format_duration(b1, sizeof(b1), WAIT_MOVE * waits);
 			ap_buf_addf(&t, " (up to ~%s either way, half of what the recorded run's %" PRIu64
-				    " context switches cost)", b1, a->program_switches);
+				    " context switches cost%s)", b1, a->program_switches,
+				    at_cpu ? ", at most the program's CPU time" : "");
 		}
 		ap_buf_addf(&t, "; `allocprof try --site %" PRIu32 "` measures the program itself.",
 			    s->site_id);

@@ -292,19 +292,30 @@ struct ap_advise_site {
 	 * interval; r.time_saved_ns stays the cost model's estimate. */
 	bool measured;
 	struct ap_measured m;
+	/* The pool the measured replay served the site with, as the model
+	 * shaped it: AP_VERDICT_POOL, _POOL_CAP (cap) or _SIZE_CLASSES
+	 * (classes); kept when the measurement's verdict says no pool or
+	 * unsure, so that try pools the site as advise measured it. */
+	enum ap_verdict shape;
 	enum ap_verdict verdict;
 	char *verdict_text;	/* "pool", "pool with cap 64KiB", "size classes 1KiB, 64KiB", ... */
 	char *reasons;		/* one or two sentences */
 };
 
-/* The CPU time a pool at s saves, as advise ranks and prints it: the
- * measured replay's median when s was measured, else the model's (the
- * capped pool's under "pool with cap"). */
+/* The pool advise means at s: its verdict's kind when that is a pool,
+ * else the shape the measured replay served it with. */
+static inline enum ap_verdict ap_advise_site_shape(const struct ap_advise_site *s)
+{
+	return s->verdict == AP_VERDICT_POOL_CAP || s->verdict == AP_VERDICT_SIZE_CLASSES ? s->verdict
+	       : s->verdict == AP_VERDICT_POOL ? AP_VERDICT_POOL
+					       : s->shape;
+}
+
+/* The CPU time a pool at s saves, as advise ranks it and its JSON says:
+ * the measured replay's median when s was measured, else the model's. */
 static inline double ap_advise_site_saved_ns(const struct ap_advise_site *s)
 {
-	if (s->measured)
-		return s->m.saved_ns;
-	return s->verdict == AP_VERDICT_POOL_CAP && s->capped ? s->rc.time_saved_ns : s->r.time_saved_ns;
+	return s->measured ? s->m.saved_ns : s->r.time_saved_ns;
 }
 
 /* How the measured replay's CPUs were chosen (ap_advise_replay_cpus). */

@@ -853,11 +853,11 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
  * CPUs: the median of PROBES of the runner's switch probe; 0 when none
  * said. */
 #define PROBES 3
-static double switch_cost(const char *runner)
+static double switch_cost(const char *runner, const int *stop)
 {
 	double v[PROBES];
 	size_t n = 0;
-	for (size_t k = 0; k < PROBES; k++) {
+	for (size_t k = 0; k < PROBES && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED)); k++) {
 		char buf[256];
 		unsigned long long ns;
 		struct ap_error e2;
@@ -984,8 +984,10 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				measure_recorded(s, o, per < o->budget_ns / 50 ? REC_RUNS : 1, recorded);
 				recorded_done = true;
 			}
-			if (s->nthreads > 1)
-				switch_ns = switch_cost(o->runner);
+			/* (not for a trial run without sites: its time is the
+			 * one of a replay, which sizes the script) */
+			if (s->nthreads > 1 && n > 0)
+				switch_ns = switch_cost(o->runner, o->stop);
 		}
 		if (o->progress)
 			o->progress(o->progress_ctx, rounds, el, o->budget_ns);

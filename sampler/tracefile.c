@@ -365,6 +365,27 @@ static uint64_t allowed_cpus(void)
 }
 
 /* Preamble and HEADER chunk, one write. */
+/* The process's context switches so far, every thread's (getrusage of
+ * RUSAGE_SELF: voluntary, it blocked; involuntary, it was preempted):
+ * advise weighs a pool's saving for objects handed between threads
+ * against how often the program's threads waited (docs/pool-model.md,
+ * §9). A raw system call, as run_delay_ns; false when refused. */
+static bool switches(uint64_t *vol, uint64_t *invol)
+{
+	struct rusage ru;
+	if (!may_call(SYS_getrusage, (uint64_t)RUSAGE_SELF, (uintptr_t)&ru, 0, 0) ||
+	    syscall(SYS_getrusage, RUSAGE_SELF, &ru) != 0)
+		return false;
+	*vol = (uint64_t)ru.ru_nvcsw;
+	*invol = (uint64_t)ru.ru_nivcsw;
+	return true;
+}
+
+/* The counts when this trace started: an exec'd image's process keeps
+ * its predecessor's (getrusage survives execve), an attached one its
+ * switches before the attach; END writes what the trace's own run made. */
+static uint64_t vol0, invol0;
+
 static void write_header(const char *parent)
 {
 	size_t cap = 3 * PATH_MAX + CMDLINE_MAX + 1024;
@@ -583,6 +604,8 @@ int open_trace(const char *parent, int fd)
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;
 	tfile.fd = fd;
+	if (!switches(&vol0, &invol0))
+		vol0 = invol0 = 0;
 	write_header(parent);
 	return 0;
 }
@@ -626,21 +649,6 @@ static bool run_delay_ns(uint64_t *out)
 	return true;
 }
 
-/* The process's context switches so far, every thread's (getrusage of
- * RUSAGE_SELF: voluntary, it blocked; involuntary, it was preempted):
- * advise weighs a pool's saving for objects handed between threads
- * against how often the program's threads waited (docs/pool-model.md,
- * §9). A raw system call, as run_delay_ns; false when refused. */
-static bool switches(uint64_t *vol, uint64_t *invol)
-{
-	struct rusage ru;
-	if (!may_call(SYS_getrusage, (uint64_t)RUSAGE_SELF, (uintptr_t)&ru, 0, 0) ||
-	    syscall(SYS_getrusage, RUSAGE_SELF, &ru) != 0)
-		return false;
-	*vol = (uint64_t)ru.ru_nvcsw;
-	*invol = (uint64_t)ru.ru_nivcsw;
-	return true;
-}
 
 /* Ends the trace: no more events, everything flushed, END written. Returns
  * 0 if this call ended it, -1 if it was not running. */
@@ -677,8 +685,8 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS, delay);
 	uint64_t vol, invol;
 	if (switches(&vol, &invol)) {
-		k += ap_put_kv_uint(p + k, AP_EK_NVCSW, vol);
-		k += ap_put_kv_uint(p + k, AP_EK_NIVCSW, invol);
+		k += ap_put_kv_uint(p + k, AP_EK_NVCSW, vol >= vol0 ? vol - vol0 : vol);
+		k += ap_put_kv_uint(p + k, AP_EK_NIVCSW, invol >= invol0 ? invol - invol0 : invol);
 	}
 	k += refused_put(p + k);
 	if (live_on && !malloc_owner()) {

@@ -658,7 +658,7 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		/* the dynamic loader there without the C library: a process
 		 * that has just started (a dlopen called into it now would
 		 * run in a C library not set up yet) */
-		if (find_lib(pid, "ld-linux", false, &m))
+		if (find_lib(pid, "ld-linux", false, &m) && !find_lib(pid, "libc-", false, &m))
 			ap_say("process %d: it is still starting (its dynamic loader has not loaded "
 			       "the C library yet): try again in a moment", (int)pid);
 		else

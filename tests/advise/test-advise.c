@@ -261,8 +261,15 @@ static void test_waits_verdict(void)
 	a->has_switches = true;
 	a->program_switches = 10000;
 	a->base.switch_ns = 2500;	/* the switches cost 25 ms: half is 12.5 */
+	s->verdict = AP_VERDICT_POOL_CAP;	/* the model's: measured with its cap */
 	judge(a, s, 10, 9, 11);
 	CHECK("waits: below half of the switches", s->verdict, AP_VERDICT_WAITS);
+	CHECK("waits: the pool measured keeps its cap, for try", ap_advise_site_shape(s),
+	      AP_VERDICT_POOL_CAP);
+	if (!strstr(s->reasons, "is more than the saving's lower end, 9ms")) {
+		fprintf(stderr, "%s: the lower end is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
 	if (!strstr(s->reasons, "switched 10000 times") || !strstr(s->reasons, "try --site")) {
 		fprintf(stderr, "%s: the text does not say why: %s\n", __func__, s->reasons);
 		failures++;

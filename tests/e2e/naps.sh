@@ -32,6 +32,17 @@ adv n.json naps.trace
 vol=$(jq s.json 'j["nvcsw"]')
 echo "naps: $vol voluntary context switches (100 sleeps)"
 [ "$vol" -ge 100 ] && [ "$vol" -le 400 ] || fail "naps: END says $vol voluntary switches, want 100 or a few more"
+# an exec'd image counts its own (getrusage keeps the earlier image's):
+# the shell waits for eight children, the sleep it becomes blocks once
+"$ALLOCPROF" record -q --all -o ex.trace sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/true; done; exec /bin/sleep 0.05' ||
+	fail "record sh, then exec"
+"$ALLOCPROF" stats --json ex.trace >ex.json && "$ALLOCPROF" stats --json ex.trace.exec1 >ex1.json ||
+	fail "stats of the shell's and the exec'd image's traces"
+sh_vol=$(jq ex.json 'j["nvcsw"]')
+sleep_vol=$(jq ex1.json 'j["nvcsw"]')
+echo "exec: the shell's image $sh_vol voluntary switches, the sleep's $sleep_vol"
+[ "$sh_vol" -ge 8 ] && [ "$sleep_vol" -ge 1 ] && [ "$sleep_vol" -le 4 ] ||
+	fail "exec: the shell's image says $sh_vol voluntary switches (want 8 or more), the sleep's $sleep_vol (want 1-4)"
 slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
 echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
 # (up to 202 ms: on a loaded machine a gap between two calls can grow
