@@ -9,17 +9,25 @@
  * and dropped. The site is format_line(), which calls into libstdc++
  * (std::string's append, _M_mutate, _M_create and operator new are
  * libstdc++.so's: allocprof names the program's frame that called it).
- * A pool should help a little, if at all: 6-9 blocks a request, the
- * small ones from tcache, the larger ones (above 1 KiB) from glibc's bins
- * and the top of the heap, which stays far below the trim threshold (no
- * page faults); the pool saves those malloc/free pairs, but not the
- * copies of each growth, and hands out a block smaller than asked now
- * and then (the model's "small hit").
- * Twin: what a C++ engineer does to pool a string's memory: the same
- * std::basic_string with an allocator (VpoolAlloc) whose allocate and
- * deallocate take and give blocks of one vpool, through cxxshim.c (a C
- * file; pool/vpool.h does not compile as C++), one function call per Get
- * or Put. Same sizes, same growth, same order as the plain program. */
+ * A pool of the blocks should help a little, if at all: 6-9 blocks a
+ * request, the small ones from tcache, the larger ones (above 1 KiB) from
+ * glibc's bins and the top of the heap, which stays far below the trim
+ * threshold (no page faults); a pool of blocks saves those malloc/free
+ * pairs, but not the copy at each growth. A pool of strings, each reused
+ * with its capacity kept, saves both: after a few requests no line grows.
+ * Twin: what a C++ engineer does to pool it: format_line takes a
+ * std::string from a vpool of them (through cxxshim.c: pool/vpool.h does
+ * not compile as C++), clear()s it (the capacity stays), builds the line
+ * in it and puts it back; a string the pool's cycles drop is deleted.
+ * The code that builds the line is the plain program's, libstdc++'s own
+ * std::string (TW_GREW, in the twin only, counts the blocks the plain
+ * program's string allocates, for the cycle pacing).
+ * Not the twin: -DTWIN -DTWIN_ALLOC builds the other way to pool it, a
+ * std::basic_string whose allocator takes blocks from a vpool: the same
+ * blocks in the same order as plain, but that basic_string is compiled
+ * into the program (inlined, no calls through the PLT into libstdc++.so)
+ * and that alone makes it ~35 ms faster than plain with malloc behind the
+ * same allocator (README, "Session 18: strcat and jsonnodes"). */
 // site: format_line
 #include <charconv>
 #include <cstdint>
@@ -30,7 +38,7 @@
 
 #include "twbase.h"
 
-#ifdef TWIN
+#if defined(TWIN) && defined(TWIN_ALLOC)
 extern "C" {
 void twcxx_init(void);
 void *twcxx_get(size_t n);
@@ -57,8 +65,44 @@ template <class T, class U> bool operator==(const VpoolAlloc<T> &, const VpoolAl
 template <class T, class U> bool operator!=(const VpoolAlloc<T> &, const VpoolAlloc<U> &) { return false; }
 
 using line_string = std::basic_string<char, std::char_traits<char>, VpoolAlloc<char>>;
+#define TW_GREW() ((void)0)
 #else
 using line_string = std::string;
+#define TW_GREW() ((void)0)
+#endif
+
+#if defined(TWIN) && !defined(TWIN_ALLOC)
+extern "C" {
+void twcxx_obj_init(void (*del)(void *));
+void *twcxx_obj_get(void);
+void twcxx_obj_put(void *p);
+void twcxx_alloced(size_t n);
+void twcxx_freed(size_t n);
+}
+
+static void string_delete(void *p)
+{
+	delete static_cast<std::string *>(p);
+}
+
+/* The capacity the plain program's string would have: libstdc++ grows a
+ * string past its capacity to the larger of twice that and the size
+ * needed, from 15 inline characters; a block is capacity + 1 bytes. The
+ * pacing counts those blocks as the plain program allocates them. */
+static size_t plain_cap;
+
+static inline void plain_grew(size_t size)
+{
+	if (size <= plain_cap)
+		return;
+	size_t cap = size < 2 * plain_cap ? 2 * plain_cap : size;
+	twcxx_alloced(cap + 1);
+	if (plain_cap > 15)
+		twcxx_freed(plain_cap + 1);
+	plain_cap = cap;
+}
+#undef TW_GREW
+#define TW_GREW() plain_grew(line.size())
 #endif
 
 static const char *const levels[] = {"DEBUG ", "INFO ", "WARN ", "ERROR "};
@@ -78,48 +122,76 @@ static const char text[] =
 /* One log line, hashed and dropped: the site. */
 TW_SITE static uint64_t format_line(uint64_t *rng, long seq)
 {
+#if defined(TWIN) && !defined(TWIN_ALLOC)
+	std::string *pooled = static_cast<std::string *>(twcxx_obj_get());
+	if (!pooled)
+		pooled = new std::string;
+	pooled->clear();	/* the capacity stays */
+	plain_cap = 15;
+	std::string &line = *pooled;
+#else
 	line_string line;
+#endif
 	char num[24];
 	tw_sink = &line;
 	auto r = std::to_chars(num, num + sizeof(num), 1700000000000LL + seq * 37);
 	line.append(num, (size_t)(r.ptr - num));
+	TW_GREW();
 	line.push_back(' ');
+	TW_GREW();
 	uint64_t x = tw_rand(rng);
 	line.append(levels[x & 3]);
+	TW_GREW();
 	line.append(loggers[(x >> 2) % 5]);
+	TW_GREW();
 	unsigned fields = 10 + (unsigned)((x >> 8) % 191);	/* 10-200 pieces */
 	for (unsigned f = 0; f < fields; f++) {
 		uint64_t y = tw_rand(rng);
 		if (y & 1) {
 			/* key=value: a key, '=', a number of 1-20 digits */
 			line.append(keys[(y >> 1) % 15]);
+			TW_GREW();
 			line.push_back('=');
+			TW_GREW();
 			uint64_t v = (y >> 8) >> ((y >> 4) % 60);
 			r = std::to_chars(num, num + sizeof(num), v);
 			line.append(num, (size_t)(r.ptr - num));
+			TW_GREW();
 			line.push_back(' ');
+			TW_GREW();
 		} else {
 			/* a quoted piece of the message text, 3-60 characters */
 			size_t len = 3 + (size_t)((y >> 1) % 58);
 			size_t off = (size_t)((y >> 8) % (sizeof(text) - 1 - len));
 			line.push_back('"');
+			TW_GREW();
 			line.append(text + off, len);
+			TW_GREW();
 			line.append("\" ", 2);
+			TW_GREW();
 		}
 	}
 	/* the sink: FNV-1a over the line */
 	uint64_t h = 1469598103934665603ULL;
 	for (char c : line)
 		h = (h ^ (unsigned char)c) * 1099511628211ULL;
-	return h ^ line.size();
+	h ^= line.size();
+#if defined(TWIN) && !defined(TWIN_ALLOC)
+	if (plain_cap > 15)
+		twcxx_freed(plain_cap + 1);	/* the plain line's destructor */
+	twcxx_obj_put(pooled);
+#endif
+	return h;
 }
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 150000;
 	uint64_t rng = 0x9e3779b97f4a7c15ULL, sum = 0;
-#ifdef TWIN
+#if defined(TWIN) && defined(TWIN_ALLOC)
 	twcxx_init();
+#elif defined(TWIN)
+	twcxx_obj_init(string_delete);
 #endif
 	for (long r = 0; r < n; r++)
 		sum ^= format_line(&rng, r) + (sum << 6) + (sum >> 2);

@@ -44,14 +44,20 @@ static void tw_release(void *obj, void *ctx)
 	free(obj);
 }
 
-/* A pool whose dropped objects are freed, cycled with the others. */
-static inline void tw_pool_init(struct vpool *p)
+/* A pool whose dropped objects go to release, cycled with the others. */
+static inline void tw_pool_init_release(struct vpool *p, void (*release)(void *, void *))
 {
-	if (tw_npools == TW_MAX_POOLS || vpool_init(p, 0, tw_release, NULL) < 0) {
+	if (tw_npools == TW_MAX_POOLS || vpool_init(p, 0, release, NULL) < 0) {
 		fputs("twin: cannot make a pool\n", stderr);
 		exit(1);
 	}
 	tw_pools[tw_npools++] = p;
+}
+
+/* A pool whose dropped objects are freed. */
+static inline void tw_pool_init(struct vpool *p)
+{
+	tw_pool_init_release(p, tw_release);
 }
 
 static inline void tw_gc_check(void)
