@@ -527,9 +527,17 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		char d5[32];
 		ap_advise_format_duration(d4, sizeof(d4), (double)a->program_cpu_est_ns);
 		ap_advise_format_duration(d5, sizeof(d5), (double)a->program_cpu_ns);
-		ap_buf_addf(b, ", %.2g%% of the program's ~%s of CPU time (the recorded run's %s less what "
-			    "recording cost on the replay)",
-			    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
+		if (a->program_cpu_est_ns > a->program_cpu_ns)
+			/* the estimate's floor: the replay took longer than
+			 * the whole recorded run (threads that wait for each
+			 * other at handed-over blocks, more than the program's) */
+			ap_buf_addf(b, ", %.2g%% of the ~%s of CPU time its replay takes (more than the "
+				    "recorded run's %s, recording included)",
+				    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
+		else
+			ap_buf_addf(b, ", %.2g%% of the program's ~%s of CPU time (the recorded run's %s "
+				    "less what recording cost on the replay)",
+				    100 * fabs(m->saved_ns) / (double)a->program_cpu_est_ns, d4, d5);
 	} else if (a->program_cpu_ns) {
 		ap_advise_format_duration(d4, sizeof(d4), (double)a->program_cpu_ns);
 		ap_buf_addf(b, ", %.2g%% of the %s of CPU time the recorded run took (recording included)",
@@ -567,6 +575,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	double waits = handed && a->has_switches && a->base.switch_ns > 0
 			       ? (double)a->program_switches * a->base.switch_ns
 			       : 0;
+	/* never more than the program's whole CPU time (a switch of the
+	 * program's may cost less than the probe's) */
+	if (cpu > 0 && waits > cpu)
+		waits = cpu;
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && m->low_ns < WAIT_MOVE * waits) {
 		s->verdict = AP_VERDICT_WAITS;
 		ap_advise_format_duration(b1, sizeof(b1), waits);

@@ -275,6 +275,13 @@ static void test_waits_verdict(void)
 	}
 	judge(a, s, 10, -1, 11);
 	CHECK("waits: an interval across zero is noise", s->verdict, AP_VERDICT_NOISE);
+	/* the switches priced above the program's CPU time: that at most */
+	a->program_switches = 100000;	/* 250 ms: 100 at most, half is 50 */
+	judge(a, s, 52, 51, 53);
+	CHECK("waits: at most the program's CPU time", s->verdict, AP_VERDICT_POOL);
+	judge(a, s, 50, 49, 51);
+	CHECK("waits: below half of the program's CPU time", s->verdict, AP_VERDICT_WAITS);
+	a->program_switches = 10000;
 	a->has_switches = false;
 	judge(a, s, 10, 9, 11);
 	CHECK("waits: switches not known", s->verdict, AP_VERDICT_POOL);
