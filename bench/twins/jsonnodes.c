@@ -31,8 +31,8 @@ enum kind { J_NULL, J_TRUE, J_FALSE, J_NUM, J_STR, J_ARR, J_OBJ, J_KINDS };
 struct jnode {
 	uint8_t kind;
 	uint32_t keylen;
-	struct jnode *next;	/* the next element or member of the parent */
-	char *key;		/* a member's key, NULL in arrays */
+	struct jnode *next; /* the next element or member of the parent */
+	char *key;	    /* a member's key, NULL in arrays */
 };
 struct jnum {
 	struct jnode h;
@@ -50,12 +50,12 @@ struct jarr {
 };
 struct jobj {
 	struct jarr a;
-	uint64_t keyhash;	/* of its members' keys, for a quick lookup */
+	uint64_t keyhash; /* of its members' keys, for a quick lookup */
 };
 
 static const size_t node_size[J_KINDS] = {
-	sizeof(struct jnode), sizeof(struct jnode), sizeof(struct jnode), sizeof(struct jnum),
-	sizeof(struct jstr), sizeof(struct jarr), sizeof(struct jobj),
+    sizeof(struct jnode), sizeof(struct jnode), sizeof(struct jnode), sizeof(struct jnum),
+    sizeof(struct jstr),  sizeof(struct jarr),	sizeof(struct jobj),
 };
 
 #ifdef TWIN
@@ -126,7 +126,7 @@ static void str_free(char *p, size_t len)
 }
 
 /* The generator: JSON text into a fixed buffer, no allocation. */
-static char doc[1 << 17];	/* 600 values of at most ~100 bytes */
+static char doc[1 << 17]; /* 600 values of at most ~100 bytes */
 static size_t dlen;
 static uint64_t grng = 0x243f6a8885a308d3ULL;
 static int budget;
@@ -221,7 +221,7 @@ static struct jnode *parse_value(void);
 
 static char *parse_string(size_t *len)
 {
-	const char *s = ++pos;	/* past the opening quote */
+	const char *s = ++pos; /* past the opening quote */
 	while (*pos != '"')
 		pos++;
 	*len = (size_t)(pos - s);
@@ -250,7 +250,7 @@ static struct jnode *parse_value(void)
 		while (*pos != '}') {
 			size_t klen;
 			char *key = parse_string(&klen);
-			pos++;	/* ':' */
+			pos++; /* ':' */
 			struct jnode *c = parse_value();
 			c->key = key;
 			c->keylen = (uint32_t)klen;
@@ -328,7 +328,8 @@ static void walk(const struct jnode *j, int depth, struct walk *w)
 		break;
 	case J_STR: {
 		const struct jstr *s = (const struct jstr *)j;
-		w->h = tw_mix(w->h, (unsigned char)s->s[0] * 257u + (unsigned char)s->s[s->len - 1] + s->len);
+		w->h = tw_mix(w->h, (unsigned char)s->s[0] * 257u +
+					(unsigned char)s->s[s->len - 1] + s->len);
 		break;
 	}
 	case J_OBJ:
@@ -381,6 +382,7 @@ int main(int argc, char **argv)
 		sum = tw_mix(sum, (uint64_t)(int64_t)(w.sum * 4) ^ ((uint64_t)w.depth << 56) ^ w.h);
 		tree_free(root);
 	}
-	printf("jsonnodes %ld documents %ld nodes checksum %016llx\n", n, nodes, (unsigned long long)sum);
+	printf("jsonnodes %ld documents %ld nodes checksum %016llx\n", n, nodes,
+	       (unsigned long long)sum);
 	return 0;
 }
