@@ -57,7 +57,8 @@ static void try_usage(FILE *f)
 	      "  --site SITE          pool this site: a site name as advise prints it (or\n"
 	      "                       its --json `site`), its `site_id`, or a function that\n"
 	      "                       names one site; repeatable (default: every site\n"
-	      "                       advise says to pool)\n"
+	      "                       advise says to pool, or is unsure of because the\n"
+	      "                       program's threads wait)\n"
 	      "  --runs N             rounds of runs, each the baseline and every site once\n"
 	      "                       (default 8; 6 or more give a 95% interval)\n"
 	      "  --no-measure         advise's prediction from its model alone (no measured\n"
@@ -656,7 +657,7 @@ static const struct ap_replay_result *pred_result(const struct ap_advise_site *s
 
 static double pred_time(const struct ap_advise_site *s)
 {
-	return s->measured ? s->m.saved_ns : pred_result(s)->time_saved_ns;
+	return ap_advise_site_saved_ns(s);
 }
 
 static void fmt_count(char *b, size_t n, double v)

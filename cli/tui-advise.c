@@ -154,7 +154,12 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 		tui_screen_putf(s, 1, 0, TUI_NORMAL,
 				"Sampled (1 per %s): estimates from a reconstruction", b);
 	} else {
-		tui_screen_put(s, 1, 0, TUI_NORMAL, "Every allocation replayed", 0);
+		if (a->measured)
+			tui_screen_putf(s, 1, 0, TUI_NORMAL,
+					"Every allocation replayed; time saved measured at %zu site%s (the "
+					"rest: the model's)", a->measured, a->measured == 1 ? "" : "s");
+		else
+			tui_screen_put(s, 1, 0, TUI_NORMAL, "Every allocation replayed", 0);
 	}
 	snprintf(d, sizeof(d), "%zu/%zu", a->nsites ? t->advise_pos.cur + 1 : 0, a->nsites);
 	tui_draw_right(s, 1, TUI_NORMAL, d);
@@ -167,7 +172,7 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 		int row = 3 + (int)(i - t->advise_pos.top);
 		bool cur = i == t->advise_pos.cur;
 		char fixed[128], saved[32], space[32];
-		ap_advise_format_duration(saved, sizeof(saved), site->r.time_saved_ns);
+		ap_advise_format_duration(saved, sizeof(saved), ap_advise_site_saved_ns(site));
 		ap_format_bytes(space, sizeof(space), site->alloc_space);
 		if (cur)
 			tui_screen_row_attr(s, row, TUI_CURSOR);

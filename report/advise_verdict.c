@@ -491,8 +491,7 @@ static int site_cmp(const void *x, const void *y)
 	if (a->measured != b->measured)
 		return a->measured ? -1 : 1;
 	if (good(a)) {
-		double ta = a->measured ? a->m.saved_ns : a->r.time_saved_ns;
-		double tb = b->measured ? b->m.saved_ns : b->r.time_saved_ns;
+		double ta = ap_advise_site_saved_ns(a), tb = ap_advise_site_saved_ns(b);
 		if (ta != tb)
 			return ta > tb ? -1 : 1;
 	}

@@ -297,6 +297,16 @@ struct ap_advise_site {
 	char *reasons;		/* one or two sentences */
 };
 
+/* The CPU time a pool at s saves, as advise ranks and prints it: the
+ * measured replay's median when s was measured, else the model's (the
+ * capped pool's under "pool with cap"). */
+static inline double ap_advise_site_saved_ns(const struct ap_advise_site *s)
+{
+	if (s->measured)
+		return s->m.saved_ns;
+	return s->verdict == AP_VERDICT_POOL_CAP && s->capped ? s->rc.time_saved_ns : s->r.time_saved_ns;
+}
+
 /* How the measured replay's CPUs were chosen (ap_advise_replay_cpus). */
 enum ap_replay_cpus_from {
 	AP_RCPUS_UNKNOWN,	/* the trace does not say: as many as advise may use */

@@ -1,7 +1,7 @@
 /* cxxshim.c: pool/vpool.h for the C++ twins (packets.cpp, strcat.cpp).
- * vpool.h does not compile as C++ (_Alignas, C11 <stdatomic.h> types), as
- * its own comment says: C++ programs include it from a C file. This is
- * that file: a pool of blocks (twcxx_get/put), a pool of C++ objects
+ * vpool.h did not compile as C++ when these twins were written (it does
+ * since; the shim stays, so that the twins' timings compare). This is
+ * the C file: a pool of blocks (twcxx_get/put), a pool of C++ objects
  * whose dropped ones the program deletes (twcxx_obj_*), and twin.h's
  * cycle pacing, behind plain functions. Linked only into the twins. */
 #include "twin.h"

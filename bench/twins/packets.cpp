@@ -8,9 +8,9 @@
  * delete (48 KiB at the top stays below the trim threshold: no page
  * faults); the pool saves that malloc/free pair per object.
  * Twin: Packet has a class-specific operator new/delete that takes
- * packets from a vpool, the C++ way to hand-pool a class. vpool.h does
- * not compile as C++, so the twin reaches it through cxxshim.c (a C
- * file), one function call per Get or Put. */
+ * packets from a vpool, the C++ way to hand-pool a class. vpool.h did
+ * not compile as C++ then, so the twin reaches it through cxxshim.c (a C
+ * file), one function call per Get or Put (README: "vpool.h and C++"). */
 // site: handle
 #include <cstdint>
 #include <cstdio>

@@ -16,8 +16,8 @@
  * pairs, but not the copy at each growth. A pool of strings, each reused
  * with its capacity kept, saves both: after a few requests no line grows.
  * Twin: what a C++ engineer does to pool it: format_line takes a
- * std::string from a vpool of them (through cxxshim.c: pool/vpool.h does
- * not compile as C++), clear()s it (the capacity stays), builds the line
+ * std::string from a vpool of them (through cxxshim.c, as packets.cpp:
+ * one call a request), clear()s it (the capacity stays), builds the line
  * in it and puts it back; a string the pool's cycles drop is deleted.
  * The code that builds the line is the plain program's, libstdc++'s own
  * std::string (TW_GREW, in the twin only, counts the blocks the plain

@@ -655,8 +655,15 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 	fclose(f);
 	struct mapping m;
 	if (!find_lib(pid, "libc.so.", false, &m)) {
-		ap_say("process %d: it has no libc.so (statically linked?): the sampler cannot be "
-		       "loaded into it", (int)pid);
+		/* the dynamic loader there without the C library: a process
+		 * that has just started (a dlopen called into it now would
+		 * run in a C library not set up yet) */
+		if (find_lib(pid, "ld-linux", false, &m))
+			ap_say("process %d: it is still starting (its dynamic loader has not loaded "
+			       "the C library yet): try again in a moment", (int)pid);
+		else
+			ap_say("process %d: it has no libc.so (statically linked?): the sampler "
+			       "cannot be loaded into it", (int)pid);
 		return -1;
 	}
 	/* an earlier attach's sampler, its file replaced since: record would

@@ -135,6 +135,15 @@ class Server:
             self.ask("work 1")  # started
             self.pid = int(subprocess.run(["pgrep", "-P", str(self.p.pid)], stdout=subprocess.PIPE,
                                           text=True).stdout.split()[0])
+        # started: its C library loaded (record -p refuses a process still
+        # in its dynamic loader), without asking the server anything
+        for _ in range(500):
+            try:
+                if "libc.so" in open("/proc/%d/maps" % self.pid).read():
+                    break
+            except OSError:
+                break
+            time.sleep(0.01)
 
     def ask(self, cmd):
         self.p.stdin.write(cmd + "\n")
@@ -683,6 +692,26 @@ elif mode == "refuse":
     dead = subprocess.Popen(["true"])
     dead.wait()
     refused(["-p", str(dead.pid), "-o", os.path.join(tmp, "x.trace")], 1, "no such process")
+    # a process still in its dynamic loader: stopped at its exec by
+    # PTRACE_TRACEME, before ld.so has loaded the C library
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    loading = subprocess.Popen(["/bin/sleep", "30"], preexec_fn=lambda: libc.ptrace(0, 0, 0, 0))
+    for _ in range(500):
+        with open("/proc/%d/stat" % loading.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "t":
+                break
+        time.sleep(0.01)
+    with open("/proc/%d/maps" % loading.pid) as f:
+        maps = f.read()
+    if "ld-linux" in maps and "libc.so" not in maps:
+        refused(["-p", str(loading.pid), "-o", os.path.join(tmp, "x.trace")], 1,
+                "still starting")
+    else:
+        fail("the process stopped at its exec has maps %r" % maps[:400])
+    # (Popen.kill would see the ptrace stop as an exit and send nothing)
+    os.kill(loading.pid, signal.SIGKILL)
+    os.waitpid(loading.pid, 0)
     static = os.environ.get("STATIC_HELLO")
     if static:
         sp = subprocess.Popen([static, "--wait"], stdin=subprocess.PIPE)

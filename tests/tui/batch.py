@@ -386,6 +386,13 @@ def main():
                   "%s advise row %d: want %s / %s" % (name, k + 1, s["verdict_text"], s["site"]), line)
             hit = float(re.search(r" ([0-9.]+)% ", line).group(1))
             check(abs(hit - 100 * s["hit_rate"]) <= 0.05, "%s advise row %d hit rate" % (name, k + 1), line)
+            # the time saved, as advise's JSON has it (measured or the model's)
+            m = re.match(r"\s*\d+ .{22} +(-?[0-9.]+)(ns|us|ms|s) ", line)
+            scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+            saved = float(m.group(1)) * scale[m.group(2)] if m else None
+            want = s["time_saved_ns"]
+            check(saved is not None and abs(saved - want) <= 0.01 * abs(want) + 1,
+                  "%s advise row %d time saved: want %d ns" % (name, k + 1, want), line)
         # Under the table, the selected site's verdict and reasons.
         for k, s in enumerate(sites[:3]):
             lines = screen(trace, "a" + "j" * k, "200x60")
