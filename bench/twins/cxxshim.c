@@ -1,15 +1,22 @@
-/* cxxshim.c: pool/vpool.h for the C++ twin (packets.cpp). vpool.h does
- * not compile as C++ (_Alignas, C11 <stdatomic.h> types), as its own
- * comment says: C++ programs include it from a C file. This is that
- * file: one pool, and twin.h's cycle pacing, behind plain functions.
- * Linked only into the twin. */
+/* cxxshim.c: pool/vpool.h for the C++ twins (packets.cpp, strcat.cpp).
+ * vpool.h did not compile as C++ when these twins were written (it does
+ * since; the shim stays, so that the twins' timings compare). This is
+ * the C file: a pool of blocks (twcxx_get/put), a pool of C++ objects
+ * whose dropped ones the program deletes (twcxx_obj_*), and twin.h's
+ * cycle pacing, behind plain functions. Linked only into the twins. */
 #include "twin.h"
 
-static struct vpool pool;
+static struct vpool pool, objs;
+static void (*obj_delete)(void *);
 
 void twcxx_init(void);
 void *twcxx_get(size_t n);
 void twcxx_put(void *p, size_t n);
+void twcxx_obj_init(void (*del)(void *));
+void *twcxx_obj_get(void);
+void twcxx_obj_put(void *p);
+void twcxx_alloced(size_t n);
+void twcxx_freed(size_t n);
 
 void twcxx_init(void)
 {
@@ -28,4 +35,41 @@ void twcxx_put(void *p, size_t n)
 {
 	TW_FREE(n);
 	vpool_put(&pool, p);
+}
+
+static void obj_release(void *obj, void *ctx)
+{
+	(void)ctx;
+	obj_delete(obj);
+}
+
+/* A pool of objects the program made with new: a dropped one goes to
+ * del (the program's delete). */
+void twcxx_obj_init(void (*del)(void *))
+{
+	obj_delete = del;
+	tw_pool_init_release(&objs, obj_release);
+}
+
+/* A pooled object, or NULL: the program makes one. */
+void *twcxx_obj_get(void)
+{
+	return vpool_get(&objs);
+}
+
+void twcxx_obj_put(void *p)
+{
+	vpool_put(&objs, p);
+}
+
+/* The pacing of a twin whose pooled objects no longer allocate: the bytes
+ * the plain program allocates and frees where the twin does not. */
+void twcxx_alloced(size_t n)
+{
+	TW_ALLOC(n);
+}
+
+void twcxx_freed(size_t n)
+{
+	TW_FREE(n);
 }

@@ -8,15 +8,17 @@
  * delete (48 KiB at the top stays below the trim threshold: no page
  * faults); the pool saves that malloc/free pair per object.
  * Twin: Packet has a class-specific operator new/delete that takes
- * packets from a vpool, the C++ way to hand-pool a class. vpool.h does
- * not compile as C++, so the twin reaches it through cxxshim.c (a C
- * file), one function call per Get or Put. */
+ * packets from a vpool, the C++ way to hand-pool a class. vpool.h did
+ * not compile as C++ then, so the twin reaches it through cxxshim.c (a C
+ * file), one function call per Get or Put (README: "vpool.h and C++"). */
 // site: handle
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <new>
+
+#include "twbase.h"
 
 #ifdef TWIN
 extern "C" {
@@ -25,16 +27,6 @@ void *twcxx_get(size_t n);
 void twcxx_put(void *p, size_t n);
 }
 #endif
-
-static inline uint64_t rnd(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
 
 struct Packet {
 	uint32_t kind, len;
@@ -55,15 +47,13 @@ struct Packet {
 #endif
 };
 
-static void *volatile sink;
-
-__attribute__((noipa)) static uint64_t handle(uint64_t *rng)
+TW_SITE static uint64_t handle(uint64_t *rng)
 {
 	std::unique_ptr<Packet> pk[4];
 	for (auto &p : pk) {
 		p.reset(new Packet);
-		sink = p.get();
-		p->id = rnd(rng);
+		tw_sink = p.get();
+		p->id = tw_rand(rng);
 		p->kind = (uint32_t)(p->id & 7);
 		p->len = 1024 + (uint32_t)(p->id % 2044);
 		for (uint32_t i = 0; i < p->len; i++)

@@ -10,18 +10,23 @@
 # overlap), and the counts try measured.
 # Not a test: nothing here asserts a time.
 #
-# Usage: bench/twins/try.sh [-n RUNS] [-b BUILD] [PROGRAM...]
-#   -n RUNS   rounds of each (default 7)
-#   -b BUILD  the project's build directory (default build)
-#   PROGRAM   names of programs of bench/twins (default: all)
+# Usage: bench/twins/try.sh [-n RUNS] [-b BUILD] [-P CPULIST] [PROGRAM...]
+#   -n RUNS      rounds of each (default 7)
+#   -b BUILD     the project's build directory (default build)
+#   -P CPULIST   run everything (run.sh's runs with its -P, the recordings,
+#                `allocprof try` and so every run it makes) under
+#                `taskset -c CPULIST`; default: run.sh's own pinning, the
+#                rest unpinned
+#   PROGRAM      names of programs of bench/twins (default: all)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-runs=7 build=build
+runs=7 build=build cpulist=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) runs=$2; shift 2 ;;
 	-b) build=$2; shift 2 ;;
+	-P) cpulist=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -eu/d'; exit 0 ;;
 	*) break ;;
 	esac
@@ -29,15 +34,29 @@ done
 ap=$(cd "$root/$build" && pwd)/cli/allocprof
 progs=("$@")
 [ ${#progs[@]} -gt 0 ] || progs=(bursty zstream cache huge idle tinynodes strbuild scratch arena prodcons packets)
+tset=() pin=()
+if [ -n "$cpulist" ]; then
+	taskset -c "$cpulist" true || { echo "try.sh: -P $cpulist: not a list of CPUs taskset can pin to" >&2; exit 2; }
+	tset=(taskset -c "$cpulist") pin=(-P "$cpulist")
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-"$here/run.sh" -n "$runs" -b "$build" -k "$out" --no-advise --json "$out/twins.json" "${progs[@]}" >/dev/null
+"$here/run.sh" -n "$runs" -b "$build" -k "$out" "${pin[@]}" --no-advise --json "$out/twins.json" "${progs[@]}" >/dev/null
 for p in "${progs[@]}"; do
 	src=$here/$p.c
 	[ -f "$src" ] || src=$here/$p.cpp
 	site=$(sed -n 's|^// site: ||p' "$src")
-	"$ap" record --all -q -o "$out/$p.trace" "$out/$p" >/dev/null
-	"$ap" try --no-measure --runs "$runs" --json --site "$site" "$out/$p.trace" >"$out/$p.try.json" \
+	"${tset[@]}" "$ap" record --all -q -o "$out/$p.trace" "$out/$p" >/dev/null
+	# A function that allocates at several lines (strcat's appends) names
+	# several sites, and try wants one: the biggest, as run.sh takes it
+	# (the model's counts; no measured replay).
+	n=$("${tset[@]}" "$ap" advise --json --no-measure -n 0 "$out/$p.trace" 2>/dev/null |
+		/usr/bin/python3 -c 'import json, sys
+s = [x for x in json.load(sys.stdin)["sites"] if x.get("function") == sys.argv[1]]
+if len(s) > 1:
+    print(max(s, key=lambda x: x.get("gets", 0))["site"])' "$site") || n=
+	[ -z "$n" ] || { echo "$p: $site names several sites; trying the biggest, $n" >&2; site=$n; }
+	"${tset[@]}" "$ap" try --no-measure --runs "$runs" --json --site "$site" "$out/$p.trace" >"$out/$p.try.json" \
 		2>"$out/$p.try.err" || true
 	/usr/bin/python3 - "$out/twins.json" "$out/$p.try.json" "$p" "$out/$p.try.err" <<'PY'
 import json, sys

@@ -24,39 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A function that allocates: never inlined, cloned or merged with an
- * identical one (GCC's identical code folding would otherwise make two
- * sites one, and allocprof would name both after either). */
-#if defined(__clang__)
-#define TW_SITE __attribute__((noinline))
-#else
-#define TW_SITE __attribute__((noipa))
-#endif
-
-/* Pointers stored here escape: the compiler must keep every allocation. */
-static void *volatile tw_sink;
-
-static inline uint64_t tw_mix(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-	return h;
-}
-
-/* A small fast PRNG (xorshift64*), the same sequence in both twins. */
-static inline uint64_t tw_rand(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
+#include "twbase.h"
 
 #ifdef TWIN
 #include "vpool.h"
 
-#define TW_MAX_POOLS 4
+#define TW_MAX_POOLS 8
 static struct vpool *tw_pools[TW_MAX_POOLS];
 static unsigned tw_npools;
 /* Bytes; threads share them. The goal and the live bytes at the last
@@ -71,14 +44,20 @@ static void tw_release(void *obj, void *ctx)
 	free(obj);
 }
 
-/* A pool whose dropped objects are freed, cycled with the others. */
-static inline void tw_pool_init(struct vpool *p)
+/* A pool whose dropped objects go to release, cycled with the others. */
+static inline void tw_pool_init_release(struct vpool *p, void (*release)(void *, void *))
 {
-	if (tw_npools == TW_MAX_POOLS || vpool_init(p, 0, tw_release, NULL) < 0) {
+	if (tw_npools == TW_MAX_POOLS || vpool_init(p, 0, release, NULL) < 0) {
 		fputs("twin: cannot make a pool\n", stderr);
 		exit(1);
 	}
 	tw_pools[tw_npools++] = p;
+}
+
+/* A pool whose dropped objects are freed. */
+static inline void tw_pool_init(struct vpool *p)
+{
+	tw_pool_init_release(p, tw_release);
 }
 
 static inline void tw_gc_check(void)

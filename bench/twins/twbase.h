@@ -1,0 +1,39 @@
+/* twbase.h: what the plain and twin programs of bench/twins share, C and
+ * C++ alike (twin.h includes it; the C++ programs include it alone, since
+ * pool/vpool.h, which twin.h brings into a twin, is C only): the site
+ * attribute, a sink, the checksum mix and the PRNG. */
+#ifndef TWBASE_H
+#define TWBASE_H
+
+#include <stdint.h>
+
+/* A function that allocates: never inlined, cloned or merged with an
+ * identical one (GCC's identical code folding would otherwise make two
+ * sites one, and allocprof would name both after either). */
+#if defined(__clang__)
+#define TW_SITE __attribute__((noinline))
+#else
+#define TW_SITE __attribute__((noipa))
+#endif
+
+/* Pointers stored here escape: the compiler must keep every allocation. */
+static void *volatile tw_sink;
+
+static inline uint64_t tw_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+/* A small fast PRNG (xorshift64*), the same sequence in both twins. */
+static inline uint64_t tw_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+#endif
