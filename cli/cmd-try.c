@@ -141,13 +141,24 @@ struct seen_pc {
 	uint32_t depth;
 };
 
-/* Adds the line unless it is there already; false when it cannot be. */
+/* Where a walk starts in st: the call of the allocator (0), or, when
+ * that is libstdc++'s operator new, the call of operator new (1), which
+ * is what the library sees: it interposes operator new itself, so
+ * libstdc++'s never runs (std::string and std::vector growth, whose
+ * frames the views drop, reach operator new from inside libstdc++). */
+static uint32_t leaf_of(struct ap_symbolizer *sym, const struct ap_stack *st)
+{
+	return st->depth > 1 && is_operator_new(sym, st->pcs[0]) ? 1 : 0;
+}
+
+/* Adds the line unless it is there already; false when it cannot be. A
+ * frame's depth is counted from the walk's start, `base`. */
 static bool add_once(struct tsite *ts, struct seen_pc **seen, size_t *n, size_t *alloc,
 		     const struct ap_trace *t, const struct ap_stack *st, uint32_t at,
-		     unsigned kind, uint32_t id)
+		     uint32_t base, unsigned kind, uint32_t id)
 {
 	uint64_t pc = st->pcs[at], inner = kind >= AP_TRY_KIND_FRAME ? st->pcs[at - 1] : 0;
-	uint32_t depth = kind >= AP_TRY_KIND_FRAME ? at : 0;
+	uint32_t depth = kind >= AP_TRY_KIND_FRAME ? at - base : 0;
 	for (size_t i = 0; i < *n; i++)
 		if ((*seen)[i].pc == pc && (*seen)[i].inner == inner && (*seen)[i].kind == kind &&
 		    (*seen)[i].depth == depth)
@@ -177,17 +188,18 @@ static void site_pcs(struct tsite *ts, const struct ap_trace *t, const struct ap
 		const struct ap_stack *st = &t->stacks[k];
 		uint32_t d = m->pc_of_stack[k];
 		bool ok;
+		uint32_t base = leaf_of(sym, st);
 		if (d == 0) {
-			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_CALL,
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, 0, AP_TRY_KIND_CALL,
 				      id);
-		} else if (d == 1 && is_operator_new(sym, st->pcs[0])) {
-			ok =
-			    add_once(ts, &seen, &nseen, &seen_alloc, t, st, 1, AP_TRY_KIND_NEW, id);
+		} else if (d == 1 && base == 1) {
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 1, 0, AP_TRY_KIND_NEW,
+				      id);
 		} else if (d < 64 && d < st->depth) {
-			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, 0, AP_TRY_KIND_LEAF,
-				      id) &&
-			     add_once(ts, &seen, &nseen, &seen_alloc, t, st, d, AP_TRY_KIND_FRAME,
-				      id);
+			ok = add_once(ts, &seen, &nseen, &seen_alloc, t, st, base, 0,
+				      AP_TRY_KIND_LEAF, id) &&
+			     add_once(ts, &seen, &nseen, &seen_alloc, t, st, d, base,
+				      AP_TRY_KIND_FRAME, id);
 			ts->walked += ok;
 		} else {
 			ok = false;
@@ -984,10 +996,10 @@ static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct a
 			chosen[ts[i].as->site_id] = true;
 	for (size_t k = 0; k < t->nstacks; k++) {
 		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
-		if (s < m->nsites && chosen[s] && d > 0 && d < t->stacks[k].depth &&
-		    !(d == 1 && is_operator_new(sym, t->stacks[k].pcs[0]))) {
+		uint32_t base = leaf_of(sym, &t->stacks[k]);
+		if (s < m->nsites && chosen[s] && d > base && d < t->stacks[k].depth) {
 			AP_ALLOC_GROW(leaf, nleaf + 1, leaf_alloc);
-			leaf[nleaf++] = t->stacks[k].pcs[0];
+			leaf[nleaf++] = t->stacks[k].pcs[base];
 		}
 	}
 	struct tsite scratch = {.pcs = AP_BUF_INIT};
@@ -995,13 +1007,14 @@ static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct a
 	size_t nseen = 0, seen_alloc = 0;
 	for (size_t k = 0; k < t->nstacks && nleaf; k++) {
 		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
-		if (s >= m->nsites || chosen[s] || !d || d >= 64 || d >= t->stacks[k].depth)
+		uint32_t base = leaf_of(sym, &t->stacks[k]);
+		if (s >= m->nsites || chosen[s] || d <= base || d >= 64 || d >= t->stacks[k].depth)
 			continue;
 		bool through = false;
 		for (size_t i = 0; i < nleaf && !through; i++)
-			through = leaf[i] == t->stacks[k].pcs[0];
+			through = leaf[i] == t->stacks[k].pcs[base];
 		if (through)
-			add_once(&scratch, &seen, &nseen, &seen_alloc, t, &t->stacks[k], d,
+			add_once(&scratch, &seen, &nseen, &seen_alloc, t, &t->stacks[k], d, base,
 				 AP_TRY_KIND_STOP, 0);
 	}
 	if (scratch.pcs.len)

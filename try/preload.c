@@ -33,9 +33,11 @@
  * dlopen (modules loaded later). One hash and one load for a call that
  * is no site's. A site the trace puts in the program's frame that called
  * a library (advise's `via`: sqlite3's sites, all reached through
- * libsqlite3's allocator) is found by walking the stack (libunwind,
- * unwind tables) from that library's call of the allocator, and only
- * from there: the site's frame at its depth, paired with the library's
+ * libsqlite3's allocator; a std::string or std::vector that grows, whose
+ * libstdc++ frames the views drop, reached through libstdc++'s call of
+ * operator new) is found by walking the stack (libunwind, unwind tables)
+ * from that library's call of the allocator (or of operator new), and
+ * only from there: the site's frame at its depth, paired with the library's
  * return address inside it, or another site's frame first (a stop). */
 #include <dlfcn.h>
 #include <errno.h>
@@ -392,7 +394,8 @@ static inline struct site *site_of(uintptr_t ra, uint32_t kind)
 		return NULL;
 	if (e->kind == kind)
 		return &sites[e->site];
-	if (e->kind == AP_TRY_KIND_LEAF && kind == AP_TRY_KIND_CALL)
+	/* a library's call of malloc, or libstdc++'s of operator new */
+	if (e->kind == AP_TRY_KIND_LEAF && (kind == AP_TRY_KIND_CALL || kind == AP_TRY_KIND_NEW))
 		return site_by_stack(ra);
 	return NULL;
 }

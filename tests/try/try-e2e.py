@@ -223,6 +223,31 @@ def twin_cxx(src):
     twin(plain, twin_exe, "handle", "20000")
 
 
+def cxx_growth(src):
+    # bench/twins/strcat.cpp: std::string grown by appends, whose blocks
+    # libstdc++ allocates (its operator new, from _M_create): the site is
+    # the program's line above, reached by walking the stack from
+    # libstdc++'s call of operator new, which try interposes
+    gxx = shutil.which("g++")
+    if not gxx:
+        fail("g++ is needed (make deps installs it)")
+    tw = os.path.join(src, "bench", "twins")
+    prog = os.path.join(TMP, "strcat")
+    subprocess.run([gxx, "-std=c++17", "-O2", "-g", "-I" + tw, "-o", prog,
+                    os.path.join(tw, "strcat.cpp")], check=True)
+    trace = os.path.join(TMP, "strcat.trace")
+    record(trace, [prog, "3000"])
+    sites = advise(trace).values()
+    top = max((s for s in sites if s["function"] == "format_line"), key=lambda s: s["gets"])
+    r = run_try(["--runs", "1", "--no-measure", "--json", "--site", str(top["site_id"]), trace])
+    s = json.loads(r.stdout)["sites"][0]
+    print("%s: try %d requests, %d allocations avoided; advise %d gets, %d avoided" %
+          (top["site"], s["requests"], s["allocs_avoided"], top["gets"], s["predicted_allocs_avoided"]))
+    if s["requests"] != top["gets"] or not within(s["allocs_avoided"], s["predicted_allocs_avoided"], 0.02):
+        fail("the site's requests or allocations avoided differ from advise's: %r" % s)
+    print("ok")
+
+
 def dlopen(main, lib):
     # the site is in a library loaded after start: found after the dlopen
     trace = os.path.join(TMP, "dl.trace")
@@ -434,6 +459,7 @@ def main():
             "dlopen": dlopen,
             "twin": twin,
             "twin-cxx": twin_cxx,
+            "cxx-growth": cxx_growth,
             "refuse-asan": refuse_asan,
             "refuse-preload": refuse_preload,
             "refuse-own": refuse_own,
