@@ -381,10 +381,11 @@ static bool switches(uint64_t *vol, uint64_t *invol)
 	return true;
 }
 
-/* The counts when this trace started: an exec'd image's process keeps
- * its predecessor's (getrusage survives execve), an attached one its
- * switches before the attach; END writes what the trace's own run made. */
-static uint64_t vol0, invol0;
+/* The counts and the CPU time when this trace started: an exec'd
+ * image's process keeps its predecessor's (getrusage and the process
+ * CPU clock survive execve), an attached one what it had used before
+ * the attach; END writes what the trace's own run made. */
+static uint64_t vol0, invol0, cpu0;
 
 static void write_header(const char *parent)
 {
@@ -606,6 +607,7 @@ int open_trace(const char *parent, int fd)
 	tfile.fd = fd;
 	if (!switches(&vol0, &invol0))
 		vol0 = invol0 = 0;
+	cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	write_header(parent);
 	return 0;
 }
@@ -679,7 +681,8 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);
 	k += ap_put_kv_uint(p + k, AP_EK_BYTES, consumed >= calls ? consumed - calls : 0);
 	k += ap_put_kv_uint(p + k, AP_EK_CHUNKS, __atomic_load_n(&tfile.chunks, __ATOMIC_RELAXED));
-	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, now_ns(CLOCK_PROCESS_CPUTIME_ID));
+	uint64_t cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, cpu >= cpu0 ? cpu - cpu0 : cpu);
 	uint64_t delay;
 	if (run_delay_ns(&delay))
 		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS, delay);

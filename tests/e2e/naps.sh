@@ -32,9 +32,11 @@ adv n.json naps.trace
 vol=$(jq s.json 'j["nvcsw"]')
 echo "naps: $vol voluntary context switches (100 sleeps)"
 [ "$vol" -ge 100 ] && [ "$vol" -le 400 ] || fail "naps: END says $vol voluntary switches, want 100 or a few more"
-# an exec'd image counts its own (getrusage keeps the earlier image's):
-# the shell waits for eight children, the sleep it becomes blocks once
-"$ALLOCPROF" record -q --all -o ex.trace sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/true; done; exec /bin/sleep 0.05' ||
+# an exec'd image counts its own switches and CPU time (getrusage and
+# the process's CPU clock keep the earlier image's): the shell waits for
+# eight children and counts to 100,000, the sleep it becomes blocks once
+"$ALLOCPROF" record -q --all -o ex.trace sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/true; done
+	i=0; while [ $i -lt 100000 ]; do i=$((i + 1)); done; exec /bin/sleep 0.05' ||
 	fail "record sh, then exec"
 "$ALLOCPROF" stats --json ex.trace >ex.json && "$ALLOCPROF" stats --json ex.trace.exec1 >ex1.json ||
 	fail "stats of the shell's and the exec'd image's traces"
@@ -43,6 +45,14 @@ sleep_vol=$(jq ex1.json 'j["nvcsw"]')
 echo "exec: the shell's image $sh_vol voluntary switches, the sleep's $sleep_vol"
 [ "$sh_vol" -ge 8 ] && [ "$sleep_vol" -ge 1 ] && [ "$sleep_vol" -le 4 ] ||
 	fail "exec: the shell's image says $sh_vol voluntary switches (want 8 or more), the sleep's $sleep_vol (want 1-4)"
+"$ALLOCPROF" advise --no-measure --json ex.trace >exa.json 2>/dev/null &&
+	"$ALLOCPROF" advise --no-measure --json ex.trace.exec1 >exa1.json 2>/dev/null ||
+	fail "advise --no-measure of the shell's and the exec'd image's traces"
+sh_cpu=$(jq exa.json '(j[0] if isinstance(j, list) else j)["program_cpu_ns"]')
+sleep_cpu=$(jq exa1.json 'j["program_cpu_ns"]')
+echo "exec: the shell's image $sh_cpu ns of CPU time, the sleep's $sleep_cpu"
+[ "$sh_cpu" -gt $((4 * sleep_cpu)) ] ||
+	fail "exec: the sleep's image says $sleep_cpu ns of CPU time, not its own (the shell's: $sh_cpu)"
 slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
 echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
 # (up to 202 ms: on a loaded machine a gap between two calls can grow
