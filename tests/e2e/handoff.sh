@@ -39,6 +39,32 @@ echo "handoff 5000: $(jget "$j" alloc_objects) allocations, $(jget "$j" free_obj
 [ "$(jget "$j" inuse_objects)" -le "$(($(jget "$tmp/0.json" inuse_objects) + 5))" ] ||
 	fail "in use at exit: $(jget "$j" inuse_objects), the run without iterations: $(jget "$tmp/0.json" inuse_objects)"
 
+# 4. advise: the recorded run's switches, the runner's price of one, and
+#    each measured site handed between threads judged by them (pool at or
+#    above half of what the switches cost, at most the program's CPU
+#    time; unsure below it: report/advise_verdict.c)
+"$ALLOCPROF" advise --json -n 0 --measure-time 3s "$tmp/5000.trace" >"$tmp/adv.json" 2>"$tmp/adv.err" ||
+	fail "advise handoff 5000: $(tail -1 "$tmp/adv.err")"
+"$_lib_py" - "$tmp/adv.json" <<'PY' || fail "advise's threads-wait verdicts (above)"
+import json, sys
+a = json.load(open(sys.argv[1]))
+sw, ns = a["program_switches"], a["measurement"].get("switch_ns")
+print("handoff 5000: %s switches recorded, %s ns a switch" % (sw, ns))
+bad = sw is None or sw <= 0 or not ns or ns <= 0
+cpu = a["program_cpu_est_ns"] or a["program_cpu_ns"]
+bound = 0.5 * min((sw or 0) * (ns or 0), cpu)
+for s in a["sites"]:
+    if not s.get("measured") or s["cross_thread_share"] < 0.1:
+        continue
+    low = s["time_saved_low_ns"]
+    print("  %s: %s, lower end %d ns, half the switches' cost %d ns" % (s["site"], s["verdict"], low, bound))
+    if s["verdict"] == "unsure: threads wait" and not low < bound:
+        bad = True
+    if s["verdict"] in ("pool", "size classes") or s["verdict"].startswith("pool with cap"):
+        bad = bad or low < bound
+sys.exit(1 if bad else 0)
+PY
+
 if [ -n "$VALGRIND" ]; then
 	vg() { # N -> "allocs bytes"
 		"$VALGRIND" "$prog" "$1" 2>&1 >/dev/null |
