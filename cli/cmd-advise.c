@@ -313,6 +313,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 	json_object_set_new(root, "program_cpu_est_ns", json_integer((json_int_t)a->program_cpu_est_ns));
 	json_object_set_new(root, "program_switches", a->has_switches ? json_integer((json_int_t)a->program_switches)
 								      : json_null());
+	json_object_set_new(root, "program_unwind_ns", json_integer((json_int_t)a->program_unwind_ns));
 	json_t *mj = json_object();
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
 	if (a->measured) {

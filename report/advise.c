@@ -1340,6 +1340,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->program_cpu_ns = t->cpu_ns;
 	a->has_switches = t->has_switches;
 	a->program_switches = t->nvcsw + t->nivcsw;
+	a->program_unwind_ns = t->unwind_ns;
 
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
 			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };

@@ -357,6 +357,11 @@ struct ap_advice {
 	 * and nivcsw; has_switches false: the trace does not say). */
 	bool has_switches;
 	uint64_t program_switches;
+	/* The recorded run's time unwinding stacks (END's unwind_ns; 0: not
+	 * said): part of what recording cost the program, which the replay
+	 * under the sampler does not show (its one call site stays in the
+	 * sampler's stack cache). */
+	uint64_t program_unwind_ns;
 	/* The measured replay: `measured` sites of the list were measured,
 	 * against `base` (the replay through malloc alone); else
 	 * measure_why says why none was. */

@@ -588,6 +588,7 @@ void buffers_forget(struct ap_tls *t)
 		b->len = EV_HDR;
 		b->events = 0;
 		b->stream = b->nchunks = 0; /* a new file: its streams start over */
+		b->unw_ticks = 0;	     /* and its unwinding time */
 		slot_sync(b);
 		if (b == t->thr)
 			continue;
@@ -694,3 +695,13 @@ uint64_t events_total(void)
 	return n;
 }
 
+
+/* The ticks every thread of the trace spent unwinding (stack_here), as
+ * ns; 0 when the TSC's rate is not known. For END's unwind_ns. */
+uint64_t unwind_ns_all(void)
+{
+	uint64_t ticks = 0;
+	for (struct ap_thr *b = threads.all; b; b = b->next)
+		ticks += __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED);
+	return (uint64_t)((double)ticks * ns_per_tsc);
+}

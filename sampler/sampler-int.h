@@ -129,6 +129,9 @@ struct ap_thr {
 	 * program, and when its current call entered (interpose.c's
 	 * gap_enter, gap_leave): the gap emit writes (0: not yet) */
 	uint64_t gap_from, gap_at;
+	/* --all: TSC ticks its owners spent unwinding (stack cache misses),
+	 * every owner's since the trace started: END's unwind_ns */
+	uint64_t unw_ticks;
 };
 
 /* ---- state and functions by owner --------------------------------- */
@@ -302,6 +305,7 @@ struct ap_threads {
 	uint64_t exited_calls, exited_consumed;	/* counts of exited threads */
 };
 extern struct ap_threads threads;
+uint64_t unwind_ns_all(void);
 struct ap_meta {
 	int lock;		/* the buffer, stack table inserts, the module list */
 	uint8_t *buf;		/* header room + META_BUF_SIZE */

@@ -205,11 +205,16 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 		uint64_t pcs[MAX_DEPTH_CAP];
 		const uint64_t *frames;
 		int timed = sc_timed(b);
-		uint64_t c0 = timed ? rd_tsc() : 0;
+		/* --all: every unwind timed (END's unwind_ns) */
+		int counted = b && settings.all;
+		uint64_t c0 = timed || counted ? rd_tsc() : 0;
 		unsigned depth = unwind(pcs);
 		id = stack_intern(pcs, depth, &frames);
+		uint64_t ticks = timed || counted ? rd_tsc() - c0 : 0;
+		if (counted)
+			__atomic_store_n(&b->unw_ticks, b->unw_ticks + ticks, __ATOMIC_RELAXED);
 		if (b)
-			sc_unwound(b, timed ? rd_tsc() - c0 : 0);
+			sc_unwound(b, timed ? ticks : 0);
 	}
 	unhold(t, h);
 	return id;

@@ -671,7 +671,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 14 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 16 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -686,6 +686,11 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	uint64_t delay;
 	if (run_delay_ns(&delay))
 		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS, delay);
+	/* --all with the stack cache: the time unwinding took, which a
+	 * replay's one call site, always in the cache, does not show */
+	uint64_t unw = settings.all && sc_on ? unwind_ns_all() : 0;
+	if (unw)
+		k += ap_put_kv_uint(p + k, AP_EK_UNWIND_NS, unw);
 	uint64_t vol, invol;
 	if (switches(&vol, &invol)) {
 		k += ap_put_kv_uint(p + k, AP_EK_NVCSW, vol >= vol0 ? vol - vol0 : vol);

@@ -134,6 +134,9 @@ struct ap_trace {
 	 * known) */
 	bool has_switches;
 	uint64_t nvcsw, nivcsw;
+	/* END's `unwind_ns`: the time the sampler spent unwinding stacks
+	 * (--all, with its stack cache; 0: not in the trace) */
+	uint64_t unwind_ns;
 	/* END's `live_peak` and `live_slack`: the sampler's count of the
 	 * largest in-use bytes, every block counted by glibc's usable size,
 	 * sampled or not, exact to within live_slack bytes either way

@@ -216,6 +216,7 @@ enum {
 	AP_EK_RUN_DELAY_NS = 12,
 	AP_EK_NVCSW = 13,
 	AP_EK_NIVCSW = 14,
+	AP_EK_UNWIND_NS = 15,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

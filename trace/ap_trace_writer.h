@@ -83,6 +83,7 @@ struct ap_tw_end {
 	 * has_switches */
 	bool has_switches;
 	uint64_t nvcsw, nivcsw;
+	uint64_t unwind_ns;	/* END key 15, written when not 0 */
 };
 
 struct ap_tw;

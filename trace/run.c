@@ -393,7 +393,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->live_peak = m->live_slack = 0;
 	m->calls = m->bytes = m->cpu_ns = 0;
 	m->has_switches = true;
-	m->nvcsw = m->nivcsw = 0;
+	m->nvcsw = m->nivcsw = m->unwind_ns = 0;
 	/* Addresses of several processes do not mix: a whole run has no
 	 * list of pooled objects (advise goes process by process). */
 	m->pooled = NULL;
@@ -480,6 +480,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->has_switches = m->has_switches && t->has_switches;
 		m->nvcsw += t->nvcsw;
 		m->nivcsw += t->nivcsw;
+		m->unwind_ns += t->unwind_ns;
 		if (t->truncated && !m->truncated) {
 			m->truncated = true;
 			struct ap_buf why = AP_BUF_INIT;

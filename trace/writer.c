@@ -367,6 +367,8 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 		kv_uint(&p, AP_EK_LIVE_PEAK, end->live_peak);
 		kv_uint(&p, AP_EK_LIVE_SLACK, end->live_slack);
 	}
+	if (end->unwind_ns)
+		kv_uint(&p, AP_EK_UNWIND_NS, end->unwind_ns);
 	if (end->has_switches) {
 		kv_uint(&p, AP_EK_NVCSW, end->nvcsw);
 		kv_uint(&p, AP_EK_NIVCSW, end->nivcsw);

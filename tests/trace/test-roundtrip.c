@@ -370,7 +370,8 @@ static void test_inuse_error(void)
 	ap_tw_alloc(tw, 1, ts + 4, 0, 0, 0x400, 5000, s);
 	ap_tw_free(tw, 1, ts + 5, 0, 0x200);
 	struct ap_tw_end end = {.end_ns = ts + 100, .live_peak = 12345, .live_slack = 16384,
-				.has_switches = true, .nvcsw = 0, .nivcsw = 987654321};
+				.has_switches = true, .nvcsw = 0, .nivcsw = 987654321,
+				.unwind_ns = 5555};
 	ap_tw_end(tw, &end);
 	struct ap_trace *t = read_back(tw, "inuse error");
 	if (!t)
@@ -388,6 +389,7 @@ static void test_inuse_error(void)
 	CHECK(t->has_switches, "END's nvcsw not read");
 	CHECK_U(t->nvcsw, 0);
 	CHECK_U(t->nivcsw, 987654321);
+	CHECK_U(t->unwind_ns, 5555);
 	ap_trace_free(t);
 
 	/* every allocation recorded: exact, no error; no live peak in END */
@@ -405,6 +407,7 @@ static void test_inuse_error(void)
 	CHECK_D(tot.inuse_objects_sd, 0);
 	CHECK(!t->has_live_peak, "a live_peak read from an END without one");
 	CHECK(!t->has_switches, "switches read from an END without them");
+	CHECK_U(t->unwind_ns, 0);
 	ap_trace_free(t);
 }
 

@@ -39,7 +39,7 @@ static void write_proc(const char *path, uint64_t pid, uint64_t t0, uint64_t rat
 	if (free_it)
 		ap_tw_free(tw, (uint32_t)pid, t0 + 40, 0, 0x1000);
 	/* each process its context switches: the run has their sum */
-	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0, true, (uint64_t)pid, 7 };
+	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0, true, (uint64_t)pid, 7, 0 };
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
