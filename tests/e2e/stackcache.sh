@@ -62,6 +62,14 @@ cmp -s "$tmp/all-always.folded" "$tmp/all-nocache.folded" || {
 	fail "stackcache --all: the cache filling every key changes the stacks (-off +on)"
 	diff -u "$tmp/all-nocache.folded" "$tmp/all-always.folded" | sed 's/^/  /'
 }
+# END's unwind_ns: the sampler's time unwinding, with the cache (which
+# advise takes off the recorded run's CPU time); none without it (a
+# replay under the sampler would unwind every call too)
+unwind() { "$ALLOCPROF" advise --no-measure --json -n 0 "$tmp/$1.trace" 2>/dev/null | "$_lib_py" -c 'import json, sys; print(json.load(sys.stdin)["program_unwind_ns"])'; }
+u_on=$(unwind all) u_off=$(unwind all-nocache)
+echo "stackcache --all: unwinding $u_on ns with the cache, $u_off ns said without it"
+[ "${u_on:-0}" -gt 0 ] && [ "$u_off" = 0 ] ||
+	fail "stackcache --all: END's unwind_ns $u_on with the cache (want > 0), $u_off without (want 0)"
 ALLOCPROF_TEST_SEED=11 folded sampled --rate 256 || exit 1
 ALLOCPROF_TEST_SEED=11 ALLOCPROF_STACK_CACHE=0 folded sampled-nocache --rate 256 || exit 1
 ALLOCPROF_TEST_SEED=11 ALLOCPROF_STACK_CACHE=2 folded sampled-always --rate 256 || exit 1
