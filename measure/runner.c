@@ -27,9 +27,9 @@
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
  * every new block's first 64 bytes are written, and one byte in each of
- * its further pages, as the program's first write would fault them in; a pooled block keeps the
- * capacity it reached, stored in its first 8 bytes while it is in the
- * pool; a calloc served from the pool is zeroed (the program would have
+ * its further pages, as the program's first write would fault them in;
+ * a pooled block keeps the capacity it reached, stored in its first 8
+ * bytes while it is in the pool; a calloc served from the pool is zeroed (the program would have
  * to); a realloc of a pooled block within its capacity calls nothing;
  * a SLEEP sleeps (the recorded thread was off its CPU there).
  * Nothing here allocates but the replayed ops and the pool: the script

@@ -212,7 +212,9 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 		id = stack_intern(pcs, depth, &frames);
 		uint64_t ticks = timed || counted ? rd_tsc() - c0 : 0;
 		if (counted)
-			__atomic_store_n(&b->unw_ticks, b->unw_ticks + ticks, __ATOMIC_RELAXED);
+			__atomic_store_n(&b->unw_ticks,
+					 __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED) + ticks,
+					 __ATOMIC_RELAXED);	/* its owner's alone; END reads */
 		if (b)
 			sc_unwound(b, timed ? ticks : 0);
 	}

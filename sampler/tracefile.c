@@ -364,7 +364,6 @@ static uint64_t allowed_cpus(void)
 	return r < 0 ? 0 : (uint64_t)CPU_COUNT(&set);
 }
 
-/* Preamble and HEADER chunk, one write. */
 /* The process's context switches so far, every thread's (getrusage of
  * RUSAGE_SELF: voluntary, it blocked; involuntary, it was preempted):
  * advise weighs a pool's saving for objects handed between threads
@@ -387,6 +386,7 @@ static bool switches(uint64_t *vol, uint64_t *invol)
  * the attach; END writes what the trace's own run made. */
 static uint64_t vol0, invol0, cpu0;
 
+/* Preamble and HEADER chunk, one write. */
 static void write_header(const char *parent)
 {
 	size_t cap = 3 * PATH_MAX + CMDLINE_MAX + 1024;
