@@ -178,7 +178,8 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 		free(C.j);
 		return -1;
 	}
-	qsort(C.j, C.n, sizeof(*C.j), join_cmp);
+	if (C.n > 1)
+		qsort(C.j, C.n, sizeof(*C.j), join_cmp);
 	*out = C.j;
 	*n = C.n;
 	return 0;
