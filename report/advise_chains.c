@@ -19,14 +19,13 @@
  * or another, where
  *   - B is twice A's size, give or take a byte (libstdc++'s strings
  *     grow to 2n - 1 bytes with their NUL, vectors to 2n; libc++ and
- *     Rust double too). A container that grows by more than double, to
- *     what an append needs, makes such a block now and then (1 % of
- *     strcat's growths), and it starts an object of its own; a looser
- *     rule (B at least 1.5 A) also joined a ring of 32-160 byte results
- *     whenever the next was 1.5 times the last (5,106 of bench/twins'
- *     midbuf's 20,000) and a parser's strings made by one wrapper
- *     (3,079 of jsonnodes'); doubling joins 163 and 144 of them, and
- *     99 % of strcat's growths. And
+ *     Rust double too), or more than twice (what an append needs: 1 % of
+ *     strcat's growths) where B's site is not A's (another line). A
+ *     looser rule (B at least 1.5 A) also joined a ring of 32-160 byte
+ *     results whenever the next was 1.5 times the last (5,106 of
+ *     bench/twins' midbuf's 20,000, all at one line) and a parser's
+ *     strings made by one wrapper (3,079 of jsonnodes'); this one joins
+ *     163 and 144 of them. And
  *   - B's and A's sites are in the same function of the program (the
  *     appends of one function, each at its own line), called directly or
  *     through the C++ standard library; not a site that is the program's
@@ -53,6 +52,7 @@ struct chain_thread {
 struct chains {
 	const struct ap_trace *t;
 	const uint32_t *func_of_stack;	/* NONE: no function */
+	const uint32_t *site_of_stack;
 	struct chain_thread *th;	/* nthreads + 1 (the last: out of range) */
 	struct ap_replay_join *j;
 	size_t n, alloc;
@@ -83,12 +83,22 @@ static uint32_t ch_func(const struct chains *C, uint32_t stack)
 	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
 }
 
-/* Whether a block of size b is one of size a grown as containers grow:
- * twice the capacity (libstdc++'s strings 2n - 1 with their NUL,
- * vectors, Rust's Vec and String, libc++ at 16-byte steps 2n). */
-static bool doubles(uint64_t a, uint64_t b)
+static uint32_t ch_site(const struct chains *C, uint32_t stack)
 {
-	return a && b + 1 >= 2 * a && b <= 2 * a + 1;
+	return stack < C->t->nstacks ? C->site_of_stack[stack] : NONE;
+}
+
+/* Whether block b (size, site) is one of size a_size at site a_site
+ * grown as containers grow: to twice the capacity (libstdc++'s strings
+ * 2n - 1 with their NUL, vectors, Rust's Vec and String, libc++ at
+ * 16-byte steps 2n); or to more, what an append needs, at another site
+ * (line) than the block it grows (one line makes more than twice only by
+ * chance: a ring of results of random sizes, a wrapper's strings). */
+static bool grows(uint64_t a_size, uint32_t a_site, uint64_t b_size, uint32_t b_site)
+{
+	if (!a_size || b_size + 1 < 2 * a_size)
+		return false;
+	return b_size <= 2 * a_size + 1 || a_site != b_site;
 }
 
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
@@ -100,7 +110,7 @@ static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 		return;
 	size_t bi = th->alloc_i;
 	th->alloc_i = SIZE_MAX;
-	if (!doubles(a->size, th->alloc_size))
+	if (!grows(a->size, ch_site(C, a->stack), th->alloc_size, ch_site(C, th->alloc_stack)))
 		return;
 	uint32_t f = ch_func(C, th->alloc_stack);
 	if (f == NONE || f != ch_func(C, a->stack))
@@ -160,7 +170,8 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 	const char *env = getenv("ALLOCPROF_GROWTH_BY_COPY");
 	if (t->rate > 1 || !m->site_of_stack || !m->function || !t->nev || (env && !strcmp(env, "0")))
 		return 0;
-	struct chains C = { .t = t, .func_of_stack = funcs_of_stacks(t, m) };
+	struct chains C = { .t = t, .func_of_stack = funcs_of_stacks(t, m),
+			    .site_of_stack = m->site_of_stack };
 	C.th = ap_xmalloc((t->nthreads + 1) * sizeof(*C.th));
 	for (size_t k = 0; k <= t->nthreads; k++)
 		C.th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, SIZE_MAX, 0, 0 };

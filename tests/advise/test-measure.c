@@ -433,7 +433,9 @@ static void test_slack(void)
  * that are not one object's: a 400-byte block of stack 3 (function
  * "other") before a free of stack 1's (another function), and a 180-byte
  * one of stack 2 before a free of a 100-byte one (1.8 times: not grown
- * as a container grows).
+ * as a container grows). Then, in function "append" (stacks 4 and 5),
+ * 10 blocks of 100 bytes grown to 250 (more than twice: what an append
+ * needs) at another line, joined, and 10 at the same line, not.
  * ap_advise_joins finds the 50 growths and no other; the script replays
  * each as a malloc, a copy and a free, and a pool at stack 1 hands its
  * 200-byte object out again: after the first, nothing grows. */
@@ -444,9 +446,10 @@ static void test_growth_by_copy(void)
 	h.cpus = 1;
 	h.start_ns = START;
 	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pcs[3][1] = { { 0x1000 }, { 0x1010 }, { 0x2000 } };
-	uint32_t st[3] = { ap_tw_stack(tw, pcs[0], 1), ap_tw_stack(tw, pcs[1], 1),
-			   ap_tw_stack(tw, pcs[2], 1) };
+	uint64_t pcs[5][1] = { { 0x1000 }, { 0x1010 }, { 0x2000 }, { 0x3000 }, { 0x3010 } };
+	uint32_t st[5];
+	for (int k = 0; k < 5; k++)
+		st[k] = ap_tw_stack(tw, pcs[k], 1);
 	ap_tw_thread(tw, 1000, "main");
 	uint64_t ts = START + 1000;
 	for (int i = 0; i < 50; i++) {
@@ -465,32 +468,44 @@ static void test_growth_by_copy(void)
 		ap_tw_free(tw, 1000, ts++, 0, 0x500000);
 		ap_tw_free(tw, 1000, ts++, 0, 0x510000);
 	}
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x600000, 100, st[3]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x610000, 250, st[4]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x600000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x610000);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x700000, 100, st[3]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x710000, 250, st[3]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x700000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x710000);
+	}
 	struct ap_trace *t = synth_finish(tw, ts);
 	/* stacks 1 and 2: site 0 and 1 of function "grow"; stack 3: site 2
-	 * of "other" (stack 0 is no stack) */
-	uint32_t sites[4] = { UINT32_MAX, 0, 1, 2 };
-	char *fn[3] = { "grow", "grow", "other" };
-	struct ap_site_map m = { .site_of_stack = sites, .nsites = 3, .function = fn };
+	 * of "other"; stacks 4, 5: sites 3, 4 of "append" (stack 0 is no
+	 * stack) */
+	uint32_t sites[6] = { UINT32_MAX, 0, 1, 2, 3, 4 };
+	char *fn[5] = { "grow", "grow", "other", "append", "append" };
+	struct ap_site_map m = { .site_of_stack = sites, .nsites = 5, .function = fn };
 	struct ap_replay_join *j;
 	size_t nj;
 	struct ap_error err;
 	CHECK(ap_advise_joins(t, &m, &j, &nj, &err) == 0, "joins: %s", err.msg);
-	EQ("growths by copy", nj, 50);
-	for (size_t k = 0; k < nj && k < 50; k++) {
-		EQ("a growth's allocation", j[k].i, 4 * k + 1);
-		EQ("the block it continues", j[k].addr, 0x300000);
+	EQ("growths by copy", nj, 60);
+	for (size_t k = 0; k < nj && k < 60; k++) {
+		EQ("a growth's allocation", j[k].i, k < 50 ? 4 * k + 1 : 281 + 8 * (k - 50));
+		EQ("the block it continues", j[k].addr, k < 50 ? 0x300000 : 0x600000);
 	}
 	struct ap_measure_job job = { .site = 0 };
 	struct ap_measured out;
 	struct ap_run_cost base;
-	measure_joined(t, sites, 3, j, nj, &job, 1, &out, &base);
-	/* 50 x (malloc, a growth's malloc and free, free) + 10 x 8 */
-	EQ("baseline calls", base.calls, 280);
+	measure_joined(t, sites, 5, j, nj, &job, 1, &out, &base);
+	/* 50 x (malloc, a growth's malloc and free, free) + 10 x 8 + 10 x 8 */
+	EQ("baseline calls", base.calls, 360);
 	/* the pool: the first object a malloc and its growth (2), then 49
 	 * hits of 200 bytes that grow in place; of the other blocks' 80
-	 * calls, stack 1's 20 Gets hit and their 20 frees are Puts */
+	 * calls, stack 1's 20 Gets hit and their 20 frees are Puts; "append"'s
+	 * 80 */
 	EQ("pooled hits", out.cost.hits, 49 + 20);
-	EQ("pooled calls", out.cost.calls, 3 + 40);
+	EQ("pooled calls", out.cost.calls, 3 + 40 + 80);
 	free(j);
 	ap_trace_free(t);
 }
