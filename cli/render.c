@@ -69,7 +69,7 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		snprintf(caps, sizeof(caps), "; grown to p50 %.0f p90 %.0f max %.0f (%.2g %s%s per object%s)",
 			 s->p50_cap, s->p90_cap, s->max_cap, s->reallocs_per_object,
 			 ap_advise_growth_noun(s), plural(s->reallocs_per_object),
-			 ap_advise_by_copy(s) ? ", by copy" : "");
+			 ap_advise_copy_growths(s) ? ", by copy" : "");
 	linef(line, ctx, AP_LINE_TEXT, "   sizes p50 %.0f p90 %.0f max %.0f%s", s->p50_size, s->p90_size,
 	      s->max_size, caps);
 	char spacing[96] = "";

@@ -198,10 +198,10 @@ static uint64_t rate_for(double n, double size)
 }
 
 /* How a site's objects grow, after "by". */
-#define GROW_HOW(s)                                                                              \
-	(ap_advise_by_copy(s) ? "copy (a new block, the old one copied into it and freed, as "    \
-				"std::string and std::vector grow)"                                \
-			      : "realloc")
+#define GROW_HOW(s)                                                                          \
+	(ap_advise_copy_growths(s) ? "copy (a new block, the old one copied into it and freed, " \
+				     "as std::string and std::vector grow)"                       \
+				   : "realloc")
 
 /* A site whose objects grow by copy: what its pool is. */
 static void by_copy_words(struct ap_buf *t, const struct ap_advise_site *s)
@@ -423,7 +423,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				s->reasons = xasprintf("A few objects grow by %s to up to %s (90%% stay within %s) "
 						       "and, taken and returned again and again, make the pool hold %s "
 						       "at peak; dropping objects above %s on Put holds %s and still "
-						       "hits %.0f%%.", ap_advise_by_copy(s) ? "copy" : "realloc", b4,
+						       "hits %.0f%%.", ap_advise_copy_growths(s) ? "copy" : "realloc", b4,
 						       d1, b1, b3, b2, s->rc.hit_rate * 100);
 			} else {
 				fmt_bytes(b4, sizeof(b4), s->max_size);
