@@ -252,6 +252,9 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		printf("%-18s %llu: its threads blocked %llu times (a lock, a queue, a sleep) and were "
 		       "preempted %llu\n", "switches", (unsigned long long)(t->nvcsw + t->nivcsw),
 		       (unsigned long long)t->nvcsw, (unsigned long long)t->nivcsw);
+	if (t->has_minflt)
+		printf("%-18s %llu minor (pages the kernel mapped in at a first touch), recording "
+		       "included\n", "page faults", (unsigned long long)t->minflt);
 	printf("%-18s %llu\n", "events", (unsigned long long)tot->events);
 	printf("%-18s %llu\n", "samples", (unsigned long long)tot->samples);
 	if (t->has_counts) {
@@ -436,6 +439,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "nvcsw", t->has_switches ? json_u64(t->nvcsw) : json_null());
 	json_object_set_new(o, "nivcsw", t->has_switches ? json_u64(t->nivcsw) : json_null());
+	json_object_set_new(o, "minflt", t->has_minflt ? json_u64(t->minflt) : json_null());
 	json_object_set_new(o, "calls", t->has_counts ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
 	json_object_set_new(o, "malloc_owner",

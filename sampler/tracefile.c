@@ -364,12 +364,13 @@ static uint64_t allowed_cpus(void)
 	return r < 0 ? 0 : (uint64_t)CPU_COUNT(&set);
 }
 
-/* The process's context switches so far, every thread's (getrusage of
- * RUSAGE_SELF: voluntary, it blocked; involuntary, it was preempted):
- * advise weighs a pool's saving for objects handed between threads
- * against how often the program's threads waited (docs/pool-model.md,
+/* The process's context switches and minor page faults so far, every
+ * thread's (getrusage of RUSAGE_SELF: voluntary, it blocked; involuntary,
+ * it was preempted): advise weighs a pool's saving for objects handed
+ * between threads against how often the program's threads waited, and
+ * its replay's page faults against the program's (docs/pool-model.md,
  * §9). A raw system call, as run_delay_ns; false when refused. */
-static bool switches(uint64_t *vol, uint64_t *invol)
+static bool usage(uint64_t *vol, uint64_t *invol, uint64_t *minflt)
 {
 	struct rusage ru;
 	if (!may_call(SYS_getrusage, (uint64_t)RUSAGE_SELF, (uintptr_t)&ru, 0, 0) ||
@@ -377,6 +378,7 @@ static bool switches(uint64_t *vol, uint64_t *invol)
 		return false;
 	*vol = (uint64_t)ru.ru_nvcsw;
 	*invol = (uint64_t)ru.ru_nivcsw;
+	*minflt = (uint64_t)ru.ru_minflt;
 	return true;
 }
 
@@ -384,7 +386,7 @@ static bool switches(uint64_t *vol, uint64_t *invol)
  * image's process keeps its predecessor's (getrusage and the process
  * CPU clock survive execve), an attached one what it had used before
  * the attach; END writes what the trace's own run made. */
-static uint64_t vol0, invol0, cpu0;
+static uint64_t vol0, invol0, minflt0, cpu0;
 
 /* Preamble and HEADER chunk, one write. */
 static void write_header(const char *parent)
@@ -605,8 +607,8 @@ int open_trace(const char *parent, int fd)
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;
 	tfile.fd = fd;
-	if (!switches(&vol0, &invol0))
-		vol0 = invol0 = 0;
+	if (!usage(&vol0, &invol0, &minflt0))
+		vol0 = invol0 = minflt0 = 0;
 	cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	write_header(parent);
 	return 0;
@@ -671,7 +673,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 16 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 20 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -691,10 +693,11 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	uint64_t unw = settings.all && sc_on ? unwind_ns_all() : 0;
 	if (unw)
 		k += ap_put_kv_uint(p + k, AP_EK_UNWIND_NS, unw);
-	uint64_t vol, invol;
-	if (switches(&vol, &invol)) {
+	uint64_t vol, invol, minflt;
+	if (usage(&vol, &invol, &minflt)) {
 		k += ap_put_kv_uint(p + k, AP_EK_NVCSW, vol >= vol0 ? vol - vol0 : vol);
 		k += ap_put_kv_uint(p + k, AP_EK_NIVCSW, invol >= invol0 ? invol - invol0 : invol);
+		k += ap_put_kv_uint(p + k, AP_EK_MINFLT, minflt >= minflt0 ? minflt - minflt0 : minflt);
 	}
 	k += refused_put(p + k);
 	if (live_on && !malloc_owner()) {

@@ -134,6 +134,10 @@ struct ap_trace {
 	 * known) */
 	bool has_switches;
 	uint64_t nvcsw, nivcsw;
+	/* END's `minflt`: the process's minor page faults (getrusage; false:
+	 * not known) */
+	bool has_minflt;
+	uint64_t minflt;
 	/* END's `unwind_ns`: the time the sampler spent unwinding stacks
 	 * (--all, with its stack cache; 0: not in the trace) */
 	uint64_t unwind_ns;

@@ -217,6 +217,7 @@ enum {
 	AP_EK_NVCSW = 13,
 	AP_EK_NIVCSW = 14,
 	AP_EK_UNWIND_NS = 15,
+	AP_EK_MINFLT = 16,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,

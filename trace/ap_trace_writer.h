@@ -84,6 +84,8 @@ struct ap_tw_end {
 	bool has_switches;
 	uint64_t nvcsw, nivcsw;
 	uint64_t unwind_ns;	/* END key 15, written when not 0 */
+	bool has_minflt;	/* END key 16 */
+	uint64_t minflt;
 };
 
 struct ap_tw;

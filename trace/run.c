@@ -392,8 +392,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->has_live_peak = false;
 	m->live_peak = m->live_slack = 0;
 	m->calls = m->bytes = m->cpu_ns = 0;
-	m->has_switches = true;
-	m->nvcsw = m->nivcsw = m->unwind_ns = 0;
+	m->has_switches = m->has_minflt = true;
+	m->nvcsw = m->nivcsw = m->unwind_ns = m->minflt = 0;
 	/* Addresses of several processes do not mix: a whole run has no
 	 * list of pooled objects (advise goes process by process). */
 	m->pooled = NULL;
@@ -481,6 +481,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->nvcsw += t->nvcsw;
 		m->nivcsw += t->nivcsw;
 		m->unwind_ns += t->unwind_ns;
+		m->has_minflt = m->has_minflt && t->has_minflt;
+		m->minflt += t->minflt;
 		if (t->truncated && !m->truncated) {
 			m->truncated = true;
 			struct ap_buf why = AP_BUF_INIT;

@@ -373,6 +373,8 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 		kv_uint(&p, AP_EK_NVCSW, end->nvcsw);
 		kv_uint(&p, AP_EK_NIVCSW, end->nivcsw);
 	}
+	if (end->has_minflt)
+		kv_uint(&p, AP_EK_MINFLT, end->minflt);
 	emit_chunk(tw, AP_CHUNK_END, 0, p.buf, p.len);
 	ap_buf_release(&p);
 }

@@ -203,10 +203,13 @@ int main(int argc, char **argv)
 	size_t cut = 0;
 	if (!strcmp(name, "exact")) {
 		tw = exact();
-		/* the process's context switches: stats prints them */
+		/* the process's context switches and page faults: stats
+		 * prints them */
 		end.has_switches = true;
 		end.nvcsw = 12;
 		end.nivcsw = 3;
+		end.has_minflt = true;
+		end.minflt = 345;
 		ap_tw_end(tw, &end); /* duration 1.5 s */
 	} else if (!strcmp(name, "exact-noend")) {
 		tw = exact(); /* duration up to the last event: 55 ns */

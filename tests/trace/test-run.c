@@ -38,8 +38,10 @@ static void write_proc(const char *path, uint64_t pid, uint64_t t0, uint64_t rat
 	ap_tw_alloc(tw, (uint32_t)pid, t0 + 30, 0, AP_KIND_MALLOC, 0x2000, 100, st);
 	if (free_it)
 		ap_tw_free(tw, (uint32_t)pid, t0 + 40, 0, 0x1000);
-	/* each process its context switches: the run has their sum */
-	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0, true, (uint64_t)pid, 7, 0 };
+	/* each process its context switches and page faults: the run has
+	 * their sums */
+	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0, true, (uint64_t)pid, 7, 0,
+				 true, 10 * (uint64_t)pid };
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
@@ -199,6 +201,7 @@ int main(int argc, char **argv)
 	      (unsigned long long)t->calls, (unsigned long long)t->bytes);
 	CHECK(t->has_switches && t->nvcsw == 3000 && t->nivcsw == 14, "END switches %llu %llu",
 	      (unsigned long long)t->nvcsw, (unsigned long long)t->nivcsw);
+	CHECK(t->has_minflt && t->minflt == 30000, "END page faults %llu", (unsigned long long)t->minflt);
 	CHECK(t->nev == 5, "events %zu", t->nev);
 	for (size_t i = 1; i < t->nev; i++)
 		CHECK(t->ev[i - 1].ts <= t->ev[i].ts, "event %zu out of time order", i);
