@@ -31,8 +31,9 @@ static void advise_usage(FILE *f)
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
 	      "reallocs and bytes avoided, memory the pool would hold, the CPU time it\n"
 	      "saves, and a verdict: pool, pool with cap N, size classes, no: costs more,\n"
-	      "within noise, unsure: threads wait, no: too rare, no: too small,\n"
-	      "no: escapes, no: little to gain, unsure: too few samples, elsewhere.\n"
+	      "within noise, unsure: threads wait, unsure: replay faults, no: too rare,\n"
+	      "no: too small, no: escapes, no: little to gain, unsure: too few samples,\n"
+	      "elsewhere.\n"
 	      "The time is measured: for a trace of every allocation (record --all) the\n"
 	      "run's allocation sequence is replayed on this machine's malloc, with and\n"
 	      "without a real pool (pool/vpool.h) at each site the model finds worth it,\n"
@@ -321,6 +322,9 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 	json_object_set_new(root, "program_switches", a->has_switches ? json_integer((json_int_t)a->program_switches)
 								      : json_null());
 	json_object_set_new(root, "program_unwind_ns", json_integer((json_int_t)a->program_unwind_ns));
+	json_object_set_new(root, "program_minflt", a->has_program_minflt
+							? json_integer((json_int_t)a->program_minflt)
+							: json_null());
 	json_t *mj = json_object();
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
 	if (a->measured) {

@@ -984,7 +984,7 @@ static const struct ap_advise_site *find_site(const struct ap_advice *a, const c
 static bool pool_verdict(enum ap_verdict v)
 {
 	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES ||
-	       v == AP_VERDICT_WAITS;
+	       v == AP_VERDICT_WAITS || v == AP_VERDICT_FAULTS;
 }
 
 /* The walk's stops for a config that lists the sites `in` (in[i] for

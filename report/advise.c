@@ -1366,6 +1366,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->program_cpu_ns = t->cpu_ns;
 	a->has_switches = t->has_switches;
 	a->program_switches = t->nvcsw + t->nivcsw;
+	a->has_program_minflt = t->has_minflt;
+	a->program_minflt = t->minflt;
 	a->program_unwind_ns = t->unwind_ns;
 
 	/* (before the cost memo: nothing to release if it fails) */

@@ -188,6 +188,8 @@ enum ap_verdict {
 	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
 	AP_VERDICT_WAITS,		/* measured, but less than the program's own waits
 					 * between threads could move with a pool */
+	AP_VERDICT_FAULTS,		/* measured, but the saving is page faults the
+					 * replay made and the recorded run did not */
 };
 
 /* What the pool did at one site in one replay. Counts are estimates in a
@@ -394,6 +396,10 @@ struct ap_advice {
 	 * and nivcsw; has_switches false: the trace does not say). */
 	bool has_switches;
 	uint64_t program_switches;
+	/* The recorded run's minor page faults (END's minflt, recording
+	 * included; has_program_minflt false: the trace does not say). */
+	bool has_program_minflt;
+	uint64_t program_minflt;
 	/* The recorded run's time unwinding stacks (END's unwind_ns; 0: not
 	 * said): part of what recording cost the program, which the replay
 	 * under the sampler does not show (its one call site stays in the

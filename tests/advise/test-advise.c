@@ -304,6 +304,52 @@ static void test_waits_verdict(void)
 	ap_trace_free(t);
 }
 
+/* A replay whose baseline faulted far more than the recorded run, where
+ * its pooled run did not: the saving is faults the program does not
+ * make (AP_VERDICT_FAULTS), of the run's share replayed. */
+static void test_faults_verdict(void)
+{
+	struct ap_trace *t = handed_trace();
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
+	a->program_cpu_ns = 100 * MS;
+	a->program_cpu_est_ns = 0;
+	a->has_switches = false;
+	a->has_program_minflt = true;
+	a->program_minflt = 2000;
+	a->measure_share = 1;
+	a->base.minflt = 50000;
+	a->base.minflt_lo = 40000;
+	a->base.minflt_hi = 90000;
+	judge(a, s, 10, 9, 11);
+	CHECK("faults: the replay's own", s->verdict, AP_VERDICT_FAULTS);
+	if (!strstr(s->reasons, "made 50000 page faults a run (40000 to 90000) where the recorded run "
+				"made 2000") || !strstr(s->reasons, "try --site")) {
+		fprintf(stderr, "%s: the text does not say why: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	a->base.minflt = 8999;	/* under 4 x 2000 + 1000 */
+	judge(a, s, 10, 9, 11);
+	CHECK("faults: as many as the program's", s->verdict, AP_VERDICT_POOL);
+	a->base.minflt = 50000;
+	a->measure_share = 0.25;	/* a quarter replayed: 500 faults of the program's */
+	a->program_minflt = 20000;
+	judge(a, s, 10, 9, 11);
+	CHECK("faults: of the share replayed", s->verdict, AP_VERDICT_FAULTS);
+	a->has_program_minflt = false;
+	judge(a, s, 10, 9, 11);
+	CHECK("faults: not known", s->verdict, AP_VERDICT_POOL);
+	a->has_program_minflt = true;
+	judge(a, s, 10, -1, 11);
+	CHECK("faults: an interval across zero is noise", s->verdict, AP_VERDICT_NOISE);
+	judge(a, s, 10, 9, 11);
+	s->m.cost.minflt = 40000;	/* the pool's replay faults as much */
+	advise_judge_measured(a, s);
+	CHECK("faults: the pool's replay faults too", s->verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* gogc:100: a cycle when live-after-last-cycle + allocated-since reaches
  * max(2 * live, 4 MiB). 8 blocks of 1 MiB kept, then 16 freed at once:
  * cycles at allocations 4 (4 MiB), 8 (goal 8 MiB), 16 (live 8, goal 16). */
@@ -769,6 +815,7 @@ int main(int argc, char **argv)
 	test_thread_private();
 	test_cross_thread();
 	test_waits_verdict();
+	test_faults_verdict();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
