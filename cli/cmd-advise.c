@@ -309,6 +309,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 	json_object_set_new(root, "total_alloc_space", json_integer(ap_view_round(a->total_alloc_space)));
 	json_object_set_new(root, "total_alloc_objects", json_integer(ap_view_round(a->total_alloc_objects)));
 	json_object_set_new(root, "hidden_sites", json_integer((json_int_t)a->hidden_sites));
+	json_object_set_new(root, "growths_by_copy", json_integer((json_int_t)a->njoins));
 	json_object_set_new(root, "program_cpu_ns", json_integer((json_int_t)a->program_cpu_ns));
 	json_object_set_new(root, "program_cpu_est_ns", json_integer((json_int_t)a->program_cpu_est_ns));
 	json_object_set_new(root, "program_switches", a->has_switches ? json_integer((json_int_t)a->program_switches)
@@ -391,6 +392,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(o, "p90_cap", json_integer(ap_view_round(s->p90_cap)));
 		json_object_set_new(o, "max_cap", json_integer(ap_view_round(s->max_cap)));
 		json_object_set_new(o, "reallocs_per_object", json_real(s->reallocs_per_object));
+		json_object_set_new(o, "growth_by_copy_share", json_real(s->copy_share));
 		json_object_set_new(o, "life_cost_ns", json_real(s->life_cost_ns));
 		json_object_set_new(o, "pool_cost_ns", json_real(s->pool_cost_ns));
 		json_object_set_new(o, "grows_at", ap_json_text(s->grows_at));

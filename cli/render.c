@@ -59,15 +59,17 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	char life[96] = "";
 	if (s->life_share > 1.05 * s->share) {
 		ap_format_bytes(b2, sizeof(b2), s->life_share * a->total_alloc_space);
-		snprintf(life, sizeof(life), "; with their reallocs %s (%.1f%%)", b2, 100 * s->life_share);
+		snprintf(life, sizeof(life), "; with their %ss %s (%.1f%%)", ap_advise_growth_noun(s), b2,
+			 100 * s->life_share);
 	}
 	linef(line, ctx, AP_LINE_TEXT, "   allocated %s (%.1f%% of all), %.0f object%s%s%s", b1,
 	      100 * s->share, s->alloc_objects, plural(s->alloc_objects), life, smp);
 	char caps[160] = "";
 	if (s->max_cap > s->max_size || s->reallocs_per_object >= 0.05)
-		snprintf(caps, sizeof(caps), "; grown to p50 %.0f p90 %.0f max %.0f (%.2g realloc%s per object)",
+		snprintf(caps, sizeof(caps), "; grown to p50 %.0f p90 %.0f max %.0f (%.2g %s%s per object%s)",
 			 s->p50_cap, s->p90_cap, s->max_cap, s->reallocs_per_object,
-			 plural(s->reallocs_per_object));
+			 ap_advise_growth_noun(s), plural(s->reallocs_per_object),
+			 ap_advise_by_copy(s) ? ", by copy" : "");
 	linef(line, ctx, AP_LINE_TEXT, "   sizes p50 %.0f p90 %.0f max %.0f%s", s->p50_size, s->p90_size,
 	      s->max_size, caps);
 	char spacing[96] = "";
@@ -89,8 +91,8 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	int n = snprintf(av, sizeof(av), "   avoided: %.0f allocation%s", r->allocs_avoided,
 			 plural(r->allocs_avoided));
 	if (r->reallocs > 0)
-		n += snprintf(av + n, sizeof(av) - (size_t)n, ", %.0f of %.0f realloc%s", r->reallocs_avoided,
-			      r->reallocs, plural(r->reallocs));
+		n += snprintf(av + n, sizeof(av) - (size_t)n, ", %.0f of %.0f %s%s", r->reallocs_avoided,
+			      r->reallocs, ap_advise_growth_noun(s), plural(r->reallocs));
 	ap_format_bytes(b1, sizeof(b1), r->bytes_avoided);
 	if (r->bytes_avoided >= 0.5)
 		n += snprintf(av + n, sizeof(av) - (size_t)n, ", %s", b1);

@@ -30,8 +30,9 @@
  * its further pages, as the program's first write would fault them in;
  * a pooled block keeps the capacity it reached, stored in its first 8
  * bytes while it is in the pool; a calloc served from the pool is zeroed (the program would have
- * to); a realloc of a pooled block within its capacity calls nothing;
- * a SLEEP sleeps (the recorded thread was off its CPU there).
+ * to); a realloc of a pooled block within its capacity calls nothing,
+ * nor does a growth by copy (MOVE), which otherwise mallocs, copies the
+ * old bytes and frees; a SLEEP sleeps (the recorded thread was off its CPU there).
  * Nothing here allocates but the replayed ops and the pool: the script
  * and the slots are mapped. */
 #include <errno.h>
@@ -313,7 +314,11 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	touch(s->p, 0, n);
 }
 
-static void grow(struct rthread *t, const struct ap_rs_op *o)
+/* A realloc, or a growth by copy (MOVE) as the program made it: a new
+ * block, the old one's bytes copied into it, the old one freed. A pooled
+ * block that reached the size before grows in place, calling nothing: a
+ * reused buffer (or std::string) keeps its capacity. */
+static void grow(struct rthread *t, const struct ap_rs_op *o, bool by_copy)
 {
 	struct slot *s = &slots[o->slot];
 	uint64_t n = o->n, old = s->size;
@@ -322,8 +327,18 @@ static void grow(struct rthread *t, const struct ap_rs_op *o)
 		touch(s->p, old, n);
 		return;
 	}
-	t->calls++;
-	char *p = realloc(s->p, n ? n : 1);
+	char *p;
+	if (by_copy) {
+		t->calls += 2;
+		p = malloc(n ? n : 1);
+		if (p && s->p) {
+			memcpy(p, s->p, old < n ? old : n);
+			free(s->p);
+		}
+	} else {
+		t->calls++;
+		p = realloc(s->p, n ? n : 1);
+	}
 	if (!p)
 		return;
 	s->p = p;
@@ -369,7 +384,8 @@ static void run(struct rthread *t)
 			birth(t, o, type);
 			break;
 		case AP_RS_REALLOC:
-			grow(t, o);
+		case AP_RS_MOVE:
+			grow(t, o, type == AP_RS_MOVE);
 			break;
 		case AP_RS_FREE:
 			end(t, o);
@@ -443,6 +459,7 @@ static void check_script(uint64_t size)
 			case AP_RS_CALLOC:
 			case AP_RS_ALIGNED:
 			case AP_RS_REALLOC:
+			case AP_RS_MOVE:
 			case AP_RS_FREE:
 				bad = o->slot >= hdr->nslots;
 				break;

@@ -12,7 +12,7 @@
  *
  * A thread's ops run in order on one OS thread of the runner. Blocks live
  * in slots (ap_rs_header.nslots of them): a birth op puts a new block in
- * its slot, REALLOC and FREE act on the block in theirs. Order across
+ * its slot, REALLOC, MOVE and FREE act on the block in theirs. Order across
  * threads is kept where it matters and nowhere else: an op whose slot was
  * last used by another thread is preceded by a WAIT for that thread's op,
  * which carries AP_RS_PUBLISH. And the threads keep in step as they ran:
@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define AP_RS_MAGIC "APREPLY1"
-#define AP_RS_VERSION 5u
+#define AP_RS_VERSION 6u
 #define AP_RS_WINDOW 256u	/* events between two barriers */
 #define AP_RS_SLACK 8u		/* windows a thread may run ahead */
 
@@ -58,6 +58,9 @@ enum ap_rs_type {
 				 * before its next call */
 	AP_RS_SLEEP = 11,	/* n: ns to sleep: the thread was off its CPU
 				 * before its next call */
+	AP_RS_MOVE = 12,	/* slot; n: new size: a growth by copy (a new
+				 * block, the old one's bytes copied into it and
+				 * the old one freed: libstdc++'s std::string) */
 };
 /* The longest SLEEP a script holds (ns): a program's sleeps of a few
  * milliseconds are replayed whole (bench/twins' idle sleeps 1 ms);

@@ -224,6 +224,10 @@ struct replay {
 	 * see. Starts at glibc's 128 KiB; a free of a block above it (up to
 	 * 32 MiB) raises it to that block, as free() does. */
 	uint64_t mmap_thr;
+	/* Growth by copy (ap_advise_joins): allocations that continue an
+	 * object, as a realloc does. */
+	const struct ap_replay_join *joins;
+	size_t njoins;
 };
 
 #define MMAP_THRESHOLD_START (UINT64_C(128) << 10)
@@ -348,6 +352,8 @@ struct site_info {		/* facts gathered once */
 	struct site_facts f;
 	double births, alloc_objects, alloc_space;
 	double reallocs;	/* of the site's objects */
+	double copies;		/* of them, growths by copy (ap_replay_join) */
+	double grown_here, copied_here;	/* growths made at the site, by copy */
 	double life_cost;	/* their lives' cost through malloc (weighted sum) */
 	double life_space;	/* their lives' bytes: requests and reallocs (weighted) */
 	double seen_growing;	/* sampled: objects first seen in a realloc here */
@@ -578,8 +584,10 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 		struct site_run *s = &w->rp->runs[ob->site];
 		if (s->active)
 			r_grow(w->rp, s, e->size, &ob->cap);
-		if (w->info)
+		if (w->info) {
 			info_growth(&w->info[ob->site], w->rp->costs, e->size, 1);
+			w->info[ob->site].copies += !(e->flags & AP_EVF_REALLOC);
+		}
 		return;
 	}
 	if (ob->rec == UINT32_MAX)
@@ -758,6 +766,10 @@ static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 		obj_grow(S->w, ob, e, pos);
 		if (S->w->links && site != UINT32_MAX && site != ob->site)
 			links_add(S->w->links, ob->site, site, wt);
+		if (S->w->info && site != UINT32_MAX) {
+			S->w->info[site].grown_here += wt;
+			S->w->info[site].copied_here += (e->flags & AP_EVF_REALLOC) ? 0 : wt;
+		}
 	}
 	ws_live(S, i, ob, e, wt);
 }
@@ -872,7 +884,7 @@ static int walk_events(struct walk *w, struct ap_error *err)
 			S.left[k] = t->threads[k].events;
 	}
 	struct ap_replay_consumer c = { exits ? &walk_ops_exits : &walk_ops, &S };
-	if (ap_replay(t, &c, 1, NULL, err) < 0) {
+	if (ap_replay_joined(t, w->rp->joins, w->rp->njoins, &c, 1, NULL, err) < 0) {
 		free(S.left);
 		free(S.objs);
 		return -1;
@@ -901,10 +913,12 @@ static void walk_cycles_init(struct walk *w, const struct ap_advise_options *o)
 		w->interval_ns = o->interval_ns;
 }
 
-double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o, size_t *n,
-			 uint64_t *count, struct ap_error *err)
+double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *joins, size_t njoins,
+			 const struct ap_advise_options *o, size_t *n, uint64_t *count,
+			 struct ap_error *err)
 {
-	struct replay rp = { .t = t, .o = o, .t_end = ap_trace_end_ns(t) };
+	struct replay rp = { .t = t, .o = o, .t_end = ap_trace_end_ns(t), .joins = joins,
+			     .njoins = njoins };
 	struct walk w = { .mode = W_CYCLES, .t = t, .rp = &rp };
 	walk_cycles_init(&w, o);
 	if (walk_events(&w, err) < 0) {
@@ -1304,6 +1318,8 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->p90_cap = size_hist_quantile(cap, 0.9);
 	site->max_cap = cap->max;
 	site->reallocs_per_object = si->births > 0 ? si->reallocs / si->births : 0;
+	site->copy_share = si->reallocs > 0 ? si->copies / si->reallocs
+			   : si->grown_here > 0 ? si->copied_here / si->grown_here : 0;
 	site->life_cost_ns = si->births > 0 ? si->life_cost / si->births : 0;
 	double c = site->p50_cap > 0 ? site->p50_cap : site->p50_size;
 	/* A get and a put as this site's hits meet them: through the
@@ -1342,8 +1358,14 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->program_switches = t->nvcsw + t->nivcsw;
 	a->program_unwind_ns = t->unwind_ns;
 
+	/* (before the cost memo: nothing to release if it fails) */
+	if (!a->sampled && ap_advise_joins(t, m, &a->joins, &a->njoins, err) < 0) {
+		free(a);
+		return NULL;
+	}
 	struct replay rp = { .t = t, .o = o, .procs = a->procs, .one_p = a->one_p,
-			     .nsites = m->nsites, .costs = cost_memo_new(o->costs) };
+			     .nsites = m->nsites, .costs = cost_memo_new(o->costs),
+			     .joins = a->joins, .njoins = a->njoins };
 	rp.t_end = ap_trace_end_ns(t);
 	a->duration_ns = rp.t_end > t->start_ns ? rp.t_end - t->start_ns : 0;
 
@@ -1455,6 +1477,7 @@ void ap_advice_free(struct ap_advice *a)
 		free(a->sites[i].reasons);
 	}
 	free(a->sites);
+	free(a->joins);
 	free(a);
 }
 

@@ -86,7 +86,8 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 		keep = AP_MEASURE_MIN_EVENTS;
 	if (keep >= ev)
 		return sc;
-	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc, keep, err);
+	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, a->joins, a->njoins, cyc,
+					       ncyc, keep, err);
 	s2 = stopped(t, s2, err);
 	if (!s2)
 		return NULL;
@@ -188,10 +189,11 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	struct ap_error err = { "" };
 	size_t ncyc = 0;
 	uint64_t count = 0;
-	double *cyc = ap_advise_cycles(t, o, &ncyc, &count, &err);
+	double *cyc = ap_advise_cycles(t, a->joins, a->njoins, o, &ncyc, &count, &err);
 	struct ap_script *sc = !cyc ? NULL
-				    : ap_script_build(t, m->site_of_stack, m->nsites, cyc, ncyc,
-						      AP_MEASURE_MAX_EVENTS, &err);
+				    : ap_script_build(t, m->site_of_stack, m->nsites, a->joins,
+						      a->njoins, cyc, ncyc, AP_MEASURE_MAX_EVENTS,
+						      &err);
 	sc = stopped(t, sc, &err);
 	if (sc)
 		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &err);

@@ -197,15 +197,31 @@ static uint64_t rate_for(double n, double size)
 	return p >= 256 ? p : 0;
 }
 
-/* "24B", or "16B that grow to 2kB (7 reallocs each)". */
+/* How a site's objects grow, after "by". */
+#define GROW_HOW(s)                                                                              \
+	(ap_advise_by_copy(s) ? "copy (a new block, the old one copied into it and freed, as "    \
+				"std::string and std::vector grow)"                                \
+			      : "realloc")
+
+/* A site whose objects grow by copy: what its pool is. */
+static void by_copy_words(struct ap_buf *t, const struct ap_advise_site *s)
+{
+	if (ap_advise_by_copy(s) && s->r.gets > 0)
+		ap_buf_addstr(t, " Its blocks are one object's, grown by copy: a pool here is of that "
+			      "object (the std::string or std::vector that owns them), cleared on reuse "
+			      "so that it keeps its capacity, not of its blocks (allocprof try can only "
+			      "pool blocks).");
+}
+
+/* "24B", or "16B that grow to 2kB (7 reallocs each)" (or "growths"). */
 static void object_words(char *out, size_t len, const struct ap_advise_site *s)
 {
 	char b1[32], b2[32];
 	fmt_bytes(b1, sizeof(b1), s->p50_size);
 	if (s->reallocs_per_object >= 0.5 && s->p50_cap > s->p50_size) {
 		fmt_bytes(b2, sizeof(b2), s->p50_cap);
-		snprintf(out, len, "%s that grow to %s (%.2g realloc%s each)", b1, b2,
-			 s->reallocs_per_object, plural(s->reallocs_per_object));
+		snprintf(out, len, "%s that grow to %s (%.2g %s%s each)", b1, b2, s->reallocs_per_object,
+			 ap_advise_growth_noun(s), plural(s->reallocs_per_object));
 	} else {
 		snprintf(out, len, "%s", b1);
 	}
@@ -302,9 +318,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	if (r->gets <= 0) {
 		s->verdict = AP_VERDICT_ELSEWHERE;
 		if (s->born_at)
-			s->reasons = xasprintf("Objects born at %s grow here by realloc: a pool belongs where "
+			s->reasons = xasprintf("Objects born at %s grow here by %s: a pool belongs where "
 					       "they are born (see that site), and keeps them at the size they "
-					       "grow to.", s->born_at);
+					       "grow to.", s->born_at, GROW_HOW(s));
 		else if (a->sampled && s->births_seen)
 			s->reasons = xasprintf("The %llu sample%s here saw the birth of objects that later grow "
 					       "by realloc%s%s; an object is counted once, by its last block, so "
@@ -313,8 +329,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 					       plural((double)s->births_seen), s->grows_at ? " at " : "",
 					       s->grows_at ? s->grows_at : "");
 		else
-			s->reasons = xasprintf("Only reallocs of objects born elsewhere%s: a pool belongs where "
-					       "they are born.", a->sampled ? " (no sample saw where)" : "");
+			s->reasons = xasprintf("Only %ss of objects born elsewhere%s: a pool belongs where "
+					       "they are born.", ap_advise_growth_noun(s),
+					       a->sampled ? " (no sample saw where)" : "");
 	} else if (few && s->life_share < MIN_GAIN_SHARE) {
 		fmt_bytes(b1, sizeof(b1), s->life_share * a->total_alloc_space);
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
@@ -403,10 +420,11 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			if (s->max_cap > 1.5 * s->max_size) {
 				fmt_bytes(b4, sizeof(b4), s->max_cap);
 				fmt_bytes(d1, sizeof(d1), s->p90_cap);
-				s->reasons = xasprintf("A few objects grow by realloc to up to %s (90%% stay within %s) "
+				s->reasons = xasprintf("A few objects grow by %s to up to %s (90%% stay within %s) "
 						       "and, taken and returned again and again, make the pool hold %s "
 						       "at peak; dropping objects above %s on Put holds %s and still "
-						       "hits %.0f%%.", b4, d1, b1, b3, b2, s->rc.hit_rate * 100);
+						       "hits %.0f%%.", ap_advise_by_copy(s) ? "copy" : "realloc", b4,
+						       d1, b1, b3, b2, s->rc.hit_rate * 100);
 			} else {
 				fmt_bytes(b4, sizeof(b4), s->max_size);
 				fmt_bytes(d1, sizeof(d1), s->p90_size);
@@ -422,9 +440,10 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			char re[160] = "";
 			if (r->reallocs_avoided >= 0.5) {
 				fmt_bytes(b3, sizeof(b3), s->p50_cap);
-				snprintf(re, sizeof(re), " and %.0f realloc%s (a pooled object keeps the %s it grew "
+				snprintf(re, sizeof(re), " and %.0f %s%s (a pooled object keeps the %s it grew "
 					 "to, so it grows once, not at every request)",
-					 r->reallocs_avoided, plural(r->reallocs_avoided), b3);
+					 r->reallocs_avoided, ap_advise_growth_noun(s),
+					 plural(r->reallocs_avoided), b3);
 			}
 			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f "
 					       "allocation%s%s (%s, about %s); the pool would hold %s at peak.",
@@ -464,9 +483,11 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			ap_buf_addf(&t, " Reallocs before a buffer's first sample are not seen: the "
 				    "reallocs avoided are a lower bound.");
 		} else if (s->grows_at) {
-			ap_buf_addf(&t, " Its objects grow by realloc at %s (%.2g realloc%s per object).",
-				    s->grows_at, s->reallocs_per_object, plural(s->reallocs_per_object));
+			ap_buf_addf(&t, " Its objects grow by %s at %s (%.2g %s%s per object).",
+				    GROW_HOW(s), s->grows_at, s->reallocs_per_object,
+				    ap_advise_growth_noun(s), plural(s->reallocs_per_object));
 		}
+		by_copy_words(&t, s);
 	}
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
@@ -613,7 +634,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addf(&t, " %.0f%% of requests reuse a pooled object, avoiding %.0f allocation%s",
 			    100 * r->hit_rate, r->allocs_avoided, plural(r->allocs_avoided));
 		if (r->reallocs_avoided >= 0.5)
-			ap_buf_addf(&t, " and %.0f realloc%s", r->reallocs_avoided, plural(r->reallocs_avoided));
+			ap_buf_addf(&t, " and %.0f %s%s", r->reallocs_avoided, ap_advise_growth_noun(s),
+				    plural(r->reallocs_avoided));
 		ap_buf_addf(&t, " (%s); the pool holds %s at peak.", b1, b2);
 		/* The kind of pool: why a cap, why classes. */
 		if (s->verdict != AP_VERDICT_POOL && s->reasons)
@@ -653,6 +675,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addf(&t, "; `allocprof try --site %" PRIu32 "` measures the program itself.",
 			    s->site_id);
 	}
+	by_copy_words(&t, s);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

@@ -262,6 +262,12 @@ struct ap_advise_site {
 	 * or what it grew to by realloc): what a pool would hold. */
 	double p50_cap, p90_cap, max_cap;
 	double reallocs_per_object;	/* reallocs of its objects, per object */
+	/* Of those, the share that were growths by copy (ap_advise_joins):
+	 * the program grew its objects by hand (libstdc++'s std::string).
+	 * Counted with the reallocs everywhere; the texts say "growth" and
+	 * "by copy" where they are most (ap_advise_by_copy). A site where no
+	 * object is born: the share of the growths made here. */
+	double copy_share;
 	/* What one object's life costs through malloc (its allocation, first
 	 * touch and reallocs) and through the pool (get + put), by the cost
 	 * model; mean over the site's objects. */
@@ -301,6 +307,20 @@ struct ap_advise_site {
 	char *verdict_text;	/* "pool", "pool with cap 64KiB", "size classes 1KiB, 64KiB", ... */
 	char *reasons;		/* one or two sentences */
 };
+
+/* Whether most of a site's growths were by copy (copy_share): the texts
+ * then say "growth" for "realloc" and "by copy" for "by realloc". */
+static inline bool ap_advise_by_copy(const struct ap_advise_site *s)
+{
+	return s->copy_share >= 0.5;
+}
+
+/* A growth of the site's objects, as the texts name it: "realloc" or
+ * "growth" (a plural adds "s" to either). */
+static inline const char *ap_advise_growth_noun(const struct ap_advise_site *s)
+{
+	return ap_advise_by_copy(s) ? "growth" : "realloc";
+}
 
 /* The pool advise means at s: its verdict's kind when that is a pool,
  * else the shape the measured replay served it with. */
@@ -350,6 +370,12 @@ struct ap_advice {
 	size_t hidden_sites;	/* below min_share */
 	struct ap_advise_site *sites;	/* ranked: see advise_rank */
 	size_t nsites;
+	/* Growth by copy (report/advise_chains.c): the allocations of an
+	 * --all trace that continue an object the program grew by hand, as
+	 * the model replayed them; the measured replay's script joins the
+	 * same. */
+	struct ap_replay_join *joins;
+	size_t njoins;
 	/* CPU time of the recorded run (END's cpu_ns: recording included), 0
 	 * when the trace does not say. */
 	uint64_t program_cpu_ns;
@@ -422,6 +448,17 @@ struct ap_site_map {
 /* Replays `t` with the site map `m` and judges every site. Returns NULL
  * with err set on failure (bad options, a replay that failed: ap_replay).
  * The caller frees the result with ap_advice_free(). */
+/* The growth by copy in `t` under the site map `m` (report/advise_chains.c:
+ * a new block whose thread frees an older block of the same function,
+ * half its size, as its next event): the joins for ap_replay_joined,
+ * ascending, in *out (malloc'd; NULL and 0 for a sampled trace or a map
+ * without functions). ALLOCPROF_GROWTH_BY_COPY=0 in the environment finds
+ * none (advise as before, to compare). Returns 0, or -1 with err set when
+ * the replay fails. */
+struct ap_replay_join;
+int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
+		    struct ap_replay_join **out, size_t *n, struct ap_error *err);
+
 struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
 				const struct ap_advise_options *o, struct ap_error *err);
 void ap_advice_free(struct ap_advice *a);
@@ -432,10 +469,12 @@ void ap_advice_free(struct ap_advice *a);
  * gogc cycles fall right after the allocation that reaches the goal;
  * interval cycles before the first event later than their time. Of
  * several cycles in a row at one position only two are listed (a third
- * changes nothing); *count is how many there are. Exposed for tests. The
+ * changes nothing); *count is how many there are; joins: the growth by
+ * copy the model saw (ap_advice.joins), or NULL. Exposed for tests. The
  * caller frees the array. NULL with err set when the replay fails. */
-double *ap_advise_cycles(const struct ap_trace *t, const struct ap_advise_options *o, size_t *n,
-			 uint64_t *count, struct ap_error *err);
+double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *joins, size_t njoins,
+			 const struct ap_advise_options *o, size_t *n, uint64_t *count,
+			 struct ap_error *err);
 
 /* A measured replay builds its script in memory (16 bytes an op) and
  * replays it per variant and round: a longer run is measured on its first

@@ -24,6 +24,7 @@
 #include "ap_util.h"
 
 struct ap_script;
+struct ap_replay_join;
 
 /* Builds the script of t's events: site_of_stack (t->nstacks entries,
  * UINT32_MAX for none) names each birth's site; cycles (ascending
@@ -34,8 +35,9 @@ struct ap_script;
  * does not hold the sequence), or when its replay would need more than
  * half the memory available. */
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
-				  size_t nsites, const double *cycles, size_t ncycles,
-				  uint64_t max_events, struct ap_error *err);
+				  size_t nsites, const struct ap_replay_join *joins, size_t njoins,
+				  const double *cycles, size_t ncycles, uint64_t max_events,
+				  struct ap_error *err);
 void ap_script_free(struct ap_script *s);
 /* Ops in the script, and its size in bytes. */
 uint64_t ap_script_ops(const struct ap_script *s);

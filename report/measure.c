@@ -323,7 +323,9 @@ static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 		b->peak = b->live;
 	b_after(b, o, e->thread);
 	o->thread = e->thread;
-	o->op = emit(b, e->thread, ap_rs_word(AP_RS_REALLOC, 0), o->slot, blk->size);
+	/* a realloc, or a growth by copy (ap_replay_join: no AP_EVF_REALLOC) */
+	unsigned type = (e->flags & AP_EVF_REALLOC) ? AP_RS_REALLOC : AP_RS_MOVE;
+	o->op = emit(b, e->thread, ap_rs_word(type, 0), o->slot, blk->size);
 }
 
 static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *blk)
@@ -393,8 +395,9 @@ static uint32_t main_thread_of(const struct ap_trace *t)
 }
 
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
-				  size_t nsites, const double *cycles, size_t ncycles,
-				  uint64_t max_events, struct ap_error *err)
+				  size_t nsites, const struct ap_replay_join *joins, size_t njoins,
+				  const double *cycles, size_t ncycles, uint64_t max_events,
+				  struct ap_error *err)
 {
 	if (t->rate > 1) {
 		ap_error_set(err, "a sampled trace does not hold the allocation sequence: record with --all");
@@ -447,7 +450,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		.free = b_free,
 	};
 	struct ap_replay_consumer c = { &ops, &b };
-	if (ap_replay(t, &c, 1, NULL, err) < 0)
+	if (ap_replay_joined(t, joins, njoins, &c, 1, NULL, err) < 0)
 		goto out;
 	b_naps(&b);
 

@@ -99,6 +99,22 @@ struct ap_replay_consumer {
 	void *ctx;
 };
 
+/* Growth by copy: a program that grows an object by hand (a new block, the
+ * old one copied into it and freed: libstdc++'s std::string and
+ * std::vector, Rust's Vec through its allocator's realloc fallback, C code
+ * that does the same) makes blocks that are one object, as a realloc's
+ * are. The replay cannot tell them from unrelated blocks; advise can
+ * (report/advise_chains.c) and hands the replay its joins, ascending by
+ * `i`: the new block's ALLOC at event i continues the object of the live
+ * block at `addr`, whose FREE comes later. With joins, the consumers see
+ * that ALLOC as a `grow` (whose event has no AP_EVF_REALLOC: a growth by
+ * copy) and nothing of the old block's FREE but its `event`. Only a
+ * replay whose consumers ask for blocks joins. */
+struct ap_replay_join {
+	uint64_t i;
+	uint64_t addr;
+};
+
 /* Replays `t` once, calling every consumer for every event, in the order
  * given. The largest object id used + 1 is returned in *nobj (may be
  * NULL). Returns 0; or -1 with err set when the events cannot go on
@@ -107,6 +123,10 @@ struct ap_replay_consumer {
  * then, and no live_at_end. */
 AP_MUST_CHECK int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
 			    size_t *nobj, struct ap_error *err);
+/* ap_replay with joins (above; NULL, 0: none). */
+AP_MUST_CHECK int ap_replay_joined(const struct ap_trace *t, const struct ap_replay_join *joins,
+				   size_t njoins, const struct ap_replay_consumer *c, size_t nc,
+				   size_t *nobj, struct ap_error *err);
 
 /* ---- A replay that goes on as the events come ----
  * (`allocprof tui --follow`, a trace still being written, fed as it

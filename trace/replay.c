@@ -17,7 +17,7 @@
 struct rblock {
 	uint64_t addr, size;
 	uint32_t stack;		/* 0: unsampled */
-	uint32_t obj;
+	uint32_t obj;		/* NONE: the old block of a join, its object gone on */
 	uint32_t next;		/* next older block at the address, or free-list link */
 	uint32_t proc;		/* its process in a whole run (0 otherwise) */
 };
@@ -251,8 +251,10 @@ static void drop_process(struct rmap *m, const struct ap_trace *t,
 			uint32_t b = s->val;
 			ap_u64map_pop(&m->map, s, m->blocks[b].next);
 			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
-			EACH(c, nc, exec_dropped, &out);
-			obj_release(m, out.obj);
+			if (out.obj != NONE) {
+				EACH(c, nc, exec_dropped, &out);
+				obj_release(m, out.obj);
+			}
 			m->blocks[b].next = m->free_blocks;
 			m->free_blocks = b;
 		}
@@ -414,10 +416,29 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 	EACH(c, nc, alloc, i, e, &b);
 }
 
-/* Event i, e, on the thread whose pending state is p. */
+/* A join (ap_replay_join): the new block r, just pushed, continues the
+ * object of the live block at addr, which stays in the map without it
+ * until its FREE. Returns false when there is no such block. */
+static bool join(struct rmap *m, struct pending *p, const struct ap_trace *t,
+		 const struct ap_replay_consumer *c, size_t nc, size_t i, const struct ap_event *e,
+		 struct rblock *r, uint64_t addr)
+{
+	struct ap_u64map_slot *s = ap_u64map_find(&m->map, addr);
+	if (!s || m->blocks[s->val].obj == NONE)
+		return false;
+	struct rblock *old = &m->blocks[s->val];
+	r->obj = p->last_obj = old->obj;
+	struct ap_replay_block ob = block_out(t, old, false), b = block_out(t, r, false);
+	old->obj = NONE;
+	EACH(c, nc, grow, i, e, &ob, &b);
+	return true;
+}
+
+/* Event i, e, on the thread whose pending state is p; jn: its join, or
+ * NULL. */
 static inline void replay_one(struct rmap *m, struct pending *p, const struct ap_trace *t,
 			      const struct ap_replay_consumer *c, size_t nc, size_t i,
-			      const struct ap_event *e)
+			      const struct ap_event *e, const struct ap_replay_join *jn)
 {
 	if (e->type == AP_EV_FREE) {
 		pending_flush(m, p, c, nc);
@@ -428,6 +449,8 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 			no_block(t, c, nc, i, e);
 			return;
 		}
+		if (r->obj == NONE)	/* joined: its object went on */
+			return;
 		/* temporary: the block the thread's last event made (not
 		 * another thread's, later, at the same address) */
 		struct ap_replay_block b = block_out(t, r, last && r->obj == p->last_obj);
@@ -454,6 +477,8 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 		EACH(c, nc, grow, i, e, &p->b, &b);
 		return;
 	}
+	if (jn && join(m, p, t, c, nc, i, e, r, jn->addr))
+		return;
 	r->obj = p->last_obj = obj_new(m);
 	struct ap_replay_block b = block_out(t, r, false);
 	EACH(c, nc, alloc, i, e, &b);
@@ -483,6 +508,8 @@ struct ap_replay_run {
 	size_t nex, next_ex;
 	size_t base;		/* the index of the next event */
 	bool resolved;		/* a resolved trace, no consumer asks for blocks */
+	const struct ap_replay_join *joins;	/* (not with `resolved`) */
+	size_t njoins, next_join;
 	struct rlive L;		/* then: the live counts */
 };
 
@@ -540,6 +567,8 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 	size_t npend = r->npend, base = r->base, next_ex = r->next_ex, nex = r->nex;
 	const struct exec_end *ex = r->ex;
 	bool each_event = r->each_event, resolved = r->resolved;
+	const struct ap_replay_join *joins = r->joins;
+	size_t njoins = r->njoins, next_join = r->next_join;
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
 		size_t i = base + j;
@@ -572,9 +601,17 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 					ap_prefetch(&m->blocks[ps->val]);
 			}
 		}
-		replay_one(m, pe, t, c, nc, i, e);
+		const struct ap_replay_join *jn = NULL;
+		if (next_join < njoins && joins[next_join].i <= i) {
+			while (next_join < njoins && joins[next_join].i < i)
+				next_join++;
+			if (next_join < njoins && joins[next_join].i == i)
+				jn = &joins[next_join++];
+		}
+		replay_one(m, pe, t, c, nc, i, e, jn);
 	}
 	r->next_ex = next_ex;
+	r->next_join = next_join;
 	r->base += n;
 	return r->can_fail ? consumers_failed(c, nc, err) : 0;
 }
@@ -594,6 +631,8 @@ int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err
 	map_settle(m);
 	for (size_t s = 0; s <= m->map.mask; s++)
 		for (uint32_t b = m->map.slot[s].val; b != NONE; b = m->blocks[b].next) {
+			if (m->blocks[b].obj == NONE)
+				continue;
 			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
 			bool gone = exec_ended(t, m->blocks[b].proc);
 			for (size_t k = 0; k < nc; k++)
@@ -629,7 +668,17 @@ void ap_replay_abandon(struct ap_replay_run *r)
 int ap_replay(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc, size_t *nobj,
 	      struct ap_error *err)
 {
+	return ap_replay_joined(t, NULL, 0, c, nc, nobj, err);
+}
+
+int ap_replay_joined(const struct ap_trace *t, const struct ap_replay_join *joins, size_t njoins,
+		     const struct ap_replay_consumer *c, size_t nc, size_t *nobj, struct ap_error *err)
+{
 	struct ap_replay_run *r = ap_replay_start(t, c, nc);
+	if (!r->resolved) {
+		r->joins = joins;
+		r->njoins = njoins;
+	}
 	struct ap_events *it = ap_events_open(t);
 	const struct ap_event *ev;
 	ssize_t got;

@@ -127,8 +127,10 @@ def advise_for(d, p, fn, path=None):
     out = {"found": bool(sites), "sites_in_trace": len(a.get("sites", []))}
     if not sites:
         return out
-    # The site's biggest call site first (a function may allocate at several lines).
-    sites.sort(key=lambda s: -s.get("alloc_space", 0))
+    # The call site where the function's objects are born first (a function
+    # may allocate at several lines; where its objects grow by realloc or
+    # by copy, those lines are not where they are born), then the biggest.
+    sites.sort(key=lambda s: (-(s.get("gets") or 0), -s.get("alloc_space", 0)))
     s = sites[0]
     out.update({k: s.get(k) for k in ("site", "verdict", "verdict_text", "time_saved_ns", "gets",
                                          "hits", "hit_rate", "allocs_avoided", "peak_held_bytes",

@@ -9,6 +9,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py via PROGRAM LIBFUNC
        advise-e2e.py sampled PROGRAM
        advise-e2e.py pooledexit PROGRAM [ARGS...]
+       advise-e2e.py copygrow PROGRAM N
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -38,6 +39,17 @@ stated errors (rel_error) of --all's and its hit rate within two
 pooledexit: PROGRAM (run with ARGS) pools its SITE's objects in a vpool
 it does not destroy: what the pool holds at the exit is the pool's
 (pooled_at_exit), not escaped, and the verdict is not "no: escapes".
+
+copygrow: testdata/advise_copygrow.cpp (C++, N requests) recorded with
+--all: advise joins each object's growth by copy (a new block, the old one
+copied and freed at once: libstdc++'s std::string and std::vector, and C
+by hand) as the growths of one object, 19 a request, at the three
+functions that grow (6, 10 and 3 a request), none at the three that make
+blocks of other shapes; the growing sites' pools keep their capacity
+(their growths are avoided once pooled), the text says "by copy", the
+measured replay runs the pool of build_line's strings (hit for hit as the
+model), and with ALLOCPROF_GROWTH_BY_COPY=0 nothing is joined and the
+sites' counts are as before.
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -370,6 +382,67 @@ def measured(prog, want):
         sys.exit("FAIL: " + "; ".join(fails))
 
 
+def copygrow(prog, n):
+    fails = []
+    funcs = {"build_line": 6, "collect": 10, "hand_grow": 3, "ring": 0, "other_fn": 0,
+             "between": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        t = os.path.join(tmp, "cg.trace")
+        run([A, "record", "-q", "--all", "-o", t, "--", os.path.join(BUILD, prog), str(n)])
+        adv = advise(t, ["--measure-sites", "3", "--measure-time", "20s"], measure=True)
+        env = dict(os.environ, ALLOCPROF_GROWTH_BY_COPY="0")
+        p = subprocess.run([A, "advise", "--json", "-n", "0", "--no-measure", t], capture_output=True,
+                           text=True, env=env)
+        if p.returncode:
+            sys.exit("FAIL: advise without growth by copy: " + p.stderr)
+        off = json.loads(p.stdout)
+    if adv["growths_by_copy"] != 19 * n:
+        fails.append("growths_by_copy %d, want %d" % (adv["growths_by_copy"], 19 * n))
+    if off["growths_by_copy"] != 0:
+        fails.append("ALLOCPROF_GROWTH_BY_COPY=0: %d growths by copy" % off["growths_by_copy"])
+    def by_func(a, f):
+        return [s for s in a["sites"] if s["function"] == f]
+    for f, per in funcs.items():
+        born = [s for s in by_func(adv, f) if s["verdict"] != "elsewhere"]
+        grown = sum(s["reallocs"] for s in born)
+        print("%s: %d growths on %d sites, share by copy %s" % (
+            f, grown, len(born), [round(s["growth_by_copy_share"], 2) for s in born]))
+        if grown != per * n:
+            fails.append("%s: %d growths, want %d" % (f, grown, per * n))
+        if per and not all(s["growth_by_copy_share"] == 1 for s in born if s["reallocs"]):
+            fails.append("%s: growths not all by copy" % f)
+        # the same allocations counted, joined or not
+        on_objs = sum(s["alloc_objects"] for s in by_func(adv, f))
+        off_objs = sum(s["alloc_objects"] for s in by_func(off, f))
+        if on_objs != off_objs:
+            fails.append("%s: %d allocations, %d without joins" % (f, on_objs, off_objs))
+        if any(s["reallocs"] for s in by_func(off, f)):
+            fails.append("%s: reallocs without joins" % f)
+    line = by_func(adv, "build_line")
+    born = [s for s in line if s["verdict"] != "elsewhere"]
+    if len(born) != 1:
+        fails.append("build_line: %d sites where objects are born" % len(born))
+    else:
+        s = born[0]
+        # one string a request, from the pool after the first: its
+        # capacity kept, it grows no more
+        if s["gets"] != n or s["hits"] < n - 2 or s["reallocs_avoided"] < 6 * (n - 2):
+            fails.append("build_line's pool: gets %d hits %d growths avoided %d" % (
+                s["gets"], s["hits"], s["reallocs_avoided"]))
+        if "grown by copy" not in s["reasons"]:
+            fails.append("build_line's text does not say its blocks grow by copy: " + s["reasons"])
+        m = s.get("measured")
+        if not m or m["pooled"]["pool_hits"] != s["hits"]:
+            fails.append("build_line's measured replay: %s, model hits %d" % (m, s["hits"]))
+        # its growths at the lines of libstdc++'s calls: no site of their own
+        elsewhere = [x for x in line if x["verdict"] == "elsewhere"]
+        if any(x["born_at"] != s["site"] for x in elsewhere):
+            fails.append("build_line: growth sites not sent to %s" % s["site"])
+    for f in fails:
+        print("FAIL: " + f)
+    sys.exit(1 if fails else 0)
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -387,6 +460,8 @@ def main():
         via(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "measured":
         measured(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "copygrow":
+        copygrow(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
         repeat(sys.argv[2])
     else:

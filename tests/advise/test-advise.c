@@ -334,7 +334,7 @@ static void test_gogc(void)
 	ap_advise_options_init(&o);
 	size_t n;
 	uint64_t count;
-	double *cyc = ap_advise_cycles(t, &o, &n, &count, NULL);
+	double *cyc = ap_advise_cycles(t, NULL, 0, &o, &n, &count, NULL);
 	CHECK("gogc cycles", n, 3);
 	CHECK("gogc cycle count", count, 3);
 	/* Right after the allocation that reaches the goal: allocations 1-8
@@ -350,7 +350,7 @@ static void test_gogc(void)
 	 * then 9 MiB, goal 45 MiB: no other. (A minimum of 4 MiB whatever
 	 * GOGC gave cycles at 3.5 and 30.5.) */
 	o.gogc = 400;
-	cyc = ap_advise_cycles(t, &o, &n, &count, NULL);
+	cyc = ap_advise_cycles(t, NULL, 0, &o, &n, &count, NULL);
 	CHECK("gogc:400 cycles", n, 1);
 	CHECK("gogc:400 cycle position", n ? cyc[0] : -1, 22.5);
 	free(cyc);
@@ -359,7 +359,7 @@ static void test_gogc(void)
 	 * then live 8, goal 12: allocation 12 (event 14), live 9 with it,
 	 * goal 13.5: every 5 allocations, 17 (event 24) and 22 (event 34). */
 	o.gogc = 50;
-	cyc = ap_advise_cycles(t, &o, &n, &count, NULL);
+	cyc = ap_advise_cycles(t, NULL, 0, &o, &n, &count, NULL);
 	static const double at50[] = { 1.5, 2.5, 4.5, 7.5, 14.5, 24.5, 34.5 };
 	CHECK("gogc:50 cycles", n, AP_ARRAY_SIZE(at50));
 	for (size_t i = 0; i < n && i < AP_ARRAY_SIZE(at50); i++)

@@ -15,6 +15,7 @@
 
 #include "ap_advise.h"
 #include "ap_measure.h"
+#include "ap_replay.h"
 #include "ap_check.h"
 #include "ap_trace_writer.h"
 #include "script.h"
@@ -28,12 +29,13 @@
 static const char *runner;
 
 /* One round per variant is enough for the counts: they do not vary. */
-static uint64_t measure(const struct ap_trace *t, const uint32_t *sites, size_t nsites,
-			const struct ap_measure_job *jobs, size_t n, struct ap_measured *out,
-			struct ap_run_cost *base)
+static uint64_t measure_joined(const struct ap_trace *t, const uint32_t *sites, size_t nsites,
+			       const struct ap_replay_join *joins, size_t njoins,
+			       const struct ap_measure_job *jobs, size_t n, struct ap_measured *out,
+			       struct ap_run_cost *base)
 {
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, nsites, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, nsites, joins, njoins, NULL, 0, 0, &err);
 	if (!s) {
 		fprintf(stderr, "script: %s\n", err.msg);
 		exit(1);
@@ -51,6 +53,13 @@ static uint64_t measure(const struct ap_trace *t, const uint32_t *sites, size_t 
 	uint64_t ops = ap_script_ops(s);
 	ap_script_free(s);
 	return ops;
+}
+
+static uint64_t measure(const struct ap_trace *t, const uint32_t *sites, size_t nsites,
+			const struct ap_measure_job *jobs, size_t n, struct ap_measured *out,
+			struct ap_run_cost *base)
+{
+	return measure_joined(t, sites, nsites, NULL, 0, jobs, n, out, base);
 }
 
 /* One thread: 100 rounds of a 100-byte and a 10000-byte block (sites 0
@@ -176,7 +185,7 @@ static struct ap_script *site0_script(const struct ap_trace *t, const char *what
 {
 	static const uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, &err);
 	CHECK(s != NULL, "%s: script: %s", what, err.msg);
 	return s;
 }
@@ -333,7 +342,7 @@ static void test_sampled(void)
 	struct ap_trace *t = synth_finish(tw, START + 2);
 	uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, &err);
 	EQ("sampled: no script", s != NULL, 0);
 	EQ("sampled: says so", strstr(err.msg, "--all") != NULL, 1);
 	ap_script_free(s);
@@ -418,6 +427,89 @@ static void test_slack(void)
 	CHECK(strstr(buf, " calls=2 "), "slack: the runner printed '%s', not calls=2", buf);
 }
 
+/* Growth by copy: 50 objects of stack 1 (function "grow") born at 100
+ * bytes, grown by hand at stack 2 (the same function, another line) to
+ * 200: a new block, then the old one freed at once; beside them blocks
+ * that are not one object's: a 400-byte block of stack 3 (function
+ * "other") before a free of stack 1's (another function), and a 180-byte
+ * one of stack 2 before a free of a 100-byte one (1.8 times: not grown
+ * as a container grows). Then, in function "append" (stacks 4 and 5),
+ * 10 blocks of 100 bytes grown to 250 (more than twice: what an append
+ * needs) at another line, joined, and 10 at the same line, not.
+ * ap_advise_joins finds the 50 growths and no other; the script replays
+ * each as a malloc, a copy and a free, and a pool at stack 1 hands its
+ * 200-byte object out again: after the first, nothing grows. */
+static void test_growth_by_copy(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[5][1] = { { 0x1000 }, { 0x1010 }, { 0x2000 }, { 0x3000 }, { 0x3010 } };
+	uint32_t st[5];
+	for (int k = 0; k < 5; k++)
+		st[k] = ap_tw_stack(tw, pcs[k], 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 50; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x300000, 100, st[0]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x310000, 200, st[1]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x300000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x310000);
+	}
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x400000, 100, st[0]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x410000, 400, st[2]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x400000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x410000);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x500000, 100, st[0]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x510000, 180, st[1]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x500000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x510000);
+	}
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x600000, 100, st[3]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x610000, 250, st[4]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x600000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x610000);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x700000, 100, st[3]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x710000, 250, st[3]);
+		ap_tw_free(tw, 1000, ts++, 0, 0x700000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x710000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	/* stacks 1 and 2: site 0 and 1 of function "grow"; stack 3: site 2
+	 * of "other"; stacks 4, 5: sites 3, 4 of "append" (stack 0 is no
+	 * stack) */
+	uint32_t sites[6] = { UINT32_MAX, 0, 1, 2, 3, 4 };
+	char *fn[5] = { "grow", "grow", "other", "append", "append" };
+	struct ap_site_map m = { .site_of_stack = sites, .nsites = 5, .function = fn };
+	struct ap_replay_join *j;
+	size_t nj;
+	struct ap_error err;
+	CHECK(ap_advise_joins(t, &m, &j, &nj, &err) == 0, "joins: %s", err.msg);
+	EQ("growths by copy", nj, 60);
+	for (size_t k = 0; k < nj && k < 60; k++) {
+		EQ("a growth's allocation", j[k].i, k < 50 ? 4 * k + 1 : 281 + 8 * (k - 50));
+		EQ("the block it continues", j[k].addr, k < 50 ? 0x300000 : 0x600000);
+	}
+	struct ap_measure_job job = { .site = 0 };
+	struct ap_measured out;
+	struct ap_run_cost base;
+	measure_joined(t, sites, 5, j, nj, &job, 1, &out, &base);
+	/* 50 x (malloc, a growth's malloc and free, free) + 10 x 8 + 10 x 8 */
+	EQ("baseline calls", base.calls, 360);
+	/* the pool: the first object a malloc and its growth (2), then 49
+	 * hits of 200 bytes that grow in place; of the other blocks' 80
+	 * calls, stack 1's 20 Gets hit and their 20 frees are Puts; "append"'s
+	 * 80 */
+	EQ("pooled hits", out.cost.hits, 49 + 20);
+	EQ("pooled calls", out.cost.calls, 3 + 40 + 80);
+	free(j);
+	ap_trace_free(t);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -428,6 +520,7 @@ int main(int argc, char **argv)
 	test_interval();
 	test_sampled();
 	test_one_thread();
+	test_growth_by_copy();
 	test_handoff();
 	test_slack();
 	test_pinned();

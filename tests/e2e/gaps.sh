@@ -46,10 +46,10 @@ ALLOCPROF_REPLAY_WORK=1 "$ALLOCPROF" advise --json -n 1 --replay-cpus 1 g1.trace
 	fail "advise g1.trace with the work"
 "$ALLOCPROF" advise --json -n 1 --replay-cpus 1 g1.trace >a0.json || fail "advise g1.trace"
 [ "$(jq a0.json 'j["measurement"]["work_ns"]')" = 0 ] || fail "work_ns $(jq a0.json 'j["measurement"]["work_ns"]') by default"
-work=$(jq a.json 'j["measurement"]["work_ns"]')
+spun=$(jq a.json 'j["measurement"]["work_ns"]')
 between=$(jq g1.json 'j["between_calls_ns"]')
 # (what it spins is the trace's gaps of 50 us or less: between_calls)
-ratio "$work" "$between" 0.98 1.02 || fail "the replay spun $work ns for $between ns between calls"
+ratio "$spun" "$between" 0.98 1.02 || fail "the replay spun $spun ns for $between ns between calls"
 worked=$(sed -n 's/^calls [0-9]* worked_ns \([0-9]*\) .*/\1/p' g1.out)
 cpu=$(jq a.json 'j["measurement"]["baseline"]["cpu_ns"]')
 cpu0=$(jq a0.json 'j["measurement"]["baseline"]["cpu_ns"]')

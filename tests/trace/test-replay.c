@@ -4,7 +4,8 @@
  * again; a realloc is one growth of the same object; a FREE with no block
  * is unmatched; a block freed by its thread's next event is temporary;
  * the blocks live at the end are handed over, most recent first at an
- * address. Each callback is logged and the log compared whole. */
+ * address; joins make an allocation a growth. Each callback is logged and
+ * the log compared whole. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,8 +106,85 @@ static void consumer_fails(const struct ap_trace *t, size_t after, size_t want_c
 	CHECK(f.asked >= 1, "after %zu: never asked", after);
 }
 
+/* The trace tw wrote, read back. */
+static struct ap_trace *read_back(struct ap_tw *tw, uint64_t end_ns, uint64_t calls, const char *name)
+{
+	struct ap_tw_end end = { .end_ns = end_ns, .reason = AP_END_EXIT, .calls = calls };
+	ap_tw_end(tw, &end);
+	uint8_t *data;
+	size_t len;
+	struct ap_error err;
+	struct ap_trace *t = NULL;
+	CHECK(ap_tw_close_mem(tw, &data, &len, &err) == 0, "%s", err.msg);
+	CHECK(ap_trace_read_mem(data, len, name, &t, &err) == 0, "%s", err.msg);
+	free(data);
+	if (!t)
+		exit(1);
+	return t;
+}
+
+/* The log's first nw callbacks are want's. */
+static void log_is(const struct log *l, const struct logged *want, size_t nw, const char *what)
+{
+	for (size_t k = 0; k < nw && k < l->n; k++) {
+		const struct logged *g = &l->e[k], *w = &want[k];
+		CHECK(g->op == w->op && g->i == w->i && g->addr == w->addr && g->size == w->size &&
+			  g->obj == w->obj && g->temporary == w->temporary,
+		      "%s: callback %zu: %c %zu %#llx %llu obj %u temp %d, want %c %zu %#llx %llu obj %u "
+		      "temp %d",
+		      what, k, g->op, g->i, (unsigned long long)g->addr, (unsigned long long)g->size,
+		      g->obj, g->temporary, w->op, w->i, (unsigned long long)w->addr,
+		      (unsigned long long)w->size, w->obj, w->temporary);
+	}
+}
+
+/* Joins (ap_replay_joined): an allocation that continues the object of
+ * a live block is its growth; that block's FREE then calls nothing but
+ * `event`; a join at an event that is no allocation, or at an address
+ * with no live block, changes nothing. */
+static void test_joins(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[] = { 0x401000 };
+	uint32_t st = ap_tw_stack(tw, pcs, 1);
+	ap_tw_thread(tw, 1, "one");
+	uint64_t ts = h.start_ns;
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x1000, 16, st);	/* 0 */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x2000, 32, st);	/* 1: grows 0 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x1000);				/* 2: nothing */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x3000, 64, st);	/* 3: grows 1 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x2000);				/* 4: nothing */
+	ap_tw_free(tw, 1, ++ts, 0, 0x3000);				/* 5: the object's end */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x4000, 8, st);	/* 6: no block at 0x9000 */
+	ap_tw_free(tw, 1, ++ts, 0, 0x4000);				/* 7 */
+	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x5000, 8, st);	/* 8: live at the end */
+	struct ap_trace *t = read_back(tw, ++ts, 9, "joins");
+	struct ap_error err;
+	static const struct ap_replay_join joins[] = {
+		{ 1, 0x1000 }, { 3, 0x2000 }, { 4, 0x5000 }, { 6, 0x9000 },
+	};
+	struct log l = { .n = 0 };
+	static const struct ap_replay_ops ops = { .alloc = c_alloc, .grow = c_grow, .free = c_free,
+						  .unmatched = c_unmatched, .live_at_end = c_live };
+	struct ap_replay_consumer c = { &ops, &l };
+	CHECK(ap_replay_joined(t, joins, AP_ARRAY_SIZE(joins), &c, 1, NULL, &err) == 0, "%s", err.msg);
+	static const struct logged want[] = {
+		{ 'a', 0, 0x1000, 16, 0, false }, { 'g', 1, 0x1000, 16, 0, false },
+		{ 'G', 1, 0x2000, 32, 0, false }, { 'g', 3, 0x2000, 32, 0, false },
+		{ 'G', 3, 0x3000, 64, 0, false }, { 'f', 5, 0x3000, 64, 0, false },
+		{ 'a', 6, 0x4000, 8, 0, false },  { 'f', 7, 0x4000, 8, 0, true },
+		{ 'a', 8, 0x5000, 8, 0, false },  { 'l', 0, 0x5000, 8, 0, false },
+	};
+	CHECK(l.n == AP_ARRAY_SIZE(want), "joins: callbacks %zu, want %zu", l.n, AP_ARRAY_SIZE(want));
+	log_is(&l, want, AP_ARRAY_SIZE(want), "joins");
+	ap_trace_free(t);
+}
+
 int main(void)
 {
+	test_joins();
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
 	struct ap_tw *tw = ap_tw_new(&h);
@@ -134,15 +212,8 @@ int main(void)
 	ap_tw_free(tw, 1, ++ts, 0, 0x7000);				/* 15: ends 14 */
 	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x6000, 64, st);	/* 16 */
 	ap_tw_alloc(tw, 2, ++ts, 1, AP_KIND_MALLOC, 0x6000, 72, st);	/* 17 */
-	struct ap_tw_end end = { .end_ns = ++ts, .reason = AP_END_EXIT, .calls = 14 };
-	ap_tw_end(tw, &end);
-	uint8_t *data;
-	size_t len;
+	struct ap_trace *t = read_back(tw, ++ts, 14, "replay");
 	struct ap_error err;
-	CHECK(ap_tw_close_mem(tw, &data, &len, &err) == 0, "%s", err.msg);
-	struct ap_trace *t;
-	CHECK(ap_trace_read_mem(data, len, "replay", &t, &err) == 0, "%s", err.msg);
-	free(data);
 	CHECK(t->nev == 18, "events: %zu", t->nev);
 
 	struct log l = { .n = 0 };
@@ -167,16 +238,7 @@ int main(void)
 	};
 	size_t nw = AP_ARRAY_SIZE(want);
 	CHECK(l.n == nw + 3, "callbacks: %zu, want %zu", l.n, nw + 3);
-	for (size_t k = 0; k < nw && k < l.n; k++) {
-		const struct logged *g = &l.e[k], *w = &want[k];
-		CHECK(g->op == w->op && g->i == w->i && g->addr == w->addr && g->size == w->size &&
-			  g->obj == w->obj && g->temporary == w->temporary,
-		      "callback %zu: %c %zu %#llx %llu obj %u temp %d, want %c %zu %#llx %llu obj %u "
-		      "temp %d",
-		      k, g->op, g->i, (unsigned long long)g->addr, (unsigned long long)g->size,
-		      g->obj, g->temporary, w->op, w->i, (unsigned long long)w->addr,
-		      (unsigned long long)w->size, w->obj, w->temporary);
-	}
+	log_is(&l, want, nw, "replay");
 	/* live at the end: 13 (0x7000), and at 0x6000 17 before 16 */
 	uint64_t live_sizes[3] = { 0 };
 	size_t nl = 0;

@@ -1,0 +1,197 @@
+/* Growth by copy (ap_advise_joins in ap_advise.h): the blocks of one
+ * object that a program grows by hand, found in an --all trace so that
+ * advise's model and its measured replay see one object that grows, as
+ * they see a realloc chain.
+ *
+ * libstdc++ grows a std::string or a std::vector past its capacity by
+ * allocating a new block (twice the capacity, or what the append needs),
+ * copying the old one into it and freeing the old one: a realloc by hand,
+ * where glibc's realloc would be one call the trace sees. A log line
+ * built by 10-200 appends is then six to nine blocks born at as many
+ * lines of the function that appends, and a pool of any one line's blocks
+ * is not the pool a C++ engineer would write (a pool of strings, reused
+ * with their capacity: after a few requests nothing grows).
+ *
+ * The rule, kept tight so that unrelated blocks (a ring that allocates
+ * the next message and frees the last one) are not joined: the new block
+ * B is an allocation (not a realloc's half) whose thread's very next
+ * event is the free (not a realloc) of a live block A of the same thread
+ * or another, where
+ *   - B is twice A's size, give or take a byte (libstdc++'s strings
+ *     grow to 2n - 1 bytes with their NUL, vectors to 2n; libc++ and
+ *     Rust double too), or more than twice (what an append needs: 1 % of
+ *     strcat's growths) where B's site is not A's (another line). A
+ *     looser rule (B at least 1.5 A) also joined a ring of 32-160 byte
+ *     results whenever the next was 1.5 times the last (5,106 of
+ *     bench/twins' midbuf's 20,000, all at one line) and a parser's
+ *     strings made by one wrapper (3,079 of jsonnodes'); this one joins
+ *     163 and 144 of them. And
+ *   - B's and A's sites are in the same function of the program (the
+ *     appends of one function, each at its own line), called directly or
+ *     through the C++ standard library; not a site that is the program's
+ *     call of a C library (sqlite3_step: everything the library allocates
+ *     in that call is that one site's, and such libraries grow by
+ *     realloc).
+ * Then B continues A's object. A chain joins block by block. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ap_advise.h"
+#include "ap_hash.h"
+#include "ap_replay.h"
+
+#define NONE UINT32_MAX
+
+struct chain_thread {
+	size_t cur, prev;	/* its last event's index and the one before (SIZE_MAX: none) */
+	size_t alloc_i;		/* its last allocation that began an object (SIZE_MAX: none) */
+	uint64_t alloc_size;
+	uint32_t alloc_stack;
+};
+
+struct chains {
+	const struct ap_trace *t;
+	const uint32_t *func_of_stack;	/* NONE: no function */
+	const uint32_t *site_of_stack;
+	struct chain_thread *th;	/* nthreads + 1 (the last: out of range) */
+	struct ap_replay_join *j;
+	size_t n, alloc;
+};
+
+static struct chain_thread *ch_thread(struct chains *C, uint32_t thread)
+{
+	return &C->th[thread < C->t->nthreads ? thread : C->t->nthreads];
+}
+
+static void ch_event(void *ctx, size_t i, const struct ap_event *e)
+{
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	th->prev = th->cur;
+	th->cur = i;
+}
+
+static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	th->alloc_i = i;
+	th->alloc_size = b->size;
+	th->alloc_stack = b->stack;
+}
+
+static uint32_t ch_func(const struct chains *C, uint32_t stack)
+{
+	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
+}
+
+static uint32_t ch_site(const struct chains *C, uint32_t stack)
+{
+	return stack < C->t->nstacks ? C->site_of_stack[stack] : NONE;
+}
+
+/* Whether block b (size, site) is one of size a_size at site a_site
+ * grown as containers grow: to twice the capacity (libstdc++'s strings
+ * 2n - 1 with their NUL, vectors, Rust's Vec and String, libc++ at
+ * 16-byte steps 2n); or to more, what an append needs, at another site
+ * (line) than the block it grows (one line makes more than twice only by
+ * chance: a ring of results of random sizes, a wrapper's strings). */
+static bool grows(uint64_t a_size, uint32_t a_site, uint64_t b_size, uint32_t b_site)
+{
+	if (!a_size || b_size + 1 < 2 * a_size)
+		return false;
+	return b_size <= 2 * a_size + 1 || a_site != b_site;
+}
+
+static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
+{
+	(void)i;
+	struct chains *C = ctx;
+	struct chain_thread *th = ch_thread(C, e->thread);
+	if (th->alloc_i == SIZE_MAX || th->prev != th->alloc_i || (e->flags & AP_EVF_FROM_REALLOC))
+		return;
+	size_t bi = th->alloc_i;
+	th->alloc_i = SIZE_MAX;
+	if (!grows(a->size, ch_site(C, a->stack), th->alloc_size, ch_site(C, th->alloc_stack)))
+		return;
+	uint32_t f = ch_func(C, th->alloc_stack);
+	if (f == NONE || f != ch_func(C, a->stack))
+		return;
+	AP_ALLOC_GROW(C->j, C->n + 1, C->alloc);
+	C->j[C->n++] = (struct ap_replay_join){ .i = bi, .addr = a->addr };
+}
+
+static int join_cmp(const void *x, const void *y)
+{
+	uint64_t a = ((const struct ap_replay_join *)x)->i, b = ((const struct ap_replay_join *)y)->i;
+	return a < b ? -1 : a > b;
+}
+
+/* Whether site s is the program's call of a C library (sqlite3_step,
+ * opendir): every allocation inside that call is the site's, so the
+ * site's function says nothing of which are one object's (the library
+ * grows its own by realloc). The C++ standard library's calls are the
+ * growth this is about. */
+static bool via_c_library(const struct ap_site_map *m, size_t s)
+{
+	return m->via && m->via[s] && strncmp(m->via[s], "std::", 5) != 0;
+}
+
+/* Each stack's function: its site's (function, file), numbered; NONE
+ * where no join can be (via_c_library). */
+static uint32_t *funcs_of_stacks(const struct ap_trace *t, const struct ap_site_map *m)
+{
+	uint32_t *func_of_site = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(*func_of_site));
+	struct ap_intern names = { 0 };
+	struct ap_buf key = AP_BUF_INIT;
+	for (size_t s = 0; s < m->nsites; s++) {
+		ap_buf_reset(&key);
+		ap_buf_addf(&key, "%s\t%s", m->function[s] ? m->function[s] : "",
+			    m->file && m->file[s] ? m->file[s] : "");
+		bool added;
+		func_of_site[s] = m->function[s] && !via_c_library(m, s)
+					  ? ap_intern_add(&names, key.buf, key.len, &added)
+					  : NONE;
+	}
+	ap_intern_release(&names);
+	ap_buf_release(&key);
+	uint32_t *f = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(*f));
+	for (size_t k = 0; k < t->nstacks; k++) {
+		uint32_t s = m->site_of_stack[k];
+		f[k] = s < m->nsites ? func_of_site[s] : NONE;
+	}
+	free(func_of_site);
+	return f;
+}
+
+int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
+		    struct ap_replay_join **out, size_t *n, struct ap_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	const char *env = getenv("ALLOCPROF_GROWTH_BY_COPY");
+	if (t->rate > 1 || !m->site_of_stack || !m->function || !t->nev || (env && !strcmp(env, "0")))
+		return 0;
+	struct chains C = { .t = t, .func_of_stack = funcs_of_stacks(t, m),
+			    .site_of_stack = m->site_of_stack };
+	C.th = ap_xmalloc((t->nthreads + 1) * sizeof(*C.th));
+	for (size_t k = 0; k <= t->nthreads; k++)
+		C.th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, SIZE_MAX, 0, 0 };
+	static const struct ap_replay_ops ops = {
+		.blocks = true,	/* the old block's address */
+		.event = ch_event,
+		.alloc = ch_alloc,
+		.free = ch_free,
+	};
+	struct ap_replay_consumer c = { &ops, &C };
+	int rc = ap_replay(t, &c, 1, NULL, err);
+	free((void *)C.func_of_stack);
+	free(C.th);
+	if (rc < 0) {
+		free(C.j);
+		return -1;
+	}
+	if (C.n > 1)
+		qsort(C.j, C.n, sizeof(*C.j), join_cmp);
+	*out = C.j;
+	*n = C.n;
+	return 0;
+}

@@ -1,0 +1,123 @@
+// Growth by copy (advise's joins, report/advise_chains.c): objects that
+// grow by a new block, a copy and a free of the old one, as libstdc++
+// grows them, beside blocks that must not be taken for one object's.
+//
+// By construction, for N requests (argv[1], default 2000):
+//   build_line: a std::string appended one character at a time to 1000
+//       characters: libstdc++'s capacities 15 (inline), 30, 60, 120, 240,
+//       480, 960, 1920: blocks of 31, 61, 121, 241, 481, 961 and 1921
+//       bytes, each the old one's growth: 7 allocations and 6 growths by
+//       copy a request;
+//   collect: a std::vector<int> of 1000 push_backs: capacities 1, 2, 4,
+//       ... 1024: 11 blocks of 4-4096 bytes, 10 growths a request;
+//   hand_grow: C code that grows a buffer by hand (malloc twice the size,
+//       memcpy, free the old): 64, 128, 256, 512 bytes: 4 allocations, 3
+//       growths a request;
+//   ring: a new message of 100-190 bytes, then the last one freed: a ring
+//       of one, up to 1.9 times the last one's size but never twice: no
+//       growth;
+//   other_fn: a block of 4096 bytes, then, at once, the free of a 64-byte
+//       block allocated by keep_small (another function): no growth;
+//   between: a block of 1024 bytes, another allocation, then the free of
+//       the 256 bytes the same function allocated before: no growth.
+// Growths by copy: 19 a request, 19 * N in all. Every block is freed.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static unsigned long build_line(int k)
+{
+	std::string s;
+	for (int i = 0; i < 1000; i++)
+		s.push_back((char)('a' + (i + k) % 26));
+	return s.size() + (unsigned char)s[k % 1000];
+}
+
+__attribute__((noinline)) static unsigned long collect(int k)
+{
+	std::vector<int> v;
+	for (int i = 0; i < 1000; i++)
+		v.push_back(i ^ k);
+	return v.size() + (unsigned)v[k % 1000];
+}
+
+__attribute__((noinline)) static unsigned long hand_grow(int k)
+{
+	size_t cap = 64;
+	char *p = (char *)malloc(cap);
+	memset(p, k, cap);
+	while (cap < 512) {
+		char *q = (char *)malloc(2 * cap);
+		memcpy(q, p, cap);
+		memset(q + cap, k + 1, cap);
+		free(p);
+		p = q;
+		cap *= 2;
+	}
+	unsigned long r = (unsigned char)p[cap - 1];
+	free(p);
+	return r;
+}
+
+static char *last_msg;
+
+__attribute__((noinline)) static void ring(int k)
+{
+	size_t n = 100 + (size_t)(k * 37 % 91);
+	char *m = (char *)malloc(n);
+	memset(m, k, n);
+	sink += (unsigned char)m[n - 1];
+	free(last_msg);
+	last_msg = m;
+}
+
+__attribute__((noinline)) static char *keep_small(int k)
+{
+	char *p = (char *)malloc(64);
+	memset(p, k, 64);
+	return p;
+}
+
+__attribute__((noinline)) static void other_fn(char *small, int k)
+{
+	char *big = (char *)malloc(4096);
+	memset(big, k, 4096);
+	free(small);
+	sink += (unsigned char)big[k % 4096];
+	free(big);
+}
+
+__attribute__((noinline)) static void between(int k)
+{
+	char *a = (char *)malloc(256);
+	memset(a, k, 256);
+	char *b = (char *)malloc(1024);
+	memcpy(b, a, 256);
+	char *c = (char *)malloc(32);
+	memset(c, k, 32);
+	free(a);
+	sink += (unsigned char)b[k % 256] + (unsigned char)c[k % 32];
+	free(c);
+	free(b);
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 2000;
+	unsigned long sum = 0;
+	for (int k = 0; k < n; k++) {
+		sum += build_line(k);
+		sum += collect(k);
+		sum += hand_grow(k);
+		ring(k);
+		other_fn(keep_small(k), k);
+		between(k);
+	}
+	free(last_msg);
+	printf("copygrow %d requests sum %lu\n", n, sum + sink);
+	return 0;
+}
