@@ -73,10 +73,13 @@ static int wait_ready(const char *path, int fd, int *opened)
 		struct stat st;
 		if (ahead) {
 			/* waiting for fd only */
-		} else if (stat(path, &st) < 0 || (!f && ap_follow_open(path, &f, &err) < 0)) {
+		} else if (stat(path, &st) < 0 ||
+			   (!f && st.st_size <= (off_t)AHEAD_MAX_BYTES &&
+			    ap_follow_open(path, &f, &err) < 0)) {
 			/* no file or header yet; a second without: never mind */
 			ahead = ++tries > 200;
 		} else {
+			/* (past the bound, a first pass would decode all of it) */
 			int u = st.st_size > (off_t)AHEAD_MAX_BYTES ? -1 : ap_follow_update(f, &err);
 			if (u >= 0 && ap_follow_trace(f)->nstacks > 1) {
 				int n = ap_sym_prefetch(ap_follow_trace(f));
