@@ -63,7 +63,7 @@ static int wait_ready(const char *path, int fd, int *opened)
 {
 	struct ap_follow *f = NULL;
 	bool ahead = false; /* done, or given up */
-	int tries = 0;
+	int tries = 0, wait_ms = 5;
 	char c = 0;
 	*opened = 0;
 	for (;;) {
@@ -76,8 +76,8 @@ static int wait_ready(const char *path, int fd, int *opened)
 		} else if (stat(path, &st) < 0 ||
 			   (!f && st.st_size <= (off_t)AHEAD_MAX_BYTES &&
 			    ap_follow_open(path, &f, &err) < 0)) {
-			/* no file or header yet; a second without: never mind */
-			ahead = ++tries > 200;
+			/* no file or header yet; ~10 s without: never mind */
+			ahead = tries > 120;
 		} else {
 			/* (past the bound, a first pass would decode all of it) */
 			int u = st.st_size > (off_t)AHEAD_MAX_BYTES ? -1 : ap_follow_update(f, &err);
@@ -93,8 +93,13 @@ static int wait_ready(const char *path, int fd, int *opened)
 				f = NULL;
 			}
 		}
+		/* 5 ms at first (most programs' first chunk of events comes
+		 * soon), then slower up to 100 ms: a sampled run may write none
+		 * for a long time */
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int n = poll(&p, 1, ahead ? -1 : 5);
+		int n = poll(&p, 1, ahead ? -1 : wait_ms);
+		if (++tries > 20 && wait_ms < 100)
+			wait_ms = wait_ms * 2 > 100 ? 100 : wait_ms * 2;
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0) {
