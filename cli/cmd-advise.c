@@ -195,6 +195,11 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("Sampled (one sample per %s): results are estimates from a reconstruction,\n"
 		       "  with the relative uncertainty shown per site\n", b1);
 	}
+	if (a->njoins)
+		printf("Grown by copy: %zu allocation%s continue%s an object the program grew by hand "
+		       "(a new block, a copy, a free: std::string, std::vector), taken as its "
+		       "growth%s\n", a->njoins, plural((double)a->njoins), a->njoins == 1 ? "s" : "",
+		       plural((double)a->njoins));
 	if (!a->nsites) {
 		printf("No allocation sites%s.\n", a->hidden_sites ? " above --min-share" : "");
 		return;
@@ -257,6 +262,7 @@ json_t *ap_advise_cost_json(const struct ap_run_cost *c)
 	json_object_set_new(o, "peak_rss_bytes", json_integer(ap_view_round(c->maxrss_kb * 1024)));
 	json_object_set_new(o, "allocator_calls", json_integer(ap_view_round(c->calls)));
 	json_object_set_new(o, "pool_hits", json_integer(ap_view_round(c->hits)));
+	json_object_set_new(o, "wakes", json_integer(ap_view_round(c->wakes)));
 	return o;
 }
 

@@ -975,6 +975,12 @@ static const struct ap_advise_site *find_site(const struct ap_advice *a, const c
 	return NULL;
 }
 
+/* A site whose objects grow by copy (ap_advise_by_copy): advise measured
+ * a pool of the objects, which try cannot make. */
+#define BY_COPY_NOTE                                                                          \
+	"its objects grow by copy (as std::string and std::vector do): advise measured a pool " \
+	"of the objects, each keeping its capacity, and try can only pool the site's blocks"
+
 static bool pool_verdict(enum ap_verdict v)
 {
 	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES ||
@@ -1230,11 +1236,21 @@ int cmd_try(int argc, char **argv)
 				dup |= ts[k].as == s;
 			if (!dup)
 				ts[nts++].as = s;
+			if (ap_advise_by_copy(s))
+				ap_say("try: note: %s: %s", s->name, BY_COPY_NOTE);
 		}
 	} else {
-		for (size_t i = 0; i < a->nsites && nts < AP_TRY_MAX_SITES; i++)
-			if (pool_verdict(a->sites[i].verdict))
-				ts[nts++].as = &a->sites[i];
+		for (size_t i = 0; i < a->nsites && nts < AP_TRY_MAX_SITES; i++) {
+			if (!pool_verdict(a->sites[i].verdict))
+				continue;
+			if (ap_advise_by_copy(&a->sites[i])) {
+				ap_say("try: note: %s: %s; not tried (name it with --site to try a pool "
+				       "of its blocks)",
+				       a->sites[i].name, BY_COPY_NOTE);
+				continue;
+			}
+			ts[nts++].as = &a->sites[i];
+		}
 		if (!nts) {
 			ap_say("try: %s: advise finds no site to pool; name one with --site "
 				   "(allocprof "

@@ -66,10 +66,10 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	      100 * s->share, s->alloc_objects, plural(s->alloc_objects), life, smp);
 	char caps[160] = "";
 	if (s->max_cap > s->max_size || s->reallocs_per_object >= 0.05)
-		snprintf(caps, sizeof(caps), "; grown to p50 %.0f p90 %.0f max %.0f (%.2g %s%s per object%s)",
+		snprintf(caps, sizeof(caps), "; grown to p50 %.0f p90 %.0f max %.0f (%.2g %s%s per object%s%s)",
 			 s->p50_cap, s->p90_cap, s->max_cap, s->reallocs_per_object,
 			 ap_advise_growth_noun(s), plural(s->reallocs_per_object),
-			 ap_advise_by_copy(s) ? ", by copy" : "");
+			 s->copy_share > 0 ? ", by " : "", s->copy_share > 0 ? ap_advise_growth_how(s) : "");
 	linef(line, ctx, AP_LINE_TEXT, "   sizes p50 %.0f p90 %.0f max %.0f%s", s->p50_size, s->p90_size,
 	      s->max_size, caps);
 	char spacing[96] = "";

@@ -329,10 +329,11 @@ static void grow(struct rthread *t, const struct ap_rs_op *o, bool by_copy)
 	}
 	char *p;
 	if (by_copy) {
-		t->calls += 2;
+		t->calls++;
 		p = malloc(n ? n : 1);
 		if (p && s->p) {
 			memcpy(p, s->p, old < n ? old : n);
+			t->calls++;
 			free(s->p);
 		}
 	} else {

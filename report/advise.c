@@ -748,6 +748,14 @@ static void ws_alloc(void *ctx, size_t i, const struct ap_event *e, const struct
 	ws_live(S, i, ob, e, b->w);
 }
 
+/* A block of `size` went back to glibc: a free of a block above the
+ * mmap threshold (up to 32 MiB) raises it to that block, as free() does. */
+static inline void ws_freed(struct replay *rp, uint64_t size)
+{
+	if (size >= rp->mmap_thr && size <= MMAP_THRESHOLD_MAX)
+		rp->mmap_thr = size + 1;
+}
+
 static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
 		    const struct ap_replay_block *b)
 {
@@ -761,6 +769,10 @@ static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 	double wt = (e->flags & AP_EVF_SAMPLED) ? b->w : ob->w;
 	if (e->size > ob->maxsize)
 		ob->maxsize = e->size;
+	/* a growth by copy frees the old block (a realloc that moves a
+	 * mapped block remaps it) */
+	if (!(e->flags & AP_EVF_REALLOC))
+		ws_freed(S->w->rp, old->size);
 	if (ob->site != UINT32_MAX) {
 		uint32_t site = event_site(S->w, e);
 		obj_grow(S->w, ob, e, pos);
@@ -782,9 +794,7 @@ static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	S->live -= ob->w * (double)b->size;
 	if (ob->site != UINT32_MAX)
 		obj_put(S->w, ob, e, (struct pos){ S->vol, (double)i });
-	struct replay *rp = S->w->rp;
-	if (b->size >= rp->mmap_thr && b->size <= MMAP_THRESHOLD_MAX)
-		rp->mmap_thr = b->size + 1;
+	ws_freed(S->w->rp, b->size);
 }
 
 static void ws_unmatched(void *ctx, size_t i, const struct ap_event *e)

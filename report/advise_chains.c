@@ -51,7 +51,7 @@ struct chain_thread {
 
 struct chains {
 	const struct ap_trace *t;
-	const uint32_t *func_of_stack;	/* NONE: no function */
+	uint32_t *func_of_stack;	/* NONE: no function */
 	const uint32_t *site_of_stack;
 	struct chain_thread *th;	/* nthreads + 1 (the last: out of range) */
 	struct ap_replay_join *j;
@@ -73,6 +73,10 @@ static void ch_event(void *ctx, size_t i, const struct ap_event *e)
 static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	struct chain_thread *th = ch_thread(ctx, e->thread);
+	if (e->flags & AP_EVF_REALLOC) {	/* a realloc of an untracked block */
+		th->alloc_i = SIZE_MAX;
+		return;
+	}
 	th->alloc_i = i;
 	th->alloc_size = b->size;
 	th->alloc_stack = b->stack;
@@ -96,7 +100,7 @@ static uint32_t ch_site(const struct chains *C, uint32_t stack)
  * chance: a ring of results of random sizes, a wrapper's strings). */
 static bool grows(uint64_t a_size, uint32_t a_site, uint64_t b_size, uint32_t b_site)
 {
-	if (!a_size || b_size + 1 < 2 * a_size)
+	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
 	return b_size <= 2 * a_size + 1 || a_site != b_site;
 }
@@ -183,7 +187,7 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 	};
 	struct ap_replay_consumer c = { &ops, &C };
 	int rc = ap_replay(t, &c, 1, NULL, err);
-	free((void *)C.func_of_stack);
+	free(C.func_of_stack);
 	free(C.th);
 	if (rc < 0) {
 		free(C.j);

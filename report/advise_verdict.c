@@ -197,18 +197,21 @@ static uint64_t rate_for(double n, double size)
 	return p >= 256 ? p : 0;
 }
 
-/* How a site's objects grow, after "by". */
-#define GROW_HOW(s)                                                                              \
-	(ap_advise_by_copy(s) ? "copy (a new block, the old one copied into it and freed, as "    \
-				"std::string and std::vector grow)"                                \
-			      : "realloc")
+/* How a site's objects grow, after "by", for people. */
+static const char *grow_how(const struct ap_advise_site *s)
+{
+	if (s->copy_share < 0.9)
+		return ap_advise_growth_how(s);
+	return "copy (a new block, the old one copied into it and freed, as std::string and "
+	       "std::vector grow)";
+}
 
 /* A site whose objects grow by copy: what its pool is. */
 static void by_copy_words(struct ap_buf *t, const struct ap_advise_site *s)
 {
 	if (ap_advise_by_copy(s) && s->r.gets > 0)
 		ap_buf_addstr(t, " Its blocks are one object's, grown by copy: a pool here is of that "
-			      "object (the std::string or std::vector that owns them), cleared on reuse "
+			      "object (the string, vector or buffer that owns them), cleared on reuse "
 			      "so that it keeps its capacity, not of its blocks (allocprof try can only "
 			      "pool blocks).");
 }
@@ -320,7 +323,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		if (s->born_at)
 			s->reasons = xasprintf("Objects born at %s grow here by %s: a pool belongs where "
 					       "they are born (see that site), and keeps them at the size they "
-					       "grow to.", s->born_at, GROW_HOW(s));
+					       "grow to.", s->born_at, grow_how(s));
 		else if (a->sampled && s->births_seen)
 			s->reasons = xasprintf("The %llu sample%s here saw the birth of objects that later grow "
 					       "by realloc%s%s; an object is counted once, by its last block, so "
@@ -423,7 +426,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				s->reasons = xasprintf("A few objects grow by %s to up to %s (90%% stay within %s) "
 						       "and, taken and returned again and again, make the pool hold %s "
 						       "at peak; dropping objects above %s on Put holds %s and still "
-						       "hits %.0f%%.", ap_advise_by_copy(s) ? "copy" : "realloc", b4,
+						       "hits %.0f%%.", ap_advise_growth_how(s), b4,
 						       d1, b1, b3, b2, s->rc.hit_rate * 100);
 			} else {
 				fmt_bytes(b4, sizeof(b4), s->max_size);
@@ -484,7 +487,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				    "reallocs avoided are a lower bound.");
 		} else if (s->grows_at) {
 			ap_buf_addf(&t, " Its objects grow by %s at %s (%.2g %s%s per object).",
-				    GROW_HOW(s), s->grows_at, s->reallocs_per_object,
+				    grow_how(s), s->grows_at, s->reallocs_per_object,
 				    ap_advise_growth_noun(s), plural(s->reallocs_per_object));
 		}
 		by_copy_words(&t, s);
@@ -586,6 +589,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 					   : (double)a->duration_ns;
 	char b1[32], b2[32], obj[160];
 	struct ap_buf t = AP_BUF_INIT;
+	bool kept = false;	/* the model's reasons are in the text */
 	/* the pool measured: the model's kind (report/advise_measure.c) */
 	s->shape = good(s) ? s->verdict : AP_VERDICT_POOL;
 	object_words(obj, sizeof(obj), s);
@@ -621,8 +625,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			    100 * s->cross_thread_share, a->program_switches, b1, b2,
 			    at_cpu ? "; at most the program's CPU time" : "", b3, b4, s->site_id);
 		/* the kind of pool measured, for try */
-		if (s->shape != AP_VERDICT_POOL && s->reasons)
+		if (s->shape != AP_VERDICT_POOL && s->reasons) {
 			ap_buf_addf(&t, " The pool measured: %s", s->reasons);
+			kept = true;
+		}
 	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu) {
 		if (!good(s)) {
 			s->verdict = AP_VERDICT_POOL;
@@ -638,8 +644,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 				    plural(r->reallocs_avoided));
 		ap_buf_addf(&t, " (%s); the pool holds %s at peak.", b1, b2);
 		/* The kind of pool: why a cap, why classes. */
-		if (s->verdict != AP_VERDICT_POOL && s->reasons)
+		if (s->verdict != AP_VERDICT_POOL && s->reasons) {
 			ap_buf_addf(&t, " %s", s->reasons);
+			kept = true;
+		}
 	} else if (m->low_ns > 0) {
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
 		ap_buf_addf(&t, " Less than %.0f%% of the program's time: too little to be worth the "
@@ -675,7 +683,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addf(&t, "; `allocprof try --site %" PRIu32 "` measures the program itself.",
 			    s->site_id);
 	}
-	by_copy_words(&t, s);
+	if (!kept)	/* (the model's reasons say it already) */
+		by_copy_words(&t, s);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

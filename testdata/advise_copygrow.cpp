@@ -19,7 +19,9 @@
 //   other_fn: a block of 4096 bytes, then, at once, the free of a 64-byte
 //       block allocated by keep_small (another function): no growth;
 //   between: a block of 1024 bytes, another allocation, then the free of
-//       the 256 bytes the same function allocated before: no growth.
+//       the 256 bytes the same function allocated before: no growth;
+//   empty_ring: an empty string (1 byte) made, then the last one freed:
+//       not twice the size, no growth.
 // Growths by copy: 19 a request, 19 * N in all. Every block is freed.
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +107,17 @@ __attribute__((noinline)) static void between(int k)
 	free(b);
 }
 
+static char *last_empty;
+
+__attribute__((noinline)) static void empty_ring(int k)
+{
+	char *e = (char *)malloc(1);
+	e[0] = 0;
+	sink += (unsigned char)e[0] + (unsigned)k;
+	free(last_empty);
+	last_empty = e;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 2000;
@@ -116,8 +129,10 @@ int main(int argc, char **argv)
 		ring(k);
 		other_fn(keep_small(k), k);
 		between(k);
+		empty_ring(k);
 	}
 	free(last_msg);
+	free(last_empty);
 	printf("copygrow %d requests sum %lu\n", n, sum + sink);
 	return 0;
 }

@@ -436,7 +436,7 @@ static void test_slack(void)
  * as a container grows). Then, in function "append" (stacks 4 and 5),
  * 10 blocks of 100 bytes grown to 250 (more than twice: what an append
  * needs) at another line, joined, and 10 at the same line, not.
- * ap_advise_joins finds the 50 growths and no other; the script replays
+ * ap_advise_joins finds the 60 growths and no other; the script replays
  * each as a malloc, a copy and a free, and a pool at stack 1 hands its
  * 200-byte object out again: after the first, nothing grows. */
 static void test_growth_by_copy(void)

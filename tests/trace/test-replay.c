@@ -26,6 +26,7 @@ struct logged {
 struct log {
 	struct logged e[64];
 	size_t n;
+	size_t events;		/* `event` calls */
 };
 
 static void add(struct log *l, char op, size_t i, const struct ap_replay_block *b, uint64_t addr)
@@ -35,6 +36,10 @@ static void add(struct log *l, char op, size_t i, const struct ap_replay_block *
 					 b && b->temporary };
 }
 
+static void c_event(void *ctx, size_t i, const struct ap_event *e)
+{
+	((struct log *)ctx)->events++;
+}
 static void c_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	add(ctx, 'a', i, b, b->addr);
@@ -162,11 +167,13 @@ static void test_joins(void)
 	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x5000, 8, st);	/* 8: live at the end */
 	struct ap_trace *t = read_back(tw, ++ts, 9, "joins");
 	struct ap_error err;
+	/* (4: a FREE, of 0x3000's live block: not a growth) */
 	static const struct ap_replay_join joins[] = {
-		{ 1, 0x1000 }, { 3, 0x2000 }, { 4, 0x5000 }, { 6, 0x9000 },
+		{ 1, 0x1000 }, { 3, 0x2000 }, { 4, 0x3000 }, { 6, 0x9000 },
 	};
 	struct log l = { .n = 0 };
-	static const struct ap_replay_ops ops = { .alloc = c_alloc, .grow = c_grow, .free = c_free,
+	static const struct ap_replay_ops ops = { .blocks = true, .event = c_event, .alloc = c_alloc,
+						  .grow = c_grow, .free = c_free,
 						  .unmatched = c_unmatched, .live_at_end = c_live };
 	struct ap_replay_consumer c = { &ops, &l };
 	CHECK(ap_replay_joined(t, joins, AP_ARRAY_SIZE(joins), &c, 1, NULL, &err) == 0, "%s", err.msg);
@@ -179,6 +186,8 @@ static void test_joins(void)
 	};
 	CHECK(l.n == AP_ARRAY_SIZE(want), "joins: callbacks %zu, want %zu", l.n, AP_ARRAY_SIZE(want));
 	log_is(&l, want, AP_ARRAY_SIZE(want), "joins");
+	/* every event, the joined blocks' FREEs (2, 4) too */
+	CHECK(l.events == 9, "joins: %zu events, want 9", l.events);
 	ap_trace_free(t);
 }
 

@@ -245,6 +245,14 @@ def cxx_growth(src):
           (top["site"], s["requests"], s["allocs_avoided"], top["gets"], s["predicted_allocs_avoided"]))
     if s["requests"] != top["gets"] or not within(s["allocs_avoided"], s["predicted_allocs_avoided"], 0.02):
         fail("the site's requests or allocations avoided differ from advise's: %r" % s)
+    # the strings grow by copy: advise's pool is of the strings, which
+    # try cannot make: named, tried with a note; by default, not tried
+    if top["growth_by_copy_share"] != 1 or "grow by copy" not in r.stderr:
+        fail("no note that %s's objects grow by copy: share %s, stderr %r" % (
+            top["site"], top["growth_by_copy_share"], r.stderr))
+    r = run_try(["--runs", "1", trace], expect=1)
+    if "not tried" not in r.stderr or "grow by copy" not in r.stderr or r.stdout:
+        fail("by default: %r, %r" % (r.stdout, r.stderr))
     print("ok")
 
 
