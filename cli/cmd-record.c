@@ -305,6 +305,8 @@ int cmd_record(int argc, char **argv)
 	else
 		snprintf(abs_out, sizeof(abs_out), "%s%d.trace", out_pre.buf, (int)pid);
 	ap_buf_release(&out_pre);
+	if (!discard)
+		rec_symbols_ahead(output);
 	live_start(&live, abs_out, pid, &relay.mask);
 	int status;
 	struct ap_compact_stream *stream = NULL;
@@ -312,6 +314,7 @@ int cmd_record(int argc, char **argv)
 	uint64_t end_ns = rec_mono_ns();
 	rec_relay_end(&relay);
 	if (wrc < 0) {
+		rec_symbols_ahead_end();
 		live_end(&live);
 		rec_claim_release(&claim);
 		free(resolved);
@@ -331,6 +334,7 @@ int cmd_record(int argc, char **argv)
 		ap_compact_stream_abandon(stream);
 		rec_say_live(output, "trace", -1, o.quiet);
 	}
+	rec_symbols_ahead_end(); /* (if the trace was not finished) */
 	if (!discard && rec_finish_children(output, start, o.quiet, pid, &status, end_ns) && !o.quiet)
 		fprintf(stderr,
 			"allocprof: the reports read %s with its child traces as one run "

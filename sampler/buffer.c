@@ -445,10 +445,11 @@ static void thr_flush_locked(struct ap_thr *b)
 }
 
 /* The current quantum, from the clock only when the TSC deadline passed;
- * the TSC read for it in *tsc. */
-static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc)
+ * the TSC it is for in *tsc: at (a TSC the caller read), or 0 to read it
+ * now. */
+static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc, uint64_t at)
 {
-	uint64_t c = *tsc = rd_tsc();
+	uint64_t c = *tsc = at ? at : rd_tsc();
 	if (LIKELY(c < b->tsc_next))
 		return b->enc.q;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / settings.quantum;
@@ -463,9 +464,13 @@ static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc)
 }
 
 /* Appends one EVENTS record for the calling thread (a TIME or SYNC record
- * first when the quantum changed or the chunk is new). */
-void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
-		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
+ * first when the quantum changed or the chunk is new), at the TSC `at`
+ * (0: read now). */
+static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsigned type,
+							  unsigned kind, uint64_t addr,
+							  uint64_t addr2, uint64_t size,
+							  uint32_t stack, unsigned flags,
+							  uint64_t at)
 {
 	int shared = t->thr == &threads.dead;
 	struct ap_thr *b = shared ? &threads.fallback : t->thr;
@@ -477,7 +482,7 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		return;
 	}
 	uint64_t tsc;
-	uint64_t q = cur_quantum(b, &tsc);
+	uint64_t q = cur_quantum(b, &tsc, at);
 	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE ||
 	    (q != b->enc.q && (q - b->q0) * settings.quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
@@ -508,6 +513,17 @@ void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 	slot_publish(b->buf, b->len);
 	b->events++;
 	own_leave(b, locked);
+}
+
+void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
+		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
+{
+	emit_at(t, type, kind, addr, addr2, size, stack, flags, 0);
+}
+
+void emit_free_at(struct ap_tls *t, uint64_t addr, uint64_t at)
+{
+	emit_at(t, AP_EV_FREE, 0, addr, 0, 0, 0, 0, at);
 }
 
 static struct ap_thr *thr_new(void)

@@ -234,13 +234,16 @@ __attribute__((noipa)) void alloc_sampled(void *p, size_t n, unsigned kind, uint
 		record_alloc(t, p, n, kind, caller, cfa);
 }
 
-/* A tracked block is freed (p), on the sampler's stack. */
+/* A tracked block is freed (p), on the sampler's stack: at the TSC
+ * gap_enter read at the free's entry (--all; 0 for a thread registered
+ * only now, whose gap_at thr_register cleared). */
 void free_sampled(void *p)
 {
 	struct ap_tls *t = &tls;
 	if (!t->thr)
 		thr_register(t);
-	emit(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0);
+	uint64_t at = settings.all && t->thr != &threads.dead ? t->thr->gap_at : 0;
+	emit_free_at(t, (uintptr_t)p, at);
 }
 
 /* The countdown went negative (or the thread is new, or the sampler is not

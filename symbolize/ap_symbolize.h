@@ -116,6 +116,19 @@ void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w);
  * chunk), left as it is; or -1 with err set. */
 int ap_sym_keep_file(const char *path, int level, struct ap_error *err);
 
+/* Opens ahead, in this process, the files of the modules t's stacks name
+ * (their debug information read and, if compressed, inflated: 35 ms for
+ * libc6-dbg's libc here), so that a symbolizer made later in the process
+ * (without a debug_dir) for a trace of the same run, such as
+ * ap_sym_keep_file's, takes them instead of opening them again: `record`
+ * does this while the program runs. t need not outlive the call. Returns
+ * how many modules it opened, or -1 (nothing opened). The frames are the
+ * same either way. */
+int ap_sym_prefetch(const struct ap_trace *t);
+/* Closes the modules opened ahead that no symbolizer took; returns how
+ * many there were. */
+int ap_sym_prefetch_release(void);
+
 /* Warnings collected so far (build-id mismatches, missing files), one line
  * each without prefix; NULL-terminated array owned by the symbolizer. */
 const char *const *ap_sym_warnings(const struct ap_symbolizer *s);

@@ -99,6 +99,7 @@ struct ap_symbolizer {
 	size_t nmods;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
+	const Dwfl_Callbacks *cbp; /* &cb, or &default_cb without a debug_dir */
 	struct ap_regex *drop; /* --drop-frames, or NULL */
 	bool no_demangle, full_names;
 	struct ap_buf scratch;
@@ -224,6 +225,54 @@ static void find_canon(struct ap_symbolizer *s)
 	ap_index_release(&first);
 }
 
+/* ---- modules opened ahead (ap_sym_prefetch) ---------------------------- */
+
+/* The callbacks of every symbolizer made without a debug_dir, process-wide
+ * so that a module opened by one (a Dwfl keeps a pointer to them) can
+ * serve another: elfutils' default search path for separate debug files
+ * (the module's directory, .debug, /usr/lib/debug). */
+static char default_path[] = ":.debug:/usr/lib/debug";
+static char *default_path_p = default_path;
+static const Dwfl_Callbacks default_cb = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &default_path_p,
+};
+
+/* A module ap_sym_prefetch opened, its debug information read, until a
+ * symbolizer takes it (pre_take) or ap_sym_prefetch_release. */
+struct pre_mod {
+	char *path;
+	uint64_t bias;
+	uint8_t build_id[64];
+	size_t build_id_len;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+};
+static struct pre_mod *pre;
+static size_t npre;
+
+/* The module opened ahead for map's file at its bias (and build-id), taken
+ * out of the cache: its Dwfl in *dwfl (the caller's to end), or NULL. */
+static Dwfl_Module *pre_take(const struct ap_mapping *map, Dwfl **dwfl)
+{
+	*dwfl = NULL;
+	for (size_t i = 0; i < npre; i++) {
+		struct pre_mod *e = &pre[i];
+		if (e->bias != map->bias || strcmp(e->path, map->path) ||
+		    e->build_id_len != map->build_id_len ||
+		    memcmp(e->build_id, map->build_id, map->build_id_len))
+			continue;
+		Dwfl_Module *mod = e->mod;
+		*dwfl = e->dwfl;
+		free(e->path);
+		pre[i] = pre[--npre];
+		return mod;
+	}
+	return NULL;
+}
+
 /* Opens module i on first use: reports it to its Dwfl at the recorded bias
  * and checks the build-id. A module that cannot be used gets a warning and
  * address-only frames. */
@@ -249,19 +298,23 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 		     map->path);
 		return m;
 	}
-	m->dwfl = dwfl_begin(&s->cb);
+	if (s->cbp == &default_cb)
+		m->mod = pre_take(map, &m->dwfl);
 	if (!m->dwfl) {
-		warn(s, "%s: %s; its frames are shown as addresses", map->path,
-		     dwfl_errmsg(-1));
-		return m;
-	}
-	dwfl_report_begin(m->dwfl);
-	m->mod = dwfl_report_elf(m->dwfl, m->base, map->path, -1, map->bias, false);
-	const char *why = m->mod ? NULL : dwfl_errmsg(-1);
-	dwfl_report_end(m->dwfl, NULL, NULL);
-	if (!m->mod) {
-		warn(s, "%s: %s; its frames are shown as addresses", map->path, why);
-		return m;
+		m->dwfl = dwfl_begin(s->cbp);
+		if (!m->dwfl) {
+			warn(s, "%s: %s; its frames are shown as addresses", map->path,
+			     dwfl_errmsg(-1));
+			return m;
+		}
+		dwfl_report_begin(m->dwfl);
+		m->mod = dwfl_report_elf(m->dwfl, m->base, map->path, -1, map->bias, false);
+		const char *why = m->mod ? NULL : dwfl_errmsg(-1);
+		dwfl_report_end(m->dwfl, NULL, NULL);
+		if (!m->mod) {
+			warn(s, "%s: %s; its frames are shown as addresses", map->path, why);
+			return m;
+		}
 	}
 	if (map->build_id_len) {
 		const unsigned char *bits;
@@ -1101,6 +1154,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
+	s->cbp = strcmp(s->debuginfo_path, default_path) ? &s->cb : &default_cb;
 
 	s->nmods = t->nmaps;
 	s->mods = ap_xcalloc(s->nmods ? s->nmods : 1, sizeof(*s->mods));
@@ -1159,6 +1213,51 @@ void ap_sym_free(struct ap_symbolizer *s)
 	ap_intern_release(&s->strs);
 	free(s->debuginfo_path);
 	free(s);
+}
+
+int ap_sym_prefetch(const struct ap_trace *t)
+{
+	struct ap_error err;
+	struct ap_symbolizer *s = ap_sym_new(t, NULL, &err);
+	if (!s)
+		return -1;
+	int n = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		struct sym_module *m = &s->mods[i];
+		const struct ap_mapping *map = m->map;
+		/* (ap_sym_new opened the modules the stacks name) */
+		if (m->state != MOD_OK || !m->dwfl || s->cbp != &default_cb ||
+		    map->build_id_len > sizeof(pre->build_id))
+			continue;
+		Dwarf_Addr bias;
+		(void)dwfl_module_getdwarf(m->mod, &bias); /* the costly part: read, inflated */
+		pre = ap_xrealloc(pre, (npre + 1) * sizeof(*pre));
+		struct pre_mod *e = &pre[npre++];
+		e->path = ap_xstrdup(map->path);
+		e->bias = map->bias;
+		memcpy(e->build_id, map->build_id, map->build_id_len);
+		e->build_id_len = map->build_id_len;
+		e->dwfl = m->dwfl;
+		e->mod = m->mod;
+		m->dwfl = NULL; /* the cache's now */
+		m->mod = NULL;
+		n++;
+	}
+	ap_sym_free(s);
+	return n;
+}
+
+int ap_sym_prefetch_release(void)
+{
+	int n = (int)npre;
+	for (size_t i = 0; i < npre; i++) {
+		dwfl_end(pre[i].dwfl);
+		free(pre[i].path);
+	}
+	free(pre);
+	pre = NULL;
+	npre = 0;
+	return n;
 }
 
 /* PCs by module (its mapping), then by address. */

@@ -249,6 +249,95 @@ static char *trace_malloc_owner(const char *path)
 	return owner;
 }
 
+/* The program's trace keeps its symbols through a helper started with
+ * the program (`allocprof symbols --ready-fd`): while the program runs it
+ * opens the files the trace's frames are in, on the core the program
+ * leaves (reading libc6-dbg's compressed DWARF alone took 35 ms of the
+ * ~45 ms record spent on the symbols after the exit); keep_symbols then
+ * tells it `go` and waits. Closing fd without `go` ends it. */
+static struct {
+	pid_t pid;	/* -1: none */
+	int fd;		/* the pipe's end we write */
+	char *path;	/* the trace it follows */
+} ahead = { -1, -1, NULL };
+
+#ifdef AP_LAUNCHER
+void rec_symbols_ahead(const char *path)
+{
+	if (rec_no_symbols || ahead.pid > 0)
+		return;
+	int p[2];
+	if (pipe(p) < 0)
+		return;
+	/* ours closed on exec (no other child holds it, and the helper sees
+	 * its end when we are gone); the helper's inherited as it is */
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	char level[16], fd[16], report[PATH_MAX + 64];
+	snprintf(level, sizeof(level), "%d", compact_level());
+	snprintf(fd, sizeof(fd), "%d", p[0]);
+	ap_report_path(report, sizeof(report));
+	char *argv[] = {(char *)"allocprof", (char *)"symbols", (char *)"-q",
+			(char *)"--if-finished", (char *)"--compress-level", level,
+			(char *)"--ready-fd", fd, (char *)"--", (char *)path, NULL};
+	/* With record's mask while the program runs, every signal blocked: a
+	 * Ctrl-C to the process group leaves it, as it left the symbols of a
+	 * run that ended so; it ends with the pipe. */
+	fflush(NULL);
+	pid_t pid;
+	int e = posix_spawn(&pid, report, NULL, NULL, argv, environ);
+	close(p[0]);
+	if (e) {
+		close(p[1]); /* keep_symbols runs it as before, and says so */
+		return;
+	}
+	ahead.pid = pid;
+	ahead.fd = p[1];
+	ahead.path = ap_xstrdup(path);
+}
+
+/* The helper's exit status once told `go` (or not: go false), or -1 */
+static int ahead_end(bool go)
+{
+	if (ahead.pid <= 0)
+		return -1;
+	if (go) {
+		ssize_t w;
+		while ((w = write(ahead.fd, "g", 1)) < 0 && errno == EINTR)
+			;
+		if (w != 1)
+			go = false;
+	}
+	close(ahead.fd);
+	if (!go)
+		kill(ahead.pid, SIGKILL); /* nothing of it is wanted */
+	int st;
+	pid_t w;
+	while ((w = waitpid(ahead.pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	ahead.pid = -1;
+	ahead.fd = -1;
+	free(ahead.path);
+	ahead.path = NULL;
+	return w > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#else
+void rec_symbols_ahead(const char *path)
+{
+	(void)path;
+}
+
+static int ahead_end(bool go)
+{
+	(void)go;
+	return -1;
+}
+#endif
+
+void rec_symbols_ahead_end(void)
+{
+	ahead_end(false);
+}
+
 /* The trace keeps its frames' names and lines (allocprof symbols, in
  * allocprof-report: the launcher links no symbolizer). */
 static void keep_symbols(const char *path)
@@ -257,10 +346,14 @@ static void keep_symbols(const char *path)
 	snprintf(level, sizeof(level), "%d", compact_level());
 	char *argv[] = {(char *)"symbols", (char *)"-q", (char *)"--if-finished",
 			(char *)"--compress-level", level, (char *)"--", (char *)path, NULL};
+	int rc;
+	if (ahead.pid > 0 && !strcmp(ahead.path, path))
+		rc = ahead_end(true);
+	else
 #ifdef AP_LAUNCHER
-	int rc = ap_run_report_child(argv);
+		rc = ap_run_report_child(argv);
 #else
-	int rc = cmd_symbols(7, argv);
+		rc = cmd_symbols(7, argv);
 #endif
 	if (rc)
 		ap_say("%s: the trace keeps no symbols: the reports name its frames from the "

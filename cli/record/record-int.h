@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -129,6 +130,12 @@ int rec_wait_program(pid_t pid, int *status, const char *trace,
 uint64_t rec_mono_ns(void);
 void rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
 			struct ap_finished *fin);
+/* Starts the helper that keeps the symbols of the trace at path (the
+ * program's, as rec_finish_trace will name it) and opens their files
+ * while the program runs (finish.c); nothing with --no-symbols. */
+void rec_symbols_ahead(const char *path);
+/* Ends the helper if rec_finish_trace did not use it. */
+void rec_symbols_ahead_end(void);
 void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      struct ap_compact_stream *stream, const int *status,
 		      const struct ap_finished *fin);

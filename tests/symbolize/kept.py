@@ -165,10 +165,37 @@ for cc in ("gcc", "clang"):
     if os.path.join(d, "prog") not in r.stderr:
         fail("%s --no-symbols, files deleted: no warning naming the file: %r" % (cc, r.stderr))
     unhide(d)
+    # what record's helper does: the modules opened ahead of `go` (the
+    # trace finished already, so before it), the same bytes written; at
+    # the end of its fd without `go`, the trace left as it is
+    ahead = os.path.join(tmp, cc + ".ahead.trace")
+    left = os.path.join(tmp, cc + ".left.trace")
+    shutil.copy(bare, ahead)
+    shutil.copy(bare, left)
+    for path, say in ((ahead, b"g"), (left, b"")):
+        rfd, wfd = os.pipe()
+        os.write(wfd, say)
+        os.close(wfd)
+        r = subprocess.run([allocprof, "symbols", "-q", "--ready-fd", str(rfd), path],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(env, ALLOCPROF_TEST_AHEAD="1"), pass_fds=(rfd,))
+        os.close(rfd)
+        got = r.stderr.split()
+        if r.returncode != 0 or (say and (len(got) < 7 or not got[2].isdigit() or
+                                          int(got[2]) < 2 or got[6] != "0")):
+            fail("symbols --ready-fd (%r): exit %d, %r" % (say, r.returncode, r.stderr))
+    with open(bare, "rb") as f:
+        bare_bytes = f.read()
+    with open(left, "rb") as f:
+        if f.read() != bare_bytes:
+            fail("symbols --ready-fd without go changed the trace")
     r = subprocess.run([allocprof, "symbols", bare], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, env=env)
     if r.returncode != 0 or r.stderr != "allocprof: %s keeps its symbols\n" % bare:
         fail("allocprof symbols: exit %d, %r" % (r.returncode, r.stderr))
+    with open(bare, "rb") as f, open(ahead, "rb") as g:
+        if f.read() != g.read():
+            fail("symbols --ready-fd wrote other bytes than symbols")
     size = os.path.getsize(bare)
     subprocess.run([allocprof, "symbols", "-q", bare], check=True)
     if os.path.getsize(bare) != size:
@@ -214,6 +241,8 @@ for extra, named_after in (((), True), (("--no-symbols",), False)):
 
 # bad input: one line, a non-zero exit
 for args, code in ((["symbols"], 2), (["symbols", "--compress-level", "99", "x"], 2),
+                   (["symbols", "--ready-fd", "99", "x"], 2),
+                   (["symbols", "--ready-fd", "0", "x", "y"], 2),
                    (["symbols", os.path.join(tmp, "none.trace")], 1)):
     r = subprocess.run([allocprof] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, env=env)
