@@ -156,6 +156,11 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	} else {
 		printf("Costs: a fixed table (ALLOCPROF_TEST_COSTS), of unknown date and spread\n");
 	}
+	if (a->njoins)
+		printf("Grown by copy: %zu allocation%s continue%s an object the program grew by hand "
+		       "(a new block, a copy, a free: std::string, std::vector), taken as its "
+		       "growth%s\n", a->njoins, plural((double)a->njoins), a->njoins == 1 ? "s" : "",
+		       plural((double)a->njoins));
 	if (a->measured) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
 		struct ap_buf cpus = AP_BUF_INIT;
@@ -196,11 +201,6 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("Sampled (one sample per %s): results are estimates from a reconstruction,\n"
 		       "  with the relative uncertainty shown per site\n", b1);
 	}
-	if (a->njoins)
-		printf("Grown by copy: %zu allocation%s continue%s an object the program grew by hand "
-		       "(a new block, a copy, a free: std::string, std::vector), taken as its "
-		       "growth%s\n", a->njoins, plural((double)a->njoins), a->njoins == 1 ? "s" : "",
-		       plural((double)a->njoins));
 	if (!a->nsites) {
 		printf("No allocation sites%s.\n", a->hidden_sites ? " above --min-share" : "");
 		return;
