@@ -143,19 +143,29 @@ static void log_is(const struct log *l, const struct logged *want, size_t nw, co
 	}
 }
 
+/* A writer of one thread (tid 1, "one") and one stack, in *st; *ts its
+ * start time. */
+static struct ap_tw *writer(uint32_t *st, uint64_t *ts)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[] = { 0x401000 };
+	*st = ap_tw_stack(tw, pcs, 1);
+	ap_tw_thread(tw, 1, "one");
+	*ts = h.start_ns;
+	return tw;
+}
+
 /* Joins (ap_replay_joined): an allocation that continues the object of
  * a live block is its growth; that block's FREE then calls nothing but
  * `event`; a join at an event that is no allocation, or at an address
  * with no live block, changes nothing. */
 static void test_joins(void)
 {
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pcs[] = { 0x401000 };
-	uint32_t st = ap_tw_stack(tw, pcs, 1);
-	ap_tw_thread(tw, 1, "one");
-	uint64_t ts = h.start_ns;
+	uint32_t st;
+	uint64_t ts;
+	struct ap_tw *tw = writer(&st, &ts);
 	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x1000, 16, st);	/* 0 */
 	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x2000, 32, st);	/* 1: grows 0 */
 	ap_tw_free(tw, 1, ++ts, 0, 0x1000);				/* 2: nothing */
@@ -194,14 +204,10 @@ static void test_joins(void)
 int main(void)
 {
 	test_joins();
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pcs[] = { 0x401000 };
-	uint32_t st = ap_tw_stack(tw, pcs, 1);
-	ap_tw_thread(tw, 1, "one");
+	uint32_t st;
+	uint64_t ts;
+	struct ap_tw *tw = writer(&st, &ts);
 	ap_tw_thread(tw, 2, "two");
-	uint64_t ts = h.start_ns;
 	/* event index: what it is */
 	ap_tw_alloc(tw, 1, ++ts, 0, AP_KIND_MALLOC, 0x1000, 16, st);	/* 0 */
 	ap_tw_free(tw, 1, ++ts, 0, 0x1000);				/* 1: temporary */
