@@ -157,7 +157,8 @@ static void release(void *obj, void *ctx)
 
 /* Waiting for another thread is the harness's, not the allocator's: a
  * waiter spins a little (waking from a futex costs more than most waits
- * last), and the time it spins is taken off the run's CPU time; then it
+ * last; not on one CPU, where what it waits for cannot run meanwhile),
+ * and the time it spins is taken off the run's CPU time; then it
  * sleeps, which costs no CPU time. A sleeper says which op it waits for
  * (wake_at, the smallest of them), and the publisher wakes the sleepers
  * when it gets there, not at every op it publishes: a consumer asleep
