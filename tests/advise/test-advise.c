@@ -251,13 +251,21 @@ static void judge(struct ap_advice *a, struct ap_advise_site *s, double saved_ms
 	advise_judge_measured(a, s);
 }
 
+/* handed_trace's site0, advised, in a run of 100 ms of CPU time. */
+static struct ap_advise_site *handed_site(struct ap_trace **t, struct ap_advice **a)
+{
+	*t = handed_trace();
+	*a = advise(*t, 1, "interval:1s");
+	(*a)->program_cpu_ns = 100 * MS;
+	(*a)->program_cpu_est_ns = 0;
+	return (struct ap_advise_site *)find(*a, "site0");
+}
+
 static void test_waits_verdict(void)
 {
-	struct ap_trace *t = handed_trace();
-	struct ap_advice *a = advise(t, 1, "interval:1s");
-	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
-	a->program_cpu_ns = 100 * MS;
-	a->program_cpu_est_ns = 0;
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
 	a->has_switches = true;
 	a->program_switches = 10000;
 	a->base.switch_ns = 2500;	/* the switches cost 25 ms: half is 12.5 */
@@ -308,11 +316,9 @@ static void test_waits_verdict(void)
  * much, else how its held objects move the rest of the heap. */
 static void test_costs_words(void)
 {
-	struct ap_trace *t = handed_trace();
-	struct ap_advice *a = advise(t, 1, "interval:1s");
-	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
-	a->program_cpu_ns = 100 * MS;
-	a->program_cpu_est_ns = 0;
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
 	a->has_switches = false;
 	s->p50_cap = 32768;	/* not tcache's */
 	s->reallocs_per_object = 0;
@@ -343,11 +349,9 @@ static void test_costs_words(void)
  * make (AP_VERDICT_FAULTS), of the run's share replayed. */
 static void test_faults_verdict(void)
 {
-	struct ap_trace *t = handed_trace();
-	struct ap_advice *a = advise(t, 1, "interval:1s");
-	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
-	a->program_cpu_ns = 100 * MS;
-	a->program_cpu_est_ns = 0;
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
 	a->has_switches = false;
 	a->has_program_minflt = true;
 	a->program_minflt = 2000;
