@@ -333,6 +333,13 @@ static void test_costs_words(void)
 		fprintf(stderr, "%s: the heap's cost is not said: %s\n", __func__, s->reasons);
 		failures++;
 	}
+	judge(a, s, -5, -6, -4);	/* the pooled runs fault as often */
+	s->m.cost.minflt = 1010;
+	advise_judge_measured(a, s);
+	if (!strstr(s->reasons, "the pool's own work costs more than the allocations it avoids")) {
+		fprintf(stderr, "%s: no faults more, yet the heap is blamed: %s\n", __func__, s->reasons);
+		failures++;
+	}
 	s->r.time_saved_ns = -4.0 * MS;	/* the model: most of the cost */
 	judge(a, s, -5, -6, -4);
 	CHECK("costs: the pool's own", s->verdict, AP_VERDICT_COSTS_MORE);
