@@ -488,6 +488,17 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f "
 					       "allocation%s%s (%s, about %s); the pool would hold %s at peak.",
 					       hr, r->allocs_avoided, plural(r->allocs_avoided), re, b1, d1, b2);
+		} else if (r->hit_rate >= GOOD_HIT_RATE && s->life_cost_ns > s->pool_cost_ns) {
+			/* cheaper a hit, dearer in all: the requests that pay
+			 * the pool's get and malloc too */
+			ap_advise_format_duration(d1, sizeof(d1), -r->time_saved_ns);
+			s->verdict = AP_VERDICT_LITTLE_GAIN;	/* not small objects */
+			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here and "
+					       "%.0fns through a pool's get and put, but %.0f requests find the "
+					       "pool empty and %.0f an object too small, and pay the pool's "
+					       "work on top of malloc's: the pool would cost more than it saves "
+					       "(about %s).", obj, s->life_cost_ns, s->pool_cost_ns, r->misses,
+					       r->small_hits, d1);
 		} else if (r->hit_rate >= GOOD_HIT_RATE) {
 			s->verdict = AP_VERDICT_TOO_SMALL;
 			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
