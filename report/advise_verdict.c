@@ -340,6 +340,20 @@ static void set_verdict_text(struct ap_advise_site *s)
 	s->verdict_text = ap_buf_detach(&t, NULL);
 }
 
+/* A pool cheaper a hit than malloc and free, and dearer in all: the
+ * requests that find it empty or an object too small pay the pool's work
+ * on top of malloc's. */
+static char *dearer_in_all(const struct ap_advise_site *s, const char *obj)
+{
+	char d1[32];
+	ap_advise_format_duration(d1, sizeof(d1), -s->r.time_saved_ns);
+	return xasprintf("Objects of %s cost %.0fns through malloc and free here and %.0fns through a "
+			 "pool's get and put, but %.0f requests find the pool empty and %.0f an object "
+			 "too small, and pay the pool's work on top of malloc's: the pool would cost "
+			 "more than it saves (about %s).", obj, s->life_cost_ns, s->pool_cost_ns,
+			 s->r.misses, s->r.small_hits, d1);
+}
+
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		  const struct site_facts *f, const struct ap_advise_options *o)
 {
@@ -410,7 +424,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	} else if (s->p50_cap <= SMALL_MAX && r->time_saved_ns < (SMALL_FACTOR - 1) * s->pool_cost_ns * r->gets) {
 		double net = r->time_saved_ns / r->gets;
 		s->verdict = AP_VERDICT_TOO_SMALL;
-		if (net <= 0)
+		if (net <= 0 && s->life_cost_ns > s->pool_cost_ns)
+			s->reasons = dearer_in_all(s, obj);
+		else if (net <= 0)
 			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
 					       "%.0fns for a pool's get and put: keep malloc.",
 					       obj, s->life_cost_ns, s->pool_cost_ns);
@@ -489,16 +505,8 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 					       "allocation%s%s (%s, about %s); the pool would hold %s at peak.",
 					       hr, r->allocs_avoided, plural(r->allocs_avoided), re, b1, d1, b2);
 		} else if (r->hit_rate >= GOOD_HIT_RATE && s->life_cost_ns > s->pool_cost_ns) {
-			/* cheaper a hit, dearer in all: the requests that pay
-			 * the pool's get and malloc too */
-			ap_advise_format_duration(d1, sizeof(d1), -r->time_saved_ns);
 			s->verdict = AP_VERDICT_LITTLE_GAIN;	/* not small objects */
-			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here and "
-					       "%.0fns through a pool's get and put, but %.0f requests find the "
-					       "pool empty and %.0f an object too small, and pay the pool's "
-					       "work on top of malloc's: the pool would cost more than it saves "
-					       "(about %s).", obj, s->life_cost_ns, s->pool_cost_ns, r->misses,
-					       r->small_hits, d1);
+			s->reasons = dearer_in_all(s, obj);
 		} else if (r->hit_rate >= GOOD_HIT_RATE) {
 			s->verdict = AP_VERDICT_TOO_SMALL;
 			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "

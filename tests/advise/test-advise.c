@@ -401,6 +401,13 @@ static void test_dearer_in_all(void)
 		fprintf(stderr, "%s: %s\n", __func__, s->reasons ? s->reasons : "(none)");
 		failures++;
 	}
+	s->p50_cap = 700;	/* small objects: the same reason */
+	advise_judge(a, s, &f, NULL);
+	CHECK("dearer in all, small", s->verdict, AP_VERDICT_TOO_SMALL);
+	if (!s->reasons || !strstr(s->reasons, "but 150 requests find the pool empty")) {
+		fprintf(stderr, "%s: small: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
