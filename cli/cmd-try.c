@@ -800,6 +800,10 @@ static void print_text(const struct report *rp)
 		if (ts->skipped)
 			printf(" (%zu not pooled: no build-id, or too deep)", ts->skipped);
 		printf("\n");
+		if (as->calloc_share >= 0.5 && as->measured)
+			printf("  (its objects come from calloc: each pooled block is cleared whole "
+			       "here, as calloc would, where advise's replay leaves it as the program "
+			       "left it)\n");
 		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
 		if (ap_advise_site_shape(as) == AP_VERDICT_SIZE_CLASSES)
 			printf("  (advise's counts are of one pool: its model does not replay size "

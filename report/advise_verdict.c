@@ -253,6 +253,19 @@ static void by_copy_words(struct ap_buf *t, const struct ap_advise_site *s)
 			      "pool blocks).");
 }
 
+/* A site whose objects come from calloc, measured: the pool measured
+ * hands a block back as the program left it (measure/runner.c). */
+#define CALLOC_SHARE 0.5
+static void calloc_words(struct ap_buf *t, const struct ap_advise_site *s)
+{
+	if (s->measured && s->calloc_share >= CALLOC_SHARE && s->r.gets - s->r.misses > 0)
+		ap_buf_addf(t, " Its objects come from calloc (%.0f%%): the pool measured hands a "
+			    "block back as the program left it, not cleared; clear what your code "
+			    "reads of it (clearing it whole at every reuse costs what calloc's "
+			    "zeroing costs now, and `allocprof try` clears it whole).",
+			    100 * s->calloc_share);
+}
+
 /* "24B", or "16B that grow to 2kB (7 reallocs each)" (or "growths"). */
 static void object_words(char *out, size_t len, const struct ap_advise_site *s)
 {
@@ -784,6 +797,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);
+	if (m->saved_ns > 0)
+		calloc_words(&t, s);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

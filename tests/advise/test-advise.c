@@ -373,6 +373,35 @@ static void test_slim_saving(void)
 	ap_trace_free(t);
 }
 
+/* A measured saving at a site of calloc's objects: said that the pool
+ * measured does not clear them. */
+static void test_calloc_words(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	a->has_switches = false;
+	s->r.gets = 10;
+	s->r.misses = 1;
+	s->r.allocs_avoided = 9;
+	s->calloc_share = 1;
+	judge(a, s, 20, 19, 21);
+	CHECK("calloc: pool", s->verdict, AP_VERDICT_POOL);
+	if (!strstr(s->reasons, "Its objects come from calloc (100%): the pool measured hands a block "
+				"back as the program left it, not cleared")) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	s->calloc_share = 0.2;
+	judge(a, s, 20, 19, 21);
+	if (strstr(s->reasons, "calloc")) {
+		fprintf(stderr, "%s: a fifth of calloc's: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* The model: a pool cheaper a hit than malloc and free, dearer in all
  * (the misses and the objects too small pay both): said as such. */
 static void test_dearer_in_all(void)
@@ -925,6 +954,7 @@ int main(int argc, char **argv)
 	test_costs_words();
 	test_slim_saving();
 	test_dearer_in_all();
+	test_calloc_words();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
