@@ -988,19 +988,18 @@ static bool pool_verdict(enum ap_verdict v)
 	       v == AP_VERDICT_WAITS || v == AP_VERDICT_FAULTS;
 }
 
-/* The walk's stops for a config that lists the sites `in` (in[i] for
- * ts[i]): the frame of every other site's stack that starts at one of
- * those sites' library calls (LEAF), at its depth: a walk from there
- * that meets it first is that site's call, not pooled. */
+/* The walk's stops for a config that lists the sites ts: the frame of
+ * every other site's stack (one advise ranked but try does not run) that
+ * starts at one of those sites' library calls (LEAF), at its depth: a
+ * walk from there that meets it first is that site's call, not pooled. */
 static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct ap_site_map *m,
-		      struct ap_symbolizer *sym, const struct tsite *ts, size_t nts, const bool *in)
+		      struct ap_symbolizer *sym, const struct tsite *ts, size_t nts)
 {
 	uint64_t *leaf = NULL;
 	size_t nleaf = 0, leaf_alloc = 0;
 	bool *chosen = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*chosen));
 	for (size_t i = 0; i < nts; i++)
-		if (in[i])
-			chosen[ts[i].as->site_id] = true;
+		chosen[ts[i].as->site_id] = true;
 	for (size_t k = 0; k < t->nstacks; k++) {
 		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
 		uint32_t base = leaf_of(sym, &t->stacks[k]);
@@ -1043,15 +1042,17 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 	}
 	fprintf(f, AP_TRY_MAGIC "\nmode %s\nout %s\ngc %llu\n", pool ? "pool" : "base", outfile,
 		a->gc_mode == AP_GC_GOGC ? (unsigned long long)a->gogc : 0ULL);
+	/* Every run lists every site, and pools one at most: each finds
+	 * and counts the same calls (a walk of the stack for a site reached
+	 * through a library), so that what a pooled run saves against the
+	 * baseline is its pool's doing, not the lookups it was spared. */
 	unsigned id = 0;
 	for (size_t i = 0; i < nts; i++) {
-		if (only >= 0 && (size_t)only != i)
-			continue;
 		fprintf(f, "site %u %llu %zu", id, (unsigned long long)ts[i].cap, ts[i].nclasses);
 		for (size_t k = 0; k < AP_TRY_MAX_CLASSES; k++)
 			fprintf(f, " %llu",
 				k < ts[i].nclasses ? (unsigned long long)ts[i].classes[k] : 0ULL);
-		fprintf(f, "\n");
+		fprintf(f, " %d\n", pool && (size_t)only == i);
 		/* the lines carry the site's id as %u */
 		const char *p = ts[i].pcs.buf ? ts[i].pcs.buf : "";
 		while (*p) {
@@ -1064,11 +1065,8 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 		}
 		id++;
 	}
-	bool in[AP_TRY_MAX_SITES];
-	for (size_t i = 0; i < nts; i++)
-		in[i] = only < 0 || (size_t)only == i;
 	struct ap_buf stops = AP_BUF_INIT;
-	add_stops(&stops, t, m, sym, ts, nts, in);
+	add_stops(&stops, t, m, sym, ts, nts);
 	if (stops.len)
 		fwrite(stops.buf, 1, stops.len, f);
 	ap_buf_release(&stops);
@@ -1411,7 +1409,7 @@ int cmd_try(int argc, char **argv)
 	vr = ap_xcalloc(nv, sizeof(*vr));
 	double *d = ap_xmalloc((size_t)runs * sizeof(*d));
 	for (size_t j = 0; j < nv; j++) {
-		medians(rs, (size_t)runs, nv, j, 0, &vr[j]); /* a pooled run's one site is 0 */
+		medians(rs, (size_t)runs, nv, j, j ? (unsigned)(j - 1) : 0, &vr[j]);
 		if (!j)
 			continue;
 		for (long r = 0; r < runs; r++)

@@ -107,6 +107,8 @@ struct site {
 	unsigned idx;	    /* its index in sites[] (its threads' counts') */
 	uint64_t cap_limit; /* 0: none */
 	unsigned nclasses;  /* 0: one pool */
+	int pooled;	    /* in mode pool, served from its pools; else only looked
+			     * up and counted, as the baseline does (try.h) */
 	uint64_t class_max[AP_TRY_MAX_CLASSES];
 	struct vpool pools[AP_TRY_MAX_CLASSES];
 };
@@ -277,7 +279,7 @@ static void gc_cycle(void)
 	    __atomic_load_n(&gc_goal, __ATOMIC_RELAXED)) {
 		if (pooling)
 			for (unsigned i = 0; i < nsites; i++)
-				for (unsigned k = 0;
+				for (unsigned k = 0; sites[i].pooled &&
 				     k < (sites[i].nclasses ? sites[i].nclasses : 1); k++)
 					vpool_cycle(&sites[i].pools[k]);
 		gc_cycles++;
@@ -669,7 +671,7 @@ static inline void *alloc_at(uintptr_t ra, uint32_t kind, size_t n, size_t align
 	if (UNLIKELY(s)) {
 		struct counts *tc = tcounts(s);
 		tc->gets++;
-		if (pooling && poolable(n, align))
+		if (pooling && s->pooled && poolable(n, align))
 			return site_get(s, tc, n, align, zero);
 	}
 	return NULL;
@@ -978,20 +980,21 @@ static int read_config(const char *path)
 	while (ok && fgets(line, sizeof(line), f)) {
 		char word[16], arg[300], arg2[300];
 		unsigned long long a, b, b2, cl[AP_TRY_MAX_CLASSES];
-		unsigned id, kind, nc, depth = 0;
+		unsigned id, kind, nc, depth = 0, pooled = 1;
 		int np;
 		if (sscanf(line, "mode %15s", word) == 1) {
 			pooling = !strcmp(word, "pool");
 		} else if (sscanf(line, "out %4095[^\n]", outpath) == 1) {
 		} else if (sscanf(line, "gc %llu", &a) == 1) {
 			gogc = a;
-		} else if (sscanf(line, "site %u %llu %u %llu %llu %llu %llu", &id, &a, &nc, &cl[0],
-				  &cl[1], &cl[2], &cl[3]) == 7) {
+		} else if ((np = sscanf(line, "site %u %llu %u %llu %llu %llu %llu %u", &id, &a, &nc,
+					&cl[0], &cl[1], &cl[2], &cl[3], &pooled)) >= 7) {
 			if (id != nsites || id >= AP_TRY_MAX_SITES || nc > AP_TRY_MAX_CLASSES)
 				ok = 0;
 			else {
 				struct site *s = &sites[nsites];
 				s->idx = nsites++;
+				s->pooled = np == 7 || pooled;
 				s->cap_limit = a;
 				s->nclasses = nc;
 				for (unsigned k = 0; k < nc; k++)
