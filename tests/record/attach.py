@@ -83,6 +83,12 @@ before the attach come during it):
            ends while attached: the trace ends with its exit, counts exact
   nginx    a real server (nginx from Debian) attached while it serves
            loopback requests, detached, and still serving
+  python3  /usr/bin/python3 (not PIE; it takes malloc's and free's
+           addresses: their symbols are canonical PLT entries, which
+           dlsym returns and whose jumps go through the GOT entries the
+           attach points at its thunks) attached while it allocates:
+           it works on through the attach and the detach, ends as a
+           native run, and the trace has its allocations
 
 usage: attach.py ALLOCPROF SERVER PLUGIN TMPDIR MODE [ARG]
 """
@@ -857,6 +863,39 @@ http { access_log %(t)s/access.log; client_body_temp_path %(t)s/body;
         fail("nginx ended: %r" % ng.stderr.read())
     ng.terminate()
     ng.wait()
+
+elif mode == "python3":
+    script = ("import sys\n"
+              "print('ready', flush=True)\n"
+              "for line in sys.stdin:\n"
+              "    d = {}\n"
+              "    for i in range(int(line)):\n"
+              "        d[str(i)] = [i] * 3\n"
+              "    print(len(d), flush=True)\n")
+    # PYTHONMALLOC=malloc: its objects from malloc, not from its own arenas
+    py = subprocess.Popen(["/usr/bin/python3", "-c", script], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True,
+                          env=dict(env, PYTHONMALLOC="malloc"))
+    if py.stdout.readline() != "ready\n":
+        fail("python3 did not start")
+    trace = os.path.join(tmp, "py.trace")
+    r = attach(py.pid, trace, "--all")
+    outs = []
+    if r:
+        for n in (20000, 30000):
+            py.stdin.write("%d\n" % n)
+            py.stdin.flush()
+            outs.append(py.stdout.readline())
+        detach(r)
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("calls", 0) < 100000:
+            fail("the trace of python3 counts too few calls: %s %s" % (st.stdout[:300],
+                                                                     st.stderr))
+    py.stdin.write("1000\n")
+    py.stdin.close()
+    outs += py.stdout.readlines()
+    if py.wait() != 0 or outs != ["20000\n", "30000\n", "1000\n"]:
+        fail("python3 attached: exit %d, output %r" % (py.returncode, outs))
 
 elif mode == "futex":
     # every thread in a futex wait; the process ends while attached
