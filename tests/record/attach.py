@@ -66,7 +66,8 @@ before the attach come during it):
   pidns    a program in a PID namespace of its own (unshare -p -f
            --mount-proc: its files the same as here): attached by its pid
            here, the trace at -o's path, its counts exact
-  refuse   one line and exit 1 for: no such process, a statically
+  refuse   one line and exit 1 for: no such process, a zombie, one
+           whose main thread has exited (pthread_exit), a statically
            linked one, one that already has the sampler (preloaded, or
            attached by another record -p), another user's (as root, record
            run as nobody), one in another mount namespace where the
@@ -698,6 +699,27 @@ elif mode == "refuse":
     dead = subprocess.Popen(["true"])
     dead.wait()
     refused(["-p", str(dead.pid), "-o", os.path.join(tmp, "x.trace")], 1, "no such process")
+    # a zombie (not reaped yet), and a process whose main thread has
+    # exited while another runs on: neither can be traced, and neither
+    # is a refusal of ptrace's
+    zombie = subprocess.Popen(["true"])
+    for _ in range(500):
+        with open("/proc/%d/stat" % zombie.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.01)
+    refused(["-p", str(zombie.pid), "-o", os.path.join(tmp, "x.trace")], 1,
+            "it has ended (a zombie its parent has not reaped yet)")
+    zombie.wait()
+    mx = subprocess.Popen([os.environ["ATTACH_MAIN_EXITS"]], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    if mx.stdout.readline() != "ready\n":
+        fail("main_exits did not start")
+    refused(["-p", str(mx.pid), "-o", os.path.join(tmp, "x.trace")], 1,
+            "its main thread has exited (pthread_exit), its other threads run on")
+    mx.stdin.close()
+    if mx.wait() != 0:
+        fail("main_exits: exit %d" % mx.returncode)
     # a process still in its dynamic loader: stopped at its exec by
     # PTRACE_TRACEME, before ld.so has loaded the C library
     import ctypes
