@@ -7,13 +7,13 @@
  *
  *	allocprof-try 1
  *	mode pool                    (or `mode base`: nothing pooled)
+ *	pool ID                      (after site ID's line) a site pooled in
+ *	                             mode pool; the others are looked up and
+ *	                             counted as in mode base, so that every run
+ *	                             does the same bookkeeping
  *	out PATH                     where each process appends its result
- *	site ID CAP NCLASSES C1 C2 C3 C4 POOL   (ID: 0, 1, ... in order; CAP 0:
- *	                             none; classes: ascending upper sizes, NCLASSES 0:
- *	                             one pool; POOL 1: pooled in mode pool, 0: its calls
- *	                             only found and counted, as in mode base, so that
- *	                             every run finds the same sites at the same cost;
- *	                             left out: 1)
+ *	site ID CAP NCLASSES C1 C2 C3 C4   (ID: 0, 1, ... in order; CAP 0: none;
+ *	                             classes: ascending upper sizes, NCLASSES 0: one pool)
  *	pc ID KIND BUILDID OFFSET [DEPTH BUILDID2 OFFSET2]
  *	                             a call instruction of site ID: its return
  *	                             address is OFFSET (hex) past the load bias of
