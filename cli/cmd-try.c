@@ -836,7 +836,10 @@ static void print_text(const struct report *rp)
 		       as->measured ? "measured replay" : "model");
 		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi,
 		       100 * v->conf, rp->rounds);
-		if (v->low_ns <= 0 && v->high_ns >= 0)
+		if (rp->rounds < 2)
+			printf("  => one round, no interval: no verdict (--runs 6 or more give "
+			       "a 95%% interval)\n");
+		else if (v->low_ns <= 0 && v->high_ns >= 0)
 			printf("  => within noise: the interval spans zero\n");
 		else if (v->high_ns < 0)
 			printf("  => the pool costs %s more CPU time (%.1f%% of the run)\n", s1 + 1,

@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <link.h>
 #include <malloc.h>
-#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
