@@ -418,6 +418,12 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	} else if (r->gets < 1.5) {
 		s->verdict = AP_VERDICT_TOO_RARE;
 		s->reasons = xasprintf("One request in the whole run: a pool would have nothing to hand back.");
+	} else if (r->gets - r->misses < 0.5) {
+		/* (no hit: no kind of pool to speak of, nor a share of hits) */
+		s->verdict = AP_VERDICT_TOO_RARE;
+		s->reasons = xasprintf("No request of the %.0f would find a pooled object: each comes while "
+				       "the objects before it are still in use, or after the pool has "
+				       "dropped them.", r->gets);
 	} else if (r->hit_rate < GOOD_HIT_RATE && r->gaps > 0 && r->far_gaps >= RARE_SHARE * r->gaps) {
 		spacing_words(sp, sizeof(sp), s, a);
 		s->verdict = AP_VERDICT_TOO_RARE;

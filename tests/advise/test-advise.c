@@ -405,16 +405,47 @@ static void test_calloc_words(void)
 	ap_trace_free(t);
 }
 
+/* handed_site for the model's verdict (advise_judge): no facts, no
+ * replay result yet. */
+static struct ap_advise_site *model_site(struct ap_trace **t, struct ap_advice **a, struct site_facts *f)
+{
+	struct ap_advise_site *s = handed_site(t, a);
+	memset(f, 0, sizeof(*f));
+	memset(&s->r, 0, sizeof(s->r));
+	return s;
+}
+
+/* The model: a site where no request finds a pooled object is too rare
+ * (not a kind of pool, nor a share of hits of none: '-nan%'). */
+static void test_no_hits(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct site_facts f;
+	struct ap_advise_site *s = model_site(&t, &a, &f);
+	s->r.gets = 2;
+	s->r.misses = 2;
+	s->p50_cap = 3889;
+	s->life_share = 0.6;
+	advise_judge(a, s, &f, NULL);
+	CHECK("no hits", s->verdict, AP_VERDICT_TOO_RARE);
+	if (!s->reasons || !strstr(s->reasons, "No request of the 2 would find a pooled object") ||
+	    strstr(s->reasons, "nan")) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* The model: a pool cheaper a hit than malloc and free, dearer in all
  * (the misses and the objects too small pay both): said as such. */
 static void test_dearer_in_all(void)
 {
 	struct ap_trace *t;
 	struct ap_advice *a;
-	struct ap_advise_site *s = handed_site(&t, &a);
 	struct site_facts f;
-	memset(&f, 0, sizeof(f));
-	memset(&s->r, 0, sizeof(s->r));
+	struct ap_advise_site *s = model_site(&t, &a, &f);
 	s->r.gets = 1000;
 	s->r.misses = 150;
 	s->r.small_hits = 200;
@@ -958,6 +989,7 @@ int main(int argc, char **argv)
 	test_slim_saving();
 	test_dearer_in_all();
 	test_calloc_words();
+	test_no_hits();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
