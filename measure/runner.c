@@ -291,7 +291,6 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 				 * MiB tiles, a band used; clearing each whole
 				 * made the pool save nothing, 154 ms of its 169
 				 * without). advise says so at such a site. */
-				(void)type;
 				s->p = x;
 				s->cap = cap;
 				touch(x, 0, n);
