@@ -93,7 +93,7 @@ static void say_measuring(void *ctx, const char *cache, const char *why)
 		fprintf(stderr, "allocprof: %s: measuring allocation costs again\n", why);
 	else
 		fprintf(stderr, "allocprof: measuring allocation costs on this machine once "
-				"(cached in %s)\n", cache ? cache : "nowhere: no HOME");
+				"(cached in %s)\n", cache ? cache : "nowhere: no HOME directory, no XDG_CACHE_HOME");
 }
 
 /* The cost table (ap_cost_get). Returns 0 or prints the error and returns

@@ -53,7 +53,7 @@ int cmd_calibrate(int argc, char **argv)
 		return ap_usage_error("calibrate", "no arguments expected");
 	char *path = out ? ap_xstrdup(out) : ap_cost_cache_path();
 	if (!path) {
-		ap_say("calibrate: no place for the cache: set XDG_CACHE_HOME or HOME, or use -o");
+		ap_say("calibrate: no place for the cache: set XDG_CACHE_HOME, or HOME to a directory that exists, or use -o");
 		return AP_EXIT_FAIL;
 	}
 	struct ap_cost_table c;

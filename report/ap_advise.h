@@ -137,7 +137,7 @@ int ap_cost_save(const char *path, const struct ap_cost_table *c, struct ap_erro
 
 /* The cache file: $XDG_CACHE_HOME/allocprof/costs.json, or
  * ~/.cache/allocprof/costs.json. Returns a malloc'd path, or NULL when
- * neither variable is set. */
+ * neither variable is set, or HOME is not a directory (not made). */
 char *ap_cost_cache_path(void);
 
 /* The table `advise` and the tui use: the file ALLOCPROF_TEST_COSTS names

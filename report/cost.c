@@ -612,16 +612,22 @@ static bool errno_is_missing(const char *path)
 	return lstat(path, &st) < 0 && errno == ENOENT;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 char *ap_cost_cache_path(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	struct ap_buf b = AP_BUF_INIT;
 	if (xdg && *xdg)
 		ap_buf_addf(&b, "%s/allocprof/costs.json", xdg);
-	else if (home && *home)
+	else if (home && *home && is_dir(home))
 		ap_buf_addf(&b, "%s/.cache/allocprof/costs.json", home);
 	else
-		return NULL;
+		return NULL;	/* (a HOME that is not there is not made) */
 	return ap_buf_detach(&b, NULL);
 }
 

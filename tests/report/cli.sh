@@ -179,6 +179,11 @@ expect 0 '' tree --json --files -n 1 "$tmp/fx.trace"
 expect 2 "^allocprof: tree: no trace given \(see 'allocprof tree -h'\)$" tree
 expect 2 "^allocprof: tree: bad edge fraction 'x'" tree --edgefraction=x "$tmp/fx.trace"
 
+# A HOME that is not there is not made for the cost cache (broad20: advise
+# as root with HOME=/nonexistent made /nonexistent/.cache).
+HOME="$tmp/no-home" XDG_CACHE_HOME= expect 1 "^allocprof: calibrate: no place for the cache: set XDG_CACHE_HOME, or HOME to a directory that exists, or use -o$" calibrate
+[ -e "$tmp/no-home" ] && { echo "FAIL calibrate made the missing HOME $tmp/no-home"; fail=1; }
+
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||
