@@ -289,7 +289,13 @@ int cmd_record(int argc, char **argv)
 			waitpid(pid, NULL, 0);
 		rec_relay_end(&relay);
 		live_release(&live);
-		ap_say("%s: %s", prog, strerror(err));
+		char interp[256];
+		if (err == ENOENT && rec_missing_interpreter(path, interp, sizeof(interp)))
+			ap_say("%s: its interpreter %s: %s", prog, interp, strerror(err));
+		else
+			ap_say("%s: %s", prog, strerror(err));
+		if (o.output)
+			rec_claim_abandon(&claim, out_pre.buf);
 		ap_buf_release(&out_pre);
 		free(resolved);
 		return AP_EXIT_FAIL;

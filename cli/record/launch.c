@@ -37,6 +37,30 @@ int ap_find_program(const char *prog, char *out, size_t len)
 	return errno = ENOENT, -1;
 }
 
+/* A program exec found missing (ENOENT) that is there: a script whose
+ * interpreter (its #! line) is not. Puts the interpreter in `out`. */
+bool rec_missing_interpreter(const char *path, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	char b[256];
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n < 3 || b[0] != '#' || b[1] != '!')
+		return false;
+	b[n] = 0;
+	char *p = b + 2;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	size_t k = strcspn(p, " \t\r\n");
+	if (!k || k >= len)
+		return false;
+	memcpy(out, p, k);
+	out[k] = 0;
+	return access(out, F_OK) < 0;
+}
+
 /* Refuses programs LD_PRELOAD cannot reach. Returns 0, or -1 after one line
  * on stderr. */
 int ap_check_program(const char *shown, const char *path)

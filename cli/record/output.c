@@ -151,6 +151,17 @@ void rec_claim_release(struct claim *c)
 		}
 }
 
+/* The program never ran: the trace claimed at `path`, if it is still the
+ * claim's and empty, goes (not a 0-byte trace that reads as empty). */
+void rec_claim_abandon(struct claim *c, const char *path)
+{
+	struct stat a, b;
+	if (c->run >= 0 && fstat(c->run, &a) == 0 && lstat(path, &b) == 0 && a.st_ino == b.st_ino &&
+	    a.st_dev == b.st_dev && S_ISREG(b.st_mode) && b.st_size == 0)
+		unlink(path);
+	rec_claim_release(c);
+}
+
 /* An OFD lock on [at, at + len): F_OFD_SETLK with `set`, else only asks
  * (F_OFD_GETLK). Returns whether it was taken (set) or is free (ask). */
 static bool ofd_lock(int fd, bool set, off_t at, off_t len)

@@ -119,6 +119,7 @@ int rec_check_preload_path(const char *so);
 int rec_check_trace_dir(const char *path);
 int rec_check_output(const char *path, bool *discard, char **resolved);
 void rec_claim_release(struct claim *c);
+void rec_claim_abandon(struct claim *c, const char *path);
 int rec_claim_output(const char *path, struct claim *c);
 bool rec_relayed(int s);
 int rec_relay_start(struct relay *r);
@@ -147,6 +148,9 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 			   const int *main_status, uint64_t main_end_ns);
 void rec_die_like(int s);
 pid_t rec_launch(struct launch *L);
+/* Whether `path`, which exec found missing (ENOENT), is a script whose
+ * interpreter is missing: then it is in `out` (len bytes). */
+bool rec_missing_interpreter(const char *path, char *out, size_t len);
 char **rec_program_env(char *preload, char *cfg, char *exec_var);
 
 #endif

@@ -286,6 +286,11 @@ errors)
 	chmod 644 noexec.sh
 	check_err "not executable" 1 '^allocprof: ./noexec.sh: not executable' ./noexec.sh
 	check_err "directory" 1 '^allocprof: /tmp: is a directory$' /tmp
+	# exec's ENOENT for a script whose interpreter is missing: said so, and
+	# the trace claimed for it removed (it was left empty)
+	printf '#!/nonexistent/interp -x\necho hi\n' >badinterp.sh
+	chmod 755 badinterp.sh
+	check_err "missing interpreter" 1 '^allocprof: ./badinterp.sh: its interpreter /nonexistent/interp: No such file or directory$' ./badinterp.sh
 	cp /bin/true suid-true
 	chmod u+s suid-true
 	check_err "setuid" 1 '^allocprof: ./suid-true: setuid: secure-execution mode ignores LD_PRELOAD$' ./suid-true
