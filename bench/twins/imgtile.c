@@ -17,7 +17,11 @@
  * Twin: tile_new takes the buffer from a vpool (tw_get: one too small is
  * freed and a new one malloc'd) and clears the four rows either side of
  * the band, as a hand-pooler must (calloc cleared them in plain);
- * tile_free puts it back. The results are the plain program's. */
+ * tile_free puts it back. The results are the plain program's.
+ * Not the twin: -DTWIN -DTWIN_ZERO_ALL clears the whole tile at every
+ * Get, as a pool that stands in for calloc without knowing what the
+ * program reads must (what advise's replay and `allocprof try` do; README,
+ * "Session 20: clang and rustc"). */
 // site: tile_new
 // libs: -lm
 #include <stdint.h>
@@ -40,12 +44,19 @@ TW_SITE static uint8_t *tile_new(size_t rows, size_t y0, size_t y1)
 {
 #ifdef TWIN
 	uint8_t *t = tw_get(&pool, rows * ROW);
+#ifdef TWIN_ZERO_ALL
+	if (t)
+		memset(t, 0, rows * ROW);
+	(void)y0;
+	(void)y1;
+#else
 	if (t) {
 		size_t a = y0 < 2 * TAPS ? 0 : y0 - 2 * TAPS;
 		size_t b = y1 + 2 * TAPS > rows ? rows : y1 + 2 * TAPS;
 		memset(t + a * ROW, 0, (y0 - a) * ROW);
 		memset(t + y1 * ROW, 0, (b - y1) * ROW);
 	}
+#endif
 #else
 	uint8_t *t = calloc(rows, ROW);
 	(void)y0;
