@@ -49,11 +49,12 @@ static void try_usage(FILE *f)
 	      "(pool/vpool.h, with the cap or size classes advise measured, cycled as\n"
 	      "its model cycles), with no change to the program: a preloaded library\n"
 	      "recognizes the sites' call instructions. Runs a baseline (the same\n"
-	      "library, nothing pooled) and each pooled site in turn, interleaved and\n"
-	      "repeated, checks that every run's standard output, standard error and\n"
-	      "exit status are the baseline's, and prints per site what the pool did\n"
-	      "(allocations, reallocs and bytes avoided, hits by source, held peak) and\n"
-	      "the CPU time it saved with its 95% interval, beside advise's prediction.\n"
+	      "library, every site looked up, nothing pooled) and each pooled site in\n"
+	      "turn, interleaved and repeated, checks that every run's standard\n"
+	      "output, standard error and exit status are the baseline's, and prints\n"
+	      "per site what the pool did (allocations, reallocs and bytes avoided,\n"
+	      "hits by source, held peak) and the CPU time it saved with its 95%\n"
+	      "interval, beside advise's prediction.\n"
 	      "A saving whose interval spans zero is said to be within noise.\n\n"
 	      "options:\n"
 	      "  --site SITE          pool this site: a site name as advise prints it (or\n"
@@ -709,6 +710,11 @@ struct report {
 	bool identical, deterministic;
 	char differs[512];
 	bool predicted_measured;
+	/* Every run counts every site's requests (try/preload.c): a pooled
+	 * run whose other sites' requests are not the baseline's did other
+	 * work (a program whose allocations change from run to run). */
+	bool same_requests;
+	char req_differs[512];
 };
 
 static void print_counts_row(const char *label, double got, double pred, bool bytes)
@@ -744,6 +750,10 @@ static void print_text(const struct report *rp)
 		       "status)\n");
 	else
 		printf("Output: DIFFERS: %s\n", rp->differs);
+	if (!rp->same_requests)
+		printf("Requests: differ between runs (%s): the runs did not do the same work, and "
+		       "the savings compare unlike runs\n",
+		       rp->req_differs);
 	if (rp->t->rate > 1)
 		printf(
 		    "Sampled trace: call paths no sample saw are not pooled, and advise's figures "
@@ -874,6 +884,7 @@ static int print_json(const struct report *rp)
 	json_object_set_new(root, "output_identical",
 			    rp->deterministic ? json_boolean(rp->identical) : json_null());
 	json_object_set_new(root, "output_deterministic", json_boolean(rp->deterministic));
+	json_object_set_new(root, "same_requests", json_boolean(rp->same_requests));
 	if (!rp->identical || !rp->deterministic)
 		json_object_set_new(root, "output_difference", json_string(rp->differs));
 	json_object_set_new(root, "baseline", cost_json(&rp->vr[0]));
@@ -988,19 +999,18 @@ static bool pool_verdict(enum ap_verdict v)
 	       v == AP_VERDICT_WAITS || v == AP_VERDICT_FAULTS;
 }
 
-/* The walk's stops for a config that lists the sites `in` (in[i] for
- * ts[i]): the frame of every other site's stack that starts at one of
- * those sites' library calls (LEAF), at its depth: a walk from there
- * that meets it first is that site's call, not pooled. */
+/* The walk's stops for a config that lists the sites ts: the frame of
+ * every other site's stack that starts at one of those sites' library
+ * calls (LEAF), at its depth: a walk from there that meets it first is
+ * that site's call, not pooled. */
 static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct ap_site_map *m,
-		      struct ap_symbolizer *sym, const struct tsite *ts, size_t nts, const bool *in)
+		      struct ap_symbolizer *sym, const struct tsite *ts, size_t nts)
 {
 	uint64_t *leaf = NULL;
 	size_t nleaf = 0, leaf_alloc = 0;
 	bool *chosen = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*chosen));
 	for (size_t i = 0; i < nts; i++)
-		if (in[i])
-			chosen[ts[i].as->site_id] = true;
+		chosen[ts[i].as->site_id] = true;
 	for (size_t k = 0; k < t->nstacks; k++) {
 		uint32_t s = m->site_of_stack[k], d = m->pc_of_stack[k];
 		uint32_t base = leaf_of(sym, &t->stacks[k]);
@@ -1032,21 +1042,23 @@ static void add_stops(struct ap_buf *b, const struct ap_trace *t, const struct a
 	free(chosen);
 }
 
-static int write_config(const char *path, bool pool, const char *outfile, const struct ap_advice *a,
-			struct tsite *ts, size_t nts, ssize_t only, const struct ap_trace *t,
-			const struct ap_site_map *m, struct ap_symbolizer *sym)
+/* A variant's config: every site tried, so that every run does the same
+ * bookkeeping (try/preload.c), and site `pooled` pooled (-1: the
+ * baseline, none). */
+static int write_config(const char *path, ssize_t pooled, const char *outfile,
+			const struct ap_advice *a, struct tsite *ts, size_t nts,
+			const struct ap_trace *t, const struct ap_site_map *m,
+			struct ap_symbolizer *sym)
 {
 	FILE *f = fopen(path, "we");
 	if (!f) {
 		ap_say("try: %s: %s", path, strerror(errno));
 		return -1;
 	}
-	fprintf(f, AP_TRY_MAGIC "\nmode %s\nout %s\ngc %llu\n", pool ? "pool" : "base", outfile,
+	fprintf(f, AP_TRY_MAGIC "\nmode %s\nout %s\ngc %llu\n", pooled >= 0 ? "pool" : "base", outfile,
 		a->gc_mode == AP_GC_GOGC ? (unsigned long long)a->gogc : 0ULL);
-	unsigned id = 0;
 	for (size_t i = 0; i < nts; i++) {
-		if (only >= 0 && (size_t)only != i)
-			continue;
+		unsigned id = (unsigned)i;
 		fprintf(f, "site %u %llu %zu", id, (unsigned long long)ts[i].cap, ts[i].nclasses);
 		for (size_t k = 0; k < AP_TRY_MAX_CLASSES; k++)
 			fprintf(f, " %llu",
@@ -1062,13 +1074,11 @@ static int write_config(const char *path, bool pool, const char *outfile, const 
 				fprintf(f, "pc %u %u %s\n", id, kind, rest);
 			p = nl ? nl + 1 : p + strlen(p);
 		}
-		id++;
 	}
-	bool in[AP_TRY_MAX_SITES];
-	for (size_t i = 0; i < nts; i++)
-		in[i] = only < 0 || (size_t)only == i;
+	if (pooled >= 0)
+		fprintf(f, "pool %zd\n", pooled);
 	struct ap_buf stops = AP_BUF_INIT;
-	add_stops(&stops, t, m, sym, ts, nts, in);
+	add_stops(&stops, t, m, sym, ts, nts);
 	if (stops.len)
 		fwrite(stops.buf, 1, stops.len, f);
 	ap_buf_release(&stops);
@@ -1325,8 +1335,7 @@ int cmd_try(int argc, char **argv)
 	nv = nts + 1;
 	for (size_t j = 0; j < nv; j++) {
 		snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
-		if (write_config(cfg, j > 0, outfile, a, ts, nts, j ? (ssize_t)(j - 1) : -1, t, &m,
-				 v.sym) < 0)
+		if (write_config(cfg, (ssize_t)j - 1, outfile, a, ts, nts, t, &m, v.sym) < 0)
 			goto out;
 	}
 
@@ -1411,7 +1420,7 @@ int cmd_try(int argc, char **argv)
 	vr = ap_xcalloc(nv, sizeof(*vr));
 	double *d = ap_xmalloc((size_t)runs * sizeof(*d));
 	for (size_t j = 0; j < nv; j++) {
-		medians(rs, (size_t)runs, nv, j, 0, &vr[j]); /* a pooled run's one site is 0 */
+		medians(rs, (size_t)runs, nv, j, j ? (unsigned)(j - 1) : 0, &vr[j]);
 		if (!j)
 			continue;
 		for (long r = 0; r < runs; r++)
@@ -1428,6 +1437,29 @@ int cmd_try(int argc, char **argv)
 		if (vr[i + 1].reached == 0 && vr[i + 1].c.gets == 0)
 			unreached = true;
 	}
+	/* Every pooled run's requests at the other sites, against the range
+	 * of the baseline's runs, give or take a tenth (a program whose
+	 * threads race makes a few more or fewer from run to run). */
+	bool same_requests = true;
+	char req_differs[512] = "";
+	for (size_t j = 1; j < nv && same_requests; j++)
+		for (size_t i = 0; i < nts && same_requests; i++) {
+			if (i == j - 1)
+				continue;
+			double lo = INFINITY, hi = 0;
+			for (long r = 0; r < runs; r++) {
+				lo = fmin(lo, rs[(size_t)r * nv].s[i].gets);
+				hi = fmax(hi, rs[(size_t)r * nv].s[i].gets);
+				d[r] = rs[(size_t)r * nv + j].s[i].gets;
+			}
+			double got = median_of(d, (size_t)runs), want = vr[i + 1].reached;
+			if (got < 0.9 * lo - 2 || got > 1.1 * hi + 2) {
+				same_requests = false;
+				snprintf(req_differs, sizeof(req_differs),
+					 "%s: %.0f requests in the runs pooling %s, %.0f in the baseline's",
+					 ts[i].as->name, got, ts[j - 1].as->name, want);
+			}
+		}
 	free(d);
 
 	struct report rp = {.t = t,
@@ -1439,8 +1471,10 @@ int cmd_try(int argc, char **argv)
 			    .nts = nts,
 			    .vr = vr,
 			    .identical = identical,
-			    .deterministic = deterministic};
+			    .deterministic = deterministic,
+			    .same_requests = same_requests};
 	snprintf(rp.differs, sizeof(rp.differs), "%s", differs);
+	snprintf(rp.req_differs, sizeof(rp.req_differs), "%s", req_differs);
 	int prc = json ? print_json(&rp) : (print_text(&rp), AP_EXIT_OK);
 	rc = prc;
 	fflush(stdout);

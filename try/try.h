@@ -7,6 +7,10 @@
  *
  *	allocprof-try 1
  *	mode pool                    (or `mode base`: nothing pooled)
+ *	pool ID                      (after site ID's line) a site pooled in
+ *	                             mode pool; the others are looked up and
+ *	                             counted as in mode base, so that every run
+ *	                             does the same bookkeeping
  *	out PATH                     where each process appends its result
  *	site ID CAP NCLASSES C1 C2 C3 C4   (ID: 0, 1, ... in order; CAP 0: none;
  *	                             classes: ascending upper sizes, NCLASSES 0: one pool)

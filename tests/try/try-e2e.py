@@ -129,6 +129,11 @@ def semantics(prog):
     j = json.loads(r.stdout)
     if j["output_identical"] is not True:
         fail("output changed under the pool: %s" % j.get("output_difference"))
+    # every run looks up and counts every site tried, pooled or not (the
+    # same bookkeeping, stack walks included): each pooled run's other
+    # sites make the baseline's requests
+    if j["same_requests"] is not True:
+        fail("a pooled run's other sites did not count the baseline's requests")
     ad = advise(trace)
     for s in j["sites"]:
         if s["hits"] <= 0 or s["allocs_avoided"] <= 0:
