@@ -1438,8 +1438,10 @@ int cmd_try(int argc, char **argv)
 			unreached = true;
 	}
 	/* Every pooled run's requests at the other sites, against the range
-	 * of the baseline's runs, give or take a tenth (a program whose
-	 * threads race makes a few more or fewer from run to run). */
+	 * of the baseline's runs, give or take a factor of two (a program
+	 * whose threads race makes more or fewer from run to run:
+	 * tests/try's semantics, whose churning threads stop when another
+	 * has forked ten times, 6 % and more apart on a busy CPU). */
 	bool same_requests = true;
 	char req_differs[512] = "";
 	for (size_t j = 1; j < nv && same_requests; j++)
@@ -1453,7 +1455,7 @@ int cmd_try(int argc, char **argv)
 				d[r] = rs[(size_t)r * nv + j].s[i].gets;
 			}
 			double got = median_of(d, (size_t)runs), want = vr[i + 1].reached;
-			if (got < 0.9 * lo - 2 || got > 1.1 * hi + 2) {
+			if (got < lo / 2 - 2 || got > 2 * hi + 2) {
 				same_requests = false;
 				snprintf(req_differs, sizeof(req_differs),
 					 "%s: %.0f requests in the runs pooling %s, %.0f in the baseline's",

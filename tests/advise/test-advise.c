@@ -251,13 +251,21 @@ static void judge(struct ap_advice *a, struct ap_advise_site *s, double saved_ms
 	advise_judge_measured(a, s);
 }
 
+/* handed_trace's site0, advised, in a run of 100 ms of CPU time. */
+static struct ap_advise_site *handed_site(struct ap_trace **t, struct ap_advice **a)
+{
+	*t = handed_trace();
+	*a = advise(*t, 1, "interval:1s");
+	(*a)->program_cpu_ns = 100 * MS;
+	(*a)->program_cpu_est_ns = 0;
+	return (struct ap_advise_site *)find(*a, "site0");
+}
+
 static void test_waits_verdict(void)
 {
-	struct ap_trace *t = handed_trace();
-	struct ap_advice *a = advise(t, 1, "interval:1s");
-	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
-	a->program_cpu_ns = 100 * MS;
-	a->program_cpu_est_ns = 0;
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
 	a->has_switches = true;
 	a->program_switches = 10000;
 	a->base.switch_ns = 2500;	/* the switches cost 25 ms: half is 12.5 */
@@ -304,16 +312,46 @@ static void test_waits_verdict(void)
 	ap_trace_free(t);
 }
 
+/* A measured cost: the pool's own work when the cost model says about as
+ * much, else how its held objects move the rest of the heap. */
+static void test_costs_words(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	a->has_switches = false;
+	s->p50_cap = 32768;	/* not tcache's */
+	s->reallocs_per_object = 0;
+	a->base.minflt = 1000;
+	s->r.time_saved_ns = 0.04 * MS;	/* the model: a saving */
+	judge(a, s, -5, -6, -4);
+	s->m.cost.minflt = 1100;
+	advise_judge_measured(a, s);
+	CHECK("costs: measured", s->verdict, AP_VERDICT_COSTS_MORE);
+	if (!strstr(s->reasons, "would save about 40us (the cost model), far from what was measured") ||
+	    !strstr(s->reasons, "page faults 1100 against 1000 without it")) {
+		fprintf(stderr, "%s: the heap's cost is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	s->r.time_saved_ns = -4.0 * MS;	/* the model: most of the cost */
+	judge(a, s, -5, -6, -4);
+	CHECK("costs: the pool's own", s->verdict, AP_VERDICT_COSTS_MORE);
+	if (!strstr(s->reasons, "the pool's own work costs more than the allocations it avoids")) {
+		fprintf(stderr, "%s: the pool's work is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* A replay whose baseline faulted far more than the recorded run, where
  * its pooled run did not: the saving is faults the program does not
  * make (AP_VERDICT_FAULTS), of the run's share replayed. */
 static void test_faults_verdict(void)
 {
-	struct ap_trace *t = handed_trace();
-	struct ap_advice *a = advise(t, 1, "interval:1s");
-	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
-	a->program_cpu_ns = 100 * MS;
-	a->program_cpu_est_ns = 0;
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
 	a->has_switches = false;
 	a->has_program_minflt = true;
 	a->program_minflt = 2000;
@@ -816,6 +854,7 @@ int main(int argc, char **argv)
 	test_cross_thread();
 	test_waits_verdict();
 	test_faults_verdict();
+	test_costs_words();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
