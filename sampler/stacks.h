@@ -193,6 +193,15 @@ static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 }
 #endif
 
+/* --all: one unwind in this many is timed by the thread's CPU clock too
+ * (two clock_gettime system calls, a fraction of an unwind), unless a
+ * seccomp filter would refuse them */
+#define UNW_CPU_EVERY 64
+static inline int unw_cpu_clock_ok(void)
+{
+	return may_call(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, 0, 0, 0);
+}
+
 /* The id of the calling stack (ret and cfa: the program's return address
  * and its CFA at the interposed call, 0 if unknown); 0 if out of memory. */
 static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
@@ -205,8 +214,11 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 		uint64_t pcs[MAX_DEPTH_CAP];
 		const uint64_t *frames;
 		int timed = sc_timed(b);
-		/* --all: every unwind timed (END's unwind_ns) */
+		/* --all: every unwind timed (END's unwind_ns), one in
+		 * UNW_CPU_EVERY by the CPU clock too */
 		int counted = b && settings.all;
+		int cpu_timed = counted && !(++b->unw_cpu_tick % UNW_CPU_EVERY) && unw_cpu_clock_ok();
+		uint64_t u0 = cpu_timed ? now_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
 		uint64_t c0 = timed || counted ? rd_tsc() : 0;
 		unsigned depth = unwind(pcs);
 		id = stack_intern(pcs, depth, &frames);
@@ -215,6 +227,16 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 			__atomic_store_n(&b->unw_ticks,
 					 __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED) + ticks,
 					 __ATOMIC_RELAXED);	/* its owner's alone; END reads */
+		if (cpu_timed) {
+			uint64_t u1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+			__atomic_store_n(&b->unw_cpu_ticks,
+					 __atomic_load_n(&b->unw_cpu_ticks, __ATOMIC_RELAXED) + ticks,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&b->unw_cpu_ns,
+					 __atomic_load_n(&b->unw_cpu_ns, __ATOMIC_RELAXED) +
+					     (u1 > u0 ? u1 - u0 : 0),
+					 __ATOMIC_RELAXED);
+		}
 		if (b)
 			sc_unwound(b, timed ? ticks : 0);
 	}

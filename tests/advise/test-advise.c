@@ -344,6 +344,28 @@ static void test_costs_words(void)
 	ap_trace_free(t);
 }
 
+/* A measured saving of a few ns a call avoided is not a pool's. */
+static void test_slim_saving(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	a->has_switches = false;
+	s->r.allocs_avoided = 1e6;
+	s->r.reallocs_avoided = 0;
+	judge(a, s, 2, 1.5, 2.5);	/* 2% of the run, 2 ns a call */
+	CHECK("slim: 2ns a call", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (!strstr(s->reasons, "That is 2.0ns for each of the 1000000 allocations")) {
+		fprintf(stderr, "%s: the saving a call is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	s->r.allocs_avoided = 1e4;	/* 200 ns a call */
+	judge(a, s, 2, 1.5, 2.5);
+	CHECK("slim: 200ns a call", s->verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* A replay whose baseline faulted far more than the recorded run, where
  * its pooled run did not: the saving is faults the program does not
  * make (AP_VERDICT_FAULTS), of the run's share replayed. */
@@ -855,6 +877,7 @@ int main(int argc, char **argv)
 	test_waits_verdict();
 	test_faults_verdict();
 	test_costs_words();
+	test_slim_saving();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
