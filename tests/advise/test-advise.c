@@ -333,6 +333,13 @@ static void test_costs_words(void)
 		fprintf(stderr, "%s: the heap's cost is not said: %s\n", __func__, s->reasons);
 		failures++;
 	}
+	judge(a, s, -5, -6, -4);	/* the pooled runs fault as often */
+	s->m.cost.minflt = 1010;
+	advise_judge_measured(a, s);
+	if (!strstr(s->reasons, "the pool's own work costs more than the allocations it avoids")) {
+		fprintf(stderr, "%s: no faults more, yet the heap is blamed: %s\n", __func__, s->reasons);
+		failures++;
+	}
 	s->r.time_saved_ns = -4.0 * MS;	/* the model: most of the cost */
 	judge(a, s, -5, -6, -4);
 	CHECK("costs: the pool's own", s->verdict, AP_VERDICT_COSTS_MORE);
@@ -362,6 +369,45 @@ static void test_slim_saving(void)
 	s->r.allocs_avoided = 1e4;	/* 200 ns a call */
 	judge(a, s, 2, 1.5, 2.5);
 	CHECK("slim: 200ns a call", s->verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* The model: a pool cheaper a hit than malloc and free, dearer in all
+ * (the misses and the objects too small pay both): said as such. */
+static void test_dearer_in_all(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	struct site_facts f;
+	memset(&f, 0, sizeof(f));
+	memset(&s->r, 0, sizeof(s->r));
+	s->r.gets = 1000;
+	s->r.misses = 150;
+	s->r.small_hits = 200;
+	s->r.hit_rate = 0.85;
+	s->r.time_saved_ns = -452e3;
+	s->p50_cap = 2560;	/* above SMALL_MAX */
+	s->life_share = 0.2;
+	s->life_cost_ns = 24;
+	s->pool_cost_ns = 16;
+	s->capped = false;
+	advise_judge(a, s, &f, NULL);
+	CHECK("dearer in all", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (!s->reasons || !strstr(s->reasons, "cost 24ns through malloc and free here and 16ns through "
+					       "a pool's get and put, but 150 requests find the pool empty "
+					       "and 200 an object too small")) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
+	s->p50_cap = 700;	/* small objects: the same reason */
+	advise_judge(a, s, &f, NULL);
+	CHECK("dearer in all, small", s->verdict, AP_VERDICT_TOO_SMALL);
+	if (!s->reasons || !strstr(s->reasons, "but 150 requests find the pool empty")) {
+		fprintf(stderr, "%s: small: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
@@ -878,6 +924,7 @@ int main(int argc, char **argv)
 	test_faults_verdict();
 	test_costs_words();
 	test_slim_saving();
+	test_dearer_in_all();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();
