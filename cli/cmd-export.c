@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ap_export.h"
@@ -72,29 +74,37 @@ int ap_write_output(const char *path, const struct ap_buf *b)
 		fwrite(b->buf, 1, b->len, stdout);
 		return 0;	/* main checks stdout at exit */
 	}
+	/* A file is written beside and renamed over the path once complete;
+	 * a device (/dev/null, /dev/stdout) or a FIFO (-o >(gzip)) is written
+	 * as it is: a rename would replace it by a file (-o /dev/null, run as
+	 * root, left /dev/null a file). A symbolic link stays, and leads to
+	 * the new file. */
+	struct stat st;
+	bool in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	char *target = NULL;
+	if (!in_place && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    (target = realpath(path, NULL)))
+		path = target;
 	struct ap_buf tmp = AP_BUF_INIT;
 	ap_buf_addf(&tmp, "%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp.buf, "wb");
-	if (!f) {
-		ap_say("%s: %s", path, strerror(errno));
-		ap_buf_release(&tmp);
-		return -1;
-	}
-	bool ok = fwrite(b->buf, 1, b->len, f) == b->len;
+	FILE *f = fopen(in_place ? path : tmp.buf, "wb");
+	bool ok = f && fwrite(b->buf, 1, b->len, f) == b->len;
 	int saved = errno;
-	if (fclose(f) != 0 && ok) {
+	if (f && fclose(f) != 0 && ok) {
 		ok = false;
 		saved = errno;
 	}
-	if (ok && rename(tmp.buf, path) != 0) {
+	if (ok && !in_place && rename(tmp.buf, path) != 0) {
 		ok = false;
 		saved = errno;
 	}
 	if (!ok) {
 		ap_say("%s: %s", path, strerror(saved));
-		unlink(tmp.buf);
+		if (f && !in_place)
+			unlink(tmp.buf);
 	}
 	ap_buf_release(&tmp);
+	free(target);
 	return ok ? 0 : -1;
 }
 

@@ -800,6 +800,10 @@ static void print_text(const struct report *rp)
 		if (ts->skipped)
 			printf(" (%zu not pooled: no build-id, or too deep)", ts->skipped);
 		printf("\n");
+		if (as->calloc_share >= 0.5 && as->measured)
+			printf("  (its objects come from calloc: each pooled block is cleared whole "
+			       "here, as calloc would, where advise's replay leaves it as the program "
+			       "left it)\n");
 		printf("  %-22s %16s %16s\n", "", "measured", "advise predicted");
 		if (ap_advise_site_shape(as) == AP_VERDICT_SIZE_CLASSES)
 			printf("  (advise's counts are of one pool: its model does not replay size "
@@ -832,7 +836,10 @@ static void print_text(const struct report *rp)
 		       as->measured ? "measured replay" : "model");
 		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi,
 		       100 * v->conf, rp->rounds);
-		if (v->low_ns <= 0 && v->high_ns >= 0)
+		if (rp->rounds < 2)
+			printf("  => one round, no interval: no verdict (--runs 6 or more give "
+			       "a 95%% interval)\n");
+		else if (v->low_ns <= 0 && v->high_ns >= 0)
 			printf("  => within noise: the interval spans zero\n");
 		else if (v->high_ns < 0)
 			printf("  => the pool costs %s more CPU time (%.1f%% of the run)\n", s1 + 1,

@@ -35,8 +35,9 @@ void ap_report_path(char *path, size_t len);
 int ap_run_report_child(char **argv);
 
 /* Writes b to `path` ("-": standard output, checked by main at exit); a
- * file is replaced only once it is complete. Returns 0, or -1 after
- * printing the error. */
+ * file is replaced only once it is complete (through a symbolic link: the
+ * link stays), a device or a FIFO is written as it is (never replaced).
+ * Returns 0, or -1 after printing the error. */
 int ap_write_output(const char *path, const struct ap_buf *b);
 
 /* As pprof's awayFromTTY: a picture bound for standard output ("-")

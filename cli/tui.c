@@ -533,12 +533,18 @@ int tui_parse_keys(const char *s, int **keys, int **sizes, struct ap_error *err)
 				char buf[32];
 				int c, r;
 				snprintf(buf, sizeof(buf), "%.*s", (int)(nl - 7), s + 8);
-				if (nl - 7 < sizeof(buf) && !tui_parse_size(buf, &c, &r)) {
-					AP_ALLOC_GROW(sz, nsz + 2, szalloc);
-					sz[nsz++] = c;
-					sz[nsz++] = r;
-					key = KEY_RESIZE;
+				if (nl - 7 >= sizeof(buf) || tui_parse_size(buf, &c, &r)) {
+					free(k);
+					free(sz);
+					return ap_error_set(err,
+							    "'%.*s': a size is COLSxROWS, at least "
+							    "20x5 and at most 1000x1000",
+							    (int)(nl + 2), s);
 				}
+				AP_ALLOC_GROW(sz, nsz + 2, szalloc);
+				sz[nsz++] = c;
+				sz[nsz++] = r;
+				key = KEY_RESIZE;
 			}
 			if (key < 0) {
 				free(k);

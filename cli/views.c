@@ -178,6 +178,10 @@ int ap_view_bad_option(const char *cmd, int opt, char **argv)
 {
 	char shortopt[3] = {'-', (char)optopt, 0};
 	const char *name = optopt > 0 && optopt < 128 ? shortopt : argv[optind - 1];
+	/* a long option without its value is named as typed (--nodecount),
+	 * not by the short option it stands for (its optopt, -n) */
+	if (opt == ':' && strlen(argv[optind - 1]) > 2)
+		name = argv[optind - 1];
 	if (opt == ':')
 		return ap_usage_error(cmd, "option '%s' needs a value", name);
 	return ap_usage_error(cmd, "unknown option '%s'", name);

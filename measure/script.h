@@ -46,7 +46,7 @@
 
 enum ap_rs_type {
 	AP_RS_MALLOC = 1,	/* arg: site; slot; n: size */
-	AP_RS_CALLOC = 2,	/* the same, zeroed */
+	AP_RS_CALLOC = 2,	/* the same, zeroed (from the pool: not cleared) */
 	AP_RS_ALIGNED = 3,	/* the same, 64-byte aligned (the trace does not keep the alignment) */
 	AP_RS_REALLOC = 4,	/* slot; n: new size */
 	AP_RS_FREE = 5,		/* slot */

@@ -364,6 +364,7 @@ struct site_info {		/* facts gathered once */
 	uint64_t first_ts, last_ts;
 	double life_sum, life_w;
 	double cross;		/* of the freed: by another thread than made them (weighted) */
+	double callocs;		/* --all: births by calloc */
 };
 
 /* What an object's birth and growth cost through malloc. */
@@ -556,6 +557,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 			si->last_ts = e->ts;
 			si->samples++;
 			info_birth(si, rp, e->size, 1);
+			si->callocs += e->kind == AP_KIND_CALLOC;
 		}
 		return;
 	}
@@ -1320,6 +1322,7 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 		(double)(si->last_ts - si->first_ts) / (site->r.gets - 1) : 0;
 	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
 	site->cross_thread_share = si->life_w > 0 ? si->cross / si->life_w : 0;
+	site->calloc_share = si->births > 0 ? si->callocs / si->births : 0;
 	site->mean_size = req->total > 0 ? req->sum / req->total : 0;
 	site->p50_size = size_hist_quantile(req, 0.5);
 	site->p90_size = size_hist_quantile(req, 0.9);

@@ -10,8 +10,9 @@
 
 /* A site is measured when the model's generous expectation (50 ns an
  * allocation or realloc avoided, a page fault's worth a 4 KiB) reaches
- * this share of the recorded run's CPU time: a hundredth of the 1 % a
- * pool must save to be advised. */
+ * this share of the recorded run's CPU time, recording included (up to
+ * four times the program's own under --all): a hundredth of the 1 % a
+ * pool must save to be advised, or a few hundredths. */
 #define MEASURE_FLOOR 1e-4
 
 struct cand {
@@ -169,7 +170,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		return;
 	}
 	struct cand *c = ap_xcalloc(a->nsites ? a->nsites : 1, sizeof(*c));
-	size_t nc = 0;
+	size_t nc = 0, below = 0;
 	for (size_t i = 0; i < a->nsites; i++) {
 		const struct ap_advise_site *s = &a->sites[i];
 		if (!worth_measuring(s))
@@ -182,8 +183,10 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		 * how holding them moves the rest of the heap, not the pool's
 		 * work (a Rust program's runtime start-up block, 3 hits: "costs
 		 * 2.3ms" in a 156ms run, every time). */
-		if (score < MEASURE_FLOOR * (double)a->program_cpu_ns)
+		if (score < MEASURE_FLOOR * (double)a->program_cpu_ns) {
+			below++;
 			continue;
+		}
 		c[nc].i = i;
 		c[nc++].score = score;
 	}
@@ -191,9 +194,14 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	if (nc > max_sites)
 		nc = max_sites;
 	if (!nc) {
-		snprintf(a->measure_why, sizeof(a->measure_why),
-			 max_sites ? "no site where a pool would find objects to reuse"
-				   : "not asked for (--measure-sites 0)");
+		if (max_sites && below)
+			snprintf(a->measure_why, sizeof(a->measure_why),
+				 "%zu site%s where a pool would reuse objects, none that the model "
+				 "expects to save a ten-thousandth of the run", below, below == 1 ? "" : "s");
+		else
+			snprintf(a->measure_why, sizeof(a->measure_why),
+				 max_sites ? "no site where a pool would find objects to reuse"
+					   : "not asked for (--measure-sites 0)");
 		free(c);
 		return;
 	}

@@ -73,6 +73,9 @@
  * mtbuf 14, strcat 16, prodcons2 61, cache 79); strbuild's (6 ns) and
  * packets' (4 ns) twins save nothing their intervals tell from zero. */
 #define MIN_SAVE_PER_CALL 5.0
+/* ...up to this share of the program's CPU time: beyond it a saving of
+ * a few ns a call is most of what the program does, and stands. */
+#define SLIM_SHARE_MAX 0.05
 
 /* A replay whose baseline faults this many times the recorded run (and a
  * thousand more), where its pooled run does not, measured a saving the
@@ -253,6 +256,19 @@ static void by_copy_words(struct ap_buf *t, const struct ap_advise_site *s)
 			      "pool blocks).");
 }
 
+/* A site whose objects come from calloc, measured: the pool measured
+ * hands a block back as the program left it (measure/runner.c). */
+#define CALLOC_SHARE 0.5
+static void calloc_words(struct ap_buf *t, const struct ap_advise_site *s)
+{
+	if (s->measured && s->calloc_share >= CALLOC_SHARE && s->r.gets - s->r.misses > 0)
+		ap_buf_addf(t, " Its objects come from calloc (%.0f%%): the pool measured hands a "
+			    "block back as the program left it, not cleared; clear what your code "
+			    "reads of it (clearing it whole at every reuse costs what calloc's "
+			    "zeroing costs now, and `allocprof try` clears it whole).",
+			    100 * s->calloc_share);
+}
+
 /* "24B", or "16B that grow to 2kB (7 reallocs each)" (or "growths"). */
 static void object_words(char *out, size_t len, const struct ap_advise_site *s)
 {
@@ -402,6 +418,12 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	} else if (r->gets < 1.5) {
 		s->verdict = AP_VERDICT_TOO_RARE;
 		s->reasons = xasprintf("One request in the whole run: a pool would have nothing to hand back.");
+	} else if (r->gets - r->misses < 0.5) {
+		/* (no hit: no kind of pool to speak of, nor a share of hits) */
+		s->verdict = AP_VERDICT_TOO_RARE;
+		s->reasons = xasprintf("No request of the %.0f would find a pooled object: each comes while "
+				       "the objects before it are still in use, or after the pool has "
+				       "dropped them.", r->gets);
 	} else if (r->hit_rate < GOOD_HIT_RATE && r->gaps > 0 && r->far_gaps >= RARE_SHARE * r->gaps) {
 		spacing_words(sp, sizeof(sp), s, a);
 		s->verdict = AP_VERDICT_TOO_RARE;
@@ -585,6 +607,14 @@ void advise_rank(struct ap_advice *a)
 	qsort(a->sites, a->nsites, sizeof(*a->sites), site_cmp);
 }
 
+/* Whether the measured text says the page faults of both ways: when they
+ * are a quarter apart and more than a hundred. */
+static bool faults_said(const struct ap_advice *a, const struct ap_measured *m)
+{
+	double fb = a->base.minflt, fp = m->cost.minflt;
+	return fb > 100 && (fp < 0.8 * fb || fp > 1.25 * fb);
+}
+
 /* "measured, 12 runs each way: a pool here saves 2.6ms of CPU time (2.1ms
  * to 3.1ms, 97% interval), 1.2% of the 210ms the program took" */
 static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
@@ -626,9 +656,9 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		ap_buf_addf(b, ", %.2g%% of the run's %s (the trace does not hold its CPU time)",
 			    100 * fabs(m->saved_ns) / (double)a->duration_ns, d4);
 	}
-	double fb = a->base.minflt, fp = m->cost.minflt;
-	if (fb > 100 && (fp < 0.8 * fb || fp > 1.25 * fb))
-		ap_buf_addf(b, "; page faults %.0f against %.0f without it", fp, fb);
+	if (faults_said(a, m))
+		ap_buf_addf(b, "; page faults %.0f against %.0f without it", m->cost.minflt,
+			    a->base.minflt);
 	if (ap_run_faults_vary(&a->base))
 		ap_buf_addf(b, " (from %.0f to %.0f between runs: when glibc trims the heap depends on how "
 			    "the threads interleave, and the saving with it; the interval says how much)",
@@ -703,7 +733,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			ap_buf_addf(&t, " The pool measured: %s", s->reasons);
 			kept = true;
 		}
-	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu &&
+	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && m->saved_ns < SLIM_SHARE_MAX * cpu &&
 		   m->saved_ns < MIN_SAVE_PER_CALL * (r->allocs_avoided + r->reallocs_avoided)) {
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
 		ap_buf_addf(&t, " That is %.1fns for each of the %.0f allocations and reallocs it "
@@ -746,13 +776,15 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			 * runs faulted more: what it measured is the heap the
 			 * pool's objects left around them. */
 			ap_advise_format_duration(b1, sizeof(b1), fabs(r->time_saved_ns));
-			ap_buf_addf(&t, " Its own gets and puts %s about %s (the cost model), far "
-				    "from what was measured: the cost is how the objects the pool holds "
-				    "move the rest of the heap (where glibc puts other blocks, what it "
-				    "trims and faults in again",
-				    r->time_saved_ns >= 0 ? "would save" : "cost", b1);
-			ap_buf_addf(&t, "; page faults %.0f against %.0f without it): keep malloc.",
-				    m->cost.minflt, a->base.minflt);
+			ap_buf_addf(&t, " By the cost model a pool here would %s about %s (what it "
+				    "avoids less its own gets and puts), far from what was measured: the "
+				    "cost is how the objects the pool holds move the rest of the heap "
+				    "(where glibc puts other blocks, what it trims and faults in again",
+				    r->time_saved_ns >= 0 ? "save" : "cost", b1);
+			if (!faults_said(a, m))
+				ap_buf_addf(&t, "; page faults %.0f against %.0f without it",
+					    m->cost.minflt, a->base.minflt);
+			ap_buf_addstr(&t, "): keep malloc.");
 		} else if (s->p50_cap <= TINY_MAX && s->reallocs_per_object < 0.5)
 			ap_buf_addf(&t, " Objects of %s are what glibc's malloc already keeps in a "
 				    "per-thread cache (tcache), cheaper than a pool's get and put: keep "
@@ -784,6 +816,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);
+	if (m->saved_ns > 0)
+		calloc_words(&t, s);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

@@ -277,6 +277,7 @@ struct ap_advise_site {
 	double mean_gap_ns;	/* mean time between requests (0: one request) */
 	double mean_life_ns;	/* mean lifetime of freed objects */
 	double cross_thread_share; /* of its freed objects: freed by another thread than made them */
+	double calloc_share;	/* --all: of its objects, born by calloc (a pooled one is not cleared) */
 	/* Growth across sites: the site where most of this site's objects grow
 	 * by realloc (grows_at, NULL if none), and the site where most of the
 	 * objects that grow here are born (born_at, NULL if none or unknown).

@@ -701,6 +701,42 @@ int attach_loaded_late(void)
 	return late;
 }
 
+/* What a call of `name` from the program reaches now: the first
+ * definition in its global scope g, the program's own lookup, which
+ * skips a canonical PLT entry (a non-PIE program that takes malloc's
+ * address, python3: its symbol is undefined, with the value of its PLT
+ * stub), as the dynamic linker does for a call. dlsym returns that stub,
+ * whose jump goes through the very GOT entry the attach points at the
+ * thunk: the thunk's sampler called it as glibc's, and again, until the
+ * stack ran out. Past the stub, the modules in load order, each asked
+ * for its own definition. NULL: none. */
+static void *scope_fn(void *g, const char *name)
+{
+	void *p = dlsym(g, name);
+	const ElfW(Sym) *sym = NULL;
+	Dl_info di;
+	if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    sym->st_shndx != SHN_UNDEF)
+		return p;
+	struct link_map *lm = NULL;
+	if (dlinfo(g, RTLD_DI_LINKMAP, &lm) < 0)
+		return NULL;
+	for (struct link_map *l = lm; l; l = l->l_next) {
+		if (!l->l_name || !l->l_name[0])
+			continue; /* the program (its stub), the vDSO */
+		void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		void *q = dlsym(h, name);
+		dlclose(h);
+		sym = NULL;
+		if (q && dladdr1(q, &di, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+		    sym->st_shndx != SHN_UNDEF && di.dli_fname && !strcmp(di.dli_fname, l->l_name))
+			return q;
+	}
+	return NULL;
+}
+
 /* The first call after the dlopen, on a thread record stopped: 0, or
  * -EBUSY if the sampler is running here (preloaded, or attached), -EEXIST
  * if it is preloaded, -ENOMEM. The first time, the library's data is
@@ -744,21 +780,21 @@ EXPORT long allocprof_attach_prepare(void)
 	void *g = dlopen(NULL, RTLD_LAZY);
 	if (!g)
 		return -ENOENT;
-	real_malloc = (void *(*)(size_t))dlsym(g, "malloc");
-	real_calloc = (void *(*)(size_t, size_t))dlsym(g, "calloc");
-	real_realloc = (void *(*)(void *, size_t))dlsym(g, "realloc");
-	real_free = (void (*)(void *))dlsym(g, "free");
-	real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(g, "posix_memalign");
-	real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(g, "aligned_alloc");
-	real_memalign = (void *(*)(size_t, size_t))dlsym(g, "memalign");
-	real_valloc = (void *(*)(size_t))dlsym(g, "valloc");
-	real_pvalloc = (void *(*)(size_t))dlsym(g, "pvalloc");
-	real_usable_size = (size_t (*)(void *))dlsym(g, "malloc_usable_size");
-	real_dlopen = (void *(*)(const char *, int))dlsym(g, "dlopen");
-	real_dlmopen = (void *(*)(Lmid_t, const char *, int))dlsym(g, "dlmopen");
-	real_dlsym = (void *(*)(void *, const char *))dlsym(g, "dlsym");
-	real_dlvsym = (void *(*)(void *, const char *, const char *))dlsym(g, "dlvsym");
-	real_syscall = (long (*)(long, ...))dlsym(g, "syscall");
+	real_malloc = (void *(*)(size_t))scope_fn(g, "malloc");
+	real_calloc = (void *(*)(size_t, size_t))scope_fn(g, "calloc");
+	real_realloc = (void *(*)(void *, size_t))scope_fn(g, "realloc");
+	real_free = (void (*)(void *))scope_fn(g, "free");
+	real_posix_memalign = (int (*)(void **, size_t, size_t))scope_fn(g, "posix_memalign");
+	real_aligned_alloc = (void *(*)(size_t, size_t))scope_fn(g, "aligned_alloc");
+	real_memalign = (void *(*)(size_t, size_t))scope_fn(g, "memalign");
+	real_valloc = (void *(*)(size_t))scope_fn(g, "valloc");
+	real_pvalloc = (void *(*)(size_t))scope_fn(g, "pvalloc");
+	real_usable_size = (size_t (*)(void *))scope_fn(g, "malloc_usable_size");
+	real_dlopen = (void *(*)(const char *, int))scope_fn(g, "dlopen");
+	real_dlmopen = (void *(*)(Lmid_t, const char *, int))scope_fn(g, "dlmopen");
+	real_dlsym = (void *(*)(void *, const char *))scope_fn(g, "dlsym");
+	real_dlvsym = (void *(*)(void *, const char *, const char *))scope_fn(g, "dlvsym");
+	real_syscall = (long (*)(long, ...))scope_fn(g, "syscall");
 	dlclose(g);
 	if (!real_malloc || !real_calloc || !real_realloc || !real_free || !real_posix_memalign ||
 	    !real_aligned_alloc || !real_memalign || !real_valloc || !real_pvalloc ||

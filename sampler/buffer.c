@@ -605,7 +605,6 @@ void buffers_forget(struct ap_tls *t)
 		b->events = 0;
 		b->stream = b->nchunks = 0; /* a new file: its streams start over */
 		b->unw_ticks = 0;	     /* and its unwinding time */
-		b->unw_cpu_ticks = b->unw_cpu_ns = 0;
 		slot_sync(b);
 		if (b == t->thr)
 			continue;
@@ -713,22 +712,12 @@ uint64_t events_total(void)
 }
 
 
-/* The time every thread of the trace spent unwinding (stack_here), as
- * ns; 0 when the TSC's rate is not known. For END's unwind_ns. Each
- * thread's ticks at the rate its unwinds timed by its CPU clock too ran
- * at (never above the TSC's): a thread preempted while it unwinds counts
- * the wait in ticks, not in CPU time (cppcheck recorded on a CPU shared
- * with a busy process: 1,479 ms of unwinding in ticks, in a run of 790 ms
- * of CPU time). */
+/* The ticks every thread of the trace spent unwinding (stack_here), as
+ * ns; 0 when the TSC's rate is not known. For END's unwind_ns. */
 uint64_t unwind_ns_all(void)
 {
-	double ns = 0;
-	for (struct ap_thr *b = threads.all; b; b = b->next) {
-		double ticks = (double)__atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED);
-		double sticks = (double)__atomic_load_n(&b->unw_cpu_ticks, __ATOMIC_RELAXED);
-		double sns = (double)__atomic_load_n(&b->unw_cpu_ns, __ATOMIC_RELAXED);
-		double rate = sticks > 0 && sns < sticks * ns_per_tsc ? sns / sticks : ns_per_tsc;
-		ns += ticks * rate;
-	}
-	return (uint64_t)ns;
+	uint64_t ticks = 0;
+	for (struct ap_thr *b = threads.all; b; b = b->next)
+		ticks += __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED);
+	return (uint64_t)((double)ticks * ns_per_tsc);
 }

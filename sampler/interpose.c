@@ -11,6 +11,19 @@
 /* The calling thread's state (struct ap_tls, sampler-int.h). */
 __thread struct ap_tls tls __attribute__((tls_model("initial-exec")));
 
+/* ln(x) for x > 0, by the x87's fyl2x (ln 2 x log2 x, in 64-bit precision,
+ * rounded once to double): the sampler calls no libm. A call of `log`
+ * would bind to the first `log` in the program's lookup scope, which is
+ * the program's own when it exports one (a logging function, -rdynamic):
+ * the sampler called it, with a double, at every sample; and the libm it
+ * needed was loaded into programs that do not load it. */
+static inline double ln_x87(double x)
+{
+	long double r;
+	__asm__("fldln2\n\tfxch\n\tfyl2x" : "=t"(r) : "0"((long double)x) : "st(1)");
+	return (double)r;
+}
+
 /* The next interval between samples, in bytes (+1 per call): exponential
  * of mean settings.rate; 0 with --all. Advances t's generator. */
 int64_t draw_interval(struct ap_tls *t)
@@ -24,7 +37,7 @@ int64_t draw_interval(struct ap_tls *t)
 	t->rng = x;
 	uint64_t r = x * 0x2545f4914f6cdd1dull;
 	double u = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-	double v = -log(u) * (double)settings.rate;
+	double v = -ln_x87(u) * (double)settings.rate;
 	if (v > 1e15)
 		v = 1e15;
 	return (int64_t)v;

@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <link.h>
 #include <malloc.h>
-#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -130,14 +129,8 @@ struct ap_thr {
 	 * gap_enter, gap_leave): the gap emit writes (0: not yet) */
 	uint64_t gap_from, gap_at;
 	/* --all: TSC ticks its owners spent unwinding (stack cache misses),
-	 * every owner's since the trace started: END's unwind_ns. The TSC
-	 * counts a preemption in the middle of an unwind too: one unwind in
-	 * UNW_CPU_EVERY is also timed by the thread's CPU clock (unw_cpu_ns,
-	 * against the same unwinds' unw_cpu_ticks), and END takes the ticks
-	 * at that rate (unwind_ns_all). */
+	 * every owner's since the trace started: END's unwind_ns */
 	uint64_t unw_ticks;
-	uint64_t unw_cpu_ticks, unw_cpu_ns;
-	uint32_t unw_cpu_tick;
 };
 
 /* ---- state and functions by owner --------------------------------- */

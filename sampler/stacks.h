@@ -193,13 +193,22 @@ static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 }
 #endif
 
-/* --all: one unwind in this many is timed by the thread's CPU clock too
- * (two clock_gettime system calls, a fraction of an unwind), unless a
- * seccomp filter would refuse them */
-#define UNW_CPU_EVERY 64
-static inline int unw_cpu_clock_ok(void)
+/* --all: an unwind's ticks as END's unwind_ns counts them. The TSC counts
+ * a preemption in the middle of an unwind too, and a preemption lasts
+ * milliseconds where an unwind takes a few microseconds: an unwind is
+ * counted at most UNW_CAP_MEAN times the thread's running mean (sc_unw),
+ * and at least UNW_CAP_MIN ticks (a cold unwind through a module's
+ * tables for the first time, ~50-250 us). cppcheck recorded on a CPU
+ * shared with a busy process: 1,479 ms of unwinding by the TSC in a run
+ * of 790 ms of CPU time. */
+#define UNW_CAP_MEAN 16
+#define UNW_CAP_MIN (1ull << 18)
+static inline uint64_t unw_capped(const struct ap_thr *b, uint64_t ticks)
 {
-	return may_call(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, 0, 0, 0);
+	uint64_t cap = UNW_CAP_MEAN * (uint64_t)b->sc_unw;
+	if (cap < UNW_CAP_MIN)
+		cap = UNW_CAP_MIN;
+	return ticks < cap ? ticks : cap;
 }
 
 /* The id of the calling stack (ret and cfa: the program's return address
@@ -214,29 +223,17 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 		uint64_t pcs[MAX_DEPTH_CAP];
 		const uint64_t *frames;
 		int timed = sc_timed(b);
-		/* --all: every unwind timed (END's unwind_ns), one in
-		 * UNW_CPU_EVERY by the CPU clock too */
+		/* --all: every unwind timed (END's unwind_ns) */
 		int counted = b && settings.all;
-		int cpu_timed = counted && !(++b->unw_cpu_tick % UNW_CPU_EVERY) && unw_cpu_clock_ok();
-		uint64_t u0 = cpu_timed ? now_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
 		uint64_t c0 = timed || counted ? rd_tsc() : 0;
 		unsigned depth = unwind(pcs);
 		id = stack_intern(pcs, depth, &frames);
 		uint64_t ticks = timed || counted ? rd_tsc() - c0 : 0;
 		if (counted)
 			__atomic_store_n(&b->unw_ticks,
-					 __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED) + ticks,
+					 __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED) +
+					     unw_capped(b, ticks),
 					 __ATOMIC_RELAXED);	/* its owner's alone; END reads */
-		if (cpu_timed) {
-			uint64_t u1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-			__atomic_store_n(&b->unw_cpu_ticks,
-					 __atomic_load_n(&b->unw_cpu_ticks, __ATOMIC_RELAXED) + ticks,
-					 __ATOMIC_RELAXED);
-			__atomic_store_n(&b->unw_cpu_ns,
-					 __atomic_load_n(&b->unw_cpu_ns, __ATOMIC_RELAXED) +
-					     (u1 > u0 ? u1 - u0 : 0),
-					 __ATOMIC_RELAXED);
-		}
 		if (b)
 			sc_unwound(b, timed ? ticks : 0);
 	}

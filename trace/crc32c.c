@@ -1,7 +1,6 @@
 /* CRC-32C for chunk checksums: hardware instruction when present, table otherwise. */
 #include "ap_trace_enc.h"
 
-#include <math.h>
 #include <stdbool.h>
 
 static uint32_t crc_table[256];
@@ -57,12 +56,4 @@ uint32_t ap_crc32c(const void *data, size_t len)
 	if (mode == 2)
 		return ~crc_hw(data, len, 0xffffffffu);
 	return ~crc_sw(data, len, 0xffffffffu);
-}
-
-double ap_sample_weight(uint64_t size, uint64_t rate)
-{
-	if (rate <= 1)
-		return 1.0;
-	double p = -expm1(-((double)size + 1.0) / (double)rate);
-	return 1.0 / p;
 }

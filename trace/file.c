@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -689,6 +690,16 @@ void ap_trace_free(struct ap_trace *t)
 	free(t->procs);
 	ap_symtab_release(&t->symtab);
 	free(t);
+}
+
+/* Here, not in crc32c.c, which the sampler compiles too: the sampler
+ * needs no libm (sampler/interpose.c, ln_x87). */
+double ap_sample_weight(uint64_t size, uint64_t rate)
+{
+	if (rate <= 1)
+		return 1.0;
+	double p = -expm1(-((double)size + 1.0) / (double)rate);
+	return 1.0 / p;
 }
 
 double ap_trace_weight(const struct ap_trace *t, uint64_t size)

@@ -420,6 +420,9 @@ int ap_symtab_append(const char *path, struct ap_symtab_writer *w, int level,
 		if (fd >= 0)
 			close(fd);
 		ap_buf_release(&out);
+		if (e == ELOOP) /* O_NOFOLLOW: the trace is written where it is */
+			return ap_error_set(err, "%s: cannot add the symbols: a symbolic link "
+					    "(give the trace's own path)", path);
 		return ap_error_set(err, "%s: cannot add the symbols: %s", path, strerror(e));
 	}
 	size_t done = 0;

@@ -631,6 +631,42 @@ static bool env_has_sampler(pid_t pid)
 	return false;
 }
 
+/* The state letter of pid's main thread (/proc/PID/stat: R, S, Z, ...),
+ * 0 when it cannot be read (gone) */
+static char proc_state(pid_t pid)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *st = strrchr(buf, ')'); /* past the name, which may hold anything */
+	return st && st[1] == ' ' ? st[2] : 0;
+}
+
+/* 0 if pid's main thread is not a zombie, else the process's thread
+ * count (/proc/PID/status Threads:, the zombie leader included): 1, a
+ * process that has ended, more, one whose main thread has */
+static int zombie_leader(pid_t pid)
+{
+	char p[64], line[256];
+	if (proc_state(pid) != 'Z')
+		return 0;
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(p, "re");
+	int threads = 1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &threads) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return threads > 0 ? threads : 1;
+}
+
 int ap_attach_check(pid_t pid, const char *so, const char *trace)
 {
 	char p[PATH_MAX + 64];
@@ -640,6 +676,17 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 	}
 	if (pid == getpid()) {
 		ap_say("process %d: that is allocprof itself", (int)pid);
+		return -1;
+	}
+	/* A zombie leader has no maps, nor can it be traced: not a refusal
+	 * of ptrace's, nor a process to attach to */
+	int zthreads = zombie_leader(pid);
+	if (zthreads == 1) {
+		ap_say("process %d: it has ended (a zombie its parent has not reaped yet)", (int)pid);
+		return -1;
+	} else if (zthreads > 1) {
+		ap_say("process %d: its main thread has exited (pthread_exit), its other threads "
+		       "run on: record -p attaches through the main thread, and cannot", (int)pid);
 		return -1;
 	}
 	/* maps is readable to who may trace the process */
@@ -952,19 +999,10 @@ static bool any_inside(struct tracee *tr, const struct ap_attached *a)
  * exec to be told from its end) */
 static bool ended(pid_t pid)
 {
-	char p[64], buf[512];
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return true;
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	const char *st = strrchr(buf, ')'); /* past the name, which may hold anything */
-	return !st || st[1] != ' ' || st[2] == 'Z' || st[2] == 'X';
+	char st = proc_state(pid);
+	return !st || st == 'Z' || st == 'X';
 }
 
 bool ap_attached_here(const struct ap_attached *a)

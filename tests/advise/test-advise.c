@@ -328,7 +328,7 @@ static void test_costs_words(void)
 	s->m.cost.minflt = 1100;
 	advise_judge_measured(a, s);
 	CHECK("costs: measured", s->verdict, AP_VERDICT_COSTS_MORE);
-	if (!strstr(s->reasons, "would save about 40us (the cost model), far from what was measured") ||
+	if (!strstr(s->reasons, "a pool here would save about 40us (what it avoids less its own gets and puts), far from what was measured") ||
 	    !strstr(s->reasons, "page faults 1100 against 1000 without it")) {
 		fprintf(stderr, "%s: the heap's cost is not said: %s\n", __func__, s->reasons);
 		failures++;
@@ -369,6 +369,71 @@ static void test_slim_saving(void)
 	s->r.allocs_avoided = 1e4;	/* 200 ns a call */
 	judge(a, s, 2, 1.5, 2.5);
 	CHECK("slim: 200ns a call", s->verdict, AP_VERDICT_POOL);
+	s->r.allocs_avoided = 4e6;	/* 2.5 ns a call, but 10 % of the run */
+	judge(a, s, 10, 9, 11);
+	CHECK("slim: most of the run", s->verdict, AP_VERDICT_POOL);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* A measured saving at a site of calloc's objects: said that the pool
+ * measured does not clear them. */
+static void test_calloc_words(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	a->has_switches = false;
+	s->r.gets = 10;
+	s->r.misses = 1;
+	s->r.allocs_avoided = 9;
+	s->calloc_share = 1;
+	judge(a, s, 20, 19, 21);
+	CHECK("calloc: pool", s->verdict, AP_VERDICT_POOL);
+	if (!strstr(s->reasons, "Its objects come from calloc (100%): the pool measured hands a block "
+				"back as the program left it, not cleared")) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	s->calloc_share = 0.2;
+	judge(a, s, 20, 19, 21);
+	if (strstr(s->reasons, "calloc")) {
+		fprintf(stderr, "%s: a fifth of calloc's: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+/* handed_site for the model's verdict (advise_judge): no facts, no
+ * replay result yet. */
+static struct ap_advise_site *model_site(struct ap_trace **t, struct ap_advice **a, struct site_facts *f)
+{
+	struct ap_advise_site *s = handed_site(t, a);
+	memset(f, 0, sizeof(*f));
+	memset(&s->r, 0, sizeof(s->r));
+	return s;
+}
+
+/* The model: a site where no request finds a pooled object is too rare
+ * (not a kind of pool, nor a share of hits of none: '-nan%'). */
+static void test_no_hits(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct site_facts f;
+	struct ap_advise_site *s = model_site(&t, &a, &f);
+	s->r.gets = 2;
+	s->r.misses = 2;
+	s->p50_cap = 3889;
+	s->life_share = 0.6;
+	advise_judge(a, s, &f, NULL);
+	CHECK("no hits", s->verdict, AP_VERDICT_TOO_RARE);
+	if (!s->reasons || !strstr(s->reasons, "No request of the 2 would find a pooled object") ||
+	    strstr(s->reasons, "nan")) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
@@ -379,10 +444,8 @@ static void test_dearer_in_all(void)
 {
 	struct ap_trace *t;
 	struct ap_advice *a;
-	struct ap_advise_site *s = handed_site(&t, &a);
 	struct site_facts f;
-	memset(&f, 0, sizeof(f));
-	memset(&s->r, 0, sizeof(s->r));
+	struct ap_advise_site *s = model_site(&t, &a, &f);
 	s->r.gets = 1000;
 	s->r.misses = 150;
 	s->r.small_hits = 200;
@@ -925,6 +988,8 @@ int main(int argc, char **argv)
 	test_costs_words();
 	test_slim_saving();
 	test_dearer_in_all();
+	test_calloc_words();
+	test_no_hits();
 	test_steady_peak();
 	test_gogc();
 	test_replay_order();

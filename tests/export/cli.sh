@@ -106,6 +106,25 @@ if [ ! -w "$tmp/ro" ]; then	# root writes anywhere
 	expect 1 "^allocprof: $tmp/ro/x.json: Permission denied$" export --format=json -o "$tmp/ro/x.json" "$tmp/fx.trace"
 fi
 check "no temporary file left behind" sh -c "! ls '$tmp' '$tmp/ro' | grep -q '\.tmp'"
+# -o names what is there: a FIFO (-o >(gzip)) and a device are written
+# as they are, never replaced by a file (-o /dev/null, run as root, left
+# /dev/null a file); a symbolic link stays, and leads to the new file
+mkfifo "$tmp/fifo"
+timeout 20 cat "$tmp/fifo" >"$tmp/fifo.out" &
+reader=$!
+expect 0 "^allocprof: wrote $tmp/fifo \(7 stacks\)$" export --format=folded -o "$tmp/fifo" "$tmp/fx.trace"
+check "a FIFO stays a FIFO" test -p "$tmp/fifo"
+wait $reader
+check "the FIFO's reader got the stacks" test "$(wc -l <"$tmp/fifo.out")" = 7
+if mknod "$tmp/null" c 1 3 2>/dev/null; then # (root)
+	expect 0 "^allocprof: wrote $tmp/null " export -o "$tmp/null" "$tmp/fx.trace"
+	check "a device stays a device" test -c "$tmp/null"
+fi
+: >"$tmp/target.txt"
+ln -s target.txt "$tmp/link.txt"
+expect 0 "^allocprof: wrote $tmp/link.txt \(7 stacks\)$" export --format=folded -o "$tmp/link.txt" "$tmp/fx.trace"
+check "a symbolic link stays" test -L "$tmp/link.txt"
+check "the link's target is written" test "$(wc -l <"$tmp/target.txt")" = 7
 # a failed export leaves an existing output alone
 cp "$tmp/fx.trace.pb.gz" "$tmp/keep.pb.gz"
 expect 1 "^allocprof: " export -o "$tmp/keep.pb.gz" "$tmp/junk"

@@ -66,7 +66,8 @@ before the attach come during it):
   pidns    a program in a PID namespace of its own (unshare -p -f
            --mount-proc: its files the same as here): attached by its pid
            here, the trace at -o's path, its counts exact
-  refuse   one line and exit 1 for: no such process, a statically
+  refuse   one line and exit 1 for: no such process, a zombie, one
+           whose main thread has exited (pthread_exit), a statically
            linked one, one that already has the sampler (preloaded, or
            attached by another record -p), another user's (as root, record
            run as nobody), one in another mount namespace where the
@@ -83,6 +84,12 @@ before the attach come during it):
            ends while attached: the trace ends with its exit, counts exact
   nginx    a real server (nginx from Debian) attached while it serves
            loopback requests, detached, and still serving
+  python3  /usr/bin/python3 (not PIE; it takes malloc's and free's
+           addresses: their symbols are canonical PLT entries, which
+           dlsym returns and whose jumps go through the GOT entries the
+           attach points at its thunks) attached while it allocates:
+           it works on through the attach and the detach, ends as a
+           native run, and the trace has its allocations
 
 usage: attach.py ALLOCPROF SERVER PLUGIN TMPDIR MODE [ARG]
 """
@@ -692,6 +699,27 @@ elif mode == "refuse":
     dead = subprocess.Popen(["true"])
     dead.wait()
     refused(["-p", str(dead.pid), "-o", os.path.join(tmp, "x.trace")], 1, "no such process")
+    # a zombie (not reaped yet), and a process whose main thread has
+    # exited while another runs on: neither can be traced, and neither
+    # is a refusal of ptrace's
+    zombie = subprocess.Popen(["true"])
+    for _ in range(500):
+        with open("/proc/%d/stat" % zombie.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.01)
+    refused(["-p", str(zombie.pid), "-o", os.path.join(tmp, "x.trace")], 1,
+            "it has ended (a zombie its parent has not reaped yet)")
+    zombie.wait()
+    mx = subprocess.Popen([os.environ["ATTACH_MAIN_EXITS"]], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    if mx.stdout.readline() != "ready\n":
+        fail("main_exits did not start")
+    refused(["-p", str(mx.pid), "-o", os.path.join(tmp, "x.trace")], 1,
+            "its main thread has exited (pthread_exit), its other threads run on")
+    mx.stdin.close()
+    if mx.wait() != 0:
+        fail("main_exits: exit %d" % mx.returncode)
     # a process still in its dynamic loader: stopped at its exec by
     # PTRACE_TRACEME, before ld.so has loaded the C library
     import ctypes
@@ -857,6 +885,39 @@ http { access_log %(t)s/access.log; client_body_temp_path %(t)s/body;
         fail("nginx ended: %r" % ng.stderr.read())
     ng.terminate()
     ng.wait()
+
+elif mode == "python3":
+    script = ("import sys\n"
+              "print('ready', flush=True)\n"
+              "for line in sys.stdin:\n"
+              "    d = {}\n"
+              "    for i in range(int(line)):\n"
+              "        d[str(i)] = [i] * 3\n"
+              "    print(len(d), flush=True)\n")
+    # PYTHONMALLOC=malloc: its objects from malloc, not from its own arenas
+    py = subprocess.Popen(["/usr/bin/python3", "-c", script], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True,
+                          env=dict(env, PYTHONMALLOC="malloc"))
+    if py.stdout.readline() != "ready\n":
+        fail("python3 did not start")
+    trace = os.path.join(tmp, "py.trace")
+    r = attach(py.pid, trace, "--all")
+    outs = []
+    if r:
+        for n in (20000, 30000):
+            py.stdin.write("%d\n" % n)
+            py.stdin.flush()
+            outs.append(py.stdout.readline())
+        detach(r)
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("calls", 0) < 100000:
+            fail("the trace of python3 counts too few calls: %s %s" % (st.stdout[:300],
+                                                                     st.stderr))
+    py.stdin.write("1000\n")
+    py.stdin.close()
+    outs += py.stdout.readlines()
+    if py.wait() != 0 or outs != ["20000\n", "30000\n", "1000\n"]:
+        fail("python3 attached: exit %d, output %r" % (py.returncode, outs))
 
 elif mode == "futex":
     # every thread in a futex wait; the process ends while attached

@@ -81,6 +81,22 @@ atexit)
 	"$ALLOCPROF" top --inuse_objects a.trace >top 2>&1 || fail "top: $(cat top)"
 	[ -e a.trace.buffers ] && fail "the buffers file is left"
 	;;
+ownlog)
+	# the program's own `log`, exported, is not the sampler's: without
+	# libm of its own, the sampler called it at every sample (and the
+	# program printed what it was given); nor does the sampler load libm
+	# into a program that does not
+	"$PROGS/own_log" >plain 2>plain.err
+	expect_eq "output without record" "$(cat plain)" "log calls 0, libm not loaded"
+	"$ALLOCPROF" record -o l.trace "$PROGS/own_log" >out 2>err
+	expect_eq "exit status" "$?" 0
+	expect_eq "output" "$(cat out)" "log calls 0, libm not loaded"
+	grep -q "^log:" err && fail "the program's log ran: $(head -n 3 err)"
+	"$ALLOCPROF" stats --json l.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	n=$(jget s.json samples)
+	# 195 expected (95.4 MiB at 512 KiB); a bad interval samples all or none
+	[ "${n%.*}" -ge 120 ] && [ "${n%.*}" -le 280 ] || fail "$n samples, about 195 expected"
+	;;
 ownmalloc)
 	# the program's malloc is its own: record and stats say so instead of
 	# calling an empty trace exact

@@ -40,6 +40,8 @@ grep -q '^usage: allocprof top' "$tmp/out" || { echo "FAIL help top"; fail=1; }
 expect 2 "^allocprof: top: unknown option '--bogus' \(see 'allocprof top -h'\)$" top --bogus "$tmp/fx.trace"
 expect 2 "^allocprof: top: unknown option '-x'" top -x "$tmp/fx.trace"
 expect 2 "^allocprof: top: option '-n' needs a value" top "$tmp/fx.trace" -n
+expect 2 "^allocprof: top: option '--nodecount' needs a value" top "$tmp/fx.trace" --nodecount
+expect 2 "^allocprof: top: option '-nodecount' needs a value" top "$tmp/fx.trace" -nodecount
 expect 2 "^allocprof: top: bad node count 'many'" top -n many "$tmp/fx.trace"
 expect 2 "^allocprof: top: bad node count 'x'" top -nodecount=x "$tmp/fx.trace"
 expect 2 "^allocprof: top: unknown sample index 'bytes'" top --sample_index bytes "$tmp/fx.trace"

@@ -250,6 +250,16 @@ for args, code in ((["symbols"], 2), (["symbols", "--compress-level", "99", "x"]
             not r.stderr.startswith("allocprof"):
         fail("%s: exit %d, %r" % (args, r.returncode, r.stderr))
 
+# a symbolic link to a trace without its symbols: the trace is not
+# written through it (O_NOFOLLOW), and the line says so, not ELOOP's text
+link = os.path.join(tmp, "link.trace")
+os.symlink(os.path.join(tmp, "jit--no-symbols.trace"), link)
+r = subprocess.run([allocprof, "symbols", link], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   text=True, env=env)
+if r.returncode != 1 or r.stderr != ("allocprof: %s: cannot add the symbols: a symbolic link "
+                                     "(give the trace's own path)\n" % link):
+    fail("symbols through a link: exit %d, %r" % (r.returncode, r.stderr))
+
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)

@@ -162,6 +162,11 @@ def semantics(prog):
         fail("text: allocations avoided row %r, want %d twice" % (rows, z["allocs_avoided"]))
     if not any(l.startswith("  => ") for l in out):
         fail("text: no verdict line in %r" % r.stdout)
+    # one round gives no interval ([x, x], 0% confidence): no saving or
+    # cost is claimed from it
+    if any(l.startswith("  => the pool ") for l in out) or \
+            "  => one round, no interval: no verdict (--runs 6 or more give a 95% interval)" not in out:
+        fail("text: one round, and a verdict: %r" % r.stdout)
     print("ok: %d sites pooled, output identical" % len(j["sites"]))
 
 

@@ -553,6 +553,8 @@ def main():
     expect(2, r"^allocprof: tui: --keys goes with --batch", "tui", "--keys", "j", exact)
     expect(2, r"^allocprof: tui: --keys: unknown key '<foo>'", "tui", "--batch", "--keys", "j<foo>", exact)
     expect(2, r"^allocprof: tui: --keys: unknown key '<down'", "tui", "--batch", "--keys", "<down", exact)
+    expect(2, r"^allocprof: tui: --keys: '<resize:10x3>': a size is COLSxROWS, at least 20x5",
+           "tui", "--batch", "--keys", "j<resize:10x3>", exact)
     expect(2, r"^allocprof: tui: --size wants COLSxROWS", "tui", "--batch", "--size", "100", exact)
     expect(2, r"^allocprof: tui: --json is for top, list and advise", "tui", "--json", exact)
     expect(2, r"^allocprof: tui: unknown option '--bogus'", "tui", "--bogus", exact)

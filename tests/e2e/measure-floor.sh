@@ -1,0 +1,36 @@
+#!/bin/bash
+# advise measures a site only where the model's generous expectation
+# reaches a ten-thousandth of the recorded run's CPU time
+# (report/advise_measure.c, MEASURE_FLOOR): a program that computes for
+# most of a second and reuses a 100-byte block three times has a site
+# with hits, which is not measured, and the header says why.
+# Environment (tests/e2e/meson.build): ALLOCPROF.
+. "$(dirname "$0")/../lib.sh"
+cc=${CC:-cc}
+command -v "$cc" >/dev/null || skip "no C compiler ($cc)"
+cat >"$work/floor.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) static char *few(size_t n) { char *p = malloc(n); if (p) p[0] = 1; return p; }
+int main(void)
+{
+	volatile double x = 0;
+	for (long i = 0; i < 50000000; i++)
+		x += (double)i * 0.5;
+	for (int k = 0; k < 4; k++) {
+		char *p = few(100);
+		free(p);
+	}
+	printf("%d\n", x > 0);
+	return 0;
+}
+C
+"$cc" -O2 -g -o "$work/floor" "$work/floor.c" || { fail "cannot build"; exit 1; }
+"$ALLOCPROF" record --all -q -o "$work/f.trace" -- "$work/floor" >/dev/null 2>&1 || { fail "record failed"; exit 1; }
+"$ALLOCPROF" advise -n 0 "$work/f.trace" >"$work/out" 2>&1 || { fail "advise failed: $(cat "$work/out")"; exit 1; }
+grep -q "^Not measured: 1 site where a pool would reuse objects, none that the model expects to save a ten-thousandth of the run$" "$work/out" ||
+	fail "the floor is not said: $(head -5 "$work/out")"
+grep -q "^few floor.c" "$work/out" || grep -q "few floor.c" "$work/out" || fail "no site at few: $(cat "$work/out")"
+grep -q "^   measured:" "$work/out" && fail "a site was measured: $(cat "$work/out")"
+echo "measure-floor: $(grep '^Not measured' "$work/out")"
+exit $failed
