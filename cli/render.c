@@ -73,7 +73,9 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 	linef(line, ctx, AP_LINE_TEXT, "   sizes p50 %.0f p90 %.0f max %.0f%s", s->p50_size, s->p90_size,
 	      s->max_size, caps);
 	char spacing[96] = "";
-	if (r->gaps > 0) {
+	if (r->gaps > 0 && s->mean_gap_ns < 1)	/* (the trace's times come in steps) */
+		snprintf(spacing, sizeof(spacing), "; requests all at one time of the trace's");
+	else if (r->gaps > 0) {
 		ap_advise_format_duration(d, sizeof(d), s->mean_gap_ns);
 		snprintf(spacing, sizeof(spacing), "; requests every %s, %.3g cycles apart", d,
 			 r->gap_cycles / r->gaps);

@@ -430,7 +430,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		s->reasons = xasprintf("%s: a pooled object is dropped at the second cycle after its Put, so "
 				       "the pool is empty at %.0f%% of requests (hit rate %.0f%%).",
 				       sp, 100 * r->far_gaps / r->gaps, hr);
-	} else if (s->p50_cap <= TINY_MAX && s->reallocs_per_object < 0.5) {
+	} else if (s->p90_cap <= TINY_MAX && s->reallocs_per_object < 0.5) {
 		s->verdict = AP_VERDICT_TOO_SMALL;
 		if (s->life_cost_ns <= s->pool_cost_ns)
 			s->reasons = xasprintf("Objects of %s are what glibc's malloc already keeps in a "
@@ -785,7 +785,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 				ap_buf_addf(&t, "; page faults %.0f against %.0f without it",
 					    m->cost.minflt, a->base.minflt);
 			ap_buf_addstr(&t, "): keep malloc.");
-		} else if (s->p50_cap <= TINY_MAX && s->reallocs_per_object < 0.5)
+		} else if (s->p90_cap <= TINY_MAX && s->reallocs_per_object < 0.5)
 			ap_buf_addf(&t, " Objects of %s are what glibc's malloc already keeps in a "
 				    "per-thread cache (tcache), cheaper than a pool's get and put: keep "
 				    "malloc.", obj);

@@ -320,7 +320,7 @@ static void test_costs_words(void)
 	struct ap_advice *a;
 	struct ap_advise_site *s = handed_site(&t, &a);
 	a->has_switches = false;
-	s->p50_cap = 32768;	/* not tcache's */
+	s->p50_cap = s->p90_cap = 32768;	/* not tcache's */
 	s->reallocs_per_object = 0;
 	a->base.minflt = 1000;
 	s->r.time_saved_ns = 0.04 * MS;	/* the model: a saving */
@@ -341,6 +341,14 @@ static void test_costs_words(void)
 		failures++;
 	}
 	s->r.time_saved_ns = -4.0 * MS;	/* the model: most of the cost */
+	s->p50_cap = 64;	/* half tcache's, half 70,000 B: not said as tcache's */
+	s->p90_cap = 70000;
+	judge(a, s, -5, -6, -4);
+	if (strstr(s->reasons, "tcache")) {
+		fprintf(stderr, "%s: half of 70 kB said as tcache's: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	s->p50_cap = s->p90_cap = 32768;
 	judge(a, s, -5, -6, -4);
 	CHECK("costs: the pool's own", s->verdict, AP_VERDICT_COSTS_MORE);
 	if (!strstr(s->reasons, "the pool's own work costs more than the allocations it avoids")) {
@@ -451,7 +459,7 @@ static void test_dearer_in_all(void)
 	s->r.small_hits = 200;
 	s->r.hit_rate = 0.85;
 	s->r.time_saved_ns = -452e3;
-	s->p50_cap = 2560;	/* above SMALL_MAX */
+	s->p50_cap = s->p90_cap = 2560;	/* above SMALL_MAX */
 	s->life_share = 0.2;
 	s->life_cost_ns = 24;
 	s->pool_cost_ns = 16;
@@ -464,7 +472,7 @@ static void test_dearer_in_all(void)
 		fprintf(stderr, "%s: %s\n", __func__, s->reasons ? s->reasons : "(none)");
 		failures++;
 	}
-	s->p50_cap = 700;	/* small objects: the same reason */
+	s->p50_cap = s->p90_cap = 700;	/* small objects: the same reason */
 	advise_judge(a, s, &f, NULL);
 	CHECK("dearer in all, small", s->verdict, AP_VERDICT_TOO_SMALL);
 	if (!s->reasons || !strstr(s->reasons, "but 150 requests find the pool empty")) {
