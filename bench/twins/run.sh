@@ -1,8 +1,11 @@
 #!/bin/bash
 # bench/twins/run.sh: what a hand-pooled twin really saves, beside what
 # `allocprof advise` says it would. Each program of bench/twins is built
-# twice with the system cc (-O2 -g): plain, and its twin (-DTWIN) whose
-# `// site:` objects come from pool/vpool.h. Plain and twin then run
+# twice: plain, and its twin, whose `// site:` objects come from a pool.
+# A C or C++ source is built with the system cc or c++ (-O2 -g; a line
+# `// cc: clang` or `// cxx: clang++` names another compiler for that
+# program), its twin with -DTWIN (pool/vpool.h); a Rust source (.rs) with
+# `rustc -O -g`, its twin with `--cfg twin`. Plain and twin then run
 # interleaved RUNS times (the order alternates: plain first in odd
 # rounds, twin first in even ones), after one untimed run of each, pinned
 # to CPU 0 unless the program says `// threaded` (-P pins every program,
@@ -38,8 +41,8 @@
 #   --no-advise  only the twins' timings
 #   --build-only build the programs (into -k DIR) and stop
 #   PROGRAM      names of programs (strbuild zstream ...; default all)
-# Environment: CC (default cc), CXX (default c++), TWINS_CPU (the CPU to
-# pin to, default 0).
+# Environment: CC (default cc), CXX (default c++), RUSTC (default rustc),
+# TWINS_CPU (the CPU to pin to, default 0).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -78,13 +81,20 @@ if [ -n "$advise" ] && [ ! -x "$ap" ]; then
 	echo "twins: $ap: not found (build the project: meson setup $build && ninja -C $build; or -b BUILD)" >&2
 	exit 1
 fi
-cc=${CC:-cc} cxx=${CXX:-c++} cpu=${TWINS_CPU:-0}
+cc=${CC:-cc} cxx=${CXX:-c++} rustc=${RUSTC:-rustc} cpu=${TWINS_CPU:-0}
 
-# The programs: every .c and .cpp here with a `// site:` line.
+# The programs: every .c, .cpp and .rs here with a `// site:` line.
 all=()
-for f in "$here"/*.c "$here"/*.cpp; do
-	grep -q '^// site: ' "$f" && all+=("$(basename "${f%.*}")")
+for f in "$here"/*.c "$here"/*.cpp "$here"/*.rs; do
+	[ -f "$f" ] && grep -q '^// site: ' "$f" && all+=("$(basename "${f%.*}")")
 done
+# src_of PROGRAM: its source file.
+src_of() {
+	local e
+	for e in c cpp rs; do
+		[ -f "$here/$1.$e" ] && { echo "$here/$1.$e"; return; }
+	done
+}
 if [ $# -gt 0 ]; then progs=("$@"); else progs=("${all[@]}"); fi
 for p in "${progs[@]}"; do
 	[[ " ${all[*]} " == *" $p "* ]] || { echo "twins: $p: no such program (have: ${all[*]})" >&2; exit 2; }
@@ -106,17 +116,28 @@ say() { echo "$@" >&3; }
 cflags=(-O2 -g -D_GNU_SOURCE -I"$here" -I"$root/pool")
 $cc -O2 -g -o "$out/runstat" "$here/runstat.c"
 for p in "${progs[@]}"; do
-	src=$here/$p.c
-	[ -f "$src" ] || src=$here/$p.cpp
+	src=$(src_of "$p")
 	libs=$(sed -n 's|^// libs: ||p' "$src")
-	if [[ $src == *.cpp ]]; then
-		$cxx -std=c++17 "${cflags[@]}" -o "$out/$p" "$src" $libs
-		$cc -std=c11 "${cflags[@]}" -DTWIN -c -o "$out/cxxshim.o" "$here/cxxshim.c"
-		$cxx -std=c++17 "${cflags[@]}" -DTWIN -o "$out/$p.twin" "$src" "$out/cxxshim.o" $libs -pthread
-	else
-		$cc -std=c11 "${cflags[@]}" -o "$out/$p" "$src" $libs -pthread
-		$cc -std=c11 "${cflags[@]}" -DTWIN -o "$out/$p.twin" "$src" $libs -pthread
-	fi
+	# `// cc: COMPILER` / `// cxx: COMPILER`: this program's compilers
+	# (the C one also builds cxxshim.c for a C++ twin).
+	pcc=$(sed -n 's|^// cc: *||p' "$src" | head -1) pcxx=$(sed -n 's|^// cxx: *||p' "$src" | head -1)
+	pcc=${pcc:-$cc} pcxx=${pcxx:-$cxx}
+	case $src in
+	*.rs)
+		# rsframes.rs is crate `rsframes`: its functions are rsframes::NAME.
+		$rustc -O -g --edition 2021 --crate-name "$p" -o "$out/$p" "$src"
+		$rustc -O -g --edition 2021 --crate-name "$p" --cfg twin -o "$out/$p.twin" "$src"
+		;;
+	*.cpp)
+		$pcxx -std=c++17 "${cflags[@]}" -o "$out/$p" "$src" $libs
+		$pcc -std=c11 "${cflags[@]}" -DTWIN -c -o "$out/cxxshim.o" "$here/cxxshim.c"
+		$pcxx -std=c++17 "${cflags[@]}" -DTWIN -o "$out/$p.twin" "$src" "$out/cxxshim.o" $libs -pthread
+		;;
+	*)
+		$pcc -std=c11 "${cflags[@]}" -o "$out/$p" "$src" $libs -pthread
+		$pcc -std=c11 "${cflags[@]}" -DTWIN -o "$out/$p.twin" "$src" $libs -pthread
+		;;
+	esac
 done
 
 [ -z "$only_build" ] || exit 0
@@ -124,8 +145,7 @@ done
 # Time: interleaved, alternating which goes first.
 fail=0
 for p in "${progs[@]}"; do
-	src=$here/$p.c
-	[ -f "$src" ] || src=$here/$p.cpp
+	src=$(src_of "$p")
 	pin=(-c "$cpu") where="pinned to CPU $cpu"
 	grep -q '^// threaded' "$src" && pin=() where="unpinned (threaded)"
 	[ -z "$cpulist" ] || pin=() where="pinned to CPUs $cpulist (-P), recordings too"

@@ -256,9 +256,9 @@ def one(d, p, src):
 def table(d, runs, progs):
     rows = []
     for p in progs:
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), p + ".c")
-        if not os.path.exists(src):
-            src = src[:-2] + ".cpp"
+        base = os.path.join(os.path.dirname(os.path.abspath(__file__)), p)
+        src = next((base + e for e in (".c", ".cpp", ".rs") if os.path.exists(base + e)),
+                   base + ".c")
         rows.append(program(d, p, src))
     return rows
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # bench/twins/try.sh: what `allocprof try` measures on the plain programs
 # of bench/twins, beside what their hand-pooled twins save. For each
-# PROGRAM: run.sh times plain against twin (RUNS interleaved rounds, CPU
-# time, sign-test interval: the yardstick) and keeps the build; the plain
+# PROGRAM (C, C++ or Rust, built by run.sh with the compiler it names):
+# run.sh times plain against twin (RUNS interleaved rounds, CPU time,
+# sign-test interval: the yardstick) and keeps the build; the plain
 # program is recorded (--all), and `allocprof try --site SITE` (the
 # program's `// site:`, RUNS rounds, advise's model as the prediction)
 # runs it with the pool. Prints per program the twin's saving and try's,
@@ -45,6 +46,7 @@ trap 'rm -rf "$out"' EXIT
 for p in "${progs[@]}"; do
 	src=$here/$p.c
 	[ -f "$src" ] || src=$here/$p.cpp
+	[ -f "$src" ] || src=$here/$p.rs
 	site=$(sed -n 's|^// site: ||p' "$src")
 	"${tset[@]}" "$ap" record --all -q -o "$out/$p.trace" "$out/$p" >/dev/null
 	# A function that allocates at several lines (strcat's appends) names

@@ -60,12 +60,11 @@ static inline void tw_pool_init(struct vpool *p)
 	tw_pool_init_release(p, tw_release);
 }
 
-static inline void tw_gc_check(void)
+/* A cycle of every pool, when the heap has reached the goal: rare, out of
+ * line (cold), so that what runs at every allocation is the compare of
+ * tw_gc_check alone. */
+__attribute__((noinline, cold)) static void tw_gc_cycle(void)
 {
-	if (atomic_load_explicit(&tw_live_at_cycle, memory_order_relaxed) +
-		    atomic_load_explicit(&tw_since, memory_order_relaxed) <
-	    atomic_load_explicit(&tw_goal, memory_order_relaxed))
-		return;
 	if (atomic_exchange(&tw_gc_lock, 1))
 		return;		/* another thread is cycling */
 	if (tw_live_at_cycle + atomic_load(&tw_since) >= tw_goal) {
@@ -78,6 +77,18 @@ static inline void tw_gc_check(void)
 		tw_goal = goal < 4 << 20 ? 4 << 20 : goal;
 	}
 	atomic_store(&tw_gc_lock, 0);
+}
+
+/* Inlined into every allocation of a twin (always_inline: clang 14 kept
+ * the whole check out of line, a call per allocation that cost
+ * ordbook's twin ~30 ms; README, "Session 20: clang and rustc"). */
+__attribute__((always_inline)) static inline void tw_gc_check(void)
+{
+	if (atomic_load_explicit(&tw_live_at_cycle, memory_order_relaxed) +
+		    atomic_load_explicit(&tw_since, memory_order_relaxed) <
+	    atomic_load_explicit(&tw_goal, memory_order_relaxed))
+		return;
+	tw_gc_cycle();
 }
 
 /* The counters' additions. One thread: a relaxed load and store, plain
@@ -103,7 +114,7 @@ static inline void tw_fold(void)
 	tw_t_live = tw_t_since = 0;
 }
 
-static inline void tw_gc_alloc(size_t n)
+__attribute__((always_inline)) static inline void tw_gc_alloc(size_t n)
 {
 	tw_t_live += (long long)n;
 	tw_t_since += (long long)n;
@@ -113,21 +124,21 @@ static inline void tw_gc_alloc(size_t n)
 	tw_gc_check();
 }
 
-static inline void tw_gc_free(size_t n)
+__attribute__((always_inline)) static inline void tw_gc_free(size_t n)
 {
 	tw_t_live -= (long long)n;
 	if (tw_t_live <= -TW_FOLD)
 		tw_fold();
 }
 #else
-static inline void tw_gc_alloc(size_t n)
+__attribute__((always_inline)) static inline void tw_gc_alloc(size_t n)
 {
 	TW_ADD_(tw_live, (long long)n);
 	TW_ADD_(tw_since, (long long)n);
 	tw_gc_check();
 }
 
-static inline void tw_gc_free(size_t n)
+__attribute__((always_inline)) static inline void tw_gc_free(size_t n)
 {
 	TW_ADD_(tw_live, -(long long)n);
 }
