@@ -379,6 +379,8 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	double hr = r->hit_rate * 100;
 	bool few = a->sampled && s->rel_error > 1 / sqrt((double)MIN_SAMPLES);
 	object_words(obj, sizeof(obj), s);
+	free(s->reasons);	/* (judged again: a test's second case) */
+	s->reasons = NULL;
 
 	/* The order is the order of the reasons' force: first what makes a
 	 * pool impossible here (nothing born here, too little known, objects
