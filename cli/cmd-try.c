@@ -1463,10 +1463,15 @@ int cmd_try(int argc, char **argv)
 			}
 			double got = median_of(d, (size_t)runs), want = vr[i + 1].reached;
 			if (got < lo / 2 - 2 || got > 2 * hi + 2) {
+				/* (the names are the program's: made safe to print) */
+				struct ap_buf n1 = AP_BUF_INIT, n2 = AP_BUF_INIT;
 				same_requests = false;
 				snprintf(req_differs, sizeof(req_differs),
 					 "%s: %.0f requests in the runs pooling %s, %.0f in the baseline's",
-					 ts[i].as->name, got, ts[j - 1].as->name, want);
+					 ap_safe_name(&n1, ts[i].as->name), got,
+					 ap_safe_name(&n2, ts[j - 1].as->name), want);
+				ap_buf_release(&n1);
+				ap_buf_release(&n2);
 			}
 		}
 	free(d);
