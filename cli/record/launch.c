@@ -56,6 +56,9 @@ bool rec_missing_interpreter(const char *path, char *out, size_t len)
 	size_t k = strcspn(p, " \t\r\n");
 	if (!k || k >= len)
 		return false;
+	for (size_t i = 0; i < k; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return false;	/* not printed: a control character */
 	memcpy(out, p, k);
 	out[k] = 0;
 	return access(out, F_OK) < 0;
