@@ -62,9 +62,9 @@ struct ap_measure_job {
 };
 
 /* What one variant cost, as medians over its runs; cpus: the CPUs the
- * runner's affinity let it use (0: not said); wakes: how often its
- * threads woke others asleep waiting for them (the harness's, not the
- * allocator's). */
+ * runner's affinity let it use (0: not said); wakes: how many times its
+ * threads were woken by others they were asleep waiting for (the
+ * harness's, not the allocator's). */
 struct ap_run_cost {
 	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
 	/* the fewest and the most page faults of one run (the others are
