@@ -71,6 +71,9 @@ struct ap_run_cost {
 	 * medians): threads whose interleaving decides when glibc trims
 	 * fault in two modes, tens of times apart */
 	double minflt_lo, minflt_hi;
+	/* the page faults a quarter of the runs made or more (the upper
+	 * quartile; the median when the modes are rare) */
+	double minflt_q3;
 	/* the baseline's only: CPU time of one blocking hand-over between
 	 * two threads on the replay's CPUs (the runner's switch probe, a
 	 * median of three; 0 when not measured: a replay of one thread) */
