@@ -89,6 +89,23 @@ size_t str_len(const char *s)
 	return n;
 }
 
+/* out = the process's /proc file `name` (exe, cmdline) as the calling
+ * thread sees it: /proc/thread-self/name, which a process whose main
+ * thread has exited (pthread_exit) still has where /proc/self/name, the
+ * zombie main thread's, is empty; /proc/self/name on a /proc without
+ * thread-self (before Linux 3.17). out holds 64 bytes. */
+void self_proc_path(const char *name, char *out)
+{
+	static const char ts[] = "/proc/thread-self/", ps[] = "/proc/self/";
+	const char *dir = access("/proc/thread-self", F_OK) == 0 ? ts : ps;
+	size_t d = str_len(dir), n = str_len(name);
+	if (d + n >= 64)
+		n = 63 - d;
+	memcpy(out, dir, d);
+	memcpy(out + d, name, n);
+	out[d + n] = 0;
+}
+
 /* Decimal digits of v at p; returns the count. */
 size_t put_dec(char *p, uint64_t v)
 {
