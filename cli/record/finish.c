@@ -495,17 +495,20 @@ static bool trace_has_end(const char *path)
 	return end;
 }
 
-/* Tells where the trace of a process that outlived the program is. */
-void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet)
+/* Tells where the trace of a process that outlived the program is, and
+ * (`later`) that record's finisher (rec_finish_later) finishes it. */
+void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet, bool later)
 {
 	if (quiet)
 		return; /* the trace is as it should be: nothing went wrong */
+	const char *then = later ? "it is finished (compacted, its symbols kept) once"
+				 : "the trace is complete once";
 	if (rec_pid_alive(pid))
-		ap_say("%s %s: process %d is still running and writing it; the trace is "
-			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
+		ap_say("%s %s: process %d is still running and writing it; %s it exits", what,
+		       path, (int)pid, then);
 	else
-		ap_say("%s %s: still open in a process the program started; the trace is "
-			   "complete once that process exits (stats, top read it then)", what, path);
+		ap_say("%s %s: still open in a process the program started; %s that process "
+		       "exits", what, path, then);
 }
 
 /* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
@@ -525,24 +528,41 @@ static bool listed(char **names, size_t n, const char *name)
 	return false;
 }
 
+static void names_add(struct rec_names *l, char *name)
+{
+	AP_ALLOC_GROW(l->name, l->n + 1, l->alloc);
+	l->name[l->n++] = name;
+}
+
+void rec_names_release(struct rec_names *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->name[i]);
+	free(l->name);
+	memset(l, 0, sizeof(*l));
+}
+
 /* Finishes the child traces of `output` except live ones
  * (trace_is_live, or without END while their process runs), which are
- * named instead. A live trace whose process
- * is gone is held by a child of that process which has not opened its
- * own trace yet: once it is released, the directory is read again for
- * that child's trace. Returns how many child traces there were. */
+ * named instead (unless `said`: the finisher's later calls); those in
+ * `done` were finished before, and those finished now join it. A live
+ * trace whose process is gone is held by a child of that process which
+ * has not opened its own trace yet: once it is released, the directory
+ * is read again for that child's trace. Returns how many child traces
+ * there are, *live how many of them are left live. */
 size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
-			   const int *main_status, uint64_t main_end_ns)
+			   const int *main_status, uint64_t main_end_ns, struct rec_names *done,
+			   size_t *live_left)
 {
-	char **done = NULL;
-	size_t ndone = 0, done_alloc = 0;
+	struct rec_names live_now = { 0 };
 	size_t olen = strlen(output);
 	for (bool again = true; again;) {
 		again = false;
 		char **names;
 		size_t n = ap_trace_children(output, since, &names);
 		for (size_t i = 0; i < n; i++) {
-			if (listed(done, ndone, names[i])) {
+			if (listed(done->name, done->n, names[i]) ||
+			    listed(live_now.name, live_now.n, names[i])) {
 				free(names[i]);
 				continue;
 			}
@@ -557,7 +577,8 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 			if (!live && who != main_pid && rec_pid_alive(who) && !trace_has_end(names[i]))
 				live = true;
 			if (live) {
-				rec_say_live(names[i], "child trace", who, quiet);
+				rec_say_live(names[i], "child trace", who, quiet, true);
+				names_add(&live_now, names[i]);
 			} else {
 				/* an image of the program (.exec<n>) ended as the
 				 * program did; any other process unseen */
@@ -565,16 +586,57 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 				rec_finish_buffers(names[i], who == main_pid ? main_status : NULL,
 					       main_end_ns, &fin);
 				rec_finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
+				names_add(done, names[i]);
 			}
-			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
-			done[ndone++] = names[i];
 		}
 		free(names);
 	}
-	for (size_t i = 0; i < ndone; i++)
-		free(done[i]);
-	free(done);
-	return ndone;
+	*live_left = live_now.n;
+	rec_names_release(&live_now);
+	return done->n + *live_left;
+}
+
+/* Traces the run left live, a daemon's (a process that outlives the
+ * program) or the program's own (held by a child that has not opened its
+ * trace yet), are finished once their processes are gone by a process of
+ * record's that outlives it: their buffers' last records appended, then
+ * compacted with their symbols kept and their buffers files removed, as
+ * record does for the others. It is in a session of its own, its
+ * standard descriptors on /dev/null (a caller reading record's output
+ * sees its end when record ends), and holds the run's lock (`run_fd`)
+ * until it is done; it looks every 200 ms. Returns its pid, or -1. */
+pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const int *main_status,
+		       uint64_t main_end_ns, bool main_live, struct rec_names *done, int run_fd)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd <= 2 && null >= 0; fd++)
+		if (fd != null)
+			dup2(null, fd);
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != run_fd)
+			close(fd);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	size_t left = 1;
+	while (main_live || left) {
+		struct timespec ts = { 0, 200000000 };
+		nanosleep(&ts, NULL);
+		if (main_live && !rec_trace_is_live(output)) {
+			struct ap_finished fin;
+			rec_finish_buffers(output, main_status, main_end_ns, &fin);
+			rec_finish_trace(output, "wrote", true, NULL, main_status, &fin);
+			main_live = false;
+		}
+		rec_finish_children(output, since, true, main_pid, main_status, main_end_ns, done,
+				    &left);
+	}
+	_exit(0);
 }
 
 /* The program died of signal s: record, its trace finished, dies of the

@@ -22,15 +22,22 @@ daemon)
 	# The program forks a daemon and exits; the daemon allocates 2000
 	# blocks after record has returned. record must leave the daemon's
 	# trace alone, say where it is, and the trace must be complete once
-	# the daemon exits.
+	# the daemon exits: finished by record's finisher as record finishes
+	# the others (no buffers file left, its symbols kept, compacted).
 	"$ALLOCPROF" record --all -o d.trace "$TESTDATA_BUILD/daemon" 300 pid >out 2>err
 	expect_eq "record exit status" "$?" 0
 	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
 	dpid=$(cat pid)
 	grep -q "child trace d.trace.$dpid: process $dpid is still running" err ||
 		fail "record did not name the daemon's live trace: $(cat err)"
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' err)
+	[ -n "$fpid" ] || fail "record did not name its finisher: $(cat err)"
 	wait_gone "$dpid"
+	[ -z "$fpid" ] || wait_gone "$fpid"
+	[ ! -e "d.trace.$dpid.buffers" ] || fail "the daemon's buffers file is left"
 	if "$ALLOCPROF" stats --json "d.trace.$dpid" >d.json 2>d.err; then
+		[ "$(jget d.json symbols_kept)" -gt 0 ] ||
+			fail "the daemon's trace keeps no symbols: $(cat d.json)"
 		expect_eq "daemon: alloc_objects" "$(jget d.json alloc_objects)" 2000
 		expect_eq "daemon: free_objects" "$(jget d.json free_objects)" 2000
 		expect_eq "daemon: alloc_space" "$(jget d.json alloc_space)" 128000
@@ -50,7 +57,29 @@ daemon)
 	dpid=$(cat pid)
 	grep -q "child trace c.trace.$dpid: process $dpid is still running" err ||
 		fail "closefds: record did not name the daemon's trace: $(cat err)"
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' err)
 	wait_gone "$dpid"
+	[ -z "$fpid" ] || wait_gone "$fpid"
+	[ ! -e "c.trace.$dpid.buffers" ] || fail "closefds: the daemon's buffers file is left"
+	"$ALLOCPROF" stats --json "c.trace.$dpid" >c.json 2>c.err || fail "closefds: stats: $(cat c.err)"
+	expect_eq "closefds: alloc_objects" "$(jget c.json alloc_objects)" 2000
+	[ "$(jget c.json symbols_kept)" -gt 0 ] ||
+		fail "closefds: the daemon's trace keeps no symbols: $(cat c.json)"
+	# -q: no line, the trace finished all the same
+	rm -f pid
+	"$ALLOCPROF" record -q --all -o q.trace "$TESTDATA_BUILD/daemon" 300 pid >out 2>err
+	[ -s err ] && fail "-q: record said $(cat err)"
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	wait_gone "$dpid"
+	# (the finisher is done when the trace keeps its symbols)
+	for _ in $(seq 1 100); do
+		"$ALLOCPROF" stats --json "q.trace.$dpid" >q.json 2>/dev/null &&
+			[ "$(jget q.json symbols_kept)" -gt 0 ] && break
+		sleep 0.1
+	done
+	[ "$(jget q.json symbols_kept)" -gt 0 ] || fail "-q: the daemon's trace keeps no symbols"
+	[ ! -e "q.trace.$dpid.buffers" ] || fail "-q: the daemon's buffers file is left"
 	;;
 chunks)
 	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
