@@ -360,6 +360,20 @@ static void keep_symbols(const char *path)
 			   "program's files", path);
 }
 
+/* Whether a trace of `size` bytes as the sampler wrote it, without an
+ * END, stopped at the file size limit: the program's RLIMIT_FSIZE
+ * (record's, which the program inherited) leaves no room for one more
+ * chunk (sampler/buffer.c writes chunks of at most 64 KiB, smaller under
+ * a small limit). *limit: the limit. */
+static bool stopped_by_fsize(off_t size, unsigned long long *limit)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return false;
+	*limit = (unsigned long long)rl.rlim_cur;
+	return (unsigned long long)size + AP_SAMPLER_CHUNK + 4096 > rl.rlim_cur;
+}
+
 void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      struct ap_compact_stream *stream, const int *status,
 		      const struct ap_finished *fin)
@@ -393,10 +407,16 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	free(owner);
 	if (quiet)
 		return;
-	char trunc[200] = "";
+	char trunc[300] = "";
+	unsigned long long limit = 0;
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
+	else if (!c.has_end && stopped_by_fsize(st.st_size, &limit))
+		snprintf(trunc, sizeof(trunc), "no end record: the trace reached the file size "
+			 "limit (RLIMIT_FSIZE, %llu bytes: ulimit -f) at byte %llu and stops "
+			 "there, the program ran on; raise the limit to record it whole",
+			 limit, (unsigned long long)st.st_size);
 	else if (!c.has_end && status && WIFSIGNALED(*status))
 		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s%s",
 			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?",

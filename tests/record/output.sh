@@ -268,6 +268,33 @@ status)
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
 	;;
+fsize)
+	# The program's file size limit (ulimit -f 64: 64 KiB) is smaller
+	# than the trace would be: the program runs exactly as without us
+	# (the sampler's writes past the limit send it no SIGXFSZ, its own
+	# get theirs), the trace holds the events that fit (chunks made small
+	# enough to fit many), and record says the limit stopped it.
+	native=$( (ulimit -f 64; "$FSIZE" 100000 own.native); echo "exit $?")
+	expect_eq "native run" "$native" \
+		"allocations 100000, wrote 65536 then -1 (File too large), SIGXFSZ 1
+exit 3"
+	under=$( (ulimit -f 64; "$ALLOCPROF" record --all -o f.trace "$FSIZE" 100000 own.rec \
+		2>err); echo "exit $?")
+	expect_eq "under record" "$under" "$native"
+	grep -q "f.trace: File too large: the trace ends here; the program goes on" err ||
+		fail "the sampler did not say the trace ended: $(cat err)"
+	grep -q "truncated: no end record: the trace reached the file size limit (RLIMIT_FSIZE, 65536 bytes" err ||
+		fail "record did not say the file size limit stopped the trace: $(cat err)"
+	if "$ALLOCPROF" stats --json f.trace >f.json 2>f.err; then
+		expect_eq "truncated" "$(jget f.json truncated)" true
+		n=$(jget f.json alloc_objects)
+		[ "$n" -ge 1000 ] && [ "$n" -lt 100000 ] ||
+			fail "alloc_objects $n: not the events that fit under the limit"
+	else
+		fail "the trace does not read: $(cat f.err)"
+	fi
+	[ ! -e f.trace.buffers ] || fail "the buffers file is left"
+	;;
 diskfull)
 	# The disk fills up while the program runs, then has room again: the
 	# trace must read, holding its chunks up to the first that did not
