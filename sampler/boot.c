@@ -130,6 +130,21 @@ void *must_sym(const char *name)
 	return p;
 }
 
+/* A function of the malloc family as the program binds it: its
+ * references name the version libc.so.6 defines it at (GLIBC_2.2.5;
+ * aligned_alloc GLIBC_2.16), and a library that defines it at that
+ * version but not as the default one is the program's malloc, yet
+ * invisible to dlsym, which finds default versions only: a user's
+ * LD_PRELOAD of libc_malloc_debug.so (malloc@GLIBC_2.2.5) was passed
+ * over for libc.so's, behind it, and MALLOC_CHECK_ went off under record
+ * (malloc_usable_size(malloc(10)) 24, not 10). An allocator without
+ * versions matches too; dlsym is what is left. */
+static void *malloc_sym(const char *name, const char *version)
+{
+	void *p = dlvsym(RTLD_NEXT, name, version);
+	return p ? p : must_sym(name);
+}
+
 /* The object whose malloc the program's calls reach, when it is not this
  * library (selfinfo.h). */
 static char owner[PATH_MAX];
@@ -150,16 +165,17 @@ void resolve(void)
 		return;
 	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see the early log */
 	resolving = 1;
-	void *m = must_sym("malloc");
-	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
-	real_realloc = (void *(*)(void *, size_t))must_sym("realloc");
-	real_free = (void (*)(void *))must_sym("free");
-	real_posix_memalign = (int (*)(void **, size_t, size_t))must_sym("posix_memalign");
-	real_aligned_alloc = (void *(*)(size_t, size_t))must_sym("aligned_alloc");
-	real_memalign = (void *(*)(size_t, size_t))must_sym("memalign");
-	real_valloc = (void *(*)(size_t))must_sym("valloc");
-	real_pvalloc = (void *(*)(size_t))must_sym("pvalloc");
-	real_usable_size = (size_t (*)(void *))must_sym("malloc_usable_size");
+	static const char v0[] = "GLIBC_2.2.5";
+	void *m = malloc_sym("malloc", v0);
+	real_calloc = (void *(*)(size_t, size_t))malloc_sym("calloc", v0);
+	real_realloc = (void *(*)(void *, size_t))malloc_sym("realloc", v0);
+	real_free = (void (*)(void *))malloc_sym("free", v0);
+	real_posix_memalign = (int (*)(void **, size_t, size_t))malloc_sym("posix_memalign", v0);
+	real_aligned_alloc = (void *(*)(size_t, size_t))malloc_sym("aligned_alloc", "GLIBC_2.16");
+	real_memalign = (void *(*)(size_t, size_t))malloc_sym("memalign", v0);
+	real_valloc = (void *(*)(size_t))malloc_sym("valloc", v0);
+	real_pvalloc = (void *(*)(size_t))malloc_sym("pvalloc", v0);
+	real_usable_size = (size_t (*)(void *))malloc_sym("malloc_usable_size", v0);
 	real__exit = (void (*)(int))must_sym("_exit");
 	real__Exit = (void (*)(int))must_sym("_Exit");
 	real_execve = (int (*)(const char *, char *const[], char *const[]))must_sym("execve");

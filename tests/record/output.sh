@@ -268,6 +268,34 @@ status)
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
 	;;
+preload)
+	# A user's LD_PRELOAD of an allocator that defines the malloc family
+	# at glibc's version but not as the default one (libc_malloc_debug.so:
+	# malloc@GLIBC_2.2.5): the program's calls reach it, and so must the
+	# sampler's (dlsym alone finds libc.so's behind it). With
+	# MALLOC_CHECK_=3 its blocks are malloc-check's: the program sees the
+	# same usable sizes under record, sampled and --all.
+	dbg=/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0
+	[ -e "$dbg" ] || { echo "no $dbg (glibc before 2.34): skipped"; exit 77; }
+	native=$(LD_PRELOAD=$dbg MALLOC_CHECK_=3 "$USABLE")
+	case $native in
+	"malloc 10 "*) ;;
+	*) fail "natively under malloc-check: $native" ;;
+	esac
+	for mode in sampled --all; do
+		opt=$([ $mode = --all ] && echo --all)
+		under=$(LD_PRELOAD=$dbg MALLOC_CHECK_=3 "$ALLOCPROF" record -q $opt -o u.trace \
+			"$USABLE")
+		expect_eq "$mode: under record" "$under" "$native"
+	done
+	# the same calls recorded as on glibc's malloc (whose usable sizes
+	# of aligned blocks depend on where the heap stands, which the
+	# sampler's own blocks move: not compared)
+	"$ALLOCPROF" record -q --all -o g.trace "$USABLE" >/dev/null
+	"$ALLOCPROF" stats --json u.trace >u.json 2>u.err || fail "stats: $(cat u.err)"
+	"$ALLOCPROF" stats --json g.trace >g.json 2>g.err || fail "stats: $(cat g.err)"
+	expect_eq "--all: the calls recorded" "$(jget u.json calls)" "$(jget g.json calls)"
+	;;
 fsize)
 	# The program's file size limit (ulimit -f 64: 64 KiB) is smaller
 	# than the trace would be: the program runs exactly as without us
