@@ -338,27 +338,62 @@ void rec_symbols_ahead_end(void)
 	ahead_end(false);
 }
 
-/* The trace keeps its frames' names and lines (allocprof symbols, in
- * allocprof-report: the launcher links no symbolizer). */
-static void keep_symbols(const char *path)
+static void names_add(struct rec_names *l, char *name)
 {
+	AP_ALLOC_GROW(l->name, l->n + 1, l->alloc);
+	l->name[l->n++] = name;
+}
+
+void rec_names_release(struct rec_names *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->name[i]);
+	free(l->name);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Child traces per `allocprof symbols` run: its command line stays far
+ * below ARG_MAX */
+#define SYMBOLS_BATCH 256
+
+/* The traces keep their frames' names and lines (allocprof symbols, in
+ * allocprof-report: the launcher links no symbolizer), SYMBOLS_BATCH
+ * traces per run: the traces of one run share their files (libc, the
+ * program), which one run opens and reads once for all of them (each
+ * `ls` of a shell loop cost ~75 ms of libc6-dbg's DWARF, run by run). */
+static void keep_symbols(char *const *paths, size_t n)
+{
+	if (n == 1 && ahead.pid > 0 && !strcmp(ahead.path, paths[0])) {
+		if (ahead_end(true))
+			ap_say("%s: the trace keeps no symbols: the reports name its frames "
+			       "from the program's files", paths[0]);
+		return;
+	}
 	char level[16];
 	snprintf(level, sizeof(level), "%d", compact_level());
-	char *argv[] = {(char *)"symbols", (char *)"-q", (char *)"--if-finished",
-			(char *)"--compress-level", level, (char *)"--", (char *)path, NULL};
-	int rc;
-	if (ahead.pid > 0 && !strcmp(ahead.path, path))
-		rc = ahead_end(true);
-	else
+	for (size_t at = 0; at < n; at += SYMBOLS_BATCH) {
+		size_t k = n - at < SYMBOLS_BATCH ? n - at : SYMBOLS_BATCH;
+		char *argv[7 + SYMBOLS_BATCH] = {(char *)"symbols", (char *)"-q",
+			(char *)"--if-finished", (char *)"--compress-level", level, (char *)"--"};
+		memcpy(argv + 6, paths + at, k * sizeof(*argv));
+		argv[6 + k] = NULL;
 #ifdef AP_LAUNCHER
-		rc = ap_run_report_child(argv);
+		int rc = ap_run_report_child(argv);
 #else
-		rc = cmd_symbols(7, argv);
+		int rc = cmd_symbols((int)(6 + k), argv);
 #endif
-	if (rc)
-		ap_say("%s: the trace keeps no symbols: the reports name its frames from the "
-			   "program's files", path);
+		if (rc && k == 1)
+			ap_say("%s: the trace keeps no symbols: the reports name its frames "
+			       "from the program's files", paths[at]);
+		else if (rc)
+			ap_say("%s and %zu more child traces: some keep no symbols: the reports "
+			       "name their frames from the program's files", paths[at], k - 1);
+	}
 }
+
+/* While set (rec_finish_children), finished traces are listed here and
+ * keep their symbols together at the end */
+static struct rec_names *symbols_later;
 
 /* Whether a trace of `size` bytes as the sampler wrote it, without an
  * END, stopped at the file size limit: the program's RLIMIT_FSIZE
@@ -398,8 +433,10 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	end_refused(path, refusal, sizeof(refusal));
 	if (refusal[0])
 		ap_say("%s", refusal);
-	if (!rec_no_symbols)
-		keep_symbols(path);
+	if (!rec_no_symbols && symbols_later)
+		names_add(symbols_later, ap_xstrdup(path));
+	else if (!rec_no_symbols)
+		keep_symbols((char *const *)&path, 1);
 	char *owner = trace_malloc_owner(path);
 	if (owner)
 		ap_say("%s: the program has a malloc of its own (in %s): its allocations never "
@@ -548,20 +585,6 @@ static bool listed(char **names, size_t n, const char *name)
 	return false;
 }
 
-static void names_add(struct rec_names *l, char *name)
-{
-	AP_ALLOC_GROW(l->name, l->n + 1, l->alloc);
-	l->name[l->n++] = name;
-}
-
-void rec_names_release(struct rec_names *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->name[i]);
-	free(l->name);
-	memset(l, 0, sizeof(*l));
-}
-
 /* Finishes the child traces of `output` except live ones
  * (trace_is_live, or without END while their process runs), which are
  * named instead (unless `said`: the finisher's later calls); those in
@@ -574,7 +597,8 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 			   const int *main_status, uint64_t main_end_ns, struct rec_names *done,
 			   size_t *live_left)
 {
-	struct rec_names live_now = { 0 };
+	struct rec_names live_now = { 0 }, finished = { 0 };
+	symbols_later = &finished;
 	size_t olen = strlen(output);
 	for (bool again = true; again;) {
 		again = false;
@@ -611,6 +635,9 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 		}
 		free(names);
 	}
+	symbols_later = NULL;
+	keep_symbols(finished.name, finished.n);
+	rec_names_release(&finished);
 	*live_left = live_now.n;
 	rec_names_release(&live_now);
 	return done->n + *live_left;

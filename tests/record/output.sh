@@ -268,6 +268,36 @@ status)
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
 	;;
+symbols)
+	# The child traces of a run keep their symbols through one
+	# `allocprof symbols` for all of them, which opens each file once
+	# (libc at another address in every process): as many files for 6
+	# children as for 2. And what it keeps is what each trace alone gets.
+	for n in 2 6; do
+		ALLOCPROF_TEST_OPENED=1 "$ALLOCPROF" record -q --all -o s$n.trace bash -c \
+			"for i in \$(seq $n); do '$TESTDATA_BUILD/single' >/dev/null; done" 2>s$n.err
+		kids=$(ls s$n.trace.* | wc -l)
+		[ "$kids" -ge "$n" ] || fail "$n children: $kids child traces"
+		grep -q "^allocprof: symbols: $kids traces, " s$n.err ||
+			fail "$n children: the $kids child traces did not keep their symbols in one run: $(cat s$n.err)"
+		[ "$(grep -c "^allocprof: symbols: " s$n.err)" -le 2 ] ||
+			fail "$n children: more than the program's and one for its children: $(cat s$n.err)"
+		opened[$n]=$(sed -n "s/^allocprof: symbols: $kids traces, \([0-9]*\) files opened/\1/p" s$n.err)
+	done
+	expect_eq "files opened for 6 children (as for 2)" "${opened[6]}" "${opened[2]}"
+	"$ALLOCPROF" record -q --all --no-symbols -o ns.trace bash -c \
+		"for i in 1 2 3; do '$TESTDATA_BUILD/single' >/dev/null; done"
+	mkdir -p one all
+	cp ns.trace.* all/
+	last=$(ls ns.trace.* | tail -1)
+	cp "$last" one/
+	"$ALLOCPROF" symbols -q one/"$last" || fail "symbols of one trace"
+	"$ALLOCPROF" symbols -q all/ns.trace.* || fail "symbols of all the traces"
+	expect_eq "one trace's frames, alone and with the run's" \
+		"$("$ALLOCPROF" top --lines all/"$last" 2>&1)" "$("$ALLOCPROF" top --lines one/"$last" 2>&1)"
+	[ "$("$ALLOCPROF" stats --json one/"$last" | grep symbols_kept)" != '  "symbols_kept": 0,' ] ||
+		fail "the trace keeps no symbols"
+	;;
 preload)
 	# A user's LD_PRELOAD of an allocator that defines the malloc family
 	# at glibc's version but not as the default one (libc_malloc_debug.so:
