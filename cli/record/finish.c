@@ -414,10 +414,12 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      const struct ap_finished *fin)
 {
 	struct stat st;
-	if (stat(path, &st) < 0 || st.st_size == 0) {
+	int missing = stat(path, &st) < 0;
+	if (missing || st.st_size == 0) {
+		/* (errno is stale after a stat that worked) */
 		ap_say("%s: no trace was written (%s): the program was not profiled "
 			   "(did it clear LD_PRELOAD, or is it statically linked?)",
-			   path, errno == ENOENT ? "missing" : "empty");
+			   path, missing ? "missing" : "empty");
 		ap_compact_stream_abandon(stream);
 		return;
 	}

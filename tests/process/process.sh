@@ -229,6 +229,24 @@ seccomp)
 		rm -f s.trace
 	done
 
+	# newfstatat alone refused, and a child forked after the filter:
+	# the child's trace, just made, is its own all the same (its fstat
+	# refused, it was taken for another file: left empty beside a second
+	# one, and the empty one made the whole run unreadable)
+	"$SECCOMP" fstat >native.out 2>&1
+	want=$?
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		rm -f f.trace*
+		same_run "fstat-$mode" "$want" native.out -- "${opts[@]}" -o f.trace "$SECCOMP" fstat
+		expect_eq "fstat $mode: child traces" "$(ls f.trace.* 2>/dev/null | wc -l)" 1
+		"$AP" stats --json f.trace >f.json 2>f.err || fail "fstat $mode: stats of the run: $(cat f.err)"
+		[ $mode = all ] && expect_eq "fstat --all: after_filter, parent and child" \
+			"$(flat f.trace after_filter)" 4000
+	done
+	rm -f f.trace*
+
 	# A filter that kills for the calls the sampler can do without
 	# (newfstatat, openat, gettid, getpid): the sampler runs the filter
 	# before making them, and does not. The program runs as natively,
