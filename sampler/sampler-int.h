@@ -376,6 +376,7 @@ void exec_save_settings(void);
 void strip_preload(void);
 
 /* refused.c */
+long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6);
 int refused(int nr, int err);	/* 1: err is a seccomp filter's answer to nr (noted) */
 int may_call(int nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
 #define REFUSED_PUT_MAX (2 * AP_VARINT_MAX + AP_VARINT_MAX + 8 * 24)

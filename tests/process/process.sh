@@ -120,8 +120,9 @@ exec)
 	expect_eq "sh -c: plain_work" "$(flat sh.trace plain_work)" 300
 
 	# execveat and fexecve replace the image as execve does: both images'
-	# blocks are in the run, the first image's trace ends with the exec
-	for how in fexecve execveat-fd execveat-path; do
+	# blocks are in the run, the first image's trace ends with the exec;
+	# so do execveat and execve made through syscall(3)
+	for how in fexecve execveat-fd execveat-path syscall-execveat syscall-execve; do
 		"$EXECAT" "$how" >native.out 2>&1
 		want=$?
 		expect_eq "$how: native exit status" "$want" 5
@@ -135,6 +136,7 @@ exec)
 			n=$(jget x.json alloc_objects)
 			[ "${n%.*}" -ge 500 ] || fail "$how: alloc_objects of the run: $n, not both images' 500"
 		fi
+		expect_eq "$how: trace files" "$(ls x.trace* | tr '\n' ' ')" "x.trace x.trace.exec1 "
 		rm -f x.trace*
 	done
 	;;
