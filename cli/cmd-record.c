@@ -33,8 +33,12 @@ static int record_attached(const struct record_opts *o)
 			comm[strcspn(comm, "\n")] = 0;
 		fclose(f);
 	}
+	/* the process names itself (prctl PR_SET_NAME), escape sequences
+	 * included: in the default trace's name and on the terminal, only
+	 * letters, digits and ._+- of it */
 	for (char *c = comm; *c; c++)
-		if (*c == '/' || *c == ' ')
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      strchr("._+-", *c)))
 			*c = '_';
 	char cwd[PATH_MAX], out[PATH_MAX * 2];
 	if (!getcwd(cwd, sizeof(cwd)))

@@ -440,9 +440,13 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	else if (!rec_no_symbols)
 		keep_symbols((char *const *)&path, 1);
 	char *owner = trace_malloc_owner(path);
-	if (owner)
+	if (owner) {
+		struct ap_buf safe = AP_BUF_INIT; /* a file the program names */
 		ap_say("%s: the program has a malloc of its own (in %s): its allocations never "
-			   "reach the sampler, and the trace does not count them", path, owner);
+			   "reach the sampler, and the trace does not count them", path,
+		       ap_safe_name(&safe, owner));
+		ap_buf_release(&safe);
+	}
 	free(owner);
 	if (quiet)
 		return;

@@ -86,6 +86,9 @@ before the attach come during it):
            allocation of the other thread, and the detach leaves it
            running; one whose main thread had exited before the attach
            is attached through the other thread just the same
+  comm     a process that names itself with escape sequences (prctl
+           PR_SET_NAME): record -p without -o prints none of them, and the
+           default trace's name holds none
   nginx    a real server (nginx from Debian) attached while it serves
            loopback requests, detached, and still serving
   python3  /usr/bin/python3 (not PIE; it takes malloc's and free's
@@ -960,6 +963,38 @@ elif mode == "python3":
     outs += py.stdout.readlines()
     if py.wait() != 0 or outs != ["20000\n", "30000\n", "1000\n"]:
         fail("python3 attached: exit %d, output %r" % (py.returncode, outs))
+
+elif mode == "comm":
+    script = ("import ctypes, sys\n"
+              "ctypes.CDLL(None).prctl(15, b'\\x1b]0;pwn\\x07\\x1b[2J', 0, 0, 0)\n"
+              "print('ready', flush=True)\n"
+              "for line in sys.stdin:\n"
+              "    print(len([str(i) for i in range(int(line))]), flush=True)\n")
+    py = subprocess.Popen(["/usr/bin/python3", "-c", script], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    if py.stdout.readline() != "ready\n":
+        fail("python3 did not start")
+    with open("/proc/%d/comm" % py.pid) as f:
+        if "\x1b" not in f.read():
+            fail("the process could not name itself")
+    r = subprocess.Popen([allocprof, "record", "-p", str(py.pid)], cwd=tmp,
+                         stderr=subprocess.PIPE, env=env)
+    first = r.stderr.readline()
+    py.stdin.write("1000\n")
+    py.stdin.flush()
+    py.stdout.readline()
+    r.send_signal(signal.SIGINT)
+    err = first + r.stderr.read()
+    if r.wait() != 0 or b"attached to" not in err:
+        fail("record -p: exit %d, %r" % (r.returncode, err))
+    if any(c < 0x20 and c != 0x0a for c in err):
+        fail("record -p printed control characters: %r" % err)
+    names = os.listdir(tmp)
+    if len(names) != 1 or not names[0].startswith("allocprof.") or \
+            any(ord(c) < 0x20 or ord(c) == 0x7f for c in names[0]):
+        fail("the default trace's name: %r" % names)
+    py.stdin.close()
+    py.wait()
 
 elif mode == "futex":
     # every thread in a futex wait; the process ends while attached
