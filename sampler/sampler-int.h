@@ -146,7 +146,8 @@ pid_t sys_getpid(void);
 int sys_close(int fd);
 int write_some(int fd, const void *data, size_t len, size_t *done);
 size_t str_len(const char *s);
-void self_proc_path(const char *name, char *out);
+ssize_t self_exe(char *buf, size_t n);
+int self_open(const char *name);
 size_t put_dec(char *p, uint64_t v);
 uint64_t parse_u64(const char *s, uint64_t dflt);
 extern int err_state;	/* ap_init sets -1 when told fd 2 is not the run's */

@@ -399,15 +399,13 @@ static void write_header(const char *parent)
 	uint8_t *hdr = buf + AP_TRACE_PREAMBLE_LEN;
 	uint8_t *p = hdr + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
-	char exe[PATH_MAX], self[64];
-	self_proc_path("exe", self);
-	ssize_t elen = readlink(self, exe, sizeof(exe) - 1);
+	char exe[PATH_MAX];
+	ssize_t elen = self_exe(exe, sizeof(exe) - 1);
 	if (elen < 0)
 		elen = 0;
 	char *cmd = (char *)buf + cap - CMDLINE_MAX;
 	ssize_t clen = 0;
-	self_proc_path("cmdline", self);
-	int fd = open(self, O_RDONLY | O_CLOEXEC);
+	int fd = self_open("cmdline");
 	if (fd >= 0) {
 		ssize_t r;
 		while (clen < (ssize_t)CMDLINE_MAX &&
