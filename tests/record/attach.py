@@ -858,8 +858,13 @@ elif mode == "mainexit":
             fail(what + "worker_site: the trace has %s allocations, the program made 1500" %
                  got)
         st = run("stats", "--json", trace)
-        if st.returncode or json.loads(st.stdout).get("end_reason") != "detached":
+        js = json.loads(st.stdout) if not st.returncode else {}
+        if js.get("end_reason") != "detached":
             fail(what + "stats: %s %s" % (st.stdout[:300], st.stderr))
+        # the executable and command line read through a live thread
+        if js.get("program") != prog or js.get("argv", [""])[0] != prog:
+            fail(what + "the trace names the program %r, %r" % (js.get("program"),
+                                                                js.get("argv")))
         # the sampler inert, the process runs on and ends as it would
         if ask(mx, "10") != "ok 10\n":
             fail(what + "after the detach the worker did not answer")
