@@ -124,6 +124,11 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_getpid, "getpid", "the process could not tell a vfork child from itself" },
 		{ SYS_openat, "openat", "a trace it had to open (a forked child's, or this one "
 					"again) was not: those events are lost" },
+		{ SYS_getrusage, "getrusage", "the trace has no context switches or page faults "
+					      "of its process (advise does without them)" },
+		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
+							      "the process could use" },
+		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
 	};
 	char names[256] = "", costs[512] = "";
 	int err = 0;

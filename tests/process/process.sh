@@ -249,6 +249,16 @@ seccomp)
 	done
 	rm -f f.trace*
 
+	# getrusage refused: record names it (not "system call 98") and what
+	# the trace lacks for it
+	"$SECCOMP" usage >native.out 2>&1
+	want=$?
+	timeout -s KILL 20 "$AP" record -o u.trace "$SECCOMP" usage >u.out 2>u.err
+	expect_eq "usage: exit status" $? "$want"
+	grep -q "^allocprof: u.trace: the program's seccomp filter refused getrusage to the sampler (Operation not permitted): the trace has no context switches or page faults" u.err ||
+		fail "usage: record does not name getrusage: $(cat u.err)"
+	rm -f u.trace*
+
 	# A filter that kills for the calls the sampler can do without
 	# (newfstatat, openat, gettid, getpid): the sampler runs the filter
 	# before making them, and does not. The program runs as natively,
