@@ -662,7 +662,8 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
  * record does for the others. It is in a session of its own, its
  * standard descriptors on /dev/null (a caller reading record's output
  * sees its end when record ends), and holds the run's lock (`run_fd`)
- * until it is done; it looks every 200 ms. Returns its pid, or -1. */
+ * until it is done; it looks every 200 ms, every 2 s after a minute (a
+ * daemon may run for months). Returns its pid, or -1. */
 pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const int *main_status,
 		       uint64_t main_end_ns, bool main_live, struct rec_names *done, int run_fd)
 {
@@ -682,8 +683,8 @@ pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const i
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	size_t left = 1;
-	while (main_live || left) {
-		struct timespec ts = { 0, 200000000 };
+	for (unsigned looks = 0; main_live || left; looks++) {
+		struct timespec ts = { looks < 300 ? 0 : 2, looks < 300 ? 200000000 : 0 };
 		nanosleep(&ts, NULL);
 		if (main_live && !rec_trace_is_live(output)) {
 			struct ap_finished fin;
