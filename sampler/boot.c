@@ -130,19 +130,34 @@ void *must_sym(const char *name)
 	return p;
 }
 
-/* A function of the malloc family as the program binds it: its
+/* A function of the malloc family as the program binds it. Its
  * references name the version libc.so.6 defines it at (GLIBC_2.2.5;
- * aligned_alloc GLIBC_2.16), and a library that defines it at that
- * version but not as the default one is the program's malloc, yet
- * invisible to dlsym, which finds default versions only: a user's
- * LD_PRELOAD of libc_malloc_debug.so (malloc@GLIBC_2.2.5) was passed
- * over for libc.so's, behind it, and MALLOC_CHECK_ went off under record
- * (malloc_usable_size(malloc(10)) 24, not 10). An allocator without
- * versions matches too; dlsym is what is left. */
+ * aligned_alloc GLIBC_2.16) and bind to the first object in the search
+ * order that defines it either without versions (jemalloc) or at that
+ * version, default or not. dlsym finds default versions only: a user's
+ * LD_PRELOAD of libc_malloc_debug.so (malloc@GLIBC_2.2.5, not default)
+ * was passed over for libc.so's, behind it, and MALLOC_CHECK_ went off
+ * under record (malloc_usable_size(malloc(10)) 24, not 10). dlvsym finds
+ * that version only, never an unversioned definition: a preloaded
+ * jemalloc would be passed over. So both are asked, and where they name
+ * two objects, the one that comes first in the search order (the link
+ * map's order, after this library) is the program's. */
 static void *malloc_sym(const char *name, const char *version)
 {
-	void *p = dlvsym(RTLD_NEXT, name, version);
-	return p ? p : must_sym(name);
+	void *d = dlsym(RTLD_NEXT, name), *v = dlvsym(RTLD_NEXT, name, version);
+	if (!v || v == d)
+		return d ? d : must_sym(name);
+	if (!d)
+		return v;
+	Dl_info info;
+	struct link_map *ld = NULL, *lv = NULL;
+	if (!dladdr1(d, &info, (void **)&ld, RTLD_DL_LINKMAP) ||
+	    !dladdr1(v, &info, (void **)&lv, RTLD_DL_LINKMAP) || !ld || !lv)
+		return d;
+	for (struct link_map *m = lv; m; m = m->l_next)
+		if (m == ld)
+			return v; /* v's object comes before d's */
+	return d;
 }
 
 /* The object whose malloc the program's calls reach, when it is not this

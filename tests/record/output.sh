@@ -325,6 +325,23 @@ preload)
 	"$ALLOCPROF" stats --json u.trace >u.json 2>u.err || fail "stats: $(cat u.err)"
 	"$ALLOCPROF" stats --json g.trace >g.json 2>g.err || fail "stats: $(cat g.err)"
 	expect_eq "--all: the calls recorded" "$(jget u.json calls)" "$(jget g.json calls)"
+	# an allocator without symbol versions (jemalloc: what dlvsym alone
+	# passes over), alone and before or after the debug library: the
+	# first in the search order is the program's, and the sampler's
+	je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+	if [ -e "$je" ]; then
+		for pre in "$je" "$je:$dbg" "$dbg:$je"; do
+			native=$(LD_PRELOAD=$pre MALLOC_CHECK_=3 "$USABLE")
+			for mode in sampled --all; do
+				opt=$([ $mode = --all ] && echo --all)
+				under=$(LD_PRELOAD=$pre MALLOC_CHECK_=3 "$ALLOCPROF" record -q $opt \
+					-o j.trace "$USABLE")
+				expect_eq "$pre $mode: under record" "$under" "$native"
+			done
+		done
+	else
+		echo "no $je: the jemalloc part skipped (make check installs it)"
+	fi
 	;;
 fsize)
 	# The program's file size limit (ulimit -f 64: 64 KiB) is smaller
