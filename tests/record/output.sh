@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Tests of where `allocprof record` writes and what it leaves there (issue 9,
-# brief 9c): traces of processes that outlive the program, output paths
-# that are not trace files, checks made before the program starts, the
-# END's status. One argument picks the group. Environment (from meson):
-# ALLOCPROF, TESTDATA_BUILD.
+# brief 9c): traces of processes that outlive the program (finished once
+# they are gone), output paths that are not trace files, checks made
+# before the program starts, the END's status, a full disk and the file
+# size limit, the symbols of a run's child traces kept in one run, a
+# user's own allocator preloaded (issue 24). One argument picks the
+# group. Environment (from meson): ALLOCPROF, TESTDATA_BUILD, FSIZE,
+# USABLE.
 group=$1
 self=$(readlink -f "$0")
 . "$(dirname "$self")/lib.sh"
