@@ -400,6 +400,12 @@ static void keep_symbols(char *const *paths, size_t n)
  * keep their symbols together at the end */
 static struct rec_names *symbols_later;
 
+/* What a SIGSYS says: a seccomp filter killed the process for a system
+ * call, which may be the program's own (it dies so without us too) as
+ * well as one the sampler makes; record cannot tell which. */
+#define SIGSYS_WHY "a seccomp filter's, for a system call of the program's or one the " \
+		   "sampler makes: see SECCOMP in allocprof-record(1)"
+
 /* Whether a trace of `size` bytes as the sampler wrote it, without an
  * END, stopped at the file size limit: the program's RLIMIT_FSIZE
  * (record's, which the program inherited) leaves no room for one more
@@ -468,10 +474,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	else if (!c.has_end && status && WIFSIGNALED(*status))
 		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s%s",
 			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?",
-			 WTERMSIG(*status) == SIGSYS
-				 ? " (a seccomp filter that kills on a system call the sampler "
-				   "makes: see SECCOMP in allocprof-record(1))"
-				 : "");
+			 WTERMSIG(*status) == SIGSYS ? " (" SIGSYS_WHY ")" : "");
 	else if (!c.has_end && status)
 		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
 			 "with status %d", WEXITSTATUS(*status));
@@ -481,8 +484,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	char late[320] = "";
 	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
 		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
-		const char *how = sys ? "killed by SIGSYS (a seccomp filter that kills on a system "
-					"call the sampler makes: see SECCOMP in allocprof-record(1))"
+		const char *how = sys ? "killed by SIGSYS (" SIGSYS_WHY ")"
 				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
 				  : fin->reason == AP_END_RAW_EXIT
 				      ? "ended by the exit_group system call, without exit()"

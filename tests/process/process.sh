@@ -290,7 +290,7 @@ seccomp)
 	timeout -s KILL 20 "$AP" record -o ka.trace "$SECCOMP" killall >ka.out 2>ka.err
 	rc=$?
 	if [ $rc = 159 ]; then
-		grep -q "killed by SIGSYS (a seccomp filter that kills on a system call the sampler makes: see SECCOMP in allocprof-record(1))" ka.err ||
+		grep -q "killed by SIGSYS (a seccomp filter's, for a system call of the program's or one the sampler makes: see SECCOMP in allocprof-record(1))" ka.err ||
 			fail "killall: record does not say: $(cat ka.err)"
 	else
 		expect_eq "killall: exit status" $rc 0
