@@ -1061,7 +1061,7 @@ int ap_detach(struct ap_attached *a)
 	if (!ap_attached_here(a))
 		return ended(a->pid) ? 1 : 2;
 	if (tracee_open(&tr, a->pid) < 0)
-		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : -1;
+		return ended(a->pid) ? 1 : -1;
 	tr.futex_ok = a->futex_ok;
 	int rc = -1;
 	uint64_t ret, none[3] = { 0, 0, 0 };
@@ -1086,7 +1086,7 @@ int ap_detach(struct ap_attached *a)
 		goto out;
 	rc = 0;
 out:
-	if (rc < 0 && kill(a->pid, 0) < 0 && errno == ESRCH)
+	if (rc < 0 && ended(a->pid)) /* (its last threads went meanwhile) */
 		rc = 1;
 	a->detach_stops = tr.st;
 	tracee_close(&tr);
