@@ -275,7 +275,9 @@ int cmd_record(int argc, char **argv)
 	L.mask = &relay.mask;
 
 	fflush(NULL);
-	time_t start = time(NULL);
+	struct timespec began;
+	clock_gettime(CLOCK_REALTIME, &began);
+	struct rec_span span = { (uint64_t)began.tv_sec * 1000000000u + (uint64_t)began.tv_nsec, 0 };
 	pid_t pid = rec_launch(&L);
 	int e = L.err;
 	free(L.sh_argv);
@@ -334,6 +336,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	bool main_live = false;
+	span.main_start_ns = discard ? 0 : rec_trace_start_ns(output);
 	if (discard) {
 		if (!o.quiet)
 			fprintf(stderr, "allocprof: trace discarded (%s)\n", output);
@@ -341,8 +344,10 @@ int cmd_record(int argc, char **argv)
 		/* until the program's forked children have opened their own
 		 * traces they hold its trace too (trace_is_live) */
 		struct ap_finished fin;
-		rec_finish_buffers(output, &status, end_ns, &fin);
-		rec_finish_trace(output, "wrote", o.quiet, stream, &status, &fin);
+		if (rec_finish_buffers(output, &status, end_ns, &fin))
+			rec_finish_trace(output, "wrote", o.quiet, stream, &status, &fin);
+		else
+			ap_compact_stream_abandon(stream);
 	} else {
 		ap_compact_stream_abandon(stream);
 		rec_say_live(output, "trace", -1, o.quiet, true);
@@ -352,7 +357,7 @@ int cmd_record(int argc, char **argv)
 	struct rec_names done = { 0 };
 	size_t live_left = 0;
 	if (!discard &&
-	    rec_finish_children(output, start, o.quiet, pid, &status, end_ns, &done, &live_left) &&
+	    rec_finish_children(output, &span, o.quiet, pid, &status, end_ns, &done, &live_left) &&
 	    !o.quiet)
 		fprintf(stderr,
 			"allocprof: the reports read %s with its child traces as one run "
@@ -361,7 +366,7 @@ int cmd_record(int argc, char **argv)
 			output, output);
 	live_end(&live); /* (the view says the end, then is quit) */
 	if (main_live || live_left) {
-		pid_t later = rec_finish_later(output, start, pid, &status, end_ns, main_live,
+		pid_t later = rec_finish_later(output, &span, pid, &status, end_ns, main_live,
 					       &done, claim.run);
 		if (later > 0 && !o.quiet)
 			fprintf(stderr, "allocprof: process %d (allocprof record) finishes those "

@@ -4,8 +4,10 @@
  * makes 2000 malloc(64) calls, frees them and exits 0. argv[2], if given,
  * is a file the child writes its pid to before it starts; argv[3]
  * "closefds": the child first closes every descriptor from 3 on, as many
- * daemons do.
- * Child totals: 2000 allocs, 128000 bytes, 2000 frees. */
+ * daemons do; "drip": the child makes its blocks one every 100 ms for
+ * `delay_ms` instead (a daemon at work when it is killed), then frees them.
+ * Child totals: 2000 allocs, 128000 bytes, 2000 frees (drip: delay_ms /
+ * 100 of each, 64 bytes each). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +51,21 @@ int main(int argc, char **argv)
 			close(fd);
 		}
 	}
-	struct timespec ts = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-	for (unsigned i = 0; i < N_BLOCKS; i++)
-		blocks[i] = make_block(i);
-	for (unsigned i = 0; i < N_BLOCKS; i++)
+	unsigned n = N_BLOCKS;
+	if (argc > 3 && !strcmp(argv[3], "drip")) {
+		n = (unsigned)(delay_ms / 100) < N_BLOCKS ? (unsigned)(delay_ms / 100) : N_BLOCKS;
+		for (unsigned i = 0; i < n; i++) {
+			struct timespec tick = { 0, 100000000L };
+			nanosleep(&tick, NULL);
+			blocks[i] = make_block(i);
+		}
+	} else {
+		struct timespec ts = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+		for (unsigned i = 0; i < n; i++)
+			blocks[i] = make_block(i);
+	}
+	for (unsigned i = 0; i < n; i++)
 		free(blocks[i]);
 	return 0;
 }

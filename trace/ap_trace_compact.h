@@ -64,9 +64,12 @@ void ap_compact_stream_abandon(struct ap_compact_stream *s);
  * AP_END_RAW_EXIT or AP_END_GONE, the status, the time), without
  * `calls` and `bytes`. A trace cut inside its last chunk is cut back to
  * the chunks before it first (that chunk's records are in its buffer).
- * The buffers file is removed once it is finished. Returns 0 (also when
- * there is no buffers file: out->found false, nothing done) or -1 with
- * err set ("<path>: <why>"). A corrupt trace is left as it is. */
+ * The buffers file is removed once it is finished. One process at a
+ * time finishes a trace (a lock on its buffers file): one that finds
+ * another at it, or its buffers file gone meanwhile, does nothing
+ * (out->busy). Returns 0 (also when there is no buffers file: out->found
+ * false, nothing done) or -1 with err set ("<path>: <why>"). A corrupt
+ * trace is left as it is. */
 struct ap_death {
 	unsigned reason;
 	bool status_known;
@@ -75,6 +78,8 @@ struct ap_death {
 };
 struct ap_finished {
 	bool found;		/* there was a buffers file */
+	bool busy;		/* another process is finishing the trace from it:
+				 * nothing was done */
 	uint64_t chunks;	/* chunks added from it */
 	bool end_added;		/* an END was added (reason: its reason) */
 	unsigned reason;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -193,6 +194,22 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 	}
 	if (fstat(sfd, &ss) < 0 || !S_ISREG(ss.st_mode) || ss.st_size < (off_t)AP_BUFFERS_PAGE)
 		goto out; /* not a buffers file: not ours to remove */
+	/* one finisher at a time (two that both appended its chunks made the
+	 * trace unreadable): the other one skips it; the lock goes with the
+	 * file, removed once the trace has them */
+	if (flock(sfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			out->busy = true;
+		else
+			rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));
+		goto out;
+	}
+	/* a finisher that held it before has removed it meanwhile: done */
+	struct stat now;
+	if (stat(side.buf, &now) < 0 || now.st_ino != ss.st_ino || now.st_dev != ss.st_dev) {
+		out->busy = true;
+		goto out;
+	}
 	sm = mmap(NULL, (size_t)ss.st_size, PROT_READ, MAP_SHARED, sfd, 0);
 	if (sm == MAP_FAILED) {
 		rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));

@@ -183,7 +183,7 @@ uint64_t rec_mono_ns(void)
  * `status` and the time it ended (`end_ns`); for a process record is not
  * the parent of (status NULL), "gone", about when its files last changed.
  * What was done goes to *fin; a failure is said in one line. */
-void rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
+bool rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
 			struct ap_finished *fin)
 {
 	struct ap_death how = { AP_END_GONE, false, 0, end_ns };
@@ -215,17 +215,19 @@ void rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
 	struct ap_error err;
 	if (ap_trace_finish_buffers(path, &how, fin, &err) < 0)
 		ap_say("%s", err.msg);
+	return !fin->busy;
 }
 
-/* The HEADER's malloc_owner (malloc'd), or NULL: the object whose malloc
- * the program's calls reached instead of the sampler's. */
-static char *trace_malloc_owner(const char *path)
+/* The value of HEADER key `key` in the trace at `path`: a string
+ * (AP_KV_STR, malloc'd into *str) or a number (*num). Returns whether the
+ * key was there. Reads only the first chunk, never compressed. */
+static bool header_key(const char *path, uint64_t key_wanted, char **str, uint64_t *num)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
-		return NULL;
+		return false;
 	uint8_t h[AP_CHUNK_HDR_LEN];
-	char *owner = NULL;
+	bool found = false;
 	if (pread(fd, h, sizeof(h), AP_TRACE_PREAMBLE_LEN) == (ssize_t)sizeof(h) &&
 	    ap_get_u32le(h) == AP_CHUNK_MAGIC && h[4] == AP_CHUNK_HEADER &&
 	    ap_get_u32le(h + 12) <= AP_CHUNK_MAX_PAYLOAD) {
@@ -234,24 +236,43 @@ static char *trace_malloc_owner(const char *path)
 		if (pread(fd, pl, len, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN) == (ssize_t)len) {
 			const uint8_t *p = pl, *end = pl + len;
 			uint64_t key, kind, v;
-			while (!owner && p < end && !ap_get_uv(&p, end, &key) &&
+			while (!found && p < end && !ap_get_uv(&p, end, &key) &&
 			       !ap_get_uv(&p, end, &kind) && !ap_get_uv(&p, end, &v)) {
-				if (kind != AP_KV_STR)
-					continue;
-				if (v > (uint64_t)(end - p))
+				if (kind == AP_KV_STR && v > (uint64_t)(end - p))
 					break;
-				if (key == AP_HK_MALLOC_OWNER) {
+				if (key == key_wanted && kind == AP_KV_STR && str) {
 					struct ap_buf b = AP_BUF_INIT;
 					ap_buf_add(&b, p, (size_t)v);
-					owner = ap_buf_detach(&b, NULL);
+					*str = ap_buf_detach(&b, NULL);
+					found = true;
+				} else if (key == key_wanted && kind == AP_KV_UINT && num) {
+					*num = v;
+					found = true;
 				}
-				p += v;
+				if (kind == AP_KV_STR)
+					p += v;
 			}
 		}
 		free(pl);
 	}
 	close(fd);
+	return found;
+}
+
+/* The HEADER's malloc_owner (malloc'd), or NULL: the object whose malloc
+ * the program's calls reached instead of the sampler's. */
+static char *trace_malloc_owner(const char *path)
+{
+	char *owner = NULL;
+	header_key(path, AP_HK_MALLOC_OWNER, &owner, NULL);
 	return owner;
+}
+
+uint64_t rec_trace_start_ns(const char *path)
+{
+	uint64_t ns = 0;
+	header_key(path, AP_HK_START_REALTIME_NS, NULL, &ns);
+	return ns;
 }
 
 /* The program's trace keeps its symbols through a helper started with
@@ -606,9 +627,9 @@ static bool listed(char **names, size_t n, const char *name)
  * has not opened its own trace yet: once it is released, the directory
  * is read again for that child's trace. Returns how many child traces
  * there are, *live how many of them are left live. */
-size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
-			   const int *main_status, uint64_t main_end_ns, struct rec_names *done,
-			   size_t *live_left)
+size_t rec_finish_children(const char *output, const struct rec_span *span, bool quiet,
+			   pid_t main_pid, const int *main_status, uint64_t main_end_ns,
+			   struct rec_names *done, size_t *live_left)
 {
 	struct rec_names live_now = { 0 }, finished = { 0 };
 	symbols_later = &finished;
@@ -616,10 +637,22 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 	for (bool again = true; again;) {
 		again = false;
 		char **names;
-		size_t n = ap_trace_children(output, since, &names);
+		size_t n = ap_trace_children(output, (time_t)(span->since_ns / 1000000000u), &names);
+		/* A later record given the same -o (its trace at `output`
+		 * now, begun after ours) owns the child traces begun since;
+		 * read after the listing, so that a child trace listed has
+		 * its program's HEADER there */
+		uint64_t upto = rec_trace_start_ns(output);
+		if (!upto || upto == span->main_start_ns)
+			upto = UINT64_MAX;
 		for (size_t i = 0; i < n; i++) {
+			/* begun before this run (an earlier run's daemon, still
+			 * writing: its record's finisher finishes it), or in a
+			 * later run's time: another run's */
+			uint64_t began = rec_trace_start_ns(names[i]);
 			if (listed(done->name, done->n, names[i]) ||
-			    listed(live_now.name, live_now.n, names[i])) {
+			    listed(live_now.name, live_now.n, names[i]) ||
+			    (began && (began < span->since_ns || began >= upto))) {
 				free(names[i]);
 				continue;
 			}
@@ -640,10 +673,10 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 				/* an image of the program (.exec<n>) ended as the
 				 * program did; any other process unseen */
 				struct ap_finished fin;
-				rec_finish_buffers(names[i], who == main_pid ? main_status : NULL,
-					       main_end_ns, &fin);
-				rec_finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
-				names_add(done, names[i]);
+				if (rec_finish_buffers(names[i], who == main_pid ? main_status : NULL,
+						       main_end_ns, &fin))
+					rec_finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
+				names_add(done, names[i]); /* (or another's, finishing it) */
 			}
 		}
 		free(names);
@@ -663,11 +696,14 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
  * compacted with their symbols kept and their buffers files removed, as
  * record does for the others. It is in a session of its own, its
  * standard descriptors on /dev/null (a caller reading record's output
- * sees its end when record ends), and holds the run's lock (`run_fd`)
- * until it is done; it looks every 200 ms, every 2 s after a minute (a
+ * sees its end when record ends), and holds the run's lock (`run_fd`,
+ * on the program's trace as it was before it was finished: a later record
+ * may take -o, and owns the child traces begun after it, `span`) until it
+ * is done; it looks every 200 ms, every 2 s after a minute (a
  * daemon may run for months). Returns its pid, or -1. */
-pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const int *main_status,
-		       uint64_t main_end_ns, bool main_live, struct rec_names *done, int run_fd)
+pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t main_pid,
+		       const int *main_status, uint64_t main_end_ns, bool main_live,
+		       struct rec_names *done, int run_fd)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -690,11 +726,11 @@ pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const i
 		nanosleep(&ts, NULL);
 		if (main_live && !rec_trace_is_live(output)) {
 			struct ap_finished fin;
-			rec_finish_buffers(output, main_status, main_end_ns, &fin);
-			rec_finish_trace(output, "wrote", true, NULL, main_status, &fin);
+			if (rec_finish_buffers(output, main_status, main_end_ns, &fin))
+				rec_finish_trace(output, "wrote", true, NULL, main_status, &fin);
 			main_live = false;
 		}
-		rec_finish_children(output, since, true, main_pid, main_status, main_end_ns, done,
+		rec_finish_children(output, span, true, main_pid, main_status, main_end_ns, done,
 				    &left);
 	}
 	_exit(0);

@@ -130,7 +130,9 @@ void rec_relay_end(struct relay *r);
 int rec_wait_program(pid_t pid, int *status, const char *trace,
 		     struct ap_compact_stream **stream, struct relay *r);
 uint64_t rec_mono_ns(void);
-void rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
+/* Finishes the trace at `path` from its buffers file (trace/buffers.c);
+ * false if another process is finishing it (then the caller leaves it). */
+bool rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
 			struct ap_finished *fin);
 /* Starts the helper that keeps the symbols of the trace at path (the
  * program's, as rec_finish_trace will name it) and opens their files
@@ -151,11 +153,21 @@ struct rec_names {
 	size_t n, alloc;
 };
 void rec_names_release(struct rec_names *l);
-size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
-			   const int *main_status, uint64_t main_end_ns, struct rec_names *done,
-			   size_t *live_left);
-pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const int *main_status,
-		       uint64_t main_end_ns, bool main_live, struct rec_names *done, int run_fd);
+/* When a run began: since_ns, record's clock (CLOCK_REALTIME) before
+ * the program started; main_start_ns, its trace's HEADER start_realtime
+ * (0: none). A child trace (at a child suffix of -o) is the run's if it
+ * began at since_ns or later and before a later run's trace took -o. */
+struct rec_span {
+	uint64_t since_ns, main_start_ns;
+};
+/* The HEADER's start_realtime of the trace at `path` (0: none read). */
+uint64_t rec_trace_start_ns(const char *path);
+size_t rec_finish_children(const char *output, const struct rec_span *span, bool quiet,
+			   pid_t main_pid, const int *main_status, uint64_t main_end_ns,
+			   struct rec_names *done, size_t *live_left);
+pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t main_pid,
+		       const int *main_status, uint64_t main_end_ns, bool main_live,
+		       struct rec_names *done, int run_fd);
 void rec_die_like(int s);
 pid_t rec_launch(struct launch *L);
 /* Whether `path`, which exec found missing (ENOENT), is a script whose

@@ -83,6 +83,36 @@ daemon)
 	done
 	[ "$(jget q.json symbols_kept)" -gt 0 ] || fail "-q: the daemon's trace keeps no symbols"
 	[ ! -e "q.trace.$dpid.buffers" ] || fail "-q: the daemon's buffers file is left"
+
+	# A second record with the same -o while the first run's daemon
+	# still writes its trace: that trace began before the second run and
+	# is not the second run's child, whatever its name; only the first
+	# run's finisher finishes it, once (two finishers appending its
+	# buffers made a duplicated chunk), after a SIGKILL too.
+	rm -f pid
+	"$ALLOCPROF" record -q --all -o r.trace "$TESTDATA_BUILD/daemon" 3000 pid drip >out 2>err ||
+		fail "drip: record failed: $(cat err)"
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	sleep 0.3
+	"$ALLOCPROF" record --all -o r.trace "$TESTDATA_BUILD/exitcode" return 0 >out2 2>err2 ||
+		fail "second record failed: $(cat err2)"
+	grep -q "r.trace.$dpid" err2 && fail "the second record took the first run's daemon trace: $(cat err2)"
+	sleep 0.5
+	kill -9 "$dpid"
+	wait_gone "$dpid"
+	for _ in $(seq 1 100); do
+		"$ALLOCPROF" stats --json "r.trace.$dpid" >r.json 2>r.err &&
+			[ "$(jget r.json symbols_kept)" -gt 0 ] && break
+		sleep 0.1
+	done
+	"$ALLOCPROF" stats --json "r.trace.$dpid" >r.json 2>r.err ||
+		fail "drip: stats of the killed daemon's trace: $(cat r.err)"
+	[ "$(jget r.json symbols_kept)" -gt 0 ] || fail "drip: the killed daemon's trace keeps no symbols"
+	[ "$(jget r.json end_reason)" = killed ] || [ "$(jget r.json end_reason)" = gone ] ||
+		fail "drip: end_reason $(jget r.json end_reason)"
+	[ ! -e "r.trace.$dpid.buffers" ] || fail "drip: the daemon's buffers file is left"
+	"$ALLOCPROF" stats r.trace >/dev/null 2>r.err || fail "drip: stats of the second run: $(cat r.err)"
 	;;
 chunks)
 	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
