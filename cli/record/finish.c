@@ -1,6 +1,8 @@
 /* record/finish.c: `allocprof record`, the end of a run: the wait, the sampler's buffers, the compaction, the child traces (record-int.h). */
 #include "record-int.h"
 
+#include <dirent.h>
+
 /* --compress-level's value (-1: not given), for every trace of the run. */
 int rec_compress_level_opt = -1;
 
@@ -689,6 +691,44 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 	return done->n + *live_left;
 }
 
+/* Closes every descriptor from `first` on but `keep`, at any number (a
+ * caller's pipe at 1500 kept open would keep its reader waiting for the
+ * daemon's whole life): close_range, else what /proc/self/fd lists, else
+ * each up to the descriptor limit. */
+static void close_all_but(int first, int keep)
+{
+	unsigned lo = (unsigned)first, k = keep >= first ? (unsigned)keep : 0;
+	if (k ? (k == lo || syscall(SYS_close_range, lo, k - 1, 0) == 0) &&
+		    syscall(SYS_close_range, k + 1, ~0u, 0) == 0
+	      : syscall(SYS_close_range, lo, ~0u, 0) == 0)
+		return;
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		int *fds = NULL;
+		size_t n = 0, alloc = 0;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			int fd = atoi(de->d_name);
+			if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && fd >= first &&
+			    fd != keep && fd != dirfd(d)) {
+				AP_ALLOC_GROW(fds, n + 1, alloc);
+				fds[n++] = fd;
+			}
+		}
+		closedir(d);
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+		free(fds);
+		return;
+	}
+	struct rlimit rl;
+	int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+			  rl.rlim_cur < (1u << 20) ? (int)rl.rlim_cur : 1 << 20;
+	for (int fd = first; fd < max; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
 /* Traces the run left live, a daemon's (a process that outlives the
  * program) or the program's own (held by a child that has not opened its
  * trace yet), are finished once their processes are gone by a process of
@@ -714,9 +754,7 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 	for (int fd = 0; fd <= 2 && null >= 0; fd++)
 		if (fd != null)
 			dup2(null, fd);
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != run_fd)
-			close(fd);
+	close_all_but(3, run_fd);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

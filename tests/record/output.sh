@@ -113,6 +113,24 @@ daemon)
 		fail "drip: end_reason $(jget r.json end_reason)"
 	[ ! -e "r.trace.$dpid.buffers" ] || fail "drip: the daemon's buffers file is left"
 	"$ALLOCPROF" stats r.trace >/dev/null 2>r.err || fail "drip: stats of the second run: $(cat r.err)"
+
+	# The finisher keeps none of record's descriptors but its lock, at
+	# any number: a caller's pipe at 1500 would keep its reader waiting
+	# for the daemon's whole life.
+	rm -f pid
+	bash -c 'exec 1500>/dev/null; exec "$0" record --all -o h.trace "$1" 3000 pid' \
+		"$ALLOCPROF" "$TESTDATA_BUILD/daemon" >out 2>err || fail "high fd: record failed: $(cat err)"
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' err)
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	if [ -z "$fpid" ] || ! kill -0 "$dpid" 2>/dev/null; then
+		fail "high fd: no finisher named, or the daemon gone already: $(cat err)"
+	else
+		fds=$(ls /proc/"$fpid"/fd | sort -n | tr '\n' ' ')
+		[ -e /proc/"$fpid"/fd/1500 ] && fail "high fd: the finisher keeps descriptor 1500 ($fds)"
+		[ "$(ls /proc/"$fpid"/fd | wc -l)" -le 4 ] || fail "high fd: the finisher keeps $fds"
+	fi
+	wait_gone "$dpid"
 	;;
 chunks)
 	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
