@@ -565,11 +565,13 @@ int ap_trace_read_mem(const void *data, size_t len, const char *name, struct ap_
 int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 		  ap_progress_fn progress, void *progress_ctx)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO nobody writes to would block the open for ever */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return ap_error_set(err, "%s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 || fstat(fd, &st) < 0) {
 		int e = errno;
 		close(fd);
 		return ap_error_set(err, "%s: %s", path, strerror(e));
@@ -625,6 +627,11 @@ int ap_trace_read(const char *path, struct ap_trace **out, struct ap_error *err,
 	if (!map) {
 		close(fd);
 		fd = -1;
+	}
+	/* (a FIFO reads as ended at once while it has no writer) */
+	if (S_ISFIFO(st.st_mode) && size == 0) {
+		free(buf);
+		return ap_error_set(err, "%s: a FIFO with no writer, not a trace file", path);
 	}
 	struct rd r = {
 	    .data = map ? map : buf,

@@ -240,7 +240,9 @@ int ap_follow_update(struct ap_follow *f, struct ap_error *err)
 
 int ap_follow_open(const char *path, struct ap_follow **out, struct ap_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO nobody writes to would block the open for ever
+	 * (and is refused); a regular file reads the same with it */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return ap_error_set(err, "%s: %s", path, strerror(errno));
 	struct stat st;

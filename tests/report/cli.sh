@@ -99,6 +99,16 @@ writer=$!
 expect 1 "^allocprof: $tmp/fifo: not an allocprof trace" stats "$tmp/fifo"
 kill $writer 2>/dev/null # still waiting for a reader if allocprof never opened it
 wait
+# a FIFO nobody writes to: refused at once, not waited on for ever (the
+# time limit makes a regression fail)
+rm "$tmp/fifo"
+mkfifo "$tmp/fifo"
+for cmd in stats top "list walk" tree timeline flamegraph html advise symbols "export --format=folded"; do
+	# shellcheck disable=SC2086
+	expect 1 "^allocprof: $tmp/fifo: a FIFO with no writer, not a trace file$" $cmd "$tmp/fifo"
+done
+expect 2 "^allocprof: $tmp/fifo: a FIFO with no writer, not a trace file$" diff "$tmp/fifo" "$tmp/fx.trace"
+expect 1 "^allocprof: $tmp/fifo: not a regular file$" tui --batch --follow "$tmp/fifo"
 ap=$ap_real
 expect 1 "^allocprof: focus: bad regex '\(': " top --focus '(' "$tmp/fx.trace"
 expect 1 "^allocprof: ignore: bad regex '\[': " top --ignore '[' "$tmp/fx.trace"
