@@ -566,22 +566,20 @@ static int is_handed_trace(int fd)
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
 		return 0;
-	if (fstat(fd, &st) < 0) {
-		/* a seccomp filter's refusal (the fork child's own trace, just
-		 * made, was taken for another file and left empty beside a
-		 * second one): its size from lseek, which a pipe or a socket
-		 * has none of */
-		off_t end = refused(SYS_newfstatat, errno) ? lseek(fd, 0, SEEK_END) : -1;
-		if (end < 0)
+	if (fstat(fd, &st) == 0) {
+		if (!S_ISREG(st.st_mode))
 			return 0;
-		st.st_size = end;
-		st.st_mode = S_IFREG;
-	}
-	if (!S_ISREG(st.st_mode))
+	} else if (!refused(SYS_newfstatat, errno)) {
 		return 0;
-	return st.st_size == 0 ||
-	       (pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-		!memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN));
+	}
+	/* Without fstat (a seccomp filter's refusal: the fork child's own
+	 * trace, just made, was taken for another file and left empty
+	 * beside a second one), pread tells as well, and moves no offset (an
+	 * lseek to the end moved the program's, if the descriptor is its):
+	 * a pipe or a socket refuses it, and an empty file has nothing at 0 */
+	ssize_t n = pread(fd, magic, sizeof(magic), 0);
+	return n == 0 ||
+	       (n == (ssize_t)sizeof(magic) && !memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN));
 }
 
 /* Opens this image's trace at tfile.path (which create_trace may change),
