@@ -558,9 +558,52 @@ bool rec_wait_released(const char *path)
 	return !rec_trace_is_live(path);
 }
 
+/* When process `pid` started (/proc/PID/stat's starttime, in clock
+ * ticks since boot), or 0 if unknown. */
+static unsigned long long pid_start(pid_t pid)
+{
+	char path[64], line[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	line[n] = 0;
+	/* after the command's ")" (which may hold spaces): state is field 3,
+	 * starttime 22 */
+	char *p = strrchr(line, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* The processes rec_pid_alive has seen, and when each started: a pid
+ * whose process started at another time since is another process's (a
+ * daemon killed, its pid reused), and the one seen is gone. Inherited by
+ * the finisher. */
+static struct {
+	pid_t pid;
+	unsigned long long start;
+} *seen_pids;
+static size_t n_seen, seen_alloc;
+
 bool rec_pid_alive(pid_t pid)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
+		return false;
+	unsigned long long start = pid_start(pid);
+	if (!start)
+		return true; /* (no /proc: as kill says) */
+	for (size_t i = 0; i < n_seen; i++)
+		if (seen_pids[i].pid == pid)
+			return seen_pids[i].start == start;
+	AP_ALLOC_GROW(seen_pids, n_seen + 1, seen_alloc);
+	seen_pids[n_seen].pid = pid;
+	seen_pids[n_seen++].start = start;
+	return true;
 }
 
 /* Whether the trace at `path` has an END chunk: its process ended, or

@@ -131,6 +131,30 @@ daemon)
 		[ "$(ls /proc/"$fpid"/fd | wc -l)" -le 4 ] || fail "high fd: the finisher keeps $fds"
 	fi
 	wait_gone "$dpid"
+
+	# A daemon SIGKILLed whose pid another process takes (in a pid
+	# namespace of our own, where the next pid can be set) is gone all
+	# the same: the finisher finishes its trace while the other runs.
+	if unshare -Urpf --mount-proc true 2>/dev/null; then
+		rm -f pid
+		unshare -Urpf --mount-proc bash -c '
+			"$0" record -q --all -o k.trace "$1" 5000 pid drip >out 2>err || exit 1
+			for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+			sleep 0.3
+			dpid=$(cat pid)
+			kill -9 "$dpid"
+			while kill -0 "$dpid" 2>/dev/null; do wait -n 2>/dev/null; sleep 0.01; done
+			echo $((dpid - 1)) >/proc/sys/kernel/ns_last_pid
+			sleep 20 &
+			[ $! = "$dpid" ] || { echo "pid $! taken, not $dpid" >reuse.err; kill $!; exit 0; }
+			for _ in $(seq 1 100); do [ -e "k.trace.$dpid.buffers" ] || break; sleep 0.1; done
+			[ -e "k.trace.$dpid.buffers" ] && echo "the killed daemon'"'"'s trace is left unfinished while pid $dpid is another process'"'"'s" >reuse.err
+			kill $!
+			for _ in $(seq 1 100); do "$0" stats "k.trace.$dpid" >/dev/null 2>&1 && break; sleep 0.1; done
+			"$0" stats "k.trace.$dpid" >/dev/null 2>>reuse.err
+			true' "$ALLOCPROF" "$TESTDATA_BUILD/daemon" || fail "pid reused: record failed: $(cat err)"
+		[ -s reuse.err ] && fail "pid reused: $(cat reuse.err)"
+	fi
 	;;
 chunks)
 	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
