@@ -114,6 +114,26 @@ daemon)
 	[ ! -e "r.trace.$dpid.buffers" ] || fail "drip: the daemon's buffers file is left"
 	"$ALLOCPROF" stats r.trace >/dev/null 2>r.err || fail "drip: stats of the second run: $(cat r.err)"
 
+	# One process at a time finishes a trace from its buffers file (its
+	# flock): the finisher leaves a trace another one is finishing alone.
+	rm -f pid
+	"$ALLOCPROF" record -q --all -o x.trace "$TESTDATA_BUILD/daemon" 3000 pid drip >out 2>err ||
+		fail "busy: record failed: $(cat err)"
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	sleep 0.3
+	flock -x "x.trace.$dpid.buffers" sleep 3 &
+	holder=$!
+	sleep 0.2
+	kill -9 "$dpid"
+	wait_gone "$dpid"
+	before=$(stat -c %s "x.trace.$dpid")
+	sleep 1 # (the finisher looks every 200 ms)
+	[ -e "x.trace.$dpid.buffers" ] && [ "$(stat -c %s "x.trace.$dpid")" = "$before" ] ||
+		fail "busy: the finisher finished a trace another process was finishing"
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+
 	# The finisher keeps none of record's descriptors but its lock, at
 	# any number: a caller's pipe at 1500 would keep its reader waiting
 	# for the daemon's whole life.
