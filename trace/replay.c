@@ -325,11 +325,13 @@ static inline void rlive_settle(struct rlive *L)
 	rlive_of(L, L->held.proc, L->held.stack, L->held.size)->n++;
 }
 
-/* A block as the consumers see it, from a resolved trace. */
-static inline struct ap_replay_block block_of(const struct ap_trace *t, uint32_t stack,
-					      uint64_t size, bool temporary)
+/* A block as the consumers see it, from a resolved trace: `addr` the
+ * identity the event names it by. */
+static inline struct ap_replay_block block_of(const struct ap_trace *t, uint64_t addr,
+					      uint32_t stack, uint64_t size, bool temporary)
 {
 	return (struct ap_replay_block){
+	    .addr = addr,
 	    .size = size,
 	    .stack = stack,
 	    .w = !stack ? 0 : t->rate <= 1 ? 1.0 : ap_trace_weight(t, size),
@@ -349,7 +351,7 @@ static void rlive_out(struct rlive *L, const struct ap_trace *t,
 		struct lcount *x = &L->e[k];
 		if (p != UINT32_MAX && x->proc != p)
 			continue;
-		struct ap_replay_block out = block_of(t, x->stack, x->size, false);
+		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
 		bool gone = dropped || exec_ended(t, x->proc);
 		for (; x->n > 0; x->n--)
 			for (size_t j = 0; j < nc; j++)
@@ -391,7 +393,7 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 			rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
 		}
 		struct ap_replay_block b =
-		    block_of(t, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
+		    block_of(t, e->addr, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
 		block_ended(p, c, nc, i, e, &b);
 		return;
 	}
@@ -407,7 +409,7 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 	L->has_held = true;
 	L->hthread = e->thread;
 	L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
-	struct ap_replay_block b = block_of(t, stack, e->size, false);
+	struct ap_replay_block b = block_of(t, e->addr, stack, e->size, false);
 	if (grows) {
 		p->set = false;
 		EACH(c, nc, grow, i, e, &p->b, &b);
