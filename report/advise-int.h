@@ -71,19 +71,20 @@ struct advise_objs;
 /* `quantum`: the trace's time quantum (births are its multiples). */
 struct advise_objs *advise_objs_new(uint64_t quantum);
 void advise_objs_free(struct advise_objs *s);
-/* Object ob's latest block is now `id`. `dflt`: the state that block
- * implies (its stack's site and weight, its size as the largest size and
- * capacity, the thread that allocated it); the store keeps ob whole when
- * it differs in any of those, or when `keep`. */
+/* Object ob's latest block is now `id`, which `thread` allocated. The
+ * store keeps ob whole when `whole` (the caller found that ob is not what
+ * the block says: see above), else its birth and thread only. */
 void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
-		     const struct advise_obj *dflt, bool keep);
-/* The live object whose latest block is `id`, out of the store into *ob
- * (from `dflt`, what the block implies, and what the store kept);
- * false, *ob untouched, when no object is live there. */
-bool advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob,
-		      const struct advise_obj *dflt);
+		     uint32_t thread, bool whole);
+/* advise_objs_take's answers. */
+enum { AP_OBJS_NONE, AP_OBJS_WHOLE, AP_OBJS_BIRTH };
+/* The live object whose latest block is `id`, out of the store: into *ob
+ * whole (AP_OBJS_WHOLE); or only its birth and thread (AP_OBJS_BIRTH:
+ * the rest is what its block says); or AP_OBJS_NONE, *ob untouched, when
+ * no object is live there. */
+int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob);
 /* Calls fn for each live object kept whole with its block's id. */
-void advise_objs_each_kept(const struct advise_objs *s,
+void advise_objs_each_kept(struct advise_objs *s,
 			   void (*fn)(void *ctx, uint64_t id, const struct advise_obj *ob),
 			   void *ctx);
 

@@ -761,17 +761,20 @@ static inline struct advise_obj obj_of_block(const struct walk_state *S, uint32_
 	};
 }
 
-/* Object ob's latest block is b, allocated by event e. */
+/* Object ob's latest block is b, allocated by event e: the store keeps
+ * it whole where it is not what b says, or where END's pooled list names
+ * b (ws_end_kept). */
 static inline void ws_keep(struct walk_state *S, const struct ap_event *e,
 			   const struct ap_replay_block *b, const struct advise_obj *ob)
 {
 	const struct walk *w = S->w;
 	struct advise_obj d = obj_of_block(S, b->stack, b->size, e->thread);
-	/* a capacity no pool uses is no exception */
-	if (ob->site == UINT32_MAX || !w->rp->runs[ob->site].active)
-		d.cap = ob->cap;
-	bool keep = w->t->npooled && pooled_at_exit(w->t, b->addr);
-	advise_objs_set(S->store, b->addr, ob, &d, keep);
+	/* (a capacity no pool uses is no difference) */
+	bool cap_used = ob->site != UINT32_MAX && w->rp->runs[ob->site].active;
+	bool whole = ob->w != d.w || (cap_used && ob->cap != d.cap) || ob->maxsize != d.maxsize ||
+		     ob->site != d.site || ob->thread != d.thread ||
+		     (w->t->npooled && pooled_at_exit(w->t, b->addr));
+	advise_objs_set(S->store, b->addr, ob, e->thread, whole);
 }
 
 /* The live object whose latest block is `id` (of stack and size), out of
@@ -779,8 +782,18 @@ static inline void ws_keep(struct walk_state *S, const struct ap_event *e,
 static inline bool ws_take(struct walk_state *S, uint64_t id, uint32_t stack, uint64_t size,
 			   struct advise_obj *ob)
 {
-	struct advise_obj d = obj_of_block(S, stack, size, UINT32_MAX);
-	return advise_objs_take(S->store, id, ob, &d);
+	struct advise_obj got;
+	switch (advise_objs_take(S->store, id, &got)) {
+	case AP_OBJS_NONE:
+		return false;
+	case AP_OBJS_WHOLE:
+		*ob = got;
+		return true;
+	default:
+		*ob = obj_of_block(S, stack, size, got.thread);
+		ob->birth = got.birth;
+		return true;
+	}
 }
 
 static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,

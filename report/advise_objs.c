@@ -7,10 +7,11 @@
  * and an array of objects (40 bytes each): 3.2 GB for 20 M live blocks
  * (bench/live.sh). An anonymous block's identity is its thread's
  * allocation index (AP_ANON_BASE | thread << 40 | index): a thread's
- * allocations fill a page of PAGE_SLOTS in turn, and a page goes once
- * every object in it is gone, so the store takes 4 bytes a live object
- * where the live ones are dense, as in a heap built and kept, and little
- * where they are not (a loop's temporaries empty each page behind it). */
+ * allocations fill a page of PAGE_SLOTS in turn, and a page goes once the
+ * thread allocates past it and every object in it is gone, so the store
+ * takes 4 bytes a live object where the live ones are dense, as in a heap
+ * built and kept, and little where they are not (a loop's temporaries
+ * leave each page empty behind them). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,10 @@ struct page {
 	uint64_t key;		/* id >> PAGE_BITS */
 	uint32_t live;		/* slots in use */
 	uint32_t thread;	/* the thread whose allocations these are */
+	/* Its last slot was used: the thread allocates in later pages now,
+	 * and the page goes once it is empty (a page still being filled
+	 * stays: a loop's temporary would empty it at every free). */
+	bool full;
 	uint32_t slot[PAGE_SLOTS];
 };
 
@@ -46,6 +51,13 @@ struct kept {
 };
 
 struct advise_objs {
+	/* The last object set waits here, not yet stored, until the next
+	 * call: most blocks are freed by the event right after the one that
+	 * made them (temporary allocations), and those never touch a page. */
+	bool has_held, held_whole;
+	uint32_t held_thread;
+	uint64_t held_id;
+	struct advise_obj held;
 	uint64_t quantum, base;	/* births: base + quanta * quantum */
 	bool has_base;
 	struct ap_u64map pages;	/* key -> index in page[] */
@@ -110,6 +122,7 @@ static inline struct page *page_of(struct advise_objs *s, uint64_t key, bool mak
 		p->key = key;
 		p->live = 0;
 		p->thread = NONE;
+		p->full = false;
 		if (s->nfree_idx) {
 			k = s->free_idx[--s->nfree_idx];
 		} else {
@@ -185,8 +198,9 @@ static inline uint32_t birth_slot(struct advise_objs *s, uint64_t birth)
 	return d <= BIRTH_MAX ? (uint32_t)d + 1 : 0;
 }
 
-void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
-		     const struct advise_obj *dflt, bool keep)
+/* advise_objs_set, into the store. */
+static void store(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
+		  uint32_t thread, bool whole)
 {
 	if (!anonymous(id)) {
 		kept_push(s, id, ob);
@@ -194,8 +208,9 @@ void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj
 	}
 	struct page *p = page_of(s, id >> PAGE_BITS, true);
 	if (p->thread == NONE)
-		p->thread = dflt->thread;
+		p->thread = thread;
 	uint32_t *slot = &p->slot[id & (PAGE_SLOTS - 1)];
+	p->full |= (id & (PAGE_SLOTS - 1)) == PAGE_SLOTS - 1;
 	if (*slot) {	/* (an identity given twice: a damaged trace) */
 		if (*slot & XSTATE)
 			kept_pop(s, id, NULL);
@@ -203,9 +218,7 @@ void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj
 		p->live++;
 	}
 	uint32_t b = birth_slot(s, ob->birth);
-	keep |= !b || ob->w != dflt->w || ob->cap != dflt->cap || ob->maxsize != dflt->maxsize ||
-		ob->site != dflt->site || ob->thread != p->thread;
-	if (keep) {
+	if (whole || !b || ob->thread != p->thread) {
 		kept_push(s, id, ob);
 		*slot = XSTATE | 1;
 		return;
@@ -213,36 +226,65 @@ void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj
 	*slot = b;
 }
 
-bool advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob,
-		      const struct advise_obj *dflt)
+/* The held object goes into the store. */
+static inline void settle(struct advise_objs *s)
 {
+	if (!s->has_held)
+		return;
+	s->has_held = false;
+	store(s, s->held_id, &s->held, s->held_thread, s->held_whole);
+}
+
+void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
+		     uint32_t thread, bool whole)
+{
+	settle(s);
+	s->has_held = true;
+	s->held_id = id;
+	s->held = *ob;
+	s->held_thread = thread;
+	s->held_whole = whole;
+}
+
+int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob)
+{
+	if (s->has_held) {
+		if (s->held_id == id) {
+			s->has_held = false;
+			*ob = s->held;
+			return AP_OBJS_WHOLE;
+		}
+		settle(s);
+	}
 	if (!anonymous(id))
-		return kept_pop(s, id, ob);
+		return kept_pop(s, id, ob) ? AP_OBJS_WHOLE : AP_OBJS_NONE;
 	struct page *p = page_of(s, id >> PAGE_BITS, false);
 	if (!p)
-		return false;
+		return AP_OBJS_NONE;
 	uint32_t *slot = &p->slot[id & (PAGE_SLOTS - 1)];
 	uint32_t v = *slot;
 	if (!v)
-		return false;
+		return AP_OBJS_NONE;
+	int got = AP_OBJS_WHOLE;
 	if (v & XSTATE) {
 		if (!kept_pop(s, id, ob))
-			return false;
+			return AP_OBJS_NONE;
 	} else {
-		*ob = *dflt;
 		ob->thread = p->thread;
 		ob->birth = s->base + (uint64_t)(v - 1) * s->quantum;
+		got = AP_OBJS_BIRTH;
 	}
 	*slot = 0;
-	if (!--p->live)
+	if (!--p->live && p->full)
 		page_drop(s, p);
-	return true;
+	return got;
 }
 
-void advise_objs_each_kept(const struct advise_objs *s,
+void advise_objs_each_kept(struct advise_objs *s,
 			   void (*fn)(void *ctx, uint64_t id, const struct advise_obj *ob),
 			   void *ctx)
 {
+	settle(s);
 	for (size_t k = 0; k < s->nkept; k++)
 		if (s->kept[k].live)
 			fn(ctx, s->kept[k].id, &s->kept[k].ob);
