@@ -68,10 +68,11 @@ static int record_attached(const struct record_opts *o)
 		}
 		unlink(out); /* the sampler makes it anew (checked above: a trace, or empty) */
 	}
-	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
+	/* ALLOCPROF=<pid>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
 	char cfg[PATH_MAX * 2 + 128];
-	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:1:%s", (int)ap_pid_inside(o->attach),
-		 (unsigned long long)o->rate, o->max_depth, out);
+	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:%u:%s", (int)ap_pid_inside(o->attach),
+		 (unsigned long long)o->rate, o->max_depth,
+		 AP_CFG_NO_CHILDREN | (o->gaps ? AP_CFG_GAPS : 0), out);
 
 	sigset_t mask, old;
 	sigemptyset(&mask);
@@ -148,8 +149,8 @@ out:
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { NULL, AP_DEFAULT_RATE, AP_DEFAULT_DEPTH, false, false, false, -1,
-				 0, 0, false };
+	struct record_opts o = { .rate = AP_DEFAULT_RATE, .max_depth = AP_DEFAULT_DEPTH,
+				 .compress_level = -1 };
 	int first = 0;
 	int rc = rec_parse_opts(argc, argv, &o, &first);
 	if (rc)
@@ -228,9 +229,10 @@ int cmd_record(int argc, char **argv)
 		free(resolved);
 		return discard ? AP_EXIT_USAGE : AP_EXIT_FAIL;
 	}
-	/* ALLOCPROF=<pid>:<rate>:<depth>:<no_children>:<output> (sampler/README.md) */
-	ap_buf_addf(&cfg_mid, ":%llu:%u:%d:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
-		    o.no_children ? 1 : 0, out_pre.buf);
+	/* ALLOCPROF=<pid>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
+	ap_buf_addf(&cfg_mid, ":%llu:%u:%u:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
+		    (o.no_children ? AP_CFG_NO_CHILDREN : 0) | (o.gaps ? AP_CFG_GAPS : 0),
+		    out_pre.buf);
 	struct launch L = {
 		.path = path,
 		.argv = argv + first,

@@ -202,7 +202,7 @@ static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
 	sl->type = type;
 	/* --all: every record has its gap (settings are read before the
 	 * first slot is made) */
-	sl->flags = type == AP_CHUNK_EVENTS && settings.all ? AP_CHUNK_F_GAPS : 0;
+	sl->flags = type == AP_CHUNK_EVENTS && settings.gaps ? AP_CHUNK_F_GAPS : 0;
 	sl->size = (uint32_t)size;
 	sl->len = AP_CHUNK_HDR_LEN;
 	__atomic_store_n(&sl->magic, AP_SLOT_MAGIC, __ATOMIC_RELEASE);

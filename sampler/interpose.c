@@ -183,7 +183,7 @@ int64_t live_peak_now(uint64_t *slack)
 
 /* ---- the program's time between its calls (--all) ---------------------- */
 
-/* Each record of an --all trace carries its gap: how long the thread ran
+/* Each record of an --all --gaps trace carries its gap: how long the thread ran
  * in the program between the return of its last recorded call and the
  * entry of this one (what advise's measured replay puts between the
  * thread's calls). The entry points stamp the TSC before the real call;
@@ -195,13 +195,13 @@ int64_t live_peak_now(uint64_t *slack)
 static inline __attribute__((always_inline)) void gap_enter(void)
 {
 	struct ap_tls *t = &tls;
-	if (UNLIKELY(settings.all) && t->thr && !t->guard)
+	if (UNLIKELY(settings.gaps) && t->thr && !t->guard)
 		t->thr->gap_at = rd_tsc();
 }
 
 static inline __attribute__((always_inline)) void gap_leave(struct ap_tls *t)
 {
-	if (settings.all && t->thr)
+	if (settings.gaps && t->thr)
 		t->thr->gap_from = rd_tsc();
 }
 
@@ -255,7 +255,7 @@ void free_sampled(void *p)
 	struct ap_tls *t = &tls;
 	if (!t->thr)
 		thr_register(t);
-	uint64_t at = settings.all && t->thr != &threads.dead ? t->thr->gap_at : 0;
+	uint64_t at = settings.gaps && t->thr != &threads.dead ? t->thr->gap_at : 0;
 	emit_free_at(t, (uintptr_t)p, at);
 }
 

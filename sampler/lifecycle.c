@@ -331,8 +331,11 @@ static int settings_load(void)
 		return -1;
 	}
 	memcpy(tfile.base, out, str_len(out) + 1);
+	/* the flags: 1 --no-children, 2 --gaps (any other non-zero value:
+	 * no children, as ALLOCPROF_NO_CHILDREN=yes always meant) */
 	const char *nc = cfg(CFG_NO_CHILDREN);
-	settings.no_children = nc && *nc && *nc != '0';
+	uint64_t fl = nc && *nc >= '0' && *nc <= '9' ? parse_u64(nc, 0) : nc && *nc ? 1 : 0;
+	settings.no_children = (fl & AP_CFG_NO_CHILDREN) || (fl && !(fl & AP_CFG_GAPS));
 	if (attach_mode)
 		; /* the program's environment is its own */
 	else if (settings.no_children)
@@ -343,6 +346,7 @@ static int settings_load(void)
 	if (settings.rate == 0)
 		settings.rate = 1;
 	settings.all = settings.rate == 1;
+	settings.gaps = settings.all && (fl & AP_CFG_GAPS);
 	settings.max_depth = (unsigned)parse_u64(cfg(CFG_DEPTH), DEFAULT_DEPTH);
 	if (settings.max_depth < 1)
 		settings.max_depth = 1;

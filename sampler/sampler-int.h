@@ -157,6 +157,8 @@ void say(const char *a, const char *b);
 struct ap_settings {
 	uint64_t rate;		/* mean bytes between samples (1: every call) */
 	int all;		/* rate 1: every allocation and free, no pointer set */
+	int gaps;		/* --all with record --gaps: each record's gap (the TSC
+				 * read at a call's entry and at its return) */
 	unsigned max_depth;	/* frames kept per stack, 1..MAX_DEPTH_CAP */
 	uint64_t seed;		/* ALLOCPROF_TEST_SEED, 0: none */
 	uint64_t quantum;	/* ns per time quantum */

@@ -35,6 +35,11 @@
 /* The longest tail of a trace's name handed to the next image. */
 #define AP_OUTPUT_SUFFIX_MAX 40
 
+/* The flags field of record's ALLOCPROF variable (sampler/README.md):
+ * --no-children, --gaps. */
+#define AP_CFG_NO_CHILDREN 1u
+#define AP_CFG_GAPS 2u
+
 #define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
 #define AP_CHUNK_HDR_LEN 32
 /* Where the header's own CRC-32C sits; it covers the bytes before it. */

@@ -34,6 +34,9 @@ static void record_usage(FILE *f)
 	      "      --rate BYTES   mean bytes between samples (default 512K; accepts\n"
 	      "                     suffixes K, M, G; 1 records every allocation)\n"
 	      "      --all          record every allocation and free (same as --rate 1)\n"
+	      "      --gaps         with --all: also how long each thread ran between\n"
+	      "                     its calls (stats' between_calls; one more clock\n"
+	      "                     read a call, and a larger trace)\n"
 	      "      --max-depth N  stack depth cap (default 64, at most 256)\n"
 	      "      --no-children  profile only PROGRAM, not the programs it runs\n"
 	      "                     nor the processes it forks\n"
@@ -134,6 +137,8 @@ int rec_parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 			o->quiet = true;
 		} else if (!strcmp(a, "--all")) {
 			o->rate = 1;
+		} else if (!strcmp(a, "--gaps")) {
+			o->gaps = true;
 		} else if (!strcmp(a, "--no-children")) {
 			o->no_children = true;
 		} else if (!strcmp(a, "--no-symbols")) {
@@ -186,6 +191,8 @@ int rec_parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 	if (o->attach && i < argc)
 		return ap_usage_error("record", "-p attaches to a running process: no program "
 				      "to run with it ('%s')", argv[i]);
+	if (o->gaps && o->rate != 1)
+		return ap_usage_error("record", "--gaps goes with --all (a sampled trace has no gaps)");
 	if (o->duration && !o->attach)
 		return ap_usage_error("record", "--duration goes with -p");
 	if (o->attach && o->no_children)

@@ -42,6 +42,7 @@ struct record_opts {
 	uint64_t rate;
 	unsigned max_depth;
 	bool no_children;
+	bool gaps;		/* --gaps */
 	bool quiet;
 	bool no_symbols;
 	int compress_level; /* -1: ALLOCPROF_COMPACT_LEVEL's, else the default */

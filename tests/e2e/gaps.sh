@@ -7,7 +7,8 @@
 #     work, plus a little (the calls' own entry and exit outside the
 #     timestamps), both without the stretches a preemption made longer
 #     than 50 us (a loaded machine), one thread and three;
-#  2. a sampled trace has none (null, no line);
+#  2. a sampled trace has none (null, no line), nor one recorded with
+#     --all alone (gaps are record --gaps');
 #  3. with ALLOCPROF_REPLAY_WORK=1 advise's measured baseline replay spins
 #     that work: its CPU time is near the work (most of it: the work is
 #     CPU); by default (the calls back to back) a small part.
@@ -21,7 +22,7 @@ cd "$tmp" || exit 1
 
 # 1. between_calls against the program's own measure
 for t in 1 3; do
-	"$ALLOCPROF" record -q --all -o g$t.trace "$TESTDATA_BUILD/gaps" 8000 2 $t >g$t.out ||
+	"$ALLOCPROF" record -q --all --gaps -o g$t.trace "$TESTDATA_BUILD/gaps" 8000 2 $t >g$t.out ||
 		fail "record gaps ($t threads)"
 	worked=$(sed -n 's/^calls [0-9]* worked_ns \([0-9]*\) .*/\1/p' g$t.out)
 	"$ALLOCPROF" stats --json g$t.trace >g$t.json || fail "stats g$t.trace"
@@ -40,6 +41,14 @@ done
 "$ALLOCPROF" stats --json s.trace >s.json || fail "stats s.trace"
 [ "$(jq s.json 'j["between_calls_ns"]')" = None ] || fail "sampled: between_calls_ns $(jq s.json 'j["between_calls_ns"]')"
 "$ALLOCPROF" stats s.trace | grep -q "^between_calls" && fail "sampled: a between_calls line"
+
+# 2b. --all without --gaps: none (the clock is read once a call), and
+# --gaps asks for --all
+"$ALLOCPROF" record -q --all -o n.trace "$TESTDATA_BUILD/gaps" 2000 2 >/dev/null || fail "record --all"
+"$ALLOCPROF" stats --json n.trace >n.json || fail "stats n.trace"
+[ "$(jq n.json 'j["between_calls_ns"]')" = None ] || fail "--all without --gaps: between_calls_ns $(jq n.json 'j["between_calls_ns"]')"
+"$ALLOCPROF" record -q --gaps -o x.trace "$TESTDATA_BUILD/gaps" 10 2 >/dev/null 2>x.err
+[ $? = 2 ] && grep -q "^allocprof: record: --gaps goes with --all" x.err || fail "--gaps alone: $(cat x.err)"
 
 # 3. the replay spins the work (one thread: its CPU time is the work's)
 ALLOCPROF_REPLAY_WORK=1 "$ALLOCPROF" advise --json -n 1 --replay-cpus 1 g1.trace >a.json ||
