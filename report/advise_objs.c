@@ -21,9 +21,9 @@
 
 #define PAGE_BITS 10
 #define PAGE_SLOTS (1u << PAGE_BITS)
-/* A slot: 0, no object; else its birth in quanta from the first one
- * stored, plus 1, in the low 31 bits, and XSTATE set when the object is
- * kept whole (its birth then there too). */
+/* A slot: 0, no object; else, XSTATE clear, its birth in quanta from the
+ * first one stored, plus 1; or XSTATE set and the index of the object
+ * kept whole in the low 31 bits. */
 #define XSTATE 0x80000000u
 #define BIRTH_MAX (XSTATE - 2)
 #define NONE UINT32_MAX
@@ -39,16 +39,22 @@ struct page {
 	uint32_t slot[PAGE_SLOTS];
 };
 
-/* An object kept whole, by its block's id; the objects at one id are a
- * list, the most recent first (a block that is not anonymous can be
- * allocated at a live address, where a free was lost: the replay's
- * rule). */
+/* An object kept whole, by its block's id. Those of blocks that are not
+ * anonymous are found by a map, where the objects at one address are a
+ * list, the most recent first (a block can be allocated at a live
+ * address, where a free was lost: the replay's rule); an anonymous
+ * block's slot holds its index. */
 struct kept {
-	uint64_t id;
+	uint64_t id;		/* FREE_ID: an entry free for the next */
 	struct advise_obj ob;
 	uint32_t older;		/* NONE; or the free list's next */
-	bool live;
 };
+
+#define FREE_ID UINT64_MAX	/* (thread 0xffff: no block has it) */
+/* The entries, in chunks that never move: a program that keeps a million
+ * objects whole keeps them once, not twice while an array doubles. */
+#define KCHUNK_BITS 14
+#define KCHUNK (1u << KCHUNK_BITS)
 
 struct advise_objs {
 	/* The last object set waits here, not yet stored, until the next
@@ -70,9 +76,9 @@ struct advise_objs {
 	 * allocations fill a page in turn) */
 	uint64_t last_key;
 	struct page *last;
-	struct ap_u64map kmap;	/* id -> index in kept[] */
-	struct kept *kept;
-	size_t nkept, kept_alloc;
+	struct ap_u64map kmap;	/* a block's address -> its object's entry */
+	struct kept **kchunk;
+	size_t nkept, nchunks, chunks_alloc;	/* entries made; chunks */
 	uint32_t free_kept;
 };
 
@@ -98,7 +104,9 @@ void advise_objs_free(struct advise_objs *s)
 	free(s->spare);
 	ap_u64map_release(&s->pages);
 	ap_u64map_release(&s->kmap);
-	free(s->kept);
+	for (size_t k = 0; k < s->nchunks; k++)
+		free(s->kchunk[k]);
+	free(s->kchunk);
 	free(s);
 }
 
@@ -152,33 +160,57 @@ static void page_drop(struct advise_objs *s, struct page *p)
 	s->spare = p;
 }
 
-static void kept_push(struct advise_objs *s, uint64_t id, const struct advise_obj *ob)
+static inline struct kept *kept_at(const struct advise_objs *s, uint32_t k)
+{
+	return &s->kchunk[k >> KCHUNK_BITS][k & (KCHUNK - 1)];
+}
+
+/* A new entry for ob, of block id: its index. */
+static uint32_t kept_new(struct advise_objs *s, uint64_t id, const struct advise_obj *ob)
 {
 	uint32_t k;
 	if (s->free_kept != NONE) {
 		k = s->free_kept;
-		s->free_kept = s->kept[k].older;
+		s->free_kept = kept_at(s, k)->older;
 	} else {
-		AP_ALLOC_GROW(s->kept, s->nkept + 1, s->kept_alloc);
+		if (s->nkept == s->nchunks * KCHUNK) {
+			AP_ALLOC_GROW(s->kchunk, s->nchunks + 1, s->chunks_alloc);
+			s->kchunk[s->nchunks++] = ap_xmalloc(KCHUNK * sizeof(struct kept));
+		}
 		k = (uint32_t)s->nkept++;
 	}
-	s->kept[k] = (struct kept){ .id = id, .ob = *ob, .live = true };
-	s->kept[k].older = ap_u64map_push(&s->kmap, id, k);
+	*kept_at(s, k) = (struct kept){ .id = id, .ob = *ob, .older = NONE };
+	return k;
 }
 
-/* The most recent object kept at id, out into *ob; false when none. */
+/* Entry k out into *ob (NULL: dropped), free for the next. */
+static void kept_free(struct advise_objs *s, uint32_t k, struct advise_obj *ob)
+{
+	struct kept *e = kept_at(s, k);
+	if (ob)
+		*ob = e->ob;
+	e->id = FREE_ID;
+	e->older = s->free_kept;
+	s->free_kept = k;
+}
+
+/* An object of a block that is not anonymous. */
+static void kept_push(struct advise_objs *s, uint64_t id, const struct advise_obj *ob)
+{
+	uint32_t k = kept_new(s, id, ob);
+	kept_at(s, k)->older = ap_u64map_push(&s->kmap, id, k);
+}
+
+/* The most recent object kept at such a block's id, out into *ob; false
+ * when none. */
 static bool kept_pop(struct advise_objs *s, uint64_t id, struct advise_obj *ob)
 {
 	struct ap_u64map_slot *sl = ap_u64map_find(&s->kmap, id);
 	if (!sl)
 		return false;
 	uint32_t k = sl->val;
-	ap_u64map_pop(&s->kmap, sl, s->kept[k].older);
-	if (ob)
-		*ob = s->kept[k].ob;
-	s->kept[k].live = false;
-	s->kept[k].older = s->free_kept;
-	s->free_kept = k;
+	ap_u64map_pop(&s->kmap, sl, kept_at(s, k)->older);
+	kept_free(s, k, ob);
 	return true;
 }
 
@@ -213,14 +245,13 @@ static void store(struct advise_objs *s, uint64_t id, const struct advise_obj *o
 	p->full |= (id & (PAGE_SLOTS - 1)) == PAGE_SLOTS - 1;
 	if (*slot) {	/* (an identity given twice: a damaged trace) */
 		if (*slot & XSTATE)
-			kept_pop(s, id, NULL);
+			kept_free(s, *slot & ~XSTATE, NULL);
 	} else {
 		p->live++;
 	}
 	uint32_t b = birth_slot(s, ob->birth);
 	if (whole || !b || ob->thread != p->thread) {
-		kept_push(s, id, ob);
-		*slot = XSTATE | 1;
+		*slot = XSTATE | kept_new(s, id, ob);
 		return;
 	}
 	*slot = b;
@@ -267,8 +298,7 @@ int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob)
 		return AP_OBJS_NONE;
 	int got = AP_OBJS_WHOLE;
 	if (v & XSTATE) {
-		if (!kept_pop(s, id, ob))
-			return AP_OBJS_NONE;
+		kept_free(s, v & ~XSTATE, ob);
 	} else {
 		ob->thread = p->thread;
 		ob->birth = s->base + (uint64_t)(v - 1) * s->quantum;
@@ -285,7 +315,9 @@ void advise_objs_each_kept(struct advise_objs *s,
 			   void *ctx)
 {
 	settle(s);
-	for (size_t k = 0; k < s->nkept; k++)
-		if (s->kept[k].live)
-			fn(ctx, s->kept[k].id, &s->kept[k].ob);
+	for (size_t k = 0; k < s->nkept; k++) {
+		const struct kept *e = kept_at(s, (uint32_t)k);
+		if (e->id != FREE_ID)
+			fn(ctx, e->id, &e->ob);
+	}
 }
