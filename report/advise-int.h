@@ -84,7 +84,7 @@ enum { AP_OBJS_NONE, AP_OBJS_WHOLE, AP_OBJS_BIRTH };
  * no object is live there. */
 int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob);
 /* Calls fn for each live object kept whole with its block's id. */
-void advise_objs_each_kept(struct advise_objs *s,
+void advise_objs_each_kept(const struct advise_objs *s,
 			   void (*fn)(void *ctx, uint64_t id, const struct advise_obj *ob),
 			   void *ctx);
 

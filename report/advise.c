@@ -665,6 +665,16 @@ struct walk_state {
 	 * which the live map's blocks at the end gave before (NULL: the
 	 * replay keeps the map, and objs[] is by its object ids). */
 	struct advise_objs *store;
+	/* The last object kept waits here, out of the store, until the
+	 * next: most blocks are freed by the event right after the one that
+	 * made them (temporary allocations), and those never reach it (nor
+	 * the work of finding what it keeps of them). */
+	bool has_held;
+	struct held {
+		uint64_t id, size;
+		uint32_t stack, thread;
+		struct advise_obj ob;
+	} held;
 	double *site_live;	/* per site: objects born there and live */
 	const struct ap_replay_join *joins;
 	size_t njoins, next_join;
@@ -761,20 +771,32 @@ static inline struct advise_obj obj_of_block(const struct walk_state *S, uint32_
 	};
 }
 
-/* Object ob's latest block is b, allocated by event e: the store keeps
- * it whole where it is not what b says, or where END's pooled list names
- * b (ws_end_kept). */
-static inline void ws_keep(struct walk_state *S, const struct ap_event *e,
-			   const struct ap_replay_block *b, const struct advise_obj *ob)
+/* The held object goes into the store: whole where it is not what its
+ * block says, or where END's pooled list names the block (ws_end_kept). */
+static void ws_settle(struct walk_state *S)
 {
+	if (!S->has_held)
+		return;
+	S->has_held = false;
 	const struct walk *w = S->w;
-	struct advise_obj d = obj_of_block(S, b->stack, b->size, e->thread);
+	const struct held *h = &S->held;
+	const struct advise_obj *ob = &h->ob;
+	struct advise_obj d = obj_of_block(S, h->stack, h->size, h->thread);
 	/* (a capacity no pool uses is no difference) */
 	bool cap_used = ob->site != UINT32_MAX && w->rp->runs[ob->site].active;
 	bool whole = ob->w != d.w || (cap_used && ob->cap != d.cap) || ob->maxsize != d.maxsize ||
 		     ob->site != d.site || ob->thread != d.thread ||
-		     (w->t->npooled && pooled_at_exit(w->t, b->addr));
-	advise_objs_set(S->store, b->addr, ob, e->thread, whole);
+		     (w->t->npooled && pooled_at_exit(w->t, h->id));
+	advise_objs_set(S->store, h->id, ob, h->thread, whole);
+}
+
+/* Object ob's latest block is b, allocated by event e: held. */
+static inline void ws_keep(struct walk_state *S, const struct ap_event *e,
+			   const struct ap_replay_block *b, const struct advise_obj *ob)
+{
+	ws_settle(S);
+	S->has_held = true;
+	S->held = (struct held){ b->addr, b->size, b->stack, e->thread, *ob };
 }
 
 /* The live object whose latest block is `id` (of stack and size), out of
@@ -782,6 +804,14 @@ static inline void ws_keep(struct walk_state *S, const struct ap_event *e,
 static inline bool ws_take(struct walk_state *S, uint64_t id, uint32_t stack, uint64_t size,
 			   struct advise_obj *ob)
 {
+	if (S->has_held) {
+		if (S->held.id == id) {
+			S->has_held = false;
+			*ob = S->held.ob;
+			return true;
+		}
+		ws_settle(S);
+	}
 	struct advise_obj got;
 	switch (advise_objs_take(S->store, id, &got)) {
 	case AP_OBJS_NONE:
@@ -1025,6 +1055,7 @@ static void ws_end_kept(void *ctx, uint64_t id, const struct advise_obj *ob)
 static void ws_end_store(struct walk_state *S)
 {
 	struct walk *w = S->w;
+	ws_settle(S);
 	if (!w->site_of_stack)
 		return;
 	if (w->t->npooled)

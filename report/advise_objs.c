@@ -57,13 +57,6 @@ struct kept {
 #define KCHUNK (1u << KCHUNK_BITS)
 
 struct advise_objs {
-	/* The last object set waits here, not yet stored, until the next
-	 * call: most blocks are freed by the event right after the one that
-	 * made them (temporary allocations), and those never touch a page. */
-	bool has_held, held_whole;
-	uint32_t held_thread;
-	uint64_t held_id;
-	struct advise_obj held;
 	uint64_t quantum, base;	/* births: base + quanta * quantum */
 	bool has_base;
 	struct ap_u64map pages;	/* key -> index in page[] */
@@ -230,9 +223,8 @@ static inline uint32_t birth_slot(struct advise_objs *s, uint64_t birth)
 	return d <= BIRTH_MAX ? (uint32_t)d + 1 : 0;
 }
 
-/* advise_objs_set, into the store. */
-static void store(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
-		  uint32_t thread, bool whole)
+void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
+		     uint32_t thread, bool whole)
 {
 	if (!anonymous(id)) {
 		kept_push(s, id, ob);
@@ -257,36 +249,8 @@ static void store(struct advise_objs *s, uint64_t id, const struct advise_obj *o
 	*slot = b;
 }
 
-/* The held object goes into the store. */
-static inline void settle(struct advise_objs *s)
-{
-	if (!s->has_held)
-		return;
-	s->has_held = false;
-	store(s, s->held_id, &s->held, s->held_thread, s->held_whole);
-}
-
-void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
-		     uint32_t thread, bool whole)
-{
-	settle(s);
-	s->has_held = true;
-	s->held_id = id;
-	s->held = *ob;
-	s->held_thread = thread;
-	s->held_whole = whole;
-}
-
 int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob)
 {
-	if (s->has_held) {
-		if (s->held_id == id) {
-			s->has_held = false;
-			*ob = s->held;
-			return AP_OBJS_WHOLE;
-		}
-		settle(s);
-	}
 	if (!anonymous(id))
 		return kept_pop(s, id, ob) ? AP_OBJS_WHOLE : AP_OBJS_NONE;
 	struct page *p = page_of(s, id >> PAGE_BITS, false);
@@ -310,11 +274,10 @@ int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob)
 	return got;
 }
 
-void advise_objs_each_kept(struct advise_objs *s,
+void advise_objs_each_kept(const struct advise_objs *s,
 			   void (*fn)(void *ctx, uint64_t id, const struct advise_obj *ob),
 			   void *ctx)
 {
-	settle(s);
 	for (size_t k = 0; k < s->nkept; k++) {
 		const struct kept *e = kept_at(s, (uint32_t)k);
 		if (e->id != FREE_ID)
