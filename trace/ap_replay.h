@@ -36,7 +36,7 @@
  * ALLOC's, which the FREE that ends the block names too: an anonymous
  * block's identity, or its address), and 0 in live_at_end and
  * exec_dropped, which see the blocks of one (process, stack, size) one
- * after another. A consumer that needs the live blocks kept (their
+ * after another (counted only when a consumer takes either). A consumer that needs the live blocks kept (their
  * objects, the blocks live at the end one by one: advise's script, the
  * compactor's plan) says so (`blocks`), and the replay keeps the live map
  * for it, as for every trace not resolved. */
