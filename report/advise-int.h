@@ -43,8 +43,9 @@ void advise_rank(struct ap_advice *a);
 
 /* ---- the walk's objects (advise.c) ---- */
 
-/* An object as the advisor's walk keeps it: slots are reused after an
- * object's free, so there are as many as objects live at once. */
+/* An object as the advisor's walk keeps it: by the replay's object id
+ * with the live map (ids are reused after an object's free), in the store
+ * below without it. */
 struct advise_obj {
 	double w;		/* weight in live bytes (gogc cycles) */
 	uint64_t cap, birth;	/* exact replay */
