@@ -62,15 +62,18 @@ struct ap_measure_job {
 };
 
 /* What one variant cost, as medians over its runs; cpus: the CPUs the
- * runner's affinity let it use (0: not said); wakes: how often its
- * threads woke others asleep waiting for them (the harness's, not the
- * allocator's). */
+ * runner's affinity let it use (0: not said); wakes: how many times its
+ * threads were woken by others they were asleep waiting for (the
+ * harness's, not the allocator's). */
 struct ap_run_cost {
 	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
 	/* the fewest and the most page faults of one run (the others are
 	 * medians): threads whose interleaving decides when glibc trims
 	 * fault in two modes, tens of times apart */
 	double minflt_lo, minflt_hi;
+	/* the page faults a quarter of the runs made or more (the upper
+	 * quartile; the median when the modes are rare) */
+	double minflt_q3;
 	/* the baseline's only: CPU time of one blocking hand-over between
 	 * two threads on the replay's CPUs (the runner's switch probe, a
 	 * median of three; 0 when not measured: a replay of one thread) */

@@ -854,6 +854,11 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 		c->minflt_lo = fmin(c->minflt_lo, v[r].minflt);
 		c->minflt_hi = fmax(c->minflt_hi, v[r].minflt);
 	}
+	/* the ceil(n/4)-th most */
+	for (size_t r = 0; r < n; r++)
+		x[r] = v[r].minflt;
+	qsort(x, n, sizeof(*x), dbl_cmp);
+	c->minflt_q3 = n ? x[n - (n + 3) / 4] : 0;
 	free(x);
 }
 

@@ -510,6 +510,17 @@ static void test_faults_verdict(void)
 	a->base.minflt = 8999;	/* under 4 x 2000 + 1000 */
 	judge(a, s, 10, 9, 11);
 	CHECK("faults: as many as the program's", s->verdict, AP_VERDICT_POOL);
+	/* the median under it, a quarter of the runs far above (relay's
+	 * bursts of trimming) */
+	a->base.minflt_q3 = 34000;
+	judge(a, s, 10, 9, 11);
+	CHECK("faults: a quarter of the runs", s->verdict, AP_VERDICT_FAULTS);
+	if (!strstr(s->reasons, "made 8999 page faults a run (40000 to 90000; a quarter of the runs "
+				"34000 or more) where")) {
+		fprintf(stderr, "%s: the text does not say the quarter: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	a->base.minflt_q3 = 0;
 	a->base.minflt = 50000;
 	a->measure_share = 0.25;	/* a quarter replayed: 500 faults of the program's */
 	a->program_minflt = 20000;

@@ -356,6 +356,55 @@ static void test_sampled(void)
  * its barrier 1: the main thread must run that far ahead without the
  * other (in lock step the two would wait for each other for ever). The
  * runner runs with an alarm: a hang is a failure. */
+/* Runs the runner on the script sc (len bytes), the baseline, on the
+ * first CPU of this thread's mask when one_cpu, and puts what it printed
+ * in buf; a failure (or a hang, ended by SIGALRM) is noted as `what`'s. */
+static void run_script(const void *sc, size_t len, bool one_cpu, char *buf, size_t bufsz,
+		       const char *what)
+{
+	buf[0] = 0;
+	char path[] = "/tmp/test-measure-script-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "%s: mkstemp", what);
+	if (fd < 0)
+		return;
+	unlink(path);
+	CHECK(write(fd, sc, len) == (ssize_t)len, "%s: write", what);
+	int out[2];
+	CHECK(pipe(out) == 0, "%s: pipe", what);
+	pid_t pid = fork();
+	if (!pid) {
+		cpu_set_t set, one;
+		if (one_cpu && sched_getaffinity(0, sizeof(set), &set) == 0) {
+			CPU_ZERO(&one);
+			for (int c = 0; c < CPU_SETSIZE; c++)
+				if (CPU_ISSET(c, &set)) {
+					CPU_SET(c, &one);
+					break;
+				}
+			sched_setaffinity(0, sizeof(one), &one);
+		}
+		dup2(fd, 3);
+		dup2(out[1], 1);
+		alarm(20);
+		execl(runner, runner, "3", "-1", "0", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	size_t got = 0;
+	ssize_t n;
+	while (got < bufsz - 1 && (n = read(out[0], buf + got, bufsz - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = 0;
+	close(out[0]);
+	close(fd);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: the runner %s %d (a hang ends by SIGALRM)",
+	      what, WIFEXITED(st) ? "exited" : "died of signal",
+	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 static void test_slack(void)
 {
 	enum { NB = AP_RS_SLACK, NMAIN = 1 + NB + 1, NOTHER = 1 + 2 + (NB - 1) };
@@ -395,36 +444,73 @@ static void test_slack(void)
 	for (unsigned k = 1; k < NB; k++)
 		*o++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_SYNC, 0), .n = k };
 	CHECK(o == sc.op + NMAIN + NOTHER, "slack: %td ops written", o - sc.op);
-
-	char path[] = "/tmp/test-measure-slack-XXXXXX";
-	int fd = mkstemp(path);
-	CHECK(fd >= 0, "slack: mkstemp");
-	if (fd < 0)
-		return;
-	unlink(path);
-	CHECK(write(fd, &sc, sizeof(sc)) == (ssize_t)sizeof(sc), "slack: write");
-	int out[2];
-	CHECK(pipe(out) == 0, "slack: pipe");
-	pid_t pid = fork();
-	if (!pid) {
-		dup2(fd, 3);
-		dup2(out[1], 1);
-		alarm(20);
-		execl(runner, runner, "3", "-1", "0", (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	char buf[512] = "";
-	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
-	buf[n > 0 ? n : 0] = 0;
-	close(out[0]);
-	close(fd);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "slack: the runner %s %d (a hang ends by SIGALRM)",
-	      WIFEXITED(st) ? "exited" : "died of signal",
-	      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	char buf[512];
+	run_script(&sc, sizeof(sc), false, buf, sizeof(buf), "slack");
 	CHECK(strstr(buf, " calls=2 "), "slack: the runner printed '%s', not calls=2", buf);
+}
+
+/* Four threads free the blocks main makes, each every fourth, and main
+ * waits after each block for the free of the one before, so that the
+ * others fall asleep on later blocks of main's: each is woken when its
+ * block is there, never before (a wake-up of every sleeper at the first
+ * one's block woke the others to sleep again; measure/runner.c,
+ * publish), on one CPU and on all. */
+static void test_targeted_wakes(void)
+{
+	enum { NB = 4000, NC = 4, NWAITS = NB - 1 };
+	enum { NMAIN = NC + NB + NWAITS, NCONS = 2 * NB / NC };
+	struct {
+		struct ap_rs_header h;
+		struct ap_rs_thread t[1 + NC];
+		struct ap_rs_op op[NMAIN + NC * NCONS];
+	} *sc = calloc(1, sizeof(*sc));
+	memcpy(sc->h.magic, AP_RS_MAGIC, 8);
+	sc->h.version = AP_RS_VERSION;
+	sc->h.nthreads = 1 + NC;
+	sc->h.nslots = NB;
+	sc->h.nops = NMAIN + NC * NCONS;
+	sc->h.main_thread = 0;
+	sc->h.nsites = 0;
+	sc->t[0] = (struct ap_rs_thread){ .first = 0, .nops = NMAIN, .spawner = UINT32_MAX };
+	for (unsigned k = 1; k <= NC; k++)
+		sc->t[k] = (struct ap_rs_thread){ .first = NMAIN + (k - 1) * NCONS, .nops = NCONS,
+						  .spawner = 0 };
+	struct ap_rs_op *m = sc->op;
+	for (unsigned k = 1; k <= NC; k++)
+		*m++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_SPAWN, k) };
+	for (unsigned j = 0; j < NB; j++) {
+		/* block j: born by main, freed by thread 1 + j % NC, its
+		 * (j / NC)-th: a WAIT for the birth, then the FREE */
+		uint64_t born = (uint64_t)(m - sc->op);
+		*m++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_MALLOC, AP_RS_NOSITE) | AP_RS_PUBLISH,
+					  .slot = j, .n = 64 + j % 200 };
+		struct ap_rs_op *c = sc->op + sc->t[1 + j % NC].first + 2 * (j / NC);
+		c[0] = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_WAIT, 0), .n = born };
+		c[1] = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_FREE, 0) | AP_RS_PUBLISH, .slot = j };
+		if (j) {
+			unsigned b = j - 1;	/* its free's op in its thread */
+			*m++ = (struct ap_rs_op){ .w = ap_rs_word(AP_RS_WAIT, 1 + b % NC),
+						  .n = 2 * (b / NC) + 1 };
+		}
+	}
+	CHECK(m == sc->op + NMAIN, "targeted: %td of main's ops written", m - sc->op);
+	for (int one = 0; one < 2; one++) {
+		const char *what = one ? "targeted, one CPU" : "targeted";
+		char buf[512];
+		run_script(sc, sizeof(*sc), one, buf, sizeof(buf), what);
+		unsigned long long early = ~0ull, wakes = 0;
+		const char *e = strstr(buf, " early="), *w = strstr(buf, " wakes=");
+		if (e)
+			sscanf(e, " early=%llu", &early);
+		if (w)
+			sscanf(w, " wakes=%llu", &wakes);
+		CHECK(strstr(buf, " calls=8000 "), "%s: the runner printed '%s', not calls=8000", what, buf);
+		CHECK(early == 0, "%s: %llu threads woken before their block was there (%llu woken)", what,
+		      early, wakes);
+		if (one)
+			CHECK(wakes > 0, "%s: no thread slept on main's blocks ('%s')", what, buf);
+	}
+	free(sc);
 }
 
 /* Growth by copy: 50 objects of stack 1 (function "grow") born at 100
@@ -523,6 +609,7 @@ int main(int argc, char **argv)
 	test_growth_by_copy();
 	test_handoff();
 	test_slack();
+	test_targeted_wakes();
 	test_pinned();
 	test_wakes();
 	test_replay_cpus();

@@ -33,8 +33,14 @@ grep -q "^Not measured: 1 site where a pool would reuse objects, none that the m
 grep -q "^few floor.c" "$work/out" || grep -q "few floor.c" "$work/out" || fail "no site at few: $(cat "$work/out")"
 grep -q "^   measured:" "$work/out" && fail "a site was measured: $(cat "$work/out")"
 # its four requests come within one of the trace's time steps: said so,
-# not "requests every 0ns"
-grep -q "gets 4: hits 3, misses 1, hit rate 75.0%; requests all at one time of the trace's$" "$work/out" ||
-	fail "the spacing of requests at one time: $(grep 'gets 4' "$work/out")"
+# not "requests every 0ns" (a preemption between them, on a loaded
+# machine, can put them in two steps: then a spacing that is not 0)
+gets=$(grep "gets 4: hits 3, misses 1, hit rate 75.0%; requests " "$work/out")
+case $gets in
+*"requests all at one time of the trace's") ;;
+*"requests every 0ns"*) fail "the spacing of requests at one time: $gets" ;;
+*"requests every "[0-9]*) ;;
+*) fail "the spacing of requests at one time: $gets" ;;
+esac
 echo "measure-floor: $(grep '^Not measured' "$work/out")"
 exit $failed
