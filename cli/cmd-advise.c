@@ -260,6 +260,7 @@ json_t *ap_advise_cost_json(const struct ap_run_cost *c)
 	json_object_set_new(o, "minor_faults", json_integer(ap_view_round(c->minflt)));
 	json_object_set_new(o, "minor_faults_min", json_integer(ap_view_round(c->minflt_lo)));
 	json_object_set_new(o, "minor_faults_max", json_integer(ap_view_round(c->minflt_hi)));
+	json_object_set_new(o, "minor_faults_q3", json_integer(ap_view_round(c->minflt_q3)));
 	json_object_set_new(o, "peak_rss_bytes", json_integer(ap_view_round(c->maxrss_kb * 1024)));
 	json_object_set_new(o, "allocator_calls", json_integer(ap_view_round(c->calls)));
 	json_object_set_new(o, "pool_hits", json_integer(ap_view_round(c->hits)));

@@ -33,8 +33,12 @@ static int record_attached(const struct record_opts *o)
 			comm[strcspn(comm, "\n")] = 0;
 		fclose(f);
 	}
+	/* the process names itself (prctl PR_SET_NAME), escape sequences
+	 * included: in the default trace's name and on the terminal, only
+	 * letters, digits and ._+- of it */
 	for (char *c = comm; *c; c++)
-		if (*c == '/' || *c == ' ')
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      strchr("._+-", *c)))
 			*c = '_';
 	char cwd[PATH_MAX], out[PATH_MAX * 2];
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -129,7 +133,7 @@ static int record_attached(const struct record_opts *o)
 		fprintf(stderr, "allocprof: process %d exec'd another program: the trace ends at the "
 			"exec\n", (int)o->attach);
 	if (!discard && !rec_wait_released(a.trace)) {
-		rec_say_live(a.trace, "trace", o->attach, o->quiet);
+		rec_say_live(a.trace, "trace", o->attach, o->quiet, false);
 	} else if (!discard) {
 		rec_finish_trace(a.trace, d > 0 ? "wrote" : "detached; wrote", o->quiet, NULL, NULL,
 			     NULL);
@@ -329,6 +333,7 @@ int cmd_record(int argc, char **argv)
 		return AP_EXIT_FAIL;
 	}
 
+	bool main_live = false;
 	if (discard) {
 		if (!o.quiet)
 			fprintf(stderr, "allocprof: trace discarded (%s)\n", output);
@@ -340,17 +345,30 @@ int cmd_record(int argc, char **argv)
 		rec_finish_trace(output, "wrote", o.quiet, stream, &status, &fin);
 	} else {
 		ap_compact_stream_abandon(stream);
-		rec_say_live(output, "trace", -1, o.quiet);
+		rec_say_live(output, "trace", -1, o.quiet, true);
+		main_live = true;
 	}
 	rec_symbols_ahead_end(); /* (if the trace was not finished) */
-	if (!discard && rec_finish_children(output, start, o.quiet, pid, &status, end_ns) && !o.quiet)
+	struct rec_names done = { 0 };
+	size_t live_left = 0;
+	if (!discard &&
+	    rec_finish_children(output, start, o.quiet, pid, &status, end_ns, &done, &live_left) &&
+	    !o.quiet)
 		fprintf(stderr,
 			"allocprof: the reports read %s with its child traces as one run "
 			"(allocprof top %s); --by-process shows each process, "
 			"--no-children the program's trace alone\n",
 			output, output);
 	live_end(&live); /* (the view says the end, then is quit) */
-	rec_claim_release(&claim); /* the run's lock: finished */
+	if (main_live || live_left) {
+		pid_t later = rec_finish_later(output, start, pid, &status, end_ns, main_live,
+					       &done, claim.run);
+		if (later > 0 && !o.quiet)
+			fprintf(stderr, "allocprof: process %d (allocprof record) finishes those "
+				"traces when their processes have exited\n", (int)later);
+	}
+	rec_names_release(&done);
+	rec_claim_release(&claim); /* the run's lock: the finisher's, if any */
 	free(resolved);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

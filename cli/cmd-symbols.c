@@ -171,6 +171,7 @@ int cmd_symbols(int argc, char **argv)
 		}
 	}
 	int rc = 0;
+	ap_sym_share(true); /* the traces of one run share their files */
 	for (int i = optind; i < argc; i++) {
 		struct ap_error err;
 		int k = ap_sym_keep_file(argv[i], level, &err);
@@ -182,6 +183,9 @@ int cmd_symbols(int argc, char **argv)
 		}
 	}
 	int unused = ap_sym_prefetch_release();
+	if (getenv("ALLOCPROF_TEST_OPENED"))
+		fprintf(stderr, "allocprof: symbols: %d traces, %u files opened\n", argc - optind,
+			ap_sym_files_opened());
 	if (ready_fd >= 0 && getenv("ALLOCPROF_TEST_AHEAD"))
 		fprintf(stderr, "allocprof: symbols: %d modules opened ahead, %d not used\n", opened,
 			unused);

@@ -89,8 +89,13 @@
  * bursts, and relay's baseline (a recording that faulted 2,872 times)
  * faulted 4,231-11,701 times in 16 runs of 25 and 33,554-54,180 in 9
  * (the same with either runner): a median of 11-12 k, at the threshold,
- * made the verdict "pool" or "unsure" from one advise to the next. */
+ * made the verdict "pool" or "unsure" from one advise to the next. The
+ * pooled runs are taken the same way (a pool whose runs trim in the same
+ * bursts saves none of them), and the quartile only from
+ * FAULTS_Q3_ROUNDS runs on (of fewer it is their most: one run would
+ * decide). */
 #define FAULTS_MORE 4
+#define FAULTS_Q3_ROUNDS 8
 
 /* A measured cost that the cost model's figure for the pool's own gets
  * and puts does not reach a third of is not the pool's work, whatever the
@@ -702,14 +707,19 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		waits = cpu;
 	/* The recorded run's page faults, for the share of it replayed. */
 	double prog_faults = (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1);
-	double base_faults = fmax(a->base.minflt, a->base.minflt_q3);
+	/* The median run's, or with enough runs (a quartile of fewer is
+	 * their most) the upper quartile's, the same for both variants: a
+	 * pool whose runs trim as often as the baseline's saves no faults. */
+	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
+	double base_faults = q3 ? fmax(a->base.minflt, a->base.minflt_q3) : a->base.minflt;
+	double pool_faults = q3 ? fmax(m->cost.minflt, m->cost.minflt_q3) : m->cost.minflt;
 	bool replay_faults = a->has_program_minflt && base_faults >= FAULTS_MORE * prog_faults + 1000 &&
-			     m->cost.minflt <= 0.5 * base_faults;
+			     pool_faults <= 0.5 * base_faults;
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && replay_faults) {
 		s->verdict = AP_VERDICT_FAULTS;
 		ap_buf_addf(&t, " But the replay without a pool made %.0f page faults a run (%.0f to %.0f",
 			    a->base.minflt, a->base.minflt_lo, a->base.minflt_hi);
-		if (a->base.minflt_q3 > a->base.minflt)
+		if (q3 && a->base.minflt_q3 > a->base.minflt)
 			ap_buf_addf(&t, "; a quarter of the runs %.0f or more", a->base.minflt_q3);
 		ap_buf_addf(&t, ") "
 			    "where the recorded run made %.0f, recording included, and with the pool "

@@ -130,6 +130,36 @@ void *must_sym(const char *name)
 	return p;
 }
 
+/* A function of the malloc family as the program binds it. Its
+ * references name the version libc.so.6 defines it at (GLIBC_2.2.5;
+ * aligned_alloc GLIBC_2.16) and bind to the first object in the search
+ * order that defines it either without versions (jemalloc) or at that
+ * version, default or not. dlsym finds default versions only: a user's
+ * LD_PRELOAD of libc_malloc_debug.so (malloc@GLIBC_2.2.5, not default)
+ * was passed over for libc.so's, behind it, and MALLOC_CHECK_ went off
+ * under record (malloc_usable_size(malloc(10)) 24, not 10). dlvsym finds
+ * that version only, never an unversioned definition: a preloaded
+ * jemalloc would be passed over. So both are asked, and where they name
+ * two objects, the one that comes first in the search order (the link
+ * map's order, after this library) is the program's. */
+static void *malloc_sym(const char *name, const char *version)
+{
+	void *d = dlsym(RTLD_NEXT, name), *v = dlvsym(RTLD_NEXT, name, version);
+	if (!v || v == d)
+		return d ? d : must_sym(name);
+	if (!d)
+		return v;
+	Dl_info info;
+	struct link_map *ld = NULL, *lv = NULL;
+	if (!dladdr1(d, &info, (void **)&ld, RTLD_DL_LINKMAP) ||
+	    !dladdr1(v, &info, (void **)&lv, RTLD_DL_LINKMAP) || !ld || !lv)
+		return d;
+	for (struct link_map *m = lv; m; m = m->l_next)
+		if (m == ld)
+			return v; /* v's object comes before d's */
+	return d;
+}
+
 /* The object whose malloc the program's calls reach, when it is not this
  * library (selfinfo.h). */
 static char owner[PATH_MAX];
@@ -150,16 +180,17 @@ void resolve(void)
 		return;
 	memset(ap_filter, 0xff, sizeof(ap_filter)); /* see the early log */
 	resolving = 1;
-	void *m = must_sym("malloc");
-	real_calloc = (void *(*)(size_t, size_t))must_sym("calloc");
-	real_realloc = (void *(*)(void *, size_t))must_sym("realloc");
-	real_free = (void (*)(void *))must_sym("free");
-	real_posix_memalign = (int (*)(void **, size_t, size_t))must_sym("posix_memalign");
-	real_aligned_alloc = (void *(*)(size_t, size_t))must_sym("aligned_alloc");
-	real_memalign = (void *(*)(size_t, size_t))must_sym("memalign");
-	real_valloc = (void *(*)(size_t))must_sym("valloc");
-	real_pvalloc = (void *(*)(size_t))must_sym("pvalloc");
-	real_usable_size = (size_t (*)(void *))must_sym("malloc_usable_size");
+	static const char v0[] = "GLIBC_2.2.5";
+	void *m = malloc_sym("malloc", v0);
+	real_calloc = (void *(*)(size_t, size_t))malloc_sym("calloc", v0);
+	real_realloc = (void *(*)(void *, size_t))malloc_sym("realloc", v0);
+	real_free = (void (*)(void *))malloc_sym("free", v0);
+	real_posix_memalign = (int (*)(void **, size_t, size_t))malloc_sym("posix_memalign", v0);
+	real_aligned_alloc = (void *(*)(size_t, size_t))malloc_sym("aligned_alloc", "GLIBC_2.16");
+	real_memalign = (void *(*)(size_t, size_t))malloc_sym("memalign", v0);
+	real_valloc = (void *(*)(size_t))malloc_sym("valloc", v0);
+	real_pvalloc = (void *(*)(size_t))malloc_sym("pvalloc", v0);
+	real_usable_size = (size_t (*)(void *))malloc_sym("malloc_usable_size", v0);
 	real__exit = (void (*)(int))must_sym("_exit");
 	real__Exit = (void (*)(int))must_sym("_Exit");
 	real_execve = (int (*)(const char *, char *const[], char *const[]))must_sym("execve");

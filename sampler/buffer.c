@@ -285,6 +285,26 @@ void buffers_stop(void)
 #define THR_SLOT_SIZE page_up(AP_SLOT_HDR + THR_BUF_SIZE)
 #define META_SLOT_SIZE page_up(AP_SLOT_HDR + AP_CHUNK_HDR_LEN + META_BUF_SIZE)
 
+/* The bytes a thread buffer and the META buffer hold before they are
+ * written as a chunk: the buffers' sizes, unless the program's
+ * RLIMIT_FSIZE is small: a trace stops at the first chunk that does not
+ * fit under it (tracefile.c), so that chunks of a sixteenth of the limit
+ * (at least 2 KiB) fill it with events where one 64 KiB chunk would not
+ * fit under a limit of 64 KiB and leave the trace empty. */
+static size_t thr_flush_at = THR_BUF_SIZE, meta_flush_at = META_BUF_SIZE;
+
+static void chunk_sizes_fit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	size_t at = rl.rlim_cur / 16 < 2048 ? 2048 : (size_t)(rl.rlim_cur / 16);
+	if (at < thr_flush_at)
+		thr_flush_at = at;
+	if (at < meta_flush_at)
+		meta_flush_at = at;
+}
+
 /* The slot's tid, stream and index, from its buffer's. */
 static void slot_sync(struct ap_thr *b)
 {
@@ -298,6 +318,7 @@ static void slot_sync(struct ap_thr *b)
  * fallback buffer. -1 if memory ran out. */
 int buffers_init(void)
 {
+	chunk_sizes_fit();
 	bufs_create();
 	struct ap_slot *m = slot_map(AP_CHUNK_META, META_SLOT_SIZE, NULL);
 	struct ap_slot *f = slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, NULL);
@@ -376,7 +397,7 @@ uint8_t *meta_reserve(size_t n)
 {
 	if (meta.len + n > meta_room)
 		meta_grow(meta.len + n);
-	if (meta.len + n > meta_room)
+	if (meta.len + n > meta_room || (meta.len && meta.len + n > meta_flush_at))
 		meta_flush_locked();
 	return meta.buf + AP_CHUNK_HDR_LEN + meta.len;
 }
@@ -483,7 +504,7 @@ static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsi
 	}
 	uint64_t tsc;
 	uint64_t q = cur_quantum(b, &tsc, at);
-	if (b->tid != t->tid || b->len + EV_MAX_REC > THR_BUF_SIZE ||
+	if (b->tid != t->tid || b->len + EV_MAX_REC > thr_flush_at ||
 	    (q != b->enc.q && (q - b->q0) * settings.quantum > FLUSH_AGE_NS)) {
 		thr_flush_locked(b);
 		b->tid = t->tid;

@@ -265,7 +265,8 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 {
 	struct exec_st st;
 	char *const *env = exec_prepare(envp, &st);
-	int rc = (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
+	/* (not syscall(): ours sends SYS_execveat here) */
+	int rc = (int)raw_syscall6(SYS_execveat, dirfd, (long)path, (long)argv, (long)env, flags, 0);
 	exec_failed(env, &st);
 	return rc;
 }

@@ -67,7 +67,7 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!*name) {
 		if (s->len) /* only the first empty name is the main program */
 			return 0;
-		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		ssize_t n = self_exe(path, sizeof(path) - 1);
 		plen = n > 0 ? (size_t)n : 0;
 	} else if (name[0] != '/' && realpath(name, path)) {
 		plen = str_len(path);

@@ -89,6 +89,35 @@ size_t str_len(const char *s)
 	return n;
 }
 
+/* The process's executable (readlink, into buf of n bytes, not
+ * NUL-terminated) and its /proc file `name` opened (cmdline), as the
+ * calling thread sees them: through /proc/thread-self, which a process
+ * whose main thread has exited (pthread_exit) still has where
+ * /proc/self's, the zombie main thread's, are empty; /proc/self's when
+ * that fails (a /proc without thread-self: before Linux 3.17). One call
+ * each in the usual case, as before: a seccomp filter of the program's
+ * meets no new system call. */
+ssize_t self_exe(char *buf, size_t n)
+{
+	ssize_t r = readlink("/proc/thread-self/exe", buf, n);
+	return r >= 0 ? r : readlink("/proc/self/exe", buf, n);
+}
+
+int self_open(const char *name)
+{
+	char p[64] = "/proc/thread-self/";
+	size_t d = str_len(p), k = str_len(name);
+	if (d + k >= sizeof(p))
+		return -1;
+	memcpy(p + d, name, k + 1);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	memcpy(p, "/proc/self/", 12);
+	memcpy(p + 11, name, k + 1);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
 /* Decimal digits of v at p; returns the count. */
 size_t put_dec(char *p, uint64_t v)
 {

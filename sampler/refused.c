@@ -27,7 +27,7 @@
  * across exec. */
 /* A system call made here, not through libc's syscall (which this
  * library interposes): libc's convention, -1 and errno. */
-static long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
+long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	register long r10 __asm__("r10") = a4;
 	register long r8 __asm__("r8") = a5;
@@ -268,7 +268,12 @@ EXPORT int prctl(int option, ...)
 }
 
 /* syscall: libseccomp installs its filters with syscall(SYS_seccomp, ...),
- * kept as prctl's are; every other call passes straight through. */
+ * kept as prctl's are; an exec made through it (syscall(SYS_execveat,
+ * ...), syscall(SYS_execve, ...)) goes to the exec wrappers, as execveat(3)
+ * and execve(3) do: the image it replaces ended its trace as if it had
+ * exited by exit_group, and the new one took the launched process's
+ * trace name with -2 and left its buffers file; every other call passes
+ * straight through. */
 long syscall(long nr, ...);
 
 EXPORT long syscall(long nr, ...)
@@ -289,5 +294,10 @@ EXPORT long syscall(long nr, ...)
 			strict = 1;
 		return rc;
 	}
+	if (UNLIKELY(nr == SYS_execve))
+		return execve((const char *)a[0], (char *const *)a[1], (char *const *)a[2]);
+	if (UNLIKELY(nr == SYS_execveat))
+		return execveat((int)a[0], (const char *)a[1], (char *const *)a[2],
+				(char *const *)a[3], (int)a[4]);
 	return raw_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

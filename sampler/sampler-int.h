@@ -146,6 +146,8 @@ pid_t sys_getpid(void);
 int sys_close(int fd);
 int write_some(int fd, const void *data, size_t len, size_t *done);
 size_t str_len(const char *s);
+ssize_t self_exe(char *buf, size_t n);
+int self_open(const char *name);
 size_t put_dec(char *p, uint64_t v);
 uint64_t parse_u64(const char *s, uint64_t dflt);
 extern int err_state;	/* ap_init sets -1 when told fd 2 is not the run's */
@@ -377,6 +379,7 @@ void exec_save_settings(void);
 void strip_preload(void);
 
 /* refused.c */
+long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6);
 int refused(int nr, int err);	/* 1: err is a seccomp filter's answer to nr (noted) */
 int may_call(int nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
 #define REFUSED_PUT_MAX (2 * AP_VARINT_MAX + AP_VARINT_MAX + 8 * 24)

@@ -400,12 +400,12 @@ static void write_header(const char *parent)
 	uint8_t *p = hdr + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	char exe[PATH_MAX];
-	ssize_t elen = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ssize_t elen = self_exe(exe, sizeof(exe) - 1);
 	if (elen < 0)
 		elen = 0;
 	char *cmd = (char *)buf + cap - CMDLINE_MAX;
 	ssize_t clen = 0;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = self_open("cmdline");
 	if (fd >= 0) {
 		ssize_t r;
 		while (clen < (ssize_t)CMDLINE_MAX &&
@@ -564,7 +564,20 @@ static int is_handed_trace(int fd)
 	struct stat st;
 	char magic[AP_TRACE_MAGIC_LEN];
 	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+		return 0;
+	if (fstat(fd, &st) < 0) {
+		/* a seccomp filter's refusal (the fork child's own trace, just
+		 * made, was taken for another file and left empty beside a
+		 * second one): its size from lseek, which a pipe or a socket
+		 * has none of */
+		off_t end = refused(SYS_newfstatat, errno) ? lseek(fd, 0, SEEK_END) : -1;
+		if (end < 0)
+			return 0;
+		st.st_size = end;
+		st.st_mode = S_IFREG;
+	}
+	if (!S_ISREG(st.st_mode))
 		return 0;
 	return st.st_size == 0 ||
 	       (pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
@@ -600,9 +613,17 @@ int open_trace(const char *parent, int fd)
 	fd = fd_high(fd, 1);
 	trace_flock(fd);
 	if (fstat(fd, &st) < 0) {
-		say(tfile.path, strerror(errno));
-		sys_close(fd);
-		return -1;
+		if (!refused(SYS_newfstatat, errno)) {
+			say(tfile.path, strerror(errno));
+			sys_close(fd);
+			return -1;
+		}
+		/* a seccomp filter's refusal is no answer: the file is the
+		 * one just made (or handed over), and trace_fd_is_ours takes
+		 * the refusals to come as "still ours". Giving up left an
+		 * empty file that made the whole run unreadable. */
+		st.st_dev = 0;
+		st.st_ino = 0;
 	}
 	trace_dev = st.st_dev;
 	trace_ino = st.st_ino;

@@ -125,9 +125,20 @@ int ap_sym_keep_file(const char *path, int level, struct ap_error *err);
  * how many modules it opened, or -1 (nothing opened). The frames are the
  * same either way. */
 int ap_sym_prefetch(const struct ap_trace *t);
-/* Closes the modules opened ahead that no symbolizer took; returns how
- * many there were. */
+/* Closes the modules opened ahead and those symbolizers gave back;
+ * returns how many of the first no symbolizer took. */
 int ap_sym_prefetch_release(void);
+/* While on, a symbolizer made without a debug_dir gives the modules it
+ * opened to the cache ap_sym_prefetch fills when it is freed, for the
+ * next one in the process: a file mapped by the processes of one run
+ * (libc, at another address in each) is opened and its debug information
+ * inflated once for all their traces (`allocprof symbols` with several
+ * traces: 62 child traces of bash took 2.1 s of CPU, mostly inflating
+ * libc6-dbg's DWARF again for each). ap_sym_prefetch_release closes them. */
+void ap_sym_share(bool on);
+/* How many module files the symbolizers of this process have opened (for
+ * tests: ALLOCPROF_TEST_OPENED). */
+unsigned ap_sym_files_opened(void);
 
 /* Warnings collected so far (build-id mismatches, missing files), one line
  * each without prefix; NULL-terminated array owned by the symbolizer. */

@@ -60,6 +60,10 @@ struct sym_module {
 	 * address), and one Dwfl cannot hold overlapping modules. */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
+	/* The bias mod is reported at: the mapping's, or, for a module
+	 * opened for another process (ap_sym_prefetch, ap_sym_share), that
+	 * process's: PCs are translated, as for a canon module. */
+	uint64_t at;
 	struct sym_func *funcs;	/* sorted by addr, one per address */
 	size_t nfuncs;
 	bool funcs_built;
@@ -240,8 +244,9 @@ static const Dwfl_Callbacks default_cb = {
 	.debuginfo_path = &default_path_p,
 };
 
-/* A module ap_sym_prefetch opened, its debug information read, until a
- * symbolizer takes it (pre_take) or ap_sym_prefetch_release. */
+/* A module ap_sym_prefetch opened (or a symbolizer gave back, under
+ * ap_sym_share), its debug information read, until a symbolizer takes it
+ * (pre_take) or ap_sym_prefetch_release. */
 struct pre_mod {
 	char *path;
 	uint64_t bias;
@@ -249,28 +254,60 @@ struct pre_mod {
 	size_t build_id_len;
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
+	bool used;	/* given back by a symbolizer (ap_sym_share) */
 };
 static struct pre_mod *pre;
 static size_t npre;
+static bool pre_share; /* ap_sym_share */
+static unsigned files_opened; /* ap_sym_files_opened */
 
-/* The module opened ahead for map's file at its bias (and build-id), taken
- * out of the cache: its Dwfl in *dwfl (the caller's to end), or NULL. */
-static Dwfl_Module *pre_take(const struct ap_mapping *map, Dwfl **dwfl)
+/* The module opened ahead for map's file (its path and build-id; at the
+ * same bias when it has no build-id), taken out of the cache: its Dwfl
+ * in *dwfl (the caller's to end) and the bias it is reported at in *at,
+ * or NULL. Another process's libc is the same file at another address:
+ * its inflated debug information serves, the PCs translated. */
+static Dwfl_Module *pre_take(const struct ap_mapping *map, Dwfl **dwfl, uint64_t *at)
 {
 	*dwfl = NULL;
 	for (size_t i = 0; i < npre; i++) {
 		struct pre_mod *e = &pre[i];
-		if (e->bias != map->bias || strcmp(e->path, map->path) ||
+		if ((!map->build_id_len && e->bias != map->bias) || strcmp(e->path, map->path) ||
 		    e->build_id_len != map->build_id_len ||
 		    memcmp(e->build_id, map->build_id, map->build_id_len))
 			continue;
 		Dwfl_Module *mod = e->mod;
 		*dwfl = e->dwfl;
+		*at = e->bias;
 		free(e->path);
 		pre[i] = pre[--npre];
 		return mod;
 	}
 	return NULL;
+}
+
+/* The cache takes a usable module of map's file, reported at `at` (used:
+ * a symbolizer's, given back); false if it has one of that file already
+ * (the caller ends it). */
+static bool pre_put(const struct ap_mapping *map, Dwfl *dwfl, Dwfl_Module *mod, uint64_t at,
+		    bool used)
+{
+	if (map->build_id_len > sizeof(pre->build_id))
+		return false;
+	for (size_t i = 0; i < npre; i++)
+		if (!strcmp(pre[i].path, map->path) && pre[i].build_id_len == map->build_id_len &&
+		    !memcmp(pre[i].build_id, map->build_id, map->build_id_len) &&
+		    (map->build_id_len || pre[i].bias == at))
+			return false;
+	pre = ap_xrealloc(pre, (npre + 1) * sizeof(*pre));
+	struct pre_mod *e = &pre[npre++];
+	e->path = ap_xstrdup(map->path);
+	e->bias = at;
+	memcpy(e->build_id, map->build_id, map->build_id_len);
+	e->build_id_len = map->build_id_len;
+	e->dwfl = dwfl;
+	e->mod = mod;
+	e->used = used;
+	return true;
 }
 
 /* Opens module i on first use: reports it to its Dwfl at the recorded bias
@@ -298,8 +335,9 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 		     map->path);
 		return m;
 	}
+	m->at = map->bias;
 	if (s->cbp == &default_cb)
-		m->mod = pre_take(map, &m->dwfl);
+		m->mod = pre_take(map, &m->dwfl, &m->at);
 	if (!m->dwfl) {
 		m->dwfl = dwfl_begin(s->cbp);
 		if (!m->dwfl) {
@@ -309,6 +347,7 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 		}
 		dwfl_report_begin(m->dwfl);
 		m->mod = dwfl_report_elf(m->dwfl, m->base, map->path, -1, map->bias, false);
+		files_opened++;
 		const char *why = m->mod ? NULL : dwfl_errmsg(-1);
 		dwfl_report_end(m->dwfl, NULL, NULL);
 		if (!m->mod) {
@@ -869,7 +908,7 @@ static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 	}
 	if (m && m->state == MOD_OK) {
 		struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
-		resolve_dwarf(s, c, e->pc - m->map->bias + c->map->bias, e, &proto);
+		resolve_dwarf(s, c, e->pc - m->map->bias + c->at, e, &proto);
 	} else {
 		e->frames = ap_xmalloc(sizeof(*e->frames));
 		e->frames[0] = proto;
@@ -1192,8 +1231,10 @@ void ap_sym_free(struct ap_symbolizer *s)
 	free(s->tab);
 	ap_u64map_release(&s->pcs);
 	for (size_t i = 0; i < s->nmods; i++) {
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
+		struct sym_module *m = &s->mods[i];
+		if (m->dwfl && !(pre_share && s->cbp == &default_cb && m->state == MOD_OK &&
+				 m->mod && pre_put(m->map, m->dwfl, m->mod, m->at, true)))
+			dwfl_end(m->dwfl);
 		free(s->mods[i].funcs);
 		for (size_t k = 0; k < s->mods[i].ncus; k++)
 			free(s->mods[i].cus[k].r);
@@ -1231,14 +1272,8 @@ int ap_sym_prefetch(const struct ap_trace *t)
 			continue;
 		Dwarf_Addr bias;
 		(void)dwfl_module_getdwarf(m->mod, &bias); /* the costly part: read, inflated */
-		pre = ap_xrealloc(pre, (npre + 1) * sizeof(*pre));
-		struct pre_mod *e = &pre[npre++];
-		e->path = ap_xstrdup(map->path);
-		e->bias = map->bias;
-		memcpy(e->build_id, map->build_id, map->build_id_len);
-		e->build_id_len = map->build_id_len;
-		e->dwfl = m->dwfl;
-		e->mod = m->mod;
+		if (!pre_put(map, m->dwfl, m->mod, m->at, false))
+			continue; /* (ap_sym_free ends it) */
 		m->dwfl = NULL; /* the cache's now */
 		m->mod = NULL;
 		n++;
@@ -1247,10 +1282,21 @@ int ap_sym_prefetch(const struct ap_trace *t)
 	return n;
 }
 
+void ap_sym_share(bool on)
+{
+	pre_share = on;
+}
+
+unsigned ap_sym_files_opened(void)
+{
+	return files_opened;
+}
+
 int ap_sym_prefetch_release(void)
 {
-	int n = (int)npre;
+	int n = 0;
 	for (size_t i = 0; i < npre; i++) {
+		n += !pre[i].used;
 		dwfl_end(pre[i].dwfl);
 		free(pre[i].path);
 	}

@@ -51,12 +51,18 @@ for t in ts:
 for t in ts:
     t.join()
 EOF
-record() { # NAME CMD...: NAME-all.raw and NAME-rate.raw (and their children's)
+# (gaps only with --gaps since e9f5a32: an old build without it records
+# them with every --all trace)
+gaps=
+"$old/cli/allocprof" record --help 2>/dev/null | grep -q -- --gaps && gaps=--gaps
+record() { # NAME CMD...: NAME-all.raw, NAME-gaps.raw and NAME-rate.raw (and their children's)
 	local name=$1
 	shift
 	(cd "$dir/raw" &&
 		"$old/cli/allocprof" record -q --all --compress-level 0 -o "$name-all.raw" "$@" \
 			>/dev/null 2>&1
+		[ -z "$gaps" ] || "$old/cli/allocprof" record -q --all $gaps --compress-level 0 \
+			-o "$name-gaps.raw" "$@" >/dev/null 2>&1
 		"$old/cli/allocprof" record -q --compress-level 0 -o "$name-rate.raw" "$@" \
 			>/dev/null 2>&1) || true
 }

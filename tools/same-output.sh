@@ -40,6 +40,10 @@ differ() { echo "DIFFERENT: $*"; fails=$((fails + 1)); }
 progs="single threads handoff realloc_chain aligned dlopen_main bigalloc peak temporary demo cxx
 	inline views diffsite lifecycle advise_win advise_grow advise_bloat advise_tiny
 	advise_buffer advise_escape advise_rare ownthreads"
+# (gaps only with --gaps since e9f5a32: an old build without it records
+# them with every --all trace)
+gaps=
+"$old/cli/allocprof" record --help 2>/dev/null | grep -q -- --gaps && gaps=--gaps
 for p in $progs; do
 	exe="$old/testdata/$p"
 	# (a program newer than the old build: the new build's)
@@ -49,7 +53,9 @@ for p in $progs; do
 		ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q -o "$p-rate.raw" \
 			"$exe" >/dev/null 2>&1
 		ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q --all \
-			-o "$p-all.raw" "$exe" >/dev/null 2>&1) || true
+			-o "$p-all.raw" "$exe" >/dev/null 2>&1
+		[ -z "$gaps" ] || ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q --all \
+			$gaps -o "$p-gaps.raw" "$exe" >/dev/null 2>&1) || true
 done
 if [ "${TWINS:-0}" = 1 ]; then
 	"$src/bench/twins/run.sh" --build-only -k "$dir/twins" >/dev/null 2>&1 ||

@@ -85,6 +85,59 @@ static void pause_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The state letter of a thread (/proc/PID/task/TID/stat: R, S, Z, ...),
+ * 0 when it cannot be read (gone) */
+static char task_state(pid_t pid, pid_t tid)
+{
+	char p[96], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *st = strrchr(buf, ')'); /* past the name, which may hold anything */
+	return st && st[1] == ' ' ? st[2] : 0;
+}
+
+/* The state letter of pid's main thread */
+static char proc_state(pid_t pid)
+{
+	return task_state(pid, pid);
+}
+
+/* out = the process's /proc file `file` (maps, mem, root, environ...):
+ * /proc/PID/file, or, once its main thread has exited (pthread_exit)
+ * while others run on, a live thread's /proc/PID/task/TID/file: the
+ * zombie leader has no memory, root or namespaces left to show, the
+ * others share the process's. */
+static void proc_file(pid_t pid, const char *file, char *out, size_t n)
+{
+	snprintf(out, n, "/proc/%d/%s", (int)pid, file);
+	char st = proc_state(pid);
+	if (st != 'Z' && st != 'X')
+		return;
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid <= 0 || tid == pid)
+			continue;
+		st = task_state(pid, tid);
+		if (st && st != 'Z' && st != 'X') {
+			snprintf(out, n, "/proc/%d/task/%d/%s", (int)pid, (int)tid, file);
+			break;
+		}
+	}
+	closedir(d);
+}
+
 /* Every thread of the process seized (not stopped), again until no new
  * one shows: 0, or -errno of the first refusal. */
 static int seize_all(struct tracee *tr)
@@ -103,8 +156,11 @@ static int seize_all(struct tracee *tr)
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 				int e = errno;
-				if (e == ESRCH)
-					continue; /* gone meanwhile */
+				/* gone meanwhile; or a zombie (EPERM): the main
+				 * thread, exited while others run on */
+				char st = e == EPERM ? task_state(tr->pid, tid) : 0;
+				if (e == ESRCH || st == 'Z' || st == 'X')
+					continue;
 				closedir(d);
 				return -e;
 			}
@@ -317,8 +373,8 @@ struct mapping {
 /* Calls fn on each mapping of pid until it returns nonzero; returns that. */
 static int maps_each(pid_t pid, int (*fn)(const struct mapping *, void *), void *arg)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	char p[96];
+	proc_file(pid, "maps", p, sizeof(p));
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return -1;
@@ -373,8 +429,9 @@ static bool find_lib(pid_t pid, const char *name, bool exact, struct mapping *ou
  * file is read through /proc/PID/root: the process's own view of it. */
 static uint64_t remote_sym(pid_t pid, const struct mapping *m, const char *sym)
 {
-	char p[PATH_MAX + 64];
-	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, m->path);
+	char p[PATH_MAX + 96];
+	proc_file(pid, "root", p, 96);
+	snprintf(p + strlen(p), sizeof(p) - strlen(p), "%s", m->path);
 	uint64_t minv = 0, v = elf_sym(p, sym, &minv);
 	return v ? m->lo - minv + v : 0;
 }
@@ -613,8 +670,8 @@ static bool same_file(const char *a, const char *b)
 
 static bool env_has_sampler(pid_t pid)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/environ", (int)pid);
+	char p[96];
+	proc_file(pid, "environ", p, sizeof(p));
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -629,23 +686,6 @@ static bool env_has_sampler(pid_t pid)
 		    !strncmp(s, "ALLOCPROF=", 10))
 			return true;
 	return false;
-}
-
-/* The state letter of pid's main thread (/proc/PID/stat: R, S, Z, ...),
- * 0 when it cannot be read (gone) */
-static char proc_state(pid_t pid)
-{
-	char p[64], buf[512];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *st = strrchr(buf, ')'); /* past the name, which may hold anything */
-	return st && st[1] == ' ' ? st[2] : 0;
 }
 
 /* 0 if pid's main thread is not a zombie, else the process's thread
@@ -678,19 +718,15 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		ap_say("process %d: that is allocprof itself", (int)pid);
 		return -1;
 	}
-	/* A zombie leader has no maps, nor can it be traced: not a refusal
-	 * of ptrace's, nor a process to attach to */
-	int zthreads = zombie_leader(pid);
-	if (zthreads == 1) {
+	/* A zombie has no maps, nor can it be traced: not a refusal of
+	 * ptrace's, nor a process to attach to. A zombie main thread whose
+	 * others run on (pthread_exit) is read and traced through them. */
+	if (zombie_leader(pid) == 1) {
 		ap_say("process %d: it has ended (a zombie its parent has not reaped yet)", (int)pid);
-		return -1;
-	} else if (zthreads > 1) {
-		ap_say("process %d: its main thread has exited (pthread_exit), its other threads "
-		       "run on: record -p attaches through the main thread, and cannot", (int)pid);
 		return -1;
 	}
 	/* maps is readable to who may trace the process */
-	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	proc_file(pid, "maps", p, sizeof(p));
 	FILE *f = fopen(p, "re");
 	char line[64];
 	if (!f || !fgets(line, sizeof(line), f)) {
@@ -730,11 +766,12 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 	}
 	/* Another mount namespace (a container): the sampler and the trace
 	 * are opened there, by these paths. */
-	char ns_a[64], ns_b[64];
-	snprintf(ns_a, sizeof(ns_a), "/proc/%d/ns/mnt", (int)pid);
+	char ns_a[96], ns_b[64];
+	proc_file(pid, "ns/mnt", ns_a, sizeof(ns_a));
 	snprintf(ns_b, sizeof(ns_b), "/proc/self/ns/mnt");
 	if (!same_file(ns_a, ns_b)) {
-		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, so);
+		proc_file(pid, "root", p, 96);
+		snprintf(p + strlen(p), sizeof(p) - strlen(p), "%s", so);
 		if (!same_file(p, so)) {
 			ap_say("process %d: it is in another mount namespace (a container?), where %s "
 			       "is not this file: copy liballocprof.so into its file system and "
@@ -747,7 +784,8 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		char *slash = strrchr(dir, '/');
 		if (slash)
 			*(slash == dir ? slash + 1 : slash) = 0;
-		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, dir);
+		proc_file(pid, "root", p, 96);
+		snprintf(p + strlen(p), sizeof(p) - strlen(p), "%s", dir);
 		if (!same_file(p, dir)) {
 			ap_say("process %d: it is in another mount namespace (a container?), where %s "
 			       "is not this directory: choose a -o in a directory both sides "
@@ -783,9 +821,9 @@ static int tracee_open(struct tracee *tr, pid_t pid)
 {
 	memset(tr, 0, sizeof(*tr));
 	tr->pid = pid;
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/mem", (int)pid);
+	char p[96];
 	int rc = seize_all(tr);
+	proc_file(pid, "mem", p, sizeof(p));
 	if (rc == 0 && (tr->mem = open(p, O_RDWR | O_CLOEXEC)) < 0)
 		rc = -errno;
 	if (rc < 0) {
@@ -1002,7 +1040,8 @@ static bool ended(pid_t pid)
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return true;
 	char st = proc_state(pid);
-	return !st || st == 'Z' || st == 'X';
+	/* (a zombie main thread with others running on is not the end) */
+	return !st || st == 'X' || (st == 'Z' && zombie_leader(pid) <= 1);
 }
 
 bool ap_attached_here(const struct ap_attached *a)
@@ -1022,7 +1061,7 @@ int ap_detach(struct ap_attached *a)
 	if (!ap_attached_here(a))
 		return ended(a->pid) ? 1 : 2;
 	if (tracee_open(&tr, a->pid) < 0)
-		return kill(a->pid, 0) < 0 && errno == ESRCH ? 1 : -1;
+		return ended(a->pid) ? 1 : -1;
 	tr.futex_ok = a->futex_ok;
 	int rc = -1;
 	uint64_t ret, none[3] = { 0, 0, 0 };
@@ -1047,7 +1086,7 @@ int ap_detach(struct ap_attached *a)
 		goto out;
 	rc = 0;
 out:
-	if (rc < 0 && kill(a->pid, 0) < 0 && errno == ESRCH)
+	if (rc < 0 && ended(a->pid)) /* (its last threads went meanwhile) */
 		rc = 1;
 	a->detach_stops = tr.st;
 	tracee_close(&tr);

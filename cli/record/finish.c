@@ -124,6 +124,11 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_getpid, "getpid", "the process could not tell a vfork child from itself" },
 		{ SYS_openat, "openat", "a trace it had to open (a forked child's, or this one "
 					"again) was not: those events are lost" },
+		{ SYS_getrusage, "getrusage", "the trace has no context switches or page faults "
+					      "of its process (advise does without them)" },
+		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
+							      "the process could use" },
+		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
 	};
 	char names[256] = "", costs[512] = "";
 	int err = 0;
@@ -338,26 +343,81 @@ void rec_symbols_ahead_end(void)
 	ahead_end(false);
 }
 
-/* The trace keeps its frames' names and lines (allocprof symbols, in
- * allocprof-report: the launcher links no symbolizer). */
-static void keep_symbols(const char *path)
+static void names_add(struct rec_names *l, char *name)
 {
+	AP_ALLOC_GROW(l->name, l->n + 1, l->alloc);
+	l->name[l->n++] = name;
+}
+
+void rec_names_release(struct rec_names *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->name[i]);
+	free(l->name);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Child traces per `allocprof symbols` run: its command line stays far
+ * below ARG_MAX */
+#define SYMBOLS_BATCH 256
+
+/* The traces keep their frames' names and lines (allocprof symbols, in
+ * allocprof-report: the launcher links no symbolizer), SYMBOLS_BATCH
+ * traces per run: the traces of one run share their files (libc, the
+ * program), which one run opens and reads once for all of them (each
+ * `ls` of a shell loop cost ~75 ms of libc6-dbg's DWARF, run by run). */
+static void keep_symbols(char *const *paths, size_t n)
+{
+	if (n == 1 && ahead.pid > 0 && !strcmp(ahead.path, paths[0])) {
+		if (ahead_end(true))
+			ap_say("%s: the trace keeps no symbols: the reports name its frames "
+			       "from the program's files", paths[0]);
+		return;
+	}
 	char level[16];
 	snprintf(level, sizeof(level), "%d", compact_level());
-	char *argv[] = {(char *)"symbols", (char *)"-q", (char *)"--if-finished",
-			(char *)"--compress-level", level, (char *)"--", (char *)path, NULL};
-	int rc;
-	if (ahead.pid > 0 && !strcmp(ahead.path, path))
-		rc = ahead_end(true);
-	else
+	for (size_t at = 0; at < n; at += SYMBOLS_BATCH) {
+		size_t k = n - at < SYMBOLS_BATCH ? n - at : SYMBOLS_BATCH;
+		char *argv[7 + SYMBOLS_BATCH] = {(char *)"symbols", (char *)"-q",
+			(char *)"--if-finished", (char *)"--compress-level", level, (char *)"--"};
+		memcpy(argv + 6, paths + at, k * sizeof(*argv));
+		argv[6 + k] = NULL;
 #ifdef AP_LAUNCHER
-		rc = ap_run_report_child(argv);
+		int rc = ap_run_report_child(argv);
 #else
-		rc = cmd_symbols(7, argv);
+		int rc = cmd_symbols((int)(6 + k), argv);
 #endif
-	if (rc)
-		ap_say("%s: the trace keeps no symbols: the reports name its frames from the "
-			   "program's files", path);
+		if (rc && k == 1)
+			ap_say("%s: the trace keeps no symbols: the reports name its frames "
+			       "from the program's files", paths[at]);
+		else if (rc)
+			ap_say("%s and %zu more child traces: some keep no symbols: the reports "
+			       "name their frames from the program's files", paths[at], k - 1);
+	}
+}
+
+/* While set (rec_finish_children), finished traces are listed here and
+ * keep their symbols together at the end */
+static struct rec_names *symbols_later;
+
+/* What a SIGSYS says: a seccomp filter killed the process for a system
+ * call, which may be the program's own (it dies so without us too) as
+ * well as one the sampler makes; record cannot tell which. */
+#define SIGSYS_WHY "a seccomp filter's, for a system call of the program's or one the " \
+		   "sampler makes: see SECCOMP in allocprof-record(1)"
+
+/* Whether a trace of `size` bytes as the sampler wrote it, without an
+ * END, stopped at the file size limit: the program's RLIMIT_FSIZE
+ * (record's, which the program inherited) leaves no room for one more
+ * chunk (sampler/buffer.c writes chunks of at most 64 KiB, smaller under
+ * a small limit). *limit: the limit. */
+static bool stopped_by_fsize(off_t size, unsigned long long *limit)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return false;
+	*limit = (unsigned long long)rl.rlim_cur;
+	return (unsigned long long)size + AP_SAMPLER_CHUNK + 4096 > rl.rlim_cur;
 }
 
 void rec_finish_trace(const char *path, const char *what, bool quiet,
@@ -365,10 +425,12 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      const struct ap_finished *fin)
 {
 	struct stat st;
-	if (stat(path, &st) < 0 || st.st_size == 0) {
+	int missing = stat(path, &st) < 0;
+	if (missing || st.st_size == 0) {
+		/* (errno is stale after a stat that worked) */
 		ap_say("%s: no trace was written (%s): the program was not profiled "
 			   "(did it clear LD_PRELOAD, or is it statically linked?)",
-			   path, errno == ENOENT ? "missing" : "empty");
+			   path, missing ? "missing" : "empty");
 		ap_compact_stream_abandon(stream);
 		return;
 	}
@@ -384,26 +446,35 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	end_refused(path, refusal, sizeof(refusal));
 	if (refusal[0])
 		ap_say("%s", refusal);
-	if (!rec_no_symbols)
-		keep_symbols(path);
+	if (!rec_no_symbols && symbols_later)
+		names_add(symbols_later, ap_xstrdup(path));
+	else if (!rec_no_symbols)
+		keep_symbols((char *const *)&path, 1);
 	char *owner = trace_malloc_owner(path);
-	if (owner)
+	if (owner) {
+		struct ap_buf safe = AP_BUF_INIT; /* a file the program names */
 		ap_say("%s: the program has a malloc of its own (in %s): its allocations never "
-			   "reach the sampler, and the trace does not count them", path, owner);
+			   "reach the sampler, and the trace does not count them", path,
+		       ap_safe_name(&safe, owner));
+		ap_buf_release(&safe);
+	}
 	free(owner);
 	if (quiet)
 		return;
-	char trunc[200] = "";
+	char trunc[300] = "";
+	unsigned long long limit = 0;
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
+	else if (!c.has_end && stopped_by_fsize(st.st_size, &limit))
+		snprintf(trunc, sizeof(trunc), "no end record: the trace reached the file size "
+			 "limit (RLIMIT_FSIZE, %llu bytes: ulimit -f) at byte %llu and stops "
+			 "there, the program ran on; raise the limit to record it whole",
+			 limit, (unsigned long long)st.st_size);
 	else if (!c.has_end && status && WIFSIGNALED(*status))
 		snprintf(trunc, sizeof(trunc), "no end record: the program was killed by SIG%s%s",
 			 sigabbrev_np(WTERMSIG(*status)) ? sigabbrev_np(WTERMSIG(*status)) : "?",
-			 WTERMSIG(*status) == SIGSYS
-				 ? " (a seccomp filter that kills on a system call the sampler "
-				   "makes: see SECCOMP in allocprof-record(1))"
-				 : "");
+			 WTERMSIG(*status) == SIGSYS ? " (" SIGSYS_WHY ")" : "");
 	else if (!c.has_end && status)
 		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
 			 "with status %d", WEXITSTATUS(*status));
@@ -413,8 +484,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	char late[320] = "";
 	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
 		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
-		const char *how = sys ? "killed by SIGSYS (a seccomp filter that kills on a system "
-					"call the sampler makes: see SECCOMP in allocprof-record(1))"
+		const char *how = sys ? "killed by SIGSYS (" SIGSYS_WHY ")"
 				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
 				  : fin->reason == AP_END_RAW_EXIT
 				      ? "ended by the exit_group system call, without exit()"
@@ -495,17 +565,20 @@ static bool trace_has_end(const char *path)
 	return end;
 }
 
-/* Tells where the trace of a process that outlived the program is. */
-void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet)
+/* Tells where the trace of a process that outlived the program is, and
+ * (`later`) that record's finisher (rec_finish_later) finishes it. */
+void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet, bool later)
 {
 	if (quiet)
 		return; /* the trace is as it should be: nothing went wrong */
+	const char *then = later ? "it is finished (compacted, its symbols kept) once"
+				 : "the trace is complete once";
 	if (rec_pid_alive(pid))
-		ap_say("%s %s: process %d is still running and writing it; the trace is "
-			   "complete once it exits (stats, top read it then)", what, path, (int)pid);
+		ap_say("%s %s: process %d is still running and writing it; %s it exits", what,
+		       path, (int)pid, then);
 	else
-		ap_say("%s %s: still open in a process the program started; the trace is "
-			   "complete once that process exits (stats, top read it then)", what, path);
+		ap_say("%s %s: still open in a process the program started; %s that process "
+		       "exits", what, path, then);
 }
 
 /* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
@@ -527,22 +600,26 @@ static bool listed(char **names, size_t n, const char *name)
 
 /* Finishes the child traces of `output` except live ones
  * (trace_is_live, or without END while their process runs), which are
- * named instead. A live trace whose process
- * is gone is held by a child of that process which has not opened its
- * own trace yet: once it is released, the directory is read again for
- * that child's trace. Returns how many child traces there were. */
+ * named instead (unless `said`: the finisher's later calls); those in
+ * `done` were finished before, and those finished now join it. A live
+ * trace whose process is gone is held by a child of that process which
+ * has not opened its own trace yet: once it is released, the directory
+ * is read again for that child's trace. Returns how many child traces
+ * there are, *live how many of them are left live. */
 size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
-			   const int *main_status, uint64_t main_end_ns)
+			   const int *main_status, uint64_t main_end_ns, struct rec_names *done,
+			   size_t *live_left)
 {
-	char **done = NULL;
-	size_t ndone = 0, done_alloc = 0;
+	struct rec_names live_now = { 0 }, finished = { 0 };
+	symbols_later = &finished;
 	size_t olen = strlen(output);
 	for (bool again = true; again;) {
 		again = false;
 		char **names;
 		size_t n = ap_trace_children(output, since, &names);
 		for (size_t i = 0; i < n; i++) {
-			if (listed(done, ndone, names[i])) {
+			if (listed(done->name, done->n, names[i]) ||
+			    listed(live_now.name, live_now.n, names[i])) {
 				free(names[i]);
 				continue;
 			}
@@ -557,7 +634,8 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 			if (!live && who != main_pid && rec_pid_alive(who) && !trace_has_end(names[i]))
 				live = true;
 			if (live) {
-				rec_say_live(names[i], "child trace", who, quiet);
+				rec_say_live(names[i], "child trace", who, quiet, true);
+				names_add(&live_now, names[i]);
 			} else {
 				/* an image of the program (.exec<n>) ended as the
 				 * program did; any other process unseen */
@@ -565,16 +643,61 @@ size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t m
 				rec_finish_buffers(names[i], who == main_pid ? main_status : NULL,
 					       main_end_ns, &fin);
 				rec_finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
+				names_add(done, names[i]);
 			}
-			AP_ALLOC_GROW(done, ndone + 1, done_alloc);
-			done[ndone++] = names[i];
 		}
 		free(names);
 	}
-	for (size_t i = 0; i < ndone; i++)
-		free(done[i]);
-	free(done);
-	return ndone;
+	symbols_later = NULL;
+	keep_symbols(finished.name, finished.n);
+	rec_names_release(&finished);
+	*live_left = live_now.n;
+	rec_names_release(&live_now);
+	return done->n + *live_left;
+}
+
+/* Traces the run left live, a daemon's (a process that outlives the
+ * program) or the program's own (held by a child that has not opened its
+ * trace yet), are finished once their processes are gone by a process of
+ * record's that outlives it: their buffers' last records appended, then
+ * compacted with their symbols kept and their buffers files removed, as
+ * record does for the others. It is in a session of its own, its
+ * standard descriptors on /dev/null (a caller reading record's output
+ * sees its end when record ends), and holds the run's lock (`run_fd`)
+ * until it is done; it looks every 200 ms, every 2 s after a minute (a
+ * daemon may run for months). Returns its pid, or -1. */
+pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const int *main_status,
+		       uint64_t main_end_ns, bool main_live, struct rec_names *done, int run_fd)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd <= 2 && null >= 0; fd++)
+		if (fd != null)
+			dup2(null, fd);
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != run_fd)
+			close(fd);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	size_t left = 1;
+	for (unsigned looks = 0; main_live || left; looks++) {
+		struct timespec ts = { looks < 300 ? 0 : 2, looks < 300 ? 200000000 : 0 };
+		nanosleep(&ts, NULL);
+		if (main_live && !rec_trace_is_live(output)) {
+			struct ap_finished fin;
+			rec_finish_buffers(output, main_status, main_end_ns, &fin);
+			rec_finish_trace(output, "wrote", true, NULL, main_status, &fin);
+			main_live = false;
+		}
+		rec_finish_children(output, since, true, main_pid, main_status, main_end_ns, done,
+				    &left);
+	}
+	_exit(0);
 }
 
 /* The program died of signal s: record, its trace finished, dies of the

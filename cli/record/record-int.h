@@ -144,9 +144,18 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 bool rec_trace_is_live(const char *path);
 bool rec_wait_released(const char *path);
 bool rec_pid_alive(pid_t pid);
-void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet);
+void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet, bool later);
+/* A list of trace names (malloc'd) */
+struct rec_names {
+	char **name;
+	size_t n, alloc;
+};
+void rec_names_release(struct rec_names *l);
 size_t rec_finish_children(const char *output, time_t since, bool quiet, pid_t main_pid,
-			   const int *main_status, uint64_t main_end_ns);
+			   const int *main_status, uint64_t main_end_ns, struct rec_names *done,
+			   size_t *live_left);
+pid_t rec_finish_later(const char *output, time_t since, pid_t main_pid, const int *main_status,
+		       uint64_t main_end_ns, bool main_live, struct rec_names *done, int run_fd);
 void rec_die_like(int s);
 pid_t rec_launch(struct launch *L);
 /* Whether `path`, which exec found missing (ENOENT), is a script whose

@@ -253,6 +253,19 @@ static void judge(struct ap_advice *a, struct ap_advise_site *s, double saved_ms
 	advise_judge_measured(a, s);
 }
 
+/* judge's 10 ms [9, 11] from `rounds` runs, the pooled runs' page
+ * faults a median `med` and an upper quartile `q3`. */
+static void judge_faults(struct ap_advice *a, struct ap_advise_site *s, unsigned rounds, double med,
+			 double q3)
+{
+	s->measured = true;
+	s->m = (struct ap_measured){ .ok = true, .rounds = rounds, .conf = 0.99, .saved_ns = 10 * MS,
+				     .low_ns = 9 * MS, .high_ns = 11 * MS };
+	s->m.cost.minflt = med;
+	s->m.cost.minflt_q3 = q3;
+	advise_judge_measured(a, s);
+}
+
 /* handed_trace's site0, advised, in a run of 100 ms of CPU time. */
 static struct ap_advise_site *handed_site(struct ap_trace **t, struct ap_advice **a)
 {
@@ -520,6 +533,14 @@ static void test_faults_verdict(void)
 		fprintf(stderr, "%s: the text does not say the quarter: %s\n", __func__, s->reasons);
 		failures++;
 	}
+	/* a pool whose runs trim in the same bursts: its quarter as high */
+	judge_faults(a, s, 8, 11000, 34000);
+	CHECK("faults: the pool's quarter as high", s->verdict, AP_VERDICT_POOL);
+	judge_faults(a, s, 8, 11000, 12000);
+	CHECK("faults: the pool's quarter low", s->verdict, AP_VERDICT_FAULTS);
+	/* of fewer than 8 runs the quartile is their most: not read */
+	judge_faults(a, s, 5, 4000, 4000);
+	CHECK("faults: a quartile of 5 runs", s->verdict, AP_VERDICT_POOL);
 	a->base.minflt_q3 = 0;
 	a->base.minflt = 50000;
 	a->measure_share = 0.25;	/* a quarter replayed: 500 faults of the program's */

@@ -4,12 +4,15 @@
  *   fexecve FD       (glibc: execveat(fd, "", AT_EMPTY_PATH))
  *   execveat-fd      execveat(fd, "", ..., AT_EMPTY_PATH)
  *   execveat-path    execveat(AT_FDCWD, argv[0], ..., 0)
+ *   syscall-execveat syscall(SYS_execveat, fd, "", ..., AT_EMPTY_PATH)
+ *   syscall-execve   syscall(SYS_execve, argv[0], ...)
  * The next image allocates 200 blocks of 48 bytes in next_image and
  * exits 5. Both images' blocks belong to the run. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void *volatile keep[300];
@@ -53,6 +56,10 @@ int main(int argc, char **argv)
 		execveat(fd, "", args, environ, AT_EMPTY_PATH);
 	else if (!strcmp(argv[1], "execveat-path"))
 		execveat(AT_FDCWD, argv[0], args, environ, 0);
+	else if (!strcmp(argv[1], "syscall-execveat"))
+		syscall(SYS_execveat, fd, "", args, environ, AT_EMPTY_PATH);
+	else if (!strcmp(argv[1], "syscall-execve"))
+		syscall(SYS_execve, argv[0], args, environ);
 	perror("exec");
 	return 1;
 }

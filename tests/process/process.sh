@@ -120,8 +120,9 @@ exec)
 	expect_eq "sh -c: plain_work" "$(flat sh.trace plain_work)" 300
 
 	# execveat and fexecve replace the image as execve does: both images'
-	# blocks are in the run, the first image's trace ends with the exec
-	for how in fexecve execveat-fd execveat-path; do
+	# blocks are in the run, the first image's trace ends with the exec;
+	# so do execveat and execve made through syscall(3)
+	for how in fexecve execveat-fd execveat-path syscall-execveat syscall-execve; do
 		"$EXECAT" "$how" >native.out 2>&1
 		want=$?
 		expect_eq "$how: native exit status" "$want" 5
@@ -135,6 +136,7 @@ exec)
 			n=$(jget x.json alloc_objects)
 			[ "${n%.*}" -ge 500 ] || fail "$how: alloc_objects of the run: $n, not both images' 500"
 		fi
+		expect_eq "$how: trace files" "$(ls x.trace* | tr '\n' ' ')" "x.trace x.trace.exec1 "
 		rm -f x.trace*
 	done
 	;;
@@ -229,6 +231,34 @@ seccomp)
 		rm -f s.trace
 	done
 
+	# newfstatat alone refused, and a child forked after the filter:
+	# the child's trace, just made, is its own all the same (its fstat
+	# refused, it was taken for another file: left empty beside a second
+	# one, and the empty one made the whole run unreadable)
+	"$SECCOMP" fstat >native.out 2>&1
+	want=$?
+	for mode in default all; do
+		opts=()
+		[ $mode = all ] && opts=(--all)
+		rm -f f.trace*
+		same_run "fstat-$mode" "$want" native.out -- "${opts[@]}" -o f.trace "$SECCOMP" fstat
+		expect_eq "fstat $mode: child traces" "$(ls f.trace.* 2>/dev/null | wc -l)" 1
+		"$AP" stats --json f.trace >f.json 2>f.err || fail "fstat $mode: stats of the run: $(cat f.err)"
+		[ $mode = all ] && expect_eq "fstat --all: after_filter, parent and child" \
+			"$(flat f.trace after_filter)" 4000
+	done
+	rm -f f.trace*
+
+	# getrusage refused: record names it (not "system call 98") and what
+	# the trace lacks for it
+	"$SECCOMP" usage >native.out 2>&1
+	want=$?
+	timeout -s KILL 20 "$AP" record -o u.trace "$SECCOMP" usage >u.out 2>u.err
+	expect_eq "usage: exit status" $? "$want"
+	grep -q "^allocprof: u.trace: the program's seccomp filter refused getrusage to the sampler (Operation not permitted): the trace has no context switches or page faults" u.err ||
+		fail "usage: record does not name getrusage: $(cat u.err)"
+	rm -f u.trace*
+
 	# A filter that kills for the calls the sampler can do without
 	# (newfstatat, openat, gettid, getpid): the sampler runs the filter
 	# before making them, and does not. The program runs as natively,
@@ -260,7 +290,7 @@ seccomp)
 	timeout -s KILL 20 "$AP" record -o ka.trace "$SECCOMP" killall >ka.out 2>ka.err
 	rc=$?
 	if [ $rc = 159 ]; then
-		grep -q "killed by SIGSYS (a seccomp filter that kills on a system call the sampler makes: see SECCOMP in allocprof-record(1))" ka.err ||
+		grep -q "killed by SIGSYS (a seccomp filter's, for a system call of the program's or one the sampler makes: see SECCOMP in allocprof-record(1))" ka.err ||
 			fail "killall: record does not say: $(cat ka.err)"
 	else
 		expect_eq "killall: exit status" $rc 0

@@ -4,7 +4,11 @@
  * but the sampler does: newfstatat, openat, gettid, getpid and
  * rt_sigprocmask (issue 24). `seccomp errno`: they fail with EPERM;
  * `seccomp killall`: they kill the process (SECCOMP_RET_KILL_PROCESS);
- * `seccomp kill`: the first four kill it.
+ * `seccomp kill`: the first four kill it; `seccomp fstat`: newfstatat
+ * alone fails with EPERM, and after_filter runs again in a forked child
+ * (whose trace the sampler makes, and must take for its own);
+ * `seccomp usage`: getrusage alone fails with EPERM (END's context
+ * switches and faults).
  * before_filter allocates 1000 blocks and frees them, after_filter 2000;
  * stdout's buffer is made before the filter (its fstat). Exits 0. */
 #include <errno.h>
@@ -16,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "seccomp-filter.h"
@@ -43,16 +48,31 @@ __attribute__((noinline)) static void after_filter(void)
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "errno";
-	int kill = strcmp(how, "errno") != 0;
+	int fst = !strcmp(how, "fstat"), use = !strcmp(how, "usage");
+	int kill = strcmp(how, "errno") != 0 && !fst && !use;
 	printf("seccomp %s: start\n", how);
 	fflush(stdout);
 	before_filter();
-	if (seccomp_refuse(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
-			   strcmp(how, "kill") ? 5 : 4, 0) < 0) {
+	static const int getrusage_nr[] = { SYS_getrusage };
+	if ((use ? seccomp_refuse_list(SECCOMP_RET_ERRNO | EPERM, getrusage_nr, 1, 0)
+		 : seccomp_refuse(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
+				  fst ? 1 : strcmp(how, "kill") ? 5 : 4, 0)) < 0) {
 		perror("seccomp");
 		return 2;
 	}
 	after_filter();
+	if (fst) {
+		fflush(stdout);
+		pid_t p = fork();
+		if (p == 0) {
+			after_filter();
+			_exit(0);
+		}
+		int st = -1;
+		waitpid(p, &st, 0);
+		printf("seccomp: done, child %d\n", st);
+		return 0;
+	}
 	if (kill)
 		printf("seccomp: done\n");
 	else

@@ -66,9 +66,8 @@ before the attach come during it):
   pidns    a program in a PID namespace of its own (unshare -p -f
            --mount-proc: its files the same as here): attached by its pid
            here, the trace at -o's path, its counts exact
-  refuse   one line and exit 1 for: no such process, a zombie, one
-           whose main thread has exited (pthread_exit), a statically
-           linked one, one that already has the sampler (preloaded, or
+  refuse   one line and exit 1 for: no such process, a zombie, a
+           statically linked one, one that already has the sampler (preloaded, or
            attached by another record -p), another user's (as root, record
            run as nobody), one in another mount namespace where the
            sampler's directory is another file system (as root); usage
@@ -82,6 +81,14 @@ before the attach come during it):
   futex    a program whose every thread waits in a futex (the calls
            are made there after a second without a better place); it
            ends while attached: the trace ends with its exit, counts exact
+  mainexit a process whose main thread exits (pthread_exit) while
+           attached: record records on until Ctrl-C, the trace has every
+           allocation of the other thread, and the detach leaves it
+           running; one whose main thread had exited before the attach
+           is attached through the other thread just the same
+  comm     a process that names itself with escape sequences (prctl
+           PR_SET_NAME): record -p without -o prints none of them, and the
+           default trace's name holds none
   nginx    a real server (nginx from Debian) attached while it serves
            loopback requests, detached, and still serving
   python3  /usr/bin/python3 (not PIE; it takes malloc's and free's
@@ -699,9 +706,8 @@ elif mode == "refuse":
     dead = subprocess.Popen(["true"])
     dead.wait()
     refused(["-p", str(dead.pid), "-o", os.path.join(tmp, "x.trace")], 1, "no such process")
-    # a zombie (not reaped yet), and a process whose main thread has
-    # exited while another runs on: neither can be traced, and neither
-    # is a refusal of ptrace's
+    # a zombie (not reaped yet): it cannot be traced, and that is no
+    # refusal of ptrace's
     zombie = subprocess.Popen(["true"])
     for _ in range(500):
         with open("/proc/%d/stat" % zombie.pid) as f:
@@ -711,15 +717,6 @@ elif mode == "refuse":
     refused(["-p", str(zombie.pid), "-o", os.path.join(tmp, "x.trace")], 1,
             "it has ended (a zombie its parent has not reaped yet)")
     zombie.wait()
-    mx = subprocess.Popen([os.environ["ATTACH_MAIN_EXITS"]], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True)
-    if mx.stdout.readline() != "ready\n":
-        fail("main_exits did not start")
-    refused(["-p", str(mx.pid), "-o", os.path.join(tmp, "x.trace")], 1,
-            "its main thread has exited (pthread_exit), its other threads run on")
-    mx.stdin.close()
-    if mx.wait() != 0:
-        fail("main_exits: exit %d" % mx.returncode)
     # a process still in its dynamic loader: stopped at its exec by
     # PTRACE_TRACEME, before ld.so has loaded the C library
     import ctypes
@@ -822,6 +819,59 @@ elif mode == "refuse":
         detach(r)
     s.quit()
 
+elif mode == "mainexit":
+    prog = os.environ["ATTACH_MAIN_EXITS"]
+
+    def ask(p, line):
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        return p.stdout.readline()
+
+    for late in (True, False):
+        what = "main thread exited %s the attach: " % ("after" if late else "before")
+        mx = subprocess.Popen([prog] + (["late"] if late else []), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+        if late and mx.stdout.readline() != "ready\n":
+            fail(what + "main_exits did not start")
+        if not late and mx.stdout.readline() != "gone\n":
+            fail(what + "main_exits did not start")
+        trace = os.path.join(tmp, "m%d.trace" % late)
+        r = attach(mx.pid, trace, "--all")
+        if not r:
+            mx.kill()
+            mx.wait()
+            continue
+        if late and ask(mx, "go") != "gone\n":
+            fail(what + "the main thread did not exit")
+        if ask(mx, "1000") != "ok 1000\n":
+            fail(what + "the worker did not answer")
+        # record looks at the process once a second: it is still there
+        time.sleep(2.5)
+        if r.poll() is not None:
+            fail(what + "record ended by itself: exit %d, %r" % (r.returncode, r.stderr.read()))
+            continue
+        if ask(mx, "500") != "ok 500\n":
+            fail(what + "the worker did not answer")
+        detach(r)
+        got = site_counts(trace).get("worker_site")
+        if got != 1500:
+            fail(what + "worker_site: the trace has %s allocations, the program made 1500" %
+                 got)
+        st = run("stats", "--json", trace)
+        js = json.loads(st.stdout) if not st.returncode else {}
+        if js.get("end_reason") != "detached":
+            fail(what + "stats: %s %s" % (st.stdout[:300], st.stderr))
+        # the executable and command line read through a live thread
+        if js.get("program") != prog or js.get("argv", [""])[0] != prog:
+            fail(what + "the trace names the program %r, %r" % (js.get("program"),
+                                                                js.get("argv")))
+        # the sampler inert, the process runs on and ends as it would
+        if ask(mx, "10") != "ok 10\n":
+            fail(what + "after the detach the worker did not answer")
+        mx.stdin.close()
+        if mx.wait() != 0:
+            fail(what + "main_exits: exit %d" % mx.returncode)
+
 elif mode == "nginx":
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not os.path.exists(nginx):
@@ -918,6 +968,38 @@ elif mode == "python3":
     outs += py.stdout.readlines()
     if py.wait() != 0 or outs != ["20000\n", "30000\n", "1000\n"]:
         fail("python3 attached: exit %d, output %r" % (py.returncode, outs))
+
+elif mode == "comm":
+    script = ("import ctypes, sys\n"
+              "ctypes.CDLL(None).prctl(15, b'\\x1b]0;pwn\\x07\\x1b[2J', 0, 0, 0)\n"
+              "print('ready', flush=True)\n"
+              "for line in sys.stdin:\n"
+              "    print(len([str(i) for i in range(int(line))]), flush=True)\n")
+    py = subprocess.Popen(["/usr/bin/python3", "-c", script], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    if py.stdout.readline() != "ready\n":
+        fail("python3 did not start")
+    with open("/proc/%d/comm" % py.pid) as f:
+        if "\x1b" not in f.read():
+            fail("the process could not name itself")
+    r = subprocess.Popen([allocprof, "record", "-p", str(py.pid)], cwd=tmp,
+                         stderr=subprocess.PIPE, env=env)
+    first = r.stderr.readline()
+    py.stdin.write("1000\n")
+    py.stdin.flush()
+    py.stdout.readline()
+    r.send_signal(signal.SIGINT)
+    err = first + r.stderr.read()
+    if r.wait() != 0 or b"attached to" not in err:
+        fail("record -p: exit %d, %r" % (r.returncode, err))
+    if any(c < 0x20 and c != 0x0a for c in err):
+        fail("record -p printed control characters: %r" % err)
+    names = os.listdir(tmp)
+    if len(names) != 1 or not names[0].startswith("allocprof.") or \
+            any(ord(c) < 0x20 or ord(c) == 0x7f for c in names[0]):
+        fail("the default trace's name: %r" % names)
+    py.stdin.close()
+    py.wait()
 
 elif mode == "futex":
     # every thread in a futex wait; the process ends while attached

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Tests of where `allocprof record` writes and what it leaves there (issue 9,
-# brief 9c): traces of processes that outlive the program, output paths
-# that are not trace files, checks made before the program starts, the
-# END's status. One argument picks the group. Environment (from meson):
-# ALLOCPROF, TESTDATA_BUILD.
+# brief 9c): traces of processes that outlive the program (finished once
+# they are gone), output paths that are not trace files, checks made
+# before the program starts, the END's status, a full disk and the file
+# size limit, the symbols of a run's child traces kept in one run, a
+# user's own allocator preloaded (issue 24). One argument picks the
+# group. Environment (from meson): ALLOCPROF, TESTDATA_BUILD, FSIZE,
+# USABLE.
 group=$1
 self=$(readlink -f "$0")
 . "$(dirname "$self")/lib.sh"
@@ -22,15 +25,22 @@ daemon)
 	# The program forks a daemon and exits; the daemon allocates 2000
 	# blocks after record has returned. record must leave the daemon's
 	# trace alone, say where it is, and the trace must be complete once
-	# the daemon exits.
+	# the daemon exits: finished by record's finisher as record finishes
+	# the others (no buffers file left, its symbols kept, compacted).
 	"$ALLOCPROF" record --all -o d.trace "$TESTDATA_BUILD/daemon" 300 pid >out 2>err
 	expect_eq "record exit status" "$?" 0
 	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
 	dpid=$(cat pid)
 	grep -q "child trace d.trace.$dpid: process $dpid is still running" err ||
 		fail "record did not name the daemon's live trace: $(cat err)"
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' err)
+	[ -n "$fpid" ] || fail "record did not name its finisher: $(cat err)"
 	wait_gone "$dpid"
+	[ -z "$fpid" ] || wait_gone "$fpid"
+	[ ! -e "d.trace.$dpid.buffers" ] || fail "the daemon's buffers file is left"
 	if "$ALLOCPROF" stats --json "d.trace.$dpid" >d.json 2>d.err; then
+		[ "$(jget d.json symbols_kept)" -gt 0 ] ||
+			fail "the daemon's trace keeps no symbols: $(cat d.json)"
 		expect_eq "daemon: alloc_objects" "$(jget d.json alloc_objects)" 2000
 		expect_eq "daemon: free_objects" "$(jget d.json free_objects)" 2000
 		expect_eq "daemon: alloc_space" "$(jget d.json alloc_space)" 128000
@@ -50,7 +60,29 @@ daemon)
 	dpid=$(cat pid)
 	grep -q "child trace c.trace.$dpid: process $dpid is still running" err ||
 		fail "closefds: record did not name the daemon's trace: $(cat err)"
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' err)
 	wait_gone "$dpid"
+	[ -z "$fpid" ] || wait_gone "$fpid"
+	[ ! -e "c.trace.$dpid.buffers" ] || fail "closefds: the daemon's buffers file is left"
+	"$ALLOCPROF" stats --json "c.trace.$dpid" >c.json 2>c.err || fail "closefds: stats: $(cat c.err)"
+	expect_eq "closefds: alloc_objects" "$(jget c.json alloc_objects)" 2000
+	[ "$(jget c.json symbols_kept)" -gt 0 ] ||
+		fail "closefds: the daemon's trace keeps no symbols: $(cat c.json)"
+	# -q: no line, the trace finished all the same
+	rm -f pid
+	"$ALLOCPROF" record -q --all -o q.trace "$TESTDATA_BUILD/daemon" 300 pid >out 2>err
+	[ -s err ] && fail "-q: record said $(cat err)"
+	for _ in $(seq 1 200); do [ -s pid ] && break; sleep 0.01; done
+	dpid=$(cat pid)
+	wait_gone "$dpid"
+	# (the finisher is done when the trace keeps its symbols)
+	for _ in $(seq 1 100); do
+		"$ALLOCPROF" stats --json "q.trace.$dpid" >q.json 2>/dev/null &&
+			[ "$(jget q.json symbols_kept)" -gt 0 ] && break
+		sleep 0.1
+	done
+	[ "$(jget q.json symbols_kept)" -gt 0 ] || fail "-q: the daemon's trace keeps no symbols"
+	[ ! -e "q.trace.$dpid.buffers" ] || fail "-q: the daemon's buffers file is left"
 	;;
 chunks)
 	# testdata/threads: 4 threads, 8000 allocations. A duplicated EVENTS
@@ -238,6 +270,108 @@ status)
 		fail "SIGKILL: stats says: $(grep ended k.txt)"
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
+	;;
+symbols)
+	# The child traces of a run keep their symbols through one
+	# `allocprof symbols` for all of them, which opens each file once
+	# (libc at another address in every process): as many files for 6
+	# children as for 2. And what it keeps is what each trace alone gets.
+	for n in 2 6; do
+		ALLOCPROF_TEST_OPENED=1 "$ALLOCPROF" record -q --all -o s$n.trace bash -c \
+			"for i in \$(seq $n); do '$TESTDATA_BUILD/single' >/dev/null; done" 2>s$n.err
+		kids=$(ls s$n.trace.* | wc -l)
+		[ "$kids" -ge "$n" ] || fail "$n children: $kids child traces"
+		grep -q "^allocprof: symbols: $kids traces, " s$n.err ||
+			fail "$n children: the $kids child traces did not keep their symbols in one run: $(cat s$n.err)"
+		[ "$(grep -c "^allocprof: symbols: " s$n.err)" -le 2 ] ||
+			fail "$n children: more than the program's and one for its children: $(cat s$n.err)"
+		opened[$n]=$(sed -n "s/^allocprof: symbols: $kids traces, \([0-9]*\) files opened/\1/p" s$n.err)
+	done
+	expect_eq "files opened for 6 children (as for 2)" "${opened[6]}" "${opened[2]}"
+	"$ALLOCPROF" record -q --all --no-symbols -o ns.trace bash -c \
+		"for i in 1 2 3; do '$TESTDATA_BUILD/single' >/dev/null; done"
+	mkdir -p one all
+	cp ns.trace.* all/
+	last=$(ls ns.trace.* | tail -1)
+	cp "$last" one/
+	"$ALLOCPROF" symbols -q one/"$last" || fail "symbols of one trace"
+	"$ALLOCPROF" symbols -q all/ns.trace.* || fail "symbols of all the traces"
+	expect_eq "one trace's frames, alone and with the run's" \
+		"$("$ALLOCPROF" top --lines all/"$last" 2>&1)" "$("$ALLOCPROF" top --lines one/"$last" 2>&1)"
+	[ "$("$ALLOCPROF" stats --json one/"$last" | grep symbols_kept)" != '  "symbols_kept": 0,' ] ||
+		fail "the trace keeps no symbols"
+	;;
+preload)
+	# A user's LD_PRELOAD of an allocator that defines the malloc family
+	# at glibc's version but not as the default one (libc_malloc_debug.so:
+	# malloc@GLIBC_2.2.5): the program's calls reach it, and so must the
+	# sampler's (dlsym alone finds libc.so's behind it). With
+	# MALLOC_CHECK_=3 its blocks are malloc-check's: the program sees the
+	# same usable sizes under record, sampled and --all.
+	dbg=/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0
+	[ -e "$dbg" ] || { echo "no $dbg (glibc before 2.34): skipped"; exit 77; }
+	native=$(LD_PRELOAD=$dbg MALLOC_CHECK_=3 "$USABLE")
+	case $native in
+	"malloc 10 "*) ;;
+	*) fail "natively under malloc-check: $native" ;;
+	esac
+	for mode in sampled --all; do
+		opt=$([ $mode = --all ] && echo --all)
+		under=$(LD_PRELOAD=$dbg MALLOC_CHECK_=3 "$ALLOCPROF" record -q $opt -o u.trace \
+			"$USABLE")
+		expect_eq "$mode: under record" "$under" "$native"
+	done
+	# the same calls recorded as on glibc's malloc (whose usable sizes
+	# of aligned blocks depend on where the heap stands, which the
+	# sampler's own blocks move: not compared)
+	"$ALLOCPROF" record -q --all -o g.trace "$USABLE" >/dev/null
+	"$ALLOCPROF" stats --json u.trace >u.json 2>u.err || fail "stats: $(cat u.err)"
+	"$ALLOCPROF" stats --json g.trace >g.json 2>g.err || fail "stats: $(cat g.err)"
+	expect_eq "--all: the calls recorded" "$(jget u.json calls)" "$(jget g.json calls)"
+	# an allocator without symbol versions (jemalloc: what dlvsym alone
+	# passes over), alone and before or after the debug library: the
+	# first in the search order is the program's, and the sampler's
+	je=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+	if [ -e "$je" ]; then
+		for pre in "$je" "$je:$dbg" "$dbg:$je"; do
+			native=$(LD_PRELOAD=$pre MALLOC_CHECK_=3 "$USABLE")
+			for mode in sampled --all; do
+				opt=$([ $mode = --all ] && echo --all)
+				under=$(LD_PRELOAD=$pre MALLOC_CHECK_=3 "$ALLOCPROF" record -q $opt \
+					-o j.trace "$USABLE")
+				expect_eq "$pre $mode: under record" "$under" "$native"
+			done
+		done
+	else
+		echo "no $je: the jemalloc part skipped (make check installs it)"
+	fi
+	;;
+fsize)
+	# The program's file size limit (ulimit -f 64: 64 KiB) is smaller
+	# than the trace would be: the program runs exactly as without us
+	# (the sampler's writes past the limit send it no SIGXFSZ, its own
+	# get theirs), the trace holds the events that fit (chunks made small
+	# enough to fit many), and record says the limit stopped it.
+	native=$( (ulimit -f 64; "$FSIZE" 100000 own.native); echo "exit $?")
+	expect_eq "native run" "$native" \
+		"allocations 100000, wrote 65536 then -1 (File too large), SIGXFSZ 1
+exit 3"
+	under=$( (ulimit -f 64; "$ALLOCPROF" record --all -o f.trace "$FSIZE" 100000 own.rec \
+		2>err); echo "exit $?")
+	expect_eq "under record" "$under" "$native"
+	grep -q "f.trace: File too large: the trace ends here; the program goes on" err ||
+		fail "the sampler did not say the trace ended: $(cat err)"
+	grep -q "truncated: no end record: the trace reached the file size limit (RLIMIT_FSIZE, 65536 bytes" err ||
+		fail "record did not say the file size limit stopped the trace: $(cat err)"
+	if "$ALLOCPROF" stats --json f.trace >f.json 2>f.err; then
+		expect_eq "truncated" "$(jget f.json truncated)" true
+		n=$(jget f.json alloc_objects)
+		[ "$n" -ge 1000 ] && [ "$n" -lt 100000 ] ||
+			fail "alloc_objects $n: not the events that fit under the limit"
+	else
+		fail "the trace does not read: $(cat f.err)"
+	fi
+	[ ! -e f.trace.buffers ] || fail "the buffers file is left"
 	;;
 diskfull)
 	# The disk fills up while the program runs, then has room again: the
