@@ -41,4 +41,52 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);
  * estimated ones, each by the CPU time saved; then the rest by bytes. */
 void advise_rank(struct ap_advice *a);
 
+/* ---- the walk's objects (advise.c) ---- */
+
+/* An object as the advisor's walk keeps it: by the replay's object id
+ * with the live map (ids are reused after an object's free), in the store
+ * below without it. */
+struct advise_obj {
+	double w;		/* weight in live bytes (gogc cycles) */
+	uint64_t cap, birth;	/* exact replay */
+	uint64_t maxsize;	/* the largest size it reached */
+	uint32_t site;		/* UINT32_MAX: of no site */
+	union {
+		uint32_t rec;	/* W_COLLECT: its record, or UINT32_MAX */
+		uint32_t thread; /* W_EXACT: the thread that made it */
+	};
+};
+
+/* The walk's objects on a replay of a resolved trace, which keeps no live
+ * map (advise_objs.c). An object is named by the identity of its latest
+ * block (ap_event.addr: the anonymous block's, or its address). Most of
+ * what the walk knows of it follows from that block, which every FREE
+ * carries (its stack and size) and from the identity (the thread that
+ * made it): the store keeps only its birth time, 4 bytes in a page of
+ * its thread's allocations, and the rest whole only for the objects
+ * whose state is not what their block says ("exceptions": grown from
+ * another site or by another thread, shrunk, a pool's hit with more room
+ * than asked, a block that is not anonymous, one asked to be kept). */
+struct advise_objs;
+
+/* `quantum`: the trace's time quantum (births are its multiples). */
+struct advise_objs *advise_objs_new(uint64_t quantum);
+void advise_objs_free(struct advise_objs *s);
+/* Object ob's latest block is now `id`, which `thread` allocated. The
+ * store keeps ob whole when `whole` (the caller found that ob is not what
+ * the block says: see above), else its birth and thread only. */
+void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
+		     uint32_t thread, bool whole);
+/* advise_objs_take's answers. */
+enum { AP_OBJS_NONE, AP_OBJS_WHOLE, AP_OBJS_BIRTH };
+/* The live object whose latest block is `id`, out of the store: into *ob
+ * whole (AP_OBJS_WHOLE); or only its birth and thread (AP_OBJS_BIRTH:
+ * the rest is what its block says); or AP_OBJS_NONE, *ob untouched, when
+ * no object is live there. */
+int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob);
+/* Calls fn for each live object kept whole with its block's id. */
+void advise_objs_each_kept(const struct advise_objs *s,
+			   void (*fn)(void *ctx, uint64_t id, const struct advise_obj *ob),
+			   void *ctx);
+
 #endif

@@ -496,19 +496,6 @@ static void add_op(struct recon *rc, struct pos pos, uint64_t ts, uint64_t size,
 
 /* ---- matching: every event to its object, in one place ---- */
 
-/* A live object: slots are reused after an object's free, so there are as
- * many as objects live at once. */
-struct obj {
-	double w;		/* weight in live bytes (gogc cycles) */
-	uint64_t cap, birth;	/* exact replay */
-	uint64_t maxsize;	/* the largest size it reached */
-	uint32_t site;		/* UINT32_MAX: of no site */
-	union {
-		uint32_t rec;	/* W_COLLECT: its record, or UINT32_MAX */
-		uint32_t thread; /* W_EXACT: the thread that made it */
-	};
-};
-
 enum walk_mode {
 	W_CYCLES,		/* the cycles only */
 	W_EXACT,		/* --all: replay every site event */
@@ -539,7 +526,7 @@ static inline uint32_t event_site(const struct walk *w, const struct ap_event *e
 }
 
 /* Site events of an object, by mode. */
-static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_event *e, struct pos pos,
+static inline void obj_birth(struct walk *w, struct advise_obj *ob, const struct ap_event *e, struct pos pos,
 			     bool seen_growing)
 {
 	if (w->mode == W_EXACT) {
@@ -580,7 +567,7 @@ static inline void obj_birth(struct walk *w, struct obj *ob, const struct ap_eve
 	ob->rec = (uint32_t)rc->nrec++;
 }
 
-static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_event *e, struct pos pos)
+static inline void obj_grow(struct walk *w, struct advise_obj *ob, const struct ap_event *e, struct pos pos)
 {
 	if (w->mode == W_EXACT) {
 		struct site_run *s = &w->rp->runs[ob->site];
@@ -622,7 +609,7 @@ static inline void obj_grow(struct walk *w, struct obj *ob, const struct ap_even
 	r->gtail = (uint32_t)rc->ng++;
 }
 
-static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event *e, struct pos pos)
+static inline void obj_put(struct walk *w, struct advise_obj *ob, const struct ap_event *e, struct pos pos)
 {
 	if (w->mode == W_EXACT) {
 		struct site_run *s = &w->rp->runs[ob->site];
@@ -660,7 +647,7 @@ static inline void obj_put(struct walk *w, struct obj *ob, const struct ap_event
  * stack) and the links between birth and growth sites. */
 struct walk_state {
 	struct walk *w;
-	struct obj *objs;	/* by the replay's object id */
+	struct advise_obj *objs;	/* by the replay's object id */
 	size_t nobjs;
 	double live, live_at_cycle, since, goal, vol;
 	struct interval_clock ic;
@@ -672,9 +659,28 @@ struct walk_state {
 	uint32_t exit_thread;
 	size_t exit_i;
 	uint64_t exit_ts;
+	/* The replay of a resolved --all trace keeps no live map: the objects
+	 * are the store's, by their latest block's id (advise-int.h), and
+	 * the walk applies the joins and counts each site's objects live,
+	 * which the live map's blocks at the end gave before (NULL: the
+	 * replay keeps the map, and objs[] is by its object ids). */
+	struct advise_objs *store;
+	/* The last object kept waits here, out of the store, until the
+	 * next: most blocks are freed by the event right after the one that
+	 * made them (temporary allocations), and those never reach it (nor
+	 * the work of finding what it keeps of them). */
+	bool has_held;
+	struct held {
+		uint64_t id, size;
+		uint32_t stack, thread;
+		struct advise_obj ob;
+	} held;
+	double *site_live;	/* per site: objects born there and live */
+	const struct ap_replay_join *joins;
+	size_t njoins, next_join;
 };
 
-static inline struct obj *ws_obj(struct walk_state *S, uint32_t id)
+static inline struct advise_obj *ws_obj(struct walk_state *S, uint32_t id)
 {
 	if (id >= S->nobjs) {
 		size_t n = S->nobjs ? S->nobjs : 1024;
@@ -721,7 +727,7 @@ static inline struct pos ws_allocated(struct walk_state *S, size_t i, const stru
 
 /* After an allocation: the object is live with its block, and a gogc
  * cycle falls right after the one that reaches the goal. */
-static inline void ws_live(struct walk_state *S, size_t i, struct obj *ob, const struct ap_event *e,
+static inline void ws_live(struct walk_state *S, size_t i, struct advise_obj *ob, const struct ap_event *e,
 		    double wt)
 {
 	struct walk *w = S->w;
@@ -737,17 +743,130 @@ static inline void ws_live(struct walk_state *S, size_t i, struct obj *ob, const
 	}
 }
 
+/* ---- the objects of a resolved trace (S->store) ---- */
+
+/* Whether a vpool held the block at addr when the program ended (END's
+ * `pooled`). */
+static bool pooled_at_exit(const struct ap_trace *t, uint64_t addr)
+{
+	size_t lo = ap_lower_bound(t->pooled, t->npooled, sizeof(*t->pooled), 0, addr);
+	return lo < t->npooled && t->pooled[lo] == addr;
+}
+
+
+/* What a block of a resolved trace says of its object (advise_objs_set):
+ * its stack's site and weight, its size as the largest size and the
+ * capacity, the thread that allocated it. */
+static inline struct advise_obj obj_of_block(const struct walk_state *S, uint32_t stack,
+					     uint64_t size, uint32_t thread)
+{
+	const struct walk *w = S->w;
+	return (struct advise_obj){
+		.w = stack ? 1.0 : 0.0,	/* (--all only) */
+		.cap = size,
+		.maxsize = size,
+		.site = w->site_of_stack && stack < w->t->nstacks ? w->site_of_stack[stack]
+								 : UINT32_MAX,
+		.thread = thread,
+	};
+}
+
+/* The held object goes into the store: whole where it is not what its
+ * block says, or where END's pooled list names the block (ws_end_kept). */
+static void ws_settle(struct walk_state *S)
+{
+	if (!S->has_held)
+		return;
+	S->has_held = false;
+	const struct walk *w = S->w;
+	const struct held *h = &S->held;
+	const struct advise_obj *ob = &h->ob;
+	struct advise_obj d = obj_of_block(S, h->stack, h->size, h->thread);
+	/* (a capacity no pool uses is no difference) */
+	bool cap_used = ob->site != UINT32_MAX && w->rp->runs[ob->site].active;
+	bool whole = ob->w != d.w || (cap_used && ob->cap != d.cap) || ob->maxsize != d.maxsize ||
+		     ob->site != d.site || ob->thread != d.thread ||
+		     (w->t->npooled && pooled_at_exit(w->t, h->id));
+	advise_objs_set(S->store, h->id, ob, h->thread, whole);
+}
+
+/* Object ob's latest block is b, allocated by event e: held. */
+static inline void ws_keep(struct walk_state *S, const struct ap_event *e,
+			   const struct ap_replay_block *b, const struct advise_obj *ob)
+{
+	ws_settle(S);
+	S->has_held = true;
+	S->held = (struct held){ b->addr, b->size, b->stack, e->thread, *ob };
+}
+
+/* The live object whose latest block is `id` (of stack and size), out of
+ * the store: false when none is (the old block of a join). */
+static inline bool ws_take(struct walk_state *S, uint64_t id, uint32_t stack, uint64_t size,
+			   struct advise_obj *ob)
+{
+	if (S->has_held) {
+		if (S->held.id == id) {
+			S->has_held = false;
+			*ob = S->held.ob;
+			return true;
+		}
+		ws_settle(S);
+	}
+	struct advise_obj got;
+	switch (advise_objs_take(S->store, id, &got)) {
+	case AP_OBJS_NONE:
+		return false;
+	case AP_OBJS_WHOLE:
+		*ob = got;
+		return true;
+	default:
+		*ob = obj_of_block(S, stack, size, got.thread);
+		ob->birth = got.birth;
+		return true;
+	}
+}
+
+static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,
+		     struct advise_obj *ob, uint64_t old_size, const struct ap_replay_block *b);
+
+/* A growth by copy at event i (ap_replay_join), which a replay without
+ * the live map leaves to the walk: the new block b continues the object
+ * of the join's old block, if it is live; true when it did. */
+static bool ws_joined(struct walk_state *S, size_t i, const struct ap_event *e,
+		      const struct ap_replay_block *b)
+{
+	while (S->next_join < S->njoins && S->joins[S->next_join].i < i)
+		S->next_join++;
+	if (S->next_join >= S->njoins || S->joins[S->next_join].i != i)
+		return false;
+	const struct ap_replay_join *jn = &S->joins[S->next_join++];
+	struct advise_obj ob;
+	if (!ws_take(S, jn->addr, jn->stack, jn->size, &ob))
+		return false;
+	ws_grown(S, i, e, &ob, jn->size, b);
+	ws_keep(S, e, b, &ob);
+	return true;
+}
+
 static void ws_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	struct walk_state *S = ctx;
 	ws_event(S, i, e);
+	if (S->store && S->njoins && ws_joined(S, i, e, b))
+		return;
 	struct pos pos = ws_allocated(S, i, e, b);
-	struct obj *ob = ws_obj(S, b->obj);
+	struct advise_obj new = { .cap = e->size, .birth = e->ts, .thread = e->thread };
+	struct advise_obj *ob = S->store ? &new : ws_obj(S, b->obj);
 	ob->site = event_site(S->w, e);
 	ob->maxsize = e->size;
 	if (ob->site != UINT32_MAX)
 		obj_birth(S->w, ob, e, pos, (e->flags & AP_EVF_REALLOC) != 0);
 	ws_live(S, i, ob, e, b->w);
+	if (S->store) {
+		if (ob->site != UINT32_MAX)
+			S->site_live[ob->site]++;
+		ws_keep(S, e, b, ob);
+	}
 }
 
 /* A block of `size` went back to glibc: a free of a block above the
@@ -758,13 +877,12 @@ static inline void ws_freed(struct replay *rp, uint64_t size)
 		rp->mmap_thr = size + 1;
 }
 
-static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
-		    const struct ap_replay_block *b)
+/* Object ob grew from a block of old_size to b, by event e (a realloc's
+ * ALLOC half, or a growth by copy). */
+static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,
+		     struct advise_obj *ob, uint64_t old_size, const struct ap_replay_block *b)
 {
-	struct walk_state *S = ctx;
-	ws_event(S, i, e);
-	struct obj *ob = ws_obj(S, b->obj);
-	S->live -= ob->w * (double)old->size;
+	S->live -= ob->w * (double)old_size;
 	struct pos pos = ws_allocated(S, i, e, b);
 	/* An unsampled block continuing a tracked chain weighs what the
 	 * chain did, in live bytes. */
@@ -774,7 +892,7 @@ static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 	/* a growth by copy frees the old block (a realloc that moves a
 	 * mapped block remaps it) */
 	if (!(e->flags & AP_EVF_REALLOC))
-		ws_freed(S->w->rp, old->size);
+		ws_freed(S->w->rp, old_size);
 	if (ob->site != UINT32_MAX) {
 		uint32_t site = event_site(S->w, e);
 		obj_grow(S->w, ob, e, pos);
@@ -788,11 +906,40 @@ static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 	ws_live(S, i, ob, e, wt);
 }
 
-static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+static void ws_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		    const struct ap_replay_block *b)
 {
 	struct walk_state *S = ctx;
 	ws_event(S, i, e);
-	struct obj *ob = ws_obj(S, b->obj);
+	if (!S->store) {
+		ws_grown(S, i, e, ws_obj(S, b->obj), old->size, b);
+		return;
+	}
+	struct advise_obj ob;
+	/* (the old block is live: the compactor matched it) */
+	if (!ws_take(S, old->addr, old->stack, old->size, &ob)) {
+		ob = obj_of_block(S, old->stack, old->size, e->thread);
+		ob.birth = e->ts;
+	}
+	ws_grown(S, i, e, &ob, old->size, b);
+	ws_keep(S, e, b, &ob);
+}
+
+static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	struct walk_state *S = ctx;
+	struct advise_obj taken, *ob = &taken;
+	if (!S->store) {
+		ob = ws_obj(S, b->obj);
+	} else {
+		/* the old block of a join: its object went on (the live
+		 * map's replay calls no consumer for it but `event`) */
+		if (!ws_take(S, b->addr, b->stack, b->size, &taken))
+			return;
+		if (taken.site != UINT32_MAX)
+			S->site_live[taken.site]--;
+	}
+	ws_event(S, i, e);
 	S->live -= ob->w * (double)b->size;
 	if (ob->site != UINT32_MAX)
 		obj_put(S->w, ob, e, (struct pos){ S->vol, (double)i });
@@ -836,14 +983,6 @@ static void ws_any(void *ctx, size_t i, const struct ap_event *e)
 	}
 }
 
-/* Whether a vpool held the block at addr when the program ended (END's
- * `pooled`). */
-static bool pooled_at_exit(const struct ap_trace *t, uint64_t addr)
-{
-	size_t lo = ap_lower_bound(t->pooled, t->npooled, sizeof(*t->pooled), 0, addr);
-	return lo < t->npooled && t->pooled[lo] == addr;
-}
-
 /* The objects still live at the end escape, unless a pool holds them:
  * then the program already pools them (and never frees them itself). */
 static void ws_end(void *ctx, const struct ap_replay_block *b)
@@ -881,6 +1020,63 @@ static const struct ap_replay_ops walk_ops_exits = {
 	.live_at_end = ws_end,
 };
 
+/* A resolved trace's: no live map (S->store), no blocks at the end
+ * (ws_end_kept). */
+static const struct ap_replay_ops walk_ops_resolved = {
+	.alloc = ws_alloc,
+	.grow = ws_grow,
+	.free = ws_free,
+	.unmatched = ws_unmatched,
+};
+
+static const struct ap_replay_ops walk_ops_resolved_exits = {
+	.event = ws_any,
+	.alloc = ws_alloc,
+	.grow = ws_grow,
+	.free = ws_free,
+	.unmatched = ws_unmatched,
+};
+
+/* ws_end for an object the store kept whole: one a pool held at exit is
+ * the pool's, not an escape. */
+static void ws_end_kept(void *ctx, uint64_t id, const struct advise_obj *ob)
+{
+	struct walk_state *S = ctx;
+	struct walk *w = S->w;
+	if (ob->site == UINT32_MAX || !w->rp->runs[ob->site].active ||
+	    !pooled_at_exit(w->t, id))
+		return;
+	w->rp->runs[ob->site].r.pooled_at_exit++;
+	S->site_live[ob->site]--;
+}
+
+/* The end of a walk without the live map: the objects still live escape,
+ * unless a pool holds them (ws_end). */
+static void ws_end_store(struct walk_state *S)
+{
+	struct walk *w = S->w;
+	ws_settle(S);
+	if (!w->site_of_stack)
+		return;
+	if (w->t->npooled)
+		advise_objs_each_kept(S->store, ws_end_kept, S);
+	if (w->mode != W_EXACT)
+		return;
+	for (size_t s = 0; s < w->rp->nsites; s++)
+		if (w->rp->runs[s].active)
+			w->rp->runs[s].r.escaped += S->site_live[s];
+}
+
+/* Whether a walk of t replays without the live map: a resolved --all
+ * trace (a sampled one's map holds its samples only).
+ * ALLOCPROF_TEST_ADVISE_BLOCKS=1 keeps the map, to compare. */
+static bool walk_resolved(const struct walk *w)
+{
+	const char *env = getenv("ALLOCPROF_TEST_ADVISE_BLOCKS");
+	return w->t->resolved && w->t->rate <= 1 && w->mode != W_COLLECT &&
+	       !(env && !strcmp(env, "1"));
+}
+
 /* Returns 0, or -1 with err set when the replay fails. */
 static int walk_events(struct walk *w, struct ap_error *err)
 {
@@ -896,7 +1092,22 @@ static int walk_events(struct walk *w, struct ap_error *err)
 			S.left[k] = t->threads[k].events;
 	}
 	struct ap_replay_consumer c = { exits ? &walk_ops_exits : &walk_ops, &S };
-	if (ap_replay_joined(t, w->rp->joins, w->rp->njoins, &c, 1, NULL, err) < 0) {
+	int rc;
+	if (walk_resolved(w)) {
+		S.store = advise_objs_new(t->time_quantum_ns);
+		S.site_live = ap_xcalloc(w->rp->nsites ? w->rp->nsites : 1, sizeof(*S.site_live));
+		S.joins = w->rp->joins;
+		S.njoins = w->rp->njoins;
+		c.ops = exits ? &walk_ops_resolved_exits : &walk_ops_resolved;
+		rc = ap_replay(t, &c, 1, NULL, err);
+		if (rc == 0)
+			ws_end_store(&S);
+	} else {
+		rc = ap_replay_joined(t, w->rp->joins, w->rp->njoins, &c, 1, NULL, err);
+	}
+	advise_objs_free(S.store);
+	free(S.site_live);
+	if (rc < 0) {
 		free(S.left);
 		free(S.objs);
 		return -1;

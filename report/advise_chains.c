@@ -120,7 +120,8 @@ static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	if (f == NONE || f != ch_func(C, a->stack))
 		return;
 	AP_ALLOC_GROW(C->j, C->n + 1, C->alloc);
-	C->j[C->n++] = (struct ap_replay_join){ .i = bi, .addr = a->addr };
+	C->j[C->n++] =
+	    (struct ap_replay_join){ .i = bi, .addr = a->addr, .size = a->size, .stack = a->stack };
 }
 
 static int join_cmp(const void *x, const void *y)
@@ -179,8 +180,9 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 	C.th = ap_xmalloc((t->nthreads + 1) * sizeof(*C.th));
 	for (size_t k = 0; k <= t->nthreads; k++)
 		C.th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, SIZE_MAX, 0, 0 };
+	/* (the old block's address: the identity its FREE names it by, with
+	 * or without the live map) */
 	static const struct ap_replay_ops ops = {
-		.blocks = true,	/* the old block's address */
 		.event = ch_event,
 		.alloc = ch_alloc,
 		.free = ch_free,

@@ -1,7 +1,8 @@
 /* The victim-cache pool model: docs/pool-model.md §1-4 and §9, the order of
  * Get and Put of pool/vpool.h or of Go's sync.Pool on flat arrays and
- * ring-buffer deques, with no allocation in steady state (shard arrays are
- * recycled between primary, victim and spare; a deque's ring only grows).
+ * ring-buffer deques (struct deque), with no allocation in steady state
+ * (shard arrays are recycled between primary, victim and spare; a deque's
+ * rings only grow).
  * A vpool keeps its current deques in the primary array and those of
  * before the last cycle in the victim array, both always there; its
  * private slots are the threads'. */
@@ -12,14 +13,123 @@
 #include "ap_pool.h"
 #include "ap_util.h"
 
-/* One P's part of a shard array. The deque holds ring[tail..head) (free
- * running counters, masked): the head is the newest end. */
+/* The longest LEB128 varint of 64 bits. */
+#define DEQUE_VARINT_MAX 10
+
+/* A deque of objects: ids and capacities, oldest (tail) to newest
+ * (head). The capacities are LEB128 varints in a byte ring (a varint is
+ * read from either end: its last byte alone has the high bit clear), and
+ * the ids a ring of their own only once one is not 0 (advise's are all
+ * 0): a pool advise replays can hold tens of millions of objects (a
+ * program that frees its whole heap at the end), which took 16 bytes each
+ * and takes one or two now. Counters run free and are masked. */
+struct deque {
+	uint8_t *b;		/* the varints */
+	uint32_t bhead, btail, bcap;	/* bytes; bcap 0 or a power of two */
+	uint64_t *ids;		/* NULL: every id 0 */
+	uint32_t head, tail, idcap;	/* objects; idcap 0 or a power of two */
+};
+
+/* One P's part of a shard array. */
 struct shard {
 	struct ap_pool_obj priv;
 	bool has_priv;
-	uint32_t head, tail, ringcap;	/* ringcap: 0 or a power of two */
-	struct ap_pool_obj *ring;
+	struct deque q;
 };
+
+static inline void deque_clear(struct deque *q)
+{
+	q->bhead = q->btail = q->head = q->tail = 0;
+}
+
+/* Doubles a byte ring that may not have room for one more varint (its
+ * bytes keep their order). */
+__attribute__((cold, noinline)) static void deque_grow_bytes(struct deque *q)
+{
+	uint32_t ncap = q->bcap ? q->bcap * 2 : 64;
+	uint8_t *b = ap_xmalloc(ncap);
+	uint32_t n = q->bhead - q->btail;
+	for (uint32_t k = 0; k < n; k++)
+		b[k] = q->b[(q->btail + k) & (q->bcap - 1)];
+	free(q->b);
+	q->b = b;
+	q->bcap = ncap;
+	q->btail = 0;
+	q->bhead = n;
+}
+
+/* The ids' ring, made (every id so far 0) or doubled when full. */
+__attribute__((cold, noinline)) static void deque_grow_ids(struct deque *q)
+{
+	uint32_t n = q->head - q->tail;
+	uint32_t ncap = q->idcap ? q->idcap : 8;
+	while (ncap <= n)
+		ncap *= 2;
+	uint64_t *ids = ap_xcalloc(ncap, sizeof(*ids));
+	for (uint32_t k = 0; q->ids && k < n; k++)
+		ids[k] = q->ids[(q->tail + k) & (q->idcap - 1)];
+	free(q->ids);
+	q->ids = ids;
+	q->idcap = ncap;
+	q->tail = 0;
+	q->head = n;
+}
+
+static inline void push_head(struct deque *q, uint64_t id, uint64_t cap)
+{
+	if (__builtin_expect(q->bcap - (q->bhead - q->btail) < DEQUE_VARINT_MAX, 0))
+		deque_grow_bytes(q);
+	do {
+		uint8_t byte = (uint8_t)(cap & 0x7f);
+		cap >>= 7;
+		q->b[q->bhead++ & (q->bcap - 1)] = byte | (cap ? 0x80 : 0);
+	} while (cap);
+	if (__builtin_expect(id != 0 || q->ids, 0)) {
+		if (!q->ids || q->head - q->tail == q->idcap)
+			deque_grow_ids(q);
+		q->ids[q->head & (q->idcap - 1)] = id;
+	}
+	q->head++;
+}
+
+/* The varint from byte counter `at` on; moves `at` past it. */
+static inline uint64_t deque_read(const struct deque *q, uint32_t *at)
+{
+	uint64_t v = 0;
+	for (unsigned sh = 0;; sh += 7) {
+		uint8_t byte = q->b[(*at)++ & (q->bcap - 1)];
+		v |= (uint64_t)(byte & 0x7f) << sh;
+		if (!(byte & 0x80))
+			return v;
+	}
+}
+
+static inline bool pop_head(struct deque *q, struct ap_pool_obj *out)
+{
+	if (q->head == q->tail)
+		return false;
+	q->head--;
+	/* the head varint starts after the last byte before it with the
+	 * high bit clear (the one before's end), or at the tail */
+	uint32_t start = q->bhead - 1;
+	while (start != q->btail && (q->b[(start - 1) & (q->bcap - 1)] & 0x80))
+		start--;
+	uint32_t at = start;
+	out->cap = deque_read(q, &at);
+	q->bhead = start;
+	out->id = q->ids ? q->ids[q->head & (q->idcap - 1)] : 0;
+	return true;
+}
+
+static inline bool pop_tail(struct deque *q, struct ap_pool_obj *out)
+{
+	if (q->head == q->tail)
+		return false;
+	out->cap = deque_read(q, &q->btail);
+	out->id = q->ids ? q->ids[q->tail & (q->idcap - 1)] : 0;
+	q->tail++;
+	return true;
+}
 
 struct shards {
 	struct shard *sh;
@@ -67,8 +177,10 @@ void ap_pool_free(struct ap_pool *pool)
 	if (!pool)
 		return;
 	for (int i = 0; i < 3; i++) {
-		for (unsigned j = 0; j < pool->arr[i].alloc; j++)
-			free(pool->arr[i].sh[j].ring);
+		for (unsigned j = 0; j < pool->arr[i].alloc; j++) {
+			free(pool->arr[i].sh[j].q.b);
+			free(pool->arr[i].sh[j].q.ids);
+		}
 		free(pool->arr[i].sh);
 	}
 	free(pool->ts);
@@ -189,7 +301,7 @@ static struct shards *new_primary(struct ap_pool *pool)
 	a->size = pool->nprocs;
 	for (unsigned j = 0; j < a->size; j++) {
 		a->sh[j].has_priv = false;
-		a->sh[j].head = a->sh[j].tail = 0;
+		deque_clear(&a->sh[j].q);
 	}
 	a->nobjs = a->bytes = 0;
 	pool->primary = i;
@@ -218,47 +330,6 @@ static inline struct shards *pin(struct ap_pool *pool, unsigned p)
 			return a;
 	}
 	return pin_slow(pool, p);
-}
-
-/* Doubles the ring of a full deque (its objects keep their order). */
-__attribute__((cold, noinline)) static void ring_grow(struct shard *s)
-{
-	uint32_t ncap = s->ringcap ? s->ringcap * 2 : 8;
-	struct ap_pool_obj *ring = ap_xmalloc(ncap * sizeof(*ring));
-	uint32_t n = s->head - s->tail;
-	for (uint32_t k = 0; k < n; k++)
-		ring[k] = s->ring[(s->tail + k) & (s->ringcap - 1)];
-	free(s->ring);
-	s->ring = ring;
-	s->ringcap = ncap;
-	s->tail = 0;
-	s->head = n;
-}
-
-static inline void push_head(struct shard *s, uint64_t id, uint64_t cap)
-{
-	if (__builtin_expect(s->head - s->tail == s->ringcap, 0))
-		ring_grow(s);
-	s->ring[s->head & (s->ringcap - 1)] = (struct ap_pool_obj){ id, cap };
-	s->head++;
-}
-
-static inline bool pop_head(struct shard *s, struct ap_pool_obj *out)
-{
-	if (s->head == s->tail)
-		return false;
-	s->head--;
-	*out = s->ring[s->head & (s->ringcap - 1)];
-	return true;
-}
-
-static inline bool pop_tail(struct shard *s, struct ap_pool_obj *out)
-{
-	if (s->head == s->tail)
-		return false;
-	*out = s->ring[s->tail & (s->ringcap - 1)];
-	s->tail++;
-	return true;
 }
 
 /* vpool: thread's slot, made on first use. */
@@ -306,7 +377,7 @@ static void vpool_put(struct ap_pool *pool, uint32_t thread, unsigned p, uint64_
 		return;
 	}
 	struct shards *a = &pool->arr[pool->primary];
-	push_head(&a->sh[p], id, cap);
+	push_head(&a->sh[p].q, id, cap);
 	held_add(pool, a, cap);
 }
 
@@ -335,7 +406,7 @@ bool ap_pool_put(struct ap_pool *pool, uint32_t thread, unsigned p, uint64_t t, 
 		s->priv = (struct ap_pool_obj){ id, cap };
 		s->has_priv = true;
 	} else {
-		push_head(s, id, cap);
+		push_head(&s->q, id, cap);
 	}
 	held_add(pool, a, cap);
 	return true;
@@ -347,7 +418,7 @@ static enum ap_pool_src get_slow(struct ap_pool *pool, struct shards *a,
 {
 	for (unsigned i = 0; i < a->size; i++) {
 		unsigned q = (p + i + 1) % a->size;
-		if (pop_tail(&a->sh[q], out)) {
+		if (pop_tail(&a->sh[q].q, out)) {
 			held_sub(pool, a, out->cap);
 			return AP_POOL_STOLEN;
 		}
@@ -363,7 +434,7 @@ static enum ap_pool_src get_slow(struct ap_pool *pool, struct shards *a,
 	}
 	for (unsigned i = 0; i < pool->victim_size; i++) {
 		unsigned q = (p + i) % pool->victim_size;
-		if (pop_tail(&v->sh[q], out)) {
+		if (pop_tail(&v->sh[q].q, out)) {
 			held_sub(pool, v, out->cap);
 			return AP_POOL_VICTIM;
 		}
@@ -398,18 +469,18 @@ static enum ap_pool_src vpool_get(struct ap_pool *pool, uint32_t thread, unsigne
 	unsigned n = a->size;
 	if (!a->nobjs && !v->nobjs)
 		return AP_POOL_MISS;
-	if (pop_head(&a->sh[p], out)) {
+	if (pop_head(&a->sh[p].q, out)) {
 		held_sub(pool, a, out->cap);
 		return AP_POOL_SHARED;
 	}
 	for (unsigned k = 1; k < n && a->nobjs; k++) {
-		if (pop_tail(&a->sh[(p + k) % n], out)) {
+		if (pop_tail(&a->sh[(p + k) % n].q, out)) {
 			held_sub(pool, a, out->cap);
 			return AP_POOL_STOLEN;
 		}
 	}
 	for (unsigned k = 0; k < n && v->nobjs; k++) {
-		if (pop_tail(&v->sh[(p + k) % n], out)) {
+		if (pop_tail(&v->sh[(p + k) % n].q, out)) {
 			held_sub(pool, v, out->cap);
 			return AP_POOL_VICTIM;
 		}
@@ -435,7 +506,7 @@ enum ap_pool_src ap_pool_get(struct ap_pool *pool, uint32_t thread, unsigned p, 
 		s->has_priv = false;
 		held_sub(pool, a, out->cap);
 		src = AP_POOL_PRIVATE;
-	} else if (pop_head(s, out)) {
+	} else if (pop_head(&s->q, out)) {
 		held_sub(pool, a, out->cap);
 		src = AP_POOL_SHARED;
 	} else {
@@ -475,7 +546,7 @@ static void vpool_cycle(struct ap_pool *pool)
 	pool->st.lost_cycle_bytes += v->bytes;
 	drop_array(pool, v);
 	for (unsigned j = 0; j < v->size; j++)
-		v->sh[j].head = v->sh[j].tail = 0;
+		deque_clear(&v->sh[j].q);
 	int old = pool->victim;
 	pool->victim = pool->primary;
 	pool->primary = old;

@@ -23,6 +23,8 @@
 #    must be the same bytes (stdout, stderr and exit status); for the
 #    compacted traces, the old build reads the old compactor's output and
 #    the new build the new one's.
+# With TWINS=1, bench/twins' plain programs are recorded too (--all only:
+# their runs are long; built by bench/twins/run.sh --build-only).
 # Prints one line per difference and a summary; exit 1 on any difference.
 set -u
 old=$(cd "${1:?usage: same-output.sh OLD_BUILD NEW_BUILD [DIR]}" && pwd)
@@ -55,6 +57,17 @@ for p in $progs; do
 		[ -z "$gaps" ] || ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q --all \
 			$gaps -o "$p-gaps.raw" "$exe" >/dev/null 2>&1) || true
 done
+if [ "${TWINS:-0}" = 1 ]; then
+	"$src/bench/twins/run.sh" --build-only -k "$dir/twins" >/dev/null 2>&1 ||
+		differ "cannot build bench/twins' programs"
+	for exe in "$dir"/twins/*; do
+		p=$(basename "$exe")
+		case $p in *.twin | *.o | runstat | *.*) continue ;; esac
+		[ -x "$exe" ] || continue
+		(cd "$dir/traces" && ALLOCPROF_COMPACT_LEVEL=0 "$old/cli/allocprof" record -q --all \
+			-o "twin-$p-all.raw" "$exe" >/dev/null 2>&1) || true
+	done
+fi
 # setv FILE: FILE with the new build's format version (the old one's raw
 # traces and test writer's traces are the new one's but for it)
 setv() {
@@ -161,6 +174,8 @@ for t in "$dir"/traces/*.trace "$dir"/traces/*.raw; do
 	[ -e "$t" ] || continue
 	n=$(basename "$t")
 	while IFS='|' read -r label args; do
+		# bench/twins' traces: advise's model only (they are long)
+		case $n:$label in twin-*:advise*) ;; twin-*) continue ;; esac
 		for b in old new; do
 			# shellcheck disable=SC2086
 			run $b "$n.$label" $args "$n"
@@ -183,6 +198,7 @@ advisejson|advise --no-measure --json
 folded|export --format=folded
 json|export --format=json
 EOF
+	case $n in twin-*) continue ;; esac
 	for b in old new; do
 		# one output name for both: the message names it
 		sub=traces

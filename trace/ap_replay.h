@@ -31,12 +31,15 @@
  * compactor matched it by these rules; the replay then keeps no block,
  * only how many are live per (process, stack, size), so that it needs
  * memory for sites, stacks and sizes, not for live blocks (a program
- * with 20 M blocks live). Such a replay's blocks have no address (0) and
- * no object (UINT32_MAX), and live_at_end and exec_dropped see the
- * blocks of one (process, stack, size) one after another. A consumer
- * that needs blocks' identities (their addresses and objects: advise's
- * walk and script, the compactor's plan) says so (`blocks`), and the
- * replay keeps the live map for it, as for every trace not resolved. */
+ * with 20 M blocks live). Such a replay's blocks have no object
+ * (UINT32_MAX); their address is the one their events name them by (the
+ * ALLOC's, which the FREE that ends the block names too: an anonymous
+ * block's identity, or its address), and 0 in live_at_end and
+ * exec_dropped, which see the blocks of one (process, stack, size) one
+ * after another (counted only when a consumer takes either). A consumer that needs the live blocks kept (their
+ * objects, the blocks live at the end one by one: advise's script, the
+ * compactor's plan) says so (`blocks`), and the replay keeps the live map
+ * for it, as for every trace not resolved. */
 #ifndef AP_REPLAY_H
 #define AP_REPLAY_H
 
@@ -109,10 +112,16 @@ struct ap_replay_consumer {
  * block at `addr`, whose FREE comes later. With joins, the consumers see
  * that ALLOC as a `grow` (whose event has no AP_EVF_REALLOC: a growth by
  * copy) and nothing of the old block's FREE but its `event`. Only a
- * replay whose consumers ask for blocks joins. */
+ * replay that keeps the live map (a trace not resolved, or a consumer
+ * that asks for blocks) joins; the consumers of a resolved trace's
+ * replay without it apply the joins themselves (advise's walk). */
 struct ap_replay_join {
 	uint64_t i;
 	uint64_t addr;
+	/* the old block's size and stack (what its FREE will say: a walk
+	 * without the live map takes them from here) */
+	uint64_t size;
+	uint32_t stack;
 };
 
 /* Replays `t` once, calling every consumer for every event, in the order

@@ -325,11 +325,13 @@ static inline void rlive_settle(struct rlive *L)
 	rlive_of(L, L->held.proc, L->held.stack, L->held.size)->n++;
 }
 
-/* A block as the consumers see it, from a resolved trace. */
-static inline struct ap_replay_block block_of(const struct ap_trace *t, uint32_t stack,
-					      uint64_t size, bool temporary)
+/* A block as the consumers see it, from a resolved trace: `addr` the
+ * identity the event names it by. */
+static inline struct ap_replay_block block_of(const struct ap_trace *t, uint64_t addr,
+					      uint32_t stack, uint64_t size, bool temporary)
 {
 	return (struct ap_replay_block){
+	    .addr = addr,
 	    .size = size,
 	    .stack = stack,
 	    .w = !stack ? 0 : t->rate <= 1 ? 1.0 : ap_trace_weight(t, size),
@@ -349,7 +351,7 @@ static void rlive_out(struct rlive *L, const struct ap_trace *t,
 		struct lcount *x = &L->e[k];
 		if (p != UINT32_MAX && x->proc != p)
 			continue;
-		struct ap_replay_block out = block_of(t, x->stack, x->size, false);
+		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
 		bool gone = dropped || exec_ended(t, x->proc);
 		for (; x->n > 0; x->n--)
 			for (size_t j = 0; j < nc; j++)
@@ -367,10 +369,13 @@ static inline uint32_t proc_of(const struct ap_trace *t, const struct ap_event *
 }
 
 /* Event i, e, of a resolved trace, on the thread whose pending state is
- * p: replay_one's rules, the block a FREE ends read from it. */
-static inline void replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
-				   const struct ap_replay_consumer *c, size_t nc, size_t i,
-				   const struct ap_event *e)
+ * p: replay_one's rules, the block a FREE ends read from it; `counts`
+ * (a constant): the live blocks are counted, for live_at_end and
+ * exec_dropped (a replay whose consumers take neither needs no count). */
+static inline __attribute__((always_inline)) void
+replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
+		const struct ap_replay_consumer *c, size_t nc, size_t i, const struct ap_event *e,
+		bool counts)
 {
 	if (e->type == AP_EV_FREE) {
 		if (p->set) {
@@ -383,15 +388,16 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 		}
 		/* the thread's last allocation, if it is the held one: the
 		 * last event made it */
-		if (L->has_held && (e->flags & AP_EVF_TEMPORARY) && L->hthread == e->thread &&
-		    L->held.stack == e->stack && L->held.size == e->size) {
+		if (!counts) {
+		} else if (L->has_held && (e->flags & AP_EVF_TEMPORARY) && L->hthread == e->thread &&
+			   L->held.stack == e->stack && L->held.size == e->size) {
 			L->has_held = false;
 		} else {
 			rlive_settle(L);
 			rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
 		}
 		struct ap_replay_block b =
-		    block_of(t, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
+		    block_of(t, e->addr, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
 		block_ended(p, c, nc, i, e, &b);
 		return;
 	}
@@ -403,11 +409,13 @@ static inline void replay_resolved(struct rlive *L, struct pending *p, const str
 		EACH(c, nc, free, p->i, &p->e, &p->b);
 	}
 	uint32_t stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
-	rlive_settle(L);
-	L->has_held = true;
-	L->hthread = e->thread;
-	L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
-	struct ap_replay_block b = block_of(t, stack, e->size, false);
+	if (counts) {
+		rlive_settle(L);
+		L->has_held = true;
+		L->hthread = e->thread;
+		L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
+	}
+	struct ap_replay_block b = block_of(t, e->addr, stack, e->size, false);
 	if (grows) {
 		p->set = false;
 		EACH(c, nc, grow, i, e, &p->b, &b);
@@ -508,6 +516,7 @@ struct ap_replay_run {
 	size_t nex, next_ex;
 	size_t base;		/* the index of the next event */
 	bool resolved;		/* a resolved trace, no consumer asks for blocks */
+	bool counts;		/* a consumer takes blocks live at the end or dropped */
 	const struct ap_replay_join *joins;	/* (not with `resolved`) */
 	size_t njoins, next_join;
 	struct rlive L;		/* then: the live counts */
@@ -531,6 +540,7 @@ struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_
 		drops &= c[k].ops->exec_dropped != NULL;
 		r->can_fail |= c[k].ops->failed != NULL;
 		r->resolved &= !c[k].ops->blocks;
+		r->counts |= c[k].ops->live_at_end || c[k].ops->exec_dropped;
 	}
 	if (r->resolved) {
 		size_t n = t->nstacks ? t->nstacks : 1;
@@ -566,7 +576,7 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 	struct pending *pend = r->pend;
 	size_t npend = r->npend, base = r->base, next_ex = r->next_ex, nex = r->nex;
 	const struct exec_end *ex = r->ex;
-	bool each_event = r->each_event, resolved = r->resolved;
+	bool each_event = r->each_event, resolved = r->resolved, counts = r->counts;
 	const struct ap_replay_join *joins = r->joins;
 	size_t njoins = r->njoins, next_join = r->next_join;
 	for (size_t j = 0; j < n; j++) {
@@ -582,7 +592,10 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 			EACH(c, nc, event, i, e);
 		struct pending *pe = &pend[e->thread <= npend ? e->thread : npend];
 		if (resolved) {
-			replay_resolved(&r->L, pe, t, c, nc, i, e);
+			if (counts)
+				replay_resolved(&r->L, pe, t, c, nc, i, e, true);
+			else
+				replay_resolved(&r->L, pe, t, c, nc, i, e, false);
 			continue;
 		}
 		/* The map is far bigger than the caches on a long trace, and

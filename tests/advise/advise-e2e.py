@@ -10,6 +10,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py sampled PROGRAM
        advise-e2e.py pooledexit PROGRAM [ARGS...]
        advise-e2e.py copygrow PROGRAM N
+       advise-e2e.py nomap PROGRAM[,ARG...]...
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -50,6 +51,13 @@ blocks of other shapes; the growing sites' pools keep their capacity
 measured replay runs the pool of build_line's strings (hit for hit as the
 model), and with ALLOCPROF_GROWTH_BY_COPY=0 nothing is joined and the
 sites' counts are as before.
+
+nomap: each PROGRAM (run with its ARGs) recorded with --all: advise's
+model walks the trace without the replay's live map (its objects kept by
+their blocks' identities, the joins of growth by copy applied by the
+walk), and its text and JSON are the same bytes as with the map
+(ALLOCPROF_TEST_ADVISE_BLOCKS=1), at the default gogc and at gogc:10 (more
+cycles, more hits with room to spare).
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -447,6 +455,30 @@ def copygrow(prog, n):
     sys.exit(1 if fails else 0)
 
 
+def nomap(specs):
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in specs:
+            prog, *args = spec.split(",")
+            out = os.path.join(tmp, prog + ".trace")
+            run([A, "record", "-q", "--all", "-o", out, "--", os.path.join(BUILD, prog)] + args)
+            for opts in (["--no-measure"], ["--no-measure", "--json", "--gc=gogc:10"]):
+                got = run([A, "advise"] + opts + [out])
+                os.environ["ALLOCPROF_TEST_ADVISE_BLOCKS"] = "1"
+                want = run([A, "advise"] + opts + [out])
+                del os.environ["ALLOCPROF_TEST_ADVISE_BLOCKS"]
+                if got != want:
+                    with open(os.path.join(tmp, "got"), "w") as f:
+                        f.write(got)
+                    with open(os.path.join(tmp, "want"), "w") as f:
+                        f.write(want)
+                    diff = subprocess.run(["diff", "-u", os.path.join(tmp, "want"),
+                                           os.path.join(tmp, "got")],
+                                          capture_output=True, text=True).stdout
+                    sys.exit("FAIL: %s: advise %s without the live map differs:\n%s"
+                             % (spec, " ".join(opts), "\n".join(diff.splitlines()[:40])))
+            print("%s: the same without the live map" % spec)
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -466,6 +498,8 @@ def main():
         measured(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "copygrow":
         copygrow(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "nomap":
+        nomap(sys.argv[2:])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
         repeat(sys.argv[2])
     else:

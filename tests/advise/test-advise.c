@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "advise-int.h"
 #include "ap_advise.h"
+#include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 #include "synth.h"
 
@@ -1010,6 +1012,142 @@ static void test_shared_cost(void)
 	ap_trace_free(t);
 }
 
+/* ---- a resolved trace: the walk without the live map ---- */
+
+/* A trace of two threads whose objects are not what their last block
+ * says: grown by the other thread at another site or at the same, shrunk, handed a
+ * pooled object with more room than asked, two blocks at one address (a
+ * lost free), some live at the end; written to path, compacted as record
+ * does (its frees resolved). */
+static struct ap_trace *resolved_trace(const char *path)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.start_ns = START;
+	h.time_quantum_ns = 10000;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint32_t st[3];
+	for (uint64_t k = 0; k < 3; k++) {
+		uint64_t pc = 0x1000 + 0x100 * k;
+		st[k] = ap_tw_stack(tw, &pc, 1);
+	}
+	ap_tw_thread(tw, 1000, "main");
+	ap_tw_thread(tw, 1001, "other");
+	uint64_t ts = START;
+	const unsigned both = AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED;
+	for (uint64_t r = 0; r < 40; r++) {
+		uint64_t a = 0x100000 + r * 0x1000;
+		/* made by main at site0, grown by the other at site1, freed
+		 * there */
+		ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, a, 64, st[0]);
+		ap_tw_realloc(tw, 1001, ts += 20000, 1, AP_KIND_REALLOC, a, a + 0x800, 200 + r, st[1],
+			      both);
+		ap_tw_free(tw, 1001, ts += 20000, 1, a + 0x800);
+		/* made by main at site0, grown there by the other, freed by
+		 * main */
+		ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, a + 0x400, 32, st[0]);
+		ap_tw_realloc(tw, 1001, ts += 20000, 1, AP_KIND_REALLOC, a + 0x400, a + 0xc00, 300,
+			      st[0], both);
+		/* (another object set before its free: the store's last one
+		 * waits outside its pages) */
+		ap_tw_alloc(tw, 1001, ts += 20000, 1, AP_KIND_MALLOC, 0x700000, 8, st[1]);
+		ap_tw_free(tw, 1001, ts += 20000, 1, 0x700000);
+		ap_tw_free(tw, 1000, ts += 20000, 0, a + 0xc00);
+		/* shrunk at site0, then freed */
+		ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, 0x200000, 500, st[0]);
+		ap_tw_realloc(tw, 1000, ts += 20000, 0, AP_KIND_REALLOC, 0x200000, 0x200000, 100, st[0],
+			      both);
+		ap_tw_free(tw, 1000, ts += 20000, 0, 0x200000);
+		/* site2: a big object, then small ones that get it from the
+		 * pool and live on while others are made */
+		ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, 0x300000, 4000 + r, st[2]);
+		ap_tw_free(tw, 1000, ts += 20000, 0, 0x300000);
+		ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, 0x310000, 100, st[2]);
+		ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, 0x320000, 80, st[2]);
+		ap_tw_free(tw, 1000, ts += 20000, 0, 0x310000);
+		ap_tw_free(tw, 1000, ts += 20000, 0, 0x320000);
+		/* a lost free: two blocks at one address, freed newest first */
+		ap_tw_alloc(tw, 1001, ts += 20000, 1, AP_KIND_MALLOC, 0x400000, 16, st[1]);
+		ap_tw_alloc(tw, 1001, ts += 20000, 1, AP_KIND_MALLOC, 0x400000, 32, st[1]);
+		ap_tw_free(tw, 1001, ts += 20000, 1, 0x400000);
+		ap_tw_free(tw, 1001, ts += 20000, 1, 0x400000);
+		/* live at the end: one grown by the other thread */
+		if (r % 8 == 0) {
+			ap_tw_alloc(tw, 1000, ts += 20000, 0, AP_KIND_MALLOC, 0x500000 + r * 0x100, 48,
+				    st[0]);
+			ap_tw_realloc(tw, 1001, ts += 20000, 1, AP_KIND_REALLOC, 0x500000 + r * 0x100,
+				      0x600000 + r * 0x100, 96, st[1], both);
+		}
+	}
+	struct ap_tw_end end = { .end_ns = ts + 1000 };
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	struct ap_compact_stats cs;
+	struct ap_trace *t = NULL;
+	if (ap_tw_close(tw, path, &err) < 0 || ap_trace_compact(path, 3, &cs, &err) < 0 ||
+	    ap_trace_read(path, &t, &err, NULL, NULL) < 0) {
+		fprintf(stderr, "resolved trace: %s\n", err.msg);
+		exit(1);
+	}
+	return t;
+}
+
+/* The model's figures of a resolved trace are the same bytes without the
+ * live map (its objects kept by their blocks' identities) as with it
+ * (ALLOCPROF_TEST_ADVISE_BLOCKS=1), at every site and gogc. */
+static void test_resolved_walk(void)
+{
+	char path[] = "/tmp/test-advise-resolved.XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		perror("mkstemp");
+		exit(1);
+	}
+	close(fd);
+	struct ap_trace *t = resolved_trace(path);
+	CHECK("resolved", t->resolved, 1);
+	const char *gcs[] = { "gogc:100", "gogc:1", "interval:100us" };
+	for (size_t g = 0; g < AP_ARRAY_SIZE(gcs); g++) {
+		setenv("ALLOCPROF_TEST_ADVISE_BLOCKS", "1", 1);
+		struct ap_advice *want = advise(t, 3, gcs[g]);
+		unsetenv("ALLOCPROF_TEST_ADVISE_BLOCKS");
+		struct ap_advice *got = advise(t, 3, gcs[g]);
+		CHECK("sites", got->nsites, want->nsites);
+		CHECK("cycles", got->cycles, want->cycles);
+		for (size_t i = 0; i < got->nsites && i < want->nsites; i++) {
+			const struct ap_advise_site *x = &got->sites[i], *y = &want->sites[i];
+			char what[64];
+			snprintf(what, sizeof(what), "%s %s", gcs[g], y->name);
+			if (memcmp(&x->r, &y->r, sizeof(x->r)) || memcmp(&x->rc, &y->rc, sizeof(x->rc)) ||
+			    x->mean_life_ns != y->mean_life_ns ||
+			    x->cross_thread_share != y->cross_thread_share ||
+			    x->p50_cap != y->p50_cap || x->max_cap != y->max_cap ||
+			    x->p90_cap != y->p90_cap || strcmp(x->name, y->name) ||
+			    x->verdict != y->verdict) {
+				fprintf(stderr, "%s: %s: figures differ without the live map: "
+					"gets %g/%g hits %g/%g escaped %g/%g life %g/%g cross %g/%g "
+					"cap p50 %g/%g max %g/%g\n", __func__, what, x->r.gets, y->r.gets,
+					x->r.gets - x->r.misses, y->r.gets - y->r.misses, x->r.escaped,
+					y->r.escaped, x->mean_life_ns, y->mean_life_ns,
+					x->cross_thread_share, y->cross_thread_share, x->p50_cap, y->p50_cap,
+					x->max_cap, y->max_cap);
+				failures++;
+			}
+		}
+		/* (and the trace has what the test is for) */
+		if (g == 0) {
+			const struct ap_advise_site *s0 = find(got, "site0"), *s2 = find(got, "site2");
+			CHECK("site0 grown by the other thread", s0->cross_thread_share > 0.3, 1);
+			CHECK("site0 escapes", s0->r.escaped, 5);
+			CHECK("site2 hits with room", s2->r.allocs_avoided > 40, 1);
+		}
+		ap_advice_free(want);
+		ap_advice_free(got);
+	}
+	ap_trace_free(t);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--write"))
@@ -1039,6 +1177,7 @@ int main(int argc, char **argv)
 	test_fast_cycles();
 	test_mmap_threshold();
 	test_shared_cost();
+	test_resolved_walk();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

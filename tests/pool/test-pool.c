@@ -389,6 +389,44 @@ static void test_deque_growth(void)
 	ap_pool_free(pool);
 }
 
+/* The deques keep capacities as varints of 1 to 10 bytes, and ids only
+ * once one is not 0: random Puts and Gets from both ends, through a pool
+ * of id-less objects and one of numbered objects: every Get must find the
+ * capacity that object was Put with, in both. */
+static void test_deque_caps(void)
+{
+	enum { N = 20000 };
+	static uint64_t cap_of[N + 1];
+	struct ap_pool *anon = ap_pool_new(AP_POOL_SYNCPOOL, 2, 0);
+	struct ap_pool *named = ap_pool_new(AP_POOL_SYNCPOOL, 2, 0);
+	uint64_t rs = 88172645463325252ull, next = 1;
+	for (int round = 0; round < 4 * N && next <= N && failures < 10; round++) {
+		rs ^= rs << 13;
+		rs ^= rs >> 7;
+		rs ^= rs << 17;
+		if (rs % 5 < 3) {
+			/* a capacity of 0 to 64 bits */
+			uint64_t cap = (rs >> 8) >> (rs % 64);
+			cap_of[next] = cap;
+			ap_pool_put(anon, 0, 0, 0, 0, cap);
+			ap_pool_put(named, 0, 0, 0, next++, cap);
+			continue;
+		}
+		unsigned p = (unsigned)(rs >> 3) & 1;	/* P0 the newest, P1 steals the oldest */
+		struct ap_pool_obj a, b;
+		enum ap_pool_src sa = ap_pool_get(anon, p, p, 0, &a);
+		enum ap_pool_src sb = ap_pool_get(named, p, p, 0, &b);
+		CHECK_EQ("same source", sa, sb);
+		if (sa == AP_POOL_MISS || sb == AP_POOL_MISS)
+			continue;
+		CHECK_EQ("no id", a.id, 0);
+		CHECK_EQ("capacity of the named", b.cap, cap_of[b.id]);
+		CHECK_EQ("capacity of the id-less", a.cap, b.cap);
+	}
+	ap_pool_free(anon);
+	ap_pool_free(named);
+}
+
 int main(void)
 {
 	test_one_p_orders();
@@ -401,6 +439,7 @@ int main(void)
 	test_steal_and_victim_order();
 	test_drops();
 	test_deque_growth();
+	test_deque_caps();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

@@ -179,7 +179,8 @@ static void test_joins(void)
 	struct ap_error err;
 	/* (4: a FREE, of 0x3000's live block: not a growth) */
 	static const struct ap_replay_join joins[] = {
-		{ 1, 0x1000 }, { 3, 0x2000 }, { 4, 0x3000 }, { 6, 0x9000 },
+		{ .i = 1, .addr = 0x1000 }, { .i = 3, .addr = 0x2000 }, { .i = 4, .addr = 0x3000 },
+		{ .i = 6, .addr = 0x9000 },
 	};
 	struct log l = { .n = 0 };
 	static const struct ap_replay_ops ops = { .blocks = true, .event = c_event, .alloc = c_alloc,
