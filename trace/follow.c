@@ -245,7 +245,7 @@ int ap_follow_open(const char *path, struct ap_follow **out, struct ap_error *er
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return ap_error_set(err, "%s: %s", path, strerror(errno));
-	struct stat st;
+	struct stat st = { .st_mode = S_IFREG }; /* (fstat failing: its errno said) */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		int e = errno;
 		close(fd);
