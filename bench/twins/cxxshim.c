@@ -73,3 +73,33 @@ void twcxx_freed(size_t n)
 {
 	TW_FREE(n);
 }
+
+/* Pools by size class for lru.cpp: class c holds blocks of 512 << c
+ * bytes (the hand-pooler's rounding up), TWCXX_CLASSES of them. */
+#define TWCXX_CLASSES 5
+static struct vpool cls[TWCXX_CLASSES];
+
+void twcxx_cls_init(void);
+void *twcxx_cls_get(unsigned c, size_t n);
+void twcxx_cls_put(unsigned c, void *p, size_t n);
+
+void twcxx_cls_init(void)
+{
+	for (unsigned c = 0; c < TWCXX_CLASSES; c++)
+		tw_pool_init(&cls[c]);
+}
+
+/* A block of class c for a request of n bytes (counted for the pacing as
+ * the plain program's n). */
+void *twcxx_cls_get(unsigned c, size_t n)
+{
+	void *p = tw_get(&cls[c], (size_t)512 << c);
+	TW_ALLOC(n);
+	return p;
+}
+
+void twcxx_cls_put(unsigned c, void *p, size_t n)
+{
+	TW_FREE(n);
+	vpool_put(&cls[c], p);
+}

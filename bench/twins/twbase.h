@@ -5,6 +5,7 @@
 #ifndef TWBASE_H
 #define TWBASE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A function that allocates: never inlined, cloned or merged with an
@@ -34,6 +35,36 @@ static inline uint64_t tw_rand(uint64_t *s)
 	x ^= x >> 27;
 	*s = x;
 	return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* The blocks a library frees without saying their size (liblzma's and
+ * zstd's allocator hooks), with their sizes: what the twin's cycle pacing
+ * counts a free as giving back. */
+#define TW_SIZED_MAX 32
+struct tw_sized {
+	void *p[TW_SIZED_MAX];
+	size_t n[TW_SIZED_MAX];
+};
+
+static inline void tw_sized_add(struct tw_sized *s, void *p, size_t n)
+{
+	for (int i = 0; i < TW_SIZED_MAX; i++)
+		if (!s->p[i]) {
+			s->p[i] = p;
+			s->n[i] = n;
+			return;
+		}
+}
+
+/* p's size, forgotten; 0 when it was not added. */
+static inline size_t tw_sized_take(struct tw_sized *s, void *p)
+{
+	for (int i = 0; i < TW_SIZED_MAX; i++)
+		if (s->p[i] == p) {
+			s->p[i] = 0;
+			return s->n[i];
+		}
+	return 0;
 }
 
 #endif

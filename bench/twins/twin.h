@@ -29,7 +29,9 @@
 #ifdef TWIN
 #include "vpool.h"
 
+#ifndef TW_MAX_POOLS
 #define TW_MAX_POOLS 8
+#endif
 static struct vpool *tw_pools[TW_MAX_POOLS];
 static unsigned tw_npools;
 /* Bytes; threads share them. The goal and the live bytes at the last
