@@ -174,6 +174,15 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			printf("  with the program's own time between its calls, as recorded: %s spun "
 			       "between them (ALLOCPROF_REPLAY_WORK=1)\n", d);
 		}
+		if (a->touch_share < 1 && a->touch_faults_all > 0)
+			printf("  writing the first %.2g%% of each new block's bytes, not all of them: a "
+			       "replay that wrote every page faulted %.0f times, the recorded run %llu "
+			       "(one thread: the same calls, so the pages the program did not write)\n",
+			       100 * a->touch_share, a->touch_faults_all,
+			       (unsigned long long)a->program_minflt);
+		else if (a->touch_share < 1)
+			printf("  writing the first %.2g%% of each new block's bytes "
+			       "(ALLOCPROF_REPLAY_TOUCH)\n", 100 * a->touch_share);
 		if (a->script_sleep_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), (double)a->script_sleep_ns);
 			printf("  with the program's time off its CPU, as recorded: %s slept at its longest "
@@ -334,6 +343,11 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "sleep_ns", json_integer((json_int_t)a->script_sleep_ns));
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
+		json_object_set_new(mj, "touch_share", json_real(a->touch_share));
+		if (a->touch_share < 1) {
+			json_object_set_new(mj, "touch_faults_all", json_integer((json_int_t)a->touch_faults_all));
+			json_object_set_new(mj, "touch_faults_line", json_integer((json_int_t)a->touch_faults_line));
+		}
 		if (a->measure_full_run_ns > 0) {
 			json_object_set_new(mj, "probe_events", json_integer((json_int_t)a->measure_probe_events));
 			json_object_set_new(mj, "probe_wall_ns", json_integer(ap_view_round(a->measure_full_run_ns)));

@@ -28,7 +28,10 @@
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
  * every new block's first 64 bytes are written, and one byte in each of
- * its further pages, as the program's first write would fault them in;
+ * its further pages, as the program's first write would fault them in
+ * (with ALLOCPROF_REPLAY_TOUCH=S in the environment, S from 0 to 1: in
+ * the pages of its first S of its bytes only, a program that writes a
+ * prefix of what it allocates);
  * a pooled block keeps the capacity it reached, stored in its first 8
  * bytes while it is in the pool; a calloc served from the pool is zeroed (the program would have
  * to); a realloc of a pooled block within its capacity calls nothing,
@@ -92,6 +95,11 @@ static atomic_uint *sleepers;		/* asleep at each barrier */
 static struct slot *slots;
 static struct rthread *thr;
 static long page;
+/* The share of a new block's (or a growth's) bytes whose pages the first
+ * write faults in, from its start: 1, all of them, unless
+ * ALLOCPROF_REPLAY_TOUCH says less (advise fits it to the recorded run's
+ * page faults: docs/pool-model.md, "The measured replay"). */
+static double touch_share = 1;
 static uint32_t chosen = AP_RS_NOSITE;	/* the pooled site */
 static uint64_t cap_limit;
 #define MAX_CLASSES 8
@@ -149,6 +157,11 @@ static inline void touch(char *p, uint64_t from, uint64_t to)
 	__asm__ volatile("" : : "r"(p) : "memory");	/* the stores are made */
 	volatile char *q = (volatile char *)p;
 	uintptr_t a = (uintptr_t)p;
+	if (touch_share < 1) {
+		/* the first write covers a prefix: the line at least */
+		uint64_t end = from + (uint64_t)((double)(to - from) * touch_share);
+		to = end > from + line ? end : from + line;
+	}
 	for (uint64_t o = from; o < to;) {
 		q[o] = 1;
 		o = ((a + o) | (uintptr_t)(page - 1)) + 1 - a;
@@ -676,6 +689,13 @@ int main(int argc, char **argv)
 			die("bad classes '%s'", argv[4]);
 	}
 	page = sysconf(_SC_PAGESIZE);
+	const char *ts = getenv("ALLOCPROF_REPLAY_TOUCH");
+	if (ts && *ts) {
+		double v = strtod(ts, &end);
+		if (*end || !(v >= 0 && v <= 1))
+			die("bad ALLOCPROF_REPLAY_TOUCH '%s' (a share from 0 to 1)", ts);
+		touch_share = v;
+	}
 
 	struct stat st;
 	if (fstat((int)fd, &st) < 0)

@@ -1,6 +1,7 @@
 /* The advisor's measured pass (ap_advise_measure in ap_advise.h): picks the
  * sites worth measuring, has the measured replay (ap_measure.h) time them,
  * and judges them again from what it measured. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,75 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	a->measure_full_run_ns = run;
 	a->measure_probe_events = ev;
 	return s2;
+}
+
+double ap_advise_touch_between(double fa, double faults_a, double fb, double faults_b, double prog)
+{
+	if (!(faults_b > faults_a))
+		return fb;
+	double f = fa + (fb - fa) * (prog - faults_a) / (faults_b - faults_a);
+	return f < fa ? fa : f > fb ? fb : f;
+}
+
+double ap_advise_touch_fit(double line, double all, double prog)
+{
+	if (!(all > AP_TOUCH_FIT_MORE * prog + AP_TOUCH_FIT_SLACK))
+		return 1;
+	return ap_advise_touch_between(0, line, 1, all, prog);
+}
+
+/* The share of each block's pages the replay touches, fitted to the
+ * recorded run's page faults for a script of one thread (the replay of
+ * threads trims where their interleaving decides, not where the program
+ * wrote: bench/twins' relay): one baseline replay touching every page,
+ * and when it faults far more than the run, one touching first lines.
+ * Sets a->touch_share (1 when not fitted) and *touch. */
+static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struct ap_script *sc,
+		      const struct ap_measure_opts *mo, double *touch)
+{
+	a->touch_share = *touch = 1;
+	/* ALLOCPROF_REPLAY_TOUCH=S (0 to 1): that share, not fitted (=1:
+	 * every page, as before the fit) */
+	const char *env = getenv("ALLOCPROF_REPLAY_TOUCH");
+	char *end = NULL;
+	double set = env && *env ? strtod(env, &end) : -1;
+	if (end && !*end && set >= 0 && set <= 1) {
+		a->touch_share = *touch = set;
+		return;
+	}
+	if (!a->has_program_minflt || ap_script_threads(sc) != 1)
+		return;
+	struct ap_measure_opts po = *mo;
+	po.min_rounds = po.max_rounds = 1;
+	po.sampler = NULL;
+	po.progress = NULL;
+	po.stop = &t->events_stop;
+	struct ap_run_cost all, line, rec;
+	struct ap_measured none;
+	struct ap_error e2;
+	po.touch = 1;
+	if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0)
+		return;	/* the measurement proper will say what fails */
+	double prog = (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1);
+	a->touch_faults_all = all.minflt;
+	if (ap_advise_touch_fit(0, all.minflt, prog) >= 1)
+		return;	/* (not more than the run: no second replay) */
+	po.touch = 0;
+	if (ap_measure(sc, NULL, 0, &po, &none, &line, &rec, &e2) < 0)
+		return;
+	a->touch_faults_line = line.minflt;
+	double f = ap_advise_touch_fit(line.minflt, all.minflt, prog);
+	/* Faults are not linear in the share (a block from the heap may
+	 * reuse pages another one faulted in): one step more, between the
+	 * share and the end on the run's side of it, when a replay at the
+	 * share is more than AP_TOUCH_FIT_NEAR off the run. */
+	struct ap_run_cost mid;
+	po.touch = f;
+	if (f > 0 && f < 1 && ap_measure(sc, NULL, 0, &po, &none, &mid, &rec, &e2) == 0 &&
+	    fabs(mid.minflt - prog) > AP_TOUCH_FIT_NEAR * prog)
+		f = mid.minflt < prog ? ap_advise_touch_between(f, mid.minflt, 1, all.minflt, prog)
+				      : ap_advise_touch_between(0, line.minflt, f, mid.minflt, prog);
+	a->touch_share = *touch = f;
 }
 
 unsigned ap_advise_replay_cpus(struct ap_advice *a, const struct ap_trace *t, unsigned asked,
@@ -245,6 +315,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct ap_measure_opts o2 = *mo;
 	o2.stop = &t->events_stop;
+	fit_touch(a, t, sc, mo, &o2.touch);
 	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);

@@ -435,6 +435,15 @@ struct ap_advice {
 	double measure_full_run_ns;
 	uint64_t measure_probe_events;
 	double measure_wall_ns;
+	/* The share of each new block's bytes whose pages the replay's first
+	 * write faulted in (ap_measure_opts.touch): 1, all, unless the
+	 * replay of a run of one thread faulted far more than the recorded
+	 * run (touch_faults_all, a replay touching every page, against
+	 * program_minflt): then fitted to it between that and
+	 * touch_faults_line, a replay touching each block's first line
+	 * (ap_advise_touch_fit). */
+	double touch_share;
+	double touch_faults_all, touch_faults_line;
 	char measure_why[256];
 	/* The CPUs the measured replay ran on (ap_advise_replay_cpus):
 	 * replay_cpus of them, chosen as replay_cpus_from says; the recorded
@@ -528,6 +537,29 @@ unsigned ap_advise_replay_cpus(struct ap_advice *a, const struct ap_trace *t, un
 			       unsigned here);
 /* Appends "replayed on 1 CPU, as recorded" (or what else decided it). */
 void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b);
+
+/* The share of its blocks' bytes (from each block's start) a run of one
+ * thread wrote, from page faults: a replay touching every page of every
+ * new block faulted all times, one touching each block's first line
+ * line times, the recorded run prog times (for the share replayed).
+ * Returns 1 (every page) unless the replay faulted more than
+ * AP_TOUCH_FIT_MORE times the run and AP_TOUCH_FIT_SLACK more; else the
+ * share, by linear interpolation, that makes the replay fault as the run
+ * did (0 to 1). In one thread the replay makes the program's calls in the
+ * program's order, so glibc maps, trims and reuses the same pages: the
+ * faults beyond the program's are pages the replay wrote and the program
+ * did not (bench/twins' xzreq: liblzma's 1 MiB dictionary window, of
+ * which a request writes its 8-48 KiB). */
+#define AP_TOUCH_FIT_MORE 1.5
+#define AP_TOUCH_FIT_SLACK 1000
+double ap_advise_touch_fit(double line, double all, double prog);
+/* The share between fa and fb at which faults, linear between faults_a
+ * at fa and faults_b at fb, are prog (fb when faults_b is not above
+ * faults_a). advise refines the fit once with it, from a replay at the
+ * fitted share when that faults more than AP_TOUCH_FIT_NEAR of the run
+ * off it. */
+#define AP_TOUCH_FIT_NEAR 0.1
+double ap_advise_touch_between(double fa, double faults_a, double fb, double faults_b, double prog);
 
 const char *ap_verdict_name(enum ap_verdict v);
 

@@ -43,6 +43,8 @@ void ap_script_free(struct ap_script *s);
 uint64_t ap_script_ops(const struct ap_script *s);
 uint64_t ap_script_bytes(const struct ap_script *s);
 uint64_t ap_script_events(const struct ap_script *s);
+/* The recorded threads it replays, a runner thread each. */
+unsigned ap_script_threads(const struct ap_script *s);
 /* The program's time between its calls that the script's WORK ops spin
  * (the trace's gaps up to AP_GAP_WORK_MAX_NS; 0 without gaps). */
 double ap_script_work_ns(const struct ap_script *s);
@@ -117,11 +119,16 @@ struct ap_measure_opts {
 	 * it runs them (they inherit it) and restores after. 0, or as many
 	 * as the mask has or more: as it is. */
 	unsigned cpus;
+	/* The share of each new block's bytes, from its start, whose pages
+	 * the runner's first write faults in (ALLOCPROF_REPLAY_TOUCH): 1,
+	 * every page, the default; advise fits a smaller one to a run that
+	 * wrote less of its blocks (ap_advise_touch_fit). */
+	double touch;
 };
 
 
 /* Sets the defaults: 15 s, 6 to 50 rounds, runner NULL (the caller's),
- * the CPUs as they are. */
+ * the CPUs as they are, every page touched. */
 void ap_measure_opts_init(struct ap_measure_opts *o);
 
 /* Runs the baseline and every job, out[i] for jobs[i] (jobs at the end

@@ -559,6 +559,11 @@ uint64_t ap_script_events(const struct ap_script *s)
 	return s->events;
 }
 
+unsigned ap_script_threads(const struct ap_script *s)
+{
+	return s->nthreads;
+}
+
 uint64_t ap_script_bytes(const struct ap_script *s)
 {
 	return s->bytes;
@@ -672,6 +677,7 @@ void ap_measure_opts_init(struct ap_measure_opts *o)
 	o->budget_ns = 15e9;
 	o->min_rounds = 6;
 	o->max_rounds = 50;
+	o->touch = 1;
 }
 
 struct sample {
@@ -691,8 +697,8 @@ static double now_ns(void)
  * that descriptor left open for it (the script: the caller formats its
  * number, keep_fd's dup, into args through fd_arg). */
 static int runner_say(const char *runner, const char *const *args, int keep_fd, char *fd_arg,
-		      size_t fd_arg_len, const char *sampler, const char *dir, char *buf, size_t bufsz,
-		      struct ap_error *err)
+		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, char *buf,
+		      size_t bufsz, struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -713,6 +719,12 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 		unsetenv("LD_PRELOAD");
 		unsetenv("MALLOC_PERTURB_");
 		unsetenv("MALLOC_CHECK_");
+		unsetenv("ALLOCPROF_REPLAY_TOUCH");
+		if (touch >= 0 && touch < 1) {
+			char ts[32];
+			snprintf(ts, sizeof(ts), "%.6f", touch);
+			setenv("ALLOCPROF_REPLAY_TOUCH", ts, 1);
+		}
 		if (sampler) {
 			/* sampler/README.md: <pid>:<rate>:<depth>:<no_children>:<output> */
 			char cfg[PATH_MAX + 64];
@@ -762,14 +774,14 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 /* One run of the runner: site -1 is the baseline. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *classes, const char *sampler, const char *dir, struct sample *out,
-		    struct ap_error *err)
+		    const char *classes, const char *sampler, const char *dir, double touch,
+		    struct sample *out, struct ap_error *err)
 {
 	char a1[16] = "", a2[24], a3[24], buf[512];
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
-	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, buf, sizeof(buf), err) < 0)
+	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, buf, sizeof(buf), err) < 0)
 		return -1;
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
@@ -875,7 +887,7 @@ static double switch_cost(const char *runner, const int *stop)
 		unsigned long long ns;
 		struct ap_error e2;
 		const char *args[] = { "allocprof-replay", "--switch-probe", NULL };
-		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, buf, sizeof(buf), &e2) == 0 &&
+		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, buf, sizeof(buf), &e2) == 0 &&
 		    sscanf(buf, "switch_ns=%llu", &ns) == 1 && ns)
 			v[n++] = (double)ns;
 	}
@@ -898,7 +910,7 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 	live_dir_set = 1;
 	struct ap_error e2;
 	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
-		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, &rec[nrec], &e2) == 0)
+		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, &rec[nrec], &e2) == 0)
 			nrec++;
 	live_dir_set = 0;
 	remove_dir(dirbuf);
@@ -979,7 +991,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, &v[rounds * nv + j], err);
 		}
 		if (rc)
 			break;

@@ -596,6 +596,63 @@ static void test_growth_by_copy(void)
 	ap_trace_free(t);
 }
 
+/* The runner's first write of a share of each block (ALLOCPROF_REPLAY_TOUCH
+ * through opts.touch): blocks of 40 MiB, above glibc's largest mmap
+ * threshold, are fresh mappings, so the page faults are the pages
+ * written. A quarter of each: about a quarter of the faults. */
+static void test_touch(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 6; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000000, 40u << 20, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x10000000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	struct ap_script *s = site0_script(t, "touch");
+	double pages = 6.0 * (40u << 20) / (double)sysconf(_SC_PAGESIZE), got[2];
+	double share[2] = { 1, 0.25 };
+	for (int k = 0; k < 2; k++) {
+		struct ap_measure_opts o = opts_of(1, 0);
+		o.touch = share[k];
+		struct ap_run_cost base, rec;
+		struct ap_measured none;
+		struct ap_error err;
+		CHECK(ap_measure(s, NULL, 0, &o, &none, &base, &rec, &err) == 0, "touch %g: %s", share[k],
+		      err.msg);
+		got[k] = base.minflt;
+	}
+	CHECK(got[0] >= pages && got[0] < pages + 2000, "every page: %.0f faults for %.0f pages", got[0],
+	      pages);
+	CHECK(got[1] >= 0.25 * pages && got[1] < 0.25 * pages + 2000,
+	      "a quarter: %.0f faults for %.0f pages", got[1], pages);
+	ap_script_free(s);
+	ap_trace_free(t);
+
+	/* The fit: the share that makes the replay fault as the run did,
+	 * between a replay of first lines and one of every page; 1 where
+	 * the replay faults no more than 1.5 times the run and 1000. */
+	struct {
+		double line, all, prog, want;
+	} c[] = {
+		{ 1000, 401000, 101000, 0.25 },	/* a quarter written */
+		{ 0, 2500, 1000, 1 },		/* at the limit: not fitted */
+		{ 0, 2501, 1000, 1000.0 / 2501 },
+		{ 0, 900, 1000, 1 },		/* fewer than the run */
+		{ 50000, 400000, 2000, 0 },	/* first lines alone fault more */
+		{ 9000, 8000, 10, 1 },		/* all below line: nothing to fit */
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		double f = ap_advise_touch_fit(c[i].line, c[i].all, c[i].prog);
+		CHECK(fabs(f - c[i].want) < 1e-9, "touch fit case %zu: %g, want %g", i, f, c[i].want);
+	}
+	/* the refinement: between a share that faulted too little and 1 */
+	EQ("between", ap_advise_touch_between(0.25, 90000, 1, 410000, 106000), 0.25 + 0.75 * 16000 / 320000);
+	EQ("between, clamped", ap_advise_touch_between(0.25, 90000, 1, 410000, 500000), 1);
+	EQ("between, flat", ap_advise_touch_between(0, 5000, 0.3, 5000, 9000), 0.3);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -607,6 +664,7 @@ int main(int argc, char **argv)
 	test_sampled();
 	test_one_thread();
 	test_growth_by_copy();
+	test_touch();
 	test_handoff();
 	test_slack();
 	test_targeted_wakes();
