@@ -114,7 +114,9 @@ double ap_advise_touch_between(double fa, double faults_a, double fb, double fau
 
 double ap_advise_touch_fit(double line, double all, double prog)
 {
-	if (!(all > AP_TOUCH_FIT_MORE * prog + AP_TOUCH_FIT_SLACK))
+	/* (first lines alone faulting as often as the run: what the replay
+	 * faults more is not what it writes) */
+	if (!(all > AP_TOUCH_FIT_MORE * prog + AP_TOUCH_FIT_SLACK) || !(line < prog))
 		return 1;
 	return ap_advise_touch_between(0, line, 1, all, prog);
 }
@@ -138,7 +140,10 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 		a->touch_share = *touch = set;
 		return;
 	}
-	if (!a->has_program_minflt || ap_script_threads(sc) != 1)
+	/* (a replay of the run's first events only: the faults of its start,
+	 * the program's and the runner's, do not scale with the share, and
+	 * the recorded run's cannot be split so) */
+	if (!a->has_program_minflt || ap_script_threads(sc) != 1 || a->measure_share < 1)
 		return;
 	struct ap_measure_opts po = *mo;
 	po.min_rounds = po.max_rounds = 1;
@@ -151,7 +156,7 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 	po.touch = 1;
 	if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0)
 		return;	/* the measurement proper will say what fails */
-	double prog = (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1);
+	double prog = (double)a->program_minflt;
 	a->touch_faults_all = all.minflt;
 	if (ap_advise_touch_fit(0, all.minflt, prog) >= 1)
 		return;	/* (not more than the run: no second replay) */

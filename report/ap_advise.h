@@ -541,9 +541,11 @@ void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b);
 /* The share of its blocks' bytes (from each block's start) a run of one
  * thread wrote, from page faults: a replay touching every page of every
  * new block faulted all times, one touching each block's first line
- * line times, the recorded run prog times (for the share replayed).
+ * line times, the recorded run prog times (advise fits only a replay of
+ * the whole run).
  * Returns 1 (every page) unless the replay faulted more than
- * AP_TOUCH_FIT_MORE times the run and AP_TOUCH_FIT_SLACK more; else the
+ * AP_TOUCH_FIT_MORE times the run and AP_TOUCH_FIT_SLACK more, and
+ * first lines alone fewer times than the run; else the
  * share, by linear interpolation, that makes the replay fault as the run
  * did (0 to 1). In one thread the replay makes the program's calls in the
  * program's order, so glibc maps, trims and reuses the same pages: the

@@ -643,7 +643,8 @@ static void test_touch(void)
 		{ 0, 2500, 1000, 1 },		/* at the limit: not fitted */
 		{ 0, 2501, 1000, 1000.0 / 2501 },
 		{ 0, 900, 1000, 1 },		/* fewer than the run */
-		{ 50000, 400000, 2000, 0 },	/* first lines alone fault more */
+		{ 50000, 400000, 2000, 1 },	/* first lines alone fault more */
+		{ 5367, 5368, 1672, 1 },	/* writes fault nothing more */
 		{ 9000, 8000, 10, 1 },		/* all below line: nothing to fit */
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
