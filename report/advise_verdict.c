@@ -814,6 +814,16 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		else
 			ap_buf_addf(&t, " At %.0f%% hits, the pool's own work costs more than the "
 				    "allocations it avoids: keep malloc.", 100 * r->hit_rate);
+	} else if (m->high_ns < MIN_SAVE_SHARE * cpu) {
+		/* Across zero, and even its upper end too little: what a lower
+		 * end above zero would make "little to gain" (a saving of
+		 * 0.1-0.3 ms in 700: bench/twins' zsreq went from one to the
+		 * other between advise runs of one trace). */
+		s->verdict = AP_VERDICT_LITTLE_GAIN;
+		ap_advise_format_duration(b1, sizeof(b1), m->high_ns);
+		ap_buf_addf(&t, " The interval spans zero, and its upper end, %s, is less than %.0f%% "
+			    "of the program's time: too little to be worth the risks of pooling "
+			    "(stale data, use after return).", b1, 100 * MIN_SAVE_SHARE);
 	} else {
 		s->verdict = AP_VERDICT_NOISE;
 		ap_buf_addf(&t, " The interval spans zero: a pool here changes nothing measurable "

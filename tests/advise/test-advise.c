@@ -305,6 +305,11 @@ static void test_waits_verdict(void)
 	}
 	judge(a, s, 10, -1, 11);
 	CHECK("waits: an interval across zero is noise", s->verdict, AP_VERDICT_NOISE);
+	/* across zero, its upper end below 1 % of the 100 ms: little */
+	judge(a, s, 0.2, -0.3, 0.6);
+	CHECK("an interval across zero, all of it little", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	judge(a, s, 0.2, -0.3, 1.5);
+	CHECK("an interval across zero up to 1.5 %", s->verdict, AP_VERDICT_NOISE);
 	/* the switches priced above the program's CPU time: that at most */
 	a->program_switches = 100000;	/* 250 ms: 100 at most, half is 50 */
 	judge(a, s, 52, 51, 53);
