@@ -91,7 +91,17 @@ struct zout {
  * gaps; col[7]: the blocks the frees end), the payload, the size
  * predictor (AP_CHUNK_F_SIZES) and the trial compressor. One per encoder
  * thread, and the compactor's own. */
+/* A chunk being encoded (rewrite.c's encode_begin, _feed, _end): the
+ * encoder's state between the batches of events it is fed. */
+struct lane_chunk {
+	struct ap_evenc enc;
+	size_t nrec, last_step, nalloc, nev;
+	uint64_t wsum, wn; /* the gaps' window so far */
+	uint64_t last_ts, q, qr;
+	bool open;
+};
 struct lane {
+	struct lane_chunk chunk;
 	struct bytes col[8], payload;
 	struct ap_size_pred *sizes;
 	ZSTD_CCtx *zc;

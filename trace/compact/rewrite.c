@@ -217,44 +217,52 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
  * flags (AP_CHUNK_F_SIZES with the first). A call site's sizes repeat or
  * step (3 KB instead of 184 KB on handoff), random sizes do not (a
  * difference of two random sizes costs more than either). */
-static unsigned encode(const struct compactor *c, struct lane *L, struct pending *p,
-		       const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
-		       struct ap_chunk_counts *counts)
+static void encode_begin(const struct compactor *c, struct lane *L, struct pending *p,
+			 uint64_t ts, uint64_t base)
 {
 	struct bytes *col = L->col;
-	for (int k = 0; k < 8; k++)
-		col[k].len = 0;
-	size_t nrec = 0, last_step = 0, nalloc = 0;
+	struct lane_chunk *k = &L->chunk;
+	for (int i = 0; i < 8; i++)
+		col[i].len = 0;
 	if (!L->sizes)
 		L->sizes = ap_xcalloc(1, sizeof(*L->sizes));
 	if (!L->zc && !(L->zc = ZSTD_createCCtx()))
 		abort(); /* out of memory, as ap_xmalloc */
-	struct ap_evenc enc = {.sizes = L->sizes};
-	uint64_t wsum = 0, wn = 0; /* the gaps' window so far */
+	*k = (struct lane_chunk){.enc = {.sizes = L->sizes}, .open = true, .last_ts = ts};
 	/* the quantum of the last time seen, and it rounded down to a step:
 	 * most events share their time with the one before, and skip the two
 	 * divisions (loop64x2: 0.1 to 0.3 s of 8.3 s) */
-	uint64_t last_ts = ev[0].ts, q = last_ts / c->quantum;
-	uint64_t qr = c->step > 1 ? q - q % c->step : q;
-	col[0].len += ap_enc_sync(&enc, room(&col[0], AP_EV_MAX_REC), coarse_q(c, p, base, q, qr));
+	k->q = ts / c->quantum;
+	k->qr = c->step > 1 ? k->q - k->q % c->step : k->q;
+	col[0].len += ap_enc_sync(&k->enc, room(&col[0], AP_EV_MAX_REC),
+				  coarse_q(c, p, base, k->q, k->qr));
+}
+
+/* Events of the chunk begun, event ev[0] the thread's `base`. */
+static void encode_feed(const struct compactor *c, struct lane *L, struct pending *p,
+			const struct ap_event *ev, size_t nev, uint64_t base, bool gaps)
+{
+	struct bytes *col = L->col;
+	struct lane_chunk *k = &L->chunk;
+	k->nev += nev;
 	for (size_t i = 0; i < nev; i++) {
 		const struct ap_event *e = &ev[i];
 		/* a map of many live blocks misses the caches at every probe:
 		 * ask for the slot of an event a few ahead (as ap_replay does) */
 		if (p->live.slot && p->live.mask >= LIVE_PREFETCH_MIN && i + LIVE_PREFETCH < nev)
 			ap_u64map_prefetch(&p->live, ev[i + LIVE_PREFETCH].addr);
-		if (e->ts != last_ts) {
-			last_ts = e->ts;
-			q = last_ts / c->quantum;
-			qr = c->step > 1 ? q - q % c->step : q;
+		if (e->ts != k->last_ts) {
+			k->last_ts = e->ts;
+			k->q = k->last_ts / c->quantum;
+			k->qr = c->step > 1 ? k->q - k->q % c->step : k->q;
 		}
-		uint64_t eq = coarse_q(c, p, base + i, q, qr);
-		if (eq > enc.q) { /* (a time going back stays at the later one) */
-			col[3].len += ap_enc_time_col(&enc, room(&col[3], 2 * AP_VARINT_MAX),
-						      nrec - last_step, eq);
-			last_step = nrec;
+		uint64_t eq = coarse_q(c, p, base + i, k->q, k->qr);
+		if (eq > k->enc.q) { /* (a time going back stays at the later one) */
+			col[3].len += ap_enc_time_col(&k->enc, room(&col[3], 2 * AP_VARINT_MAX),
+						      k->nrec - k->last_step, eq);
+			k->last_step = k->nrec;
 		}
-		nrec++;
+		k->nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
 		const struct ap_event *old = NULL, *a = e;
 		if (e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) && i + 1 < nev &&
@@ -268,7 +276,7 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 				     .addr = a->addr,
 				     .size = a->size,
 				     .stack = a->stack};
-		nalloc += r.type != AP_EV_FREE;
+		k->nalloc += r.type != AP_EV_FREE;
 		/* the new block's stack: 0 for an unsampled one (the replay's) */
 		uint32_t bstack = (a->flags & AP_EVF_SAMPLED) ? a->stack : 0;
 		struct freed fr = {0};
@@ -289,7 +297,7 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 			}
 			r.anon = new_block(p, a->addr, bstack, a->size);
 			/* an untracked old block: its address does not matter */
-			r.addr = old ? old->addr : enc.prev_addr;
+			r.addr = old ? old->addr : k->enc.prev_addr;
 			r.addr2 = a->addr;
 			break;
 		}
@@ -297,14 +305,15 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 		uint8_t *c1 = room(&col[1], AP_EV_MAX_REC), *s1 = c1;
 		uint8_t *c2 = room(&col[2], AP_EV_MAX_REC), *s2 = c2;
 		uint8_t *c4 = room(&col[4], AP_EV_MAX_REC), *s4 = c4;
-		ap_enc_event(&enc, &c0, &c1, &c4, &c2, &r);
+		ap_enc_event(&k->enc, &c0, &c1, &c4, &c2, &r);
 		if (gaps) {
-			/* the record's gap (its first event's) in its window */
-			wsum += ap_gap_work_ns(e->gap);
-			if (++wn == AP_GAP_WINDOW || i + 1 == nev) {
-				*room(&col[6], 1) = ap_gapq_code(&p->gq, wsum / wn);
+			/* the record's gap (its first event's) in its window (the
+			 * chunk's last window: encode_end) */
+			k->wsum += ap_gap_work_ns(e->gap);
+			if (++k->wn == AP_GAP_WINDOW) {
+				*room(&col[6], 1) = ap_gapq_code(&p->gq, k->wsum / k->wn);
 				col[6].len++;
-				wsum = wn = 0;
+				k->wsum = k->wn = 0;
 			}
 		}
 		if (r.type != AP_EV_FREE)
@@ -316,8 +325,21 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 		col[2].len += (size_t)(c2 - s2);
 		col[4].len += (size_t)(c4 - s4);
 	}
+}
+
+/* The chunk begun as its payload (L->payload); returns its flags. */
+static unsigned encode_end(struct lane *L, struct pending *p, bool gaps,
+			   struct ap_chunk_counts *counts)
+{
+	struct bytes *col = L->col;
+	struct lane_chunk *k = &L->chunk;
+	k->open = false;
+	if (gaps && k->wn) {
+		*room(&col[6], 1) = ap_gapq_code(&p->gq, k->wsum / k->wn);
+		col[6].len++;
+	}
 	live_settle(p); /* (the map whole for whoever reads it next) */
-	*counts = (struct ap_chunk_counts){nrec, nev, nalloc, enc.q};
+	*counts = (struct ap_chunk_counts){k->nrec, k->nev, k->nalloc, k->enc.q};
 	unsigned flags = AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |
 			 AP_CHUNK_F_SIZES | AP_CHUNK_F_XOWN | (gaps ? AP_CHUNK_F_GAPS : 0);
 	if (compact_trial_size(L->zc, &L->trial, col[5].b, col[5].len) <
@@ -336,12 +358,23 @@ static unsigned encode(const struct compactor *c, struct lane *L, struct pending
 	if (gaps)
 		put_uv(out, col[6].len);
 	put_uv(out, col[7].len);
-	for (int k = 0; k < 5; k++)
-		put_bytes(out, col[k].b, col[k].len);
+	for (int i = 0; i < 5; i++)
+		put_bytes(out, col[i].b, col[i].len);
 	if (gaps)
 		put_bytes(out, col[6].b, col[6].len);
 	put_bytes(out, col[7].b, col[7].len);
 	return flags;
+}
+
+/* One thread's pending events ev (the thread's `base` the first) as one
+ * EVENTS payload: encode_begin, encode_feed, encode_end. */
+static unsigned encode(const struct compactor *c, struct lane *L, struct pending *p,
+		       const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
+		       struct ap_chunk_counts *counts)
+{
+	encode_begin(c, L, p, ev[0].ts, base);
+	encode_feed(c, L, p, ev, nev, base, gaps);
+	return encode_end(L, p, gaps, counts);
 }
 
 /* A pending thread written out keeps what its later chunks need (its
@@ -580,8 +613,57 @@ static int give_job(struct compactor *c, struct pending *p)
 	return 0;
 }
 
+/* Streaming (one thread, no encoder threads): the thread's events are
+ * encoded as they are decoded, into the compactor's lane, and only the
+ * sampler's chunk in hand is held as events (40 bytes each: a chunk of
+ * 4 MiB of input was ~1 M of them, 40-70 MB of fresh memory zeroed per
+ * chunk, most of what record spent compacting sqlite3). The bytes are
+ * those of encoding the chunk's events at once. A FREE a realloc made
+ * that ends the batch waits for its ALLOC (they are one record). */
+static void feed_pending(struct compactor *c, struct pending *p)
+{
+	struct lane *L = &c->lane;
+	size_t n = p->nev;
+	if (!n)
+		return;
+	const struct ap_event *last = &p->ev[n - 1];
+	size_t keep = last->type == AP_EV_FREE && (last->flags & AP_EVF_FROM_REALLOC);
+	if (n == keep)
+		return;
+	if (!L->chunk.open)
+		encode_begin(c, L, p, p->ev[0].ts, p->base);
+	encode_feed(c, L, p, p->ev, n - keep, p->base, c->gaps);
+	p->base += n - keep;
+	if (keep)
+		p->ev[0] = p->ev[n - 1];
+	p->nev = keep;
+}
+
+static int flush_fed(struct compactor *c, struct pending *p)
+{
+	struct lane *L = &c->lane;
+	if (p->nev) {
+		if (!L->chunk.open)
+			encode_begin(c, L, p, p->ev[0].ts, p->base);
+		encode_feed(c, L, p, p->ev, p->nev, p->base, c->gaps);
+		p->base += p->nev;
+		p->nev = 0;
+	}
+	if (!L->chunk.open)
+		return 0;
+	struct ap_chunk_counts counts;
+	unsigned flags = encode_end(L, p, c->gaps, &counts);
+	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts,
+					  L->payload.b, L->payload.len);
+	c->held -= p->input;
+	p->input = 0;
+	return rc;
+}
+
 static int flush_pending(struct compactor *c, struct pending *p)
 {
+	if (c->stream)
+		return flush_fed(c, p);
 	if (!p->nev)
 		return 0;
 	if (!c->enc_tried) {
@@ -747,6 +829,8 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 					&p->alloc);
 	p->input += len;
 	c->held += len;
+	if (!rc && c->stream)
+		feed_pending(c, p);
 	while (!rc && c->held > COMPACT_HELD) {
 		struct pending *big = &c->pend[0];
 		for (size_t i = 1; i < c->npend; i++)
