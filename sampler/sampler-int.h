@@ -323,6 +323,8 @@ void buffers_detach(void);
 void buffers_abandon(void);
 int buffers_durable(void);
 void buffers_stop(void);
+/* why the trace stopped: the errno of the write that failed */
+void buffers_stop_why(int err);
 uint8_t *meta_reserve(size_t n);
 void meta_thread(uint32_t tid);
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr, uint64_t addr2,

@@ -154,6 +154,7 @@ __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 static void trace_write_failed(int fd, size_t done, int err)
 {
 	__atomic_store_n(&tfile.fd, -1, __ATOMIC_RELAXED);
+	buffers_stop_why(err); /* before buffers_stop: record's END says it */
 	struct stat st;
 	if (done && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= done)
 		(void)!ftruncate(fd, st.st_size - (off_t)done);

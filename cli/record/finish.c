@@ -486,11 +486,14 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		return;
 	char trunc[300] = "";
 	unsigned long long limit = 0;
+	/* the sampler's trace stopped at a chunk that did not fit: the END
+	 * added from its buffers file says so, and why */
+	bool stopped = fin && fin->reason == AP_END_STOPPED;
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
-	else if (!c.has_end && stopped_by_fsize(st.st_size, &limit))
-		snprintf(trunc, sizeof(trunc), "no end record: the trace reached the file size "
+	else if ((!c.has_end || stopped) && stopped_by_fsize(st.st_size, &limit))
+		snprintf(trunc, sizeof(trunc), "the trace reached the file size "
 			 "limit (RLIMIT_FSIZE, %llu bytes: ulimit -f) at byte %llu and stops "
 			 "there, the program ran on; raise the limit to record it whole",
 			 limit, (unsigned long long)st.st_size);
@@ -501,11 +504,13 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	else if (!c.has_end && status)
 		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
 			 "with status %d", WEXITSTATUS(*status));
+	else if (stopped)
+		ap_trace_stop_why(fin->stop_errno, trunc, sizeof(trunc));
 	else if (!c.has_end)
 		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
 			 "sampler cannot see (SIGKILL, say)");
 	char late[320] = "";
-	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
+	if (fin && fin->end_added && fin->reason >= AP_END_KILLED && !stopped) {
 		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
 		const char *how = sys ? "killed by SIGSYS (" SIGSYS_WHY ")"
 				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
@@ -515,7 +520,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		snprintf(late, sizeof(late), "; the process was %s: %llu chunk%s from its "
 			 "buffers, and its end", how, (unsigned long long)fin->chunks,
 			 fin->chunks == 1 ? "" : "s");
-	} else if (fin && fin->chunks) {
+	} else if (fin && fin->chunks && !stopped) {
 		snprintf(late, sizeof(late), "; %llu chunk%s from its buffers (what it did "
 			 "after its end record)", (unsigned long long)fin->chunks,
 			 fin->chunks == 1 ? "" : "s");

@@ -453,7 +453,7 @@ exit 3"
 	expect_eq "under record" "$under" "$native"
 	grep -q "f.trace: File too large: the trace ends here; the program goes on" err ||
 		fail "the sampler did not say the trace ended: $(cat err)"
-	grep -q "truncated: no end record: the trace reached the file size limit (RLIMIT_FSIZE, 65536 bytes" err ||
+	grep -q "truncated: the trace reached the file size limit (RLIMIT_FSIZE, 65536 bytes" err ||
 		fail "record did not say the file size limit stopped the trace: $(cat err)"
 	if "$ALLOCPROF" stats --json f.trace >f.json 2>f.err; then
 		expect_eq "truncated" "$(jget f.json truncated)" true
@@ -464,6 +464,24 @@ exit 3"
 		fail "the trace does not read: $(cat f.err)"
 	fi
 	[ ! -e f.trace.buffers ] || fail "the buffers file is left"
+	# The trace itself says why it stops (END reason "stopped", record
+	# added it): a report read later, elsewhere, blames no SIGKILL. Also
+	# when the program lowered its own limit, which record's is not.
+	stats_says_fsize() {
+		"$ALLOCPROF" stats --json "$1" >"$1.json" 2>"$1.err" || fail "$1: $(cat "$1.err")"
+		expect_eq "$1: end_reason" "$(jget "$1.json" end_reason)" stopped
+		"$ALLOCPROF" stats "$1" >"$1.txt" 2>&1 || fail "$1: stats failed: $(cat "$1.txt")"
+		grep -q "^ended  *not recorded: the trace stopped at a chunk that did not fit (File too large: the file size limit, RLIMIT_FSIZE" "$1.txt" ||
+			fail "$1: stats does not say the file size limit stopped it: $(cat "$1.txt")"
+		! grep -q SIGKILL "$1.txt" || fail "$1: stats blames a SIGKILL: $(cat "$1.txt")"
+	}
+	stats_says_fsize f.trace
+	native=$("$FSIZE" 20000 own2.native 64; echo "exit $?")
+	under=$("$ALLOCPROF" record --all -o g.trace "$FSIZE" 20000 own2.rec 64 2>err2; echo "exit $?")
+	expect_eq "own limit: under record" "$under" "$native"
+	grep -q "truncated: the trace stopped at a chunk that did not fit (File too large" err2 ||
+		fail "own limit: record did not say why the trace stopped: $(cat err2)"
+	stats_says_fsize g.trace
 	;;
 diskfull)
 	# The disk fills up while the program runs, then has room again: the
