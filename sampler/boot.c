@@ -89,6 +89,64 @@ static void *boot_alloc(size_t align, size_t n)
 	return boot_arena + start;
 }
 
+/* ---- the sampler's own blocks (own_alloc) ----------------------------- */
+
+/* Blocks of 16 << k bytes (k < OWN_CLASSES) carved from the boot arena
+ * after dlsym's, each with the boot header (its size at p - 8) and
+ * OWN_MAGIC at p - 16; a block given back goes on its class's list. The
+ * filter needs nothing: under --all every free takes the slow path. */
+#define OWN_CLASSES 8
+#define OWN_MAGIC 0x4f574e424c4f434bull /* "OWNBLOCK" */
+static void *own_list[OWN_CLASSES];
+int own_heap_lock;
+
+void *own_alloc(size_t n)
+{
+	unsigned k = 0;
+	while (k < OWN_CLASSES && ((size_t)16 << k) < n)
+		k++;
+	if (k == OWN_CLASSES || resolving)
+		return NULL;
+	int nested = own_lock(&own_heap_lock);
+	void *p = NULL;
+	if (!nested) {
+		p = own_list[k];
+		if (p) {
+			own_list[k] = *(void **)p;
+		} else {
+			size_t size = (size_t)16 << k;
+			size_t start = (boot_used + 16 + 15) & ~(size_t)15;
+			if (start + size <= sizeof(boot_arena)) {
+				p = boot_arena + start;
+				memcpy(boot_arena + start - 8, &size, sizeof(size));
+				uint64_t magic = OWN_MAGIC;
+				memcpy(boot_arena + start - 16, &magic, sizeof(magic));
+				boot_used = start + size;
+			}
+		}
+	}
+	own_unlock(&own_heap_lock, nested);
+	return p;
+}
+
+void own_free(void *p)
+{
+	uint64_t magic;
+	memcpy(&magic, (uint8_t *)p - 16, sizeof(magic));
+	if (magic != OWN_MAGIC)
+		return; /* dlsym's: never given back */
+	size_t size = boot_size(p);
+	unsigned k = 0;
+	while (k < OWN_CLASSES && ((size_t)16 << k) < size)
+		k++;
+	int nested = own_lock(&own_heap_lock);
+	if (!nested) { /* (a handler inside it: the block is lost) */
+		*(void **)p = own_list[k];
+		own_list[k] = p;
+	}
+	own_unlock(&own_heap_lock, nested);
+}
+
 static void *boot_malloc(size_t n);
 static void *boot_calloc(size_t a, size_t b);
 static void *boot_realloc(void *p, size_t n);
@@ -304,8 +362,10 @@ void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t c
 void *boot_move(void *old, size_t n)
 {
 	void *q = real_malloc(n);
-	if (q)
+	if (q) {
 		memcpy(q, old, boot_size(old) < n ? boot_size(old) : n);
+		own_free(old);
+	}
 	return q;
 }
 

@@ -135,12 +135,14 @@ static void fork_prepare(void)
 	lk_lock(&meta.lock);
 	lk_lock(&tracked_set.lock);
 	lk_lock(&own_blocks.lock);
+	lk_lock(&own_heap_lock);
 	fork_mask = mask;
 }
 
 static void fork_parent(void)
 {
 	sigset_t mask = fork_mask;
+	lk_unlock(&own_heap_lock);
 	lk_unlock(&own_blocks.lock);
 	lk_unlock(&tracked_set.lock);
 	lk_unlock(&meta.lock);
@@ -211,6 +213,7 @@ static void fork_child(void)
 {
 	struct ap_tls *t = &tls;
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
+	own_heap_lock = 0;
 	/* held by another thread of the parent, perhaps: not by this one */
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;

@@ -56,7 +56,9 @@
 #define FLUSH_AGE_NS 1000000000ull
 #define FILTER_BITS 16
 #define MAX_MODULES 4096
-#define BOOT_ARENA_SIZE (64u << 10)
+/* dlsym's blocks while the real functions are resolved, then the
+ * sampler's own small blocks under --all (boot.c, own_alloc) */
+#define BOOT_ARENA_SIZE (256u << 10)
 #define RING_SIZE AP_RING_TABLE_SIZE
 
 enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
@@ -266,6 +268,17 @@ void malloc_owner_find(void);
 void resolve(void);
 void boot_mark_filter(void);
 void *boot_move(void *old, size_t n);
+/* The sampler's own small blocks under --all: what the C library and
+ * libunwind allocate for it while it records (libunwind's thread-local
+ * block, made at a thread's first unwind), served from the boot arena,
+ * not from the program's heap, which they would shift (an aligned block
+ * the program asks for next would get another usable size than without
+ * us). own_alloc: NULL when it cannot (too large, the arena full, a
+ * signal handler inside it): the caller uses the real malloc. own_free:
+ * a block of the boot arena given back (dlsym's stay). */
+void *own_alloc(size_t n);
+void own_free(void *p);
+extern int own_heap_lock;
 enum { PRE_ALLOC, PRE_FREE };
 void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller);
 void pre_close(void);

@@ -363,6 +363,27 @@ status)
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
 	;;
+heap)
+	# The sampler's own blocks come from no heap of the program's: under
+	# --all a thread's first allocation is its first unwind, whose
+	# libunwind thread-local block took 32 bytes of the program's heap
+	# and moved its next aligned block (usable 104 for 72). The program
+	# sees what it sees without us in a new thread; in the main thread,
+	# what it sees sampled (the sampler's start, before main, is the same
+	# in both modes: see "The heap before main" in allocprof-record(1)).
+	native=$("$HEAPSHIFT")
+	sampled=$("$ALLOCPROF" record -q -o s.trace "$HEAPSHIFT")
+	all=$("$ALLOCPROF" record -q --all -o a.trace "$HEAPSHIFT")
+	expect_eq "--all: the main thread" "$(sed -n 1p <<<"$all")" "$(sed -n 1p <<<"$sampled")"
+	expect_eq "--all: a new thread" "$(sed -n 2p <<<"$all")" "$(sed -n 2p <<<"$native")"
+	expect_eq "sampled: a new thread" "$(sed -n 2p <<<"$sampled")" "$(sed -n 2p <<<"$native")"
+	# and the program's allocations are still all recorded, none of ours
+	# (valgrind: 6 allocs: printf's buffer, pthread_create's thread
+	# block, four of its own)
+	"$ALLOCPROF" stats --json a.trace >a.json 2>a.err || fail "stats: $(cat a.err)"
+	expect_eq "--all: calls" "$(jget a.json calls)" 6
+	expect_eq "--all: allocations" "$(jget a.json alloc_objects)" 6
+	;;
 symbols)
 	# The child traces of a run keep their symbols through one
 	# `allocprof symbols` for all of them, which opens each file once
