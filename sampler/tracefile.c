@@ -440,6 +440,11 @@ static void write_header(const char *parent)
 		k += ap_put_kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
 	if (malloc_owner())
 		k += ap_put_kv_str(p + k, AP_HK_MALLOC_OWNER, malloc_owner(), str_len(malloc_owner()));
+	/* the run's: a daemon's child forked, or image exec'd, after a later
+	 * record took the same -o is still this run's (cli/record/finish.c) */
+	uint64_t run = parse_u64(cfg(CFG_PID), 0);
+	if (run)
+		k += ap_put_kv_uint(p + k, AP_HK_RUN_PID, run);
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
 			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);

@@ -108,6 +108,9 @@ struct ap_trace {
 				 * one (a multiple of the quantum; 0: not said) */
 	char *sampler;		/* never NULL */
 	char *parent_trace;	/* NULL unless a forked child */
+	/* HEADER's `run_pid`: the pid of the process `record` launched (or
+	 * attached to), whose run this trace is part of; 0: not said */
+	uint64_t run_pid;
 	/* NULL, or the object whose malloc the program's calls reach instead
 	 * of the sampler's (its own allocator): the events are not its
 	 * allocations */

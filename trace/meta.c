@@ -133,6 +133,10 @@ int decode_header(struct rd *r, struct cur *c)
 			name = "allowed_cpus";
 			num = &t->allowed_cpus;
 			break;
+		case AP_HK_RUN_PID:
+			name = "run_pid";
+			num = &t->run_pid;
+			break;
 		case AP_HK_START_REALTIME_NS:
 			name = "start_realtime_ns";
 			num = &t->start_realtime_ns;

@@ -277,6 +277,24 @@ uint64_t rec_trace_start_ns(const char *path)
 	return ns;
 }
 
+/* Whether the child trace at `path`, begun at `began`, is of the run of
+ * `main_pid` that began at since_ns, while a later run at the same -o
+ * began at upto_ns (UINT64_MAX: none): its HEADER's run_pid says whose
+ * run it is (a daemon's child forked, or image exec'd, after the later
+ * run began is still its own run's; the start guards against a pid
+ * reused by a later run's program); a trace of before run_pid, by its
+ * start alone. */
+static bool of_this_run(const char *path, uint64_t began, pid_t main_pid, uint64_t since_ns,
+			uint64_t upto_ns)
+{
+	uint64_t run = 0;
+	if (!began)
+		return true; /* no HEADER yet: its process is at its start */
+	if (header_key(path, AP_HK_RUN_PID, NULL, &run))
+		return run == (uint64_t)main_pid && began >= since_ns;
+	return began >= since_ns && began < upto_ns;
+}
+
 /* The program's trace keeps its symbols through a helper started with
  * the program (`allocprof symbols --ready-fd`): while the program runs it
  * opens the files the trace's frames are in, on the core the program
@@ -696,13 +714,13 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 		if (!upto || upto == span->main_start_ns)
 			upto = UINT64_MAX;
 		for (size_t i = 0; i < n; i++) {
-			/* begun before this run (an earlier run's daemon, still
-			 * writing: its record's finisher finishes it), or in a
-			 * later run's time: another run's */
+			/* another run's (an earlier run's daemon, still writing,
+			 * and the children it makes while this run is on: its
+			 * record's finisher finishes them): of_this_run */
 			uint64_t began = rec_trace_start_ns(names[i]);
 			if (listed(done->name, done->n, names[i]) ||
 			    listed(live_now.name, live_now.n, names[i]) ||
-			    (began && (began < span->since_ns || began >= upto))) {
+			    !of_this_run(names[i], began, main_pid, span->since_ns, upto)) {
 				free(names[i]);
 				continue;
 			}

@@ -363,6 +363,37 @@ status)
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
 	;;
+laterun)
+	# A daemon of a first run outlives it; a second record takes the same
+	# -o; then the daemon forks a child, and ends by exec'ing another
+	# image. Both traces begin in the second run's time, but are the
+	# first run's (HEADER run_pid): the second record neither finishes
+	# nor counts them, its reports do not read them, and the first
+	# record's finisher finishes them.
+	"$ALLOCPROF" record -o l.trace bash -c 'setsid bash -c "echo \$\$ >dpid
+		until [ -e go ]; do sleep 0.05; done
+		( echo \$BASHPID >late; exec /usr/bin/true )
+		exec touch done" >/dev/null 2>&1 </dev/null &' 2>errA
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' errA)
+	[ -n "$fpid" ] || fail "the first record names no finisher: $(cat errA)"
+	for _ in $(seq 1 200); do [ -s dpid ] && break; sleep 0.01; done
+	"$ALLOCPROF" record -o l.trace bash -c 'touch go; until [ -e done ]; do sleep 0.05; done' \
+		2>errB
+	dpid=$(cat dpid) late=$(cat late)
+	[ -n "$dpid" ] && [ -n "$late" ] || fail "the daemon did not run"
+	! grep -q -e "l.trace.$late\b" -e "l.trace.$dpid\b" errB ||
+		fail "the second record finished the first run's traces: $(cat errB)"
+	"$ALLOCPROF" stats --by-process l.trace >b.txt 2>&1 || fail "stats: $(cat b.txt)"
+	! grep -q -e "^command  *touch done" -e "^command  */usr/bin/true" b.txt ||
+		fail "the second run's reports read the first run's traces: $(cat b.txt)"
+	wait_gone "$dpid"
+	[ -z "$fpid" ] || wait_gone "$fpid"
+	for f in "l.trace.$late" "l.trace.$dpid"; do
+		[ ! -e "$f.buffers" ] || fail "$f: its buffers file is left"
+		"$ALLOCPROF" stats --json "$f" >f.json 2>f.err || fail "$f: $(cat f.err)"
+		expect_eq "$f: end_reason" "$(jget f.json end_reason)" exit
+	done
+	;;
 heap)
 	# The sampler's own blocks come from no heap of the program's: under
 	# --all a thread's first allocation is its first unwind, whose
