@@ -570,7 +570,9 @@ static int is_handed_trace(int fd)
 	struct stat st;
 	char magic[AP_TRACE_MAGIC_LEN];
 	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+	/* (a filter's refusal of fcntl: the probe below reads, and a
+	 * descriptor not open for reading fails it) */
+	if (fl < 0 ? !refused(SYS_fcntl, errno) : (fl & O_ACCMODE) != O_RDWR)
 		return 0;
 	if (fstat(fd, &st) == 0) {
 		if (!S_ISREG(st.st_mode))
@@ -601,9 +603,18 @@ int open_trace(const char *parent, int fd)
 	/* appending, as every trace: record's (mkostemp) is not, and the
 	 * image that handed it on left its offset past what it wrote */
 	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-	if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0 ||
-			fcntl(fd, F_SETFL, fl | O_APPEND) < 0))
+	if (fd >= 0 && fl < 0 && refused(SYS_fcntl, errno)) {
+		/* A seccomp filter refuses fcntl: the descriptor stays as it
+		 * came (the fork child's own trace, just made, appends and is
+		 * close-on-exec already; one handed over does neither),
+		 * emptied and written from byte 0 by this image alone. Making
+		 * another left this one empty, and the run unreadable. */
+		if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+			fd = -1;
+	} else if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+			       ftruncate(fd, 0) < 0 || fcntl(fd, F_SETFL, fl | O_APPEND) < 0)) {
 		fd = -1;
+	}
 	if (fd < 0)
 		fd = trace_create(tfile.path);
 	if (fd < 0) {

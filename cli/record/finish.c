@@ -131,6 +131,9 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
 							      "the process could use" },
 		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
+		{ SYS_fcntl, "fcntl", "its trace's descriptor stayed where it was opened (a "
+				      "number the program could meet), unlocked, and was not "
+				      "handed to an image it exec'd (which made a trace of its own)" },
 	};
 	char names[256] = "", costs[512] = "";
 	int err = 0;
