@@ -441,6 +441,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	pre_close();
 	if (attach_loaded_late())
 		goto off; /* record -p loaded it: allocprof_attach starts it */
+	own_heap_swap(1);
 	cfg_load();
 	if (settings_load() < 0)
 		goto off;
@@ -484,10 +485,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 	if (start_trace(parent, fd) < 0)
 		goto off;
 	pre_replay(t);
+	own_heap_swap(0);
 	t->guard--;
 	return;
 
 off:
+	own_heap_swap(0);
 	proc.state = AP_DISABLED;
 	pre_release();
 	t->guard--;

@@ -279,6 +279,11 @@ void *boot_move(void *old, size_t n);
 void *own_alloc(size_t n);
 void own_free(void *p);
 extern int own_heap_lock;
+/* While the sampler starts (ap_init, not attached), every malloc and
+ * calloc of the process is served by own_alloc where it can: the
+ * loader's for libunwind's dlopen above all, which would otherwise make
+ * the program's heap (the main arena, its tcache) before its main. */
+void own_heap_swap(int on);
 enum { PRE_ALLOC, PRE_FREE };
 void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller);
 void pre_close(void);
@@ -538,9 +543,27 @@ static inline size_t filter_slot(const void *p)
 			(64 - FILTER_BITS));
 }
 
+/* A block of own_alloc's (boot.c): OWN_TAG where glibc's chunk header
+ * would be (a chunk of 8 bytes: blk_size reads 0, so the live count
+ * does not move), and its size with OWN_MAGIC above it before that. A
+ * block of dlsym's has its size at p - 8. */
+#define OWN_TAG 13u
+#define OWN_MAGIC 0x4f574e42u /* "OWNB" */
+static inline int own_block(const void *p)
+{
+	uint64_t tag, sz;
+	memcpy(&tag, (const uint8_t *)p - 8, sizeof(tag));
+	memcpy(&sz, (const uint8_t *)p - 16, sizeof(sz));
+	return tag == OWN_TAG && sz >> 32 == OWN_MAGIC;
+}
+
 static inline size_t boot_size(const void *p)
 {
 	size_t n;
+	if (own_block(p)) {
+		memcpy(&n, (const uint8_t *)p - 16, sizeof(n));
+		return (uint32_t)n;
+	}
 	memcpy(&n, (const uint8_t *)p - 8, sizeof(n));
 	return n;
 }
