@@ -274,6 +274,12 @@ void buffers_abandon(void)
 	bufs_on = 0;
 }
 
+void buffers_stop_why(int err)
+{
+	if (bufs_head && err > 0)
+		__atomic_store_n(&bufs_head->stop_errno, (uint32_t)err, __ATOMIC_RELEASE);
+}
+
 /* The trace stopped (a write failed): what the buffers hold must not be
  * added after the chunk that was lost. */
 void buffers_stop(void)
