@@ -481,6 +481,11 @@ struct ap_chunk_walk {
 	/* after AP_CHUNK_BAD: the bytes may be a chunk still being written
 	 * (a bad magic or checksum), not one written wrong */
 	bool maybe_unwritten;
+	/* set by the caller: the payloads of META and EVENTS chunks are not
+	 * read (their checksums not checked), only their headers: a walk for
+	 * the chunks' order and streams (the buffers' finisher) reads a page
+	 * a chunk, not the whole file (600 MB for 200 M events) */
+	bool headers_only;
 };
 
 enum ap_chunk_result {

@@ -227,6 +227,40 @@ int main(void)
 		ap_trace_free(t);
 	}
 
+	/* an earlier EVENTS payload that does not match its checksum (a bit
+	 * flipped on disk): the finisher reads the chunks' headers only (a
+	 * page a chunk, not the whole file), so the buffer's chunk and END
+	 * go after it; the reader then names the bad chunk */
+	{
+		struct ap_chunk_walk w;
+		struct ap_chunk e, first_ev = {0};
+		char why[160];
+		ap_chunk_walk_init(&w, full, c.off);
+		while (ap_chunk_next(&w, &e, why, sizeof(why)) == AP_CHUNK_OK)
+			if (e.type == AP_CHUNK_EVENTS && !first_ev.off)
+				first_ev = e;
+		ap_chunk_walk_release(&w);
+		CHECK(first_ev.off && first_ev.off < c.off, "an EVENTS chunk before the last");
+		uint8_t *bad = malloc(c.off);
+		memcpy(bad, full, c.off);
+		bad[first_ev.off + AP_CHUNK_HDR_LEN] ^= 0x40;
+		put_file(path, bad, c.off);
+		free(bad);
+		put_buffers(c.stream, c.index, c.payload, c.len, 0);
+		struct ap_death how = {AP_END_KILLED, true, 9, 2000000000};
+		struct ap_error err;
+		CHECK(ap_trace_finish_buffers(path, &how, &fin, &err) == 0 && fin.chunks == 1 &&
+			      fin.end_added,
+		      "bad payload: %s, %llu chunks, end added %d", err.msg,
+		      (unsigned long long)fin.chunks, fin.end_added);
+		CHECK(access(side, F_OK) < 0, "bad payload: the buffers file is left");
+		t = NULL;
+		CHECK(ap_trace_read(path, &t, &err, NULL, NULL) < 0 &&
+			      strstr(err.msg, "payload checksum mismatch"),
+		      "bad payload: read as %s", t ? "fine" : err.msg);
+		ap_trace_free(t);
+	}
+
 	/* the trace stopped (a write failed), the sampler of before
 	 * stop_errno: left as it is */
 	put_file(path, full, c.off);
