@@ -114,6 +114,7 @@ struct ap_thr {
 	struct ap_evenc enc;	/* the chunk's delta state: quantum, address, cpu */
 	uint64_t q0;		/* quantum of the chunk's SYNC (flush by age) */
 	uint64_t tsc_next;	/* TSC at which the clock is read again */
+	bool fine;		/* tsc_next set with several threads: a step of 1 */
 	uint64_t events;	/* records appended since the trace started */
 	size_t len;
 	uint8_t *buf;		/* THR_BUF_SIZE bytes */
