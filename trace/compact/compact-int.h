@@ -109,6 +109,7 @@ struct lane {
 };
 struct encoders;
 
+
 struct compactor {
 	const char *path;
 	struct ap_error *err;
@@ -170,6 +171,22 @@ int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, unsigned f
 		       size_t *alloc);
 
 /* ---- rewrite.c: events held per thread and re-encoded ---- */
+
+/* encode.c: a thread's events as one EVENTS payload in L->payload (its
+ * flags returned, its counts in *counts), begun at the time of its first
+ * event (the thread's `base`), fed in one batch or many, ended; or all
+ * at once (compact_encode). */
+void compact_encode_begin(const struct compactor *c, struct lane *L, struct pending *p,
+			  uint64_t ts, uint64_t base);
+void compact_encode_feed(const struct compactor *c, struct lane *L, struct pending *p,
+			 const struct ap_event *ev, size_t nev, uint64_t base, bool gaps);
+unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
+			    struct ap_chunk_counts *counts);
+unsigned compact_encode(const struct compactor *c, struct lane *L, struct pending *p,
+			const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
+			struct ap_chunk_counts *counts);
+/* A thread written out drops its live map once no block is left in it. */
+void compact_live_shrink(struct pending *p);
 
 /* A raw EVENTS payload of tid (at `off` in the input): its events held
  * with the thread's, and the threads' held events written (re-encoded:
