@@ -141,19 +141,27 @@ void *own_alloc(size_t n)
 	return p;
 }
 
+/* The real calls while the start swaps them; set once and kept (a
+ * thread that read the swapped real_malloc just before the swap back
+ * still calls through them). */
 static void *(*swapped_malloc)(size_t);
 static void *(*swapped_calloc)(size_t, size_t);
+static int swapped;
 
+/* Only the start's own thread (guard raised) gets the arena's blocks:
+ * a thread a library's constructor started before ours runs on, and its
+ * blocks are the program's (their frees would otherwise vanish into the
+ * arena's free lists, and their next mallocs count again). */
 static void *own_or_real_malloc(size_t n)
 {
-	void *p = own_alloc(n);
+	void *p = tls.guard ? own_alloc(n) : NULL;
 	return p ? p : swapped_malloc(n);
 }
 
 static void *own_or_real_calloc(size_t a, size_t b)
 {
 	size_t n;
-	if (__builtin_mul_overflow(a, b, &n))
+	if (!tls.guard || __builtin_mul_overflow(a, b, &n))
 		return swapped_calloc(a, b);
 	void *p = own_alloc(n);
 	if (!p)
@@ -164,16 +172,18 @@ static void *own_or_real_calloc(size_t a, size_t b)
 
 void own_heap_swap(int on)
 {
-	if (on && !swapped_malloc) {
-		swapped_malloc = real_malloc;
-		swapped_calloc = real_calloc;
+	if (on && !swapped) {
+		if (!swapped_malloc) {
+			swapped_malloc = real_malloc;
+			swapped_calloc = real_calloc;
+		}
+		swapped = 1;
 		__atomic_store_n(&real_calloc, own_or_real_calloc, __ATOMIC_RELEASE);
 		__atomic_store_n(&real_malloc, own_or_real_malloc, __ATOMIC_RELEASE);
-	} else if (!on && swapped_malloc) {
+	} else if (!on && swapped) {
 		__atomic_store_n(&real_malloc, swapped_malloc, __ATOMIC_RELEASE);
 		__atomic_store_n(&real_calloc, swapped_calloc, __ATOMIC_RELEASE);
-		swapped_malloc = NULL;
-		swapped_calloc = NULL;
+		swapped = 0;
 	}
 }
 
