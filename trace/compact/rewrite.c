@@ -279,6 +279,7 @@ static int flush_fed(struct compactor *c, struct pending *p)
 					  L->payload.b, L->payload.len);
 	c->held -= p->input;
 	p->input = 0;
+	compact_live_shrink(p);
 	return rc;
 }
 
