@@ -127,6 +127,8 @@ static const char *end_reason_name(uint64_t reason)
 		return "snapshot";
 	case AP_END_DETACH:
 		return "detached";
+	case AP_END_STOPPED:
+		return "stopped";
 	}
 	return "unknown";
 }
@@ -177,6 +179,12 @@ static void print_end(const struct ap_trace *t)
 	case AP_END_DETACH:
 		printf("%-18s detached (record -p): the process ran on\n", "ended");
 		break;
+	case AP_END_STOPPED: {
+		char why[256];
+		ap_trace_stop_why(t->stop_errno, why, sizeof(why));
+		printf("%-18s not recorded: %s (record finished it)\n", "ended", why);
+		break;
+	}
 	default:
 		printf("%-18s reason %llu, status %llu\n", "ended",
 		       (unsigned long long)t->end_reason, st);

@@ -66,14 +66,22 @@ static struct pre_ev *pre_at(size_t i, int make)
  * carry their size in a 16-byte header and are never given back. */
 _Alignas(64) uint8_t boot_arena[BOOT_ARENA_SIZE];
 static size_t boot_used;
+static size_t own_start; /* where own_alloc's blocks begin (0: none yet) */
 static int resolving;
 
 /* Bootstrap blocks must take the slow free path (which ignores them):
  * their filter counters stay saturated. */
 void boot_mark_filter(void)
 {
-	for (size_t off = 0; off < boot_used; off += 16)
+	size_t end = own_start ? own_start : boot_used;
+	for (size_t off = 0; off < end; off += 16)
 		ap_filter[filter_slot(boot_arena + off)] = 0xff;
+	/* own_alloc's blocks: their first slot (each block's start) */
+	for (size_t off = end; own_start && off < boot_used;) {
+		size_t start = (off + 16 + 15) & ~(size_t)15;
+		ap_filter[filter_slot(boot_arena + start)] = 0xff;
+		off = start + boot_size(boot_arena + start);
+	}
 }
 
 static void *boot_alloc(size_t align, size_t n)
@@ -87,6 +95,112 @@ static void *boot_alloc(size_t align, size_t n)
 	boot_used = start + n;
 	boot_mark_filter();
 	return boot_arena + start;
+}
+
+/* ---- the sampler's own blocks (own_alloc) ----------------------------- */
+
+/* Blocks of 16 << k bytes (k < OWN_CLASSES) carved from the boot arena
+ * after dlsym's (own_start on), each with its own header (own_block);
+ * a block given back goes on its class's list. Each block's filter slot
+ * is saturated, so that its free takes the slow path in sampled mode too
+ * (boot_mark_filter marks them again after the filter is cleared). */
+#define OWN_CLASSES 10
+static void *own_list[OWN_CLASSES];
+int own_heap_lock;
+
+void *own_alloc(size_t n)
+{
+	unsigned k = 0;
+	while (k < OWN_CLASSES && ((size_t)16 << k) < n)
+		k++;
+	if (k == OWN_CLASSES || resolving)
+		return NULL;
+	int nested = own_lock(&own_heap_lock);
+	void *p = NULL;
+	if (!nested) {
+		p = own_list[k];
+		if (p) {
+			own_list[k] = *(void **)p;
+		} else {
+			size_t size = (size_t)16 << k;
+			size_t start = (boot_used + 16 + 15) & ~(size_t)15;
+			if (start + size <= sizeof(boot_arena)) {
+				if (!own_start)
+					own_start = boot_used;
+				p = boot_arena + start;
+				uint64_t tag = OWN_TAG, sz = (uint64_t)OWN_MAGIC << 32 | size;
+				memcpy(boot_arena + start - 8, &tag, sizeof(tag));
+				memcpy(boot_arena + start - 16, &sz, sizeof(sz));
+				boot_used = start + size;
+			}
+		}
+		if (p)
+			ap_filter[filter_slot(p)] = 0xff;
+	}
+	own_unlock(&own_heap_lock, nested);
+	return p;
+}
+
+/* The real calls while the start swaps them; set once and kept (a
+ * thread that read the swapped real_malloc just before the swap back
+ * still calls through them). */
+static void *(*swapped_malloc)(size_t);
+static void *(*swapped_calloc)(size_t, size_t);
+static int swapped;
+
+/* Only the start's own thread (guard raised) gets the arena's blocks:
+ * a thread a library's constructor started before ours runs on, and its
+ * blocks are the program's (their frees would otherwise vanish into the
+ * arena's free lists, and their next mallocs count again). */
+static void *own_or_real_malloc(size_t n)
+{
+	void *p = tls.guard ? own_alloc(n) : NULL;
+	return p ? p : swapped_malloc(n);
+}
+
+static void *own_or_real_calloc(size_t a, size_t b)
+{
+	size_t n;
+	if (!tls.guard || __builtin_mul_overflow(a, b, &n))
+		return swapped_calloc(a, b);
+	void *p = own_alloc(n);
+	if (!p)
+		return swapped_calloc(a, b);
+	memset(p, 0, n);
+	return p;
+}
+
+void own_heap_swap(int on)
+{
+	if (on && !swapped) {
+		if (!swapped_malloc) {
+			swapped_malloc = real_malloc;
+			swapped_calloc = real_calloc;
+		}
+		swapped = 1;
+		__atomic_store_n(&real_calloc, own_or_real_calloc, __ATOMIC_RELEASE);
+		__atomic_store_n(&real_malloc, own_or_real_malloc, __ATOMIC_RELEASE);
+	} else if (!on && swapped) {
+		__atomic_store_n(&real_malloc, swapped_malloc, __ATOMIC_RELEASE);
+		__atomic_store_n(&real_calloc, swapped_calloc, __ATOMIC_RELEASE);
+		swapped = 0;
+	}
+}
+
+void own_free(void *p)
+{
+	if (!own_block(p))
+		return; /* dlsym's: never given back */
+	size_t size = boot_size(p);
+	unsigned k = 0;
+	while (k < OWN_CLASSES && ((size_t)16 << k) < size)
+		k++;
+	int nested = own_lock(&own_heap_lock);
+	if (!nested) { /* (a handler inside it: the block is lost) */
+		*(void **)p = own_list[k];
+		own_list[k] = p;
+	}
+	own_unlock(&own_heap_lock, nested);
 }
 
 static void *boot_malloc(size_t n);
@@ -304,8 +418,10 @@ void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t c
 void *boot_move(void *old, size_t n)
 {
 	void *q = real_malloc(n);
-	if (q)
+	if (q) {
 		memcpy(q, old, boot_size(old) < n ? boot_size(old) : n);
+		own_free(old);
+	}
 	return q;
 }
 

@@ -274,6 +274,12 @@ void buffers_abandon(void)
 	bufs_on = 0;
 }
 
+void buffers_stop_why(int err)
+{
+	if (bufs_head && err > 0)
+		__atomic_store_n(&bufs_head->stop_errno, (uint32_t)err, __ATOMIC_RELEASE);
+}
+
 /* The trace stopped (a write failed): what the buffers hold must not be
  * added after the chunk that was lost. */
 void buffers_stop(void)
@@ -471,10 +477,18 @@ static void thr_flush_locked(struct ap_thr *b)
 static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc, uint64_t at)
 {
 	uint64_t c = *tsc = at ? at : rd_tsc();
-	if (LIKELY(c < b->tsc_next))
+	/* A deadline set while the process had one thread is a step of
+	 * coarse_step quanta: once a second thread has come, the clock is
+	 * read again. Its events are in fine quanta, and this thread's next
+	 * one (the free of a block the other allocated, after a join) must
+	 * not take the coarse quantum before them: the merge would put the
+	 * free first, and count it unmatched. */
+	if (LIKELY(c < b->tsc_next) &&
+	    (b->fine || __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) <= 1))
 		return b->enc.q;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / settings.quantum;
-	uint64_t step = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1 ? 1 : settings.coarse_step;
+	b->fine = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1;
+	uint64_t step = b->fine ? 1 : settings.coarse_step;
 	q -= q % step;
 	if (q < b->enc.q)
 		q = b->enc.q;

@@ -184,6 +184,13 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 			 * next image writes the trace from the start */
 			buffers_stop();
 			buffers_abandon();
+		} else if (!*ended && fd >= 0) {
+			/* not handed (a seccomp filter refuses fcntl): this
+			 * image's trace ends here, and the next makes its own,
+			 * .exec<n>, as after an image that recorded events */
+			if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
+				*ended = 1;
+			gen++;
 		}
 		if (gen || quiet || *handed >= 0 || *sfx) {
 			size_t m = 0;

@@ -278,7 +278,7 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 			t->calls--;
 			if (st == AP_INIT && !t->guard && p)
 				pre_add(PRE_ALLOC, p, n, kind, caller);
-			else if (st == AP_ON && settings.all && p)
+			else if (st == AP_ON && settings.all && p && !is_boot(p))
 				ps_insert(&own_blocks, p);
 		}
 		return p;
@@ -321,8 +321,12 @@ static inline __attribute__((always_inline)) void *account(void *p, size_t n,
 static __attribute__((noinline)) void free_slow(void *p)
 {
 	struct ap_tls *t = &tls;
-	if (!p || is_boot(p))
+	if (!p)
 		return;
+	if (UNLIKELY(is_boot(p))) {
+		own_free(p);
+		return;
+	}
 	gap_enter();
 	if (live_on)
 		live_out(t, blk_size(p));
@@ -359,12 +363,18 @@ static __attribute__((noinline)) void free_slow(void *p)
  * simply be too large, is checked first. */
 #define MALLOC_CHECK_MIN 4096
 
-/* malloc tail-jumped here: our return address is the program's */
+/* malloc tail-jumped here: our return address is the program's. Inside
+ * the sampler under --all (every allocation unwinds: libunwind's
+ * thread-local block is made at a thread's first), a small block of its
+ * own comes from the boot arena, not the program's heap (own_alloc). */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	gap_enter();
-	void *p = real_malloc(n);
-	if (p)
+	void *p = NULL;
+	if (UNLIKELY(tls.guard) && settings.all && !attach_mode &&
+	    __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON)
+		p = own_alloc(n);
+	if (!p && (p = real_malloc(n)))
 		live_got(&tls, p);
 	return alloc_slow_body(p, n, AP_KIND_MALLOC,
 			       (uint64_t)(uintptr_t)__builtin_return_address(0),

@@ -135,12 +135,14 @@ static void fork_prepare(void)
 	lk_lock(&meta.lock);
 	lk_lock(&tracked_set.lock);
 	lk_lock(&own_blocks.lock);
+	lk_lock(&own_heap_lock);
 	fork_mask = mask;
 }
 
 static void fork_parent(void)
 {
 	sigset_t mask = fork_mask;
+	lk_unlock(&own_heap_lock);
 	lk_unlock(&own_blocks.lock);
 	lk_unlock(&tracked_set.lock);
 	lk_unlock(&meta.lock);
@@ -211,6 +213,7 @@ static void fork_child(void)
 {
 	struct ap_tls *t = &tls;
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
+	own_heap_lock = 0;
 	/* held by another thread of the parent, perhaps: not by this one */
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;
@@ -438,6 +441,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	pre_close();
 	if (attach_loaded_late())
 		goto off; /* record -p loaded it: allocprof_attach starts it */
+	own_heap_swap(1);
 	cfg_load();
 	if (settings_load() < 0)
 		goto off;
@@ -481,10 +485,12 @@ __attribute__((constructor(101))) static void ap_init(void)
 	if (start_trace(parent, fd) < 0)
 		goto off;
 	pre_replay(t);
+	own_heap_swap(0);
 	t->guard--;
 	return;
 
 off:
+	own_heap_swap(0);
 	proc.state = AP_DISABLED;
 	pre_release();
 	t->guard--;

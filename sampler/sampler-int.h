@@ -56,7 +56,9 @@
 #define FLUSH_AGE_NS 1000000000ull
 #define FILTER_BITS 16
 #define MAX_MODULES 4096
-#define BOOT_ARENA_SIZE (64u << 10)
+/* dlsym's blocks while the real functions are resolved, then the
+ * sampler's own small blocks under --all (boot.c, own_alloc) */
+#define BOOT_ARENA_SIZE (256u << 10)
 #define RING_SIZE AP_RING_TABLE_SIZE
 
 enum { AP_INIT, AP_ON, AP_DISABLED, AP_ENDED };
@@ -112,6 +114,7 @@ struct ap_thr {
 	struct ap_evenc enc;	/* the chunk's delta state: quantum, address, cpu */
 	uint64_t q0;		/* quantum of the chunk's SYNC (flush by age) */
 	uint64_t tsc_next;	/* TSC at which the clock is read again */
+	bool fine;		/* tsc_next set with several threads: a step of 1 */
 	uint64_t events;	/* records appended since the trace started */
 	size_t len;
 	uint8_t *buf;		/* THR_BUF_SIZE bytes */
@@ -266,6 +269,22 @@ void malloc_owner_find(void);
 void resolve(void);
 void boot_mark_filter(void);
 void *boot_move(void *old, size_t n);
+/* The sampler's own small blocks under --all: what the C library and
+ * libunwind allocate for it while it records (libunwind's thread-local
+ * block, made at a thread's first unwind), served from the boot arena,
+ * not from the program's heap, which they would shift (an aligned block
+ * the program asks for next would get another usable size than without
+ * us). own_alloc: NULL when it cannot (too large, the arena full, a
+ * signal handler inside it): the caller uses the real malloc. own_free:
+ * a block of the boot arena given back (dlsym's stay). */
+void *own_alloc(size_t n);
+void own_free(void *p);
+extern int own_heap_lock;
+/* While the sampler starts (ap_init, not attached), every malloc and
+ * calloc of the process is served by own_alloc where it can: the
+ * loader's for libunwind's dlopen above all, which would otherwise make
+ * the program's heap (the main arena, its tcache) before its main. */
+void own_heap_swap(int on);
 enum { PRE_ALLOC, PRE_FREE };
 void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller);
 void pre_close(void);
@@ -323,6 +342,8 @@ void buffers_detach(void);
 void buffers_abandon(void);
 int buffers_durable(void);
 void buffers_stop(void);
+/* why the trace stopped: the errno of the write that failed */
+void buffers_stop_why(int err);
 uint8_t *meta_reserve(size_t n);
 void meta_thread(uint32_t tid);
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr, uint64_t addr2,
@@ -523,9 +544,27 @@ static inline size_t filter_slot(const void *p)
 			(64 - FILTER_BITS));
 }
 
+/* A block of own_alloc's (boot.c): OWN_TAG where glibc's chunk header
+ * would be (a chunk of 8 bytes: blk_size reads 0, so the live count
+ * does not move), and its size with OWN_MAGIC above it before that. A
+ * block of dlsym's has its size at p - 8. */
+#define OWN_TAG 13u
+#define OWN_MAGIC 0x4f574e42u /* "OWNB" */
+static inline int own_block(const void *p)
+{
+	uint64_t tag, sz;
+	memcpy(&tag, (const uint8_t *)p - 8, sizeof(tag));
+	memcpy(&sz, (const uint8_t *)p - 16, sizeof(sz));
+	return tag == OWN_TAG && sz >> 32 == OWN_MAGIC;
+}
+
 static inline size_t boot_size(const void *p)
 {
 	size_t n;
+	if (own_block(p)) {
+		memcpy(&n, (const uint8_t *)p - 16, sizeof(n));
+		return (uint32_t)n;
+	}
 	memcpy(&n, (const uint8_t *)p - 8, sizeof(n));
 	return n;
 }

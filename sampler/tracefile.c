@@ -154,6 +154,7 @@ __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 static void trace_write_failed(int fd, size_t done, int err)
 {
 	__atomic_store_n(&tfile.fd, -1, __ATOMIC_RELAXED);
+	buffers_stop_why(err); /* before buffers_stop: record's END says it */
 	struct stat st;
 	if (done && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= done)
 		(void)!ftruncate(fd, st.st_size - (off_t)done);
@@ -439,6 +440,11 @@ static void write_header(const char *parent)
 		k += ap_put_kv_str(p + k, AP_HK_PARENT_TRACE, parent, str_len(parent));
 	if (malloc_owner())
 		k += ap_put_kv_str(p + k, AP_HK_MALLOC_OWNER, malloc_owner(), str_len(malloc_owner()));
+	/* the run's: a daemon's child forked, or image exec'd, after a later
+	 * record took the same -o is still this run's (cli/record/finish.c) */
+	uint64_t run = parse_u64(cfg(CFG_PID), 0);
+	if (run)
+		k += ap_put_kv_uint(p + k, AP_HK_RUN_PID, run);
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
 			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
@@ -564,7 +570,9 @@ static int is_handed_trace(int fd)
 	struct stat st;
 	char magic[AP_TRACE_MAGIC_LEN];
 	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+	/* (a filter's refusal of fcntl: the probe below reads, and a
+	 * descriptor not open for reading fails it) */
+	if (fl < 0 ? !refused(SYS_fcntl, errno) : (fl & O_ACCMODE) != O_RDWR)
 		return 0;
 	if (fstat(fd, &st) == 0) {
 		if (!S_ISREG(st.st_mode))
@@ -595,9 +603,18 @@ int open_trace(const char *parent, int fd)
 	/* appending, as every trace: record's (mkostemp) is not, and the
 	 * image that handed it on left its offset past what it wrote */
 	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-	if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || ftruncate(fd, 0) < 0 ||
-			fcntl(fd, F_SETFL, fl | O_APPEND) < 0))
+	if (fd >= 0 && fl < 0 && refused(SYS_fcntl, errno)) {
+		/* A seccomp filter refuses fcntl: the descriptor stays as it
+		 * came (the fork child's own trace, just made, appends and is
+		 * close-on-exec already; one handed over does neither),
+		 * emptied and written from byte 0 by this image alone. Making
+		 * another left this one empty, and the run unreadable. */
+		if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+			fd = -1;
+	} else if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+			       ftruncate(fd, 0) < 0 || fcntl(fd, F_SETFL, fl | O_APPEND) < 0)) {
 		fd = -1;
+	}
 	if (fd < 0)
 		fd = trace_create(tfile.path);
 	if (fd < 0) {

@@ -108,6 +108,9 @@ struct ap_trace {
 				 * one (a multiple of the quantum; 0: not said) */
 	char *sampler;		/* never NULL */
 	char *parent_trace;	/* NULL unless a forked child */
+	/* HEADER's `run_pid`: the pid of the process `record` launched (or
+	 * attached to), whose run this trace is part of; 0: not said */
+	uint64_t run_pid;
 	/* NULL, or the object whose malloc the program's calls reach instead
 	 * of the sampler's (its own allocator): the events are not its
 	 * allocations */
@@ -138,6 +141,9 @@ struct ap_trace {
 	 * not known) */
 	bool has_minflt;
 	uint64_t minflt;
+	/* END's `stop_errno` (reason AP_END_STOPPED): the errno of the write
+	 * that stopped the trace (EFBIG: the file size limit); 0: not said */
+	uint64_t stop_errno;
 	/* END's `unwind_ns`: the time the sampler spent unwinding stacks
 	 * (--all, with its stack cache; 0: not in the trace) */
 	uint64_t unwind_ns;
@@ -170,7 +176,8 @@ struct ap_trace {
 	size_t nev;
 	uint64_t last_ts;
 
-	/* Truncation: true when the file ends inside a chunk or has no END. */
+	/* Truncation: true when the file ends inside a chunk, has no END, or
+	 * its END says the trace stopped (AP_END_STOPPED) */
 	bool truncated;
 	char truncated_why[256];
 	uint64_t file_size;
@@ -378,6 +385,10 @@ static inline uint64_t ap_run_addr(uint64_t a)
  * (.<pid>-2, .<pid>-2.exec1-3). */
 bool ap_trace_is_child_suffix(const char *s);
 
+/* Why a trace with END reason AP_END_STOPPED ends where it does, from
+ * its stop_errno (0: not said), into buf (one phrase, no full stop). */
+void ap_trace_stop_why(uint64_t stop_errno, char *buf, size_t len);
+
 /* Whether the file at `path` (not through a symbolic link) starts with
  * the trace magic. */
 bool ap_trace_file_is_trace(const char *path);
@@ -470,6 +481,11 @@ struct ap_chunk_walk {
 	/* after AP_CHUNK_BAD: the bytes may be a chunk still being written
 	 * (a bad magic or checksum), not one written wrong */
 	bool maybe_unwritten;
+	/* set by the caller: the payloads of META and EVENTS chunks are not
+	 * read (their checksums not checked), only their headers: a walk for
+	 * the chunks' order and streams (the buffers' finisher) reads a page
+	 * a chunk, not the whole file (600 MB for 200 M events) */
+	bool headers_only;
 };
 
 enum ap_chunk_result {

@@ -27,8 +27,10 @@ struct ap_buffers_head {
 	char magic[8];		/* AP_BUFFERS_MAGIC */
 	uint32_t version;	/* AP_BUFFERS_VERSION */
 	uint32_t pid;		/* the process whose buffers these are */
-	uint32_t stopped;	/* 1: the trace stopped (a write failed): add nothing */
-	uint32_t pad;
+	uint32_t stopped;	/* 1: the trace stopped (a write failed): add no chunk */
+	/* the errno of the write that failed (EFBIG: the file size limit),
+	 * stored before `stopped`; 0 in files of before it */
+	uint32_t stop_errno;
 	/* The sampler's live-byte peak and its slack (END keys live_peak
 	 * and live_slack), kept up to date; live_slack 0: not counted.
 	 * Files of before them have zeros here. */

@@ -83,6 +83,7 @@ struct ap_finished {
 	uint64_t chunks;	/* chunks added from it */
 	bool end_added;		/* an END was added (reason: its reason) */
 	unsigned reason;
+	uint32_t stop_errno;	/* reason AP_END_STOPPED: why the trace stopped */
 };
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err);

@@ -199,6 +199,7 @@ enum {
 	AP_HK_TIME_STEP_NS = 15,
 	AP_HK_MALLOC_OWNER = 16,
 	AP_HK_ALLOWED_CPUS = 17,
+	AP_HK_RUN_PID = 18,
 };
 #define AP_HFLAG_ALL 1u
 /* the sampler was loaded into a running process (record -p): the trace
@@ -223,6 +224,7 @@ enum {
 	AP_EK_NIVCSW = 14,
 	AP_EK_UNWIND_NS = 15,
 	AP_EK_MINFLT = 16,
+	AP_EK_STOP_ERRNO = 17,
 };
 enum ap_end_reason {
 	AP_END_EXIT = 0,
@@ -243,6 +245,11 @@ enum ap_end_reason {
 	AP_END_SNAPSHOT = 7,
 	/* the sampler was detached from a process that runs on (record -p) */
 	AP_END_DETACH = 8,
+	/* written by `allocprof record` from the buffers file of a process
+	 * whose trace stopped at a chunk that did not fit (its RLIMIT_FSIZE,
+	 * a full disk: END key stop_errno says which): the process ran on,
+	 * and what it did after is not in the trace (no status) */
+	AP_END_STOPPED = 9,
 };
 
 /* key/value kinds */

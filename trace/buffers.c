@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,12 +31,19 @@ struct seen {
 	uint32_t end_len;
 	uint64_t end_reason;
 	bool data_after_end; /* META or EVENTS after the last END */
+	/* where the last META and EVENTS chunks start (a ring: data_chunks
+	 * of them, at most SEEN_LAST), for an END that must make room */
+	size_t last_off[8];
 };
+#define SEEN_LAST (sizeof(((struct seen *)0)->last_off) / sizeof(size_t))
 
 /* Walks the trace's chunks; -1 if it is corrupt (then it is left as it is). */
 static int walk_trace(struct seen *s, const uint8_t *data, size_t size)
 {
 	ap_chunk_walk_init(&s->walk, data, size);
+	/* (what the events say is not this walk's business: the compactor
+	 * and the reader check their payloads) */
+	s->walk.headers_only = true;
 	if (size < AP_TRACE_PREAMBLE_LEN)
 		return 0;
 	for (;;) {
@@ -68,6 +76,7 @@ static int walk_trace(struct seen *s, const uint8_t *data, size_t size)
 			}
 		} else if (ch.type == AP_CHUNK_META || ch.type == AP_CHUNK_EVENTS) {
 			s->data_after_end = s->end_off != 0;
+			s->last_off[(s->walk.data_chunks - 1) % SEEN_LAST] = ch.off;
 			if (ch.stream != AP_STREAM_NONE && ch.stream > s->max_stream)
 				s->max_stream = ch.stream;
 		}
@@ -176,6 +185,45 @@ static int put_end(int fd, const struct seen *s, const uint8_t *data,
 	return put_chunk(fd, AP_CHUNK_END, 0, 0, AP_STREAM_NONE, 0, buf, n);
 }
 
+/* The END of a trace that stopped at a chunk that did not fit (the
+ * sampler's write failed with `stop_errno`): reason AP_END_STOPPED, so
+ * that a report read later, elsewhere, says why the trace ends where it
+ * does. `record` runs under the program's RLIMIT_FSIZE too: an END that
+ * would not fit under it takes the place of the last chunks (a write
+ * past the limit would send record SIGXFSZ); 0 with *added false if
+ * even that cannot be. */
+static int put_stopped_end(int fd, const struct seen *s, size_t size, const struct ap_death *how,
+			   uint32_t stop_errno, bool *added)
+{
+	uint64_t chunks = s->walk.data_chunks;
+	uint8_t chunk[AP_CHUNK_HDR_LEN + 4 * AP_KV_UINT_MAX];
+	size_t n, want = size;
+	for (;;) {
+		uint8_t *payload = chunk + AP_CHUNK_HDR_LEN;
+		n = ap_put_kv_uint(payload, AP_EK_END_NS, how->end_ns);
+		n += ap_put_kv_uint(payload + n, AP_EK_REASON, AP_END_STOPPED);
+		n += ap_put_kv_uint(payload + n, AP_EK_STOP_ERRNO, stop_errno);
+		n += ap_put_kv_uint(payload + n, AP_EK_CHUNKS, chunks);
+		ap_chunk_header(chunk, AP_CHUNK_END, 0, AP_STREAM_NONE, 0, payload, (uint32_t)n);
+		n += AP_CHUNK_HDR_LEN;
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+		    (uint64_t)want + n <= (uint64_t)rl.rlim_cur)
+			break;
+		uint64_t kept = s->walk.data_chunks - chunks;
+		if (!chunks || kept >= SEEN_LAST) {
+			*added = false;
+			return 0;
+		}
+		want = s->last_off[(chunks - 1) % SEEN_LAST];
+		chunks--;
+	}
+	if (want < size && ftruncate(fd, (off_t)want) < 0)
+		return -1;
+	*added = true;
+	return write_all(fd, chunk, n);
+}
+
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err)
 {
@@ -220,7 +268,10 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 	    head->version != AP_BUFFERS_VERSION)
 		goto out;
 	out->found = true;
-	if (head->stopped) /* a chunk was lost: nothing may follow it */
+	/* a chunk was lost: no chunk may follow it, but an END that says why
+	 * (not in files of before stop_errno) */
+	bool stopped = head->stopped;
+	if (stopped && !head->stop_errno)
 		goto done;
 	tfd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
 	if (tfd < 0 || fstat(tfd, &ts) < 0) {
@@ -234,11 +285,22 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			goto out;
 		}
 	}
-	if (tm != MAP_FAILED && !slots_hold_records(sm, (size_t)ss.st_size) &&
+	if (tm != MAP_FAILED && !stopped && !slots_hold_records(sm, (size_t)ss.st_size) &&
 	    ends_with_end(tm, (size_t)ts.st_size))
 		goto done; /* ended as it should, nothing left over */
 	if (walk_trace(&s, tm == MAP_FAILED ? NULL : tm, (size_t)ts.st_size) < 0 || !s.header)
 		goto done; /* corrupt, or cut before its HEADER: left as it is */
+	if (stopped) {
+		/* an END of its own (what came after it was lost) stays the end */
+		if (!s.end_off && !s.cut) {
+			if (put_stopped_end(tfd, &s, (size_t)ts.st_size, how, head->stop_errno,
+					    &out->end_added) < 0)
+				rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+			out->reason = AP_END_STOPPED;
+			out->stop_errno = head->stop_errno;
+		}
+		goto done;
+	}
 
 	/* The chunks the buffers hold that the trace lacks: each slot's
 	 * records, as the next chunk of its stream (a new stream for a

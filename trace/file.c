@@ -444,6 +444,16 @@ int rd_walk(struct rd *r, enum ap_chunk_result *resp)
 	return 0;
 }
 
+void ap_trace_stop_why(uint64_t stop_errno, char *buf, size_t len)
+{
+	int e = stop_errno > 0 && stop_errno < 4096 ? (int)stop_errno : 0;
+	snprintf(buf, len, "the trace stopped at a chunk that did not fit (%s%s); the process ran "
+		 "on, and what it did after is not in the trace",
+		 e ? strerror(e) : "a write failed",
+		 e == EFBIG ? ": the file size limit, RLIMIT_FSIZE, ulimit -f"
+		 : e == ENOSPC || e == EDQUOT ? ": the disk was full" : "");
+}
+
 int rd_walk_end(struct rd *r, enum ap_chunk_result res)
 {
 	struct ap_trace *t = r->t;
@@ -457,6 +467,9 @@ int rd_walk_end(struct rd *r, enum ap_chunk_result res)
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
 			 "file ends inside a chunk at byte %zu", w->off);
+	} else if (t->has_end && t->end_reason == AP_END_STOPPED) {
+		t->truncated = true;
+		ap_trace_stop_why(t->stop_errno, t->truncated_why, sizeof(t->truncated_why));
 	} else if (!t->has_end) {
 		t->truncated = true;
 		snprintf(t->truncated_why, sizeof(t->truncated_why),

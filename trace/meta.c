@@ -133,6 +133,10 @@ int decode_header(struct rd *r, struct cur *c)
 			name = "allowed_cpus";
 			num = &t->allowed_cpus;
 			break;
+		case AP_HK_RUN_PID:
+			name = "run_pid";
+			num = &t->run_pid;
+			break;
 		case AP_HK_START_REALTIME_NS:
 			name = "start_realtime_ns";
 			num = &t->start_realtime_ns;
@@ -258,7 +262,7 @@ int decode_end(struct rd *r, struct cur *c)
 	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	uint64_t live_peak = 0, live_slack = 0, run_delay = 0, nvcsw = 0, nivcsw = 0, unwind = 0;
-	uint64_t minflt = 0;
+	uint64_t minflt = 0, stop_errno = 0;
 	bool has_minflt = false;
 	bool has_status = false, has_calls = false, has_live = false, has_delay = false;
 	bool has_csw = false;
@@ -331,6 +335,10 @@ int decode_end(struct rd *r, struct cur *c)
 			num = &minflt;
 			has_minflt = true;
 			break;
+		case AP_EK_STOP_ERRNO:
+			name = "stop_errno";
+			num = &stop_errno;
+			break;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -370,6 +378,7 @@ int decode_end(struct rd *r, struct cur *c)
 	t->unwind_ns = unwind;
 	t->has_minflt = has_minflt;
 	t->minflt = minflt;
+	t->stop_errno = stop_errno;
 	return 0;
 }
 

@@ -177,8 +177,12 @@ int ap_run_read(struct ap_run *run, const char *const *paths, size_t n, bool chi
 				goto fail;
 			}
 			/* A child trace that began before the trace itself is
-			 * left from an earlier run written to the same path. */
-			if (c->start_realtime_ns < began) {
+			 * left from an earlier run written to the same path; one
+			 * whose HEADER names another run (a daemon of an earlier
+			 * run forked it, or exec'd it, after this run began) is
+			 * that run's. */
+			if (c->start_realtime_ns < began ||
+			    (c->run_pid && t->run_pid && c->run_pid != t->run_pid)) {
 				ap_trace_free(c);
 				free(kids[k]);
 				continue;

@@ -131,6 +131,9 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
 							      "the process could use" },
 		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
+		{ SYS_fcntl, "fcntl", "its trace's descriptor stayed where it was opened (a "
+				      "number the program could meet), unlocked, and was not "
+				      "handed to an image it exec'd (which made a trace of its own)" },
 	};
 	char names[256] = "", costs[512] = "";
 	int err = 0;
@@ -275,6 +278,24 @@ uint64_t rec_trace_start_ns(const char *path)
 	uint64_t ns = 0;
 	header_key(path, AP_HK_START_REALTIME_NS, NULL, &ns);
 	return ns;
+}
+
+/* Whether the child trace at `path`, begun at `began`, is of the run of
+ * `main_pid` that began at since_ns, while a later run at the same -o
+ * began at upto_ns (UINT64_MAX: none): its HEADER's run_pid says whose
+ * run it is (a daemon's child forked, or image exec'd, after the later
+ * run began is still its own run's; the start guards against a pid
+ * reused by a later run's program); a trace of before run_pid, by its
+ * start alone. */
+static bool of_this_run(const char *path, uint64_t began, pid_t main_pid, uint64_t since_ns,
+			uint64_t upto_ns)
+{
+	uint64_t run = 0;
+	if (!began)
+		return true; /* no HEADER yet: its process is at its start */
+	if (header_key(path, AP_HK_RUN_PID, NULL, &run))
+		return run == (uint64_t)main_pid && began >= since_ns;
+	return began >= since_ns && began < upto_ns;
 }
 
 /* The program's trace keeps its symbols through a helper started with
@@ -486,11 +507,14 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		return;
 	char trunc[300] = "";
 	unsigned long long limit = 0;
+	/* the sampler's trace stopped at a chunk that did not fit: the END
+	 * added from its buffers file says so, and why */
+	bool stopped = fin && fin->reason == AP_END_STOPPED;
 	if (c.cut)
 		snprintf(trunc, sizeof(trunc), "file ends inside a chunk at byte %llu",
 			 (unsigned long long)c.cut_at);
-	else if (!c.has_end && stopped_by_fsize(st.st_size, &limit))
-		snprintf(trunc, sizeof(trunc), "no end record: the trace reached the file size "
+	else if ((!c.has_end || stopped) && stopped_by_fsize(st.st_size, &limit))
+		snprintf(trunc, sizeof(trunc), "the trace reached the file size "
 			 "limit (RLIMIT_FSIZE, %llu bytes: ulimit -f) at byte %llu and stops "
 			 "there, the program ran on; raise the limit to record it whole",
 			 limit, (unsigned long long)st.st_size);
@@ -501,11 +525,13 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	else if (!c.has_end && status)
 		snprintf(trunc, sizeof(trunc), "no end record, though the program exited "
 			 "with status %d", WEXITSTATUS(*status));
+	else if (stopped)
+		ap_trace_stop_why(fin->stop_errno, trunc, sizeof(trunc));
 	else if (!c.has_end)
 		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
 			 "sampler cannot see (SIGKILL, say)");
 	char late[320] = "";
-	if (fin && fin->end_added && fin->reason >= AP_END_KILLED) {
+	if (fin && fin->end_added && fin->reason >= AP_END_KILLED && !stopped) {
 		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
 		const char *how = sys ? "killed by SIGSYS (" SIGSYS_WHY ")"
 				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
@@ -515,7 +541,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		snprintf(late, sizeof(late), "; the process was %s: %llu chunk%s from its "
 			 "buffers, and its end", how, (unsigned long long)fin->chunks,
 			 fin->chunks == 1 ? "" : "s");
-	} else if (fin && fin->chunks) {
+	} else if (fin && fin->chunks && !stopped) {
 		snprintf(late, sizeof(late), "; %llu chunk%s from its buffers (what it did "
 			 "after its end record)", (unsigned long long)fin->chunks,
 			 fin->chunks == 1 ? "" : "s");
@@ -691,13 +717,13 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 		if (!upto || upto == span->main_start_ns)
 			upto = UINT64_MAX;
 		for (size_t i = 0; i < n; i++) {
-			/* begun before this run (an earlier run's daemon, still
-			 * writing: its record's finisher finishes it), or in a
-			 * later run's time: another run's */
+			/* another run's (an earlier run's daemon, still writing,
+			 * and the children it makes while this run is on: its
+			 * record's finisher finishes them): of_this_run */
 			uint64_t began = rec_trace_start_ns(names[i]);
 			if (listed(done->name, done->n, names[i]) ||
 			    listed(live_now.name, live_now.n, names[i]) ||
-			    (began && (began < span->since_ns || began >= upto))) {
+			    !of_this_run(names[i], began, main_pid, span->since_ns, upto)) {
 				free(names[i]);
 				continue;
 			}

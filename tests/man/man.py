@@ -94,12 +94,19 @@ def man_options(text):
     if not lines:
         return set()
     indent = min(len(l) - len(l.lstrip()) for l in lines)
+    deeper = [len(l) - len(l.lstrip()) for l in lines if len(l) - len(l.lstrip()) > indent]
+    text_at = min(deeper) if deeper else 0
     opts = set()
     for l in lines:
         if len(l) - len(l.lstrip()) == indent and l.lstrip().startswith("-"):
             # "--all  Record every ...": a short tag shares its line with
-            # the text, two spaces or more apart.
-            opts.update(OPT.findall(re.split(r"\s{2,}", l.strip())[0]))
+            # the text, two spaces or more apart, or one where the tag
+            # fills the room before the text's indentation ("--live Show":
+            # groff spreads the line's spaces from either end in turn).
+            head = re.split(r"\s{2,}", l.strip())[0]
+            if text_at and len(l) > text_at and l[text_at - 1] == " " and l[text_at] != " ":
+                head = min(head, l[:text_at].strip(), key=len)
+            opts.update(OPT.findall(head))
     return opts
 
 

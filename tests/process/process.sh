@@ -234,18 +234,31 @@ seccomp)
 	# newfstatat alone refused, and a child forked after the filter:
 	# the child's trace, just made, is its own all the same (its fstat
 	# refused, it was taken for another file: left empty beside a second
-	# one, and the empty one made the whole run unreadable)
-	"$SECCOMP" fstat >native.out 2>&1
-	want=$?
-	for mode in default all; do
-		opts=()
-		[ $mode = all ] && opts=(--all)
-		rm -f f.trace*
-		same_run "fstat-$mode" "$want" native.out -- "${opts[@]}" -o f.trace "$SECCOMP" fstat
-		expect_eq "fstat $mode: child traces" "$(ls f.trace.* 2>/dev/null | wc -l)" 1
-		"$AP" stats --json f.trace >f.json 2>f.err || fail "fstat $mode: stats of the run: $(cat f.err)"
-		[ $mode = all ] && expect_eq "fstat --all: after_filter, parent and child" \
-			"$(flat f.trace after_filter)" 4000
+	# one, and the empty one made the whole run unreadable). fcntl
+	# refused, the same (F_GETFL, F_SETFD, F_SETFL), and the child, which
+	# executes /bin/true at once, cannot hand its trace on (F_SETFD): it
+	# ends (exec), and the image makes its own .exec1 (it was left
+	# without END, beside an empty one)
+	for call in fstat fcntl; do
+		"$SECCOMP" $call >native.out 2>&1
+		want=$?
+		for mode in default all; do
+			opts=()
+			[ $mode = all ] && opts=(--all)
+			rm -f f.trace*
+			same_run "$call-$mode" "$want" native.out -- "${opts[@]}" -o f.trace "$SECCOMP" $call
+			kids="f.trace. " after=4000
+			[ $call = fcntl ] && kids="f.trace. f.trace..exec " after=2000
+			expect_eq "$call $mode: child traces" \
+				"$(ls f.trace.* 2>/dev/null | sed 's/[0-9]//g' | sort | tr '\n' ' ')" "$kids"
+			"$AP" stats --json f.trace >f.json 2>f.err ||
+				fail "$call $mode: stats of the run: $(cat f.err)"
+			[ -s f.json ] && expect_eq "$call $mode: truncated" "$(jget f.json truncated)" false
+			[ $call = fstat ] || grep -q "refused fcntl to the sampler" "$call-$mode.err" ||
+				fail "$call $mode: record does not name fcntl: $(cat "$call-$mode.err")"
+			[ $mode = all ] && expect_eq "$call --all: after_filter, parent and child" \
+				"$(flat f.trace after_filter)" $after
+		done
 	done
 	rm -f f.trace*
 

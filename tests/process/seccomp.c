@@ -7,6 +7,9 @@
  * `seccomp kill`: the first four kill it; `seccomp fstat`: newfstatat
  * alone fails with EPERM, and after_filter runs again in a forked child
  * (whose trace the sampler makes, and must take for its own);
+ * `seccomp fcntl`: fcntl alone refused, and the forked child executes
+ * /bin/true at once (its image recorded nothing: its trace would be
+ * handed on);
  * `seccomp usage`: getrusage alone fails with EPERM (END's context
  * switches and faults).
  * before_filter allocates 1000 blocks and frees them, after_filter 2000;
@@ -48,23 +51,26 @@ __attribute__((noinline)) static void after_filter(void)
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "errno";
-	int fst = !strcmp(how, "fstat"), use = !strcmp(how, "usage");
-	int kill = strcmp(how, "errno") != 0 && !fst && !use;
+	int fst = !strcmp(how, "fstat"), use = !strcmp(how, "usage"), fcn = !strcmp(how, "fcntl");
+	int kill = strcmp(how, "errno") != 0 && !fst && !use && !fcn;
 	printf("seccomp %s: start\n", how);
 	fflush(stdout);
 	before_filter();
-	static const int getrusage_nr[] = { SYS_getrusage };
-	if ((use ? seccomp_refuse_list(SECCOMP_RET_ERRNO | EPERM, getrusage_nr, 1, 0)
+	static const int getrusage_nr[] = { SYS_getrusage }, fcntl_nr[] = { SYS_fcntl };
+	if ((use   ? seccomp_refuse_list(SECCOMP_RET_ERRNO | EPERM, getrusage_nr, 1, 0)
+	     : fcn ? seccomp_refuse_list(SECCOMP_RET_ERRNO | EPERM, fcntl_nr, 1, 0)
 		 : seccomp_refuse(kill ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | EPERM,
 				  fst ? 1 : strcmp(how, "kill") ? 5 : 4, 0)) < 0) {
 		perror("seccomp");
 		return 2;
 	}
 	after_filter();
-	if (fst) {
+	if (fst || fcn) {
 		fflush(stdout);
 		pid_t p = fork();
 		if (p == 0) {
+			if (fcn)
+				execl("/bin/true", "true", (char *)NULL);
 			after_filter();
 			_exit(0);
 		}

@@ -16,6 +16,8 @@
  *                        execs /usr/bin/env, which execs `exact_peak small`
  *   exact_peak kill      200 blocks of 1000 bytes, frees 100, prints its
  *                        sums and dies of SIGKILL (no END of its own)
+ *   exact_peak join      the program's first other thread allocates 50
+ *                        blocks; main joins it and frees them at once
  */
 #include <signal.h>
 #include <malloc.h>
@@ -202,6 +204,27 @@ static int exec_chain(const char *self)
 	return 1;
 }
 
+static void *join_thread(void *arg)
+{
+	void **v = arg;
+	for (int i = 0; i < 50; i++) {
+		v[i] = malloc(16 + 8 * (size_t)i);
+		got(v[i], 16 + 8 * (size_t)i);
+	}
+	return NULL;
+}
+
+static int joined(void)
+{
+	void *v[50];
+	pthread_t th;
+	if (pthread_create(&th, NULL, join_thread, v) || pthread_join(th, NULL))
+		return 1;
+	for (int i = 0; i < 50; i++)
+		drop(v[i], 16 + 8 * (size_t)i);
+	return 0;
+}
+
 static void print_sums(void)
 {
 	char line[160];
@@ -227,6 +250,8 @@ int main(int argc, char **argv)
 		rc = exec_chain(argv[0]);
 	else if (!strcmp(argv[1], "kill"))
 		rc = killed();
+	else if (!strcmp(argv[1], "join"))
+		rc = joined();
 	else
 		return 2;
 	print_sums();

@@ -168,6 +168,30 @@ handed)
 		fail "stats of the run: $(cat h.err)"
 	fi
 	;;
+probe)
+	# The descriptor record hands its trace on by (ALLOCPROF_EXEC :f<fd>)
+	# is a file of the program's by the time the sampler looks (a linked
+	# library's constructor, run before the sampler's, put it there), and
+	# a seccomp filter refuses fstat: the sampler must tell it is no trace
+	# by pread, which leaves its offset where the program left it (an
+	# lseek moved it to the end: the program then read nothing). Its own
+	# trace is made instead, beside record's (which the program's library
+	# closed: record finds it empty, and says so).
+	printf 'headDATA read from byte 4' >data
+	native=$(HANDED_FILE=data "$HANDED_PROBE"; echo "exit $?")
+	expect_eq "natively" "$native" "read 21 bytes: DATA read from byte 4
+exit 0"
+	under=$(HANDED_FILE=data "$ALLOCPROF" record -q --all -o p.trace "$HANDED_PROBE" 2>err
+		echo "exit $?")
+	expect_eq "under record" "$under" "$native"
+	expect_eq "the program's file" "$(cat data)" "headDATA read from byte 4"
+	if "$ALLOCPROF" stats --json p.trace-2 >p.json 2>p.err; then
+		# its malloc and printf's buffer
+		expect_eq "alloc_objects" "$(jget p.json alloc_objects)" 2
+	else
+		fail "stats: $(cat p.err) (record said: $(cat err))"
+	fi
+	;;
 twice)
 	# Two records given one -o: the second refuses before its program
 	# starts, and the first's trace is whole.

@@ -4,13 +4,16 @@
  * the allocations, what its write got (bytes, errno) and the SIGXFSZ it
  * caught, and exits with status 3: a run under record must print the
  * same (the sampler's writes past the limit get no signal to the
- * program, the program's own get theirs). */
+ * program, the program's own get theirs). With a third argument N it
+ * sets its own soft limit to N KiB first (record's own limit stays as it
+ * was: only the trace can say why it stops). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t xfsz;
@@ -33,6 +36,13 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		return 2;
 	long n = atol(argv[1]);
+	if (argc > 3) {
+		struct rlimit rl;
+		getrlimit(RLIMIT_FSIZE, &rl);
+		rl.rlim_cur = (rlim_t)atol(argv[3]) << 10;
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			return 4;
+	}
 	signal(SIGXFSZ, on_xfsz);
 	void *keep[64] = { 0 };
 	for (long i = 0; i < n; i++) {

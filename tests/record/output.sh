@@ -363,6 +363,84 @@ status)
 	grep -q "^calls " k.txt && fail "SIGKILL: stats claims to know the calls: $(cat k.txt)"
 	[ -e k.trace.buffers ] && fail "SIGKILL: the buffers file is left"
 	;;
+laterun)
+	# A daemon of a first run outlives it; a second record takes the same
+	# -o; then the daemon forks a child, and ends by exec'ing another
+	# image. Both traces begin in the second run's time, but are the
+	# first run's (HEADER run_pid): the second record neither finishes
+	# nor counts them, its reports do not read them, and the first
+	# record's finisher finishes them.
+	"$ALLOCPROF" record -o l.trace bash -c 'setsid bash -c "echo \$\$ >dpid
+		until [ -e go ]; do sleep 0.05; done
+		( echo \$BASHPID >late; exec /usr/bin/true )
+		exec touch done" >/dev/null 2>&1 </dev/null &' 2>errA
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' errA)
+	[ -n "$fpid" ] || fail "the first record names no finisher: $(cat errA)"
+	for _ in $(seq 1 200); do [ -s dpid ] && break; sleep 0.01; done
+	"$ALLOCPROF" record -o l.trace bash -c 'touch go; until [ -e done ]; do sleep 0.05; done' \
+		2>errB
+	dpid=$(cat dpid) late=$(cat late)
+	[ -n "$dpid" ] && [ -n "$late" ] || fail "the daemon did not run"
+	! grep -q -e "l.trace.$late\b" -e "l.trace.$dpid\b" errB ||
+		fail "the second record finished the first run's traces: $(cat errB)"
+	"$ALLOCPROF" stats --by-process l.trace >b.txt 2>&1 || fail "stats: $(cat b.txt)"
+	! grep -q -e "^command  *touch done" -e "^command  */usr/bin/true" b.txt ||
+		fail "the second run's reports read the first run's traces: $(cat b.txt)"
+	wait_gone "$dpid"
+	[ -z "$fpid" ] || wait_gone "$fpid"
+	# (the daemon's bash ends by exec: with an END of its own if it
+	# recorded something, and touch in .exec1; else touch took its trace)
+	for f in "l.trace.$late" "l.trace.$dpid" l.trace.$dpid.exec*; do
+		[ -e "$f" ] || continue
+		[ ! -e "$f.buffers" ] || fail "$f: its buffers file is left"
+		"$ALLOCPROF" stats --json "$f" >f.json 2>f.err || fail "$f: $(cat f.err)"
+		case $(jget f.json end_reason) in
+		exit | exec) ;;
+		*) fail "$f: end_reason $(jget f.json end_reason)" ;;
+		esac
+	done
+	;;
+heap)
+	# The sampler's own blocks come from no heap of the program's: its
+	# start (the loader's blocks for libunwind's dlopen) made the main
+	# arena and the main thread's tcache before main (the first malloc
+	# of main then added 0 bytes in use, not 688), and under --all a
+	# thread's first allocation is its first unwind, whose libunwind
+	# thread-local block took 32 bytes and moved the thread's next
+	# aligned block (usable 104 for 72). The program sees, in either
+	# thread and either mode, what it sees without us.
+	native=$("$HEAPSHIFT")
+	sampled=$("$ALLOCPROF" record -q -o s.trace "$HEAPSHIFT")
+	all=$("$ALLOCPROF" record -q --all -o a.trace "$HEAPSHIFT")
+	expect_eq "sampled" "$sampled" "$native"
+	expect_eq "--all" "$all" "$native"
+	# and the program's allocations are still all recorded, none of ours
+	# (valgrind: 6 allocs: printf's buffer, pthread_create's thread
+	# block, four of its own)
+	"$ALLOCPROF" stats --json a.trace >a.json 2>a.err || fail "stats: $(cat a.err)"
+	expect_eq "--all: calls" "$(jget a.json calls)" 6
+	expect_eq "--all: allocations" "$(jget a.json alloc_objects)" 6
+	;;
+ctorthread)
+	# A thread a library's constructor started runs while the sampler
+	# starts; the blocks it gets then are the program's. While the start
+	# served its own blocks from the sampler's arena, that thread got
+	# them too, their frees vanished into the arena and each block came
+	# back as a new allocation: 3,000 to 400,000 blocks "in use" at the
+	# end of a program that frees everything (valgrind: 0). What is left
+	# is the start's own window (allocprof-record(1), BUGS): the calls
+	# other threads make while the sampler starts are not recorded, so a
+	# few blocks allocated before it and freed then stay "in use" (1 to
+	# 35 here), and blocks allocated then and freed later are unmatched.
+	# (eight runs: the thread must run while the sampler starts; with the
+	# arena handed to it, one run in three or more showed thousands)
+	for i in 1 2 3 4 5 6 7 8; do
+		"$ALLOCPROF" record -q --all -o c$i.trace "$CTOR_THREAD" || fail "record, run $i"
+		"$ALLOCPROF" stats --json c$i.trace >c.json 2>c.err || { fail "stats: $(cat c.err)"; continue; }
+		inuse=$(jget c.json inuse_objects)
+		[ "$inuse" -le 256 ] || fail "run $i: $inuse blocks in use at the end"
+	done
+	;;
 symbols)
 	# The child traces of a run keep their symbols through one
 	# `allocprof symbols` for all of them, which opens each file once
@@ -453,7 +531,7 @@ exit 3"
 	expect_eq "under record" "$under" "$native"
 	grep -q "f.trace: File too large: the trace ends here; the program goes on" err ||
 		fail "the sampler did not say the trace ended: $(cat err)"
-	grep -q "truncated: no end record: the trace reached the file size limit (RLIMIT_FSIZE, 65536 bytes" err ||
+	grep -q "truncated: the trace reached the file size limit (RLIMIT_FSIZE, 65536 bytes" err ||
 		fail "record did not say the file size limit stopped the trace: $(cat err)"
 	if "$ALLOCPROF" stats --json f.trace >f.json 2>f.err; then
 		expect_eq "truncated" "$(jget f.json truncated)" true
@@ -464,6 +542,24 @@ exit 3"
 		fail "the trace does not read: $(cat f.err)"
 	fi
 	[ ! -e f.trace.buffers ] || fail "the buffers file is left"
+	# The trace itself says why it stops (END reason "stopped", record
+	# added it): a report read later, elsewhere, blames no SIGKILL. Also
+	# when the program lowered its own limit, which record's is not.
+	stats_says_fsize() {
+		"$ALLOCPROF" stats --json "$1" >"$1.json" 2>"$1.err" || fail "$1: $(cat "$1.err")"
+		expect_eq "$1: end_reason" "$(jget "$1.json" end_reason)" stopped
+		"$ALLOCPROF" stats "$1" >"$1.txt" 2>&1 || fail "$1: stats failed: $(cat "$1.txt")"
+		grep -q "^ended  *not recorded: the trace stopped at a chunk that did not fit (File too large: the file size limit, RLIMIT_FSIZE" "$1.txt" ||
+			fail "$1: stats does not say the file size limit stopped it: $(cat "$1.txt")"
+		! grep -q SIGKILL "$1.txt" || fail "$1: stats blames a SIGKILL: $(cat "$1.txt")"
+	}
+	stats_says_fsize f.trace
+	native=$("$FSIZE" 20000 own2.native 64; echo "exit $?")
+	under=$("$ALLOCPROF" record --all -o g.trace "$FSIZE" 20000 own2.rec 64 2>err2; echo "exit $?")
+	expect_eq "own limit: under record" "$under" "$native"
+	grep -q "truncated: the trace stopped at a chunk that did not fit (File too large" err2 ||
+		fail "own limit: record did not say why the trace stopped: $(cat err2)"
+	stats_says_fsize g.trace
 	;;
 diskfull)
 	# The disk fills up while the program runs, then has room again: the

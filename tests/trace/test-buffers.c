@@ -4,10 +4,12 @@
  * what the sampler's buffers would hold then; the finished trace must
  * read with every event once (not twice, not lost), end as it should,
  * and the buffers file must be gone. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ap_trace.h"
@@ -73,9 +75,11 @@ static void put_file(const char *p, const void *data, size_t len)
 }
 
 /* A buffers file: an empty META slot, and an EVENTS slot holding
- * payload[0..n) as the next chunk (`index`) of `stream`. */
+ * payload[0..n) as the next chunk (`index`) of `stream`; stopped: 0 not,
+ * STOPPED_OLD as files of before stop_errno, else the errno. */
+#define STOPPED_OLD UINT32_MAX
 static void put_buffers(uint32_t stream, uint32_t index, const uint8_t *payload, size_t n,
-			bool stopped)
+			uint32_t stopped)
 {
 	size_t slot = AP_BUFFERS_PAGE * 32, size = AP_BUFFERS_PAGE + 2 * slot;
 	uint8_t *f = calloc(1, size);
@@ -83,7 +87,8 @@ static void put_buffers(uint32_t stream, uint32_t index, const uint8_t *payload,
 	memcpy(h->magic, AP_BUFFERS_MAGIC, sizeof(h->magic));
 	h->version = AP_BUFFERS_VERSION;
 	h->pid = 1000;
-	h->stopped = stopped;
+	h->stopped = stopped != 0;
+	h->stop_errno = stopped == STOPPED_OLD ? 0 : stopped;
 	struct ap_slot *m = (void *)(f + AP_BUFFERS_PAGE), *e = (void *)(f + AP_BUFFERS_PAGE + slot);
 	*m = (struct ap_slot){.magic = AP_SLOT_MAGIC, .type = AP_CHUNK_META, .size = (uint32_t)slot,
 			      .tid = 100, .index = 1, .len = AP_CHUNK_HDR_LEN};
@@ -119,6 +124,57 @@ static void killed_as(const char *what, const struct ap_trace *t)
 	      (unsigned long long)t->end_reason, (unsigned long long)t->end_status, t->has_counts);
 }
 
+/* The trace stopped at the file size limit (c: its last EVENTS chunk,
+ * the one that did not fit): an END that says so, and none of the
+ * buffers' records after the lost chunk; under a limit that leaves no
+ * room for the END, the END takes the last chunk's place. */
+static void stopped_end(const uint8_t *full, struct ap_chunk c)
+{
+	struct ap_death how = {AP_END_KILLED, true, 9, 2000000000};
+	struct ap_finished fin;
+	struct ap_error err;
+	struct ap_trace *t;
+	uint64_t before = 0;
+	for (int tight = 0; tight < 2; tight++) {
+		const char *what = tight ? "stopped, no room" : "stopped";
+		put_file(path, full, c.off);
+		put_buffers(c.stream, c.index + 1, c.payload, c.len, EFBIG);
+		struct rlimit was;
+		CHECK(getrlimit(RLIMIT_FSIZE, &was) == 0, "getrlimit");
+		if (tight) {
+			/* 10 bytes of room: less than any END */
+			struct rlimit rl = {(rlim_t)c.off + 10, was.rlim_max};
+			CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0, "setrlimit");
+		}
+		int rc = ap_trace_finish_buffers(path, &how, &fin, &err);
+		CHECK(setrlimit(RLIMIT_FSIZE, &was) == 0, "setrlimit back");
+		CHECK(rc == 0 && fin.found && fin.end_added && fin.reason == AP_END_STOPPED &&
+			      fin.stop_errno == EFBIG && fin.chunks == 0,
+		      "%s: rc %d added %d reason %u errno %u chunks %llu: %s", what, rc,
+		      fin.end_added, fin.reason, fin.stop_errno, (unsigned long long)fin.chunks,
+		      rc ? err.msg : "");
+		CHECK(access(side, F_OK) < 0, "%s: the buffers file is left", what);
+		if (ap_trace_read(path, &t, &err, NULL, NULL) < 0) {
+			CHECK(0, "%s: %s", what, err.msg);
+			continue;
+		}
+		CHECK(t->has_end && t->end_reason == AP_END_STOPPED && t->stop_errno == EFBIG &&
+			      t->truncated && strstr(t->truncated_why, "file size limit") &&
+			      !t->end_status_known,
+		      "%s: end %d reason %llu errno %llu truncated %d: %s", what, t->has_end,
+		      (unsigned long long)t->end_reason, (unsigned long long)t->stop_errno,
+		      t->truncated, t->truncated_why);
+		if (!tight)
+			before = t->nrecords;
+		CHECK(tight ? t->nrecords < before && t->file_size <= (uint64_t)c.off + 10
+			    : t->nrecords > 0 && t->nrecords < NEV,
+		      "%s: %llu records (%llu before), %llu bytes", what,
+		      (unsigned long long)t->nrecords, (unsigned long long)before,
+		      (unsigned long long)t->file_size);
+		ap_trace_free(t);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -135,7 +191,7 @@ int main(void)
 	/* died between writing its last chunk and emptying the buffer: the
 	 * chunk is in the file, and must not come twice */
 	put_file(path, full, len);
-	put_buffers(c.stream, c.index, c.payload, c.len, false);
+	put_buffers(c.stream, c.index, c.payload, c.len, 0);
 	if ((t = finish("written", &fin))) {
 		CHECK(t->nrecords == NEV, "written: %llu records", (unsigned long long)t->nrecords);
 		CHECK(fin.chunks == 0 && fin.end_added, "written: %llu chunks", (unsigned long long)fin.chunks);
@@ -146,7 +202,7 @@ int main(void)
 	/* died while writing it: the file ends inside the chunk, whose
 	 * records are still in the buffer */
 	put_file(path, full, c.off + AP_CHUNK_HDR_LEN + c.len / 2);
-	put_buffers(c.stream, c.index, c.payload, c.len, false);
+	put_buffers(c.stream, c.index, c.payload, c.len, 0);
 	if ((t = finish("cut", &fin))) {
 		CHECK(t->nrecords == NEV, "cut: %llu records", (unsigned long long)t->nrecords);
 		CHECK(fin.chunks == 1, "cut: %llu chunks", (unsigned long long)fin.chunks);
@@ -156,7 +212,7 @@ int main(void)
 
 	/* died before its buffer was ever written: a stream of its own */
 	put_file(path, full, c.off);
-	put_buffers(0, 0, c.payload, c.len, false);
+	put_buffers(0, 0, c.payload, c.len, 0);
 	if ((t = finish("unwritten", &fin))) {
 		CHECK(t->nrecords == NEV, "unwritten: %llu records", (unsigned long long)t->nrecords);
 		killed_as("unwritten", t);
@@ -165,19 +221,56 @@ int main(void)
 
 	/* a stream that lost a chunk (the one before): nothing may follow */
 	put_file(path, full, c.off);
-	put_buffers(c.stream, c.index + 1, c.payload, c.len, false);
+	put_buffers(c.stream, c.index + 1, c.payload, c.len, 0);
 	if ((t = finish("gap", &fin))) {
 		CHECK(fin.chunks == 0, "gap: %llu chunks", (unsigned long long)fin.chunks);
 		ap_trace_free(t);
 	}
 
-	/* the trace stopped (a write failed): left as it is */
+	/* an earlier EVENTS payload that does not match its checksum (a bit
+	 * flipped on disk): the finisher reads the chunks' headers only (a
+	 * page a chunk, not the whole file), so the buffer's chunk and END
+	 * go after it; the reader then names the bad chunk */
+	{
+		struct ap_chunk_walk w;
+		struct ap_chunk e, first_ev = {0};
+		char why[160];
+		ap_chunk_walk_init(&w, full, c.off);
+		while (ap_chunk_next(&w, &e, why, sizeof(why)) == AP_CHUNK_OK)
+			if (e.type == AP_CHUNK_EVENTS && !first_ev.off)
+				first_ev = e;
+		ap_chunk_walk_release(&w);
+		CHECK(first_ev.off && first_ev.off < c.off, "an EVENTS chunk before the last");
+		uint8_t *bad = malloc(c.off);
+		memcpy(bad, full, c.off);
+		bad[first_ev.off + AP_CHUNK_HDR_LEN] ^= 0x40;
+		put_file(path, bad, c.off);
+		free(bad);
+		put_buffers(c.stream, c.index, c.payload, c.len, 0);
+		struct ap_death how = {AP_END_KILLED, true, 9, 2000000000};
+		struct ap_error err;
+		CHECK(ap_trace_finish_buffers(path, &how, &fin, &err) == 0 && fin.chunks == 1 &&
+			      fin.end_added,
+		      "bad payload: %s, %llu chunks, end added %d", err.msg,
+		      (unsigned long long)fin.chunks, fin.end_added);
+		CHECK(access(side, F_OK) < 0, "bad payload: the buffers file is left");
+		t = NULL;
+		CHECK(ap_trace_read(path, &t, &err, NULL, NULL) < 0 &&
+			      strstr(err.msg, "payload checksum mismatch"),
+		      "bad payload: read as %s", t ? "fine" : err.msg);
+		ap_trace_free(t);
+	}
+
+	/* the trace stopped (a write failed), the sampler of before
+	 * stop_errno: left as it is */
 	put_file(path, full, c.off);
-	put_buffers(c.stream, c.index, c.payload, c.len, true);
+	put_buffers(c.stream, c.index, c.payload, c.len, STOPPED_OLD);
 	struct ap_death how = {AP_END_KILLED, true, 9, 2000000000};
 	struct ap_error err;
 	CHECK(ap_trace_finish_buffers(path, &how, &fin, &err) == 0 && fin.found && !fin.end_added,
 	      "stopped: %s", err.msg);
+	stopped_end(full, c);
+
 	/* c.payload points into this trace: kept until the last use of c */
 	uint8_t *first = full;
 
@@ -186,7 +279,7 @@ int main(void)
 	 * trace, counts and all */
 	full = build(&len, true);
 	put_file(path, full, len);
-	put_buffers(c.stream, c.index + 1, c.payload, c.len, false);
+	put_buffers(c.stream, c.index + 1, c.payload, c.len, 0);
 	if ((t = finish("late", &fin))) {
 		CHECK(t->nrecords > NEV && fin.chunks == 1, "late: %llu records, %llu chunks",
 		      (unsigned long long)t->nrecords, (unsigned long long)fin.chunks);
@@ -198,7 +291,7 @@ int main(void)
 
 	/* END last, buffers empty: nothing to do but remove the file */
 	put_file(path, full, len);
-	put_buffers(c.stream, c.index + 1, c.payload, 0, false);
+	put_buffers(c.stream, c.index + 1, c.payload, 0, 0);
 	if ((t = finish("clean", &fin))) {
 		CHECK(fin.chunks == 0 && !fin.end_added && t->nrecords == NEV,
 		      "clean: %llu chunks", (unsigned long long)fin.chunks);

@@ -91,13 +91,24 @@ struct zout {
  * gaps; col[7]: the blocks the frees end), the payload, the size
  * predictor (AP_CHUNK_F_SIZES) and the trial compressor. One per encoder
  * thread, and the compactor's own. */
+/* A chunk being encoded (rewrite.c's encode_begin, _feed, _end): the
+ * encoder's state between the batches of events it is fed. */
+struct lane_chunk {
+	struct ap_evenc enc;
+	size_t nrec, last_step, nalloc, nev;
+	uint64_t wsum, wn; /* the gaps' window so far */
+	uint64_t last_ts, q, qr;
+	bool open;
+};
 struct lane {
+	struct lane_chunk chunk;
 	struct bytes col[8], payload;
 	struct ap_size_pred *sizes;
 	ZSTD_CCtx *zc;
 	struct zout trial;
 };
 struct encoders;
+
 
 struct compactor {
 	const char *path;
@@ -160,6 +171,22 @@ int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, unsigned f
 		       size_t *alloc);
 
 /* ---- rewrite.c: events held per thread and re-encoded ---- */
+
+/* encode.c: a thread's events as one EVENTS payload in L->payload (its
+ * flags returned, its counts in *counts), begun at the time of its first
+ * event (the thread's `base`), fed in one batch or many, ended; or all
+ * at once (compact_encode). */
+void compact_encode_begin(const struct compactor *c, struct lane *L, struct pending *p,
+			  uint64_t ts, uint64_t base);
+void compact_encode_feed(const struct compactor *c, struct lane *L, struct pending *p,
+			 const struct ap_event *ev, size_t nev, uint64_t base, bool gaps);
+unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
+			    struct ap_chunk_counts *counts);
+unsigned compact_encode(const struct compactor *c, struct lane *L, struct pending *p,
+			const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
+			struct ap_chunk_counts *counts);
+/* A thread written out drops its live map once no block is left in it. */
+void compact_live_shrink(struct pending *p);
 
 /* A raw EVENTS payload of tid (at `off` in the input): its events held
  * with the thread's, and the threads' held events written (re-encoded:

@@ -91,6 +91,17 @@ static int emit_chunk(struct compactor *c, struct ap_error *err, uint8_t type, u
 /* Room before a compressed frame: a chunk's counts and its `u32 raw_len`. */
 #define ZPRE (AP_CHUNK_COUNTS_MAX + 4)
 
+/* From this level on, and above zstd's largest size class of inputs
+ * (256 KiB), its match tables are capped at 2^ZTABLE_LOG entries. Level
+ * 15 on a chunk of a few MB asks for 2^22-2^23 (a 67 MB workspace,
+ * zeroed at its first use: most of record's page faults on sqlite3);
+ * 2^20 left every bench trace within 1 % of its size and record's peak
+ * at 31 MB instead of 89. Below either bound zstd's own tables are
+ * smaller than that (setting it there would raise them). */
+#define ZTABLE_LEVEL 10
+#define ZTABLE_MIN_INPUT (256u << 10)
+#define ZTABLE_LOG 20
+
 /* raw compressed at `level` into o after ZPRE bytes: its size, or
  * SIZE_MAX. The room is there for raw itself, too. */
 static size_t zcompress(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len, int level)
@@ -101,7 +112,17 @@ static size_t zcompress(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_
 		o->cap = bound;
 		o->b = ap_xmalloc(bound);
 	}
-	size_t z = ZSTD_compressCCtx(zc, o->b + ZPRE, o->cap - ZPRE, raw, len, level);
+	size_t z;
+	if (level < ZTABLE_LEVEL || len <= ZTABLE_MIN_INPUT) {
+		z = ZSTD_compressCCtx(zc, o->b + ZPRE, o->cap - ZPRE, raw, len, level);
+	} else {
+		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
+		ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, level);
+		ZSTD_CCtx_setParameter(zc, ZSTD_c_hashLog, ZTABLE_LOG);
+		ZSTD_CCtx_setParameter(zc, ZSTD_c_chainLog, ZTABLE_LOG);
+		z = ZSTD_compress2(zc, o->b + ZPRE, o->cap - ZPRE, raw, len);
+		ZSTD_CCtx_reset(zc, ZSTD_reset_session_and_parameters);
+	}
 	return ZSTD_isError(z) ? SIZE_MAX : z;
 }
 

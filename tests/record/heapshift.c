@@ -1,0 +1,48 @@
+/* What the sampler's own blocks would show a program under --all: the
+ * heap bytes in use (mallinfo2's uordblks, every arena) that one
+ * malloc(10) adds, the first in the main thread and the first in a new
+ * thread (a thread's first allocation is its first unwind: libunwind's
+ * thread-local block came from the program's heap there), and the
+ * usable size of the aligned block asked for next. A run under record,
+ * sampled or --all, must print what a run without it prints. */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct seen {
+	size_t grew, usable;
+	void *keep[2];
+};
+
+static void first_malloc(struct seen *s)
+{
+	size_t before = mallinfo2().uordblks;
+	s->keep[0] = malloc(10);
+	s->grew = mallinfo2().uordblks - before;
+	s->keep[1] = aligned_alloc(64, 64);
+	s->usable = malloc_usable_size(s->keep[1]);
+}
+
+static void *thread_main(void *arg)
+{
+	first_malloc(arg);
+	return NULL;
+}
+
+int main(void)
+{
+	struct seen m, t;
+	first_malloc(&m);
+	pthread_t th;
+	if (pthread_create(&th, NULL, thread_main, &t) || pthread_join(th, NULL))
+		return 1;
+	printf("main: malloc(10) adds %zu in use, aligned_alloc(64, 64) usable %zu\n"
+	       "thread: malloc(10) adds %zu in use, aligned_alloc(64, 64) usable %zu\n",
+	       m.grew, m.usable, t.grew, t.usable);
+	for (int i = 0; i < 2; i++) {
+		free(m.keep[i]);
+		free(t.keep[i]);
+	}
+	return 0;
+}
