@@ -175,13 +175,13 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			       "between them (ALLOCPROF_REPLAY_WORK=1)\n", d);
 		}
 		if (a->touch_share < 1 && a->touch_faults_all > 0)
-			printf("  writing the first %.2g%% of each new block's bytes, not all of them: a "
+			printf("  writing the first %.4g%% of each new block's bytes, not all of them: a "
 			       "replay that wrote every page faulted %.0f times, the recorded run %llu "
 			       "(one thread: the same calls, so the pages the program did not write)\n",
 			       100 * a->touch_share, a->touch_faults_all,
 			       (unsigned long long)a->program_minflt);
 		else if (a->touch_share < 1)
-			printf("  writing the first %.2g%% of each new block's bytes "
+			printf("  writing the first %.4g%% of each new block's bytes "
 			       "(ALLOCPROF_REPLAY_TOUCH)\n", 100 * a->touch_share);
 		if (a->script_sleep_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), (double)a->script_sleep_ns);
@@ -344,7 +344,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "left_out", json_integer((json_int_t)a->measure_dropped));
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
 		json_object_set_new(mj, "touch_share", json_real(a->touch_share));
-		if (a->touch_share < 1) {
+		if (a->touch_share < 1 && a->touch_faults_all > 0) { /* fitted, not set */
 			json_object_set_new(mj, "touch_faults_all", json_integer((json_int_t)a->touch_faults_all));
 			json_object_set_new(mj, "touch_faults_line", json_integer((json_int_t)a->touch_faults_line));
 		}
@@ -551,6 +551,18 @@ int cmd_advise(int argc, char **argv)
 	}
 	if (optind == argc)
 		return ap_usage_error("advise", "a TRACE file is needed");
+	/* (read by the measured replay, deep inside: checked here, where a
+	 * bad value can still be said before any work) */
+	const char *touch = getenv("ALLOCPROF_REPLAY_TOUCH");
+	if (touch && *touch) {
+		char *end;
+		double share = strtod(touch, &end);
+		if (*end || !(share >= 0 && share <= 1)) {
+			ap_say("ALLOCPROF_REPLAY_TOUCH: '%s' is not a share of each block from 0 to 1",
+			       touch);
+			return AP_EXIT_USAGE;
+		}
+	}
 	if (vo.by_process || argc - optind > 1 || (!vo.no_children && has_children(argv[optind])))
 		return ap_view_by_process(cmd_advise, argc, argv, optind, &vo);
 

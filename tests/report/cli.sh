@@ -194,6 +194,12 @@ expect 2 "^allocprof: tree: bad edge fraction 'x'" tree --edgefraction=x "$tmp/f
 HOME="$tmp/no-home" XDG_CACHE_HOME= expect 1 "^allocprof: calibrate: no place for the cache: set XDG_CACHE_HOME, or HOME to a directory that exists, or use -o$" calibrate
 [ -e "$tmp/no-home" ] && { echo "FAIL calibrate made the missing HOME $tmp/no-home"; fail=1; }
 
+# The measured replay's share to write (review22: a bad one was dropped
+# without a word, and the fit ran instead).
+for v in abc 2 -0.5; do
+	ALLOCPROF_REPLAY_TOUCH=$v expect 2 "^allocprof: ALLOCPROF_REPLAY_TOUCH: '$v' is not a share of each block from 0 to 1$" advise "$tmp/fx.trace"
+done
+
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert isinstance(d["total"], int) and d["rows"][0]["name"] == "alloc_big"' "$tmp/top.json" ||
