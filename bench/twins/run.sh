@@ -43,6 +43,9 @@
 #   PROGRAM      names of programs (strbuild zstream ...; default all)
 # Environment: CC (default cc), CXX (default c++), RUSTC (default rustc),
 # TWINS_CPU (the CPU to pin to, default 0).
+# Needs, besides the build's packages: zlib1g-dev (zstream), liblzma-dev
+# (xzreq), clang (the programs whose `// cc:` or `// cxx:` names it), rustc
+# (the .rs programs).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
