@@ -233,8 +233,10 @@ int cmd_record(int argc, char **argv)
 		free(resolved);
 		return discard ? AP_EXIT_USAGE : AP_EXIT_FAIL;
 	}
-	/* ALLOCPROF=<pid>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
-	ap_buf_addf(&cfg_mid, ":%llu:%u:%u:%s", (unsigned long long)o.rate, (unsigned)o.max_depth,
+	/* ALLOCPROF=<pid>.<run>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
+	uint64_t run_id = rec_new_run_id();
+	ap_buf_addf(&cfg_mid, ".%llx:%llu:%u:%u:%s", (unsigned long long)run_id,
+		    (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    (o.no_children ? AP_CFG_NO_CHILDREN : 0) | (o.gaps ? AP_CFG_GAPS : 0),
 		    out_pre.buf);
 	struct launch L = {
@@ -277,7 +279,8 @@ int cmd_record(int argc, char **argv)
 	fflush(NULL);
 	struct timespec began;
 	clock_gettime(CLOCK_REALTIME, &began);
-	struct rec_span span = { (uint64_t)began.tv_sec * 1000000000u + (uint64_t)began.tv_nsec, 0 };
+	struct rec_span span = { (uint64_t)began.tv_sec * 1000000000u + (uint64_t)began.tv_nsec, 0,
+				 run_id };
 	pid_t pid = rec_launch(&L);
 	int e = L.err;
 	free(L.sh_argv);

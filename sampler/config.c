@@ -62,6 +62,34 @@ int cfg_from_record(void)
 	return cfg_combined && !attach_mode; /* attached: no buffers file */
 }
 
+/* ALLOCPROF's first field: the pid of the process record launched, and
+ * after a '.' the run's number in hex (record's: a later run's program
+ * may get the pid of an earlier run's); 0 for what is not said. */
+uint64_t cfg_run_pid(uint64_t *run_id)
+{
+	const char *s = cfg(CFG_PID);
+	uint64_t pid = 0, id = 0;
+	*run_id = 0;
+	if (!s || !*s)
+		return 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		pid = pid * 10 + (uint64_t)(*s - '0');
+	if (*s == '.') {
+		for (s++; *s; s++) {
+			int d = *s >= '0' && *s <= '9' ? *s - '0'
+				: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+							: -1;
+			if (d < 0)
+				return 0; /* malformed: no run said */
+			id = id << 4 | (uint64_t)d;
+		}
+	} else if (*s) {
+		return 0;
+	}
+	*run_id = id;
+	return pid;
+}
+
 const char *cfg(int which)
 {
 	if (!cfg_combined)

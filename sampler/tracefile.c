@@ -442,9 +442,11 @@ static void write_header(const char *parent)
 		k += ap_put_kv_str(p + k, AP_HK_MALLOC_OWNER, malloc_owner(), str_len(malloc_owner()));
 	/* the run's: a daemon's child forked, or image exec'd, after a later
 	 * record took the same -o is still this run's (cli/record/finish.c) */
-	uint64_t run = parse_u64(cfg(CFG_PID), 0);
+	uint64_t run_id, run = cfg_run_pid(&run_id);
 	if (run)
 		k += ap_put_kv_uint(p + k, AP_HK_RUN_PID, run);
+	if (run && run_id)
+		k += ap_put_kv_uint(p + k, AP_HK_RUN_ID, run_id);
 	ap_chunk_header(hdr, AP_CHUNK_HEADER, tls.tid ? tls.tid : sys_gettid(), AP_STREAM_NONE, 0,
 			p, (uint32_t)k);
 	trace_write(buf, AP_TRACE_PREAMBLE_LEN + AP_CHUNK_HDR_LEN + k);
@@ -472,8 +474,8 @@ void make_path(char *out, unsigned gen)
 		out[n] = 0;
 		return;
 	}
-	const char *want = cfg(CFG_PID);
-	if (parse_u64(want, 0) != (uint64_t)proc.pid) {
+	uint64_t run_id;
+	if (cfg_run_pid(&run_id) != (uint64_t)proc.pid) {
 		out[n++] = '.';
 		n += put_dec(out + n, (uint64_t)proc.pid);
 	}

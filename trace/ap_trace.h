@@ -111,6 +111,9 @@ struct ap_trace {
 	/* HEADER's `run_pid`: the pid of the process `record` launched (or
 	 * attached to), whose run this trace is part of; 0: not said */
 	uint64_t run_pid;
+	/* HEADER's `run_id`: the run's own number beside its pid (0: not
+	 * said): a later run's program may get the pid of an earlier one's */
+	uint64_t run_id;
 	/* NULL, or the object whose malloc the program's calls reach instead
 	 * of the sampler's (its own allocator): the events are not its
 	 * allocations */

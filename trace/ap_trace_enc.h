@@ -200,6 +200,7 @@ enum {
 	AP_HK_MALLOC_OWNER = 16,
 	AP_HK_ALLOWED_CPUS = 17,
 	AP_HK_RUN_PID = 18,
+	AP_HK_RUN_ID = 19,
 };
 #define AP_HFLAG_ALL 1u
 /* the sampler was loaded into a running process (record -p): the trace

@@ -137,6 +137,10 @@ int decode_header(struct rd *r, struct cur *c)
 			name = "run_pid";
 			num = &t->run_pid;
 			break;
+		case AP_HK_RUN_ID:
+			name = "run_id";
+			num = &t->run_id;
+			break;
 		case AP_HK_START_REALTIME_NS:
 			name = "start_realtime_ns";
 			num = &t->start_realtime_ns;

@@ -182,7 +182,8 @@ int ap_run_read(struct ap_run *run, const char *const *paths, size_t n, bool chi
 			 * run forked it, or exec'd it, after this run began) is
 			 * that run's. */
 			if (c->start_realtime_ns < began ||
-			    (c->run_pid && t->run_pid && c->run_pid != t->run_pid)) {
+			    (c->run_pid && t->run_pid && c->run_pid != t->run_pid) ||
+			    (c->run_id && t->run_id && c->run_id != t->run_id)) {
 				ap_trace_free(c);
 				free(kids[k]);
 				continue;

@@ -2,6 +2,7 @@
 #include "record-int.h"
 
 #include <dirent.h>
+#include <sys/random.h>
 
 /* --compress-level's value (-1: not given), for every trace of the run. */
 int rec_compress_level_opt = -1;
@@ -285,17 +286,35 @@ uint64_t rec_trace_start_ns(const char *path)
  * began at upto_ns (UINT64_MAX: none): its HEADER's run_pid says whose
  * run it is (a daemon's child forked, or image exec'd, after the later
  * run began is still its own run's; the start guards against a pid
- * reused by a later run's program); a trace of before run_pid, by its
- * start alone. */
+ * reused by a later run's program, and run_id, when both runs said
+ * theirs, against a program of a later run with the pid of an earlier
+ * run's); a trace of before run_pid, by its start alone. */
 static bool of_this_run(const char *path, uint64_t began, pid_t main_pid, uint64_t since_ns,
-			uint64_t upto_ns)
+			uint64_t upto_ns, uint64_t run_id)
 {
-	uint64_t run = 0;
+	uint64_t run = 0, id = 0;
 	if (!began)
 		return true; /* no HEADER yet: its process is at its start */
+	/* (run_id: a later run's program may have the pid of an earlier
+	 * run's, the next in a pid namespace of its own, say) */
+	if (run_id && header_key(path, AP_HK_RUN_ID, NULL, &id) && id != run_id)
+		return false;
 	if (header_key(path, AP_HK_RUN_PID, NULL, &run))
 		return run == (uint64_t)main_pid && began >= since_ns;
 	return began >= since_ns && began < upto_ns;
+}
+
+uint64_t rec_new_run_id(void)
+{
+	uint64_t id = 0;
+	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		id = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec ^
+		     (uint64_t)getpid() << 32;
+	}
+	id &= (1ull << 48) - 1;
+	return id ? id : 1;
 }
 
 /* The program's trace keeps its symbols through a helper started with
@@ -723,7 +742,7 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 			uint64_t began = rec_trace_start_ns(names[i]);
 			if (listed(done->name, done->n, names[i]) ||
 			    listed(live_now.name, live_now.n, names[i]) ||
-			    !of_this_run(names[i], began, main_pid, span->since_ns, upto)) {
+			    !of_this_run(names[i], began, main_pid, span->since_ns, upto, span->run_id)) {
 				free(names[i]);
 				continue;
 			}

@@ -159,7 +159,10 @@ void rec_names_release(struct rec_names *l);
  * began at since_ns or later and before a later run's trace took -o. */
 struct rec_span {
 	uint64_t since_ns, main_start_ns;
+	uint64_t run_id; /* the run's number (HEADER run_id), 0: none */
 };
+/* A run's number: 48 random bits, never 0. */
+uint64_t rec_new_run_id(void);
 /* The HEADER's start_realtime of the trace at `path` (0: none read). */
 uint64_t rec_trace_start_ns(const char *path);
 size_t rec_finish_children(const char *output, const struct rec_span *span, bool quiet,

@@ -91,6 +91,34 @@ reuse)
 		fail "stats of the run: $(cat r.err)"
 	fi
 	;;
+runs)
+	# Two runs at one -o, each record in a pid namespace of its own, so
+	# their programs get the same pid; the first run's daemon forks after
+	# the second began. By the pid alone (HEADER run_pid) the second run
+	# took the daemon's child for its own, and its reports read it; the
+	# run's number beside the pid (run_id) tells them apart (review22).
+	pidns_or_skip
+	# run A: sh is the namespace's pid 1 and outlives record (the
+	# namespace would end with it, the daemon with it) until the daemon
+	# is done
+	in_pidns sh -c '"$0" record -o r.trace bash -c "setsid bash -c \"echo \\\$\\\$ >dpid
+		until [ -e go ]; do sleep 0.05; done
+		( echo \\\$BASHPID >late; exec /usr/bin/true )
+		exec touch done\" >/dev/null 2>&1 </dev/null &" 2>errA
+		until [ -e done ]; do sleep 0.05; done; sleep 1' "$ALLOCPROF" &
+	a=$!
+	for _ in $(seq 1 300); do [ -s dpid ] && [ -s errA ] && break; sleep 0.02; done
+	# run B: the same pids (sh 1, record 2, its helper 3, its program 4)
+	in_pidns sh -c '"$0" record -o r.trace bash -c "touch go; until [ -e done ]; do sleep 0.05; done" 2>errB' "$ALLOCPROF"
+	wait $a
+	late=$(cat late 2>/dev/null)
+	[ -n "$late" ] || fail "the daemon did not fork: $(cat errA)"
+	! grep -q "r.trace.$late\b" errB ||
+		fail "the second record finished the first run's trace: $(cat errB)"
+	"$ALLOCPROF" stats --by-process r.trace >b.txt 2>&1 || fail "stats: $(cat b.txt)"
+	! grep -q -e "^command  *touch done" -e "^command  */usr/bin/true" b.txt ||
+		fail "the second run's reports read the first run's traces: $(cat b.txt)"
+	;;
 pidns)
 	# Two processes in pid namespaces of their own, both pid 1, both
 	# running at once: two traces, and a run that reads.
