@@ -428,17 +428,19 @@ ctorthread)
 	# them too, their frees vanished into the arena and each block came
 	# back as a new allocation: 3,000 to 400,000 blocks "in use" at the
 	# end of a program that frees everything (valgrind: 0). What is left
-	# is the start's own window (allocprof-record(1), BUGS): the calls
-	# other threads make while the sampler starts are not recorded, so a
-	# few blocks allocated before it and freed then stay "in use" (1 to
-	# 35 here), and blocks allocated then and freed later are unmatched.
-	# (eight runs: the thread must run while the sampler starts; with the
-	# arena handed to it, one run in three or more showed thousands)
-	for i in 1 2 3 4 5 6 7 8; do
+	# is the start's own window (allocprof-record(1)): the calls other
+	# threads make while the sampler starts are not recorded, so blocks
+	# allocated before it and freed then stay "in use" (1 to 292 seen;
+	# at most the 1,024 the thread keeps, and a few), and blocks
+	# allocated then and freed later are unmatched.
+	# (sixteen runs: the thread must run while the sampler starts; with
+	# the arena handed to it, 2 runs in 10 showed 84,000 and 193,000,
+	# the others 1 or 2)
+	for i in $(seq 16); do
 		"$ALLOCPROF" record -q --all -o c$i.trace "$CTOR_THREAD" || fail "record, run $i"
 		"$ALLOCPROF" stats --json c$i.trace >c.json 2>c.err || { fail "stats: $(cat c.err)"; continue; }
 		inuse=$(jget c.json inuse_objects)
-		[ "$inuse" -le 256 ] || fail "run $i: $inuse blocks in use at the end"
+		[ "$inuse" -le 2048 ] || fail "run $i: $inuse blocks in use at the end"
 	done
 	;;
 symbols)
