@@ -124,12 +124,19 @@ EXPORT void _Exit(int status)
  * others first registered first, so ours must be the first registered
  * (see __register_atfork below). */
 static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
+/* Before the sampler is on: whether the forking thread is the one that
+ * runs ap_init (the main thread; see fork_child_body). */
+static int fork_main;
 
 static void fork_prepare(void)
 {
 	sigset_t mask;
 	sig_block(&mask);
 	tls.guard++;
+	/* first: ap_init's switch (pre_switch) takes the others under it */
+	lk_lock(&pre_lock);
+	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
+		fork_main = sys_gettid() == (uint32_t)sys_getpid();
 	lk_lock(&threads.lock);
 	lk_lock(&threads.fallback.lock);
 	lk_lock(&meta.lock);
@@ -148,6 +155,7 @@ static void fork_parent(void)
 	lk_unlock(&meta.lock);
 	lk_unlock(&threads.fallback.lock);
 	lk_unlock(&threads.lock);
+	lk_unlock(&pre_lock);
 	tls.guard--;
 	sig_restore(&mask);
 }
@@ -162,6 +170,13 @@ static void fork_child_body(struct ap_tls *t)
 	t->tid = sys_gettid();
 	if (!was_on) {
 		buffers_detach(); /* the parent's slots are not ours to write */
+		/* Forked before the sampler was on, by a thread other than
+		 * ap_init's: ap_init will never run here (or its thread is
+		 * gone half-way through it), and the child runs unrecorded
+		 * instead of logging forever. A fork in a constructor
+		 * before ours, on the main thread, goes on to run ap_init. */
+		if (proc.state == AP_INIT && (proc.starting || !fork_main))
+			pre_abandon();
 		t->guard--;
 		return;
 	}
@@ -213,7 +228,7 @@ static void fork_child(void)
 {
 	struct ap_tls *t = &tls;
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
-	own_heap_lock = 0;
+	own_heap_lock = pre_lock = 0;
 	/* held by another thread of the parent, perhaps: not by this one */
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;
@@ -395,8 +410,7 @@ static int start_trace(const char *parent, int fd)
 	if (!attach_mode)
 		sig_install(); /* attached: once the routes are in (attach.c) */
 	fork_handlers_register();
-	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
-	return 0;
+	return 0; /* the caller turns the state on */
 }
 
 /* attach.c: the fork handlers, registered once for every attach to come */
@@ -424,10 +438,8 @@ long attach_start(const char *cfgs)
 		if (start_trace(NULL, -1) < 0)
 			rc = -EIO;
 	}
-	if (rc < 0)
-		proc.state = AP_DISABLED;
-	else
-		pre_replay(t);
+	/* ap_init closed the early log: nothing to replay */
+	__atomic_store_n(&proc.state, rc < 0 ? AP_DISABLED : AP_ON, __ATOMIC_RELEASE);
 	t->guard--;
 	return rc;
 }
@@ -438,7 +450,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	err_init();
 	resolve();
 	t->guard++;
-	pre_close();
+	__atomic_store_n(&proc.starting, 1, __ATOMIC_RELAXED);
 	if (attach_loaded_late())
 		goto off; /* record -p loaded it: allocprof_attach starts it */
 	own_heap_swap(1);
@@ -484,14 +496,13 @@ __attribute__((constructor(101))) static void ap_init(void)
 
 	if (start_trace(parent, fd) < 0)
 		goto off;
-	pre_replay(t);
+	pre_switch(t, AP_ON);
 	own_heap_swap(0);
 	t->guard--;
 	return;
 
 off:
 	own_heap_swap(0);
-	proc.state = AP_DISABLED;
-	pre_release();
+	pre_switch(t, AP_DISABLED);
 	t->guard--;
 }

@@ -187,6 +187,9 @@ struct ap_proc {
 	int state;		/* AP_INIT, AP_ON, ...: read with acquire */
 	pid_t pid;		/* this process (a vfork child is not it) */
 	unsigned gen;		/* exec generation of this pid (0: first image) */
+	int starting;		/* ap_init has begun (it may be running) */
+	int replaying;		/* ap_init replays the early log: emit takes
+				 * its events while the state is AP_INIT */
 };
 extern struct ap_proc proc;
 void attach_fork_handlers(void);
@@ -287,10 +290,10 @@ extern int own_heap_lock;
  * the program's heap (the main arena, its tcache) before its main. */
 void own_heap_swap(int on);
 enum { PRE_ALLOC, PRE_FREE };
-void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller);
-void pre_close(void);
-void pre_release(void);
-void pre_replay(struct ap_tls *t);
+int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller);
+void pre_switch(struct ap_tls *t, int state);
+void pre_abandon(void);
+extern int pre_lock;
 
 /* ptrset.c */
 struct ptr_set;
@@ -298,6 +301,8 @@ extern uint8_t ap_filter[1u << FILTER_BITS];
 extern uint8_t own_filter[1u << FILTER_BITS];
 extern struct ptr_set tracked_set, own_blocks;
 void ps_insert(struct ptr_set *s, const void *p);
+/* Counts s's keys into the filter f (zeroed by the caller). */
+void ps_filter_fill(struct ptr_set *s, uint8_t *f);
 int ps_remove(struct ptr_set *s, const void *p);
 void set_reset(void);
 
