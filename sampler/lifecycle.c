@@ -490,9 +490,10 @@ __attribute__((constructor(101))) static void ap_init(void)
 	}
 	trace_mode_init();
 	/* the trace's name is final before the buffers file takes it */
-	int fd = have_em && em.pid == (uint64_t)proc.pid && em.fd >= 0 ? em.fd
-		 : base_is_device()					   ? -1
-									   : trace_create(tfile.path);
+	int fd = have_em && em.pid == (uint64_t)proc.pid && em.fd >= 0
+			 ? trace_handed_or_create(em.fd)
+		 : base_is_device() ? -1
+				    : trace_create(tfile.path);
 
 	if (start_trace(parent, fd) < 0)
 		goto off;

@@ -384,6 +384,10 @@ int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
 int trace_create(char *path);
+/* fd, if it is a trace handed over (ALLOCPROF_EXEC :f); else a trace of
+ * this image's own made at tfile.path (trace_create): its name is final
+ * before the buffers file takes it. */
+int trace_handed_or_create(int fd);
 int open_trace(const char *parent, int fd);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
 

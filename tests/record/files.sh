@@ -204,15 +204,20 @@ probe)
 	# by pread, which leaves its offset where the program left it (an
 	# lseek moved it to the end: the program then read nothing). Its own
 	# trace is made instead, beside record's (which the program's library
-	# closed: record finds it empty, and says so).
+	# closed), with its buffers file named after it; record's summary
+	# names it (it named the empty one, "no trace was written", and the
+	# buffers file took the empty one's name).
 	printf 'headDATA read from byte 4' >data
 	native=$(HANDED_FILE=data "$HANDED_PROBE"; echo "exit $?")
 	expect_eq "natively" "$native" "read 21 bytes: DATA read from byte 4
 exit 0"
-	under=$(HANDED_FILE=data "$ALLOCPROF" record -q --all -o p.trace "$HANDED_PROBE" 2>err
+	under=$(HANDED_FILE=data "$ALLOCPROF" record --all -o p.trace "$HANDED_PROBE" 2>err
 		echo "exit $?")
 	expect_eq "under record" "$under" "$native"
 	expect_eq "the program's file" "$(cat data)" "headDATA read from byte 4"
+	grep -q "^allocprof: wrote p.trace-2 " err || fail "the summary: $(cat err)"
+	grep -q "no trace was written" err && fail "the summary: $(cat err)"
+	ls p.trace*.buffers 2>/dev/null && fail "a buffers file is left"
 	if "$ALLOCPROF" stats --json p.trace-2 >p.json 2>p.err; then
 		# its malloc and printf's buffer
 		expect_eq "alloc_objects" "$(jget p.json alloc_objects)" 2
