@@ -177,6 +177,23 @@ dropuser)
 	else
 		fail "stats of the run (allocations before exec): $(cat e.err)"
 	fi
+	# one that keeps root's capabilities when it drops to the other user
+	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
+	# has them until it execs, and the next image has none: the check
+	# whether that one can make its trace is made without them (with
+	# them it said yes, and the next image, unable to, lost its events
+	# and said "Permission denied" on the program's stderr)
+	if command -v setpriv >/dev/null; then
+		"$ALLOCPROF" record -q --all -o private/k.trace setpriv --reuid 65534 \
+			--regid 65534 --clear-groups "$FILES" alloc 1000 >out 2>err
+		expect_eq "record exit status (capabilities kept)" "$?" 0
+		expect_eq "stderr (capabilities kept)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json private/k.trace >k.json 2>k.err; then
+			expect_eq "alloc_objects (capabilities kept)" "$(jget k.json alloc_objects)" 1000
+		else
+			fail "stats of the run (capabilities kept): $(cat k.err)"
+		fi
+	fi
 	;;
 handed)
 	# The program execs before it has recorded anything: record's trace,
