@@ -328,6 +328,9 @@ void resolve(void)
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 	live_check();
+	tls.guard++;
+	fork_handlers_register();
+	tls.guard--;
 }
 
 static void *boot_malloc(size_t n)

@@ -128,8 +128,21 @@ static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
  * runs ap_init (the main thread; see fork_child_body). */
 static int fork_main;
 
+/* How long a fork waits for the sampler's start on another thread. */
+#define FORK_WAIT_MS 1000
+
 static void fork_prepare(void)
 {
+	/* A thread that forks while ap_init runs on another (a thread a
+	 * library's constructor started) waits for the sampler to turn on,
+	 * so that its child is recorded, but never long (before the signals
+	 * are blocked): one forking from inside dlopen (a constructor's
+	 * fork) holds the loader's lock, which the start may need. */
+	for (int ms = 0; ms < FORK_WAIT_MS && !tls.guard &&
+			 __atomic_load_n(&proc.starting, __ATOMIC_RELAXED) &&
+			 __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT;
+	     ms++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	sigset_t mask;
 	sig_block(&mask);
 	tls.guard++;
@@ -243,7 +256,7 @@ static void fork_child(void)
 static int (*real_register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
 extern void *__dso_handle;
 
-static void fork_handlers_register(void)
+void fork_handlers_register(void)
 {
 	static int done;
 	if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))

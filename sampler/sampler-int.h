@@ -192,6 +192,11 @@ struct ap_proc {
 				 * its events while the state is AP_INIT */
 };
 extern struct ap_proc proc;
+/* Registers the fork handlers, once, before anyone else's: from resolve,
+ * at the process's first call of the malloc family, not once the trace
+ * is open (a thread a library's constructor started may fork before,
+ * and its child must not inherit the early log and its lock unseen). */
+void fork_handlers_register(void);
 void attach_fork_handlers(void);
 long attach_start(const char *cfgs);
 

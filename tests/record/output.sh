@@ -458,6 +458,27 @@ ctorthread)
 			fi
 		done
 	done
+	# The thread forks while the sampler starts: every child has its
+	# trace, with its 100 allocations. While the fork handlers were
+	# registered once the trace was open, the children forked before
+	# had none (about half of them), and lived on with the early log.
+	for i in $(seq 4); do
+		for mode in --all "--rate 64"; do
+			rm -f c.trace*
+			out=$(CTOR_THREAD_FORKS=1 "$ALLOCPROF" record -q $mode -o c.trace "$CTOR_THREAD") ||
+				fail "record $mode with forks, run $i"
+			forks=$(echo "$out" | sed -n 's/^forks \([0-9]*\) failed 0$/\1/p')
+			[ -n "$forks" ] && [ "$forks" -gt 0 ] || { fail "$mode run $i: $out"; continue; }
+			expect_eq "$mode run $i: child traces" "$(ls c.trace.* | wc -l)" "$forks"
+			if [ "$mode" = --all ]; then
+				for t in c.trace.*; do
+					"$ALLOCPROF" stats --json "$t" >k.json 2>k.err ||
+						{ fail "stats $t: $(cat k.err)"; continue; }
+					expect_eq "run $i: $t's allocations" "$(jget k.json alloc_objects)" 100
+				done
+			fi
+		done
+	done
 	;;
 symbols)
 	# The child traces of a run keep their symbols through one
