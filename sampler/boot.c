@@ -538,14 +538,13 @@ void pre_switch(struct ap_tls *t, int state)
 {
 	size_t done = 0;
 	if (state == AP_ON) {
+		/* what is there while the other threads go on adding, then
+		 * the rest under the lock, which stops them (briefly; more
+		 * rounds outside it only grew the log when a thread that
+		 * allocates without pause shares the core) */
 		__atomic_store_n(&proc.replaying, 1, __ATOMIC_RELAXED);
-		/* while the other threads go on adding, a few rounds: the
-		 * last under the lock, which stops them (briefly) */
-		for (int round = 0; round < 1; round++) {
-			size_t n = pre_count();
-			pre_replay(t, done, n);
-			done = n;
-		}
+		done = pre_count();
+		pre_replay(t, 0, done);
 	}
 	int nested = own_lock(&pre_lock);
 	if (state == AP_ON)
