@@ -128,21 +128,8 @@ static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
  * runs ap_init (the main thread; see fork_child_body). */
 static int fork_main;
 
-/* How long a fork waits for the sampler's start on another thread. */
-#define FORK_WAIT_MS 1000
-
 static void fork_prepare(void)
 {
-	/* A thread that forks while ap_init runs on another (a thread a
-	 * library's constructor started) waits for the sampler to turn on,
-	 * so that its child is recorded, but never long (before the signals
-	 * are blocked): one forking from inside dlopen (a constructor's
-	 * fork) holds the loader's lock, which the start may need. */
-	for (int ms = 0; ms < FORK_WAIT_MS && !tls.guard &&
-			 __atomic_load_n(&proc.starting, __ATOMIC_RELAXED) &&
-			 __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT;
-	     ms++)
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	sigset_t mask;
 	sig_block(&mask);
 	tls.guard++;
@@ -250,6 +237,30 @@ static void fork_child(void)
 	sig_restore(&fork_mask);
 	if (attach_mode)
 		attach_fork_child(); /* last: it puts this library's data back */
+}
+
+/* How long a fork waits for the sampler's start on another thread. */
+#define FORK_WAIT_MS 1000
+
+/* A thread that forks while ap_init runs on another (a thread a
+ * library's constructor started) waits for the sampler to turn on, so
+ * that its child is recorded, but never long: one forking from inside
+ * dlopen (a constructor's fork) holds the loader's lock, which the start
+ * may need. Here, before the real fork, not in fork_prepare: the
+ * program's prepare handlers run before ours and may hold what the start
+ * needs meanwhile (an allocator's arena locks: jemalloc's). A fork the C
+ * library makes itself (daemon) does not wait: its child is not recorded
+ * (fork_child_body). */
+EXPORT pid_t fork(void)
+{
+	for (int ms = 0; ms < FORK_WAIT_MS && !tls.guard &&
+			 __atomic_load_n(&proc.starting, __ATOMIC_RELAXED) &&
+			 __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT;
+	     ms++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	if (!real_fork)
+		resolve();
+	return real_fork();
 }
 
 /* Registers the fork handlers, once, before anyone else's. */

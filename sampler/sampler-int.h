@@ -272,6 +272,7 @@ extern int (*real_pipe2)(int[2], int);
 extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 extern int (*real_close)(int);
 extern int (*real_sigaltstack)(const stack_t *, stack_t *);
+extern pid_t (*real_fork)(void);
 void *must_sym(const char *name);
 const char *malloc_owner(void);
 void malloc_owner_find(void);
