@@ -3,10 +3,10 @@
  * sampler starts (ap_init comes after the program's libraries'
  * constructors), and the blocks it gets then are the program's. The
  * thread keeps the last 1024 blocks; ctor_thread_stop() joins it and
- * frees them. With CTOR_THREAD_FORKS set, the thread also forks every
- * 2000 rounds once the sampler's start has begun (ALLOCPROF_EXEC, which
- * record sets, has left the environment; natively at once): each child
- * makes 100 malloc/free pairs and leaves by _exit(0). */
+ * frees them. With CTOR_THREAD_FORKS set, the thread also forks as soon
+ * as the sampler's start has begun (ALLOCPROF_EXEC, which record sets,
+ * has left the environment; natively at once) and every 2000 rounds
+ * after: each child makes 100 malloc/free pairs and leaves by _exit(0). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -40,6 +40,7 @@ static void fork_one(void)
 static void *churn(void *arg)
 {
 	(void)arg;
+	unsigned long from = 0;
 	int started = 0;
 	for (unsigned long i = 0; !atomic_load(&stop); i++) {
 		size_t n = 24 + (i % 7) * 8;
@@ -49,7 +50,11 @@ static void *churn(void *arg)
 		memset(p, 1, n);
 		free(keep[i % 1024]);
 		keep[i % 1024] = p;
-		if (forking && i % 2000 == 0 && (started || (started = !getenv("ALLOCPROF_EXEC"))))
+		if (forking && !started && !getenv("ALLOCPROF_EXEC")) {
+			started = 1;
+			from = i;
+		}
+		if (started && (i - from) % 2000 == 0)
 			fork_one();
 	}
 	return NULL;
