@@ -245,6 +245,7 @@ int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 int (*real_close)(int);
 int (*real_sigaltstack)(const stack_t *, stack_t *);
 pid_t (*real_fork)(void);
+pid_t (*real__Fork)(void);
 
 void *must_sym(const char *name)
 {
@@ -327,6 +328,7 @@ void resolve(void)
 	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))must_sym("sigaction");
 	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	real_fork = (pid_t (*)(void))must_sym("fork");
+	real__Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 	live_check();

@@ -224,9 +224,10 @@ static void fork_child_body(struct ap_tls *t)
 	t->guard--;
 }
 
-static void fork_child(void)
+/* The child's locks and address space, then its state (the guard raised,
+ * let go by fork_child_body). */
+static void fork_child_common(struct ap_tls *t)
 {
-	struct ap_tls *t = &tls;
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
 	own_heap_lock = pre_lock = 0;
 	/* held by another thread of the parent, perhaps: not by this one */
@@ -234,6 +235,11 @@ static void fork_child(void)
 	tfile.owner = 0;
 	asym_register(); /* the child's address space is a new one */
 	fork_child_body(t);
+}
+
+static void fork_child(void)
+{
+	fork_child_common(&tls);
 	sig_restore(&fork_mask);
 	if (attach_mode)
 		attach_fork_child(); /* last: it puts this library's data back */
@@ -261,6 +267,36 @@ EXPORT pid_t fork(void)
 	if (!real_fork)
 		resolve();
 	return real_fork();
+}
+
+/* _Fork (glibc 2.34): a fork that runs no handler. Its child recorded
+ * into the parent's buffers, which the buffers file shares with record:
+ * a parent that then died had the child's events in its trace as its own
+ * (and the child's own were lost). The child gets what fork_child gives
+ * a fork's: a trace of its own. No lock is taken before (_Fork may be
+ * called from a signal handler): as after any fork of a process with
+ * other threads, only async-signal-safe calls are the child's to make,
+ * and the locks another thread held are let go in the child. */
+EXPORT pid_t _Fork(void)
+{
+	if (!real_fork)
+		resolve();
+	if (!real__Fork) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
+		fork_main = sys_gettid() == (uint32_t)sys_getpid(); /* (fork_prepare's) */
+	pid_t pid = real__Fork();
+	if (pid == 0) {
+		int saved = errno;
+		tls.guard++;
+		fork_child_common(&tls);
+		if (attach_mode)
+			attach_fork_child();
+		errno = saved;
+	}
+	return pid;
 }
 
 /* Registers the fork handlers, once, before anyone else's. */

@@ -273,6 +273,7 @@ extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 extern int (*real_close)(int);
 extern int (*real_sigaltstack)(const stack_t *, stack_t *);
 extern pid_t (*real_fork)(void);
+extern pid_t (*real__Fork)(void); /* NULL before glibc 2.34 */
 void *must_sym(const char *name);
 const char *malloc_owner(void);
 void malloc_owner_find(void);
