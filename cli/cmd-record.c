@@ -339,21 +339,32 @@ int cmd_record(int argc, char **argv)
 	}
 
 	bool main_live = false;
-	span.main_start_ns = discard ? 0 : rec_trace_start_ns(output);
+	char own[sizeof(output) + 16];
+	const char *mine = discard ? output : rec_program_trace(output, pid, span.run_id, own,
+								 sizeof(own));
+	if (mine != output) {
+		ap_compact_stream_abandon(stream); /* (of the empty file) */
+		stream = NULL;
+		if (!o.quiet)
+			ap_say("%s: left empty: a library of the program's closed the descriptor "
+			       "the sampler was to write it by; the program's trace is %s",
+			       output, mine);
+	}
+	span.main_start_ns = discard ? 0 : rec_trace_start_ns(mine);
 	if (discard) {
 		if (!o.quiet)
 			fprintf(stderr, "allocprof: trace discarded (%s)\n", output);
-	} else if (rec_wait_released(output)) {
+	} else if (rec_wait_released(mine)) {
 		/* until the program's forked children have opened their own
 		 * traces they hold its trace too (trace_is_live) */
 		struct ap_finished fin;
-		if (rec_finish_buffers(output, &status, end_ns, &fin))
-			rec_finish_trace(output, "wrote", o.quiet, stream, &status, &fin);
+		if (rec_finish_buffers(mine, &status, end_ns, &fin))
+			rec_finish_trace(mine, "wrote", o.quiet, stream, &status, &fin);
 		else
 			ap_compact_stream_abandon(stream);
 	} else {
 		ap_compact_stream_abandon(stream);
-		rec_say_live(output, "trace", -1, o.quiet, true);
+		rec_say_live(mine, "trace", -1, o.quiet, true);
 		main_live = true;
 	}
 	rec_symbols_ahead_end(); /* (if the trace was not finished) */

@@ -306,6 +306,25 @@ static bool of_this_run(const char *path, uint64_t began, pid_t main_pid, uint64
 	return began >= since_ns && began < upto_ns;
 }
 
+const char *rec_program_trace(const char *output, pid_t pid, uint64_t run_id, char *buf,
+			      size_t size)
+{
+	struct stat st;
+	if (stat(output, &st) == 0 && st.st_size > 0)
+		return output;
+	/* trace_create's names: the first free one of <output>-2, -3, ... */
+	for (unsigned k = 2; k <= 1000; k++) {
+		uint64_t hp = 0, id = 0;
+		if ((size_t)snprintf(buf, size, "%s-%u", output, k) >= size || lstat(buf, &st) < 0)
+			break;
+		if (S_ISREG(st.st_mode) && header_key(buf, AP_HK_PID, NULL, &hp) &&
+		    hp == (uint64_t)pid &&
+		    !(run_id && header_key(buf, AP_HK_RUN_ID, NULL, &id) && id != run_id))
+			return buf;
+	}
+	return output;
+}
+
 uint64_t rec_new_run_id(void)
 {
 	uint64_t id = 0;

@@ -177,6 +177,23 @@ dropuser)
 	else
 		fail "stats of the run (allocations before exec): $(cat e.err)"
 	fi
+	# one that keeps root's capabilities when it drops to the other user
+	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
+	# has them until it execs, and the next image has none: the check
+	# whether that one can make its trace is made without them (with
+	# them it said yes, and the next image, unable to, lost its events
+	# and said "Permission denied" on the program's stderr)
+	if command -v setpriv >/dev/null; then
+		"$ALLOCPROF" record -q --all -o private/k.trace setpriv --reuid 65534 \
+			--regid 65534 --clear-groups "$FILES" alloc 1000 >out 2>err
+		expect_eq "record exit status (capabilities kept)" "$?" 0
+		expect_eq "stderr (capabilities kept)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json private/k.trace >k.json 2>k.err; then
+			expect_eq "alloc_objects (capabilities kept)" "$(jget k.json alloc_objects)" 1000
+		else
+			fail "stats of the run (capabilities kept): $(cat k.err)"
+		fi
+	fi
 	;;
 handed)
 	# The program execs before it has recorded anything: record's trace,
@@ -204,15 +221,20 @@ probe)
 	# by pread, which leaves its offset where the program left it (an
 	# lseek moved it to the end: the program then read nothing). Its own
 	# trace is made instead, beside record's (which the program's library
-	# closed: record finds it empty, and says so).
+	# closed), with its buffers file named after it; record's summary
+	# names it (it named the empty one, "no trace was written", and the
+	# buffers file took the empty one's name).
 	printf 'headDATA read from byte 4' >data
 	native=$(HANDED_FILE=data "$HANDED_PROBE"; echo "exit $?")
 	expect_eq "natively" "$native" "read 21 bytes: DATA read from byte 4
 exit 0"
-	under=$(HANDED_FILE=data "$ALLOCPROF" record -q --all -o p.trace "$HANDED_PROBE" 2>err
+	under=$(HANDED_FILE=data "$ALLOCPROF" record --all -o p.trace "$HANDED_PROBE" 2>err
 		echo "exit $?")
 	expect_eq "under record" "$under" "$native"
 	expect_eq "the program's file" "$(cat data)" "headDATA read from byte 4"
+	grep -q "^allocprof: wrote p.trace-2 " err || fail "the summary: $(cat err)"
+	grep -q "no trace was written" err && fail "the summary: $(cat err)"
+	ls p.trace*.buffers 2>/dev/null && fail "a buffers file is left"
 	if "$ALLOCPROF" stats --json p.trace-2 >p.json 2>p.err; then
 		# its malloc and printf's buffer
 		expect_eq "alloc_objects" "$(jget p.json alloc_objects)" 2
