@@ -72,10 +72,11 @@ static int record_attached(const struct record_opts *o)
 		}
 		unlink(out); /* the sampler makes it anew (checked above: a trace, or empty) */
 	}
-	/* ALLOCPROF=<pid>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
+	/* ALLOCPROF=<pid>.<run>:<rate>:<depth>:<flags>:<output>
+	 * (sampler/README.md): the run's number as a launched run has one */
 	char cfg[PATH_MAX * 2 + 128];
-	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:%u:%s", (int)ap_pid_inside(o->attach),
-		 (unsigned long long)o->rate, o->max_depth,
+	snprintf(cfg, sizeof(cfg), "%d.%llx:%llu:%u:%u:%s", (int)ap_pid_inside(o->attach),
+		 (unsigned long long)rec_new_run_id(), (unsigned long long)o->rate, o->max_depth,
 		 AP_CFG_NO_CHILDREN | (o->gaps ? AP_CFG_GAPS : 0), out);
 
 	sigset_t mask, old;
