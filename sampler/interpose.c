@@ -479,14 +479,18 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 		live_out(t, was); /* realloc(p, 0) freed p */
 	}
 	if (was_tracked == 2) {
-		/* before the start: logged as the free of old and an
-		 * allocation, which is how valgrind counts a realloc (the log
-		 * closed meanwhile: recorded live, old tracked as the state
-		 * that turned says) */
-		if ((!q && n) || pre_add(old, q, n, kind, caller))
+		/* before the start: old's free was logged before the call
+		 * (early_realloc), q's allocation is now, which is how
+		 * valgrind counts a realloc; a realloc that failed leaves old
+		 * live, logged anew; the log closed meanwhile: q is recorded
+		 * live, a block of its own */
+		if (!q && n) {
+			pre_add(NULL, old, real_usable_size(old), kind, caller);
 			return q;
-		int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
-		was_tracked = st != AP_ON || t->guard ? 0 : settings.all ? 1 : set_remove(old);
+		}
+		if (!q || pre_add(NULL, q, n, kind, caller))
+			return q;
+		was_tracked = 0;
 	}
 	if (!q) {
 		if (n == 0) {
@@ -527,12 +531,25 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 	return q;
 }
 
+/* A realloc before the start (see the early log): old's free is logged
+ * before the real call, as free_slow logs a free before the real free
+ * (after it, another thread could get old's address and log its birth
+ * first). 2 if logged; if the log has closed meanwhile, whether old is
+ * tracked as the state that turned says. */
+static __attribute__((noinline)) int early_realloc(void *old)
+{
+	if (pre_add(old, NULL, 0, 0, 0))
+		return 2;
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	return st != AP_ON || tls.guard ? 0 : settings.all ? 1 : set_remove(old);
+}
+
 static inline int take_tracked(void *old)
 {
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT))
-		return tls.guard ? 0 : 2; /* 2: an early block (see the early log) */
+		return tls.guard ? 0 : early_realloc(old);
 	if (settings.all)
 		return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;

@@ -2,7 +2,7 @@
  * without pause (as gRPC's and some runtimes' do): it runs while the
  * sampler starts (ap_init comes after the program's libraries'
  * constructors), and the blocks it gets then are the program's. The
- * thread keeps the last 1024 blocks; ctor_thread_stop() joins it and
+ * thread keeps the last 1024 blocks, reallocating one a round; ctor_thread_stop() joins it and
  * frees them. With CTOR_THREAD_FORKS set, the thread also forks as soon
  * as the sampler's start has begun (ALLOCPROF_EXEC, which record sets,
  * has left the environment; natively at once) and every 2000 rounds
@@ -50,6 +50,14 @@ static void *churn(void *arg)
 		memset(p, 1, n);
 		free(keep[i % 1024]);
 		keep[i % 1024] = p;
+		/* and one realloc a round, moving blocks as often as not */
+		size_t j = (i + 512) % 1024;
+		if (keep[j]) {
+			char *r = realloc(keep[j], 16 + (i % 13) * 24);
+			if (!r)
+				abort();
+			keep[j] = r;
+		}
 		if (forking && !started && !getenv("ALLOCPROF_EXEC")) {
 			started = 1;
 			from = i;
