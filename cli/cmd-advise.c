@@ -174,7 +174,15 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			printf("  with the program's own time between its calls, as recorded: %s spun "
 			       "between them (ALLOCPROF_REPLAY_WORK=1)\n", d);
 		}
-		if (a->touch_share < 1 && a->touch_faults_all > 0)
+		if (a->touch_share < 1 && a->touch_faults_all > 0 && a->measure_share < 1)
+			printf("  writing the first %.4g%% of each new block's bytes, not all of them: a "
+			       "replay of those events that wrote every page faulted %.0f times, the "
+			       "recorded run ~%.0f in them (%llu in all, as a replay of all of them "
+			       "writing every page shares them) (one thread: the same calls, so the "
+			       "pages the program did not write)\n",
+			       100 * a->touch_share, a->touch_faults_all, a->touch_faults_run,
+			       (unsigned long long)a->program_minflt);
+		else if (a->touch_share < 1 && a->touch_faults_all > 0)
 			printf("  writing the first %.4g%% of each new block's bytes, not all of them: a "
 			       "replay that wrote every page faulted %.0f times, the recorded run %llu "
 			       "(one thread: the same calls, so the pages the program did not write)\n",
@@ -347,6 +355,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		if (a->touch_share < 1 && a->touch_faults_all > 0) { /* fitted, not set */
 			json_object_set_new(mj, "touch_faults_all", json_integer((json_int_t)a->touch_faults_all));
 			json_object_set_new(mj, "touch_faults_line", json_integer((json_int_t)a->touch_faults_line));
+			json_object_set_new(mj, "touch_faults_run", json_integer((json_int_t)a->touch_faults_run));
 		}
 		if (a->measure_full_run_ns > 0) {
 			json_object_set_new(mj, "probe_events", json_integer((json_int_t)a->measure_probe_events));
