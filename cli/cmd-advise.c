@@ -31,7 +31,7 @@ static void advise_usage(FILE *f)
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
 	      "reallocs and bytes avoided, memory the pool would hold, the CPU time it\n"
 	      "saves, and a verdict: pool, pool with cap N, size classes, no: costs more,\n"
-	      "within noise, unsure: threads wait, unsure: replay faults, no: too rare,\n"
+	      "within noise, unsure: replay faults, no: too rare,\n"
 	      "no: too small, no: escapes, no: little to gain, unsure: too few samples,\n"
 	      "elsewhere.\n"
 	      "The time is measured: for a trace of every allocation (record --all) the\n"

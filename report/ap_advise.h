@@ -186,8 +186,6 @@ enum ap_verdict {
 	AP_VERDICT_ELSEWHERE,		/* no pool here: its objects are judged at another site */
 	AP_VERDICT_COSTS_MORE,		/* measured: the pool costs more than malloc */
 	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
-	AP_VERDICT_WAITS,		/* measured, but less than the program's own waits
-					 * between threads could move with a pool */
 	AP_VERDICT_FAULTS,		/* measured, but the saving is page faults the
 					 * replay made and the recorded run did not */
 };
