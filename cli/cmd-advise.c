@@ -364,6 +364,8 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		ap_advise_replay_cpus_json(a, mj);
 		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
+		json_object_set_new(mj, "fault_ns", a->base.fault_ns > 0 ? json_integer(ap_view_round(a->base.fault_ns))
+									 : json_null());
 		json_object_set_new(mj, "switch_ns", a->base.switch_ns > 0 ? json_integer(ap_view_round(a->base.switch_ns))
 									   : json_null());
 		if (a->recorded.cpu_ns > 0)
@@ -396,6 +398,11 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			json_object_set_new(mo, "rounds", json_integer(m->rounds));
 			json_object_set_new(mo, "confidence", json_real(m->conf));
 			json_object_set_new(mo, "pooled", ap_advise_cost_json(&m->cost));
+			if (s->excess_faults > 0) {
+				json_object_set_new(mo, "excess_faults", json_integer(ap_view_round(s->excess_faults)));
+				json_object_set_new(mo, "excess_faults_ns",
+						    json_integer(ap_view_round(s->excess_faults_ns)));
+			}
 			json_object_set_new(o, "measured", mo);
 		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));

@@ -275,6 +275,11 @@ struct ap_advise_site {
 	double mean_gap_ns;	/* mean time between requests (0: one request) */
 	double mean_life_ns;	/* mean lifetime of freed objects */
 	double cross_thread_share; /* of its freed objects: freed by another thread than made them */
+	/* Measured: the page faults the baseline replay made beyond the
+	 * recorded run's (and the pooled replay's), and what they cost at
+	 * the runner's price of one, when taken off the saving (0: none
+	 * taken; advise_verdict.c, FAULTS_MORE and EXCESS_SHARE) */
+	double excess_faults, excess_faults_ns;
 	double calloc_share;	/* --all: of its objects, born by calloc (a pooled one is not cleared) */
 	/* Growth across sites: the site where most of this site's objects grow
 	 * by realloc (grows_at, NULL if none), and the site where most of the

@@ -576,6 +576,41 @@ static void test_faults_verdict(void)
 	s->m.cost.minflt = 40000;	/* the pool's replay faults as much */
 	advise_judge_measured(a, s);
 	CHECK("faults: the pool's replay faults too", s->verdict, AP_VERDICT_POOL);
+
+	/* The runner priced a fault: the baseline's beyond the recorded
+	 * run's are taken off the saving, and the verdict is what is left's. */
+	a->measure_share = 1;
+	a->program_minflt = 2000;
+	a->base.minflt = 50000;
+	a->base.fault_ns = 100;	/* 48,000 faults beyond: 4.8 ms */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: what is left saves", s->verdict, AP_VERDICT_POOL);
+	CHECK("faults priced: the saving less them", s->m.saved_ns, 10 * MS - 4.8 * MS);
+	CHECK("faults priced: its lower end", s->m.low_ns, 9 * MS - 4.8 * MS);
+	CHECK("faults priced: how many", s->excess_faults, 48000);
+	if (!strstr(s->reasons, "less 4.8ms for the 48000 page faults its baseline made beyond the "
+				"recorded run's 2000") || !strstr(s->reasons, "at the 100ns one costs here")) {
+		fprintf(stderr, "%s: the text does not say what was taken off: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	/* half the saving or more: mostly those faults, open */
+	a->base.fault_ns = 105;	/* 5.04 ms of 10 */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: half the saving", s->verdict, AP_VERDICT_FAULTS);
+	CHECK("faults priced: half the saving, the saving as measured", s->m.saved_ns, 10 * MS);
+	if (!strstr(s->reasons, "(48000 beyond the recorded run's: 5.04ms at the 105ns one costs here")) {
+		fprintf(stderr, "%s: the text does not say what they cost: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	a->base.fault_ns = 250;
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: all of the saving", s->verdict, AP_VERDICT_FAULTS);
+	/* not beyond the threshold: nothing taken off */
+	a->base.minflt = 8000;
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: under the threshold", s->verdict, AP_VERDICT_POOL);
+	CHECK("faults priced: under the threshold, the saving", s->m.saved_ns, 10 * MS);
+	a->base.fault_ns = 0;
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
