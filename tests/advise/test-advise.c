@@ -605,11 +605,24 @@ static void test_faults_verdict(void)
 	a->base.fault_ns = 250;
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: all of the saving", s->verdict, AP_VERDICT_FAULTS);
-	/* not beyond the threshold: nothing taken off */
-	a->base.minflt = 8000;
+	/* under the threshold of the open verdict: taken off whatever their
+	 * share */
+	a->base.fault_ns = 250;
+	a->base.minflt = 8000;	/* 6,000 beyond: 1.5 ms */
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: under the threshold", s->verdict, AP_VERDICT_POOL);
-	CHECK("faults priced: under the threshold, the saving", s->m.saved_ns, 10 * MS);
+	CHECK("faults priced: under the threshold, the saving", s->m.saved_ns, 10 * MS - 1.5 * MS);
+	a->base.fault_ns = 1500;	/* 9 ms of 10: 1 [0, 2] */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: under the threshold, most of it", s->verdict, AP_VERDICT_NOISE);
+	a->base.fault_ns = 2000;	/* 12 ms: -2 [-3, -1] */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: under the threshold, more than it", s->verdict, AP_VERDICT_COSTS_MORE);
+	/* as many as the run's: nothing taken */
+	a->base.minflt = 3400;	/* under 1.25 x 2000 + 1000 */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced: as the run's", s->verdict, AP_VERDICT_POOL);
+	CHECK("faults priced: as the run's, the saving", s->m.saved_ns, 10 * MS);
 	a->base.fault_ns = 0;
 	ap_advice_free(a);
 	ap_trace_free(t);
