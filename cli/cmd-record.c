@@ -72,10 +72,11 @@ static int record_attached(const struct record_opts *o)
 		}
 		unlink(out); /* the sampler makes it anew (checked above: a trace, or empty) */
 	}
-	/* ALLOCPROF=<pid>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
+	/* ALLOCPROF=<pid>.<run>:<rate>:<depth>:<flags>:<output>
+	 * (sampler/README.md): the run's number as a launched run has one */
 	char cfg[PATH_MAX * 2 + 128];
-	snprintf(cfg, sizeof(cfg), "%d:%llu:%u:%u:%s", (int)ap_pid_inside(o->attach),
-		 (unsigned long long)o->rate, o->max_depth,
+	snprintf(cfg, sizeof(cfg), "%d.%llx:%llu:%u:%u:%s", (int)ap_pid_inside(o->attach),
+		 (unsigned long long)rec_new_run_id(), (unsigned long long)o->rate, o->max_depth,
 		 AP_CFG_NO_CHILDREN | (o->gaps ? AP_CFG_GAPS : 0), out);
 
 	sigset_t mask, old;
@@ -339,21 +340,32 @@ int cmd_record(int argc, char **argv)
 	}
 
 	bool main_live = false;
-	span.main_start_ns = discard ? 0 : rec_trace_start_ns(output);
+	char own[sizeof(output) + 16];
+	const char *mine = discard ? output : rec_program_trace(output, pid, span.run_id, own,
+								 sizeof(own));
+	if (mine != output) {
+		ap_compact_stream_abandon(stream); /* (of the empty file) */
+		stream = NULL;
+		if (!o.quiet)
+			ap_say("%s: left empty: a library of the program's closed the descriptor "
+			       "the sampler was to write it by; the program's trace is %s",
+			       output, mine);
+	}
+	span.main_start_ns = discard ? 0 : rec_trace_start_ns(mine);
 	if (discard) {
 		if (!o.quiet)
 			fprintf(stderr, "allocprof: trace discarded (%s)\n", output);
-	} else if (rec_wait_released(output)) {
+	} else if (rec_wait_released(mine)) {
 		/* until the program's forked children have opened their own
 		 * traces they hold its trace too (trace_is_live) */
 		struct ap_finished fin;
-		if (rec_finish_buffers(output, &status, end_ns, &fin))
-			rec_finish_trace(output, "wrote", o.quiet, stream, &status, &fin);
+		if (rec_finish_buffers(mine, &status, end_ns, &fin))
+			rec_finish_trace(mine, "wrote", o.quiet, stream, &status, &fin);
 		else
 			ap_compact_stream_abandon(stream);
 	} else {
 		ap_compact_stream_abandon(stream);
-		rec_say_live(output, "trace", -1, o.quiet, true);
+		rec_say_live(mine, "trace", -1, o.quiet, true);
 		main_live = true;
 	}
 	rec_symbols_ahead_end(); /* (if the trace was not finished) */

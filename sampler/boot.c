@@ -2,20 +2,26 @@
  * family and the other wrapped functions with dlsym(RTLD_NEXT); while dlsym
  * itself allocates, serves it from a static arena whose blocks are never
  * given back (is_boot tells them). Logs the allocations and frees made
- * before ap_init (the early log), and replays them into the trace once it
- * is open. */
+ * before the sampler is on (the early log), replays them into the trace
+ * once it is open, and turns the sampler on. */
 #include "sampler-int.h"
 #include "selfinfo.h"
 
-/* Allocations and frees made before ap_init ran: libraries initialized
- * before us (libstdc++'s emergency pool in every C++ program, LLVM's and
- * gnutls' static constructors) allocate and free from their constructors.
- * Until ap_init the filter is all ones, so that every free reaches
- * free_slow, and every call is logged in order, without a bound, in mmap'd
- * memory; once the trace is open the log is replayed through the sampling
- * decision (pre_replay), each allocation with its immediate caller as a
- * one-frame stack: no unwinder can be loaded from inside a malloc that the
- * loader or a constructor called. */
+/* Allocations and frees made before the sampler is on: libraries
+ * initialized before us (libstdc++'s emergency pool in every C++ program,
+ * LLVM's and gnutls' static constructors) allocate and free from their
+ * constructors, and threads they started go on while ap_init runs. Until
+ * the sampler is on the filter is all ones, so that every free reaches
+ * free_slow, and every call of the program's is logged in order, without
+ * a bound, in mmap'd memory. ap_init replays the log once the trace is
+ * open (pre_replay): each allocation through the sampling decision, with
+ * its immediate caller as a one-frame stack (no unwinder can be loaded
+ * from inside a malloc that the loader or a constructor called). The log
+ * stays open for the other threads while it is replayed; the last of it
+ * is replayed, the filter settled and the state turned on in one step
+ * under the log's lock (pre_switch), so that every call is either logged
+ * or recorded live, and every event replayed is in the trace before any
+ * that another thread records live. */
 
 struct pre_ev {
 	uint64_t addr, size, caller;
@@ -31,9 +37,9 @@ struct pre_ev {
 #define PRE_CHUNKS 40
 static struct pre_ev *pre_dir[PRE_CHUNKS];
 static size_t pre_n;		/* entries taken */
-static int pre_closed;		/* ap_init has begun: nothing more is logged */
+static int pre_closed;		/* the sampler is on or off: nothing more is logged */
 static uint64_t pre_lost;	/* events dropped: no memory for the log */
-static int pre_lock;
+int pre_lock;			/* own_lock; fork_prepare's lk_lock */
 
 /* Entry i of the log, its chunk mapped if `make`; NULL if there is none. */
 static struct pre_ev *pre_at(size_t i, int make)
@@ -70,18 +76,23 @@ static size_t own_start; /* where own_alloc's blocks begin (0: none yet) */
 static int resolving;
 
 /* Bootstrap blocks must take the slow free path (which ignores them):
- * their filter counters stay saturated. */
-void boot_mark_filter(void)
+ * their counters in the filter f stay saturated. */
+static void boot_mark(uint8_t *f)
 {
 	size_t end = own_start ? own_start : boot_used;
 	for (size_t off = 0; off < end; off += 16)
-		ap_filter[filter_slot(boot_arena + off)] = 0xff;
+		f[filter_slot(boot_arena + off)] = 0xff;
 	/* own_alloc's blocks: their first slot (each block's start) */
 	for (size_t off = end; own_start && off < boot_used;) {
 		size_t start = (off + 16 + 15) & ~(size_t)15;
-		ap_filter[filter_slot(boot_arena + start)] = 0xff;
+		f[filter_slot(boot_arena + start)] = 0xff;
 		off = start + boot_size(boot_arena + start);
 	}
+}
+
+void boot_mark_filter(void)
+{
+	boot_mark(ap_filter);
 }
 
 static void *boot_alloc(size_t align, size_t n)
@@ -233,6 +244,8 @@ int (*real_pipe2)(int[2], int);
 int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 int (*real_close)(int);
 int (*real_sigaltstack)(const stack_t *, stack_t *);
+pid_t (*real_fork)(void);
+pid_t (*real__Fork)(void);
 
 void *must_sym(const char *name)
 {
@@ -314,9 +327,14 @@ void resolve(void)
 	real_close = (int (*)(int))must_sym("close");
 	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))must_sym("sigaction");
 	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
+	real_fork = (pid_t (*)(void))must_sym("fork");
+	real__Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 	live_check();
+	tls.guard++;
+	fork_handlers_register();
+	tls.guard--;
 }
 
 static void *boot_malloc(size_t n)
@@ -399,20 +417,30 @@ static size_t boot_usable_size(void *p)
 	return real_usable_size(p);
 }
 
-/* Logs an early allocation or free (see the early log). */
-void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller)
+/* Logs the program's free of `freed` (if not NULL), then its allocation
+ * of `got` (if not NULL), n bytes of kind from caller: both or neither
+ * (see the early log). 1 if logged (or lost for want of memory), 0 if the
+ * log is closed: the state is no longer AP_INIT, and the call is the
+ * caller's to record live (or not at all, AP_DISABLED). */
+int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller)
 {
-	int saved = errno;
+	int saved = errno, open;
 	int nested = own_lock(&pre_lock);
-	if (!__atomic_load_n(&pre_closed, __ATOMIC_RELAXED)) {
+	open = !__atomic_load_n(&pre_closed, __ATOMIC_RELAXED);
+	for (int k = 0; open && k < 2; k++) {
+		const void *p = k ? got : freed;
+		if (!p)
+			continue;
 		struct pre_ev *e = pre_at(__atomic_fetch_add(&pre_n, 1, __ATOMIC_RELAXED), 1);
 		if (e)
-			*e = (struct pre_ev){ (uintptr_t)p, n, caller, type, kind };
+			*e = k ? (struct pre_ev){ (uintptr_t)p, n, caller, PRE_ALLOC, kind }
+			       : (struct pre_ev){ (uintptr_t)p, 0, 0, PRE_FREE, 0 };
 		else
 			__atomic_fetch_add(&pre_lost, 1, __ATOMIC_RELAXED);
 	}
 	own_unlock(&pre_lock, nested);
 	errno = saved;
+	return open;
 }
 
 void *boot_move(void *old, size_t n)
@@ -425,18 +453,7 @@ void *boot_move(void *old, size_t n)
 	return q;
 }
 
-/* ap_init has begun: the early log is complete, and the filter goes back
- * to what the mode needs (ap_init raises it again for --all). */
-void pre_close(void)
-{
-	int nested = own_lock(&pre_lock);
-	__atomic_store_n(&pre_closed, 1, __ATOMIC_RELAXED);
-	own_unlock(&pre_lock, nested);
-	memset(ap_filter, 0, sizeof(ap_filter));
-	boot_mark_filter();
-}
-
-void pre_release(void)
+static void pre_release(void)
 {
 	for (unsigned c = 0; c < PRE_CHUNKS; c++)
 		if (pre_dir[c]) {
@@ -446,19 +463,17 @@ void pre_release(void)
 	pre_n = 0;
 }
 
-/* The early log, now that the trace is open: each allocation goes through
- * the countdown as if it happened now, and a sampled one is recorded with
- * its caller as its stack; each free is recorded if its block is tracked.
- * Runs with the guard set, in ap_init's thread. */
-void pre_replay(struct ap_tls *t)
+/* Entries [from, to) of the early log, now that the trace is open: each
+ * allocation goes through the countdown as if it happened now, and a
+ * sampled one is recorded with its caller as its stack; each free is
+ * recorded if its block is tracked. Runs with the guard set, in
+ * ap_init's thread, while the state is still AP_INIT (proc.replaying lets
+ * emit through). */
+static void pre_replay(struct ap_tls *t, size_t from, size_t to)
 {
-	if (!pre_n) {
-		pre_release();
-		return;
-	}
-	if (!t->thr)
+	if (from < to && !t->thr)
 		thr_register(t);
-	for (size_t i = 0; i < pre_n; i++) {
+	for (size_t i = from; i < to; i++) {
 		const struct pre_ev *e = pre_at(i, 0);
 		if (!e || !e->addr)
 			continue;
@@ -483,11 +498,83 @@ void pre_replay(struct ap_tls *t)
 			set_insert(addr);
 		emit(t, AP_EV_ALLOC, e->kind, e->addr, 0, e->size, id, 0);
 	}
+}
+
+/* The entries logged so far (each written by the time its adder let the
+ * lock go). */
+static size_t pre_count(void)
+{
+	int nested = own_lock(&pre_lock);
+	size_t n = __atomic_load_n(&pre_n, __ATOMIC_RELAXED);
+	own_unlock(&pre_lock, nested);
+	return n;
+}
+
+/* The filter once the log is closed: in sampled mode the tracked blocks'
+ * counts, and the bootstrap blocks saturated; under --all (on) all ones,
+ * as it is already. Made aside and copied over slot by slot, so that a
+ * free on another thread reads either the all-ones value or the final
+ * one, never a zero where a tracked or a bootstrap block is (it would
+ * take the fast path: the free lost, or a bootstrap block handed to the
+ * real free). Without memory for the copy, the filter stays all ones:
+ * every free takes the slow path, slower but exact. */
+static void filter_settle(int on)
+{
+	if (on && settings.all)
+		return;
+	uint8_t *f = map_mem(sizeof(ap_filter));
+	if (!f)
+		return;
+	if (on)
+		ps_filter_fill(&tracked_set, f);
+	boot_mark(f);
+	for (size_t i = 0; i < sizeof(ap_filter); i++)
+		if (ap_filter[i] != f[i])
+			__atomic_store_n(&ap_filter[i], f[i], __ATOMIC_RELAXED);
+	munmap(f, sizeof(ap_filter));
+}
+
+/* Ends the early log (see there) with the state turned to `state`: AP_ON
+ * once the trace is open (what is logged replayed first), else
+ * AP_DISABLED (nothing replayed). Runs in ap_init's thread, the guard
+ * set. */
+void pre_switch(struct ap_tls *t, int state)
+{
+	size_t done = 0;
+	if (state == AP_ON) {
+		/* what is there while the other threads go on adding, then
+		 * the rest under the lock, which stops them (briefly; more
+		 * rounds outside it only grew the log when a thread that
+		 * allocates without pause shares the core) */
+		__atomic_store_n(&proc.replaying, 1, __ATOMIC_RELAXED);
+		done = pre_count();
+		pre_replay(t, 0, done);
+	}
+	int nested = own_lock(&pre_lock);
+	if (state == AP_ON)
+		pre_replay(t, done, __atomic_load_n(&pre_n, __ATOMIC_RELAXED));
+	filter_settle(state == AP_ON);
+	__atomic_store_n(&proc.state, state, __ATOMIC_RELEASE);
+	__atomic_store_n(&pre_closed, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&proc.replaying, 0, __ATOMIC_RELAXED);
+	own_unlock(&pre_lock, nested);
 	pre_release();
-	if (pre_lost) {
+	if (state == AP_ON && pre_lost) {
 		char num[24];
 		num[put_dec(num, pre_lost)] = 0;
 		say("allocations before start not recorded (out of memory)", num);
 	}
 }
 
+/* A child forked by another thread while ap_init ran (its thread is not
+ * in the child, which will never turn on): the log is closed and the
+ * child runs unrecorded, as a process the sampler is off in. */
+void pre_abandon(void)
+{
+	own_heap_swap(0);
+	__atomic_store_n(&proc.state, AP_DISABLED, __ATOMIC_RELEASE);
+	__atomic_store_n(&pre_closed, 1, __ATOMIC_RELAXED);
+	proc.replaying = 0;
+	filter_settle(0);
+	pre_release();
+}

@@ -512,7 +512,8 @@ static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsi
 	int c = sched_getcpu();
 	uint32_t cpu = c < 0 ? 0 : (uint32_t)c;
 	int locked = own_enter(b, shared);
-	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_RELAXED) != AP_ON)) {
+	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_RELAXED) != AP_ON) &&
+	    !__atomic_load_n(&proc.replaying, __ATOMIC_RELAXED)) {
 		own_leave(b, locked);
 		return;
 	}

@@ -5,6 +5,9 @@
  * the preload out (see exec_prepare). */
 #include "sampler-int.h"
 
+#include <linux/capability.h>
+#include <sys/prctl.h>
+
 /* Before exec replaces the image, its buffers must reach the file. If this
  * image recorded no event (or the next one can no longer make a trace of
  * its own) and the next one is profiled, its trace passes to the next
@@ -81,11 +84,39 @@ static int next_can_make(void)
 	size_t n = str_len(tfile.path);
 	while (n && tfile.path[n - 1] != '/')
 		n--;
-	if (!n)
-		return faccessat(AT_FDCWD, ".", W_OK | X_OK, AT_EACCESS) == 0;
-	memcpy(dir, tfile.path, n);
-	dir[n] = 0;
-	return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+	if (n) {
+		memcpy(dir, tfile.path, n);
+		dir[n] = 0;
+	} else {
+		memcpy(dir, ".", 2);
+	}
+	/* The next image's rights, not this one's: a process whose user ids
+	 * are none of them root's loses at exec every capability it is not
+	 * given as ambient, and one that dropped root keeping them
+	 * (PR_SET_KEEPCAPS: setpriv --reuid, daemons that keep
+	 * CAP_NET_BIND_SERVICE) still overrides the directory's modes until
+	 * then. So the check is made with this thread's effective
+	 * capabilities that bypass them (DAC_OVERRIDE, DAC_READ_SEARCH) left
+	 * out, put back after (capabilities are per thread). */
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct caps[2], less[2];
+	uint32_t dac = 0;
+	if (getuid() != 0 && geteuid() != 0 && syscall(SYS_capget, &h, caps) == 0) {
+		for (unsigned c = CAP_DAC_OVERRIDE; c <= CAP_DAC_READ_SEARCH; c++)
+			if ((caps[0].effective >> c & 1) &&
+			    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) != 1)
+				dac |= 1u << c;
+	}
+	if (dac) {
+		memcpy(less, caps, sizeof(less));
+		less[0].effective &= ~dac;
+		if (syscall(SYS_capset, &h, less) < 0)
+			dac = 0; /* (refused: as this image sees it) */
+	}
+	int ok = faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+	if (dac)
+		syscall(SYS_capset, &h, caps);
+	return ok;
 }
 
 /* Whether the next image is to be profiled: the program decides, through

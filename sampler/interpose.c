@@ -268,17 +268,19 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 {
 	struct ap_tls *t = &tls;
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	/* not started yet: logged (the log closed meanwhile: the state
+	 * has turned, and the call is recorded as it says) */
+	if (UNLIKELY(st == AP_INIT) && !t->guard && p && !pre_add(NULL, p, n, kind, caller))
+		st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (st == AP_DISABLED) {
 			t->countdown = INT64_MAX / 2;
 		} else {
-			/* our own allocation, or not started yet: not counted
-			 * now (pre_replay counts the program's early ones) */
+			/* our own allocation, or logged: not counted now
+			 * (pre_replay counts the program's early ones) */
 			t->countdown = (int64_t)((uint64_t)t->countdown + n + 1);
 			t->calls--;
-			if (st == AP_INIT && !t->guard && p)
-				pre_add(PRE_ALLOC, p, n, kind, caller);
-			else if (st == AP_ON && settings.all && p && !is_boot(p))
+			if (st == AP_ON && settings.all && p && !is_boot(p))
 				ps_insert(&own_blocks, p);
 		}
 		return p;
@@ -331,9 +333,11 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (live_on)
 		live_out(t, blk_size(p));
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(st == AP_INIT) && !t->guard && !pre_add(p, NULL, 0, 0, 0))
+		st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE); /* see alloc_slow_body */
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
-			pre_add(PRE_FREE, p, 0, 0, 0);
+			; /* logged */
 		else if (!settings.all)
 			set_remove(p);
 		else
@@ -475,13 +479,14 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 		live_out(t, was); /* realloc(p, 0) freed p */
 	}
 	if (was_tracked == 2) {
-		/* before ap_init: logged as the free of old and an allocation,
-		 * which is how valgrind counts a realloc */
-		if (q || n == 0)
-			pre_add(PRE_FREE, old, 0, 0, 0);
-		if (q)
-			pre_add(PRE_ALLOC, q, n, kind, caller);
-		return q;
+		/* before the start: logged as the free of old and an
+		 * allocation, which is how valgrind counts a realloc (the log
+		 * closed meanwhile: recorded live, old tracked as the state
+		 * that turned says) */
+		if ((!q && n) || pre_add(old, q, n, kind, caller))
+			return q;
+		int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+		was_tracked = st != AP_ON || t->guard ? 0 : settings.all ? 1 : set_remove(old);
 	}
 	if (!q) {
 		if (n == 0) {
@@ -503,6 +508,10 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 	if (LIKELY(t->countdown >= 0 && !was_tracked))
 		return q;
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	/* old untracked by a filter the start has just settled, before the
+	 * state turned: q is logged like any early block (or live) */
+	if (UNLIKELY(st == AP_INIT) && !t->guard && !pre_add(NULL, q, n, kind, caller))
+		st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
 	if (t->guard || st != AP_ON) {
 		if (t->countdown < 0)
 			alloc_slow(NULL, n, kind, 0, 0); /* undoes the countdown */

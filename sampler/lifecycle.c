@@ -124,12 +124,19 @@ EXPORT void _Exit(int status)
  * others first registered first, so ours must be the first registered
  * (see __register_atfork below). */
 static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
+/* Before the sampler is on: whether the forking thread is the one that
+ * runs ap_init (the main thread; see fork_child_body). */
+static int fork_main;
 
 static void fork_prepare(void)
 {
 	sigset_t mask;
 	sig_block(&mask);
 	tls.guard++;
+	/* first: ap_init's switch (pre_switch) takes the others under it */
+	lk_lock(&pre_lock);
+	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
+		fork_main = sys_gettid() == (uint32_t)sys_getpid();
 	lk_lock(&threads.lock);
 	lk_lock(&threads.fallback.lock);
 	lk_lock(&meta.lock);
@@ -148,6 +155,7 @@ static void fork_parent(void)
 	lk_unlock(&meta.lock);
 	lk_unlock(&threads.fallback.lock);
 	lk_unlock(&threads.lock);
+	lk_unlock(&pre_lock);
 	tls.guard--;
 	sig_restore(&mask);
 }
@@ -162,6 +170,13 @@ static void fork_child_body(struct ap_tls *t)
 	t->tid = sys_gettid();
 	if (!was_on) {
 		buffers_detach(); /* the parent's slots are not ours to write */
+		/* Forked before the sampler was on, by a thread other than
+		 * ap_init's: ap_init will never run here (or its thread is
+		 * gone half-way through it), and the child runs unrecorded
+		 * instead of logging forever. A fork in a constructor
+		 * before ours, on the main thread, goes on to run ap_init. */
+		if (proc.state == AP_INIT && (proc.starting || !fork_main))
+			pre_abandon();
 		t->guard--;
 		return;
 	}
@@ -209,26 +224,86 @@ static void fork_child_body(struct ap_tls *t)
 	t->guard--;
 }
 
-static void fork_child(void)
+/* The child's locks and address space, then its state (the guard raised,
+ * let go by fork_child_body). */
+static void fork_child_common(struct ap_tls *t)
 {
-	struct ap_tls *t = &tls;
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
-	own_heap_lock = 0;
+	own_heap_lock = pre_lock = 0;
 	/* held by another thread of the parent, perhaps: not by this one */
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;
 	asym_register(); /* the child's address space is a new one */
 	fork_child_body(t);
+}
+
+static void fork_child(void)
+{
+	fork_child_common(&tls);
 	sig_restore(&fork_mask);
 	if (attach_mode)
 		attach_fork_child(); /* last: it puts this library's data back */
+}
+
+/* How long a fork waits for the sampler's start on another thread. */
+#define FORK_WAIT_MS 1000
+
+/* A thread that forks while ap_init runs on another (a thread a
+ * library's constructor started) waits for the sampler to turn on, so
+ * that its child is recorded, but never long: one forking from inside
+ * dlopen (a constructor's fork) holds the loader's lock, which the start
+ * may need. Here, before the real fork, not in fork_prepare: the
+ * program's prepare handlers run before ours and may hold what the start
+ * needs meanwhile (an allocator's arena locks: jemalloc's). A fork the C
+ * library makes itself (daemon) does not wait: its child is not recorded
+ * (fork_child_body). */
+EXPORT pid_t fork(void)
+{
+	for (int ms = 0; ms < FORK_WAIT_MS && !tls.guard &&
+			 __atomic_load_n(&proc.starting, __ATOMIC_RELAXED) &&
+			 __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT;
+	     ms++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	if (!real_fork)
+		resolve();
+	return real_fork();
+}
+
+/* _Fork (glibc 2.34): a fork that runs no handler. Its child recorded
+ * into the parent's buffers, which the buffers file shares with record:
+ * a parent that then died had the child's events in its trace as its own
+ * (and the child's own were lost). The child gets what fork_child gives
+ * a fork's: a trace of its own. No lock is taken before (_Fork may be
+ * called from a signal handler): as after any fork of a process with
+ * other threads, only async-signal-safe calls are the child's to make,
+ * and the locks another thread held are let go in the child. */
+EXPORT pid_t _Fork(void)
+{
+	if (!real_fork)
+		resolve();
+	if (!real__Fork) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
+		fork_main = sys_gettid() == (uint32_t)sys_getpid(); /* (fork_prepare's) */
+	pid_t pid = real__Fork();
+	if (pid == 0) {
+		int saved = errno;
+		tls.guard++;
+		fork_child_common(&tls);
+		if (attach_mode)
+			attach_fork_child();
+		errno = saved;
+	}
+	return pid;
 }
 
 /* Registers the fork handlers, once, before anyone else's. */
 static int (*real_register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
 extern void *__dso_handle;
 
-static void fork_handlers_register(void)
+void fork_handlers_register(void)
 {
 	static int done;
 	if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
@@ -395,8 +470,7 @@ static int start_trace(const char *parent, int fd)
 	if (!attach_mode)
 		sig_install(); /* attached: once the routes are in (attach.c) */
 	fork_handlers_register();
-	__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
-	return 0;
+	return 0; /* the caller turns the state on */
 }
 
 /* attach.c: the fork handlers, registered once for every attach to come */
@@ -424,10 +498,8 @@ long attach_start(const char *cfgs)
 		if (start_trace(NULL, -1) < 0)
 			rc = -EIO;
 	}
-	if (rc < 0)
-		proc.state = AP_DISABLED;
-	else
-		pre_replay(t);
+	/* ap_init closed the early log: nothing to replay */
+	__atomic_store_n(&proc.state, rc < 0 ? AP_DISABLED : AP_ON, __ATOMIC_RELEASE);
 	t->guard--;
 	return rc;
 }
@@ -438,7 +510,7 @@ __attribute__((constructor(101))) static void ap_init(void)
 	err_init();
 	resolve();
 	t->guard++;
-	pre_close();
+	__atomic_store_n(&proc.starting, 1, __ATOMIC_RELAXED);
 	if (attach_loaded_late())
 		goto off; /* record -p loaded it: allocprof_attach starts it */
 	own_heap_swap(1);
@@ -478,20 +550,20 @@ __attribute__((constructor(101))) static void ap_init(void)
 	}
 	trace_mode_init();
 	/* the trace's name is final before the buffers file takes it */
-	int fd = have_em && em.pid == (uint64_t)proc.pid && em.fd >= 0 ? em.fd
-		 : base_is_device()					   ? -1
-									   : trace_create(tfile.path);
+	int fd = have_em && em.pid == (uint64_t)proc.pid && em.fd >= 0
+			 ? trace_handed_or_create(em.fd)
+		 : base_is_device() ? -1
+				    : trace_create(tfile.path);
 
 	if (start_trace(parent, fd) < 0)
 		goto off;
-	pre_replay(t);
+	pre_switch(t, AP_ON);
 	own_heap_swap(0);
 	t->guard--;
 	return;
 
 off:
 	own_heap_swap(0);
-	proc.state = AP_DISABLED;
-	pre_release();
+	pre_switch(t, AP_DISABLED);
 	t->guard--;
 }

@@ -251,6 +251,18 @@ int ps_remove(struct ptr_set *s, const void *p)
 	return found;
 }
 
+void ps_filter_fill(struct ptr_set *s, uint8_t *f)
+{
+	int nested = own_lock(&s->lock);
+	struct ps_tab *t = __atomic_load_n(&s->tab, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < t->cap; i++) {
+		uint64_t v = __atomic_load_n(&t->slot[i], __ATOMIC_RELAXED);
+		if (v > 1)
+			filter_step(&f[filter_slot((const void *)(uintptr_t)v)], 1);
+	}
+	own_unlock(&s->lock, nested);
+}
+
 /* A forked child (one thread, its signals blocked): the set is empty. */
 void set_reset(void)
 {

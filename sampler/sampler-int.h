@@ -187,8 +187,16 @@ struct ap_proc {
 	int state;		/* AP_INIT, AP_ON, ...: read with acquire */
 	pid_t pid;		/* this process (a vfork child is not it) */
 	unsigned gen;		/* exec generation of this pid (0: first image) */
+	int starting;		/* ap_init has begun (it may be running) */
+	int replaying;		/* ap_init replays the early log: emit takes
+				 * its events while the state is AP_INIT */
 };
 extern struct ap_proc proc;
+/* Registers the fork handlers, once, before anyone else's: from resolve,
+ * at the process's first call of the malloc family, not once the trace
+ * is open (a thread a library's constructor started may fork before,
+ * and its child must not inherit the early log and its lock unseen). */
+void fork_handlers_register(void);
 void attach_fork_handlers(void);
 long attach_start(const char *cfgs);
 
@@ -264,6 +272,8 @@ extern int (*real_pipe2)(int[2], int);
 extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 extern int (*real_close)(int);
 extern int (*real_sigaltstack)(const stack_t *, stack_t *);
+extern pid_t (*real_fork)(void);
+extern pid_t (*real__Fork)(void); /* NULL before glibc 2.34 */
 void *must_sym(const char *name);
 const char *malloc_owner(void);
 void malloc_owner_find(void);
@@ -287,10 +297,10 @@ extern int own_heap_lock;
  * the program's heap (the main arena, its tcache) before its main. */
 void own_heap_swap(int on);
 enum { PRE_ALLOC, PRE_FREE };
-void pre_add(unsigned type, const void *p, uint64_t n, unsigned kind, uint64_t caller);
-void pre_close(void);
-void pre_release(void);
-void pre_replay(struct ap_tls *t);
+int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller);
+void pre_switch(struct ap_tls *t, int state);
+void pre_abandon(void);
+extern int pre_lock;
 
 /* ptrset.c */
 struct ptr_set;
@@ -298,6 +308,8 @@ extern uint8_t ap_filter[1u << FILTER_BITS];
 extern uint8_t own_filter[1u << FILTER_BITS];
 extern struct ptr_set tracked_set, own_blocks;
 void ps_insert(struct ptr_set *s, const void *p);
+/* Counts s's keys into the filter f (zeroed by the caller). */
+void ps_filter_fill(struct ptr_set *s, uint8_t *f);
 int ps_remove(struct ptr_set *s, const void *p);
 void set_reset(void);
 
@@ -379,6 +391,10 @@ int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
 int trace_create(char *path);
+/* fd, if it is a trace handed over (ALLOCPROF_EXEC :f); else a trace of
+ * this image's own made at tfile.path (trace_create): its name is final
+ * before the buffers file takes it. */
+int trace_handed_or_create(int fd);
 int open_trace(const char *parent, int fd);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
 

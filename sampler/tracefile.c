@@ -592,6 +592,11 @@ static int is_handed_trace(int fd)
 	       (n == (ssize_t)sizeof(magic) && !memcmp(magic, AP_TRACE_MAGIC, AP_TRACE_MAGIC_LEN));
 }
 
+int trace_handed_or_create(int fd)
+{
+	return is_handed_trace(fd) ? fd : trace_create(tfile.path);
+}
+
 /* Opens this image's trace at tfile.path (which create_trace may change),
  * or takes `fd`, the trace handed over by `record` or the image before
  * this one (ALLOCPROF_EXEC): a file this run created, emptied and written

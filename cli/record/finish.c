@@ -22,12 +22,13 @@ static int compact_level(void)
 
 
 /* Waits for the program. Meanwhile, once its trace (NULL: none) is big
- * enough to be compacted, compacts what the sampler appended, every 5 ms
- * once 256 KiB came, on the core the program is not using: an --all trace
- * grows by ~100 MB/s on a tight loop, and compacting it all after the exit
- * took as long as the run; what is left at the exit is the tail the user
- * waits for (at 20 ms and 1 MiB, record --all of bench/realloc took 5 %
- * longer: 0.565 s against 0.537, 31 interleaved pairs). The signalfd of the relay wakes us the moment the
+ * enough to be compacted (until then it looks every 20 ms), compacts what
+ * the sampler appended, every 5 ms once 256 KiB came, on the core the
+ * program is not using: an --all trace grows by ~100 MB/s on a tight
+ * loop, and compacting it all after the exit took as long as the run;
+ * what is left at the exit is the tail the user waits for (at 20 ms and
+ * 1 MiB, record --all of bench/realloc took 5 % longer: 0.565 s against
+ * 0.537, 31 interleaved pairs). The signalfd of the relay wakes us the moment the
  * program exits (SIGCHLD) and forwards what record is sent meanwhile; a
  * program stopped by job control stops record too (relay_stop). *stream
  * is the live stream at the end, or NULL (never started, or given up: see
@@ -37,6 +38,9 @@ int rec_wait_program(pid_t pid, int *status, const char *trace,
 {
 	int level = trace ? compact_level() : 0;
 	off_t fed = 0;
+	/* every 20 ms until the trace is big enough to be compacted (a
+	 * sampled run mostly never is), then every 5 ms */
+	int wait_ms = 20;
 	for (;;) {
 		rec_relay_signals(r);
 		pid_t w = waitpid(pid, status, WNOHANG | WUNTRACED);
@@ -56,11 +60,13 @@ int rec_wait_program(pid_t pid, int *status, const char *trace,
 		}
 		/* a signal (SIGCHLD when the program ends) wakes us */
 		struct pollfd p = { .fd = r->sfd, .events = POLLIN };
-		if (poll(&p, 1, level > 0 ? 5 : -1) != 0)
+		if (poll(&p, 1, level > 0 ? wait_ms : -1) != 0)
 			continue;
 		struct stat sb;
-		if (stat(trace, &sb) < 0 || sb.st_size < (off_t)AP_COMPACT_MIN_BYTES ||
-		    sb.st_size - fed < (off_t)(256u << 10))
+		if (stat(trace, &sb) < 0 || sb.st_size < (off_t)AP_COMPACT_MIN_BYTES)
+			continue;
+		wait_ms = 5;
+		if (sb.st_size - fed < (off_t)(256u << 10))
 			continue;
 		if (!*stream)
 			*stream = ap_compact_stream_start(trace, level);
@@ -304,6 +310,25 @@ static bool of_this_run(const char *path, uint64_t began, pid_t main_pid, uint64
 	if (header_key(path, AP_HK_RUN_PID, NULL, &run))
 		return run == (uint64_t)main_pid && began >= since_ns;
 	return began >= since_ns && began < upto_ns;
+}
+
+const char *rec_program_trace(const char *output, pid_t pid, uint64_t run_id, char *buf,
+			      size_t size)
+{
+	struct stat st;
+	if (stat(output, &st) == 0 && st.st_size > 0)
+		return output;
+	/* trace_create's names: the first free one of <output>-2, -3, ... */
+	for (unsigned k = 2; k <= 1000; k++) {
+		uint64_t hp = 0, id = 0;
+		if ((size_t)snprintf(buf, size, "%s-%u", output, k) >= size || lstat(buf, &st) < 0)
+			break;
+		if (S_ISREG(st.st_mode) && header_key(buf, AP_HK_PID, NULL, &hp) &&
+		    hp == (uint64_t)pid &&
+		    !(run_id && header_key(buf, AP_HK_RUN_ID, NULL, &id) && id != run_id))
+			return buf;
+	}
+	return output;
 }
 
 uint64_t rec_new_run_id(void)

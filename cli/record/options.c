@@ -8,7 +8,7 @@ bool rec_no_symbols;
 static void record_usage(FILE *f)
 {
 	fputs("usage: allocprof record [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	      "       allocprof record -p PID [--duration SECONDS] [OPTIONS]\n\n"
+	      "       allocprof record -p PID [--duration D] [OPTIONS]\n\n"
 	      "Runs PROGRAM with the allocprof sampler preloaded (LD_PRELOAD) and\n"
 	      "writes its allocation trace. Options end at the first argument that\n"
 	      "is not one, so the program's own options pass through.\n"
@@ -21,10 +21,9 @@ static void record_usage(FILE *f)
 	      "  -p, --pid PID      attach to the running process PID (see ATTACH in\n"
 	      "                     allocprof-record(1)); the trace's default name is\n"
 	      "                     allocprof.<name>.<PID>.trace\n"
-	      "      --duration SECONDS\n"
-	      "                     with -p: detach after SECONDS (decimals allowed;\n"
-	      "                     default: at Ctrl-C, SIGTERM, SIGHUP or the\n"
-	      "                     process's exit)\n"
+	      "      --duration D   with -p: detach after D, seconds or with a unit\n"
+	      "                     (2.5, 500ms, 30s, 2m; default: at Ctrl-C, SIGTERM,\n"
+	      "                     SIGHUP or the process's exit)\n"
 	      "  -o, --output PATH  trace file (default: allocprof.<program>.<pid>.trace\n"
 	      "                     in the current directory, <pid> the program's); an\n"
 	      "                     existing trace or empty file is replaced, a symbolic\n"
@@ -168,16 +167,13 @@ int rec_parse_opts(int argc, char **argv, struct record_opts *o, int *first)
 				return rc;
 			o->attach = (pid_t)p;
 		} else if (opt_is(a, "--duration")) {
-			char *end;
-			double d;
+			uint64_t ns;
 			if (!(v = opt_value(argc, argv, &i, "--duration")))
-				return ap_usage_error("record", "--duration needs a number of seconds");
-			errno = 0;
-			d = strtod(v, &end);
-			if (errno || end == v || *end || !(d >= 0.001 && d <= 1e9))
-				return ap_usage_error("record", "--duration: '%s' is not a number of "
-						      "seconds from 0.001 to 1e9", v);
-			o->duration = (uint64_t)(d * 1e9);
+				return ap_usage_error("record", "--duration needs a time");
+			if (ap_parse_duration(v, &ns) < 0 || ns < 1000000 || ns > 1000000000ull * 1000000000ull)
+				return ap_usage_error("record", "--duration: '%s' is not a time from 1ms to 1e9s "
+						      "(seconds, or with a unit: 500ms, 30s, 2m)", v);
+			o->duration = ns;
 		} else if (opt_is(a, "--max-depth")) {
 			uint64_t d;
 			if ((rc = opt_number(argc, argv, &i, "--max-depth", 1, AP_MAX_DEPTH_CAP,

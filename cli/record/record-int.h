@@ -161,6 +161,15 @@ struct rec_span {
 	uint64_t since_ns, main_start_ns;
 	uint64_t run_id; /* the run's number (HEADER run_id), 0: none */
 };
+/* The program's trace: `output`, unless the file record made there was
+ * left empty: a library of the program's closed the descriptor record
+ * handed the sampler (ALLOCPROF_EXEC :f) and opened a file of its own on
+ * it before the sampler started, so that the sampler made its own trace
+ * at <output>-<k> (sampler/tracefile.c, trace_create). Then that one
+ * (written into buf), found by its HEADER: the program's pid, the run's
+ * number. */
+const char *rec_program_trace(const char *output, pid_t pid, uint64_t run_id, char *buf,
+			      size_t size);
 /* A run's number: 48 random bits, never 0. */
 uint64_t rec_new_run_id(void);
 /* The HEADER's start_realtime of the trace at `path` (0: none read). */

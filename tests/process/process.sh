@@ -3,7 +3,8 @@
 # profiled, or lose an image (issue 24). One argument picks the group:
 # atfork, exec, coro or seccomp. Environment (from meson): ALLOCPROF (the
 # allocprof binary; unset for the programs) and
-# one variable per test program (ATFORK, REEXEC, EXECAT, CORO, SECCOMP).
+# one variable per test program (ATFORK, REEXEC, EXECAT, CORO, SECCOMP,
+# VFORK, UFORK).
 # Every run is bounded with `timeout -s KILL`: a hang is a failure, not
 # a stuck test.
 set -u
@@ -160,6 +161,32 @@ vfork)
 				[ "${c:-0}" -ge 1000 ] || fail "$how default: $c allocator calls counted, want 1000 or more"
 			fi
 			rm -f v.trace*
+		done
+	done
+	;;
+ufork)
+	# A child made by _Fork (no fork handler runs) has a trace of its
+	# own, and the parent's has only the parent's blocks, in both modes,
+	# also when the parent dies by SIGKILL and record finishes its trace
+	# from the buffers it shares with it (the child's 3000 blocks were
+	# in the parent's trace, and the child had none).
+	for how in exit kill; do
+		"$UFORK" $how >native.out 2>&1
+		want=$?
+		expect_eq "$how: native output" "$(cat native.out)" "$([ $how = exit ] && echo 'child 0')"
+		for mode in default all; do
+			opts=()
+			[ $mode = all ] && opts=(--all)
+			same_run "ufork-$how-$mode" "$want" native.out -- "${opts[@]}" -o u.trace "$UFORK" $how
+			kids=$(ls u.trace.* 2>/dev/null)
+			expect_eq "$how $mode: child traces" "$(echo "$kids" | grep -c .)" 1
+			if [ $mode = all ]; then
+				expect_eq "$how --all: parent's child_work" "$(flat u.trace child_work --no-children)" 0
+				expect_eq "$how --all: parent's parent_work" "$(flat u.trace parent_work --no-children)" \
+					"$([ $how = exit ] && echo 2000 || echo 1000)"
+				[ -n "$kids" ] && expect_eq "$how --all: the child's child_work" "$(flat "$kids" child_work --no-children)" 3000
+			fi
+			rm -f u.trace*
 		done
 	done
 	;;

@@ -106,6 +106,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import struct
 import sys
 import time
 
@@ -200,6 +201,34 @@ def detach(r):
     if rc != 0 or "detached; wrote" not in err:
         fail("detach: exit %d, %r" % (rc, err))
     return err
+
+
+def header_keys(trace):
+    """The HEADER chunk's keys (docs/trace-format.md): {key: value}."""
+    with open(trace, "rb") as f:
+        d = f.read(1 << 16)
+    ln = struct.unpack_from("<I", d, 16 + 12)[0]
+    p, i, keys = d[48:48 + ln], 0, {}
+
+    def uv():
+        nonlocal i
+        v, sh = 0, 0
+        while True:
+            c = p[i]
+            i += 1
+            v |= (c & 0x7f) << sh
+            sh += 7
+            if c < 0x80:
+                return v
+    while i < len(p):
+        k, t = uv(), uv()
+        if t == 0:
+            keys[k] = uv()
+        else:
+            n = uv()
+            keys[k] = p[i:i + n]
+            i += n
+    return keys
 
 
 def site_counts(trace):
@@ -612,6 +641,17 @@ elif mode == "ends":
         detach(r)
         if caught(s.pid) != cgt:
             fail("after the detach %s, before the attach %s" % (caught(s.pid), cgt))
+        # --duration with a unit ends the attach by itself; the trace has
+        # the run's number, as a launched run's has (HEADER key 19)
+        trace = os.path.join(tmp, "d.trace")
+        r = attach(s.pid, trace, "--duration", "300ms")
+        if r:
+            err = r.stderr.read()
+            rc = r.wait(timeout=60)
+            if rc != 0 or "detached; wrote" not in err:
+                fail("--duration 300ms: exit %d, %r" % (rc, err))
+            elif not header_keys(trace).get(19):
+                fail("an attached trace without run_id: %r" % header_keys(trace))
     s.quit()
     for how, end, status in (("crash", "signal", -signal.SIGSEGV), ("_exit 7", "_exit", 7)):
         trace = os.path.join(tmp, "e.trace")
@@ -761,7 +801,8 @@ elif mode == "refuse":
     pre.wait()
     refused(["-p", "12", "true"], 2, "no program to run with it")
     refused(["--duration", "3", "true"], 2, "--duration goes with -p")
-    refused(["-p", "1", "--duration", "x"], 2, "not a number of seconds")
+    refused(["-p", "1", "--duration", "x"], 2, "not a time from 1ms")
+    refused(["-p", "1", "--duration", "0.5ms"], 2, "not a time from 1ms")
     # another user's process (as root, allocprof run as nobody)
     setpriv = shutil.which("setpriv")
     nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else []

@@ -12,7 +12,7 @@ group=$1
 
 # in_pidns CMD...: CMD as pid 1 of a new pid namespace (record there
 # is pid 1; its signal helper and the program take the next pids, and
-# the children come after: the planted group learns them from a probe).
+# the children come after, in an order that can vary).
 in_pidns() {
 	unshare -p -f --mount-proc "$@"
 }
@@ -28,31 +28,43 @@ planted)
 	# and a file already there. Nothing of theirs may change, and the
 	# run keeps every process under names of its own.
 	pidns_or_skip
-	# The pids the children get in a new namespace (record and what it
-	# starts take the first ones): a run of the same command tells.
-	mkdir probe
-	in_pidns "$ALLOCPROF" record -q --all -o probe/app.trace "$FILES" forkexec 3 >/dev/null 2>&1
-	set -- $(ls probe | sed -n 's/^app\.trace\.\([0-9][0-9]*\)$/\1/p' | sort -n)
-	[ $# -ge 2 ] || fail "the probe run made no child traces: $(ls probe)"
-	c1=$1 c2=$2
+	# The pids the children get in a new namespace are small, but their
+	# order is not fixed (record's helpers start beside the program): a
+	# name planted for each of the first 64, a link to one of the
+	# user's files or a file already there, in turn.
 	mkdir -m 1777 shared
 	printf 'precious\n' >victim
 	printf 'precious too\n' >victim2
 	chmod 600 victim victim2
-	ln -s ../victim shared/app.trace.$c1
+	for n in $(seq 1 64); do
+		case $((n % 3)) in
+		0) ln -s ../victim shared/app.trace.$n ;;
+		1) ln -s ../victim2 shared/app.trace.$n ;;
+		2) printf 'an earlier file %s\n' $n >shared/app.trace.$n ;;
+		esac
+	done
 	ln -s ../victim2 shared/app.trace.exec1
-	printf 'an earlier file\n' >shared/app.trace.$c2
-	touch -d '1 hour ago' shared/app.trace.$c2
-	sum_before=$(md5sum victim victim2 shared/app.trace.$c2)
-	modes_before=$(stat -c '%a %s %Y' victim victim2 shared/app.trace.$c2)
+	touch -h -d '1 hour ago' shared/app.trace.*
+	state() {
+		md5sum victim victim2
+		stat -c '%a %s %Y' victim victim2
+		for f in shared/app.trace.[0-9]* shared/app.trace.exec1; do
+			case $f in *-*) continue ;; esac
+			if [ -L "$f" ]; then
+				echo "$f -> $(readlink "$f")"
+			else
+				echo "$f $(stat -c '%a %s %Y' "$f") $(md5sum <"$f")"
+			fi
+		done
+	}
+	before=$(state)
 	in_pidns "$ALLOCPROF" record --all -o shared/app.trace "$FILES" forkexec 3 >out 2>err
 	expect_eq "record exit status" "$?" 0
-	expect_eq "planted files untouched" "$(md5sum victim victim2 shared/app.trace.$c2)" "$sum_before"
-	expect_eq "planted files' modes" "$(stat -c '%a %s %Y' victim victim2 shared/app.trace.$c2)" "$modes_before"
-	[ -L shared/app.trace.$c1 ] && [ -L shared/app.trace.exec1 ] || fail "a planted link was replaced"
+	expect_eq "planted files and links untouched" "$(state)" "$before"
 	for f in shared/app.trace*; do
 		case $f in
-		shared/app.trace.$c1 | shared/app.trace.exec1) ;;
+		shared/app.trace.[0-9]* | shared/app.trace.exec1)
+			case $f in *-*) [ -L "$f" ] && fail "$f: a symbolic link" ;; esac ;;
 		*) [ -L "$f" ] && fail "$f: a symbolic link" ;;
 		esac
 	done
@@ -66,10 +78,10 @@ planted)
 		fail "stats of the run: $(cat s.err)"
 	fi
 	grep -q "not an allocprof trace" err && fail "record took a planted file for a trace: $(cat err)"
-	# a process of the same pid as the first one, and a trace of an
-	# earlier run of that name: a name of its own, the other kept
-	[ -s shared/app.trace.$c1-2 ] || fail "no trace for pid $c1 next to the planted link: $(ls shared)"
-	[ -s shared/app.trace.$c2-2 ] || fail "no trace for pid $c2 next to the earlier file: $(ls shared)"
+	# every child took a name of its own beside the one planted for its
+	# pid (a link or an earlier file), and so did the exec'd image
+	expect_eq "children's traces beside planted names" \
+		"$(ls shared | grep -c '^app\.trace\.[0-9][0-9]*-2$')" 3
 	[ -s shared/app.trace.exec1-2 ] || fail "no trace for the exec'd image: $(ls shared)"
 	# the buffers files (<trace>.buffers) took the traces' own names, and
 	# record removed them once it had finished the traces
@@ -177,6 +189,23 @@ dropuser)
 	else
 		fail "stats of the run (allocations before exec): $(cat e.err)"
 	fi
+	# one that keeps root's capabilities when it drops to the other user
+	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
+	# has them until it execs, and the next image has none: the check
+	# whether that one can make its trace is made without them (with
+	# them it said yes, and the next image, unable to, lost its events
+	# and said "Permission denied" on the program's stderr)
+	if command -v setpriv >/dev/null; then
+		"$ALLOCPROF" record -q --all -o private/k.trace setpriv --reuid 65534 \
+			--regid 65534 --clear-groups "$FILES" alloc 1000 >out 2>err
+		expect_eq "record exit status (capabilities kept)" "$?" 0
+		expect_eq "stderr (capabilities kept)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json private/k.trace >k.json 2>k.err; then
+			expect_eq "alloc_objects (capabilities kept)" "$(jget k.json alloc_objects)" 1000
+		else
+			fail "stats of the run (capabilities kept): $(cat k.err)"
+		fi
+	fi
 	;;
 handed)
 	# The program execs before it has recorded anything: record's trace,
@@ -204,15 +233,20 @@ probe)
 	# by pread, which leaves its offset where the program left it (an
 	# lseek moved it to the end: the program then read nothing). Its own
 	# trace is made instead, beside record's (which the program's library
-	# closed: record finds it empty, and says so).
+	# closed), with its buffers file named after it; record's summary
+	# names it (it named the empty one, "no trace was written", and the
+	# buffers file took the empty one's name).
 	printf 'headDATA read from byte 4' >data
 	native=$(HANDED_FILE=data "$HANDED_PROBE"; echo "exit $?")
 	expect_eq "natively" "$native" "read 21 bytes: DATA read from byte 4
 exit 0"
-	under=$(HANDED_FILE=data "$ALLOCPROF" record -q --all -o p.trace "$HANDED_PROBE" 2>err
+	under=$(HANDED_FILE=data "$ALLOCPROF" record --all -o p.trace "$HANDED_PROBE" 2>err
 		echo "exit $?")
 	expect_eq "under record" "$under" "$native"
 	expect_eq "the program's file" "$(cat data)" "headDATA read from byte 4"
+	grep -q "^allocprof: wrote p.trace-2 " err || fail "the summary: $(cat err)"
+	grep -q "no trace was written" err && fail "the summary: $(cat err)"
+	ls p.trace*.buffers 2>/dev/null && fail "a buffers file is left"
 	if "$ALLOCPROF" stats --json p.trace-2 >p.json 2>p.err; then
 		# its malloc and printf's buffer
 		expect_eq "alloc_objects" "$(jget p.json alloc_objects)" 2
