@@ -31,7 +31,7 @@ static void advise_usage(FILE *f)
 	      "site, whether a pool would pay and why: hits and misses, allocations,\n"
 	      "reallocs and bytes avoided, memory the pool would hold, the CPU time it\n"
 	      "saves, and a verdict: pool, pool with cap N, size classes, no: costs more,\n"
-	      "within noise, unsure: threads wait, unsure: replay faults, no: too rare,\n"
+	      "within noise, unsure: replay faults, no: too rare,\n"
 	      "no: too small, no: escapes, no: little to gain, unsure: too few samples,\n"
 	      "elsewhere.\n"
 	      "The time is measured: for a trace of every allocation (record --all) the\n"
@@ -174,7 +174,15 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			printf("  with the program's own time between its calls, as recorded: %s spun "
 			       "between them (ALLOCPROF_REPLAY_WORK=1)\n", d);
 		}
-		if (a->touch_share < 1 && a->touch_faults_all > 0)
+		if (a->touch_share < 1 && a->touch_faults_all > 0 && a->measure_share < 1)
+			printf("  writing the first %.4g%% of each new block's bytes, not all of them: a "
+			       "replay of those events that wrote every page faulted %.0f times, the "
+			       "recorded run ~%.0f in them (%llu in all, as a replay of all of them "
+			       "writing every page shares them) (one thread: the same calls, so the "
+			       "pages the program did not write)\n",
+			       100 * a->touch_share, a->touch_faults_all, a->touch_faults_run,
+			       (unsigned long long)a->program_minflt);
+		else if (a->touch_share < 1 && a->touch_faults_all > 0)
 			printf("  writing the first %.4g%% of each new block's bytes, not all of them: a "
 			       "replay that wrote every page faulted %.0f times, the recorded run %llu "
 			       "(one thread: the same calls, so the pages the program did not write)\n",
@@ -347,6 +355,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		if (a->touch_share < 1 && a->touch_faults_all > 0) { /* fitted, not set */
 			json_object_set_new(mj, "touch_faults_all", json_integer((json_int_t)a->touch_faults_all));
 			json_object_set_new(mj, "touch_faults_line", json_integer((json_int_t)a->touch_faults_line));
+			json_object_set_new(mj, "touch_faults_run", json_integer((json_int_t)a->touch_faults_run));
 		}
 		if (a->measure_full_run_ns > 0) {
 			json_object_set_new(mj, "probe_events", json_integer((json_int_t)a->measure_probe_events));
@@ -355,6 +364,8 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
 		ap_advise_replay_cpus_json(a, mj);
 		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
+		json_object_set_new(mj, "fault_ns", a->base.fault_ns > 0 ? json_integer(ap_view_round(a->base.fault_ns))
+									 : json_null());
 		json_object_set_new(mj, "switch_ns", a->base.switch_ns > 0 ? json_integer(ap_view_round(a->base.switch_ns))
 									   : json_null());
 		if (a->recorded.cpu_ns > 0)
@@ -387,6 +398,11 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			json_object_set_new(mo, "rounds", json_integer(m->rounds));
 			json_object_set_new(mo, "confidence", json_real(m->conf));
 			json_object_set_new(mo, "pooled", ap_advise_cost_json(&m->cost));
+			if (s->excess_faults > 0) {
+				json_object_set_new(mo, "excess_faults", json_integer(ap_view_round(s->excess_faults)));
+				json_object_set_new(mo, "excess_faults_ns",
+						    json_integer(ap_view_round(s->excess_faults_ns)));
+			}
 			json_object_set_new(o, "measured", mo);
 		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));

@@ -43,9 +43,8 @@ static void try_usage(FILE *f)
 {
 	fputs("usage: allocprof try [OPTIONS] TRACE [-- PROGRAM ARGS...]\n\n"
 	      "Runs the program of TRACE (its recorded command line, or PROGRAM ARGS)\n"
-	      "with the allocation sites advise says to pool (or is unsure of: the\n"
-	      "program's threads wait, or its replay faulted where the program did\n"
-	      "not) served by a real pool\n"
+	      "with the allocation sites advise says to pool (or is unsure of: its\n"
+	      "replay faulted where the program did not) served by a real pool\n"
 	      "(pool/vpool.h, with the cap or size classes advise measured, cycled as\n"
 	      "its model cycles), with no change to the program: a preloaded library\n"
 	      "recognizes the sites' call instructions. Runs a baseline (the same\n"
@@ -60,8 +59,8 @@ static void try_usage(FILE *f)
 	      "  --site SITE          pool this site: a site name as advise prints it (or\n"
 	      "                       its --json `site`), its `site_id`, or a function that\n"
 	      "                       names one site; repeatable (default: every site\n"
-	      "                       advise says to pool, or is unsure of: threads\n"
-	      "                       wait, replay faults)\n"
+	      "                       advise says to pool, or is unsure of: replay\n"
+	      "                       faults)\n"
 	      "  --runs N             rounds of runs, each the baseline and every site once\n"
 	      "                       (default 8; 6 or more give a 95% interval)\n"
 	      "  --no-measure         advise's prediction from its model alone (no measured\n"
@@ -1003,7 +1002,7 @@ static const struct ap_advise_site *find_site(const struct ap_advice *a, const c
 static bool pool_verdict(enum ap_verdict v)
 {
 	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES ||
-	       v == AP_VERDICT_WAITS || v == AP_VERDICT_FAULTS;
+	       v == AP_VERDICT_FAULTS;
 }
 
 /* The walk's stops for a config that lists the sites ts: the frame of

@@ -22,9 +22,12 @@
  * prints `allocprof-replay: why` on stderr and exits 1.
  *
  *	allocprof-replay --switch-probe
+ *	allocprof-replay --fault-probe
  *
  * What one blocking hand-over between two threads costs here (switch_probe,
- * below): prints `switch_ns=N switches=N cpu_ns=N`.
+ * below): prints `switch_ns=N switches=N cpu_ns=N`; what one page fault of
+ * a page given back and written again costs (fault_probe): prints
+ * `fault_ns=N faults=N cpu_ns=N`.
  *
  * What a replayed op does (docs/pool-model.md, "The measured replay"):
  * every new block's first 64 bytes are written, and one byte in each of
@@ -635,6 +638,36 @@ static int switch_probe(void)
 	return ferror(stdout) ? 1 : 0;
 }
 
+/* What a page fault costs here when glibc has given the page back and a
+ * write takes it again, as a replay's trimmed heap does: FAULT_PAGES pages
+ * written a byte each and given back (MADV_DONTNEED), FAULT_ROUNDS times;
+ * the process's CPU time over its minor faults. */
+#define FAULT_PAGES 256
+#define FAULT_ROUNDS 32
+static int fault_probe(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = FAULT_PAGES * pg;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		die("cannot map %zu bytes: %s", len, strerror(errno));
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	uint64_t c0 = ns(CLOCK_PROCESS_CPUTIME_ID);
+	for (int r = 0; r < FAULT_ROUNDS; r++) {
+		for (size_t i = 0; i < FAULT_PAGES; i++)
+			((volatile char *)p)[i * pg] = (char)r;
+		(void)madvise(p, len, MADV_DONTNEED);
+	}
+	uint64_t cpu = ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+	getrusage(RUSAGE_SELF, &r1);
+	long f = r1.ru_minflt - r0.ru_minflt;
+	munmap(p, len);
+	printf("fault_ns=%llu faults=%ld cpu_ns=%llu\n",
+	       (unsigned long long)(f > 0 ? cpu / (uint64_t)f : 0), f, (unsigned long long)cpu);
+	fflush(stdout);
+	return ferror(stdout) ? 1 : 0;
+}
+
 static void batch_policy(void)
 {
 	/* No wakeup preemption: a replay thread woken when the op it waits
@@ -660,9 +693,11 @@ int main(int argc, char **argv)
 		batch_policy();
 		return switch_probe();
 	}
+	if (argc == 2 && !strcmp(argv[1], "--fault-probe"))
+		return fault_probe();
 	if (argc != 4 && argc != 5)
 		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES], or allocprof-replay "
-			  "--switch-probe (run by allocprof advise)");
+			  "--switch-probe or --fault-probe (run by allocprof advise)");
 	char *end;
 	long fd = strtol(argv[1], &end, 10);
 	if (*end || fd < 0 || fd > INT_MAX)

@@ -54,19 +54,58 @@ static struct ap_script *stopped(const struct ap_trace *t, struct ap_script *sc,
 	return sc;
 }
 
-/* One replay of the baseline says what a run takes. If min_rounds rounds
- * of the baseline and the first AP_MEASURE_FIT_SITES candidates would not
- * fit in the budget, the script is made again of the run's first events,
- * as many as fit (AP_MEASURE_MIN_EVENTS at least): a budget of seconds
- * then buys a measurement of part of a long run, not a wait of minutes
- * for a few sites or none. Returns the script to measure (sc, or the
- * shorter one, sc freed), or NULL with err set. */
+/* ALLOCPROF_REPLAY_TOUCH=S (0 to 1): that share of each block written, not
+ * fitted (=1: every page, as before the fit); -1 when not set. */
+static double touch_set(void)
+{
+	const char *env = getenv("ALLOCPROF_REPLAY_TOUCH");
+	char *end = NULL;
+	double set = env && *env ? strtod(env, &end) : -1;
+	return end && !*end && set >= 0 && set <= 1 ? set : -1;
+}
+
+/* Whether the share written will be fitted (fit_touch), from a replay of
+ * the whole run touching every page that faulted `all` times: a run of
+ * one thread whose recorded faults are known, and a replay faulting far
+ * more than it. */
+static bool touch_fits(const struct ap_advice *a, const struct ap_script *sc, double all)
+{
+	return a->has_program_minflt && ap_script_threads(sc) == 1 && touch_set() < 0 &&
+	       ap_advise_touch_fit(0, all, (double)a->program_minflt) < 1;
+}
+
+uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,
+				 size_t sites, unsigned fit_runs)
+{
+	if (budget_ns <= 0 || ev <= AP_MEASURE_MIN_EVENTS || run_ns <= 0)
+		return ev;
+	size_t want = sites < AP_MEASURE_FIT_SITES ? sites : AP_MEASURE_FIT_SITES;
+	double runs = (double)(rounds > 1 ? rounds : 1) * (double)(want + 1) + fit_runs;
+	double per_run = budget_ns / runs;
+	if (run_ns <= per_run)
+		return ev;
+	uint64_t keep = (uint64_t)((double)ev * per_run / run_ns);
+	if (keep < AP_MEASURE_MIN_EVENTS)
+		keep = AP_MEASURE_MIN_EVENTS;
+	return keep < ev ? keep : ev;
+}
+
+/* One replay of the baseline says what a run takes (*probe: its cost,
+ * *probed: whether it was made, of the whole script). If min_rounds rounds
+ * of the baseline and the first AP_MEASURE_FIT_SITES candidates, and the
+ * replays that fit the share of each block written (AP_TOUCH_FIT_RUNS),
+ * would not fit in the budget, the script is made again of the run's
+ * first events, as many as fit (AP_MEASURE_MIN_EVENTS at least): a budget
+ * of seconds then buys a measurement of part of a long run, not a wait of
+ * minutes for a few sites or none. Returns the script to measure (sc, or
+ * the shorter one, sc freed), or NULL with err set. */
 static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *t,
 				    const struct ap_site_map *m, const double *cyc, size_t ncyc,
 				    const struct ap_measure_opts *mo, size_t nc, struct ap_script *sc,
-				    struct ap_error *err)
+				    struct ap_run_cost *probe, bool *probed, struct ap_error *err)
 {
 	uint64_t ev = ap_script_events(sc);
+	*probed = false;
 	if (mo->budget_ns <= 0 || ev <= AP_MEASURE_MIN_EVENTS)
 		return sc;
 	struct ap_measure_opts po = *mo;
@@ -74,23 +113,19 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	po.sampler = NULL;
 	po.progress = NULL;
 	po.stop = &t->events_stop;
-	struct ap_run_cost pb, prec;
+	po.touch = 1;	/* (the fit's first replay: fit_touch) */
+	struct ap_run_cost prec;
 	struct ap_measured none;
 	struct ap_error e2;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ap_measure(sc, NULL, 0, &po, &none, &pb, &prec, &e2) < 0)
+	if (ap_measure(sc, NULL, 0, &po, &none, probe, &prec, &e2) < 0)
 		return sc;	/* the measurement proper will say what fails */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*probed = true;
 	double run = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-	size_t want = nc < AP_MEASURE_FIT_SITES ? nc : AP_MEASURE_FIT_SITES;
-	unsigned rounds = mo->min_rounds > 1 ? mo->min_rounds : 1;
-	double per_run = mo->budget_ns / ((double)rounds * (double)(want + 1));
-	if (run <= per_run)
-		return sc;
-	uint64_t keep = (uint64_t)((double)ev * per_run / run);
-	if (keep < AP_MEASURE_MIN_EVENTS)
-		keep = AP_MEASURE_MIN_EVENTS;
+	unsigned fit_runs = touch_fits(a, sc, probe->minflt) ? AP_TOUCH_FIT_RUNS : 0;
+	uint64_t keep = ap_advise_budget_events(ev, run, mo->budget_ns, mo->min_rounds, nc, fit_runs);
 	if (keep >= ev)
 		return sc;
 	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, a->joins, a->njoins, cyc,
@@ -121,29 +156,37 @@ double ap_advise_touch_fit(double line, double all, double prog)
 	return ap_advise_touch_between(0, line, 1, all, prog);
 }
 
+double ap_advise_touch_target(double prog, double all_part, double all_whole)
+{
+	return all_whole > 0 ? prog * all_part / all_whole : prog;
+}
+
 /* The share of each block's pages the replay touches, fitted to the
  * recorded run's page faults for a script of one thread (the replay of
  * threads trims where their interleaving decides, not where the program
- * wrote: bench/twins' relay): one baseline replay touching every page,
- * and when it faults far more than the run, one touching first lines.
- * Sets a->touch_share (1 when not fitted) and *touch. */
+ * wrote: bench/twins' relay): a baseline replay touching every page (the
+ * budget's probe of the whole run when there was one: probe), and when
+ * it faults far more than the run, one touching first lines. A script of
+ * the run's first events (the budget cut it) is fitted to the recorded
+ * run's faults in the share the probe of the whole run says those events
+ * make (ap_advise_touch_target): the faults of a run's start, the
+ * program's and the runner's, do not scale with its events, and a heap
+ * built early faults early (bench/twins' cache). Sets a->touch_share (1
+ * when not fitted) and *touch. */
 static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struct ap_script *sc,
-		      const struct ap_measure_opts *mo, double *touch)
+		      const struct ap_measure_opts *mo, const struct ap_run_cost *probe, double *touch)
 {
 	a->touch_share = *touch = 1;
-	/* ALLOCPROF_REPLAY_TOUCH=S (0 to 1): that share, not fitted (=1:
-	 * every page, as before the fit) */
-	const char *env = getenv("ALLOCPROF_REPLAY_TOUCH");
-	char *end = NULL;
-	double set = env && *env ? strtod(env, &end) : -1;
-	if (end && !*end && set >= 0 && set <= 1) {
+	double set = touch_set();
+	if (set >= 0) {
 		a->touch_share = *touch = set;
 		return;
 	}
-	/* (a replay of the run's first events only: the faults of its start,
-	 * the program's and the runner's, do not scale with the share, and
-	 * the recorded run's cannot be split so) */
-	if (!a->has_program_minflt || ap_script_threads(sc) != 1 || a->measure_share < 1)
+	/* (cut to AP_MEASURE_MAX_EVENTS with no probe of the whole run: the
+	 * recorded run's faults cannot be split) */
+	bool part = a->measure_share < 1;
+	if (!a->has_program_minflt || ap_script_threads(sc) != 1 || (part && !probe) ||
+	    (probe && !touch_fits(a, sc, probe->minflt)))
 		return;
 	struct ap_measure_opts po = *mo;
 	po.min_rounds = po.max_rounds = 1;
@@ -154,10 +197,14 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 	struct ap_measured none;
 	struct ap_error e2;
 	po.touch = 1;
-	if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0)
+	if (probe && !part)
+		all = *probe;	/* (the probe was this replay) */
+	else if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0)
 		return;	/* the measurement proper will say what fails */
-	double prog = (double)a->program_minflt;
+	double prog = ap_advise_touch_target((double)a->program_minflt, all.minflt,
+					     part ? probe->minflt : 0);
 	a->touch_faults_all = all.minflt;
+	a->touch_faults_run = prog;
 	if (ap_advise_touch_fit(0, all.minflt, prog) >= 1)
 		return;	/* (not more than the run: no second replay) */
 	po.touch = 0;
@@ -290,8 +337,15 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 						      a->njoins, cyc, ncyc, AP_MEASURE_MAX_EVENTS,
 						      &err);
 	sc = stopped(t, sc, &err);
+	/* Every replay from here on is in the budget: the probe, the fit,
+	 * the rounds. */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct ap_run_cost probe;
+	bool probed = false;
+	uint64_t probe_events = sc ? ap_script_events(sc) : 0;
 	if (sc)
-		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &err);
+		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &probe, &probed, &err);
 	free(cyc);
 	if (!sc) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
@@ -316,11 +370,18 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			memcpy(jobs[k].classes, s->classes, jobs[k].nclasses * sizeof(*s->classes));
 		}
 	}
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct ap_measure_opts o2 = *mo;
 	o2.stop = &t->events_stop;
-	fit_touch(a, t, sc, mo, &o2.touch);
+	/* (a probe of a script cut to AP_MEASURE_MAX_EVENTS is not one of
+	 * the whole run: not fitted then) */
+	fit_touch(a, t, sc, mo, probed && probe_events >= t->nev ? &probe : NULL, &o2.touch);
+	if (mo->budget_ns > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double spent = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+		/* (at least min_rounds rounds of the baseline and one site
+		 * are measured however little is left) */
+		o2.budget_ns = mo->budget_ns > spent ? mo->budget_ns - spent : 1;
+	}
 	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);

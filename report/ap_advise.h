@@ -186,8 +186,6 @@ enum ap_verdict {
 	AP_VERDICT_ELSEWHERE,		/* no pool here: its objects are judged at another site */
 	AP_VERDICT_COSTS_MORE,		/* measured: the pool costs more than malloc */
 	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
-	AP_VERDICT_WAITS,		/* measured, but less than the program's own waits
-					 * between threads could move with a pool */
 	AP_VERDICT_FAULTS,		/* measured, but the saving is page faults the
 					 * replay made and the recorded run did not */
 };
@@ -277,6 +275,11 @@ struct ap_advise_site {
 	double mean_gap_ns;	/* mean time between requests (0: one request) */
 	double mean_life_ns;	/* mean lifetime of freed objects */
 	double cross_thread_share; /* of its freed objects: freed by another thread than made them */
+	/* Measured: the page faults the baseline replay made beyond the
+	 * recorded run's (and the pooled replay's), and what they cost at
+	 * the runner's price of one, when taken off the saving (0: none
+	 * taken; advise_verdict.c, FAULTS_MORE and EXCESS_SHARE) */
+	double excess_faults, excess_faults_ns;
 	double calloc_share;	/* --all: of its objects, born by calloc (a pooled one is not cleared) */
 	/* Growth across sites: the site where most of this site's objects grow
 	 * by realloc (grows_at, NULL if none), and the site where most of the
@@ -444,6 +447,10 @@ struct ap_advice {
 	 * (ap_advise_touch_fit). */
 	double touch_share;
 	double touch_faults_all, touch_faults_line;
+	/* ...and the recorded run's faults it was fitted to: program_minflt,
+	 * or for a replay of the run's first events their share of it
+	 * (ap_advise_touch_target) */
+	double touch_faults_run;
 	char measure_why[256];
 	/* The CPUs the measured replay ran on (ap_advise_replay_cpus):
 	 * replay_cpus of them, chosen as replay_cpus_from says; the recorded
@@ -515,6 +522,15 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *
 #define AP_MEASURE_MIN_EVENTS (UINT64_C(1) << 20)
 #define AP_MEASURE_FIT_SITES 2
 
+/* The events of a run to replay when one replay of its ev events took
+ * run_ns: all of them, unless `rounds` rounds of the baseline and the
+ * first AP_MEASURE_FIT_SITES of `sites` sites, and `fit_runs` replays more
+ * (those that fit the share of each block written:
+ * AP_TOUCH_FIT_RUNS), would take longer than budget_ns; then as many as
+ * fit, AP_MEASURE_MIN_EVENTS at least. Exposed for tests. */
+uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,
+				 size_t sites, unsigned fit_runs);
+
 /* Measures, with the measured replay (ap_measure.h), the sites of `a` the
  * model ranks worth measuring (at most max_sites: a pool the model says
  * would hit, largest expected saving first), and judges and ranks them
@@ -541,8 +557,8 @@ void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b);
 /* The share of its blocks' bytes (from each block's start) a run of one
  * thread wrote, from page faults: a replay touching every page of every
  * new block faulted all times, one touching each block's first line
- * line times, the recorded run prog times (advise fits only a replay of
- * the whole run).
+ * line times, the recorded run prog times (for a replay of the run's
+ * first events, the share of them ap_advise_touch_target says).
  * Returns 1 (every page) unless the replay faulted more than
  * AP_TOUCH_FIT_MORE times the run and AP_TOUCH_FIT_SLACK more, and
  * first lines alone fewer times than the run; else the
@@ -562,6 +578,15 @@ double ap_advise_touch_fit(double line, double all, double prog);
  * off it. */
 #define AP_TOUCH_FIT_NEAR 0.1
 double ap_advise_touch_between(double fa, double faults_a, double fb, double faults_b, double prog);
+/* The fit's replays of the script measured: every page, first lines, and
+ * one at the fitted share. */
+#define AP_TOUCH_FIT_RUNS 3
+/* The recorded run's faults to fit a replay of the run's first events to:
+ * prog (the whole run's) times all_part / all_whole, the faults of a
+ * replay of those events touching every page over those of a replay of
+ * the whole run touching every page (prog when all_whole is 0: the
+ * script is the whole run). */
+double ap_advise_touch_target(double prog, double all_part, double all_whole);
 
 const char *ap_verdict_name(enum ap_verdict v);
 

@@ -80,6 +80,11 @@ struct ap_run_cost {
 	 * two threads on the replay's CPUs (the runner's switch probe, a
 	 * median of three; 0 when not measured: a replay of one thread) */
 	double switch_ns;
+	/* the baseline's only: CPU time of one page fault of a page given
+	 * back and written again (the runner's fault probe, a median of
+	 * three; 0 when not measured: a baseline that faulted fewer than a
+	 * thousand times) */
+	double fault_ns;
 };
 
 /* Whether c's runs faulted in modes far apart: the most at least four

@@ -874,21 +874,27 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	free(x);
 }
 
-/* What one blocking hand-over between two threads costs on the replay's
- * CPUs: the median of PROBES of the runner's switch probe; 0 when none
- * said. */
+/* A probe of the runner's (`allocprof-replay FLAG`, which prints
+ * `KEY=N ...`): the median of PROBES of its N; 0 when none said. The
+ * switch probe: what one blocking hand-over between two threads costs on
+ * the replay's CPUs; the fault probe: what a page fault of a page given
+ * back and written again costs. */
 #define PROBES 3
-static double switch_cost(const char *runner, const int *stop)
+/* The fault probe runs when the baseline's first run faulted this often. */
+#define FAULT_PROBE_MIN 1000
+static double probe_cost(const char *runner, const int *stop, const char *flag, const char *key)
 {
 	double v[PROBES];
-	size_t n = 0;
+	size_t n = 0, kl = strlen(key);
 	for (size_t k = 0; k < PROBES && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED)); k++) {
-		char buf[256];
-		unsigned long long ns;
+		char buf[256], *end;
 		struct ap_error e2;
-		const char *args[] = { "allocprof-replay", "--switch-probe", NULL };
-		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, buf, sizeof(buf), &e2) == 0 &&
-		    sscanf(buf, "switch_ns=%llu", &ns) == 1 && ns)
+		const char *args[] = { "allocprof-replay", flag, NULL };
+		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, buf, sizeof(buf), &e2) != 0 ||
+		    strncmp(buf, key, kl) || buf[kl] != '=')
+			continue;
+		unsigned long long ns = strtoull(buf + kl + 1, &end, 10);
+		if (end != buf + kl + 1 && ns)
 			v[n++] = (double)ns;
 	}
 	return n ? median(v, n) : 0;
@@ -973,7 +979,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 	memset(recorded, 0, sizeof(*recorded));
 	size_t na = nv;	/* the variants still measured: 0 .. na-1 */
 	bool recorded_done = false;
-	double switch_ns = 0;
+	double switch_ns = 0, fault_ns = 0;
 	while (rounds < maxr) {
 		/* Each round runs every variant once, starting one further
 		 * each time, so no variant always follows the same one. */
@@ -1016,7 +1022,11 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			/* (not for a trial run without sites: its time is the
 			 * one of a replay, which sizes the script) */
 			if (s->nthreads > 1 && n > 0)
-				switch_ns = switch_cost(o->runner, o->stop);
+				switch_ns = probe_cost(o->runner, o->stop, "--switch-probe", "switch_ns");
+			/* (what the baseline's faults cost, where it faulted
+			 * enough for a verdict to hang on them) */
+			if (n > 0 && v[0].minflt >= FAULT_PROBE_MIN)
+				fault_ns = probe_cost(o->runner, o->stop, "--fault-probe", "fault_ns");
 		}
 		if (o->progress)
 			o->progress(o->progress_ctx, rounds, el, o->budget_ns);
@@ -1066,6 +1076,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 		col[r] = v[r * nv];
 	cost_of(col, rounds, base);
 	base->switch_ns = switch_ns;
+	base->fault_ns = fault_ns;
 	for (size_t j = 1; j < na; j++) {
 		struct ap_measured *m = &out[j - 1];
 		for (unsigned r = 0; r < rounds; r++) {

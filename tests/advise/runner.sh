@@ -1,6 +1,7 @@
 #!/bin/sh
 # allocprof-replay refuses what is not a replay script of its version, or a
 # damaged one, with one line and exit status 1, before it replays anything.
+# Its fault probe prices a page fault.
 # usage: runner.sh ALLOCPROF_REPLAY
 set -u
 r=$1
@@ -35,4 +36,12 @@ expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
 expect "text" "not a replay script" "$tmp/text" 3 -1 0
 expect "ops missing" "not a replay script, or a damaged one|damaged replay script" "$tmp/short" 3 -1 0
 expect "version" "not a replay script" "$tmp/vnext" 3 -1 0
+# the fault probe: 256 pages written and given back 32 times, priced
+out=$("$r" --fault-probe) || { echo "FAIL fault probe: rc $?"; fail=1; }
+case $out in
+fault_ns=[1-9]*" faults="*" cpu_ns="[1-9]*) ;;
+*) echo "FAIL fault probe: '$out'"; fail=1 ;;
+esac
+f=$(printf '%s\n' "$out" | sed -n 's/.* faults=\([0-9]*\) .*/\1/p')
+[ "${f:-0}" -ge 8192 ] || { echo "FAIL fault probe: $f faults, want 8192 or more"; fail=1; }
 exit $fail

@@ -655,6 +655,36 @@ static void test_touch(void)
 	EQ("between", ap_advise_touch_between(0.25, 90000, 1, 410000, 106000), 0.25 + 0.75 * 16000 / 320000);
 	EQ("between, clamped", ap_advise_touch_between(0.25, 90000, 1, 410000, 500000), 1);
 	EQ("between, flat", ap_advise_touch_between(0, 5000, 0.3, 5000, 9000), 0.3);
+
+	/* A replay of the run's first events is fitted to the share of the
+	 * run's faults a replay of all of them writing every page made in
+	 * them (a heap built early faults early). */
+	EQ("target, whole run", ap_advise_touch_target(32000, 64000, 0), 32000);
+	EQ("target, a third", ap_advise_touch_target(32000, 21950, 64000), 32000 * 21950 / 64000.0);
+}
+
+/* The budget: a run that fits is replayed whole; one that does not is cut
+ * to what fits, counting the fit's replays of the share written, never
+ * below AP_MEASURE_MIN_EVENTS. */
+static void test_budget_events(void)
+{
+	uint64_t ev = 8 * AP_MEASURE_MIN_EVENTS;
+	/* 6 rounds of the baseline and two sites: 18 replays of 0.1 s */
+	EQ("fits", (double)ap_advise_budget_events(ev, 0.1e9, 2e9, 6, 5, 0), (double)ev);
+	EQ("no budget", (double)ap_advise_budget_events(ev, 10e9, 0, 6, 5, 0), (double)ev);
+	/* the same with the fit's three replays: 21 of 0.1 s do not fit */
+	EQ("fits, the fit's replays", (double)ap_advise_budget_events(ev, 0.1e9, 2e9, 6, 5, 3),
+	   (double)(uint64_t)((double)ev * (2e9 / 21) / 0.1e9));
+	/* a run of 1 s: 12 replays in 3.6 s, 0.3 of it; 15 in 4.2 s with the
+	 * fit's replays, 0.28 */
+	EQ("cut", (double)ap_advise_budget_events(ev, 1e9, 3.6e9, 6, 1, 0),
+	   (double)(uint64_t)((double)ev * (3.6e9 / 12) / 1e9));
+	EQ("cut, the fit's replays", (double)ap_advise_budget_events(ev, 1e9, 4.2e9, 6, 1, 3),
+	   (double)(uint64_t)((double)ev * (4.2e9 / 15) / 1e9));
+	EQ("at least a few", (double)ap_advise_budget_events(ev, 100e9, 1e9, 6, 1, 3),
+	   (double)AP_MEASURE_MIN_EVENTS);
+	EQ("small", (double)ap_advise_budget_events(AP_MEASURE_MIN_EVENTS, 100e9, 1e9, 6, 1, 3),
+	   (double)AP_MEASURE_MIN_EVENTS);
 }
 
 int main(int argc, char **argv)
@@ -669,6 +699,7 @@ int main(int argc, char **argv)
 	test_one_thread();
 	test_growth_by_copy();
 	test_touch();
+	test_budget_events();
 	test_handoff();
 	test_slack();
 	test_targeted_wakes();
