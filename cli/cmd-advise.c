@@ -567,18 +567,8 @@ int cmd_advise(int argc, char **argv)
 	}
 	if (optind == argc)
 		return ap_usage_error("advise", "a TRACE file is needed");
-	/* (read by the measured replay, deep inside: checked here, where a
-	 * bad value can still be said before any work) */
-	const char *touch = getenv("ALLOCPROF_REPLAY_TOUCH");
-	if (touch && *touch) {
-		char *end;
-		double share = strtod(touch, &end);
-		if (*end || !(share >= 0 && share <= 1)) {
-			ap_say("ALLOCPROF_REPLAY_TOUCH: '%s' is not a share of each block from 0 to 1",
-			       touch);
-			return AP_EXIT_USAGE;
-		}
-	}
+	if (ap_view_touch_check() < 0)
+		return AP_EXIT_USAGE;
 	if (vo.by_process || argc - optind > 1 || (!vo.no_children && has_children(argv[optind])))
 		return ap_view_by_process(cmd_advise, argc, argv, optind, &vo);
 

@@ -582,6 +582,8 @@ int cmd_html(int argc, char **argv)
 	if (o.by_process)
 		return ap_usage_error("html", "--by-process: one page shows one run; make a "
 					      "process's page with --no-children");
+	if (ap_view_touch_check() < 0)
+		return AP_EXIT_USAGE;
 
 	/* Not on a terminal: a new report001.html, as flamegraph does. A
 	 * bad trace is found before the file is made. */

@@ -1175,6 +1175,8 @@ int cmd_try(int argc, char **argv)
 		return ap_usage_error("try",
 				      "one TRACE only (the program's arguments go after --)");
 	const char *trace_path = argv[optind];
+	if (ap_view_touch_check() < 0)
+		return AP_EXIT_USAGE;
 
 	struct ap_cost_table costs;
 	if (ap_advise_load_costs(&costs) < 0)

@@ -324,6 +324,8 @@ int cmd_tui(int argc, char **argv)
 		return ap_usage_error("tui", "--keys goes with --batch");
 	if (follow && argc - optind != 1)
 		return ap_usage_error("tui", "--follow follows one trace, not %d", argc - optind);
+	if (ap_view_touch_check() < 0)
+		return AP_EXIT_USAGE;
 
 	int *keys = NULL, *sizes = NULL, nkeys = 0;
 	if (batch) {

@@ -809,6 +809,16 @@ static void measure_progress(void *ctx, unsigned round, double elapsed_ns, doubl
 	fflush(stderr);
 }
 
+int ap_view_touch_check(void)
+{
+	double share;
+	if (ap_advise_touch_env(&share) >= 0)
+		return 0;
+	ap_say("ALLOCPROF_REPLAY_TOUCH: '%s' is not a share of each block from 0 to 1",
+	       getenv("ALLOCPROF_REPLAY_TOUCH"));
+	return -1;
+}
+
 void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 			 const struct ap_trace *t, const struct ap_site_map *m,
 			 const struct ap_advise_options *ao)

@@ -431,6 +431,10 @@ int ap_view_measure_option(struct ap_view_measure *vm, const char *cmd, int opt,
 			   const char *arg);
 /* Measures a's sites (ap_advise_measure) with allocprof-replay from next
  * to this program, else from pkglibdir; or, off, says so in a. */
+/* ALLOCPROF_REPLAY_TOUCH, read by the measured replay deep inside:
+ * checked by each command that measures, where a bad value can still be
+ * said before any work. 0, or -1 having said why. */
+int ap_view_touch_check(void);
 void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 			 const struct ap_trace *t, const struct ap_site_map *m,
 			 const struct ap_advise_options *ao);

@@ -54,14 +54,27 @@ static struct ap_script *stopped(const struct ap_trace *t, struct ap_script *sc,
 	return sc;
 }
 
-/* ALLOCPROF_REPLAY_TOUCH=S (0 to 1): that share of each block written, not
- * fitted (=1: every page, as before the fit); -1 when not set. */
-static double touch_set(void)
+int ap_advise_touch_env(double *share)
 {
 	const char *env = getenv("ALLOCPROF_REPLAY_TOUCH");
-	char *end = NULL;
-	double set = env && *env ? strtod(env, &end) : -1;
-	return end && !*end && set >= 0 && set <= 1 ? set : -1;
+	*share = -1;
+	if (!env || !*env)
+		return 0;
+	char *end;
+	double set = strtod(env, &end);
+	if (*end || !(set >= 0 && set <= 1))
+		return -1;
+	*share = set;
+	return 1;
+}
+
+/* ALLOCPROF_REPLAY_TOUCH=S (0 to 1): that share of each block written, not
+ * fitted (=1: every page, as before the fit); -1 when not set (the
+ * commands refuse a bad value before any work: ap_view_touch_check). */
+static double touch_set(void)
+{
+	double share;
+	return ap_advise_touch_env(&share) > 0 ? share : -1;
 }
 
 /* Whether the share written will be fitted (fit_touch), from a replay of

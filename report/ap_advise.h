@@ -571,6 +571,11 @@ void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b);
 #define AP_TOUCH_FIT_MORE 1.5
 #define AP_TOUCH_FIT_SLACK 1000
 double ap_advise_touch_fit(double line, double all, double prog);
+/* ALLOCPROF_REPLAY_TOUCH, the share of each new block the measured
+ * replay writes when it is set (not fitted): 1 and *share if it is a
+ * number from 0 to 1, 0 if it is not set (*share -1), -1 if it is set to
+ * anything else (what advise, try, html and tui refuse). */
+int ap_advise_touch_env(double *share);
 /* The share between fa and fb at which faults, linear between faults_a
  * at fa and faults_b at fb, are prog (fb when faults_b is not above
  * faults_a). advise refines the fit once with it, from a replay at the

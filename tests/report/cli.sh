@@ -199,6 +199,11 @@ HOME="$tmp/no-home" XDG_CACHE_HOME= expect 1 "^allocprof: calibrate: no place fo
 for v in abc 2 -0.5; do
 	ALLOCPROF_REPLAY_TOUCH=$v expect 2 "^allocprof: ALLOCPROF_REPLAY_TOUCH: '$v' is not a share of each block from 0 to 1$" advise "$tmp/fx.trace"
 done
+# and by every command that measures (review23: try and the TUI went on
+# and fitted, without a word)
+for c in try html "tui --batch"; do
+	ALLOCPROF_REPLAY_TOUCH=abc expect 2 "^allocprof: ALLOCPROF_REPLAY_TOUCH: 'abc' is not a share of each block from 0 to 1$" $c "$tmp/fx.trace"
+done
 
 # JSON parses, with numbers as numbers.
 "$ap" top --json "$tmp/fx.trace" >"$tmp/top.json" &&
