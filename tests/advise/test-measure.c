@@ -673,7 +673,7 @@ static void test_budget_events(void)
 	EQ("fits", (double)ap_advise_budget_events(ev, 0.1e9, 2e9, 6, 5, 0), (double)ev);
 	EQ("no budget", (double)ap_advise_budget_events(ev, 10e9, 0, 6, 5, 0), (double)ev);
 	/* the same with the fit's three replays: 21 of 0.1 s do not fit */
-	EQ("fits, the fit's replays", (double)ap_advise_budget_events(ev, 0.1e9, 2e9, 6, 5, 3),
+	EQ("cut by the fit's replays", (double)ap_advise_budget_events(ev, 0.1e9, 2e9, 6, 5, 3),
 	   (double)(uint64_t)((double)ev * (2e9 / 21) / 0.1e9));
 	/* a run of 1 s: 12 replays in 3.6 s, 0.3 of it; 15 in 4.2 s with the
 	 * fit's replays, 0.28 */
