@@ -39,21 +39,40 @@ static int fd_floor(void)
  * program cannot meet it: open() and dup give numbers under the limit
  * only, and F_DUPFD, dup2 and dup3 refuse a number at or past it, as
  * without us. Putting it there takes the soft limit raised for the one
- * F_DUPFD and put back. With no room under the hard limit: into the
- * sampler's range under the soft one (fd_floor), where the program can
- * see it. fd itself if it cannot move. */
+ * F_DUPFD and put back. With no room under the hard limit (`ulimit -n N`
+ * in a shell sets both), the hard one is raised too, which takes
+ * CAP_SYS_RESOURCE (root's, outside containers that drop it), and put
+ * back (lowering it takes nothing); failing that, what room there is, or
+ * the sampler's range under the soft limit (fd_floor), where the program
+ * can see it. fd itself if it cannot move. */
+static int fd_high_errno(int fd, int cloexec);
+
+/* (the program's errno as it was: a refused setrlimit must not show) */
 static int fd_high(int fd, int cloexec)
+{
+	int saved = errno, r = fd_high_errno(fd, cloexec);
+	errno = saved;
+	return r;
+}
+
+static int fd_high_errno(int fd, int cloexec)
 {
 	int cmd = cloexec ? F_DUPFD_CLOEXEC : F_DUPFD;
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max &&
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < (rlim_t)INT_MAX - FD_TOP) {
 		if ((rlim_t)fd >= rl.rlim_cur)
 			return fd;
 		struct rlimit up = { rl.rlim_cur + FD_TOP, rl.rlim_max };
-		if (up.rlim_cur > rl.rlim_max)
-			up.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+		int raised = -1;
+		if (up.rlim_cur > rl.rlim_max) {
+			up.rlim_max = up.rlim_cur;
+			if ((raised = setrlimit(RLIMIT_NOFILE, &up)) < 0)
+				up = (struct rlimit){ rl.rlim_max, rl.rlim_max };
+		}
+		if (raised < 0 && up.rlim_cur > rl.rlim_cur)
+			raised = setrlimit(RLIMIT_NOFILE, &up);
+		if (raised == 0) {
 			int high = fcntl(fd, cmd, (int)rl.rlim_cur);
 			setrlimit(RLIMIT_NOFILE, &rl);
 			if (high >= 0) {
