@@ -422,12 +422,12 @@ static size_t boot_usable_size(void *p)
  * (see the early log). 1 if logged (or lost for want of memory), 0 if the
  * log is closed: the state is no longer AP_INIT, and the call is the
  * caller's to record live (or not at all, AP_DISABLED). */
-int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller)
+/* The entries for a free of `freed` and an allocation of `got` (either
+ * NULL: none), pre_lock held and the log open. */
+static void pre_log(const void *freed, const void *got, uint64_t n, unsigned kind,
+		    uint64_t caller)
 {
-	int saved = errno, open;
-	int nested = own_lock(&pre_lock);
-	open = !__atomic_load_n(&pre_closed, __ATOMIC_RELAXED);
-	for (int k = 0; open && k < 2; k++) {
+	for (int k = 0; k < 2; k++) {
 		const void *p = k ? got : freed;
 		if (!p)
 			continue;
@@ -438,9 +438,34 @@ int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint6
 		else
 			__atomic_fetch_add(&pre_lost, 1, __ATOMIC_RELAXED);
 	}
+}
+
+int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller)
+{
+	int saved = errno, open;
+	int nested = own_lock(&pre_lock);
+	open = !__atomic_load_n(&pre_closed, __ATOMIC_RELAXED);
+	if (open)
+		pre_log(freed, got, n, kind, caller);
 	own_unlock(&pre_lock, nested);
 	errno = saved;
 	return open;
+}
+
+int pre_realloc(void *old, size_t n, unsigned kind, uint64_t caller, void **q)
+{
+	int nested = own_lock(&pre_lock);
+	if (__atomic_load_n(&pre_closed, __ATOMIC_RELAXED)) {
+		own_unlock(&pre_lock, nested);
+		return 0;
+	}
+	*q = real_realloc(old, n);
+	int err = errno;
+	if (*q || n == 0) /* (realloc(p, 0) freed p; a failure changed nothing) */
+		pre_log(old, *q, n, kind, caller);
+	own_unlock(&pre_lock, nested);
+	errno = err;
+	return 1;
 }
 
 void *boot_move(void *old, size_t n)

@@ -467,31 +467,23 @@ static void *live_moved(void *q)
 /* realloc and reallocarray: the old block leaves the set before the real
  * call (it may be reused by another thread as soon as it is freed) and
  * goes back if the call fails. */
-static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_tracked,
-			    unsigned kind, uint64_t caller, uint64_t cfa)
+/* The live bytes after a realloc (was: old's usable size, read before
+ * the call; 0 when not counted). */
+static inline void realloc_live(struct ap_tls *t, void *q, size_t n, int64_t was)
 {
-	struct ap_tls *t = &tls;
-	/* was: old's usable size, read before the call (0 when not counted) */
 	if (q && live_on) {
 		live_in(t, blk_size(q));
 		live_out(t, was);
 	} else if (!q && n == 0) {
 		live_out(t, was); /* realloc(p, 0) freed p */
 	}
-	if (was_tracked == 2) {
-		/* before the start: old's free was logged before the call
-		 * (early_realloc), q's allocation is now, which is how
-		 * valgrind counts a realloc; a realloc that failed leaves old
-		 * live, logged anew; the log closed meanwhile: q is recorded
-		 * live, a block of its own */
-		if (!q && n) {
-			pre_add(NULL, old, real_usable_size(old), kind, caller);
-			return q;
-		}
-		if (!q || pre_add(NULL, q, n, kind, caller))
-			return q;
-		was_tracked = 0;
-	}
+}
+
+static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_tracked,
+			    unsigned kind, uint64_t caller, uint64_t cfa)
+{
+	struct ap_tls *t = &tls;
+	realloc_live(t, q, n, was);
 	if (!q) {
 		if (n == 0) {
 			/* glibc: realloc(p, 0) freed p */
@@ -531,17 +523,22 @@ static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_t
 	return q;
 }
 
-/* A realloc before the start (see the early log): old's free is logged
- * before the real call, as free_slow logs a free before the real free
- * (after it, another thread could get old's address and log its birth
- * first). 2 if logged; if the log has closed meanwhile, whether old is
- * tracked as the state that turned says. */
-static __attribute__((noinline)) int early_realloc(void *old)
+/* A realloc of an early block before the start (take_tracked's 2): made
+ * and logged by pre_realloc, as valgrind counts a realloc (old's free,
+ * q's birth); if the log has closed meanwhile, old is tracked as the
+ * turned state says, and the call is made live. */
+static __attribute__((noinline)) void *realloc_early(void *old, int64_t was, size_t n,
+						     unsigned kind, uint64_t caller,
+						     uint64_t cfa)
 {
-	if (pre_add(old, NULL, 0, 0, 0))
-		return 2;
+	void *q;
+	if (pre_realloc(old, n, kind, caller, &q)) {
+		realloc_live(&tls, q, n, was);
+		return q;
+	}
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
-	return st != AP_ON || tls.guard ? 0 : settings.all ? 1 : set_remove(old);
+	int tracked = st != AP_ON || tls.guard ? 0 : settings.all ? 1 : set_remove(old);
+	return realloc_common(old, was, n, real_realloc(old, n), tracked, kind, caller, cfa);
 }
 
 static inline int take_tracked(void *old)
@@ -549,7 +546,7 @@ static inline int take_tracked(void *old)
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT))
-		return tls.guard ? 0 : early_realloc(old);
+		return tls.guard ? 0 : 2; /* 2: an early block (realloc_early) */
 	if (settings.all)
 		return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON &&
 		       !tls.guard;
@@ -567,6 +564,10 @@ EXPORT void *realloc(void *old, size_t n)
 		return live_moved(boot_move(old, n));
 	int tracked = take_tracked(old);
 	int64_t was = live_on ? blk_size(old) : 0;
+	if (UNLIKELY(tracked == 2))
+		return realloc_early(old, was, n, AP_KIND_REALLOC,
+				     (uint64_t)(uintptr_t)__builtin_return_address(0),
+				     (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 	return realloc_common(old, was, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOC, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
@@ -591,6 +592,10 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		return live_moved(boot_move(old, n));
 	int tracked = take_tracked(old);
 	int64_t was = live_on ? blk_size(old) : 0;
+	if (UNLIKELY(tracked == 2))
+		return realloc_early(old, was, n, AP_KIND_REALLOCARRAY,
+				     (uint64_t)(uintptr_t)__builtin_return_address(0),
+				     (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 	return realloc_common(old, was, n, real_realloc(old, n), tracked,
 			      AP_KIND_REALLOCARRAY, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());

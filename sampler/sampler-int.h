@@ -298,6 +298,14 @@ extern int own_heap_lock;
 void own_heap_swap(int on);
 enum { PRE_ALLOC, PRE_FREE };
 int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller);
+/* A realloc of an early block before the start (see the early log): the
+ * real call made under the log's lock, and old's free and q's birth
+ * logged together after it (a failed call logs nothing, as it changed
+ * nothing), so that no other thread's birth at old's address comes
+ * between them. 1 with *q the result (errno the call's), or 0 if the log
+ * has closed (the state turned): nothing called, the caller takes the
+ * live path. */
+int pre_realloc(void *old, size_t n, unsigned kind, uint64_t caller, void **q);
 void pre_switch(struct ap_tls *t, int state);
 void pre_abandon(void);
 extern int pre_lock;

@@ -2,8 +2,9 @@
  * without pause (as gRPC's and some runtimes' do): it runs while the
  * sampler starts (ap_init comes after the program's libraries'
  * constructors), and the blocks it gets then are the program's. The
- * thread keeps the last 1024 blocks, reallocating one a round; ctor_thread_stop() joins it and
- * frees them. With CTOR_THREAD_FORKS set, the thread also forks as soon
+ * thread keeps the last 1024 blocks, reallocating one a round (and
+ * failing to, to 2^62 bytes, every 1000th); ctor_thread_stop() joins it,
+ * frees them and says how many allocations and reallocs succeeded. With CTOR_THREAD_FORKS set, the thread also forks as soon
  * as the sampler's start has begun (ALLOCPROF_EXEC, which record sets,
  * has left the environment; natively at once) and every 2000 rounds
  * after: each child makes 100 malloc/free pairs and leaves by _exit(0). */
@@ -18,7 +19,7 @@ static atomic_int stop;
 static pthread_t th;
 static void *keep[1024];
 static int forking;
-static long forks, bad;
+static long forks, bad, calls;
 static void *volatile sink;
 
 static void fork_one(void)
@@ -47,6 +48,7 @@ static void *churn(void *arg)
 		char *p = malloc(n);
 		if (!p)
 			abort();
+		calls++;
 		memset(p, 1, n);
 		free(keep[i % 1024]);
 		keep[i % 1024] = p;
@@ -57,7 +59,11 @@ static void *churn(void *arg)
 			if (!r)
 				abort();
 			keep[j] = r;
+			calls++;
 		}
+		/* and one that fails now and then: nothing happened */
+		if (i % 1000 == 0 && (sink = realloc(keep[j], (size_t)1 << 62)) != NULL)
+			abort();
 		if (forking && !started && !getenv("ALLOCPROF_EXEC")) {
 			started = 1;
 			from = i;
@@ -75,13 +81,14 @@ __attribute__((constructor)) static void start(void)
 		abort();
 }
 
-long ctor_thread_stop(long *failed);
-long ctor_thread_stop(long *failed)
+long ctor_thread_stop(long *failed, long *ncalls);
+long ctor_thread_stop(long *failed, long *ncalls)
 {
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	for (int i = 0; i < 1024; i++)
 		free(keep[i]);
 	*failed = bad;
+	*ncalls = calls;
 	return forks;
 }

@@ -444,7 +444,7 @@ ctorthread)
 	for i in $(seq 10); do
 		for mode in --all "--rate 64"; do
 			rm -f c.trace*
-			"$ALLOCPROF" record -q $mode -o c.trace "$CTOR_THREAD" ||
+			out=$("$ALLOCPROF" record -q $mode -o c.trace "$CTOR_THREAD") ||
 				fail "record $mode, run $i"
 			"$ALLOCPROF" stats --json c.trace >c.json 2>c.err ||
 				{ fail "stats: $(cat c.err)"; continue; }
@@ -452,6 +452,11 @@ ctorthread)
 			if [ "$mode" = --all ]; then
 				expect_eq "run $i: blocks in use at the end" \
 					"$(jget c.json inuse_objects)" "$left"
+				# each allocation and realloc the thread made once
+				# (a realloc that failed, none), logged or live
+				"$ALLOCPROF" top --alloc_objects --json c.trace >top.json
+				expect_eq "run $i: the thread's allocations" \
+					"calls $(jq top.json '[r["flat"] for r in j["rows"] if r["name"] == "churn"][0]')" "$out"
 			else
 				[ "$(jget c.json inuse_samples)" -le "$left" ] ||
 					fail "$mode run $i: $(jget c.json inuse_samples) live samples at the end"
