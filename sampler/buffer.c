@@ -358,6 +358,32 @@ void buffers_detach(void)
 		slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, slot_of(b->buf));
 }
 
+/* The mapping at p (len bytes) made private, its bytes kept: a copy put
+ * in its place in one mremap, so that code using it meanwhile never
+ * finds it gone. */
+static void privatize(void *p, size_t len)
+{
+	void *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return;
+	memcpy(c, p, len);
+	if (mremap(c, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, p) == MAP_FAILED)
+		munmap(c, len);
+}
+
+void buffers_privatize(void)
+{
+	if (!meta.buf)
+		return;
+	bufs_on = 0;
+	if (bufs_head)
+		privatize(bufs_head, AP_BUFFERS_PAGE);
+	privatize(slot_of(meta.buf), META_SLOT_SIZE);
+	privatize(slot_of(threads.fallback.buf), THR_SLOT_SIZE);
+	for (struct ap_thr *b = threads.all; b; b = b->next)
+		privatize(slot_of(b->buf), THR_SLOT_SIZE);
+}
+
 /* Writes out the pending META records; meta.lock held. */
 static void meta_flush_locked(void)
 {

@@ -338,6 +338,9 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (t->guard || st != AP_ON) {
 		if (st == AP_INIT && !t->guard)
 			; /* logged */
+		else if (st == AP_DISABLED)
+			; /* the sets are not kept (a fork child that runs
+			   * unrecorded, its sets perhaps half-changed: fork_inside) */
 		else if (!settings.all)
 			set_remove(p);
 		else
@@ -545,11 +548,13 @@ static inline int take_tracked(void *old)
 {
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
-	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT))
-		return tls.guard ? 0 : 2; /* 2: an early block (realloc_early) */
+	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(st != AP_ON))
+		/* 2: an early block (realloc_early); off: the set is not
+		 * kept (a fork child that runs unrecorded: fork_inside) */
+		return st == AP_INIT && !tls.guard ? 2 : 0;
 	if (settings.all)
-		return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON &&
-		       !tls.guard;
+		return !tls.guard;
 	return set_remove(old);
 }
 

@@ -128,8 +128,56 @@ static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
  * runs ap_init (the main thread; see fork_child_body). */
 static int fork_main;
 
+/* A fork made while this thread is inside the sampler: a signal handler
+ * that interrupted it forked. The code it interrupted may hold any of
+ * the locks below and runs on once the handler returns, in the parent
+ * and in the child: fork_prepare takes none (waiting on one this thread
+ * holds never ends), and the child runs unrecorded (fork_child_inside). */
+static __thread int fork_inside __attribute__((tls_model("initial-exec")));
+
+/* Whether this thread is inside the sampler: its guard raised, or one of
+ * the locks taken outside the guard (own_lock's: the pointer sets,
+ * realloc's and free's set_remove; the early log's pre_add) held by it. */
+static int inside_sampler(void)
+{
+	uint32_t id = lock_id;
+	return tls.guard ||
+	       (id && ((uint32_t)__atomic_load_n(&tracked_set.lock, __ATOMIC_RELAXED) == id ||
+		       (uint32_t)__atomic_load_n(&own_blocks.lock, __ATOMIC_RELAXED) == id ||
+		       (uint32_t)__atomic_load_n(&pre_lock, __ATOMIC_RELAXED) == id));
+}
+
+/* The child of such a fork: the sampler off before anything else, so that
+ * nothing but the interrupted code takes its locks or state again; the
+ * locks another thread of the parent held let go (this thread's are the
+ * interrupted code's, which lets them go); the slots private copies, and
+ * the parent's trace closed, so that nothing the child writes reaches the
+ * parent's (a write the interrupted code was about to make fails). Nothing
+ * else is reset: the interrupted code is using it. */
+static void fork_child_inside(void)
+{
+	int saved = errno;
+	__atomic_store_n(&proc.state, AP_DISABLED, __ATOMIC_RELEASE);
+	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
+	own_heap_lock = pre_lock = 0;
+	tfile.lock = sig_lock = 0;
+	tfile.owner = 0;
+	proc.pid = sys_getpid();
+	tls.tid = sys_gettid();
+	buffers_privatize();
+	int fd = __atomic_exchange_n(&tfile.fd, -1, __ATOMIC_RELAXED);
+	if (fd >= 0)
+		sys_close(fd);
+	asym_register();
+	errno = saved;
+}
+
 static void fork_prepare(void)
 {
+	if (inside_sampler()) {
+		fork_inside = 1;
+		return;
+	}
 	sigset_t mask;
 	sig_block(&mask);
 	tls.guard++;
@@ -148,6 +196,10 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	if (fork_inside) {
+		fork_inside = 0;
+		return;
+	}
 	sigset_t mask = fork_mask;
 	lk_unlock(&own_heap_lock);
 	lk_unlock(&own_blocks.lock);
@@ -239,6 +291,11 @@ static void fork_child_common(struct ap_tls *t)
 
 static void fork_child(void)
 {
+	if (fork_inside) {
+		fork_inside = 0;
+		fork_child_inside();
+		return;
+	}
 	fork_child_common(&tls);
 	sig_restore(&fork_mask);
 	if (attach_mode)
@@ -284,6 +341,13 @@ EXPORT pid_t _Fork(void)
 	if (!real__Fork) {
 		errno = ENOSYS;
 		return -1;
+	}
+	if (inside_sampler()) {
+		/* (a handler that interrupted the sampler: see fork_inside) */
+		pid_t pid = real__Fork();
+		if (pid == 0)
+			fork_child_inside();
+		return pid;
 	}
 	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
 		fork_main = sys_gettid() == (uint32_t)sys_getpid(); /* (fork_prepare's) */

@@ -360,6 +360,11 @@ void asym_register(void);
 void tsc_calibrate(void);
 int buffers_init(void);
 void buffers_detach(void);
+/* The child of a fork made while its thread was inside the sampler (a
+ * signal handler that interrupted it forked): every slot and the buffers
+ * file's head page become private copies in place, so that the code the
+ * handler interrupted, which runs on, never writes the parent's. */
+void buffers_privatize(void);
 void buffers_abandon(void);
 int buffers_durable(void);
 void buffers_stop(void);
