@@ -186,7 +186,7 @@ int ap_parse_size(const char *s, uint64_t *out)
 		return -1;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end == s || !(v >= 0)) /* (NaN too) */
 		return -1;
 	double mult = 1;
 	char u = (char)tolower((unsigned char)*end);
@@ -234,7 +234,7 @@ int ap_parse_duration(const char *s, uint64_t *out_ns)
 		return -1;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end == s || !(v >= 0)) /* (NaN too) */
 		return -1;
 	double mult;
 	if (!strcmp(end, "ns"))

@@ -199,6 +199,12 @@ HOME="$tmp/no-home" XDG_CACHE_HOME= expect 1 "^allocprof: calibrate: no place fo
 for v in abc 2 -0.5; do
 	ALLOCPROF_REPLAY_TOUCH=$v expect 2 "^allocprof: ALLOCPROF_REPLAY_TOUCH: '$v' is not a share of each block from 0 to 1$" advise "$tmp/fx.trace"
 done
+# A duration or a size that is not a number (strtod reads "nan": it
+# passed the checks, and became whatever the cast of a NaN gives)
+for v in nan NaN -nan; do
+	expect 2 "measure-time wants a duration like 5s, not '$v'" advise --measure-time "$v" "$tmp/fx.trace"
+	expect 2 "max-keep wants a size like 64K, not '$v'" advise --max-keep "$v" "$tmp/fx.trace"
+done
 # and by every command that measures (review23: try and the TUI went on
 # and fitted, without a word)
 for c in try html "tui --batch"; do
