@@ -351,15 +351,21 @@ EXPORT pid_t _Fork(void)
 	}
 	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
 		fork_main = sys_gettid() == (uint32_t)sys_getpid(); /* (fork_prepare's) */
+	/* the child with signals blocked until its state is its own, as
+	 * fork_prepare leaves a fork's (a handler that allocates would
+	 * otherwise run while it is half-made) */
+	sigset_t mask;
+	sig_block(&mask);
 	pid_t pid = real__Fork();
+	int saved = errno;
 	if (pid == 0) {
-		int saved = errno;
 		tls.guard++;
 		fork_child_common(&tls);
 		if (attach_mode)
 			attach_fork_child();
-		errno = saved;
 	}
+	sig_restore(&mask);
+	errno = saved;
 	return pid;
 }
 
