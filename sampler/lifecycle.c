@@ -128,6 +128,16 @@ static sigset_t fork_mask;	/* the forking thread's mask (threads.lock held) */
  * runs ap_init (the main thread; see fork_child_body). */
 static int fork_main;
 
+/* In a fork's child, the sampler's locks let go: another thread of the
+ * parent held them, perhaps (and the trace's, its owner with it). */
+static void child_locks_release(void)
+{
+	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
+	own_heap_lock = pre_lock = 0;
+	tfile.lock = sig_lock = 0;
+	tfile.owner = 0;
+}
+
 /* A fork made while this thread is inside the sampler: a signal handler
  * that interrupted it forked. The code it interrupted may hold any of
  * the locks below and runs on once the handler returns, in the parent
@@ -158,10 +168,7 @@ static void fork_child_inside(void)
 {
 	int saved = errno;
 	__atomic_store_n(&proc.state, AP_DISABLED, __ATOMIC_RELEASE);
-	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
-	own_heap_lock = pre_lock = 0;
-	tfile.lock = sig_lock = 0;
-	tfile.owner = 0;
+	child_locks_release();
 	proc.pid = sys_getpid();
 	tls.tid = sys_gettid();
 	buffers_privatize();
@@ -280,11 +287,7 @@ static void fork_child_body(struct ap_tls *t)
  * let go by fork_child_body). */
 static void fork_child_common(struct ap_tls *t)
 {
-	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
-	own_heap_lock = pre_lock = 0;
-	/* held by another thread of the parent, perhaps: not by this one */
-	tfile.lock = sig_lock = 0;
-	tfile.owner = 0;
+	child_locks_release();
 	asym_register(); /* the child's address space is a new one */
 	fork_child_body(t);
 }
