@@ -288,14 +288,15 @@ static struct route routes[] = {
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 /* libunwind (loaded by the sampler, its allocations not the program's)
- * gets its own: its address-checking pipe goes past the program's
- * descriptors (tracefile.c's pipe2), as under the preload; its mappings
+ * gets its own: its address-checking pipe is never made, and its check
+ * answered without one (tracefile.c's pipe2 and unw_check, reached by
+ * the library's syscall), as under the preload; its mappings
  * (a trace cache for each thread that unwinds, ELF images) into the
  * attach's range, which detach unmaps; its pthread keys noted, for
  * detach to delete (see "libunwind as loaded"). Only pipe2 when the
  * program has libunwind too (unw_shared). */
 static int unw_key_create(pthread_key_t *key, void (*destr)(void *));
-static struct route unw_routes[5];
+static struct route unw_routes[6];
 static size_t n_unw_routes;
 static pthread_key_t unw_keys[4];
 static unsigned n_unw_keys;
@@ -600,6 +601,8 @@ static void patch_unwinder(void)
 	}
 	n_unw_routes = 0;
 	unw_routes[n_unw_routes++] = (struct route){ "pipe2", (void *)own.pipe2 };
+	/* its address check, made without a pipe (tracefile.c's unw_check) */
+	unw_routes[n_unw_routes++] = (struct route){ "syscall", (void *)own_syscall };
 	if (!keep.unw_shared) {
 		unw_routes[n_unw_routes++] = (struct route){ "mmap", (void *)__wrap_mmap64 };
 		unw_routes[n_unw_routes++] = (struct route){ "mmap64", (void *)__wrap_mmap64 };

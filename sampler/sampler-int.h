@@ -400,6 +400,11 @@ extern struct ap_tracefile tfile;
 extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 void trace_write_data(const void *data, size_t len);
 void unw_pipe_close(void);
+/* libunwind's address-checking pipe, which is never made (tracefile.c):
+ * numbers no descriptor can have (-1 is libunwind's "none") */
+#define UNW_FD_R (-0x4150)
+#define UNW_FD_W (-0x4151)
+long unw_check(const void *addr);
 int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);

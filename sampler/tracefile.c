@@ -21,7 +21,7 @@ struct ap_tracefile tfile = { .fd = -1 };
 #define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
 static dev_t trace_dev;
 static ino_t trace_ino;
-static int unw_pipe[2] = { -1, -1 };	/* libunwind's, moved by pipe2 */
+static int unw_pipe[2] = { -1, -1 };	/* libunwind's numbers (UNW_FD_R, UNW_FD_W) */
 
 /* The lowest descriptor the sampler takes: TRACE_FD_MIN, or the top
  * FD_TOP under a lower soft limit (F_DUPFD cannot go past it); -1 when
@@ -233,33 +233,59 @@ void trace_write_data(const void *data, size_t len)
 		__atomic_add_fetch(&tfile.chunks, 1, __ATOMIC_RELAXED);
 }
 
-/* libunwind opens a pipe at its first use (to validate addresses) and
- * keeps it: made inside the sampler (guard set), it is moved to high
- * descriptors, where it does not shift the numbers the program's own
- * open() calls return. Everyone else's pipe2 passes straight through. */
+/* libunwind opens a pipe at its first use and keeps it, to check that
+ * an address is readable before it reads it (a frame without unwind
+ * tables, followed by its frame pointer): it writes the byte to the pipe
+ * and takes EFAULT for "not readable". Made inside the sampler (guard
+ * set), the pipe is not made at all: libunwind gets two numbers no
+ * descriptor can have (UNW_FD_R, UNW_FD_W), and its check, which it makes
+ * through syscall(SYS_write, UNW_FD_W, addr, 1), is answered by
+ * unw_check (the exported syscall sends it there): the process holds no
+ * descriptor of libunwind's, which would count against its
+ * RLIMIT_NOFILE and be visible to F_DUPFD. Its read of UNW_FD_R fails
+ * (EBADF), after which it "opens" the pipe again: pipe2 gives the same
+ * two numbers, without a system call. Everyone else's pipe2 passes
+ * straight through. */
 EXPORT int pipe2(int fds[2], int flags)
 {
+	if (tls.guard) {
+		fds[0] = unw_pipe[0] = UNW_FD_R;
+		fds[1] = unw_pipe[1] = UNW_FD_W;
+		return 0;
+	}
 	if (!real_pipe2)
 		resolve();
-	int rc = real_pipe2(fds, flags);
-	if (rc == 0 && tls.guard) {
-		for (int i = 0; i < 2; i++) {
-			fds[i] = fd_high(fds[i], flags & O_CLOEXEC);
-			unw_pipe[i] = fds[i];
-		}
-	}
-	return rc;
+	return real_pipe2(fds, flags);
 }
 
-/* libunwind's pipe closed (attach.c's detach, with libunwind's data put
- * back as before it opened it: it opens another at the next attach). */
+/* libunwind's check that the byte at addr is readable: 1 if it is, else
+ * -1 with errno EFAULT (its write's answers). process_vm_readv of the
+ * process itself needs no descriptor and no permission; refused (a
+ * seccomp filter), the byte counts as unreadable: the stack ends at that
+ * frame rather than the sampler reading what may not be mapped. */
+long unw_check(const void *addr)
+{
+	char byte;
+	struct iovec here = { &byte, 1 }, there = { (void *)(uintptr_t)addr, 1 };
+	/* by this thread's id: the process's (the main thread's) has no
+	 * memory once the main thread has exited while others run on */
+	pid_t me = (pid_t)sys_gettid();
+	if (may_call(SYS_process_vm_readv, (uint64_t)me, (uintptr_t)&here, 1, (uintptr_t)&there)) {
+		long n = raw_syscall6(SYS_process_vm_readv, me, (long)&here, 1, (long)&there, 1, 0);
+		if (n == 1)
+			return 1;
+		if (n < 0 && errno != EFAULT)
+			refused(SYS_process_vm_readv, errno);
+	}
+	errno = EFAULT;
+	return -1;
+}
+
+/* libunwind's numbers forgotten (attach.c's detach, with libunwind's data
+ * put back as before it first "opened" its pipe). */
 void unw_pipe_close(void)
 {
-	for (int i = 0; i < 2; i++) {
-		if (unw_pipe[i] >= 0)
-			sys_close(unw_pipe[i]);
-		unw_pipe[i] = -1;
-	}
+	unw_pipe[0] = unw_pipe[1] = -1;
 }
 
 /* The program's descriptor calls: the sampler's own descriptors are not

@@ -18,7 +18,9 @@
   fds      (item 9) the sampler's descriptors are past the program's soft
            RLIMIT_NOFILE: F_DUPFD from any number and open() up to the
            limit give what they give without allocprof, under several soft
-           limits and after the program lowered its own
+           limits and after the program lowered its own; with soft = hard
+           and no CAP_SYS_RESOURCE, one descriptor only (the trace's:
+           libunwind's pipe is never made)
   compact  (item 8) a trace whose second thread's first events come after
            record's last look at it while the program ran is compacted
            all the same, with one summary line, and none with -q; -q
@@ -340,6 +342,22 @@ def fds():
     else:
         print("not tried: soft and hard limits equal (no CAP_SYS_RESOURCE here; "
               "allocprof-record(1) says what then)")
+        # Without it the trace's descriptor stays under the limit, but
+        # libunwind's address-checking pipe is never made (its check is
+        # answered without a descriptor): the program opens one file
+        # fewer than natively, not three (main before: three)
+        def equal(lim=300):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lim, lim))
+        opened = []
+        for argv in ([SIGPROG, "fds"],
+                     [ALLOCPROF, "record", "-q", "--all", "-o", "f.trace", SIGPROG, "fds"]):
+            r = subprocess.run(argv, capture_output=True, text=True, preexec_fn=equal,
+                               close_fds=True)
+            line = [l for l in r.stdout.splitlines() if l.startswith("opened ")]
+            opened.append(int(line[0].split()[1].rstrip(",")) if line else -1)
+        if opened[0] < 0 or opened[1] != opened[0] - 1:
+            fail(f"soft = hard = 300 without CAP_SYS_RESOURCE: open() got {opened[1]} files "
+                 f"under record --all, {opened[0]} natively: want one fewer (the trace's)")
     if not cases:
         print(f"SKIP: the hard limit ({hard}) leaves no room above a soft limit")
         sys.exit(77)
