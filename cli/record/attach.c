@@ -551,10 +551,19 @@ static int text_fn(const struct mapping *m, void *arg)
  * wait) is taken only when nothing else came for a second: a thread waits
  * there in pthread_cond_wait or pthread_join holding nothing, but may
  * wait for a lock of the C library's while it holds another. */
-static bool safe_point(const struct user_regs_struct *r, const struct text *t, bool futex_ok)
+static bool in_futex(pid_t pid, pid_t tid);
+
+static bool safe_point(const struct user_regs_struct *r, const struct text *t, bool futex_ok,
+		       pid_t pid, pid_t tid)
 {
 	if (futex_ok && (long)r->orig_rax == 202)
 		return true;
+	/* restart_syscall: a wait that a stop interrupted (every thread
+	 * stops for each of record's calls) goes on through it: a sleep's
+	 * (nanosleep, clock_nanosleep), a poll's, or a futex wait's with a
+	 * timeout; which, the thread's wait channel says */
+	if ((long)r->orig_rax == 219)
+		return futex_ok || !in_futex(pid, tid);
 	switch ((long)r->orig_rax) {
 	case 0: case 7: case 23: case 34: case 35: case 43: case 45: case 47: case 61:
 	case 128: case 130: case 230: case 232: case 270: case 271: case 281: case 288:
@@ -570,6 +579,23 @@ static bool safe_point(const struct user_regs_struct *r, const struct text *t, b
 		if (r->rip >= t->lo[i] && r->rip < t->hi[i])
 			return false;
 	return true;
+}
+
+/* Whether tid waits in the kernel's futex code (its wait channel, which
+ * a tracer may read); true when unknown. */
+static bool in_futex(pid_t pid, pid_t tid)
+{
+	char path[64], wchan[64] = "";
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, wchan, sizeof(wchan) - 1);
+	close(fd);
+	if (n <= 0 || !strcmp(wchan, "0"))
+		return true;
+	wchan[n] = 0;
+	return strstr(wchan, "futex") != NULL;
 }
 
 /* One thread stopped at a safe point, the others running: it, or NULL if
@@ -590,7 +616,7 @@ static struct thr *pick_thread(struct tracee *tr, bool *gone)
 			if (round == 100)
 				tr->futex_ok = true; /* for the calls after this one too */
 			if (ptrace(PTRACE_GETREGS, tr->t[i].tid, 0, &r) == 0 &&
-			    safe_point(&r, &t, tr->futex_ok))
+			    safe_point(&r, &t, tr->futex_ok, tr->pid, tr->t[i].tid))
 				pick = &tr->t[i];
 		}
 		if (pick) {

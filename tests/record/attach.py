@@ -53,6 +53,9 @@ before the attach come during it):
            upgrade: its mapping "(deleted)"): record records on and
            detaches as usual, counts exact, and a second attach is refused
            with one line (it would read the entry points from the new file)
+  asleep   a process whose one thread sleeps: attached twice with
+           --duration, each detach clean (its wait goes on through
+           restart_syscall after the attach's calls), the sleep as long
   ends     the sampler's handler under the fatal signals while attached:
            the program sees its own disposition (sigaction), and after the
            detach the caught signals (SigCgt) are those before the attach;
@@ -1073,6 +1076,35 @@ elif mode == "futex":
                  (st.stdout[:400], st.stderr))
     if native.stdout != "ready\nworker 5000\njoined\n":
         fail("attach_futex natively: %r" % native.stdout)
+
+elif mode == "asleep":
+    # a process whose only thread sleeps (clock_nanosleep): after the
+    # attach's calls its sleep goes on through restart_syscall, where the
+    # detach must find it too; twice, and the sleep keeps its length
+    t0 = time.monotonic()
+    sl = subprocess.Popen(["sleep", "7"])
+    time.sleep(0.3)
+    before = fds(sl.pid)
+    for i in range(2):
+        trace = os.path.join(tmp, "s%d.trace" % i)
+        r = subprocess.run([allocprof, "record", "-p", str(sl.pid), "--duration", "400ms",
+                            "-o", trace], capture_output=True, text=True, env=env)
+        if "ptrace not permitted" in r.stderr and not attached_once:
+            sl.kill()
+            skip("ptrace is not permitted here: " + r.stderr.strip())
+        attached_once = True
+        if r.returncode != 0 or "detached; wrote" not in r.stderr:
+            fail("attach %d to a sleeping process: exit %d, %r" % (i, r.returncode, r.stderr))
+        st = run("stats", "--json", trace)
+        if st.returncode or json.loads(st.stdout).get("end_reason") != "detached":
+            fail("attach %d: stats %s %s" % (i, st.stdout[:300], st.stderr))
+        d = fds_diff(fds(sl.pid), before)
+        if d:
+            fail("after detach %d the descriptors differ from before:\n%s" % (i, d))
+    rc = sl.wait()
+    took = time.monotonic() - t0
+    if rc != 0 or not 6.9 <= took < 11:
+        fail("sleep 7 attached twice: exit %d after %.1f s" % (rc, took))
 
 else:
     sys.exit("unknown mode " + mode)
