@@ -352,8 +352,10 @@ EXPORT pid_t _Fork(void)
 			fork_child_inside();
 		return pid;
 	}
-	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT)
-		fork_main = sys_gettid() == (uint32_t)sys_getpid(); /* (fork_prepare's) */
+	/* (fork_prepare's fork_main, set in the child, alone there: a
+	 * fork_prepare of another thread sets it under pre_lock meanwhile) */
+	int main_thread = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_INIT &&
+			  sys_gettid() == (uint32_t)sys_getpid();
 	/* the child with signals blocked until its state is its own, as
 	 * fork_prepare leaves a fork's (a handler that allocates would
 	 * otherwise run while it is half-made) */
@@ -362,6 +364,7 @@ EXPORT pid_t _Fork(void)
 	pid_t pid = real__Fork();
 	int saved = errno;
 	if (pid == 0) {
+		fork_main = main_thread;
 		tls.guard++;
 		fork_child_common(&tls);
 		if (attach_mode)
