@@ -695,7 +695,7 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 			    "baseline made beyond the recorded run's %.0f (glibc trimmed the replay's "
 			    "heap where it did not trim the program's: how the replay's threads took "
 			    "turns decides it), at the %s one costs here, measured", d6, s->excess_faults,
-			    (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1), d7);
+			    ap_advise_prog_faults(a), d7);
 	}
 	if (ap_run_faults_vary(&a->base))
 		ap_buf_addf(b, " (from %.0f to %.0f between runs: when glibc trims the heap depends on how "
@@ -729,8 +729,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	bool at_cpu = cpu > 0 && waits > cpu;
 	if (at_cpu)
 		waits = cpu;
-	/* The recorded run's page faults, for the share of it replayed. */
-	double prog_faults = (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1);
+	/* The recorded run's page faults, for the share of it replayed (the
+	 * fit's rule: ap_advise_run_faults). */
+	double prog_faults = ap_advise_prog_faults(a);
 	/* The median run's, or with enough runs (a quartile of fewer is
 	 * their most) the upper quartile's, the same for both variants: a
 	 * pool whose runs trim as often as the baseline's saves no faults. */

@@ -623,6 +623,43 @@ static void test_faults_verdict(void)
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: as the run's", s->verdict, AP_VERDICT_POOL);
 	CHECK("faults priced: as the run's, the saving", s->m.saved_ns, 10 * MS);
+	/* The run's faults in the share replayed, for a script of one
+	 * thread, by the fit's rule: the share of them a replay of the whole
+	 * run writing every page (the budget's probe) made in those events,
+	 * not the share of the events (a heap built early faults early).
+	 * Half the events, 90 % of the probe's faults: 18,000 of the run's
+	 * 20,000, not 10,000; the baseline's 50,000 under four times that
+	 * (not "unsure: replay faults"), 32,000 beyond. */
+	a->measure_share = 0.5;
+	a->script_threads = 1;
+	a->program_minflt = 20000;
+	a->measure_probe_faults = 40000;
+	a->touch_faults_all = 36000;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 50000;
+	a->base.fault_ns = 50;	/* 32,000 x 50 ns: 1.6 ms */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults, one thread: the run's in the share", ap_advise_prog_faults(a), 18000);
+	CHECK("faults, one thread: priced, not open", s->verdict, AP_VERDICT_POOL);
+	CHECK("faults, one thread: how many beyond", s->excess_faults, 32000);
+	CHECK("faults, one thread: the saving", s->m.saved_ns, 10 * MS - 1.6 * MS);
+	if (!strstr(s->reasons, "beyond the recorded run's 18000")) {
+		fprintf(stderr, "%s: the text does not say the run's faults in the share: %s\n", __func__,
+			s->reasons);
+		failures++;
+	}
+	/* no fit's replay: the baseline's, which wrote every page */
+	a->touch_faults_all = 0;
+	a->touch_share = 1;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 36000;
+	CHECK("faults, one thread: the baseline's", ap_advise_prog_faults(a), 18000);
+	/* threads: the share of the events (one probe's trimming would
+	 * decide) */
+	a->script_threads = 2;
+	CHECK("faults, threads: the events' share", ap_advise_prog_faults(a), 10000);
+	a->script_threads = 0;
+	a->measure_probe_faults = 0;
+	a->program_minflt = 2000;
+	a->measure_share = 1;
 	a->base.fault_ns = 0;
 	ap_advice_free(a);
 	ap_trace_free(t);
