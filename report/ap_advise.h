@@ -277,10 +277,14 @@ struct ap_advise_site {
 	double cross_thread_share; /* of its freed objects: freed by another thread than made them */
 	/* Measured: the page faults the baseline replay made beyond the
 	 * recorded run's (and the pooled replay's), and what they cost at
-	 * the runner's price of one, when taken off the saving (0: none
-	 * taken; advise_verdict.c, FAULTS_MORE and
-	 * EXCESS_SHARE) */
+	 * the runner's price of one, scaled to the whole run, when taken off
+	 * the saving (0: none taken; advise_verdict.c, FAULTS_MORE,
+	 * EXCESS_SHARE, and the ramp from the run's faults to EXCESS_MORE
+	 * times them); the cost's range, from the fewest and the most the
+	 * baseline's and the pooled replay's runs made (taken off the
+	 * interval's upper and lower end) */
 	double excess_faults, excess_faults_ns;
+	double excess_faults_ns_lo, excess_faults_ns_hi;
 	double calloc_share;	/* --all: of its objects, born by calloc (a pooled one is not cleared) */
 	/* Growth across sites: the site where most of this site's objects grow
 	 * by realloc (grows_at, NULL if none), and the site where most of the
