@@ -613,9 +613,6 @@ static bool good(const struct ap_advise_site *s)
 	       s->verdict == AP_VERDICT_SIZE_CLASSES;
 }
 
-/* The sites a pool pays at first, measured before estimated, each by the
- * time saved (measured, else the model's); then the others, measured
- * first, by bytes. */
 /* The share of the faults a baseline of `base` faults made beyond the
  * recorded run's `prog` that is priced: none at prog, all from
  * EXCESS_MORE times it and EXCESS_MIN more, linear between. */
@@ -636,6 +633,9 @@ static double excess_priced(double base, double prog, double pool)
 	return beyond > 0 ? excess_weight(base, prog) * beyond : 0;
 }
 
+/* The sites a pool pays at first, measured before estimated, each by the
+ * time saved (measured, else the model's); then the others, measured
+ * first, by bytes. */
 static int site_cmp(const void *x, const void *y)
 {
 	const struct ap_advise_site *a = x, *b = y;
