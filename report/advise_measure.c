@@ -169,9 +169,25 @@ double ap_advise_touch_fit(double line, double all, double prog)
 	return ap_advise_touch_between(0, line, 1, all, prog);
 }
 
-double ap_advise_touch_target(double prog, double all_part, double all_whole)
+double ap_advise_run_faults(double prog, double share, bool one_thread, double all_part,
+			    double all_whole)
 {
-	return all_whole > 0 ? prog * all_part / all_whole : prog;
+	if (!(share < 1))
+		return prog;
+	if (one_thread && all_part > 0 && all_whole > 0)
+		return all_part < all_whole ? prog * all_part / all_whole : prog;
+	return share > 0 ? prog * share : prog;
+}
+
+double ap_advise_prog_faults(const struct ap_advice *a)
+{
+	if (!a->has_program_minflt)
+		return 0;
+	double part = a->touch_faults_all > 0 ? a->touch_faults_all
+		      : a->touch_share >= 1   ? a->base.minflt
+					      : 0;
+	return ap_advise_run_faults((double)a->program_minflt, a->measure_share, a->script_threads == 1,
+				    part, a->measure_probe_faults);
 }
 
 /* The share of each block's pages the replay touches, fitted to the
@@ -182,7 +198,7 @@ double ap_advise_touch_target(double prog, double all_part, double all_whole)
  * it faults far more than the run, one touching first lines. A script of
  * the run's first events (the budget cut it) is fitted to the recorded
  * run's faults in the share the probe of the whole run says those events
- * make (ap_advise_touch_target): the faults of a run's start, the
+ * make (ap_advise_run_faults): the faults of a run's start, the
  * program's and the runner's, do not scale with its events, and a heap
  * built early faults early (bench/twins' cache). Sets a->touch_share (1
  * when not fitted) and *touch. */
@@ -214,8 +230,8 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 		all = *probe;	/* (the probe was this replay) */
 	else if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0)
 		return;	/* the measurement proper will say what fails */
-	double prog = ap_advise_touch_target((double)a->program_minflt, all.minflt,
-					     part ? probe->minflt : 0);
+	double prog = ap_advise_run_faults((double)a->program_minflt, a->measure_share, true, all.minflt,
+					   part ? probe->minflt : 0);
 	a->touch_faults_all = all.minflt;
 	a->touch_faults_run = prog;
 	if (ap_advise_touch_fit(0, all.minflt, prog) >= 1)
@@ -387,7 +403,10 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	o2.stop = &t->events_stop;
 	/* (a probe of a script cut to AP_MEASURE_MAX_EVENTS is not one of
 	 * the whole run: not fitted then) */
-	fit_touch(a, t, sc, mo, probed && probe_events >= t->nev ? &probe : NULL, &o2.touch);
+	bool whole = probed && probe_events >= t->nev;
+	a->measure_probe_faults = whole ? probe.minflt : 0;
+	a->script_threads = ap_script_threads(sc);
+	fit_touch(a, t, sc, mo, whole ? &probe : NULL, &o2.touch);
 	if (mo->budget_ns > 0) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		double spent = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);

@@ -108,9 +108,12 @@
  * the recorded run's cost less than this share of the saving: then they
  * are taken off it, and the verdict is what is left's. */
 #define EXCESS_SHARE 0.5
-/* Faults beyond the recorded run's are priced from this many times its
- * and a thousand more (a baseline that faults as the run did is left as
- * it is: the recording's own faults are in the run's count). */
+/* Faults beyond the recorded run's are priced in full from this many
+ * times its and a thousand more, and in part below, on a ramp from none
+ * at the run's own count (a baseline that faults as the run did is left
+ * as it is: the recording's own faults are in the run's count). A step
+ * there made one fault more or less move the saving by all of them
+ * (excess_weight). */
 #define EXCESS_MORE 1.25
 #define EXCESS_MIN 1000
 
@@ -610,6 +613,26 @@ static bool good(const struct ap_advise_site *s)
 	       s->verdict == AP_VERDICT_SIZE_CLASSES;
 }
 
+/* The share of the faults a baseline of `base` faults made beyond the
+ * recorded run's `prog` that is priced: none at prog, all from
+ * EXCESS_MORE times it and EXCESS_MIN more, linear between. */
+static double excess_weight(double base, double prog)
+{
+	double full = EXCESS_MORE * prog + EXCESS_MIN;
+	if (!(base > prog))
+		return 0;
+	return base >= full ? 1 : (base - prog) / (full - prog);
+}
+
+/* The faults priced of a baseline that made `base` where the recorded
+ * run made `prog` and the pooled replay `pool`: those beyond the more of
+ * the two, on the ramp. */
+static double excess_priced(double base, double prog, double pool)
+{
+	double beyond = base - fmax(prog, pool);
+	return beyond > 0 ? excess_weight(base, prog) * beyond : 0;
+}
+
 /* The sites a pool pays at first, measured before estimated, each by the
  * time saved (measured, else the model's); then the others, measured
  * first, by bytes. */
@@ -688,14 +711,25 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		ap_buf_addf(b, "; page faults %.0f against %.0f without it", m->cost.minflt,
 			    a->base.minflt);
 	if (s->excess_faults > 0) {
-		char d6[32], d7[32];
+		char d6[32], d7[32], d8[32], d9[32];
+		double prog = ap_advise_prog_faults(a);
 		ap_advise_format_duration(d6, sizeof(d6), s->excess_faults_ns);
 		ap_advise_format_duration(d7, sizeof(d7), a->base.fault_ns);
-		ap_buf_addf(b, "; that is the replay's saving less %s for the %.0f page faults its "
-			    "baseline made beyond the recorded run's %.0f (glibc trimmed the replay's "
-			    "heap where it did not trim the program's: how the replay's threads took "
-			    "turns decides it), at the %s one costs here, measured", d6, s->excess_faults,
-			    (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1), d7);
+		ap_advise_format_duration(d8, sizeof(d8), s->excess_faults_ns_lo);
+		ap_advise_format_duration(d9, sizeof(d9), s->excess_faults_ns_hi);
+		ap_buf_addf(b, "; that is the replay's saving less %s (%s to %s, taken off the "
+			    "interval's upper and lower end: from the fewest and the most faults of "
+			    "its runs) for the %.0f page faults its baseline made beyond the recorded "
+			    "run's %.0f (glibc trimmed the replay's heap where it did not trim the "
+			    "program's: how the replay's threads took turns decides it), at the %s one "
+			    "costs here, measured", d6, d8, d9, s->excess_faults, prog, d7);
+		double w = excess_weight(a->base.minflt, prog);
+		if (w < 1)
+			ap_buf_addf(b, ", %.0f%% of them counted (a baseline under %.3g times the run's "
+				    "faults and %d more faults partly as the recording did)", 100 * w,
+				    EXCESS_MORE, EXCESS_MIN);
+		if (a->measure_share > 0 && a->measure_share < 1)
+			ap_buf_addf(b, ", scaled with the saving to the whole run");
 	}
 	if (ap_run_faults_vary(&a->base))
 		ap_buf_addf(b, " (from %.0f to %.0f between runs: when glibc trims the heap depends on how "
@@ -729,8 +763,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	bool at_cpu = cpu > 0 && waits > cpu;
 	if (at_cpu)
 		waits = cpu;
-	/* The recorded run's page faults, for the share of it replayed. */
-	double prog_faults = (double)a->program_minflt * (a->measure_share > 0 ? a->measure_share : 1);
+	/* The recorded run's page faults, for the share of it replayed (the
+	 * fit's rule: ap_advise_run_faults). */
+	double prog_faults = ap_advise_prog_faults(a);
 	/* The median run's, or with enough runs (a quartile of fewer is
 	 * their most) the upper quartile's, the same for both variants: a
 	 * pool whose runs trim as often as the baseline's saves no faults. */
@@ -750,21 +785,36 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * mostly those faults, and the verdict stays open (relay, whose twin
 	 * costs 9 %: 30,589 to 82,993 faults beyond, 46-114 ms of savings of
 	 * 69-147; how many the program would make with the pool's objects
-	 * held, and what its own waits then do, no replay says). Below that,
-	 * from EXCESS_MORE times the run's, they are taken off whatever their
-	 * share: relay's baseline faulted 10,600 times where the recorded run
-	 * did 2,592, 10.7 ms at 1.33 us, and the replay "saved" 10.2 ms. */
-	s->excess_faults = s->excess_faults_ns = 0;
-	double excess = a->base.minflt - fmax(prog_faults, m->cost.minflt);
-	bool beyond = a->has_program_minflt && a->base.minflt >= EXCESS_MORE * prog_faults + EXCESS_MIN &&
-		      m->cost.minflt < a->base.minflt;
-	double excess_ns = beyond && excess > 0 ? excess * a->base.fault_ns : 0;
+	 * held, and what its own waits then do, no replay says). Below that
+	 * they are taken off whatever their share, on the ramp of
+	 * excess_weight (all of them from EXCESS_MORE times the run's):
+	 * relay's baseline faulted 10,600 times where the recorded run did
+	 * 2,592, 10.7 ms at 1.33 us, and the replay "saved" 10.2 ms. */
+	s->excess_faults = s->excess_faults_ns = s->excess_faults_ns_lo = s->excess_faults_ns_hi = 0;
+	/* Priced as the saving is scaled: to the whole run. Where the
+	 * baseline's runs faulted from minflt_lo to minflt_hi and the pooled
+	 * ones theirs, the faults beyond the run's are as uncertain as those
+	 * counts say, and no more the same in every run than the saving: the
+	 * most of them (the baseline's most against the pool's fewest) off
+	 * the interval's lower end, the fewest off its upper end. */
+	double scale = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
+	double excess = a->has_program_minflt ? a->base.minflt - fmax(prog_faults, m->cost.minflt) : 0;
+	double excess_ns = a->has_program_minflt
+				   ? excess_priced(a->base.minflt, prog_faults, m->cost.minflt) *
+					     a->base.fault_ns / scale
+				   : 0;
 	if (excess_ns > 0 && (!replay_faults || excess_ns < EXCESS_SHARE * m->saved_ns)) {
+		double lo = excess_priced(fmin(a->base.minflt_lo, a->base.minflt), prog_faults,
+					  fmax(m->cost.minflt_hi, m->cost.minflt));
+		double hi = excess_priced(fmax(a->base.minflt_hi, a->base.minflt), prog_faults,
+					  fmin(m->cost.minflt_lo, m->cost.minflt));
 		s->excess_faults = excess;
 		s->excess_faults_ns = excess_ns;
+		s->excess_faults_ns_lo = lo * a->base.fault_ns / scale;
+		s->excess_faults_ns_hi = hi * a->base.fault_ns / scale;
 		s->m.saved_ns -= excess_ns;
-		s->m.low_ns -= excess_ns;
-		s->m.high_ns -= excess_ns;
+		s->m.low_ns -= s->excess_faults_ns_hi;
+		s->m.high_ns -= s->excess_faults_ns_lo;
 		replay_faults = false;
 	}
 	measured_words(&t, a, s);

@@ -277,9 +277,14 @@ struct ap_advise_site {
 	double cross_thread_share; /* of its freed objects: freed by another thread than made them */
 	/* Measured: the page faults the baseline replay made beyond the
 	 * recorded run's (and the pooled replay's), and what they cost at
-	 * the runner's price of one, when taken off the saving (0: none
-	 * taken; advise_verdict.c, FAULTS_MORE and EXCESS_SHARE) */
+	 * the runner's price of one, scaled to the whole run, when taken off
+	 * the saving (0: none taken; advise_verdict.c, FAULTS_MORE,
+	 * EXCESS_SHARE, and the ramp from the run's faults to EXCESS_MORE
+	 * times them); the cost's range, from the fewest and the most the
+	 * baseline's and the pooled replay's runs made (taken off the
+	 * interval's upper and lower end) */
 	double excess_faults, excess_faults_ns;
+	double excess_faults_ns_lo, excess_faults_ns_hi;
 	double calloc_share;	/* --all: of its objects, born by calloc (a pooled one is not cleared) */
 	/* Growth across sites: the site where most of this site's objects grow
 	 * by realloc (grows_at, NULL if none), and the site where most of the
@@ -447,9 +452,14 @@ struct ap_advice {
 	 * (ap_advise_touch_fit). */
 	double touch_share;
 	double touch_faults_all, touch_faults_line;
+	/* The page faults of the budget's probe, a replay of the whole run
+	 * writing every page (0: none made of the whole run), and the
+	 * threads of the script measured (ap_advise_prog_faults) */
+	double measure_probe_faults;
+	unsigned script_threads;
 	/* ...and the recorded run's faults it was fitted to: program_minflt,
 	 * or for a replay of the run's first events their share of it
-	 * (ap_advise_touch_target) */
+	 * (ap_advise_run_faults) */
 	double touch_faults_run;
 	char measure_why[256];
 	/* The CPUs the measured replay ran on (ap_advise_replay_cpus):
@@ -558,7 +568,7 @@ void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b);
  * thread wrote, from page faults: a replay touching every page of every
  * new block faulted all times, one touching each block's first line
  * line times, the recorded run prog times (for a replay of the run's
- * first events, the share of them ap_advise_touch_target says).
+ * first events, the share of them ap_advise_run_faults says).
  * Returns 1 (every page) unless the replay faulted more than
  * AP_TOUCH_FIT_MORE times the run and AP_TOUCH_FIT_SLACK more, and
  * first lines alone fewer times than the run; else the
@@ -586,12 +596,22 @@ double ap_advise_touch_between(double fa, double faults_a, double fb, double fau
 /* The fit's replays of the script measured: every page, first lines, and
  * one at the fitted share. */
 #define AP_TOUCH_FIT_RUNS 3
-/* The recorded run's faults to fit a replay of the run's first events to:
- * prog (the whole run's) times all_part / all_whole, the faults of a
- * replay of those events touching every page over those of a replay of
- * the whole run touching every page (prog when all_whole is 0: the
- * script is the whole run). */
-double ap_advise_touch_target(double prog, double all_part, double all_whole);
+/* The recorded run's page faults in the share of its events replayed
+ * (share; 1: all of them, prog, the whole run's): for a script of one
+ * thread, prog times all_part / all_whole, the faults of a replay of
+ * those events touching every page over those of a replay of the whole
+ * run touching every page (a heap built early faults early: the share
+ * of the faults, not of the events), at most prog; else (no replay of
+ * the whole run, or threads, whose replays trim where their interleaving
+ * decides, so that one replay of the whole run would decide) prog times
+ * the share of the events. The one rule for the fit of the share written
+ * (its target) and the verdict's faults beyond the run's. */
+double ap_advise_run_faults(double prog, double share, bool one_thread, double all_part,
+			    double all_whole);
+/* ...for a's measurement (0 when the trace does not say): all_part the
+ * fit's replay writing every page, or the baseline's when it wrote every
+ * page; all_whole the budget's probe. */
+double ap_advise_prog_faults(const struct ap_advice *a);
 
 const char *ap_verdict_name(enum ap_verdict v);
 

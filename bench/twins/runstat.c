@@ -1,8 +1,9 @@
 /* runstat: runs a program once and prints what it cost, from wait4's
  * rusage (microsecond CPU times, not /usr/bin/time's 10 ms ticks):
  *	user_us sys_us wall_us minflt maxrss_kb status
- * on one line to stderr (or to -r FILE). The program's stdout goes to
- * -o FILE (default: inherited); -c CPU pins it to one CPU first.
+ * on one line to stderr (or to -r FILE), with -s two more fields, its
+ * voluntary and involuntary context switches. The program's stdout goes
+ * to -o FILE (default: inherited); -c CPU pins it to one CPU first.
  * Part of bench/twins (run.sh). Exit: the program's status, or 125 if it
  * could not be run. */
 #define _GNU_SOURCE
@@ -20,15 +21,15 @@
 
 static void usage(void)
 {
-	fputs("usage: runstat [-c CPU] [-o OUT] [-r REPORT] PROGRAM [ARGS...]\n", stderr);
+	fputs("usage: runstat [-c CPU] [-o OUT] [-r REPORT] [-s] PROGRAM [ARGS...]\n", stderr);
 	exit(125);
 }
 
 int main(int argc, char **argv)
 {
 	const char *out = NULL, *rep = NULL;
-	int cpu = -1, opt;
-	while ((opt = getopt(argc, argv, "+c:o:r:")) != -1) {
+	int cpu = -1, opt, switches = 0;
+	while ((opt = getopt(argc, argv, "+c:o:r:s")) != -1) {
 		switch (opt) {
 		case 'c':
 			cpu = atoi(optarg);
@@ -38,6 +39,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			rep = optarg;
+			break;
+		case 's':
+			switches = 1;
 			break;
 		default:
 			usage();
@@ -89,10 +93,13 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	long long wall = (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	fprintf(rf, "%lld %lld %lld %ld %ld %d\n",
+	fprintf(rf, "%lld %lld %lld %ld %ld %d",
 		(long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
 		(long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, wall, ru.ru_minflt,
 		ru.ru_maxrss, code);
+	if (switches)
+		fprintf(rf, " %ld %ld", ru.ru_nvcsw, ru.ru_nivcsw);
+	fputc('\n', rf);
 	if (rf != stderr && fclose(rf)) {
 		perror("runstat: report");
 		return 125;

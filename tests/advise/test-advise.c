@@ -581,18 +581,50 @@ static void test_faults_verdict(void)
 	 * run's are taken off the saving, and the verdict is what is left's. */
 	a->measure_share = 1;
 	a->program_minflt = 2000;
-	a->base.minflt = 50000;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 50000;
 	a->base.fault_ns = 100;	/* 48,000 faults beyond: 4.8 ms */
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: what is left saves", s->verdict, AP_VERDICT_POOL);
 	CHECK("faults priced: the saving less them", s->m.saved_ns, 10 * MS - 4.8 * MS);
 	CHECK("faults priced: its lower end", s->m.low_ns, 9 * MS - 4.8 * MS);
 	CHECK("faults priced: how many", s->excess_faults, 48000);
-	if (!strstr(s->reasons, "less 4.8ms for the 48000 page faults its baseline made beyond the "
-				"recorded run's 2000") || !strstr(s->reasons, "at the 100ns one costs here")) {
+	if (!strstr(s->reasons, "less 4.8ms (4.8ms to 4.8ms, taken off") ||
+	    !strstr(s->reasons, "for the 48000 page faults its baseline made beyond the recorded run's 2000") ||
+	    !strstr(s->reasons, "at the 100ns one costs here")) {
 		fprintf(stderr, "%s: the text does not say what was taken off: %s\n", __func__, s->reasons);
 		failures++;
 	}
+	/* The interval's ends from the faults' own range: the most the
+	 * baseline's runs made against the pooled runs' fewest off the
+	 * lower end, the fewest against the most off the upper end (a
+	 * price the same for both ends made the interval as certain of the
+	 * faults as of a count that did not vary). */
+	a->base.minflt_lo = 44000;	/* 42,000 beyond the run's: 4.2 ms */
+	a->base.minflt_hi = 60000;	/* 58,000: 5.8 ms */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced, a range: the saving", s->m.saved_ns, 10 * MS - 4.8 * MS);
+	CHECK("faults priced, a range: the lower end", s->m.low_ns, 9 * MS - 5.8 * MS);
+	CHECK("faults priced, a range: the upper end", s->m.high_ns, 11 * MS - 4.2 * MS);
+	CHECK("faults priced, a range: what is left saves", s->verdict, AP_VERDICT_POOL);
+	if (!strstr(s->reasons, "less 4.8ms (4.2ms to 5.8ms, taken off the interval's upper and lower end")) {
+		fprintf(stderr, "%s: the text does not say the range: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	/* ...the pooled runs' most above the run's: fewer beyond */
+	s->measured = true;
+	s->m = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = 10 * MS,
+				     .low_ns = 9 * MS, .high_ns = 11 * MS };
+	s->m.cost.minflt = 500;
+	s->m.cost.minflt_lo = 400;
+	s->m.cost.minflt_hi = 6000;	/* 44,000 - 6,000: 3.8 ms */
+	advise_judge_measured(a, s);
+	CHECK("faults priced, the pool's range: the upper end", s->m.high_ns, 11 * MS - 3.8 * MS);
+	CHECK("faults priced, the pool's range: the lower end", s->m.low_ns, 9 * MS - 5.8 * MS);
+	/* a range that makes the lower end a cost: within noise */
+	a->base.minflt_hi = 130000;	/* 12.8 ms off 9 */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced, a wide range", s->verdict, AP_VERDICT_NOISE);
+	a->base.minflt_lo = a->base.minflt_hi = 50000;
 	/* half the saving or more: mostly those faults, open */
 	a->base.fault_ns = 105;	/* 5.04 ms of 10 */
 	judge_faults(a, s, 8, 500, 500);
@@ -608,7 +640,7 @@ static void test_faults_verdict(void)
 	/* under the threshold of the open verdict: taken off whatever their
 	 * share */
 	a->base.fault_ns = 250;
-	a->base.minflt = 8000;	/* 6,000 beyond: 1.5 ms */
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 8000;	/* 6,000 beyond: 1.5 ms */
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: under the threshold", s->verdict, AP_VERDICT_POOL);
 	CHECK("faults priced: under the threshold, the saving", s->m.saved_ns, 10 * MS - 1.5 * MS);
@@ -619,10 +651,74 @@ static void test_faults_verdict(void)
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: under the threshold, more than it", s->verdict, AP_VERDICT_COSTS_MORE);
 	/* as many as the run's: nothing taken */
-	a->base.minflt = 3400;	/* under 1.25 x 2000 + 1000 */
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 2000;
 	judge_faults(a, s, 8, 500, 500);
 	CHECK("faults priced: as the run's", s->verdict, AP_VERDICT_POOL);
 	CHECK("faults priced: as the run's, the saving", s->m.saved_ns, 10 * MS);
+	/* A ramp, not a step, from the run's faults (none priced) to 1.25
+	 * times them and a thousand more (all): one fault more or less
+	 * moves the saving by about one fault's price. Half way, 2,750: half
+	 * of the 750 beyond. */
+	a->base.fault_ns = 1000;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 2750;
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced, the ramp: half way", s->m.saved_ns, 10 * MS - 0.375 * MS);
+	if (!strstr(s->reasons, "50% of them counted")) {
+		fprintf(stderr, "%s: the text does not say the share counted: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 3499;
+	judge_faults(a, s, 8, 500, 500);
+	double below = s->m.saved_ns;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 3501;
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced, the ramp: no step at its top", fabs(s->m.saved_ns - below) < 10e3, 1);
+	CHECK("faults priced, the ramp: all from its top", s->m.saved_ns, 10 * MS - 1.501 * MS);
+	/* A share of the run replayed: the faults' price scaled with the
+	 * saving (the saving is scaled to the whole run), beyond the run's
+	 * faults in that share. */
+	a->measure_share = 0.5;	/* the run's 2,000 in the share: 1,000 */
+	a->base.fault_ns = 100;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 25000;	/* 24,000 beyond: 2.4 ms, 4.8 scaled */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults priced, a share: how many", s->excess_faults, 24000);
+	CHECK("faults priced, a share: the saving", s->m.saved_ns, 10 * MS - 4.8 * MS);
+	/* The run's faults in the share replayed, for a script of one
+	 * thread, by the fit's rule: the share of them a replay of the whole
+	 * run writing every page (the budget's probe) made in those events,
+	 * not the share of the events (a heap built early faults early).
+	 * Half the events, 90 % of the probe's faults: 18,000 of the run's
+	 * 20,000, not 10,000; the baseline's 50,000 under four times that
+	 * (not "unsure: replay faults"), 32,000 beyond. */
+	a->script_threads = 1;
+	a->program_minflt = 20000;
+	a->measure_probe_faults = 40000;
+	a->touch_faults_all = 36000;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 50000;
+	a->base.fault_ns = 50;	/* 32,000 x 50 ns / 0.5: 3.2 ms */
+	judge_faults(a, s, 8, 500, 500);
+	CHECK("faults, one thread: the run's in the share", ap_advise_prog_faults(a), 18000);
+	CHECK("faults, one thread: priced, not open", s->verdict, AP_VERDICT_POOL);
+	CHECK("faults, one thread: how many beyond", s->excess_faults, 32000);
+	CHECK("faults, one thread: the saving", s->m.saved_ns, 10 * MS - 3.2 * MS);
+	if (!strstr(s->reasons, "beyond the recorded run's 18000")) {
+		fprintf(stderr, "%s: the text does not say the run's faults in the share: %s\n", __func__,
+			s->reasons);
+		failures++;
+	}
+	/* no fit's replay: the baseline's, which wrote every page */
+	a->touch_faults_all = 0;
+	a->touch_share = 1;
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 36000;
+	CHECK("faults, one thread: the baseline's", ap_advise_prog_faults(a), 18000);
+	/* threads: the share of the events (one probe's trimming would
+	 * decide) */
+	a->script_threads = 2;
+	CHECK("faults, threads: the events' share", ap_advise_prog_faults(a), 10000);
+	a->script_threads = 0;
+	a->measure_probe_faults = 0;
+	a->program_minflt = 2000;
+	a->measure_share = 1;
 	a->base.fault_ns = 0;
 	ap_advice_free(a);
 	ap_trace_free(t);

@@ -659,8 +659,8 @@ static void test_touch(void)
 	/* A replay of the run's first events is fitted to the share of the
 	 * run's faults a replay of all of them writing every page made in
 	 * them (a heap built early faults early). */
-	EQ("target, whole run", ap_advise_touch_target(32000, 64000, 0), 32000);
-	EQ("target, a third", ap_advise_touch_target(32000, 21950, 64000), 32000 * 21950 / 64000.0);
+	EQ("target, whole run", ap_advise_run_faults(32000, 1, true, 64000, 0), 32000);
+	EQ("target, a third", ap_advise_run_faults(32000, 0.25, true, 21950, 64000), 32000 * 21950 / 64000.0);
 }
 
 /* The budget: a run that fits is replayed whole; one that does not is cut
