@@ -1,9 +1,12 @@
 /* `allocprof try`: runs the program with the sites advise names served by
  * a real pool (pool/vpool.h, through liballocprof-try.so: try/preload.c)
  * and measures what the pool saves, against a baseline run with the same
- * library loaded and nothing pooled, interleaved and repeated; prints it
- * beside advise's prediction (the advise code's, called here: the model,
- * and its measured replay unless --no-measure). */
+ * library loaded and nothing pooled, and against the program run as it is
+ * (no library), interleaved and repeated; prints it beside advise's
+ * prediction (the advise code's, called here: the model, and its measured
+ * replay unless --no-measure). Where the library alone moves the program
+ * by half the saving or more, the baseline does not stand for the
+ * program, and the verdict is what both comparisons agree on. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -48,13 +51,16 @@ static void try_usage(FILE *f)
 	      "(pool/vpool.h, with the cap or size classes advise measured, cycled as\n"
 	      "its model cycles), with no change to the program: a preloaded library\n"
 	      "recognizes the sites' call instructions. Runs a baseline (the same\n"
-	      "library, every site looked up, nothing pooled) and each pooled site in\n"
-	      "turn, interleaved and repeated, checks that every run's standard\n"
-	      "output, standard error and exit status are the baseline's, and prints\n"
-	      "per site what the pool did (allocations, reallocs and bytes avoided,\n"
-	      "hits by source, held peak) and the CPU time it saved with its 95%\n"
-	      "interval, beside advise's prediction.\n"
-	      "A saving whose interval spans zero is said to be within noise.\n\n"
+	      "library, every site looked up, nothing pooled), each pooled site in\n"
+	      "turn and the program as it is (no library), interleaved and repeated,\n"
+	      "checks that every run's standard output, standard error and exit\n"
+	      "status are the baseline's, and prints per site what the pool did\n"
+	      "(allocations, reallocs and bytes avoided, hits by source, held peak)\n"
+	      "and the CPU time it saved with its 95% interval, against the baseline\n"
+	      "and against the program, beside advise's prediction.\n"
+	      "A saving whose interval spans zero is said to be within noise. Where\n"
+	      "the library alone moves the program by half the saving or more, try\n"
+	      "says so, and its verdict is what the two savings agree on.\n\n"
 	      "options:\n"
 	      "  --site SITE          pool this site: a site name as advise prints it (or\n"
 	      "                       its --json `site`), its `site_id`, or a function that\n"
@@ -447,6 +453,7 @@ struct runner {
 	char **argv;	     /* the program's command line */
 	const char *path;    /* argv[0] resolved */
 	char **envp;	     /* with the library preloaded and ALLOCPROF_TRY below */
+	char **envp_plain;   /* the caller's, without ALLOCPROF_TRY: the program as it is */
 	size_t env_try;	     /* envp's ALLOCPROF_TRY entry */
 	int stdin_fd;	     /* the input every run gets (-1: /dev/null) */
 	const char *outfile; /* where the library writes */
@@ -490,8 +497,9 @@ static void stop_handlers(bool on, struct sigaction *old)
 	}
 }
 
-/* One run with the config `cfg`: its costs and counts into r, its output
- * into o (caller frees). Returns 0, or -1 after one line. */
+/* One run with the config `cfg` (NULL: the program as it is, without the
+ * library): its costs and counts into r, its output into o (caller
+ * frees). Returns 0, or -1 after one line. */
 static int run_once(struct runner *rn, const char *cfg, struct run *r, struct out_ref *o, char *why,
 		    size_t whylen)
 {
@@ -504,8 +512,10 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 		return -1;
 	}
 	char envbuf[PATH_MAX + 32];
-	snprintf(envbuf, sizeof(envbuf), AP_TRY_ENV "=%s", cfg);
-	rn->envp[rn->env_try] = envbuf;
+	if (cfg) {
+		snprintf(envbuf, sizeof(envbuf), AP_TRY_ENV "=%s", cfg);
+		rn->envp[rn->env_try] = envbuf;
+	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	if (rn->stdin_fd >= 0) {
@@ -519,7 +529,7 @@ static int run_once(struct runner *rn, const char *cfg, struct run *r, struct ou
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pid_t pid;
-	int rc = posix_spawn(&pid, rn->path, &fa, NULL, rn->argv, rn->envp);
+	int rc = posix_spawn(&pid, rn->path, &fa, NULL, rn->argv, cfg ? rn->envp : rn->envp_plain);
 	posix_spawn_file_actions_destroy(&fa);
 	if (!rc) {
 		try_child = pid;
@@ -607,11 +617,85 @@ static double median_of(double *v, size_t n)
 
 /* ---- output ---- */
 
+/* A measured verdict (try's, not advise's). */
+enum try_verdict {
+	TV_NONE,  /* one round: no interval */
+	TV_NOISE, /* the interval spans zero, or the two comparisons disagree */
+	TV_SAVES,
+	TV_COSTS,
+};
+
+static const char *try_verdict_name(enum try_verdict v)
+{
+	switch (v) {
+	case TV_SAVES:
+		return "saves";
+	case TV_COSTS:
+		return "costs more";
+	case TV_NOISE:
+		return "within noise";
+	default:
+		return "no verdict";
+	}
+}
+
+/* A median of paired differences with its sign-test interval. */
+struct paired {
+	double ns, low_ns, high_ns, conf;
+};
+
+/* The median and interval of d (n values; d is sorted). */
+static struct paired paired_of(double *d, size_t n)
+{
+	struct paired p;
+	p.conf = ap_median_interval(d, n, &p.low_ns, &p.high_ns);
+	p.ns = median_of(d, n);
+	return p;
+}
+
+static enum try_verdict sign_of(const struct paired *p, size_t rounds)
+{
+	if (rounds < 2)
+		return TV_NONE;
+	return p->low_ns > 0 ? TV_SAVES : p->high_ns < 0 ? TV_COSTS : TV_NOISE;
+}
+
+/* Whether try's baseline (the library loaded, nothing pooled) stands for
+ * the program, for a site whose pool saves `saved` against it, when the
+ * library alone moves the program's CPU time by `lib` (medians): while
+ * the library's effect is under half the saving, the saving against the
+ * program (the saving plus that effect) has its sign and is within half
+ * of it. From half on, the two comparisons can tell different stories:
+ * bench/twins' chan, whose threads switch a quarter less often when each
+ * call costs a few ns more, ran 11-15 ms cheaper with the library alone
+ * (medians of 9 and 15 rounds) where a pool cost 10-15 ms against that
+ * baseline; its hand-pooled twin saves 7-17 ms. */
+static bool baseline_stands(double saved, double lib)
+{
+	return fabs(lib) < fabs(saved) / 2;
+}
+
+/* The verdict from what can be trusted: the saving against the baseline
+ * while it stands for the program; else only what it and the pooled run
+ * against the program agree on (a saving, or a cost), within noise when
+ * they do not. */
+static enum try_verdict verdict_of(const struct paired *vs_base, const struct paired *vs_prog,
+				   bool stands, size_t rounds)
+{
+	enum try_verdict b = sign_of(vs_base, rounds);
+	if (stands || b == TV_NONE)
+		return b;
+	return b == sign_of(vs_prog, rounds) ? b : TV_NOISE;
+}
+
 struct variant_result {
 	struct ap_run_cost cost; /* medians; hits: the site's */
 	double cycles;
 	struct site_counts c; /* medians of the pooled site's counts */
-	double saved_ns, low_ns, high_ns, conf;
+	struct paired vs_base;	/* the saving against the baseline */
+	struct paired vs_prog;	/* against the program without the library */
+	bool stands;		/* the baseline stands for the program here */
+	enum try_verdict verdict;
 	double reached; /* baseline: the site's gets (median) */
 };
 
@@ -705,7 +789,8 @@ struct report {
 	size_t rounds, nv;
 	struct tsite *ts;
 	size_t nts;
-	struct variant_result *vr; /* [0] baseline, [1 + i] site i */
+	struct variant_result *vr; /* [0] baseline, [1 + i] site i, [nv - 1] the program */
+	struct paired lib;	   /* the library alone: the baseline less the program */
 	bool identical, deterministic;
 	char differs[512];
 	bool predicted_measured;
@@ -737,11 +822,11 @@ static void print_text(const struct report *rp)
 		printf(" %s", ap_safe_name(&nb, *a));
 	printf("\n");
 	ap_buf_release(&nb);
-	printf(
-	    "Runs: %zu rounds of the baseline and %zu pooled variant%s, interleaved (%zu runs)\n",
-	    rp->rounds, rp->nv - 1, rp->nv == 2 ? "" : "s", rp->rounds * rp->nv);
+	printf("Runs: %zu rounds of the program, the baseline and %zu pooled variant%s, "
+	       "interleaved (%zu runs)\n",
+	       rp->rounds, rp->nts, rp->nts == 1 ? "" : "s", rp->rounds * rp->nv);
 	if (!rp->deterministic)
-		printf("Output: the baseline's own runs differ (%s): the program's output is not "
+		printf("Output: the runs without a pool differ (%s): the program's output is not "
 		       "deterministic, not compared\n",
 		       rp->differs);
 	else if (rp->identical)
@@ -766,6 +851,18 @@ static void print_text(const struct report *rp)
 	printf("Baseline (medians): CPU %s, wall %s, %.0f minor faults, peak RSS %s, %s allocator "
 	       "calls\n",
 	       d1, d2, b->cost.minflt, m1, c1);
+	const struct variant_result *pg = &rp->vr[rp->nv - 1];
+	fmt_dur(d1, sizeof(d1), pg->cost.cpu_ns);
+	fmt_dur(d2, sizeof(d2), pg->cost.wall_ns);
+	printf("Program without the library (medians): CPU %s, wall %s, %.0f minor faults\n", d1,
+	       d2, pg->cost.minflt);
+	char l1[32], l2[32], l3[32];
+	fmt_dur(l1, sizeof(l1), rp->lib.ns);
+	fmt_dur(l2, sizeof(l2), rp->lib.low_ns);
+	fmt_dur(l3, sizeof(l3), rp->lib.high_ns);
+	printf("The library alone (the baseline less the program): %s [%s, %s], %.0f%% "
+	       "confidence\n",
+	       l1, l2, l3, 100 * rp->lib.conf);
 	if (rp->a->measured) {
 		struct ap_buf cb = AP_BUF_INIT;
 		ap_advise_replay_cpus_words(rp->a, &cb);
@@ -827,25 +924,60 @@ static void print_text(const struct report *rp)
 			 pr->hits[AP_POOL_VICTIM]);
 		printf("  %-22s %16s %16s\n", "hits p/s/st/v", src, psrc);
 		char s1[32], lo[32], hi[32], p1[32];
-		fmt_dur(s1, sizeof(s1), v->saved_ns);
-		fmt_dur(lo, sizeof(lo), v->low_ns);
-		fmt_dur(hi, sizeof(hi), v->high_ns);
+		fmt_dur(s1, sizeof(s1), v->vs_base.ns);
+		fmt_dur(lo, sizeof(lo), v->vs_base.low_ns);
+		fmt_dur(hi, sizeof(hi), v->vs_base.high_ns);
 		fmt_dur(p1, sizeof(p1), pred_time(as));
 		printf("  %-22s %16s %16s (%s)\n", "CPU time saved", s1, p1,
 		       as->measured ? "measured replay" : "model");
 		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi,
-		       100 * v->conf, rp->rounds);
-		if (rp->rounds < 2)
+		       100 * v->vs_base.conf, rp->rounds);
+		char q1[32], qlo[32], qhi[32];
+		fmt_dur(q1, sizeof(q1), v->vs_prog.ns);
+		fmt_dur(qlo, sizeof(qlo), v->vs_prog.low_ns);
+		fmt_dur(qhi, sizeof(qhi), v->vs_prog.high_ns);
+		printf("  %-22s %16s [%s, %s], %.0f%% confidence\n", "against the program", q1, qlo,
+		       qhi, 100 * v->vs_prog.conf);
+		/* the figure the verdict stands on: against the baseline while it
+		 * stands for the program, else against the program */
+		const struct paired *f = v->stands ? &v->vs_base : &v->vs_prog;
+		double whole = v->stands ? b->cost.cpu_ns : pg->cost.cpu_ns;
+		char fs[32];
+		fmt_dur(fs, sizeof(fs), fabs(f->ns));
+		double share = whole > 0 ? 100 * fabs(f->ns) / whole : 0;
+		if (!v->stands) {
+			char lb[32];
+			fmt_dur(lb, sizeof(lb), fabs(rp->lib.ns));
+			printf("  the library alone moves the program by as much as the saving, or half "
+			       "of it (its runs with nothing pooled cost %s %s than the program's): "
+			       "the baseline does not stand for the program, and the verdict is what "
+			       "the savings against the baseline (%s) and against the program (%s) "
+			       "agree on\n",
+			       lb, rp->lib.ns < 0 ? "less" : "more", s1, q1);
+		}
+		switch (v->verdict) {
+		case TV_NONE:
 			printf("  => one round, no interval: no verdict (--runs 6 or more give "
 			       "a 95%% interval)\n");
-		else if (v->low_ns <= 0 && v->high_ns >= 0)
-			printf("  => within noise: the interval spans zero\n");
-		else if (v->high_ns < 0)
-			printf("  => the pool costs %s more CPU time (%.1f%% of the run)\n", s1 + 1,
-			       b->cost.cpu_ns > 0 ? -100 * v->saved_ns / b->cost.cpu_ns : 0);
-		else
-			printf("  => the pool saves %s of CPU time (%.1f%% of the run)\n", s1,
-			       b->cost.cpu_ns > 0 ? 100 * v->saved_ns / b->cost.cpu_ns : 0);
+			break;
+		case TV_NOISE:
+			if (v->stands)
+				printf("  => within noise: the interval spans zero\n");
+			else if (sign_of(&v->vs_base, rp->rounds) == TV_NOISE &&
+				 sign_of(&v->vs_prog, rp->rounds) == TV_NOISE)
+				printf("  => within noise: both intervals span zero\n");
+			else
+				printf("  => within noise: the two savings do not agree on a sign\n");
+			break;
+		case TV_COSTS:
+			printf("  => the pool costs %s more CPU time (%.1f%% of the run)%s\n", fs,
+			       share, v->stands ? "" : ", against the program");
+			break;
+		case TV_SAVES:
+			printf("  => the pool saves %s of CPU time (%.1f%% of the run)%s\n", fs, share,
+			       v->stands ? "" : ", against the program");
+			break;
+		}
 	}
 }
 
@@ -878,6 +1010,16 @@ static json_t *cost_json(const struct variant_result *v)
 	return o;
 }
 
+static json_t *paired_json(const struct paired *p)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(p->ns)));
+	json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(p->low_ns)));
+	json_object_set_new(o, "time_saved_high_ns", json_integer(ap_view_round(p->high_ns)));
+	json_object_set_new(o, "confidence", json_real(p->conf));
+	return o;
+}
+
 static int print_json(const struct report *rp)
 {
 	json_t *root = json_object();
@@ -894,6 +1036,19 @@ static int print_json(const struct report *rp)
 	if (!rp->identical || !rp->deterministic)
 		json_object_set_new(root, "output_difference", json_string(rp->differs));
 	json_object_set_new(root, "baseline", cost_json(&rp->vr[0]));
+	json_t *pj = ap_advise_cost_json(&rp->vr[rp->nv - 1].cost);
+	json_object_del(pj, "allocator_calls"); /* the library counts them: not loaded */
+	json_object_del(pj, "pool_hits");
+	/* the library reads VmHWM; wait4's ru_maxrss of a child spawned by
+	 * vfork carries try's own peak across the exec */
+	json_object_set_new(pj, "peak_rss_bytes", json_null());
+	json_object_set_new(root, "program", pj);
+	json_t *lj = json_object();
+	json_object_set_new(lj, "cpu_ns", json_integer(ap_view_round(rp->lib.ns)));
+	json_object_set_new(lj, "cpu_low_ns", json_integer(ap_view_round(rp->lib.low_ns)));
+	json_object_set_new(lj, "cpu_high_ns", json_integer(ap_view_round(rp->lib.high_ns)));
+	json_object_set_new(lj, "confidence", json_real(rp->lib.conf));
+	json_object_set_new(root, "library_alone", lj);
 	if (rp->a->measured) {
 		json_t *mr = json_object();
 		ap_advise_replay_cpus_json(rp->a, mr);
@@ -920,13 +1075,19 @@ static int print_json(const struct report *rp)
 		json_t *c = counts_json(&v->c);
 		json_object_update(o, c);
 		json_decref(c);
-		json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(v->saved_ns)));
-		json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(v->low_ns)));
+		json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(v->vs_base.ns)));
+		json_object_set_new(o, "time_saved_low_ns",
+				    json_integer(ap_view_round(v->vs_base.low_ns)));
 		json_object_set_new(o, "time_saved_high_ns",
-				    json_integer(ap_view_round(v->high_ns)));
-		json_object_set_new(o, "confidence", json_real(v->conf));
-		json_object_set_new(o, "within_noise",
-				    json_boolean(v->low_ns <= 0 && v->high_ns >= 0));
+				    json_integer(ap_view_round(v->vs_base.high_ns)));
+		json_object_set_new(o, "confidence", json_real(v->vs_base.conf));
+		json_object_set_new(o, "against_program", paired_json(&v->vs_prog));
+		json_object_set_new(o, "baseline_stands_for_program", json_boolean(v->stands));
+		json_object_set_new(o, "measured_verdict",
+				    json_string(try_verdict_name(v->verdict)));
+		json_object_set_new(o, "verdict_from",
+				    json_string(v->stands ? "baseline" : "baseline and program"));
+		json_object_set_new(o, "within_noise", json_boolean(v->verdict == TV_NOISE));
 		const struct ap_replay_result *pr = pred_result(as);
 		json_object_set_new(o, "predicted_allocs_avoided",
 				    json_integer(ap_view_round(pr->allocs_avoided)));
@@ -1202,7 +1363,7 @@ int cmd_try(int argc, char **argv)
 	struct run *rs = NULL;
 	struct out_ref ref = {0}, cur = {0};
 	struct ap_buf pb = AP_BUF_INIT;
-	char **envp = NULL;
+	char **envp = NULL, **envp_plain = NULL;
 	char dir[PATH_MAX] = "";
 	struct variant_result *vr = NULL;
 	size_t nv = 0;
@@ -1301,16 +1462,24 @@ int cmd_try(int argc, char **argv)
 	while (environ[ne])
 		ne++;
 	envp = ap_xcalloc(ne + 3, sizeof(*envp));
-	size_t k = 0;
+	envp_plain = ap_xcalloc(ne + 1, sizeof(*envp_plain));
+	size_t k = 0, kp = 0;
 	const char *pre = getenv("LD_PRELOAD");
 	ap_buf_addf(&pb, "LD_PRELOAD=%s%s%s", lib, pre && *pre ? ":" : "", pre && *pre ? pre : "");
-	for (size_t i = 0; i < ne; i++)
+	for (size_t i = 0; i < ne; i++) {
+		if (strncmp(environ[i], AP_TRY_ENV "=", strlen(AP_TRY_ENV) + 1))
+			envp_plain[kp++] = environ[i]; /* the caller's LD_PRELOAD stays */
 		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
 		    strncmp(environ[i], AP_TRY_ENV "=", strlen(AP_TRY_ENV) + 1))
 			envp[k++] = environ[i];
+	}
 	envp[k++] = pb.buf;
-	struct runner rn = {
-	    .argv = pargv, .path = path, .envp = envp, .env_try = k, .stdin_fd = -1};
+	struct runner rn = {.argv = pargv,
+			    .path = path,
+			    .envp = envp,
+			    .envp_plain = envp_plain,
+			    .env_try = k,
+			    .stdin_fd = -1};
 	envp[k + 1] = NULL;
 
 	/* Standard input, read once. */
@@ -1340,8 +1509,10 @@ int cmd_try(int argc, char **argv)
 	char outfile[PATH_MAX + 16], cfg[PATH_MAX + 16];
 	snprintf(outfile, sizeof(outfile), "%s/out", dir);
 	rn.outfile = outfile;
-	nv = nts + 1;
-	for (size_t j = 0; j < nv; j++) {
+	/* The variants: the baseline (0), each site pooled (1 + i), and the
+	 * program as it is, without the library (nv - 1: no config). */
+	nv = nts + 2;
+	for (size_t j = 0; j + 1 < nv; j++) {
 		snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
 		if (write_config(cfg, (ssize_t)j - 1, outfile, a, ts, nts, t, &m, v.sym) < 0)
 			goto out;
@@ -1359,12 +1530,14 @@ int cmd_try(int argc, char **argv)
 		for (size_t q = 0; q < nv; q++) {
 			size_t j = ((size_t)r + q) % nv;
 			char why[600] = "";
+			bool plain = j == nv - 1;
 			snprintf(cfg, sizeof(cfg), "%s/v%zu.cfg", dir, j);
 			if (progress) {
 				fprintf(stderr, "\rallocprof: try: round %ld of %ld", r + 1, runs);
 				fflush(stderr);
 			}
-			if (run_once(&rn, cfg, &rs[(size_t)r * nv + j], &cur, why, sizeof(why)) < 0 ||
+			if (run_once(&rn, plain ? NULL : cfg, &rs[(size_t)r * nv + j], &cur, why,
+				     sizeof(why)) < 0 ||
 			    try_stop) {
 				if (progress)
 					fputs("\r\033[K", stderr);
@@ -1379,7 +1552,7 @@ int cmd_try(int argc, char **argv)
 					   pargv[0], why);
 				goto out;
 			}
-			if (!rs[(size_t)r * nv + j].procs) {
+			if (!plain && !rs[(size_t)r * nv + j].procs) {
 				if (progress)
 					fputs("\r\033[K", stderr);
 				char st[64];
@@ -1403,10 +1576,12 @@ int cmd_try(int argc, char **argv)
 				continue;
 			}
 			if (!same_output(&ref, &cur)) {
-				if (j == 0 && deterministic) {
+				if ((j == 0 || plain) && deterministic) {
+					/* a run without a pool differs: no output of the
+					 * program's is a reference */
 					deterministic = false;
 					say_difference(differs, sizeof(differs), &ref, &cur);
-				} else if (j && identical && deterministic) {
+				} else if (!plain && j && identical && deterministic) {
 					/* a pooled run differs: is the baseline itself stable? */
 					identical = false;
 					char d[400];
@@ -1424,17 +1599,28 @@ int cmd_try(int argc, char **argv)
 	if (!deterministic)
 		identical = false;
 
-	/* The medians, and each site's saving with its interval. */
+	/* The medians; what the library alone does (the baseline less the
+	 * program); each site's saving against the baseline and against the
+	 * program, with their intervals, and the verdict from them. */
 	vr = ap_xcalloc(nv, sizeof(*vr));
 	double *d = ap_xmalloc((size_t)runs * sizeof(*d));
+	size_t jp = nv - 1;
+	for (long r = 0; r < runs; r++)
+		d[r] = rs[(size_t)r * nv].cpu_ns - rs[(size_t)r * nv + jp].cpu_ns;
+	struct paired alone = paired_of(d, (size_t)runs);
 	for (size_t j = 0; j < nv; j++) {
-		medians(rs, (size_t)runs, nv, j, j ? (unsigned)(j - 1) : 0, &vr[j]);
-		if (!j)
+		medians(rs, (size_t)runs, nv, j, j && j < jp ? (unsigned)(j - 1) : 0, &vr[j]);
+		if (!j || j == jp)
 			continue;
 		for (long r = 0; r < runs; r++)
 			d[r] = rs[(size_t)r * nv].cpu_ns - rs[(size_t)r * nv + j].cpu_ns;
-		vr[j].conf = ap_median_interval(d, (size_t)runs, &vr[j].low_ns, &vr[j].high_ns);
-		vr[j].saved_ns = median_of(d, (size_t)runs);
+		vr[j].vs_base = paired_of(d, (size_t)runs);
+		for (long r = 0; r < runs; r++)
+			d[r] = rs[(size_t)r * nv + jp].cpu_ns - rs[(size_t)r * nv + j].cpu_ns;
+		vr[j].vs_prog = paired_of(d, (size_t)runs);
+		vr[j].stands = baseline_stands(vr[j].vs_base.ns, alone.ns);
+		vr[j].verdict =
+		    verdict_of(&vr[j].vs_base, &vr[j].vs_prog, vr[j].stands, (size_t)runs);
 	}
 	/* Whether the baseline reached each site (its gets). */
 	bool unreached = false;
@@ -1452,7 +1638,7 @@ int cmd_try(int argc, char **argv)
 	 * has forked ten times, 6 % and more apart on a busy CPU). */
 	bool same_requests = true;
 	char req_differs[512] = "";
-	for (size_t j = 1; j < nv && same_requests; j++)
+	for (size_t j = 1; j < jp && same_requests; j++)
 		for (size_t i = 0; i < nts && same_requests; i++) {
 			if (i == j - 1)
 				continue;
@@ -1485,6 +1671,7 @@ int cmd_try(int argc, char **argv)
 			    .ts = ts,
 			    .nts = nts,
 			    .vr = vr,
+			    .lib = alone,
 			    .identical = identical,
 			    .deterministic = deterministic,
 			    .same_requests = same_requests};
@@ -1498,7 +1685,7 @@ int cmd_try(int argc, char **argv)
 			ap_say(
 			    "try: %s: never reached in %ld runs: none of its %zu call path%s "
 			    "ran (another input, or a program rebuilt since the trace?)",
-			    ts[i].as->name, runs * (long)nv, ts[i].npcs,
+			    ts[i].as->name, runs * (long)(nv - 1), ts[i].npcs,
 			    ts[i].npcs == 1 ? "" : "s");
 	if (unreached)
 		rc = AP_EXIT_FAIL;
@@ -1518,6 +1705,7 @@ out:
 	free(rs);
 	free(vr);
 	free(envp);
+	free(envp_plain);
 	for (size_t i = 0; i < AP_TRY_MAX_SITES; i++)
 		ap_buf_release(&ts[i].pcs);
 	if (a)

@@ -2,6 +2,7 @@
 """End-to-end checks of `allocprof try`.
 
 usage: try-e2e.py semantics SEMANTICS
+       try-e2e.py libmoves LIBMOVES
        try-e2e.py unreached SEMANTICS
        try-e2e.py twin PLAIN TWIN SITE ARG
        try-e2e.py twin-cxx SRCDIR
@@ -24,6 +25,18 @@ with `vfork`, after a vfork child that ends by _exit),
 and every site really was served from the pool (hits > 0); the counts of
 the sites whose requests do not depend on alignment or size classes equal
 advise's.
+
+libmoves: LIBMOVES (tests/try/libmoves.c) does its work only when try's
+library is not loaded, as bench/twins' chan runs cheaper with the
+library alone: try runs the program as it is beside its baseline and
+pooled runs (each round once: the program's log of its runs says which
+had the library), gives the library's effect (the baseline less the
+program, here the work's: below zero) and the pooled run against the
+program, says that the baseline does not stand for the program (the
+library's effect is half the saving against it or more) and takes its
+verdict from what the two savings agree on; the text says so.
+In every test that reads try's JSON, its verdict follows that rule from
+its own figures.
 
 unreached: a site the run never reaches (SEMANTICS noalign skips
 align_site) is reported, one line, exit status 1.
@@ -117,6 +130,88 @@ def within(a, b, rel):
     return abs(a - b) <= rel * max(abs(b), 1)
 
 
+def sign(lo, hi):
+    return "saves" if lo > 0 else "costs more" if hi < 0 else "within noise"
+
+
+def check_verdict(j, s):
+    """s's measured verdict follows try's rule from the JSON's own figures:
+    the baseline stands for the program while the library alone moves it
+    by less than half the saving against the baseline; then the verdict
+    is that saving's, else what it and the saving against the program
+    agree on (within noise when they do not)."""
+    lib = j["library_alone"]["cpu_ns"]
+    p = s["against_program"]
+    for o in (s, p):
+        if not o["time_saved_low_ns"] <= o["time_saved_ns"] <= o["time_saved_high_ns"]:
+            fail("a saving outside its interval: %r" % o)
+    lo, hi = j["library_alone"]["cpu_low_ns"], j["library_alone"]["cpu_high_ns"]
+    if not lo <= lib <= hi:
+        fail("the library's effect outside its interval: %r" % j["library_alone"])
+    stands = abs(lib) < abs(s["time_saved_ns"]) / 2
+    if s["baseline_stands_for_program"] != stands:
+        fail("baseline_stands_for_program %r, but the library alone moves the program by %d ns "
+             "and the saving is %d ns" % (s["baseline_stands_for_program"], lib, s["time_saved_ns"]))
+    vb = sign(s["time_saved_low_ns"], s["time_saved_high_ns"])
+    vp = sign(p["time_saved_low_ns"], p["time_saved_high_ns"])
+    want = vb if stands or vb == vp else "within noise"
+    if j["rounds"] < 2:
+        want = "no verdict"
+    if s["measured_verdict"] != want:
+        fail("measured_verdict %r, the rule says %r: %r" % (s["measured_verdict"], want, s))
+    if s["within_noise"] != (want == "within noise"):
+        fail("within_noise disagrees with the verdict: %r" % s)
+    if s["verdict_from"] != ("baseline" if stands else "baseline and program"):
+        fail("verdict_from %r, the baseline %s" % (s["verdict_from"], "stands" if stands else "does not stand"))
+    return stands
+
+
+def libmoves(prog):
+    trace = os.path.join(TMP, "lm.trace")
+    log = os.path.join(TMP, "lm.log")
+    record(trace, [prog])
+    env = {"LIBMOVES_LOG": log}
+    j = json.loads(run_try(["--runs", "3", "--json", "--site", "item_new", trace], env).stdout)
+    runs = open(log).read().split()
+    # 3 rounds: the program as it is 3 times, the baseline and the pooled run 3 times each
+    if runs.count("program") != 3 or runs.count("library") != 6:
+        fail("runs without the library %d, with %d; wanted 3 and 6" %
+             (runs.count("program"), runs.count("library")))
+    if j["output_identical"] is not True:
+        fail("output changed: %s" % j.get("output_difference"))
+    for k in ("cpu_ns", "wall_ns", "minor_faults"):
+        if not isinstance(j["program"].get(k), int) or j["program"][k] <= 0:
+            fail("program: %s %r" % (k, j["program"].get(k)))
+    if "allocator_calls" in j["program"] or j["program"]["peak_rss_bytes"] is not None:
+        fail("program: figures only the library gives: %r" % j["program"])
+    s = j["sites"][0]
+    lib = j["library_alone"]["cpu_ns"]
+    print("the library alone %d ns [%d, %d]; saved %d ns against the baseline, %d against the program: %s" %
+          (lib, j["library_alone"]["cpu_low_ns"], j["library_alone"]["cpu_high_ns"], s["time_saved_ns"],
+           s["against_program"]["time_saved_ns"], s["measured_verdict"]))
+    # the program's work is not done where the library is: the baseline
+    # is the cheaper, by the work (a hundred million adds)
+    if lib >= 0:
+        fail("the library alone: %d ns, the work the program does without it not seen" % lib)
+    if check_verdict(j, s):
+        fail("the baseline said to stand for the program: %r" % s)
+    if s["hits"] <= 0:
+        fail("no hits: %r" % s)
+    r = run_try(["--runs", "2", "--site", "item_new", trace])
+    out = r.stdout.splitlines()
+    for w in ("Runs: 2 rounds of the program, the baseline and 1 pooled variant, interleaved (6 runs)",
+              "Program without the library (medians): CPU "):
+        if not any(l.startswith(w) for l in out):
+            fail("text: no line %r in %r" % (w, r.stdout))
+    said = [l for l in out if l.startswith("  the library alone moves the program by as much as the saving")]
+    if len(said) != 1 or "less than the program's" not in said[0]:
+        fail("text: not said that the library alone moves the program: %r" % r.stdout)
+    if not any(l.startswith("  against the program ") for l in out) or \
+            not any(l.startswith("  => ") for l in out):
+        fail("text: no saving against the program, or no verdict: %r" % r.stdout)
+    print("ok: the baseline does not stand for the program; verdict %s" % s["measured_verdict"])
+
+
 def semantics(prog):
     trace = os.path.join(TMP, "sem.trace")
     record(trace, [prog, "all"])
@@ -207,10 +302,7 @@ def twin(plain, tw, site, arg):
               "allocs_avoided", "bytes_avoided"):
         if not isinstance(s[k], int):
             fail("%s: not an integer: %r" % (k, s[k]))
-    if not s["time_saved_low_ns"] <= s["time_saved_ns"] <= s["time_saved_high_ns"]:
-        fail("the saving is outside its interval: %r" % s)
-    if s["within_noise"] != (s["time_saved_low_ns"] <= 0 <= s["time_saved_high_ns"]):
-        fail("within_noise disagrees with the interval: %r" % s)
+    check_verdict(j, s)
     if not isinstance(s["site"], str) or s["output_identical"] is not True:
         fail("site or output_identical: %r" % s)
     print("ok")
@@ -473,6 +565,7 @@ def main():
     try:
         {
             "semantics": semantics,
+            "libmoves": libmoves,
             "unreached": unreached,
             "dlopen": dlopen,
             "twin": twin,
