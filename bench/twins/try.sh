@@ -8,7 +8,11 @@
 # program's `// site:`, RUNS rounds, advise's model as the prediction)
 # runs it with the pool. Prints per program the twin's saving and try's,
 # each with its interval, whether they agree (the two intervals
-# overlap), and the counts try measured.
+# overlap), and the counts try measured. try's saving is the one its
+# verdict stands on: against its baseline, or, where the library alone
+# moves the program by half that saving or more, against the program as
+# it is (then `base` gives the other, `lib` the library's own effect,
+# and try's verdict is what the two agree on).
 # Not a test: nothing here asserts a time.
 #
 # Usage: bench/twins/try.sh [-n RUNS] [-b BUILD] [-P CPULIST] [PROGRAM...]
@@ -76,14 +80,18 @@ except ValueError:
 s = j["sites"][0]
 c = (t or {}).get("cpu_ms", {})
 tm, tl, th = c.get("saving_median"), c.get("saving_low"), c.get("saving_high")
-ym, yl, yh = s["time_saved_ns"] / 1e6, s["time_saved_low_ns"] / 1e6, s["time_saved_high_ns"] / 1e6
-base = j["baseline"]["cpu_ns"] / 1e6
+f = s if s["baseline_stands_for_program"] else s["against_program"]
+ym, yl, yh = f["time_saved_ns"] / 1e6, f["time_saved_low_ns"] / 1e6, f["time_saved_high_ns"] / 1e6
+base = j["program"]["cpu_ns"] / 1e6
 agree = "?"
 if tm is not None:
     agree = "yes" if yl <= th and tl <= yh else "no"	# the intervals overlap
 print("%-10s twin %8.1f ms [%8.1f, %8.1f]  try %8.1f ms [%8.1f, %8.1f] of %7.1f ms  agree: %-3s  "
-      "avoided %d, hits %d, output identical %s" %
-      (p, tm or 0, tl or 0, th or 0, ym, yl, yh, base, agree, s["allocs_avoided"], s["hits"],
-       j["output_identical"]))
+      "try says %s%s  avoided %d, hits %d, output identical %s" %
+      (p, tm or 0, tl or 0, th or 0, ym, yl, yh, base, agree, s["measured_verdict"],
+       "" if s["baseline_stands_for_program"] else
+       " (against the program; base %.1f ms, lib %.1f ms)" % (s["time_saved_ns"] / 1e6,
+                                                            j["library_alone"]["cpu_ns"] / 1e6),
+       s["allocs_avoided"], s["hits"], j["output_identical"]))
 PY
 done
