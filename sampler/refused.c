@@ -296,6 +296,8 @@ EXPORT long syscall(long nr, ...)
 	}
 	if (UNLIKELY(nr == SYS_write) && (int)a[0] == UNW_FD_W)
 		return unw_check((const void *)a[1]);
+	if (UNLIKELY(tfile.ring))
+		creds_call(nr); /* (before ids change: creds.c) */
 	if (UNLIKELY(nr == SYS_execve))
 		return execve((const char *)a[0], (char *const *)a[1], (char *const *)a[2]);
 	if (UNLIKELY(nr == SYS_execveat))

@@ -863,7 +863,9 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 		       struct rec_names *done, int run_fd)
 {
 	fflush(NULL);
+	rec_drain_before_fork();
 	pid_t pid = fork();
+	rec_drain_after_fork(pid == 0);
 	if (pid != 0)
 		return pid;
 	setsid();
@@ -872,6 +874,7 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 		if (fd != null)
 			dup2(null, fd);
 	close_all_but(3, run_fd);
+	rec_drain_restart();
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
