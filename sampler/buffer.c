@@ -162,7 +162,7 @@ static int reserve(int fd, uint64_t off, size_t n, uint64_t end)
 	void *z = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (z == MAP_FAILED)
 		return -1;
-	ssize_t w = pwrite(fd, z, n, (off_t)off);
+	ssize_t w = sys_pwrite(fd, z, n, (off_t)off);
 	munmap(z, n);
 	return w == (ssize_t)n ? 0 : -1;
 }
@@ -180,7 +180,7 @@ static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
 		meta_room = META_BUF_SIZE;
 	}
 	if (bufs_on) {
-		int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		int fd = sys_open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fd >= 0) {
 			if (reserve(fd, bufs_end, now, bufs_end + size) == 0 &&
 			    (now == size || ftruncate(fd, (off_t)(bufs_end + size)) == 0)) {
@@ -235,9 +235,9 @@ static void bufs_create(void)
 	 * not ours to remove (then O_EXCL fails, and the buffers are private) */
 	if (lstat(bufs_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size) {
 		char magic[sizeof(bufs_head->magic)] = { 0 };
-		int old = open(bufs_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		int old = sys_open(bufs_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (old >= 0) {
-			if (read(old, magic, sizeof(magic)) < 0)
+			if (sys_read(old, magic, sizeof(magic)) < 0)
 				magic[0] = 0;
 			sys_close(old);
 		}
@@ -246,7 +246,7 @@ static void bufs_create(void)
 	} else if (lstat(bufs_path, &st) == 0 && (S_ISLNK(st.st_mode) || S_ISREG(st.st_mode))) {
 		unlink(bufs_path); /* empty, or a link: nobody's data */
 	}
-	int fd = open(bufs_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = sys_open(bufs_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return;
 	void *h = MAP_FAILED;
@@ -274,13 +274,13 @@ static void bufs_create(void)
  * whose soft and hard RLIMIT_NOFILE are equal would otherwise see it under
  * its limit). Its slot comes right after the header page, written whole
  * (reserve) before its first use. tracefile.c puts chunks in it. */
-#define RING_SLOT_SIZE (1u << 20)
+#define RING_SLOT_SIZE (2u << 20)
 #define RING_ROOM (64ull << 20)	/* free space a ring needs beside it */
 static struct ap_slot *ring_slot;	/* NULL: no ring */
 
 static void ring_create(void)
 {
-	int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = sys_open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
 	/* A file system without room for many rings more (a small tmpfs, a
@@ -497,7 +497,7 @@ static void meta_grow(size_t want)
 {
 	if (!meta_off || !bufs_on)
 		return;
-	int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = sys_open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
 	while (meta_room < want && meta_room < META_BUF_SIZE) {
@@ -529,10 +529,10 @@ void meta_thread(uint32_t tid)
 	n += put_dec(path + n, tid);
 	memcpy(path + n, "/comm", 6);
 	ssize_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd >= 0) {
-		got = read(fd, name, sizeof(name));
-		close(fd);
+		got = sys_read(fd, name, sizeof(name));
+		sys_close(fd);
 	}
 	if (got < 0)
 		got = 0;

@@ -294,7 +294,8 @@ EXPORT long syscall(long nr, ...)
 			strict = 1;
 		return rc;
 	}
-	if (UNLIKELY(nr == SYS_write) && (int)a[0] == UNW_FD_W)
+	if (UNLIKELY(nr == SYS_write) && (int)a[0] == UNW_FD_W &&
+	    from_unwinder(__builtin_return_address(0)))
 		return unw_check((const void *)a[1]);
 	if (UNLIKELY(tfile.ring))
 		creds_call(nr); /* (before ids change: creds.c) */

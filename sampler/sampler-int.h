@@ -147,6 +147,10 @@ int lk_trylock_bounded(int *l);
 uint32_t sys_gettid(void);
 pid_t sys_getpid(void);
 int sys_close(int fd);
+int sys_open(const char *path, int flags, mode_t mode);
+ssize_t sys_read(int fd, void *buf, size_t n);
+ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t at);
+void sys_nap_ms(long ms);
 int write_some(int fd, const void *data, size_t len, size_t *done);
 size_t str_len(const char *s);
 ssize_t self_exe(char *buf, size_t n);
@@ -417,6 +421,12 @@ void unw_pipe_close(void);
 #define UNW_FD_R (-0x4150)
 #define UNW_FD_W (-0x4151)
 long unw_check(const void *addr);
+/* whether a return address is in libunwind's text (stacks.c) */
+extern uintptr_t unw_text_lo, unw_text_hi;
+static inline int from_unwinder(const void *ret)
+{
+	return (uintptr_t)ret - unw_text_lo < unw_text_hi - unw_text_lo;
+}
 int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);

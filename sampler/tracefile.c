@@ -146,7 +146,7 @@ static int trace_reopen(int rdwr)
 	int flags = (rdwr ? O_RDWR : O_WRONLY) | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags, 0))
 		return -1;
-	int fd = open(tfile.path, flags);
+	int fd = sys_open(tfile.path, flags, 0);
 	if (fd < 0) {
 		refused(SYS_openat, errno);
 		return -1;
@@ -205,12 +205,43 @@ static void trace_write_failed(int fd, size_t done, int err)
  * over: the sampler opens the trace again by its path and writes the
  * ring's bytes and its chunks itself from then on (ring_direct). */
 #define DRAIN_GONE_NS 1000000000ull
+static uint32_t drainer_known;	/* the ring's drainer (a forked child keeps its parent's) */
 #define DRAIN_LOCK_WAIT_MS 5000
 
 static int ring_direct(int rdwr, const void *data, size_t len);
 
+/* Whether the process that drains the ring is gone (record killed
+ * while the program runs: the chunks the ring holds would never reach
+ * the trace). Its pid, as record's drain last stored it (before its
+ * first look: record's, which started the process, or the one the
+ * parent's ring had; 0 unknown, taken for there); a kill refused counts
+ * as alive. */
+static int ring_unattended(const struct ap_buffers_head *h)
+{
+	uint32_t pid = __atomic_load_n(&h->drainer_pid, __ATOMIC_ACQUIRE);
+	if (!pid)
+		return 0;
+	drainer_known = pid;
+	int saved = errno, gone = 0;
+	if (may_call(SYS_kill, pid, 0, 0, 0) && raw_syscall6(SYS_kill, pid, 0, 0, 0, 0, 0) < 0)
+		gone = errno == ESRCH;
+	/* killed, and not reaped yet: a zombie, which kill finds; it has no
+	 * memory left, which process_vm_readv says (ESRCH; a live process
+	 * answers EFAULT for address 0, or EPERM where it may not be read) */
+	char byte;
+	struct iovec here = { &byte, 1 }, there = { NULL, 1 };
+	if (!gone && may_call(SYS_process_vm_readv, pid, (uintptr_t)&here, 1, (uintptr_t)&there) &&
+	    raw_syscall6(SYS_process_vm_readv, pid, (long)&here, 1, (long)&there, 1, 0) < 0)
+		gone = errno == ESRCH;
+	errno = saved;
+	return gone;
+}
+
 /* Puts one chunk in the ring (tfile.lock held). 0, or -1 if the trace
- * stopped. */
+ * stopped. The ring is taken over when it is full and record has not
+ * looked at it for a second or is gone, and at END when record is gone
+ * (killed while the program runs: the chunks it holds would otherwise
+ * never reach the trace). */
 static int ring_put(const void *data, size_t len)
 {
 	uint8_t *ring;
@@ -219,6 +250,8 @@ static int ring_put(const void *data, size_t len)
 		return ring_direct(0, data, len);
 	uint64_t size = h->ring_size;
 	uint64_t t0 = 0;
+	if (__atomic_load_n(&tfile.ender, __ATOMIC_RELAXED) && ring_unattended(h))
+		return ring_direct(0, data, len); /* END, and nobody to take it */
 	for (;;) {
 		if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE)) {
 			/* record could not write the trace (it said why) */
@@ -237,7 +270,7 @@ static int ring_put(const void *data, size_t len)
 		if (!t0)
 			t0 = now;
 		uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
-		if (len > size || (now > seen && now - seen > DRAIN_GONE_NS) ||
+		if (len > size || (now > seen && now - seen > DRAIN_GONE_NS) || ring_unattended(h) ||
 		    (tfile.in_signal && now - t0 > 2 * DRAIN_GONE_NS))
 			return ring_direct(0, data, len);
 		/* wait for record to take some: on ring_seq, which it bumps */
@@ -249,7 +282,7 @@ static int ring_put(const void *data, size_t len)
 		if (may_call(SYS_futex, (uintptr_t)&h->ring_seq, FUTEX_WAIT, seq, (uintptr_t)&ts))
 			raw_syscall6(SYS_futex, (long)&h->ring_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
 		else
-			nanosleep(&ts, NULL);
+			sys_nap_ms(2);
 	}
 }
 
@@ -293,8 +326,7 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 				errno = saved;
 				return -1;
 			}
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
+			sys_nap_ms(1);
 		}
 		if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE)) {
 			__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
@@ -416,21 +448,24 @@ void trace_write_data(const void *data, size_t len)
 }
 
 /* libunwind opens a pipe at its first use and keeps it, to check that
- * an address is readable before it reads it (a frame without unwind
- * tables, followed by its frame pointer): it writes the byte to the pipe
- * and takes EFAULT for "not readable". Made inside the sampler (guard
- * set), the pipe is not made at all: libunwind gets two numbers no
- * descriptor can have (UNW_FD_R, UNW_FD_W), and its check, which it makes
- * through syscall(SYS_write, UNW_FD_W, addr, 1), is answered by
- * unw_check (the exported syscall sends it there): the process holds no
- * descriptor of libunwind's, which would count against its
- * RLIMIT_NOFILE and be visible to F_DUPFD. Its read of UNW_FD_R fails
- * (EBADF), after which it "opens" the pipe again: pipe2 gives the same
- * two numbers, without a system call. Everyone else's pipe2 passes
- * straight through. */
+ * an address is readable before it reads it (frames without unwind
+ * tables, followed by their frame pointers, and the outermost frames):
+ * it writes the byte to the pipe and takes EFAULT for "not readable".
+ * Asked by libunwind (its return address in libunwind's text), the pipe
+ * is not made at all: libunwind gets two numbers no descriptor can have
+ * (UNW_FD_R, UNW_FD_W); its check, which it makes through
+ * syscall(SYS_write, UNW_FD_W, addr, 1), is answered by unw_check (the
+ * exported syscall sends it there), and its read of UNW_FD_R by the
+ * exported read (EAGAIN: "the pipe is fine"). The process holds no
+ * descriptor of libunwind's, which would count against its RLIMIT_NOFILE
+ * and be visible to F_DUPFD; a program that uses libunwind itself gets
+ * the same numbers (a pipe at its own numbers was read and written by
+ * the sampler's unwinds after the program had closed it and put a file
+ * of its own there). Everyone else's pipe2 (a signal handler that
+ * interrupted the sampler, say) passes straight through. */
 EXPORT int pipe2(int fds[2], int flags)
 {
-	if (tls.guard) {
+	if (from_unwinder(__builtin_return_address(0))) {
 		fds[0] = unw_pipe[0] = UNW_FD_R;
 		fds[1] = unw_pipe[1] = UNW_FD_W;
 		return 0;
@@ -440,27 +475,50 @@ EXPORT int pipe2(int fds[2], int flags)
 	return real_pipe2(fds, flags);
 }
 
-/* libunwind's check that the byte at addr is readable: 1 if it is, else
- * -1 with errno EFAULT (its write's answers). process_vm_readv of the
- * process itself needs no descriptor and no permission; refused (a
- * seccomp filter), the byte counts as unreadable: the stack ends at that
- * frame rather than the sampler reading what may not be mapped. */
+/* libunwind's check that the word at addr is readable: 1 if it is, else
+ * -1 with errno EFAULT (its write's answers). The kernel reads the new
+ * signal mask from addr before it looks at `how`, and a `how` that is no
+ * operation changes nothing: rt_sigprocmask with an invalid `how` answers
+ * EFAULT exactly where a read of those 8 bytes would fault (as libunwind's
+ * write did: memory mapped execute-only included), EINVAL otherwise,
+ * without a descriptor, without a thread id, and with a call the
+ * sampler needs anyway (a seccomp filter that refuses it refuses the
+ * sampler its locks). 8 bytes: libunwind reads a word there next. */
 long unw_check(const void *addr)
 {
-	char byte;
-	struct iovec here = { &byte, 1 }, there = { (void *)(uintptr_t)addr, 1 };
-	/* by this thread's id: the process's (the main thread's) has no
-	 * memory once the main thread has exited while others run on */
-	pid_t me = (pid_t)sys_gettid();
-	if (may_call(SYS_process_vm_readv, (uint64_t)me, (uintptr_t)&here, 1, (uintptr_t)&there)) {
-		long n = raw_syscall6(SYS_process_vm_readv, me, (long)&here, 1, (long)&there, 1, 0);
-		if (n == 1)
+	if (may_call(SYS_rt_sigprocmask, 0x7fff, (uintptr_t)addr, 0, sizeof(uint64_t))) {
+		int saved = errno;
+		long r = raw_syscall6(SYS_rt_sigprocmask, 0x7fff, (long)addr, 0, sizeof(uint64_t), 0, 0);
+		int e = errno;
+		errno = saved;
+		if (r < 0 && e == EINVAL)
 			return 1;
-		if (n < 0 && errno != EFAULT)
-			refused(SYS_process_vm_readv, errno);
+		if (r < 0 && e != EFAULT)
+			refused(SYS_rt_sigprocmask, e);
 	}
 	errno = EFAULT;
 	return -1;
+}
+
+/* libunwind's read of its pipe's reading end, before each check: the
+ * "pipe" is always fine (EAGAIN, no byte). No system call: read is a
+ * cancellation point, and libunwind checks addresses inside the sampler. */
+static ssize_t (*real_read)(int, void *, size_t);
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (UNLIKELY(fd == UNW_FD_R) && from_unwinder(__builtin_return_address(0))) {
+		errno = EAGAIN;
+		return -1;
+	}
+	ssize_t (*f)(int, void *, size_t) = __atomic_load_n(&real_read, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(!f)) {
+		f = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+		if (!f)
+			return sys_read(fd, buf, n);
+		__atomic_store_n(&real_read, f, __ATOMIC_RELEASE);
+	}
+	return f(fd, buf, n);
 }
 
 /* libunwind's numbers forgotten (attach.c's detach, with libunwind's data
@@ -847,6 +905,15 @@ static void ring_start(int fd, const struct stat *st)
 	}
 	h->drained_size = (uint64_t)now.st_size;
 	__atomic_store_n(&h->drained_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
+	/* who drains it, until record's first look says: record, the parent
+	 * of the process it started (an exec keeps the parent), or what a
+	 * forked child's parent knew */
+	uint64_t run_id;
+	pid_t parent = getppid();
+	if (cfg_run_pid(&run_id) == (uint64_t)proc.pid && parent > 1)
+		drainer_known = (uint32_t)parent;
+	__atomic_store_n(&h->drainer_pid, drainer_known, __ATOMIC_RELEASE);
+
 	__atomic_store_n(&h->ring_mode, AP_RING_ON, __ATOMIC_RELEASE);
 	tfile.lockmap = m;
 	__atomic_store_n(&tfile.ring, 1, __ATOMIC_RELAXED);

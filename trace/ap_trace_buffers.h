@@ -61,6 +61,10 @@ struct ap_buffers_head {
 	 * taking over; taken with compare-and-swap, and from a dead holder */
 	uint32_t drain_lock;
 	uint32_t ring_mode;	/* AP_RING_* */
+	/* the process that drains the ring: record, its finisher later
+	 * (each look stores it; 0 before the first): one that is gone leaves
+	 * the ring to the sampler at once */
+	uint32_t drainer_pid;
 };
 
 #define AP_RING_ON 1u		/* chunks go through the ring, record writes them */

@@ -281,6 +281,7 @@ static int64_t ring_take(struct ap_buffers_head *h, const uint8_t *ring, int tfd
 	int64_t rc = 0;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	__atomic_store_n(&h->drainer_pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
 	if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON)
 		goto out;
@@ -349,8 +350,17 @@ int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_erro
 	}
 	d->map = m;
 	d->tfd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (d->tfd < 0) {
+	struct stat ts;
+	if (d->tfd < 0 || fstat(d->tfd, &ts) < 0) {
 		rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+		ap_ring_drain_close(d);
+		goto out;
+	}
+	/* the sampler's own files, each of one name: never another file
+	 * linked in under the trace's name (a link planted beside a planted
+	 * buffers file would have record append to it) */
+	if (!S_ISREG(ts.st_mode) || ts.st_nlink != 1 || ss.st_nlink != 1 ||
+	    ts.st_uid != ss.st_uid) {
 		ap_ring_drain_close(d);
 		goto out;
 	}

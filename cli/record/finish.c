@@ -140,8 +140,6 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
 							      "the process could use" },
 		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
-		{ SYS_process_vm_readv, "process_vm_readv", "stacks through code without unwind "
-							    "tables (a JIT's) end there" },
 		{ SYS_fcntl, "fcntl", "its trace's descriptor stayed where it was opened (a "
 				      "number the program could meet), unlocked, and was not "
 				      "handed to an image it exec'd (which made a trace of its own)" },
