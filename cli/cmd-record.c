@@ -323,8 +323,10 @@ int cmd_record(int argc, char **argv)
 	else
 		snprintf(abs_out, sizeof(abs_out), "%s%d.trace", out_pre.buf, (int)pid);
 	ap_buf_release(&out_pre);
-	if (!discard)
+	if (!discard) {
 		rec_symbols_ahead(output);
+		rec_drain_start(abs_out, o.quiet);
+	}
 	live_start(&live, abs_out, pid, &relay.mask);
 	int status;
 	struct ap_compact_stream *stream = NULL;
@@ -332,6 +334,7 @@ int cmd_record(int argc, char **argv)
 	uint64_t end_ns = rec_mono_ns();
 	rec_relay_end(&relay);
 	if (wrc < 0) {
+		rec_drain_stop();
 		rec_symbols_ahead_end();
 		live_end(&live);
 		rec_claim_release(&claim);
@@ -388,6 +391,7 @@ int cmd_record(int argc, char **argv)
 				"traces when their processes have exited\n", (int)later);
 	}
 	rec_names_release(&done);
+	rec_drain_stop();
 	rec_claim_release(&claim); /* the run's lock: the finisher's, if any */
 	free(resolved);
 	if (WIFEXITED(status))

@@ -161,6 +161,7 @@ __asm__(".text\n" AT_JUMP_DIRTY(dlopen) AT_JUMP_DIRTY(dlmopen) AT_RESCAN_JUMP(dl
  * record's detach would wait for it */
 long (*real_syscall)(long, ...);
 long (*own_syscall)(long, ...);
+static ssize_t (*own_read)(int, void *, size_t);
 #define AT_STR_(x) #x
 #define AT_STR(x) AT_STR_(x)
 void at_syscall(void);
@@ -296,7 +297,7 @@ static struct route routes[] = {
  * detach to delete (see "libunwind as loaded"). Only pipe2 when the
  * program has libunwind too (unw_shared). */
 static int unw_key_create(pthread_key_t *key, void (*destr)(void *));
-static struct route unw_routes[6];
+static struct route unw_routes[7];
 static size_t n_unw_routes;
 static pthread_key_t unw_keys[4];
 static unsigned n_unw_keys;
@@ -603,6 +604,7 @@ static void patch_unwinder(void)
 	unw_routes[n_unw_routes++] = (struct route){ "pipe2", (void *)own.pipe2 };
 	/* its address check, made without a pipe (tracefile.c's unw_check) */
 	unw_routes[n_unw_routes++] = (struct route){ "syscall", (void *)own_syscall };
+	unw_routes[n_unw_routes++] = (struct route){ "read", (void *)own_read };
 	if (!keep.unw_shared) {
 		unw_routes[n_unw_routes++] = (struct route){ "mmap", (void *)__wrap_mmap64 };
 		unw_routes[n_unw_routes++] = (struct route){ "mmap64", (void *)__wrap_mmap64 };
@@ -773,6 +775,7 @@ EXPORT long allocprof_attach_prepare(void)
 	own.pvalloc = (void *(*)(size_t))dlsym(h, "pvalloc");
 	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
 	own_syscall = (long (*)(long, ...))dlsym(h, "syscall");
+	own_read = (ssize_t (*)(int, void *, size_t))dlsym(h, "read");
 	for (size_t i = 0; i < NROUTES; i++)
 		if (!routes[i].to) /* the library's own wrappers */
 			routes[i].to = dlsym(h, routes[i].name);
@@ -827,6 +830,8 @@ EXPORT long allocprof_attach_prepare(void)
 /* Starts recording: cfg is ALLOCPROF's format (sampler/README.md), its
  * buffer PATH_MAX bytes long, and gets the trace's path back (a name
  * taken gets -2, ...). 0, or a negative errno. */
+static void range_release(int keep_range);
+
 EXPORT long allocprof_attach(char *cfg)
 {
 	if (!keep.snap || keep.region)
@@ -851,8 +856,15 @@ EXPORT long allocprof_attach(char *cfg)
 		patch_unwinder();
 	long rc = ents ? attach_start(cfg_copy) : -ENOMEM;
 	if (rc < 0) {
-		__real_munmap(r, REGION_SIZE);
-		snap_restore();
+		/* as a detach leaves it (range_release forgets the range: a
+		 * range kept named made every later attach "already attached") */
+		tls.guard++;
+		if (tfile.fd >= 0)
+			sys_close(tfile.fd);
+		tfile.fd = -1;
+		int keep_range = unw_reset(0) < 0;
+		tls.guard--;
+		range_release(keep_range);
 		return rc;
 	}
 	size_t n = str_len(tfile.path);

@@ -9,6 +9,8 @@
  * recorded and had not written when it died is there for record. */
 #include "sampler-int.h"
 
+#include <sys/statfs.h>
+
 static double tsc_per_ns;	/* 0: read the clock on every event */
 static double ns_per_tsc;	/* its inverse (0 with it), for the gaps */
 
@@ -160,7 +162,7 @@ static int reserve(int fd, uint64_t off, size_t n, uint64_t end)
 	void *z = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (z == MAP_FAILED)
 		return -1;
-	ssize_t w = pwrite(fd, z, n, (off_t)off);
+	ssize_t w = sys_pwrite(fd, z, n, (off_t)off);
 	munmap(z, n);
 	return w == (ssize_t)n ? 0 : -1;
 }
@@ -178,7 +180,7 @@ static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
 		meta_room = META_BUF_SIZE;
 	}
 	if (bufs_on) {
-		int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		int fd = sys_open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fd >= 0) {
 			if (reserve(fd, bufs_end, now, bufs_end + size) == 0 &&
 			    (now == size || ftruncate(fd, (off_t)(bufs_end + size)) == 0)) {
@@ -209,6 +211,10 @@ static struct ap_slot *slot_map(uint8_t type, size_t size, void *at)
 	return sl;
 }
 
+static void ring_create(void);
+static void ring_drop(int keep_private);
+static void privatize(void *p, size_t len);
+
 /* The buffers file of tfile.path, made anew (a file of that name is an
  * earlier image's or run's); bufs_on if it could be made. */
 static void bufs_create(void)
@@ -229,9 +235,9 @@ static void bufs_create(void)
 	 * not ours to remove (then O_EXCL fails, and the buffers are private) */
 	if (lstat(bufs_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size) {
 		char magic[sizeof(bufs_head->magic)] = { 0 };
-		int old = open(bufs_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		int old = sys_open(bufs_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (old >= 0) {
-			if (read(old, magic, sizeof(magic)) < 0)
+			if (sys_read(old, magic, sizeof(magic)) < 0)
 				magic[0] = 0;
 			sys_close(old);
 		}
@@ -240,7 +246,7 @@ static void bufs_create(void)
 	} else if (lstat(bufs_path, &st) == 0 && (S_ISLNK(st.st_mode) || S_ISREG(st.st_mode))) {
 		unlink(bufs_path); /* empty, or a link: nobody's data */
 	}
-	int fd = open(bufs_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = sys_open(bufs_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return;
 	void *h = MAP_FAILED;
@@ -258,6 +264,82 @@ static void bufs_create(void)
 	bufs_end = AP_BUFFERS_PAGE;
 	bufs_on = 1;
 	live_mirror(bufs_head);
+}
+
+/* ---- the ring -------------------------------------------------------
+ *
+ * The chunks of a process recorded by `allocprof record` go through a
+ * ring in its buffers file (ap_trace_buffers.h), which record drains into
+ * the trace: the process holds no descriptor of the trace's (a program
+ * whose soft and hard RLIMIT_NOFILE are equal would otherwise see it under
+ * its limit). Its slot comes right after the header page, written whole
+ * (reserve) before its first use. tracefile.c puts chunks in it. */
+#define RING_SLOT_SIZE (2u << 20)
+#define RING_ROOM (64ull << 20)	/* free space a ring needs beside it */
+static struct ap_slot *ring_slot;	/* NULL: no ring */
+
+static void ring_create(void)
+{
+	int fd = sys_open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return;
+	/* A file system without room for many rings more (a small tmpfs, a
+	 * disk nearly full) keeps its room for the trace: the descriptor
+	 * then stays the way chunks are written. */
+	struct statfs sf;
+	if (fstatfs(fd, &sf) == 0 && sf.f_bsize > 0 &&
+	    (uint64_t)sf.f_bavail < (uint64_t)RING_ROOM / (uint64_t)sf.f_bsize) {
+		sys_close(fd);
+		return;
+	}
+	void *r = MAP_FAILED;
+	if (reserve(fd, bufs_end, RING_SLOT_SIZE, bufs_end + RING_SLOT_SIZE) == 0)
+		r = mmap(NULL, RING_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 (off_t)bufs_end);
+	sys_close(fd);
+	if (r == MAP_FAILED)
+		return;
+	ring_slot = r;
+	ring_slot->type = AP_SLOT_RING;
+	ring_slot->size = RING_SLOT_SIZE;
+	ring_slot->len = AP_CHUNK_HDR_LEN; /* no records: the finisher skips it */
+	__atomic_store_n(&ring_slot->magic, AP_SLOT_MAGIC, __ATOMIC_RELEASE);
+	bufs_head->ring_size = RING_SLOT_SIZE - AP_SLOT_HDR;
+	__atomic_store_n(&bufs_head->ring_off, bufs_end, __ATOMIC_RELEASE);
+	bufs_end += RING_SLOT_SIZE;
+}
+
+/* The buffers file's ring made (once the HEADER is in the trace: a
+ * disk short of room takes it from the ring, not from the trace). Its
+ * header, or NULL; its bytes in *data. */
+struct ap_buffers_head *ring_make(uint8_t **data)
+{
+	if (bufs_on && bufs_head && !ring_slot)
+		ring_create();
+	return ring_of_buffers(data);
+}
+
+/* The buffers file's header if it has a ring, else NULL; its bytes in
+ * *data. */
+struct ap_buffers_head *ring_of_buffers(uint8_t **data)
+{
+	if (!bufs_on || !bufs_head || !ring_slot)
+		return NULL;
+	*data = (uint8_t *)ring_slot + AP_SLOT_HDR;
+	return bufs_head;
+}
+
+/* The ring no longer this process's to write (a fork's child: its
+ * parent's; one made inside the sampler: kept private, as the slots). */
+static void ring_drop(int keep_private)
+{
+	if (!ring_slot)
+		return;
+	if (keep_private)
+		privatize(ring_slot, RING_SLOT_SIZE);
+	else
+		munmap(ring_slot, RING_SLOT_SIZE);
+	ring_slot = NULL;
 }
 
 /* Whether the buffers outlive the process (record finishes them). */
@@ -326,6 +408,9 @@ int buffers_init(void)
 {
 	chunk_sizes_fit();
 	bufs_create();
+	/* META chunks of a quarter of a ring at most: two fit with room */
+	if (bufs_on && meta_flush_at > (RING_SLOT_SIZE >> 2))
+		meta_flush_at = RING_SLOT_SIZE >> 2;
 	struct ap_slot *m = slot_map(AP_CHUNK_META, META_SLOT_SIZE, NULL);
 	struct ap_slot *f = slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, NULL);
 	void *ring = map_mem(RING_SIZE * sizeof(struct ap_ring_ent));
@@ -346,6 +431,7 @@ void buffers_detach(void)
 	if (!meta.buf)
 		return;
 	live_mirror(NULL); /* the parent's file */
+	ring_drop(0);
 	if (bufs_head)
 		munmap(bufs_head, AP_BUFFERS_PAGE);
 	if (__atomic_load_n(&proc.state, __ATOMIC_RELAXED) == AP_ON && !settings.no_children)
@@ -376,6 +462,7 @@ void buffers_privatize(void)
 	if (!meta.buf)
 		return;
 	bufs_on = 0;
+	ring_drop(1);
 	if (bufs_head)
 		privatize(bufs_head, AP_BUFFERS_PAGE);
 	privatize(slot_of(meta.buf), META_SLOT_SIZE);
@@ -387,8 +474,8 @@ void buffers_privatize(void)
 /* Writes out the pending META records; meta.lock held. */
 static void meta_flush_locked(void)
 {
-	if (!meta.len || tfile.fd < 0) {
-		if (tfile.fd < 0)
+	if (!meta.len || !trace_writable()) {
+		if (!trace_writable())
 			buffers_stop();
 		return;
 	}
@@ -400,7 +487,7 @@ static void meta_flush_locked(void)
 	/* empty first, then the index on (see above) */
 	slot_publish(meta.buf, AP_CHUNK_HDR_LEN);
 	__atomic_store_n(&slot_of(meta.buf)->index, meta.nchunks, __ATOMIC_RELEASE);
-	if (tfile.fd < 0)
+	if (!trace_writable())
 		buffers_stop();
 }
 
@@ -410,7 +497,7 @@ static void meta_grow(size_t want)
 {
 	if (!meta_off || !bufs_on)
 		return;
-	int fd = open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = sys_open(bufs_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
 	while (meta_room < want && meta_room < META_BUF_SIZE) {
@@ -442,10 +529,10 @@ void meta_thread(uint32_t tid)
 	n += put_dec(path + n, tid);
 	memcpy(path + n, "/comm", 6);
 	ssize_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd >= 0) {
-		got = read(fd, name, sizeof(name));
-		close(fd);
+		got = sys_read(fd, name, sizeof(name));
+		sys_close(fd);
 	}
 	if (got < 0)
 		got = 0;
@@ -463,8 +550,8 @@ void meta_thread(uint32_t tid)
  * the events use is already in the file. */
 static void thr_flush_locked(struct ap_thr *b)
 {
-	if (b->len <= EV_HDR || tfile.fd < 0) {
-		if (tfile.fd < 0)
+	if (b->len <= EV_HDR || !trace_writable()) {
+		if (!trace_writable())
 			buffers_stop();
 		b->len = EV_HDR;
 		slot_publish(b->buf, EV_HDR);
@@ -493,7 +580,7 @@ static void thr_flush_locked(struct ap_thr *b)
 	b->len = EV_HDR;
 	slot_publish(b->buf, EV_HDR); /* empty first, then the index on */
 	slot_sync(b);
-	if (tfile.fd < 0)
+	if (!trace_writable())
 		buffers_stop();
 }
 

@@ -208,8 +208,16 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 		 * is handed nothing: the trace stays close-on-exec. */
 		int quiet = !err_usable();
 		const char *sfx = tfile.path + str_len(tfile.base);
+		/* a trace the ring took (no descriptor held): opened again, to
+		 * be handed on */
+		int lost = !*ended && tfile.ring && trace_direct(1) < 0;
 		int fd = tfile.fd;
-		if (!*ended && fd >= 0 && fcntl(fd, F_SETFD, 0) == 0) {
+		if (lost) {
+			/* it could not be (the path gone, or no longer ours to
+			 * open): the trace stopped there, and the next image
+			 * makes its own */
+			gen++;
+		} else if (!*ended && fd >= 0 && fcntl(fd, F_SETFD, 0) == 0) {
 			*handed = fd;
 			/* what this image's buffers hold goes with it: the
 			 * next image writes the trace from the start */

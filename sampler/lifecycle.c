@@ -171,10 +171,14 @@ static void fork_child_inside(void)
 	child_locks_release();
 	proc.pid = sys_getpid();
 	tls.tid = sys_gettid();
+	__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 	buffers_privatize();
 	int fd = __atomic_exchange_n(&tfile.fd, -1, __ATOMIC_RELAXED);
 	if (fd >= 0)
 		sys_close(fd);
+	if (tfile.lockmap)
+		munmap(tfile.lockmap, AP_BUFFERS_PAGE);
+	tfile.lockmap = NULL;
 	asym_register();
 	errno = saved;
 }
@@ -243,11 +247,16 @@ static void fork_child_body(struct ap_tls *t)
 	 * this process has a trace of its own: record waits for that lock to
 	 * go before it looks for the traces of forked children. */
 	int parent_fd = tfile.fd;
+	void *parent_lock = tfile.lockmap; /* (the ring's way: see tracefile.c) */
 	tfile.fd = -1;
+	tfile.ring = 0;
+	tfile.lockmap = NULL;
 	if (settings.no_children || proc.pid <= 0) {
 		buffers_detach();
 		if (parent_fd >= 0)
 			sys_close(parent_fd);
+		if (parent_lock)
+			munmap(parent_lock, AP_BUFFERS_PAGE);
 		proc.state = AP_DISABLED;
 		t->guard--;
 		return;
@@ -278,6 +287,8 @@ static void fork_child_body(struct ap_tls *t)
 	}
 	if (parent_fd >= 0)
 		sys_close(parent_fd);
+	if (parent_lock)
+		munmap(parent_lock, AP_BUFFERS_PAGE);
 	/* Mappings are written when the first stack needs them: the loader
 	 * lock is not ours to take here. */
 	t->guard--;

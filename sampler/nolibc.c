@@ -49,6 +49,33 @@ pid_t sys_getpid(void)
 	return r > 0 ? (pid_t)r : proc.pid;
 }
 
+/* The sampler's own file calls, made as system calls, not through the C
+ * library's wrappers, which are cancellation points: a thread the program
+ * cancels (pthread_cancel, deferred) would otherwise act on it inside the
+ * sampler, in the middle of a trace write with its lock held, and every
+ * other thread would wait on that lock for ever. (libc's convention: -1
+ * and errno.) */
+int sys_open(const char *path, int flags, mode_t mode)
+{
+	return (int)raw_syscall6(SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0);
+}
+
+ssize_t sys_read(int fd, void *buf, size_t n)
+{
+	return raw_syscall6(SYS_read, fd, (long)buf, (long)n, 0, 0, 0);
+}
+
+ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t at)
+{
+	return raw_syscall6(SYS_pwrite64, fd, (long)buf, (long)n, (long)at, 0, 0);
+}
+
+void sys_nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	raw_syscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+}
+
 /* Returns 0 once every byte is written, else the errno of the write that
  * failed, with *done the bytes that were. */
 int write_some(int fd, const void *data, size_t len, size_t *done)
@@ -56,7 +83,7 @@ int write_some(int fd, const void *data, size_t len, size_t *done)
 	const char *p = data;
 	*done = 0;
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = raw_syscall6(SYS_write, fd, (long)p, (long)len, 0, 0, 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -110,12 +137,12 @@ int self_open(const char *name)
 	if (d + k >= sizeof(p))
 		return -1;
 	memcpy(p + d, name, k + 1);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = sys_open(p, O_RDONLY | O_CLOEXEC, 0);
 	if (fd >= 0)
 		return fd;
 	memcpy(p, "/proc/self/", 12);
 	memcpy(p + 11, name, k + 1);
-	return open(p, O_RDONLY | O_CLOEXEC);
+	return sys_open(p, O_RDONLY | O_CLOEXEC, 0);
 }
 
 /* Decimal digits of v at p; returns the count. */

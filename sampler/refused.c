@@ -294,8 +294,11 @@ EXPORT long syscall(long nr, ...)
 			strict = 1;
 		return rc;
 	}
-	if (UNLIKELY(nr == SYS_write) && (int)a[0] == UNW_FD_W)
+	if (UNLIKELY(nr == SYS_write) && (int)a[0] == UNW_FD_W &&
+	    from_unwinder(__builtin_return_address(0)))
 		return unw_check((const void *)a[1]);
+	if (UNLIKELY(tfile.ring))
+		creds_call(nr); /* (before ids change: creds.c) */
 	if (UNLIKELY(nr == SYS_execve))
 		return execve((const char *)a[0], (char *const *)a[1], (char *const *)a[2]);
 	if (UNLIKELY(nr == SYS_execveat))

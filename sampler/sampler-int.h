@@ -147,6 +147,10 @@ int lk_trylock_bounded(int *l);
 uint32_t sys_gettid(void);
 pid_t sys_getpid(void);
 int sys_close(int fd);
+int sys_open(const char *path, int flags, mode_t mode);
+ssize_t sys_read(int fd, void *buf, size_t n);
+ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t at);
+void sys_nap_ms(long ms);
 int write_some(int fd, const void *data, size_t len, size_t *done);
 size_t str_len(const char *s);
 ssize_t self_exe(char *buf, size_t n);
@@ -367,6 +371,8 @@ void buffers_detach(void);
 void buffers_privatize(void);
 void buffers_abandon(void);
 int buffers_durable(void);
+struct ap_buffers_head *ring_of_buffers(uint8_t **data);
+struct ap_buffers_head *ring_make(uint8_t **data);
 void buffers_stop(void);
 /* why the trace stopped: the errno of the write that failed */
 void buffers_stop_why(int err);
@@ -386,7 +392,12 @@ uint64_t events_total(void);
 
 /* tracefile.c */
 struct ap_tracefile {
-	int fd;			/* -1: not open, or a write failed (the trace stops) */
+	int fd;			/* -1: not open, or a write failed (the trace stops),
+				 * or the ring takes the chunks (ring) */
+	int ring;		/* chunks go into the buffers file's ring (record
+				 * writes them): no descriptor held */
+	void *lockmap;		/* a page of the trace mapped, which holds the
+				 * writer's lock without a descriptor */
 	int lock;		/* trace_enter: writes, moving the descriptor */
 	uint32_t owner;		/* tid holding lock (a handler may nest) */
 	int in_signal;		/* flushing from a fatal-signal handler */
@@ -397,6 +408,11 @@ struct ap_tracefile {
 	char base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
 };
 extern struct ap_tracefile tfile;
+/* Whether chunks can still be written (by the descriptor or the ring). */
+static inline int trace_writable(void)
+{
+	return tfile.fd >= 0 || __atomic_load_n(&tfile.ring, __ATOMIC_RELAXED);
+}
 extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 void trace_write_data(const void *data, size_t len);
 void unw_pipe_close(void);
@@ -405,6 +421,12 @@ void unw_pipe_close(void);
 #define UNW_FD_R (-0x4150)
 #define UNW_FD_W (-0x4151)
 long unw_check(const void *addr);
+/* whether a return address is in libunwind's text (stacks.c) */
+extern uintptr_t unw_text_lo, unw_text_hi;
+static inline int from_unwinder(const void *ret)
+{
+	return (uintptr_t)ret - unw_text_lo < unw_text_hi - unw_text_lo;
+}
 int base_is_device(void);
 void make_path(char *out, unsigned gen);
 void trace_mode_init(void);
@@ -414,6 +436,10 @@ int trace_create(char *path);
  * before the buffers file takes it. */
 int trace_handed_or_create(int fd);
 int open_trace(const char *parent, int fd);
+int trace_direct(int rdwr);
+/* creds.c: whether nr changes the process's ids, capabilities or root
+ * (the trace's descriptor opened first, while it can be) */
+int creds_call(long nr);
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig);
 
 /* pools.c: END's `pooled` key/value (the objects registered pools hold

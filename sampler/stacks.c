@@ -157,6 +157,36 @@ int sc_on;		/* the stack cache is in use */
 int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
 #endif
 
+/* libunwind's text: where its calls of pipe2, read and syscall come from
+ * (tracefile.c's address check without a pipe). */
+uintptr_t unw_text_lo, unw_text_hi;
+
+static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uintptr_t at = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		mine |= at >= a && at < b;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	if (!mine)
+		return 0;
+	unw_text_lo = lo;
+	unw_text_hi = hi;
+	return 1;
+}
+
+static void unw_text_find(const void *fn)
+{
+	dl_iterate_phdr(text_of, (void *)(uintptr_t)fn);
+}
+
 void unwinder_load(void)
 {
 	/* Whether the program has libunwind itself (linked, or loaded
@@ -167,6 +197,8 @@ void unwinder_load(void)
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (h)
 		unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	if (unw_bt)
+		unw_text_find((const void *)unw_bt);
 	if (!unw_bt) {
 		say("libunwind.so.8", "not loadable: stacks will be empty");
 		return;

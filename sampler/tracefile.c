@@ -6,6 +6,8 @@
  * program can neither see nor close it. */
 #include "sampler-int.h"
 
+#include <linux/futex.h>
+
 struct ap_tracefile tfile = { .fd = -1 };
 
 /* The trace's descriptor sits high (the program's own open() calls get the
@@ -138,13 +140,13 @@ static int trace_fd_is_ours(int fd)
 
 /* The trace opened again by its path, appending, if the path still names
  * it; -1 otherwise (then the trace stops). */
-static int trace_reopen(void)
+static int trace_reopen(int rdwr)
 {
 	/* never through a link, never waiting on a FIFO put in its place */
-	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	int flags = (rdwr ? O_RDWR : O_WRONLY) | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)tfile.path, (uint64_t)flags, 0))
 		return -1;
-	int fd = open(tfile.path, flags);
+	int fd = sys_open(tfile.path, flags, 0);
 	if (fd < 0) {
 		refused(SYS_openat, errno);
 		return -1;
@@ -188,16 +190,228 @@ static void trace_write_failed(int fd, size_t done, int err)
 	say(tfile.path, why);
 }
 
+/* ---- the ring ---------------------------------------------------------
+ *
+ * Under `allocprof record` the trace's descriptor is closed once the
+ * HEADER is written (open_trace): the writer's lock stays held by a page
+ * of the trace mapped (tfile.lockmap: a mapping holds its file, and the
+ * file its OFD lock, until the process exits or execs, as the descriptor
+ * did), and every chunk goes whole into the ring of the buffers file
+ * (ap_trace_buffers.h), which record's drain thread appends to the trace.
+ * The program has no descriptor of ours to meet: F_DUPFD, open() up to
+ * RLIMIT_NOFILE and /proc/self/fd are as without us, whatever the limits.
+ * A ring that stays full while record has not looked for a second
+ * (record killed, or gone while a daemon of the run lives on) is taken
+ * over: the sampler opens the trace again by its path and writes the
+ * ring's bytes and its chunks itself from then on (ring_direct). */
+#define DRAIN_GONE_NS 1000000000ull
+static uint32_t drainer_known;	/* the ring's drainer (a forked child keeps its parent's) */
+#define DRAIN_LOCK_WAIT_MS 5000
+
+static int ring_direct(int rdwr, const void *data, size_t len);
+
+/* Whether the process that drains the ring is gone (record killed
+ * while the program runs: the chunks the ring holds would never reach
+ * the trace). Its pid, as record's drain last stored it (before its
+ * first look: record's, which started the process, or the one the
+ * parent's ring had; 0 unknown, taken for there); a kill refused counts
+ * as alive. */
+static int ring_unattended(const struct ap_buffers_head *h)
+{
+	uint32_t pid = __atomic_load_n(&h->drainer_pid, __ATOMIC_ACQUIRE);
+	if (!pid)
+		return 0;
+	drainer_known = pid;
+	int saved = errno, gone = 0;
+	if (may_call(SYS_kill, pid, 0, 0, 0) && raw_syscall6(SYS_kill, pid, 0, 0, 0, 0, 0) < 0)
+		gone = errno == ESRCH;
+	/* killed, and not reaped yet: a zombie, which kill finds; it has no
+	 * memory left, which process_vm_readv says (ESRCH; a live process
+	 * answers EFAULT for address 0, or EPERM where it may not be read) */
+	char byte;
+	struct iovec here = { &byte, 1 }, there = { NULL, 1 };
+	if (!gone && may_call(SYS_process_vm_readv, pid, (uintptr_t)&here, 1, (uintptr_t)&there) &&
+	    raw_syscall6(SYS_process_vm_readv, pid, (long)&here, 1, (long)&there, 1, 0) < 0)
+		gone = errno == ESRCH;
+	errno = saved;
+	return gone;
+}
+
+/* Puts one chunk in the ring (tfile.lock held). 0, or -1 if the trace
+ * stopped. The ring is taken over when it is full and record has not
+ * looked at it for a second or is gone, and at END when record is gone
+ * (killed while the program runs: the chunks it holds would otherwise
+ * never reach the trace). */
+static int ring_put(const void *data, size_t len)
+{
+	uint8_t *ring;
+	struct ap_buffers_head *h = ring_of_buffers(&ring);
+	if (!h)
+		return ring_direct(0, data, len);
+	uint64_t size = h->ring_size;
+	uint64_t t0 = 0;
+	if (__atomic_load_n(&tfile.ender, __ATOMIC_RELAXED) && ring_unattended(h))
+		return ring_direct(0, data, len); /* END, and nobody to take it */
+	for (;;) {
+		if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE)) {
+			/* record could not write the trace (it said why) */
+			__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
+			return -1;
+		}
+		uint64_t head = h->ring_head, tail = __atomic_load_n(&h->ring_tail, __ATOMIC_ACQUIRE);
+		if (len <= size - (head - tail)) {
+			uint64_t at = head % size, first = size - at < len ? size - at : len;
+			memcpy(ring + at, data, first);
+			memcpy(ring, (const uint8_t *)data + first, len - first);
+			__atomic_store_n(&h->ring_head, head + len, __ATOMIC_RELEASE);
+			return 0;
+		}
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		if (!t0)
+			t0 = now;
+		uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
+		if (len > size || (now > seen && now - seen > DRAIN_GONE_NS) || ring_unattended(h) ||
+		    (tfile.in_signal && now - t0 > 2 * DRAIN_GONE_NS))
+			return ring_direct(0, data, len);
+		/* wait for record to take some: on ring_seq, which it bumps */
+		uint32_t seq = __atomic_load_n(&h->ring_seq, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&h->ring_waiting, 1, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&h->ring_tail, __ATOMIC_ACQUIRE) != tail)
+			continue;
+		struct timespec ts = { 0, 2000000 };
+		if (may_call(SYS_futex, (uintptr_t)&h->ring_seq, FUTEX_WAIT, seq, (uintptr_t)&ts))
+			raw_syscall6(SYS_futex, (long)&h->ring_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
+		else
+			sys_nap_ms(2);
+	}
+}
+
+/* Whether the thread tid lives (kill's answer: a refusal counts as yes). */
+static int tid_alive(uint32_t tid)
+{
+	return !may_call(SYS_kill, tid, 0, 0, 0) || raw_syscall6(SYS_kill, tid, 0, 0, 0, 0, 0) == 0 ||
+	       errno != ESRCH;
+}
+
+/* From the ring to writing the trace itself: the drain lock taken (from
+ * a dead holder too: then what it was writing is cut off the trace), the
+ * trace opened again by its path (for reading too with rdwr: to be
+ * handed to an exec'd image), the ring's bytes written, then data (len
+ * bytes, none with len 0); from then on tfile.fd. tfile.lock held.
+ * 0, or -1 if the trace stops. */
+static int ring_direct(int rdwr, const void *data, size_t len)
+{
+	uint8_t *ring;
+	struct ap_buffers_head *h = ring_of_buffers(&ring);
+	int saved = errno, stolen = 0;
+	uint32_t me = sys_gettid();
+	__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
+	if (!h)
+		return -1; /* the ring is gone (a fork inside the sampler's child) */
+	{
+		for (int ms = 0;; ms++) {
+			uint32_t holder = 0;
+			if (__atomic_compare_exchange_n(&h->drain_lock, &holder, me, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				break;
+			if (holder && !tid_alive(holder) &&
+			    __atomic_compare_exchange_n(&h->drain_lock, &holder, me, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				stolen = 1;
+				break;
+			}
+			if (ms >= DRAIN_LOCK_WAIT_MS) {
+				/* record holds it and does not go on (stopped?) */
+				buffers_stop();
+				errno = saved;
+				return -1;
+			}
+			sys_nap_ms(1);
+		}
+		if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+			errno = saved;
+			return -1;
+		}
+	}
+	int fd = trace_reopen(rdwr);
+	if (fd < 0) {
+		__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+		buffers_stop();
+		say(tfile.path, "could not be opened again when record stopped taking its "
+				"chunks: the trace ends here; the program goes on");
+		errno = saved;
+		return -1;
+	}
+	int rc = 0;
+	{
+		if (stolen)
+			(void)!ftruncate(fd, (off_t)h->drained_size);
+		uint64_t size = h->ring_size, head = h->ring_head, tail = h->ring_tail;
+		uint64_t at = tail % size, n = head - tail, first = size - at < n ? size - at : n;
+		size_t done;
+		int err = write_some(fd, ring + at, first, &done);
+		if (!err)
+			err = write_some(fd, ring, n - first, &done);
+		if (err) {
+			trace_write_failed(fd, 0, err);
+			rc = -1;
+		}
+		__atomic_store_n(&h->ring_tail, head, __ATOMIC_RELEASE);
+		__atomic_store_n(&h->ring_mode, AP_RING_DIRECT, __ATOMIC_RELEASE);
+		__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+	}
+	if (rc == 0) {
+		/* the descriptor holds the writer's lock now */
+		if (tfile.lockmap) {
+			munmap(tfile.lockmap, AP_BUFFERS_PAGE);
+			tfile.lockmap = NULL;
+		}
+		trace_flock(fd);
+		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
+		if (len) {
+			size_t done;
+			int err = write_some(fd, data, len, &done);
+			if (err) {
+				trace_write_failed(fd, done, err);
+				rc = -1;
+			}
+		}
+	}
+	errno = saved;
+	return rc;
+}
+
+/* The trace written by its descriptor from now on (for reading too with
+ * rdwr), if the ring took its chunks: an exec hands the descriptor to
+ * the next image. 0, or -1 (no descriptor). */
+int trace_direct(int rdwr)
+{
+	if (!__atomic_load_n(&tfile.ring, __ATOMIC_RELAXED))
+		return tfile.fd >= 0 ? 0 : -1;
+	int nested;
+	if (!trace_enter(&nested))
+		return -1;
+	int rc = tfile.ring ? ring_direct(rdwr, NULL, 0) : tfile.fd >= 0 ? 0 : -1;
+	trace_leave(nested);
+	return rc;
+}
+
 /* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
- * file whole, else -1. */
+ * file whole (or the ring), else -1. */
 static int trace_write(const void *data, size_t len)
 {
 	int nested;
-	if (tfile.fd < 0 || !trace_enter(&nested))
+	if (!trace_writable() || !trace_enter(&nested))
 		return -1;
+	if (tfile.ring) {
+		int r = ring_put(data, len);
+		trace_leave(nested);
+		return r;
+	}
 	int fd = tfile.fd;
 	if (fd >= 0 && !trace_fd_is_ours(fd)) {
-		fd = trace_reopen(); /* closed, or another file now: not ours */
+		fd = trace_reopen(0); /* closed, or another file now: not ours */
 		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
 	}
 	int rc = -1;
@@ -234,21 +448,24 @@ void trace_write_data(const void *data, size_t len)
 }
 
 /* libunwind opens a pipe at its first use and keeps it, to check that
- * an address is readable before it reads it (a frame without unwind
- * tables, followed by its frame pointer): it writes the byte to the pipe
- * and takes EFAULT for "not readable". Made inside the sampler (guard
- * set), the pipe is not made at all: libunwind gets two numbers no
- * descriptor can have (UNW_FD_R, UNW_FD_W), and its check, which it makes
- * through syscall(SYS_write, UNW_FD_W, addr, 1), is answered by
- * unw_check (the exported syscall sends it there): the process holds no
- * descriptor of libunwind's, which would count against its
- * RLIMIT_NOFILE and be visible to F_DUPFD. Its read of UNW_FD_R fails
- * (EBADF), after which it "opens" the pipe again: pipe2 gives the same
- * two numbers, without a system call. Everyone else's pipe2 passes
- * straight through. */
+ * an address is readable before it reads it (frames without unwind
+ * tables, followed by their frame pointers, and the outermost frames):
+ * it writes the byte to the pipe and takes EFAULT for "not readable".
+ * Asked by libunwind (its return address in libunwind's text), the pipe
+ * is not made at all: libunwind gets two numbers no descriptor can have
+ * (UNW_FD_R, UNW_FD_W); its check, which it makes through
+ * syscall(SYS_write, UNW_FD_W, addr, 1), is answered by unw_check (the
+ * exported syscall sends it there), and its read of UNW_FD_R by the
+ * exported read (EAGAIN: "the pipe is fine"). The process holds no
+ * descriptor of libunwind's, which would count against its RLIMIT_NOFILE
+ * and be visible to F_DUPFD; a program that uses libunwind itself gets
+ * the same numbers (a pipe at its own numbers was read and written by
+ * the sampler's unwinds after the program had closed it and put a file
+ * of its own there). Everyone else's pipe2 (a signal handler that
+ * interrupted the sampler, say) passes straight through. */
 EXPORT int pipe2(int fds[2], int flags)
 {
-	if (tls.guard) {
+	if (from_unwinder(__builtin_return_address(0))) {
 		fds[0] = unw_pipe[0] = UNW_FD_R;
 		fds[1] = unw_pipe[1] = UNW_FD_W;
 		return 0;
@@ -258,27 +475,50 @@ EXPORT int pipe2(int fds[2], int flags)
 	return real_pipe2(fds, flags);
 }
 
-/* libunwind's check that the byte at addr is readable: 1 if it is, else
- * -1 with errno EFAULT (its write's answers). process_vm_readv of the
- * process itself needs no descriptor and no permission; refused (a
- * seccomp filter), the byte counts as unreadable: the stack ends at that
- * frame rather than the sampler reading what may not be mapped. */
+/* libunwind's check that the word at addr is readable: 1 if it is, else
+ * -1 with errno EFAULT (its write's answers). The kernel reads the new
+ * signal mask from addr before it looks at `how`, and a `how` that is no
+ * operation changes nothing: rt_sigprocmask with an invalid `how` answers
+ * EFAULT exactly where a read of those 8 bytes would fault (as libunwind's
+ * write did: memory mapped execute-only included), EINVAL otherwise,
+ * without a descriptor, without a thread id, and with a call the
+ * sampler needs anyway (a seccomp filter that refuses it refuses the
+ * sampler its locks). 8 bytes: libunwind reads a word there next. */
 long unw_check(const void *addr)
 {
-	char byte;
-	struct iovec here = { &byte, 1 }, there = { (void *)(uintptr_t)addr, 1 };
-	/* by this thread's id: the process's (the main thread's) has no
-	 * memory once the main thread has exited while others run on */
-	pid_t me = (pid_t)sys_gettid();
-	if (may_call(SYS_process_vm_readv, (uint64_t)me, (uintptr_t)&here, 1, (uintptr_t)&there)) {
-		long n = raw_syscall6(SYS_process_vm_readv, me, (long)&here, 1, (long)&there, 1, 0);
-		if (n == 1)
+	if (may_call(SYS_rt_sigprocmask, 0x7fff, (uintptr_t)addr, 0, sizeof(uint64_t))) {
+		int saved = errno;
+		long r = raw_syscall6(SYS_rt_sigprocmask, 0x7fff, (long)addr, 0, sizeof(uint64_t), 0, 0);
+		int e = errno;
+		errno = saved;
+		if (r < 0 && e == EINVAL)
 			return 1;
-		if (n < 0 && errno != EFAULT)
-			refused(SYS_process_vm_readv, errno);
+		if (r < 0 && e != EFAULT)
+			refused(SYS_rt_sigprocmask, e);
 	}
 	errno = EFAULT;
 	return -1;
+}
+
+/* libunwind's read of its pipe's reading end, before each check: the
+ * "pipe" is always fine (EAGAIN, no byte). No system call: read is a
+ * cancellation point, and libunwind checks addresses inside the sampler. */
+static ssize_t (*real_read)(int, void *, size_t);
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (UNLIKELY(fd == UNW_FD_R) && from_unwinder(__builtin_return_address(0))) {
+		errno = EAGAIN;
+		return -1;
+	}
+	ssize_t (*f)(int, void *, size_t) = __atomic_load_n(&real_read, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(!f)) {
+		f = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+		if (!f)
+			return sys_read(fd, buf, n);
+		__atomic_store_n(&real_read, f, __ATOMIC_RELEASE);
+	}
+	return f(fd, buf, n);
 }
 
 /* libunwind's numbers forgotten (attach.c's detach, with libunwind's data
@@ -642,6 +882,45 @@ int trace_handed_or_create(int fd)
 	return is_handed_trace(fd) ? fd : trace_create(tfile.path);
 }
 
+/* Once the HEADER is in the trace: the chunks into the ring and the
+ * descriptor closed (see "the ring"), where the buffers file has one (a
+ * process under record) and the trace is a regular file that a page
+ * mapping can hold the lock of. Attached, the trace keeps its descriptor:
+ * the process's buffers are private (attach.c). */
+static void ring_start(int fd, const struct stat *st)
+{
+	uint8_t *ring;
+	if (attach_mode || tfile.fd != fd || !S_ISREG(st->st_mode))
+		return;
+	struct ap_buffers_head *h = ring_make(&ring);
+	if (!h)
+		return;
+	void *m = mmap(NULL, AP_BUFFERS_PAGE, PROT_NONE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return;
+	struct stat now;
+	if (fstat(fd, &now) < 0) {
+		munmap(m, AP_BUFFERS_PAGE);
+		return;
+	}
+	h->drained_size = (uint64_t)now.st_size;
+	__atomic_store_n(&h->drained_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
+	/* who drains it, until record's first look says: record, the parent
+	 * of the process it started (an exec keeps the parent), or what a
+	 * forked child's parent knew */
+	uint64_t run_id;
+	pid_t parent = getppid();
+	if (cfg_run_pid(&run_id) == (uint64_t)proc.pid && parent > 1)
+		drainer_known = (uint32_t)parent;
+	__atomic_store_n(&h->drainer_pid, drainer_known, __ATOMIC_RELEASE);
+
+	__atomic_store_n(&h->ring_mode, AP_RING_ON, __ATOMIC_RELEASE);
+	tfile.lockmap = m;
+	__atomic_store_n(&tfile.ring, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&tfile.fd, -1, __ATOMIC_RELAXED);
+	sys_close(fd);
+}
+
 /* Opens this image's trace at tfile.path (which create_trace may change),
  * or takes `fd`, the trace handed over by `record` or the image before
  * this one (ALLOCPROF_EXEC): a file this run created, emptied and written
@@ -699,6 +978,7 @@ int open_trace(const char *parent, int fd)
 		vol0 = invol0 = minflt0 = 0;
 	cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	write_header(parent);
+	ring_start(fd, &st);
 	return 0;
 }
 /* How long the calling thread waited, runnable, for a CPU (the second

@@ -35,7 +35,42 @@ struct ap_buffers_head {
 	 * and live_slack), kept up to date; live_slack 0: not counted.
 	 * Files of before them have zeros here. */
 	uint64_t live_peak, live_slack;
+	/* The ring (ring_off 0: none; the sampler writes its chunks to the
+	 * trace itself). A process recorded by `allocprof record` holds no
+	 * descriptor: once its HEADER is in the trace, every chunk it would
+	 * have written goes whole into the ring, a slot of this file (type
+	 * 0, ring_size bytes after its slot header), and record (its drain
+	 * thread, then its finisher) appends the ring's bytes to the trace.
+	 * ring_head counts the bytes ever put (the sampler, release, after
+	 * the chunk is whole in the ring), ring_tail those ever taken
+	 * (record, release, once they are in the trace): [tail, head) are
+	 * whole chunks not in the trace yet. */
+	uint64_t ring_off, ring_size;
+	uint64_t ring_head, ring_tail;
+	/* CLOCK_MONOTONIC of record's last look at the ring: a sampler that
+	 * finds it full and record not looking for a second writes the
+	 * trace itself (ring_mode AP_RING_DIRECT) */
+	uint64_t drained_ns;
+	/* the trace's size after the last bytes taken: what one who takes
+	 * over from a drainer that died while writing cuts the trace to */
+	uint64_t drained_size;
+	uint32_t ring_seq;	/* futex: bumped each time bytes are taken */
+	uint32_t ring_waiting;	/* the sampler waits on ring_seq */
+	/* the pid of the process writing the ring's bytes to the trace now
+	 * (0: none): record's drain, record's finisher, or the sampler
+	 * taking over; taken with compare-and-swap, and from a dead holder */
+	uint32_t drain_lock;
+	uint32_t ring_mode;	/* AP_RING_* */
+	/* the process that drains the ring: record, its finisher later
+	 * (each look stores it; 0 before the first): one that is gone leaves
+	 * the ring to the sampler at once */
+	uint32_t drainer_pid;
 };
+
+#define AP_RING_ON 1u		/* chunks go through the ring, record writes them */
+#define AP_RING_DIRECT 2u	/* the sampler writes the trace itself (record gone) */
+/* the type of the ring's slot (neither META nor EVENTS: no records) */
+#define AP_SLOT_RING 0u
 
 #define AP_SLOT_MAGIC 0x544f4c53u /* "SLOT" */
 #define AP_SLOT_HDR 64u

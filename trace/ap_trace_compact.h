@@ -84,9 +84,30 @@ struct ap_finished {
 	bool end_added;		/* an END was added (reason: its reason) */
 	unsigned reason;
 	uint32_t stop_errno;	/* reason AP_END_STOPPED: why the trace stopped */
+	int ring_errno;		/* the ring's chunks could not be written (errno) */
 };
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err);
+
+/* A trace's ring (ap_trace_buffers.h), drained by `allocprof record`
+ * while the process runs: the chunks the sampler put there appended to
+ * the trace, whole, in the order they were put. */
+struct ap_ring_drain {
+	int tfd;		/* the trace, appending */
+	uint8_t *map;		/* the buffers file, up to the ring's end */
+	size_t maplen;
+};
+/* Opens the ring of the trace at `path`: 1 if it has one in use, 0 if
+ * not (no buffers file, no ring, the sampler writes the trace itself),
+ * -1 with err set. */
+int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_error *err);
+/* Appends what the ring holds to the trace (another process at it: its
+ * turn). Returns 0, or 1 once the ring is done with (the sampler took
+ * over, the trace stopped or was finished), or -1 when a write failed
+ * (errno): the trace cut back to its whole chunks, and stopped, which
+ * the sampler sees; *bytes: how many it appended. */
+int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes);
+void ap_ring_drain_close(struct ap_ring_drain *d);
 
 /* A copy at `out` of the trace at `trace` that a process is still
  * writing under `allocprof record`, with what its buffers file holds

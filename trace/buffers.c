@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -224,13 +228,182 @@ static int put_stopped_end(int fd, const struct seen *s, size_t size, const stru
 	return write_all(fd, chunk, n);
 }
 
+/* ---- the ring ---------------------------------------------------------- */
+
+/* Whether the header's ring lies inside a file of `size` bytes. */
+static bool ring_fits(const struct ap_buffers_head *h, size_t size)
+{
+	uint64_t off = __atomic_load_n(&h->ring_off, __ATOMIC_ACQUIRE), n = h->ring_size;
+	return off >= AP_BUFFERS_PAGE && off % AP_BUFFERS_PAGE == 0 && n > 0 &&
+	       off + AP_SLOT_HDR + n <= size && off + AP_SLOT_HDR + n > off;
+}
+
+static uint32_t own_tid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static void ring_wake(struct ap_buffers_head *h)
+{
+	__atomic_add_fetch(&h->ring_seq, 1, __ATOMIC_ACQ_REL);
+	if (__atomic_exchange_n(&h->ring_waiting, 0, __ATOMIC_ACQ_REL))
+		syscall(SYS_futex, &h->ring_seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* The ring's whole chunks [tail, head) appended to the trace (tfd), with
+ * the drain lock (ap_trace_buffers.h): taken from a dead holder too,
+ * whose half-written bytes are cut off first; a live one's turn is
+ * waited for with `wait` (the process is gone: finishing), else left to
+ * it. `done`: the process is gone and this is the last take: the ring is
+ * done with. Returns the bytes appended, 0 if none, -1 if a write failed
+ * (errno): the trace cut back, the ring stopped. */
+static int64_t ring_take(struct ap_buffers_head *h, const uint8_t *ring, int tfd, bool wait,
+			 bool done)
+{
+	uint32_t me = own_tid();
+	bool stolen = false;
+	for (;;) {
+		uint32_t holder = 0;
+		if (__atomic_compare_exchange_n(&h->drain_lock, &holder, me, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
+		if (holder && kill((pid_t)holder, 0) < 0 && errno == ESRCH &&
+		    __atomic_compare_exchange_n(&h->drain_lock, &holder, me, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			stolen = true;
+			break;
+		}
+		if (!wait)
+			return 0;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	int64_t rc = 0;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	__atomic_store_n(&h->drainer_pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
+	if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON)
+		goto out;
+	if (stolen && ftruncate(tfd, (off_t)h->drained_size) < 0) {
+		rc = -1;
+		goto stop;
+	}
+	uint64_t size = h->ring_size, head = __atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE),
+		 tail = h->ring_tail;
+	if (head != tail && head - tail <= size) {
+		struct stat st;
+		if (fstat(tfd, &st) < 0) {
+			rc = -1;
+			goto stop;
+		}
+		uint64_t at = tail % size, n = head - tail, first = size - at < n ? size - at : n;
+		if (write_all(tfd, ring + at, first) < 0 || write_all(tfd, ring, n - first) < 0) {
+			int e = errno;
+			(void)!ftruncate(tfd, st.st_size);
+			errno = e;
+			rc = -1;
+			goto stop;
+		}
+		h->drained_size = (uint64_t)st.st_size + n;
+		__atomic_store_n(&h->ring_tail, head, __ATOMIC_RELEASE);
+		rc = (int64_t)n;
+	}
+	goto out;
+stop:
+	__atomic_store_n(&h->stop_errno, (uint32_t)(errno ? errno : EIO), __ATOMIC_RELEASE);
+	__atomic_store_n(&h->stopped, 1, __ATOMIC_RELEASE);
+out:
+	__atomic_store_n(&h->drained_ns,
+			 (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, __ATOMIC_RELEASE);
+	if (done)
+		__atomic_store_n(&h->ring_mode, 0, __ATOMIC_RELEASE);
+	int e = errno;
+	__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+	ring_wake(h);
+	errno = e;
+	return rc;
+}
+
+int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_error *err)
+{
+	d->tfd = -1;
+	d->map = NULL;
+	d->maplen = 0;
+	struct ap_buf side = AP_BUF_INIT;
+	ap_buf_addf(&side, "%s%s", path, AP_BUFFERS_SUFFIX);
+	int rc = 0, sfd = open(side.buf, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat ss;
+	struct ap_buffers_head head;
+	if (sfd < 0 || fstat(sfd, &ss) < 0 || !S_ISREG(ss.st_mode) ||
+	    ss.st_size < (off_t)AP_BUFFERS_PAGE ||
+	    pread(sfd, &head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    memcmp(head.magic, AP_BUFFERS_MAGIC, sizeof(head.magic)) ||
+	    head.version != AP_BUFFERS_VERSION || head.ring_mode != AP_RING_ON ||
+	    !ring_fits(&head, (size_t)ss.st_size))
+		goto out; /* none, or not one in use (yet) */
+	d->maplen = (size_t)(head.ring_off + AP_SLOT_HDR + head.ring_size);
+	void *m = mmap(NULL, d->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+	if (m == MAP_FAILED) {
+		rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));
+		goto out;
+	}
+	d->map = m;
+	d->tfd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat ts;
+	if (d->tfd < 0 || fstat(d->tfd, &ts) < 0) {
+		rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+		ap_ring_drain_close(d);
+		goto out;
+	}
+	/* the sampler's own files, each of one name: never another file
+	 * linked in under the trace's name (a link planted beside a planted
+	 * buffers file would have record append to it) */
+	if (!S_ISREG(ts.st_mode) || ts.st_nlink != 1 || ss.st_nlink != 1 ||
+	    ts.st_uid != ss.st_uid) {
+		ap_ring_drain_close(d);
+		goto out;
+	}
+	rc = 1;
+out:
+	if (sfd >= 0)
+		close(sfd);
+	ap_buf_release(&side);
+	return rc;
+}
+
+int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes)
+{
+	*bytes = 0;
+	struct ap_buffers_head *h = (struct ap_buffers_head *)d->map;
+	if (!h)
+		return 1;
+	const uint8_t *ring = d->map + h->ring_off + AP_SLOT_HDR;
+	int64_t n = ring_take(h, ring, d->tfd, false, false);
+	if (n < 0)
+		return -1;
+	*bytes = (uint64_t)n;
+	return __atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON ||
+	       __atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE);
+}
+
+void ap_ring_drain_close(struct ap_ring_drain *d)
+{
+	if (d->map)
+		munmap(d->map, d->maplen);
+	if (d->tfd >= 0)
+		close(d->tfd);
+	d->map = NULL;
+	d->tfd = -1;
+}
+
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	struct ap_buf side = AP_BUF_INIT;
 	ap_buf_addf(&side, "%s%s", path, AP_BUFFERS_SUFFIX);
-	int rc = 0, sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), tfd = -1;
+	int rc = 0, sfd = open(side.buf, O_RDWR | O_CLOEXEC | O_NOFOLLOW), tfd = -1;
 	uint8_t *sm = MAP_FAILED, *tm = MAP_FAILED;
 	struct stat ss, ts;
 	struct seen s;
@@ -258,16 +431,28 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 		out->busy = true;
 		goto out;
 	}
-	sm = mmap(NULL, (size_t)ss.st_size, PROT_READ, MAP_SHARED, sfd, 0);
+	sm = mmap(NULL, (size_t)ss.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
 	if (sm == MAP_FAILED) {
 		rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));
 		goto out;
 	}
-	const struct ap_buffers_head *head = (const void *)sm;
+	struct ap_buffers_head *head = (void *)sm;
 	if (memcmp(head->magic, AP_BUFFERS_MAGIC, sizeof(head->magic)) ||
 	    head->version != AP_BUFFERS_VERSION)
 		goto out;
 	out->found = true;
+	/* the chunks the ring holds go first (the sampler put them before
+	 * anything its slots hold): the drain thread's turn waited for */
+	if (head->ring_mode == AP_RING_ON && ring_fits(head, (size_t)ss.st_size)) {
+		int rfd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+		if (rfd < 0) {
+			rc = ap_error_set(err, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (ring_take(head, sm + head->ring_off + AP_SLOT_HDR, rfd, true, true) < 0)
+			out->ring_errno = errno;
+		close(rfd);
+	}
 	/* a chunk was lost: no chunk may follow it, but an END that says why
 	 * (not in files of before stop_errno) */
 	bool stopped = head->stopped;

@@ -127,6 +127,53 @@ static int walk_more(struct ap_follow *f)
 	return 0;
 }
 
+/* n bytes at ring position pos (wrapped) of the ring at file offset
+ * `data` (size bytes); false if they cannot be read. */
+static bool ring_read(int fd, uint64_t data, uint64_t size, uint64_t pos, void *buf, size_t n)
+{
+	uint64_t at = pos % size, first = size - at < n ? size - at : n;
+	return pread(fd, buf, first, (off_t)(data + at)) == (ssize_t)first &&
+	       pread(fd, (uint8_t *)buf + first, n - first, (off_t)data) == (ssize_t)(n - first);
+}
+
+/* The earliest time of the EVENTS chunks the ring holds and the trace
+ * has not got yet (their SYNC records), against `earliest`; 0 (from the
+ * start) when the ring changes under us. */
+static uint64_t ring_earliest(const struct ap_follow *f, int fd, const struct ap_buffers_head *h,
+			      uint64_t earliest)
+{
+	struct stat st;
+	if (h->ring_mode != AP_RING_ON || !h->ring_size || fstat(fd, &st) < 0 ||
+	    h->ring_off % AP_BUFFERS_PAGE || h->ring_off + AP_SLOT_HDR + h->ring_size > (uint64_t)st.st_size)
+		return earliest;
+	uint64_t data = h->ring_off + AP_SLOT_HDR, size = h->ring_size;
+	if (h->ring_head - h->ring_tail > size)
+		return 0;
+	for (uint64_t pos = h->ring_tail; pos < h->ring_head;) {
+		uint8_t rec[AP_CHUNK_HDR_LEN + 1 + AP_VARINT_MAX];
+		uint64_t left = h->ring_head - pos;
+		size_t n = left < sizeof(rec) ? (size_t)left : sizeof(rec);
+		if (n < AP_CHUNK_HDR_LEN || !ring_read(fd, data, size, pos, rec, n) ||
+		    ap_get_u32le(rec) != AP_CHUNK_MAGIC)
+			return 0;
+		uint64_t len = AP_CHUNK_HDR_LEN + (uint64_t)ap_get_u32le(rec + 12);
+		if (rec[4] == AP_CHUNK_EVENTS) {
+			const uint8_t *p = rec + AP_CHUNK_HDR_LEN + 1, *end = rec + n;
+			uint64_t q;
+			if (n <= AP_CHUNK_HDR_LEN || rec[AP_CHUNK_HDR_LEN] != AP_EV_SYNC ||
+			    ap_get_uv(&p, end, &q) < 0)
+				return 0;
+			if (q < UINT64_MAX / f->t->time_quantum_ns &&
+			    q * f->t->time_quantum_ns < earliest)
+				earliest = q * f->t->time_quantum_ns;
+		}
+		if (len > left)
+			return 0;
+		pos += len;
+	}
+	return earliest;
+}
+
 /* The earliest time a thread's buffer holds in the buffers file: the
  * quantum of the SYNC record the sampler opens every buffer with. *have:
  * whether there is a buffers file; *pid: the process it is of (0: not
@@ -166,6 +213,7 @@ static uint64_t buffers_earliest(const struct ap_follow *f, bool *have, pid_t *p
 		}
 		off += s.size;
 	}
+	earliest = ring_earliest(f, fd, &h, earliest);
 out:
 	close(fd);
 	return earliest;

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +104,67 @@ static int copy_buffers(const uint8_t *sm, size_t size, const char *dst, struct 
 	return 0;
 }
 
+/* The ring's chunks not in the trace yet (ap_trace_buffers.h), copied
+ * into the buffers file's copy (dfd) at the same places, with the drain
+ * lock held so that where they start in the trace (drained_size, at
+ * ring_tail) holds still meanwhile. ring_on false if there is no ring in
+ * use (the sampler writes the trace itself, or not at all). */
+struct ring_copy {
+	bool on;
+	uint64_t tail, head, drained;
+};
+
+static int copy_ring(struct ap_buffers_head *h, size_t size, int dfd, struct ring_copy *rc)
+{
+	memset(rc, 0, sizeof(*rc));
+	uint64_t off = h->ring_off, n = h->ring_size;
+	if (__atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON ||
+	    off < AP_BUFFERS_PAGE || off % AP_BUFFERS_PAGE || !n || off + AP_SLOT_HDR + n > size)
+		return 0;
+	uint32_t me = (uint32_t)syscall(SYS_gettid), free_ = 0;
+	for (int ms = 0; !__atomic_compare_exchange_n(&h->drain_lock, &free_, me, false,
+						      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	     ms++) {
+		if (ms > 2000)
+			return 0; /* held and not let go: the copy goes without */
+		free_ = 0;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	rc->tail = h->ring_tail;
+	rc->head = __atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE);
+	rc->drained = h->drained_size;
+	int r = 0;
+	if (rc->head - rc->tail <= n) {
+		const uint8_t *ring = (const uint8_t *)h + off + AP_SLOT_HDR;
+		uint64_t at = rc->tail % n, len = rc->head - rc->tail, first = n - at < len ? n - at : len;
+		r = write_all(dfd, ring + at, first, (off_t)(off + AP_SLOT_HDR + at)) < 0 ||
+				    write_all(dfd, ring, len - first, (off_t)(off + AP_SLOT_HDR)) < 0
+			    ? -1
+			    : 0;
+		rc->on = r == 0;
+	}
+	__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+	return r;
+}
+
+/* The copy's ring told where its chunks start now that the trace's copy
+ * is `tsize` bytes: what record appended since copy_ring is there already
+ * (a chunk it was writing, in part: the ring's bytes from there on end it). */
+static int ring_copy_settle(int dfd, const struct ring_copy *rc, uint64_t tsize)
+{
+	uint64_t in = tsize > rc->drained ? tsize - rc->drained : 0;
+	if (in > rc->head - rc->tail)
+		in = rc->head - rc->tail;
+	uint64_t tail = rc->tail + in;
+	uint32_t zero = 0;
+	return write_all(dfd, &tail, sizeof(tail), offsetof(struct ap_buffers_head, ring_tail)) < 0 ||
+			       write_all(dfd, &zero, sizeof(zero),
+					 offsetof(struct ap_buffers_head, drain_lock)) < 0
+		       ? -1
+		       : 0;
+}
+
 /* The trace's bytes as they are now into a new file dst. */
 static int copy_trace(const char *src, const char *dst, struct ap_error *err)
 {
@@ -157,7 +220,9 @@ int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fi
 		ap_error_set(err, "%s: not an allocprof trace", trace);
 		goto out;
 	}
-	sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	sfd = open(side.buf, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (sfd < 0 && errno == EACCES) /* (another user's: read only, no ring then) */
+		sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (sfd < 0 && errno == ENOENT) {
 		ap_error_set(err, "%s: no buffers file (%s): not a trace `allocprof record` is "
 				  "writing; a finished trace is read as it is",
@@ -172,12 +237,15 @@ int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fi
 		ap_error_set(err, "%s: not a buffers file", side.buf);
 		goto out;
 	}
-	sm = mmap(NULL, (size_t)ss.st_size, PROT_READ, MAP_SHARED, sfd, 0);
+	int acc = fcntl(sfd, F_GETFL);
+	bool rw = acc >= 0 && (acc & O_ACCMODE) == O_RDWR;
+	sm = mmap(NULL, (size_t)ss.st_size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, sfd,
+		  0);
 	if (sm == MAP_FAILED) {
 		ap_error_set(err, "%s: %s", side.buf, strerror(errno));
 		goto out;
 	}
-	const struct ap_buffers_head *head = (const void *)sm;
+	struct ap_buffers_head *head = (void *)sm;
 	if (memcmp(head->magic, AP_BUFFERS_MAGIC, sizeof(head->magic)) ||
 	    head->version != AP_BUFFERS_VERSION) {
 		ap_error_set(err, "%s: not a buffers file of this allocprof", side.buf);
@@ -190,10 +258,36 @@ int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fi
 	unlink(tmp_side.buf);
 	if (copy_buffers(sm, (size_t)ss.st_size, tmp_side.buf, err) < 0)
 		goto out;
-	if (copy_trace(trace, tmp.buf, err) < 0) {
+	/* the ring's chunks after the slots, before the trace: a chunk
+	 * record appends in between is in the trace's copy, and the ring's
+	 * copy starts after it (ring_copy_settle) */
+	struct ring_copy ring = { 0 };
+	int dfd = open(tmp_side.buf, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	uint32_t off_ = 0;
+	if (dfd < 0 || (rw && copy_ring(head, (size_t)ss.st_size, dfd, &ring) < 0) ||
+	    /* a ring not copied is none to the finisher */
+	    (!ring.on && write_all(dfd, &off_, sizeof(off_),
+				   offsetof(struct ap_buffers_head, ring_mode)) < 0)) {
+		ap_error_set(err, "%s: %s", tmp_side.buf, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
 		unlink(tmp_side.buf);
 		goto out;
 	}
+	if (copy_trace(trace, tmp.buf, err) < 0) {
+		close(dfd);
+		unlink(tmp_side.buf);
+		goto out;
+	}
+	struct stat cs;
+	if (ring.on && (stat(tmp.buf, &cs) < 0 || ring_copy_settle(dfd, &ring, (uint64_t)cs.st_size) < 0)) {
+		ap_error_set(err, "%s: %s", tmp_side.buf, strerror(errno));
+		close(dfd);
+		unlink(tmp.buf);
+		unlink(tmp_side.buf);
+		goto out;
+	}
+	close(dfd);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	struct ap_death how = {

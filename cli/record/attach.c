@@ -36,6 +36,7 @@ struct thr {
 	pid_t tid;
 	bool stopped;
 	int pending;		/* a signal its stop took: delivered on resume */
+	uint64_t errno_at;	/* its errno's address (0: not asked yet) */
 };
 
 struct tracee {
@@ -47,6 +48,7 @@ struct tracee {
 	struct ap_stops st;
 	uint64_t all_t0;	/* every thread stopped since (0: not) */
 	uint64_t call_t0;	/* the thread picked for a call stopped since */
+	uint64_t errno_fn;	/* the C library's __errno_location (0: none) */
 };
 
 static uint64_t now_ns(void)
@@ -168,7 +170,7 @@ static int seize_all(struct tracee *tr)
 				tr->cap = tr->cap ? 2 * tr->cap : 16;
 				tr->t = ap_xrealloc(tr->t, tr->cap * sizeof(*tr->t));
 			}
-			tr->t[tr->n++] = (struct thr){ tid, false, 0 };
+			tr->t[tr->n++] = (struct thr){ tid, false, 0, 0 };
 			more = true;
 		}
 		closedir(d);
@@ -446,9 +448,37 @@ static uint64_t remote_sym(pid_t pid, const struct mapping *m, const char *sym)
  * or process went (*gone), the process is another image than the one
  * looked at (*exec_d: nothing done), or the call faulted. x stays
  * stopped. */
+static int remote_call_as_is(struct tracee *tr, struct thr *x, uint64_t fn,
+			     const uint64_t args[3], const void *data, size_t dlen, void *back,
+			     size_t backlen, uint64_t *ret, bool *gone, bool *exec_d);
+
+/* fn(args) on the stopped thread x (remote_call_as_is), its errno kept:
+ * the thread's code goes on after the call as if it had not been made
+ * (the calls set it: a failed dlopen's search, ENOENT, over a program's
+ * `errno = 0; readdir(); if (errno)`). Its address comes from a call of
+ * the C library's __errno_location, once per thread. */
 static int remote_call(struct tracee *tr, struct thr *x, uint64_t fn, const uint64_t args[3],
 		       const void *data, size_t dlen, void *back, size_t backlen, uint64_t *ret,
 		       bool *gone, bool *exec_d)
+{
+	static const uint64_t none[3] = { 0, 0, 0 };
+	uint64_t at = 0;
+	int32_t was = 0;
+	if (tr->errno_fn && !x->errno_at &&
+	    remote_call_as_is(tr, x, tr->errno_fn, none, NULL, 0, NULL, 0, &at, gone, exec_d) == 0)
+		x->errno_at = at;
+	if (*gone || *exec_d)
+		return -1;
+	bool keep = x->errno_at && mem_read(tr, x->errno_at, &was, sizeof(was)) == 0;
+	int rc = remote_call_as_is(tr, x, fn, args, data, dlen, back, backlen, ret, gone, exec_d);
+	if (keep && !*gone && !*exec_d)
+		mem_write(tr, x->errno_at, &was, sizeof(was));
+	return rc;
+}
+
+static int remote_call_as_is(struct tracee *tr, struct thr *x, uint64_t fn,
+			     const uint64_t args[3], const void *data, size_t dlen, void *back,
+			     size_t backlen, uint64_t *ret, bool *gone, bool *exec_d)
 {
 	struct user_regs_struct saved, r;
 	struct user_fpregs_struct fsaved;
@@ -858,6 +888,9 @@ static int tracee_open(struct tracee *tr, pid_t pid)
 		free(tr->t);
 		return -1;
 	}
+	struct mapping libc;
+	if (find_lib(pid, "libc.so.", false, &libc))
+		tr->errno_fn = remote_sym(pid, &libc, "__errno_location");
 	return 0;
 }
 

@@ -140,8 +140,6 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
 							      "the process could use" },
 		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
-		{ SYS_process_vm_readv, "process_vm_readv", "stacks through code without unwind "
-							    "tables (a JIT's) end there" },
 		{ SYS_fcntl, "fcntl", "its trace's descriptor stayed where it was opened (a "
 				      "number the program could meet), unlocked, and was not "
 				      "handed to an image it exec'd (which made a trace of its own)" },
@@ -863,7 +861,9 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 		       struct rec_names *done, int run_fd)
 {
 	fflush(NULL);
+	rec_drain_before_fork();
 	pid_t pid = fork();
+	rec_drain_after_fork(pid == 0);
 	if (pid != 0)
 		return pid;
 	setsid();
@@ -872,6 +872,7 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 		if (fd != null)
 			dup2(null, fd);
 	close_all_but(3, run_fd);
+	rec_drain_restart();
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

@@ -144,6 +144,13 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      struct ap_compact_stream *stream, const int *status,
 		      const struct ap_finished *fin);
 bool rec_trace_is_live(const char *path);
+/* drain.c: the rings of the run's traces, drained while their processes
+ * run (from the program's start to record's end) */
+void rec_drain_start(const char *trace, bool quiet);
+void rec_drain_before_fork(void);
+void rec_drain_after_fork(bool child);
+void rec_drain_restart(void);
+void rec_drain_stop(void);
 bool rec_wait_released(const char *path);
 bool rec_pid_alive(pid_t pid);
 void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet, bool later);

@@ -55,7 +55,9 @@ before the attach come during it):
            with one line (it would read the entry points from the new file)
   asleep   a process whose one thread sleeps: attached twice with
            --duration, each detach clean (its wait goes on through
-           restart_syscall after the attach's calls), the sleep as long
+           restart_syscall after the attach's calls), the sleep as long,
+           its errno as it was; an attach that failed (the process could
+           not make its trace) leaves it attachable
   ends     the sampler's handler under the fatal signals while attached:
            the program sees its own disposition (sigaction), and after the
            detach the caught signals (SigCgt) are those before the attach;
@@ -1082,9 +1084,37 @@ elif mode == "asleep":
     # attach's calls its sleep goes on through restart_syscall, where the
     # detach must find it too; twice, and the sleep keeps its length
     t0 = time.monotonic()
-    sl = subprocess.Popen(["sleep", "7"])
+    sl = subprocess.Popen([os.environ["ATTACH_SLEEPER"], "1", "7000"], stdout=subprocess.PIPE,
+                          text=True)
+    if sl.stdout.readline() != "ready\n":
+        fail("attach_sleeper did not start")
     time.sleep(0.3)
     before = fds(sl.pid)
+    # an attach that fails (the process, another user now, cannot make its
+    # trace in a directory it may not write) leaves it attachable
+    if os.getuid() == 0:
+        ro = os.path.join(tmp, "ro")
+        os.makedirs(ro, exist_ok=True)
+        os.chmod(ro, 0o755)
+        nb = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                               os.environ["ATTACH_SLEEPER"], "1", "3000"],
+                              stdout=subprocess.PIPE, text=True)
+        if nb.stdout.readline() == "ready\n":
+            r1 = subprocess.run([allocprof, "record", "-p", str(nb.pid), "--duration", "200ms",
+                                 "-o", os.path.join(ro, "n.trace")], capture_output=True,
+                                text=True, env=env)
+            wr = os.path.join(tmp, "rw")
+            os.makedirs(wr, exist_ok=True)
+            os.chmod(wr, 0o1777)
+            r2 = subprocess.run([allocprof, "record", "-p", str(nb.pid), "--duration", "200ms",
+                                 "-o", os.path.join(wr, "n.trace")], capture_output=True,
+                                text=True, env=env)
+            if "ptrace not permitted" not in r1.stderr and (
+                    r1.returncode == 0 or r2.returncode != 0 or "detached; wrote" not in r2.stderr):
+                fail("an attach after one that failed: %r, then %r" % (r1.stderr, r2.stderr))
+        out = nb.communicate()[0]
+        if nb.returncode != 0 or "errno 0" not in out:
+            fail("the sleeper whose attach failed: exit %d, %r" % (nb.returncode, out))
     for i in range(2):
         trace = os.path.join(tmp, "s%d.trace" % i)
         r = subprocess.run([allocprof, "record", "-p", str(sl.pid), "--duration", "400ms",
@@ -1101,10 +1131,13 @@ elif mode == "asleep":
         d = fds_diff(fds(sl.pid), before)
         if d:
             fail("after detach %d the descriptors differ from before:\n%s" % (i, d))
-    rc = sl.wait()
+    out = sl.communicate()[0]
     took = time.monotonic() - t0
-    if rc != 0 or not 6.9 <= took < 11:
-        fail("sleep 7 attached twice: exit %d after %.1f s" % (rc, took))
+    if sl.returncode != 0 or not 6.9 <= took < 11:
+        fail("a sleep of 7 s attached twice: exit %d after %.1f s" % (sl.returncode, took))
+    # the thread's errno as it was before record's calls in it
+    if out != "sleep 0: rc 0 errno 0\n":
+        fail("the sleeper said %r, natively 'sleep 0: rc 0 errno 0'" % out)
 
 else:
     sys.exit("unknown mode " + mode)

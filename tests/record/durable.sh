@@ -9,6 +9,18 @@
 group=$1
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
+# durable_kill's pid (in $pid), once it printed more than n lines to
+# `out`; the test ends if it did not start
+started() {
+	pid=
+	for _ in $(seq 1 500); do
+		pid=$(sed -n "s/^pid //p" out 2>/dev/null)
+		[ -n "$pid" ] && [ "$(wc -l <out)" -gt "$1" ] && break
+		sleep 0.01
+	done
+	[ -n "$pid" ] || { fail "the program did not start"; exit 1; }
+}
+
 case $group in
 exitgroup)
 	# 10,000 mallocs, then syscall(SYS_exit_group, 7): every one in the
@@ -33,13 +45,7 @@ sigkill)
 	# killed by SIGKILL
 	"$ALLOCPROF" record --all -o k.trace "$PROGS/durable_kill" >out 2>err &
 	rec=$!
-	pid=
-	for _ in $(seq 1 500); do
-		pid=$(sed -n "s/^pid //p" out 2>/dev/null)
-		[ -n "$pid" ] && [ "$(wc -l <out)" -gt 20 ] && break
-		sleep 0.01
-	done
-	[ -n "$pid" ] || { fail "the program did not start"; exit 1; }
+	started 20
 	sleep 1
 	kill -KILL "$pid"
 	wait "$rec"
@@ -59,6 +65,33 @@ sigkill)
 	[ "${u%.*}" -le 300 ] || fail "inuse_objects $u: frees lost"
 	"$ALLOCPROF" top --inuse_objects k.trace >/dev/null 2>t.err || fail "top: $(cat t.err)"
 	[ -e k.trace.buffers ] && fail "the buffers file is left"
+	;;
+recordkilled)
+	# record itself killed while the program runs: the program runs on
+	# to its end as natively, and the trace, which nobody finishes, reads
+	# whole. --all: its sampler's ring fills, nobody drains it for a
+	# second: it writes its trace itself from then on; sampled, the ring
+	# never fills, and END finds nobody looking: the sampler writes what
+	# the ring holds and END itself
+	for mode in --all --rate=64K; do
+		rm -f r.trace*
+		"$ALLOCPROF" record "$mode" -o r.trace "$PROGS/durable_kill" 2000000 >out 2>err &
+		rec=$!
+		started 5
+		kill -KILL "$rec"
+		wait "$rec" 2>/dev/null
+		for _ in $(seq 1 1200); do
+			[ -e "/proc/$pid" ] || break
+			sleep 0.05
+		done
+		[ -e "/proc/$pid" ] && { kill -KILL "$pid"; fail "$mode: the program did not end in 60 s"; }
+		expect_eq "$mode: the program's last line" "$(tail -n 1 out)" done
+		"$ALLOCPROF" stats --json r.trace >s.json 2>s.err || fail "$mode: stats: $(cat s.err)"
+		n=$(jget s.json calls)
+		[ "${n%.*}" -ge 2000000 ] || fail "$mode: calls $n, the program made 2000000 or more"
+		expect_eq "$mode: end_reason" "$(jget s.json end_reason)" _exit
+		expect_eq "$mode: truncated" "$(jget s.json truncated)" false
+	done
 	;;
 atexit)
 	# glibc frees the blocks of exit handlers past the first 32 while

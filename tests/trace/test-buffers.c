@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ap_trace.h"
@@ -51,18 +52,24 @@ static uint8_t *build(size_t *len, bool end)
 	return data;
 }
 
-/* The last EVENTS chunk of data[0..len): its offset, stream, index. */
-static struct ap_chunk last_events(const uint8_t *data, size_t len)
+/* The last (or first) EVENTS chunk of data[0..len): its offset, stream,
+ * index. */
+static struct ap_chunk events_chunk(const uint8_t *data, size_t len, bool first)
 {
 	struct ap_chunk_walk w;
-	struct ap_chunk c, last = {0};
+	struct ap_chunk c, pick = {0};
 	char why[160];
 	ap_chunk_walk_init(&w, data, len);
 	while (ap_chunk_next(&w, &c, why, sizeof(why)) == AP_CHUNK_OK)
-		if (c.type == AP_CHUNK_EVENTS)
-			last = c;
+		if (c.type == AP_CHUNK_EVENTS && (!first || !pick.off))
+			pick = c;
 	ap_chunk_walk_release(&w);
-	return last;
+	return pick;
+}
+
+static struct ap_chunk last_events(const uint8_t *data, size_t len)
+{
+	return events_chunk(data, len, false);
 }
 
 static void put_file(const char *p, const void *data, size_t len)
@@ -96,6 +103,44 @@ static void put_buffers(uint32_t stream, uint32_t index, const uint8_t *payload,
 			      .size = (uint32_t)slot, .tid = 100, .stream = stream, .index = index,
 			      .len = AP_CHUNK_HDR_LEN + n};
 	memcpy((uint8_t *)e + AP_SLOT_HDR + AP_CHUNK_HDR_LEN, payload, n);
+	put_file(side, f, size);
+	free(f);
+}
+
+/* A buffers file whose ring (a slot of its own, 2 pages) holds bytes[0..n)
+ * not in the trace yet, from ring position `tail` on (past the ring's end:
+ * they wrap), its drain lock held by `holder` (0: free), the trace's size
+ * after the last bytes taken `drained`; then an empty META and EVENTS
+ * slot (the process's buffers emptied into the ring). */
+static void put_ring(const uint8_t *bytes, size_t n, uint64_t tail, uint32_t holder,
+		     uint64_t drained)
+{
+	size_t rslot = 2 * AP_BUFFERS_PAGE, slot = AP_BUFFERS_PAGE * 4;
+	size_t size = AP_BUFFERS_PAGE + rslot + 2 * slot;
+	uint8_t *f = calloc(1, size);
+	struct ap_buffers_head *h = (void *)f;
+	memcpy(h->magic, AP_BUFFERS_MAGIC, sizeof(h->magic));
+	h->version = AP_BUFFERS_VERSION;
+	h->pid = 1000;
+	h->ring_off = AP_BUFFERS_PAGE;
+	h->ring_size = rslot - AP_SLOT_HDR;
+	h->ring_tail = tail;
+	h->ring_head = tail + n;
+	h->drain_lock = holder;
+	h->drained_size = drained;
+	h->ring_mode = AP_RING_ON;
+	struct ap_slot *r = (void *)(f + AP_BUFFERS_PAGE);
+	*r = (struct ap_slot){.magic = AP_SLOT_MAGIC, .type = AP_SLOT_RING, .size = (uint32_t)rslot,
+			      .len = AP_CHUNK_HDR_LEN};
+	uint8_t *ring = (uint8_t *)r + AP_SLOT_HDR;
+	for (size_t i = 0; i < n; i++)
+		ring[(tail + i) % h->ring_size] = bytes[i];
+	struct ap_slot *m = (void *)(f + AP_BUFFERS_PAGE + rslot),
+		       *e = (void *)(f + AP_BUFFERS_PAGE + rslot + slot);
+	*m = (struct ap_slot){.magic = AP_SLOT_MAGIC, .type = AP_CHUNK_META, .size = (uint32_t)slot,
+			      .tid = 100, .len = AP_CHUNK_HDR_LEN};
+	*e = (struct ap_slot){.magic = AP_SLOT_MAGIC, .type = AP_CHUNK_EVENTS,
+			      .size = (uint32_t)slot, .tid = 100, .len = AP_CHUNK_HDR_LEN};
 	put_file(side, f, size);
 	free(f);
 }
@@ -208,6 +253,42 @@ int main(void)
 		CHECK(fin.chunks == 1, "cut: %llu chunks", (unsigned long long)fin.chunks);
 		killed_as("cut", t);
 		ap_trace_free(t);
+	}
+
+	/* Chunks in the ring record had not taken yet (ring_tail near the
+	 * ring's end: they wrap): the finisher takes them first, whole, in
+	 * order; then END */
+	{
+		struct ap_chunk c0 = events_chunk(full, len, true);
+		CHECK(c0.off > 0 && len - c0.off > 200 && len - c0.off < 2 * AP_BUFFERS_PAGE - 200,
+		      "ring: the chunks from the first EVENTS one fit a 2-page ring (%zu bytes)",
+		      len - c0.off);
+		uint64_t tail = 2 * AP_BUFFERS_PAGE - AP_SLOT_HDR - 100 + 3 * (2 * AP_BUFFERS_PAGE);
+		put_file(path, full, c0.off);
+		put_ring(full + c0.off, len - c0.off, tail, 0, c0.off);
+		if ((t = finish("ring", &fin))) {
+			CHECK(t->nrecords == NEV, "ring: %llu records", (unsigned long long)t->nrecords);
+			CHECK(fin.chunks == 0 && fin.end_added, "ring: %llu chunks from the slots",
+			      (unsigned long long)fin.chunks);
+			killed_as("ring", t);
+			ap_trace_free(t);
+		}
+		/* record died while it wrote some of them (half a chunk is in
+		 * the trace past drained_size), its drain lock still held: the
+		 * finisher takes the lock from the dead thread, cuts the trace
+		 * back to drained_size, and takes them all once */
+		pid_t dead = fork();
+		if (dead == 0)
+			_exit(0);
+		waitpid(dead, NULL, 0);
+		put_file(path, full, c0.off + AP_CHUNK_HDR_LEN + 5);
+		put_ring(full + c0.off, len - c0.off, tail, (uint32_t)dead, c0.off);
+		if ((t = finish("ring, drainer died", &fin))) {
+			CHECK(t->nrecords == NEV, "ring, drainer died: %llu records",
+			      (unsigned long long)t->nrecords);
+			killed_as("ring, drainer died", t);
+			ap_trace_free(t);
+		}
 	}
 
 	/* died before its buffer was ever written: a stream of its own */
