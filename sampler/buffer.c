@@ -272,9 +272,16 @@ static void bufs_create(void)
  * ring in its buffers file (ap_trace_buffers.h), which record drains into
  * the trace: the process holds no descriptor of the trace's (a program
  * whose soft and hard RLIMIT_NOFILE are equal would otherwise see it under
- * its limit). Its slot comes right after the header page, written whole
- * (reserve) before its first use. tracefile.c puts chunks in it. */
+ * its limit). Its slot is RING_SLOT_SIZE bytes of the file, of which the
+ * first RING_START are written (reserve) before its first use; record
+ * writes more as it drains (ap_trace_buffers.h ring_room), which the
+ * sampler takes once its ring is empty (tracefile.c ring_put): a process
+ * that writes little (a shell loop's /bin/true) pays a tenth of a
+ * millisecond for its ring, not the 0.8 ms 2 MiB of zeros take. The rest
+ * of the slot is a hole until record writes it, never touched before:
+ * a full disk never becomes a SIGBUS in the program. */
 #define RING_SLOT_SIZE (2u << 20)
+#define RING_START (256u << 10)
 #define RING_ROOM (64ull << 20)	/* free space a ring needs beside it */
 static struct ap_slot *ring_slot;	/* NULL: no ring */
 
@@ -293,7 +300,8 @@ static void ring_create(void)
 		return;
 	}
 	void *r = MAP_FAILED;
-	if (reserve(fd, bufs_end, RING_SLOT_SIZE, bufs_end + RING_SLOT_SIZE) == 0)
+	if (reserve(fd, bufs_end, RING_START, bufs_end + RING_SLOT_SIZE) == 0 &&
+	    ftruncate(fd, (off_t)(bufs_end + RING_SLOT_SIZE)) == 0)
 		r = mmap(NULL, RING_SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 			 (off_t)bufs_end);
 	sys_close(fd);
@@ -304,7 +312,8 @@ static void ring_create(void)
 	ring_slot->size = RING_SLOT_SIZE;
 	ring_slot->len = AP_CHUNK_HDR_LEN; /* no records: the finisher skips it */
 	__atomic_store_n(&ring_slot->magic, AP_SLOT_MAGIC, __ATOMIC_RELEASE);
-	bufs_head->ring_size = RING_SLOT_SIZE - AP_SLOT_HDR;
+	bufs_head->ring_size = bufs_head->ring_room = RING_START - AP_SLOT_HDR;
+	bufs_head->ring_max = RING_SLOT_SIZE - AP_SLOT_HDR;
 	__atomic_store_n(&bufs_head->ring_off, bufs_end, __ATOMIC_RELEASE);
 	bufs_end += RING_SLOT_SIZE;
 }
@@ -408,9 +417,10 @@ int buffers_init(void)
 {
 	chunk_sizes_fit();
 	bufs_create();
-	/* META chunks of a quarter of a ring at most: two fit with room */
-	if (bufs_on && meta_flush_at > (RING_SLOT_SIZE >> 2))
-		meta_flush_at = RING_SLOT_SIZE >> 2;
+	/* META chunks of a quarter of a ring as it starts at most: two fit
+	 * with room */
+	if (bufs_on && meta_flush_at > (RING_START >> 2))
+		meta_flush_at = RING_START >> 2;
 	struct ap_slot *m = slot_map(AP_CHUNK_META, META_SLOT_SIZE, NULL);
 	struct ap_slot *f = slot_map(AP_CHUNK_EVENTS, THR_SLOT_SIZE, NULL);
 	void *ring = map_mem(RING_SIZE * sizeof(struct ap_ring_ent));

@@ -248,7 +248,6 @@ static int ring_put(const void *data, size_t len)
 	struct ap_buffers_head *h = ring_of_buffers(&ring);
 	if (!h)
 		return ring_direct(0, data, len);
-	uint64_t size = h->ring_size;
 	uint64_t t0 = 0;
 	if (__atomic_load_n(&tfile.ender, __ATOMIC_RELAXED) && ring_unattended(h))
 		return ring_direct(0, data, len); /* END, and nobody to take it */
@@ -259,6 +258,13 @@ static int ring_put(const void *data, size_t len)
 			return -1;
 		}
 		uint64_t head = h->ring_head, tail = __atomic_load_n(&h->ring_tail, __ATOMIC_ACQUIRE);
+		/* the room record has written since, taken while the ring is
+		 * empty (its positions change with its length); stored before
+		 * the next head, which the drain reads first */
+		uint64_t room = __atomic_load_n(&h->ring_room, __ATOMIC_ACQUIRE);
+		if (head == tail && room > h->ring_size && room <= h->ring_max)
+			__atomic_store_n(&h->ring_size, room, __ATOMIC_RELEASE);
+		uint64_t size = h->ring_size;
 		if (len <= size - (head - tail)) {
 			uint64_t at = head % size, first = size - at < len ? size - at : len;
 			memcpy(ring + at, data, first);
@@ -270,7 +276,8 @@ static int ring_put(const void *data, size_t len)
 		if (!t0)
 			t0 = now;
 		uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
-		if (len > size || (now > seen && now - seen > DRAIN_GONE_NS) || ring_unattended(h) ||
+		if (len > h->ring_max || (now > seen && now - seen > DRAIN_GONE_NS) ||
+		    ring_unattended(h) ||
 		    (tfile.in_signal && now - t0 > 2 * DRAIN_GONE_NS))
 			return ring_direct(0, data, len);
 		/* wait for record to take some: on ring_seq, which it bumps */

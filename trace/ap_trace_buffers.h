@@ -65,6 +65,14 @@ struct ap_buffers_head {
 	 * (each look stores it; 0 before the first): one that is gone leaves
 	 * the ring to the sampler at once */
 	uint32_t drainer_pid;
+	/* The ring's room: ring_size is the ring's length now (the sampler
+	 * sets it, only while its ring is empty, before the next ring_head);
+	 * ring_room how many bytes of the slot the file has written
+	 * (record grows it as it drains, up to ring_max, the slot's bytes
+	 * after its header): the sampler starts small and takes the room
+	 * once its ring is empty. */
+	uint32_t pad_;
+	uint64_t ring_room, ring_max;
 };
 
 #define AP_RING_ON 1u		/* chunks go through the ring, record writes them */

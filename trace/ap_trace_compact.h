@@ -94,6 +94,7 @@ int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
  * the trace, whole, in the order they were put. */
 struct ap_ring_drain {
 	int tfd;		/* the trace, appending */
+	int sfd;		/* the buffers file (its ring's room grown) */
 	uint8_t *map;		/* the buffers file, up to the ring's end */
 	size_t maplen;
 };

@@ -289,8 +289,10 @@ static int64_t ring_take(struct ap_buffers_head *h, const uint8_t *ring, int tfd
 		rc = -1;
 		goto stop;
 	}
-	uint64_t size = h->ring_size, head = __atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE),
-		 tail = h->ring_tail;
+	/* head first: the length the sampler stored before it is the one
+	 * its bytes are at */
+	uint64_t head = __atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE),
+		 size = __atomic_load_n(&h->ring_size, __ATOMIC_ACQUIRE), tail = h->ring_tail;
 	if (head != tail && head - tail <= size) {
 		struct stat st;
 		if (fstat(tfd, &st) < 0) {
@@ -327,7 +329,7 @@ out:
 
 int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_error *err)
 {
-	d->tfd = -1;
+	d->tfd = d->sfd = -1;
 	d->map = NULL;
 	d->maplen = 0;
 	struct ap_buf side = AP_BUF_INIT;
@@ -340,9 +342,10 @@ int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_erro
 	    pread(sfd, &head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
 	    memcmp(head.magic, AP_BUFFERS_MAGIC, sizeof(head.magic)) ||
 	    head.version != AP_BUFFERS_VERSION || head.ring_mode != AP_RING_ON ||
-	    !ring_fits(&head, (size_t)ss.st_size))
+	    !ring_fits(&head, (size_t)ss.st_size) || head.ring_max < head.ring_size ||
+	    head.ring_off + AP_SLOT_HDR + head.ring_max > (uint64_t)ss.st_size)
 		goto out; /* none, or not one in use (yet) */
-	d->maplen = (size_t)(head.ring_off + AP_SLOT_HDR + head.ring_size);
+	d->maplen = (size_t)(head.ring_off + AP_SLOT_HDR + head.ring_max);
 	void *m = mmap(NULL, d->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
 	if (m == MAP_FAILED) {
 		rc = ap_error_set(err, "%s: %s", side.buf, strerror(errno));
@@ -365,11 +368,32 @@ int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_erro
 		goto out;
 	}
 	rc = 1;
+	d->sfd = sfd;
+	sfd = -1;
 out:
 	if (sfd >= 0)
 		close(sfd);
 	ap_buf_release(&side);
 	return rc;
+}
+
+/* The ring's room doubled (up to its slot), written with zeros before the
+ * sampler may use it: a full disk refuses it here, never in the program. */
+static void ring_grow(struct ap_ring_drain *d, struct ap_buffers_head *h)
+{
+	uint64_t room = __atomic_load_n(&h->ring_room, __ATOMIC_ACQUIRE), max = h->ring_max;
+	if (d->sfd < 0 || room >= max)
+		return;
+	uint64_t more = room < max - room ? room : max - room;
+	static const uint8_t zeros[64 << 10];
+	uint64_t at = h->ring_off + AP_SLOT_HDR + room;
+	for (uint64_t done = 0; done < more;) {
+		size_t n = more - done < sizeof(zeros) ? (size_t)(more - done) : sizeof(zeros);
+		if (pwrite(d->sfd, zeros, n, (off_t)(at + done)) != (ssize_t)n)
+			return; /* (no room: the ring stays as it is) */
+		done += n;
+	}
+	__atomic_store_n(&h->ring_room, room + more, __ATOMIC_RELEASE);
 }
 
 int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes)
@@ -382,6 +406,8 @@ int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes)
 	int64_t n = ring_take(h, ring, d->tfd, false, false);
 	if (n < 0)
 		return -1;
+	if (n > 0)
+		ring_grow(d, h); /* (a ring that brings chunks) */
 	*bytes = (uint64_t)n;
 	return __atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON ||
 	       __atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE);
@@ -393,8 +419,10 @@ void ap_ring_drain_close(struct ap_ring_drain *d)
 		munmap(d->map, d->maplen);
 	if (d->tfd >= 0)
 		close(d->tfd);
+	if (d->sfd >= 0)
+		close(d->sfd);
 	d->map = NULL;
-	d->tfd = -1;
+	d->tfd = d->sfd = -1;
 }
 
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,

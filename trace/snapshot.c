@@ -117,9 +117,9 @@ struct ring_copy {
 static int copy_ring(struct ap_buffers_head *h, size_t size, int dfd, struct ring_copy *rc)
 {
 	memset(rc, 0, sizeof(*rc));
-	uint64_t off = h->ring_off, n = h->ring_size;
+	uint64_t off = h->ring_off;
 	if (__atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON ||
-	    off < AP_BUFFERS_PAGE || off % AP_BUFFERS_PAGE || !n || off + AP_SLOT_HDR + n > size)
+	    off < AP_BUFFERS_PAGE || off % AP_BUFFERS_PAGE || off + AP_SLOT_HDR + h->ring_max > size)
 		return 0;
 	uint32_t me = (uint32_t)syscall(SYS_gettid), free_ = 0;
 	for (int ms = 0; !__atomic_compare_exchange_n(&h->drain_lock, &free_, me, false,
@@ -134,8 +134,11 @@ static int copy_ring(struct ap_buffers_head *h, size_t size, int dfd, struct rin
 	rc->tail = h->ring_tail;
 	rc->head = __atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE);
 	rc->drained = h->drained_size;
+	/* (after head: the length its bytes are at; the copy's header says it) */
+	uint64_t n = __atomic_load_n(&h->ring_size, __ATOMIC_ACQUIRE);
 	int r = 0;
-	if (rc->head - rc->tail <= n) {
+	if (n && n <= h->ring_max && rc->head - rc->tail <= n &&
+	    write_all(dfd, &n, sizeof(n), offsetof(struct ap_buffers_head, ring_size)) == 0) {
 		const uint8_t *ring = (const uint8_t *)h + off + AP_SLOT_HDR;
 		uint64_t at = rc->tail % n, len = rc->head - rc->tail, first = n - at < len ? n - at : len;
 		r = write_all(dfd, ring + at, first, (off_t)(off + AP_SLOT_HDR + at)) < 0 ||
