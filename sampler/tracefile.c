@@ -270,6 +270,16 @@ static int ring_put(const void *data, size_t len)
 			memcpy(ring + at, data, first);
 			memcpy(ring, (const uint8_t *)data + first, len - first);
 			__atomic_store_n(&h->ring_head, head + len, __ATOMIC_RELEASE);
+			/* record's drain asleep on this ring (all of them idle
+			 * for a while): woken once a quarter of it is in use */
+			if (UNLIKELY(__atomic_load_n(&h->drain_asleep, __ATOMIC_ACQUIRE)) &&
+			    head + len - tail >= size / 4 &&
+			    __atomic_exchange_n(&h->drain_asleep, 0, __ATOMIC_ACQ_REL)) {
+				__atomic_add_fetch(&h->doorbell, 1, __ATOMIC_RELEASE);
+				if (may_call(SYS_futex, (uintptr_t)&h->doorbell, FUTEX_WAKE, 1, 0))
+					raw_syscall6(SYS_futex, (long)&h->doorbell, FUTEX_WAKE, 1, 0,
+						     0, 0);
+			}
 			return 0;
 		}
 		uint64_t now = now_ns(CLOCK_MONOTONIC);

@@ -71,8 +71,12 @@ struct ap_buffers_head {
 	 * (record grows it as it drains, up to ring_max, the slot's bytes
 	 * after its header): the sampler starts small and takes the room
 	 * once its ring is empty. */
-	uint32_t pad_;
+	uint32_t doorbell;	/* futex: bumped by a sampler that wakes the drain */
 	uint64_t ring_room, ring_max;
+	/* the drain sleeps on this ring's doorbell (every ring idle): the
+	 * sampler whose ring is a quarter full wakes it */
+	uint32_t drain_asleep;
+	uint32_t pad_;
 };
 
 #define AP_RING_ON 1u		/* chunks go through the ring, record writes them */

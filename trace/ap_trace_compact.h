@@ -109,6 +109,10 @@ int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_erro
  * the sampler sees; *bytes: how many it appended. */
 int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes);
 void ap_ring_drain_close(struct ap_ring_drain *d);
+/* Sleeps up to ms milliseconds, or until the ring's sampler, finding it
+ * a quarter full, rings (its doorbell): how the drain waits once every
+ * ring has been idle a while. 0, or -1 without a ring. */
+int ap_ring_drain_sleep(struct ap_ring_drain *d, unsigned ms);
 
 /* A copy at `out` of the trace at `trace` that a process is still
  * writing under `allocprof record`, with what its buffers file holds

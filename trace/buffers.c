@@ -413,6 +413,22 @@ int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes)
 	       __atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE);
 }
 
+int ap_ring_drain_sleep(struct ap_ring_drain *d, unsigned ms)
+{
+	struct ap_buffers_head *h = (struct ap_buffers_head *)d->map;
+	if (!h)
+		return -1;
+	uint32_t bell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&h->drain_asleep, 1, __ATOMIC_RELEASE);
+	/* (chunks put meanwhile: no sleep) */
+	if (__atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE) == h->ring_tail) {
+		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+		syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, bell, &ts, NULL, 0);
+	}
+	__atomic_store_n(&h->drain_asleep, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
 void ap_ring_drain_close(struct ap_ring_drain *d)
 {
 	if (d->map)

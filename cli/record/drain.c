@@ -32,6 +32,7 @@ static struct {
 } dr = { .mx = PTHREAD_MUTEX_INITIALIZER };
 
 #define SCAN_NS 20000000ull
+#define IDLE_LOOKS 16		/* ~50 ms of looks that brought nothing */
 
 static uint64_t mono_ns(void)
 {
@@ -80,14 +81,21 @@ static void scan(void)
 	closedir(d);
 }
 
-/* One look at every ring (mx held); whether chunks came. */
-static bool look(void)
+/* One look at every ring (mx held); whether chunks came. *busiest: the
+ * ring that brought the most (the first one when none did), -1 none. */
+static bool look(ssize_t *busiest)
 {
 	bool came = false;
+	uint64_t most = 0;
+	*busiest = dr.n ? 0 : -1;
 	for (size_t i = 0; i < dr.n;) {
 		uint64_t bytes;
 		int r = ap_ring_drain(&dr.t[i].d, &bytes);
 		came |= bytes > 0;
+		if (r == 0 && bytes > most) {
+			most = bytes;
+			*busiest = (ssize_t)i;
+		}
 		if (r < 0 && !dr.quiet)
 			ap_say("%s: %s: the trace ends here; the program goes on", dr.t[i].path,
 			       strerror(errno));
@@ -97,6 +105,8 @@ static bool look(void)
 			ap_ring_drain_close(&dr.t[i].d);
 			free(dr.t[i].path);
 			dr.t[i] = dr.t[--dr.n];
+			if (*busiest >= (ssize_t)dr.n)
+				*busiest = dr.n ? 0 : -1;
 			continue;
 		}
 		i++;
@@ -111,6 +121,8 @@ static void *drain_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); /* record's signals are the relay's */
 	uint64_t scanned = 0;
+	unsigned idle = 0;
+	ssize_t bell = -1;
 	for (;;) {
 		pthread_mutex_lock(&dr.mx);
 		if (dr.stop) {
@@ -122,10 +134,29 @@ static void *drain_main(void *arg)
 			scan();
 			scanned = now;
 		}
-		bool came = look();
+		ssize_t busiest;
+		bool came = look(&busiest);
+		idle = came ? 0 : idle + 1;
+		if (came)
+			bell = busiest;
+		else if (bell >= (ssize_t)dr.n || bell < 0)
+			bell = busiest;
+		/* Looking every few ms costs record a context switch each
+		 * (on the program's CPU, pinned): once every ring has been
+		 * idle for IDLE_LOOKS looks, the drain sleeps on the doorbell
+		 * of the ring that brought chunks last (the sampler rings it
+		 * a quarter full), SCAN_NS at most */
+		struct ap_ring_drain sleeper = { -1, -1, NULL, 0 };
+		if (idle >= IDLE_LOOKS && bell >= 0)
+			sleeper = dr.t[bell].d;
 		pthread_mutex_unlock(&dr.mx);
-		struct timespec ts = { 0, came ? 1000000 : 3000000 };
-		nanosleep(&ts, NULL);
+		if (sleeper.map) {
+			/* (the mapping stays: only this thread unmaps) */
+			ap_ring_drain_sleep(&sleeper, SCAN_NS / 1000000);
+		} else {
+			struct timespec ts = { 0, came ? 1000000 : idle >= IDLE_LOOKS ? SCAN_NS : 3000000 };
+			nanosleep(&ts, NULL);
+		}
 	}
 	return NULL;
 }
