@@ -464,6 +464,7 @@ void strip_preload(void);
 long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6);
 int refused(int nr, int err);	/* 1: err is a seccomp filter's answer to nr (noted) */
 int may_call(int nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
+unsigned filters_count(void);
 #define REFUSED_PUT_MAX (2 * AP_VARINT_MAX + AP_VARINT_MAX + 8 * 24)
 size_t refused_put(uint8_t *p);
 

@@ -205,36 +205,30 @@ static void trace_write_failed(int fd, size_t done, int err)
  * over: the sampler opens the trace again by its path and writes the
  * ring's bytes and its chunks itself from then on (ring_direct). */
 #define DRAIN_GONE_NS 1000000000ull
+#define END_STALE_NS 100000000ull	/* five of record's looks missed */
 static uint32_t drainer_known;	/* the ring's drainer (a forked child keeps its parent's) */
 #define DRAIN_LOCK_WAIT_MS 5000
 
 static int ring_direct(int rdwr, const void *data, size_t len);
 
-/* Whether the process that drains the ring is gone (record killed
- * while the program runs: the chunks the ring holds would never reach
- * the trace). Its pid, as record's drain last stored it (before its
- * first look: record's, which started the process, or the one the
- * parent's ring had; 0 unknown, taken for there); a kill refused counts
- * as alive. */
-static int ring_unattended(const struct ap_buffers_head *h)
+/* Whether record's drain has stopped looking at the ring: no look for
+ * `stale` ns (it looks every 20 ms at most), waited for up to that long
+ * again (a loaded machine; record and the program stopped by job control
+ * together come back together). Its heartbeat, not its pid: a process in
+ * another pid namespace than record's cannot ask after record's pid
+ * (kill says ESRCH). A takeover record did not need is harmless: the
+ * drain lock orders it, and the process then holds a descriptor. */
+static int ring_unattended(const struct ap_buffers_head *h, uint64_t stale)
 {
-	uint32_t pid = __atomic_load_n(&h->drainer_pid, __ATOMIC_ACQUIRE);
-	if (!pid)
-		return 0;
-	drainer_known = pid;
-	int saved = errno, gone = 0;
-	if (may_call(SYS_kill, pid, 0, 0, 0) && raw_syscall6(SYS_kill, pid, 0, 0, 0, 0, 0) < 0)
-		gone = errno == ESRCH;
-	/* killed, and not reaped yet: a zombie, which kill finds; it has no
-	 * memory left, which process_vm_readv says (ESRCH; a live process
-	 * answers EFAULT for address 0, or EPERM where it may not be read) */
-	char byte;
-	struct iovec here = { &byte, 1 }, there = { NULL, 1 };
-	if (!gone && may_call(SYS_process_vm_readv, pid, (uintptr_t)&here, 1, (uintptr_t)&there) &&
-	    raw_syscall6(SYS_process_vm_readv, pid, (long)&here, 1, (long)&there, 1, 0) < 0)
-		gone = errno == ESRCH;
-	errno = saved;
-	return gone;
+	for (uint64_t waited = 0;; waited += 1000000) {
+		uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		if (now <= seen || now - seen <= stale)
+			return 0;
+		if (waited >= stale)
+			return 1;
+		sys_nap_ms(1);
+	}
 }
 
 /* Puts one chunk in the ring (tfile.lock held). 0, or -1 if the trace
@@ -249,8 +243,10 @@ static int ring_put(const void *data, size_t len)
 	if (!h)
 		return ring_direct(0, data, len);
 	uint64_t t0 = 0;
-	if (__atomic_load_n(&tfile.ender, __ATOMIC_RELAXED) && ring_unattended(h))
-		return ring_direct(0, data, len); /* END, and nobody to take it */
+	/* END, and nobody to take it (record killed while the program ran:
+	 * what the ring holds would never reach the trace) */
+	if (__atomic_load_n(&tfile.ender, __ATOMIC_RELAXED) && ring_unattended(h, END_STALE_NS))
+		return ring_direct(0, data, len);
 	for (;;) {
 		if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE)) {
 			/* record could not write the trace (it said why) */
@@ -287,7 +283,6 @@ static int ring_put(const void *data, size_t len)
 			t0 = now;
 		uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
 		if (len > h->ring_max || (now > seen && now - seen > DRAIN_GONE_NS) ||
-		    ring_unattended(h) ||
 		    (tfile.in_signal && now - t0 > 2 * DRAIN_GONE_NS))
 			return ring_direct(0, data, len);
 		/* wait for record to take some: on ring_seq, which it bumps */
@@ -303,13 +298,6 @@ static int ring_put(const void *data, size_t len)
 	}
 }
 
-/* Whether the thread tid lives (kill's answer: a refusal counts as yes). */
-static int tid_alive(uint32_t tid)
-{
-	return !may_call(SYS_kill, tid, 0, 0, 0) || raw_syscall6(SYS_kill, tid, 0, 0, 0, 0, 0) == 0 ||
-	       errno != ESRCH;
-}
-
 /* From the ring to writing the trace itself: the drain lock taken (from
  * a dead holder too: then what it was writing is cut off the trace), the
  * trace opened again by its path (for reading too with rdwr: to be
@@ -321,17 +309,26 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 	uint8_t *ring;
 	struct ap_buffers_head *h = ring_of_buffers(&ring);
 	int saved = errno, stolen = 0;
-	uint32_t me = sys_gettid();
-	__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
-	if (!h)
+	/* (flagged: record never takes the lock from a sampler by its id,
+	 * which is another pid namespace's maybe; see ring_take) */
+	uint32_t me = sys_gettid() | AP_DRAIN_SAMPLER;
+	/* tfile.ring stays set until tfile.fd is: another thread's flush
+	 * that found neither would drop its buffer as for a stopped trace
+	 * (it waits on tfile.lock, which this thread holds, instead) */
+	if (!h) {
+		__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 		return -1; /* the ring is gone (a fork inside the sampler's child) */
+	}
 	{
 		for (int ms = 0;; ms++) {
 			uint32_t holder = 0;
 			if (__atomic_compare_exchange_n(&h->drain_lock, &holder, me, 0,
 							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 				break;
-			if (holder && !tid_alive(holder) &&
+			/* record's drain holds it: taken from it only when it has
+			 * not looked for DRAIN_GONE_NS (gone while it wrote; its
+			 * pid is no answer from another pid namespace) */
+			if (holder && ring_unattended(h, DRAIN_GONE_NS) &&
 			    __atomic_compare_exchange_n(&h->drain_lock, &holder, me, 0,
 							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 				stolen = 1;
@@ -339,6 +336,7 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 			}
 			if (ms >= DRAIN_LOCK_WAIT_MS) {
 				/* record holds it and does not go on (stopped?) */
+				__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 				buffers_stop();
 				errno = saved;
 				return -1;
@@ -347,6 +345,7 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 		}
 		if (__atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE)) {
 			__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 			errno = saved;
 			return -1;
 		}
@@ -354,6 +353,7 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 	int fd = trace_reopen(rdwr);
 	if (fd < 0) {
 		__atomic_store_n(&h->drain_lock, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 		buffers_stop();
 		say(tfile.path, "could not be opened again when record stopped taking its "
 				"chunks: the trace ends here; the program goes on");
@@ -371,6 +371,7 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 		if (!err)
 			err = write_some(fd, ring, n - first, &done);
 		if (err) {
+			__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 			trace_write_failed(fd, 0, err);
 			rc = -1;
 		}
@@ -386,6 +387,7 @@ static int ring_direct(int rdwr, const void *data, size_t len)
 		}
 		trace_flock(fd);
 		__atomic_store_n(&tfile.fd, fd, __ATOMIC_RELAXED);
+		__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 		if (len) {
 			size_t done;
 			int err = write_some(fd, data, len, &done);
@@ -503,15 +505,52 @@ EXPORT int pipe2(int fds[2], int flags)
  * sampler its locks). 8 bytes: libunwind reads a word there next. */
 long unw_check(const void *addr)
 {
-	if (may_call(SYS_rt_sigprocmask, 0x7fff, (uintptr_t)addr, 0, sizeof(uint64_t))) {
-		int saved = errno;
-		long r = raw_syscall6(SYS_rt_sigprocmask, 0x7fff, (long)addr, 0, sizeof(uint64_t), 0, 0);
-		int e = errno;
-		errno = saved;
-		if (r < 0 && e == EINVAL)
+	/* how: 0 rt_sigprocmask; 1 process_vm_readv of this thread (a
+	 * seccomp filter refused the first: every later check asking the
+	 * filter again made --all fifty times slower); 2 neither: the word
+	 * counts as unreadable, and the stack ends there */
+	static int how;
+	int saved = errno, h = __atomic_load_n(&how, __ATOMIC_RELAXED);
+	long r = -1;
+	int e = EPERM; /* (not made: a filter would refuse it) */
+	static unsigned filters_asked; /* (refused.c's filters, asked once) */
+	if (h == 0) {
+		unsigned nf = filters_count();
+		if ((filters_asked == nf ||
+		     (may_call(SYS_rt_sigprocmask, 0x7fff, (uintptr_t)addr, 0, sizeof(uint64_t)) &&
+		      (filters_asked = nf, 1))) &&
+		    (r = raw_syscall6(SYS_rt_sigprocmask, 0x7fff, (long)addr, 0, sizeof(uint64_t), 0,
+				      0)) < 0 &&
+		    (e = errno) == EINVAL) {
+			errno = saved;
 			return 1;
-		if (r < 0 && e != EFAULT)
-			refused(SYS_rt_sigprocmask, e);
+		}
+		if (e == EFAULT && r < 0) {
+			errno = EFAULT;
+			return -1;
+		}
+		refused(SYS_rt_sigprocmask, e);
+		__atomic_store_n(&how, h = 1, __ATOMIC_RELAXED);
+	}
+	if (h == 1) {
+		char byte[sizeof(uint64_t)];
+		struct iovec here = { byte, sizeof(byte) }, there = { (void *)(uintptr_t)addr, sizeof(byte) };
+		pid_t me = (pid_t)sys_gettid();
+		if (me >= 0x40000000)
+			me = proc.pid; /* (a made-up id: gettid refused) */
+		if (may_call(SYS_process_vm_readv, (uint64_t)me, (uintptr_t)&here, 1, (uintptr_t)&there)) {
+			r = raw_syscall6(SYS_process_vm_readv, me, (long)&here, 1, (long)&there, 1, 0);
+			e = errno;
+			if (r == (long)sizeof(byte)) {
+				errno = saved;
+				return 1;
+			}
+			if (r >= 0 || e == EFAULT) {
+				errno = EFAULT;
+				return -1;
+			}
+		}
+		__atomic_store_n(&how, 2, __ATOMIC_RELAXED);
 	}
 	errno = EFAULT;
 	return -1;

@@ -80,6 +80,9 @@ struct ap_buffers_head {
 };
 
 #define AP_RING_ON 1u		/* chunks go through the ring, record writes them */
+/* drain_lock's flag for a sampler taking the ring over (its thread id is
+ * its pid namespace's): never taken from it while its process lives */
+#define AP_DRAIN_SAMPLER 0x80000000u
 #define AP_RING_DIRECT 2u	/* the sampler writes the trace itself (record gone) */
 /* the type of the ring's slot (neither META nor EVENTS: no records) */
 #define AP_SLOT_RING 0u

@@ -262,14 +262,22 @@ static int64_t ring_take(struct ap_buffers_head *h, const uint8_t *ring, int tfd
 {
 	uint32_t me = own_tid();
 	bool stolen = false;
+	/* the sampler's own now (it took the ring over): nothing to take */
+	if (!done && __atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON)
+		return 0;
 	for (;;) {
 		uint32_t holder = 0;
 		if (__atomic_compare_exchange_n(&h->drain_lock, &holder, me, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			break;
-		if (holder && kill((pid_t)holder, 0) < 0 && errno == ESRCH &&
-		    __atomic_compare_exchange_n(&h->drain_lock, &holder, me, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* a drain of record's that died (record's pid namespace: its
+		 * thread id means something here); a sampler's only once its
+		 * process is gone (`done`: finishing), whatever its id says */
+		bool dead = holder & AP_DRAIN_SAMPLER
+				    ? done
+				    : holder && kill((pid_t)holder, 0) < 0 && errno == ESRCH;
+		if (dead && __atomic_compare_exchange_n(&h->drain_lock, &holder, me, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			stolen = true;
 			break;
 		}
@@ -359,11 +367,14 @@ int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_erro
 		ap_ring_drain_close(d);
 		goto out;
 	}
-	/* the sampler's own files, each of one name: never another file
-	 * linked in under the trace's name (a link planted beside a planted
-	 * buffers file would have record append to it) */
+	/* the sampler's own files, each of one name, this user's: never
+	 * another file linked in under the trace's name (a link planted
+	 * beside a planted buffers file would have record append to it), nor
+	 * another user's buffers file mapped (truncated, it would kill record
+	 * with SIGBUS). A process of the run that made its files as another
+	 * user writes its trace itself once its ring is full. */
 	if (!S_ISREG(ts.st_mode) || ts.st_nlink != 1 || ss.st_nlink != 1 ||
-	    ts.st_uid != ss.st_uid) {
+	    ts.st_uid != ss.st_uid || ss.st_uid != geteuid()) {
 		ap_ring_drain_close(d);
 		goto out;
 	}
@@ -411,6 +422,12 @@ int ap_ring_drain(struct ap_ring_drain *d, uint64_t *bytes)
 	*bytes = (uint64_t)n;
 	return __atomic_load_n(&h->ring_mode, __ATOMIC_ACQUIRE) != AP_RING_ON ||
 	       __atomic_load_n(&h->stopped, __ATOMIC_ACQUIRE);
+}
+
+bool ap_ring_drain_writer_gone(const struct ap_ring_drain *d)
+{
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
+	return d->tfd >= 0 && fcntl(d->tfd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
 }
 
 int ap_ring_drain_sleep(struct ap_ring_drain *d, unsigned ms)

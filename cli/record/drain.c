@@ -29,6 +29,9 @@ static struct {
 	size_t baselen;
 	struct drained *t;
 	size_t n, alloc;
+	/* the traces whose process is gone, let go: never taken again (the
+	 * finisher takes what their rings hold) */
+	struct rec_names gone;
 } dr = { .mx = PTHREAD_MUTEX_INITIALIZER };
 
 #define SCAN_NS 20000000ull
@@ -45,6 +48,9 @@ static bool known(const char *path)
 {
 	for (size_t i = 0; i < dr.n; i++)
 		if (!strcmp(dr.t[i].path, path))
+			return true;
+	for (size_t i = 0; i < dr.gone.n; i++)
+		if (!strcmp(dr.gone.name[i], path))
 			return true;
 	return false;
 }
@@ -82,15 +88,21 @@ static void scan(void)
 }
 
 /* One look at every ring (mx held); whether chunks came. *busiest: the
- * ring that brought the most (the first one when none did), -1 none. */
-static bool look(ssize_t *busiest)
+ * ring that brought the most (the first one when none did), -1 none.
+ * `sweep`: rings whose process is gone (their writer's lock let go)
+ * are let go after a last look: record holds descriptors and mappings
+ * for the processes that run, not for every process of the run. */
+static bool look(ssize_t *busiest, bool sweep)
 {
 	bool came = false;
 	uint64_t most = 0;
 	*busiest = dr.n ? 0 : -1;
 	for (size_t i = 0; i < dr.n;) {
 		uint64_t bytes;
+		bool gone = sweep && ap_ring_drain_writer_gone(&dr.t[i].d);
 		int r = ap_ring_drain(&dr.t[i].d, &bytes);
+		if (gone && r == 0)
+			r = 1; /* (the finisher takes the rest) */
 		came |= bytes > 0;
 		if (r == 0 && bytes > most) {
 			most = bytes;
@@ -100,10 +112,13 @@ static bool look(ssize_t *busiest)
 			ap_say("%s: %s: the trace ends here; the program goes on", dr.t[i].path,
 			       strerror(errno));
 		if (r != 0) {
-			/* done with: forgotten (a file of that name later is
-			 * another process's, with a ring of its own) */
+			/* done with: its process gone (never taken again), or
+			 * the ring no longer in use */
 			ap_ring_drain_close(&dr.t[i].d);
-			free(dr.t[i].path);
+			if (gone)
+				rec_names_add(&dr.gone, dr.t[i].path);
+			else
+				free(dr.t[i].path);
 			dr.t[i] = dr.t[--dr.n];
 			if (*busiest >= (ssize_t)dr.n)
 				*busiest = dr.n ? 0 : -1;
@@ -130,12 +145,13 @@ static void *drain_main(void *arg)
 			break;
 		}
 		uint64_t now = mono_ns();
-		if (now - scanned >= SCAN_NS) {
+		bool sweep = now - scanned >= SCAN_NS;
+		if (sweep) {
 			scan();
 			scanned = now;
 		}
 		ssize_t busiest;
-		bool came = look(&busiest);
+		bool came = look(&busiest, sweep);
 		idle = came ? 0 : idle + 1;
 		if (came)
 			bell = busiest;
@@ -235,6 +251,7 @@ void rec_drain_stop(void)
 	free(dr.t);
 	dr.t = NULL;
 	dr.n = dr.alloc = 0;
+	rec_names_release(&dr.gone);
 	free(dr.dir);
 	free(dr.base);
 	dr.dir = dr.base = NULL;

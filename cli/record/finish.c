@@ -140,6 +140,8 @@ static void end_refused(const char *path, char *line, size_t cap)
 		{ SYS_sched_getaffinity, "sched_getaffinity", "the trace does not say which CPUs "
 							      "the process could use" },
 		{ SYS_read, "read", "the trace has no time its threads waited for a CPU" },
+		{ SYS_rt_sigprocmask, "rt_sigprocmask", "the unwinder checked addresses with "
+							"process_vm_readv instead" },
 		{ SYS_fcntl, "fcntl", "its trace's descriptor stayed where it was opened (a "
 				      "number the program could meet), unlocked, and was not "
 				      "handed to an image it exec'd (which made a trace of its own)" },
@@ -433,7 +435,7 @@ void rec_symbols_ahead_end(void)
 	ahead_end(false);
 }
 
-static void names_add(struct rec_names *l, char *name)
+void rec_names_add(struct rec_names *l, char *name)
 {
 	AP_ALLOC_GROW(l->name, l->n + 1, l->alloc);
 	l->name[l->n++] = name;
@@ -537,7 +539,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	if (refusal[0])
 		ap_say("%s", refusal);
 	if (!rec_no_symbols && symbols_later)
-		names_add(symbols_later, ap_xstrdup(path));
+		rec_names_add(symbols_later, ap_xstrdup(path));
 	else if (!rec_no_symbols)
 		keep_symbols((char *const *)&path, 1);
 	char *owner = trace_malloc_owner(path);
@@ -785,7 +787,7 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 				live = true;
 			if (live) {
 				rec_say_live(names[i], "child trace", who, quiet, true);
-				names_add(&live_now, names[i]);
+				rec_names_add(&live_now, names[i]);
 			} else {
 				/* an image of the program (.exec<n>) ended as the
 				 * program did; any other process unseen */
@@ -793,7 +795,7 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 				if (rec_finish_buffers(names[i], who == main_pid ? main_status : NULL,
 						       main_end_ns, &fin))
 					rec_finish_trace(names[i], "child trace", quiet, NULL, NULL, &fin);
-				names_add(done, names[i]); /* (or another's, finishing it) */
+				rec_names_add(done, names[i]); /* (or another's, finishing it) */
 			}
 		}
 		free(names);

@@ -160,6 +160,7 @@ struct rec_names {
 	size_t n, alloc;
 };
 void rec_names_release(struct rec_names *l);
+void rec_names_add(struct rec_names *l, char *name); /* takes name */
 /* When a run began: since_ns, record's clock (CLOCK_REALTIME) before
  * the program started; main_start_ns, its trace's HEADER start_realtime
  * (0: none). A child trace (at a child suffix of -o) is the run's if it
