@@ -211,24 +211,42 @@ static uint32_t drainer_known;	/* the ring's drainer (a forked child keeps its p
 
 static int ring_direct(int rdwr, const void *data, size_t len);
 
-/* Whether record's drain has stopped looking at the ring: no look for
- * `stale` ns (it looks every 20 ms at most), waited for up to that long
- * again (a loaded machine; record and the program stopped by job control
- * together come back together). Its heartbeat, not its pid: a process in
- * another pid namespace than record's cannot ask after record's pid
- * (kill says ESRCH). A takeover record did not need is harmless: the
- * drain lock orders it, and the process then holds a descriptor. */
-static int ring_unattended(const struct ap_buffers_head *h, uint64_t stale)
+/* Whether record's drain is gone (record killed while the program ran:
+ * what the ring holds would never reach the trace). Its pid, stored at
+ * each of its looks, answers at once where kill finds it alive and not a
+ * zombie (a zombie has no memory: process_vm_readv says ESRCH). Where it
+ * does not (gone, or in another pid namespace than this process, where
+ * record's pid means nothing), its heartbeat does: the drain is woken
+ * (the doorbell) and given `stale` ns to look again. A takeover record
+ * did not need is harmless: the drain lock orders it, and the process
+ * then holds a descriptor. */
+static int ring_unattended(struct ap_buffers_head *h, uint64_t stale)
 {
-	for (uint64_t waited = 0;; waited += 1000000) {
-		uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		if (now <= seen || now - seen <= stale)
+	uint32_t pid = __atomic_load_n(&h->drainer_pid, __ATOMIC_ACQUIRE);
+	int saved = errno;
+	if (pid && may_call(SYS_kill, pid, 0, 0, 0) &&
+	    raw_syscall6(SYS_kill, pid, 0, 0, 0, 0, 0) == 0) {
+		char byte;
+		struct iovec here = { &byte, 1 }, there = { NULL, 1 };
+		if (!may_call(SYS_process_vm_readv, pid, (uintptr_t)&here, 1, (uintptr_t)&there) ||
+		    raw_syscall6(SYS_process_vm_readv, pid, (long)&here, 1, (long)&there, 1, 0) >= 0 ||
+		    errno != ESRCH) {
+			errno = saved;
 			return 0;
-		if (waited >= stale)
-			return 1;
+		}
+	}
+	errno = saved;
+	uint64_t seen = __atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE);
+	__atomic_add_fetch(&h->doorbell, 1, __ATOMIC_RELEASE);
+	if (may_call(SYS_futex, (uintptr_t)&h->doorbell, FUTEX_WAKE, 1, 0))
+		raw_syscall6(SYS_futex, (long)&h->doorbell, FUTEX_WAKE, 1, 0, 0, 0);
+	for (uint64_t waited = 0; waited < stale; waited += 1000000) {
+		if (__atomic_load_n(&h->drained_ns, __ATOMIC_ACQUIRE) != seen)
+			return 0;
 		sys_nap_ms(1);
 	}
+	errno = saved;
+	return 1;
 }
 
 /* Puts one chunk in the ring (tfile.lock held). 0, or -1 if the trace
@@ -285,7 +303,13 @@ static int ring_put(const void *data, size_t len)
 		if (len > h->ring_max || (now > seen && now - seen > DRAIN_GONE_NS) ||
 		    (tfile.in_signal && now - t0 > 2 * DRAIN_GONE_NS))
 			return ring_direct(0, data, len);
-		/* wait for record to take some: on ring_seq, which it bumps */
+		/* wait for record to take some: on ring_seq, which it bumps;
+		 * its drain woken first if it sleeps on this ring */
+		if (__atomic_exchange_n(&h->drain_asleep, 0, __ATOMIC_ACQ_REL)) {
+			__atomic_add_fetch(&h->doorbell, 1, __ATOMIC_RELEASE);
+			if (may_call(SYS_futex, (uintptr_t)&h->doorbell, FUTEX_WAKE, 1, 0))
+				raw_syscall6(SYS_futex, (long)&h->doorbell, FUTEX_WAKE, 1, 0, 0, 0);
+		}
 		uint32_t seq = __atomic_load_n(&h->ring_seq, __ATOMIC_ACQUIRE);
 		__atomic_store_n(&h->ring_waiting, 1, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&h->ring_tail, __ATOMIC_ACQUIRE) != tail)

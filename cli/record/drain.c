@@ -26,12 +26,17 @@ static struct {
 	pthread_t th;
 	bool on, stop, quiet;
 	char *dir, *base;	/* the run's trace: its directory and name */
+	char *main_trace;	/* the run's trace as given */
 	size_t baselen;
 	struct drained *t;
 	size_t n, alloc;
 	/* the traces whose process is gone, let go: never taken again (the
 	 * finisher takes what their rings hold) */
 	struct rec_names gone;
+	/* traces whose ring is not in use yet (its process is starting):
+	 * asked again at every look, not only at the next scan (the program's
+	 * own first: it may fill its ring before the next scan) */
+	struct rec_names pending;
 } dr = { .mx = PTHREAD_MUTEX_INITIALIZER };
 
 #define SCAN_NS 20000000ull
@@ -49,14 +54,30 @@ static bool known(const char *path)
 	for (size_t i = 0; i < dr.n; i++)
 		if (!strcmp(dr.t[i].path, path))
 			return true;
+	for (size_t i = 0; i < dr.pending.n; i++)
+		if (!strcmp(dr.pending.name[i], path))
+			return true;
 	for (size_t i = 0; i < dr.gone.n; i++)
 		if (!strcmp(dr.gone.name[i], path))
 			return true;
 	return false;
 }
 
+/* The trace at path taken if its ring is in use (mx held). */
+static bool adopt(const char *path)
+{
+	struct drained x = { 0 };
+	struct ap_error err = { 0 };
+	if (ap_ring_drain_open(&x.d, path, &err) != 1)
+		return false;
+	x.path = ap_xstrdup(path);
+	AP_ALLOC_GROW(dr.t, dr.n + 1, dr.alloc);
+	dr.t[dr.n++] = x;
+	return true;
+}
+
 /* The traces named after the run's whose buffers file has a ring in use
- * now: added (mx held). */
+ * now: added; those whose ring is not yet, pending (mx held). */
 static void scan(void)
 {
 	DIR *d = opendir(dr.dir);
@@ -75,16 +96,31 @@ static void scan(void)
 			ap_buf_release(&path);
 			continue;
 		}
-		struct drained x = { 0 };
-		struct ap_error err = { 0 };
-		if (ap_ring_drain_open(&x.d, path.buf, &err) == 1) {
-			x.path = ap_xstrdup(path.buf);
-			AP_ALLOC_GROW(dr.t, dr.n + 1, dr.alloc);
-			dr.t[dr.n++] = x;
-		}
+		if (!adopt(path.buf))
+			rec_names_add(&dr.pending, ap_xstrdup(path.buf));
 		ap_buf_release(&path);
 	}
 	closedir(d);
+}
+
+/* The pending traces asked again: those whose ring is in use now taken,
+ * those without a buffers file any more forgotten (mx held). */
+static void pending_look(void)
+{
+	for (size_t i = 0; i < dr.pending.n;) {
+		char *p = dr.pending.name[i];
+		struct ap_buf side = AP_BUF_INIT;
+		ap_buf_addf(&side, "%s%s", p, AP_BUFFERS_SUFFIX);
+		bool there = access(side.buf, F_OK) == 0;
+		ap_buf_release(&side);
+		/* (the run's own trace stays asked until it is there) */
+		if ((!there && strcmp(p, dr.main_trace)) || adopt(p)) {
+			free(p);
+			dr.pending.name[i] = dr.pending.name[--dr.pending.n];
+			continue;
+		}
+		i++;
+	}
 }
 
 /* One look at every ring (mx held); whether chunks came. *busiest: the
@@ -150,6 +186,8 @@ static void *drain_main(void *arg)
 			scan();
 			scanned = now;
 		}
+		if (dr.pending.n)
+			pending_look();
 		ssize_t busiest;
 		bool came = look(&busiest, sweep);
 		idle = came ? 0 : idle + 1;
@@ -157,20 +195,26 @@ static void *drain_main(void *arg)
 			bell = busiest;
 		else if (bell >= (ssize_t)dr.n || bell < 0)
 			bell = busiest;
-		/* Looking every few ms costs record a context switch each
-		 * (on the program's CPU, pinned): once every ring has been
-		 * idle for IDLE_LOOKS looks, the drain sleeps on the doorbell
-		 * of the ring that brought chunks last (the sampler rings it
-		 * a quarter full), SCAN_NS at most */
+		/* The drain sleeps on the doorbell of the ring that brought
+		 * chunks last (the sampler rings it once its ring is a quarter
+		 * full: a busy program never waits for the next look), 1 ms
+		 * after a look that took chunks, 3 ms after, 20 ms once every
+		 * ring has been idle for IDLE_LOOKS looks (a look costs record
+		 * a context switch, on the program's CPU when pinned) */
+		unsigned ms = came ? 1 : idle >= IDLE_LOOKS ? (unsigned)(SCAN_NS / 1000000) : 3;
+		/* the program's own ring not found yet: it starts now, and may
+		 * fill its ring before a longer sleep is over */
+		if (dr.main_trace && dr.pending.n && !strcmp(dr.pending.name[0], dr.main_trace))
+			ms = 1;
 		struct ap_ring_drain sleeper = { -1, -1, NULL, 0 };
-		if (idle >= IDLE_LOOKS && bell >= 0)
+		if (bell >= 0)
 			sleeper = dr.t[bell].d;
 		pthread_mutex_unlock(&dr.mx);
 		if (sleeper.map) {
 			/* (the mapping stays: only this thread unmaps) */
-			ap_ring_drain_sleep(&sleeper, SCAN_NS / 1000000);
+			ap_ring_drain_sleep(&sleeper, ms);
 		} else {
-			struct timespec ts = { 0, came ? 1000000 : idle >= IDLE_LOOKS ? SCAN_NS : 3000000 };
+			struct timespec ts = { 0, (long)ms * 1000000 };
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -195,6 +239,10 @@ void rec_drain_start(const char *trace, bool quiet)
 	dr.base = ap_xstrdup(slash ? slash + 1 : trace);
 	dr.baselen = strlen(dr.base);
 	dr.quiet = quiet;
+	/* the program's own trace, asked at every look until its ring is in
+	 * use (its buffers file may not be there yet either) */
+	dr.main_trace = ap_xstrdup(trace);
+	rec_names_add(&dr.pending, ap_xstrdup(trace));
 	drain_thread();
 }
 
@@ -252,6 +300,9 @@ void rec_drain_stop(void)
 	dr.t = NULL;
 	dr.n = dr.alloc = 0;
 	rec_names_release(&dr.gone);
+	rec_names_release(&dr.pending);
+	free(dr.main_trace);
+	dr.main_trace = NULL;
 	free(dr.dir);
 	free(dr.base);
 	dr.dir = dr.base = NULL;
