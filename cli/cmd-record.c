@@ -325,7 +325,7 @@ int cmd_record(int argc, char **argv)
 	ap_buf_release(&out_pre);
 	if (!discard) {
 		rec_symbols_ahead(output);
-		rec_drain_start(abs_out, o.quiet);
+		rec_drain_start(abs_out, span.run_id, o.quiet);
 	}
 	live_start(&live, abs_out, pid, &relay.mask);
 	int status;

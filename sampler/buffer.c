@@ -261,6 +261,9 @@ static void bufs_create(void)
 	memcpy(bufs_head->magic, AP_BUFFERS_MAGIC, sizeof(bufs_head->magic));
 	bufs_head->version = AP_BUFFERS_VERSION;
 	bufs_head->pid = (uint32_t)proc.pid;
+	uint64_t run_id;
+	cfg_run_pid(&run_id);
+	bufs_head->run_id = run_id;
 	bufs_end = AP_BUFFERS_PAGE;
 	bufs_on = 1;
 	live_mirror(bufs_head);

@@ -77,6 +77,10 @@ struct ap_buffers_head {
 	 * sampler whose ring is a quarter full wakes it */
 	uint32_t drain_asleep;
 	uint32_t pad_;
+	/* the run's number (HEADER run_id; 0: none): a record drains the
+	 * rings of its own run only (two records given one -o, in pid
+	 * namespaces of their own, have processes of the same pids) */
+	uint64_t run_id;
 };
 
 #define AP_RING_ON 1u		/* chunks go through the ring, record writes them */

@@ -99,9 +99,10 @@ struct ap_ring_drain {
 	size_t maplen;
 };
 /* Opens the ring of the trace at `path`: 1 if it has one in use, 0 if
- * not (no buffers file, no ring, the sampler writes the trace itself),
- * -1 with err set. */
-int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_error *err);
+ * not (no buffers file, no ring, the sampler writes the trace itself,
+ * another run's: run_id, unless 0), -1 with err set. */
+int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, uint64_t run_id,
+		       struct ap_error *err);
 /* Appends what the ring holds to the trace (another process at it: its
  * turn). Returns 0, or 1 once the ring is done with (the sampler took
  * over, the trace stopped or was finished), or -1 when a write failed

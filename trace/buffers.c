@@ -335,7 +335,8 @@ out:
 	return rc;
 }
 
-int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_error *err)
+int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, uint64_t run_id,
+		       struct ap_error *err)
 {
 	d->tfd = d->sfd = -1;
 	d->map = NULL;
@@ -350,6 +351,7 @@ int ap_ring_drain_open(struct ap_ring_drain *d, const char *path, struct ap_erro
 	    pread(sfd, &head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
 	    memcmp(head.magic, AP_BUFFERS_MAGIC, sizeof(head.magic)) ||
 	    head.version != AP_BUFFERS_VERSION || head.ring_mode != AP_RING_ON ||
+	    (run_id && head.run_id != run_id) ||
 	    !ring_fits(&head, (size_t)ss.st_size) || head.ring_max < head.ring_size ||
 	    head.ring_off + AP_SLOT_HDR + head.ring_max > (uint64_t)ss.st_size)
 		goto out; /* none, or not one in use (yet) */

@@ -27,6 +27,7 @@ static struct {
 	bool on, stop, quiet;
 	char *dir, *base;	/* the run's trace: its directory and name */
 	char *main_trace;	/* the run's trace as given */
+	uint64_t run_id;	/* the run's number: other runs' rings are theirs */
 	size_t baselen;
 	struct drained *t;
 	size_t n, alloc;
@@ -68,7 +69,7 @@ static bool adopt(const char *path)
 {
 	struct drained x = { 0 };
 	struct ap_error err = { 0 };
-	if (ap_ring_drain_open(&x.d, path, &err) != 1)
+	if (ap_ring_drain_open(&x.d, path, dr.run_id, &err) != 1)
 		return false;
 	x.path = ap_xstrdup(path);
 	AP_ALLOC_GROW(dr.t, dr.n + 1, dr.alloc);
@@ -227,8 +228,9 @@ static void drain_thread(void)
 	dr.on = pthread_create(&dr.th, NULL, drain_main, NULL) == 0;
 }
 
-void rec_drain_start(const char *trace, bool quiet)
+void rec_drain_start(const char *trace, uint64_t run_id, bool quiet)
 {
+	dr.run_id = run_id;
 	const char *slash = strrchr(trace, '/');
 	if (slash) {
 		dr.dir = ap_xstrdup(trace);

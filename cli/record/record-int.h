@@ -146,7 +146,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 bool rec_trace_is_live(const char *path);
 /* drain.c: the rings of the run's traces, drained while their processes
  * run (from the program's start to record's end) */
-void rec_drain_start(const char *trace, bool quiet);
+void rec_drain_start(const char *trace, uint64_t run_id, bool quiet);
 void rec_drain_before_fork(void);
 void rec_drain_after_fork(bool child);
 void rec_drain_restart(void);
