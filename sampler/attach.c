@@ -535,7 +535,6 @@ static int unw_reset(int child)
 		keep.unw_shared = 1;
 		return -1;
 	}
-	unw_pipe_close();
 	for (unsigned i = 0; i < n_unw_keys; i++)
 		pthread_key_delete(unw_keys[i]);
 	n_unw_keys = 0;

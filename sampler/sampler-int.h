@@ -415,7 +415,6 @@ static inline int trace_writable(void)
 }
 extern __thread int in_trace_write __attribute__((tls_model("initial-exec")));
 void trace_write_data(const void *data, size_t len);
-void unw_pipe_close(void);
 /* libunwind's address-checking pipe, which is never made (tracefile.c):
  * numbers no descriptor can have (-1 is libunwind's "none") */
 #define UNW_FD_R (-0x4150)

@@ -23,7 +23,6 @@ struct ap_tracefile tfile = { .fd = -1 };
 #define FD_TOP 8		/* with a lower limit: the sampler's slots under its top */
 static dev_t trace_dev;
 static ino_t trace_ino;
-static int unw_pipe[2] = { -1, -1 };	/* libunwind's numbers (UNW_FD_R, UNW_FD_W) */
 
 /* The lowest descriptor the sampler takes: TRACE_FD_MIN, or the top
  * FD_TOP under a lower soft limit (F_DUPFD cannot go past it); -1 when
@@ -95,8 +94,7 @@ static int fd_high_errno(int fd, int cloexec)
 
 static int is_own_fd(int fd)
 {
-	return fd >= 0 && (fd == __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED) ||
-			   fd == unw_pipe[0] || fd == unw_pipe[1]);
+	return fd >= 0 && fd == __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED);
 }
 
 /* tfile.lock, re-entered by a signal handler of the thread holding it;
@@ -509,8 +507,8 @@ void trace_write_data(const void *data, size_t len)
 EXPORT int pipe2(int fds[2], int flags)
 {
 	if (from_unwinder(__builtin_return_address(0))) {
-		fds[0] = unw_pipe[0] = UNW_FD_R;
-		fds[1] = unw_pipe[1] = UNW_FD_W;
+		fds[0] = UNW_FD_R;
+		fds[1] = UNW_FD_W;
 		return 0;
 	}
 	if (!real_pipe2)
@@ -601,49 +599,28 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 	return f(fd, buf, n);
 }
 
-/* libunwind's numbers forgotten (attach.c's detach, with libunwind's data
- * put back as before it first "opened" its pipe). */
-void unw_pipe_close(void)
-{
-	unw_pipe[0] = unw_pipe[1] = -1;
-}
-
 /* The program's descriptor calls: the sampler's own descriptors are not
  * open as far as the program can tell (see trace_write). */
 EXPORT int close(int fd)
 {
 	if (!real_close)
 		resolve();
-	if (is_own_fd(fd) && !tls.guard) { /* libunwind may close its pipe */
+	if (is_own_fd(fd)) {
 		errno = EBADF;
 		return -1;
 	}
 	return real_close(fd);
 }
 
-/* close_range over [first, last] without the sampler's descriptors. */
+/* close_range over [first, last] without the trace's descriptor. */
 static int close_range_skip(unsigned first, unsigned last, int flags)
 {
-	int own[3] = { tfile.fd, unw_pipe[0], unw_pipe[1] };
-	for (int i = 1; i < 3; i++) /* ascending (three elements) */
-		for (int j = i; j > 0 && own[j - 1] > own[j]; j--) {
-			int t = own[j];
-			own[j] = own[j - 1];
-			own[j - 1] = t;
-		}
-	if (first > last)
+	int own = __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED);
+	if (first > last || own < 0 || (unsigned)own < first || (unsigned)own > last)
 		return (int)syscall(SYS_close_range, first, last, flags);
-	unsigned lo = first;
-	for (int i = 0; i < 3; i++) {
-		if (own[i] < 0 || (unsigned)own[i] < lo || (unsigned)own[i] > last)
-			continue;
-		if ((unsigned)own[i] > lo && syscall(SYS_close_range, lo, (unsigned)own[i] - 1, flags) < 0)
-			return -1;
-		lo = (unsigned)own[i] + 1;
-		if (lo == 0)
-			return 0;
-	}
-	return lo > last ? 0 : (int)syscall(SYS_close_range, lo, last, flags);
+	if ((unsigned)own > first && syscall(SYS_close_range, first, (unsigned)own - 1, flags) < 0)
+		return -1;
+	return (unsigned)own == last ? 0 : (int)syscall(SYS_close_range, (unsigned)own + 1, last, flags);
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -662,15 +639,10 @@ EXPORT void closefrom(int low)
 		real(low); /* no close_range: glibc's threads.fallback, catching ours by fstat */
 }
 
-/* The trace's descriptor moves out of the way of a dup2 onto its number.
- * libunwind's pipe cannot move (libunwind keeps the numbers): the number
- * becomes the program's, and is no longer protected. */
+/* The trace's descriptor moves out of the way of a dup2 onto its number. */
 static void fd_evict(int fd)
 {
 	int nested;
-	for (int i = 0; i < 2; i++)
-		if (fd == unw_pipe[i])
-			unw_pipe[i] = -1;
 	if (fd != tfile.fd || !trace_enter(&nested))
 		return;
 	struct rlimit rl;
