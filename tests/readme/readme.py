@@ -12,7 +12,11 @@ machine-dependent (the test runs with ALLOCPROF_TEST_COSTS, but lifetimes,
 request spacing and held means are times), so every duration and a held
 mean compare as placeholders, and so does every number of the lines that
 say what advise measured, and a verdict a measurement decided (on a loaded
-machine a margin can move); /path/to/allocprof stands for SOURCE_ROOT.
+machine a margin can move), and with it the rank of every site below it
+(a site at the margin is a pool, ranked 2, on one run and too little to
+gain, ranked 3, on the next): a site's rank compares as a placeholder,
+the order of the sites shown still as printed; /path/to/allocprof stands
+for SOURCE_ROOT.
 """
 import os
 import re
@@ -23,12 +27,14 @@ import tempfile
 
 DUR = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:ns|us|ms|s)\b")
 MEAN = re.compile(r"mean [0-9.]+(?:[kMGT]?B)")
+RANK = re.compile(r"^[0-9]+\. (?=\S)")
 NUM = re.compile(r"(?<![\w.<])[-+]?[0-9][0-9.]*(?:[kMGT]?B|%)?")
 
 
 def norm(line, root):
     line = line.replace(root, "/path/to/allocprof")
     line = DUR.sub("<t>", line)
+    line = RANK.sub("<rank>. ", line)
     # What advise measured (its lines say so) differs from run to run.
     if "easured" in line:
         # (and "replayed on 1 CPU" where the test may use one)
