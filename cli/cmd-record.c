@@ -134,7 +134,7 @@ static int record_attached(const struct record_opts *o)
 		fprintf(stderr, "allocprof: process %d exec'd another program: the trace ends at the "
 			"exec\n", (int)o->attach);
 	if (!discard && !rec_wait_released(a.trace)) {
-		rec_say_live(a.trace, "trace", o->attach, o->quiet, false);
+		rec_say_live(a.trace, "trace", o->attach, rec_pid_alive(o->attach), o->quiet, false);
 	} else if (!discard) {
 		rec_finish_trace(a.trace, d > 0 ? "wrote" : "detached; wrote", o->quiet, NULL, NULL,
 			     NULL);
@@ -281,7 +281,7 @@ int cmd_record(int argc, char **argv)
 	struct timespec began;
 	clock_gettime(CLOCK_REALTIME, &began);
 	struct rec_span span = { (uint64_t)began.tv_sec * 1000000000u + (uint64_t)began.tv_nsec, 0,
-				 run_id };
+				 run_id, rec_self_start() };
 	pid_t pid = rec_launch(&L);
 	int e = L.err;
 	free(L.sh_argv);
@@ -368,7 +368,7 @@ int cmd_record(int argc, char **argv)
 			ap_compact_stream_abandon(stream);
 	} else {
 		ap_compact_stream_abandon(stream);
-		rec_say_live(mine, "trace", -1, o.quiet, true);
+		rec_say_live(mine, "trace", -1, false, o.quiet, true);
 		main_live = true;
 	}
 	rec_symbols_ahead_end(); /* (if the trace was not finished) */

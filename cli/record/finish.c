@@ -680,6 +680,26 @@ bool rec_pid_alive(pid_t pid)
 	return true;
 }
 
+unsigned long long rec_self_start(void)
+{
+	return pid_start(getpid());
+}
+
+/* Whether the process of a child trace named by `who` may still be
+ * running: a pid alive now, the program's, or one whose process started
+ * since record did (span->record_start): a pid of a pid namespace of the
+ * run's own names another process outside it, which started before
+ * record when it is a kernel thread or a process of before the run. */
+static bool child_alive(pid_t who, pid_t main_pid, const struct rec_span *span)
+{
+	if (!rec_pid_alive(who))
+		return false;
+	if (who == main_pid || !span->record_start)
+		return true;
+	unsigned long long start = pid_start(who);
+	return !start || start >= span->record_start;
+}
+
 /* Whether the trace at `path` has an END chunk: its process ended, or
  * exec'd into an image with a trace of its own. Reads only the chunk
  * headers. */
@@ -707,13 +727,14 @@ static bool trace_has_end(const char *path)
 
 /* Tells where the trace of a process that outlived the program is, and
  * (`later`) that record's finisher (rec_finish_later) finishes it. */
-void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet, bool later)
+void rec_say_live(const char *path, const char *what, pid_t pid, bool alive, bool quiet,
+		  bool later)
 {
 	if (quiet)
 		return; /* the trace is as it should be: nothing went wrong */
 	const char *then = later ? "it is finished (compacted, its symbols kept) once"
 				 : "the trace is complete once";
-	if (rec_pid_alive(pid))
+	if (alive)
 		ap_say("%s %s: process %d is still running and writing it; %s it exits", what,
 		       path, (int)pid, then);
 	else
@@ -777,16 +798,17 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 			}
 			pid_t who = suffix_pid(names[i] + olen, main_pid);
 			bool live = rec_trace_is_live(names[i]);
-			if (live && !rec_pid_alive(who) && rec_wait_released(names[i])) {
+			bool alive = child_alive(who, main_pid, span);
+			if (live && !alive && rec_wait_released(names[i])) {
 				live = false;
 				again = true;
 			}
 			/* a process that closed every descriptor holds no lock,
 			 * but may open its trace again to go on */
-			if (!live && who != main_pid && rec_pid_alive(who) && !trace_has_end(names[i]))
+			if (!live && who != main_pid && alive && !trace_has_end(names[i]))
 				live = true;
 			if (live) {
-				rec_say_live(names[i], "child trace", who, quiet, true);
+				rec_say_live(names[i], "child trace", who, alive, quiet, true);
 				rec_names_add(&live_now, names[i]);
 			} else {
 				/* an image of the program (.exec<n>) ended as the

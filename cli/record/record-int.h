@@ -153,7 +153,11 @@ void rec_drain_restart(void);
 void rec_drain_stop(void);
 bool rec_wait_released(const char *path);
 bool rec_pid_alive(pid_t pid);
-void rec_say_live(const char *path, const char *what, pid_t pid, bool quiet, bool later);
+/* When this process started (/proc/self/stat's starttime, clock ticks
+ * since boot; 0: unknown). */
+unsigned long long rec_self_start(void);
+void rec_say_live(const char *path, const char *what, pid_t pid, bool alive, bool quiet,
+		  bool later);
 /* A list of trace names (malloc'd) */
 struct rec_names {
 	char **name;
@@ -168,6 +172,11 @@ void rec_names_add(struct rec_names *l, char *name); /* takes name */
 struct rec_span {
 	uint64_t since_ns, main_start_ns;
 	uint64_t run_id; /* the run's number (HEADER run_id), 0: none */
+	/* when record started (rec_self_start): a process of the run
+	 * started at or after it; a pid whose process started before is
+	 * another's (a child trace named by its pid in a pid namespace of
+	 * its own: .2 is kthreadd's pid outside) */
+	unsigned long long record_start;
 };
 /* The program's trace: `output`, unless the file record made there was
  * left empty: a library of the program's closed the descriptor record

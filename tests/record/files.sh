@@ -153,6 +153,27 @@ print(sorted(p["alloc_objects"] for p in d if p["pid"] == 1 and "alloc" in p["ar
 	else
 		fail "stats of the run: $(cat n.err)"
 	fi
+	# A process of a pid namespace killed before its end: its trace is
+	# named .2.exec1 by its pid there, and pid 2 outside is kthreadd,
+	# running for ever. record finishes the trace itself (no finisher
+	# left waiting for kthreadd), and nothing of it is lost.
+	cat >killed.sh <<-EOS
+	#!/bin/sh
+	unshare -p -f sh -c '"$FILES" alloc 1000 5000 & sleep 0.5; kill -9 \$!; wait'
+	EOS
+	chmod +x killed.sh
+	"$ALLOCPROF" record --all -o k.trace ./killed.sh >out 2>err
+	expect_eq "record exit status (killed)" "$?" 0
+	grep -q "finishes those traces" err &&
+		fail "a finisher left waiting for a pid outside the namespace: $(cat err)"
+	if "$ALLOCPROF" stats --json --by-process k.trace >k.json 2>k.err; then
+		got=$(/usr/bin/python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print([(p["pid"], p["alloc_objects"]) for p in d if "alloc" in p["argv"]])' k.json)
+		expect_eq "the killed process's allocations" "$got" "[(2, 1000)]"
+	else
+		fail "stats of the killed run: $(cat k.err)"
+	fi
 	;;
 dropuser)
 	# A child that drops to another user before it execs, with the
