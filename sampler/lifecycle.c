@@ -56,11 +56,9 @@ static void ap_last(void *unused)
 	tls.guard++;
 	/* glibc frees its blocks of exit handlers (beyond the first 32)
 	 * after the handlers ran, this one too: with buffers that outlive
-	 * the process, recording goes on, and record adds what comes after
-	 * END (its copy then ends the trace) */
-	if (end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0) == 0 &&
-	    buffers_durable())
-		__atomic_store_n(&proc.state, AP_ON, __ATOMIC_RELEASE);
+	 * the process, recording goes on (end_trace), and record adds what
+	 * comes after END (its copy then ends the trace) */
+	end_trace(AP_END_EXIT, exit_seen, (uint64_t)(exit_status & 0xff), 0);
 	tls.guard--;
 }
 
@@ -83,11 +81,13 @@ __attribute__((destructor)) static void ap_fini(void)
 	tls.guard--;
 }
 
-/* _exit and _Exit skip atexit and destructors: the trace ends here. But
- * not in a vfork child (its pid is not the trace's), which runs in its
- * parent's memory on the parent's thread until it leaves: ending the
- * trace, or raising the thread's guard, there would do it to the parent
- * (whose trace ended at the child's _exit, nothing recorded after). */
+/* _exit and _Exit skip atexit and destructors: the trace ends here (the
+ * other threads' allocations until the kernel ends them recorded after
+ * it: end_trace). But not in a vfork child (its pid is not the trace's),
+ * which runs in its parent's memory on the parent's thread until it
+ * leaves: ending the trace, or raising the thread's guard, there would do
+ * it to the parent (whose trace ended at the child's _exit, nothing
+ * recorded after). */
 static __attribute__((noreturn)) void leave(void (*real)(int), int status)
 {
 	if (proc.pid != sys_getpid()) {
@@ -272,6 +272,10 @@ static void fork_child_body(struct ap_tls *t)
 	buffers_detach();
 	buffers_forget(t);
 	tfile.chunks = 0;
+	/* (forked after its parent's final END: this trace's is to come) */
+	tfile.final = 0;
+	tfile.ender = 0;
+	tfile.end_done = 0;
 	stacks_forget();
 	modules_forget();
 	set_reset();

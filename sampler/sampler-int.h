@@ -404,6 +404,7 @@ struct ap_tracefile {
 	uint64_t chunks;	/* META and EVENTS chunks written whole, for END */
 	uint32_t ender;		/* the thread in end_trace (0: none yet) */
 	int end_done;		/* END written, or given up: read with acquire */
+	int final;		/* the END of the process's end (end_trace) */
 	char path[PATH_MAX];	/* this image's trace */
 	char base[PATH_MAX];	/* ALLOCPROF_OUTPUT */
 };

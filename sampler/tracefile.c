@@ -1074,14 +1074,29 @@ static bool run_delay_ns(uint64_t *out)
 }
 
 
-/* Ends the trace: no more events, everything flushed, END written. Returns
- * 0 if this call ended it, -1 if it was not running. */
+/* Ends the trace: everything flushed, END written. Returns 0 if this call
+ * ended it, -1 if it was not running. No more events after it, but where
+ * the process ends (exit, _exit, a fatal signal) with buffers that
+ * outlive it: its other threads run on until the kernel ends them, and
+ * what they allocate meanwhile (while END is written too, milliseconds
+ * with a full ring) is recorded after END, which record's copy of END
+ * then ends the trace with (ap_buffers_finish). tfile.final: such an END
+ * was written, or is being written, and no other. */
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 {
 	int on = AP_ON;
-	if (proc.pid != sys_getpid() ||
-	    !__atomic_compare_exchange_n(&proc.state, &on, AP_ENDED, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	int final = buffers_durable() && (reason == AP_END_EXIT || reason == AP_END_UNDERSCORE_EXIT ||
+					  reason == AP_END_SIGNAL);
+	int none = 0;
+	if (proc.pid != sys_getpid())
+		return -1;
+	/* (the state never leaves AP_ON for a final END: a call in another
+	 * thread that saw it otherwise would go unrecorded) */
+	if (final ? __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != AP_ON ||
+			    !__atomic_compare_exchange_n(&tfile.final, &none, 1, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+		  : !__atomic_compare_exchange_n(&proc.state, &on, AP_ENDED, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return -1;
 	__atomic_store_n(&tfile.ender, (uint32_t)sys_gettid(), __ATOMIC_RELEASE);
 	flush_all(sig);
@@ -1162,7 +1177,8 @@ void end_wait(void)
 	uint32_t me = (uint32_t)sys_gettid();
 	for (int i = 0; i < 2000; i++) {
 		if (proc.pid != sys_getpid() ||
-		    __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != AP_ENDED ||
+		    (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != AP_ENDED &&
+		     !__atomic_load_n(&tfile.final, __ATOMIC_ACQUIRE)) ||
 		    __atomic_load_n(&tfile.end_done, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&tfile.ender, __ATOMIC_ACQUIRE) == me)
 			return;
