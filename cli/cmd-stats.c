@@ -169,7 +169,7 @@ static void print_end(const struct ap_trace *t)
 		break;
 	case AP_END_GONE:
 		printf("%-18s without an end record (SIGKILL or the exit_group system call, say): "
-		       "record finished the trace from its buffers (calls and bytes unknown)\n",
+		       "finished from its buffers (calls and bytes unknown)\n",
 		       "ended");
 		break;
 	case AP_END_SNAPSHOT:

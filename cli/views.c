@@ -10,6 +10,7 @@
 
 #include "ap_advise.h"
 #include "ap_export.h"
+#include "ap_trace_compact.h"
 #include "commands.h"
 #include "views.h"
 
@@ -247,12 +248,49 @@ static void events_draw(void *ctx, uint64_t done, uint64_t total)
 
 /* ---- loading ------------------------------------------------------------ */
 
+/* One trace a process and its record left unfinished (both killed: `kill
+ * -9` of the process group), finished from its buffers file first, as
+ * record would have: what the process recorded is not lost. Said in one
+ * line; a trace that cannot be finished here (read-only) is read as it
+ * is, with the warning that it is truncated. */
+static void finish_left_one(const char *path)
+{
+	struct ap_finished fin;
+	struct ap_error err;
+	if (ap_trace_finish_left(path, &fin, &err) < 0) {
+		ap_say("%s (its buffers file is left: the trace is read as it is)", err.msg);
+		return;
+	}
+	if (!fin.found || fin.busy)
+		return;
+	ap_say("%s: finished from the buffers file its process left (record was gone): "
+	       "%llu chunk%s added%s", path, (unsigned long long)fin.chunks,
+	       fin.chunks == 1 ? "" : "s", fin.end_added ? ", and an end" : "");
+}
+
+static void finish_left(char *const *paths, size_t n, bool children)
+{
+	for (size_t i = 0; i < n; i++) {
+		finish_left_one(paths[i]);
+		if (!children)
+			continue;
+		char **kids;
+		size_t nk = ap_trace_children(paths[i], 0, &kids);
+		for (size_t k = 0; k < nk; k++) {
+			finish_left_one(kids[k]);
+			free(kids[k]);
+		}
+		free(kids);
+	}
+}
+
 int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const struct ap_view_opts *o,
 		 const char *covers)
 {
 	struct ap_error err;
 	struct ap_run run;
 	ap_progress_fn pfn = ap_progress_wanted() ? progress_draw : NULL;
+	finish_left(paths, n, !o->no_children);
 	int rc = ap_run_read(&run, (const char *const *)paths, n, !o->no_children, &err, pfn,
 			     ap_view_progress_ctx("reading"));
 	ap_view_progress_done();
@@ -355,6 +393,7 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
 {
 	struct ap_error err;
 	struct ap_run run;
+	finish_left(argv + first, (size_t)(argc - first), !o->no_children);
 	if (ap_run_read(&run, (const char *const *)argv + first, (size_t)(argc - first),
 			!o->no_children, &err, NULL, NULL)) {
 		ap_print_error(&err);

@@ -89,6 +89,20 @@ struct ap_finished {
 int ap_trace_finish_buffers(const char *path, const struct ap_death *how,
 			    struct ap_finished *out, struct ap_error *err);
 
+/* How a process nobody saw end ended: AP_END_GONE, without a status, at
+ * about the last change of its trace or of its buffers file (an END's
+ * end_ns, CLOCK_MONOTONIC). */
+void ap_death_gone(const char *path, struct ap_death *how);
+
+/* A trace its process and record both left unfinished (killed together:
+ * `kill -9` of the process group): finished from its buffers file as
+ * record would have (ap_trace_finish_buffers, ap_death_gone), for a
+ * reader. Only where nothing writes it any more: no process holds the
+ * trace's writer's lock, and the buffers file's pid runs no process.
+ * Returns as ap_trace_finish_buffers (out->found false: nothing left,
+ * or it is not time). */
+int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_error *err);
+
 /* A trace's ring (ap_trace_buffers.h), drained by `allocprof record`
  * while the process runs: the chunks the sampler put there appended to
  * the trace, whole, in the order they were put. */

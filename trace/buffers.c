@@ -630,3 +630,54 @@ out:
 	ap_buf_release(&side);
 	return rc;
 }
+
+void ap_death_gone(const char *path, struct ap_death *how)
+{
+	struct stat st;
+	struct ap_buf side = AP_BUF_INIT;
+	ap_buf_addf(&side, "%s%s", path, AP_BUFFERS_SUFFIX);
+	struct timespec rt, mono;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	int64_t last = 0, now = (int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec;
+	if (stat(path, &st) == 0)
+		last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	if (stat(side.buf, &st) == 0 &&
+	    (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec > last)
+		last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	ap_buf_release(&side);
+	uint64_t m = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
+	uint64_t ago = last && now > last ? (uint64_t)(now - last) : 0;
+	memset(how, 0, sizeof(*how));
+	how->reason = AP_END_GONE;
+	how->end_ns = m - (ago < m ? ago : 0);
+}
+
+int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	struct ap_buf side = AP_BUF_INIT;
+	ap_buf_addf(&side, "%s%s", path, AP_BUFFERS_SUFFIX);
+	struct ap_buffers_head h;
+	int sfd = open(side.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	ap_buf_release(&side);
+	if (sfd < 0)
+		return 0;
+	struct stat st;
+	bool left = fstat(sfd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    pread(sfd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		    !memcmp(h.magic, AP_BUFFERS_MAGIC, sizeof(h.magic)) && h.pid &&
+		    kill((pid_t)h.pid, 0) < 0 && errno == ESRCH;
+	close(sfd);
+	int tfd = left ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) : -1;
+	if (tfd < 0)
+		return 0;
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
+	left = fcntl(tfd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
+	close(tfd);
+	if (!left)
+		return 0;
+	struct ap_death how;
+	ap_death_gone(path, &how);
+	return ap_trace_finish_buffers(path, &how, out, err);
+}

@@ -212,21 +212,7 @@ bool rec_finish_buffers(const char *path, const int *status, uint64_t end_ns,
 		how.status_known = true;
 		how.status = (uint64_t)WEXITSTATUS(*status);
 	} else {
-		/* the later of the trace's and the buffers' last change */
-		struct stat st;
-		struct ap_buf side = AP_BUF_INIT;
-		ap_buf_addf(&side, "%s" AP_BUFFERS_SUFFIX, path);
-		struct timespec rt;
-		clock_gettime(CLOCK_REALTIME, &rt);
-		int64_t last = 0, now = (int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec;
-		if (stat(path, &st) == 0)
-			last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
-		if (stat(side.buf, &st) == 0 &&
-		    (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec > last)
-			last = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
-		ap_buf_release(&side);
-		uint64_t ago = last && now > last ? (uint64_t)(now - last) : 0;
-		how.end_ns = rec_mono_ns() - (ago < rec_mono_ns() ? ago : 0);
+		ap_death_gone(path, &how);
 	}
 	struct ap_error err;
 	if (ap_trace_finish_buffers(path, &how, fin, &err) < 0)

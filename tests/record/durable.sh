@@ -200,6 +200,34 @@ racing)
 			fail "$how: the trace holds $n allocations, the program counted $(count) (+$base besides)"
 	done
 	;;
+groupkilled)
+	# record and its program killed together (kill -9 of the process
+	# group): nobody finishes the trace, and its last chunks (the ring's,
+	# the threads' buffers) are in the buffers file. The first report
+	# that reads it finishes it: the allocations the program said it had
+	# done are in it, it is not truncated, the buffers file is gone.
+	setsid "$ALLOCPROF" record --all -o g.trace "$PROGS/durable_kill" >out 2>err &
+	rec=$!
+	started 20
+	sleep 1
+	kill -KILL -- "-$rec"
+	wait "$rec"
+	for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
+	said=$(grep -v '^pid' out | tail -n 1)
+	[ -e g.trace.buffers ] || fail "no buffers file left: nothing to finish (record: $(cat err))"
+	"$ALLOCPROF" stats --json g.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	grep -q "g.trace: finished from the buffers file its process left" s.err ||
+		fail "stats said: $(cat s.err)"
+	n=$(jget s.json alloc_objects)
+	[ "${n%.*}" -ge "$said" ] || fail "alloc_objects $n, the program said $said"
+	expect_eq "truncated" "$(jget s.json truncated)" false
+	expect_eq "end_reason" "$(jget s.json end_reason)" gone
+	[ -e g.trace.buffers ] && fail "the buffers file is left"
+	# and read again: as it is now, nothing more said
+	"$ALLOCPROF" stats --json g.trace >s2.json 2>s2.err || fail "stats again: $(cat s2.err)"
+	[ -s s2.err ] && fail "stats again said: $(cat s2.err)"
+	expect_eq "alloc_objects again" "$(jget s2.json alloc_objects)" "$n"
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
