@@ -5,10 +5,12 @@
  * descriptor (tracefile.c): an exec hands the next image the trace by a
  * descriptor opened again by its path, and the sampler falls back to one
  * when record stops draining. Before such a call the descriptor is opened
- * while it still can be (trace_direct) and kept from then on: a daemon
- * that drops root (its workers forked, setuid to a worker user, exec'd)
- * has its next images' events as before, at the cost of that descriptor
- * (allocprof-record(1), DESCRIPTORS). A raw system call (not through
+ * while it still can be (trace_direct) and kept from then on, and so is
+ * the trace of the image it may exec into (trace_next_make): a daemon
+ * that drops root (its workers forked, setuid to a worker user, exec'd;
+ * sudo -u, runuser) has the events of the image that dropped root and of
+ * the next ones, at the cost of those two descriptors (allocprof-record(1),
+ * DESCRIPTORS). A raw system call (not through
  * libc's wrapper, nor its syscall()) is not seen. */
 #include "sampler-int.h"
 
@@ -25,7 +27,8 @@ static void creds_hold(void)
 		return;
 	int saved = errno;
 	tls.guard++;
-	trace_direct(1);
+	if (trace_direct(1) == 0)
+		trace_next_make();
 	tls.guard--;
 	errno = saved;
 }

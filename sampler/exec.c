@@ -171,7 +171,10 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 	 * over, or if this image recorded something and the next one can
 	 * make a trace of its own; otherwise it is handed on, below. */
 	unsigned gen = proc.gen;
-	if (!follow || (events_total() && next_can_make())) {
+	/* (the next image cannot make its trace, but this one made it while
+	 * it could: a root process that dropped to another user, creds.c) */
+	int made = follow && tfile.next_fd >= 0 && events_total();
+	if (!follow || (events_total() && (made || next_can_make()))) {
 		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
 			*ended = 1;
 		gen++;
@@ -212,7 +215,9 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 		 * be handed on */
 		int lost = !*ended && tfile.ring && trace_direct(1) < 0;
 		int fd = tfile.fd;
-		if (lost) {
+		if (*ended && made && fcntl(tfile.next_fd, F_SETFD, 0) == 0) {
+			*handed = tfile.next_fd; /* the next image's, made before */
+		} else if (lost) {
 			/* it could not be (the path gone, or no longer ours to
 			 * open): the trace stopped there, and the next image
 			 * makes its own */

@@ -248,6 +248,12 @@ static void fork_child_body(struct ap_tls *t)
 	 * go before it looks for the traces of forked children. */
 	int parent_fd = tfile.fd;
 	void *parent_lock = tfile.lockmap; /* (the ring's way: see tracefile.c) */
+	/* the trace the parent's next image would write is not this one's
+	 * (its lock stays with the parent's descriptor) */
+	if (tfile.next_fd >= 0) {
+		sys_close(tfile.next_fd);
+		tfile.next_fd = -1;
+	}
 	tfile.fd = -1;
 	tfile.ring = 0;
 	tfile.lockmap = NULL;

@@ -398,6 +398,9 @@ struct ap_tracefile {
 				 * writes them): no descriptor held */
 	void *lockmap;		/* a page of the trace mapped, which holds the
 				 * writer's lock without a descriptor */
+	int next_fd;		/* the next image's trace, made before a root
+				 * process gave up the right to (trace_next_make);
+				 * -1: none */
 	int lock;		/* trace_enter: writes, moving the descriptor */
 	uint32_t owner;		/* tid holding lock (a handler may nest) */
 	int in_signal;		/* flushing from a fatal-signal handler */
@@ -437,6 +440,7 @@ int trace_create(char *path);
 int trace_handed_or_create(int fd);
 int open_trace(const char *parent, int fd);
 int trace_direct(int rdwr);
+void trace_next_make(void);
 /* creds.c: whether nr changes the process's ids, capabilities or root
  * (the trace's descriptor opened first, while it can be) */
 int creds_call(long nr);

@@ -8,7 +8,7 @@
 
 #include <linux/futex.h>
 
-struct ap_tracefile tfile = { .fd = -1 };
+struct ap_tracefile tfile = { .fd = -1, .next_fd = -1 };
 
 /* The trace's descriptor sits high (the program's own open() calls get the
  * numbers they would get without us), and every chunk checks it is still
@@ -94,7 +94,8 @@ static int fd_high_errno(int fd, int cloexec)
 
 static int is_own_fd(int fd)
 {
-	return fd >= 0 && fd == __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED);
+	return fd >= 0 && (fd == __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED) ||
+			   fd == __atomic_load_n(&tfile.next_fd, __ATOMIC_RELAXED));
 }
 
 /* tfile.lock, re-entered by a signal handler of the thread holding it;
@@ -438,6 +439,29 @@ int trace_direct(int rdwr)
 	return rc;
 }
 
+/* A process running as root is about to give up the right to make files
+ * where the run's traces go (creds.c): the trace its next image will
+ * write, should this one record events and then exec, is made now (the
+ * name that image takes, PATH[.pid].exec<n>) and kept open, hidden as the
+ * trace's descriptor is, and locked, so that record takes it for a
+ * trace being written; an exec hands it on (exec.c), and the image
+ * before keeps its own trace and its events. Left empty if it never is
+ * (record removes an empty trace once nothing holds it; the reports
+ * skip one). */
+void trace_next_make(void)
+{
+	if (tfile.next_fd >= 0 || base_is_device())
+		return;
+	char path[PATH_MAX];
+	make_path(path, proc.gen + 1);
+	int fd = trace_create(path);
+	if (fd < 0)
+		return;
+	fd = fd_high(fd, 1);
+	trace_flock(fd);
+	__atomic_store_n(&tfile.next_fd, fd, __ATOMIC_RELAXED);
+}
+
 /* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
  * file whole (or the ring), else -1. */
 static int trace_write(const void *data, size_t len)
@@ -612,15 +636,35 @@ EXPORT int close(int fd)
 	return real_close(fd);
 }
 
-/* close_range over [first, last] without the trace's descriptor. */
+/* close_range over [first, last] without the sampler's descriptors (the
+ * trace's, the next image's trace's), in up to three ranges around them. */
 static int close_range_skip(unsigned first, unsigned last, int flags)
 {
-	int own = __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED);
-	if (first > last || own < 0 || (unsigned)own < first || (unsigned)own > last)
+	int a = __atomic_load_n(&tfile.fd, __ATOMIC_RELAXED);
+	int b = __atomic_load_n(&tfile.next_fd, __ATOMIC_RELAXED);
+	unsigned own[2], n = 0;
+	if (a >= 0)
+		own[n++] = (unsigned)a;
+	if (b >= 0 && b != a)
+		own[n++] = (unsigned)b;
+	if (n == 2 && own[0] > own[1]) {
+		unsigned t = own[0];
+		own[0] = own[1];
+		own[1] = t;
+	}
+	if (first > last)
 		return (int)syscall(SYS_close_range, first, last, flags);
-	if ((unsigned)own > first && syscall(SYS_close_range, first, (unsigned)own - 1, flags) < 0)
-		return -1;
-	return (unsigned)own == last ? 0 : (int)syscall(SYS_close_range, (unsigned)own + 1, last, flags);
+	for (unsigned i = 0; i < n && first <= last; i++) {
+		if (own[i] < first || own[i] > last)
+			continue;
+		if (own[i] > first &&
+		    syscall(SYS_close_range, first, own[i] - 1, flags) < 0)
+			return -1;
+		if (own[i] == last)
+			return 0;
+		first = own[i] + 1;
+	}
+	return (int)syscall(SYS_close_range, first, last, flags);
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -639,10 +683,16 @@ EXPORT void closefrom(int low)
 		real(low); /* no close_range: glibc's threads.fallback, catching ours by fstat */
 }
 
-/* The trace's descriptor moves out of the way of a dup2 onto its number. */
+/* The sampler's descriptor moves out of the way of a dup2 onto its number. */
 static void fd_evict(int fd)
 {
 	int nested;
+	if (fd >= 0 && fd == tfile.next_fd) {
+		int to = fd_high(fd, 1);
+		if (to != fd)
+			__atomic_store_n(&tfile.next_fd, to, __ATOMIC_RELAXED);
+		return;
+	}
 	if (fd != tfile.fd || !trace_enter(&nested))
 		return;
 	struct rlimit rl;

@@ -160,7 +160,12 @@ int ap_run_read(struct ap_run *run, const char *const *paths, size_t n, bool chi
 		size_t nk = ap_trace_children(paths[i], 0, &kids);
 		for (size_t k = 0; k < nk; k++) {
 			struct ap_trace *c = NULL;
-			if (run_has(run, kids[k])) { /* given too */
+			/* an empty file is a trace made ahead for an image
+			 * that has not come (yet): a root process that dropped
+			 * to another user makes its next image's before */
+			struct stat st;
+			if (run_has(run, kids[k]) || /* given too */
+			    (stat(kids[k], &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)) {
 				free(kids[k]);
 				continue;
 			}

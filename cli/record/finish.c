@@ -793,6 +793,23 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 			 * but may open its trace again to go on */
 			if (!live && who != main_pid && alive && !trace_has_end(names[i]))
 				live = true;
+			/* Empty: a trace made for an image that never came (a
+			 * root process that dropped to another user makes its
+			 * next image's trace before, sampler/creds.c), removed
+			 * once nothing holds it and its process is gone; while
+			 * it is held, waited for without a word. */
+			struct stat est;
+			if (stat(names[i], &est) == 0 && est.st_size == 0) {
+				if (!live && !alive) {
+					unlink(names[i]);
+					rec_names_add(done, names[i]);
+					continue;
+				}
+				if (live) {
+					rec_names_add(&live_now, names[i]);
+					continue;
+				}
+			}
 			if (live) {
 				rec_say_live(names[i], "child trace", who, alive, quiet, true);
 				rec_names_add(&live_now, names[i]);

@@ -199,17 +199,22 @@ dropuser)
 		fail "stats of the run: $(cat d.err)"
 	fi
 	# one that allocates as the other user before it execs: the next
-	# image cannot make a trace of its own there, and takes this one
-	# (the 5 allocations before exec are lost, the program's are not)
+	# image cannot make a trace of its own there, but the child made it
+	# while it was root (they were lost: 1010), and keeps its own with
+	# its 5 allocations; no empty file is left
 	"$ALLOCPROF" record -q --all -o private/e.trace "$FILES" dropexec 5 >out 2>err
 	expect_eq "record exit status (allocations before exec)" "$?" 0
 	expect_eq "stderr (allocations before exec)" "$(cat err)" ""
 	if "$ALLOCPROF" stats --json private/e.trace >e.json 2>e.err; then
-		expect_eq "processes in the run (allocations before exec)" "$(jlen e.json processes)" 2
-		expect_eq "alloc_objects (10 + 1000 in the exec'd image)" "$(jget e.json alloc_objects)" 1010
+		expect_eq "processes in the run (allocations before exec)" "$(jlen e.json processes)" 3
+		expect_eq "alloc_objects (10 + 5 before exec + 1000 in the exec'd image)" \
+			"$(jget e.json alloc_objects)" 1015
 	else
 		fail "stats of the run (allocations before exec): $(cat e.err)"
 	fi
+	for f in private/*; do
+		[ -s "$f" ] || fail "an empty file is left: $f"
+	done
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
@@ -221,11 +226,24 @@ dropuser)
 			--regid 65534 --clear-groups "$FILES" alloc 1000 >out 2>err
 		expect_eq "record exit status (capabilities kept)" "$?" 0
 		expect_eq "stderr (capabilities kept)" "$(cat err)" ""
-		if "$ALLOCPROF" stats --json private/k.trace >k.json 2>k.err; then
-			expect_eq "alloc_objects (capabilities kept)" "$(jget k.json alloc_objects)" 1000
+		# setpriv's own allocations before it execs are kept (they
+		# were lost), beside the program's
+		if "$ALLOCPROF" stats --json --by-process private/k.trace >k.json 2>k.err; then
+			got=$(/usr/bin/python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+print(" ".join("%s:%s" % (p["argv"][0].rsplit("/")[-1], "some" if p["argv"][0] == "setpriv" and p["alloc_objects"] > 100 else p["alloc_objects"]) for p in d))' k.json)
+			expect_eq "allocations by image (capabilities kept)" "$got" "setpriv:some files:1000"
 		else
 			fail "stats of the run (capabilities kept): $(cat k.err)"
 		fi
+		# its exec fails: the trace made ahead for the next image is
+		# not left behind, empty, and the run reads
+		mkdir -m 700 nx
+		"$ALLOCPROF" record -q --all -o nx/n.trace setpriv --reuid 65534 --regid 65534 \
+			--clear-groups /nonexistent >out 2>err
+		expect_eq "record exit status (exec fails)" "$?" 127
+		expect_eq "files (exec fails)" "$(ls nx)" "n.trace"
+		"$ALLOCPROF" stats --json nx/n.trace >n.json 2>n.err || fail "stats (exec fails): $(cat n.err)"
 	fi
 	;;
 handed)
