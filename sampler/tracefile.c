@@ -459,7 +459,22 @@ void trace_next_make(void)
 		return;
 	fd = fd_high(fd, 1);
 	trace_flock(fd);
+	memcpy(tfile.next_path, path, sizeof(path));
 	__atomic_store_n(&tfile.next_fd, fd, __ATOMIC_RELAXED);
+}
+
+/* The trace trace_next_make made, not to be used (the next image makes
+ * its own): removed if its name is still it, and closed. */
+void trace_next_drop(void)
+{
+	int fd = __atomic_exchange_n(&tfile.next_fd, -1, __ATOMIC_RELAXED);
+	struct stat a, b;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &a) == 0 && a.st_size == 0 && lstat(tfile.next_path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(tfile.next_path);
+	sys_close(fd);
 }
 
 /* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the

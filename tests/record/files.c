@@ -13,6 +13,8 @@
  *   dropexec [N]    a child that sets its user to 65534 (nobody), makes N
  *                   pairs (default 0) and execs "alloc 1000"; 10 pairs in
  *                   the parent
+ *   groupsexec N    as dropexec, but the child stays root: it only
+ *                   clears its supplementary groups
  *   touch PATH      creates PATH (the program ran) */
 #include <fcntl.h>
 #include <grp.h>
@@ -95,10 +97,12 @@ int main(int argc, char **argv)
 			printf("not reused: %d then %d\n", (int)a, (int)b);
 		return 0;
 	}
-	if (!strcmp(mode, "dropexec")) {
+	if (!strcmp(mode, "dropexec") || !strcmp(mode, "groupsexec")) {
+		int root = !strcmp(mode, "groupsexec");
 		pid_t p = fork();
 		if (p == 0) {
-			if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0) {
+			if (setgroups(0, NULL) < 0 ||
+			    (!root && (setgid(65534) < 0 || setuid(65534) < 0))) {
 				perror("setuid");
 				_exit(1);
 			}

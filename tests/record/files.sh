@@ -215,6 +215,31 @@ dropuser)
 	for f in private/*; do
 		[ -s "$f" ] || fail "an empty file is left: $f"
 	done
+	# the same where the next image can make its trace itself: one that
+	# stays root (it only clears its groups), one whose new user may
+	# write the directory. The trace made ahead is not handed on: the
+	# next image took the name of the image before (its buffers file
+	# too, and record appended its chunks to that trace: "duplicated
+	# chunk", the run unreadable), or, as the other user, could neither
+	# have record drain its ring nor open root's file (1000 lost)
+	mkdir -m 777 open
+	for how in "private groupsexec" "open groupsexec" "open dropexec"; do
+		set -- $how
+		rm -f "$1"/g.trace*
+		"$ALLOCPROF" record -q --all -o "$1/g.trace" "$FILES" "$2" 5 >out 2>err
+		expect_eq "record exit status ($how)" "$?" 0
+		expect_eq "stderr ($how)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json "$1/g.trace" >g.json 2>g.err; then
+			expect_eq "stats' stderr ($how)" "$(cat g.err)" ""
+			expect_eq "processes in the run ($how)" "$(jlen g.json processes)" 3
+			expect_eq "alloc_objects ($how)" "$(jget g.json alloc_objects)" 1015
+		else
+			fail "stats of the run ($how): $(cat g.err)"
+		fi
+		for f in "$1"/g.trace*; do
+			[ -s "$f" ] || fail "an empty file is left ($how): $f"
+		done
+	done
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
