@@ -701,24 +701,21 @@ EXPORT void closefrom(int low)
 /* The sampler's descriptor moves out of the way of a dup2 onto its number. */
 static void fd_evict(int fd)
 {
-	int nested;
-	if (fd >= 0 && fd == tfile.next_fd) {
-		int to = fd_high(fd, 1);
-		if (to != fd)
-			__atomic_store_n(&tfile.next_fd, to, __ATOMIC_RELAXED);
-		return;
-	}
-	if (fd != tfile.fd || !trace_enter(&nested))
+	int nested = 1;
+	/* (the next image's trace: only written at an exec, no lock) */
+	int *own = fd >= 0 && fd == tfile.next_fd ? &tfile.next_fd : &tfile.fd;
+	if (fd != *own || (own == &tfile.fd && !trace_enter(&nested)))
 		return;
 	struct rlimit rl;
-	if (fd == tfile.fd && (getrlimit(RLIMIT_NOFILE, &rl) < 0 || (rlim_t)fd < rl.rlim_cur)) {
-		/* (past the soft limit the kernel refuses the dup2 itself) */
+	if (fd == *own && (getrlimit(RLIMIT_NOFILE, &rl) < 0 || (rlim_t)fd < rl.rlim_cur)) {
+		/* (past the soft limit the kernel refuses the dup2 itself;
+		 * a user that cannot raise the limits moves it under them) */
 		int to = fd_high(fd, 1), floor;
 		if (to == fd && (floor = fd_floor()) >= 0 &&
 		    (to = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0)
 			sys_close(fd);
 		if (to >= 0 && to != fd)
-			__atomic_store_n(&tfile.fd, to, __ATOMIC_RELAXED);
+			__atomic_store_n(own, to, __ATOMIC_RELAXED);
 	}
 	trace_leave(nested);
 }

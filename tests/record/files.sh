@@ -240,6 +240,22 @@ dropuser)
 			[ -s "$f" ] || fail "an empty file is left ($how): $f"
 		done
 	done
+	# one that, as the other user, raises its soft RLIMIT_NOFILE to the
+	# hard one and puts a file of its own on each descriptor it finds
+	# (the trace made for the next image among them): each moves out of
+	# its way, and it closes its own (close said EBADF, and the exec
+	# handed /dev/null on as the next image's trace: 1000 lost)
+	if [ "$(ulimit -H -n)" = unlimited ] || [ "$(ulimit -H -n)" -gt 1100 ]; then
+		rm -f private/*
+		(ulimit -S -n 1024 && "$ALLOCPROF" record -q --all -o private/u.trace "$FILES" dropdup 5) >out 2>err
+		expect_eq "record exit status (descriptors taken)" "$?" 0
+		expect_eq "stderr (descriptors taken)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json private/u.trace >u.json 2>u.err; then
+			expect_eq "alloc_objects (descriptors taken: opendir's too)" "$(jget u.json alloc_objects)" 1016
+		else
+			fail "stats of the run (descriptors taken): $(cat u.err)"
+		fi
+	fi
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
