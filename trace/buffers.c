@@ -653,6 +653,8 @@ void ap_death_gone(const char *path, struct ap_death *how)
 	how->end_ns = m - (ago < m ? ago : 0);
 }
 
+#define FINISH_WAIT_MS 10000
+
 int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -668,16 +670,33 @@ int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_er
 		    pread(sfd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 		    !memcmp(h.magic, AP_BUFFERS_MAGIC, sizeof(h.magic)) && h.pid &&
 		    kill((pid_t)h.pid, 0) < 0 && errno == ESRCH;
-	close(sfd);
 	int tfd = left ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) : -1;
-	if (tfd < 0)
+	if (tfd < 0) {
+		close(sfd);
 		return 0;
+	}
 	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
 	left = fcntl(tfd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
 	close(tfd);
-	if (!left)
-		return 0;
+	int rc = 0;
 	struct ap_death how;
-	ap_death_gone(path, &how);
-	return ap_trace_finish_buffers(path, &how, out, err);
+	if (left) {
+		ap_death_gone(path, &how);
+		rc = ap_trace_finish_buffers(path, &how, out, err);
+	}
+	/* Another process finishing it (a report run at the same time): its
+	 * end waited for (its lock let go), and the trace then finished here
+	 * if it is not yet (the file is gone if it is). Read meanwhile, it
+	 * was read as truncated, without what the buffers held. A finisher
+	 * that does not end within FINISH_WAIT_MS: read as it is. */
+	for (int ms = 0; left && rc == 0 && out->busy && ms < FINISH_WAIT_MS; ms += 10) {
+		if (flock(sfd, LOCK_SH | LOCK_NB) == 0) {
+			flock(sfd, LOCK_UN);
+			rc = ap_trace_finish_buffers(path, &how, out, err);
+			continue;
+		}
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	close(sfd);
+	return rc;
 }
