@@ -143,6 +143,7 @@ struct ap_thr {
  * they hold and under which lock. */
 
 /* nolibc.c */
+int bounded_give_up(int tries, uint64_t *since);
 int lk_trylock_bounded(int *l);
 uint32_t sys_gettid(void);
 pid_t sys_getpid(void);
