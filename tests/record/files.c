@@ -6,7 +6,8 @@
  *   fork N          N children one after the other, 1000 pairs each, then
  *                   1000 pairs in the parent
  *   forkexec N      fork N, then exec "alloc 500"
- *   exec N          exec "alloc N" at once, having allocated nothing
+ *   exec N [MS]     exec "alloc N" at once (after MS ms of sleep), having
+ *                   allocated nothing
  *   reuse           (pid 2 of a new pid namespace) a child, then another
  *                   with the same pid, set through ns_last_pid; prints
  *                   "reused" or "not reused: why"; 1000 pairs in each
@@ -153,6 +154,8 @@ int main(int argc, char **argv)
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
 	if (!strcmp(mode, "exec") && argc > 2) {
+		if (argc > 3)
+			sleep_ms(atol(argv[3]));
 		execl("/proc/self/exe", argv[0], "alloc", argv[2], (char *)NULL);
 		perror("exec");
 		return 1;
