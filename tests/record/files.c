@@ -16,6 +16,9 @@
  *                   the parent
  *   groupsexec N    as dropexec, but the child stays root: it only
  *                   clears its supplementary groups
+ *   dropclean       a child that sets its user to 65534 and execs "alloc
+ *                   0 3000" with an environment of its own (no sampler);
+ *                   the parent returns at once
  *   dropdup N       as dropexec, and before it execs the child raises its
  *                   soft RLIMIT_NOFILE to the hard one, puts /dev/null
  *                   on every descriptor above 2 it finds open (dup2) and
@@ -132,6 +135,18 @@ int main(int argc, char **argv)
 			printf("not reused: %d then %d\n", (int)a, (int)b);
 		return 0;
 	}
+	if (!strcmp(mode, "dropclean")) {
+		if (fork() == 0) {
+			char *env[] = { "PATH=/usr/bin:/bin", NULL };
+			if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+				_exit(1);
+			pairs(5);
+			execle("/proc/self/exe", argv[0], "alloc", "0", "3000", (char *)NULL, env);
+			_exit(1);
+		}
+		pairs(10);
+		return 0;
+	}
 	if (!strcmp(mode, "dropexec") || !strcmp(mode, "groupsexec") || !strcmp(mode, "dropdup")) {
 		int root = !strcmp(mode, "groupsexec");
 		pid_t p = fork();
@@ -165,7 +180,7 @@ int main(int argc, char **argv)
 		return fd < 0;
 	}
 	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | exec N | reuse | dropexec [N] |\n"
-			"groupsexec N | dropdup N | "
+			"groupsexec N | dropdup N | dropclean | "
 			"touch PATH\n");
 	return 2;
 }

@@ -240,6 +240,18 @@ dropuser)
 			[ -s "$f" ] || fail "an empty file is left ($how): $f"
 		done
 	done
+	# one that execs a program of its own environment (no sampler) as
+	# the other user, which runs on after the program: the trace made
+	# for the next image stays empty, and nothing will open it. record
+	# removes it at once (its finisher waited for that process's end,
+	# a daemon's whole life)
+	rm -f private/*
+	"$ALLOCPROF" record --all -o private/c.trace "$FILES" dropclean >out 2>err
+	expect_eq "record exit status (not profiled after)" "$?" 0
+	grep -q "finishes those traces" err && fail "a finisher left waiting: $(cat err)"
+	for f in private/*; do
+		[ -s "$f" ] || fail "an empty file is left (not profiled after): $f"
+	done
 	# one that, as the other user, raises its soft RLIMIT_NOFILE to the
 	# hard one and puts a file of its own on each descriptor it finds
 	# (the trace made for the next image among them): each moves out of
