@@ -68,8 +68,9 @@ static int remote_enter(struct ap_thr *b, int sig)
 	__atomic_store_n(&b->claim, 1, __ATOMIC_RELAXED);
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* cannot fail once registered */
+	uint64_t since = 0;
 	for (int i = 0; __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE); i++) {
-		if (sig && i >= 2000) {
+		if (sig && bounded_give_up(i, &since)) {
 			__atomic_store_n(&b->claim, 0, __ATOMIC_RELEASE);
 			lk_unlock(&b->lock);
 			return 0;

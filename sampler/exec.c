@@ -171,10 +171,17 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 	 * over, or if this image recorded something and the next one can
 	 * make a trace of its own; otherwise it is handed on, below. */
 	unsigned gen = proc.gen;
+	int events = events_total(), can = follow && events && next_can_make();
 	/* (the next image cannot make its trace, but this one made it while
-	 * it could: a root process that dropped to another user, creds.c) */
-	int made = follow && tfile.next_fd >= 0 && events_total();
-	if (!follow || (events_total() && (made || next_can_make()))) {
+	 * it could: a root process that dropped to another user, creds.c).
+	 * One that can makes its own, as its user: a trace made as root and
+	 * handed to another user's image that makes its buffers file beside
+	 * it is never drained by record (another user's buffers), nor opened
+	 * again by the image (root's file), and its events were lost. */
+	int made = follow && events && !can && tfile.next_fd >= 0;
+	if (can && tfile.next_fd >= 0)
+		trace_next_drop();
+	if (!follow || can || made) {
 		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
 			*ended = 1;
 		gen++;
@@ -217,6 +224,10 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 		int fd = tfile.fd;
 		if (*ended && made && fcntl(tfile.next_fd, F_SETFD, 0) == 0) {
 			*handed = tfile.next_fd; /* the next image's, made before */
+			/* and named by its own path (this image's was the
+			 * next one's tfile.path: opened again by it, its
+			 * buffers file's name, its children's parent) */
+			sfx = tfile.next_path + str_len(tfile.base);
 		} else if (lost) {
 			/* it could not be (the path gone, or no longer ours to
 			 * open): the trace stopped there, and the next image

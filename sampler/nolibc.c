@@ -5,16 +5,36 @@
  * malloc and, but for say's fstat, in a signal handler. */
 #include "sampler-int.h"
 
+/* A bounded wait in a signal handler (the interrupted code may be what
+ * it waits for) gives up after `tries` yields, or BOUNDED_WAIT_NS after
+ * the first (*since, 0 before it), whichever comes first: where busy
+ * threads share the CPU each sched_yield waits out their slices, and a
+ * fatal signal that interrupted the sampler's own flush at exit() took
+ * 10 to 20 s to end the process. */
+#define BOUNDED_WAIT_NS 100000000ull
+
+int bounded_give_up(int tries, uint64_t *since)
+{
+	if (tries >= 2000)
+		return 1;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	if (!*since)
+		*since = now;
+	return now - *since > BOUNDED_WAIT_NS;
+}
+
 /* For signal context: give up rather than wait forever on a lock the
  * interrupted code may hold. */
 int lk_trylock_bounded(int *l)
 {
-	for (int i = 0; i < 2000; i++) {
+	uint64_t since = 0;
+	for (int i = 0;; i++) {
 		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
 			return 1;
+		if (bounded_give_up(i + 1, &since))
+			return 0;
 		sched_yield();
 	}
-	return 0;
 }
 
 /* gettid and getpid cannot fail but by a seccomp filter's refusal

@@ -143,6 +143,7 @@ struct ap_thr {
  * they hold and under which lock. */
 
 /* nolibc.c */
+int bounded_give_up(int tries, uint64_t *since);
 int lk_trylock_bounded(int *l);
 uint32_t sys_gettid(void);
 pid_t sys_getpid(void);
@@ -401,6 +402,7 @@ struct ap_tracefile {
 	int next_fd;		/* the next image's trace, made before a root
 				 * process gave up the right to (trace_next_make);
 				 * -1: none */
+	char next_path[PATH_MAX]; /* next_fd's path: the next image's name */
 	int lock;		/* trace_enter: writes, moving the descriptor */
 	uint32_t owner;		/* tid holding lock (a handler may nest) */
 	int in_signal;		/* flushing from a fatal-signal handler */
@@ -441,6 +443,7 @@ int trace_handed_or_create(int fd);
 int open_trace(const char *parent, int fd);
 int trace_direct(int rdwr);
 void trace_next_make(void);
+void trace_next_drop(void);
 /* creds.c: whether nr changes the process's ids, capabilities or root
  * (the trace's descriptor opened first, while it can be) */
 int creds_call(long nr);

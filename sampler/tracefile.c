@@ -459,7 +459,22 @@ void trace_next_make(void)
 		return;
 	fd = fd_high(fd, 1);
 	trace_flock(fd);
+	memcpy(tfile.next_path, path, sizeof(path));
 	__atomic_store_n(&tfile.next_fd, fd, __ATOMIC_RELAXED);
+}
+
+/* The trace trace_next_make made, not to be used (the next image makes
+ * its own): removed if its name is still it, and closed. */
+void trace_next_drop(void)
+{
+	int fd = __atomic_exchange_n(&tfile.next_fd, -1, __ATOMIC_RELAXED);
+	struct stat a, b;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &a) == 0 && a.st_size == 0 && lstat(tfile.next_path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(tfile.next_path);
+	sys_close(fd);
 }
 
 /* Writes one chunk (or the preamble and HEADER). Returns 0 if it is in the
@@ -686,24 +701,21 @@ EXPORT void closefrom(int low)
 /* The sampler's descriptor moves out of the way of a dup2 onto its number. */
 static void fd_evict(int fd)
 {
-	int nested;
-	if (fd >= 0 && fd == tfile.next_fd) {
-		int to = fd_high(fd, 1);
-		if (to != fd)
-			__atomic_store_n(&tfile.next_fd, to, __ATOMIC_RELAXED);
-		return;
-	}
-	if (fd != tfile.fd || !trace_enter(&nested))
+	int nested = 1;
+	/* (the next image's trace: only written at an exec, no lock) */
+	int *own = fd >= 0 && fd == tfile.next_fd ? &tfile.next_fd : &tfile.fd;
+	if (fd != *own || (own == &tfile.fd && !trace_enter(&nested)))
 		return;
 	struct rlimit rl;
-	if (fd == tfile.fd && (getrlimit(RLIMIT_NOFILE, &rl) < 0 || (rlim_t)fd < rl.rlim_cur)) {
-		/* (past the soft limit the kernel refuses the dup2 itself) */
+	if (fd == *own && (getrlimit(RLIMIT_NOFILE, &rl) < 0 || (rlim_t)fd < rl.rlim_cur)) {
+		/* (past the soft limit the kernel refuses the dup2 itself;
+		 * a user that cannot raise the limits moves it under them) */
 		int to = fd_high(fd, 1), floor;
 		if (to == fd && (floor = fd_floor()) >= 0 &&
 		    (to = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0)
 			sys_close(fd);
 		if (to >= 0 && to != fd)
-			__atomic_store_n(&tfile.fd, to, __ATOMIC_RELAXED);
+			__atomic_store_n(own, to, __ATOMIC_RELAXED);
 	}
 	trace_leave(nested);
 }

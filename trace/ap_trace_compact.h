@@ -98,7 +98,9 @@ void ap_death_gone(const char *path, struct ap_death *how);
  * `kill -9` of the process group): finished from its buffers file as
  * record would have (ap_trace_finish_buffers, ap_death_gone), for a
  * reader. Only where nothing writes it any more: no process holds the
- * trace's writer's lock, and the buffers file's pid runs no process.
+ * trace's writer's lock, and no process of the buffers file's pid has
+ * the file mapped (or none runs).
+ * Another process finishing it meanwhile is waited for (up to 10 s).
  * Returns as ap_trace_finish_buffers (out->found false: nothing left,
  * or it is not time). */
 int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_error *err);

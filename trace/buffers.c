@@ -653,6 +653,40 @@ void ap_death_gone(const char *path, struct ap_death *how)
 	how->end_ns = m - (ago < m ? ago : 0);
 }
 
+#define FINISH_WAIT_MS 10000
+
+/* Whether process `pid` may be the one whose buffers file (inode `ino`)
+ * it is: a process of that pid runs here, and it has the file mapped
+ * (the sampler maps it for the process's life), or its mappings cannot
+ * be read (another user's). The pid is the process's in its own pid
+ * namespace: outside one (unshare -p), pid 1 or 2 is init or kthreadd,
+ * running for ever, and the trace of a process killed there was never
+ * finished. (The inode alone: an overlay's device in the maps is its
+ * upper layer's.) */
+static bool buffers_writer_runs(pid_t pid, ino_t ino)
+{
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true;
+	char line[4096];
+	bool mapped = false;
+	while (!mapped && fgets(line, sizeof(line), f)) {
+		unsigned long long i;
+		if (sscanf(line, "%*s %*s %*s %*s %llu", &i) == 1 && i == (unsigned long long)ino)
+			mapped = true;
+		/* (the rest of a line longer than the buffer) */
+		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
+			;
+	}
+	bool unreadable = ferror(f);
+	fclose(f);
+	return mapped || unreadable;
+}
+
 int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -667,17 +701,34 @@ int ap_trace_finish_left(const char *path, struct ap_finished *out, struct ap_er
 	bool left = fstat(sfd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    pread(sfd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 		    !memcmp(h.magic, AP_BUFFERS_MAGIC, sizeof(h.magic)) && h.pid &&
-		    kill((pid_t)h.pid, 0) < 0 && errno == ESRCH;
-	close(sfd);
+		    !buffers_writer_runs((pid_t)h.pid, st.st_ino);
 	int tfd = left ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) : -1;
-	if (tfd < 0)
+	if (tfd < 0) {
+		close(sfd);
 		return 0;
+	}
 	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = AP_LOCK_WRITER_LEN };
 	left = fcntl(tfd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_UNLCK;
 	close(tfd);
-	if (!left)
-		return 0;
+	int rc = 0;
 	struct ap_death how;
-	ap_death_gone(path, &how);
-	return ap_trace_finish_buffers(path, &how, out, err);
+	if (left) {
+		ap_death_gone(path, &how);
+		rc = ap_trace_finish_buffers(path, &how, out, err);
+	}
+	/* Another process finishing it (a report run at the same time): its
+	 * end waited for (its lock let go), and the trace then finished here
+	 * if it is not yet (the file is gone if it is). Read meanwhile, it
+	 * was read as truncated, without what the buffers held. A finisher
+	 * that does not end within FINISH_WAIT_MS: read as it is. */
+	for (int ms = 0; left && rc == 0 && out->busy && ms < FINISH_WAIT_MS; ms += 10) {
+		if (flock(sfd, LOCK_SH | LOCK_NB) == 0) {
+			flock(sfd, LOCK_UN);
+			rc = ap_trace_finish_buffers(path, &how, out, err);
+			continue;
+		}
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	close(sfd);
+	return rc;
 }

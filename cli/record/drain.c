@@ -81,19 +81,48 @@ static bool adopt(const char *path)
 	return true;
 }
 
+/* Whether the buffers file `side` of a trace whose ring is taken (path)
+ * is another file than every ring taken under that name: a new image's
+ * (an image that recorded nothing hands its trace on, and the next one
+ * makes the buffers file anew). Not yet pending either (mx held). */
+static bool renewed(const char *path, const char *side)
+{
+	struct stat now, was;
+	bool taken = false;
+	if (stat(side, &now) < 0)
+		return false;
+	for (size_t i = 0; i < dr.n; i++) {
+		if (strcmp(dr.t[i].path, path))
+			continue;
+		taken = true;
+		if (fstat(dr.t[i].d.sfd, &was) == 0 && was.st_ino == now.st_ino &&
+		    was.st_dev == now.st_dev)
+			return false;
+	}
+	for (size_t i = 0; taken && i < dr.pending.n; i++)
+		if (!strcmp(dr.pending.name[i], path))
+			return false;
+	return taken;
+}
+
 /* A file of the directory: if it is the buffers file of a trace named
  * after the run's, that trace added if its ring is in use, pending if not
- * yet (mx held). */
+ * yet (mx held). A name whose ring is taken already, made anew, is
+ * pending too: the watch says it once, and the ring before, stopped, may
+ * not have been let go yet (its new ring was found by the next second's
+ * read only, the program waiting on its full ring until then). */
 static void found(const char *name)
 {
 	size_t nl = strlen(name), sl = strlen(AP_BUFFERS_SUFFIX);
 	if (nl <= sl || strncmp(name, dr.base, dr.baselen) ||
 	    strcmp(name + nl - sl, AP_BUFFERS_SUFFIX))
 		return;
-	struct ap_buf path = AP_BUF_INIT;
+	struct ap_buf path = AP_BUF_INIT, side = AP_BUF_INIT;
 	ap_buf_addf(&path, "%s/%.*s", dr.dir, (int)(nl - sl), name);
-	if (!known(path.buf) && !adopt(path.buf))
+	ap_buf_addf(&side, "%s/%s", dr.dir, name);
+	if (known(path.buf) ? renewed(path.buf, side.buf) : !adopt(path.buf))
 		rec_names_add(&dr.pending, ap_xstrdup(path.buf));
+	ap_buf_release(&side);
 	ap_buf_release(&path);
 }
 

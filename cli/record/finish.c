@@ -686,6 +686,23 @@ static bool child_alive(pid_t who, pid_t main_pid, const struct rec_span *span)
 	return !start || start >= span->record_start;
 }
 
+/* Whether process `pid` may run the sampler: liballocprof.so in its
+ * mappings, or its mappings not to be read. */
+static bool runs_sampler(pid_t pid)
+{
+	char path[64], line[4096];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true;
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/liballocprof.so") != NULL;
+	found |= ferror(f) != 0;
+	fclose(f);
+	return found;
+}
+
 /* Whether the trace at `path` has an END chunk: its process ended, or
  * exec'd into an image with a trace of its own. Reads only the chunk
  * headers. */
@@ -784,6 +801,7 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 			}
 			pid_t who = suffix_pid(names[i] + olen, main_pid);
 			bool live = rec_trace_is_live(names[i]);
+			bool held = live;
 			bool alive = child_alive(who, main_pid, span);
 			if (live && !alive && rec_wait_released(names[i])) {
 				live = false;
@@ -796,11 +814,16 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 			/* Empty: a trace made for an image that never came (a
 			 * root process that dropped to another user makes its
 			 * next image's trace before, sampler/creds.c), removed
-			 * once nothing holds it and its process is gone; while
+			 * once nothing holds it and its process is gone, or
+			 * runs an image without the sampler (exec'd with an
+			 * environment of its own: nothing opens it again, and
+			 * the finisher waited for a daemon's whole life); while
 			 * it is held, waited for without a word. */
 			struct stat est;
 			if (stat(names[i], &est) == 0 && est.st_size == 0) {
-				if (!live && !alive) {
+				if (!held && alive && !runs_sampler(who))
+					alive = false;
+				if (!held && !alive) {
 					unlink(names[i]);
 					rec_names_add(done, names[i]);
 					continue;

@@ -200,6 +200,26 @@ racing)
 			fail "$how: the trace holds $n allocations, the program counted $(count) (+$base besides)"
 	done
 	;;
+exitsignal)
+	# SIGTERM while exit() runs, as four threads allocate: it lands in
+	# the sampler's own flush of their buffers (ap_fini), whose lock the
+	# handler then waited for, 2000 sched_yields, each the others' time
+	# slices on a shared CPU: 9 s on one CPU (0.2 s without the sampler).
+	# The process ends within a second or so, its trace whole.
+	count() { od -An -tu8 -N8 c | tr -d ' '; }
+	one=
+	taskset -c 0 true 2>/dev/null && one="taskset -c 0"
+	start=$(date +%s%N)
+	$one "$ALLOCPROF" record -q --all -o x.trace "$PROGS/durable_race" c exitsignal
+	st=$?
+	took=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$st" = 0 ] || [ "$st" = 143 ] || fail "exit status $st"
+	[ "$took" -lt 4000 ] || fail "the process took $took ms to end"
+	"$ALLOCPROF" stats --json x.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	[ -s s.err ] && fail "stats warned: $(cat s.err)"
+	n=$(jget s.json alloc_objects)
+	[ "$n" -ge "$(count)" ] || fail "the trace holds $n allocations, the program counted $(count)"
+	;;
 groupkilled)
 	# record and its program killed together (kill -9 of the process
 	# group): nobody finishes the trace, and its last chunks (the ring's,
@@ -215,7 +235,16 @@ groupkilled)
 	for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
 	said=$(grep -v '^pid' out | tail -n 1)
 	[ -e g.trace.buffers ] || fail "no buffers file left: nothing to finish (record: $(cat err))"
+	# another report finishing it at the same time holds the buffers
+	# file's lock (flock(1) stands in for it, for half a second, and
+	# finishes nothing): this one waits for it, then finishes the trace
+	# itself (it read the trace as it was: truncated, its last chunks
+	# missing)
+	flock g.trace.buffers sleep 0.5 &
+	holder=$!
+	sleep 0.1
 	"$ALLOCPROF" stats --json g.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	wait "$holder"
 	grep -q "g.trace: finished from the buffers file its process left" s.err ||
 		fail "stats said: $(cat s.err)"
 	n=$(jget s.json alloc_objects)
@@ -227,6 +256,27 @@ groupkilled)
 	"$ALLOCPROF" stats --json g.trace >s2.json 2>s2.err || fail "stats again: $(cat s2.err)"
 	[ -s s2.err ] && fail "stats again said: $(cat s2.err)"
 	expect_eq "alloc_objects again" "$(jget s2.json alloc_objects)" "$n"
+	;;
+pidnskilled)
+	# the same with the program in a pid namespace of its own (pid 2
+	# there, under sh): its buffers file names it by that pid, and pid 2
+	# here is kthreadd, which runs for ever: the report never finished
+	# its trace (truncated, the buffers file left). A pid's process is
+	# the writer only if it has the buffers file mapped.
+	unshare -p -f true 2>/dev/null || skip "unshare -p -f fails here (needs CAP_SYS_ADMIN)"
+	setsid "$ALLOCPROF" record --all -o n.trace unshare -p -f sh -c '"$0" & wait' \
+		"$PROGS/durable_kill" >out 2>err &
+	rec=$!
+	started 20
+	sleep 0.5
+	kill -KILL -- "-$rec"
+	wait "$rec"
+	for _ in $(seq 1 500); do pgrep -g "$rec" >/dev/null || break; sleep 0.02; done
+	said=$(grep -v '^pid' out | tail -n 1)
+	"$ALLOCPROF" stats --json --by-process n.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	got=$(jq s.json '[(p["alloc_objects"] >= '"$said"', p["end_reason"]) for p in j if p["argv"][0].endswith("durable_kill")]')
+	expect_eq "the program's trace: all it said it allocated, an end" "$got" "[(True, 'gone')]"
+	grep -q "finished from the buffers file its process left" s.err || fail "stats said: $(cat s.err)"
 	;;
 *)
 	echo "unknown group $group"

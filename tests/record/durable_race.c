@@ -3,8 +3,9 @@
  * the process ends, the count is what it allocated, give or take the one
  * call each thread may be in. Main sleeps 200 ms, then ends the process
  * as argv[2] says, while the threads run: "_exit", "exit" (exit(3): the
- * handlers, then exit_group), "signal" (SIGTERM, default action), or
- * "join" (stops the threads and returns: nothing runs at the end). */
+ * handlers, then exit_group), "signal" (SIGTERM, default action),
+ * "exitsignal" (exit(3), and SIGTERM from another thread 1 ms into it),
+ * or "join" (stops the threads and returns: nothing runs at the end). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,7 +17,25 @@
 
 #define THREADS 4
 static unsigned long *count;
-static volatile int stop;
+static volatile int stop, exiting;
+
+static void note_exiting(void)
+{
+	exiting = 1;
+}
+
+static void *terminate(void *arg)
+{
+	(void)arg;
+	while (!exiting)
+		;
+	struct timespec ts = { 0, 1000000 };
+	nanosleep(&ts, NULL);
+	kill(getpid(), SIGTERM);
+	for (;;)
+		pause();
+	return NULL;
+}
 
 static void *work(void *arg)
 {
@@ -51,6 +70,12 @@ int main(int argc, char **argv)
 		_exit(0);
 	if (!strcmp(argv[2], "exit"))
 		exit(0);
+	if (!strcmp(argv[2], "exitsignal")) {
+		pthread_t k;
+		if (atexit(note_exiting) || pthread_create(&k, NULL, terminate, NULL))
+			return 2;
+		exit(0);
+	}
 	if (!strcmp(argv[2], "signal"))
 		kill(getpid(), SIGTERM);
 	stop = 1;

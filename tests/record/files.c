@@ -6,19 +6,31 @@
  *   fork N          N children one after the other, 1000 pairs each, then
  *                   1000 pairs in the parent
  *   forkexec N      fork N, then exec "alloc 500"
- *   exec N          exec "alloc N" at once, having allocated nothing
+ *   exec N [MS]     exec "alloc N" at once (after MS ms of sleep), having
+ *                   allocated nothing
  *   reuse           (pid 2 of a new pid namespace) a child, then another
  *                   with the same pid, set through ns_last_pid; prints
  *                   "reused" or "not reused: why"; 1000 pairs in each
  *   dropexec [N]    a child that sets its user to 65534 (nobody), makes N
  *                   pairs (default 0) and execs "alloc 1000"; 10 pairs in
  *                   the parent
+ *   groupsexec N    as dropexec, but the child stays root: it only
+ *                   clears its supplementary groups
+ *   dropclean       a child that sets its user to 65534 and execs "alloc
+ *                   0 3000" with an environment of its own (no sampler);
+ *                   the parent returns at once
+ *   dropdup N       as dropexec, and before it execs the child raises its
+ *                   soft RLIMIT_NOFILE to the hard one, puts /dev/null
+ *                   on every descriptor above 2 it finds open (dup2) and
+ *                   closes it: each must close
  *   touch PATH      creates PATH (the program ran) */
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +64,34 @@ static pid_t child_pairs(int n)
 		exit(0);
 	}
 	return p;
+}
+
+/* dropdup: /dev/null put on every descriptor above 2 open, then closed
+ * (with the soft limit at the hard one: all of them in reach) */
+static int dup_over_all(void)
+{
+	struct rlimit rl;
+	int fds[64], n = 0, null = open("/dev/null", O_RDWR);
+	if (null < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -1;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < 64) {
+		int fd = atoi(de->d_name);
+		if (fd > 2 && fd != dirfd(d) && fd != null)
+			fds[n++] = fd;
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < n; i++) {
+		if (dup2(null, fds[i]) < 0 || close(fds[i]) < 0) {
+			perror("dup2 and close");
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -95,14 +135,30 @@ int main(int argc, char **argv)
 			printf("not reused: %d then %d\n", (int)a, (int)b);
 		return 0;
 	}
-	if (!strcmp(mode, "dropexec")) {
+	if (!strcmp(mode, "dropclean")) {
+		if (fork() == 0) {
+			char *env[] = { "PATH=/usr/bin:/bin", NULL };
+			if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+				_exit(1);
+			pairs(5);
+			execle("/proc/self/exe", argv[0], "alloc", "0", "3000", (char *)NULL, env);
+			_exit(1);
+		}
+		pairs(10);
+		return 0;
+	}
+	if (!strcmp(mode, "dropexec") || !strcmp(mode, "groupsexec") || !strcmp(mode, "dropdup")) {
+		int root = !strcmp(mode, "groupsexec");
 		pid_t p = fork();
 		if (p == 0) {
-			if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0) {
+			if (setgroups(0, NULL) < 0 ||
+			    (!root && (setgid(65534) < 0 || setuid(65534) < 0))) {
 				perror("setuid");
 				_exit(1);
 			}
 			pairs(n);
+			if (!strcmp(mode, "dropdup") && dup_over_all() < 0)
+				_exit(1);
 			execl("/proc/self/exe", argv[0], "alloc", "1000", (char *)NULL);
 			perror("exec");
 			_exit(1);
@@ -113,6 +169,8 @@ int main(int argc, char **argv)
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
 	if (!strcmp(mode, "exec") && argc > 2) {
+		if (argc > 3)
+			sleep_ms(atol(argv[3]));
 		execl("/proc/self/exe", argv[0], "alloc", argv[2], (char *)NULL);
 		perror("exec");
 		return 1;
@@ -122,6 +180,7 @@ int main(int argc, char **argv)
 		return fd < 0;
 	}
 	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | exec N | reuse | dropexec [N] |\n"
+			"groupsexec N | dropdup N | dropclean | "
 			"touch PATH\n");
 	return 2;
 }

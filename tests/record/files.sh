@@ -215,6 +215,59 @@ dropuser)
 	for f in private/*; do
 		[ -s "$f" ] || fail "an empty file is left: $f"
 	done
+	# the same where the next image can make its trace itself: one that
+	# stays root (it only clears its groups), one whose new user may
+	# write the directory. The trace made ahead is not handed on: the
+	# next image took the name of the image before (its buffers file
+	# too, and record appended its chunks to that trace: "duplicated
+	# chunk", the run unreadable), or, as the other user, could neither
+	# have record drain its ring nor open root's file (1000 lost)
+	mkdir -m 777 open
+	for how in "private groupsexec" "open groupsexec" "open dropexec"; do
+		set -- $how
+		rm -f "$1"/g.trace*
+		"$ALLOCPROF" record -q --all -o "$1/g.trace" "$FILES" "$2" 5 >out 2>err
+		expect_eq "record exit status ($how)" "$?" 0
+		expect_eq "stderr ($how)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json "$1/g.trace" >g.json 2>g.err; then
+			expect_eq "stats' stderr ($how)" "$(cat g.err)" ""
+			expect_eq "processes in the run ($how)" "$(jlen g.json processes)" 3
+			expect_eq "alloc_objects ($how)" "$(jget g.json alloc_objects)" 1015
+		else
+			fail "stats of the run ($how): $(cat g.err)"
+		fi
+		for f in "$1"/g.trace*; do
+			[ -s "$f" ] || fail "an empty file is left ($how): $f"
+		done
+	done
+	# one that execs a program of its own environment (no sampler) as
+	# the other user, which runs on after the program: the trace made
+	# for the next image stays empty, and nothing will open it. record
+	# removes it at once (its finisher waited for that process's end,
+	# a daemon's whole life)
+	rm -f private/*
+	"$ALLOCPROF" record --all -o private/c.trace "$FILES" dropclean >out 2>err
+	expect_eq "record exit status (not profiled after)" "$?" 0
+	grep -q "finishes those traces" err && fail "a finisher left waiting: $(cat err)"
+	for f in private/*; do
+		[ -s "$f" ] || fail "an empty file is left (not profiled after): $f"
+	done
+	# one that, as the other user, raises its soft RLIMIT_NOFILE to the
+	# hard one and puts a file of its own on each descriptor it finds
+	# (the trace made for the next image among them): each moves out of
+	# its way, and it closes its own (close said EBADF, and the exec
+	# handed /dev/null on as the next image's trace: 1000 lost)
+	if [ "$(ulimit -H -n)" = unlimited ] || [ "$(ulimit -H -n)" -gt 1100 ]; then
+		rm -f private/*
+		(ulimit -S -n 1024 && "$ALLOCPROF" record -q --all -o private/u.trace "$FILES" dropdup 5) >out 2>err
+		expect_eq "record exit status (descriptors taken)" "$?" 0
+		expect_eq "stderr (descriptors taken)" "$(cat err)" ""
+		if "$ALLOCPROF" stats --json private/u.trace >u.json 2>u.err; then
+			expect_eq "alloc_objects (descriptors taken: opendir's too)" "$(jget u.json alloc_objects)" 1016
+		else
+			fail "stats of the run (descriptors taken): $(cat u.err)"
+		fi
+	fi
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
@@ -263,6 +316,25 @@ handed)
 	else
 		fail "stats of the run: $(cat h.err)"
 	fi
+	# The same after 300 ms asleep (record's drain idle by then, looking
+	# every 20 ms): the next image makes the buffers file anew under the
+	# name whose ring record took, and record takes the new ring at once.
+	# It took it at its directory read of each second only (the inotify
+	# watch said the name while the ring before was still taken), the
+	# program waiting on its full ring meanwhile: 0.7 s more than the
+	# 300 ms.
+	ms() { echo $(( $(date +%s%N) / 1000000 )); }
+	rm -f h.trace*
+	t0=$(ms)
+	"$ALLOCPROF" record -q --all -o h.trace "$FILES" alloc 400000 >out 2>err
+	t1=$(ms)
+	rm -f h.trace*
+	"$ALLOCPROF" record -q --all -o h.trace "$FILES" exec 400000 300 >out 2>err
+	t2=$(ms)
+	expect_eq "stderr (asleep first)" "$(cat err)" ""
+	[ $((t2 - t1 - (t1 - t0))) -lt 700 ] ||
+		fail "400,000 pairs took $((t1 - t0)) ms, and $((t2 - t1)) ms after 300 ms asleep and an exec"
+	expect_eq "alloc_objects (asleep first)" "$(jget <("$ALLOCPROF" stats --json h.trace) alloc_objects)" 400000
 	;;
 probe)
 	# The descriptor record hands its trace on by (ALLOCPROF_EXEC :f<fd>)
