@@ -204,17 +204,15 @@ exitsignal)
 	# SIGTERM while exit() runs, as four threads allocate: it lands in
 	# the sampler's own flush of their buffers (ap_fini), whose lock the
 	# handler then waited for, 2000 sched_yields, each the others' time
-	# slices on a shared CPU: 9 s on one CPU (0.2 s without the sampler).
-	# The process ends within a second or so, its trace whole.
+	# slices on a shared CPU: 9 s on one CPU (0.2 s without the sampler;
+	# 0.6-0.9 s since 326d5f1: a time, which the tests do not assert).
+	# The process ends, its trace whole.
 	count() { od -An -tu8 -N8 c | tr -d ' '; }
 	one=
 	taskset -c 0 true 2>/dev/null && one="taskset -c 0"
-	start=$(date +%s%N)
 	$one "$ALLOCPROF" record -q --all -o x.trace "$PROGS/durable_race" c exitsignal
 	st=$?
-	took=$(( ($(date +%s%N) - start) / 1000000 ))
 	[ "$st" = 0 ] || [ "$st" = 143 ] || fail "exit status $st"
-	[ "$took" -lt 4000 ] || fail "the process took $took ms to end"
 	"$ALLOCPROF" stats --json x.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
 	[ -s s.err ] && fail "stats warned: $(cat s.err)"
 	n=$(jget s.json alloc_objects)

@@ -318,22 +318,14 @@ handed)
 	fi
 	# The same after 300 ms asleep (record's drain idle by then, looking
 	# every 20 ms): the next image makes the buffers file anew under the
-	# name whose ring record took, and record takes the new ring at once.
-	# It took it at its directory read of each second only (the inotify
-	# watch said the name while the ring before was still taken), the
-	# program waiting on its full ring meanwhile: 0.7 s more than the
-	# 300 ms.
-	ms() { echo $(( $(date +%s%N) / 1000000 )); }
-	rm -f h.trace*
-	t0=$(ms)
-	"$ALLOCPROF" record -q --all -o h.trace "$FILES" alloc 400000 >out 2>err
-	t1=$(ms)
+	# name whose ring record took, and record takes the new ring (aaf1854:
+	# it took it at its directory read of each second only, the program
+	# waiting on its full ring meanwhile, 0.7 s more; that wait is a time,
+	# which the tests do not assert: the run is whole and exact)
 	rm -f h.trace*
 	"$ALLOCPROF" record -q --all -o h.trace "$FILES" exec 400000 300 >out 2>err
-	t2=$(ms)
+	expect_eq "record exit status (asleep first)" "$?" 0
 	expect_eq "stderr (asleep first)" "$(cat err)" ""
-	[ $((t2 - t1 - (t1 - t0))) -lt 700 ] ||
-		fail "400,000 pairs took $((t1 - t0)) ms, and $((t2 - t1)) ms after 300 ms asleep and an exec"
 	expect_eq "alloc_objects (asleep first)" "$(jget <("$ALLOCPROF" stats --json h.trace) alloc_objects)" 400000
 	;;
 probe)
