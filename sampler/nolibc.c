@@ -125,7 +125,7 @@ static int write_all(int fd, const void *data, size_t len)
 
 int sys_close(int fd)
 {
-	return (int)syscall(SYS_close, fd);
+	return (int)raw_syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
 size_t str_len(const char *s)

@@ -307,6 +307,23 @@ EXPORT long syscall(long nr, ...)
 		return unw_check((const void *)a[1]);
 	if (UNLIKELY(tfile.ring))
 		creds_call(nr); /* (before ids change: creds.c) */
+	/* the descriptor calls that would reach the sampler's own (programs
+	 * built on a glibc without close_range() make it through syscall()):
+	 * as the interposed ones do them (tracefile.c) */
+	if (UNLIKELY(tfile.fd >= 0 || tfile.next_fd >= 0)) {
+		switch (nr) {
+		case SYS_close:
+			return close((int)a[0]);
+		case SYS_close_range:
+			return close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]);
+		case SYS_dup2:
+			return dup2((int)a[0], (int)a[1]);
+		case SYS_dup3:
+			return dup3((int)a[0], (int)a[1], (int)a[2]);
+		default:
+			break;
+		}
+	}
 	if (UNLIKELY(nr == SYS_execve))
 		return execve((const char *)a[0], (char *const *)a[1], (char *const *)a[2]);
 	if (UNLIKELY(nr == SYS_execveat))

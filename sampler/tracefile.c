@@ -668,18 +668,18 @@ static int close_range_skip(unsigned first, unsigned last, int flags)
 		own[1] = t;
 	}
 	if (first > last)
-		return (int)syscall(SYS_close_range, first, last, flags);
+		return (int)raw_syscall6(SYS_close_range, first, last, flags, 0, 0, 0);
 	for (unsigned i = 0; i < n && first <= last; i++) {
 		if (own[i] < first || own[i] > last)
 			continue;
 		if (own[i] > first &&
-		    syscall(SYS_close_range, first, own[i] - 1, flags) < 0)
+		    raw_syscall6(SYS_close_range, first, own[i] - 1, flags, 0, 0, 0) < 0)
 			return -1;
 		if (own[i] == last)
 			return 0;
 		first = own[i] + 1;
 	}
-	return (int)syscall(SYS_close_range, first, last, flags);
+	return (int)raw_syscall6(SYS_close_range, first, last, flags, 0, 0, 0);
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -728,7 +728,7 @@ EXPORT int dup2(int old, int fd)
 	}
 	if (old != fd)
 		fd_evict(fd);
-	return (int)syscall(SYS_dup2, old, fd);
+	return (int)raw_syscall6(SYS_dup2, old, fd, 0, 0, 0, 0);
 }
 
 EXPORT int dup3(int old, int fd, int flags)
@@ -739,7 +739,7 @@ EXPORT int dup3(int old, int fd, int flags)
 	}
 	if (old != fd)
 		fd_evict(fd);
-	return (int)syscall(SYS_dup3, old, fd, flags);
+	return (int)raw_syscall6(SYS_dup3, old, fd, flags, 0, 0, 0);
 }
 
 /* ---- the trace file ---------------------------------------------------- */

@@ -23,6 +23,9 @@
  *                   soft RLIMIT_NOFILE to the hard one, puts /dev/null
  *                   on every descriptor above 2 it finds open (dup2) and
  *                   closes it: each must close
+ *   dropsys N       as dropexec, and before it execs the child closes every
+ *                   descriptor above 2 by syscall(SYS_close_range), as
+ *                   programs built on a glibc without close_range() do
  *   touch PATH      creates PATH (the program ran) */
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,7 +151,8 @@ int main(int argc, char **argv)
 		pairs(10);
 		return 0;
 	}
-	if (!strcmp(mode, "dropexec") || !strcmp(mode, "groupsexec") || !strcmp(mode, "dropdup")) {
+	if (!strcmp(mode, "dropexec") || !strcmp(mode, "groupsexec") || !strcmp(mode, "dropdup") ||
+	    !strcmp(mode, "dropsys")) {
 		int root = !strcmp(mode, "groupsexec");
 		pid_t p = fork();
 		if (p == 0) {
@@ -158,6 +163,8 @@ int main(int argc, char **argv)
 			}
 			pairs(n);
 			if (!strcmp(mode, "dropdup") && dup_over_all() < 0)
+				_exit(1);
+			if (!strcmp(mode, "dropsys") && syscall(SYS_close_range, 3, ~0u, 0) < 0)
 				_exit(1);
 			execl("/proc/self/exe", argv[0], "alloc", "1000", (char *)NULL);
 			perror("exec");
@@ -180,7 +187,7 @@ int main(int argc, char **argv)
 		return fd < 0;
 	}
 	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | exec N | reuse | dropexec [N] |\n"
-			"groupsexec N | dropdup N | dropclean | "
+			"groupsexec N | dropdup N | dropsys N | dropclean | "
 			"touch PATH\n");
 	return 2;
 }

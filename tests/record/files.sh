@@ -268,6 +268,20 @@ dropuser)
 			fail "stats of the run (descriptors taken): $(cat u.err)"
 		fi
 	fi
+	# one that closes every descriptor by syscall(SYS_close_range), not
+	# close_range(): the sampler's two are spared as by close_range()
+	# (both were closed: the exec'd image lost, "Permission denied" on
+	# the program's stderr, the first trace without its end)
+	rm -f private/*
+	"$ALLOCPROF" record -q --all -o private/s.trace "$FILES" dropsys 5 >out 2>err
+	expect_eq "record exit status (syscall close_range)" "$?" 0
+	expect_eq "stderr (syscall close_range)" "$(cat err)" ""
+	if "$ALLOCPROF" stats --json private/s.trace >s.json 2>s.err; then
+		expect_eq "alloc_objects (syscall close_range)" "$(jget s.json alloc_objects)" 1015
+		expect_eq "truncated (syscall close_range)" "$(jget s.json truncated)" false
+	else
+		fail "stats of the run (syscall close_range): $(cat s.err)"
+	fi
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
