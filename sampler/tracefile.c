@@ -1064,6 +1064,12 @@ int open_trace(const char *parent, int fd)
 		fd = trace_create(tfile.path);
 	if (fd < 0) {
 		int err = errno;
+		/* A process forked after its parent gave up root (a daemon's
+		 * worker) may not make a trace where the run's go (a directory
+		 * closed to its user): it runs unprofiled, and says nothing on
+		 * the program's stderr (allocprof-record(1), DESCRIPTORS) */
+		if (tfile.dropped && (err == EACCES || err == EPERM))
+			return -1;
 		say(tfile.path, refused(SYS_openat, err)
 					? "the program's seccomp filter refuses openat to the sampler: "
 					  "this process is not profiled"

@@ -26,6 +26,8 @@
  *   dropsys N       as dropexec, and before it execs the child closes every
  *                   descriptor above 2 by syscall(SYS_close_range), as
  *                   programs built on a glibc without close_range() do
+ *   dropfork        sets its user to 65534, then forks two children one
+ *                   after the other, 100 pairs each; 10 pairs in itself
  *   touch PATH      creates PATH (the program ran) */
 #include <dirent.h>
 #include <fcntl.h>
@@ -175,6 +177,16 @@ int main(int argc, char **argv)
 		pairs(10);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
+	if (!strcmp(mode, "dropfork")) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0) {
+			perror("setuid");
+			return 1;
+		}
+		for (int w = 0; w < 2; w++)
+			waitpid(child_pairs(100), NULL, 0);
+		pairs(10);
+		return 0;
+	}
 	if (!strcmp(mode, "exec") && argc > 2) {
 		if (argc > 3)
 			sleep_ms(atol(argv[3]));
@@ -187,7 +199,7 @@ int main(int argc, char **argv)
 		return fd < 0;
 	}
 	fprintf(stderr, "usage: files alloc N [MS] | fork N | forkexec N | exec N | reuse | dropexec [N] |\n"
-			"groupsexec N | dropdup N | dropsys N | dropclean | "
+			"groupsexec N | dropdup N | dropsys N | dropfork | dropclean | "
 			"touch PATH\n");
 	return 2;
 }

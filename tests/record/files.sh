@@ -282,6 +282,18 @@ dropuser)
 	else
 		fail "stats of the run (syscall close_range): $(cat s.err)"
 	fi
+	# one that drops to the other user, then forks workers: they cannot
+	# make their traces there and run unprofiled, without a word on the
+	# program's stderr ("Permission denied" twice); its own are kept
+	rm -f private/*
+	"$ALLOCPROF" record -q --all -o private/w.trace "$FILES" dropfork >out 2>err
+	expect_eq "record exit status (workers after the drop)" "$?" 0
+	expect_eq "stderr (workers after the drop)" "$(cat err)" ""
+	if "$ALLOCPROF" stats --json private/w.trace >w.json 2>w.err; then
+		expect_eq "alloc_objects (workers after the drop)" "$(jget w.json alloc_objects)" 10
+	else
+		fail "stats of the run (workers after the drop): $(cat w.err)"
+	fi
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
