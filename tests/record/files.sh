@@ -17,6 +17,24 @@ in_pidns() {
 	unshare -p -f --mount-proc "$@"
 }
 
+# drop_run LABEL WANT MODE [N]: `files MODE [N]` recorded with --all
+# into private/ (closed to others): record ends with 0, nothing on the
+# program's stderr, and the run reads, whole, with WANT allocations.
+drop_run() {
+	local label=$1 want=$2
+	shift 2
+	rm -f private/*
+	"$ALLOCPROF" record -q --all -o private/d.trace "$FILES" "$@" >out 2>err
+	expect_eq "record exit status ($label)" "$?" 0
+	expect_eq "stderr ($label)" "$(cat err)" ""
+	if "$ALLOCPROF" stats --json private/d.trace >d.json 2>d.err; then
+		expect_eq "alloc_objects ($label)" "$(jget d.json alloc_objects)" "$want"
+		expect_eq "truncated ($label)" "$(jget d.json truncated)" false
+	else
+		fail "stats of the run ($label): $(cat d.err)"
+	fi
+}
+
 pidns_or_skip() {
 	in_pidns true 2>/dev/null || skip "unshare -p -f --mount-proc fails here (needs CAP_SYS_ADMIN): $(in_pidns true 2>&1 | head -1)"
 }
@@ -272,28 +290,11 @@ dropuser)
 	# close_range(): the sampler's two are spared as by close_range()
 	# (both were closed: the exec'd image lost, "Permission denied" on
 	# the program's stderr, the first trace without its end)
-	rm -f private/*
-	"$ALLOCPROF" record -q --all -o private/s.trace "$FILES" dropsys 5 >out 2>err
-	expect_eq "record exit status (syscall close_range)" "$?" 0
-	expect_eq "stderr (syscall close_range)" "$(cat err)" ""
-	if "$ALLOCPROF" stats --json private/s.trace >s.json 2>s.err; then
-		expect_eq "alloc_objects (syscall close_range)" "$(jget s.json alloc_objects)" 1015
-		expect_eq "truncated (syscall close_range)" "$(jget s.json truncated)" false
-	else
-		fail "stats of the run (syscall close_range): $(cat s.err)"
-	fi
+	drop_run "syscall close_range" 1015 dropsys 5
 	# one that drops to the other user, then forks workers: they cannot
 	# make their traces there and run unprofiled, without a word on the
 	# program's stderr ("Permission denied" twice); its own are kept
-	rm -f private/*
-	"$ALLOCPROF" record -q --all -o private/w.trace "$FILES" dropfork >out 2>err
-	expect_eq "record exit status (workers after the drop)" "$?" 0
-	expect_eq "stderr (workers after the drop)" "$(cat err)" ""
-	if "$ALLOCPROF" stats --json private/w.trace >w.json 2>w.err; then
-		expect_eq "alloc_objects (workers after the drop)" "$(jget w.json alloc_objects)" 10
-	else
-		fail "stats of the run (workers after the drop): $(cat w.err)"
-	fi
+	drop_run "workers after the drop" 10 dropfork
 	# one that keeps root's capabilities when it drops to the other user
 	# (setpriv, daemons keeping CAP_NET_BIND_SERVICE: PR_SET_KEEPCAPS)
 	# has them until it execs, and the next image has none: the check
