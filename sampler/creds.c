@@ -27,7 +27,6 @@ static void creds_hold(void)
 		return;
 	int saved = errno;
 	tls.guard++;
-	tfile.dropped = 1;
 	if (trace_direct(1) == 0)
 		trace_next_make();
 	tls.guard--;

@@ -403,8 +403,6 @@ struct ap_tracefile {
 				 * process gave up the right to (trace_next_make);
 				 * -1: none */
 	char next_path[PATH_MAX]; /* next_fd's path: the next image's name */
-	int dropped;		/* this process (or the one it forked from) held
-				 * its trace before giving up root (creds.c) */
 	int lock;		/* trace_enter: writes, moving the descriptor */
 	uint32_t owner;		/* tid holding lock (a handler may nest) */
 	int in_signal;		/* flushing from a fatal-signal handler */

@@ -1064,16 +1064,19 @@ int open_trace(const char *parent, int fd)
 		fd = trace_create(tfile.path);
 	if (fd < 0) {
 		int err = errno;
-		/* A process forked after its parent gave up root (a daemon's
-		 * worker) may not make a trace where the run's go (a directory
-		 * closed to its user): it runs unprofiled, and says nothing on
-		 * the program's stderr (allocprof-record(1), DESCRIPTORS) */
-		if (tfile.dropped && (err == EACCES || err == EPERM))
+		int filter = refused(SYS_openat, err);
+		/* Refused by the directory's modes: the process runs as a user
+		 * that may not make files where the run's traces go (record
+		 * made the program's own there, as the user it runs as), which
+		 * a process can come to only by changing its ids (a daemon's
+		 * worker forked after its parent gave up root, or an image it
+		 * exec'd): it runs unprofiled, and says nothing on the
+		 * program's stderr (allocprof-record(1), DESCRIPTORS) */
+		if (!filter && (err == EACCES || err == EPERM))
 			return -1;
-		say(tfile.path, refused(SYS_openat, err)
-					? "the program's seccomp filter refuses openat to the sampler: "
-					  "this process is not profiled"
-					: strerror(err));
+		say(tfile.path, filter ? "the program's seccomp filter refuses openat to the sampler: "
+					 "this process is not profiled"
+				       : strerror(err));
 		return -1;
 	}
 	fd = fd_high(fd, 1);
