@@ -174,8 +174,10 @@ static void put_freed(struct lane *L, const struct freed *fr)
  * step by 2, and a TIME costs little (what is left is how many events
  * each turn has): python3's threads under
  * its GIL wrote 38 K of times per thread, now 12 K. With one thread
- * every time is rounded down to a step. The merge orders every event as
- * before (its decisions compare times of different threads only). */
+ * every time is rounded down to a step, but for the last records of a
+ * step the next one follows directly (step_at). The merge orders every
+ * event as before (its decisions compare times of different threads
+ * only). */
 static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q,
 			 uint64_t r)
 {
@@ -193,6 +195,24 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 	if ((run->flags & RUN_TAIL) && q == run->qt)
 		return run->vt;
 	return r > run->vm ? r : run->vm;
+}
+
+/* Where a step that follows the last one directly (one thread) begins:
+ * record n, the first of the new step, or a round record index up to a
+ * sixteenth of the step's records before it (from `last`, where the step
+ * before began). How many records a step holds is noise (4,800 +- 300
+ * a ms at bench/realloc: ten bits of every step, which zstd left at 2.5
+ * bytes); in round numbers it is a few bits: `record --all` of
+ * bench/realloc 300000, 5 runs of 0.72 s: 5,014-5,062 bytes against
+ * 5,475-5,590 (heaptrack's files: 5,536-5,685). Those records, at the end
+ * of their step, take the next one: every time stays within a step of its
+ * own (docs/trace-format.md, "Times"). */
+static size_t step_at(size_t last, size_t n)
+{
+	size_t r = 1;
+	while (r * 2 <= (n - last) / 16)
+		r *= 2;
+	return n & ~(r - 1);
 }
 
 /* One thread's pending events as one EVENTS payload in five columns (six
@@ -247,9 +267,12 @@ void compact_encode_feed(const struct compactor *c, struct lane *L, struct pendi
 		}
 		uint64_t eq = coarse_q(c, p, base + i, k->q, k->qr);
 		if (eq > k->enc.q) { /* (a time going back stays at the later one) */
+			size_t at = k->nrec;
+			if (!c->threads && c->step > 1 && eq - k->enc.q == c->step)
+				at = step_at(k->last_step, k->nrec);
 			col[3].len += ap_enc_time_col(&k->enc, room(&col[3], 2 * AP_VARINT_MAX),
-						      k->nrec - k->last_step, eq);
-			k->last_step = k->nrec;
+						      at - k->last_step, eq);
+			k->last_step = at;
 		}
 		k->nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
