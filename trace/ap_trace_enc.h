@@ -13,7 +13,7 @@
 /* The version written, and the only one the reader reads: a trace of
  * another version is recorded again. (AP_TRACE_VERSION_MIN: the same, for
  * the compactor's check.) */
-#define AP_TRACE_VERSION 9u
+#define AP_TRACE_VERSION 10u
 #define AP_TRACE_VERSION_MIN AP_TRACE_VERSION
 #define AP_TRACE_BOM 0x01020304u
 #define AP_TRACE_PREAMBLE_LEN 16
@@ -62,8 +62,9 @@
  * `uv len1, uv len2, uv len3`, then column 0 (tags, cpus, SYNC/TIME values,
  * stacks, REALLOC flags), column 1 (len1 bytes: addresses and distances),
  * column 2 (len2 bytes: sizes), column 3 (len3 bytes: times, as pairs
- * `uv skip, uv dq`: after `skip` more event records the quantum grows by
- * dq). The records are the same; each field is read from its column, so
+ * (skip, dq): after `skip` more event records the quantum grows by dq;
+ * `uv n`, the skips' low, second and third bytes, then the dq as `uv`:
+ * ap_enc_time_planes, version 10). The records are the same; each field is read from its column, so
  * zstd sees each kind of field apart. */
 #define AP_CHUNK_F_COLUMNS 2u
 /* EVENTS in columns (version 5): a fifth column holds the distances (REF

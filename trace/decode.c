@@ -58,6 +58,8 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->thread = thread;
 	d->sync_base = d->th.nalloc;
 	d->until = UINT64_MAX;
+	d->tplanes = NULL;
+	d->tn = d->tk = 0;
 	d->c3 = d->c4 = d->c5 = (struct evcur){NULL, NULL};
 	d->c6 = (struct evcur){NULL, NULL};
 	d->cg = &d->c0;
@@ -97,6 +99,15 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 	d->c0.end = d->c1.p;
 	d->ca = &d->c1;
 	d->cs = &d->c2;
+	/* the times column: `uv n`, the skips' three planes, the steps */
+	if (d->c3.p < d->c3.end &&
+	    (ap_get_uv(&d->c3.p, d->c3.end, &d->tn) < 0 ||
+	     d->tn > (uint64_t)(d->c3.end - d->c3.p) / 3)) {
+		*why = "the times column's planes run past its end";
+		return -1;
+	}
+	d->tplanes = d->c3.p;
+	d->c3.p += 3 * d->tn;
 	return next_time(d) < 0 ? (*why = "bad varint in the times column", -1) : 0;
 }
 

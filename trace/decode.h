@@ -57,6 +57,8 @@ struct evdec {
 	struct ap_size_pred *pred; /* the table for them (its owner's; NULL in scan mode,
 				    * which reads the fields and needs no sizes) */
 	uint64_t until, step;	     /* times column: records left before q += step */
+	const uint8_t *tplanes;	     /* ...its skips' planes (c3: the steps after them) */
+	uint64_t tn, tk;	     /* ...how many pairs, and the next one */
 	uint64_t q, quantum, addr;
 	uint32_t cpu;
 	uint32_t thread;
@@ -102,6 +104,7 @@ static inline bool evdec_encoding_ok(unsigned flags)
 static inline bool evdec_columns_done(const struct evdec *d)
 {
 	return d->c1.p == d->c1.end && d->c2.p == d->c2.end && d->c3.p == d->c3.end &&
+	       d->tk == d->tn &&
 	       d->c4.p == d->c4.end && d->c5.p == d->c5.end && d->c6.p == d->c6.end;
 }
 
@@ -111,18 +114,18 @@ int evdec_start(struct evdec *d, const uint8_t *payload, uint32_t len, uint32_t 
 /* A REF to another thread's allocation (decode.c): see there. */
 int rd_xref(struct evdec *d, struct evcur *c, uint64_t k, uint64_t *out, bool scan);
 
-/* The times column's next (records to skip, quanta to add) pair; none
- * left: no more steps. */
+/* The times column's next (records to skip, quanta to add) pair: the
+ * skip from its planes, the step from c3; none left: no more steps. */
 static inline int next_time(struct evdec *d)
 {
-	if (d->c3.p >= d->c3.end) {
+	if (d->tk >= d->tn) {
 		d->until = UINT64_MAX;
 		return 0;
 	}
-	if (ap_get_uv(&d->c3.p, d->c3.end, &d->until) < 0 ||
-	    ap_get_uv(&d->c3.p, d->c3.end, &d->step) < 0)
-		return -1;
-	return 0;
+	const uint8_t *p = d->tplanes + d->tk;
+	d->until = p[0] | (uint64_t)p[d->tn] << 8 | (uint64_t)p[2 * d->tn] << 16;
+	d->tk++;
+	return ap_get_uv(&d->c3.p, d->c3.end, &d->step) < 0 ? -1 : 0;
 }
 
 /* The identity of the thread's index-th allocation when it is anonymous. */

@@ -215,50 +215,13 @@ static void same_replay(const struct ap_trace *a, const struct ap_trace *b, cons
 	free(y.e);
 }
 
-/* One thread's times, b's against a's (one_times). */
-struct one_step {
-	uint64_t fx;	     /* the step of the events counted (UINT64_MAX: none yet) */
-	size_t n, up;	     /* its events, and those that took the next step */
-	uint64_t up_y;	     /* the time of the last event taken up (0: none) */
-	size_t steps_up;     /* steps some of whose events were taken up */
-};
-
-/* With one thread, each time is rounded down to the step, but for the
- * last events of a step that the next one follows directly, at most a
- * sixteenth of the step's records (an eighth of its events: a REALLOC's
- * are two): those take the next step (encode.c step_at). */
-static bool one_time(struct one_step *o, uint64_t x, uint64_t y, uint64_t step)
-{
-	uint64_t fx = x - x % step;
-	bool ok = true;
-	if (fx != o->fx) {
-		ok = o->up * 8 <= o->n + 8;
-		o->steps_up += o->up > 0;
-		o->fx = fx;
-		o->n = o->up = 0;
-	}
-	o->n++;
-	/* after an event taken up, every event has that time, up to the
-	 * first of the next step */
-	if (o->up_y)
-		ok = ok && y == o->up_y && (fx == o->up_y - step || fx == o->up_y);
-	o->up_y = 0;
-	if (y == fx + step) {
-		o->up++;
-		o->up_y = y;
-	} else {
-		ok = ok && y == fx;
-	}
-	return ok;
-}
-
 /* The times of b, a's events compacted with HEADER time_step_ns `step`:
  * each at most a step earlier, never later, a multiple of the quantum;
  * in order; a function of the old time; and wherever two events of
  * different threads compared <, = or >, they still do (checked against
  * each other thread's last event before, which is enough once the new
  * times are in order and equal where the old were). With one thread,
- * as one_time says. */
+ * exactly rounded down to the step. */
 static void coarse_times(const struct ap_trace *a, const struct ap_trace *b, uint64_t step,
 			 const char *what)
 {
@@ -267,18 +230,15 @@ static void coarse_times(const struct ap_trace *a, const struct ap_trace *b, uin
 	size_t last[NT];
 	for (size_t k = 0; k < NT; k++)
 		last[k] = SIZE_MAX;
-	struct one_step one = {.fx = UINT64_MAX};
 	for (size_t i = 0; i < n && bad < 5; i++) {
 		uint64_t x = a->ev[i].ts, y = b->ev[i].ts;
 		unsigned th = a->ev[i].thread;
-		bool ok = y % a->time_quantum_ns == 0 && th < NT;
+		bool ok = y <= x && x - y < step && y % a->time_quantum_ns == 0 && th < NT;
 		if (a->nthreads == 1)
-			ok = ok && one_time(&one, x, y, step);
-		else
-			ok = ok && y <= x && x - y < step;
+			ok = ok && y == x - x % step;
 		if (i && ok) {
 			const struct ap_event *px = &a->ev[i - 1], *py = &b->ev[i - 1];
-			ok = py->ts <= y && (a->nthreads == 1 || px->ts != x || py->ts == y);
+			ok = py->ts <= y && (px->ts != x || py->ts == y);
 		}
 		for (unsigned k = 0; ok && k < NT; k++) {
 			if (k == th || last[k] == SIZE_MAX)
@@ -297,10 +257,6 @@ static void coarse_times(const struct ap_trace *a, const struct ap_trace *b, uin
 	}
 	/* (the run has most of its times off the step) */
 	CHECK(moved > n / 2, "%s: %zu of %zu times moved", what, moved, n);
-	/* (and, with one thread, hundreds of events a step: the steps'
-	 * starts are taken to round records) */
-	if (a->nthreads == 1)
-		CHECK(one.steps_up > 10, "%s: %zu steps began early", what, one.steps_up);
 }
 
 /* Same events, same blocks (identities mapped on each ALLOC). */

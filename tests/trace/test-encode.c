@@ -301,15 +301,20 @@ static void test_index(void)
 			if (frees && !ring)
 				*c5++ = 0;
 		}
+		/* the times' pairs as the column's planes */
+		size_t npairs = (size_t)(c3 - col[3]);
+		uint8_t *times = malloc(2 * npairs + AP_VARINT_MAX);
 		size_t l[6] = {(size_t)(c0 - col[0]), (size_t)(c1 - col[1]), (size_t)(c2 - col[2]),
-			       (size_t)(c3 - col[3]), (size_t)(c4 - col[4]), (size_t)(c5 - col[5])};
+			       ap_enc_time_planes(col[3], npairs, times), (size_t)(c4 - col[4]),
+			       (size_t)(c5 - col[5])};
 		uint8_t *p = buf;
 		for (int k = 1; k < 6; k++)
 			p += ap_put_uv(p, l[k]);
 		for (int k = 0; k < 6; k++) {
-			memcpy(p, col[k], l[k]);
+			memcpy(p, k == 3 ? times : col[k], l[k]);
 			p += l[k];
 		}
+		free(times);
 		const char *why = "";
 		CHECK(ap_trace_decode_events(buf, (size_t)(p - buf),
 					     AP_CHUNK_F_COLUMNS | AP_CHUNK_F_REFS | AP_CHUNK_F_INDEX |

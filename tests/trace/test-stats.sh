@@ -118,11 +118,11 @@ expect_err text "allocprof: text.trace: not an allocprof trace" text.trace
 # byte-order mark (bytes 12..15)
 cp "$T/exact.trace" "$T/v1.trace"
 printf '\x01' | dd of="$T/v1.trace" bs=1 seek=8 conv=notrunc status=none
-expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 9: recorded by an older allocprof (record it again)" v1.trace
-# version 8, the one before: refused all the same (one version is read)
-cp "$T/exact.trace" "$T/v8.trace"
-printf '\x08' | dd of="$T/v8.trace" bs=1 seek=8 conv=notrunc status=none
-expect_err v8 "allocprof: v8.trace: trace format version 8, this allocprof reads 9: recorded by an older allocprof (record it again)" v8.trace
+expect_err version "allocprof: v1.trace: trace format version 1, this allocprof reads 10: recorded by an older allocprof (record it again)" v1.trace
+# version 9, the one before: refused all the same (one version is read)
+cp "$T/exact.trace" "$T/v9.trace"
+printf '\x09' | dd of="$T/v9.trace" bs=1 seek=8 conv=notrunc status=none
+expect_err v9 "allocprof: v9.trace: trace format version 9, this allocprof reads 10: recorded by an older allocprof (record it again)" v9.trace
 cp "$T/exact.trace" "$T/bom.trace"
 printf '\x01\x02\x03\x04' | dd of="$T/bom.trace" bs=1 seek=12 conv=notrunc status=none
 expect_err bom "allocprof: bom.trace: wrong byte-order mark 0x04030201 (expected 0x01020304): written on a machine of another byte order, or damaged" bom.trace

@@ -103,6 +103,7 @@ struct lane_chunk {
 struct lane {
 	struct lane_chunk chunk;
 	struct bytes col[8], payload;
+	struct bytes times; /* col[3] as the times column's planes */
 	struct ap_size_pred *sizes;
 	ZSTD_CCtx *zc;
 	struct zout trial;

@@ -174,10 +174,8 @@ static void put_freed(struct lane *L, const struct freed *fr)
  * step by 2, and a TIME costs little (what is left is how many events
  * each turn has): python3's threads under
  * its GIL wrote 38 K of times per thread, now 12 K. With one thread
- * every time is rounded down to a step, but for the last records of a
- * step the next one follows directly (step_at). The merge orders every
- * event as before (its decisions compare times of different threads
- * only). */
+ * every time is rounded down to a step. The merge orders every event as
+ * before (its decisions compare times of different threads only). */
 static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t o, uint64_t q,
 			 uint64_t r)
 {
@@ -195,24 +193,6 @@ static uint64_t coarse_q(const struct compactor *c, struct pending *p, uint64_t 
 	if ((run->flags & RUN_TAIL) && q == run->qt)
 		return run->vt;
 	return r > run->vm ? r : run->vm;
-}
-
-/* Where a step that follows the last one directly (one thread) begins:
- * record n, the first of the new step, or a round record index up to a
- * sixteenth of the step's records before it (from `last`, where the step
- * before began). How many records a step holds is noise (4,800 +- 300
- * a ms at bench/realloc: ten bits of every step, which zstd left at 2.5
- * bytes); in round numbers it is a few bits: `record --all` of
- * bench/realloc 300000, 5 runs of 0.72 s: 5,014-5,062 bytes against
- * 5,475-5,590 (heaptrack's files: 5,536-5,685). Those records, at the end
- * of their step, take the next one: every time stays within a step of its
- * own (docs/trace-format.md, "Times"). */
-static size_t step_at(size_t last, size_t n)
-{
-	size_t r = 1;
-	while (r * 2 <= (n - last) / 16)
-		r *= 2;
-	return n & ~(r - 1);
 }
 
 /* One thread's pending events as one EVENTS payload in five columns (six
@@ -267,12 +247,9 @@ void compact_encode_feed(const struct compactor *c, struct lane *L, struct pendi
 		}
 		uint64_t eq = coarse_q(c, p, base + i, k->q, k->qr);
 		if (eq > k->enc.q) { /* (a time going back stays at the later one) */
-			size_t at = k->nrec;
-			if (!c->threads && c->step > 1 && eq - k->enc.q == c->step)
-				at = step_at(k->last_step, k->nrec);
 			col[3].len += ap_enc_time_col(&k->enc, room(&col[3], 2 * AP_VARINT_MAX),
-						      at - k->last_step, eq);
-			k->last_step = at;
+						      k->nrec - k->last_step, eq);
+			k->last_step = k->nrec;
 		}
 		k->nrec++;
 		/* a REALLOC: the FREE of its old block (if tracked), then the ALLOC */
@@ -363,15 +340,23 @@ unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
 	}
 	struct bytes *out = &L->payload;
 	out->len = 0;
+	/* the times' pairs as the column's planes (col[3] keeps them) */
+	struct bytes *tp = &L->times;
+	tp->len = 0;
+	tp->len = ap_enc_time_planes(col[3].b, col[3].len,
+				     room(tp, 2 * col[3].len + AP_VARINT_MAX));
 	put_uv(out, col[1].len);
 	put_uv(out, col[2].len);
-	put_uv(out, col[3].len);
+	put_uv(out, tp->len);
 	put_uv(out, col[4].len);
 	if (gaps)
 		put_uv(out, col[6].len);
 	put_uv(out, col[7].len);
 	for (int i = 0; i < 5; i++)
-		put_bytes(out, col[i].b, col[i].len);
+		if (i == 3)
+			put_bytes(out, tp->b, tp->len);
+		else
+			put_bytes(out, col[i].b, col[i].len);
 	if (gaps)
 		put_bytes(out, col[6].b, col[6].len);
 	put_bytes(out, col[7].b, col[7].len);

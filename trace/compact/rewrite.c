@@ -84,6 +84,7 @@ static void lane_release(struct lane *L)
 {
 	for (int k = 0; k < 8; k++)
 		free(L->col[k].b);
+	free(L->times.b);
 	free(L->payload.b);
 	free(L->sizes);
 	ZSTD_freeCCtx(L->zc);
