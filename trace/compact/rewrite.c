@@ -11,9 +11,18 @@
 #include "compact-int.h"
 
 /* Input bytes per output chunk (the re-encoding is never longer than its
- * input plus a few bytes: far under the format's limit). Larger chunks
- * compressed loop64 no better and cost page faults for the events held. */
+ * input plus a few bytes: far under the format's limit), where the events
+ * are held as jobs (several threads): larger chunks compressed loop64 no
+ * better and cost page faults for the events held. */
 #define COMPACT_INPUT (4u << 20)
+/* ...and where they are fed (fed(): one thread), which holds no events,
+ * only the chunk's columns: a chunk's zstd frame costs ~70 bytes (its
+ * header, its counts, the frame's start over), and a long run of one
+ * thread repeats itself: bench/realloc's trace 5,183 -> 4,761 bytes,
+ * loop64 (20 M) 13,149 -> 11,755, sqlite3 125,518 -> 123,702, for 8 MB
+ * more of columns while record compacts as the program runs. Half the
+ * format's limit. */
+#define FED_INPUT (8u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
  * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
 #define COMPACT_HELD (16u << 20)
@@ -147,11 +156,22 @@ static void *enc_main(void *arg)
 	return NULL;
 }
 
-/* The encoder threads, if there are CPUs for them (none for a stream:
- * it has one core, or with ALLOCPROF_COMPACT_NO_THREAD=1); NULL if not. */
+/* Whether c encodes each sampler chunk's events as it decodes them (the
+ * lane's one chunk open, no event arrays held): a stream (it has one
+ * core), and the events of one thread, whose chunks are encoded in turn
+ * anyway: held as jobs, they took 262 MB to compact bench/realloc's 23 MB
+ * (five arrays of 40 bytes an event), fed 23 MB. The bytes are the same
+ * either way. */
+static bool fed(const struct compactor *c)
+{
+	return c->stream || !c->threads;
+}
+
+/* The encoder threads, if there are CPUs for them (none when fed, or with
+ * ALLOCPROF_COMPACT_NO_THREAD=1); NULL if not. */
 static struct encoders *encoders_start(struct compactor *c)
 {
-	if (c->stream || compact_cpus() < 2)
+	if (fed(c) || compact_cpus() < 2)
 		return NULL;
 	struct encoders *E = ap_xcalloc(1, sizeof(*E));
 	E->c = c;
@@ -286,7 +306,7 @@ static int flush_fed(struct compactor *c, struct pending *p)
 
 static int flush_pending(struct compactor *c, struct pending *p)
 {
-	if (c->stream)
+	if (fed(c))
 		return flush_fed(c, p);
 	if (!p->nev)
 		return 0;
@@ -444,7 +464,7 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 	struct pending *p = pending_for(c, tid);
 	if (!p)
 		return -1;
-	if (p->input + len > COMPACT_INPUT)
+	if (p->input + len > (fed(c) ? FED_INPUT : COMPACT_INPUT))
 		rc = flush_pending(c, p);
 	/* every event record takes 2 bytes or more */
 	reserve_events(c, p, p->nev + len / 2 + 2);
@@ -453,7 +473,7 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 					&p->alloc);
 	p->input += len;
 	c->held += len;
-	if (!rc && c->stream)
+	if (!rc && fed(c))
 		feed_pending(c, p);
 	while (!rc && c->held > COMPACT_HELD) {
 		struct pending *big = &c->pend[0];
