@@ -920,9 +920,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * the pool, by how much no replay can tell (WAIT_MOVE). */
 	if (handed && s->verdict != AP_VERDICT_FAULTS) {
 		ap_buf_addf(&t, " %.0f%% of its objects are freed on another thread than the one that "
-			    "made them: how often the program's threads wait for each other (on their "
-			    "own queues and locks) changes when a pool makes one of them faster or "
-			    "slower, and a replay of the allocations cannot know by how much",
+			    "made them, and the program's own waits are outside this measurement: "
+			    "how often its threads wait for each other (on their own queues and "
+			    "locks) changes when a pool makes one of them faster or slower, and a "
+			    "replay of the allocations cannot know by how much",
 			    100 * s->cross_thread_share);
 		if (waits > 0) {
 			ap_advise_format_duration(b1, sizeof(b1), WAIT_MOVE * waits);
@@ -939,7 +940,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 					    : "");
 		}
 		ap_buf_addf(&t, "; `allocprof try --site %" PRIu32 "` measures the program itself, "
-			    "with the pool.", s->site_id);
+			    "with the pool, its waits included.", s->site_id);
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);
