@@ -237,7 +237,8 @@ int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32
  * smaller (the level chosen here), after the META held back; `counts`
  * (EVENTS) go in front of it, not compressed. */
 int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
-			     const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len);
+			     const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len,
+			     bool last);
 /* The size of raw compressed at level 1 with zc (its frame in *o;
  * SIZE_MAX: it does not compress). */
 size_t compact_trial_size(ZSTD_CCtx *zc, struct zout *o, const uint8_t *raw, size_t len);

@@ -182,7 +182,7 @@ static int walk_chunks(struct compactor *c, const uint8_t *data, size_t size, bo
 							&c->nscratch, &c->scratch_alloc);
 				if (!rc)
 					rc = compact_write_compressed(c, type, flags, tid, NULL,
-								      payload, len);
+								      payload, len, false);
 			} else {
 				rc = compact_events(c, off, tid, flags, payload, len);
 			}

@@ -136,7 +136,7 @@ static void *enc_main(void *arg)
 			pthread_mutex_unlock(&E->mu);
 			int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags,
 							  p->tid, &counts, L->payload.b,
-							  L->payload.len);
+							  L->payload.len, false);
 			pthread_mutex_lock(&E->mu);
 			if (rc < 0) {
 				E->failed = true;
@@ -282,7 +282,8 @@ static void feed_pending(struct compactor *c, struct pending *p)
 	p->nev = keep;
 }
 
-static int flush_fed(struct compactor *c, struct pending *p)
+/* (last: the trace's end, where what is left is written) */
+static int flush_fed(struct compactor *c, struct pending *p, bool last)
 {
 	struct lane *L = &c->lane;
 	if (p->nev) {
@@ -297,17 +298,17 @@ static int flush_fed(struct compactor *c, struct pending *p)
 	struct ap_chunk_counts counts;
 	unsigned flags = compact_encode_end(L, p, c->gaps, &counts);
 	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts,
-					  L->payload.b, L->payload.len);
+					  L->payload.b, L->payload.len, last);
 	c->held -= p->input;
 	p->input = 0;
 	compact_live_shrink(p);
 	return rc;
 }
 
-static int flush_pending(struct compactor *c, struct pending *p)
+static int flush_pending(struct compactor *c, struct pending *p, bool last)
 {
 	if (fed(c))
-		return flush_fed(c, p);
+		return flush_fed(c, p, last);
 	if (!p->nev)
 		return 0;
 	if (!c->enc_tried) {
@@ -321,7 +322,8 @@ static int flush_pending(struct compactor *c, struct pending *p)
 		struct ap_chunk_counts counts;
 		unsigned flags = compact_encode(c, &c->lane, p, p->ev, p->nev, p->base, c->gaps, &counts);
 		rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid,
-					      &counts, c->lane.payload.b, c->lane.payload.len);
+					      &counts, c->lane.payload.b, c->lane.payload.len,
+					      false);
 		pending_shrink(c, p);
 	}
 	c->held -= p->input;
@@ -334,7 +336,7 @@ static int flush_pending(struct compactor *c, struct pending *p)
 int compact_flush_all(struct compactor *c)
 {
 	for (size_t i = 0; i < c->npend; i++)
-		if (flush_pending(c, &c->pend[i]) < 0)
+		if (flush_pending(c, &c->pend[i], true) < 0)
 			return -1;
 	if (compact_encoders_drain(c) < 0)
 		return -1;
@@ -465,7 +467,7 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 	if (!p)
 		return -1;
 	if (p->input + len > (fed(c) ? FED_INPUT : COMPACT_INPUT))
-		rc = flush_pending(c, p);
+		rc = flush_pending(c, p, false);
 	/* every event record takes 2 bytes or more */
 	reserve_events(c, p, p->nev + len / 2 + 2);
 	if (!rc)
@@ -480,7 +482,7 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 		for (size_t i = 1; i < c->npend; i++)
 			if (c->pend[i].input > big->input)
 				big = &c->pend[i];
-		rc = flush_pending(c, big);
+		rc = flush_pending(c, big, false);
 	}
 	return rc;
 }

@@ -344,9 +344,12 @@ int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32
  * (heaptrack's file: 2.99 MB) for 5.7 s of compaction's CPU instead of
  * 4.7 s, most of it on the writer threads; level 17 there: 659 K for
  * 6.2 s. Random events (bench/mixed: 3 times smaller at level 3) would
- * pay for nothing, and the budget bounds what a long run pays. */
+ * pay for nothing, and the budget bounds what a long run pays. The last
+ * chunk of one thread's trace (`last`) gets AP_COMPACT_LAST_LEVEL
+ * instead: its compression is what `record` does after the exit. */
 int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, uint32_t tid,
-			     const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len)
+			     const struct ap_chunk_counts *counts, const uint8_t *raw, size_t len,
+			     bool last)
 {
 	uint8_t pre[AP_CHUNK_COUNTS_MAX];
 	size_t npre = counts ? ap_put_chunk_counts(pre, counts) : 0;
@@ -357,7 +360,7 @@ int compact_write_compressed(struct compactor *c, uint8_t type, uint8_t flags, u
 	    c->dense < DENSE_BUDGET && len >= 4096) {
 		size_t z = zcompress(c->ztrial, &c->trial, raw, len, 1);
 		if (z != SIZE_MAX && z <= len / 8) {
-			level = AP_COMPACT_DENSE_LEVEL;
+			level = last ? AP_COMPACT_LAST_LEVEL : AP_COMPACT_DENSE_LEVEL;
 			c->dense += len;
 		}
 	}
@@ -378,7 +381,8 @@ int compact_flush_meta(struct compactor *c)
 	if (!len)
 		return 0;
 	c->meta.len = 0; /* (so that compact_write_chunk does not come back here) */
-	return compact_write_compressed(c, AP_CHUNK_META, 0, c->meta_tid, NULL, c->meta.b, len);
+	return compact_write_compressed(c, AP_CHUNK_META, 0, c->meta_tid, NULL, c->meta.b, len,
+					false);
 }
 
 /* A META payload's records added to those held back (stacks.h), which
