@@ -130,6 +130,9 @@ void ap_ring_drain_close(struct ap_ring_drain *d);
  * a quarter full, rings (its doorbell): how the drain waits once every
  * ring has been idle a while. 0, or -1 without a ring. */
 int ap_ring_drain_sleep(struct ap_ring_drain *d, unsigned ms);
+/* Rings the doorbell: a drain asleep on it wakes (record's end does not
+ * wait for the sleep to be over). */
+void ap_ring_drain_wake(struct ap_ring_drain *d);
 /* Whether no process holds the trace's writer's lock any more (its
  * process exited or exec'd): the finisher takes what is left. */
 bool ap_ring_drain_writer_gone(const struct ap_ring_drain *d);

@@ -448,6 +448,15 @@ int ap_ring_drain_sleep(struct ap_ring_drain *d, unsigned ms)
 	return 0;
 }
 
+void ap_ring_drain_wake(struct ap_ring_drain *d)
+{
+	struct ap_buffers_head *h = (struct ap_buffers_head *)d->map;
+	if (!h)
+		return;
+	__atomic_add_fetch(&h->doorbell, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &h->doorbell, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
 void ap_ring_drain_close(struct ap_ring_drain *d)
 {
 	if (d->map)

@@ -26,6 +26,7 @@ struct drained {
 
 static struct {
 	pthread_mutex_t mx;	/* the list, and a look at the rings */
+	pthread_cond_t cv;	/* the sleep without a ring to sleep on: stop wakes it */
 	pthread_t th;
 	bool on, stop, quiet;
 	char *dir, *base;	/* the run's trace: its directory and name */
@@ -294,8 +295,17 @@ static void *drain_main(void *arg)
 			/* (the mapping stays: only this thread unmaps) */
 			ap_ring_drain_sleep(&sleeper, ms);
 		} else {
-			struct timespec ts = { 0, (long)ms * 1000000 };
-			nanosleep(&ts, NULL);
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += (long)ms * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_mutex_lock(&dr.mx);
+			if (!dr.stop)
+				pthread_cond_timedwait(&dr.cv, &dr.mx, &ts);
+			pthread_mutex_unlock(&dr.mx);
 		}
 	}
 	if (watch >= 0)
@@ -305,6 +315,11 @@ static void *drain_main(void *arg)
 
 static void drain_thread(void)
 {
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&dr.cv, &ca);
+	pthread_condattr_destroy(&ca);
 	dr.stop = false;
 	dr.on = pthread_create(&dr.th, NULL, drain_main, NULL) == 0;
 }
@@ -370,10 +385,28 @@ void rec_drain_stop(void)
 {
 	if (!dr.on)
 		return;
-	pthread_mutex_lock(&dr.mx);
-	dr.stop = true;
-	pthread_mutex_unlock(&dr.mx);
-	pthread_join(dr.th, NULL);
+	/* Woken from its sleep (20 ms once the rings are idle: record's end
+	 * waited for it, 10 ms on average), on the ring it may be about to
+	 * sleep on as often as it takes. */
+	for (;;) {
+		pthread_mutex_lock(&dr.mx);
+		dr.stop = true;
+		pthread_cond_broadcast(&dr.cv);
+		for (size_t i = 0; i < dr.n; i++)
+			ap_ring_drain_wake(&dr.t[i].d);
+		pthread_mutex_unlock(&dr.mx);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		int e = pthread_timedjoin_np(dr.th, NULL, &ts);
+		if (e != ETIMEDOUT)
+			break;
+	}
+	pthread_cond_destroy(&dr.cv);
 	dr.on = false;
 	for (size_t i = 0; i < dr.n; i++) {
 		ap_ring_drain_close(&dr.t[i].d);
