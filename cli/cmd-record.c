@@ -332,6 +332,7 @@ int cmd_record(int argc, char **argv)
 	struct ap_compact_stream *stream = NULL;
 	int wrc = rec_wait_program(pid, &status, discard ? NULL : abs_out, &stream, &relay);
 	uint64_t end_ns = rec_mono_ns();
+	rec_drain_unwatch();
 	rec_relay_end(&relay);
 	if (wrc < 0) {
 		rec_drain_stop();

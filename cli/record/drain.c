@@ -29,6 +29,7 @@ static struct {
 	pthread_cond_t cv;	/* the sleep without a ring to sleep on: stop wakes it */
 	pthread_t th;
 	bool on, stop, quiet;
+	bool unwatch;		/* the program is gone: the watch is closed */
 	char *dir, *base;	/* the run's trace: its directory and name */
 	char *main_trace;	/* the run's trace as given */
 	uint64_t run_id;	/* the run's number: other runs' rings are theirs */
@@ -253,6 +254,14 @@ static void *drain_main(void *arg)
 			pthread_mutex_unlock(&dr.mx);
 			break;
 		}
+		if (dr.unwatch && watch >= 0) {
+			/* (closing it takes the kernel 8-16 ms: here, while record
+			 * finishes the trace, not at its end) */
+			pthread_mutex_unlock(&dr.mx);
+			close(watch);
+			watch = -1;
+			continue;
+		}
 		uint64_t now = mono_ns();
 		bool sweep = now - swept >= SCAN_NS;
 		if (sweep)
@@ -320,7 +329,7 @@ static void drain_thread(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&dr.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	dr.stop = false;
+	dr.stop = dr.unwatch = false;
 	dr.on = pthread_create(&dr.th, NULL, drain_main, NULL) == 0;
 }
 
@@ -380,6 +389,27 @@ void rec_drain_restart(void)
 	drain_thread();
 }
 
+/* Wakes the thread: wait, what stop and unwatch say is to be done. */
+static void drain_wake(void)
+{
+	pthread_cond_broadcast(&dr.cv);
+	for (size_t i = 0; i < dr.n; i++)
+		ap_ring_drain_wake(&dr.t[i].d);
+}
+
+/* The program has exited: the watch of the directory goes now (a forked
+ * child's ring is still found, by the directory's reads), so that record's
+ * end does not wait for its close. */
+void rec_drain_unwatch(void)
+{
+	if (!dr.on)
+		return;
+	pthread_mutex_lock(&dr.mx);
+	dr.unwatch = true;
+	drain_wake();
+	pthread_mutex_unlock(&dr.mx);
+}
+
 /* The thread stopped, the rings let go (record's end). */
 void rec_drain_stop(void)
 {
@@ -391,9 +421,7 @@ void rec_drain_stop(void)
 	for (;;) {
 		pthread_mutex_lock(&dr.mx);
 		dr.stop = true;
-		pthread_cond_broadcast(&dr.cv);
-		for (size_t i = 0; i < dr.n; i++)
-			ap_ring_drain_wake(&dr.t[i].d);
+		drain_wake();
 		pthread_mutex_unlock(&dr.mx);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);

@@ -151,6 +151,7 @@ void rec_drain_before_fork(void);
 void rec_drain_after_fork(bool child);
 void rec_drain_restart(void);
 void rec_drain_stop(void);
+void rec_drain_unwatch(void);
 bool rec_wait_released(const char *path);
 bool rec_pid_alive(pid_t pid);
 /* When this process started (/proc/self/stat's starttime, clock ticks
