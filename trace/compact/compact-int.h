@@ -186,6 +186,9 @@ unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
 unsigned compact_encode(const struct compactor *c, struct lane *L, struct pending *p,
 			const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
 			struct ap_chunk_counts *counts);
+/* At least the payload compact_encode_end would make of the chunk open
+ * in L now (its columns so far). */
+size_t compact_encode_bound(const struct lane *L);
 /* A thread written out drops its live map once no block is left in it. */
 void compact_live_shrink(struct pending *p);
 

@@ -363,6 +363,16 @@ unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
 	return flags;
 }
 
+size_t compact_encode_bound(const struct lane *L)
+{
+	const struct bytes *col = L->col;
+	/* the lengths, the sizes column either way, the times' planes (at
+	 * most twice their pairs), the gaps' last window */
+	size_t sizes = col[2].len > col[5].len ? col[2].len : col[5].len;
+	return 8 * AP_VARINT_MAX + col[0].len + col[1].len + sizes + 2 * col[3].len + col[4].len +
+	       col[6].len + 1 + col[7].len;
+}
+
 /* One thread's pending events ev (the thread's `base` the first) as one
  * EVENTS payload: compact_encode_begin, _feed and _end. */
 unsigned compact_encode(const struct compactor *c, struct lane *L, struct pending *p,

@@ -10,9 +10,8 @@
 
 #include "compact-int.h"
 
-/* Input bytes per output chunk (the re-encoding is never longer than its
- * input plus a few bytes: far under the format's limit), where the events
- * are held as jobs (several threads): larger chunks compressed loop64 no
+/* Input bytes per output chunk where the events are held as jobs
+ * (several threads): larger chunks compressed loop64 no
  * better and cost page faults for the events held. */
 #define COMPACT_INPUT (4u << 20)
 /* ...and where they are fed (fed(): one thread), which holds no events,
@@ -21,7 +20,8 @@
  * thread repeats itself: bench/realloc's trace 5,183 -> 4,761 bytes,
  * loop64 (20 M) 13,149 -> 11,755, sqlite3 125,518 -> 123,702, for 8 MB
  * more of columns while record compacts as the program runs. Half the
- * format's limit. */
+ * format's limit, but frees resolved can take more than twice their
+ * input: such a chunk is written early (FED_PAYLOAD_MAX). */
 #define FED_INPUT (8u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
  * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
@@ -257,45 +257,21 @@ static int give_job(struct compactor *c, struct pending *p)
 	return 0;
 }
 
-/* Streaming (one thread, no encoder threads): the thread's events are
- * encoded as they are decoded, into the compactor's lane, and only the
- * sampler's chunk in hand is held as events (40 bytes each: a chunk of
- * 4 MiB of input was ~1 M of them, 40-70 MB of fresh memory zeroed per
- * chunk, most of what record spent compacting sqlite3). The bytes are
- * those of encoding the chunk's events at once. A FREE a realloc made
- * that ends the batch waits for its ALLOC (they are one record). */
-static void feed_pending(struct compactor *c, struct pending *p)
-{
-	struct lane *L = &c->lane;
-	size_t n = p->nev;
-	if (!n)
-		return;
-	const struct ap_event *last = &p->ev[n - 1];
-	size_t keep = last->type == AP_EV_FREE && (last->flags & AP_EVF_FROM_REALLOC);
-	if (n == keep)
-		return;
-	if (!L->chunk.open)
-		compact_encode_begin(c, L, p, p->ev[0].ts, p->base);
-	compact_encode_feed(c, L, p, p->ev, n - keep, p->base, c->gaps);
-	p->base += n - keep;
-	if (keep)
-		p->ev[0] = p->ev[n - 1];
-	p->nev = keep;
-}
+/* A fed chunk is written early once its payload could pass this (the
+ * format's 16 MiB, less the counts and room for a slice of events): a
+ * FREE of a block allocated in an earlier chunk takes 2 bytes of the
+ * sampler's and up to 5 or more once resolved (its tag, its index, the
+ * block's stack and size), so 8 MiB of such frees made a payload of
+ * 21 MB, which the reader refuses. */
+#define FED_PAYLOAD_MAX (AP_CHUNK_MAX_PAYLOAD - (1u << 20))
+/* Events fed at a time between two looks at that bound (at most ~150
+ * bytes of columns each: 600 KiB). */
+#define FED_SLICE 4096u
 
-/* (last: the trace's end, where what is left is written) */
-static int flush_fed(struct compactor *c, struct pending *p, bool last)
+/* The chunk open in the lane written (last: the trace's end). */
+static int write_fed(struct compactor *c, struct pending *p, bool last)
 {
 	struct lane *L = &c->lane;
-	if (p->nev) {
-		if (!L->chunk.open)
-			compact_encode_begin(c, L, p, p->ev[0].ts, p->base);
-		compact_encode_feed(c, L, p, p->ev, p->nev, p->base, c->gaps);
-		p->base += p->nev;
-		p->nev = 0;
-	}
-	if (!L->chunk.open)
-		return 0;
 	struct ap_chunk_counts counts;
 	unsigned flags = compact_encode_end(L, p, c->gaps, &counts);
 	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts,
@@ -304,6 +280,67 @@ static int flush_fed(struct compactor *c, struct pending *p, bool last)
 	p->input = 0;
 	compact_live_shrink(p);
 	return rc;
+}
+
+/* The n events ev (the thread's p->base the first) fed to the chunk open
+ * in the lane (begun if none is), in slices, the chunk written whenever
+ * its payload nears the format's limit (never between a realloc's FREE
+ * and its ALLOC: one record). Where that happens depends on the events
+ * only, so a stream and the whole file write the same chunks. */
+static int feed_events(struct compactor *c, struct pending *p, const struct ap_event *ev,
+		       size_t n)
+{
+	struct lane *L = &c->lane;
+	for (size_t done = 0; done < n;) {
+		size_t m = n - done < FED_SLICE ? n - done : FED_SLICE;
+		const struct ap_event *e = &ev[done + m - 1];
+		if (done + m < n && e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) &&
+		    (e[1].flags & AP_EVF_REALLOC))
+			m++;
+		if (!L->chunk.open)
+			compact_encode_begin(c, L, p, ev[done].ts, p->base);
+		compact_encode_feed(c, L, p, ev + done, m, p->base, c->gaps);
+		p->base += m;
+		done += m;
+		if (compact_encode_bound(L) > FED_PAYLOAD_MAX && write_fed(c, p, false) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Streaming (one thread, no encoder threads): the thread's events are
+ * encoded as they are decoded, into the compactor's lane, and only the
+ * sampler's chunk in hand is held as events (40 bytes each: a chunk of
+ * 4 MiB of input was ~1 M of them, 40-70 MB of fresh memory zeroed per
+ * chunk, most of what record spent compacting sqlite3). The bytes are
+ * those of encoding the chunk's events at once. A FREE a realloc made
+ * that ends the batch waits for its ALLOC (they are one record). */
+static int feed_pending(struct compactor *c, struct pending *p)
+{
+	size_t n = p->nev;
+	if (!n)
+		return 0;
+	const struct ap_event *last = &p->ev[n - 1];
+	size_t keep = last->type == AP_EV_FREE && (last->flags & AP_EVF_FROM_REALLOC);
+	if (n == keep)
+		return 0;
+	int rc = feed_events(c, p, p->ev, n - keep);
+	if (keep)
+		p->ev[0] = p->ev[n - 1];
+	p->nev = keep;
+	return rc;
+}
+
+/* (last: the trace's end, where what is left is written) */
+static int flush_fed(struct compactor *c, struct pending *p, bool last)
+{
+	if (p->nev) {
+		int rc = feed_events(c, p, p->ev, p->nev);
+		p->nev = 0;
+		if (rc < 0)
+			return -1;
+	}
+	return c->lane.chunk.open ? write_fed(c, p, last) : 0;
 }
 
 static int flush_pending(struct compactor *c, struct pending *p, bool last)
@@ -477,7 +514,7 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 	p->input += len;
 	c->held += len;
 	if (!rc && fed(c))
-		feed_pending(c, p);
+		rc = feed_pending(c, p);
 	while (!rc && c->held > COMPACT_HELD) {
 		struct pending *big = &c->pend[0];
 		for (size_t i = 1; i < c->npend; i++)
