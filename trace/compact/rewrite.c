@@ -21,7 +21,7 @@
  * loop64 (20 M) 13,149 -> 11,755, sqlite3 125,518 -> 123,702, for 8 MB
  * more of columns while record compacts as the program runs. Half the
  * format's limit, but frees resolved can take more than twice their
- * input: such a chunk is written early (FED_PAYLOAD_MAX). */
+ * input: such a chunk is written early (COMPACT_PAYLOAD_MAX). */
 #define FED_INPUT (8u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
  * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
@@ -101,6 +101,31 @@ static void lane_release(struct lane *L)
 	memset(L, 0, sizeof(*L));
 }
 
+/* A job's chunk that the rest of its events do not fit in (its payload
+ * near the format's limit: compact_encode_part), written in the job's
+ * turn (k): the rest is encoded after it, in the same turn. -1: the
+ * writing failed, or stopped; nothing more of the job is written. */
+static int early_write(struct compactor *c, uint64_t k, struct pending *p, struct lane *L,
+		       unsigned flags, const struct ap_chunk_counts *counts)
+{
+	struct encoders *E = c->enc;
+	pthread_mutex_lock(&E->mu);
+	while (E->written != k && !E->quit && !E->failed)
+		pthread_cond_wait(&E->cv, &E->mu);
+	bool go = !E->failed && !E->quit;
+	pthread_mutex_unlock(&E->mu);
+	if (!go)
+		return -1;
+	if (compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, counts,
+				     L->payload.b, L->payload.len, false) == 0)
+		return 0;
+	pthread_mutex_lock(&E->mu);
+	E->failed = true;
+	E->err = *c->err;
+	pthread_mutex_unlock(&E->mu);
+	return -1;
+}
+
 /* An encoder thread: the oldest job not taken, once its thread's earlier
  * one is encoded; encoded in its lane; written in its turn. */
 static void *enc_main(void *arg)
@@ -124,7 +149,12 @@ static void *enc_main(void *arg)
 		struct ap_chunk_counts counts;
 		unsigned flags = 0;
 		if (!failed) {
-			flags = compact_encode(c, L, p, j.ev, j.nev, j.base, j.gaps, &counts);
+			size_t done = 0;
+			flags = compact_encode_part(c, L, p, j.ev, j.nev, j.base, j.gaps, &done,
+						    &counts);
+			while (done < j.nev && early_write(c, k, p, L, flags, &counts) == 0)
+				flags = compact_encode_part(c, L, p, j.ev, j.nev, j.base, j.gaps,
+							    &done, &counts);
 			compact_live_shrink(p);
 		}
 		pthread_mutex_lock(&E->mu);
@@ -257,17 +287,6 @@ static int give_job(struct compactor *c, struct pending *p)
 	return 0;
 }
 
-/* A fed chunk is written early once its payload could pass this (the
- * format's 16 MiB, less the counts and room for a slice of events): a
- * FREE of a block allocated in an earlier chunk takes 2 bytes of the
- * sampler's and up to 5 or more once resolved (its tag, its index, the
- * block's stack and size), so 8 MiB of such frees made a payload of
- * 21 MB, which the reader refuses. */
-#define FED_PAYLOAD_MAX (AP_CHUNK_MAX_PAYLOAD - (1u << 20))
-/* Events fed at a time between two looks at that bound (at most ~150
- * bytes of columns each: 600 KiB). */
-#define FED_SLICE 4096u
-
 /* The chunk open in the lane written (last: the trace's end). */
 static int write_fed(struct compactor *c, struct pending *p, bool last)
 {
@@ -292,17 +311,13 @@ static int feed_events(struct compactor *c, struct pending *p, const struct ap_e
 {
 	struct lane *L = &c->lane;
 	for (size_t done = 0; done < n;) {
-		size_t m = n - done < FED_SLICE ? n - done : FED_SLICE;
-		const struct ap_event *e = &ev[done + m - 1];
-		if (done + m < n && e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) &&
-		    (e[1].flags & AP_EVF_REALLOC))
-			m++;
+		size_t m = compact_encode_slice(ev, done, n);
 		if (!L->chunk.open)
 			compact_encode_begin(c, L, p, ev[done].ts, p->base);
 		compact_encode_feed(c, L, p, ev + done, m, p->base, c->gaps);
 		p->base += m;
 		done += m;
-		if (compact_encode_bound(L) > FED_PAYLOAD_MAX && write_fed(c, p, false) < 0)
+		if (compact_encode_bound(L) > COMPACT_PAYLOAD_MAX && write_fed(c, p, false) < 0)
 			return -1;
 	}
 	return 0;
@@ -357,11 +372,15 @@ static int flush_pending(struct compactor *c, struct pending *p, bool last)
 	if (c->enc) {
 		rc = give_job(c, p);
 	} else {
-		struct ap_chunk_counts counts;
-		unsigned flags = compact_encode(c, &c->lane, p, p->ev, p->nev, p->base, c->gaps, &counts);
-		rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid,
-					      &counts, c->lane.payload.b, c->lane.payload.len,
-					      false);
+		rc = 0;
+		for (size_t done = 0; !rc && done < p->nev;) {
+			struct ap_chunk_counts counts;
+			unsigned flags = compact_encode_part(c, &c->lane, p, p->ev, p->nev, p->base,
+							     c->gaps, &done, &counts);
+			rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid,
+						      &counts, c->lane.payload.b,
+						      c->lane.payload.len, false);
+		}
 		pending_shrink(c, p);
 	}
 	c->held -= p->input;
