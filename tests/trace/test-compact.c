@@ -1168,6 +1168,78 @@ static void resolved_corners(const char *path, uint32_t nthr)
 	ap_trace_free(ref);
 }
 
+/* Frees of blocks allocated in earlier chunks, each 2 bytes of the
+ * sampler's (its tag, an address 208 bytes on), resolved (the block's
+ * stack, one of 20,000 over 8192, and its size of 1 GiB: 10 bytes a
+ * FREE): a chunk of one thread took 8 MiB of them, of several threads
+ * 4 MiB, and made a payload over the format's 16 MiB, a trace the
+ * reader refused ("decompressed length ... exceeds"). The chunk is
+ * written early instead; streamed, the same bytes. nthr 2: a second
+ * thread's one block (the jobs path, not the fed one). */
+static void frees_fit(const char *path, uint32_t nthr)
+{
+	const size_t n = 2200000, nstacks = 30000;
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	struct ap_tw *tw = ap_tw_new(&h);
+	ap_tw_thread(tw, 1000, "main");
+	uint32_t *st = malloc(nstacks * sizeof(*st));
+	for (size_t j = 0; j < nstacks; j++) {
+		uint64_t pc = 0x401000 + 16 * j;
+		st[j] = ap_tw_stack(tw, &pc, 1);
+	}
+	uint64_t ts = 1000000000ull;
+	if (nthr > 1)
+		ap_tw_alloc(tw, 1001, ts, 1, AP_KIND_MALLOC, 0x90000000, 100, st[0]);
+	for (size_t i = 0; i < n; i++)
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x10000000 + 208 * i, (1u << 30) + 16,
+			    st[10000 + (i * 7919) % 20000]);
+	for (size_t i = 0; i < n; i++)
+		ap_tw_free(tw, 1000, ts, 0, 0x10000000 + 208 * i);
+	if (nthr > 1)
+		ap_tw_free(tw, 1001, ts, 1, 0x90000000);
+	free(st);
+	struct ap_tw_end end = {.end_ns = ts + 1};
+	ap_tw_end(tw, &end);
+	struct ap_error err;
+	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
+	size_t rn;
+	uint8_t *raw = slurp(path, &rn);
+	struct ap_compact_stats cs;
+	CHECK(ap_trace_compact(path, 3, &cs, &err) == 0, "%s", err.msg);
+	struct ap_trace *t = NULL;
+	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "frees resolved: %s", err.msg);
+	CHECK(t && ap_trace_load_events(t, &err) == 0, "frees resolved: %s", err.msg);
+	CHECK(t && t->nrecords == 2 * (n + nthr - 1), "frees resolved: %zu events",
+	      t ? (size_t)t->nrecords : (size_t)0);
+	ap_trace_free(t);
+	size_t wn;
+	uint8_t *wb = slurp(path, &wn);
+	/* streamed, 1 MiB at a time (several threads: given up, then whole) */
+	put_file(path, raw, 5, "wb");
+	struct ap_compact_stream *s = ap_compact_stream_start(path, 3);
+	for (size_t at = 5; s && at < rn;) {
+		size_t piece = rn - at < (1u << 20) ? rn - at : (1u << 20);
+		put_file(path, raw + at, piece, "ab");
+		at += piece;
+		if (ap_compact_stream_feed(s) < 0) {
+			CHECK(nthr > 1, "feed at %zu", at);
+			ap_compact_stream_abandon(s);
+			s = NULL;
+			put_file(path, raw, rn, "wb");
+			CHECK(ap_trace_compact(path, 3, &cs, &err) == 0, "%s", err.msg);
+		}
+	}
+	CHECK(!s || ap_compact_stream_finish(s, &cs, &err) == 0, "finish: %s", err.msg);
+	size_t gn;
+	uint8_t *gb = slurp(path, &gn);
+	CHECK(gn == wn && !memcmp(gb, wb, wn), "frees resolved: streamed %zu bytes, whole %zu",
+	      gn, wn);
+	free(gb);
+	free(wb);
+	free(raw);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/allocprof-compact-XXXXXX";
@@ -1236,6 +1308,8 @@ int main(void)
 	writers(path);
 	counts_checked(path);
 	stream_checks(path);
+	frees_fit(path, 1);
+	frees_fit(path, 2);
 	unlink(path);
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

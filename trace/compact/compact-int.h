@@ -175,17 +175,38 @@ int compact_decode_raw(struct compactor *c, size_t off, uint32_t tid, unsigned f
 
 /* encode.c: a thread's events as one EVENTS payload in L->payload (its
  * flags returned, its counts in *counts), begun at the time of its first
- * event (the thread's `base`), fed in one batch or many, ended; or all
- * at once (compact_encode). */
+ * event (the thread's `base`), fed in one batch or many, ended; or at
+ * once (compact_encode_part). */
 void compact_encode_begin(const struct compactor *c, struct lane *L, struct pending *p,
 			  uint64_t ts, uint64_t base);
 void compact_encode_feed(const struct compactor *c, struct lane *L, struct pending *p,
 			 const struct ap_event *ev, size_t nev, uint64_t base, bool gaps);
 unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
 			    struct ap_chunk_counts *counts);
-unsigned compact_encode(const struct compactor *c, struct lane *L, struct pending *p,
-			const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
-			struct ap_chunk_counts *counts);
+/* A chunk is written before its payload could pass this (the format's
+ * 16 MiB, less the counts and room for a slice of events): a FREE of a
+ * block allocated in an earlier chunk takes 2 bytes of the sampler's and
+ * 5 to 9 or more once resolved (its tag, its index, the block's stack and
+ * size), so a chunk's input does not bound its payload. */
+#define COMPACT_PAYLOAD_MAX (AP_CHUNK_MAX_PAYLOAD - (1u << 20))
+/* Events encoded between two looks at that bound (at most ~150 bytes of
+ * columns each: 600 KiB). */
+#define COMPACT_SLICE 4096u
+/* At least the payload compact_encode_end would make of the chunk open
+ * in L now (its columns so far). */
+size_t compact_encode_bound(const struct lane *L);
+/* How many events of ev from `done` (of n) to encode next: a slice, and
+ * never a realloc's FREE without its ALLOC (one record). */
+size_t compact_encode_slice(const struct ap_event *ev, size_t done, size_t n);
+/* The thread's events ev (the thread's `base` the first) from *done on,
+ * as one chunk: begun, fed in slices until they are all in or its
+ * payload nears COMPACT_PAYLOAD_MAX, ended; *done moves past those fed.
+ * A caller writes the chunk and calls again while *done < n: the bytes
+ * are those of compact_encode_begin, _feed and _end of them at once
+ * wherever the chunk stays under the bound. */
+unsigned compact_encode_part(const struct compactor *c, struct lane *L, struct pending *p,
+			     const struct ap_event *ev, size_t n, uint64_t base, bool gaps,
+			     size_t *done, struct ap_chunk_counts *counts);
 /* A thread written out drops its live map once no block is left in it. */
 void compact_live_shrink(struct pending *p);
 

@@ -363,14 +363,38 @@ unsigned compact_encode_end(struct lane *L, struct pending *p, bool gaps,
 	return flags;
 }
 
-/* One thread's pending events ev (the thread's `base` the first) as one
- * EVENTS payload: compact_encode_begin, _feed and _end. */
-unsigned compact_encode(const struct compactor *c, struct lane *L, struct pending *p,
-		       const struct ap_event *ev, size_t nev, uint64_t base, bool gaps,
-		       struct ap_chunk_counts *counts)
+size_t compact_encode_bound(const struct lane *L)
 {
-	compact_encode_begin(c, L, p, ev[0].ts, base);
-	compact_encode_feed(c, L, p, ev, nev, base, gaps);
+	const struct bytes *col = L->col;
+	/* the lengths, the sizes column either way, the times' planes (at
+	 * most twice their pairs), the gaps' last window */
+	size_t sizes = col[2].len > col[5].len ? col[2].len : col[5].len;
+	return 8 * AP_VARINT_MAX + col[0].len + col[1].len + sizes + 2 * col[3].len + col[4].len +
+	       col[6].len + 1 + col[7].len;
+}
+
+size_t compact_encode_slice(const struct ap_event *ev, size_t done, size_t n)
+{
+	size_t m = n - done < COMPACT_SLICE ? n - done : COMPACT_SLICE;
+	const struct ap_event *e = &ev[done + m - 1];
+	if (done + m < n && e->type == AP_EV_FREE && (e->flags & AP_EVF_FROM_REALLOC) &&
+	    (e[1].flags & AP_EVF_REALLOC))
+		m++;
+	return m;
+}
+
+unsigned compact_encode_part(const struct compactor *c, struct lane *L, struct pending *p,
+			     const struct ap_event *ev, size_t n, uint64_t base, bool gaps,
+			     size_t *done, struct ap_chunk_counts *counts)
+{
+	compact_encode_begin(c, L, p, ev[*done].ts, base + *done);
+	while (*done < n) {
+		size_t m = compact_encode_slice(ev, *done, n);
+		compact_encode_feed(c, L, p, ev + *done, m, base + *done, gaps);
+		*done += m;
+		if (compact_encode_bound(L) > COMPACT_PAYLOAD_MAX)
+			break;
+	}
 	return compact_encode_end(L, p, gaps, counts);
 }
 

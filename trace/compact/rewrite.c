@@ -10,9 +10,8 @@
 
 #include "compact-int.h"
 
-/* Input bytes per output chunk (the re-encoding is never longer than its
- * input plus a few bytes: far under the format's limit), where the events
- * are held as jobs (several threads): larger chunks compressed loop64 no
+/* Input bytes per output chunk where the events are held as jobs
+ * (several threads): larger chunks compressed loop64 no
  * better and cost page faults for the events held. */
 #define COMPACT_INPUT (4u << 20)
 /* ...and where they are fed (fed(): one thread), which holds no events,
@@ -21,7 +20,8 @@
  * thread repeats itself: bench/realloc's trace 5,183 -> 4,761 bytes,
  * loop64 (20 M) 13,149 -> 11,755, sqlite3 125,518 -> 123,702, for 8 MB
  * more of columns while record compacts as the program runs. Half the
- * format's limit. */
+ * format's limit, but frees resolved can take more than twice their
+ * input: such a chunk is written early (COMPACT_PAYLOAD_MAX). */
 #define FED_INPUT (8u << 20)
 /* Input held back over all threads: beyond it the biggest pending thread
  * is written (many threads must not hold 4 MiB, ~60 MB of events, each). */
@@ -101,6 +101,31 @@ static void lane_release(struct lane *L)
 	memset(L, 0, sizeof(*L));
 }
 
+/* A job's chunk that the rest of its events do not fit in (its payload
+ * near the format's limit: compact_encode_part), written in the job's
+ * turn (k): the rest is encoded after it, in the same turn. -1: the
+ * writing failed, or stopped; nothing more of the job is written. */
+static int early_write(struct compactor *c, uint64_t k, struct pending *p, struct lane *L,
+		       unsigned flags, const struct ap_chunk_counts *counts)
+{
+	struct encoders *E = c->enc;
+	pthread_mutex_lock(&E->mu);
+	while (E->written != k && !E->quit && !E->failed)
+		pthread_cond_wait(&E->cv, &E->mu);
+	bool go = !E->failed && !E->quit;
+	pthread_mutex_unlock(&E->mu);
+	if (!go)
+		return -1;
+	if (compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, counts,
+				     L->payload.b, L->payload.len, false) == 0)
+		return 0;
+	pthread_mutex_lock(&E->mu);
+	E->failed = true;
+	E->err = *c->err;
+	pthread_mutex_unlock(&E->mu);
+	return -1;
+}
+
 /* An encoder thread: the oldest job not taken, once its thread's earlier
  * one is encoded; encoded in its lane; written in its turn. */
 static void *enc_main(void *arg)
@@ -124,7 +149,12 @@ static void *enc_main(void *arg)
 		struct ap_chunk_counts counts;
 		unsigned flags = 0;
 		if (!failed) {
-			flags = compact_encode(c, L, p, j.ev, j.nev, j.base, j.gaps, &counts);
+			size_t done = 0;
+			flags = compact_encode_part(c, L, p, j.ev, j.nev, j.base, j.gaps, &done,
+						    &counts);
+			while (done < j.nev && early_write(c, k, p, L, flags, &counts) == 0)
+				flags = compact_encode_part(c, L, p, j.ev, j.nev, j.base, j.gaps,
+							    &done, &counts);
 			compact_live_shrink(p);
 		}
 		pthread_mutex_lock(&E->mu);
@@ -257,45 +287,10 @@ static int give_job(struct compactor *c, struct pending *p)
 	return 0;
 }
 
-/* Streaming (one thread, no encoder threads): the thread's events are
- * encoded as they are decoded, into the compactor's lane, and only the
- * sampler's chunk in hand is held as events (40 bytes each: a chunk of
- * 4 MiB of input was ~1 M of them, 40-70 MB of fresh memory zeroed per
- * chunk, most of what record spent compacting sqlite3). The bytes are
- * those of encoding the chunk's events at once. A FREE a realloc made
- * that ends the batch waits for its ALLOC (they are one record). */
-static void feed_pending(struct compactor *c, struct pending *p)
+/* The chunk open in the lane written (last: the trace's end). */
+static int write_fed(struct compactor *c, struct pending *p, bool last)
 {
 	struct lane *L = &c->lane;
-	size_t n = p->nev;
-	if (!n)
-		return;
-	const struct ap_event *last = &p->ev[n - 1];
-	size_t keep = last->type == AP_EV_FREE && (last->flags & AP_EVF_FROM_REALLOC);
-	if (n == keep)
-		return;
-	if (!L->chunk.open)
-		compact_encode_begin(c, L, p, p->ev[0].ts, p->base);
-	compact_encode_feed(c, L, p, p->ev, n - keep, p->base, c->gaps);
-	p->base += n - keep;
-	if (keep)
-		p->ev[0] = p->ev[n - 1];
-	p->nev = keep;
-}
-
-/* (last: the trace's end, where what is left is written) */
-static int flush_fed(struct compactor *c, struct pending *p, bool last)
-{
-	struct lane *L = &c->lane;
-	if (p->nev) {
-		if (!L->chunk.open)
-			compact_encode_begin(c, L, p, p->ev[0].ts, p->base);
-		compact_encode_feed(c, L, p, p->ev, p->nev, p->base, c->gaps);
-		p->base += p->nev;
-		p->nev = 0;
-	}
-	if (!L->chunk.open)
-		return 0;
 	struct ap_chunk_counts counts;
 	unsigned flags = compact_encode_end(L, p, c->gaps, &counts);
 	int rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid, &counts,
@@ -304,6 +299,63 @@ static int flush_fed(struct compactor *c, struct pending *p, bool last)
 	p->input = 0;
 	compact_live_shrink(p);
 	return rc;
+}
+
+/* The n events ev (the thread's p->base the first) fed to the chunk open
+ * in the lane (begun if none is), in slices, the chunk written whenever
+ * its payload nears the format's limit (never between a realloc's FREE
+ * and its ALLOC: one record). Where that happens depends on the events
+ * only, so a stream and the whole file write the same chunks. */
+static int feed_events(struct compactor *c, struct pending *p, const struct ap_event *ev,
+		       size_t n)
+{
+	struct lane *L = &c->lane;
+	for (size_t done = 0; done < n;) {
+		size_t m = compact_encode_slice(ev, done, n);
+		if (!L->chunk.open)
+			compact_encode_begin(c, L, p, ev[done].ts, p->base);
+		compact_encode_feed(c, L, p, ev + done, m, p->base, c->gaps);
+		p->base += m;
+		done += m;
+		if (compact_encode_bound(L) > COMPACT_PAYLOAD_MAX && write_fed(c, p, false) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Streaming (one thread, no encoder threads): the thread's events are
+ * encoded as they are decoded, into the compactor's lane, and only the
+ * sampler's chunk in hand is held as events (40 bytes each: a chunk of
+ * 4 MiB of input was ~1 M of them, 40-70 MB of fresh memory zeroed per
+ * chunk, most of what record spent compacting sqlite3). The bytes are
+ * those of encoding the chunk's events at once. A FREE a realloc made
+ * that ends the batch waits for its ALLOC (they are one record). */
+static int feed_pending(struct compactor *c, struct pending *p)
+{
+	size_t n = p->nev;
+	if (!n)
+		return 0;
+	const struct ap_event *last = &p->ev[n - 1];
+	size_t keep = last->type == AP_EV_FREE && (last->flags & AP_EVF_FROM_REALLOC);
+	if (n == keep)
+		return 0;
+	int rc = feed_events(c, p, p->ev, n - keep);
+	if (keep)
+		p->ev[0] = p->ev[n - 1];
+	p->nev = keep;
+	return rc;
+}
+
+/* (last: the trace's end, where what is left is written) */
+static int flush_fed(struct compactor *c, struct pending *p, bool last)
+{
+	if (p->nev) {
+		int rc = feed_events(c, p, p->ev, p->nev);
+		p->nev = 0;
+		if (rc < 0)
+			return -1;
+	}
+	return c->lane.chunk.open ? write_fed(c, p, last) : 0;
 }
 
 static int flush_pending(struct compactor *c, struct pending *p, bool last)
@@ -320,11 +372,15 @@ static int flush_pending(struct compactor *c, struct pending *p, bool last)
 	if (c->enc) {
 		rc = give_job(c, p);
 	} else {
-		struct ap_chunk_counts counts;
-		unsigned flags = compact_encode(c, &c->lane, p, p->ev, p->nev, p->base, c->gaps, &counts);
-		rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid,
-					      &counts, c->lane.payload.b, c->lane.payload.len,
-					      false);
+		rc = 0;
+		for (size_t done = 0; !rc && done < p->nev;) {
+			struct ap_chunk_counts counts;
+			unsigned flags = compact_encode_part(c, &c->lane, p, p->ev, p->nev, p->base,
+							     c->gaps, &done, &counts);
+			rc = compact_write_compressed(c, AP_CHUNK_EVENTS, (uint8_t)flags, p->tid,
+						      &counts, c->lane.payload.b,
+						      c->lane.payload.len, false);
+		}
 		pending_shrink(c, p);
 	}
 	c->held -= p->input;
@@ -477,7 +533,7 @@ int compact_events(struct compactor *c, size_t off, uint32_t tid, unsigned flags
 	p->input += len;
 	c->held += len;
 	if (!rc && fed(c))
-		feed_pending(c, p);
+		rc = feed_pending(c, p);
 	while (!rc && c->held > COMPACT_HELD) {
 		struct pending *big = &c->pend[0];
 		for (size_t i = 1; i < c->npend; i++)
