@@ -56,6 +56,19 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* clk's time ns from now (a deadline for the timed waits below). */
+static struct timespec deadline_in(clockid_t clk, long ns)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	ts.tv_nsec += ns;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 static bool known(const char *path)
 {
 	for (size_t i = 0; i < dr.n; i++)
@@ -304,13 +317,7 @@ static void *drain_main(void *arg)
 			/* (the mapping stays: only this thread unmaps) */
 			ap_ring_drain_sleep(&sleeper, ms);
 		} else {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += (long)ms * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			struct timespec ts = deadline_in(CLOCK_MONOTONIC, (long)ms * 1000000);
 			pthread_mutex_lock(&dr.mx);
 			if (!dr.stop)
 				pthread_cond_timedwait(&dr.cv, &dr.mx, &ts);
@@ -423,13 +430,8 @@ void rec_drain_stop(void)
 		dr.stop = true;
 		drain_wake();
 		pthread_mutex_unlock(&dr.mx);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		/* (pthread_timedjoin_np's clock is CLOCK_REALTIME) */
+		struct timespec ts = deadline_in(CLOCK_REALTIME, 1000000);
 		int e = pthread_timedjoin_np(dr.th, NULL, &ts);
 		if (e != ETIMEDOUT)
 			break;
