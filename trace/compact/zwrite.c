@@ -96,9 +96,13 @@ static int emit_chunk(struct compactor *c, struct ap_error *err, uint8_t type, u
  * 15 on a chunk of a few MB asks for 2^22-2^23 (a 67 MB workspace,
  * zeroed at its first use: most of record's page faults on sqlite3);
  * 2^20 left every bench trace within 1 % of its size and record's peak
- * at 31 MB instead of 89. Below either bound zstd's own tables are
- * smaller than that (setting it there would raise them). */
-#define ZTABLE_LEVEL 10
+ * at 31 MB instead of 89. Level 9 (AP_COMPACT_LAST_LEVEL) asks for
+ * 2^21 hash entries and a row table beside them: a workspace the
+ * level-15 one did not hold, made anew and zeroed while the user waited
+ * for record's end (12 ms of page faults at bench/realloc's); capped, it
+ * fits in the one the earlier chunks warmed. Below level 9 zstd's own
+ * tables are smaller than that (setting it there would raise them). */
+#define ZTABLE_LEVEL 9
 #define ZTABLE_MIN_INPUT (256u << 10)
 #define ZTABLE_LOG 20
 
