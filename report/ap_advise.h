@@ -442,6 +442,9 @@ struct ap_advice {
 	 * AP_MEASURE_MAX_EVENTS) took (0: not cut so). */
 	double measure_full_run_ns;
 	uint64_t measure_probe_events;
+	/* The share was cut where its replay would hold more than
+	 * AP_MEASURE_LIVE_BYTES for its live blocks (ap_script_cut_bytes). */
+	bool measure_cut_bytes;
 	double measure_wall_ns;
 	/* The share of each new block's bytes whose pages the replay's first
 	 * write faulted in (ap_measure_opts.touch): 1, all, unless the
@@ -523,8 +526,10 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *
 
 /* A measured replay builds its script in memory (16 bytes an op) and
  * replays it per variant and round: a longer run is measured on its first
- * this many events. */
-#define AP_MEASURE_MAX_EVENTS (UINT64_C(32) << 20)
+ * this many events, or fewer (AP_MEASURE_LIVE_BYTES). With 32 M, advise
+ * on bench/report.sh's loop64 trace (200 M events) held 534 MB; with
+ * this, 218 MB. */
+#define AP_MEASURE_MAX_EVENTS (UINT64_C(12) << 20)
 /* When one replay of the run takes so long that min_rounds rounds of the
  * baseline and the first AP_MEASURE_FIT_SITES sites would not fit in the
  * budget, the run's first events are replayed, as many as fit, but never

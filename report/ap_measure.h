@@ -26,12 +26,24 @@
 struct ap_script;
 struct ap_replay_join;
 
+/* The most the replay that builds a script (ap_script_build) holds for
+ * the blocks live at once, about 120 bytes each (its block, its slots in
+ * the live map as it doubles, the object's place in the script's
+ * builder): python3 building a JSON of 1.15 M items, 16 M blocks live at
+ * the end, held 1.1 GB of them and 512 MB of ops on the first 32 M
+ * events, where the walk of its model takes 200 MB; its script now stops
+ * at 800 K blocks live (216 MB in all). */
+#define AP_MEASURE_LIVE_BYTES (UINT64_C(96) << 20)
+#define AP_MEASURE_LIVE_BLOCK 120
+
 /* Builds the script of t's events: site_of_stack (t->nstacks entries,
  * UINT32_MAX for none) names each birth's site; cycles (ascending
  * positions in the merged stream, as ap_advise_cycles gives them) are
  * where the pool cycles. With more than max_events events (0: no limit),
- * the script is of the first max_events (ap_script_events says how
- * many). Returns NULL with err set when t is sampled (a sampled trace
+ * the script is of the first max_events, or of fewer where the replay
+ * that builds it would hold more than AP_MEASURE_LIVE_BYTES for its live
+ * blocks (ap_script_events says how many, ap_script_cut_bytes whether
+ * that bound cut it). Returns NULL with err set when t is sampled (a sampled trace
  * does not hold the sequence), or when its replay would need more than
  * half the memory available. */
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
@@ -43,6 +55,7 @@ void ap_script_free(struct ap_script *s);
 uint64_t ap_script_ops(const struct ap_script *s);
 uint64_t ap_script_bytes(const struct ap_script *s);
 uint64_t ap_script_events(const struct ap_script *s);
+bool ap_script_cut_bytes(const struct ap_script *s);
 /* The recorded threads it replays, a runner thread each. */
 unsigned ap_script_threads(const struct ap_script *s);
 /* The program's time between its calls that the script's WORK ops spin

@@ -87,6 +87,9 @@ struct builder {
 	size_t nsync, sync_alloc;
 	uint64_t limit;		/* events replayed: the first `limit` */
 	bool cut;		/* past them */
+	bool cut_bytes;		/* cut there by AP_MEASURE_LIVE_BYTES */
+	bool stopped;		/* the replay stopped at the cut (b_stop) */
+	uint64_t nlive;		/* objects live in the replay now */
 	double steps_per_ns;	/* ap_work's speed (0: the gaps are not replayed) */
 	uint64_t work_steps;	/* WORK steps in the script */
 	bool naps;		/* long gaps become SLEEP ops (b_naps) */
@@ -106,6 +109,7 @@ struct nap {
 struct ap_script {
 	int fd;
 	uint64_t events;	/* the trace's events it replays (the first ones) */
+	bool cut_bytes;		/* fewer than asked: AP_MEASURE_LIVE_BYTES */
 	double work_ns;		/* the program's time between calls its WORK ops spin */
 	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
 	uint64_t ops, bytes;
@@ -122,11 +126,26 @@ static uint64_t emit(struct builder *b, uint32_t thread, uint32_t w, uint32_t sl
 	return s->n++;
 }
 
+/* The replay stops at the cut: the events past it would only grow its
+ * live map (ap_replay_ops.failed, asked after each batch). */
+static int b_stop(void *ctx, struct ap_error *err)
+{
+	struct builder *b = ctx;
+	if (!b->cut)
+		return 0;
+	b->stopped = true;
+	return ap_error_set(err, "(the script's events end here)");
+}
+
 static void b_event(void *ctx, size_t i, const struct ap_event *e)
 {
 	struct builder *b = ctx;
 	uint32_t th = e->thread;
-	if (i >= b->limit) {
+	if (i >= b->limit || b->nlive * AP_MEASURE_LIVE_BLOCK > AP_MEASURE_LIVE_BYTES) {
+		if (i < b->limit) {
+			b->limit = i;
+			b->cut_bytes = true;
+		}
 		b->cut = true;
 		return;
 	}
@@ -305,6 +324,7 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 	o->slot = slot;
 	o->thread = e->thread;
 	o->op = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	b->nlive++;
 	b->live += blk->size;
 	if (b->live > b->peak)
 		b->peak = b->live;
@@ -345,6 +365,7 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 		owner->xf[owner->nxf % XF_RING].op = op;
 		owner->nxf++;
 	}
+	b->nlive--;
 	b->live -= blk->size;
 	struct sthread *s = &b->th[e->thread];
 	AP_ALLOC_GROW(s->free_slots, s->nfree + 1, s->free_alloc);
@@ -448,9 +469,10 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		.alloc = b_alloc,
 		.grow = b_grow,
 		.free = b_free,
+		.failed = b_stop,
 	};
 	struct ap_replay_consumer c = { &ops, &b };
-	if (ap_replay_joined(t, joins, njoins, &c, 1, NULL, err) < 0)
+	if (ap_replay_joined(t, joins, njoins, &c, 1, NULL, err) < 0 && !b.stopped)
 		goto out;
 	b_naps(&b);
 
@@ -512,6 +534,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s = ap_xcalloc(1, sizeof(*s));
 	s->fd = fd;
 	s->events = b.limit;
+	s->cut_bytes = b.cut_bytes;
 	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
 	s->sleep_ns = b.sleep_ns;
 	s->ops = b.nops;
@@ -557,6 +580,11 @@ uint64_t ap_script_sleep_ns(const struct ap_script *s)
 uint64_t ap_script_events(const struct ap_script *s)
 {
 	return s->events;
+}
+
+bool ap_script_cut_bytes(const struct ap_script *s)
+{
+	return s->cut_bytes;
 }
 
 unsigned ap_script_threads(const struct ap_script *s)

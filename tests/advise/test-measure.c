@@ -687,6 +687,50 @@ static void test_budget_events(void)
 	   (double)AP_MEASURE_MIN_EVENTS);
 }
 
+/* A run that keeps `live` blocks at once (each allocated, all freed at
+ * the end), and the script of it. */
+static struct ap_script *kept_script(uint64_t live, uint64_t *nev)
+{
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
+	uint64_t ts = START + 1000;
+	for (uint64_t i = 0; i < live; i++)
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000 + 16 * i, 8, st);
+	for (uint64_t i = 0; i < live; i++)
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000 + 16 * i);
+	struct ap_trace *t = synth_finish(tw, ts);
+	*nev = t->nev;
+	struct ap_script *s = site0_script(t, "kept");
+	ap_trace_free(t);
+	return s;
+}
+
+/* The script stops where its replay would keep more than
+ * AP_MEASURE_LIVE_BYTES for the blocks live at once (python3 building a
+ * JSON held 1.1 GB of them for advise): at the event that would make one
+ * block more live; a run that stays under it is replayed whole. */
+static void test_live_bound(void)
+{
+	const uint64_t most = AP_MEASURE_LIVE_BYTES / AP_MEASURE_LIVE_BLOCK;
+	uint64_t nev;
+	struct ap_script *s = kept_script(most + 1000, &nev);
+	if (s) {
+		CHECK(ap_script_cut_bytes(s), "live bound: the script was not cut");
+		/* events 0..most-1 made `most` blocks live: the next would be
+		 * past the bound */
+		EQ("live bound: events", ap_script_events(s), most + 1);
+		/* each an ALLOC op, and a SYNC at each window after the first */
+		EQ("live bound: ops", ap_script_ops(s), most + 1 + most / AP_RS_WINDOW);
+		ap_script_free(s);
+	}
+	s = kept_script(most - 1000, &nev);
+	if (s) {
+		CHECK(!ap_script_cut_bytes(s), "under the live bound: cut");
+		EQ("under the live bound: events", ap_script_events(s), nev);
+		ap_script_free(s);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -700,6 +744,7 @@ int main(int argc, char **argv)
 	test_growth_by_copy();
 	test_touch();
 	test_budget_events();
+	test_live_bound();
 	test_handoff();
 	test_slack();
 	test_targeted_wakes();
