@@ -344,6 +344,29 @@ json_t *ap_diff_json(const struct ap_view *bv, const struct ap_view *nv,
 	return root;
 }
 
+/* A limit passed on a sampled trace's values may be chance: two runs of
+ * the same program, sampled, differ at a node by about 1/sqrt(its
+ * samples) (a node of 40 samples: 16% either way, and a gate of +10%
+ * tripped on 9 of 15 pairs of runs of one unchanged program). Said once
+ * after the limits passed, naming the sampled traces; the peak is left
+ * out (the sampler counts it to within a few kB). */
+static void note_sampled_gate(const struct ap_view *bv, const struct ap_view *nv,
+			      const char *base, const char *new, const struct limit *limits,
+			      size_t nlimits)
+{
+	bool on_values = false;
+	for (size_t k = 0; k < nlimits; k++)
+		on_values |= limits[k].of != LIMIT_PEAK;
+	bool bs = bv->trace->rate > 1, ns = nv->trace->rate > 1;
+	if (!on_values || (!bs && !ns))
+		return;
+	ap_say("note: diff: %s%s%s %s sampled: %s values are estimates that differ from run "
+	       "to run by about 1/sqrt(samples) at a node, so a limit can be passed by chance; "
+	       "record both with --all for a gate",
+	       bs ? base : "", bs && ns ? " and " : "", ns ? new : "", bs && ns ? "are" : "is",
+	       bs && ns ? "their" : "its");
+}
+
 /* The peak in-use bytes of a trace as stats prints it: exact, counted
  * by the sampler, or the samples' estimate (ap_view_peak), into *out.
  * Returns 0, or -1 with err set (ap_trace_totals). */
@@ -485,6 +508,8 @@ int cmd_diff(int argc, char **argv)
 		json_decref(root);
 	if (rc == AP_EXIT_OK && failed)
 		rc = AP_EXIT_FAIL;
+	if (rc == AP_EXIT_FAIL)
+		note_sampled_gate(&bv, &nv, argv[optind], argv[optind + 1], limits, nlimits);
 	ap_view_release(&bv);
 	ap_view_release(&nv);
 	return rc;

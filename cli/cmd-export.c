@@ -108,6 +108,32 @@ int ap_write_output(const char *path, const struct ap_buf *b)
 	return ok ? 0 : -1;
 }
 
+int ap_check_output(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return 0;
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			ap_say("%s: %s", path, strerror(EISDIR));
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode))
+			return 0;	/* a device or a FIFO, written in place */
+	}
+	/* a new file, or one replaced by a rename: its directory must take it */
+	char *copy = ap_xstrdup(path);
+	char *slash = strrchr(copy, '/');
+	const char *dir = !slash ? "." : slash == copy ? "/" : (*slash = 0, copy);
+	int rc = 0;
+	if (access(dir, W_OK | X_OK) < 0) {
+		ap_say("%s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	free(copy);
+	return rc;
+}
+
 const char *ap_output_away_from_tty(const char *path, const char *prefix, const char *ext,
 				    struct ap_buf *name)
 {
@@ -233,6 +259,10 @@ int cmd_export(int argc, char **argv)
 	}
 	if (fmt == FMT_PPROF && !strcmp(output, "-") && isatty(STDOUT_FILENO)) {
 		ap_say("export: not writing a gzip'd profile to a terminal (use -o PATH)");
+		ap_buf_release(&defpath);
+		return AP_EXIT_FAIL;
+	}
+	if (ap_check_output(output) < 0) {
 		ap_buf_release(&defpath);
 		return AP_EXIT_FAIL;
 	}

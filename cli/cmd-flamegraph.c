@@ -367,6 +367,8 @@ int cmd_flamegraph(int argc, char **argv)
 		return ap_usage_error("flamegraph", "--by-process: one graph shows one run; draw a "
 				      "process's trace with --no-children");
 
+	if (ap_check_output(output) < 0)
+		return AP_EXIT_FAIL;
 	struct ap_view v;
 	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc)

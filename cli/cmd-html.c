@@ -587,6 +587,8 @@ int cmd_html(int argc, char **argv)
 
 	/* Not on a terminal: a new report001.html, as flamegraph does. A
 	 * bad trace is found before the file is made. */
+	if (ap_check_output(output) < 0)
+		return AP_EXIT_FAIL;
 	struct ap_view v, bv;
 	int rc = ap_view_load(&v, argv + optind, (size_t)(argc - optind), &o);
 	if (rc)

@@ -40,6 +40,13 @@ int ap_run_report_child(char **argv);
  * Returns 0, or -1 after printing the error. */
 int ap_write_output(const char *path, const struct ap_buf *b);
 
+/* Whether ap_write_output could write `path` (NULL or "-": standard
+ * output, always): checked before a trace is read and replayed, so that
+ * an output that cannot be written is said alone, as the first line, and
+ * not after the notes and the work of a view. Returns 0, or -1 after
+ * printing "PATH: why" as ap_write_output would. */
+int ap_check_output(const char *path);
+
 /* As pprof's awayFromTTY: a picture bound for standard output ("-")
  * when that is a terminal goes to a new file in the current directory
  * instead, the first of PREFIX001.EXT, PREFIX002.EXT, ... that does not

@@ -455,11 +455,26 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
 	return rc;
 }
 
+/* Each warning is said once per command: a run of several processes is
+ * viewed process by process (advise always, the others with --by-process),
+ * each with a symbolizer of its own that finds the same module without
+ * line information again, and a run of twelve shell children would
+ * otherwise say so twelve times. */
 void ap_view_warnings(const struct ap_view *v)
 {
+	static char **said;
+	static size_t nsaid, asaid;
 	const char *const *w = ap_sym_warnings(v->sym);
-	for (; w && *w; w++)
+	for (; w && *w; w++) {
+		bool again = false;
+		for (size_t i = 0; i < nsaid && !again; i++)
+			again = !strcmp(said[i], *w);
+		if (again)
+			continue;
+		AP_ALLOC_GROW(said, nsaid + 1, asaid);
+		said[nsaid++] = ap_xstrdup(*w);
 		ap_say("warning: %s", *w);
+	}
 }
 
 struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, double sd)

@@ -1,6 +1,9 @@
 /* record/launch.c: `allocprof record`, finding the program and the sampler, and starting the program (record-int.h). */
 #include "record-int.h"
 
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
 /* The program as execvp would find it: into `out`, or -1 with errno. */
 int ap_find_program(const char *prog, char *out, size_t len)
 {
@@ -64,6 +67,28 @@ bool rec_missing_interpreter(const char *path, char *out, size_t len)
 	return access(out, F_OK) < 0;
 }
 
+/* Why exec would run the program in secure-execution mode (AT_SECURE),
+ * where the dynamic linker ignores LD_PRELOAD, or NULL. The kernel sets
+ * it when the exec changes the effective user or group from the real one
+ * (commoncap's __is_setuid/__is_setgid), or, for all but root, when the
+ * file's capabilities raise the process's: a set-user-ID bit alone
+ * (a program owned by the user who runs it, a set-user-ID-root one run
+ * by root, a file on a nosuid mount) changes nothing, and the program is
+ * recorded as any other. */
+static const char *secure_exec_why(const char *path, const struct stat *st)
+{
+	struct statvfs vfs;
+	if (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID))
+		return NULL;
+	if ((st->st_mode & S_ISUID) && st->st_uid != getuid())
+		return "setuid";
+	if ((st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP) && st->st_gid != getgid())
+		return "setgid";
+	if (getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+		return "file capabilities";
+	return NULL;
+}
+
 /* Refuses programs LD_PRELOAD cannot reach. Returns 0, or -1 after one line
  * on stderr. */
 int ap_check_program(const char *shown, const char *path)
@@ -81,9 +106,9 @@ int ap_check_program(const char *shown, const char *path)
 		ap_say("%s: not executable: %s", shown, strerror(errno));
 		return -1;
 	}
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
-		ap_say("%s: %s: secure-execution mode ignores LD_PRELOAD", shown,
-			   st.st_mode & S_ISUID ? "setuid" : "setgid");
+	const char *secure = secure_exec_why(path, &st);
+	if (secure) {
+		ap_say("%s: %s: secure-execution mode ignores LD_PRELOAD", shown, secure);
 		return -1;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

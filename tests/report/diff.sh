@@ -6,7 +6,8 @@
 # The gate: a relative limit with an absolute floor (AND), sizes with
 # units, limits on the total and on the peak (against the report
 # fixture's trace, whose peak is far higher), several limits OR'ed; exit
-# 2, not 1, when a trace cannot be read.
+# 2, not 1, when a trace cannot be read; a note when a limit passed on a
+# sampled trace's estimates.
 # usage: diff.sh ALLOCPROF DIFFSITE MKTRACE
 set -u
 ap=$1 prog=$2 mktrace=$3
@@ -93,4 +94,11 @@ peak=$("$ap" stats --json "$tmp/fx.trace" | /usr/bin/python3 -c 'import json,sys
 [ $? = 1 ] && grep -qx "allocprof: diff: the run: peak in-use bytes rose from 256B to .* above peak=+10%,+16kB" "$tmp/err" ||
 	{ bad "peak gate (fixture peak $peak)"; cat "$tmp/err"; }
 "$ap" diff --fail-above peak=+10%,+32kB "$tmp/a.trace" "$tmp/fx.trace" >/dev/null 2>&1 || bad "peak gate with a 32kB floor"
+# a limit passed on a sampled trace's values says that they are estimates
+# (a gate on them trips by chance); none is said for --all traces above
+"$ap" record -q --rate 4K -o "$tmp/s.trace" "$prog" 2 >/dev/null || bad "record sampled"
+"$ap" diff --fail-above alloc_space=+10%,+1kB "$tmp/a.trace" "$tmp/s.trace" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && [ "$(grep -c '^allocprof: note: diff: ' "$tmp/err")" = 1 ] &&
+	tail -n 1 "$tmp/err" | grep -q "^allocprof: note: diff: $tmp/s.trace is sampled: its values are estimates .* record both with --all for a gate$" ||
+	{ bad "a limit passed on a sampled trace: no note that it is sampled"; cat "$tmp/err"; }
 exit $fail
