@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ap_check.h"
@@ -179,15 +180,28 @@ static int write_slowly(const char *path, long ms)
 	snprintf(bpath, sizeof(bpath), "%s%s", path, AP_BUFFERS_SUFFIX);
 	make_trace(&data, &len, cut, limit);
 	struct timespec pause = {ms / 1000, ms % 1000 * 1000000};
+	/* The buffers file first, mapped while this process writes, as the
+	 * sampler's is for its process's life (record's drain appends what
+	 * its ring holds): a trace with neither a buffers file nor a writer's
+	 * lock is one finished or left, and a reader that found the first
+	 * part before the buffers file read it so (tui --follow on a loaded
+	 * machine: a truncated trace, or one finished a second time) */
+	write_buffers(bpath, limit[0]);
+	int bfd = open(bpath, O_RDONLY | O_CLOEXEC);
+	void *map = bfd < 0 ? MAP_FAILED : mmap(NULL, 2 * AP_BUFFERS_PAGE, PROT_READ, MAP_SHARED, bfd, 0);
+	CHECK(map != MAP_FAILED, "map %s", bpath);
+	if (bfd >= 0)
+		close(bfd);
 	/* (as the sampler does: a chunk in the file, then its buffer empty) */
 	write_at(path, data, cut[0], false);
-	write_buffers(bpath, limit[0]);
 	nanosleep(&pause, NULL);
 	write_at(path, data + cut[0], cut[1] - cut[0], true);
 	write_buffers(bpath, limit[1]);
 	nanosleep(&pause, NULL);
 	write_at(path, data + cut[1], len - cut[1], true);
 	unlink(bpath);
+	if (map != MAP_FAILED)
+		munmap(map, 2 * AP_BUFFERS_PAGE);
 	free(data);
 	return failures != 0;
 }
