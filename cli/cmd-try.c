@@ -47,7 +47,8 @@ static void try_usage(FILE *f)
 	fputs("usage: allocprof try [OPTIONS] TRACE [-- PROGRAM ARGS...]\n\n"
 	      "Runs the program of TRACE (its recorded command line, or PROGRAM ARGS)\n"
 	      "with the allocation sites advise says to pool (or is unsure of: its\n"
-	      "replay faulted where the program did not) served by a real pool\n"
+	      "replay faulted where the program did not, or the pool hands blocks\n"
+	      "much larger than asked for) served by a real pool\n"
 	      "(pool/vpool.h, with the cap or size classes advise measured, cycled as\n"
 	      "its model cycles), with no change to the program: a preloaded library\n"
 	      "recognizes the sites' call instructions. Runs a baseline (the same\n"
@@ -66,7 +67,7 @@ static void try_usage(FILE *f)
 	      "                       its --json `site`), its `site_id`, or a function that\n"
 	      "                       names one site; repeatable (default: every site\n"
 	      "                       advise says to pool, or is unsure of: replay\n"
-	      "                       faults)\n"
+	      "                       faults, larger blocks)\n"
 	      "  --runs N             rounds of runs, each the baseline, every site and the\n"
 	      "                       program once (default 8; 6 or more give a 95%\n"
 	      "                       interval)\n"
@@ -1164,7 +1165,7 @@ static const struct ap_advise_site *find_site(const struct ap_advice *a, const c
 static bool pool_verdict(enum ap_verdict v)
 {
 	return v == AP_VERDICT_POOL || v == AP_VERDICT_POOL_CAP || v == AP_VERDICT_SIZE_CLASSES ||
-	       v == AP_VERDICT_FAULTS;
+	       v == AP_VERDICT_FAULTS || v == AP_VERDICT_LARGER;
 }
 
 /* The walk's stops for a config that lists the sites ts: the frame of

@@ -307,6 +307,7 @@ r_get(struct replay *rp, struct site_run *s, struct pos pos, uint64_t ts, uint32
 	if (o.cap >= size) {
 		r->allocs_avoided++;
 		r->alloc_bytes_avoided += (double)size;
+		r->hit_cap_bytes += (double)o.cap;
 		r->time_saved_ns += c->malloc_free_ns + fresh_ns(rp, c, size) - pool_ns;
 		return o.cap;
 	}
@@ -1407,7 +1408,7 @@ static void scale_result(struct ap_replay_result *r, double k)
 {
 	double *counts[] = {
 		&r->gets, &r->misses, &r->small_hits, &r->allocs_avoided,
-		&r->alloc_bytes_avoided, &r->reallocs, &r->reallocs_avoided,
+		&r->alloc_bytes_avoided, &r->hit_cap_bytes, &r->reallocs, &r->reallocs_avoided,
 		&r->realloc_bytes_avoided, &r->escaped, &r->puts, &r->dropped_cap,
 		&r->lost_cycle, &r->lost_pchange, &r->lost_exit, &r->time_saved_ns,
 		&r->pooled_at_exit,

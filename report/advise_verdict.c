@@ -71,6 +71,26 @@
  * verdict's sign ("Session 23"). */
 #define WAIT_MOVE 0.5
 
+/* A pool that hands blocks this many times the size requested, on
+ * average over its hits (it keeps each object at the largest size it
+ * reached, and a hit too small is dropped for a block of the request's
+ * size, so where one site's sizes vary widely it keeps the big ones),
+ * and whose replay's peak memory was this much above the baseline's,
+ * measured a saving the program need not have: the replay writes a line
+ * and a byte a page of each new block, and a program that writes or
+ * reads its blocks whole goes through that much more memory with the
+ * pool. bench/twins' relay (records of 1-8 KiB, 1,024 in flight, each
+ * filled and checksummed whole): blocks of 8 KiB for requests of 4.6 KiB
+ * on average, a peak of 10.2-10.6 MB against 4.8 MB; its replay saved
+ * 10-26 ms where its twin cost 17-28 ms (9-13 %) once its baseline
+ * faulted as the program did (branch tw26's 08cd41c), and a runner that
+ * wrote and read every byte measured -15 ms (bench/twins/README.md,
+ * sessions 26 and 27). Sites whose blocks stay within an L2 cache's
+ * size of the baseline's (0.5-2 MiB a core; prodcons, prodcons2, workers:
+ * 1.1-1.8 MB more, their twins saving) are judged by their saving. */
+#define LARGER_RATIO 1.5
+#define LARGER_MIN_BYTES (4.0 * 1024 * 1024)
+
 /* A measured saving of less than this a call avoided (an allocation or a
  * realloc) is not taken for a pool's: the replay's calls are not the
  * program's code around them, and at a few ns a call the difference is
@@ -159,6 +179,8 @@ const char *ap_verdict_name(enum ap_verdict v)
 		return "within noise";
 	case AP_VERDICT_FAULTS:
 		return "unsure: replay faults";
+	case AP_VERDICT_LARGER:
+		return "unsure: larger blocks";
 	}
 	return "?";
 }
@@ -745,7 +767,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
 		     : a->program_cpu_ns   ? (double)a->program_cpu_ns
 					   : (double)a->duration_ns;
-	char b1[32], b2[32], obj[160];
+	char b1[32], b2[32], b3[32], b4[32], obj[160];
 	struct ap_buf t = AP_BUF_INIT;
 	bool kept = false;	/* the model's reasons are in the text */
 	/* the pool measured: the model's kind (report/advise_measure.c) */
@@ -818,6 +840,12 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		replay_faults = false;
 	}
 	measured_words(&t, a, s);
+	/* Blocks handed larger than asked for, by enough memory to matter
+	 * (LARGER_RATIO) */
+	double given = r->allocs_avoided > 0 ? r->hit_cap_bytes / r->allocs_avoided : 0;
+	double asked = r->allocs_avoided > 0 ? r->alloc_bytes_avoided / r->allocs_avoided : 0;
+	bool larger = asked > 0 && given >= LARGER_RATIO * asked &&
+		      1024 * (m->cost.maxrss_kb - a->base.maxrss_kb) >= LARGER_MIN_BYTES;
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && replay_faults) {
 		s->verdict = AP_VERDICT_FAULTS;
 		ap_buf_addf(&t, " But the replay without a pool made %.0f page faults a run (%.0f to %.0f",
@@ -852,6 +880,32 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			    "measured 2ns a call): too little to be worth the risks of pooling.",
 			    m->saved_ns / (r->allocs_avoided + r->reallocs_avoided),
 			    r->allocs_avoided + r->reallocs_avoided, obj);
+	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && larger) {
+		s->verdict = AP_VERDICT_LARGER;
+		fmt_bytes(b1, sizeof(b1), given);
+		fmt_bytes(b2, sizeof(b2), asked);
+		fmt_bytes(b3, sizeof(b3), s->p50_size);
+		fmt_bytes(b4, sizeof(b4), s->max_size);
+		ap_buf_addf(&t, " But the site's requests vary in size (half up to %s, the largest "
+			    "%s), and the pool keeps each object at the largest size it reached (one "
+			    "too small for a request is dropped for a block of the request's size): "
+			    "its hits hand blocks of %s on average for requests of %s, %.2g times as "
+			    "large, and its replay's peak memory was ",
+			    b3, b4, b1, b2, given / asked);
+		fmt_bytes(b1, sizeof(b1), 1024 * m->cost.maxrss_kb);
+		fmt_bytes(b2, sizeof(b2), 1024 * a->base.maxrss_kb);
+		ap_buf_addf(&t, "%s against %s without it. The replay writes a line and a byte a "
+			    "page of each new block; a program that writes or reads its blocks whole "
+			    "goes through that much more memory with the pool, which is not in this "
+			    "saving (bench/twins: records of 1-8KiB, each filled and checksummed "
+			    "whole, whose replay saved 10-26ms and whose hand-pooled twin cost 9-13%% "
+			    "more). A pool may save the program that, nothing, or cost it; `allocprof "
+			    "try --site %" PRIu32 "` measures the program itself, with the pool.",
+			    b1, b2, s->site_id);
+		if (s->shape != AP_VERDICT_POOL && s->reasons) {
+			ap_buf_addf(&t, " The pool measured: %s", s->reasons);
+			kept = true;
+		}
 	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu) {
 		if (!good(s)) {
 			s->verdict = AP_VERDICT_POOL;

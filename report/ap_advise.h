@@ -188,6 +188,8 @@ enum ap_verdict {
 	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
 	AP_VERDICT_FAULTS,		/* measured, but the saving is page faults the
 					 * replay made and the recorded run did not */
+	AP_VERDICT_LARGER,		/* measured, but the pool hands blocks much larger
+					 * than asked for, and holds megabytes more */
 };
 
 /* What the pool did at one site in one replay. Counts are estimates in a
@@ -198,6 +200,12 @@ struct ap_replay_result {
 	double misses;
 	double small_hits;		/* hits whose object was too small */
 	double allocs_avoided, alloc_bytes_avoided;	/* full hits */
+	/* The capacity of the objects those full hits handed out, summed:
+	 * over alloc_bytes_avoided, how much larger than the requests the
+	 * pool's blocks are (a pooled object keeps the largest size it
+	 * reached, and a hit too small is dropped for one of the request's
+	 * size, so with sizes that vary the pool keeps the big ones). */
+	double hit_cap_bytes;
 	double reallocs, reallocs_avoided, realloc_bytes_avoided;
 	double bytes_avoided;		/* alloc_bytes_avoided + realloc_bytes_avoided */
 	double escaped;			/* objects never freed (and not in a pool at exit) */

@@ -420,6 +420,75 @@ static void test_slim_saving(void)
 	ap_trace_free(t);
 }
 
+/* Sizes that vary at one site: the pool keeps each object at the largest
+ * size it reached, so its hits hand blocks larger than the requests
+ * (r.hit_cap_bytes), and where its replay then held megabytes more than
+ * the baseline, the saving is no verdict's sign (advise_verdict.c,
+ * LARGER_RATIO: bench/twins' relay, whose twin costs 9-13 %). */
+static void test_larger_verdict(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = two_threads(&st);
+	uint64_t ts = START + 1000;
+	/* 8 KiB first, then 1 KiB and 8 KiB in turn, each freed before the
+	 * next: every request after the first finds the 8 KiB object */
+	for (uint64_t i = 0; i < 9; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, i % 2 ? 1024 : 8192, st);
+		ap_tw_free(tw, 1000, ts + 10, 0, 0x100000);
+		ts += 100;
+	}
+	struct ap_trace *t = finish(tw, ts + MS);
+	struct ap_advice *a = advise(t, 1, "interval:1s");
+	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
+	CHECK("larger: hits", s->r.allocs_avoided, 8);
+	CHECK("larger: bytes asked for", s->r.alloc_bytes_avoided, 4 * 1024 + 4 * 8192);
+	CHECK("larger: bytes handed", s->r.hit_cap_bytes, 8 * 8192);
+	a->program_cpu_ns = 100 * MS;
+	a->program_cpu_est_ns = 0;
+	a->has_switches = false;
+	/* relay's first recording of session 27: 4.6 KiB asked for, 8 KiB
+	 * handed, peaks of 10.2 MB against 4.8 MB */
+	s->r.allocs_avoided = 195000;
+	s->r.alloc_bytes_avoided = 195000 * 4604.0;
+	s->r.hit_cap_bytes = 195000 * 8000.0;
+	double rss[][2] = { { 4780, 10220 }, { 4780, 6300 } };	/* kB: baseline, pooled */
+	enum ap_verdict want[] = { AP_VERDICT_LARGER, AP_VERDICT_POOL };
+	for (int i = 0; i < 2; i++) {
+		s->verdict = AP_VERDICT_POOL;
+		free(s->reasons);
+		s->reasons = NULL;
+		s->measured = true;
+		s->m = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = 20 * MS,
+					     .low_ns = 18 * MS, .high_ns = 22 * MS };
+		a->base.maxrss_kb = rss[i][0];
+		s->m.cost.maxrss_kb = rss[i][1];
+		advise_judge_measured(a, s);
+		CHECK(i ? "larger: 1.5 MB more held" : "larger: 5.4 MB more held", s->verdict, want[i]);
+	}
+	/* the same memory, blocks as large as asked for */
+	s->r.hit_cap_bytes = 195000 * 5000.0;
+	s->m.cost.maxrss_kb = 10220;
+	a->base.maxrss_kb = 4780;
+	advise_judge_measured(a, s);
+	CHECK("larger: blocks of the requests' size", s->verdict, AP_VERDICT_POOL);
+	s->r.hit_cap_bytes = 195000 * 8000.0;
+	s->verdict = AP_VERDICT_POOL;
+	free(s->reasons);
+	s->reasons = NULL;
+	advise_judge_measured(a, s);
+	if (!s->verdict_text || strcmp(s->verdict_text, "unsure: larger blocks") ||
+	    !strstr(s->reasons, "its hits hand blocks of 7.81kB on average for requests of 4.50kB, "
+				"1.7 times as large, and its replay's peak memory was 9.98MB against "
+				"4.67MB without it") ||
+	    !strstr(s->reasons, "`allocprof try --site 0` measures the program itself")) {
+		fprintf(stderr, "%s: the open verdict does not say why: %s: %s\n", __func__,
+			s->verdict_text ? s->verdict_text : "?", s->reasons);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* A measured saving at a site of calloc's objects: said that the pool
  * measured does not clear them. */
 static void test_calloc_words(void)
@@ -1330,6 +1399,7 @@ int main(int argc, char **argv)
 	test_faults_verdict();
 	test_costs_words();
 	test_slim_saving();
+	test_larger_verdict();
 	test_dearer_in_all();
 	test_calloc_words();
 	test_no_hits();
