@@ -485,6 +485,14 @@ static void test_larger_verdict(void)
 			s->verdict_text ? s->verdict_text : "?", s->reasons);
 		failures++;
 	}
+	/* the same, from a program the fit found to write the first 30 % of
+	 * its blocks (xzreq) */
+	a->touch_share = 0.3;
+	advise_judge_measured(a, s);
+	CHECK("larger: a prefix written", s->verdict, AP_VERDICT_POOL);
+	a->touch_share = 1;
+	advise_judge_measured(a, s);
+	CHECK("larger: every page written", s->verdict, AP_VERDICT_LARGER);
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
