@@ -418,10 +418,11 @@ static char *dearer_in_all(const struct ap_advise_site *s, const char *obj)
 	char d1[32];
 	ap_advise_format_duration(d1, sizeof(d1), -s->r.time_saved_ns);
 	return xasprintf("Objects of %s cost %.0fns through malloc and free here and %.0fns through a "
-			 "pool's get and put, but %.0f requests find the pool empty and %.0f an object "
-			 "too small, and pay the pool's work on top of malloc's: the pool would cost "
-			 "more than it saves (about %s).", obj, s->life_cost_ns, s->pool_cost_ns,
-			 s->r.misses, s->r.small_hits, d1);
+			 "pool's get and put, but %.0f request%s find%s the pool empty and %.0f an "
+			 "object too small, and pay the pool's work on top of malloc's: the pool would "
+			 "cost more than it saves (about %s).", obj, s->life_cost_ns, s->pool_cost_ns,
+			 s->r.misses, plural(s->r.misses), *plural(s->r.misses) ? "" : "s", s->r.small_hits,
+			 d1);
 }
 
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,

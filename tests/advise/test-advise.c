@@ -592,6 +592,13 @@ static void test_dearer_in_all(void)
 		fprintf(stderr, "%s: small: %s\n", __func__, s->reasons ? s->reasons : "(none)");
 		failures++;
 	}
+	/* one miss: one request finds it empty */
+	s->r.misses = 1;
+	advise_judge(a, s, &f, NULL);
+	if (!s->reasons || !strstr(s->reasons, "but 1 request finds the pool empty and 200 an")) {
+		fprintf(stderr, "%s: one: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
 	ap_advice_free(a);
 	ap_trace_free(t);
 }
