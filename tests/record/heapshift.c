@@ -30,8 +30,32 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-int main(void)
+/* "loop": malloc(i) and memalign(64, i) for i = 1, 8, ... 2999, each
+ * freed, the aligned block's usable size printed (how glibc splits it
+ * depends on where it lands), in the main thread. A sampled run unwound
+ * for the first time at its first sample, somewhere in it: what that
+ * unwind allocates must not be on the program's heap then. ("loop
+ * thread": then in a new thread too, where a sample still moves what
+ * glibc hands out: not yet tested.) */
+static void *loop(void *arg)
 {
+	const char *who = arg;
+	for (int i = 1; i < 3000; i += 7) {
+		void *p = malloc((size_t)i), *q = memalign(64, (size_t)i);
+		printf("%s %d %zu %zu\n", who, i, malloc_usable_size(p), malloc_usable_size(q));
+		free(p);
+		free(q);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) {
+		pthread_t th;
+		loop("main");
+		return argc > 2 && (pthread_create(&th, NULL, loop, "thread") || pthread_join(th, NULL));
+	}
 	struct seen m, t;
 	first_malloc(&m);
 	pthread_t th;
