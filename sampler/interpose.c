@@ -371,14 +371,17 @@ static __attribute__((noinline)) void free_slow(void *p)
 #define MALLOC_CHECK_MIN 4096
 
 /* malloc tail-jumped here: our return address is the program's. Inside
- * the sampler under --all (every allocation unwinds: libunwind's
- * thread-local block is made at a thread's first), a small block of its
- * own comes from the boot arena, not the program's heap (own_alloc). */
+ * the sampler (an unwind: libunwind's thread-local block is made at a
+ * thread's first, under --all at its first call, sampled at its first
+ * sample, mid-run; stack_here sends such calls here), a small block of
+ * its own comes from the boot arena, not the program's heap
+ * (own_alloc): made there, it moved how glibc split the thread's next
+ * aligned blocks (tests/record/heapshift.c loop thread). */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	gap_enter();
 	void *p = NULL;
-	if (UNLIKELY(tls.guard) && settings.all && !attach_mode &&
+	if (UNLIKELY(tls.guard) && !attach_mode &&
 	    __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON)
 		p = own_alloc(n);
 	if (!p && (p = real_malloc(n)))

@@ -217,6 +217,7 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 								  uint64_t cfa)
 {
 	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
+	t->countdown = -1; /* ...through malloc_slow: own_alloc's, sampled too */
 	struct ap_thr *b = t->thr != &threads.dead ? t->thr : NULL;
 	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
 	if (!id) {

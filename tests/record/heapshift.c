@@ -32,11 +32,10 @@ static void *thread_main(void *arg)
 
 /* "loop": malloc(i) and memalign(64, i) for i = 1, 8, ... 2999, each
  * freed, the aligned block's usable size printed (how glibc splits it
- * depends on where it lands), in the main thread. A sampled run unwound
- * for the first time at its first sample, somewhere in it: what that
- * unwind allocates must not be on the program's heap then. ("loop
- * thread": then in a new thread too, where a sample still moves what
- * glibc hands out: not yet tested.) */
+ * depends on where it lands), in the main thread; "loop thread": then in
+ * a new thread too. A sampled run unwinds for the first time in a thread
+ * at its first sample, somewhere in it: what that unwind allocates must
+ * not be on the program's heap then. */
 static void *loop(void *arg)
 {
 	const char *who = arg;

@@ -420,14 +420,15 @@ heap)
 	all=$("$ALLOCPROF" record -q --all -o a.trace "$HEAPSHIFT")
 	expect_eq "sampled" "$sampled" "$native"
 	expect_eq "--all" "$all" "$native"
-	# and after a sample mid-run, in the main thread: the sampler's first
+	# and after a sample mid-run, in either thread: the sampler's first
 	# unwind (libunwind's first trace) is made at its start, not at the
-	# first sample, where it took a block the program's next aligned
-	# ones were then split around (memalign(64, 1870): 1880 usable, not
-	# 1912)
-	native=$("$HEAPSHIFT" loop)
-	for rate in 1024 65536 524288; do
-		sampled=$("$ALLOCPROF" record -q --rate $rate -o s.trace "$HEAPSHIFT" loop)
+	# first sample, and a thread's own first (its thread-local block)
+	# takes a block of the sampler's, not of the program's heap, where
+	# the program's next aligned blocks were split around it
+	# (memalign(64, 1870): 1880 usable, not 1912)
+	native=$("$HEAPSHIFT" loop thread)
+	for rate in 1024 4096 16384 65536 262144 524288; do
+		sampled=$("$ALLOCPROF" record -q --rate $rate -o s.trace "$HEAPSHIFT" loop thread)
 		expect_eq "loop, sampled at $rate" "$(echo "$sampled" | md5sum)" "$(echo "$native" | md5sum)"
 	done
 	# and the program's allocations are still all recorded, none of ours
