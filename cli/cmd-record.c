@@ -234,10 +234,11 @@ int cmd_record(int argc, char **argv)
 		free(resolved);
 		return discard ? AP_EXIT_USAGE : AP_EXIT_FAIL;
 	}
-	/* ALLOCPROF=<pid>.<run>:<rate>:<depth>:<flags>:<output> (sampler/README.md) */
+	/* ALLOCPROF=<pid>.<run>.<record's pid>:<rate>:<depth>:<flags>:<output>
+	 * (sampler/README.md) */
 	uint64_t run_id = rec_new_run_id();
-	ap_buf_addf(&cfg_mid, ".%llx:%llu:%u:%u:%s", (unsigned long long)run_id,
-		    (unsigned long long)o.rate, (unsigned)o.max_depth,
+	ap_buf_addf(&cfg_mid, ".%llx.%ld:%llu:%u:%u:%s", (unsigned long long)run_id,
+		    (long)getpid(), (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    (o.no_children ? AP_CFG_NO_CHILDREN : 0) | (o.gaps ? AP_CFG_GAPS : 0),
 		    out_pre.buf);
 	struct launch L = {

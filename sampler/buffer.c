@@ -263,7 +263,7 @@ static void bufs_create(void)
 	bufs_head->version = AP_BUFFERS_VERSION;
 	bufs_head->pid = (uint32_t)proc.pid;
 	uint64_t run_id;
-	cfg_run_pid(&run_id);
+	cfg_run_pid(&run_id, NULL);
 	bufs_head->run_id = run_id;
 	bufs_end = AP_BUFFERS_PAGE;
 	bufs_on = 1;

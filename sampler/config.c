@@ -16,7 +16,7 @@ static const char *const cfg_names[CFG_N] = {
 	"ALLOCPROF_PID", "ALLOCPROF_RATE", "ALLOCPROF_MAX_DEPTH", "ALLOCPROF_NO_CHILDREN",
 	"ALLOCPROF_OUTPUT",
 };
-static char cfg_field[CFG_OUTPUT][24];
+static char cfg_field[CFG_OUTPUT][40];
 static const char *cfg_out;
 static int cfg_combined;
 
@@ -62,20 +62,24 @@ int cfg_from_record(void)
 	return cfg_combined && !attach_mode; /* attached: no buffers file */
 }
 
-/* ALLOCPROF's first field: the pid of the process record launched, and
- * after a '.' the run's number in hex (record's: a later run's program
- * may get the pid of an earlier run's); 0 for what is not said. */
-uint64_t cfg_run_pid(uint64_t *run_id)
+/* ALLOCPROF's first field: the pid of the process record launched, after
+ * a '.' the run's number in hex (record's: a later run's program may get
+ * the pid of an earlier run's), and after another '.' record's own pid
+ * (the ring's drainer, in record's pid namespace), in *drainer if not
+ * NULL; 0 for what is not said. */
+uint64_t cfg_run_pid(uint64_t *run_id, uint64_t *drainer)
 {
 	const char *s = cfg(CFG_PID);
-	uint64_t pid = 0, id = 0;
+	uint64_t pid = 0, id = 0, rec = 0;
 	*run_id = 0;
+	if (drainer)
+		*drainer = 0;
 	if (!s || !*s)
 		return 0;
 	for (; *s >= '0' && *s <= '9'; s++)
 		pid = pid * 10 + (uint64_t)(*s - '0');
 	if (*s == '.') {
-		for (s++; *s; s++) {
+		for (s++; *s && *s != '.'; s++) {
 			int d = *s >= '0' && *s <= '9' ? *s - '0'
 				: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
 							: -1;
@@ -83,10 +87,18 @@ uint64_t cfg_run_pid(uint64_t *run_id)
 				return 0; /* malformed: no run said */
 			id = id << 4 | (uint64_t)d;
 		}
+		if (*s == '.') {
+			for (s++; *s >= '0' && *s <= '9'; s++)
+				rec = rec * 10 + (uint64_t)(*s - '0');
+			if (*s || rec > UINT32_MAX)
+				return 0;
+		}
 	} else if (*s) {
 		return 0;
 	}
 	*run_id = id;
+	if (drainer)
+		*drainer = rec;
 	return pid;
 }
 

@@ -184,7 +184,7 @@ extern struct ap_settings settings;	/* written by ap_init only */
 void cfg_load(void);
 int cfg_use(const char *c);
 const char *cfg(int which);
-uint64_t cfg_run_pid(uint64_t *run_id);
+uint64_t cfg_run_pid(uint64_t *run_id, uint64_t *drainer);
 int cfg_from_record(void);
 
 /* lifecycle.c */

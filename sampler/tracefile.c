@@ -841,7 +841,7 @@ static void write_header(const char *parent)
 		k += ap_put_kv_str(p + k, AP_HK_MALLOC_OWNER, malloc_owner(), str_len(malloc_owner()));
 	/* the run's: a daemon's child forked, or image exec'd, after a later
 	 * record took the same -o is still this run's (cli/record/finish.c) */
-	uint64_t run_id, run = cfg_run_pid(&run_id);
+	uint64_t run_id, run = cfg_run_pid(&run_id, NULL);
 	if (run)
 		k += ap_put_kv_uint(p + k, AP_HK_RUN_PID, run);
 	if (run && run_id)
@@ -874,7 +874,7 @@ void make_path(char *out, unsigned gen)
 		return;
 	}
 	uint64_t run_id;
-	if (cfg_run_pid(&run_id) != (uint64_t)proc.pid) {
+	if (cfg_run_pid(&run_id, NULL) != (uint64_t)proc.pid) {
 		out[n++] = '.';
 		n += put_dec(out + n, (uint64_t)proc.pid);
 	}
@@ -1019,12 +1019,18 @@ static void ring_start(int fd, const struct stat *st)
 	}
 	h->drained_size = (uint64_t)now.st_size;
 	__atomic_store_n(&h->drained_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
-	/* who drains it, until record's first look says: record, the parent
-	 * of the process it started (an exec keeps the parent), or what a
-	 * forked child's parent knew */
-	uint64_t run_id;
+	/* who drains it, until record's first look says: what a forked
+	 * child's parent knew, else record, named in the settings, or the
+	 * parent of the process it started (an exec keeps the parent). An
+	 * exec'd image of a child (a shell's command) whose ring record has
+	 * not looked at yet would otherwise wait at its END for that look
+	 * (record's next scan: ~15 ms a process) to know record is there. */
+	uint64_t run_id, rec;
 	pid_t parent = getppid();
-	if (cfg_run_pid(&run_id) == (uint64_t)proc.pid && parent > 1)
+	uint64_t launched = cfg_run_pid(&run_id, &rec);
+	if (!drainer_known && rec)
+		drainer_known = (uint32_t)rec;
+	else if (launched == (uint64_t)proc.pid && parent > 1)
 		drainer_known = (uint32_t)parent;
 	__atomic_store_n(&h->drainer_pid, drainer_known, __ATOMIC_RELEASE);
 

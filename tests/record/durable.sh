@@ -276,6 +276,32 @@ pidnskilled)
 	expect_eq "the program's trace: all it said it allocated, an end" "$got" "[(True, 'gone')]"
 	grep -q "finished from the buffers file its process left" s.err || fail "stats said: $(cat s.err)"
 	;;
+drainer)
+	# A shell's child, exec'd while record does not look at the rings
+	# (stopped): its sampler names record as its ring's drainer from
+	# the start, as it names the program's parent, so that its END does
+	# not wait for record's first look (~15 ms a process of a shell
+	# script); and record, let go on, finishes the child's trace whole
+	rm -f d.trace* go
+	"$ALLOCPROF" record -o d.trace sh -c \
+		'echo "pid $$"; while [ ! -e go ]; do sleep 0.01; done; "$0"; echo done' \
+		"$PROGS/drainer_probe" >out 2>err &
+	rec=$!
+	started 0
+	kill -STOP "$rec"
+	touch go
+	for _ in $(seq 1 1000); do
+		grep -q "^drainer" out && break
+		sleep 0.01
+	done
+	kill -CONT "$rec"
+	wait "$rec"
+	expect_eq "record's exit status" "$?" 0
+	expect_eq "the probe's drainer" "$(sed -n 's/^drainer //p' out)" "$rec"
+	"$ALLOCPROF" stats --json d.trace >s.json 2>s.err || fail "stats: $(cat s.err)"
+	expect_eq "truncated" "$(jget s.json truncated)" false
+	[ -s s.err ] && fail "stats warned: $(cat s.err)"
+	;;
 *)
 	echo "unknown group $group"
 	exit 2
