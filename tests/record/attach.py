@@ -180,6 +180,20 @@ class Server:
 
 attached_once = False
 
+SETPRIV = shutil.which("setpriv")
+AS_NOBODY = [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups"] if SETPRIV else []
+
+
+def nobody_cannot(run, read):
+    """The first of `run` (to execute) and `read` (to read) that user 65534
+    cannot use (a build tree closed to others, under /root, mode 700), or
+    None; None without setpriv too (then nothing is run as nobody)."""
+    for path, test in [(p, "-x") for p in run] + [(p, "-r") for p in read]:
+        if SETPRIV and subprocess.run(AS_NOBODY + ["test", test, path]).returncode:
+            return path
+    return None
+
+
 
 def attach(pid, trace, *opts):
     """record -p PID in the background, once it said it is attached. A
@@ -811,17 +825,13 @@ elif mode == "refuse":
     refused(["-p", "1", "--duration", "x"], 2, "not a time from 1ms")
     refused(["-p", "1", "--duration", "0.5ms"], 2, "not a time from 1ms")
     # another user's process (as root, allocprof run as nobody)
-    setpriv = shutil.which("setpriv")
-    nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else []
-    # (a build tree closed to others, under /root, cannot be run by nobody)
     lib = os.path.realpath(os.environ.get("SAMPLER", allocprof))
-    if os.geteuid() == 0 and setpriv and subprocess.run(
-            nobody + ["sh", "-c", 'test -x "$1" && test -r "$2"', "sh", allocprof, lib]).returncode:
-        print("not tried: record -p as another user (user 65534 cannot run %s)" % allocprof)
-    elif os.geteuid() == 0 and setpriv:
+    closed = nobody_cannot([allocprof], [lib]) if os.geteuid() == 0 else None
+    if closed:
+        print("not tried: record -p as another user (user 65534 cannot use %s)" % closed)
+    elif os.geteuid() == 0 and SETPRIV:
         s = Server()
-        r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-                            allocprof, "record", "-p", str(s.pid), "-o", "/dev/null"],
+        r = subprocess.run(AS_NOBODY + [allocprof, "record", "-p", str(s.pid), "-o", "/dev/null"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         if r.returncode != 1 or "belongs to another user (uid 0)" not in r.stderr or \
                 len(r.stderr.strip().split("\n")) != 1:
@@ -1092,7 +1102,12 @@ elif mode == "asleep":
     before = fds(sl.pid)
     # an attach that fails (the process, another user now, cannot make its
     # trace in a directory it may not write) leaves it attachable
-    if os.getuid() == 0:
+    lib = os.path.realpath(os.environ.get("SAMPLER", allocprof))
+    closed = nobody_cannot([os.environ["ATTACH_SLEEPER"]], [lib]) if os.getuid() == 0 else None
+    if closed or (os.getuid() == 0 and not SETPRIV):
+        print("not tried: an attach that failed, then one that did, to another user's "
+              "process (user 65534 cannot use %s)" % (closed or "setpriv: not found"))
+    elif os.getuid() == 0:
         ro = os.path.join(tmp, "ro")
         os.makedirs(ro, exist_ok=True)
         os.chmod(ro, 0o755)

@@ -318,11 +318,13 @@ dropuser)
 		expect_eq "record exit status (capabilities kept)" "$?" 0
 		expect_eq "stderr (capabilities kept)" "$(cat err)" ""
 		# setpriv's own allocations before it execs are kept (they
-		# were lost), beside the program's
+		# were lost: none), beside the program's (how many depends on
+		# its getpwnam's NSS modules: 34 with passwd: files, 228 with
+		# systemd's)
 		if "$ALLOCPROF" stats --json --by-process private/k.trace >k.json 2>k.err; then
 			got=$(/usr/bin/python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-print(" ".join("%s:%s" % (p["argv"][0].rsplit("/")[-1], "some" if p["argv"][0] == "setpriv" and p["alloc_objects"] > 100 else p["alloc_objects"]) for p in d))' k.json)
+print(" ".join("%s:%s" % (p["argv"][0].rsplit("/")[-1], "some" if p["argv"][0] == "setpriv" and p["alloc_objects"] > 0 else p["alloc_objects"]) for p in d))' k.json)
 			expect_eq "allocations by image (capabilities kept)" "$got" "setpriv:some files:1000"
 		else
 			fail "stats of the run (capabilities kept): $(cat k.err)"
