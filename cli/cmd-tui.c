@@ -367,7 +367,13 @@ int cmd_tui(int argc, char **argv)
 		/* On a terminal the screen hides stderr: the first warning
 		 * goes to the status line too. */
 		const char *const *w = ap_sym_warnings(v.sym);
-		if (!rc && w && *w)
+		if (!rc && !F && v.trace->truncated)
+			/* (a trace still written is cut where it is: the
+			 * follower's status line says how far it came) */
+			snprintf(t.status, sizeof(t.status),
+				 "warning: truncated trace (%s): showing its complete part",
+				 v.trace->truncated_why);
+		else if (!rc && w && *w)
 			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
 		if (!rc) {
 			/* the screen is the terminal's now: no progress on stderr */

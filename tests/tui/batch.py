@@ -571,6 +571,21 @@ def main():
           and last.startswith("warning: ") and last[9:] in p.stderr, "rebuilt binary warning", p.stdout + p.stderr)
     l = screen(exact, "<lt>")
     check(l == screen(exact), "<lt> is a key that does nothing on top")
+    # A truncated trace: its warning on stderr is hidden by the screen, so
+    # the status line says it too (as top's stderr and stats say it).
+    cut = os.path.join(tmp, "cut.trace")
+    data = open(exact, "rb").read()
+    for n in range(len(data) - 1, len(data) // 2, -1):
+        with open(cut, "wb") as f:
+            f.write(data[:n])
+        st = run("stats", cut, ok=(0, 1))
+        if st.returncode == 0 and "truncated          yes" in st.stdout:
+            break
+    p = run("tui", "--batch", cut)
+    last = p.stdout.splitlines()[-1]
+    check("truncated trace" in p.stderr and last.startswith("warning: truncated trace (")
+          and last.endswith("): showing its complete part"), "truncated trace on the status line",
+          p.stdout + p.stderr)
 
     print("%d failures" % len(failures))
     return 1 if failures else 0
