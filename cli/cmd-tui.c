@@ -360,10 +360,13 @@ int cmd_tui(int argc, char **argv)
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
 		/* (following, nothing may be sampled yet) */
-		if (!rc && !F && ap_view_sampling_hint(v.trace)) {
+		char note[512] = "";
+		if (!rc && !F && ap_view_sampling_note(v.trace, note, sizeof(note))) {
 			tui_release(&t);
 			rc = AP_EXIT_FAIL;
 		}
+		if (!rc && note[0])
+			ap_say("note: %s", note);
 		/* On a terminal the screen hides stderr: the first warning
 		 * goes to the status line too. */
 		const char *const *w = ap_sym_warnings(v.sym);
@@ -373,6 +376,9 @@ int cmd_tui(int argc, char **argv)
 			snprintf(t.status, sizeof(t.status),
 				 "warning: truncated trace (%s): showing its complete part",
 				 v.trace->truncated_why);
+		else if (!rc && note[0])
+			/* why the table is empty, or its numbers rough */
+			snprintf(t.status, sizeof(t.status), "note: %s", note);
 		else if (!rc && w && *w)
 			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
 		if (!rc) {
