@@ -7,9 +7,15 @@
 #include "ap_replay.h"
 #include "timeline.h"
 
+/* Event time ts on the x axis. */
+static double x_of(const struct ap_timeline *T, uint64_t ts)
+{
+	return T->by_bytes ? T->pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
+}
+
 static size_t bucket_of(const struct ap_timeline *T, uint64_t ts)
 {
-	double d = T->by_bytes ? T->pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
+	double d = x_of(T, ts);
 	size_t b = T->xspan > 0 ? (size_t)(d / T->xspan * (double)T->nbuckets) : 0;
 	return b < T->nbuckets ? b : T->nbuckets - 1;
 }
@@ -27,6 +33,7 @@ static void tl_note(struct ap_timeline *T, const struct ap_event *e)
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_bucket = b;
+		T->peak_x = x_of(T, e->ts);
 		T->peak_sd = T->live_var > 0 ? sqrt(T->live_var) : 0;
 	}
 }

@@ -500,9 +500,17 @@ def main():
                                            ("T<resize:80x40>", "100x%d" % h, "80x40", 57),
                                            ("<enter>T", "100x%d" % h, None, 77)):
             lines = screen(trace, keys, size, final=final)
-            m = re.match(r"^timeline: fixture   Peak: \S+ \((\d+) B\) at ", lines[0])
+            m = re.match(r"^timeline: fixture   Peak: \S+ \((\d+) B\) at (\S+)s ", lines[0])
             check(m and int(m.group(1)) == peak, "%s %s: timeline peak, stats says %d" % (name, keys, peak),
                   lines[0])
+            # the peak's time is the event's, as timeline's JSON and
+            # chart say it, whatever the width (not its column's end)
+            tj = json.loads(run("timeline", "--format=json", trace).stdout)
+            check(m and m.group(2) == "%.3g" % tj["peak_time_s"] and
+                  all(" at %.3gs, '@')" % tj["peak_time_s"] in timeline_text(trace, nb)[0] or
+                      " at %.3gs;" % tj["peak_time_s"] in timeline_text(trace, nb)[0] for nb in (buckets, 13)),
+                  "%s %s: the peak's time, timeline --format=json's %.3g" % (name, keys, tj["peak_time_s"]),
+                  lines[0] + "\n" + timeline_text(trace, buckets)[0] + "\n" + timeline_text(trace, 13)[0])
             check(m and "'@'" in lines[1] and sum("@" in l for l in lines[3:]) >= 1,
                   "%s %s: the peak marked" % (name, keys), "\n".join(lines))
             # the screen cuts a line at its width (the header of a sampled
