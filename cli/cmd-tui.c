@@ -163,6 +163,19 @@ static int run_terminal(struct tui *t)
 		ap_say("tui: cannot use terminal type '%s'", term ? term : "");
 		return AP_EXIT_FAIL;
 	}
+	/* A terminal that cannot place the cursor (TERM=dumb: an Emacs
+	 * shell buffer, a CI log) would get the last line drawn over and
+	 * over: said, before the screen is touched. */
+	const char *cup = tigetstr("cup");
+	if (!cup || cup == (char *)-1) {
+		const char *term = getenv("TERM");
+		endwin();
+		delscreen(scr);
+		ap_say("tui: terminal type '%s' cannot place the cursor (use top, list, advise, or "
+		       "--batch)",
+		       term ? term : "");
+		return AP_EXIT_FAIL;
+	}
 	cbreak();
 	noecho();
 	nonl();
