@@ -47,7 +47,7 @@ void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, 
 	char *row = ap_xmalloc(width);
 	for (int r = rows; r >= 1; r--) {
 		double level = T->peak * r / rows;
-		if (r == rows || r == rows / 2)
+		if ((r == rows || r == rows / 2) && T->peak > 0)
 			ap_format_bytes(b2, sizeof(b2), level);
 		else
 			b2[0] = 0;

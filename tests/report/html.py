@@ -506,6 +506,16 @@ def record_mode(ap, peak, shots):
             pg.shot("range-after")
             errs = pg.errors()
             check(not errs, "peak: the page reported errors: %s" % errs)
+            # a program that allocates nothing: the timeline's axis has
+            # no ticks of fractions of a byte (0 0 0 1B 1B 1B)
+            empty = tmp + "/true.trace"
+            p = subprocess.run([ap, "record", "--all", "-o", empty, "/bin/true"], capture_output=True, env=env)
+            if p.returncode:
+                sys.exit("FAIL record /bin/true: %s" % p.stderr.decode())
+            pg = Page(br, page_of(ap, tmp, "true.html", empty), shots, "true")
+            yt = pg.js("Array.from(document.querySelectorAll('#tl-svg text.ytick')).map(t => t.textContent)")
+            check(yt and len(set(yt)) == len(yt), "true: the timeline's y ticks %s" % yt)
+            check(not pg.errors(), "true: the page reported errors: %s" % pg.errors())
         finally:
             br.close()
 
