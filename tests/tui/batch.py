@@ -579,6 +579,10 @@ def main():
           and last.startswith("warning: ") and last[9:] in p.stderr, "rebuilt binary warning", p.stdout + p.stderr)
     l = screen(exact, "<lt>")
     check(l == screen(exact), "<lt> is a key that does nothing on top")
+    # On a narrow screen the position counter covers the end of its row's
+    # text, a blank before it (not "...25.68kB tot1/9").
+    l = screen(exact, "", "40x10")
+    check(re.search(r"[^ ] 1/\d+$", l[2]), "the position counter set apart on a narrow screen", l[2])
     # A truncated trace: its warning on stderr is hidden by the screen, so
     # the status line says it too (as top's stderr and stats say it).
     cut = os.path.join(tmp, "cut.trace")
