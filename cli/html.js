@@ -127,6 +127,8 @@
 		const h = el("div", { id: "head" });
 		h.appendChild(el("h1", {}, "allocprof: " + exe));
 		if (D.cmdline) h.appendChild(el("div", { class: "sub mono" }, D.cmdline));
+		if (D.truncated) h.appendChild(el("div", { class: "sub warn", id: "truncated" },
+			"Truncated trace (" + D.truncated + "): the page shows its complete part"));
 		h.appendChild(el("div", { class: "sub" }, D.rate <= 1 ? "every allocation recorded" :
 			"sampled every " + fmtBytes(D.rate) + " on average: the values are estimates"));
 		const pk = D.peak;

@@ -40,6 +40,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdp import Browser  # noqa: E402
+from truncate import truncated_copy  # noqa: E402
 
 INDEXES = ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space", "peak_objects",
            "peak_space", "temporary"]
@@ -450,6 +451,16 @@ def fixture_mode(ap, mktrace, shots):
                 check_diff(ap, pg, sampled if trace == exact else exact, trace, tag)
                 errs = pg.errors()
                 check(not errs, "%s: the page reported errors: %s" % (tag, errs))
+                check(pg.js("document.getElementById('truncated')") is None,
+                      "%s: a whole trace's page says it is truncated" % tag)
+            # a truncated trace's page says so (stats does; the page
+            # outlives the command's warning on stderr)
+            cut = truncated_copy(ap, exact, tmp + "/cut.trace", env)
+            pg = Page(br, page_of(ap, tmp, "cut.html", cut), shots, "cut")
+            says = pg.js("(document.getElementById('truncated') || {}).textContent || ''")
+            check(says.startswith("Truncated trace (") and says.endswith("): the page shows its complete part"),
+                  "cut: the page of a truncated trace says %r" % says)
+            check(not pg.errors(), "cut: the page reported errors: %s" % pg.errors())
         finally:
             br.close()
 
