@@ -254,6 +254,9 @@ static void put_svg(struct ap_buf *b, const struct ap_flame *f, const struct svg
 	if (omitted)
 		ap_buf_addf(b, "; %zu box%s under %g%% omitted", omitted, omitted == 1 ? "" : "es",
 			    so->min_width);
+	/* the picture outlives the command's warning on stderr */
+	if (t->truncated)
+		ap_buf_addstr(b, "; a truncated trace: its complete part");
 	ap_buf_addstr(b, "</text>\n");
 	ap_buf_addf(b, "<text id=\"unzoom\" class=\"button\" x=\"%.1f\" y=\"24\" "
 		       "style=\"display:none\">Reset zoom</text>\n", FG_PAD);

@@ -213,6 +213,10 @@ static void put_meta(struct ap_buf *b, const struct page *P)
 	add_str(b, t->argc ? cl.buf : NULL);
 	ap_buf_release(&args);
 	ap_buf_release(&cl);
+	/* a truncated trace's page says so, as stats and the views' stderr
+	 * do: the page outlives the command's warning */
+	ap_buf_addstr(b, ",\"truncated\":");
+	add_str(b, t->truncated ? t->truncated_why : NULL);
 	ap_buf_addf(b, ",\"rate\":%llu,\"sample_index\":\"%s\"", (unsigned long long)t->rate,
 		    ap_sample_index_name(P->o->report.sample_index));
 	ap_buf_addf(b, ",\"granularity\":\"%s\"",

@@ -165,6 +165,15 @@ int cmd_record(int argc, char **argv)
 				      "attaches to (-p): open allocprof tui --follow on the trace");
 	if (o.live && live_check() < 0)
 		return AP_EXIT_FAIL;
+	/* "-o -" is standard output to every other command (export,
+	 * flamegraph, html, timeline); a trace is a file, the name its
+	 * children's traces are made from, and is never written there: not
+	 * a file named "-" in the current directory either (./- says so) */
+	if (o.output && !strcmp(o.output, "-")) {
+		ap_say("-o -: a trace cannot go to standard output (its child traces are named "
+		       "after its file): give a path (./- for a file named '-')");
+		return AP_EXIT_FAIL;
+	}
 	rec_compress_level_opt = o.compress_level;
 	rec_no_symbols = o.no_symbols;
 	if (o.attach)

@@ -82,6 +82,13 @@ int cmd_snapshot(int argc, char **argv)
 	if (optind + 1 < argc)
 		return ap_usage_error("snapshot", "one TRACE at a time, not '%s' too", argv[optind + 1]);
 	const char *trace = argv[optind];
+	/* "-o -" is standard output to the views; the copy is compacted and
+	 * gets its symbols in place: a file, not a file named "-" either */
+	if (out && !strcmp(out, "-")) {
+		ap_say("-o -: the copy is a trace file, never standard output: give a path "
+		       "(./- for a file named '-')");
+		return AP_EXIT_FAIL;
+	}
 	struct ap_buf def = AP_BUF_INIT;
 	if (!out) {
 		ap_buf_addf(&def, "%s.snapshot", trace);

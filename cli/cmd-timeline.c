@@ -91,7 +91,7 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 	const char *xkey = T->by_bytes ? "bytes_allocated_and_freed" : "time_s";
 	json_object_set_new(root, "x_unit", json_string(T->by_bytes ? "B" : "s"));
 	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated_and_freed" : "peak_time_s",
-			    json_real(ap_timeline_bucket_x(T, T->peak_bucket)));
+			    json_real(T->peak_x));
 	for (size_t s = 0; s < T->nsites; s++)
 		json_array_append_new(sites, ap_json_text(names[s]));
 	json_object_set_new(root, "sites", sites);

@@ -163,6 +163,19 @@ static int run_terminal(struct tui *t)
 		ap_say("tui: cannot use terminal type '%s'", term ? term : "");
 		return AP_EXIT_FAIL;
 	}
+	/* A terminal that cannot place the cursor (TERM=dumb: an Emacs
+	 * shell buffer, a CI log) would get the last line drawn over and
+	 * over: said, before the screen is touched. */
+	const char *cup = tigetstr("cup");
+	if (!cup || cup == (char *)-1) {
+		const char *term = getenv("TERM");
+		endwin();
+		delscreen(scr);
+		ap_say("tui: terminal type '%s' cannot place the cursor (use top, list, advise, or "
+		       "--batch)",
+		       term ? term : "");
+		return AP_EXIT_FAIL;
+	}
 	cbreak();
 	noecho();
 	nonl();
@@ -360,14 +373,26 @@ int cmd_tui(int argc, char **argv)
 		rc = tui_init(&t, &v, &o, rows, cols);
 		ap_view_warnings(&v);
 		/* (following, nothing may be sampled yet) */
-		if (!rc && !F && ap_view_sampling_hint(v.trace)) {
+		char note[512] = "";
+		if (!rc && !F && ap_view_sampling_note(v.trace, note, sizeof(note))) {
 			tui_release(&t);
 			rc = AP_EXIT_FAIL;
 		}
+		if (!rc && note[0])
+			ap_say("note: %s", note);
 		/* On a terminal the screen hides stderr: the first warning
 		 * goes to the status line too. */
 		const char *const *w = ap_sym_warnings(v.sym);
-		if (!rc && w && *w)
+		if (!rc && !F && v.trace->truncated)
+			/* (a trace still written is cut where it is: the
+			 * follower's status line says how far it came) */
+			snprintf(t.status, sizeof(t.status),
+				 "warning: truncated trace (%s): showing its complete part",
+				 v.trace->truncated_why);
+		else if (!rc && note[0])
+			/* why the table is empty, or its numbers rough */
+			snprintf(t.status, sizeof(t.status), "note: %s", note);
+		else if (!rc && w && *w)
 			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
 		if (!rc) {
 			/* the screen is the terminal's now: no progress on stderr */

@@ -127,6 +127,8 @@
 		const h = el("div", { id: "head" });
 		h.appendChild(el("h1", {}, "allocprof: " + exe));
 		if (D.cmdline) h.appendChild(el("div", { class: "sub mono" }, D.cmdline));
+		if (D.truncated) h.appendChild(el("div", { class: "sub warn", id: "truncated" },
+			"Truncated trace (" + D.truncated + "): the page shows its complete part"));
 		h.appendChild(el("div", { class: "sub" }, D.rate <= 1 ? "every allocation recorded" :
 			"sampled every " + fmtBytes(D.rate) + " on average: the values are estimates"));
 		const pk = D.peak;
@@ -568,7 +570,9 @@
 		if (bytes && max >= 1024) { scale = Math.pow(1024, Math.floor(Math.log(max) / Math.log(1024))); }
 		const m = max / scale;
 		const raw = m / n, p = Math.pow(base, Math.floor(Math.log10(raw)));
-		const step = [1, 2, 5, 10].map((k) => k * p).find((s) => s >= raw) * scale;
+		let step = [1, 2, 5, 10].map((k) => k * p).find((s) => s >= raw) * scale;
+		// (bytes come whole: no tick at a fraction of one)
+		if (bytes) step = Math.max(step, 1);
 		const out = [];
 		for (let v = 0; v <= max * 1.0000001; v += step) out.push(v);
 		return out;
@@ -609,7 +613,7 @@
 		const ax = sel("g", { class: "axis" });
 		ax.appendChild(sel("line", { x1: X0, y1: Y0 + H, x2: X0 + PW, y2: Y0 + H, stroke: "#000" }));
 		ax.appendChild(sel("line", { x1: X0, y1: Y0, x2: X0, y2: Y0 + H, stroke: "#000" }));
-		for (const v of ticks(top, 5, true)) {
+		for (const v of ticks(T.peak, 5, true)) {
 			const y = ys(v);
 			ax.appendChild(sel("line", { x1: X0 - 4, y1: y, x2: X0 + PW, y2: y, stroke: "#000", "stroke-opacity": v ? 0.12 : 0 }));
 			ax.appendChild(sel("line", { x1: X0 - 4, y1: y, x2: X0, y2: y, stroke: "#000" }));

@@ -4,12 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ap_hash.h"
 #include "ap_replay.h"
 #include "timeline.h"
 
+/* Event time ts on the x axis. */
+static double x_of(const struct ap_timeline *T, uint64_t ts)
+{
+	return T->by_bytes ? T->pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
+}
+
 static size_t bucket_of(const struct ap_timeline *T, uint64_t ts)
 {
-	double d = T->by_bytes ? T->pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
+	double d = x_of(T, ts);
 	size_t b = T->xspan > 0 ? (size_t)(d / T->xspan * (double)T->nbuckets) : 0;
 	return b < T->nbuckets ? b : T->nbuckets - 1;
 }
@@ -27,6 +34,7 @@ static void tl_note(struct ap_timeline *T, const struct ap_event *e)
 	if (T->live > T->peak) {
 		T->peak = T->live;
 		T->peak_bucket = b;
+		T->peak_x = x_of(T, e->ts);
 		T->peak_sd = T->live_var > 0 ? sqrt(T->live_var) : 0;
 	}
 }
@@ -184,33 +192,48 @@ void ap_timeline_sites_init(struct ap_timeline_sites *s, const struct ap_view *v
 	const struct ap_trace *t = v->trace;
 	struct ap_site_map *m = &s->m;
 	ap_advise_sites(t, v->sym, false, m);
-	/* The sites shown: the largest at the peak. */
-	struct site_rank *rank = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*rank));
+	/* The sites by name: the advisor keeps two instances of a template
+	 * at one line apart (two pools, of two types), under one name; a
+	 * chart, its legend and a CSV column need one name per series, so
+	 * they are one series here, as top makes them one node. */
+	struct ap_intern names = {0};
+	uint32_t *group = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(*group));
 	for (size_t k = 0; k < m->nsites; k++)
-		rank[k].site = (uint32_t)k;
+		group[k] = ap_intern_add(&names, m->name[k], strlen(m->name[k]), NULL);
+	size_t ngroups = names.n;
+	/* The series shown: the largest at the peak. */
+	struct site_rank *rank = ap_xcalloc(ngroups ? ngroups : 1, sizeof(*rank));
+	uint32_t *first = ap_xmalloc((ngroups ? ngroups : 1) * sizeof(*first));
+	for (size_t g = 0; g < ngroups; g++)
+		rank[g].site = (uint32_t)g;
+	for (size_t k = m->nsites; k-- > 0;)
+		first[group[k]] = (uint32_t)k;
 	for (size_t st = 0; st < t->nstacks; st++)
 		if (m->site_of_stack[st] != UINT32_MAX)
-			rank[m->site_of_stack[st]].at_peak += v->values[st].v[AP_SI_PEAK_SPACE];
-	qsort(rank, m->nsites, sizeof(*rank), rank_cmp);
+			rank[group[m->site_of_stack[st]]].at_peak += v->values[st].v[AP_SI_PEAK_SPACE];
+	qsort(rank, ngroups, sizeof(*rank), rank_cmp);
 	size_t shown = 0;
-	while (shown < nsites && shown < m->nsites && rank[shown].at_peak > 0)
+	while (shown < nsites && shown < ngroups && rank[shown].at_peak > 0)
 		shown++;
-	uint32_t *slot_of_site = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(uint32_t));
-	for (size_t k = 0; k < m->nsites; k++)
-		slot_of_site[k] = (uint32_t)shown;
+	uint32_t *slot_of_group = ap_xmalloc((ngroups ? ngroups : 1) * sizeof(uint32_t));
+	for (size_t g = 0; g < ngroups; g++)
+		slot_of_group[g] = (uint32_t)shown;
 	s->names = ap_xcalloc(shown ? shown : 1, sizeof(char *));
 	for (size_t k = 0; k < shown; k++) {
-		slot_of_site[rank[k].site] = (uint32_t)k;
-		s->names[k] = m->name[rank[k].site];
+		slot_of_group[rank[k].site] = (uint32_t)k;
+		s->names[k] = m->name[first[rank[k].site]];
 	}
 	s->slot_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
 	for (size_t st = 0; st < t->nstacks; st++)
 		s->slot_of_stack[st] = m->site_of_stack[st] == UINT32_MAX
 					   ? (uint32_t)shown
-					   : slot_of_site[m->site_of_stack[st]];
+					   : slot_of_group[group[m->site_of_stack[st]]];
 	s->shown = shown;
-	free(slot_of_site);
+	free(slot_of_group);
+	free(first);
 	free(rank);
+	free(group);
+	ap_intern_release(&names);
 }
 
 void ap_timeline_sites_release(struct ap_timeline_sites *s)

@@ -61,6 +61,10 @@ struct ap_timeline {
 	bool *seen;			/* the bucket had an event */
 	size_t peak_bucket;
 	double peak;			/* the highest in-use bytes of the run */
+	/* where on the x axis it was reached (seconds from the start, or
+	 * bytes allocated and freed by then): the event's own place, the
+	 * same whatever the number of buckets (peak_bucket holds it) */
+	double peak_x;
 	/* while replaying: the variance of `live` as an estimate; then the
 	 * standard deviation of `peak` (0 when every allocation is in the
 	 * trace), as ap_trace_totals' peak_inuse_space_sd */

@@ -78,6 +78,7 @@ struct tui_follow {
 	double tl_age, adv_age; /* seconds the shown ones are behind, when made */
 	bool ended, no_buffers, failed;
 	bool gone;	/* ended without END (ap_follow_gone) */
+	size_t children; /* once ended: the child traces beside it (not shown) */
 	struct ap_error err;
 	/* asked for by the browser (under mu) */
 	bool want_timeline, want_advice;
@@ -229,7 +230,20 @@ static void *follow_main(void *arg)
 			F->adv_took = mono_ns() - now;
 			F->adv_at = mono_ns();
 		}
+		/* the processes the program started wrote traces of their
+		 * own, which this view does not read: counted, to say so */
+		size_t children = 0;
+		if (ended) {
+			char **kids;
+			const struct ap_trace *t = ap_follow_trace(F->f);
+			children = ap_trace_children(
+			    F->path, (time_t)(t->start_realtime_ns / 1000000000u), &kids);
+			for (size_t k = 0; k < children; k++)
+				free(kids[k]);
+			free(kids);
+		}
 		pthread_mutex_lock(&F->mu);
+		F->children = children;
 		if (values) {
 			free(F->values);
 			F->values = values;
@@ -471,7 +485,7 @@ void tui_follow_status(const struct tui *t, char *buf, size_t len)
 {
 	const struct tui_follow *F = t->follow;
 	const struct ap_trace *tr = t->v->trace;
-	char what[160];
+	char what[320];
 	if (F->ended && F->gone) {
 		snprintf(what, sizeof(what), "the recording stopped at %.1fs without ending the trace "
 			 "(killed?): final as far as the file goes",
@@ -485,8 +499,14 @@ void tui_follow_status(const struct tui *t, char *buf, size_t len)
 				 : tr->end_reason == AP_END_SIGNAL ? ", by signal %llu"
 								   : ", exit status %llu",
 				 (unsigned long long)tr->end_status);
-		snprintf(what, sizeof(what), "program ended at %.1fs%s: final",
-			 (double)(ap_trace_end_ns(tr) - tr->start_ns) / 1e9, how);
+		char kids[160] = "";
+		if (F->children)
+			snprintf(kids, sizeof(kids),
+				 " for its process alone (%zu child trace%s: allocprof top reads "
+				 "the whole run)",
+				 F->children, F->children > 1 ? "s" : "");
+		snprintf(what, sizeof(what), "program ended at %.1fs%s: final%s",
+			 (double)(ap_trace_end_ns(tr) - tr->start_ns) / 1e9, how, kids);
 	} else if (F->no_buffers) {
 		snprintf(what, sizeof(what),
 			 "following (no buffers file: the events come when the program ends)");

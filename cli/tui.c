@@ -353,10 +353,14 @@ void tui_draw_title(const struct tui *t, struct tui_screen *s, const char *view,
 			what, ap_sample_index_name(si), total, rate);
 }
 
-/* Puts `text` right-aligned on `row` (a position counter). */
+/* Puts `text` right-aligned on `row` (a position counter), a blank before
+ * it: on a narrow screen it covers the end of the row's text, and must not
+ * read as part of it ("...of 13.18MB tot1/8"). */
 void tui_draw_right(struct tui_screen *s, int row, int attr, const char *text)
 {
 	int col = s->cols - (int)strlen(text);
+	if (col > 1)
+		tui_screen_put(s, row, col - 1, attr, " ", 0);
 	if (col > 0)
 		tui_screen_put(s, row, col, attr, text, 0);
 }

@@ -606,8 +606,9 @@ int ap_view_inuse_objects_note(const struct ap_trace *t, enum ap_sample_index si
 	return AP_EXIT_OK;
 }
 
-int ap_view_sampling_hint(const struct ap_trace *t)
+int ap_view_sampling_note(const struct ap_trace *t, char *note, size_t len)
 {
+	note[0] = 0;
 	if (t->rate <= 1)
 		return AP_EXIT_OK;
 	uint64_t samples = 0;
@@ -633,21 +634,32 @@ int ap_view_sampling_hint(const struct ap_trace *t)
 	else
 		snprintf(what, sizeof(what), "no allocation was sampled");
 	if (!t->has_counts) {
-		ap_say("note: %s at one sample per %s on average; record with --all "
-			   "(every allocation) or a smaller --rate",
-			   what, rate);
+		snprintf(note, len,
+			 "%s at one sample per %s on average; record with --all "
+			 "(every allocation) or a smaller --rate",
+			 what, rate);
 		return AP_EXIT_OK;
 	}
 	if (!t->calls) {
-		ap_say("note: the program called no allocation function");
+		snprintf(note, len, "the program called no allocation function");
 		return AP_EXIT_OK;
 	}
 	ap_format_bytes(bytes, sizeof(bytes), (double)t->bytes);
-	ap_say("note: %s: the program allocated %s in %llu calls, %s one sample per %s on "
-		   "average; record with --all (every allocation) or a smaller --rate",
-		   what, bytes, (unsigned long long)t->calls,
-		   t->bytes < t->rate ? "under" : "at", rate);
+	snprintf(note, len,
+		 "%s: the program allocated %s in %llu calls, %s one sample per %s on "
+		 "average; record with --all (every allocation) or a smaller --rate",
+		 what, bytes, (unsigned long long)t->calls, t->bytes < t->rate ? "under" : "at",
+		 rate);
 	return AP_EXIT_OK;
+}
+
+int ap_view_sampling_hint(const struct ap_trace *t)
+{
+	char note[512];
+	int rc = ap_view_sampling_note(t, note, sizeof(note));
+	if (!rc && note[0])
+		ap_say("note: %s", note);
+	return rc;
 }
 
 void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)

@@ -326,6 +326,9 @@ AP_MUST_CHECK int ap_view_inuse_objects_says(const struct ap_trace *t, char *buf
 
 #define AP_VIEW_FEW_SAMPLES 50
 AP_MUST_CHECK int ap_view_sampling_hint(const struct ap_trace *t);
+/* The same note, into note[len] (empty when there is none) instead of
+ * stderr: the TUI puts it on its status line too. */
+AP_MUST_CHECK int ap_view_sampling_note(const struct ap_trace *t, char *note, size_t len);
 
 /* When at least AP_VIEW_UNSYM_SHARE of the total of `si` goes through
  * frames without symbols: which modules (the biggest shares first) and

@@ -35,6 +35,9 @@ struct ap_export {
 	size_t nstacks;
 	double total[AP_SI_COUNT];	/* sum over all stacks */
 	struct ap_frame *frame_store;	/* private: holds every stack's frames */
+	/* private: per mapping of the trace, "[module]" when pprof sees it
+	 * without names (ap_report_unnamed_maps over the stacks), else NULL */
+	char **unnamed_node;
 };
 
 /* Name of a frame-less (depth 0) stack's only node, as `top` shows it. */
@@ -45,6 +48,14 @@ struct ap_export {
  * stack one frame named AP_EXPORT_UNKNOWN (no file, line 0, no module).
  * Sets *n (at least 1); the frames live as long as the model. */
 const struct ap_frame *ap_export_stack_frames(const struct ap_export_stack *s, size_t *n);
+
+/* The name of frame `fr`'s node, as `top` and pprof name it: its function
+ * (fr->func), or "[module]" when its mapping has no name at all for pprof
+ * (then its frames are all that one node, where fr->func says
+ * "module+0xoff"). The folded stacks and the flame graph name frames so. */
+const char *ap_export_node_name(const struct ap_export *x, const struct ap_frame *fr);
+/* The mapping that makes `fr` such a node, or NULL (for ap_filter_stack). */
+const struct ap_mapping *ap_export_unnamed_map(const struct ap_export *x, const struct ap_frame *fr);
 
 /* Builds the model of `t`: `values` is ap_report_stack_values(t) (NULL to
  * compute it here); every stack with a non-zero value is expanded with

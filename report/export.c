@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ap_export.h"
+#include "report-int.h"
 
 int ap_export_parse_index(const char *name, enum ap_sample_index *out)
 {
@@ -120,6 +121,16 @@ struct ap_export *ap_export_new(const struct ap_trace *t, const struct ap_stack_
 	for (size_t i = 0; i < x->nstacks; i++)
 		x->stacks[i].frames = all + (uintptr_t)x->stacks[i].frames;
 	x->frame_store = all;
+	bool *unnamed = ap_report_unnamed_of(t, values, sym);
+	x->unnamed_node = ap_xcalloc(t->nmaps ? t->nmaps : 1, sizeof(*x->unnamed_node));
+	for (size_t m = 0; m < t->nmaps; m++)
+		if (unnamed[m]) {
+			const char *path = t->maps[m].path, *base = strrchr(path, '/');
+			struct ap_buf b = AP_BUF_INIT;
+			ap_buf_addf(&b, "[%s]", base ? base + 1 : path);
+			x->unnamed_node[m] = ap_buf_detach(&b, NULL);
+		}
+	free(unnamed);
 	free(fr);
 	free(size);
 	free(state);
@@ -131,9 +142,26 @@ void ap_export_free(struct ap_export *x)
 {
 	if (!x)
 		return;
+	for (size_t m = 0; x->unnamed_node && m < x->trace->nmaps; m++)
+		free(x->unnamed_node[m]);
+	free(x->unnamed_node);
 	free(x->frame_store);
 	free(x->stacks);
 	free(x);
+}
+
+const struct ap_mapping *ap_export_unnamed_map(const struct ap_export *x, const struct ap_frame *fr)
+{
+	if (!fr->unsymbolized || !fr->pc || !x->unnamed_node)
+		return NULL;
+	const struct ap_mapping *m = ap_trace_mapping_for(x->trace, fr->pc);
+	return m && x->unnamed_node[m - x->trace->maps] ? m : NULL;
+}
+
+const char *ap_export_node_name(const struct ap_export *x, const struct ap_frame *fr)
+{
+	const struct ap_mapping *m = ap_export_unnamed_map(x, fr);
+	return m ? x->unnamed_node[m - x->trace->maps] : fr->func;
 }
 
 const struct ap_frame *ap_export_stack_frames(const struct ap_export_stack *s, size_t *n)
@@ -183,7 +211,7 @@ size_t ap_export_folded(const struct ap_export *x, enum ap_sample_index si,
 		const struct ap_frame *fr = ap_export_stack_frames(s, &nf);
 		for (size_t k = nf; k-- > 0;) {
 			/* named as pprof and the views name them */
-			add_folded_name(&b, fr[k].func);
+			add_folded_name(&b, ap_export_node_name(x, &fr[k]));
 			if (k > 0)
 				ap_buf_addstr(&b, ";");
 		}

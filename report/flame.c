@@ -17,15 +17,15 @@ struct path {
 };
 
 struct sort_ctx {
-	const struct ap_frame *const *frames;
+	const char *const *names;
 };
 
 static int path_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct path *x = a, *y = b;
-	const struct ap_frame *const *fr = ((const struct sort_ctx *)ctx)->frames;
+	const char *const *nm = ((const struct sort_ctx *)ctx)->names;
 	for (size_t i = 0; i < x->len && i < y->len; i++) {
-		int c = strcmp(fr[x->off + i]->func, fr[y->off + i]->func);
+		int c = strcmp(nm[x->off + i], nm[y->off + i]);
 		if (c)
 			return c;
 	}
@@ -33,12 +33,12 @@ static int path_cmp(const void *a, const void *b, void *ctx)
 }
 
 static uint32_t add_node(struct ap_flame *f, size_t *alloc, uint32_t parent,
-			 const struct ap_frame *fr)
+			 const struct ap_frame *fr, const char *name)
 {
 	AP_ALLOC_GROW(f->nodes, f->n + 1, *alloc);
 	struct ap_flame_node *nd = &f->nodes[f->n];
 	memset(nd, 0, sizeof(*nd));
-	nd->func = fr->func;
+	nd->func = name;
 	nd->parent = parent;
 	nd->depth = f->nodes[parent].depth + 1;
 	nd->inlined = fr->inlined;
@@ -75,7 +75,9 @@ static struct ap_flame *flame_build(const struct ap_export *x, const struct ap_r
 	f->sample_index = si;
 
 	const struct ap_frame **frames = NULL, **shown = NULL;
-	size_t nframes = 0, aframes = 0, ashown = 0;
+	const char **names = NULL; /* per frame: its node's name */
+	const struct ap_mapping **maps = NULL;
+	size_t nframes = 0, aframes = 0, anames = 0, ashown = 0, amaps = 0;
 	struct path *paths = NULL;
 	size_t npaths = 0, apaths = 0;
 	for (size_t i = 0; i < x->nstacks; i++) {
@@ -90,22 +92,30 @@ static struct ap_flame *flame_build(const struct ap_export *x, const struct ap_r
 		f->stacks++;
 		size_t n;
 		/* frames named as the symbolizer names them for every view,
-		 * which is what the filters match too */
+		 * which is what the filters match too; a module pprof sees
+		 * without names is one node, "[module]", as in top, and
+		 * matches by its path alone */
 		const struct ap_frame *fr = ap_export_stack_frames(s, &n);
 		AP_ALLOC_GROW(shown, n, ashown);
-		size_t k = ap_filter_stack(&filter, fr, NULL, n, shown);
+		AP_ALLOC_GROW(maps, n, amaps);
+		for (size_t j = 0; j < n; j++)
+			maps[j] = ap_export_unnamed_map(x, &fr[j]);
+		size_t k = ap_filter_stack(&filter, fr, maps, n, shown);
 		if (!k)
 			continue;
 		f->kept += v;
 		f->kept_stacks++;
 		AP_ALLOC_GROW(frames, nframes + k, aframes);
-		for (size_t j = 0; j < k; j++)
+		AP_ALLOC_GROW(names, nframes + k, anames);
+		for (size_t j = 0; j < k; j++) {
 			frames[nframes + j] = shown[k - 1 - j];
+			names[nframes + j] = ap_export_node_name(x, shown[k - 1 - j]);
+		}
 		AP_ALLOC_GROW(paths, npaths + 1, apaths);
 		paths[npaths++] = (struct path){ nframes, k, v, i };
 		nframes += k;
 	}
-	struct sort_ctx sc = { frames };
+	struct sort_ctx sc = { names };
 	if (npaths)
 		qsort_r(paths, npaths, sizeof(*paths), path_cmp, &sc);
 
@@ -128,16 +138,17 @@ static struct ap_flame *flame_build(const struct ap_export *x, const struct ap_r
 	for (size_t p = 0; p < npaths; p++) {
 		const struct path *pa = &paths[p];
 		const struct ap_frame *const *fr = frames + pa->off;
+		const char *const *nm = names + pa->off;
 		size_t same = 0;
 		if (prev)
 			while (same < pa->len && same < prev->len &&
-			       !strcmp(fr[same]->func, frames[prev->off + same]->func))
+			       !strcmp(nm[same], names[prev->off + same]))
 				same++;
 		AP_ALLOC_GROW(cur, pa->len + 1, acur);
 		f->nodes[0].value += pa->v;
 		for (size_t d = 0; d < pa->len; d++) {
 			if (d >= same)
-				cur[d + 1] = add_node(f, &alloc, cur[d], fr[d]);
+				cur[d + 1] = add_node(f, &alloc, cur[d], fr[d], nm[d]);
 			struct ap_flame_node *nd = &f->nodes[cur[d + 1]];
 			nd->value += pa->v;
 			nd->inlined &= fr[d]->inlined;
@@ -152,6 +163,8 @@ static struct ap_flame *flame_build(const struct ap_export *x, const struct ap_r
 	free(cur);
 	free(paths);
 	free(frames);
+	free(names);
+	free(maps);
 	free(shown);
 	ap_filter_release(&filter);
 	return f;

@@ -270,6 +270,17 @@ record)
 		{ echo "FAIL demo-stripped: top has no [demo-stripped] node"; fail=1; }
 	"$ap" top --files "$tmp/demo-nodebug.trace" 2>/dev/null | grep -q '%  \[demo-nodebug\]$' ||
 		{ echo "FAIL demo-nodebug: top --files has no [demo-nodebug] node"; fail=1; }
+	# The folded stacks and the flame graph name that mapping's frames
+	# as top and pprof do, [demo-stripped], not by their addresses: a
+	# search or a callers-and-callees view of top's node finds them.
+	"$ap" export --format=folded "$tmp/demo-stripped.trace" >"$tmp/stripped.folded" 2>/dev/null || fail=1
+	"$ap" flamegraph --json "$tmp/demo-stripped.trace" >"$tmp/stripped.flame" 2>/dev/null || fail=1
+	if ! grep -q '\[demo-stripped\]' "$tmp/stripped.folded" || grep -q 'demo-stripped+0x' "$tmp/stripped.folded" ||
+		! grep -q '"name": "\[demo-stripped\]"' "$tmp/stripped.flame" || grep -q 'demo-stripped+0x' "$tmp/stripped.flame"; then
+		echo "FAIL demo-stripped: folded stacks or flame graph not named [demo-stripped]:"
+		head -5 "$tmp/stripped.folded"
+		fail=1
+	fi
 	# Stacks cut at --max-depth end in the [truncated] marker in every
 	# view and export (and the checks above compare them with pprof);
 	# whole stacks (they reach _start) never do.

@@ -270,6 +270,16 @@ output)
 		grep -q "^allocprof: $target: is .*: not overwritten" err || fail "-o $target: $(cat err)"
 	done
 	expect_eq "-o notes.txt: contents" "$(cat notes.txt)" "my notes"
+	# -o - is standard output to the other commands: refused, not a
+	# file named "-" (for the program run, and for an attach)
+	for args in "$prog" "-p $$"; do
+		"$ALLOCPROF" record -o - $args >out 2>err
+		expect_eq "-o - $args: exit status" "$?" 1
+		[ -s out ] && fail "-o - $args: the program ran or wrote: $(cat out)"
+		[ -e ./- ] && fail "-o - $args: made a file named '-'"
+		expect_eq "-o - $args: stderr" "$(cat err)" \
+			"allocprof: -o -: a trace cannot go to standard output (its child traces are named after its file): give a path (./- for a file named '-')"
+	done
 	[ -p fifo ] || fail "-o fifo: the FIFO was replaced"
 
 	# a trace, and an empty file, are overwritten

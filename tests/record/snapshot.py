@@ -60,6 +60,13 @@ for attempt in range(2):  # the second replaces the first
         fail("snapshot %d: worker_more before it ran: %r" % (attempt, objects["worker_more"]))
     if not s.get("symbols_kept"):
         fail("the snapshot keeps no symbols")
+# -o - is standard output to the other commands: refused while the program
+# runs, not a file named "-" in the current directory
+r = run("snapshot", "-o", "-", trace, cwd=tmp)
+if (r.returncode != 1 or r.stdout or len(r.stderr.splitlines()) != 1 or "standard output" not in r.stderr
+        or os.path.exists(os.path.join(tmp, "-"))):
+    fail("snapshot -o -: exit %d, %r, a file '-': %s" %
+         (r.returncode, r.stderr, os.path.exists(os.path.join(tmp, "-"))))
 # the program goes on as it would have
 out, _ = p.communicate("go\n")
 if out != "done\n" or p.returncode != native.returncode or native.stdout != "ready\ndone\n":

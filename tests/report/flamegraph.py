@@ -34,6 +34,9 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from truncate import truncated_copy  # noqa: E402
+
 SVG = "{http://www.w3.org/2000/svg}"
 INDEXES = ["alloc_space", "alloc_objects", "inuse_space", "inuse_objects", "peak_space",
            "peak_objects", "temporary"]
@@ -336,6 +339,14 @@ def fixture_mode(ap, mktrace):
         check_trace(ap, exact, "fixture", "parse", "walk")
         check_trace(ap, sampled, "fixture (sampled)", "alloc_big", "fx_build")
         check_cli(ap, exact, tmp)
+        # a truncated trace's picture says so in its subtitle (the SVG
+        # outlives the command's warning on stderr); a whole one's does not
+        cut = truncated_copy(ap, exact, tmp + "/cut.trace", env)
+        for trace, want in ((cut, True), (exact, False)):
+            root, _ = parse_svg(run(ap, "flamegraph", trace).stdout, trace)
+            sub = [e for e in root.iter(SVG + "text") if e.get("id") == "subtitle"][0].text
+            check(("; a truncated trace: its complete part" in sub) == want,
+                  "%s: subtitle %r" % (trace, sub))
 
 
 def chromium(tmp, *args):

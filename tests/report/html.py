@@ -40,6 +40,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdp import Browser  # noqa: E402
+from truncate import truncated_copy  # noqa: E402
 
 INDEXES = ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space", "peak_objects",
            "peak_space", "temporary"]
@@ -450,6 +451,16 @@ def fixture_mode(ap, mktrace, shots):
                 check_diff(ap, pg, sampled if trace == exact else exact, trace, tag)
                 errs = pg.errors()
                 check(not errs, "%s: the page reported errors: %s" % (tag, errs))
+                check(pg.js("document.getElementById('truncated')") is None,
+                      "%s: a whole trace's page says it is truncated" % tag)
+            # a truncated trace's page says so (stats does; the page
+            # outlives the command's warning on stderr)
+            cut = truncated_copy(ap, exact, tmp + "/cut.trace", env)
+            pg = Page(br, page_of(ap, tmp, "cut.html", cut), shots, "cut")
+            says = pg.js("(document.getElementById('truncated') || {}).textContent || ''")
+            check(says.startswith("Truncated trace (") and says.endswith("): the page shows its complete part"),
+                  "cut: the page of a truncated trace says %r" % says)
+            check(not pg.errors(), "cut: the page reported errors: %s" % pg.errors())
         finally:
             br.close()
 
@@ -506,6 +517,16 @@ def record_mode(ap, peak, shots):
             pg.shot("range-after")
             errs = pg.errors()
             check(not errs, "peak: the page reported errors: %s" % errs)
+            # a program that allocates nothing: the timeline's axis has
+            # no ticks of fractions of a byte (0 0 0 1B 1B 1B)
+            empty = tmp + "/true.trace"
+            p = subprocess.run([ap, "record", "--all", "-o", empty, "/bin/true"], capture_output=True, env=env)
+            if p.returncode:
+                sys.exit("FAIL record /bin/true: %s" % p.stderr.decode())
+            pg = Page(br, page_of(ap, tmp, "true.html", empty), shots, "true")
+            yt = pg.js("Array.from(document.querySelectorAll('#tl-svg text.ytick')).map(t => t.textContent)")
+            check(yt and len(set(yt)) == len(yt), "true: the timeline's y ticks %s" % yt)
+            check(not pg.errors(), "true: the page reported errors: %s" % pg.errors())
         finally:
             br.close()
 

@@ -500,9 +500,17 @@ def main():
                                            ("T<resize:80x40>", "100x%d" % h, "80x40", 57),
                                            ("<enter>T", "100x%d" % h, None, 77)):
             lines = screen(trace, keys, size, final=final)
-            m = re.match(r"^timeline: fixture   Peak: \S+ \((\d+) B\) at ", lines[0])
+            m = re.match(r"^timeline: fixture   Peak: \S+ \((\d+) B\) at (\S+)s ", lines[0])
             check(m and int(m.group(1)) == peak, "%s %s: timeline peak, stats says %d" % (name, keys, peak),
                   lines[0])
+            # the peak's time is the event's, as timeline's JSON and
+            # chart say it, whatever the width (not its column's end)
+            tj = json.loads(run("timeline", "--format=json", trace).stdout)
+            check(m and m.group(2) == "%.3g" % tj["peak_time_s"] and
+                  all(" at %.3gs, '@')" % tj["peak_time_s"] in timeline_text(trace, nb)[0] or
+                      " at %.3gs;" % tj["peak_time_s"] in timeline_text(trace, nb)[0] for nb in (buckets, 13)),
+                  "%s %s: the peak's time, timeline --format=json's %.3g" % (name, keys, tj["peak_time_s"]),
+                  lines[0] + "\n" + timeline_text(trace, buckets)[0] + "\n" + timeline_text(trace, 13)[0])
             check(m and "'@'" in lines[1] and sum("@" in l for l in lines[3:]) >= 1,
                   "%s %s: the peak marked" % (name, keys), "\n".join(lines))
             # the screen cuts a line at its width (the header of a sampled
@@ -571,6 +579,25 @@ def main():
           and last.startswith("warning: ") and last[9:] in p.stderr, "rebuilt binary warning", p.stdout + p.stderr)
     l = screen(exact, "<lt>")
     check(l == screen(exact), "<lt> is a key that does nothing on top")
+    # On a narrow screen the position counter covers the end of its row's
+    # text, a blank before it (not "...25.68kB tot1/9").
+    l = screen(exact, "", "40x10")
+    check(re.search(r"[^ ] 1/\d+$", l[2]), "the position counter set apart on a narrow screen", l[2])
+    # A truncated trace: its warning on stderr is hidden by the screen, so
+    # the status line says it too (as top's stderr and stats say it).
+    cut = os.path.join(tmp, "cut.trace")
+    data = open(exact, "rb").read()
+    for n in range(len(data) - 1, len(data) // 2, -1):
+        with open(cut, "wb") as f:
+            f.write(data[:n])
+        st = run("stats", cut, ok=(0, 1))
+        if st.returncode == 0 and "truncated          yes" in st.stdout:
+            break
+    p = run("tui", "--batch", cut)
+    last = p.stdout.splitlines()[-1]
+    check("truncated trace" in p.stderr and last.startswith("warning: truncated trace (")
+          and last.endswith("): showing its complete part"), "truncated trace on the status line",
+          p.stdout + p.stderr)
 
     print("%d failures" % len(failures))
     return 1 if failures else 0

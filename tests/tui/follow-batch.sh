@@ -43,8 +43,18 @@ if ! sed '$d' "$tmp/got" | diff -u "$(sed '$d' "$tmp/want" >"$tmp/want1"; echo "
 	echo "FAIL the followed screen is not the finished trace's"
 	fail=1
 fi
-tail -n 1 "$tmp/got" | grep -q "program ended at " ||
+tail -n 1 "$tmp/got" | grep -q "program ended at [0-9.]*s, exit status 0: final | " ||
 	{ echo "FAIL the status line: $(tail -n 1 "$tmp/got")"; fail=1; }
+# A program that started others: their traces (TRACE.<pid>) are not this
+# view's, and the status line says so once it ended (top reads them).
+"$writer" --write "$tmp/p.trace" 300 &
+w=$!
+first_part "$tmp/p.trace"
+cp "$tmp/t.trace" "$tmp/p.trace.4242"
+"$ap" tui --follow --batch --size 200x30 "$tmp/p.trace" >"$tmp/gotP" 2>&1
+wait $w
+tail -n 1 "$tmp/gotP" | grep -q "program ended at [0-9.]*s, exit status 0: final for its process alone (1 child trace: allocprof top reads the whole run) | " ||
+	{ echo "FAIL the status line with a child trace: $(tail -n 1 "$tmp/gotP")"; fail=1; }
 [ -s "$tmp/err" ] && { echo "FAIL stderr:"; cat "$tmp/err"; fail=1; }
 # a writer killed before the end (kill -9: no END, its buffers file left,
 # no lock on the trace, its process gone) is followed to where the file
