@@ -1658,6 +1658,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
 		site->line = m->line[s];
 		site->via = m->via && m->via[s] ? ap_xstrdup(m->via[s]) : NULL;
+		site->grows_site = grows[s];
+		site->born_site = born[s];
 		if (grows[s] != UINT32_MAX)
 			site->grows_at = ap_xstrdup(m->name[grows[s]]);
 		if (born[s] != UINT32_MAX)
