@@ -210,7 +210,7 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			printf("  on the first %.2g%% of the run's events (a replay of more would keep "
 			       "more than %llu K blocks live, %llu MiB of advise's memory): savings "
 			       "scaled to the whole run\n", 100 * a->measure_share,
-			       (unsigned long long)(AP_MEASURE_LIVE_BYTES / AP_MEASURE_LIVE_BLOCK / 1000),
+			       (unsigned long long)(a->measure_live_max / 1000),
 			       (unsigned long long)(AP_MEASURE_LIVE_BYTES >> 20));
 		} else if (a->measure_share < 1) {
 			printf("  on the first %.0f%% of the run's events (a replay takes at most %llu): "
@@ -364,8 +364,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
 		if (a->measure_cut_bytes) /* (the share's bound: AP_MEASURE_LIVE_BYTES) */
 			json_object_set_new(mj, "share_live_blocks_max",
-					    json_integer((json_int_t)(AP_MEASURE_LIVE_BYTES /
-								       AP_MEASURE_LIVE_BLOCK)));
+					    json_integer((json_int_t)a->measure_live_max));
 		json_object_set_new(mj, "touch_share", json_real(a->touch_share));
 		if (a->touch_share < 1 && a->touch_faults_all > 0) { /* fitted, not set */
 			json_object_set_new(mj, "touch_faults_all", json_integer((json_int_t)a->touch_faults_all));

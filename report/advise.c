@@ -836,13 +836,9 @@ static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,
 static bool ws_joined(struct walk_state *S, size_t i, const struct ap_event *e,
 		      const struct ap_replay_block *b)
 {
-	while (S->next_join < S->njoins && S->joins[S->next_join].i < i)
-		S->next_join++;
-	if (S->next_join >= S->njoins || S->joins[S->next_join].i != i)
-		return false;
-	const struct ap_replay_join *jn = &S->joins[S->next_join++];
+	const struct ap_replay_join *jn = advise_join_at(S->joins, S->njoins, &S->next_join, i);
 	struct advise_obj ob;
-	if (!ws_take(S, jn->addr, jn->stack, jn->size, &ob))
+	if (!jn || !ws_take(S, jn->addr, jn->stack, jn->size, &ob))
 		return false;
 	ws_grown(S, i, e, &ob, jn->size, b);
 	ws_keep(S, e, b, &ob);

@@ -454,8 +454,10 @@ struct ap_advice {
 	double measure_full_run_ns;
 	uint64_t measure_probe_events;
 	/* The share was cut where its replay would hold more than
-	 * AP_MEASURE_LIVE_BYTES for its live blocks (ap_script_cut_bytes). */
+	 * AP_MEASURE_LIVE_BYTES for its live blocks (ap_script_cut_bytes),
+	 * measure_live_max of them (ap_script_live_max). */
 	bool measure_cut_bytes;
+	uint64_t measure_live_max;
 	double measure_wall_ns;
 	/* The share of each new block's bytes whose pages the replay's first
 	 * write faulted in (ap_measure_opts.touch): 1, all, unless the
