@@ -77,17 +77,15 @@ struct sobj {
  * (advise_objs.c): the last op on each, its index in its thread's ops as
  * the `birth` and the thread as the `thread` of an advise_obj, in a page
  * of its thread's allocations (4 bytes); its slot is that op's. A
- * resolved trace is replayed without the live map (ap_replay.h, "Memory"):
- * about 120 bytes a live block became ~AP_MEASURE_LIVE_BLOCK. */
+ * resolved trace is replayed without the live map (ap_replay.h, "Memory"),
+ * about AP_MEASURE_LIVE_BLOCK bytes a live block in all where the map and
+ * an array of these by the replay's object ids took ~120 (session 28). */
 
 struct builder {
 	const struct ap_trace *t;
 	const uint32_t *site_of_stack;
 	size_t nsites;
 	struct sthread *th;
-	struct sobj *obj;	/* (ALLOCPROF_TEST_SCRIPT_BLOCKS=1: the old builder's) */
-	size_t obj_alloc;
-	bool old;
 	struct advise_objs *objs;
 	/* A replay without the live map (a resolved trace) leaves the joins
 	 * to its consumers: the next one (ws_joined's rule). */
@@ -300,12 +298,6 @@ static double work_steps_per_ns(void)
 	return speed = best;
 }
 
-static struct sobj *b_obj(struct builder *b, uint32_t id)
-{
-	AP_ALLOC_GROW(b->obj, (size_t)id + 1, b->obj_alloc);
-	return &b->obj[id];
-}
-
 /* The op on `o` that `thread` is about to make must follow the last one:
  * wait for it when another thread made it. */
 static void b_after(struct builder *b, const struct sobj *o, uint32_t thread)
@@ -376,15 +368,7 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 		emit(b, e->thread, ap_rs_word(AP_RS_WAIT, ft), 0, fop);
 		s->xf_waited = k;
 	}
-	uint64_t op = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
-	if (b->old) {
-		struct sobj *o = b_obj(b, blk->obj);
-		o->slot = slot;
-		o->thread = e->thread;
-		o->op = op;
-	} else {
-		b_put(b, blk->addr, e->thread, op);
-	}
+	b_put(b, blk->addr, e->thread, emit(b, e->thread, ap_rs_word(type, site), slot, blk->size));
 	b->nlive++;
 	b->live += blk->size;
 	if (b->live > b->peak)
@@ -403,8 +387,7 @@ static void b_grown(struct builder *b, const struct ap_event *e, struct sobj *o,
 	/* a realloc, or a growth by copy (ap_replay_join: no AP_EVF_REALLOC) */
 	unsigned type = (e->flags & AP_EVF_REALLOC) ? AP_RS_REALLOC : AP_RS_MOVE;
 	o->op = emit(b, e->thread, ap_rs_word(type, 0), o->slot, blk->size);
-	if (!b->old)
-		b_put(b, blk->addr, o->thread, o->op);
+	b_put(b, blk->addr, o->thread, o->op);
 }
 
 static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
@@ -413,10 +396,6 @@ static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 	struct builder *b = ctx;
 	if (b->cut)
 		return;
-	if (b->old) {
-		b_grown(b, e, b_obj(b, blk->obj), old->size, blk);
-		return;
-	}
 	struct sobj o;
 	/* (the old block is live: the replay matched it) */
 	if (!b_take(b, old->addr, &o)) {
@@ -433,9 +412,7 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	if (b->cut)
 		return;
 	struct sobj taken, *o = &taken;
-	if (b->old)
-		o = b_obj(b, blk->obj);
-	else if (!b_take(b, blk->addr, &taken))
+	if (!b_take(b, blk->addr, &taken))
 		return;	/* the old block of a join: its object went on */
 	b_after(b, o, e->thread);
 	uint64_t op = emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
@@ -552,22 +529,12 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		.free = b_free,
 		.failed = b_stop,
 	};
-	static const struct ap_replay_ops ops_old = {
-		.blocks = true, /* the script names each object */
-		.event = b_event,
-		.alloc = b_alloc,
-		.grow = b_grow,
-		.free = b_free,
-		.failed = b_stop,
-	};
-	const char *old_env = getenv("ALLOCPROF_TEST_SCRIPT_BLOCKS");
-	b.old = old_env && !strcmp(old_env, "1");
-	struct ap_replay_consumer c = { b.old ? &ops_old : &ops, &b };
+	struct ap_replay_consumer c = { &ops, &b };
 	b.objs = advise_objs_new(1);
 	/* A resolved trace is replayed without the live map, and the joins
 	 * are the builder's to apply; any other keeps the map (its blocks'
 	 * addresses name them), and joins. */
-	bool map = b.old || !t->resolved;
+	bool map = !t->resolved;
 	b.live_block = map ? AP_MEASURE_LIVE_BLOCK_MAP : AP_MEASURE_LIVE_BLOCK;
 	if (!map) {
 		b.joins = joins;
@@ -651,7 +618,6 @@ out:
 		free(b.th[k].xf);
 	}
 	free(b.th);
-	free(b.obj);
 	advise_objs_free(b.objs);
 	free(b.sync);
 	free(b.nap);
