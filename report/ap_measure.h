@@ -31,14 +31,18 @@ struct ap_replay_join;
  * blocks live at the end, held 1.1 GB of them and 512 MB of ops on the
  * first 32 M events, where the walk of its model takes 200 MB. A replay
  * that keeps the live map (a trace whose frees are not resolved) holds
- * about AP_MEASURE_LIVE_BLOCK_MAP bytes a live block (its block, its
- * slots in the map as it doubles, the object's place in the builder's
- * store); one of a resolved trace, none of them but the object's place
- * in the builder's store, in pages of its thread's allocations, and the
- * slot the runner gives it: about AP_MEASURE_LIVE_BLOCK. */
+ * about AP_MEASURE_LIVE_BLOCK_MAP bytes a live block: its block and its
+ * slots in the map as it doubles, ~120, and the object's entry in the
+ * builder's store, kept whole by its address (a raw python3 trace, `record
+ * --compress-level 0`, cut at 838 K blocks: 158 MB of advise's before the
+ * store, 171 MB with it). One of a resolved trace holds none of them but
+ * the object's place in the store, 4 bytes in a page of its thread's
+ * allocations, and the slot it frees for the next: ~AP_MEASURE_LIVE_BLOCK
+ * (python3's JSON at 4.66 M blocks live: 206 MB more than at 838 K, 181 MB
+ * of it the ops). */
 #define AP_MEASURE_LIVE_BYTES (UINT64_C(96) << 20)
 #define AP_MEASURE_LIVE_BLOCK 16
-#define AP_MEASURE_LIVE_BLOCK_MAP 120
+#define AP_MEASURE_LIVE_BLOCK_MAP 136
 
 /* Builds the script of t's events: site_of_stack (t->nstacks entries,
  * UINT32_MAX for none) names each birth's site; cycles (ascending
