@@ -35,6 +35,10 @@ static void advise_usage(FILE *f)
 	      "no: too rare,\n"
 	      "no: too small, no: escapes, no: little to gain, unsure: too few samples,\n"
 	      "elsewhere.\n"
+	      "Not measured, \"no: too small\" is objects up to 256 bytes that do not grow\n"
+	      "(glibc's per-thread cache), or up to 1 KiB whose pool would save a request,\n"
+	      "over its hits and misses, less than its own get and put (within the cost\n"
+	      "model's error); \"no: costs more\" one that would save nothing.\n"
 	      "The time is measured: for a trace of every allocation (record --all) the\n"
 	      "run's allocation sequence is replayed on this machine's malloc, with and\n"
 	      "without a real pool (pool/vpool.h) at each site the model finds worth it,\n"
@@ -206,7 +210,7 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 			printf("  on the first %.2g%% of the run's events (a replay of more would keep "
 			       "more than %llu K blocks live, %llu MiB of advise's memory): savings "
 			       "scaled to the whole run\n", 100 * a->measure_share,
-			       (unsigned long long)(AP_MEASURE_LIVE_BYTES / AP_MEASURE_LIVE_BLOCK / 1000),
+			       (unsigned long long)(a->measure_live_max / 1000),
 			       (unsigned long long)(AP_MEASURE_LIVE_BYTES >> 20));
 		} else if (a->measure_share < 1) {
 			printf("  on the first %.0f%% of the run's events (a replay takes at most %llu): "
@@ -360,8 +364,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(mj, "share_replayed", json_real(a->measure_share));
 		if (a->measure_cut_bytes) /* (the share's bound: AP_MEASURE_LIVE_BYTES) */
 			json_object_set_new(mj, "share_live_blocks_max",
-					    json_integer((json_int_t)(AP_MEASURE_LIVE_BYTES /
-								       AP_MEASURE_LIVE_BLOCK)));
+					    json_integer((json_int_t)a->measure_live_max));
 		json_object_set_new(mj, "touch_share", json_real(a->touch_share));
 		if (a->touch_share < 1 && a->touch_faults_all > 0) { /* fitted, not set */
 			json_object_set_new(mj, "touch_faults_all", json_integer((json_int_t)a->touch_faults_all));
@@ -607,6 +610,7 @@ int cmd_advise(int argc, char **argv)
 	ap_view_warnings(&v);
 	int rc = ap_view_sampling_hint(v.trace);
 	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;
+	ap_advise_refer(a, n);	/* "see SITE" of a site not shown: how to see it */
 	if (rc)
 		;
 	else if (vo.json)

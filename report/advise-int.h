@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ap_advise.h"
+#include "ap_replay.h"
 
 /* Sizes of a site: a weighted histogram with 4 buckets per power of two,
  * with the smallest size seen in each bucket and the largest overall, so
@@ -68,6 +69,20 @@ struct advise_obj {
  * another site or by another thread, shrunk, a pool's hit with more room
  * than asked, a block that is not anonymous, one asked to be kept). */
 struct advise_objs;
+
+/* The join at event i (ap_replay_join) of a replay without the live map,
+ * which leaves the joins to its consumers (the advisor's walk, the
+ * measured replay's script builder): joins ascending by `i`, *next the
+ * first not yet passed; NULL when none is at i. */
+static inline const struct ap_replay_join *advise_join_at(const struct ap_replay_join *joins,
+							  size_t n, size_t *next, size_t i)
+{
+	while (*next < n && joins[*next].i < i)
+		(*next)++;
+	if (*next >= n || joins[*next].i != i)
+		return NULL;
+	return &joins[(*next)++];
+}
 
 /* `quantum`: the trace's time quantum (births are its multiples). */
 struct advise_objs *advise_objs_new(uint64_t quantum);

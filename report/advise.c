@@ -836,13 +836,9 @@ static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,
 static bool ws_joined(struct walk_state *S, size_t i, const struct ap_event *e,
 		      const struct ap_replay_block *b)
 {
-	while (S->next_join < S->njoins && S->joins[S->next_join].i < i)
-		S->next_join++;
-	if (S->next_join >= S->njoins || S->joins[S->next_join].i != i)
-		return false;
-	const struct ap_replay_join *jn = &S->joins[S->next_join++];
+	const struct ap_replay_join *jn = advise_join_at(S->joins, S->njoins, &S->next_join, i);
 	struct advise_obj ob;
-	if (!ws_take(S, jn->addr, jn->stack, jn->size, &ob))
+	if (!jn || !ws_take(S, jn->addr, jn->stack, jn->size, &ob))
 		return false;
 	ws_grown(S, i, e, &ob, jn->size, b);
 	ws_keep(S, e, b, &ob);
@@ -1658,6 +1654,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
 		site->line = m->line[s];
 		site->via = m->via && m->via[s] ? ap_xstrdup(m->via[s]) : NULL;
+		site->grows_site = grows[s];
+		site->born_site = born[s];
 		if (grows[s] != UINT32_MAX)
 			site->grows_at = ap_xstrdup(m->name[grows[s]]);
 		if (born[s] != UINT32_MAX)

@@ -389,6 +389,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	 * run, and said so. */
 	a->measure_share = t->nev ? (double)ap_script_events(sc) / (double)t->nev : 1;
 	a->measure_cut_bytes = ap_script_cut_bytes(sc);
+	a->measure_live_max = ap_script_live_max(sc);
 	struct ap_measure_job *jobs = ap_xcalloc(nc, sizeof(*jobs));
 	struct ap_measured *out = ap_xcalloc(nc, sizeof(*out));
 	for (size_t k = 0; k < nc; k++) {

@@ -24,8 +24,15 @@
  * tcache sizes, where malloc is itself a per-thread cache of free blocks,
  * at its cheapest) whose requests save through a pool (allocation, first
  * touch and reallocs through malloc, less the pool's get+put) less than
- * (SMALL_FACTOR - 1) times the pool's get+put. Bigger objects are never
- * "too small": a noisy calibration must not call a 32 KiB buffer small. */
+ * (SMALL_FACTOR - 1) times the pool's get+put, and more than nothing: a
+ * saving under the pool's own price is within that price's error (a
+ * calibration that priced a get and put twice as high would make it a
+ * loss), which at malloc's cheapest sizes is the price of the whole
+ * difference. Where the pool saves nothing it costs more: "no: costs
+ * more", at any size (a user's review: "too small" said of objects whose
+ * text priced malloc at 11 ns and the pool at 4). Bigger objects are
+ * never "too small": a noisy calibration must not call a 32 KiB buffer
+ * small. */
 #define SMALL_FACTOR 2.0
 #define SMALL_MAX 1024
 /* ...and objects up to TINY_MAX bytes that do not grow are "too small"
@@ -382,6 +389,16 @@ static void judge_unsure(struct ap_advise_site *s)
 
 /* "pool with cap 64kB", "size classes 1kB, 64kB", "see SITE", or the
  * verdict's name. */
+/* The site a verdict "see SITE" names: its id, or UINT32_MAX. */
+static uint32_t see_site(const struct ap_advise_site *s)
+{
+	if (s->verdict != AP_VERDICT_ELSEWHERE)
+		return UINT32_MAX;
+	if (s->born_at)
+		return s->born_site;
+	return s->births_seen && s->grows_at ? s->grows_site : UINT32_MAX;
+}
+
 static void set_verdict_text(struct ap_advise_site *s)
 {
 	char b1[32];
@@ -423,6 +440,43 @@ static char *dearer_in_all(const struct ap_advise_site *s, const char *obj)
 			 "cost more than it saves (about %s).", obj, s->life_cost_ns, s->pool_cost_ns,
 			 s->r.misses, plural(s->r.misses), *plural(s->r.misses) ? "" : "s", s->r.small_hits,
 			 d1);
+}
+
+/* A pool dearer a hit than malloc and free. */
+static char *costs_more(const struct ap_advise_site *s, const char *obj)
+{
+	char d1[32];
+	ap_advise_format_duration(d1, sizeof(d1), -s->r.time_saved_ns);
+	return xasprintf("Objects of %s cost %.0fns through malloc and free here, against %.0fns for a "
+			 "pool's get and put: the pool would cost more than it saves (about %s): keep "
+			 "malloc.", obj, s->life_cost_ns, s->pool_cost_ns, d1);
+}
+
+/* Objects up to SMALL_MAX whose pool saves, in all, less a request than
+ * its own get and put (`net` ns a request): why the difference of a hit
+ * does not count. */
+static char *small_saving(const struct ap_advise_site *s, const char *obj, double net)
+{
+	const struct ap_replay_result *r = &s->r;
+	char b1[32], why[256] = "";
+	fmt_bytes(b1, sizeof(b1), SMALL_MAX);
+	bool empty = r->misses >= 0.5, small = r->small_hits >= 0.5;
+	if (empty || small) {
+		double n = empty ? r->misses : r->small_hits;
+		snprintf(why, sizeof(why), ", but %.0f of its %.0f requests find%s %s", n, r->gets,
+			 *plural(n) ? "" : "s", empty ? "the pool empty" : "an object too small");
+		if (empty && small)
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), " and %.0f an object too small",
+				 r->small_hits);
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 ", and pay the pool's work on top of malloc's");
+	}
+	return xasprintf("Objects of %s cost %.0fns through malloc and free here and %.0fns through a "
+			 "pool's get and put%s: in all a pool would save about %.0fns a request, less "
+			 "than its own get and put. For objects up to %s, where malloc is at its "
+			 "cheapest, a saving under the pool's own cost is within the cost model's error "
+			 "(a get and put priced twice as high would make it a loss): keep malloc.",
+			 obj, s->life_cost_ns, s->pool_cost_ns, why, net, b1);
 }
 
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
@@ -502,18 +556,14 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 					       obj, s->life_cost_ns, s->pool_cost_ns);
 	} else if (s->p50_cap <= SMALL_MAX && r->time_saved_ns < (SMALL_FACTOR - 1) * s->pool_cost_ns * r->gets) {
 		double net = r->time_saved_ns / r->gets;
-		s->verdict = AP_VERDICT_TOO_SMALL;
-		if (net <= 0 && s->life_cost_ns > s->pool_cost_ns)
-			s->reasons = dearer_in_all(s, obj);
-		else if (net <= 0)
-			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
-					       "%.0fns for a pool's get and put: keep malloc.",
-					       obj, s->life_cost_ns, s->pool_cost_ns);
-		else
-			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, and a "
-					       "pool's get and put %.0fns: a pool would save about %.0fns a request, "
-					       "less than its own cost and within the cost model's error: keep "
-					       "malloc.", obj, s->life_cost_ns, s->pool_cost_ns, net);
+		if (net <= 0) {
+			/* (a loss is a loss at any size: not "too small") */
+			s->verdict = AP_VERDICT_COSTS_MORE;
+			s->reasons = s->life_cost_ns > s->pool_cost_ns ? dearer_in_all(s, obj) : costs_more(s, obj);
+		} else {
+			s->verdict = AP_VERDICT_TOO_SMALL;
+			s->reasons = small_saving(s, obj, net);
+		}
 	} else if (s->life_share < MIN_GAIN_SHARE) {
 		fmt_bytes(b1, sizeof(b1), s->life_share * a->total_alloc_space);
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
@@ -583,14 +633,10 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 			s->reasons = xasprintf("%.0f%% of requests would reuse a pooled object, avoiding %.0f "
 					       "allocation%s%s (%s, about %s); the pool would hold %s at peak.",
 					       hr, r->allocs_avoided, plural(r->allocs_avoided), re, b1, d1, b2);
-		} else if (r->hit_rate >= GOOD_HIT_RATE && s->life_cost_ns > s->pool_cost_ns) {
-			s->verdict = AP_VERDICT_LITTLE_GAIN;	/* not small objects */
-			s->reasons = dearer_in_all(s, obj);
 		} else if (r->hit_rate >= GOOD_HIT_RATE) {
-			s->verdict = AP_VERDICT_TOO_SMALL;
-			s->reasons = xasprintf("Objects of %s cost %.0fns through malloc and free here, against "
-					       "%.0fns for a pool's get and put: the pool would cost more than "
-					       "it saves.", obj, s->life_cost_ns, s->pool_cost_ns);
+			/* (no saving: time_saved_ns > 0 is a pool above) */
+			s->verdict = AP_VERDICT_COSTS_MORE;
+			s->reasons = s->life_cost_ns > s->pool_cost_ns ? dearer_in_all(s, obj) : costs_more(s, obj);
 		} else {
 			ap_advise_format_duration(d1, sizeof(d1), s->mean_life_ns);
 			spacing_words(sp, sizeof(sp), s, a);
@@ -631,6 +677,30 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	s->reasons = ap_buf_detach(&t, NULL);
 
 	set_verdict_text(s);
+}
+
+void ap_advise_refer(struct ap_advice *a, size_t shown)
+{
+	for (size_t i = 0; i < shown && i < a->nsites; i++) {
+		struct ap_advise_site *s = &a->sites[i];
+		uint32_t id = see_site(s);
+		if (id == UINT32_MAX)
+			continue;
+		size_t j = 0;
+		while (j < a->nsites && a->sites[j].site_id != id)
+			j++;
+		if (j < shown)
+			continue;
+		set_verdict_text(s);
+		struct ap_buf t = AP_BUF_INIT;
+		ap_buf_addstr(&t, s->verdict_text);
+		if (j < a->nsites)
+			ap_buf_addf(&t, " (shown with -n %zu)", j + 1);
+		else
+			ap_buf_addstr(&t, " (shown with --min-share 0 -n 0)");
+		free(s->verdict_text);
+		s->verdict_text = ap_buf_detach(&t, NULL);
+	}
 }
 
 static bool good(const struct ap_advise_site *s)

@@ -184,7 +184,8 @@ enum ap_verdict {
 	AP_VERDICT_LITTLE_GAIN,
 	AP_VERDICT_UNSURE,		/* too few samples to judge */
 	AP_VERDICT_ELSEWHERE,		/* no pool here: its objects are judged at another site */
-	AP_VERDICT_COSTS_MORE,		/* measured: the pool costs more than malloc */
+	AP_VERDICT_COSTS_MORE,		/* the pool costs more than malloc (measured, or by the
+					 * cost model where not measured) */
 	AP_VERDICT_NOISE,		/* measured: the difference is within the noise */
 	AP_VERDICT_FAULTS,		/* measured, but the saving is page faults the
 					 * replay made and the recorded run did not */
@@ -301,6 +302,8 @@ struct ap_advise_site {
 	 * sampled) are `seen_growing` (weighted), and born_at names the birth
 	 * site the samples that saw one show. */
 	char *grows_at, *born_at;
+	/* Their site ids (site_id's; UINT32_MAX: none). */
+	uint32_t grows_site, born_site;
 	double seen_growing;
 	double adopted;		/* sampled: objects first seen growing elsewhere, judged here */
 	uint64_t births_seen;	/* sampled: objects whose first sample is here, counted or not */
@@ -451,8 +454,10 @@ struct ap_advice {
 	double measure_full_run_ns;
 	uint64_t measure_probe_events;
 	/* The share was cut where its replay would hold more than
-	 * AP_MEASURE_LIVE_BYTES for its live blocks (ap_script_cut_bytes). */
+	 * AP_MEASURE_LIVE_BYTES for its live blocks (ap_script_cut_bytes),
+	 * measure_live_max of them (ap_script_live_max). */
 	bool measure_cut_bytes;
+	uint64_t measure_live_max;
 	double measure_wall_ns;
 	/* The share of each new block's bytes whose pages the replay's first
 	 * write faulted in (ap_measure_opts.touch): 1, all, unless the
@@ -518,6 +523,13 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_map *m,
 				const struct ap_advise_options *o, struct ap_error *err);
 void ap_advice_free(struct ap_advice *a);
+
+/* The first `shown` sites of a->sites are what the user sees: a verdict
+ * among them that says "see SITE" of a site ranked below them (the ranking
+ * is by bytes allocated at a site, not by what its objects reach by
+ * realloc elsewhere) or left out by --min-share says how to see it
+ * ("see SITE (shown with -n 14)"). */
+void ap_advise_refer(struct ap_advice *a, size_t shown);
 
 /* Where the cycles the options give for `t` fall in its merged event
  * stream, ascending: a cycle at position p comes after event floor(p) and

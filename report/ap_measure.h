@@ -27,14 +27,22 @@ struct ap_script;
 struct ap_replay_join;
 
 /* The most the replay that builds a script (ap_script_build) holds for
- * the blocks live at once, about 120 bytes each (its block, its slots in
- * the live map as it doubles, the object's place in the script's
- * builder): python3 building a JSON of 1.15 M items, 16 M blocks live at
- * the end, held 1.1 GB of them and 512 MB of ops on the first 32 M
- * events, where the walk of its model takes 200 MB; its script now stops
- * at 800 K blocks live (216 MB in all). */
+ * the blocks live at once: python3 building a JSON of 1.15 M items, 16 M
+ * blocks live at the end, held 1.1 GB of them and 512 MB of ops on the
+ * first 32 M events, where the walk of its model takes 200 MB. A replay
+ * that keeps the live map (a trace whose frees are not resolved) holds
+ * about AP_MEASURE_LIVE_BLOCK_MAP bytes a live block: its block and its
+ * slots in the map as it doubles, ~120, and the object's entry in the
+ * builder's store, kept whole by its address (a raw python3 trace, `record
+ * --compress-level 0`, cut at 838 K blocks: 158 MB of advise's before the
+ * store, 171 MB with it). One of a resolved trace holds none of them but
+ * the object's place in the store, 4 bytes in a page of its thread's
+ * allocations, and the slot it frees for the next: ~AP_MEASURE_LIVE_BLOCK
+ * (python3's JSON at 4.66 M blocks live: 206 MB more than at 838 K, 181 MB
+ * of it the ops). */
 #define AP_MEASURE_LIVE_BYTES (UINT64_C(96) << 20)
-#define AP_MEASURE_LIVE_BLOCK 120
+#define AP_MEASURE_LIVE_BLOCK 16
+#define AP_MEASURE_LIVE_BLOCK_MAP 136
 
 /* Builds the script of t's events: site_of_stack (t->nstacks entries,
  * UINT32_MAX for none) names each birth's site; cycles (ascending
@@ -56,6 +64,10 @@ uint64_t ap_script_ops(const struct ap_script *s);
 uint64_t ap_script_bytes(const struct ap_script *s);
 uint64_t ap_script_events(const struct ap_script *s);
 bool ap_script_cut_bytes(const struct ap_script *s);
+/* The most blocks live at once that bound allows its builder:
+ * AP_MEASURE_LIVE_BYTES / AP_MEASURE_LIVE_BLOCK for a resolved trace,
+ * / AP_MEASURE_LIVE_BLOCK_MAP for any other. */
+uint64_t ap_script_live_max(const struct ap_script *s);
 /* The recorded threads it replays, a runner thread each. */
 unsigned ap_script_threads(const struct ap_script *s);
 /* The program's time between its calls that the script's WORK ops spin

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "advise-int.h"
 #include "ap_measure.h"
 #include "ap_replay.h"
 #include "script.h"
@@ -70,13 +71,29 @@ struct sobj {
 	uint64_t op;
 };
 
+/* The objects live in the replay, by their latest block's identity (the
+ * replay's block address: an anonymous block's identity in a resolved
+ * trace, else its address), in the store of the advisor's walk
+ * (advise_objs.c): the last op on each, its index in its thread's ops as
+ * the `birth` and the thread as the `thread` of an advise_obj, in a page
+ * of its thread's allocations (4 bytes); its slot is that op's. A
+ * resolved trace is replayed without the live map (ap_replay.h, "Memory"),
+ * about AP_MEASURE_LIVE_BLOCK bytes a live block in all where the map and
+ * an array of these by the replay's object ids took ~120 (session 28);
+ * any other with it, and the store by the blocks' addresses
+ * (AP_MEASURE_LIVE_BLOCK_MAP). */
+
 struct builder {
 	const struct ap_trace *t;
 	const uint32_t *site_of_stack;
 	size_t nsites;
 	struct sthread *th;
-	struct sobj *obj;
-	size_t obj_alloc;
+	struct advise_objs *objs;
+	/* A replay without the live map (a resolved trace) leaves the joins
+	 * to its consumers: the next one (ws_joined's rule). */
+	const struct ap_replay_join *joins;
+	size_t njoins, next_join;
+	uint64_t live_block;	/* what a live block costs here, for the bound */
 	uint64_t nslots, nops;
 	const double *cyc;
 	size_t ncyc, ci;
@@ -110,6 +127,7 @@ struct ap_script {
 	int fd;
 	uint64_t events;	/* the trace's events it replays (the first ones) */
 	bool cut_bytes;		/* fewer than asked: AP_MEASURE_LIVE_BYTES */
+	uint64_t live_max;	/* the blocks live that bound allowed */
 	double work_ns;		/* the program's time between calls its WORK ops spin */
 	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
 	uint64_t ops, bytes;
@@ -141,7 +159,7 @@ static void b_event(void *ctx, size_t i, const struct ap_event *e)
 {
 	struct builder *b = ctx;
 	uint32_t th = e->thread;
-	if (i >= b->limit || b->nlive * AP_MEASURE_LIVE_BLOCK > AP_MEASURE_LIVE_BYTES) {
+	if (i >= b->limit || b->nlive * b->live_block > AP_MEASURE_LIVE_BYTES) {
 		if (i < b->limit) {
 			b->limit = i;
 			b->cut_bytes = true;
@@ -282,12 +300,6 @@ static double work_steps_per_ns(void)
 	return speed = best;
 }
 
-static struct sobj *b_obj(struct builder *b, uint32_t id)
-{
-	AP_ALLOC_GROW(b->obj, (size_t)id + 1, b->obj_alloc);
-	return &b->obj[id];
-}
-
 /* The op on `o` that `thread` is about to make must follow the last one:
  * wait for it when another thread made it. */
 static void b_after(struct builder *b, const struct sobj *o, uint32_t thread)
@@ -298,11 +310,49 @@ static void b_after(struct builder *b, const struct sobj *o, uint32_t thread)
 	emit(b, thread, ap_rs_word(AP_RS_WAIT, o->thread), 0, o->op);
 }
 
+/* Object o's last op is now `op` of `thread`, on its block `id`. */
+static void b_put(struct builder *b, uint64_t id, uint32_t thread, uint64_t op)
+{
+	struct advise_obj ob = { .birth = op, .thread = thread };
+	advise_objs_set(b->objs, id, &ob, thread, false);
+}
+
+/* The live object whose latest block is `id`, out of the store into *o:
+ * false when none is (the old block of a join, whose object went on). */
+static bool b_take(struct builder *b, uint64_t id, struct sobj *o)
+{
+	struct advise_obj ob;
+	if (advise_objs_take(b->objs, id, &ob) == AP_OBJS_NONE)
+		return false;
+	o->thread = ob.thread;
+	o->op = ob.birth;
+	o->slot = b->th[o->thread].v[o->op].slot;
+	return true;
+}
+
+static void b_grown(struct builder *b, const struct ap_event *e, struct sobj *o, uint64_t old_size,
+		    const struct ap_replay_block *blk);
+
+/* A growth by copy at event i (ap_replay_join) that a replay without the
+ * live map leaves to the builder: the new block blk continues the object
+ * of the join's old block, if it is live; true when it did. */
+static bool b_joined(struct builder *b, size_t i, const struct ap_event *e,
+		     const struct ap_replay_block *blk)
+{
+	const struct ap_replay_join *jn = advise_join_at(b->joins, b->njoins, &b->next_join, i);
+	struct sobj o;
+	if (!jn || !b_take(b, jn->addr, &o))
+		return false;
+	b_grown(b, e, &o, jn->size, blk);
+	return true;
+}
+
 static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *blk)
 {
-	(void)i;
 	struct builder *b = ctx;
 	if (b->cut)
+		return;
+	if (b->njoins && b_joined(b, i, e, blk))
 		return;
 	struct sthread *s = &b->th[e->thread];
 	uint32_t slot = s->nfree ? s->free_slots[--s->nfree] : (uint32_t)b->nslots++;
@@ -320,25 +370,18 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 		emit(b, e->thread, ap_rs_word(AP_RS_WAIT, ft), 0, fop);
 		s->xf_waited = k;
 	}
-	struct sobj *o = b_obj(b, blk->obj);
-	o->slot = slot;
-	o->thread = e->thread;
-	o->op = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	b_put(b, blk->addr, e->thread, emit(b, e->thread, ap_rs_word(type, site), slot, blk->size));
 	b->nlive++;
 	b->live += blk->size;
 	if (b->live > b->peak)
 		b->peak = b->live;
 }
 
-static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
-		   const struct ap_replay_block *blk)
+/* Object o, of a block of old_size, grew to blk by event e. */
+static void b_grown(struct builder *b, const struct ap_event *e, struct sobj *o, uint64_t old_size,
+		    const struct ap_replay_block *blk)
 {
-	(void)i;
-	struct builder *b = ctx;
-	if (b->cut)
-		return;
-	struct sobj *o = b_obj(b, blk->obj);
-	b->live += blk->size - old->size;
+	b->live += blk->size - old_size;
 	if (b->live > b->peak)
 		b->peak = b->live;
 	b_after(b, o, e->thread);
@@ -346,6 +389,22 @@ static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 	/* a realloc, or a growth by copy (ap_replay_join: no AP_EVF_REALLOC) */
 	unsigned type = (e->flags & AP_EVF_REALLOC) ? AP_RS_REALLOC : AP_RS_MOVE;
 	o->op = emit(b, e->thread, ap_rs_word(type, 0), o->slot, blk->size);
+	b_put(b, blk->addr, o->thread, o->op);
+}
+
+static void b_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		   const struct ap_replay_block *blk)
+{
+	struct builder *b = ctx;
+	if (b->cut)
+		return;
+	struct sobj o;
+	/* (the old block is live: the replay matched it) */
+	if (!b_take(b, old->addr, &o)) {
+		b_alloc(ctx, i, e, blk);
+		return;
+	}
+	b_grown(b, e, &o, old->size, blk);
 }
 
 static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *blk)
@@ -354,7 +413,9 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	struct builder *b = ctx;
 	if (b->cut)
 		return;
-	struct sobj *o = b_obj(b, blk->obj);
+	struct sobj taken, *o = &taken;
+	if (!b_take(b, blk->addr, &taken))
+		return;	/* the old block of a join: its object went on */
 	b_after(b, o, e->thread);
 	uint64_t op = emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
 	if (o->thread != e->thread) {
@@ -464,7 +525,6 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	b.naps = t->nthreads == 1 && b.sleep_total > 0;
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
-		.blocks = true, /* the script names each object */
 		.event = b_event,
 		.alloc = b_alloc,
 		.grow = b_grow,
@@ -472,7 +532,18 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 		.failed = b_stop,
 	};
 	struct ap_replay_consumer c = { &ops, &b };
-	if (ap_replay_joined(t, joins, njoins, &c, 1, NULL, err) < 0 && !b.stopped)
+	b.objs = advise_objs_new(1);
+	/* A resolved trace is replayed without the live map, and the joins
+	 * are the builder's to apply; any other keeps the map (its blocks'
+	 * addresses name them), and joins. */
+	bool map = !t->resolved;
+	b.live_block = map ? AP_MEASURE_LIVE_BLOCK_MAP : AP_MEASURE_LIVE_BLOCK;
+	if (!map) {
+		b.joins = joins;
+		b.njoins = njoins;
+	}
+	int rrc = map ? ap_replay_joined(t, joins, njoins, &c, 1, NULL, err) : ap_replay(t, &c, 1, NULL, err);
+	if (rrc < 0 && !b.stopped)
 		goto out;
 	b_naps(&b);
 
@@ -535,6 +606,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->fd = fd;
 	s->events = b.limit;
 	s->cut_bytes = b.cut_bytes;
+	s->live_max = AP_MEASURE_LIVE_BYTES / b.live_block;
 	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
 	s->sleep_ns = b.sleep_ns;
 	s->ops = b.nops;
@@ -548,7 +620,7 @@ out:
 		free(b.th[k].xf);
 	}
 	free(b.th);
-	free(b.obj);
+	advise_objs_free(b.objs);
 	free(b.sync);
 	free(b.nap);
 	return s;
@@ -585,6 +657,11 @@ uint64_t ap_script_events(const struct ap_script *s)
 bool ap_script_cut_bytes(const struct ap_script *s)
 {
 	return s->cut_bytes;
+}
+
+uint64_t ap_script_live_max(const struct ap_script *s)
+{
+	return s->live_max;
 }
 
 unsigned ap_script_threads(const struct ap_script *s)

@@ -17,6 +17,7 @@
 #include "ap_measure.h"
 #include "ap_replay.h"
 #include "ap_check.h"
+#include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 #include "script.h"
 #include "synth.h"
@@ -708,14 +709,17 @@ static struct ap_script *kept_script(uint64_t live, uint64_t *nev)
 /* The script stops where its replay would keep more than
  * AP_MEASURE_LIVE_BYTES for the blocks live at once (python3 building a
  * JSON held 1.1 GB of them for advise): at the event that would make one
- * block more live; a run that stays under it is replayed whole. */
+ * block more live; a run that stays under it is replayed whole. (A trace
+ * written in memory is not resolved: its replay keeps the live map, and
+ * the bound is AP_MEASURE_LIVE_BLOCK_MAP's.) */
 static void test_live_bound(void)
 {
-	const uint64_t most = AP_MEASURE_LIVE_BYTES / AP_MEASURE_LIVE_BLOCK;
+	const uint64_t most = AP_MEASURE_LIVE_BYTES / AP_MEASURE_LIVE_BLOCK_MAP;
 	uint64_t nev;
 	struct ap_script *s = kept_script(most + 1000, &nev);
 	if (s) {
 		CHECK(ap_script_cut_bytes(s), "live bound: the script was not cut");
+		EQ("live bound: its blocks", ap_script_live_max(s), most);
 		/* events 0..most-1 made `most` blocks live: the next would be
 		 * past the bound */
 		EQ("live bound: events", ap_script_events(s), most + 1);
@@ -728,6 +732,116 @@ static void test_live_bound(void)
 		CHECK(!ap_script_cut_bytes(s), "under the live bound: cut");
 		EQ("under the live bound: events", ap_script_events(s), nev);
 		ap_script_free(s);
+	}
+}
+
+/* The script names each object by its latest block: by its address in a
+ * trace whose frees are not resolved (the replay keeps the live map), by
+ * its block's identity in one the compactor resolved (no live map; the
+ * builder applies the growths by copy itself). The same run gives the
+ * same script, byte for byte, either way: two threads, blocks grown by
+ * realloc on the other thread and freed there, growths by copy, a lost
+ * free (two blocks at one address), blocks live at the end. */
+static void test_resolved_script(void)
+{
+	char raw[] = "/tmp/test-measure-raw.XXXXXX", res[] = "/tmp/test-measure-res.XXXXXX";
+	int fd1 = mkstemp(raw), fd2 = mkstemp(res);
+	if (fd1 < 0 || fd2 < 0) {
+		perror("mkstemp");
+		exit(1);
+	}
+	close(fd1);
+	close(fd2);
+	const char *paths[2] = { raw, res };
+	struct ap_trace *t[2];
+	for (int k = 0; k < 2; k++) {
+		struct ap_tw_header h;
+		ap_tw_header_init(&h);
+		h.cpus = 2;
+		h.start_ns = START;
+		struct ap_tw *tw = ap_tw_new(&h);
+		uint64_t pcs[4][1] = { { 0x1000 }, { 0x1010 }, { 0x2000 }, { 0x3000 } };
+		uint32_t st[4];
+		for (int j = 0; j < 4; j++)
+			st[j] = ap_tw_stack(tw, pcs[j], 1);
+		ap_tw_thread(tw, 1000, "main");
+		ap_tw_thread(tw, 1001, "other");
+		uint64_t ts = START + 1000;
+		const unsigned both = AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED;
+		for (uint64_t r = 0; r < 300; r++) {
+			uint64_t a = 0x100000 + r * 0x1000;
+			/* grown by copy, as std::string grows (function "grow") */
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x300000, 100, st[0]);
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x310000, 200, st[1]);
+			ap_tw_free(tw, 1000, ts++, 0, 0x300000);
+			/* made by main, grown by the other thread, freed there */
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, a, 64, st[2]);
+			ap_tw_realloc(tw, 1001, ts++, 1, AP_KIND_REALLOC, a, a + 0x800, 200 + r, st[2], both);
+			ap_tw_free(tw, 1001, ts++, 1, a + 0x800);
+			ap_tw_free(tw, 1000, ts++, 0, 0x310000);
+			/* a lost free: two blocks at one address */
+			ap_tw_alloc(tw, 1001, ts++, 1, AP_KIND_CALLOC, 0x400000, 16, st[3]);
+			ap_tw_alloc(tw, 1001, ts++, 1, AP_KIND_MALLOC, 0x400000, 32, st[3]);
+			ap_tw_free(tw, 1000, ts++, 0, 0x400000);
+			ap_tw_free(tw, 1001, ts++, 1, 0x400000);
+			/* live at the end */
+			if (r % 16 == 0)
+				ap_tw_alloc(tw, 1001, ts++, 1, AP_KIND_MALLOC, 0x600000 + r * 0x100, 48, st[3]);
+		}
+		struct ap_tw_end end = { .end_ns = ts + 1000 };
+		ap_tw_end(tw, &end);
+		struct ap_error err;
+		struct ap_compact_stats cs;
+		if (ap_tw_close(tw, paths[k], &err) < 0 ||
+		    (k == 1 && ap_trace_compact(paths[k], 3, &cs, &err) < 0) ||
+		    ap_trace_read(paths[k], &t[k], &err, NULL, NULL) < 0) {
+			fprintf(stderr, "resolved script: %s\n", err.msg);
+			exit(1);
+		}
+	}
+	CHECK(!t[0]->resolved && t[1]->resolved, "resolved script: the traces are raw %d, resolved %d",
+	      t[0]->resolved, t[1]->resolved);
+	/* stacks 1 and 2: sites 0 and 1 of function "grow"; 3, 4: sites 2,
+	 * 3 (stack 0 is no stack) */
+	uint32_t sites[5] = { UINT32_MAX, 0, 1, 2, 3 };
+	char *fn[4] = { "grow", "grow", "hand", "lost" };
+	struct ap_site_map m = { .site_of_stack = sites, .nsites = 4, .function = fn };
+	char *bytes[2] = { NULL, NULL };
+	size_t len[2] = { 0, 0 };
+	size_t njoins[2] = { 0, 0 };
+	for (int k = 0; k < 2; k++) {
+		struct ap_error err;
+		struct ap_replay_join *joins = NULL;
+		if (ap_advise_joins(t[k], &m, &joins, &njoins[k], &err) < 0) {
+			fprintf(stderr, "joins: %s\n", err.msg);
+			exit(1);
+		}
+		char out[] = "/tmp/test-measure-script.XXXXXX";
+		int fd = mkstemp(out);
+		close(fd);
+		setenv("ALLOCPROF_KEEP_SCRIPT", out, 1);
+		struct ap_script *s = ap_script_build(t[k], sites, 4, joins, njoins[k], NULL, 0, 0, &err);
+		unsetenv("ALLOCPROF_KEEP_SCRIPT");
+		CHECK(s != NULL, "resolved script %d: %s", k, err.msg);
+		ap_script_free(s);
+		FILE *f = fopen(out, "rb");
+		if (f) {
+			bytes[k] = ap_xmalloc(1 << 20);
+			len[k] = fread(bytes[k], 1, 1 << 20, f);
+			fclose(f);
+		}
+		unlink(out);
+		free(joins);
+	}
+	CHECK(njoins[1] >= 300, "resolved script: %zu growths by copy found, want 300 or more", njoins[1]);
+	EQ("resolved script: the same joins", njoins[0], njoins[1]);
+	CHECK(len[0] > 0 && len[0] == len[1] && !memcmp(bytes[0], bytes[1], len[0]),
+	      "resolved script: %zu bytes raw, %zu resolved, not the same", len[0], len[1]);
+	free(bytes[0]);
+	free(bytes[1]);
+	for (int k = 0; k < 2; k++) {
+		ap_trace_free(t[k]);
+		unlink(paths[k]);
 	}
 }
 
@@ -745,6 +859,7 @@ int main(int argc, char **argv)
 	test_touch();
 	test_budget_events();
 	test_live_bound();
+	test_resolved_script();
 	test_handoff();
 	test_slack();
 	test_targeted_wakes();
