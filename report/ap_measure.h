@@ -37,11 +37,16 @@ struct ap_replay_join;
  * --compress-level 0`, cut at 838 K blocks: 158 MB of advise's before the
  * store, 171 MB with it). One of a resolved trace holds none of them but
  * the object's place in the store, 4 bytes in a page of its thread's
- * allocations, and the slot it frees for the next: ~AP_MEASURE_LIVE_BLOCK
- * (python3's JSON at 4.66 M blocks live: 206 MB more than at 838 K, 181 MB
- * of it the ops). */
+ * allocations, and the slot it frees for the next: ~16 bytes (python3's
+ * JSON at 4.66 M blocks live: 206 MB more than at 838 K, 181 MB of it the
+ * ops). Its bound counts AP_MEASURE_LIVE_BLOCK a block all the same, 2 M
+ * blocks: cut at 4.66 M (12 Mi events), that JSON's replay took 1-2 s a
+ * run, the default budget measured one site of six instead of all six,
+ * the runner held 728 MB and advise 281 MB; at 2 M, 10.5 % of the run
+ * measured (4.3 % at 838 K), every site, 286 and 134 MB (bench/README.md,
+ * session 28). */
 #define AP_MEASURE_LIVE_BYTES (UINT64_C(96) << 20)
-#define AP_MEASURE_LIVE_BLOCK 16
+#define AP_MEASURE_LIVE_BLOCK 48
 #define AP_MEASURE_LIVE_BLOCK_MAP 136
 
 /* Builds the script of t's events: site_of_stack (t->nstacks entries,

@@ -78,8 +78,9 @@ struct sobj {
  * the `birth` and the thread as the `thread` of an advise_obj, in a page
  * of its thread's allocations (4 bytes); its slot is that op's. A
  * resolved trace is replayed without the live map (ap_replay.h, "Memory"),
- * about AP_MEASURE_LIVE_BLOCK bytes a live block in all where the map and
- * an array of these by the replay's object ids took ~120 (session 28);
+ * about 16 bytes a live block in all where the map and an array of these
+ * by the replay's object ids took ~120 (session 28; its bound counts
+ * AP_MEASURE_LIVE_BLOCK: ap_measure.h);
  * any other with it, and the store by the blocks' addresses
  * (AP_MEASURE_LIVE_BLOCK_MAP). */
 
