@@ -114,6 +114,14 @@ lifecycle)
 	# and how to read the whole run (the reports read the children too)
 	grep -q "^allocprof: the reports read fe.trace with its child traces as one run (allocprof top fe.trace)" fe.err ||
 		fail "no whole-run line: $(cat fe.err)"
+	# a path with a blank and a quote: the command it names, pasted into
+	# a shell, reads that trace
+	mkdir -p "a dir"
+	"$ALLOCPROF" record --all -o "a dir/it's.trace" "$TESTDATA_BUILD/forkexec" >/dev/null 2>q.err
+	cmd=$(sed -n "s/^allocprof: the reports read .* as one run (\(allocprof top .*\)); --by-process.*/\1/p" q.err)
+	[ -n "$cmd" ] || fail "no whole-run line for a path with a blank: $(cat q.err)"
+	eval "set -- $cmd"
+	expect_eq "the pasted command's trace" "$3" "a dir/it's.trace"
 	# the summary's count is the trace's, both for a trace record leaves as
 	# written (level 0) and for ones it compacts (small: level 3; forced 10)
 	for lv in 0 "" 10; do
