@@ -41,10 +41,11 @@ static void timeline_usage(FILE *f)
 	      "  --buckets N          stretches of time (default 60 for text, 200 else)\n"
 	      "  --sites N            call sites shown on their own (default 5)\n"
 	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
-	      "                       allocated and freed, massif's --time-unit=B axis:\n"
-	      "                       a free moves it too, a realloc by how much it\n"
-	      "                       grew or shrank; a short run's events share a few\n"
-	      "                       clock ticks)\n"
+	      "                       allocated and freed, massif's --time-unit=B clock:\n"
+	      "                       each block as massif counts it, rounded up to 16\n"
+	      "                       bytes with 8 of heap admin; a realloc by how much\n"
+	      "                       it grew, in place not at all; a short run's events\n"
+	      "                       share a few clock ticks)\n"
 	      AP_VIEW_SYM_HELP
 	      AP_VIEW_RUN_HELP
 	      "  -h, --help           show this help\n"
@@ -91,7 +92,7 @@ static int put_json(FILE *f, const struct ap_timeline *T, char *const *names)
 	const char *xkey = T->by_bytes ? "bytes_allocated_and_freed" : "time_s";
 	json_object_set_new(root, "x_unit", json_string(T->by_bytes ? "B" : "s"));
 	json_object_set_new(root, T->by_bytes ? "peak_bytes_allocated_and_freed" : "peak_time_s",
-			    json_real(ap_timeline_bucket_x(T, T->peak_bucket)));
+			    json_real(T->peak_x));
 	for (size_t s = 0; s < T->nsites; s++)
 		json_array_append_new(sites, ap_json_text(names[s]));
 	json_object_set_new(root, "sites", sites);

@@ -19,7 +19,7 @@ void ap_render_timeline(const struct ap_timeline *T, int rows, ap_line_fn line, 
 	if (rows < 2)
 		rows = 2;
 	ap_format_bytes(b1, sizeof(b1), T->peak);
-	ap_timeline_format_x(x, sizeof(x), T, ap_timeline_bucket_x(T, T->peak_bucket));
+	ap_timeline_format_x(x, sizeof(x), T, T->peak_x);
 	struct ap_view_peak pk = ap_view_peak(T->t, T->peak, T->peak_sd);
 	if (pk.kind == AP_PEAK_COUNTED) {
 		/* the chart is of samples; the sampler counted the peak itself */

@@ -110,7 +110,7 @@ static void draw_timeline_title(const struct tui *t, struct tui_screen *s)
 	}
 	tui_screen_putf(s, 0, 0, TUI_TITLE, "timeline: %s   Peak: %s (%.0f B) at %.3gs   %s%s",
 			tui_basename_of(t->v->trace->exe), peak, T->peak,
-			ap_timeline_bucket_x(T, T->peak_bucket),
+			T->peak_x,
 			t->v->trace->rate > 1 ? "Sampled: estimates" : "Every allocation", counted);
 }
 
