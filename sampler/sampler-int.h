@@ -334,6 +334,8 @@ extern int sc_on, sc_always;
 void stacks_forget(void);
 uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames);
 void unwinder_load(void);
+/* boot.c: unwinder_load ran for an early call's stack (early_stack) */
+extern int unwinder_early;
 
 /* modules.c */
 int modules_init(void);

@@ -13,11 +13,7 @@
 tmp=$work
 export ALLOCPROF_NO_PROGRESS=1 LC_ALL=C
 py=${E2E_PYTHON:-python3}
-VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
-if [ -z "$VALGRIND" ]; then
-	echo "valgrind not found: skipping"
-	exit 77
-fi
+need_valgrind
 prog=$TESTDATA_BUILD/massif_axis
 "$VALGRIND" --tool=massif --time-unit=B --massif-out-file="$tmp/ms.out" "$prog" \
 	>/dev/null 2>"$tmp/vg.err" || { fail "massif: $(tail -3 "$tmp/vg.err")"; exit 1; }
