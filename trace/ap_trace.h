@@ -151,6 +151,9 @@ struct ap_trace {
 	 * appended after it (0: none, or not said), and how many the file
 	 * holds; fewer: the file was cut before them (truncated) */
 	uint64_t symbols_said, symbols_chunks;
+	/* END (reason exec) says the next image runs unprofiled: the
+	 * environment it was given no longer preloads the sampler */
+	bool exec_unfollowed;
 	/* the offset of the last END chunk (has_end) */
 	size_t end_off;
 	/* END's `unwind_ns`: the time the sampler spent unwinding stacks

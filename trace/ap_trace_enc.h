@@ -232,6 +232,9 @@ enum {
 	 * appended (at most AP_END_SYMBOLS_MAX), so that a file cut before
 	 * them reads as cut */
 	AP_EK_SYMBOLS = 18,
+	/* reason exec: 1 when the next image is not profiled, its
+	 * environment no longer preloading the sampler (clearenv, env -i) */
+	AP_EK_UNFOLLOWED = 19,
 };
 #define AP_END_SYMBOLS_MAX 127u
 enum ap_end_reason {
