@@ -518,8 +518,9 @@ static int in_loader(uint64_t pc)
 	return pc - lo < hi - lo;
 }
 
-/* Whether pc is in the object that holds `sym` (dladdr: the loader's lock,
- * taken again by its holder, no allocation). */
+/* Whether pc is in the object that holds `sym` (the C library's: getenv,
+ * whatever malloc the program has; dladdr takes the loader's lock, taken
+ * again by its holder, and allocates nothing). */
 static int same_object(uint64_t pc, const void *sym)
 {
 	Dl_info a, b;
@@ -539,7 +540,7 @@ static __attribute__((noinline)) unsigned early_stack(uint64_t caller, uint64_t 
 		return 0;
 	if (!unw_bt) {
 		if (early_unw || !getenv("ALLOCPROF") || in_loader(caller) ||
-		    same_object(caller, (const void *)real_free))
+		    same_object(caller, (const void *)getenv))
 			return 0;
 		early_unw = 1;
 		unwinder_early = 1;
