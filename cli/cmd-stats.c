@@ -156,7 +156,10 @@ static void print_end(const struct ap_trace *t)
 		       st < 65 && sigabbrev_np((int)st) ? sigabbrev_np((int)st) : "?");
 		break;
 	case AP_END_EXEC:
-		printf("%-18s exec (the program image was replaced)\n", "ended");
+		printf("%-18s exec (the program image was replaced)%s\n", "ended",
+		       t->exec_unfollowed ? ", by one run unprofiled: the environment it was "
+					    "given no longer preloads the sampler (clearenv, env -i)"
+					  : "");
 		break;
 	case AP_END_KILLED:
 		printf("%-18s killed by signal %llu (SIG%s), which the sampler cannot catch: record "
@@ -443,6 +446,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "exec_dropped_space", json_total(tot->exec_dropped_space));
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
+	json_object_set_new(o, "exec_unfollowed", json_boolean(t->has_end && t->exec_unfollowed));
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
 						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "nvcsw", t->has_switches ? json_u64(t->nvcsw) : json_null());

@@ -41,10 +41,11 @@ static void timeline_usage(FILE *f)
 	      "  --buckets N          stretches of time (default 60 for text, 200 else)\n"
 	      "  --sites N            call sites shown on their own (default 5)\n"
 	      "  --time-unit UNIT     the x axis: s (seconds, default) or B (bytes\n"
-	      "                       allocated and freed, massif's --time-unit=B axis:\n"
-	      "                       a free moves it too, a realloc by how much it\n"
-	      "                       grew or shrank; a short run's events share a few\n"
-	      "                       clock ticks)\n"
+	      "                       allocated and freed, massif's --time-unit=B clock:\n"
+	      "                       each block as massif counts it, rounded up to 16\n"
+	      "                       bytes with 8 of heap admin; a realloc by how much\n"
+	      "                       it grew, in place not at all; a short run's events\n"
+	      "                       share a few clock ticks)\n"
 	      AP_VIEW_SYM_HELP
 	      AP_VIEW_RUN_HELP
 	      "  -h, --help           show this help\n"

@@ -11,7 +11,7 @@
 /* Event time ts on the x axis. */
 static double x_of(const struct ap_timeline *T, uint64_t ts)
 {
-	return T->by_bytes ? T->pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
+	return T->by_bytes ? T->clock.pos : ts > T->start ? (double)(ts - T->start) / 1e9 : 0;
 }
 
 static size_t bucket_of(const struct ap_timeline *T, uint64_t ts)
@@ -65,20 +65,96 @@ static void hook_live(struct ap_timeline *T, const struct ap_replay_block *b, do
 			      sign * b->w * (double)b->size);
 }
 
-/* massif's --time-unit=B clock: every byte allocated and every byte
- * freed moves it; a realloc moves it by how much the block grew or
- * shrank (massif's realloc_block: |new - old|). */
-static double massif_step(const struct ap_replay_block *old, const struct ap_replay_block *b)
+/* massif's clock (timeline.h): valgrind's allocator rounds a request up
+ * to 16 bytes (VG_MIN_MALLOC_SZB on amd64, its --alignment), massif adds
+ * --heap-admin's 8 to each block, and counts a realloc's change of both
+ * (valgrind's realloc_block: in place while the request fits the block). */
+#define MASSIF_ALIGN 16u
+#define MASSIF_ADMIN 8u
+
+static uint64_t vg_usable(uint64_t size)
 {
-	double d = b->w * (double)b->size - (old ? old->w * (double)old->size : 0);
-	return d < 0 ? -d : d;
+	return (size + MASSIF_ALIGN - 1) & ~(uint64_t)(MASSIF_ALIGN - 1);
+}
+
+static size_t kept_slot(const struct ap_massif_clock *k, uint64_t addr)
+{
+	size_t i = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 20) & (k->cap - 1);
+	while (k->kept[i].usable && k->kept[i].addr != addr)
+		i = (i + 1) & (k->cap - 1);
+	return i;
+}
+
+/* The block's size in valgrind's heap, forgotten (it ends). */
+static uint64_t kept_take(struct ap_massif_clock *k, const struct ap_replay_block *b)
+{
+	if (!k->nkept)
+		return vg_usable(b->size);
+	size_t i = kept_slot(k, b->addr);
+	if (!k->kept[i].usable)
+		return vg_usable(b->size);
+	uint64_t u = k->kept[i].usable;
+	/* backward-shift deletion: the entries after it move up */
+	k->kept[i].usable = 0;
+	k->nkept--;
+	for (size_t j = (i + 1) & (k->cap - 1); k->kept[j].usable; j = (j + 1) & (k->cap - 1)) {
+		struct ap_massif_kept e = k->kept[j];
+		k->kept[j].usable = 0;
+		k->kept[kept_slot(k, e.addr)] = e;
+	}
+	return u;
+}
+
+static void kept_put(struct ap_massif_clock *k, uint64_t addr, uint64_t usable)
+{
+	if (2 * (k->nkept + 1) > k->cap) {
+		struct ap_massif_clock g = {.cap = k->cap ? 2 * k->cap : 64};
+		g.kept = ap_xcalloc(g.cap, sizeof(*g.kept));
+		for (size_t i = 0; i < k->cap; i++)
+			if (k->kept[i].usable)
+				g.kept[kept_slot(&g, k->kept[i].addr)] = k->kept[i];
+		free(k->kept);
+		k->kept = g.kept;
+		k->cap = g.cap;
+	}
+	size_t i = kept_slot(k, addr);
+	k->nkept += !k->kept[i].usable;
+	k->kept[i] = (struct ap_massif_kept){addr, usable};
+}
+
+/* An allocation (old NULL) or a free (freed): the block and its admin. */
+static void massif_block(struct ap_massif_clock *k, const struct ap_replay_block *b, bool freed)
+{
+	uint64_t u = freed ? kept_take(k, b) : vg_usable(b->size);
+	k->pos += b->w * (double)(u + MASSIF_ADMIN);
+}
+
+static void massif_grow(struct ap_massif_clock *k, const struct ap_replay_block *old,
+			const struct ap_replay_block *b)
+{
+	uint64_t was = kept_take(k, old);
+	if (b->w == old->w && b->size <= was) {
+		/* in place: the block keeps its size, the clock stays */
+		if (was != vg_usable(b->size) && b->w > 0)
+			kept_put(k, b->addr, was);
+		return;
+	}
+	double d = b->w * (double)vg_usable(b->size) - old->w * (double)was;
+	k->pos += d < 0 ? -d : d;
+}
+
+static void massif_release(struct ap_massif_clock *k)
+{
+	free(k->kept);
+	memset(k, 0, sizeof(*k));
 }
 
 static void tl_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
 	struct ap_timeline *T = ctx;
 	(void)i;
-	T->pos += massif_step(NULL, b);
+	if (T->by_bytes)
+		massif_block(&T->clock, b, false);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
 	hook_alloc(T, e, b);
@@ -89,7 +165,8 @@ static void tl_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 {
 	struct ap_timeline *T = ctx;
 	(void)i;
-	T->pos += massif_step(NULL, b);
+	if (T->by_bytes)
+		massif_block(&T->clock, b, true);
 	tl_add(ctx, b, -1);
 	tl_note(ctx, e);
 	hook_live(T, b, -1);
@@ -100,7 +177,8 @@ static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 {
 	struct ap_timeline *T = ctx;
 	(void)i;
-	T->pos += massif_step(old, b);
+	if (T->by_bytes)
+		massif_grow(&T->clock, old, b);
 	tl_add(ctx, old, -1);
 	tl_add(ctx, b, 1);
 	tl_note(ctx, e);
@@ -122,7 +200,14 @@ static void xs_alloc(void *ctx, size_t i, const struct ap_event *e, const struct
 {
 	(void)i;
 	(void)e;
-	*(double *)ctx += massif_step(NULL, b);
+	massif_block(ctx, b, false);
+}
+
+static void xs_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	(void)i;
+	(void)e;
+	massif_block(ctx, b, true);
 }
 
 static void xs_grow(void *ctx, size_t i, const struct ap_event *e,
@@ -130,13 +215,13 @@ static void xs_grow(void *ctx, size_t i, const struct ap_event *e,
 {
 	(void)i;
 	(void)e;
-	*(double *)ctx += massif_step(old, b);
+	massif_grow(ctx, old, b);
 }
 
 static const struct ap_replay_ops xspan_ops = {
 	.alloc = xs_alloc,
 	.grow = xs_grow,
-	.free = xs_alloc,
+	.free = xs_free,
 };
 
 static const struct ap_replay_ops tl_ops = {
@@ -268,9 +353,12 @@ int ap_timeline_init_hooked(struct ap_timeline *T, const struct ap_trace *t,
 	if (by_bytes) {
 		/* what the replay will count, in a replay of its own: every
 		 * sampled block allocated and freed at its weight */
-		T->xspan = 0;
-		struct ap_replay_consumer xc = { &xspan_ops, &T->xspan };
-		if (ap_replay(t, &xc, 1, NULL, err) < 0)
+		struct ap_massif_clock k = {0};
+		struct ap_replay_consumer xc = { &xspan_ops, &k };
+		int rc = ap_replay(t, &xc, 1, NULL, err);
+		T->xspan = k.pos;
+		massif_release(&k);
+		if (rc < 0)
 			return -1;
 	}
 	T->live_site = ap_xcalloc(w, sizeof(double));
@@ -294,5 +382,6 @@ void ap_timeline_release(struct ap_timeline *T)
 	free(T->at_max);
 	free(T->last);
 	free(T->seen);
+	massif_release(&T->clock);
 	memset(T, 0, sizeof(*T));
 }

@@ -40,6 +40,23 @@ struct ap_timeline_hook {
 	void *ctx;
 };
 
+/* massif's --time-unit=B clock (its total_allocs_deallocs_szB), counted
+ * from a trace: each allocation and each free moves it by the block's
+ * size as valgrind's allocator gives it (the request rounded up to 16
+ * bytes; a block a realloc shrank or grew in place keeps the size it
+ * had) plus massif's --heap-admin (8 bytes); a realloc that moves the
+ * block, by how much that size grew; one in place, not at all. */
+struct ap_massif_clock {
+	double pos;
+	/* the blocks whose size is not their request rounded up (a realloc
+	 * kept them in place), by the address their events name them by:
+	 * open addressing, `cap` a power of two (0: none yet) */
+	struct ap_massif_kept {
+		uint64_t addr, usable;
+	} *kept;
+	size_t nkept, cap;
+};
+
 struct ap_timeline {
 	const struct ap_trace *t;
 	const struct ap_timeline_hook *hook; /* or NULL */
@@ -53,7 +70,7 @@ struct ap_timeline {
 	 * share a few clock ticks; its allocations still tell its story). */
 	bool by_bytes;
 	double xspan;			/* the whole axis: seconds or bytes */
-	double pos;			/* while replaying: bytes allocated so far */
+	struct ap_massif_clock clock;	/* while replaying: by_bytes's x */
 	double live, *live_site;	/* while replaying: now */
 	double *max;			/* per bucket: highest total */
 	double *at_max;			/* per bucket x (nsites + 1): the split then */
@@ -61,8 +78,8 @@ struct ap_timeline {
 	bool *seen;			/* the bucket had an event */
 	size_t peak_bucket;
 	double peak;			/* the highest in-use bytes of the run */
-	/* where on the x axis it was reached (seconds from the start, or
-	 * bytes allocated and freed by then): the event's own place, the
+	/* where on the x axis it was first reached (seconds from the start,
+	 * or bytes allocated and freed by then): the event's own place, the
 	 * same whatever the number of buckets (peak_bucket holds it) */
 	double peak_x;
 	/* while replaying: the variance of `live` as an estimate; then the

@@ -302,6 +302,10 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 		if (run.traces[i]->truncated)
 			ap_say("warning: %s: truncated trace (%s)%s", run.paths[i],
 				   run.traces[i]->truncated_why, covers);
+		if (run.traces[i]->has_end && run.traces[i]->exec_unfollowed)
+			ap_say("%s: its process exec'd a program with an environment that no longer "
+			       "preloads the sampler (clearenv, env -i): that program ran unprofiled, "
+			       "and is not in the run", run.paths[i]);
 		if (run.traces[i]->flags & AP_HFLAG_ATTACHED)
 			ap_say("%s: recorded from a running process (record -p): the trace "
 			       "starts mid-run, without the blocks allocated before", run.paths[i]);

@@ -7,6 +7,8 @@
 #include "sampler-int.h"
 #include "selfinfo.h"
 
+#include <sys/auxv.h>
+
 /* Allocations and frees made before the sampler is on: libraries
  * initialized before us (libstdc++'s emergency pool in every C++ program,
  * LLVM's and gnutls' static constructors) allocate and free from their
@@ -15,8 +17,10 @@
  * free_slow, and every call of the program's is logged in order, without
  * a bound, in mmap'd memory. ap_init replays the log once the trace is
  * open (pre_replay): each allocation through the sampling decision, with
- * its immediate caller as a one-frame stack (no unwinder can be loaded
- * from inside a malloc that the loader or a constructor called). The log
+ * the stack it had (early_stack: on the main thread, once libunwind could
+ * be loaded from a call a library's constructor made, not the loader's
+ * nor the C library's), else its immediate caller as a one-frame stack.
+ * The log
  * stays open for the other threads while it is replayed; the last of it
  * is replayed, the filter settled and the state turned on in one step
  * under the log's lock (pre_switch), so that every call is either logged
@@ -26,6 +30,10 @@
 struct pre_ev {
 	uint64_t addr, size, caller;
 	uint32_t type, kind;
+	/* its stack (npcs 0: none, the caller alone): entries [pcs_at,
+	 * pcs_at + npcs) of the PC log */
+	uint64_t pcs_at;
+	uint32_t npcs;
 };
 /* The log is a series of mmap'd chunks that never move, chunk c holding
  * PRE_CHUNK0 << c entries: a signal handler that allocates on the thread
@@ -38,6 +46,10 @@ struct pre_ev {
 static struct pre_ev *pre_dir[PRE_CHUNKS];
 static size_t pre_n;		/* entries taken */
 static int pre_closed;		/* the sampler is on or off: nothing more is logged */
+/* The PC log, as the entries' (chunk c holding PRE_PC_CHUNK0 << c PCs) */
+#define PRE_PC_CHUNK0 (1u << 16)
+static uint64_t *pre_pc_dir[PRE_CHUNKS];
+static size_t pre_pc_n;		/* PCs taken */
 static uint64_t pre_lost;	/* events dropped: no memory for the log */
 int pre_lock;			/* own_lock; fork_prepare's lk_lock */
 
@@ -64,6 +76,20 @@ static struct pre_ev *pre_at(size_t i, int make)
 		}
 	}
 	return chunk ? chunk + off : NULL;
+}
+
+/* PC i of the PC log, its chunk mapped if `make`; NULL if there is none.
+ * (Taken and written under pre_lock; a handler's entry logs no stack.) */
+static uint64_t *pre_pc_at(size_t i, int make)
+{
+	size_t q = i / PRE_PC_CHUNK0 + 1;
+	unsigned c = 63u - (unsigned)__builtin_clzll(q);
+	if (c >= PRE_CHUNKS)
+		return NULL;
+	size_t off = i - PRE_PC_CHUNK0 * (((size_t)1 << c) - 1);
+	if (!pre_pc_dir[c] && make)
+		pre_pc_dir[c] = map_mem(((size_t)PRE_PC_CHUNK0 << c) * sizeof(uint64_t));
+	return pre_pc_dir[c] ? pre_pc_dir[c] + off : NULL;
 }
 
 /* ---- resolving the real functions ------------------------------------- */
@@ -425,28 +451,142 @@ static size_t boot_usable_size(void *p)
 /* The entries for a free of `freed` and an allocation of `got` (either
  * NULL: none), pre_lock held and the log open. */
 static void pre_log(const void *freed, const void *got, uint64_t n, unsigned kind,
-		    uint64_t caller)
+		    uint64_t caller, const uint64_t *pcs, unsigned npcs)
 {
 	for (int k = 0; k < 2; k++) {
 		const void *p = k ? got : freed;
 		if (!p)
 			continue;
 		struct pre_ev *e = pre_at(__atomic_fetch_add(&pre_n, 1, __ATOMIC_RELAXED), 1);
-		if (e)
-			*e = k ? (struct pre_ev){ (uintptr_t)p, n, caller, PRE_ALLOC, kind }
-			       : (struct pre_ev){ (uintptr_t)p, 0, 0, PRE_FREE, 0 };
-		else
+		if (!e) {
 			__atomic_fetch_add(&pre_lost, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (!k) {
+			*e = (struct pre_ev){ (uintptr_t)p, 0, 0, PRE_FREE, 0, 0, 0 };
+			continue;
+		}
+		/* the stack, whole, or the caller alone (no memory for it) */
+		size_t at = pre_pc_n;
+		unsigned d = 0;
+		for (uint64_t *slot; d < npcs && (slot = pre_pc_at(at + d, 1)); d++)
+			*slot = pcs[d];
+		if (d < npcs)
+			d = 0;
+		pre_pc_n += d;
+		*e = (struct pre_ev){ (uintptr_t)p, n, caller, PRE_ALLOC, kind, at, d };
 	}
+}
+
+/* ---- the stacks of early calls ------------------------------------------
+ *
+ * A library linked to the program is initialized before the sampler (a
+ * preloaded library's constructor runs after those of the program's
+ * libraries), and its constructor's allocations reach the early log. Their
+ * stacks are unwound as they are made, by the libunwind the start loads
+ * (unwinder_load), loaded here instead at the first such call that can
+ * load it: on the main thread (the one that runs the constructors), in a
+ * process the sampler is to profile (ALLOCPROF set), from a call the
+ * program's code made, not the loader's (a malloc ld.so makes while it
+ * maps or relocates: dlopen there would reenter it) nor the C library's (a
+ * function that holds a lock of its own while it allocates: setlocale,
+ * fopen). As at the start, libunwind's own blocks come from the sampler's
+ * arena (own_heap_swap): the program's heap stays as it was. Other
+ * threads' early calls keep their caller alone. */
+static int early_unw;	/* 0: not tried, 1: tried (unw_bt says whether loaded) */
+int unwinder_early;	/* unwinder_load ran here (the start does not run it again) */
+
+/* Whether pc is in the loader's text: its mapping (AT_BASE) as its program
+ * headers give it, read in place. */
+static int in_loader(uint64_t pc)
+{
+	static uintptr_t lo, hi;
+	static int known;
+	if (!known) {
+		const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)getauxval(AT_BASE);
+		if (eh && !memcmp(eh->e_ident, ELFMAG, SELFMAG)) {
+			const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+			uintptr_t end = 0;
+			for (unsigned i = 0; i < eh->e_phnum; i++)
+				if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > end)
+					end = ph[i].p_vaddr + ph[i].p_memsz;
+			lo = (uintptr_t)eh;
+			hi = lo + end;
+		}
+		known = 1;
+	}
+	return pc - lo < hi - lo;
+}
+
+/* Whether pc is in the object that holds `sym` (the C library's: getenv,
+ * whatever malloc the program has; dladdr takes the loader's lock, taken
+ * again by its holder, and allocates nothing). */
+static int same_object(uint64_t pc, const void *sym)
+{
+	Dl_info a, b;
+	return dladdr((const void *)(uintptr_t)pc, &a) && dladdr(sym, &b) &&
+	       a.dli_fbase == b.dli_fbase;
+}
+
+/* The stack of the program's call from `caller`, our frames left out,
+ * into pcs (MAX_DEPTH_CAP at most): its depth, 0 if it is not to be had
+ * here. Called before pre_lock is taken: loading libunwind takes the
+ * loader's lock, which another thread that logs a call of its own holds
+ * in dlopen. */
+static __attribute__((noinline)) unsigned early_stack(uint64_t caller, uint64_t *pcs)
+{
+	struct ap_tls *t = &tls;
+	if (!caller || resolving || sys_gettid() != (uint32_t)sys_getpid())
+		return 0;
+	if (!unw_bt) {
+		if (early_unw || !getenv("ALLOCPROF") || in_loader(caller) ||
+		    same_object(caller, (const void *)getenv))
+			return 0;
+		early_unw = 1;
+		unwinder_early = 1;
+		t->guard++;
+		own_heap_swap(1);
+		unwinder_load();
+		own_heap_swap(0);
+		t->guard--;
+		if (!unw_bt)
+			return 0;
+	}
+	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
+	/* a thread's first trace makes libunwind's state: in the arena */
+	t->guard++;
+	own_heap_swap(1);
+	int n = unw_bt(raw, (int)(MAX_DEPTH_CAP + OWN_FRAMES_SLACK));
+	own_heap_swap(0);
+	t->guard--;
+	/* libunwind's frames, then ours (as stacks.h's unwind) */
+	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
+	int i = 0;
+	while (i < n && !((uintptr_t)raw[i] - lo < hi - lo))
+		i++;
+	if (i == n)
+		i = 0;
+	while (i < n && (uintptr_t)raw[i] - lo < hi - lo)
+		i++;
+	unsigned d = 0;
+	for (; i < n && d < MAX_DEPTH_CAP; i++)
+		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
+	/* not the call it was asked for (a frame libunwind could not see):
+	 * the caller alone */
+	return d && pcs[0] == caller ? d : 0;
 }
 
 int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint64_t caller)
 {
 	int saved = errno, open;
+	uint64_t pcs[MAX_DEPTH_CAP];
+	unsigned npcs = got && !__atomic_load_n(&pre_closed, __ATOMIC_RELAXED)
+				? early_stack(caller, pcs)
+				: 0;
 	int nested = own_lock(&pre_lock);
 	open = !__atomic_load_n(&pre_closed, __ATOMIC_RELAXED);
 	if (open)
-		pre_log(freed, got, n, kind, caller);
+		pre_log(freed, got, n, kind, caller, pcs, nested ? 0 : npcs);
 	own_unlock(&pre_lock, nested);
 	errno = saved;
 	return open;
@@ -454,6 +594,12 @@ int pre_add(const void *freed, const void *got, uint64_t n, unsigned kind, uint6
 
 int pre_realloc(void *old, size_t n, unsigned kind, uint64_t caller, void **q)
 {
+	uint64_t pcs[MAX_DEPTH_CAP];
+	int saved = errno;
+	unsigned npcs = n && !__atomic_load_n(&pre_closed, __ATOMIC_RELAXED)
+				? early_stack(caller, pcs)
+				: 0;
+	errno = saved;
 	int nested = own_lock(&pre_lock);
 	if (__atomic_load_n(&pre_closed, __ATOMIC_RELAXED)) {
 		own_unlock(&pre_lock, nested);
@@ -462,7 +608,7 @@ int pre_realloc(void *old, size_t n, unsigned kind, uint64_t caller, void **q)
 	*q = real_realloc(old, n);
 	int err = errno;
 	if (*q || n == 0) /* (realloc(p, 0) freed p; a failure changed nothing) */
-		pre_log(old, *q, n, kind, caller);
+		pre_log(old, *q, n, kind, caller, pcs, nested ? 0 : npcs);
 	own_unlock(&pre_lock, nested);
 	errno = err;
 	return 1;
@@ -480,17 +626,23 @@ void *boot_move(void *old, size_t n)
 
 static void pre_release(void)
 {
-	for (unsigned c = 0; c < PRE_CHUNKS; c++)
+	for (unsigned c = 0; c < PRE_CHUNKS; c++) {
 		if (pre_dir[c]) {
 			munmap(pre_dir[c], ((size_t)PRE_CHUNK0 << c) * sizeof(struct pre_ev));
 			pre_dir[c] = NULL;
 		}
+		if (pre_pc_dir[c]) {
+			munmap(pre_pc_dir[c], ((size_t)PRE_PC_CHUNK0 << c) * sizeof(uint64_t));
+			pre_pc_dir[c] = NULL;
+		}
+	}
 	pre_n = 0;
+	pre_pc_n = 0;
 }
 
 /* Entries [from, to) of the early log, now that the trace is open: each
  * allocation goes through the countdown as if it happened now, and a
- * sampled one is recorded with its caller as its stack; each free is
+ * sampled one is recorded with its stack (or its caller alone); each free is
  * recorded if its block is tracked. Runs with the guard set, in
  * ap_init's thread, while the state is still AP_INIT (proc.replaying lets
  * emit through). */
@@ -516,7 +668,14 @@ static void pre_replay(struct ap_tls *t, size_t from, size_t to)
 		t->interval = draw_interval(t);
 		t->countdown = t->interval;
 		const uint64_t *frames;
-		uint32_t id = stack_intern(&e->caller, e->caller ? 1 : 0, &frames);
+		uint64_t pcs[MAX_DEPTH_CAP];
+		unsigned d = 0;
+		for (const uint64_t *pc; d < e->npcs && d < settings.max_depth &&
+					 (pc = pre_pc_at(e->pcs_at + d, 0));
+		     d++)
+			pcs[d] = *pc;
+		uint32_t id = d ? stack_intern(pcs, d, &frames)
+				: stack_intern(&e->caller, e->caller ? 1 : 0, &frames);
 		if (!id)
 			continue;
 		if (!settings.all)

@@ -555,7 +555,8 @@ static int start_trace(const char *parent, int fd)
 	}
 	threads.fallback.len = EV_HDR;
 	threads.fallback.live = 0;
-	unwinder_load();
+	if (!unwinder_early) /* (else loaded, or tried, for an early call's stack) */
+		unwinder_load();
 	asym_register();
 	if (open_trace(parent, fd) < 0) {
 		buffers_abandon();

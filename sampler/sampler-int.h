@@ -334,6 +334,11 @@ extern int sc_on, sc_always;
 void stacks_forget(void);
 uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames);
 void unwinder_load(void);
+/* tracefile.c: the exec being made runs its image unprofiled (exec.c sets
+ * it before END, which says so) */
+extern int exec_unfollowed;
+/* boot.c: unwinder_load ran for an early call's stack (early_stack) */
+extern int unwinder_early;
 
 /* modules.c */
 int modules_init(void);

@@ -1159,6 +1159,8 @@ static bool run_delay_ns(uint64_t *out)
  * with a full ring) is recorded after END, which record's copy of END
  * then ends the trace with (ap_buffers_finish). tfile.final: such an END
  * was written, or is being written, and no other. */
+int exec_unfollowed;
+
 int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 {
 	int on = AP_ON;
@@ -1190,6 +1192,8 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
 	k += ap_put_kv_uint(p + k, AP_EK_REASON, reason);
+	if (reason == AP_END_EXEC && exec_unfollowed)
+		k += ap_put_kv_uint(p + k, AP_EK_UNFOLLOWED, 1);
 	if (have_status)
 		k += ap_put_kv_uint(p + k, AP_EK_STATUS, status);
 	k += ap_put_kv_uint(p + k, AP_EK_CALLS, calls);

@@ -1391,7 +1391,7 @@ int ap_sym_keep_file(const char *path, int level, struct ap_error *err)
 	}
 	struct ap_symtab_writer *w = ap_symtab_writer_new();
 	ap_sym_keep(s, w);
-	int rc = ap_symtab_append(path, w, level, err);
+	int rc = ap_symtab_append(path, w, level, t->end_off, err);
 	ap_symtab_writer_free(w);
 	ap_sym_free(s);
 	ap_trace_free(t);

@@ -10,6 +10,8 @@
 #   jlen FILE KEY       the length of a top-level array
 #   jq FILE EXPR        a Python expression over the JSON in `j`
 #   ratio A B LOW HIGH  whether A/B is within [LOW, HIGH]
+#   need_valgrind       sets VALGRIND (as given, else the one in PATH), or
+#                       skips the test when there is none
 # The C tests' counterpart is tests/ap_check.h.
 set -u
 export LC_ALL=C
@@ -48,4 +50,9 @@ jq() {
 
 ratio() {
 	"$_lib_py" -c 'import sys; a, b, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if b > 0 and lo <= a / b <= hi else 1)' "$@"
+}
+
+need_valgrind() {
+	VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
+	[ -n "$VALGRIND" ] || skip "valgrind not found"
 }

@@ -90,8 +90,11 @@ void ap_symtab_writer_free(struct ap_symtab_writer *w);
 
 /* Appends SYMBOLS chunks with w's payloads (zstd at `level`, 0: none) to
  * the finished trace at path. The file is left as it was on failure.
+ * end_off, when not 0, is the offset of the trace's last END chunk
+ * (ap_trace's end_off): its `symbols` field, if the compactor wrote it,
+ * is then set to the count of chunks appended (docs/trace-format.md).
  * Returns 0, or -1 with err set. */
-int ap_symtab_append(const char *path, struct ap_symtab_writer *w, int level,
+int ap_symtab_append(const char *path, struct ap_symtab_writer *w, int level, size_t end_off,
 		     struct ap_error *err);
 
 #endif

@@ -147,6 +147,15 @@ struct ap_trace {
 	/* END's `stop_errno` (reason AP_END_STOPPED): the errno of the write
 	 * that stopped the trace (EFBIG: the file size limit); 0: not said */
 	uint64_t stop_errno;
+	/* END's `symbols` (AP_EK_SYMBOLS): how many SYMBOLS chunks were
+	 * appended after it (0: none, or not said), and how many the file
+	 * holds; fewer: the file was cut before them (truncated) */
+	uint64_t symbols_said, symbols_chunks;
+	/* END (reason exec) says the next image runs unprofiled: the
+	 * environment it was given no longer preloads the sampler */
+	bool exec_unfollowed;
+	/* the offset of the last END chunk (has_end) */
+	size_t end_off;
 	/* END's `unwind_ns`: the time the sampler spent unwinding stacks
 	 * (--all, with its stack cache; 0: not in the trace) */
 	uint64_t unwind_ns;

@@ -227,7 +227,16 @@ enum {
 	AP_EK_UNWIND_NS = 15,
 	AP_EK_MINFLT = 16,
 	AP_EK_STOP_ERRNO = 17,
+	/* the SYMBOLS chunks after this END: the compactor writes 0 (one
+	 * byte), `allocprof symbols` sets it in place to how many it
+	 * appended (at most AP_END_SYMBOLS_MAX), so that a file cut before
+	 * them reads as cut */
+	AP_EK_SYMBOLS = 18,
+	/* reason exec: 1 when the next image is not profiled, its
+	 * environment no longer preloading the sampler (clearenv, env -i) */
+	AP_EK_UNFOLLOWED = 19,
 };
+#define AP_END_SYMBOLS_MAX 127u
 enum ap_end_reason {
 	AP_END_EXIT = 0,
 	AP_END_UNDERSCORE_EXIT = 1,

@@ -433,6 +433,7 @@ int rd_walk(struct rd *r, enum ap_chunk_result *resp)
 			rc = decode_end(r, &c);
 			break;
 		case AP_CHUNK_SYMBOLS:
+			t->symbols_chunks++;
 			if (ap_symtab_decode(&t->symtab, payload, len, why, sizeof(why)) < 0)
 				rc = rd_corrupt(r, "%s", why);
 			break;
@@ -475,6 +476,15 @@ int rd_walk_end(struct rd *r, enum ap_chunk_result res)
 		snprintf(t->truncated_why, sizeof(t->truncated_why),
 			 "no end record: the process is still running, or it ended in a way "
 			 "the sampler cannot see (SIGKILL, say)");
+	} else if (t->symbols_chunks < t->symbols_said) {
+		/* every event is here, but not the names record kept */
+		t->truncated = true;
+		snprintf(t->truncated_why, sizeof(t->truncated_why),
+			 "the file ends at byte %zu, before its symbols (%llu of %llu SYMBOLS "
+			 "chunks): it was cut, and its frames are named from the program's "
+			 "files, where they still are",
+			 w->off, (unsigned long long)t->symbols_chunks,
+			 (unsigned long long)t->symbols_said);
 	}
 	return 0;
 }

@@ -266,7 +266,7 @@ int decode_end(struct rd *r, struct cur *c)
 	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	uint64_t live_peak = 0, live_slack = 0, run_delay = 0, nvcsw = 0, nivcsw = 0, unwind = 0;
-	uint64_t minflt = 0, stop_errno = 0;
+	uint64_t minflt = 0, stop_errno = 0, symbols = 0, unfollowed = 0;
 	bool has_minflt = false;
 	bool has_status = false, has_calls = false, has_live = false, has_delay = false;
 	bool has_csw = false;
@@ -343,6 +343,14 @@ int decode_end(struct rd *r, struct cur *c)
 			name = "stop_errno";
 			num = &stop_errno;
 			break;
+		case AP_EK_SYMBOLS:
+			name = "symbols";
+			num = &symbols;
+			break;
+		case AP_EK_UNFOLLOWED:
+			name = "unfollowed";
+			num = &unfollowed;
+			break;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -383,6 +391,9 @@ int decode_end(struct rd *r, struct cur *c)
 	t->has_minflt = has_minflt;
 	t->minflt = minflt;
 	t->stop_errno = stop_errno;
+	t->symbols_said = symbols;
+	t->exec_unfollowed = reason == AP_END_EXEC && unfollowed;
+	t->end_off = r->chunk_off;
 	return 0;
 }
 

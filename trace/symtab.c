@@ -398,7 +398,57 @@ static void add_chunk(struct ap_buf *out, const struct ap_buf *pl, uint32_t inde
 	free(z);
 }
 
-int ap_symtab_append(const char *path, struct ap_symtab_writer *w, int level,
+/* END's `symbols` (AP_EK_SYMBOLS), the one byte the compactor wrote as 0,
+ * set in place to the count of SYMBOLS chunks appended after it, with the
+ * chunk's checksums. After the chunks are whole: a file cut before them
+ * then reads as cut (the reader compares), and a reader meanwhile sees
+ * the symbols before the count that asks for them. An END without the
+ * field (a trace the compactor did not write) is left as it is. */
+static void mark_end(int fd, size_t end_off, size_t nchunks)
+{
+	uint8_t hdr[AP_CHUNK_HDR_LEN];
+	if (pread(fd, hdr, sizeof(hdr), (off_t)end_off) != (ssize_t)sizeof(hdr) ||
+	    ap_get_u32le(hdr) != AP_CHUNK_MAGIC || hdr[4] != AP_CHUNK_END || hdr[5] ||
+	    !ap_chunk_header_ok(hdr))
+		return;
+	uint32_t len = ap_get_u32le(hdr + 12);
+	if (len > 4096)
+		return; /* an END is a few dozen bytes */
+	uint8_t pl[4096];
+	if (pread(fd, pl, len, (off_t)(end_off + AP_CHUNK_HDR_LEN)) != (ssize_t)len ||
+	    ap_crc32c(pl, len) != ap_get_u32le(hdr + 16))
+		return;
+	const uint8_t *p = pl, *end = pl + len;
+	while (p < end) {
+		uint64_t key, kind, v;
+		if (ap_get_uv(&p, end, &key) < 0 || ap_get_uv(&p, end, &kind) < 0)
+			return;
+		const uint8_t *at = p;
+		if (ap_get_uv(&p, end, &v) < 0)
+			return;
+		if (kind == AP_KV_STR) {
+			if (v > (uint64_t)(end - p))
+				return;
+			p += v;
+			continue;
+		}
+		if (key != AP_EK_SYMBOLS)
+			continue;
+		if (kind != AP_KV_UINT || p - at != 1 || v)
+			return; /* not the compactor's byte, or set already */
+		pl[at - pl] = (uint8_t)(nchunks < AP_END_SYMBOLS_MAX ? nchunks : AP_END_SYMBOLS_MAX);
+		ap_chunk_header_flags(hdr, AP_CHUNK_END, 0, ap_get_u32le(hdr + 8),
+				      ap_get_u32le(hdr + 20), ap_get_u32le(hdr + 24), pl, len);
+		uint8_t whole[AP_CHUNK_HDR_LEN + 4096];
+		memcpy(whole, hdr, sizeof(hdr));
+		memcpy(whole + sizeof(hdr), pl, len);
+		/* one write: a reader sees the chunk before or after */
+		(void)!pwrite(fd, whole, sizeof(hdr) + len, (off_t)end_off);
+		return;
+	}
+}
+
+int ap_symtab_append(const char *path, struct ap_symtab_writer *w, int level, size_t end_off,
 		     struct ap_error *err)
 {
 	const struct ap_buf *pl;
@@ -445,5 +495,13 @@ int ap_symtab_append(const char *path, struct ap_symtab_writer *w, int level,
 	ap_buf_release(&out);
 	if (close(fd) < 0)
 		return ap_error_set(err, "%s: cannot add the symbols: %s", path, strerror(errno));
+	if (end_off) {
+		/* not O_APPEND, where pwrite would append */
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0) {
+			mark_end(fd, end_off, n);
+			close(fd);
+		}
+	}
 	return 0;
 }

@@ -132,6 +132,8 @@ exec)
 		expect_eq "$how: next_image" "$(flat x.trace next_image)" 200
 		"$AP" stats --json --no-children x.trace >x.json 2>x.err || fail "$how: stats: $(cat x.err)"
 		[ -s x.json ] && expect_eq "$how: first image ended" "$(jget x.json end_reason)" exec
+		[ -s x.json ] && expect_eq "$how: followed" "$(jget x.json exec_unfollowed)" false
+		[ -s x.err ] && fail "$how: stats said: $(cat x.err)"
 		"$AP" stats --json x.trace >x.json 2>x.err || fail "$how: stats: $(cat x.err)"
 		if [ -s x.json ]; then
 			n=$(jget x.json alloc_objects)

@@ -541,6 +541,37 @@ symbols)
 		"$("$ALLOCPROF" top --lines all/"$last" 2>&1)" "$("$ALLOCPROF" top --lines one/"$last" 2>&1)"
 	[ "$("$ALLOCPROF" stats --json one/"$last" | grep symbols_kept)" != '  "symbols_kept": 0,' ] ||
 		fail "the trace keeps no symbols"
+	# A trace copied in part, cut exactly where its symbols start: every
+	# chunk before is whole, so only the END's count of the SYMBOLS
+	# chunks after it tells; the views say it as any other cut (one
+	# warning line, exit 0). Kept by record, and by `allocprof symbols`
+	# later; a trace that never kept them (--no-symbols) is not cut.
+	"$ALLOCPROF" record -q --all -o k.trace "$TESTDATA_BUILD/single" >/dev/null ||
+		fail "record k.trace"
+	symbols_at() { # the offset of the first SYMBOLS chunk, or the size
+		"$_lib_py" -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+o = 16  # the preamble; chunks: 32-byte header, type at 4, length at 12
+while o < len(d) and d[o + 4] != 5:
+    o += 32 + int.from_bytes(d[o + 12 : o + 16], "little")
+print(o)' "$1"
+	}
+	for tr in k.trace one/"$last"; do
+		at=$(symbols_at "$tr")
+		[ "$at" -lt "$(stat -c %s "$tr")" ] || fail "$tr: no SYMBOLS chunk"
+		head -c "$at" "$tr" >cut.trace
+		"$ALLOCPROF" top cut.trace >cut.out 2>cut.err
+		expect_eq "$tr cut before its symbols: top's exit" "$?" 0
+		expect_eq "$tr cut before its symbols: stderr" "$(cat cut.err)" \
+			"allocprof: warning: cut.trace: truncated trace (the file ends at byte $at, before its symbols (0 of 1 SYMBOLS chunks): it was cut, and its frames are named from the program's files, where they still are); showing its complete part"
+		grep -q '  main$' cut.out || fail "$tr cut before its symbols: no main row: $(cat cut.out)"
+		"$ALLOCPROF" top "$tr" >/dev/null 2>whole.err
+		[ -s whole.err ] && fail "$tr whole: $(cat whole.err)"
+	done
+	"$ALLOCPROF" stats --no-children ns.trace >ns.out 2>ns.err
+	grep -q '^truncated  *no$' ns.out && [ ! -s ns.err ] ||
+		fail "--no-symbols and never kept: read as cut: $(cat ns.out ns.err)"
 	;;
 preload)
 	# A user's LD_PRELOAD of an allocator that defines the malloc family

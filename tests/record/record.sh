@@ -487,6 +487,13 @@ PY
 	expect_eq "env -i: exit status" $? 4
 	[ -e ei.trace.exec1 ] && fail "env -i: the new image was profiled"
 	stats ei.trace ei.json && expect_eq "env -i: end reason" "$(jget ei.json end_reason)" exec
+	# ... and the trace says so (END's unfollowed), and the views with it
+	for n in ee ei; do
+		[ -s $n.json ] && expect_eq "$n: exec_unfollowed" "$(jget $n.json exec_unfollowed)" true
+		"$ALLOCPROF" top $n.trace 2>&1 >/dev/null |
+			grep -q "^allocprof: $n.trace: its process exec'd a program with an environment that no longer preloads the sampler (clearenv, env -i): that program ran unprofiled, and is not in the run$" ||
+			fail "$n: top does not say the exec'd program is not in the run"
+	done
 
 	# the program's umask(0777) does not make its child's trace unreadable
 	(

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ap_check.h"
 #include "ap_symtab.h"
 #include "ap_trace.h"
+#include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 
 static const uint8_t bid[] = {0xde, 0xad, 0xbe, 0xef};
@@ -227,7 +229,7 @@ static void test_in_trace(void)
 	for (int level = 0; level <= 3; level += 3) {
 		write_trace(path, true);
 		struct ap_symtab_writer *w = small_writer();
-		CHECK(ap_symtab_append(path, w, level, &err) == 0, "%s", err.msg);
+		CHECK(ap_symtab_append(path, w, level, 0, &err) == 0, "%s", err.msg);
 		ap_symtab_writer_free(w);
 		CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "level %d: %s", level, err.msg);
 		if (t) {
@@ -246,7 +248,7 @@ static void test_in_trace(void)
 	/* a trace without END keeps them too, and reads as truncated */
 	write_trace(path, false);
 	struct ap_symtab_writer *w = small_writer();
-	CHECK(ap_symtab_append(path, w, 0, &err) == 0, "%s", err.msg);
+	CHECK(ap_symtab_append(path, w, 0, 0, &err) == 0, "%s", err.msg);
 	ap_symtab_writer_free(w);
 	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "SYMBOLS without END: %s", err.msg);
 	if (t) {
@@ -272,12 +274,70 @@ static void test_in_trace(void)
 	unlink(path);
 }
 
+static size_t file_size(const char *path)
+{
+	struct stat st;
+	CHECK(stat(path, &st) == 0, "stat %s", path);
+	return (size_t)st.st_size;
+}
+
+/* A trace compacted (as `record` leaves it) says in its END how many
+ * SYMBOLS chunks follow: 0 until they are appended, then their count,
+ * so that a copy cut exactly before them reads as cut; one whose
+ * symbols were never kept (--no-symbols) does not. */
+static void test_cut_before(void)
+{
+	char path[] = "/tmp/test-symtab-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp");
+	close(fd);
+	struct ap_error err;
+	struct ap_compact_stats st;
+	struct ap_trace *t = NULL;
+	write_trace(path, true);
+	CHECK(ap_trace_compact(path, 3, &st, &err) == 0, "compact: %s", err.msg);
+	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "compacted: %s", err.msg);
+	if (!t)
+		return;
+	CHECK(!t->truncated && t->has_end && t->symbols_said == 0 && t->end_off > 0,
+	      "compacted, no symbols: truncated %d (%s), said %llu", t->truncated,
+	      t->truncated_why, (unsigned long long)t->symbols_said);
+	size_t end_off = t->end_off, before = file_size(path);
+	ap_trace_free(t);
+	struct ap_symtab_writer *w = small_writer();
+	CHECK(ap_symtab_append(path, w, 3, end_off, &err) == 0, "%s", err.msg);
+	ap_symtab_writer_free(w);
+	CHECK(file_size(path) > before, "nothing appended");
+	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "with symbols: %s", err.msg);
+	if (t) {
+		CHECK(!t->truncated && t->symbols_said == 1 && t->symbols_chunks == 1 &&
+			  t->symtab.nmods == 3,
+		      "with symbols: truncated %d (%s), said %llu, chunks %llu", t->truncated,
+		      t->truncated_why, (unsigned long long)t->symbols_said,
+		      (unsigned long long)t->symbols_chunks);
+		ap_trace_free(t);
+	}
+	/* the file cut where its symbols start: every event, and the cut said */
+	CHECK(truncate(path, (off_t)before) == 0, "truncate");
+	CHECK(ap_trace_read(path, &t, &err, NULL, NULL) == 0, "cut before: %s", err.msg);
+	if (t) {
+		CHECK(t->truncated && t->has_end && t->symtab.nmods == 0 &&
+			  strstr(t->truncated_why, "before its symbols (0 of 1 SYMBOLS chunks)"),
+		      "cut before the symbols: truncated %d (%s)", t->truncated, t->truncated_why);
+		CHECK(t->nev == 1, "cut before the symbols: %llu events",
+		      (unsigned long long)t->nev);
+		ap_trace_free(t);
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	test_roundtrip();
 	test_bad();
 	test_split();
 	test_in_trace();
+	test_cut_before();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	return failures != 0;

@@ -418,10 +418,11 @@ int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8
 	/* (the chunks counted are those written: all of them, first) */
 	if (compact_drain(c) < 0)
 		return -1;
-	uint8_t *out = ap_xmalloc(2 * len * AP_VARINT_MAX + 4 * AP_VARINT_MAX + AP_KV_UINT_MAX);
+	uint8_t *out = ap_xmalloc(2 * len * AP_VARINT_MAX + 4 * AP_VARINT_MAX + 2 * AP_KV_UINT_MAX);
 	size_t n = 0;
 	const uint8_t *p = payload, *end = payload + len;
 	uint64_t chunks = 0;
+	bool symbols = false;
 	while (p < end) {
 		const uint8_t *at = p;
 		uint64_t key, kind, v;
@@ -435,6 +436,8 @@ int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8
 			p += v;
 		if (key == AP_EK_CHUNKS && kind == AP_KV_UINT)
 			chunks = v;
+		if (key == AP_EK_SYMBOLS)
+			symbols = true; /* as it was: the SYMBOLS chunks are copied */
 		if (key == AP_EK_POOLED && kind == AP_KV_STR) {
 			size_t k = compact_pooled_anon(c, p - v, (size_t)v, out + n);
 			if (!k) {
@@ -455,6 +458,10 @@ int compact_write_end(struct compactor *c, size_t off, uint32_t tid, const uint8
 					  "EVENTS chunks than the file holds before it");
 	}
 	n += ap_put_kv_uint(out + n, AP_EK_CHUNKS, c->data_chunks);
+	/* none yet: `allocprof symbols` sets how many it appends, in place
+	 * (one byte), so that a file cut before them reads as cut */
+	if (!symbols)
+		n += ap_put_kv_uint(out + n, AP_EK_SYMBOLS, 0);
 	int rc = compact_write_chunk(c, AP_CHUNK_END, 0, tid, out, n);
 	free(out);
 	return rc;
