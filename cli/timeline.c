@@ -187,8 +187,8 @@ static void tl_grow(void *ctx, size_t i, const struct ap_event *e, const struct 
 	hook_live(T, b, 1);
 }
 
-/* Its image is gone (exec): no longer in use; the next event's bucket
- * shows it. */
+/* Its image is gone (exec), or its process (exited): no longer in use;
+ * the next event's bucket shows it. */
 static void tl_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
 	tl_add(ctx, b, -1);
@@ -229,6 +229,7 @@ static const struct ap_replay_ops tl_ops = {
 	.grow = tl_grow,
 	.free = tl_free,
 	.exec_dropped = tl_exec_dropped,
+	.exited = tl_exec_dropped,
 };
 
 /* Buckets without an event hold what the one before ended with. */

@@ -109,7 +109,9 @@ static void v_live(void *ctx, const struct ap_replay_block *b)
 	V->sv[b->stack].v[AP_SI_INUSE_SPACE] += b->w * (double)b->size;
 }
 
-/* Its image is gone (exec): not live from then on, nor in use at the end. */
+/* Its image is gone (exec): not live from then on, nor in use at the end
+ * (no live_at_end follows). As `exited`: its process ended, not live at a
+ * later peak, still in use at its exit (live_at_end follows). */
 static void v_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
 	struct values *V = ctx;
@@ -123,6 +125,7 @@ static const struct ap_replay_ops values_ops = {
 	.free = v_free,
 	.live_at_end = v_live,
 	.exec_dropped = v_exec_dropped,
+	.exited = v_exec_dropped,
 };
 
 struct ap_values_run *ap_values_run_new(const struct ap_trace *t)

@@ -84,6 +84,14 @@ struct ap_replay_ops {
 	 * before the first event after the process's END time (so the
 	 * consumer's live bytes drop there); else after the last event. */
 	void (*exec_dropped)(void *ctx, const struct ap_replay_block *b);
+	/* Optional: in a whole run, the blocks still live of a process that
+	 * ended (exit, _exit, a signal, killed or gone; not exec, which
+	 * drops them, nor a detach or a snapshot, after which it runs on),
+	 * before the first event after its END's time: its heap is gone
+	 * from the run's time line then (a later peak does not hold it).
+	 * They still come to live_at_end after the last event: what the
+	 * process left in use at its exit. */
+	void (*exited)(void *ctx, const struct ap_replay_block *b);
 	/* Optional: a FREE that found no live block in its process, in a
 	 * forked child (HEADER's parent_trace): a block it inherited from its
 	 * parent; without it, such a FREE is unmatched. */

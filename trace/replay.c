@@ -200,10 +200,32 @@ static bool exec_ended(const struct ap_trace *t, uint32_t p)
 	return p < t->nprocs && t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
 }
 
-/* The processes of a whole run that ended by exec, by their END's time. */
+/* Whether process p of a whole run ended for good: its heap went with
+ * it (exec's goes with its image: exec_ended; after a detach, a snapshot
+ * or a trace that stopped, it runs on). */
+static bool exit_ended(const struct ap_trace *t, uint32_t p)
+{
+	if (p >= t->nprocs || !t->procs[p].has_end)
+		return false;
+	switch (t->procs[p].end_reason) {
+	case AP_END_EXIT:
+	case AP_END_UNDERSCORE_EXIT:
+	case AP_END_SIGNAL:
+	case AP_END_KILLED:
+	case AP_END_RAW_EXIT:
+	case AP_END_GONE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The processes of a whole run that ended by exec (if `execs`) or for
+ * good (if `exits`), by their END's time. */
 struct exec_end {
 	uint64_t ts;
 	uint32_t proc;
+	bool exec;
 };
 
 static int exec_end_cmp(const void *a, const void *b)
@@ -212,21 +234,38 @@ static int exec_end_cmp(const void *a, const void *b)
 	return x->ts != y->ts ? (x->ts < y->ts ? -1 : 1) : (x->proc < y->proc ? -1 : x->proc > y->proc);
 }
 
-static size_t exec_ends(const struct ap_trace *t, struct exec_end **out)
+static size_t exec_ends(const struct ap_trace *t, bool execs, bool exits, struct exec_end **out)
 {
 	size_t n = 0;
 	*out = NULL;
-	for (size_t p = 0; p < t->nprocs; p++)
-		n += t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
+	for (uint32_t p = 0; p < t->nprocs; p++)
+		n += (execs && exec_ended(t, p)) || (exits && exit_ended(t, p));
 	if (!n)
 		return 0;
 	*out = ap_xcalloc(n, sizeof(**out));
 	n = 0;
-	for (size_t p = 0; p < t->nprocs; p++)
-		if (t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC)
-			(*out)[n++] = (struct exec_end){ t->procs[p].end_ns, (uint32_t)p };
+	for (uint32_t p = 0; p < t->nprocs; p++) {
+		bool ex = execs && exec_ended(t, p);
+		if (ex || (exits && exit_ended(t, p)))
+			(*out)[n++] = (struct exec_end){ t->procs[p].end_ns, p, ex };
+	}
 	qsort(*out, n, sizeof(**out), exec_end_cmp);
 	return n;
+}
+
+/* Process p ended: its blocks still live go to the consumers' exited,
+ * and stay in the map for live_at_end. */
+static void exit_process(struct rmap *m, const struct ap_trace *t,
+			 const struct ap_replay_consumer *c, size_t nc, uint32_t p)
+{
+	map_settle(m);
+	for (size_t s = 0; s <= m->map.mask; s++)
+		for (uint32_t b = m->map.slot[s].val; b != NONE; b = m->blocks[b].next) {
+			if (m->blocks[b].obj == NONE || m->blocks[b].proc != p)
+				continue;
+			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
+			EACH(c, nc, exited, &out);
+		}
 }
 
 /* Process p's image was replaced by exec: its blocks still live go to
@@ -359,6 +398,22 @@ static void rlive_out(struct rlive *L, const struct ap_trace *t,
 					c[j].ops->exec_dropped(c[j].ctx, &out);
 				else if (c[j].ops->live_at_end)
 					c[j].ops->live_at_end(c[j].ctx, &out);
+	}
+}
+
+/* Process p ended: its live blocks to the consumers' exited, counted
+ * still (live_at_end takes them at the end). */
+static void rlive_exited(struct rlive *L, const struct ap_trace *t,
+			 const struct ap_replay_consumer *c, size_t nc, uint32_t p)
+{
+	rlive_settle(L);
+	for (size_t k = 0; k < L->n; k++) {
+		const struct lcount *x = &L->e[k];
+		if (x->proc != p)
+			continue;
+		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
+		for (int64_t n = x->n; n > 0; n--)
+			EACH(c, nc, exited, &out);
 	}
 }
 
@@ -533,14 +588,15 @@ struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_
 	ap_u64map_init(&r->m.map, 512);
 	r->npend = t->nthreads;
 	r->pend = ap_xcalloc(r->npend + 1, sizeof(*r->pend));
-	bool drops = nc > 0;
+	bool drops = nc > 0, exits = false;
 	r->resolved = t->resolved;
 	for (size_t k = 0; k < nc; k++) {
 		r->each_event |= c[k].ops->event != NULL;
 		drops &= c[k].ops->exec_dropped != NULL;
+		exits |= c[k].ops->exited != NULL;
 		r->can_fail |= c[k].ops->failed != NULL;
 		r->resolved &= !c[k].ops->blocks;
-		r->counts |= c[k].ops->live_at_end || c[k].ops->exec_dropped;
+		r->counts |= c[k].ops->live_at_end || c[k].ops->exec_dropped || c[k].ops->exited;
 	}
 	if (r->resolved) {
 		size_t n = t->nstacks ? t->nstacks : 1;
@@ -548,7 +604,7 @@ struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_
 		r->L.at = ap_xmalloc(n * sizeof(*r->L.at));
 		memset(r->L.at, 0xff, n * sizeof(*r->L.at));
 	}
-	r->nex = drops ? exec_ends(t, &r->ex) : 0;
+	r->nex = drops || exits ? exec_ends(t, drops, exits, &r->ex) : 0;
 	return r;
 }
 
@@ -583,10 +639,15 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 		const struct ap_event *e = &ev[j];
 		size_t i = base + j;
 		while (next_ex < nex && ex[next_ex].ts < e->ts) {
-			if (resolved)
-				rlive_out(&r->L, t, c, nc, ex[next_ex++].proc, true);
+			const struct exec_end *x = &ex[next_ex++];
+			if (!x->exec && resolved)
+				rlive_exited(&r->L, t, c, nc, x->proc);
+			else if (!x->exec)
+				exit_process(m, t, c, nc, x->proc);
+			else if (resolved)
+				rlive_out(&r->L, t, c, nc, x->proc, true);
 			else
-				drop_process(m, t, c, nc, ex[next_ex++].proc);
+				drop_process(m, t, c, nc, x->proc);
 		}
 		if (each_event)
 			EACH(c, nc, event, i, e);

@@ -129,6 +129,16 @@ static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
 	T->live_var -= ap_trace_block_var(b->w, space);
 }
 
+/* Its process ended: not live on the run's time line from then on (the
+ * peak after it), still in use at its exit (t_live). */
+static void t_exited(void *ctx, const struct ap_replay_block *b)
+{
+	struct totals *T = ctx;
+	double space = b->w * (double)b->size;
+	T->live -= space;
+	T->live_var -= ap_trace_block_var(b->w, space);
+}
+
 /* What is still live: the blocks left summed, rather than the running
  * difference, which collects rounding error. */
 static void t_live(void *ctx, const struct ap_replay_block *b)
@@ -150,6 +160,7 @@ static const struct ap_replay_ops totals_ops = {
 	.unmatched = t_unmatched,
 	.live_at_end = t_live,
 	.exec_dropped = t_exec_dropped,
+	.exited = t_exited,
 	.inherited = t_inherited,
 };
 

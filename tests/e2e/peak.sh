@@ -84,4 +84,20 @@ echo "massif peak: mem_heap_B $heap, build() $build"
 expect_eq "peak total vs massif" "$("$ALLOCPROF" top --json --peak_space "$tmp/p.trace" |
 	"$py" -c 'import json,sys; print(int(json.load(sys.stdin)["total"]))')" "$heap"
 expect_eq "build() at the peak vs massif" "$(first --peak_space)" "build $build"
+# A whole run of two peak processes one after the other (sh runs them):
+# the run's peak is the most in use at one moment, where the first,
+# ended, no longer counts (its 488,000 bytes left at exit counted on for
+# the rest of the run before); in use at the end sums what each left.
+"$ALLOCPROF" record -q --all -o "$tmp/two.trace" -- sh -c '"$0"; "$0"' "$prog" >/dev/null ||
+	fail "record two in a row"
+"$ALLOCPROF" stats --json "$tmp/two.trace" >"$tmp/two.json" || fail "stats two in a row"
+"$py" - "$tmp/two.json" <<'PY' || fail "two in a row: the run's peak and in use"
+import json, sys
+d = json.load(open(sys.argv[1]))
+peak, inuse = d["peak_inuse_space"], d["inuse_space"]
+# 64 MiB of the second, and sh's own few kB: not the first's 488,000
+ok = 67108864 <= peak < 67108864 + 488000 and inuse >= 2 * 488000
+print("peak %d, in use at the end %d" % (peak, inuse))
+sys.exit(0 if ok else 1)
+PY
 exit $failed
