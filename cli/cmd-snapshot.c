@@ -118,7 +118,8 @@ int cmd_snapshot(int argc, char **argv)
 		ap_print_error(&err);
 		goto done;
 	}
-	if (!no_symbols && ap_sym_keep_file(out, level, &err) != 0)
+	int kept = no_symbols ? 0 : ap_sym_keep_file(out, level, &err);
+	if (kept == -1 || kept == 1)
 		ap_say("%s; the reports name its frames from the program's files", err.msg);
 	if (!quiet)
 		fprintf(stderr,

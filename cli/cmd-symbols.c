@@ -175,11 +175,12 @@ int cmd_symbols(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		struct ap_error err;
 		int k = ap_sym_keep_file(argv[i], level, &err);
-		if (k < 0 || (k > 0 && !if_finished)) {
+		if (k < 0 || (k == 1 && !if_finished)) {
 			ap_print_error(&err);
 			rc = AP_EXIT_FAIL;
-		} else if (!quiet && k == 0) {
-			fprintf(stderr, "allocprof: %s keeps its symbols\n", argv[i]);
+		} else if (!quiet && (k == 0 || k == 2)) {
+			fprintf(stderr, "allocprof: %s %s\n", argv[i],
+				k == 0 ? "keeps its symbols now" : "keeps its symbols already");
 		}
 	}
 	int unused = ap_sym_prefetch_release();

@@ -110,10 +110,11 @@ void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *o
 void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w);
 
 /* Reads the finished trace at path and appends its symbols (SYMBOLS
- * chunks, zstd at `level`; 0: not compressed); a trace that keeps them
- * already is left as it is. Returns 0; 1 with err set for a trace that is
- * not finished (no END: its process may still write it; or cut inside a
- * chunk), left as it is; or -1 with err set. */
+ * chunks, zstd at `level`; 0: not compressed). Returns 0 once they are
+ * appended; 2 for a trace that keeps them already, left as it is; 1 with
+ * err set for a trace that is not finished (no END: its process may
+ * still write it; or cut inside a chunk), left as it is; or -1 with err
+ * set. */
 int ap_sym_keep_file(const char *path, int level, struct ap_error *err);
 
 /* Opens ahead, in this process, the files of the modules t's stacks name

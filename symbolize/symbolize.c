@@ -1372,7 +1372,7 @@ int ap_sym_keep_file(const char *path, int level, struct ap_error *err)
 		return -1;
 	if (t->symtab.nmods) {
 		ap_trace_free(t); /* kept already */
-		return 0;
+		return 2;
 	}
 	/* appended to a trace whose writer may still append, or after a
 	 * cut chunk (whose length would swallow them), they would spoil it */

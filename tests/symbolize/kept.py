@@ -191,13 +191,16 @@ for cc in ("gcc", "clang"):
             fail("symbols --ready-fd without go changed the trace")
     r = subprocess.run([allocprof, "symbols", bare], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, env=env)
-    if r.returncode != 0 or r.stderr != "allocprof: %s keeps its symbols\n" % bare:
+    if r.returncode != 0 or r.stderr != "allocprof: %s keeps its symbols now\n" % bare:
         fail("allocprof symbols: exit %d, %r" % (r.returncode, r.stderr))
     with open(bare, "rb") as f, open(ahead, "rb") as g:
         if f.read() != g.read():
             fail("symbols --ready-fd wrote other bytes than symbols")
     size = os.path.getsize(bare)
-    subprocess.run([allocprof, "symbols", "-q", bare], check=True)
+    r = subprocess.run([allocprof, "symbols", bare], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0 or r.stderr != "allocprof: %s keeps its symbols already\n" % bare:
+        fail("allocprof symbols twice: exit %d, %r" % (r.returncode, r.stderr))
     if os.path.getsize(bare) != size:
         fail("allocprof symbols twice changed the trace")
     hide(d)
