@@ -4,21 +4,6 @@
 
 /* ALLOCPROF_TEST_STOPTIME=1 (bench/attach.sh): how long the attach or
  * the detach held the process's threads stopped, one line */
-/* s as one word of a shell command the user may paste: as it is if only
- * characters a shell leaves alone, else in single quotes (a ' as '\''). */
-static void shell_word(struct ap_buf *b, const char *s)
-{
-	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-			   "0123456789_./:@%+=,-") == strlen(s)) {
-		ap_buf_addf(b, "%s", s);
-		return;
-	}
-	ap_buf_addf(b, "'");
-	for (const char *q; (q = strchr(s, '\'')); s = q + 1)
-		ap_buf_addf(b, "%.*s'\\''", (int)(q - s), s);
-	ap_buf_addf(b, "%s'", s);
-}
-
 static void say_stops(const char *what, const struct ap_stops *s)
 {
 	if (!getenv("ALLOCPROF_TEST_STOPTIME"))
@@ -404,7 +389,7 @@ int cmd_record(int argc, char **argv)
 	    rec_finish_children(output, &span, o.quiet, pid, &status, end_ns, &done, &live_left) &&
 	    !o.quiet) {
 		struct ap_buf cmd = AP_BUF_INIT;
-		shell_word(&cmd, output);
+		ap_buf_add_shell_word(&cmd, output);
 		fprintf(stderr,
 			"allocprof: the reports read %s with its child traces as one run "
 			"(allocprof top %s); --by-process shows each process, "

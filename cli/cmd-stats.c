@@ -69,25 +69,14 @@ static uint64_t duration_ns(const struct ap_trace *t)
 	return t->end_ns > t->start_ns ? t->end_ns - t->start_ns : 0;
 }
 
-/* The command line as one line: arguments with spaces or quotes quoted. */
+/* The command line as one line, each argument as a shell would take it. */
 static void format_cmdline(struct ap_buf *b, const struct ap_trace *t)
 {
 	for (size_t i = 0; i < t->argc; i++) {
 		const char *a = t->argv[i];
 		if (i)
 			ap_buf_addstr(b, " ");
-		if (*a && !strpbrk(a, " \t\n'\"\\$`")) {
-			ap_buf_addstr(b, a);
-			continue;
-		}
-		ap_buf_addstr(b, "'");
-		for (; *a; a++) {
-			if (*a == '\'')
-				ap_buf_addstr(b, "'\\''");
-			else
-				ap_buf_add(b, a, 1);
-		}
-		ap_buf_addstr(b, "'");
+		ap_buf_add_shell_word(b, a);
 	}
 }
 

@@ -46,6 +46,10 @@ void ap_buf_add(struct ap_buf *b, const void *data, size_t len);
 void ap_buf_addstr(struct ap_buf *b, const char *s);
 void ap_buf_addf(struct ap_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* s as one word of a shell command a user may paste: as it is if it has
+ * only characters a shell leaves alone, else in single quotes (a ' as
+ * '\''). */
+void ap_buf_add_shell_word(struct ap_buf *b, const char *s);
 void ap_buf_reset(struct ap_buf *b);
 char *ap_buf_detach(struct ap_buf *b, size_t *len);
 

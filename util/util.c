@@ -106,6 +106,22 @@ void ap_buf_addstr(struct ap_buf *b, const char *s)
 	ap_buf_add(b, s, strlen(s));
 }
 
+void ap_buf_add_shell_word(struct ap_buf *b, const char *s)
+{
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			   "0123456789_./:@%+=,-") == strlen(s)) {
+		ap_buf_addstr(b, s);
+		return;
+	}
+	ap_buf_addstr(b, "'");
+	for (; *s; s++)
+		if (*s == '\'')
+			ap_buf_addstr(b, "'\\''");
+		else
+			ap_buf_add(b, s, 1);
+	ap_buf_addstr(b, "'");
+}
+
 void ap_buf_addf(struct ap_buf *b, const char *fmt, ...)
 {
 	if (!fmt) /* never; but gcc -fsanitize=undefined warns (format-truncation) without it */
