@@ -452,14 +452,42 @@ static void put_page(struct ap_buf *b, const struct page *P)
 
 /* ---- the command ---------------------------------------------------------- */
 
+static json_t *advise_one(const struct ap_view *v, const char **why);
+
 /* The advisor's sites as advise --no-measure finds them, or NULL with
- * *why set. */
-static json_t *advise_of(const struct ap_view *v, bool one_process, const char **why)
+ * *why set: of the trace, or of a whole run's process that made the most
+ * allocation calls (a pool does not cross processes). */
+static json_t *advise_of(const struct ap_view *run, const struct ap_view_opts *o, const char **why)
 {
-	if (!one_process) {
-		*why = "advise reads one process's trace: run allocprof advise --by-process";
-		return NULL;
+	/* a whole run: its busiest process, as the TUI advises */
+	const struct ap_view *v = run;
+	struct ap_view pv = {0};
+	size_t proc = 0;
+	if (run->trace->nprocs > 1) {
+		struct ap_error err;
+		proc = ap_view_advised_process(run->trace);
+		if (ap_view_load_process(&pv, run->trace, proc, o, &err)) {
+			ap_print_error(&err);
+			*why = "its process's trace could not be read (see the error allocprof printed)";
+			return NULL;
+		}
+		v = &pv;
 	}
+	json_t *j = advise_one(v, why);
+	if (j && v != run) {
+		json_t *p = json_object();
+		json_object_set_new(p, "pid", json_integer((json_int_t)v->trace->pid));
+		json_object_set_new(p, "exe", ap_json_text(v->trace->exe));
+		json_object_set_new(p, "processes", json_integer((json_int_t)run->trace->nprocs));
+		json_object_set_new(j, "advised_process", p);
+	}
+	ap_view_release(&pv);
+	return j;
+}
+
+/* The advisor's sites of one process's trace. */
+static json_t *advise_one(const struct ap_view *v, const char **why)
+{
 	struct ap_cost_table costs;
 	if (ap_advise_load_costs(&costs) < 0) {
 		*why = "no cost table (see the error allocprof printed)";
@@ -647,7 +675,7 @@ int cmd_html(int argc, char **argv)
 	if (no_advise)
 		P.advise_why = "left out (--no-advise)";
 	else
-		P.advise = advise_of(&v, argc - optind == 1 && v.trace->nprocs <= 1, &P.advise_why);
+		P.advise = advise_of(&v, &o, &P.advise_why);
 	if (base && !(P.diff = ap_diff_json(&bv, &v, &o.report)))
 		rc = AP_EXIT_FAIL;
 

@@ -732,6 +732,12 @@
 			A.sites.length + " sites" +
 			(A.hidden_sites ? ", " + A.hidden_sites + " under the share shown" : "") +
 			(A.estimates ? "; sampled: estimates" : "") + "."));
+		if (A.advised_process)
+			sec.appendChild(el("div", { class: "note", id: "advised-process" }, "A run of " +
+				A.advised_process.processes + " processes: advised is pid " +
+				A.advised_process.pid + " (" + A.advised_process.exe + "), the one with " +
+				"the most allocation calls (a pool does not cross processes; allocprof " +
+				"advise advises each)."));
 		const t = el("table", { id: "advise-table" });
 		const hr = el("tr");
 		for (const h of ["site", "verdict", "allocs", "bytes", "share", "hit rate", "time saved",

@@ -26,6 +26,25 @@ int tui_load_costs(struct tui *t)
 	return 0;
 }
 
+int tui_advised(struct tui *t)
+{
+	if (t->adv)
+		return 0;
+	const struct ap_trace *run = t->v->trace;
+	if (run->nprocs < 2) {
+		t->adv = t->v;
+		return 0;
+	}
+	struct ap_error err;
+	t->adv_proc = ap_view_advised_process(run);
+	if (ap_view_load_process(&t->adv_own, run, t->adv_proc, &t->o.view, &err)) {
+		tui_set_status(t, "%s", err.msg);
+		return -1;
+	}
+	t->adv = &t->adv_own;
+	return 0;
+}
+
 void tui_open_advise(struct tui *t)
 {
 	if (t->follow && tui_follow_wait(t, TUI_VIEW_ADVISE))
@@ -37,18 +56,18 @@ void tui_open_advise(struct tui *t)
 			tui_set_status(t, "%s", t->error.msg);
 			return;
 		}
-		if (tui_load_costs(t))
+		if (tui_load_costs(t) || tui_advised(t))
 			return;
 		struct ap_advise_options ao;
 		ap_advise_options_init(&ao);
 		ao.costs = &t->costs;
 		tui_busy(t, "replaying the trace through the pool model");
 		struct ap_site_map m;
-		ap_advise_sites(t->v->trace, t->v->sym, false, &m);
+		ap_advise_sites(t->adv->trace, t->adv->sym, false, &m);
 		struct ap_error err;
-		t->advice = ap_advise_run(t->v->trace, &m, &ao, &err);
+		t->advice = ap_advise_run(t->adv->trace, &m, &ao, &err);
 		if (t->advice)
-			ap_view_measure_run(&t->o.measure, t->advice, t->v->trace, &m, &ao);
+			ap_view_measure_run(&t->o.measure, t->advice, t->adv->trace, &m, &ao);
 		ap_site_map_release(&m);
 		if (!t->advice) {
 			/* (the costs are there: a replay that failed) */
@@ -57,6 +76,13 @@ void tui_open_advise(struct tui *t)
 		}
 	}
 	t->stack[t->depth++] = TUI_VIEW_ADVISE;
+	if (t->adv && t->adv != t->v) {
+		const struct ap_trace *run = t->v->trace;
+		tui_set_status(t, "a run of %zu processes: advised is pid %llu, the one with the "
+			       "most allocation calls (a pool does not cross processes; `allocprof "
+			       "advise` advises each)",
+			       run->nprocs, (unsigned long long)run->procs[t->adv_proc].pid);
+	}
 }
 
 static int verdict_attr(enum ap_verdict v)
@@ -145,10 +171,15 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 	else
 		ap_advise_format_duration(b, sizeof(b), (double)a->interval_ns);
 	ap_advise_format_duration(d, sizeof(d), a->mean_cycle_ns);
+	char proc[64] = "";
+	if (t->adv && t->adv != t->v)
+		snprintf(proc, sizeof(proc), " (pid %llu, 1 of %zu processes)",
+			 (unsigned long long)t->adv->trace->pid, t->v->trace->nprocs);
 	tui_screen_putf(s, 0, 0, TUI_TITLE,
-			"advise: %s   Cycles: %s%s, %llu in the trace (one every %s); %u Ps",
-			tui_basename_of(t->v->trace->exe), a->gc_mode == AP_GC_GOGC ? "" : "every ", b,
-			(unsigned long long)a->cycles, d, a->procs);
+			"advise: %s%s   Cycles: %s%s, %llu in the trace (one every %s); %u Ps",
+			tui_basename_of(t->adv ? t->adv->trace->exe : t->v->trace->exe), proc,
+			a->gc_mode == AP_GC_GOGC ? "" : "every ", b, (unsigned long long)a->cycles,
+			d, a->procs);
 	if (a->sampled) {
 		ap_format_bytes(b, sizeof(b), (double)a->rate);
 		tui_screen_putf(s, 1, 0, TUI_NORMAL,

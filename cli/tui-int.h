@@ -129,6 +129,9 @@ void tui_open_timeline(struct tui *t);
 
 /* The cost table as `advise` finds it (ap_cost_get). */
 int tui_load_costs(struct tui *t);
+/* Sets t->adv, reading a whole run's advised process the first time.
+ * Returns 0, or -1 with the error on the status line. */
+int tui_advised(struct tui *t);
 void tui_open_advise(struct tui *t);
 
 /* ---- tui-work.c ---- */

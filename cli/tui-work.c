@@ -22,6 +22,7 @@ struct tui_work {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct ap_trace *trace;
+	struct ap_trace *adv_trace; /* what the advisor advises (tui_advised) */
 	struct ap_site_map sites;
 	struct ap_advise_options ao;
 	struct ap_view_measure measure;
@@ -70,9 +71,9 @@ static void *work_main(void *arg)
 	if (tl_failed)
 		err = tl_err;
 	else if (w->have_costs)
-		a = ap_advise_run(w->trace, &w->sites, &w->ao, &err);
+		a = ap_advise_run(w->adv_trace, &w->sites, &w->ao, &err);
 	if (a)
-		ap_view_measure_run(&w->measure, a, w->trace, &w->sites, &w->ao);
+		ap_view_measure_run(&w->measure, a, w->adv_trace, &w->sites, &w->ao);
 	pthread_mutex_lock(&w->mu);
 	w->advice = a;
 	w->err = err;
@@ -90,11 +91,13 @@ void tui_start_work(struct tui *t)
 	struct tui_work *w = ap_xcalloc(1, sizeof(*w));
 	w->trace = t->v->trace;
 	tui_busy(t, "finding the call sites");
-	w->have_costs = tui_load_costs(t) == 0;
+	/* (neither: the advice is not made, and `a` says why) */
+	w->have_costs = tui_load_costs(t) == 0 && tui_advised(t) == 0;
+	w->adv_trace = t->adv ? t->adv->trace : w->trace;
 	ap_advise_options_init(&w->ao);
 	w->ao.costs = &t->costs;
 	w->measure = t->o.measure;
-	ap_advise_sites(w->trace, t->v->sym, false, &w->sites);
+	ap_advise_sites(w->adv_trace, t->adv ? t->adv->sym : t->v->sym, false, &w->sites);
 	w->timeline = ap_xcalloc(1, sizeof(*w->timeline));
 	ap_timeline_sites_init(&w->timeline->sites, t->v, TIMELINE_SITES);
 	/* as timeline_refresh sizes it */
@@ -102,9 +105,12 @@ void tui_start_work(struct tui *t)
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	ap_events_progress(w->trace, work_progress, w);
+	if (w->adv_trace != w->trace)
+		ap_events_progress(w->adv_trace, work_progress, w);
 	if (pthread_create(&w->th, NULL, work_main, w) != 0) {
 		/* no thread: the views are made when asked for, as without */
 		ap_events_progress(w->trace, NULL, NULL);
+		ap_events_progress(w->adv_trace, NULL, NULL);
 		ap_site_map_release(&w->sites);
 		tui_timeline_free(w->timeline);
 		pthread_mutex_destroy(&w->mu);
@@ -313,9 +319,11 @@ void tui_work_release(struct tui *t)
 	if (!w->joined) {
 		/* its results are not wanted: end its replay early */
 		ap_events_stop(w->trace);
+		ap_events_stop(w->adv_trace);
 		pthread_join(w->th, NULL);
 	}
 	ap_events_progress(w->trace, NULL, NULL);
+	ap_events_progress(w->adv_trace, NULL, NULL);
 	ap_advice_free(w->advice);
 	tui_timeline_free(w->timeline);
 	ap_site_map_release(&w->sites);

@@ -483,6 +483,7 @@ void tui_release(struct tui *t)
 	tui_timeline_free(t->timeline);
 	tui_page_release(&t->timeline_page);
 	ap_advice_free(t->advice);
+	ap_view_release(&t->adv_own);
 	tui_page_release(&t->list_page);
 	free(t->list_what);
 	free(t->focus);

@@ -150,6 +150,12 @@ struct tui {
 
 	struct ap_cost_table costs;
 	struct ap_advice *advice; /* computed on the first `a` */
+	/* What the advisor advises (tui_advised): the view's trace, or in a
+	 * whole run of several processes the one process
+	 * ap_view_advised_process picks, read alone (adv_own) */
+	const struct ap_view *adv;
+	struct ap_view adv_own;
+	size_t adv_proc;
 	struct tui_pos advise_pos, site_pos, help_pos;
 
 	int prompt;	     /* 0, or '/' (focus) or '\\' (ignore) being typed */

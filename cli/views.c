@@ -374,6 +374,35 @@ int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct a
 	return 0;
 }
 
+size_t ap_view_advised_process(const struct ap_trace *run)
+{
+	size_t best = 0;
+	uint64_t most = 0;
+	for (size_t i = 0; i < run->nprocs; i++) {
+		const struct ap_process *p = &run->procs[i];
+		uint64_t n = p->has_counts ? p->calls : p->events;
+		if (n > most) {
+			most = n;
+			best = i;
+		}
+	}
+	return best;
+}
+
+int ap_view_load_process(struct ap_view *out, const struct ap_trace *run, size_t proc,
+			 const struct ap_view_opts *o, struct ap_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (ap_trace_read(run->procs[proc].path, &out->trace, err, NULL, NULL))
+		return -1;
+	if (!(out->sym = ap_sym_new(out->trace, &o->sym, err))) {
+		ap_trace_free(out->trace);
+		out->trace = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 void ap_view_add_cmdline(struct ap_buf *b, const char *cmdline)
 {
 	size_t n = 0;

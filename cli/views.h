@@ -246,6 +246,18 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
  * AP_EXIT_FAIL. */
 int ap_view_load(struct ap_view *v, char *const *paths, size_t n, const struct ap_view_opts *o);
 
+/* A whole run's views that advise (the TUI, html) advise one process, as
+ * `advise` does each: a pool does not cross processes. The one advised is
+ * the process that made the most allocation calls (events where END has
+ * no counts); its index in run->procs. */
+size_t ap_view_advised_process(const struct ap_trace *run);
+
+/* Reads that process's trace alone into *out (its symbolizer, no values;
+ * nothing printed: the run's warnings were said when it was read).
+ * Returns 0, or -1 with err set. */
+int ap_view_load_process(struct ap_view *out, const struct ap_trace *run, size_t proc,
+			 const struct ap_view_opts *o, struct ap_error *err);
+
 /* Appends a command line as the text views show it, on one line: its
  * first AP_VIEW_CMDLINE_MAX bytes (whole characters; control characters
  * as spaces), then "..." when it is longer (a compiler's driver runs

@@ -453,6 +453,17 @@ def fixture_mode(ap, mktrace, shots):
                 check(not errs, "%s: the page reported errors: %s" % (tag, errs))
                 check(pg.js("document.getElementById('truncated')") is None,
                       "%s: a whole trace's page says it is truncated" % tag)
+            # A run of two processes (two TRACEs): the advice is one
+            # process's, as advise of its trace gives it, and says which.
+            exact2 = tmp + "/fx2.trace"
+            shutil.copy(exact, exact2)
+            pg = Page(br, page_of(ap, tmp, "two.html", exact, exact2), shots, "two")
+            check_advise(ap, pg, exact, "two processes")
+            pid = cli_json(ap, "stats", "--json", exact)["pid"]
+            says = pg.js("(document.getElementById('advised-process') || {}).textContent || ''")
+            check(says.startswith("A run of 2 processes: advised is pid %d (" % pid),
+                  "two processes: the page says %r of the process advised" % says)
+            check(not pg.errors(), "two: the page reported errors: %s" % pg.errors())
             # a truncated trace's page says so (stats does; the page
             # outlives the command's warning on stderr)
             cut = truncated_copy(ap, exact, tmp + "/cut.trace", env)

@@ -11,6 +11,7 @@ usage: batch.py ALLOCPROF MKTRACE"""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -422,6 +423,25 @@ def main():
         back = screen(trace, "ajj<enter>q", "200x60")
         check(position(back, 1) == (3, len(sites)), "q from a site back to the sites", "\n".join(back))
         check(position(screen(trace, "ajj<enter>qq")) == (1, top_json(trace)["nodes"]), "q q back to top")
+
+    # A run of two processes (two TRACEs): the advisor advises one, as
+    # `advise` does each (a pool does not cross processes), not the two
+    # merged (which doubled every count: one pool, one heap for both).
+    exact2 = os.path.join(tmp, "fx2.trace")
+    shutil.copy(exact, exact2)
+    pid = json.loads(run("stats", "--json", exact).stdout)["pid"]
+    adv = json.loads(run("advise", "-n", "0", "--no-measure", "--json", exact).stdout)
+    lines = screen(exact, "a", "200x60", exact2)
+    check(lines[0].startswith("advise: fixture (pid %d, 1 of 2 processes) " % pid),
+          "two processes: advise title names the process", lines[0])
+    rows = [l for l in lines[3:] if l][:len(adv["sites"])]
+    check(len(rows) == len(adv["sites"]) and
+          all(r.startswith("%3d %-22.22s " % (k + 1, s["verdict_text"])) and
+              r.endswith(" %s  %s" % (fmt_bytes(s["alloc_space"]), s["site"]))
+              for k, (r, s) in enumerate(zip(rows, adv["sites"]))),
+          "two processes: advise rows are one process's, as advise of its trace", "\n".join(lines))
+    check("a run of 2 processes: advised is pid %d" % pid in lines[-1],
+          "two processes: the status line says which is advised", lines[-1])
 
 
     # Enter on a top row: the node between its callers and callees, the
