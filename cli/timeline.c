@@ -278,10 +278,10 @@ void ap_timeline_sites_init(struct ap_timeline_sites *s, const struct ap_view *v
 	const struct ap_trace *t = v->trace;
 	struct ap_site_map *m = &s->m;
 	ap_advise_sites(t, v->sym, false, m);
-	/* The sites by name: the advisor keeps two instances of a template
-	 * at one line apart (two pools, of two types), under one name; a
-	 * chart, its legend and a CSV column need one name per series, so
-	 * they are one series here, as top makes them one node. */
+	/* The sites by name: a chart, its legend and a CSV column need one
+	 * name per series. The advisor names two instances of a template at
+	 * one line apart (ap_advise_sites); sites it cannot name apart are
+	 * one series here, as top makes them one node. */
 	struct ap_intern names = {0};
 	uint32_t *group = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(*group));
 	for (size_t k = 0; k < m->nsites; k++)

@@ -37,9 +37,68 @@ static void frame_name(struct ap_buf *b, const struct ap_frame *f)
 	}
 }
 
+/* A template's arguments right after the function's short name in its
+ * full one: "<double>" of "make" in "double* make<double>(int)". Returns
+ * their length (from *at), 0 when `full` has none there. */
+static size_t template_args(const char *full, const char *func, const char **at)
+{
+	size_t n = strlen(func);
+	for (const char *p = strstr(full, func); p; p = strstr(p + 1, func)) {
+		if (p[n] != '<' || (p > full && p[-1] != ' ' && p[-1] != ':' && p[-1] != '*' &&
+				    p[-1] != '&'))
+			continue;
+		int depth = 0;
+		for (const char *q = p + n; *q; q++) {
+			depth += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+			if (!depth) {
+				*at = p + n;
+				return (size_t)(q + 1 - (p + n));
+			}
+		}
+	}
+	return 0;
+}
+
+/* Sites of one name (two instances of a template at one line, overloads
+ * of one name at one line: two pools, two types) are named apart: the
+ * function with its template arguments, or else its full name. */
+static void names_apart(struct ap_site_map *m, char **full)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		struct ap_intern names = { 0 };
+		uint32_t *count = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*count));
+		uint32_t *of = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(*of));
+		for (size_t s = 0; s < m->nsites; s++)
+			count[of[s] = ap_intern_add(&names, m->name[s], strlen(m->name[s]), NULL)]++;
+		struct ap_buf b = AP_BUF_INIT;
+		for (size_t s = 0; s < m->nsites; s++) {
+			if (count[of[s]] < 2 || !full[s] || !strcmp(full[s], m->function[s]))
+				continue;
+			const char *at = NULL;
+			size_t n = pass ? 0 : template_args(full[s], m->function[s], &at);
+			if (!pass && !n)
+				continue;
+			ap_buf_reset(&b);
+			if (n)
+				ap_buf_addf(&b, "%s%.*s", m->function[s], (int)n, at);
+			else
+				ap_buf_addstr(&b, full[s]);
+			/* the rest of the name as it was: " file:line (via f)" */
+			ap_buf_addstr(&b, m->name[s] + strlen(m->function[s]));
+			free(m->name[s]);
+			m->name[s] = ap_buf_detach(&b, NULL);
+		}
+		ap_buf_release(&b);
+		free(count);
+		free(of);
+		ap_intern_release(&names);
+	}
+}
+
 void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
 		     struct ap_site_map *out)
 {
+	char **full = NULL;
 	memset(out, 0, sizeof(*out));
 	out->site_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(uint32_t));
 	out->pc_of_stack = ap_xcalloc(t->nstacks ? t->nstacks : 1, sizeof(uint32_t));
@@ -99,7 +158,9 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				out->file = ap_xrealloc(out->file, alloc * sizeof(*out->file));
 				out->line = ap_xrealloc(out->line, alloc * sizeof(*out->line));
 				out->via = ap_xrealloc(out->via, alloc * sizeof(*out->via));
+				full = ap_xrealloc(full, alloc * sizeof(*full));
 			}
+			full[s] = f->full && !by_stack ? ap_xstrdup(f->full) : NULL;
 			out->name[s] = ap_xstrdup(name.buf);
 			out->function[s] = ap_xstrdup(f->func);
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
@@ -112,6 +173,10 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->pc_of_stack[id] += !frames[j].inlined;
 	}
 	ap_intern_release(&keys);
+	names_apart(out, full);
+	for (size_t s = 0; s < out->nsites; s++)
+		free(full[s]);
+	free(full);
 	free(frames);
 	ap_buf_release(&key);
 	ap_buf_release(&name);

@@ -1,7 +1,7 @@
 // Two instances of one template allocate at one line and hold their blocks
-// to the end (tests/e2e/timeline.sh): the advisor keeps them apart (two
-// pools, of two types) under one name, geo::make_array twins.cpp:12; a
-// timeline's series are by name, so they are one series there.
+// to the end (tests/e2e/timeline-names.sh): advise and timeline name them
+// apart (two pools, of two types), geo::make_array<double> twins.cpp:12 and
+// geo::make_array<int> twins.cpp:12; top has one node, as pprof does.
 //   make_array<double>: 10 x new double[1000] (80000 B), kept
 //   make_array<int>:    10 x new int[1000]    (40000 B), kept
 #include <cstdio>
