@@ -15,6 +15,12 @@
  * four times the program's own under --all): a hundredth of the 1 % a
  * pool must save to be advised, or a few hundredths. */
 #define MEASURE_FLOOR 1e-4
+/* ...and this much at least, whatever the run: a replay's rounds of a
+ * site whose generous expectation is a few microseconds measure its
+ * noise, and a short process of a shell script or a build (sh, a
+ * compiler's driver: a 512-byte block reused once) took 1-2.6 s of
+ * advise each, 6 s of 28 on four `gcc -c`. */
+#define MEASURE_FLOOR_NS 20e3
 
 struct cand {
 	size_t i;
@@ -334,7 +340,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		 * how holding them moves the rest of the heap, not the pool's
 		 * work (a Rust program's runtime start-up block, 3 hits: "costs
 		 * 2.3ms" in a 156ms run, every time). */
-		if (score < MEASURE_FLOOR * (double)a->program_cpu_ns) {
+		if (score < MEASURE_FLOOR * (double)a->program_cpu_ns || score < MEASURE_FLOOR_NS) {
 			below++;
 			continue;
 		}
@@ -348,7 +354,8 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		if (max_sites && below)
 			snprintf(a->measure_why, sizeof(a->measure_why),
 				 "%zu site%s where a pool would reuse objects, none that the model "
-				 "expects to save a ten-thousandth of the run", below, below == 1 ? "" : "s");
+				 "expects to save a ten-thousandth of the run and %.0fus", below,
+				 below == 1 ? "" : "s", MEASURE_FLOOR_NS / 1e3);
 		else
 			snprintf(a->measure_why, sizeof(a->measure_why),
 				 max_sites ? "no site where a pool would find objects to reuse"

@@ -1,9 +1,11 @@
 #!/bin/bash
 # advise measures a site only where the model's generous expectation
-# reaches a ten-thousandth of the recorded run's CPU time
-# (report/advise_measure.c, MEASURE_FLOOR): a program that computes for
-# most of a second and reuses a 100-byte block three times has a site
-# with hits, which is not measured, and the header says why.
+# reaches a ten-thousandth of the recorded run's CPU time and 20us
+# (report/advise_measure.c, MEASURE_FLOOR, MEASURE_FLOOR_NS): a program
+# that computes for most of a second and reuses a 100-byte block three
+# times has a site with hits, which is not measured, and the header says
+# why; so has the same program without its computing (its expectation,
+# ~225ns, was over a ten-thousandth of its ~1ms, and it was measured).
 # Environment (tests/e2e/meson.build): ALLOCPROF.
 . "$(dirname "$0")/../lib.sh"
 cc=${CC:-cc}
@@ -28,7 +30,7 @@ C
 "$cc" -O2 -g -o "$work/floor" "$work/floor.c" || { fail "cannot build"; exit 1; }
 "$ALLOCPROF" record --all -q -o "$work/f.trace" -- "$work/floor" >/dev/null 2>&1 || { fail "record failed"; exit 1; }
 "$ALLOCPROF" advise -n 0 "$work/f.trace" >"$work/out" 2>&1 || { fail "advise failed: $(cat "$work/out")"; exit 1; }
-grep -q "^Not measured: 1 site where a pool would reuse objects, none that the model expects to save a ten-thousandth of the run$" "$work/out" ||
+grep -q "^Not measured: 1 site where a pool would reuse objects, none that the model expects to save a ten-thousandth of the run and 20us$" "$work/out" ||
 	fail "the floor is not said: $(head -5 "$work/out")"
 grep -q "^few floor.c" "$work/out" || grep -q "few floor.c" "$work/out" || fail "no site at few: $(cat "$work/out")"
 grep -q "^   measured:" "$work/out" && fail "a site was measured: $(cat "$work/out")"
@@ -43,4 +45,12 @@ case $gets in
 *) fail "the spacing of requests at one time: $gets" ;;
 esac
 echo "measure-floor: $(grep '^Not measured' "$work/out")"
+# the same without its computing: a run of ~1ms
+sed 's/i < 50000000/i < 1/' "$work/floor.c" >"$work/short.c"
+"$cc" -O2 -g -o "$work/short" "$work/short.c" || { fail "cannot build short"; exit 1; }
+"$ALLOCPROF" record --all -q -o "$work/s.trace" -- "$work/short" >/dev/null 2>&1 || { fail "record short failed"; exit 1; }
+"$ALLOCPROF" advise -n 0 "$work/s.trace" >"$work/sout" 2>&1 || { fail "advise short failed: $(cat "$work/sout")"; exit 1; }
+grep -q "^Not measured: 1 site where a pool would reuse objects, none that the model expects to save a ten-thousandth of the run and 20us$" "$work/sout" ||
+	fail "short: the floor is not said: $(head -5 "$work/sout")"
+grep -q "^   measured:" "$work/sout" && fail "short: a site was measured: $(cat "$work/sout")"
 exit $failed
