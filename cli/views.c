@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ap_advise.h"
@@ -16,6 +17,9 @@
 
 /* Inside ap_view_by_process's runs. */
 static int by_process_depth;
+/* ...where the measured replay has one budget for the whole run
+ * (ap_view_measure_run): what the processes before took, in ns. */
+static double run_measure_spent;
 
 void ap_view_opts_init(struct ap_view_opts *o)
 {
@@ -452,7 +456,8 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
 	int nopt = optind, rc = 0;
 	size_t nargs = (size_t)nopt + 3 + (size_t)(first - optind) + 2;
 	char **args = ap_xcalloc(nargs, sizeof(*args));
-	by_process_depth++;
+	if (!by_process_depth++)
+		run_measure_spent = 0;
 	if (o->json && run.n > 1)
 		puts("[");
 	for (size_t i = 0; i < run.n; i++) {
@@ -936,11 +941,31 @@ void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 	if (ap_find_sampler(sampler, sizeof(sampler), true) == 0)
 		mo.sampler = sampler;
 	mo.budget_ns = vm->budget_ns;
+	/* A run of several processes (a shell script, a build) is measured
+	 * within one budget, the processes in their order, not one budget
+	 * each (fifty compilers: twelve minutes) */
+	char why[200];
+	if (by_process_depth && run_measure_spent >= vm->budget_ns) {
+		char d[32];
+		ap_advise_format_duration(d, sizeof(d), vm->budget_ns);
+		snprintf(why, sizeof(why),
+			 "the measured replay's budget for the whole run (--measure-time %s) "
+			 "went to the processes before this one; advise --no-children with "
+			 "this process's trace measures it alone",
+			 d);
+		mo.skip_why = why;
+	} else if (by_process_depth) {
+		mo.budget_ns = vm->budget_ns - run_measure_spent;
+	}
 	mo.cpus = ap_advise_replay_cpus(a, t, vm->replay_cpus, ap_cpus_here());
 	bool progress = vm->progress && ap_progress_wanted();
 	if (progress)
 		mo.progress = measure_progress;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ap_advise_measure(a, t, m, ao, &mo, vm->sites);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	run_measure_spent += (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 	if (progress)
 		fputs("\r\033[K", stderr);
 }

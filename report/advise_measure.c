@@ -363,6 +363,11 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		free(c);
 		return;
 	}
+	if (mo->skip_why) {
+		snprintf(a->measure_why, sizeof(a->measure_why), "%s", mo->skip_why);
+		free(c);
+		return;
+	}
 
 	struct ap_error err = { "" };
 	size_t ncyc = 0;

@@ -159,6 +159,9 @@ struct ap_measure_opts {
 	 * every page, the default; advise fits a smaller one to a run that
 	 * wrote less of its blocks (ap_advise_touch_fit). */
 	double touch;
+	/* When not NULL: nothing is measured, and where a site would have
+	 * been, advise says this instead (a run's budget already spent). */
+	const char *skip_why;
 };
 
 

@@ -1,0 +1,36 @@
+#!/bin/bash
+# A run of several processes is measured within one budget of the
+# measured replay (--measure-time), for the whole run, its processes in
+# their order (cli/views.c, ap_view_measure_run): a shell that runs
+# testdata/demo twice, advised with a budget of 1ms, measures the first
+# demo (at least its 6 rounds, past the budget) and not the second, which
+# says why and how to measure it alone; the shell's own site (a block
+# reused once) is under the floor. It measured each process in a budget
+# of its own (fifty compilers of a build: minutes).
+# Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD.
+. "$(dirname "$0")/../lib.sh"
+demo=$TESTDATA_BUILD/demo
+"$ALLOCPROF" record --all -q -o "$work/r.trace" -- sh -c "$demo 2000 >/dev/null; $demo 2000 >/dev/null" ||
+	{ fail "record failed"; exit 1; }
+"$ALLOCPROF" advise -n 1 --measure-time 1ms "$work/r.trace" >"$work/out" 2>&1 ||
+	{ fail "advise failed: $(cat "$work/out")"; exit 1; }
+grep '^==> \|^Measured\|^Not measured' "$work/out" >"$work/heads"
+n=$(grep -c '^==> ' "$work/heads")
+expect_eq "processes" "$n" 3
+# each process's heading, then its measured line
+mapfile -t lines <"$work/heads"
+case ${lines[1]} in
+"Not measured: "*"none that the model expects to save"*) ;;
+*) fail "the shell: ${lines[1]}" ;;
+esac
+case ${lines[3]} in
+"Measured: "*) ;;
+*) fail "the first demo is not measured: ${lines[3]}" ;;
+esac
+expect_eq "the second demo" "${lines[5]}" "Not measured: the measured replay's budget for the whole run (--measure-time 1ms) went to the processes before this one; advise --no-children with this process's trace measures it alone"
+# alone, it is measured
+second=$(sed -n 's/^==> \([^:]*\): .*/\1/p' "$work/out" | sed -n 3p)
+"$ALLOCPROF" advise -n 1 --measure-time 1ms --no-children "$second" >"$work/alone" 2>&1 ||
+	fail "advise of the second alone failed: $(cat "$work/alone")"
+grep -q '^Measured: ' "$work/alone" || fail "the second alone is not measured: $(head -6 "$work/alone")"
+exit $failed
