@@ -550,9 +550,12 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 					       obj, s->life_cost_ns, s->pool_cost_ns);
 		else
 			s->reasons = xasprintf("Objects of %s are what glibc's malloc already keeps in a "
-					       "per-thread cache (tcache): malloc and free cost %.0fns here "
-					       "against %.0fns for a pool's get and put, too small a difference "
-					       "for a pool of your own: keep malloc.",
+					       "per-thread cache (tcache), at its cheapest. The cost model "
+					       "prices malloc and free at %.0fns here and a pool's get and put "
+					       "at %.0fns, but that is the pool's cheapest path, its thread's "
+					       "private slot of one object; the others go through a locked "
+					       "deque, and pools of objects this small, measured against "
+					       "hand-pooled twins, saved nothing or cost more: keep malloc.",
 					       obj, s->life_cost_ns, s->pool_cost_ns);
 	} else if (s->p50_cap <= SMALL_MAX && r->time_saved_ns < (SMALL_FACTOR - 1) * s->pool_cost_ns * r->gets) {
 		double net = r->time_saved_ns / r->gets;

@@ -647,6 +647,20 @@ static void test_small_saving(void)
 		fprintf(stderr, "%s: one: %s\n", __func__, s->reasons ? s->reasons : "(none)");
 		failures++;
 	}
+	/* up to 256 B: tcache's, "too small" outright, and the text says
+	 * why malloc's 11 ns against the pool's 4 does not make a pool (it
+	 * said "too small a difference") */
+	s->r.misses = 400;
+	s->r.small_hits = 0;
+	s->p50_cap = s->p90_cap = s->max_cap = 96;
+	advise_judge(a, s, &f, NULL);
+	CHECK("tcache's", s->verdict, AP_VERDICT_TOO_SMALL);
+	if (!s->reasons || !strstr(s->reasons, "prices malloc and free at 11ns here and a pool's get "
+					       "and put at 4ns, but that is the pool's cheapest path") ||
+	    !strstr(s->reasons, "measured against hand-pooled twins, saved nothing or cost more")) {
+		fprintf(stderr, "%s: tcache's: %s\n", __func__, s->reasons ? s->reasons : "(none)");
+		failures++;
+	}
 	/* above 1 KiB the same saving is a pool's */
 	s->p50_cap = s->p90_cap = s->max_cap = 2048;
 	advise_judge(a, s, &f, NULL);
