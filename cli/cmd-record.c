@@ -385,9 +385,10 @@ int cmd_record(int argc, char **argv)
 	rec_symbols_ahead_end(); /* (if the trace was not finished) */
 	struct rec_names done = { 0 };
 	size_t live_left = 0;
-	if (!discard &&
-	    rec_finish_children(output, &span, o.quiet, pid, &status, end_ns, &done, &live_left) &&
-	    !o.quiet) {
+	size_t nchildren = discard ? 0 : rec_finish_children(output, &span, o.quiet, pid, &status,
+							     end_ns, &done, &live_left);
+	rec_say_unfollowed(o.quiet);
+	if (nchildren && !o.quiet) {
 		struct ap_buf cmd = AP_BUF_INIT;
 		ap_buf_add_shell_word(&cmd, output);
 		fprintf(stderr,

@@ -86,17 +86,18 @@ int rec_wait_program(pid_t pid, int *status, const char *trace,
  * from the last END's `refused` key ("nr:errno ...", docs/trace-format.md),
  * as one line: which, and what that cost the trace. "" if none. END is
  * never compressed: only the chunk headers and that payload are read. */
-static void end_refused(const char *path, char *line, size_t cap)
+/* The payload of the trace's last END into pl (at most cap bytes: a
+ * longer one is not read); its length, or 0. */
+static size_t last_end(const char *path, uint8_t *pl, size_t cap)
 {
-	line[0] = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return 0;
 	}
-	uint8_t h[AP_CHUNK_HDR_LEN], pl[512];
+	uint8_t h[AP_CHUNK_HDR_LEN];
 	ssize_t plen = -1;
 	for (off_t off = AP_TRACE_PREAMBLE_LEN; off + AP_CHUNK_HDR_LEN <= st.st_size;) {
 		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
@@ -104,11 +105,18 @@ static void end_refused(const char *path, char *line, size_t cap)
 			break;
 		uint32_t len = ap_get_u32le(h + 12);
 		if (h[4] == AP_CHUNK_END)
-			plen = len <= sizeof(pl) ? pread(fd, pl, len, off + AP_CHUNK_HDR_LEN) : -1;
+			plen = len <= cap ? pread(fd, pl, len, off + AP_CHUNK_HDR_LEN) : -1;
 		off += AP_CHUNK_HDR_LEN + (off_t)len;
 	}
 	close(fd);
-	const uint8_t *p = pl, *end = pl + (plen > 0 ? plen : 0);
+	return plen > 0 ? (size_t)plen : 0;
+}
+
+static void end_refused(const char *path, char *line, size_t cap)
+{
+	line[0] = 0;
+	uint8_t pl[512];
+	const uint8_t *p = pl, *end = pl + last_end(path, pl, sizeof(pl));
 	const char *list = NULL;
 	uint64_t key, kind, v, n = 0;
 	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
@@ -268,6 +276,98 @@ static char *trace_malloc_owner(const char *path)
 	char *owner = NULL;
 	header_key(path, AP_HK_MALLOC_OWNER, &owner, NULL);
 	return owner;
+}
+
+/* The programs of the run that ran unprofiled: images exec'd with an
+ * environment that no longer preloads the sampler (END's `unfollowed`,
+ * docs/trace-format.md), counted as their traces are finished, and who
+ * exec'd the first two, for record's summary (rec_say_unfollowed). */
+static size_t n_unfollowed;
+static char *unfollowed_by[2];
+
+/* "pid N (its command line)" of the trace at `path`, from its HEADER; the
+ * command line as a shell would take it, escaped for the terminal, cut at
+ * ~160 bytes. */
+static char *trace_who(const char *path)
+{
+	char *cmd = NULL;
+	uint64_t pid = 0;
+	header_key(path, AP_HK_PID, NULL, &pid);
+	struct ap_buf b = AP_BUF_INIT, words = AP_BUF_INIT, safe = AP_BUF_INIT;
+	ap_buf_addf(&b, "pid %llu", (unsigned long long)pid);
+	if (header_key(path, AP_HK_CMDLINE, &cmd, NULL) && cmd && cmd[0]) {
+		/* (HEADER's string has its arguments NUL-separated; header_key
+		 * gave it a NUL after) */
+		size_t len = 0;
+		while (cmd[len] || cmd[len + 1])
+			len++;
+		for (const char *a = cmd; a < cmd + len + 1; a += strlen(a) + 1) {
+			if (a != cmd)
+				ap_buf_addstr(&words, " ");
+			ap_buf_add_shell_word(&words, a);
+		}
+		size_t cut = words.len;
+		if (cut > 160) {
+			cut = 160;
+			while (cut && ((unsigned char)words.buf[cut] & 0xc0) == 0x80)
+				cut--; /* (not inside a UTF-8 character) */
+			words.buf[cut] = 0;
+		}
+		ap_buf_addf(&b, " (%s%s)", ap_safe_name(&safe, words.buf),
+			    cut < words.len ? "..." : "");
+	}
+	free(cmd);
+	ap_buf_release(&words);
+	ap_buf_release(&safe);
+	return ap_buf_detach(&b, NULL);
+}
+
+/* Counts the trace at `path` if its process exec'd a program that ran
+ * unprofiled (its last END: reason exec, `unfollowed` 1). */
+static void count_unfollowed(const char *path)
+{
+	uint8_t pl[512];
+	const uint8_t *p = pl, *end = pl + last_end(path, pl, sizeof(pl));
+	uint64_t key, kind, v, reason = 0, unfollowed = 0;
+	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
+	       ap_get_uv(&p, end, &v) == 0) {
+		if (kind == AP_KV_STR) {
+			if (v > (uint64_t)(end - p))
+				break;
+			p += v;
+		} else if (key == AP_EK_REASON) {
+			reason = v;
+		} else if (key == AP_EK_UNFOLLOWED) {
+			unfollowed = v;
+		}
+	}
+	if (reason != AP_END_EXEC || !unfollowed)
+		return;
+	if (n_unfollowed < 2)
+		unfollowed_by[n_unfollowed] = trace_who(path);
+	n_unfollowed++;
+}
+
+void rec_say_unfollowed(bool quiet)
+{
+	size_t n = n_unfollowed;
+	if (n && !quiet) {
+		struct ap_buf by = AP_BUF_INIT;
+		ap_buf_addstr(&by, unfollowed_by[0]);
+		if (n == 2)
+			ap_buf_addf(&by, " and %s", unfollowed_by[1]);
+		else if (n > 2)
+			ap_buf_addf(&by, ", %s and %zu more", unfollowed_by[1], n - 2);
+		fprintf(stderr, "allocprof: %zu program%s exec'd with an environment that no longer "
+			"preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: "
+			"exec'd by %s\n", n, n == 1 ? "" : "s", by.buf);
+		ap_buf_release(&by);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		free(unfollowed_by[i]);
+		unfollowed_by[i] = NULL;
+	}
+	n_unfollowed = 0;
 }
 
 uint64_t rec_trace_start_ns(const char *path)
@@ -520,6 +620,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 			   "as the sampler wrote it");
 		return;
 	}
+	count_unfollowed(path);
 	char refusal[1024];
 	end_refused(path, refusal, sizeof(refusal));
 	if (refusal[0])

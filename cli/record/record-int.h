@@ -144,6 +144,10 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      struct ap_compact_stream *stream, const int *status,
 		      const struct ap_finished *fin);
 bool rec_trace_is_live(const char *path);
+/* Says in one line how many programs of the run rec_finish_trace found
+ * exec'd with an environment that no longer preloads the sampler (they ran
+ * unprofiled), and by which processes; nothing if none, or `quiet`. */
+void rec_say_unfollowed(bool quiet);
 /* drain.c: the rings of the run's traces, drained while their processes
  * run (from the program's start to record's end) */
 void rec_drain_start(const char *trace, uint64_t run_id, bool quiet);

@@ -495,6 +495,20 @@ PY
 			fail "$n: top does not say the exec'd program is not in the run"
 	done
 
+	# ... and so does record's own summary, in one line: how many, and
+	# which processes exec'd them (the trace knows their command lines)
+	"$ALLOCPROF" record --all -o eu.trace env -i "$L" child >/dev/null 2>eu.err
+	stats eu.trace eu.json &&
+		expect_eq "env -i: record's summary" "$(grep unprofiled eu.err)" \
+			"allocprof: 1 program exec'd with an environment that no longer preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: exec'd by pid $(jget eu.json pid) (env -i $L child)"
+	"$ALLOCPROF" record --all -o e3.trace sh -c "env -i '$L' child; env -u LD_PRELOAD '$L' child; env -i '$L' child; env -i /no/such; :" >/dev/null 2>e3.err
+	grep -c unprofiled e3.err >e3.n
+	expect_eq "three unfollowed execs: one line" "$(cat e3.n)" 1
+	grep -q "^allocprof: 3 programs exec'd with an environment that no longer preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: exec'd by pid [0-9]* (env -i $L child), pid [0-9]* (env -u LD_PRELOAD $L child) and 1 more$" e3.err ||
+		fail "three unfollowed execs: record's summary: $(cat e3.err)"
+	"$ALLOCPROF" record -q --all -o eq.trace env -i "$L" child >/dev/null 2>eq.err
+	[ -s eq.err ] && fail "record -q says: $(cat eq.err)"
+
 	# the program's umask(0777) does not make its child's trace unreadable
 	(
 		umask 027
