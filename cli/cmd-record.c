@@ -2,6 +2,31 @@
  * says where its trace went. */
 #include "record/record-int.h"
 
+/* A program's or process's name made fit for the default trace name
+ * (allocprof.NAME.PID.trace), which a user types into a shell: letters,
+ * digits and ._+- kept, each run of anything else (blanks, quotes, $, *,
+ * escape sequences, bytes of other scripts) one _, at most 64 bytes, and
+ * `none` for a name with neither a letter nor a digit left (perf writes
+ * perf.data whatever runs; heaptrack keeps the name as it is). */
+static void name_for_file(const char *name, const char *none, char *out, size_t cap)
+{
+	size_t n = 0;
+	bool kept = false;
+	for (const char *c = name; *c && n + 2 < cap && n < 64; c++) {
+		bool alnum = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			     (*c >= '0' && *c <= '9');
+		if (alnum || strchr("._+-", *c)) {
+			out[n++] = *c;
+			kept |= alnum;
+		} else if (!n || out[n - 1] != '_') {
+			out[n++] = '_';
+		}
+	}
+	out[n] = 0;
+	if (!kept)
+		snprintf(out, cap, "%s", none);
+}
+
 /* ALLOCPROF_TEST_STOPTIME=1 (bench/attach.sh): how long the attach or
  * the detach held the process's threads stopped, one line */
 static void say_stops(const char *what, const struct ap_stops *s)
@@ -35,11 +60,10 @@ static int record_attached(const struct record_opts *o)
 	}
 	/* the process names itself (prctl PR_SET_NAME), escape sequences
 	 * included: in the default trace's name and on the terminal, only
-	 * letters, digits and ._+- of it */
-	for (char *c = comm; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		      strchr("._+-", *c)))
-			*c = '_';
+	 * what name_for_file keeps of it */
+	char named[sizeof(comm)];
+	name_for_file(comm, "process", named, sizeof(named));
+	snprintf(comm, sizeof(comm), "%s", named);
 	char cwd[PATH_MAX], out[PATH_MAX * 2];
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), ".");
@@ -198,7 +222,9 @@ int cmd_record(int argc, char **argv)
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), ".");
-	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+	char bn[80];
+	name_for_file(strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog, "program", bn,
+		      sizeof(bn));
 	struct ap_buf out_pre = AP_BUF_INIT, cfg_mid = AP_BUF_INIT;
 	bool discard = false;
 	char *resolved = NULL;

@@ -376,6 +376,23 @@ errors)
 	ls allocprof.true.*.trace >/dev/null 2>&1 || fail "default output name: $(ls)"
 	grep -Eq '^allocprof: wrote allocprof\.true\.[0-9]+\.trace \(' d.err || fail "default name summary: $(cat d.err)"
 
+	# ... made safe for a shell: a run of blanks, quotes, $, ;, *, escape
+	# sequences or bytes of other scripts is one _, and a name with no
+	# letter or digit left is "program"
+	mkdir dn && cd dn || exit 1
+	for n in "my prog" '$(x);*' "$(printf 'caf\303\251 \033[31m')" '!!!'; do
+		cp /bin/true "./$n" && "$ALLOCPROF" record "./$n" 2>>dn.err ||
+			fail "default name of '$n': record failed: $(cat dn.err)"
+	done
+	for want in my_prog _x_ caf_31m program; do
+		ls allocprof.$want.[0-9]*.trace >/dev/null 2>&1 ||
+			fail "default name: no allocprof.$want.PID.trace: $(ls)"
+		grep -Eq "^allocprof: wrote allocprof\.$want\.[0-9]+\.trace \(" dn.err ||
+			fail "default name summary of $want: $(cat dn.err)"
+	done
+	expect_eq "default names" "$(ls allocprof.* | wc -l)" 4
+	cd .. || exit 1
+
 	# the other commands run in allocprof-report: through the launcher
 	# they behave as its own, and a missing one is one clear line
 	t=$(ls allocprof.true.*.trace | head -1)
