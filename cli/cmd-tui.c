@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <getopt.h>
 #include <locale.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,17 +147,77 @@ static void term_draw(struct tui *t)
 	refresh();
 }
 
-/* A long step is about to run: say so on the status line. */
+/* A long step is about to run: say so on the status line, then put back
+ * what it said (the first one runs before the first key: a note set
+ * before the screen, the truncated trace's, was wiped before it was
+ * ever seen). */
 static void term_busy(struct tui *t, const char *what)
 {
+	char kept[sizeof(t->status)];
+	memcpy(kept, t->status, sizeof(kept));
 	snprintf(t->status, sizeof(t->status), "%s ...", what);
 	term_draw(t);
-	t->status[0] = 0;
+	memcpy(t->status, kept, sizeof(kept));
+}
+
+/* Ctrl-C (SIGINT) or SIGTERM while the screen is up: ncurses' own
+ * handler restored the terminal and exited with status 1, where a
+ * shell and its scripts expect what every other command gives, death by
+ * the signal (130, 143). Ours notes it, the main thread's getch returns
+ * (the signal is sent on to it when another thread took it: the read
+ * it waits in is interrupted, the handler being installed without
+ * SA_RESTART), the screen is ended and the signal raised again. */
+static volatile sig_atomic_t term_signal;
+static pthread_t term_main;
+
+static void on_term_signal(int s)
+{
+	if (!pthread_equal(pthread_self(), term_main)) {
+		pthread_kill(term_main, s);
+		return;
+	}
+	term_signal = s;
+}
+
+/* Installs on_term_signal for SIGINT and SIGTERM where they are not
+ * ignored (record --live's view leaves Ctrl-C to the program). Before
+ * newterm: ncurses installs its own only where it finds SIG_DFL. */
+static void catch_term_signals(void)
+{
+	term_main = pthread_self();
+	const int sigs[] = { SIGINT, SIGTERM };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old, sa;
+		if (sigaction(sigs[i], NULL, &old) < 0 || old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_term_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* Dies of the signal on_term_signal noted, if any: the terminal is
+ * restored by then (endwin). */
+static void die_of_term_signal(void)
+{
+	int s = term_signal;
+	if (!s)
+		return;
+	fflush(NULL);
+	signal(s, SIG_DFL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	raise(s);
+	_exit(128 + s);
 }
 
 static int run_terminal(struct tui *t)
 {
 	setlocale(LC_CTYPE, "");
+	catch_term_signals();
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
 		const char *term = getenv("TERM");
@@ -194,7 +255,7 @@ static int run_terminal(struct tui *t)
 	tui_resize(t, LINES, COLS);
 	tui_start_work(t);
 	bool pending = true;
-	while (!t->quit) {
+	while (!t->quit && !term_signal) {
 		tui_poll(t, false, &pending);
 		term_draw(t);
 		/* while work runs, wake now and then to show how far it is */
@@ -212,6 +273,8 @@ static int run_terminal(struct tui *t)
 		tui_key(t, key);
 	}
 	endwin();
+	/* (without waiting for the work under way: the signal ends it) */
+	die_of_term_signal();
 	delscreen(scr);
 	tui_screen_release(&term_screen);
 	return AP_EXIT_OK;
@@ -392,6 +455,12 @@ int cmd_tui(int argc, char **argv)
 		else if (!rc && note[0])
 			/* why the table is empty, or its numbers rough */
 			snprintf(t.status, sizeof(t.status), "note: %s", note);
+		else if (!rc && !F && (v.trace->flags & AP_HFLAG_ATTACHED))
+			/* why frees of blocks it never saw allocated, and
+			 * nothing before the attach */
+			snprintf(t.status, sizeof(t.status),
+				 "note: recorded from a running process (record -p): the trace "
+				 "starts mid-run, without the blocks allocated before");
 		else if (!rc && w && *w)
 			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
 		if (!rc) {

@@ -121,6 +121,7 @@ static NOINLINE void grow(void)
 }
 
 int fx_fake_build_id;
+int fx_attached;
 
 /* This executable's mapping, as the sampler records it. */
 static int add_self(struct dl_phdr_info *info, size_t size, void *data)
@@ -172,7 +173,7 @@ NOINLINE struct ap_tw *fx_build(uint64_t rate)
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
 	h.rate = rate;
-	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
+	h.flags = (rate == 1 ? AP_HFLAG_ALL : 0) | (fx_attached ? AP_HFLAG_ATTACHED : 0);
 	h.exe = "/usr/bin/fixture";
 	static const char *const argv[] = {"/usr/bin/fixture", "--serve"};
 	h.argv = argv;
