@@ -439,6 +439,6 @@ int cmd_record(int argc, char **argv)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		rec_die_like(WTERMSIG(status));
+		ap_die_of_signal(WTERMSIG(status));
 	return AP_EXIT_FAIL;
 }

@@ -197,23 +197,6 @@ static void catch_term_signals(void)
 	}
 }
 
-/* Dies of the signal on_term_signal noted, if any: the terminal is
- * restored by then (endwin). */
-static void die_of_term_signal(void)
-{
-	int s = term_signal;
-	if (!s)
-		return;
-	fflush(NULL);
-	signal(s, SIG_DFL);
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, s);
-	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
-	raise(s);
-	_exit(128 + s);
-}
-
 static int run_terminal(struct tui *t)
 {
 	setlocale(LC_CTYPE, "");
@@ -273,8 +256,10 @@ static int run_terminal(struct tui *t)
 		tui_key(t, key);
 	}
 	endwin();
-	/* (without waiting for the work under way: the signal ends it) */
-	die_of_term_signal();
+	/* (without waiting for the work under way: the signal ends it; the
+	 * terminal is restored) */
+	if (term_signal)
+		ap_die_of_signal(term_signal);
 	delscreen(scr);
 	tui_screen_release(&term_screen);
 	return AP_EXIT_OK;

@@ -1042,26 +1042,3 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 	}
 	_exit(0);
 }
-
-/* The program died of signal s: record, its trace finished, dies of the
- * same signal, so that its parent sees what it would have seen without
- * us (WIFSIGNALED, a shell's "Terminated", Python's returncode -15).
- * Without a core dump of record's: the program's own is the program's
- * business. Returns only if s does not end record (then the caller exits
- * with 128 + s). */
-void rec_die_like(int s)
-{
-	fflush(NULL);
-	struct rlimit no_core = { 0, 0 };
-	setrlimit(RLIMIT_CORE, &no_core);
-	struct sigaction dfl;
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigaction(s, &dfl, NULL);
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, s);
-	sigprocmask(SIG_UNBLOCK, &one, NULL);
-	raise(s);
-	exit(128 + s);
-}

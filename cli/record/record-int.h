@@ -202,7 +202,6 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t main_pid,
 		       const int *main_status, uint64_t main_end_ns, bool main_live,
 		       struct rec_names *done, int run_fd);
-void rec_die_like(int s);
 pid_t rec_launch(struct launch *L);
 /* Whether `path`, which exec found missing (ENOENT), is a script whose
  * interpreter is missing: then it is in `out` (len bytes). */

@@ -40,11 +40,7 @@ shown() {
 # ended NAME STATUS: waits for the TUI's end, then checks its exit status
 # and that the terminal was given back
 ended() {
-	i=0
-	while [ ! -s "$tmp/stty" ] && [ $i -lt 200 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_for "$tmp/stty"
 	rc=$(cat "$tmp/rc" 2>/dev/null)
 	[ "$rc" = "$2" ] || { echo "FAIL $1: exit status '$rc', expected $2"; fail=1; }
 	for mode in echo icanon; do
