@@ -89,6 +89,12 @@ static int record_attached(const struct record_opts *o)
 	}
 	if (ap_attach_check(o->attach, so_abs, out) < 0)
 		goto out;
+	/* its modules read as it sees them where a path here is another
+	 * file (a tmpfs of its mount namespace, a chroot's libc) */
+	char symfs[64];
+	snprintf(symfs, sizeof(symfs), "/proc/%d/root", (int)o->attach);
+	if (ap_attach_other_root(o->attach))
+		rec_symfs = symfs;
 	if (!discard) {
 		if (rec_trace_is_live(out)) {
 			ap_say("%s: another process is writing this trace: choose another -o", out);

@@ -7,6 +7,11 @@
 /* --compress-level's value (-1: not given), for every trace of the run. */
 int rec_compress_level_opt = -1;
 
+/* Where `allocprof symbols` reads the traces' files (its --symfs), or
+ * NULL: record -p's /proc/PID/root, for a process of another mount
+ * namespace or chroot. */
+const char *rec_symfs;
+
 /* The zstd level of the traces (0: count only, the file as the sampler
  * wrote it): --compress-level's, else ALLOCPROF_COMPACT_LEVEL's (0..19),
  * else AP_COMPACT_LEVEL. */
@@ -556,14 +561,20 @@ static void keep_symbols(char *const *paths, size_t n)
 	snprintf(level, sizeof(level), "%d", compact_level());
 	for (size_t at = 0; at < n; at += SYMBOLS_BATCH) {
 		size_t k = n - at < SYMBOLS_BATCH ? n - at : SYMBOLS_BATCH;
-		char *argv[7 + SYMBOLS_BATCH] = {(char *)"symbols", (char *)"-q",
-			(char *)"--if-finished", (char *)"--compress-level", level, (char *)"--"};
-		memcpy(argv + 6, paths + at, k * sizeof(*argv));
-		argv[6 + k] = NULL;
+		char *argv[9 + SYMBOLS_BATCH] = {(char *)"symbols", (char *)"-q",
+			(char *)"--if-finished", (char *)"--compress-level", level};
+		int na = 5;
+		if (rec_symfs) {
+			argv[na++] = (char *)"--symfs";
+			argv[na++] = (char *)rec_symfs;
+		}
+		argv[na++] = (char *)"--";
+		memcpy(argv + na, paths + at, k * sizeof(*argv));
+		argv[na + k] = NULL;
 #ifdef AP_LAUNCHER
 		int rc = ap_run_report_child(argv);
 #else
-		int rc = cmd_symbols((int)(6 + k), argv);
+		int rc = cmd_symbols((int)(na + k), argv);
 #endif
 		if (rc && k == 1)
 			ap_say("%s: the trace keeps no symbols: the reports name its frames "

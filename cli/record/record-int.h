@@ -114,6 +114,10 @@ extern bool rec_no_symbols;
 /* --compress-level's value (-1: not given), for every trace of the run
  * (finish.c) */
 extern int rec_compress_level_opt;
+/* Where its symbols step reads the traces' files (`allocprof symbols
+ * --symfs`), or NULL: record -p's /proc/PID/root when the process sees
+ * another file system (finish.c) */
+extern const char *rec_symfs;
 
 int rec_parse_opts(int argc, char **argv, struct record_opts *o, int *first);
 int rec_check_preload_path(const char *so);
