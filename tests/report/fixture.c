@@ -120,8 +120,7 @@ static NOINLINE void grow(void)
 	ap_tw_realloc(fx.tw, fx.tid, fx.ts += 100, 1, AP_KIND_REALLOC, b, c, FX_GROW2, st1, f);
 }
 
-int fx_fake_build_id;
-int fx_attached;
+int fx_fake_build_id, fx_attached; /* (one line: the goldens name the lines below) */
 
 /* This executable's mapping, as the sampler records it. */
 static int add_self(struct dl_phdr_info *info, size_t size, void *data)
