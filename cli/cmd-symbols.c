@@ -195,6 +195,12 @@ int cmd_symbols(int argc, char **argv)
 	if (getenv("ALLOCPROF_TEST_OPENED"))
 		fprintf(stderr, "allocprof: symbols: %d traces, %u files opened\n", argc - optind,
 			ap_sym_files_opened());
+	if (getenv("ALLOCPROF_TEST_DEBUG_CACHE")) {
+		unsigned read, written;
+		ap_debugcache_counts(&read, &written);
+		fprintf(stderr, "allocprof: symbols: debug files: %u from the cache, %u kept in it\n",
+			read, written);
+	}
 	if (ready_fd >= 0 && getenv("ALLOCPROF_TEST_AHEAD"))
 		fprintf(stderr, "allocprof: symbols: %d modules opened ahead, %d not used\n", opened,
 			unused);

@@ -145,6 +145,10 @@ void ap_sym_share(bool on);
  * The names kept and shown stay the recorded paths. `dir` must outlive
  * the symbolizers. */
 void ap_sym_symfs(const char *dir);
+/* How many separate debug files the symbolizers of this process read
+ * from the cache of those kept decompressed, and kept in it
+ * (symbolize/debugcache.h; for tests: ALLOCPROF_TEST_DEBUG_CACHE). */
+void ap_debugcache_counts(unsigned *read, unsigned *written);
 /* How many module files the symbolizers of this process have opened (for
  * tests: ALLOCPROF_TEST_OPENED). */
 unsigned ap_sym_files_opened(void);

@@ -3,6 +3,7 @@
  * (inline chains included), and the allocator-frame rules that choose the
  * call site of an allocation. */
 #include "ap_symbolize.h"
+#include "debugcache.h"
 #include "perfmap.h"
 #include "ap_hash.h"
 #include "ap_regex.h"
@@ -235,12 +236,13 @@ static void find_canon(struct ap_symbolizer *s)
 /* The callbacks of every symbolizer made without a debug_dir, process-wide
  * so that a module opened by one (a Dwfl keeps a pointer to them) can
  * serve another: elfutils' default search path for separate debug files
- * (the module's directory, .debug, /usr/lib/debug). */
+ * (the module's directory, .debug, /usr/lib/debug), behind the cache of
+ * those kept decompressed (debugcache.h). */
 static char default_path[] = ":.debug:/usr/lib/debug";
 static char *default_path_p = default_path;
 static const Dwfl_Callbacks default_cb = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = ap_debugcache_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &default_path_p,
 };
@@ -1215,7 +1217,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	ap_buf_addstr(&path, ":.debug:/usr/lib/debug");
 	s->debuginfo_path = ap_buf_detach(&path, NULL);
 	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_debuginfo = ap_debugcache_find_debuginfo;
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	s->cbp = strcmp(s->debuginfo_path, default_path) ? &s->cb : &default_cb;
