@@ -182,19 +182,35 @@ static void on_term_signal(int s)
 /* Installs on_term_signal for SIGINT and SIGTERM where they are not
  * ignored (record --live's view leaves Ctrl-C to the program). Before
  * newterm: ncurses installs its own only where it finds SIG_DFL. */
+static const int term_sigs[] = { SIGINT, SIGTERM };
+
 static void catch_term_signals(void)
 {
 	term_main = pthread_self();
-	const int sigs[] = { SIGINT, SIGTERM };
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
 		struct sigaction old, sa;
-		if (sigaction(sigs[i], NULL, &old) < 0 || old.sa_handler == SIG_IGN)
+		if (sigaction(term_sigs[i], NULL, &old) < 0 || old.sa_handler == SIG_IGN)
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_term_signal;
 		sigemptyset(&sa.sa_mask);
-		sigaction(sigs[i], &sa, NULL);
+		sigaction(term_sigs[i], &sa, NULL);
 	}
+}
+
+/* Once the screen is gone: the actions catch_term_signals replaced are
+ * the default again (the cleanup after it is no time to take a Ctrl-C
+ * as nothing), and a signal noted until then ends us (ap_die_of_signal:
+ * without waiting for the work under way). */
+static void release_term_signals(void)
+{
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
+		struct sigaction cur;
+		if (sigaction(term_sigs[i], NULL, &cur) == 0 && cur.sa_handler == on_term_signal)
+			signal(term_sigs[i], SIG_DFL);
+	}
+	if (term_signal)
+		ap_die_of_signal(term_signal);
 }
 
 static int run_terminal(struct tui *t)
@@ -203,6 +219,7 @@ static int run_terminal(struct tui *t)
 	catch_term_signals();
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
+		release_term_signals();
 		const char *term = getenv("TERM");
 		ap_say("tui: cannot use terminal type '%s'", term ? term : "");
 		return AP_EXIT_FAIL;
@@ -214,6 +231,7 @@ static int run_terminal(struct tui *t)
 	if (!cup || cup == (char *)-1) {
 		const char *term = getenv("TERM");
 		endwin();
+		release_term_signals();
 		delscreen(scr);
 		ap_say("tui: terminal type '%s' cannot place the cursor (use top, list, advise, or "
 		       "--batch)",
@@ -256,10 +274,7 @@ static int run_terminal(struct tui *t)
 		tui_key(t, key);
 	}
 	endwin();
-	/* (without waiting for the work under way: the signal ends it; the
-	 * terminal is restored) */
-	if (term_signal)
-		ap_die_of_signal(term_signal);
+	release_term_signals();
 	delscreen(scr);
 	tui_screen_release(&term_screen);
 	return AP_EXIT_OK;
