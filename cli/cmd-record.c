@@ -2,6 +2,31 @@
  * says where its trace went. */
 #include "record/record-int.h"
 
+/* A program's or process's name made fit for the default trace name
+ * (allocprof.NAME.PID.trace), which a user types into a shell: letters,
+ * digits and ._+- kept, each run of anything else (blanks, quotes, $, *,
+ * escape sequences, bytes of other scripts) one _, at most 64 bytes, and
+ * `none` for a name with neither a letter nor a digit left (perf writes
+ * perf.data whatever runs; heaptrack keeps the name as it is). */
+static void name_for_file(const char *name, const char *none, char *out, size_t cap)
+{
+	size_t n = 0;
+	bool kept = false;
+	for (const char *c = name; *c && n + 2 < cap && n < 64; c++) {
+		bool alnum = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			     (*c >= '0' && *c <= '9');
+		if (alnum || strchr("._+-", *c)) {
+			out[n++] = *c;
+			kept |= alnum;
+		} else if (!n || out[n - 1] != '_') {
+			out[n++] = '_';
+		}
+	}
+	out[n] = 0;
+	if (!kept)
+		snprintf(out, cap, "%s", none);
+}
+
 /* ALLOCPROF_TEST_STOPTIME=1 (bench/attach.sh): how long the attach or
  * the detach held the process's threads stopped, one line */
 static void say_stops(const char *what, const struct ap_stops *s)
@@ -35,11 +60,10 @@ static int record_attached(const struct record_opts *o)
 	}
 	/* the process names itself (prctl PR_SET_NAME), escape sequences
 	 * included: in the default trace's name and on the terminal, only
-	 * letters, digits and ._+- of it */
-	for (char *c = comm; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		      strchr("._+-", *c)))
-			*c = '_';
+	 * what name_for_file keeps of it */
+	char named[sizeof(comm)];
+	name_for_file(comm, "process", named, sizeof(named));
+	snprintf(comm, sizeof(comm), "%s", named);
 	char cwd[PATH_MAX], out[PATH_MAX * 2];
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), ".");
@@ -65,6 +89,12 @@ static int record_attached(const struct record_opts *o)
 	}
 	if (ap_attach_check(o->attach, so_abs, out) < 0)
 		goto out;
+	/* its modules read as it sees them where a path here is another
+	 * file (a tmpfs of its mount namespace, a chroot's libc) */
+	char symfs[64];
+	snprintf(symfs, sizeof(symfs), "/proc/%d/root", (int)o->attach);
+	if (ap_attach_other_root(o->attach))
+		rec_symfs = symfs;
 	if (!discard) {
 		if (rec_trace_is_live(out)) {
 			ap_say("%s: another process is writing this trace: choose another -o", out);
@@ -198,7 +228,9 @@ int cmd_record(int argc, char **argv)
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), ".");
-	const char *bn = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+	char bn[80];
+	name_for_file(strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog, "program", bn,
+		      sizeof(bn));
 	struct ap_buf out_pre = AP_BUF_INIT, cfg_mid = AP_BUF_INIT;
 	bool discard = false;
 	char *resolved = NULL;
@@ -385,9 +417,10 @@ int cmd_record(int argc, char **argv)
 	rec_symbols_ahead_end(); /* (if the trace was not finished) */
 	struct rec_names done = { 0 };
 	size_t live_left = 0;
-	if (!discard &&
-	    rec_finish_children(output, &span, o.quiet, pid, &status, end_ns, &done, &live_left) &&
-	    !o.quiet) {
+	size_t nchildren = discard ? 0 : rec_finish_children(output, &span, o.quiet, pid, &status,
+							     end_ns, &done, &live_left);
+	rec_say_unfollowed(o.quiet);
+	if (nchildren && !o.quiet) {
 		struct ap_buf cmd = AP_BUF_INIT;
 		ap_buf_add_shell_word(&cmd, output);
 		fprintf(stderr,
@@ -412,6 +445,6 @@ int cmd_record(int argc, char **argv)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		rec_die_like(WTERMSIG(status));
+		ap_die_of_signal(WTERMSIG(status));
 	return AP_EXIT_FAIL;
 }

@@ -40,6 +40,10 @@ static void symbols_usage(FILE *f)
 	      "                     files the frames of the one TRACE are in as it is\n"
 	      "                     written, and keep its symbols once `go` is read from\n"
 	      "                     FD; at the end of FD without it, leave the trace\n"
+	      "      --symfs DIR    read a file under DIR where it is another file than\n"
+	      "                     at its path here (as perf's --symfs): DIR a process's\n"
+	      "                     /proc/PID/root, for a program of another mount\n"
+	      "                     namespace or chroot (what record -p passes then)\n"
 	      "  -q, --quiet        no line per trace\n"
 	      "  -h, --help         show this help\n\n"
 	      "Exit status: 0, 1 if a trace could not be read or written, 2 for bad\n"
@@ -47,7 +51,7 @@ static void symbols_usage(FILE *f)
 	      f);
 }
 
-enum { OPT_LEVEL = AP_VOPT_FIRST_OWN, OPT_IF_FINISHED, OPT_READY_FD };
+enum { OPT_LEVEL = AP_VOPT_FIRST_OWN, OPT_IF_FINISHED, OPT_READY_FD, OPT_SYMFS };
 
 /* Past this many bytes of a trace with no stack yet, following it costs
  * more than opening the files ahead can save: it is left until the end. */
@@ -119,6 +123,7 @@ int cmd_symbols(int argc, char **argv)
 	    {"compress-level", required_argument, NULL, OPT_LEVEL},
 	    {"if-finished", no_argument, NULL, OPT_IF_FINISHED},
 	    {"ready-fd", required_argument, NULL, OPT_READY_FD},
+	    {"symfs", required_argument, NULL, OPT_SYMFS},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -137,6 +142,9 @@ int cmd_symbols(int argc, char **argv)
 			break;
 		case OPT_IF_FINISHED:
 			if_finished = true;
+			break;
+		case OPT_SYMFS:
+			ap_sym_symfs(optarg);
 			break;
 		case OPT_LEVEL:
 			if (ap_view_parse_level("symbols", optarg, &level) < 0)
@@ -187,6 +195,12 @@ int cmd_symbols(int argc, char **argv)
 	if (getenv("ALLOCPROF_TEST_OPENED"))
 		fprintf(stderr, "allocprof: symbols: %d traces, %u files opened\n", argc - optind,
 			ap_sym_files_opened());
+	if (getenv("ALLOCPROF_TEST_DEBUG_CACHE")) {
+		unsigned read, written;
+		ap_debugcache_counts(&read, &written);
+		fprintf(stderr, "allocprof: symbols: debug files: %u from the cache, %u kept in it\n",
+			read, written);
+	}
 	if (ready_fd >= 0 && getenv("ALLOCPROF_TEST_AHEAD"))
 		fprintf(stderr, "allocprof: symbols: %d modules opened ahead, %d not used\n", opened,
 			unused);

@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <getopt.h>
 #include <locale.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,19 +147,79 @@ static void term_draw(struct tui *t)
 	refresh();
 }
 
-/* A long step is about to run: say so on the status line. */
+/* A long step is about to run: say so on the status line, then put back
+ * what it said (the first one runs before the first key: a note set
+ * before the screen, the truncated trace's, was wiped before it was
+ * ever seen). */
 static void term_busy(struct tui *t, const char *what)
 {
+	char kept[sizeof(t->status)];
+	memcpy(kept, t->status, sizeof(kept));
 	snprintf(t->status, sizeof(t->status), "%s ...", what);
 	term_draw(t);
-	t->status[0] = 0;
+	memcpy(t->status, kept, sizeof(kept));
+}
+
+/* Ctrl-C (SIGINT) or SIGTERM while the screen is up: ncurses' own
+ * handler restored the terminal and exited with status 1, where a
+ * shell and its scripts expect what every other command gives, death by
+ * the signal (130, 143). Ours notes it, the main thread's getch returns
+ * (the signal is sent on to it when another thread took it: the read
+ * it waits in is interrupted, the handler being installed without
+ * SA_RESTART), the screen is ended and the signal raised again. */
+static volatile sig_atomic_t term_signal;
+static pthread_t term_main;
+
+static void on_term_signal(int s)
+{
+	if (!pthread_equal(pthread_self(), term_main)) {
+		pthread_kill(term_main, s);
+		return;
+	}
+	term_signal = s;
+}
+
+/* Installs on_term_signal for SIGINT and SIGTERM where they are not
+ * ignored (record --live's view leaves Ctrl-C to the program). Before
+ * newterm: ncurses installs its own only where it finds SIG_DFL. */
+static const int term_sigs[] = { SIGINT, SIGTERM };
+
+static void catch_term_signals(void)
+{
+	term_main = pthread_self();
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
+		struct sigaction old, sa;
+		if (sigaction(term_sigs[i], NULL, &old) < 0 || old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_term_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(term_sigs[i], &sa, NULL);
+	}
+}
+
+/* Once the screen is gone: the actions catch_term_signals replaced are
+ * the default again (the cleanup after it is no time to take a Ctrl-C
+ * as nothing), and a signal noted until then ends us (ap_die_of_signal:
+ * without waiting for the work under way). */
+static void release_term_signals(void)
+{
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
+		struct sigaction cur;
+		if (sigaction(term_sigs[i], NULL, &cur) == 0 && cur.sa_handler == on_term_signal)
+			signal(term_sigs[i], SIG_DFL);
+	}
+	if (term_signal)
+		ap_die_of_signal(term_signal);
 }
 
 static int run_terminal(struct tui *t)
 {
 	setlocale(LC_CTYPE, "");
+	catch_term_signals();
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
+		release_term_signals();
 		const char *term = getenv("TERM");
 		ap_say("tui: cannot use terminal type '%s'", term ? term : "");
 		return AP_EXIT_FAIL;
@@ -170,6 +231,7 @@ static int run_terminal(struct tui *t)
 	if (!cup || cup == (char *)-1) {
 		const char *term = getenv("TERM");
 		endwin();
+		release_term_signals();
 		delscreen(scr);
 		ap_say("tui: terminal type '%s' cannot place the cursor (use top, list, advise, or "
 		       "--batch)",
@@ -194,7 +256,7 @@ static int run_terminal(struct tui *t)
 	tui_resize(t, LINES, COLS);
 	tui_start_work(t);
 	bool pending = true;
-	while (!t->quit) {
+	while (!t->quit && !term_signal) {
 		tui_poll(t, false, &pending);
 		term_draw(t);
 		/* while work runs, wake now and then to show how far it is */
@@ -212,6 +274,7 @@ static int run_terminal(struct tui *t)
 		tui_key(t, key);
 	}
 	endwin();
+	release_term_signals();
 	delscreen(scr);
 	tui_screen_release(&term_screen);
 	return AP_EXIT_OK;
@@ -392,6 +455,12 @@ int cmd_tui(int argc, char **argv)
 		else if (!rc && note[0])
 			/* why the table is empty, or its numbers rough */
 			snprintf(t.status, sizeof(t.status), "note: %s", note);
+		else if (!rc && !F && (v.trace->flags & AP_HFLAG_ATTACHED))
+			/* why frees of blocks it never saw allocated, and
+			 * nothing before the attach */
+			snprintf(t.status, sizeof(t.status),
+				 "note: recorded from a running process (record -p): the trace "
+				 "starts mid-run, without the blocks allocated before");
 		else if (!rc && w && *w)
 			snprintf(t.status, sizeof(t.status), "warning: %s", *w);
 		if (!rc) {

@@ -137,6 +137,18 @@ int ap_sym_prefetch_release(void);
  * traces: 62 child traces of bash took 2.1 s of CPU, mostly inflating
  * libc6-dbg's DWARF again for each). ap_sym_prefetch_release closes them. */
 void ap_sym_share(bool on);
+/* The files of the traces symbolized in this process as a process of
+ * another mount namespace or chroot sees them (perf report's --symfs):
+ * a module whose path under `dir` (/proc/PID/root, say: `record -p`) is a
+ * regular file that is not the file at that path here (another device or
+ * inode) is read there. NULL: the paths as they are here (the default).
+ * The names kept and shown stay the recorded paths. `dir` must outlive
+ * the symbolizers. */
+void ap_sym_symfs(const char *dir);
+/* How many separate debug files the symbolizers of this process read
+ * from the cache of those kept decompressed, and kept in it
+ * (symbolize/debugcache.h; for tests: ALLOCPROF_TEST_DEBUG_CACHE). */
+void ap_debugcache_counts(unsigned *read, unsigned *written);
 /* How many module files the symbolizers of this process have opened (for
  * tests: ALLOCPROF_TEST_OPENED). */
 unsigned ap_sym_files_opened(void);

@@ -3,6 +3,7 @@
  * (inline chains included), and the allocator-frame rules that choose the
  * call site of an allocation. */
 #include "ap_symbolize.h"
+#include "debugcache.h"
 #include "perfmap.h"
 #include "ap_hash.h"
 #include "ap_regex.h"
@@ -13,6 +14,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,12 +236,13 @@ static void find_canon(struct ap_symbolizer *s)
 /* The callbacks of every symbolizer made without a debug_dir, process-wide
  * so that a module opened by one (a Dwfl keeps a pointer to them) can
  * serve another: elfutils' default search path for separate debug files
- * (the module's directory, .debug, /usr/lib/debug). */
+ * (the module's directory, .debug, /usr/lib/debug), behind the cache of
+ * those kept decompressed (debugcache.h). */
 static char default_path[] = ":.debug:/usr/lib/debug";
 static char *default_path_p = default_path;
 static const Dwfl_Callbacks default_cb = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = ap_debugcache_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &default_path_p,
 };
@@ -310,6 +313,28 @@ static bool pre_put(const struct ap_mapping *map, Dwfl *dwfl, Dwfl_Module *mod, 
 	return true;
 }
 
+static const char *symfs; /* ap_sym_symfs */
+
+void ap_sym_symfs(const char *dir)
+{
+	symfs = dir && *dir ? dir : NULL;
+}
+
+/* The file to read for a module at `path`: under symfs when that is a
+ * regular file and not the one at path here (compared by device and
+ * inode), else path. `buf` holds the one under symfs. */
+static const char *module_file(const char *path, char *buf, size_t size)
+{
+	if (!symfs || (size_t)snprintf(buf, size, "%s%s", symfs, path) >= size)
+		return path;
+	struct stat there, here;
+	if (stat(buf, &there) < 0 || !S_ISREG(there.st_mode))
+		return path;
+	if (stat(path, &here) == 0 && here.st_dev == there.st_dev && here.st_ino == there.st_ino)
+		return path;
+	return buf;
+}
+
 /* Opens module i on first use: reports it to its Dwfl at the recorded bias
  * and checks the build-id. A module that cannot be used gets a warning and
  * address-only frames. */
@@ -327,10 +352,12 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 	/* vdso and anonymous code have no file to read: addresses only. */
 	if (map->path[0] != '/')
 		return m;
+	char there[PATH_MAX];
+	const char *file = module_file(map->path, there, sizeof(there));
 	/* Only a regular file can be the module: opening a FIFO that took
 	 * its path since would wait for a writer forever. */
 	struct stat st;
-	if (stat(map->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
 		warn(s, "%s: not a regular file (any more); its frames are shown as addresses",
 		     map->path);
 		return m;
@@ -346,7 +373,7 @@ static struct sym_module *module_get(struct ap_symbolizer *s, int32_t i)
 			return m;
 		}
 		dwfl_report_begin(m->dwfl);
-		m->mod = dwfl_report_elf(m->dwfl, m->base, map->path, -1, map->bias, false);
+		m->mod = dwfl_report_elf(m->dwfl, m->base, file, -1, map->bias, false);
 		files_opened++;
 		const char *why = m->mod ? NULL : dwfl_errmsg(-1);
 		dwfl_report_end(m->dwfl, NULL, NULL);
@@ -1190,7 +1217,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 	ap_buf_addstr(&path, ":.debug:/usr/lib/debug");
 	s->debuginfo_path = ap_buf_detach(&path, NULL);
 	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_debuginfo = ap_debugcache_find_debuginfo;
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	s->cbp = strcmp(s->debuginfo_path, default_path) ? &s->cb : &default_cb;

@@ -153,7 +153,10 @@ AP_MUST_CHECK int ap_replay_joined(const struct ap_trace *t, const struct ap_rep
  * the end (no pending realloc half flushed, no live_at_end): they hold
  * the state of the run up to the last event fed. `t` may grow meanwhile
  * (more threads and stacks, between feeds, never during one); `c` must
- * outlive the run. */
+ * outlive the run. The ends of a whole run's processes (exec_dropped,
+ * exited) are taken from `t` when the run starts: a followed trace is
+ * one process's (trace/follow.c reads no child trace), whose END is its
+ * last record, so none come later (tests/tui/follow-peak.sh). */
 struct ap_replay_run;
 struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_replay_consumer *c,
 				      size_t nc);

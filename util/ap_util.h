@@ -139,6 +139,15 @@ size_t ap_safe_char(const unsigned char *p, size_t avail, unsigned flags, char o
 /* Appends the first len bytes of s, made safe (above). */
 void ap_buf_add_safe(struct ap_buf *b, const char *s, size_t len, unsigned flags);
 
+/* Dies of signal s as if it had never been caught (its action made the
+ * default, unblocked, raised), so that a parent sees what it would see of
+ * a command that did not catch it (WIFSIGNALED: a shell's 130 for Ctrl-C,
+ * "Terminated", Python's returncode -15); without a core dump of ours:
+ * record relays the program's death, and the program's core is its own.
+ * Output is flushed first. Exits with 128 + s if s does not end the
+ * process. */
+void ap_die_of_signal(int s) __attribute__((noreturn));
+
 /* s made safe (above) without AP_SAFE_LINES, in a buffer of the caller's
  * that the next call with it replaces (the text stays valid until then). */
 const char *ap_safe_name(struct ap_buf *b, const char *s);

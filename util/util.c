@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -412,4 +414,21 @@ unsigned ap_cpus_here(void)
 		return (unsigned)CPU_COUNT(&set);
 	long n = sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than a cpu_set_t */
 	return n > 0 ? (unsigned)n : 1;
+}
+
+void ap_die_of_signal(int s)
+{
+	fflush(NULL);
+	struct rlimit no_core = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &no_core);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(s, &dfl, NULL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(s);
+	exit(128 + s);
 }

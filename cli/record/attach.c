@@ -763,6 +763,16 @@ static int zombie_leader(pid_t pid)
 	return threads > 0 ? threads : 1;
 }
 
+bool ap_attach_other_root(pid_t pid)
+{
+	char a[96], b[96];
+	proc_file(pid, "ns/mnt", a, sizeof(a));
+	if (!same_file(a, "/proc/self/ns/mnt"))
+		return true;
+	proc_file(pid, "root", b, sizeof(b));
+	return !same_file(b, "/proc/self/root");
+}
+
 int ap_attach_check(pid_t pid, const char *so, const char *trace)
 {
 	char p[PATH_MAX + 64];
@@ -820,17 +830,14 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		       "or with liballocprof.so in LD_PRELOAD)", (int)pid);
 		return -1;
 	}
-	/* Another mount namespace (a container): the sampler and the trace
-	 * are opened there, by these paths. */
-	char ns_a[96], ns_b[64];
-	proc_file(pid, "ns/mnt", ns_a, sizeof(ns_a));
-	snprintf(ns_b, sizeof(ns_b), "/proc/self/ns/mnt");
-	if (!same_file(ns_a, ns_b)) {
+	/* Another mount namespace (a container) or root (a chroot): the
+	 * sampler and the trace are opened there, by these paths. */
+	if (ap_attach_other_root(pid)) {
 		proc_file(pid, "root", p, 96);
 		snprintf(p + strlen(p), sizeof(p) - strlen(p), "%s", so);
 		if (!same_file(p, so)) {
-			ap_say("process %d: it is in another mount namespace (a container?), where %s "
-			       "is not this file: copy liballocprof.so into its file system and "
+			ap_say("process %d: it is in another mount namespace or root (a container, a "
+			       "chroot?), where %s is not this file: copy liballocprof.so into its file system and "
 			       "point ALLOCPROF_PRELOAD at it as seen from both sides",
 			       (int)pid, so);
 			return -1;
@@ -843,8 +850,8 @@ int ap_attach_check(pid_t pid, const char *so, const char *trace)
 		proc_file(pid, "root", p, 96);
 		snprintf(p + strlen(p), sizeof(p) - strlen(p), "%s", dir);
 		if (!same_file(p, dir)) {
-			ap_say("process %d: it is in another mount namespace (a container?), where %s "
-			       "is not this directory: choose a -o in a directory both sides "
+			ap_say("process %d: it is in another mount namespace or root (a container, a "
+			       "chroot?), where %s is not this directory: choose a -o in a directory both sides "
 			       "share", (int)pid, dir);
 			return -1;
 		}

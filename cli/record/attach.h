@@ -35,10 +35,15 @@ struct ap_attached {
 
 /* Whether pid can be attached: 0, or -1 after one line on stderr saying
  * why not (no such process, ptrace not permitted and by what, statically
- * linked, the sampler already there, another mount namespace where the
- * library or the trace's directory is not the same file). so: the
+ * linked, the sampler already there, another mount namespace or root
+ * where the library or the trace's directory is not the same file). so: the
  * library's path here; trace: the trace's absolute path. */
 int ap_attach_check(pid_t pid, const char *so, const char *trace);
+
+/* Whether pid sees another file system than record: another mount
+ * namespace (a container) or another root (record or it in a chroot),
+ * where a path may name another file than here. */
+bool ap_attach_other_root(pid_t pid);
 
 /* pid as the process itself sees it (its own PID namespace's number, the
  * last of NSpid in /proc/PID/status): the sampler's settings name it, so

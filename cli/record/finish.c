@@ -7,6 +7,11 @@
 /* --compress-level's value (-1: not given), for every trace of the run. */
 int rec_compress_level_opt = -1;
 
+/* Where `allocprof symbols` reads the traces' files (its --symfs), or
+ * NULL: record -p's /proc/PID/root, for a process of another mount
+ * namespace or chroot. */
+const char *rec_symfs;
+
 /* The zstd level of the traces (0: count only, the file as the sampler
  * wrote it): --compress-level's, else ALLOCPROF_COMPACT_LEVEL's (0..19),
  * else AP_COMPACT_LEVEL. */
@@ -86,17 +91,18 @@ int rec_wait_program(pid_t pid, int *status, const char *trace,
  * from the last END's `refused` key ("nr:errno ...", docs/trace-format.md),
  * as one line: which, and what that cost the trace. "" if none. END is
  * never compressed: only the chunk headers and that payload are read. */
-static void end_refused(const char *path, char *line, size_t cap)
+/* The payload of the trace's last END into pl (at most cap bytes: a
+ * longer one is not read); its length, or 0. */
+static size_t last_end(const char *path, uint8_t *pl, size_t cap)
 {
-	line[0] = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return 0;
 	}
-	uint8_t h[AP_CHUNK_HDR_LEN], pl[512];
+	uint8_t h[AP_CHUNK_HDR_LEN];
 	ssize_t plen = -1;
 	for (off_t off = AP_TRACE_PREAMBLE_LEN; off + AP_CHUNK_HDR_LEN <= st.st_size;) {
 		if (pread(fd, h, sizeof(h), off) != (ssize_t)sizeof(h) ||
@@ -104,11 +110,18 @@ static void end_refused(const char *path, char *line, size_t cap)
 			break;
 		uint32_t len = ap_get_u32le(h + 12);
 		if (h[4] == AP_CHUNK_END)
-			plen = len <= sizeof(pl) ? pread(fd, pl, len, off + AP_CHUNK_HDR_LEN) : -1;
+			plen = len <= cap ? pread(fd, pl, len, off + AP_CHUNK_HDR_LEN) : -1;
 		off += AP_CHUNK_HDR_LEN + (off_t)len;
 	}
 	close(fd);
-	const uint8_t *p = pl, *end = pl + (plen > 0 ? plen : 0);
+	return plen > 0 ? (size_t)plen : 0;
+}
+
+static void end_refused(const char *path, char *line, size_t cap)
+{
+	line[0] = 0;
+	uint8_t pl[512];
+	const uint8_t *p = pl, *end = pl + last_end(path, pl, sizeof(pl));
 	const char *list = NULL;
 	uint64_t key, kind, v, n = 0;
 	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
@@ -268,6 +281,98 @@ static char *trace_malloc_owner(const char *path)
 	char *owner = NULL;
 	header_key(path, AP_HK_MALLOC_OWNER, &owner, NULL);
 	return owner;
+}
+
+/* The programs of the run that ran unprofiled: images exec'd with an
+ * environment that no longer preloads the sampler (END's `unfollowed`,
+ * docs/trace-format.md), counted as their traces are finished, and who
+ * exec'd the first two, for record's summary (rec_say_unfollowed). */
+static size_t n_unfollowed;
+static char *unfollowed_by[2];
+
+/* "pid N (its command line)" of the trace at `path`, from its HEADER; the
+ * command line as a shell would take it, escaped for the terminal, cut at
+ * ~160 bytes. */
+static char *trace_who(const char *path)
+{
+	char *cmd = NULL;
+	uint64_t pid = 0;
+	header_key(path, AP_HK_PID, NULL, &pid);
+	struct ap_buf b = AP_BUF_INIT, words = AP_BUF_INIT, safe = AP_BUF_INIT;
+	ap_buf_addf(&b, "pid %llu", (unsigned long long)pid);
+	if (header_key(path, AP_HK_CMDLINE, &cmd, NULL) && cmd && cmd[0]) {
+		/* (HEADER's string has its arguments NUL-separated; header_key
+		 * gave it a NUL after) */
+		size_t len = 0;
+		while (cmd[len] || cmd[len + 1])
+			len++;
+		for (const char *a = cmd; a < cmd + len + 1; a += strlen(a) + 1) {
+			if (a != cmd)
+				ap_buf_addstr(&words, " ");
+			ap_buf_add_shell_word(&words, a);
+		}
+		size_t cut = words.len;
+		if (cut > 160) {
+			cut = 160;
+			while (cut && ((unsigned char)words.buf[cut] & 0xc0) == 0x80)
+				cut--; /* (not inside a UTF-8 character) */
+			words.buf[cut] = 0;
+		}
+		ap_buf_addf(&b, " (%s%s)", ap_safe_name(&safe, words.buf),
+			    cut < words.len ? "..." : "");
+	}
+	free(cmd);
+	ap_buf_release(&words);
+	ap_buf_release(&safe);
+	return ap_buf_detach(&b, NULL);
+}
+
+/* Counts the trace at `path` if its process exec'd a program that ran
+ * unprofiled (its last END: reason exec, `unfollowed` 1). */
+static void count_unfollowed(const char *path)
+{
+	uint8_t pl[512];
+	const uint8_t *p = pl, *end = pl + last_end(path, pl, sizeof(pl));
+	uint64_t key, kind, v, reason = 0, unfollowed = 0;
+	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
+	       ap_get_uv(&p, end, &v) == 0) {
+		if (kind == AP_KV_STR) {
+			if (v > (uint64_t)(end - p))
+				break;
+			p += v;
+		} else if (key == AP_EK_REASON) {
+			reason = v;
+		} else if (key == AP_EK_UNFOLLOWED) {
+			unfollowed = v;
+		}
+	}
+	if (reason != AP_END_EXEC || !unfollowed)
+		return;
+	if (n_unfollowed < 2)
+		unfollowed_by[n_unfollowed] = trace_who(path);
+	n_unfollowed++;
+}
+
+void rec_say_unfollowed(bool quiet)
+{
+	size_t n = n_unfollowed;
+	if (n && !quiet) {
+		struct ap_buf by = AP_BUF_INIT;
+		ap_buf_addstr(&by, unfollowed_by[0]);
+		if (n == 2)
+			ap_buf_addf(&by, " and %s", unfollowed_by[1]);
+		else if (n > 2)
+			ap_buf_addf(&by, ", %s and %zu more", unfollowed_by[1], n - 2);
+		fprintf(stderr, "allocprof: %zu program%s exec'd with an environment that no longer "
+			"preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: "
+			"exec'd by %s\n", n, n == 1 ? "" : "s", by.buf);
+		ap_buf_release(&by);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		free(unfollowed_by[i]);
+		unfollowed_by[i] = NULL;
+	}
+	n_unfollowed = 0;
 }
 
 uint64_t rec_trace_start_ns(const char *path)
@@ -456,14 +561,20 @@ static void keep_symbols(char *const *paths, size_t n)
 	snprintf(level, sizeof(level), "%d", compact_level());
 	for (size_t at = 0; at < n; at += SYMBOLS_BATCH) {
 		size_t k = n - at < SYMBOLS_BATCH ? n - at : SYMBOLS_BATCH;
-		char *argv[7 + SYMBOLS_BATCH] = {(char *)"symbols", (char *)"-q",
-			(char *)"--if-finished", (char *)"--compress-level", level, (char *)"--"};
-		memcpy(argv + 6, paths + at, k * sizeof(*argv));
-		argv[6 + k] = NULL;
+		char *argv[9 + SYMBOLS_BATCH] = {(char *)"symbols", (char *)"-q",
+			(char *)"--if-finished", (char *)"--compress-level", level};
+		int na = 5;
+		if (rec_symfs) {
+			argv[na++] = (char *)"--symfs";
+			argv[na++] = (char *)rec_symfs;
+		}
+		argv[na++] = (char *)"--";
+		memcpy(argv + na, paths + at, k * sizeof(*argv));
+		argv[na + k] = NULL;
 #ifdef AP_LAUNCHER
 		int rc = ap_run_report_child(argv);
 #else
-		int rc = cmd_symbols((int)(6 + k), argv);
+		int rc = cmd_symbols((int)(na + k), argv);
 #endif
 		if (rc && k == 1)
 			ap_say("%s: the trace keeps no symbols: the reports name its frames "
@@ -520,6 +631,7 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 			   "as the sampler wrote it");
 		return;
 	}
+	count_unfollowed(path);
 	char refusal[1024];
 	end_refused(path, refusal, sizeof(refusal));
 	if (refusal[0])
@@ -940,27 +1052,4 @@ pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t ma
 				    &left);
 	}
 	_exit(0);
-}
-
-/* The program died of signal s: record, its trace finished, dies of the
- * same signal, so that its parent sees what it would have seen without
- * us (WIFSIGNALED, a shell's "Terminated", Python's returncode -15).
- * Without a core dump of record's: the program's own is the program's
- * business. Returns only if s does not end record (then the caller exits
- * with 128 + s). */
-void rec_die_like(int s)
-{
-	fflush(NULL);
-	struct rlimit no_core = { 0, 0 };
-	setrlimit(RLIMIT_CORE, &no_core);
-	struct sigaction dfl;
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigaction(s, &dfl, NULL);
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, s);
-	sigprocmask(SIG_UNBLOCK, &one, NULL);
-	raise(s);
-	exit(128 + s);
 }

@@ -114,6 +114,10 @@ extern bool rec_no_symbols;
 /* --compress-level's value (-1: not given), for every trace of the run
  * (finish.c) */
 extern int rec_compress_level_opt;
+/* Where its symbols step reads the traces' files (`allocprof symbols
+ * --symfs`), or NULL: record -p's /proc/PID/root when the process sees
+ * another file system (finish.c) */
+extern const char *rec_symfs;
 
 int rec_parse_opts(int argc, char **argv, struct record_opts *o, int *first);
 int rec_check_preload_path(const char *so);
@@ -144,6 +148,10 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      struct ap_compact_stream *stream, const int *status,
 		      const struct ap_finished *fin);
 bool rec_trace_is_live(const char *path);
+/* Says in one line how many programs of the run rec_finish_trace found
+ * exec'd with an environment that no longer preloads the sampler (they ran
+ * unprofiled), and by which processes; nothing if none, or `quiet`. */
+void rec_say_unfollowed(bool quiet);
 /* drain.c: the rings of the run's traces, drained while their processes
  * run (from the program's start to record's end) */
 void rec_drain_start(const char *trace, uint64_t run_id, bool quiet);
@@ -198,7 +206,6 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 pid_t rec_finish_later(const char *output, const struct rec_span *span, pid_t main_pid,
 		       const int *main_status, uint64_t main_end_ns, bool main_live,
 		       struct rec_names *done, int run_fd);
-void rec_die_like(int s);
 pid_t rec_launch(struct launch *L);
 /* Whether `path`, which exec found missing (ENOENT), is a script whose
  * interpreter is missing: then it is in `out` (len bytes). */

@@ -69,6 +69,9 @@ before the attach come during it):
            attach undone in the child at the fork: no trace, no pipe, no
            range, no handler of ours), and
            record -p attaches to it and detaches
+  mntns    a program in a mount namespace of its own whose plugin is on a
+           tmpfs there, another library at its path here: the trace's
+           symbols are the plugin's, read as the process sees it
   pidns    a program in a PID namespace of its own (unshare -p -f
            --mount-proc: its files the same as here): attached by its pid
            here, the trace at -o's path, its counts exact
@@ -141,14 +144,16 @@ if mode == "jemalloc":
 
 
 class Server:
-    def __init__(self, nofile=None, under=(), plug=None, preload=None):
+    def __init__(self, nofile=None, under=(), plug=None, preload=None, wrap=()):
         """under: a command that runs the server as its only child (unshare -f);
-        plug: what "load" opens instead of the plugin; preload: LD_PRELOAD"""
+        wrap: one that executes it (the same process: unshare -m, sh -c
+        'exec ...'); plug: what "load" opens instead of the plugin;
+        preload: LD_PRELOAD"""
         def limit():
             import resource
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
         senv = dict(server_env, LD_PRELOAD=preload) if preload else server_env
-        self.p = subprocess.Popen([*under, server, plug or plugin], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([*under, *wrap, server, plug or plugin], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=senv,
                                   preexec_fn=limit if nofile else None)
         self.pid = self.p.pid
@@ -756,6 +761,44 @@ elif mode == "pidns":
     out, rc = s.quit()
     if rc != 3 or not out.startswith("total exe="):
         fail("after the detach the namespaced program ended with %r, exit %d" % (out, rc))
+
+elif mode == "mntns":
+    # A process in a mount namespace of its own, whose plugin is a file of
+    # a tmpfs mounted there: here its path names another library (another
+    # build-id). The trace's symbols are the plugin's, read as the process
+    # sees it (/proc/PID/root), not the file at that path here.
+    unshare = shutil.which("unshare")
+    decoy = os.environ.get("ATTACH_UNWPLUGIN")
+    if os.geteuid() != 0 or not unshare or not decoy:
+        skip("a mount namespace takes root and unshare(1)")
+    probe = subprocess.run([unshare, "-m", "--propagation", "private", "mount", "-t", "tmpfs",
+                            "none", tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    if probe.returncode:
+        skip("unshare -m cannot mount a tmpfs here: %s" % probe.stderr.strip())
+    d = os.path.join(tmp, "plug")
+    os.makedirs(d)
+    shutil.copy(decoy, os.path.join(d, "plugin.so"))
+    inside = os.path.join(d, "plugin.so")
+    s = Server(plug=inside, wrap=(unshare, "-m", "--propagation", "private", "sh", "-c",
+                                  'mount -t tmpfs none "$0" && cp "$1" "$0/plugin.so" && '
+                                  'shift && exec "$@"', d, plugin))
+    if s.ask("load") != "ok":
+        fail("the server in its namespace did not load its plugin")
+    ns_here, ns_there = os.readlink("/proc/self/ns/mnt"), os.readlink("/proc/%d/ns/mnt" % s.pid)
+    if ns_here == ns_there:
+        fail("the server is in this mount namespace")
+    trace = os.path.join(tmp, "mnt.trace")
+    r = attach(s.pid, trace, "--all")
+    if r:
+        s.ask("reset")
+        s.ask("work 20")
+        counts = s.ask("count")
+        detach(r)
+        check_counts(trace, counts, "another mount namespace: ")
+    out, rc = s.quit()
+    if rc != 3 or not out.startswith("total exe="):
+        fail("the namespaced program ended with %r, exit %d" % (out, rc))
 
 elif mode == "refuse":
     def refused(args, code, text):

@@ -376,6 +376,23 @@ errors)
 	ls allocprof.true.*.trace >/dev/null 2>&1 || fail "default output name: $(ls)"
 	grep -Eq '^allocprof: wrote allocprof\.true\.[0-9]+\.trace \(' d.err || fail "default name summary: $(cat d.err)"
 
+	# ... made safe for a shell: a run of blanks, quotes, $, ;, *, escape
+	# sequences or bytes of other scripts is one _, and a name with no
+	# letter or digit left is "program"
+	mkdir dn && cd dn || exit 1
+	for n in "my prog" '$(x);*' "$(printf 'caf\303\251 \033[31m')" '!!!'; do
+		cp /bin/true "./$n" && "$ALLOCPROF" record "./$n" 2>>dn.err ||
+			fail "default name of '$n': record failed: $(cat dn.err)"
+	done
+	for want in my_prog _x_ caf_31m program; do
+		ls allocprof.$want.[0-9]*.trace >/dev/null 2>&1 ||
+			fail "default name: no allocprof.$want.PID.trace: $(ls)"
+		grep -Eq "^allocprof: wrote allocprof\.$want\.[0-9]+\.trace \(" dn.err ||
+			fail "default name summary of $want: $(cat dn.err)"
+	done
+	expect_eq "default names" "$(ls allocprof.* | wc -l)" 4
+	cd .. || exit 1
+
 	# the other commands run in allocprof-report: through the launcher
 	# they behave as its own, and a missing one is one clear line
 	t=$(ls allocprof.true.*.trace | head -1)
@@ -494,6 +511,20 @@ PY
 			grep -q "^allocprof: $n.trace: its process exec'd a program with an environment that no longer preloads the sampler (clearenv, env -i): that program ran unprofiled, and is not in the run$" ||
 			fail "$n: top does not say the exec'd program is not in the run"
 	done
+
+	# ... and so does record's own summary, in one line: how many, and
+	# which processes exec'd them (the trace knows their command lines)
+	"$ALLOCPROF" record --all -o eu.trace env -i "$L" child >/dev/null 2>eu.err
+	stats eu.trace eu.json &&
+		expect_eq "env -i: record's summary" "$(grep unprofiled eu.err)" \
+			"allocprof: 1 program exec'd with an environment that no longer preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: exec'd by pid $(jget eu.json pid) (env -i $L child)"
+	"$ALLOCPROF" record --all -o e3.trace sh -c "env -i '$L' child; env -u LD_PRELOAD '$L' child; env -i '$L' child; env -i /no/such; :" >/dev/null 2>e3.err
+	grep -c unprofiled e3.err >e3.n
+	expect_eq "three unfollowed execs: one line" "$(cat e3.n)" 1
+	grep -q "^allocprof: 3 programs exec'd with an environment that no longer preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: exec'd by pid [0-9]* (env -i $L child), pid [0-9]* (env -u LD_PRELOAD $L child) and 1 more$" e3.err ||
+		fail "three unfollowed execs: record's summary: $(cat e3.err)"
+	"$ALLOCPROF" record -q --all -o eq.trace env -i "$L" child >/dev/null 2>eq.err
+	[ -s eq.err ] && fail "record -q says: $(cat eq.err)"
 
 	# the program's umask(0777) does not make its child's trace unreadable
 	(

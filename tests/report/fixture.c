@@ -120,7 +120,7 @@ static NOINLINE void grow(void)
 	ap_tw_realloc(fx.tw, fx.tid, fx.ts += 100, 1, AP_KIND_REALLOC, b, c, FX_GROW2, st1, f);
 }
 
-int fx_fake_build_id;
+int fx_fake_build_id, fx_attached; /* (one line: the goldens name the lines below) */
 
 /* This executable's mapping, as the sampler records it. */
 static int add_self(struct dl_phdr_info *info, size_t size, void *data)
@@ -172,7 +172,7 @@ NOINLINE struct ap_tw *fx_build(uint64_t rate)
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
 	h.rate = rate;
-	h.flags = rate == 1 ? AP_HFLAG_ALL : 0;
+	h.flags = (rate == 1 ? AP_HFLAG_ALL : 0) | (fx_attached ? AP_HFLAG_ATTACHED : 0);
 	h.exe = "/usr/bin/fixture";
 	static const char *const argv[] = {"/usr/bin/fixture", "--serve"};
 	h.argv = argv;

@@ -44,6 +44,9 @@ struct ap_tw *fx_build(uint64_t rate);
 /* When set before fx_build, the mapping records a build-id that differs
  * from the executable's (as if it were rebuilt since recording). */
 extern int fx_fake_build_id;
+/* When set before fx_build, the trace says it was recorded from a running
+ * process (record -p: AP_HFLAG_ATTACHED). */
+extern int fx_attached;
 
 /* The line in fixture.c that carries the comment marker `tag` (e.g.
  * "L:small"), or -1. `src` is the path of fixture.c. */

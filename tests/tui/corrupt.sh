@@ -148,11 +148,7 @@ grep -q "Timeline" "$tmp/got" || grep -q "timeline" "$tmp/got" ||
 	{ echo "FAIL the timeline is gone:"; cat "$tmp/got"; fail=1; }
 
 keys q q
-i=0
-while [ ! -s "$tmp/stty" ] && [ $i -lt 200 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for "$tmp/stty"
 rc=$(cat "$tmp/rc" 2>/dev/null)
 [ "$rc" = 1 ] || { echo "FAIL exit status '$rc', expected 1"; fail=1; }
 printf '%s\n' "$want" | diff -u - "$tmp/err" || { echo "FAIL stderr"; fail=1; }

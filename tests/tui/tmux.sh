@@ -66,11 +66,7 @@ keys T
 expect_screen "timeline resized" "${P}aj<enter>qqsg/pars<enter><resize:80x24><pgdn><end><up>T" 80x24
 keys q
 keys q
-i=0
-while [ ! -s "$tmp/rc" ] && [ $i -lt 200 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for "$tmp/rc"
 rc=$(cat "$tmp/rc" 2>/dev/null)
 if [ "$rc" != 0 ]; then
 	echo "FAIL q: exit status '$rc', expected 0"
