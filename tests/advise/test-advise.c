@@ -322,6 +322,16 @@ static void test_waits_verdict(void)
 	CHECK("an interval across zero, all of it little", s->verdict, AP_VERDICT_LITTLE_GAIN);
 	judge(a, s, 0.2, -0.3, 1.5);
 	CHECK("an interval across zero up to 1.5 %", s->verdict, AP_VERDICT_NOISE);
+	/* a cost, all of it under 1 % of the 100 ms: little, as a saving
+	 * that small is; from 1 % on, a cost */
+	judge(a, s, -0.4, -0.8, -0.1);
+	CHECK("a cost under 1 %", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (!strstr(s->reasons, "The pool costs, but at most 800us, less than 1% of the program's time")) {
+		fprintf(stderr, "%s: the small cost is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	judge(a, s, -0.5, -1.5, -0.2);
+	CHECK("a cost reaching 1.5 %", s->verdict, AP_VERDICT_COSTS_MORE);
 	/* the switches priced above the program's CPU time: that at most */
 	a->program_switches = 100000;	/* 250 ms: 100 at most, half is 50 */
 	judge(a, s, 52, 51, 53);
