@@ -34,6 +34,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *site,
 /* The cap to evaluate for a site with these capacities, or 0 when they are
  * not skewed. */
 uint64_t advise_pick_cap(const struct site_facts *f, double gets);
+/* Whether the site's cap, replayed, cut the pool's held bytes enough to be
+ * the pool to build (CAP_GAIN) and kept its hits. */
+bool advise_cap_pays(const struct ap_advise_site *s);
 
 /* Judges a measured site again from its measurement (s->m). */
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);

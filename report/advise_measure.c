@@ -407,7 +407,12 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	for (size_t k = 0; k < nc; k++) {
 		const struct ap_advise_site *s = &a->sites[c[k].i];
 		jobs[k].site = s->site_id;
-		jobs[k].cap = s->verdict == AP_VERDICT_POOL_CAP ? s->cap : o->max_keep;
+		/* the model's cap; or, at a site it did not judge a pool (by
+		 * size or cost), the cap that pays: the pool one would build */
+		bool cap = s->verdict == AP_VERDICT_POOL_CAP ||
+			   (s->verdict != AP_VERDICT_POOL && s->verdict != AP_VERDICT_SIZE_CLASSES &&
+			    advise_cap_pays(s));
+		jobs[k].cap = cap ? s->cap : o->max_keep;
 		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
 			jobs[k].nclasses = s->nclasses < 4 ? s->nclasses : 4;
 			memcpy(jobs[k].classes, s->classes, jobs[k].nclasses * sizeof(*s->classes));

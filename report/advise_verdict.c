@@ -43,8 +43,13 @@
 #define SKEW_FACTOR 16.0
 /* ...and a cap is worth it when it cuts the peak held bytes this much. */
 #define CAP_GAIN 4.0
-/* The smallest cap suggested (what Go's fmt uses). */
-#define MIN_CAP (64u << 10)
+/* The smallest cap suggested: glibc's tcache's largest block (SMALL_MAX).
+ * It was 64 KiB (the cap of Go's fmt, whose buffers are that big), which
+ * left every site whose sizes stay below it uncapped however skewed: a
+ * hash map's 56-byte nodes and its bucket arrays of up to 40 KiB, made at
+ * one line, whose pool handed the arrays' blocks to node requests
+ * (bench/twins' wordbatch, README "Session 29"). */
+#define MIN_CAP 1024u
 /* Size classes: clusters of capacities at least this far apart, each with
  * at least this share of the objects. */
 #define CLASS_RATIO 4.0
@@ -207,6 +212,12 @@ static uint64_t pow2_ceil(double x)
 static const struct size_hist *cap_hist(const struct site_facts *f)
 {
 	return f->cap.total > 0 ? &f->cap : &f->req;
+}
+
+bool advise_cap_pays(const struct ap_advise_site *s)
+{
+	return s->capped && s->rc.peak_held_bytes * CAP_GAIN <= s->r.peak_held_bytes &&
+	       s->rc.hit_rate >= GOOD_HIT_RATE;
 }
 
 uint64_t advise_pick_cap(const struct site_facts *f, double gets)
@@ -589,8 +600,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	} else {
 		uint64_t cl[4];
 		size_t ncl = size_classes(f, cl, 4);
-		bool bloated = s->capped && s->rc.peak_held_bytes * CAP_GAIN <= r->peak_held_bytes &&
-			       s->rc.hit_rate >= GOOD_HIT_RATE;
+		bool bloated = advise_cap_pays(s);
 		if (ncl >= 2 && r->small_hits >= 0.1 * (r->gets - r->misses)) {
 			s->verdict = AP_VERDICT_SIZE_CLASSES;
 			memcpy(s->classes, cl, ncl * sizeof(*cl));
@@ -840,7 +850,11 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
-	const struct ap_replay_result *r = s->verdict == AP_VERDICT_POOL_CAP && s->capped ? &s->rc : &s->r;
+	/* A site the model judged by size or cost, not as a pool, whose cap
+	 * pays was measured with its cap (report/advise_measure.c): the pool
+	 * one would build there. */
+	bool capped = s->verdict == AP_VERDICT_POOL_CAP || (!good(s) && advise_cap_pays(s));
+	const struct ap_replay_result *r = capped && s->capped ? &s->rc : &s->r;
 	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
 		     : a->program_cpu_ns   ? (double)a->program_cpu_ns
 					   : (double)a->duration_ns;
@@ -848,7 +862,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	struct ap_buf t = AP_BUF_INIT;
 	bool kept = false;	/* the model's reasons are in the text */
 	/* the pool measured: the model's kind (report/advise_measure.c) */
-	s->shape = good(s) ? s->verdict : AP_VERDICT_POOL;
+	s->shape = good(s) ? s->verdict : capped ? AP_VERDICT_POOL_CAP : AP_VERDICT_POOL;
 	object_words(obj, sizeof(obj), s);
 	/* Objects handed between threads: what the program's own waits for
 	 * each other cost in the recorded run (its context switches, at
@@ -985,8 +999,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			kept = true;
 		}
 	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu) {
-		if (!good(s)) {
-			s->verdict = AP_VERDICT_POOL;
+		bool said = good(s);
+		if (!said) {
+			s->verdict = s->shape;
 			free(s->reasons);
 			s->reasons = NULL;
 		}
@@ -998,6 +1013,15 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			ap_buf_addf(&t, " and %.0f %s%s", r->reallocs_avoided, ap_advise_growth_noun(s),
 				    plural(r->reallocs_avoided));
 		ap_buf_addf(&t, " (%s); the pool holds %s at peak.", b1, b2);
+		if (!said && s->verdict == AP_VERDICT_POOL_CAP) {
+			fmt_bytes(b1, sizeof(b1), (double)s->cap);
+			fmt_bytes(b2, sizeof(b2), s->r.peak_held_bytes);
+			fmt_bytes(b3, sizeof(b3), s->max_cap > s->max_size ? s->max_cap : s->max_size);
+			ap_buf_addf(&t, " Measured with a cap: objects above %s (the largest are %s) are "
+				    "freed on Put, not kept; without it the pool would hold %s at peak, "
+				    "handing blocks kept at the largest size they reached to small "
+				    "requests.", b1, b3, b2);
+		}
 		/* The kind of pool: why a cap, why classes. */
 		if (s->verdict != AP_VERDICT_POOL && s->reasons) {
 			ap_buf_addf(&t, " %s", s->reasons);
@@ -1007,6 +1031,18 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
 		ap_buf_addf(&t, " Less than %.0f%% of the program's time: too little to be worth the "
 			    "risks of pooling (stale data, use after return).", 100 * MIN_SAVE_SHARE);
+	} else if (m->high_ns < 0 && -m->low_ns < MIN_SAVE_SHARE * cpu) {
+		/* A cost whose whole interval is under 1 % of the program's
+		 * time: what a saving that small is ("little to gain" above),
+		 * too little to want either way. The interval's upper end
+		 * hovers at zero there, and one recording's "costs more" was
+		 * the next one's "little to gain" (bench/twins' taskpool:
+		 * -0.4 to -0.7 ms in 563). */
+		s->verdict = AP_VERDICT_LITTLE_GAIN;
+		ap_advise_format_duration(b1, sizeof(b1), -m->low_ns);
+		ap_buf_addf(&t, " The pool costs, but at most %s, less than %.0f%% of the program's "
+			    "time: too little to matter either way; keep malloc.", b1,
+			    100 * MIN_SAVE_SHARE);
 	} else if (m->high_ns < 0) {
 		s->verdict = AP_VERDICT_COSTS_MORE;
 		double more_faults = m->cost.minflt - a->base.minflt;
