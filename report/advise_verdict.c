@@ -1040,9 +1040,18 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		 * other between advise runs of one trace). */
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
 		ap_advise_format_duration(b1, sizeof(b1), m->high_ns);
-		ap_buf_addf(&t, " The interval spans zero, and its upper end, %s, is less than %.0f%% "
-			    "of the program's time: too little to be worth the risks of pooling "
-			    "(stale data, use after return).", b1, 100 * MIN_SAVE_SHARE);
+		/* A cost's interval is said as a cost (measured_words): its
+		 * upper end is then the most it costs, and the most it could
+		 * save is the other end, said as a saving. */
+		if (m->saved_ns >= 0)
+			ap_buf_addf(&t, " The interval spans zero, and its upper end, %s, is less than "
+				    "%.0f%% of the program's time: too little to be worth the risks of "
+				    "pooling (stale data, use after return).", b1, 100 * MIN_SAVE_SHARE);
+		else
+			ap_buf_addf(&t, " The interval spans zero, and the most it could save, %s (the "
+				    "end of the interval below zero), is less than %.0f%% of the "
+				    "program's time: too little to be worth the risks of pooling (stale "
+				    "data, use after return).", b1, 100 * MIN_SAVE_SHARE);
 	} else {
 		s->verdict = AP_VERDICT_NOISE;
 		ap_buf_addf(&t, " The interval spans zero: a pool here changes nothing measurable "

@@ -322,6 +322,16 @@ static void test_waits_verdict(void)
 	CHECK("an interval across zero, all of it little", s->verdict, AP_VERDICT_LITTLE_GAIN);
 	judge(a, s, 0.2, -0.3, 1.5);
 	CHECK("an interval across zero up to 1.5 %", s->verdict, AP_VERDICT_NOISE);
+	/* a cost across zero: its interval is printed as a cost, "costs
+	 * 200us more CPU time (-300us to 600us)", so the saving's upper end
+	 * is not that interval's upper end (clang's raw_ostream: "(-2.32ms
+	 * to 915us) ... its upper end, 2.32ms") */
+	judge(a, s, -0.2, -0.6, 0.3);
+	CHECK("a cost across zero, all of it little", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (strstr(s->reasons, "its upper end") || !strstr(s->reasons, "the most it could save, 300us")) {
+		fprintf(stderr, "%s: a cost's interval is read as a saving's: %s\n", __func__, s->reasons);
+		failures++;
+	}
 	/* the switches priced above the program's CPU time: that at most */
 	a->program_switches = 100000;	/* 250 ms: 100 at most, half is 50 */
 	judge(a, s, 52, 51, 53);
