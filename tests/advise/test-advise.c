@@ -956,6 +956,29 @@ static struct ap_trace *gogc_trace(void)
 	return finish(tw, ts + 10000);
 }
 
+/* --gc's values: a GOGC is a positive number of digits (session 29:
+ * "--gc=gogc:-5" was taken as gogc:18446744073709551611). */
+static void test_parse_gc(void)
+{
+	static const char *bad[] = { "gogc:-5", "gogc:+5", "gogc: 5", "gogc:0", "gogc:",
+				     "gogc:5x", "gogc:99999999999999999999999", "interval:0", "gc:5" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct ap_advise_options o;
+		ap_advise_options_init(&o);
+		if (ap_advise_parse_gc(bad[i], &o) == 0) {
+			fprintf(stderr, "%s: --gc=%s taken (gogc %llu)\n", __func__, bad[i],
+				(unsigned long long)o.gogc);
+			failures++;
+		}
+	}
+	struct ap_advise_options o;
+	ap_advise_options_init(&o);
+	CHECK("gc: gogc:50", ap_advise_parse_gc("gogc:50", &o), 0);
+	CHECK("gc: gogc:50's value", o.gogc, 50);
+	CHECK("gc: interval:500ms", ap_advise_parse_gc("interval:500ms", &o), 0);
+	CHECK("gc: interval:500ms's value", o.interval_ns, 500 * MS);
+}
+
 static void test_gogc(void)
 {
 	struct ap_trace *t = gogc_trace();
@@ -1545,6 +1568,7 @@ int main(int argc, char **argv)
 	test_calloc_words();
 	test_no_hits();
 	test_steady_peak();
+	test_parse_gc();
 	test_gogc();
 	test_replay_order();
 	test_sampled();
