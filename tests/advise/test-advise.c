@@ -1194,6 +1194,36 @@ static void test_sampled_growth(void)
 	ap_trace_free(t);
 }
 
+/* Sampled at 512 KiB, skewed sizes: 20 samples of 64 bytes (each stands
+ * for 8193 objects) and ten blocks of 20 MiB (each itself), 1.3 kB on
+ * average. The count's error is the small objects', sqrt(20 w (w - 1)) /
+ * (20 w + 10), 22%: unsure. The mean size would suggest --rate 2 MiB, a
+ * quarter of the samples (git's 1 MiB, at a site of 216 samples, +-35%);
+ * the error wants 512 KiB / 100 / 0.22^2, 105 kB: 64 KiB. */
+static void test_few_samples_skewed(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(512 << 10, &st);
+	uint64_t ts = START;
+	for (int i = 0; i < 30; i++) {
+		uint64_t size = i % 3 == 2 ? 20u << 20 : 64;
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x10000000, size, st);
+		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x10000000);
+		ts += MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, NULL);
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("skewed: verdict", s->verdict, AP_VERDICT_UNSURE);
+	if (s->suggest_rate >= a->rate || s->suggest_rate != 65536)
+		fprintf(stderr, "skewed: --rate %llu suggested at rate %llu (+-%.0f%%), want 65536\n",
+			(unsigned long long)s->suggest_rate, (unsigned long long)a->rate,
+			100 * s->rel_error),
+			failures++;
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* Sampled, 10 samples of 64 KiB at rate 1 MiB (each stands for ~16.5
  * objects), short-lived, 1 ms apart: the replay would hit, but 10 samples
  * are too few for a verdict; the rate suggested gives ~100 samples:
@@ -1214,6 +1244,10 @@ static void test_few_samples(void)
 	CHECK("few samples: samples", s->samples, 10);
 	CHECK("few samples: verdict", s->verdict, AP_VERDICT_UNSURE);
 	CHECK("few samples: rate", s->suggest_rate, 65536);
+	if (s->reasons && !strstr(s->reasons, "Record with --rate 65536 (one sample per 64kB")) {
+		fprintf(stderr, "few samples: the rate is not said: %s\n", s->reasons);
+		failures++;
+	}
 	if (s->r.hit_rate < 0.9) {
 		fprintf(stderr, "few samples: hit rate %.3f, want the replay's >= 0.9\n", s->r.hit_rate);
 		failures++;
@@ -1574,6 +1608,7 @@ int main(int argc, char **argv)
 	test_sampled();
 	test_sampled_growth();
 	test_few_samples();
+	test_few_samples_skewed();
 	test_fast_cycles();
 	test_mmap_threshold();
 	test_shared_cost();
