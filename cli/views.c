@@ -705,10 +705,18 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
 	struct ap_unsym_module *m;
 	double any, total;
 	size_t n = ap_report_unsymbolized(v->trace, v->values, v->sym, si, &m, &any, &total);
+	char what[64];
+	snprintf(what, sizeof(what), "of %s goes through frames", ap_sample_index_name(si));
+	ap_view_unsym_note(m, n, any, total, what);
+	free(m);
+}
+
+void ap_view_unsym_note(const struct ap_unsym_module *m, size_t n, double any, double total,
+			const char *what)
+{
 	if (total > 0 && any >= total * AP_VIEW_UNSYM_SHARE) {
 		struct ap_buf b = AP_BUF_INIT;
-		ap_buf_addf(&b, "note: %.0f%% of %s goes through frames without symbols, in ",
-			    any / total * 100, ap_sample_index_name(si));
+		ap_buf_addf(&b, "note: %.0f%% %s without symbols, in ", any / total * 100, what);
 		/* the biggest three, and those of 1% at least */
 		size_t named = 0;
 		while (named < n && named < 3 && (!named || m[named].value >= total / 100))
@@ -725,7 +733,6 @@ void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si)
 		ap_say("%s", b.buf);
 		ap_buf_release(&b);
 	}
-	free(m);
 }
 
 static bool read_short;

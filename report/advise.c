@@ -1720,8 +1720,11 @@ void ap_site_map_release(struct ap_site_map *m)
 		free(m->file[i]);
 		if (m->via)
 			free(m->via[i]);
+		if (m->unsym_module)
+			free(m->unsym_module[i]);
 	}
 	free(m->via);
+	free(m->unsym_module);
 	free(m->name);
 	free(m->function);
 	free(m->file);

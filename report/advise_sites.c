@@ -158,6 +158,8 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				out->file = ap_xrealloc(out->file, alloc * sizeof(*out->file));
 				out->line = ap_xrealloc(out->line, alloc * sizeof(*out->line));
 				out->via = ap_xrealloc(out->via, alloc * sizeof(*out->via));
+				out->unsym_module = ap_xrealloc(out->unsym_module,
+								alloc * sizeof(*out->unsym_module));
 				full = ap_xrealloc(full, alloc * sizeof(*full));
 			}
 			full[s] = f->full && !by_stack ? ap_xstrdup(f->full) : NULL;
@@ -166,6 +168,9 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
 			out->line[s] = f->line;
 			out->via[s] = via ? ap_xstrdup(via) : NULL;
+			out->unsym_module[s] = f->unsymbolized && !f->module_unusable && f->module
+						       ? ap_xstrdup(f->module)
+						       : NULL;
 		}
 		out->site_of_stack[id] = site;
 		/* a PC's frames end with its real function's (not inlined) */

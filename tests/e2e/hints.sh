@@ -50,4 +50,12 @@ grep -Eq "^allocprof: note: [0-9]+% of alloc_space goes through frames without s
 	{ fail "top on a stripped binary: no symbols note"; cat "$tmp/err"; }
 # (its addresses are one node, as pprof shows a mapping without names)
 grep -q '%  \[demo-stripped\]$' "$tmp/out" || fail "the stripped demo's frames are not one [demo-stripped] node"
+# advise names such sites demo-stripped+0x...: it says why, and how to
+# get their names, as top does (the unstripped demo: no note)
+"$ALLOCPROF" advise --no-measure "$tmp/stripped.trace" >"$tmp/out" 2>"$tmp/err" || fail "advise stripped"
+grep -q '^1\. demo-stripped+0x' "$tmp/out" || { fail "advise's sites of the stripped demo are not addresses"; cat "$tmp/out"; }
+grep -Eq "^allocprof: note: [0-9]+% of the bytes are allocated at sites without symbols, in $tmp/demo-stripped \([0-9]+%\)(, .*)?: install their -dbgsym packages .*--debug-dir.*debuginfod" "$tmp/err" ||
+	{ fail "advise on a stripped binary: no symbols note"; cat "$tmp/err"; }
+"$ALLOCPROF" advise --no-measure "$tmp/demo.trace" >/dev/null 2>"$tmp/err" || fail "advise demo"
+grep -q 'without symbols' "$tmp/err" && { fail "advise on the unstripped demo: a symbols note"; cat "$tmp/err"; }
 exit $failed
