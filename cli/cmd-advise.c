@@ -221,7 +221,8 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		if (a->measure_dropped)
 			printf("  %zu more site%s worth measuring left out: a run takes too long for "
 			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
-		printf("Ranked: the sites a pool pays at first, by the CPU time it saves\n");
+		printf("Ranked: the sites a pool pays at first, by the CPU time it saves; then the "
+		       "others, those measured first, by bytes allocated\n");
 	} else {
 		printf("Not measured: %s\n", a->measure_why);
 	}
