@@ -11,6 +11,7 @@
 
 #include "advise-int.h"
 #include "ap_advise.h"
+#include "ap_symbolize.h"
 #include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 #include "synth.h"
@@ -1194,6 +1195,49 @@ static void test_sampled_growth(void)
 	ap_trace_free(t);
 }
 
+/* --site=stack: two stacks alike in the frames a name shows (the site
+ * and three callers) are two sites, named apart, not two of one name
+ * where one was "see" the other (session 29, mt.cpp:13's two appends). */
+static void test_stack_names(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(1, &st);
+	uint64_t a[] = { 0x1000, 0x2000, 0x3000, 0x4000, 0x5000 };
+	uint64_t b[] = { 0x1000, 0x2000, 0x3000, 0x4000, 0x6000 };
+	uint32_t sa = ap_tw_stack(tw, a, 5), sb = ap_tw_stack(tw, b, 5);
+	ap_tw_alloc(tw, 1000, START + 10, 0, AP_KIND_MALLOC, 0x100000, 64, sa);
+	ap_tw_alloc(tw, 1000, START + 20, 0, AP_KIND_MALLOC, 0x200000, 64, sb);
+	struct ap_trace *t = finish(tw, START + MS);
+	struct ap_sym_options so = { 0 };
+	struct ap_error err;
+	struct ap_symbolizer *sym = ap_sym_new(t, &so, &err);
+	if (!sym) {
+		fprintf(stderr, "%s: %s\n", __func__, err.msg);
+		failures++;
+		ap_trace_free(t);
+		return;
+	}
+	for (int by_stack = 0; by_stack < 2; by_stack++) {
+		struct ap_site_map m;
+		ap_advise_sites(t, sym, by_stack, &m);
+		/* (and the writer's own stack, st: 0x1000 alone) */
+		size_t n = 0;
+		for (size_t i = 0; i < m.nsites; i++)
+			n += !strncmp(m.name[i], by_stack ? "0x1000 < " : "0x1000", by_stack ? 9 : 6);
+		CHECK(by_stack ? "stack names: sites by stack" : "stack names: sites by call site", n,
+		      by_stack ? 2 : 1);
+		for (size_t i = 0; i < m.nsites; i++)
+			for (size_t k = i + 1; k < m.nsites; k++)
+				if (!strcmp(m.name[i], m.name[k])) {
+					fprintf(stderr, "%s: two sites named %s\n", __func__, m.name[i]);
+					failures++;
+				}
+		ap_site_map_release(&m);
+	}
+	ap_sym_free(sym);
+	ap_trace_free(t);
+}
+
 /* Sampled at 512 KiB, skewed sizes: 20 samples of 64 bytes (each stands
  * for 8193 objects) and ten blocks of 20 MiB (each itself), 1.3 kB on
  * average. The count's error is the small objects', sqrt(20 w (w - 1)) /
@@ -1603,6 +1647,7 @@ int main(int argc, char **argv)
 	test_no_hits();
 	test_steady_peak();
 	test_parse_gc();
+	test_stack_names();
 	test_gogc();
 	test_replay_order();
 	test_sampled();
