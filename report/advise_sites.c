@@ -139,6 +139,11 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			pc++;
 		if (pc > cs && pc < nframes && !frames[pc].truncated) {
 			via = frames[pc - 1].func;
+			/* glibc's internal alias of what the program called:
+			 * "__GI__IO_fputs" is fputs's, "__GI_setlocale"
+			 * setlocale's (as the symbolizer reads it, alloc_names) */
+			if (!strncmp(via, "__GI_", 5) && via[5])
+				via += 5;
 			cs = pc;
 		}
 		const struct ap_frame *f = &frames[cs];

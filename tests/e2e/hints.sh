@@ -37,6 +37,11 @@ done
 "$ALLOCPROF" record --all -o "$tmp/ls-all.trace" -- ls / >/dev/null 2>&1 || fail "record --all ls"
 "$ALLOCPROF" top "$tmp/ls-all.trace" >/dev/null 2>"$tmp/err" || fail "top ls --all"
 grep -q 'sampled' "$tmp/err" && { fail "a --all trace got the sampling note"; cat "$tmp/err"; }
+# advise names the C library function ls called, not glibc's internal
+# alias of it ("via __GI_fwrite_unlocked", "via __GI_setlocale")
+"$ALLOCPROF" advise --no-measure -n 0 "$tmp/ls-all.trace" >"$tmp/out" 2>/dev/null || fail "advise ls --all"
+grep -q '(via fwrite_unlocked)' "$tmp/out" || { fail "advise ls: no site via fwrite_unlocked"; grep via "$tmp/out"; }
+grep -q '(via __GI_' "$tmp/out" && { fail "advise ls: a site via glibc's internal alias"; grep via "$tmp/out"; }
 
 demo=$TESTDATA_BUILD/demo
 "$ALLOCPROF" record --all -o "$tmp/demo.trace" -- "$demo" >/dev/null 2>&1 || fail "record demo"
