@@ -221,7 +221,8 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		if (a->measure_dropped)
 			printf("  %zu more site%s worth measuring left out: a run takes too long for "
 			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
-		printf("Ranked: the sites a pool pays at first, by the CPU time it saves\n");
+		printf("Ranked: the sites a pool pays at first, by the CPU time it saves; then the "
+		       "others, those measured first, by bytes allocated\n");
 	} else {
 		printf("Not measured: %s\n", a->measure_why);
 	}
@@ -477,6 +478,42 @@ static int print_json(const struct ap_advice *a, const struct ap_trace *t, size_
 	return ap_view_json_print(ap_advise_json(a, t, n));
 }
 
+/* Sites named "module+0xoff": the share of the bytes allocated there,
+ * by module, and how to get their names (as top says it of its frames;
+ * git's sites were "git+0x28997b" and nothing said why). */
+static void unsym_sites_note(const struct ap_advice *a, const struct ap_site_map *m)
+{
+	if (!m->unsym_module || a->total_alloc_space <= 0)
+		return;
+	struct ap_unsym_module *mods = NULL;
+	size_t n = 0, alloc = 0;
+	double any = 0;
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct ap_advise_site *s = &a->sites[i];
+		const char *mod = s->site_id < m->nsites ? m->unsym_module[s->site_id] : NULL;
+		if (!mod)
+			continue;
+		size_t k = 0; /* few modules: a linear search */
+		while (k < n && strcmp(mods[k].module, mod))
+			k++;
+		if (k == n) {
+			AP_ALLOC_GROW(mods, n + 1, alloc);
+			mods[n++] = (struct ap_unsym_module){ mod, 0 };
+		}
+		mods[k].value += s->alloc_space;
+		any += s->alloc_space;
+	}
+	for (size_t i = 1; i < n; i++) /* biggest first */
+		for (size_t k = i; k > 0 && mods[k].value > mods[k - 1].value; k--) {
+			struct ap_unsym_module x = mods[k];
+			mods[k] = mods[k - 1];
+			mods[k - 1] = x;
+		}
+	ap_view_unsym_note(mods, n, any, a->total_alloc_space,
+			   "of the bytes are allocated at sites");
+	free(mods);
+}
+
 static bool has_children(const char *path)
 {
 	char **kids;
@@ -607,8 +644,9 @@ int cmd_advise(int argc, char **argv)
 		return AP_EXIT_FAIL;
 	}
 	ap_view_measure_run(&vm, a, v.trace, &m, &ao);
-	ap_site_map_release(&m);
 	ap_view_warnings(&v);
+	unsym_sites_note(a, &m);
+	ap_site_map_release(&m);
 	int rc = ap_view_sampling_hint(v.trace);
 	size_t n = nshow == 0 || (size_t)nshow > a->nsites ? a->nsites : (size_t)nshow;
 	ap_advise_refer(a, n);	/* "see SITE" of a site not shown: how to see it */

@@ -347,6 +347,11 @@ AP_MUST_CHECK int ap_view_sampling_note(const struct ap_trace *t, char *note, si
  * how to get their symbols (-dbgsym packages, --debug-dir, debuginfod). */
 #define AP_VIEW_UNSYM_SHARE 0.05
 void ap_view_symbols_hint(const struct ap_view *v, enum ap_sample_index si);
+/* The note's words, for `any` of `total` in the modules m[n] (biggest
+ * first): "note: 97% `what` without symbols, in ...". advise says it of
+ * the bytes allocated at sites that have no name. */
+void ap_view_unsym_note(const struct ap_unsym_module *m, size_t n, double any, double total,
+			const char *what);
 
 /* Prints the symbolizer's warnings on stderr. */
 void ap_view_warnings(const struct ap_view *v);

@@ -2,6 +2,7 @@
  * (exactly with --all, from a reconstruction when sampled; ap_advise.h says
  * how), the collection cycles, and the per-site results the verdicts are
  * made from (advise_verdict.c). */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,13 @@ int ap_advise_parse_gc(const char *s, struct ap_advise_options *o)
 {
 	if (!strncmp(s, "gogc:", 5)) {
 		char *end;
+		/* digits only: strtoull takes "-5" as 2^64 - 5, and a sign or
+		 * blank before it */
+		if (s[5] < '0' || s[5] > '9')
+			return -1;
+		errno = 0;
 		unsigned long long n = strtoull(s + 5, &end, 10);
-		if (end == s + 5 || *end || n == 0)
+		if (*end || n == 0 || errno == ERANGE)
 			return -1;
 		o->gc_mode = AP_GC_GOGC;
 		o->gogc = n;
@@ -1714,8 +1720,11 @@ void ap_site_map_release(struct ap_site_map *m)
 		free(m->file[i]);
 		if (m->via)
 			free(m->via[i]);
+		if (m->unsym_module)
+			free(m->unsym_module[i]);
 	}
 	free(m->via);
+	free(m->unsym_module);
 	free(m->name);
 	free(m->function);
 	free(m->file);

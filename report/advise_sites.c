@@ -61,18 +61,32 @@ static size_t template_args(const char *full, const char *func, const char **at)
 
 /* Sites of one name (two instances of a template at one line, overloads
  * of one name at one line: two pools, two types) are named apart: the
- * function with its template arguments, or else its full name. */
-static void names_apart(struct ap_site_map *m, char **full)
+ * function with its template arguments, or else its full name. With
+ * --site=stack (no full names), stacks alike in the frames a name shows
+ * (the site and three callers: two calls at one line, or paths apart
+ * inside the allocator) were two sites of one name, one "see" the other,
+ * itself by name (mt.cpp's two std::string appends at one line): they
+ * are named apart by their order, "(stack 2 of 2)". */
+static void names_apart(struct ap_site_map *m, char **full, bool by_stack)
 {
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < (by_stack ? 3 : 2); pass++) {
 		struct ap_intern names = { 0 };
 		uint32_t *count = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*count));
+		uint32_t *seen = ap_xcalloc(m->nsites ? m->nsites : 1, sizeof(*seen));
 		uint32_t *of = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(*of));
 		for (size_t s = 0; s < m->nsites; s++)
 			count[of[s] = ap_intern_add(&names, m->name[s], strlen(m->name[s]), NULL)]++;
 		struct ap_buf b = AP_BUF_INIT;
 		for (size_t s = 0; s < m->nsites; s++) {
-			if (count[of[s]] < 2 || !full[s] || !strcmp(full[s], m->function[s]))
+			if (pass == 2 && count[of[s]] >= 2) {
+				ap_buf_reset(&b);
+				ap_buf_addf(&b, "%s (stack %u of %u)", m->name[s], ++seen[of[s]],
+					    count[of[s]]);
+				free(m->name[s]);
+				m->name[s] = ap_buf_detach(&b, NULL);
+				continue;
+			}
+			if (pass == 2 || count[of[s]] < 2 || !full[s] || !strcmp(full[s], m->function[s]))
 				continue;
 			const char *at = NULL;
 			size_t n = pass ? 0 : template_args(full[s], m->function[s], &at);
@@ -90,6 +104,7 @@ static void names_apart(struct ap_site_map *m, char **full)
 		}
 		ap_buf_release(&b);
 		free(count);
+		free(seen);
 		free(of);
 		ap_intern_release(&names);
 	}
@@ -124,6 +139,11 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			pc++;
 		if (pc > cs && pc < nframes && !frames[pc].truncated) {
 			via = frames[pc - 1].func;
+			/* glibc's internal alias of what the program called:
+			 * "__GI__IO_fputs" is fputs's, "__GI_setlocale"
+			 * setlocale's (as the symbolizer reads it, alloc_names) */
+			if (!strncmp(via, "__GI_", 5) && via[5])
+				via += 5;
 			cs = pc;
 		}
 		const struct ap_frame *f = &frames[cs];
@@ -158,6 +178,8 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				out->file = ap_xrealloc(out->file, alloc * sizeof(*out->file));
 				out->line = ap_xrealloc(out->line, alloc * sizeof(*out->line));
 				out->via = ap_xrealloc(out->via, alloc * sizeof(*out->via));
+				out->unsym_module = ap_xrealloc(out->unsym_module,
+								alloc * sizeof(*out->unsym_module));
 				full = ap_xrealloc(full, alloc * sizeof(*full));
 			}
 			full[s] = f->full && !by_stack ? ap_xstrdup(f->full) : NULL;
@@ -166,6 +188,9 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
 			out->line[s] = f->line;
 			out->via[s] = via ? ap_xstrdup(via) : NULL;
+			out->unsym_module[s] = f->unsymbolized && !f->module_unusable && f->module
+						       ? ap_xstrdup(f->module)
+						       : NULL;
 		}
 		out->site_of_stack[id] = site;
 		/* a PC's frames end with its real function's (not inlined) */
@@ -173,7 +198,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->pc_of_stack[id] += !frames[j].inlined;
 	}
 	ap_intern_release(&keys);
-	names_apart(out, full);
+	names_apart(out, full, by_stack);
 	for (size_t s = 0; s < out->nsites; s++)
 		free(full[s]);
 	free(full);

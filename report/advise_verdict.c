@@ -297,12 +297,23 @@ static char *xasprintf(const char *fmt, ...)
 
 /* A --rate that gives about WANT_SAMPLES samples at a site of n objects
  * of mean size `size` (a sample of size s is taken with probability
- * 1 - exp(-s/R)); 0 when only --all would. */
-static uint64_t rate_for(double n, double size)
+ * 1 - exp(-s/R)); 0 when only --all would. Never the trace's own `rate`
+ * or above: where the sizes are skewed (git's 147-byte median and 1 MiB
+ * blocks, 3.2 kB on average) the mean makes every small object look
+ * sampled, and the rate would be larger than the one that left the count
+ * uncertain. The count's relative error, `err`, is that of its small
+ * objects, whose weights R/s make it grow as sqrt(R): the rate that
+ * brings it to 1/sqrt(WANT_SAMPLES) is rate * (1/WANT_SAMPLES) / err^2. */
+static uint64_t rate_for(double n, double size, double err, uint64_t rate)
 {
 	if (n <= WANT_SAMPLES || size <= 0)
 		return 0;
 	double r = -size / log1p(-WANT_SAMPLES / n);
+	if (rate > 1) {
+		if (err > 0)
+			r = fmin(r, (double)rate / WANT_SAMPLES / (err * err));
+		r = fmin(r, (double)rate / 2);
+	}
 	uint64_t p = 1;
 	while ((double)(p * 2) <= r && p < (UINT64_C(1) << 40))
 		p *= 2;
@@ -374,22 +385,23 @@ static void spacing_words(char *out, size_t len, const struct ap_advise_site *s,
 
 /* No verdict from too few samples: say so, and the rate that would give
  * one. */
-static void judge_unsure(struct ap_advise_site *s)
+static void judge_unsure(const struct ap_advice *a, struct ap_advise_site *s)
 {
 	const struct ap_replay_result *r = &s->r;
 	char b1[32], b2[32];
 	double hr = r->hit_rate * 100;
 	double n = s->alloc_objects > 0 ? s->alloc_objects : r->gets;
-	s->suggest_rate = rate_for(n, s->alloc_space / (n > 0 ? n : 1));
+	s->suggest_rate = rate_for(n, s->alloc_space / (n > 0 ? n : 1), s->rel_error, a->rate);
 	s->verdict = AP_VERDICT_UNSURE;
 	if (s->suggest_rate) {
 		fmt_bytes(b1, sizeof(b1), (double)s->suggest_rate);
 		snprintf(b2, sizeof(b2), "--rate %llu", (unsigned long long)s->suggest_rate);
 		s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
 				       "(the replay says hit rate %.0f%%). Record with %s (one sample "
-				       "per %s: about %d here) or --all to decide.",
+				       "per %s: its count then within about +-%.0f%%) or --all to "
+				       "decide.",
 				       (unsigned long long)s->samples, plural((double)s->samples),
-				       100 * s->rel_error, hr, b2, b1, WANT_SAMPLES);
+				       100 * s->rel_error, hr, b2, b1, 100 / sqrt(WANT_SAMPLES));
 	} else {
 		s->reasons = xasprintf("Only %llu sample%s here (+-%.0f%%): too few to judge a pool "
 				       "(the replay says hit rate %.0f%%). Record with --all to decide.",
@@ -532,7 +544,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 				       b1, 100 * s->life_share, (unsigned long long)s->samples,
 				       plural((double)s->samples));
 	} else if (few) {
-		judge_unsure(s);
+		judge_unsure(a, s);
 	} else if (r->escaped >= ESCAPE_SHARE * r->gets) {
 		s->verdict = AP_VERDICT_ESCAPES;
 		s->reasons = xasprintf("%.0f%% of the objects are never freed: they are results the program keeps, "
@@ -596,7 +608,7 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	} else if (a->sampled && s->samples < MIN_SAMPLES && !s->exact) {
 		/* Certain counts (big blocks), but no pool from a handful;
 		 * unless every block was sampled: then it is all there is. */
-		judge_unsure(s);
+		judge_unsure(a, s);
 	} else {
 		uint64_t cl[4];
 		size_t ncl = size_classes(f, cl, 4);
@@ -1076,9 +1088,18 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		 * other between advise runs of one trace). */
 		s->verdict = AP_VERDICT_LITTLE_GAIN;
 		ap_advise_format_duration(b1, sizeof(b1), m->high_ns);
-		ap_buf_addf(&t, " The interval spans zero, and its upper end, %s, is less than %.0f%% "
-			    "of the program's time: too little to be worth the risks of pooling "
-			    "(stale data, use after return).", b1, 100 * MIN_SAVE_SHARE);
+		/* A cost's interval is said as a cost (measured_words): its
+		 * upper end is then the most it costs, and the most it could
+		 * save is the other end, said as a saving. */
+		if (m->saved_ns >= 0)
+			ap_buf_addf(&t, " The interval spans zero, and its upper end, %s, is less than "
+				    "%.0f%% of the program's time: too little to be worth the risks of "
+				    "pooling (stale data, use after return).", b1, 100 * MIN_SAVE_SHARE);
+		else
+			ap_buf_addf(&t, " The interval spans zero, and the most it could save, %s (the "
+				    "end of the interval below zero), is less than %.0f%% of the "
+				    "program's time: too little to be worth the risks of pooling (stale "
+				    "data, use after return).", b1, 100 * MIN_SAVE_SHARE);
 	} else {
 		s->verdict = AP_VERDICT_NOISE;
 		ap_buf_addf(&t, " The interval spans zero: a pool here changes nothing measurable "

@@ -503,6 +503,9 @@ struct ap_site_map {
 	 * itself); NULL in a map made by hand. allocprof try finds a site's
 	 * call instructions with it. */
 	uint32_t *pc_of_stack;
+	/* The module of a site whose frame has no symbol (its name is
+	 * "module+0xoff"), NULL otherwise; NULL in a map made by hand. */
+	char **unsym_module;
 };
 
 /* The growth by copy in `t` under the site map `m` (report/advise_chains.c:

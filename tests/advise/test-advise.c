@@ -11,6 +11,7 @@
 
 #include "advise-int.h"
 #include "ap_advise.h"
+#include "ap_symbolize.h"
 #include "ap_trace_compact.h"
 #include "ap_trace_writer.h"
 #include "synth.h"
@@ -332,6 +333,16 @@ static void test_waits_verdict(void)
 	}
 	judge(a, s, -0.5, -1.5, -0.2);
 	CHECK("a cost reaching 1.5 %", s->verdict, AP_VERDICT_COSTS_MORE);
+	/* a cost across zero: its interval is printed as a cost, "costs
+	 * 200us more CPU time (-300us to 600us)", so the saving's upper end
+	 * is not that interval's upper end (clang's raw_ostream: "(-2.32ms
+	 * to 915us) ... its upper end, 2.32ms") */
+	judge(a, s, -0.2, -0.6, 0.3);
+	CHECK("a cost across zero, all of it little", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (strstr(s->reasons, "its upper end") || !strstr(s->reasons, "the most it could save, 300us")) {
+		fprintf(stderr, "%s: a cost's interval is read as a saving's: %s\n", __func__, s->reasons);
+		failures++;
+	}
 	/* the switches priced above the program's CPU time: that at most */
 	a->program_switches = 100000;	/* 250 ms: 100 at most, half is 50 */
 	judge(a, s, 52, 51, 53);
@@ -956,6 +967,29 @@ static struct ap_trace *gogc_trace(void)
 	return finish(tw, ts + 10000);
 }
 
+/* --gc's values: a GOGC is a positive number of digits (session 29:
+ * "--gc=gogc:-5" was taken as gogc:18446744073709551611). */
+static void test_parse_gc(void)
+{
+	static const char *bad[] = { "gogc:-5", "gogc:+5", "gogc: 5", "gogc:0", "gogc:",
+				     "gogc:5x", "gogc:99999999999999999999999", "interval:0", "gc:5" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct ap_advise_options o;
+		ap_advise_options_init(&o);
+		if (ap_advise_parse_gc(bad[i], &o) == 0) {
+			fprintf(stderr, "%s: --gc=%s taken (gogc %llu)\n", __func__, bad[i],
+				(unsigned long long)o.gogc);
+			failures++;
+		}
+	}
+	struct ap_advise_options o;
+	ap_advise_options_init(&o);
+	CHECK("gc: gogc:50", ap_advise_parse_gc("gogc:50", &o), 0);
+	CHECK("gc: gogc:50's value", o.gogc, 50);
+	CHECK("gc: interval:500ms", ap_advise_parse_gc("interval:500ms", &o), 0);
+	CHECK("gc: interval:500ms's value", o.interval_ns, 500 * MS);
+}
+
 static void test_gogc(void)
 {
 	struct ap_trace *t = gogc_trace();
@@ -1229,6 +1263,79 @@ static void test_sampled_growth(void)
 	ap_trace_free(t);
 }
 
+/* --site=stack: two stacks alike in the frames a name shows (the site
+ * and three callers) are two sites, named apart, not two of one name
+ * where one was "see" the other (session 29, mt.cpp:13's two appends). */
+static void test_stack_names(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(1, &st);
+	uint64_t a[] = { 0x1000, 0x2000, 0x3000, 0x4000, 0x5000 };
+	uint64_t b[] = { 0x1000, 0x2000, 0x3000, 0x4000, 0x6000 };
+	uint32_t sa = ap_tw_stack(tw, a, 5), sb = ap_tw_stack(tw, b, 5);
+	ap_tw_alloc(tw, 1000, START + 10, 0, AP_KIND_MALLOC, 0x100000, 64, sa);
+	ap_tw_alloc(tw, 1000, START + 20, 0, AP_KIND_MALLOC, 0x200000, 64, sb);
+	struct ap_trace *t = finish(tw, START + MS);
+	struct ap_sym_options so = { 0 };
+	struct ap_error err;
+	struct ap_symbolizer *sym = ap_sym_new(t, &so, &err);
+	if (!sym) {
+		fprintf(stderr, "%s: %s\n", __func__, err.msg);
+		failures++;
+		ap_trace_free(t);
+		return;
+	}
+	for (int by_stack = 0; by_stack < 2; by_stack++) {
+		struct ap_site_map m;
+		ap_advise_sites(t, sym, by_stack, &m);
+		/* (and the writer's own stack, st: 0x1000 alone) */
+		size_t n = 0;
+		for (size_t i = 0; i < m.nsites; i++)
+			n += !strncmp(m.name[i], by_stack ? "0x1000 < " : "0x1000", by_stack ? 9 : 6);
+		CHECK(by_stack ? "stack names: sites by stack" : "stack names: sites by call site", n,
+		      by_stack ? 2 : 1);
+		for (size_t i = 0; i < m.nsites; i++)
+			for (size_t k = i + 1; k < m.nsites; k++)
+				if (!strcmp(m.name[i], m.name[k])) {
+					fprintf(stderr, "%s: two sites named %s\n", __func__, m.name[i]);
+					failures++;
+				}
+		ap_site_map_release(&m);
+	}
+	ap_sym_free(sym);
+	ap_trace_free(t);
+}
+
+/* Sampled at 512 KiB, skewed sizes: 20 samples of 64 bytes (each stands
+ * for 8193 objects) and ten blocks of 20 MiB (each itself), 1.3 kB on
+ * average. The count's error is the small objects', sqrt(20 w (w - 1)) /
+ * (20 w + 10), 22%: unsure. The mean size would suggest --rate 2 MiB, a
+ * quarter of the samples (git's 1 MiB, at a site of 216 samples, +-35%);
+ * the error wants 512 KiB / 100 / 0.22^2, 105 kB: 64 KiB. */
+static void test_few_samples_skewed(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = one_site_writer(512 << 10, &st);
+	uint64_t ts = START;
+	for (int i = 0; i < 30; i++) {
+		uint64_t size = i % 3 == 2 ? 20u << 20 : 64;
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x10000000, size, st);
+		ap_tw_free(tw, 1000, ts + MS / 10, 0, 0x10000000);
+		ts += MS;
+	}
+	struct ap_trace *t = finish(tw, ts);
+	struct ap_advice *a = advise(t, 1, NULL);
+	const struct ap_advise_site *s = find(a, "site0");
+	CHECK("skewed: verdict", s->verdict, AP_VERDICT_UNSURE);
+	if (s->suggest_rate >= a->rate || s->suggest_rate != 65536)
+		fprintf(stderr, "skewed: --rate %llu suggested at rate %llu (+-%.0f%%), want 65536\n",
+			(unsigned long long)s->suggest_rate, (unsigned long long)a->rate,
+			100 * s->rel_error),
+			failures++;
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* Sampled, 10 samples of 64 KiB at rate 1 MiB (each stands for ~16.5
  * objects), short-lived, 1 ms apart: the replay would hit, but 10 samples
  * are too few for a verdict; the rate suggested gives ~100 samples:
@@ -1249,6 +1356,10 @@ static void test_few_samples(void)
 	CHECK("few samples: samples", s->samples, 10);
 	CHECK("few samples: verdict", s->verdict, AP_VERDICT_UNSURE);
 	CHECK("few samples: rate", s->suggest_rate, 65536);
+	if (s->reasons && !strstr(s->reasons, "Record with --rate 65536 (one sample per 64kB")) {
+		fprintf(stderr, "few samples: the rate is not said: %s\n", s->reasons);
+		failures++;
+	}
 	if (s->r.hit_rate < 0.9) {
 		fprintf(stderr, "few samples: hit rate %.3f, want the replay's >= 0.9\n", s->r.hit_rate);
 		failures++;
@@ -1604,11 +1715,14 @@ int main(int argc, char **argv)
 	test_no_hits();
 	test_steady_peak();
 	test_small_cap();
+	test_parse_gc();
+	test_stack_names();
 	test_gogc();
 	test_replay_order();
 	test_sampled();
 	test_sampled_growth();
 	test_few_samples();
+	test_few_samples_skewed();
 	test_fast_cycles();
 	test_mmap_threshold();
 	test_shared_cost();

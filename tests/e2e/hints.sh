@@ -37,6 +37,11 @@ done
 "$ALLOCPROF" record --all -o "$tmp/ls-all.trace" -- ls / >/dev/null 2>&1 || fail "record --all ls"
 "$ALLOCPROF" top "$tmp/ls-all.trace" >/dev/null 2>"$tmp/err" || fail "top ls --all"
 grep -q 'sampled' "$tmp/err" && { fail "a --all trace got the sampling note"; cat "$tmp/err"; }
+# advise names the C library function ls called, not glibc's internal
+# alias of it ("via __GI_fwrite_unlocked", "via __GI_setlocale")
+"$ALLOCPROF" advise --no-measure -n 0 "$tmp/ls-all.trace" >"$tmp/out" 2>/dev/null || fail "advise ls --all"
+grep -q '(via fwrite_unlocked)' "$tmp/out" || { fail "advise ls: no site via fwrite_unlocked"; grep via "$tmp/out"; }
+grep -q '(via __GI_' "$tmp/out" && { fail "advise ls: a site via glibc's internal alias"; grep via "$tmp/out"; }
 
 demo=$TESTDATA_BUILD/demo
 "$ALLOCPROF" record --all -o "$tmp/demo.trace" -- "$demo" >/dev/null 2>&1 || fail "record demo"
@@ -50,4 +55,12 @@ grep -Eq "^allocprof: note: [0-9]+% of alloc_space goes through frames without s
 	{ fail "top on a stripped binary: no symbols note"; cat "$tmp/err"; }
 # (its addresses are one node, as pprof shows a mapping without names)
 grep -q '%  \[demo-stripped\]$' "$tmp/out" || fail "the stripped demo's frames are not one [demo-stripped] node"
+# advise names such sites demo-stripped+0x...: it says why, and how to
+# get their names, as top does (the unstripped demo: no note)
+"$ALLOCPROF" advise --no-measure "$tmp/stripped.trace" >"$tmp/out" 2>"$tmp/err" || fail "advise stripped"
+grep -q '^1\. demo-stripped+0x' "$tmp/out" || { fail "advise's sites of the stripped demo are not addresses"; cat "$tmp/out"; }
+grep -Eq "^allocprof: note: [0-9]+% of the bytes are allocated at sites without symbols, in $tmp/demo-stripped \([0-9]+%\)(, .*)?: install their -dbgsym packages .*--debug-dir.*debuginfod" "$tmp/err" ||
+	{ fail "advise on a stripped binary: no symbols note"; cat "$tmp/err"; }
+"$ALLOCPROF" advise --no-measure "$tmp/demo.trace" >/dev/null 2>"$tmp/err" || fail "advise demo"
+grep -q 'without symbols' "$tmp/err" && { fail "advise on the unstripped demo: a symbols note"; cat "$tmp/err"; }
 exit $failed

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A run of several processes is measured within one budget of the
 # measured replay (--measure-time), for the whole run, its processes in
-# their order (cli/views.c, ap_view_measure_run): a shell that runs
+# their order, each given a share of what is left by its events
+# (cli/views.c, ap_view_measure_run): a shell that runs
 # testdata/demo twice, advised with a budget of 1ms, measures the first
 # demo (at least its 6 rounds, past the budget) and not the second, which
 # says why and how to measure it alone; the shell's own site (a block
@@ -33,4 +34,24 @@ second=$(sed -n 's/^==> \([^:]*\): .*/\1/p' "$work/out" | sed -n 3p)
 "$ALLOCPROF" advise -n 1 --measure-time 1ms --no-children "$second" >"$work/alone" 2>&1 ||
 	fail "advise of the second alone failed: $(cat "$work/alone")"
 grep -q '^Measured: ' "$work/alone" || fail "the second alone is not measured: $(head -6 "$work/alone")"
+
+# The budget is shared by the processes as their events are, not taken
+# by the first: a demo of 6000 requests (72 K calls) then one of 20000
+# (240 K), in 400ms, measures both: the first in about a quarter of it,
+# its 6 rounds taking some 100ms, not in 30 rounds until none was left
+# for the second (git gc's own process took all 15 s of it, and the
+# pack-objects it ran was not measured).
+"$ALLOCPROF" record --all -q -o "$work/s.trace" -- sh -c "$demo 6000 >/dev/null; $demo 20000 >/dev/null" ||
+	{ fail "record failed"; exit 1; }
+"$ALLOCPROF" advise -n 1 --measure-time 400ms "$work/s.trace" >"$work/out" 2>&1 ||
+	{ fail "advise failed: $(cat "$work/out")"; exit 1; }
+mapfile -t lines < <(grep '^Measured\|^Not measured' "$work/out")
+case ${lines[1]} in
+"Measured: "*) ;;
+*) fail "the first demo is not measured: ${lines[1]}" ;;
+esac
+case ${lines[2]} in
+"Measured: "*) ;;
+*) fail "the second demo is not measured: ${lines[2]}" ;;
+esac
 exit $failed
