@@ -728,6 +728,16 @@ void ap_advise_refer(struct ap_advice *a, size_t shown)
 	}
 }
 
+/* "`allocprof try --site NAME`": the site by its name, shell-quoted, as
+ * try takes it (its site_id, which the text gave, reads as the rank
+ * advise numbers its sites by: a user typed --site 2 for the second). */
+static void try_hint(struct ap_buf *b, const struct ap_advise_site *s)
+{
+	ap_buf_addstr(b, "`allocprof try --site ");
+	ap_buf_add_shell_word(b, s->name);
+	ap_buf_addstr(b, "`");
+}
+
 static bool good(const struct ap_advise_site *s)
 {
 	return s->verdict == AP_VERDICT_POOL || s->verdict == AP_VERDICT_POOL_CAP ||
@@ -968,8 +978,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			ap_buf_addf(&t, " (%.0f beyond the recorded run's: %s at the %s one costs here, "
 				    "measured, half the saving or more)", excess, b1, b2);
 		}
-		ap_buf_addf(&t, "; a pool may save it nothing, or cost it. `allocprof try --site %" PRIu32
-			    "` measures the program itself.", s->site_id);
+		ap_buf_addstr(&t, "; a pool may save it nothing, or cost it. ");
+		try_hint(&t, s);
+		ap_buf_addstr(&t, " measures the program itself.");
 		if (s->shape != AP_VERDICT_POOL && s->reasons) {
 			ap_buf_addf(&t, " The pool measured: %s", s->reasons);
 			kept = true;
@@ -1003,9 +1014,10 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			    "goes through that much more memory with the pool, which is not in this "
 			    "saving (bench/twins: records of 1-8KiB, each filled and checksummed "
 			    "whole, whose replay saved 10-26ms and whose hand-pooled twin cost 9-13%% "
-			    "more). A pool may save the program that, nothing, or cost it; `allocprof "
-			    "try --site %" PRIu32 "` measures the program itself, with the pool.",
-			    b1, b2, s->site_id);
+			    "more). A pool may save the program that, nothing, or cost it; ",
+			    b1, b2);
+		try_hint(&t, s);
+		ap_buf_addstr(&t, " measures the program itself, with the pool.");
 		if (s->shape != AP_VERDICT_POOL && s->reasons) {
 			ap_buf_addf(&t, " The pool measured: %s", s->reasons);
 			kept = true;
@@ -1128,8 +1140,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 					      "often lost 4%)"
 					    : "");
 		}
-		ap_buf_addf(&t, "; `allocprof try --site %" PRIu32 "` measures the program itself, "
-			    "with the pool, its waits included.", s->site_id);
+		ap_buf_addstr(&t, "; ");
+		try_hint(&t, s);
+		ap_buf_addstr(&t, " measures the program itself, with the pool, its waits included.");
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);

@@ -301,7 +301,7 @@ static void test_waits_verdict(void)
 	}
 	if (!strstr(s->reasons, "10000 context switches cost at the 2.5us one costs here") ||
 	    !strstr(s->reasons, "the program's own waits are outside this measurement") ||
-	    !strstr(s->reasons, "`allocprof try --site 0` measures the program itself, with the pool, "
+	    !strstr(s->reasons, "`allocprof try --site site0` measures the program itself, with the pool, "
 				"its waits included.")) {
 		fprintf(stderr, "%s: the text does not say why: %s\n", __func__, s->reasons);
 		failures++;
@@ -501,11 +501,22 @@ static void test_larger_verdict(void)
 	    !strstr(s->reasons, "its hits hand blocks of 7.81kB on average for requests of 4.50kB, "
 				"1.7 times as large, and its replay's peak memory was 9.98MB against "
 				"4.67MB without it") ||
-	    !strstr(s->reasons, "`allocprof try --site 0` measures the program itself")) {
+	    !strstr(s->reasons, "`allocprof try --site site0` measures the program itself")) {
 		fprintf(stderr, "%s: the open verdict does not say why: %s: %s\n", __func__,
 			s->verdict_text ? s->verdict_text : "?", s->reasons);
 		failures++;
 	}
+	/* try is named the site by its name, shell-quoted: its site_id read
+	 * as the rank advise numbers sites by (a user typed --site 2) */
+	char *name = s->name;
+	s->name = (char *)"msg_new relay.c:37";
+	s->verdict = AP_VERDICT_POOL;
+	advise_judge_measured(a, s);
+	if (!strstr(s->reasons, "`allocprof try --site 'msg_new relay.c:37'` measures the program")) {
+		fprintf(stderr, "%s: try is not named the site: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	s->name = name;
 	/* the same, from a program the fit found to write the first 30 % of
 	 * its blocks (xzreq) */
 	a->touch_share = 0.3;
