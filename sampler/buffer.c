@@ -598,6 +598,28 @@ static void thr_flush_locked(struct ap_thr *b)
 		buffers_stop();
 }
 
+/* The CPU the thread runs on, as sched_getcpu answers: glibc's (2.35 on)
+ * reads the kernel's rseq area of the thread, and asks the vDSO when that
+ * holds no CPU (rseq not registered: -1, -2). The same read inline spares
+ * each event a call through the PLT and its stack protector (the event's
+ * cpu is the same number). */
+#if defined(__x86_64__) && defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+#include <sys/rseq.h>
+static inline int cur_cpu(void)
+{
+	const volatile int32_t __seg_fs *id =
+		(const volatile int32_t __seg_fs *)(uintptr_t)(__rseq_offset +
+							       offsetof(struct rseq, cpu_id));
+	int c = *id;
+	return LIKELY(c >= 0) ? c : sched_getcpu();
+}
+#else
+static inline int cur_cpu(void)
+{
+	return sched_getcpu();
+}
+#endif
+
 /* The current quantum, from the clock only when the TSC deadline passed;
  * the TSC it is for in *tsc: at (a TSC the caller read), or 0 to read it
  * now. */
@@ -636,7 +658,7 @@ static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsi
 {
 	int shared = t->thr == &threads.dead;
 	struct ap_thr *b = shared ? &threads.fallback : t->thr;
-	int c = sched_getcpu();
+	int c = cur_cpu();
 	uint32_t cpu = c < 0 ? 0 : (uint32_t)c;
 	int locked = own_enter(b, shared);
 	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_RELAXED) != AP_ON) &&
