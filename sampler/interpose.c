@@ -232,7 +232,8 @@ static inline int sample_due(struct ap_tls *t)
 	if (t->countdown >= 0)
 		return 0;
 	t->consumed += (uint64_t)(t->interval - t->countdown);
-	t->interval = draw_interval(t);
+	/* --all: every call is sampled, the interval is 0 (no call per event) */
+	t->interval = settings.rate <= 1 ? 0 : draw_interval(t);
 	t->countdown = t->interval;
 	return 1;
 }
