@@ -493,8 +493,10 @@ static inline void realloc_live(struct ap_tls *t, void *q, size_t n, int64_t was
 	}
 }
 
-static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_tracked,
-			    unsigned kind, uint64_t caller, uint64_t cfa)
+static inline __attribute__((always_inline)) void *realloc_common(void *old, int64_t was, size_t n,
+								   void *q, int was_tracked,
+								   unsigned kind, uint64_t caller,
+								   uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
 	realloc_live(t, q, n, was);
