@@ -1,20 +1,20 @@
 /* buffer.c: the thread buffers and the META buffer. Each thread that
  * records gets a 64 KiB buffer (its own stream of EVENTS chunks); emit
- * appends one record, with the TIME or SYNC record the clock asks for;
+ * (emit_at, inline in emit.h) appends one record, with the TIME or SYNC record the clock asks for;
  * buffers are written as chunks when full, when old, at thread exit and
  * in flush_all, the META chunk always first. The owner/flusher protocol
  * that lets the owner append without an atomic instruction is described
- * at own_enter. Under `allocprof record` every buffer is a slot of the
+ * above asym (own_enter: emit.h). Under `allocprof record` every buffer is a slot of the
  * buffers file (trace/ap_trace_buffers.h), mapped shared: what a process
  * recorded and had not written when it died is there for record. */
-#include "sampler-int.h"
+#include "emit.h"
 
 #include <sys/statfs.h>
 
-static double tsc_per_ns;	/* 0: read the clock on every event */
-static double ns_per_tsc;	/* its inverse (0 with it), for the gaps */
+double tsc_per_ns;	/* 0: read the clock on every event */
+double ns_per_tsc;	/* its inverse (0 with it), for the gaps */
 
-static uint64_t thr_seq;
+uint64_t thr_seq;
 struct ap_threads threads;
 struct ap_meta meta;
 
@@ -28,33 +28,11 @@ struct ap_meta meta;
  * lock the flusher holds). Without membarrier (old kernels, seccomp) every
  * access takes the lock: an xchg per event, ~7 % of the time of recording
  * every allocation of the 64-byte loop. */
-static int asym;		/* membarrier is registered */
+int asym;		/* membarrier is registered */
 
 void asym_register(void)
 {
 	asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-/* The owner enters its buffer; returns whether it took the lock. */
-static inline int own_enter(struct ap_thr *b, int shared)
-{
-	if (LIKELY(asym && !shared)) {
-		__atomic_store_n(&b->busy, 1, __ATOMIC_RELAXED);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (LIKELY(!__atomic_load_n(&b->claim, __ATOMIC_ACQUIRE)))
-			return 0;
-		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
-	}
-	lk_lock(&b->lock);
-	return 1;
-}
-
-static inline void own_leave(struct ap_thr *b, int locked)
-{
-	if (locked)
-		lk_unlock(&b->lock);
-	else
-		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Another thread enters b (bounded waits in a signal handler, where the
@@ -392,7 +370,8 @@ void buffers_stop(void)
  * fit under it (tracefile.c), so that chunks of a sixteenth of the limit
  * (at least 2 KiB) fill it with events where one 64 KiB chunk would not
  * fit under a limit of 64 KiB and leave the trace empty. */
-static size_t thr_flush_at = THR_BUF_SIZE, meta_flush_at = META_BUF_SIZE;
+size_t thr_flush_at = THR_BUF_SIZE;
+static size_t meta_flush_at = META_BUF_SIZE;
 
 static void chunk_sizes_fit(void)
 {
@@ -562,7 +541,7 @@ void meta_thread(uint32_t tid)
 
 /* Writes out a buffer's events (buffer lock held), META first so every id
  * the events use is already in the file. */
-static void thr_flush_locked(struct ap_thr *b)
+void thr_flush_locked(struct ap_thr *b)
 {
 	if (b->len <= EV_HDR || !trace_writable()) {
 		if (!trace_writable())
@@ -598,96 +577,12 @@ static void thr_flush_locked(struct ap_thr *b)
 		buffers_stop();
 }
 
-/* The current quantum, from the clock only when the TSC deadline passed;
- * the TSC it is for in *tsc: at (a TSC the caller read), or 0 to read it
- * now. */
-static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc, uint64_t at)
-{
-	uint64_t c = *tsc = at ? at : rd_tsc();
-	/* A deadline set while the process had one thread is a step of
-	 * coarse_step quanta: once a second thread has come, the clock is
-	 * read again. Its events are in fine quanta, and this thread's next
-	 * one (the free of a block the other allocated, after a join) must
-	 * not take the coarse quantum before them: the merge would put the
-	 * free first, and count it unmatched. */
-	if (LIKELY(c < b->tsc_next) &&
-	    (b->fine || __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) <= 1))
-		return b->enc.q;
-	uint64_t now = now_ns(CLOCK_MONOTONIC), q = now / settings.quantum;
-	b->fine = __atomic_load_n(&thr_seq, __ATOMIC_RELAXED) > 1;
-	uint64_t step = b->fine ? 1 : settings.coarse_step;
-	q -= q % step;
-	if (q < b->enc.q)
-		q = b->enc.q;
-	b->tsc_next = tsc_per_ns > 0
-			      ? c + (uint64_t)((double)((q + step) * settings.quantum - now) * tsc_per_ns)
-			      : 0;
-	return q;
-}
-
-/* Appends one EVENTS record for the calling thread (a TIME or SYNC record
- * first when the quantum changed or the chunk is new), at the TSC `at`
- * (0: read now). */
-static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsigned type,
-							  unsigned kind, uint64_t addr,
-							  uint64_t addr2, uint64_t size,
-							  uint32_t stack, unsigned flags,
-							  uint64_t at)
-{
-	int shared = t->thr == &threads.dead;
-	struct ap_thr *b = shared ? &threads.fallback : t->thr;
-	int c = sched_getcpu();
-	uint32_t cpu = c < 0 ? 0 : (uint32_t)c;
-	int locked = own_enter(b, shared);
-	if (UNLIKELY(__atomic_load_n(&proc.state, __ATOMIC_RELAXED) != AP_ON) &&
-	    !__atomic_load_n(&proc.replaying, __ATOMIC_RELAXED)) {
-		own_leave(b, locked);
-		return;
-	}
-	uint64_t tsc;
-	uint64_t q = cur_quantum(b, &tsc, at);
-	if (b->tid != t->tid || b->len + EV_MAX_REC > thr_flush_at ||
-	    (q != b->enc.q && (q - b->q0) * settings.quantum > FLUSH_AGE_NS)) {
-		thr_flush_locked(b);
-		b->tid = t->tid;
-		slot_of(b->buf)->tid = t->tid;
-	}
-	uint8_t *p = b->buf + b->len;
-	if (b->len == EV_HDR) {
-		/* a new chunk: its state starts over */
-		p += ap_enc_sync(&b->enc, p, q);
-		b->q0 = q;
-		ap_ring_sync(&b->ring);
-	} else if (q != b->enc.q) {
-		p += ap_enc_time(&b->enc, p, q);
-	}
-	struct ap_evrec r = {.type = type, .kind = kind, .cpu = cpu, .addr = addr,
-			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
-	b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
-	if (b->enc.gaps && !shared) {
-		if (b->gap_from && b->gap_at > b->gap_from)
-			r.gap = ap_gap_code((uint64_t)((double)(b->gap_at - b->gap_from) * ns_per_tsc));
-		/* the call returns to the program about now (a free after
-		 * the real free: gap_leave) */
-		b->gap_from = tsc;
-	}
-	p += ap_enc_event_ring(&b->enc, &b->ring, p, &r);
-	b->len = (size_t)(p - b->buf);
-	slot_publish(b->buf, b->len);
-	b->events++;
-	own_leave(b, locked);
-}
-
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
 {
 	emit_at(t, type, kind, addr, addr2, size, stack, flags, 0);
 }
 
-void emit_free_at(struct ap_tls *t, uint64_t addr, uint64_t at)
-{
-	emit_at(t, AP_EV_FREE, 0, addr, 0, 0, 0, 0, at);
-}
 
 static struct ap_thr *thr_new(void)
 {

@@ -6,6 +6,7 @@
  * helper the fast and slow paths need is inline here or in sampler-int.h
  * and stacks.h: no calls across files on those paths (LTO is not used).
  * Owns the TLS block. */
+#include "emit.h"
 #include "stacks.h"
 
 /* The calling thread's state (struct ap_tls, sampler-int.h). */
@@ -220,7 +221,7 @@ static inline __attribute__((always_inline)) void record_alloc(struct ap_tls *t,
 		return;
 	if (!settings.all)
 		set_insert(p);
-	emit(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0);
+	emit_at(t, AP_EV_ALLOC, kind, (uintptr_t)p, 0, n, id, 0, 0);
 }
 
 /* The calling thread registered, and whether its countdown ran out (a
@@ -232,7 +233,8 @@ static inline int sample_due(struct ap_tls *t)
 	if (t->countdown >= 0)
 		return 0;
 	t->consumed += (uint64_t)(t->interval - t->countdown);
-	t->interval = draw_interval(t);
+	/* --all: every call is sampled, the interval is 0 (no call per event) */
+	t->interval = settings.rate <= 1 ? 0 : draw_interval(t);
 	t->countdown = t->interval;
 	return 1;
 }
@@ -256,7 +258,7 @@ void free_sampled(void *p)
 	if (!t->thr)
 		thr_register(t);
 	uint64_t at = settings.gaps && t->thr != &threads.dead ? t->thr->gap_at : 0;
-	emit_free_at(t, (uintptr_t)p, at);
+	emit_at(t, AP_EV_FREE, 0, (uintptr_t)p, 0, 0, 0, 0, at);
 }
 
 /* The countdown went negative (or the thread is new, or the sampler is not
@@ -464,8 +466,8 @@ void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64
 	if (flags) {
 		if (!settings.all)
 			set_insert(q);
-		emit(t, AP_EV_REALLOC, kind_tracked & 0xffff, (uintptr_t)old, (uintptr_t)q, n, id,
-		     flags);
+		emit_at(t, AP_EV_REALLOC, kind_tracked & 0xffff, (uintptr_t)old, (uintptr_t)q, n,
+			id, flags, 0);
 	}
 }
 
@@ -492,8 +494,10 @@ static inline void realloc_live(struct ap_tls *t, void *q, size_t n, int64_t was
 	}
 }
 
-static void *realloc_common(void *old, int64_t was, size_t n, void *q, int was_tracked,
-			    unsigned kind, uint64_t caller, uint64_t cfa)
+static inline __attribute__((always_inline)) void *realloc_common(void *old, int64_t was, size_t n,
+								   void *q, int was_tracked,
+								   unsigned kind, uint64_t caller,
+								   uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
 	realloc_live(t, q, n, was);

@@ -386,10 +386,6 @@ uint8_t *meta_reserve(size_t n);
 void meta_thread(uint32_t tid);
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr, uint64_t addr2,
 	  uint64_t size, uint32_t stack, unsigned flags);
-/* A FREE of addr at the TSC `at` (0: read now): the one its free's entry
- * read for the gap (gap_enter), which comes before the real free as the
- * record must (an rdtsc is ~10 ns here: a third of a free's reads). */
-void emit_free_at(struct ap_tls *t, uint64_t addr, uint64_t at);
 void thr_register(struct ap_tls *t);
 void thr_exit(void *arg);
 void buffers_forget(struct ap_tls *t);
