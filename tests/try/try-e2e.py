@@ -130,7 +130,10 @@ def within(a, b, rel):
     return abs(a - b) <= rel * max(abs(b), 1)
 
 
-def sign(lo, hi):
+def sign(lo, hi, conf=1.0):
+    # (an interval under 90 % confidence, 2 to 4 rounds: no verdict)
+    if conf < 0.9:
+        return "no verdict"
     return "saves" if lo > 0 else "costs more" if hi < 0 else "within noise"
 
 
@@ -152,9 +155,9 @@ def check_verdict(j, s):
     if s["baseline_stands_for_program"] != stands:
         fail("baseline_stands_for_program %r, but the library alone moves the program by %d ns "
              "and the saving is %d ns" % (s["baseline_stands_for_program"], lib, s["time_saved_ns"]))
-    vb = sign(s["time_saved_low_ns"], s["time_saved_high_ns"])
-    vp = sign(p["time_saved_low_ns"], p["time_saved_high_ns"])
-    want = vb if stands or vb == vp else "within noise"
+    vb = sign(s["time_saved_low_ns"], s["time_saved_high_ns"], s["confidence"])
+    vp = sign(p["time_saved_low_ns"], p["time_saved_high_ns"], p["confidence"])
+    want = vb if stands or vb == vp or vb == "no verdict" else "within noise"
     if j["rounds"] < 2:
         want = "no verdict"
     if s["measured_verdict"] != want:
@@ -262,6 +265,12 @@ def semantics(prog):
     if any(l.startswith("  => the pool ") for l in out) or \
             "  => one round, no interval: no verdict (--runs 6 or more give a 95% interval)" not in out:
         fail("text: one round, and a verdict: %r" % r.stdout)
+    # two rounds: a 50% interval, too few for a verdict (it gave one)
+    r = run_try(["--runs", "2", "--site", "zero_site", trace])
+    out = r.stdout.splitlines()
+    if any(l.startswith("  => the pool ") or l.startswith("  => within noise") for l in out) or \
+            "  => 2 rounds, a 50% interval: too few for a verdict (--runs 6 or more give a 95% interval)" not in out:
+        fail("text: two rounds, and a verdict: %r" % r.stdout)
     print("ok: %d sites pooled, output identical" % len(j["sites"]))
 
 
