@@ -612,7 +612,9 @@ int cmd_advise(int argc, char **argv)
 		default:
 			if ((mo = ap_view_measure_option(&vm, "advise", opt, optarg)) < 0)
 				return AP_EXIT_USAGE;
-			if (mo || ap_view_option(&vo, opt, optarg))
+			if (!mo && (mo = ap_view_option_of(&vo, "advise", opt, optarg)) < 0)
+				return AP_EXIT_USAGE;
+			if (mo)
 				break;
 			return ap_view_bad_option("advise", opt, argv);
 		}

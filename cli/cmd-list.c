@@ -94,6 +94,8 @@ int cmd_list(int argc, char **argv)
 	if (argc - optind < 2)
 		return ap_usage_error("list", "need a REGEX and a TRACE");
 	const char *regex = argv[optind];
+	if (ap_view_regex_ok("list", "REGEX", regex))
+		return AP_EXIT_USAGE;
 	if (o.by_process)
 		return ap_view_by_process(cmd_list, argc, argv, optind + 1, &o);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ap_advise.h"
+#include "ap_regex.h"
 #include "ap_export.h"
 #include "ap_trace_compact.h"
 #include "commands.h"
@@ -79,6 +80,18 @@ int ap_view_parse_fraction(const char *cmd, const char *what, const char *arg, d
 	return 0;
 }
 
+int ap_view_regex_ok(const char *cmd, const char *opt, const char *arg)
+{
+	struct ap_error err;
+	struct ap_regex *re = ap_regex_new(arg, opt, &err);
+	if (!re) {
+		ap_usage_error(cmd, "%s", err.msg);
+		return -1;
+	}
+	ap_regex_free(re);
+	return 0;
+}
+
 int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const char *arg)
 {
 	switch (opt) {
@@ -123,18 +136,28 @@ int ap_view_option_of(struct ap_view_opts *o, const char *cmd, int opt, const ch
 		o->report.granularity = AP_GRAN_FILES;
 		return 1;
 	case AP_VOPT_FOCUS:
+		if (ap_view_regex_ok(cmd, "--focus", arg))
+			return -1;
 		o->report.focus = arg;
 		return 1;
 	case AP_VOPT_IGNORE:
+		if (ap_view_regex_ok(cmd, "--ignore", arg))
+			return -1;
 		o->report.ignore = arg;
 		return 1;
 	case AP_VOPT_SHOW:
+		if (ap_view_regex_ok(cmd, "--show", arg))
+			return -1;
 		o->report.show = arg;
 		return 1;
 	case AP_VOPT_HIDE:
+		if (ap_view_regex_ok(cmd, "--hide", arg))
+			return -1;
 		o->report.hide = arg;
 		return 1;
 	case AP_VOPT_DROP_FRAMES:
+		if (ap_view_regex_ok(cmd, "--drop-frames", arg))
+			return -1;
 		o->sym.drop_frames = arg;
 		return 1;
 	case AP_VOPT_DEBUG_DIR:

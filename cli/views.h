@@ -202,6 +202,12 @@ int ap_view_getopt(int argc, char **argv, const char *shortopts, const struct op
 int ap_view_next_option(struct ap_view_opts *o, const char *cmd, int argc, char **argv,
 			const char *shortopts, const struct option *longopts);
 
+/* A regex given on the command line (an option's value, or list's
+ * REGEX) compiled once where it is given: 0, or -1 after a usage error
+ * "<cmd>: <opt>: bad regex ..." (status 2), said before any trace is
+ * read. */
+int ap_view_regex_ok(const char *cmd, const char *opt, const char *arg);
+
 /* Handles a shared option code: returns 1 when `opt` was one, 0 when it
  * is not, -1 after printing `cmd`'s usage error for a bad value (return
  * AP_EXIT_USAGE then). */

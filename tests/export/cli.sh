@@ -98,7 +98,7 @@ expect 2 "^allocprof: export: --by-process: " export --by-process "$tmp/fx.trace
 expect 1 "^allocprof: $tmp/missing.trace: " export "$tmp/missing.trace"
 printf 'not a trace at all' >"$tmp/junk"
 expect 1 "^allocprof: $tmp/junk: " export --format=folded "$tmp/junk"
-expect 1 "^allocprof: --drop-frames: bad regex '\(': " export --drop-frames '(' "$tmp/fx.trace"
+expect 2 "^allocprof: export: --drop-frames: bad regex '\(': " export --drop-frames '(' "$tmp/fx.trace"
 expect 1 "^allocprof: $tmp/nodir/x.pb.gz: No such file or directory$" export -o "$tmp/nodir/x.pb.gz" "$tmp/fx.trace"
 mkdir "$tmp/ro"
 chmod a-w "$tmp/ro"

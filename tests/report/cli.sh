@@ -110,10 +110,10 @@ done
 expect 2 "^allocprof: $tmp/fifo: a FIFO with no writer, not a trace file$" diff "$tmp/fifo" "$tmp/fx.trace"
 expect 1 "^allocprof: $tmp/fifo: not a regular file$" tui --batch --follow "$tmp/fifo"
 ap=$ap_real
-expect 1 "^allocprof: focus: bad regex '\(': " top --focus '(' "$tmp/fx.trace"
-expect 1 "^allocprof: ignore: bad regex '\[': " top --ignore '[' "$tmp/fx.trace"
-expect 1 "^allocprof: list: bad regex '\(': " list '(' "$tmp/fx.trace"
-expect 1 "^allocprof: hide: bad regex '\(\?<': " top --hide '(?<' "$tmp/fx.trace"
+expect 2 "^allocprof: top: --focus: bad regex '\(': " top --focus '(' "$tmp/fx.trace"
+expect 2 "^allocprof: top: --ignore: bad regex '\[': " top --ignore '[' "$tmp/fx.trace"
+expect 2 "^allocprof: list: REGEX: bad regex '\(': " list '(' "$tmp/fx.trace"
+expect 2 "^allocprof: top: --hide: bad regex '\(\?<': " top --hide '(?<' "$tmp/fx.trace"
 
 # pprof's spellings: one dash or two, '=' or the next argument, one
 # parser for every view (values checked in golden.sh)

@@ -298,7 +298,7 @@ def check_cli(ap, trace, tmp):
     err(2, r"^allocprof: flamegraph: bad --min-width 'x'", "--min-width", "x", trace)
     err(2, r"^allocprof: flamegraph: bad --width '5'", "--width=5", trace)
     err(2, r"^allocprof: flamegraph: unknown sample index 'bytes'", "-sample_index=bytes", trace)
-    err(1, r"^allocprof: focus: bad regex '\(': ", "--focus", "(", trace)
+    err(2, r"^allocprof: flamegraph: --focus: bad regex '\(': ", "--focus", "(", trace)
     err(1, r"^allocprof: %s: " % re.escape(tmp + "/missing"), tmp + "/missing")
     err(1, r"^allocprof: %s: " % re.escape(tmp + "/no/such.svg"), "-o", tmp + "/no/such.svg", trace)
     # nothing kept: no box, a line that says why

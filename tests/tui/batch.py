@@ -587,7 +587,7 @@ def main():
     expect(2, r"^allocprof: tui: --json is for top, list and advise", "tui", "--json", exact)
     expect(2, r"^allocprof: tui: unknown option '--bogus'", "tui", "--bogus", exact)
     expect(2, r"^allocprof: tui: no trace given", "tui", "--batch")
-    expect(1, r"^allocprof: focus: bad regex '\(': ", "tui", "--batch", "--focus", "(", exact)
+    expect(2, r"^allocprof: tui: --focus: bad regex '\(': ", "tui", "--batch", "--focus", "(", exact)
     expect(1, r"^allocprof: .*missing.trace: ", "tui", "--batch", os.path.join(tmp, "missing.trace"))
     # A binary rebuilt since recording: the symbolizer's warning on stderr
     # and, since a terminal's screen would hide stderr, on the status line.
