@@ -535,26 +535,31 @@ int ap_view_by_process(int (*fn)(int, char **), int argc, char **argv, int first
 	return rc;
 }
 
-/* Each warning is said once per command: a run of several processes is
- * viewed process by process (advise always, the others with --by-process),
- * each with a symbolizer of its own that finds the same module without
- * line information again, and a run of twelve shell children would
- * otherwise say so twelve times. */
-void ap_view_warnings(const struct ap_view *v)
+/* Each warning and note is said once per command: a run of several
+ * processes is viewed process by process (advise always, the others with
+ * --by-process), each with a symbolizer of its own that finds the same
+ * module without line information again, and a run of twelve shell
+ * children would otherwise say so twelve times (a shell loop's 642: 535
+ * notes of sites without symbols). True when `text` was said before;
+ * else it is kept as said. */
+static bool said_before(const char *text)
 {
 	static char **said;
 	static size_t nsaid, asaid;
+	for (size_t i = 0; i < nsaid; i++)
+		if (!strcmp(said[i], text))
+			return true;
+	AP_ALLOC_GROW(said, nsaid + 1, asaid);
+	said[nsaid++] = ap_xstrdup(text);
+	return false;
+}
+
+void ap_view_warnings(const struct ap_view *v)
+{
 	const char *const *w = ap_sym_warnings(v->sym);
-	for (; w && *w; w++) {
-		bool again = false;
-		for (size_t i = 0; i < nsaid && !again; i++)
-			again = !strcmp(said[i], *w);
-		if (again)
-			continue;
-		AP_ALLOC_GROW(said, nsaid + 1, asaid);
-		said[nsaid++] = ap_xstrdup(*w);
-		ap_say("warning: %s", *w);
-	}
+	for (; w && *w; w++)
+		if (!said_before(*w))
+			ap_say("warning: %s", *w);
 }
 
 struct ap_view_peak ap_view_peak(const struct ap_trace *t, double estimate, double sd)
@@ -772,7 +777,8 @@ void ap_view_unsym_note(const struct ap_unsym_module *m, size_t n, double any, d
 				  "archive), point --debug-dir at their separate debug files, or "
 				  "let debuginfod fetch them (ALLOCPROF_DEBUGINFOD=1 with "
 				  "DEBUGINFOD_URLS set)");
-		ap_say("%s", b.buf);
+		if (!said_before(b.buf))
+			ap_say("%s", b.buf);
 		ap_buf_release(&b);
 	}
 }

@@ -27,6 +27,22 @@ for cmd in "advise --no-measure" "top --by-process" "tree --by-process"; do
 		echo "ok $cmd: the warning once"
 	fi
 done
+# advise's note on sites without symbols (its sites are the program's,
+# a stripped copy of it here), once for the three processes, not thrice
+# (a shell loop of 642 processes said it 535 times)
+if command -v strip >/dev/null && strip -o "$tmp/stripped" "$prog"; then
+	"$ap" record -q --all -o "$tmp/s.trace" -- /bin/sh -c \
+		'"$1" >/dev/null; "$1" >/dev/null; "$1" >/dev/null' sh "$tmp/stripped" ||
+		{ echo "FAIL record stripped"; exit 1; }
+	"$ap" advise --no-measure "$tmp/s.trace" >"$tmp/out" 2>"$tmp/err" || { echo "FAIL advise stripped"; fail=1; }
+	n=$(grep -c "note: .* without symbols, in $tmp/stripped " "$tmp/err")
+	if [ "$n" != 1 ] || [ -n "$(sort "$tmp/err" | uniq -d)" ]; then
+		echo "FAIL advise: the note on sites without symbols $n times, or a line said twice:"
+		cat "$tmp/err"; fail=1
+	else
+		echo "ok advise: the note on sites without symbols once"
+	fi
+fi
 # An output that cannot be written is said alone, before the trace is
 # read (not after the warnings and the work of the view).
 for cmd in "flamegraph -o $tmp/no/such/dir/x.svg" "html -o $tmp/no/such/dir/x.html" \
