@@ -27,6 +27,18 @@ struct site_facts {
 	struct size_hist cap;	/* capacities of freed objects (largest size reached) */
 };
 
+/* The model's generous expectation of what a pool saves at a site, in ns:
+ * 50 ns an allocation or realloc avoided, and a page fault's worth (1 ns
+ * a byte, ~1 us a 4 KiB page) for every byte it avoids allocating, as if
+ * glibc had given every such page back to the system. An upper end for
+ * what the cost model cannot see (page faults after a heap trim): which
+ * sites are worth a measured replay, and whether a small estimate can be
+ * trusted to be small. */
+static inline double advise_generous_ns(const struct ap_replay_result *r)
+{
+	return 50 * (r->allocs_avoided + r->reallocs_avoided) + r->bytes_avoided / 4;
+}
+
 /* Fills site->verdict, verdict_text and reasons. */
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *site,
 		  const struct site_facts *f, const struct ap_advise_options *o);

@@ -332,10 +332,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		const struct ap_advise_site *s = &a->sites[i];
 		if (!worth_measuring(s))
 			continue;
-		/* The model's expectation, in rough ns: the allocations and
-		 * reallocs avoided, and a page fault's worth per 4 KiB. */
-		const struct ap_replay_result *r = &s->r;
-		double score = 50 * (r->allocs_avoided + r->reallocs_avoided) + r->bytes_avoided / 4;
+		double score = advise_generous_ns(&s->r);
 		/* A handful of objects: whatever a replay measures there is
 		 * how holding them moves the rest of the heap, not the pool's
 		 * work (a Rust program's runtime start-up block, 3 hits: "costs
