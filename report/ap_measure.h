@@ -159,6 +159,11 @@ struct ap_measure_opts {
 	 * every page, the default; advise fits a smaller one to a run that
 	 * wrote less of its blocks (ap_advise_touch_fit). */
 	double touch;
+	/* A site whose blocks the runner writes and reads whole, every byte,
+	 * in every variant (ALLOCPROF_REPLAY_WHOLE: measure/runner.c), as a
+	 * program writes a record of the size it asked for; -1, the default:
+	 * none, each new block's first line and a byte a page written. */
+	long whole_site;
 	/* When not NULL: nothing is measured, and where a site would have
 	 * been, advise says this instead (a run's budget already spent). */
 	const char *skip_why;

@@ -784,6 +784,7 @@ void ap_measure_opts_init(struct ap_measure_opts *o)
 	o->min_rounds = 6;
 	o->max_rounds = 50;
 	o->touch = 1;
+	o->whole_site = -1;
 }
 
 struct sample {
@@ -803,8 +804,8 @@ static double now_ns(void)
  * that descriptor left open for it (the script: the caller formats its
  * number, keep_fd's dup, into args through fd_arg). */
 static int runner_say(const char *runner, const char *const *args, int keep_fd, char *fd_arg,
-		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, char *buf,
-		      size_t bufsz, struct ap_error *err)
+		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, long whole,
+		      char *buf, size_t bufsz, struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -826,6 +827,12 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 		unsetenv("MALLOC_PERTURB_");
 		unsetenv("MALLOC_CHECK_");
 		unsetenv("ALLOCPROF_REPLAY_TOUCH");
+		unsetenv("ALLOCPROF_REPLAY_WHOLE");
+		if (whole >= 0) {
+			char ws[32];
+			snprintf(ws, sizeof(ws), "%ld", whole);
+			setenv("ALLOCPROF_REPLAY_WHOLE", ws, 1);
+		}
 		if (touch >= 0 && touch < 1) {
 			char ts[32];
 			snprintf(ts, sizeof(ts), "%.6f", touch);
@@ -880,14 +887,15 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 /* One run of the runner: site -1 is the baseline. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *classes, const char *sampler, const char *dir, double touch,
+		    const char *classes, const char *sampler, const char *dir, double touch, long whole,
 		    struct sample *out, struct ap_error *err)
 {
 	char a1[16] = "", a2[24], a3[24], buf[512];
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
-	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, buf, sizeof(buf), err) < 0)
+	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, buf, sizeof(buf),
+		       err) < 0)
 		return -1;
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
@@ -996,7 +1004,7 @@ static double probe_cost(const char *runner, const int *stop, const char *flag, 
 		char buf[256], *end;
 		struct ap_error e2;
 		const char *args[] = { "allocprof-replay", flag, NULL };
-		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, buf, sizeof(buf), &e2) != 0 ||
+		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, -1, buf, sizeof(buf), &e2) != 0 ||
 		    strncmp(buf, key, kl) || buf[kl] != '=')
 			continue;
 		unsigned long long ns = strtoull(buf + kl + 1, &end, 10);
@@ -1022,7 +1030,8 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 	live_dir_set = 1;
 	struct ap_error e2;
 	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
-		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, &rec[nrec], &e2) == 0)
+		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, &rec[nrec],
+			     &e2) == 0)
 			nrec++;
 	live_dir_set = 0;
 	remove_dir(dirbuf);
@@ -1103,7 +1112,8 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, o->whole_site,
+				      &v[rounds * nv + j], err);
 		}
 		if (rc)
 			break;

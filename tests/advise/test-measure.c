@@ -603,17 +603,25 @@ static void test_growth_by_copy(void)
  * replay writing first lines only are the pages written: all of them, or
  * a quarter. (Taken as differences: a sanitized runner faults in its
  * shadow memory too, in proportion, and its allocator's own pages.) */
-static void test_touch(void)
+/* One thread: six blocks of `size` at site 0, each freed before the
+ * next; the trace in *t. */
+static struct ap_script *six_blocks(uint64_t size, const char *what, struct ap_trace **t)
 {
 	uint32_t st;
 	struct ap_tw *tw = synth_one_thread(&st);
 	uint64_t ts = START + 1000;
 	for (int i = 0; i < 6; i++) {
-		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000000, 40u << 20, st);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000000, size, st);
 		ap_tw_free(tw, 1000, ts++, 0, 0x10000000);
 	}
-	struct ap_trace *t = synth_finish(tw, ts);
-	struct ap_script *s = site0_script(t, "touch");
+	*t = synth_finish(tw, ts);
+	return site0_script(*t, what);
+}
+
+static void test_touch(void)
+{
+	struct ap_trace *t;
+	struct ap_script *s = six_blocks(40u << 20, "touch", &t);
 	double pages = 6.0 * (40u << 20) / (double)sysconf(_SC_PAGESIZE), got[3];
 	double share[3] = { 0, 1, 0.25 };
 	for (int k = 0; k < 3; k++) {
@@ -662,6 +670,43 @@ static void test_touch(void)
 	 * them (a heap built early faults early). */
 	EQ("target, whole run", ap_advise_run_faults(32000, 1, true, 64000, 0), 32000);
 	EQ("target, a third", ap_advise_run_faults(32000, 0.25, true, 21950, 64000), 32000 * 21950 / 64000.0);
+}
+
+/* A site written whole (ap_measure_opts.whole_site,
+ * ALLOCPROF_REPLAY_WHOLE): every byte of its blocks is written, whatever
+ * share of them the first write is set to cover, in the baseline and the
+ * pool's runs alike. Six blocks of 8 MiB, made and freed in turn: with
+ * first lines only, each run faults in a page or two a block; with the
+ * site written whole, every page of the blocks (the first a mapping of
+ * its own, the next ones, once glibc's mmap threshold has risen to 8 MiB,
+ * the heap's top, kept), twice in the baseline and once in the pool's
+ * run, which keeps the one block. */
+static void test_whole(void)
+{
+	struct ap_trace *t;
+	struct ap_script *s = six_blocks(8u << 20, "whole", &t);
+	double block = (double)(8u << 20) / (double)sysconf(_SC_PAGESIZE), got[2];
+	struct ap_measured pooled[2];
+	for (int k = 0; k < 2; k++) {
+		struct ap_measure_opts o = opts_of(1, 0);
+		o.touch = 0;
+		o.whole_site = k ? 0 : -1;
+		struct ap_measure_job job = { .site = 0 };
+		struct ap_run_cost base, rec;
+		struct ap_error err;
+		CHECK(ap_measure(s, &job, 1, &o, &pooled[k], &base, &rec, &err) == 0, "whole %d: %s", k,
+		      err.msg);
+		got[k] = base.minflt;
+	}
+	CHECK(got[1] - got[0] >= 0.95 * block,
+	      "whole: the baseline faulted %.0f times written whole, %.0f first lines only, for blocks "
+	      "of %.0f pages", got[1], got[0], block);
+	CHECK(pooled[1].cost.minflt - pooled[0].cost.minflt >= 0.95 * block,
+	      "whole: the pool's run faulted %.0f times written whole, %.0f first lines only (the "
+	      "baseline %.0f), for blocks of %.0f pages", pooled[1].cost.minflt, pooled[0].cost.minflt,
+	      got[1], block);
+	ap_script_free(s);
+	ap_trace_free(t);
 }
 
 /* A pooled object too small for a request is dropped for a block of the
@@ -903,6 +948,7 @@ int main(int argc, char **argv)
 	test_one_thread();
 	test_growth_by_copy();
 	test_touch();
+	test_whole();
 	test_small_hit();
 	test_budget_events();
 	test_live_bound();
