@@ -320,6 +320,14 @@ struct ap_advise_site {
 	 * interval; r.time_saved_ns stays the cost model's estimate. */
 	bool measured;
 	struct ap_measured m;
+	/* Measured again with the site's blocks written and read whole, every
+	 * byte, in both variants (ap_measure_opts.whole_site), where the pool
+	 * hands blocks much larger than asked for over megabytes more memory
+	 * (advise_larger_shape): when `whole_measured`, `mw` (scaled as `m`
+	 * is) and its baseline's runs `mw_base`. */
+	bool whole_measured;
+	struct ap_measured mw;
+	struct ap_run_cost mw_base;
 	/* The pool the measured replay served the site with, as the model
 	 * shaped it: AP_VERDICT_POOL, _POOL_CAP (cap) or _SIZE_CLASSES
 	 * (classes); kept when the measurement's verdict says no pool or
