@@ -43,6 +43,13 @@ struct sthread {
 	 * many in all; the one its last WAIT on them waited for (b_alloc). */
 	struct xfree *xf;
 	uint64_t nxf, xf_waited;
+	/* Its last XB_RING births (their ops), and how many in all; as a
+	 * thread that frees others' blocks, the owner and the birth its last
+	 * WAIT on an owner's births waited for (b_free). */
+	uint64_t *xb;
+	uint64_t nxb;
+	uint32_t xb_owner;
+	uint64_t xb_waited;
 };
 
 /* A producer no further ahead of its consumers than it was in the
@@ -58,6 +65,23 @@ struct sthread {
 #define XF_RING 32u	/* > XF_LAG + XF_EVERY */
 #define XF_LAG 16u
 #define XF_EVERY 8u
+
+/* ...and a consumer no nearer its producer than it was: before it frees
+ * a block another thread made, a thread waits for that thread's birth
+ * XB_LAG before the last one it had made at that point of the recorded
+ * order, every XB_EVERY such frees. The producer's lead on its consumers
+ * was the program's own queue (a ring of 1024 records drained to half);
+ * with nothing holding the consumer back, a replayed consumer that ran
+ * faster than its producer (the program's work on the records is not
+ * replayed) freed all but the last few, glibc trimmed the producer's
+ * arena, and the baseline faulted 3-12 times as often as the program
+ * (bench/twins' relay: 15,000-27,000 faults where the recorded runs made
+ * 2,200-6,300), how often depending on how the threads took turns, and
+ * the verdict with it (bench/twins/README.md, "Session 26"). Every such
+ * wait is for an op before the waiter's in the recorded order. */
+#define XB_RING 32u	/* > XB_LAG */
+#define XB_LAG 16u
+#define XB_EVERY 8u
 
 /* A free of a thread's block by another thread: that thread's FREE op. */
 struct xfree {
@@ -371,8 +395,12 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 		emit(b, e->thread, ap_rs_word(AP_RS_WAIT, ft), 0, fop);
 		s->xf_waited = k;
 	}
-	b_put(b, blk->addr, e->thread, emit(b, e->thread, ap_rs_word(type, site), slot, blk->size));
+	uint64_t bop = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	b_put(b, blk->addr, e->thread, bop);
 	b->nlive++;
+	if (!s->xb)
+		s->xb = ap_xmalloc(XB_RING * sizeof(*s->xb));
+	s->xb[s->nxb++ % XB_RING] = bop;
 	b->live += blk->size;
 	if (b->live > b->peak)
 		b->peak = b->live;
@@ -418,6 +446,23 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	if (!b_take(b, blk->addr, &taken))
 		return;	/* the old block of a join: its object went on */
 	b_after(b, o, e->thread);
+	struct sthread *s = &b->th[e->thread];
+	if (o->thread != e->thread) {
+		/* (XB_LAG: held as far behind its producer as it was) */
+		struct sthread *owner = &b->th[o->thread];
+		if (owner->nxb > XB_LAG) {
+			uint64_t k = owner->nxb - XB_LAG;
+			uint64_t bop = owner->xb[(k - 1) % XB_RING];
+			/* (not when the block's own birth, waited for above,
+			 * is that one or later: a hand-over without a lead) */
+			if (bop > o->op && (s->xb_owner != o->thread || k >= s->xb_waited + XB_EVERY)) {
+				owner->v[bop].w |= AP_RS_PUBLISH;
+				emit(b, e->thread, ap_rs_word(AP_RS_WAIT, o->thread), 0, bop);
+				s->xb_owner = o->thread;
+				s->xb_waited = k;
+			}
+		}
+	}
 	uint64_t op = emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
 	if (o->thread != e->thread) {
 		struct sthread *owner = &b->th[o->thread];
@@ -429,7 +474,6 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	}
 	b->nlive--;
 	b->live -= blk->size;
-	struct sthread *s = &b->th[e->thread];
 	AP_ALLOC_GROW(s->free_slots, s->nfree + 1, s->free_alloc);
 	s->free_slots[s->nfree++] = o->slot;
 }
@@ -499,8 +543,10 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 			     .cyc = cycles, .ncyc = ncycles,
 			     .limit = max_events && t->nev > max_events ? max_events : t->nev };
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
-	for (size_t k = 0; k < t->nthreads; k++)
+	for (size_t k = 0; k < t->nthreads; k++) {
 		b.th[k].spawner = UINT32_MAX;
+		b.th[k].xb_owner = UINT32_MAX;
+	}
 	/* The program's time between its calls, spun between them: only
 	 * with ALLOCPROF_REPLAY_WORK=1 for now. With the gaps of the
 	 * compactor's windows (the mean of 64 records each) it made the
@@ -619,6 +665,7 @@ out:
 		free(b.th[k].v);
 		free(b.th[k].free_slots);
 		free(b.th[k].xf);
+		free(b.th[k].xb);
 	}
 	free(b.th);
 	advise_objs_free(b.objs);
