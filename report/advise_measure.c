@@ -93,6 +93,16 @@ static bool touch_fits(const struct ap_advice *a, const struct ap_script *sc, do
 	       ap_advise_touch_fit(0, all, (double)a->program_minflt) < 1;
 }
 
+uint64_t ap_advise_sleep_max(double budget_ns, unsigned rounds, size_t sites, unsigned fit_runs)
+{
+	if (budget_ns <= 0)
+		return 0;
+	size_t want = sites < AP_MEASURE_FIT_SITES ? sites : AP_MEASURE_FIT_SITES;
+	double runs = (double)(rounds > 1 ? rounds : 1) * (double)(want + 1) + 1 + fit_runs;
+	double ns = AP_SLEEP_BUDGET_SHARE * budget_ns / runs;
+	return ns >= 1 ? (uint64_t)ns : 1;
+}
+
 uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,
 				 size_t sites, unsigned fit_runs)
 {
@@ -120,8 +130,9 @@ uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, u
  * the shorter one, sc freed), or NULL with err set. */
 static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *t,
 				    const struct ap_site_map *m, const double *cyc, size_t ncyc,
-				    const struct ap_measure_opts *mo, size_t nc, struct ap_script *sc,
-				    struct ap_run_cost *probe, bool *probed, struct ap_error *err)
+				    const struct ap_measure_opts *mo, size_t nc, uint64_t sleep_max,
+				    struct ap_script *sc, struct ap_run_cost *probe, bool *probed,
+				    struct ap_error *err)
 {
 	uint64_t ev = ap_script_events(sc);
 	*probed = false;
@@ -148,7 +159,7 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	if (keep >= ev)
 		return sc;
 	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, a->joins, a->njoins, cyc,
-					       ncyc, keep, err);
+					       ncyc, keep, sleep_max, err);
 	s2 = stopped(t, s2, err);
 	if (!s2)
 		return NULL;
@@ -422,10 +433,18 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	size_t ncyc = 0;
 	uint64_t count = 0;
 	double *cyc = ap_advise_cycles(t, a->joins, a->njoins, o, &ncyc, &count, &err);
+	/* The naps of a program off its CPU (a process waiting on its
+	 * children) are slept in every run: within a share of the budget
+	 * (ap_advise_sleep_max; the fit's replays counted where there may
+	 * be some: one thread, its faults known). */
+	uint64_t sleep_max = ap_advise_sleep_max(mo->budget_ns, mo->min_rounds, nc,
+						 t->nthreads == 1 && a->has_program_minflt
+							 ? AP_TOUCH_FIT_RUNS
+							 : 0);
 	struct ap_script *sc = !cyc ? NULL
 				    : ap_script_build(t, m->site_of_stack, m->nsites, a->joins,
 						      a->njoins, cyc, ncyc, AP_MEASURE_MAX_EVENTS,
-						      &err);
+						      sleep_max, &err);
 	sc = stopped(t, sc, &err);
 	/* Every replay from here on is in the budget: the probe, the fit,
 	 * the rounds. */
@@ -435,7 +454,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	bool probed = false;
 	uint64_t probe_events = sc ? ap_script_events(sc) : 0;
 	if (sc)
-		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &probe, &probed, &err);
+		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sleep_max, sc, &probe, &probed, &err);
 	free(cyc);
 	if (!sc) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
@@ -445,6 +464,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	a->script_ops = ap_script_ops(sc);
 	a->script_work_ns = ap_script_work_ns(sc);
 	a->script_sleep_ns = ap_script_sleep_ns(sc);
+	a->script_sleep_wanted_ns = ap_script_sleep_wanted_ns(sc);
 	/* A long run is measured on its first events (AP_MEASURE_MAX_EVENTS,
 	 * or fewer to keep to the budget): the saving is scaled to the whole
 	 * run, and said so. */

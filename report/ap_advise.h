@@ -453,6 +453,10 @@ struct ap_advice {
 	/* The time the replay sleeps where the program was off its CPU
 	 * (ap_script_sleep_ns), 0 when it does not. */
 	uint64_t script_sleep_ns;
+	/* ...and what it would have slept but for the budget's share
+	 * (ap_advise_sleep_max) or AP_RS_SLEEP_TOTAL_NS: above
+	 * script_sleep_ns, the naps were shortened alike. */
+	uint64_t script_sleep_wanted_ns;
 	/* The share of the trace's events the replay ran (the first ones):
 	 * below 1, the savings are scaled up from it. */
 	double measure_share;
@@ -574,6 +578,17 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *
  * (those that fit the share of each block written:
  * AP_TOUCH_FIT_RUNS), would take longer than budget_ns; then as many as
  * fit, AP_MEASURE_MIN_EVENTS at least. Exposed for tests. */
+/* The most a script may sleep in all (where the recorded program of one
+ * thread was off its CPU: b_naps, report/measure.c) for a budget of
+ * budget_ns: AP_SLEEP_BUDGET_SHARE of it over the replays of `rounds`
+ * rounds of the baseline and the first AP_MEASURE_FIT_SITES of `sites`
+ * sites, the budget's probe and `fit_runs` replays more; 0 without a
+ * budget (AP_RS_SLEEP_TOTAL_NS alone). A process that waited on its
+ * children slept up to 1 s a run, and `advise --measure-time 1s` of `git
+ * repack` took 14 s. Exposed for tests. */
+#define AP_SLEEP_BUDGET_SHARE 0.5
+uint64_t ap_advise_sleep_max(double budget_ns, unsigned rounds, size_t sites, unsigned fit_runs);
+
 uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,
 				 size_t sites, unsigned fit_runs);
 

@@ -140,6 +140,7 @@ struct builder {
 	size_t nnap, nap_alloc;
 	uint64_t last_ts;	/* the time of the last event replayed */
 	uint64_t sleep_ns;	/* what the SLEEPs chosen sleep */
+	uint64_t sleep_wanted_ns;	/* ...before sleep_total shortened them */
 };
 
 /* A SLEEP op, and the time between its thread's events around it. */
@@ -155,6 +156,7 @@ struct ap_script {
 	uint64_t live_max;	/* the blocks live that bound allowed */
 	double work_ns;		/* the program's time between calls its WORK ops spin */
 	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
+	uint64_t sleep_wanted_ns;	/* ...would sleep but for the caps */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 	uint32_t nthreads;
@@ -292,6 +294,7 @@ static void b_naps(struct builder *b)
 	 * shortened alike (each still sends the CPU idle), so that the
 	 * measurement keeps to its budget (ALLOCPROF_REPLAY_SLEEP=N: N ns
 	 * at most). */
+	b->sleep_wanted_ns = b->sleep_ns;
 	double scale = b->sleep_ns > b->sleep_total ? (double)b->sleep_total / (double)b->sleep_ns : 1;
 	b->sleep_ns = 0;
 	for (size_t i = 0; i < k; i++) {
@@ -524,7 +527,7 @@ static uint32_t main_thread_of(const struct ap_trace *t)
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
 				  size_t nsites, const struct ap_replay_join *joins, size_t njoins,
 				  const double *cycles, size_t ncycles, uint64_t max_events,
-				  struct ap_error *err)
+				  uint64_t sleep_max, struct ap_error *err)
 {
 	if (t->rate > 1) {
 		ap_error_set(err, "a sampled trace does not hold the allocation sequence: record with --all");
@@ -569,6 +572,9 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	char *sl_end = NULL;
 	unsigned long long sl_n = sl && *sl ? strtoull(sl, &sl_end, 10) : 0;
 	b.sleep_total = sl_end && !*sl_end && sl_n < AP_RS_SLEEP_TOTAL_NS ? sl_n : AP_RS_SLEEP_TOTAL_NS;
+	/* (a cap under a nanosecond would sleep nothing, as 0 does) */
+	if (sleep_max && sleep_max < b.sleep_total)
+		b.sleep_total = sleep_max;
 	b.naps = t->nthreads == 1 && b.sleep_total > 0;
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
@@ -656,6 +662,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->live_max = AP_MEASURE_LIVE_BYTES / b.live_block;
 	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
 	s->sleep_ns = b.sleep_ns;
+	s->sleep_wanted_ns = b.sleep_wanted_ns;
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
@@ -695,6 +702,11 @@ double ap_script_work_ns(const struct ap_script *s)
 uint64_t ap_script_sleep_ns(const struct ap_script *s)
 {
 	return s->sleep_ns;
+}
+
+uint64_t ap_script_sleep_wanted_ns(const struct ap_script *s)
+{
+	return s->sleep_wanted_ns;
 }
 
 uint64_t ap_script_events(const struct ap_script *s)

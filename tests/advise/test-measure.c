@@ -36,7 +36,7 @@ static uint64_t measure_joined(const struct ap_trace *t, const uint32_t *sites, 
 			       struct ap_run_cost *base)
 {
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, nsites, joins, njoins, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, nsites, joins, njoins, NULL, 0, 0, 0, &err);
 	if (!s) {
 		fprintf(stderr, "script: %s\n", err.msg);
 		exit(1);
@@ -227,7 +227,7 @@ static struct ap_script *site0_script(const struct ap_trace *t, const char *what
 {
 	static const uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 0, &err);
 	CHECK(s != NULL, "%s: script: %s", what, err.msg);
 	return s;
 }
@@ -476,7 +476,7 @@ static void test_sampled(void)
 	struct ap_trace *t = synth_finish(tw, START + 2);
 	uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 0, &err);
 	EQ("sampled: no script", s != NULL, 0);
 	EQ("sampled: says so", strstr(err.msg, "--all") != NULL, 1);
 	ap_script_free(s);
@@ -842,6 +842,53 @@ static void test_whole(void)
 	ap_trace_free(t);
 }
 
+/* A program of one thread off its CPU between its calls: its naps are
+ * slept in every run of the replay, within AP_RS_SLEEP_TOTAL_NS, and
+ * within a share of the user's budget (ap_advise_sleep_max: a process
+ * waiting on its children slept 835 ms a run, and `advise --measure-time
+ * 1s` of `git repack` took 14 s). 100 blocks 5 ms apart in a run of
+ * 500 ms, 10 ms of it on a CPU: 99 naps of 2 ms (AP_RS_SLEEP_MAX_NS). */
+static void test_sleep_budget(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 64, st);
+		ap_tw_free(tw, 1000, ts + 1, 0, 0x100000);
+		ts += 5000000;
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	t->cpu_ns = 10000000;
+	t->has_run_delay = true;
+	t->run_delay_ns = 0;
+	uint32_t sites[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	CHECK(t->nstacks <= 8, "sleep budget: %zu stacks", (size_t)t->nstacks);
+	uint64_t caps[] = { 0, 20000000 }, want[] = { 198000000, 20000000 };
+	for (int k = 0; k < 2; k++) {
+		struct ap_error err;
+		struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, caps[k], &err);
+		CHECK(s != NULL, "sleep budget: %s", err.msg);
+		if (!s)
+			continue;
+		CHECK(ap_script_sleep_ns(s) >= want[k] - 100 && ap_script_sleep_ns(s) <= want[k],
+		      "sleep budget: a cap of %llu ns slept %llu ns, want %llu",
+		      (unsigned long long)caps[k], (unsigned long long)ap_script_sleep_ns(s),
+		      (unsigned long long)want[k]);
+		EQ("sleep budget: wanted", (double)ap_script_sleep_wanted_ns(s), 198000000);
+		ap_script_free(s);
+	}
+	ap_trace_free(t);
+	/* 1 s for 6 rounds of the baseline and a site, the probe and the
+	 * fit's three replays: half of it over 16 runs */
+	EQ("sleep max, 1 s", (double)ap_advise_sleep_max(1e9, 6, 1, 3), (double)(uint64_t)(0.5e9 / 16));
+	/* sites past AP_MEASURE_FIT_SITES are measured if the rounds leave
+	 * room: not counted */
+	EQ("sleep max, many sites", (double)ap_advise_sleep_max(15e9, 6, 9, 0),
+	   (double)(uint64_t)(7.5e9 / (6 * (AP_MEASURE_FIT_SITES + 1) + 1)));
+	EQ("sleep max, no budget", (double)ap_advise_sleep_max(0, 6, 1, 3), 0);
+}
+
 /* A pooled object too small for a request is dropped for a block of the
  * request's size (docs/pool-model.md §2's small hit, and what a
  * hand-pooler's pool does: bench/twins' tw_get frees it and mallocs), not
@@ -1044,7 +1091,7 @@ static void test_resolved_script(void)
 		int fd = mkstemp(out);
 		close(fd);
 		setenv("ALLOCPROF_KEEP_SCRIPT", out, 1);
-		struct ap_script *s = ap_script_build(t[k], sites, 4, joins, njoins[k], NULL, 0, 0, &err);
+		struct ap_script *s = ap_script_build(t[k], sites, 4, joins, njoins[k], NULL, 0, 0, 0, &err);
 		unsetenv("ALLOCPROF_KEEP_SCRIPT");
 		CHECK(s != NULL, "resolved script %d: %s", k, err.msg);
 		ap_script_free(s);
@@ -1082,6 +1129,7 @@ int main(int argc, char **argv)
 	test_growth_by_copy();
 	test_touch();
 	test_whole();
+	test_sleep_budget();
 	test_small_hit();
 	test_budget_events();
 	test_live_bound();
