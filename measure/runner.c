@@ -34,7 +34,9 @@
  * its further pages, as the program's first write would fault them in
  * (with ALLOCPROF_REPLAY_TOUCH=S in the environment, S from 0 to 1: in
  * the pages of its first S of its bytes only, a program that writes a
- * prefix of what it allocates);
+ * prefix of what it allocates; with ALLOCPROF_REPLAY_WHOLE=SITE, every
+ * byte of that site's blocks is written, and read before its free or
+ * Put, in either variant: advise_measure.c's measure_whole);
  * a pooled block keeps the capacity it reached, stored in its first 8
  * bytes while it is in the pool, and one too small for a request is
  * freed and the request allocated anew; a calloc served from the pool is zeroed (the program would have
@@ -71,6 +73,7 @@ struct slot {
 	uint64_t size;		/* the size the program asked for last */
 	uint64_t cap;		/* pooled blocks: the largest size reached */
 	uint64_t pooled;
+	bool whole;		/* of the site written and read whole (whole_site) */
 };
 
 struct rthread {
@@ -88,6 +91,7 @@ struct rthread {
 	uint64_t wakes;				/* sleepers it woke */
 	uint64_t early;				/* woken before its op was done */
 	uint64_t work;				/* where its ap_work chain is */
+	uint64_t sum;				/* what its whole reads summed (read_whole) */
 };
 
 static const struct ap_rs_header *hdr;
@@ -105,6 +109,18 @@ static long page;
  * page faults: docs/pool-model.md, "The measured replay"). */
 static double touch_share = 1;
 static uint32_t chosen = AP_RS_NOSITE;	/* the pooled site */
+/* A site whose blocks the program writes and reads whole, as a record or
+ * a message of the size it asked for is (ALLOCPROF_REPLAY_WHOLE=SITE, in
+ * both variants): every byte of a new block, and of a growth, is written,
+ * and every byte read before the block is freed or Put. The pool hands
+ * such a site's requests blocks kept at the largest size they reached,
+ * spread over more memory than malloc's of the request's size, and the
+ * program's passes over them cost what a line and a byte a page do not
+ * show (bench/twins' relay: records of 1-8 KiB, each filled and
+ * checksummed whole; its twin costs 9-19 % more, where a replay writing a
+ * line a page saved 3-26 ms and one writing and reading every byte cost
+ * 15 ms: bench/twins/README.md, sessions 26 and 30). */
+static uint32_t whole_site = AP_RS_NOSITE;
 static uint64_t cap_limit;
 #define MAX_CLASSES 8
 static struct vpool pools[MAX_CLASSES];
@@ -170,6 +186,33 @@ static inline void touch(char *p, uint64_t from, uint64_t to)
 		q[o] = 1;
 		o = ((a + o) | (uintptr_t)(page - 1)) + 1 - a;
 	}
+}
+
+/* A new block's bytes [from, to) as the program's first writes make
+ * them: touch(), or every byte at a site written whole. */
+static inline void fill(const struct slot *s, uint64_t from, uint64_t to)
+{
+	if (!s->whole || !s->p || to <= from) {
+		touch(s->p, from, to);
+		return;
+	}
+	memset(s->p + from, 1, to - from);
+	__asm__ volatile("" : : "r"(s->p) : "memory");
+}
+
+/* Every byte of a block of a site written whole, read before it goes
+ * (the program's last pass over it: a checksum, a send). */
+static void read_whole(struct rthread *t, const struct slot *s)
+{
+	uint64_t sum = 0, w;
+	uint64_t k = 0;
+	for (; k + 8 <= s->size; k += 8) {
+		memcpy(&w, s->p + k, 8);
+		sum += w;
+	}
+	for (; k < s->size; k++)
+		sum += (unsigned char)s->p[k];
+	t->sum += sum;
 }
 
 static void release(void *obj, void *ctx)
@@ -333,6 +376,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	s->size = n;
 	s->cap = n;
 	s->pooled = chosen != AP_RS_NOSITE && ap_rs_arg(o) == chosen;
+	s->whole = whole_site != AP_RS_NOSITE && ap_rs_arg(o) == whole_site;
 	struct vpool *pool = s->pooled ? pool_of(n) : NULL;
 	if (pool) {
 		char *x = vpool_get(pool);
@@ -350,7 +394,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 				 * without). advise says so at such a site. */
 				s->p = x;
 				s->cap = cap;
-				touch(x, 0, n);
+				fill(s, 0, n);
 				return;
 			}
 			/* Too small: dropped for a block of the request's
@@ -378,7 +422,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 		s->p = malloc(n);
 		break;
 	}
-	touch(s->p, 0, n);
+	fill(s, 0, n);
 }
 
 /* A realloc, or a growth by copy (MOVE) as the program made it: a new
@@ -391,7 +435,7 @@ static void grow(struct rthread *t, const struct ap_rs_op *o, bool by_copy)
 	uint64_t n = o->n, old = s->size;
 	if (s->pooled && n <= s->cap) {
 		s->size = n;
-		touch(s->p, old, n);
+		fill(s, old, n);
 		return;
 	}
 	char *p;
@@ -413,13 +457,15 @@ static void grow(struct rthread *t, const struct ap_rs_op *o, bool by_copy)
 	s->size = n;
 	if (n > s->cap)
 		s->cap = n;
-	touch(p, old, n);
+	fill(s, old, n);
 }
 
 static void end(struct rthread *t, const struct ap_rs_op *o)
 {
 	struct slot *s = &slots[o->slot];
 	struct vpool *pool = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? pool_of(s->cap) : NULL;
+	if (s->whole && s->p)
+		read_whole(t, s);
 	if (pool) {
 		memcpy(s->p, &s->cap, sizeof(s->cap));
 		vpool_put(pool, s->p);
@@ -734,6 +780,13 @@ int main(int argc, char **argv)
 		if (*end || !(v >= 0 && v <= 1))
 			die("bad ALLOCPROF_REPLAY_TOUCH '%s' (a share from 0 to 1)", ts);
 		touch_share = v;
+	}
+	const char *ws = getenv("ALLOCPROF_REPLAY_WHOLE");
+	if (ws && *ws) {
+		unsigned long long v = strtoull(ws, &end, 10);
+		if (*end || v >= AP_RS_NOSITE)
+			die("bad ALLOCPROF_REPLAY_WHOLE '%s' (a site)", ws);
+		whole_site = (uint32_t)v;
 	}
 
 	struct stat st;

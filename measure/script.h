@@ -31,7 +31,10 @@
  * costs 0.4 to 1.0 s.) A thread whose blocks other threads free also
  * WAITs, before some of its allocations, for such a free of 16 before in
  * the recorded order (report/measure.c, XF_LAG), so that a producer stays
- * about as far ahead of its consumers as it was. Every wait is for ops
+ * about as far ahead of its consumers as it was; and a thread that frees
+ * another's blocks WAITs, before some of those frees, for that thread's
+ * birth 16 before its last one at that point of the recorded order
+ * (XB_LAG), so that a consumer stays as far behind. Every wait is for ops
  * before the waiter's place in the recorded order, so the runner cannot
  * deadlock. */
 #ifndef AP_RS_SCRIPT_H

@@ -49,6 +49,22 @@ uint64_t advise_pick_cap(const struct site_facts *f, double gets);
 /* Whether the site's cap, replayed, cut the pool's held bytes enough to be
  * the pool to build (CAP_GAIN) and kept its hits. */
 bool advise_cap_pays(const struct ap_advise_site *s);
+/* Whether the pool measured at s (m, against the baseline's runs base)
+ * hands blocks LARGER_RATIO times the size asked for or more, over
+ * LARGER_MIN_BYTES or more of memory above the baseline's peak, in a
+ * replay that wrote every page of them (not fitted to a prefix): where
+ * how much of its blocks the program goes through decides
+ * (advise_verdict.c). */
+/* The baseline's runs s->m was measured against: its own where it was
+ * measured with its blocks written whole (whole_measured), else the
+ * advice's. */
+static inline const struct ap_run_cost *advise_base_of(const struct ap_advice *a,
+						       const struct ap_advise_site *s)
+{
+	return s->whole_measured ? &s->mw_base : &a->base;
+}
+bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site *s,
+			 const struct ap_measured *m, const struct ap_run_cost *base);
 
 /* Judges a measured site again from its measurement (s->m). */
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);

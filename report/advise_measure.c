@@ -93,6 +93,16 @@ static bool touch_fits(const struct ap_advice *a, const struct ap_script *sc, do
 	       ap_advise_touch_fit(0, all, (double)a->program_minflt) < 1;
 }
 
+uint64_t ap_advise_sleep_max(double budget_ns, unsigned rounds, size_t sites, unsigned fit_runs)
+{
+	if (budget_ns <= 0)
+		return 0;
+	size_t want = sites < AP_MEASURE_FIT_SITES ? sites : AP_MEASURE_FIT_SITES;
+	double runs = (double)(rounds > 1 ? rounds : 1) * (double)(want + 1) + 1 + fit_runs;
+	double ns = AP_SLEEP_BUDGET_SHARE * budget_ns / runs;
+	return ns >= 1 ? (uint64_t)ns : 1;
+}
+
 uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,
 				 size_t sites, unsigned fit_runs)
 {
@@ -120,8 +130,9 @@ uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, u
  * the shorter one, sc freed), or NULL with err set. */
 static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *t,
 				    const struct ap_site_map *m, const double *cyc, size_t ncyc,
-				    const struct ap_measure_opts *mo, size_t nc, struct ap_script *sc,
-				    struct ap_run_cost *probe, bool *probed, struct ap_error *err)
+				    const struct ap_measure_opts *mo, size_t nc, uint64_t sleep_max,
+				    struct ap_script *sc, struct ap_run_cost *probe, bool *probed,
+				    struct ap_error *err)
 {
 	uint64_t ev = ap_script_events(sc);
 	*probed = false;
@@ -148,7 +159,7 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	if (keep >= ev)
 		return sc;
 	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, a->joins, a->njoins, cyc,
-					       ncyc, keep, err);
+					       ncyc, keep, sleep_max, err);
 	s2 = stopped(t, s2, err);
 	if (!s2)
 		return NULL;
@@ -316,6 +327,55 @@ void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b)
 	}
 }
 
+/* A site whose pool hands blocks much larger than asked for over
+ * megabytes more memory (advise_larger_shape) is measured again, baseline
+ * and pool alike, with its blocks written and read whole (every byte, as
+ * a program writes and reads a record or a message of the size it asked
+ * for): the first measurement writes a line and a byte a page of each,
+ * and the memory the larger blocks spread the program's passes over is
+ * not in it. bench/twins' relay (records of 1-8 KiB, each filled and
+ * checksummed whole; its twin costs 12 % more): a line a page saved 8.6
+ * ms, every byte written and read cost 39 ms (bench/twins/README.md,
+ * session 30). That measurement becomes the site's (s->m, its baseline
+ * s->mw_base), the first kept in s->mw for the text. In what is left of
+ * the budget, when a round of both fits in it (the first measurement's
+ * runs say how long one takes); else the site stays as measured, and its
+ * verdict open (advise_verdict.c, "unsure: larger blocks"). */
+static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const struct ap_script *sc,
+			  const struct ap_measure_job *job, const struct ap_measure_opts *o2,
+			  const struct ap_measure_opts *mo, const struct timespec *t0)
+{
+	if (!advise_larger_shape(a, s, &s->m, &a->base))
+		return;
+	struct ap_measure_opts ow = *o2;
+	ow.whole_site = job->site;
+	ow.sampler = NULL;
+	if (mo->budget_ns > 0) {
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double spent = (double)(t1.tv_sec - t0->tv_sec) * 1e9 + (double)(t1.tv_nsec - t0->tv_nsec);
+		double round = a->base.wall_ns + s->m.cost.wall_ns;
+		/* written whole, a run takes longer: twice, at a guess */
+		if (mo->budget_ns - spent < 2 * ow.min_rounds * round)
+			return;
+		ow.budget_ns = mo->budget_ns - spent;
+	}
+	struct ap_measured mw;
+	struct ap_run_cost base, rec;
+	struct ap_error err = { "" };
+	if (ap_measure(sc, job, 1, &ow, &mw, &base, &rec, &err) < 0 || !mw.ok)
+		return;
+	if (a->measure_share > 0 && a->measure_share < 1) {
+		mw.saved_ns /= a->measure_share;
+		mw.low_ns /= a->measure_share;
+		mw.high_ns /= a->measure_share;
+	}
+	s->mw = s->m;
+	s->m = mw;
+	s->mw_base = base;
+	s->whole_measured = true;
+}
+
 void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
 		       const struct ap_advise_options *o, const struct ap_measure_opts *mo,
 		       size_t max_sites)
@@ -370,10 +430,18 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	size_t ncyc = 0;
 	uint64_t count = 0;
 	double *cyc = ap_advise_cycles(t, a->joins, a->njoins, o, &ncyc, &count, &err);
+	/* The naps of a program off its CPU (a process waiting on its
+	 * children) are slept in every run: within a share of the budget
+	 * (ap_advise_sleep_max; the fit's replays counted where there may
+	 * be some: one thread, its faults known). */
+	uint64_t sleep_max = ap_advise_sleep_max(mo->budget_ns, mo->min_rounds, nc,
+						 t->nthreads == 1 && a->has_program_minflt
+							 ? AP_TOUCH_FIT_RUNS
+							 : 0);
 	struct ap_script *sc = !cyc ? NULL
 				    : ap_script_build(t, m->site_of_stack, m->nsites, a->joins,
 						      a->njoins, cyc, ncyc, AP_MEASURE_MAX_EVENTS,
-						      &err);
+						      sleep_max, &err);
 	sc = stopped(t, sc, &err);
 	/* Every replay from here on is in the budget: the probe, the fit,
 	 * the rounds. */
@@ -383,7 +451,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	bool probed = false;
 	uint64_t probe_events = sc ? ap_script_events(sc) : 0;
 	if (sc)
-		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sc, &probe, &probed, &err);
+		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sleep_max, sc, &probe, &probed, &err);
 	free(cyc);
 	if (!sc) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
@@ -393,6 +461,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	a->script_ops = ap_script_ops(sc);
 	a->script_work_ns = ap_script_work_ns(sc);
 	a->script_sleep_ns = ap_script_sleep_ns(sc);
+	a->script_sleep_wanted_ns = ap_script_sleep_wanted_ns(sc);
 	/* A long run is measured on its first events (AP_MEASURE_MAX_EVENTS,
 	 * or fewer to keep to the budget): the saving is scaled to the whole
 	 * run, and said so. */
@@ -433,7 +502,6 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-	ap_script_free(sc);
 	if (rc < 0) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
 	} else {
@@ -469,9 +537,15 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		}
 		for (size_t k = 0; k < nc; k++)
 			if (out[k].ok)
+				measure_whole(a, &a->sites[c[k].i], sc, &jobs[k], &o2, mo, &t0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+		for (size_t k = 0; k < nc; k++)
+			if (out[k].ok)
 				advise_judge_measured(a, &a->sites[c[k].i]);
 		advise_rank(a);
 	}
+	ap_script_free(sc);
 	free(jobs);
 	free(out);
 	free(c);

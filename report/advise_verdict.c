@@ -819,22 +819,29 @@ void advise_rank(struct ap_advice *a)
 
 /* Whether the measured text says the page faults of both ways: when they
  * are a quarter apart and more than a hundred. */
-static bool faults_said(const struct ap_advice *a, const struct ap_measured *m)
+static bool faults_said(const struct ap_run_cost *B, const struct ap_measured *m)
 {
-	double fb = a->base.minflt, fp = m->cost.minflt;
+	double fb = B->minflt, fp = m->cost.minflt;
 	return fb > 100 && (fp < 0.8 * fb || fp > 1.25 * fb);
 }
 
 /* "measured, 12 runs each way: a pool here saves 2.6ms of CPU time (2.1ms
  * to 3.1ms, 97% interval), 1.2% of the 210ms the program took" */
+/* m's saving (or cost) into d1 and its interval into d2 and d3, each of
+ * 32 bytes: a cost is said as a cost, its interval too. */
+static void saving_words(const struct ap_measured *m, char *d1, char *d2, char *d3)
+{
+	ap_advise_format_duration(d1, 32, fabs(m->saved_ns));
+	ap_advise_format_duration(d2, 32, m->saved_ns >= 0 ? m->low_ns : -m->high_ns);
+	ap_advise_format_duration(d3, 32, m->saved_ns >= 0 ? m->high_ns : -m->low_ns);
+}
+
 static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
+	const struct ap_run_cost *B = advise_base_of(a, s);
 	char d1[32], d2[32], d3[32], d4[32];
-	ap_advise_format_duration(d1, sizeof(d1), fabs(m->saved_ns));
-	/* A cost is said as a cost: its interval too. */
-	ap_advise_format_duration(d2, sizeof(d2), m->saved_ns >= 0 ? m->low_ns : -m->high_ns);
-	ap_advise_format_duration(d3, sizeof(d3), m->saved_ns >= 0 ? m->high_ns : -m->low_ns);
+	saving_words(m, d1, d2, d3);
 	ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and without a "
 		    "pool here): ", m->rounds);
 	if (m->saved_ns >= 0)
@@ -866,14 +873,14 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		ap_buf_addf(b, ", %.2g%% of the run's %s (the trace does not hold its CPU time)",
 			    100 * fabs(m->saved_ns) / (double)a->duration_ns, d4);
 	}
-	if (faults_said(a, m))
+	if (faults_said(B, m))
 		ap_buf_addf(b, "; page faults %.0f against %.0f without it", m->cost.minflt,
-			    a->base.minflt);
+			    B->minflt);
 	if (s->excess_faults > 0) {
 		char d6[32], d7[32], d8[32], d9[32];
 		double prog = ap_advise_prog_faults(a);
 		ap_advise_format_duration(d6, sizeof(d6), s->excess_faults_ns);
-		ap_advise_format_duration(d7, sizeof(d7), a->base.fault_ns);
+		ap_advise_format_duration(d7, sizeof(d7), B->fault_ns);
 		ap_advise_format_duration(d8, sizeof(d8), s->excess_faults_ns_lo);
 		ap_advise_format_duration(d9, sizeof(d9), s->excess_faults_ns_hi);
 		ap_buf_addf(b, "; that is the replay's saving less %s (%s to %s, taken off the "
@@ -882,7 +889,7 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 			    "run's %.0f (glibc trimmed the replay's heap where it did not trim the "
 			    "program's: how the replay's threads took turns decides it), at the %s one "
 			    "costs here, measured", d6, d8, d9, s->excess_faults, prog, d7);
-		double w = excess_weight(a->base.minflt, prog);
+		double w = excess_weight(B->minflt, prog);
 		if (w < 1)
 			ap_buf_addf(b, ", %.0f%% of them counted (a baseline under %.3g times the run's "
 				    "faults and %d more faults partly as the recording did)", 100 * w,
@@ -890,11 +897,59 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		if (a->measure_share > 0 && a->measure_share < 1)
 			ap_buf_addf(b, ", scaled with the saving to the whole run");
 	}
-	if (ap_run_faults_vary(&a->base))
+	if (ap_run_faults_vary(B))
 		ap_buf_addf(b, " (from %.0f to %.0f between runs: when glibc trims the heap depends on how "
 			    "the threads interleave, and the saving with it; the interval says how much)",
-			    a->base.minflt_lo, a->base.minflt_hi);
+			    B->minflt_lo, B->minflt_hi);
 	ap_buf_addstr(b, ".");
+}
+
+/* The replay's result the measured pool is judged on: the capped one's
+ * where the site was measured with its cap (advise_judge_measured). */
+static const struct ap_replay_result *measured_result(const struct ap_advise_site *s)
+{
+	bool capped = s->verdict == AP_VERDICT_POOL_CAP || (!good(s) && advise_cap_pays(s));
+	return capped && s->capped ? &s->rc : &s->r;
+}
+
+bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site *s,
+			 const struct ap_measured *m, const struct ap_run_cost *base)
+{
+	const struct ap_replay_result *r = measured_result(s);
+	double given = r->allocs_avoided > 0 ? r->hit_cap_bytes / r->allocs_avoided : 0;
+	double asked = r->allocs_avoided > 0 ? r->alloc_bytes_avoided / r->allocs_avoided : 0;
+	return asked > 0 && given >= LARGER_RATIO * asked &&
+	       1024 * (m->cost.maxrss_kb - base->maxrss_kb) >= LARGER_MIN_BYTES &&
+	       !(a->touch_share > 0 && a->touch_share < 1);
+}
+
+/* A site measured with its blocks written and read whole (s->m; the
+ * first measurement, a line and a byte a page, in s->mw): why, and what
+ * the other measured. */
+static void whole_words(struct ap_buf *t, const struct ap_advice *a, const struct ap_advise_site *s,
+			double given, double asked)
+{
+	char b1[32], b2[32], b3[32], b4[32], d1[32], d2[32], d3[32];
+	const struct ap_measured *l = &s->mw;
+	fmt_bytes(b1, sizeof(b1), given);
+	fmt_bytes(b2, sizeof(b2), asked);
+	fmt_bytes(b3, sizeof(b3), s->p50_size);
+	fmt_bytes(b4, sizeof(b4), s->max_size);
+	ap_buf_addf(t, " Measured with the site's blocks written and read whole, every byte, as a "
+		    "program writes and reads a record or a message of the size it asks for: its "
+		    "requests vary in size (half up to %s, the largest %s), the pool keeps each object "
+		    "at the largest size it reached, and its hits hand blocks of %s on average for "
+		    "requests of %s, %.2g times as large, ",
+		    b3, b4, b1, b2, asked > 0 ? given / asked : 0);
+	fmt_bytes(b1, sizeof(b1), 1024 * l->cost.maxrss_kb);
+	fmt_bytes(b2, sizeof(b2), 1024 * a->base.maxrss_kb);
+	saving_words(l, d1, d2, d3);
+	ap_buf_addf(t, "a peak of %s against %s without the pool, which a program going through its "
+		    "blocks goes through. A replay writing only a line and a byte a page of each new "
+		    "block, as for other sites, measured the pool %s %s (%s to %s), which that "
+		    "memory's cost is not in (bench/twins: records of 1-8KiB, each filled and "
+		    "checksummed whole, whose hand-pooled twin costs 9-19%% more).",
+		    b1, b2, l->saved_ns >= 0 ? "saving" : "costing", d1, d2, d3);
 }
 
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
@@ -905,6 +960,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * one would build there. */
 	bool capped = s->verdict == AP_VERDICT_POOL_CAP || (!good(s) && advise_cap_pays(s));
 	const struct ap_replay_result *r = capped && s->capped ? &s->rc : &s->r;
+	/* the baseline's runs m is measured against */
+	const struct ap_run_cost *B = advise_base_of(a, s);
 	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
 		     : a->program_cpu_ns   ? (double)a->program_cpu_ns
 					   : (double)a->duration_ns;
@@ -933,7 +990,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * their most) the upper quartile's, the same for both variants: a
 	 * pool whose runs trim as often as the baseline's saves no faults. */
 	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
-	double base_faults = q3 ? fmax(a->base.minflt, a->base.minflt_q3) : a->base.minflt;
+	double base_faults = q3 ? fmax(B->minflt, B->minflt_q3) : B->minflt;
 	double pool_faults = q3 ? fmax(m->cost.minflt, m->cost.minflt_q3) : m->cost.minflt;
 	bool replay_faults = a->has_program_minflt && base_faults >= FAULTS_MORE * prog_faults + 1000 &&
 			     pool_faults <= 0.5 * base_faults;
@@ -961,20 +1018,20 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * most of them (the baseline's most against the pool's fewest) off
 	 * the interval's lower end, the fewest off its upper end. */
 	double scale = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
-	double excess = a->has_program_minflt ? a->base.minflt - fmax(prog_faults, m->cost.minflt) : 0;
+	double excess = a->has_program_minflt ? B->minflt - fmax(prog_faults, m->cost.minflt) : 0;
 	double excess_ns = a->has_program_minflt
-				   ? excess_priced(a->base.minflt, prog_faults, m->cost.minflt) *
-					     a->base.fault_ns / scale
+				   ? excess_priced(B->minflt, prog_faults, m->cost.minflt) *
+					     B->fault_ns / scale
 				   : 0;
 	if (excess_ns > 0 && (!replay_faults || excess_ns < EXCESS_SHARE * m->saved_ns)) {
-		double lo = excess_priced(fmin(a->base.minflt_lo, a->base.minflt), prog_faults,
+		double lo = excess_priced(fmin(B->minflt_lo, B->minflt), prog_faults,
 					  fmax(m->cost.minflt_hi, m->cost.minflt));
-		double hi = excess_priced(fmax(a->base.minflt_hi, a->base.minflt), prog_faults,
+		double hi = excess_priced(fmax(B->minflt_hi, B->minflt), prog_faults,
 					  fmin(m->cost.minflt_lo, m->cost.minflt));
 		s->excess_faults = excess;
 		s->excess_faults_ns = excess_ns;
-		s->excess_faults_ns_lo = lo * a->base.fault_ns / scale;
-		s->excess_faults_ns_hi = hi * a->base.fault_ns / scale;
+		s->excess_faults_ns_lo = lo * B->fault_ns / scale;
+		s->excess_faults_ns_hi = hi * B->fault_ns / scale;
 		s->m.saved_ns -= excess_ns;
 		s->m.low_ns -= s->excess_faults_ns_hi;
 		s->m.high_ns -= s->excess_faults_ns_lo;
@@ -982,18 +1039,19 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	}
 	measured_words(&t, a, s);
 	/* Blocks handed larger than asked for, by enough memory to matter
-	 * (LARGER_RATIO) */
+	 * (LARGER_RATIO): open, unless measured with them written whole,
+	 * whose measurement the verdict then follows (and says so). */
 	double given = r->allocs_avoided > 0 ? r->hit_cap_bytes / r->allocs_avoided : 0;
 	double asked = r->allocs_avoided > 0 ? r->alloc_bytes_avoided / r->allocs_avoided : 0;
-	bool larger = asked > 0 && given >= LARGER_RATIO * asked &&
-		      1024 * (m->cost.maxrss_kb - a->base.maxrss_kb) >= LARGER_MIN_BYTES &&
-		      !(a->touch_share > 0 && a->touch_share < 1);
+	bool larger = !s->whole_measured && advise_larger_shape(a, s, m, B);
+	if (s->whole_measured)
+		whole_words(&t, a, s, given, asked);
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && replay_faults) {
 		s->verdict = AP_VERDICT_FAULTS;
 		ap_buf_addf(&t, " But the replay without a pool made %.0f page faults a run (%.0f to %.0f",
-			    a->base.minflt, a->base.minflt_lo, a->base.minflt_hi);
-		if (q3 && a->base.minflt_q3 > a->base.minflt)
-			ap_buf_addf(&t, "; a quarter of the runs %.0f or more", a->base.minflt_q3);
+			    B->minflt, B->minflt_lo, B->minflt_hi);
+		if (q3 && B->minflt_q3 > B->minflt)
+			ap_buf_addf(&t, "; a quarter of the runs %.0f or more", B->minflt_q3);
 		ap_buf_addf(&t, ") "
 			    "where the recorded run made %.0f, recording included, and with the pool "
 			    "%.0f: glibc trimmed the replay's heap where it did not trim the program's "
@@ -1002,7 +1060,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			    prog_faults, m->cost.minflt);
 		if (excess_ns > 0) {
 			ap_advise_format_duration(b1, sizeof(b1), excess_ns);
-			ap_advise_format_duration(b2, sizeof(b2), a->base.fault_ns);
+			ap_advise_format_duration(b2, sizeof(b2), B->fault_ns);
 			ap_buf_addf(&t, " (%.0f beyond the recorded run's: %s at the %s one costs here, "
 				    "measured, half the saving or more)", excess, b1, b2);
 		}
@@ -1036,7 +1094,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			    "large, and its replay's peak memory was ",
 			    b3, b4, b1, b2, given / asked);
 		fmt_bytes(b1, sizeof(b1), 1024 * m->cost.maxrss_kb);
-		fmt_bytes(b2, sizeof(b2), 1024 * a->base.maxrss_kb);
+		fmt_bytes(b2, sizeof(b2), 1024 * B->maxrss_kb);
 		ap_buf_addf(&t, "%s against %s without it. The replay writes a line and a byte a "
 			    "page of each new block; a program that writes or reads its blocks whole "
 			    "goes through that much more memory with the pool, which is not in this "
@@ -1097,9 +1155,13 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			    100 * MIN_SAVE_SHARE);
 	} else if (m->high_ns < 0) {
 		s->verdict = AP_VERDICT_COSTS_MORE;
-		double more_faults = m->cost.minflt - a->base.minflt;
-		if (r->time_saved_ns > m->saved_ns / OWN_WORK_SHARE &&
-		    more_faults >= FAULTS_MOVED_MIN && more_faults >= FAULTS_MOVED_SHARE * a->base.minflt) {
+		double more_faults = m->cost.minflt - B->minflt;
+		if (s->whole_measured)
+			/* why: whole_words */
+			ap_buf_addstr(&t, " The program's passes over its blocks, spread over that much "
+				      "more memory, cost more than the pool saves: keep malloc.");
+		else if (r->time_saved_ns > m->saved_ns / OWN_WORK_SHARE &&
+		    more_faults >= FAULTS_MOVED_MIN && more_faults >= FAULTS_MOVED_SHARE * B->minflt) {
 			/* The pool's own gets and puts, by the cost model, are
 			 * far from what the replay measured, and the pooled
 			 * runs faulted more: what it measured is the heap the
@@ -1110,9 +1172,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 				    "cost is how the objects the pool holds move the rest of the heap "
 				    "(where glibc puts other blocks, what it trims and faults in again",
 				    r->time_saved_ns >= 0 ? "save" : "cost", b1);
-			if (!faults_said(a, m))
+			if (!faults_said(B, m))
 				ap_buf_addf(&t, "; page faults %.0f against %.0f without it",
-					    m->cost.minflt, a->base.minflt);
+					    m->cost.minflt, B->minflt);
 			ap_buf_addstr(&t, "): keep malloc.");
 		} else if (s->p90_cap <= TINY_MAX && s->reallocs_per_object < 0.5)
 			ap_buf_addf(&t, " Objects of %s are what glibc's malloc already keeps in a "

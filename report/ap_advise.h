@@ -320,6 +320,14 @@ struct ap_advise_site {
 	 * interval; r.time_saved_ns stays the cost model's estimate. */
 	bool measured;
 	struct ap_measured m;
+	/* Measured again with the site's blocks written and read whole, every
+	 * byte, in both variants (ap_measure_opts.whole_site), where the pool
+	 * hands blocks much larger than asked for over megabytes more memory
+	 * (advise_larger_shape): when `whole_measured`, `mw` (scaled as `m`
+	 * is) and its baseline's runs `mw_base`. */
+	bool whole_measured;
+	struct ap_measured mw;
+	struct ap_run_cost mw_base;
 	/* The pool the measured replay served the site with, as the model
 	 * shaped it: AP_VERDICT_POOL, _POOL_CAP (cap) or _SIZE_CLASSES
 	 * (classes); kept when the measurement's verdict says no pool or
@@ -445,6 +453,10 @@ struct ap_advice {
 	/* The time the replay sleeps where the program was off its CPU
 	 * (ap_script_sleep_ns), 0 when it does not. */
 	uint64_t script_sleep_ns;
+	/* ...and what it would have slept but for the budget's share
+	 * (ap_advise_sleep_max) or AP_RS_SLEEP_TOTAL_NS: above
+	 * script_sleep_ns, the naps were shortened alike. */
+	uint64_t script_sleep_wanted_ns;
 	/* The share of the trace's events the replay ran (the first ones):
 	 * below 1, the savings are scaled up from it. */
 	double measure_share;
@@ -566,6 +578,17 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *
  * (those that fit the share of each block written:
  * AP_TOUCH_FIT_RUNS), would take longer than budget_ns; then as many as
  * fit, AP_MEASURE_MIN_EVENTS at least. Exposed for tests. */
+/* The most a script may sleep in all (where the recorded program of one
+ * thread was off its CPU: b_naps, report/measure.c) for a budget of
+ * budget_ns: AP_SLEEP_BUDGET_SHARE of it over the replays of `rounds`
+ * rounds of the baseline and the first AP_MEASURE_FIT_SITES of `sites`
+ * sites, the budget's probe and `fit_runs` replays more; 0 without a
+ * budget (AP_RS_SLEEP_TOTAL_NS alone). A process that waited on its
+ * children slept up to 1 s a run, and `advise --measure-time 1s` of `git
+ * repack` took 14 s. Exposed for tests. */
+#define AP_SLEEP_BUDGET_SHARE 0.5
+uint64_t ap_advise_sleep_max(double budget_ns, unsigned rounds, size_t sites, unsigned fit_runs);
+
 uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,
 				 size_t sites, unsigned fit_runs);
 

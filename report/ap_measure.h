@@ -56,13 +56,20 @@ struct ap_replay_join;
  * the script is of the first max_events, or of fewer where the replay
  * that builds it would hold more than AP_MEASURE_LIVE_BYTES for its live
  * blocks (ap_script_events says how many, ap_script_cut_bytes whether
- * that bound cut it). Returns NULL with err set when t is sampled (a sampled trace
+ * that bound cut it). The time a program of one thread was off its CPU
+ * is slept at its longest gaps, AP_RS_SLEEP_TOTAL_NS at most in all
+ * (or ALLOCPROF_REPLAY_SLEEP's), and sleep_max at most when it is not 0
+ * (a budget's share: ap_advise_sleep_max), the naps shortened alike.
+ * Returns NULL with err set when t is sampled (a sampled trace
  * does not hold the sequence), or when its replay would need more than
  * half the memory available. */
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
 				  size_t nsites, const struct ap_replay_join *joins, size_t njoins,
 				  const double *cycles, size_t ncycles, uint64_t max_events,
-				  struct ap_error *err);
+				  uint64_t sleep_max, struct ap_error *err);
+/* The time off its CPU the script's naps would have slept without
+ * sleep_max (ap_script_sleep_ns: what they sleep). */
+uint64_t ap_script_sleep_wanted_ns(const struct ap_script *s);
 void ap_script_free(struct ap_script *s);
 /* Ops in the script, and its size in bytes. */
 uint64_t ap_script_ops(const struct ap_script *s);
@@ -159,6 +166,11 @@ struct ap_measure_opts {
 	 * every page, the default; advise fits a smaller one to a run that
 	 * wrote less of its blocks (ap_advise_touch_fit). */
 	double touch;
+	/* A site whose blocks the runner writes and reads whole, every byte,
+	 * in every variant (ALLOCPROF_REPLAY_WHOLE: measure/runner.c), as a
+	 * program writes a record of the size it asked for; -1, the default:
+	 * none, each new block's first line and a byte a page written. */
+	long whole_site;
 	/* When not NULL: nothing is measured, and where a site would have
 	 * been, advise says this instead (a run's budget already spent). */
 	const char *skip_why;

@@ -43,6 +43,13 @@ struct sthread {
 	 * many in all; the one its last WAIT on them waited for (b_alloc). */
 	struct xfree *xf;
 	uint64_t nxf, xf_waited;
+	/* Its last XB_RING births (their ops), and how many in all; as a
+	 * thread that frees others' blocks, the owner and the birth its last
+	 * WAIT on an owner's births waited for (b_free). */
+	uint64_t *xb;
+	uint64_t nxb;
+	uint32_t xb_owner;
+	uint64_t xb_waited;
 };
 
 /* A producer no further ahead of its consumers than it was in the
@@ -58,6 +65,23 @@ struct sthread {
 #define XF_RING 32u	/* > XF_LAG + XF_EVERY */
 #define XF_LAG 16u
 #define XF_EVERY 8u
+
+/* ...and a consumer no nearer its producer than it was: before it frees
+ * a block another thread made, a thread waits for that thread's birth
+ * XB_LAG before the last one it had made at that point of the recorded
+ * order, every XB_EVERY such frees. The producer's lead on its consumers
+ * was the program's own queue (a ring of 1024 records drained to half);
+ * with nothing holding the consumer back, a replayed consumer that ran
+ * faster than its producer (the program's work on the records is not
+ * replayed) freed all but the last few, glibc trimmed the producer's
+ * arena, and the baseline faulted 3-12 times as often as the program
+ * (bench/twins' relay: 15,000-27,000 faults where the recorded runs made
+ * 2,200-6,300), how often depending on how the threads took turns, and
+ * the verdict with it (bench/twins/README.md, "Session 26"). Every such
+ * wait is for an op before the waiter's in the recorded order. */
+#define XB_RING 32u	/* > XB_LAG */
+#define XB_LAG 16u
+#define XB_EVERY 8u
 
 /* A free of a thread's block by another thread: that thread's FREE op. */
 struct xfree {
@@ -116,6 +140,7 @@ struct builder {
 	size_t nnap, nap_alloc;
 	uint64_t last_ts;	/* the time of the last event replayed */
 	uint64_t sleep_ns;	/* what the SLEEPs chosen sleep */
+	uint64_t sleep_wanted_ns;	/* ...before sleep_total shortened them */
 };
 
 /* A SLEEP op, and the time between its thread's events around it. */
@@ -131,6 +156,7 @@ struct ap_script {
 	uint64_t live_max;	/* the blocks live that bound allowed */
 	double work_ns;		/* the program's time between calls its WORK ops spin */
 	uint64_t sleep_ns;	/* the off-CPU time its SLEEP ops sleep */
+	uint64_t sleep_wanted_ns;	/* ...would sleep but for the caps */
 	uint64_t ops, bytes;
 	uint32_t nsites;
 	uint32_t nthreads;
@@ -268,6 +294,7 @@ static void b_naps(struct builder *b)
 	 * shortened alike (each still sends the CPU idle), so that the
 	 * measurement keeps to its budget (ALLOCPROF_REPLAY_SLEEP=N: N ns
 	 * at most). */
+	b->sleep_wanted_ns = b->sleep_ns;
 	double scale = b->sleep_ns > b->sleep_total ? (double)b->sleep_total / (double)b->sleep_ns : 1;
 	b->sleep_ns = 0;
 	for (size_t i = 0; i < k; i++) {
@@ -371,8 +398,12 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 		emit(b, e->thread, ap_rs_word(AP_RS_WAIT, ft), 0, fop);
 		s->xf_waited = k;
 	}
-	b_put(b, blk->addr, e->thread, emit(b, e->thread, ap_rs_word(type, site), slot, blk->size));
+	uint64_t bop = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	b_put(b, blk->addr, e->thread, bop);
 	b->nlive++;
+	if (!s->xb)
+		s->xb = ap_xmalloc(XB_RING * sizeof(*s->xb));
+	s->xb[s->nxb++ % XB_RING] = bop;
 	b->live += blk->size;
 	if (b->live > b->peak)
 		b->peak = b->live;
@@ -418,6 +449,23 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	if (!b_take(b, blk->addr, &taken))
 		return;	/* the old block of a join: its object went on */
 	b_after(b, o, e->thread);
+	struct sthread *s = &b->th[e->thread];
+	if (o->thread != e->thread) {
+		/* (XB_LAG: held as far behind its producer as it was) */
+		struct sthread *owner = &b->th[o->thread];
+		if (owner->nxb > XB_LAG) {
+			uint64_t k = owner->nxb - XB_LAG;
+			uint64_t bop = owner->xb[(k - 1) % XB_RING];
+			/* (not when the block's own birth, waited for above,
+			 * is that one or later: a hand-over without a lead) */
+			if (bop > o->op && (s->xb_owner != o->thread || k >= s->xb_waited + XB_EVERY)) {
+				owner->v[bop].w |= AP_RS_PUBLISH;
+				emit(b, e->thread, ap_rs_word(AP_RS_WAIT, o->thread), 0, bop);
+				s->xb_owner = o->thread;
+				s->xb_waited = k;
+			}
+		}
+	}
 	uint64_t op = emit(b, e->thread, ap_rs_word(AP_RS_FREE, 0), o->slot, 0);
 	if (o->thread != e->thread) {
 		struct sthread *owner = &b->th[o->thread];
@@ -429,7 +477,6 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	}
 	b->nlive--;
 	b->live -= blk->size;
-	struct sthread *s = &b->th[e->thread];
 	AP_ALLOC_GROW(s->free_slots, s->nfree + 1, s->free_alloc);
 	s->free_slots[s->nfree++] = o->slot;
 }
@@ -480,7 +527,7 @@ static uint32_t main_thread_of(const struct ap_trace *t)
 struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site_of_stack,
 				  size_t nsites, const struct ap_replay_join *joins, size_t njoins,
 				  const double *cycles, size_t ncycles, uint64_t max_events,
-				  struct ap_error *err)
+				  uint64_t sleep_max, struct ap_error *err)
 {
 	if (t->rate > 1) {
 		ap_error_set(err, "a sampled trace does not hold the allocation sequence: record with --all");
@@ -499,8 +546,10 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 			     .cyc = cycles, .ncyc = ncycles,
 			     .limit = max_events && t->nev > max_events ? max_events : t->nev };
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
-	for (size_t k = 0; k < t->nthreads; k++)
+	for (size_t k = 0; k < t->nthreads; k++) {
 		b.th[k].spawner = UINT32_MAX;
+		b.th[k].xb_owner = UINT32_MAX;
+	}
 	/* The program's time between its calls, spun between them: only
 	 * with ALLOCPROF_REPLAY_WORK=1 for now. With the gaps of the
 	 * compactor's windows (the mean of 64 records each) it made the
@@ -523,6 +572,9 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	char *sl_end = NULL;
 	unsigned long long sl_n = sl && *sl ? strtoull(sl, &sl_end, 10) : 0;
 	b.sleep_total = sl_end && !*sl_end && sl_n < AP_RS_SLEEP_TOTAL_NS ? sl_n : AP_RS_SLEEP_TOTAL_NS;
+	/* (a cap under a nanosecond would sleep nothing, as 0 does) */
+	if (sleep_max && sleep_max < b.sleep_total)
+		b.sleep_total = sleep_max;
 	b.naps = t->nthreads == 1 && b.sleep_total > 0;
 	b.main_thread = main_thread_of(t);
 	static const struct ap_replay_ops ops = {
@@ -610,6 +662,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->live_max = AP_MEASURE_LIVE_BYTES / b.live_block;
 	s->work_ns = b.steps_per_ns > 0 ? (double)b.work_steps / b.steps_per_ns : 0;
 	s->sleep_ns = b.sleep_ns;
+	s->sleep_wanted_ns = b.sleep_wanted_ns;
 	s->ops = b.nops;
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
@@ -619,6 +672,7 @@ out:
 		free(b.th[k].v);
 		free(b.th[k].free_slots);
 		free(b.th[k].xf);
+		free(b.th[k].xb);
 	}
 	free(b.th);
 	advise_objs_free(b.objs);
@@ -648,6 +702,11 @@ double ap_script_work_ns(const struct ap_script *s)
 uint64_t ap_script_sleep_ns(const struct ap_script *s)
 {
 	return s->sleep_ns;
+}
+
+uint64_t ap_script_sleep_wanted_ns(const struct ap_script *s)
+{
+	return s->sleep_wanted_ns;
 }
 
 uint64_t ap_script_events(const struct ap_script *s)
@@ -784,6 +843,7 @@ void ap_measure_opts_init(struct ap_measure_opts *o)
 	o->min_rounds = 6;
 	o->max_rounds = 50;
 	o->touch = 1;
+	o->whole_site = -1;
 }
 
 struct sample {
@@ -803,8 +863,8 @@ static double now_ns(void)
  * that descriptor left open for it (the script: the caller formats its
  * number, keep_fd's dup, into args through fd_arg). */
 static int runner_say(const char *runner, const char *const *args, int keep_fd, char *fd_arg,
-		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, char *buf,
-		      size_t bufsz, struct ap_error *err)
+		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, long whole,
+		      char *buf, size_t bufsz, struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -826,6 +886,12 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 		unsetenv("MALLOC_PERTURB_");
 		unsetenv("MALLOC_CHECK_");
 		unsetenv("ALLOCPROF_REPLAY_TOUCH");
+		unsetenv("ALLOCPROF_REPLAY_WHOLE");
+		if (whole >= 0) {
+			char ws[32];
+			snprintf(ws, sizeof(ws), "%ld", whole);
+			setenv("ALLOCPROF_REPLAY_WHOLE", ws, 1);
+		}
 		if (touch >= 0 && touch < 1) {
 			char ts[32];
 			snprintf(ts, sizeof(ts), "%.6f", touch);
@@ -880,14 +946,15 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 /* One run of the runner: site -1 is the baseline. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *classes, const char *sampler, const char *dir, double touch,
+		    const char *classes, const char *sampler, const char *dir, double touch, long whole,
 		    struct sample *out, struct ap_error *err)
 {
 	char a1[16] = "", a2[24], a3[24], buf[512];
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
-	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, buf, sizeof(buf), err) < 0)
+	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, buf, sizeof(buf),
+		       err) < 0)
 		return -1;
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
@@ -996,7 +1063,7 @@ static double probe_cost(const char *runner, const int *stop, const char *flag, 
 		char buf[256], *end;
 		struct ap_error e2;
 		const char *args[] = { "allocprof-replay", flag, NULL };
-		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, buf, sizeof(buf), &e2) != 0 ||
+		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, -1, buf, sizeof(buf), &e2) != 0 ||
 		    strncmp(buf, key, kl) || buf[kl] != '=')
 			continue;
 		unsigned long long ns = strtoull(buf + kl + 1, &end, 10);
@@ -1022,7 +1089,8 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 	live_dir_set = 1;
 	struct ap_error e2;
 	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
-		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, &rec[nrec], &e2) == 0)
+		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, &rec[nrec],
+			     &e2) == 0)
 			nrec++;
 	live_dir_set = 0;
 	remove_dir(dirbuf);
@@ -1103,7 +1171,8 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, o->whole_site,
+				      &v[rounds * nv + j], err);
 		}
 		if (rc)
 			break;

@@ -36,6 +36,11 @@ expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
 expect "text" "not a replay script" "$tmp/text" 3 -1 0
 expect "ops missing" "not a replay script, or a damaged one|damaged replay script" "$tmp/short" 3 -1 0
 expect "version" "not a replay script" "$tmp/vnext" 3 -1 0
+# a site to write whole that is not one
+ALLOCPROF_REPLAY_WHOLE=x
+export ALLOCPROF_REPLAY_WHOLE
+expect "bad whole site" "bad ALLOCPROF_REPLAY_WHOLE 'x'" "$tmp/text" 3 -1 0
+unset ALLOCPROF_REPLAY_WHOLE
 # the fault probe: 256 pages written and given back 32 times, priced
 out=$("$r" --fault-probe) || { echo "FAIL fault probe: rc $?"; fail=1; }
 case $out in

@@ -525,6 +525,50 @@ static void test_larger_verdict(void)
 	a->touch_share = 1;
 	advise_judge_measured(a, s);
 	CHECK("larger: every page written", s->verdict, AP_VERDICT_LARGER);
+
+	/* Measured again with the site's blocks written and read whole
+	 * (advise_measure.c, measure_whole): the verdict follows that
+	 * measurement, against its own baseline, and says what the first
+	 * measured. relay's first recording of session 30: a line a page
+	 * saved 12.1 ms, every byte written and read cost 24.5 ms; its twin
+	 * costs 22.8 ms more. */
+	struct {
+		double saved, lo, hi;
+		enum ap_verdict want;
+		const char *what;
+	} w[] = {
+		{ -24.5, -37.9, -18.9, AP_VERDICT_COSTS_MORE, "written whole: costs" },
+		{ 3, -4, 9, AP_VERDICT_NOISE, "written whole: across zero" },
+		{ 20, 18, 22, AP_VERDICT_POOL, "written whole: saves" },
+	};
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		s->verdict = AP_VERDICT_POOL;
+		free(s->reasons);
+		s->reasons = NULL;
+		s->whole_measured = true;
+		s->mw = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = 12.1 * MS,
+					      .low_ns = 11.7 * MS, .high_ns = 12.4 * MS };
+		s->mw.cost.maxrss_kb = 9200;
+		a->base.maxrss_kb = 4740;
+		s->m = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = w[i].saved * MS,
+					     .low_ns = w[i].lo * MS, .high_ns = w[i].hi * MS };
+		s->m.cost.maxrss_kb = 9300;
+		s->mw_base = (struct ap_run_cost){ .maxrss_kb = 4800 };
+		advise_judge_measured(a, s);
+		CHECK(w[i].what, s->verdict, w[i].want);
+		if (!s->reasons || !strstr(s->reasons, "Measured with the site's blocks written and read whole") ||
+		    !strstr(s->reasons, "a peak of 8.98MB against 4.63MB without the pool") ||
+		    !strstr(s->reasons, "measured the pool saving 12.1ms (11.7ms to 12.4ms)")) {
+			fprintf(stderr, "%s: %s: the text does not say what was measured: %s\n", __func__,
+				w[i].what, s->reasons ? s->reasons : "(none)");
+			failures++;
+		}
+		if (w[i].want == AP_VERDICT_COSTS_MORE && !strstr(s->reasons, "a pool costs 24.5ms more CPU time")) {
+			fprintf(stderr, "%s: the cost is not the whole measurement's: %s\n", __func__, s->reasons);
+			failures++;
+		}
+	}
+	s->whole_measured = false;
 	ap_advice_free(a);
 	ap_trace_free(t);
 }

@@ -36,7 +36,7 @@ static uint64_t measure_joined(const struct ap_trace *t, const uint32_t *sites, 
 			       struct ap_run_cost *base)
 {
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, nsites, joins, njoins, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, nsites, joins, njoins, NULL, 0, 0, 0, &err);
 	if (!s) {
 		fprintf(stderr, "script: %s\n", err.msg);
 		exit(1);
@@ -130,25 +130,66 @@ static void test_one_thread(void)
 	ap_trace_free(t);
 }
 
-/* Two threads: thread 1 allocates n blocks, thread 2 frees each (a
- * handoff), interleaved in time. */
-static struct ap_trace *handoff_trace(int n)
+/* A trace of process 1000 on `cpus` CPUs, with one stack (*st) and
+ * the threads 1000 ("main") and 1001... named in `names`. */
+static struct ap_tw *threads_tw(unsigned cpus, uint32_t *st, const char *const *names, int n)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
-	h.cpus = 2;
+	h.cpus = cpus;
 	h.start_ns = START;
 	h.pid = 1000;
 	struct ap_tw *tw = ap_tw_new(&h);
 	uint64_t pc = 0x1000;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 1000, "main");
-	ap_tw_thread(tw, 1001, "worker");
+	*st = ap_tw_stack(tw, &pc, 1);
+	for (int k = 0; k < n; k++)
+		ap_tw_thread(tw, 1000 + (uint32_t)k, names[k]);
+	return tw;
+}
+
+/* Two threads: thread 1 allocates n blocks, thread 2 frees each (a
+ * handoff), interleaved in time. */
+static struct ap_trace *handoff_trace(int n)
+{
+	static const char *const names[] = { "main", "worker" };
+	uint32_t st;
+	struct ap_tw *tw = threads_tw(2, &st, names, 2);
 	uint64_t ts = START + 1000;
 	for (int i = 0; i < n; i++) {
 		uint64_t a = 0x100000 + (uint64_t)(i % 7) * 0x1000;
 		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, a, 64 + (uint64_t)i % 300, st);
 		ap_tw_free(tw, 1001, ts++, 1, a);
+	}
+	return synth_finish(tw, ts);
+}
+
+/* A reader thread and a worker, started by main, as bench/twins' relay:
+ * the reader makes n records of 2 to 8 KiB into a ring of `ring` slots,
+ * and when it is full the worker frees the oldest half; the reader is
+ * then `ring` / 2 to `ring` records ahead of it. born[f]: the records
+ * made before the f-th free. */
+static struct ap_trace *ring_trace(int n, int ring, int *born)
+{
+	static const char *const names[] = { "main", "reader", "worker" };
+	uint32_t st;
+	struct ap_tw *tw = threads_tw(1, &st, names, 3);
+	uint64_t ts = START + 1000;
+	ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000, 64, st);
+	ap_tw_free(tw, 1000, ts++, 0, 0x10000);
+	int made = 0, freed = 0;
+	while (freed < n) {
+		while (made < n && made - freed < ring) {
+			uint64_t size = (2048 + (uint64_t)made * 7919 % 6145) & ~(uint64_t)7;
+			ap_tw_alloc(tw, 1001, ts++, 0, AP_KIND_MALLOC, 0x100000 + (uint64_t)made * 0x10000,
+				    size, st);
+			made++;
+		}
+		int to = made < n ? made - ring / 2 : n;
+		while (freed < to) {
+			born[freed] = made;
+			ap_tw_free(tw, 1002, ts++, 0, 0x100000 + (uint64_t)freed * 0x10000);
+			freed++;
+		}
 	}
 	return synth_finish(tw, ts);
 }
@@ -186,7 +227,7 @@ static struct ap_script *site0_script(const struct ap_trace *t, const char *what
 {
 	static const uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 0, &err);
 	CHECK(s != NULL, "%s: script: %s", what, err.msg);
 	return s;
 }
@@ -269,6 +310,98 @@ static void test_wakes(void)
 	ap_trace_free(t);
 }
 
+/* A consumer held behind its producer as it was (report/measure.c,
+ * XB_LAG 16, XB_EVERY 8): 20,000 records handed over through a ring of
+ * 1024, 512 to 1024 behind. Every free of the worker's must come after
+ * the reader's birth of the record 16 + 8 before the last it had made
+ * at that free in the recorded order: before, it waited for its own
+ * record's birth alone, and a worker that does none of the program's
+ * work on the records freed its way up to the reader, where glibc
+ * trimmed the reader's arena and its next records faulted their pages
+ * in again (bench/twins' relay, a ring of 1024: baselines of 15,000 to
+ * 27,000 page faults where the recorded runs made 2,200 to 6,300, and
+ * "pool", "within noise" or "unsure: replay faults" from one advise to
+ * the next). The script is read back as the runner reads it
+ * (measure/script.h), and replayed on one CPU to its end. */
+static void test_consumer_held(void)
+{
+	enum { N = 20000, RING = 1024, HELD = 16 + 8 };
+	static int born[N];
+	struct ap_trace *t = ring_trace(N, RING, born);
+	char path[] = "/tmp/test-measure-held-XXXXXX";
+	int kfd = mkstemp(path);
+	CHECK(kfd >= 0, "held: mkstemp");
+	if (kfd < 0)
+		return;
+	close(kfd);
+	setenv("ALLOCPROF_KEEP_SCRIPT", path, 1);
+	struct ap_script *s = site0_script(t, "held");
+	unsetenv("ALLOCPROF_KEEP_SCRIPT");
+	FILE *f = fopen(path, "rb");
+	unlink(path);
+	CHECK(f != NULL, "held: the script kept");
+	if (!s || !f) {
+		if (f)
+			fclose(f);
+		ap_script_free(s);
+		ap_trace_free(t);
+		return;
+	}
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	rewind(f);
+	char *sc = malloc((size_t)len);
+	if (!sc)
+		abort();
+	CHECK(fread(sc, 1, (size_t)len, f) == (size_t)len, "held: read the script");
+	fclose(f);
+	const struct ap_rs_header *h = (const void *)sc;
+	const struct ap_rs_thread *ti = (const void *)(h + 1);
+	const struct ap_rs_op *ops = (const void *)(sc + sizeof(*h) + h->nthreads * sizeof(*ti) +
+						   ap_rs_sync_bytes(h->nsyncs));
+	CHECK(h->nthreads == 3, "held: %u threads in the script", h->nthreads);
+	if (h->nthreads == 3) {
+		/* the reader's (thread 1) births: the count up to each op */
+		const struct ap_rs_op *r = ops + ti[1].first;
+		uint64_t *births = calloc(ti[1].nops + 1, sizeof(*births));
+		if (!births)
+			abort();
+		for (uint64_t i = 0; i < ti[1].nops; i++)
+			births[i + 1] = births[i] + (ap_rs_type(&r[i]) == AP_RS_MALLOC);
+		const struct ap_rs_op *w = ops + ti[2].first;
+		uint64_t waited = 0;	/* reader's births the worker has waited for */
+		int frees = 0, behind = 0, worst = 0, at = -1;
+		for (uint64_t i = 0; i < ti[2].nops; i++) {
+			if (ap_rs_type(&w[i]) == AP_RS_WAIT && ap_rs_arg(&w[i]) == 1 &&
+			    births[w[i].n + 1] > waited)
+				waited = births[w[i].n + 1];
+			if (ap_rs_type(&w[i]) != AP_RS_FREE)
+				continue;
+			int lag = born[frees] - (int)waited;
+			if (lag > HELD)
+				behind++;
+			if (lag > worst) {
+				worst = lag;
+				at = frees;
+			}
+			frees++;
+		}
+		EQ("held: the worker's frees", frees, N);
+		CHECK(behind == 0, "held: %d of %d frees with no wait for the reader's births up to %d "
+		      "before where it was (%d at free %d)", behind, frees, HELD, worst, at);
+		free(births);
+	}
+	free(sc);
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+	struct ap_error err;
+	struct ap_measure_opts o = opts_of(2, 1);
+	CHECK(ap_measure(s, NULL, 0, &o, &out, &base, &rec, &err) == 0, "held: %s", err.msg);
+	EQ("held: calls", base.calls, 2 * N + 2);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
 /* ap_advise_replay_cpus: the recorded run's CPUs, at most those here;
  * --replay-cpus over them; all of them when the trace does not say. */
 static void test_replay_cpus(void)
@@ -343,7 +476,7 @@ static void test_sampled(void)
 	struct ap_trace *t = synth_finish(tw, START + 2);
 	uint32_t sites[2] = { UINT32_MAX, 0 };
 	struct ap_error err;
-	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, &err);
+	struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 0, &err);
 	EQ("sampled: no script", s != NULL, 0);
 	EQ("sampled: says so", strstr(err.msg, "--all") != NULL, 1);
 	ap_script_free(s);
@@ -603,17 +736,25 @@ static void test_growth_by_copy(void)
  * replay writing first lines only are the pages written: all of them, or
  * a quarter. (Taken as differences: a sanitized runner faults in its
  * shadow memory too, in proportion, and its allocator's own pages.) */
-static void test_touch(void)
+/* One thread: six blocks of `size` at site 0, each freed before the
+ * next; the trace in *t. */
+static struct ap_script *six_blocks(uint64_t size, const char *what, struct ap_trace **t)
 {
 	uint32_t st;
 	struct ap_tw *tw = synth_one_thread(&st);
 	uint64_t ts = START + 1000;
 	for (int i = 0; i < 6; i++) {
-		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000000, 40u << 20, st);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000000, size, st);
 		ap_tw_free(tw, 1000, ts++, 0, 0x10000000);
 	}
-	struct ap_trace *t = synth_finish(tw, ts);
-	struct ap_script *s = site0_script(t, "touch");
+	*t = synth_finish(tw, ts);
+	return site0_script(*t, what);
+}
+
+static void test_touch(void)
+{
+	struct ap_trace *t;
+	struct ap_script *s = six_blocks(40u << 20, "touch", &t);
 	double pages = 6.0 * (40u << 20) / (double)sysconf(_SC_PAGESIZE), got[3];
 	double share[3] = { 0, 1, 0.25 };
 	for (int k = 0; k < 3; k++) {
@@ -662,6 +803,90 @@ static void test_touch(void)
 	 * them (a heap built early faults early). */
 	EQ("target, whole run", ap_advise_run_faults(32000, 1, true, 64000, 0), 32000);
 	EQ("target, a third", ap_advise_run_faults(32000, 0.25, true, 21950, 64000), 32000 * 21950 / 64000.0);
+}
+
+/* A site written whole (ap_measure_opts.whole_site,
+ * ALLOCPROF_REPLAY_WHOLE): every byte of its blocks is written, whatever
+ * share of them the first write is set to cover, in the baseline and the
+ * pool's runs alike. Six blocks of 8 MiB, made and freed in turn: with
+ * first lines only, each run faults in a page or two a block; with the
+ * site written whole, every page of the blocks (the first a mapping of
+ * its own, the next ones, once glibc's mmap threshold has risen to 8 MiB,
+ * the heap's top, kept), twice in the baseline and once in the pool's
+ * run, which keeps the one block. */
+static void test_whole(void)
+{
+	struct ap_trace *t;
+	struct ap_script *s = six_blocks(8u << 20, "whole", &t);
+	double block = (double)(8u << 20) / (double)sysconf(_SC_PAGESIZE), got[2];
+	struct ap_measured pooled[2];
+	for (int k = 0; k < 2; k++) {
+		struct ap_measure_opts o = opts_of(1, 0);
+		o.touch = 0;
+		o.whole_site = k ? 0 : -1;
+		struct ap_measure_job job = { .site = 0 };
+		struct ap_run_cost base, rec;
+		struct ap_error err;
+		CHECK(ap_measure(s, &job, 1, &o, &pooled[k], &base, &rec, &err) == 0, "whole %d: %s", k,
+		      err.msg);
+		got[k] = base.minflt;
+	}
+	CHECK(got[1] - got[0] >= 0.95 * block,
+	      "whole: the baseline faulted %.0f times written whole, %.0f first lines only, for blocks "
+	      "of %.0f pages", got[1], got[0], block);
+	CHECK(pooled[1].cost.minflt - pooled[0].cost.minflt >= 0.95 * block,
+	      "whole: the pool's run faulted %.0f times written whole, %.0f first lines only (the "
+	      "baseline %.0f), for blocks of %.0f pages", pooled[1].cost.minflt, pooled[0].cost.minflt,
+	      got[1], block);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
+/* A program of one thread off its CPU between its calls: its naps are
+ * slept in every run of the replay, within AP_RS_SLEEP_TOTAL_NS, and
+ * within a share of the user's budget (ap_advise_sleep_max: a process
+ * waiting on its children slept 835 ms a run, and `advise --measure-time
+ * 1s` of `git repack` took 14 s). 100 blocks 5 ms apart in a run of
+ * 500 ms, 10 ms of it on a CPU: 99 naps of 2 ms (AP_RS_SLEEP_MAX_NS). */
+static void test_sleep_budget(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, 64, st);
+		ap_tw_free(tw, 1000, ts + 1, 0, 0x100000);
+		ts += 5000000;
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	t->cpu_ns = 10000000;
+	t->has_run_delay = true;
+	t->run_delay_ns = 0;
+	uint32_t sites[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	CHECK(t->nstacks <= 8, "sleep budget: %zu stacks", (size_t)t->nstacks);
+	uint64_t caps[] = { 0, 20000000 }, want[] = { 198000000, 20000000 };
+	for (int k = 0; k < 2; k++) {
+		struct ap_error err;
+		struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, caps[k], &err);
+		CHECK(s != NULL, "sleep budget: %s", err.msg);
+		if (!s)
+			continue;
+		CHECK(ap_script_sleep_ns(s) >= want[k] - 100 && ap_script_sleep_ns(s) <= want[k],
+		      "sleep budget: a cap of %llu ns slept %llu ns, want %llu",
+		      (unsigned long long)caps[k], (unsigned long long)ap_script_sleep_ns(s),
+		      (unsigned long long)want[k]);
+		EQ("sleep budget: wanted", (double)ap_script_sleep_wanted_ns(s), 198000000);
+		ap_script_free(s);
+	}
+	ap_trace_free(t);
+	/* 1 s for 6 rounds of the baseline and a site, the probe and the
+	 * fit's three replays: half of it over 16 runs */
+	EQ("sleep max, 1 s", (double)ap_advise_sleep_max(1e9, 6, 1, 3), (double)(uint64_t)(0.5e9 / 16));
+	/* sites past AP_MEASURE_FIT_SITES are measured if the rounds leave
+	 * room: not counted */
+	EQ("sleep max, many sites", (double)ap_advise_sleep_max(15e9, 6, 9, 0),
+	   (double)(uint64_t)(7.5e9 / (6 * (AP_MEASURE_FIT_SITES + 1) + 1)));
+	EQ("sleep max, no budget", (double)ap_advise_sleep_max(0, 6, 1, 3), 0);
 }
 
 /* A pooled object too small for a request is dropped for a block of the
@@ -866,7 +1091,7 @@ static void test_resolved_script(void)
 		int fd = mkstemp(out);
 		close(fd);
 		setenv("ALLOCPROF_KEEP_SCRIPT", out, 1);
-		struct ap_script *s = ap_script_build(t[k], sites, 4, joins, njoins[k], NULL, 0, 0, &err);
+		struct ap_script *s = ap_script_build(t[k], sites, 4, joins, njoins[k], NULL, 0, 0, 0, &err);
 		unsetenv("ALLOCPROF_KEEP_SCRIPT");
 		CHECK(s != NULL, "resolved script %d: %s", k, err.msg);
 		ap_script_free(s);
@@ -903,6 +1128,8 @@ int main(int argc, char **argv)
 	test_one_thread();
 	test_growth_by_copy();
 	test_touch();
+	test_whole();
+	test_sleep_budget();
 	test_small_hit();
 	test_budget_events();
 	test_live_bound();
@@ -912,6 +1139,7 @@ int main(int argc, char **argv)
 	test_targeted_wakes();
 	test_pinned();
 	test_wakes();
+	test_consumer_held();
 	test_replay_cpus();
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
