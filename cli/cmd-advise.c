@@ -197,7 +197,15 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		else if (a->touch_share < 1)
 			printf("  writing the first %.4g%% of each new block's bytes "
 			       "(ALLOCPROF_REPLAY_TOUCH)\n", 100 * a->touch_share);
-		if (a->script_sleep_ns > 0) {
+		if (a->script_sleep_ns > 0 && a->script_sleep_wanted_ns > a->script_sleep_ns) {
+			char w[32];
+			ap_advise_format_duration(d, sizeof(d), (double)a->script_sleep_ns);
+			ap_advise_format_duration(w, sizeof(w), (double)a->script_sleep_wanted_ns);
+			printf("  with the program's time off its CPU, shortened: %s slept a run at its "
+			       "longest gaps between calls, of the recorded %s, each gap alike (a run "
+			       "sleeps half of --measure-time over the rounds at most, and 1s; a CPU "
+			       "back from idle is cold)\n", d, w);
+		} else if (a->script_sleep_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), (double)a->script_sleep_ns);
 			printf("  with the program's time off its CPU, as recorded: %s slept at its longest "
 			       "gaps between calls (a CPU back from idle is cold)\n", d);
