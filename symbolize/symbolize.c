@@ -742,6 +742,19 @@ static Dwarf_Die *unit_with_code(Dwarf_Die *cudie, Dwarf_Die *split)
 	return cudie;
 }
 
+/* Whether the CU's own ranges hold addr (a DWARF address), or it has none
+ * to say. libdwfl gives an address in a gap between .debug_aranges
+ * entries to the CU of the entry below it (crt1.o's _start after main's
+ * .text.startup, a CU without aranges after one with them), and its line
+ * table then names the last row before the gap (a line of main for
+ * _start, where binutils' addr2line says ??:?). */
+static bool cu_holds(Dwarf_Die *cudie, Dwarf_Addr addr)
+{
+	if (!dwarf_hasattr(cudie, DW_AT_ranges) && !dwarf_hasattr(cudie, DW_AT_high_pc))
+		return true;
+	return dwarf_haspc(cudie, addr) != 0;
+}
+
 struct srcloc {
 	const char *file;
 	int line, column;
@@ -768,9 +781,13 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	Dwarf_Addr addr = pc - 1, bias = 0;
 	struct srcloc loc = { NULL, 0, 0 };
 	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
+	Dwfl_Line *line = NULL;
+	if (cudie && !cu_holds(cudie, addr - bias))
+		cudie = NULL; /* a gap between aranges: not this CU's */
+	else if (cudie)
+		line = dwfl_module_getsrc(m->mod, addr);
 	if (!cudie)
 		cudie = cu_by_ranges(m, addr, &bias);
-	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
 	if (line) {
 		int lineno = 0, col = 0;
 		const char *file = dwfl_lineinfo(line, NULL, &lineno, &col, NULL, NULL);
