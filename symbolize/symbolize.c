@@ -66,7 +66,10 @@ struct sym_module {
 	 * opened for another process (ap_sym_prefetch, ap_sym_share), that
 	 * process's: PCs are translated, as for a canon module. */
 	uint64_t at;
-	struct sym_func *funcs;	/* sorted by addr, one per address */
+	/* sorted by addr, one per address: the functions, and the untyped
+	 * symbols of code sections (assembly's labels, such as ld.so's
+	 * _dl_start_user, which eu-addr2line and addr2line name too) */
+	struct sym_func *funcs;
 	size_t nfuncs;
 	bool funcs_built;
 	struct cu_cache *cus;
@@ -421,17 +424,26 @@ static void funcs_build(struct sym_module *m)
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
+		Elf *elf = NULL;
 		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr,
-							   &shndx, NULL, NULL);
+							   &shndx, &elf, NULL);
 		int type = GELF_ST_TYPE(sym.st_info);
-		if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
-		    sym.st_shndx == SHN_UNDEF)
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF)
 			continue;
 		int bind = GELF_ST_BIND(sym.st_info);
+		bool label = false;
+		if (type == STT_NOTYPE && name[0] != '.' && elf && shndx != SHN_UNDEF &&
+		    shndx < SHN_LORESERVE) {
+			GElf_Shdr sh;
+			Elf_Scn *scn = elf_getscn(elf, shndx);
+			label = scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+		}
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && !label)
+			continue;
 		AP_ALLOC_GROW(m->funcs, m->nfuncs + 1, alloc);
 		m->funcs[m->nfuncs++] = (struct sym_func){
 			.addr = addr, .size = sym.st_size, .name = name,
-			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
+			.rank = label ? -1 : bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
 		};
 	}
 	if (!m->nfuncs)
@@ -452,9 +464,15 @@ static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
 	if (!lo)
 		return NULL;
 	const struct sym_func *f = &m->funcs[lo - 1];
-	if (f->size ? addr - f->addr < f->size : lo == m->nfuncs || addr < m->funcs[lo].addr)
-		return f->name;
-	return NULL;
+	if (f->size)
+		return addr - f->addr < f->size ? f->name : NULL;
+	/* the nearest symbol below is unsized (a label, crtstuff's
+	 * frame_dummy): a sized function holding addr comes first, as in
+	 * libdwfl's dwfl_module_addrsym */
+	for (size_t i = lo - 1; i-- > 0 && lo - i <= 16;)
+		if (m->funcs[i].size && addr - m->funcs[i].addr < m->funcs[i].size)
+			return m->funcs[i].name;
+	return f->name;
 }
 
 /* Sets frame names from a linkage or plain name: full demangled when it
