@@ -85,6 +85,10 @@ struct sym_module {
 	 * and the file is not opened while they answer. */
 	const struct ap_symtab_module **stored;
 	size_t nstored;
+	/* Whether the file now tells more than its tables kept without
+	 * line information (a debug file installed since, or found by
+	 * --debug-dir): -1 not asked yet, 0 no, 1 it is read instead. */
+	int kept_superseded;
 	/* The module resolving this one's PCs, -1 for itself: in a whole
 	 * run (ap_run_merge) every process maps libc, each at its own
 	 * address; one file (path, build-id and segments alike) is opened
@@ -944,11 +948,54 @@ static bool resolve_perf(struct ap_symbolizer *s, struct pc_entry *e)
 	return true;
 }
 
+static bool module_has_lines(struct sym_module *m);
+
+/* Whether module i's file, where its kept tables have no line
+ * information, is there as recorded (its build-id) and has lines now: a
+ * -dbgsym package installed since recording, or the separate debug file
+ * --debug-dir points at, which the notes on frames without symbols or
+ * lines advise. Asked once per module, quietly: the kept tables are read
+ * when the file cannot be. Without --debug-dir only when /usr/lib/debug
+ * has a file of its build-id: elfutils, finding no debug file, loads
+ * libdebuginfod and its dependencies (~40 ms). */
+static bool kept_superseded(struct ap_symbolizer *s, int32_t i)
+{
+	struct sym_module *m = &s->mods[i];
+	if (m->kept_superseded >= 0)
+		return m->kept_superseded;
+	m->kept_superseded = 0;
+	struct stat st;
+	char there[PATH_MAX];
+	if ((m->stored[0]->flags & AP_SYMTAB_HAS_LINES) || m->map->path[0] != '/' ||
+	    stat(module_file(m->map->path, there, sizeof(there)), &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return false;
+	if (s->cbp != &s->cb) {
+		char hex[130];
+		if (m->map->build_id_len < 2)
+			return false;
+		build_id_hex(hex, sizeof(hex), m->map->build_id, m->map->build_id_len);
+		snprintf(there, sizeof(there), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
+			 hex + 2);
+		if (stat(there, &st) != 0 || !S_ISREG(st.st_mode))
+			return false;
+	}
+	size_t nwarn = s->nwarn;
+	module_get(s, i);
+	while (s->nwarn > nwarn)
+		free(s->warnings[--s->nwarn]);
+	if (s->warnings)
+		s->warnings[s->nwarn] = NULL;
+	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
+	m->kept_superseded = m->state == MOD_OK && c->mod && module_has_lines(c);
+	return m->kept_superseded;
+}
+
 static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 {
 	if (e->mod >= 0) {
 		struct sym_module *m = &s->mods[e->mod];
-		for (size_t i = 0; i < m->nstored; i++) {
+		for (size_t i = 0; i < m->nstored && !kept_superseded(s, e->mod); i++) {
 			uint32_t n;
 			const struct ap_symtab_frame *kf =
 			    ap_symtab_lookup(m->stored[i], e->pc - m->map->bias, &n);
@@ -1138,7 +1185,7 @@ static void note_no_lines(struct ap_symbolizer *s, const struct ap_frame *f, int
 	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
 	if (c->lines_noted)
 		return;
-	if (m->nstored ? (m->stored[0]->flags & AP_SYMTAB_HAS_LINES)
+	if (m->nstored && m->kept_superseded != 1 ? (m->stored[0]->flags & AP_SYMTAB_HAS_LINES)
 		       : c->state != MOD_OK || module_has_lines(c))
 		return;
 	c->lines_noted = true;
@@ -1264,6 +1311,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 		s->mods[i].base = intern(&s->strs, path_base(t->maps[i].path));
 		s->mods[i].canon = -1;
 		s->mods[i].has_lines = -1;
+		s->mods[i].kept_superseded = -1;
 	}
 	if (t->nprocs)
 		find_canon(s);
