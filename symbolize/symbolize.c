@@ -488,8 +488,14 @@ static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *na
 	f->mangled = intern(&s->strs, name);
 	f->func = f->full = f->mangled;
 	f->lang = AP_SYM_PLAIN;
-	if (name[0] != '_')
+	if (name[0] != '_' || (name[1] != 'R' && name[1] != 'Z')) {
+		/* a name not mangled (DWARF's, for an inlined template
+		 * constructor): the one pprof shows for it */
+		ap_buf_reset(&s->scratch);
+		if (!s->no_demangle && !s->full_names && ap_sym_pprof_plain(name, &s->scratch))
+			f->func = intern(&s->strs, s->scratch.buf);
 		return;
+	}
 	/* Rust first: a legacy Rust name is a valid C++ one too (_ZN...E
 	 * with a 17h<hash> element), which __cxa_demangle would leave with
 	 * its $LT$ escapes and hash. Without DMGL_VERBOSE the hash and v0's
