@@ -179,7 +179,6 @@ void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *o
 	}
 }
 
-
 /* pprof's removeMatching (internal/symbolizer): the nested groups
  * open..close taken out of b from `from` on; a stray close leaves the
  * rest as it is. */
@@ -208,10 +207,13 @@ bool ap_sym_pprof_plain(const char *name, struct ap_buf *out)
 {
 	size_t base = out->len;
 	ap_buf_addstr(out, name);
-	/* looksLikeDemangledCPlusPlus: not Java's "class.<init>" nor Go's
-	 * "pkg.(*T[...]).Method" */
-	if (strstr(name, ".<") || strstr(name, "]).") ||
-	    (!strpbrk(name, "<>[]") && !strstr(name, "::")))
+	/* the shape of DWARF's name of a template's instance, "name<args>":
+	 * an identifier, then template arguments to the end (pprof's
+	 * looksLikeDemangledCPlusPlus would take any name with <>[] or ::,
+	 * a C name made with an asm label too, which every view keeps) */
+	size_t n = strlen(name), id = strspn(name, "abcdefghijklmnopqrstuvwxyz"
+					     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:~");
+	if (!id || (name[0] >= '0' && name[0] <= '9') || name[id] != '<' || name[n - 1] != '>')
 		return false;
 	remove_matching(out, base, '(', ')');
 	remove_matching(out, base, '<', '>');
