@@ -102,6 +102,14 @@ size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
  * impl stays "<Type as Trait>::method"); any other name as it is. */
 void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *out);
 
+/* Appends the name Go's pprof shows for a name it cannot demangle (a
+ * DWARF name with no linkage name: an inlined template constructor,
+ * "thread<main()::<lambda()> >") when the export gives it as both
+ * Function.name and system_name: for a name of that shape (an
+ * identifier, then <...> to its end), without its (...) and <...>
+ * groups ("thread"), else as it is. Returns whether it differs. */
+bool ap_sym_pprof_plain(const char *name, struct ap_buf *out);
+
 /* Adds the frames of every PC of the trace's stacks to w, for `record`
  * to keep them with the trace (ap_symtab.h): per mapping whose file could
  * be read, each PC's frames as the views would name them (the linkage

@@ -179,3 +179,43 @@ void ap_sym_short_name(const char *func, enum ap_sym_lang lang, struct ap_buf *o
 	}
 }
 
+/* pprof's removeMatching (internal/symbolizer): the nested groups
+ * open..close taken out of b from `from` on; a stray close leaves the
+ * rest as it is. */
+static void remove_matching(struct ap_buf *b, size_t from, char open, char close)
+{
+	int nesting = 0;
+	size_t first = 0;
+	for (size_t i = from; i < b->len; i++) {
+		if (b->buf[i] == open) {
+			if (++nesting == 1)
+				first = i;
+		} else if (b->buf[i] == close) {
+			if (--nesting < 0)
+				return;
+			if (nesting == 0) {
+				memmove(b->buf + first, b->buf + i + 1, b->len - i - 1);
+				b->len -= i + 1 - first;
+				b->buf[b->len] = 0;
+				i = first - 1;
+			}
+		}
+	}
+}
+
+bool ap_sym_pprof_plain(const char *name, struct ap_buf *out)
+{
+	size_t base = out->len;
+	ap_buf_addstr(out, name);
+	/* the shape of DWARF's name of a template's instance, "name<args>":
+	 * an identifier, then template arguments to the end (pprof's
+	 * looksLikeDemangledCPlusPlus would take any name with <>[] or ::,
+	 * a C name made with an asm label too, which every view keeps) */
+	size_t n = strlen(name), id = strspn(name, "abcdefghijklmnopqrstuvwxyz"
+					     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:~");
+	if (!id || (name[0] >= '0' && name[0] <= '9') || name[id] != '<' || name[n - 1] != '>')
+		return false;
+	remove_matching(out, base, '(', ')');
+	remove_matching(out, base, '<', '>');
+	return strcmp(out->buf + base, name) != 0;
+}

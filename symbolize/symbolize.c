@@ -66,7 +66,10 @@ struct sym_module {
 	 * opened for another process (ap_sym_prefetch, ap_sym_share), that
 	 * process's: PCs are translated, as for a canon module. */
 	uint64_t at;
-	struct sym_func *funcs;	/* sorted by addr, one per address */
+	/* sorted by addr, one per address: the functions, and the untyped
+	 * symbols of code sections (assembly's labels, such as ld.so's
+	 * _dl_start_user, which eu-addr2line and addr2line name too) */
+	struct sym_func *funcs;
 	size_t nfuncs;
 	bool funcs_built;
 	struct cu_cache *cus;
@@ -82,6 +85,10 @@ struct sym_module {
 	 * and the file is not opened while they answer. */
 	const struct ap_symtab_module **stored;
 	size_t nstored;
+	/* Whether the file now tells more than its tables kept without
+	 * line information (a debug file installed since, or found by
+	 * --debug-dir): -1 not asked yet, 0 no, 1 it is read instead. */
+	int kept_superseded;
 	/* The module resolving this one's PCs, -1 for itself: in a whole
 	 * run (ap_run_merge) every process maps libc, each at its own
 	 * address; one file (path, build-id and segments alike) is opened
@@ -421,17 +428,26 @@ static void funcs_build(struct sym_module *m)
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
+		Elf *elf = NULL;
 		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr,
-							   &shndx, NULL, NULL);
+							   &shndx, &elf, NULL);
 		int type = GELF_ST_TYPE(sym.st_info);
-		if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
-		    sym.st_shndx == SHN_UNDEF)
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF)
 			continue;
 		int bind = GELF_ST_BIND(sym.st_info);
+		bool label = false;
+		if (type == STT_NOTYPE && name[0] != '.' && elf && shndx != SHN_UNDEF &&
+		    shndx < SHN_LORESERVE) {
+			GElf_Shdr sh;
+			Elf_Scn *scn = elf_getscn(elf, shndx);
+			label = scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+		}
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && !label)
+			continue;
 		AP_ALLOC_GROW(m->funcs, m->nfuncs + 1, alloc);
 		m->funcs[m->nfuncs++] = (struct sym_func){
 			.addr = addr, .size = sym.st_size, .name = name,
-			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
+			.rank = label ? -1 : bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0,
 		};
 	}
 	if (!m->nfuncs)
@@ -452,9 +468,15 @@ static const char *funcs_lookup(struct sym_module *m, uint64_t addr)
 	if (!lo)
 		return NULL;
 	const struct sym_func *f = &m->funcs[lo - 1];
-	if (f->size ? addr - f->addr < f->size : lo == m->nfuncs || addr < m->funcs[lo].addr)
-		return f->name;
-	return NULL;
+	if (f->size)
+		return addr - f->addr < f->size ? f->name : NULL;
+	/* the nearest symbol below is unsized (a label, crtstuff's
+	 * frame_dummy): a sized function holding addr comes first, as in
+	 * libdwfl's dwfl_module_addrsym */
+	for (size_t i = lo - 1; i-- > 0 && lo - i <= 16;)
+		if (m->funcs[i].size && addr - m->funcs[i].addr < m->funcs[i].size)
+			return m->funcs[i].name;
+	return f->name;
 }
 
 /* Sets frame names from a linkage or plain name: full demangled when it
@@ -466,8 +488,14 @@ static void set_name(struct ap_symbolizer *s, struct ap_frame *f, const char *na
 	f->mangled = intern(&s->strs, name);
 	f->func = f->full = f->mangled;
 	f->lang = AP_SYM_PLAIN;
-	if (name[0] != '_')
+	if (name[0] != '_' || (name[1] != 'R' && name[1] != 'Z')) {
+		/* a name not mangled (DWARF's, for an inlined template
+		 * constructor): the one pprof shows for it */
+		ap_buf_reset(&s->scratch);
+		if (!s->no_demangle && !s->full_names && ap_sym_pprof_plain(name, &s->scratch))
+			f->func = intern(&s->strs, s->scratch.buf);
 		return;
+	}
 	/* Rust first: a legacy Rust name is a valid C++ one too (_ZN...E
 	 * with a 17h<hash> element), which __cxa_demangle would leave with
 	 * its $LT$ escapes and hash. Without DMGL_VERBOSE the hash and v0's
@@ -742,6 +770,19 @@ static Dwarf_Die *unit_with_code(Dwarf_Die *cudie, Dwarf_Die *split)
 	return cudie;
 }
 
+/* Whether the CU's own ranges hold addr (a DWARF address), or it has none
+ * to say. libdwfl gives an address in a gap between .debug_aranges
+ * entries to the CU of the entry below it (crt1.o's _start after main's
+ * .text.startup, a CU without aranges after one with them), and its line
+ * table then names the last row before the gap (a line of main for
+ * _start, where binutils' addr2line says ??:?). */
+static bool cu_holds(Dwarf_Die *cudie, Dwarf_Addr addr)
+{
+	if (!dwarf_hasattr(cudie, DW_AT_ranges) && !dwarf_hasattr(cudie, DW_AT_high_pc))
+		return true;
+	return dwarf_haspc(cudie, addr) != 0;
+}
+
 struct srcloc {
 	const char *file;
 	int line, column;
@@ -768,9 +809,13 @@ static void resolve_dwarf(struct ap_symbolizer *s, struct sym_module *m, uint64_
 	Dwarf_Addr addr = pc - 1, bias = 0;
 	struct srcloc loc = { NULL, 0, 0 };
 	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
+	Dwfl_Line *line = NULL;
+	if (cudie && !cu_holds(cudie, addr - bias))
+		cudie = NULL; /* a gap between aranges: not this CU's */
+	else if (cudie)
+		line = dwfl_module_getsrc(m->mod, addr);
 	if (!cudie)
 		cudie = cu_by_ranges(m, addr, &bias);
-	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
 	if (line) {
 		int lineno = 0, col = 0;
 		const char *file = dwfl_lineinfo(line, NULL, &lineno, &col, NULL, NULL);
@@ -909,11 +954,54 @@ static bool resolve_perf(struct ap_symbolizer *s, struct pc_entry *e)
 	return true;
 }
 
+static bool module_has_lines(struct sym_module *m);
+
+/* Whether module i's file, where its kept tables have no line
+ * information, is there as recorded (its build-id) and has lines now: a
+ * -dbgsym package installed since recording, or the separate debug file
+ * --debug-dir points at, which the notes on frames without symbols or
+ * lines advise. Asked once per module, quietly: the kept tables are read
+ * when the file cannot be. Without --debug-dir only when /usr/lib/debug
+ * has a file of its build-id: elfutils, finding no debug file, loads
+ * libdebuginfod and its dependencies (~40 ms). */
+static bool kept_superseded(struct ap_symbolizer *s, int32_t i)
+{
+	struct sym_module *m = &s->mods[i];
+	if (m->kept_superseded >= 0)
+		return m->kept_superseded;
+	m->kept_superseded = 0;
+	struct stat st;
+	char there[PATH_MAX];
+	if ((m->stored[0]->flags & AP_SYMTAB_HAS_LINES) || m->map->path[0] != '/' ||
+	    stat(module_file(m->map->path, there, sizeof(there)), &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return false;
+	if (s->cbp != &s->cb) {
+		char hex[130];
+		if (m->map->build_id_len < 2)
+			return false;
+		build_id_hex(hex, sizeof(hex), m->map->build_id, m->map->build_id_len);
+		snprintf(there, sizeof(there), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
+			 hex + 2);
+		if (stat(there, &st) != 0 || !S_ISREG(st.st_mode))
+			return false;
+	}
+	size_t nwarn = s->nwarn;
+	module_get(s, i);
+	while (s->nwarn > nwarn)
+		free(s->warnings[--s->nwarn]);
+	if (s->warnings)
+		s->warnings[s->nwarn] = NULL;
+	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
+	m->kept_superseded = m->state == MOD_OK && c->mod && module_has_lines(c);
+	return m->kept_superseded;
+}
+
 static void resolve(struct ap_symbolizer *s, struct pc_entry *e)
 {
 	if (e->mod >= 0) {
 		struct sym_module *m = &s->mods[e->mod];
-		for (size_t i = 0; i < m->nstored; i++) {
+		for (size_t i = 0; i < m->nstored && !kept_superseded(s, e->mod); i++) {
 			uint32_t n;
 			const struct ap_symtab_frame *kf =
 			    ap_symtab_lookup(m->stored[i], e->pc - m->map->bias, &n);
@@ -1103,7 +1191,7 @@ static void note_no_lines(struct ap_symbolizer *s, const struct ap_frame *f, int
 	struct sym_module *c = m->canon >= 0 ? &s->mods[m->canon] : m;
 	if (c->lines_noted)
 		return;
-	if (m->nstored ? (m->stored[0]->flags & AP_SYMTAB_HAS_LINES)
+	if (m->nstored && m->kept_superseded != 1 ? (m->stored[0]->flags & AP_SYMTAB_HAS_LINES)
 		       : c->state != MOD_OK || module_has_lines(c))
 		return;
 	c->lines_noted = true;
@@ -1229,6 +1317,7 @@ struct ap_symbolizer *ap_sym_new(const struct ap_trace *t,
 		s->mods[i].base = intern(&s->strs, path_base(t->maps[i].path));
 		s->mods[i].canon = -1;
 		s->mods[i].has_lines = -1;
+		s->mods[i].kept_superseded = -1;
 	}
 	if (t->nprocs)
 		find_canon(s);

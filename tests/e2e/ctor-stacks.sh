@@ -34,14 +34,16 @@ for pp in dh["pps"]:
         names.append(m.group(1))
     want[tuple(names)] += pp["tbk"]
 # ours: the folded stacks, outermost first: from the loader's entry
-# (module+0xoff) or main in
+# (ld.so's _dl_start_user, an assembly label that valgrind leaves
+# unnamed and addr2line names; module+0xoff without it) or main in
 got = collections.Counter()
 for line in open(d + "/c.folded"):
     stack, n = line.rsplit(" ", 1)
     frames = stack.split(";")
     if "main" in frames:
         frames = frames[frames.index("main"):]
-    frames = [f for f in frames if not re.match(r".*\+0x[0-9a-f]+$", f)]
+    frames = [f for f in frames
+              if not re.match(r".*\+0x[0-9a-f]+$", f) and f != "_dl_start_user"]
     got[tuple(reversed(frames))] += int(n)
 for k in sorted(set(want) | set(got)):
     print("%6s %6s  %s" % (want.get(k, 0), got.get(k, 0), " <- ".join(k)))

@@ -251,6 +251,31 @@ record)
 		# (make_point<int> and make_point<double> are one node)
 		[ "$name" = cxx ] && cxxnames record-cxx "$tmp/cxx.trace" "$tmp/record-cxx.pb.gz"
 	done
+	# Names DWARF gives without a linkage name (an inlined template
+	# constructor: "thread<main()::<lambda()> >"): the export's name and
+	# system_name were both that, and pprof's default symbolization
+	# (not -symbolize=none) then shortens it as demangled C++ ("thread")
+	# where the views did not.
+	if command -v g++ >/dev/null; then
+		printf '%s\n' '#include <thread>' '#include <vector>' 'void *volatile sink;' \
+			'int main() { std::vector<std::thread> ts;' \
+			'for (int i = 0; i < 2; i++) ts.emplace_back([i] { std::vector<int> v(100 + i); sink = v.data(); });' \
+			'for (auto &t : ts) t.join(); }' >"$tmp/threads.cpp"
+		g++ -O2 -g -o "$tmp/threads" "$tmp/threads.cpp" || fail=1
+		"$ap" record --all -q -o "$tmp/threads.trace" "$tmp/threads" >/dev/null 2>&1 || fail=1
+		"$ap" export -o "$tmp/threads.pb.gz" "$tmp/threads.trace" 2>/dev/null || fail=1
+		for lines in "" -lines; do
+			"$ap" top $lines "$tmp/threads.trace" 2>/dev/null |
+				sed -n '/^Showing nodes/,$p' >"$tmp/ap.txt"
+			go tool pprof -top $lines "$tmp/threads.pb.gz" 2>"$tmp/err" |
+				sed -n '/^Showing nodes/,$p' >"$tmp/pprof.txt"
+			name=threads
+			same "allocprof top $lines and go tool pprof -top $lines (its default symbolization)" &&
+				echo "ok threads: top $lines = pprof -top $lines, pprof's own demangling"
+		done
+		grep -qE '%  thread /[^ ]*std_thread.h:[0-9]+ \(inline\)$' "$tmp/ap.txt" ||
+			{ echo "FAIL threads: no node of the thread constructor"; fail=1; }
+	fi
 	# a focus on a small site: the edge fraction is of what focus kept
 	tree record-demo "$tmp/demo.trace" "$tmp/record-demo.pb.gz" --focus=cache_result
 	# The demo without symbols (pprof shows every address of a mapping

@@ -11,7 +11,8 @@ the frames by address once the files are gone (and says why), until
 `allocprof symbols` adds them while the files are there. testdata/jit's
 code is in no file: the perf map it writes names it, in the trace once
 recorded (the map removed after), and by the map itself for a trace
-without symbols while the map is there.
+without symbols while the map is there. A stripped program's trace keeps
+what its files had, and `--debug-dir` adds the debug file's lines.
 
 usage: kept.py ALLOCPROF JIT TMPDIR
 """
@@ -241,6 +242,43 @@ for extra, named_after in (((), True), (("--no-symbols",), False)):
     want = "jit_make_buffer" if named_after else "0x"
     if row[:1] != ["300"] or not row[-1:] or not row[-1].startswith(want):
         fail("jit %s, the map removed: top's first row %s" % (extra, row))
+
+# a program stripped, its debug file apart (by build-id, in a directory
+# of its own): the trace keeps its symbols without lines (and names
+# without the symbol table), and the note on frames without symbols
+# advises --debug-dir: with it the views read the debug file, as they
+# would a -dbgsym package installed since recording
+d = os.path.join(tmp, "stripped")
+build("gcc", d)
+dbg = os.path.join(tmp, "debugdir")
+for b in BINS:
+    path = os.path.join(d, b)
+    notes = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, text=True,
+                           check=True).stdout
+    bid = [l.split()[-1] for l in notes.splitlines() if "Build ID" in l][0]
+    os.makedirs(os.path.join(dbg, ".build-id", bid[:2]), exist_ok=True)
+    subprocess.run(["objcopy", "--only-keep-debug", path,
+                    os.path.join(dbg, ".build-id", bid[:2], bid[2:] + ".debug")], check=True)
+    subprocess.run(["strip", path], check=True)
+trace = os.path.join(tmp, "stripped.trace")
+record(d, trace)
+ref = os.path.join(tmp, "unstripped.trace")
+build("gcc", os.path.join(tmp, "unstripped"))
+record(os.path.join(tmp, "unstripped"), ref)
+cmd = [allocprof, "top", "--lines", "--alloc_objects"]
+r = subprocess.run(cmd + [trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                   env=env)
+if "--debug-dir" not in r.stderr or "work" in r.stdout:
+    fail("stripped: no note advising --debug-dir, or names without it: %s%s"
+         % (r.stderr, r.stdout))
+r = subprocess.run(cmd + ["--debug-dir", dbg, trace], stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True, env=env)
+want = subprocess.run(cmd + [ref], stdout=subprocess.PIPE, text=True, env=env).stdout
+sites = lambda out: [l.split()[:2] + [os.path.basename(w) for w in l.split()[5:]]
+                     for l in out.splitlines() if l.split()[:1] != ["0"] and ".c:" in l]
+if r.returncode or r.stderr or not sites(want) or sites(r.stdout) != sites(want):
+    fail("stripped, --debug-dir: exit %d, %r, sites %s, want %s"
+         % (r.returncode, r.stderr, sites(r.stdout), sites(want)))
 
 # bad input: one line, a non-zero exit
 for args, code in ((["symbols"], 2), (["symbols", "--compress-level", "99", "x"], 2),
