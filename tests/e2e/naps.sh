@@ -60,8 +60,10 @@ slept=$(jq n.json 'j["measurement"]["sleep_ns"]')
 echo "naps: the replay sleeps $slept ns (100 sleeps of 2 ms)"
 # (up to 202 ms: on a loaded machine a gap between two calls can grow
 # past 1 ms where the program was preempted, and take what is left of
-# the time off the CPU: 199 ms was seen beside a parallel test run)
-ratio "$slept" 198000000 0.95 1.02 || fail "naps: the replay sleeps $slept ns, want 188-202 ms"
+# the time off the CPU: 199 ms was seen beside a parallel test run; and
+# down to 168 ms: on a CPU shared with a load of 10-18, the recording's
+# own time off the CPU came out at 175-184 ms, session 30)
+ratio "$slept" 198000000 0.85 1.02 || fail "naps: the replay sleeps $slept ns, want 168-202 ms"
 "$ALLOCPROF" advise -n 1 --measure-time 8s naps.trace >n.txt 2>&1 || fail "advise naps (text)"
 grep -q "^  with the program's time off its CPU, as recorded: [0-9.]*ms slept at its longest gaps" n.txt ||
 	fail "advise's header does not say what the replay slept: $(head -12 n.txt)"
