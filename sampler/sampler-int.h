@@ -95,6 +95,15 @@ static inline struct ap_hold hold(const struct ap_tls *t)
 	return (struct ap_hold){ t->calls, t->countdown };
 }
 
+/* hold, and the countdown run out meanwhile: libunwind's TLS comes from
+ * malloc, through malloc_slow (own_alloc's, sampled too). */
+static inline struct ap_hold hold_down(struct ap_tls *t)
+{
+	struct ap_hold h = hold(t);
+	t->countdown = -1;
+	return h;
+}
+
 static inline void unhold(struct ap_tls *t, struct ap_hold h)
 {
 	t->calls = h.calls;

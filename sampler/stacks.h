@@ -108,7 +108,8 @@ static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
 
 /* The stack id for a call with this return address and CFA from b's
  * cache; 0 if the caller has to unwind (and intern) as usual. */
-static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
+static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t,
+								 struct ap_thr *b, uint64_t ret,
 								 uint64_t cfa)
 {
 	if (!sc_on || !ret || !cfa)
@@ -136,9 +137,11 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b
 		}
 		e->ref = 1;
 		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
+			struct ap_hold h = hold_down(t);
 			uint64_t c0 = rd_tsc();
 			uint32_t id = sc_fill(e, ret, cfa);
 			b->sc_bank -= (int64_t)(rd_tsc() - c0);
+			unhold(t, h);
 			return id;
 		}
 		return 0; /* SC_NEVER, or no fill affordable now */
@@ -175,9 +178,9 @@ static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
 }
 #else
-static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
+static inline uint32_t sc_lookup(struct ap_tls *t, struct ap_thr *b, uint64_t ret, uint64_t cfa)
 {
-	(void)b, (void)ret, (void)cfa;
+	(void)t, (void)b, (void)ret, (void)cfa;
 	return 0;
 }
 
@@ -216,11 +219,11 @@ static inline uint64_t unw_capped(const struct ap_thr *b, uint64_t ticks)
 static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
 								  uint64_t cfa)
 {
-	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
-	t->countdown = -1; /* ...through malloc_slow: own_alloc's, sampled too */
 	struct ap_thr *b = t->thr != &threads.dead ? t->thr : NULL;
-	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
+	/* a hit allocates nothing: only a fill and an unwind are held */
+	uint32_t id = b ? sc_lookup(t, b, ret, cfa) : 0;
 	if (!id) {
+		struct ap_hold h = hold_down(t);
 		uint64_t pcs[MAX_DEPTH_CAP];
 		const uint64_t *frames;
 		int timed = sc_timed(b);
@@ -237,8 +240,8 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 					 __ATOMIC_RELAXED);	/* its owner's alone; END reads */
 		if (b)
 			sc_unwound(b, timed ? ticks : 0);
+		unhold(t, h);
 	}
-	unhold(t, h);
 	return id;
 }
 
