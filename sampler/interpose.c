@@ -487,8 +487,13 @@ static void *live_moved(void *q)
 static inline void realloc_live(struct ap_tls *t, void *q, size_t n, int64_t was)
 {
 	if (q && live_on) {
-		live_in(t, blk_size(q));
-		live_out(t, was);
+		/* one change, the difference: only the sum of the two
+		 * counts is read (live_fold) */
+		int64_t d = blk_size(q) - was;
+		if (d >= 0)
+			live_in(t, d);
+		else
+			live_out(t, -d);
 	} else if (!q && n == 0) {
 		live_out(t, was); /* realloc(p, 0) freed p */
 	}
