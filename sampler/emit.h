@@ -119,16 +119,17 @@ static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsi
 	}
 	uint8_t *p = b->buf + b->len;
 	if (b->len == EV_HDR) {
-		/* a new chunk: its state starts over */
+		/* a new chunk: its state starts over (and whether its
+		 * records have gaps is its slot's, made so: slot_map) */
 		p += ap_enc_sync(&b->enc, p, q);
 		b->q0 = q;
 		ap_ring_sync(&b->ring);
+		b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
 	} else if (q != b->enc.q) {
 		p += ap_enc_time(&b->enc, p, q);
 	}
 	struct ap_evrec r = {.type = type, .kind = kind, .cpu = cpu, .addr = addr,
 			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
-	b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
 	if (b->enc.gaps && !shared) {
 		if (b->gap_from && b->gap_at > b->gap_from)
 			r.gap = ap_gap_code((uint64_t)((double)(b->gap_at - b->gap_from) * ns_per_tsc));
