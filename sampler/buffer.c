@@ -624,6 +624,7 @@ void thr_register(struct ap_tls *t)
 		b->tls = t;
 		b->sc_epoch++; /* another thread, another stack */
 		b->sc_bank = 0;
+		b->sc_hits = 0;
 		b->gap_from = b->gap_at = 0;
 		b->len = EV_HDR;
 		b->events = 0;

@@ -134,6 +134,7 @@ struct ap_thr {
 	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
 	uint32_t nchunks;	/* chunks written into that stream */
 	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
+	uint64_t sc_hits;	/* hits not yet credited to sc_bank (sc_settle) */
 	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
 	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
 	/* --all: the TSC when the owner's last recorded call returned to the

@@ -106,6 +106,32 @@ static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
 	return NULL;
 }
 
+/* Whether every outer frame's slot still holds its return address (a
+ * hit compares them all). */
+static inline __attribute__((always_inline)) int sc_same(const struct sc_ent *e, uint64_t cfa)
+{
+	unsigned i = 1;
+	while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
+		i++;
+	return i >= e->n;
+}
+
+/* The hits since the bank was last read, credited: each earns an
+ * unwind's cost (sc_unw) while the bank holds less than SC_BANK_UNWINDS
+ * of them (a hit counts, the bank is settled before it is read). */
+static inline void sc_settle(struct ap_thr *b)
+{
+	uint64_t k = b->sc_hits;
+	if (!k)
+		return;
+	b->sc_hits = 0;
+	int64_t unw = b->sc_unw, cap = unw * SC_BANK_UNWINDS;
+	if (!unw || b->sc_bank >= cap)
+		return;
+	uint64_t room = ((uint64_t)(cap - b->sc_bank) + (uint64_t)unw - 1) / (uint64_t)unw;
+	b->sc_bank += unw * (int64_t)(k < room ? k : room);
+}
+
 /* The stack id for a call with this return address and CFA from b's
  * cache; 0 if the caller has to unwind (and intern) as usual. */
 static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t,
@@ -125,17 +151,14 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t
 		if (e->cfa != cfa || e->ret != ret || e->epoch != b->sc_epoch)
 			continue;
 		if (e->state == SC_FULL) {
-			unsigned i = 1;
-			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
-				i++;
-			if (i < e->n)
+			if (!sc_same(e, cfa))
 				continue; /* another stack under the same key */
 			e->ref = 1;
-			if (b->sc_bank < (int64_t)b->sc_unw * SC_BANK_UNWINDS)
-				b->sc_bank += b->sc_unw;
+			b->sc_hits++; /* credited when the bank is read */
 			return e->id;
 		}
 		e->ref = 1;
+		sc_settle(b);
 		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
 			struct ap_hold h = hold_down(t);
 			uint64_t c0 = rd_tsc();
@@ -168,6 +191,7 @@ static inline int sc_timed(struct ap_thr *b)
  * and the share of it the cache may spend on fills. */
 static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 {
+	sc_settle(b); /* at the mean they were made at */
 	if (ticks) {
 		/* a preempted or cold unwind must not inflate what hits earn */
 		uint64_t cap = b->sc_unw ? 2ull * b->sc_unw : 1u << 20;
