@@ -289,11 +289,11 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	}
 	if (!settings.all)
 		live_fold_all(t); /* every sample: the peak follows closely */
-	int saved = errno;
+	int saved = errno_get();
 	t->guard = 1;
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
 	t->guard = 0;
-	errno = saved;
+	errno_put(saved);
 	return p;
 }
 
@@ -350,12 +350,12 @@ static __attribute__((noinline)) void free_slow(void *p)
 		real_free(p);
 		return;
 	}
-	int saved = errno;
+	int saved = errno_get();
 	t->guard = 1;
 	if (settings.all ? !own_forget(p) : set_remove(p))
 		on_slow_stack(free_sampled, p);
 	t->guard = 0;
-	errno = saved;
+	errno_put(saved);
 	real_free(p);
 	gap_leave(t);
 }
@@ -510,11 +510,11 @@ static inline __attribute__((always_inline)) void *realloc_common(void *old, int
 		if (n == 0) {
 			/* glibc: realloc(p, 0) freed p */
 			if (was_tracked && !t->guard) {
-				int saved = errno;
+				int saved = errno_get();
 				t->guard = 1;
 				on_slow_stack(free_sampled, old);
 				t->guard = 0;
-				errno = saved;
+				errno_put(saved);
 			}
 		} else if (was_tracked && !settings.all) {
 			set_insert(old); /* failed: old is still live */
@@ -537,11 +537,11 @@ static inline __attribute__((always_inline)) void *realloc_common(void *old, int
 			ps_insert(&own_blocks, q);
 		return q;
 	}
-	int saved = errno;
+	int saved = errno_get();
 	t->guard = 1;
 	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
 	t->guard = 0;
-	errno = saved;
+	errno_put(saved);
 	return q;
 }
 

@@ -509,6 +509,31 @@ void ap_on_stack_free_sampled(void *p);
 			ap_on_stack_##fn(__VA_ARGS__);           \
 	} while (0)
 
+/* errno around the slow paths, read and written without a call of
+ * __errno_location per event: the C library's errno is in the static TLS
+ * block, at the same offset from the thread pointer in every thread
+ * (errno_off, set by resolve, which ap_init runs first: before the state
+ * can turn AP_ON, and only then do the slow paths save errno). */
+extern intptr_t errno_off;
+void errno_locate(void);
+static inline __attribute__((always_inline)) int errno_get(void)
+{
+#if defined(__x86_64__)
+	return *(const volatile int __seg_fs *)errno_off;
+#else
+	return errno;
+#endif
+}
+
+static inline __attribute__((always_inline)) void errno_put(int v)
+{
+#if defined(__x86_64__)
+	*(volatile int __seg_fs *)errno_off = v;
+#else
+	errno = v;
+#endif
+}
+
 /* Range of this library's image, to drop our own frames from stacks. */
 extern char __ehdr_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
