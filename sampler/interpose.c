@@ -565,6 +565,10 @@ static __attribute__((noinline)) void *realloc_early(void *old, int64_t was, siz
 
 static inline int take_tracked(void *old)
 {
+	/* --all: every block is tracked, the filter all ones once the
+	 * state is on (filter_settle): its probe is spared */
+	if (settings.all && LIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON))
+		return !tls.guard;
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);
