@@ -451,12 +451,13 @@ HOT_ENTRY EXPORT void *calloc(size_t a, size_t b)
 }
 
 /* A realloc that is sampled or moves a tracked block, on the sampler's
- * stack; kind_tracked: its kind, and 1 << 16 if old was tracked. */
+ * stack; kind_tracked: its kind, and the record's flag AP_RF_OLD_TRACKED
+ * above it (<< 8) if old was tracked. */
 void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64_t caller,
 		     uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
-	unsigned flags = kind_tracked >> 16 ? AP_RF_OLD_TRACKED : 0;
+	unsigned flags = kind_tracked >> 8;
 	uint32_t id = 0;
 	if (sample_due(t)) {
 		id = stack_here(t, caller, cfa);
@@ -466,7 +467,7 @@ void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64
 	if (flags) {
 		if (!settings.all)
 			set_insert(q);
-		emit_at(t, AP_EV_REALLOC, kind_tracked & 0xffff, (uintptr_t)old, (uintptr_t)q, n,
+		emit_at(t, AP_EV_REALLOC, kind_tracked & 0xff, (uintptr_t)old, (uintptr_t)q, n,
 			id, flags, 0);
 	}
 }
@@ -539,7 +540,8 @@ static inline __attribute__((always_inline)) void *realloc_common(void *old, int
 	}
 	int saved = errno_get();
 	t->guard = 1;
-	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
+	on_slow_stack(realloc_sampled, old, q, n,
+		      kind | (was_tracked ? AP_RF_OLD_TRACKED << 8 : 0), caller, cfa);
 	t->guard = 0;
 	errno_put(saved);
 	return q;

@@ -138,7 +138,9 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t
 								 struct ap_thr *b, uint64_t ret,
 								 uint64_t cfa)
 {
-	if (!sc_on || !ret || !cfa)
+	/* (a key with ret or cfa 0, unknown, is never filled: sc_fill
+	 * finds no frame with that return address and stack pointer) */
+	if (!sc_on)
 		return 0;
 	if (UNLIKELY(!b->sc)) {
 		b->sc = map_mem(SC_SETS * 2 * sizeof(struct sc_ent));
