@@ -327,6 +327,17 @@ void malloc_owner_find(void)
 	ap_malloc_owner_find(owner, sizeof(owner), __ehdr_start);
 }
 
+intptr_t errno_off;
+
+void errno_locate(void)
+{
+#if defined(__x86_64__)
+	/* the thread pointer: the TCB's own address, its first word */
+	uintptr_t tp = *(const uintptr_t __seg_fs *)0;
+	errno_off = (intptr_t)((uintptr_t)__errno_location() - tp);
+#endif
+}
+
 void resolve(void)
 {
 	if (real_malloc != boot_malloc)
@@ -355,6 +366,7 @@ void resolve(void)
 	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	real_fork = (pid_t (*)(void))must_sym("fork");
 	real__Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
+	errno_locate();
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;
 	live_check();

@@ -577,6 +577,12 @@ void thr_flush_locked(struct ap_thr *b)
 		buffers_stop();
 }
 
+void emit_shared(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
+		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags, uint64_t at)
+{
+	emit_in(t, &threads.fallback, 1, type, kind, addr, addr2, size, stack, flags, at);
+}
+
 void emit(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
 		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags)
 {
@@ -624,6 +630,7 @@ void thr_register(struct ap_tls *t)
 		b->tls = t;
 		b->sc_epoch++; /* another thread, another stack */
 		b->sc_bank = 0;
+		b->sc_hits = 0;
 		b->gap_from = b->gap_at = 0;
 		b->len = EV_HDR;
 		b->events = 0;

@@ -90,17 +90,15 @@ static inline uint64_t cur_quantum(struct ap_thr *b, uint64_t *tsc, uint64_t at)
 	return q;
 }
 
-/* Appends one EVENTS record for the calling thread (a TIME or SYNC record
- * first when the quantum changed or the chunk is new), at the TSC `at`
- * (0: read now). */
-static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsigned type,
+/* emit_at's work in b: the thread's own buffer, or (shared) the buffer
+ * of threads that have exited (threads.fallback), which takes its lock. */
+static inline __attribute__((always_inline)) void emit_in(struct ap_tls *t, struct ap_thr *b,
+							  int shared, unsigned type,
 							  unsigned kind, uint64_t addr,
 							  uint64_t addr2, uint64_t size,
 							  uint32_t stack, unsigned flags,
 							  uint64_t at)
 {
-	int shared = t->thr == &threads.dead;
-	struct ap_thr *b = shared ? &threads.fallback : t->thr;
 	int c = cur_cpu();
 	uint32_t cpu = c < 0 ? 0 : (uint32_t)c;
 	int locked = own_enter(b, shared);
@@ -119,16 +117,17 @@ static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsi
 	}
 	uint8_t *p = b->buf + b->len;
 	if (b->len == EV_HDR) {
-		/* a new chunk: its state starts over */
+		/* a new chunk: its state starts over (and whether its
+		 * records have gaps is its slot's, made so: slot_map) */
 		p += ap_enc_sync(&b->enc, p, q);
 		b->q0 = q;
 		ap_ring_sync(&b->ring);
+		b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
 	} else if (q != b->enc.q) {
 		p += ap_enc_time(&b->enc, p, q);
 	}
 	struct ap_evrec r = {.type = type, .kind = kind, .cpu = cpu, .addr = addr,
 			     .addr2 = addr2, .size = size, .stack = stack, .flags = flags};
-	b->enc.gaps = slot_of(b->buf)->flags & AP_CHUNK_F_GAPS;
 	if (b->enc.gaps && !shared) {
 		if (b->gap_from && b->gap_at > b->gap_from)
 			r.gap = ap_gap_code((uint64_t)((double)(b->gap_at - b->gap_from) * ns_per_tsc));
@@ -141,6 +140,26 @@ static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsi
 	slot_publish(b->buf, b->len);
 	b->events++;
 	own_leave(b, locked);
+}
+
+/* A record of a thread past its exit (buffer.c), out of line: the
+ * thread's own buffer is the path every record takes but these. */
+void emit_shared(struct ap_tls *t, unsigned type, unsigned kind, uint64_t addr,
+		 uint64_t addr2, uint64_t size, uint32_t stack, unsigned flags, uint64_t at);
+
+/* Appends one EVENTS record for the calling thread (a TIME or SYNC record
+ * first when the quantum changed or the chunk is new), at the TSC `at`
+ * (0: read now). */
+static inline __attribute__((always_inline)) void emit_at(struct ap_tls *t, unsigned type,
+							  unsigned kind, uint64_t addr,
+							  uint64_t addr2, uint64_t size,
+							  uint32_t stack, unsigned flags,
+							  uint64_t at)
+{
+	if (UNLIKELY(t->thr == &threads.dead))
+		emit_shared(t, type, kind, addr, addr2, size, stack, flags, at);
+	else
+		emit_in(t, t->thr, 0, type, kind, addr, addr2, size, stack, flags, at);
 }
 
 #pragma GCC visibility pop

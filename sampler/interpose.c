@@ -289,11 +289,11 @@ static inline __attribute__((always_inline)) void *alloc_slow_body(void *p, size
 	}
 	if (!settings.all)
 		live_fold_all(t); /* every sample: the peak follows closely */
-	int saved = errno;
+	int saved = errno_get();
 	t->guard = 1;
 	on_slow_stack(alloc_sampled, p, n, kind, caller, cfa);
 	t->guard = 0;
-	errno = saved;
+	errno_put(saved);
 	return p;
 }
 
@@ -350,12 +350,12 @@ static __attribute__((noinline)) void free_slow(void *p)
 		real_free(p);
 		return;
 	}
-	int saved = errno;
+	int saved = errno_get();
 	t->guard = 1;
 	if (settings.all ? !own_forget(p) : set_remove(p))
 		on_slow_stack(free_sampled, p);
 	t->guard = 0;
-	errno = saved;
+	errno_put(saved);
 	real_free(p);
 	gap_leave(t);
 }
@@ -451,12 +451,13 @@ HOT_ENTRY EXPORT void *calloc(size_t a, size_t b)
 }
 
 /* A realloc that is sampled or moves a tracked block, on the sampler's
- * stack; kind_tracked: its kind, and 1 << 16 if old was tracked. */
+ * stack; kind_tracked: its kind, and the record's flag AP_RF_OLD_TRACKED
+ * above it (<< 8) if old was tracked. */
 void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64_t caller,
 		     uint64_t cfa)
 {
 	struct ap_tls *t = &tls;
-	unsigned flags = kind_tracked >> 16 ? AP_RF_OLD_TRACKED : 0;
+	unsigned flags = kind_tracked >> 8;
 	uint32_t id = 0;
 	if (sample_due(t)) {
 		id = stack_here(t, caller, cfa);
@@ -466,7 +467,7 @@ void realloc_sampled(void *old, void *q, size_t n, unsigned kind_tracked, uint64
 	if (flags) {
 		if (!settings.all)
 			set_insert(q);
-		emit_at(t, AP_EV_REALLOC, kind_tracked & 0xffff, (uintptr_t)old, (uintptr_t)q, n,
+		emit_at(t, AP_EV_REALLOC, kind_tracked & 0xff, (uintptr_t)old, (uintptr_t)q, n,
 			id, flags, 0);
 	}
 }
@@ -487,8 +488,13 @@ static void *live_moved(void *q)
 static inline void realloc_live(struct ap_tls *t, void *q, size_t n, int64_t was)
 {
 	if (q && live_on) {
-		live_in(t, blk_size(q));
-		live_out(t, was);
+		/* one change, the difference: only the sum of the two
+		 * counts is read (live_fold) */
+		int64_t d = blk_size(q) - was;
+		if (d >= 0)
+			live_in(t, d);
+		else
+			live_out(t, -d);
 	} else if (!q && n == 0) {
 		live_out(t, was); /* realloc(p, 0) freed p */
 	}
@@ -505,11 +511,11 @@ static inline __attribute__((always_inline)) void *realloc_common(void *old, int
 		if (n == 0) {
 			/* glibc: realloc(p, 0) freed p */
 			if (was_tracked && !t->guard) {
-				int saved = errno;
+				int saved = errno_get();
 				t->guard = 1;
 				on_slow_stack(free_sampled, old);
 				t->guard = 0;
-				errno = saved;
+				errno_put(saved);
 			}
 		} else if (was_tracked && !settings.all) {
 			set_insert(old); /* failed: old is still live */
@@ -532,11 +538,12 @@ static inline __attribute__((always_inline)) void *realloc_common(void *old, int
 			ps_insert(&own_blocks, q);
 		return q;
 	}
-	int saved = errno;
+	int saved = errno_get();
 	t->guard = 1;
-	on_slow_stack(realloc_sampled, old, q, n, kind | (was_tracked ? 1u << 16 : 0), caller, cfa);
+	on_slow_stack(realloc_sampled, old, q, n,
+		      kind | (was_tracked ? AP_RF_OLD_TRACKED << 8 : 0), caller, cfa);
 	t->guard = 0;
-	errno = saved;
+	errno_put(saved);
 	return q;
 }
 
@@ -560,6 +567,10 @@ static __attribute__((noinline)) void *realloc_early(void *old, int64_t was, siz
 
 static inline int take_tracked(void *old)
 {
+	/* --all: every block is tracked, the filter all ones once the
+	 * state is on (filter_settle): its probe is spared */
+	if (settings.all && LIKELY(__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON))
+		return !tls.guard;
 	if (LIKELY(!ap_filter[filter_slot(old)]))
 		return 0;
 	int st = __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE);

@@ -95,6 +95,15 @@ static inline struct ap_hold hold(const struct ap_tls *t)
 	return (struct ap_hold){ t->calls, t->countdown };
 }
 
+/* hold, and the countdown run out meanwhile: libunwind's TLS comes from
+ * malloc, through malloc_slow (own_alloc's, sampled too). */
+static inline struct ap_hold hold_down(struct ap_tls *t)
+{
+	struct ap_hold h = hold(t);
+	t->countdown = -1;
+	return h;
+}
+
 static inline void unhold(struct ap_tls *t, struct ap_hold h)
 {
 	t->calls = h.calls;
@@ -125,6 +134,7 @@ struct ap_thr {
 	uint32_t stream;	/* its chunks' stream, given at the first (0: none yet) */
 	uint32_t nchunks;	/* chunks written into that stream */
 	int64_t sc_bank;	/* TSC ticks the cache may still spend on fills */
+	uint64_t sc_hits;	/* hits not yet credited to sc_bank (sc_settle) */
 	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
 	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
 	/* --all: the TSC when the owner's last recorded call returned to the
@@ -498,6 +508,31 @@ void ap_on_stack_free_sampled(void *p);
 		else                                             \
 			ap_on_stack_##fn(__VA_ARGS__);           \
 	} while (0)
+
+/* errno around the slow paths, read and written without a call of
+ * __errno_location per event: the C library's errno is in the static TLS
+ * block, at the same offset from the thread pointer in every thread
+ * (errno_off, set by resolve, which ap_init runs first: before the state
+ * can turn AP_ON, and only then do the slow paths save errno). */
+extern intptr_t errno_off;
+void errno_locate(void);
+static inline __attribute__((always_inline)) int errno_get(void)
+{
+#if defined(__x86_64__)
+	return *(const volatile int __seg_fs *)errno_off;
+#else
+	return errno;
+#endif
+}
+
+static inline __attribute__((always_inline)) void errno_put(int v)
+{
+#if defined(__x86_64__)
+	*(volatile int __seg_fs *)errno_off = v;
+#else
+	errno = v;
+#endif
+}
 
 /* Range of this library's image, to drop our own frames from stacks. */
 extern char __ehdr_start[] __attribute__((visibility("hidden")));

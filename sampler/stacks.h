@@ -106,12 +106,41 @@ static inline struct sc_ent *sc_victim(struct ap_thr *b, struct sc_ent *set)
 	return NULL;
 }
 
+/* Whether every outer frame's slot still holds its return address (a
+ * hit compares them all). */
+static inline __attribute__((always_inline)) int sc_same(const struct sc_ent *e, uint64_t cfa)
+{
+	unsigned i = 1;
+	while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
+		i++;
+	return i >= e->n;
+}
+
+/* The hits since the bank was last read, credited: each earns an
+ * unwind's cost (sc_unw) while the bank holds less than SC_BANK_UNWINDS
+ * of them (a hit counts, the bank is settled before it is read). */
+static inline void sc_settle(struct ap_thr *b)
+{
+	uint64_t k = b->sc_hits;
+	if (!k)
+		return;
+	b->sc_hits = 0;
+	int64_t unw = b->sc_unw, cap = unw * SC_BANK_UNWINDS;
+	if (!unw || b->sc_bank >= cap)
+		return;
+	uint64_t room = ((uint64_t)(cap - b->sc_bank) + (uint64_t)unw - 1) / (uint64_t)unw;
+	b->sc_bank += unw * (int64_t)(k < room ? k : room);
+}
+
 /* The stack id for a call with this return address and CFA from b's
  * cache; 0 if the caller has to unwind (and intern) as usual. */
-static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b, uint64_t ret,
+static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t,
+								 struct ap_thr *b, uint64_t ret,
 								 uint64_t cfa)
 {
-	if (!sc_on || !ret || !cfa)
+	/* (a key with ret or cfa 0, unknown, is never filled: sc_fill
+	 * finds no frame with that return address and stack pointer) */
+	if (!sc_on)
 		return 0;
 	if (UNLIKELY(!b->sc)) {
 		b->sc = map_mem(SC_SETS * 2 * sizeof(struct sc_ent));
@@ -124,21 +153,20 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_thr *b
 		if (e->cfa != cfa || e->ret != ret || e->epoch != b->sc_epoch)
 			continue;
 		if (e->state == SC_FULL) {
-			unsigned i = 1;
-			while (i < e->n && *(const uint64_t *)(cfa + e->off[i]) == e->pcs[i])
-				i++;
-			if (i < e->n)
+			if (!sc_same(e, cfa))
 				continue; /* another stack under the same key */
 			e->ref = 1;
-			if (b->sc_bank < (int64_t)b->sc_unw * SC_BANK_UNWINDS)
-				b->sc_bank += b->sc_unw;
+			b->sc_hits++; /* credited when the bank is read */
 			return e->id;
 		}
 		e->ref = 1;
+		sc_settle(b);
 		if (e->state == SC_SEEN && (b->sc_bank > 0 || sc_always)) {
+			struct ap_hold h = hold_down(t);
 			uint64_t c0 = rd_tsc();
 			uint32_t id = sc_fill(e, ret, cfa);
 			b->sc_bank -= (int64_t)(rd_tsc() - c0);
+			unhold(t, h);
 			return id;
 		}
 		return 0; /* SC_NEVER, or no fill affordable now */
@@ -165,6 +193,7 @@ static inline int sc_timed(struct ap_thr *b)
  * and the share of it the cache may spend on fills. */
 static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 {
+	sc_settle(b); /* at the mean they were made at */
 	if (ticks) {
 		/* a preempted or cold unwind must not inflate what hits earn */
 		uint64_t cap = b->sc_unw ? 2ull * b->sc_unw : 1u << 20;
@@ -175,9 +204,9 @@ static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
 }
 #else
-static inline uint32_t sc_lookup(struct ap_thr *b, uint64_t ret, uint64_t cfa)
+static inline uint32_t sc_lookup(struct ap_tls *t, struct ap_thr *b, uint64_t ret, uint64_t cfa)
 {
-	(void)b, (void)ret, (void)cfa;
+	(void)t, (void)b, (void)ret, (void)cfa;
 	return 0;
 }
 
@@ -216,11 +245,11 @@ static inline uint64_t unw_capped(const struct ap_thr *b, uint64_t ticks)
 static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *t, uint64_t ret,
 								  uint64_t cfa)
 {
-	struct ap_hold h = hold(t); /* libunwind's TLS comes from malloc */
-	t->countdown = -1; /* ...through malloc_slow: own_alloc's, sampled too */
 	struct ap_thr *b = t->thr != &threads.dead ? t->thr : NULL;
-	uint32_t id = b ? sc_lookup(b, ret, cfa) : 0;
+	/* a hit allocates nothing: only a fill and an unwind are held */
+	uint32_t id = b ? sc_lookup(t, b, ret, cfa) : 0;
 	if (!id) {
+		struct ap_hold h = hold_down(t);
 		uint64_t pcs[MAX_DEPTH_CAP];
 		const uint64_t *frames;
 		int timed = sc_timed(b);
@@ -237,8 +266,8 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 					 __ATOMIC_RELAXED);	/* its owner's alone; END reads */
 		if (b)
 			sc_unwound(b, timed ? ticks : 0);
+		unhold(t, h);
 	}
-	unhold(t, h);
 	return id;
 }
 

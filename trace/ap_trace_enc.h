@@ -423,9 +423,19 @@ static inline uint64_t *ap_xowners_use(struct ap_xowners *x, uint32_t tid)
 	return &x->next[0];
 }
 
-/* Writes v as LEB128 at p; returns the number of bytes (1..10). */
+/* Writes v as LEB128 at p; returns the number of bytes (1..10). One and
+ * two bytes, most fields, without the loop. */
 static inline size_t ap_put_uv(uint8_t *p, uint64_t v)
 {
+	if (v < 0x80) {
+		p[0] = (uint8_t)v;
+		return 1;
+	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return 2;
+	}
 	size_t n = 0;
 	while (v >= 0x80) {
 		p[n++] = (uint8_t)(v | 0x80);

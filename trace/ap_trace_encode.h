@@ -235,12 +235,12 @@ struct ap_evrec {
 	uint8_t gap;	/* ap_gap_code of the program's time before it (e->gaps) */
 };
 
-/* The size field of r at *cs: the size, or (e->sizes) its difference
- * from the size predicted at its stack. */
+/* The size field of r at *cs: the size, or (e->sizes, when `sized`) its
+ * difference from the size predicted at its stack. */
 static inline __attribute__((always_inline)) void ap_enc_size(struct ap_evenc *e, uint8_t **cs,
-							       const struct ap_evrec *r)
+							       const struct ap_evrec *r, bool sized)
 {
-	if (!e->sizes) {
+	if (!sized || !e->sizes) {
 		*cs += ap_put_uv(*cs, r->size);
 		return;
 	}
@@ -254,10 +254,11 @@ static inline __attribute__((always_inline)) void ap_enc_size(struct ap_evenc *e
  * (AP_CHUNK_F_COLUMNS) each cursor has its column (cr the same as ca
  * without AP_CHUNK_F_REFS), and each takes at most AP_EV_MAX_REC bytes.
  * TIME and SYNC come before, from ap_enc_time / ap_enc_sync (rows) or the
- * times column (columns). */
+ * times column (columns). sized: whether e->sizes may be set (false for
+ * rows, which then skip the test; ap_enc_event passes true). */
 static inline __attribute__((always_inline)) void
-ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8_t **cs,
-	     const struct ap_evrec *r)
+ap_enc_event_sized(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8_t **cs,
+		   const struct ap_evrec *r, bool sized)
 {
 	uint8_t tag = AP_TAG(r->type, r->kind);
 	bool cpu_change = r->cpu != e->cpu;
@@ -279,7 +280,7 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 			*ca += ap_put_addr(*ca, r->addr, e->prev_addr);
 			e->prev_addr = r->addr;
 		}
-		ap_enc_size(e, cs, r);
+		ap_enc_size(e, cs, r, sized);
 		*c0 += ap_put_uv(*c0, r->stack);
 		break;
 	case AP_EV_FREE:
@@ -299,10 +300,17 @@ ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8
 			*ca += ap_put_addr(*ca, r->addr2, e->prev_addr);
 			e->prev_addr = r->addr2;
 		}
-		ap_enc_size(e, cs, r);
+		ap_enc_size(e, cs, r, sized);
 		*c0 += ap_put_uv(*c0, r->stack);
 		break;
 	}
+}
+
+static inline __attribute__((always_inline)) void
+ap_enc_event(struct ap_evenc *e, uint8_t **c0, uint8_t **ca, uint8_t **cr, uint8_t **cs,
+	     const struct ap_evrec *r)
+{
+	ap_enc_event_sized(e, c0, ca, cr, cs, r, true);
 }
 
 /* ---- gaps ------------------------------------------------------------ */
@@ -410,7 +418,9 @@ static inline uint64_t ap_ring_take(struct ap_ring *ring, uint64_t addr)
 
 /* Record r in rows at p, its (old) block named by distance when the ring
  * still holds it (r->ref and r->anon are set here); returns the bytes
- * written, at most AP_EV_MAX_REC. */
+ * written, at most AP_EV_MAX_REC. Rows have no sizes by stack
+ * (AP_CHUNK_F_SIZES is the compactor's, in columns): e->sizes is not
+ * read. */
 static inline __attribute__((always_inline)) size_t
 ap_enc_event_ring(struct ap_evenc *e, struct ap_ring *ring, uint8_t *p, struct ap_evrec *r)
 {
@@ -420,7 +430,7 @@ ap_enc_event_ring(struct ap_evenc *e, struct ap_ring *ring, uint8_t *p, struct a
 	if (r->type == AP_EV_FREE || (r->type == AP_EV_REALLOC && (r->flags & AP_RF_OLD_TRACKED)))
 		r->ref = ap_ring_take(ring, r->addr);
 	r->by_ref = r->ref != 0;
-	ap_enc_event(e, &q, &q, &q, &q, r);
+	ap_enc_event_sized(e, &q, &q, &q, &q, r, false);
 	if (r->type != AP_EV_FREE)
 		ap_ring_put(ring, r->type == AP_EV_ALLOC ? r->addr : r->addr2);
 	return (size_t)(q - p);
