@@ -4,28 +4,180 @@
  * program's own frame that called into the library. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ap_advise.h"
 #include "ap_hash.h"
 #include "ap_symbolize.h"
 
 
-/* A system library: a module of the dynamic loader, or one under a system
- * library directory (libc, libstdc++, libm, libz, ...), that is not the
- * program itself. The program cannot put a pool inside one; it can at
- * its own frame that calls it (or hand the library an allocator). */
-static bool system_module(const struct ap_trace *t, const char *module)
+/* The system library directories: a module under one is the system's
+ * (libc, libstdc++, libz, ...) unless it is the program's own (below). */
+static const char *const system_dirs[] = { "/lib/", "/lib64/", "/lib32/", "/usr/lib/",
+					   "/usr/lib64/", "/usr/lib32/", "/usr/libexec/" };
+
+/* The part of `path` under a system library directory, past a multiarch
+ * one: "llvm-14/bin/clang" of /usr/lib/llvm-14/bin/clang, "libz.so.1" of
+ * /usr/lib/x86_64-linux-gnu/libz.so.1; NULL when it is under none. */
+static const char *under_system_dir(const char *path)
 {
-	if (!module || (t->exe && !strcmp(module, t->exe)))
+	for (size_t i = 0; i < AP_ARRAY_SIZE(system_dirs); i++) {
+		size_t n = strlen(system_dirs[i]);
+		if (strncmp(path, system_dirs[i], n))
+			continue;
+		const char *rest = path + n, *slash = strchr(rest, '/');
+		if (slash && memmem(rest, (size_t)(slash - rest), "-linux-", 7))
+			rest = slash + 1;
+		return rest;
+	}
+	return NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return base ? base + 1 : path;
+}
+
+/* Whether one name is the other, or the other followed by what is not a
+ * letter: "clang" and "clang-cpp", "python3" and "python3.11", "llvm-14"
+ * and "LLVM-14" (case aside). Names shorter than 3 match none ("c", "m",
+ * "z"). */
+static bool named_after(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t n = na < nb ? na : nb;
+	if (n < 3 || strncasecmp(a, b, n))
 		return false;
-	static const char *const dirs[] = { "/lib/", "/lib64/", "/lib32/", "/usr/lib/",
-					    "/usr/lib64/", "/usr/lib32/", "/usr/libexec/" };
-	for (size_t i = 0; i < AP_ARRAY_SIZE(dirs); i++)
-		if (!strncmp(module, dirs[i], strlen(dirs[i])))
+	char next = na == nb ? 0 : (na > nb ? a : b)[n];
+	return !((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z'));
+}
+
+/* The C and C++ runtime and the loader: no program's own, wherever they
+ * are and whatever the program is called (by the name before ".so"). */
+static bool runtime_library(const char *base)
+{
+	static const char *const names[] = { "libc", "libm", "libmvec", "libstdc++", "libgcc_s",
+					      "libpthread", "libdl", "librt", "libresolv", "libutil",
+					      "libanl", "libatomic", "libcrypt", "libnsl" };
+	if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld.so", 5) ||
+	    !strncmp(base, "libnss_", 7))
+		return true;
+	const char *so = strstr(base, ".so");
+	for (size_t i = 0; so && i < AP_ARRAY_SIZE(names); i++)
+		if ((size_t)(so - base) == strlen(names[i]) && !strncmp(base, names[i], (size_t)(so - base)))
 			return true;
-	const char *base = strrchr(module, '/');
-	base = base ? base + 1 : module;
-	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld.so", 5);
+	return false;
+}
+
+/* What makes a library under a system directory a program's own: its
+ * name, and the install tree it has to itself, if any: the program's
+ * directory, or the one above it when that is a bin, sbin or libexec,
+ * when it is below a system directory and not one (/usr/lib/llvm-14/ of
+ * /usr/lib/llvm-14/bin/clang, /usr/lib/firefox/ of
+ * /usr/lib/firefox/firefox; none for /usr/bin/git or a program directly
+ * in /usr/libexec/). */
+struct own_prog {
+	const char *name, *tree, *tree_name; /* "clang", "/usr/lib/llvm-14/", "llvm-14" */
+	size_t nname, ntree, ntree_name;
+};
+
+static void own_prog_of(const char *exe, struct own_prog *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = base_name(exe);
+	p->nname = strlen(p->name);
+	const char *rest = under_system_dir(exe);
+	if (!rest || p->name - 1 <= rest)
+		return;
+	const char *end = p->name - 1, *dir = end; /* the directory's name: [dir, end) */
+	while (dir > rest && dir[-1] != '/')
+		dir--;
+	size_t nd = (size_t)(end - dir);
+	if ((nd == 3 && !strncmp(dir, "bin", 3)) || (nd == 4 && !strncmp(dir, "sbin", 4)) ||
+	    (nd == 7 && !strncmp(dir, "libexec", 7))) {
+		if ((end = dir - 1) <= rest)
+			return;
+		for (dir = end; dir > rest && dir[-1] != '/'; dir--)
+			;
+	}
+	p->tree = exe;
+	p->ntree = (size_t)(end + 1 - exe);
+	p->tree_name = dir;
+	p->ntree_name = (size_t)(end - dir);
+}
+
+/* The programs of the run (a whole run's every process's). */
+struct own_progs {
+	struct own_prog *p;
+	size_t n;
+};
+
+static void own_progs_init(struct own_progs *o, const struct ap_trace *t)
+{
+	o->p = ap_xcalloc(t->nprocs + 1, sizeof(*o->p));
+	o->n = 0;
+	for (size_t i = 0; i <= t->nprocs; i++) {
+		const char *exe = i ? t->procs[i - 1].exe : t->exe;
+		bool seen = !exe;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(exe, k ? t->procs[k - 1].exe : t->exe);
+		if (!seen)
+			own_prog_of(exe, &o->p[o->n++]);
+	}
+}
+
+/* A system library: a module of the dynamic loader, or one under a system
+ * library directory (libc, libstdc++, libm, libz, ...), that is not one
+ * of the run's programs or a program's own library. The program cannot
+ * put a pool inside one; it can at its own frame that calls it (or hand
+ * the library an allocator). A program's own library, one that a user of
+ * the program wants the frames of (clang's code is in libclang-cpp.so.14
+ * and libLLVM-14.so.1, sqlite3's in libsqlite3.so.0), is one
+ *   - installed in the program's own install tree
+ *     (/usr/lib/llvm-14/lib/libclang-cpp.so.14 of /usr/lib/llvm-14/bin/clang),
+ *   - or named after the program or its install tree, as lib<name>.so
+ *     (libsqlite3.so.0 of sqlite3, libclang-cpp.so.14 of clang,
+ *     libpython3.11.so of python3.11, libLLVM-14.so.1 of
+ *     /usr/lib/llvm-14/) or as the directory it is in
+ *     (/usr/lib/python3/dist-packages/... of python3.11),
+ * and is not the C or C++ runtime or the loader (runtime_library), which
+ * stay the system's. */
+static bool system_module(const struct ap_trace *t, const struct own_progs *o,
+			  const char *module)
+{
+	if (!module)
+		return false;
+	for (size_t i = 0; i <= t->nprocs; i++) {
+		const char *exe = i ? t->procs[i - 1].exe : t->exe;
+		if (exe && !strcmp(module, exe))
+			return false;
+	}
+	const char *base = base_name(module);
+	if (runtime_library(base))
+		return true;
+	const char *rest = under_system_dir(module);
+	if (!rest)
+		return false;
+	const char *stem = NULL, *so = strstr(base, ".so");
+	size_t nstem = 0;
+	if (!strncmp(base, "lib", 3) && so && so > base + 3) {
+		stem = base + 3;
+		nstem = (size_t)(so - stem);
+	}
+	const char *slash = strchr(rest, '/');
+	size_t ntop = slash ? (size_t)(slash - rest) : 0; /* the directory it is in, under the system's */
+	for (size_t i = 0; i < o->n; i++) {
+		const struct own_prog *p = &o->p[i];
+		if (p->tree && !strncmp(module, p->tree, p->ntree))
+			return false;
+		const char *word[2] = { p->name, p->tree_name };
+		size_t nword[2] = { p->nname, p->ntree_name };
+		for (int w = 0; w < 2; w++)
+			if (word[w] && ((stem && named_after(stem, nstem, word[w], nword[w])) ||
+					(ntop && named_after(rest, ntop, word[w], nword[w]))))
+				return false;
+	}
+	return true;
 }
 
 static void frame_name(struct ap_buf *b, const struct ap_frame *f)
@@ -122,6 +274,8 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, frames_alloc = 0;
 	struct ap_buf key = AP_BUF_INIT, name = AP_BUF_INIT;
+	struct own_progs own;
+	own_progs_init(&own, t);
 
 	for (size_t id = 0; id < t->nstacks; id++) {
 		out->site_of_stack[id] = UINT32_MAX;
@@ -135,7 +289,8 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		 * called (the outermost frame in the library). */
 		const char *via = NULL;
 		size_t pc = cs;
-		while (pc < nframes && !frames[pc].truncated && system_module(t, frames[pc].module))
+		while (pc < nframes && !frames[pc].truncated &&
+		       system_module(t, &own, frames[pc].module))
 			pc++;
 		if (pc > cs && pc < nframes && !frames[pc].truncated) {
 			via = frames[pc - 1].func;
@@ -203,6 +358,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		free(full[s]);
 	free(full);
 	free(frames);
+	free(own.p);
 	ap_buf_release(&key);
 	ap_buf_release(&name);
 }
