@@ -120,6 +120,21 @@ exec)
 	same_run "sh -c" 0 native.out -- --all -o sh.trace sh -c "'$REEXEC' plain; true"
 	expect_eq "sh -c: plain_work" "$(flat sh.trace plain_work)" 300
 
+	# posix_spawn and posix_spawnp exec inside libc, not through the exec
+	# functions: the child they start, with the parent's environment, is
+	# followed all the same (its image loads the preload it inherits), a
+	# process of the run with its own trace
+	for how in spawn spawnp; do
+		"$REEXEC" $how >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 3
+		sed -i 's/LD_PRELOAD unset, ALLOCPROF unset/LD_PRELOAD set, ALLOCPROF set/' native.out
+		same_run "$how" "$want" native.out -- --all -o sp.trace "$REEXEC" $how
+		expect_eq "$how: plain_work" "$(flat sp.trace plain_work)" 300
+		expect_eq "$how: trace files" "$(ls | grep -c '^sp\.trace')" 2
+		rm -f sp.trace*
+	done
+
 	# execveat and fexecve replace the image as execve does: both images'
 	# blocks are in the run, the first image's trace ends with the exec;
 	# so do execveat and execve made through syscall(3)
