@@ -181,7 +181,10 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 	int made = follow && events && !can && tfile.next_fd >= 0;
 	if (can && tfile.next_fd >= 0)
 		trace_next_drop();
-	exec_unfollowed = !follow; /* END says the next image is not in the run */
+	/* END says the next image is not in the run by the program's doing;
+	 * not under --no-children, which took the preload out itself
+	 * (strip_preload): record was asked not to follow it */
+	exec_unfollowed = !follow && !settings.no_children;
 	if (!follow || can || made) {
 		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
 			*ended = 1;
