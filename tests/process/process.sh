@@ -135,6 +135,29 @@ exec)
 		rm -f sp.trace*
 	done
 
+	# ... and one started with an environment that no longer preloads
+	# the sampler runs unprofiled, as after exec: not followed, and the
+	# parent's trace says so (END's spawn_unfollowed), as do record's
+	# summary and the views
+	for how in spawn-clean spawnp-clean; do
+		"$REEXEC" $how >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 3
+		expect_eq "$how: native output" "$(cat native.out)" "plain: LD_PRELOAD unset, ALLOCPROF unset"
+		timeout -s KILL 20 "$AP" record --all -o sp.trace "$REEXEC" $how >sp.out 2>sp.err
+		expect_eq "$how: exit status" $? "$want"
+		diff -u native.out sp.out >/dev/null || fail "$how: output differs from the native run: $(cat sp.out)"
+		expect_eq "$how: trace files" "$(ls | grep -c '^sp\.trace')" 1
+		expect_eq "$how: plain_work" "$(flat sp.trace plain_work)" 0
+		grep -Eq "^allocprof: 1 program started with posix_spawn and an environment that no longer preloads the sampler ran unprofiled, not in the run: started by pid [0-9]+ \($REEXEC $how\)$" sp.err ||
+			fail "$how: record's summary: $(cat sp.err)"
+		"$AP" stats --json sp.trace >sp.json 2>sp.err2 || fail "$how: stats: $(cat sp.err2)"
+		[ -s sp.json ] && expect_eq "$how: spawn_unfollowed" "$(jget sp.json spawn_unfollowed)" 1
+		grep -q "^allocprof: sp.trace: its process started 1 program with posix_spawn and an environment that no longer preloads the sampler ($REEXEC): it ran unprofiled, and is not in the run$" sp.err2 ||
+			fail "$how: stats does not say the spawned program is not in the run: $(cat sp.err2)"
+		rm -f sp.trace*
+	done
+
 	# execveat and fexecve replace the image as execve does: both images'
 	# blocks are in the run, the first image's trace ends with the exec;
 	# so do execveat and execve made through syscall(3)

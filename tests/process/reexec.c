@@ -11,7 +11,8 @@
  * `reexec spawn` and `reexec spawnp`: runs `reexec plain` with
  * posix_spawn or posix_spawnp (glibc's clone and exec inside libc, not
  * through the exec functions) and its own environment, and exits with
- * its status. */
+ * its status; `reexec spawn-clean` and `spawnp-clean` the same with an
+ * environment of PATH alone. */
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +42,13 @@ int main(int argc, char **argv)
 		printf("plain: LD_PRELOAD %s, ALLOCPROF %s\n", set("LD_PRELOAD"), set("ALLOCPROF"));
 		return 3;
 	}
-	if (argc > 1 && (!strcmp(argv[1], "spawn") || !strcmp(argv[1], "spawnp"))) {
+	if (argc > 1 && !strncmp(argv[1], "spawn", 5)) {
 		extern char **environ;
-		char *args[] = { argv[0], "plain", NULL };
+		char *args[] = { argv[0], "plain", NULL }, *clean[] = { "PATH=/usr/bin:/bin", NULL };
+		char *const *env = strstr(argv[1], "-clean") ? clean : environ;
 		pid_t pid;
-		int st, e = argv[1][5] ? posix_spawnp(&pid, argv[0], NULL, NULL, args, environ)
-				       : posix_spawn(&pid, argv[0], NULL, NULL, args, environ);
+		int st, e = argv[1][5] == 'p' ? posix_spawnp(&pid, argv[0], NULL, NULL, args, env)
+					      : posix_spawn(&pid, argv[0], NULL, NULL, args, env);
 		if (e || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
 			return 1;
 		return WEXITSTATUS(st);
