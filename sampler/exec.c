@@ -439,8 +439,8 @@ static char spawned_first[256];
 static void spawned(const char *path, char *const envp[])
 {
 	size_t n;
-	if (proc.pid != sys_getpid() || keeps_preload(envp, &n))
-		return;
+	if (proc.pid != sys_getpid() || settings.no_children || keeps_preload(envp, &n))
+		return; /* (--no-children took the preload out: asked for) */
 	if (__atomic_fetch_add(&spawned_unfollowed, 1, __ATOMIC_RELAXED) == 0) {
 		size_t l = path ? str_len(path) : 0;
 		if (l >= sizeof(spawned_first))

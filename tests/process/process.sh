@@ -157,6 +157,14 @@ exec)
 			fail "$how: stats does not say the spawned program is not in the run: $(cat sp.err2)"
 		rm -f sp.trace*
 	done
+	# (under --no-children, which takes the preload out itself, nothing
+	# is said)
+	timeout -s KILL 20 "$AP" record --all --no-children -o sp.trace "$REEXEC" spawn >sp.out 2>sp.err
+	expect_eq "spawn --no-children: exit status" $? 3
+	grep -q unprofiled sp.err && fail "spawn --no-children: record says: $(cat sp.err)"
+	"$AP" stats --json sp.trace >sp.json 2>/dev/null
+	[ -s sp.json ] && expect_eq "spawn --no-children: spawn_unfollowed" "$(jget sp.json spawn_unfollowed)" 0
+	rm -f sp.trace*
 
 	# execveat and fexecve replace the image as execve does: both images'
 	# blocks are in the run, the first image's trace ends with the exec;
