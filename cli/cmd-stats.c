@@ -436,6 +436,7 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "end_reason",
 			    t->has_end ? json_string(end_reason_name(t->end_reason)) : json_null());
 	json_object_set_new(o, "exec_unfollowed", json_boolean(t->has_end && t->exec_unfollowed));
+	json_object_set_new(o, "spawn_unfollowed", json_integer((json_int_t)t->spawn_unfollowed));
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
 						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "nvcsw", t->has_switches ? json_u64(t->nvcsw) : json_null());

@@ -337,6 +337,16 @@ int ap_view_read(struct ap_trace **out, char *const *paths, size_t n, const stru
 			ap_say("%s: its process exec'd a program with an environment that no longer "
 			       "preloads the sampler (clearenv, env -i): that program ran unprofiled, "
 			       "and is not in the run", run.paths[i]);
+		if (run.traces[i]->spawn_unfollowed) {
+			struct ap_buf safe = AP_BUF_INIT;
+			uint64_t k = run.traces[i]->spawn_unfollowed;
+			ap_say("%s: its process started %llu program%s with posix_spawn and an "
+			       "environment that no longer preloads the sampler (%s%s): %s ran "
+			       "unprofiled, and %s not in the run", run.paths[i], (unsigned long long)k,
+			       k == 1 ? "" : "s", ap_safe_name(&safe, run.traces[i]->spawn_first),
+			       k == 1 ? "" : " first", k == 1 ? "it" : "they", k == 1 ? "is" : "are");
+			ap_buf_release(&safe);
+		}
 		if (run.traces[i]->flags & AP_HFLAG_ATTACHED)
 			ap_say("%s: recorded from a running process (record -p): the trace "
 			       "starts mid-run, without the blocks allocated before", run.paths[i]);

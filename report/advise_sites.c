@@ -2,30 +2,424 @@
  * each stack its own site), with readable names from the symbolizer. A
  * call site inside a system library is no place to pool: the site is the
  * program's own frame that called into the library. */
+#include <elf.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ap_advise.h"
 #include "ap_hash.h"
 #include "ap_symbolize.h"
 
 
-/* A system library: a module of the dynamic loader, or one under a system
- * library directory (libc, libstdc++, libm, libz, ...), that is not the
- * program itself. The program cannot put a pool inside one; it can at
- * its own frame that calls it (or hand the library an allocator). */
-static bool system_module(const struct ap_trace *t, const char *module)
+/* The system library directories: a module under one is the system's
+ * (libc, libstdc++, libz, ...) unless it is the program's own (below). */
+static const char *const system_dirs[] = { "/lib/", "/lib64/", "/lib32/", "/usr/lib/",
+					   "/usr/lib64/", "/usr/lib32/", "/usr/libexec/" };
+
+/* The part of `path` under a system library directory, past a multiarch
+ * one: "llvm-14/bin/clang" of /usr/lib/llvm-14/bin/clang, "libz.so.1" of
+ * /usr/lib/x86_64-linux-gnu/libz.so.1; NULL when it is under none. */
+static const char *under_system_dir(const char *path)
 {
-	if (!module || (t->exe && !strcmp(module, t->exe)))
+	for (size_t i = 0; i < AP_ARRAY_SIZE(system_dirs); i++) {
+		size_t n = strlen(system_dirs[i]);
+		if (strncmp(path, system_dirs[i], n))
+			continue;
+		const char *rest = path + n, *slash = strchr(rest, '/');
+		if (slash && memmem(rest, (size_t)(slash - rest), "-linux-", 7))
+			rest = slash + 1;
+		return rest;
+	}
+	return NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return base ? base + 1 : path;
+}
+
+/* Whether one name is the other, or the other followed by what is not a
+ * letter: "clang" and "clang-cpp", "python3" and "python3.11", "llvm-14"
+ * and "LLVM-14" (case aside). Names shorter than 3 match none ("c", "m",
+ * "z"). */
+static bool named_after(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t n = na < nb ? na : nb;
+	if (n < 3 || strncasecmp(a, b, n))
 		return false;
-	static const char *const dirs[] = { "/lib/", "/lib64/", "/lib32/", "/usr/lib/",
-					    "/usr/lib64/", "/usr/lib32/", "/usr/libexec/" };
-	for (size_t i = 0; i < AP_ARRAY_SIZE(dirs); i++)
-		if (!strncmp(module, dirs[i], strlen(dirs[i])))
+	char next = na == nb ? 0 : (na > nb ? a : b)[n];
+	return !((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z'));
+}
+
+/* The C and C++ runtime and the loader: no program's own, wherever they
+ * are and whatever the program is called (by the name before ".so"). */
+static bool runtime_library(const char *base)
+{
+	static const char *const names[] = { "libc", "libm", "libmvec", "libstdc++", "libgcc_s",
+					      "libpthread", "libdl", "librt", "libresolv", "libutil",
+					      "libanl", "libatomic", "libcrypt", "libnsl" };
+	if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld.so", 5) ||
+	    !strncmp(base, "libnss_", 7))
+		return true;
+	const char *so = strstr(base, ".so");
+	for (size_t i = 0; so && i < AP_ARRAY_SIZE(names); i++)
+		if ((size_t)(so - base) == strlen(names[i]) && !strncmp(base, names[i], (size_t)(so - base)))
 			return true;
-	const char *base = strrchr(module, '/');
-	base = base ? base + 1 : module;
-	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld.so", 5);
+	return false;
+}
+
+/* What makes a library under a system directory a program's own: its
+ * name, and the install tree it has to itself, if any: the program's
+ * directory, or the one above it when that is a bin, sbin or libexec,
+ * when it is below a system directory and not one (/usr/lib/llvm-14/ of
+ * /usr/lib/llvm-14/bin/clang, /usr/lib/firefox/ of
+ * /usr/lib/firefox/firefox; none for /usr/bin/git or a program directly
+ * in /usr/libexec/). */
+struct own_prog {
+	const char *name, *tree, *tree_name; /* "clang", "/usr/lib/llvm-14/", "llvm-14" */
+	size_t nname, ntree, ntree_name;
+};
+
+static void own_prog_of(const char *exe, struct own_prog *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = base_name(exe);
+	p->nname = strlen(p->name);
+	const char *rest = under_system_dir(exe);
+	if (!rest || p->name - 1 <= rest)
+		return;
+	const char *end = p->name - 1, *dir = end; /* the directory's name: [dir, end) */
+	while (dir > rest && dir[-1] != '/')
+		dir--;
+	size_t nd = (size_t)(end - dir);
+	if ((nd == 3 && !strncmp(dir, "bin", 3)) || (nd == 4 && !strncmp(dir, "sbin", 4)) ||
+	    (nd == 7 && !strncmp(dir, "libexec", 7))) {
+		if ((end = dir - 1) <= rest)
+			return;
+		for (dir = end; dir > rest && dir[-1] != '/'; dir--)
+			;
+	}
+	p->tree = exe;
+	p->ntree = (size_t)(end + 1 - exe);
+	p->tree_name = dir;
+	p->ntree_name = (size_t)(end - dir);
+}
+
+/* The programs of the run (a whole run's every process's). */
+struct own_progs {
+	struct own_prog *p;
+	size_t n;
+};
+
+static void own_progs_init(struct own_progs *o, const struct ap_trace *t)
+{
+	o->p = ap_xcalloc(t->nprocs + 1, sizeof(*o->p));
+	o->n = 0;
+	for (size_t i = 0; i <= t->nprocs; i++) {
+		const char *exe = i ? t->procs[i - 1].exe : t->exe;
+		bool seen = !exe;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(exe, k ? t->procs[k - 1].exe : t->exe);
+		if (!seen)
+			own_prog_of(exe, &o->p[o->n++]);
+	}
+}
+
+/* A system library: a module of the dynamic loader, or one under a system
+ * library directory (libc, libstdc++, libm, libz, ...), that is not one
+ * of the run's programs or a program's own library. The program cannot
+ * put a pool inside one; it can at its own frame that calls it (or hand
+ * the library an allocator). A program's own library, one that a user of
+ * the program wants the frames of (clang's code is in libclang-cpp.so.14
+ * and libLLVM-14.so.1, sqlite3's in libsqlite3.so.0), is one
+ *   - installed in the program's own install tree
+ *     (/usr/lib/llvm-14/lib/libclang-cpp.so.14 of /usr/lib/llvm-14/bin/clang),
+ *   - or named after the program or its install tree, as lib<name>.so
+ *     (libsqlite3.so.0 of sqlite3, libclang-cpp.so.14 of clang,
+ *     libpython3.11.so of python3.11, libLLVM-14.so.1 of
+ *     /usr/lib/llvm-14/) or as the directory it is in
+ *     (/usr/lib/python3/dist-packages/... of python3.11),
+ * and is not the C or C++ runtime or the loader (runtime_library), which
+ * stay the system's. */
+static bool system_module(const struct ap_trace *t, const struct own_progs *o,
+			  const char *module)
+{
+	if (!module)
+		return false;
+	for (size_t i = 0; i <= t->nprocs; i++) {
+		const char *exe = i ? t->procs[i - 1].exe : t->exe;
+		if (exe && !strcmp(module, exe))
+			return false;
+	}
+	const char *base = base_name(module);
+	if (runtime_library(base))
+		return true;
+	const char *rest = under_system_dir(module);
+	if (!rest)
+		return false;
+	const char *stem = NULL, *so = strstr(base, ".so");
+	size_t nstem = 0;
+	if (!strncmp(base, "lib", 3) && so && so > base + 3) {
+		stem = base + 3;
+		nstem = (size_t)(so - stem);
+	}
+	const char *slash = strchr(rest, '/');
+	size_t ntop = slash ? (size_t)(slash - rest) : 0; /* the directory it is in, under the system's */
+	for (size_t i = 0; i < o->n; i++) {
+		const struct own_prog *p = &o->p[i];
+		if (p->tree && !strncmp(module, p->tree, p->ntree))
+			return false;
+		const char *word[2] = { p->name, p->tree_name };
+		size_t nword[2] = { p->nname, p->ntree_name };
+		for (int w = 0; w < 2; w++)
+			if (word[w] && ((stem && named_after(stem, nstem, word[w], nword[w])) ||
+					(ntop && named_after(rest, ntop, word[w], nword[w]))))
+				return false;
+	}
+	return true;
+}
+
+/* The function a program's call into a library called, by the name the
+ * program imports it by: the call's target is a PLT entry (or the call
+ * jumps through a GOT slot, -fno-plt), whose slot a relocation names. The
+ * library's own frame can be another function: glibc's opendir tail-calls
+ * opendir_tail, setenv __add_to_environ, fopen __fopen_internal, and its
+ * debug information names printf __printf. The module files are read
+ * where the trace names them, if their build-id is the recorded one. */
+struct import_file {
+	const char *path; /* the trace's */
+	const uint8_t *data; /* the file mapped; NULL: not readable or not this module's */
+	size_t size;
+	struct import_slot {
+		uint64_t slot;
+		const char *name;
+	} *slots; /* sorted by slot */
+	size_t nslots;
+};
+
+struct imports {
+	struct import_file *f;
+	size_t n;
+};
+
+static const Elf64_Ehdr *elf_header(const struct import_file *f)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f->data;
+	if (f->size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_machine != EM_X86_64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > f->size ||
+	    (f->size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
+		return NULL;
+	return eh;
+}
+
+/* len bytes of the file at virtual address vaddr, or NULL. */
+static const uint8_t *at_vaddr(const struct import_file *f, uint64_t vaddr, size_t len)
+{
+	const Elf64_Ehdr *eh = elf_header(f);
+	if (!eh)
+		return NULL;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(f->data + eh->e_phoff);
+	for (size_t i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && vaddr >= ph[i].p_vaddr &&
+		    vaddr - ph[i].p_vaddr <= ph[i].p_filesz && ph[i].p_filesz - (vaddr - ph[i].p_vaddr) >= len &&
+		    ph[i].p_offset <= f->size && vaddr - ph[i].p_vaddr + len <= f->size - ph[i].p_offset)
+			return f->data + ph[i].p_offset + (vaddr - ph[i].p_vaddr);
+	return NULL;
+}
+
+/* Whether the file's build-id is the one recorded (none recorded: yes). */
+static bool build_id_is(const struct import_file *f, const struct ap_mapping *m)
+{
+	const Elf64_Ehdr *eh = elf_header(f);
+	if (!eh)
+		return false;
+	if (!m || !m->build_id_len)
+		return true;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(f->data + eh->e_phoff);
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_NOTE || ph[i].p_offset > f->size || ph[i].p_filesz > f->size - ph[i].p_offset)
+			continue;
+		const uint8_t *p = f->data + ph[i].p_offset, *end = p + ph[i].p_filesz;
+		while (end - p >= (ptrdiff_t)sizeof(Elf64_Nhdr)) {
+			const Elf64_Nhdr *nh = (const Elf64_Nhdr *)p;
+			size_t name = (nh->n_namesz + 3) & ~(size_t)3, desc = (nh->n_descsz + 3) & ~(size_t)3;
+			if ((size_t)(end - p) - sizeof(*nh) < name + desc)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(p + sizeof(*nh), "GNU", 4))
+				return nh->n_descsz == m->build_id_len &&
+				       !memcmp(p + sizeof(*nh) + name, m->build_id, m->build_id_len);
+			p += sizeof(*nh) + name + desc;
+		}
+	}
+	return false;
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct import_slot *)a)->slot, y = ((const struct import_slot *)b)->slot;
+	return x < y ? -1 : x > y;
+}
+
+/* The GOT slots the file's relocations name a function for. */
+static void read_slots(struct import_file *f)
+{
+	const Elf64_Ehdr *eh = elf_header(f);
+	if (!eh || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > f->size ||
+	    (f->size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
+		return;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f->data + eh->e_shoff);
+	size_t alloc = 0;
+#define IN_FILE(h) ((h).sh_type != SHT_NOBITS && (h).sh_offset <= f->size && (h).sh_size <= f->size - (h).sh_offset)
+	for (size_t i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_RELA || sh[i].sh_entsize != sizeof(Elf64_Rela) || !IN_FILE(sh[i]) ||
+		    sh[i].sh_link >= eh->e_shnum)
+			continue;
+		const Elf64_Shdr *sym = &sh[sh[i].sh_link];
+		if (sym->sh_type != SHT_DYNSYM || sym->sh_entsize != sizeof(Elf64_Sym) || !IN_FILE(*sym) ||
+		    sym->sh_link >= eh->e_shnum || !IN_FILE(sh[sym->sh_link]))
+			continue;
+		const Elf64_Rela *r = (const Elf64_Rela *)(f->data + sh[i].sh_offset);
+		const Elf64_Sym *syms = (const Elf64_Sym *)(f->data + sym->sh_offset);
+		const char *str = (const char *)f->data + sh[sym->sh_link].sh_offset;
+		size_t nsyms = sym->sh_size / sizeof(*syms), nstr = sh[sym->sh_link].sh_size;
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*r); k++) {
+			uint32_t type = ELF64_R_TYPE(r[k].r_info);
+			size_t si = ELF64_R_SYM(r[k].r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !si || si >= nsyms ||
+			    syms[si].st_name >= nstr || !memchr(str + syms[si].st_name, 0, nstr - syms[si].st_name))
+				continue;
+			if (f->nslots == alloc) {
+				alloc = alloc ? alloc * 2 : 64;
+				f->slots = ap_xrealloc(f->slots, alloc * sizeof(*f->slots));
+			}
+			f->slots[f->nslots++] = (struct import_slot){ r[k].r_offset, str + syms[si].st_name };
+		}
+	}
+#undef IN_FILE
+	qsort(f->slots, f->nslots, sizeof(*f->slots), slot_cmp);
+}
+
+static struct import_file *import_file(struct imports *im, const struct ap_trace *t, const char *path)
+{
+	for (size_t i = 0; i < im->n; i++)
+		if (im->f[i].path == path || !strcmp(im->f[i].path, path))
+			return &im->f[i];
+	im->f = ap_xrealloc(im->f, (im->n + 1) * sizeof(*im->f));
+	struct import_file *f = &im->f[im->n++];
+	memset(f, 0, sizeof(*f));
+	f->path = path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return f;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p != MAP_FAILED) {
+			f->data = p;
+			f->size = (size_t)st.st_size;
+		}
+	}
+	close(fd);
+	const struct ap_mapping *m = NULL;
+	for (size_t i = 0; i < t->nmaps && !m; i++)
+		if (t->maps[i].path && !strcmp(t->maps[i].path, path))
+			m = &t->maps[i];
+	if (f->data && !build_id_is(f, m)) {
+		munmap((void *)f->data, f->size);
+		f->data = NULL;
+	}
+	if (f->data)
+		read_slots(f);
+	return f;
+}
+
+static void imports_release(struct imports *im)
+{
+	for (size_t i = 0; i < im->n; i++) {
+		if (im->f[i].data)
+			munmap((void *)im->f[i].data, im->f[i].size);
+		free(im->f[i].slots);
+	}
+	free(im->f);
+}
+
+static int32_t rd32(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The name the call that `caller` (a frame whose PC returns from it)
+ * made imports its callee by, or NULL: not a call through the PLT or a
+ * GOT slot, or the file is not there. */
+static const char *called_import(struct imports *im, const struct ap_trace *t,
+				 const struct ap_frame *caller)
+{
+	if (!caller->module || caller->module_offset < 6)
+		return NULL;
+	struct import_file *f = import_file(im, t, caller->module);
+	uint64_t ret = caller->module_offset, slot;
+	const uint8_t *p = f->data ? at_vaddr(f, ret - 6, 6) : NULL;
+	if (!p)
+		return NULL;
+	if (p[0] == 0xff && p[1] == 0x15) { /* call *slot(%rip) */
+		slot = ret + (uint64_t)(int64_t)rd32(p + 2);
+	} else if (p[1] == 0xe8) { /* call rel32: a PLT entry, jmp *slot(%rip) */
+		uint64_t target = ret + (uint64_t)(int64_t)rd32(p + 2);
+		const uint8_t *q = at_vaddr(f, target, 16);
+		if (!q)
+			return NULL;
+		size_t i = !memcmp(q, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0; /* endbr64 */
+		i += q[i] == 0xf2; /* bnd */
+		if (q[i] != 0xff || q[i + 1] != 0x25)
+			return NULL;
+		slot = target + i + 6 + (uint64_t)(int64_t)rd32(q + i + 2);
+	} else {
+		return NULL;
+	}
+	struct import_slot key = { .slot = slot };
+	const struct import_slot *s = f->nslots ? bsearch(&key, f->slots, f->nslots, sizeof(key), slot_cmp) : NULL;
+	return s ? s->name : NULL;
+}
+
+/* The function a program's source calls, of the name it imports from
+ * the C library: printf of __printf_chk (_FORTIFY_SOURCE), sscanf of
+ * __isoc99_sscanf, fopen of fopen64 (_FILE_OFFSET_BITS=64; meson's
+ * default). C++ and Rust names (mangled) are not: NULL. */
+static const char *source_name(const char *name, const char *module, struct ap_buf *b)
+{
+	if (!name || !strncmp(name, "_Z", 2) || !strncmp(name, "_R", 2))
+		return NULL;
+	if (!module || strncmp(base_name(module), "libc.so", 7))
+		return name;
+	if (!strncmp(name, "__isoc99_", 9) || !strncmp(name, "__isoc23_", 9))
+		return name + 9;
+	size_t n = strlen(name), from = 0;
+	if (n > 6 && !strncmp(name, "__", 2) && !strcmp(name + n - 4, "_chk")) {
+		from = 2;
+		n -= 4;
+	}
+	/* fopen64, readdir64_r: the 64 after a letter */
+	size_t at = n >= 4 && !strncmp(name + n - 4, "64_r", 4) ? n - 4 : n - 2;
+	bool lfs = at > from + 1 && at + 2 <= n && !strncmp(name + at, "64", 2) && name[at - 1] >= 'a' &&
+		   name[at - 1] <= 'z';
+	if (!from && !lfs)
+		return name;
+	ap_buf_reset(b);
+	if (lfs)
+		ap_buf_addf(b, "%.*s%.*s", (int)(at - from), name + from, (int)(n - at - 2), name + at + 2);
+	else
+		ap_buf_addf(b, "%.*s", (int)(n - from), name + from);
+	return b->buf;
 }
 
 static void frame_name(struct ap_buf *b, const struct ap_frame *f)
@@ -122,6 +516,10 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 	struct ap_frame *frames = NULL;
 	size_t nframes = 0, frames_alloc = 0;
 	struct ap_buf key = AP_BUF_INIT, name = AP_BUF_INIT;
+	struct own_progs own;
+	own_progs_init(&own, t);
+	struct imports imports = { 0 };
+	struct ap_buf via_buf = AP_BUF_INIT;
 
 	for (size_t id = 0; id < t->nstacks; id++) {
 		out->site_of_stack[id] = UINT32_MAX;
@@ -135,13 +533,19 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		 * called (the outermost frame in the library). */
 		const char *via = NULL;
 		size_t pc = cs;
-		while (pc < nframes && !frames[pc].truncated && system_module(t, frames[pc].module))
+		while (pc < nframes && !frames[pc].truncated &&
+		       system_module(t, &own, frames[pc].module))
 			pc++;
 		if (pc > cs && pc < nframes && !frames[pc].truncated) {
-			via = frames[pc - 1].func;
-			/* glibc's internal alias of what the program called:
-			 * "__GI__IO_fputs" is fputs's, "__GI_setlocale"
-			 * setlocale's (as the symbolizer reads it, alloc_names) */
+			/* the function the program called by name, else the
+			 * library's outermost frame's: without glibc's internal
+			 * alias prefix, "__GI__IO_fputs" is fputs's,
+			 * "__GI_setlocale" setlocale's (as the symbolizer reads
+			 * it, alloc_names) */
+			via = source_name(called_import(&imports, t, &frames[pc]), frames[pc - 1].module,
+					  &via_buf);
+			if (!via)
+				via = frames[pc - 1].func;
 			if (!strncmp(via, "__GI_", 5) && via[5])
 				via += 5;
 			cs = pc;
@@ -203,6 +607,9 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		free(full[s]);
 	free(full);
 	free(frames);
+	free(own.p);
+	imports_release(&imports);
+	ap_buf_release(&via_buf);
 	ap_buf_release(&key);
 	ap_buf_release(&name);
 }

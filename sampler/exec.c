@@ -6,6 +6,7 @@
 #include "sampler-int.h"
 
 #include <linux/capability.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 
 /* Before exec replaces the image, its buffers must reach the file. If this
@@ -181,7 +182,10 @@ static char *const *exec_prepare(char *const envp[], struct exec_st *st)
 	int made = follow && events && !can && tfile.next_fd >= 0;
 	if (can && tfile.next_fd >= 0)
 		trace_next_drop();
-	exec_unfollowed = !follow; /* END says the next image is not in the run */
+	/* END says the next image is not in the run by the program's doing;
+	 * not under --no-children, which took the preload out itself
+	 * (strip_preload): record was asked not to follow it */
+	exec_unfollowed = !follow && !settings.no_children;
 	if (!follow || can || made) {
 		if (end_trace(AP_END_EXEC, 0, 0, 0) == 0)
 			*ended = 1;
@@ -422,3 +426,54 @@ void strip_preload(void)
 	}
 }
 
+
+/* posix_spawn and posix_spawnp: glibc's clone and exec inside libc, which
+ * the wrappers above do not see. A child started with an environment that
+ * keeps the preload loads the sampler and is followed, as a forked child
+ * is. One whose environment no longer preloads it runs unprofiled, the
+ * program's choice as for exec (keeps_preload): counted, with the first
+ * one's program, for END (spawn_put), as an exec's END says it. */
+static uint64_t spawned_unfollowed;
+static char spawned_first[256];
+
+static void spawned(const char *path, char *const envp[])
+{
+	size_t n;
+	if (proc.pid != sys_getpid() || settings.no_children || keeps_preload(envp, &n))
+		return; /* (--no-children took the preload out: asked for) */
+	if (__atomic_fetch_add(&spawned_unfollowed, 1, __ATOMIC_RELAXED) == 0) {
+		size_t l = path ? str_len(path) : 0;
+		if (l >= sizeof(spawned_first))
+			l = sizeof(spawned_first) - 1;
+		memcpy(spawned_first, path, l);
+		spawned_first[l] = 0;
+	}
+}
+
+size_t spawn_put(uint8_t *p)
+{
+	uint64_t n = __atomic_load_n(&spawned_unfollowed, __ATOMIC_RELAXED);
+	if (!n)
+		return 0;
+	size_t k = ap_put_kv_uint(p, AP_EK_SPAWN_UNFOLLOWED, n);
+	return k + ap_put_kv_str(p + k, AP_EK_SPAWN_FIRST, spawned_first, str_len(spawned_first));
+}
+
+typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+		     const posix_spawnattr_t *, char *const[], char *const[]);
+
+#define SPAWN_WRAPPER(name)                                                       \
+	EXPORT int name(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, \
+			const posix_spawnattr_t *at, char *const argv[], char *const envp[]) \
+	{                                                                         \
+		static spawn_fn *real;                                            \
+		if (!real)                                                        \
+			real = (spawn_fn *)must_sym(#name);                       \
+		int rc = real(pid, path, fa, at, argv, envp);                     \
+		if (!rc)                                                          \
+			spawned(path, envp);                                      \
+		return rc;                                                        \
+	}
+
+SPAWN_WRAPPER(posix_spawn)
+SPAWN_WRAPPER(posix_spawnp)

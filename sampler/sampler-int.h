@@ -476,6 +476,10 @@ void sig_uninstall(void);
 
 /* exec.c */
 void exec_save_settings(void);
+/* END's keys for the children posix_spawn started unprofiled (exec.c), at
+ * most SPAWN_PUT_MAX bytes */
+size_t spawn_put(uint8_t *p);
+#define SPAWN_PUT_MAX (4 * AP_VARINT_MAX + 256)
 void strip_preload(void);
 
 /* refused.c */

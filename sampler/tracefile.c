@@ -1187,7 +1187,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 			consumed += t->consumed + (uint64_t)(t->interval - t->countdown);
 		}
 	}
-	uint8_t buf[AP_CHUNK_HDR_LEN + 20 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX];
+	uint8_t buf[AP_CHUNK_HDR_LEN + 20 * 3 * AP_VARINT_MAX + REFUSED_PUT_MAX + SPAWN_PUT_MAX];
 	uint8_t *p = buf + AP_CHUNK_HDR_LEN;
 	size_t k = 0;
 	k += ap_put_kv_uint(p + k, AP_EK_END_NS, now_ns(CLOCK_MONOTONIC));
@@ -1216,6 +1216,7 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 		k += ap_put_kv_uint(p + k, AP_EK_MINFLT, minflt >= minflt0 ? minflt - minflt0 : minflt);
 	}
 	k += refused_put(p + k);
+	k += spawn_put(p + k);
 	if (live_on && !malloc_owner()) {
 		uint64_t slack;
 		int64_t pk = live_peak_now(&slack);

@@ -2,8 +2,13 @@
  * and its 32 KiB buffer inside libc, closedir frees it. The allocation is
  * libc's; the place a program can pool it (or avoid it, by keeping the
  * DIR open and rewinddir) is its own call of opendir: advise must name
- * that line, via opendir (tests/advise). usage: advise_dir [TIMES] */
+ * that line, via opendir (tests/advise). glibc's opendir tail-calls
+ * opendir_tail, which allocates: the name is the function called, not
+ * that one, and so at each line marked VIA (fopen's FILE, made by
+ * __fopen_internal; fprintf's buffer, by __fprintf, fprintf's own name in
+ * glibc; setenv's copy, by __add_to_environ). usage: advise_dir [TIMES] */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tdutil.h"
@@ -20,11 +25,26 @@ static unsigned list_once(const char *path)
 	return n;
 }
 
+static void file_once(unsigned i)
+{
+	FILE *f = fopen("/dev/null", "w"); /* VIA: fopen */
+	if (!f)
+		return;
+	fprintf(f, "%u\n", i); /* VIA: fprintf */
+	fclose(f);
+	char v[16];
+	snprintf(v, sizeof(v), "%u", i);
+	setenv("ADVISE_DIR_LAST", v, 1); /* VIA: setenv */
+}
+
 int main(int argc, char **argv)
 {
 	unsigned times = argc > 1 ? (unsigned)atoi(argv[1]) : 2000, n = 0;
-	for (unsigned i = 0; i < times; i++)
+	for (unsigned i = 0; i < times; i++) {
 		n += list_once("/");
+		if (i % 20 == 0)
+			file_once(i);
+	}
 	td_say("advise_dir: %u entries\n", n);
 	return 0;
 }

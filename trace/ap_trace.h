@@ -154,6 +154,13 @@ struct ap_trace {
 	/* END (reason exec) says the next image runs unprofiled: the
 	 * environment it was given no longer preloads the sampler */
 	bool exec_unfollowed;
+	/* END's `spawn_unfollowed` and `spawn_first`: how many children the
+	 * process started with posix_spawn or posix_spawnp and an
+	 * environment that no longer preloads the sampler (they ran
+	 * unprofiled), and the first one's program ("" when not said); a
+	 * whole run's: the sum, and the first process's that has one */
+	uint64_t spawn_unfollowed;
+	char spawn_first[256];
 	/* the offset of the last END chunk (has_end) */
 	size_t end_off;
 	/* END's `unwind_ns`: the time the sampler spent unwinding stacks

@@ -235,6 +235,11 @@ enum {
 	/* reason exec: 1 when the next image is not profiled, its
 	 * environment no longer preloading the sampler (clearenv, env -i) */
 	AP_EK_UNFOLLOWED = 19,
+	/* how many children the process started with posix_spawn or
+	 * posix_spawnp and an environment that no longer preloads the
+	 * sampler (they ran unprofiled), and the first one's program */
+	AP_EK_SPAWN_UNFOLLOWED = 20,
+	AP_EK_SPAWN_FIRST = 21,
 };
 #define AP_END_SYMBOLS_MAX 127u
 enum ap_end_reason {

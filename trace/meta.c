@@ -266,7 +266,8 @@ int decode_end(struct rd *r, struct cur *c)
 	t->npooled = 0;
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	uint64_t live_peak = 0, live_slack = 0, run_delay = 0, nvcsw = 0, nivcsw = 0, unwind = 0;
-	uint64_t minflt = 0, stop_errno = 0, symbols = 0, unfollowed = 0;
+	uint64_t minflt = 0, stop_errno = 0, symbols = 0, unfollowed = 0, spawned = 0;
+	char spawn_first[sizeof(t->spawn_first)] = "";
 	bool has_minflt = false;
 	bool has_status = false, has_calls = false, has_live = false, has_delay = false;
 	bool has_csw = false;
@@ -351,6 +352,19 @@ int decode_end(struct rd *r, struct cur *c)
 			name = "unfollowed";
 			num = &unfollowed;
 			break;
+		case AP_EK_SPAWN_UNFOLLOWED:
+			name = "spawn_unfollowed";
+			num = &spawned;
+			break;
+		case AP_EK_SPAWN_FIRST:
+			if (want_kind(r, &kv, AP_KV_STR, "spawn_first") < 0)
+				return -1;
+			{
+				size_t l = kv.len < sizeof(spawn_first) ? kv.len : sizeof(spawn_first) - 1;
+				memcpy(spawn_first, kv.s, l);
+				spawn_first[l] = 0;
+			}
+			continue;
 		case AP_EK_POOLED:
 			if (want_kind(r, &kv, AP_KV_STR, "pooled") < 0 || decode_pooled(r, &kv) < 0)
 				return -1;
@@ -393,6 +407,8 @@ int decode_end(struct rd *r, struct cur *c)
 	t->stop_errno = stop_errno;
 	t->symbols_said = symbols;
 	t->exec_unfollowed = reason == AP_END_EXEC && unfollowed;
+	t->spawn_unfollowed = spawned;
+	memcpy(t->spawn_first, spawn_first, sizeof(spawn_first));
 	t->end_off = r->chunk_off;
 	return 0;
 }

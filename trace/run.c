@@ -402,6 +402,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->has_live_peak = false;
 	m->live_peak = m->live_slack = 0;
 	m->calls = m->bytes = m->cpu_ns = 0;
+	m->spawn_unfollowed = 0;
 	m->has_switches = m->has_minflt = true;
 	m->nvcsw = m->nivcsw = m->unwind_ns = m->minflt = 0;
 	/* Addresses of several processes do not mix: a whole run has no
@@ -484,6 +485,9 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->has_counts = m->has_counts && t->has_counts;
 		if (!m->malloc_owner && t->malloc_owner)
 			m->malloc_owner = ap_xstrdup(t->malloc_owner);
+		if (t->spawn_unfollowed && !m->spawn_unfollowed)
+			memcpy(m->spawn_first, t->spawn_first, sizeof(m->spawn_first));
+		m->spawn_unfollowed += t->spawn_unfollowed;
 		m->calls += t->calls;
 		m->bytes += t->bytes;
 		m->cpu_ns += t->cpu_ns;

@@ -289,6 +289,11 @@ static char *trace_malloc_owner(const char *path)
  * exec'd the first two, for record's summary (rec_say_unfollowed). */
 static size_t n_unfollowed;
 static char *unfollowed_by[2];
+/* ... and those started with posix_spawn so (END's `spawn_unfollowed`),
+ * with who started the first two processes' */
+static uint64_t n_spawned;
+static size_t n_spawners;
+static char *spawned_by[2];
 
 /* "pid N (its command line)" of the trace at `path`, from its HEADER; the
  * command line as a shell would take it, escaped for the terminal, cut at
@@ -333,7 +338,7 @@ static void count_unfollowed(const char *path)
 {
 	uint8_t pl[512];
 	const uint8_t *p = pl, *end = pl + last_end(path, pl, sizeof(pl));
-	uint64_t key, kind, v, reason = 0, unfollowed = 0;
+	uint64_t key, kind, v, reason = 0, unfollowed = 0, spawned = 0;
 	while (p < end && ap_get_uv(&p, end, &key) == 0 && ap_get_uv(&p, end, &kind) == 0 &&
 	       ap_get_uv(&p, end, &v) == 0) {
 		if (kind == AP_KV_STR) {
@@ -344,7 +349,15 @@ static void count_unfollowed(const char *path)
 			reason = v;
 		} else if (key == AP_EK_UNFOLLOWED) {
 			unfollowed = v;
+		} else if (key == AP_EK_SPAWN_UNFOLLOWED) {
+			spawned = v;
 		}
+	}
+	if (spawned) {
+		if (n_spawners < 2)
+			spawned_by[n_spawners] = trace_who(path);
+		n_spawners++;
+		n_spawned += spawned;
 	}
 	if (reason != AP_END_EXEC || !unfollowed)
 		return;
@@ -353,26 +366,44 @@ static void count_unfollowed(const char *path)
 	n_unfollowed++;
 }
 
+/* "pid 1 (a)", "pid 1 (a) and pid 2 (b)", "pid 1 (a), pid 2 (b) and 3 more"
+ * of the first two of n processes */
+static void add_who(struct ap_buf *by, char *const who[2], size_t n)
+{
+	ap_buf_addstr(by, who[0]);
+	if (n == 2)
+		ap_buf_addf(by, " and %s", who[1]);
+	else if (n > 2)
+		ap_buf_addf(by, ", %s and %zu more", who[1], n - 2);
+}
+
 void rec_say_unfollowed(bool quiet)
 {
 	size_t n = n_unfollowed;
+	struct ap_buf by = AP_BUF_INIT;
 	if (n && !quiet) {
-		struct ap_buf by = AP_BUF_INIT;
-		ap_buf_addstr(&by, unfollowed_by[0]);
-		if (n == 2)
-			ap_buf_addf(&by, " and %s", unfollowed_by[1]);
-		else if (n > 2)
-			ap_buf_addf(&by, ", %s and %zu more", unfollowed_by[1], n - 2);
+		add_who(&by, unfollowed_by, n);
 		fprintf(stderr, "allocprof: %zu program%s exec'd with an environment that no longer "
 			"preloads the sampler (clearenv, env -i) ran unprofiled, not in the run: "
 			"exec'd by %s\n", n, n == 1 ? "" : "s", by.buf);
-		ap_buf_release(&by);
 	}
+	if (n_spawned && !quiet) {
+		ap_buf_reset(&by);
+		add_who(&by, spawned_by, n_spawners);
+		fprintf(stderr, "allocprof: %llu program%s started with posix_spawn and an environment "
+			"that no longer preloads the sampler ran unprofiled, not in the run: started "
+			"by %s\n", (unsigned long long)n_spawned, n_spawned == 1 ? "" : "s", by.buf);
+	}
+	ap_buf_release(&by);
 	for (size_t i = 0; i < 2; i++) {
 		free(unfollowed_by[i]);
 		unfollowed_by[i] = NULL;
+		free(spawned_by[i]);
+		spawned_by[i] = NULL;
 	}
 	n_unfollowed = 0;
+	n_spawned = 0;
+	n_spawners = 0;
 }
 
 uint64_t rec_trace_start_ns(const char *path)

@@ -29,7 +29,9 @@ rare: advise with --all says no: too rare, with a hit rate under 10%.
 
 via: the allocations at the program's SITE line are made inside a system
 library (libc): advise puts the site at that line, with `via` naming the
-library function (starting with LIBFUNC), and no site inside the library.
+library function the program called, LIBFUNC (not the one glibc's
+opendir tail-calls), and no site inside the library; and each line marked
+`/* VIA: FUNC */` is a site via FUNC.
 
 sampled: PROGRAM recorded with --all and three times sampled (fixed
 seeds): at the site, each sampled run's gets are within three of their
@@ -236,8 +238,16 @@ def via(prog, libfunc):
         adv = advise(record(tmp, prog, "all", ["--all"]), [])
     s = the_site(adv, prog)
     print("%s: %s, via %s: %s" % (prog, s["site"], s["via"], s["verdict_text"]))
-    if not s["via"] or not s["via"].startswith(libfunc):
-        sys.exit("FAIL: %s: via %r, want %s..." % (prog, s["via"], libfunc))
+    if s["via"] != libfunc:
+        sys.exit("FAIL: %s: via %r, want %s" % (prog, s["via"], libfunc))
+    with open(os.path.join(SRC, prog + ".c")) as f:
+        marked = [(n, m.group(1)) for n, line in enumerate(f, 1)
+                  for m in [re.search(r"/\* VIA: (\w+) \*/", line)] if m]
+    for line, func in marked:
+        m = find_site(adv, prog, line)
+        print("%s.c:%d: %s" % (prog, line, m and m["site"]))
+        if not m or m["via"] != func:
+            sys.exit("FAIL: %s.c:%d: site %s, want one via %s" % (prog, line, m and m["site"], func))
     if s["gets"] < 1000:
         sys.exit("FAIL: %s: %d gets at the program's line, want the 2000 of the library" % (prog, s["gets"]))
 

@@ -1369,6 +1369,20 @@ static void test_sampled_growth(void)
 	ap_trace_free(t);
 }
 
+/* A symbolizer for t, or NULL (t freed, a failure counted). */
+static struct ap_symbolizer *symbolizer(struct ap_trace *t, const char *test)
+{
+	struct ap_sym_options so = { 0 };
+	struct ap_error err;
+	struct ap_symbolizer *sym = ap_sym_new(t, &so, &err);
+	if (!sym) {
+		fprintf(stderr, "%s: %s\n", test, err.msg);
+		failures++;
+		ap_trace_free(t);
+	}
+	return sym;
+}
+
 /* --site=stack: two stacks alike in the frames a name shows (the site
  * and three callers) are two sites, named apart, not two of one name
  * where one was "see" the other (session 29, mt.cpp:13's two appends). */
@@ -1382,15 +1396,9 @@ static void test_stack_names(void)
 	ap_tw_alloc(tw, 1000, START + 10, 0, AP_KIND_MALLOC, 0x100000, 64, sa);
 	ap_tw_alloc(tw, 1000, START + 20, 0, AP_KIND_MALLOC, 0x200000, 64, sb);
 	struct ap_trace *t = finish(tw, START + MS);
-	struct ap_sym_options so = { 0 };
-	struct ap_error err;
-	struct ap_symbolizer *sym = ap_sym_new(t, &so, &err);
-	if (!sym) {
-		fprintf(stderr, "%s: %s\n", __func__, err.msg);
-		failures++;
-		ap_trace_free(t);
+	struct ap_symbolizer *sym = symbolizer(t, __func__);
+	if (!sym)
 		return;
-	}
 	for (int by_stack = 0; by_stack < 2; by_stack++) {
 		struct ap_site_map m;
 		ap_advise_sites(t, sym, by_stack, &m);
@@ -1410,6 +1418,95 @@ static void test_stack_names(void)
 	}
 	ap_sym_free(sym);
 	ap_trace_free(t);
+}
+
+/* A site in a system library moves to the program's frame that called it,
+ * but a program's own libraries keep their frames (session 30: clang's code
+ * is in libclang-cpp.so.14 and libLLVM-14.so.1, sqlite3's in
+ * libsqlite3.so.0, and every site was the program's one call into them).
+ * The files are not there: frames are named "module+0xoff". */
+static void sites_in(const char *exe, const char *const *libs, const char *const *want)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	h.exe = exe;
+	h.argv = &exe;
+	h.argc = 1;
+	struct ap_tw *tw = ap_tw_new(&h);
+	struct ap_segment seg = { .vaddr = 0, .memsz = 0x100000, .offset = 0, .flags = 5 };
+	ap_tw_mapping(tw, 0x10000000, exe, NULL, 0, &seg, 1);
+	ap_tw_thread(tw, 1000, "main");
+	size_t n = 0;
+	for (; libs[n]; n++) {
+		uint64_t bias = 0x20000000 + n * 0x1000000;
+		ap_tw_mapping(tw, bias, libs[n], NULL, 0, &seg, 1);
+		/* the library allocates, called by the program */
+		uint64_t pcs[2] = { bias + 0x1234, 0x10000000 + 0x100 * (n + 1) };
+		uint32_t st = ap_tw_stack(tw, pcs, 2);
+		ap_tw_alloc(tw, 1000, START + 10 + n, 0, AP_KIND_MALLOC, 0x100000 + n * 0x1000, 64, st);
+	}
+	struct ap_trace *t = finish(tw, START + MS);
+	struct ap_symbolizer *sym = symbolizer(t, __func__);
+	if (!sym)
+		return;
+	struct ap_site_map m;
+	ap_advise_sites(t, sym, false, &m);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t site = m.site_of_stack[i + 1];
+		const char *got = site < m.nsites ? m.name[site] : "(none)";
+		if (strcmp(got, want[i])) {
+			fprintf(stderr, "%s: %s in %s: site %s, want %s\n", __func__, exe, libs[i], got,
+				want[i]);
+			failures++;
+		}
+	}
+	ap_site_map_release(&m);
+	ap_sym_free(sym);
+	ap_trace_free(t);
+}
+
+static void test_own_libraries(void)
+{
+	/* clang: its own libraries by its install tree and by their names;
+	 * the C and C++ runtime and zlib stay the system's */
+	sites_in("/usr/lib/llvm-99/bin/clang",
+		 (const char *const[]){ "/usr/lib/llvm-99/lib/libclang-cpp.so.99",
+					"/lib/x86_64-linux-gnu/libclang-cpp.so.99",
+					"/lib/x86_64-linux-gnu/libLLVM-99.so.1",
+					"/lib/x86_64-linux-gnu/libc.so.99",
+					"/usr/lib/llvm-99/lib/libstdc++.so.99",
+					"/lib/x86_64-linux-gnu/libz.so.99",
+					"/lib64/ld-linux-x86-64.so.99", NULL },
+		 (const char *const[]){ "libclang-cpp.so.99+0x1234", "libclang-cpp.so.99+0x1234",
+					"libLLVM-99.so.1+0x1234",
+					"clang+0x400 (via libc.so.99+0x1234)",
+					"clang+0x500 (via libstdc++.so.99+0x1234)",
+					"clang+0x600 (via libz.so.99+0x1234)",
+					"clang+0x700 (via ld-linux-x86-64.so.99+0x1234)" });
+	/* sqlite3's code is in libsqlite3.so.99; python3.11's extension
+	 * modules in python3 and python3.11 directories */
+	sites_in("/usr/bin/sqlite3",
+		 (const char *const[]){ "/usr/lib/x86_64-linux-gnu/libsqlite3.so.99",
+					"/usr/lib/x86_64-linux-gnu/libreadline.so.99",
+					"/usr/lib/x86_64-linux-gnu/libm.so.99", NULL },
+		 (const char *const[]){ "libsqlite3.so.99+0x1234",
+					"sqlite3+0x200 (via libreadline.so.99+0x1234)",
+					"sqlite3+0x300 (via libm.so.99+0x1234)" });
+	sites_in("/usr/bin/python3.11",
+		 (const char *const[]){ "/usr/lib/python3.11/lib-dynload/_json.so",
+					"/usr/lib/python3/dist-packages/_yaml.so",
+					"/usr/lib/x86_64-linux-gnu/libexpat.so.99", NULL },
+		 (const char *const[]){ "_json.so+0x1234", "_yaml.so+0x1234",
+					"python3.11+0x300 (via libexpat.so.99+0x1234)" });
+	/* a program in /usr/bin has no install tree of its own (not /usr/),
+	 * and a short name is no library's ("z", "m") */
+	sites_in("/usr/bin/zz",
+		 (const char *const[]){ "/usr/lib/x86_64-linux-gnu/libz.so.99",
+					"/usr/lib/x86_64-linux-gnu/libzz.so.99", NULL },
+		 (const char *const[]){ "zz+0x100 (via libz.so.99+0x1234)",
+					"zz+0x200 (via libzz.so.99+0x1234)" });
 }
 
 /* Sampled at 512 KiB, skewed sizes: 20 samples of 64 bytes (each stands
@@ -1824,6 +1921,7 @@ int main(int argc, char **argv)
 	test_small_cap();
 	test_parse_gc();
 	test_stack_names();
+	test_own_libraries();
 	test_gogc();
 	test_replay_order();
 	test_sampled();

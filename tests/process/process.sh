@@ -120,6 +120,52 @@ exec)
 	same_run "sh -c" 0 native.out -- --all -o sh.trace sh -c "'$REEXEC' plain; true"
 	expect_eq "sh -c: plain_work" "$(flat sh.trace plain_work)" 300
 
+	# posix_spawn and posix_spawnp exec inside libc, not through the exec
+	# functions: the child they start, with the parent's environment, is
+	# followed all the same (its image loads the preload it inherits), a
+	# process of the run with its own trace
+	for how in spawn spawnp; do
+		"$REEXEC" $how >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 3
+		sed -i 's/LD_PRELOAD unset, ALLOCPROF unset/LD_PRELOAD set, ALLOCPROF set/' native.out
+		same_run "$how" "$want" native.out -- --all -o sp.trace "$REEXEC" $how
+		expect_eq "$how: plain_work" "$(flat sp.trace plain_work)" 300
+		expect_eq "$how: trace files" "$(ls | grep -c '^sp\.trace')" 2
+		rm -f sp.trace*
+	done
+
+	# ... and one started with an environment that no longer preloads
+	# the sampler runs unprofiled, as after exec: not followed, and the
+	# parent's trace says so (END's spawn_unfollowed), as do record's
+	# summary and the views
+	for how in spawn-clean spawnp-clean; do
+		"$REEXEC" $how >native.out 2>&1
+		want=$?
+		expect_eq "$how: native exit status" "$want" 3
+		expect_eq "$how: native output" "$(cat native.out)" "plain: LD_PRELOAD unset, ALLOCPROF unset"
+		timeout -s KILL 20 "$AP" record --all -o sp.trace "$REEXEC" $how >sp.out 2>sp.err
+		expect_eq "$how: exit status" $? "$want"
+		diff -u native.out sp.out >/dev/null || fail "$how: output differs from the native run: $(cat sp.out)"
+		expect_eq "$how: trace files" "$(ls | grep -c '^sp\.trace')" 1
+		expect_eq "$how: plain_work" "$(flat sp.trace plain_work)" 0
+		grep -Eq "^allocprof: 1 program started with posix_spawn and an environment that no longer preloads the sampler ran unprofiled, not in the run: started by pid [0-9]+ \($REEXEC $how\)$" sp.err ||
+			fail "$how: record's summary: $(cat sp.err)"
+		"$AP" stats --json sp.trace >sp.json 2>sp.err2 || fail "$how: stats: $(cat sp.err2)"
+		[ -s sp.json ] && expect_eq "$how: spawn_unfollowed" "$(jget sp.json spawn_unfollowed)" 1
+		grep -q "^allocprof: sp.trace: its process started 1 program with posix_spawn and an environment that no longer preloads the sampler ($REEXEC): it ran unprofiled, and is not in the run$" sp.err2 ||
+			fail "$how: stats does not say the spawned program is not in the run: $(cat sp.err2)"
+		rm -f sp.trace*
+	done
+	# (under --no-children, which takes the preload out itself, nothing
+	# is said)
+	timeout -s KILL 20 "$AP" record --all --no-children -o sp.trace "$REEXEC" spawn >sp.out 2>sp.err
+	expect_eq "spawn --no-children: exit status" $? 3
+	grep -q unprofiled sp.err && fail "spawn --no-children: record says: $(cat sp.err)"
+	"$AP" stats --json sp.trace >sp.json 2>/dev/null
+	[ -s sp.json ] && expect_eq "spawn --no-children: spawn_unfollowed" "$(jget sp.json spawn_unfollowed)" 0
+	rm -f sp.trace*
+
 	# execveat and fexecve replace the image as execve does: both images'
 	# blocks are in the run, the first image's trace ends with the exec;
 	# so do execveat and execve made through syscall(3)

@@ -7,10 +7,17 @@
  * `reexec plain`: allocates 300 blocks of 48 bytes in plain_work and says
  * whether LD_PRELOAD and ALLOCPROF are set (under `record env -i` or
  * `env -u LD_PRELOAD` neither may be; under `record sh -c` the run must
- * hold its 300 blocks). */
+ * hold its 300 blocks).
+ * `reexec spawn` and `reexec spawnp`: runs `reexec plain` with
+ * posix_spawn or posix_spawnp (glibc's clone and exec inside libc, not
+ * through the exec functions) and its own environment, and exits with
+ * its status; `reexec spawn-clean` and `spawnp-clean` the same with an
+ * environment of PATH alone. */
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *volatile keep[300];
@@ -34,6 +41,17 @@ int main(int argc, char **argv)
 		plain_work();
 		printf("plain: LD_PRELOAD %s, ALLOCPROF %s\n", set("LD_PRELOAD"), set("ALLOCPROF"));
 		return 3;
+	}
+	if (argc > 1 && !strncmp(argv[1], "spawn", 5)) {
+		extern char **environ;
+		char *args[] = { argv[0], "plain", NULL }, *clean[] = { "PATH=/usr/bin:/bin", NULL };
+		char *const *env = strstr(argv[1], "-clean") ? clean : environ;
+		pid_t pid;
+		int st, e = argv[1][5] == 'p' ? posix_spawnp(&pid, argv[0], NULL, NULL, args, env)
+					      : posix_spawn(&pid, argv[0], NULL, NULL, args, env);
+		if (e || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+			return 1;
+		return WEXITSTATUS(st);
 	}
 	if (argc < 2 || strcmp(argv[1], "sandbox"))
 		return 2;

@@ -176,6 +176,14 @@ lifecycle)
 	cmp -s fe.out nc.out || fail "--no-children: program output differs"
 	stats nc.trace nc.json && expect_eq "--no-children: truncated" "$(jget nc.json truncated)" false
 	[ -z "$(ls nc.trace.* 2>/dev/null)" ] || fail "--no-children: child traces written: $(ls nc.trace.*)"
+	# ... and a program it execs runs unprofiled because --no-children
+	# took the preload out, not the program: neither record nor the trace
+	# says it was dropped (clearenv, env -i)
+	"$ALLOCPROF" record --all --no-children -o nx.trace sh -c "exec '$TESTDATA_BUILD/forkexec' exec" >/dev/null 2>nx.err
+	expect_eq "--no-children, exec: exit status" $? 7
+	grep -q unprofiled nx.err && fail "--no-children, exec: record says: $(cat nx.err)"
+	stats nx.trace nx.json && expect_eq "--no-children, exec: end reason" "$(jget nx.json end_reason)" exec
+	[ -s nx.json ] && expect_eq "--no-children, exec: exec_unfollowed" "$(jget nx.json exec_unfollowed)" false
 
 	# _exit: END is written, the status passes through
 	"$ALLOCPROF" record -q --all -o ex.trace "$CONFORM" _exit >/dev/null
