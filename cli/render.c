@@ -125,13 +125,14 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		ap_advise_format_duration(d1, sizeof(d1), fabs(m->saved_ns));
 		ap_advise_format_duration(d2, sizeof(d2), m->saved_ns >= 0 ? m->low_ns : -m->high_ns);
 		ap_advise_format_duration(d3, sizeof(d3), m->saved_ns >= 0 ? m->high_ns : -m->low_ns);
-		double drss = (m->cost.maxrss_kb - a->base.maxrss_kb) * 1024;
+		const struct ap_run_cost *base = ap_advise_site_base(a, s);
+		double drss = (m->cost.maxrss_kb - base->maxrss_kb) * 1024;
 		ap_format_bytes(b1, sizeof(b1), fabs(drss));
 		snprintf(rss, sizeof(rss), "; peak RSS %s%s", drss < 0 ? "-" : "+", b1);
 		linef(line, ctx, AP_LINE_TEXT,
 		      "   measured: %s %s CPU (%s to %s, %.0f%%, %u runs each); faults %.0f against %.0f%s; "
 		      "model ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf, m->rounds,
-		      m->cost.minflt, a->base.minflt, rss, d);
+		      m->cost.minflt, base->minflt, rss, d);
 	}
 	ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 	ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);

@@ -55,14 +55,6 @@ bool advise_cap_pays(const struct ap_advise_site *s);
  * replay that wrote every page of them (not fitted to a prefix): where
  * how much of its blocks the program goes through decides
  * (advise_verdict.c). */
-/* The baseline's runs s->m was measured against: its own where it was
- * measured with its blocks written whole (whole_measured), else the
- * advice's. */
-static inline const struct ap_run_cost *advise_base_of(const struct ap_advice *a,
-						       const struct ap_advise_site *s)
-{
-	return s->whole_measured ? &s->mw_base : &a->base;
-}
 bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site *s,
 			 const struct ap_measured *m, const struct ap_run_cost *base);
 

@@ -839,7 +839,7 @@ static void saving_words(const struct ap_measured *m, char *d1, char *d2, char *
 static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
-	const struct ap_run_cost *B = advise_base_of(a, s);
+	const struct ap_run_cost *B = ap_advise_site_base(a, s);
 	char d1[32], d2[32], d3[32], d4[32];
 	saving_words(m, d1, d2, d3);
 	ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and without a "
@@ -961,7 +961,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	bool capped = s->verdict == AP_VERDICT_POOL_CAP || (!good(s) && advise_cap_pays(s));
 	const struct ap_replay_result *r = capped && s->capped ? &s->rc : &s->r;
 	/* the baseline's runs m is measured against */
-	const struct ap_run_cost *B = advise_base_of(a, s);
+	const struct ap_run_cost *B = ap_advise_site_base(a, s);
 	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
 		     : a->program_cpu_ns   ? (double)a->program_cpu_ns
 					   : (double)a->duration_ns;

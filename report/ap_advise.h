@@ -499,6 +499,15 @@ struct ap_advice {
 	enum ap_replay_cpus_from replay_cpus_from;
 };
 
+/* The baseline's runs s->m was measured against: its own where it was
+ * measured with its blocks written whole (whole_measured), else the
+ * advice's. */
+static inline const struct ap_run_cost *ap_advise_site_base(const struct ap_advice *a,
+							    const struct ap_advise_site *s)
+{
+	return s->whole_measured ? &s->mw_base : &a->base;
+}
+
 /* Which site each stack belongs to. site_of_stack has t->nstacks entries
  * (UINT32_MAX: no site); names describe the nsites sites. */
 struct ap_site_map {
