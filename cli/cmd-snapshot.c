@@ -118,7 +118,7 @@ int cmd_snapshot(int argc, char **argv)
 		ap_print_error(&err);
 		goto done;
 	}
-	int kept = no_symbols ? 0 : ap_sym_keep_file(out, level, &err);
+	int kept = no_symbols ? 0 : ap_sym_keep_file(out, NULL, level, &err);
 	if (kept == -1 || kept == 1)
 		ap_say("%s; the reports name its frames from the program's files", err.msg);
 	if (!quiet)

@@ -33,6 +33,10 @@ static void symbols_usage(FILE *f)
 	      "      --compress-level N\n"
 	      "                     zstd level of the symbols, 0 to 19 (default 3; 0: not\n"
 	      "                     compressed)\n"
+	      "      --debug-dir DIR\n"
+	      "                     look for separate debug files in DIR too (by\n"
+	      "                     build-id under DIR/.build-id/, or by the file's\n"
+	      "                     .gnu_debuglink name in DIR), to keep their lines\n"
 	      "      --if-finished  leave a trace that is not finished (no end record,\n"
 	      "                     or cut inside a chunk) as it is, without a word (what\n"
 	      "                     record does; else that is an error)\n"
@@ -51,7 +55,7 @@ static void symbols_usage(FILE *f)
 	      f);
 }
 
-enum { OPT_LEVEL = AP_VOPT_FIRST_OWN, OPT_IF_FINISHED, OPT_READY_FD, OPT_SYMFS };
+enum { OPT_LEVEL = AP_VOPT_FIRST_OWN, OPT_IF_FINISHED, OPT_READY_FD, OPT_SYMFS, OPT_DEBUG_DIR };
 
 /* Past this many bytes of a trace with no stack yet, following it costs
  * more than opening the files ahead can save: it is left until the end. */
@@ -121,6 +125,7 @@ int cmd_symbols(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"compress-level", required_argument, NULL, OPT_LEVEL},
+	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"if-finished", no_argument, NULL, OPT_IF_FINISHED},
 	    {"ready-fd", required_argument, NULL, OPT_READY_FD},
 	    {"symfs", required_argument, NULL, OPT_SYMFS},
@@ -130,6 +135,7 @@ int cmd_symbols(int argc, char **argv)
 	};
 	int level = 3, opt, ready_fd = -1;
 	bool quiet = false, if_finished = false;
+	const char *debug_dir = NULL;
 	opterr = 0;
 	optind = 1;
 	while ((opt = ap_view_getopt(argc, argv, ":hq", longopts)) != -1) {
@@ -146,6 +152,15 @@ int cmd_symbols(int argc, char **argv)
 		case OPT_SYMFS:
 			ap_sym_symfs(optarg);
 			break;
+		case OPT_DEBUG_DIR: {
+			struct stat st;
+			int bad = stat(optarg, &st) < 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+			if (bad)
+				return ap_usage_error("symbols", "--debug-dir: %s: %s", optarg,
+						      strerror(bad));
+			debug_dir = optarg;
+			break;
+		}
 		case OPT_LEVEL:
 			if (ap_view_parse_level("symbols", optarg, &level) < 0)
 				return AP_EXIT_USAGE;
@@ -182,7 +197,7 @@ int cmd_symbols(int argc, char **argv)
 	ap_sym_share(true); /* the traces of one run share their files */
 	for (int i = optind; i < argc; i++) {
 		struct ap_error err;
-		int k = ap_sym_keep_file(argv[i], level, &err);
+		int k = ap_sym_keep_file(argv[i], debug_dir, level, &err);
 		if (k < 0 || (k == 1 && !if_finished)) {
 			ap_print_error(&err);
 			rc = AP_EXIT_FAIL;

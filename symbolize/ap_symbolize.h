@@ -118,12 +118,13 @@ bool ap_sym_pprof_plain(const char *name, struct ap_buf *out);
 void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w);
 
 /* Reads the finished trace at path and appends its symbols (SYMBOLS
- * chunks, zstd at `level`; 0: not compressed). Returns 0 once they are
+ * chunks, zstd at `level`; 0: not compressed), looking for separate debug
+ * files in debug_dir too (NULL: the default places). Returns 0 once they are
  * appended; 2 for a trace that keeps them already, left as it is; 1 with
  * err set for a trace that is not finished (no END: its process may
  * still write it; or cut inside a chunk), left as it is; or -1 with err
  * set. */
-int ap_sym_keep_file(const char *path, int level, struct ap_error *err);
+int ap_sym_keep_file(const char *path, const char *debug_dir, int level, struct ap_error *err);
 
 /* Opens ahead, in this process, the files of the modules t's stacks name
  * (their debug information read and, if compressed, inflated: 35 ms for

@@ -1481,7 +1481,7 @@ void ap_sym_keep(struct ap_symbolizer *s, struct ap_symtab_writer *w)
 	free(ord);
 }
 
-int ap_sym_keep_file(const char *path, int level, struct ap_error *err)
+int ap_sym_keep_file(const char *path, const char *debug_dir, int level, struct ap_error *err)
 {
 	struct ap_trace *t;
 	if (ap_trace_read(path, &t, err, NULL, NULL) < 0)
@@ -1500,7 +1500,8 @@ int ap_sym_keep_file(const char *path, int level, struct ap_error *err)
 		ap_trace_free(t);
 		return 1;
 	}
-	struct ap_symbolizer *s = ap_sym_new(t, NULL, err);
+	struct ap_sym_options o = { .debug_dir = debug_dir };
+	struct ap_symbolizer *s = ap_sym_new(t, debug_dir ? &o : NULL, err);
 	if (!s) {
 		ap_trace_free(t);
 		return -1;

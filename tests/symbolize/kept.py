@@ -280,10 +280,27 @@ if r.returncode or r.stderr or not sites(want) or sites(r.stdout) != sites(want)
     fail("stripped, --debug-dir: exit %d, %r, sites %s, want %s"
          % (r.returncode, r.stderr, sites(r.stdout), sites(want)))
 
+# ...and `symbols --debug-dir` keeps the debug file's lines in a trace
+# recorded without symbols: the views need neither after
+kept = os.path.join(tmp, "stripped-kept.trace")
+record(d, kept, "--no-symbols")
+r = subprocess.run([allocprof, "symbols", "-q", "--debug-dir", dbg, kept],
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+if r.returncode or r.stderr:
+    fail("symbols --debug-dir: exit %d, %r" % (r.returncode, r.stderr))
+os.rename(dbg, dbg + ".gone")
+r = subprocess.run(cmd + [kept], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                   env=env)
+os.rename(dbg + ".gone", dbg)
+if r.returncode or not sites(want) or sites(r.stdout) != sites(want):
+    fail("symbols --debug-dir, the directory gone: exit %d, %r, sites %s, want %s"
+         % (r.returncode, r.stderr, sites(r.stdout), sites(want)))
+
 # bad input: one line, a non-zero exit
 for args, code in ((["symbols"], 2), (["symbols", "--compress-level", "99", "x"], 2),
                    (["symbols", "--ready-fd", "99", "x"], 2),
                    (["symbols", "--ready-fd", "0", "x", "y"], 2),
+                   (["symbols", "--debug-dir", os.path.join(tmp, "none"), "x"], 2),
                    (["symbols", os.path.join(tmp, "none.trace")], 1)):
     r = subprocess.run([allocprof] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, env=env)
