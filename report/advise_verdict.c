@@ -959,7 +959,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * pays was measured with its cap (report/advise_measure.c): the pool
 	 * one would build there. */
 	bool capped = s->verdict == AP_VERDICT_POOL_CAP || (!good(s) && advise_cap_pays(s));
-	const struct ap_replay_result *r = capped && s->capped ? &s->rc : &s->r;
+	const struct ap_replay_result *r = measured_result(s);
 	/* the baseline's runs m is measured against */
 	const struct ap_run_cost *B = ap_advise_site_base(a, s);
 	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
