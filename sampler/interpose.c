@@ -631,12 +631,41 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
 			      (uint64_t)(uintptr_t)__builtin_dwarf_cfa());
 }
 
+/* C++'s aligned operator new (an over-aligned type's `new`, `new
+ * (std::align_val_t(64)) float[n]`; the array and nothrow forms call this
+ * one through the C++ library's PLT) asks the C library for a block of
+ * its own making: libstdc++ rounds the request up to a multiple of the
+ * alignment for aligned_alloc, libc++ raises the alignment to a pointer's
+ * for posix_memalign. valgrind, replacing operator new itself, counts the
+ * request; so does the sampler: the entry notes it and jumps on to the C++
+ * library's operator new (a tail call, no frame of ours: its new-handler,
+ * its exceptions and the block it gets are the program's own), and the
+ * aligned allocation that follows in this thread, within the alignment of
+ * the request, is recorded at the request. A program that defines its
+ * own operator new comes first and is recorded by the calls it makes. */
+static __thread struct {
+	size_t req, al; /* al 0: not inside one */
+} new_aligned __attribute__((tls_model("initial-exec")));
+
+/* The size to record for a block of n bytes at al: the request of the
+ * aligned operator new this thread is inside, if this is its block. The
+ * note is spent by the block (a failed attempt, retried after the
+ * new-handler, leaves it). */
+static inline size_t aligned_request(size_t al, size_t n)
+{
+	if (LIKELY(!new_aligned.al))
+		return n;
+	size_t r = new_aligned.req, slack = new_aligned.al > al ? new_aligned.al : al;
+	new_aligned.al = 0;
+	return n >= r && n - r <= slack ? r : n;
+}
+
 EXPORT int posix_memalign(void **out, size_t al, size_t n)
 {
 	gap_enter();
 	int rc = real_posix_memalign(out, al, n);
 	if (rc == 0)
-		account(*out, n, AP_KIND_ALIGNED);
+		account(*out, aligned_request(al, n), AP_KIND_ALIGNED);
 	return rc;
 }
 
@@ -644,14 +673,52 @@ EXPORT void *aligned_alloc(size_t al, size_t n)
 {
 	gap_enter();
 	void *p = real_aligned_alloc(al, n);
-	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+	return p ? account(p, aligned_request(al, n), AP_KIND_ALIGNED) : p;
+}
+
+/* The C++ library's aligned operator new: where the program's scope has
+ * it, else in any loaded object (a C program's C++ plugin loaded
+ * RTLD_LOCAL brings its C++ library where RTLD_NEXT does not look). */
+EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al);
+static __attribute__((noinline)) void *(*cxx_new_aligned_find(void))(size_t, size_t)
+{
+	static const char sym[] = "_ZnwmSt11align_val_t";
+	struct ap_hold h = hold(&tls); /* the loader's allocations are not the program's */
+	tls.guard++;
+	void *(*f)(size_t, size_t) = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, sym);
+	for (struct link_map *m = f ? NULL : _r_debug.r_map; m && !f; m = m->l_next) {
+		void *d = m->l_name[0] ? dlopen(m->l_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+		void *g = d ? dlsym(d, sym) : NULL;
+		if (g && g != (void *)_ZnwmSt11align_val_t)
+			f = (void *(*)(size_t, size_t))g;
+		if (d)
+			dlclose(d);
+	}
+	tls.guard--;
+	unhold(&tls, h);
+	if (!f) /* the caller was linked against a C++ library: not reached */
+		abort();
+	return f;
+}
+
+EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al)
+{
+	static void *(*real)(size_t, size_t);
+	void *(*f)(size_t, size_t) = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(!f)) {
+		f = cxx_new_aligned_find();
+		__atomic_store_n(&real, f, __ATOMIC_RELEASE);
+	}
+	new_aligned.req = n;
+	new_aligned.al = al ? al : 1;
+	return f(n, al);
 }
 
 EXPORT void *memalign(size_t al, size_t n)
 {
 	gap_enter();
 	void *p = real_memalign(al, n);
-	return p ? account(p, n, AP_KIND_ALIGNED) : p;
+	return p ? account(p, aligned_request(al, n), AP_KIND_ALIGNED) : p;
 }
 
 EXPORT void *valloc(size_t n)
