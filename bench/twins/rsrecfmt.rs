@@ -8,7 +8,7 @@
 // the String by __rust_realloc, doubling), then a newline. The line is
 // appended to a 64 KiB output buffer (kept, flushed into a digest when
 // full) and dropped. One malloc and free a line, a realloc in one line
-// of ~20.
+// of ~30.
 // Twin (`--cfg twin`): what a Rust engineer writes once the profile
 // shows it: a free list of Strings (a Vec<String>), each taken,
 // clear()ed and reserve()d to the same estimate (its capacity stays),
