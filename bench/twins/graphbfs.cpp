@@ -31,13 +31,8 @@
 static std::vector<uint32_t> row, col;
 
 #ifdef TWIN
-extern "C" {
-void twcxx_obj_init(void (*del)(void *));
-void *twcxx_obj_get(void);
-void twcxx_obj_put(void *p);
-void twcxx_alloced(size_t n);
-void twcxx_freed(size_t n);
-}
+#include "cxxshim.h"
+
 struct Scratch {
 	std::vector<bool> seen;
 	std::deque<uint32_t> q;

@@ -33,13 +33,8 @@
 #include "twbase.h"
 
 #ifdef TWIN
-extern "C" {
-void twcxx_obj_init(void (*del)(void *));
-void *twcxx_obj_get(void);
-void twcxx_obj_put(void *p);
-void twcxx_alloced(size_t n);
-void twcxx_freed(size_t n);
-}
+#include "cxxshim.h"
+
 struct Line {
 	std::vector<std::string> f;
 	size_t n = 0;
