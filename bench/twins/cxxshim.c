@@ -5,18 +5,10 @@
  * whose dropped ones the program deletes (twcxx_obj_*), and twin.h's
  * cycle pacing, behind plain functions. Linked only into the twins. */
 #include "twin.h"
+#include "cxxshim.h"
 
 static struct vpool pool, objs;
 static void (*obj_delete)(void *);
-
-void twcxx_init(void);
-void *twcxx_get(size_t n);
-void twcxx_put(void *p, size_t n);
-void twcxx_obj_init(void (*del)(void *));
-void *twcxx_obj_get(void);
-void twcxx_obj_put(void *p);
-void twcxx_alloced(size_t n);
-void twcxx_freed(size_t n);
 
 void twcxx_init(void)
 {
@@ -78,10 +70,6 @@ void twcxx_freed(size_t n)
  * bytes (the hand-pooler's rounding up), TWCXX_CLASSES of them. */
 #define TWCXX_CLASSES 5
 static struct vpool cls[TWCXX_CLASSES];
-
-void twcxx_cls_init(void);
-void *twcxx_cls_get(unsigned c, size_t n);
-void twcxx_cls_put(unsigned c, void *p, size_t n);
 
 void twcxx_cls_init(void)
 {

@@ -123,7 +123,10 @@ def advise_for(d, p, fn, path=None):
         return None
     with open(path) as f:
         a = json.load(f)
-    sites = [s for s in a.get("sites", []) if s.get("function") == fn]
+    # A C++ function returning a std::string (or a type holding one) has
+    # an ABI tag in its name (split_line[abi:cxx11]): the `// site:` line
+    # names the function as its source does.
+    sites = [s for s in a.get("sites", []) if re.sub(r"\[abi:[^]]*\]", "", s.get("function") or "") == fn]
     out = {"found": bool(sites), "sites_in_trace": len(a.get("sites", []))}
     if not sites:
         return out
@@ -250,6 +253,13 @@ def one(d, p, src):
         for o in a.get("other_sites", []):
             print("advise, another site in %s: %s: %s, time saved %.3f ms" % (
                 r["site"], o["site"], o["verdict"], (o["time_saved_ns"] or 0) / 1e6))
+        if a.get("other_sites"):
+            # A twin that pools the function's objects whole (toksplit's
+            # lines, a vector and its strings) is beside every line's pool.
+            tot = (ts + sum(o["time_saved_ns"] or 0 for o in a["other_sites"])) / 1e6
+            print("advise, the function's sites together: %.3f ms%s" % (
+                tot, ", %.3gx the twin's" % (tot / c["saving_median"])
+                if c.get("saving_median") else ""))
     print()
 
 
