@@ -507,9 +507,13 @@ static void while_symbols(void)
 	 * nothing can open it by its name again) and no other descriptor or
 	 * mapping of it anywhere: a write lease is refused while another
 	 * one is open (a follower's, `tui --follow` or --live's view, maps
-	 * it, and would fault on pages cut). The run's lock stays on it. */
+	 * it, and would fault on pages cut). The run's lock stays on it. An
+	 * open meanwhile (by /proc/PID/fd: it has no name) waits for the
+	 * lease's end, and its break signal is SIGURG, ignored (SIGIO's
+	 * default would end record). */
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0 ||
-	    st.st_size == 0 || fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+	    st.st_size == 0 || fcntl(fd, F_SETSIG, SIGURG) < 0 ||
+	    fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
 		return;
 	if (ftruncate(fd, 0) < 0) {
 		/* (left as it is: its pages go with the descriptor) */
