@@ -366,6 +366,7 @@ int cmd_record(int argc, char **argv)
 		snprintf(abs_out, sizeof(abs_out), "%s%d.trace", out_pre.buf, (int)pid);
 	ap_buf_release(&out_pre);
 	if (!discard) {
+		rec_finish_raw_fd(claim.run);
 		rec_symbols_ahead(output);
 		rec_drain_start(abs_out, span.run_id, o.quiet);
 	}

@@ -47,12 +47,17 @@ int ap_trace_compact(const char *path, int level, struct ap_compact_stats *st,
  *   (the whole file with ap_trace_compact if the rest cannot go on in the
  *   stream, as feed's -1 says); errors as ap_trace_compact's (the file
  *   then stays as it was). Frees s.
+ * finish_keep: as finish, but s stays, to be freed by abandon (which then
+ *   leaves the file as finish left it): `record` frees the compactor's
+ *   buffers and tables while the trace's symbols are kept.
  * abandon: drops the partial output. Frees s (NULL is fine). */
 struct ap_compact_stream;
 struct ap_compact_stream *ap_compact_stream_start(const char *path, int level);
 int ap_compact_stream_feed(struct ap_compact_stream *s);
 int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stats *st,
 			     struct ap_error *err);
+int ap_compact_stream_finish_keep(struct ap_compact_stream *s, struct ap_compact_stats *st,
+				  struct ap_error *err);
 void ap_compact_stream_abandon(struct ap_compact_stream *s);
 
 /* Finishing a trace from its buffers file (ap_trace_buffers.h), once its

@@ -147,6 +147,11 @@ void rec_symbols_ahead_end(void);
 void rec_finish_trace(const char *path, const char *what, bool quiet,
 		      struct ap_compact_stream *stream, const int *status,
 		      const struct ap_finished *fin);
+/* The run's descriptor of the trace as the program's sampler wrote it
+ * (the claim's, holding the run's lock): once a compacted trace has taken
+ * its name, its pages are dropped while the symbols are kept (finish.c,
+ * while_symbols). -1: none. */
+void rec_finish_raw_fd(int fd);
 bool rec_trace_is_live(const char *path);
 /* Says in one line how many programs of the run rec_finish_trace found
  * exec'd with an environment that no longer preloads the sampler (they ran

@@ -714,6 +714,26 @@ diskfull)
 	done
 	umount mnt
 	;;
+raw)
+	# Once the compacted trace has taken its name, record cuts the trace
+	# as the sampler wrote it (no name left) to free its pages while the
+	# symbols are kept (cli/record/finish.c, while_symbols): never while
+	# another process holds it, as a follower would (tui --follow maps
+	# it). A reader that opened it while the program ran keeps its bytes.
+	"$ALLOCPROF" record --all -o r.trace sleep 1 >out 2>err &
+	rpid=$!
+	for _ in $(seq 1 500); do [ -s r.trace ] && break; sleep 0.01; done
+	exec 3<r.trace
+	wait $rpid
+	expect_eq "record exit status" "$?" 0
+	held=$(stat -L -c %s /proc/self/fd/3)
+	[ "$held" -gt 0 ] || fail "the trace a reader held was cut to $held bytes"
+	[ "$(stat -L -c %i /proc/self/fd/3)" != "$(stat -c %i r.trace)" ] ||
+		fail "the trace was not replaced by its compacted copy: $(cat err)"
+	exec 3<&-
+	"$ALLOCPROF" stats --json r.trace >r.json 2>r.err || fail "stats: $(cat r.err)"
+	[ "$(jget r.json symbols_kept)" -gt 0 ] || fail "no symbols kept: $(cat r.json)"
+	;;
 *)
 	echo "unknown group $group"
 	exit 2

@@ -355,6 +355,8 @@ struct ap_compact_stream {
 	struct ap_buf tmp;
 	int in;
 	char *path;
+	bool done;     /* the output took the input's place */
+	bool released; /* the compactor's memory is freed already */
 };
 
 struct ap_compact_stream *ap_compact_stream_start(const char *path, int level)
@@ -408,30 +410,44 @@ int ap_compact_stream_feed(struct ap_compact_stream *s)
 	return stream_walk(s, NULL);
 }
 
-int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stats *st,
-			     struct ap_error *err)
+/* finish, without freeing: *whole says the rest could not go on in the
+ * stream (the file stays as it was, for ap_trace_compact). */
+static int stream_end(struct ap_compact_stream *s, bool *whole)
 {
 	mode_t mode = 0;
 	s->c.live = false;
 	int rc = stream_walk(s, &mode);
-	bool whole = rc < 0 && s->c.gave_up;
+	*whole = rc < 0 && s->c.gave_up;
 	if (rc == 0)
 		rc = replace_input(&s->c, &s->tmp, mode);
+	s->done = rc == 0;
+	return rc;
+}
+
+int ap_compact_stream_finish_keep(struct ap_compact_stream *s, struct ap_compact_stats *st,
+				  struct ap_error *err)
+{
+	bool whole;
+	int rc = stream_end(s, &whole);
 	if (rc == 0)
 		*st = s->st;
 	else
 		*err = s->err;
-	compactor_release(&s->c, &s->tmp, rc == 0);
-	close(s->in);
-	int level = s->c.level;
-	char *path = s->path;
-	free(s);
+	if (!whole)
+		return rc;
 	/* what came since the last feed cannot go on in one pass (a second
 	 * thread's first events, written as it exited): the whole file, as
-	 * feed's caller would have done */
-	if (whole)
-		rc = ap_trace_compact(path, level, st, err);
-	free(path);
+	 * feed's caller would have done, the stream's memory freed first */
+	compactor_release(&s->c, &s->tmp, false);
+	s->released = true;
+	return ap_trace_compact(s->path, s->c.level, st, err);
+}
+
+int ap_compact_stream_finish(struct ap_compact_stream *s, struct ap_compact_stats *st,
+			     struct ap_error *err)
+{
+	int rc = ap_compact_stream_finish_keep(s, st, err);
+	ap_compact_stream_abandon(s);
 	return rc;
 }
 
@@ -439,7 +455,8 @@ void ap_compact_stream_abandon(struct ap_compact_stream *s)
 {
 	if (!s)
 		return;
-	compactor_release(&s->c, &s->tmp, false);
+	if (!s->released)
+		compactor_release(&s->c, &s->tmp, s->done);
 	close(s->in);
 	free(s->path);
 	free(s);
