@@ -471,8 +471,12 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			json_object_set_new(mo, "rounds", json_integer(m->rounds));
 			json_object_set_new(mo, "confidence", json_real(m->conf));
 			json_object_set_new(mo, "pooled", ap_advise_cost_json(&m->cost));
-			/* measured again written whole: against its own
-			 * baseline, the first measurement kept beside it */
+			/* measured again written whole: every figure of
+			 * `measured` is that measurement's, its baseline
+			 * among them; the first measurement is kept beside it
+			 * whole, with its own baseline (the top-level
+			 * measurement.baseline) and confidence, so that no
+			 * object mixes the two */
 			if (s->whole_measured) {
 				json_t *lo = json_object();
 				json_object_set_new(mo, "written_whole", json_true());
@@ -482,7 +486,9 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 				json_object_set_new(lo, "time_saved_high_ns",
 						    json_integer(ap_view_round(s->mw.high_ns)));
 				json_object_set_new(lo, "rounds", json_integer(s->mw.rounds));
+				json_object_set_new(lo, "confidence", json_real(s->mw.conf));
 				json_object_set_new(lo, "pooled", ap_advise_cost_json(&s->mw.cost));
+				json_object_set_new(lo, "baseline", ap_advise_cost_json(&a->base));
 				json_object_set_new(mo, "line_a_page", lo);
 			}
 			if (s->excess_faults > 0) {

@@ -12,6 +12,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py copygrow PROGRAM N
        advise-e2e.py nomap PROGRAM[,ARG...]...
        advise-e2e.py budget PROGRAM
+       advise-e2e.py whole PROGRAM
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -65,6 +66,10 @@ cycles, more hits with room to spare).
 budget: PROGRAM (the demo) advised with --measure-time 500ms measures
 within it, and a run more at most, and says what it left out (the run
 under the sampler, which takes a second).
+
+whole: PROGRAM (testdata/advise_whole) is measured a second time with
+its site's blocks written and read whole, and the JSON and the text say
+both measurements, each with its own baseline.
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -500,6 +505,79 @@ def budget(prog):
         sys.exit("FAIL: " + "; ".join(fails))
 
 
+def whole(prog):
+    """A site whose pool hands blocks much larger than asked for over
+    megabytes more memory is measured a second time with its blocks
+    written and read whole (report/advise_measure.c, measure_whole):
+    testdata/advise_whole, records of 1-16 KiB (8.5 KiB on average, 20000
+    of them) handed between two threads in batches of 1024. The JSON's
+    `measured` says written_whole, with that measurement's baseline (every
+    call of the trace replayed, its CPU time above the first
+    measurement's: every byte written and read), and line_a_page the
+    first measurement whole, its baseline the top-level one; the pool's
+    hits hand blocks 1.5 times the size asked for or more and its replay
+    peaks 4 MiB or more above the baseline's (the shape that takes the
+    second measurement); each saving lies in its interval; the site's text
+    names both measurements."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all", ["--all"])
+        adv = advise(t, ["--measure-time", "20s"], measure=True)
+        st = stats(t)
+    m = adv["measurement"]
+    s = the_site(adv, prog)
+    me = s.get("measured") or {}
+    lo = me.get("line_a_page") or {}
+    wb = me.get("baseline") or {}
+    lb = lo.get("baseline") or {}
+    base = m.get("baseline") or {}
+    calls = st["events"] - st["unmatched_frees"]
+    print("%s: %s, %s; written whole: saved %s [%s, %s] over %s rounds, baseline %s ns CPU, pool peak %s; "
+          "a line a page: saved %s [%s, %s] over %s rounds, baseline %s ns CPU, pool peak %s (baseline %s)"
+          % (prog, s["time_source"], s["verdict"], s.get("time_saved_ns"), s.get("time_saved_low_ns"),
+             s.get("time_saved_high_ns"), me.get("rounds"), wb.get("cpu_ns"),
+             me.get("pooled", {}).get("peak_rss_bytes"), lo.get("time_saved_ns"), lo.get("time_saved_low_ns"),
+             lo.get("time_saved_high_ns"), lo.get("rounds"), lb.get("cpu_ns"),
+             lo.get("pooled", {}).get("peak_rss_bytes"), base.get("peak_rss_bytes")))
+    fails = []
+    if s["time_source"] != "measured" or me.get("written_whole") is not True:
+        sys.exit("FAIL: %s: not measured written whole: %s, %s; measurement %s"
+                 % (prog, s["time_source"], me, {k: v for k, v in m.items() if k != "baseline"}))
+    text = s.get("reasons") or ""
+    ratio = re.search(r"its hits hand blocks of [0-9.]+[kMG]?B on average for requests of [0-9.]+[kMG]?B, "
+                      r"([0-9.]+) times as large", text)
+    print("  " + (ratio.group(0) if ratio else "(no ratio in the text)"))
+    if not ratio or not float(ratio.group(1)) >= 1.5:
+        fails.append("the text does not say the pool's hits hand blocks 1.5 times as large or more: %s" % text)
+    if not lo.get("pooled", {}).get("peak_rss_bytes", 0) >= base.get("peak_rss_bytes", 1e18) + 4 * 2 ** 20:
+        fails.append("the pool's replay peaks at %s, the baseline's at %s: not 4 MiB more"
+                     % (lo.get("pooled", {}).get("peak_rss_bytes"), base.get("peak_rss_bytes")))
+    for what, c in [("written whole", wb), ("a line a page", lb), ("measurement", base)]:
+        if c.get("allocator_calls") != calls:
+            fails.append("%s: the baseline replayed %s calls, the trace has %d" % (what, c.get("allocator_calls"),
+                                                                                    calls))
+        if not c.get("cpu_ns", 0) > 0:
+            fails.append("%s: the baseline's CPU time is %s" % (what, c.get("cpu_ns")))
+    if lb != base:
+        fails.append("line_a_page's baseline is not measurement.baseline: %s, %s" % (lb, base))
+    if not wb.get("cpu_ns", 0) > base.get("cpu_ns", 1e18):
+        fails.append("the baseline written whole took %s ns of CPU, the one writing a line a page %s: every "
+                     "byte written and read costs nothing?" % (wb.get("cpu_ns"), base.get("cpu_ns")))
+    if not (me.get("rounds", 0) >= 2 and lo.get("rounds", 0) >= 2 and 0 < me.get("confidence", 0) < 1
+            and 0 < lo.get("confidence", 0) < 1):
+        fails.append("rounds %s and %s, confidence %s and %s" % (me.get("rounds"), lo.get("rounds"),
+                                                                 me.get("confidence"), lo.get("confidence")))
+    if not s["time_saved_low_ns"] <= s["time_saved_ns"] <= s["time_saved_high_ns"]:
+        fails.append("the saving written whole is outside its interval")
+    if not lo.get("time_saved_low_ns", 1) <= lo.get("time_saved_ns", 0) <= lo.get("time_saved_high_ns", -1):
+        fails.append("the saving of a line a page is outside its interval")
+    if not re.search(r"Measured with the site's blocks written and read whole", text) or \
+            not re.search(r"A replay writing only a line and a byte a page of each new block, as for other sites, "
+                          r"measured the pool (saving|costing) ", text):
+        fails.append("the site's text does not name both measurements: %s" % text)
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
 # What a budget may be overrun by (budget): a run that took longer than
 # the one before it.
 BUDGET_OVER = 250e6
@@ -624,6 +702,8 @@ def main():
         copygrow(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "nomap":
         nomap(sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "whole":
+        whole(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "budget":
         budget(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
