@@ -151,7 +151,20 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	uint64_t ev = ap_script_events(sc);
 	*probed = false;
 	*run_ns = 0;
-	if (mo->budget_ns <= 0 || ev <= AP_MEASURE_MIN_EVENTS)
+	if (mo->budget_ns <= 0)
+		return sc;
+	if (mo->deadline_ns > 0 && mono_ns() >= mo->deadline_ns) {
+		char d[32], b[32];
+		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
+		ap_advise_format_duration(b, sizeof(b), built_ns);
+		snprintf(err->msg, sizeof(err->msg),
+			 "the measured replay's budget (%s) spent making the replay's script of the "
+			 "run's %llu events (%s): a longer --measure-time measures it", d,
+			 (unsigned long long)ev, b);
+		ap_script_free(sc);
+		return NULL;
+	}
+	if (ev <= AP_MEASURE_MIN_EVENTS)
 		return sc;
 	struct ap_measure_opts po = *mo;
 	po.min_rounds = po.max_rounds = 1;

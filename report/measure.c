@@ -1082,10 +1082,13 @@ struct budget {
 
 /* Whether a run expected to take `expect` ns, with `reserve` ns more
  * kept for what must follow, ends by the deadline (an expectation of 0,
- * unknown, fits). */
+ * unknown, fits while the deadline is still ahead). */
 static bool fits(const struct budget *bg, double expect, double reserve)
 {
-	return bg->dl <= 0 || expect <= 0 || now_ns() + expect + reserve <= bg->dl;
+	if (bg->dl <= 0)
+		return true;
+	double now = now_ns();
+	return expect <= 0 ? now < bg->dl : now + expect + reserve <= bg->dl;
 }
 
 /* A probe of the runner's (`allocprof-replay FLAG`, which prints

@@ -941,6 +941,15 @@ static void test_deadline(void)
 	      cut.rounds, cut.sites, out.ok);
 	CHECK(strstr(err.msg, "no round fits in the budget") != NULL, "deadline: %s", err.msg);
 
+	/* ...nor one whose length nothing says once the deadline is past
+	 * (the making of the script took the budget) */
+	o.run_ns = 0;
+	o.deadline_ns = mono_now() - 1;
+	CHECK(ap_measure(quick, &job, 1, &o, &out, &base, &rec, &err) < 0 && cut.rounds_cut &&
+		      cut.rounds == 0,
+	      "deadline past, no length said: a round ran (rounds_cut %d, rounds %u)", cut.rounds_cut,
+	      cut.rounds);
+
 	/* 2. far off: min_rounds rounds, nothing cut */
 	o.run_ns = 0;
 	o.deadline_ns = mono_now() + 3600e9;
