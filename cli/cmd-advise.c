@@ -70,10 +70,11 @@ static void advise_usage(FILE *f)
 	      "                       single-threaded trace runs on one)\n"
 	      "  --site=callsite      one pool per call site (default)\n"
 	      "  --site=stack         one pool per whole stack\n"
-	      "  --measure-time D     time budget of the measured replay (default 15s; it\n"
-	      "                       stops sooner once every interval is tight, and\n"
-	      "                       replays the first part of a run too long for it;\n"
-	      "                       one budget for a run of several processes)\n"
+	      "  --measure-time D     time budget of the measured replay, every run of it\n"
+	      "                       counted (default 15s; it stops sooner once every\n"
+	      "                       interval is tight, replays the first part of a run\n"
+	      "                       too long for it, and says what it left out; one\n"
+	      "                       budget for a run of several processes)\n"
 	      "  --measure-sites N    measure at most N sites (default 6)\n"
 	      "  --replay-cpus N|all  run the measured replay on the first N CPUs advise may\n"
 	      "                       use, or on all (default: as many as the recorded run\n"
@@ -120,6 +121,31 @@ int ap_advise_load_costs(struct ap_cost_table *c)
 static const char *plural(double n)
 {
 	return n >= 0.5 && n < 1.5 ? "" : "s";
+}
+
+/* What --measure-time left out, every replay counted against it: said
+ * line by line under the header's "Measured". */
+static void budget_cut_text(const struct ap_advice *a)
+{
+	char d[32];
+	ap_advise_format_duration(d, sizeof(d), a->measure_budget_ns);
+	if (a->budget_rounds_cut)
+		printf("  %u round%s, not the %u wanted: --measure-time %s was spent (an interval "
+		       "from fewer rounds is wider and less sure, its confidence shown)\n",
+		       a->budget_rounds, plural(a->budget_rounds), a->budget_rounds_wanted, d);
+	if (a->budget_recorded)
+		printf("  what recording cost not measured: a replay under the sampler did not fit "
+		       "in --measure-time %s (the shares are of the recorded run's CPU time, "
+		       "recording included)\n", d);
+	if (a->budget_probes)
+		printf("  the runner's switch or fault probes cut short by --measure-time %s\n", d);
+	if (a->budget_fit)
+		printf("  the share of each block written not fitted to the run's page faults: its "
+		       "replays did not fit in --measure-time %s\n", d);
+	if (a->budget_whole_left)
+		printf("  %zu site%s with larger pooled blocks not measured again written whole: "
+		       "--measure-time %s was spent\n", a->budget_whole_left,
+		       plural((double)a->budget_whole_left), d);
 }
 
 static unsigned measured_rounds(const struct ap_advice *a)
@@ -229,6 +255,7 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		if (a->measure_dropped)
 			printf("  %zu more site%s worth measuring left out: a run takes too long for "
 			       "--measure-time\n", a->measure_dropped, plural((double)a->measure_dropped));
+		budget_cut_text(a);
 		printf("Ranked: the sites a pool pays at first, by the CPU time it saves; then the "
 		       "others, those measured first, by bytes allocated\n");
 	} else {
@@ -250,6 +277,23 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	if (n < a->nsites)
 		printf("\n(%zu more site%s; -n 0 shows all)\n", a->nsites - n,
 		       plural((double)(a->nsites - n)));
+}
+
+/* --measure-time, and what it left out (budget_cut_text). */
+static void budget_cut_json(const struct ap_advice *a, json_t *mj)
+{
+	json_object_set_new(mj, "budget_ns", a->measure_budget_ns > 0
+						     ? json_integer(ap_view_round(a->measure_budget_ns))
+						     : json_null());
+	json_t *cj = json_object();
+	json_object_set_new(cj, "rounds", a->budget_rounds_cut ? json_integer(a->budget_rounds) : json_null());
+	json_object_set_new(cj, "rounds_wanted", json_integer(a->budget_rounds_wanted));
+	json_object_set_new(cj, "recorded", json_boolean(a->budget_recorded));
+	json_object_set_new(cj, "probes", json_boolean(a->budget_probes));
+	json_object_set_new(cj, "touch_fit", json_boolean(a->budget_fit));
+	json_object_set_new(cj, "whole_sites", json_integer((json_int_t)a->budget_whole_left));
+	json_object_set_new(cj, "probe_stopped", json_boolean(a->budget_probe_killed));
+	json_object_set_new(mj, "budget_cut", cj);
 }
 
 /* A held figure: null when a sampled trace does not know it. */
@@ -386,6 +430,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			json_object_set_new(mj, "probe_wall_ns", json_integer(ap_view_round(a->measure_full_run_ns)));
 		}
 		json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
+		budget_cut_json(a, mj);
 		ap_advise_replay_cpus_json(a, mj);
 		json_object_set_new(mj, "baseline", ap_advise_cost_json(&a->base));
 		json_object_set_new(mj, "fault_ns", a->base.fault_ns > 0 ? json_integer(ap_view_round(a->base.fault_ns))
@@ -396,6 +441,10 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			json_object_set_new(mj, "recorded", ap_advise_cost_json(&a->recorded));
 	} else {
 		json_object_set_new(mj, "why_not", json_string(a->measure_why));
+		if (a->measure_wall_ns > 0) {
+			json_object_set_new(mj, "wall_ns", json_integer(ap_view_round(a->measure_wall_ns)));
+			budget_cut_json(a, mj);
+		}
 	}
 	json_object_set_new(root, "measurement", mj);
 	json_t *sites = json_array();
@@ -422,8 +471,12 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			json_object_set_new(mo, "rounds", json_integer(m->rounds));
 			json_object_set_new(mo, "confidence", json_real(m->conf));
 			json_object_set_new(mo, "pooled", ap_advise_cost_json(&m->cost));
-			/* measured again written whole: against its own
-			 * baseline, the first measurement kept beside it */
+			/* measured again written whole: every figure of
+			 * `measured` is that measurement's, its baseline
+			 * among them; the first measurement is kept beside it
+			 * whole, with its own baseline (the top-level
+			 * measurement.baseline) and confidence, so that no
+			 * object mixes the two */
 			if (s->whole_measured) {
 				json_t *lo = json_object();
 				json_object_set_new(mo, "written_whole", json_true());
@@ -433,7 +486,9 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 				json_object_set_new(lo, "time_saved_high_ns",
 						    json_integer(ap_view_round(s->mw.high_ns)));
 				json_object_set_new(lo, "rounds", json_integer(s->mw.rounds));
+				json_object_set_new(lo, "confidence", json_real(s->mw.conf));
 				json_object_set_new(lo, "pooled", ap_advise_cost_json(&s->mw.cost));
+				json_object_set_new(lo, "baseline", ap_advise_cost_json(&a->base));
 				json_object_set_new(mo, "line_a_page", lo);
 			}
 			if (s->excess_faults > 0) {

@@ -119,24 +119,52 @@ uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, u
 	return keep < ev ? keep : ev;
 }
 
+/* The share of the budget a script cut to fit it keeps unplanned. */
+#define BUDGET_SLACK 0.15
+
+static double mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 /* One replay of the baseline says what a run takes (*probe: its cost,
- * *probed: whether it was made, of the whole script). If min_rounds rounds
- * of the baseline and the first AP_MEASURE_FIT_SITES candidates, and the
- * replays that fit the share of each block written (AP_TOUCH_FIT_RUNS),
- * would not fit in the budget, the script is made again of the run's
+ * *probed: whether it was made, of the whole script; *run_ns: its wall
+ * time, scaled to the script returned). If min_rounds rounds of the
+ * baseline and the first AP_MEASURE_FIT_SITES candidates, the replays
+ * that fit the share of each block written (AP_TOUCH_FIT_RUNS), and the
+ * baseline's under the sampler and the runner's probes
+ * (AP_MEASURE_REC_RUNS, AP_MEASURE_REC_NS, AP_MEASURE_PROBE_NS), would not fit in what
+ * the probe left of the budget, the script is made again of the run's
  * first events, as many as fit (AP_MEASURE_MIN_EVENTS at least): a budget
  * of seconds then buys a measurement of part of a long run, not a wait of
- * minutes for a few sites or none. Returns the script to measure (sc, or
+ * minutes for a few sites or none. The probe itself is stopped at the
+ * budget's end (mo->deadline_ns). Returns the script to measure (sc, or
  * the shorter one, sc freed), or NULL with err set. */
 static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *t,
 				    const struct ap_site_map *m, const double *cyc, size_t ncyc,
 				    const struct ap_measure_opts *mo, size_t nc, uint64_t sleep_max,
 				    struct ap_script *sc, struct ap_run_cost *probe, bool *probed,
-				    struct ap_error *err)
+				    double *run_ns, double built_ns, struct ap_error *err)
 {
 	uint64_t ev = ap_script_events(sc);
 	*probed = false;
-	if (mo->budget_ns <= 0 || ev <= AP_MEASURE_MIN_EVENTS)
+	*run_ns = 0;
+	if (mo->budget_ns <= 0)
+		return sc;
+	if (mo->deadline_ns > 0 && mono_ns() >= mo->deadline_ns) {
+		char d[32], b[32];
+		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
+		ap_advise_format_duration(b, sizeof(b), built_ns);
+		snprintf(err->msg, sizeof(err->msg),
+			 "the measured replay's budget (%s) spent making the replay's script of the "
+			 "run's %llu events (%s): a longer --measure-time measures it", d,
+			 (unsigned long long)ev, b);
+		ap_script_free(sc);
+		return NULL;
+	}
+	if (ev <= AP_MEASURE_MIN_EVENTS)
 		return sc;
 	struct ap_measure_opts po = *mo;
 	po.min_rounds = po.max_rounds = 1;
@@ -144,20 +172,47 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	po.progress = NULL;
 	po.stop = &t->events_stop;
 	po.touch = 1;	/* (the fit's first replay: fit_touch) */
+	po.kill_at_deadline = true;
+	struct ap_measure_cut cut;
+	po.cut = &cut;
 	struct ap_run_cost prec;
 	struct ap_measured none;
 	struct ap_error e2;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ap_measure(sc, NULL, 0, &po, &none, probe, &prec, &e2) < 0)
-		return sc;	/* the measurement proper will say what fails */
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double t0 = mono_ns();
+	if (ap_measure(sc, NULL, 0, &po, &none, probe, &prec, &e2) < 0) {
+		if (!cut.killed)
+			return sc;	/* the measurement proper will say what fails */
+		char d[32], b[32];
+		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
+		ap_advise_format_duration(b, sizeof(b), built_ns);
+		a->budget_probe_killed = true;
+		snprintf(err->msg, sizeof(err->msg),
+			 "the measured replay's budget (%s) spent before one replay of the run's "
+			 "%llu events ended (stopped there; making its script took %s of it): a "
+			 "longer --measure-time measures it", d, (unsigned long long)ev, b);
+		ap_script_free(sc);
+		return NULL;
+	}
+	double run = mono_ns() - t0;
 	*probed = true;
-	double run = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	*run_ns = run;
 	unsigned fit_runs = touch_fits(a, sc, probe->minflt) ? AP_TOUCH_FIT_RUNS : 0;
-	uint64_t keep = ap_advise_budget_events(ev, run, mo->budget_ns, mo->min_rounds, nc, fit_runs);
+	/* What the probe left, less what a run does not scale, and less the
+	 * making of the shorter script (as long as the first's was, for its
+	 * share of the events), with BUDGET_SLACK kept for runs that take
+	 * longer than the probe said (prodcons at 15 s: the first of the
+	 * shorter script's took 2.3 times its share of the probe, on a CPU
+	 * shared with other work). */
+	double probes = (ap_script_threads(sc) > 1 ? AP_MEASURE_PROBES : 0) +
+			(probe->minflt >= AP_MEASURE_FAULT_PROBE_MIN ? AP_MEASURE_PROBES : 0);
+	double left = mo->deadline_ns - mono_ns() - probes * AP_MEASURE_PROBE_NS -
+		      (mo->sampler ? AP_MEASURE_REC_NS : 0);
+	unsigned runs = fit_runs + (mo->sampler ? AP_MEASURE_REC_RUNS : 0);
+	uint64_t keep = ap_advise_budget_events(ev, run, left > 0 ? left : 1, mo->min_rounds, nc, runs);
 	if (keep >= ev)
 		return sc;
+	left = (left - built_ns * (double)keep / (double)ev) * (1 - BUDGET_SLACK);
+	keep = ap_advise_budget_events(ev, run, left > 0 ? left : 1, mo->min_rounds, nc, runs);
 	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, a->joins, a->njoins, cyc,
 					       ncyc, keep, sleep_max, err);
 	s2 = stopped(t, s2, err);
@@ -166,6 +221,7 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	ap_script_free(sc);
 	a->measure_full_run_ns = run;
 	a->measure_probe_events = ev;
+	*run_ns = run * (double)ap_script_events(s2) / (double)ev;
 	return s2;
 }
 
@@ -220,7 +276,8 @@ double ap_advise_prog_faults(const struct ap_advice *a)
  * built early faults early (bench/twins' cache). Sets a->touch_share (1
  * when not fitted) and *touch. */
 static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struct ap_script *sc,
-		      const struct ap_measure_opts *mo, const struct ap_run_cost *probe, double *touch)
+		      const struct ap_measure_opts *mo, const struct ap_run_cost *probe, double run_ns,
+		      double *touch)
 {
 	a->touch_share = *touch = 1;
 	double set = touch_set();
@@ -239,14 +296,21 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 	po.sampler = NULL;
 	po.progress = NULL;
 	po.stop = &t->events_stop;
+	/* (each replay within the budget: one that would end past it is not
+	 * made, and the share stays as fitted so far, said so) */
+	po.run_ns = run_ns;
+	struct ap_measure_cut cut = { 0 };
+	po.cut = &cut;
 	struct ap_run_cost all, line, rec;
 	struct ap_measured none;
 	struct ap_error e2;
 	po.touch = 1;
-	if (probe && !part)
+	if (probe && !part) {
 		all = *probe;	/* (the probe was this replay) */
-	else if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0)
+	} else if (ap_measure(sc, NULL, 0, &po, &none, &all, &rec, &e2) < 0) {
+		a->budget_fit = cut.rounds_cut;
 		return;	/* the measurement proper will say what fails */
+	}
 	double prog = ap_advise_run_faults((double)a->program_minflt, a->measure_share, true, all.minflt,
 					   part ? probe->minflt : 0);
 	a->touch_faults_all = all.minflt;
@@ -254,8 +318,10 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 	if (ap_advise_touch_fit(0, all.minflt, prog) >= 1)
 		return;	/* (not more than the run: no second replay) */
 	po.touch = 0;
-	if (ap_measure(sc, NULL, 0, &po, &none, &line, &rec, &e2) < 0)
+	if (ap_measure(sc, NULL, 0, &po, &none, &line, &rec, &e2) < 0) {
+		a->budget_fit = cut.rounds_cut;
 		return;
+	}
 	a->touch_faults_line = line.minflt;
 	double f = ap_advise_touch_fit(line.minflt, all.minflt, prog);
 	/* Faults are not linear in the share (a block from the heap may
@@ -268,6 +334,8 @@ static void fit_touch(struct ap_advice *a, const struct ap_trace *t, const struc
 	    fabs(mid.minflt - prog) > AP_TOUCH_FIT_NEAR * prog)
 		f = mid.minflt < prog ? ap_advise_touch_between(f, mid.minflt, 1, all.minflt, prog)
 				      : ap_advise_touch_between(0, line.minflt, f, mid.minflt, prog);
+	else if (f > 0 && f < 1)
+		a->budget_fit |= cut.rounds_cut;
 	a->touch_share = *touch = f;
 }
 
@@ -341,30 +409,57 @@ void ap_advise_replay_cpus_words(const struct ap_advice *a, struct ap_buf *b)
  * the budget, when a round of both fits in it (the first measurement's
  * runs say how long one takes); else the site stays as measured, and its
  * verdict open (advise_verdict.c, "unsure: larger blocks"). */
+/* Written whole, a round takes longer: relay's, 0.79-0.82 s of wall time
+ * against 0.19-0.22 for the first measurement's (the baseline 0.29-0.36 s
+ * against 0.12-0.14, the pool 0.43-0.53 against 0.07-0.10: session 31). */
+#define WHOLE_SLOWER 4
+
+/* Whether the model says s's pool hands blocks much larger than asked
+ * for (advise_larger_shape without its measured part, the memory). */
+static bool larger_shape_likely(const struct ap_advice *a, const struct ap_advise_site *s)
+{
+	struct ap_measured m = { .cost = { .maxrss_kb = 1e15 } };
+	struct ap_run_cost base = { 0 };
+	return advise_larger_shape(a, s, &m, &base);
+}
+
 static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const struct ap_script *sc,
-			  const struct ap_measure_job *job, const struct ap_measure_opts *o2,
-			  const struct ap_measure_opts *mo, const struct timespec *t0)
+			  const struct ap_measure_job *job, const struct ap_measure_opts *o2)
 {
 	if (!advise_larger_shape(a, s, &s->m, &a->base))
 		return;
 	struct ap_measure_opts ow = *o2;
 	ow.whole_site = job->site;
 	ow.sampler = NULL;
-	if (mo->budget_ns > 0) {
-		struct timespec t1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double spent = (double)(t1.tv_sec - t0->tv_sec) * 1e9 + (double)(t1.tv_nsec - t0->tv_nsec);
+	ow.run_ns = WHOLE_SLOWER * a->base.wall_ns;
+	ow.reserve_pairs = 0;
+	struct ap_measure_cut cut = { 0 };
+	ow.cut = &cut;
+	if (ow.deadline_ns > 0) {
+		double left = ow.deadline_ns - mono_ns();
 		double round = a->base.wall_ns + s->m.cost.wall_ns;
-		/* written whole, a run takes longer: twice, at a guess */
-		if (mo->budget_ns - spent < 2 * ow.min_rounds * round)
+		if (left < WHOLE_SLOWER * ow.min_rounds * round) {
+			a->budget_whole_left++;
 			return;
-		ow.budget_ns = mo->budget_ns - spent;
+		}
+		ow.budget_ns = left;
 	}
 	struct ap_measured mw;
 	struct ap_run_cost base, rec;
 	struct ap_error err = { "" };
-	if (ap_measure(sc, job, 1, &ow, &mw, &base, &rec, &err) < 0 || !mw.ok)
+	int rc = ap_measure(sc, job, 1, &ow, &mw, &base, &rec, &err);
+	if (cut.rounds_cut && (rc < 0 || !mw.ok)) {
+		a->budget_whole_left++;
 		return;
+	}
+	if (rc < 0 || !mw.ok)
+		return;
+	if (cut.rounds_cut) {
+		a->budget_rounds = a->budget_rounds_cut && a->budget_rounds < cut.rounds ? a->budget_rounds
+											  : cut.rounds;
+		a->budget_rounds_cut = true;
+		a->budget_rounds_wanted = cut.rounds_wanted;
+	}
 	if (a->measure_share > 0 && a->measure_share < 1) {
 		mw.saved_ns /= a->measure_share;
 		mw.low_ns /= a->measure_share;
@@ -426,6 +521,17 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		return;
 	}
 
+	/* Every replay from here on is in the budget, and the making of
+	 * their script: the probe, the fit, the rounds, the runs under the
+	 * sampler, the runner's probes, the second measurement of a site
+	 * written whole. */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct ap_measure_opts mb = *mo;
+	a->measure_budget_ns = mo->budget_ns;
+	if (mo->budget_ns > 0 && !(mb.deadline_ns > 0))
+		mb.deadline_ns = (double)t0.tv_sec * 1e9 + (double)t0.tv_nsec + mo->budget_ns;
+	mo = &mb;
 	struct ap_error err = { "" };
 	size_t ncyc = 0;
 	uint64_t count = 0;
@@ -443,19 +549,21 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 						      a->njoins, cyc, ncyc, AP_MEASURE_MAX_EVENTS,
 						      sleep_max, &err);
 	sc = stopped(t, sc, &err);
-	/* Every replay from here on is in the budget: the probe, the fit,
-	 * the rounds. */
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double built_ns = mono_ns() - ((double)t0.tv_sec * 1e9 + (double)t0.tv_nsec);
 	struct ap_run_cost probe;
 	bool probed = false;
+	double run_ns = 0;
 	uint64_t probe_events = sc ? ap_script_events(sc) : 0;
 	if (sc)
-		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sleep_max, sc, &probe, &probed, &err);
+		sc = fit_budget(a, t, m, cyc, ncyc, mo, nc, sleep_max, sc, &probe, &probed, &run_ns, built_ns,
+				&err);
 	free(cyc);
 	if (!sc) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
 		free(c);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		a->measure_wall_ns =
+			(double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 		return;
 	}
 	a->script_ops = ap_script_ops(sc);
@@ -491,20 +599,55 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	bool whole = probed && probe_events >= t->nev;
 	a->measure_probe_faults = whole ? probe.minflt : 0;
 	a->script_threads = ap_script_threads(sc);
-	fit_touch(a, t, sc, mo, whole ? &probe : NULL, &o2.touch);
+	fit_touch(a, t, sc, mo, whole ? &probe : NULL, run_ns, &o2.touch);
 	if (mo->budget_ns > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double spent = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-		/* (at least min_rounds rounds of the baseline and one site
-		 * are measured however little is left) */
-		o2.budget_ns = mo->budget_ns > spent ? mo->budget_ns - spent : 1;
+		double left = mo->deadline_ns - mono_ns();
+		o2.budget_ns = left > 0 ? left : 1;
 	}
+	/* (rounds, the runs under the sampler and the runner's probes as
+	 * fit what is left: fewer than min_rounds rounds when it is little,
+	 * the header says so) */
+	o2.run_ns = run_ns;
+	/* A site that may be measured again written whole (measure_whole)
+	 * keeps the time of that measurement's rounds for it: rounds past
+	 * min_rounds stop short of it (relay at --measure-time 8s: 23
+	 * rounds, and none left for the second measurement). Whether it is
+	 * one is known once measured (its replay's peak memory); the
+	 * model's part is known now. */
+	for (size_t k = 0; k < nc && o2.deadline_ns > 0; k++)
+		if (larger_shape_likely(a, &a->sites[c[k].i])) {
+			o2.reserve_pairs = WHOLE_SLOWER * o2.min_rounds;
+			break;
+		}
+	struct ap_measure_cut cut = { 0 };
+	o2.cut = &cut;
 	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
+	o2.cut = NULL;
+	a->budget_rounds_cut = cut.rounds_cut;
+	a->budget_rounds = cut.rounds;
+	a->budget_rounds_wanted = cut.rounds_wanted;
+	a->budget_recorded = cut.recorded;
+	a->budget_probes = cut.probes;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-	if (rc < 0) {
+	if (cut.rounds_cut && cut.rounds < 2) {
+		/* (a round of each leaves none measured: one difference has no
+		 * interval) */
+		char d[32], r[32];
+		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
+		ap_advise_format_duration(r, sizeof(r), rc == 0 ? a->base.wall_ns : run_ns);
+		snprintf(a->measure_why, sizeof(a->measure_why),
+			 "the measured replay's budget (%s) spent %s (a replay of the %llu events "
+			 "measured takes ~%s; two rounds of the baseline and a site make a "
+			 "measurement): a longer --measure-time measures it", d,
+			 cut.rounds ? "after one round" : "before a round",
+			 (unsigned long long)ap_script_events(sc),
+			 rc == 0 || run_ns > 0 ? r : "?");
+		a->measure_dropped = 0;
+	} else if (rc < 0) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
-	} else {
+	}
+	if (rc == 0 && !(cut.rounds_cut && cut.rounds < 2)) {
 		for (size_t k = 0; k < nc; k++) {
 			struct ap_advise_site *s = &a->sites[c[k].i];
 			if (!out[k].ok) {
@@ -537,7 +680,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		}
 		for (size_t k = 0; k < nc; k++)
 			if (out[k].ok)
-				measure_whole(a, &a->sites[c[k].i], sc, &jobs[k], &o2, mo, &t0);
+				measure_whole(a, &a->sites[c[k].i], sc, &jobs[k], &o2);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 		for (size_t k = 0; k < nc; k++)

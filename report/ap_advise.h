@@ -438,6 +438,18 @@ struct ap_advice {
 	 * measure_why says why none was. */
 	size_t measured;
 	size_t measure_dropped;	/* candidates left out to keep to the budget */
+	/* What --measure-time (measure_budget_ns; 0: none) left out, every
+	 * replay counted against it from the script's making on
+	 * (ap_advise_measure): rounds (budget_rounds made of the
+	 * budget_rounds_wanted), the baseline's runs under the sampler
+	 * (what recording cost: budget_recorded), the runner's probes, the
+	 * fit of the share of each block written, a site's second
+	 * measurement written whole (budget_whole_left sites); or the budget
+	 * was spent before the probe of the whole run ended (killed then). */
+	double measure_budget_ns;
+	bool budget_rounds_cut, budget_recorded, budget_probes, budget_fit, budget_probe_killed;
+	unsigned budget_rounds, budget_rounds_wanted;
+	size_t budget_whole_left;
 	struct ap_run_cost base;
 	/* The baseline replayed under the sampler (--all): what recording
 	 * cost on this sequence (cpu_ns 0: not measured). With it, the

@@ -148,7 +148,7 @@ struct ap_measure_opts {
 	 * (--all) a few times, which tells what recording the run cost
 	 * (ap_measure's *recorded). */
 	const char *sampler;
-	double budget_ns;	/* stop starting rounds after this much wall time */
+	double budget_ns;	/* stop starting runs after this much wall time */
 	unsigned min_rounds, max_rounds;
 	/* Called after every round (may be NULL). */
 	void (*progress)(void *ctx, unsigned round, double elapsed_ns, double budget_ns);
@@ -174,8 +174,58 @@ struct ap_measure_opts {
 	/* When not NULL: nothing is measured, and where a site would have
 	 * been, advise says this instead (a run's budget already spent). */
 	const char *skip_why;
+	/* The end of the budget, CLOCK_MONOTONIC in ns (0: budget_ns from
+	 * the call, or none without it): every run the call makes counts
+	 * against it (the rounds, the baseline's runs under the sampler,
+	 * the runner's probes), and none starts that would end past it by
+	 * what a run of its kind took last (a run of the baseline or of a
+	 * site; the first of all, run_ns). min_rounds then gives way: what
+	 * is measured by then is kept, a site with two rounds at least. */
+	double deadline_ns;
+	/* Past min_rounds rounds, none starts that would leave less than
+	 * this many runs of the baseline and the longest site before
+	 * deadline_ns (0: none): time kept for what follows
+	 * (advise_measure.c: a site's second measurement, written whole). */
+	double reserve_pairs;
+	/* What one run of the script is expected to take, wall time (the
+	 * budget's probe of it); 0: unknown, the first run starts anyway. */
+	double run_ns;
+	/* A run that is still going at deadline_ns is killed (the probe of
+	 * a script whose length nothing says yet): ap_measure then fails,
+	 * err saying so, and cut->killed is set. */
+	bool kill_at_deadline;
+	/* When not NULL: what the deadline left out, set by ap_measure. */
+	struct ap_measure_cut *cut;
 };
 
+/* What a deadline (ap_measure_opts.deadline_ns) left out of a call of
+ * ap_measure. */
+struct ap_measure_cut {
+	unsigned rounds_wanted;	/* min_rounds */
+	bool rounds_cut;	/* fewer rounds than that made: */
+	unsigned rounds;	/* ...these */
+	size_t sites;		/* sites left out: not two rounds of them fitted */
+	bool recorded;		/* runs under the sampler wanted and not made */
+	bool probes;		/* a switch or fault probe wanted and not made */
+	bool killed;		/* a run killed at the deadline (kill_at_deadline) */
+};
+
+
+/* What a measurement spends besides its rounds, for a budget to plan
+ * with: a run of the baseline under the sampler (what recording costs)
+ * takes about AP_MEASURE_REC_RUNS runs and AP_MEASURE_REC_NS more (the
+ * sampler with no `record` to drain its ring waits for one, a second in
+ * all, before it writes the trace itself: sampler/tracefile.c,
+ * DRAIN_GONE_NS; the demo's: 1.00 s against 2.4 ms), and the runner's
+ * probes, AP_MEASURE_PROBES of each kind, about AP_MEASURE_PROBE_NS each
+ * (80-90 ms here): the switch probe's for a script of two threads or
+ * more, the fault probe's for a baseline that faulted
+ * AP_MEASURE_FAULT_PROBE_MIN times or more. */
+#define AP_MEASURE_REC_RUNS 2
+#define AP_MEASURE_REC_NS 1e9
+#define AP_MEASURE_PROBES 3
+#define AP_MEASURE_PROBE_NS 0.1e9
+#define AP_MEASURE_FAULT_PROBE_MIN 1000
 
 /* Sets the defaults: 15 s, 6 to 50 rounds, runner NULL (the caller's),
  * the CPUs as they are, every page touched. */
@@ -183,9 +233,13 @@ void ap_measure_opts_init(struct ap_measure_opts *o);
 
 /* Runs the baseline and every job, out[i] for jobs[i] (jobs at the end
  * are left out, out[i].ok false, when min_rounds rounds of all would not
- * fit in the budget: the first round tells how long a run takes), base for the
+ * fit in the budget: the first round tells how long a run takes; all of
+ * them when not two rounds fitted), base for the
  * baseline, *recorded for the baseline under the sampler (all 0 when
- * o->sampler is NULL or those runs failed). Returns 0, or -1 with err set when no run could be made (the
+ * o->sampler is NULL or those runs failed or did not fit). Rounds go on
+ * until every saving's interval is tight, max_rounds, or the next round
+ * would end past the budget (o->deadline_ns, or budget_ns from the
+ * call); without a budget, min_rounds rounds. Returns 0, or -1 with err set when no run could be made (the
  * runner is missing or fails): then nothing is measured. */
 int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 	       const struct ap_measure_opts *o, struct ap_measured *out, struct ap_run_cost *base,

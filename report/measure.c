@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <dirent.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -848,6 +849,7 @@ void ap_measure_opts_init(struct ap_measure_opts *o)
 
 struct sample {
 	double cpu_ns, wall_ns, minflt, maxrss_kb, calls, hits, cpus, wakes;
+	double took_ns;	/* the run's wall time as the budget counts it: fork to reap */
 };
 
 static double now_ns(void)
@@ -861,10 +863,12 @@ static double now_ns(void)
  * into buf: 0 when it exited 0. With `sampler`, under liballocprof.so
  * recording every allocation into a trace in `dir`; with keep_fd >= 0,
  * that descriptor left open for it (the script: the caller formats its
- * number, keep_fd's dup, into args through fd_arg). */
+ * number, keep_fd's dup, into args through fd_arg). With kill_at (a
+ * CLOCK_MONOTONIC time in ns; 0: none), a runner still running then is
+ * killed: -2, err saying so. */
 static int runner_say(const char *runner, const char *const *args, int keep_fd, char *fd_arg,
 		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, long whole,
-		      char *buf, size_t bufsz, struct ap_error *err)
+		      double kill_at, char *buf, size_t bufsz, struct ap_error *err)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -911,7 +915,22 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 	live_runner = pid;
 	close(pfd[1]);
 	size_t len = 0;
+	bool killed = false;
 	for (;;) {
+		if (kill_at > 0 && !killed) {
+			double left = kill_at - now_ns();
+			struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
+			int ms = left <= 0 ? 0 : left >= 1e9 * 3600 ? 3600 * 1000 : (int)(left / 1e6) + 1;
+			int pr = poll(&pf, 1, ms);
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0) {
+				if (now_ns() < kill_at)
+					continue;
+				kill(pid, SIGKILL);
+				killed = true;
+			}
+		}
 		ssize_t r = read(pfd[0], buf + len, bufsz - 1 - len);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -930,6 +949,10 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 	live_runner = 0;
 	if (w < 0)	/* reaped by on_end_signal: the caller goes on, or not */
 		return ap_error_set(err, "measured replay: stopped");
+	if (killed && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+		ap_error_set(err, "measured replay: a run still going at the budget's end, stopped");
+		return -2;
+	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		if (WIFSIGNALED(st))
 			return ap_error_set(err, "measured replay: the runner died of %s",
@@ -947,15 +970,17 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
 		    const char *classes, const char *sampler, const char *dir, double touch, long whole,
-		    struct sample *out, struct ap_error *err)
+		    double kill_at, struct sample *out, struct ap_error *err)
 {
+	double t0 = now_ns();
 	char a1[16] = "", a2[24], a3[24], buf[512];
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
-	if (runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, buf, sizeof(buf),
-		       err) < 0)
-		return -1;
+	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, kill_at, buf,
+			    sizeof(buf), err);
+	if (rc < 0)
+		return rc;
 	/* The result is the line that starts with cpu_ns= (a preloaded
 	 * sampler may have said something first). */
 	char *res = strstr(buf, "cpu_ns=");
@@ -979,7 +1004,8 @@ static int run_once(const struct ap_script *s, const char *runner, long site, ui
 		sscanf(c, " wakes=%llu", &wakes);
 	*out = (struct sample){ .cpu_ns = (double)cpu, .wall_ns = (double)wall, .minflt = (double)minflt,
 				.maxrss_kb = (double)(maxrss - rss0), .calls = (double)calls,
-				.hits = (double)hits, .cpus = (double)ncpus, .wakes = (double)wakes };
+				.hits = (double)hits, .cpus = (double)ncpus, .wakes = (double)wakes,
+				.took_ns = now_ns() - t0 };
 	return 0;
 }
 
@@ -1047,24 +1073,47 @@ static void cost_of(struct sample *v, size_t n, struct ap_run_cost *c)
 	free(x);
 }
 
+/* The budget's bookkeeping in one call of ap_measure: its deadline (0:
+ * none) and what it left out. */
+struct budget {
+	double dl;
+	struct ap_measure_cut cut;
+};
+
+/* Whether a run expected to take `expect` ns, with `reserve` ns more
+ * kept for what must follow, ends by the deadline (an expectation of 0,
+ * unknown, fits while the deadline is still ahead). */
+static bool fits(const struct budget *bg, double expect, double reserve)
+{
+	if (bg->dl <= 0)
+		return true;
+	double now = now_ns();
+	return expect <= 0 ? now < bg->dl : now + expect + reserve <= bg->dl;
+}
+
 /* A probe of the runner's (`allocprof-replay FLAG`, which prints
- * `KEY=N ...`): the median of PROBES of its N; 0 when none said. The
+ * `KEY=N ...`): the median of AP_MEASURE_PROBES of its N; 0 when none said. The
  * switch probe: what one blocking hand-over between two threads costs on
  * the replay's CPUs; the fault probe: what a page fault of a page given
- * back and written again costs. */
-#define PROBES 3
-/* The fault probe runs when the baseline's first run faulted this often. */
-#define FAULT_PROBE_MIN 1000
-static double probe_cost(const char *runner, const int *stop, const char *flag, const char *key)
+ * back and written again costs. Each within the budget with `reserve`
+ * left (AP_MEASURE_PROBE_NS the first, what the last took after); one left out sets bg->cut.probes. */
+static double probe_cost(const char *runner, const int *stop, const char *flag, const char *key,
+			 struct budget *bg, double reserve)
 {
-	double v[PROBES];
+	double v[AP_MEASURE_PROBES], took = AP_MEASURE_PROBE_NS;
 	size_t n = 0, kl = strlen(key);
-	for (size_t k = 0; k < PROBES && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED)); k++) {
+	for (size_t k = 0; k < AP_MEASURE_PROBES && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED)); k++) {
+		if (!fits(bg, took, reserve)) {
+			bg->cut.probes = true;
+			break;
+		}
 		char buf[256], *end;
 		struct ap_error e2;
 		const char *args[] = { "allocprof-replay", flag, NULL };
-		if (runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, -1, buf, sizeof(buf), &e2) != 0 ||
-		    strncmp(buf, key, kl) || buf[kl] != '=')
+		double t0 = now_ns();
+		int rc = runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, -1, 0, buf, sizeof(buf), &e2);
+		took = now_ns() - t0;
+		if (rc != 0 || strncmp(buf, key, kl) || buf[kl] != '=')
 			continue;
 		unsigned long long ns = strtoull(buf + kl + 1, &end, 10);
 		if (end != buf + kl + 1 && ns)
@@ -1073,13 +1122,26 @@ static double probe_cost(const char *runner, const int *stop, const char *flag, 
 	return n ? median(v, n) : 0;
 }
 
+/* A run under the sampler took 4-7 times the wall time of the
+ * baseline's (bench/twins' prodcons, prodcons2, relay: 1.36 s against
+ * 0.33; 1.27 against 0.26; 1.13 against 0.17), the demo's 1.00 s
+ * against 2.4 ms (AP_MEASURE_REC_NS): the first is expected to take
+ * AP_MEASURE_REC_RUNS times the baseline's and AP_MEASURE_REC_NS. */
+
 /* The baseline under the sampler (--all), `runs` times, in a directory
- * of its own: what recording costs on this sequence. */
+ * of its own: what recording costs on this sequence. Each within the
+ * budget with `reserve` left (the first: AP_MEASURE_REC_RUNS); one left out sets bg->cut.recorded. */
 static void measure_recorded(const struct ap_script *s, const struct ap_measure_opts *o, size_t runs,
-			     struct ap_run_cost *recorded)
+			     struct ap_run_cost *recorded, struct budget *bg, double base_ns,
+			     double reserve)
 {
 	struct sample rec[REC_RUNS];
 	size_t nrec = 0;
+	double expect = AP_MEASURE_REC_RUNS * base_ns + AP_MEASURE_REC_NS;
+	if (!fits(bg, expect, reserve)) {
+		bg->cut.recorded = true;
+		return;
+	}
 	const char *tmpdir = getenv("TMPDIR");
 	char dirbuf[PATH_MAX];
 	snprintf(dirbuf, sizeof(dirbuf), "%s/allocprof-replay-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
@@ -1088,10 +1150,17 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 	memcpy(live_dir, dirbuf, sizeof(live_dir));
 	live_dir_set = 1;
 	struct ap_error e2;
-	for (size_t k = 0; k < runs && k < REC_RUNS; k++)
-		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, &rec[nrec],
-			     &e2) == 0)
+	for (size_t k = 0; k < runs && k < REC_RUNS; k++) {
+		if (!fits(bg, expect, reserve)) {
+			bg->cut.recorded = true;
+			break;
+		}
+		double t0 = now_ns();
+		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
+			     &rec[nrec], &e2) == 0)
 			nrec++;
+		expect = now_ns() - t0;
+	}
 	live_dir_set = 0;
 	remove_dir(dirbuf);
 	if (nrec)
@@ -1115,10 +1184,6 @@ static bool pin_first(unsigned k, cpu_set_t *saved)
 	return sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
-/* The rounds from which the sign test's 95 % interval leaves out the
- * most and the least of the differences (ap_median_interval). */
-#define SPAN_ROUNDS 9u
-
 static int measure_runs(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 			const struct ap_measure_opts *o, struct ap_measured *out,
 			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err);
@@ -1139,6 +1204,13 @@ int ap_measure(const struct ap_script *s, const struct ap_measure_job *jobs, siz
 	return rc;
 }
 
+/* What a run of variant j is expected to take: what its last took, or
+ * the baseline's last, or run_ns (0: unknown). */
+static double expect_run(const double *last, size_t j, double run_ns)
+{
+	return last[j] > 0 ? last[j] : last[0] > 0 ? last[0] : run_ns;
+}
+
 static int measure_runs(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 			const struct ap_measure_opts *o, struct ap_measured *out,
 			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err)
@@ -1146,19 +1218,40 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
 	struct sample *v = ap_xcalloc(nv * maxr, sizeof(*v));	/* v[round * nv + variant] */
 	double *d = ap_xmalloc(maxr * sizeof(*d));
+	double *last = ap_xcalloc(nv, sizeof(*last));	/* each variant's last run, as counted */
 	double t0 = now_ns();
+	struct budget bg = { .dl = o->deadline_ns > 0 ? o->deadline_ns
+				   : o->budget_ns > 0 ? t0 + o->budget_ns
+						      : 0,
+			     .cut = { .rounds_wanted = o->min_rounds } };
+	double kill_at = o->kill_at_deadline ? bg.dl : 0;
 	unsigned rounds = 0;
 	int rc = 0;
 	memset(out, 0, n * sizeof(*out));
 	memset(recorded, 0, sizeof(*recorded));
 	size_t na = nv;	/* the variants still measured: 0 .. na-1 */
-	bool recorded_done = false;
+	bool recorded_done = false, by_deadline = false;
 	double switch_ns = 0, fault_ns = 0;
 	while (rounds < maxr) {
 		/* Each round runs every variant once, starting one further
-		 * each time, so no variant always follows the same one. */
+		 * each time, so no variant always follows the same one; none
+		 * starts that would end past the deadline. */
 		if (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED))
 			break;
+		double round_ns = 0;
+		for (size_t j = 0; j < na; j++)
+			round_ns += expect_run(last, j, o->run_ns);
+		if (!fits(&bg, round_ns, 0)) {
+			by_deadline = true;
+			break;
+		}
+		if (rounds >= o->min_rounds && o->reserve_pairs > 0) {
+			double pair = 0;
+			for (size_t j = 1; j < na; j++)
+				pair = fmax(pair, last[j]);
+			if (!fits(&bg, round_ns, o->reserve_pairs * (last[0] + pair)))
+				break;
+		}
 		for (size_t k = 0; k < na && !rc; k++) {
 			size_t j = (rounds + k) % na;
 			long site = j ? (long)jobs[j - 1].site : -1;
@@ -1171,8 +1264,11 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, o->whole_site,
+			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, o->whole_site, kill_at,
 				      &v[rounds * nv + j], err);
+			if (rc == -2)
+				bg.cut.killed = true;
+			last[j] = v[rounds * nv + j].took_ns;
 		}
 		if (rc)
 			break;
@@ -1180,28 +1276,41 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 		double el = now_ns() - t0;
 		if (rounds == 1) {
 			/* What a run takes, from the first round: as many sites
-			 * as min_rounds rounds fit in the budget (one at least),
-			 * the model's first first; then what recording costs on
-			 * this sequence, three times (once for a long run). */
-			double per = el / (double)nv, left = o->budget_ns - el;
+			 * as min_rounds rounds fit in what is left of the budget
+			 * (one at least), the model's first first; then what
+			 * recording costs on this sequence, three times (once
+			 * for a long run), and the runner's probes, each when it
+			 * leaves a round more to make. */
+			double per = el / (double)nv, left = bg.dl > 0 ? bg.dl - now_ns() : o->budget_ns - el;
 			unsigned more = o->min_rounds > 1 ? o->min_rounds - 1 : 1;
 			double fit = left / (more * per);
 			if (fit < (double)na)
 				na = fit >= 2 ? (size_t)fit : 2;
 			if (na > nv)
 				na = nv;
+			double next = 0;
+			for (size_t j = 0; j < na; j++)
+				next += last[j];
 			if (!recorded_done && o->sampler) {
-				measure_recorded(s, o, per < o->budget_ns / 50 ? REC_RUNS : 1, recorded);
+				/* three when they take a quarter of the budget at
+				 * most (a second each at least: AP_MEASURE_REC_NS) */
+				double rec = AP_MEASURE_REC_RUNS * last[0] + AP_MEASURE_REC_NS,
+				       len = bg.dl > 0 ? bg.dl - t0 : o->budget_ns;
+				measure_recorded(s, o, REC_RUNS * rec <= len / 4 ? REC_RUNS : 1, recorded, &bg,
+						 last[0], next);
 				recorded_done = true;
 			}
 			/* (not for a trial run without sites: its time is the
 			 * one of a replay, which sizes the script) */
 			if (s->nthreads > 1 && n > 0)
-				switch_ns = probe_cost(o->runner, o->stop, "--switch-probe", "switch_ns");
+				switch_ns = probe_cost(o->runner, o->stop, "--switch-probe", "switch_ns", &bg,
+						       next);
 			/* (what the baseline's faults cost, where it faulted
 			 * enough for a verdict to hang on them) */
-			if (n > 0 && v[0].minflt >= FAULT_PROBE_MIN)
-				fault_ns = probe_cost(o->runner, o->stop, "--fault-probe", "fault_ns");
+			if (n > 0 && v[0].minflt >= AP_MEASURE_FAULT_PROBE_MIN)
+				fault_ns = probe_cost(o->runner, o->stop, "--fault-probe", "fault_ns", &bg,
+						      next);
+			el = now_ns() - t0;
 		}
 		if (o->progress)
 			o->progress(o->progress_ctx, rounds, el, o->budget_ns);
@@ -1209,7 +1318,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			continue;
 		/* Tight enough: every interval within a tenth of its saving, or
 		 * within 1 % of the baseline's time. */
-		bool tight = true, spans = false;
+		bool tight = true;
 		double b[64], bm;
 		size_t nb = rounds < 64 ? rounds : 64;
 		for (size_t r = 0; r < nb; r++)
@@ -1222,37 +1331,39 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			ap_median_interval(d, rounds, &lo, &hi);
 			double m = median(d, rounds);
 			tight &= hi - lo <= fmax(0.1 * fabs(m), 0.01 * bm);
-			spans |= lo < 0 && hi > 0 && fabs(m) > 0.01 * bm;
 		}
-		if (tight)
+		/* (without a budget: min_rounds) */
+		if (tight || bg.dl <= 0)
 			break;
-		/* Past the budget, a few rounds more where a saving's interval
-		 * spans zero while its median is no small part of the run: at 6
-		 * rounds the interval is their extremes, and one round far off
-		 * (a replay the machine slowed) makes it "within noise"
-		 * (bench/twins' prodcons2: [-18, 258] ms about 217); from
-		 * SPAN_ROUNDS on, one round at each end is left out. Only within
-		 * twice the budget. */
-		if (el >= o->budget_ns &&
-		    (!spans || rounds >= SPAN_ROUNDS ||
-		     el + el / rounds * (SPAN_ROUNDS - rounds) > 2 * o->budget_ns))
-			break;
+	}
+	if (by_deadline && rounds < o->min_rounds) {
+		bg.cut.rounds_cut = true;
+		bg.cut.rounds = rounds;
 	}
 	if (!rounds && !rc)
-		rc = ap_error_set(err, "measured replay: stopped before a round");
+		rc = ap_error_set(err, by_deadline ? "measured replay: no round fits in the budget"
+						   : "measured replay: stopped before a round");
+	if (o->cut)
+		*o->cut = bg.cut;
 	if (rc && !rounds) {
+		if (o->cut)
+			o->cut->sites = n;
 		free(v);
 		free(d);
+		free(last);
 		return -1;
 	}
-	/* A failure after complete rounds keeps them. */
+	/* A failure after complete rounds keeps them; a site is measured
+	 * with two rounds at least (one difference has no interval), or
+	 * min_rounds when fewer are asked. */
+	unsigned enough = o->min_rounds < 2 ? o->min_rounds : 2;
 	struct sample *col = ap_xmalloc(rounds * sizeof(*col));
 	for (unsigned r = 0; r < rounds; r++)
 		col[r] = v[r * nv];
 	cost_of(col, rounds, base);
 	base->switch_ns = switch_ns;
 	base->fault_ns = fault_ns;
-	for (size_t j = 1; j < na; j++) {
+	for (size_t j = 1; j < na && rounds >= enough; j++) {
 		struct ap_measured *m = &out[j - 1];
 		for (unsigned r = 0; r < rounds; r++) {
 			col[r] = v[r * nv + j];
@@ -1264,8 +1375,12 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 		m->rounds = rounds;
 		m->ok = true;
 	}
+	if (o->cut)
+		for (size_t j = 0; j < n; j++)
+			o->cut->sites += !out[j].ok;
 	free(col);
 	free(v);
 	free(d);
+	free(last);
 	return 0;
 }

@@ -11,6 +11,8 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py pooledexit PROGRAM [ARGS...]
        advise-e2e.py copygrow PROGRAM N
        advise-e2e.py nomap PROGRAM[,ARG...]...
+       advise-e2e.py budget PROGRAM
+       advise-e2e.py whole PROGRAM
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -60,6 +62,14 @@ their blocks' identities, the joins of growth by copy applied by the
 walk), and its text and JSON are the same bytes as with the map
 (ALLOCPROF_TEST_ADVISE_BLOCKS=1), at the default gogc and at gogc:10 (more
 cycles, more hits with room to spare).
+
+budget: PROGRAM (the demo) advised with --measure-time 500ms measures
+within it, and a run more at most, and says what it left out (the run
+under the sampler, which takes a second).
+
+whole: PROGRAM (testdata/advise_whole) is measured a second time with
+its site's blocks written and read whole, and the JSON and the text say
+both measurements, each with its own baseline.
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -296,6 +306,30 @@ def pooledexit(prog, args):
         sys.exit("FAIL: %s: the pool's objects at exit are counted as escaping" % prog)
 
 
+# Budgets tried in turn where a test wants a run's first events measured:
+# every replay counts against --measure-time (the making of the script,
+# the probe of the whole run, the rounds), so the smallest that measures
+# anything depends on the machine's speed and load; the first that does
+# is too small for a replay of the whole run (bench/twins/README.md,
+# session 31).
+LADDER = ["1s", "2s", "4s", "8s"]
+
+
+def ladder(t, json_out=True):
+    """advise of t with the budgets of LADDER in turn, up to the first
+    that measures a site: (its JSON or text, the budget)."""
+    for b in LADDER:
+        if json_out:
+            adv = advise(t, ["--measure-time", b], measure=True)
+            if adv["measurement"]["sites"]:
+                return adv, b
+        else:
+            text = run([A, "advise", "-n", "1", "--measure-time", b, t])
+            if re.search(r"^Measured: ", text, re.M):
+                return text, b
+    return (adv if json_out else text), b
+
+
 def measured(prog, want):
     """The measured replay on an --all trace: the baseline replays every
     allocator call of the trace (stats' records, less unmatched frees); a
@@ -304,9 +338,10 @@ def measured(prog, want):
     site saves page faults: pool, the interval above zero, a tenth of the
     faults), "costs:FUNC" (FUNC's pool costs more), "sampled" (a sampled
     trace is not measured), "bigheap" (a run that held more than half the
-    memory available is not replayed), "prefix" (with a budget far too
-    small for a replay of the whole run, the run's first events are
-    measured, a million at least, and the text says so), "prefixfit" (the
+    memory available is not replayed), "prefix" (with a budget too small
+    for a replay of the whole run, the smallest of LADDER that measures
+    anything, the run's first events are measured, a million at least,
+    and the text says so), "prefixfit" (the
     same for a run of one thread that writes a quarter of each of its buffers:
     the share written is fitted on the first events too) or "any"."""
     fails = []
@@ -321,12 +356,12 @@ def measured(prog, want):
             # program faults 16 times a burst, a replay writing every page
             # 32, first lines 8.)
             t = record(tmp, prog, "all", ["--all"], ["2000", "4", "750"])
-            adv = advise(t, ["--measure-time", "0.2s"], measure=True)
+            adv, b = ladder(t)
             m = adv["measurement"]
-            print("%s: share replayed %.3f, touch share %.3f, faults: every page %s, first lines %s, "
-                  "the run's in the share %s" % (prog, m.get("share_replayed", 1), m.get("touch_share", 1),
-                                                 m.get("touch_faults_all"), m.get("touch_faults_line"),
-                                                 m.get("touch_faults_run")))
+            print("%s: --measure-time %s: share replayed %.3f, touch share %.3f, faults: every page %s, "
+                  "first lines %s, the run's in the share %s"
+                  % (prog, b, m.get("share_replayed", 1), m.get("touch_share", 1),
+                     m.get("touch_faults_all"), m.get("touch_faults_line"), m.get("touch_faults_run")))
             if not m["sites"] or not m["share_replayed"] < 1:
                 fails.append("want a share below 1 measured: %s" % m)
             elif not 0.1 <= m["touch_share"] <= 0.6:
@@ -334,7 +369,7 @@ def measured(prog, want):
                              % m["touch_share"])
             elif not m["touch_faults_run"] < 0.8 * adv["program_minflt"]:
                 fails.append("fitted to %s faults, not the share's of the run's" % m["touch_faults_run"])
-            text = run([A, "advise", "-n", "1", "--measure-time", "0.2s", t])
+            text, b = ladder(t, json_out=False)
             if not re.search(r"^  writing the first [0-9.]+% of each new block's bytes, not all of them: "
                              r"a replay of those events that wrote every page", text, re.M):
                 fails.append("the text does not say what was fitted:\n" + text)
@@ -344,13 +379,18 @@ def measured(prog, want):
     with tempfile.TemporaryDirectory() as tmp:
         t = record(tmp, prog, "all" if want != "sampled" else "sampled",
                    ["--all"] if want != "sampled" else [])
-        adv = advise(t, ["--measure-time", "20s" if want != "prefix" else "0.2s"], measure=True)
+        if want != "prefix":
+            adv = advise(t, ["--measure-time", "20s"], measure=True)
+        else:
+            adv, b = ladder(t)
         st = stats(t)
         if want == "prefix":
             m = adv["measurement"]
+            if not m["sites"]:
+                sys.exit("FAIL: %s: nothing measured with budgets up to %s: %s" % (prog, b, m))
             share = m["share_replayed"]
-            print("%s: %d events, %d replayed with a 0.2s budget (%.3f)"
-                  % (prog, st["events"], m["baseline"]["allocator_calls"], share))
+            print("%s: %d events, %d replayed with a %s budget (%.3f)"
+                  % (prog, st["events"], m["baseline"]["allocator_calls"], b, share))
             if not m["sites"] or not (2 ** 20 / st["events"] - 1e-9 <= share < 1):
                 fails.append("want a share in [%d events, all) measured: %s" % (2 ** 20, m))
             elif not 2 ** 20 <= m["baseline"]["allocator_calls"] < st["events"]:
@@ -358,7 +398,7 @@ def measured(prog, want):
                                                                         st["events"]))
             elif m.get("probe_events") != st["events"] or not m.get("probe_wall_ns", 0) > 0:
                 fails.append("no probe of the whole run in the JSON: %s" % m)
-            text = run([A, "advise", "-n", "1", "--measure-time", "0.2s", t])
+            text, b = ladder(t, json_out=False)
             if not re.search(r"^  on the first [0-9.]+%% of the run's events \(a replay of %d events "
                              r"takes [0-9.]+[mun]?s, too long for --measure-time\): savings scaled "
                              r"to the whole run$" % st["events"], text, re.M):
@@ -431,6 +471,116 @@ def measured(prog, want):
             fails.append("%s: want no: costs more, got %s" % (fn, s and (s["verdict"], s["time_saved_high_ns"])))
     if fails:
         sys.exit("FAIL: " + "; ".join(fails))
+
+
+def budget(prog):
+    """Every replay advise starts counts against --measure-time: the demo
+    (20000 requests, replays of a few ms) advised with 500ms reports
+    having measured within it and a run more (BUDGET_OVER: a run of the
+    demo's takes 2-5 ms, its first under load up to a hundred), not the
+    6 rounds at least and the three runs under the sampler (a second
+    each) it took whatever the budget (3.5 s and more); the run under
+    the sampler, which cannot fit, is said left out, in JSON and text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all", ["--all"], ["20000"])
+        adv = advise(t, ["--measure-time", "500ms"], measure=True)
+        m = adv["measurement"]
+        cut = m.get("budget_cut", {})
+        print("%s, --measure-time 500ms: %s sites, measured in %.0f ms, budget %s, cut %s"
+              % (prog, m["sites"], m.get("wall_ns", 0) / 1e6, m.get("budget_ns"), cut))
+        fails = []
+        if not m["sites"]:
+            fails.append("nothing measured: %s" % m.get("why_not"))
+        if m.get("budget_ns") != 500000000:
+            fails.append("budget_ns %s, want 500000000" % m.get("budget_ns"))
+        if not m.get("wall_ns", 1e18) <= 500e6 + BUDGET_OVER:
+            fails.append("measured for %.0f ms with a budget of 500 ms" % (m.get("wall_ns", 0) / 1e6))
+        if cut.get("recorded") is not True or "recorded" in m:
+            fails.append("the run under the sampler (a second) is not said left out: %s" % cut)
+        text = run([A, "advise", "-n", "1", "--measure-time", "500ms", t])
+        if not re.search(r"^  what recording cost not measured: a replay under the sampler did not "
+                         r"fit in --measure-time 500ms", text, re.M):
+            fails.append("the text does not say what the budget left out:\n" + text)
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
+def whole(prog):
+    """A site whose pool hands blocks much larger than asked for over
+    megabytes more memory is measured a second time with its blocks
+    written and read whole (report/advise_measure.c, measure_whole):
+    testdata/advise_whole, records of 1-16 KiB (8.5 KiB on average, 20000
+    of them) handed between two threads in batches of 1024. The JSON's
+    `measured` says written_whole, with that measurement's baseline (every
+    call of the trace replayed, its CPU time above the first
+    measurement's: every byte written and read), and line_a_page the
+    first measurement whole, its baseline the top-level one; the pool's
+    hits hand blocks 1.5 times the size asked for or more and its replay
+    peaks 4 MiB or more above the baseline's (the shape that takes the
+    second measurement); each saving lies in its interval; the site's text
+    names both measurements."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all", ["--all"])
+        adv = advise(t, ["--measure-time", "20s"], measure=True)
+        st = stats(t)
+    m = adv["measurement"]
+    s = the_site(adv, prog)
+    me = s.get("measured") or {}
+    lo = me.get("line_a_page") or {}
+    wb = me.get("baseline") or {}
+    lb = lo.get("baseline") or {}
+    base = m.get("baseline") or {}
+    calls = st["events"] - st["unmatched_frees"]
+    print("%s: %s, %s; written whole: saved %s [%s, %s] over %s rounds, baseline %s ns CPU, pool peak %s; "
+          "a line a page: saved %s [%s, %s] over %s rounds, baseline %s ns CPU, pool peak %s (baseline %s)"
+          % (prog, s["time_source"], s["verdict"], s.get("time_saved_ns"), s.get("time_saved_low_ns"),
+             s.get("time_saved_high_ns"), me.get("rounds"), wb.get("cpu_ns"),
+             me.get("pooled", {}).get("peak_rss_bytes"), lo.get("time_saved_ns"), lo.get("time_saved_low_ns"),
+             lo.get("time_saved_high_ns"), lo.get("rounds"), lb.get("cpu_ns"),
+             lo.get("pooled", {}).get("peak_rss_bytes"), base.get("peak_rss_bytes")))
+    fails = []
+    if s["time_source"] != "measured" or me.get("written_whole") is not True:
+        sys.exit("FAIL: %s: not measured written whole: %s, %s; measurement %s"
+                 % (prog, s["time_source"], me, {k: v for k, v in m.items() if k != "baseline"}))
+    text = s.get("reasons") or ""
+    ratio = re.search(r"its hits hand blocks of [0-9.]+[kMG]?B on average for requests of [0-9.]+[kMG]?B, "
+                      r"([0-9.]+) times as large", text)
+    print("  " + (ratio.group(0) if ratio else "(no ratio in the text)"))
+    if not ratio or not float(ratio.group(1)) >= 1.5:
+        fails.append("the text does not say the pool's hits hand blocks 1.5 times as large or more: %s" % text)
+    if not lo.get("pooled", {}).get("peak_rss_bytes", 0) >= base.get("peak_rss_bytes", 1e18) + 4 * 2 ** 20:
+        fails.append("the pool's replay peaks at %s, the baseline's at %s: not 4 MiB more"
+                     % (lo.get("pooled", {}).get("peak_rss_bytes"), base.get("peak_rss_bytes")))
+    for what, c in [("written whole", wb), ("a line a page", lb), ("measurement", base)]:
+        if c.get("allocator_calls") != calls:
+            fails.append("%s: the baseline replayed %s calls, the trace has %d" % (what, c.get("allocator_calls"),
+                                                                                    calls))
+        if not c.get("cpu_ns", 0) > 0:
+            fails.append("%s: the baseline's CPU time is %s" % (what, c.get("cpu_ns")))
+    if lb != base:
+        fails.append("line_a_page's baseline is not measurement.baseline: %s, %s" % (lb, base))
+    if not wb.get("cpu_ns", 0) > base.get("cpu_ns", 1e18):
+        fails.append("the baseline written whole took %s ns of CPU, the one writing a line a page %s: every "
+                     "byte written and read costs nothing?" % (wb.get("cpu_ns"), base.get("cpu_ns")))
+    if not (me.get("rounds", 0) >= 2 and lo.get("rounds", 0) >= 2 and 0 < me.get("confidence", 0) < 1
+            and 0 < lo.get("confidence", 0) < 1):
+        fails.append("rounds %s and %s, confidence %s and %s" % (me.get("rounds"), lo.get("rounds"),
+                                                                 me.get("confidence"), lo.get("confidence")))
+    if not s["time_saved_low_ns"] <= s["time_saved_ns"] <= s["time_saved_high_ns"]:
+        fails.append("the saving written whole is outside its interval")
+    if not lo.get("time_saved_low_ns", 1) <= lo.get("time_saved_ns", 0) <= lo.get("time_saved_high_ns", -1):
+        fails.append("the saving of a line a page is outside its interval")
+    if not re.search(r"Measured with the site's blocks written and read whole", text) or \
+            not re.search(r"A replay writing only a line and a byte a page of each new block, as for other sites, "
+                          r"measured the pool (saving|costing) ", text):
+        fails.append("the site's text does not name both measurements: %s" % text)
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
+# What a budget may be overrun by (budget): a run that took longer than
+# the one before it.
+BUDGET_OVER = 250e6
 
 
 def copygrow(prog, n):
@@ -552,6 +702,10 @@ def main():
         copygrow(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "nomap":
         nomap(sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "whole":
+        whole(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "budget":
+        budget(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
         repeat(sys.argv[2])
     else:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ap_advise.h"
@@ -842,13 +843,10 @@ static void test_whole(void)
 	ap_trace_free(t);
 }
 
-/* A program of one thread off its CPU between its calls: its naps are
- * slept in every run of the replay, within AP_RS_SLEEP_TOTAL_NS, and
- * within a share of the user's budget (ap_advise_sleep_max: a process
- * waiting on its children slept 835 ms a run, and `advise --measure-time
- * 1s` of `git repack` took 14 s). 100 blocks 5 ms apart in a run of
- * 500 ms, 10 ms of it on a CPU: 99 naps of 2 ms (AP_RS_SLEEP_MAX_NS). */
-static void test_sleep_budget(void)
+/* A program of one thread off its CPU between its calls: 100 blocks 5 ms
+ * apart in a run of 500 ms, 10 ms of it on a CPU: 99 naps of 2 ms
+ * (AP_RS_SLEEP_MAX_NS). */
+static struct ap_trace *naps_trace(void)
 {
 	uint32_t st;
 	struct ap_tw *tw = synth_one_thread(&st);
@@ -862,6 +860,16 @@ static void test_sleep_budget(void)
 	t->cpu_ns = 10000000;
 	t->has_run_delay = true;
 	t->run_delay_ns = 0;
+	return t;
+}
+
+/* Its naps are slept in every run of the replay, within
+ * AP_RS_SLEEP_TOTAL_NS, and within a share of the user's budget
+ * (ap_advise_sleep_max: a process waiting on its children slept 835 ms a
+ * run, and `advise --measure-time 1s` of `git repack` took 14 s). */
+static void test_sleep_budget(void)
+{
+	struct ap_trace *t = naps_trace();
 	uint32_t sites[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	CHECK(t->nstacks <= 8, "sleep budget: %zu stacks", (size_t)t->nstacks);
 	uint64_t caps[] = { 0, 20000000 }, want[] = { 198000000, 20000000 };
@@ -887,6 +895,99 @@ static void test_sleep_budget(void)
 	EQ("sleep max, many sites", (double)ap_advise_sleep_max(15e9, 6, 9, 0),
 	   (double)(uint64_t)(7.5e9 / (6 * (AP_MEASURE_FIT_SITES + 1) + 1)));
 	EQ("sleep max, no budget", (double)ap_advise_sleep_max(0, 6, 1, 3), 0);
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The user's budget holds every run (ap_measure_opts.deadline_ns,
+ * session 31: advise at --measure-time 3s took 12.2 s of prodcons, its
+ * probe, its runs under the sampler and six rounds whatever the budget
+ * outside the count). On the script of test_sleep_budget, whose runs nap
+ * 198 ms each (and the same with its naps capped at 1 ns), with a job of
+ * its one site; nothing here depends on how fast the runs are but the
+ * lower bound the naps give a run: a round takes 396 ms at least. */
+static void test_deadline(void)
+{
+	struct ap_trace *t = naps_trace();
+	uint32_t sites[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	struct ap_error err;
+	struct ap_script *naps = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 0, &err);
+	CHECK(naps != NULL, "deadline: %s", err.msg);
+	struct ap_script *quick = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 1, &err);
+	CHECK(quick != NULL, "deadline: %s", err.msg);
+	if (!naps || !quick)
+		return;
+	CHECK(ap_script_sleep_ns(naps) >= 190000000, "deadline: the script naps %llu ns a run",
+	      (unsigned long long)ap_script_sleep_ns(naps));
+	struct ap_measure_job job = { .site = 0 };
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+
+	/* 1. a round expected to end past the deadline does not start: no
+	 * run, and the site is said left out */
+	struct ap_measure_opts o = opts_of(6, 0);
+	struct ap_measure_cut cut;
+	o.cut = &cut;
+	o.run_ns = 1e9;
+	o.deadline_ns = mono_now() + 0.5e9;
+	CHECK(ap_measure(quick, &job, 1, &o, &out, &base, &rec, &err) < 0, "deadline: a round ran");
+	CHECK(cut.rounds_cut && cut.rounds == 0 && cut.sites == 1 && !out.ok,
+	      "deadline, none fits: rounds_cut %d, rounds %u, sites %zu, ok %d", cut.rounds_cut,
+	      cut.rounds, cut.sites, out.ok);
+	CHECK(strstr(err.msg, "no round fits in the budget") != NULL, "deadline: %s", err.msg);
+
+	/* ...nor one whose length nothing says once the deadline is past
+	 * (the making of the script took the budget) */
+	o.run_ns = 0;
+	o.deadline_ns = mono_now() - 1;
+	CHECK(ap_measure(quick, &job, 1, &o, &out, &base, &rec, &err) < 0 && cut.rounds_cut &&
+		      cut.rounds == 0,
+	      "deadline past, no length said: a round ran (rounds_cut %d, rounds %u)", cut.rounds_cut,
+	      cut.rounds);
+
+	/* 2. far off: min_rounds rounds, nothing cut */
+	o.run_ns = 0;
+	o.deadline_ns = mono_now() + 3600e9;
+	o.max_rounds = 6;
+	CHECK(ap_measure(quick, &job, 1, &o, &out, &base, &rec, &err) == 0, "deadline, far: %s", err.msg);
+	CHECK(out.ok && out.rounds == 6 && !cut.rounds_cut && cut.sites == 0 && !cut.killed,
+	      "deadline, far: ok %d, %u rounds, rounds_cut %d, sites %zu", out.ok, out.rounds,
+	      cut.rounds_cut, cut.sites);
+
+	/* 3. a second for rounds of 396 ms or more: two at most, not the six
+	 * wanted, and said so; a site measured with two, none with one */
+	o.max_rounds = 50;
+	o.deadline_ns = mono_now() + 1e9;
+	int rc = ap_measure(naps, &job, 1, &o, &out, &base, &rec, &err);
+	CHECK(rc == 0, "deadline, a second: %s", err.msg);
+	CHECK(cut.rounds_cut && cut.rounds >= 1 && cut.rounds <= 2,
+	      "deadline, a second: rounds_cut %d, %u rounds", cut.rounds_cut, cut.rounds);
+	CHECK(out.ok == (cut.rounds == 2) && cut.sites == (cut.rounds == 2 ? 0u : 1u) &&
+		      (!out.ok || out.rounds == 2),
+	      "deadline, a second: %u rounds, ok %d (%u rounds), sites left out %zu", cut.rounds, out.ok,
+	      out.rounds, cut.sites);
+
+	/* 4. the probe of a script nothing says the length of: killed at the
+	 * deadline, 20 ms into a run that naps 198 ms */
+	struct ap_measure_opts po = opts_of(1, 0);
+	po.cut = &cut;
+	po.kill_at_deadline = true;
+	po.deadline_ns = mono_now() + 20e6;
+	CHECK(ap_measure(naps, NULL, 0, &po, &out, &base, &rec, &err) < 0, "deadline, killed: a run ended");
+	CHECK(cut.killed, "deadline, killed: cut.killed not set (%s)", err.msg);
+	CHECK(strstr(err.msg, "still going at the budget's end") != NULL, "deadline, killed: %s", err.msg);
+	/* ...and one that ends in time is not */
+	po.deadline_ns = mono_now() + 3600e9;
+	CHECK(ap_measure(quick, NULL, 0, &po, &out, &base, &rec, &err) == 0 && !cut.killed,
+	      "deadline, in time: %s", err.msg);
+	ap_script_free(naps);
+	ap_script_free(quick);
+	ap_trace_free(t);
 }
 
 /* A pooled object too small for a request is dropped for a block of the
@@ -1130,6 +1231,7 @@ int main(int argc, char **argv)
 	test_touch();
 	test_whole();
 	test_sleep_budget();
+	test_deadline();
 	test_small_hit();
 	test_budget_events();
 	test_live_bound();

@@ -8,7 +8,7 @@
 #     replay naps 99 times 2 ms (the most a nap sleeps), about 198 ms, and
 #     says so; with ALLOCPROF_REPLAY_SLEEP=0 it does not, with
 #     ALLOCPROF_REPLAY_SLEEP=10000000 it sleeps 10 ms in all; within a
-#     budget of 1 s, half of it over the runs of six rounds of the
+#     budget of 2 s, half of it over the runs of six rounds of the
 #     baseline and a site at the least (report/ap_advise.h,
 #     ap_advise_sleep_max), the naps shortened alike;
 #  2. testdata/gaps computes 200 us between its calls (long gaps, no
@@ -72,16 +72,20 @@ expect_eq "naps, ALLOCPROF_REPLAY_SLEEP=0: sleep_ns" "$(jq n0.json 'j["measureme
 adv n10.json naps.trace ALLOCPROF_REPLAY_SLEEP=10000000
 slept=$(jq n10.json 'j["measurement"]["sleep_ns"]')
 ratio "$slept" 10000000 0.99 1.0 || fail "naps, ALLOCPROF_REPLAY_SLEEP=10000000: the replay sleeps $slept ns, want 10 ms"
-# the user's budget: 0.5 s over 13 runs or more (one site or two, the
-# probe, the fit's replays when there are some): 38.5 ms at most
-budget=1s adv n1.json naps.trace
-slept=$(jq n1.json 'j["measurement"]["sleep_ns"]')
-echo "naps, --measure-time 1s: the replay sleeps $slept ns"
-[ "$slept" -gt 0 ] && [ "$slept" -le 38461538 ] ||
-	fail "naps, --measure-time 1s: the replay sleeps $slept ns a run, want 38.5 ms at most (and some)"
-# ...and the header says they were shortened, not "as recorded"
-"$ALLOCPROF" advise -n 1 --measure-time 1s naps.trace >n1.txt 2>&1 || fail "advise naps --measure-time 1s (text)"
-grep -q "^  with the program's time off its CPU, shortened: [0-9.]*ms slept a run at its longest gaps between calls, of the recorded 19[0-9.]*ms, each gap alike" n1.txt ||
+# the user's budget: 1 s over 13 runs or more (one site or two, the
+# probe, the fit's replays when there are some): 76.9 ms at most. (2s,
+# not 1: every run counts against it now, and a site is measured with two
+# rounds or not at all; beside a parallel test run one round of a budget
+# of 1s was all that fitted, and nothing was measured, session 31)
+budget=2s adv n1.json naps.trace
+slept=$(jq n1.json 'j["measurement"].get("sleep_ns", "")')
+echo "naps, --measure-time 2s: the replay sleeps $slept ns"
+[ -n "$slept" ] && [ "$slept" -gt 0 ] && [ "$slept" -le 76923076 ] ||
+	fail "naps, --measure-time 2s: the replay sleeps '$slept' ns a run, want 76.9 ms at most (and some): $(jq n1.json 'j["measurement"].get("why_not", "")')"
+# ...and the header says they were shortened, not "as recorded", of the
+# 168-202 ms recorded (above)
+"$ALLOCPROF" advise -n 1 --measure-time 2s naps.trace >n1.txt 2>&1 || fail "advise naps --measure-time 2s (text)"
+grep -q "^  with the program's time off its CPU, shortened: [0-9.]*ms slept a run at its longest gaps between calls, of the recorded \(1[6-9][0-9]\|20[0-2]\)[0-9.]*ms, each gap alike" n1.txt ||
 	fail "advise's header does not say the naps were shortened: $(grep -i 'off its CPU' n1.txt)"
 
 # 2. computing between calls on a shared CPU: waits, not sleeps
