@@ -655,9 +655,13 @@ static inline size_t aligned_request(size_t al, size_t n)
 {
 	if (LIKELY(!new_aligned.al))
 		return n;
-	size_t r = new_aligned.req, slack = new_aligned.al > al ? new_aligned.al : al;
+	size_t r = new_aligned.req, want = new_aligned.al;
 	new_aligned.al = 0;
-	return n >= r && n - r <= slack ? r : n;
+	/* its alignment (libc++ raises one below a pointer's to that), and
+	 * its size rounded up within it (libstdc++: to a multiple of it) */
+	if (al != want && !(want < sizeof(void *) && al == sizeof(void *)))
+		return n;
+	return n >= r && n - r <= al ? r : n;
 }
 
 EXPORT int posix_memalign(void **out, size_t al, size_t n)
