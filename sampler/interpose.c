@@ -637,9 +637,9 @@ EXPORT void *reallocarray(void *old, size_t a, size_t b)
  * its own making: libstdc++ rounds the request up to a multiple of the
  * alignment for aligned_alloc, libc++ raises the alignment to a pointer's
  * for posix_memalign. valgrind, replacing operator new itself, counts the
- * request; so does the sampler: the entry notes it and jumps on to the C++
- * library's operator new (a tail call, no frame of ours: its new-handler,
- * its exceptions and the block it gets are the program's own), and the
+ * request; so does the sampler: the entry notes it and calls the C++
+ * library's operator new (its new-handler, its exceptions and the block
+ * it gets are the program's own; the views drop this library's frame), and the
  * aligned allocation that follows in this thread, within the alignment of
  * the request, is recorded at the request. A program that defines its
  * own operator new comes first and is recorded by the calls it makes. */
@@ -715,7 +715,14 @@ EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al)
 	}
 	new_aligned.req = n;
 	new_aligned.al = al ? al : 1;
-	return f(n, al);
+	void *p = f(n, al);
+	/* spent by its block, or by none: an operator new that does not
+	 * allocate through the C library (a library's own: an arena,
+	 * tcmalloc's) must not leave it to the thread's next aligned call.
+	 * (Not a tail call: exceptions pass through this frame by its
+	 * unwind tables; one thrown leaves the note to the next entry.) */
+	new_aligned.al = 0;
+	return p;
 }
 
 EXPORT void *memalign(size_t al, size_t n)
