@@ -1266,8 +1266,16 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			if (!fits(&bg, round_ns, o->reserve_pairs * (last[0] + pair)))
 				break;
 		}
+		bool partial = false;
 		for (size_t k = 0; k < na && !rc; k++) {
 			size_t j = (rounds + k) % na;
+			/* none starts that would end past the deadline, by what
+			 * the last run of its kind (or the baseline's) took: a
+			 * round cut short is not counted */
+			if (k > 0 && !fits(&bg, expect_run(last, j, o->run_ns), 0)) {
+				partial = by_deadline = true;
+				break;
+			}
 			long site = j ? (long)jobs[j - 1].site : -1;
 			uint64_t cap = j ? jobs[j - 1].cap : 0;
 			char cl[128] = "";
@@ -1283,8 +1291,18 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			if (rc == -2)
 				bg.cut.killed = true;
 			last[j] = v[rounds * nv + j].took_ns;
+			if (rounds == 0 && j == 0 && bg.dl > 0 && last[0] > 0) {
+				/* the first round after its baseline's run: as
+				 * many sites as min_rounds rounds of them fit in
+				 * what is left (two variants at least), as
+				 * after the round below */
+				double left = bg.dl - now_ns() + last[0];
+				double fit = left / ((double)(o->min_rounds ? o->min_rounds : 1) * last[0]);
+				if (fit < (double)na)
+					na = fit >= 2 ? (size_t)fit : 2;
+			}
 		}
-		if (rc)
+		if (rc || partial)
 			break;
 		rounds++;
 		double el = now_ns() - t0;
@@ -1302,9 +1320,12 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				na = fit >= 2 ? (size_t)fit : 2;
 			if (na > nv)
 				na = nv;
+			/* the rounds still owed to min_rounds, kept from what
+			 * recording's cost and the probes may take */
 			double next = 0;
 			for (size_t j = 0; j < na; j++)
 				next += last[j];
+			next *= more;
 			if (!recorded_done && o->sampler) {
 				/* three when they take a quarter of the budget at
 				 * most (a second each at least: AP_MEASURE_REC_NS) */
