@@ -979,17 +979,21 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 	return 0;
 }
 
-/* One run of the runner: site -1 is the baseline. With `sampler`, under
+/* One run of the runner: site -1 is the baseline; free_list serves the
+ * site from each thread's free list, not a vpool. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
-static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *classes, const char *sampler, const char *dir, double touch, long whole,
-		    double kill_at, struct sample *out, struct ap_error *err)
+static int run_once(const struct ap_script *s, const char *runner, long site, bool free_list,
+		    uint64_t cap, const char *classes, const char *sampler, const char *dir, double touch,
+		    long whole, double kill_at, struct sample *out, struct ap_error *err)
 {
 	double t0 = now_ns();
 	char a1[16] = "", a2[24], a3[24], buf[512];
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
-	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
+	const char *cl = classes && *classes ? classes : NULL;
+	const char *plain[] = { "allocprof-replay", a1, a2, a3, cl, NULL };
+	const char *fl[] = { "allocprof-replay", "--free-list", a1, a2, a3, cl, NULL };
+	const char *const *args = free_list ? fl : plain;
 	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, kill_at, buf,
 			    sizeof(buf), err);
 	if (rc < 0)
@@ -1172,7 +1176,7 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 			break;
 		}
 		double t0 = now_ns();
-		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
+		if (run_once(s, o->runner, -1, false, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
 			     &rec[nrec], &e2) == 0)
 			nrec++;
 		expect = now_ns() - t0;
@@ -1288,8 +1292,8 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, o->whole_site, kill_at,
-				      &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, j && jobs[j - 1].free_list, cap, cl, NULL, NULL,
+				      o->touch, o->whole_site, kill_at, &v[rounds * nv + j], err);
 			if (rc == -2)
 				bg.cut.killed = true;
 			last[j] = v[rounds * nv + j].took_ns;
