@@ -130,32 +130,36 @@ static const char *plural(double n)
  * line by line under the header's "Measured". */
 static void budget_cut_text(const struct ap_advice *a)
 {
-	char d[32];
-	ap_advise_format_duration(d, sizeof(d), a->measure_budget_ns);
+	char d[AP_ADVISE_BUDGET_WORDS];
+	ap_advise_budget_words(d, a, a->measure_budget_ns);
 	if (a->budget_rounds_cut)
-		printf("  %u round%s, not the %u wanted: --measure-time %s was spent (an interval "
+		printf("  %u round%s, not the %u wanted: %s was spent (an interval "
 		       "from fewer rounds is wider and less sure, its confidence shown)\n",
 		       a->budget_rounds, plural(a->budget_rounds), a->budget_rounds_wanted, d);
 	if (a->budget_recorded)
 		printf("  what recording cost not measured: a replay under the sampler did not fit "
-		       "in --measure-time %s (the shares are of the recorded run's CPU time, "
+		       "in %s (the shares are of the recorded run's CPU time, "
 		       "recording included)\n", d);
 	if (a->budget_probes)
-		printf("  the runner's switch or fault probes cut short by --measure-time %s\n", d);
+		printf("  the runner's switch or fault probes cut short by %s\n", d);
 	if (a->budget_fit)
 		printf("  the share of each block written not fitted to the run's page faults: its "
-		       "replays did not fit in --measure-time %s\n", d);
+		       "replays did not fit in %s\n", d);
 	if (a->budget_whole_left)
 		printf("  %zu site%s with larger pooled blocks not measured again written whole: "
-		       "--measure-time %s was spent\n", a->budget_whole_left,
+		       "%s was spent\n", a->budget_whole_left,
 		       plural((double)a->budget_whole_left), d);
+	if (a->budget_whole_rounds_cut)
+		printf("  measured again written whole in %u round%s, not the %u wanted: %s was "
+		       "spent (its interval wider, its confidence shown)\n", a->budget_whole_rounds,
+		       plural(a->budget_whole_rounds), a->budget_rounds_wanted, d);
 }
 
 static unsigned measured_rounds(const struct ap_advice *a)
 {
 	for (size_t i = 0; i < a->nsites; i++)
-		if (a->sites[i].measured)
-			return a->sites[i].m.rounds;
+		if (a->sites[i].measured)	/* (the first measurement's) */
+			return a->sites[i].whole_measured ? a->sites[i].mw.rounds : a->sites[i].m.rounds;
 	return 0;
 }
 
@@ -288,6 +292,8 @@ static void budget_cut_json(const struct ap_advice *a, json_t *mj)
 	json_object_set_new(mj, "budget_ns", a->measure_budget_ns > 0
 						     ? json_integer(ap_view_round(a->measure_budget_ns))
 						     : json_null());
+	if (a->measure_budget_run_ns > 0)
+		json_object_set_new(mj, "budget_run_ns", json_integer(ap_view_round(a->measure_budget_run_ns)));
 	json_t *cj = json_object();
 	json_object_set_new(cj, "rounds", a->budget_rounds_cut ? json_integer(a->budget_rounds) : json_null());
 	json_object_set_new(cj, "rounds_wanted", json_integer(a->budget_rounds_wanted));
@@ -295,6 +301,8 @@ static void budget_cut_json(const struct ap_advice *a, json_t *mj)
 	json_object_set_new(cj, "probes", json_boolean(a->budget_probes));
 	json_object_set_new(cj, "touch_fit", json_boolean(a->budget_fit));
 	json_object_set_new(cj, "whole_sites", json_integer((json_int_t)a->budget_whole_left));
+	json_object_set_new(cj, "whole_rounds",
+			    a->budget_whole_rounds_cut ? json_integer(a->budget_whole_rounds) : json_null());
 	json_object_set_new(cj, "probe_stopped", json_boolean(a->budget_probe_killed));
 	json_object_set_new(mj, "budget_cut", cj);
 }

@@ -1037,6 +1037,8 @@ void ap_view_measure_run(const struct ap_view_measure *vm, struct ap_advice *a,
 		mo.progress = measure_progress;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (by_process_depth && mo.budget_ns > 0 && mo.budget_ns < vm->budget_ns)
+		a->measure_budget_run_ns = vm->budget_ns;
 	ap_advise_measure(a, t, m, ao, &mo, vm->sites);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	run_measure_spent += (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);

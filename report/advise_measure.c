@@ -93,6 +93,18 @@ static bool touch_fits(const struct ap_advice *a, const struct ap_script *sc, do
 	       ap_advise_touch_fit(0, all, (double)a->program_minflt) < 1;
 }
 
+void ap_advise_budget_words(char d[AP_ADVISE_BUDGET_WORDS], const struct ap_advice *a, double budget_ns)
+{
+	char b[32], r[32];
+	ap_advise_format_duration(b, sizeof(b), budget_ns);
+	if (a->measure_budget_run_ns <= 0) {
+		snprintf(d, AP_ADVISE_BUDGET_WORDS, "--measure-time %s", b);
+		return;
+	}
+	ap_advise_format_duration(r, sizeof(r), a->measure_budget_run_ns);
+	snprintf(d, AP_ADVISE_BUDGET_WORDS, "this process's share of --measure-time (%s of %s)", b, r);
+}
+
 uint64_t ap_advise_sleep_max(double budget_ns, unsigned rounds, size_t sites, unsigned fit_runs)
 {
 	if (budget_ns <= 0)
@@ -154,11 +166,11 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	if (mo->budget_ns <= 0)
 		return sc;
 	if (mo->deadline_ns > 0 && mono_ns() >= mo->deadline_ns) {
-		char d[32], b[32];
-		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
+		char d[AP_ADVISE_BUDGET_WORDS], b[32];
+		ap_advise_budget_words(d, a, mo->budget_ns);
 		ap_advise_format_duration(b, sizeof(b), built_ns);
 		snprintf(err->msg, sizeof(err->msg),
-			 "the measured replay's budget (%s) spent making the replay's script of the "
+			 "%s spent making the replay's script of the "
 			 "run's %llu events (%s): a longer --measure-time measures it", d,
 			 (unsigned long long)ev, b);
 		ap_script_free(sc);
@@ -182,12 +194,12 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 	if (ap_measure(sc, NULL, 0, &po, &none, probe, &prec, &e2) < 0) {
 		if (!cut.killed)
 			return sc;	/* the measurement proper will say what fails */
-		char d[32], b[32];
-		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
+		char d[AP_ADVISE_BUDGET_WORDS], b[32];
+		ap_advise_budget_words(d, a, mo->budget_ns);
 		ap_advise_format_duration(b, sizeof(b), built_ns);
 		a->budget_probe_killed = true;
 		snprintf(err->msg, sizeof(err->msg),
-			 "the measured replay's budget (%s) spent before one replay of the run's "
+			 "%s spent before one replay of the run's "
 			 "%llu events ended (stopped there; making its script took %s of it): a "
 			 "longer --measure-time measures it", d, (unsigned long long)ev, b);
 		ap_script_free(sc);
@@ -481,9 +493,9 @@ static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const s
 		s->fl_state = AP_FL_BUDGET;
 	}
 	if (cut.rounds_cut) {
-		a->budget_rounds = a->budget_rounds_cut && a->budget_rounds < cut.rounds ? a->budget_rounds
-											  : cut.rounds;
-		a->budget_rounds_cut = true;
+		if (!a->budget_whole_rounds_cut || cut.rounds < a->budget_whole_rounds)
+			a->budget_whole_rounds = cut.rounds;
+		a->budget_whole_rounds_cut = true;
 		a->budget_rounds_wanted = cut.rounds_wanted;
 	}
 	scale_share(a, &mw);
@@ -667,16 +679,17 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	if (cut.rounds_cut && cut.rounds < 2) {
 		/* (a round of each leaves none measured: one difference has no
 		 * interval) */
-		char d[32], r[32];
-		ap_advise_format_duration(d, sizeof(d), mo->budget_ns);
-		ap_advise_format_duration(r, sizeof(r), rc == 0 ? a->base.wall_ns : run_ns);
+		char d[AP_ADVISE_BUDGET_WORDS], r[32], took[96] = "";
+		ap_advise_budget_words(d, a, mo->budget_ns);
+		if (rc == 0 || run_ns > 0) {
+			ap_advise_format_duration(r, sizeof(r), rc == 0 ? a->base.wall_ns : run_ns);
+			snprintf(took, sizeof(took), "a replay of the %llu events measured takes ~%s; ",
+				 (unsigned long long)ap_script_events(sc), r);
+		}
 		snprintf(a->measure_why, sizeof(a->measure_why),
-			 "the measured replay's budget (%s) spent %s (a replay of the %llu events "
-			 "measured takes ~%s; two rounds of the baseline and a site make a "
+			 "%s spent %s (%stwo rounds of the baseline and a site make a "
 			 "measurement): a longer --measure-time measures it", d,
-			 cut.rounds ? "after one round" : "before a round",
-			 (unsigned long long)ap_script_events(sc),
-			 rc == 0 || run_ns > 0 ? r : "?");
+			 cut.rounds ? "after one round" : "before a round", took);
 		a->measure_dropped = 0;
 	} else if (rc < 0) {
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);

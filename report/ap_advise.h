@@ -480,8 +480,16 @@ struct ap_advice {
 	 * measurement written whole (budget_whole_left sites); or the budget
 	 * was spent before the probe of the whole run ended (killed then). */
 	double measure_budget_ns;
+	/* In a run of several processes measure_budget_ns is this process's
+	 * share of --measure-time, which is measure_budget_run_ns (0: not
+	 * a share). */
+	double measure_budget_run_ns;
 	bool budget_rounds_cut, budget_recorded, budget_probes, budget_fit, budget_probe_killed;
 	unsigned budget_rounds, budget_rounds_wanted;
+	/* The second measurement of the sites written whole, when the
+	 * budget cut its rounds: the fewest any of them made. */
+	bool budget_whole_rounds_cut;
+	unsigned budget_whole_rounds;
 	size_t budget_whole_left;
 	struct ap_run_cost base;
 	/* The baseline replayed under the sampler (--all): what recording
@@ -534,7 +542,7 @@ struct ap_advice {
 	 * or for a replay of the run's first events their share of it
 	 * (ap_advise_run_faults) */
 	double touch_faults_run;
-	char measure_why[256];
+	char measure_why[512];
 	/* The CPUs the measured replay ran on (ap_advise_replay_cpus):
 	 * replay_cpus of them, chosen as replay_cpus_from says; the recorded
 	 * run's (HEADER allowed_cpus, 0: not said), and those advise may use
@@ -641,6 +649,10 @@ double *ap_advise_cycles(const struct ap_trace *t, const struct ap_replay_join *
  * children slept up to 1 s a run, and `advise --measure-time 1s` of `git
  * repack` took 14 s. Exposed for tests. */
 #define AP_SLEEP_BUDGET_SHARE 0.5
+/* "--measure-time 2s", or in a run of several processes "this process's
+ * share of --measure-time (0.5s of 2s)": budget_ns in a user's words. */
+#define AP_ADVISE_BUDGET_WORDS 128
+void ap_advise_budget_words(char d[AP_ADVISE_BUDGET_WORDS], const struct ap_advice *a, double budget_ns);
 uint64_t ap_advise_sleep_max(double budget_ns, unsigned rounds, size_t sites, unsigned fit_runs);
 
 uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, unsigned rounds,

@@ -1231,11 +1231,36 @@ static double expect_run(const double *last, size_t j, double run_ns)
 	return last[j] > 0 ? last[j] : last[0] > 0 ? last[0] : run_ns;
 }
 
+/* The variants a budget that fits `fit` rounds' worth of runs (min_rounds
+ * of them, each variant's run as long as the baseline's) keeps of na:
+ * as many as fit, two at least; and the free lists (the variants from
+ * nreq on, after every pool's: ap_measure_job.free_list) only where
+ * min_rounds rounds of every variant kept fit FREE_LIST_MARGIN times
+ * over. They are beside the pools, never instead of them: a round of
+ * seven variants (the demo's three sites and their lists) where one of
+ * four fitted left a 92 ms budget one round, no measurement, under a
+ * load that had left four variants two (tests/e2e/measure-run-budget.sh). */
+#define FREE_LIST_MARGIN 2
+static size_t variants_fit(double fit, size_t na, size_t nreq)
+{
+	if (fit < (double)na)
+		na = fit >= 2 ? (size_t)fit : 2;
+	if (na > nreq && fit < FREE_LIST_MARGIN * (double)na)
+		na = nreq > 2 ? nreq : 2;
+	return na;
+}
+
 static int measure_runs(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 			const struct ap_measure_opts *o, struct ap_measured *out,
 			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err)
 {
 	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
+	size_t nreq = nv;	/* the variants before the first free list */
+	for (size_t j = 0; j < n; j++)
+		if (jobs[j].free_list) {
+			nreq = j + 1;
+			break;
+		}
 	struct sample *v = ap_xcalloc(nv * maxr, sizeof(*v));	/* v[round * nv + variant] */
 	double *d = ap_xmalloc(maxr * sizeof(*d));
 	double *last = ap_xcalloc(nv, sizeof(*last));	/* each variant's last run, as counted */
@@ -1304,8 +1329,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				 * after the round below */
 				double left = bg.dl - now_ns() + last[0];
 				double fit = left / ((double)(o->min_rounds ? o->min_rounds : 1) * last[0]);
-				if (fit < (double)na)
-					na = fit >= 2 ? (size_t)fit : 2;
+				na = variants_fit(fit, na, nreq);
 			}
 		}
 		if (rc || partial)
@@ -1322,8 +1346,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			double per = el / (double)nv, left = bg.dl > 0 ? bg.dl - now_ns() : o->budget_ns - el;
 			unsigned more = o->min_rounds > 1 ? o->min_rounds - 1 : 1;
 			double fit = left / (more * per);
-			if (fit < (double)na)
-				na = fit >= 2 ? (size_t)fit : 2;
+			na = variants_fit(fit, na, nreq);
 			if (na > nv)
 				na = nv;
 			/* the rounds still owed to min_rounds, kept from what

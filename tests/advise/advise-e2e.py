@@ -633,7 +633,7 @@ def freelist(prog):
                 break
         for b in ("2s", "5s", "12s"):
             text = run([A, "advise", "-n", "0", "--measure-time", b, t])
-            if "a free list kept by each thread: not measured, --measure-time spent" not in text:
+            if "a free list kept by each thread: not measured, --measure-time " not in text:
                 break
     own = the_site(adv, prog)
     xline = site_line(prog, "XSITE")

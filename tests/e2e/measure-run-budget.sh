@@ -7,7 +7,8 @@
 # first demo (the making of its script, or its first round: a run starts
 # while the budget is ahead when nothing says how long it takes; one
 # round is no measurement, and the first says so) and leaves none to
-# the second, which says why and how to measure it alone; the
+# the second, which says why and how to measure it alone (each saying
+# its budget was this process's share of --measure-time); the
 # shell's own site (a block reused once, by Debian 12's dash here; none
 # in a chroot's) is under the floor. It measured each process in a budget
 # of its own (fifty compilers of a build: minutes).
@@ -26,12 +27,12 @@ mapfile -t lines <"$work/heads"
 # (the shell's own reason: its block under the floor, or no site at all,
 # as its build allocates; never the budget, which it did not use)
 case ${lines[1]} in
-"Not measured: the measured replay's budget"*) fail "the shell: ${lines[1]}" ;;
+"Not measured: this process's share of --measure-time"*) fail "the shell: ${lines[1]}" ;;
 "Not measured: "*) ;;
 *) fail "the shell: ${lines[1]}" ;;
 esac
 case ${lines[3]} in
-"Not measured: the measured replay's budget ("*") spent "*": a longer --measure-time measures it") ;;
+"Not measured: this process's share of --measure-time ("*" of 1ms) spent "*": a longer --measure-time measures it") ;;
 *) fail "the first demo: ${lines[3]}" ;;
 esac
 expect_eq "the second demo" "${lines[5]}" "Not measured: the measured replay's budget for the whole run (--measure-time 1ms) went to the processes before this one; advise --no-children with this process's trace measures it alone"
@@ -60,4 +61,14 @@ case ${lines[2]} in
 "Measured: "*) ;;
 *) fail "the second demo is not measured: ${lines[2]}" ;;
 esac
+# Its JSON says each process's share and the run's --measure-time, and
+# the shares fit in it; the text names the share as a share, never as
+# "--measure-time" itself
+"$ALLOCPROF" advise --json -n 1 --measure-time 400ms "$work/s.trace" >"$work/out.json" 2>"$work/err" ||
+	{ fail "advise --json failed: $(cat "$work/err")"; exit 1; }
+got=$(jq "$work/out.json" "' '.join('%s/%s' % (p['measurement'].get('budget_run_ns'), 0 < (p['measurement'].get('budget_ns') or 0) < 400e6) for p in j[1:])")
+expect_eq "the demos' budget_run_ns / a share below it" "$got" "400000000/True 400000000/True"
+if grep -q -- "--measure-time [0-9.]*m\?s was spent\|in --measure-time [0-9.]*m\?s\b" "$work/out"; then
+	fail "a share called --measure-time: $(grep -- '--measure-time' "$work/out")"
+fi
 exit $failed
