@@ -201,6 +201,13 @@ struct import_file {
 		const char *name;
 	} *slots; /* sorted by slot */
 	size_t nslots;
+	/* the functions its dynamic symbol table exports (read_exports) */
+	struct export_sym {
+		uint64_t value, size;
+		const char *name;
+	} *exports; /* sorted by value */
+	size_t nexports;
+	bool exports_read;
 };
 
 struct imports {
@@ -268,23 +275,37 @@ static int slot_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The file's section headers (*n of them), or NULL (*n 0). */
+static const Elf64_Shdr *section_headers(const struct import_file *f, size_t *n)
+{
+	const Elf64_Ehdr *eh = elf_header(f);
+	*n = 0;
+	if (!eh || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > f->size ||
+	    (f->size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
+		return NULL;
+	*n = eh->e_shnum;
+	return (const Elf64_Shdr *)(f->data + eh->e_shoff);
+}
+
+/* Whether the section's contents lie in the file. */
+static bool in_file(const struct import_file *f, const Elf64_Shdr *h)
+{
+	return h->sh_type != SHT_NOBITS && h->sh_offset <= f->size && h->sh_size <= f->size - h->sh_offset;
+}
+
 /* The GOT slots the file's relocations name a function for. */
 static void read_slots(struct import_file *f)
 {
-	const Elf64_Ehdr *eh = elf_header(f);
-	if (!eh || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > f->size ||
-	    (f->size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
-		return;
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f->data + eh->e_shoff);
+	size_t nsh;
+	const Elf64_Shdr *sh = section_headers(f, &nsh);
 	size_t alloc = 0;
-#define IN_FILE(h) ((h).sh_type != SHT_NOBITS && (h).sh_offset <= f->size && (h).sh_size <= f->size - (h).sh_offset)
-	for (size_t i = 0; i < eh->e_shnum; i++) {
-		if (sh[i].sh_type != SHT_RELA || sh[i].sh_entsize != sizeof(Elf64_Rela) || !IN_FILE(sh[i]) ||
-		    sh[i].sh_link >= eh->e_shnum)
+	for (size_t i = 0; i < nsh; i++) {
+		if (sh[i].sh_type != SHT_RELA || sh[i].sh_entsize != sizeof(Elf64_Rela) || !in_file(f, &sh[i]) ||
+		    sh[i].sh_link >= nsh)
 			continue;
 		const Elf64_Shdr *sym = &sh[sh[i].sh_link];
-		if (sym->sh_type != SHT_DYNSYM || sym->sh_entsize != sizeof(Elf64_Sym) || !IN_FILE(*sym) ||
-		    sym->sh_link >= eh->e_shnum || !IN_FILE(sh[sym->sh_link]))
+		if (sym->sh_type != SHT_DYNSYM || sym->sh_entsize != sizeof(Elf64_Sym) || !in_file(f, sym) ||
+		    sym->sh_link >= nsh || !in_file(f, &sh[sym->sh_link]))
 			continue;
 		const Elf64_Rela *r = (const Elf64_Rela *)(f->data + sh[i].sh_offset);
 		const Elf64_Sym *syms = (const Elf64_Sym *)(f->data + sym->sh_offset);
@@ -303,7 +324,6 @@ static void read_slots(struct import_file *f)
 			f->slots[f->nslots++] = (struct import_slot){ r[k].r_offset, str + syms[si].st_name };
 		}
 	}
-#undef IN_FILE
 	qsort(f->slots, f->nslots, sizeof(*f->slots), slot_cmp);
 }
 
@@ -347,8 +367,95 @@ static void imports_release(struct imports *im)
 		if (im->f[i].data)
 			munmap((void *)im->f[i].data, im->f[i].size);
 		free(im->f[i].slots);
+		free(im->f[i].exports);
 	}
 	free(im->f);
+}
+
+static int export_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct export_sym *)a)->value, y = ((const struct export_sym *)b)->value;
+	return x < y ? -1 : x > y;
+}
+
+/* The functions the file's dynamic symbol table defines (global or weak,
+ * of a size). */
+static void read_exports(struct import_file *f)
+{
+	f->exports_read = true;
+	size_t nsh;
+	const Elf64_Shdr *sh = section_headers(f, &nsh);
+	size_t alloc = 0;
+	for (size_t i = 0; i < nsh; i++) {
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_entsize != sizeof(Elf64_Sym) || !in_file(f, &sh[i]) ||
+		    sh[i].sh_link >= nsh || !in_file(f, &sh[sh[i].sh_link]))
+			continue;
+		const Elf64_Sym *syms = (const Elf64_Sym *)(f->data + sh[i].sh_offset);
+		const char *str = (const char *)f->data + sh[sh[i].sh_link].sh_offset;
+		size_t nsyms = sh[i].sh_size / sizeof(*syms), nstr = sh[sh[i].sh_link].sh_size;
+		for (size_t k = 1; k < nsyms; k++) {
+			const Elf64_Sym *y = &syms[k];
+			unsigned type = ELF64_ST_TYPE(y->st_info), bind = ELF64_ST_BIND(y->st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+			    y->st_shndx == SHN_UNDEF || !y->st_size || y->st_name >= nstr ||
+			    !memchr(str + y->st_name, 0, nstr - y->st_name))
+				continue;
+			if (f->nexports == alloc) {
+				alloc = alloc ? alloc * 2 : 256;
+				f->exports = ap_xrealloc(f->exports, alloc * sizeof(*f->exports));
+			}
+			f->exports[f->nexports++] = (struct export_sym){ y->st_value, y->st_size, str + y->st_name };
+		}
+	}
+	qsort(f->exports, f->nexports, sizeof(*f->exports), export_cmp);
+}
+
+/* How far a name is from the one a program calls: its leading
+ * underscores (glibc's printf is also _IO_printf, and its debug
+ * information names it __printf). */
+static size_t underscores(const char *name)
+{
+	return strspn(name, "_");
+}
+
+/* The name the library exports the function of frame `f` (its outermost
+ * frame in the library: a return address) by, when the program's call
+ * cannot say (its file removed or rebuilt since the recording): of the
+ * exported names at the function's address, the one with the fewest
+ * leading underscores, then the shortest. NULL: the file is not the
+ * recorded one, or exports no function there (a static one that the
+ * exported one tail-called). */
+static const char *exported_name(struct imports *im, const struct ap_trace *t, const struct ap_frame *f)
+{
+	if (!f->module || !f->module_offset)
+		return NULL;
+	struct import_file *lib = import_file(im, t, f->module);
+	if (!lib->data)
+		return NULL;
+	if (!lib->exports_read)
+		read_exports(lib);
+	uint64_t at = f->module_offset - 1; /* (the call, not what follows it) */
+	const char *best = NULL;
+	/* the symbols that start at or before it, nearest first */
+	size_t lo = 0, hi = lib->nexports;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (lib->exports[mid].value <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* functions do not overlap: the one there starts at the nearest
+	 * address (under all its names) */
+	for (size_t i = lo; i-- > 0 && lib->exports[i].value == lib->exports[lo - 1].value;) {
+		const struct export_sym *e = &lib->exports[i];
+		if (at - e->value >= e->size)
+			continue;
+		size_t u = underscores(e->name), bu = best ? underscores(best) : 0;
+		if (!best || u < bu || (u == bu && strlen(e->name) < strlen(best)))
+			best = e->name;
+	}
+	return best;
 }
 
 static int32_t rd32(const uint8_t *p)
@@ -542,8 +649,10 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			 * alias prefix, "__GI__IO_fputs" is fputs's,
 			 * "__GI_setlocale" setlocale's (as the symbolizer reads
 			 * it, alloc_names) */
-			via = source_name(called_import(&imports, t, &frames[pc]), frames[pc - 1].module,
-					  &via_buf);
+			const char *callee = called_import(&imports, t, &frames[pc]);
+			if (!callee)
+				callee = exported_name(&imports, t, &frames[pc - 1]);
+			via = source_name(callee, frames[pc - 1].module, &via_buf);
 			if (!via)
 				via = frames[pc - 1].func;
 			if (!strncmp(via, "__GI_", 5) && via[5])

@@ -663,6 +663,56 @@ static void keep_symbols(char *const *paths, size_t n)
  * keep their symbols together at the end */
 static struct rec_names *symbols_later;
 
+/* How many traces a child trace's line is said for (rec_finish_children):
+ * with more, one line counts them instead, and only those that ended
+ * abnormally are named, at most this many. A shell loop's run has a
+ * trace per process (860 lines for 2 s of `seq | sort | gzip`). */
+#define CHILD_LINES 3
+
+/* While set (rec_finish_children, not quiet), the child traces' lines
+ * are kept here, and said by child_tally_say. */
+static struct child_tally {
+	size_t n;		/* child traces finished */
+	uint64_t events;
+	size_t odd;		/* of them, ended abnormally */
+	struct rec_names line;	/* the first CHILD_LINES lines */
+	struct rec_names odd_line; /* those of the first CHILD_LINES odd ones */
+} *child_tally;
+
+static void child_tally_add(struct child_tally *t, char *line, uint64_t events, bool odd)
+{
+	t->n++;
+	t->events += events;
+	if (odd && t->odd++ < CHILD_LINES)
+		rec_names_add(&t->odd_line, ap_xstrdup(line));
+	if (t->line.n < CHILD_LINES)
+		rec_names_add(&t->line, line);
+	else
+		free(line);
+}
+
+/* Up to CHILD_LINES child traces, each one's line; more, one line that
+ * counts them (the name they share, their events, how many ended
+ * abnormally), then the lines of those that did (the first few). */
+static void child_tally_say(const struct child_tally *t, const char *output)
+{
+	if (t->n <= CHILD_LINES) {
+		for (size_t i = 0; i < t->line.n; i++)
+			fputs(t->line.name[i], stderr);
+		return;
+	}
+	fprintf(stderr, "allocprof: %zu child traces %s.* (%llu events)", t->n, output,
+		(unsigned long long)t->events);
+	if (!t->odd)
+		fprintf(stderr, ", each ended normally\n");
+	else if (t->odd <= CHILD_LINES)
+		fprintf(stderr, "; %zu ended abnormally:\n", t->odd);
+	else
+		fprintf(stderr, "; %zu ended abnormally, the first %d:\n", t->odd, CHILD_LINES);
+	for (size_t i = 0; i < t->odd_line.n; i++)
+		fputs(t->odd_line.name[i], stderr);
+}
+
 /* What a SIGSYS says: a seccomp filter killed the process for a system
  * call, which may be the program's own (it dies so without us too) as
  * well as one the sampler makes; record cannot tell which. */
@@ -754,7 +804,8 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 		snprintf(trunc, sizeof(trunc), "no end record: the process ended in a way the "
 			 "sampler cannot see (SIGKILL, say)");
 	char late[320] = "";
-	if (fin && fin->end_added && fin->reason >= AP_END_KILLED && !stopped) {
+	bool late_odd = fin && fin->end_added && fin->reason >= AP_END_KILLED && !stopped;
+	if (late_odd) {
 		int sys = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGSYS;
 		const char *how = sys ? "killed by SIGSYS (" SIGSYS_WHY ")"
 				  : fin->reason == AP_END_KILLED ? "killed by a signal it cannot catch"
@@ -769,9 +820,18 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 			 "after its end record)", (unsigned long long)fin->chunks,
 			 fin->chunks == 1 ? "" : "s");
 	}
-	fprintf(stderr, "allocprof: %s %s (%llu events, %zu thread%s%s%s%s)\n", what, path,
-		(unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
-		trunc[0] ? "; truncated: " : "", trunc, late);
+	struct ap_buf lb = AP_BUF_INIT;
+	ap_buf_addf(&lb, "allocprof: %s %s (%llu events, %zu thread%s%s%s%s)\n", what, path,
+		    (unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
+		    trunc[0] ? "; truncated: " : "", trunc, late);
+	char *line = ap_buf_detach(&lb, NULL);
+	if (child_tally) {
+		/* (truncated, or the process gone without its end) */
+		child_tally_add(child_tally, line, c.events, trunc[0] || late_odd);
+		return;
+	}
+	fputs(line, stderr);
+	free(line);
 }
 
 /* A trace is live while some process holds the writer's lock the sampler
@@ -965,6 +1025,9 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 {
 	struct rec_names live_now = { 0 }, finished = { 0 };
 	symbols_later = &finished;
+	struct child_tally tally = { 0 };
+	if (!quiet)
+		child_tally = &tally;
 	size_t olen = strlen(output);
 	for (bool again = true; again;) {
 		again = false;
@@ -1038,6 +1101,10 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 		free(names);
 	}
 	symbols_later = NULL;
+	child_tally = NULL;
+	child_tally_say(&tally, output);
+	rec_names_release(&tally.line);
+	rec_names_release(&tally.odd_line);
 	keep_symbols(finished.name, finished.n);
 	rec_names_release(&finished);
 	*live_left = live_now.n;

@@ -42,6 +42,17 @@ grep -q 'sampled' "$tmp/err" && { fail "a --all trace got the sampling note"; ca
 "$ALLOCPROF" advise --no-measure -n 0 "$tmp/ls-all.trace" >"$tmp/out" 2>/dev/null || fail "advise ls --all"
 grep -q '(via fwrite_unlocked)' "$tmp/out" || { fail "advise ls: no site via fwrite_unlocked"; grep via "$tmp/out"; }
 grep -q '(via __GI_' "$tmp/out" && { fail "advise ls: a site via glibc's internal alias"; grep via "$tmp/out"; }
+# and so it does once the program's file is gone (its PLT, which names the
+# import, with it): the C library's exported name, not its debug
+# information's ("via __printf")
+cp "$TESTDATA_BUILD/demo" "$tmp/demo-gone"
+"$ALLOCPROF" record -q --all -o "$tmp/gone.trace" -- "$tmp/demo-gone" >/dev/null 2>&1 || fail "record demo-gone"
+"$ALLOCPROF" advise --no-measure -n 0 "$tmp/gone.trace" >"$tmp/out" 2>/dev/null || fail "advise demo-gone"
+grep -q '(via printf)' "$tmp/out" || { fail "advise demo: no site via printf"; grep via "$tmp/out"; }
+rm "$tmp/demo-gone"
+"$ALLOCPROF" advise --no-measure -n 0 "$tmp/gone.trace" >"$tmp/out2" 2>/dev/null || fail "advise demo, its file gone"
+expect_eq "advise demo, its file gone: the via names" "$(grep -o '(via [^)]*)' "$tmp/out2" | sort)" \
+	"$(grep -o '(via [^)]*)' "$tmp/out" | sort)"
 
 demo=$TESTDATA_BUILD/demo
 "$ALLOCPROF" record --all -o "$tmp/demo.trace" -- "$demo" >/dev/null 2>&1 || fail "record demo"

@@ -122,6 +122,33 @@ lifecycle)
 	[ -n "$cmd" ] || fail "no whole-run line for a path with a blank: $(cat q.err)"
 	eval "set -- $cmd"
 	expect_eq "the pasted command's trace" "$3" "a dir/it's.trace"
+	# More than three child traces (a shell's loop: 860 lines for 2 s of
+	# `seq | sort | gzip`): one line counts them, with their events and
+	# how many ended abnormally, and names those only (here a shell that
+	# kills itself with SIGKILL); then the whole-run line. --all: every
+	# one of them has its events.
+	"$ALLOCPROF" record --all -o many.trace sh -c \
+		'for i in 1 2 3 4; do /bin/true; done; sh -c "kill -9 \$\$"; exit 0' >/dev/null 2>many.err
+	expect_eq "many children: exit status" $? 0
+	kids=$(ls many.trace.* | wc -l)
+	[ "$kids" -gt 3 ] || fail "many children: $kids child traces"
+	total=0
+	for c in many.trace.*; do
+		"$ALLOCPROF" stats --json --no-children "$c" >m.json 2>m.err ||
+			{ fail "stats $c: $(cat m.err)"; continue; }
+		total=$((total + $(jget m.json events)))
+	done
+	grep -q "^allocprof: wrote many.trace (" many.err || fail "many children: no summary line: $(cat many.err)"
+	grep -qx "allocprof: $kids child traces many.trace.\* ($total events); 1 ended abnormally:" many.err ||
+		fail "many children: no count line ($kids traces, $total events): $(cat many.err)"
+	expect_eq "many children: traces named" "$(grep -c "^allocprof: child trace " many.err)" 1
+	grep -q "^allocprof: child trace many.trace.[0-9]* (.*the process was gone without an end record" many.err ||
+		fail "many children: the one killed is not named: $(cat many.err)"
+	grep -q "^allocprof: the reports read many.trace with its child traces as one run" many.err ||
+		fail "many children: no whole-run line: $(cat many.err)"
+	"$ALLOCPROF" record -q --all -o manyq.trace sh -c 'for i in 1 2 3 4; do /bin/true; done' \
+		>/dev/null 2>manyq.err
+	[ ! -s manyq.err ] || fail "many children, -q: $(cat manyq.err)"
 	# the summary's count is the trace's, both for a trace record leaves as
 	# written (level 0) and for ones it compacts (small: level 3; forced 10)
 	for lv in 0 "" 10; do
