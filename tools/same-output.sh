@@ -19,7 +19,8 @@
 #    outputs' bytes are compared too, but may differ where the compactor
 #    encodes otherwise (set SAME_COMPACT=0 to count those apart).
 # 4. The reports: stats, top (two indexes and granularities), list,
-#    advise --no-measure (a measurement's times differ run to run), export (folded, json, pprof) of every trace, from both builds,
+#    advise --no-measure (a measurement's times differ run to run),
+#    timeline (text and csv), export (folded, json, pprof) of every trace, from both builds,
 #    must be the same bytes (stdout, stderr and exit status); for the
 #    compacted traces, the old build reads the old compactor's output and
 #    the new build the new one's.
@@ -195,6 +196,8 @@ topjson|top --json
 list|list .
 advise|advise --no-measure
 advisejson|advise --no-measure --json
+timeline|timeline
+timelinecsv|timeline --format=csv
 folded|export --format=folded
 json|export --format=json
 EOF
