@@ -44,6 +44,9 @@ static void advise_usage(FILE *f)
 	      "without a real pool (pool/vpool.h) at each site the model finds worth it,\n"
 	      "interleaved and repeated; the saving comes with its interval and decides\n"
 	      "the verdict. Sites a pool pays at come first, by measured saving.\n"
+	      "Where a site's objects stay in their thread, a free list of each thread's\n"
+	      "own spares is measured beside the pool, its saving on a line under the\n"
+	      "pool's: not the verdict, which is the pool's (pool/vpool.h, allocprof try).\n"
 	      "A sampled trace is replayed from a reconstruction: numbers are estimates,\n"
 	      "and times are the cost model's.\n"
 	      "A run of several processes (TRACE and its child traces, or several\n"
@@ -376,6 +379,25 @@ void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o)
 							       : json_null());
 }
 
+/* The free list measured at s (ap_advise_site.fl): its saving, as the
+ * pool's figures are given. */
+static json_t *freelist_json(const struct ap_advise_site *s)
+{
+	const struct ap_measured *f = &s->fl;
+	json_t *o = json_object();
+	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(f->saved_ns)));
+	json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(f->low_ns)));
+	json_object_set_new(o, "time_saved_high_ns", json_integer(ap_view_round(f->high_ns)));
+	json_object_set_new(o, "rounds", json_integer(f->rounds));
+	json_object_set_new(o, "confidence", json_real(f->conf));
+	json_object_set_new(o, "pooled", ap_advise_cost_json(&f->cost));
+	if (s->fl_excess_faults > 0) {
+		json_object_set_new(o, "excess_faults", json_integer(ap_view_round(s->fl_excess_faults)));
+		json_object_set_new(o, "excess_faults_ns", json_integer(ap_view_round(s->fl_excess_faults_ns)));
+	}
+	return o;
+}
+
 json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	json_t *root = json_object();
@@ -504,6 +526,12 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 				json_object_set_new(mo, "excess_faults_ns",
 						    json_integer(ap_view_round(s->excess_faults_ns)));
 			}
+			/* a free list of each thread's own, measured beside
+			 * the pool where the objects stay in their thread (the
+			 * same figures as the pool's), or null and why not */
+			const char *fl_why = ap_fl_why(s->fl_state);
+			json_object_set_new(mo, "freelist", fl_why ? json_null() : freelist_json(s));
+			json_object_set_new(mo, "freelist_why", fl_why ? json_string(fl_why) : json_null());
 			json_object_set_new(o, "measured", mo);
 		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));

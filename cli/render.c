@@ -133,6 +133,28 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		      "   measured: %s %s CPU (%s to %s, %.0f%%, %u runs each); faults %.0f against %.0f%s; "
 		      "model ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf, m->rounds,
 		      m->cost.minflt, base->minflt, rss, d);
+		/* A free list of each thread's own, measured in the same
+		 * rounds, where the objects stay in their thread: beside
+		 * vpool's figure, never the verdict (ap_advise_site.fl). */
+		const struct ap_measured *f = &s->fl;
+		if (s->fl_state == AP_FL_MEASURED) {
+			char e1[32], e2[32], e3[32];
+			ap_advise_format_duration(e1, sizeof(e1), fabs(f->saved_ns));
+			ap_advise_format_duration(e2, sizeof(e2), f->saved_ns >= 0 ? f->low_ns : -f->high_ns);
+			ap_advise_format_duration(e3, sizeof(e3), f->saved_ns >= 0 ? f->high_ns : -f->low_ns);
+			linef(line, ctx, AP_LINE_TEXT,
+			      "   a free list kept by each thread: %s %s CPU (%s to %s, %.0f%%, %u runs "
+			      "each); vpool: %s %s", f->saved_ns >= 0 ? "saves" : "costs", e1, e2, e3,
+			      100 * f->conf, f->rounds, m->saved_ns >= 0 ? "saves" : "costs", d1);
+		} else if (s->fl_state == AP_FL_BUDGET) {
+			char bw[AP_ADVISE_BUDGET_WORDS];
+			ap_advise_budget_words(bw, a, a->measure_budget_ns);
+			linef(line, ctx, AP_LINE_TEXT,
+			      "   a free list kept by each thread: not measured, %s spent (vpool is "
+			      "measured first)", bw);
+		} else if (s->fl_state == AP_FL_NOT_MEASURED) {
+			emit(line, ctx, AP_LINE_TEXT, "   a free list kept by each thread: not measured");
+		}
 	}
 	ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 	ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);

@@ -2,9 +2,14 @@
  * glibc's allocator, and prints what it cost: the measured replay behind
  * `allocprof advise`. With a site, that site's blocks are served by the
  * pool of pool/vpool.h, as a program following advise's advice would
- * serve them; without one, by malloc alone (the baseline).
+ * serve them; without one, by malloc alone (the baseline). With
+ * --free-list, the site's blocks are served instead by a free list of
+ * each thread's own (a LIFO of pointers, FREE_LIST_MAX long at most, no
+ * cycles): what a program that keeps its spares in a thread (a Vec of
+ * them, a stack of freed nodes) would save (advise prints it beside
+ * vpool's saving for a site whose objects stay in their thread).
  *
- *	allocprof-replay FD SITE CAP [CLASSES]
+ *	allocprof-replay [--free-list] FD SITE CAP [CLASSES]
  *
  * FD: an open descriptor of the script; SITE: the site whose blocks are
  * pooled, or -1 for the baseline; CAP: the pool's cap in bytes (an object
@@ -12,7 +17,7 @@
  * the upper sizes of size classes, ascending, comma-separated, one pool
  * each (a request goes to the first class that holds it, an object back
  * to the first that holds its capacity; above the last, malloc and free
- * as without a pool). Prints one
+ * as without a pool; with --free-list, a list per class). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
  * calls=N hits=N spin_ns=N cpus=N wakes=N early=N` (cpu_ns without
  * spin_ns, the time spent spinning on other threads; cpus: the CPUs its
@@ -76,6 +81,8 @@ struct slot {
 	bool whole;		/* of the site written and read whole (whole_site) */
 };
 
+#define MAX_CLASSES 8
+
 struct rthread {
 	_Alignas(64) _Atomic uint64_t done;	/* ops done (published ones are exact) */
 	_Atomic uint64_t wake_at;		/* the first op a sleeper waits for */
@@ -93,6 +100,10 @@ struct rthread {
 	uint64_t work;				/* where its ap_work chain is */
 	uint64_t sum;				/* what its whole reads summed (read_whole) */
 	int64_t nap_owed;			/* ns of SLEEP not slept yet (nap) */
+	/* --free-list: its free list of each class (mapped at its first
+	 * Put), and how many blocks each holds */
+	char **fl[MAX_CLASSES];
+	uint32_t fln[MAX_CLASSES];
 };
 
 static const struct ap_rs_header *hdr;
@@ -123,22 +134,57 @@ static uint32_t chosen = AP_RS_NOSITE;	/* the pooled site */
  * 15 ms: bench/twins/README.md, sessions 26 and 30). */
 static uint32_t whole_site = AP_RS_NOSITE;
 static uint64_t cap_limit;
-#define MAX_CLASSES 8
 static struct vpool pools[MAX_CLASSES];
 static uint64_t class_max[MAX_CLASSES];	/* with classes: each one's upper size */
 static unsigned nclasses = 1;
 
-/* The pool of a size: with classes, the first that holds it (NULL above
- * the last); else the one pool. */
-static struct vpool *pool_of(uint64_t size)
+/* The class of a size: with classes, the first that holds it (-1 above
+ * the last); else the one class, 0. */
+static int class_of(uint64_t size)
 {
 	if (!class_max[0])
-		return &pools[0];
+		return 0;
 	for (unsigned k = 0; k < nclasses; k++)
 		if (size <= class_max[k])
-			return &pools[k];
-	return NULL;
+			return (int)k;
+	return -1;
 }
+
+/* --free-list: the site's blocks go to a free list of the thread that
+ * frees them and come from the one of the thread that asks, LIFO, as a
+ * program keeps its spares in a thread (a Rust Vec<T> of them, a C stack
+ * of freed nodes): no lock, no CPU, no cycles (AP_RS_CYCLE is a vpool's).
+ * A list holds FREE_LIST_MAX blocks at most (the prototype's bound,
+ * bench/twins/README.md, session 31); a block beyond is freed. Its
+ * blocks keep their capacity in their first 8 bytes, as a vpool's do, so
+ * that a hit too small, a realloc within the capacity and a calloc
+ * served from the list are what they are with a vpool. */
+#define FREE_LIST_MAX 65536u
+static bool free_list;
+
+static char *fl_take(struct rthread *t, int k)
+{
+	return t->fln[k] ? t->fl[k][--t->fln[k]] : NULL;
+}
+
+/* Returns whether the list took p (else the caller frees it). */
+static bool fl_give(struct rthread *t, int k, char *p)
+{
+	if (!t->fl[k]) {
+		/* mapped, not allocated: nothing here allocates but the
+		 * replayed ops and the pool (its pages come as it fills) */
+		void *m = mmap(NULL, FREE_LIST_MAX * sizeof(char *), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return false;
+		t->fl[k] = m;
+	}
+	if (t->fln[k] == FREE_LIST_MAX)
+		return false;
+	t->fl[k][t->fln[k]++] = p;
+	return true;
+}
+
 static atomic_uint running;		/* threads not finished; a futex word too */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -378,9 +424,9 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	s->cap = n;
 	s->pooled = chosen != AP_RS_NOSITE && ap_rs_arg(o) == chosen;
 	s->whole = whole_site != AP_RS_NOSITE && ap_rs_arg(o) == whole_site;
-	struct vpool *pool = s->pooled ? pool_of(n) : NULL;
-	if (pool) {
-		char *x = vpool_get(pool);
+	int k = s->pooled ? class_of(n) : -1;
+	if (k >= 0) {
+		char *x = free_list ? fl_take(t, k) : vpool_get(&pools[k]);
 		if (x) {
 			uint64_t cap;
 			memcpy(&cap, x, sizeof(cap));
@@ -464,13 +510,14 @@ static void grow(struct rthread *t, const struct ap_rs_op *o, bool by_copy)
 static void end(struct rthread *t, const struct ap_rs_op *o)
 {
 	struct slot *s = &slots[o->slot];
-	struct vpool *pool = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? pool_of(s->cap) : NULL;
+	int k = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? class_of(s->cap) : -1;
 	if (s->whole && s->p)
 		read_whole(t, s);
-	if (pool) {
+	if (k >= 0)
 		memcpy(s->p, &s->cap, sizeof(s->cap));
-		vpool_put(pool, s->p);
-	} else {
+	if (k >= 0 && !free_list) {
+		vpool_put(&pools[k], s->p);
+	} else if (k < 0 || !fl_give(t, k, s->p)) {
 		t->calls++;
 		free(s->p);
 	}
@@ -519,7 +566,7 @@ static void run(struct rthread *t)
 			end(t, o);
 			break;
 		case AP_RS_CYCLE:
-			if (chosen != AP_RS_NOSITE)
+			if (chosen != AP_RS_NOSITE && !free_list)
 				for (unsigned k = 0; k < nclasses; k++)
 					vpool_cycle(&pools[k]);
 			break;
@@ -759,9 +806,14 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "--fault-probe"))
 		return fault_probe();
+	if (argc > 1 && !strcmp(argv[1], "--free-list")) {
+		free_list = true;
+		argv++;
+		argc--;
+	}
 	if (argc != 4 && argc != 5)
-		die("%s", "usage: allocprof-replay FD SITE CAP [CLASSES], or allocprof-replay "
-			  "--switch-probe or --fault-probe (run by allocprof advise)");
+		die("%s", "usage: allocprof-replay [--free-list] FD SITE CAP [CLASSES], or "
+			  "allocprof-replay --switch-probe or --fault-probe (run by allocprof advise)");
 	char *end;
 	long fd = strtol(argv[1], &end, 10);
 	if (*end || fd < 0 || fd > INT_MAX)
@@ -769,6 +821,8 @@ int main(int argc, char **argv)
 	long long site = strtoll(argv[2], &end, 10);
 	if (*end || site < -1 || site >= (long long)AP_RS_NOSITE)
 		die("bad site '%s'", argv[2]);
+	if (free_list && site < 0)
+		die("%s", "--free-list wants a site");
 	unsigned long long cap = strtoull(argv[3], &end, 10);
 	if (*end)
 		die("bad cap '%s'", argv[3]);
@@ -846,7 +900,7 @@ int main(int argc, char **argv)
 	}
 	if (site >= 0) {
 		chosen = (uint32_t)site;
-		for (unsigned k = 0; k < nclasses; k++)
+		for (unsigned k = 0; k < nclasses && !free_list; k++)
 			if (vpool_init(&pools[k], 0, release, NULL) < 0)
 				die("%s", "cannot make the pool");
 	}

@@ -435,8 +435,23 @@ static bool larger_shape_likely(const struct ap_advice *a, const struct ap_advis
 	return advise_larger_shape(a, s, &m, &base);
 }
 
+/* A measurement's saving, made on a share of the run, scaled to all of it. */
+static void scale_share(const struct ap_advice *a, struct ap_measured *m)
+{
+	if (a->measure_share > 0 && a->measure_share < 1) {
+		m->saved_ns /= a->measure_share;
+		m->low_ns /= a->measure_share;
+		m->high_ns /= a->measure_share;
+	}
+}
+
+/* (A site whose free list was measured beside its vpool, fl_job, has it
+ * measured again written whole too, in the same rounds, vpool first: the
+ * two figures the text puts side by side are of one measurement. One
+ * that does not fit is said left out by the budget.) */
 static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const struct ap_script *sc,
-			  const struct ap_measure_job *job, const struct ap_measure_opts *o2)
+			  const struct ap_measure_job *job, const struct ap_measure_job *fl_job,
+			  const struct ap_measure_opts *o2)
 {
 	if (!advise_larger_shape(a, s, &s->m, &a->base))
 		return;
@@ -456,27 +471,34 @@ static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const s
 		}
 		ow.budget_ns = left;
 	}
-	struct ap_measured mw;
+	struct ap_measure_job both[2] = { *job };
+	size_t nj = 1;
+	if (fl_job && s->fl_state == AP_FL_MEASURED)
+		both[nj++] = *fl_job;
+	struct ap_measured out[2], mw;
 	struct ap_run_cost base, rec;
 	struct ap_error err = { "" };
-	int rc = ap_measure(sc, job, 1, &ow, &mw, &base, &rec, &err);
+	int rc = ap_measure(sc, both, nj, &ow, out, &base, &rec, &err);
+	mw = out[0];
 	if (cut.rounds_cut && (rc < 0 || !mw.ok)) {
 		a->budget_whole_left++;
 		return;
 	}
 	if (rc < 0 || !mw.ok)
 		return;
+	if (nj == 2 && out[1].ok) {
+		s->fl = out[1];
+		scale_share(a, &s->fl);
+	} else if (nj == 2) {
+		s->fl_state = AP_FL_BUDGET;
+	}
 	if (cut.rounds_cut) {
 		if (!a->budget_whole_rounds_cut || cut.rounds < a->budget_whole_rounds)
 			a->budget_whole_rounds = cut.rounds;
 		a->budget_whole_rounds_cut = true;
 		a->budget_rounds_wanted = cut.rounds_wanted;
 	}
-	if (a->measure_share > 0 && a->measure_share < 1) {
-		mw.saved_ns /= a->measure_share;
-		mw.low_ns /= a->measure_share;
-		mw.high_ns /= a->measure_share;
-	}
+	scale_share(a, &mw);
 	s->mw = s->m;
 	s->m = mw;
 	s->mw_base = base;
@@ -588,8 +610,14 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	a->measure_share = t->nev ? (double)ap_script_events(sc) / (double)t->nev : 1;
 	a->measure_cut_bytes = ap_script_cut_bytes(sc);
 	a->measure_live_max = ap_script_live_max(sc);
-	struct ap_measure_job *jobs = ap_xcalloc(nc, sizeof(*jobs));
-	struct ap_measured *out = ap_xcalloc(nc, sizeof(*out));
+	/* Every candidate's vpool first, then the free lists of those whose
+	 * objects stay in their thread (jobs[nc..nj), fl_of[k] the one of
+	 * candidate k or 0): a budget that does not fit them all leaves out
+	 * the jobs at the end, the free lists before any vpool. */
+	struct ap_measure_job *jobs = ap_xcalloc(2 * nc, sizeof(*jobs));
+	struct ap_measured *out = ap_xcalloc(2 * nc, sizeof(*out));
+	size_t *fl_of = ap_xcalloc(nc, sizeof(*fl_of));
+	size_t nj = nc;
 	for (size_t k = 0; k < nc; k++) {
 		const struct ap_advise_site *s = &a->sites[c[k].i];
 		jobs[k].site = s->site_id;
@@ -604,6 +632,12 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			memcpy(jobs[k].classes, s->classes, jobs[k].nclasses * sizeof(*s->classes));
 		}
 	}
+	for (size_t k = 0; k < nc; k++)
+		if (!ap_advise_handed(&a->sites[c[k].i])) {
+			jobs[nj] = jobs[k];
+			jobs[nj].free_list = true;
+			fl_of[k] = nj++;
+		}
 	struct ap_measure_opts o2 = *mo;
 	o2.stop = &t->events_stop;
 	/* (a probe of a script cut to AP_MEASURE_MAX_EVENTS is not one of
@@ -633,7 +667,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		}
 	struct ap_measure_cut cut = { 0 };
 	o2.cut = &cut;
-	int rc = ap_measure(sc, jobs, nc, &o2, out, &a->base, &a->recorded, &err);
+	int rc = ap_measure(sc, jobs, nj, &o2, out, &a->base, &a->recorded, &err);
 	o2.cut = NULL;
 	a->budget_rounds_cut = cut.rounds_cut;
 	a->budget_rounds = cut.rounds;
@@ -669,10 +703,13 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			}
 			s->measured = true;
 			s->m = out[k];
-			if (a->measure_share > 0 && a->measure_share < 1) {
-				s->m.saved_ns /= a->measure_share;
-				s->m.low_ns /= a->measure_share;
-				s->m.high_ns /= a->measure_share;
+			scale_share(a, &s->m);
+			s->fl_state = !fl_of[k]		 ? AP_FL_CROSSES
+				      : out[fl_of[k]].ok ? AP_FL_MEASURED
+							 : AP_FL_BUDGET;
+			if (s->fl_state == AP_FL_MEASURED) {
+				s->fl = out[fl_of[k]];
+				scale_share(a, &s->fl);
 			}
 			a->measured++;
 		}
@@ -693,7 +730,8 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		}
 		for (size_t k = 0; k < nc; k++)
 			if (out[k].ok)
-				measure_whole(a, &a->sites[c[k].i], sc, &jobs[k], &o2);
+				measure_whole(a, &a->sites[c[k].i], sc, &jobs[k],
+					      fl_of[k] ? &jobs[fl_of[k]] : NULL, &o2);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 		for (size_t k = 0; k < nc; k++)
@@ -704,5 +742,6 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	ap_script_free(sc);
 	free(jobs);
 	free(out);
+	free(fl_of);
 	free(c);
 }

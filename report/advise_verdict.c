@@ -167,6 +167,21 @@
 #define FAULTS_MOVED_MIN 100
 #define FAULTS_MOVED_SHARE 0.02
 
+const char *ap_fl_why(enum ap_fl_state st)
+{
+	switch (st) {
+	case AP_FL_MEASURED:
+		return NULL;
+	case AP_FL_CROSSES:
+		return "crosses threads";
+	case AP_FL_BUDGET:
+		return "budget";
+	case AP_FL_NOT_MEASURED:
+		break;
+	}
+	return "not measured";
+}
+
 const char *ap_verdict_name(enum ap_verdict v)
 {
 	switch (v) {
@@ -952,6 +967,59 @@ static void whole_words(struct ap_buf *t, const struct ap_advice *a, const struc
 		    b1, b2, l->saved_ns >= 0 ? "saving" : "costing", d1, d2, d3);
 }
 
+/* Whether a baseline's faults (B) beyond the recorded run's (prog_faults)
+ * leave the saving of m open (FAULTS_MORE): the baseline faulted that
+ * many times more, and m's pooled runs half of it at most. The median
+ * run's, or with enough runs (a quartile of fewer is their most) the
+ * upper quartile's, the same for both variants: a pool whose runs trim
+ * as often as the baseline's saves no faults. */
+static bool replay_faulted(const struct ap_advice *a, const struct ap_run_cost *B,
+			   const struct ap_measured *m, double prog_faults)
+{
+	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
+	double base_faults = q3 ? fmax(B->minflt, B->minflt_q3) : B->minflt;
+	double pool_faults = q3 ? fmax(m->cost.minflt, m->cost.minflt_q3) : m->cost.minflt;
+	return a->has_program_minflt && base_faults >= FAULTS_MORE * prog_faults + 1000 &&
+	       pool_faults <= 0.5 * base_faults;
+}
+
+/* The baseline's faults beyond the recorded run's and m's (x->faults),
+ * and their price (x->ns), priced as the saving is scaled: to the whole
+ * run. Taken off m's saving where the runner priced them and, where the
+ * baseline faulted FAULTS_MORE times the run (replay_faults), they are
+ * less than EXCESS_SHARE of it (advise_judge_measured says why): then
+ * returns true. Where the baseline's runs faulted from minflt_lo to
+ * minflt_hi and the pooled ones theirs, the faults beyond the run's are
+ * as uncertain as those counts say, and no more the same in every run
+ * than the saving: the most of them (the baseline's most against the
+ * pool's fewest) off the interval's lower end (x->hi_ns), the fewest off
+ * its upper end (x->lo_ns). */
+struct excess {
+	double faults, ns, lo_ns, hi_ns;
+};
+static bool excess_off(const struct ap_advice *a, const struct ap_run_cost *B, struct ap_measured *m,
+		       double prog_faults, bool replay_faults, struct excess *x)
+{
+	double scale = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
+	*x = (struct excess){ 0 };
+	x->faults = a->has_program_minflt ? B->minflt - fmax(prog_faults, m->cost.minflt) : 0;
+	x->ns = a->has_program_minflt
+			? excess_priced(B->minflt, prog_faults, m->cost.minflt) * B->fault_ns / scale
+			: 0;
+	if (!(x->ns > 0 && (!replay_faults || x->ns < EXCESS_SHARE * m->saved_ns)))
+		return false;
+	double lo = excess_priced(fmin(B->minflt_lo, B->minflt), prog_faults,
+				  fmax(m->cost.minflt_hi, m->cost.minflt));
+	double hi = excess_priced(fmax(B->minflt_hi, B->minflt), prog_faults,
+				  fmin(m->cost.minflt_lo, m->cost.minflt));
+	x->lo_ns = lo * B->fault_ns / scale;
+	x->hi_ns = hi * B->fault_ns / scale;
+	m->saved_ns -= x->ns;
+	m->low_ns -= x->hi_ns;
+	m->high_ns -= x->lo_ns;
+	return true;
+}
+
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
@@ -974,7 +1042,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	/* Objects handed between threads: what the program's own waits for
 	 * each other cost in the recorded run (its context switches, at
 	 * what one costs on the replay's CPUs), when known. */
-	bool handed = s->cross_thread_share >= 0.1;
+	bool handed = ap_advise_handed(s);
 	double waits = handed && a->has_switches && a->base.switch_ns > 0
 			       ? (double)a->program_switches * a->base.switch_ns
 			       : 0;
@@ -990,10 +1058,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * their most) the upper quartile's, the same for both variants: a
 	 * pool whose runs trim as often as the baseline's saves no faults. */
 	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
-	double base_faults = q3 ? fmax(B->minflt, B->minflt_q3) : B->minflt;
-	double pool_faults = q3 ? fmax(m->cost.minflt, m->cost.minflt_q3) : m->cost.minflt;
-	bool replay_faults = a->has_program_minflt && base_faults >= FAULTS_MORE * prog_faults + 1000 &&
-			     pool_faults <= 0.5 * base_faults;
+	bool replay_faults = replay_faulted(a, B, m, prog_faults);
 	/* Such faults priced at what one costs the runner (its fault probe:
 	 * a page given back and written again) and taken off the saving: what
 	 * is left is the pool's saving on the program's own faults and calls
@@ -1011,31 +1076,22 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * relay's baseline faulted 10,600 times where the recorded run did
 	 * 2,592, 10.7 ms at 1.33 us, and the replay "saved" 10.2 ms. */
 	s->excess_faults = s->excess_faults_ns = s->excess_faults_ns_lo = s->excess_faults_ns_hi = 0;
-	/* Priced as the saving is scaled: to the whole run. Where the
-	 * baseline's runs faulted from minflt_lo to minflt_hi and the pooled
-	 * ones theirs, the faults beyond the run's are as uncertain as those
-	 * counts say, and no more the same in every run than the saving: the
-	 * most of them (the baseline's most against the pool's fewest) off
-	 * the interval's lower end, the fewest off its upper end. */
-	double scale = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
-	double excess = a->has_program_minflt ? B->minflt - fmax(prog_faults, m->cost.minflt) : 0;
-	double excess_ns = a->has_program_minflt
-				   ? excess_priced(B->minflt, prog_faults, m->cost.minflt) *
-					     B->fault_ns / scale
-				   : 0;
-	if (excess_ns > 0 && (!replay_faults || excess_ns < EXCESS_SHARE * m->saved_ns)) {
-		double lo = excess_priced(fmin(B->minflt_lo, B->minflt), prog_faults,
-					  fmax(m->cost.minflt_hi, m->cost.minflt));
-		double hi = excess_priced(fmax(B->minflt_hi, B->minflt), prog_faults,
-					  fmin(m->cost.minflt_lo, m->cost.minflt));
-		s->excess_faults = excess;
-		s->excess_faults_ns = excess_ns;
-		s->excess_faults_ns_lo = lo * B->fault_ns / scale;
-		s->excess_faults_ns_hi = hi * B->fault_ns / scale;
-		s->m.saved_ns -= excess_ns;
-		s->m.low_ns -= s->excess_faults_ns_hi;
-		s->m.high_ns -= s->excess_faults_ns_lo;
+	struct excess x;
+	if (excess_off(a, B, &s->m, prog_faults, replay_faults, &x)) {
+		s->excess_faults = x.faults;
+		s->excess_faults_ns = x.ns;
+		s->excess_faults_ns_lo = x.lo_ns;
+		s->excess_faults_ns_hi = x.hi_ns;
 		replay_faults = false;
+	}
+	double excess = x.faults, excess_ns = x.ns;
+	/* The free list measured beside the pool, priced the same way (its
+	 * own faults against the same baseline's). */
+	s->fl_excess_faults = s->fl_excess_faults_ns = 0;
+	if (s->fl_state == AP_FL_MEASURED &&
+	    excess_off(a, B, &s->fl, prog_faults, replay_faulted(a, B, &s->fl, prog_faults), &x)) {
+		s->fl_excess_faults = x.faults;
+		s->fl_excess_faults_ns = x.ns;
 	}
 	measured_words(&t, a, s);
 	/* Blocks handed larger than asked for, by enough memory to matter

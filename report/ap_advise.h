@@ -232,6 +232,17 @@ struct ap_replay_result {
 	double gaps, gap_cycles, far_gaps;
 };
 
+/* Why a site's free list (ap_advise_site.fl) was measured or not. */
+enum ap_fl_state {
+	AP_FL_NOT_MEASURED,	/* the site's vpool was not measured either */
+	AP_FL_MEASURED,		/* fl holds it */
+	AP_FL_CROSSES,		/* its objects cross threads (ap_advise_handed) */
+	AP_FL_BUDGET,		/* --measure-time left it out (vpool's first) */
+};
+/* Its JSON name (freelist_why): "crosses threads", "budget", "not
+ * measured"; NULL when measured. */
+const char *ap_fl_why(enum ap_fl_state st);
+
 struct ap_advise_site {
 	char *name;		/* "func file:line", or the stack's frames */
 	char *function, *file;	/* file may be NULL */
@@ -328,6 +339,17 @@ struct ap_advise_site {
 	bool whole_measured;
 	struct ap_measured mw;
 	struct ap_run_cost mw_base;
+	/* A free list of each thread's own at the site (a LIFO of its
+	 * spares, no cycles: the runner's --free-list), measured in the same
+	 * rounds as the vpool `m` for a site whose objects stay in their
+	 * thread (not ap_advise_handed), with vpool's cap or classes: `fl`,
+	 * scaled and priced for the baseline's excess faults as `m` is
+	 * (fl_excess_faults, fl_excess_faults_ns). Printed beside vpool's
+	 * saving, never a verdict: the verdict is vpool's, the pool advise
+	 * and `allocprof try` give. When not measured, fl_state says why. */
+	enum ap_fl_state fl_state;
+	struct ap_measured fl;
+	double fl_excess_faults, fl_excess_faults_ns;
 	/* The pool the measured replay served the site with, as the model
 	 * shaped it: AP_VERDICT_POOL, _POOL_CAP (cap) or _SIZE_CLASSES
 	 * (classes); kept when the measurement's verdict says no pool or
@@ -338,6 +360,17 @@ struct ap_advise_site {
 	char *reasons;		/* one or two sentences */
 };
 
+
+/* Objects freed on another thread than the one that made them, from this
+ * share of a site's freed objects on: "handed" between threads. The
+ * program's own waits then move with a pool, by what no replay tells
+ * (advise_verdict.c, WAIT_MOVE), and a free list of each thread's own
+ * gets few of them back: none is measured there (ap_fl_state). */
+#define AP_HANDED_SHARE 0.1
+static inline bool ap_advise_handed(const struct ap_advise_site *s)
+{
+	return s->cross_thread_share >= AP_HANDED_SHARE;
+}
 
 /* Whether the site's objects are ones that grow by copy: most of their
  * growths are, and they grow (half a growth an object or more; a site

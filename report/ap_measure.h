@@ -90,9 +90,15 @@ double ap_script_work_ns(const struct ap_script *s);
 uint64_t ap_script_sleep_ns(const struct ap_script *s);
 
 /* One measured variant: the site whose objects the pool serves, and the
- * pool's cap (0: none). */
+ * pool's cap (0: none). With free_list, the site's objects are served by
+ * a free list of each thread's own instead of a vpool (the runner's
+ * --free-list: a LIFO of pointers, no cycles), with the same cap and
+ * classes; such jobs come after every other (ap_measure), and a budget
+ * keeps them only where min_rounds rounds of every variant fit in it
+ * twice over: they never take the other jobs' rounds. */
 struct ap_measure_job {
 	uint32_t site;
+	bool free_list;
 	uint64_t cap;
 	/* Size classes (ascending upper sizes; nclasses 0: one pool): a
 	 * pool each. */

@@ -979,17 +979,21 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 	return 0;
 }
 
-/* One run of the runner: site -1 is the baseline. With `sampler`, under
+/* One run of the runner: site -1 is the baseline; free_list serves the
+ * site from each thread's free list, not a vpool. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
-static int run_once(const struct ap_script *s, const char *runner, long site, uint64_t cap,
-		    const char *classes, const char *sampler, const char *dir, double touch, long whole,
-		    double kill_at, struct sample *out, struct ap_error *err)
+static int run_once(const struct ap_script *s, const char *runner, long site, bool free_list,
+		    uint64_t cap, const char *classes, const char *sampler, const char *dir, double touch,
+		    long whole, double kill_at, struct sample *out, struct ap_error *err)
 {
 	double t0 = now_ns();
 	char a1[16] = "", a2[24], a3[24], buf[512];
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
-	const char *args[] = { "allocprof-replay", a1, a2, a3, classes && *classes ? classes : NULL, NULL };
+	const char *cl = classes && *classes ? classes : NULL;
+	const char *plain[] = { "allocprof-replay", a1, a2, a3, cl, NULL };
+	const char *fl[] = { "allocprof-replay", "--free-list", a1, a2, a3, cl, NULL };
+	const char *const *args = free_list ? fl : plain;
 	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, kill_at, buf,
 			    sizeof(buf), err);
 	if (rc < 0)
@@ -1172,7 +1176,7 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 			break;
 		}
 		double t0 = now_ns();
-		if (run_once(s, o->runner, -1, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
+		if (run_once(s, o->runner, -1, false, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
 			     &rec[nrec], &e2) == 0)
 			nrec++;
 		expect = now_ns() - t0;
@@ -1227,11 +1231,36 @@ static double expect_run(const double *last, size_t j, double run_ns)
 	return last[j] > 0 ? last[j] : last[0] > 0 ? last[0] : run_ns;
 }
 
+/* The variants a budget that fits `fit` rounds' worth of runs (min_rounds
+ * of them, each variant's run as long as the baseline's) keeps of na:
+ * as many as fit, two at least; and the free lists (the variants from
+ * nreq on, after every pool's: ap_measure_job.free_list) only where
+ * min_rounds rounds of every variant kept fit FREE_LIST_MARGIN times
+ * over. They are beside the pools, never instead of them: a round of
+ * seven variants (the demo's three sites and their lists) where one of
+ * four fitted left a 92 ms budget one round, no measurement, under a
+ * load that had left four variants two (tests/e2e/measure-run-budget.sh). */
+#define FREE_LIST_MARGIN 2
+static size_t variants_fit(double fit, size_t na, size_t nreq)
+{
+	if (fit < (double)na)
+		na = fit >= 2 ? (size_t)fit : 2;
+	if (na > nreq && fit < FREE_LIST_MARGIN * (double)na)
+		na = nreq > 2 ? nreq : 2;
+	return na;
+}
+
 static int measure_runs(const struct ap_script *s, const struct ap_measure_job *jobs, size_t n,
 			const struct ap_measure_opts *o, struct ap_measured *out,
 			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err)
 {
 	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
+	size_t nreq = nv;	/* the variants before the first free list */
+	for (size_t j = 0; j < n; j++)
+		if (jobs[j].free_list) {
+			nreq = j + 1;
+			break;
+		}
 	struct sample *v = ap_xcalloc(nv * maxr, sizeof(*v));	/* v[round * nv + variant] */
 	double *d = ap_xmalloc(maxr * sizeof(*d));
 	double *last = ap_xcalloc(nv, sizeof(*last));	/* each variant's last run, as counted */
@@ -1288,8 +1317,8 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, cap, cl, NULL, NULL, o->touch, o->whole_site, kill_at,
-				      &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, j && jobs[j - 1].free_list, cap, cl, NULL, NULL,
+				      o->touch, o->whole_site, kill_at, &v[rounds * nv + j], err);
 			if (rc == -2)
 				bg.cut.killed = true;
 			last[j] = v[rounds * nv + j].took_ns;
@@ -1300,8 +1329,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				 * after the round below */
 				double left = bg.dl - now_ns() + last[0];
 				double fit = left / ((double)(o->min_rounds ? o->min_rounds : 1) * last[0]);
-				if (fit < (double)na)
-					na = fit >= 2 ? (size_t)fit : 2;
+				na = variants_fit(fit, na, nreq);
 			}
 		}
 		if (rc || partial)
@@ -1318,8 +1346,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			double per = el / (double)nv, left = bg.dl > 0 ? bg.dl - now_ns() : o->budget_ns - el;
 			unsigned more = o->min_rounds > 1 ? o->min_rounds - 1 : 1;
 			double fit = left / (more * per);
-			if (fit < (double)na)
-				na = fit >= 2 ? (size_t)fit : 2;
+			na = variants_fit(fit, na, nreq);
 			if (na > nv)
 				na = nv;
 			/* the rounds still owed to min_rounds, kept from what

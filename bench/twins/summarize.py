@@ -111,6 +111,9 @@ def advise_recordings(d, p, fn):
                  "time_source": a.get("time_source")}
             if "measured" in a:
                 r["measured"] = a["measured"]
+                fl = freelist_of(a)
+                if fl is not None:
+                    r["freelist"] = fl
             out.append(r)
         else:
             out.append(None)
@@ -142,6 +145,10 @@ def advise_for(d, p, fn, path=None):
                                          "time_saved_high_ns", "model_time_saved_ns")})
     if "measured" in s:
         out["measured"] = s["measured"]
+        fl = freelist_of(s)
+        if fl is not None:
+            # (saving, low, high) in ms, or why not measured
+            out["freelist"] = fl
     if len(sites) > 1:
         out["other_sites"] = [{"site": x.get("site"), "verdict": x.get("verdict"),
                                "time_saved_ns": x.get("time_saved_ns")} for x in sites[1:]]
@@ -167,6 +174,20 @@ def measured_saved_ms(m):
                 return v / 1e3
             return v / 1e6
     return None
+
+
+def freelist_of(a):
+    """advise's free list of each thread's own at the site, measured
+    beside the pool (`measured.freelist`): (saving, low, high) in ms, or
+    the reason it was not measured (`measured.freelist_why`: crosses
+    threads, budget, not measured), or None from an advise before it."""
+    m = (a or {}).get("measured")
+    if not isinstance(m, dict) or "freelist" not in m:
+        return None
+    f = m["freelist"]
+    if not isinstance(f, dict):
+        return m.get("freelist_why") or "not measured"
+    return (f["time_saved_ns"] / 1e6, f["time_saved_low_ns"] / 1e6, f["time_saved_high_ns"] / 1e6)
 
 
 def program(d, p, src):
@@ -245,6 +266,14 @@ def one(d, p, src):
             ms = measured_saved_ms(a["measured"])
             if ms is not None and c.get("saving_median"):
                 print("advise measured saving %.3f ms: %.3gx the twin's" % (ms, ms / c["saving_median"]))
+        fl = freelist_of(a)
+        if isinstance(fl, tuple):
+            print("advise's free list of each thread's own (beside the pool, not the verdict): "
+                  "saves %.3f ms [%.3f, %.3f]%s; the pool %.3f ms" % (
+                      fl[0], fl[1], fl[2], ", %.3gx the twin's" % (fl[0] / c["saving_median"])
+                      if c.get("saving_median") else "", ts / 1e6))
+        elif fl:
+            print("advise's free list of each thread's own: not measured (%s)" % fl)
         if len(r["recordings"]) > 1:
             print("advise over %d recordings: %s" % (len(r["recordings"]), "; ".join(
                 "%s %.3f ms (%s)" % (x["verdict_text"], (x["time_saved_ns"] or 0) / 1e6,
@@ -304,6 +333,13 @@ def print_table(rows, runs):
                 ms = measured_saved_ms(a["measured"])
                 if ms is not None and c.get("saving_median"):
                     meas += "; measured %.3gx of twin" % (ms / c["saving_median"])
+            fli = freelist_of(a)
+            if isinstance(fli, tuple):
+                meas += "; free list %.3f ms [%.1f, %.1f]%s" % (
+                    fli[0], fli[1], fli[2], " %.3gx" % (fli[0] / c["saving_median"])
+                    if c.get("saving_median") else "")
+            elif fli:
+                meas += "; free list: %s" % fli
         else:
             v = "not run" if not a else "site not found"
             asv = ratio = meas = "-"

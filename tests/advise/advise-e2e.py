@@ -13,6 +13,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py nomap PROGRAM[,ARG...]...
        advise-e2e.py budget PROGRAM
        advise-e2e.py whole PROGRAM
+       advise-e2e.py freelist PROGRAM
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
 with the record options after --, e.g. a smaller --rate), runs advise --json
@@ -70,6 +71,21 @@ under the sampler, which takes a second).
 whole: PROGRAM (testdata/advise_whole) is measured a second time with
 its site's blocks written and read whole, and the JSON and the text say
 both measurements, each with its own baseline.
+
+freelist: PROGRAM (testdata/advise_freelist) recorded with --all (advised
+with --measure-time 2s, or 5s or 12s where that left the free list out
+on a busy machine): its
+SITE's objects stay in their thread, its XSITE's cross threads
+(cross_thread_share on either side of 0.1, as the JSON says). Both are
+measured; at SITE a free list of each thread's own is measured beside the
+vpool in the same rounds (`measured.freelist`: a saving above zero within
+its interval, as many rounds as the pool's, its replay hitting at least
+as often as the model's vpool: a list of the thread's spares keeps what
+cycles drop), and the text has its line under the measured one, with
+the JSON's rounds, and vpool's saving beside it; at XSITE `freelist` is
+null, `freelist_why` "crosses threads", and the text has no such line.
+In every measured site of the budget test, `freelist` is there or said
+why not.
 
 repeat: three --all recordings of PROGRAM get identical gets, hits,
 misses and verdicts at every site.
@@ -510,6 +526,16 @@ def budget(prog):
             # the text (another run: it may fit there or not) says it
             # left out exactly when its shares are not of an estimate
             # that took it off
+            # a free list measured, or null and why (never missing)
+            for s in adv["sites"]:
+                me = s.get("measured")
+                if me is None:
+                    continue
+                why = me.get("freelist_why", "missing")
+                if ("freelist" not in me or (me["freelist"] is None) != (why is not None)
+                        or why not in (None, "budget", "crosses threads", "not measured")):
+                    fails.append("at %s %s: freelist %s, freelist_why %s"
+                                 % (b, s["site"], me.get("freelist", "missing"), why))
             text = run([A, "advise", "-n", "1", "--measure-time", b, t])
             cut_said = re.search(r"^  what recording cost not measured: a replay under the sampler "
                                  r"did not fit in --measure-time " + b, text, re.M) is not None
@@ -591,6 +617,75 @@ def whole(prog):
             not re.search(r"A replay writing only a line and a byte a page of each new block, as for other sites, "
                           r"measured the pool (saving|costing) ", text):
         fails.append("the site's text does not name both measurements: %s" % text)
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
+def freelist(prog):
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all", ["--all"])
+        # (a budget the free list fits in beside the pool: a longer one
+        # where the machine is busy and it did not)
+        for b in ("2s", "5s", "12s"):
+            adv = advise(t, ["--measure-time", b], measure=True)
+            if (the_site(adv, prog).get("measured") or {}).get("freelist_why") != "budget":
+                break
+        for b in ("2s", "5s", "12s"):
+            text = run([A, "advise", "-n", "0", "--measure-time", b, t])
+            if "a free list kept by each thread: not measured, --measure-time " not in text:
+                break
+    own = the_site(adv, prog)
+    xline = site_line(prog, "XSITE")
+    cross = find_site(adv, prog, xline)
+    if not cross:
+        sys.exit("FAIL: no site at %s.c:%d" % (prog, xline))
+    for s in (own, cross):
+        me = s.get("measured") or {}
+        fl = me.get("freelist") or {}
+        print("%s: cross_thread_share %.3f, %s: vpool saves %s [%s, %s], hits %s (model %s); free list: %s, "
+              "saves %s [%s, %s] over %s rounds, hits %s"
+              % (s["site"], s["cross_thread_share"], s["verdict"], s.get("time_saved_ns"),
+                 s.get("time_saved_low_ns"), s.get("time_saved_high_ns"),
+                 me.get("pooled", {}).get("pool_hits"), s["hits"], me.get("freelist_why") or "measured",
+                 fl.get("time_saved_ns"), fl.get("time_saved_low_ns"), fl.get("time_saved_high_ns"),
+                 fl.get("rounds"), fl.get("pooled", {}).get("pool_hits")))
+        if s["time_source"] != "measured":
+            sys.exit("FAIL: %s not measured: %s" % (s["site"], adv["measurement"].get("why_not")))
+    if not own["cross_thread_share"] < 0.1 <= cross["cross_thread_share"]:
+        fails.append("cross_thread_share %s and %s: want the site's objects in their thread, the other's "
+                     "crossing" % (own["cross_thread_share"], cross["cross_thread_share"]))
+    me = own["measured"]
+    fl = me.get("freelist")
+    if not fl or me.get("freelist_why") is not None:
+        fails.append("%s: no free list measured: %s, %s" % (own["site"], fl, me.get("freelist_why")))
+    else:
+        if not 0 < fl["time_saved_ns"] or not fl["time_saved_low_ns"] <= fl["time_saved_ns"] <= fl["time_saved_high_ns"]:
+            fails.append("%s: the free list saves %d [%d, %d]: want a saving within its interval"
+                         % (own["site"], fl["time_saved_ns"], fl["time_saved_low_ns"], fl["time_saved_high_ns"]))
+        if fl["rounds"] != me["rounds"] or not 0 < fl["confidence"] < 1:
+            fails.append("free list: %d rounds (confidence %s), the pool's %d"
+                         % (fl["rounds"], fl["confidence"], me["rounds"]))
+        if fl["pooled"]["pool_hits"] < own["hits"]:
+            fails.append("free list: %d hits, fewer than the model's vpool's %d"
+                         % (fl["pooled"]["pool_hits"], own["hits"]))
+        if fl["pooled"]["allocator_calls"] >= adv["measurement"]["baseline"]["allocator_calls"]:
+            fails.append("free list: %d allocator calls, the baseline's %d"
+                         % (fl["pooled"]["allocator_calls"], adv["measurement"]["baseline"]["allocator_calls"]))
+    xm = cross["measured"]
+    if "freelist" not in xm or xm["freelist"] is not None or xm.get("freelist_why") != "crosses threads":
+        fails.append("%s: freelist %s, freelist_why %s: want null, crosses threads"
+                     % (cross["site"], xm.get("freelist", "missing"), xm.get("freelist_why")))
+    # the text: the line under the site's measured one, and at no other site
+    blocks = {b.split("\n", 1)[0].split(". ", 1)[-1]: b for b in re.split(r"\n(?=\d+\. )", text)}
+    ob, xb = blocks.get(own["site"], ""), blocks.get(cross["site"], "")
+    fline = re.search(r"^   measured: .*\n   a free list kept by each thread: saves [0-9.]+[mun]?s CPU "
+                      r"\([-0-9.]+[mun]?s to [-0-9.]+[mun]?s, [0-9]+%, ([0-9]+) runs each\); "
+                      r"vpool: (saves|costs) [0-9.]+[mun]?s$", ob, re.M)
+    if not fline:
+        fails.append("the text has no free list line under %s's measured line:\n%s" % (own["site"], ob))
+    if "free list kept by each thread" in xb or not xb:
+        fails.append("the text of %s (objects crossing threads):\n%s" % (cross["site"], xb))
     if fails:
         sys.exit("FAIL: " + "; ".join(fails))
 
@@ -719,6 +814,8 @@ def main():
         copygrow(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "nomap":
         nomap(sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "freelist":
+        freelist(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "whole":
         whole(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "budget":

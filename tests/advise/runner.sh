@@ -1,6 +1,7 @@
 #!/bin/sh
 # allocprof-replay refuses what is not a replay script of its version, or a
-# damaged one, with one line and exit status 1, before it replays anything.
+# damaged one, with one line and exit status 1, before it replays anything
+# (and --free-list without a site to serve).
 # Its fault probe prices a page fault.
 # usage: runner.sh ALLOCPROF_REPLAY
 set -u
@@ -31,6 +32,8 @@ expect usage "usage: " "$tmp/empty"
 expect "bad descriptor" "bad descriptor 'x'" "$tmp/empty" x -1 0
 expect "bad site" "bad site 'y'" "$tmp/empty" 3 y 0
 expect "bad classes" "bad classes '5,3'" "$tmp/empty" 3 0 0 5,3
+expect "free list of no site" "--free-list wants a site" "$tmp/empty" --free-list 3 -1 0
+expect "free list, usage" "usage: " "$tmp/empty" --free-list 3 0
 expect "closed descriptor" "script: Bad file descriptor" "$tmp/empty" 9 -1 0
 expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
 expect "text" "not a replay script" "$tmp/text" 3 -1 0

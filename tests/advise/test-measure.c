@@ -67,7 +67,7 @@ static uint64_t measure(const struct ap_trace *t, const uint32_t *sites, size_t 
 /* One thread: 100 rounds of a 100-byte and a 10000-byte block (sites 0
  * and 1), each freed before the next; then 50 blocks of site 0 grown
  * from 100 to 300 bytes by realloc and freed. */
-static void test_one_thread(void)
+static struct ap_trace *one_thread_trace(void)
 {
 	struct ap_tw_header h;
 	ap_tw_header_init(&h);
@@ -90,7 +90,12 @@ static void test_one_thread(void)
 			      AP_RF_OLD_TRACKED | AP_RF_NEW_SAMPLED);
 		ap_tw_free(tw, 1000, ts++, 0, 0x310000);
 	}
-	struct ap_trace *t = synth_finish(tw, ts);
+	return synth_finish(tw, ts);
+}
+
+static void test_one_thread(void)
+{
+	struct ap_trace *t = one_thread_trace();
 	uint32_t sites[3] = { UINT32_MAX, 0, 1 };	/* stack 0 is no stack */
 
 	/* site 0 alone; site 1 alone; site 0 with size classes of 128 and
@@ -128,6 +133,102 @@ static void test_one_thread(void)
 	EQ("classes calls", out[2].cost.calls, 300);
 	for (int k = 0; k < 3; k++)
 		EQ("rounds", out[k].rounds, 2);
+	ap_trace_free(t);
+}
+
+/* The runner's free list (--free-list: ap_measure_job.free_list): a
+ * LIFO of each thread's, no cycles, FREE_LIST_MAX (65536) blocks at most,
+ * the capacity kept as a vpool's blocks keep it. */
+static void test_free_list(void)
+{
+	/* test_one_thread's trace: one thread, no cycles, a vpool and a
+	 * free list hit alike (the vpool's private slot and deque hand the
+	 * last block Put first, as a LIFO does) */
+	struct ap_trace *t = one_thread_trace();
+	uint32_t sites[3] = { UINT32_MAX, 0, 1 };
+	struct ap_tw *tw;
+	uint64_t ts;
+	struct ap_measure_job jobs[6] = {
+		{ .site = 0 },
+		{ .site = 0, .free_list = true },
+		{ .site = 1, .free_list = true },
+		{ .site = 0, .classes = { 128, 512 }, .nclasses = 2, .free_list = true },
+		/* a cap below the grown blocks: those are freed, not kept */
+		{ .site = 0, .cap = 200, .free_list = true },
+		{ .site = 0, .cap = 200 },
+	};
+	struct ap_measured out[6];
+	struct ap_run_cost base;
+	measure(t, sites, 2, jobs, 6, out, &base);
+	EQ("baseline calls", base.calls, 550);
+	/* as test_one_thread's vpool: the grown block's capacity kept */
+	EQ("free list: site 0 hits", out[1].cost.hits, 149);
+	EQ("free list: site 0 calls", out[1].cost.calls, 202);
+	EQ("free list and vpool: site 0 hits", out[1].cost.hits, out[0].cost.hits);
+	EQ("free list: site 1 hits", out[2].cost.hits, 99);
+	EQ("free list: site 1 calls", out[2].cost.calls, 351);
+	EQ("free list, classes: hits", out[3].cost.hits, 100);
+	EQ("free list, classes: calls", out[3].cost.calls, 300);
+	/* capped at 200: the first phase as before (1 miss, 99 hits); the
+	 * first growing object hits, grows to 300 (a realloc) and is freed;
+	 * each of the other 49 misses, grows by a realloc and is freed:
+	 * 1 + 1 + 1 + 49 x 3 + site 1's 200; as the vpool's */
+	EQ("free list, cap: hits", out[4].cost.hits, 100);
+	EQ("free list, cap: calls", out[4].cost.calls, 350);
+	EQ("free list and vpool, cap: calls", out[4].cost.calls, out[5].cost.calls);
+	ap_trace_free(t);
+
+	/* Cycles: 200 blocks of 4 KiB made and freed one at a time, two
+	 * cycles after every event. A vpool drops what was Put two cycles
+	 * ago: no hit; the free list keeps it: every Get but the first hits. */
+	uint32_t s0;
+	tw = synth_one_thread(&s0);
+	ts = START + 1000;
+	for (int i = 0; i < 200; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000, 4096, s0);
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
+	}
+	t = synth_finish(tw, ts);
+	double cyc[800];
+	for (int i = 0; i < 400; i++)
+		cyc[2 * i] = cyc[2 * i + 1] = i + 0.5;
+	struct ap_error err;
+	struct ap_script *sc = ap_script_build(t, sites, 2, NULL, 0, cyc, 800, 0, 0, &err);
+	CHECK(sc != NULL, "script: %s", err.msg);
+	if (sc) {
+		struct ap_measure_opts o;
+		ap_measure_opts_init(&o);
+		o.runner = runner;
+		o.min_rounds = o.max_rounds = 2;
+		struct ap_run_cost rec;
+		struct ap_measure_job cj[2] = { { .site = 0 }, { .site = 0, .free_list = true } };
+		CHECK(ap_measure(sc, cj, 2, &o, out, &base, &rec, &err) == 0, "measure: %s", err.msg);
+		EQ("cycles: vpool hits", out[0].cost.hits, 0);
+		/* (its releases are the pool's frees, not counted) */
+		EQ("cycles: vpool calls", out[0].cost.calls, 200);
+		EQ("cycles: free list hits", out[1].cost.hits, 199);
+		EQ("cycles: free list calls", out[1].cost.calls, 1);
+		ap_script_free(sc);
+	}
+	ap_trace_free(t);
+
+	/* The bound: 70000 blocks live, freed, made again and freed. The
+	 * list keeps 65536 of them and frees the rest: 65536 hits the
+	 * second time, 70000 + 4464 + 4464 + 4464 calls. */
+	tw = synth_one_thread(&s0);
+	ts = START + 1000;
+	for (int r = 0; r < 2; r++) {
+		for (uint64_t i = 0; i < 70000; i++)
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x1000000 + i * 0x100, 32, s0);
+		for (uint64_t i = 0; i < 70000; i++)
+			ap_tw_free(tw, 1000, ts++, 0, 0x1000000 + i * 0x100);
+	}
+	t = synth_finish(tw, ts);
+	struct ap_measure_job bj = { .site = 0, .free_list = true };
+	measure(t, sites, 2, &bj, 1, out, &base);
+	EQ("bound: baseline calls", base.calls, 280000);
+	EQ("bound: free list hits", out[0].cost.hits, 65536);
+	EQ("bound: free list calls", out[0].cost.calls, 70000 + 3 * 4464);
 	ap_trace_free(t);
 }
 
@@ -1227,6 +1328,7 @@ int main(int argc, char **argv)
 	test_interval();
 	test_sampled();
 	test_one_thread();
+	test_free_list();
 	test_growth_by_copy();
 	test_touch();
 	test_whole();

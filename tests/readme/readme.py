@@ -49,7 +49,7 @@ def measured_verdicts(lines):
     machine and too little to gain on another): the verdict and the two
     lines that say what was measured compare as placeholders, words and
     all, since their words follow the verdict ("saves"/"costs", "Less than
-    1%..."). The model's verdicts do not move: they compare as printed."""
+    1%..."), and so does the free list's line measured beside the pool. The model's verdicts do not move: they compare as printed."""
     out = list(lines)
     for i in range(len(out) - 1):
         if out[i].startswith("   verdict: ") and out[i + 1].startswith("   Measured ("):
@@ -59,6 +59,8 @@ def measured_verdicts(lines):
             out[i] = "   Measured (...)"
         elif l.startswith("   measured: "):
             out[i] = "   measured: ..."
+        elif l.startswith("   a free list kept by each thread: "):
+            out[i] = "   a free list kept by each thread: ..."
     return out
 
 
