@@ -1241,6 +1241,11 @@ static double expect_run(const double *last, size_t j, double run_ns)
  * four fitted left a 92 ms budget one round, no measurement, under a
  * load that had left four variants two (tests/e2e/measure-run-budget.sh). */
 #define FREE_LIST_MARGIN 2
+/* A free list is measured in the first FREE_LIST_ROUNDS rounds (or
+ * min_rounds, when more): beside the pools, it does not make every
+ * round after them dearer (the demo, its three sites and their lists:
+ * 50 rounds of seven variants, advise 1.9-2.3 s against 1.1-1.5). */
+#define FREE_LIST_ROUNDS 12
 static size_t variants_fit(double fit, size_t na, size_t nreq)
 {
 	if (fit < (double)na)
@@ -1277,14 +1282,17 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 	size_t na = nv;	/* the variants still measured: 0 .. na-1 */
 	bool recorded_done = false, by_deadline = false;
 	double switch_ns = 0, fault_ns = 0;
+	unsigned fl_rounds = o->min_rounds > FREE_LIST_ROUNDS ? o->min_rounds : FREE_LIST_ROUNDS;
 	while (rounds < maxr) {
-		/* Each round runs every variant once, starting one further
-		 * each time, so no variant always follows the same one; none
-		 * starts that would end past the deadline. */
+		/* Each round runs every variant once (the free lists in their
+		 * first fl_rounds), starting one further each time, so no
+		 * variant always follows the same one; none starts that would
+		 * end past the deadline. */
 		if (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED))
 			break;
+		size_t nr = rounds >= fl_rounds && na > nreq ? nreq : na;
 		double round_ns = 0;
-		for (size_t j = 0; j < na; j++)
+		for (size_t j = 0; j < nr; j++)
 			round_ns += expect_run(last, j, o->run_ns);
 		if (!fits(&bg, round_ns, 0)) {
 			by_deadline = true;
@@ -1292,14 +1300,14 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 		}
 		if (rounds >= o->min_rounds && o->reserve_pairs > 0) {
 			double pair = 0;
-			for (size_t j = 1; j < na; j++)
+			for (size_t j = 1; j < nr; j++)
 				pair = fmax(pair, last[j]);
 			if (!fits(&bg, round_ns, o->reserve_pairs * (last[0] + pair)))
 				break;
 		}
 		bool partial = false;
-		for (size_t k = 0; k < na && !rc; k++) {
-			size_t j = (rounds + k) % na;
+		for (size_t k = 0; k < nr && !rc; k++) {
+			size_t j = (rounds + k) % nr;
 			/* none starts that would end past the deadline, by what
 			 * the last run of its kind (or the baseline's) took: a
 			 * round cut short is not counted */
@@ -1329,7 +1337,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				 * after the round below */
 				double left = bg.dl - now_ns() + last[0];
 				double fit = left / ((double)(o->min_rounds ? o->min_rounds : 1) * last[0]);
-				na = variants_fit(fit, na, nreq);
+				nr = na = variants_fit(fit, na, nreq);
 			}
 		}
 		if (rc || partial)
@@ -1380,15 +1388,17 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			o->progress(o->progress_ctx, rounds, el, o->budget_ns);
 		if (rounds < o->min_rounds)
 			continue;
-		/* Tight enough: every interval within a tenth of its saving, or
-		 * within 1 % of the baseline's time. */
+		/* Tight enough: every pool's interval within a tenth of its
+		 * saving, or within 1 % of the baseline's time (the free lists
+		 * beside them never ask for rounds of their own: the demo's
+		 * advise took 1.7-2.5 s where it took 1.0-1.2). */
 		bool tight = true;
 		double b[64], bm;
 		size_t nb = rounds < 64 ? rounds : 64;
 		for (size_t r = 0; r < nb; r++)
 			b[r] = v[r * nv].cpu_ns;
 		bm = median(b, nb);
-		for (size_t j = 1; j < na; j++) {
+		for (size_t j = 1; j < na && j < nreq; j++) {
 			for (unsigned r = 0; r < rounds; r++)
 				d[r] = v[r * nv].cpu_ns - v[r * nv + j].cpu_ns;
 			double lo, hi;
@@ -1429,14 +1439,15 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 	base->fault_ns = fault_ns;
 	for (size_t j = 1; j < na && rounds >= enough; j++) {
 		struct ap_measured *m = &out[j - 1];
-		for (unsigned r = 0; r < rounds; r++) {
+		unsigned rj = j >= nreq && rounds > fl_rounds ? fl_rounds : rounds;
+		for (unsigned r = 0; r < rj; r++) {
 			col[r] = v[r * nv + j];
 			d[r] = v[r * nv].cpu_ns - v[r * nv + j].cpu_ns;
 		}
-		cost_of(col, rounds, &m->cost);
-		m->conf = ap_median_interval(d, rounds, &m->low_ns, &m->high_ns);
-		m->saved_ns = median(d, rounds);
-		m->rounds = rounds;
+		cost_of(col, rj, &m->cost);
+		m->conf = ap_median_interval(d, rj, &m->low_ns, &m->high_ns);
+		m->saved_ns = median(d, rj);
+		m->rounds = rj;
 		m->ok = true;
 	}
 	if (o->cut)
