@@ -625,11 +625,14 @@ def freelist(prog):
     fails = []
     with tempfile.TemporaryDirectory() as tmp:
         t = record(tmp, prog, "all", ["--all"])
-        # (a budget the free list fits in beside the pool: a longer one
-        # where the machine is busy and it did not)
+        # (a budget the free list fits in beside the pool, in the six
+        # rounds wanted: a longer one where the machine is busy and it
+        # did not -- two rounds beside a full test run measured the list
+        # at -32 us [-943, 878])
         for b in ("2s", "5s", "12s"):
             adv = advise(t, ["--measure-time", b], measure=True)
-            if (the_site(adv, prog).get("measured") or {}).get("freelist_why") != "budget":
+            me = the_site(adv, prog).get("measured") or {}
+            if me.get("freelist_why") != "budget" and me.get("rounds", 0) >= 6:
                 break
         for b in ("2s", "5s", "12s"):
             text = run([A, "advise", "-n", "0", "--measure-time", b, t])
