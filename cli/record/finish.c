@@ -1011,6 +1011,18 @@ static bool listed(char **names, size_t n, const char *name)
 	return false;
 }
 
+/* The buffers file of trace `path`, if it is one of this user's regular
+ * files (never what a link points to). */
+static void unlink_buffers(const char *path)
+{
+	struct ap_buf side = AP_BUF_INIT;
+	ap_buf_addf(&side, "%s%s", path, AP_BUFFERS_SUFFIX);
+	struct stat st;
+	if (lstat(side.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+		unlink(side.buf);
+	ap_buf_release(&side);
+}
+
 /* Finishes the child traces of `output` except live ones
  * (trace_is_live, or without END while their process runs), which are
  * named instead (unless `said`: the finisher's later calls); those in
@@ -1070,13 +1082,17 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 			 * runs an image without the sampler (exec'd with an
 			 * environment of its own: nothing opens it again, and
 			 * the finisher waited for a daemon's whole life); while
-			 * it is held, waited for without a word. */
+			 * it is held, waited for without a word. Its buffers
+			 * file goes with it: a process killed as its image's
+			 * sampler started made both and wrote no header (a
+			 * shell loop stopped by Ctrl-C left a 1.1 MB one). */
 			struct stat est;
 			if (stat(names[i], &est) == 0 && est.st_size == 0) {
 				if (!held && alive && !runs_sampler(who))
 					alive = false;
 				if (!held && !alive) {
 					unlink(names[i]);
+					unlink_buffers(names[i]);
 					rec_names_add(done, names[i]);
 					continue;
 				}

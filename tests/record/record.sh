@@ -149,6 +149,18 @@ lifecycle)
 	"$ALLOCPROF" record -q --all -o manyq.trace sh -c 'for i in 1 2 3 4; do /bin/true; done' \
 		>/dev/null 2>manyq.err
 	[ ! -s manyq.err ] || fail "many children, -q: $(cat manyq.err)"
+	# A child killed as its new image's sampler started (the trace made,
+	# empty, and its buffers file: a shell loop stopped by Ctrl-C left a
+	# 1.1 MB one) leaves neither behind; a buffers file whose trace record
+	# never saw is not its to remove. Made by hand here, named after
+	# images of a child that is gone (its first image has a trace).
+	"$ALLOCPROF" record -q --all -o unb.trace sh -c '/bin/true & p=$!; wait $p
+		: >unb.trace.$p.exec2; head -c 8192 /dev/zero >unb.trace.$p.exec2.buffers
+		head -c 8192 /dev/zero >unb.trace.$p.exec3.buffers; echo $p >unb.pid' >/dev/null 2>unb.err
+	p=$(cat unb.pid)
+	[ ! -e "unb.trace.$p.exec2" ] && [ ! -e "unb.trace.$p.exec2.buffers" ] ||
+		fail "an empty trace of a child gone, or its buffers file, is left: $(ls unb.trace*)"
+	[ -e "unb.trace.$p.exec3.buffers" ] || fail "a buffers file without a trace was removed: $(ls unb.trace*)"
 	# the summary's count is the trace's, both for a trace record leaves as
 	# written (level 0) and for ones it compacts (small: level 3; forced 10)
 	for lv in 0 "" 10; do
