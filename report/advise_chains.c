@@ -92,17 +92,18 @@ static uint32_t ch_site(const struct chains *C, uint32_t stack)
 	return stack < C->t->nstacks ? C->site_of_stack[stack] : NONE;
 }
 
-/* Whether block b (size, site) is one of size a_size at site a_site
+/* Whether block b (b_size, at b_stack's site) is one of a_size (at a_stack's)
  * grown as containers grow: to twice the capacity (libstdc++'s strings
  * 2n - 1 with their NUL, vectors, Rust's Vec and String, libc++ at
  * 16-byte steps 2n); or to more, what an append needs, at another site
  * (line) than the block it grows (one line makes more than twice only by
  * chance: a ring of results of random sizes, a wrapper's strings). */
-static bool grows(uint64_t a_size, uint32_t a_site, uint64_t b_size, uint32_t b_site)
+static bool grows(const struct chains *C, uint64_t a_size, uint32_t a_stack, uint64_t b_size,
+		  uint32_t b_stack)
 {
 	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
-	return b_size <= 2 * a_size + 1 || a_site != b_site;
+	return b_size <= 2 * a_size + 1 || ch_site(C, a_stack) != ch_site(C, b_stack);
 }
 
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
@@ -114,7 +115,7 @@ static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 		return;
 	size_t bi = th->alloc_i;
 	th->alloc_i = SIZE_MAX;
-	if (!grows(a->size, ch_site(C, a->stack), th->alloc_size, ch_site(C, th->alloc_stack)))
+	if (!grows(C, a->size, a->stack, th->alloc_size, th->alloc_stack))
 		return;
 	uint32_t f = ch_func(C, th->alloc_stack);
 	if (f == NONE || f != ch_func(C, a->stack))

@@ -380,7 +380,10 @@ AP_MUST_CHECK int ap_trace_totals(const struct ap_trace *t, struct ap_trace_tota
 /* What a live block of weight w and weighted bytes `space` (w * size)
  * adds to the variance of a live-bytes estimate (Horvitz-Thompson:
  * w(w-1)size^2, as (w-1)/w * space^2); 0 for w <= 1. */
-double ap_trace_block_var(double w, double space);
+static inline double ap_trace_block_var(double w, double space)
+{
+	return w > 1 ? (w - 1) / w * space * space : 0;
+}
 
 /* ---- Whole runs ----
  * `record` writes one trace per process and per exec'd image: the

@@ -583,26 +583,31 @@ ssize_t ap_order_next(struct ap_order *m, const struct ap_event **out)
 			 * the batch (its head, then record after record) */
 			struct stream *s = &m->st[m->heap[0].id];
 			bool more = true;
+			/* (in locals: each event stored would make them loaded
+			 * again) */
+			struct ap_event *ev = m->out;
+			size_t nev = m->nout, nstacks = m->nstacks;
 			for (; s->bi < s->nbuf; s->bi++)
-				m->out[m->nout++] = s->buf[s->bi];
-			while (m->nout + 2 <= AP_EVENTS_BATCH) {
+				ev[nev++] = s->buf[s->bi];
+			while (nev + 2 <= AP_EVENTS_BATCH) {
 				const char *why;
-				int n = evdec_next(&s->d, m->out + m->nout, m->nstacks, &why,
-						   false);
+				int n = evdec_next(&s->d, ev + nev, nstacks, &why, false);
 				if (n > 0) {
-					m->nout += (size_t)n;
+					nev += (size_t)n;
 					continue;
 				}
 				if (n == 0 || n == DEC_SKIP)
 					continue;
+				m->nout = nev;
 				if (n == DEC_BAD)
 					stream_bad(m, s, why);
 				/* the chunk's end: the next one's first record */
 				if (!(more = stream_advance(m, s)))
 					break;
 				for (; s->bi < s->nbuf; s->bi++)
-					m->out[m->nout++] = s->buf[s->bi];
+					ev[nev++] = s->buf[s->bi];
 			}
+			m->nout = nev;
 			/* the batch is full: the stream's next head, if any */
 			if (more)
 				more = stream_advance(m, s);

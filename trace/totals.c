@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double ap_trace_block_var(double w, double space)
-{
-	return w > 1 ? (w - 1) / w * space * space : 0;
-}
-
 struct totals {
 	struct ap_trace_totals *out;
 	bool attached;		/* AP_HFLAG_ATTACHED: the trace starts mid-run */
@@ -22,35 +17,38 @@ struct totals {
 	/* the variance of inuse_objects: a live sample of weight w adds
 	 * w(w-1) (Horvitz-Thompson, as advise's count of objects) */
 	double inuse_var;
-	/* the last three events, in the trace's order, newest first: for
-	 * heaptrack's rule of temporary allocations */
+	/* the last events, in the trace's order, in a ring: SEEN(T, 0) the
+	 * newest, SEEN(T, 1) the one before it...: for heaptrack's rule of
+	 * temporary allocations */
 	struct {
 		uint8_t type, flags;
 		uint32_t stack, thread;
 		uint64_t size;
-	} seen[3];
+	} seen[4];
+	unsigned nseen;
 };
+#define SEEN(T, back) ((T)->seen[((T)->nseen - (back)) & 3])
 
 static void t_event(void *ctx, size_t i, const struct ap_event *e)
 {
 	struct totals *T = ctx;
 	(void)i;
-	memmove(&T->seen[1], &T->seen[0], 2 * sizeof(T->seen[0]));
-	T->seen[0].type = e->type;
-	T->seen[0].flags = e->flags;
-	T->seen[0].stack = e->stack;
-	T->seen[0].thread = e->thread;
-	T->seen[0].size = e->size;
+	T->nseen++;
+	SEEN(T, 0).type = e->type;
+	SEEN(T, 0).flags = e->flags;
+	SEEN(T, 0).stack = e->stack;
+	SEEN(T, 0).thread = e->thread;
+	SEEN(T, 0).size = e->size;
 	if (e->gap)
 		T->out->gap_ns += ap_gap_work_ns(e->gap);
 }
 
 /* heaptrack's rule: the free of b is temporary when the event just before
- * it (seen[back]) allocated with b's stack and size, whichever block. */
+ * it (SEEN(T, back)) allocated with b's stack and size, whichever block. */
 static void t_heaptrack(struct totals *T, const struct ap_replay_block *b, int back)
 {
-	if (T->seen[back].type == AP_EV_ALLOC && T->seen[back].stack == b->stack &&
-	    T->seen[back].size == b->size)
+	if (SEEN(T, back).type == AP_EV_ALLOC && SEEN(T, back).stack == b->stack &&
+	    SEEN(T, back).size == b->size)
 		T->out->temporary_heaptrack += b->w;
 }
 
@@ -81,7 +79,7 @@ static void t_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	T->out->free_objects += b->w;
 	if (b->temporary)
 		T->out->temporary += b->w;
-	if (e->type == AP_EV_FREE) /* a free: its event is seen[0] */
+	if (e->type == AP_EV_FREE) /* a free: its event is SEEN(T, 0) */
 		t_heaptrack(T, b, 1);
 	T->live -= space;
 	T->live_var -= ap_trace_block_var(b->w, space);
@@ -93,8 +91,8 @@ static void t_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 	/* the realloc's FREE half, right before its ALLOC half (e), freed
 	 * old: what came before that half */
 	struct totals *T = ctx;
-	if (T->seen[1].type == AP_EV_FREE && (T->seen[1].flags & AP_EVF_FROM_REALLOC) &&
-	    T->seen[1].thread == e->thread)
+	if (SEEN(T, 1).type == AP_EV_FREE && (SEEN(T, 1).flags & AP_EVF_FROM_REALLOC) &&
+	    SEEN(T, 1).thread == e->thread)
 		t_heaptrack(T, old, 2);
 	t_free(ctx, i, e, old);
 	t_alloc(ctx, i, e, b);
