@@ -13,6 +13,7 @@
 
 #include "ap_advise.h"
 #include "ap_hash.h"
+#include "search.h"
 #include "ap_symbolize.h"
 
 
@@ -437,14 +438,7 @@ static const char *exported_name(struct imports *im, const struct ap_trace *t, c
 	uint64_t at = f->module_offset - 1; /* (the call, not what follows it) */
 	const char *best = NULL;
 	/* the symbols that start at or before it, nearest first */
-	size_t lo = 0, hi = lib->nexports;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (lib->exports[mid].value <= at)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = AP_UPPER_BOUND(lib->exports, lib->nexports, value, at);
 	/* functions do not overlap: the one there starts at the nearest
 	 * address (under all its names) */
 	for (size_t i = lo; i-- > 0 && lib->exports[i].value == lib->exports[lo - 1].value;) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "perfmap.h"
+#include "search.h"
 
 static int sym_cmp(const void *a, const void *b)
 {
@@ -77,14 +78,7 @@ const char *ap_perfmap_find(const struct ap_perfmap *pm, uint64_t addr)
 	/* the last symbol starting at or below addr; a later line of the
 	 * same start (code replaced) wins, as sorting keeps no order: take
 	 * the innermost range holding addr among those */
-	size_t lo = 0, hi = pm->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pm->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = AP_UPPER_BOUND(pm->syms, pm->n, start, addr);
 	while (lo-- > 0) {
 		const struct ap_perfmap_sym *s = &pm->syms[lo];
 		if (addr - s->start < s->size)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tdturn.h"
 #include "tdutil.h"
 
 #define NODES 32
@@ -57,9 +58,6 @@ static void *worker(void *arg)
 }
 
 static unsigned char *q[BATCH];
-static int consumers_turn;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t turned = PTHREAD_COND_INITIALIZER;
 
 __attribute__((noinline)) static unsigned char *msg_new(void)
 {
@@ -70,32 +68,16 @@ __attribute__((noinline)) static unsigned char *msg_new(void)
 	return m;
 }
 
-static void wait_turn(int consumer)
-{
-	pthread_mutex_lock(&lock);
-	while (consumers_turn != consumer)
-		pthread_cond_wait(&turned, &lock);
-	pthread_mutex_unlock(&lock);
-}
-
-static void give_turn(int consumer)
-{
-	pthread_mutex_lock(&lock);
-	consumers_turn = consumer;
-	pthread_cond_broadcast(&turned);
-	pthread_mutex_unlock(&lock);
-}
-
 static void *producer(void *arg)
 {
 	(void)arg;
 	for (long b = 0; b < batches; b++) {
-		wait_turn(0);
+		td_wait_turn(0);
 		for (int j = 0; j < BATCH; j++) {
 			q[j] = msg_new();
 			memset(q[j], (int)(b + j), 64);
 		}
-		give_turn(1);
+		td_give_turn(1);
 	}
 	return NULL;
 }
@@ -105,12 +87,12 @@ static void *consumer(void *arg)
 	(void)arg;
 	uint64_t sum = 0;
 	for (long b = 0; b < batches; b++) {
-		wait_turn(1);
+		td_wait_turn(1);
 		for (int j = 0; j < BATCH; j++) {
 			sum = sum * 31 + q[j][j];
 			free(q[j]);
 		}
-		give_turn(0);
+		td_give_turn(0);
 	}
 	msg_sum = sum;
 	return NULL;

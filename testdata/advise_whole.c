@@ -24,14 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tdturn.h"
 #include "tdutil.h"
 
 #define BATCH 1024
 static unsigned char *q[BATCH];
 static size_t qn[BATCH], qlen;
-static int consumers_turn;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t turned = PTHREAD_COND_INITIALIZER;
 static long nrec;
 static uint64_t csum;
 
@@ -49,27 +47,11 @@ __attribute__((noinline)) static unsigned char *rec_new(size_t n)
 	return m;
 }
 
-static void wait_turn(int consumer)
-{
-	pthread_mutex_lock(&lock);
-	while (consumers_turn != consumer)
-		pthread_cond_wait(&turned, &lock);
-	pthread_mutex_unlock(&lock);
-}
-
-static void give_turn(int consumer)
-{
-	pthread_mutex_lock(&lock);
-	consumers_turn = consumer;
-	pthread_cond_broadcast(&turned);
-	pthread_mutex_unlock(&lock);
-}
-
 static void *producer(void *arg)
 {
 	(void)arg;
 	for (long i = 0; i < nrec;) {
-		wait_turn(0);
+		td_wait_turn(0);
 		for (qlen = 0; qlen < BATCH && i < nrec; qlen++, i++) {
 			size_t n = rec_size(i);
 			unsigned char *m = rec_new(n);
@@ -77,7 +59,7 @@ static void *producer(void *arg)
 			q[qlen] = m;
 			qn[qlen] = n;
 		}
-		give_turn(1);
+		td_give_turn(1);
 	}
 	return NULL;
 }
@@ -87,7 +69,7 @@ static void *consumer(void *arg)
 	(void)arg;
 	uint64_t sum = 0;
 	for (long done = 0; done < nrec;) {
-		wait_turn(1);
+		td_wait_turn(1);
 		for (size_t j = 0; j < qlen; j++, done++) {
 			for (size_t k = 0; k < qn[j]; k += 8) {
 				uint64_t w;
@@ -96,7 +78,7 @@ static void *consumer(void *arg)
 			}
 			free(q[j]);
 		}
-		give_turn(0);
+		td_give_turn(0);
 	}
 	csum = sum;
 	return NULL;
