@@ -782,11 +782,55 @@ static bool usage(uint64_t *vol, uint64_t *invol, uint64_t *minflt)
 	return true;
 }
 
+/* How long the calling thread waited, runnable, for a CPU (the second
+ * field of /proc/thread-self/schedstat, the kernel's run_delay): with its
+ * CPU time, what of its wall time it was off its CPU by its own doing
+ * (asleep, waiting for input), which advise's replay sleeps. Raw system
+ * calls (END may be written in a signal handler); false when the file
+ * cannot be read (no /proc, a seccomp filter, no schedstats). */
+static bool run_delay_ns(uint64_t *out)
+{
+	char b[128];
+	static const char path[] = "/proc/thread-self/schedstat";
+	/* a seccomp filter that would kill the process for them: not made */
+	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)path, O_RDONLY | O_CLOEXEC, 0))
+		return false;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (!may_call(SYS_read, (uint64_t)fd, (uintptr_t)b, sizeof(b) - 1, 0)) {
+		sys_close(fd);
+		return false;
+	}
+	long n = syscall(SYS_read, fd, b, sizeof(b) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return false;
+	b[n] = 0;
+	const char *q = b;
+	while (*q >= '0' && *q <= '9')
+		q++;
+	if (*q != ' ')
+		return false;
+	uint64_t v = 0;
+	int digits = 0;
+	for (q++; *q >= '0' && *q <= '9'; q++, digits++)
+		v = v * 10 + (uint64_t)(*q - '0');
+	if (!digits)
+		return false;
+	*out = v;
+	return true;
+}
 /* The counts and the CPU time when this trace started: an exec'd
  * image's process keeps its predecessor's (getrusage and the process
  * CPU clock survive execve), an attached one what it had used before
- * the attach; END writes what the trace's own run made. */
-static uint64_t vol0, invol0, minflt0, cpu0;
+ * the attach; END writes what the trace's own run made. So does the
+ * starting thread's wait for a CPU (delay0, of thread delay_tid): its
+ * run_delay counts from the thread's birth, across execve, and a shell
+ * that waited 0.5 s for a CPU before it exec'd a program that slept
+ * 40 ms made the program's time asleep come out below zero. */
+static uint64_t vol0, invol0, minflt0, cpu0, delay0;
+static uint32_t delay_tid;
 
 /* Preamble and HEADER chunk, one write. */
 static void write_header(const char *parent)
@@ -1106,50 +1150,11 @@ int open_trace(const char *parent, int fd)
 	if (!usage(&vol0, &invol0, &minflt0))
 		vol0 = invol0 = minflt0 = 0;
 	cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	delay_tid = run_delay_ns(&delay0) ? sys_gettid() : 0;
 	write_header(parent);
 	ring_start(fd, &st);
 	return 0;
 }
-/* How long the calling thread waited, runnable, for a CPU (the second
- * field of /proc/thread-self/schedstat, the kernel's run_delay): with its
- * CPU time, what of its wall time it was off its CPU by its own doing
- * (asleep, waiting for input), which advise's replay sleeps. Raw system
- * calls (END may be written in a signal handler); false when the file
- * cannot be read (no /proc, a seccomp filter, no schedstats). */
-static bool run_delay_ns(uint64_t *out)
-{
-	char b[128];
-	static const char path[] = "/proc/thread-self/schedstat";
-	/* a seccomp filter that would kill the process for them: not made */
-	if (!may_call(SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)path, O_RDONLY | O_CLOEXEC, 0))
-		return false;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (!may_call(SYS_read, (uint64_t)fd, (uintptr_t)b, sizeof(b) - 1, 0)) {
-		sys_close(fd);
-		return false;
-	}
-	long n = syscall(SYS_read, fd, b, sizeof(b) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return false;
-	b[n] = 0;
-	const char *q = b;
-	while (*q >= '0' && *q <= '9')
-		q++;
-	if (*q != ' ')
-		return false;
-	uint64_t v = 0;
-	int digits = 0;
-	for (q++; *q >= '0' && *q <= '9'; q++, digits++)
-		v = v * 10 + (uint64_t)(*q - '0');
-	if (!digits)
-		return false;
-	*out = v;
-	return true;
-}
-
 
 /* Ends the trace: everything flushed, END written. Returns 0 if this call
  * ended it, -1 if it was not running. No more events after it, but where
@@ -1203,7 +1208,8 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 	k += ap_put_kv_uint(p + k, AP_EK_CPU_NS, cpu >= cpu0 ? cpu - cpu0 : cpu);
 	uint64_t delay;
 	if (run_delay_ns(&delay))
-		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS, delay);
+		k += ap_put_kv_uint(p + k, AP_EK_RUN_DELAY_NS,
+				    sys_gettid() == delay_tid && delay >= delay0 ? delay - delay0 : delay);
 	/* --all with the stack cache: the time unwinding took, which a
 	 * replay's one call site, always in the cache, does not show */
 	uint64_t unw = settings.all && sc_on ? unwind_ns_all() : 0;

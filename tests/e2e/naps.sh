@@ -14,7 +14,9 @@
 #     is owed back by the naps after it;
 #  2. testdata/gaps computes 200 us between its calls (long gaps, no
 #     sleep) on a CPU another process keeps busy: its wait for the CPU is
-#     no sleep, and the replay sleeps (almost) nothing.
+#     no sleep, and the replay sleeps (almost) nothing;
+#  3. a wait for a CPU before the trace began (an exec'd image's
+#     predecessor's) is not taken from the program's time asleep.
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD, E2E_PYTHON.
 . "$(dirname "$0")/../lib.sh"
 export ALLOCPROF_NO_PROGRESS=1
@@ -118,4 +120,21 @@ adv b.json busy.trace
 slept=$(jq b.json 'j["measurement"]["sleep_ns"]')
 echo "gaps beside a busy loop: ${wall} ns of wall time, the replay sleeps $slept ns"
 [ "$slept" -le $((wall / 20)) ] || fail "gaps, computing beside a busy loop: the replay sleeps $slept ns of its ${wall} ns"
+
+# 3. the wait for a CPU before the trace began is not the program's: a
+#    shell counts to 100,000 on a CPU a busy loop shares, then execs naps
+#    (20 sleeps of 2 ms). The thread's run_delay counts from its birth,
+#    across execve: the exec'd image's trace took the shell's wait as its
+#    own, its time asleep came out below zero, and the replay slept 0.
+taskset -c "$cpu" bash -c 'while :; do :; done' &
+hog=$!
+"$ALLOCPROF" record -q --all -o exn.trace taskset -c "$cpu" sh -c \
+	'i=0; while [ $i -lt 100000 ]; do i=$((i + 1)); done; exec "$0" 20 2' "$TESTDATA_BUILD/naps" >exn.out ||
+	fail "record sh, then exec naps, beside a busy loop"
+kill $hog
+[ -s exn.trace.exec2 ] || fail "no trace of naps, exec'd by sh, exec'd by taskset: $(ls exn.trace*)"
+adv ex2.json exn.trace.exec2
+slept=$(jq ex2.json 'j["measurement"]["sleep_ns"]')
+echo "naps 20 2 exec'd after a shell's wait for a CPU: the replay sleeps $slept ns"
+ratio "$slept" 38000000 0.85 1.02 || fail "naps exec'd after a wait for a CPU: the replay sleeps $slept ns, want 32-39 ms"
 exit $failed
