@@ -669,6 +669,9 @@ static struct rec_names *symbols_later;
  * trace per process (860 lines for 2 s of `seq | sort | gzip`). */
 #define CHILD_LINES 3
 
+/* What becomes of a trace left live (rec_say_live, child_tally_say). */
+#define LIVE_THEN "finished (compacted, its symbols kept) once"
+
 /* While set (rec_finish_children, not quiet), the child traces' lines
  * are kept here, and said by child_tally_say. */
 static struct child_tally {
@@ -677,6 +680,9 @@ static struct child_tally {
 	size_t odd;		/* of them, ended abnormally */
 	struct rec_names line;	/* the first CHILD_LINES lines */
 	struct rec_names odd_line; /* those of the first CHILD_LINES odd ones */
+	size_t live;		/* child traces left live */
+	struct rec_names live_line; /* the first CHILD_LINES lines of those */
+	pid_t live_pid[CHILD_LINES]; /* and their processes */
 } *child_tally;
 
 static void child_tally_add(struct child_tally *t, char *line, uint64_t events, bool odd)
@@ -693,9 +699,22 @@ static void child_tally_add(struct child_tally *t, char *line, uint64_t events, 
 
 /* Up to CHILD_LINES child traces, each one's line; more, one line that
  * counts them (the name they share, their events, how many ended
- * abnormally), then the lines of those that did (the first few). */
+ * abnormally), then the lines of those that did (the first few). So for
+ * the traces left live: a daemon's workers, or a shell's background
+ * jobs, are counted with the first few processes named. */
 static void child_tally_say(const struct child_tally *t, const char *output)
 {
+	if (t->live <= CHILD_LINES) {
+		for (size_t i = 0; i < t->live_line.n; i++)
+			fputs(t->live_line.name[i], stderr);
+	} else {
+		fprintf(stderr, "allocprof: %zu child traces %s.* are still being written by processes "
+			"that outlived the program (the traces of ", t->live, output);
+		for (size_t i = 0; i < CHILD_LINES; i++)
+			fprintf(stderr, "%s%d", i ? ", " : "", (int)t->live_pid[i]);
+		fprintf(stderr, " and %zu more); each is %s they exit\n", t->live - CHILD_LINES,
+			LIVE_THEN);
+	}
 	if (t->n <= CHILD_LINES) {
 		for (size_t i = 0; i < t->line.n; i++)
 			fputs(t->line.name[i], stderr);
@@ -984,14 +1003,28 @@ void rec_say_live(const char *path, const char *what, pid_t pid, bool alive, boo
 {
 	if (quiet)
 		return; /* the trace is as it should be: nothing went wrong */
-	const char *then = later ? "it is finished (compacted, its symbols kept) once"
-				 : "the trace is complete once";
+	struct ap_buf lb = AP_BUF_INIT;
+	const char *then = later ? "it is " LIVE_THEN : "the trace is complete once";
 	if (alive)
-		ap_say("%s %s: process %d is still running and writing it; %s it exits", what,
-		       path, (int)pid, then);
+		ap_buf_addf(&lb, "allocprof: %s %s: process %d is still running and writing it; "
+			    "%s it exits\n", what, path, (int)pid, then);
 	else
-		ap_say("%s %s: still open in a process the program started; %s that process "
-		       "exits", what, path, then);
+		ap_buf_addf(&lb, "allocprof: %s %s: still open in a process the program started; "
+			    "%s that process exits\n", what, path, then);
+	char *line = ap_buf_detach(&lb, NULL);
+	struct child_tally *t = later ? child_tally : NULL;
+	if (!t) {
+		fputs(line, stderr);
+		free(line);
+		return;
+	}
+	if (t->live < CHILD_LINES) {
+		t->live_pid[t->live] = pid;
+		rec_names_add(&t->live_line, line);
+	} else {
+		free(line);
+	}
+	t->live++;
 }
 
 /* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
@@ -1121,6 +1154,7 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 	child_tally_say(&tally, output);
 	rec_names_release(&tally.line);
 	rec_names_release(&tally.odd_line);
+	rec_names_release(&tally.live_line);
 	keep_symbols(finished.name, finished.n);
 	rec_names_release(&finished);
 	*live_left = live_now.n;

@@ -146,6 +146,26 @@ lifecycle)
 		fail "many children: the one killed is not named: $(cat many.err)"
 	grep -q "^allocprof: the reports read many.trace with its child traces as one run" many.err ||
 		fail "many children: no whole-run line: $(cat many.err)"
+	# ...and so for more than three left running when the program ends
+	# (a shell's background jobs, a server's workers): one line counts
+	# them and names the first three, where each had its own
+	"$ALLOCPROF" record --all -o live.trace sh -c \
+		'for i in 1 2 3 4 5; do sleep 1 & echo $! >>live.pids; done' >/dev/null 2>live.err
+	expect_eq "five left running: exit status" $? 0
+	line=$(grep "^allocprof: 5 child traces live.trace.\* are still being written by processes that outlived the program (the traces of [0-9]*, [0-9]*, [0-9]* and 2 more); each is finished (compacted, its symbols kept) once they exit$" live.err)
+	[ -n "$line" ] || fail "five left running: no count line: $(cat live.err)"
+	for p in $(echo "$line" | sed 's/.*the traces of \([0-9]*\), \([0-9]*\), \([0-9]*\) and.*/\1 \2 \3/'); do
+		grep -qx "$p" live.pids || fail "five left running: $p named, not one of theirs: $(cat live.pids)"
+	done
+	expect_eq "five left running: lines of their own" "$(grep -c 'is still running and writing it' live.err)" 0
+	fpid=$(sed -n 's/^allocprof: process \([0-9]*\) (allocprof record) finishes.*/\1/p' live.err)
+	[ -n "$fpid" ] || fail "five left running: no finisher named: $(cat live.err)"
+	for _ in $(seq 1 500); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.02; done
+	for p in $(cat live.pids); do
+		"$ALLOCPROF" stats --json --no-children "live.trace.$p" >l.json 2>l.err ||
+			fail "five left running: stats live.trace.$p: $(cat l.err)"
+		[ ! -e "live.trace.$p.buffers" ] || fail "five left running: live.trace.$p.buffers left"
+	done
 	"$ALLOCPROF" record -q --all -o manyq.trace sh -c 'for i in 1 2 3 4; do /bin/true; done' \
 		>/dev/null 2>manyq.err
 	[ ! -s manyq.err ] || fail "many children, -q: $(cat manyq.err)"
