@@ -153,6 +153,14 @@ static void budget_cut_text(const struct ap_advice *a)
 		printf("  measured again written whole in %u round%s, not the %u wanted: %s was "
 		       "spent (its interval wider, its confidence shown)\n", a->budget_whole_rounds,
 		       plural(a->budget_whole_rounds), a->budget_rounds_wanted, d);
+	/* once here, not under each such site (six times over on cppcheck) */
+	size_t fl = 0;
+	for (size_t i = 0; i < a->nsites; i++)
+		fl += a->sites[i].measured && a->sites[i].fl_state == AP_FL_BUDGET;
+	if (fl)
+		printf("  a free list kept by each thread not measured at %zu site%s whose objects stay "
+		       "in their thread: %s was spent (vpool is measured first)\n", fl,
+		       plural((double)fl), d);
 }
 
 static unsigned measured_rounds(const struct ap_advice *a)

@@ -147,11 +147,8 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 			      "each); vpool: %s %s", f->saved_ns >= 0 ? "saves" : "costs", e1, e2, e3,
 			      100 * f->conf, f->rounds, m->saved_ns >= 0 ? "saves" : "costs", d1);
 		} else if (s->fl_state == AP_FL_BUDGET) {
-			char bw[AP_ADVISE_BUDGET_WORDS];
-			ap_advise_budget_words(bw, a, a->measure_budget_ns);
-			linef(line, ctx, AP_LINE_TEXT,
-			      "   a free list kept by each thread: not measured, %s spent (vpool is "
-			      "measured first)", bw);
+			emit(line, ctx, AP_LINE_TEXT, "   a free list kept by each thread: not measured, "
+			     "--measure-time spent (vpool is measured first)");
 		} else if (s->fl_state == AP_FL_NOT_MEASURED) {
 			emit(line, ctx, AP_LINE_TEXT, "   a free list kept by each thread: not measured");
 		}

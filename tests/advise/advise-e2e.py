@@ -649,6 +649,21 @@ def freelist(prog):
             text = run([A, "advise", "-n", "0", "--measure-time", b, t])
             if "a free list kept by each thread: not measured, --measure-time " not in text:
                 break
+        # A budget too short for the list (12 rounds of three variants):
+        # the header says so once, with the budget, for every site it
+        # left out; the site's line says only that it did.
+        for b in ("150ms", "300ms", "600ms"):
+            short = run([A, "advise", "-n", "0", "--measure-time", b, t])
+            left = len(re.findall(r"^   a free list kept by each thread: not measured, --measure-time "
+                                  r"spent \(vpool is measured first\)$", short, re.M))
+            if left:
+                break
+        head = re.findall(r"^  a free list kept by each thread not measured at (\d+) sites? whose objects "
+                          r"stay in their thread: --measure-time %s was spent \(vpool is measured first\)$"
+                          % b, short, re.M)
+        if not left or head != [str(left)]:
+            fails.append("--measure-time %s: %d sites' free lists left out by the budget, the header "
+                         "says %s:\n%s" % (b, left, head, short))
     own = the_site(adv, prog)
     xline = site_line(prog, "XSITE")
     cross = find_site(adv, prog, xline)
