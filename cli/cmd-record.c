@@ -105,7 +105,7 @@ static int record_attached(const struct record_opts *o)
 	/* ALLOCPROF=<pid>.<run>:<rate>:<depth>:<flags>:<output>
 	 * (sampler/README.md): the run's number as a launched run has one */
 	char cfg[PATH_MAX * 2 + 128];
-	snprintf(cfg, sizeof(cfg), "%d.%llx:%llu:%u:%u:%s", (int)ap_pid_inside(o->attach),
+	snprintf(cfg, sizeof(cfg), "%d.%llx" AP_CFG_SETTINGS_FMT, (int)ap_pid_inside(o->attach),
 		 (unsigned long long)rec_new_run_id(), (unsigned long long)o->rate, o->max_depth,
 		 AP_CFG_NO_CHILDREN | (o->gaps ? AP_CFG_GAPS : 0), out);
 
@@ -278,7 +278,7 @@ int cmd_record(int argc, char **argv)
 	/* ALLOCPROF=<pid>.<run>.<record's pid>:<rate>:<depth>:<flags>:<output>
 	 * (sampler/README.md) */
 	uint64_t run_id = rec_new_run_id();
-	ap_buf_addf(&cfg_mid, ".%llx.%ld:%llu:%u:%u:%s", (unsigned long long)run_id,
+	ap_buf_addf(&cfg_mid, ".%llx.%ld" AP_CFG_SETTINGS_FMT, (unsigned long long)run_id,
 		    (long)getpid(), (unsigned long long)o.rate, (unsigned)o.max_depth,
 		    (o.no_children ? AP_CFG_NO_CHILDREN : 0) | (o.gaps ? AP_CFG_GAPS : 0),
 		    out_pre.buf);

@@ -637,7 +637,9 @@ static inline uint64_t rd_tsc(void)
 /* The settings. `allocprof record` passes them in one variable, so the
  * program's environment grows by that entry and LD_PRELOAD only (as under
  * valgrind; a program that copies its environment, like perl, allocates
- * per entry): ALLOCPROF=<pid>:<rate>:<max_depth>:<no_children>:<output>.
+ * per entry): ALLOCPROF=<pid>:<rate>:<max_depth>:<flags>:<output>, the
+ * fields after the pid's as AP_CFG_SETTINGS_FMT (trace/ap_trace_enc.h)
+ * writes them.
  * Without it the separate ALLOCPROF_PID, _RATE, _MAX_DEPTH, _NO_CHILDREN
  * and _OUTPUT variables are read. */
 enum { CFG_PID, CFG_RATE, CFG_DEPTH, CFG_NO_CHILDREN, CFG_OUTPUT, CFG_N };

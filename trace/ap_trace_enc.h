@@ -39,6 +39,11 @@
  * --no-children, --gaps. */
 #define AP_CFG_NO_CHILDREN 1u
 #define AP_CFG_GAPS 2u
+/* ALLOCPROF=<pid>[.<run>[.<record's pid>]]:<rate>:<depth>:<flags>:<output>:
+ * the fields after the pid's, in the order sampler/config.c reads them
+ * (CFG_RATE, CFG_DEPTH, CFG_NO_CHILDREN, CFG_OUTPUT), for an unsigned
+ * long long, two unsigned and a string; every writer's format. */
+#define AP_CFG_SETTINGS_FMT ":%llu:%u:%u:%s"
 
 #define AP_CHUNK_MAGIC 0x4b435041u /* "APCK" */
 #define AP_CHUNK_HDR_LEN 32

@@ -97,6 +97,29 @@ def gone_within(pid, secs):
     return False
 
 
+def threads_of(pid):
+    """Each thread of pid: its state, pending and blocked signals, where it
+    waits, and its system call (what a late exit is made of)."""
+    out = []
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return "gone"
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                st = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                wchan = f.read()
+            with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+                call = (f.read().split() or ["?"])[0]
+        except OSError:
+            continue
+        out.append(f"{tid} {st['State'].strip()} pnd {st['SigPnd'].strip()} shd {st['ShdPnd'].strip()} "
+                   f"blk {st['SigBlk'].strip()} wchan {wchan} syscall {call}")
+    return "; ".join(out)
+
+
 def kill_all(p):
     try:
         os.killpg(p.pid, signal.SIGKILL)
@@ -172,7 +195,7 @@ def mask():
             "except KeyboardInterrupt:\n"
             "    sys.exit(3)\n")
     env = dict(os.environ, PYTHONMALLOC="malloc")
-    late = 0
+    late, states = 0, []
     for _ in range(10):
         p = subprocess.Popen([ALLOCPROF, "record", "-q", "-o", "py.trace", py, "-c", code],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -186,6 +209,7 @@ def mask():
         os.killpg(p.pid, signal.SIGINT)
         if prog and not gone_within(prog, 5):
             late += 1
+            states.append(threads_of(prog))
             kill_all(p)
             continue
         rc = wait_for(p, 120)
@@ -195,7 +219,8 @@ def mask():
         elif rc != 3:
             fail(f"python3: exit {rc}: {p.stderr.read().decode()}")
     if late:
-        fail(f"python3: still running 5 s after SIGINT in {late} of 10 runs")
+        fail(f"python3: still running 5 s after SIGINT in {late} of 10 runs; its threads then: "
+             + " | ".join(states))
     else:
         print("python3: stopped on SIGINT within 5 s in 10 of 10 runs")
 
