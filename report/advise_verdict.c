@@ -354,6 +354,28 @@ static void by_copy_words(struct ap_buf *t, const struct ap_advise_site *s)
 			      "pool blocks).");
 }
 
+/* A site whose objects grow by copy, measured: what the replay made of a
+ * growth and what it did not. It makes each growth's calls and copy (a
+ * malloc, the old block's bytes copied, a free: measure/runner.c), and
+ * the pooled object within its capacity makes none; the container's own
+ * code for a growth (libstdc++'s _M_realloc_insert or _M_mutate and
+ * _M_create, operator new and delete around malloc and free, the branch
+ * that finds the capacity short) is the program's, which the replay does
+ * not run, and an object reused with its capacity skips it too.
+ * bench/twins/README.md, session 33: vecgrow and strcat saved some 20 ns
+ * a growth more than their replays (callgrind: 55 instructions a growth
+ * in vecgrow's _M_realloc_insert alone, beside malloc, free and the
+ * copy, whose instructions the replay's baseline makes one for one). */
+static void growth_code_words(struct ap_buf *t, const struct ap_advise_site *s)
+{
+	if (s->measured && ap_advise_by_copy(s) && s->r.reallocs_avoided >= 0.5 && s->m.saved_ns > 0)
+		ap_buf_addstr(t, " The replay measured makes each growth's calls and copy; the "
+			      "container's own code for a growth (libstdc++'s _M_realloc_insert or "
+			      "_M_mutate, operator new and delete), which a reused object skips too, "
+			      "is the program's and is not replayed: the program may save more than "
+			      "measured (bench/twins' vecgrow and strcat: some 20 ns a growth).");
+}
+
 /* A site whose objects come from calloc, measured: the pool measured
  * hands a block back as the program left it (measure/runner.c). */
 #define CALLOC_SHARE 0.5
@@ -840,6 +862,25 @@ static bool faults_said(const struct ap_run_cost *B, const struct ap_measured *m
 	return fb > 100 && (fp < 0.8 * fb || fp > 1.25 * fb);
 }
 
+/* Whether most of a saving is page faults the pool saves: those the
+ * pooled runs made fewer than the baseline's, at what one costs the
+ * runner (its fault probe), half the saving or more, where the baseline
+ * faulted as the recorded run did (none beyond it taken off). Such a
+ * saving is the faults' price in a process that does nothing else;
+ * the program pays more for each (docs/pool-model.md, §9: bench/twins'
+ * xzreq, 1.99 us of its CPU time a fault against its replay's 1.46 in
+ * session 24, 3.8 against 2.9 on a busier machine in session 33). */
+#define FAULTS_MOST_SHARE 0.5
+static bool faults_most(const struct ap_advice *a, const struct ap_run_cost *B,
+			const struct ap_advise_site *s)
+{
+	const struct ap_measured *m = &s->m;
+	double fewer = B->minflt - m->cost.minflt;
+	double share = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
+	return m->saved_ns > 0 && B->fault_ns > 0 && s->excess_faults <= 0 && faults_said(B, m) &&
+	       fewer / share * B->fault_ns >= FAULTS_MOST_SHARE * m->saved_ns;
+}
+
 /* "measured, 12 runs each way: a pool here saves 2.6ms of CPU time (2.1ms
  * to 3.1ms, 97% interval), 1.2% of the 210ms the program took" */
 /* m's saving (or cost) into d1 and its interval into d2 and d3, each of
@@ -891,6 +932,14 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 	if (faults_said(B, m))
 		ap_buf_addf(b, "; page faults %.0f against %.0f without it", m->cost.minflt,
 			    B->minflt);
+	if (faults_most(a, B, s)) {
+		ap_advise_format_duration(d4, sizeof(d4), B->fault_ns);
+		ap_buf_addf(b, ", which at the %s one costs here (the runner's probe) are most of the "
+			    "saving; a fault costs a program more than its replay (the program's own "
+			    "work around it leaves the kernel's path and the caches cold: bench/twins' "
+			    "xzreq paid 1.3 times as much a fault, system and user time), so the "
+			    "program may save more than measured", d4);
+	}
 	if (s->excess_faults > 0) {
 		char d6[32], d7[32], d8[32], d9[32];
 		double prog = ap_advise_prog_faults(a);
@@ -1292,6 +1341,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);
+	growth_code_words(&t, s);
 	if (m->saved_ns > 0)
 		calloc_words(&t, s);
 	free(s->reasons);

@@ -486,13 +486,29 @@ def measured(prog, want):
             fails.append("%s: want pool with a saving above zero and a tenth of the %d faults: %s, "
                          "[%d, %d], %d faults" % (prog, base["minor_faults"], s["verdict"],
                                                   s["time_saved_low_ns"], s["time_saved_high_ns"], pf))
+        # a saving that is mostly page faults says that the program pays
+        # more for each than the replay (session 33): here the faults the
+        # pool saves, at the runner's price for one, are most of it
+        fns = adv["measurement"].get("fault_ns") or 0
+        if not fns or (base["minor_faults"] - pf) * fns < 0.5 * s["time_saved_ns"]:
+            fails.append("%s: the faults saved (%d - %d at %s ns) are not most of the %d ns saved" % (
+                prog, base["minor_faults"], pf, fns, s["time_saved_ns"]))
+        elif FAULT_PRICE_SAID not in s["reasons"]:
+            fails.append("%s: a saving of page faults does not say a fault costs the program more: %s"
+                         % (prog, s["reasons"]))
     elif want.startswith("costs:"):
         fn = want[6:]
         s = next((s for s in adv["sites"] if s["function"] == fn), None)
         if not s or s["verdict"] != "no: costs more" or s["time_saved_high_ns"] >= 0:
             fails.append("%s: want no: costs more, got %s" % (fn, s and (s["verdict"], s["time_saved_high_ns"])))
+        elif FAULT_PRICE_SAID in s["reasons"]:
+            fails.append("%s: a cost is said to be page faults: %s" % (fn, s["reasons"]))
     if fails:
         sys.exit("FAIL: " + "; ".join(fails))
+
+
+# What a measured saving of page faults says of their price (session 33).
+FAULT_PRICE_SAID = "a fault costs a program more than its replay"
 
 
 def budget(prog):
@@ -788,6 +804,23 @@ def copygrow(prog, n):
         m = s.get("measured")
         if not m or m["pooled"]["pool_hits"] != s["hits"]:
             fails.append("build_line's measured replay: %s, model hits %d" % (m, s["hits"]))
+    # A measured saving of objects grown by copy says what the replay left
+    # out: the container's own code for each growth (session 33); a site
+    # whose objects do not grow by copy, or whose pool saves nothing, is
+    # not told so.
+    for s in adv["sites"]:
+        said = "is not replayed" in s["reasons"]
+        want = (s["time_source"] == "measured" and s["time_saved_ns"] > 0 and
+                s["growth_by_copy_share"] >= 0.5 and s["reallocs_avoided"] >= 0.5 and
+                s["reallocs_per_object"] >= 0.5)
+        if said != want:
+            fails.append("%s: the growth code not replayed said %s, want %s: %s" % (
+                s["site"], said, want, s["reasons"]))
+    measured_copy = [s for s in adv["sites"] if s["time_source"] == "measured" and
+                     s["growth_by_copy_share"] >= 0.5 and s["time_saved_ns"] > 0]
+    if not measured_copy:
+        fails.append("no site grown by copy measured to save: %s" % [
+            (s["site"], s["time_source"], s["time_saved_ns"]) for s in adv["sites"]])
     # hand_grow's growths are at another line than its births: that line
     # is no site of its own, it sends to where the buffers are born
     hg = by_func(adv, "hand_grow")
