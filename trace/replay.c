@@ -132,14 +132,22 @@ struct pending {
 				(c)[k_].ops->op((c)[k_].ctx, __VA_ARGS__);   \
 	} while (0)
 
-/* A realloc's FREE half that no ALLOC half followed: a free after all. */
+/* A realloc's FREE half that no ALLOC half followed: a free after all,
+ * handed over at event `at`. */
+static inline void pending_free(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
+				size_t at)
+{
+	p->set = false;
+	p->b.call_i = at;
+	EACH(c, nc, free, p->i, &p->e, &p->b);
+}
+
 static void pending_flush(struct rmap *m, struct pending *p, const struct ap_replay_consumer *c,
-			  size_t nc)
+			  size_t nc, size_t at)
 {
 	if (!p->set)
 		return;
-	p->set = false;
-	EACH(c, nc, free, p->i, &p->e, &p->b);
+	pending_free(p, c, nc, at);
 	obj_release(m, p->b.obj);
 }
 
@@ -163,8 +171,9 @@ static bool inherited(const struct ap_trace *t, const struct ap_event *e)
 /* FREE e ended block b: a free (true), or the FREE half of a realloc,
  * which waits for its ALLOC half. */
 static inline bool block_ended(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
-			       size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+			       size_t i, const struct ap_event *e, struct ap_replay_block *b)
 {
+	b->end_i = b->call_i = i;
 	if (e->flags & AP_EVF_FROM_REALLOC) {
 		p->b = *b;
 		p->i = i;
@@ -433,10 +442,8 @@ replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 		bool counts)
 {
 	if (e->type == AP_EV_FREE) {
-		if (p->set) {
-			p->set = false;
-			EACH(c, nc, free, p->i, &p->e, &p->b);
-		}
+		if (p->set)
+			pending_free(p, c, nc, i);
 		if (!(e->flags & AP_EVF_RESOLVED)) {
 			no_block(t, c, nc, i, e);
 			return;
@@ -459,10 +466,8 @@ replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 	if (e->type != AP_EV_ALLOC)
 		return;
 	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
-	if (!grows && p->set) {
-		p->set = false;
-		EACH(c, nc, free, p->i, &p->e, &p->b);
-	}
+	if (!grows && p->set)
+		pending_free(p, c, nc, i);
 	uint32_t stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
 	if (counts) {
 		rlive_settle(L);
@@ -493,6 +498,7 @@ static bool join(struct rmap *m, struct pending *p, const struct ap_trace *t,
 	r->obj = p->last_obj = old->obj;
 	struct ap_replay_block ob = block_out(t, old, false), b = block_out(t, r, false);
 	old->obj = NONE;
+	ob.end_i = UINT64_MAX;
 	EACH(c, nc, grow, i, e, &ob, &b);
 	return true;
 }
@@ -504,7 +510,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 			      const struct ap_event *e, const struct ap_replay_join *jn)
 {
 	if (e->type == AP_EV_FREE) {
-		pending_flush(m, p, c, nc);
+		pending_flush(m, p, c, nc, i);
 		bool last = p->last_alloc && p->last_addr == e->addr;
 		p->last_alloc = false;
 		struct rblock *r = map_pop(m, e->addr);
@@ -527,7 +533,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	p->last_addr = e->addr;
 	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
 	if (!grows)
-		pending_flush(m, p, c, nc);
+		pending_flush(m, p, c, nc, i);
 	struct rblock *r = map_push(m);
 	r->addr = e->addr;
 	r->size = e->size;
@@ -698,7 +704,7 @@ int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err
 	struct rmap *m = &r->m;
 	int rc = 0;
 	for (size_t k = 0; k <= r->npend; k++)
-		pending_flush(m, &r->pend[k], c, nc);
+		pending_flush(m, &r->pend[k], c, nc, r->base - 1);
 	if (r->can_fail && (rc = consumers_failed(c, nc, err)) < 0)
 		goto out;
 	rlive_out(&r->L, t, c, nc, UINT32_MAX, false);
