@@ -125,8 +125,14 @@ struct pending {
 	bool last_alloc;
 };
 
+/* (one consumer, the common case, without the loop) */
 #define EACH(c, nc, op, ...)                                                 \
 	do {                                                                 \
+		if ((nc) == 1) {                                             \
+			if ((c)->ops->op)                                    \
+				(c)->ops->op((c)->ctx, __VA_ARGS__);         \
+			break;                                               \
+		}                                                            \
 		for (size_t k_ = 0; k_ < (nc); k_++)                         \
 			if ((c)[k_].ops->op)                                 \
 				(c)[k_].ops->op((c)[k_].ctx, __VA_ARGS__);   \
@@ -626,45 +632,73 @@ static void pend_grow(struct ap_replay_run *r, size_t nthreads)
 	r->npend = nthreads;
 }
 
-int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
-		   struct ap_error *err)
+/* The processes that ended before time ts (ap_replay_ops.exited,
+ * exec_dropped); returns the time of the next end (none: UINT64_MAX). */
+static uint64_t processes_ended(struct ap_replay_run *r, uint64_t ts)
+{
+	const struct ap_trace *t = r->t;
+	for (; r->next_ex < r->nex && r->ex[r->next_ex].ts < ts; r->next_ex++) {
+		const struct exec_end *x = &r->ex[r->next_ex];
+		if (!x->exec && r->resolved)
+			rlive_exited(&r->L, t, r->c, r->nc, x->proc);
+		else if (!x->exec)
+			exit_process(&r->m, t, r->c, r->nc, x->proc);
+		else if (r->resolved)
+			rlive_out(&r->L, t, r->c, r->nc, x->proc, true);
+		else
+			drop_process(&r->m, t, r->c, r->nc, x->proc);
+	}
+	return r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
+}
+
+/* The pending state of e's thread. */
+static inline struct pending *pend_of(struct pending *pend, size_t npend, const struct ap_event *e)
+{
+	return &pend[e->thread <= npend ? e->thread : npend];
+}
+
+/* ap_replay_feed of a resolved trace (`counts` a constant: see
+ * replay_resolved). */
+static inline __attribute__((always_inline)) void
+feed_resolved(struct ap_replay_run *r, const struct ap_event *ev, size_t n, bool counts)
+{
+	/* (in locals: the consumers' calls would make them loaded again) */
+	const struct ap_trace *t = r->t;
+	const struct ap_replay_consumer *c = r->c;
+	size_t nc = r->nc, npend = r->npend, base = r->base;
+	struct pending *pend = r->pend;
+	bool each_event = r->each_event;
+	/* the time of the next process's end (none: UINT64_MAX) */
+	uint64_t ex_ts = r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
+	for (size_t j = 0; j < n; j++) {
+		const struct ap_event *e = &ev[j];
+		if (ex_ts < e->ts)
+			ex_ts = processes_ended(r, e->ts);
+		if (each_event)
+			EACH(c, nc, event, base + j, e);
+		replay_resolved(&r->L, pend_of(pend, npend, e), t, c, nc, base + j, e, counts);
+	}
+}
+
+/* ap_replay_feed with the live map. */
+static void feed_mapped(struct ap_replay_run *r, const struct ap_event *ev, size_t n)
 {
 	const struct ap_trace *t = r->t;
 	const struct ap_replay_consumer *c = r->c;
-	size_t nc = r->nc;
+	size_t nc = r->nc, npend = r->npend, base = r->base;
 	struct rmap *m = &r->m;
-	pend_grow(r, t->nthreads);
-	/* (in locals: the consumers' calls would make them loaded again) */
 	struct pending *pend = r->pend;
-	size_t npend = r->npend, base = r->base, next_ex = r->next_ex, nex = r->nex;
-	const struct exec_end *ex = r->ex;
-	bool each_event = r->each_event, resolved = r->resolved, counts = r->counts;
+	bool each_event = r->each_event;
 	const struct ap_replay_join *joins = r->joins;
 	size_t njoins = r->njoins, next_join = r->next_join;
+	uint64_t ex_ts = r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
 		size_t i = base + j;
-		while (next_ex < nex && ex[next_ex].ts < e->ts) {
-			const struct exec_end *x = &ex[next_ex++];
-			if (!x->exec && resolved)
-				rlive_exited(&r->L, t, c, nc, x->proc);
-			else if (!x->exec)
-				exit_process(m, t, c, nc, x->proc);
-			else if (resolved)
-				rlive_out(&r->L, t, c, nc, x->proc, true);
-			else
-				drop_process(m, t, c, nc, x->proc);
-		}
+		if (ex_ts < e->ts)
+			ex_ts = processes_ended(r, e->ts);
 		if (each_event)
 			EACH(c, nc, event, i, e);
-		struct pending *pe = &pend[e->thread <= npend ? e->thread : npend];
-		if (resolved) {
-			if (counts)
-				replay_resolved(&r->L, pe, t, c, nc, i, e, true);
-			else
-				replay_resolved(&r->L, pe, t, c, nc, i, e, false);
-			continue;
-		}
 		/* The map is far bigger than the caches on a long trace, and
 		 * each event's probe is a miss: ask for the slot of an event
 		 * a few ahead (in this batch) while this one is handled;
@@ -688,12 +722,23 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 			if (next_join < njoins && joins[next_join].i == i)
 				jn = &joins[next_join++];
 		}
-		replay_one(m, pe, t, c, nc, i, e, jn);
+		replay_one(m, pend_of(pend, npend, e), t, c, nc, i, e, jn);
 	}
-	r->next_ex = next_ex;
 	r->next_join = next_join;
+}
+
+int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
+		   struct ap_error *err)
+{
+	pend_grow(r, r->t->nthreads);
+	if (r->resolved && r->counts)
+		feed_resolved(r, ev, n, true);
+	else if (r->resolved)
+		feed_resolved(r, ev, n, false);
+	else
+		feed_mapped(r, ev, n);
 	r->base += n;
-	return r->can_fail ? consumers_failed(c, nc, err) : 0;
+	return r->can_fail ? consumers_failed(r->c, r->nc, err) : 0;
 }
 
 int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err)

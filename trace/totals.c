@@ -8,7 +8,7 @@
 #include <string.h>
 
 struct totals {
-	struct ap_trace_totals *out;
+	struct ap_trace_totals out;	/* (kept here, one load nearer, copied out at the end) */
 	bool attached;		/* AP_HFLAG_ATTACHED: the trace starts mid-run */
 	/* live_var: the variance of `live` as an estimate (Horvitz-Thompson:
 	 * a block of s bytes sampled with weight w adds w(w-1)s^2), at the
@@ -30,7 +30,7 @@ static void t_gap(void *ctx, size_t i, const struct ap_event *e)
 	struct totals *T = ctx;
 	(void)i;
 	if (e->gap)
-		T->out->gap_ns += ap_gap_work_ns(e->gap);
+		T->out.gap_ns += ap_gap_work_ns(e->gap);
 }
 
 /* heaptrack's rule: the free of b is temporary when the event just before
@@ -40,7 +40,7 @@ static inline void t_heaptrack(struct totals *T, const struct ap_replay_block *b
 {
 	if (T->alloc_at && T->alloc_at == at && T->alloc_stack == b->stack &&
 	    T->alloc_size == b->size)
-		T->out->temporary_heaptrack += b->w;
+		T->out.temporary_heaptrack += b->w;
 }
 
 /* the block of an ALLOC event, e, counted */
@@ -50,9 +50,9 @@ static inline void t_born(struct totals *T, const struct ap_event *e,
 	if (!(e->flags & AP_EVF_SAMPLED))
 		return;
 	double space = b->w * (double)b->size;
-	T->out->alloc_objects += b->w;
-	T->out->alloc_space += space;
-	T->out->samples++;
+	T->out.alloc_objects += b->w;
+	T->out.alloc_space += space;
+	T->out.samples++;
 	T->live += space;
 	T->live_var += ap_trace_block_var(b->w, space);
 	if (T->live > T->peak) {
@@ -80,9 +80,9 @@ static void t_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 static inline void t_ended(struct totals *T, const struct ap_replay_block *b)
 {
 	double space = b->w * (double)b->size;
-	T->out->free_objects += b->w;
+	T->out.free_objects += b->w;
 	if (b->temporary)
-		T->out->temporary += b->w;
+		T->out.temporary += b->w;
 	T->live -= space;
 	T->live_var -= ap_trace_block_var(b->w, space);
 }
@@ -117,9 +117,9 @@ static void t_unmatched(void *ctx, size_t i, const struct ap_event *e)
 	(void)i;
 	(void)e;
 	if (T->attached)
-		T->out->pre_attach_frees++;
+		T->out.pre_attach_frees++;
 	else
-		T->out->unmatched_frees++;
+		T->out.unmatched_frees++;
 }
 
 static void t_inherited(void *ctx, size_t i, const struct ap_event *e)
@@ -127,15 +127,15 @@ static void t_inherited(void *ctx, size_t i, const struct ap_event *e)
 	struct totals *T = ctx;
 	(void)i;
 	(void)e;
-	T->out->inherited_frees++;
+	T->out.inherited_frees++;
 }
 
 static void t_exec_dropped(void *ctx, const struct ap_replay_block *b)
 {
 	struct totals *T = ctx;
 	double space = b->w * (double)b->size;
-	T->out->exec_dropped_objects += b->w;
-	T->out->exec_dropped_space += space;
+	T->out.exec_dropped_objects += b->w;
+	T->out.exec_dropped_space += space;
 	T->live -= space;
 	T->live_var -= ap_trace_block_var(b->w, space);
 }
@@ -155,12 +155,12 @@ static void t_exited(void *ctx, const struct ap_replay_block *b)
 static void t_live(void *ctx, const struct ap_replay_block *b)
 {
 	struct totals *T = ctx;
-	T->out->inuse_objects += b->w;
-	T->out->inuse_space += b->w * (double)b->size;
+	T->out.inuse_objects += b->w;
+	T->out.inuse_space += b->w * (double)b->size;
 	if (b->w > 1)
 		T->inuse_var += b->w * (b->w - 1);
 	if (b->w > 0)
-		T->out->inuse_samples++;
+		T->out.inuse_samples++;
 }
 
 #define TOTALS_OPS                                \
@@ -172,10 +172,11 @@ static const struct ap_replay_ops totals_gap_ops = { .event = t_gap, TOTALS_OPS 
 int ap_trace_totals(const struct ap_trace *t, struct ap_trace_totals *out, struct ap_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	struct totals T = { .out = out, .attached = (t->flags & AP_HFLAG_ATTACHED) != 0 };
+	struct totals T = { .attached = (t->flags & AP_HFLAG_ATTACHED) != 0 };
 	struct ap_replay_consumer c = { t->ngap_records ? &totals_gap_ops : &totals_ops, &T };
 	if (ap_replay(t, &c, 1, NULL, err) < 0)
 		return -1;
+	*out = T.out;
 	out->peak_inuse_space = T.peak;
 	out->peak_inuse_space_sd = T.peak_var > 0 ? sqrt(T.peak_var) : 0;
 	out->inuse_objects_sd = T.inuse_var > 0 ? sqrt(T.inuse_var) : 0;
