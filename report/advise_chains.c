@@ -125,6 +125,34 @@ static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	    (struct ap_replay_join){ .i = bi, .addr = a->addr, .size = a->size, .stack = a->stack };
 }
 
+/* The chains of a resolved trace, from its events alone: the replay's
+ * calls above, without the replay (its rule: ap_replay_resolved_free;
+ * an ALLOC half of a realloc, a grow or not, never begins a chain). */
+static int chains_of_events(struct chains *C, struct ap_error *err)
+{
+	struct ap_events *it = ap_events_open(C->t);
+	const struct ap_event *ev;
+	ssize_t got;
+	size_t i = 0;
+	while ((got = ap_events_next(it, &ev)) > 0)
+		for (ssize_t j = 0; j < got; j++, i++) {
+			const struct ap_event *e = &ev[j];
+			ch_event(C, i, e);
+			if (e->type == AP_EV_ALLOC) {
+				uint32_t stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
+				struct ap_replay_block b = { .size = e->size, .stack = stack };
+				ch_alloc(C, i, e, &b);
+			} else if (ap_replay_resolved_free(e)) {
+				struct ap_replay_block a = { .addr = e->addr, .size = e->size,
+							     .stack = e->stack };
+				ch_free(C, i, e, &a);
+			}
+		}
+	int rc = got < 0 ? ap_error_set(err, "%s", ap_events_error(it)) : 0;
+	ap_events_close(it);
+	return rc;
+}
+
 static int join_cmp(const void *x, const void *y)
 {
 	uint64_t a = ((const struct ap_replay_join *)x)->i, b = ((const struct ap_replay_join *)y)->i;
@@ -189,7 +217,7 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 		.free = ch_free,
 	};
 	struct ap_replay_consumer c = { &ops, &C };
-	int rc = ap_replay(t, &c, 1, NULL, err);
+	int rc = t->resolved ? chains_of_events(&C, err) : ap_replay(t, &c, 1, NULL, err);
 	free(C.func_of_stack);
 	free(C.th);
 	if (rc < 0) {

@@ -141,6 +141,17 @@ struct ap_replay_join {
 	uint32_t stack;
 };
 
+/* A pass over a resolved trace's events without the replay (its rules
+ * once, here): whether FREE e is one the replay hands to `free` at e
+ * itself, ending the block it names. Not: a FREE the compactor found no
+ * block for (unmatched or inherited), nor a realloc's FREE half, which
+ * waits for its ALLOC half (a `grow`, or a `free` at its thread's next
+ * FREE or ALLOC). */
+static inline bool ap_replay_resolved_free(const struct ap_event *e)
+{
+	return (e->flags & (AP_EVF_RESOLVED | AP_EVF_FROM_REALLOC)) == AP_EVF_RESOLVED;
+}
+
 /* Replays `t` once, calling every consumer for every event, in the order
  * given. The largest object id used + 1 is returned in *nobj (may be
  * NULL). Returns 0; or -1 with err set when the events cannot go on
