@@ -381,14 +381,14 @@ static inline void rlive_settle(struct rlive *L)
 
 /* A block as the consumers see it, from a resolved trace: `addr` the
  * identity the event names it by. */
-static inline struct ap_replay_block block_of(const struct ap_trace *t, uint64_t addr,
+static inline struct ap_replay_block block_of(const struct ap_trace *t, bool all, uint64_t addr,
 					      uint32_t stack, uint64_t size, bool temporary)
 {
 	return (struct ap_replay_block){
 	    .addr = addr,
 	    .size = size,
 	    .stack = stack,
-	    .w = !stack ? 0 : t->rate <= 1 ? 1.0 : ap_trace_weight(t, size),
+	    .w = !stack ? 0 : all ? 1.0 : ap_trace_weight(t, size),
 	    .obj = UINT32_MAX,
 	    .temporary = temporary,
 	};
@@ -405,7 +405,7 @@ static void rlive_out(struct rlive *L, const struct ap_trace *t,
 		struct lcount *x = &L->e[k];
 		if (p != UINT32_MAX && x->proc != p)
 			continue;
-		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
+		struct ap_replay_block out = block_of(t, t->rate <= 1, 0, x->stack, x->size, false);
 		bool gone = dropped || exec_ended(t, x->proc);
 		for (; x->n > 0; x->n--)
 			for (size_t j = 0; j < nc; j++)
@@ -426,7 +426,7 @@ static void rlive_exited(struct rlive *L, const struct ap_trace *t,
 		const struct lcount *x = &L->e[k];
 		if (x->proc != p)
 			continue;
-		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
+		struct ap_replay_block out = block_of(t, t->rate <= 1, 0, x->stack, x->size, false);
 		for (int64_t n = x->n; n > 0; n--)
 			EACH(c, nc, exited, &out);
 	}
@@ -445,7 +445,7 @@ static inline uint32_t proc_of(const struct ap_trace *t, const struct ap_event *
 static inline __attribute__((always_inline)) void
 replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 		const struct ap_replay_consumer *c, size_t nc, size_t i, const struct ap_event *e,
-		bool counts)
+		bool counts, bool all)
 {
 	if (e->type == AP_EV_FREE) {
 		if (p->set)
@@ -465,7 +465,7 @@ replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 			rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
 		}
 		struct ap_replay_block b =
-		    block_of(t, e->addr, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
+		    block_of(t, all, e->addr, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
 		block_ended(p, c, nc, i, e, &b);
 		return;
 	}
@@ -481,7 +481,7 @@ replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 		L->hthread = e->thread;
 		L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
 	}
-	struct ap_replay_block b = block_of(t, e->addr, stack, e->size, false);
+	struct ap_replay_block b = block_of(t, all, e->addr, stack, e->size, false);
 	if (grows) {
 		p->set = false;
 		EACH(c, nc, grow, i, e, &p->b, &b);
@@ -668,15 +668,23 @@ feed_resolved(struct ap_replay_run *r, const struct ap_event *ev, size_t n, bool
 	size_t nc = r->nc, npend = r->npend, base = r->base;
 	struct pending *pend = r->pend;
 	bool each_event = r->each_event;
+	bool all = t->rate <= 1;	/* every block weighs 1 */
 	/* the time of the next process's end (none: UINT64_MAX) */
 	uint64_t ex_ts = r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
+	/* (the last event's thread's, looked up again when it changes) */
+	uint32_t thread = 0;
+	struct pending *p = pend_of(pend, npend, &(struct ap_event){ .thread = 0 });
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
 		if (ex_ts < e->ts)
 			ex_ts = processes_ended(r, e->ts);
 		if (each_event)
 			EACH(c, nc, event, base + j, e);
-		replay_resolved(&r->L, pend_of(pend, npend, e), t, c, nc, base + j, e, counts);
+		if (e->thread != thread) {
+			thread = e->thread;
+			p = pend_of(pend, npend, e);
+		}
+		replay_resolved(&r->L, p, t, c, nc, base + j, e, counts, all);
 	}
 }
 
