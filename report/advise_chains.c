@@ -101,8 +101,8 @@ static uint32_t ch_site(const struct advise_chains *C, uint32_t stack)
  * 16-byte steps 2n); or to more, what an append needs, at another site
  * (line) than the block it grows (one line makes more than twice only by
  * chance: a ring of results of random sizes, a wrapper's strings). */
-static bool grows(const struct advise_chains *C, uint64_t a_size, uint32_t a_stack, uint64_t b_size,
-		  uint32_t b_stack)
+static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_t a_stack,
+			 uint64_t b_size, uint32_t b_stack)
 {
 	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
