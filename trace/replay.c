@@ -2,6 +2,7 @@
  * its block, in one place, and calls the consumers back. */
 #include "ap_replay.h"
 #include "ap_hash.h"
+#include "replay_ends.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -157,23 +158,6 @@ static void pending_flush(struct rmap *m, struct pending *p, const struct ap_rep
 	obj_release(m, p->b.obj);
 }
 
-/* Whether a FREE of addr that found no live block in its process is of a
- * block the process inherited: the process is a forked child (HEADER's
- * parent_trace), whose only blocks it did not allocate are its parent's,
- * live at the fork. (The parent's trace cannot say which: the compactor
- * gives a thread's own blocks identities instead of addresses.) With
- * --all only: a sampled child records no free of a block it did not
- * sample. */
-static bool inherited(const struct ap_trace *t, const struct ap_event *e)
-{
-	if (!t->nprocs)
-		return t->parent_trace != NULL;
-	if (e->thread >= t->nthreads)
-		return false;
-	uint32_t p = t->threads[e->thread].proc;
-	return p < t->nprocs && t->procs[p].forked;
-}
-
 /* FREE e ended block b: a free (true), or the FREE half of a realloc,
  * which waits for its ALLOC half. */
 static inline bool block_ended(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
@@ -195,7 +179,7 @@ static inline bool block_ended(struct pending *p, const struct ap_replay_consume
 static void no_block(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
 		     size_t i, const struct ap_event *e)
 {
-	if (!inherited(t, e)) {
+	if (!ap_replay_inherited(t, e)) {
 		EACH(c, nc, unmatched, i, e);
 		return;
 	}
@@ -204,68 +188,6 @@ static void no_block(const struct ap_trace *t, const struct ap_replay_consumer *
 			c[k].ops->inherited(c[k].ctx, i, e);
 		else if (c[k].ops->unmatched)
 			c[k].ops->unmatched(c[k].ctx, i, e);
-}
-
-/* Whether process p (of a whole run; the trace itself otherwise) ended by
- * exec: its heap went with its image. */
-static bool exec_ended(const struct ap_trace *t, uint32_t p)
-{
-	if (!t->nprocs)
-		return t->has_end && t->end_reason == AP_END_EXEC;
-	return p < t->nprocs && t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
-}
-
-/* Whether process p of a whole run ended for good: its heap went with
- * it (exec's goes with its image: exec_ended; after a detach, a snapshot
- * or a trace that stopped, it runs on). */
-static bool exit_ended(const struct ap_trace *t, uint32_t p)
-{
-	if (p >= t->nprocs || !t->procs[p].has_end)
-		return false;
-	switch (t->procs[p].end_reason) {
-	case AP_END_EXIT:
-	case AP_END_UNDERSCORE_EXIT:
-	case AP_END_SIGNAL:
-	case AP_END_KILLED:
-	case AP_END_RAW_EXIT:
-	case AP_END_GONE:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* The processes of a whole run that ended by exec (if `execs`) or for
- * good (if `exits`), by their END's time. */
-struct exec_end {
-	uint64_t ts;
-	uint32_t proc;
-	bool exec;
-};
-
-static int exec_end_cmp(const void *a, const void *b)
-{
-	const struct exec_end *x = a, *y = b;
-	return x->ts != y->ts ? (x->ts < y->ts ? -1 : 1) : (x->proc < y->proc ? -1 : x->proc > y->proc);
-}
-
-static size_t exec_ends(const struct ap_trace *t, bool execs, bool exits, struct exec_end **out)
-{
-	size_t n = 0;
-	*out = NULL;
-	for (uint32_t p = 0; p < t->nprocs; p++)
-		n += (execs && exec_ended(t, p)) || (exits && exit_ended(t, p));
-	if (!n)
-		return 0;
-	*out = ap_xcalloc(n, sizeof(**out));
-	n = 0;
-	for (uint32_t p = 0; p < t->nprocs; p++) {
-		bool ex = execs && exec_ended(t, p);
-		if (ex || (exits && exit_ended(t, p)))
-			(*out)[n++] = (struct exec_end){ t->procs[p].end_ns, p, ex };
-	}
-	qsort(*out, n, sizeof(**out), exec_end_cmp);
-	return n;
 }
 
 /* Process p ended: its blocks still live go to the consumers' exited,
@@ -406,7 +328,7 @@ static void rlive_out(struct rlive *L, const struct ap_trace *t,
 		if (p != UINT32_MAX && x->proc != p)
 			continue;
 		struct ap_replay_block out = block_of(t, t->rate <= 1, 0, x->stack, x->size, false);
-		bool gone = dropped || exec_ended(t, x->proc);
+		bool gone = dropped || ap_replay_exec_ended(t, x->proc);
 		for (; x->n > 0; x->n--)
 			for (size_t j = 0; j < nc; j++)
 				if (gone && c[j].ops->exec_dropped)
@@ -579,7 +501,7 @@ struct ap_replay_run {
 	struct pending *pend;	/* per thread, and one for a thread out of range */
 	size_t npend;		/* threads pend has room for (the last slot aside) */
 	bool each_event, can_fail;
-	struct exec_end *ex;
+	struct ap_replay_end *ex;
 	size_t nex, next_ex;
 	size_t base;		/* the index of the next event */
 	bool resolved;		/* a resolved trace, no consumer asks for blocks */
@@ -616,7 +538,7 @@ struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_
 		r->L.at = ap_xmalloc(n * sizeof(*r->L.at));
 		memset(r->L.at, 0xff, n * sizeof(*r->L.at));
 	}
-	r->nex = drops || exits ? exec_ends(t, drops, exits, &r->ex) : 0;
+	r->nex = drops || exits ? ap_replay_ends_of(t, drops, exits, &r->ex) : 0;
 	return r;
 }
 
@@ -638,7 +560,7 @@ static uint64_t processes_ended(struct ap_replay_run *r, uint64_t ts)
 {
 	const struct ap_trace *t = r->t;
 	for (; r->next_ex < r->nex && r->ex[r->next_ex].ts < ts; r->next_ex++) {
-		const struct exec_end *x = &r->ex[r->next_ex];
+		const struct ap_replay_end *x = &r->ex[r->next_ex];
 		if (!x->exec && r->resolved)
 			rlive_exited(&r->L, t, r->c, r->nc, x->proc);
 		else if (!x->exec)
@@ -767,7 +689,7 @@ int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err
 			if (m->blocks[b].obj == NONE)
 				continue;
 			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
-			bool gone = exec_ended(t, m->blocks[b].proc);
+			bool gone = ap_replay_exec_ended(t, m->blocks[b].proc);
 			for (size_t k = 0; k < nc; k++)
 				if (gone && c[k].ops->exec_dropped)
 					c[k].ops->exec_dropped(c[k].ctx, &out);
