@@ -44,9 +44,11 @@
 #define NONE UINT32_MAX
 
 struct chain_thread {
-	size_t cur, prev;	/* its last event's index and the one before (SIZE_MAX: none) */
-	size_t alloc_i;		/* its last allocation that began an object (SIZE_MAX: none) */
-	uint64_t alloc_size;
+	/* its last event's index if that event began an object (SIZE_MAX:
+	 * it did not), and what that was before the event being handled
+	 * (the replay's consumer: ch_event) */
+	size_t began, before;
+	uint64_t alloc_size;	/* the object `began`'s size and stack */
 	uint32_t alloc_stack;
 };
 
@@ -64,23 +66,14 @@ static inline struct chain_thread *ch_thread(struct advise_chains *C, uint32_t t
 	return &C->th[thread < C->t->nthreads ? thread : C->t->nthreads];
 }
 
-/* The thread's event i (every event, first). */
-static inline void ch_step(struct chain_thread *th, size_t i)
-{
-	th->prev = th->cur;
-	th->cur = i;
-}
-
 /* ALLOC e at i began an object (a realloc of an untracked block never
  * begins a chain). */
 static inline void ch_began(struct chain_thread *th, size_t i, const struct ap_event *e,
 			    uint64_t size, uint32_t stack)
 {
-	if (e->flags & AP_EVF_REALLOC) {
-		th->alloc_i = SIZE_MAX;
+	if (e->flags & AP_EVF_REALLOC)
 		return;
-	}
-	th->alloc_i = i;
+	th->began = i;
 	th->alloc_size = size;
 	th->alloc_stack = stack;
 }
@@ -110,14 +103,13 @@ static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_
 }
 
 /* FREE e ended block a (addr, size, stack): the join, if its thread's
- * event before it began an object that grows a. */
-static inline void ch_ended(struct advise_chains *C, struct chain_thread *th,
+ * event before it (bi: SIZE_MAX when it began none) began an object that
+ * grows a. */
+static inline void ch_ended(struct advise_chains *C, const struct chain_thread *th, size_t bi,
 			    const struct ap_event *e, uint64_t addr, uint64_t size, uint32_t stack)
 {
-	if (th->alloc_i == SIZE_MAX || th->prev != th->alloc_i || (e->flags & AP_EVF_FROM_REALLOC))
+	if (bi == SIZE_MAX || (e->flags & AP_EVF_FROM_REALLOC))
 		return;
-	size_t bi = th->alloc_i;
-	th->alloc_i = SIZE_MAX;
 	if (!grows(C, size, stack, th->alloc_size, th->alloc_stack))
 		return;
 	uint32_t f = ch_func(C, th->alloc_stack);
@@ -130,7 +122,10 @@ static inline void ch_ended(struct advise_chains *C, struct chain_thread *th,
 /* The replay's consumer (a trace not resolved). */
 static void ch_event(void *ctx, size_t i, const struct ap_event *e)
 {
-	ch_step(ch_thread(ctx, e->thread), i);
+	(void)i;
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	th->before = th->began;
+	th->began = SIZE_MAX;
 }
 
 static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
@@ -141,7 +136,8 @@ static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
 {
 	(void)i;
-	ch_ended(ctx, ch_thread(ctx, e->thread), e, a->addr, a->size, a->stack);
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	ch_ended(ctx, th, th->before, e, a->addr, a->size, a->stack);
 }
 
 /* Events base.. of a resolved trace, from the events alone: the
@@ -159,11 +155,12 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 			thread = e->thread;
 			h = ch_thread(C, thread);
 		}
-		ch_step(h, base + j);
+		size_t before = h->began;
+		h->began = SIZE_MAX;
 		if (e->type == AP_EV_ALLOC)
 			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
 		else if (ap_replay_resolved_free(e))
-			ch_ended(C, h, e, e->addr, e->size, e->stack);
+			ch_ended(C, h, before, e, e->addr, e->size, e->stack);
 	}
 }
 
@@ -220,7 +217,7 @@ struct advise_chains *advise_chains_new(const struct ap_trace *t, const struct a
 			      .site_of_stack = m->site_of_stack };
 	C->th = ap_xmalloc((t->nthreads + 1) * sizeof(*C->th));
 	for (size_t k = 0; k <= t->nthreads; k++)
-		C->th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, SIZE_MAX, 0, 0 };
+		C->th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, 0, 0 };
 	return C;
 }
 

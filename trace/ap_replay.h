@@ -56,13 +56,13 @@ struct ap_replay_block {
 	bool temporary;		/* ended blocks (free, grow's old): see above */
 	/* Where the replay is, for a consumer without `event` (stats' rule
 	 * of heaptrack's temporary allocations looks at the event before
-	 * a free). end_i, grow's old block: the index of the realloc's FREE
-	 * half that ended it (UINT64_MAX: a growth by copy's, whose FREE
-	 * comes later). call_i, free's block: the index of the event the
-	 * replay is at, `i` but for a realloc's FREE half that no ALLOC half
-	 * followed, handed over at its thread's next FREE or ALLOC, or after
-	 * the last event (then that event's). 0 elsewhere. */
-	uint64_t end_i, call_i;
+	 * a free). grow's old block: the index of the realloc's FREE half
+	 * that ended it (UINT64_MAX: a growth by copy's, whose FREE comes
+	 * later). free's block: the index of the event the replay is at,
+	 * `i` but for a realloc's FREE half that no ALLOC half followed,
+	 * handed over at its thread's next FREE or ALLOC, or after the last
+	 * event (then that event's). 0 elsewhere. */
+	uint64_t at;
 };
 
 /* A consumer: any callback may be NULL. `e` is the event (valid during

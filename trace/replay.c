@@ -145,7 +145,7 @@ static inline void pending_free(struct pending *p, const struct ap_replay_consum
 				size_t at)
 {
 	p->set = false;
-	p->b.call_i = at;
+	p->b.at = at;
 	EACH(c, nc, free, p->i, &p->e, &p->b);
 }
 
@@ -163,7 +163,7 @@ static void pending_flush(struct rmap *m, struct pending *p, const struct ap_rep
 static inline bool block_ended(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
 			       size_t i, const struct ap_event *e, struct ap_replay_block *b)
 {
-	b->end_i = b->call_i = i;
+	b->at = i;
 	if (e->flags & AP_EVF_FROM_REALLOC) {
 		p->b = *b;
 		p->i = i;
@@ -426,7 +426,7 @@ static bool join(struct rmap *m, struct pending *p, const struct ap_trace *t,
 	r->obj = p->last_obj = old->obj;
 	struct ap_replay_block ob = block_out(t, old, false), b = block_out(t, r, false);
 	old->obj = NONE;
-	ob.end_i = UINT64_MAX;
+	ob.at = UINT64_MAX;
 	EACH(c, nc, grow, i, e, &ob, &b);
 	return true;
 }

@@ -94,7 +94,7 @@ static void t_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 	(void)e;
 	/* what came before the event the replay is at (a realloc's FREE
 	 * half no ALLOC half followed comes at a later event) */
-	t_heaptrack(T, b, b->call_i);
+	t_heaptrack(T, b, b->at);
 	t_ended(T, b);
 }
 
@@ -104,7 +104,7 @@ static void t_grow(void *ctx, size_t i, const struct ap_event *e, const struct a
 	/* the realloc's FREE half, right before its ALLOC half (e), freed
 	 * old: what came before that half */
 	struct totals *T = ctx;
-	if (old->end_i + 1 == i)
+	if (old->at + 1 == i)
 		t_heaptrack(T, old, i - 1);
 	t_ended(T, old);
 	t_alloc_event(T, i, e);

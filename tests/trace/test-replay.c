@@ -202,7 +202,7 @@ static void test_joins(void)
 	ap_trace_free(t);
 }
 
-/* Where the replay is (ap_replay_block's end_i and call_i), events fed
+/* Where the replay is (ap_replay_block's `at`), events fed
  * by hand: a grow's old block says its realloc's FREE half; a free says
  * the event it is handed over at, which for a realloc's FREE half that
  * no ALLOC half followed is its thread's next FREE or ALLOC, or after
@@ -226,11 +226,11 @@ static void at_add(struct at_log *l, char op, size_t i, uint64_t at)
 static void at_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
 		    const struct ap_replay_block *b)
 {
-	at_add(ctx, 'g', i, old->end_i);
+	at_add(ctx, 'g', i, old->at);
 }
 static void at_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
-	at_add(ctx, 'f', i, b->call_i);
+	at_add(ctx, 'f', i, b->at);
 }
 
 static void test_positions(void)
