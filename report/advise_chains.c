@@ -71,8 +71,10 @@ static inline struct chain_thread *ch_thread(struct advise_chains *C, uint32_t t
 static inline void ch_began(struct chain_thread *th, size_t i, const struct ap_event *e,
 			    uint64_t size, uint32_t stack)
 {
-	if (e->flags & AP_EVF_REALLOC)
+	if (e->flags & AP_EVF_REALLOC) {
+		th->began = SIZE_MAX;
 		return;
+	}
 	th->began = i;
 	th->alloc_size = size;
 	th->alloc_stack = stack;
@@ -155,11 +157,13 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 			thread = e->thread;
 			h = ch_thread(C, thread);
 		}
+		if (e->type == AP_EV_ALLOC) {
+			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
+			continue;
+		}
 		size_t before = h->began;
 		h->began = SIZE_MAX;
-		if (e->type == AP_EV_ALLOC)
-			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
-		else if (ap_replay_resolved_free(e))
+		if (ap_replay_resolved_free(e))
 			ch_ended(C, h, before, e, e->addr, e->size, e->stack);
 	}
 }

@@ -579,17 +579,18 @@ static inline struct pending *pend_of(struct pending *pend, size_t npend, const 
 	return &pend[e->thread <= npend ? e->thread : npend];
 }
 
-/* ap_replay_feed of a resolved trace (`counts` a constant: see
- * replay_resolved). */
+/* ap_replay_feed of a resolved trace; constants, each loop made for its
+ * case: `counts` (see replay_resolved), `each_event` (a consumer takes
+ * every event), `ends` (a process's end is still to come). */
 static inline __attribute__((always_inline)) void
-feed_resolved(struct ap_replay_run *r, const struct ap_event *ev, size_t n, bool counts)
+feed_resolved(struct ap_replay_run *r, const struct ap_event *ev, size_t n, bool counts,
+	      bool each_event, bool ends)
 {
 	/* (in locals: the consumers' calls would make them loaded again) */
 	const struct ap_trace *t = r->t;
 	const struct ap_replay_consumer *c = r->c;
 	size_t nc = r->nc, npend = r->npend, base = r->base;
 	struct pending *pend = r->pend;
-	bool each_event = r->each_event;
 	bool all = t->rate <= 1;	/* every block weighs 1 */
 	/* the time of the next process's end (none: UINT64_MAX) */
 	uint64_t ex_ts = r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
@@ -598,7 +599,7 @@ feed_resolved(struct ap_replay_run *r, const struct ap_event *ev, size_t n, bool
 	struct pending *p = pend_of(pend, npend, &(struct ap_event){ .thread = 0 });
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
-		if (ex_ts < e->ts)
+		if (ends && ex_ts < e->ts)
 			ex_ts = processes_ended(r, e->ts);
 		if (each_event)
 			EACH(c, nc, event, base + j, e);
@@ -661,12 +662,21 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 		   struct ap_error *err)
 {
 	pend_grow(r, r->t->nthreads);
-	if (r->resolved && r->counts)
-		feed_resolved(r, ev, n, true);
-	else if (r->resolved)
-		feed_resolved(r, ev, n, false);
-	else
+	if (r->resolved) {
+		bool ends = r->next_ex < r->nex;
+		switch (r->counts << 2 | r->each_event << 1 | ends) {
+		case 0: feed_resolved(r, ev, n, false, false, false); break;
+		case 1: feed_resolved(r, ev, n, false, false, true); break;
+		case 2: feed_resolved(r, ev, n, false, true, false); break;
+		case 3: feed_resolved(r, ev, n, false, true, true); break;
+		case 4: feed_resolved(r, ev, n, true, false, false); break;
+		case 5: feed_resolved(r, ev, n, true, false, true); break;
+		case 6: feed_resolved(r, ev, n, true, true, false); break;
+		default: feed_resolved(r, ev, n, true, true, true); break;
+		}
+	} else {
 		feed_mapped(r, ev, n);
+	}
 	r->base += n;
 	return r->can_fail ? consumers_failed(r->c, r->nc, err) : 0;
 }
