@@ -107,6 +107,23 @@ static inline const struct ap_replay_join *advise_join_at(const struct ap_replay
 	return &joins[(*next)++];
 }
 
+/* Growth by copy found as the events come (advise_chains.c; what
+ * ap_advise_joins returns, found by its caller's own pass over a resolved
+ * trace): NULL when there is none to find (ap_advise_joins' cases). A
+ * join at event i is known once its thread's next event has been given:
+ * with one thread, after event i + 1. */
+struct advise_chains;
+struct advise_chains *advise_chains_new(const struct ap_trace *t, const struct ap_site_map *m);
+/* Events base.., n of them, of a resolved trace, in the trace's order. */
+void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_event *ev,
+			  size_t n);
+/* The joins found so far, ascending by `i` while there is one thread
+ * (valid until the next advise_chains_events). */
+const struct ap_replay_join *advise_chains_found(const struct advise_chains *C, size_t *n);
+/* Frees C (NULL: nothing), its joins to *out, ascending, and *n (out
+ * NULL: freed too). */
+void advise_chains_end(struct advise_chains *C, struct ap_replay_join **out, size_t *n);
+
 /* `quantum`: the trace's time quantum (births are its multiples). */
 struct advise_objs *advise_objs_new(uint64_t quantum);
 void advise_objs_free(struct advise_objs *s);

@@ -524,6 +524,9 @@ struct walk {
 	struct ap_advice *a;
 	struct recon *rc;	/* W_COLLECT */
 	uint64_t nsampled;	/* W_COLLECT: sampled allocations so far */
+	/* First walk of a resolved trace of one thread: the growth chains
+	 * found in its own pass (walk_folded), else NULL. */
+	struct advise_chains *chains;
 };
 
 static inline uint32_t event_site(const struct walk *w, const struct ap_event *e)
@@ -1073,11 +1076,52 @@ static void ws_end_store(struct walk_state *S)
 /* Whether a walk of t replays without the live map: a resolved --all
  * trace (a sampled one's map holds its samples only).
  * ALLOCPROF_TEST_ADVISE_BLOCKS=1 keeps the map, to compare. */
-static bool walk_resolved(const struct walk *w)
+static bool resolved_walk(const struct ap_trace *t, enum walk_mode mode)
 {
 	const char *env = getenv("ALLOCPROF_TEST_ADVISE_BLOCKS");
-	return w->t->resolved && w->t->rate <= 1 && w->mode != W_COLLECT &&
-	       !(env && !strcmp(env, "1"));
+	return t->resolved && t->rate <= 1 && mode != W_COLLECT && !(env && !strcmp(env, "1"));
+}
+
+static bool walk_resolved(const struct walk *w)
+{
+	return resolved_walk(w->t, w->mode);
+}
+
+/* The replay of a resolved trace whose growth chains (rp->joins) are
+ * found in the same pass, from the same events: a join at event i is
+ * known once its thread's next event has been seen, which with one
+ * thread is event i + 1, so the walk is given every event but the last
+ * one seen, which waits for the next batch; the walk sees the events in
+ * their order, each with the joins up to it (S->joins). */
+static int walk_folded(const struct ap_trace *t, const struct ap_replay_consumer *c,
+		       struct walk_state *S, struct advise_chains *chains, struct ap_error *err)
+{
+	struct ap_replay_run *run = ap_replay_start(t, c, 1);
+	struct ap_events *it = ap_events_open(t);
+	const struct ap_event *ev;
+	struct ap_event last;
+	ssize_t got;
+	size_t base = 0;
+	int rc = 0;
+	while (rc == 0 && (got = ap_events_next(it, &ev)) > 0) {
+		advise_chains_events(chains, base, ev, (size_t)got);
+		S->joins = advise_chains_found(chains, &S->njoins);
+		if ((base && ap_replay_feed(run, &last, 1, err) < 0) ||
+		    ap_replay_feed(run, ev, (size_t)got - 1, err) < 0)
+			rc = -1;
+		last = ev[got - 1];
+		base += (size_t)got;
+	}
+	if (rc == 0 && got < 0)
+		rc = ap_error_set(err, "%s", ap_events_error(it));
+	ap_events_close(it);
+	if (rc == 0 && base && ap_replay_feed(run, &last, 1, err) < 0)
+		rc = -1;
+	if (rc < 0) {
+		ap_replay_abandon(run);
+		return -1;
+	}
+	return ap_replay_finish(run, NULL, err);
 }
 
 /* Returns 0, or -1 with err set when the replay fails. */
@@ -1102,7 +1146,8 @@ static int walk_events(struct walk *w, struct ap_error *err)
 		S.joins = w->rp->joins;
 		S.njoins = w->rp->njoins;
 		c.ops = exits ? &walk_ops_resolved_exits : &walk_ops_resolved;
-		rc = ap_replay(t, &c, 1, NULL, err);
+		rc = w->chains ? walk_folded(t, &c, &S, w->chains, err)
+			       : ap_replay(t, &c, 1, NULL, err);
 		if (rc == 0)
 			ws_end_store(&S);
 	} else {
@@ -1476,14 +1521,22 @@ static void runs_finish(struct replay *rp)
  * replay. Returns 0, or -1 with err set when the replay fails. */
 static int first_replay(struct replay *rp, const struct ap_site_map *m, struct site_info *info,
 			struct links *links, uint32_t *grows, uint32_t *born, struct ap_advice *a,
-			struct recon *rc, const uint64_t *caps, struct ap_error *err)
+			struct recon *rc, const uint64_t *caps, struct advise_chains *chains,
+			struct ap_error *err)
 {
 	struct walk w = { .mode = a->sampled ? W_COLLECT : W_EXACT, .t = rp->t,
 			  .site_of_stack = m->site_of_stack, .rp = rp, .info = info,
-			  .links = links, .a = a, .rc = rc };
+			  .links = links, .a = a, .rc = rc, .chains = chains };
 	walk_cycles_init(&w, rp->o);
 	runs_reset(rp, caps);
-	if (walk_events(&w, err) < 0)
+	int wrc = walk_events(&w, err);
+	/* (the chains found in the walk's pass: the joins from here on) */
+	if (chains) {
+		advise_chains_end(chains, wrc < 0 ? NULL : &a->joins, &a->njoins);
+		rp->joins = a->joins;
+		rp->njoins = a->njoins;
+	}
+	if (wrc < 0)
 		return -1;
 	links_best(links, m->nsites, grows, born);
 	if (a->sampled) {
@@ -1587,8 +1640,13 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->program_minflt = t->minflt;
 	a->program_unwind_ns = t->unwind_ns;
 
-	/* (before the cost memo: nothing to release if it fails) */
-	if (!a->sampled && ap_advise_joins(t, m, &a->joins, &a->njoins, err) < 0) {
+	/* (before the cost memo: nothing to release if it fails) The
+	 * growth chains of a resolved trace of one thread are found in the
+	 * first walk's own pass (walk_folded); else in a pass of their own. */
+	struct advise_chains *chains = NULL;
+	if (!a->sampled && t->nthreads == 1 && resolved_walk(t, W_EXACT))
+		chains = advise_chains_new(t, m);
+	else if (!a->sampled && ap_advise_joins(t, m, &a->joins, &a->njoins, err) < 0) {
 		free(a);
 		return NULL;
 	}
@@ -1613,8 +1671,8 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	ap_u64map_init(&links.m, 64);
 	uint32_t *grows = ap_xmalloc((ns ? ns : 1) * sizeof(*grows));
 	uint32_t *born = ap_xmalloc((ns ? ns : 1) * sizeof(*born));
-	if (first_replay(&rp, m, info, &links, grows, born, a, a->sampled ? &rc : NULL, caps, err) <
-	    0)
+	if (first_replay(&rp, m, info, &links, grows, born, a, a->sampled ? &rc : NULL, caps,
+			 chains, err) < 0)
 		goto fail;
 	a->cycles = rp.cyc.count;
 	a->mean_cycle_ns = (double)a->duration_ns / (double)(rp.cyc.count + 1);

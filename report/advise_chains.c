@@ -39,17 +39,20 @@
 #include "ap_advise.h"
 #include "ap_hash.h"
 #include "ap_replay.h"
+#include "advise-int.h"
 
 #define NONE UINT32_MAX
 
 struct chain_thread {
-	size_t cur, prev;	/* its last event's index and the one before (SIZE_MAX: none) */
-	size_t alloc_i;		/* its last allocation that began an object (SIZE_MAX: none) */
-	uint64_t alloc_size;
+	/* its last event's index if that event began an object (SIZE_MAX:
+	 * it did not), and what that was before the event being handled
+	 * (the replay's consumer: ch_event) */
+	size_t began, before;
+	uint64_t alloc_size;	/* the object `began`'s size and stack */
 	uint32_t alloc_stack;
 };
 
-struct chains {
+struct advise_chains {
 	const struct ap_trace *t;
 	uint32_t *func_of_stack;	/* NONE: no function */
 	const uint32_t *site_of_stack;
@@ -58,36 +61,31 @@ struct chains {
 	size_t n, alloc;
 };
 
-static struct chain_thread *ch_thread(struct chains *C, uint32_t thread)
+static inline struct chain_thread *ch_thread(struct advise_chains *C, uint32_t thread)
 {
 	return &C->th[thread < C->t->nthreads ? thread : C->t->nthreads];
 }
 
-static void ch_event(void *ctx, size_t i, const struct ap_event *e)
+/* ALLOC e at i began an object (a realloc of an untracked block never
+ * begins a chain). */
+static inline void ch_began(struct chain_thread *th, size_t i, const struct ap_event *e,
+			    uint64_t size, uint32_t stack)
 {
-	struct chain_thread *th = ch_thread(ctx, e->thread);
-	th->prev = th->cur;
-	th->cur = i;
-}
-
-static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
-{
-	struct chain_thread *th = ch_thread(ctx, e->thread);
-	if (e->flags & AP_EVF_REALLOC) {	/* a realloc of an untracked block */
-		th->alloc_i = SIZE_MAX;
+	if (e->flags & AP_EVF_REALLOC) {
+		th->began = SIZE_MAX;
 		return;
 	}
-	th->alloc_i = i;
-	th->alloc_size = b->size;
-	th->alloc_stack = b->stack;
+	th->began = i;
+	th->alloc_size = size;
+	th->alloc_stack = stack;
 }
 
-static uint32_t ch_func(const struct chains *C, uint32_t stack)
+static uint32_t ch_func(const struct advise_chains *C, uint32_t stack)
 {
 	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
 }
 
-static uint32_t ch_site(const struct chains *C, uint32_t stack)
+static uint32_t ch_site(const struct advise_chains *C, uint32_t stack)
 {
 	return stack < C->t->nstacks ? C->site_of_stack[stack] : NONE;
 }
@@ -98,31 +96,76 @@ static uint32_t ch_site(const struct chains *C, uint32_t stack)
  * 16-byte steps 2n); or to more, what an append needs, at another site
  * (line) than the block it grows (one line makes more than twice only by
  * chance: a ring of results of random sizes, a wrapper's strings). */
-static bool grows(const struct chains *C, uint64_t a_size, uint32_t a_stack, uint64_t b_size,
-		  uint32_t b_stack)
+static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_t a_stack,
+			 uint64_t b_size, uint32_t b_stack)
 {
 	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
 	return b_size <= 2 * a_size + 1 || ch_site(C, a_stack) != ch_site(C, b_stack);
 }
 
+/* FREE e ended block a (addr, size, stack): the join, if its thread's
+ * event before it (bi: SIZE_MAX when it began none) began an object that
+ * grows a. */
+static inline void ch_ended(struct advise_chains *C, const struct chain_thread *th, size_t bi,
+			    const struct ap_event *e, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	if (bi == SIZE_MAX || (e->flags & AP_EVF_FROM_REALLOC))
+		return;
+	if (!grows(C, size, stack, th->alloc_size, th->alloc_stack))
+		return;
+	uint32_t f = ch_func(C, th->alloc_stack);
+	if (f == NONE || f != ch_func(C, stack))
+		return;
+	AP_ALLOC_GROW(C->j, C->n + 1, C->alloc);
+	C->j[C->n++] = (struct ap_replay_join){ .i = bi, .addr = addr, .size = size, .stack = stack };
+}
+
+/* The replay's consumer (a trace not resolved). */
+static void ch_event(void *ctx, size_t i, const struct ap_event *e)
+{
+	(void)i;
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	th->before = th->began;
+	th->began = SIZE_MAX;
+}
+
+static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	ch_began(ch_thread(ctx, e->thread), i, e, b->size, b->stack);
+}
+
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
 {
 	(void)i;
-	struct chains *C = ctx;
-	struct chain_thread *th = ch_thread(C, e->thread);
-	if (th->alloc_i == SIZE_MAX || th->prev != th->alloc_i || (e->flags & AP_EVF_FROM_REALLOC))
-		return;
-	size_t bi = th->alloc_i;
-	th->alloc_i = SIZE_MAX;
-	if (!grows(C, a->size, a->stack, th->alloc_size, th->alloc_stack))
-		return;
-	uint32_t f = ch_func(C, th->alloc_stack);
-	if (f == NONE || f != ch_func(C, a->stack))
-		return;
-	AP_ALLOC_GROW(C->j, C->n + 1, C->alloc);
-	C->j[C->n++] =
-	    (struct ap_replay_join){ .i = bi, .addr = a->addr, .size = a->size, .stack = a->stack };
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	ch_ended(ctx, th, th->before, e, a->addr, a->size, a->stack);
+}
+
+/* Events base.. of a resolved trace, from the events alone: the
+ * replay's calls above, without the replay (its rule:
+ * ap_replay_resolved_free; an ALLOC half of a realloc, a grow or not,
+ * never begins a chain). */
+void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_event *ev, size_t n)
+{
+	/* (the last event's thread's, looked up again when it changes) */
+	uint32_t thread = 0;
+	struct chain_thread *h = ch_thread(C, 0);
+	for (size_t j = 0; j < n; j++) {
+		const struct ap_event *e = &ev[j];
+		if (e->thread != thread) {
+			thread = e->thread;
+			h = ch_thread(C, thread);
+		}
+		if (e->type == AP_EV_ALLOC) {
+			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
+			continue;
+		}
+		size_t before = h->began;
+		h->began = SIZE_MAX;
+		if (ap_replay_resolved_free(e))
+			ch_ended(C, h, before, e, e->addr, e->size, e->stack);
+	}
 }
 
 static int join_cmp(const void *x, const void *y)
@@ -168,19 +211,71 @@ static uint32_t *funcs_of_stacks(const struct ap_trace *t, const struct ap_site_
 	return f;
 }
 
+struct advise_chains *advise_chains_new(const struct ap_trace *t, const struct ap_site_map *m)
+{
+	const char *env = getenv("ALLOCPROF_GROWTH_BY_COPY");
+	if (t->rate > 1 || !m->site_of_stack || !m->function || !t->nev || (env && !strcmp(env, "0")))
+		return NULL;
+	struct advise_chains *C = ap_xcalloc(1, sizeof(*C));
+	*C = (struct advise_chains){ .t = t, .func_of_stack = funcs_of_stacks(t, m),
+			      .site_of_stack = m->site_of_stack };
+	C->th = ap_xmalloc((t->nthreads + 1) * sizeof(*C->th));
+	for (size_t k = 0; k <= t->nthreads; k++)
+		C->th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, 0, 0 };
+	return C;
+}
+
+const struct ap_replay_join *advise_chains_found(const struct advise_chains *C, size_t *n)
+{
+	*n = C->n;
+	return C->j;
+}
+
+void advise_chains_end(struct advise_chains *C, struct ap_replay_join **out, size_t *n)
+{
+	if (out) {
+		*out = NULL;
+		*n = 0;
+	}
+	if (!C)
+		return;
+	if (out) {
+		if (C->n > 1)
+			qsort(C->j, C->n, sizeof(*C->j), join_cmp);
+		*out = C->j;
+		*n = C->n;
+	} else {
+		free(C->j);
+	}
+	free(C->func_of_stack);
+	free(C->th);
+	free(C);
+}
+
+/* The chains of a resolved trace, from its events alone. */
+static int chains_of_events(struct advise_chains *C, struct ap_error *err)
+{
+	struct ap_events *it = ap_events_open(C->t);
+	const struct ap_event *ev;
+	ssize_t got;
+	size_t base = 0;
+	while ((got = ap_events_next(it, &ev)) > 0) {
+		advise_chains_events(C, base, ev, (size_t)got);
+		base += (size_t)got;
+	}
+	int rc = got < 0 ? ap_error_set(err, "%s", ap_events_error(it)) : 0;
+	ap_events_close(it);
+	return rc;
+}
+
 int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 		    struct ap_replay_join **out, size_t *n, struct ap_error *err)
 {
 	*out = NULL;
 	*n = 0;
-	const char *env = getenv("ALLOCPROF_GROWTH_BY_COPY");
-	if (t->rate > 1 || !m->site_of_stack || !m->function || !t->nev || (env && !strcmp(env, "0")))
+	struct advise_chains *C = advise_chains_new(t, m);
+	if (!C)
 		return 0;
-	struct chains C = { .t = t, .func_of_stack = funcs_of_stacks(t, m),
-			    .site_of_stack = m->site_of_stack };
-	C.th = ap_xmalloc((t->nthreads + 1) * sizeof(*C.th));
-	for (size_t k = 0; k <= t->nthreads; k++)
-		C.th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, SIZE_MAX, 0, 0 };
 	/* (the old block's address: the identity its FREE names it by, with
 	 * or without the live map) */
 	static const struct ap_replay_ops ops = {
@@ -188,17 +283,11 @@ int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,
 		.alloc = ch_alloc,
 		.free = ch_free,
 	};
-	struct ap_replay_consumer c = { &ops, &C };
-	int rc = ap_replay(t, &c, 1, NULL, err);
-	free(C.func_of_stack);
-	free(C.th);
-	if (rc < 0) {
-		free(C.j);
+	struct ap_replay_consumer c = { &ops, C };
+	if ((t->resolved ? chains_of_events(C, err) : ap_replay(t, &c, 1, NULL, err)) < 0) {
+		advise_chains_end(C, NULL, NULL);
 		return -1;
 	}
-	if (C.n > 1)
-		qsort(C.j, C.n, sizeof(*C.j), join_cmp);
-	*out = C.j;
-	*n = C.n;
+	advise_chains_end(C, out, n);
 	return 0;
 }

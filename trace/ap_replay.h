@@ -54,6 +54,15 @@ struct ap_replay_block {
 	double w;		/* its sample weight (1 with --all), 0 unsampled */
 	uint32_t obj;		/* the object it belongs to */
 	bool temporary;		/* ended blocks (free, grow's old): see above */
+	/* Where the replay is, for a consumer without `event` (stats' rule
+	 * of heaptrack's temporary allocations looks at the event before
+	 * a free). grow's old block: the index of the realloc's FREE half
+	 * that ended it (UINT64_MAX: a growth by copy's, whose FREE comes
+	 * later). free's block: the index of the event the replay is at,
+	 * `i` but for a realloc's FREE half that no ALLOC half followed,
+	 * handed over at its thread's next FREE or ALLOC, or after the last
+	 * event (then that event's). 0 elsewhere. */
+	uint64_t at;
 };
 
 /* A consumer: any callback may be NULL. `e` is the event (valid during
@@ -131,6 +140,17 @@ struct ap_replay_join {
 	uint64_t size;
 	uint32_t stack;
 };
+
+/* A pass over a resolved trace's events without the replay (its rules
+ * once, here): whether FREE e is one the replay hands to `free` at e
+ * itself, ending the block it names. Not: a FREE the compactor found no
+ * block for (unmatched or inherited), nor a realloc's FREE half, which
+ * waits for its ALLOC half (a `grow`, or a `free` at its thread's next
+ * FREE or ALLOC). */
+static inline bool ap_replay_resolved_free(const struct ap_event *e)
+{
+	return (e->flags & (AP_EVF_RESOLVED | AP_EVF_FROM_REALLOC)) == AP_EVF_RESOLVED;
+}
 
 /* Replays `t` once, calling every consumer for every event, in the order
  * given. The largest object id used + 1 is returned in *nobj (may be

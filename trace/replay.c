@@ -2,6 +2,7 @@
  * its block, in one place, and calls the consumers back. */
 #include "ap_replay.h"
 #include "ap_hash.h"
+#include "replay_ends.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -125,46 +126,44 @@ struct pending {
 	bool last_alloc;
 };
 
+/* (one consumer, the common case, without the loop) */
 #define EACH(c, nc, op, ...)                                                 \
 	do {                                                                 \
+		if ((nc) == 1) {                                             \
+			if ((c)->ops->op)                                    \
+				(c)->ops->op((c)->ctx, __VA_ARGS__);         \
+			break;                                               \
+		}                                                            \
 		for (size_t k_ = 0; k_ < (nc); k_++)                         \
 			if ((c)[k_].ops->op)                                 \
 				(c)[k_].ops->op((c)[k_].ctx, __VA_ARGS__);   \
 	} while (0)
 
-/* A realloc's FREE half that no ALLOC half followed: a free after all. */
+/* A realloc's FREE half that no ALLOC half followed: a free after all,
+ * handed over at event `at`. */
+static inline void pending_free(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
+				size_t at)
+{
+	p->set = false;
+	p->b.at = at;
+	EACH(c, nc, free, p->i, &p->e, &p->b);
+}
+
 static void pending_flush(struct rmap *m, struct pending *p, const struct ap_replay_consumer *c,
-			  size_t nc)
+			  size_t nc, size_t at)
 {
 	if (!p->set)
 		return;
-	p->set = false;
-	EACH(c, nc, free, p->i, &p->e, &p->b);
+	pending_free(p, c, nc, at);
 	obj_release(m, p->b.obj);
-}
-
-/* Whether a FREE of addr that found no live block in its process is of a
- * block the process inherited: the process is a forked child (HEADER's
- * parent_trace), whose only blocks it did not allocate are its parent's,
- * live at the fork. (The parent's trace cannot say which: the compactor
- * gives a thread's own blocks identities instead of addresses.) With
- * --all only: a sampled child records no free of a block it did not
- * sample. */
-static bool inherited(const struct ap_trace *t, const struct ap_event *e)
-{
-	if (!t->nprocs)
-		return t->parent_trace != NULL;
-	if (e->thread >= t->nthreads)
-		return false;
-	uint32_t p = t->threads[e->thread].proc;
-	return p < t->nprocs && t->procs[p].forked;
 }
 
 /* FREE e ended block b: a free (true), or the FREE half of a realloc,
  * which waits for its ALLOC half. */
 static inline bool block_ended(struct pending *p, const struct ap_replay_consumer *c, size_t nc,
-			       size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+			       size_t i, const struct ap_event *e, struct ap_replay_block *b)
 {
+	b->at = i;
 	if (e->flags & AP_EVF_FROM_REALLOC) {
 		p->b = *b;
 		p->i = i;
@@ -180,7 +179,7 @@ static inline bool block_ended(struct pending *p, const struct ap_replay_consume
 static void no_block(const struct ap_trace *t, const struct ap_replay_consumer *c, size_t nc,
 		     size_t i, const struct ap_event *e)
 {
-	if (!inherited(t, e)) {
+	if (!ap_replay_inherited(t, e)) {
 		EACH(c, nc, unmatched, i, e);
 		return;
 	}
@@ -189,68 +188,6 @@ static void no_block(const struct ap_trace *t, const struct ap_replay_consumer *
 			c[k].ops->inherited(c[k].ctx, i, e);
 		else if (c[k].ops->unmatched)
 			c[k].ops->unmatched(c[k].ctx, i, e);
-}
-
-/* Whether process p (of a whole run; the trace itself otherwise) ended by
- * exec: its heap went with its image. */
-static bool exec_ended(const struct ap_trace *t, uint32_t p)
-{
-	if (!t->nprocs)
-		return t->has_end && t->end_reason == AP_END_EXEC;
-	return p < t->nprocs && t->procs[p].has_end && t->procs[p].end_reason == AP_END_EXEC;
-}
-
-/* Whether process p of a whole run ended for good: its heap went with
- * it (exec's goes with its image: exec_ended; after a detach, a snapshot
- * or a trace that stopped, it runs on). */
-static bool exit_ended(const struct ap_trace *t, uint32_t p)
-{
-	if (p >= t->nprocs || !t->procs[p].has_end)
-		return false;
-	switch (t->procs[p].end_reason) {
-	case AP_END_EXIT:
-	case AP_END_UNDERSCORE_EXIT:
-	case AP_END_SIGNAL:
-	case AP_END_KILLED:
-	case AP_END_RAW_EXIT:
-	case AP_END_GONE:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* The processes of a whole run that ended by exec (if `execs`) or for
- * good (if `exits`), by their END's time. */
-struct exec_end {
-	uint64_t ts;
-	uint32_t proc;
-	bool exec;
-};
-
-static int exec_end_cmp(const void *a, const void *b)
-{
-	const struct exec_end *x = a, *y = b;
-	return x->ts != y->ts ? (x->ts < y->ts ? -1 : 1) : (x->proc < y->proc ? -1 : x->proc > y->proc);
-}
-
-static size_t exec_ends(const struct ap_trace *t, bool execs, bool exits, struct exec_end **out)
-{
-	size_t n = 0;
-	*out = NULL;
-	for (uint32_t p = 0; p < t->nprocs; p++)
-		n += (execs && exec_ended(t, p)) || (exits && exit_ended(t, p));
-	if (!n)
-		return 0;
-	*out = ap_xcalloc(n, sizeof(**out));
-	n = 0;
-	for (uint32_t p = 0; p < t->nprocs; p++) {
-		bool ex = execs && exec_ended(t, p);
-		if (ex || (exits && exit_ended(t, p)))
-			(*out)[n++] = (struct exec_end){ t->procs[p].end_ns, p, ex };
-	}
-	qsort(*out, n, sizeof(**out), exec_end_cmp);
-	return n;
 }
 
 /* Process p ended: its blocks still live go to the consumers' exited,
@@ -366,14 +303,14 @@ static inline void rlive_settle(struct rlive *L)
 
 /* A block as the consumers see it, from a resolved trace: `addr` the
  * identity the event names it by. */
-static inline struct ap_replay_block block_of(const struct ap_trace *t, uint64_t addr,
+static inline struct ap_replay_block block_of(const struct ap_trace *t, bool all, uint64_t addr,
 					      uint32_t stack, uint64_t size, bool temporary)
 {
 	return (struct ap_replay_block){
 	    .addr = addr,
 	    .size = size,
 	    .stack = stack,
-	    .w = !stack ? 0 : t->rate <= 1 ? 1.0 : ap_trace_weight(t, size),
+	    .w = !stack ? 0 : all ? 1.0 : ap_trace_weight(t, size),
 	    .obj = UINT32_MAX,
 	    .temporary = temporary,
 	};
@@ -390,8 +327,8 @@ static void rlive_out(struct rlive *L, const struct ap_trace *t,
 		struct lcount *x = &L->e[k];
 		if (p != UINT32_MAX && x->proc != p)
 			continue;
-		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
-		bool gone = dropped || exec_ended(t, x->proc);
+		struct ap_replay_block out = block_of(t, t->rate <= 1, 0, x->stack, x->size, false);
+		bool gone = dropped || ap_replay_exec_ended(t, x->proc);
 		for (; x->n > 0; x->n--)
 			for (size_t j = 0; j < nc; j++)
 				if (gone && c[j].ops->exec_dropped)
@@ -411,7 +348,7 @@ static void rlive_exited(struct rlive *L, const struct ap_trace *t,
 		const struct lcount *x = &L->e[k];
 		if (x->proc != p)
 			continue;
-		struct ap_replay_block out = block_of(t, 0, x->stack, x->size, false);
+		struct ap_replay_block out = block_of(t, t->rate <= 1, 0, x->stack, x->size, false);
 		for (int64_t n = x->n; n > 0; n--)
 			EACH(c, nc, exited, &out);
 	}
@@ -430,13 +367,11 @@ static inline uint32_t proc_of(const struct ap_trace *t, const struct ap_event *
 static inline __attribute__((always_inline)) void
 replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 		const struct ap_replay_consumer *c, size_t nc, size_t i, const struct ap_event *e,
-		bool counts)
+		bool counts, bool all)
 {
 	if (e->type == AP_EV_FREE) {
-		if (p->set) {
-			p->set = false;
-			EACH(c, nc, free, p->i, &p->e, &p->b);
-		}
+		if (p->set)
+			pending_free(p, c, nc, i);
 		if (!(e->flags & AP_EVF_RESOLVED)) {
 			no_block(t, c, nc, i, e);
 			return;
@@ -452,17 +387,15 @@ replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 			rlive_of(L, proc_of(t, e), e->stack, e->size)->n--;
 		}
 		struct ap_replay_block b =
-		    block_of(t, e->addr, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
+		    block_of(t, all, e->addr, e->stack, e->size, (e->flags & AP_EVF_TEMPORARY) != 0);
 		block_ended(p, c, nc, i, e, &b);
 		return;
 	}
 	if (e->type != AP_EV_ALLOC)
 		return;
 	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
-	if (!grows && p->set) {
-		p->set = false;
-		EACH(c, nc, free, p->i, &p->e, &p->b);
-	}
+	if (!grows && p->set)
+		pending_free(p, c, nc, i);
 	uint32_t stack = (e->flags & AP_EVF_SAMPLED) ? e->stack : 0;
 	if (counts) {
 		rlive_settle(L);
@@ -470,7 +403,7 @@ replay_resolved(struct rlive *L, struct pending *p, const struct ap_trace *t,
 		L->hthread = e->thread;
 		L->held = (struct lcount){e->size, stack, proc_of(t, e), 0};
 	}
-	struct ap_replay_block b = block_of(t, e->addr, stack, e->size, false);
+	struct ap_replay_block b = block_of(t, all, e->addr, stack, e->size, false);
 	if (grows) {
 		p->set = false;
 		EACH(c, nc, grow, i, e, &p->b, &b);
@@ -493,6 +426,7 @@ static bool join(struct rmap *m, struct pending *p, const struct ap_trace *t,
 	r->obj = p->last_obj = old->obj;
 	struct ap_replay_block ob = block_out(t, old, false), b = block_out(t, r, false);
 	old->obj = NONE;
+	ob.at = UINT64_MAX;
 	EACH(c, nc, grow, i, e, &ob, &b);
 	return true;
 }
@@ -504,7 +438,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 			      const struct ap_event *e, const struct ap_replay_join *jn)
 {
 	if (e->type == AP_EV_FREE) {
-		pending_flush(m, p, c, nc);
+		pending_flush(m, p, c, nc, i);
 		bool last = p->last_alloc && p->last_addr == e->addr;
 		p->last_alloc = false;
 		struct rblock *r = map_pop(m, e->addr);
@@ -527,7 +461,7 @@ static inline void replay_one(struct rmap *m, struct pending *p, const struct ap
 	p->last_addr = e->addr;
 	bool grows = (e->flags & AP_EVF_REALLOC) && p->set;
 	if (!grows)
-		pending_flush(m, p, c, nc);
+		pending_flush(m, p, c, nc, i);
 	struct rblock *r = map_push(m);
 	r->addr = e->addr;
 	r->size = e->size;
@@ -567,7 +501,7 @@ struct ap_replay_run {
 	struct pending *pend;	/* per thread, and one for a thread out of range */
 	size_t npend;		/* threads pend has room for (the last slot aside) */
 	bool each_event, can_fail;
-	struct exec_end *ex;
+	struct ap_replay_end *ex;
 	size_t nex, next_ex;
 	size_t base;		/* the index of the next event */
 	bool resolved;		/* a resolved trace, no consumer asks for blocks */
@@ -604,7 +538,7 @@ struct ap_replay_run *ap_replay_start(const struct ap_trace *t, const struct ap_
 		r->L.at = ap_xmalloc(n * sizeof(*r->L.at));
 		memset(r->L.at, 0xff, n * sizeof(*r->L.at));
 	}
-	r->nex = drops || exits ? exec_ends(t, drops, exits, &r->ex) : 0;
+	r->nex = drops || exits ? ap_replay_ends_of(t, drops, exits, &r->ex) : 0;
 	return r;
 }
 
@@ -620,45 +554,82 @@ static void pend_grow(struct ap_replay_run *r, size_t nthreads)
 	r->npend = nthreads;
 }
 
-int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
-		   struct ap_error *err)
+/* The processes that ended before time ts (ap_replay_ops.exited,
+ * exec_dropped); returns the time of the next end (none: UINT64_MAX). */
+static uint64_t processes_ended(struct ap_replay_run *r, uint64_t ts)
+{
+	const struct ap_trace *t = r->t;
+	for (; r->next_ex < r->nex && r->ex[r->next_ex].ts < ts; r->next_ex++) {
+		const struct ap_replay_end *x = &r->ex[r->next_ex];
+		if (!x->exec && r->resolved)
+			rlive_exited(&r->L, t, r->c, r->nc, x->proc);
+		else if (!x->exec)
+			exit_process(&r->m, t, r->c, r->nc, x->proc);
+		else if (r->resolved)
+			rlive_out(&r->L, t, r->c, r->nc, x->proc, true);
+		else
+			drop_process(&r->m, t, r->c, r->nc, x->proc);
+	}
+	return r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
+}
+
+/* The pending state of e's thread. */
+static inline struct pending *pend_of(struct pending *pend, size_t npend, const struct ap_event *e)
+{
+	return &pend[e->thread <= npend ? e->thread : npend];
+}
+
+/* ap_replay_feed of a resolved trace; constants, each loop made for its
+ * case: `counts` (see replay_resolved), `each_event` (a consumer takes
+ * every event), `ends` (a process's end is still to come). */
+static inline __attribute__((always_inline)) void
+feed_resolved(struct ap_replay_run *r, const struct ap_event *ev, size_t n, bool counts,
+	      bool each_event, bool ends)
+{
+	/* (in locals: the consumers' calls would make them loaded again) */
+	const struct ap_trace *t = r->t;
+	const struct ap_replay_consumer *c = r->c;
+	size_t nc = r->nc, npend = r->npend, base = r->base;
+	struct pending *pend = r->pend;
+	bool all = t->rate <= 1;	/* every block weighs 1 */
+	/* the time of the next process's end (none: UINT64_MAX) */
+	uint64_t ex_ts = r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
+	/* (the last event's thread's, looked up again when it changes) */
+	uint32_t thread = 0;
+	struct pending *p = pend_of(pend, npend, &(struct ap_event){ .thread = 0 });
+	for (size_t j = 0; j < n; j++) {
+		const struct ap_event *e = &ev[j];
+		if (ends && ex_ts < e->ts)
+			ex_ts = processes_ended(r, e->ts);
+		if (each_event)
+			EACH(c, nc, event, base + j, e);
+		if (e->thread != thread) {
+			thread = e->thread;
+			p = pend_of(pend, npend, e);
+		}
+		replay_resolved(&r->L, p, t, c, nc, base + j, e, counts, all);
+	}
+}
+
+/* ap_replay_feed with the live map. */
+static void feed_mapped(struct ap_replay_run *r, const struct ap_event *ev, size_t n)
 {
 	const struct ap_trace *t = r->t;
 	const struct ap_replay_consumer *c = r->c;
-	size_t nc = r->nc;
+	size_t nc = r->nc, npend = r->npend, base = r->base;
 	struct rmap *m = &r->m;
-	pend_grow(r, t->nthreads);
-	/* (in locals: the consumers' calls would make them loaded again) */
 	struct pending *pend = r->pend;
-	size_t npend = r->npend, base = r->base, next_ex = r->next_ex, nex = r->nex;
-	const struct exec_end *ex = r->ex;
-	bool each_event = r->each_event, resolved = r->resolved, counts = r->counts;
+	bool each_event = r->each_event;
 	const struct ap_replay_join *joins = r->joins;
 	size_t njoins = r->njoins, next_join = r->next_join;
+	uint64_t ex_ts = r->next_ex < r->nex ? r->ex[r->next_ex].ts : UINT64_MAX;
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
 		size_t i = base + j;
-		while (next_ex < nex && ex[next_ex].ts < e->ts) {
-			const struct exec_end *x = &ex[next_ex++];
-			if (!x->exec && resolved)
-				rlive_exited(&r->L, t, c, nc, x->proc);
-			else if (!x->exec)
-				exit_process(m, t, c, nc, x->proc);
-			else if (resolved)
-				rlive_out(&r->L, t, c, nc, x->proc, true);
-			else
-				drop_process(m, t, c, nc, x->proc);
-		}
+		if (ex_ts < e->ts)
+			ex_ts = processes_ended(r, e->ts);
 		if (each_event)
 			EACH(c, nc, event, i, e);
-		struct pending *pe = &pend[e->thread <= npend ? e->thread : npend];
-		if (resolved) {
-			if (counts)
-				replay_resolved(&r->L, pe, t, c, nc, i, e, true);
-			else
-				replay_resolved(&r->L, pe, t, c, nc, i, e, false);
-			continue;
-		}
 		/* The map is far bigger than the caches on a long trace, and
 		 * each event's probe is a miss: ask for the slot of an event
 		 * a few ahead (in this batch) while this one is handled;
@@ -682,12 +653,32 @@ int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
 			if (next_join < njoins && joins[next_join].i == i)
 				jn = &joins[next_join++];
 		}
-		replay_one(m, pe, t, c, nc, i, e, jn);
+		replay_one(m, pend_of(pend, npend, e), t, c, nc, i, e, jn);
 	}
-	r->next_ex = next_ex;
 	r->next_join = next_join;
+}
+
+int ap_replay_feed(struct ap_replay_run *r, const struct ap_event *ev, size_t n,
+		   struct ap_error *err)
+{
+	pend_grow(r, r->t->nthreads);
+	if (r->resolved) {
+		bool ends = r->next_ex < r->nex;
+		switch (r->counts << 2 | r->each_event << 1 | ends) {
+		case 0: feed_resolved(r, ev, n, false, false, false); break;
+		case 1: feed_resolved(r, ev, n, false, false, true); break;
+		case 2: feed_resolved(r, ev, n, false, true, false); break;
+		case 3: feed_resolved(r, ev, n, false, true, true); break;
+		case 4: feed_resolved(r, ev, n, true, false, false); break;
+		case 5: feed_resolved(r, ev, n, true, false, true); break;
+		case 6: feed_resolved(r, ev, n, true, true, false); break;
+		default: feed_resolved(r, ev, n, true, true, true); break;
+		}
+	} else {
+		feed_mapped(r, ev, n);
+	}
 	r->base += n;
-	return r->can_fail ? consumers_failed(c, nc, err) : 0;
+	return r->can_fail ? consumers_failed(r->c, r->nc, err) : 0;
 }
 
 int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err)
@@ -698,7 +689,7 @@ int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err
 	struct rmap *m = &r->m;
 	int rc = 0;
 	for (size_t k = 0; k <= r->npend; k++)
-		pending_flush(m, &r->pend[k], c, nc);
+		pending_flush(m, &r->pend[k], c, nc, r->base - 1);
 	if (r->can_fail && (rc = consumers_failed(c, nc, err)) < 0)
 		goto out;
 	rlive_out(&r->L, t, c, nc, UINT32_MAX, false);
@@ -708,7 +699,7 @@ int ap_replay_finish(struct ap_replay_run *r, size_t *nobj, struct ap_error *err
 			if (m->blocks[b].obj == NONE)
 				continue;
 			struct ap_replay_block out = block_out(t, &m->blocks[b], false);
-			bool gone = exec_ended(t, m->blocks[b].proc);
+			bool gone = ap_replay_exec_ended(t, m->blocks[b].proc);
 			for (size_t k = 0; k < nc; k++)
 				if (gone && c[k].ops->exec_dropped)
 					c[k].ops->exec_dropped(c[k].ctx, &out);

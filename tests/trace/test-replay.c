@@ -202,9 +202,88 @@ static void test_joins(void)
 	ap_trace_free(t);
 }
 
+/* Where the replay is (ap_replay_block's `at`), events fed
+ * by hand: a grow's old block says its realloc's FREE half; a free says
+ * the event it is handed over at, which for a realloc's FREE half that
+ * no ALLOC half followed is its thread's next FREE or ALLOC, or after
+ * the last event that one. */
+struct at_log {
+	struct {
+		char op;
+		size_t i;
+		uint64_t at;
+	} e[16];
+	size_t n;
+};
+
+static void at_add(struct at_log *l, char op, size_t i, uint64_t at)
+{
+	CHECK(l->n < AP_ARRAY_SIZE(l->e), "log full");
+	l->e[l->n].op = op;
+	l->e[l->n].i = i;
+	l->e[l->n++].at = at;
+}
+static void at_grow(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *old,
+		    const struct ap_replay_block *b)
+{
+	at_add(ctx, 'g', i, old->at);
+}
+static void at_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
+{
+	at_add(ctx, 'f', i, b->at);
+}
+
+static void test_positions(void)
+{
+	uint32_t st;
+	uint64_t ts;
+	struct ap_tw *tw = writer(&st, &ts);
+	ap_tw_thread(tw, 2, "two");
+	struct ap_trace *t = read_back(tw, ts + 100, 0, "positions");
+	CHECK(t->nthreads == 2, "positions: %zu threads", (size_t)t->nthreads);
+	const uint8_t A = AP_EV_ALLOC, F = AP_EV_FREE, S = AP_EVF_SAMPLED;
+	const uint8_t HALF = AP_EVF_FROM_REALLOC, NEW = AP_EVF_REALLOC | AP_EVF_SAMPLED;
+	const struct ap_event ev[] = {
+		{ .addr = 0x1000, .size = 16, .stack = st, .thread = 0, .type = A, .flags = S },
+		{ .addr = 0x1000, .thread = 0, .type = F, .flags = HALF },   /* 1 */
+		{ .addr = 0x2000, .size = 32, .stack = st, .thread = 0, .type = A, .flags = NEW },
+		{ .addr = 0x3000, .size = 8, .stack = st, .thread = 1, .type = A, .flags = S },
+		{ .addr = 0x2000, .thread = 0, .type = F, .flags = HALF },   /* 4: no ALLOC half */
+		{ .addr = 0x3000, .thread = 1, .type = F },		      /* 5 */
+		{ .addr = 0x9000, .thread = 0, .type = F },		      /* 6: 4 handed over */
+		{ .addr = 0x4000, .size = 8, .stack = st, .thread = 1, .type = A, .flags = S },
+		{ .addr = 0x4000, .thread = 1, .type = F, .flags = HALF },   /* 8: at the end */
+		{ .addr = 0x5000, .size = 8, .stack = st, .thread = 0, .type = A, .flags = S },
+	};
+	struct at_log l = { .n = 0 };
+	static const struct ap_replay_ops ops = { .blocks = true, .grow = at_grow, .free = at_free };
+	struct ap_replay_consumer c = { &ops, &l };
+	struct ap_error err;
+	struct ap_replay_run *r = ap_replay_start(t, &c, 1);
+	/* (two feeds: the pending half goes on from one to the next) */
+	CHECK(ap_replay_feed(r, ev, 5, &err) == 0 &&
+		  ap_replay_feed(r, ev + 5, AP_ARRAY_SIZE(ev) - 5, &err) == 0 &&
+		  ap_replay_finish(r, NULL, &err) == 0,
+	      "positions: %s", err.msg);
+	static const struct {
+		char op;
+		size_t i;
+		uint64_t at;
+	} want[] = { { 'g', 2, 1 }, { 'f', 5, 5 }, { 'f', 4, 6 }, { 'f', 8, 9 } };
+	CHECK(l.n == AP_ARRAY_SIZE(want), "positions: %zu callbacks, want %zu", l.n,
+	      AP_ARRAY_SIZE(want));
+	for (size_t k = 0; k < l.n && k < AP_ARRAY_SIZE(want); k++)
+		CHECK(l.e[k].op == want[k].op && l.e[k].i == want[k].i && l.e[k].at == want[k].at,
+		      "positions: callback %zu: %c %zu at %llu, want %c %zu at %llu", k, l.e[k].op,
+		      l.e[k].i, (unsigned long long)l.e[k].at, want[k].op, want[k].i,
+		      (unsigned long long)want[k].at);
+	ap_trace_free(t);
+}
+
 int main(void)
 {
 	test_joins();
+	test_positions();
 	uint32_t st;
 	uint64_t ts;
 	struct ap_tw *tw = writer(&st, &ts);
