@@ -669,6 +669,48 @@ static struct rec_names *symbols_later;
  * trace per process (860 lines for 2 s of `seq | sort | gzip`). */
 #define CHILD_LINES 3
 
+/* While set (rec_finish_children, quiet or not), a warning of a child
+ * trace's is said once for all the traces it is true of: the first
+ * trace's line, then how many more (a shell loop's processes, each with
+ * a malloc of its own, made a line each). */
+enum { WARN_REFUSED, WARN_OWNER, WARN_KINDS };
+static struct child_warns {
+	size_t n[WARN_KINDS];
+	char *first[WARN_KINDS];
+} *child_warns;
+
+/* Says `line` (a whole line, "allocprof: ...\n", freed here), or keeps
+ * it for child_warns_say. */
+static void warn_line(int kind, char *line)
+{
+	struct child_warns *w = child_warns;
+	if (!w) {
+		fputs(line, stderr);
+		free(line);
+	} else if (w->n[kind]++) {
+		free(line);
+	} else {
+		w->first[kind] = line;
+	}
+}
+
+static void child_warns_say(struct child_warns *w, const char *output)
+{
+	static const char *const too[WARN_KINDS] = {
+		[WARN_REFUSED] = "system calls of the sampler's refused",
+		[WARN_OWNER] = "a program with a malloc of its own",
+	};
+	for (int k = 0; k < WARN_KINDS; k++) {
+		if (!w->first[k])
+			continue;
+		fputs(w->first[k], stderr);
+		if (w->n[k] > 1)
+			fprintf(stderr, "allocprof: and in %zu more child trace%s %s.*: %s\n",
+				w->n[k] - 1, w->n[k] == 2 ? "" : "s", output, too[k]);
+		free(w->first[k]);
+	}
+}
+
 /* What becomes of a trace left live (rec_say_live, child_tally_say). */
 #define LIVE_THEN "finished (compacted, its symbols kept) once"
 
@@ -779,8 +821,11 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	count_unfollowed(path);
 	char refusal[1024];
 	end_refused(path, refusal, sizeof(refusal));
-	if (refusal[0])
-		ap_say("%s", refusal);
+	if (refusal[0]) {
+		struct ap_buf lb = AP_BUF_INIT;
+		ap_buf_addf(&lb, "allocprof: %s\n", refusal);
+		warn_line(WARN_REFUSED, ap_buf_detach(&lb, NULL));
+	}
 	if (!rec_no_symbols && symbols_later)
 		rec_names_add(symbols_later, ap_xstrdup(path));
 	else if (!rec_no_symbols)
@@ -788,11 +833,12 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 	while_symbols(); /* (if keep_symbols did not) */
 	char *owner = trace_malloc_owner(path);
 	if (owner) {
-		struct ap_buf safe = AP_BUF_INIT; /* a file the program names */
-		ap_say("%s: the program has a malloc of its own (in %s): its allocations never "
-			   "reach the sampler, and the trace does not count them", path,
-		       ap_safe_name(&safe, owner));
+		struct ap_buf safe = AP_BUF_INIT, lb = AP_BUF_INIT; /* a file the program names */
+		ap_buf_addf(&lb, "allocprof: %s: the program has a malloc of its own (in %s): its "
+			    "allocations never reach the sampler, and the trace does not count them\n",
+			    path, ap_safe_name(&safe, owner));
 		ap_buf_release(&safe);
+		warn_line(WARN_OWNER, ap_buf_detach(&lb, NULL));
 	}
 	free(owner);
 	if (quiet)
@@ -1071,8 +1117,10 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 	struct rec_names live_now = { 0 }, finished = { 0 };
 	symbols_later = &finished;
 	struct child_tally tally = { 0 };
+	struct child_warns warns = { 0 };
 	if (!quiet)
 		child_tally = &tally;
+	child_warns = &warns;
 	size_t olen = strlen(output);
 	for (bool again = true; again;) {
 		again = false;
@@ -1151,6 +1199,8 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 	}
 	symbols_later = NULL;
 	child_tally = NULL;
+	child_warns = NULL;
+	child_warns_say(&warns, output);
 	child_tally_say(&tally, output);
 	rec_names_release(&tally.line);
 	rec_names_release(&tally.odd_line);

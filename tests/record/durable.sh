@@ -146,6 +146,14 @@ ownmalloc)
 	*/own_malloc) ;;
 	*) fail "malloc_owner: $(jget s.json malloc_owner)" ;;
 	esac
+	# five children with a malloc of their own (a shell's loop): the
+	# first's line, then one line for the four others, not a line each
+	"$ALLOCPROF" record -q --all -o om.trace sh -c 'for i in 1 2 3 4 5; do "$0"; done' \
+		"$PROGS/own_malloc" >out 2>err
+	expect_eq "five children: exit status" "$?" 0
+	expect_eq "five children: lines of their own" "$(grep -c 'has a malloc of its own (in .*own_malloc)' err)" 1
+	grep -qx "allocprof: and in 4 more child traces om.trace.\*: a program with a malloc of its own" err ||
+		fail "five children: no line for the four others: $(cat err)"
 	# and a program whose malloc is the C library's has none, also when
 	# it takes malloc's address in non-PIE code (python3 does): a
 	# canonical PLT entry is no malloc of its own
