@@ -1058,7 +1058,7 @@ void rec_say_live(const char *path, const char *what, pid_t pid, bool alive, boo
 		ap_buf_addf(&lb, "allocprof: %s %s: still open in a process the program started; "
 			    "%s that process exits\n", what, path, then);
 	char *line = ap_buf_detach(&lb, NULL);
-	struct child_tally *t = later ? child_tally : NULL;
+	struct child_tally *t = child_tally; /* (set only while child traces are finished) */
 	if (!t) {
 		fputs(line, stderr);
 		free(line);
