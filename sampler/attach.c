@@ -162,6 +162,7 @@ __asm__(".text\n" AT_JUMP_DIRTY(dlopen) AT_JUMP_DIRTY(dlmopen) AT_RESCAN_JUMP(dl
 long (*real_syscall)(long, ...);
 long (*own_syscall)(long, ...);
 static ssize_t (*own_read)(int, void *, size_t);
+static int (*own_sigprocmask)(int, const sigset_t *, sigset_t *);
 #define AT_STR_(x) #x
 #define AT_STR(x) AT_STR_(x)
 void at_syscall(void);
@@ -297,7 +298,7 @@ static struct route routes[] = {
  * detach to delete (see "libunwind as loaded"). Only pipe2 when the
  * program has libunwind too (unw_shared). */
 static int unw_key_create(pthread_key_t *key, void (*destr)(void *));
-static struct route unw_routes[7];
+static struct route unw_routes[8];
 static size_t n_unw_routes;
 static pthread_key_t unw_keys[4];
 static unsigned n_unw_keys;
@@ -604,7 +605,10 @@ static void patch_unwinder(void)
 	/* its address check, made without a pipe (tracefile.c's unw_check) */
 	unw_routes[n_unw_routes++] = (struct route){ "syscall", (void *)own_syscall };
 	unw_routes[n_unw_routes++] = (struct route){ "read", (void *)own_read };
+	unw_masks_kept = keep.unw_shared;
 	if (!keep.unw_shared) {
+		/* its signal masks, not made inside the sampler (tracefile.c) */
+		unw_routes[n_unw_routes++] = (struct route){ "sigprocmask", (void *)own_sigprocmask };
 		unw_routes[n_unw_routes++] = (struct route){ "mmap", (void *)__wrap_mmap64 };
 		unw_routes[n_unw_routes++] = (struct route){ "mmap64", (void *)__wrap_mmap64 };
 		unw_routes[n_unw_routes++] = (struct route){ "munmap", (void *)__wrap_munmap };
@@ -775,6 +779,7 @@ EXPORT long allocprof_attach_prepare(void)
 	own.pipe2 = (int (*)(int[2], int))dlsym(h, "pipe2");
 	own_syscall = (long (*)(long, ...))dlsym(h, "syscall");
 	own_read = (ssize_t (*)(int, void *, size_t))dlsym(h, "read");
+	own_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(h, "sigprocmask");
 	for (size_t i = 0; i < NROUTES; i++)
 		if (!routes[i].to) /* the library's own wrappers */
 			routes[i].to = dlsym(h, routes[i].name);

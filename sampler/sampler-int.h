@@ -439,6 +439,9 @@ void trace_write_data(const void *data, size_t len);
 long unw_check(const void *addr);
 /* whether a return address is in libunwind's text (stacks.c) */
 extern uintptr_t unw_text_lo, unw_text_hi;
+/* libunwind's signal masks are made for real (tracefile.c's sigprocmask):
+ * the program has libunwind of its own */
+extern int unw_masks_kept;
 static inline int from_unwinder(const void *ret)
 {
 	return (uintptr_t)ret - unw_text_lo < unw_text_hi - unw_text_lo;

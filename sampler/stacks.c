@@ -224,6 +224,8 @@ void unwinder_load(void)
 	 * with libunwind of its own keeps its policy. */
 	if (policy && local && !own)
 		policy(*local, UNW_CACHE_NONE);
+	if (!attach_mode)
+		unw_masks_kept = own != NULL;
 	uint64_t mode = parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1);
 	/* attached, the program's return address is a thunk's (attach.c) */
 	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0 && !attach_mode;

@@ -638,6 +638,51 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 	return f(fd, buf, n);
 }
 
+/* libunwind masks every signal around its frame lookups (a
+ * dl_iterate_phdr at each step its caches do not answer) and its memory
+ * pool's lock, and puts the mask back after: two rt_sigprocmask calls,
+ * hundreds a second on a thread whose stacks are new (python3). Putting
+ * the mask back makes the kernel look at the signals pending for the
+ * process, and a signal sent to the process that another thread was woken
+ * for (Ctrl-C for the main thread asleep in time.sleep) was taken by the
+ * thread that unmasked, whose handler ran while the main thread slept on
+ * (1 run in 10 beside a loaded machine). Inside the sampler, libunwind is
+ * never entered again on the same thread (a handler's allocation there is
+ * not unwound), so the masks protect nothing: they are not made, and the
+ * set "saved" is the one asked for. A program with libunwind of its own
+ * (unw_masks_kept) keeps them: its handlers may unwind with it. */
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+int unw_masks_kept;
+
+static int mask_by_pthread(int how, const sigset_t *set, sigset_t *old)
+{
+	int e = pthread_sigmask(how, set, old);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	if (UNLIKELY(from_unwinder(__builtin_return_address(0))) && tls.guard &&
+	    !__atomic_load_n(&unw_masks_kept, __ATOMIC_RELAXED)) {
+		if (old && set)
+			*old = *set;
+		return 0;
+	}
+	int (*f)(int, const sigset_t *, sigset_t *) =
+		__atomic_load_n(&real_sigprocmask, __ATOMIC_ACQUIRE);
+	if (UNLIKELY(!f)) {
+		f = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
+		if (!f)
+			f = mask_by_pthread;
+		__atomic_store_n(&real_sigprocmask, f, __ATOMIC_RELEASE);
+	}
+	return f(how, set, old);
+}
+
 /* The program's descriptor calls: the sampler's own descriptors are not
  * open as far as the program can tell (see trace_write). */
 EXPORT int close(int fd)
