@@ -270,6 +270,7 @@ int (*real_pipe2)(int[2], int);
 int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 int (*real_close)(int);
 int (*real_sigaltstack)(const stack_t *, stack_t *);
+int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
 pid_t (*real_fork)(void);
 pid_t (*real__Fork)(void);
 
@@ -366,6 +367,9 @@ void resolve(void)
 	real_sigaltstack = (int (*)(const stack_t *, stack_t *))must_sym("sigaltstack");
 	real_fork = (pid_t (*)(void))must_sym("fork");
 	real__Fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "_Fork");
+	__atomic_store_n(&real_sigprocmask,
+			 (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask"),
+			 __ATOMIC_RELEASE);
 	errno_locate();
 	__atomic_store_n(&real_malloc, (void *(*)(size_t))m, __ATOMIC_RELEASE);
 	resolving = 0;

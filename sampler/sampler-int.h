@@ -287,6 +287,9 @@ extern int (*real_pipe2)(int[2], int);
 extern int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 extern int (*real_close)(int);
 extern int (*real_sigaltstack)(const stack_t *, stack_t *);
+/* NULL until resolve() (tracefile.c's sigprocmask then calls
+ * pthread_sigmask, what glibc's does) */
+extern int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
 extern pid_t (*real_fork)(void);
 extern pid_t (*real__Fork)(void); /* NULL before glibc 2.34 */
 void *must_sym(const char *name);

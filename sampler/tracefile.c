@@ -651,9 +651,10 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
  * not unwound), so the masks protect nothing: they are not made, and the
  * set "saved" is the one asked for. A program with libunwind of its own
  * (unw_masks_kept) keeps them: its handlers may unwind with it. */
-static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
 int unw_masks_kept;
 
+/* glibc's sigprocmask, until resolve() found the one the program's calls
+ * reached (no dlsym here: a handler may call it first) */
 static int mask_by_pthread(int how, const sigset_t *set, sigset_t *old)
 {
 	int e = pthread_sigmask(how, set, old);
@@ -674,13 +675,7 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	}
 	int (*f)(int, const sigset_t *, sigset_t *) =
 		__atomic_load_n(&real_sigprocmask, __ATOMIC_ACQUIRE);
-	if (UNLIKELY(!f)) {
-		f = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
-		if (!f)
-			f = mask_by_pthread;
-		__atomic_store_n(&real_sigprocmask, f, __ATOMIC_RELEASE);
-	}
-	return f(how, set, old);
+	return f ? f(how, set, old) : mask_by_pthread(how, set, old);
 }
 
 /* The program's descriptor calls: the sampler's own descriptors are not

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 static void show(const char *what, const void *p, int err)
@@ -272,6 +273,22 @@ int main(int argc, char **argv)
 	p = malloc(16);
 	free(p);
 	printf("errno after malloc+free=%d\n", errno);
+
+	/* sigprocmask (the library's, for libunwind's calls): the program's
+	 * masks are made, its errors are glibc's */
+	sigset_t usr1, was, now;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	errno = 0;
+	int r1 = sigprocmask(SIG_BLOCK, &usr1, &was);
+	sigprocmask(SIG_SETMASK, NULL, &now);
+	int blocked = sigismember(&now, SIGUSR1);
+	int r2 = sigprocmask(12345, &usr1, NULL), e2 = errno;
+	int r3 = sigprocmask(SIG_SETMASK, &was, NULL);
+	sigprocmask(SIG_SETMASK, NULL, &now);
+	printf("sigprocmask block=%d usr1_was=%d usr1_blocked=%d bad=%d errno=%d restore=%d "
+	       "usr1_now=%d\n", r1, sigismember(&was, SIGUSR1), blocked, r2, e2, r3,
+	       sigismember(&now, SIGUSR1));
 
 	/* the profiler's descriptors must not shift the program's numbers */
 	int fd = open("/dev/null", O_RDONLY);
