@@ -861,18 +861,28 @@ static void ws_alloc(void *ctx, size_t i, const struct ap_event *e, const struct
 	if (S->store && S->njoins && ws_joined(S, i, e, b))
 		return;
 	struct pos pos = ws_allocated(S, i, e, b);
-	struct advise_obj new = { .cap = e->size, .birth = e->ts, .thread = e->thread };
-	struct advise_obj *ob = S->store ? &new : ws_obj(S, b->obj);
+	struct advise_obj *ob;
+	if (S->store) {
+		/* made where ws_keep would copy it: held (the one held
+		 * before goes into the store first) */
+		ws_settle(S);
+		S->has_held = true;
+		S->held.id = b->addr;
+		S->held.size = b->size;
+		S->held.stack = b->stack;
+		S->held.thread = e->thread;
+		ob = &S->held.ob;
+		*ob = (struct advise_obj){ .cap = e->size, .birth = e->ts, .thread = e->thread };
+	} else {
+		ob = ws_obj(S, b->obj);
+	}
 	ob->site = event_site(S->w, e);
 	ob->maxsize = e->size;
 	if (ob->site != UINT32_MAX)
 		obj_birth(S->w, ob, e, pos, (e->flags & AP_EVF_REALLOC) != 0);
 	ws_live(S, i, ob, e, b->w);
-	if (S->store) {
-		if (ob->site != UINT32_MAX)
-			S->site_live[ob->site]++;
-		ws_keep(S, e, b, ob);
-	}
+	if (S->store && ob->site != UINT32_MAX)
+		S->site_live[ob->site]++;
 }
 
 /* A block of `size` went back to glibc: a free of a block above the
@@ -938,12 +948,19 @@ static void ws_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	if (!S->store) {
 		ob = ws_obj(S, b->obj);
 	} else {
-		/* the old block of a join: its object went on (the live
-		 * map's replay calls no consumer for it but `event`) */
-		if (!ws_take(S, b->addr, b->stack, b->size, &taken))
+		if (S->has_held && S->held.id == b->addr) {
+			/* the one held: read where it is (nothing below
+			 * holds another) */
+			S->has_held = false;
+			ob = &S->held.ob;
+		} else if (!ws_take(S, b->addr, b->stack, b->size, &taken)) {
+			/* the old block of a join: its object went on (the
+			 * live map's replay calls no consumer for it but
+			 * `event`) */
 			return;
-		if (taken.site != UINT32_MAX)
-			S->site_live[taken.site]--;
+		}
+		if (ob->site != UINT32_MAX)
+			S->site_live[ob->site]--;
 	}
 	ws_event(S, i, e);
 	S->live -= ob->w * (double)b->size;
