@@ -1,7 +1,7 @@
 /* selfinfo.h: what the sampler (liballocprof.so) and allocprof try's
  * library (liballocprof-try.so) both ask about the process they are
- * loaded into: a module's GNU build-id, and whose malloc the program's
- * calls reach. Header-only (static inline): the two libraries share no
+ * loaded into: a module's GNU build-id, whose malloc the program's
+ * calls reach, and where a library's text is. Header-only (static inline): the two libraries share no
  * code at run time. Calls nothing that allocates. */
 #ifndef AP_SELFINFO_H
 #define AP_SELFINFO_H
@@ -82,6 +82,43 @@ static inline void ap_malloc_owner_find(char *owner, size_t cap, const void *sel
 		}
 		return;
 	}
+}
+
+/* The executable segments of the module that holds fn, from the lowest
+ * start to the highest end (libunwind's text: where its calls come
+ * from); lo = hi = 0 when no module holds it. */
+struct ap_text_range {
+	uintptr_t at, lo, hi;
+};
+
+static inline int ap_text_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct ap_text_range *r = (struct ap_text_range *)arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		mine |= r->at >= a && r->at < b;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	if (!mine)
+		return 0;
+	r->lo = lo;
+	r->hi = hi;
+	return 1;
+}
+
+static inline void ap_text_range_of(const void *fn, uintptr_t *lo, uintptr_t *hi)
+{
+	struct ap_text_range r = { (uintptr_t)fn, 0, 0 };
+	dl_iterate_phdr(ap_text_range_cb, &r);
+	*lo = r.lo;
+	*hi = r.hi;
 }
 
 #endif

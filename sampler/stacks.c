@@ -2,6 +2,7 @@
  * of tables, inserts under meta.lock, each new stack written once as a
  * META record), loads libunwind privately, and fills the per-thread stack
  * cache; the inline lookup and the unwind itself are in stacks.h. */
+#include "selfinfo.h"
 #include "stacks.h"
 
 /* Interned stacks: lock-free lookup over a chain of open-addressing tables
@@ -157,35 +158,9 @@ int sc_on;		/* the stack cache is in use */
 int sc_always;		/* fill whatever it costs (ALLOCPROF_STACK_CACHE=2, tests) */
 #endif
 
-/* libunwind's text: where its calls of pipe2, read and syscall come from
- * (tracefile.c's address check without a pipe). */
+/* libunwind's text: where its calls of pipe2, read, syscall and
+ * sigprocmask come from (tracefile.c). */
 uintptr_t unw_text_lo, unw_text_hi;
-
-static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	uintptr_t at = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
-	int mine = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		mine |= at >= a && at < b;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
-	}
-	if (!mine)
-		return 0;
-	unw_text_lo = lo;
-	unw_text_hi = hi;
-	return 1;
-}
-
-static void unw_text_find(const void *fn)
-{
-	dl_iterate_phdr(text_of, (void *)(uintptr_t)fn);
-}
 
 void unwinder_load(void)
 {
@@ -198,7 +173,7 @@ void unwinder_load(void)
 	if (h)
 		unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
 	if (unw_bt)
-		unw_text_find((const void *)unw_bt);
+		ap_text_range_of((const void *)unw_bt, &unw_text_lo, &unw_text_hi);
 	if (!unw_bt) {
 		say("libunwind.so.8", "not loadable: stacks will be empty");
 		return;

@@ -51,6 +51,7 @@
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,10 +373,49 @@ static inline struct pcent *tab_find(uintptr_t ra)
 static int (*unw_bt)(void **, int);
 static int walk_frames = MAX_WALK + WALK_SLACK;
 
+/* libunwind masks every signal around each frame lookup its caches miss
+ * and around its caches' lock, and puts the mask back: putting it back
+ * makes the kernel look at the signals pending for the process, and the
+ * thread takes one that another thread was woken for (the sampler's
+ * case, sampler/README.md: Ctrl-C lost by python3's sleeping main
+ * thread). sqlite3 run by try: ~2,000 such calls. Inside a walk (in_walk)
+ * the exported sigprocmask makes none for libunwind (its text: unw_lo,
+ * unw_hi), and a walk is never entered again on the same thread (an
+ * allocation of a handler that interrupted one is not looked up by its
+ * stack), so the masks protect nothing. A program with libunwind of its
+ * own keeps them (unw_masks_kept: its handlers may unwind with it). */
+static __thread int in_walk __attribute__((tls_model("initial-exec")));
+static uintptr_t unw_lo, unw_hi;
+static int unw_masks_kept;
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	if (UNLIKELY(in_walk) && !unw_masks_kept &&
+	    (uintptr_t)__builtin_return_address(0) - unw_lo < unw_hi - unw_lo) {
+		if (old && set)
+			*old = *set;
+		return 0;
+	}
+	if (LIKELY(real_sigprocmask != NULL))
+		return real_sigprocmask(how, set, old);
+	/* before the constructor: glibc's sigprocmask is this */
+	int e = pthread_sigmask(how, set, old);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 __attribute__((noinline)) static struct site *site_by_stack(uintptr_t ra)
 {
 	void *bt[MAX_WALK + WALK_SLACK];
+	if (in_walk)
+		return NULL; /* a handler's call inside a walk (above) */
+	in_walk = 1;
 	int n = unw_bt ? unw_bt(bt, walk_frames) : backtrace(bt, walk_frames);
+	in_walk = 0;
 	int k = 0;
 	while (k < n && (uintptr_t)bt[k] != ra)
 		k++;
@@ -1079,6 +1119,7 @@ __attribute__((constructor)) static void try_init(void)
 	real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
 	real_new = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znwm");
 	real_new_arr = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znam");
+	real_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
 	if (!cfg || !*cfg || read_config(cfg) < 0)
 		return;
 	my_pid = getpid();
@@ -1109,9 +1150,16 @@ __attribute__((constructor)) static void try_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	if (walks) {
 		/* The unwinder is loaded now, not from inside a malloc. */
+		void *own = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
+		if (own) {
+			unw_masks_kept = 1; /* the program's own */
+			dlclose(own);
+		}
 		void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 		if (h) {
 			unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+			if (unw_bt)
+				ap_text_range_of((const void *)unw_bt, &unw_lo, &unw_hi);
 			/* per-thread caches: the global one takes a lock (and masks
 			 * signals) on every step; UNW_CACHE_PER_THREAD is 2 */
 			int (*policy)(void *, int) =
@@ -1126,10 +1174,12 @@ __attribute__((constructor)) static void try_init(void)
 				deepest = wants[i].depth;
 		walk_frames = (int)deepest + WALK_SLACK + 1;
 		void *bt[4];	/* glibc loads libgcc_s at its first backtrace() */
+		in_walk = 1;
 		if (unw_bt)
 			unw_bt(bt, 4);
 		else
 			backtrace(bt, 4);
+		in_walk = 0;
 	}
 	active = 1;
 	dl_iterate_phdr(resolve_cb, NULL);
