@@ -196,7 +196,8 @@ void sig_uninstall(void)
 }
 
 /* Program-visible calls. Signals are blocked while the view changes: a
- * handler of the program may call sigaction itself. The rest of the
+ * handler of the program may call sigaction itself (a query blocks
+ * nothing: do_sigaction_managed). The rest of the
  * family calls do_sigaction directly (by name it would be the C library's
  * when record -p loaded this library). Attached, the thread counts in
  * at_in meanwhile: a detach waits. */
@@ -223,23 +224,36 @@ EXPORT int sigaction(int s, const struct sigaction *act, struct sigaction *old)
 
 static int do_sigaction_managed(int s, const struct sigaction *act, struct sigaction *old)
 {
+	if (!act) {
+		/* A query changes nothing, and masks nothing: a thread that
+		 * puts its mask back takes a signal pending for the process
+		 * that another thread was woken for (python3 asks about
+		 * every signal). The lock is taken as own_lock takes it: a
+		 * handler that interrupted this thread inside reads through
+		 * (a disposition it sets meanwhile may show half-made in the
+		 * interrupted query's copy, no worse). */
+		int nested = own_lock(&sig_lock);
+		struct sigaction prev = sig_view[s];
+		own_unlock(&sig_lock, nested);
+		if (old)
+			*old = prev;
+		return 0;
+	}
 	sigset_t all, mask;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &mask);
-	lk_lock(&sig_lock);
+	/* (own_lock: a query this thread was in when the handler that
+	 * makes this call came holds the lock already) */
+	int nested = own_lock(&sig_lock);
 	struct sigaction prev = sig_view[s];
-	int rc = 0;
-	if (act) {
-		/* the kernel's own reading of act (mask without SIGKILL and
-		 * SIGSTOP, the flags it knows, glibc's restorer) is what a
-		 * query returns */
-		rc = real_sigaction(s, act, NULL);
-		if (rc == 0) {
-			real_sigaction(s, NULL, &sig_view[s]);
-			sig_apply(s);
-		}
+	/* the kernel's own reading of act (mask without SIGKILL and SIGSTOP,
+	 * the flags it knows, glibc's restorer) is what a query returns */
+	int rc = real_sigaction(s, act, NULL);
+	if (rc == 0) {
+		real_sigaction(s, NULL, &sig_view[s]);
+		sig_apply(s);
 	}
-	lk_unlock(&sig_lock);
+	own_unlock(&sig_lock, nested);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	errno = e;

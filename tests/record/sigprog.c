@@ -16,6 +16,16 @@
  *   late N   the same, then a second thread makes 10 allocations, and the
  *            program exits at once (record's trace compaction, issue 24
  *            item 8)
+ *   taken N  which thread runs the handler of a signal sent to the
+ *            process: the main thread waits in nanosleep while 3 threads
+ *            ask sigaction about SIGUSR2 and allocate at call depths of
+ *            0 to 39 (stacks new to the sampler: libunwind's steps); a
+ *            child process sends SIGUSR1 to the process N times, 300 us
+ *            apart; prints "main some other K" (K, the handlers run on
+ *            the other threads, is 0 natively: the kernel wakes the main
+ *            thread, and nothing else looks at the process's pending
+ *            signals; "some": how many reach main depends on how many
+ *            the kernel merged)
  *   fds      prints what fcntl(F_DUPFD, n) gives for n = 0, 3, 10, 700 and
  *            the soft limit - 1, and how many files open() gets under its
  *            RLIMIT_NOFILE (second argument: a soft limit to set first)
@@ -31,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *volatile sink;
@@ -218,6 +230,79 @@ static int fds(const char *lim)
 	return 0;
 }
 
+static pid_t main_tid;
+static volatile sig_atomic_t on_main, on_other;
+
+static void on_usr1(int s)
+{
+	(void)s;
+	if (gettid() == main_tid)
+		on_main++;
+	else
+		on_other++;
+}
+
+__attribute__((noinline)) static void deep(int d, size_t n)
+{
+	if (d > 0) {
+		deep(d - 1, n + 8);
+		__asm__ volatile("" ::: "memory"); /* not a tail call */
+		return;
+	}
+	char *p = malloc(n);
+	if (!p)
+		abort();
+	p[0] = (char)n;
+	sink = p;
+	free(p);
+}
+
+static void *asker(void *arg)
+{
+	int i = (int)(uintptr_t)arg;
+	while (!stop) {
+		struct sigaction old;
+		sigaction(SIGUSR2, NULL, &old);
+		deep(i++ % 40, 64);
+	}
+	return NULL;
+}
+
+static int taken(long n)
+{
+	main_tid = gettid();
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		if (pthread_create(&t[i], NULL, asker, (void *)(uintptr_t)(i * 13)))
+			abort();
+	usleep(100000);
+	pid_t me = getpid(), kid = fork();
+	if (kid < 0)
+		abort();
+	if (kid == 0) {
+		for (long k = 0; k < n; k++) {
+			kill(me, SIGUSR1);
+			usleep(300);
+		}
+		_exit(0);
+	}
+	while (waitpid(kid, NULL, WNOHANG) != kid) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	stop = 1;
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	char out[64];
+	snprintf(out, sizeof(out), "main %s other %d\n", on_main > 0 ? "some" : "none",
+		 (int)on_other);
+	say(out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -239,6 +324,8 @@ int main(int argc, char **argv)
 			return 1;
 		return 0;
 	}
+	if (!strcmp(argv[1], "taken") && argc > 2)
+		return taken(atol(argv[2]));
 	if (!strcmp(argv[1], "fds"))
 		return fds(argc > 2 ? argv[2] : NULL);
 	return 2;
