@@ -1288,6 +1288,22 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		else
 			ap_buf_addf(&t, " At %.0f%% hits, the pool's own work costs more than the "
 				    "allocations it avoids: keep malloc.", 100 * r->hit_rate);
+	} else if (m->high_ns < MIN_SAVE_SHARE * cpu && m->saved_ns <= -MIN_SAVE_SHARE * cpu) {
+		/* Across zero, the most it could save too little, and its
+		 * middle a cost of 1 % or more: a cost, as where the whole
+		 * interval is below zero. Whether its end reaches a little
+		 * past zero is the interval's width, which moves from one
+		 * recording to the next (bench/twins' ordbook: a cost of 121,
+		 * 162 and 140 ms of 2.4 s over three recordings, the last
+		 * one's interval ending at a saving of 12.7 ms: "costs more",
+		 * "costs more", "little to gain", session 34). */
+		s->verdict = AP_VERDICT_COSTS_MORE;
+		ap_advise_format_duration(b1, sizeof(b1), m->high_ns);
+		ap_advise_format_duration(b2, sizeof(b2), -m->saved_ns);
+		ap_buf_addf(&t, " The interval spans zero, but the most it could save, %s (the end of "
+			    "the interval below zero), is less than %.0f%% of the program's time, and "
+			    "its middle is a cost of %s, %.1f%% of it: keep malloc.",
+			    b1, 100 * MIN_SAVE_SHARE, b2, 100 * -m->saved_ns / cpu);
 	} else if (m->high_ns < MIN_SAVE_SHARE * cpu) {
 		/* Across zero, and even its upper end too little: what a lower
 		 * end above zero would make "little to gain" (a saving of

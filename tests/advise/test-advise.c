@@ -343,6 +343,19 @@ static void test_waits_verdict(void)
 		fprintf(stderr, "%s: a cost's interval is read as a saving's: %s\n", __func__, s->reasons);
 		failures++;
 	}
+	/* across zero, at most a little saved, and its middle a cost of 1 %
+	 * or more: a cost, whether its end reaches past zero or not (one
+	 * recording's "little to gain" was the others' "costs more") */
+	judge(a, s, -1.5, -3, 0.4);
+	CHECK("a cost of 1.5 % across zero, at most 0.4 % saved", s->verdict, AP_VERDICT_COSTS_MORE);
+	if (!strstr(s->reasons, "the most it could save, 400us (the end of the interval below zero), "
+				"is less than 1% of the program's time, and its middle is a cost of 1.5ms, "
+				"1.5% of it: keep malloc.")) {
+		fprintf(stderr, "%s: the cost across zero is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	judge(a, s, -0.9, -3, 0.4);
+	CHECK("a cost of 0.9 % across zero", s->verdict, AP_VERDICT_LITTLE_GAIN);
 	/* the switches priced above the program's CPU time: that at most */
 	a->program_switches = 100000;	/* 250 ms: 100 at most, half is 50 */
 	judge(a, s, 52, 51, 53);
