@@ -178,6 +178,9 @@ void unwinder_load(void)
 		say("libunwind.so.8", "not loadable: stacks will be empty");
 		return;
 	}
+	/* (attached: attach.c's patch_unwinder says) */
+	if (!attach_mode)
+		unw_masks_kept = own != NULL;
 #ifdef AP_STACK_CACHE
 	unw_ctx = (int (*)(unw_context_t *))dlsym(h, "_Ux86_64_getcontext");
 	unw_init = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, "_ULx86_64_init_local");
@@ -199,8 +202,6 @@ void unwinder_load(void)
 	 * with libunwind of its own keeps its policy. */
 	if (policy && local && !own)
 		policy(*local, UNW_CACHE_NONE);
-	if (!attach_mode)
-		unw_masks_kept = own != NULL;
 	uint64_t mode = parse_u64(getenv("ALLOCPROF_STACK_CACHE"), 1);
 	/* attached, the program's return address is a thunk's (attach.c) */
 	sc_on = unw_ctx && unw_init && unw_stp && unw_reg && unw_sig && mode != 0 && !attach_mode;
