@@ -153,6 +153,53 @@ void alt_remove(void)
 	alt_mine = NULL;
 }
 
+/* The kernel's reading of a disposition, made without setting it (a
+ * set then changes no mask: do_sigaction_managed): the flags it keeps
+ * (sig_known_flags; since Linux 5.11 it clears those it does not know),
+ * and the restorer glibc's sigaction puts in (sig_restorer). Learnt once,
+ * by sig_probe, with every signal blocked; 0 until then, and attached
+ * (the program's threads run meanwhile, and could take the probe's
+ * flags): a set then installs the program's disposition and reads it
+ * back. */
+static unsigned sig_known_flags;
+static void (*sig_restorer)(void);
+#ifndef SA_RESTORER	/* (the kernel's; glibc's headers leave it out) */
+#if defined(__x86_64__)
+#define SA_RESTORER 0x04000000
+#else
+#define SA_RESTORER 0	/* glibc sets none there (and the sampler is x86-64's) */
+#endif
+#endif
+
+/* sig_install's: s, ours, with every flag but SA_RESETHAND, read back,
+ * then ours again (signals blocked: none is delivered meanwhile). */
+static void sig_probe(int s)
+{
+	struct sigaction p, got;
+	memset(&p, 0, sizeof(p));
+	p.sa_sigaction = sig_entry;
+	p.sa_flags = (int)(~0u & ~(unsigned)SA_RESETHAND);
+	sigfillset(&p.sa_mask);
+	if (real_sigaction(s, &p, NULL) == 0 && real_sigaction(s, NULL, &got) == 0 &&
+	    (got.sa_flags & SA_SIGINFO)) {
+		sig_restorer = got.sa_restorer;
+		sig_known_flags = (unsigned)got.sa_flags | (unsigned)SA_RESETHAND;
+	}
+	sig_apply(s);
+}
+
+/* act as a query returns it once set: the mask without SIGKILL and
+ * SIGSTOP, the flags the kernel keeps (glibc's SA_RESTORER among them),
+ * glibc's restorer. */
+static void sig_norm(struct sigaction *k, const struct sigaction *act)
+{
+	*k = *act;
+	sigdelset(&k->sa_mask, SIGKILL);
+	sigdelset(&k->sa_mask, SIGSTOP);
+	k->sa_flags = (int)(((unsigned)act->sa_flags | (unsigned)SA_RESTORER) & sig_known_flags);
+	k->sa_restorer = sig_restorer;
+}
+
 /* Attached, this runs while the program's other threads go on, its
  * sigaction calls already routed here: sig_on first, so that they take
  * sig_lock (a disposition set meanwhile is read here, not overwritten),
@@ -172,6 +219,9 @@ void sig_install(void)
 		sig_view[s] = cur;
 		sig_apply(s);
 	}
+	for (int s = 1; s < NSIG && !attach_mode && !sig_known_flags; s++)
+		if (sig_ours[s] && sig_view[s].sa_handler == SIG_DFL)
+			sig_probe(s);
 	lk_unlock(&sig_lock);
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	alt_install();
@@ -234,6 +284,24 @@ static int do_sigaction_managed(int s, const struct sigaction *act, struct sigac
 		 * interrupted query's copy, no worse). */
 		int nested = own_lock(&sig_lock);
 		struct sigaction prev = sig_view[s];
+		own_unlock(&sig_lock, nested);
+		if (old)
+			*old = prev;
+		return 0;
+	}
+	if (__atomic_load_n(&sig_known_flags, __ATOMIC_RELAXED)) {
+		/* No mask either: the disposition the program asks for is
+		 * read as the kernel would read it (sig_norm), and sig_apply
+		 * puts the sampler's handler under it at once, so that the
+		 * program's is never installed for real, not even for a
+		 * moment (libraries that ignore SIGPIPE around each write,
+		 * on several threads, set dispositions all the time) */
+		struct sigaction k;
+		sig_norm(&k, act);
+		int nested = own_lock(&sig_lock);
+		struct sigaction prev = sig_view[s];
+		sig_view[s] = k;
+		sig_apply(s);
 		own_unlock(&sig_lock, nested);
 		if (old)
 			*old = prev;

@@ -119,6 +119,24 @@ static void query(void)
 	sigaction(SIGUSR1, NULL, &old);
 	td_say("usr1: ours %d, siginfo %d, mask usr2 %d\n", old.sa_sigaction == usr1,
 	       !!(old.sa_flags & SA_SIGINFO), sigismember(&old.sa_mask, SIGUSR2));
+	/* what the kernel and glibc make of a disposition, as a query
+	 * returns it: the flags it keeps (0x400, SA_UNSUPPORTED, is never
+	 * kept since Linux 5.11; glibc adds its restorer's flag), the mask
+	 * without SIGKILL and SIGSTOP, glibc's restorer */
+	struct sigaction odd, back;
+	memset(&odd, 0, sizeof(odd));
+	odd.sa_sigaction = usr1;
+	odd.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART | 0x400;
+	sigaddset(&odd.sa_mask, SIGKILL);
+	sigaddset(&odd.sa_mask, SIGSTOP);
+	sigaddset(&odd.sa_mask, SIGTERM);
+	sigaction(SIGUSR1, &odd, NULL);
+	sigaction(SIGUSR1, NULL, &back);
+	sigaction(SIGUSR1, &sa, NULL);
+	td_say("usr1 set odd: flags %#x, mask kill %d stop %d term %d, restorer %s\n",
+	       (unsigned)back.sa_flags, sigismember(&back.sa_mask, SIGKILL),
+	       sigismember(&back.sa_mask, SIGSTOP), sigismember(&back.sa_mask, SIGTERM),
+	       back.sa_restorer == old.sa_restorer ? "as before" : "another");
 	for (int i = 0; i < 3; i++)
 		raise(SIGUSR1);
 	td_say("usr1 handled %d times\n", usr1_seen);

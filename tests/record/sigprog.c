@@ -16,9 +16,11 @@
  *   late N   the same, then a second thread makes 10 allocations, and the
  *            program exits at once (record's trace compaction, issue 24
  *            item 8)
- *   taken N  which thread runs the handler of a signal sent to the
+ *   taken N [set]  which thread runs the handler of a signal sent to the
  *            process: the main thread waits in nanosleep while 3 threads
- *            ask sigaction about SIGUSR2 and allocate at call depths of
+ *            ask sigaction about SIGUSR2 (with `set`: set a handler for
+ *            it, as a library that ignores SIGPIPE around each write
+ *            does) and allocate at call depths of
  *            0 to 39 (stacks new to the sampler: libunwind's steps); a
  *            child process sends SIGUSR1 to the process N times, 300 us
  *            apart; prints "main some other K" (K, the handlers run on
@@ -257,12 +259,21 @@ __attribute__((noinline)) static void deep(int d, size_t n)
 	free(p);
 }
 
+static int taken_sets;	/* the threads set SIGUSR2's disposition, not ask */
+
+static void on_usr2(int s)
+{
+	(void)s;
+}
+
 static void *asker(void *arg)
 {
 	int i = (int)(uintptr_t)arg;
+	struct sigaction mine = { .sa_handler = on_usr2 };
+	sigemptyset(&mine.sa_mask);
 	while (!stop) {
 		struct sigaction old;
-		sigaction(SIGUSR2, NULL, &old);
+		sigaction(SIGUSR2, taken_sets ? &mine : NULL, &old);
 		deep(i++ % 40, 64);
 	}
 	return NULL;
@@ -324,8 +335,10 @@ int main(int argc, char **argv)
 			return 1;
 		return 0;
 	}
-	if (!strcmp(argv[1], "taken") && argc > 2)
+	if (!strcmp(argv[1], "taken") && argc > 2) {
+		taken_sets = argc > 3 && !strcmp(argv[3], "set");
 		return taken(atol(argv[2]));
+	}
 	if (!strcmp(argv[1], "fds"))
 		return fds(argc > 2 ? argv[2] : NULL);
 	return 2;
