@@ -136,5 +136,7 @@ kill $hog
 adv ex2.json exn.trace.exec2
 slept=$(jq ex2.json 'j["measurement"]["sleep_ns"]')
 echo "naps 20 2 exec'd after a shell's wait for a CPU: the replay sleeps $slept ns"
-ratio "$slept" 38000000 0.85 1.02 || fail "naps exec'd after a wait for a CPU: the replay sleeps $slept ns, want 32-39 ms"
+# (19 gaps of 2 ms each and what each sleep overran by: 39.0 ms once in
+# a suite on a loaded machine, where the bound was 38.8)
+ratio "$slept" 38000000 0.85 1.06 || fail "naps exec'd after a wait for a CPU: the replay sleeps $slept ns, want 32-40 ms"
 exit $failed

@@ -16,7 +16,8 @@ machine a margin can move), and with it the rank of every site below it
 (a site at the margin is a pool, ranked 2, on one run and too little to
 gain, ranked 3, on the next): a site's rank compares as a placeholder,
 the order of the sites shown still as printed; /path/to/allocprof stands
-for SOURCE_ROOT.
+for SOURCE_ROOT. advise's line that the run was off its CPU (a loaded
+machine's) is left out of what it printed.
 """
 import os
 import re
@@ -142,7 +143,14 @@ def main():
                 print("FAIL: %s exited %d: %s" % (cmd, p.returncode, p.stderr))
                 fails += 1
                 continue
-            got = measured_verdicts([norm(l, root) for l in p.stdout.split("\n")])
+            # The line that says the recorded run was off its CPU a
+            # millisecond or more (advise then sleeps that at its longest
+            # gaps) comes with the machine: the demo only computes, and
+            # was 1.48 ms off its CPU once in a fresh clone's suite on a
+            # loaded machine (11 us alone). The README shows the run
+            # without it.
+            got = measured_verdicts([norm(l, root) for l in p.stdout.split("\n")
+                                     if not l.startswith("  with the program's time off its CPU")])
             why = matches(measured_verdicts([norm(l, root) for l in want]), got)
             if why:
                 print("FAIL: %s: %s\n--- it printed:\n%s" % (cmd, why, p.stdout))
