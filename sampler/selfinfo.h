@@ -8,7 +8,10 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -119,6 +122,20 @@ static inline void ap_text_range_of(const void *fn, uintptr_t *lo, uintptr_t *hi
 	dl_iterate_phdr(ap_text_range_cb, &r);
 	*lo = r.lo;
 	*hi = r.hi;
+}
+
+/* glibc's sigprocmask is pthread_sigmask with its error in errno: the
+ * one both libraries' exported sigprocmask calls before dlsym has found
+ * the program's (a handler may make the first call, where dlsym must not
+ * run). */
+static inline int ap_sigprocmask_glibc(int how, const sigset_t *set, sigset_t *old)
+{
+	int e = pthread_sigmask(how, set, old);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
 }
 
 #endif

@@ -5,6 +5,7 @@
  * pipe2, close, close_range, closefrom, dup2 and dup3, through which the
  * program can neither see nor close it. */
 #include "sampler-int.h"
+#include "selfinfo.h"
 
 #include <linux/futex.h>
 
@@ -653,18 +654,6 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
  * (unw_masks_kept) keeps them: its handlers may unwind with it. */
 int unw_masks_kept;
 
-/* glibc's sigprocmask, until resolve() found the one the program's calls
- * reached (no dlsym here: a handler may call it first) */
-static int mask_by_pthread(int how, const sigset_t *set, sigset_t *old)
-{
-	int e = pthread_sigmask(how, set, old);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
 EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	if (UNLIKELY(from_unwinder(__builtin_return_address(0))) && tls.guard &&
@@ -675,7 +664,7 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	}
 	int (*f)(int, const sigset_t *, sigset_t *) =
 		__atomic_load_n(&real_sigprocmask, __ATOMIC_ACQUIRE);
-	return f ? f(how, set, old) : mask_by_pthread(how, set, old);
+	return f ? f(how, set, old) : ap_sigprocmask_glibc(how, set, old); /* (before resolve) */
 }
 
 /* The program's descriptor calls: the sampler's own descriptors are not

@@ -399,13 +399,7 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	}
 	if (LIKELY(real_sigprocmask != NULL))
 		return real_sigprocmask(how, set, old);
-	/* before the constructor: glibc's sigprocmask is this */
-	int e = pthread_sigmask(how, set, old);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
+	return ap_sigprocmask_glibc(how, set, old); /* before the constructor */
 }
 
 __attribute__((noinline)) static struct site *site_by_stack(uintptr_t ra)
