@@ -110,15 +110,24 @@ static inline const struct ap_replay_join *advise_join_at(const struct ap_replay
 /* Growth by copy found as the events come (advise_chains.c; what
  * ap_advise_joins returns, found by its caller's own pass over a resolved
  * trace): NULL when there is none to find (ap_advise_joins' cases). A
- * join at event i is known once its thread's next event has been given:
- * with one thread, after event i + 1. */
+ * join at event i is known once its thread's next event has been given
+ * (with one thread, event i + 1), or that thread's events have ended. */
 struct advise_chains;
 struct advise_chains *advise_chains_new(const struct ap_trace *t, const struct ap_site_map *m);
 /* Events base.., n of them, of a resolved trace, in the trace's order. */
 void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_event *ev,
 			  size_t n);
-/* The joins found so far, ascending by `i` while there is one thread
- * (valid until the next advise_chains_events). */
+/* The index of the first event given whose join is not known yet (its
+ * thread has had no event since): every join at an event before it has
+ * been found. SIZE_MAX: none pending. */
+size_t advise_chains_horizon(const struct advise_chains *C);
+/* Finds every join of the trace in a pass of its own (for a thread that
+ * stays quiet too long): what advise_chains_events would find by the
+ * end; the events given later change nothing. Returns 0, or -1 with err
+ * set (the events' error). */
+int advise_chains_complete(struct advise_chains *C, struct ap_error *err);
+/* The joins found so far, ascending by `i` (valid until the next
+ * advise_chains_events or advise_chains_complete). */
 const struct ap_replay_join *advise_chains_found(const struct advise_chains *C, size_t *n);
 /* Frees C (NULL: nothing), its joins to *out, ascending, and *n (out
  * NULL: freed too). */

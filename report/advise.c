@@ -524,8 +524,8 @@ struct walk {
 	struct ap_advice *a;
 	struct recon *rc;	/* W_COLLECT */
 	uint64_t nsampled;	/* W_COLLECT: sampled allocations so far */
-	/* First walk of a resolved trace of one thread: the growth chains
-	 * found in its own pass (walk_folded), else NULL. */
+	/* First walk of a resolved trace: the growth chains found in its
+	 * own pass (walk_folded), else NULL. */
 	struct advise_chains *chains;
 };
 
@@ -1104,36 +1104,97 @@ static bool walk_resolved(const struct walk *w)
 	return resolved_walk(w->t, w->mode);
 }
 
+/* The events a folded walk holds back at most (40 bytes each) while a
+ * thread that allocated stays quiet; beyond, the joins are found by a
+ * pass of their own, as for a trace of more threads than FOLD_THREADS
+ * (whose horizon would cost more to find than the pass). */
+#define FOLD_HELD (1u << 18)
+#define FOLD_THREADS 4096
+
+/* Events held back (walk_folded): n of them from held[head]. */
+struct held_events {
+	struct ap_event *ev;
+	size_t head, n, cap;
+};
+
+static void held_add(struct held_events *h, const struct ap_event *ev, size_t n)
+{
+	if (h->head && h->head + h->n + n > h->cap) {
+		memmove(h->ev, h->ev + h->head, h->n * sizeof(*h->ev));
+		h->head = 0;
+	}
+	AP_ALLOC_GROW(h->ev, h->head + h->n + n, h->cap);
+	memcpy(h->ev + h->head + h->n, ev, n * sizeof(*ev));
+	h->n += n;
+}
+
+/* Feeds the first n held events. */
+static int held_feed(struct held_events *h, struct ap_replay_run *run, size_t n,
+		     struct ap_error *err)
+{
+	if (!n)
+		return 0;
+	int rc = ap_replay_feed(run, h->ev + h->head, n, err);
+	h->head = (h->n -= n) ? h->head + n : 0;
+	return rc;
+}
+
 /* The replay of a resolved trace whose growth chains (rp->joins) are
  * found in the same pass, from the same events: a join at event i is
- * known once its thread's next event has been seen, which with one
- * thread is event i + 1, so the walk is given every event but the last
- * one seen, which waits for the next batch; the walk sees the events in
- * their order, each with the joins up to it (S->joins). */
+ * known once its thread's next event has been seen (with one thread,
+ * event i + 1), so the walk is given the events before the chains'
+ * horizon and the rest wait for the next batch; the walk sees the events
+ * in their order, each with the joins up to it (S->joins). A thread
+ * quiet for more than FOLD_HELD events after an allocation has the
+ * joins found by a pass of their own, and the walk goes on with them. */
 static int walk_folded(const struct ap_trace *t, const struct ap_replay_consumer *c,
 		       struct walk_state *S, struct advise_chains *chains, struct ap_error *err)
 {
 	struct ap_replay_run *run = ap_replay_start(t, c, 1);
 	struct ap_events *it = ap_events_open(t);
+	struct held_events held = { 0 };
+	/* (a test's smaller bound, to take the way a long run takes) */
+	const char *env = getenv("ALLOCPROF_TEST_FOLD_HELD");
+	size_t most = env && *env ? strtoul(env, NULL, 10) : FOLD_HELD;
 	const struct ap_event *ev;
-	struct ap_event last;
 	ssize_t got;
-	size_t base = 0;
+	size_t base = 0;	/* the index of ev[0]; held: the events before it */
 	int rc = 0;
 	while (rc == 0 && (got = ap_events_next(it, &ev)) > 0) {
-		advise_chains_events(chains, base, ev, (size_t)got);
+		size_t n = (size_t)got;
+		advise_chains_events(chains, base, ev, n);
+		size_t h = advise_chains_horizon(chains);
+		if (h < base + n && held.n + n > most) {
+			if (advise_chains_complete(chains, err) < 0) {
+				rc = -1;
+				break;
+			}
+			h = SIZE_MAX;
+		}
 		S->joins = advise_chains_found(chains, &S->njoins);
-		if ((base && ap_replay_feed(run, &last, 1, err) < 0) ||
-		    ap_replay_feed(run, ev, (size_t)got - 1, err) < 0)
-			rc = -1;
-		last = ev[got - 1];
-		base += (size_t)got;
+		/* (h is never before the first event held: a thread pending
+		 * then still is, at the same event, or has had its next) */
+		size_t first = base - held.n;
+		if (h < base) {
+			rc = held_feed(&held, run, h - first, err);
+			held_add(&held, ev, n);
+		} else {
+			size_t k = h - base < n ? h - base : n;
+			if (held_feed(&held, run, held.n, err) < 0 ||
+			    ap_replay_feed(run, ev, k, err) < 0)
+				rc = -1;
+			held_add(&held, ev + k, n - k);
+		}
+		base += n;
 	}
 	if (rc == 0 && got < 0)
 		rc = ap_error_set(err, "%s", ap_events_error(it));
 	ap_events_close(it);
-	if (rc == 0 && base && ap_replay_feed(run, &last, 1, err) < 0)
-		rc = -1;
+	if (rc == 0) {
+		S->joins = advise_chains_found(chains, &S->njoins);
+		rc = held_feed(&held, run, held.n, err);
+	}
+	free(held.ev);
 	if (rc < 0) {
 		ap_replay_abandon(run);
 		return -1;
@@ -1658,10 +1719,10 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 	a->program_unwind_ns = t->unwind_ns;
 
 	/* (before the cost memo: nothing to release if it fails) The
-	 * growth chains of a resolved trace of one thread are found in the
-	 * first walk's own pass (walk_folded); else in a pass of their own. */
+	 * growth chains of a resolved trace are found in the first walk's
+	 * own pass (walk_folded); else in a pass of their own. */
 	struct advise_chains *chains = NULL;
-	if (!a->sampled && t->nthreads == 1 && resolved_walk(t, W_EXACT))
+	if (!a->sampled && t->nthreads <= FOLD_THREADS && resolved_walk(t, W_EXACT))
 		chains = advise_chains_new(t, m);
 	else if (!a->sampled && ap_advise_joins(t, m, &a->joins, &a->njoins, err) < 0) {
 		free(a);

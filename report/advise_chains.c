@@ -44,12 +44,15 @@
 #define NONE UINT32_MAX
 
 struct chain_thread {
-	/* its last event's index if that event began an object (SIZE_MAX:
-	 * it did not), and what that was before the event being handled
-	 * (the replay's consumer: ch_event) */
+	/* its last event's index if that event began an object that its
+	 * next event may join (SIZE_MAX: it did not), and what that was
+	 * before the event being handled (the replay's consumer: ch_event) */
 	size_t began, before;
 	uint64_t alloc_size;	/* the object `began`'s size and stack */
 	uint32_t alloc_stack;
+	/* its events still to come (a resolved trace's pass: one whose last
+	 * event is an allocation leaves no join pending) */
+	uint64_t left;
 };
 
 struct advise_chains {
@@ -59,6 +62,9 @@ struct advise_chains {
 	struct chain_thread *th;	/* nthreads + 1 (the last: out of range) */
 	struct ap_replay_join *j;
 	size_t n, alloc;
+	/* every join found by a pass of their own (advise_chains_complete):
+	 * the events given later add none */
+	bool complete;
 };
 
 static inline struct chain_thread *ch_thread(struct advise_chains *C, uint32_t thread)
@@ -66,23 +72,23 @@ static inline struct chain_thread *ch_thread(struct advise_chains *C, uint32_t t
 	return &C->th[thread < C->t->nthreads ? thread : C->t->nthreads];
 }
 
-/* ALLOC e at i began an object (a realloc of an untracked block never
- * begins a chain). */
-static inline void ch_began(struct chain_thread *th, size_t i, const struct ap_event *e,
-			    uint64_t size, uint32_t stack)
+static uint32_t ch_func(const struct advise_chains *C, uint32_t stack)
 {
-	if (e->flags & AP_EVF_REALLOC) {
+	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
+}
+
+/* ALLOC e at i began an object that a join may continue (a realloc of an
+ * untracked block never begins a chain, nor a block of no function's). */
+static inline void ch_began(const struct advise_chains *C, struct chain_thread *th, size_t i,
+			    const struct ap_event *e, uint64_t size, uint32_t stack)
+{
+	if ((e->flags & AP_EVF_REALLOC) || ch_func(C, stack) == NONE) {
 		th->began = SIZE_MAX;
 		return;
 	}
 	th->began = i;
 	th->alloc_size = size;
 	th->alloc_stack = stack;
-}
-
-static uint32_t ch_func(const struct advise_chains *C, uint32_t stack)
-{
-	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
 }
 
 static uint32_t ch_site(const struct advise_chains *C, uint32_t stack)
@@ -114,11 +120,15 @@ static inline void ch_ended(struct advise_chains *C, const struct chain_thread *
 		return;
 	if (!grows(C, size, stack, th->alloc_size, th->alloc_stack))
 		return;
-	uint32_t f = ch_func(C, th->alloc_stack);
-	if (f == NONE || f != ch_func(C, stack))
+	if (ch_func(C, th->alloc_stack) != ch_func(C, stack))
 		return;
+	/* (ascending by i: found when its thread's next event comes, a join
+	 * of a thread that went quiet comes after those of later events) */
 	AP_ALLOC_GROW(C->j, C->n + 1, C->alloc);
-	C->j[C->n++] = (struct ap_replay_join){ .i = bi, .addr = addr, .size = size, .stack = stack };
+	size_t k = C->n++;
+	for (; k && C->j[k - 1].i > bi; k--)
+		C->j[k] = C->j[k - 1];
+	C->j[k] = (struct ap_replay_join){ .i = bi, .addr = addr, .size = size, .stack = stack };
 }
 
 /* The replay's consumer (a trace not resolved). */
@@ -132,7 +142,7 @@ static void ch_event(void *ctx, size_t i, const struct ap_event *e)
 
 static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
-	ch_began(ch_thread(ctx, e->thread), i, e, b->size, b->stack);
+	ch_began(ctx, ch_thread(ctx, e->thread), i, e, b->size, b->stack);
 }
 
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
@@ -148,6 +158,8 @@ static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct 
  * never begins a chain). */
 void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_event *ev, size_t n)
 {
+	if (C->complete)
+		return;
 	/* (the last event's thread's, looked up again when it changes) */
 	uint32_t thread = 0;
 	struct chain_thread *h = ch_thread(C, 0);
@@ -157,8 +169,11 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 			thread = e->thread;
 			h = ch_thread(C, thread);
 		}
+		h->left--;
 		if (e->type == AP_EV_ALLOC) {
-			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
+			ch_began(C, h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
+			if (!h->left)
+				h->began = SIZE_MAX;
 			continue;
 		}
 		size_t before = h->began;
@@ -166,12 +181,6 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 		if (ap_replay_resolved_free(e))
 			ch_ended(C, h, before, e, e->addr, e->size, e->stack);
 	}
-}
-
-static int join_cmp(const void *x, const void *y)
-{
-	uint64_t a = ((const struct ap_replay_join *)x)->i, b = ((const struct ap_replay_join *)y)->i;
-	return a < b ? -1 : a > b;
 }
 
 /* Whether site s is the program's call of a C library (sqlite3_step,
@@ -211,6 +220,17 @@ static uint32_t *funcs_of_stacks(const struct ap_trace *t, const struct ap_site_
 	return f;
 }
 
+/* No event given yet. (An event of a thread out of range, which a
+ * resolved trace does not have, never ends one's pending join.) */
+static void chains_reset(struct advise_chains *C)
+{
+	const struct ap_trace *t = C->t;
+	for (size_t k = 0; k <= t->nthreads; k++)
+		C->th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, 0, 0,
+						  k < t->nthreads ? t->threads[k].events : UINT64_MAX };
+	C->n = 0;
+}
+
 struct advise_chains *advise_chains_new(const struct ap_trace *t, const struct ap_site_map *m)
 {
 	const char *env = getenv("ALLOCPROF_GROWTH_BY_COPY");
@@ -220,9 +240,18 @@ struct advise_chains *advise_chains_new(const struct ap_trace *t, const struct a
 	*C = (struct advise_chains){ .t = t, .func_of_stack = funcs_of_stacks(t, m),
 			      .site_of_stack = m->site_of_stack };
 	C->th = ap_xmalloc((t->nthreads + 1) * sizeof(*C->th));
-	for (size_t k = 0; k <= t->nthreads; k++)
-		C->th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, 0, 0 };
+	chains_reset(C);
 	return C;
+}
+
+size_t advise_chains_horizon(const struct advise_chains *C)
+{
+	size_t h = SIZE_MAX;
+	if (!C->complete)
+		for (size_t k = 0; k <= C->t->nthreads; k++)
+			if (C->th[k].began < h)
+				h = C->th[k].began;
+	return h;
 }
 
 const struct ap_replay_join *advise_chains_found(const struct advise_chains *C, size_t *n)
@@ -240,8 +269,6 @@ void advise_chains_end(struct advise_chains *C, struct ap_replay_join **out, siz
 	if (!C)
 		return;
 	if (out) {
-		if (C->n > 1)
-			qsort(C->j, C->n, sizeof(*C->j), join_cmp);
 		*out = C->j;
 		*n = C->n;
 	} else {
@@ -266,6 +293,17 @@ static int chains_of_events(struct advise_chains *C, struct ap_error *err)
 	int rc = got < 0 ? ap_error_set(err, "%s", ap_events_error(it)) : 0;
 	ap_events_close(it);
 	return rc;
+}
+
+int advise_chains_complete(struct advise_chains *C, struct ap_error *err)
+{
+	if (C->complete)
+		return 0;
+	chains_reset(C);
+	if (chains_of_events(C, err) < 0)
+		return -1;
+	C->complete = true;
+	return 0;
 }
 
 int ap_advise_joins(const struct ap_trace *t, const struct ap_site_map *m,

@@ -23,6 +23,12 @@
 //   empty_ring: an empty string (1 byte) made, then the last one freed:
 //       not twice the size, no growth.
 // Growths by copy: 19 a request, 19 * N in all. Every block is freed.
+//
+// With T threads (argv[2], dividing N), each makes N / T of the requests
+// while main, which allocated a block once they had started, waits for
+// them: a thread quiet after an allocation (advise's walk holds the
+// events after it back until its next one, report/advise.c walk_folded).
+#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,7 +71,7 @@ __attribute__((noinline)) static unsigned long hand_grow(int k)
 	return r;
 }
 
-static char *last_msg;
+static __thread char *last_msg;
 
 __attribute__((noinline)) static void ring(int k)
 {
@@ -107,7 +113,7 @@ __attribute__((noinline)) static void between(int k)
 	free(b);
 }
 
-static char *last_empty;
+static __thread char *last_empty;
 
 __attribute__((noinline)) static void empty_ring(int k)
 {
@@ -118,11 +124,10 @@ __attribute__((noinline)) static void empty_ring(int k)
 	last_empty = e;
 }
 
-int main(int argc, char **argv)
+static unsigned long requests(int first, int n)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 2000;
 	unsigned long sum = 0;
-	for (int k = 0; k < n; k++) {
+	for (int k = first; k < first + n; k++) {
 		sum += build_line(k);
 		sum += collect(k);
 		sum += hand_grow(k);
@@ -133,6 +138,54 @@ int main(int argc, char **argv)
 	}
 	free(last_msg);
 	free(last_empty);
+	last_msg = last_empty = NULL;
+	return sum;
+}
+
+struct part {
+	pthread_t tid;
+	int first, n;
+	unsigned long sum;
+};
+
+static void *part_run(void *arg)
+{
+	struct part *p = (struct part *)arg;
+	p->sum = requests(p->first, p->n);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 2000;
+	int threads = argc > 2 ? atoi(argv[2]) : 0;
+	unsigned long sum = 0;
+	if (threads <= 0) {
+		sum = requests(0, n);
+	} else {
+		if (n % threads) {
+			fprintf(stderr, "advise_copygrow: %d threads do not divide %d requests\n",
+				threads, n);
+			return 2;
+		}
+		struct part *parts = (struct part *)calloc((size_t)threads, sizeof(*parts));
+		for (int k = 0; k < threads; k++) {
+			parts[k].first = k * (n / threads);
+			parts[k].n = n / threads;
+			if (pthread_create(&parts[k].tid, NULL, part_run, &parts[k]))
+				return 1;
+		}
+		/* main's last event until the threads are done */
+		char *late = (char *)malloc(48);
+		memset(late, n, 48);
+		for (int k = 0; k < threads; k++) {
+			pthread_join(parts[k].tid, NULL);
+			sum += parts[k].sum;
+		}
+		sum += (unsigned char)late[47];
+		free(late);
+		free(parts);
+	}
 	printf("copygrow %d requests sum %lu\n", n, sum + sink);
 	return 0;
 }

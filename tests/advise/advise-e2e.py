@@ -96,6 +96,7 @@ measures between PROGRAM and its hand-pooled twin.
 
 Environment: ALLOCPROF, TESTDATA_BUILD, TESTDATA_SRC, ALLOCPROF_TEST_COSTS.
 """
+import difflib
 import json
 import os
 import re
@@ -834,6 +835,47 @@ def copygrow(prog, n):
     sys.exit(1 if fails else 0)
 
 
+def copygrow_threads(prog, n, threads):
+    """Growth by copy on several threads while main, after an allocation,
+    waits for them: the walk holds the threads' events back until main's
+    next one (report/advise.c walk_folded) or, past its bound, finds the
+    joins in a pass of their own. Every way must give the same joins and
+    the same advice: held to the end, the bound taken at once
+    (ALLOCPROF_TEST_FOLD_HELD=1), and the replay with its live map, which
+    finds them in a pass of its own (ALLOCPROF_TEST_ADVISE_BLOCKS=1)."""
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = os.path.join(tmp, "cgt.trace")
+        run([A, "record", "-q", "--all", "-o", t, "--", os.path.join(BUILD, prog), str(n),
+             str(threads)])
+        outs = {}
+        for name, extra in (("held", {}), ("bound", {"ALLOCPROF_TEST_FOLD_HELD": "1"}),
+                            ("live map", {"ALLOCPROF_TEST_ADVISE_BLOCKS": "1"})):
+            for opts in (["--json"], ["--gc=gogc:10"]):
+                p = subprocess.run([A, "advise", "-n", "0", "--no-measure"] + opts + [t],
+                                   capture_output=True, text=True,
+                                   env=dict(os.environ, **extra))
+                if p.returncode:
+                    sys.exit("FAIL: advise (%s): %s" % (name, p.stderr))
+                outs[(name, opts[0])] = p.stdout
+    adv = json.loads(outs[("held", "--json")])
+    print("%d threads: %d growths by copy" % (threads, adv["growths_by_copy"]))
+    if adv["growths_by_copy"] != 19 * n:
+        fails.append("growths_by_copy %d, want %d" % (adv["growths_by_copy"], 19 * n))
+    for f, per in {"build_line": 6, "collect": 10, "hand_grow": 3, "ring": 0}.items():
+        grown = sum(x["reallocs"] for x in adv["sites"] if x["function"] == f)
+        if grown != per * n:
+            fails.append("%s: %d growths, want %d" % (f, grown, per * n))
+    for (name, opt), out in outs.items():
+        if out != outs[("held", opt)]:
+            d = difflib.unified_diff(outs[("held", opt)].splitlines(), out.splitlines(),
+                                     "held", name, lineterm="")
+            fails.append("advise %s, %s, differs:\n%s" % (opt, name, "\n".join(list(d)[:30])))
+    for f in fails:
+        print("FAIL: " + f)
+    sys.exit(1 if fails else 0)
+
+
 def nomap(specs):
     with tempfile.TemporaryDirectory() as tmp:
         for spec in specs:
@@ -877,6 +919,8 @@ def main():
         measured(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "copygrow":
         copygrow(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "copygrow":
+        copygrow_threads(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "nomap":
         nomap(sys.argv[2:])
     elif len(sys.argv) == 3 and sys.argv[1] == "freelist":
