@@ -987,6 +987,23 @@ static void test_sleep_budget(void)
 		EQ("sleep budget: wanted", (double)ap_script_sleep_wanted_ns(s), 198000000);
 		ap_script_free(s);
 	}
+	/* the same run whose threads blocked once, and never: only the
+	 * first was off its CPU by its own doing */
+	uint64_t nv[] = { 1, 0 }, slept[] = { 198000000, 0 };
+	for (int k = 0; k < 2; k++) {
+		t->has_switches = true;
+		t->nvcsw = nv[k];
+		struct ap_error err;
+		struct ap_script *s = ap_script_build(t, sites, 1, NULL, 0, NULL, 0, 0, 0, &err);
+		CHECK(s != NULL, "sleep budget: %s", err.msg);
+		if (!s)
+			continue;
+		CHECK(ap_script_sleep_ns(s) + 100 >= slept[k] && ap_script_sleep_ns(s) <= slept[k],
+		      "sleep budget: %llu voluntary switches slept %llu ns, want %llu",
+		      (unsigned long long)nv[k], (unsigned long long)ap_script_sleep_ns(s),
+		      (unsigned long long)slept[k]);
+		ap_script_free(s);
+	}
 	ap_trace_free(t);
 	/* 1 s for 6 rounds of the baseline and a site, the probe and the
 	 * fit's three replays: half of it over 16 runs */
