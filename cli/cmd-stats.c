@@ -248,10 +248,18 @@ static void print_text(const struct ap_trace *t, const struct ap_trace_totals *t
 		printf(", and %zu more", t->nthreads - shown);
 	printf("%s\n", t->nthreads ? ")" : "");
 	print_end(t);
-	if (t->has_switches)
+	if (t->has_switches) {
 		printf("%-18s %llu: its threads blocked %llu times (a lock, a queue, a sleep) and were "
-		       "preempted %llu\n", "switches", (unsigned long long)(t->nvcsw + t->nivcsw),
+		       "preempted %llu", "switches", (unsigned long long)(t->nvcsw + t->nivcsw),
 		       (unsigned long long)t->nvcsw, (unsigned long long)t->nivcsw);
+		if (t->sampler_waits) {
+			char d[32];
+			format_duration(d, sizeof(d), t->sampler_wait_ns);
+			printf("; blocked %llu times waiting for record to take their events, %s",
+			       (unsigned long long)t->sampler_waits, d);
+		}
+		printf("\n");
+	}
 	if (t->has_minflt)
 		printf("%-18s %llu minor (pages the kernel mapped in at a first touch), recording "
 		       "included\n", "page faults", (unsigned long long)t->minflt);
@@ -441,6 +449,12 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 						 ? json_u64(t->end_status) : json_null());
 	json_object_set_new(o, "nvcsw", t->has_switches ? json_u64(t->nvcsw) : json_null());
 	json_object_set_new(o, "nivcsw", t->has_switches ? json_u64(t->nivcsw) : json_null());
+	/* (said only when there were: a recording that never waited reads
+	 * as before) */
+	if (t->sampler_waits) {
+		json_object_set_new(o, "sampler_waits", json_u64(t->sampler_waits));
+		json_object_set_new(o, "sampler_wait_ns", json_u64(t->sampler_wait_ns));
+	}
 	json_object_set_new(o, "minflt", t->has_minflt ? json_u64(t->minflt) : json_null());
 	json_object_set_new(o, "calls", t->has_counts ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());

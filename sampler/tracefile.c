@@ -254,6 +254,12 @@ static int ring_unattended(struct ap_buffers_head *h, uint64_t stale)
  * looked at it for a second or is gone, and at END when record is gone
  * (killed while the program runs: the chunks it holds would otherwise
  * never reach the trace). */
+/* The times a thread slept in ring_put, waiting for record to make room,
+ * and how long, since the trace opened: END's sampler_waits and
+ * sampler_wait_ns (the program's voluntary switches and time off its CPU
+ * that are recording's, not its own). */
+static uint64_t ring_waits, ring_waited_ns;
+
 static int ring_put(const void *data, size_t len)
 {
 	uint8_t *ring;
@@ -315,10 +321,17 @@ static int ring_put(const void *data, size_t len)
 		if (__atomic_load_n(&h->ring_tail, __ATOMIC_ACQUIRE) != tail)
 			continue;
 		struct timespec ts = { 0, 2000000 };
+		long slept = 0;
 		if (may_call(SYS_futex, (uintptr_t)&h->ring_seq, FUTEX_WAIT, seq, (uintptr_t)&ts))
-			raw_syscall6(SYS_futex, (long)&h->ring_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
+			slept = raw_syscall6(SYS_futex, (long)&h->ring_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
 		else
 			sys_nap_ms(2);
+		/* (EAGAIN: record took some meanwhile, no sleep) */
+		uint64_t woke = now_ns(CLOCK_MONOTONIC);
+		if (slept != -EAGAIN) {
+			__atomic_add_fetch(&ring_waits, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&ring_waited_ns, woke > now ? woke - now : 0, __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -1178,6 +1191,8 @@ int open_trace(const char *parent, int fd)
 	tfile.fd = fd;
 	if (!usage(&vol0, &invol0, &minflt0))
 		vol0 = invol0 = minflt0 = 0;
+	__atomic_store_n(&ring_waits, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_waited_ns, 0, __ATOMIC_RELAXED);
 	cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	delay_tid = run_delay_ns(&delay0) ? sys_gettid() : 0;
 	write_header(parent);
@@ -1249,6 +1264,12 @@ int end_trace(unsigned reason, int have_status, uint64_t status, int sig)
 		k += ap_put_kv_uint(p + k, AP_EK_NVCSW, vol >= vol0 ? vol - vol0 : vol);
 		k += ap_put_kv_uint(p + k, AP_EK_NIVCSW, invol >= invol0 ? invol - invol0 : invol);
 		k += ap_put_kv_uint(p + k, AP_EK_MINFLT, minflt >= minflt0 ? minflt - minflt0 : minflt);
+	}
+	uint64_t waits = __atomic_load_n(&ring_waits, __ATOMIC_RELAXED);
+	if (waits) {
+		k += ap_put_kv_uint(p + k, AP_EK_SAMPLER_WAITS, waits);
+		k += ap_put_kv_uint(p + k, AP_EK_SAMPLER_WAIT_NS,
+				    __atomic_load_n(&ring_waited_ns, __ATOMIC_RELAXED));
 	}
 	k += refused_put(p + k);
 	k += spawn_put(p + k);

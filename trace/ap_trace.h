@@ -144,6 +144,11 @@ struct ap_trace {
 	 * not known) */
 	bool has_minflt;
 	uint64_t minflt;
+	/* END's `sampler_waits` and `sampler_wait_ns`: the times its threads
+	 * slept waiting for record to take their events, and how long (0:
+	 * none, or not said): recording's share of nvcsw and of the time off
+	 * its CPU */
+	uint64_t sampler_waits, sampler_wait_ns;
 	/* END's `stop_errno` (reason AP_END_STOPPED): the errno of the write
 	 * that stopped the trace (EFBIG: the file size limit); 0: not said */
 	uint64_t stop_errno;

@@ -245,6 +245,11 @@ enum {
 	 * sampler (they ran unprofiled), and the first one's program */
 	AP_EK_SPAWN_UNFOLLOWED = 20,
 	AP_EK_SPAWN_FIRST = 21,
+	/* the times the process's threads slept waiting for record to take
+	 * their events (a full ring), and how long: recording's share of
+	 * nvcsw and of the time off its CPU */
+	AP_EK_SAMPLER_WAITS = 22,
+	AP_EK_SAMPLER_WAIT_NS = 23,
 };
 #define AP_END_SYMBOLS_MAX 127u
 enum ap_end_reason {

@@ -86,6 +86,7 @@ struct ap_tw_end {
 	uint64_t unwind_ns;	/* END key 15, written when not 0 */
 	bool has_minflt;	/* END key 16 */
 	uint64_t minflt;
+	uint64_t sampler_waits, sampler_wait_ns;	/* END keys 22, 23 (0: left out) */
 };
 
 struct ap_tw;

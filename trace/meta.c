@@ -267,6 +267,7 @@ int decode_end(struct rd *r, struct cur *c)
 	uint64_t end_ns = 0, reason = 0, status = 0, calls = 0, bytes = 0, chunks = 0, cpu_ns = 0;
 	uint64_t live_peak = 0, live_slack = 0, run_delay = 0, nvcsw = 0, nivcsw = 0, unwind = 0;
 	uint64_t minflt = 0, stop_errno = 0, symbols = 0, unfollowed = 0, spawned = 0;
+	uint64_t sampler_waits = 0, sampler_wait_ns = 0;
 	char spawn_first[sizeof(t->spawn_first)] = "";
 	bool has_minflt = false;
 	bool has_status = false, has_calls = false, has_live = false, has_delay = false;
@@ -340,6 +341,14 @@ int decode_end(struct rd *r, struct cur *c)
 			num = &minflt;
 			has_minflt = true;
 			break;
+		case AP_EK_SAMPLER_WAITS:
+			name = "sampler_waits";
+			num = &sampler_waits;
+			break;
+		case AP_EK_SAMPLER_WAIT_NS:
+			name = "sampler_wait_ns";
+			num = &sampler_wait_ns;
+			break;
 		case AP_EK_STOP_ERRNO:
 			name = "stop_errno";
 			num = &stop_errno;
@@ -404,6 +413,8 @@ int decode_end(struct rd *r, struct cur *c)
 	t->unwind_ns = unwind;
 	t->has_minflt = has_minflt;
 	t->minflt = minflt;
+	t->sampler_waits = sampler_waits;
+	t->sampler_wait_ns = sampler_wait_ns;
 	t->stop_errno = stop_errno;
 	t->symbols_said = symbols;
 	t->exec_unfollowed = reason == AP_END_EXEC && unfollowed;

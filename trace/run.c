@@ -405,6 +405,7 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	m->spawn_unfollowed = 0;
 	m->has_switches = m->has_minflt = true;
 	m->nvcsw = m->nivcsw = m->unwind_ns = m->minflt = 0;
+	m->sampler_waits = m->sampler_wait_ns = 0;
 	/* Addresses of several processes do not mix: a whole run has no
 	 * list of pooled objects (advise goes process by process). */
 	m->pooled = NULL;
@@ -493,6 +494,8 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 		m->cpu_ns += t->cpu_ns;
 		m->has_switches = m->has_switches && t->has_switches;
 		m->nvcsw += t->nvcsw;
+		m->sampler_waits += t->sampler_waits;
+		m->sampler_wait_ns += t->sampler_wait_ns;
 		m->nivcsw += t->nivcsw;
 		m->unwind_ns += t->unwind_ns;
 		m->has_minflt = m->has_minflt && t->has_minflt;

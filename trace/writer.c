@@ -375,6 +375,10 @@ void ap_tw_end(struct ap_tw *tw, const struct ap_tw_end *end)
 	}
 	if (end->has_minflt)
 		kv_uint(&p, AP_EK_MINFLT, end->minflt);
+	if (end->sampler_waits) {
+		kv_uint(&p, AP_EK_SAMPLER_WAITS, end->sampler_waits);
+		kv_uint(&p, AP_EK_SAMPLER_WAIT_NS, end->sampler_wait_ns);
+	}
 	emit_chunk(tw, AP_CHUNK_END, 0, p.buf, p.len);
 	ap_buf_release(&p);
 }

@@ -16,7 +16,8 @@
 #     sleep) on a CPU another process keeps busy: its wait for the CPU is
 #     no sleep, and the replay sleeps (almost) nothing;
 #  3. a wait for a CPU before the trace began (an exec'd image's
-#     predecessor's) is not taken from the program's time asleep.
+#     predecessor's) is not taken from the program's time asleep;
+#  4. nor the sampler's waits for record to take its events.
 # Environment (tests/e2e/meson.build): ALLOCPROF, TESTDATA_BUILD, E2E_PYTHON.
 . "$(dirname "$0")/../lib.sh"
 export ALLOCPROF_NO_PROGRESS=1
@@ -139,4 +140,28 @@ echo "naps 20 2 exec'd after a shell's wait for a CPU: the replay sleeps $slept 
 # (19 gaps of 2 ms each and what each sleep overran by: 39.0 ms once in
 # a suite on a loaded machine, where the bound was 38.8)
 ratio "$slept" 38000000 0.85 1.06 || fail "naps exec'd after a wait for a CPU: the replay sleeps $slept ns, want 32-40 ms"
+
+# 4. waits that are recording's: `record` stopped for 0.4 s while the
+#    demo (which only computes) runs, its ring fills and the sampler
+#    blocks until record takes the events. END counts those waits
+#    (sampler_waits, sampler_wait_ns) apart from the program's own, and
+#    the replay sleeps none of them (before: 29 ms a run).
+"$ALLOCPROF" record -q --all -o stop.trace "$TESTDATA_BUILD/demo" 600000 >stop.out &
+rec=$!
+sleep 0.15
+kill -STOP $rec
+sleep 0.4
+kill -CONT $rec
+wait $rec || fail "record demo, stopped for 0.4 s"
+"$ALLOCPROF" stats --json stop.trace >st.json || fail "stats of the demo recorded with a stop"
+waits=$(jq st.json 'j.get("sampler_waits", 0)')
+waited=$(jq st.json 'j.get("sampler_wait_ns", 0)')
+vol=$(jq st.json 'j["nvcsw"]')
+echo "demo, record stopped for 0.4 s: blocked $vol times, $waits of them for record ($waited ns)"
+[ "$waits" -ge 1 ] && [ "$waited" -ge 100000000 ] ||
+	fail "demo, record stopped for 0.4 s: END says the sampler waited $waits times, $waited ns"
+"$ALLOCPROF" stats stop.trace | grep -q "^switches .*; blocked $waits times waiting for record to take their events" ||
+	fail "stats does not say the waits for record: $("$ALLOCPROF" stats stop.trace | grep '^switches')"
+budget=2s adv stop.json stop.trace
+expect_eq "demo, record stopped for 0.4 s: the replay's sleep_ns" "$(jq stop.json 'j["measurement"]["sleep_ns"]')" 0
 exit $failed

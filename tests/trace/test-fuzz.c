@@ -86,7 +86,7 @@ static uint8_t *make_trace(size_t *len, size_t *nev)
 			live[k][slot] = addr;
 		}
 	}
-	struct ap_tw_end end = {ts[0] + 5000, 0, 0, 1234, 567890, 70000, 16384, true, 120, 7, 4321, true, 2345};
+	struct ap_tw_end end = {ts[0] + 5000, 0, 0, 1234, 567890, 70000, 16384, true, 120, 7, 4321, true, 2345, 3, 2500000};
 	ap_tw_end(tw, &end);
 	uint8_t *data;
 	struct ap_error err;

@@ -371,7 +371,8 @@ static void test_inuse_error(void)
 	ap_tw_free(tw, 1, ts + 5, 0, 0x200);
 	struct ap_tw_end end = {.end_ns = ts + 100, .live_peak = 12345, .live_slack = 16384,
 				.has_switches = true, .nvcsw = 0, .nivcsw = 987654321,
-				.unwind_ns = 5555, .has_minflt = true, .minflt = 0};
+				.unwind_ns = 5555, .has_minflt = true, .minflt = 0,
+				.sampler_waits = 3, .sampler_wait_ns = 4500000};
 	ap_tw_end(tw, &end);
 	struct ap_trace *t = read_back(tw, "inuse error");
 	if (!t)
@@ -392,6 +393,8 @@ static void test_inuse_error(void)
 	CHECK_U(t->unwind_ns, 5555);
 	CHECK(t->has_minflt, "END's minflt not read");
 	CHECK_U(t->minflt, 0);
+	CHECK_U(t->sampler_waits, 3);
+	CHECK_U(t->sampler_wait_ns, 4500000);
 	ap_trace_free(t);
 
 	/* every allocation recorded: exact, no error; no live peak in END */

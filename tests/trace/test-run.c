@@ -41,7 +41,7 @@ static void write_proc(const char *path, uint64_t pid, uint64_t t0, uint64_t rat
 	/* each process its context switches and page faults: the run has
 	 * their sums */
 	struct ap_tw_end end = { t0 + 50, AP_END_EXIT, 0, 2, 164, 0, 0, true, (uint64_t)pid, 7, 0,
-				 true, 10 * (uint64_t)pid };
+				 true, 10 * (uint64_t)pid, 0, 0 };
 	ap_tw_end(tw, &end);
 	struct ap_error err;
 	CHECK(ap_tw_close(tw, path, &err) == 0, "%s", err.msg);
