@@ -148,6 +148,8 @@ enum { AP_OBJS_NONE, AP_OBJS_WHOLE, AP_OBJS_BIRTH };
  * the rest is what its block says); or AP_OBJS_NONE, *ob untouched, when
  * no object is live there. */
 int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob);
+/* The pages of anonymous identities the store holds (tests). */
+size_t advise_objs_pages(const struct advise_objs *s);
 /* Calls fn for each live object kept whole with its block's id. */
 void advise_objs_each_kept(const struct advise_objs *s,
 			   void (*fn)(void *ctx, uint64_t id, const struct advise_obj *ob),

@@ -27,14 +27,18 @@
 #define XSTATE 0x80000000u
 #define BIRTH_MAX (XSTATE - 2)
 #define NONE UINT32_MAX
+/* an anonymous identity's thread bits: AP_ANON_BASE | thread << 40 */
+#define THREAD_SHIFT 40
+#define PAGE_NO_MASK ((1ull << (THREAD_SHIFT - PAGE_BITS)) - 1)
 
 struct page {
 	uint64_t key;		/* id >> PAGE_BITS */
 	uint32_t live;		/* slots in use */
 	uint32_t thread;	/* the thread whose allocations these are */
-	/* Its last slot was used: the thread allocates in later pages now,
-	 * and the page goes once it is empty (a page still being filled
-	 * stays: a loop's temporary would empty it at every free). */
+	/* The thread allocates in later pages now (its last slot was used,
+	 * or an object of a later page was stored), and the page goes once
+	 * it is empty (a page still being filled stays: a loop's temporary
+	 * would empty it at every free). */
 	bool full;
 	uint32_t slot[PAGE_SLOTS];
 };
@@ -69,6 +73,15 @@ struct advise_objs {
 	 * allocations fill a page in turn) */
 	uint64_t last_key;
 	struct page *last;
+	/* a block identity's thread (id >> THREAD_SHIFT) -> the last of its
+	 * pages stored in (its number in the thread): objects are stored in
+	 * their thread's order of allocation, so the pages before it will be
+	 * stored in no more. (The walk holds the latest object outside the
+	 * store, and stores it only when another allocation comes: a page's
+	 * last slot may never be stored, and a loop of two threads' pairs
+	 * kept 4 kB pages for every 1,024 allocations, 330 MB for 200 M
+	 * events.) */
+	struct ap_u64map tops;
 	struct ap_u64map kmap;	/* a block's address -> its object's entry */
 	struct kept **kchunk;
 	size_t nkept, nchunks, chunks_alloc;	/* entries made; chunks */
@@ -80,6 +93,7 @@ struct advise_objs *advise_objs_new(uint64_t quantum)
 	struct advise_objs *s = ap_xcalloc(1, sizeof(*s));
 	s->quantum = quantum ? quantum : 1;
 	ap_u64map_init(&s->pages, 64);
+	ap_u64map_init(&s->tops, 64);
 	ap_u64map_init(&s->kmap, 64);
 	s->free_kept = NONE;
 	s->last_key = UINT64_MAX;
@@ -96,6 +110,7 @@ void advise_objs_free(struct advise_objs *s)
 	free(s->free_idx);
 	free(s->spare);
 	ap_u64map_release(&s->pages);
+	ap_u64map_release(&s->tops);
 	ap_u64map_release(&s->kmap);
 	for (size_t k = 0; k < s->nchunks; k++)
 		free(s->kchunk[k]);
@@ -223,6 +238,31 @@ static inline uint32_t birth_slot(struct advise_objs *s, uint64_t birth)
 	return d <= BIRTH_MAX ? (uint32_t)d + 1 : 0;
 }
 
+/* An object of page `key` is to be stored: its thread's pages before it
+ * are full (the last one, left empty, goes now). Whether `key` is one of
+ * those (an object stored again at its block: its page full too). */
+static bool moved_on(struct advise_objs *s, uint64_t key)
+{
+	uint64_t th = key >> (THREAD_SHIFT - PAGE_BITS);
+	uint32_t no = (uint32_t)(key & PAGE_NO_MASK);
+	struct ap_u64map_slot *sl = ap_u64map_find(&s->tops, th);
+	if (!sl) {
+		ap_u64map_put(&s->tops, th, no);
+		return false;
+	}
+	if (no <= sl->val)
+		return no < sl->val;
+	uint64_t old_key = th << (THREAD_SHIFT - PAGE_BITS) | sl->val;
+	sl->val = no;
+	struct page *old = page_of(s, old_key, false);
+	if (!old)
+		return false;
+	old->full = true;
+	if (!old->live)
+		page_drop(s, old);
+	return false;
+}
+
 void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj *ob,
 		     uint32_t thread, bool whole)
 {
@@ -230,7 +270,10 @@ void advise_objs_set(struct advise_objs *s, uint64_t id, const struct advise_obj
 		kept_push(s, id, ob);
 		return;
 	}
-	struct page *p = page_of(s, id >> PAGE_BITS, true);
+	uint64_t key = id >> PAGE_BITS;
+	bool below = key != s->last_key && moved_on(s, key);
+	struct page *p = page_of(s, key, true);
+	p->full |= below;
 	if (p->thread == NONE)
 		p->thread = thread;
 	uint32_t *slot = &p->slot[id & (PAGE_SLOTS - 1)];
@@ -272,6 +315,11 @@ int advise_objs_take(struct advise_objs *s, uint64_t id, struct advise_obj *ob)
 	if (!--p->live && p->full)
 		page_drop(s, p);
 	return got;
+}
+
+size_t advise_objs_pages(const struct advise_objs *s)
+{
+	return s->npage - s->nfree_idx;
 }
 
 void advise_objs_each_kept(const struct advise_objs *s,
