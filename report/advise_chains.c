@@ -77,12 +77,12 @@ static uint32_t ch_func(const struct advise_chains *C, uint32_t stack)
 	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
 }
 
-/* ALLOC e at i began an object that a join may continue (a realloc of an
- * untracked block never begins a chain, nor a block of no function's). */
-static inline void ch_began(const struct advise_chains *C, struct chain_thread *th, size_t i,
-			    const struct ap_event *e, uint64_t size, uint32_t stack)
+/* ALLOC e at i began an object (a realloc of an untracked block never
+ * begins a chain). */
+static inline void ch_began(struct chain_thread *th, size_t i, const struct ap_event *e,
+			    uint64_t size, uint32_t stack)
 {
-	if ((e->flags & AP_EVF_REALLOC) || ch_func(C, stack) == NONE) {
+	if (e->flags & AP_EVF_REALLOC) {
 		th->began = SIZE_MAX;
 		return;
 	}
@@ -120,7 +120,8 @@ static inline void ch_ended(struct advise_chains *C, const struct chain_thread *
 		return;
 	if (!grows(C, size, stack, th->alloc_size, th->alloc_stack))
 		return;
-	if (ch_func(C, th->alloc_stack) != ch_func(C, stack))
+	uint32_t f = ch_func(C, th->alloc_stack);
+	if (f == NONE || f != ch_func(C, stack))
 		return;
 	/* (ascending by i: found when its thread's next event comes, a join
 	 * of a thread that went quiet comes after those of later events) */
@@ -142,7 +143,7 @@ static void ch_event(void *ctx, size_t i, const struct ap_event *e)
 
 static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
-	ch_began(ctx, ch_thread(ctx, e->thread), i, e, b->size, b->stack);
+	ch_began(ch_thread(ctx, e->thread), i, e, b->size, b->stack);
 }
 
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
@@ -150,6 +151,15 @@ static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct 
 	(void)i;
 	struct chain_thread *th = ch_thread(ctx, e->thread);
 	ch_ended(ctx, th, th->before, e, a->addr, a->size, a->stack);
+}
+
+/* A run of n events of thread h ended: the last of its events, an
+ * allocation there leaves no join pending. */
+static inline void ch_run_ends(struct chain_thread *h, size_t n)
+{
+	h->left -= n;
+	if (!h->left)
+		h->began = SIZE_MAX;
 }
 
 /* Events base.. of a resolved trace, from the events alone: the
@@ -160,20 +170,21 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 {
 	if (C->complete)
 		return;
-	/* (the last event's thread's, looked up again when it changes) */
+	/* (the last event's thread's, looked up again when it changes; its
+	 * events counted off `left` a run at a time) */
 	uint32_t thread = 0;
 	struct chain_thread *h = ch_thread(C, 0);
+	size_t run = 0;
 	for (size_t j = 0; j < n; j++) {
 		const struct ap_event *e = &ev[j];
 		if (e->thread != thread) {
+			ch_run_ends(h, j - run);
+			run = j;
 			thread = e->thread;
 			h = ch_thread(C, thread);
 		}
-		h->left--;
 		if (e->type == AP_EV_ALLOC) {
-			ch_began(C, h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
-			if (!h->left)
-				h->began = SIZE_MAX;
+			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
 			continue;
 		}
 		size_t before = h->began;
@@ -181,6 +192,7 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 		if (ap_replay_resolved_free(e))
 			ch_ended(C, h, before, e, e->addr, e->size, e->stack);
 	}
+	ch_run_ends(h, n - run);
 }
 
 /* Whether site s is the program's call of a C library (sqlite3_step,
@@ -249,7 +261,8 @@ size_t advise_chains_horizon(const struct advise_chains *C)
 	size_t h = SIZE_MAX;
 	if (!C->complete)
 		for (size_t k = 0; k <= C->t->nthreads; k++)
-			if (C->th[k].began < h)
+			/* (a block of no function's joins nothing) */
+			if (C->th[k].began < h && ch_func(C, C->th[k].alloc_stack) != NONE)
 				h = C->th[k].began;
 	return h;
 }
