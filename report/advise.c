@@ -1119,6 +1119,8 @@ struct held_events {
 
 static void held_add(struct held_events *h, const struct ap_event *ev, size_t n)
 {
+	if (!n)
+		return;
 	if (h->head && h->head + h->n + n > h->cap) {
 		memmove(h->ev, h->ev + h->head, h->n * sizeof(*h->ev));
 		h->head = 0;
