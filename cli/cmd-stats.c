@@ -447,14 +447,10 @@ static int print_json(const struct ap_trace *t, const struct ap_trace_totals *to
 	json_object_set_new(o, "spawn_unfollowed", json_integer((json_int_t)t->spawn_unfollowed));
 	json_object_set_new(o, "end_status", t->has_end && t->end_status_known
 						 ? json_u64(t->end_status) : json_null());
+	json_object_set_new(o, "sampler_waits", json_u64(t->sampler_waits));
+	json_object_set_new(o, "sampler_wait_ns", json_u64(t->sampler_wait_ns));
 	json_object_set_new(o, "nvcsw", t->has_switches ? json_u64(t->nvcsw) : json_null());
 	json_object_set_new(o, "nivcsw", t->has_switches ? json_u64(t->nivcsw) : json_null());
-	/* (said only when there were: a recording that never waited reads
-	 * as before) */
-	if (t->sampler_waits) {
-		json_object_set_new(o, "sampler_waits", json_u64(t->sampler_waits));
-		json_object_set_new(o, "sampler_wait_ns", json_u64(t->sampler_wait_ns));
-	}
 	json_object_set_new(o, "minflt", t->has_minflt ? json_u64(t->minflt) : json_null());
 	json_object_set_new(o, "calls", t->has_counts ? json_u64(t->calls) : json_null());
 	json_object_set_new(o, "bytes", t->has_counts ? json_u64(t->bytes) : json_null());
