@@ -447,6 +447,19 @@ static void test_slim_saving(void)
 	s->r.allocs_avoided = 1e4;	/* 200 ns a call */
 	judge(a, s, 2, 1.5, 2.5);
 	CHECK("slim: 200ns a call", s->verdict, AP_VERDICT_POOL);
+	/* 5.5 ns a call, 4 ns at the interval's lower end: not shown to
+	 * clear 5 ns; 6 ns, 5.5 at the lower end: a pool */
+	s->r.allocs_avoided = 1e6;
+	judge(a, s, 5.5, 4, 7);
+	CHECK("slim: 5.5ns a call, 4 at the lower end", s->verdict, AP_VERDICT_LITTLE_GAIN);
+	if (!strstr(s->reasons, "That is 5.5ns for each of the 1000000 allocations and reallocs it "
+			       "avoids (objects of ") ||
+	    !strstr(s->reasons, "; 4.0ns at the interval's lower end): ")) {
+		fprintf(stderr, "%s: the lower end a call is not said: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	judge(a, s, 6, 5.5, 7);
+	CHECK("slim: 6ns a call, 5.5 at the lower end", s->verdict, AP_VERDICT_POOL);
 	s->r.allocs_avoided = 12e6;	/* 2.5 ns a call, but 30 % of the run */
 	judge(a, s, 30, 29, 31);
 	CHECK("slim: most of the run", s->verdict, AP_VERDICT_POOL);
