@@ -249,17 +249,18 @@ static int ring_unattended(struct ap_buffers_head *h, uint64_t stale)
 	return 1;
 }
 
-/* Puts one chunk in the ring (tfile.lock held). 0, or -1 if the trace
- * stopped. The ring is taken over when it is full and record has not
- * looked at it for a second or is gone, and at END when record is gone
- * (killed while the program runs: the chunks it holds would otherwise
- * never reach the trace). */
 /* The times a thread slept in ring_put, waiting for record to make room,
  * and how long, since the trace opened: END's sampler_waits and
  * sampler_wait_ns (the program's voluntary switches and time off its CPU
  * that are recording's, not its own). */
 static uint64_t ring_waits, ring_waited_ns;
 
+/* Puts one chunk in the ring (tfile.lock held). 0, or -1 if the trace
+ * stopped. The ring is taken over when it is full and record has not
+ * looked at it for a second or is gone, and at END when record is gone
+ * (killed while the program runs: the chunks it holds would otherwise
+ * never reach the trace). A sleep waiting for room is counted in
+ * ring_waits. */
 static int ring_put(const void *data, size_t len)
 {
 	uint8_t *ring;
