@@ -116,6 +116,15 @@
  * mtbuf 14, strcat 16, prodcons2 61, cache 79); strbuild's (6 ns) and
  * packets' (4 ns) twins save nothing their intervals tell from zero. */
 #define MIN_SAVE_PER_CALL 5.0
+/* ...and it is a few ns a call only while its middle is under this many
+ * times that: a middle of 15 ns a call or more is not, whatever its lower
+ * end (that end is then the interval's width, not the saving a call:
+ * bench/twins' prodcons2, 75.7 ns a call [3.7, 113.2] in one recording,
+ * 133.7 [90.7, 185.3] and 127.4 [117.1, 146.5] in the next two, its twin
+ * saving 35 %, was "little to gain" once and "pool" twice, session 36).
+ * The savers' replays measure 14 ns a call and more (the list above),
+ * tinytmp's and wordbatch's 2 to 10.4. */
+#define SLIM_MIDDLE_MAX 3.0
 /* ...up to this share of the program's CPU time: beyond it a saving of
  * a few ns a call is much of what the program does, and stands. (tinytmp's
  * replays saved 3 to 7.5 % of its run, 2-3.5 ns a call, its twin none.) */
@@ -1177,7 +1186,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 			kept = true;
 		}
 	} else if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && m->saved_ns < SLIM_SHARE_MAX * cpu &&
-		   m->low_ns < MIN_SAVE_PER_CALL * (r->allocs_avoided + r->reallocs_avoided)) {
+		   m->low_ns < MIN_SAVE_PER_CALL * (r->allocs_avoided + r->reallocs_avoided) &&
+		   m->saved_ns < SLIM_MIDDLE_MAX * MIN_SAVE_PER_CALL * (r->allocs_avoided + r->reallocs_avoided)) {
 		/* (the interval's lower end, as for the share: a pool must be
 		 * shown to clear it; tinytmp's replays of one recording
 		 * measured 4.5 and 5.0 ns a call, its intervals 0.6-7.7 and
