@@ -137,6 +137,7 @@ struct ap_thr {
 	uint64_t sc_hits;	/* hits not yet credited to sc_bank (sc_settle) */
 	uint32_t sc_unw;	/* ticks of one unwind and intern (running mean) */
 	uint32_t sc_tick;	/* unwinds, to time one in SC_TIME_EVERY */
+	bool sc_ups;		/* a key held another stack: sc_up looks */
 	/* --all: the TSC when the owner's last recorded call returned to the
 	 * program, and when its current call entered (interpose.c's
 	 * gap_enter, gap_leave): the gap emit writes (0: not yet) */
