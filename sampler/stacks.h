@@ -106,7 +106,12 @@ struct sc_up {
 };
 #define SC_UP_BITS 6
 #define SC_UPS (1u << SC_UP_BITS)
-#define SC_UP_MAX 4096	/* a frame larger than this is no wrapper's */
+/* A frame larger than this is no wrapper's (operator new's is a few
+ * words). sc_up reads this far above the CFA of another call through the
+ * same return address: a frame of alloca's size may end below it, and
+ * the read then lands in the frames above (or, at a stack's very top,
+ * in what lies over it: a thread's descriptor, the environment). */
+#define SC_UP_MAX 512
 
 static inline size_t sc_up_slot(uint64_t ret)
 {
