@@ -99,7 +99,8 @@ static inline size_t sc_set(uint64_t ret, uint64_t cfa)
  * alone, and operator new's callers at one depth all take one set
  * (cppcheck: 2.4 M allocations in isAliasOf through 1,418 stacks; 1.52 M
  * unwinds for 4.66 M allocations). Such a return address's set is chosen
- * by that caller's return address too (1.19 M unwinds). */
+ * by that caller's return address too (1.19-1.35 M unwinds: the bank's
+ * timing moves it from run to run). */
 struct sc_up {
 	uint64_t ret;
 	uint32_t off, epoch;
@@ -125,7 +126,9 @@ static inline uint64_t sc_up(const struct ap_thr *b, const struct sc_up *ups, ui
 			     uint64_t cfa)
 {
 	const struct sc_up *u = &ups[sc_up_slot(ret)];
-	if (u->ret != ret || u->epoch != b->sc_epoch)
+	/* (an unknown return address, 0, would match a slot never written,
+	 * and an unknown CFA with it) */
+	if (u->ret != ret || !ret || u->epoch != b->sc_epoch)
 		return 0;
 	return *(const uint64_t *)(cfa + u->off);
 }
