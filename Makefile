@@ -25,9 +25,11 @@ DEB_DEBS := debhelper dpkg-dev git
 # and the clang-built programs of tests/symbolize/toolchains.py), llvm
 # (llvm-symbolizer, what those programs' frames are compared with), rustc
 # (Debian's, for the Rust program of tests/symbolize/rust.py).
+# cppcheck: a C++ program with deep stacks, whose every stack
+# tests/e2e/unwind.sh walks both ways.
 # tests/deps holds the tests to it.
 FUZZ_DEBS := clang
-CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm rustc nginx $(FUZZ_DEBS) $(DEB_DEBS)
+CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm rustc nginx cppcheck $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
 BENCH_DEBS := sqlite3 zstd

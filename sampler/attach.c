@@ -12,6 +12,7 @@
  * it stays mapped, inert, and a second attach starts from scratch.
  * Owns attach_mode. */
 #include "sampler-int.h"
+#include "cfi.h"
 
 int attach_mode;
 
@@ -681,7 +682,7 @@ static int tls_vars(void)
 		{ &tls, sizeof(tls) }, { &lock_id, sizeof(lock_id) },
 		{ &alt_mine, sizeof(alt_mine) }, { &slow_top, sizeof(slow_top) },
 		{ &in_trace_write, sizeof(in_trace_write) }, { &at_in, sizeof(at_in) },
-		{ &unw_fresh, sizeof(unw_fresh) },
+		{ &unw_fresh, sizeof(unw_fresh) }, { &cfi_t, sizeof(cfi_t) },
 	};
 	uint64_t memsz = 0, sum = 0;
 	dl_iterate_phdr(find_text, &memsz);

@@ -5,6 +5,7 @@
  * it; the child starts a trace of its own). Owns proc: the state, the
  * pid, the exec generation. */
 #include "sampler-int.h"
+#include "cfi.h"
 
 struct ap_proc proc = { .state = AP_INIT };
 
@@ -133,7 +134,7 @@ static int fork_main;
 static void child_locks_release(void)
 {
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
-	own_heap_lock = pre_lock = 0;
+	own_heap_lock = pre_lock = cfi_lock = 0;
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;
 }
@@ -202,6 +203,7 @@ static void fork_prepare(void)
 	lk_lock(&tracked_set.lock);
 	lk_lock(&own_blocks.lock);
 	lk_lock(&own_heap_lock);
+	lk_lock(&cfi_lock);
 	fork_mask = mask;
 }
 
@@ -212,6 +214,7 @@ static void fork_parent(void)
 		return;
 	}
 	sigset_t mask = fork_mask;
+	lk_unlock(&cfi_lock);
 	lk_unlock(&own_heap_lock);
 	lk_unlock(&own_blocks.lock);
 	lk_unlock(&tracked_set.lock);

@@ -187,6 +187,7 @@ void unwinder_load(void)
 		unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
 	if (unw_bt)
 		ap_text_range_of((const void *)unw_bt, &unw_text_lo, &unw_text_hi);
+	cfi_init();
 	if (!unw_bt) {
 		say("libunwind.so.8", "not loadable: stacks will be empty");
 		return;
@@ -222,7 +223,78 @@ void unwinder_load(void)
 #endif
 }
 
+/* ALLOCPROF_UNWIND=check: a walk's frames (n of them, -1: it gave up)
+ * against libunwind's, said where they differ; pcs gets libunwind's. */
+static uint64_t chk_walked, chk_gaveup, chk_differ;
+
+unsigned cfi_compare(uint64_t *pcs, int n)
+{
+	uint64_t walk[MAX_DEPTH_CAP];
+	if (n > 0)
+		memcpy(walk, pcs, (size_t)n * sizeof(uint64_t));
+	unsigned d = unwind_lib(pcs);
+	__atomic_add_fetch(n < 0 ? &chk_gaveup : &chk_walked, 1, __ATOMIC_RELAXED);
+	if (n >= 0 && ((unsigned)n != d || memcmp(walk, pcs, d * sizeof(uint64_t))) &&
+	    __atomic_fetch_add(&chk_differ, 1, __ATOMIC_RELAXED) < 8) {
+		char msg[128];
+		unsigned i = 0;
+		while (i < d && i < (unsigned)n && walk[i] == pcs[i])
+			i++;
+		snprintf(msg, sizeof(msg), "walk %d frames, libunwind %u; first differs at %u: %#llx %#llx",
+			 n, d, i, i < (unsigned)n ? (unsigned long long)walk[i] : 0ull,
+			 i < d ? (unsigned long long)pcs[i] : 0ull);
+		say("ALLOCPROF_UNWIND=check", msg);
+	}
+	return d;
+}
+
+/* ...and what the checks found, at the process's exit */
+__attribute__((destructor)) static void cfi_compared(void)
+{
+	if (!cfi_check)
+		return;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "%llu stacks walked, %llu different from libunwind's, %llu given up",
+		 (unsigned long long)chk_walked, (unsigned long long)chk_differ,
+		 (unsigned long long)chk_gaveup);
+	say("ALLOCPROF_UNWIND=check", msg);
+}
+
 #ifdef AP_STACK_CACHE
+/* The cache's entry from frames and slots: filled, or never to be. */
+static uint32_t sc_keep(struct sc_ent *e, const uint64_t *pcs, unsigned d, const uint32_t *off,
+			int ok)
+{
+	const uint64_t *frames = NULL;
+	uint32_t id = d ? stack_intern(pcs, d, &frames) : 0;
+	if (ok && id && d <= SC_FRAMES) {
+		e->pcs = frames;
+		e->id = id;
+		e->n = (uint16_t)d;
+		memcpy(e->off, off, d * sizeof(off[0]));
+		e->state = SC_FULL;
+	} else {
+		e->state = SC_NEVER;
+	}
+	return id;
+}
+
+/* A key seen for the first time (e: the way it took): its stack by the
+ * walk, which fills e at once, at the cost of an unwind. Where the walk
+ * gives up, libunwind's stack (e is left to be filled by steps if the
+ * key comes again and the bank affords it). */
+__attribute__((noinline)) uint32_t sc_first(struct sc_ent *e, uint64_t ret, uint64_t cfa)
+{
+	uint64_t pcs[MAX_DEPTH_CAP];
+	uint32_t off[SC_FRAMES];
+	uint64_t sp0;
+	int n = cfi_walk(pcs, settings.max_depth, off, SC_FRAMES, &sp0);
+	if (n >= 0)
+		return sc_keep(e, pcs, (unsigned)n, off, n > 0 && pcs[0] == ret && sp0 == cfa);
+	const uint64_t *frames;
+	return stack_intern(pcs, unwind_lib(pcs), &frames);
+}
+
 /* Unwinds by steps from here, interns the stack and fills e if the stack
  * can be checked by its slots. */
 __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa)
@@ -233,9 +305,26 @@ __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint6
 	uint32_t off[SC_FRAMES];
 	unsigned d = 0;
 	int ok = 1;
+	if (cfi_on) {
+		/* the walk knows each frame's stack pointer: a fill costs an
+		 * unwind, not the 30 of libunwind's stepping */
+		uint64_t sp0;
+		int n = cfi_walk(pcs, settings.max_depth, off, SC_FRAMES, &sp0);
+		if (UNLIKELY(cfi_check)) {
+			uint64_t walked[MAX_DEPTH_CAP];
+			if (n > 0)
+				memcpy(walked, pcs, (size_t)n * sizeof(uint64_t));
+			unsigned m = cfi_compare(pcs, n);
+			if (n >= 0 && ((unsigned)n != m || memcmp(walked, pcs, m * sizeof(uint64_t))))
+				return sc_keep(e, pcs, m, off, 0);
+		}
+		if (n >= 0)
+			return sc_keep(e, pcs, (unsigned)n, off, n > 0 && pcs[0] == ret && sp0 == cfa);
+	}
 	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
 	if (unw_ctx(&uc) < 0 || unw_init(&cur, &uc) < 0)
 		return 0;
+	cfi_t.cold += CFI_COLD_LIB;
 	int steps = 0;
 	for (;;) {
 		unw_word_t ip = 0, sp = 0;
@@ -262,17 +351,6 @@ __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint6
 		if (unw_stp(&cur) <= 0 || ++steps > (int)(MAX_DEPTH_CAP + OWN_FRAMES_SLACK))
 			break;
 	}
-	const uint64_t *frames = NULL;
-	uint32_t id = d ? stack_intern(pcs, d, &frames) : 0;
-	if (ok && id && d <= SC_FRAMES) {
-		e->pcs = frames;
-		e->id = id;
-		e->n = (uint16_t)d;
-		memcpy(e->off, off, d * sizeof(off[0]));
-		e->state = SC_FULL;
-	} else {
-		e->state = SC_NEVER;
-	}
-	return id;
+	return sc_keep(e, pcs, d, off, ok);
 }
 #endif

@@ -7,15 +7,18 @@
 #ifndef AP_SAMPLER_STACKS_H
 #define AP_SAMPLER_STACKS_H
 #include "sampler-int.h"
-/* Unwinds the caller's stack into pcs; drops our own leading frames. */
-/* Inlined into the slow paths: every frame of ours between the program's
- * call and unw_backtrace is one more frame libunwind has to step through
- * (~7 ns each) on every recorded allocation. */
-static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
+#include "cfi.h"
+/* Unwinds the caller's stack into pcs by libunwind; drops our own
+ * leading frames. Inlined into the slow paths: every frame of ours
+ * between the program's call and unw_backtrace is one more frame
+ * libunwind has to step through (~7 ns each) on every recorded
+ * allocation. */
+static inline __attribute__((always_inline)) unsigned unwind_lib(uint64_t *pcs)
 {
 	void *raw[MAX_DEPTH_CAP + OWN_FRAMES_SLACK];
 	if (UNLIKELY(attach_mode && !unw_fresh))
 		unw_tls_fresh();
+	cfi_t.cold += CFI_COLD_LIB;
 	int n = unw_bt ? unw_bt(raw, (int)(settings.max_depth + OWN_FRAMES_SLACK)) : 0;
 	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
 	int i = 0;
@@ -33,6 +36,25 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 	return d;
 }
 
+/* ALLOCPROF_UNWIND=check: the walk's n frames against libunwind's (which
+ * are what pcs then holds, and what is recorded). */
+unsigned cfi_compare(uint64_t *pcs, int n);
+
+/* The caller's stack into pcs (the program's frames): by the unwind
+ * tables' rules (cfi.c), or by libunwind where the walk gives up. */
+static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
+{
+	if (LIKELY(cfi_on)) {
+		uint64_t sp0;
+		int n = cfi_walk(pcs, settings.max_depth, NULL, 0, &sp0);
+		if (UNLIKELY(cfi_check))
+			return cfi_compare(pcs, n);
+		if (n >= 0)
+			return (unsigned)n;
+	}
+	return unwind_lib(pcs);
+}
+
 /* ---- the stack cache ---------------------------------------------------
  *
  * A loop that allocates calls malloc from the same place with the same
@@ -46,9 +68,13 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
  * return address (the frame sizes follow from the PCs), which takes a load
  * and a compare per frame instead of a walk through the unwind tables.
  *
- * Only stacks seen twice are filled in (by libunwind's stepping unwinder,
- * which reports each frame's stack pointer but costs 40 to 90 times what
- * unw_backtrace does here);
+ * A key is filled in the first time it is seen, by the walk (cfi.c),
+ * which knows each frame's stack pointer and so costs what an unwind
+ * does (the same CPU time on cppcheck as filling at the second sight,
+ * 0.99x, and half the unwinds, each of which END's unwind_ns may count
+ * with a preemption in it: stacks.h's unw_capped); where the walk gives
+ * up, the second time, by libunwind's stepping unwinder, which reports
+ * it too but costs 40 to 90 unwinds;
  * stacks through a signal frame, deeper than SC_FRAMES or with slots not
  * strictly above each other are never cached. ALLOCPROF_STACK_CACHE=0
  * turns the cache off, =2 fills every key seen twice whatever it costs
@@ -82,6 +108,7 @@ struct sc_ent {
 };
 
 uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint64_t cfa);
+uint32_t sc_first(struct sc_ent *e, uint64_t ret, uint64_t cfa);
 
 /* Return addresses and stack pointers both step by small strides: they are
  * mixed, not XORed, or a few sets take most of the keys. */
@@ -189,10 +216,11 @@ static inline void sc_settle(struct ap_thr *b)
 }
 
 /* The stack id for a call with this return address and CFA from b's
- * cache; 0 if the caller has to unwind (and intern) as usual. */
+ * cache; 0 if the caller has to unwind (and intern) as usual, with
+ * *fresh set if the key is new to the cache (and has just taken e). */
 static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t,
 								 struct ap_thr *b, uint64_t ret,
-								 uint64_t cfa)
+								 uint64_t cfa, struct sc_ent **fresh)
 {
 	/* (a key with ret or cfa 0, unknown, is never filled: sc_fill
 	 * finds no frame with that return address and stack pointer) */
@@ -239,6 +267,7 @@ static inline __attribute__((always_inline)) uint32_t sc_lookup(struct ap_tls *t
 		e->epoch = b->sc_epoch;
 		e->state = SC_SEEN;
 		e->ref = 0;
+		*fresh = e;
 	}
 	return 0;
 }
@@ -264,9 +293,17 @@ static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 	b->sc_bank += b->sc_unw >> SC_PROBE_SHIFT;
 }
 #else
-static inline uint32_t sc_lookup(struct ap_tls *t, struct ap_thr *b, uint64_t ret, uint64_t cfa)
+struct sc_ent;
+static inline uint32_t sc_lookup(struct ap_tls *t, struct ap_thr *b, uint64_t ret, uint64_t cfa,
+				 struct sc_ent **fresh)
 {
-	(void)t, (void)b, (void)ret, (void)cfa;
+	(void)t, (void)b, (void)ret, (void)cfa, (void)fresh;
+	return 0;
+}
+
+static inline uint32_t sc_first(struct sc_ent *e, uint64_t ret, uint64_t cfa)
+{
+	(void)e, (void)ret, (void)cfa;
 	return 0;
 }
 
@@ -284,19 +321,19 @@ static inline void sc_unwound(struct ap_thr *b, uint64_t ticks)
 
 /* --all: an unwind's ticks as END's unwind_ns counts them. The TSC counts
  * a preemption in the middle of an unwind too, and a preemption lasts
- * milliseconds where an unwind takes a few microseconds: an unwind is
- * counted at most UNW_CAP_MEAN times the thread's running mean (sc_unw),
- * and at least UNW_CAP_MIN ticks (a cold unwind through a module's
- * tables for the first time, ~50-250 us). cppcheck recorded on a CPU
- * shared with a busy process: 1,479 ms of unwinding by the TSC in a run
- * of 790 ms of CPU time. */
+ * milliseconds where an unwind takes a microsecond or a few: an unwind
+ * is counted at most UNW_CAP_MEAN times the thread's running mean
+ * (sc_unw), plus UNW_CAP_COLD for each rule the walk read from a
+ * module's tables and for the unwind itself, and 16 times that if
+ * libunwind unwound (a cold unwind through a module's tables, ~50-250
+ * us; cfi_t.cold counts them). cppcheck recorded on a CPU shared with a
+ * busy process: 1,479 ms of unwinding by the TSC in a run of 790 ms of
+ * CPU time. */
 #define UNW_CAP_MEAN 16
-#define UNW_CAP_MIN (1ull << 18)
-static inline uint64_t unw_capped(const struct ap_thr *b, uint64_t ticks)
+#define UNW_CAP_COLD (1ull << 14)
+static inline uint64_t unw_capped(const struct ap_thr *b, uint64_t ticks, uint32_t cold)
 {
-	uint64_t cap = UNW_CAP_MEAN * (uint64_t)b->sc_unw;
-	if (cap < UNW_CAP_MIN)
-		cap = UNW_CAP_MIN;
+	uint64_t cap = UNW_CAP_MEAN * (uint64_t)b->sc_unw + UNW_CAP_COLD * (cold + 1ull);
 	return ticks < cap ? ticks : cap;
 }
 
@@ -307,22 +344,30 @@ static inline __attribute__((always_inline)) uint32_t stack_here(struct ap_tls *
 {
 	struct ap_thr *b = t->thr != &threads.dead ? t->thr : NULL;
 	/* a hit allocates nothing: only a fill and an unwind are held */
-	uint32_t id = b ? sc_lookup(t, b, ret, cfa) : 0;
+	struct sc_ent *fresh = NULL;
+	uint32_t id = b ? sc_lookup(t, b, ret, cfa, &fresh) : 0;
 	if (!id) {
 		struct ap_hold h = hold_down(t);
-		uint64_t pcs[MAX_DEPTH_CAP];
-		const uint64_t *frames;
 		int timed = sc_timed(b);
 		/* --all: every unwind timed (END's unwind_ns) */
 		int counted = b && settings.all;
 		uint64_t c0 = timed || counted ? rd_tsc() : 0;
-		unsigned depth = unwind(pcs);
-		id = stack_intern(pcs, depth, &frames);
+		cfi_t.cold = 0;
+		/* a key new to the cache: filled at once, where the walk costs
+		 * what an unwind does (not under ALLOCPROF_UNWIND=check, which
+		 * compares every unwind) */
+		if (fresh && cfi_on && !cfi_check)
+			id = sc_first(fresh, ret, cfa);
+		if (!id) {
+			uint64_t pcs[MAX_DEPTH_CAP];
+			const uint64_t *frames;
+			id = stack_intern(pcs, unwind(pcs), &frames);
+		}
 		uint64_t ticks = timed || counted ? rd_tsc() - c0 : 0;
 		if (counted)
 			__atomic_store_n(&b->unw_ticks,
 					 __atomic_load_n(&b->unw_ticks, __ATOMIC_RELAXED) +
-					     unw_capped(b, ticks),
+					     unw_capped(b, ticks, cfi_t.cold),
 					 __ATOMIC_RELAXED);	/* its owner's alone; END reads */
 		if (b)
 			sc_unwound(b, timed ? ticks : 0);
