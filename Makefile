@@ -32,7 +32,7 @@ FUZZ_DEBS := clang
 CHECK_DEBS := elfutils valgrind golang-go tmux groff-base heaptrack chromium strace sqlite3 libjemalloc2 llvm rustc nginx cppcheck $(FUZZ_DEBS) $(DEB_DEBS)
 # What `make bench` adds to those: the tools it measures against (heaptrack
 # comes with CHECK_DEBS).
-BENCH_DEBS := sqlite3 zstd
+BENCH_DEBS := sqlite3 zstd cppcheck
 
 # install-missing PACKAGES: apt-get installs those not installed yet.
 define install-missing

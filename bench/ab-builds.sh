@@ -12,10 +12,12 @@
 # median CPU times and the last run's file sizes.
 #
 # Usage: bench/ab-builds.sh [-a] [-n ROUNDS] [-w LIST] BUILD_A BUILD_B
-#   -a          record --all against heaptrack (workloads: also mixed, realloc)
+#   -a          record --all against heaptrack (workloads: also mixed, realloc,
+#               and cppcheck where installed)
 #   -n ROUNDS   rounds (default 11)
 #   -w LIST     comma-separated workloads (default loop64,loop64x2,python3,sqlite3;
-#               with -a loop64,loop64x2,mixed,realloc,python3,sqlite3)
+#               with -a loop64,loop64x2,mixed,realloc,python3,sqlite3,cppcheck;
+#               cppcheck: a C++ program of deep stacks, checking trace/order.c)
 # Environment: CC (default cc), BENCH_OUT (scratch directory, default
 # bench/out). Needs perf.
 set -u
@@ -42,6 +44,7 @@ $all && [ -z "$heaptrack" ] && { echo "ab-builds: -a needs heaptrack" >&2; exit 
 if [ -z "$only" ]; then
 	only=loop64,loop64x2,python3,sqlite3
 	$all && only=loop64,loop64x2,mixed,realloc,python3,sqlite3
+	$all && command -v cppcheck >/dev/null && only+=,cppcheck
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 builds=()
@@ -129,6 +132,7 @@ for w in ${only//,/ }; do
 	realloc) cmd=("$out/realloc" 300000) ;;
 	python3) cmd=(/usr/bin/python3 "$here/alloc_heavy.py" 60000) ;;
 	sqlite3) cmd=(sqlite3 :memory: ".read $sql") ;;
+	cppcheck) cmd=(cppcheck -q "$here/../trace/order.c") ;;
 	*) echo "ab-builds: no workload $w" >&2; exit 2 ;;
 	esac
 	if $all; then

@@ -164,10 +164,15 @@ int ap_trace_snapshot(const char *trace, const char *out, struct ap_finished *fi
  * 0.5-6 ms on traces of 1-500 kB and makes them 3-400 times smaller. */
 #define AP_COMPACT_LEVEL 3
 /* ...and where level 1 packs a chunk to an eighth or less, this one is
- * used instead at levels AP_COMPACT_LEVEL to 14 (trace/compact/zwrite.c,
+ * used instead at levels AP_COMPACT_LEVEL to 11 (trace/compact/zwrite.c,
  * compact_write_compressed): on repetitive events it costs little more and packs
- * much more (bench's sqlite3: 173 K at level 3, 115 K so). */
-#define AP_COMPACT_DENSE_LEVEL 15
+ * much more (bench's sqlite3: 173 K at level 3, 129 K so; heaptrack's
+ * 156 K). Level 15 packed it to 121 K, and cppcheck's 2,869,110 bytes to
+ * 2,863,772, for a third more of record's CPU: once the program's side
+ * had become cheaper (sampler/cfi.c), the compaction was what the user
+ * waited for (cppcheck recorded --all: 2.30 s at 15, 1.81 s at 12,
+ * heaptrack 4.1 s; bench/README.md, session 37). */
+#define AP_COMPACT_DENSE_LEVEL 12
 /* ...but this one for the last chunk of a trace of one thread, which
  * record compresses after the program's exit, while the user waits
  * (rewrite.c, flush_fed): level 15 on bench/realloc's last 7 MB took

@@ -344,10 +344,11 @@ int compact_write_chunk(struct compactor *c, uint8_t type, uint8_t flags, uint32
  * itself, and a deeper search (level AP_COMPACT_DENSE_LEVEL) packs it
  * much smaller than the level: it gets that level, for the first
  * DENSE_BUDGET bytes of such payloads. python3's threads handing dicts
- * over (PYTHONMALLOC=malloc, 147 MB raw): 1.31 MB at level 3, 694 K so
- * (heaptrack's file: 2.99 MB) for 5.7 s of compaction's CPU instead of
- * 4.7 s, most of it on the writer threads; level 17 there: 659 K for
- * 6.2 s. Random events (bench/mixed: 3 times smaller at level 3) would
+ * over (PYTHONMALLOC=malloc, 147 MB raw): 1.31 MB at level 3, 694 K at
+ * level 15 (heaptrack's file: 2.99 MB) for 5.7 s of compaction's CPU
+ * instead of 4.7 s, most of it on the writer threads; level 17 there:
+ * 659 K for 6.2 s. (The level is 12 since session 37: cppcheck 2.30 s ->
+ * 1.81 s of record's wall for 0.2 % more file.) Random events (bench/mixed: 3 times smaller at level 3) would
  * pay for nothing, and the budget bounds what a long run pays. The last
  * chunk of one thread's trace (`last`) gets AP_COMPACT_LAST_LEVEL
  * instead: its compression is what `record` does after the exit. */
