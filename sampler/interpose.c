@@ -383,7 +383,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	gap_enter();
 	void *p = NULL;
-	if (UNLIKELY(tls.guard) && !attach_mode &&
+	if (UNLIKELY(tls.guard & GUARD_OWN) && !attach_mode &&
 	    __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == AP_ON)
 		p = own_alloc(n);
 	if (!p && (p = real_malloc(n)))

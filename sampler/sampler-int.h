@@ -84,15 +84,29 @@ _Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
 
 /* What glibc or libunwind allocate for us inside the guard is not the
  * program's: calls and countdown are put back after the code that may
- * allocate (a guarded call that took the fast path would stay counted). */
+ * allocate (a guarded call that took the fast path would stay counted).
+ * Between hold and unhold the guard also carries GUARD_OWN: a malloc
+ * that reaches malloc_slow then is the sampler's own (libunwind's, the
+ * loader's), and comes from the boot arena (own_alloc), not the
+ * program's heap. One that reaches it under a bare guard is a signal
+ * handler's of the program's, interrupting the sampler: it gets glibc's
+ * block, as without us (served from the arena, testdata/sigrealloc's
+ * handler left glibc's thread cache short of the blocks its frees and
+ * mallocs traded, and they reached glibc's bins while the interrupted
+ * thread was inside glibc's realloc: "corrupted double-linked list",
+ * about 1 run in 40 on a loaded CPU). */
+#define GUARD_OWN (1u << 31)
 struct ap_hold {
 	uint64_t calls;
 	int64_t countdown;
+	uint32_t guard;
 };
 
-static inline struct ap_hold hold(const struct ap_tls *t)
+static inline struct ap_hold hold(struct ap_tls *t)
 {
-	return (struct ap_hold){ t->calls, t->countdown };
+	struct ap_hold h = { t->calls, t->countdown, t->guard };
+	t->guard |= GUARD_OWN;
+	return h;
 }
 
 /* hold, and the countdown run out meanwhile: libunwind's TLS comes from
@@ -108,6 +122,7 @@ static inline void unhold(struct ap_tls *t, struct ap_hold h)
 {
 	t->calls = h.calls;
 	t->countdown = h.countdown;
+	t->guard = (t->guard & ~GUARD_OWN) | (h.guard & GUARD_OWN);
 }
 
 /* A thread's event buffer (also used for the shared threads.fallback buffer). The
