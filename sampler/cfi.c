@@ -50,14 +50,15 @@ struct rule_ent {
 struct rule_tab {
 	struct rule_tab *older;
 	size_t mask, count;
+	unsigned shift;		/* 64 - log2(slots): a hash's top bits pick the slot */
 	struct rule_ent e[];
 };
 static struct rule_tab *rules;
 int cfi_lock; /* the table's inserts (fork_prepare takes it too) */
 
-static inline size_t rule_slot(uint64_t pc, size_t mask)
+static inline size_t rule_slot(uint64_t pc, const struct rule_tab *t)
 {
-	return (size_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - __builtin_popcountll(mask)));
+	return (size_t)((pc * 0x9e3779b97f4a7c15ull) >> t->shift);
 }
 
 /* The rule of pc's frame if the table has one, else 0 (and where its
@@ -65,7 +66,7 @@ static inline size_t rule_slot(uint64_t pc, size_t mask)
 static inline uint64_t rule_find(uint64_t pc, struct rule_ent **at)
 {
 	for (struct rule_tab *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE); t; t = t->older)
-		for (size_t i = rule_slot(pc, t->mask);; i = (i + 1) & t->mask) {
+		for (size_t i = rule_slot(pc, t);; i = (i + 1) & t->mask) {
 			uint64_t k = __atomic_load_n(&t->e[i].pc, __ATOMIC_ACQUIRE);
 			if (k == pc) {
 				*at = &t->e[i];
@@ -97,10 +98,11 @@ static void rule_keep(uint64_t pc, uint64_t rule)
 		n->older = t;
 		n->mask = cap - 1;
 		n->count = 0;
+		n->shift = 64 - (unsigned)__builtin_ctzll(cap);
 		__atomic_store_n(&rules, n, __ATOMIC_RELEASE);
 		t = n;
 	}
-	size_t i = rule_slot(pc, t->mask);
+	size_t i = rule_slot(pc, t);
 	while (t->e[i].pc)
 		i = (i + 1) & t->mask;
 	t->e[i].rule = rule;
