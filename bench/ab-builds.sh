@@ -132,7 +132,9 @@ for w in ${only//,/ }; do
 	realloc) cmd=("$out/realloc" 300000) ;;
 	python3) cmd=(/usr/bin/python3 "$here/alloc_heavy.py" 60000) ;;
 	sqlite3) cmd=(sqlite3 :memory: ".read $sql") ;;
-	cppcheck) cmd=(cppcheck -q "$here/../trace/order.c") ;;
+	cppcheck)
+		command -v cppcheck >/dev/null || { echo "ab-builds: cppcheck is not installed" >&2; exit 1; }
+		cmd=(cppcheck -q "$here/../trace/order.c") ;;
 	*) echo "ab-builds: no workload $w" >&2; exit 2 ;;
 	esac
 	if $all; then

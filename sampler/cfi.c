@@ -48,11 +48,13 @@ struct rule_ent {
 	uint64_t rule;
 };
 struct rule_tab {
-	struct rule_tab *older;
 	size_t mask, count;
 	unsigned shift;		/* 64 - log2(slots): a hash's top bits pick the slot */
 	struct rule_ent e[];
 };
+/* The table in use. A full one is copied into one four times its size,
+ * which takes its place: a lookup probes one table. The old ones are
+ * never unmapped (a walk under way may still read them). */
 static struct rule_tab *rules;
 int cfi_lock; /* the table's inserts (fork_prepare takes it too) */
 
@@ -61,33 +63,41 @@ static inline size_t rule_slot(uint64_t pc, const struct rule_tab *t)
 	return (size_t)((pc * 0x9e3779b97f4a7c15ull) >> t->shift);
 }
 
-/* The rule of pc's frame if the table has one, else 0 (and where its
- * entry is, for a stale one: rewritten in place). */
-static inline uint64_t rule_find(uint64_t pc, struct rule_ent **at)
+/* pc's entry in t, or NULL. */
+static inline struct rule_ent *rule_find(const struct rule_tab *t, uint64_t pc)
 {
-	for (struct rule_tab *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE); t; t = t->older)
-		for (size_t i = rule_slot(pc, t);; i = (i + 1) & t->mask) {
-			uint64_t k = __atomic_load_n(&t->e[i].pc, __ATOMIC_ACQUIRE);
-			if (k == pc) {
-				*at = &t->e[i];
-				return __atomic_load_n(&t->e[i].rule, __ATOMIC_RELAXED);
-			}
-			if (!k)
-				break;
-		}
-	return 0;
+	if (!t)
+		return NULL;
+	for (size_t i = rule_slot(pc, t);; i = (i + 1) & t->mask) {
+		uint64_t k = __atomic_load_n(&t->e[i].pc, __ATOMIC_ACQUIRE);
+		if (k == pc)
+			return (struct rule_ent *)&t->e[i];
+		if (!k)
+			return NULL;
+	}
+}
+
+/* cfi_lock held: pc's rule into t (which has room). */
+static void rule_put(struct rule_tab *t, uint64_t pc, uint64_t rule)
+{
+	size_t i = rule_slot(pc, t);
+	while (t->e[i].pc)
+		i = (i + 1) & t->mask;
+	t->e[i].rule = rule;
+	__atomic_store_n(&t->e[i].pc, pc, __ATOMIC_RELEASE);
+	t->count++;
 }
 
 static void rule_keep(uint64_t pc, uint64_t rule)
 {
 	lk_lock(&cfi_lock);
-	struct rule_ent *at = NULL;
-	if (rule_find(pc, &at)) {
+	struct rule_tab *t = rules;
+	struct rule_ent *at = rule_find(t, pc);
+	if (at) { /* a stale one */
 		__atomic_store_n(&at->rule, rule, __ATOMIC_RELAXED);
 		lk_unlock(&cfi_lock);
 		return;
 	}
-	struct rule_tab *t = rules;
 	if (!t || (t->count + 1) * 4 > (t->mask + 1) * 3) {
 		size_t cap = t ? (t->mask + 1) * 4 : 8192;
 		struct rule_tab *n = map_mem(sizeof(*n) + cap * sizeof(struct rule_ent));
@@ -95,19 +105,16 @@ static void rule_keep(uint64_t pc, uint64_t rule)
 			lk_unlock(&cfi_lock);
 			return; /* not kept: looked up again next time */
 		}
-		n->older = t;
 		n->mask = cap - 1;
 		n->count = 0;
 		n->shift = 64 - (unsigned)__builtin_ctzll(cap);
+		for (size_t i = 0; t && i <= t->mask; i++)
+			if (t->e[i].pc)
+				rule_put(n, t->e[i].pc, t->e[i].rule);
 		__atomic_store_n(&rules, n, __ATOMIC_RELEASE);
 		t = n;
 	}
-	size_t i = rule_slot(pc, t);
-	while (t->e[i].pc)
-		i = (i + 1) & t->mask;
-	t->e[i].rule = rule;
-	__atomic_store_n(&t->e[i].pc, pc, __ATOMIC_RELEASE);
-	t->count++;
+	rule_put(t, pc, rule);
 	lk_unlock(&cfi_lock);
 }
 
@@ -534,7 +541,7 @@ static void subs_seen(uint64_t subs)
 		cfi_subs = subs;
 		uint32_t g = cfi_gen + 1;
 		/* at each 8192th, where the rules' generations would match
-		 * again, the table starts anew (the old ones stay readable:
+		 * again, the table starts anew (the old one stays readable:
 		 * walks under way) */
 		if (!(g & R_GEN_MASK))
 			__atomic_store_n(&rules, NULL, __ATOMIC_RELEASE);
@@ -608,8 +615,8 @@ static uint64_t rule_resolve(uint64_t pc, uint32_t gen)
 /* pc's rule, current. */
 static inline uint64_t rule_of(uint64_t pc, uint32_t gen)
 {
-	struct rule_ent *at;
-	uint64_t r = rule_find(pc, &at);
+	const struct rule_ent *at = rule_find(__atomic_load_n(&rules, __ATOMIC_ACQUIRE), pc);
+	uint64_t r = at ? __atomic_load_n(&at->rule, __ATOMIC_RELAXED) : 0;
 	if (LIKELY(r) && ((r >> R_GEN_SHIFT) & R_GEN_MASK) == (gen & R_GEN_MASK))
 		return r;
 	return rule_resolve(pc, gen);
@@ -717,6 +724,8 @@ EXPORT int dlclose(void *h)
 void cfi_init(void)
 {
 	const char *m = getenv("ALLOCPROF_UNWIND");
+	if (m && *m && strcmp(m, "libunwind") && strcmp(m, "check"))
+		say("ALLOCPROF_UNWIND", "neither libunwind nor check: ignored");
 	cfi_on = !attach_mode && !(m && !strcmp(m, "libunwind"));
 	cfi_check = cfi_on && m && !strcmp(m, "check");
 	if (!real_dlclose) /* (before the program's dlerror can be pending) */

@@ -227,15 +227,15 @@ void unwinder_load(void)
  * against libunwind's, said where they differ; pcs gets libunwind's. */
 static uint64_t chk_walked, chk_gaveup, chk_differ;
 
-unsigned cfi_compare(uint64_t *pcs, int n)
+unsigned cfi_compare(uint64_t *pcs, int n, int *differs)
 {
 	uint64_t walk[MAX_DEPTH_CAP];
 	if (n > 0)
 		memcpy(walk, pcs, (size_t)n * sizeof(uint64_t));
 	unsigned d = unwind_lib(pcs);
 	__atomic_add_fetch(n < 0 ? &chk_gaveup : &chk_walked, 1, __ATOMIC_RELAXED);
-	if (n >= 0 && ((unsigned)n != d || memcmp(walk, pcs, d * sizeof(uint64_t))) &&
-	    __atomic_fetch_add(&chk_differ, 1, __ATOMIC_RELAXED) < 8) {
+	*differs = n >= 0 && ((unsigned)n != d || memcmp(walk, pcs, d * sizeof(uint64_t)));
+	if (*differs && __atomic_fetch_add(&chk_differ, 1, __ATOMIC_RELAXED) < 8) {
 		char msg[128];
 		unsigned i = 0;
 		while (i < d && i < (unsigned)n && walk[i] == pcs[i])
@@ -310,12 +310,10 @@ __attribute__((noinline)) uint32_t sc_fill(struct sc_ent *e, uint64_t ret, uint6
 		 * unwind, not the 30 of libunwind's stepping */
 		uint64_t sp0;
 		int n = cfi_walk(pcs, settings.max_depth, off, SC_FRAMES, &sp0);
+		int differs;
 		if (UNLIKELY(cfi_check)) {
-			uint64_t walked[MAX_DEPTH_CAP];
-			if (n > 0)
-				memcpy(walked, pcs, (size_t)n * sizeof(uint64_t));
-			unsigned m = cfi_compare(pcs, n);
-			if (n >= 0 && ((unsigned)n != m || memcmp(walked, pcs, m * sizeof(uint64_t))))
+			unsigned m = cfi_compare(pcs, n, &differs);
+			if (differs)
 				return sc_keep(e, pcs, m, off, 0);
 		}
 		if (n >= 0)

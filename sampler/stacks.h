@@ -37,8 +37,9 @@ static inline __attribute__((always_inline)) unsigned unwind_lib(uint64_t *pcs)
 }
 
 /* ALLOCPROF_UNWIND=check: the walk's n frames against libunwind's (which
- * are what pcs then holds, and what is recorded). */
-unsigned cfi_compare(uint64_t *pcs, int n);
+ * are what pcs then holds, and what is recorded); *differs: whether they
+ * differed. */
+unsigned cfi_compare(uint64_t *pcs, int n, int *differs);
 
 /* The caller's stack into pcs (the program's frames): by the unwind
  * tables' rules (cfi.c), or by libunwind where the walk gives up. */
@@ -47,8 +48,9 @@ static inline __attribute__((always_inline)) unsigned unwind(uint64_t *pcs)
 	if (LIKELY(cfi_on)) {
 		uint64_t sp0;
 		int n = cfi_walk(pcs, settings.max_depth, NULL, 0, &sp0);
+		int differs;
 		if (UNLIKELY(cfi_check))
-			return cfi_compare(pcs, n);
+			return cfi_compare(pcs, n, &differs);
 		if (n >= 0)
 			return (unsigned)n;
 	}

@@ -73,19 +73,22 @@ else
 	diff -u "$tmp/l.folded" "$tmp/w.folded" | head -20 | sed 's/^/  /'
 fi
 
-check cxx "$TESTDATA_BUILD/cxx" && [ "$gaveup" = 0 ] || fail "cxx: the walk gave up on $gaveup stacks"
+# real programs: none of their stacks goes through a signal frame or JIT
+# code, so the walk gives up on none (check fails on its own otherwise)
+real() {
+	check "$@" || return
+	[ "$gaveup" = 0 ] || fail "$1: the walk gave up on $gaveup stacks"
+}
+real cxx "$TESTDATA_BUILD/cxx"
 py=/usr/bin/python3
 if [ -x $py ]; then
-	check python3 $py -c 'import json, re; d = [json.dumps({"k": i, "v": [str(i)] * 3}) for i in range(20000)]; print(len(d))' &&
-		[ "$gaveup" = 0 ] || fail "python3: the walk gave up on $gaveup stacks"
+	real python3 $py -c 'import json, re; d = [json.dumps({"k": i, "v": [str(i)] * 3}) for i in range(20000)]; print(len(d))'
 fi
 if command -v git >/dev/null; then
-	check git git -C "$TESTDATA_SRC" log --oneline -n 20 --stat || true
-	[ "$gaveup" = 0 ] || fail "git: the walk gave up on $gaveup stacks"
+	real git git -C "$TESTDATA_SRC" log --oneline -n 20 --stat
 fi
 if command -v cppcheck >/dev/null; then
-	check cppcheck cppcheck -q "$frames_src" && [ "$gaveup" = 0 ] ||
-		fail "cppcheck: the walk gave up on $gaveup stacks"
+	real cppcheck cppcheck -q "$frames_src"
 fi
 # A module unloaded and another loaded where it was: a rule read from the
 # first must not serve the second (sampler/cfi.c, "modules unloaded").
