@@ -627,6 +627,7 @@ static inline uint64_t rule_of(uint64_t pc, uint32_t gen)
 /* The caller's registers where it called: the return address, the stack
  * pointer after the return, rbp. */
 void cfi_here(uint64_t r[3]);
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".p2align 4\n"
 	".type cfi_here, @function\n"
@@ -640,6 +641,13 @@ __asm__(".text\n"
 	"	ret\n"
 	".cfi_endproc\n"
 	".size cfi_here, .-cfi_here\n");
+#else
+/* The rules above are x86-64's: elsewhere cfi_init leaves the walk off. */
+void cfi_here(uint64_t r[3])
+{
+	r[0] = r[1] = r[2] = 0;
+}
+#endif
 
 /* A frame larger than this is taken as a walk gone wrong. */
 #define FRAME_MAX (64u << 20)
@@ -726,7 +734,11 @@ void cfi_init(void)
 	const char *m = getenv("ALLOCPROF_UNWIND");
 	if (m && *m && strcmp(m, "libunwind") && strcmp(m, "check"))
 		say("ALLOCPROF_UNWIND", "neither libunwind nor check: ignored");
+#if defined(__x86_64__)
 	cfi_on = !attach_mode && !(m && !strcmp(m, "libunwind"));
+#else
+	cfi_on = 0;
+#endif
 	cfi_check = cfi_on && m && !strcmp(m, "check");
 	if (!real_dlclose) /* (before the program's dlerror can be pending) */
 		real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
