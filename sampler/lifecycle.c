@@ -205,6 +205,7 @@ static void fork_prepare(void)
 	lk_lock(&own_heap_lock);
 	lk_lock(&cfi_lock);
 	fork_mask = mask;
+	sig_fork_open(&mask);
 }
 
 static void fork_parent(void)
@@ -223,10 +224,11 @@ static void fork_parent(void)
 	lk_unlock(&threads.lock);
 	lk_unlock(&pre_lock);
 	tls.guard--;
+	sig_fork_close();
 	sig_restore(&mask);
 }
 
-/* The child, with signals still blocked as fork_prepare left them. */
+/* The child, with signals blocked (fork_child). */
 static void fork_child_body(struct ap_tls *t)
 {
 	int was_on = proc.state == AP_ON;
@@ -323,6 +325,10 @@ static void fork_child(void)
 		fork_child_inside();
 		return;
 	}
+	/* the window's signals blocked again: the child's state is
+	 * half-made until fork_child_body is done */
+	sig_block(NULL);
+	sig_fork_close();
 	fork_child_common(&tls);
 	sig_restore(&fork_mask);
 	if (attach_mode)

@@ -495,6 +495,9 @@ void alt_install(void);
 void alt_remove(void);
 void sig_install(void);
 void sig_uninstall(void);
+extern uint32_t fork_tid;
+void sig_fork_open(const sigset_t *prog);
+void sig_fork_close(void);
 
 /* exec.c */
 void exec_save_settings(void);

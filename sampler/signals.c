@@ -18,6 +18,9 @@
  * sees only its own alternate stack. */
 int sig_lock;
 static struct sigaction sig_view[NSIG];	/* the program's dispositions */
+/* Odd while sig_view changes (under sig_lock): queries read the view
+ * without the lock (view_get). */
+static unsigned sig_seq;
 static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
 __thread void *alt_mine __attribute__((tls_model("initial-exec")));
 
@@ -44,30 +47,105 @@ static int sig_managed(int s)
 
 static void sig_entry(int s, siginfo_t *si, void *uc);
 
-/* Puts the real disposition of s in line with sig_view[s]. */
-static void sig_apply(int s)
+/* The view is copied a word at a time, so that a query that reads it
+ * while a set writes it (view_get) reads words, not torn ones. */
+#define VIEW_WORDS (sizeof(struct sigaction) / sizeof(uint64_t))
+_Static_assert(sizeof(struct sigaction) % sizeof(uint64_t) == 0, "sigaction in words");
+
+static void view_copy(void *dst, const void *src)
+{
+	uint64_t *d = dst;
+	const uint64_t *w = src;
+	for (size_t i = 0; i < VIEW_WORDS; i++)
+		__atomic_store_n(&d[i], __atomic_load_n(&w[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+/* sig_lock held */
+static void view_set(int s, const struct sigaction *k)
+{
+	unsigned q = __atomic_load_n(&sig_seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&sig_seq, q + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	view_copy(&sig_view[s], k);
+	__atomic_store_n(&sig_seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* A query's read of the view: a copy made while no set was under way,
+ * without the lock. With the lock, queries of several threads waited on
+ * each other, in sched_yield, whenever its holder was off the CPU (the
+ * kernel answers them at once): tests/record/sigprog.c `taken`'s three
+ * asking threads made 1,000-6,000 sched_yield calls in a run, ~50 now.
+ * Only while a set is under way (the sequence odd or moved) does a query
+ * take the lock as before: own_lock, so that a handler that interrupted
+ * this thread's own set reads through (a disposition half-made in the
+ * copy, no worse). */
+static void view_get(int s, struct sigaction *out)
+{
+	for (int i = 0; i < 16; i++) {
+		unsigned q = __atomic_load_n(&sig_seq, __ATOMIC_ACQUIRE);
+		if (q & 1)
+			continue;
+		view_copy(out, &sig_view[s]);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&sig_seq, __ATOMIC_RELAXED) == q)
+			return;
+	}
+	int nested = own_lock(&sig_lock);
+	view_copy(out, &sig_view[s]);
+	own_unlock(&sig_lock, nested);
+}
+
+/* The real disposition sig_apply last set, while nothing else has set
+ * one since (sig_real_known): a set that changes nothing of it makes no
+ * system call. Threads that set the same disposition over and over (a
+ * library that ignores SIGPIPE around each write) otherwise waited on
+ * sig_lock, in sched_yield, for each other's rt_sigaction, whenever the
+ * holder was off the CPU inside it (tests/record/sigprog.c `taken set`:
+ * 111,000-119,000 sched_yield calls in a run, 39,000-73,000 now). */
+static struct sigaction sig_real[NSIG];
+static uint8_t sig_real_known[NSIG];
+
+static void sig_real_forget(int s)
+{
+	__atomic_store_n(&sig_real_known[s], 0, __ATOMIC_RELAXED);
+}
+
+/* Puts the real disposition of s in line with sig_view[s]; `locked`:
+ * under sig_lock, where the last one set is known (sig_entry's
+ * SA_RESETHAND sets one without it). */
+static void sig_apply_real(int s, int locked)
 {
 	const struct sigaction *v = &sig_view[s];
 	struct sigaction k;
 	memset(&k, 0, sizeof(k));
 	if (v->sa_handler == SIG_IGN) {
 		k.sa_handler = SIG_IGN;
-		real_sigaction(s, &k, NULL);
-		sig_ours[s] = 0;
-		return;
-	}
-	k.sa_sigaction = sig_entry;
-	if (v->sa_handler == SIG_DFL) {
-		k.sa_flags = SA_SIGINFO | SA_ONSTACK;
-		sigfillset(&k.sa_mask);
 	} else {
-		/* the program's mask and flags; SA_RESETHAND is done by sig_entry,
-		 * which must stay installed to see the re-raise */
-		k.sa_flags = (v->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
-		k.sa_mask = v->sa_mask;
+		k.sa_sigaction = sig_entry;
+		if (v->sa_handler == SIG_DFL) {
+			k.sa_flags = SA_SIGINFO | SA_ONSTACK;
+			sigfillset(&k.sa_mask);
+		} else {
+			/* the program's mask and flags; SA_RESETHAND is done by
+			 * sig_entry, which must stay installed to see the re-raise */
+			k.sa_flags = (v->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+			k.sa_mask = v->sa_mask;
+		}
 	}
-	real_sigaction(s, &k, NULL);
-	sig_ours[s] = 1;
+	if (!locked || !__atomic_load_n(&sig_real_known[s], __ATOMIC_RELAXED) ||
+	    memcmp(&sig_real[s], &k, sizeof(k)) != 0) {
+		sig_real_forget(s);
+		if (real_sigaction(s, &k, NULL) == 0 && locked) {
+			sig_real[s] = k;
+			__atomic_store_n(&sig_real_known[s], 1, __ATOMIC_RELAXED);
+		}
+	}
+	sig_ours[s] = k.sa_handler != SIG_IGN;
+}
+
+static void sig_apply(int s)
+{
+	sig_apply_real(s, 1);
 }
 
 /* The default action, after the trace has ended: the process dies of s as
@@ -82,6 +160,7 @@ static void sig_die(int s)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
+	sig_real_forget(s);
 	real_sigaction(s, &sa, NULL);
 	/* pending until the handler returns and the mask is restored */
 	raise(s);
@@ -89,10 +168,84 @@ static void sig_die(int s)
 	errno = saved;
 }
 
+/* A fork's window: from fork_prepare's last lock to fork_parent's (or
+ * fork_child's) unlock, the forking thread holds the sampler's locks, and
+ * a handler that allocated there would wait on them forever. Blocking
+ * every signal through it (as before) told the program it was recorded:
+ * a signal sent to the process in that window went to another of its
+ * threads (tests/record/sigprog.c `taken`), where natively the kernel
+ * gives it to the forking thread. So the signals whose real handler is
+ * sig_entry stay open (sig_fork_open) and sig_entry, on the window's
+ * thread, hands each back to the kernel for that thread, with its
+ * siginfo, blocked until the window's mask is restored
+ * (sig_fork_defer): it is then delivered as the kernel delivers any, on
+ * the thread it chose. The faults (SIGSEGV and its kind) stay blocked:
+ * one inside the window is the sampler's, and ends the process as it
+ * would have. Signals whose handler is the program's own (SIGCHLD,
+ * SIGWINCH ...) stay blocked too, as before. */
+uint32_t fork_tid;
+
+static int sig_fault(int s)
+{
+	return s == SIGSEGV || s == SIGBUS || s == SIGILL || s == SIGFPE ||
+	       s == SIGTRAP || s == SIGSYS;
+}
+
+/* Every signal is blocked (sig_block) and the locks are held: the
+ * window opens for sig_entry's signals that prog (the program's mask)
+ * does not block. */
+void sig_fork_open(const sigset_t *prog)
+{
+	if (!__atomic_load_n(&sig_on, __ATOMIC_ACQUIRE))
+		return;
+	sigset_t win;
+	sigfillset(&win);
+	int any = 0;
+	for (int s = 1; s < NSIG; s++)
+		if (sig_ours[s] && !sig_fault(s) && !sigismember(prog, s)) {
+			sigdelset(&win, s);
+			any = 1;
+		}
+	if (!any)
+		return;
+	__atomic_store_n(&fork_tid, sys_gettid(), __ATOMIC_RELAXED);
+	pthread_sigmask(SIG_SETMASK, &win, NULL);
+}
+
+/* (before the mask is restored, or blocked again in the child) */
+void sig_fork_close(void)
+{
+	__atomic_store_n(&fork_tid, 0, __ATOMIC_RELAXED);
+}
+
+/* s came to the window's thread: back to the kernel, queued for this
+ * thread with the sender's siginfo (a process may queue any siginfo to
+ * its own threads), and blocked when the handler returns, until the
+ * window's end restores the mask. Without rt_tgsigqueueinfo (a seccomp
+ * filter's refusal), tgkill: the signal without its sender. */
+static void sig_fork_defer(int s, siginfo_t *si, ucontext_t *uc)
+{
+	int saved = errno;
+	long pid = sys_getpid(), tid = sys_gettid();
+	siginfo_t copy = *si;
+	if (!(may_call(SYS_rt_tgsigqueueinfo, (uint64_t)pid, (uint64_t)tid, (uint64_t)s,
+		       (uint64_t)(uintptr_t)&copy) &&
+	      syscall(SYS_rt_tgsigqueueinfo, pid, tid, s, &copy) == 0) &&
+	    may_call(SYS_tgkill, (uint64_t)pid, (uint64_t)tid, (uint64_t)s, 0))
+		syscall(SYS_tgkill, pid, tid, s);
+	sigaddset(&uc->uc_sigmask, s);
+	errno = saved;
+}
+
 static void sig_entry(int s, siginfo_t *si, void *uc)
 {
 	if (s == SIGXFSZ && in_trace_write)
 		return; /* our write, not the program's: it gets EFBIG */
+	uint32_t ft = __atomic_load_n(&fork_tid, __ATOMIC_RELAXED);
+	if (UNLIKELY(ft) && ft == sys_gettid()) {
+		sig_fork_defer(s, si, uc);
+		return;
+	}
 	struct sigaction *v = &sig_view[s];
 	void (*h)(int) = v->sa_handler;
 	if (h == SIG_DFL) {
@@ -106,7 +259,7 @@ static void sig_entry(int s, siginfo_t *si, void *uc)
 	if (flags & SA_RESETHAND) {
 		/* as the kernel does: the handler becomes SIG_DFL, flags stay */
 		v->sa_handler = SIG_DFL;
-		sig_apply(s);
+		sig_apply_real(s, 0);
 	}
 	/* last, so that it is a jump (tests/record/exports.sh): attached,
 	 * no frame of ours stays under the program's handler */
@@ -180,6 +333,7 @@ static void sig_probe(int s)
 	p.sa_sigaction = sig_entry;
 	p.sa_flags = (int)(~0u & ~(unsigned)SA_RESETHAND);
 	sigfillset(&p.sa_mask);
+	sig_real_forget(s);
 	if (real_sigaction(s, &p, NULL) == 0 && real_sigaction(s, NULL, &got) == 0 &&
 	    (got.sa_flags & SA_SIGINFO)) {
 		sig_restorer = got.sa_restorer;
@@ -216,7 +370,7 @@ void sig_install(void)
 		if (!sig_fatal(s) || real_sigaction(s, NULL, &cur) < 0 ||
 		    ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == sig_entry))
 			continue;
-		sig_view[s] = cur;
+		view_set(s, &cur);
 		sig_apply(s);
 	}
 	for (int s = 1; s < NSIG && !attach_mode && !sig_known_flags; s++)
@@ -239,6 +393,7 @@ void sig_uninstall(void)
 		if (!sig_ours[s] || real_sigaction(s, NULL, &cur) < 0 ||
 		    !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != sig_entry)
 			continue;
+		sig_real_forget(s);
 		real_sigaction(s, &sig_view[s], NULL);
 		sig_ours[s] = 0;
 	}
@@ -282,9 +437,8 @@ static int do_sigaction_managed(int s, const struct sigaction *act, struct sigac
 		 * handler that interrupted this thread inside reads through
 		 * (a disposition it sets meanwhile may show half-made in the
 		 * interrupted query's copy, no worse). */
-		int nested = own_lock(&sig_lock);
-		struct sigaction prev = sig_view[s];
-		own_unlock(&sig_lock, nested);
+		struct sigaction prev;
+		view_get(s, &prev);
 		if (old)
 			*old = prev;
 		return 0;
@@ -300,7 +454,7 @@ static int do_sigaction_managed(int s, const struct sigaction *act, struct sigac
 		sig_norm(&k, act);
 		int nested = own_lock(&sig_lock);
 		struct sigaction prev = sig_view[s];
-		sig_view[s] = k;
+		view_set(s, &k);
 		sig_apply(s);
 		own_unlock(&sig_lock, nested);
 		if (old)
@@ -316,9 +470,12 @@ static int do_sigaction_managed(int s, const struct sigaction *act, struct sigac
 	struct sigaction prev = sig_view[s];
 	/* the kernel's own reading of act (mask without SIGKILL and SIGSTOP,
 	 * the flags it knows, glibc's restorer) is what a query returns */
+	sig_real_forget(s);
 	int rc = real_sigaction(s, act, NULL);
 	if (rc == 0) {
-		real_sigaction(s, NULL, &sig_view[s]);
+		struct sigaction k;
+		real_sigaction(s, NULL, &k);
+		view_set(s, &k);
 		sig_apply(s);
 	}
 	own_unlock(&sig_lock, nested);
