@@ -164,22 +164,34 @@ def mask():
     # query, libunwind's steps), and each unmask took the pending signal
     # for the unmasking thread (607-940 of 1000 handled there, 0 now)
     # (set: the threads set a disposition instead, which installed the
-    # program's handler for a moment under a full mask: 456-626 of 1000)
+    # program's handler for a moment under a full mask: 456-626 of 1000).
+    # Up to three runs each: on a loaded machine the kernel hands one now
+    # and then to another thread natively too (the main thread woken but
+    # kept off the CPU while its signal waits: 3 of 180 native runs beside
+    # a recorded one, session 38), where those faults did it in every run.
+    def taken(cmd):
+        outs = []
+        for _ in range(3):
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            outs.append((p.returncode, p.stdout.decode(), p.stderr.decode()))
+            if p.returncode == 0 and outs[-1][1] == "main some other 0\n":
+                break
+        return outs
+
     for how in ([], ["set"]):
-        native = subprocess.run([SIGPROG, "taken", "1000"] + how, stdout=subprocess.PIPE,
-                                check=True).stdout.decode()
-        if native != "main some other 0\n":
-            fail(f"taken {how} natively: {native!r}")
+        native = taken([SIGPROG, "taken", "1000"] + how)
+        if native[-1][:2] != (0, "main some other 0\n"):
+            fail(f"taken {how} natively, {len(native)} runs: {[o[1] for o in native]!r}")
         for opts in ([], ["--all"]):
-            p = subprocess.run([ALLOCPROF, "record", "-q", "-o", "tk.trace"] + opts +
-                               [SIGPROG, "taken", "1000"] + how, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
-            out = p.stdout.decode()
-            if p.returncode != 0 or out != native:
-                fail(f"taken {how} {opts}: {out!r} (natively {native!r}), exit "
-                     f"{p.returncode}: {p.stderr.decode()}")
+            outs = taken([ALLOCPROF, "record", "-q", "-o", "tk.trace"] + opts +
+                         [SIGPROG, "taken", "1000"] + how)
+            rc, out, err = outs[-1]
+            if rc != 0 or out != "main some other 0\n":
+                fail(f"taken {how} {opts}, {len(outs)} runs: {[o[1] for o in outs]!r} "
+                     f"(natively 'main some other 0'), exit {rc}: {err}")
             else:
-                print(f"taken {how} {opts}: {out.strip()}, as natively")
+                print(f"taken {how} {opts}: {out.strip()}, as natively"
+                      + (f" (run {len(outs)} of 3)" if len(outs) > 1 else ""))
 
     # no rt_sigprocmask per sampled event: 10 times the events, not 10
     # times the calls (before: two per sampled event)
