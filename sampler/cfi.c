@@ -528,8 +528,7 @@ static const uint8_t *fde_find(const uint8_t *hdr, size_t len, uint64_t pc, uint
  * loader counts its unloads (dl_iterate_phdr's dlpi_subs), the program's
  * dlclose calls and the C library's own (iconv's modules) alike: the
  * count is looked at after each dlclose, at each rule read from the
- * tables, and every SUBS_POLL walks of a thread. */
-#define SUBS_POLL 4096
+ * tables, and every CFI_SUBS_POLL walks of a thread. */
 static uint64_t cfi_subs;	/* dlpi_subs when last looked at */
 
 static void subs_seen(uint64_t subs)
@@ -537,7 +536,8 @@ static void subs_seen(uint64_t subs)
 	if (subs == __atomic_load_n(&cfi_subs, __ATOMIC_RELAXED))
 		return;
 	lk_lock(&cfi_lock);
-	if (subs != cfi_subs) {
+	int moved = subs != cfi_subs;
+	if (moved) {
 		cfi_subs = subs;
 		uint32_t g = cfi_gen + 1;
 		/* at each 8192th, where the rules' generations would match
@@ -548,6 +548,8 @@ static void subs_seen(uint64_t subs)
 		__atomic_store_n(&cfi_gen, g, __ATOMIC_RELEASE);
 	}
 	lk_unlock(&cfi_lock);
+	if (moved)
+		unw_unloaded(); /* (libunwind's cache: stacks.c) */
 }
 
 static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -562,6 +564,11 @@ static void subs_poll(void)
 	uint64_t subs = 0;
 	dl_iterate_phdr(subs_cb, &subs);
 	subs_seen(subs);
+}
+
+void cfi_poll(void)
+{
+	subs_poll();
 }
 
 struct find {
@@ -658,7 +665,7 @@ void cfi_here(uint64_t r[3])
 int cfi_walk(uint64_t *pcs, unsigned max, uint32_t *off, unsigned noff, uint64_t *first_sp)
 {
 	uint64_t r[3];
-	if (UNLIKELY(!(++cfi_t.walks % SUBS_POLL)))
+	if (UNLIKELY(!(++cfi_t.walks % CFI_SUBS_POLL)))
 		subs_poll();
 	cfi_here(r);
 	uint64_t pc = r[0], sp = r[1], bp = r[2];

@@ -18,6 +18,11 @@ struct cfi_tls {
 extern __thread struct cfi_tls cfi_t __attribute__((tls_model("initial-exec")));
 #define CFI_COLD_LIB 16
 
+/* The loader's unload count looked at (every CFI_SUBS_POLL unwinds of a
+ * thread, walked or libunwind's). */
+#define CFI_SUBS_POLL 4096
+void cfi_poll(void);
+
 /* Reads ALLOCPROF_UNWIND (libunwind: never walk; check: compare each walk
  * with libunwind's, said on stderr where they differ). */
 void cfi_init(void);

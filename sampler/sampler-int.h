@@ -363,6 +363,14 @@ extern int sc_on, sc_always;
 void stacks_forget(void);
 uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames);
 void unwinder_load(void);
+/* An unload was seen (cfi.c): the modules mapped now are kept as the
+ * ones libunwind's cached frame shapes are good for. */
+void unw_unloaded(void);
+extern int old_lock;
+/* Whether a stack libunwind traced has a return address outside those
+ * modules; then unwind_steps unwinds it again, looking each frame up. */
+int unw_suspect(const uint64_t *pcs, unsigned d);
+unsigned unwind_steps(uint64_t *pcs);
 /* tracefile.c: the exec being made runs its image unprofiled (exec.c sets
  * it before END, which says so) */
 extern int exec_unfollowed;

@@ -223,6 +223,129 @@ void unwinder_load(void)
 #endif
 }
 
+/* ---- libunwind's trace cache after an unload -----------------------------
+ *
+ * unw_backtrace keeps each thread's frame shapes by return address and
+ * never forgets one: after a module is unloaded, another mapped where it
+ * was gets unwound with the first one's shapes (tests/e2e/unwind.sh,
+ * reload under ALLOCPROF_UNWIND=libunwind: B's frame read as A's, its
+ * caller lost). The modules mapped when the loader's first unload is
+ * seen cannot have been mapped where an unloaded one was, as long as they
+ * stay: their ranges are kept (old_rng, sorted), and each later unload
+ * drops those no longer mapped. A stack libunwind traced with a return
+ * address outside them is unwound again by steps, which look each frame
+ * up afresh (no cache of rules: unwinder_load above). Until an unload,
+ * one load of old_n. An unload seen late (the C library's own, found by
+ * polling) leaves a module loaded meanwhile among the old ones. */
+struct urange {
+	uint64_t lo, hi; /* hi 0: unloaded since */
+};
+#define OLD_MAX 1024
+static struct urange *old_rng, *old_scan;
+static uint32_t old_n;	/* entries in old_rng; 0 before the first unload */
+int old_lock;
+
+struct old_scanning {
+	uint32_t n;
+};
+
+static int old_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct old_scanning *s = arg;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	if (hi > lo && s->n < OLD_MAX) {
+		uint32_t j = s->n++;
+		for (; j > 0 && old_scan[j - 1].lo > lo; j--)
+			old_scan[j] = old_scan[j - 1];
+		old_scan[j] = (struct urange){ lo, hi };
+	}
+	return 0;
+}
+
+void unw_unloaded(void)
+{
+	if (!unw_bt)
+		return;
+	lk_lock(&old_lock);
+	if (!old_scan && !(old_scan = map_mem(2 * OLD_MAX * sizeof(struct urange)))) {
+		lk_unlock(&old_lock);
+		return;
+	}
+	struct old_scanning s = { 0 };
+	dl_iterate_phdr(old_cb, &s);
+	if (!old_n) {
+		old_rng = old_scan + OLD_MAX;
+		memcpy(old_rng, old_scan, s.n * sizeof(struct urange));
+		__atomic_store_n(&old_n, s.n, __ATOMIC_RELEASE);
+	} else {
+		for (uint32_t i = 0, j = 0; i < old_n; i++) {
+			while (j < s.n && old_scan[j].lo < old_rng[i].lo)
+				j++;
+			if (j == s.n || old_scan[j].lo != old_rng[i].lo ||
+			    old_scan[j].hi != old_rng[i].hi)
+				__atomic_store_n(&old_rng[i].hi, 0, __ATOMIC_RELAXED);
+		}
+	}
+	lk_unlock(&old_lock);
+}
+
+int unw_suspect(const uint64_t *pcs, unsigned d)
+{
+	uint32_t n = __atomic_load_n(&old_n, __ATOMIC_ACQUIRE);
+	if (!n)
+		return 0;
+	for (unsigned k = 0; k < d; k++) {
+		uint64_t a = pcs[k] - 1;
+		uint32_t l = 0, h = n; /* the last range starting at or below a */
+		while (l < h) {
+			uint32_t m = (l + h) / 2;
+			if (old_rng[m].lo <= a)
+				l = m + 1;
+			else
+				h = m;
+		}
+		if (!l || a >= __atomic_load_n(&old_rng[l - 1].hi, __ATOMIC_RELAXED))
+			return 1;
+	}
+	return 0;
+}
+
+unsigned unwind_steps(uint64_t *pcs)
+{
+#ifdef AP_STACK_CACHE
+	unw_context_t uc;
+	unw_cursor_t cur;
+	if (!unw_ctx || !unw_init || !unw_stp || !unw_reg || unw_ctx(&uc) < 0 ||
+	    unw_init(&cur, &uc) < 0)
+		return 0;
+	uintptr_t lo = (uintptr_t)__ehdr_start, hi = (uintptr_t)_end;
+	unsigned d = 0;
+	for (int steps = 0; d < settings.max_depth; steps++) {
+		unw_word_t ip = 0;
+		if (unw_reg(&cur, UNW_REG_IP, &ip) < 0)
+			break;
+		if (d || !(ip - lo < hi - lo))
+			pcs[d++] = ip;
+		if (unw_stp(&cur) <= 0 || steps > (int)(MAX_DEPTH_CAP + OWN_FRAMES_SLACK))
+			break;
+	}
+	return d;
+#else
+	(void)pcs;
+	return 0;
+#endif
+}
+
 /* ALLOCPROF_UNWIND=check: a walk's frames (n of them, -1: it gave up)
  * against libunwind's, said where they differ; pcs gets libunwind's. */
 static uint64_t chk_walked, chk_gaveup, chk_differ;

@@ -33,6 +33,10 @@ static inline __attribute__((always_inline)) unsigned unwind_lib(uint64_t *pcs)
 	unsigned d = 0;
 	for (; i < n && d < settings.max_depth; i++)
 		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
+	if (UNLIKELY(!(++cfi_t.walks % CFI_SUBS_POLL)))
+		cfi_poll();
+	if (UNLIKELY(unw_suspect(pcs, d)))
+		d = unwind_steps(pcs);
 	return d;
 }
 
