@@ -96,6 +96,10 @@ _Static_assert(sizeof(struct ap_tls) <= 64, "TLS block must stay small");
  * thread was inside glibc's realloc: "corrupted double-linked list",
  * about 1 run in 40 on a loaded CPU). */
 #define GUARD_OWN (1u << 31)
+/* On the thread inside fork's window (signals.c, sig_fork_open), and in
+ * the child its copy, until the sampler's state is whole again: a signal
+ * that comes meanwhile is handed back to the kernel for later. */
+#define GUARD_FORK (1u << 30)
 struct ap_hold {
 	uint64_t calls;
 	int64_t countdown;
@@ -503,7 +507,6 @@ void alt_install(void);
 void alt_remove(void);
 void sig_install(void);
 void sig_uninstall(void);
-extern uint32_t fork_tid;
 void sig_fork_open(const sigset_t *prog);
 void sig_fork_close(void);
 

@@ -182,8 +182,9 @@ static void sig_die(int s)
  * the thread it chose. The faults (SIGSEGV and its kind) stay blocked:
  * one inside the window is the sampler's, and ends the process as it
  * would have. Signals whose handler is the program's own (SIGCHLD,
- * SIGWINCH ...) stay blocked too, as before. */
-uint32_t fork_tid;
+ * SIGWINCH ...) stay blocked too, as before. The window is the thread's
+ * (GUARD_FORK): in the child, its copy, from the clone until fork_child
+ * blocks every signal again; not another thread's, nor a vfork child's. */
 
 static int sig_fault(int s)
 {
@@ -208,14 +209,16 @@ void sig_fork_open(const sigset_t *prog)
 		}
 	if (!any)
 		return;
-	__atomic_store_n(&fork_tid, sys_gettid(), __ATOMIC_RELAXED);
+	tls.guard |= GUARD_FORK;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pthread_sigmask(SIG_SETMASK, &win, NULL);
 }
 
 /* (before the mask is restored, or blocked again in the child) */
 void sig_fork_close(void)
 {
-	__atomic_store_n(&fork_tid, 0, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tls.guard &= ~GUARD_FORK;
 }
 
 /* s came to the window's thread: back to the kernel, queued for this
@@ -241,8 +244,7 @@ static void sig_entry(int s, siginfo_t *si, void *uc)
 {
 	if (s == SIGXFSZ && in_trace_write)
 		return; /* our write, not the program's: it gets EFBIG */
-	uint32_t ft = __atomic_load_n(&fork_tid, __ATOMIC_RELAXED);
-	if (UNLIKELY(ft) && ft == sys_gettid()) {
+	if (UNLIKELY(tls.guard & GUARD_FORK)) {
 		sig_fork_defer(s, si, uc);
 		return;
 	}
