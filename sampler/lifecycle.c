@@ -139,6 +139,65 @@ static void child_locks_release(void)
 	tfile.owner = 0;
 }
 
+/* The loader's write lock: glibc's dl_load_write_lock, the recursive
+ * mutex dl_iterate_phdr holds around its callbacks, owned by the holder's
+ * thread id. A handler that forked while the sampler was inside one (the
+ * walk reads a new return address's rule there, libunwind looks modules up
+ * there) left the child, whose thread has another id, holding it for
+ * good: the unlock when the handler returned was refused (EPERM), and the
+ * next dl_iterate_phdr, the walk's next rule, waited for ever
+ * (tests/process/sigfork, `fork 50 --all`: once in some hundreds of
+ * runs). Natively malloc never takes that lock. Found once, from inside a
+ * dl_iterate_phdr callback, as the one recursive mutex in _rtld_global
+ * owned by the calling thread; in such a child, a lock owned by the
+ * forking thread's old id passes to its new one, and the interrupted
+ * call lets it go as it would have in the parent. */
+static pthread_mutex_t *loader_wlock;
+
+struct wlock_find {
+	uint8_t *g;
+	size_t len;
+	int tid;
+	pthread_mutex_t *found;
+	int n;
+};
+
+static int wlock_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	struct wlock_find *w = arg;
+	for (size_t off = 0; off + sizeof(pthread_mutex_t) <= w->len; off += 8) {
+		pthread_mutex_t *m = (pthread_mutex_t *)(w->g + off);
+		if (m->__data.__owner == w->tid && m->__data.__lock != 0 &&
+		    m->__data.__count == 1 && (m->__data.__kind & 3) == PTHREAD_MUTEX_RECURSIVE_NP) {
+			w->found = m;
+			w->n++;
+		}
+	}
+	return 1;
+}
+
+void loader_lock_probe(void)
+{
+	void *g = dlvsym(RTLD_DEFAULT, "_rtld_global", "GLIBC_PRIVATE");
+	Dl_info di;
+	const ElfW(Sym) *sym = NULL;
+	if (!g || !dladdr1(g, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
+		return;
+	struct wlock_find w = { g, sym->st_size, (int)sys_gettid(), NULL, 0 };
+	dl_iterate_phdr(wlock_cb, &w);
+	if (w.n == 1)
+		loader_wlock = w.found;
+}
+
+void loader_lock_adopt(uint32_t was, uint32_t now)
+{
+	pthread_mutex_t *m = loader_wlock;
+	if (m && was && now && __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == (int)was)
+		__atomic_store_n(&m->__data.__owner, (int)now, __ATOMIC_RELAXED);
+}
+
 /* A fork made while this thread is inside the sampler: a signal handler
  * that interrupted it forked. The code it interrupted may hold any of
  * the locks below and runs on once the handler returns, in the parent
@@ -171,7 +230,9 @@ static void fork_child_inside(void)
 	__atomic_store_n(&proc.state, AP_DISABLED, __ATOMIC_RELEASE);
 	child_locks_release();
 	proc.pid = sys_getpid();
+	uint32_t was = tls.tid;
 	tls.tid = sys_gettid();
+	loader_lock_adopt(was, tls.tid);
 	__atomic_store_n(&tfile.ring, 0, __ATOMIC_RELAXED);
 	buffers_privatize();
 	int fd = __atomic_exchange_n(&tfile.fd, -1, __ATOMIC_RELAXED);

@@ -381,6 +381,12 @@ extern int exec_unfollowed;
 /* boot.c: unwinder_load ran for an early call's stack (early_stack) */
 extern int unwinder_early;
 
+/* lifecycle.c: the loader's write lock, found (at the start) and, in the
+ * child of a fork a handler made inside the sampler, passed from the
+ * forking thread's old id to its new one */
+void loader_lock_probe(void);
+void loader_lock_adopt(uint32_t was, uint32_t now);
+
 /* modules.c */
 int modules_init(void);
 void modules_forget(void);

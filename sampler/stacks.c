@@ -188,6 +188,8 @@ void unwinder_load(void)
 	if (unw_bt)
 		ap_text_range_of((const void *)unw_bt, &unw_text_lo, &unw_text_hi);
 	cfi_init();
+	if (!attach_mode) /* (attached, no dl call more than needed: the program runs on) */
+		loader_lock_probe();
 	if (!unw_bt) {
 		say("libunwind.so.8", "not loadable: stacks will be empty");
 		return;
