@@ -135,6 +135,7 @@ static void child_locks_release(void)
 {
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
 	own_heap_lock = pre_lock = cfi_lock = old_lock = 0;
+	sig_child_reset();
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;
 }
@@ -285,6 +286,9 @@ static void fork_parent(void)
 	lk_unlock(&threads.lock);
 	lk_unlock(&pre_lock);
 	tls.guard--;
+	/* (blocked before the window closes: a signal between the two
+	 * would run the program's handler under the window's mask) */
+	sig_block(NULL);
 	sig_fork_close();
 	sig_restore(&mask);
 }

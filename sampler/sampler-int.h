@@ -515,6 +515,7 @@ void sig_install(void);
 void sig_uninstall(void);
 void sig_fork_open(const sigset_t *prog);
 void sig_fork_close(void);
+void sig_child_reset(void);
 
 /* exec.c */
 void exec_save_settings(void);

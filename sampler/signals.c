@@ -21,6 +21,8 @@ static struct sigaction sig_view[NSIG];	/* the program's dispositions */
 /* Odd while sig_view changes (under sig_lock): queries read the view
  * without the lock (view_get). */
 static unsigned sig_seq;
+/* the flags the kernel keeps, learnt by sig_probe (0: not known) */
+static unsigned sig_known_flags;
 static uint8_t sig_ours[NSIG];		/* sig_entry is installed for real */
 __thread void *alt_mine __attribute__((tls_model("initial-exec")));
 
@@ -64,10 +66,23 @@ static void view_copy(void *dst, const void *src)
 static void view_set(int s, const struct sigaction *k)
 {
 	unsigned q = __atomic_load_n(&sig_seq, __ATOMIC_RELAXED);
+	if (q & 1) {
+		/* a handler's set inside this thread's own (own_lock's
+		 * nesting): the sequence stays odd until the outer one ends */
+		view_copy(&sig_view[s], k);
+		return;
+	}
 	__atomic_store_n(&sig_seq, q + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	view_copy(&sig_view[s], k);
 	__atomic_store_n(&sig_seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* A fork's child, its sig_lock let go: a set another thread was making
+ * (gone in the child) left the sequence odd. */
+void sig_child_reset(void)
+{
+	sig_seq &= ~1u;
 }
 
 /* A query's read of the view: a copy made while no set was under way,
@@ -104,10 +119,23 @@ static void view_get(int s, struct sigaction *out)
  * 111,000-119,000 sched_yield calls in a run, 39,000-73,000 now). */
 static struct sigaction sig_real[NSIG];
 static uint8_t sig_real_known[NSIG];
+/* Odd while a disposition is set outside sig_lock (sig_entry's
+ * SA_RESETHAND, sig_die): a set under the lock that raced one keeps
+ * nothing in sig_real. */
+static unsigned sig_real_gen[NSIG];
 
 static void sig_real_forget(int s)
 {
-	__atomic_store_n(&sig_real_known[s], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sig_real_known[s], 0, __ATOMIC_SEQ_CST);
+}
+
+/* A real disposition set outside sig_lock. */
+static void sig_real_set_outside(int s, const struct sigaction *k)
+{
+	__atomic_add_fetch(&sig_real_gen[s], 1, __ATOMIC_SEQ_CST);
+	sig_real_forget(s);
+	real_sigaction(s, k, NULL);
+	__atomic_add_fetch(&sig_real_gen[s], 1, __ATOMIC_SEQ_CST);
 }
 
 /* Puts the real disposition of s in line with sig_view[s]; `locked`:
@@ -132,12 +160,17 @@ static void sig_apply_real(int s, int locked)
 			k.sa_mask = v->sa_mask;
 		}
 	}
-	if (!locked || !__atomic_load_n(&sig_real_known[s], __ATOMIC_RELAXED) ||
-	    memcmp(&sig_real[s], &k, sizeof(k)) != 0) {
+	if (!locked) {
+		sig_real_set_outside(s, &k);
+	} else if (!__atomic_load_n(&sig_real_known[s], __ATOMIC_SEQ_CST) ||
+		   memcmp(&sig_real[s], &k, sizeof(k)) != 0) {
+		unsigned g = __atomic_load_n(&sig_real_gen[s], __ATOMIC_SEQ_CST);
 		sig_real_forget(s);
-		if (real_sigaction(s, &k, NULL) == 0 && locked) {
+		if (real_sigaction(s, &k, NULL) == 0 && !(g & 1)) {
 			sig_real[s] = k;
-			__atomic_store_n(&sig_real_known[s], 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&sig_real_known[s], 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&sig_real_gen[s], __ATOMIC_SEQ_CST) != g)
+				sig_real_forget(s);
 		}
 	}
 	sig_ours[s] = k.sa_handler != SIG_IGN;
@@ -160,8 +193,7 @@ static void sig_die(int s)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
-	sig_real_forget(s);
-	real_sigaction(s, &sa, NULL);
+	sig_real_set_outside(s, &sa);
 	/* pending until the handler returns and the mask is restored */
 	raise(s);
 	tls.guard--;
@@ -197,7 +229,10 @@ static int sig_fault(int s)
  * does not block. */
 void sig_fork_open(const sigset_t *prog)
 {
-	if (!__atomic_load_n(&sig_on, __ATOMIC_ACQUIRE))
+	/* (without sig_known_flags, attached, a set installs the program's
+	 * handler for a moment: it could run in the window) */
+	if (!__atomic_load_n(&sig_on, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&sig_known_flags, __ATOMIC_RELAXED))
 		return;
 	sigset_t win;
 	sigfillset(&win);
@@ -231,6 +266,12 @@ static void sig_fork_defer(int s, siginfo_t *si, ucontext_t *uc)
 	int saved = errno;
 	long pid = sys_getpid(), tid = sys_gettid();
 	siginfo_t copy = *si;
+	/* blocked first: under SA_NODEFER it is not, and the one queued
+	 * would come back at once, again and again */
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, s);
+	pthread_sigmask(SIG_BLOCK, &one, NULL);
 	if (!(may_call(SYS_rt_tgsigqueueinfo, (uint64_t)pid, (uint64_t)tid, (uint64_t)s,
 		       (uint64_t)(uintptr_t)&copy) &&
 	      syscall(SYS_rt_tgsigqueueinfo, pid, tid, s, &copy) == 0) &&
@@ -316,7 +357,6 @@ void alt_remove(void)
  * (the program's threads run meanwhile, and could take the probe's
  * flags): a set then installs the program's disposition and reads it
  * back. */
-static unsigned sig_known_flags;
 static void (*sig_restorer)(void);
 #ifndef SA_RESTORER	/* (the kernel's; glibc's headers leave it out) */
 #if defined(__x86_64__)

@@ -274,36 +274,52 @@ static int old_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-void unw_unloaded(void)
+/* Never waits on old_lock: a thread that holds the loader's lock (a
+ * malloc inside the program's own dl_iterate_phdr callback) would wait
+ * for one waiting on the loader's lock, or a handler for the code it
+ * interrupted. Who finds it held leaves the scan to its holder
+ * (old_again), which scans again before it goes. */
+static int old_again;
+
+static void old_scan_now(void)
 {
-	if (!unw_bt)
-		return;
-	lk_lock(&old_lock);
-	if (!old_scan && !(old_scan = map_mem(2 * OLD_MAX * sizeof(struct urange)))) {
-		lk_unlock(&old_lock);
-		return;
-	}
 	struct old_scanning s = { 0 };
 	dl_iterate_phdr(old_cb, &s);
 	if (!old_n) {
 		old_rng = old_scan + OLD_MAX;
 		memcpy(old_rng, old_scan, s.n * sizeof(struct urange));
 		__atomic_store_n(&old_n, s.n, __ATOMIC_RELEASE);
-	} else {
-		for (uint32_t i = 0, j = 0; i < old_n; i++) {
-			while (j < s.n && old_scan[j].lo < old_rng[i].lo)
-				j++;
-			if (j == s.n || old_scan[j].lo != old_rng[i].lo ||
-			    old_scan[j].hi != old_rng[i].hi)
-				__atomic_store_n(&old_rng[i].hi, 0, __ATOMIC_RELAXED);
-		}
+		return;
 	}
-	lk_unlock(&old_lock);
+	for (uint32_t i = 0, j = 0; i < old_n; i++) {
+		while (j < s.n && old_scan[j].lo < old_rng[i].lo)
+			j++;
+		if (j == s.n || old_scan[j].lo != old_rng[i].lo || old_scan[j].hi != old_rng[i].hi)
+			__atomic_store_n(&old_rng[i].hi, 0, __ATOMIC_RELAXED);
+	}
+}
+
+void unw_unloaded(void)
+{
+	if (!unw_bt)
+		return;
+	__atomic_store_n(&old_again, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&old_again, __ATOMIC_SEQ_CST)) {
+		if (__atomic_exchange_n(&old_lock, 1, __ATOMIC_SEQ_CST))
+			return; /* the holder scans again */
+		__atomic_store_n(&old_again, 0, __ATOMIC_SEQ_CST);
+		if (old_scan || (old_scan = map_mem(2 * OLD_MAX * sizeof(struct urange))))
+			old_scan_now();
+		__atomic_store_n(&old_lock, 0, __ATOMIC_SEQ_CST);
+	}
 }
 
 int unw_suspect(const uint64_t *pcs, unsigned d)
 {
 	uint32_t n = __atomic_load_n(&old_n, __ATOMIC_ACQUIRE);
+#ifndef AP_STACK_CACHE
+	n = 0; /* (no stepping unwinder to unwind it again) */
+#endif
 	if (!n)
 		return 0;
 	for (unsigned k = 0; k < d; k++) {

@@ -35,8 +35,11 @@ static inline __attribute__((always_inline)) unsigned unwind_lib(uint64_t *pcs)
 		pcs[d++] = (uint64_t)(uintptr_t)raw[i];
 	if (UNLIKELY(!(++cfi_t.walks % CFI_SUBS_POLL)))
 		cfi_poll();
-	if (UNLIKELY(unw_suspect(pcs, d)))
-		d = unwind_steps(pcs);
+	if (UNLIKELY(unw_suspect(pcs, d))) {
+		unsigned s = unwind_steps(pcs);
+		if (s)
+			d = s;
+	}
 	return d;
 }
 

@@ -193,6 +193,21 @@ def mask():
                 print(f"taken {how} {opts}: {out.strip()}, as natively"
                       + (f" (run {len(outs)} of 3)" if len(outs) > 1 else ""))
 
+    # signals sent to the process while it forks, to a handler set with
+    # SA_NODEFER: one that came inside fork's window was queued back for
+    # the forking thread unblocked, and came back at once, again and again
+    # (SIGSEGV, 3 runs in 3)
+    native = subprocess.run([SIGPROG, "forks", "500"], stdout=subprocess.PIPE)
+    if native.returncode != 0 or native.stdout != b"forks 500\n":
+        fail(f"forks natively: exit {native.returncode}, {native.stdout!r}")
+    for opts in ([], ["--all"]):
+        p = subprocess.run([ALLOCPROF, "record", "-q", "-o", "fk.trace"] + opts +
+                           [SIGPROG, "forks", "500"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0 or p.stdout != b"forks 500\n":
+            fail(f"forks {opts}: exit {p.returncode}, {p.stdout!r}: {p.stderr.decode()[:300]}")
+        else:
+            print(f"forks {opts}: 500 forks under a SIGUSR1 every 20 us, as natively")
+
     # no rt_sigprocmask per sampled event: 10 times the events, not 10
     # times the calls (before: two per sampled event)
     strace = shutil.which("strace")

@@ -28,6 +28,13 @@
  *            thread, and nothing else looks at the process's pending
  *            signals; "some": how many reach main depends on how many
  *            the kernel merged)
+ *   forks N  N forks (each child exits at once, the parent waits) while
+ *            another thread, SIGUSR1 blocked in it, sends SIGUSR1 to the
+ *            process every 20 us; the handler is set with SA_NODEFER
+ *            (it counts; one that allocated would reenter malloc
+ *            natively); prints "forks N" (a signal that came inside
+ *            fork's window was queued back for the forking thread, and
+ *            under SA_NODEFER came back at once, for ever: SIGSEGV)
  *   fds      prints what fcntl(F_DUPFD, n) gives for n = 0, 3, 10, 700 and
  *            the soft limit - 1, and how many files open() gets under its
  *            RLIMIT_NOFILE (second argument: a soft limit to set first)
@@ -314,6 +321,60 @@ static int taken(long n)
 	return 0;
 }
 
+static volatile sig_atomic_t forks_done;
+
+static volatile sig_atomic_t nodefer_calls;
+
+static void on_usr1_nodefer(int s)
+{
+	(void)s;
+	nodefer_calls++;
+}
+
+static void *sender(void *arg)
+{
+	(void)arg;
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &one, NULL);
+	pid_t me = getpid();
+	while (!forks_done) {
+		kill(me, SIGUSR1);
+		struct timespec ts = { 0, 20 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static int forks(long n)
+{
+	struct sigaction sa = { .sa_handler = on_usr1_nodefer, .sa_flags = SA_NODEFER | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t t;
+	if (pthread_create(&t, NULL, sender, NULL))
+		abort();
+	long done = 0;
+	for (long i = 0; i < n; i++) {
+		pid_t k = fork();
+		if (k == 0)
+			_exit(0);
+		if (k < 0)
+			continue;
+		int st;
+		while (waitpid(k, &st, 0) < 0 && errno == EINTR)
+			;
+		done++;
+	}
+	forks_done = 1;
+	pthread_join(t, NULL);
+	char out[64];
+	snprintf(out, sizeof(out), "forks %ld\n", done);
+	say(out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -339,6 +400,8 @@ int main(int argc, char **argv)
 		taken_sets = argc > 3 && !strcmp(argv[3], "set");
 		return taken(atol(argv[2]));
 	}
+	if (!strcmp(argv[1], "forks") && argc > 2)
+		return forks(atol(argv[2]));
 	if (!strcmp(argv[1], "fds"))
 		return fds(argc > 2 ? argv[2] : NULL);
 	return 2;
