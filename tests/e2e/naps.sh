@@ -163,5 +163,8 @@ echo "demo, record stopped for 0.4 s: blocked $vol times, $waits of them for rec
 "$ALLOCPROF" stats stop.trace | grep -q "^switches .*; blocked $waits times waiting for record to take their events" ||
 	fail "stats does not say the waits for record: $("$ALLOCPROF" stats stop.trace | grep '^switches')"
 budget=2s adv stop.json stop.trace
-expect_eq "demo, record stopped for 0.4 s: the replay's sleep_ns" "$(jq stop.json 'j["measurement"]["sleep_ns"]')" 0
+# (a loaded machine can spend 2 s before a site is measured: a second
+# try with the default budget; a suite's run on a busy host measured none)
+[ "$(jq stop.json 'j["measurement"]["sites"]')" != 0 ] || adv stop.json stop.trace
+expect_eq "demo, record stopped for 0.4 s: the replay's sleep_ns" "$(jq stop.json 'j["measurement"].get("sleep_ns", "none: no site measured")')" 0
 exit $failed
