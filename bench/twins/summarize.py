@@ -305,6 +305,10 @@ def table(d, runs, progs):
 def print_table(rows, runs):
     print("summary (%s runs each; saving = median of paired plain-twin CPU time differences, "
           "95%% distribution-free interval)" % runs)
+    more = ["%s %d" % (r["program"], r["rounds"]) for r in rows
+            if r.get("rounds") and str(r["rounds"]) != str(runs)]
+    if more:
+        print("rounds added (-N) while the interval spanned zero: " + ", ".join(more))
     h = ("program", "site", "plain CPU", "twin saves [95% interval]", "% CPU", "faults p/t",
          "advise verdict", "advise saves [interval] (source)", "ratio", "model")
     print("%-10s %-12s %9s %-28s %7s %-15s %-22s %-36s %8s  %s" % h)
@@ -358,12 +362,16 @@ def main():
         one(sys.argv[2], sys.argv[3], sys.argv[4])
     elif mode == "--table":
         print_table(table(sys.argv[2], sys.argv[3], sys.argv[4:]), sys.argv[3])
+    elif mode == "--spans-zero":
+        # exit status 0 when the CPU-time saving's interval spans zero
+        c = stats(sys.argv[2], sys.argv[3])["cpu_ms"]
+        sys.exit(0 if "saving_low" in c and c["saving_low"] <= 0 <= c["saving_high"] else 1)
     elif mode == "--json":
         rows = table(sys.argv[2], sys.argv[3], sys.argv[4:])
         json.dump({"runs": int(sys.argv[3]), "programs": rows}, sys.stdout, indent=1)
         print()
     else:
-        sys.exit("usage: summarize.py --one|--table|--json ...")
+        sys.exit("usage: summarize.py --one|--table|--json|--spans-zero ...")
 
 
 if __name__ == "__main__":
