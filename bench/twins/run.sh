@@ -27,10 +27,10 @@
 #   -n RUNS      timed runs of each of plain and twin (default 7)
 #   -N MAXRUNS   after RUNS, more rounds (one at a time, up to MAXRUNS in
 #                all) for a program whose CPU-time saving interval still
-#                spans zero: the twin's own measurement, without which its
-#                "within 35 %" cannot be judged (default MAXRUNS = RUNS:
-#                none); the table's header says RUNS, each program's
-#                line its own count
+#                spans zero, or covers less than 95 % (under 6 rounds):
+#                the twin's own measurement, without which its "within
+#                35 %" cannot be judged (default MAXRUNS = RUNS: none);
+#                the table names the programs that got more
 #   -r RECORDS   recordings of the plain program, each advised (default 1):
 #                do the verdicts hold from one recording to the next?
 #   -b BUILD     the project's build directory (default build): uses
@@ -173,7 +173,7 @@ for p in "${progs[@]}"; do
 		if ((r > runs)) && ! /usr/bin/python3 "$here/summarize.py" --spans-zero "$out" "$p"; then
 			break
 		fi
-		((r <= runs)) || say "   round $r: the saving's interval still spans zero"
+		((r <= runs)) || say "   round $r: the saving's interval still spans zero, or is short of 95 %"
 		if ((r % 2)); then order=("$p" "$p.twin"); else order=("$p.twin" "$p"); fi
 		for v in "${order[@]}"; do
 			kind=plain
