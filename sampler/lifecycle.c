@@ -182,9 +182,13 @@ static int wlock_cb(struct dl_phdr_info *info, size_t size, void *arg)
 void loader_lock_probe(void)
 {
 	void *g = dlvsym(RTLD_DEFAULT, "_rtld_global", "GLIBC_PRIVATE");
+	if (!g) {
+		dlerror(); /* (not left pending for the program's first dlerror) */
+		return;
+	}
 	Dl_info di;
 	const ElfW(Sym) *sym = NULL;
-	if (!g || !dladdr1(g, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
+	if (!dladdr1(g, &di, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 		return;
 	struct wlock_find w = { g, sym->st_size, (int)sys_gettid(), NULL, 0 };
 	dl_iterate_phdr(wlock_cb, &w);
