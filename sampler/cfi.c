@@ -580,26 +580,15 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	struct find *f = arg;
 	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
 		f->subs = info->dlpi_subs;
-	uint64_t a = f->pc - 1 - info->dlpi_addr, lo = UINT64_MAX, hi = 0;
-	const ElfW(Phdr) *eh = NULL;
-	int in = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD) {
-			in |= a - ph->p_vaddr < ph->p_memsz;
-			if (ph->p_vaddr < lo)
-				lo = ph->p_vaddr;
-			if (ph->p_vaddr + ph->p_memsz > hi)
-				hi = ph->p_vaddr + ph->p_memsz;
-		} else if (ph->p_type == PT_GNU_EH_FRAME) {
-			eh = ph;
-		}
-	}
-	if (!in)
+	struct ap_load_extent e = ap_load_extent_of(info, 0, (uintptr_t)f->pc - 1);
+	if (!e.holds)
 		return 0;
+	const ElfW(Phdr) *eh = NULL;
+	for (int i = 0; i < info->dlpi_phnum && !eh; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			eh = &info->dlpi_phdr[i];
 	const uint8_t *fde = eh ? fde_find((const uint8_t *)(info->dlpi_addr + eh->p_vaddr),
-					   eh->p_memsz, f->pc, info->dlpi_addr + lo,
-					   info->dlpi_addr + hi)
+					   eh->p_memsz, f->pc, e.lo, e.hi)
 				: NULL;
 	f->rule = fde ? rule_from_fde(fde, f->pc) : R_NONE;
 	return 1;

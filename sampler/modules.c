@@ -85,28 +85,18 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	uint8_t *r = (uint8_t *)(sm + 1);
 	uint8_t bid[64];
 	size_t blen = ap_build_id_of(info, bid, sizeof(bid));
-	size_t k = 0, nseg = 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_LOAD)
-			nseg++;
-	k += ap_put_mapping(r, info->dlpi_addr, path, plen, bid, blen, nseg);
+	struct ap_load_extent e = ap_load_extent_of(info, 0, 0);
+	if (!e.n)
+		return 0;
+	size_t k = ap_put_mapping(r, info->dlpi_addr, path, plen, bid, blen, e.n);
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		k += ap_put_segment(r + k, ph->p_vaddr, ph->p_memsz, ph->p_offset, ph->p_flags);
-		uint64_t a = info->dlpi_addr + ph->p_vaddr;
-		if (a < lo)
-			lo = a;
-		if (a + ph->p_memsz > hi)
-			hi = a + ph->p_memsz;
+		if (ph->p_type == PT_LOAD)
+			k += ap_put_segment(r + k, ph->p_vaddr, ph->p_memsz, ph->p_offset, ph->p_flags);
 	}
-	if (!nseg)
-		return 0;
 	sm->m.bias = info->dlpi_addr;
-	sm->m.start = lo;
-	sm->m.end = hi;
+	sm->m.start = e.lo;
+	sm->m.end = e.hi;
 	sm->m.name_hash = hash_bytes(path, plen);
 	sm->rec_len = k;
 	s->len += (sizeof(struct snap_mod) + k + 7) & ~(size_t)7;

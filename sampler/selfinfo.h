@@ -87,6 +87,33 @@ static inline void ap_malloc_owner_find(char *owner, size_t cap, const void *sel
 	}
 }
 
+/* A module's PT_LOAD segments whose p_flags have every bit of `flags` (0:
+ * all of them), as the process maps them: from the lowest start to the
+ * highest end, how many, and whether `at` lies in one (not only between
+ * them). */
+struct ap_load_extent {
+	uintptr_t lo, hi;	/* lo = UINTPTR_MAX, hi = 0 when none */
+	unsigned n;
+	int holds;
+};
+
+static inline struct ap_load_extent ap_load_extent_of(const struct dl_phdr_info *info, unsigned flags,
+						      uintptr_t at)
+{
+	struct ap_load_extent e = { UINTPTR_MAX, 0, 0, 0 };
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || (ph->p_flags & flags) != flags)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		e.holds |= at - a < ph->p_memsz;
+		e.lo = a < e.lo ? a : e.lo;
+		e.hi = b > e.hi ? b : e.hi;
+		e.n++;
+	}
+	return e;
+}
+
 /* The executable segments of the module that holds fn, from the lowest
  * start to the highest end (libunwind's text: where its calls come
  * from); lo = hi = 0 when no module holds it. */
@@ -98,21 +125,11 @@ static inline int ap_text_range_cb(struct dl_phdr_info *info, size_t size, void 
 {
 	(void)size;
 	struct ap_text_range *r = (struct ap_text_range *)arg;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	int mine = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		mine |= r->at >= a && r->at < b;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
-	}
-	if (!mine)
+	struct ap_load_extent e = ap_load_extent_of(info, PF_X, r->at);
+	if (!e.holds)
 		return 0;
-	r->lo = lo;
-	r->hi = hi;
+	r->lo = e.lo;
+	r->hi = e.hi;
 	return 1;
 }
 

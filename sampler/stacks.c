@@ -255,16 +255,8 @@ static int old_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct old_scanning *s = arg;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		if (info->dlpi_addr + ph->p_vaddr < lo)
-			lo = info->dlpi_addr + ph->p_vaddr;
-		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
-			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-	}
+	struct ap_load_extent e = ap_load_extent_of(info, 0, 0);
+	uint64_t lo = e.lo, hi = e.hi;
 	if (hi > lo && s->n < OLD_MAX) {
 		uint32_t j = s->n++;
 		for (; j > 0 && old_scan[j - 1].lo > lo; j--)
