@@ -378,4 +378,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except OSError as e:
+        # a directory without the program's runs (.times): one line, and
+        # a status run.sh reads as "no more rounds"
+        sys.exit("summarize.py: %s: %s" % (e.filename, e.strerror))
