@@ -569,6 +569,7 @@ static void subs_poll(void)
 void cfi_poll(void)
 {
 	subs_poll();
+	unw_poll();
 }
 
 struct find {

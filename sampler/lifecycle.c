@@ -134,7 +134,8 @@ static int fork_main;
 static void child_locks_release(void)
 {
 	own_blocks.lock = tracked_set.lock = meta.lock = threads.fallback.lock = threads.lock = 0;
-	own_heap_lock = pre_lock = cfi_lock = old_lock = 0;
+	own_heap_lock = pre_lock = cfi_lock = 0;
+	unw_child_reset();
 	sig_child_reset();
 	tfile.lock = sig_lock = 0;
 	tfile.owner = 0;

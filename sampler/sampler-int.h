@@ -370,7 +370,10 @@ void unwinder_load(void);
 /* An unload was seen (cfi.c): the modules mapped now are kept as the
  * ones libunwind's cached frame shapes are good for. */
 void unw_unloaded(void);
-extern int old_lock;
+/* A scan owed (a fork's child), done at a poll of cfi.c; the child's
+ * reset of the ranges' lock. */
+void unw_poll(void);
+void unw_child_reset(void);
 /* Whether a stack libunwind traced has a return address outside those
  * modules; then unwind_steps unwinds it again, looking each frame up. */
 int unw_suspect(const uint64_t *pcs, unsigned d);

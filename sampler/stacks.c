@@ -245,7 +245,7 @@ struct urange {
 #define OLD_MAX 1024
 static struct urange *old_rng, *old_scan;
 static uint32_t old_n;	/* entries in old_rng; 0 before the first unload */
-int old_lock;
+static int old_lock;
 
 struct old_scanning {
 	uint32_t n;
@@ -306,12 +306,32 @@ void unw_unloaded(void)
 	}
 }
 
+/* In a fork's child: a scan the parent had under way (another thread's,
+ * gone) left the ranges half made; the child scans again (unw_poll). */
+void unw_child_reset(void)
+{
+	if (old_lock)
+		old_again = 1;
+	old_lock = 0;
+}
+
+void unw_poll(void)
+{
+	if (__atomic_load_n(&old_again, __ATOMIC_SEQ_CST) && !__atomic_load_n(&old_lock, __ATOMIC_SEQ_CST))
+		unw_unloaded();
+}
+
 int unw_suspect(const uint64_t *pcs, unsigned d)
 {
-	uint32_t n = __atomic_load_n(&old_n, __ATOMIC_ACQUIRE);
 #ifndef AP_STACK_CACHE
-	n = 0; /* (no stepping unwinder to unwind it again) */
-#endif
+	(void)pcs, (void)d;
+	return 0; /* (no stepping unwinder to unwind it again) */
+#else
+	/* a scan under way or owed: the ranges are not to be trusted yet */
+	if (UNLIKELY(__atomic_load_n(&old_again, __ATOMIC_RELAXED) |
+		     __atomic_load_n(&old_lock, __ATOMIC_RELAXED)))
+		return 1;
+	uint32_t n = __atomic_load_n(&old_n, __ATOMIC_ACQUIRE);
 	if (!n)
 		return 0;
 	for (unsigned k = 0; k < d; k++) {
@@ -328,6 +348,7 @@ int unw_suspect(const uint64_t *pcs, unsigned d)
 			return 1;
 	}
 	return 0;
+#endif
 }
 
 unsigned unwind_steps(uint64_t *pcs)
