@@ -205,8 +205,8 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 	}
 	if (a->njoins)
 		printf("Grown by copy: %zu allocation%s continue%s an object the program grew by hand "
-		       "(a new block, a copy, a free: std::string, std::vector), taken as its "
-		       "growth%s\n", a->njoins, plural((double)a->njoins), a->njoins == 1 ? "s" : "",
+		       "(a new block, a copy, a free: std::string, std::vector, asprintf's buffer), "
+		       "taken as its growth%s\n", a->njoins, plural((double)a->njoins), a->njoins == 1 ? "s" : "",
 		       plural((double)a->njoins));
 	if (a->measured) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);

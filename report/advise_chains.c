@@ -19,7 +19,8 @@
  * or another, where
  *   - B is twice A's size, give or take a byte (libstdc++'s strings
  *     grow to 2n - 1 bytes with their NUL, vectors to 2n; libc++ and
- *     Rust double too), or more than twice (what an append needs: 1 % of
+ *     Rust double too), or 2n + 100 (glibc's asprintf and open_memstream
+ *     buffers), or more than twice (what an append needs: 1 % of
  *     strcat's growths) where B's site is not A's (another line). A
  *     looser rule (B at least 1.5 A) also joined a ring of 32-160 byte
  *     results whenever the next was 1.5 times the last (5,106 of
@@ -99,15 +100,19 @@ static uint32_t ch_site(const struct advise_chains *C, uint32_t stack)
 /* Whether block b (b_size, at b_stack's site) is one of a_size (at a_stack's)
  * grown as containers grow: to twice the capacity (libstdc++'s strings
  * 2n - 1 with their NUL, vectors, Rust's Vec and String, libc++ at
- * 16-byte steps 2n); or to more, what an append needs, at another site
- * (line) than the block it grows (one line makes more than twice only by
- * chance: a ring of results of random sizes, a wrapper's strings). */
+ * 16-byte steps 2n), or to 2n + 100 (glibc's string streams: asprintf's
+ * and open_memstream's buffer, whose growths inside vfprintf are the
+ * program's call's site); or to more, what an append needs, at another
+ * site (line) than the block it grows (one line makes more than twice
+ * only by chance: a ring of results of random sizes, a wrapper's
+ * strings). */
 static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_t a_stack,
 			 uint64_t b_size, uint32_t b_stack)
 {
 	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
-	return b_size <= 2 * a_size + 1 || ch_site(C, a_stack) != ch_site(C, b_stack);
+	return b_size <= 2 * a_size + 1 || b_size == 2 * a_size + 100 ||
+	       ch_site(C, a_stack) != ch_site(C, b_stack);
 }
 
 /* FREE e ended block a (addr, size, stack): the join, if its thread's

@@ -637,7 +637,17 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		while (pc < nframes && !frames[pc].truncated &&
 		       system_module(t, &own, frames[pc].module))
 			pc++;
-		if (pc > cs && pc < nframes && !frames[pc].truncated) {
+		bool in_wrapper = false;
+		for (size_t j = cs; j < pc && !in_wrapper; j++)
+			in_wrapper = ap_sym_alloc_wrapper(frames[j].func);
+		if (in_wrapper && pc < nframes && !frames[pc].truncated) {
+			/* Inside one of the allocating wrappers the symbolizer
+			 * makes its caller the site of (asprintf's growths,
+			 * through vfprintf's buffer, beside its own first and
+			 * last malloc): that site's, as the wrapper's own
+			 * allocations are, one pool for one call. */
+			cs = pc;
+		} else if (pc > cs && pc < nframes && !frames[pc].truncated) {
 			/* the function the program called by name, else the
 			 * library's outermost frame's: without glibc's internal
 			 * alias prefix, "__GI__IO_fputs" is fputs's,

@@ -380,7 +380,8 @@ static void growth_code_words(struct ap_buf *t, const struct ap_advise_site *s)
 	if (s->measured && ap_advise_by_copy(s) && s->r.reallocs_avoided >= 0.5 && s->m.saved_ns > 0)
 		ap_buf_addstr(t, " The replay measured makes each growth's calls and copy; the "
 			      "container's own code for a growth (libstdc++'s _M_realloc_insert or "
-			      "_M_mutate, operator new and delete), which a reused object skips too, "
+			      "_M_mutate, operator new and delete; vfprintf's for asprintf's buffer), "
+			      "which a reused object skips too, "
 			      "is the program's and is not replayed: the program may save more than "
 			      "measured (bench/twins' vecgrow and strcat: some 20 ns a growth).");
 }

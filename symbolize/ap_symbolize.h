@@ -94,6 +94,11 @@ size_t ap_sym_pc(struct ap_symbolizer *s, uint64_t pc, const struct ap_frame **f
 size_t ap_sym_stack(struct ap_symbolizer *s, const struct ap_stack *st,
 		    struct ap_frame **out, size_t *n, size_t *alloc);
 
+/* Whether func is one of the C library's allocating wrappers that
+ * ap_sym_stack counts among the allocator frames, whose caller is the
+ * call site (strdup, asprintf and their internal names). */
+bool ap_sym_alloc_wrapper(const char *func);
+
 /* Appends the short name of the demangled name `func`: for C++ the name
  * Go's pprof shows by default (no return type, template arguments,
  * parameters or const/& qualifiers: "geo::detail::make_point"); for Rust

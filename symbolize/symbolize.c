@@ -1050,16 +1050,34 @@ static const char *const alloc_names[] = {
 	"aligned_alloc", "memalign", "valloc", "pvalloc", "cfree",
 	"__posix_memalign", "_mid_memalign", "sysmalloc", "tcache_init",
 	"malloc_hook_ini", "realloc_hook_ini", "memalign_hook_ini",
-	/* wrappers whose caller is the interesting site */
-	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "asprintf",
-	"vasprintf", "__asprintf", "___asprintf", "__vasprintf",
-	"__vasprintf_internal", "__asprintf_chk", "__vasprintf_chk",
 	/* Rust's global allocator shims (__rust_alloc calls __rdl_alloc,
 	 * the System allocator, or __rg_alloc, a #[global_allocator]) */
 	"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rust_dealloc",
 	"__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc", "__rdl_dealloc",
 	"__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "__rg_dealloc",
 };
+
+/* The C library's wrappers whose caller is the interesting site. */
+static const char *const alloc_wrapper_names[] = {
+	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "asprintf",
+	"vasprintf", "__asprintf", "___asprintf", "__vasprintf",
+	"__vasprintf_internal", "__asprintf_chk", "__vasprintf_chk",
+};
+
+static bool name_in(const char *name, const char *const *names, size_t n)
+{
+	if (!strncmp(name, "__GI_", 5))
+		name += 5;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+bool ap_sym_alloc_wrapper(const char *func)
+{
+	return func && name_in(func, alloc_wrapper_names, AP_ARRAY_SIZE(alloc_wrapper_names));
+}
 
 /* The crates of Rust's standard library (hashbrown is std's HashMap). */
 static const char *const rust_std_crates[] = { "alloc", "core", "std", "hashbrown" };
@@ -1131,9 +1149,8 @@ static bool is_allocator(struct ap_symbolizer *s, const struct ap_frame *f)
 		c += 5;
 	if (!strncmp(c, "__libc_", 7) || !strncmp(c, "_int_", 5))
 		return true;
-	for (size_t i = 0; i < AP_ARRAY_SIZE(alloc_names); i++)
-		if (!strcmp(c, alloc_names[i]))
-			return true;
+	if (name_in(c, alloc_names, AP_ARRAY_SIZE(alloc_names)) || ap_sym_alloc_wrapper(c))
+		return true;
 	/* The C++ standard library between operator new and the user's code
 	 * (std::allocator, allocator_traits, vector growth, string
 	 * construction): the call site is the user's line that asked. */

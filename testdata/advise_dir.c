@@ -6,7 +6,10 @@
  * opendir_tail, which allocates: the name is the function called, not
  * that one, and so at each line marked VIA (fopen's FILE, made by
  * __fopen_internal; fprintf's buffer, by __fprintf, fprintf's own name in
- * glibc; setenv's copy, by __add_to_environ). usage: advise_dir [TIMES] */
+ * glibc; setenv's copy, by __add_to_environ). asprintf's buffer, which
+ * vfprintf grows by copy (100, 300, 700, 1500 bytes) and asprintf then
+ * fits to the message, is one site, the program's line marked ONE, its
+ * growths the object's. usage: advise_dir [TIMES] */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,26 +28,32 @@ static unsigned list_once(const char *path)
 	return n;
 }
 
-static void file_once(unsigned i)
+static unsigned file_once(unsigned i)
 {
 	FILE *f = fopen("/dev/null", "w"); /* VIA: fopen */
 	if (!f)
-		return;
+		return 0;
 	fprintf(f, "%u\n", i); /* VIA: fprintf */
+	char *msg = NULL;
+	int len = asprintf(&msg, "%u:%*s", i, (int)(300 + i % 900), ""); /* ONE */
+	if (len > 0)
+		fputs(msg, f);
+	free(msg);
 	fclose(f);
 	char v[16];
 	snprintf(v, sizeof(v), "%u", i);
 	setenv("ADVISE_DIR_LAST", v, 1); /* VIA: setenv */
+	return len > 0 ? (unsigned)len : 0;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned times = argc > 1 ? (unsigned)atoi(argv[1]) : 2000, n = 0;
+	unsigned times = argc > 1 ? (unsigned)atoi(argv[1]) : 2000, n = 0, chars = 0;
 	for (unsigned i = 0; i < times; i++) {
 		n += list_once("/");
 		if (i % 20 == 0)
-			file_once(i);
+			chars += file_once(i);
 	}
-	td_say("advise_dir: %u entries\n", n);
+	td_say("advise_dir: %u entries, %u characters formatted\n", n, chars);
 	return 0;
 }

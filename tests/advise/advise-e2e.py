@@ -277,6 +277,23 @@ def via(prog, libfunc):
             sys.exit("FAIL: %s.c:%d: site %s, want one via %s" % (prog, line, m and m["site"], func))
     if s["gets"] < 1000:
         sys.exit("FAIL: %s: %d gets at the program's line, want the 2000 of the library" % (prog, s["gets"]))
+    # a wrapper's allocations, its own and those of the library code it
+    # calls (asprintf's, vfprintf's growths), are one site, one object
+    # a call, grown by copy
+    with open(os.path.join(SRC, prog + ".c")) as f:
+        ones = [n for n, line in enumerate(f, 1) if "/* ONE */" in line]
+    for line in ones:
+        at = [x for x in adv["sites"] if x["file"] and x["file"].endswith("/" + prog + ".c")
+              and x["line"] == line]
+        print("%s.c:%d: %s" % (prog, line, ", ".join("%s (%d gets, %.2f grown by copy)"
+              % (x["site"], x["gets"], x["growth_by_copy_share"]) for x in at)))
+        if len(at) != 1:
+            sys.exit("FAIL: %s.c:%d: %d sites, want one" % (prog, line, len(at)))
+        # (100 calls; asprintf copies a message into a block of its size
+        # when its buffer is twice that or more: a second object)
+        if not 100 <= at[0]["gets"] <= 200 or at[0]["growth_by_copy_share"] <= 0.5:
+            sys.exit("FAIL: %s.c:%d: %d gets (want the 100 calls' 100-200), %.2f of its blocks "
+                     "grown by copy" % (prog, line, at[0]["gets"], at[0]["growth_by_copy_share"]))
 
 
 def sampled(prog):

@@ -832,6 +832,54 @@ static void test_growth_by_copy(void)
 	ap_trace_free(t);
 }
 
+/* glibc's string streams (asprintf, open_memstream) grow their buffer
+ * to 2n + 100 bytes, a new block at the same line (inside vfprintf,
+ * attributed to the program's call of asprintf): 10 objects of 100 bytes
+ * grown to 300 and then 700 are joined (20 growths), 10 grown from 100
+ * to 301 at the same line are not (more than twice, at one line: a ring
+ * of results of random sizes). */
+static void test_growth_string_stream(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pc = 0x1000;
+	uint32_t st = ap_tw_stack(tw, &pc, 1);
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x300000, 100, st);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x310000, 300, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x300000);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x320000, 700, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x310000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x320000);
+	}
+	for (int i = 0; i < 10; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x400000, 100, st);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x410000, 301, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x400000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x410000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t sites[2] = { UINT32_MAX, 0 };
+	char *fn[1] = { "fmt" };
+	struct ap_site_map m = { .site_of_stack = sites, .nsites = 1, .function = fn };
+	struct ap_replay_join *j;
+	size_t nj;
+	struct ap_error err;
+	CHECK(ap_advise_joins(t, &m, &j, &nj, &err) == 0, "joins: %s", err.msg);
+	EQ("string streams' growths", nj, 20);
+	for (size_t k = 0; k < nj && k < 20; k++) {
+		EQ("a growth's allocation", j[k].i, 6 * (k / 2) + (k % 2 ? 3 : 1));
+		EQ("the block it continues", j[k].addr, k % 2 ? 0x310000 : 0x300000);
+	}
+	free(j);
+	ap_trace_free(t);
+}
+
 /* The runner's first write of a share of each block (ALLOCPROF_REPLAY_TOUCH
  * through opts.touch): blocks of 40 MiB, above glibc's largest mmap
  * threshold, are fresh mappings, so the page faults beyond those of a
@@ -1354,6 +1402,7 @@ int main(int argc, char **argv)
 	test_one_thread();
 	test_free_list();
 	test_growth_by_copy();
+	test_growth_string_stream();
 	test_touch();
 	test_whole();
 	test_sleep_budget();
