@@ -840,14 +840,8 @@ static void test_growth_by_copy(void)
  * of results of random sizes). */
 static void test_growth_string_stream(void)
 {
-	struct ap_tw_header h;
-	ap_tw_header_init(&h);
-	h.cpus = 1;
-	h.start_ns = START;
-	struct ap_tw *tw = ap_tw_new(&h);
-	uint64_t pc = 0x1000;
-	uint32_t st = ap_tw_stack(tw, &pc, 1);
-	ap_tw_thread(tw, 1000, "main");
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
 	uint64_t ts = START + 1000;
 	for (int i = 0; i < 10; i++) {
 		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x300000, 100, st);
