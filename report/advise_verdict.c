@@ -602,9 +602,9 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	if (r->gets <= 0) {
 		s->verdict = AP_VERDICT_ELSEWHERE;
 		if (s->born_at)
-			s->reasons = xasprintf("Objects born at %s grow here by %s: a pool belongs where "
-					       "they are born (see that site), and keeps them at the size they "
-					       "grow to.", s->born_at, grow_how(s));
+			s->reasons = xasprintf("Objects born at %s are resized here by %s (grown or "
+					       "shrunk): a pool belongs where they are born (see that site), and "
+					       "keeps them at the largest size they reach.", s->born_at, grow_how(s));
 		else if (a->sampled && s->births_seen)
 			s->reasons = xasprintf("The %llu sample%s here saw the birth of objects that later grow "
 					       "by realloc%s%s; an object is counted once, by its last block, so "
@@ -902,6 +902,17 @@ static void saving_words(const struct ap_measured *m, char *d1, char *d2, char *
 	ap_advise_format_duration(d3, 32, m->saved_ns >= 0 ? m->high_ns : -m->low_ns);
 }
 
+/* Why a replay's heap was trimmed where the program's was not: with
+ * threads, the order they took turns in; with one, the heap the
+ * allocator's calls alone leave (the program's other memory, its stacks,
+ * mappings and what ran before the trace began, is not replayed). */
+static const char *trim_why(const struct ap_advice *a)
+{
+	return a->script_threads > 1 ? "how the replay's threads took turns decides it"
+				     : "the replay makes the allocator's calls alone, in the program's "
+				       "order, and its heap is not laid out exactly as the program's was";
+}
+
 static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
@@ -961,8 +972,8 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 			    "interval's upper and lower end: from the fewest and the most faults of "
 			    "its runs) for the %.0f page faults its baseline made beyond the recorded "
 			    "run's %.0f (glibc trimmed the replay's heap where it did not trim the "
-			    "program's: how the replay's threads took turns decides it), at the %s one "
-			    "costs here, measured", d6, d8, d9, s->excess_faults, prog, d7);
+			    "program's: %s), at the %s one costs here, measured", d6, d8, d9,
+			    s->excess_faults, prog, trim_why(a), d7);
 		double w = excess_weight(B->minflt, prog);
 		if (w < 1)
 			ap_buf_addf(b, ", %.0f%% of them counted (a baseline under %.3g times the run's "
@@ -1170,9 +1181,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addf(&t, ") "
 			    "where the recorded run made %.0f, recording included, and with the pool "
 			    "%.0f: glibc trimmed the replay's heap where it did not trim the program's "
-			    "(how the replay's threads took turns decides it), and the saving is mostly "
-			    "those faults, which the program does not make",
-			    prog_faults, m->cost.minflt);
+			    "(%s), and the saving is mostly those faults, which the program does not "
+			    "make",
+			    prog_faults, m->cost.minflt, trim_why(a));
 		if (excess_ns > 0) {
 			ap_advise_format_duration(b1, sizeof(b1), excess_ns);
 			ap_advise_format_duration(b2, sizeof(b2), B->fault_ns);
