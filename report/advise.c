@@ -372,6 +372,7 @@ struct site_info {		/* facts gathered once */
 	double life_sum, life_w;
 	double cross;		/* of the freed: by another thread than made them (weighted) */
 	double callocs;		/* --all: births by calloc */
+	double aligned;		/* --all: births by posix_memalign, aligned_alloc, memalign */
 };
 
 /* What an object's birth and growth cost through malloc. */
@@ -555,6 +556,7 @@ static inline void obj_birth(struct walk *w, struct advise_obj *ob, const struct
 			si->samples++;
 			info_birth(si, rp, e->size, 1);
 			si->callocs += e->kind == AP_KIND_CALLOC;
+			si->aligned += e->kind == AP_KIND_ALIGNED;
 		}
 		return;
 	}
@@ -1670,6 +1672,7 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->mean_life_ns = si->life_w > 0 ? si->life_sum / si->life_w : 0;
 	site->cross_thread_share = si->life_w > 0 ? si->cross / si->life_w : 0;
 	site->calloc_share = si->births > 0 ? si->callocs / si->births : 0;
+	site->aligned_share = si->births > 0 ? si->aligned / si->births : 0;
 	site->mean_size = req->total > 0 ? req->sum / req->total : 0;
 	site->p50_size = size_hist_quantile(req, 0.5);
 	site->p90_size = size_hist_quantile(req, 0.9);

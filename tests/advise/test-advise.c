@@ -635,6 +635,40 @@ static void test_calloc_words(void)
 	ap_trace_free(t);
 }
 
+/* A measured site of aligned blocks of 4 KiB and more: said that the
+ * cache misses of blocks that move are not in the replay; not for
+ * smaller blocks, nor a site mostly of malloc's. */
+static void test_aligned_words(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	a->has_switches = false;
+	s->r.gets = 10;
+	s->r.misses = 1;
+	s->r.allocs_avoided = 9;
+	s->aligned_share = 1;
+	s->p50_size = 16384;
+	judge(a, s, 20, 19, 21);
+	if (!strstr(s->reasons, "Its objects are aligned (100%: posix_memalign, aligned_alloc)")) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	struct { double share, p50; } no[] = { { 1, 1024 }, { 0.3, 16384 } };
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		s->aligned_share = no[i].share;
+		s->p50_size = no[i].p50;
+		judge(a, s, 20, 19, 21);
+		if (strstr(s->reasons, "aligned")) {
+			fprintf(stderr, "%s: %.1f aligned, p50 %.0f: %s\n", __func__, no[i].share, no[i].p50,
+				s->reasons);
+			failures++;
+		}
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* handed_site for the model's verdict (advise_judge): no facts, no
  * replay result yet. */
 static struct ap_advise_site *model_site(struct ap_trace **t, struct ap_advice **a, struct site_facts *f)
@@ -1987,6 +2021,7 @@ int main(int argc, char **argv)
 	test_small_estimate();
 	test_refer();
 	test_calloc_words();
+	test_aligned_words();
 	test_no_hits();
 	test_steady_peak();
 	test_small_cap();
