@@ -606,17 +606,24 @@ static void test_larger_verdict(void)
 	ap_trace_free(t);
 }
 
+/* handed_site without the run's switches, 9 hits of 10 gets. */
+static struct ap_advise_site *hits_site(struct ap_trace **t, struct ap_advice **a)
+{
+	struct ap_advise_site *s = handed_site(t, a);
+	(*a)->has_switches = false;
+	s->r.gets = 10;
+	s->r.misses = 1;
+	s->r.allocs_avoided = 9;
+	return s;
+}
+
 /* A measured saving at a site of calloc's objects: said that the pool
  * measured does not clear them. */
 static void test_calloc_words(void)
 {
 	struct ap_trace *t;
 	struct ap_advice *a;
-	struct ap_advise_site *s = handed_site(&t, &a);
-	a->has_switches = false;
-	s->r.gets = 10;
-	s->r.misses = 1;
-	s->r.allocs_avoided = 9;
+	struct ap_advise_site *s = hits_site(&t, &a);
 	s->calloc_share = 1;
 	judge(a, s, 20, 19, 21);
 	CHECK("calloc: pool", s->verdict, AP_VERDICT_POOL);
@@ -642,11 +649,7 @@ static void test_aligned_words(void)
 {
 	struct ap_trace *t;
 	struct ap_advice *a;
-	struct ap_advise_site *s = handed_site(&t, &a);
-	a->has_switches = false;
-	s->r.gets = 10;
-	s->r.misses = 1;
-	s->r.allocs_avoided = 9;
+	struct ap_advise_site *s = hits_site(&t, &a);
 	s->aligned_share = 1;
 	s->p50_size = 16384;
 	judge(a, s, 20, 19, 21);
