@@ -584,6 +584,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_object_set_new(o, "cross_thread_share", json_real(s->cross_thread_share));
 		json_object_set_new(o, "calloc_share", json_real(s->calloc_share));
 		json_object_set_new(o, "aligned_share", json_real(s->aligned_share));
+		json_object_set_new(o, "shrink_share", json_real(s->shrink_share));
 		if (s->capped) {
 			json_t *c = result_json(&s->rc, s->held_known);
 			json_object_set_new(c, "max_keep", json_integer((json_int_t)s->cap));

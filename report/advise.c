@@ -373,6 +373,7 @@ struct site_info {		/* facts gathered once */
 	double cross;		/* of the freed: by another thread than made them (weighted) */
 	double callocs;		/* --all: births by calloc */
 	double aligned;		/* --all: births by posix_memalign, aligned_alloc, memalign */
+	double shrinks;		/* of its objects' reallocs, those that made them smaller */
 };
 
 /* What an object's birth and growth cost through malloc. */
@@ -916,6 +917,8 @@ static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,
 		obj_grow(S->w, ob, e, pos);
 		if (S->w->links && site != UINT32_MAX && site != ob->site)
 			links_add(S->w->links, ob->site, site, wt);
+		if (S->w->info && e->size < old_size)
+			S->w->info[ob->site].shrinks += wt;
 		if (S->w->info && site != UINT32_MAX) {
 			S->w->info[site].grown_here += wt;
 			S->w->info[site].copied_here += (e->flags & AP_EVF_REALLOC) ? 0 : wt;
@@ -1673,6 +1676,7 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->cross_thread_share = si->life_w > 0 ? si->cross / si->life_w : 0;
 	site->calloc_share = si->births > 0 ? si->callocs / si->births : 0;
 	site->aligned_share = si->births > 0 ? si->aligned / si->births : 0;
+	site->shrink_share = si->reallocs > 0 ? si->shrinks / si->reallocs : 0;
 	site->mean_size = req->total > 0 ? req->sum / req->total : 0;
 	site->p50_size = size_hist_quantile(req, 0.5);
 	site->p90_size = size_hist_quantile(req, 0.9);
