@@ -605,6 +605,14 @@ static void names_apart(struct ap_site_map *m, char **full, bool by_stack)
 	}
 }
 
+/* A source file of the system's headers: the C library's and the
+ * compiler's (/usr/include, /usr/lib/gcc/<target>/<version>/include). */
+static bool system_header(const char *file)
+{
+	return file && (!strncmp(file, "/usr/include/", 13) || !strncmp(file, "/usr/lib/gcc/", 13) ||
+			!strncmp(file, "/usr/lib/llvm-", 14));
+}
+
 void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
 		     struct ap_site_map *out)
 {
@@ -640,13 +648,27 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 		bool in_wrapper = false;
 		for (size_t j = cs; j < pc && !in_wrapper; j++)
 			in_wrapper = ap_sym_alloc_wrapper(frames[j].func);
+		/* and out of the inline functions of system headers that the
+		 * program's code inlined (glibc's getline, which calls
+		 * __getdelim; _FORTIFY_SOURCE's printf, which calls
+		 * __printf_chk): the library's too, named by the function the
+		 * program's source called */
+		size_t hp = pc;
+		while (hp < nframes && !frames[hp].truncated && frames[hp].inlined &&
+		       system_header(frames[hp].file))
+			hp++;
+		if (hp == nframes || frames[hp].truncated)
+			hp = pc;
 		if (in_wrapper && pc < nframes && !frames[pc].truncated) {
 			/* Inside one of the allocating wrappers the symbolizer
 			 * makes its caller the site of (asprintf's growths,
 			 * through vfprintf's buffer, beside its own first and
 			 * last malloc): that site's, as the wrapper's own
 			 * allocations are, one pool for one call. */
-			cs = pc;
+			cs = hp;
+		} else if (hp > pc) {
+			via = frames[hp - 1].func;
+			cs = hp;
 		} else if (pc > cs && pc < nframes && !frames[pc].truncated) {
 			/* the function the program called by name, else the
 			 * library's outermost frame's: without glibc's internal
