@@ -32,7 +32,8 @@
  *     through the C++ standard library; not a site that is the program's
  *     call of a C library (sqlite3_step: everything the library allocates
  *     in that call is that one site's, and such libraries grow by
- *     realloc).
+ *     realloc), unless B is exactly 2n + 100 (glibc's string streams:
+ *     open_memstream's buffer, grown by the fprintf calls that follow).
  * Then B continues A's object. A chain joins block by block. */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,10 @@
 #include "advise-int.h"
 
 #define NONE UINT32_MAX
+#define VIA_C (1u << 31)	/* (in a function's number: a C library's call) */
+/* glibc's string streams (asprintf's buffer, open_memstream's) grow to
+ * 2n + 100 bytes (_IO_str_overflow) */
+#define STREAM_GROWTH 100
 
 struct chain_thread {
 	/* its last event's index if that event began an object that its
@@ -111,7 +116,7 @@ static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_
 {
 	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
-	return b_size <= 2 * a_size + 1 || b_size == 2 * a_size + 100 ||
+	return b_size <= 2 * a_size + 1 || b_size == 2 * a_size + STREAM_GROWTH ||
 	       ch_site(C, a_stack) != ch_site(C, b_stack);
 }
 
@@ -125,8 +130,12 @@ static inline void ch_ended(struct advise_chains *C, const struct chain_thread *
 		return;
 	if (!grows(C, size, stack, th->alloc_size, th->alloc_stack))
 		return;
-	uint32_t f = ch_func(C, th->alloc_stack);
-	if (f == NONE || f != ch_func(C, stack))
+	uint32_t f = ch_func(C, th->alloc_stack), g = ch_func(C, stack);
+	if (f == NONE || g == NONE || (f & ~VIA_C) != (g & ~VIA_C))
+		return;
+	/* a C library's call: its buffer grown by the library between the
+	 * program's calls (open_memstream's, by fprintf) */
+	if (((f | g) & VIA_C) && th->alloc_size != 2 * size + STREAM_GROWTH)
 		return;
 	/* (ascending by i: found when its thread's next event comes, a join
 	 * of a thread that went quiet comes after those of later events) */
@@ -210,8 +219,10 @@ static bool via_c_library(const struct ap_site_map *m, size_t s)
 	return m->via && m->via[s] && strncmp(m->via[s], "std::", 5) != 0;
 }
 
-/* Each stack's function: its site's (function, file), numbered; NONE
- * where no join can be (via_c_library). */
+/* Each stack's function: its site's (function, file), numbered, with
+ * VIA_C where the site is the program's call of a C library
+ * (via_c_library: joined only by glibc's stream growth); NONE where no
+ * join can be (no function). */
 static uint32_t *funcs_of_stacks(const struct ap_trace *t, const struct ap_site_map *m)
 {
 	uint32_t *func_of_site = ap_xmalloc((m->nsites ? m->nsites : 1) * sizeof(*func_of_site));
@@ -222,9 +233,9 @@ static uint32_t *funcs_of_stacks(const struct ap_trace *t, const struct ap_site_
 		ap_buf_addf(&key, "%s\t%s", m->function[s] ? m->function[s] : "",
 			    m->file && m->file[s] ? m->file[s] : "");
 		bool added;
-		func_of_site[s] = m->function[s] && !via_c_library(m, s)
-					  ? ap_intern_add(&names, key.buf, key.len, &added)
-					  : NONE;
+		func_of_site[s] = m->function[s] ? ap_intern_add(&names, key.buf, key.len, &added) |
+							   (via_c_library(m, s) ? VIA_C : 0)
+						 : NONE;
 	}
 	ap_intern_release(&names);
 	ap_buf_release(&key);

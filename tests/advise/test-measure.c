@@ -874,6 +874,43 @@ static void test_growth_string_stream(void)
 	ap_trace_free(t);
 }
 
+/* open_memstream's buffer: born in the program's call of open_memstream
+ * (a site "via open_memstream"), grown to 2n + 100 by the fprintf that
+ * follows (another site, "via fprintf", the same function): 10 joined;
+ * 10 grown to 2n + 101 there are not (two calls of a C library: what
+ * each allocates is its own unless glibc's stream growth says so). */
+static void test_growth_memstream(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2] = { 0x1000, 0x1010 };
+	uint32_t st[2] = { ap_tw_stack(tw, &pcs[0], 1), ap_tw_stack(tw, &pcs[1], 1) };
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 10; i++) {
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_CALLOC, 0x300000, 8192, st[0]);
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x310000, 16484 + k, st[1]);
+			ap_tw_free(tw, 1000, ts++, 0, 0x300000);
+			ap_tw_free(tw, 1000, ts++, 0, 0x310000);
+		}
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t sites[3] = { UINT32_MAX, 0, 1 };
+	char *fn[2] = { "report", "report" }, *via[2] = { "open_memstream", "fprintf" };
+	struct ap_site_map m = { .site_of_stack = sites, .nsites = 2, .function = fn, .via = via };
+	struct ap_replay_join *j;
+	size_t nj;
+	struct ap_error err;
+	CHECK(ap_advise_joins(t, &m, &j, &nj, &err) == 0, "joins: %s", err.msg);
+	EQ("open_memstream's growths", nj, 10);
+	for (size_t k = 0; k < nj && k < 10; k++)
+		EQ("a growth's allocation", j[k].i, 4 * k + 1);
+	free(j);
+	ap_trace_free(t);
+}
+
 /* The runner's first write of a share of each block (ALLOCPROF_REPLAY_TOUCH
  * through opts.touch): blocks of 40 MiB, above glibc's largest mmap
  * threshold, are fresh mappings, so the page faults beyond those of a
@@ -1397,6 +1434,7 @@ int main(int argc, char **argv)
 	test_free_list();
 	test_growth_by_copy();
 	test_growth_string_stream();
+	test_growth_memstream();
 	test_touch();
 	test_whole();
 	test_sleep_budget();
