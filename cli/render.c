@@ -131,8 +131,9 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		snprintf(rss, sizeof(rss), "; peak RSS %s%s", drss < 0 ? "-" : "+", b1);
 		linef(line, ctx, AP_LINE_TEXT,
 		      "   measured: %s %s CPU (%s to %s, %.0f%%, %u runs each); faults %.0f against %.0f%s; "
-		      "model ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf, m->rounds,
-		      m->cost.minflt, base->minflt, rss, d);
+		      "model %s ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf,
+		      m->rounds, m->cost.minflt, base->minflt, rss, r->time_saved_ns >= 0 ? "saves" : "costs",
+		      d);
 		/* A free list of each thread's own, measured in the same
 		 * rounds, where the objects stay in their thread: beside
 		 * vpool's figure, never the verdict (ap_advise_site.fl). */
