@@ -445,6 +445,20 @@ static void links_best(const struct links *l, size_t nsites, uint32_t *grows, ui
 	free(bw);
 }
 
+/* Of the objects that grow at site g, the share (by weight) born at b. */
+static double links_born_share(const struct links *l, uint32_t g, uint32_t b)
+{
+	double all = 0, at = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if ((uint32_t)l->key[i] - 1 != g)
+			continue;
+		all += l->w[i];
+		if ((uint32_t)(l->key[i] >> 32) - 1 == b)
+			at += l->w[i];
+	}
+	return all > 0 ? at / all : 0;
+}
+
 /* ---- sampled traces: the reconstruction ---- */
 
 /* A sampled object from its first sample on. Positions are in the merged
@@ -1809,8 +1823,10 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->born_site = born[s];
 		if (grows[s] != UINT32_MAX)
 			site->grows_at = ap_xstrdup(m->name[grows[s]]);
-		if (born[s] != UINT32_MAX)
+		if (born[s] != UINT32_MAX) {
 			site->born_at = ap_xstrdup(m->name[born[s]]);
+			site->born_share = links_born_share(&links, (uint32_t)s, born[s]);
+		}
 		advise_judge(a, site, &info[s].f, o);
 		a->sites[kept++] = *site;
 	}

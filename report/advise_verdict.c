@@ -629,6 +629,9 @@ static char *small_estimate(const struct ap_advice *a, const struct ap_advise_si
 			 100 * r->time_saved_ns / cpu, 100 * MIN_SAVE_SHARE, more);
 }
 
+/* A growth site's objects are "born at" one site when nine in ten are. */
+#define BORN_MOST 0.9
+
 void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 		  const struct site_facts *f, const struct ap_advise_options *o)
 {
@@ -648,7 +651,13 @@ void advise_judge(const struct ap_advice *a, struct ap_advise_site *s,
 	 * pool. */
 	if (r->gets <= 0) {
 		s->verdict = AP_VERDICT_ELSEWHERE;
-		if (s->born_at)
+		if (s->born_at && s->born_share < BORN_MOST)
+			s->reasons = xasprintf("Objects born elsewhere are resized here by %s (grown or "
+					       "shrunk), %.0f%% of them born at %s, the others at other sites: "
+					       "a pool belongs where they are born (see those sites), and keeps "
+					       "them at the largest size they reach.", grow_how(s),
+					       100 * s->born_share, s->born_at);
+		else if (s->born_at)
 			s->reasons = xasprintf("Objects born at %s are resized here by %s (grown or "
 					       "shrunk): a pool belongs where they are born (see that site), and "
 					       "keeps them at the largest size they reach.", s->born_at, grow_how(s));

@@ -315,6 +315,7 @@ struct ap_advise_site {
 	 * sampled) are `seen_growing` (weighted), and born_at names the birth
 	 * site the samples that saw one show. */
 	char *grows_at, *born_at;
+	double born_share;	/* of the objects that grow here, the share born at born_at */
 	/* Their site ids (site_id's; UINT32_MAX: none). */
 	uint32_t grows_site, born_site;
 	double seen_growing;

@@ -872,6 +872,39 @@ static void test_small_saving(void)
 	ap_trace_free(t);
 }
 
+/* A site where objects born elsewhere are resized: named where they
+ * are born when nine in ten are born there; else the share, and that
+ * the others are born at other sites. */
+static void test_born_elsewhere(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct site_facts f;
+	struct ap_advise_site *s = model_site(&t, &a, &f);
+	s->r.gets = 0;
+	s->born_at = ap_xstrdup("report r.c:126 (via open_memstream)");
+	const struct {
+		double share;
+		const char *said;
+	} w[] = {
+		{ 0.95, "Objects born at report r.c:126 (via open_memstream) are resized here by realloc" },
+		{ 0.33, "Objects born elsewhere are resized here by realloc (grown or shrunk), 33% of "
+			"them born at report r.c:126 (via open_memstream), the others at other sites" },
+	};
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		s->born_share = w[i].share;
+		advise_judge(a, s, &f, NULL);
+		CHECK(w[i].said, s->verdict, AP_VERDICT_ELSEWHERE);
+		if (!s->reasons || !strstr(s->reasons, w[i].said)) {
+			fprintf(stderr, "%s: %.2f: %s\n", __func__, w[i].share,
+				s->reasons ? s->reasons : "(none)");
+			failures++;
+		}
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* "see SITE" names a site the user is shown, or says how to see it: the
  * ranking is by bytes allocated at a site, and the site where objects
  * that grow here are born may be ranked below the -n shown. */
@@ -2015,6 +2048,7 @@ int main(int argc, char **argv)
 	test_small_saving();
 	test_small_estimate();
 	test_refer();
+	test_born_elsewhere();
 	test_share_words();
 	test_no_hits();
 	test_steady_peak();
