@@ -433,6 +433,26 @@ static void shrink_words(struct ap_buf *t, const struct ap_advise_site *s)
 		    100 * s->shrink_share);
 }
 
+/* A measured pool at a site that is the program's call of a C library
+ * (via opendir, via open_memstream): the blocks are the library's to
+ * allocate, so a pool there is a change of the call, whose own code the
+ * replay does not have. bench/twins' memstream: a pool of
+ * open_memstream's buffer measured 28-33 ms of 1.5 s; its twin, which
+ * writes the report with vsnprintf into a pooled buffer instead, -53 to
+ * +58 ms (vsnprintf's FILE set up at every line). */
+static void via_words(struct ap_buf *t, const struct ap_advise_site *s)
+{
+	if (!s->measured || !s->via || !strncmp(s->via, "std::", 5) ||
+	    (s->verdict != AP_VERDICT_POOL && s->verdict != AP_VERDICT_POOL_CAP &&
+	     s->verdict != AP_VERDICT_SIZE_CLASSES))
+		return;
+	ap_buf_addf(t, " The blocks are allocated inside %s, the library's code: a pool here means "
+		    "keeping what the call made for the next request (a DIR rewound, a stream's "
+		    "buffer kept) or calling a function that takes your pooled buffer instead; the "
+		    "saving measured is the allocator's, and the code of such a change is not in it.",
+		    s->via);
+}
+
 /* A site whose objects come from calloc, measured: the pool measured
  * hands a block back as the program left it (measure/runner.c). */
 #define CALLOC_SHARE 0.5
@@ -1448,6 +1468,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		calloc_words(&t, s);
 	aligned_words(&t, s);
 	shrink_words(&t, s);
+	via_words(&t, s);
 	free(s->reasons);
 	s->reasons = ap_buf_detach(&t, NULL);
 	set_verdict_text(s);

@@ -872,6 +872,38 @@ static void test_small_saving(void)
 	ap_trace_free(t);
 }
 
+/* A measured pool at the program's call of a C library says that the
+ * library allocates and a pool is a change of the call; not at a call
+ * of the C++ standard library, nor where the verdict is no pool. */
+static void test_via_words(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = hits_site(&t, &a);
+	const char *said = "The blocks are allocated inside open_memstream, the library's code";
+	s->via = ap_xstrdup("open_memstream");
+	judge(a, s, 20, 19, 21);
+	CHECK("via: pool", s->verdict, AP_VERDICT_POOL);
+	if (!strstr(s->reasons, said)) {
+		fprintf(stderr, "%s: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	judge(a, s, -20, -21, -19);
+	if (strstr(s->reasons, "allocated inside")) {
+		fprintf(stderr, "%s: said of a cost: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	free(s->via);
+	s->via = ap_xstrdup("std::vector<int>::push_back");
+	judge(a, s, 20, 19, 21);
+	if (strstr(s->reasons, "allocated inside")) {
+		fprintf(stderr, "%s: said of std::: %s\n", __func__, s->reasons);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* A site where objects born elsewhere are resized: named where they
  * are born when nine in ten are born there; else the share, and that
  * the others are born at other sites. */
@@ -2049,6 +2081,7 @@ int main(int argc, char **argv)
 	test_small_estimate();
 	test_refer();
 	test_born_elsewhere();
+	test_via_words();
 	test_share_words();
 	test_no_hits();
 	test_steady_peak();
