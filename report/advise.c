@@ -373,7 +373,7 @@ struct site_info {		/* facts gathered once */
 	double cross;		/* of the freed: by another thread than made them (weighted) */
 	double callocs;		/* --all: births by calloc */
 	double aligned;		/* --all: births by posix_memalign, aligned_alloc, memalign */
-	double shrinks;		/* of its objects' reallocs, those that made them smaller */
+	double shrinks;		/* --all: of its objects' reallocs, those that made them smaller */
 };
 
 /* What an object's birth and growth cost through malloc. */
@@ -931,8 +931,10 @@ static void ws_grown(struct walk_state *S, size_t i, const struct ap_event *e,
 		obj_grow(S->w, ob, e, pos);
 		if (S->w->links && site != UINT32_MAX && site != ob->site)
 			links_add(S->w->links, ob->site, site, wt);
-		if (S->w->info && e->size < old_size)
-			S->w->info[ob->site].shrinks += wt;
+		/* (--all: a sampled trace counts its reallocs by the samples'
+		 * reconstruction, with other weights) */
+		if (S->w->info && S->w->mode == W_EXACT && e->size < old_size)
+			S->w->info[ob->site].shrinks += 1;
 		if (S->w->info && site != UINT32_MAX) {
 			S->w->info[site].grown_here += wt;
 			S->w->info[site].copied_here += (e->flags & AP_EVF_REALLOC) ? 0 : wt;

@@ -307,7 +307,7 @@ struct ap_advise_site {
 	double excess_faults_ns_lo, excess_faults_ns_hi;
 	double calloc_share;	/* --all: of its objects, born by calloc (a pooled one is not cleared) */
 	double aligned_share;	/* --all: of its objects, born aligned (posix_memalign, aligned_alloc) */
-	double shrink_share;	/* of its objects' reallocs, those that made them smaller */
+	double shrink_share;	/* --all: of its objects' reallocs, those that made them smaller */
 	/* Growth across sites: the site where most of this site's objects grow
 	 * by realloc (grows_at, NULL if none), and the site where most of the
 	 * objects that grow here are born (born_at, NULL if none or unknown).

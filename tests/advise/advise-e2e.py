@@ -325,6 +325,13 @@ def sampled(prog):
                              % (seed, s["hit_rate"], ref["hit_rate"], herr))
             if not s["exact"] and s["peak_held_bytes"] is not None:
                 fails.append("seed %d: held bytes given without an error" % seed)
+            # shares of a site's objects: within [0, 1]; those counted
+            # with --all only, 0 (a sampled trace weighs its reallocs
+            # otherwise: shrink_share was 1.12 once)
+            for x in adv["sites"]:
+                for k in ("calloc_share", "aligned_share", "shrink_share", "growth_by_copy_share"):
+                    if not 0 <= x[k] <= 1 or (k != "growth_by_copy_share" and x[k] != 0):
+                        fails.append("seed %d: %s %s %r" % (seed, x["site"], k, x[k]))
     if fails:
         sys.exit("FAIL: %s: %s" % (prog, "; ".join(fails)))
 
