@@ -171,6 +171,81 @@ static unsigned measured_rounds(const struct ap_advice *a)
 	return 0;
 }
 
+/* A measured variant's saving with its interval, rounds and runs. */
+static json_t *saving_json(const struct ap_measured *m)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(m->saved_ns)));
+	json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(m->low_ns)));
+	json_object_set_new(o, "time_saved_high_ns", json_integer(ap_view_round(m->high_ns)));
+	json_object_set_new(o, "rounds", json_integer(m->rounds));
+	json_object_set_new(o, "confidence", json_real(m->conf));
+	json_object_set_new(o, "pooled", ap_advise_cost_json(&m->cost));
+	return o;
+}
+
+static const char *graph_verdict_words(enum ap_verdict v)
+{
+	return v == AP_VERDICT_POOL ? "pool whole" : v == AP_VERDICT_COSTS_MORE ? "no: costs more" : "within noise";
+}
+
+/* Object graphs measured whole (report/advise_graph.c), before the
+ * sites: each stands for several of them. */
+static void graphs_text(const struct ap_advice *a)
+{
+	if (!a->ngraphs && !a->graphs_dropped)
+		return;
+	printf("\nObject graphs (objects that own the blocks of other sites), pooled whole; each "
+	       "site's own pool is below:\n");
+	for (size_t k = 0; k < a->ngraphs; k++) {
+		const struct ap_advise_graph *g = &a->graphs[k];
+		const struct ap_advise_site *r = ap_advise_site_by_id(a, g->root);
+		printf("\n%c. %s and the blocks its objects own\n", (int)('a' + k), r ? r->name : "?");
+		printf("   verdict: %s\n", graph_verdict_words(g->verdict));
+		printf("   %s\n", g->reasons ? g->reasons : "");
+	}
+	if (a->graphs_dropped)
+		printf("\n(%zu more object graph%s not measured: --measure-time)\n", a->graphs_dropped,
+		       plural((double)a->graphs_dropped));
+}
+
+static json_t *graphs_json(const struct ap_advice *a)
+{
+	json_t *v = json_array();
+	for (size_t k = 0; k < a->ngraphs; k++) {
+		const struct ap_advise_graph *g = &a->graphs[k];
+		json_t *o = json_object(), *mem = json_array();
+		const struct ap_advise_site *r = ap_advise_site_by_id(a, g->root);
+		json_object_set_new(o, "root", json_string(r ? r->name : "?"));
+		json_object_set_new(o, "root_objects", json_integer((json_int_t)g->root_births));
+		for (size_t j = 0; j < g->nmembers; j++) {
+			json_t *x = json_object();
+			const struct ap_advise_site *ms = ap_advise_site_by_id(a, g->members[j]);
+			json_object_set_new(x, "site", json_string(ms ? ms->name : "?"));
+			json_object_set_new(x, "blocks_owned", json_integer((json_int_t)g->member_births[j]));
+			json_array_append_new(mem, x);
+		}
+		json_object_set_new(o, "members", mem);
+		json_object_set_new(o, "verdict", json_string(graph_verdict_words(g->verdict)));
+		json_object_set_new(o, "reasons", ap_json_text(g->reasons));
+		if (g->measured) {
+			/* the saving at the top, as a site's is */
+			json_t *mo = saving_json(&g->m);
+			static const char *const top[] = { "time_saved_ns", "time_saved_low_ns",
+							   "time_saved_high_ns" };
+			for (size_t j = 0; j < sizeof(top) / sizeof(*top); j++) {
+				json_object_set(o, top[j], json_object_get(mo, top[j]));
+				json_object_del(mo, top[j]);
+			}
+			json_object_set_new(o, "measured", mo);
+		} else {
+			json_object_set_new(o, "measured", json_null());
+		}
+		json_array_append_new(v, o);
+	}
+	return v;
+}
+
 static void print_text(const struct ap_advice *a, const struct ap_trace *t, size_t n)
 {
 	char b1[32], d[32];
@@ -285,6 +360,7 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		printf("No allocation sites%s.\n", a->hidden_sites ? " above --min-share" : "");
 		return;
 	}
+	graphs_text(a);
 	for (size_t i = 0; i < n; i++) {
 		printf("\n");
 		ap_render_advise_site(a, i, ap_render_print, NULL);
@@ -391,14 +467,7 @@ void ap_advise_replay_cpus_json(const struct ap_advice *a, json_t *o)
  * pool's figures are given. */
 static json_t *freelist_json(const struct ap_advise_site *s)
 {
-	const struct ap_measured *f = &s->fl;
-	json_t *o = json_object();
-	json_object_set_new(o, "time_saved_ns", json_integer(ap_view_round(f->saved_ns)));
-	json_object_set_new(o, "time_saved_low_ns", json_integer(ap_view_round(f->low_ns)));
-	json_object_set_new(o, "time_saved_high_ns", json_integer(ap_view_round(f->high_ns)));
-	json_object_set_new(o, "rounds", json_integer(f->rounds));
-	json_object_set_new(o, "confidence", json_real(f->conf));
-	json_object_set_new(o, "pooled", ap_advise_cost_json(&f->cost));
+	json_t *o = saving_json(&s->fl);
 	if (s->fl_excess_faults > 0) {
 		json_object_set_new(o, "excess_faults", json_integer(ap_view_round(s->fl_excess_faults)));
 		json_object_set_new(o, "excess_faults_ns", json_integer(ap_view_round(s->fl_excess_faults_ns)));
@@ -593,6 +662,8 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 		json_array_append_new(sites, o);
 	}
 	json_object_set_new(root, "sites", sites);
+	json_object_set_new(root, "graphs", graphs_json(a));
+	json_object_set_new(root, "graphs_left_out", json_integer((json_int_t)a->graphs_dropped));
 	return root;
 }
 

@@ -154,6 +154,27 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 			emit(line, ctx, AP_LINE_TEXT, "   a free list kept by each thread: not measured");
 		}
 	}
+	/* A site of an object graph measured whole (printed before the
+	 * sites, lettered): what the graph's pool saves, beside its own. */
+	for (size_t k = 0; k < a->ngraphs; k++) {
+		const struct ap_advise_graph *g = &a->graphs[k];
+		bool in = g->root == s->site_id;
+		for (size_t j = 0; j < g->nmembers && !in; j++)
+			in = g->members[j] == s->site_id;
+		if (!in || !g->measured)
+			continue;
+		char e1[32];
+		ap_advise_format_duration(e1, sizeof(e1), fabs(g->m.saved_ns));
+		const struct ap_advise_site *root = ap_advise_site_by_id(a, g->root);
+		if (g->root == s->site_id)
+			linef(line, ctx, AP_LINE_TEXT, "   object graph: its objects pooled whole with the blocks "
+			      "they own (%zu more site%s) %s %s", g->nmembers, g->nmembers == 1 ? "" : "s",
+			      g->m.saved_ns >= 0 ? "save" : "cost", e1);
+		else
+			linef(line, ctx, AP_LINE_TEXT, "   object graph: owned by the objects of %s; pooled whole "
+			      "with them, they %s %s", root ? root->name : "?",
+			      g->m.saved_ns >= 0 ? "save" : "cost", e1);
+	}
 	ap_format_bytes(b2, sizeof(b2), r->peak_held_bytes);
 	ap_format_bytes(b3, sizeof(b3), r->mean_held_bytes);
 	char steady[64] = "";

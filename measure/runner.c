@@ -9,7 +9,7 @@
  * them, a stack of freed nodes) would save (advise prints it beside
  * vpool's saving for a site whose objects stay in their thread).
  *
- *	allocprof-replay [--free-list] FD SITE CAP [CLASSES]
+ *	allocprof-replay [--free-list | --graph MEMBERS] FD SITE CAP [CLASSES]
  *
  * FD: an open descriptor of the script; SITE: the site whose blocks are
  * pooled, or -1 for the baseline; CAP: the pool's cap in bytes (an object
@@ -17,7 +17,9 @@
  * the upper sizes of size classes, ascending, comma-separated, one pool
  * each (a request goes to the first class that holds it, an object back
  * to the first that holds its capacity; above the last, malloc and free
- * as without a pool; with --free-list, a list per class). Prints one
+ * as without a pool; with --free-list, a list per class). With --graph,
+ * MEMBERS the sites (comma-separated) of blocks SITE's objects own: the
+ * objects are pooled whole, with those blocks (below, "--graph"). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
  * calls=N hits=N spin_ns=N cpus=N wakes=N early=N` (cpu_ns without
  * spin_ns, the time spent spinning on other threads; cpus: the CPUs its
@@ -77,11 +79,21 @@ struct slot {
 	char *p;
 	uint64_t size;		/* the size the program asked for last */
 	uint64_t cap;		/* pooled blocks: the largest size reached */
-	uint64_t pooled;
+	uint32_t gen;		/* births in this slot (--graph: an owner's identity) */
+	uint32_t owner;		/* --graph, a member's: its root's slot... */
+	uint32_t ogen;		/* ...and that root's gen then */
+	bool pooled;
 	bool whole;		/* of the site written and read whole (whole_site) */
+	int8_t member;		/* --graph: the member it is (its index), or -1 */
+	bool root;		/* --graph: a block of the root site, live */
 };
 
 #define MAX_CLASSES 8
+/* --graph: the most member sites, and the roots a thread has live
+ * nested at once (deeper, the oldest is forgotten: its members born
+ * later are not its) */
+#define GRAPH_MAX 16
+#define GRAPH_DEPTH 8
 
 struct rthread {
 	_Alignas(64) _Atomic uint64_t done;	/* ops done (published ones are exact) */
@@ -104,6 +116,10 @@ struct rthread {
 	 * Put), and how many blocks each holds */
 	char **fl[MAX_CLASSES];
 	uint32_t fln[MAX_CLASSES];
+	/* --graph: its live blocks of the root site, the latest on top
+	 * (slot, gen); members born now are the top one's */
+	uint32_t rslot[GRAPH_DEPTH], rgen[GRAPH_DEPTH];
+	unsigned rn;
 };
 
 static const struct ap_rs_header *hdr;
@@ -183,6 +199,89 @@ static bool fl_give(struct rthread *t, int k, char *p)
 		return false;
 	t->fl[k][t->fln[k]++] = p;
 	return true;
+}
+
+/* --graph M1,M2,...: the chosen site's objects pooled whole, with the
+ * blocks of the member sites that they own, as a hand-pooler keeps a
+ * request's context with its buffers and nodes in it (bench/twins'
+ * ctxgraph; docs/pool-model.md, "Object graphs"). A member's block born
+ * while its thread has a root live (a block of the chosen site; the
+ * latest born, when several) is that root's: freed by that thread while
+ * the root is still live, it stays with the root as a spare of its
+ * member site, not freed, and the root's next birth of that site takes
+ * it (kept when big enough, else freed and allocated anew, as a pooled
+ * buffer is). A root goes into the vpool with its spares, and comes out
+ * with them; one the pool drops (a cycle's victim, a thread's exit)
+ * frees them with it. A spare's first 16 bytes hold the next spare of
+ * its list and its capacity (glibc's smallest block has 24); a pooled
+ * root's, after its capacity, the heads of its lists: a root smaller
+ * than that is freed with its spares, not pooled. */
+static unsigned nmembers;
+static uint32_t member_site[GRAPH_MAX];
+static int8_t *member_of;	/* by site: its member index, or -1; NULL: no --graph */
+static char **spares;		/* [slot * nmembers + k]: a live root's spares of member k */
+
+static char **spares_of(uint32_t slot)
+{
+	return spares + (uint64_t)slot * nmembers;
+}
+
+/* Frees a root's spares (t: the thread that counts the calls, or none). */
+static void spares_free(struct rthread *t, char **heads)
+{
+	for (unsigned k = 0; k < nmembers; k++) {
+		for (char *x = heads[k]; x;) {
+			char *next;
+			memcpy(&next, x, sizeof(next));
+			if (t)
+				t->calls++;
+			free(x);
+			x = next;
+		}
+		heads[k] = NULL;
+	}
+}
+
+static uint64_t root_bytes(void)
+{
+	return sizeof(uint64_t) * (1 + nmembers);
+}
+
+/* The root that `t`'s member born now belongs to: its latest live one,
+ * or UINT32_MAX. */
+static uint32_t owner_now(struct rthread *t)
+{
+	while (t->rn) {
+		uint32_t r = t->rslot[t->rn - 1];
+		if (slots[r].root && slots[r].gen == t->rgen[t->rn - 1])
+			return r;
+		t->rn--;
+	}
+	return UINT32_MAX;
+}
+
+static void root_push(struct rthread *t, uint32_t slot)
+{
+	if (t->rn == GRAPH_DEPTH) {
+		memmove(t->rslot, t->rslot + 1, (GRAPH_DEPTH - 1) * sizeof(*t->rslot));
+		memmove(t->rgen, t->rgen + 1, (GRAPH_DEPTH - 1) * sizeof(*t->rgen));
+		t->rn--;
+	}
+	t->rslot[t->rn] = slot;
+	t->rgen[t->rn++] = slots[slot].gen;
+}
+
+/* Whether member block s's root is live and `t`'s (its spares are its
+ * thread's alone). */
+static bool owner_live(const struct rthread *t, const struct slot *s)
+{
+	const struct slot *r = &slots[s->owner];
+	if (!r->root || r->gen != s->ogen)
+		return false;
+	for (unsigned i = 0; i < t->rn; i++)
+		if (t->rslot[i] == s->owner && t->rgen[i] == s->ogen)
+			return true;
+	return false;
 }
 
 static atomic_uint running;		/* threads not finished; a futex word too */
@@ -265,6 +364,11 @@ static void read_whole(struct rthread *t, const struct slot *s)
 static void release(void *obj, void *ctx)
 {
 	(void)ctx;
+	if (member_of) {
+		char *heads[GRAPH_MAX];
+		memcpy(heads, (char *)obj + sizeof(uint64_t), nmembers * sizeof(*heads));
+		spares_free(NULL, heads);
+	}
 	free(obj);
 }
 
@@ -415,44 +519,81 @@ static void spawn(uint32_t idx)
 	pthread_attr_destroy(&at);
 }
 
+/* A hit: the pooled block x of capacity cap serves a request of n bytes
+ * in s (true); or, too small, is freed (false: the caller allocates).
+ * A calloc's block comes back as the program left it, not cleared: a
+ * hand-pooler of a zeroed work area clears what its code reads of it,
+ * not the whole (bench/twins' imgtile: 4.4 MiB tiles, a band used;
+ * clearing each whole made the pool save nothing, 154 ms of its 169
+ * without). advise says so at such a site. Too small, it is dropped for
+ * a block of the request's size, as the model's small hit is and a
+ * hand-pooler does (bench/twins' tw_get: free, then malloc). Not a
+ * realloc: it would copy bytes nobody reads, and glibc moves a mapped
+ * chunk by mremap, keeping its pages (rasterjob's 2-8 MiB frames: 1,938
+ * faults replayed where its twin made 7,984). */
+static bool reuse(struct rthread *t, struct slot *s, char *x, uint64_t cap, uint64_t n)
+{
+	t->hits++;
+	if (cap >= n) {
+		s->p = x;
+		s->cap = cap;
+		fill(s, 0, n);
+		return true;
+	}
+	t->calls++;
+	free(x);
+	return false;
+}
+
 /* A birth: the pool's object when it has one big enough, else malloc's. */
 static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 {
 	struct slot *s = &slots[o->slot];
 	uint64_t n = o->n;
+	uint32_t site = ap_rs_arg(o);
 	s->size = n;
 	s->cap = n;
-	s->pooled = chosen != AP_RS_NOSITE && ap_rs_arg(o) == chosen;
-	s->whole = whole_site != AP_RS_NOSITE && ap_rs_arg(o) == whole_site;
-	int k = s->pooled ? class_of(n) : -1;
+	s->gen++;
+	s->member = -1;
+	s->root = false;
+	s->pooled = chosen != AP_RS_NOSITE && site == chosen;
+	s->whole = whole_site != AP_RS_NOSITE && site == whole_site;
+	if (member_of && !s->pooled && site < hdr->nsites && member_of[site] >= 0) {
+		uint32_t r = owner_now(t);
+		if (r != UINT32_MAX) {
+			s->member = member_of[site];
+			s->owner = r;
+			s->ogen = slots[r].gen;
+			s->pooled = true;
+			char **head = &spares_of(r)[s->member], *x = *head;
+			if (x) {
+				uint64_t cap;
+				memcpy(head, x, sizeof(*head));
+				memcpy(&cap, x + sizeof(char *), sizeof(cap));
+				if (reuse(t, s, x, cap, n))
+					return;
+			}
+		}
+	}
+	if (member_of && s->pooled && s->member < 0) {
+		s->root = true;
+		root_push(t, o->slot);
+	}
+	int k = s->pooled && s->member < 0 ? class_of(n) : -1;
 	if (k >= 0) {
 		char *x = free_list ? fl_take(t, k) : vpool_get(&pools[k]);
 		if (x) {
 			uint64_t cap;
 			memcpy(&cap, x, sizeof(cap));
-			t->hits++;
-			if (cap >= n) {
-				/* A calloc's block comes back as the program
-				 * left it, not cleared: a hand-pooler of a
-				 * zeroed work area clears what its code reads
-				 * of it, not the whole (bench/twins' imgtile: 4.4
-				 * MiB tiles, a band used; clearing each whole
-				 * made the pool save nothing, 154 ms of its 169
-				 * without). advise says so at such a site. */
-				s->p = x;
-				s->cap = cap;
-				fill(s, 0, n);
-				return;
+			if (member_of) {
+				/* its spares come out with it */
+				char **heads = spares_of(o->slot);
+				memcpy(heads, x + sizeof(cap), nmembers * sizeof(*heads));
+				if (cap < n)
+					spares_free(t, heads);
 			}
-			/* Too small: dropped for a block of the request's
-			 * size, as the model's small hit is and a hand-pooler
-			 * does (bench/twins' tw_get: free, then malloc). Not
-			 * a realloc: it would copy bytes nobody reads, and
-			 * glibc moves a mapped chunk by mremap, keeping its
-			 * pages (rasterjob's 2-8 MiB frames: 1,938 faults
-			 * replayed where its twin made 7,984). */
-			t->calls++;
-			free(x);
+			if (reuse(t, s, x, cap, n))
+				return;
 		}
 	}
 	t->calls++;
@@ -510,9 +651,37 @@ static void grow(struct rthread *t, const struct ap_rs_op *o, bool by_copy)
 static void end(struct rthread *t, const struct ap_rs_op *o)
 {
 	struct slot *s = &slots[o->slot];
-	int k = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? class_of(s->cap) : -1;
 	if (s->whole && s->p)
 		read_whole(t, s);
+	if (s->member >= 0) {
+		int m = s->member;
+		s->member = -1;
+		if (s->p && owner_live(t, s)) {
+			/* kept by its root: a spare */
+			char **head = &spares_of(s->owner)[m];
+			memcpy(s->p, head, sizeof(*head));
+			memcpy(s->p + sizeof(char *), &s->cap, sizeof(s->cap));
+			*head = s->p;
+		} else if (s->p) {
+			t->calls++;
+			free(s->p);
+		}
+		s->p = NULL;
+		return;
+	}
+	int k = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? class_of(s->cap) : -1;
+	if (s->root) {
+		/* into the pool with its spares, if it can hold their lists */
+		s->root = false;
+		char **heads = spares_of(o->slot);
+		if (k >= 0 && s->cap >= root_bytes())
+			memcpy(s->p + sizeof(s->cap), heads, nmembers * sizeof(*heads));
+		else
+			k = -1;
+		if (k < 0)
+			spares_free(t, heads);
+		memset(heads, 0, nmembers * sizeof(*heads));
+	}
 	if (k >= 0)
 		memcpy(s->p, &s->cap, sizeof(s->cap));
 	if (k >= 0 && !free_list) {
@@ -806,13 +975,22 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "--fault-probe"))
 		return fault_probe();
-	if (argc > 1 && !strcmp(argv[1], "--free-list")) {
-		free_list = true;
-		argv++;
-		argc--;
+	const char *graph = NULL;
+	for (;;) {
+		if (argc > 1 && !strcmp(argv[1], "--free-list")) {
+			free_list = true;
+			argv++;
+			argc--;
+		} else if (argc > 2 && !strcmp(argv[1], "--graph")) {
+			graph = argv[2];
+			argv += 2;
+			argc -= 2;
+		} else {
+			break;
+		}
 	}
 	if (argc != 4 && argc != 5)
-		die("%s", "usage: allocprof-replay [--free-list] FD SITE CAP [CLASSES], or "
+		die("%s", "usage: allocprof-replay [--free-list | --graph SITES] FD SITE CAP [CLASSES], or "
 			  "allocprof-replay --switch-probe or --fault-probe (run by allocprof advise)");
 	char *end;
 	long fd = strtol(argv[1], &end, 10);
@@ -823,6 +1001,18 @@ int main(int argc, char **argv)
 		die("bad site '%s'", argv[2]);
 	if (free_list && site < 0)
 		die("%s", "--free-list wants a site");
+	if (graph && (site < 0 || free_list || argc == 5))
+		die("%s", "--graph wants a site, one pool, no --free-list");
+	while (graph && *graph) {
+		unsigned long long v = strtoull(graph, &end, 10);
+		if (end == graph || (*end && *end != ',') || nmembers == GRAPH_MAX || v >= AP_RS_NOSITE ||
+		    v == (unsigned long long)site)
+			die("bad --graph '%s'", graph);
+		member_site[nmembers++] = (uint32_t)v;
+		graph = *end ? end + 1 : end;
+	}
+	if (graph && !nmembers)
+		die("%s", "bad --graph ''");
 	unsigned long long cap = strtoull(argv[3], &end, 10);
 	if (*end)
 		die("bad cap '%s'", argv[3]);
@@ -897,6 +1087,23 @@ int main(int argc, char **argv)
 	for (uint32_t k = 0; k < hdr->nthreads; k++) {
 		thr[k].idx = k;
 		thr[k].wake_at = UINT64_MAX;
+	}
+	if (nmembers) {
+		/* mapped: nothing here allocates but the replayed ops and the
+		 * pool (the spares' heads of roots' slots only are touched) */
+		size_t nsl = hdr->nslots ? hdr->nslots : 1;
+		member_of = mmap(NULL, hdr->nsites ? hdr->nsites : 1, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		spares = mmap(NULL, nsl * nmembers * sizeof(*spares), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (member_of == MAP_FAILED || spares == MAP_FAILED)
+			die("%s", "out of memory for the graph's spares");
+		memset(member_of, -1, hdr->nsites);
+		for (unsigned k = 0; k < nmembers; k++) {
+			if (member_site[k] >= hdr->nsites)
+				die("no site '%u' in the script", member_site[k]);
+			member_of[member_site[k]] = (int8_t)k;
+		}
 	}
 	if (site >= 0) {
 		chosen = (uint32_t)site;

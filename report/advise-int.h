@@ -60,6 +60,16 @@ bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site 
 
 /* Judges a measured site again from its measurement (s->m). */
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);
+/* Measured, a pool pays where its saving's interval is above zero and
+ * the saving this share of the program's CPU time at least. */
+#define AP_MIN_SAVE_SHARE 0.01
+/* "<what> saves 12ms of CPU time (10ms to 14ms, 97% interval), 3.1% of
+ * the program's ~390ms ..." */
+void advise_saving_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_measured *m,
+			 const char *what);
+/* The verdicts and texts of the object graphs measured whole, the most
+ * saved first (advise_graph.c). */
+void advise_judge_graphs(struct ap_advice *a);
 
 /* Sorts a->sites: the sites a pool pays at first, measured ones before
  * estimated ones, each by the CPU time saved; then the rest by bytes. */
@@ -135,6 +145,16 @@ void advise_chains_end(struct advise_chains *C, struct ap_replay_join **out, siz
 
 /* `quantum`: the trace's time quantum (births are its multiples). */
 struct advise_objs *advise_objs_new(uint64_t quantum);
+
+/* The graph detector of a script's making (measure_graph.c): fed every
+ * birth (seq: its op's index in its thread) and every free, in the
+ * recorded order; graph_det_finish gives the graphs (*out, malloc'd). */
+struct ap_graph;
+struct graph_det *graph_det_new(size_t nthreads, size_t nsites);
+void graph_det_birth(struct graph_det *g, uint32_t thread, uint32_t slot, uint32_t site, uint64_t seq);
+void graph_det_end(struct graph_det *g, uint32_t thread, uint32_t slot);
+size_t graph_det_finish(struct graph_det *g, struct ap_graph **out);
+void graph_det_free(struct graph_det *g);
 void advise_objs_free(struct advise_objs *s);
 /* Object ob's latest block is now `id`, which `thread` allocated. The
  * store keeps ob whole when `whole` (the caller found that ob is not what

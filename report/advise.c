@@ -1871,6 +1871,9 @@ void ap_advice_free(struct ap_advice *a)
 		free(a->sites[i].reasons);
 	}
 	free(a->sites);
+	for (size_t i = 0; i < a->ngraphs; i++)
+		free(a->graphs[i].reasons);
+	free(a->graphs);
 	free(a->joins);
 	free(a);
 }

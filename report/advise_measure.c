@@ -505,6 +505,70 @@ static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const s
 	s->whole_measured = true;
 }
 
+/* Object graphs measured whole, at most: the script's biggest. */
+#define MEASURE_GRAPHS 2
+
+/* The script's graphs worth measuring whole (a->graphs, and their
+ * script graphs in *g, as many): a root site of the list where the model
+ * found hits, members that it lists, owning one member block in two
+ * roots at least, and the model's generous expectation of the root's
+ * and members' pools together past the floor a site's is held to. */
+static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, size_t nmap,
+			  const struct ap_graph **g)
+{
+	size_t ng = 0, n;
+	const struct ap_graph *v = ap_script_graphs(sc, &n);
+	if (!n)
+		return 0;
+	size_t *idx = ap_xmalloc((nmap ? nmap : 1) * sizeof(*idx));
+	for (size_t k = 0; k < nmap; k++)
+		idx[k] = SIZE_MAX;
+	for (size_t i = 0; i < a->nsites; i++)
+		if (a->sites[i].site_id < nmap)
+			idx[a->sites[i].site_id] = i;
+	a->graphs = ap_xcalloc(MEASURE_GRAPHS, sizeof(*a->graphs));
+	for (size_t k = 0; k < n; k++) {
+		const struct ap_graph *gr = &v[k];
+		if (gr->root >= nmap || idx[gr->root] == SIZE_MAX)
+			continue;
+		const struct ap_advise_site *root = &a->sites[idx[gr->root]];
+		if (!worth_measuring(root))
+			continue;
+		struct ap_advise_graph ag = { .root = gr->root, .root_births = gr->root_births };
+		uint64_t owned = 0;
+		double score = advise_generous_ns(&root->r);
+		for (uint32_t j = 0; j < gr->nmembers; j++) {
+			if (gr->members[j] >= nmap || idx[gr->members[j]] == SIZE_MAX)
+				continue;
+			ag.members[ag.nmembers] = gr->members[j];
+			ag.member_births[ag.nmembers++] = gr->member_births[j];
+			owned += gr->member_births[j];
+			score += advise_generous_ns(&a->sites[idx[gr->members[j]]].r);
+		}
+		if (!ag.nmembers || 2 * owned < gr->root_births ||
+		    score < MEASURE_FLOOR * (double)a->program_cpu_ns || score < MEASURE_FLOOR_NS)
+			continue;
+		/* the members the most born first */
+		for (size_t i = 1; i < ag.nmembers; i++)
+			for (size_t j = i; j > 0 && ag.member_births[j] > ag.member_births[j - 1]; j--) {
+				uint32_t ts = ag.members[j];
+				uint64_t tb = ag.member_births[j];
+				ag.members[j] = ag.members[j - 1];
+				ag.member_births[j] = ag.member_births[j - 1];
+				ag.members[j - 1] = ts;
+				ag.member_births[j - 1] = tb;
+			}
+		if (ng == MEASURE_GRAPHS) {
+			a->graphs_dropped++;
+			continue;
+		}
+		g[ng] = gr;
+		a->graphs[ng++] = ag;
+	}
+	free(idx);
+	return ng;
+}
+
 void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const struct ap_site_map *m,
 		       const struct ap_advise_options *o, const struct ap_measure_opts *mo,
 		       size_t max_sites)
@@ -614,27 +678,39 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	 * objects stay in their thread (jobs[nc..nj), fl_of[k] the one of
 	 * candidate k or 0): a budget that does not fit them all leaves out
 	 * the jobs at the end, the free lists before any vpool. */
-	struct ap_measure_job *jobs = ap_xcalloc(2 * nc, sizeof(*jobs));
-	struct ap_measured *out = ap_xcalloc(2 * nc, sizeof(*out));
+	/* Object graphs pooled whole go first (jobs[0..ng)): each stands
+	 * for several sites, and what it saves the sites' own pools do not
+	 * add up to (bench/twins' ctxgraph). */
+	const struct ap_graph *gsc[MEASURE_GRAPHS];
+	size_t ng = pick_graphs(a, sc, m->nsites, gsc);
+	a->ngraphs = ng;
+	struct ap_measure_job *jobs = ap_xcalloc(ng + 2 * nc, sizeof(*jobs));
+	struct ap_measured *out = ap_xcalloc(ng + 2 * nc, sizeof(*out));
 	size_t *fl_of = ap_xcalloc(nc, sizeof(*fl_of));
-	size_t nj = nc;
+	for (size_t k = 0; k < ng; k++) {
+		jobs[k].site = gsc[k]->root;
+		jobs[k].graph = gsc[k];
+		jobs[k].cap = o->max_keep;
+	}
+	struct ap_measure_job *vj = jobs + ng;	/* the candidates' vpools */
+	size_t nj = ng + nc;
 	for (size_t k = 0; k < nc; k++) {
 		const struct ap_advise_site *s = &a->sites[c[k].i];
-		jobs[k].site = s->site_id;
+		vj[k].site = s->site_id;
 		/* the model's cap; or, at a site it did not judge a pool (by
 		 * size or cost), the cap that pays: the pool one would build */
 		bool cap = s->verdict == AP_VERDICT_POOL_CAP ||
 			   (s->verdict != AP_VERDICT_POOL && s->verdict != AP_VERDICT_SIZE_CLASSES &&
 			    advise_cap_pays(s));
-		jobs[k].cap = cap ? s->cap : o->max_keep;
+		vj[k].cap = cap ? s->cap : o->max_keep;
 		if (s->verdict == AP_VERDICT_SIZE_CLASSES) {
-			jobs[k].nclasses = s->nclasses < 4 ? s->nclasses : 4;
-			memcpy(jobs[k].classes, s->classes, jobs[k].nclasses * sizeof(*s->classes));
+			vj[k].nclasses = s->nclasses < 4 ? s->nclasses : 4;
+			memcpy(vj[k].classes, s->classes, vj[k].nclasses * sizeof(*s->classes));
 		}
 	}
 	for (size_t k = 0; k < nc; k++)
 		if (!ap_advise_handed(&a->sites[c[k].i])) {
-			jobs[nj] = jobs[k];
+			jobs[nj] = vj[k];
 			jobs[nj].free_list = true;
 			fl_of[k] = nj++;
 		}
@@ -695,14 +771,23 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		snprintf(a->measure_why, sizeof(a->measure_why), "%s", err.msg);
 	}
 	if (rc == 0 && !(cut.rounds_cut && cut.rounds < 2)) {
+		for (size_t k = 0; k < ng; k++) {
+			if (!out[k].ok) {
+				a->graphs_dropped++;
+				continue;
+			}
+			a->graphs[k].measured = true;
+			a->graphs[k].m = out[k];
+			scale_share(a, &a->graphs[k].m);
+		}
 		for (size_t k = 0; k < nc; k++) {
 			struct ap_advise_site *s = &a->sites[c[k].i];
-			if (!out[k].ok) {
+			if (!out[ng + k].ok) {
 				a->measure_dropped++;
 				continue;
 			}
 			s->measured = true;
-			s->m = out[k];
+			s->m = out[ng + k];
 			scale_share(a, &s->m);
 			s->fl_state = !fl_of[k]		 ? AP_FL_CROSSES
 				      : out[fl_of[k]].ok ? AP_FL_MEASURED
@@ -729,15 +814,16 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			a->program_cpu_est_ns = (uint64_t)(est > floor ? est : floor);
 		}
 		for (size_t k = 0; k < nc; k++)
-			if (out[k].ok)
-				measure_whole(a, &a->sites[c[k].i], sc, &jobs[k],
+			if (out[ng + k].ok)
+				measure_whole(a, &a->sites[c[k].i], sc, &vj[k],
 					      fl_of[k] ? &jobs[fl_of[k]] : NULL, &o2);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		a->measure_wall_ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 		for (size_t k = 0; k < nc; k++)
-			if (out[k].ok)
+			if (out[ng + k].ok)
 				advise_judge_measured(a, &a->sites[c[k].i]);
 		advise_rank(a);
+		advise_judge_graphs(a);
 	}
 	ap_script_free(sc);
 	free(jobs);

@@ -63,7 +63,7 @@
  * time. The model's estimate needs as much: "pool, ~155us" of a sampled
  * 1.21 s git run (0.013 %) was a site whose measured replay costs more (a
  * user's review, session 29). */
-#define MIN_SAVE_SHARE 0.01
+#define MIN_SAVE_SHARE AP_MIN_SAVE_SHARE
 /* Objects one thread makes and another frees: how often the program's
  * threads then wait for each other (their own queues and locks) moves
  * when a pool makes one of them faster, by as much as this share of what
@@ -989,18 +989,15 @@ static const char *trim_why(const struct ap_advice *a)
 				       "order, and its heap is not laid out exactly as the program's was";
 }
 
-static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
+void advise_saving_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_measured *m,
+			 const char *what)
 {
-	const struct ap_measured *m = &s->m;
-	const struct ap_run_cost *B = ap_advise_site_base(a, s);
 	char d1[32], d2[32], d3[32], d4[32];
 	saving_words(m, d1, d2, d3);
-	ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and without a "
-		    "pool here): ", m->rounds);
 	if (m->saved_ns >= 0)
-		ap_buf_addf(b, "a pool saves %s of CPU time", d1);
+		ap_buf_addf(b, "%s saves %s of CPU time", what, d1);
 	else
-		ap_buf_addf(b, "a pool costs %s more CPU time", d1);
+		ap_buf_addf(b, "%s costs %s more CPU time", what, d1);
 	ap_buf_addf(b, " (%s to %s, %.0f%% interval)", d2, d3, 100 * m->conf);
 	if (a->program_cpu_est_ns) {
 		char d5[32];
@@ -1026,6 +1023,16 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 		ap_buf_addf(b, ", %.2g%% of the run's %s (the trace does not hold its CPU time)",
 			    100 * fabs(m->saved_ns) / (double)a->duration_ns, d4);
 	}
+}
+
+static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
+{
+	const struct ap_measured *m = &s->m;
+	const struct ap_run_cost *B = ap_advise_site_base(a, s);
+	char d4[32];
+	ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and without a "
+		    "pool here): ", m->rounds);
+	advise_saving_words(b, a, m, "a pool");
 	if (faults_said(B, m))
 		ap_buf_addf(b, "; page faults %.0f against %.0f without it", m->cost.minflt,
 			    B->minflt);

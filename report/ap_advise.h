@@ -425,6 +425,23 @@ enum ap_replay_cpus_from {
 /* --replay-cpus all */
 #define AP_REPLAY_CPUS_ALL UINT32_MAX
 
+/* An object graph (struct ap_graph) measured pooled whole: its root's
+ * objects with the blocks of its members' sites that they own, as the
+ * runner's --graph pools them (docs/pool-model.md, "Object graphs").
+ * Sites are site ids (ap_advise_site.site_id: ap_advise_site_by_id). */
+struct ap_advise_graph {
+	uint32_t root;
+	size_t nmembers;
+	uint32_t members[AP_GRAPH_MAX_MEMBERS];	/* the most born first */
+	uint64_t root_births;
+	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];	/* owned by a root */
+	bool measured;
+	struct ap_measured m;
+	/* AP_VERDICT_POOL, _COSTS_MORE or _NOISE (measured); the text */
+	enum ap_verdict verdict;
+	char *reasons;
+};
+
 struct ap_advice {
 	bool sampled;		/* rate > 1: results are estimates */
 	uint64_t rate;
@@ -473,6 +490,10 @@ struct ap_advice {
 	 * against `base` (the replay through malloc alone); else
 	 * measure_why says why none was. */
 	size_t measured;
+	/* object graphs measured whole (the most saved first), and those
+	 * found but not measured (the budget) */
+	struct ap_advise_graph *graphs;
+	size_t ngraphs, graphs_dropped;
 	size_t measure_dropped;	/* candidates left out to keep to the budget */
 	/* What --measure-time (measure_budget_ns; 0: none) left out, every
 	 * replay counted against it from the script's making on
@@ -734,6 +755,8 @@ double ap_advise_run_faults(double prog, double share, bool one_thread, double a
 double ap_advise_prog_faults(const struct ap_advice *a);
 
 const char *ap_verdict_name(enum ap_verdict v);
+/* The site of a site id (ap_advise_site.site_id), or NULL. */
+const struct ap_advise_site *ap_advise_site_by_id(const struct ap_advice *a, uint32_t id);
 
 /* A duration for people: "1.3s", "400ms", "12.5us", "80ns". */
 void ap_advise_format_duration(char *out, size_t len, double ns);

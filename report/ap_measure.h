@@ -89,6 +89,22 @@ double ap_script_work_ns(const struct ap_script *s);
  * (one thread: its wall time less its CPU time, at its longest gaps). */
 uint64_t ap_script_sleep_ns(const struct ap_script *s);
 
+/* An object graph (report/measure_graph.c): the blocks of the member
+ * sites live inside the root site's, each born after one of them and
+ * freed before it by the same thread (GD_SHARE of a member's blocks at
+ * least), as a request's context owns its buffers and nodes. The
+ * runner's --graph pools the root's objects whole, with them. */
+#define AP_GRAPH_MAX_MEMBERS 15
+struct ap_graph {
+	uint32_t root;
+	uint32_t nmembers;
+	uint32_t members[AP_GRAPH_MAX_MEMBERS];	/* the most born, in no order */
+	uint64_t root_births;
+	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];
+};
+/* The script's graphs, the most blocks first (*n of them; NULL when none). */
+const struct ap_graph *ap_script_graphs(const struct ap_script *s, size_t *n);
+
 /* One measured variant: the site whose objects the pool serves, and the
  * pool's cap (0: none). With free_list, the site's objects are served by
  * a free list of each thread's own instead of a vpool (the runner's
@@ -99,6 +115,9 @@ uint64_t ap_script_sleep_ns(const struct ap_script *s);
 struct ap_measure_job {
 	uint32_t site;
 	bool free_list;
+	/* a graph pooled whole: site its root, these its members (the
+	 * runner's --graph; one pool, no cap, no classes) */
+	const struct ap_graph *graph;
 	uint64_t cap;
 	/* Size classes (ascending upper sizes; nclasses 0: one pool): a
 	 * pool each. */

@@ -142,6 +142,7 @@ struct builder {
 	uint64_t last_ts;	/* the time of the last event replayed */
 	uint64_t sleep_ns;	/* what the SLEEPs chosen sleep */
 	uint64_t sleep_wanted_ns;	/* ...before sleep_total shortened them */
+	struct graph_det *gd;	/* object graphs (measure_graph.c) */
 };
 
 /* A SLEEP op, and the time between its thread's events around it. */
@@ -161,6 +162,8 @@ struct ap_script {
 	uint64_t ops, bytes;
 	uint32_t nsites;
 	uint32_t nthreads;
+	struct ap_graph *graphs;
+	size_t ngraphs;
 };
 
 static uint64_t emit(struct builder *b, uint32_t thread, uint32_t w, uint32_t slot, uint64_t n)
@@ -409,6 +412,7 @@ static void b_alloc(void *ctx, size_t i, const struct ap_event *e, const struct 
 		s->xf_waited = k;
 	}
 	uint64_t bop = emit(b, e->thread, ap_rs_word(type, site), slot, blk->size);
+	graph_det_birth(b->gd, e->thread, slot, site, bop);
 	b_put(b, blk->addr, e->thread, bop);
 	b->nlive++;
 	if (!s->xb)
@@ -485,6 +489,7 @@ static void b_free(void *ctx, size_t i, const struct ap_event *e, const struct a
 		owner->xf[owner->nxf % XF_RING].op = op;
 		owner->nxf++;
 	}
+	graph_det_end(b->gd, e->thread, o->slot);
 	b->nlive--;
 	b->live -= blk->size;
 	AP_ALLOC_GROW(s->free_slots, s->nfree + 1, s->free_alloc);
@@ -556,6 +561,7 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 			     .cyc = cycles, .ncyc = ncycles,
 			     .limit = max_events && t->nev > max_events ? max_events : t->nev };
 	b.th = ap_xcalloc(t->nthreads, sizeof(*b.th));
+	b.gd = graph_det_new(t->nthreads, nsites);
 	for (size_t k = 0; k < t->nthreads; k++) {
 		b.th[k].spawner = UINT32_MAX;
 		b.th[k].xb_owner = UINT32_MAX;
@@ -677,7 +683,9 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
 	s->bytes = ap_rs_size(h.nthreads, b.nsync, b.nops);
 	s->nsites = h.nsites;
 	s->nthreads = h.nthreads;
+	s->ngraphs = graph_det_finish(b.gd, &s->graphs);
 out:
+	graph_det_free(b.gd);
 	for (size_t k = 0; k < t->nthreads; k++) {
 		free(b.th[k].v);
 		free(b.th[k].free_slots);
@@ -696,7 +704,14 @@ void ap_script_free(struct ap_script *s)
 	if (!s)
 		return;
 	close(s->fd);
+	free(s->graphs);
 	free(s);
+}
+
+const struct ap_graph *ap_script_graphs(const struct ap_script *s, size_t *n)
+{
+	*n = s->ngraphs;
+	return s->graphs;
 }
 
 uint64_t ap_script_ops(const struct ap_script *s)
@@ -992,17 +1007,22 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
  * site from each thread's free list, not a vpool. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, bool free_list,
-		    uint64_t cap, const char *classes, const char *sampler, const char *dir, double touch,
-		    long whole, double kill_at, struct sample *out, struct ap_error *err)
+		    const struct ap_graph *graph, uint64_t cap, const char *classes, const char *sampler,
+		    const char *dir, double touch, long whole, double kill_at, struct sample *out,
+		    struct ap_error *err)
 {
 	double t0 = now_ns();
-	char a1[16] = "", a2[24], a3[24], buf[512];
+	char a1[16] = "", a2[24], a3[24], buf[512], members[AP_GRAPH_MAX_MEMBERS * 12 + 1] = "";
 	snprintf(a2, sizeof(a2), "%ld", site);
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *cl = classes && *classes ? classes : NULL;
 	const char *plain[] = { "allocprof-replay", a1, a2, a3, cl, NULL };
 	const char *fl[] = { "allocprof-replay", "--free-list", a1, a2, a3, cl, NULL };
-	const char *const *args = free_list ? fl : plain;
+	const char *gr[] = { "allocprof-replay", "--graph", members, a1, a2, a3, NULL };
+	for (uint32_t k = 0; graph && k < graph->nmembers; k++)
+		snprintf(members + strlen(members), sizeof(members) - strlen(members), "%s%u", k ? "," : "",
+			 graph->members[k]);
+	const char *const *args = graph ? gr : free_list ? fl : plain;
 	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, kill_at, buf,
 			    sizeof(buf), err);
 	if (rc < 0)
@@ -1185,7 +1205,7 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 			break;
 		}
 		double t0 = now_ns();
-		if (run_once(s, o->runner, -1, false, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
+		if (run_once(s, o->runner, -1, false, NULL, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
 			     &rec[nrec], &e2) == 0)
 			nrec++;
 		expect = now_ns() - t0;
@@ -1334,8 +1354,9 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				rc = ap_error_set(err, "measured replay: no site %ld", site);
 				break;
 			}
-			rc = run_once(s, o->runner, site, j && jobs[j - 1].free_list, cap, cl, NULL, NULL,
-				      o->touch, o->whole_site, kill_at, &v[rounds * nv + j], err);
+			rc = run_once(s, o->runner, site, j && jobs[j - 1].free_list, j ? jobs[j - 1].graph : NULL,
+				      cap, cl, NULL, NULL, o->touch, o->whole_site, kill_at, &v[rounds * nv + j],
+				      err);
 			if (rc == -2)
 				bg.cut.killed = true;
 			last[j] = v[rounds * nv + j].took_ns;

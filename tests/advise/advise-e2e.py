@@ -929,6 +929,46 @@ def nomap(specs):
             print("%s: the same without the live map" % spec)
 
 
+def graph(prog):
+    """An object graph: the context's site owns its header's, items' and
+    name's (born after it, freed with it), not the scratch buffer's (freed
+    while it lives, before the name is made); advise measures them pooled
+    whole, prints them before the sites and gives them in the JSON."""
+    n = 20000
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all", ["--all"], [str(n)])
+        adv = advise(t, ["--measure-time", "6s"], measure=True)
+        text = run([A, "advise", "-n", "3", "--measure-time", "3s", t])
+    fails = []
+    gs = adv.get("graphs")
+    root = "ctx_new %s.c:%d" % (prog, site_line(prog))
+    want = {"%s.c:%d" % (prog, site_line(prog, "MEMBER%d" % k)): b
+            for k, b in ((1, n), (2, sum(8 + r % 24 for r in range(n))), (3, n))}
+    if not gs:
+        sys.exit("FAIL: no graph found: %s" % json.dumps(adv.get("graphs")))
+    g = gs[0]
+    got = {m["site"].split(" ")[-1]: m["blocks_owned"] for m in g["members"]}
+    print("graph: %s with %s: %s, saves %s [%s, %s]" % (g["root"], got, g["verdict"], g.get("time_saved_ns"),
+                                                       g.get("time_saved_low_ns"), g.get("time_saved_high_ns")))
+    if g["root"] != root:
+        fails.append("root %s, want %s" % (g["root"], root))
+    if got != want:
+        fails.append("members %s, want %s (not the scratch buffer at line %d)"
+                     % (got, want, site_line(prog, "SCRATCH")))
+    if g["root_objects"] != n:
+        fails.append("root objects %s, want %d" % (g["root_objects"], n))
+    if g["verdict"] not in ("pool whole", "no: costs more", "within noise"):
+        fails.append("verdict %s" % g["verdict"])
+    if not g.get("measured") or g["measured"]["rounds"] < 2:
+        fails.append("not measured: %s" % g.get("measured"))
+    elif not g["time_saved_low_ns"] <= g["time_saved_ns"] <= g["time_saved_high_ns"]:
+        fails.append("saving outside its interval: %s" % g)
+    if ("\na. %s and the blocks its objects own\n" % root) not in text:
+        fails.append("the text does not give the graph first:\n" + text)
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -956,6 +996,8 @@ def main():
         freelist(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "whole":
         whole(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "graph":
+        graph(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "budget":
         budget(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":

@@ -1240,6 +1240,81 @@ static void test_small_hit(void)
 	ap_trace_free(t);
 }
 
+/* An object graph (report/measure_graph.c, the runner's --graph): per
+ * request a root (site 0, 256 bytes) owning three 48-byte blocks (site
+ * 1) and a buffer of 1000 or 2000 bytes in turn (site 2), freed before
+ * it; a block of site 4 born inside the root but freed after it (not
+ * the root's); and one block of site 3 live all along (it "owns"
+ * everything, but one birth makes no root). */
+static void test_graph(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint32_t st[5];
+	for (int k = 0; k < 5; k++) {
+		uint64_t pc = 0x1000 * (uint64_t)(k + 1);
+		st[k] = ap_tw_stack(tw, &pc, 1);
+	}
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x900000, 64, st[3]);
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000, 256, st[0]);
+		for (uint64_t j = 0; j < 3; j++)
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x200000 + 0x100 * j, 48, st[1]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x300000, i % 2 ? 2000 : 1000, st[2]);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x400000, 64, st[4]);
+		for (uint64_t j = 0; j < 3; j++)
+			ap_tw_free(tw, 1000, ts++, 0, 0x200000 + 0x100 * j);
+		ap_tw_free(tw, 1000, ts++, 0, 0x300000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
+		ap_tw_free(tw, 1000, ts++, 0, 0x400000);
+	}
+	ap_tw_free(tw, 1000, ts++, 0, 0x900000);
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t sites[6] = { UINT32_MAX, 0, 1, 2, 3, 4 };
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, sites, 5, NULL, 0, NULL, 0, 0, 0, &err);
+	CHECK(s != NULL, "graph: script: %s", err.msg);
+	if (!s)
+		return;
+	size_t n;
+	const struct ap_graph *g = ap_script_graphs(s, &n);
+	EQ("graph: graphs", n, 1);
+	if (n != 1) {
+		ap_script_free(s);
+		ap_trace_free(t);
+		return;
+	}
+	EQ("graph: root", g->root, 0);
+	EQ("graph: root births", g->root_births, 100);
+	EQ("graph: members", g->nmembers, 2);
+	for (uint32_t k = 0; k < g->nmembers && k < 2; k++) {
+		CHECK(g->members[k] == 1 || g->members[k] == 2, "graph: member %u is site %u", k,
+		      g->members[k]);
+		EQ("graph: member's blocks", g->member_births[k], g->members[k] == 1 ? 300 : 100);
+	}
+	struct ap_measure_opts o = opts_of(1, 0);
+	struct ap_measure_job job = { .site = 0, .graph = g };
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+	CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "graph: %s", err.msg);
+	/* baseline: 6 births and 6 frees a request, and the long one's 2 */
+	EQ("graph: baseline calls", base.calls, 1202);
+	/* pooled whole: the first request allocates its 6 blocks and frees
+	 * site 4's (the others stay with the root, which is Put); the second
+	 * gets the root and its spares (5 hits), the 1000-byte buffer too
+	 * small for 2000 (freed, allocated: 2 calls), and site 4's 2; every
+	 * later one 5 hits, site 4's 2 calls; and the long one's 2 */
+	EQ("graph: pooled hits", out.cost.hits, 5 * 99);
+	EQ("graph: pooled calls", out.cost.calls, 7 + 4 + 98 * 2 + 2);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
 /* The budget: a run that fits is replayed whole; one that does not is cut
  * to what fits, counting the fit's replays of the share written, never
  * below AP_MEASURE_MIN_EVENTS. */
@@ -1440,6 +1515,7 @@ int main(int argc, char **argv)
 	test_sleep_budget();
 	test_deadline();
 	test_small_hit();
+	test_graph();
 	test_budget_events();
 	test_live_bound();
 	test_resolved_script();
