@@ -152,6 +152,18 @@ def advise_for(d, p, fn, path=None):
     if len(sites) > 1:
         out["other_sites"] = [{"site": x.get("site"), "verdict": x.get("verdict"),
                                "time_saved_ns": x.get("time_saved_ns")} for x in sites[1:]]
+    # An object graph rooted in the function, measured pooled whole
+    # (advise's `graphs`): what a twin that pools the function's objects
+    # whole (ctxgraph) is beside.
+    for g in a.get("graphs") or []:
+        root = re.sub(r"\[abi:[^]]*\]", "", (g.get("root") or "").split(" ")[0])
+        if root == fn and g.get("time_saved_ns") is not None:
+            out["graph"] = {"root": g["root"], "verdict": g.get("verdict"),
+                            "members": len(g.get("members") or []),
+                            "time_saved_ns": g["time_saved_ns"],
+                            "time_saved_low_ns": g.get("time_saved_low_ns"),
+                            "time_saved_high_ns": g.get("time_saved_high_ns")}
+            break
     for k in ("gc", "procs", "one_p", "total_alloc_objects", "program_cpu_ns",
               "program_cpu_est_ns", "measurement"):
         if k in a:
@@ -274,6 +286,14 @@ def one(d, p, src):
                       if c.get("saving_median") else "", ts / 1e6))
         elif fl:
             print("advise's free list of each thread's own: not measured (%s)" % fl)
+        g = a.get("graph")
+        if g:
+            gs = g["time_saved_ns"] / 1e6
+            print("advise, the object graph %s (%d member sites) pooled whole: %s, time saved "
+                  "%.3f ms [%.3f, %.3f]%s" % (
+                      g["root"], g["members"], g["verdict"], gs, (g["time_saved_low_ns"] or 0) / 1e6,
+                      (g["time_saved_high_ns"] or 0) / 1e6,
+                      ", %.3gx the twin's" % (gs / c["saving_median"]) if c.get("saving_median") else ""))
         if len(r["recordings"]) > 1:
             print("advise over %d recordings: %s" % (len(r["recordings"]), "; ".join(
                 "%s %.3f ms (%s)" % (x["verdict_text"], (x["time_saved_ns"] or 0) / 1e6,
@@ -345,6 +365,13 @@ def print_table(rows, runs):
                     if c.get("saving_median") else "")
             elif fli:
                 meas += "; free list: %s" % fli
+            g = a.get("graph")
+            if g:
+                gs = g["time_saved_ns"] / 1e6
+                meas += "; graph whole %s %.1f ms [%.1f, %.1f]%s" % (
+                    g["verdict"], gs, (g["time_saved_low_ns"] or 0) / 1e6,
+                    (g["time_saved_high_ns"] or 0) / 1e6,
+                    " %.3gx" % (gs / c["saving_median"]) if c.get("saving_median") else "")
         else:
             v = "not run" if not a else "site not found"
             asv = ratio = meas = "-"

@@ -69,16 +69,8 @@ int main(int argc, char **argv)
 	tw_pool_init(&pool);
 #endif
 	for (long r = 0; r < n; r++) {
-		unsigned words = 20 + (unsigned)(tw_rand(&rng) % 41);
+		unsigned words = tw_token_line(&rng, line, lens);
 		size_t at = 0;
-		for (unsigned w = 0; w < words; w++) {
-			size_t len = 4 + (size_t)(tw_rand(&rng) % 36);
-			for (size_t k = 0; k < len; k++)
-				line[at + k] = (char)('a' + (tw_rand(&rng) >> 59));
-			lens[w] = len;
-			at += len + 1;
-			line[at - 1] = ' ';
-		}
 		char **toks = NULL;
 		size_t cap = 0, nt = 0;
 		at = 0;

@@ -67,4 +67,22 @@ static inline size_t tw_sized_take(struct tw_sized *s, void *p)
 	return 0;
 }
 
+/* A tokenizer's line (tokens.c, tokarr.c): 20 to 60 words of 4 to 39
+ * letters, each followed by a space, into line (64 * 48 bytes at least),
+ * their lengths into lens (64 at least); returns the words. */
+static inline unsigned tw_token_line(uint64_t *rng, char *line, size_t *lens)
+{
+	unsigned words = 20 + (unsigned)(tw_rand(rng) % 41);
+	size_t at = 0;
+	for (unsigned w = 0; w < words; w++) {
+		size_t len = 4 + (size_t)(tw_rand(rng) % 36);
+		for (size_t k = 0; k < len; k++)
+			line[at + k] = (char)('a' + (tw_rand(rng) >> 59));
+		lens[w] = len;
+		at += len + 1;
+		line[at - 1] = ' ';
+	}
+	return words;
+}
+
 #endif
