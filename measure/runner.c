@@ -80,7 +80,7 @@ struct slot {
 	uint64_t size;		/* the size the program asked for last */
 	uint64_t cap;		/* pooled blocks: the largest size reached */
 	uint32_t gen;		/* births in this slot (--graph: an owner's identity) */
-	uint32_t owner;		/* --graph, a member's: its root's slot... */
+	uint32_t owner;		/* --graph: a member's root's slot...; a root's thread */
 	uint32_t ogen;		/* ...and that root's gen then */
 	bool pooled;
 	bool whole;		/* of the site written and read whole (whole_site) */
@@ -272,16 +272,26 @@ static void root_push(struct rthread *t, uint32_t slot)
 }
 
 /* Whether member block s's root is live and `t`'s (its spares are its
- * thread's alone). */
+ * thread's alone: a root's `owner` is the thread that made it). */
 static bool owner_live(const struct rthread *t, const struct slot *s)
 {
 	const struct slot *r = &slots[s->owner];
-	if (!r->root || r->gen != s->ogen)
-		return false;
-	for (unsigned i = 0; i < t->rn; i++)
-		if (t->rslot[i] == s->owner && t->rgen[i] == s->ogen)
-			return true;
-	return false;
+	return r->root && r->gen == s->ogen && r->owner == t->idx;
+}
+
+/* A root of `t` ends: off its stack, with the dead ones above the live
+ * (a stack of dead roots made every lookup walk it: tokarr's replay
+ * spent a quarter of its time there). */
+static void root_pop(struct rthread *t, uint32_t slot)
+{
+	if (t->rn && t->rslot[t->rn - 1] == slot)
+		t->rn--;
+	while (t->rn) {
+		const struct slot *r = &slots[t->rslot[t->rn - 1]];
+		if (r->root && r->gen == t->rgen[t->rn - 1])
+			break;
+		t->rn--;
+	}
 }
 
 static atomic_uint running;		/* threads not finished; a futex word too */
@@ -577,6 +587,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	}
 	if (member_of && s->pooled && s->member < 0) {
 		s->root = true;
+		s->owner = t->idx;
 		root_push(t, o->slot);
 	}
 	int k = s->pooled && s->member < 0 ? class_of(n) : -1;
@@ -673,6 +684,7 @@ static void end(struct rthread *t, const struct ap_rs_op *o)
 	if (s->root) {
 		/* into the pool with its spares, if it can hold their lists */
 		s->root = false;
+		root_pop(t, o->slot);
 		char **heads = spares_of(o->slot);
 		if (k >= 0 && s->cap >= root_bytes())
 			memcpy(s->p + sizeof(s->cap), heads, nmembers * sizeof(*heads));
