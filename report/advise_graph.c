@@ -80,7 +80,8 @@ static void judge(const struct ap_advice *a, struct ap_advise_graph *g)
 		g->verdict = AP_VERDICT_POOL;
 		ap_buf_addf(&b, "Pool %s's objects whole: a pool of them, and at a Get the blocks an object "
 			    "kept reused where big enough (a block too small freed and allocated anew), "
-			    "the others allocated.", root->name);
+			    "the others allocated (a change of the program's code: allocprof try pools "
+			    "one site at a time and cannot try it).", root->name);
 	} else if (g->m.high_ns < 0) {
 		g->verdict = AP_VERDICT_COSTS_MORE;
 		ap_buf_addstr(&b, "Keeping them whole costs more than it saves: keep malloc.");
