@@ -36,7 +36,7 @@
 
 struct gd_recent {
 	uint32_t site, slot;
-	uint64_t seq;		/* its birth's, + 1 */
+	uint32_t seq;		/* its birth's, + 1 */
 };
 
 struct gd_thread {
@@ -47,7 +47,7 @@ struct gd_thread {
 	 * head in the owner's slot, gd.phead); epoch: the last birth's. */
 	struct gd_pend *pend;
 	uint32_t npend, pend_cap;
-	uint64_t epoch;
+	uint32_t epoch;
 };
 
 struct gd_pend {
@@ -64,15 +64,18 @@ struct graph_det {
 	uint64_t *births;	/* by site */
 	struct gd_thread *th;
 	size_t nthreads;
-	/* by slot: its block's birth (+ 1; 0: none), site and thread */
-	uint64_t *seq;
+	/* By slot: its block's birth (+ 1; 0: none), site and thread; as
+	 * an owner, its chain of pending members (+ 1) and the epoch it was
+	 * made in (the chain is stale in any other). 20 bytes a slot, a live
+	 * block: within what AP_MEASURE_LIVE_BLOCK counts beyond the
+	 * builder's own 16 for a resolved trace. Births and ops of a script
+	 * (AP_MEASURE_MAX_EVENTS at most, a few ops each) fit 32 bits. */
+	uint32_t *seq;
 	uint32_t *site, *thread;
-	/* as an owner: its chain of pending members (+ 1) and the epoch it
-	 * was made in (the chain is stale in any other) */
 	uint32_t *phead;
-	uint64_t *pepoch;
+	uint32_t *pepoch;
 	size_t nslots;
-	uint64_t epochs;	/* births so far: each birth's epoch */
+	uint32_t epochs;	/* births so far: each birth's epoch */
 	/* member << 32 | owner (sites) -> how often the member's block
 	 * was owned by the owner's */
 	struct ap_u64map pairs;
@@ -135,11 +138,12 @@ void graph_det_birth(struct graph_det *g, uint32_t thread, uint32_t slot, uint32
 {
 	if (slot >= g->nslots)
 		grow_slots(g, slot);
-	if (site >= g->nsites || thread >= g->nthreads) {
+	/* (past 32 bits a block is not seen; a script holds far fewer) */
+	if (site >= g->nsites || thread >= g->nthreads || seq >= UINT32_MAX - 1 || g->epochs == UINT32_MAX) {
 		g->seq[slot] = 0;
 		return;
 	}
-	g->seq[slot] = seq + 1;
+	g->seq[slot] = (uint32_t)seq + 1;
 	g->site[slot] = site;
 	g->thread[slot] = thread;
 	g->births[site]++;
@@ -155,14 +159,14 @@ void graph_det_birth(struct graph_det *g, uint32_t thread, uint32_t slot, uint32
 	if (i == GD_RECENT)
 		i--;	/* the oldest goes */
 	memmove(&t->r[1], &t->r[0], i * sizeof(t->r[0]));
-	t->r[0] = (struct gd_recent){ .site = site, .slot = slot, .seq = seq + 1 };
+	t->r[0] = (struct gd_recent){ .site = site, .slot = slot, .seq = (uint32_t)seq + 1 };
 }
 
 void graph_det_end(struct graph_det *g, uint32_t thread, uint32_t slot)
 {
 	if (slot >= g->nslots || !g->seq[slot])
 		return;
-	uint64_t seq = g->seq[slot];
+	uint32_t seq = g->seq[slot];
 	uint32_t site = g->site[slot];
 	g->seq[slot] = 0;
 	if (g->thread[slot] != thread)
