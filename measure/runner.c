@@ -81,7 +81,7 @@ struct slot {
 	uint64_t cap;		/* pooled blocks: the largest size reached */
 	uint32_t gen;		/* births in this slot (--graph: an owner's identity) */
 	uint32_t owner;		/* --graph: a member's root's slot...; a root's thread */
-	uint32_t ogen;		/* ...and that root's gen then */
+	uint32_t ogen;		/* ...and that root's gen then; a root's spares index */
 	bool pooled;
 	bool whole;		/* of the site written and read whole (whole_site) */
 	int8_t member;		/* --graph: the member it is (its index), or -1 */
@@ -120,6 +120,7 @@ struct rthread {
 	 * (slot, gen); members born now are the top one's */
 	uint32_t rslot[GRAPH_DEPTH], rgen[GRAPH_DEPTH];
 	unsigned rn;
+	uint32_t spares_free;			/* its freed spares indexes (+ 1) */
 };
 
 static const struct ap_rs_header *hdr;
@@ -219,11 +220,40 @@ static bool fl_give(struct rthread *t, int k, char *p)
 static unsigned nmembers;
 static uint32_t member_site[GRAPH_MAX];
 static int8_t *member_of;	/* by site: its member index, or -1; NULL: no --graph */
-static char **spares;		/* [slot * nmembers + k]: a live root's spares of member k */
+/* A live root's spares of member k: spares[ix * nmembers + k], ix its
+ * slot's ogen, an index handed out densely (a thread's freed ones first,
+ * linked through their first entry), so that the table's pages touched
+ * are as many as roots live at once, not spread over every slot. */
+static char **spares;
+static uint32_t spares_cap;		/* indexes the table holds */
+static _Atomic uint32_t spares_top;	/* never handed out from here on */
 
-static char **spares_of(uint32_t slot)
+static char **spares_of(const struct slot *root)
 {
-	return spares + (uint64_t)slot * nmembers;
+	return spares + (uint64_t)root->ogen * nmembers;
+}
+
+/* An index for a new root of t, or UINT32_MAX when the table is full
+ * (the root then owns nothing: its members are malloc's). */
+static uint32_t spares_new(struct rthread *t)
+{
+	if (t->spares_free) {
+		uint32_t ix = t->spares_free - 1;
+		char **e = spares + (uint64_t)ix * nmembers;
+		t->spares_free = (uint32_t)(uintptr_t)e[0];
+		e[0] = NULL;
+		return ix;
+	}
+	uint32_t ix = atomic_fetch_add_explicit(&spares_top, 1, memory_order_relaxed);
+	return ix < spares_cap ? ix : UINT32_MAX;
+}
+
+static void spares_release(struct rthread *t, uint32_t ix)
+{
+	char **e = spares + (uint64_t)ix * nmembers;
+	memset(e, 0, nmembers * sizeof(*e));
+	e[0] = (char *)(uintptr_t)t->spares_free;
+	t->spares_free = ix + 1;
 }
 
 /* Frees a root's spares (t: the thread that counts the calls, or none). */
@@ -575,7 +605,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 			s->owner = r;
 			s->ogen = slots[r].gen;
 			s->pooled = true;
-			char **head = &spares_of(r)[s->member], *x = *head;
+			char **head = &spares_of(&slots[r])[s->member], *x = *head;
 			if (x) {
 				uint64_t cap;
 				memcpy(head, x, sizeof(*head));
@@ -585,7 +615,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 			}
 		}
 	}
-	if (member_of && s->pooled && s->member < 0) {
+	if (member_of && s->pooled && s->member < 0 && (s->ogen = spares_new(t)) != UINT32_MAX) {
 		s->root = true;
 		s->owner = t->idx;
 		root_push(t, o->slot);
@@ -597,10 +627,13 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 			uint64_t cap;
 			memcpy(&cap, x, sizeof(cap));
 			if (member_of) {
-				/* its spares come out with it */
-				char **heads = spares_of(o->slot);
+				/* its spares come out with it (freed when it is
+				 * too small, or owns nothing here) */
+				char *heads[GRAPH_MAX];
 				memcpy(heads, x + sizeof(cap), nmembers * sizeof(*heads));
-				if (cap < n)
+				if (s->root && cap >= n)
+					memcpy(spares_of(s), heads, nmembers * sizeof(*heads));
+				else
 					spares_free(t, heads);
 			}
 			if (reuse(t, s, x, cap, n))
@@ -669,7 +702,7 @@ static void end(struct rthread *t, const struct ap_rs_op *o)
 		s->member = -1;
 		if (s->p && owner_live(t, s)) {
 			/* kept by its root: a spare */
-			char **head = &spares_of(s->owner)[m];
+			char **head = &spares_of(&slots[s->owner])[m];
 			memcpy(s->p, head, sizeof(*head));
 			memcpy(s->p + sizeof(char *), &s->cap, sizeof(s->cap));
 			*head = s->p;
@@ -681,18 +714,25 @@ static void end(struct rthread *t, const struct ap_rs_op *o)
 		return;
 	}
 	int k = s->pooled && s->p && (!cap_limit || s->cap <= cap_limit) ? class_of(s->cap) : -1;
-	if (s->root) {
-		/* into the pool with its spares, if it can hold their lists */
-		s->root = false;
-		root_pop(t, o->slot);
-		char **heads = spares_of(o->slot);
+	if (member_of && s->pooled) {
+		/* A root: into the pool with its spares (none when it had no
+		 * index), if it can hold their lists. A root freed by another
+		 * thread than its own races with a late member's free there,
+		 * which may keep a spare in the index's lists for the next
+		 * root: a block lost to the measurement, no worse (the
+		 * detector's graphs are torn down by one thread). */
+		char *none[GRAPH_MAX] = { NULL }, **heads = s->root ? spares_of(s) : none;
+		if (s->root)
+			root_pop(t, o->slot);
 		if (k >= 0 && s->cap >= root_bytes())
 			memcpy(s->p + sizeof(s->cap), heads, nmembers * sizeof(*heads));
 		else
 			k = -1;
 		if (k < 0)
 			spares_free(t, heads);
-		memset(heads, 0, nmembers * sizeof(*heads));
+		if (s->root)
+			spares_release(t, s->ogen);
+		s->root = false;
 	}
 	if (k >= 0)
 		memcpy(s->p, &s->cap, sizeof(s->cap));
@@ -1106,6 +1146,7 @@ int main(int argc, char **argv)
 		size_t nsl = hdr->nslots ? hdr->nslots : 1;
 		member_of = mmap(NULL, hdr->nsites ? hdr->nsites : 1, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		spares_cap = (uint32_t)nsl;
 		spares = mmap(NULL, nsl * nmembers * sizeof(*spares), PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (member_of == MAP_FAILED || spares == MAP_FAILED)
