@@ -1055,16 +1055,16 @@ int main(int argc, char **argv)
 		die("%s", "--free-list wants a site");
 	if (graph && (site < 0 || free_list || argc == 5))
 		die("%s", "--graph wants a site, one pool, no --free-list");
-	while (graph && *graph) {
-		unsigned long long v = strtoull(graph, &end, 10);
-		if (end == graph || (*end && *end != ',') || nmembers == GRAPH_MAX || v >= AP_RS_NOSITE ||
+	for (const char *g = graph; g && *g;) {
+		unsigned long long v = strtoull(g, &end, 10);
+		if (end == g || (*end && *end != ',') || nmembers == GRAPH_MAX || v >= AP_RS_NOSITE ||
 		    v == (unsigned long long)site)
-			die("bad --graph '%s'", graph);
+			die("bad --graph '%s' (member sites, not the root, %d at most)", graph, GRAPH_MAX);
 		member_site[nmembers++] = (uint32_t)v;
-		graph = *end ? end + 1 : end;
+		g = *end ? end + 1 : end;
 	}
 	if (graph && !nmembers)
-		die("%s", "bad --graph ''");
+		die("%s", "bad --graph '' (member sites, not the root)");
 	unsigned long long cap = strtoull(argv[3], &end, 10);
 	if (*end)
 		die("bad cap '%s'", argv[3]);

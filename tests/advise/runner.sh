@@ -1,7 +1,8 @@
 #!/bin/sh
 # allocprof-replay refuses what is not a replay script of its version, or a
 # damaged one, with one line and exit status 1, before it replays anything
-# (and --free-list without a site to serve).
+# (and --free-list without a site to serve, --graph without a root or
+# with members that are not sites).
 # Its fault probe prices a page fault.
 # usage: runner.sh ALLOCPROF_REPLAY
 set -u
@@ -34,6 +35,11 @@ expect "bad site" "bad site 'y'" "$tmp/empty" 3 y 0
 expect "bad classes" "bad classes '5,3'" "$tmp/empty" 3 0 0 5,3
 expect "free list of no site" "--free-list wants a site" "$tmp/empty" --free-list 3 -1 0
 expect "free list, usage" "usage: " "$tmp/empty" --free-list 3 0
+expect "bad graph members" "bad --graph 'x'" "$tmp/empty" --graph x 3 0 0
+expect "graph of its own root" "bad --graph '1,0'" "$tmp/empty" --graph 1,0 3 0 0
+expect "graph of no site" "--graph wants a site" "$tmp/empty" --graph 1 3 -1 0
+expect "graph with classes" "--graph wants a site" "$tmp/empty" --graph 1 3 0 0 64,128
+expect "graph and free list" "--graph wants a site" "$tmp/empty" --free-list --graph 1 3 0 0
 expect "closed descriptor" "script: Bad file descriptor" "$tmp/empty" 9 -1 0
 expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
 expect "text" "not a replay script" "$tmp/text" 3 -1 0
