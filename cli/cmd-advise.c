@@ -82,7 +82,8 @@ static void advise_usage(FILE *f)
 	      "                       interval is tight, replays the first part of a run\n"
 	      "                       too long for it, and says what it left out; one\n"
 	      "                       budget for a run of several processes)\n"
-	      "  --measure-sites N    measure at most N sites (default 6)\n"
+	      "  --measure-sites N    measure at most N sites (default 6), and N object\n"
+	      "                       graphs (two at most)\n"
 	      "  --replay-cpus N|all  run the measured replay on the first N CPUs advise may\n"
 	      "                       use, or on all (default: as many as the recorded run\n"
 	      "                       could use, which the trace says: threads that hand\n"
@@ -291,8 +292,14 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
 		struct ap_buf cpus = AP_BUF_INIT;
 		ap_advise_replay_cpus_words(a, &cpus);
-		printf("Measured: %zu site%s, %u rounds of replays of the run's %llu allocator calls (%s), "
-		       "%s\n", a->measured, plural((double)a->measured), measured_rounds(a),
+		size_t ng = 0;
+		for (size_t k = 0; k < a->ngraphs; k++)
+			ng += a->graphs[k].measured;
+		char gw[48] = "";
+		if (ng)
+			snprintf(gw, sizeof(gw), " and %zu object graph%s", ng, plural((double)ng));
+		printf("Measured: %zu site%s%s, %u rounds of replays of the run's %llu allocator calls (%s), "
+		       "%s\n", a->measured, plural((double)a->measured), gw, measured_rounds(a),
 		       (unsigned long long)a->base.calls, d, cpus.buf);
 		ap_buf_release(&cpus);
 		if (a->script_work_ns > 0) {

@@ -514,8 +514,10 @@ static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const s
  * roots at least, and the model's generous expectation of the root's
  * and members' pools together past the floor a site's is held to. */
 static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, size_t nmap,
-			  const struct ap_graph **g)
+			  const struct ap_graph **g, size_t max)
 {
+	if (max > MEASURE_GRAPHS)
+		max = MEASURE_GRAPHS;
 	size_t ng = 0, n;
 	const struct ap_graph *v = ap_script_graphs(sc, &n);
 	if (!n)
@@ -558,7 +560,7 @@ static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, size_
 				ag.members[j - 1] = ts;
 				ag.member_births[j - 1] = tb;
 			}
-		if (ng == MEASURE_GRAPHS) {
+		if (ng == max) {
 			a->graphs_dropped++;
 			continue;
 		}
@@ -682,7 +684,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	 * for several sites, and what it saves the sites' own pools do not
 	 * add up to (bench/twins' ctxgraph). */
 	const struct ap_graph *gsc[MEASURE_GRAPHS];
-	size_t ng = pick_graphs(a, sc, m->nsites, gsc);
+	size_t ng = pick_graphs(a, sc, m->nsites, gsc, max_sites);
 	a->ngraphs = ng;
 	struct ap_measure_job *jobs = ap_xcalloc(ng + 2 * nc, sizeof(*jobs));
 	struct ap_measured *out = ap_xcalloc(ng + 2 * nc, sizeof(*out));
