@@ -1315,6 +1315,61 @@ static void test_graph(void)
 	ap_trace_free(t);
 }
 
+/* Object graphs on two threads at once: each builds and tears down its
+ * own roots (site 0, 256 bytes) with three members (site 1, 48 bytes),
+ * 100 requests each, interleaved. A root's Put goes to its thread's
+ * private slot and comes back to that thread with its spares: each
+ * thread allocates its first request's four blocks, and nothing after. */
+static void test_graph_threads(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 2;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2] = { 0x1000, 0x2000 };
+	uint32_t st[2] = { ap_tw_stack(tw, &pcs[0], 1), ap_tw_stack(tw, &pcs[1], 1) };
+	ap_tw_thread(tw, 1000, "main");
+	ap_tw_thread(tw, 1001, "worker");
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++)
+		for (uint32_t k = 0; k < 2; k++) {
+			uint32_t tid = 1000 + k;
+			uint64_t base = 0x1000000 * (uint64_t)(k + 1);
+			ap_tw_alloc(tw, tid, ts++, k, AP_KIND_MALLOC, base, 256, st[0]);
+			for (uint64_t j = 0; j < 3; j++)
+				ap_tw_alloc(tw, tid, ts++, k, AP_KIND_MALLOC, base + 0x1000 * (j + 1), 48, st[1]);
+			for (uint64_t j = 0; j < 3; j++)
+				ap_tw_free(tw, tid, ts++, k, base + 0x1000 * (j + 1));
+			ap_tw_free(tw, tid, ts++, k, base);
+		}
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t sites[3] = { UINT32_MAX, 0, 1 };
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, sites, 2, NULL, 0, NULL, 0, 0, 0, &err);
+	CHECK(s != NULL, "graph threads: script: %s", err.msg);
+	if (!s)
+		return;
+	size_t n;
+	const struct ap_graph *g = ap_script_graphs(s, &n);
+	EQ("graph threads: graphs", n, 1);
+	if (n == 1) {
+		EQ("graph threads: root", g->root, 0);
+		EQ("graph threads: members", g->nmembers, 1);
+		EQ("graph threads: member's blocks", g->member_births[0], 600);
+		struct ap_measure_opts o = opts_of(1, 0);
+		struct ap_measure_job job = { .site = 0, .graph = g };
+		struct ap_measured out;
+		struct ap_run_cost base, rec;
+		CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "graph threads: %s", err.msg);
+		EQ("graph threads: baseline calls", base.calls, 1600);
+		EQ("graph threads: pooled calls", out.cost.calls, 8);
+		EQ("graph threads: pooled hits", out.cost.hits, 2 * 99 * 4);
+	}
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
 /* The budget: a run that fits is replayed whole; one that does not is cut
  * to what fits, counting the fit's replays of the share written, never
  * below AP_MEASURE_MIN_EVENTS. */
@@ -1516,6 +1571,7 @@ int main(int argc, char **argv)
 	test_deadline();
 	test_small_hit();
 	test_graph();
+	test_graph_threads();
 	test_budget_events();
 	test_live_bound();
 	test_resolved_script();
