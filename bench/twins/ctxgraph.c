@@ -204,6 +204,24 @@ TW_WORK static uint64_t ctx_handle(const struct ctx *c)
 	return h;
 }
 
+/* One request of the run's: its sizes drawn, its context made, filled,
+ * handled and freed; returns the handler's checksum. */
+static uint64_t ctx_request(long r, uint64_t *rng)
+{
+	/* 1 KiB * 2^(0..2), 4 KiB * 2^(0..4): log-uniform */
+	unsigned e1 = (unsigned)(tw_rand(rng) % 2048), e2 = (unsigned)(tw_rand(rng) % 4096);
+	size_t hl = (size_t)(1024.0 * __builtin_exp2((double)e1 / 1024.0));
+	size_t bl = (size_t)(4096.0 * __builtin_exp2((double)e2 / 1024.0));
+	unsigned ni = 8 + (unsigned)(tw_rand(rng) % 57);
+	size_t ml = 16 + (size_t)(tw_rand(rng) % 185), pl = 16 + (size_t)(tw_rand(rng) % 185);
+	struct ctx *c = ctx_new(r, hl, bl, ni, ml, pl);
+	ctx_fill(c, rng);
+	uint64_t h = ctx_handle(c);
+	ctx_free(c);
+	return h;
+}
+
+#ifndef CTXGRAPH_NO_MAIN
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 200000;
@@ -213,18 +231,9 @@ int main(int argc, char **argv)
 #ifdef TWIN
 	tw_pool_init_release(&pool, ctx_release);
 #endif
-	for (long r = 0; r < n; r++) {
-		/* 1 KiB * 2^(0..2), 4 KiB * 2^(0..4): log-uniform */
-		unsigned e1 = (unsigned)(tw_rand(&rng) % 2048), e2 = (unsigned)(tw_rand(&rng) % 4096);
-		size_t hl = (size_t)(1024.0 * __builtin_exp2((double)e1 / 1024.0));
-		size_t bl = (size_t)(4096.0 * __builtin_exp2((double)e2 / 1024.0));
-		unsigned ni = 8 + (unsigned)(tw_rand(&rng) % 57);
-		size_t ml = 16 + (size_t)(tw_rand(&rng) % 185), pl = 16 + (size_t)(tw_rand(&rng) % 185);
-		struct ctx *c = ctx_new(r, hl, bl, ni, ml, pl);
-		ctx_fill(c, &rng);
-		sum = tw_mix(sum, ctx_handle(c));
-		ctx_free(c);
-	}
+	for (long r = 0; r < n; r++)
+		sum = tw_mix(sum, ctx_request(r, &rng));
 	printf("ctxgraph %ld requests checksum %016llx\n", n, (unsigned long long)sum);
 	return 0;
 }
+#endif
