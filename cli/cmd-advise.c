@@ -168,11 +168,23 @@ static void budget_cut_text(const struct ap_advice *a)
 		       plural((double)fl), d);
 }
 
+/* The object graphs measured (printed before the sites). */
+static size_t graphs_measured(const struct ap_advice *a)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < a->ngraphs; k++)
+		n += a->graphs[k].measured;
+	return n;
+}
+
 static unsigned measured_rounds(const struct ap_advice *a)
 {
 	for (size_t i = 0; i < a->nsites; i++)
 		if (a->sites[i].measured)	/* (the first measurement's) */
 			return a->sites[i].whole_measured ? a->sites[i].mw.rounds : a->sites[i].m.rounds;
+	for (size_t k = 0; k < a->ngraphs; k++)
+		if (a->graphs[k].measured)	/* (a budget that measured a graph alone) */
+			return a->graphs[k].m.rounds;
 	return 0;
 }
 
@@ -189,9 +201,13 @@ static json_t *saving_json(const struct ap_measured *m)
 	return o;
 }
 
-static const char *graph_verdict_words(enum ap_verdict v)
+static const char *graph_verdict_words(const struct ap_advise_graph *g)
 {
-	return v == AP_VERDICT_POOL ? "pool whole" : v == AP_VERDICT_COSTS_MORE ? "no: costs more" : "within noise";
+	if (!g->measured)
+		return "not measured";
+	return g->verdict == AP_VERDICT_POOL	     ? "pool whole"
+	       : g->verdict == AP_VERDICT_COSTS_MORE ? "no: costs more"
+						     : "within noise";
 }
 
 /* Object graphs measured whole (report/advise_graph.c), before the
@@ -206,7 +222,7 @@ static void graphs_text(const struct ap_advice *a)
 		const struct ap_advise_graph *g = &a->graphs[k];
 		const struct ap_advise_site *r = ap_advise_site_by_id(a, g->root);
 		printf("\n%c. %s and the blocks its objects own\n", (int)('a' + k), r ? r->name : "?");
-		printf("   verdict: %s\n", graph_verdict_words(g->verdict));
+		printf("   verdict: %s\n", graph_verdict_words(g));
 		printf("   %s\n", g->reasons ? g->reasons : "");
 	}
 	if (a->graphs_dropped)
@@ -231,7 +247,7 @@ static json_t *graphs_json(const struct ap_advice *a)
 			json_array_append_new(mem, x);
 		}
 		json_object_set_new(o, "members", mem);
-		json_object_set_new(o, "verdict", json_string(graph_verdict_words(g->verdict)));
+		json_object_set_new(o, "verdict", json_string(graph_verdict_words(g)));
 		json_object_set_new(o, "reasons", ap_json_text(g->reasons));
 		if (g->measured) {
 			/* the saving at the top, as a site's is */
@@ -288,19 +304,19 @@ static void print_text(const struct ap_advice *a, const struct ap_trace *t, size
 		       "(a new block, a copy, a free: std::string, std::vector, asprintf's buffer), "
 		       "taken as its growth%s\n", a->njoins, plural((double)a->njoins), a->njoins == 1 ? "s" : "",
 		       plural((double)a->njoins));
-	if (a->measured) {
+	if (a->measured || graphs_measured(a)) {
 		ap_advise_format_duration(d, sizeof(d), a->measure_wall_ns);
 		struct ap_buf cpus = AP_BUF_INIT;
 		ap_advise_replay_cpus_words(a, &cpus);
-		size_t ng = 0;
-		for (size_t k = 0; k < a->ngraphs; k++)
-			ng += a->graphs[k].measured;
-		char gw[48] = "";
+		size_t ng = graphs_measured(a);
+		char what[96] = "";
+		if (a->measured)
+			snprintf(what, sizeof(what), "%zu site%s", a->measured, plural((double)a->measured));
 		if (ng)
-			snprintf(gw, sizeof(gw), " and %zu object graph%s", ng, plural((double)ng));
-		printf("Measured: %zu site%s%s, %u rounds of replays of the run's %llu allocator calls (%s), "
-		       "%s\n", a->measured, plural((double)a->measured), gw, measured_rounds(a),
-		       (unsigned long long)a->base.calls, d, cpus.buf);
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%zu object graph%s",
+				 a->measured ? " and " : "", ng, plural((double)ng));
+		printf("Measured: %s, %u rounds of replays of the run's %llu allocator calls (%s), %s\n", what,
+		       measured_rounds(a), (unsigned long long)a->base.calls, d, cpus.buf);
 		ap_buf_release(&cpus);
 		if (a->script_work_ns > 0) {
 			ap_advise_format_duration(d, sizeof(d), a->script_work_ns);
@@ -528,7 +544,8 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 							: json_null());
 	json_t *mj = json_object();
 	json_object_set_new(mj, "sites", json_integer((json_int_t)a->measured));
-	if (a->measured) {
+	json_object_set_new(mj, "graphs", json_integer((json_int_t)graphs_measured(a)));
+	if (a->measured || graphs_measured(a)) {
 		json_object_set_new(mj, "replay_ops", json_integer((json_int_t)a->script_ops));
 		json_object_set_new(mj, "work_ns", json_integer((json_int_t)a->script_work_ns));
 		json_object_set_new(mj, "sleep_ns", json_integer((json_int_t)a->script_sleep_ns));

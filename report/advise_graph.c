@@ -67,8 +67,13 @@ static void judge(const struct ap_advice *a, struct ap_advise_graph *g)
 	}
 	ap_buf_addstr(&b, "). ");
 	if (!g->measured) {
+		/* (the verdict's words say "not measured": cmd-advise.c) */
 		g->verdict = AP_VERDICT_NOISE;
-		ap_buf_addstr(&b, "Not measured: the budget left it out (a longer --measure-time measures it).");
+		if (a->measure_why[0])
+			ap_buf_addf(&b, "Not measured: %s.", a->measure_why);
+		else
+			ap_buf_addstr(&b, "Not measured: the budget left it out (a longer --measure-time "
+				      "measures it).");
 		g->reasons = ap_buf_detach(&b, NULL);
 		return;
 	}

@@ -825,8 +825,10 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			if (out[ng + k].ok)
 				advise_judge_measured(a, &a->sites[c[k].i]);
 		advise_rank(a);
-		advise_judge_graphs(a);
 	}
+	/* (measured or not: a graph left out, or whose measurement failed,
+	 * says so) */
+	advise_judge_graphs(a);
 	ap_script_free(sc);
 	free(jobs);
 	free(out);
