@@ -1,5 +1,6 @@
 /* The advise views of `allocprof tui`: the sites ranked by the pool
  * advisor, and one site in full, as `allocprof advise` prints it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,13 +186,26 @@ static void draw_advise(struct tui *t, struct tui_screen *s)
 		tui_screen_putf(s, 1, 0, TUI_NORMAL,
 				"Sampled (1 per %s): estimates from a reconstruction", b);
 	} else {
+		/* the first object graph measured whole, when one was (its
+		 * sites' pages say more; `allocprof advise` lists them all) */
+		char gr[160] = "";
+		for (size_t k = 0; k < a->ngraphs && !gr[0]; k++) {
+			const struct ap_advise_graph *g = &a->graphs[k];
+			const struct ap_advise_site *r = ap_advise_site_by_id(a, g->root);
+			if (!g->measured || !r)
+				continue;
+			char e[32];
+			ap_advise_format_duration(e, sizeof(e), fabs(g->m.saved_ns));
+			snprintf(gr, sizeof(gr), "; %s's objects pooled whole %s %s", r->name,
+				 g->m.saved_ns >= 0 ? "save" : "cost", e);
+		}
 		if (a->measured)
 			tui_screen_putf(s, 1, 0, TUI_NORMAL,
-					"Every allocation replayed; time saved measured at %zu site%s%s",
+					"Every allocation replayed%s; time saved measured at %zu site%s%s", gr,
 					a->measured, a->measured == 1 ? "" : "s",
 					a->measured < a->nsites ? " (the rest: the model's)" : "");
 		else
-			tui_screen_put(s, 1, 0, TUI_NORMAL, "Every allocation replayed", 0);
+			tui_screen_putf(s, 1, 0, TUI_NORMAL, "Every allocation replayed%s", gr);
 	}
 	snprintf(d, sizeof(d), "%zu/%zu", a->nsites ? t->advise_pos.cur + 1 : 0, a->nsites);
 	tui_draw_right(s, 1, TUI_NORMAL, d);
