@@ -63,6 +63,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);
 /* Measured, a pool pays where its saving's interval is above zero and
  * the saving this share of the program's CPU time at least. */
 #define AP_MIN_SAVE_SHARE 0.01
+/* The program's CPU time a measured saving is a share of: the estimate
+ * without recording, else the recorded run's, else its wall time. */
+double advise_program_cpu_ns(const struct ap_advice *a);
 /* "<what> saves 12ms of CPU time (10ms to 14ms, 97% interval), 3.1% of
  * the program's ~390ms ..." */
 void advise_saving_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_measured *m,

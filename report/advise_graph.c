@@ -11,13 +11,6 @@
 
 #include "advise-int.h"
 
-static double program_cpu(const struct ap_advice *a)
-{
-	return a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
-	       : a->program_cpu_ns   ? (double)a->program_cpu_ns
-				     : (double)a->duration_ns;
-}
-
 /* "ctxgraph.c:113" for a member in the root's file, else its name. */
 static void member_words(struct ap_buf *b, const struct ap_advise_site *root,
 			 const struct ap_advise_site *s)
@@ -55,7 +48,7 @@ static void judge(const struct ap_advice *a, struct ap_advise_graph *g)
 {
 	const struct ap_advise_site *root = ap_advise_site_by_id(a, g->root);
 	struct ap_buf b = AP_BUF_INIT;
-	double cpu = program_cpu(a);
+	double cpu = advise_program_cpu_ns(a);
 	ap_buf_addf(&b, "Each object of %s owns blocks of %zu more site%s, born after it and freed with "
 		    "it by its thread (per object, on average: ", root->name, g->nmembers,
 		    g->nmembers == 1 ? "" : "s");

@@ -1173,6 +1173,13 @@ static bool excess_off(const struct ap_advice *a, const struct ap_run_cost *B, s
 	return true;
 }
 
+double advise_program_cpu_ns(const struct ap_advice *a)
+{
+	return a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
+	       : a->program_cpu_ns   ? (double)a->program_cpu_ns
+				     : (double)a->duration_ns;
+}
+
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
@@ -1183,9 +1190,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	const struct ap_replay_result *r = measured_result(s);
 	/* the baseline's runs m is measured against */
 	const struct ap_run_cost *B = ap_advise_site_base(a, s);
-	double cpu = a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
-		     : a->program_cpu_ns   ? (double)a->program_cpu_ns
-					   : (double)a->duration_ns;
+	double cpu = advise_program_cpu_ns(a);
 	char b1[32], b2[32], b3[32], b4[32], obj[160];
 	struct ap_buf t = AP_BUF_INIT;
 	bool kept = false;	/* the model's reasons are in the text */

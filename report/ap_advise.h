@@ -434,7 +434,7 @@ struct ap_advise_graph {
 	size_t nmembers;
 	uint32_t members[AP_GRAPH_MAX_MEMBERS];	/* the most born first */
 	uint64_t root_births;
-	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];	/* owned by a root */
+	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];	/* owned (by a root, or by a member) */
 	bool measured;
 	struct ap_measured m;
 	/* AP_VERDICT_POOL, _COSTS_MORE or _NOISE (measured); the text */

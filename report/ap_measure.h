@@ -98,9 +98,9 @@ uint64_t ap_script_sleep_ns(const struct ap_script *s);
 struct ap_graph {
 	uint32_t root;
 	uint32_t nmembers;
-	uint32_t members[AP_GRAPH_MAX_MEMBERS];	/* the most born, in no order */
+	uint32_t members[AP_GRAPH_MAX_MEMBERS];	/* the most owned, in no order */
 	uint64_t root_births;
-	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];
+	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];	/* its blocks its owner site's owned */
 };
 /* The script's graphs, the most blocks first (*n of them; NULL when none). */
 const struct ap_graph *ap_script_graphs(const struct ap_script *s, size_t *n);

@@ -212,6 +212,7 @@ size_t graph_det_finish(struct graph_det *g, struct ap_graph **out)
 {
 	*out = NULL;
 	uint32_t *owner = ap_xmalloc((g->nsites ? g->nsites : 1) * sizeof(*owner));
+	uint32_t *owned = ap_xcalloc(g->nsites ? g->nsites : 1, sizeof(*owned));
 	for (size_t s = 0; s < g->nsites; s++)
 		owner[s] = UINT32_MAX;
 	for (size_t i = 0; i <= g->pairs.mask; i++) {
@@ -223,8 +224,10 @@ size_t graph_det_finish(struct graph_det *g, struct ap_graph **out)
 		    (double)p->val < GD_SHARE * (double)g->births[m])
 			continue;
 		if (owner[m] == UINT32_MAX || g->births[r] > g->births[owner[m]] ||
-		    (g->births[r] == g->births[owner[m]] && r < owner[m]))
+		    (g->births[r] == g->births[owner[m]] && r < owner[m])) {
 			owner[m] = r;
+			owned[m] = p->val;
+		}
 	}
 	/* every member site to its root: owners followed up (nesting is
 	 * strict, so owners cannot go round; GD_RECENT steps bound it all
@@ -258,16 +261,17 @@ size_t graph_det_finish(struct graph_det *g, struct ap_graph **out)
 			for (uint32_t j = 1; j < at; j++)
 				if (gr->member_births[j] < gr->member_births[low])
 					low = j;
-			if (gr->member_births[low] >= g->births[m])
+			if (gr->member_births[low] >= owned[m])
 				continue;
 			at = low;
 		} else {
 			gr->nmembers++;
 		}
 		gr->members[at] = (uint32_t)m;
-		gr->member_births[at] = g->births[m];
+		gr->member_births[at] = owned[m];
 	}
 	free(owner);
+	free(owned);
 	if (n)
 		qsort(v, n, sizeof(*v), graph_cmp);
 	*out = v;

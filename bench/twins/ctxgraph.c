@@ -221,16 +221,22 @@ static uint64_t ctx_request(long r, uint64_t *rng)
 	return h;
 }
 
+/* The run's source bytes, drawn from rng, and the twin's pool. */
+static void ctx_setup(uint64_t *rng)
+{
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (unsigned char)(' ' + 1 + tw_rand(rng) % 94);
+#ifdef TWIN
+	tw_pool_init_release(&pool, ctx_release);
+#endif
+}
+
 #ifndef CTXGRAPH_NO_MAIN
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 200000;
 	uint64_t rng = 0x510e527fade682d1ULL, sum = 0;
-	for (size_t i = 0; i < sizeof(src); i++)
-		src[i] = (unsigned char)(' ' + 1 + tw_rand(&rng) % 94);
-#ifdef TWIN
-	tw_pool_init_release(&pool, ctx_release);
-#endif
+	ctx_setup(&rng);
 	for (long r = 0; r < n; r++)
 		sum = tw_mix(sum, ctx_request(r, &rng));
 	printf("ctxgraph %ld requests checksum %016llx\n", n, (unsigned long long)sum);

@@ -36,11 +36,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 200000;
 	uint64_t rng = 0x510e527fade682d1ULL, sum = 0;
-	for (size_t i = 0; i < sizeof(src); i++)
-		src[i] = (unsigned char)(' ' + 1 + tw_rand(&rng) % 94);
-#ifdef TWIN
-	tw_pool_init_release(&pool, ctx_release);
-#endif
+	ctx_setup(&rng);
 	nreq = n / THREADS;
 	pthread_t t[THREADS];
 	for (unsigned i = 0; i < THREADS; i++)
