@@ -50,7 +50,8 @@ static void advise_usage(FILE *f)
 	      "Objects that own the blocks of other sites (born after them, freed with\n"
 	      "them: a request's context and its buffers) are object graphs: the biggest\n"
 	      "are measured pooled whole and printed first, lettered (pool whole, no:\n"
-	      "costs more, within noise), their sites keeping their own verdicts.\n"
+	      "costs more, within noise, unsure: replay faults), their sites keeping\n"
+	      "their own verdicts.\n"
 	      "A sampled trace is replayed from a reconstruction: numbers are estimates,\n"
 	      "and times are the cost model's.\n"
 	      "A run of several processes (TRACE and its child traces, or several\n"
@@ -207,6 +208,7 @@ static const char *graph_verdict_words(const struct ap_advise_graph *g)
 		return "not measured";
 	return g->verdict == AP_VERDICT_POOL	     ? "pool whole"
 	       : g->verdict == AP_VERDICT_COSTS_MORE ? "no: costs more"
+	       : g->verdict == AP_VERDICT_FAULTS     ? "unsure: replay faults"
 						     : "within noise";
 }
 
@@ -257,6 +259,11 @@ static json_t *graphs_json(const struct ap_advice *a)
 			for (size_t j = 0; j < sizeof(top) / sizeof(*top); j++) {
 				json_object_set(o, top[j], json_object_get(mo, top[j]));
 				json_object_del(mo, top[j]);
+			}
+			if (g->excess_faults > 0) {
+				json_object_set_new(mo, "excess_faults", json_integer(ap_view_round(g->excess_faults)));
+				json_object_set_new(mo, "excess_faults_ns",
+						    json_integer(ap_view_round(g->excess_faults_ns)));
 			}
 			json_object_set_new(o, "measured", mo);
 		} else {

@@ -70,6 +70,31 @@ double advise_program_cpu_ns(const struct ap_advice *a);
  * the program's ~390ms ..." */
 void advise_saving_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_measured *m,
 			 const char *what);
+/* A baseline's page faults beyond the recorded run's and a pooled
+ * replay's, and their price, taken off a saving (advise_excess_off). */
+struct advise_excess {
+	double faults, ns, lo_ns, hi_ns;
+};
+/* Takes the faults of baseline B beyond the recorded run's (prog_faults)
+ * off m's saving and interval, into *x, where the runner priced them
+ * and, where they are the replay's own (replay_faults), they are less
+ * than half the saving: then true. */
+bool advise_excess_off(const struct ap_advice *a, const struct ap_run_cost *B, struct ap_measured *m,
+		       double prog_faults, bool replay_faults, struct advise_excess *x);
+/* Whether B faulted far more than the recorded run and m's pooled runs
+ * half as much or less: a saving made of faults the program does not
+ * make. */
+bool advise_replay_faulted(const struct ap_advice *a, const struct ap_run_cost *B,
+			   const struct ap_measured *m, double prog_faults);
+/* "; that is the replay's saving less 4.8ms ... for the 48000 page
+ * faults its baseline made beyond the recorded run's ..." */
+void advise_excess_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_run_cost *B,
+			 const struct advise_excess *x);
+/* " But the replay without <what> made 50000 page faults a run ...;
+ * <what> may save it nothing, or cost it. " (excess: the faults beyond
+ * the run's, excess_ns their price, 0 when not priced) */
+void advise_replay_faults_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_run_cost *B,
+				const struct ap_measured *m, const char *what, double excess, double excess_ns);
 /* The verdicts and texts of the object graphs measured whole, the most
  * saved first (advise_graph.c). */
 void advise_judge_graphs(struct ap_advice *a);

@@ -70,11 +70,30 @@ static void judge(const struct ap_advice *a, struct ap_advise_graph *g)
 		g->reasons = ap_buf_detach(&b, NULL);
 		return;
 	}
+	/* The baseline's faults beyond the recorded run's, as a site's
+	 * (advise_judge_measured): taken off where priced and not most of
+	 * the saving; most of it, the verdict stays open. */
+	const struct ap_run_cost *B = &a->base;
+	double prog_faults = ap_advise_prog_faults(a);
+	bool replay_faults = advise_replay_faulted(a, B, &g->m, prog_faults);
+	struct advise_excess x;
+	g->excess_faults = g->excess_faults_ns = 0;
+	if (advise_excess_off(a, B, &g->m, prog_faults, replay_faults, &x)) {
+		g->excess_faults = x.faults;
+		g->excess_faults_ns = x.ns;
+		replay_faults = false;
+	}
 	ap_buf_addf(&b, "Measured (the run's allocations replayed %u times each way, with and without the "
 		    "pool): ", g->m.rounds);
 	advise_saving_words(&b, a, &g->m, "a pool of these objects whole, each kept with its blocks and reused with them,");
+	if (g->excess_faults > 0)
+		advise_excess_words(&b, a, B, &x);
 	ap_buf_addstr(&b, ". ");
-	if (g->m.low_ns > 0 && cpu > 0 && g->m.saved_ns >= AP_MIN_SAVE_SHARE * cpu) {
+	bool pays = g->m.low_ns > 0 && cpu > 0 && g->m.saved_ns >= AP_MIN_SAVE_SHARE * cpu;
+	if (pays && replay_faults) {
+		g->verdict = AP_VERDICT_FAULTS;
+		advise_replay_faults_words(&b, a, B, &g->m, "pooling them whole", x.faults, x.ns);
+	} else if (pays) {
 		g->verdict = AP_VERDICT_POOL;
 		ap_buf_addf(&b, "Pool %s's objects whole: a pool of them, and at a Get the blocks an object "
 			    "kept reused where big enough (a block too small freed and allocated anew), "

@@ -1025,6 +1025,30 @@ void advise_saving_words(struct ap_buf *b, const struct ap_advice *a, const stru
 	}
 }
 
+void advise_excess_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_run_cost *B,
+			 const struct advise_excess *x)
+{
+	char d6[32], d7[32], d8[32], d9[32];
+	double prog = ap_advise_prog_faults(a);
+	ap_advise_format_duration(d6, sizeof(d6), x->ns);
+	ap_advise_format_duration(d7, sizeof(d7), B->fault_ns);
+	ap_advise_format_duration(d8, sizeof(d8), x->lo_ns);
+	ap_advise_format_duration(d9, sizeof(d9), x->hi_ns);
+	ap_buf_addf(b, "; that is the replay's saving less %s (%s to %s, taken off the "
+		    "interval's upper and lower end: from the fewest and the most faults of "
+		    "its runs) for the %.0f page faults its baseline made beyond the recorded "
+		    "run's %.0f (glibc trimmed the replay's heap where it did not trim the "
+		    "program's: %s), at the %s one costs here, measured", d6, d8, d9,
+		    x->faults, prog, trim_why(a), d7);
+	double w = excess_weight(B->minflt, prog);
+	if (w < 1)
+		ap_buf_addf(b, ", %.0f%% of them counted (a baseline under %.3g times the run's "
+			    "faults and %d more faults partly as the recording did)", 100 * w,
+			    EXCESS_MORE, EXCESS_MIN);
+	if (a->measure_share > 0 && a->measure_share < 1)
+		ap_buf_addf(b, ", scaled with the saving to the whole run");
+}
+
 static void measured_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_advise_site *s)
 {
 	const struct ap_measured *m = &s->m;
@@ -1045,25 +1069,9 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 			    "program may save more than measured", d4);
 	}
 	if (s->excess_faults > 0) {
-		char d6[32], d7[32], d8[32], d9[32];
-		double prog = ap_advise_prog_faults(a);
-		ap_advise_format_duration(d6, sizeof(d6), s->excess_faults_ns);
-		ap_advise_format_duration(d7, sizeof(d7), B->fault_ns);
-		ap_advise_format_duration(d8, sizeof(d8), s->excess_faults_ns_lo);
-		ap_advise_format_duration(d9, sizeof(d9), s->excess_faults_ns_hi);
-		ap_buf_addf(b, "; that is the replay's saving less %s (%s to %s, taken off the "
-			    "interval's upper and lower end: from the fewest and the most faults of "
-			    "its runs) for the %.0f page faults its baseline made beyond the recorded "
-			    "run's %.0f (glibc trimmed the replay's heap where it did not trim the "
-			    "program's: %s), at the %s one costs here, measured", d6, d8, d9,
-			    s->excess_faults, prog, trim_why(a), d7);
-		double w = excess_weight(B->minflt, prog);
-		if (w < 1)
-			ap_buf_addf(b, ", %.0f%% of them counted (a baseline under %.3g times the run's "
-				    "faults and %d more faults partly as the recording did)", 100 * w,
-				    EXCESS_MORE, EXCESS_MIN);
-		if (a->measure_share > 0 && a->measure_share < 1)
-			ap_buf_addf(b, ", scaled with the saving to the whole run");
+		struct advise_excess x = { s->excess_faults, s->excess_faults_ns, s->excess_faults_ns_lo,
+					   s->excess_faults_ns_hi };
+		advise_excess_words(b, a, B, &x);
 	}
 	if (ap_run_faults_vary(B))
 		ap_buf_addf(b, " (from %.0f to %.0f between runs: when glibc trims the heap depends on how "
@@ -1126,7 +1134,7 @@ static void whole_words(struct ap_buf *t, const struct ap_advice *a, const struc
  * run's, or with enough runs (a quartile of fewer is their most) the
  * upper quartile's, the same for both variants: a pool whose runs trim
  * as often as the baseline's saves no faults. */
-static bool replay_faulted(const struct ap_advice *a, const struct ap_run_cost *B,
+bool advise_replay_faulted(const struct ap_advice *a, const struct ap_run_cost *B,
 			   const struct ap_measured *m, double prog_faults)
 {
 	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
@@ -1147,14 +1155,11 @@ static bool replay_faulted(const struct ap_advice *a, const struct ap_run_cost *
  * than the saving: the most of them (the baseline's most against the
  * pool's fewest) off the interval's lower end (x->hi_ns), the fewest off
  * its upper end (x->lo_ns). */
-struct excess {
-	double faults, ns, lo_ns, hi_ns;
-};
-static bool excess_off(const struct ap_advice *a, const struct ap_run_cost *B, struct ap_measured *m,
-		       double prog_faults, bool replay_faults, struct excess *x)
+bool advise_excess_off(const struct ap_advice *a, const struct ap_run_cost *B, struct ap_measured *m,
+		       double prog_faults, bool replay_faults, struct advise_excess *x)
 {
 	double scale = a->measure_share > 0 && a->measure_share < 1 ? a->measure_share : 1;
-	*x = (struct excess){ 0 };
+	*x = (struct advise_excess){ 0 };
 	x->faults = a->has_program_minflt ? B->minflt - fmax(prog_faults, m->cost.minflt) : 0;
 	x->ns = a->has_program_minflt
 			? excess_priced(B->minflt, prog_faults, m->cost.minflt) * B->fault_ns / scale
@@ -1178,6 +1183,30 @@ double advise_program_cpu_ns(const struct ap_advice *a)
 	return a->program_cpu_est_ns ? (double)a->program_cpu_est_ns
 	       : a->program_cpu_ns   ? (double)a->program_cpu_ns
 				     : (double)a->duration_ns;
+}
+
+void advise_replay_faults_words(struct ap_buf *b, const struct ap_advice *a, const struct ap_run_cost *B,
+				const struct ap_measured *m, const char *what, double excess, double excess_ns)
+{
+	char b1[32], b2[32];
+	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
+	ap_buf_addf(b, " But the replay without %s made %.0f page faults a run (%.0f to %.0f", what,
+		    B->minflt, B->minflt_lo, B->minflt_hi);
+	if (q3 && B->minflt_q3 > B->minflt)
+		ap_buf_addf(b, "; a quarter of the runs %.0f or more", B->minflt_q3);
+	ap_buf_addf(b, ") "
+		    "where the recorded run made %.0f, recording included, and with the pool "
+		    "%.0f: glibc trimmed the replay's heap where it did not trim the program's "
+		    "(%s), and the saving is mostly those faults, which the program does not "
+		    "make",
+		    ap_advise_prog_faults(a), m->cost.minflt, trim_why(a));
+	if (excess_ns > 0) {
+		ap_advise_format_duration(b1, sizeof(b1), excess_ns);
+		ap_advise_format_duration(b2, sizeof(b2), B->fault_ns);
+		ap_buf_addf(b, " (%.0f beyond the recorded run's: %s at the %s one costs here, "
+			    "measured, half the saving or more)", excess, b1, b2);
+	}
+	ap_buf_addf(b, "; %s may save it nothing, or cost it. ", what);
 }
 
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
@@ -1214,9 +1243,9 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	double prog_faults = ap_advise_prog_faults(a);
 	/* The median run's, or with enough runs (a quartile of fewer is
 	 * their most) the upper quartile's, the same for both variants: a
-	 * pool whose runs trim as often as the baseline's saves no faults. */
-	bool q3 = m->rounds >= FAULTS_Q3_ROUNDS;
-	bool replay_faults = replay_faulted(a, B, m, prog_faults);
+	 * pool whose runs trim as often as the baseline's saves no faults
+	 * (advise_replay_faulted). */
+	bool replay_faults = advise_replay_faulted(a, B, m, prog_faults);
 	/* Such faults priced at what one costs the runner (its fault probe:
 	 * a page given back and written again) and taken off the saving: what
 	 * is left is the pool's saving on the program's own faults and calls
@@ -1234,8 +1263,8 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * relay's baseline faulted 10,600 times where the recorded run did
 	 * 2,592, 10.7 ms at 1.33 us, and the replay "saved" 10.2 ms. */
 	s->excess_faults = s->excess_faults_ns = s->excess_faults_ns_lo = s->excess_faults_ns_hi = 0;
-	struct excess x;
-	if (excess_off(a, B, &s->m, prog_faults, replay_faults, &x)) {
+	struct advise_excess x;
+	if (advise_excess_off(a, B, &s->m, prog_faults, replay_faults, &x)) {
 		s->excess_faults = x.faults;
 		s->excess_faults_ns = x.ns;
 		s->excess_faults_ns_lo = x.lo_ns;
@@ -1247,7 +1276,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	 * own faults against the same baseline's). */
 	s->fl_excess_faults = s->fl_excess_faults_ns = 0;
 	if (s->fl_state == AP_FL_MEASURED &&
-	    excess_off(a, B, &s->fl, prog_faults, replay_faulted(a, B, &s->fl, prog_faults), &x)) {
+	    advise_excess_off(a, B, &s->fl, prog_faults, advise_replay_faulted(a, B, &s->fl, prog_faults), &x)) {
 		s->fl_excess_faults = x.faults;
 		s->fl_excess_faults_ns = x.ns;
 	}
@@ -1262,23 +1291,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		whole_words(&t, a, s, given, asked);
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && replay_faults) {
 		s->verdict = AP_VERDICT_FAULTS;
-		ap_buf_addf(&t, " But the replay without a pool made %.0f page faults a run (%.0f to %.0f",
-			    B->minflt, B->minflt_lo, B->minflt_hi);
-		if (q3 && B->minflt_q3 > B->minflt)
-			ap_buf_addf(&t, "; a quarter of the runs %.0f or more", B->minflt_q3);
-		ap_buf_addf(&t, ") "
-			    "where the recorded run made %.0f, recording included, and with the pool "
-			    "%.0f: glibc trimmed the replay's heap where it did not trim the program's "
-			    "(%s), and the saving is mostly those faults, which the program does not "
-			    "make",
-			    prog_faults, m->cost.minflt, trim_why(a));
-		if (excess_ns > 0) {
-			ap_advise_format_duration(b1, sizeof(b1), excess_ns);
-			ap_advise_format_duration(b2, sizeof(b2), B->fault_ns);
-			ap_buf_addf(&t, " (%.0f beyond the recorded run's: %s at the %s one costs here, "
-				    "measured, half the saving or more)", excess, b1, b2);
-		}
-		ap_buf_addstr(&t, "; a pool may save it nothing, or cost it. ");
+		advise_replay_faults_words(&t, a, B, m, "a pool", excess, excess_ns);
 		try_hint(&t, s);
 		ap_buf_addstr(&t, " measures the program itself.");
 		if (s->shape != AP_VERDICT_POOL && s->reasons) {

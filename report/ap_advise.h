@@ -437,7 +437,12 @@ struct ap_advise_graph {
 	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];	/* owned (by a root, or by a member) */
 	bool measured;
 	struct ap_measured m;
-	/* AP_VERDICT_POOL, _COSTS_MORE or _NOISE (measured); the text */
+	/* The baseline's page faults beyond the recorded run's and the
+	 * pooled replay's taken off m's saving (as a site's are), and their
+	 * price; 0: none. */
+	double excess_faults, excess_faults_ns;
+	/* AP_VERDICT_POOL, _COSTS_MORE, _NOISE or _FAULTS (measured); the
+	 * text */
 	enum ap_verdict verdict;
 	char *reasons;
 };

@@ -1178,6 +1178,87 @@ static void test_faults_verdict(void)
 	ap_trace_free(t);
 }
 
+/* An object graph measured whole is judged on its faults as a site is:
+ * its baseline's beyond the recorded run's taken off where priced, and a
+ * saving made mostly of faults the program does not make left open. */
+static void judge_graph(struct ap_advice *a, double saved_ms, double low_ms, double high_ms,
+			double pool_faults)
+{
+	struct ap_advise_graph *g = &a->graphs[0];
+	free(g->reasons);
+	g->reasons = NULL;
+	g->measured = true;
+	g->m = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = saved_ms * MS,
+				     .low_ns = low_ms * MS, .high_ns = high_ms * MS };
+	g->m.cost.minflt = g->m.cost.minflt_lo = g->m.cost.minflt_hi = g->m.cost.minflt_q3 = pool_faults;
+	advise_judge_graphs(a);
+}
+
+static void test_graph_faults(void)
+{
+	struct ap_trace *t;
+	struct ap_advice *a;
+	struct ap_advise_site *s = handed_site(&t, &a);
+	a->has_switches = false;
+	a->graphs = calloc(1, sizeof(*a->graphs));
+	a->ngraphs = 1;
+	struct ap_advise_graph *g = &a->graphs[0];
+	g->root = s->site_id;
+	g->nmembers = 1;
+	g->members[0] = s->site_id;
+	g->root_births = 100;
+	g->member_births[0] = 100;
+	a->has_program_minflt = true;
+	a->program_minflt = 2000;
+	a->measure_share = 1;
+	/* the baseline faulted as the run did: the saving as measured */
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 2000;
+	judge_graph(a, 10, 9, 11, 500);
+	CHECK("graph faults: none beyond", g->verdict, AP_VERDICT_POOL);
+	CHECK("graph faults: none taken off", g->excess_faults, 0);
+	CHECK("graph faults: the saving", g->m.saved_ns, 10 * MS);
+	/* far more, the pooled runs few, not priced: open */
+	a->base.minflt = 50000;
+	a->base.minflt_lo = 40000;
+	a->base.minflt_hi = 90000;
+	a->base.fault_ns = 0;
+	judge_graph(a, 10, 9, 11, 500);
+	CHECK("graph faults: the replay's own", g->verdict, AP_VERDICT_FAULTS);
+	if (!strstr(g->reasons, "But the replay without pooling them whole made 50000 page faults a run "
+				"(40000 to 90000) where the recorded run made 2000") ||
+	    !strstr(g->reasons, "pooling them whole may save it nothing, or cost it.") ||
+	    strstr(g->reasons, "try --site")) {
+		fprintf(stderr, "%s: the text does not say why: %s\n", __func__, g->reasons);
+		failures++;
+	}
+	/* the pool's runs fault as much: the saving stands */
+	judge_graph(a, 10, 9, 11, 48000);
+	CHECK("graph faults: the pool's replay faults too", g->verdict, AP_VERDICT_POOL);
+	/* priced, under half the saving: taken off, the rest judged */
+	a->base.minflt = a->base.minflt_lo = a->base.minflt_hi = 50000;
+	a->base.fault_ns = 100;	/* 48,000 beyond: 4.8 ms */
+	judge_graph(a, 20, 18, 22, 500);
+	CHECK("graph faults priced: what is left saves", g->verdict, AP_VERDICT_POOL);
+	CHECK("graph faults priced: how many", g->excess_faults, 48000);
+	CHECK("graph faults priced: the saving less them", g->m.saved_ns, 20 * MS - 4.8 * MS);
+	CHECK("graph faults priced: its lower end", g->m.low_ns, 18 * MS - 4.8 * MS);
+	if (!strstr(g->reasons, "less 4.8ms (4.8ms to 4.8ms, taken off") ||
+	    !strstr(g->reasons, "for the 48000 page faults its baseline made beyond the recorded run's 2000")) {
+		fprintf(stderr, "%s: the text does not say what was taken off: %s\n", __func__, g->reasons);
+		failures++;
+	}
+	/* priced, but most of the saving: open, with their price said */
+	judge_graph(a, 8, 7, 9, 500);
+	CHECK("graph faults priced, most of it: open", g->verdict, AP_VERDICT_FAULTS);
+	CHECK("graph faults priced, most of it: the saving kept", g->m.saved_ns, 8 * MS);
+	if (!strstr(g->reasons, "(48000 beyond the recorded run's: 4.8ms at the 100ns one costs here")) {
+		fprintf(stderr, "%s: the text does not price them: %s\n", __func__, g->reasons);
+		failures++;
+	}
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
 /* gogc:100: a cycle when live-after-last-cycle + allocated-since reaches
  * max(2 * live, 4 MiB). 8 blocks of 1 MiB kept, then 16 freed at once:
  * cycles at allocations 4 (4 MiB), 8 (goal 8 MiB), 16 (live 8, goal 16). */
@@ -2073,6 +2154,7 @@ int main(int argc, char **argv)
 	test_cross_thread();
 	test_waits_verdict();
 	test_faults_verdict();
+	test_graph_faults();
 	test_costs_words();
 	test_slim_saving();
 	test_larger_verdict();
