@@ -17,6 +17,9 @@ enum format { FMT_PPROF, FMT_FOLDED, FMT_JSON };
 
 enum {
 	OPT_FORMAT = AP_VOPT_FIRST_OWN,
+	OPT_PROTO,
+	OPT_FOLDED,
+	OPT_JSON,
 };
 
 static void export_usage(FILE *f)
@@ -40,6 +43,9 @@ static void export_usage(FILE *f)
 	      "  json    every stack with its frames and four values (docs/json.md)\n\n"
 	      "options:\n"
 	      "  --format FMT         pprof (default), folded or json\n"
+	      "  --proto, --folded, --json\n"
+	      "                       the same as --format pprof, folded or json (as\n"
+	      "                       pprof's -proto, top's --json)\n"
 	      "  -o, --output PATH    where to write ('-' is standard output); default:\n"
 	      "                       TRACE.pb.gz for pprof, standard output otherwise\n"
 	      "  --sample-index NAME  alloc_space (default), alloc_objects, inuse_space,\n"
@@ -197,6 +203,9 @@ int cmd_export(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "proto", no_argument, NULL, OPT_PROTO },
+		{ "folded", no_argument, NULL, OPT_FOLDED },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "output", required_argument, NULL, 'o' },
 		{ "sample-index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },
 		{ "sample_index", required_argument, NULL, AP_VOPT_SAMPLE_INDEX },
@@ -234,6 +243,16 @@ int cmd_export(int argc, char **argv)
 			if (parse_format(optarg, &fmt))
 				return ap_usage_error("export", "unknown format '%s', not pprof, folded or json",
 						      optarg);
+			break;
+		/* as pprof's -proto, and top's --json */
+		case OPT_PROTO:
+			fmt = FMT_PPROF;
+			break;
+		case OPT_FOLDED:
+			fmt = FMT_FOLDED;
+			break;
+		case OPT_JSON:
+			fmt = FMT_JSON;
 			break;
 		default:
 			return ap_view_bad_option("export", opt, argv);

@@ -20,6 +20,10 @@ enum {
 	OPT_BUCKETS,
 	OPT_SITES,
 	OPT_TIME_UNIT,
+	OPT_TEXT,
+	OPT_CSV,
+	OPT_JSON,
+	OPT_SVG,
 };
 
 enum fmt { FMT_TEXT, FMT_CSV, FMT_JSON, FMT_SVG };
@@ -35,6 +39,8 @@ static void timeline_usage(FILE *f)
 	      "options:\n"
 	      "  --format FMT         text (default: a chart for the terminal), csv,\n"
 	      "                       json or svg (a standalone picture)\n"
+	      "  --text, --csv, --json, --svg\n"
+	      "                       the same as --format with that format\n"
 	      "  -o, --output PATH    write there instead of standard output (svg on a\n"
 	      "                       terminal: a new timeline001.svg, 002, ... in the\n"
 	      "                       current directory, as pprof -svg does)\n"
@@ -210,6 +216,10 @@ int cmd_timeline(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "text", no_argument, NULL, OPT_TEXT },
+		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "svg", no_argument, NULL, OPT_SVG },
 		{ "output", required_argument, NULL, 'o' },
 		{ "buckets", required_argument, NULL, OPT_BUCKETS },
 		{ "sites", required_argument, NULL, OPT_SITES },
@@ -248,6 +258,19 @@ int cmd_timeline(int argc, char **argv)
 			else
 				return ap_usage_error("timeline", "--format wants text, csv, json or svg, not '%s'",
 						      optarg);
+			break;
+		/* --json and the others, as top's --json and pprof's -svg */
+		case OPT_TEXT:
+			fmt = FMT_TEXT;
+			break;
+		case OPT_CSV:
+			fmt = FMT_CSV;
+			break;
+		case OPT_JSON:
+			fmt = FMT_JSON;
+			break;
+		case OPT_SVG:
+			fmt = FMT_SVG;
 			break;
 		case OPT_BUCKETS:
 			if (ap_view_parse_count("timeline", "bucket count", optarg, &nbuckets))

@@ -35,7 +35,32 @@ tree --json
 diff --json $tmp/odd.trace
 advise --json
 export --format=json
+export --json
 timeline --format=json --sites 3
+timeline -json --sites 3
 flamegraph --json
 EOF2
+# the format's own flags say what --format does (top's --json, pprof's
+# -svg and -proto)
+for a in "timeline --format=FMT|timeline --FMT|json csv svg text" \
+	 "export -o - --format=FMT|export -o - -FMT|json folded"; do
+	IFS='|' read -r long short fmts <<EOF3
+$a
+EOF3
+	for f in $fmts; do
+		# shellcheck disable=SC2086
+		"$ap" $(echo "$long" | sed "s/FMT/$f/") "$tmp/odd.trace" >"$tmp/a" 2>&1
+		# shellcheck disable=SC2086
+		"$ap" $(echo "$short" | sed "s/FMT/$f/") "$tmp/odd.trace" >"$tmp/b" 2>&1
+		if [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
+			echo "ok: $(echo "$short" | sed "s/FMT/$f/") = --format=$f"
+		else
+			echo "FAIL: $(echo "$short" | sed "s/FMT/$f/") differs from --format=$f"; fail=1
+		fi
+	done
+done
+"$ap" export -proto -o "$tmp/odd.pb.gz" "$tmp/odd.trace" 2>/dev/null &&
+	"$ap" export --format=pprof -o "$tmp/odd2.pb.gz" "$tmp/odd.trace" 2>/dev/null &&
+	cmp -s "$tmp/odd.pb.gz" "$tmp/odd2.pb.gz" && echo "ok: export -proto = --format=pprof" ||
+	{ echo "FAIL: export -proto differs from --format=pprof"; fail=1; }
 exit $fail
