@@ -46,7 +46,9 @@ static void advise_usage(FILE *f)
 	      "the verdict. Sites a pool pays at come first, by measured saving.\n"
 	      "Where a site's objects stay in their thread, a free list of each thread's\n"
 	      "own spares is measured beside the pool, its saving on a line under the\n"
-	      "pool's: not the verdict, which is the pool's (pool/vpool.h, allocprof try).\n"
+	      "pool's: not the verdict, which is the pool's (pool/vpool.h, allocprof try);\n"
+	      "at a Rust site, whose pool is the program's own (a Vec of spares), the\n"
+	      "list is the verdict's and vpool the line beside it.\n"
 	      "Objects that own the blocks of other sites (born after them, freed with\n"
 	      "them: a request's context and its buffers) are object graphs: the biggest\n"
 	      "are measured pooled whole and printed first, lettered (pool whole, no:\n"
@@ -160,13 +162,20 @@ static void budget_cut_text(const struct ap_advice *a)
 		       "spent (its interval wider, its confidence shown)\n", a->budget_whole_rounds,
 		       plural(a->budget_whole_rounds), a->budget_rounds_wanted, d);
 	/* once here, not under each such site (six times over on cppcheck) */
-	size_t fl = 0;
-	for (size_t i = 0; i < a->nsites; i++)
-		fl += a->sites[i].measured && a->sites[i].fl_state == AP_FL_BUDGET;
+	size_t fl = 0, vp = 0;
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct ap_advise_site *s = &a->sites[i];
+		bool left = s->measured && s->fl_state == AP_FL_BUDGET;
+		fl += left && !s->own_list;
+		vp += left && s->own_list;
+	}
 	if (fl)
 		printf("  a free list kept by each thread not measured at %zu site%s whose objects stay "
 		       "in their thread: %s was spent (vpool is measured first)\n", fl,
 		       plural((double)fl), d);
+	if (vp)
+		printf("  vpool not measured beside %zu Rust site%s' own free list: %s was spent (the "
+		       "free list is measured first)\n", vp, plural((double)vp), d);
 }
 
 /* The object graphs measured (printed before the sites). */
@@ -642,8 +651,13 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			 * the pool where the objects stay in their thread (the
 			 * same figures as the pool's), or null and why not */
 			const char *fl_why = ap_fl_why(s->fl_state);
-			json_object_set_new(mo, "freelist", fl_why ? json_null() : freelist_json(s));
-			json_object_set_new(mo, "freelist_why", fl_why ? json_string(fl_why) : json_null());
+			/* (a Rust site's: its own free list measured, and
+			 * vpool beside it: ap_advise_site.own_list) */
+			json_object_set_new(mo, "pool", json_string(s->own_list ? "free list" : "vpool"));
+			json_object_set_new(mo, s->own_list ? "vpool" : "freelist",
+					    fl_why ? json_null() : freelist_json(s));
+			json_object_set_new(mo, s->own_list ? "vpool_why" : "freelist_why",
+					    fl_why ? json_string(fl_why) : json_null());
 			json_object_set_new(o, "measured", mo);
 		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));

@@ -760,9 +760,18 @@ static const struct ap_replay_result *pred_result(const struct ap_advise_site *s
 	return ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP && s->capped ? &s->rc : &s->r;
 }
 
+/* advise's prediction for the pool try runs, vpool's: at a Rust site
+ * (ap_advise_site.own_list) the verdict's measurement is its own free
+ * list's, and vpool's is the one beside it, or the model's. */
 static double pred_time(const struct ap_advise_site *s)
 {
-	return ap_advise_site_saved_ns(s);
+	const struct ap_measured *v = ap_advise_site_vpool(s);
+	return v ? v->saved_ns : s->own_list ? s->r.time_saved_ns : ap_advise_site_saved_ns(s);
+}
+
+static const char *pred_source(const struct ap_advise_site *s)
+{
+	return ap_advise_site_vpool(s) ? "measured replay" : "model";
 }
 
 static void fmt_count(char *b, size_t n, double v)
@@ -936,7 +945,7 @@ static void print_text(const struct report *rp)
 		fmt_dur(hi, sizeof(hi), v->vs_base.high_ns);
 		fmt_dur(p1, sizeof(p1), pred_time(as));
 		printf("  %-22s %16s %16s (%s)\n", "CPU time saved", s1, p1,
-		       as->measured ? "measured replay" : "model");
+		       pred_source(as));
 		printf("  %-22s [%s, %s], %.0f%% confidence, %zu rounds\n", "interval", lo, hi,
 		       100 * v->vs_base.conf, rp->rounds);
 		char q1[32], qlo[32], qhi[32];
@@ -1119,7 +1128,7 @@ static int print_json(const struct report *rp)
 		json_object_set_new(o, "predicted_time_saved_ns",
 				    json_integer(ap_view_round(pred_time(as))));
 		json_object_set_new(o, "predicted_time_source",
-				    json_string(as->measured ? "measured replay" : "model"));
+				    json_string(pred_source(as)));
 		json_object_set_new(o, "predicted_counts",
 				    json_string(*pred_result_name(as) ? "with cap" : "one pool"));
 		json_object_set_new(o, "pooled", cost_json(v));

@@ -131,9 +131,9 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		snprintf(rss, sizeof(rss), "; peak RSS %s%s", drss < 0 ? "-" : "+", b1);
 		linef(line, ctx, AP_LINE_TEXT,
 		      "   measured: %s %s CPU (%s to %s, %.0f%%, %u runs each); faults %.0f against %.0f%s; "
-		      "model %s ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf,
-		      m->rounds, m->cost.minflt, base->minflt, rss, r->time_saved_ns >= 0 ? "saves" : "costs",
-		      d);
+		      "%s %s ~%s", m->saved_ns >= 0 ? "saves" : "costs", d1, d2, d3, 100 * m->conf,
+		      m->rounds, m->cost.minflt, base->minflt, rss,
+		      s->own_list ? "vpool's model" : "model", r->time_saved_ns >= 0 ? "saves" : "costs", d);
 		/* A free list of each thread's own, measured in the same
 		 * rounds, where the objects stay in their thread: beside
 		 * vpool's figure, never the verdict (ap_advise_site.fl). */
@@ -143,15 +143,29 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 			ap_advise_format_duration(e1, sizeof(e1), fabs(f->saved_ns));
 			ap_advise_format_duration(e2, sizeof(e2), f->saved_ns >= 0 ? f->low_ns : -f->high_ns);
 			ap_advise_format_duration(e3, sizeof(e3), f->saved_ns >= 0 ? f->high_ns : -f->low_ns);
-			linef(line, ctx, AP_LINE_TEXT,
-			      "   a free list kept by each thread: %s %s CPU (%s to %s, %.0f%%, %u runs "
-			      "each); vpool: %s %s", f->saved_ns >= 0 ? "saves" : "costs", e1, e2, e3,
-			      100 * f->conf, f->rounds, m->saved_ns >= 0 ? "saves" : "costs", d1);
+			if (s->own_list)
+				/* (a Rust site: the verdict is its own free
+				 * list's, `m`; vpool's beside it) */
+				linef(line, ctx, AP_LINE_TEXT,
+				      "   vpool (pool/vpool.h) instead: %s %s CPU (%s to %s, %.0f%%, %u runs "
+				      "each); the free list: %s %s", f->saved_ns >= 0 ? "saves" : "costs", e1,
+				      e2, e3, 100 * f->conf, f->rounds, m->saved_ns >= 0 ? "saves" : "costs",
+				      d1);
+			else
+				linef(line, ctx, AP_LINE_TEXT,
+				      "   a free list kept by each thread: %s %s CPU (%s to %s, %.0f%%, %u runs "
+				      "each); vpool: %s %s", f->saved_ns >= 0 ? "saves" : "costs", e1, e2, e3,
+				      100 * f->conf, f->rounds, m->saved_ns >= 0 ? "saves" : "costs", d1);
 		} else if (s->fl_state == AP_FL_BUDGET) {
-			emit(line, ctx, AP_LINE_TEXT, "   a free list kept by each thread: not measured, "
-			     "--measure-time spent (vpool is measured first)");
+			emit(line, ctx, AP_LINE_TEXT,
+			     s->own_list ? "   vpool (pool/vpool.h) instead: not measured, --measure-time "
+					   "spent (a Rust site's own free list is measured first)"
+					 : "   a free list kept by each thread: not measured, "
+					   "--measure-time spent (vpool is measured first)");
 		} else if (s->fl_state == AP_FL_NOT_MEASURED) {
-			emit(line, ctx, AP_LINE_TEXT, "   a free list kept by each thread: not measured");
+			emit(line, ctx, AP_LINE_TEXT,
+			     s->own_list ? "   vpool (pool/vpool.h) instead: not measured"
+					 : "   a free list kept by each thread: not measured");
 		}
 	}
 	/* A site of an object graph measured whole (printed before the

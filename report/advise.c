@@ -1821,6 +1821,7 @@ struct ap_advice *ap_advise_run(const struct ap_trace *t, const struct ap_site_m
 		site->file = m->file[s] ? ap_xstrdup(m->file[s]) : NULL;
 		site->line = m->line[s];
 		site->via = m->via && m->via[s] ? ap_xstrdup(m->via[s]) : NULL;
+		site->rust = m->rust && m->rust[s];
 		site->grows_site = grows[s];
 		site->born_site = born[s];
 		if (grows[s] != UINT32_MAX)
@@ -1891,6 +1892,7 @@ void ap_site_map_release(struct ap_site_map *m)
 	}
 	free(m->via);
 	free(m->unsym_module);
+	free(m->rust);
 	free(m->name);
 	free(m->function);
 	free(m->file);

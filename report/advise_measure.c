@@ -710,10 +710,17 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			memcpy(vj[k].classes, s->classes, vj[k].nclasses * sizeof(*s->classes));
 		}
 	}
+	/* A Rust site whose objects stay in their thread: its own free
+	 * list is the verdict's measurement (ap_advise_site.own_list), in
+	 * vpool's place among the first jobs, and vpool beside it. */
 	for (size_t k = 0; k < nc; k++)
 		if (!ap_advise_handed(&a->sites[c[k].i])) {
 			jobs[nj] = vj[k];
 			jobs[nj].free_list = true;
+			if (a->sites[c[k].i].rust) {
+				vj[k].free_list = true;
+				jobs[nj].free_list = false;
+			}
 			fl_of[k] = nj++;
 		}
 	struct ap_measure_opts o2 = *mo;
@@ -789,6 +796,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 				continue;
 			}
 			s->measured = true;
+			s->own_list = vj[k].free_list;
 			s->m = out[ng + k];
 			scale_share(a, &s->m);
 			s->fl_state = !fl_of[k]		 ? AP_FL_CROSSES

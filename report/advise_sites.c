@@ -719,6 +719,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 				out->via = ap_xrealloc(out->via, alloc * sizeof(*out->via));
 				out->unsym_module = ap_xrealloc(out->unsym_module,
 								alloc * sizeof(*out->unsym_module));
+				out->rust = ap_xrealloc(out->rust, alloc * sizeof(*out->rust));
 				full = ap_xrealloc(full, alloc * sizeof(*full));
 			}
 			full[s] = f->full && !by_stack ? ap_xstrdup(f->full) : NULL;
@@ -727,6 +728,7 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 			out->file[s] = f->file ? ap_xstrdup(f->file) : NULL;
 			out->line[s] = f->line;
 			out->via[s] = via ? ap_xstrdup(via) : NULL;
+			out->rust[s] = f->lang == AP_SYM_RUST;
 			out->unsym_module[s] = f->unsymbolized && !f->module_unusable && f->module
 						       ? ap_xstrdup(f->module)
 						       : NULL;

@@ -1054,9 +1054,19 @@ static void measured_words(struct ap_buf *b, const struct ap_advice *a, const st
 	const struct ap_measured *m = &s->m;
 	const struct ap_run_cost *B = ap_advise_site_base(a, s);
 	char d4[32];
-	ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and without a "
-		    "pool here): ", m->rounds);
-	advise_saving_words(b, a, m, "a pool");
+	if (s->own_list) {
+		/* (ap_advise_site.own_list: a Rust site's pool is the
+		 * program's own; vpool's figure is beside it) */
+		ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and "
+			    "without a pool here, the program's own: a free list of each thread's "
+			    "spares, as a Rust program keeps them in a Vec, or a Vec<String> kept and "
+			    "cleared; pool/vpool.h is C): ", m->rounds);
+		advise_saving_words(b, a, m, "such a free list");
+	} else {
+		ap_buf_addf(b, "Measured (the run's allocations replayed %u times each way, with and "
+			    "without a pool here): ", m->rounds);
+		advise_saving_words(b, a, m, "a pool");
+	}
 	if (faults_said(B, m))
 		ap_buf_addf(b, "; page faults %.0f against %.0f without it", m->cost.minflt,
 			    B->minflt);

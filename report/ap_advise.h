@@ -253,6 +253,7 @@ struct ap_advise_site {
 	 * function called ("opendir"); NULL when the site is the program's
 	 * own allocation. */
 	char *via;
+	bool rust;		/* the site's frame is Rust code */
 	double alloc_objects, alloc_space;	/* the site's allocations (weighted) */
 	double share;		/* of the trace's alloc_space */
 	/* Of the trace's alloc_space, what this site's objects account for
@@ -349,7 +350,13 @@ struct ap_advise_site {
 	 * scaled and priced for the baseline's excess faults as `m` is
 	 * (fl_excess_faults, fl_excess_faults_ns). Printed beside vpool's
 	 * saving, never a verdict: the verdict is vpool's, the pool advise
-	 * and `allocprof try` give. When not measured, fl_state says why. */
+	 * and `allocprof try` give. When not measured, fl_state says why.
+	 * At a Rust site whose objects stay in their thread (own_list) the
+	 * two change places: a Rust program's pool is its own (a Vec of
+	 * spares, a Vec<String> kept and cleared: pool/vpool.h is C), so
+	 * `m` (the verdict's, measured first) is the free list's and `fl`
+	 * (fl_state, fl_excess_*) vpool's, beside it. */
+	bool own_list;
 	enum ap_fl_state fl_state;
 	struct ap_measured fl;
 	double fl_excess_faults, fl_excess_faults_ns;
@@ -413,6 +420,18 @@ static inline enum ap_verdict ap_advise_site_shape(const struct ap_advise_site *
 static inline double ap_advise_site_saved_ns(const struct ap_advise_site *s)
 {
 	return s->measured ? s->m.saved_ns : s->r.time_saved_ns;
+}
+
+/* vpool's measurement at a measured site (what `allocprof try`, which
+ * pools with pool/vpool.h, compares with): `m`, or at an own_list site
+ * `fl` when it was measured; NULL when none was. */
+static inline const struct ap_measured *ap_advise_site_vpool(const struct ap_advise_site *s)
+{
+	if (!s->measured)
+		return NULL;
+	if (!s->own_list)
+		return &s->m;
+	return s->fl_state == AP_FL_MEASURED ? &s->fl : NULL;
 }
 
 /* How the measured replay's CPUs were chosen (ap_advise_replay_cpus). */
@@ -609,6 +628,9 @@ struct ap_site_map {
 	/* The module of a site whose frame has no symbol (its name is
 	 * "module+0xoff"), NULL otherwise; NULL in a map made by hand. */
 	char **unsym_module;
+	/* Whether the site's frame is Rust code (its name demangled as
+	 * Rust); NULL in a map made by hand. */
+	bool *rust;
 };
 
 /* The growth by copy in `t` under the site map `m` (report/advise_chains.c:

@@ -979,6 +979,75 @@ def graph(prog):
         sys.exit("FAIL: " + "; ".join(fails))
 
 
+def rustlist():
+    """A Rust site whose objects stay in their thread (testdata/
+    advise_rust.rs: a Vec<String> a line, both kinds of block at one
+    line): its own free list is what advise measures first and judges it
+    on (measured.pool "free list", the site's saving the list's), vpool
+    beside it (measured.vpool or vpool_why), and the text says both."""
+    import shutil
+    rustc = shutil.which("rustc", path="/usr/bin:/bin")
+    if not rustc:
+        print("SKIP: /usr/bin/rustc is missing (make check-deps installs Debian's rustc)")
+        sys.exit(77)
+    src = os.path.join(SRC, "advise_rust.rs")
+    line = None
+    with open(src) as f:
+        for n, l in enumerate(f, 1):
+            if "// SITE: advise_rust" in l:
+                line = n
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "advise_rust")
+        run([rustc, "-O", "-g", "--edition", "2021", "-o", exe, src])
+        t = os.path.join(tmp, "rust.trace")
+        run([A, "record", "-q", "--all", "-o", t, "--", exe, "20000"])
+        for b in ("3s", "8s"):
+            adv = advise(t, ["--measure-time", b], measure=True)
+            site = [s for s in adv["sites"] if (s["file"] or "").endswith("/advise_rust.rs")
+                    and s["line"] == line]
+            if not site:
+                sys.exit("FAIL: no site at advise_rust.rs:%d among: %s"
+                         % (line, ", ".join(s["site"] for s in adv["sites"])))
+            s = site[0]
+            me = s.get("measured") or {}
+            if me.get("vpool_why") != "budget":
+                break
+        text = run([A, "advise", "-n", "0", "--measure-time", b, t])
+    print("%s: %s, %s %s [%s, %s]; measured %s, vpool %s"
+          % (s["site"], s["verdict"], me.get("pool"), s.get("time_saved_ns"), s.get("time_saved_low_ns"),
+             s.get("time_saved_high_ns"), me.get("rounds"),
+             (me.get("vpool") or {}).get("time_saved_ns", me.get("vpool_why"))))
+    if s["time_source"] != "measured":
+        sys.exit("FAIL: %s not measured: %s" % (s["site"], adv["measurement"].get("why_not")))
+    if "::split_words" not in s["site"] or s["cross_thread_share"] >= 0.1:
+        fails.append("site %s, cross_thread_share %s: want split_words, in its thread"
+                     % (s["site"], s["cross_thread_share"]))
+    if me.get("pool") != "free list" or "freelist" in me or "freelist_why" in me:
+        fails.append("measured.pool %s, freelist %s: want the free list, no freelist key"
+                     % (me.get("pool"), me.get("freelist", "absent")))
+    if "vpool" not in me or (me["vpool"] is None) != (me.get("vpool_why") is not None):
+        fails.append("vpool %s, vpool_why %s: want vpool's measurement or why not"
+                     % (me.get("vpool", "missing"), me.get("vpool_why")))
+    # the list hits where the model's vpool does (a LIFO of the thread's
+    # own: every block back), and the site's saving is its measurement's
+    if me["pooled"]["pool_hits"] < 0.9 * s["gets"]:
+        fails.append("the list's %d hits of %d gets" % (me["pooled"]["pool_hits"], s["gets"]))
+    if not s["time_saved_low_ns"] <= s["time_saved_ns"] <= s["time_saved_high_ns"]:
+        fails.append("saving %s outside [%s, %s]" % (s["time_saved_ns"], s["time_saved_low_ns"],
+                                                     s["time_saved_high_ns"]))
+    if me.get("vpool") and me["vpool"]["pooled"]["pool_hits"] <= 0:
+        fails.append("vpool beside it hit nothing: %s" % me["vpool"])
+    block = [b for b in re.split(r"\n(?=\d+\. )", text) if b.split("\n", 1)[0].endswith(s["site"])]
+    block = block[0] if block else ""
+    if "with and without a pool here, the program's own: a free list of each thread's spares" not in block \
+            or not re.search(r"^   vpool \(pool/vpool.h\) instead: ", block, re.M) \
+            or "a free list kept by each thread" in block:
+        fails.append("the text of %s:\n%s" % (s["site"], block))
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "verdict":
         verdict(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -1008,6 +1077,8 @@ def main():
         whole(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "graph":
         graph(sys.argv[2])
+    elif len(sys.argv) == 2 and sys.argv[1] == "rustlist":
+        rustlist()
     elif len(sys.argv) == 3 and sys.argv[1] == "budget":
         budget(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "repeat":
