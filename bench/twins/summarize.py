@@ -147,8 +147,9 @@ def advise_for(d, p, fn, path=None):
         out["measured"] = s["measured"]
         fl = freelist_of(s)
         if fl is not None:
-            # (saving, low, high) in ms, or why not measured
-            out["freelist"] = fl
+            # (saving, low, high) in ms, or why not measured: the
+            # free list beside vpool, or vpool beside a Rust site's list
+            out["freelist" if beside_label(s) == "free list" else "vpool_beside"] = fl
     if len(sites) > 1:
         out["other_sites"] = [{"site": x.get("site"), "verdict": x.get("verdict"),
                                "time_saved_ns": x.get("time_saved_ns")} for x in sites[1:]]
@@ -188,17 +189,28 @@ def measured_saved_ms(m):
     return None
 
 
-def freelist_of(a):
-    """advise's free list of each thread's own at the site, measured
-    beside the pool (`measured.freelist`): (saving, low, high) in ms, or
-    the reason it was not measured (`measured.freelist_why`: crosses
-    threads, budget, not measured), or None from an advise before it."""
+def beside_label(a):
+    """What advise measured beside the site's verdict: a free list of
+    each thread's own, or at a Rust site (`measured.pool` "free list",
+    whose verdict is the list's) vpool."""
     m = (a or {}).get("measured")
-    if not isinstance(m, dict) or "freelist" not in m:
+    return "vpool" if isinstance(m, dict) and m.get("pool") == "free list" else "free list"
+
+
+def freelist_of(a):
+    """advise's measurement beside the site's verdict (beside_label): a
+    free list of each thread's own (`measured.freelist`), or at a Rust
+    site vpool (`measured.vpool`): (saving, low, high) in ms, or the
+    reason it was not measured (`measured.freelist_why`, `vpool_why`:
+    crosses threads, budget, not measured), or None from an advise
+    before it."""
+    m = (a or {}).get("measured")
+    key = "vpool" if beside_label(a) == "vpool" else "freelist"
+    if not isinstance(m, dict) or key not in m:
         return None
-    f = m["freelist"]
+    f = m[key]
     if not isinstance(f, dict):
-        return m.get("freelist_why") or "not measured"
+        return m.get(key + "_why") or "not measured"
     return (f["time_saved_ns"] / 1e6, f["time_saved_low_ns"] / 1e6, f["time_saved_high_ns"] / 1e6)
 
 
@@ -280,12 +292,14 @@ def one(d, p, src):
                 print("advise measured saving %.3f ms: %.3gx the twin's" % (ms, ms / c["saving_median"]))
         fl = freelist_of(a)
         if isinstance(fl, tuple):
-            print("advise's free list of each thread's own (beside the pool, not the verdict): "
-                  "saves %.3f ms [%.3f, %.3f]%s; the pool %.3f ms" % (
-                      fl[0], fl[1], fl[2], ", %.3gx the twin's" % (fl[0] / c["saving_median"])
+            what = ("vpool (beside a Rust site's own free list, the verdict's)"
+                    if beside_label(a) == "vpool" else
+                    "free list of each thread's own (beside the pool, not the verdict)")
+            print("advise's %s: saves %.3f ms [%.3f, %.3f]%s; the verdict's %.3f ms" % (
+                      what, fl[0], fl[1], fl[2], ", %.3gx the twin's" % (fl[0] / c["saving_median"])
                       if c.get("saving_median") else "", ts / 1e6))
         elif fl:
-            print("advise's free list of each thread's own: not measured (%s)" % fl)
+            print("advise's %s beside the verdict's: not measured (%s)" % (beside_label(a), fl))
         g = a.get("graph")
         if g:
             gs = g["time_saved_ns"] / 1e6
@@ -360,11 +374,11 @@ def print_table(rows, runs):
                     meas += "; measured %.3gx of twin" % (ms / c["saving_median"])
             fli = freelist_of(a)
             if isinstance(fli, tuple):
-                meas += "; free list %.3f ms [%.1f, %.1f]%s" % (
-                    fli[0], fli[1], fli[2], " %.3gx" % (fli[0] / c["saving_median"])
+                meas += "; %s %.3f ms [%.1f, %.1f]%s" % (
+                    beside_label(a), fli[0], fli[1], fli[2], " %.3gx" % (fli[0] / c["saving_median"])
                     if c.get("saving_median") else "")
             elif fli:
-                meas += "; free list: %s" % fli
+                meas += "; %s: %s" % (beside_label(a), fli)
             g = a.get("graph")
             if g:
                 gs = g["time_saved_ns"] / 1e6
