@@ -174,8 +174,8 @@ static void budget_cut_text(const struct ap_advice *a)
 		       "in their thread: %s was spent (vpool is measured first)\n", fl,
 		       plural((double)fl), d);
 	if (vp)
-		printf("  vpool not measured beside %zu Rust site%s' own free list: %s was spent (the "
-		       "free list is measured first)\n", vp, plural((double)vp), d);
+		printf("  vpool not measured beside %zu Rust site%s own free list%s: %s was spent (the "
+		       "free list is measured first)\n", vp, vp == 1 ? "'s" : "s'", vp == 1 ? "" : "s", d);
 }
 
 /* The object graphs measured (printed before the sites). */
@@ -232,7 +232,11 @@ static void graphs_text(const struct ap_advice *a)
 	for (size_t k = 0; k < a->ngraphs; k++) {
 		const struct ap_advise_graph *g = &a->graphs[k];
 		const struct ap_advise_site *r = ap_advise_site_by_id(a, g->root);
-		printf("\n%c. %s and the blocks its objects own\n", (int)('a' + k), r ? r->name : "?");
+		if (g->root_via)
+			printf("\n%c. %s, its blocks via %s, and the blocks its objects own\n", (int)('a' + k),
+			       r ? r->name : "?", g->root_via);
+		else
+			printf("\n%c. %s and the blocks its objects own\n", (int)('a' + k), r ? r->name : "?");
 		printf("   verdict: %s\n", graph_verdict_words(g));
 		printf("   %s\n", g->reasons ? g->reasons : "");
 	}
@@ -250,11 +254,15 @@ static json_t *graphs_json(const struct ap_advice *a)
 		const struct ap_advise_site *r = ap_advise_site_by_id(a, g->root);
 		json_object_set_new(o, "root", json_string(r ? r->name : "?"));
 		json_object_set_new(o, "root_objects", json_integer((json_int_t)g->root_births));
+		if (g->root_via)
+			json_object_set_new(o, "root_via", json_string(g->root_via));
 		for (size_t j = 0; j < g->nmembers; j++) {
 			json_t *x = json_object();
 			const struct ap_advise_site *ms = ap_advise_site_by_id(a, g->members[j]);
 			json_object_set_new(x, "site", json_string(ms ? ms->name : "?"));
 			json_object_set_new(x, "blocks_owned", json_integer((json_int_t)g->member_births[j]));
+			if (g->member_via[j])
+				json_object_set_new(x, "via", json_string(g->member_via[j]));
 			json_array_append_new(mem, x);
 		}
 		json_object_set_new(o, "members", mem);

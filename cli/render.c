@@ -182,8 +182,8 @@ void ap_render_advise_site(const struct ap_advice *a, size_t i, ap_line_fn line,
 		const struct ap_advise_site *root = ap_advise_site_by_id(a, g->root);
 		if (g->root == s->site_id)
 			linef(line, ctx, AP_LINE_TEXT, "   object graph: its objects pooled whole with the blocks "
-			      "they own (%zu more site%s) %s %s", g->nmembers, g->nmembers == 1 ? "" : "s",
-			      g->m.saved_ns >= 0 ? "save" : "cost", e1);
+			      "they own (%zu more %s%s) %s %s", g->nmembers, g->root_via ? "kind" : "site",
+			      g->nmembers == 1 ? "" : "s", g->m.saved_ns >= 0 ? "save" : "cost", e1);
 		else
 			linef(line, ctx, AP_LINE_TEXT, "   object graph: owned by the objects of %s; pooled whole "
 			      "with them, they %s %s", root ? root->name : "?",

@@ -12,6 +12,10 @@
  *	allocprof-replay [--free-list | --graph MEMBERS] FD SITE CAP [CLASSES]
  *
  * FD: an open descriptor of the script; SITE: the site whose blocks are
+ * pooled, with the script's other sites of its blocks after it
+ * ("3,17,18": the kinds of one line's blocks, report/advise_sites.c,
+ * every one of them pooled; --graph's root and members are one each);
+ * the site whose blocks are
  * pooled, or -1 for the baseline; CAP: the pool's cap in bytes (an object
  * whose capacity is above it is freed, not Put), 0 for none; CLASSES:
  * the upper sizes of size classes, ascending, comma-separated, one pool
@@ -89,6 +93,9 @@ struct slot {
 };
 
 #define MAX_CLASSES 8
+/* A site's other kinds the runner takes, at most (report/advise_sites.c
+ * makes no more: SITE_KINDS_MAX) */
+#define MAX_KINDS 32
 /* --graph: the most member sites, and the roots a thread has live
  * nested at once (deeper, the oldest is forgotten: its members born
  * later are not its) */
@@ -150,6 +157,9 @@ static uint32_t chosen = AP_RS_NOSITE;	/* the pooled site */
  * line a page saved 3-26 ms and one writing and reading every byte cost
  * 15 ms: bench/twins/README.md, sessions 26 and 30). */
 static uint32_t whole_site = AP_RS_NOSITE;
+/* By the script's site: whether its blocks are pooled (the chosen site
+ * and its other kinds), and written whole; NULL: none. */
+static uint8_t *pool_kind, *whole_kind;
 static uint64_t cap_limit;
 static struct vpool pools[MAX_CLASSES];
 static uint64_t class_max[MAX_CLASSES];	/* with classes: each one's upper size */
@@ -596,8 +606,8 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 	s->gen++;
 	s->member = -1;
 	s->root = false;
-	s->pooled = chosen != AP_RS_NOSITE && site == chosen;
-	s->whole = whole_site != AP_RS_NOSITE && site == whole_site;
+	s->pooled = pool_kind && site < hdr->nsites && pool_kind[site];
+	s->whole = whole_kind && site < hdr->nsites && whole_kind[site];
 	if (member_of && !s->pooled && site < hdr->nsites && member_of[site] >= 0) {
 		uint32_t r = owner_now(t);
 		if (r != UINT32_MAX) {
@@ -1019,6 +1029,46 @@ static void batch_policy(void)
 	}
 }
 
+/* A site and the script's other sites of its blocks, "S[,K...]" (at most
+ * MAX_KINDS more): 0, or -1 when malformed. */
+static int site_list(const char *a, uint32_t *site, uint32_t *more, unsigned *nmore)
+{
+	char *end;
+	*nmore = 0;
+	for (bool first = true; first || *a; first = false) {
+		unsigned long long v = strtoull(a, &end, 10);
+		if (end == a || (*end && *end != ',') || v >= AP_RS_NOSITE || (!first && *nmore == MAX_KINDS))
+			return -1;
+		if (first)
+			*site = (uint32_t)v;
+		else
+			more[(*nmore)++] = (uint32_t)v;
+		a = *end ? end + 1 : end;
+		if (*end && !*a)
+			return -1;
+	}
+	return 0;
+}
+
+/* A map of the script's sites with site and more[] set (mapped: nothing
+ * here allocates but the replayed ops and the pool); NULL when one is
+ * not the script's. */
+static uint8_t *kinds_map(uint32_t site, const uint32_t *more, unsigned nmore)
+{
+	if (site >= hdr->nsites)
+		return NULL;
+	uint8_t *m = mmap(NULL, hdr->nsites, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		die("%s", "out of memory for the sites");
+	m[site] = 1;
+	for (unsigned k = 0; k < nmore; k++) {
+		if (more[k] >= hdr->nsites)
+			return NULL;
+		m[more[k]] = 1;
+	}
+	return m;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--switch-probe")) {
@@ -1048,9 +1098,17 @@ int main(int argc, char **argv)
 	long fd = strtol(argv[1], &end, 10);
 	if (*end || fd < 0 || fd > INT_MAX)
 		die("bad descriptor '%s'", argv[1]);
-	long long site = strtoll(argv[2], &end, 10);
-	if (*end || site < -1 || site >= (long long)AP_RS_NOSITE)
-		die("bad site '%s'", argv[2]);
+	long long site = -1;
+	uint32_t site_more[MAX_KINDS];
+	unsigned nsite_more = 0;
+	if (strcmp(argv[2], "-1")) {
+		uint32_t v;
+		if (site_list(argv[2], &v, site_more, &nsite_more) < 0)
+			die("bad site '%s'", argv[2]);
+		site = v;
+	}
+	if (graph && nsite_more)
+		die("%s", "--graph's root is one site");
 	if (free_list && site < 0)
 		die("%s", "--free-list wants a site");
 	if (graph && (site < 0 || free_list || argc == 5))
@@ -1092,11 +1150,11 @@ int main(int argc, char **argv)
 		touch_share = v;
 	}
 	const char *ws = getenv("ALLOCPROF_REPLAY_WHOLE");
+	uint32_t whole_more[MAX_KINDS];
+	unsigned nwhole_more = 0;
 	if (ws && *ws) {
-		unsigned long long v = strtoull(ws, &end, 10);
-		if (*end || v >= AP_RS_NOSITE)
-			die("bad ALLOCPROF_REPLAY_WHOLE '%s' (a site)", ws);
-		whole_site = (uint32_t)v;
+		if (site_list(ws, &whole_site, whole_more, &nwhole_more) < 0)
+			die("bad ALLOCPROF_REPLAY_WHOLE '%s' (a site, and its other kinds)", ws);
 	}
 
 	struct stat st;
@@ -1128,8 +1186,16 @@ int main(int argc, char **argv)
 	if (arrived == MAP_FAILED)
 		die("%s", "out of memory for the barriers");
 	check_script((uint64_t)st.st_size);
-	if (site >= 0 && (uint64_t)site >= hdr->nsites)
-		die("no site '%s' in the script", argv[2]);
+	if (site >= 0) {
+		pool_kind = kinds_map((uint32_t)site, site_more, nsite_more);
+		if (!pool_kind)
+			die("no site '%s' in the script", argv[2]);
+	}
+	if (whole_site != AP_RS_NOSITE) {
+		whole_kind = kinds_map(whole_site, whole_more, nwhole_more);
+		if (!whole_kind)
+			die("no site '%s' in the script (ALLOCPROF_REPLAY_WHOLE)", ws);
+	}
 
 	size_t slot_bytes = (hdr->nslots ? hdr->nslots : 1) * sizeof(struct slot);
 	slots = mmap(NULL, slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,

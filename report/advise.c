@@ -1872,8 +1872,12 @@ void ap_advice_free(struct ap_advice *a)
 		free(a->sites[i].reasons);
 	}
 	free(a->sites);
-	for (size_t i = 0; i < a->ngraphs; i++)
+	for (size_t i = 0; i < a->ngraphs; i++) {
 		free(a->graphs[i].reasons);
+		free(a->graphs[i].root_via);
+		for (size_t j = 0; j < AP_GRAPH_MAX_MEMBERS; j++)
+			free(a->graphs[i].member_via[j]);
+	}
 	free(a->graphs);
 	free(a->joins);
 	free(a);
@@ -1893,6 +1897,11 @@ void ap_site_map_release(struct ap_site_map *m)
 	free(m->via);
 	free(m->unsym_module);
 	free(m->rust);
+	for (size_t k = 0; m->kind_callee && k < m->nkinds; k++)
+		free(m->kind_callee[k]);
+	free(m->kind_callee);
+	free(m->kind_of_stack);
+	free(m->site_of_kind);
 	free(m->name);
 	free(m->function);
 	free(m->file);

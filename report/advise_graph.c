@@ -11,12 +11,18 @@
 
 #include "advise-int.h"
 
-/* "ctxgraph.c:113" for a member in the root's file, else its name. */
+/* "ctxgraph.c:113" for a member in the root's file, else its name; a
+ * member of the root's own line by what the line called for it ("its
+ * own line, via alloc::string::ToString::to_string"). */
 static void member_words(struct ap_buf *b, const struct ap_advise_site *root,
-			 const struct ap_advise_site *s)
+			 const struct ap_advise_site *s, const char *via)
 {
 	if (!s) {
 		ap_buf_addstr(b, "?");
+		return;
+	}
+	if (s == root && via) {
+		ap_buf_addf(b, "its own line, via %s", *via ? via : "?");
 		return;
 	}
 	if (s->file && root->file && !strcmp(s->file, root->file) && s->line > 0) {
@@ -49,14 +55,21 @@ static void judge(const struct ap_advice *a, struct ap_advise_graph *g)
 	const struct ap_advise_site *root = ap_advise_site_by_id(a, g->root);
 	struct ap_buf b = AP_BUF_INIT;
 	double cpu = advise_program_cpu_ns(a);
-	ap_buf_addf(&b, "Each object of %s owns blocks of %zu more site%s, born after it and freed with "
-		    "it by its thread (per object, on average: ", root->name, g->nmembers,
-		    g->nmembers == 1 ? "" : "s");
+	if (g->root_via)
+		/* (blocks of two kinds made at one line: a vector's and its
+		 * strings', told apart by what the line called) */
+		ap_buf_addf(&b, "Each object of %s (its blocks via %s) owns blocks of %zu more kind%s, born "
+			    "after it and freed with it by its thread (per object, on average: ", root->name,
+			    *g->root_via ? g->root_via : "?", g->nmembers, g->nmembers == 1 ? "" : "s");
+	else
+		ap_buf_addf(&b, "Each object of %s owns blocks of %zu more site%s, born after it and freed "
+			    "with it by its thread (per object, on average: ", root->name, g->nmembers,
+			    g->nmembers == 1 ? "" : "s");
 	for (size_t k = 0; k < g->nmembers; k++) {
 		ap_buf_addstr(&b, k ? ", " : "");
 		ap_buf_addf(&b, "%.3g at ", g->root_births ? (double)g->member_births[k] / (double)g->root_births
 							    : 0.0);
-		member_words(&b, root, ap_advise_site_by_id(a, g->members[k]));
+		member_words(&b, root, ap_advise_site_by_id(a, g->members[k]), g->member_via[k]);
 	}
 	ap_buf_addstr(&b, "). ");
 	if (!g->measured) {
@@ -118,7 +131,7 @@ static void judge(const struct ap_advice *a, struct ap_advise_graph *g)
 		char d[32];
 		ap_advise_format_duration(d, sizeof(d), fabs(best->m.saved_ns));
 		ap_buf_addf(&b, " (The best pool of one of its lines measured, at ");
-		member_words(&b, root, best);
+		member_words(&b, root, best, NULL);
 		ap_buf_addf(&b, ", %s %s.)", best->m.saved_ns >= 0 ? "saves" : "costs", d);
 	}
 	g->reasons = ap_buf_detach(&b, NULL);

@@ -131,6 +131,11 @@ uint64_t ap_advise_budget_events(uint64_t ev, double run_ns, double budget_ns, u
 	return keep < ev ? keep : ev;
 }
 
+/* The stacks' kinds to build the script of, and how many (the sites
+ * themselves in a map made by hand). */
+#define KINDS(m) ((m)->kind_of_stack ? (m)->kind_of_stack : (m)->site_of_stack)
+#define NKINDS(m) ((m)->kind_of_stack ? (m)->nkinds : (m)->nsites)
+
 /* The share of the budget a script cut to fit it keeps unplanned. */
 #define BUDGET_SLACK 0.15
 
@@ -225,8 +230,10 @@ static struct ap_script *fit_budget(struct ap_advice *a, const struct ap_trace *
 		return sc;
 	left = (left - built_ns * (double)keep / (double)ev) * (1 - BUDGET_SLACK);
 	keep = ap_advise_budget_events(ev, run, left > 0 ? left : 1, mo->min_rounds, nc, runs);
-	struct ap_script *s2 = ap_script_build(t, m->site_of_stack, m->nsites, a->joins, a->njoins, cyc,
+	struct ap_script *s2 = ap_script_build(t, KINDS(m), NKINDS(m), a->joins, a->njoins, cyc,
 					       ncyc, keep, sleep_max, err);
+	if (s2)
+		ap_script_set_kinds(s2, m->site_of_kind, m->nkinds, m->nsites);
 	s2 = stopped(t, s2, err);
 	if (!s2)
 		return NULL;
@@ -508,14 +515,27 @@ static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const s
 /* Object graphs measured whole, at most: the script's biggest. */
 #define MEASURE_GRAPHS 2
 
+/* The site of a script's kind. */
+static uint32_t site_of(const struct ap_site_map *m, uint32_t kind)
+{
+	return kind < m->nsites ? kind : m->kind_of_stack && kind < m->nkinds ? m->site_of_kind[kind] : UINT32_MAX;
+}
+
+/* What a kind's site frame called ("" when unknown). */
+static const char *callee_of(const struct ap_site_map *m, uint32_t kind)
+{
+	return m->kind_callee && kind < m->nkinds && m->kind_callee[kind] ? m->kind_callee[kind] : "";
+}
+
 /* The script's graphs worth measuring whole (a->graphs, and their
  * script graphs in *g, as many): a root site of the list where the model
  * found hits, members that it lists, owning one member block in two
  * roots at least, and the model's generous expectation of the root's
  * and members' pools together past the floor a site's is held to. */
-static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, size_t nmap,
+static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, const struct ap_site_map *m,
 			  const struct ap_graph **g, size_t max)
 {
+	size_t nmap = m->nsites;
 	if (max > MEASURE_GRAPHS)
 		max = MEASURE_GRAPHS;
 	size_t ng = 0, n;
@@ -530,22 +550,31 @@ static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, size_
 			idx[a->sites[i].site_id] = i;
 	a->graphs = ap_xcalloc(MEASURE_GRAPHS, sizeof(*a->graphs));
 	for (size_t k = 0; k < n; k++) {
+		/* (the script's graphs are of kinds: a site's blocks told
+		 * apart by what its frame called, report/advise_sites.c) */
 		const struct ap_graph *gr = &v[k];
-		if (gr->root >= nmap || idx[gr->root] == SIZE_MAX)
+		uint32_t rs = site_of(m, gr->root);
+		if (rs >= nmap || idx[rs] == SIZE_MAX)
 			continue;
-		const struct ap_advise_site *root = &a->sites[idx[gr->root]];
+		const struct ap_advise_site *root = &a->sites[idx[rs]];
 		if (!worth_measuring(root))
 			continue;
-		struct ap_advise_graph ag = { .root = gr->root, .root_births = gr->root_births };
+		struct ap_advise_graph ag = { .root = rs, .root_births = gr->root_births };
 		uint64_t owned = 0;
 		double score = advise_generous_ns(&root->r);
+		bool own_line = false;
 		for (uint32_t j = 0; j < gr->nmembers; j++) {
-			if (gr->members[j] >= nmap || idx[gr->members[j]] == SIZE_MAX)
+			uint32_t ms = site_of(m, gr->members[j]);
+			if (ms >= nmap || idx[ms] == SIZE_MAX)
 				continue;
-			ag.members[ag.nmembers] = gr->members[j];
+			ag.members[ag.nmembers] = ms;
+			ag.member_kinds[ag.nmembers] = gr->members[j];
 			ag.member_births[ag.nmembers++] = gr->member_births[j];
 			owned += gr->member_births[j];
-			score += advise_generous_ns(&a->sites[idx[gr->members[j]]].r);
+			if (ms == rs)
+				own_line = true;
+			else
+				score += advise_generous_ns(&a->sites[idx[ms]].r);
 		}
 		if (!ag.nmembers || 2 * owned < gr->root_births ||
 		    score < MEASURE_FLOOR * (double)a->program_cpu_ns || score < MEASURE_FLOOR_NS)
@@ -553,16 +582,26 @@ static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, size_
 		/* the members the most born first */
 		for (size_t i = 1; i < ag.nmembers; i++)
 			for (size_t j = i; j > 0 && ag.member_births[j] > ag.member_births[j - 1]; j--) {
-				uint32_t ts = ag.members[j];
+				uint32_t ts = ag.members[j], tk = ag.member_kinds[j];
 				uint64_t tb = ag.member_births[j];
 				ag.members[j] = ag.members[j - 1];
+				ag.member_kinds[j] = ag.member_kinds[j - 1];
 				ag.member_births[j] = ag.member_births[j - 1];
 				ag.members[j - 1] = ts;
+				ag.member_kinds[j - 1] = tk;
 				ag.member_births[j - 1] = tb;
 			}
 		if (ng == max) {
 			a->graphs_dropped++;
 			continue;
+		}
+		/* blocks of the root's own line: each kind named by what the
+		 * line called */
+		if (own_line) {
+			ag.root_via = ap_xstrdup(callee_of(m, gr->root));
+			for (size_t j = 0; j < ag.nmembers; j++)
+				if (ag.members[j] == rs)
+					ag.member_via[j] = ap_xstrdup(callee_of(m, ag.member_kinds[j]));
 		}
 		g[ng] = gr;
 		a->graphs[ng++] = ag;
@@ -645,9 +684,11 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 							 ? AP_TOUCH_FIT_RUNS
 							 : 0);
 	struct ap_script *sc = !cyc ? NULL
-				    : ap_script_build(t, m->site_of_stack, m->nsites, a->joins,
+				    : ap_script_build(t, KINDS(m), NKINDS(m), a->joins,
 						      a->njoins, cyc, ncyc, AP_MEASURE_MAX_EVENTS,
 						      sleep_max, &err);
+	if (sc)
+		ap_script_set_kinds(sc, m->site_of_kind, m->nkinds, m->nsites);
 	sc = stopped(t, sc, &err);
 	double built_ns = mono_ns() - ((double)t0.tv_sec * 1e9 + (double)t0.tv_nsec);
 	struct ap_run_cost probe;
@@ -684,7 +725,7 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 	 * for several sites, and what it saves the sites' own pools do not
 	 * add up to (bench/twins' ctxgraph). */
 	const struct ap_graph *gsc[MEASURE_GRAPHS];
-	size_t ng = pick_graphs(a, sc, m->nsites, gsc, max_sites);
+	size_t ng = pick_graphs(a, sc, m, gsc, max_sites);
 	a->ngraphs = ng;
 	struct ap_measure_job *jobs = ap_xcalloc(ng + 2 * nc, sizeof(*jobs));
 	struct ap_measured *out = ap_xcalloc(ng + 2 * nc, sizeof(*out));
@@ -717,7 +758,10 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 		if (!ap_advise_handed(&a->sites[c[k].i])) {
 			jobs[nj] = vj[k];
 			jobs[nj].free_list = true;
-			if (a->sites[c[k].i].rust) {
+			jobs[nj].beside = true;
+			/* (not a Rust frame's call of a C library: its
+			 * blocks are the library's to keep) */
+			if (a->sites[c[k].i].rust && !a->sites[c[k].i].via) {
 				vj[k].free_list = true;
 				jobs[nj].free_list = false;
 			}

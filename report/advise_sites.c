@@ -613,6 +613,163 @@ static bool system_header(const char *file)
 			!strncmp(file, "/usr/lib/llvm-", 14));
 }
 
+/* The last part of a function's name ("allocate" of
+ * "std::__new_allocator<char>::allocate"). */
+static const char *last_part(const char *f)
+{
+	const char *p = f, *q;
+	while ((q = strstr(p, "::")))
+		p = q + 2;
+	return p;
+}
+
+/* Whether a frame between a site and the allocator only allocates for
+ * whatever called it (an allocator's entry, a std::allocator's
+ * allocate, Rust's alloc layers): not what tells a kind of block. */
+static bool allocating_frame(const char *f)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memalign",
+		"operator new", "operator new[]", "allocate", "_M_allocate", "allocate_in",
+		"alloc", "alloc_impl", "exchange_malloc", "__rust_alloc", "__rust_realloc",
+		"__rust_alloc_zeroed", "__rdl_alloc", "__rdl_realloc", "__rdl_alloc_zeroed",
+		"finish_grow", "grow_amortized", "grow_exact",
+	};
+	const char *l = last_part(f);
+	for (size_t k = 0; k < sizeof(names) / sizeof(*names); k++)
+		if (!strcmp(l, names[k]) || !strncmp(f, names[k], strlen(names[k])))
+			return true;
+	return false;
+}
+
+/* A stack's kind of block at its site (frames[cs] the site's frame):
+ * the functions between the site and the allocator, by name, interned
+ * in `callees`, which keeps first two names for the kind: the function
+ * the site called (Rust's Vec::push and to_string), and the one
+ * nearest the allocator that does more than allocate (where a line's
+ * kinds called the same one: a vector's _M_realloc_insert and a
+ * string's _M_create under emplace_back). */
+static uint32_t kind_key(struct ap_intern *callees, const struct ap_frame *frames, size_t cs,
+			 struct ap_buf *key)
+{
+	const char *near = cs > 0 && frames[cs - 1].func ? frames[cs - 1].func : "", *deep = near;
+	for (size_t j = 0; j < cs; j++)
+		if (frames[j].func && !allocating_frame(frames[j].func)) {
+			deep = frames[j].func;
+			break;
+		}
+	ap_buf_reset(key);
+	ap_buf_addf(key, "%s\n%s", deep, near);
+	for (size_t j = 0; j < cs; j++) {
+		ap_buf_addstr(key, "\n");
+		ap_buf_addstr(key, frames[j].func ? frames[j].func : "?");
+	}
+	bool made;
+	return ap_intern_add(callees, key->buf, key->len, &made);
+}
+
+/* A site's kinds past its first, at most (the runner's MAX_KINDS). */
+#define SITE_KINDS_MAX 32
+
+/* A kind's name: its key's line `line` (kind_key: 0 the deep one, 1
+ * what the site called). */
+static char *kind_name(const char *key, int line)
+{
+	for (; line > 0 && strchr(key, '\n'); line--)
+		key = strchr(key, '\n') + 1;
+	const char *nl = strchr(key, '\n');
+	size_t n = nl ? (size_t)(nl - key) : strlen(key);
+	char *s = ap_xmalloc(n + 1);
+	memcpy(s, key, n);
+	s[n] = 0;
+	return s;
+}
+
+/* The kinds of the sites' blocks (ap_site_map.kind_of_stack): a site's
+ * stacks by the function its frame called (callee_of_stack, numbers of
+ * callees' strings), its first kind numbered as the site, the others
+ * from nsites on. */
+static void site_kinds(struct ap_site_map *out, const uint32_t *callee_of_stack,
+		       const struct ap_intern *callees, size_t nstacks)
+{
+	size_t n = out->nsites, alloc = n ? n : 1;
+	out->kind_of_stack = ap_xmalloc((nstacks ? nstacks : 1) * sizeof(*out->kind_of_stack));
+	out->site_of_kind = ap_xmalloc(alloc * sizeof(*out->site_of_kind));
+	out->kind_callee = ap_xcalloc(alloc, sizeof(*out->kind_callee));
+	uint32_t *first = ap_xmalloc(alloc * sizeof(*first));	/* site's first callee */
+	uint8_t *more_of = ap_xcalloc(alloc, 1);		/* its other kinds so far */
+	for (size_t s = 0; s < n; s++) {
+		out->site_of_kind[s] = (uint32_t)s;
+		first[s] = UINT32_MAX;
+	}
+	struct ap_u64map more;	/* site << 32 | callee -> a kind past the first */
+	ap_u64map_init(&more, 16);
+	for (size_t id = 0; id < nstacks; id++) {
+		uint32_t s = out->site_of_stack[id], c = callee_of_stack[id];
+		out->kind_of_stack[id] = s;
+		if (s >= out->nsites)
+			continue;
+		if (first[s] == UINT32_MAX)
+			first[s] = c;
+		if (first[s] == c)
+			continue;
+		bool made;
+		struct ap_u64map_slot *sl = ap_u64map_find(&more, (uint64_t)s << 32 | c);
+		if (!sl && more_of[s] == SITE_KINDS_MAX)
+			continue;	/* (the site's first kind's) */
+		sl = ap_u64map_slot_of(&more, (uint64_t)s << 32 | c, &made);
+		if (made) {
+			more_of[s]++;
+			if (n + 1 > alloc) {
+				alloc *= 2;
+				out->site_of_kind = ap_xrealloc(out->site_of_kind, alloc * sizeof(*out->site_of_kind));
+				out->kind_callee = ap_xrealloc(out->kind_callee, alloc * sizeof(*out->kind_callee));
+			}
+			out->site_of_kind[n] = s;
+			out->kind_callee[n] = ap_xstrdup(callees->str[c]);	/* (named below) */
+			sl->val = (uint32_t)n++;
+		}
+		out->kind_of_stack[id] = sl->val;
+	}
+	for (size_t s = 0; s < out->nsites; s++)
+		out->kind_callee[s] = ap_xstrdup(first[s] == UINT32_MAX ? "" : callees->str[first[s]]);
+	/* Each kind by what its site called, and where another kind of
+	 * the site called the same, by what that call did too ("emplace_back
+	 * (_M_create)" beside "emplace_back (_M_realloc_insert)"). */
+	char **names = ap_xcalloc(n ? n : 1, sizeof(*names));
+	for (size_t k = 0; k < n; k++) {
+		uint32_t s = out->site_of_kind[k];
+		char *nk = kind_name(out->kind_callee[k], 1), *dk = kind_name(out->kind_callee[k], 0);
+		bool twin = false;
+		for (size_t k2 = 0; k2 < n && !twin; k2++) {
+			if (k2 == k || out->site_of_kind[k2] != s)
+				continue;
+			char *n2 = kind_name(out->kind_callee[k2], 1), *d2 = kind_name(out->kind_callee[k2], 0);
+			twin = !strcmp(nk, n2) && strcmp(dk, d2);
+			free(n2);
+			free(d2);
+		}
+		if (twin && strcmp(nk, dk)) {
+			struct ap_buf b = AP_BUF_INIT;
+			ap_buf_addf(&b, "%s (%s)", nk, dk);
+			names[k] = ap_buf_detach(&b, NULL);
+			free(nk);
+		} else {
+			names[k] = nk;
+		}
+		free(dk);
+	}
+	for (size_t k = 0; k < n; k++) {
+		free(out->kind_callee[k]);
+		out->kind_callee[k] = names[k];
+	}
+	free(names);
+	out->nkinds = n;
+	ap_u64map_release(&more);
+	free(first);
+	free(more_of);
+}
+
 void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool by_stack,
 		     struct ap_site_map *out)
 {
@@ -629,9 +786,13 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 	own_progs_init(&own, t);
 	struct imports imports = { 0 };
 	struct ap_buf via_buf = AP_BUF_INIT;
+	/* the kinds: (site, the function its frame called), by stack */
+	uint32_t *callee_of_stack = ap_xmalloc((t->nstacks ? t->nstacks : 1) * sizeof(*callee_of_stack));
+	struct ap_intern callees = { 0 };
 
 	for (size_t id = 0; id < t->nstacks; id++) {
 		out->site_of_stack[id] = UINT32_MAX;
+		callee_of_stack[id] = UINT32_MAX;
 		if (!t->stacks[id].depth)
 			continue;
 		size_t cs = ap_sym_stack(sym, &t->stacks[id], &frames, &nframes, &frames_alloc);
@@ -734,11 +895,15 @@ void ap_advise_sites(const struct ap_trace *t, struct ap_symbolizer *sym, bool b
 						       : NULL;
 		}
 		out->site_of_stack[id] = site;
+		callee_of_stack[id] = kind_key(&callees, frames, cs, &key);
 		/* a PC's frames end with its real function's (not inlined) */
 		for (size_t j = 0; j < cs; j++)
 			out->pc_of_stack[id] += !frames[j].inlined;
 	}
 	ap_intern_release(&keys);
+	site_kinds(out, callee_of_stack, &callees, t->nstacks);
+	free(callee_of_stack);
+	ap_intern_release(&callees);
 	names_apart(out, full, by_stack);
 	for (size_t s = 0; s < out->nsites; s++)
 		free(full[s]);

@@ -887,6 +887,10 @@ static void try_hint(struct ap_buf *b, const struct ap_advise_site *s)
 	ap_buf_addstr(b, "`allocprof try --site ");
 	ap_buf_add_shell_word(b, s->name);
 	ap_buf_addstr(b, "`");
+	if (s->own_list)
+		/* (try runs vpool: the Rust site's own list is the
+		 * program's to write) */
+		ap_buf_addstr(b, " (with vpool, not the free list measured here)");
 }
 
 static bool good(const struct ap_advise_site *s)

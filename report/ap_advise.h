@@ -454,6 +454,12 @@ struct ap_advise_graph {
 	uint32_t members[AP_GRAPH_MAX_MEMBERS];	/* the most born first */
 	uint64_t root_births;
 	uint64_t member_births[AP_GRAPH_MAX_MEMBERS];	/* owned (by a root, or by a member) */
+	/* The script's kinds of the members (ap_site_map.kind_of_stack);
+	 * where a member's blocks are of the root's own line, what the line
+	 * called for the root's and for theirs (root_via, member_via[]: a
+	 * vector's growth and its strings' construction), else NULL. */
+	uint32_t member_kinds[AP_GRAPH_MAX_MEMBERS];
+	char *root_via, *member_via[AP_GRAPH_MAX_MEMBERS];
 	bool measured;
 	struct ap_measured m;
 	/* The baseline's page faults beyond the recorded run's and the
@@ -631,6 +637,20 @@ struct ap_site_map {
 	/* Whether the site's frame is Rust code (its name demangled as
 	 * Rust); NULL in a map made by hand. */
 	bool *rust;
+	/* The kinds of a site's blocks: its stacks told apart by the
+	 * function the site's frame called (a vector's growth and a
+	 * string's construction inlined at one line: libstdc++'s
+	 * _M_realloc_insert and _M_create, Rust's RawVec and to_string),
+	 * for the object graphs, whose members may be blocks of their
+	 * root's own line (report/measure_graph.c). Kind s < nsites is site
+	 * s's first; a site's others are numbered from nsites on.
+	 * kind_of_stack as site_of_stack; site_of_kind and kind_callee (the
+	 * function called, "" when none) have nkinds entries. NULL
+	 * (nkinds 0) in a map made by hand: the kinds are the sites. */
+	uint32_t *kind_of_stack;
+	size_t nkinds;
+	uint32_t *site_of_kind;
+	char **kind_callee;
 };
 
 /* The growth by copy in `t` under the site map `m` (report/advise_chains.c:

@@ -71,6 +71,10 @@ struct ap_script *ap_script_build(const struct ap_trace *t, const uint32_t *site
  * sleep_max (ap_script_sleep_ns: what they sleep). */
 uint64_t ap_script_sleep_wanted_ns(const struct ap_script *s);
 void ap_script_free(struct ap_script *s);
+/* The script was built by kinds (ap_site_map.kind_of_stack, nkinds of
+ * them, the first nsites the sites): the runner's jobs of a site pool
+ * every kind of it (site_of_kind). */
+void ap_script_set_kinds(struct ap_script *s, const uint32_t *site_of_kind, size_t nkinds, size_t nsites);
 /* Ops in the script, and its size in bytes. */
 uint64_t ap_script_ops(const struct ap_script *s);
 uint64_t ap_script_bytes(const struct ap_script *s);
@@ -109,12 +113,14 @@ const struct ap_graph *ap_script_graphs(const struct ap_script *s, size_t *n);
  * pool's cap (0: none). With free_list, the site's objects are served by
  * a free list of each thread's own instead of a vpool (the runner's
  * --free-list: a LIFO of pointers, no cycles), with the same cap and
- * classes; such jobs come after every other (ap_measure), and a budget
- * keeps them only where min_rounds rounds of every variant fit in it
- * twice over: they never take the other jobs' rounds. */
+ * classes. A job `beside` another (a free list beside vpool, or vpool
+ * beside a Rust site's own list) comes after every other (ap_measure),
+ * and a budget keeps it only where min_rounds rounds of every variant
+ * fit in it twice over: it never takes the other jobs' rounds. */
 struct ap_measure_job {
 	uint32_t site;
 	bool free_list;
+	bool beside;
 	/* a graph pooled whole: site its root, these its members (the
 	 * runner's --graph; one pool, no cap, no classes) */
 	const struct ap_graph *graph;

@@ -164,6 +164,11 @@ struct ap_script {
 	uint32_t nthreads;
 	struct ap_graph *graphs;
 	size_t ngraphs;
+	/* With kinds (ap_script_set_kinds): the script's sites are a site
+	 * map's kinds, site_of_kind[k] the site of kind k (nkinds), and the
+	 * runner pools a site's every kind. */
+	uint32_t *site_of_kind;
+	size_t nkinds, nreal;
 };
 
 static uint64_t emit(struct builder *b, uint32_t thread, uint32_t w, uint32_t slot, uint64_t n)
@@ -705,7 +710,31 @@ void ap_script_free(struct ap_script *s)
 		return;
 	close(s->fd);
 	free(s->graphs);
+	free(s->site_of_kind);
 	free(s);
+}
+
+void ap_script_set_kinds(struct ap_script *s, const uint32_t *site_of_kind, size_t nkinds, size_t nsites)
+{
+	free(s->site_of_kind);
+	s->site_of_kind = NULL;
+	s->nkinds = s->nreal = 0;
+	if (!site_of_kind || nkinds <= nsites)
+		return;
+	s->site_of_kind = ap_xmalloc(nkinds * sizeof(*s->site_of_kind));
+	memcpy(s->site_of_kind, site_of_kind, nkinds * sizeof(*s->site_of_kind));
+	s->nkinds = nkinds;
+	s->nreal = nsites;
+}
+
+/* The runner's SITE of `site`: it, and its other kinds ("3,17,18"); "-1"
+ * for none. */
+static void site_arg(const struct ap_script *s, long site, char *b, size_t n)
+{
+	size_t k = (size_t)snprintf(b, n, "%ld", site);
+	for (size_t j = s->nreal; site >= 0 && j < s->nkinds && k + 12 < n; j++)
+		if (s->site_of_kind[j] == (uint32_t)site)
+			k += (size_t)snprintf(b + k, n - k, ",%zu", j);
 }
 
 const struct ap_graph *ap_script_graphs(const struct ap_script *s, size_t *n)
@@ -891,7 +920,7 @@ static double now_ns(void)
  * CLOCK_MONOTONIC time in ns; 0: none), a runner still running then is
  * killed: -2, err saying so. */
 static int runner_say(const char *runner, const char *const *args, int keep_fd, char *fd_arg,
-		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, long whole,
+		      size_t fd_arg_len, const char *sampler, const char *dir, double touch, const char *whole,
 		      double kill_at, char *buf, size_t bufsz, struct ap_error *err)
 {
 	int pfd[2];
@@ -915,11 +944,8 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
 		unsetenv("MALLOC_CHECK_");
 		unsetenv("ALLOCPROF_REPLAY_TOUCH");
 		unsetenv("ALLOCPROF_REPLAY_WHOLE");
-		if (whole >= 0) {
-			char ws[32];
-			snprintf(ws, sizeof(ws), "%ld", whole);
-			setenv("ALLOCPROF_REPLAY_WHOLE", ws, 1);
-		}
+		if (whole)
+			setenv("ALLOCPROF_REPLAY_WHOLE", whole, 1);
 		if (touch >= 0 && touch < 1) {
 			char ts[32];
 			snprintf(ts, sizeof(ts), "%.6f", touch);
@@ -1012,8 +1038,15 @@ static int run_once(const struct ap_script *s, const char *runner, long site, bo
 		    struct ap_error *err)
 {
 	double t0 = now_ns();
-	char a1[16] = "", a2[24], a3[24], buf[512], members[AP_GRAPH_MAX_MEMBERS * 12 + 1] = "";
-	snprintf(a2, sizeof(a2), "%ld", site);
+	char a1[16] = "", a2[400], a3[24], buf[512], members[AP_GRAPH_MAX_MEMBERS * 12 + 1] = "";
+	char ws[400];
+	/* (a graph's root is one kind; a site's pool has every kind) */
+	if (graph)
+		snprintf(a2, sizeof(a2), "%ld", site);
+	else
+		site_arg(s, site, a2, sizeof(a2));
+	if (whole >= 0)
+		site_arg(s, whole, ws, sizeof(ws));
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *cl = classes && *classes ? classes : NULL;
 	const char *plain[] = { "allocprof-replay", a1, a2, a3, cl, NULL };
@@ -1023,7 +1056,7 @@ static int run_once(const struct ap_script *s, const char *runner, long site, bo
 		snprintf(members + strlen(members), sizeof(members) - strlen(members), "%s%u", k ? "," : "",
 			 graph->members[k]);
 	const char *const *args = graph ? gr : free_list ? fl : plain;
-	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole, kill_at, buf,
+	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole >= 0 ? ws : NULL, kill_at, buf,
 			    sizeof(buf), err);
 	if (rc < 0)
 		return rc;
@@ -1157,7 +1190,7 @@ static double probe_cost(const char *runner, const int *stop, const char *flag, 
 		struct ap_error e2;
 		const char *args[] = { "allocprof-replay", flag, NULL };
 		double t0 = now_ns();
-		int rc = runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, -1, 0, buf, sizeof(buf), &e2);
+		int rc = runner_say(runner, args, -1, NULL, 0, NULL, NULL, 1, NULL, 0, buf, sizeof(buf), &e2);
 		took = now_ns() - t0;
 		if (rc != 0 || strncmp(buf, key, kl) || buf[kl] != '=')
 			continue;
@@ -1263,7 +1296,7 @@ static double expect_run(const double *last, size_t j, double run_ns)
 /* The variants a budget that fits `fit` rounds' worth of runs (min_rounds
  * of them, each variant's run as long as the baseline's) keeps of na:
  * as many as fit, two at least; and the free lists (the variants from
- * nreq on, after every pool's: ap_measure_job.free_list) only where
+ * nreq on, after every pool's: ap_measure_job.beside) only where
  * min_rounds rounds of every variant kept fit FREE_LIST_MARGIN times
  * over. They are beside the pools, never instead of them: a round of
  * seven variants (the demo's three sites and their lists) where one of
@@ -1289,9 +1322,9 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 			struct ap_run_cost *base, struct ap_run_cost *recorded, struct ap_error *err)
 {
 	size_t nv = n + 1, maxr = o->max_rounds ? o->max_rounds : 1;
-	size_t nreq = nv;	/* the variants before the first free list */
+	size_t nreq = nv;	/* the variants before the first one beside */
 	for (size_t j = 0; j < n; j++)
-		if (jobs[j].free_list) {
+		if (jobs[j].beside) {
 			nreq = j + 1;
 			break;
 		}

@@ -113,7 +113,7 @@ def advise_recordings(d, p, fn):
                 r["measured"] = a["measured"]
                 fl = freelist_of(a)
                 if fl is not None:
-                    r["freelist"] = fl
+                    r["freelist" if beside_label(a) == "free list" else "vpool_beside"] = fl
             out.append(r)
         else:
             out.append(None)

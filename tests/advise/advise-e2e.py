@@ -593,11 +593,13 @@ def budget(prog):
                 me = s.get("measured")
                 if me is None:
                     continue
-                why = me.get("freelist_why", "missing")
-                if ("freelist" not in me or (me["freelist"] is None) != (why is not None)
+                # (at a Rust site, vpool is the one beside: measured.pool)
+                key = "vpool" if me.get("pool") == "free list" else "freelist"
+                why = me.get(key + "_why", "missing")
+                if (key not in me or (me[key] is None) != (why is not None)
                         or why not in (None, "budget", "crosses threads", "not measured")):
-                    fails.append("at %s %s: freelist %s, freelist_why %s"
-                                 % (b, s["site"], me.get("freelist", "missing"), why))
+                    fails.append("at %s %s: %s %s, %s_why %s"
+                                 % (b, s["site"], key, me.get(key, "missing"), key, why))
             text = run([A, "advise", "-n", "1", "--measure-time", b, t])
             cut_said = re.search(r"^  what recording cost not measured: a replay under the sampler "
                                  r"did not fit in --measure-time " + b, text, re.M) is not None
@@ -984,7 +986,9 @@ def rustlist():
     advise_rust.rs: a Vec<String> a line, both kinds of block at one
     line): its own free list is what advise measures first and judges it
     on (measured.pool "free list", the site's saving the list's), vpool
-    beside it (measured.vpool or vpool_why), and the text says both."""
+    beside it (measured.vpool or vpool_why), and the text says both. And
+    the line's two kinds (the Vec's blocks, the Strings') are told apart:
+    an object graph, the Vec owning the Strings."""
     import shutil
     rustc = shutil.which("rustc", path="/usr/bin:/bin")
     if not rustc:
@@ -1038,6 +1042,20 @@ def rustlist():
                                                      s["time_saved_high_ns"]))
     if me.get("vpool") and me["vpool"]["pooled"]["pool_hits"] <= 0:
         fails.append("vpool beside it hit nothing: %s" % me["vpool"])
+    # The Vec's blocks and the Strings' are of one line, two kinds (what
+    # the line called): an object graph, the Vec owning the Strings
+    gs = [g for g in adv.get("graphs", []) if g["root"] == s["site"]]
+    g = gs[0] if gs else {}
+    mem = (g.get("members") or [{}])[0]
+    print("graph: %s via %s, members %s, %s %s" % (g.get("root"), g.get("root_via"), g.get("members"),
+                                                    g.get("verdict"), g.get("time_saved_ns")))
+    if not g or "push" not in (g.get("root_via") or "") or mem.get("site") != s["site"] \
+            or "to_string" not in (mem.get("via") or "") or g.get("verdict") == "not measured" \
+            or not 5 <= mem.get("blocks_owned", 0) / max(g.get("root_objects", 1), 1) <= 31:
+        fails.append("no graph of the Vec owning its Strings at %s: %s" % (s["site"], adv.get("graphs")))
+    if not re.search(r"^a\. .*split_words advise_rust.rs:%d, its blocks via .*push, and the blocks its "
+                     r"objects own$" % line, text, re.M):
+        fails.append("the text names no graph of the line's two kinds:\n%s" % text)
     block = [b for b in re.split(r"\n(?=\d+\. )", text) if b.split("\n", 1)[0].endswith(s["site"])]
     block = block[0] if block else ""
     if "with and without a pool here, the program's own: a free list of each thread's spares" not in block \

@@ -33,6 +33,10 @@ expect usage "usage: " "$tmp/empty"
 expect "bad descriptor" "bad descriptor 'x'" "$tmp/empty" x -1 0
 expect "bad site" "bad site 'y'" "$tmp/empty" 3 y 0
 expect "bad classes" "bad classes '5,3'" "$tmp/empty" 3 0 0 5,3
+# a site and its other kinds: "S,K,..."
+expect "kinds, trailing comma" "bad site '0,'" "$tmp/empty" 3 0, 0
+expect "kinds, not a number" "bad site '0,x'" "$tmp/empty" 3 0,x 0
+expect "graph root of kinds" "--graph's root is one site" "$tmp/empty" --graph 1 3 0,2 0
 expect "free list of no site" "--free-list wants a site" "$tmp/empty" --free-list 3 -1 0
 expect "free list, usage" "usage: " "$tmp/empty" --free-list 3 0
 expect "bad graph members" "bad --graph 'x'" "$tmp/empty" --graph x 3 0 0
@@ -49,6 +53,8 @@ expect "version" "not a replay script" "$tmp/vnext" 3 -1 0
 ALLOCPROF_REPLAY_WHOLE=x
 export ALLOCPROF_REPLAY_WHOLE
 expect "bad whole site" "bad ALLOCPROF_REPLAY_WHOLE 'x'" "$tmp/text" 3 -1 0
+ALLOCPROF_REPLAY_WHOLE=0,
+expect "bad whole kinds" "bad ALLOCPROF_REPLAY_WHOLE '0,'" "$tmp/text" 3 -1 0
 unset ALLOCPROF_REPLAY_WHOLE
 # the fault probe: 256 pages written and given back 32 times, priced
 out=$("$r" --fault-probe) || { echo "FAIL fault probe: rc $?"; fail=1; }

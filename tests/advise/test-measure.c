@@ -201,7 +201,7 @@ static void test_free_list(void)
 		o.runner = runner;
 		o.min_rounds = o.max_rounds = 2;
 		struct ap_run_cost rec;
-		struct ap_measure_job cj[2] = { { .site = 0 }, { .site = 0, .free_list = true } };
+		struct ap_measure_job cj[2] = { { .site = 0 }, { .site = 0, .free_list = true, .beside = true } };
 		CHECK(ap_measure(sc, cj, 2, &o, out, &base, &rec, &err) == 0, "measure: %s", err.msg);
 		EQ("cycles: vpool hits", out[0].cost.hits, 0);
 		/* (its releases are the pool's frees, not counted) */
@@ -1315,6 +1315,70 @@ static void test_graph(void)
 	ap_trace_free(t);
 }
 
+/* Two kinds of one site's blocks (report/advise_sites.c: a line that
+ * makes a vector and its strings): per request a 256-byte block of
+ * kind 0 owning three 48-byte blocks of kind 1, both site 0. The
+ * script is built by kind: the graph is found between the kinds, the
+ * runner pools it whole (exact hits), and a site's own pool takes every
+ * kind of it. */
+static void test_kinds(void)
+{
+	struct ap_tw_header h;
+	ap_tw_header_init(&h);
+	h.cpus = 1;
+	h.start_ns = START;
+	struct ap_tw *tw = ap_tw_new(&h);
+	uint64_t pcs[2] = { 0x1000, 0x2000 };
+	uint32_t st[2] = { ap_tw_stack(tw, &pcs[0], 1), ap_tw_stack(tw, &pcs[1], 1) };
+	ap_tw_thread(tw, 1000, "main");
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x100000, 256, st[0]);
+		for (uint64_t j = 0; j < 3; j++)
+			ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x200000 + 0x100 * j, 48, st[1]);
+		for (uint64_t j = 0; j < 3; j++)
+			ap_tw_free(tw, 1000, ts++, 0, 0x200000 + 0x100 * j);
+		ap_tw_free(tw, 1000, ts++, 0, 0x100000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	uint32_t kinds[3] = { UINT32_MAX, 0, 1 }, site_of_kind[2] = { 0, 0 };
+	struct ap_error err;
+	struct ap_script *s = ap_script_build(t, kinds, 2, NULL, 0, NULL, 0, 0, 0, &err);
+	CHECK(s != NULL, "kinds: script: %s", err.msg);
+	if (!s)
+		return;
+	ap_script_set_kinds(s, site_of_kind, 2, 1);
+	size_t n;
+	const struct ap_graph *g = ap_script_graphs(s, &n);
+	EQ("kinds: graphs", n, 1);
+	if (n == 1) {
+		EQ("kinds: root", g->root, 0);
+		EQ("kinds: members", g->nmembers, 1);
+		EQ("kinds: member", g->members[0], 1);
+		EQ("kinds: member's blocks", g->member_births[0], 300);
+		struct ap_measure_opts o = opts_of(1, 0);
+		struct ap_measure_job job = { .site = 0, .graph = g };
+		struct ap_measured out;
+		struct ap_run_cost base, rec;
+		CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "kinds: %s", err.msg);
+		EQ("kinds: baseline calls", base.calls, 800);
+		/* the first request's four blocks allocated, then every one
+		 * the root and its three spares back */
+		EQ("kinds: pooled whole, hits", out.cost.hits, 4 * 99);
+		EQ("kinds: pooled whole, calls", out.cost.calls, 4);
+	}
+	/* site 0's pool: both kinds' blocks (kind 0's alone hit 99 times
+	 * at most) */
+	struct ap_measure_opts o = opts_of(1, 0);
+	struct ap_measure_job job = { .site = 0 };
+	struct ap_measured out;
+	struct ap_run_cost base, rec;
+	CHECK(ap_measure(s, &job, 1, &o, &out, &base, &rec, &err) == 0, "kinds: site: %s", err.msg);
+	CHECK(out.cost.hits > 2 * 99, "kinds: the site's pool hit %.0f times: not every kind of it", out.cost.hits);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
 /* Object graphs on two threads at once: each builds and tears down its
  * own roots (site 0, 256 bytes) with three members (site 1, 48 bytes),
  * 100 requests each, interleaved. A root's Put goes to its thread's
@@ -1571,6 +1635,7 @@ int main(int argc, char **argv)
 	test_deadline();
 	test_small_hit();
 	test_graph();
+	test_kinds();
 	test_graph_threads();
 	test_budget_events();
 	test_live_bound();
