@@ -56,6 +56,14 @@ struct chain_thread {
 	size_t began, before;
 	uint64_t alloc_size;	/* the object `began`'s size and stack */
 	uint32_t alloc_stack;
+	/* The allocation before `began`'s (began2, before2 as above), when
+	 * `began`'s is of the same site: a vector's new buffer, then the
+	 * element emplace_back constructs in it, then the old buffer's free
+	 * (libstdc++'s _M_realloc_insert), where the free joins the buffer
+	 * two events back. */
+	size_t began2, before2;
+	uint64_t alloc_size2;
+	uint32_t alloc_stack2;
 	/* its events still to come (a resolved trace's pass: one whose last
 	 * event is an allocation leaves no join pending) */
 	uint64_t left;
@@ -83,23 +91,31 @@ static uint32_t ch_func(const struct advise_chains *C, uint32_t stack)
 	return stack < C->t->nstacks ? C->func_of_stack[stack] : NONE;
 }
 
-/* ALLOC e at i began an object (a realloc of an untracked block never
- * begins a chain). */
-static inline void ch_began(struct chain_thread *th, size_t i, const struct ap_event *e,
-			    uint64_t size, uint32_t stack)
+static uint32_t ch_site(const struct advise_chains *C, uint32_t stack)
 {
+	return stack < C->t->nstacks ? C->site_of_stack[stack] : NONE;
+}
+
+/* ALLOC e at i began an object (a realloc of an untracked block never
+ * begins a chain); `pending`: the allocation the event before it began
+ * (SIZE_MAX: none), kept two deep when it is of e's site. */
+static inline void ch_began(const struct advise_chains *C, struct chain_thread *th, size_t pending,
+			    size_t i, const struct ap_event *e, uint64_t size, uint32_t stack)
+{
+	th->began2 = SIZE_MAX;
 	if (e->flags & AP_EVF_REALLOC) {
 		th->began = SIZE_MAX;
 		return;
 	}
+	if (pending != SIZE_MAX && ch_site(C, th->alloc_stack) == ch_site(C, stack) &&
+	    ch_site(C, stack) != NONE) {
+		th->began2 = pending;
+		th->alloc_size2 = th->alloc_size;
+		th->alloc_stack2 = th->alloc_stack;
+	}
 	th->began = i;
 	th->alloc_size = size;
 	th->alloc_stack = stack;
-}
-
-static uint32_t ch_site(const struct advise_chains *C, uint32_t stack)
-{
-	return stack < C->t->nstacks ? C->site_of_stack[stack] : NONE;
 }
 
 /* Whether block b (b_size, at b_stack's site) is one of a_size (at a_stack's)
@@ -120,23 +136,24 @@ static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_
 	       ch_site(C, a_stack) != ch_site(C, b_stack);
 }
 
-/* FREE e ended block a (addr, size, stack): the join, if its thread's
- * event before it (bi: SIZE_MAX when it began none) began an object that
- * grows a. */
-static inline void ch_ended(struct advise_chains *C, const struct chain_thread *th, size_t bi,
-			    const struct ap_event *e, uint64_t addr, uint64_t size, uint32_t stack)
+/* FREE e ended block a (addr, size, stack): the join, if the allocation
+ * bi (SIZE_MAX: none) of b_size at b_stack, its thread's event before
+ * it or the one before that (ch_began), began an object that grows a.
+ * Whether it joined. */
+static inline bool ch_join(struct advise_chains *C, size_t bi, uint64_t b_size, uint32_t b_stack,
+			   const struct ap_event *e, uint64_t addr, uint64_t size, uint32_t stack)
 {
 	if (bi == SIZE_MAX || (e->flags & AP_EVF_FROM_REALLOC))
-		return;
-	if (!grows(C, size, stack, th->alloc_size, th->alloc_stack))
-		return;
-	uint32_t f = ch_func(C, th->alloc_stack), g = ch_func(C, stack);
+		return false;
+	if (!grows(C, size, stack, b_size, b_stack))
+		return false;
+	uint32_t f = ch_func(C, b_stack), g = ch_func(C, stack);
 	if (f == NONE || g == NONE || (f & ~VIA_C) != (g & ~VIA_C))
-		return;
+		return false;
 	/* a C library's call: its buffer grown by the library between the
 	 * program's calls (open_memstream's, by fprintf) */
-	if (((f | g) & VIA_C) && th->alloc_size != 2 * size + STREAM_GROWTH)
-		return;
+	if (((f | g) & VIA_C) && b_size != 2 * size + STREAM_GROWTH)
+		return false;
 	/* (ascending by i: found when its thread's next event comes, a join
 	 * of a thread that went quiet comes after those of later events) */
 	AP_ALLOC_GROW(C->j, C->n + 1, C->alloc);
@@ -144,6 +161,17 @@ static inline void ch_ended(struct advise_chains *C, const struct chain_thread *
 	for (; k && C->j[k - 1].i > bi; k--)
 		C->j[k] = C->j[k - 1];
 	C->j[k] = (struct ap_replay_join){ .i = bi, .addr = addr, .size = size, .stack = stack };
+	return true;
+}
+
+/* FREE e ended block a: joined to the allocation just before it, or
+ * else to the one before that (bi2: the buffer of a vector whose growth
+ * constructed an element of the same site in it first). */
+static inline void ch_ended(struct advise_chains *C, const struct chain_thread *th, size_t bi, size_t bi2,
+			    const struct ap_event *e, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	if (!ch_join(C, bi, th->alloc_size, th->alloc_stack, e, addr, size, stack))
+		ch_join(C, bi2, th->alloc_size2, th->alloc_stack2, e, addr, size, stack);
 }
 
 /* The replay's consumer (a trace not resolved). */
@@ -153,18 +181,21 @@ static void ch_event(void *ctx, size_t i, const struct ap_event *e)
 	struct chain_thread *th = ch_thread(ctx, e->thread);
 	th->before = th->began;
 	th->began = SIZE_MAX;
+	th->before2 = th->began2;
+	th->began2 = SIZE_MAX;
 }
 
 static void ch_alloc(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *b)
 {
-	ch_began(ch_thread(ctx, e->thread), i, e, b->size, b->stack);
+	struct chain_thread *th = ch_thread(ctx, e->thread);
+	ch_began(ctx, th, th->before, i, e, b->size, b->stack);
 }
 
 static void ch_free(void *ctx, size_t i, const struct ap_event *e, const struct ap_replay_block *a)
 {
 	(void)i;
 	struct chain_thread *th = ch_thread(ctx, e->thread);
-	ch_ended(ctx, th, th->before, e, a->addr, a->size, a->stack);
+	ch_ended(ctx, th, th->before, th->before2, e, a->addr, a->size, a->stack);
 }
 
 /* A run of n events of thread h ended: the last of its events, an
@@ -173,7 +204,7 @@ static inline void ch_run_ends(struct chain_thread *h, size_t n)
 {
 	h->left -= n;
 	if (!h->left)
-		h->began = SIZE_MAX;
+		h->began = h->began2 = SIZE_MAX;
 }
 
 /* Events base.. of a resolved trace, from the events alone: the
@@ -198,13 +229,13 @@ void advise_chains_events(struct advise_chains *C, size_t base, const struct ap_
 			h = ch_thread(C, thread);
 		}
 		if (e->type == AP_EV_ALLOC) {
-			ch_began(h, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
+			ch_began(C, h, h->began, base + j, e, e->size, (e->flags & AP_EVF_SAMPLED) ? e->stack : 0);
 			continue;
 		}
-		size_t before = h->began;
-		h->began = SIZE_MAX;
+		size_t before = h->began, before2 = h->began2;
+		h->began = h->began2 = SIZE_MAX;
 		if (ap_replay_resolved_free(e))
-			ch_ended(C, h, before, e, e->addr, e->size, e->stack);
+			ch_ended(C, h, before, before2, e, e->addr, e->size, e->stack);
 	}
 	ch_run_ends(h, n - run);
 }
@@ -254,8 +285,9 @@ static void chains_reset(struct advise_chains *C)
 {
 	const struct ap_trace *t = C->t;
 	for (size_t k = 0; k <= t->nthreads; k++)
-		C->th[k] = (struct chain_thread){ SIZE_MAX, SIZE_MAX, 0, 0,
-						  k < t->nthreads ? t->threads[k].events : UINT64_MAX };
+		C->th[k] = (struct chain_thread){ .began = SIZE_MAX, .before = SIZE_MAX,
+						  .began2 = SIZE_MAX, .before2 = SIZE_MAX,
+						  .left = k < t->nthreads ? t->threads[k].events : UINT64_MAX };
 	C->n = 0;
 }
 
@@ -276,10 +308,13 @@ size_t advise_chains_horizon(const struct advise_chains *C)
 {
 	size_t h = SIZE_MAX;
 	if (!C->complete)
-		for (size_t k = 0; k <= C->t->nthreads; k++)
+		for (size_t k = 0; k <= C->t->nthreads; k++) {
 			/* (a block of no function's joins nothing) */
 			if (C->th[k].began < h && ch_func(C, C->th[k].alloc_stack) != NONE)
 				h = C->th[k].began;
+			if (C->th[k].began2 < h && ch_func(C, C->th[k].alloc_stack2) != NONE)
+				h = C->th[k].began2;
+		}
 	return h;
 }
 

@@ -579,18 +579,6 @@ static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, const
 		if (!ag.nmembers || 2 * owned < gr->root_births ||
 		    score < MEASURE_FLOOR * (double)a->program_cpu_ns || score < MEASURE_FLOOR_NS)
 			continue;
-		/* the members the most born first */
-		for (size_t i = 1; i < ag.nmembers; i++)
-			for (size_t j = i; j > 0 && ag.member_births[j] > ag.member_births[j - 1]; j--) {
-				uint32_t ts = ag.members[j], tk = ag.member_kinds[j];
-				uint64_t tb = ag.member_births[j];
-				ag.members[j] = ag.members[j - 1];
-				ag.member_kinds[j] = ag.member_kinds[j - 1];
-				ag.member_births[j] = ag.member_births[j - 1];
-				ag.members[j - 1] = ts;
-				ag.member_kinds[j - 1] = tk;
-				ag.member_births[j - 1] = tb;
-			}
 		if (ng == max) {
 			a->graphs_dropped++;
 			continue;
@@ -603,6 +591,42 @@ static size_t pick_graphs(struct ap_advice *a, const struct ap_script *sc, const
 				if (ag.members[j] == rs)
 					ag.member_via[j] = ap_xstrdup(callee_of(m, ag.member_kinds[j]));
 		}
+		/* kinds said alike (a string made in a vector's growth and
+		 * one made after it) are one member in the text (the runner
+		 * keeps them apart: gr) */
+		for (size_t j = 1; j < ag.nmembers; j++)
+			for (size_t i = 0; i < j; i++) {
+				const char *vi = ag.member_via[i] ? ag.member_via[i] : "",
+					   *vj = ag.member_via[j] ? ag.member_via[j] : "";
+				if (ag.members[i] != ag.members[j] || strcmp(vi, vj))
+					continue;
+				ag.member_births[i] += ag.member_births[j];
+				free(ag.member_via[j]);
+				for (size_t q = j + 1; q < ag.nmembers; q++) {
+					ag.members[q - 1] = ag.members[q];
+					ag.member_kinds[q - 1] = ag.member_kinds[q];
+					ag.member_births[q - 1] = ag.member_births[q];
+					ag.member_via[q - 1] = ag.member_via[q];
+				}
+				ag.member_via[--ag.nmembers] = NULL;
+				j--;
+				break;
+			}
+		/* the members the most born first */
+		for (size_t i = 1; i < ag.nmembers; i++)
+			for (size_t j = i; j > 0 && ag.member_births[j] > ag.member_births[j - 1]; j--) {
+				uint32_t ts = ag.members[j], tk = ag.member_kinds[j];
+				uint64_t tb = ag.member_births[j];
+				char *tv = ag.member_via[j];
+				ag.members[j] = ag.members[j - 1];
+				ag.member_kinds[j] = ag.member_kinds[j - 1];
+				ag.member_births[j] = ag.member_births[j - 1];
+				ag.member_via[j] = ag.member_via[j - 1];
+				ag.members[j - 1] = ts;
+				ag.member_kinds[j - 1] = tk;
+				ag.member_births[j - 1] = tb;
+				ag.member_via[j - 1] = tv;
+			}
 		g[ng] = gr;
 		a->graphs[ng++] = ag;
 	}

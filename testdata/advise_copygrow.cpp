@@ -21,8 +21,18 @@
 //   between: a block of 1024 bytes, another allocation, then the free of
 //       the 256 bytes the same function allocated before: no growth;
 //   empty_ring: an empty string (1 byte) made, then the last one freed:
-//       not twice the size, no growth.
-// Growths by copy: 19 a request, 19 * N in all. Every block is freed.
+//       not twice the size, no growth;
+//   emplace_lines: a std::vector<std::string> of 8 strings of 30
+//       characters by emplace_back: capacities 1, 2, 4, 8 (blocks of 32,
+//       64, 128 and 256 bytes), each growth allocating the new buffer,
+//       then the string emplaced in it, then freeing the old buffer
+//       (libstdc++'s _M_realloc_insert): 3 growths a request, the
+//       strings' 8 blocks none;
+//   twice_between: a block of 512 bytes, another at another line, then
+//       the free of the 256 bytes the same function allocated before:
+//       twice the size, but the allocation between is another line's,
+//       no growth.
+// Growths by copy: 22 a request, 22 * N in all. Every block is freed.
 //
 // With T threads (argv[2], dividing N), each makes N / T of the requests
 // while main, which allocated a block once they had started, waits for
@@ -113,6 +123,28 @@ __attribute__((noinline)) static void between(int k)
 	free(b);
 }
 
+__attribute__((noinline)) static unsigned long emplace_lines(int k)
+{
+	std::vector<std::string> v;
+	for (int i = 0; i < 8; i++)
+		v.emplace_back(30, (char)('a' + (i + k) % 26));
+	return v.size() + (unsigned char)v[k % 8][k % 30];
+}
+
+__attribute__((noinline)) static void twice_between(int k)
+{
+	char *a = (char *)malloc(256);
+	memset(a, k, 256);
+	char *b = (char *)malloc(512);
+	memcpy(b, a, 256);
+	char *c = (char *)malloc(48);
+	memset(c, k, 48);
+	free(a);
+	sink += (unsigned char)b[k % 256] + (unsigned char)c[k % 48];
+	free(c);
+	free(b);
+}
+
 static __thread char *last_empty;
 
 __attribute__((noinline)) static void empty_ring(int k)
@@ -135,6 +167,8 @@ static unsigned long requests(int first, int n)
 		other_fn(keep_small(k), k);
 		between(k);
 		empty_ring(k);
+		sum += emplace_lines(k);
+		twice_between(k);
 	}
 	free(last_msg);
 	free(last_empty);
