@@ -724,7 +724,12 @@ static struct child_tally {
 	struct rec_names odd_line; /* those of the first CHILD_LINES odd ones */
 	size_t live;		/* child traces left live */
 	struct rec_names live_line; /* the first CHILD_LINES lines of those */
-	pid_t live_pid[CHILD_LINES]; /* and their processes */
+	/* Their processes (a process that exec'd has two: its fork's,
+	 * which the new image will not write again, and its exec's, each
+	 * left to the finisher while it runs), the first CHILD_LINES
+	 * first: live_procs of them. */
+	pid_t *live_pid;
+	size_t live_procs, live_pid_alloc;
 } *child_tally;
 
 static void child_tally_add(struct child_tally *t, char *line, uint64_t events, bool odd)
@@ -750,12 +755,15 @@ static void child_tally_say(const struct child_tally *t, const char *output)
 		for (size_t i = 0; i < t->live_line.n; i++)
 			fputs(t->live_line.name[i], stderr);
 	} else {
-		fprintf(stderr, "allocprof: %zu child traces %s.* are still being written by processes "
-			"that outlived the program (the traces of ", t->live, output);
-		for (size_t i = 0; i < CHILD_LINES; i++)
+		fprintf(stderr, "allocprof: %zu child traces %s.* are still being written by %zu "
+			"process%s that outlived the program (", t->live, output, t->live_procs,
+			t->live_procs == 1 ? "" : "es");
+		size_t shown = t->live_procs < CHILD_LINES ? t->live_procs : CHILD_LINES;
+		for (size_t i = 0; i < shown; i++)
 			fprintf(stderr, "%s%d", i ? ", " : "", (int)t->live_pid[i]);
-		fprintf(stderr, " and %zu more); each is %s they exit\n", t->live - CHILD_LINES,
-			LIVE_THEN);
+		if (t->live_procs > shown)
+			fprintf(stderr, " and %zu more", t->live_procs - shown);
+		fprintf(stderr, "); each trace is %s its process exits\n", LIVE_THEN);
 	}
 	if (t->n <= CHILD_LINES) {
 		for (size_t i = 0; i < t->line.n; i++)
@@ -1064,13 +1072,18 @@ void rec_say_live(const char *path, const char *what, pid_t pid, bool alive, boo
 		free(line);
 		return;
 	}
-	if (t->live < CHILD_LINES) {
-		t->live_pid[t->live] = pid;
+	if (t->live < CHILD_LINES)
 		rec_names_add(&t->live_line, line);
-	} else {
+	else
 		free(line);
-	}
 	t->live++;
+	size_t i = 0;
+	while (i < t->live_procs && t->live_pid[i] != pid)
+		i++;
+	if (i == t->live_procs) {
+		AP_ALLOC_GROW(t->live_pid, t->live_procs + 1, t->live_pid_alloc);
+		t->live_pid[t->live_procs++] = pid;
+	}
 }
 
 /* The pid whose trace a child suffix names (".<pid>..."); ".exec<n>" is an
@@ -1205,6 +1218,7 @@ size_t rec_finish_children(const char *output, const struct rec_span *span, bool
 	rec_names_release(&tally.line);
 	rec_names_release(&tally.odd_line);
 	rec_names_release(&tally.live_line);
+	free(tally.live_pid);
 	keep_symbols(finished.name, finished.n);
 	rec_names_release(&finished);
 	*live_left = live_now.n;

@@ -89,7 +89,7 @@ assert set(f[0]) == {"function", "file", "line", "inlined", "module"}, f[0]
 expect 2 "^allocprof: export: unknown format 'svg', not pprof, folded or json \(see 'allocprof export -h'\)$" \
 	export --format=svg "$tmp/fx.trace"
 expect 2 "^allocprof: export: unknown sample index 'objects'" export --sample-index objects "$tmp/fx.trace"
-expect 2 "^allocprof: export: unknown option '--json'" export --json "$tmp/fx.trace"
+expect 2 "^allocprof: export: unknown option '--jsonl'" export --jsonl "$tmp/fx.trace"
 expect 2 "^allocprof: export: option '-o' needs a value" export "$tmp/fx.trace" -o
 expect 2 "^allocprof: export: no trace given" export
 expect 2 "^allocprof: export: --by-process: " export --by-process "$tmp/fx.trace"
