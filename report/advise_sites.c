@@ -736,13 +736,26 @@ static void site_kinds(struct ap_site_map *out, const uint32_t *callee_of_stack,
 	/* Each kind by what its site called, and where another kind of
 	 * the site called the same, by what that call did too ("emplace_back
 	 * (_M_create)" beside "emplace_back (_M_realloc_insert)"). */
+	/* (a site's kinds chained from it: the first is the site, its
+	 * others a few; compared within the site only) */
+	uint32_t *next = ap_xmalloc((n ? n : 1) * sizeof(*next)), *last = ap_xmalloc(
+		(out->nsites ? out->nsites : 1) * sizeof(*last));
+	for (size_t k = 0; k < n; k++)
+		next[k] = UINT32_MAX;
+	for (size_t s = 0; s < out->nsites; s++)
+		last[s] = (uint32_t)s;
+	for (size_t k = out->nsites; k < n; k++) {
+		uint32_t s = out->site_of_kind[k];
+		next[last[s]] = (uint32_t)k;
+		last[s] = (uint32_t)k;
+	}
 	char **names = ap_xcalloc(n ? n : 1, sizeof(*names));
 	for (size_t k = 0; k < n; k++) {
 		uint32_t s = out->site_of_kind[k];
 		char *nk = kind_name(out->kind_callee[k], 1), *dk = kind_name(out->kind_callee[k], 0);
 		bool twin = false;
-		for (size_t k2 = 0; k2 < n && !twin; k2++) {
-			if (k2 == k || out->site_of_kind[k2] != s)
+		for (uint32_t k2 = s; more_of[s] && k2 != UINT32_MAX && !twin; k2 = next[k2]) {
+			if (k2 == k)
 				continue;
 			char *n2 = kind_name(out->kind_callee[k2], 1), *d2 = kind_name(out->kind_callee[k2], 0);
 			twin = !strcmp(nk, n2) && strcmp(dk, d2);
@@ -764,6 +777,8 @@ static void site_kinds(struct ap_site_map *out, const uint32_t *callee_of_stack,
 		out->kind_callee[k] = names[k];
 	}
 	free(names);
+	free(next);
+	free(last);
 	out->nkinds = n;
 	ap_u64map_release(&more);
 	free(first);
