@@ -29,7 +29,8 @@
  *     163 and 144 of them. And
  *   - B's and A's sites are in the same function of the program (the
  *     appends of one function, each at its own line), called directly or
- *     through the C++ standard library; not a site that is the program's
+ *     through the C++ standard library, not Rust's (its Vec and String
+ *     grow by realloc); not a site that is the program's
  *     call of a C library (sqlite3_step: everything the library allocates
  *     in that call is that one site's, and such libraries grow by
  *     realloc), unless B is exactly 2n + 100 (glibc's string streams:
@@ -264,9 +265,13 @@ static uint32_t *funcs_of_stacks(const struct ap_trace *t, const struct ap_site_
 		ap_buf_addf(&key, "%s\t%s", m->function[s] ? m->function[s] : "",
 			    m->file && m->file[s] ? m->file[s] : "");
 		bool added;
-		func_of_site[s] = m->function[s] ? ap_intern_add(&names, key.buf, key.len, &added) |
-							   (via_c_library(m, s) ? VIA_C : 0)
-						 : NONE;
+		/* (Rust's Vec and String grow by realloc: a block of a Rust
+		 * frame's twice another's is two objects, rswords' 9,828 Strings
+		 * joined by chance) */
+		func_of_site[s] = m->function[s] && !(m->rust && m->rust[s])
+					  ? ap_intern_add(&names, key.buf, key.len, &added) |
+						    (via_c_library(m, s) ? VIA_C : 0)
+					  : NONE;
 	}
 	ap_intern_release(&names);
 	ap_buf_release(&key);
