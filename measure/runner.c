@@ -12,11 +12,10 @@
  *	allocprof-replay [--free-list | --graph MEMBERS] FD SITE CAP [CLASSES]
  *
  * FD: an open descriptor of the script; SITE: the site whose blocks are
- * pooled, with the script's other sites of its blocks after it
- * ("3,17,18": the kinds of one line's blocks, report/advise_sites.c,
- * every one of them pooled; --graph's root and members are one each);
- * the site whose blocks are
- * pooled, or -1 for the baseline; CAP: the pool's cap in bytes (an object
+ * pooled, or -1 for the baseline, with the script's other sites of the
+ * same line's blocks after it ("3,17,18": the kinds of one line's
+ * blocks, report/advise_sites.c, every one pooled; --graph's root and
+ * members are one each); CAP: the pool's cap in bytes (an object
  * whose capacity is above it is freed, not Put), 0 for none; CLASSES:
  * the upper sizes of size classes, ascending, comma-separated, one pool
  * each (a request goes to the first class that holds it, an object back
