@@ -937,6 +937,29 @@ static void writers(const char *path)
 		size_t off[64];
 		CHECK(chunk_offsets(da, na, off, 64) >= 6, "kind %d: %zu chunks", kind,
 		      chunk_offsets(da, na, off, 64));
+		if (kind == 0) {
+			/* random events: at the default level, level 1's
+			 * frames (the trial's), not compressed again
+			 * (zwrite.c, compact_write_compressed); level 10's
+			 * are smaller */
+			raw = slurp(path, &n);
+			size_t nl[2];
+			uint8_t *dl[2];
+			for (int i = 0; i < 2; i++) {
+				put_file(b, raw, n, "wb");
+				CHECK(ap_trace_compact(b, i ? AP_COMPACT_LEVEL : 1, &st, &err) == 0, "%s",
+				      err.msg);
+				dl[i] = slurp(b, &nl[i]);
+			}
+			CHECK(nl[0] == nl[1] && !memcmp(dl[0], dl[1], nl[0]),
+			      "random events: %zu bytes at level 1, %zu at level %d", nl[0], nl[1],
+			      AP_COMPACT_LEVEL);
+			CHECK(na < nl[1], "random events: %zu bytes at level 10, %zu at level %d", na,
+			      nl[1], AP_COMPACT_LEVEL);
+			free(dl[0]);
+			free(dl[1]);
+			free(raw);
+		}
 		free(da);
 		free(db);
 		struct ap_trace *t = load(a);
