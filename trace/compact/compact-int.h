@@ -137,6 +137,9 @@ struct compactor {
 	 * threads (a run of thousands of short threads) */
 	struct ap_event *spare_ev;
 	size_t spare_alloc;
+	/* the largest event array made so far (events): a new one is made
+	 * that large at once (rewrite.c, reserve_events) */
+	size_t ev_alloc_max;
 	struct lane lane;	  /* encoding here, without encoder threads */
 	struct encoders *enc;	  /* the encoder threads (rewrite.c), or NULL */
 	bool enc_tried;		  /* (made at the first chunk encoded, if they can be) */
