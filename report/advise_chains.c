@@ -119,22 +119,49 @@ static inline void ch_began(const struct advise_chains *C, struct chain_thread *
 	th->alloc_stack = stack;
 }
 
+static bool is_prime(uint64_t n)
+{
+	if (n < 2 || (n > 2 && n % 2 == 0))
+		return false;
+	for (uint64_t d = 3; d * d <= n; d += 2)
+		if (n % d == 0)
+			return false;
+	return true;
+}
+
+/* Whether a bucket array of a_size bytes grew to b_size as a hash table's
+ * do: a prime number of pointers to another prime at least twice as many
+ * and at most 2.25 times (libstdc++'s unordered containers: 13, 29, 59,
+ * 127, 257, 541, 1109, 2357 ... buckets; libc++'s: the next prime after
+ * 2n). The table allocates the new array, moves its nodes over and frees
+ * the old one; its nodes are born between, so that a map's nodes were
+ * born before its latest array, and the map (bench/twins' grpindex,
+ * 3.6 arrays a map) was no one object that owns its nodes. */
+static bool buckets_grow(uint64_t a_size, uint64_t b_size)
+{
+	const uint64_t ptr = sizeof(void *);
+	if (a_size % ptr || b_size % ptr || b_size < 2 * a_size || 4 * b_size > 9 * a_size ||
+	    b_size / ptr > UINT32_MAX)
+		return false;
+	return is_prime(a_size / ptr) && is_prime(b_size / ptr);
+}
+
 /* Whether block b (b_size, at b_stack's site) is one of a_size (at a_stack's)
  * grown as containers grow: to twice the capacity (libstdc++'s strings
  * 2n - 1 with their NUL, vectors, Rust's Vec and String, libc++ at
  * 16-byte steps 2n), or to 2n + 100 (glibc's string streams: asprintf's
  * and open_memstream's buffer, whose growths inside vfprintf are the
- * program's call's site); or to more, what an append needs, at another
- * site (line) than the block it grows (one line makes more than twice
- * only by chance: a ring of results of random sizes, a wrapper's
- * strings). */
+ * program's call's site); or a hash table's bucket array
+ * (buckets_grow); or to more, what an append needs, at another site
+ * (line) than the block it grows (one line makes more than twice only by
+ * chance: a ring of results of random sizes, a wrapper's strings). */
 static inline bool grows(const struct advise_chains *C, uint64_t a_size, uint32_t a_stack,
 			 uint64_t b_size, uint32_t b_stack)
 {
 	if (!a_size || b_size <= a_size || b_size + 1 < 2 * a_size)
 		return false;
 	return b_size <= 2 * a_size + 1 || b_size == 2 * a_size + STREAM_GROWTH ||
-	       ch_site(C, a_stack) != ch_site(C, b_stack);
+	       buckets_grow(a_size, b_size) || ch_site(C, a_stack) != ch_site(C, b_stack);
 }
 
 /* FREE e ended block a (addr, size, stack): the join, if the allocation

@@ -31,8 +31,18 @@
 //   twice_between: a block of 512 bytes, another at another line, then
 //       the free of the 256 bytes the same function allocated before:
 //       twice the size, but the allocation between is another line's,
-//       no growth.
-// Growths by copy: 22 a request, 22 * N in all. Every block is freed.
+//       no growth;
+//   index_keys, in every fourth request (N a multiple of 4): a
+//       std::unordered_map<int, int> of 60 keys: libstdc++'s bucket
+//       arrays of 13, 29, 59 and 127 pointers (104-1016 bytes), each
+//       allocated, the nodes moved over, the old one freed: 3 growths
+//       (2.2 times the size, not twice: a prime number of buckets), the
+//       60 nodes none;
+//   not_prime: at one line, a block of 96 bytes, then one of 200 and the
+//       96 freed: 2.08 times, as a bucket array grows, but 12 and 25 are
+//       not primes: no growth.
+// Growths by copy: 22 a request and 3 every fourth, 22 * N + 3 * N / 4 in
+// all. Every block is freed.
 //
 // With T threads (argv[2], dividing N), each makes N / T of the requests
 // while main, which allocated a block once they had started, waits for
@@ -43,6 +53,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 static volatile unsigned long sink;
@@ -145,6 +156,27 @@ __attribute__((noinline)) static void twice_between(int k)
 	free(b);
 }
 
+__attribute__((noinline)) static unsigned long index_keys(int k)
+{
+	std::unordered_map<int, int> m;
+	for (int i = 0; i < 60; i++)
+		m[i ^ k] = i;
+	return m.size() + (unsigned)m[k];
+}
+
+__attribute__((noinline)) static void not_prime(int k)
+{
+	char *last = NULL;
+	for (int i = 0; i < 2; i++) {
+		char *p = (char *)malloc(i ? 200 : 96);
+		memset(p, k, i ? 200 : 96);
+		sink += (unsigned char)p[k % 96];
+		free(last);
+		last = p;
+	}
+	free(last);
+}
+
 static __thread char *last_empty;
 
 __attribute__((noinline)) static void empty_ring(int k)
@@ -169,6 +201,9 @@ static unsigned long requests(int first, int n)
 		empty_ring(k);
 		sum += emplace_lines(k);
 		twice_between(k);
+		if (k % 4 == 0)
+			sum += index_keys(k);
+		not_prime(k);
 	}
 	free(last_msg);
 	free(last_empty);

@@ -1421,11 +1421,12 @@ static void test_steady_peak(void)
 	ap_trace_free(t);
 }
 
-/* A site of small objects and a few big ones (a hash map's 56-byte
- * nodes and its bucket arrays, allocated at one line: bench/twins'
- * wordbatch): 40 batches of 500 nodes, each batch's arrays growing from
- * 104 B to 40 KiB, each freed when the next is made, all freed at the
- * batch's end. The pool keeps each object at the largest size it reached
+/* A site of small objects and a few big ones (shaped as a hash map's
+ * 56-byte nodes and its bucket arrays at one line, bench/twins'
+ * wordbatch, but with arrays of sizes no table grows to, so that they
+ * stay blocks apart: a table's are one object, advise_chains.c): 40
+ * batches of 500 nodes, each batch's arrays growing from 112 B to 40 KiB,
+ * each freed when the next is made, all freed at the batch's end. The pool keeps each object at the largest size it reached
  * and hands bucket-sized blocks to node requests, so its held bytes grow;
  * a cap at four times the 90th percentile (56 B: 256 B, at least 1 KiB)
  * drops the arrays on Put, as a hand-pooler of the nodes does. The
@@ -1439,7 +1440,9 @@ static void test_small_cap(void)
 	uint32_t st;
 	struct ap_tw *tw = one_site_writer(1, &st);
 	uint64_t ts = START + 1000;
-	static const uint64_t arrays[] = { 104, 232, 472, 1016, 2056, 4328, 8872, 18856, 40696 };
+	/* (not a prime number of pointers each, nor twice the last: those
+	 * would be one table's array grown, advise_chains.c) */
+	static const uint64_t arrays[] = { 112, 240, 496, 1024, 2064, 4336, 8880, 18864, 40704 };
 	for (int b = 0; b < 40; b++) {
 		size_t na = 0;
 		for (uint64_t k = 0; k < 500; k++) {
