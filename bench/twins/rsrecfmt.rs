@@ -18,22 +18,7 @@
 use std::fmt::Write as FmtWrite;
 use std::hint::black_box;
 
-/// xorshift64* (twbase.h's tw_rand), the same sequence plain and twin.
-fn rand(s: &mut u64) -> u64 {
-    let mut x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    x.wrapping_mul(0x2545f4914f6cdd1d)
-}
-
-fn mix(h: u64, v: u64) -> u64 {
-    h ^ (v
-        .wrapping_add(0x9e3779b97f4a7c15)
-        .wrapping_add(h << 6)
-        .wrapping_add(h >> 2))
-}
+include!("twbase.rs"); // rand, mix
 
 const ACCOUNTS: [&str; 6] = [
     "assets:bank:checking",
