@@ -9,7 +9,7 @@
  * them, a stack of freed nodes) would save (advise prints it beside
  * vpool's saving for a site whose objects stay in their thread).
  *
- *	allocprof-replay [--free-list | --graph MEMBERS] FD SITE CAP [CLASSES]
+ *	allocprof-replay [--free-list | --graph MEMBERS] [--round-up] FD SITE CAP [CLASSES]
  *
  * FD: an open descriptor of the script; SITE: the site whose blocks are
  * pooled, or -1 for the baseline, with the script's other sites of the
@@ -20,7 +20,9 @@
  * the upper sizes of size classes, ascending, comma-separated, one pool
  * each (a request goes to the first class that holds it, an object back
  * to the first that holds its capacity; above the last, malloc and free
- * as without a pool; with --free-list, a list per class). With --graph,
+ * as without a pool; with --free-list, a list per class; with --round-up,
+ * a request the pool has no block for is allocated at its class's upper
+ * size, so that every block of a class serves its every request). With --graph,
  * MEMBERS the sites (comma-separated) of blocks SITE's objects own: the
  * objects are pooled whole, with those blocks (below, "--graph"). Prints one
  * line, `cpu_ns=N wall_ns=N minflt=N majflt=N maxrss_kb=N rss0_kb=N
@@ -163,6 +165,12 @@ static uint64_t cap_limit;
 static struct vpool pools[MAX_CLASSES];
 static uint64_t class_max[MAX_CLASSES];	/* with classes: each one's upper size */
 static unsigned nclasses = 1;
+/* --round-up: a request a size class holds, and the pool has nothing
+ * for, is allocated at the class's upper size, as a hand-pooler rounds
+ * requests up to the class: every block a class hands out then serves
+ * every request of that class (without it a pooled block too small for
+ * the request is freed and the request allocated anew). */
+static bool round_up;
 
 /* The class of a size: with classes, the first that holds it (-1 above
  * the last); else the one class, 0. */
@@ -650,6 +658,11 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 		}
 	}
 	t->calls++;
+	uint64_t want = n;
+	if (k >= 0 && round_up) {
+		n = class_max[k];
+		s->cap = n;
+	}
 	switch (type) {
 	case AP_RS_CALLOC:
 		s->p = calloc(1, n);
@@ -663,7 +676,7 @@ static void birth(struct rthread *t, const struct ap_rs_op *o, unsigned type)
 		s->p = malloc(n);
 		break;
 	}
-	fill(s, 0, n);
+	fill(s, 0, want);
 }
 
 /* A realloc, or a growth by copy (MOVE) as the program made it: a new
@@ -1086,12 +1099,16 @@ int main(int argc, char **argv)
 			graph = argv[2];
 			argv += 2;
 			argc -= 2;
+		} else if (argc > 1 && !strcmp(argv[1], "--round-up")) {
+			round_up = true;
+			argv++;
+			argc--;
 		} else {
 			break;
 		}
 	}
 	if (argc != 4 && argc != 5)
-		die("%s", "usage: allocprof-replay [--free-list | --graph SITES] FD SITE CAP [CLASSES], or "
+		die("%s", "usage: allocprof-replay [--free-list | --graph SITES] [--round-up] FD SITE CAP [CLASSES], or "
 			  "allocprof-replay --switch-probe or --fault-probe (run by allocprof advise)");
 	char *end;
 	long fd = strtol(argv[1], &end, 10);
@@ -1112,6 +1129,8 @@ int main(int argc, char **argv)
 		die("%s", "--free-list wants a site");
 	if (graph && (site < 0 || free_list || argc == 5))
 		die("%s", "--graph wants a site, one pool, no --free-list");
+	if (round_up && (site < 0 || argc != 5))
+		die("%s", "--round-up wants a site and its classes");
 	for (const char *g = graph; g && *g;) {
 		unsigned long long v = strtoull(g, &end, 10);
 		if (end == g || (*end && *end != ',') || nmembers == GRAPH_MAX || v >= AP_RS_NOSITE ||

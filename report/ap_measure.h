@@ -126,9 +126,12 @@ struct ap_measure_job {
 	const struct ap_graph *graph;
 	uint64_t cap;
 	/* Size classes (ascending upper sizes; nclasses 0: one pool): a
-	 * pool each. */
+	 * pool each; round_up: a request a class holds, and its pool has
+	 * nothing for, allocated at the class's upper size (the runner's
+	 * --round-up), as a hand-pooler rounds requests up to the class. */
 	uint64_t classes[4];
 	size_t nclasses;
+	bool round_up;
 };
 
 /* What one variant cost, as medians over its runs; cpus: the CPUs the

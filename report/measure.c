@@ -1033,7 +1033,8 @@ static int runner_say(const char *runner, const char *const *args, int keep_fd, 
  * site from each thread's free list, not a vpool. With `sampler`, under
  * liballocprof.so recording every allocation into a trace in `dir`. */
 static int run_once(const struct ap_script *s, const char *runner, long site, bool free_list,
-		    const struct ap_graph *graph, uint64_t cap, const char *classes, const char *sampler,
+		    const struct ap_graph *graph, uint64_t cap, const char *classes, bool round_up,
+		    const char *sampler,
 		    const char *dir, double touch, long whole, double kill_at, struct sample *out,
 		    struct ap_error *err)
 {
@@ -1049,13 +1050,16 @@ static int run_once(const struct ap_script *s, const char *runner, long site, bo
 		site_arg(s, whole, ws, sizeof(ws));
 	snprintf(a3, sizeof(a3), "%llu", (unsigned long long)cap);
 	const char *cl = classes && *classes ? classes : NULL;
+	const char *ru = cl && round_up ? "--round-up" : NULL;
 	const char *plain[] = { "allocprof-replay", a1, a2, a3, cl, NULL };
+	const char *plain_ru[] = { "allocprof-replay", "--round-up", a1, a2, a3, cl, NULL };
 	const char *fl[] = { "allocprof-replay", "--free-list", a1, a2, a3, cl, NULL };
+	const char *fl_ru[] = { "allocprof-replay", "--free-list", "--round-up", a1, a2, a3, cl, NULL };
 	const char *gr[] = { "allocprof-replay", "--graph", members, a1, a2, a3, NULL };
 	for (uint32_t k = 0; graph && k < graph->nmembers; k++)
 		snprintf(members + strlen(members), sizeof(members) - strlen(members), "%s%u", k ? "," : "",
 			 graph->members[k]);
-	const char *const *args = graph ? gr : free_list ? fl : plain;
+	const char *const *args = graph ? gr : free_list ? (ru ? fl_ru : fl) : ru ? plain_ru : plain;
 	int rc = runner_say(runner, args, s->fd, a1, sizeof(a1), sampler, dir, touch, whole >= 0 ? ws : NULL, kill_at, buf,
 			    sizeof(buf), err);
 	if (rc < 0)
@@ -1238,7 +1242,7 @@ static void measure_recorded(const struct ap_script *s, const struct ap_measure_
 			break;
 		}
 		double t0 = now_ns();
-		if (run_once(s, o->runner, -1, false, NULL, 0, NULL, o->sampler, dirbuf, o->touch, o->whole_site, 0,
+		if (run_once(s, o->runner, -1, false, NULL, 0, NULL, false, o->sampler, dirbuf, o->touch, o->whole_site, 0,
 			     &rec[nrec], &e2) == 0)
 			nrec++;
 		expect = now_ns() - t0;
@@ -1388,7 +1392,7 @@ static int measure_runs(const struct ap_script *s, const struct ap_measure_job *
 				break;
 			}
 			rc = run_once(s, o->runner, site, j && jobs[j - 1].free_list, j ? jobs[j - 1].graph : NULL,
-				      cap, cl, NULL, NULL, o->touch, o->whole_site, kill_at, &v[rounds * nv + j],
+				      cap, cl, j && jobs[j - 1].round_up, NULL, NULL, o->touch, o->whole_site, kill_at, &v[rounds * nv + j],
 				      err);
 			if (rc == -2)
 				bg.cut.killed = true;

@@ -2,7 +2,7 @@
 # allocprof-replay refuses what is not a replay script of its version, or a
 # damaged one, with one line and exit status 1, before it replays anything
 # (and --free-list without a site to serve, --graph without a root or
-# with members that are not sites).
+# with members that are not sites, --round-up without classes).
 # Its fault probe prices a page fault.
 # usage: runner.sh ALLOCPROF_REPLAY
 set -u
@@ -44,6 +44,8 @@ expect "graph of its own root" "bad --graph '1,0'" "$tmp/empty" --graph 1,0 3 0 
 expect "graph of no site" "--graph wants a site" "$tmp/empty" --graph 1 3 -1 0
 expect "graph with classes" "--graph wants a site" "$tmp/empty" --graph 1 3 0 0 64,128
 expect "graph and free list" "--graph wants a site" "$tmp/empty" --free-list --graph 1 3 0 0
+expect "round up, no classes" "--round-up wants a site and its classes" "$tmp/empty" --round-up 3 0 0
+expect "round up, no site" "--round-up wants a site and its classes" "$tmp/empty" --round-up 3 -1 0 64,128
 expect "closed descriptor" "script: Bad file descriptor" "$tmp/empty" 9 -1 0
 expect "empty file" "script: not a replay script" "$tmp/empty" 3 -1 0
 expect "text" "not a replay script" "$tmp/text" 3 -1 0

@@ -1240,6 +1240,45 @@ static void test_small_hit(void)
 	ap_trace_free(t);
 }
 
+/* Size classes with requests rounded up (ap_measure_job.round_up, the
+ * runner's --round-up): 100 rounds of a block of 100 bytes and one of 120,
+ * one live at a time, in classes of 128 and 512. Without rounding up the
+ * first block (100 bytes) is too small for the first 120-byte request: it
+ * is freed and 120 bytes allocated, and that block serves every request
+ * after (3 calls). Rounded up, the first miss allocates 128 bytes, which
+ * serve them all (1 call). Every Get but the first takes a block (199
+ * hits, the small one counted); the last block stays pooled. */
+static void test_round_up(void)
+{
+	uint32_t st;
+	struct ap_tw *tw = synth_one_thread(&st);
+	uint64_t ts = START + 1000;
+	for (int i = 0; i < 100; i++) {
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x10000, 100, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x10000);
+		ap_tw_alloc(tw, 1000, ts++, 0, AP_KIND_MALLOC, 0x20000, 120, st);
+		ap_tw_free(tw, 1000, ts++, 0, 0x20000);
+	}
+	struct ap_trace *t = synth_finish(tw, ts);
+	struct ap_script *s = site0_script(t, "round up");
+	struct ap_measure_opts o = opts_of(2, 0);
+	struct ap_measure_job jobs[2] = {
+		{ .site = 0, .classes = { 128, 512 }, .nclasses = 2 },
+		{ .site = 0, .classes = { 128, 512 }, .nclasses = 2, .round_up = true },
+	};
+	struct ap_measured out[2];
+	struct ap_run_cost base, rec;
+	struct ap_error err;
+	CHECK(ap_measure(s, jobs, 2, &o, out, &base, &rec, &err) == 0, "round up: %s", err.msg);
+	EQ("round up: baseline calls", base.calls, 400);
+	EQ("classes: hits", out[0].cost.hits, 199);
+	EQ("classes: calls", out[0].cost.calls, 3);
+	EQ("classes rounded up: hits", out[1].cost.hits, 199);
+	EQ("classes rounded up: calls", out[1].cost.calls, 1);
+	ap_script_free(s);
+	ap_trace_free(t);
+}
+
 /* An object graph (report/measure_graph.c, the runner's --graph): per
  * request a root (site 0, 256 bytes) owning three 48-byte blocks (site
  * 1) and a buffer of 1000 or 2000 bytes in turn (site 2), freed before
@@ -1634,6 +1673,7 @@ int main(int argc, char **argv)
 	test_sleep_budget();
 	test_deadline();
 	test_small_hit();
+	test_round_up();
 	test_graph();
 	test_kinds();
 	test_graph_threads();
