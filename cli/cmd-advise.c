@@ -666,6 +666,29 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 					    fl_why ? json_null() : freelist_json(s));
 			json_object_set_new(mo, s->own_list ? "vpool_why" : "freelist_why",
 					    fl_why ? json_string(fl_why) : json_null());
+			/* a pool per size class, requests rounded up, measured
+			 * beside one pool whose blocks are much larger than
+			 * asked: the verdict's when it won (round_up; one_pool
+			 * then the one pool's figures), else beside it */
+			json_object_set_new(mo, "round_up", json_boolean(s->round_up));
+			if (s->round_up) {
+				json_object_set_new(mo, "one_pool", saving_json(&s->rm));
+			} else {
+				json_t *rc = NULL;
+				if (s->round_state == AP_FL_MEASURED) {
+					rc = saving_json(&s->rm);
+					json_t *cl = json_array();
+					for (size_t k = 0; k < s->nround_classes; k++)
+						json_array_append_new(cl, json_integer((json_int_t)s->round_classes[k]));
+					json_object_set_new(rc, "size_classes", cl);
+					json_object_set_new(rc, "bytes_ratio", json_real(s->round_ratio));
+				}
+				json_object_set_new(mo, "rounded_classes", rc ? rc : json_null());
+				/* (not one whose blocks would be much larger than
+				 * asked: "not measured") */
+				const char *why = ap_fl_why(s->round_state);
+				json_object_set_new(mo, "rounded_classes_why", why ? json_string(why) : json_null());
+			}
 			json_object_set_new(o, "measured", mo);
 		}
 		json_object_set_new(o, "verdict", json_string(ap_verdict_name(s->verdict)));
@@ -680,6 +703,7 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 			for (size_t k = 0; k < s->nclasses; k++)
 				json_array_append_new(cl, json_integer((json_int_t)s->classes[k]));
 			json_object_set_new(o, "size_classes", cl);
+			json_object_set_new(o, "round_up", json_boolean(s->round_up));
 		}
 		json_object_set_new(o, "alloc_objects", json_integer(ap_view_round(s->alloc_objects)));
 		json_object_set_new(o, "alloc_space", json_integer(ap_view_round(s->alloc_space)));

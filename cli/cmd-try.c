@@ -94,6 +94,7 @@ struct tsite {
 	uint64_t cap;
 	uint64_t classes[AP_TRY_MAX_CLASSES];
 	size_t nclasses;
+	bool round_up;	      /* a request allocated at its class's size */
 	struct ap_buf pcs;    /* "pc ..." lines, with the site's id left as %u */
 	size_t npcs, skipped; /* call paths: pooled, and not poolable */
 	size_t walked;	      /* call paths told by walking the stack */
@@ -905,6 +906,8 @@ static void print_text(const struct report *rp)
 			ap_format_bytes(cb, sizeof(cb), (double)ts->classes[k]);
 			printf("%s%s", k ? ", " : "; pooled in size classes up to ", cb);
 		}
+		if (ts->round_up)
+			printf(" (each request rounded up to its class)");
 		printf("; %zu call path%s", ts->npcs, ts->npcs == 1 ? "" : "s");
 		if (ts->walked)
 			printf(" (%zu through %s: the stack is walked)", ts->walked,
@@ -1251,7 +1254,7 @@ static int write_config(const char *path, ssize_t pooled, const char *outfile,
 		for (size_t k = 0; k < AP_TRY_MAX_CLASSES; k++)
 			fprintf(f, " %llu",
 				k < ts[i].nclasses ? (unsigned long long)ts[i].classes[k] : 0ULL);
-		fprintf(f, "\n");
+		fprintf(f, " %d\n", ts[i].round_up);
 		/* the lines carry the site's id as %u */
 		const char *p = ts[i].pcs.buf ? ts[i].pcs.buf : "";
 		while (*p) {
@@ -1465,8 +1468,11 @@ int cmd_try(int argc, char **argv)
 		if (ap_advise_site_shape(s) == AP_VERDICT_POOL_CAP && s->capped)
 			ts[i].cap = s->cap;
 		if (ap_advise_site_shape(s) == AP_VERDICT_SIZE_CLASSES)
+		{
 			for (size_t k = 0; k < s->nclasses && k < AP_TRY_MAX_CLASSES; k++)
 				ts[i].classes[ts[i].nclasses++] = s->classes[k];
+			ts[i].round_up = s->round_up;
+		}
 		site_pcs(&ts[i], t, &m, v.sym, (uint32_t)i);
 		if (!ts[i].npcs) {
 			ap_say(

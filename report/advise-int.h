@@ -16,10 +16,20 @@ struct size_hist {
 	double w[SIZE_BUCKETS];
 	double lo[SIZE_BUCKETS];	/* smallest size seen in the bucket */
 	double total, sum, max;
+	/* by e: the weight of sizes in (2^(e-1), 2^e], 2^e the power of two
+	 * a request rounds up to (e 0: sizes 0 and 1) */
+	double pow2_w[65];
 };
 double size_bucket_value(unsigned b);
 /* The smallest size of the bucket holding quantile q (0 when empty). */
 double size_hist_quantile(const struct size_hist *h, double q);
+/* Power-of-two size classes for requests of h rounded up to their class
+ * (ap_advise_site.round_classes): the class holding the largest size and
+ * the three below it, each twice the one before (fewer when the largest
+ * is under 64 bytes); a request below the first is rounded up to it.
+ * Returns how many (0: none), and in *ratio the bytes the classes hand
+ * out for h's requests over the bytes asked. */
+size_t advise_round_classes(const struct size_hist *h, uint64_t *classes, double *ratio);
 
 /* What the verdict needs beyond the replay results. */
 struct site_facts {
@@ -57,6 +67,20 @@ bool advise_cap_pays(const struct ap_advise_site *s);
  * (advise_verdict.c). */
 bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site *s,
 			 const struct ap_measured *m, const struct ap_run_cost *base);
+
+/* Whether s's requests rounded up to power-of-two classes
+ * (ap_advise_site.round_classes) would be handed blocks not much larger
+ * than asked (under LARGER_RATIO times), its objects do not grow, and the
+ * model did not shape classes of its own: a pool of them is measured
+ * beside one pool that hands much larger blocks (advise_measure.c). */
+bool advise_round_fits(const struct ap_advise_site *s);
+/* After the measurement, before the site is judged: where one pool hands
+ * blocks much larger than asked (advise_larger_shape, what would leave
+ * the verdict open) and the pool of rounded-up classes measured beside it
+ * pays (the rule of a pool's verdict), that pool becomes the site's: its
+ * measurement in s->m (the one pool's in s->rm), its classes the
+ * verdict's, s->round_up set, and why in s->reasons. */
+void advise_round_wins(const struct ap_advice *a, struct ap_advise_site *s);
 
 /* Judges a measured site again from its measurement (s->m). */
 void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s);

@@ -152,8 +152,31 @@ static inline void size_hist_add(struct size_hist *h, uint64_t size, double w)
 	h->w[b] += w;
 	h->total += w;
 	h->sum += w * (double)size;
+	h->pow2_w[size <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(size - 1)] += w;
 	if ((double)size > h->max)
 		h->max = (double)size;
+}
+
+size_t advise_round_classes(const struct size_hist *h, uint64_t *classes, double *ratio)
+{
+	*ratio = 0;
+	if (!(h->total > 0) || !(h->sum > 0) || !(h->max >= 1))
+		return 0;
+	uint64_t max = (uint64_t)h->max;
+	unsigned top = max <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(max - 1);
+	/* (8 bytes at least: glibc's blocks are 16-byte units) */
+	unsigned low = top >= 6 ? top - 3 : 3;
+	if (top < low)
+		top = low;
+	size_t n = 0;
+	for (unsigned e = low; e <= top; e++)
+		classes[n++] = (uint64_t)1 << e;
+	double given = 0;
+	for (unsigned e = 0; e <= 64; e++)
+		if (h->pow2_w[e] > 0)
+			given += h->pow2_w[e] * ldexp(1.0, (int)(e > low ? e : low));
+	*ratio = given / h->sum;
+	return n;
 }
 
 double size_hist_quantile(const struct size_hist *h, double q)
@@ -1700,6 +1723,7 @@ static void describe_site(struct ap_advise_site *site, const struct site_info *s
 	site->p50_cap = size_hist_quantile(cap, 0.5);
 	site->p90_cap = size_hist_quantile(cap, 0.9);
 	site->max_cap = cap->max;
+	site->nround_classes = advise_round_classes(req, site->round_classes, &site->round_ratio);
 	site->reallocs_per_object = si->births > 0 ? si->reallocs / si->births : 0;
 	site->copy_share = si->reallocs > 0 ? si->copies / si->reallocs
 			   : si->grown_here > 0 ? si->copied_here / si->grown_here : 0;

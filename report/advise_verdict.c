@@ -559,6 +559,8 @@ static void set_verdict_text(struct ap_advise_site *s)
 			fmt_bytes(b1, sizeof(b1), (double)s->classes[i]);
 			ap_buf_addf(&t, "%s%s", i ? ", " : " ", b1);
 		}
+		if (s->round_up)
+			ap_buf_addstr(&t, " (rounded up)");
 	}
 	free(s->verdict_text);
 	s->verdict_text = ap_buf_detach(&t, NULL);
@@ -1105,12 +1107,75 @@ static const struct ap_replay_result *measured_result(const struct ap_advise_sit
 bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site *s,
 			 const struct ap_measured *m, const struct ap_run_cost *base)
 {
+	/* (classes rounded up won only where their blocks are not much
+	 * larger than asked: advise_round_wins) */
+	if (s->round_up)
+		return false;
 	const struct ap_replay_result *r = measured_result(s);
 	double given = r->allocs_avoided > 0 ? r->hit_cap_bytes / r->allocs_avoided : 0;
 	double asked = r->allocs_avoided > 0 ? r->alloc_bytes_avoided / r->allocs_avoided : 0;
 	return asked > 0 && given >= LARGER_RATIO * asked &&
 	       1024 * (m->cost.maxrss_kb - base->maxrss_kb) >= LARGER_MIN_BYTES &&
 	       !(a->touch_share > 0 && a->touch_share < 1);
+}
+
+bool advise_round_fits(const struct ap_advise_site *s)
+{
+	/* (objects that grow are larger than their requests: classes of
+	 * the requests' sizes are not theirs) */
+	return s->nround_classes > 0 && s->round_ratio > 0 && s->round_ratio < LARGER_RATIO &&
+	       s->verdict != AP_VERDICT_SIZE_CLASSES && s->reallocs_per_object < 0.5 &&
+	       !ap_advise_by_copy(s);
+}
+
+/* "1KiB, 2KiB, 4KiB and 8KiB" */
+static void classes_words(struct ap_buf *b, const uint64_t *classes, size_t n)
+{
+	char c[32];
+	for (size_t i = 0; i < n; i++) {
+		fmt_bytes(c, sizeof(c), (double)classes[i]);
+		ap_buf_addf(b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", c);
+	}
+}
+
+void advise_round_wins(const struct ap_advice *a, struct ap_advise_site *s)
+{
+	if (s->round_state != AP_FL_MEASURED || !s->measured)
+		return;
+	double cpu = advise_program_cpu_ns(a);
+	const struct ap_measured *rm = &s->rm;
+	if (!advise_larger_shape(a, s, &s->m, &a->base) || !(rm->low_ns > 0) ||
+	    !(rm->saved_ns >= MIN_SAVE_SHARE * cpu))
+		return;
+	const struct ap_replay_result *r = measured_result(s);
+	double given = r->hit_cap_bytes / r->allocs_avoided, asked = r->alloc_bytes_avoided / r->allocs_avoided;
+	char b1[32], b2[32], b3[32], d1[32], d2[32], d3[32];
+	struct ap_buf t = AP_BUF_INIT;
+	fmt_bytes(b1, sizeof(b1), given);
+	fmt_bytes(b2, sizeof(b2), asked);
+	fmt_bytes(b3, sizeof(b3), 1024 * (s->m.cost.maxrss_kb - a->base.maxrss_kb));
+	saving_words(&s->m, d1, d2, d3);
+	ap_buf_addstr(&t, "Size classes, each request rounded up to its class (");
+	classes_words(&t, s->round_classes, s->nround_classes);
+	ap_buf_addf(&t, "; a request above the last is malloc's): a pool per class, whose every "
+		    "block serves every request of its class, handing out %.2g times the bytes asked "
+		    "for. One pool for the site keeps each object at the largest size it reached (one "
+		    "too small for a request is dropped for a block of the request's size): its hits "
+		    "hand blocks of %s on average for requests of %s, %.2g times as large, its "
+		    "replay's peak memory %s above malloc's, and it measured %s %s (%s to %s), in "
+		    "blocks a program writing or reading them whole goes through that much more of. "
+		    "(The counts above are that one pool's, by the model.)",
+		    s->round_ratio, b1, b2, given / asked, b3, s->m.saved_ns >= 0 ? "saving" : "costing",
+		    d1, d2, d3);
+	struct ap_measured one = s->m;
+	s->m = *rm;
+	s->rm = one;
+	s->round_up = true;
+	s->verdict = AP_VERDICT_SIZE_CLASSES;
+	s->nclasses = s->nround_classes;
+	memcpy(s->classes, s->round_classes, s->nclasses * sizeof(*s->classes));
+	free(s->reasons);
+	s->reasons = ap_buf_detach(&t, NULL);
 }
 
 /* A site measured with its blocks written and read whole (s->m; the
@@ -1499,6 +1564,18 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addstr(&t, "; ");
 		try_hint(&t, s);
 		ap_buf_addstr(&t, " measures the program itself, with the pool, its waits included.");
+	}
+	if (s->round_state == AP_FL_MEASURED && !s->round_up) {
+		/* measured beside one pool with much larger blocks, and not
+		 * the verdict's (advise_round_wins) */
+		char d1[32], d2[32], d3[32];
+		saving_words(&s->rm, d1, d2, d3);
+		ap_buf_addstr(&t, " Beside it, a pool per size class with each request rounded up to its "
+			      "class (");
+		classes_words(&t, s->round_classes, s->nround_classes);
+		ap_buf_addf(&t, "), handing out %.2g times the bytes asked for, measured %s %s (%s to %s)%s.",
+			    s->round_ratio, s->rm.saved_ns >= 0 ? "saving" : "costing", d1, d2, d3,
+			    s->rm.low_ns > 0 && s->rm.saved_ns >= MIN_SAVE_SHARE * cpu ? "" : ": not a saving to build on");
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);

@@ -329,6 +329,24 @@ struct ap_advise_site {
 	struct ap_replay_result rc;	/* replay with cap (when capped) */
 	uint64_t classes[4];	/* size classes, when verdict is SIZE_CLASSES */
 	size_t nclasses;
+	/* ... with requests rounded up to their class (the runner's and
+	 * try's round-up): classes a measured replay found to pay where one
+	 * pool hands blocks much larger than asked (advise_round_wins) */
+	bool round_up;
+	/* Power-of-two classes for the site's requests rounded up
+	 * (advise_round_classes: the largest request's and three below it),
+	 * and the bytes they would hand out over the bytes asked. */
+	uint64_t round_classes[4];
+	size_t nround_classes;
+	double round_ratio;
+	/* A pool of round_classes with requests rounded up, measured beside
+	 * the one pool where that one hands blocks much larger than asked
+	 * (larger_shape_likely): round_state says whether, and `rm` holds it
+	 * (scaled as `m` is). Where it pays and its blocks are not much
+	 * larger than asked, it is the verdict's (advise_round_wins): `m`
+	 * and `rm` change places, round_up is set. */
+	enum ap_fl_state round_state;
+	struct ap_measured rm;
 	uint32_t site_id;	/* its index in the site map */
 	/* The measured replay (ap_advise_measure): when `measured`, the
 	 * verdict comes from `m`, the CPU time the pool saved with its

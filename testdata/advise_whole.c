@@ -3,9 +3,13 @@
  * time with the site's blocks written and read whole (report/
  * advise_measure.c, measure_whole; tests/advise, "whole").
  *
- * A producer thread makes records of 1 to 16 KiB, their sizes varying
- * record by record (1024 + i * 7919 mod 15361 bytes, rounded down to 8:
- * 8.5 KiB on average), fills each whole, and hands them to a consumer
+ * A producer thread makes records of 2 to 18 KiB, their sizes varying
+ * record by record: 2, 4, 8 or 16 KiB in turn and up to an eighth more
+ * (i * 7919 mod an eighth, rounded down to 8: 8 KiB on average), each
+ * just above a power of two, so that size classes with each request
+ * rounded up to its class would hand out nearly twice the bytes asked
+ * for (advise_round_fits leaves them out: the site is one pool's). It
+ * fills each whole, and hands them to a consumer
  * thread in batches of 1024, which checksums every byte of each record
  * and frees it; the producer makes the next batch once the consumer is
  * done with the last (a turn each, under a mutex), so 1024 records are
@@ -13,8 +17,8 @@
  * in its replay, which keeps the order of the frees and the next births.
  * A pool at the site keeps each object at the largest size it reached (a
  * hit too small for a request is dropped for a block of the request's
- * size), so its objects drift to 16 KiB: its hits hand blocks about 1.8
- * times the size asked for, and a batch then holds ~16 MB, not ~8.7.
+ * size), so its objects drift to 18 KiB: its hits hand blocks about 2.2
+ * times the size asked for, and a batch then holds ~18 MB, not ~8.
  * Every record is freed on another thread than the one that made it.
  * (bench/twins' relay, records of 1-8 KiB in a ring, is the program this
  * shape was found on; its threads' turns decide how many are live.)
@@ -35,7 +39,8 @@ static uint64_t csum;
 
 static size_t rec_size(long i)
 {
-	return (1024 + (size_t)(i * 7919) % 15361) & ~(size_t)7;
+	size_t base = (size_t)2048 << (i % 4);
+	return (base + 8 + (size_t)(i * 7919) % (base / 8)) & ~(size_t)7;
 }
 
 __attribute__((noinline)) static unsigned char *rec_new(size_t n)

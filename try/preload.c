@@ -114,6 +114,7 @@ struct site {
 	uint64_t cap_limit; /* 0: none */
 	unsigned nclasses;  /* 0: one pool */
 	uint64_t class_max[AP_TRY_MAX_CLASSES];
+	int round_up;	    /* a miss allocated at its class's size */
 	int pooled;	    /* a `pool` line: served by its pools in mode pool */
 	struct vpool pools[AP_TRY_MAX_CLASSES];
 };
@@ -618,6 +619,9 @@ static void *site_new(struct site *s, size_t n, size_t align, int zero)
 static void *site_get(struct site *s, struct counts *tc, size_t n, size_t align, int zero)
 {
 	struct vpool *pool = pool_of(s, n);
+	/* (rounded up, a new block is of its class's size: every block of a
+	 * class then serves every request of it) */
+	size_t make = pool && s->round_up ? s->class_max[pool - s->pools] : n;
 	if (pool) {
 		int src = 0;
 		char *x = vpool_get_from(pool, &src);
@@ -635,7 +639,7 @@ static void *site_get(struct site *s, struct counts *tc, size_t n, size_t align,
 			block_release(x);
 		}
 	}
-	return site_new(s, n, align, zero);
+	return site_new(s, make, align, zero);
 }
 
 /* A Put: the block back to its site's pool, or to glibc above the cap (or
@@ -1019,7 +1023,7 @@ static int read_config(const char *path)
 		char word[16], arg[300], arg2[300];
 		unsigned long long a, b, b2, cl[AP_TRY_MAX_CLASSES];
 		unsigned id, kind, nc, depth = 0;
-		int np;
+		int np, ru;
 		if (sscanf(line, "mode %15s", word) == 1) {
 			pooling = !strcmp(word, "pool");
 		} else if (sscanf(line, "pool %u", &id) == 1) {
@@ -1030,15 +1034,17 @@ static int read_config(const char *path)
 		} else if (sscanf(line, "out %4095[^\n]", outpath) == 1) {
 		} else if (sscanf(line, "gc %llu", &a) == 1) {
 			gogc = a;
-		} else if (sscanf(line, "site %u %llu %u %llu %llu %llu %llu", &id, &a, &nc, &cl[0],
-				  &cl[1], &cl[2], &cl[3]) == 7) {
-			if (id != nsites || id >= AP_TRY_MAX_SITES || nc > AP_TRY_MAX_CLASSES)
+		} else if (sscanf(line, "site %u %llu %u %llu %llu %llu %llu %d", &id, &a, &nc, &cl[0],
+				  &cl[1], &cl[2], &cl[3], &ru) == 8) {
+			if (id != nsites || id >= AP_TRY_MAX_SITES || nc > AP_TRY_MAX_CLASSES ||
+			    (ru && !nc))
 				ok = 0;
 			else {
 				struct site *s = &sites[nsites];
 				s->idx = nsites++;
 				s->cap_limit = a;
 				s->nclasses = nc;
+				s->round_up = ru;
 				for (unsigned k = 0; k < nc; k++)
 					s->class_max[k] = cl[k];
 			}

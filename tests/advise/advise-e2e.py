@@ -13,6 +13,7 @@ usage: advise-e2e.py verdict PROGRAM EXPECTED [ADVISE OPTIONS...] [-- RECORD OPT
        advise-e2e.py nomap PROGRAM[,ARG...]...
        advise-e2e.py budget PROGRAM
        advise-e2e.py whole PROGRAM
+       advise-e2e.py classes PROGRAM
        advise-e2e.py freelist PROGRAM
 
 verdict: records PROGRAM with --all and in the default sampled mode (or
@@ -72,6 +73,12 @@ under the sampler, which takes a second).
 whole: PROGRAM (testdata/advise_whole) is measured a second time with
 its site's blocks written and read whole, and the JSON and the text say
 both measurements, each with its own baseline.
+
+classes: PROGRAM (testdata/advise_classes) is measured beside its one
+pool with size classes, each request rounded up to its class (1, 2, 4
+and 8 KiB); where they pay and the one pool's blocks are much larger
+than asked, they are the verdict ("size classes ... (rounded up)"), else
+they are measured beside it.
 
 freelist: PROGRAM (testdata/advise_freelist) recorded with --all (advised
 with --measure-time 2s, or 5s or 12s where that left the free list out
@@ -617,7 +624,7 @@ def whole(prog):
     """A site whose pool hands blocks much larger than asked for over
     megabytes more memory is measured a second time with its blocks
     written and read whole (report/advise_measure.c, measure_whole):
-    testdata/advise_whole, records of 1-16 KiB (8.5 KiB on average, 20000
+    testdata/advise_whole, records of 2-18 KiB (8 KiB on average, 20000
     of them) handed between two threads in batches of 1024. The JSON's
     `measured` says written_whole, with that measurement's baseline (every
     call of the trace replayed, its CPU time above the first
@@ -667,6 +674,13 @@ def whole(prog):
             fails.append("%s: the baseline's CPU time is %s" % (what, c.get("cpu_ns")))
     if lb != base:
         fails.append("line_a_page's baseline is not measurement.baseline: %s, %s" % (lb, base))
+    # (sizes just above powers of two: classes rounded up would hand out
+    # nearly twice the bytes asked for, and are not measured)
+    if me.get("round_up") is not False or me.get("rounded_classes") is not None or \
+            me.get("rounded_classes_why") != "not measured":
+        fails.append("size classes rounded up measured at a site whose requests are just above powers of two: "
+                     "round_up %s, %s (%s)" % (me.get("round_up"), me.get("rounded_classes"),
+                                               me.get("rounded_classes_why")))
     if not wb.get("cpu_ns", 0) > base.get("cpu_ns", 1e18):
         fails.append("the baseline written whole took %s ns of CPU, the one writing a line a page %s: every "
                      "byte written and read costs nothing?" % (wb.get("cpu_ns"), base.get("cpu_ns")))
@@ -682,6 +696,72 @@ def whole(prog):
             not re.search(r"A replay writing only a line and a byte a page of each new block, as for other sites, "
                           r"measured the pool (saving|costing) ", text):
         fails.append("the site's text does not name both measurements: %s" % text)
+    if fails:
+        sys.exit("FAIL: " + "; ".join(fails))
+
+
+def classes(prog):
+    """One pool at testdata/advise_classes' site keeps each value at the
+    largest size it reached (they vary from 512 B to 8 KiB): its hits hand
+    blocks twice the size asked for or more, over megabytes
+    (advise_larger_shape). Size classes of 1, 2, 4 and 8 KiB with each
+    request rounded up to its class are measured too, in the same rounds
+    (advise_measure.c; the runner's --round-up). Where they pay (the
+    interval above zero, 1 % of the program's CPU time or more) they are
+    the verdict, "size classes 1kB, 2kB, 4kB, 8kB (rounded up)", their
+    figures the site's and the one pool's in measured.one_pool, whose
+    replay peaked 4 MiB or more above the baseline's; else the verdict is
+    not theirs and measured.rounded_classes has their figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = record(tmp, prog, "all", ["--all"])
+        adv = advise(t, ["--measure-time", "20s"], measure=True)
+    s = the_site(adv, prog)
+    me = s.get("measured") or {}
+    base = adv["measurement"].get("baseline") or {}
+    cpu = adv.get("program_cpu_est_ns") or adv.get("program_cpu_ns") or 0
+    want = [1024, 2048, 4096, 8192]
+    print("%s: %s, %s (%s), saved %s [%s, %s]; round_up %s, one pool %s, beside %s (%s)"
+          % (prog, s["time_source"], s["verdict"], s.get("verdict_text"), s.get("time_saved_ns"),
+             s.get("time_saved_low_ns"), s.get("time_saved_high_ns"), me.get("round_up"),
+             (me.get("one_pool") or {}).get("time_saved_ns"), (me.get("rounded_classes") or {}).get("time_saved_ns"),
+             me.get("rounded_classes_why")))
+    fails = []
+    if s["time_source"] != "measured":
+        sys.exit("FAIL: %s: not measured: %s" % (prog, adv["measurement"]))
+    text = s.get("reasons") or ""
+    if me.get("round_up") is True:
+        one = me.get("one_pool") or {}
+        if s["verdict"] != "size classes" or not (s.get("verdict_text") or "").endswith("(rounded up)"):
+            fails.append("rounded up, the verdict is %s (%s)" % (s["verdict"], s.get("verdict_text")))
+        if s.get("size_classes") != want or s.get("round_up") is not True:
+            fails.append("the classes are %s, round_up %s; want %s" % (s.get("size_classes"), s.get("round_up"),
+                                                                       want))
+        if not (s["time_saved_low_ns"] > 0 and s["time_saved_ns"] >= 0.01 * cpu):
+            fails.append("the classes won with a saving of %s [%s, ...] of %s ns of CPU"
+                         % (s["time_saved_ns"], s["time_saved_low_ns"], cpu))
+        if not one.get("pooled", {}).get("peak_rss_bytes", 0) >= base.get("peak_rss_bytes", 1e18) + 4 * 2 ** 20:
+            fails.append("the one pool's replay peaks at %s, the baseline's at %s: not 4 MiB more"
+                         % (one.get("pooled", {}).get("peak_rss_bytes"), base.get("peak_rss_bytes")))
+        if not one.get("rounds", 0) >= 2 or not one.get("time_saved_low_ns", 1) <= one.get("time_saved_ns", 0) \
+                <= one.get("time_saved_high_ns", -1):
+            fails.append("the one pool's figures: %s" % {k: v for k, v in one.items() if k != "pooled"})
+        ratio = re.search(r"handing out ([0-9.]+) times the bytes asked for\. One pool for the site keeps each "
+                          r"object at the largest size it reached .* its hits hand blocks of [0-9.]+[kMG]?B on "
+                          r"average for requests of [0-9.]+[kMG]?B, ([0-9.]+) times as large", text)
+        if not ratio or not float(ratio.group(1)) < 1.5 or not float(ratio.group(2)) >= 1.5:
+            fails.append("the text does not say the classes' bytes and the one pool's: %s" % text)
+    else:
+        rc = me.get("rounded_classes") or {}
+        if rc.get("size_classes") != want or not 1 < rc.get("bytes_ratio", 0) < 1.5:
+            fails.append("the classes were not measured beside the pool: %s (%s)"
+                         % (rc, me.get("rounded_classes_why")))
+        elif rc.get("time_saved_low_ns", 0) > 0 and rc.get("time_saved_ns", 0) >= 0.01 * cpu \
+                and s["verdict"] == "unsure: larger blocks":
+            fails.append("the classes pay (%s [%s, ...]) where the one pool's blocks are larger, and are not "
+                         "the verdict" % (rc.get("time_saved_ns"), rc.get("time_saved_low_ns")))
+        if not re.search(r"Beside it, a pool per size class with each request rounded up to its class \(1kB, "
+                         r"2kB, 4kB and 8kB\)", text):
+            fails.append("the text does not say the classes measured beside: %s" % text)
     if fails:
         sys.exit("FAIL: " + "; ".join(fails))
 
@@ -1100,6 +1180,8 @@ def main():
         freelist(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "whole":
         whole(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "classes":
+        classes(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "graph":
         graph(sys.argv[2])
     elif len(sys.argv) == 2 and sys.argv[1] == "rustlist":

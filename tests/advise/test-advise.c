@@ -479,27 +479,146 @@ static void test_slim_saving(void)
  * (r.hit_cap_bytes), and where its replay then held megabytes more than
  * the baseline, the saving is no verdict's sign (advise_verdict.c,
  * LARGER_RATIO: bench/twins' relay, whose twin costs 9-13 %). */
-static void test_larger_verdict(void)
+/* The trace of test_larger_verdict and test_round_classes: 8 KiB first,
+ * then 1 KiB and 8 KiB in turn, each freed before the next (every request
+ * after the first finds the 8 KiB object), advised; *s its site. */
+static struct ap_advice *larger_advice(struct ap_trace **t, struct ap_advise_site **s)
 {
 	uint32_t st;
 	struct ap_tw *tw = two_threads(&st);
 	uint64_t ts = START + 1000;
-	/* 8 KiB first, then 1 KiB and 8 KiB in turn, each freed before the
-	 * next: every request after the first finds the 8 KiB object */
 	for (uint64_t i = 0; i < 9; i++) {
 		ap_tw_alloc(tw, 1000, ts, 0, AP_KIND_MALLOC, 0x100000, i % 2 ? 1024 : 8192, st);
 		ap_tw_free(tw, 1000, ts + 10, 0, 0x100000);
 		ts += 100;
 	}
-	struct ap_trace *t = finish(tw, ts + MS);
-	struct ap_advice *a = advise(t, 1, "interval:1s");
-	struct ap_advise_site *s = (struct ap_advise_site *)find(a, "site0");
-	CHECK("larger: hits", s->r.allocs_avoided, 8);
-	CHECK("larger: bytes asked for", s->r.alloc_bytes_avoided, 4 * 1024 + 4 * 8192);
-	CHECK("larger: bytes handed", s->r.hit_cap_bytes, 8 * 8192);
+	*t = finish(tw, ts + MS);
+	struct ap_advice *a = advise(*t, 1, "interval:1s");
+	*s = (struct ap_advise_site *)find(a, "site0");
 	a->program_cpu_ns = 100 * MS;
 	a->program_cpu_est_ns = 0;
 	a->has_switches = false;
+	return a;
+}
+
+/* Size classes for requests rounded up (advise_round_classes): the
+ * largest request's power of two and the three below, the bytes they
+ * hand out over the bytes asked; and where one pool hands blocks much
+ * larger than asked, the classes measured beside it are the verdict when
+ * they pay (advise_round_wins), else said beside it. */
+static void test_round_classes(void)
+{
+	struct size_hist h;
+	memset(&h, 0, sizeof(h));
+	/* 600 and 3000 bytes: rounded up to 1 KiB and 4 KiB */
+	h.pow2_w[10] = h.pow2_w[12] = 1;
+	h.total = 2;
+	h.sum = 3600;
+	h.max = 3000;
+	uint64_t cl[4];
+	double ratio;
+	size_t n = advise_round_classes(&h, cl, &ratio);
+	CHECK("round classes: how many", n, 4);
+	CHECK("round classes: first", cl[0], 512);
+	CHECK("round classes: last", cl[3], 4096);
+	CHECK("round classes: bytes handed over asked", ratio, (1024.0 + 4096) / 3600);
+	/* a request below the first class is rounded up to it: 100 bytes
+	 * among requests up to 5000 (classes of 1 to 8 KiB) */
+	memset(&h, 0, sizeof(h));
+	h.pow2_w[7] = h.pow2_w[13] = 1;
+	h.total = 2;
+	h.sum = 5100;
+	h.max = 5000;
+	n = advise_round_classes(&h, cl, &ratio);
+	CHECK("round classes: from 1 KiB", cl[0], 1024);
+	CHECK("round classes: below the first", ratio, (1024.0 + 8192) / 5100);
+	/* small requests: classes from 8 bytes up */
+	memset(&h, 0, sizeof(h));
+	h.pow2_w[5] = 1;
+	h.total = 1;
+	h.sum = h.max = 20;
+	n = advise_round_classes(&h, cl, &ratio);
+	CHECK("round classes: small, how many", n, 3);
+	CHECK("round classes: small, first", cl[0], 8);
+
+	struct ap_trace *t;
+	struct ap_advise_site *s;
+	struct ap_advice *a = larger_advice(&t, &s);
+	/* one pool: 4.6 KiB asked, 8 KiB handed, 5.4 MB more at its peak */
+	s->r.allocs_avoided = 195000;
+	s->r.alloc_bytes_avoided = 195000 * 4604.0;
+	s->r.hit_cap_bytes = 195000 * 8000.0;
+	a->base.maxrss_kb = 4780;
+	static const uint64_t want[4] = { 1024, 2048, 4096, 8192 };
+	memcpy(s->round_classes, want, sizeof(want));
+	s->nround_classes = 4;
+	s->round_ratio = 1.3;
+	s->reallocs_per_object = 0;
+	CHECK("round classes: fit", advise_round_fits(s), 1);
+	for (int pays = 1; pays >= 0; pays--) {
+		s->verdict = AP_VERDICT_POOL;
+		s->round_up = false;
+		free(s->reasons);
+		s->reasons = NULL;
+		s->measured = true;
+		s->m = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = 20 * MS,
+					     .low_ns = 18 * MS, .high_ns = 22 * MS };
+		s->m.cost.maxrss_kb = 10220;
+		s->round_state = AP_FL_MEASURED;
+		s->rm = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = 15 * MS,
+					      .low_ns = pays ? 12.0 * MS : -1.0 * MS, .high_ns = 18 * MS };
+		s->rm.cost.maxrss_kb = 5900;
+		advise_round_wins(a, s);
+		advise_judge_measured(a, s);
+		if (pays) {
+			CHECK("round classes won: verdict", s->verdict, AP_VERDICT_SIZE_CLASSES);
+			CHECK("round classes won: saving", s->m.saved_ns, 15 * MS);
+			CHECK("round classes won: one pool's", s->rm.saved_ns, 20 * MS);
+			CHECK("round classes won: rounded up", s->round_up, 1);
+			if (!s->verdict_text || strcmp(s->verdict_text, "size classes 1kB, 2kB, 4kB, 8kB (rounded up)") ||
+			    !strstr(s->reasons, "Size classes, each request rounded up to its class (1kB, 2kB, 4kB "
+						"and 8kB;") ||
+			    !strstr(s->reasons, "handing out 1.3 times the bytes asked for") ||
+			    !strstr(s->reasons, "1.7 times as large, its replay's peak memory 5.31MB above "
+						"malloc's, and it measured saving 20ms (18ms to 22ms)")) {
+				fprintf(stderr, "%s: the classes' verdict does not say why: %s: %s\n", __func__,
+					s->verdict_text ? s->verdict_text : "?", s->reasons);
+				failures++;
+			}
+			/* no second measurement written whole: its blocks are
+			 * not much larger than asked */
+			CHECK("round classes won: not larger", advise_larger_shape(a, s, &s->m, &a->base), 0);
+		} else {
+			CHECK("round classes beside: verdict", s->verdict, AP_VERDICT_LARGER);
+			CHECK("round classes beside: rounded up", s->round_up, 0);
+			if (!strstr(s->reasons, "Beside it, a pool per size class with each request rounded up to "
+						"its class (1kB, 2kB, 4kB and 8kB), handing out 1.3 times the bytes "
+						"asked for, measured saving 15ms (-1ms to 18ms): not a saving to "
+						"build on.")) {
+				fprintf(stderr, "%s: the classes beside are not said: %s\n", __func__, s->reasons);
+				failures++;
+			}
+		}
+	}
+	/* objects that grow: their requests' classes are not theirs */
+	s->verdict = AP_VERDICT_POOL;
+	s->reallocs_per_object = 2;
+	CHECK("round classes: growing objects", advise_round_fits(s), 0);
+	s->reallocs_per_object = 0;
+	s->round_ratio = 1.6;
+	CHECK("round classes: too large", advise_round_fits(s), 0);
+	ap_advice_free(a);
+	ap_trace_free(t);
+}
+
+static void test_larger_verdict(void)
+{
+	struct ap_trace *t;
+	struct ap_advise_site *s;
+	struct ap_advice *a = larger_advice(&t, &s);
+	CHECK("larger: hits", s->r.allocs_avoided, 8);
+	CHECK("larger: bytes asked for", s->r.alloc_bytes_avoided, 4 * 1024 + 4 * 8192);
+	CHECK("larger: bytes handed", s->r.hit_cap_bytes, 8 * 8192);
 	/* relay's first recording of session 27: 4.6 KiB asked for, 8 KiB
 	 * handed, peaks of 10.2 MB against 4.8 MB */
 	s->r.allocs_avoided = 195000;
@@ -2171,6 +2290,7 @@ int main(int argc, char **argv)
 	test_no_hits();
 	test_steady_peak();
 	test_small_cap();
+	test_round_classes();
 	test_parse_gc();
 	test_stack_names();
 	test_own_libraries();
