@@ -139,7 +139,7 @@ run_variant() {
 		# the event count from record's summary line ('stats' would read
 		# the whole trace: 200 M events of loop64 are 8 GB in memory)
 		local ev
-		ev=$(sed -n 's/^allocprof: wrote .* (\([0-9]*\) events, .*/\1/p' "$out/err" | head -n 1)
+		ev=$(sed -n 's/^allocprof: wrote .* (\([0-9]*\) events*, .*/\1/p' "$out/err" | head -n 1)
 		# heaptrack compresses its output with zstd while it runs; the
 		# same compression of our trace, for a like-for-like size.
 		local z=n/a

@@ -770,8 +770,8 @@ static void child_tally_say(const struct child_tally *t, const char *output)
 			fputs(t->line.name[i], stderr);
 		return;
 	}
-	fprintf(stderr, "allocprof: %zu child traces %s.* (%llu events)", t->n, output,
-		(unsigned long long)t->events);
+	fprintf(stderr, "allocprof: %zu child traces %s.* (%llu event%s)", t->n, output,
+		(unsigned long long)t->events, t->events == 1 ? "" : "s");
 	if (!t->odd)
 		fprintf(stderr, ", each ended normally\n");
 	else if (t->odd <= CHILD_LINES)
@@ -894,8 +894,8 @@ void rec_finish_trace(const char *path, const char *what, bool quiet,
 			 fin->chunks == 1 ? "" : "s");
 	}
 	struct ap_buf lb = AP_BUF_INIT;
-	ap_buf_addf(&lb, "allocprof: %s %s (%llu events, %zu thread%s%s%s%s)\n", what, path,
-		    (unsigned long long)c.events, c.nthreads, c.nthreads == 1 ? "" : "s",
+	ap_buf_addf(&lb, "allocprof: %s %s (%llu event%s, %zu thread%s%s%s%s)\n", what, path,
+		    (unsigned long long)c.events, c.events == 1 ? "" : "s", c.nthreads, c.nthreads == 1 ? "" : "s",
 		    trunc[0] ? "; truncated: " : "", trunc, late);
 	char *line = ap_buf_detach(&lb, NULL);
 	if (child_tally) {
