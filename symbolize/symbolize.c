@@ -1055,6 +1055,8 @@ static const char *const alloc_names[] = {
 	"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rust_dealloc",
 	"__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc", "__rdl_dealloc",
 	"__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "__rg_dealloc",
+	/* libstdc++'s exception objects: a throw's, its line the site */
+	"__cxa_allocate_exception", "__cxa_allocate_dependent_exception",
 };
 
 /* The C library's wrappers whose caller is the interesting site. */

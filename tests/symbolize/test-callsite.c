@@ -19,6 +19,8 @@
 
 /* testdata/cxx.cpp's main, compiled with -Dmain=cxx_main (C++ linkage) */
 int cxx_main(void) __asm__("_Z8cxx_mainv");
+/* throw_site.cpp: n exceptions thrown and caught */
+int throw_some(int n);
 
 void *__libc_malloc(size_t n);
 void *__libc_calloc(size_t n, size_t size);
@@ -138,7 +140,9 @@ int main(void)
 	rec.armed = true;
 	cxx_main();
 	c_allocations();
+	int caught = throw_some(3);
 	rec.armed = false;
+	CHECK(caught == 3, "throw_some: %d caught", caught);
 
 	struct ap_trace t;
 	memset(&t, 0, sizeof(t));
@@ -189,6 +193,9 @@ int main(void)
 		{ "names::make_label[abi:cxx11](int)", "make_label", 20, 20, 0 },
 		{ "c_allocations", NULL, nstrdup + nasprintf, nstrdup + nasprintf, 0 },
 		{ "xmalloc", "xmalloc", 1, 1, 0 },
+		/* libstdc++'s __cxa_allocate_exception, and the message's
+		 * string runtime_error makes: the throw's line */
+		{ "thrower", "t_throw", 6, 6, 0 },
 	};
 	check(&t, NULL, sites, AP_ARRAY_SIZE(sites), "default");
 
