@@ -566,6 +566,11 @@ static void subs_poll(void)
 	subs_seen(subs);
 }
 
+uint32_t cfi_unloads(void)
+{
+	return __atomic_load_n(&cfi_gen, __ATOMIC_ACQUIRE);
+}
+
 void cfi_poll(void)
 {
 	subs_poll();
@@ -723,6 +728,7 @@ EXPORT int dlclose(void *h)
 	}
 	int rc = f(h);
 	subs_poll();
+	modules_after_unload();
 	return rc;
 }
 

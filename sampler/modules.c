@@ -10,9 +10,15 @@
 struct mod {
 	uint64_t bias, start, end;
 	uint64_t name_hash;
+	int dead;	/* unloaded since it was written */
 };
 static struct mod *mods;
 static size_t mod_count;
+/* cfi_unloads() when the last snapshot began */
+static uint32_t mods_gen;
+int modules_dead_any;
+/* the envelope of the dead modules' ranges */
+static uint64_t dead_lo = UINT64_MAX, dead_hi;
 
 /* The list's memory, at start: 0, or -1 if there is none. */
 int modules_init(void)
@@ -25,15 +31,39 @@ int modules_init(void)
 void modules_forget(void)
 {
 	mod_count = 0;
+	modules_dead_any = 0;
+	dead_lo = UINT64_MAX;
+	dead_hi = 0;
 }
 
 int pc_known(uint64_t pc)
 {
 	size_t n = __atomic_load_n(&mod_count, __ATOMIC_ACQUIRE);
 	for (size_t i = 0; i < n; i++)
-		if (pc >= mods[i].start && pc < mods[i].end)
+		if (pc >= mods[i].start && pc < mods[i].end &&
+		    !__atomic_load_n(&mods[i].dead, __ATOMIC_RELAXED))
 			return 1;
 	return 0;
+}
+
+int pc_moved(uint64_t pc)
+{
+	return pc >= __atomic_load_n(&dead_lo, __ATOMIC_RELAXED) &&
+	       pc < __atomic_load_n(&dead_hi, __ATOMIC_RELAXED) && !pc_known(pc);
+}
+
+int modules_stale(void)
+{
+	return mods && cfi_unloads() != __atomic_load_n(&mods_gen, __ATOMIC_RELAXED);
+}
+
+void modules_after_unload(void)
+{
+	if (!modules_stale() || __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != AP_ON)
+		return;
+	struct ap_hold held = hold(&tls);
+	modules_snapshot();
+	unhold(&tls, held);
 }
 
 /* A snapshot of dl_iterate_phdr, serialized into a scratch mapping:
@@ -103,33 +133,85 @@ static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static int same_mod(const struct mod *a, const struct mod *b)
+{
+	return a->bias == b->bias && a->start == b->start && a->end == b->end &&
+	       a->name_hash == b->name_hash;
+}
+
 /* Emits MAPPING records for modules not written yet. Never called with a
- * profiler lock held: dl_iterate_phdr takes the loader lock. */
+ * profiler lock held: dl_iterate_phdr takes the loader lock.
+ * A module written before and gone from this snapshot was unloaded: it is
+ * marked dead (its PCs unknown, every thread's cached stacks dropped). A
+ * module found where the latest dead one overlapping it was is that one
+ * again when it is the same (a plugin reloaded: marked live, not written
+ * again); another one (a plugin unloaded and another loaded at its
+ * address) is written after it, and begins an era of stacks
+ * (stacks_new_era): the reader resolves a stack with the modules written
+ * before it. */
 void modules_snapshot(void)
 {
+	uint32_t gen = cfi_unloads();
 	struct snap s = { map_mem(1u << 20), 0, 1u << 20 };
 	if (!s.buf)
 		return;
 	dl_iterate_phdr(snap_cb, &s);
 	lk_lock(&meta.lock);
+	int died = 0, era = 0;
+	for (size_t i = 0; i < mod_count; i++) {
+		if (mods[i].dead)
+			continue;
+		int here = 0;
+		for (size_t off = 0; off < s.len && !here;) {
+			struct snap_mod *sm = (struct snap_mod *)(s.buf + off);
+			off += (sizeof(*sm) + sm->rec_len + 7) & ~(size_t)7;
+			here = same_mod(&mods[i], &sm->m);
+		}
+		if (!here) {
+			__atomic_store_n(&mods[i].dead, 1, __ATOMIC_RELAXED);
+			if (mods[i].start < dead_lo)
+				__atomic_store_n(&dead_lo, mods[i].start, __ATOMIC_RELAXED);
+			if (mods[i].end > dead_hi)
+				__atomic_store_n(&dead_hi, mods[i].end, __ATOMIC_RELAXED);
+			died = 1;
+		}
+	}
+	if (died) {
+		__atomic_store_n(&modules_dead_any, 1, __ATOMIC_RELAXED);
+		stacks_drop_cached();
+	}
 	for (size_t off = 0; off < s.len;) {
 		struct snap_mod *sm = (struct snap_mod *)(s.buf + off);
 		off += (sizeof(*sm) + sm->rec_len + 7) & ~(size_t)7;
 		int seen = 0;
 		for (size_t i = 0; i < mod_count; i++)
-			if (mods[i].bias == sm->m.bias && mods[i].start == sm->m.start &&
-			    mods[i].end == sm->m.end && mods[i].name_hash == sm->m.name_hash) {
+			if (!mods[i].dead && same_mod(&mods[i], &sm->m)) {
 				seen = 1;
 				break;
 			}
-		if (seen || mod_count >= MAX_MODULES)
+		if (seen)
 			continue;
+		size_t j = mod_count;
+		while (j-- > 0 && !(mods[j].dead && mods[j].start < sm->m.end && sm->m.start < mods[j].end))
+			;
+		if (j != SIZE_MAX && same_mod(&mods[j], &sm->m)) {
+			__atomic_store_n(&mods[j].dead, 0, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (mod_count >= MAX_MODULES)
+			continue;
+		if (j != SIZE_MAX)
+			era = 1;
 		uint8_t *p = meta_reserve(sm->rec_len);
 		memcpy(p, sm + 1, sm->rec_len);
 		meta_commit(sm->rec_len);
 		mods[mod_count] = sm->m;
+		mods[mod_count].dead = 0;
 		__atomic_store_n(&mod_count, mod_count + 1, __ATOMIC_RELEASE);
 	}
+	if (era)
+		stacks_new_era();
+	__atomic_store_n(&mods_gen, gen, __ATOMIC_RELAXED);
 	lk_unlock(&meta.lock);
 	munmap(s.buf, s.cap);
 }

@@ -395,6 +395,29 @@ int modules_init(void);
 void modules_forget(void);
 int pc_known(uint64_t pc);
 void modules_snapshot(void);
+/* Whether a module may have been unloaded since the last snapshot (the
+ * loader's unload count, as cfi.c last saw it, moved). */
+int modules_stale(void);
+/* Whether a module written was unloaded since (modules_dead_any), and
+ * pc lies in its range (the ranges' envelope first: two compares for a
+ * PC elsewhere) and in no module written: it may be another's code, not
+ * yet written (stack_intern looks before it looks the stack up). */
+extern int modules_dead_any;
+int pc_moved(uint64_t pc);
+/* After the program's dlclose: a snapshot if something was unloaded,
+ * while recording. */
+void modules_after_unload(void);
+
+/* cfi.c: how many times the loader's unload count was seen to move */
+uint32_t cfi_unloads(void);
+
+/* stacks.c, meta.lock held: a module was written where another one was
+ * unloaded from (stacks_new_era: stacks are interned anew, new ids for
+ * the same PC numbers, now another module's code); a module was unloaded
+ * (stacks_drop_cached: every thread's cached stack ids are dropped, as
+ * its range may hold another module before the next snapshot sees it). */
+void stacks_new_era(void);
+void stacks_drop_cached(void);
 
 /* buffer.c */
 struct ap_threads {

@@ -20,6 +20,10 @@ struct stk_tab {
 };
 static struct stk_tab *stk_cur;
 static uint32_t stk_next_id = 1;
+/* Stacks are looked up in their era (stacks_new_era): its number, times
+ * an odd constant and shifted past the hash's low bit, xored into the
+ * hash, so that an entry of another era never matches. */
+static uint64_t stk_era;
 static uint64_t *pc_pool;
 static size_t pc_pool_left;
 
@@ -29,6 +33,19 @@ void stacks_forget(void)
 {
 	stk_cur = NULL;
 	stk_next_id = 1;
+}
+
+void stacks_new_era(void)
+{
+	__atomic_store_n(&stk_era, stk_era + 1, __ATOMIC_RELEASE);
+	stacks_drop_cached();
+}
+
+void stacks_drop_cached(void)
+{
+	__atomic_fetch_add(&threads.fallback.sc_epoch, 1, __ATOMIC_RELAXED);
+	for (struct ap_thr *b = threads.all; b; b = b->next)
+		__atomic_fetch_add(&b->sc_epoch, 1, __ATOMIC_RELAXED);
 }
 
 static struct stk_tab *stk_tab_new(size_t cap, struct stk_tab *older)
@@ -64,6 +81,13 @@ static uint64_t stack_hash(const uint64_t *pcs, unsigned depth)
 	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 29;
 	return h | 1;
+}
+
+/* The hash a stack is looked up by in the current era. */
+static uint64_t era_hash(const uint64_t *pcs, unsigned depth)
+{
+	return stack_hash(pcs, depth) ^
+	       (__atomic_load_n(&stk_era, __ATOMIC_ACQUIRE) * 0x9e3779b97f4a7c15ull << 1);
 }
 
 static uint32_t stk_find(uint64_t h, const uint64_t *pcs, unsigned depth,
@@ -131,7 +155,21 @@ static uint32_t stk_insert(uint64_t h, const uint64_t *pcs, unsigned depth,
  * the table's own copy of the frames. 0 if memory ran out. */
 uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **frames)
 {
-	uint64_t h = stack_hash(pcs, depth);
+	/* An unload not seen yet; or one seen, and then the PCs are checked
+	 * first: one in the range of a module unloaded may be another's
+	 * (written, it starts an era, where the same numbers are not the
+	 * stack looked up before). */
+	if (UNLIKELY(modules_stale() || __atomic_load_n(&modules_dead_any, __ATOMIC_RELAXED))) {
+		int snap = modules_stale();
+		for (unsigned i = 0; i < depth && !snap; i++)
+			snap = pc_moved(pcs[i]);
+		if (snap) {
+			struct ap_hold held = hold(&tls);
+			modules_snapshot();
+			unhold(&tls, held);
+		}
+	}
+	uint64_t h = era_hash(pcs, depth);
 	uint32_t id = stk_find(h, pcs, depth, frames);
 	if (id)
 		return id;
@@ -142,6 +180,8 @@ uint32_t stack_intern(const uint64_t *pcs, unsigned depth, const uint64_t **fram
 			struct ap_hold held = hold(&tls);
 			modules_snapshot();
 			unhold(&tls, held);
+			/* (an era it began: the hash is that era's) */
+			h = era_hash(pcs, depth);
 			break;
 		}
 	lk_lock(&meta.lock);

@@ -528,6 +528,8 @@ void rd_release(struct rd *r)
 	free(r->thread_refs);
 	free(r->chunks);
 	free(r->pcs);
+	free(r->map_tag);
+	free(r->remaps);
 	for (size_t i = 0; i < r->nowned; i++)
 		free(r->owned[i]);
 	free(r->owned);

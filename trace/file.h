@@ -49,6 +49,19 @@ struct rd {
 	size_t npcs, pcs_alloc;
 	size_t stacks_alloc;
 	size_t maps_alloc;
+	/* Modules loaded where another was before (a plugin unloaded and
+	 * another loaded at its address): each such MAPPING starts an era,
+	 * its addresses and its stacks' PCs in its range read with the
+	 * era's tag (meta.c, AP_ERA_SHIFT), so that they resolve to it and
+	 * not to the module written before at the same numbers. map_tag by
+	 * mapping (0: none); remaps the tagged ones, in file order. */
+	uint64_t *map_tag;
+	size_t map_tag_alloc;
+	struct rd_remap {
+		uint64_t start, end, tag;	/* [start, end): the real range */
+	} *remaps;
+	size_t nremaps, remaps_alloc;
+	uint64_t era_work;	/* mappings map_era compared */
 
 	struct ev_chunk *chunks;
 	size_t nchunks, chunks_alloc;

@@ -426,6 +426,72 @@ int decode_end(struct rd *r, struct cur *c)
 
 /* ---- META ---- */
 
+/* A module loaded where another one was before it in the trace (the
+ * sampler writes a module again once one it wrote was unloaded: a plugin
+ * unloaded and another loaded at its address, or it again) starts an era:
+ * its mapping's addresses, and the PCs in its range of the stacks written
+ * after it, are read with the era's tag above the highest user address,
+ * so that each stack resolves to the module that was there when it was
+ * written. Past AP_ERA_MAX eras (or AP_ERA_WORK_MAX mappings compared), a
+ * record replaces what it overlaps for every stack, as before eras. */
+#define AP_ERA_SHIFT 56
+#define AP_ERA_MAX 127
+#define AP_ERA_MASK (((uint64_t)1 << AP_ERA_SHIFT) - 1)
+/* Mappings compared in all, at most: a file of a million MAPPING records
+ * is read in its time, the later ones replacing the earlier as before
+ * (a program's modules, a few thousand at most, take a few million). */
+#define AP_ERA_WORK_MAX ((uint64_t)1 << 26)
+
+/* The tag of a mapping of [start, end): that of the latest one before it
+ * overlapping it, when that one is the same module (written again), a new
+ * era's when it is another, 0 when none overlaps. */
+static uint64_t map_era(struct rd *r, uint64_t bias, uint64_t start, uint64_t end, const uint8_t *path,
+			size_t path_len, const uint8_t *bid, size_t bid_len)
+{
+	const struct ap_trace *t = r->t;
+	if (r->nremaps >= AP_ERA_MAX || r->era_work >= AP_ERA_WORK_MAX)
+		return 0;
+	for (size_t i = t->nmaps; i-- > 0;) {
+		if (++r->era_work >= AP_ERA_WORK_MAX)
+			return 0;
+		const struct ap_mapping *o = &t->maps[i];
+		uint64_t tag = r->map_tag[i];
+		if (o->end - tag <= start || o->start - tag >= end || start >= end)
+			continue;
+		if (o->bias - tag == bias && o->build_id_len == bid_len && !memcmp(o->build_id, bid, bid_len) &&
+		    strlen(o->path) == path_len && !memcmp(o->path, path, path_len))
+			return tag;
+		tag = (uint64_t)(r->nremaps + 1) << AP_ERA_SHIFT;
+		AP_ALLOC_GROW(r->remaps, r->nremaps + 1, r->remaps_alloc);
+		r->remaps[r->nremaps++] = (struct rd_remap){ start, end, tag };
+		return tag;
+	}
+	return 0;
+}
+
+/* The PCs of the stack at r->pcs[r->npcs .. + depth): each in the range
+ * of the latest module of an era (map_era) read with its tag, others as
+ * they are (a shared frame copied from an earlier stack, tagged there,
+ * untagged first; a PC above the user addresses that is no era's tag
+ * stays as it is). */
+static void stack_eras(struct rd *r, uint64_t depth)
+{
+	if (!r->nremaps)
+		return;
+	for (uint64_t i = 0; i < depth; i++) {
+		uint64_t pc = r->pcs[r->npcs + i], era = pc >> AP_ERA_SHIFT, tag = 0;
+		if (era >= 1 && era <= r->nremaps && (pc & AP_ERA_MASK) >= r->remaps[era - 1].start &&
+		    (pc & AP_ERA_MASK) < r->remaps[era - 1].end)
+			pc &= AP_ERA_MASK;
+		for (size_t k = r->nremaps; k-- > 0;)
+			if (pc >= r->remaps[k].start && pc < r->remaps[k].end) {
+				tag = r->remaps[k].tag;
+				break;
+			}
+		r->pcs[r->npcs + i] = pc + tag;
+	}
+}
+
 static int decode_mapping(struct rd *r, struct cur *c)
 {
 	struct ap_trace *t = r->t;
@@ -469,12 +535,15 @@ static int decode_mapping(struct rd *r, struct cur *c)
 	}
 	if (!nseg)
 		start = end = bias;
+	uint64_t tag = map_era(r, bias, start, end, path, path_len, bid, bid_len);
+	AP_ALLOC_GROW(r->map_tag, t->nmaps + 1, r->map_tag_alloc);
+	r->map_tag[t->nmaps] = tag;
 	AP_ALLOC_GROW(t->maps, t->nmaps + 1, r->maps_alloc);
 	struct ap_mapping *m = &t->maps[t->nmaps++];
 	memset(m, 0, sizeof(*m));
-	m->bias = bias;
-	m->start = start;
-	m->end = end;
+	m->bias = bias + tag;
+	m->start = start + tag;
+	m->end = end + tag;
 	m->path = dup_str(path, path_len);
 	memcpy(m->build_id, bid, bid_len);
 	m->build_id_len = bid_len;
@@ -546,6 +615,7 @@ static int decode_stack(struct rd *r, struct cur *c)
 	AP_ALLOC_GROW(r->pcs, r->npcs + depth, r->pcs_alloc);
 	if (stack_pcs(r, c, depth) < 0)
 		return -1;
+	stack_eras(r, depth);
 	stack_add(r, depth);
 	return 0;
 }
@@ -580,6 +650,7 @@ static int decode_stack_shared(struct rd *r, struct cur *c)
 		return -1;
 	size_t from = (size_t)(uintptr_t)t->stacks[base].pcs + bdepth - shared;
 	memcpy(r->pcs + r->npcs + (depth - shared), r->pcs + from, shared * sizeof(*r->pcs));
+	stack_eras(r, depth);
 	stack_add(r, depth);
 	return 0;
 }

@@ -183,8 +183,15 @@ static void test_header_and_meta(void)
 		CHECK(ap_trace_mapping_for(t, 0x7f0000020000ull) == &t->maps[1], "libc start");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000027fffull) == &t->maps[1],
 		      "libc before hole");
-		CHECK(ap_trace_mapping_for(t, 0x7f0000028000ull) == &t->maps[2], "later wins");
-		CHECK(ap_trace_mapping_for(t, 0x7f0000028fffull) == &t->maps[2], "later wins end");
+		/* a module written over another's range begins an era: its
+		 * addresses (and the PCs in its range of the stacks written
+		 * after it) are read with the era's tag, era << 56 */
+		uint64_t era1 = (uint64_t)1 << 56;
+		CHECK_U(t->maps[2].start, era1 + 0x7f0000028000ull);
+		CHECK_U(t->maps[2].bias, era1 + 0x7f0000000000ull);
+		CHECK(ap_trace_mapping_for(t, 0x7f0000028000ull) == &t->maps[1], "the earlier, untagged");
+		CHECK(ap_trace_mapping_for(t, era1 + 0x7f0000028000ull) == &t->maps[2], "later, its era");
+		CHECK(ap_trace_mapping_for(t, era1 + 0x7f0000028fffull) == &t->maps[2], "later, its era, end");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000029000ull) == &t->maps[1], "libc after hole");
 		CHECK(ap_trace_mapping_for(t, 0x7f000002ffffull) == &t->maps[1], "libc last");
 		CHECK(ap_trace_mapping_for(t, 0x7f0000030000ull) == NULL, "libc end");
