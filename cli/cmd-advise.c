@@ -682,6 +682,10 @@ json_t *ap_advise_json(const struct ap_advice *a, const struct ap_trace *t, size
 						json_array_append_new(cl, json_integer((json_int_t)s->round_classes[k]));
 					json_object_set_new(rc, "size_classes", cl);
 					json_object_set_new(rc, "bytes_ratio", json_real(s->round_ratio));
+					/* measured again written whole, where they paid
+					 * a line a page: what decides (null: not) */
+					json_object_set_new(rc, "written_whole",
+							    s->round_whole ? saving_json(&s->rmw) : json_null());
 				}
 				json_object_set_new(mo, "rounded_classes", rc ? rc : json_null());
 				/* (not one whose blocks would be much larger than

@@ -74,12 +74,16 @@ bool advise_larger_shape(const struct ap_advice *a, const struct ap_advise_site 
  * model did not shape classes of its own: a pool of them is measured
  * beside one pool that hands much larger blocks (advise_measure.c). */
 bool advise_round_fits(const struct ap_advise_site *s);
-/* After the measurement, before the site is judged: where one pool hands
- * blocks much larger than asked (advise_larger_shape, what would leave
- * the verdict open) and the pool of rounded-up classes measured beside it
- * pays (the rule of a pool's verdict), that pool becomes the site's: its
- * measurement in s->m (the one pool's in s->rm), its classes the
- * verdict's, s->round_up set, and why in s->reasons. */
+/* Whether the pool of rounded-up classes measured beside one pool that
+ * hands blocks much larger than asked (advise_larger_shape, what would
+ * leave the verdict open) pays, a line a page (the rule of a pool's
+ * verdict): it is then measured again written whole (advise_measure.c). */
+bool advise_round_may_win(const struct ap_advice *a, const struct ap_advise_site *s);
+/* After the measurements, before the site is judged: where it may win
+ * and, written whole, still pays, that pool becomes the site's: its
+ * measurement written whole in s->m (a line a page in s->mw, the one
+ * pool's in s->rm), its classes the verdict's, s->round_up set, and why
+ * in s->reasons. */
 void advise_round_wins(const struct ap_advice *a, struct ap_advise_site *s);
 
 /* Judges a measured site again from its measurement (s->m). */

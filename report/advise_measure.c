@@ -456,14 +456,16 @@ static void scale_share(const struct ap_advice *a, struct ap_measured *m)
  * measured again written whole too, in the same rounds, vpool first: the
  * two figures the text puts side by side are of one measurement. One
  * that does not fit is said left out by the budget.) */
-static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const struct ap_script *sc,
-			  const struct ap_measure_job *job, const struct ap_measure_job *fl_job,
-			  const struct ap_measure_opts *o2)
+/* The jobs (nj, the first the site's) measured with the site's blocks
+ * written whole into out, against *base; `round_ns` a round of the first
+ * measurement of the site. 1 when measured; 0 when the budget left it
+ * out, said in a->budget_whole_*; -1 when it failed. */
+static int whole_run(struct ap_advice *a, const struct ap_script *sc, const struct ap_measure_job *jobs,
+		     size_t nj, const struct ap_measure_opts *o2, double round_ns, struct ap_measured *out,
+		     struct ap_run_cost *base)
 {
-	if (!advise_larger_shape(a, s, &s->m, &a->base))
-		return;
 	struct ap_measure_opts ow = *o2;
-	ow.whole_site = job->site;
+	ow.whole_site = jobs[0].site;
 	ow.sampler = NULL;
 	ow.run_ns = WHOLE_SLOWER * a->base.wall_ns;
 	ow.reserve_pairs = 0;
@@ -471,45 +473,70 @@ static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const s
 	ow.cut = &cut;
 	if (ow.deadline_ns > 0) {
 		double left = ow.deadline_ns - mono_ns();
-		double round = a->base.wall_ns + s->m.cost.wall_ns;
-		if (left < WHOLE_SLOWER * ow.min_rounds * round) {
+		if (left < WHOLE_SLOWER * ow.min_rounds * round_ns) {
 			a->budget_whole_left++;
-			return;
+			return 0;
 		}
 		ow.budget_ns = left;
 	}
-	struct ap_measure_job both[2] = { *job };
-	size_t nj = 1;
-	if (fl_job && s->fl_state == AP_FL_MEASURED)
-		both[nj++] = *fl_job;
-	struct ap_measured out[2], mw;
-	struct ap_run_cost base, rec;
+	struct ap_run_cost rec;
 	struct ap_error err = { "" };
-	int rc = ap_measure(sc, both, nj, &ow, out, &base, &rec, &err);
-	mw = out[0];
-	if (cut.rounds_cut && (rc < 0 || !mw.ok)) {
+	int rc = ap_measure(sc, jobs, nj, &ow, out, base, &rec, &err);
+	if (cut.rounds_cut && (rc < 0 || !out[0].ok)) {
 		a->budget_whole_left++;
-		return;
+		return 0;
 	}
-	if (rc < 0 || !mw.ok)
-		return;
-	if (nj == 2 && out[1].ok) {
-		s->fl = out[1];
-		scale_share(a, &s->fl);
-	} else if (nj == 2) {
-		s->fl_state = AP_FL_BUDGET;
-	}
+	if (rc < 0 || !out[0].ok)
+		return -1;
 	if (cut.rounds_cut) {
 		if (!a->budget_whole_rounds_cut || cut.rounds < a->budget_whole_rounds)
 			a->budget_whole_rounds = cut.rounds;
 		a->budget_whole_rounds_cut = true;
 		a->budget_rounds_wanted = cut.rounds_wanted;
 	}
-	scale_share(a, &mw);
+	for (size_t j = 0; j < nj; j++)
+		if (out[j].ok)
+			scale_share(a, &out[j]);
+	return 1;
+}
+
+static void measure_whole(struct ap_advice *a, struct ap_advise_site *s, const struct ap_script *sc,
+			  const struct ap_measure_job *job, const struct ap_measure_job *fl_job,
+			  const struct ap_measure_opts *o2)
+{
+	if (!advise_larger_shape(a, s, &s->m, &a->base))
+		return;
+	struct ap_measure_job both[2] = { *job };
+	size_t nj = 1;
+	if (fl_job && s->fl_state == AP_FL_MEASURED)
+		both[nj++] = *fl_job;
+	struct ap_measured out[2] = { { 0 } };
+	struct ap_run_cost base;
+	if (whole_run(a, sc, both, nj, o2, a->base.wall_ns + s->m.cost.wall_ns, out, &base) <= 0)
+		return;
+	if (nj == 2 && out[1].ok)
+		s->fl = out[1];
+	else if (nj == 2)
+		s->fl_state = AP_FL_BUDGET;
 	s->mw = s->m;
-	s->m = mw;
+	s->m = out[0];
 	s->mw_base = base;
 	s->whole_measured = true;
+}
+
+/* Size classes rounded up that pay a line a page where one pool's blocks
+ * are much larger than asked (advise_round_may_win), measured again
+ * written whole: whether they win (advise_round_wins). */
+static void measure_round_whole(struct ap_advice *a, struct ap_advise_site *s, const struct ap_script *sc,
+				const struct ap_measure_job *job, const struct ap_measure_opts *o2)
+{
+	if (!advise_round_may_win(a, s))
+		return;
+	struct ap_measured out = { 0 };
+	if (whole_run(a, sc, job, 1, o2, a->base.wall_ns + s->rm.cost.wall_ns, &out, &s->rmw_base) <= 0)
+		return;
+	s->rmw = out;
+	s->round_whole = true;
 }
 
 /* Object graphs measured whole, at most: the script's biggest. */
@@ -920,11 +947,12 @@ void ap_advise_measure(struct ap_advice *a, const struct ap_trace *t, const stru
 			       floor = a->base.cpu_ns / share;
 			a->program_cpu_est_ns = (uint64_t)(est > floor ? est : floor);
 		}
-		/* (classes that win are measured as they are: their blocks
-		 * are not much larger than asked) */
+		/* (classes that win were measured written whole: not again) */
 		for (size_t k = 0; k < nc; k++)
-			if (out[vp_of[k]].ok)
+			if (out[vp_of[k]].ok && rm_of[k]) {
+				measure_round_whole(a, &a->sites[c[k].i], sc, &jobs[rm_of[k]], &o2);
 				advise_round_wins(a, &a->sites[c[k].i]);
+			}
 		for (size_t k = 0; k < nc; k++)
 			if (out[vp_of[k]].ok)
 				measure_whole(a, &a->sites[c[k].i], sc, &vj[k],

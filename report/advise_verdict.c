@@ -1138,14 +1138,22 @@ static void classes_words(struct ap_buf *b, const uint64_t *classes, size_t n)
 	}
 }
 
+/* m pays: its interval above zero, the saving MIN_SAVE_SHARE of the
+ * program's CPU time at least */
+static bool pays(const struct ap_advice *a, const struct ap_measured *m)
+{
+	return m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * advise_program_cpu_ns(a);
+}
+
+bool advise_round_may_win(const struct ap_advice *a, const struct ap_advise_site *s)
+{
+	return s->round_state == AP_FL_MEASURED && s->measured && !s->round_up &&
+	       advise_larger_shape(a, s, &s->m, &a->base) && pays(a, &s->rm);
+}
+
 void advise_round_wins(const struct ap_advice *a, struct ap_advise_site *s)
 {
-	if (s->round_state != AP_FL_MEASURED || !s->measured)
-		return;
-	double cpu = advise_program_cpu_ns(a);
-	const struct ap_measured *rm = &s->rm;
-	if (!advise_larger_shape(a, s, &s->m, &a->base) || !(rm->low_ns > 0) ||
-	    !(rm->saved_ns >= MIN_SAVE_SHARE * cpu))
+	if (!advise_round_may_win(a, s) || !s->round_whole || !pays(a, &s->rmw))
 		return;
 	const struct ap_replay_result *r = measured_result(s);
 	double given = r->hit_cap_bytes / r->allocs_avoided, asked = r->alloc_bytes_avoided / r->allocs_avoided;
@@ -1154,21 +1162,29 @@ void advise_round_wins(const struct ap_advice *a, struct ap_advise_site *s)
 	fmt_bytes(b1, sizeof(b1), given);
 	fmt_bytes(b2, sizeof(b2), asked);
 	fmt_bytes(b3, sizeof(b3), 1024 * (s->m.cost.maxrss_kb - a->base.maxrss_kb));
+	char d4[32], d5[32], d6[32];
 	saving_words(&s->m, d1, d2, d3);
+	saving_words(&s->rm, d4, d5, d6);
 	ap_buf_addstr(&t, "Size classes, each request rounded up to its class (");
 	classes_words(&t, s->round_classes, s->nround_classes);
 	ap_buf_addf(&t, "; a request above the last is malloc's): a pool per class, whose every "
 		    "block serves every request of its class, handing out %.2g times the bytes asked "
-		    "for. One pool for the site keeps each object at the largest size it reached (one "
-		    "too small for a request is dropped for a block of the request's size): its hits "
-		    "hand blocks of %s on average for requests of %s, %.2g times as large, its "
-		    "replay's peak memory %s above malloc's, and it measured %s %s (%s to %s), in "
-		    "blocks a program writing or reading them whole goes through that much more of. "
-		    "(The counts above are that one pool's, by the model.)",
-		    s->round_ratio, b1, b2, given / asked, b3, s->m.saved_ns >= 0 ? "saving" : "costing",
-		    d1, d2, d3);
+		    "for, measured with their blocks written and read whole, every byte, as a program "
+		    "writes and reads a record of the size it asks for (writing a line and a byte a "
+		    "page of each new block, they measured %s %s, %s to %s). One pool for the site "
+		    "keeps each object at the largest size it reached (one too small for a request is "
+		    "dropped for a block of the request's size): its hits hand blocks of %s on "
+		    "average for requests of %s, %.2g times as large, its replay's peak memory %s "
+		    "above malloc's, and it measured %s %s (%s to %s), a line a page, in blocks a "
+		    "program writing or reading them whole goes through that much more of. (The "
+		    "counts above are that one pool's, by the model.)",
+		    s->round_ratio, s->rm.saved_ns >= 0 ? "saving" : "costing", d4, d5, d6, b1, b2,
+		    given / asked, b3, s->m.saved_ns >= 0 ? "saving" : "costing", d1, d2, d3);
 	struct ap_measured one = s->m;
-	s->m = *rm;
+	s->mw = s->rm;
+	s->m = s->rmw;
+	s->mw_base = s->rmw_base;
+	s->whole_measured = true;
 	s->rm = one;
 	s->round_up = true;
 	s->verdict = AP_VERDICT_SIZE_CLASSES;
@@ -1366,7 +1382,7 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 	double given = r->allocs_avoided > 0 ? r->hit_cap_bytes / r->allocs_avoided : 0;
 	double asked = r->allocs_avoided > 0 ? r->alloc_bytes_avoided / r->allocs_avoided : 0;
 	bool larger = !s->whole_measured && advise_larger_shape(a, s, m, B);
-	if (s->whole_measured)
+	if (s->whole_measured && !s->round_up)	/* (the classes': advise_round_wins) */
 		whole_words(&t, a, s, given, asked);
 	if (m->low_ns > 0 && m->saved_ns >= MIN_SAVE_SHARE * cpu && replay_faults) {
 		s->verdict = AP_VERDICT_FAULTS;
@@ -1573,9 +1589,20 @@ void advise_judge_measured(const struct ap_advice *a, struct ap_advise_site *s)
 		ap_buf_addstr(&t, " Beside it, a pool per size class with each request rounded up to its "
 			      "class (");
 		classes_words(&t, s->round_classes, s->nround_classes);
-		ap_buf_addf(&t, "), handing out %.2g times the bytes asked for, measured %s %s (%s to %s)%s.",
-			    s->round_ratio, s->rm.saved_ns >= 0 ? "saving" : "costing", d1, d2, d3,
-			    s->rm.low_ns > 0 && s->rm.saved_ns >= MIN_SAVE_SHARE * cpu ? "" : ": not a saving to build on");
+		ap_buf_addf(&t, "), handing out %.2g times the bytes asked for, measured %s %s (%s to %s)",
+			    s->round_ratio, s->rm.saved_ns >= 0 ? "saving" : "costing", d1, d2, d3);
+		if (s->round_whole) {
+			saving_words(&s->rmw, d1, d2, d3);
+			ap_buf_addf(&t, ", and with their blocks written and read whole %s %s (%s to %s)",
+				    s->rmw.saved_ns >= 0 ? "saving" : "costing", d1, d2, d3);
+		}
+		ap_buf_addf(&t, "%s.", !pays(a, s->round_whole ? &s->rmw : &s->rm)
+					       ? ": not a saving to build on"
+				       : !s->round_whole && advise_round_may_win(a, s)
+					       ? ": not measured with their blocks written and read whole, "
+						 "which decides where one pool's blocks are much larger (a "
+						 "longer --measure-time measures it)"
+					       : "");
 	}
 	if (!kept)	/* (the model's reasons say it already) */
 		by_copy_words(&t, s);

@@ -347,6 +347,12 @@ struct ap_advise_site {
 	 * and `rm` change places, round_up is set. */
 	enum ap_fl_state round_state;
 	struct ap_measured rm;
+	/* Those classes measured again with their blocks written and read
+	 * whole (round_whole: rmw, against its baseline rmw_base), where a
+	 * line a page found them paying: what decides whether they win. */
+	bool round_whole;
+	struct ap_measured rmw;
+	struct ap_run_cost rmw_base;
 	uint32_t site_id;	/* its index in the site map */
 	/* The measured replay (ap_advise_measure): when `measured`, the
 	 * verdict comes from `m`, the CPU time the pool saved with its

@@ -76,9 +76,9 @@ both measurements, each with its own baseline.
 
 classes: PROGRAM (testdata/advise_classes) is measured beside its one
 pool with size classes, each request rounded up to its class (1, 2, 4
-and 8 KiB); where they pay and the one pool's blocks are much larger
-than asked, they are the verdict ("size classes ... (rounded up)"), else
-they are measured beside it.
+and 8 KiB); where they pay, written whole too, and the one pool's blocks
+are much larger than asked, they are the verdict ("size classes ...
+(rounded up)"), else they are measured beside it.
 
 freelist: PROGRAM (testdata/advise_freelist) recorded with --all (advised
 with --measure-time 2s, or 5s or 12s where that left the free list out
@@ -708,10 +708,13 @@ def classes(prog):
     request rounded up to its class are measured too, in the same rounds
     (advise_measure.c; the runner's --round-up). Where they pay (the
     interval above zero, 1 % of the program's CPU time or more) they are
-    the verdict, "size classes 1kB, 2kB, 4kB, 8kB (rounded up)", their
-    figures the site's and the one pool's in measured.one_pool, whose
-    replay peaked 4 MiB or more above the baseline's; else the verdict is
-    not theirs and measured.rounded_classes has their figures."""
+    measured again written whole, and where that pays too they are the
+    verdict, "size classes 1kB, 2kB, 4kB, 8kB (rounded up)", their
+    figures written whole the site's (measured.written_whole, a line a
+    page in measured.line_a_page) and the one pool's in
+    measured.one_pool, whose replay peaked 4 MiB or more above the
+    baseline's; else the verdict is not theirs and measured.rounded_classes
+    has their figures (written_whole where measured so)."""
     with tempfile.TemporaryDirectory() as tmp:
         t = record(tmp, prog, "all", ["--all"])
         adv = advise(t, ["--measure-time", "20s"], measure=True)
@@ -742,10 +745,16 @@ def classes(prog):
         if not one.get("pooled", {}).get("peak_rss_bytes", 0) >= base.get("peak_rss_bytes", 1e18) + 4 * 2 ** 20:
             fails.append("the one pool's replay peaks at %s, the baseline's at %s: not 4 MiB more"
                          % (one.get("pooled", {}).get("peak_rss_bytes"), base.get("peak_rss_bytes")))
+        lo = me.get("line_a_page") or {}
+        if me.get("written_whole") is not True or not lo.get("rounds", 0) >= 2 or \
+                not me.get("baseline", {}).get("cpu_ns", 0) > adv["measurement"]["baseline"]["cpu_ns"]:
+            fails.append("the classes won without their measurement written whole (and a line a page "
+                         "beside it): %s" % {k: v for k, v in me.items() if k not in ("pooled", "one_pool")})
         if not one.get("rounds", 0) >= 2 or not one.get("time_saved_low_ns", 1) <= one.get("time_saved_ns", 0) \
                 <= one.get("time_saved_high_ns", -1):
             fails.append("the one pool's figures: %s" % {k: v for k, v in one.items() if k != "pooled"})
-        ratio = re.search(r"handing out ([0-9.]+) times the bytes asked for\. One pool for the site keeps each "
+        ratio = re.search(r"handing out ([0-9.]+) times the bytes asked for, measured with their blocks written "
+                          r"and read whole.* One pool for the site keeps each "
                           r"object at the largest size it reached .* its hits hand blocks of [0-9.]+[kMG]?B on "
                           r"average for requests of [0-9.]+[kMG]?B, ([0-9.]+) times as large", text)
         if not ratio or not float(ratio.group(1)) < 1.5 or not float(ratio.group(2)) >= 1.5:
@@ -755,10 +764,12 @@ def classes(prog):
         if rc.get("size_classes") != want or not 1 < rc.get("bytes_ratio", 0) < 1.5:
             fails.append("the classes were not measured beside the pool: %s (%s)"
                          % (rc, me.get("rounded_classes_why")))
-        elif rc.get("time_saved_low_ns", 0) > 0 and rc.get("time_saved_ns", 0) >= 0.01 * cpu \
-                and s["verdict"] == "unsure: larger blocks":
-            fails.append("the classes pay (%s [%s, ...]) where the one pool's blocks are larger, and are not "
-                         "the verdict" % (rc.get("time_saved_ns"), rc.get("time_saved_low_ns")))
+        else:
+            ww = rc.get("written_whole") or {}
+            if ww.get("time_saved_low_ns", 0) > 0 and ww.get("time_saved_ns", 0) >= 0.01 * cpu \
+                    and s["verdict"] == "unsure: larger blocks":
+                fails.append("the classes pay written whole (%s [%s, ...]) where the one pool's blocks are larger, "
+                             "and are not the verdict" % (ww.get("time_saved_ns"), ww.get("time_saved_low_ns")))
         if not re.search(r"Beside it, a pool per size class with each request rounded up to its class \(1kB, "
                          r"2kB, 4kB and 8kB\)", text):
             fails.append("the text does not say the classes measured beside: %s" % text)

@@ -555,9 +555,14 @@ static void test_round_classes(void)
 	s->round_ratio = 1.3;
 	s->reallocs_per_object = 0;
 	CHECK("round classes: fit", advise_round_fits(s), 1);
-	for (int pays = 1; pays >= 0; pays--) {
+	/* case 0: a line a page and written whole, the classes pay: they win;
+	 * 1: they pay a line a page, not measured written whole (the
+	 * budget): beside, and why; 2: written whole they cost: beside; 3:
+	 * a line a page they do not pay: beside */
+	for (int c = 0; c < 4; c++) {
 		s->verdict = AP_VERDICT_POOL;
 		s->round_up = false;
+		s->whole_measured = false;
 		free(s->reasons);
 		s->reasons = NULL;
 		s->measured = true;
@@ -566,38 +571,60 @@ static void test_round_classes(void)
 		s->m.cost.maxrss_kb = 10220;
 		s->round_state = AP_FL_MEASURED;
 		s->rm = (struct ap_measured){ .ok = true, .rounds = 8, .conf = 0.99, .saved_ns = 15 * MS,
-					      .low_ns = pays ? 12.0 * MS : -1.0 * MS, .high_ns = 18 * MS };
+					      .low_ns = c == 3 ? -1.0 * MS : 12.0 * MS, .high_ns = 18 * MS };
 		s->rm.cost.maxrss_kb = 5900;
+		CHECK("round classes: may win", advise_round_may_win(a, s), c != 3);
+		s->round_whole = c == 0 || c == 2;
+		s->rmw = (struct ap_measured){ .ok = true, .rounds = 6, .conf = 0.97,
+					       .saved_ns = c == 2 ? -5.0 * MS : 9 * MS,
+					       .low_ns = c == 2 ? -7.0 * MS : 6 * MS,
+					       .high_ns = c == 2 ? -3.0 * MS : 11 * MS };
+		s->rmw_base.cpu_ns = 90 * MS;
 		advise_round_wins(a, s);
 		advise_judge_measured(a, s);
-		if (pays) {
+		if (c == 0) {
 			CHECK("round classes won: verdict", s->verdict, AP_VERDICT_SIZE_CLASSES);
-			CHECK("round classes won: saving", s->m.saved_ns, 15 * MS);
+			CHECK("round classes won: saving, written whole", s->m.saved_ns, 9 * MS);
+			CHECK("round classes won: a line a page", s->mw.saved_ns, 15 * MS);
+			CHECK("round classes won: its baseline", s->mw_base.cpu_ns, 90 * MS);
 			CHECK("round classes won: one pool's", s->rm.saved_ns, 20 * MS);
 			CHECK("round classes won: rounded up", s->round_up, 1);
+			CHECK("round classes won: written whole", s->whole_measured, 1);
 			if (!s->verdict_text || strcmp(s->verdict_text, "size classes 1kB, 2kB, 4kB, 8kB (rounded up)") ||
 			    !strstr(s->reasons, "Size classes, each request rounded up to its class (1kB, 2kB, 4kB "
 						"and 8kB;") ||
-			    !strstr(s->reasons, "handing out 1.3 times the bytes asked for") ||
+			    !strstr(s->reasons, "handing out 1.3 times the bytes asked for, measured with their "
+						"blocks written and read whole") ||
+			    !strstr(s->reasons, "(writing a line and a byte a page of each new block, they "
+						"measured saving 15ms, 12ms to 18ms)") ||
 			    !strstr(s->reasons, "1.7 times as large, its replay's peak memory 5.31MB above "
-						"malloc's, and it measured saving 20ms (18ms to 22ms)")) {
+						"malloc's, and it measured saving 20ms (18ms to 22ms), a line a page") ||
+			    strstr(s->reasons, "Measured with the site's blocks written and read whole, every byte")) {
 				fprintf(stderr, "%s: the classes' verdict does not say why: %s: %s\n", __func__,
 					s->verdict_text ? s->verdict_text : "?", s->reasons);
 				failures++;
 			}
-			/* no second measurement written whole: its blocks are
-			 * not much larger than asked */
+			/* no second measurement written whole: done */
 			CHECK("round classes won: not larger", advise_larger_shape(a, s, &s->m, &a->base), 0);
-		} else {
-			CHECK("round classes beside: verdict", s->verdict, AP_VERDICT_LARGER);
-			CHECK("round classes beside: rounded up", s->round_up, 0);
-			if (!strstr(s->reasons, "Beside it, a pool per size class with each request rounded up to "
-						"its class (1kB, 2kB, 4kB and 8kB), handing out 1.3 times the bytes "
-						"asked for, measured saving 15ms (-1ms to 18ms): not a saving to "
-						"build on.")) {
-				fprintf(stderr, "%s: the classes beside are not said: %s\n", __func__, s->reasons);
-				failures++;
-			}
+			continue;
+		}
+		CHECK("round classes beside: verdict", s->verdict, AP_VERDICT_LARGER);
+		CHECK("round classes beside: rounded up", s->round_up, 0);
+		static const char *const end[] = {
+			NULL,
+			"measured saving 15ms (12ms to 18ms): not measured with their blocks written and read "
+			"whole, which decides where one pool's blocks are much larger (a longer --measure-time "
+			"measures it).",
+			"measured saving 15ms (12ms to 18ms), and with their blocks written and read whole "
+			"costing 5ms (3ms to 7ms): not a saving to build on.",
+			"measured saving 15ms (-1ms to 18ms): not a saving to build on.",
+		};
+		if (!strstr(s->reasons, "Beside it, a pool per size class with each request rounded up to "
+					"its class (1kB, 2kB, 4kB and 8kB), handing out 1.3 times the bytes "
+					"asked for, ") ||
+		    !strstr(s->reasons, end[c])) {
+			fprintf(stderr, "%s: case %d: the classes beside are not said: %s\n", __func__, c, s->reasons);
+			failures++;
 		}
 	}
 	/* objects that grow: their requests' classes are not theirs */
