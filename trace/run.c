@@ -516,10 +516,27 @@ int ap_run_merge(struct ap_run *run, struct ap_trace **out, struct ap_error *err
 	}
 	if (!m->has_counts)
 		m->calls = m->bytes = 0;
-	/* The root's end is the run's (its exit status is record's). */
-	m->end_reason = root->end_reason;
-	m->end_status = root->end_status;
-	m->end_status_known = root->end_status_known;
+	/* The root's end is the run's (its exit status is record's); a root
+	 * that exec'd ended where its last image did: PATH.exec<n>, the
+	 * greatest n, of its pid. */
+	const struct ap_trace *last = root;
+	unsigned long last_n = 0;
+	size_t rl = strlen(run->paths[0]);
+	for (size_t p = 1; p < run->n && root->end_reason == AP_END_EXEC; p++) {
+		const char *sfx = run->paths[p] + rl;
+		char *end;
+		if (strncmp(run->paths[p], run->paths[0], rl) || strncmp(sfx, ".exec", 5) ||
+		    run->traces[p]->pid != root->pid)
+			continue;
+		unsigned long n = strtoul(sfx + 5, &end, 10);
+		if (end != sfx + 5 && (!*end || *end == '-') && n > last_n) {
+			last_n = n;
+			last = run->traces[p];
+		}
+	}
+	m->end_reason = last->end_reason;
+	m->end_status = last->end_status;
+	m->end_status_known = last->end_status_known;
 
 	/* The traces stay, as the source of the events. */
 	struct run_src *src = ap_xcalloc(1, sizeof(*src));

@@ -184,6 +184,9 @@ exec)
 		if [ -s x.json ]; then
 			n=$(jget x.json alloc_objects)
 			[ "${n%.*}" -ge 500 ] || fail "$how: alloc_objects of the run: $n, not both images' 500"
+			# (the run ended where its last image did)
+			expect_eq "$how: the run ended" "$(jget x.json end_reason)" exit
+			expect_eq "$how: the run's status" "$(jget x.json end_status)" 5
 		fi
 		expect_eq "$how: trace files" "$(ls x.trace* | tr '\n' ' ')" "x.trace x.trace.exec1 "
 		rm -f x.trace*
