@@ -7,7 +7,8 @@
  * not per record as chan's do. Every object is freed on another thread
  * than the one that made it.
  * Twin: msg_new takes records from a vpool, msg_free (on the worker) puts
- * them. Threaded: run.sh runs it unpinned. */
+ * them (with RELAY_CLASSES, relaycls.c's: a vpool per size class, each
+ * request rounded up). Threaded: run.sh runs it unpinned. */
 // site: msg_new
 // threaded
 #include <pthread.h>
@@ -25,14 +26,34 @@ static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t notfull = PTHREAD_COND_INITIALIZER, notempty = PTHREAD_COND_INITIALIZER;
 static long nmsgs;
 static uint64_t csum;
-#ifdef TWIN
+#if defined(TWIN) && defined(RELAY_CLASSES)
+static struct vpool pools[4];
+/* the class of a request of n bytes: 1 KiB << k, the first that holds it */
+static unsigned cls(size_t n)
+{
+	unsigned k = 0;
+	while (k < 3 && n > ((size_t)1024 << k))
+		k++;
+	return k;
+}
+static unsigned char *cls_get(size_t n)
+{
+	unsigned k = cls(n);
+	unsigned char *m = vpool_get(&pools[k]);
+	return m ? m : malloc((size_t)1024 << k);
+}
+#define RELAY_GET(n) cls_get(n)
+#define RELAY_PUT(m, n) vpool_put(&pools[cls(n)], (m))
+#elif defined(TWIN)
 static struct vpool pool;
+#define RELAY_GET(n) tw_get(&pool, (n))
+#define RELAY_PUT(m, n) vpool_put(&pool, (m))
 #endif
 
 TW_SITE static unsigned char *msg_new(size_t n)
 {
 #ifdef TWIN
-	unsigned char *m = tw_get(&pool, n);
+	unsigned char *m = RELAY_GET(n);
 #else
 	unsigned char *m = malloc(n);
 #endif
@@ -47,7 +68,7 @@ TW_SITE static void msg_free(unsigned char *m, size_t n)
 	TW_FREE(n);
 	(void)n;
 #ifdef TWIN
-	vpool_put(&pool, m);
+	RELAY_PUT(m, n);
 #else
 	free(m);
 #endif
@@ -111,7 +132,12 @@ int main(int argc, char **argv)
 {
 	nmsgs = argc > 1 ? atol(argv[1]) : 200000;
 #ifdef TWIN
+#ifdef RELAY_CLASSES
+	for (int k = 0; k < 4; k++)
+		tw_pool_init(&pools[k]);
+#else
 	tw_pool_init(&pool);
+#endif
 #endif
 	pthread_t p, c;
 	if (pthread_create(&p, NULL, producer, NULL) || pthread_create(&c, NULL, consumer, NULL))
